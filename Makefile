@@ -1,0 +1,139 @@
+# Forge - one non-recursive Makefile.
+#
+#   make              build lib/libforge-common.a and every program into bin/
+#   make check        unit tests and bats suites, then again under ASan+UBSan
+#   make bench        benchmarks (medians)
+#   make install      PREFIX=/usr/local DESTDIR=
+#   make clean
+#
+# Objects go to $(O) (default build/); `make O=build-asan SANITIZE=address,undefined`
+# builds a second tree beside it, with its programs in $(O)/bin.
+
+O        ?= build
+ifeq ($(O),build)
+BINDIR   ?= bin
+else
+BINDIR   ?= $(O)/bin
+endif
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+LIBEXECDIR ?= $(PREFIX)/libexec/forge
+DATADIR  ?= $(PREFIX)/share/forge
+
+CC       ?= cc
+CSTD     := -std=c17
+WARN     := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wno-missing-field-initializers -Werror=implicit-function-declaration
+ifdef CI
+WARN     += -Werror
+endif
+CFLAGS   ?= -O2 -g
+CPPFLAGS += -D_GNU_SOURCE -Ilib -I$(O)/gen -DFORGE_LIBEXECDIR='"$(LIBEXECDIR)"' -DFORGE_DATADIR='"$(DATADIR)"'
+LDLIBS   += -lsqlite3 -lcurl -lgit2 -ljq -lpcre2-8 -lm -lpthread
+
+ifdef SANITIZE
+CFLAGS   := -O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=$(SANITIZE)
+endif
+
+LIB_SRC     := $(sort $(wildcard lib/*.c))
+PROG_SRC    := $(sort $(wildcard bin/*.c) $(wildcard filters/*.c))
+UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
+HELPER_SRC  := $(sort $(wildcard tests/helpers/*.c))
+RESOURCES   := $(sort $(wildcard schemas/*.json schemas/*/*.json schemas/sql/*.sql schemas/prompts/*.md))
+
+GEN_RES     := $(O)/gen/resources.c
+LIB_OBJ     := $(LIB_SRC:%.c=$(O)/obj/%.o) $(O)/obj/gen/resources.o
+LIB         := $(O)/libforge-common.a
+PROGS       := $(foreach s,$(PROG_SRC),$(BINDIR)/$(basename $(notdir $(s))))
+UNITS       := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
+HELPERS     := $(HELPER_SRC:tests/helpers/%.c=$(O)/tests/%)
+SRC_OBJ     := $(LIB_SRC:%.c=$(O)/obj/%.o) $(PROG_SRC:%.c=$(O)/obj/%.o) \
+               $(UNIT_SRC:%.c=$(O)/obj/%.o) $(HELPER_SRC:%.c=$(O)/obj/%.o)
+DEPS_STAMP  := $(O)/.deps-ok
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+all: $(PROGS) $(LIB)
+
+# Install missing build dependencies once per build tree (apt-get; see the script).
+$(DEPS_STAMP): scripts/install-deps
+	@mkdir -p $(@D)
+	$(Q)scripts/install-deps
+	@touch $@
+
+$(SRC_OBJ): $(O)/obj/%.o: %.c $(O)/.cflags | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CSTD) $(CPPFLAGS) $(WARN) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(GEN_RES): $(RESOURCES) scripts/embed.sh
+	@mkdir -p $(@D)
+	@echo "  EMBED   $@"
+	$(Q)scripts/embed.sh $@ $(RESOURCES)
+
+$(O)/obj/gen/resources.o: $(GEN_RES) $(O)/.cflags | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CSTD) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+define prog_rule
+$(BINDIR)/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(LIB)
+	@mkdir -p $$(@D)
+	@echo "  LD      $$@"
+	$(Q)$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+endef
+$(foreach s,$(PROG_SRC),$(eval $(call prog_rule,$(s))))
+
+$(UNITS): $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(HELPERS): $(O)/tests/%: $(O)/obj/tests/helpers/%.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lmicrohttpd
+
+FLAGS_NOW := $(CC) $(CSTD) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
+$(O)/.cflags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(FLAGS_NOW)' | cmp -s - $@ || echo '$(FLAGS_NOW)' > $@
+
+# The suite against one build tree: unit tests, then the bats suites.
+check-suite: $(PROGS) $(UNITS) $(HELPERS)
+	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" \
+	    FORGE_SUITE="$(SUITE_NAME)" scripts/check
+
+check: SUITE_NAME = default
+check: lint check-suite
+	$(Q)$(MAKE) --no-print-directory O=build-asan SANITIZE=address,undefined SUITE_NAME=asan+ubsan check-suite
+
+bench: all $(HELPERS)
+	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" scripts/bench
+
+lint:
+	$(Q)! grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strncpy|strtok|atoi|atol|gets)\s*\(' $(wildcard lib/*.[ch] bin/*.c filters/*.c tests/unit/*.c tests/helpers/*.c)
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+	    -D_GNU_SOURCE -Ilib lib bin filters
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/schemas/sql
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	for f in $(RESOURCES); do \
+	    install -D -m 644 $$f $(DESTDIR)$(DATADIR)/$$f; done
+
+clean:
+	rm -rf build build-asan $(PROGS)
+
+-include $(SRC_OBJ:.o=.d)
+.PHONY: all check check-suite bench lint install clean FORCE
+.DELETE_ON_ERROR:

@@ -1,0 +1,37 @@
+/*
+ * buf.h - a growable byte buffer with a hard size limit (git's strbuf with
+ * curl's dynbuf "toobig").
+ *
+ * Invariants: `buf` is never NULL and always NUL-terminated, so a fresh
+ * buffer is already a valid empty C string; `len` excludes the NUL.  When an
+ * append would make the buffer longer than `max` (0 = unlimited) the append
+ * fails with -1 and the buffer is left as it was.
+ */
+#ifndef FORGE_BUF_H
+#define FORGE_BUF_H
+
+#include <stddef.h>
+#include <stdarg.h>
+
+struct buf {
+	char *buf;
+	size_t len;
+	size_t alloc;
+	size_t max;
+};
+
+#define BUF_INIT { buf_slop, 0, 0, 0 }
+extern char buf_slop[1];
+
+void buf_init(struct buf *b, size_t max);
+void buf_release(struct buf *b);           /* frees contents; b reusable after buf_init */
+void buf_reset(struct buf *b);             /* len = 0, keeps the allocation */
+int buf_add(struct buf *b, const void *data, size_t n);
+int buf_adds(struct buf *b, const char *s);
+int buf_addch(struct buf *b, char c);
+int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_vaddf(struct buf *b, const char *fmt, va_list ap);
+/* Hand the string to the caller (free(3) it); b is reset to empty. */
+char *buf_detach(struct buf *b, size_t *len_out);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * config.h - Forge's layered configuration.
+ *
+ * Layers, lowest first; a later layer overrides an earlier one key by key
+ * (objects merge recursively, everything else - arrays too - is replaced):
+ *   1. default   built-in defaults, schemas/config.defaults.json (embedded)
+ *   2. user      $XDG_CONFIG_HOME/forge/config.json when XDG_CONFIG_HOME is
+ *                an absolute path, else $HOME/.config/forge/config.json
+ *   3. project   <repo>/.forge/config.json
+ *   4. file      --config FILE (when given)
+ *   5. env       FORGE_* variables (table below and in config.c)
+ *   6. flags     the object given by the program
+ * A missing user or project file is not an error; a missing --config file
+ * is.  Each layer on its own and then the merged result are validated
+ * against schemas/config.schema.json; an error names the file (or the
+ * variable, or "command line") and the JSON path:
+ *   "/r/.forge/config.json: .safety.automation_level: 7 is greater than ..."
+ * Keys beginning with '$' ("$comment" anywhere, "$schema" at the top) are
+ * notes for the reader and editors; they are validated and then dropped, so
+ * they never appear in the effective configuration or in config_explain().
+ */
+#ifndef FORGE_CONFIG_H
+#define FORGE_CONFIG_H
+
+#include <jv.h>
+#include <stdbool.h>
+
+struct config;
+
+struct config_sources {
+	const char *repo;        /* repository root for .forge/config.json; may be NULL */
+	const char *file;        /* --config FILE; may be NULL */
+	jv flags;                /* flag overrides as an object (consumed); jv_null() for none */
+};
+
+/* Load and merge every layer.  Consumes src->flags (also on failure; it is
+ * left as jv_null()).  -1 with a message naming the file, variable and path
+ * at fault. */
+int config_load(struct config **out, struct config_sources *src);
+void config_free(struct config *cfg);
+
+/*
+ * Paths are dotted keys ("llm.model"); a segment of digits indexes an array
+ * ("gates.0.id"); "" is the whole configuration.  Keys that contain a '.'
+ * cannot be addressed.
+ */
+
+/* The value at path as a new reference, or jv_null() when absent. */
+jv config_get(const struct config *cfg, const char *path);
+/* True when path exists (also when its value is null). */
+bool config_has(const struct config *cfg, const char *path);
+/* Borrowed from cfg; NULL when absent or not a string. */
+const char *config_get_str(const struct config *cfg, const char *path);
+/* The number at path, or dflt when absent or not a number. */
+double config_get_num(const struct config *cfg, const char *path, double dflt);
+/* The boolean at path, or dflt when absent or not a boolean. */
+bool config_get_bool(const struct config *cfg, const char *path, bool dflt);
+
+/* The whole effective configuration (new reference). */
+jv config_effective(const struct config *cfg);
+
+/*
+ * For every leaf value, which layer set it: an array of
+ * {"path":"llm.model","value":…,"layer":"project","source":"/repo/.forge/config.json"}
+ * sorted by path.  A leaf is any value that is not an object, and an empty
+ * object; arrays are leaves because a layer replaces them whole.  layer is
+ * default|user|project|file|env|flags; source is the file's path,
+ * "built-in", the variable's name or "command line".
+ */
+jv config_explain(const struct config *cfg);
+
+/*
+ * The files config_load() would read for src, in layer order, as an array
+ * of {"layer":"user","path":"…","exists":true}; a layer with no possible
+ * file (no HOME, no repo, no --config) is left out.  Borrows src.
+ */
+jv config_files(const struct config_sources *src);
+
+/* The environment layer's variables (for --help). */
+struct config_env_var {
+	const char *name;        /* "FORGE_MODEL" */
+	const char *path;        /* "llm.model" */
+	bool number;             /* parsed as a number, else taken as a string */
+};
+/* Borrowed, static; ends with a {NULL} entry.  An empty variable counts as
+ * unset. */
+const struct config_env_var *config_env_vars(void);
+
+/*
+ * Set path in the flags object *flags (jv_null() starts a new one) to value;
+ * consumes value.  -1 with a message when path is empty or crosses a value
+ * that is not an object.
+ */
+int config_flag_set(jv *flags, const char *path, jv value);
+
+/*
+ * Parse "PATH=VALUE" as given to --set: VALUE is taken as JSON when it
+ * parses as JSON and as a plain string otherwise (so --set llm.model=x and
+ * --set safety.automation_level=2 both do what they say).
+ */
+int config_flag_assign(jv *flags, const char *assignment);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * ids.h - ULIDs and timestamps.
+ *
+ * A ULID is 26 characters of Crockford base32: 48 bits of milliseconds since
+ * the epoch, then 80 random bits from getrandom(2).  Ids made by one process
+ * within the same millisecond increase (the random part is incremented), so
+ * ids sort in creation order; across processes they are unique with
+ * overwhelming probability and sort by millisecond.
+ */
+#ifndef FORGE_IDS_H
+#define FORGE_IDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ULID_LEN 26
+#define TIMESTAMP_LEN 24   /* 2026-11-21T21:30:00.123Z */
+
+/* Write a new ULID and its NUL into out[ULID_LEN + 1]. */
+void ulid_new(char out[ULID_LEN + 1]);
+
+/* True when s is a well-formed ULID (26 Crockford base32 characters). */
+bool ulid_valid(const char *s);
+
+/* Milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t now_ms(void);
+
+/* Milliseconds of a monotonic clock, for durations. */
+int64_t monotonic_ms(void);
+
+/* ISO-8601 UTC with milliseconds, "2026-11-21T21:30:00.123Z", into
+ * out[TIMESTAMP_LEN + 1]. */
+void timestamp_format(char out[TIMESTAMP_LEN + 1], int64_t ms);
+void timestamp_now(char out[TIMESTAMP_LEN + 1]);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * json.h - helpers over libjq's jv values.
+ *
+ * THE OWNERSHIP RULE (for all of Forge, not only this file)
+ * --------------------------------------------------------
+ * A jv passed to a function is CONSUMED by it: the caller gives up its
+ * reference and must not use or free the value afterwards.  The only
+ * exceptions are parameters marked "borrows" in the comment; those are left
+ * untouched and remain the caller's.  A jv returned by a function is a new
+ * reference owned by the caller, who frees it (jv_free) or passes it on.
+ * A `const char *` returned from a borrowed jv lives as long as that jv.
+ *
+ * This is libjq's own rule (every jv_* function consumes its arguments,
+ * except jv_copy, jv_get_kind, jv_string_value, jv_number_value and the
+ * iterator functions); note that jv_object_get, jv_array_length,
+ * jv_object_has, jv_equal and jv_dump_string consume too, so keep a value
+ * with jv_copy() before handing it to them.
+ *
+ * Numbers in libjq 1.6 are doubles: ids, hashes and any counter that may
+ * pass 2^53 are carried as strings in every Forge schema.
+ */
+#ifndef FORGE_JSON_H
+#define FORGE_JSON_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stddef.h>
+
+/* obj.key as a new reference, or jv_null() when obj is not an object or has
+ * no such key.  Borrows obj. */
+jv json_get(jv obj, const char *key);
+
+/* Follow a dotted path of object keys ("task.repo").  Borrows obj. */
+jv json_get_path(jv obj, const char *path);
+
+/* obj.key as a C string borrowed from obj, or NULL when absent or not a
+ * string.  Borrows obj. */
+const char *json_get_str(jv obj, const char *key);
+
+/* obj.key as a number, or dflt when absent or not a number.  Borrows obj. */
+double json_get_num(jv obj, const char *key, double dflt);
+
+/* obj.key as a boolean, or dflt when absent or not a boolean.  Borrows obj. */
+bool json_get_bool(jv obj, const char *key, bool dflt);
+
+/* True when obj is an object that has key.  Borrows obj. */
+bool json_has(jv obj, const char *key);
+
+/* obj with key set to val; consumes obj and val. */
+jv json_set(jv obj, const char *key, jv val);
+
+/* True when v is of kind k.  Borrows v. */
+static inline bool json_is(jv v, jv_kind k)
+{
+	return jv_get_kind(v) == k;
+}
+
+/* A string, or null when s is NULL. */
+jv json_str_or_null(const char *s);
+
+/*
+ * Write v as one compact line followed by '\n'.  Consumes v.  Keys keep
+ * their insertion order unless `sorted`.  Returns 0, or -1 with errno set
+ * when the stream failed (EPIPE when the reader went away).
+ */
+int json_write_line(FILE *out, jv v, bool sorted);
+
+/* Serialise compactly into a malloc'd C string (free(3) it).  Consumes v. */
+char *json_dumps(jv v, bool sorted);
+
+/*
+ * Parse exactly one JSON text.  On error returns an invalid jv carrying a
+ * message (without jq 1.6's "while parsing '<whole input>'" tail, which
+ * would repeat the input).  Never aborts on bad input.
+ */
+jv json_parse(const char *text, size_t len);
+
+/* Read and parse a whole file; an invalid jv with a message on error. */
+jv json_parse_file(const char *path);
+
+/* The message of an invalid jv as a malloc'd string (free(3) it); "invalid
+ * value" when it has none.  Consumes v. */
+char *json_invalid_msg(jv v);
+
+/* Deep equality.  Borrows both. */
+bool json_equal(jv a, jv b);
+
+/* True when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
+bool json_utf8_valid(const char *s, size_t len);
+
+#endif

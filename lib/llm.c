@@ -1,0 +1,454 @@
+/*
+ * llm.c - the LLM client: configuration, dispatch to a provider or a
+ * cassette, streaming, error classification, cost and logging (llm.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "forge.h"
+#include "http.h"
+#include "json.h"
+#include "llm_internal.h"
+#include "sse.h"
+
+struct llm_client {
+	const struct llm_provider *p;      /* NULL for replay */
+	char *provider, *model, *base_url, *key;
+	struct http_client http;
+	unsigned flags;                    /* LLM_OPENAI_* */
+	struct llm_cassette *cassette;
+	char *record, *phase, *trace_id;
+	int attempt, calls;
+	jv pricing;
+	struct store *store;
+	enum llm_error last;
+	struct buf warned;                 /* "\nmodel\n" per warned model */
+	void (*warn)(void *payload, const char *msg);
+	void *warn_payload;
+};
+
+void llm_options_init(struct llm_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->max_retries = -1;
+	opt->pricing = jv_null();
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static const char *first(const char *a, const char *b)
+{
+	return a && *a ? a : b;
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+static int pick_provider(const char **out, const struct llm_options *opt)
+{
+	const char *p = first(opt->provider, env("FORGE_PROVIDER"));
+
+	if (!p && first(opt->cassette, env("FORGE_CASSETTE")))
+		p = "replay";
+	if (!p && (env("ANTHROPIC_API_KEY") || env("FORGE_ANTHROPIC_KEY_FILE")))
+		p = "anthropic";
+	if (!p && (env("OPENAI_API_KEY") || env("FORGE_OPENAI_KEY_FILE") || env("OPENAI_BASE_URL")))
+		p = "openai";
+	if (!p)
+		return forge_error("no model provider configured: set ANTHROPIC_API_KEY or "
+				   "OPENAI_API_KEY, or pass --provider");
+	if (strcmp(p, "anthropic") && strcmp(p, "openai") && strcmp(p, "replay"))
+		return forge_error("unknown provider '%s' (anthropic, openai, replay)", p);
+	*out = p;
+	return 0;
+}
+
+static long env_long(const char *name, long dflt)
+{
+	long v;
+
+	if (!env(name) || forge_parse_long(&v, env(name), 0, 86400000L) < 0)
+		return dflt;
+	return v;
+}
+
+static void setup_http(struct llm_client *c, const struct llm_options *opt)
+{
+	struct http_client *h = &c->http;
+
+	h->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : env_long("FORGE_LLM_TIMEOUT_MS", 600000);
+	h->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 10000;
+	h->stall_ms = opt->stall_ms > 0 ? opt->stall_ms : env_long("FORGE_LLM_STALL_MS", 60000);
+	h->retry.max_retries = opt->max_retries >= 0 ? opt->max_retries
+			       : (int)env_long("FORGE_LLM_MAX_RETRIES", 2);
+	h->retry.max_retry_after = opt->max_retry_after > 0 ? opt->max_retry_after : 60.0;
+	h->retry.sleep_fn = opt->sleep_fn;
+	h->retry.rand_fn = opt->rand_fn;
+	h->retry.payload = opt->test_payload;
+}
+
+static int setup_provider(struct llm_client *c, const struct llm_options *opt)
+{
+	const char *url;
+
+	c->p = !strcmp(c->provider, "anthropic") ? &llm_anthropic : &llm_openai;
+	url = first(opt->base_url, first(env("FORGE_BASE_URL"), first(env(c->p->base_url_env),
+		    c->p->default_base_url)));
+	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+		return forge_error("base URL '%s' must start with http:// or https://", url);
+	c->base_url = xstrdup(url);
+	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), c->p->default_model)));
+	if (llm_key_load(&c->key, c->provider) < 0)
+		return -1;
+	/* a compatible server elsewhere (Ollama, llama.cpp) may need no key */
+	if (!c->key && (!strcmp(c->provider, "anthropic") || !strcmp(url, c->p->default_base_url)))
+		return forge_error("%s is not set (or put the key in a file named by %s)",
+				   c->p->key_env, !strcmp(c->provider, "anthropic") ?
+				   "FORGE_ANTHROPIC_KEY_FILE" : "FORGE_OPENAI_KEY_FILE");
+	if (http_client_init(&c->http) < 0)
+		return -1;
+	setup_http(c, opt);
+	return 0;
+}
+
+static int setup_replay(struct llm_client *c, const struct llm_options *opt)
+{
+	const char *path = first(opt->cassette, env("FORGE_CASSETTE"));
+
+	if (!path)
+		return forge_error("the replay provider needs a cassette: pass --cassette FILE");
+	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), "replay")));
+	return llm_cassette_open(&c->cassette, path, first(opt->cassette_mode, env("FORGE_CASSETTE_MODE")));
+}
+
+int llm_client_new(struct llm_client **out, struct llm_options *opt)
+{
+	struct llm_client *c = xcalloc(1, sizeof(*c));
+	const char *provider = NULL, *att;
+	long a = 1;
+
+	*out = NULL;
+	c->pricing = opt->pricing;
+	opt->pricing = jv_null();
+	buf_init(&c->warned, 0);
+	c->warn = opt->warn;
+	c->warn_payload = opt->warn_payload;
+	c->store = opt->store;
+	c->trace_id = llm_strdup_or_null(opt->trace_id);
+	c->phase = llm_strdup_or_null(first(opt->phase, env("FORGE_PHASE")));
+	c->record = llm_strdup_or_null(first(opt->record, env("FORGE_RECORD")));
+	if ((att = env("FORGE_ATTEMPT")) && forge_parse_long(&a, att, 1, 1000000) < 0)
+		a = 1;
+	c->attempt = opt->attempt > 0 ? opt->attempt : (int)a;
+	if (pick_provider(&provider, opt) < 0)
+		goto fail;
+	c->provider = xstrdup(provider);
+	if ((!strcmp(provider, "replay") ? setup_replay(c, opt) : setup_provider(c, opt)) < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	llm_client_free(c);
+	return -1;
+}
+
+void llm_client_free(struct llm_client *c)
+{
+	if (!c)
+		return;
+	if (c->p)
+		http_client_release(&c->http);
+	llm_cassette_free(c->cassette);
+	free(c->provider);
+	free(c->model);
+	free(c->base_url);
+	free(c->key);
+	free(c->record);
+	free(c->phase);
+	free(c->trace_id);
+	jv_free(c->pricing);
+	buf_release(&c->warned);
+	free(c);
+}
+
+const char *llm_client_provider(const struct llm_client *c)
+{
+	return c->provider;
+}
+
+const char *llm_client_model(const struct llm_client *c)
+{
+	return c->model;
+}
+
+enum llm_error llm_client_error(const struct llm_client *c)
+{
+	return c->last;
+}
+
+/* ---- one provider call ------------------------------------------------- */
+
+struct streaming {
+	const struct llm_provider *p;
+	struct llm_stream s;
+	struct sse_parser sse;
+};
+
+static int on_sse(void *payload, const char *event, const char *data, size_t len)
+{
+	struct streaming *st = payload;
+
+	return st->p->event(&st->s, event, data, len) < 0 ? -1 : 0;
+}
+
+static int on_bytes(void *payload, const char *data, size_t len)
+{
+	struct streaming *st = payload;
+
+	return sse_feed(&st->sse, data, len);
+}
+
+static bool veto_retry(void *payload, const struct http_response *r)
+{
+	const struct llm_provider *p = payload;
+	struct llm_fault f;
+	bool quota;
+
+	if (!r->status)
+		return false;
+	p->fault(&f, r->status, r->body.buf, r->body.len);
+	quota = f.kind == LLM_ERR_QUOTA;
+	llm_fault_release(&f);
+	return quota;
+}
+
+static const char *hint(enum llm_error kind)
+{
+	switch (kind) {
+	case LLM_ERR_AUTH: return "check the key";
+	case LLM_ERR_MODEL: return "check --model";
+	case LLM_ERR_CONTEXT: return "shorten the prompt";
+	case LLM_ERR_QUOTA: return "check the account's credit";
+	default: return NULL;
+	}
+}
+
+/* The final error message; redacted. */
+static int report(struct llm_client *c, enum llm_error kind, const struct http_response *r,
+		  const struct llm_fault *f)
+{
+	struct buf b = BUF_INIT;
+
+	c->last = kind;
+	buf_addf(&b, "%s: ", c->provider);
+	if (kind == LLM_ERR_AUTH)
+		buf_addf(&b, "the API key was rejected (%s)", c->p->key_env);
+	else if (kind == LLM_ERR_MODEL)
+		buf_addf(&b, "unknown model '%s'", c->model);
+	else if (kind == LLM_ERR_CONTEXT)
+		buf_addf(&b, "the prompt does not fit the context window of '%s'", c->model);
+	else if (r && r->status)
+		buf_addf(&b, "HTTP %ld%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "");
+	else if (r)
+		buf_addf(&b, "cannot reach %s: %s", c->base_url, r->error);
+	else
+		buf_adds(&b, llm_error_name(kind));
+	if (f && f->message)
+		buf_addf(&b, ": %s", f->message);
+	if (r && r->retries)
+		buf_addf(&b, " (gave up after %d %s)", r->retries, r->retries == 1 ? "retry" : "retries");
+	if (hint(kind))
+		buf_addf(&b, "; %s", hint(kind));
+	llm_redact(b.buf);
+	forge_error("%s", b.buf);
+	buf_release(&b);
+	return -1;
+}
+
+static int finish_stream(struct llm_client *c, struct streaming *st, const struct http_response *r)
+{
+	if (sse_finish(&st->sse) < 0 && !st->s.failed)
+		return (c->last = LLM_ERR_PROTOCOL, forge_error_prefix("%s stream", c->provider));
+	if (st->s.failed)
+		return report(c, st->s.fault.kind, r, &st->s.fault);
+	if (!st->s.done) {
+		c->last = LLM_ERR_PROTOCOL;
+		return forge_error("%s: the stream ended before the answer was complete", c->provider);
+	}
+	if (llm_stream_finish(&st->s) < 0) {
+		c->last = LLM_ERR_PROTOCOL;
+		return -1;
+	}
+	return 0;
+}
+
+static bool wants_legacy_max_tokens(struct llm_client *c, const struct http_response *r)
+{
+	return c->p == &llm_openai && !(c->flags & LLM_OPENAI_LEGACY_MAX_TOKENS) && r->status == 400 &&
+	       strstr(r->body.buf, "max_completion_tokens");
+}
+
+static void take_request_id(struct llm_response *out, const struct http_response *r)
+{
+	const char *id = http_header_get(r, "request-id");
+
+	if (!id)
+		id = http_header_get(r, "x-request-id");
+	if (id) {
+		free(out->request_id);
+		out->request_id = xstrdup(id);
+	}
+}
+
+static int provider_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
+{
+	struct llm_wire w;
+	struct http_response r;
+	struct streaming st;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	st.p = c->p;
+again:
+	c->p->build(&w, c->base_url, c->key, c->model, req, c->flags);
+	struct http_request hr = { "POST", w.url, (const char *const *)w.headers, w.body, w.body_len,
+				   NULL, NULL, veto_retry, (void *)c->p, 0 };
+	if (req->stream) {
+		llm_stream_init(&st.s, out);
+		st.s.on_text = req->on_text;
+		st.s.payload = req->payload;
+		sse_init(&st.sse, 16u << 20, on_sse, &st);
+		hr.sink = on_bytes;
+		hr.sink_payload = &st;
+	}
+	rc = http_send(&r, &c->http, &hr);
+	out->retries += r.retries;
+	out->duration_ms += r.duration_ms;
+	if (rc == 0) {
+		take_request_id(out, &r);
+		if (req->stream)
+			rc = finish_stream(c, &st, &r);
+		else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0)
+			c->last = LLM_ERR_PROTOCOL;
+	} else if (wants_legacy_max_tokens(c, &r)) {
+		c->flags |= LLM_OPENAI_LEGACY_MAX_TOKENS;
+		llm_wire_release(&w);
+		http_response_release(&r);
+		if (req->stream) {
+			sse_release(&st.sse);
+			llm_stream_release(&st.s);
+		}
+		goto again;
+	} else if (r.status) {
+		struct llm_fault f;
+		c->p->fault(&f, r.status, r.body.buf, r.body.len);
+		rc = report(c, f.kind, &r, &f);
+		llm_fault_release(&f);
+	} else if (r.streamed && st.s.failed) {
+		rc = report(c, st.s.fault.kind, &r, &st.s.fault);
+	} else {
+		rc = report(c, r.timed_out ? LLM_ERR_TIMEOUT : LLM_ERR_NETWORK, &r, NULL);
+	}
+	if (req->stream) {
+		sse_release(&st.sse);
+		llm_stream_release(&st.s);
+	}
+	llm_wire_release(&w);
+	http_response_release(&r);
+	return rc;
+}
+
+/* ---- cost, recording, logging ----------------------------------------- */
+
+static void price(struct llm_client *c, struct llm_response *out)
+{
+	struct llm_price p;
+	const char *model = out->model ? out->model : c->model;
+
+	if (llm_price_find(&p, c->pricing, model) == 0 ||
+	    (model != c->model && llm_price_find(&p, c->pricing, c->model) == 0)) {
+		out->cost_known = true;
+		out->cost_usd = llm_price_cost(&p, &out->usage);
+		return;
+	}
+	out->cost_known = false;
+	if (!c->p && !out->model && !strcmp(c->model, "replay"))
+		return;   /* a cassette without a model: nothing to price, nothing to warn about */
+	struct buf key = BUF_INIT;
+	buf_addf(&key, "\n%s\n", model);
+	if (!strstr(c->warned.buf, key.buf)) {
+		buf_adds(&c->warned, key.buf);
+		if (c->warn) {
+			struct buf msg = BUF_INIT;
+			buf_addf(&msg, "no price known for model '%s': its cost is reported as null "
+				 "(add it under llm.pricing in the config)", model);
+			c->warn(c->warn_payload, msg.buf);
+			buf_release(&msg);
+		}
+	}
+	buf_release(&key);
+}
+
+static void log_call(struct llm_client *c, jv reqj, const struct llm_response *out, int rc)
+{
+	struct llm_call_log rec = { 0 };
+	jv resp = rc == 0 ? llm_response_to_json(out) : jv_null();
+	char *err = rc == 0 ? NULL : xstrdup(forge_last_error());
+
+	rec.trace_id = c->trace_id;
+	rec.phase = c->phase;
+	rec.provider = c->provider;
+	rec.model = out->model ? out->model : c->model;
+	rec.attempt = c->attempt;
+	rec.call = c->calls;
+	rec.request = reqj;
+	rec.response = resp;
+	rec.usage = &out->usage;
+	rec.cost_known = out->cost_known;
+	rec.cost_usd = out->cost_usd;
+	rec.duration_ms = out->duration_ms;
+	rec.retries = out->retries;
+	rec.error = err;
+	if (llm_log_call(c->store, &rec) < 0 && c->warn)
+		c->warn(c->warn_payload, forge_last_error());
+	if (err)
+		forge_error("%s", err);   /* the call's error stays the last one */
+	free(err);
+	jv_free(resp);
+}
+
+int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
+{
+	jv reqj = llm_request_to_json(req);
+	int rc;
+
+	llm_response_init(out);
+	c->last = LLM_OK;
+	c->calls++;
+	if (jv_get_kind(req->messages) != JV_KIND_ARRAY) {
+		jv_free(reqj);
+		c->last = LLM_ERR_CONFIG;
+		return forge_error("the request has no messages");
+	}
+	if (c->cassette) {
+		enum llm_error kind = LLM_OK;
+		rc = llm_cassette_answer(out, &kind, c->cassette, c->phase, c->attempt, c->calls, reqj);
+		c->last = rc < 0 ? kind : LLM_OK;
+		if (rc == 0 && req->stream && req->on_text && *out->text)
+			req->on_text(req->payload, out->text, strlen(out->text));
+	} else {
+		rc = provider_call(out, c, req);
+	}
+	if (rc == 0)
+		price(c, out);
+	if (rc == 0 && c->record && llm_cassette_record(c->record, c->phase, c->attempt, c->calls,
+			jv_copy(reqj), llm_response_to_json(out)) < 0 && c->warn)
+		c->warn(c->warn_payload, forge_last_error());
+	log_call(c, reqj, out, rc);
+	jv_free(reqj);
+	return rc;
+}

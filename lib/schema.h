@@ -1,0 +1,69 @@
+/*
+ * schema.h - JSON Schema validation (the subset of draft 2020-12 that Forge
+ * uses).
+ *
+ * Supported keywords: type, enum, const, properties, required,
+ * additionalProperties, patternProperties, items (a schema), prefixItems,
+ * minItems, maxItems, uniqueItems, minLength, maxLength, pattern (PCRE2
+ * syntax, UTF + UCP, unanchored as JSON Schema requires), minimum, maximum,
+ * exclusiveMinimum, exclusiveMaximum, multipleOf, minProperties,
+ * maxProperties, anyOf, oneOf, allOf, not, $defs (and draft 7's
+ * definitions), $ref to any JSON pointer inside the same document ("#",
+ * "#/$defs/x", "#/properties/a", with ~0 ~1 and %XX escapes, also written
+ * after the root's own $id), plus the annotations $schema, $id (at the root
+ * only: below it, it would start an embedded resource), $comment, title,
+ * description, default, examples, format (not asserted), deprecated,
+ * readOnly, writeOnly.  A schema using any other keyword, or a $ref to
+ * another document or an anchor, is refused by schema_compile(), never
+ * silently accepted; so is a $ref cycle that would recurse without
+ * descending into the instance.
+ *
+ * Semantics: in 2020-12 a $ref applies alongside its sibling keywords;
+ * 1.0 is an integer and equal to 1 (enum, const, uniqueItems); lengths
+ * count code points; multipleOf accepts a quotient within a relative 1e-9
+ * of an integer, since 0.0075 / 0.0001 is not exact in binary.
+ */
+#ifndef FORGE_SCHEMA_H
+#define FORGE_SCHEMA_H
+
+#include <jv.h>
+#include <stdbool.h>
+
+struct schema;
+
+/*
+ * Check that `doc` is a schema this validator fully understands and keep it
+ * for validation.  Consumes doc.  Returns 0 and *out, or -1 with a message
+ * naming the path of the first unsupported keyword or malformed part
+ * ("#/properties/x: unsupported keyword 'dependentRequired'").
+ */
+int schema_compile(struct schema **out, jv doc);
+
+/*
+ * Compile the embedded schema called name (resource.h: "event.schema.json").
+ * The result is cached for the life of the process and shared: do not free
+ * it.  Returns NULL with a message when there is no such schema or it does
+ * not compile.
+ */
+const struct schema *schema_get(const char *name);
+
+/*
+ * Validate instance against s.  Borrows instance.  Returns 0 when valid, or
+ * -1 with a message naming the JSON path of the first error and what was
+ * wrong: ".plan.tasks[2].id: expected string, got number".
+ */
+int schema_validate(const struct schema *s, jv instance);
+
+/* Like schema_validate but only answers; sets no message. */
+bool schema_is_valid(const struct schema *s, jv instance);
+
+/*
+ * Validate against the named schema at a sub-schema pointer, e.g.
+ * schema_validate_def("state.schema.json", "plan", v) checks v against
+ * #/$defs/plan.  Borrows instance.
+ */
+int schema_validate_def(const char *name, const char *def, jv instance);
+
+void schema_free(struct schema *s);
+
+#endif

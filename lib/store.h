@@ -1,0 +1,129 @@
+/*
+ * store.h - the SQLite database of Forge: runs, events, checkpoints (and,
+ * from later modules, findings, memories, llm_calls, ...).
+ *
+ * One connection per process: WAL journal, busy timeout, foreign keys on.
+ * Every write runs in BEGIN IMMEDIATE so concurrent writers queue on the
+ * busy handler instead of failing.  Migrations are the files
+ * schemas/sql/NNN-name.sql compiled into the library (resource.h); opening
+ * applies the missing ones in one transaction and records the count in
+ * PRAGMA user_version.  A database whose user_version is newer than this
+ * program knows is refused.
+ *
+ * All functions return 0 (or a count) on success and -1 with forge_error()
+ * on failure.  jv arguments follow json.h's rule (consumed unless
+ * "borrows").
+ */
+#ifndef FORGE_STORE_H
+#define FORGE_STORE_H
+
+#include <jv.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+/*
+ * The database path to use: `flag` (from --db) when set, else $FORGE_DB when
+ * set and not empty, else "<repo>/.forge/forge.db".  Returns a malloc'd
+ * string.  repo may be NULL when flag or FORGE_DB is set; otherwise -1.
+ */
+int store_resolve_path(char **out, const char *flag, const char *repo);
+
+/*
+ * Open (creating the file and its parent directories when missing) and
+ * migrate to the newest schema.  New directories are made 0700 and a new
+ * file 0600: the database holds LLM transcripts.  Refuses a database from a
+ * newer Forge and a file that is not a database.  ":memory:" opens a
+ * private in-memory database (for tests).
+ */
+int store_open(struct store **out, const char *path);
+void store_free(struct store *st);   /* NULL-safe; finalizes statements */
+
+/* The raw handle, for modules that keep their own prepared statements. */
+sqlite3 *store_db(struct store *st);
+
+/* The path the store was opened with, for messages; borrowed. */
+const char *store_path(struct store *st);
+
+/* Number of migrations compiled in / the database's user_version. */
+int store_schema_version_known(void);
+int store_schema_version(struct store *st);
+
+/*
+ * BEGIN IMMEDIATE / COMMIT / ROLLBACK.  Transactions do not nest:
+ * store_begin() fails when one is open.  A failed commit rolls back.
+ * store_rollback() with no transaction open is a no-op, so cleanup paths may
+ * call it unconditionally.
+ */
+int store_begin(struct store *st);
+int store_commit(struct store *st);
+int store_rollback(struct store *st);
+
+/* Run SQL with no result rows (DDL, pragmas). */
+int store_exec(struct store *st, const char *sql);
+
+/*
+ * Persist one event record.  `raw` is the record's exact line as read from a
+ * stream (without the newline), kept so that replay gives back the same
+ * bytes; when raw is NULL the record is serialised from ev.  Idempotent by
+ * the event's id: storing an id again is a no-op that returns 0.  Borrows
+ * ev.  *inserted (may be NULL) tells whether a row was added.  Fails with a
+ * message when ev lacks a string id, trace_id, ts or type.  Call it inside
+ * store_begin()/store_commit() to batch; alone it commits each row.
+ */
+int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted);
+
+/*
+ * Call fn for each event of trace in order (ts, then id) with the stored
+ * line (NUL-terminated, borrowed for the call).  A non-zero return from fn
+ * stops the walk and is returned.
+ */
+int store_events_foreach(struct store *st, const char *trace_id,
+			 int (*fn)(const char *line, size_t len, void *payload), void *payload);
+
+/*
+ * Traces known to the database (from events or runs), newest last_ts first:
+ * an array of {"trace_id","events","first_ts","last_ts","task","status"};
+ * task and status are null for a trace without a run, and the times of a run
+ * without events are its started_at/updated_at.  limit <= 0: all of them.
+ */
+int store_traces(jv *out, struct store *st, int limit);
+
+/*
+ * Runs.  create: a new run with status "pending"; fails when trace_id
+ * exists; repo may be NULL; consumes config (an object, or jv_null()).
+ * update: NULL arguments leave their column as it is; status must be one of
+ * pending|running|paused|completed|failed|cancelled; a terminal status
+ * (completed, failed, cancelled) sets completed_at, any other clears it;
+ * fails when there is no such run.  set_cost: the run's totals (the state's
+ * cost so far).  get: {"trace_id","task","repo","status","current_phase",
+ * "config","started_at","updated_at","completed_at","total_cost_usd",
+ * "total_tokens","error"}, or null when absent.
+ */
+int store_run_create(struct store *st, const char *trace_id, const char *task,
+		     const char *repo, jv config);
+int store_run_update(struct store *st, const char *trace_id, const char *status,
+		     const char *phase, const char *error);
+int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd);
+int store_run_get(jv *out, struct store *st, const char *trace_id);
+
+/*
+ * Checkpoints: the whole state after a phase.  Borrows state (an object);
+ * phase NULL takes state.phase; the status column is state.status.  The id
+ * is a ULID; ids made by one process increase, so "latest" is the greatest
+ * (ts, id).  *id_out (may be NULL) receives a malloc'd checkpoint id.
+ */
+int store_checkpoint_save(struct store *st, const char *trace_id, const char *phase,
+			  jv state, char **id_out);
+/* The newest checkpoint's state for trace, or jv_null() when none. */
+int store_checkpoint_latest(jv *out, struct store *st, const char *trace_id);
+/* A checkpoint by id: {"id","trace_id","phase","status","ts","state"}, or null. */
+int store_checkpoint_load(jv *out, struct store *st, const char *id);
+/* Checkpoints of a trace, oldest first, without their states:
+ * [{"id","trace_id","phase","status","ts"}]. */
+int store_checkpoint_list(jv *out, struct store *st, const char *trace_id);
+
+#endif

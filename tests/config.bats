@@ -1,0 +1,188 @@
+#!/usr/bin/env bats
+# forge-config: layering (defaults < user < project < --config < env < flags),
+# --explain, get, path, and bad configuration as bad input (exit 2).
+
+load test_helper/common
+
+setup() {
+	forge_setup
+	# Every variable of the env layer, not only the model ones.
+	unset FORGE_FAST_MODEL FORGE_AUTOMATION_LEVEL FORGE_BUDGET_USD FORGE_MAX_LINE_BYTES \
+		FORGE_DEPLOY_STRATEGY FORGE_TEST_COMMAND FORGE_LINT_COMMAND
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	mkdir -p "$REPO/.forge" "$XDG_CONFIG_HOME/forge"
+	USER_CFG="$XDG_CONFIG_HOME/forge/config.json"
+	PROJECT_CFG="$REPO/.forge/config.json"
+}
+
+@test "--help exits 0 and lists the environment variables" {
+	run -0 --separate-stderr forge-config --help
+	assert_output --partial "usage: forge-config"
+	assert_output --partial "FORGE_AUTOMATION_LEVEL"
+	assert_output --partial "safety.automation_level"
+	[ -z "$stderr" ]
+}
+
+@test "with no files the built-in defaults are printed as JSON" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge-config
+	[ "$(jq -r .llm.model <<<"$output")" = "claude-sonnet-4-5" ]
+	[ "$(jq -r .bounces.review_max <<<"$output")" = 3 ]
+	[ "$(jq -r '.gates | length' <<<"$output")" = 4 ]
+	# Notes of the defaults file are not configuration.
+	[ "$(jq '[.. | objects | select(has("$comment"))] | length' <<<"$output")" = 0 ]
+}
+
+@test "each layer overrides the one below it" {
+	echo '{"llm":{"model":"user","fast_model":"user","cassette":"user","base_url":"http://user/v1","max_tokens":111}}' >"$USER_CFG"
+	echo '{"llm":{"model":"project","fast_model":"project","cassette":"project","base_url":"http://project/v1"}}' >"$PROJECT_CFG"
+	echo '{"llm":{"model":"file","fast_model":"file","cassette":"file"}}' >"$BATS_TEST_TMPDIR/extra.json"
+	export FORGE_MODEL=env FORGE_CASSETTE=env
+	cd "$REPO"
+	run -0 --separate-stderr forge-config --config "$BATS_TEST_TMPDIR/extra.json" --model flag
+	[ "$(jq -r .llm.max_tokens <<<"$output")" = 111 ]
+	[ "$(jq -r .llm.base_url <<<"$output")" = "http://project/v1" ]
+	[ "$(jq -r .llm.fast_model <<<"$output")" = file ]
+	[ "$(jq -r .llm.cassette <<<"$output")" = env ]
+	[ "$(jq -r .llm.model <<<"$output")" = flag ]
+	# Untouched siblings of overridden keys stay.
+	[ "$(jq -r .llm.provider <<<"$output")" = anthropic ]
+}
+
+@test "arrays are replaced whole, objects are merged" {
+	echo '{"deploy":{"canary":{"medium":[50,100]}}}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --repo "$REPO" get deploy.canary
+	[ "$(jq -c .medium <<<"$output")" = "[50,100]" ]
+	[ "$(jq -c .high <<<"$output")" = "[5,10,25,50,100]" ]
+}
+
+@test "--repo selects the project layer; outside a repository it is skipped" {
+	echo '{"budget":{"usd":9}}' >"$PROJECT_CFG"
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge-config get budget.usd
+	assert_output 50
+	run -0 --separate-stderr forge-config --repo "$REPO" get budget.usd
+	assert_output 9
+	cd "$REPO"
+	run -0 --separate-stderr forge-config get budget.usd
+	assert_output 9
+}
+
+@test "--repo that is not a repository is an error" {
+	mkdir "$BATS_TEST_TMPDIR/plain"
+	run -2 --separate-stderr forge-config --repo "$BATS_TEST_TMPDIR/plain"
+	[[ "$stderr" == "forge-config: "*plain* ]]
+	[ -z "$output" ]
+}
+
+@test "--explain names the layer and source of every value" {
+	echo '{"budget":{"usd":20}}' >"$USER_CFG"
+	echo '{"llm":{"model":"p"}}' >"$PROJECT_CFG"
+	export FORGE_TEST_COMMAND="make check"
+	cd "$REPO"
+	run -0 --separate-stderr forge-config --explain --set deploy.strategy=merge
+	assert_line 'budget.usd = 20  (user: '"$USER_CFG"')'
+	assert_line 'llm.model = "p"  (project: '"$PROJECT_CFG"')'
+	assert_line 'tools.test_command = "make check"  (env: FORGE_TEST_COMMAND)'
+	assert_line 'deploy.strategy = "merge"  (flags: command line)'
+	assert_line 'llm.fast_model = "claude-haiku-4-5"  (default: built-in)'
+	assert_line 'llm.base_url = null  (default: built-in)'
+}
+
+@test "--explain --json gives the entries as a JSON array" {
+	echo '{"llm":{"model":"p"}}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --repo "$REPO" --explain --json
+	[ "$(jq -r '.[] | select(.path == "llm.model") | .layer' <<<"$output")" = project ]
+	[ "$(jq -r '.[] | select(.path == "llm.model") | .source' <<<"$output")" = "$PROJECT_CFG" ]
+	[ "$(jq -r '.[] | select(.path == "llm.model") | .value' <<<"$output")" = p ]
+	# Sorted by path.
+	[ "$(jq -c '[.[].path] == ([.[].path] | sort)' <<<"$output")" = true ]
+}
+
+@test "get prints strings raw and other values as JSON; exit 1 when not set" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge-config get llm.provider
+	assert_output anthropic
+	run -0 --separate-stderr forge-config get safety.automation_level
+	assert_output 1
+	run -0 --separate-stderr forge-config get llm.base_url
+	assert_output null
+	run -0 --separate-stderr forge-config get gates.1.id
+	assert_output production_deploy
+	run -0 --separate-stderr forge-config --json get llm.provider
+	assert_output '"anthropic"'
+	run -1 --separate-stderr forge-config get llm.no_such_key
+	[ -z "$output" ]
+	run -2 --separate-stderr forge-config get
+	[[ "$stderr" == *"forge-config: "* ]]
+}
+
+@test "--set takes JSON values and bare strings" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge-config --set safety.automation_level=2 --set llm.model=claude-x get safety.automation_level
+	assert_output 2
+	run -0 --separate-stderr forge-config --set llm.model=claude-x get llm.model
+	assert_output claude-x
+	run -2 --separate-stderr forge-config --set nonsense
+	[[ "$stderr" == *"forge-config: "*"nonsense"* ]]
+}
+
+@test "the environment layer: numbers, empty variables, bad numbers" {
+	cd "$BATS_TEST_TMPDIR"
+	FORGE_BUDGET_USD=12.5 run -0 --separate-stderr forge-config get budget.usd
+	assert_output 12.5
+	FORGE_BUDGET_USD= run -0 --separate-stderr forge-config get budget.usd
+	assert_output 50
+	FORGE_BUDGET_USD=lots run -2 --separate-stderr forge-config get budget.usd
+	[[ "$stderr" == "forge-config: FORGE_BUDGET_USD: "* ]]
+	[ -z "$output" ]
+	FORGE_AUTOMATION_LEVEL=9 run -2 --separate-stderr forge-config
+	[[ "$stderr" == "forge-config: FORGE_AUTOMATION_LEVEL: .safety.automation_level: "* ]]
+}
+
+@test "path lists the files read and whether each exists" {
+	echo '{}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --repo "$REPO" --config "$BATS_TEST_TMPDIR/nope.json" path
+	assert_line "user     $USER_CFG  (missing)"
+	assert_line "project  $PROJECT_CFG  (exists)"
+	assert_line "file     $BATS_TEST_TMPDIR/nope.json  (missing)"
+	run -0 --separate-stderr forge-config --repo "$REPO" --json path
+	[ "$(jq -r '.[1].exists' <<<"$output")" = true ]
+}
+
+@test "malformed JSON in the project config: exit 2 naming the file" {
+	echo '{"llm": {"model": }' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[[ "$stderr" == "forge-config: $PROJECT_CFG: "* ]]
+	[ -z "$output" ]
+}
+
+@test "a schema error names the file and the JSON path" {
+	echo '{"safety":{"automation_level":7}}' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[[ "$stderr" == "forge-config: $PROJECT_CFG: .safety.automation_level: "*7* ]]
+	[ -z "$output" ]
+}
+
+@test "a misspelt section is an error, not ignored" {
+	echo '{"saftey":{"automation_level":2}}' >"$USER_CFG"
+	cd "$BATS_TEST_TMPDIR"
+	run -2 --separate-stderr forge-config
+	[[ "$stderr" == "forge-config: $USER_CFG: "*saftey* ]]
+}
+
+@test "a missing --config file is an error" {
+	cd "$BATS_TEST_TMPDIR"
+	run -2 --separate-stderr forge-config --config "$BATS_TEST_TMPDIR/nope.json"
+	[[ "$stderr" == "forge-config: "*nope.json* ]]
+}
+
+@test "an unknown option or command: exit 2 with usage on stderr" {
+	run -2 --separate-stderr forge-config --bogus
+	[[ "$stderr" == *"--bogus"* ]]
+	[[ "$stderr" == *"forge-config --help"* ]]
+	[ -z "$output" ]
+	run -2 --separate-stderr forge-config frobnicate
+	[[ "$stderr" == *"frobnicate"* ]]
+}

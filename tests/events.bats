@@ -1,0 +1,124 @@
+#!/usr/bin/env bats
+# forge-events: store (pass-through + persist), replay, list.
+
+load test_helper/common
+
+setup() {
+	forge_setup
+	# events N TRACE [C]: N well-formed events of TRACE with varied spacing;
+	# their ids start 01JDB then the character C (default 3) so that
+	# calls with different C never share an id.
+	events() {
+		local n=$1 trace=$2 c=${3:-3} i
+		for ((i = 1; i <= n; i++)); do
+			printf '{"kind":"event","id":"01JDB'"$c"'%020d","trace_id":"%s","ts":"2026-11-21T21:30:%02d.%03dZ","source":"test", "phase":"plan","type":"agent.iteration","payload":{"i":%d,"s":"caf\\u00e9"},"cost":{"tokens":%d,"usd":0.001}}\n' \
+				"$i" "$trace" $((i / 1000 % 60)) $((i % 1000)) "$i" "$i"
+		done
+	}
+}
+
+@test "store passes the whole stream through unchanged and replay gives the events back byte for byte" {
+	events 50 01JDB2TRACEAAAAAAAAAAAAAAA >"$BATS_TEST_TMPDIR/in"
+	state='{"kind":"state","v":1,"trace_id":"01JDB2TRACEAAAAAAAAAAAAAAA","phase":"plan","status":"ok","task":{"description":"x"}}'
+	{ head -n 25 "$BATS_TEST_TMPDIR/in"; echo "$state"; echo '{"kind":"note"}'; tail -n 25 "$BATS_TEST_TMPDIR/in"; } >"$BATS_TEST_TMPDIR/stream"
+	run -0 --separate-stderr forge-events store <"$BATS_TEST_TMPDIR/stream"
+	diff -u "$BATS_TEST_TMPDIR/stream" <(printf '%s\n' "${lines[@]}")
+	run -0 --separate-stderr forge-events replay 01JDB2TRACEAAAAAAAAAAAAAAA
+	diff -u "$BATS_TEST_TMPDIR/in" <(printf '%s\n' "${lines[@]}")
+}
+
+@test "storing the same events again adds nothing" {
+	events 20 01JDB2TRACEBBBBBBBBBBBBBBB >"$BATS_TEST_TMPDIR/in"
+	forge-events store <"$BATS_TEST_TMPDIR/in" >/dev/null
+	forge-events store <"$BATS_TEST_TMPDIR/in" >/dev/null
+	[ "$(sqlite3 "$FORGE_DB" 'select count(*) from events')" -eq 20 ]
+	run -0 forge-events replay 01JDB2TRACEBBBBBBBBBBBBBBB
+	[ "${#lines[@]}" -eq 20 ]
+}
+
+@test "several store processes writing one database at once lose nothing" {
+	for p in 1 2 3 4; do
+		events 500 "01JDB2TRACE${p}AAAAAAAAAAAAAA" "$p" >"$BATS_TEST_TMPDIR/in$p"
+	done
+	pids=()
+	for p in 1 2 3 4; do
+		forge-events store --batch 50 <"$BATS_TEST_TMPDIR/in$p" >/dev/null 2>"$BATS_TEST_TMPDIR/err$p" &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid"; done
+	cat "$BATS_TEST_TMPDIR"/err*
+	[ "$(sqlite3 "$FORGE_DB" 'select count(*) from events')" -eq 2000 ]
+	[ "$(sqlite3 "$FORGE_DB" 'select count(distinct trace_id) from events')" -eq 4 ]
+}
+
+@test "events are committed while a slow writer is still open" {
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	forge-events store <"$BATS_TEST_TMPDIR/fifo" >/dev/null 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/fifo"
+	events 3 01JDB2TRACESLOWAAAAAAAAAAA >&4
+	for _ in $(seq 50); do
+		n=$(sqlite3 "$FORGE_DB" 'select count(*) from events' 2>/dev/null || echo 0)
+		[ "$n" = 3 ] && break
+		sleep 0.1
+	done
+	exec 4>&-
+	wait "$pid"
+	[ "$n" = 3 ]
+}
+
+@test "list shows traces with counts and time span" {
+	events 5 01JDB2TRACELISTAAAAAAAAAAA | forge-events store >/dev/null
+	events 2 01JDB2TRACELISTBBBBBBBBBBB 4 | forge-events store >/dev/null
+	run -0 --separate-stderr forge-events list --json
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -s 'map(select(.trace_id=="01JDB2TRACELISTAAAAAAAAAAA"))[0].events' <<<"$output")" -eq 5 ]
+	run -0 --separate-stderr forge-events list
+	[[ "${lines[0]}" == TRACE* ]]
+	[[ "$output" == *"01JDB2TRACELISTBBBBBBBBBBB"* ]]
+}
+
+@test "forge events reaches forge-events" {
+	events 1 01JDB2TRACEDISPATCHAAAAAAA | forge events store >/dev/null
+	run -0 forge events replay 01JDB2TRACEDISPATCHAAAAAAA
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "replay of an unknown trace exits 1 with a message" {
+	run -1 --separate-stderr forge-events replay NOSUCHTRACE
+	[[ "$stderr" == *"no events for trace 'NOSUCHTRACE'"* ]]
+}
+
+@test "store rejects bad input after storing what came before it" {
+	events 3 01JDB2TRACEBADAAAAAAAAAAAA >"$BATS_TEST_TMPDIR/in"
+	echo '{"kind":"event","id":"oops' >>"$BATS_TEST_TMPDIR/in"
+	run -2 --separate-stderr forge-events store <"$BATS_TEST_TMPDIR/in"
+	[[ "$stderr" == "forge-events: line 4: malformed JSON"* ]]
+	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
+	[ "$(sqlite3 "$FORGE_DB" 'select count(*) from events')" -eq 3 ]
+}
+
+@test "the database defaults to .forge/forge.db in the repository" {
+	unset FORGE_DB
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	mkdir "$BATS_TEST_TMPDIR/repo/sub"
+	events 1 01JDB2TRACEREPOAAAAAAAAAAA >"$BATS_TEST_TMPDIR/in"
+	(cd "$BATS_TEST_TMPDIR/repo/sub" && forge-events store <"$BATS_TEST_TMPDIR/in" >/dev/null)
+	[ -f "$BATS_TEST_TMPDIR/repo/.forge/forge.db" ]
+	run -0 forge-events --repo "$BATS_TEST_TMPDIR/repo" replay 01JDB2TRACEREPOAAAAAAAAAAA
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "outside a repository without --db the error says what to do" {
+	unset FORGE_DB
+	mkdir "$BATS_TEST_TMPDIR/plain"
+	run -2 --separate-stderr bash -c 'cd "$1" && forge-events list' _ "$BATS_TEST_TMPDIR/plain"
+	[[ "$stderr" == *"not in a git repository"*"--db"* ]]
+}
+
+@test "a database from a newer forge is refused" {
+	events 1 01JDB2TRACENEWAAAAAAAAAAAA | forge-events store >/dev/null
+	sqlite3 "$FORGE_DB" 'PRAGMA user_version = 999'
+	run -5 --separate-stderr forge-events list
+	[[ "$stderr" == *"newer"* ]]
+}

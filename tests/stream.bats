@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# The stream contract (DESIGN.md §2): forwarding, state input, bad input.
+
+load test_helper/common
+
+setup() {
+	forge_setup
+	filter="$FORGE_TESTBIN/stream-filter"
+	T=01JDB2AAAAAAAAAAAAAAAAAAAA
+	ev1='{"kind":"event","id":"01JDB3AAAAAAAAAAAAAAAAAAA1","trace_id":"'$T'","ts":"2026-11-21T21:30:00.123Z","source":"x","type":"a.b","payload":{}}'
+	ev2='{"kind":"event","id":"01JDB3AAAAAAAAAAAAAAAAAAA2","trace_id":"'$T'","ts":"2026-11-21T21:30:00.124Z","source":"x","type":"a.c","payload":{"n":1.50}}'
+	state='{"kind":"state","v":1,"trace_id":"'$T'","phase":"plan","status":"ok","task":{"description":"do it"},"plan":{"summary":"s","tasks":[],"risk":{"level":"low"}}}'
+}
+
+@test "events are forwarded byte for byte and exactly one state ends the output" {
+	run -0 --separate-stderr "$filter" --phase implement --need plan < <(printf '%s\n%s\n%s\n' "$ev1" "$state" "$ev2")
+	[ "${lines[0]}" = "$ev1" ]
+	[ "${lines[1]}" = "$ev2" ]
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c '"kind":"state"')" -eq 1 ]
+	last=${lines[${#lines[@]}-1]}
+	[ "$(jq -r .kind <<<"$last")" = state ]
+	[ "$(jq -r .phase <<<"$last")" = implement ]
+	[ "$(jq -r .trace_id <<<"$last")" = "$T" ]
+	[ "$(jq -r .plan.summary <<<"$last")" = s ]
+	[ -z "$stderr" ]
+}
+
+@test "unknown record kinds are forwarded unchanged" {
+	run -0 --separate-stderr "$filter" < <(printf '%s\n%s\n' '{"kind":"note","text":"keep me"}' "$state")
+	[ "${lines[0]}" = '{"kind":"note","text":"keep me"}' ]
+}
+
+@test "a bare {\"task\":…} object is a task" {
+	run -0 --separate-stderr "$filter" <<<'{"task":"add a --version flag"}'
+	last=${lines[${#lines[@]}-1]}
+	[ "$(jq -r .task.description <<<"$last")" = "add a --version flag" ]
+	[ "$(jq -r .trace_id <<<"$last" | wc -c)" -eq 27 ]
+}
+
+@test "plain text is a task" {
+	run -0 --separate-stderr "$filter" <<<'fix the crash in parse_date'
+	[ "$(jq -r .task.description <<<"${lines[-1]}")" = "fix the crash in parse_date" ]
+}
+
+@test "--task replaces stdin" {
+	run -0 --separate-stderr "$filter" --task "from a flag" </dev/null
+	[ "$(jq -r .task.description <<<"${lines[-1]}")" = "from a flag" ]
+}
+
+@test "a guard that does not hold gives status skipped and exit 1" {
+	run -1 --separate-stderr "$filter" --phase implement --need plan <<<'{"task":"x"}'
+	[ "$(jq -r .status <<<"${lines[-1]}")" = skipped ]
+	[ "$(jq -r .type <<<"${lines[0]}")" = phase.skipped ]
+}
+
+# bad_input NAME: each case gives exit 2, one stderr line naming the line
+# number, an input.rejected event, and the events before it forwarded.
+expect_rejected() {
+	local line=$1 reason=$2
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "stream-filter: line $line: "*"$reason"* ]]
+	local last=${lines[-1]}
+	[ "$(jq -r .type <<<"$last")" = input.rejected ]
+	[ "$(jq -r .payload.line <<<"$last")" = "$line" ]
+	[[ "$(jq -r .payload.reason <<<"$last")" == *"$reason"* ]]
+}
+
+@test "bad input: malformed JSON" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n%s\n%s\n' "$ev1" '{"kind":"event",' "$ev2")
+	expect_rejected 2 "malformed JSON"
+	[ "${lines[0]}" = "$ev1" ]
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -r .trace_id <<<"${lines[1]}")" = "$T" ]
+}
+
+@test "bad input: a truncated last line" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n%s' "$ev1" '{"kind":"event","id":"01J')
+	expect_rejected 2 "truncated last line"
+	[ "${lines[0]}" = "$ev1" ]
+}
+
+@test "bad input: an oversized line" {
+	big=$(head -c 5000 /dev/zero | tr '\0' a)
+	run -2 --separate-stderr "$filter" --max-line 1024 < <(printf '%s\n{"task":"%s"}\n' "$ev1" "$big")
+	expect_rejected 2 "longer than the limit of 1024 bytes"
+	[ "${lines[0]}" = "$ev1" ]
+}
+
+@test "bad input: invalid UTF-8" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n{"task":"caf\xe9"}\n' "$ev1")
+	expect_rejected 2 "invalid UTF-8"
+}
+
+@test "bad input: a record that fails its schema names the JSON path" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n' '{"kind":"state","v":1,"trace_id":"t","phase":"plan","status":"fine","task":{"description":"x"}}')
+	expect_rejected 1 ".status"
+}
+
+@test "bad input: a state from a newer protocol version" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n' '{"kind":"state","v":2,"trace_id":"t","phase":"plan","status":"ok","task":{"description":"x"}}')
+	expect_rejected 1 "protocol version 2"
+}
+
+@test "bad input: empty input" {
+	run -2 --separate-stderr "$filter" </dev/null
+	[[ "$stderr" == "stream-filter: empty input"* ]]
+	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
+}
+
+@test "bad input: a JSON value that is not an object" {
+	run -2 --separate-stderr "$filter" <<<'[1,2,3]'
+	expect_rejected 1 "expected a JSON object, got array"
+}
+
+@test "a closed stdout ends the program quietly with status 141" {
+	run -0 bash -c 'set -o pipefail; yes "$1" | head -n 20000 | "$2" | head -n 1 >/dev/null; echo "${PIPESTATUS[2]}" >"$3"' _ "$ev1" "$filter" "$BATS_TEST_TMPDIR/status"
+	[ "$(cat "$BATS_TEST_TMPDIR/status")" -eq 141 ]
+}

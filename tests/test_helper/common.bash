@@ -1,0 +1,41 @@
+# common.bash - loaded by every bats file: `load test_helper/common` then
+# `forge_setup` in setup().
+#
+# Gives each test its own HOME/XDG config, database and scratch directory so
+# tests never see each other's state or the developer's own config.
+
+bats_require_minimum_version 1.5.0
+
+forge_setup() {
+	bats_load_library bats-support
+	bats_load_library bats-assert
+	export LC_ALL=C
+	FORGE_ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+	export FORGE_ROOT
+	: "${FORGE_BINDIR:=$FORGE_ROOT/bin}"
+	: "${FORGE_TESTBIN:=$FORGE_ROOT/build/tests}"
+	export FORGE_BINDIR FORGE_TESTBIN
+	PATH="$FORGE_BINDIR:$PATH"
+	export HOME="$BATS_TEST_TMPDIR/home"
+	export XDG_CONFIG_HOME="$HOME/.config"
+	mkdir -p "$XDG_CONFIG_HOME"
+	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	# Nothing from the developer's environment may steer a test.
+	local v
+	for v in $(compgen -e | grep '^FORGE_'); do
+		case $v in FORGE_ROOT | FORGE_BINDIR | FORGE_TESTBIN | FORGE_SUITE | FORGE_DB) ;; *) unset "$v" ;; esac
+	done
+	unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENAI_BASE_URL
+	export GIT_AUTHOR_NAME=test GIT_AUTHOR_EMAIL=test@example.com
+	export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
+}
+
+# make_repo DIR: a git repository with one commit.
+make_repo() {
+	local dir=$1
+	mkdir -p "$dir"
+	git -C "$dir" init -q -b main
+	echo "hello" >"$dir/README"
+	git -C "$dir" add README
+	git -C "$dir" commit -q -m "initial"
+}

@@ -1,0 +1,433 @@
+/* test_config.c - layering, validation and explain of lib/config. */
+#include "config.h"
+#include "forge.h"
+#include "json.h"
+#include "unit.h"
+
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmp[256];           /* this run's scratch directory */
+static char path_buf[512];
+
+/* tmp/rel, in a static buffer (one at a time). */
+static const char *at(const char *rel)
+{
+	snprintf(path_buf, sizeof path_buf, "%s/%s", tmp, rel);
+	return path_buf;
+}
+
+/* Write text to tmp/rel, making the directories on the way. */
+static void put(const char *rel, const char *text)
+{
+	char dir[512];
+
+	snprintf(dir, sizeof dir, "%s/%s", tmp, rel);
+	for (char *p = dir + strlen(tmp) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(dir, 0700);
+		*p = '/';
+	}
+	FILE *f = fopen(at(rel), "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+/* Start every test from nothing: an empty HOME, no FORGE_* variables. */
+static void fresh(void)
+{
+	if (tmp[0])
+		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmp, sizeof tmp, "%s/forge-test-config.XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(tmp))
+		abort();
+	setenv("HOME", at("home"), 1);
+	setenv("XDG_CONFIG_HOME", at("home/.config"), 1);
+	for (const struct config_env_var *v = config_env_vars(); v->name; v++)
+		unsetenv(v->name);
+}
+
+/* Load with the given repo (relative to tmp), --config file and flags. */
+static int load(struct config **out, const char *repo, const char *file, jv flags)
+{
+	char repo_path[512], file_path[512];
+	struct config_sources src = { NULL, NULL, flags };
+
+	if (repo) {
+		snprintf(repo_path, sizeof repo_path, "%s/%s", tmp, repo);
+		src.repo = repo_path;
+	}
+	if (file) {
+		snprintf(file_path, sizeof file_path, "%s/%s", tmp, file);
+		src.file = file_path;
+	}
+	return config_load(out, &src);
+}
+
+/* The explain entry for path, or null.  Borrows nothing. */
+static jv explain_entry(const struct config *cfg, const char *path)
+{
+	jv all = config_explain(cfg);
+	jv found = jv_null();
+
+	jv_array_foreach(all, i, e) {
+		const char *p = json_get_str(e, "path");
+
+		if (jv_get_kind(found) == JV_KIND_NULL && p && strcmp(p, path) == 0) {
+			jv_free(found);
+			found = e;
+		} else {
+			jv_free(e);
+		}
+	}
+	jv_free(all);
+	return found;
+}
+
+static void test_defaults(void)
+{
+	struct config *cfg = NULL;
+
+	fresh();
+	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "llm.provider"), "anthropic");
+	CHECK_STR(config_get_str(cfg, "llm.model"), "claude-sonnet-4-5");
+	CHECK_INT(config_get_num(cfg, "safety.automation_level", -1), 1);
+	CHECK_INT(config_get_num(cfg, "bounces.review_max", -1), 3);
+	CHECK_INT(config_get_num(cfg, "bounces.test_max", -1), 2);
+	CHECK(config_get_num(cfg, "bounces.test_fix_confidence", -1) == 0.7);
+	CHECK_INT(config_get_num(cfg, "safety.time_s.total", -1), 7200);
+	CHECK_STR(config_get_str(cfg, "gates.0.id"), "architecture_approval");
+	CHECK_STR(config_get_str(cfg, "gates.3.phase"), "*");
+	CHECK(config_has(cfg, "llm.base_url"));      /* present, null */
+	CHECK(!config_has(cfg, "llm.api_key"));
+	CHECK(!config_has(cfg, "gates.9"));
+	CHECK(config_get_str(cfg, "llm.base_url") == NULL);
+	CHECK(config_get_bool(cfg, "llm.nothing", true));
+	/* Notes are dropped on load. */
+	CHECK(!config_has(cfg, "$comment"));
+	CHECK(!config_has(cfg, "llm.$comment"));
+	CHECK(!config_has(cfg, "gates.0.$comment"));
+	config_free(cfg);
+}
+
+static void test_merge_is_recursive_arrays_replace(void)
+{
+	struct config *cfg = NULL;
+
+	fresh();
+	put("home/.config/forge/config.json",
+	    "{\"$schema\":\"x\",\"llm\":{\"$comment\":\"mine\",\"model\":\"m-user\"},"
+	    "\"deploy\":{\"canary\":{\"medium\":[50,100]}}}");
+	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "llm.model"), "m-user");
+	/* Siblings of an overridden key stay. */
+	CHECK_STR(config_get_str(cfg, "llm.fast_model"), "claude-haiku-4-5");
+	CHECK_INT(config_get_num(cfg, "llm.max_tokens", 0), 8192);
+	/* An array is replaced whole, not merged element by element. */
+	jv medium = config_get(cfg, "deploy.canary.medium");
+	jv want = jv_parse("[50,100]");
+	bool same = json_equal(medium, want);
+	jv_free(medium);
+	jv_free(want);
+	CHECK(same);
+	CHECK_INT(config_get_num(cfg, "deploy.canary.high.4", 0), 100);
+	/* Notes are allowed in a file and dropped like the defaults' own. */
+	CHECK(!config_has(cfg, "$schema"));
+	CHECK(!config_has(cfg, "llm.$comment"));
+	config_free(cfg);
+}
+
+static void test_each_layer_overrides(void)
+{
+	struct config *cfg = NULL;
+	jv flags = jv_null();
+
+	fresh();
+	put("home/.config/forge/config.json",
+	    "{\"llm\":{\"model\":\"user\",\"fast_model\":\"user\",\"cassette\":\"user\","
+	    "\"base_url\":\"http://user/v1\",\"max_tokens\":100}}");
+	put("repo/.forge/config.json",
+	    "{\"llm\":{\"model\":\"project\",\"fast_model\":\"project\",\"cassette\":\"project\","
+	    "\"base_url\":\"http://project/v1\"}}");
+	put("extra.json", "{\"llm\":{\"model\":\"file\",\"fast_model\":\"file\",\"cassette\":\"file\"}}");
+	setenv("FORGE_MODEL", "env", 1);
+	setenv("FORGE_CASSETTE", "env", 1);
+	CHECK(config_flag_set(&flags, "llm.model", jv_string("flags")) == 0);
+	CHECK_MSG(load(&cfg, "repo", "extra.json", flags) == 0, "%s", forge_last_error());
+	CHECK_INT(config_get_num(cfg, "llm.max_tokens", 0), 100);             /* user */
+	CHECK_STR(config_get_str(cfg, "llm.base_url"), "http://project/v1");  /* project */
+	CHECK_STR(config_get_str(cfg, "llm.fast_model"), "file");             /* --config */
+	CHECK_STR(config_get_str(cfg, "llm.cassette"), "env");                /* env */
+	CHECK_STR(config_get_str(cfg, "llm.model"), "flags");                 /* flags */
+	config_free(cfg);
+}
+
+static void test_missing_files(void)
+{
+	struct config *cfg = NULL;
+
+	fresh();
+	/* No user file, no project file: fine.  A missing --config: not. */
+	CHECK_MSG(load(&cfg, "norepo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	config_free(cfg);
+	cfg = NULL;
+	CHECK(load(&cfg, NULL, "nope.json", jv_null()) < 0);
+	CHECK(cfg == NULL);
+	CHECK(strstr(forge_last_error(), "nope.json") != NULL);
+	/* A relative XDG_CONFIG_HOME is ignored (XDG spec): ~/.config is used. */
+	put("home/.config/forge/config.json", "{\"budget\":{\"usd\":7}}");
+	setenv("XDG_CONFIG_HOME", "relative/dir", 1);
+	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_get_num(cfg, "budget.usd", 0), 7);
+	config_free(cfg);
+}
+
+static void test_env_numbers(void)
+{
+	struct config *cfg = NULL;
+
+	fresh();
+	setenv("FORGE_AUTOMATION_LEVEL", "3", 1);
+	setenv("FORGE_BUDGET_USD", "12.5", 1);
+	setenv("FORGE_MAX_LINE_BYTES", "", 1);          /* empty = unset */
+	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_get_num(cfg, "safety.automation_level", 0), 3);
+	CHECK(config_get_num(cfg, "budget.usd", 0) == 12.5);
+	CHECK_INT(config_get_num(cfg, "stream.max_line_bytes", 0), 16777216);
+	config_free(cfg);
+	cfg = NULL;
+
+	setenv("FORGE_BUDGET_USD", "lots", 1);
+	CHECK(load(&cfg, NULL, NULL, jv_null()) < 0);
+	CHECK_MSG(strstr(forge_last_error(), "FORGE_BUDGET_USD") != NULL, "%s", forge_last_error());
+	setenv("FORGE_BUDGET_USD", "nan", 1);
+	CHECK(load(&cfg, NULL, NULL, jv_null()) < 0);
+	unsetenv("FORGE_BUDGET_USD");
+
+	/* A number that parses but breaks the schema names the variable too. */
+	setenv("FORGE_AUTOMATION_LEVEL", "9", 1);
+	CHECK(load(&cfg, NULL, NULL, jv_null()) < 0);
+	CHECK_MSG(strncmp(forge_last_error(), "FORGE_AUTOMATION_LEVEL: .safety.automation_level",
+			  48) == 0, "%s", forge_last_error());
+	setenv("FORGE_AUTOMATION_LEVEL", "3", 1);
+	setenv("FORGE_DEPLOY_STRATEGY", "yolo", 1);
+	CHECK(load(&cfg, NULL, NULL, jv_null()) < 0);
+	CHECK_MSG(strstr(forge_last_error(), "FORGE_DEPLOY_STRATEGY: .deploy.strategy") != NULL, "%s",
+		  forge_last_error());
+}
+
+static void test_file_errors_name_file_and_path(void)
+{
+	struct config *cfg = NULL;
+	char want[600];
+
+	fresh();
+	put("repo/.forge/config.json", "{\"safety\":{\"automation_level\":7}}");
+	CHECK(load(&cfg, "repo", NULL, jv_null()) < 0);
+	snprintf(want, sizeof want, "%s: .safety.automation_level: ", at("repo/.forge/config.json"));
+	CHECK_MSG(strncmp(forge_last_error(), want, strlen(want)) == 0, "%s", forge_last_error());
+	CHECK_MSG(strstr(forge_last_error(), "7") != NULL, "%s", forge_last_error());
+
+	/* A typo in a section name is an error that names it. */
+	put("repo/.forge/config.json", "{\"saftey\":{\"automation_level\":2}}");
+	CHECK(load(&cfg, "repo", NULL, jv_null()) < 0);
+	CHECK_MSG(strstr(forge_last_error(), "saftey") != NULL, "%s", forge_last_error());
+
+	/* Malformed JSON names the file. */
+	put("home/.config/forge/config.json", "{\"llm\": {\"model\": }");
+	CHECK(load(&cfg, NULL, NULL, jv_null()) < 0);
+	CHECK_MSG(strstr(forge_last_error(), at("home/.config/forge/config.json")) != NULL, "%s",
+		  forge_last_error());
+
+	/* Not an object at all. */
+	put("home/.config/forge/config.json", "[1,2]");
+	CHECK(load(&cfg, NULL, NULL, jv_null()) < 0);
+	CHECK_MSG(strstr(forge_last_error(), at("home/.config/forge/config.json")) != NULL, "%s",
+		  forge_last_error());
+
+	/* A gate must be complete: arrays replace, nothing fills the gaps. */
+	put("home/.config/forge/config.json", "{\"gates\":[{\"id\":\"x\",\"phase\":\"plan\"}]}");
+	CHECK(load(&cfg, NULL, NULL, jv_null()) < 0);
+	CHECK_MSG(strstr(forge_last_error(), ".gates[0]") != NULL, "%s", forge_last_error());
+	CHECK(cfg == NULL);
+}
+
+static void test_flags_errors(void)
+{
+	struct config *cfg = NULL;
+	jv flags = jv_null();
+
+	fresh();
+	CHECK(config_flag_assign(&flags, "llm.provider=nonesuch") == 0);
+	CHECK(load(&cfg, NULL, NULL, flags) < 0);
+	CHECK_MSG(strncmp(forge_last_error(), "command line: .llm.provider", 27) == 0, "%s",
+		  forge_last_error());
+	CHECK(load(&cfg, NULL, NULL, jv_string("not an object")) < 0);
+}
+
+static void test_flag_assign(void)
+{
+	jv flags = jv_null();
+
+	CHECK(config_flag_assign(&flags, "safety.automation_level=2") == 0);
+	CHECK(config_flag_assign(&flags, "llm.model=claude-haiku-4-5") == 0);
+	CHECK(config_flag_assign(&flags, "llm.base_url=null") == 0);
+	CHECK(config_flag_assign(&flags, "deploy.canary.low=[50,100]") == 0);
+	char *s = json_dumps(jv_copy(flags), true);
+	bool ok = strcmp(s, "{\"deploy\":{\"canary\":{\"low\":[50,100]}},\"llm\":{\"base_url\":null,"
+			    "\"model\":\"claude-haiku-4-5\"},\"safety\":{\"automation_level\":2}}") == 0;
+	free(s);
+	CHECK(ok);
+	CHECK(config_flag_assign(&flags, "novalue") < 0);
+	CHECK(config_flag_assign(&flags, "=1") < 0);
+	CHECK(config_flag_assign(&flags, "a..b=1") < 0);
+	/* llm.model is a string: nothing can be set below it. */
+	CHECK(config_flag_assign(&flags, "llm.model.x=1") < 0);
+	CHECK(strstr(forge_last_error(), "llm.model.x") != NULL);
+	jv_free(flags);
+}
+
+static void test_explain(void)
+{
+	struct config *cfg = NULL;
+	jv flags = jv_null();
+
+	fresh();
+	put("home/.config/forge/config.json", "{\"budget\":{\"usd\":20}}");
+	put("repo/.forge/config.json", "{\"llm\":{\"model\":\"p\",\"phases\":{\"plan\":{\"model\":\"big\"}}}}");
+	setenv("FORGE_TEST_COMMAND", "make check", 1);
+	CHECK(config_flag_set(&flags, "deploy.strategy", jv_string("merge")) == 0);
+	CHECK_MSG(load(&cfg, "repo", NULL, flags) == 0, "%s", forge_last_error());
+
+	jv e = explain_entry(cfg, "llm.model");
+	bool ok = json_get_str(e, "layer") && strcmp(json_get_str(e, "layer"), "project") == 0 &&
+		  strcmp(json_get_str(e, "source"), at("repo/.forge/config.json")) == 0 &&
+		  strcmp(json_get_str(e, "value"), "p") == 0;
+	jv_free(e);
+	CHECK(ok);
+
+	e = explain_entry(cfg, "budget.usd");
+	ok = strcmp(json_get_str(e, "layer"), "user") == 0 && json_get_num(e, "value", 0) == 20;
+	jv_free(e);
+	CHECK(ok);
+
+	e = explain_entry(cfg, "tools.test_command");
+	ok = strcmp(json_get_str(e, "layer"), "env") == 0 &&
+	     strcmp(json_get_str(e, "source"), "FORGE_TEST_COMMAND") == 0;
+	jv_free(e);
+	CHECK(ok);
+
+	e = explain_entry(cfg, "deploy.strategy");
+	ok = strcmp(json_get_str(e, "layer"), "flags") == 0 &&
+	     strcmp(json_get_str(e, "source"), "command line") == 0;
+	jv_free(e);
+	CHECK(ok);
+
+	e = explain_entry(cfg, "llm.fast_model");
+	ok = strcmp(json_get_str(e, "layer"), "default") == 0 &&
+	     strcmp(json_get_str(e, "source"), "built-in") == 0;
+	jv_free(e);
+	CHECK(ok);
+
+	/* Arrays are leaves; an object that gained keys is no longer one. */
+	e = explain_entry(cfg, "gates");
+	ok = jv_get_kind(e) == JV_KIND_OBJECT;
+	jv_free(e);
+	CHECK(ok);
+	e = explain_entry(cfg, "llm.phases");
+	ok = jv_get_kind(e) == JV_KIND_NULL;
+	jv_free(e);
+	CHECK(ok);
+	e = explain_entry(cfg, "llm.phases.plan.model");
+	ok = strcmp(json_get_str(e, "layer"), "project") == 0;
+	jv_free(e);
+	CHECK(ok);
+	config_free(cfg);
+}
+
+static void test_explain_sorted_and_complete(void)
+{
+	struct config *cfg = NULL;
+
+	fresh();
+	CHECK(load(&cfg, NULL, NULL, jv_null()) == 0);
+	jv all = config_explain(cfg);
+	char *prev = xstrdup("");
+	bool sorted = true, phases_leaf = false;
+
+	jv_array_foreach(all, i, e) {
+		const char *p = json_get_str(e, "path");
+
+		if (strcmp(prev, p) >= 0)
+			sorted = false;
+		if (strcmp(p, "llm.phases") == 0)
+			phases_leaf = true;    /* the empty object of the defaults */
+		free(prev);
+		prev = xstrdup(p);
+		jv_free(e);
+	}
+	free(prev);
+	jv_free(all);
+	config_free(cfg);
+	CHECK(sorted);
+	CHECK(phases_leaf);
+}
+
+static void test_files(void)
+{
+	struct config_sources src = { NULL, NULL, jv_null() };
+
+	fresh();
+	put("repo/.forge/config.json", "{}");
+	char repo[512];
+	snprintf(repo, sizeof repo, "%s", at("repo"));
+	src.repo = repo;
+	src.file = "/nonexistent/x.json";
+	jv files = config_files(&src);
+	CHECK_INT(jv_array_length(jv_copy(files)), 3);
+	jv user = jv_array_get(jv_copy(files), 0);
+	jv project = jv_array_get(jv_copy(files), 1);
+	jv file = jv_array_get(files, 2);
+	bool ok = strcmp(json_get_str(user, "layer"), "user") == 0 &&
+		  !json_get_bool(user, "exists", true) &&
+		  strcmp(json_get_str(project, "path"), at("repo/.forge/config.json")) == 0 &&
+		  json_get_bool(project, "exists", false) &&
+		  strcmp(json_get_str(file, "layer"), "file") == 0 &&
+		  !json_get_bool(file, "exists", true);
+	jv_free(user);
+	jv_free(project);
+	jv_free(file);
+	CHECK(ok);
+}
+
+int main(void)
+{
+	RUN(test_defaults);
+	RUN(test_merge_is_recursive_arrays_replace);
+	RUN(test_each_layer_overrides);
+	RUN(test_missing_files);
+	RUN(test_env_numbers);
+	RUN(test_file_errors_name_file_and_path);
+	RUN(test_flags_errors);
+	RUN(test_flag_assign);
+	RUN(test_explain);
+	RUN(test_explain_sorted_and_complete);
+	RUN(test_files);
+	if (tmp[0])
+		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return unit_done();
+}

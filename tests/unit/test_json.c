@@ -1,0 +1,139 @@
+/* test_json.c - jv helpers, UTF-8 validation, buffers, ids. */
+#include "buf.h"
+#include "forge.h"
+#include "ids.h"
+#include "json.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_get_helpers(void)
+{
+	const char *text = "{\"a\":{\"b\":\"x\",\"n\":3,\"t\":true}}";
+	jv o = json_parse(text, strlen(text));
+
+	CHECK(jv_is_valid(o));
+	jv a = json_get(o, "a");
+	CHECK_STR(json_get_str(a, "b"), "x");
+	CHECK(json_get_num(a, "n", 0) == 3);
+	CHECK(json_get_num(a, "missing", 7) == 7);
+	CHECK(json_get_bool(a, "t", false));
+	CHECK(json_get_str(a, "n") == NULL);
+	CHECK(json_has(a, "b") && !json_has(a, "zz"));
+	jv p = json_get_path(o, "a.b");
+	CHECK_STR(jv_string_value(p), "x");
+	jv_free(p);
+	p = json_get_path(o, "a.nope.deeper");
+	CHECK(jv_get_kind(p) == JV_KIND_NULL);
+	jv_free(p);
+	/* Borrowing: o and a are still usable and freed once each. */
+	CHECK(json_get_str(o, "a") == NULL);
+	jv_free(a);
+	jv_free(o);
+}
+
+static void test_parse_errors_are_short(void)
+{
+	const char *bad = "{\"a\": tru";
+	jv v = json_parse(bad, strlen(bad));
+
+	CHECK(!jv_is_valid(v));
+	char *m = json_invalid_msg(v);
+	CHECK_MSG(strstr(m, "while parsing") == NULL, "message repeats the input: %s", m);
+	free(m);
+}
+
+static void test_utf8(void)
+{
+	CHECK(json_utf8_valid("plain", 5));
+	CHECK(json_utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9));
+	CHECK(!json_utf8_valid("\xc3", 1));             /* truncated */
+	CHECK(!json_utf8_valid("\xc0\xaf", 2));         /* overlong */
+	CHECK(!json_utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
+	CHECK(!json_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+	CHECK(!json_utf8_valid("\xff", 1));
+	jv v = json_parse("\"\xff\"", 3);
+	CHECK(!jv_is_valid(v));
+	char *m = json_invalid_msg(v);
+	CHECK_STR(m, "invalid UTF-8");
+	free(m);
+}
+
+static void test_write_line(void)
+{
+	char *mem = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&mem, &len);
+
+	CHECK(json_write_line(f, json_set(json_set(jv_object(), "b", jv_number(1)), "a", jv_null()), true) == 0);
+	fclose(f);
+	CHECK_STR(mem, "{\"a\":null,\"b\":1}\n");
+	free(mem);
+}
+
+static void test_buf_limit(void)
+{
+	struct buf b;
+
+	buf_init(&b, 8);
+	CHECK(buf_adds(&b, "12345") == 0);
+	CHECK(buf_adds(&b, "6789") == -1);
+	CHECK_STR(b.buf, "12345");
+	CHECK(buf_addf(&b, "%d", 678) == 0);
+	CHECK_STR(b.buf, "12345678");
+	size_t n;
+	char *s = buf_detach(&b, &n);
+	CHECK(n == 8 && b.len == 0 && b.buf[0] == '\0');
+	free(s);
+	buf_release(&b);
+}
+
+static void test_ulid_monotonic(void)
+{
+	char prev[ULID_LEN + 1], cur[ULID_LEN + 1];
+
+	ulid_new(prev);
+	CHECK(ulid_valid(prev));
+	for (int i = 0; i < 10000; i++) {
+		ulid_new(cur);
+		CHECK_MSG(strcmp(prev, cur) < 0, "%s !< %s", prev, cur);
+		memcpy(prev, cur, sizeof cur);
+	}
+	CHECK(!ulid_valid("not-a-ulid"));
+	CHECK(!ulid_valid("01JDB3ZZZZZZZZZZZZZZZZZZZI"));   /* I is not Crockford */
+}
+
+static void test_timestamp(void)
+{
+	char ts[TIMESTAMP_LEN + 1];
+
+	timestamp_format(ts, 1795296600123LL);
+	CHECK_STR(ts, "2026-11-21T21:30:00.123Z");
+	timestamp_format(ts, 0);
+	CHECK_STR(ts, "1970-01-01T00:00:00.000Z");
+}
+
+static void test_parse_long(void)
+{
+	long v;
+
+	CHECK(forge_parse_long(&v, "42", 0, 100) == 0 && v == 42);
+	CHECK(forge_parse_long(&v, "4x", 0, 100) == -1);
+	CHECK(strstr(forge_last_error(), "'4x'") != NULL);
+	CHECK(forge_parse_long(&v, "101", 0, 100) == -1);
+	CHECK(forge_parse_long(&v, "", 0, 100) == -1);
+}
+
+int main(void)
+{
+	RUN(test_get_helpers);
+	RUN(test_parse_errors_are_short);
+	RUN(test_utf8);
+	RUN(test_write_line);
+	RUN(test_buf_limit);
+	RUN(test_ulid_monotonic);
+	RUN(test_timestamp);
+	RUN(test_parse_long);
+	return unit_done();
+}

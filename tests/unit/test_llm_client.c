@@ -1,0 +1,399 @@
+/* test_llm_client.c - retry policy, secrets, pricing, cassettes, llm_calls. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forge.h"
+#include "http.h"
+#include "json.h"
+#include "llm_internal.h"
+#include "store.h"
+#include "unit.h"
+
+static void set_hdr(struct http_response *r, const char *name, const char *value)
+{
+	r->headers = xrealloc(r->headers, (r->nheaders + 1) * sizeof(*r->headers));
+	r->headers[r->nheaders].name = xstrdup(name);
+	r->headers[r->nheaders].value = xstrdup(value);
+	r->nheaders++;
+}
+
+static double fixed_rand(void *p) { (void)p; return 0.0; }
+static double max_rand(void *p) { (void)p; return 0.999999; }
+static time_t fixed_now(void *p) { (void)p; return 1696004797; }
+
+static struct http_retry policy(void)
+{
+	struct http_retry p = { 3, 0.5, 8.0, 60.0, NULL, fixed_rand, fixed_now, NULL };
+	return p;
+}
+
+/* The Anthropic SDK's test vectors (llm-wire.md §5.1). */
+static void test_retry_delay_vectors(void)
+{
+	struct http_retry p = policy();
+	struct http_response r;
+	static const struct { const char *v; double want; } cases[] = {
+		{ "20", 20 }, { "0", 0.5 }, { "-10", 0.5 }, { "60", 60 }, { "61", 0.5 },
+		{ "Fri, 29 Sep 2023 16:26:17 GMT", 0.5 },        /* in the past */
+		{ "Fri, 29 Sep 2023 16:26:57 GMT", 20 },         /* now + 20 s */
+		{ "inf", 0.5 }, { "nan", 0.5 }, { "soon", 0.5 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		http_response_init(&r);
+		set_hdr(&r, "retry-after", cases[i].v);
+		double d = http_retry_delay(&p, 0, &r);
+		http_response_release(&r);
+		CHECK_MSG(fabs(d - cases[i].want) < 1e-9, "retry-after %s gave %g", cases[i].v, d);
+	}
+	http_response_init(&r);
+	set_hdr(&r, "retry-after-ms", "1500");
+	set_hdr(&r, "retry-after", "9");
+	CHECK(fabs(http_retry_delay(&p, 0, &r) - 1.5) < 1e-9);
+	http_response_release(&r);
+	CHECK(fabs(http_retry_delay(&p, 0, NULL) - 0.5) < 1e-9);
+	CHECK(fabs(http_retry_delay(&p, 1, NULL) - 1.0) < 1e-9);
+	CHECK(fabs(http_retry_delay(&p, 2, NULL) - 2.0) < 1e-9);
+	CHECK(fabs(http_retry_delay(&p, 5000, NULL) - 8.0) < 1e-9);
+	p.rand_fn = max_rand;
+	double j = http_retry_delay(&p, 0, NULL);
+	CHECK(j > 0.375 - 1e-6 && j < 0.5);
+}
+
+static void test_should_retry(void)
+{
+	static const struct { long status; const char *hdr; bool want; } cases[] = {
+		{ 408, NULL, true }, { 409, NULL, true }, { 429, NULL, true }, { 500, NULL, true },
+		{ 502, NULL, true }, { 529, NULL, true }, { 400, NULL, false }, { 401, NULL, false },
+		{ 404, NULL, false }, { 413, NULL, false }, { 429, "false", false }, { 400, "true", true },
+	};
+	struct http_response r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		http_response_init(&r);
+		r.status = cases[i].status;
+		if (cases[i].hdr)
+			set_hdr(&r, "x-should-retry", cases[i].hdr);
+		bool got = http_should_retry(&r);
+		http_response_release(&r);
+		CHECK_MSG(got == cases[i].want, "status %ld", cases[i].status);
+	}
+	http_response_init(&r);
+	r.transport_error = 7;   /* CURLE_COULDNT_CONNECT */
+	CHECK(http_should_retry(&r));
+	http_response_release(&r);
+}
+
+struct sleeps { int n; double total; };
+static void fake_sleep(void *p, double s)
+{
+	struct sleeps *z = p;
+	z->n++;
+	z->total += s;
+}
+
+/* A closed loopback port: connection errors are retried max_retries times. */
+static void test_connection_refused_retries(void)
+{
+	struct llm_options o;
+	struct llm_client *c;
+	struct llm_request req;
+	struct llm_response r;
+	struct sleeps z = { 0, 0 };
+
+	setenv("ANTHROPIC_API_KEY", "sk-ant-CANARY-0123456789abcdef", 1);
+	llm_options_init(&o);
+	o.provider = "anthropic";
+	o.base_url = "http://127.0.0.1:9";
+	o.max_retries = 3;
+	o.sleep_fn = fake_sleep;
+	o.rand_fn = fixed_rand;
+	o.test_payload = &z;
+	CHECK_INT(llm_client_new(&c, &o), 0);
+	llm_request_init(&req);
+	req.messages = jv_array_append(jv_array(), llm_msg_user("hi"));
+	int rc = llm_call(&r, c, &req);
+	CHECK_INT(rc, -1);
+	CHECK_INT(llm_client_error(c), LLM_ERR_NETWORK);
+	CHECK_INT(z.n, 3);
+	CHECK(fabs(z.total - 3.5) < 1e-9);          /* 0.5 + 1 + 2 */
+	CHECK(strstr(forge_last_error(), "gave up after 3 retries") != NULL);
+	CHECK(strstr(forge_last_error(), "CANARY") == NULL);
+	llm_response_release(&r);
+	llm_request_release(&req);
+	llm_client_free(c);
+	unsetenv("ANTHROPIC_API_KEY");
+}
+
+static void test_missing_key_message(void)
+{
+	struct llm_options o;
+	struct llm_client *c;
+
+	unsetenv("ANTHROPIC_API_KEY");
+	unsetenv("FORGE_ANTHROPIC_KEY_FILE");
+	llm_options_init(&o);
+	o.provider = "anthropic";
+	CHECK_INT(llm_client_new(&c, &o), -1);
+	CHECK(strstr(forge_last_error(), "ANTHROPIC_API_KEY is not set") != NULL);
+	o.provider = "openai";
+	o.base_url = "http://127.0.0.1:11434/v1";   /* a local server needs no key */
+	unsetenv("OPENAI_API_KEY");
+	CHECK_INT(llm_client_new(&c, &o), 0);
+	CHECK_STR(llm_client_model(c), "gpt-4o-mini");
+	llm_client_free(c);
+	o.provider = "gemini";
+	CHECK_INT(llm_client_new(&c, &o), -1);
+}
+
+static void test_secrets(void)
+{
+	char *env[] = { "PATH=/bin", "ANTHROPIC_API_KEY=x", "HOME=/h", "OPENAI_API_KEY=y",
+			"ANTHROPIC_API_KEYS=keep", NULL };
+	char text[] = "bad key sk-CANARY-secret-value-42 and again sk-CANARY-secret-value-42!";
+	char path[] = "/tmp/forge-key-XXXXXX";
+	char *key;
+	int fd;
+
+	CHECK_INT(llm_scrub_env(env), 2);
+	CHECK_STR(env[1], "HOME=/h");
+	CHECK_STR(env[2], "ANTHROPIC_API_KEYS=keep");
+	CHECK(env[3] == NULL);
+	llm_secret_add("sk-CANARY-secret-value-42");
+	llm_secret_add("short");
+	CHECK_STR(llm_redact(text), "bad key [REDACTED] and again [REDACTED]!");
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "  sk-from-file-0123456789\n", 26) == 26);
+	close(fd);
+	unsetenv("OPENAI_API_KEY");
+	setenv("FORGE_OPENAI_KEY_FILE", path, 1);
+	CHECK_INT(llm_key_load(&key, "openai"), 0);
+	CHECK_STR(key, "sk-from-file-0123456789");
+	char msg[] = "echo sk-from-file-0123456789";
+	CHECK_STR(llm_redact(msg), "echo [REDACTED]");
+	free(key);
+	unlink(path);
+	CHECK_INT(llm_key_load(&key, "openai"), -1);
+	unsetenv("FORGE_OPENAI_KEY_FILE");
+}
+
+static void test_pricing(void)
+{
+	struct llm_price p;
+	struct llm_usage u = { 1000000, 1000000, 1000000, 1000000 };
+
+	CHECK_INT(llm_price_find(&p, jv_null(), "claude-haiku-4-5-20251001"), 0);
+	CHECK(fabs(llm_price_cost(&p, &u) - (1 + 5 + 0.1 + 1.25)) < 1e-9);
+	CHECK_INT(llm_price_find(&p, jv_null(), "gpt-4o-2024-08-06"), 0);
+	CHECK(fabs(p.input - 2.5) < 1e-9);
+	CHECK_INT(llm_price_find(&p, jv_null(), "llama3.2"), -1);
+	const char *ov = "{\"llama3.2\":{\"input\":0,\"output\":0}}";
+	jv o = json_parse(ov, strlen(ov));
+	CHECK_INT(llm_price_find(&p, o, "llama3.2"), 0);
+	jv_free(o);
+}
+
+static void warn_count(void *p, const char *msg)
+{
+	(void)msg;
+	(*(int *)p)++;
+}
+
+static struct llm_client *replay_client(const char *cassette, const char *phase, int attempt,
+					int *warnings)
+{
+	struct llm_options o;
+	struct llm_client *c = NULL;
+
+	llm_options_init(&o);
+	o.provider = "replay";
+	o.cassette = cassette;
+	o.phase = phase;
+	o.attempt = attempt;
+	o.model = "claude-sonnet-4-5";
+	o.warn = warn_count;
+	o.warn_payload = warnings;
+	if (llm_client_new(&c, &o) < 0)
+		printf("# %s\n", forge_last_error());
+	return c;
+}
+
+static int ask(struct llm_response *r, struct llm_client *c, const char *system, const char *prompt)
+{
+	struct llm_request req;
+	int rc;
+
+	llm_request_init(&req);
+	req.system = system;
+	req.messages = jv_array_append(jv_array(), llm_msg_user(prompt));
+	rc = llm_call(r, c, &req);
+	llm_request_release(&req);
+	return rc;
+}
+
+static void test_replay_across_processes(void)
+{
+	const char *path = "tests/fixtures/llm/cassette_pipeline.jsonl";
+	struct llm_response r;
+	int w = 0;
+	struct llm_client *c = replay_client(path, "implement", 1, &w);
+
+	CHECK(c);
+	CHECK_INT(ask(&r, c, NULL, "x"), 0);
+	CHECK_STR(r.text, "first call of attempt 1");
+	llm_response_release(&r);
+	CHECK_INT(ask(&r, c, NULL, "x"), 0);
+	CHECK_STR(r.text, "second call of attempt 1");
+	llm_response_release(&r);
+	CHECK_INT(ask(&r, c, NULL, "x"), -1);
+	CHECK_INT(llm_client_error(c), LLM_ERR_REPLAY);
+	CHECK(strstr(forge_last_error(), "no answer for call 3 of phase implement attempt 1") != NULL);
+	llm_response_release(&r);
+	llm_client_free(c);
+
+	c = replay_client(path, "implement", 2, &w);    /* the bounce: a new process */
+	CHECK_INT(ask(&r, c, NULL, "x"), 0);
+	CHECK_STR(r.text, "attempt 2 answer");
+	CHECK_INT(r.stop, LLM_STOP_MAX_TOKENS);
+	llm_response_release(&r);
+	llm_client_free(c);
+
+	c = replay_client(path, "plan", 0, &w);
+	CHECK_INT(ask(&r, c, NULL, "x"), 0);
+	CHECK_INT(r.ncalls, 1);
+	CHECK_STR(json_get_str(r.calls[0].input, "summary"), "add --version");
+	CHECK_INT(r.stop, LLM_STOP_TOOL_USE);
+	CHECK(r.cost_known);
+	CHECK(fabs(r.cost_usd - (100 * 3 + 20 * 15) / 1e6) < 1e-12);
+	llm_response_release(&r);
+	llm_client_free(c);
+
+	c = replay_client(path, "review", 0, &w);
+	CHECK_INT(ask(&r, c, NULL, "x"), -1);
+	CHECK_INT(llm_client_error(c), LLM_ERR_RATE_LIMIT);
+	CHECK(strstr(forge_last_error(), "recorded rate limit") != NULL);
+	llm_response_release(&r);
+	llm_client_free(c);
+	CHECK_INT(w, 0);
+}
+
+static void test_replay_strict(void)
+{
+	struct llm_response r;
+	int w = 0;
+	struct llm_client *c = replay_client("tests/fixtures/llm/cassette_strict.json", NULL, 0, &w);
+
+	CHECK(c);
+	CHECK_INT(ask(&r, c, "be brief", "hello"), 0);
+	CHECK_STR(r.text, "hi");
+	llm_response_release(&r);
+	llm_client_free(c);
+	c = replay_client("tests/fixtures/llm/cassette_strict.json", NULL, 0, &w);
+	CHECK_INT(ask(&r, c, "be brief", "hullo"), -1);
+	CHECK(strstr(forge_last_error(), "at request.messages[0].content") != NULL);
+	llm_response_release(&r);
+	llm_client_free(c);
+}
+
+static void test_record_then_replay_and_log(void)
+{
+	char dir[] = "/tmp/forge-llm-XXXXXX";
+	char cas[256], db[256];
+	struct llm_options o;
+	struct llm_client *c;
+	struct llm_response r;
+	struct store *st = NULL;
+	int w = 0;
+
+	CHECK(mkdtemp(dir));
+	snprintf(cas, sizeof(cas), "%s/rec.jsonl", dir);
+	snprintf(db, sizeof(db), "%s/forge.db", dir);
+	CHECK_INT(store_open(&st, db), 0);
+	/* record from a replayed "provider" (stands in for a real one) */
+	llm_options_init(&o);
+	o.provider = "replay";
+	o.cassette = "tests/fixtures/llm/cassette_pipeline.jsonl";
+	o.phase = "implement";
+	o.attempt = 1;
+	o.model = "local-model";
+	o.record = cas;
+	o.store = st;
+	o.trace_id = "T1";
+	o.warn = warn_count;
+	o.warn_payload = &w;
+	CHECK_INT(llm_client_new(&c, &o), 0);
+	CHECK_INT(ask(&r, c, "sys", "one"), 0);
+	CHECK(!r.cost_known);
+	llm_response_release(&r);
+	CHECK_INT(ask(&r, c, "sys", "two"), 0);
+	llm_response_release(&r);
+	CHECK_INT(w, 1);                  /* one warning for the unpriced model */
+	llm_client_free(c);
+
+	sqlite3_stmt *s;
+	CHECK(sqlite3_prepare_v2(store_db(st), "SELECT count(*), sum(cost_usd IS NULL),"
+		" min(phase), max(call) FROM llm_calls WHERE trace_id = 'T1'", -1, &s, NULL) == SQLITE_OK);
+	CHECK(sqlite3_step(s) == SQLITE_ROW);
+	int n = sqlite3_column_int(s, 0), nulls = sqlite3_column_int(s, 1), maxcall = sqlite3_column_int(s, 3);
+	sqlite3_finalize(s);
+	store_free(st);
+	CHECK_INT(n, 2);
+	CHECK_INT(nulls, 2);
+	CHECK_INT(maxcall, 2);
+
+	/* the recording replays strictly */
+	llm_options_init(&o);
+	o.provider = "replay";
+	o.cassette = cas;
+	o.cassette_mode = "strict";
+	o.phase = "implement";
+	o.attempt = 1;
+	CHECK_INT(llm_client_new(&c, &o), 0);
+	CHECK_INT(ask(&r, c, "sys", "one"), 0);
+	CHECK_STR(r.text, "first call of attempt 1");
+	llm_response_release(&r);
+	CHECK_INT(ask(&r, c, "sys", "TWO"), -1);
+	CHECK(strstr(forge_last_error(), "request.messages[0].content") != NULL);
+	llm_response_release(&r);
+	llm_client_free(c);
+	unlink(cas);
+	unlink(db);
+	char wal[300];
+	snprintf(wal, sizeof(wal), "%s-wal", db); unlink(wal);
+	snprintf(wal, sizeof(wal), "%s-shm", db); unlink(wal);
+	rmdir(dir);
+}
+
+static void test_json_diff(void)
+{
+	jv a = json_parse("{\"a\":[1,{\"b\":2}],\"c\":1}", 23);
+	jv b = json_parse("{\"a\":[1,{\"b\":3}],\"c\":1}", 23);
+	char *d = llm_json_diff(a, b, "request");
+
+	CHECK_STR(d, "request.a[1].b");
+	free(d);
+	d = llm_json_diff(a, a, "request");
+	CHECK_STR(d, "");
+	free(d);
+	jv_free(a);
+	jv_free(b);
+}
+
+int main(void)
+{
+	RUN(test_retry_delay_vectors);
+	RUN(test_should_retry);
+	RUN(test_connection_refused_retries);
+	RUN(test_missing_key_message);
+	RUN(test_secrets);
+	RUN(test_pricing);
+	RUN(test_replay_across_processes);
+	RUN(test_replay_strict);
+	RUN(test_record_then_replay_and_log);
+	RUN(test_json_diff);
+	return unit_done();
+}

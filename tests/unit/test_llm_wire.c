@@ -1,0 +1,398 @@
+/* test_llm_wire.c - the recorded provider fixtures parse into the expected
+ * normalised responses; requests are built as the providers expect. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "forge.h"
+#include "json.h"
+#include "llm_internal.h"
+#include "sse.h"
+#include "unit.h"
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	struct buf b = BUF_INIT;
+	char tmp[4096];
+	size_t n;
+
+	if (!f)
+		return NULL;
+	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+		buf_add(&b, tmp, n);
+	fclose(f);
+	return buf_detach(&b, len);
+}
+
+struct ctx {
+	const struct llm_provider *p;
+	struct llm_stream s;
+	struct buf progress;
+};
+
+static int on_event(void *payload, const char *event, const char *data, size_t len)
+{
+	struct ctx *c = payload;
+
+	return c->p->event(&c->s, event, data, len);
+}
+
+static void on_text(void *payload, const char *t, size_t len)
+{
+	buf_add(&((struct ctx *)payload)->progress, t, len);
+}
+
+/* Stream a fixture through the SSE parser in `step`-byte pieces. */
+static int stream(struct llm_response *out, const struct llm_provider *p, const char *path,
+		  size_t step, char **progress)
+{
+	struct ctx c = { p, { 0 }, BUF_INIT };
+	struct sse_parser sp;
+	size_t len;
+	char *text = slurp(path, &len);
+	int rc = 0;
+
+	llm_response_init(out);
+	llm_stream_init(&c.s, out);
+	c.s.on_text = on_text;
+	c.s.payload = &c;
+	sse_init(&sp, 1 << 20, on_event, &c);
+	for (size_t i = 0; text && i < len && rc == 0; i += step)
+		rc = sse_feed(&sp, text + i, i + step > len ? len - i : step);
+	if (rc == 0)
+		rc = sse_finish(&sp);
+	if (rc == 0 && !c.s.done)
+		rc = forge_error("stream ended early");
+	if (rc == 0)
+		rc = llm_stream_finish(&c.s);
+	sse_release(&sp);
+	llm_stream_release(&c.s);
+	free(text);
+	*progress = buf_detach(&c.progress, NULL);
+	return text ? rc : -1;
+}
+
+static void test_anth_stream_basic(void)
+{
+	struct llm_response r;
+	char *prog;
+
+	CHECK_INT(stream(&r, &llm_anthropic, "tests/fixtures/llm/anth_basic.sse", 5, &prog), 0);
+	CHECK_STR(r.text, "Hello there!");
+	CHECK_STR(prog, "Hello there!");
+	CHECK_INT(r.ncalls, 0);
+	CHECK_INT(r.stop, LLM_STOP_END_TURN);
+	CHECK_INT(r.usage.input_tokens, 11);
+	CHECK_INT(r.usage.output_tokens, 6);
+	CHECK_STR(r.model, "claude-3-opus-latest");
+	free(prog);
+	llm_response_release(&r);
+}
+
+static void test_anth_stream_tool_use(void)
+{
+	struct llm_response r;
+	char *prog;
+
+	CHECK_INT(stream(&r, &llm_anthropic, "tests/fixtures/llm/anth_tool_use.sse", 1, &prog), 0);
+	CHECK_STR(r.text, "I'll check the current weather in Paris for you.");
+	CHECK_INT(r.ncalls, 1);
+	CHECK_STR(r.calls[0].id, "toolu_01NRLabsLyVHZPKxbKvkfSMn");
+	CHECK_STR(r.calls[0].name, "get_weather");
+	CHECK_STR(json_get_str(r.calls[0].input, "location"), "Paris");
+	CHECK_INT(r.stop, LLM_STOP_TOOL_USE);
+	CHECK_INT(r.usage.input_tokens, 377);
+	CHECK_INT(r.usage.output_tokens, 65);
+	CHECK_INT(r.usage.cache_read_tokens, 0);
+	free(prog);
+	llm_response_release(&r);
+}
+
+static void test_anth_stream_refusal(void)
+{
+	struct llm_response r;
+	char *prog;
+
+	CHECK_INT(stream(&r, &llm_anthropic, "tests/fixtures/llm/anth_refusal.sse", 64, &prog), 0);
+	CHECK_INT(r.stop, LLM_STOP_REFUSAL);
+	CHECK_STR(r.stop_detail, "This request was refused due to policy.");
+	CHECK_STR(r.text, "");
+	free(prog);
+	llm_response_release(&r);
+}
+
+static void test_oai_stream_text(void)
+{
+	struct llm_response r;
+	char *prog;
+
+	CHECK_INT(stream(&r, &llm_openai, "tests/fixtures/llm/oai_e2aad469b71d.sse", 13, &prog), 0);
+	CHECK(strncmp(r.text, "I'm", 3) == 0);
+	CHECK_STR(prog, r.text);
+	CHECK_INT(r.stop, LLM_STOP_END_TURN);
+	CHECK_INT(r.usage.input_tokens, 14);
+	CHECK_INT(r.usage.output_tokens, 30);
+	CHECK_STR(r.model, "gpt-4o-2024-08-06");
+	free(prog);
+	llm_response_release(&r);
+}
+
+static void test_oai_stream_tool(void)
+{
+	struct llm_response r;
+	char *prog;
+
+	CHECK_INT(stream(&r, &llm_openai, "tests/fixtures/llm/oai_c6aa7e397b71.sse", 1, &prog), 0);
+	CHECK_INT(r.ncalls, 1);
+	CHECK_STR(r.calls[0].id, "call_c91SqDXlYFuETYv8mUHzz6pp");
+	CHECK_STR(r.calls[0].name, "GetWeatherArgs");
+	CHECK_STR(json_get_str(r.calls[0].input, "city"), "Edinburgh");
+	CHECK_STR(json_get_str(r.calls[0].input, "units"), "c");
+	CHECK_INT(r.stop, LLM_STOP_TOOL_USE);
+	CHECK_INT(r.usage.input_tokens, 76);
+	CHECK_INT(r.usage.output_tokens, 24);
+	free(prog);
+	llm_response_release(&r);
+}
+
+static void test_oai_stream_parallel_tools(void)
+{
+	struct llm_response r;
+	char *prog;
+
+	CHECK_INT(stream(&r, &llm_openai, "tests/fixtures/llm/oai_f82268f2fefd.sse", 100, &prog), 0);
+	CHECK_INT(r.ncalls, 2);
+	CHECK_STR(r.calls[1].id, "call_DNYTawLBoN8fj3KN6qU9N1Ou");
+	CHECK_STR(r.calls[1].name, "get_stock_price");
+	CHECK(json_get_str(r.calls[1].input, "exchange") != NULL);
+	CHECK_INT(r.usage.input_tokens, 149);
+	CHECK_INT(r.usage.output_tokens, 60);
+	free(prog);
+	llm_response_release(&r);
+}
+
+/* Non-streaming: the recorded Anthropic cassette's response bodies. */
+static jv cassette(const char *path)
+{
+	return json_parse_file(path);
+}
+
+/* cassette[i].<path> as a new reference; borrows c. */
+static jv at(jv c, int i, const char *path)
+{
+	jv e = jv_array_get(jv_copy(c), i);
+	jv v = json_get_path(e, path);
+
+	jv_free(e);
+	return v;
+}
+
+static void test_anth_nonstream_tool_loop(void)
+{
+	jv c = cassette("tests/fixtures/llm/anth_cassette_tool_loop_is_error.json");
+	jv b0 = at(c, 0, "response.body");
+	jv b1 = at(c, 1, "response.body");
+	char *s0 = json_dumps(b0, false), *s1 = json_dumps(b1, false);
+	struct llm_response r0, r1;
+	int ok;
+
+	llm_response_init(&r0);
+	llm_response_init(&r1);
+	ok = llm_anthropic.parse(&r0, s0, strlen(s0)) == 0 && llm_anthropic.parse(&r1, s1, strlen(s1)) == 0;
+	free(s0);
+	free(s1);
+	ok = ok && r0.ncalls == 1 && !strcmp(r0.calls[0].name, "get_weather")
+	     && !strcmp(json_get_str(r0.calls[0].input, "units"), "f")
+	     && r0.stop == LLM_STOP_TOOL_USE && r0.usage.input_tokens == 656 && r0.usage.output_tokens == 74
+	     && r1.stop == LLM_STOP_END_TURN && !strncmp(r1.text, "I apologize", 11) && r1.ncalls == 0;
+
+	/* rebuild exchange 2's request from the normalised conversation */
+	struct llm_request req;
+	struct llm_wire w;
+	llm_request_init(&req);
+	req.messages = jv_array();
+	req.messages = jv_array_append(req.messages, llm_msg_user("What is the weather in SF?"));
+	req.messages = jv_array_append(req.messages, llm_msg_assistant(&r0));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result(r0.calls[0].id,
+				       "RuntimeError('Unexpected error, try again')", true));
+	req.max_tokens = 1024;
+	llm_anthropic.build(&w, "http://127.0.0.1:1/", "sk-ant-secret", "claude-haiku-4-5", &req, 0);
+	jv got = json_parse(w.body, w.body_len);
+	jv want = at(c, 1, "request.body");
+	jv gm = json_get(got, "messages"), wm = json_get(want, "messages");
+	jv g2 = jv_array_get(jv_copy(gm), 2), w2 = jv_array_get(jv_copy(wm), 2);
+	ok = ok && json_equal(g2, w2) && !strcmp(w.url, "http://127.0.0.1:1/v1/messages")
+	     && jv_array_length(jv_copy(gm)) == 3;
+	bool key_hdr = false;
+	for (int i = 0; w.headers[i]; i++)
+		key_hdr |= !strcmp(w.headers[i], "x-api-key: sk-ant-secret");
+	jv_free(g2); jv_free(w2); jv_free(gm); jv_free(wm); jv_free(got); jv_free(want);
+	llm_wire_release(&w);
+	llm_request_release(&req);
+	llm_response_release(&r0);
+	llm_response_release(&r1);
+	jv_free(c);
+	CHECK(ok);
+	CHECK(key_hdr);
+}
+
+static void test_anth_errors(void)
+{
+	jv c = cassette("tests/fixtures/llm/anth_cassette_429_then_200.json");
+	jv b = at(c, 0, "response.body");
+	char *s = json_dumps(b, false);
+	struct llm_fault f;
+
+	llm_anthropic.fault(&f, 429, s, strlen(s));
+	free(s);
+	jv_free(c);
+	CHECK_INT(f.kind, LLM_ERR_RATE_LIMIT);
+	CHECK_STR(f.type, "rate_limit_error");
+	llm_fault_release(&f);
+
+	const char *ctx = "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+			  "\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}";
+	llm_anthropic.fault(&f, 400, ctx, strlen(ctx));
+	CHECK_INT(f.kind, LLM_ERR_CONTEXT);
+	llm_fault_release(&f);
+	llm_anthropic.fault(&f, 529, "", 0);
+	CHECK_INT(f.kind, LLM_ERR_OVERLOADED);
+	llm_fault_release(&f);
+	llm_anthropic.fault(&f, 401, "<html>", 6);
+	CHECK_INT(f.kind, LLM_ERR_AUTH);
+	llm_fault_release(&f);
+}
+
+static void test_oai_nonstream_and_errors(void)
+{
+	const char *body = "{\"id\":\"chatcmpl-abc123\",\"object\":\"chat.completion\",\"model\":\"gpt-4o-mini\","
+		"\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+		"[{\"id\":\"call_abc123\",\"type\":\"function\",\"function\":{\"name\":\"get_current_weather\","
+		"\"arguments\":\"{\\n\\\"location\\\": \\\"Boston, MA\\\"\\n}\"}}]},\"logprobs\":null,"
+		"\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":82,\"completion_tokens\":17,"
+		"\"total_tokens\":99,\"prompt_tokens_details\":{\"cached_tokens\":80}}}";
+	struct llm_response r;
+	struct llm_fault f;
+
+	llm_response_init(&r);
+	CHECK_INT(llm_openai.parse(&r, body, strlen(body)), 0);
+	CHECK_INT(r.ncalls, 1);
+	CHECK_STR(json_get_str(r.calls[0].input, "location"), "Boston, MA");
+	CHECK_INT(r.stop, LLM_STOP_TOOL_USE);
+	CHECK_INT(r.usage.input_tokens, 2);
+	CHECK_INT(r.usage.cache_read_tokens, 80);
+	llm_response_release(&r);
+
+	const char *refusal = "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null,"
+			      "\"refusal\":\"I'm very sorry, but I can't assist with that.\"},\"finish_reason\":\"stop\"}]}";
+	llm_response_init(&r);
+	CHECK_INT(llm_openai.parse(&r, refusal, strlen(refusal)), 0);
+	CHECK_INT(r.stop, LLM_STOP_REFUSAL);
+	CHECK_STR(r.stop_detail, "I'm very sorry, but I can't assist with that.");
+	llm_response_release(&r);
+
+	const char *e1 = "{\"error\":{\"message\":\"This model's maximum context length is 4097 tokens.\","
+			 "\"type\":\"invalid_request_error\",\"param\":\"messages\",\"code\":\"context_length_exceeded\"}}";
+	llm_openai.fault(&f, 400, e1, strlen(e1));
+	CHECK_INT(f.kind, LLM_ERR_CONTEXT);
+	llm_fault_release(&f);
+	const char *e2 = "{\"error\":{\"message\":\"You exceeded your current quota\",\"type\":\"insufficient_quota\","
+			 "\"param\":null,\"code\":\"insufficient_quota\"}}";
+	llm_openai.fault(&f, 429, e2, strlen(e2));
+	CHECK_INT(f.kind, LLM_ERR_QUOTA);
+	llm_fault_release(&f);
+	const char *e3 = "{\"object\":\"error\",\"message\":\"The model `x` does not exist.\",\"type\":\"NotFoundError\","
+			 "\"param\":null,\"code\":404}";
+	llm_openai.fault(&f, 404, e3, strlen(e3));
+	CHECK_INT(f.kind, LLM_ERR_MODEL);
+	CHECK_STR(f.message, "The model `x` does not exist.");
+	llm_fault_release(&f);
+	llm_openai.fault(&f, 401, "{\"error\":\"unauthorized\"}", 24);
+	CHECK_INT(f.kind, LLM_ERR_AUTH);
+	llm_fault_release(&f);
+}
+
+static void test_oai_build(void)
+{
+	struct llm_request req;
+	struct llm_wire w;
+	struct llm_response r;
+
+	llm_response_init(&r);
+	llm_response_add_call(&r, "call_1", "read_file", json_set(jv_object(), "path", jv_string("a.c")));
+	llm_request_init(&req);
+	req.system = "be brief";
+	req.messages = jv_array_append(jv_array(), llm_msg_user("hi"));
+	req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result("call_1", "no such file", true));
+	req.tools = jv_array_append(jv_array(), json_set(json_set(jv_object(), "name", jv_string("finish")),
+				    "input_schema", json_set(jv_object(), "type", jv_string("object"))));
+	req.tool_choice = LLM_TOOL_FORCED;
+	req.tool_name = "finish";
+	req.stream = true;
+	llm_openai.build(&w, "http://127.0.0.1:1/v1", "sk-test", "m", &req, 0);
+	jv b = json_parse(w.body, w.body_len);
+	CHECK_STR(w.url, "http://127.0.0.1:1/v1/chat/completions");
+	jv m = json_get(b, "messages");
+	jv m0 = jv_array_get(jv_copy(m), 0);
+	int ok = jv_array_length(jv_copy(m)) == 4
+		 && !strcmp(json_get_str(m0, "role") ?: "", "system");
+	jv_free(m0);
+	jv a = jv_array_get(jv_copy(m), 2);
+	jv tcs = json_get(a, "tool_calls");
+	jv tc0 = jv_array_get(tcs, 0);
+	jv fn = json_get(tc0, "function");
+	ok = ok && !strcmp(json_get_str(fn, "arguments"), "{\"path\":\"a.c\"}");
+	jv t = jv_array_get(jv_copy(m), 3);
+	ok = ok && !strcmp(json_get_str(t, "content"), "ERROR: no such file")
+	     && json_has(b, "max_completion_tokens") && json_get_bool(b, "stream", false);
+	jv choice = json_get_path(b, "tool_choice.function");
+	ok = ok && !strcmp(json_get_str(choice, "name") ?: "", "finish");
+	jv_free(choice); jv_free(t); jv_free(fn); jv_free(tc0); jv_free(a); jv_free(m); jv_free(b);
+	llm_wire_release(&w);
+	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, LLM_OPENAI_LEGACY_MAX_TOKENS);
+	b = json_parse(w.body, w.body_len);
+	ok = ok && json_has(b, "max_tokens") && !json_has(b, "max_completion_tokens");
+	jv_free(b);
+	llm_wire_release(&w);
+	llm_request_release(&req);
+	llm_response_release(&r);
+	CHECK(ok);
+}
+
+static void test_response_json_roundtrip(void)
+{
+	const char *in = "{\"text\":\"hi\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"finish\","
+			 "\"input\":{\"ok\":true}}],\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}";
+	struct llm_response r;
+
+	CHECK_INT(llm_response_from_json(&r, json_parse(in, strlen(in))), 0);
+	CHECK_INT(r.stop, LLM_STOP_TOOL_USE);
+	r.cost_known = false;
+	jv j = llm_response_to_json(&r);
+	CHECK_STR(json_get_str(j, "stop_reason"), "tool_use");
+	CHECK(jv_get_kind(json_get(j, "cost_usd")) == JV_KIND_NULL);
+	CHECK_INT(json_get_num(j, "output_tokens", 0), 0);
+	jv u = json_get(j, "usage");
+	CHECK_INT(json_get_num(u, "output_tokens", 0), 4);
+	jv_free(u);
+	jv_free(j);
+	llm_response_release(&r);
+}
+
+int main(void)
+{
+	RUN(test_anth_stream_basic);
+	RUN(test_anth_stream_tool_use);
+	RUN(test_anth_stream_refusal);
+	RUN(test_oai_stream_text);
+	RUN(test_oai_stream_tool);
+	RUN(test_oai_stream_parallel_tools);
+	RUN(test_anth_nonstream_tool_loop);
+	RUN(test_anth_errors);
+	RUN(test_oai_nonstream_and_errors);
+	RUN(test_oai_build);
+	RUN(test_response_json_roundtrip);
+	return unit_done();
+}

@@ -1,0 +1,516 @@
+/* test_schema.c - unit tests of lib/schema (the validator and schemas/). */
+#include "schema.h"
+#include "forge.h"
+#include "json.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+static jv parse(const char *text)
+{
+	return json_parse(text, strlen(text));
+}
+
+/* Compile text; NULL (message in forge_last_error) when refused. */
+static struct schema *compile(const char *text)
+{
+	struct schema *s = NULL;
+	jv doc = parse(text);
+
+	if (!jv_is_valid(doc)) {
+		char *m = json_invalid_msg(doc);
+		printf("#   bad test JSON: %s\n", m);
+		free(m);
+		return NULL;
+	}
+	if (schema_compile(&s, doc) < 0)
+		return NULL;
+	return s;
+}
+
+/* Validate instance text; returns the message ("" when valid) in a static
+ * buffer so checks read naturally. */
+static const char *check(const struct schema *s, const char *instance)
+{
+	static char msg[1024];
+	jv x = parse(instance);
+	int rc = schema_validate(s, x);
+	bool quiet = schema_is_valid(s, x);
+
+	snprintf(msg, sizeof msg, "%s", rc == 0 ? "" : forge_last_error());
+	if (quiet != (rc == 0))
+		snprintf(msg, sizeof msg, "schema_is_valid disagrees on %s", instance);
+	jv_free(x);
+	return msg;
+}
+
+static bool refused_with(const char *schema, const char *want)
+{
+	struct schema *s = compile(schema);
+
+	if (s) {
+		schema_free(s);
+		printf("#   accepted: %s\n", schema);
+		return false;
+	}
+	if (strstr(forge_last_error(), want))
+		return true;
+	printf("#   refused with '%s', want '%s'\n", forge_last_error(), want);
+	return false;
+}
+
+static void test_refuses_unsupported_keyword(void)
+{
+	CHECK(refused_with("{\"properties\":{\"x\":{\"dependentRequired\":{}}}}",
+			   "#/properties/x: unsupported keyword 'dependentRequired'"));
+	CHECK(refused_with("{\"unevaluatedProperties\":false}",
+			   "#: unsupported keyword 'unevaluatedProperties'"));
+	CHECK(refused_with("{\"$defs\":{\"a/b\":{\"items\":{\"contains\":true}}}}",
+			   "#/$defs/a~1b/items: unsupported keyword 'contains'"));
+	CHECK(refused_with("{\"anyOf\":[true,{\"if\":true}]}", "#/anyOf/1: unsupported keyword 'if'"));
+	CHECK(refused_with("{\"items\":[true]}", "#: unsupported 'items' array"));
+	CHECK(refused_with("{\"$ref\":\"other.json#/x\"}", "#: unsupported $ref 'other.json#/x'"));
+	CHECK(refused_with("{\"$ref\":\"#foo\"}", "anchors are not supported"));
+	CHECK(refused_with("{\"properties\":{\"a\":{\"$id\":\"x\"}}}",
+			   "#/properties/a: unsupported keyword '$id' below the root"));
+}
+
+static void test_refuses_malformed(void)
+{
+	CHECK(refused_with("{\"minLength\":-1}", "#: 'minLength' must be a non-negative integer"));
+	CHECK(refused_with("{\"maxItems\":1.5}", "'maxItems' must be a non-negative integer"));
+	CHECK(refused_with("{\"multipleOf\":0}", "'multipleOf' must be greater than 0"));
+	CHECK(refused_with("{\"type\":\"str\"}", "unknown type 'str'"));
+	CHECK(refused_with("{\"type\":[\"string\",\"string\"]}", "not a distinct type name"));
+	CHECK(refused_with("{\"required\":[1]}", "'required' item 0 is not a string"));
+	CHECK(refused_with("{\"pattern\":\"(\"}", "#: invalid regular expression '('"));
+	CHECK(refused_with("{\"patternProperties\":{\"[\":true}}",
+			   "#/patternProperties/[: invalid regular expression"));
+	CHECK(refused_with("{\"properties\":{\"a\":1}}",
+			   "#/properties/a: a schema must be an object or a boolean"));
+	CHECK(refused_with("{\"$ref\":\"#/$defs/nope\"}",
+			   "#: $ref '#/$defs/nope' does not point to a schema"));
+	CHECK(refused_with("{\"$ref\":\"#/enum/0\",\"enum\":[{}]}", "does not point to a schema"));
+	CHECK(refused_with("{\"allOf\":[]}", "'allOf' must be a non-empty array"));
+	CHECK(refused_with("[]", "#: a schema must be an object or a boolean"));
+}
+
+static void test_refuses_ref_cycles(void)
+{
+	CHECK(refused_with("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},"
+			   "\"$ref\":\"#/$defs/a\"}", "never descends into the instance"));
+	CHECK(refused_with("{\"anyOf\":[{\"type\":\"null\"},{\"$ref\":\"#\"}]}",
+			   "never descends into the instance"));
+	/* Recursion through properties is fine: it descends. */
+	struct schema *s = compile("{\"properties\":{\"next\":{\"$ref\":\"#\"}},"
+				   "\"additionalProperties\":false}");
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"next\":{\"next\":{\"next\":{}}}}"), "");
+	CHECK_STR(check(s, "{\"next\":{\"next\":{\"nxt\":{}}}}"),
+		  ".next.next: unexpected property 'nxt'");
+	schema_free(s);
+}
+
+static void test_annotations_accepted(void)
+{
+	struct schema *s = compile(
+		"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"urn:x\","
+		"\"$comment\":\"c\",\"title\":\"t\",\"description\":\"d\",\"default\":1,"
+		"\"examples\":[1],\"format\":\"email\",\"deprecated\":true,\"readOnly\":false,"
+		"\"writeOnly\":false,\"type\":\"string\"}");
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "\"not an email\""), "");     /* format is not asserted */
+	CHECK_STR(check(s, "1"), ".: expected string, got number");
+	schema_free(s);
+}
+
+static void test_boolean_schemas(void)
+{
+	struct schema *t = compile("true");
+	struct schema *f = compile("false");
+
+	CHECK(t && f);
+	CHECK_STR(check(t, "{\"a\":[1]}"), "");
+	CHECK_STR(check(f, "null"), ".: no value is allowed here");
+	schema_free(t);
+	schema_free(f);
+}
+
+static const char plan_schema[] =
+	"{\"type\":\"object\",\"properties\":{\"plan\":{\"type\":\"object\",\"properties\":"
+	"{\"tasks\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"id\"],"
+	"\"properties\":{\"id\":{\"type\":\"string\"}}}}}}}}";
+
+static void test_nested_error_paths(void)
+{
+	struct schema *s = compile(plan_schema);
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"plan\":{\"tasks\":[{\"id\":\"a\"},{\"id\":\"b\"},{\"id\":3}]}}"),
+		  ".plan.tasks[2].id: expected string, got number");
+	CHECK_STR(check(s, "{\"plan\":{\"tasks\":[{\"id\":\"a\"},{}]}}"),
+		  ".plan.tasks[1]: required property 'id' is missing");
+	CHECK_STR(check(s, "{\"plan\":{\"tasks\":{}}}"), ".plan.tasks: expected array, got object");
+	CHECK_STR(check(s, "[]"), ".: expected object, got array");
+	schema_free(s);
+
+	s = compile("{\"properties\":{\"a b\":{\"items\":{\"properties\":{\"x\\\"y\":"
+		    "{\"type\":[\"integer\",\"null\"]}}}}}}");
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"a b\":[{\"x\\\"y\":1.5}]}"),
+		  ".\"a b\"[0].\"x\\\"y\": expected null or integer, got number");
+	schema_free(s);
+
+	s = compile("{\"items\":{\"type\":\"string\"}}");
+	CHECK_STR(check(s, "[\"a\",true]"), ".[1]: expected string, got boolean");
+	schema_free(s);
+}
+
+static void test_messages(void)
+{
+	struct schema *s = compile(
+		"{\"properties\":{\"status\":{\"enum\":[\"ok\",\"rejected\",1,null]},"
+		"\"k\":{\"const\":{\"a\":1}},\"n\":{\"minimum\":1,\"exclusiveMaximum\":10},"
+		"\"s\":{\"minLength\":2,\"pattern\":\"^x\"},\"l\":{\"maxItems\":1,\"uniqueItems\":true},"
+		"\"o\":{\"maxProperties\":1},\"one\":{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]},"
+		"\"any\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]},\"not\":{\"not\":{\"type\":\"null\"}},"
+		"\"m\":{\"multipleOf\":0.5}},\"additionalProperties\":false}");
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"status\":\"maybe\"}"),
+		  ".status: value is not one of the allowed values (ok, rejected, 1, null)");
+	CHECK_STR(check(s, "{\"k\":{\"a\":2}}"), ".k: value must be {\"a\":1}");
+	CHECK_STR(check(s, "{\"n\":0}"), ".n: 0 is less than the minimum 1");
+	CHECK_STR(check(s, "{\"n\":10}"), ".n: 10 is not less than 10");
+	CHECK_STR(check(s, "{\"s\":\"x\"}"), ".s: expected at least 2 characters, got 1");
+	CHECK_STR(check(s, "{\"s\":\"yy\"}"), ".s: string does not match pattern '^x'");
+	CHECK_STR(check(s, "{\"l\":[1,2]}"), ".l: expected at most 1 items, got 2");
+	CHECK_STR(check(s, "{\"o\":{\"a\":1,\"b\":2}}"), ".o: expected at most 1 properties, got 2");
+	CHECK_STR(check(s, "{\"one\":3}"), ".one: value matches more than one schema in oneOf");
+	CHECK_STR(check(s, "{\"one\":-1.5}"),
+		  ".one: value does not match any of the 2 schemas in oneOf");
+	CHECK_STR(check(s, "{\"any\":1}"), ".any: value does not match any of the 2 schemas in anyOf");
+	CHECK_STR(check(s, "{\"not\":null}"), ".not: value must not match the schema in 'not'");
+	CHECK_STR(check(s, "{\"m\":0.7}"), ".m: 0.7 is not a multiple of 0.5");
+	CHECK_STR(check(s, "{\"typo\":1}"), ".: unexpected property 'typo'");
+	CHECK_STR(check(s, "{\"status\":1,\"k\":{\"a\":1.0},\"n\":9.5,\"s\":\"xy\",\"l\":[[]],"
+			   "\"one\":-1,\"any\":null,\"not\":0,\"m\":1.5}"), "");
+	schema_free(s);
+}
+
+static void test_refs(void)
+{
+	struct schema *s = compile(
+		"{\"$defs\":{\"tilde~field\":{\"type\":\"integer\"},\"slash/field\":{\"type\":\"integer\"},"
+		"\"percent%field\":{\"type\":\"integer\"},\"q\\\"t\":{\"type\":\"number\"},"
+		"\"\":{\"$defs\":{\"\":{\"type\":\"null\"}}}},"
+		"\"definitions\":{\"old\":{\"type\":\"boolean\"}},"
+		"\"properties\":{\"tilde\":{\"$ref\":\"#/$defs/tilde~0field\"},"
+		"\"slash\":{\"$ref\":\"#/$defs/slash~1field\"},"
+		"\"percent\":{\"$ref\":\"#/$defs/percent%25field\"},"
+		"\"quote\":{\"$ref\":\"#/$defs/q%22t\"},\"empty\":{\"$ref\":\"#/$defs//$defs/\"},"
+		"\"old\":{\"$ref\":\"#/definitions/old\"},"
+		"\"sib\":{\"$ref\":\"#/properties/tilde\",\"maximum\":5}}}");
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"tilde\":1,\"slash\":2,\"percent\":3,\"quote\":1.5,\"empty\":null,"
+			   "\"old\":true,\"sib\":5}"), "");
+	CHECK_STR(check(s, "{\"tilde\":\"x\"}"), ".tilde: expected integer, got string");
+	CHECK_STR(check(s, "{\"slash\":\"x\"}"), ".slash: expected integer, got string");
+	CHECK_STR(check(s, "{\"percent\":\"x\"}"), ".percent: expected integer, got string");
+	CHECK_STR(check(s, "{\"quote\":\"x\"}"), ".quote: expected number, got string");
+	CHECK_STR(check(s, "{\"empty\":0}"), ".empty: expected null, got number");
+	CHECK_STR(check(s, "{\"old\":0}"), ".old: expected boolean, got number");
+	/* In 2020-12 a $ref applies alongside its siblings. */
+	CHECK_STR(check(s, "{\"sib\":6}"), ".sib: 6 is greater than the maximum 5");
+	CHECK_STR(check(s, "{\"sib\":1.5}"), ".sib: expected integer, got number");
+	schema_free(s);
+
+	/* A ref through the root's own $id stays local. */
+	s = compile("{\"$id\":\"urn:uuid:deadbeef\",\"minimum\":30,\"properties\":{"
+		    "\"foo\":{\"$ref\":\"urn:uuid:deadbeef\"},"
+		    "\"bar\":{\"$ref\":\"urn:uuid:deadbeef#/$defs/s\"}},\"$defs\":{\"s\":{\"type\":\"string\"}}}");
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"foo\":37,\"bar\":\"x\"}"), "");
+	CHECK_STR(check(s, "{\"foo\":12}"), ".foo: 12 is less than the minimum 30");
+	CHECK_STR(check(s, "{\"bar\":1}"), ".bar: expected string, got number");
+	schema_free(s);
+
+	/* An enum value that looks like a $ref is data, not a reference. */
+	s = compile("{\"$defs\":{\"a\":{\"type\":\"string\"}},\"enum\":[{\"$ref\":\"#/$defs/a\"}]}");
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK(check(s, "\"str\"")[0] != '\0');
+	CHECK_STR(check(s, "{\"$ref\":\"#/$defs/a\"}"), "");
+	schema_free(s);
+}
+
+static void test_arrays(void)
+{
+	struct schema *s = compile("{\"prefixItems\":[{\"type\":\"string\"}],\"items\":{\"type\":\"integer\"}}");
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "[\"x\",2,3]"), "");
+	CHECK_STR(check(s, "[\"x\",\"y\"]"), ".[1]: expected integer, got string");
+	CHECK_STR(check(s, "{\"0\":1}"), "");
+	schema_free(s);
+
+	s = compile("{\"prefixItems\":[{},{}],\"items\":false}");
+	CHECK_STR(check(s, "[1,2]"), "");
+	CHECK_STR(check(s, "[1,2,3]"), ".[2]: no value is allowed here");
+	schema_free(s);
+
+	/* prefixItems inside allOf does not shift the outer items. */
+	s = compile("{\"allOf\":[{\"prefixItems\":[{\"minimum\":3}]}],\"items\":{\"minimum\":5}}");
+	CHECK(check(s, "[3,5]")[0] != '\0');
+	CHECK_STR(check(s, "[5,5]"), "");
+	schema_free(s);
+
+	s = compile("{\"uniqueItems\":true}");
+	CHECK_STR(check(s, "[1,\"1\",[1],{\"a\":1,\"b\":2}]"), "");
+	CHECK_STR(check(s, "[1,1.0]"), ".: items [0] and [1] are equal, items must be unique");
+	CHECK(check(s, "[{\"a\":1,\"b\":[2]},{\"b\":[2.0],\"a\":1}]")[0] != '\0');
+	CHECK(check(s, "[0,false]")[0] == '\0');
+	schema_free(s);
+}
+
+static void test_strings_and_patterns(void)
+{
+	struct schema *s = compile("{\"minLength\":2,\"maxLength\":2}");
+
+	/* Two code points, four bytes. */
+	CHECK_STR(check(s, "\"\\u00e9\\u00e9\""), "");
+	CHECK_STR(check(s, "\"\\ud83d\\udca9\\ud83d\\udca9\""), "");
+	CHECK(check(s, "\"\\u00e9\"")[0] != '\0');
+	schema_free(s);
+
+	s = compile("{\"pattern\":\"a+\"}");                 /* unanchored */
+	CHECK_STR(check(s, "\"xxaayy\""), "");
+	CHECK(check(s, "\"xyz\"")[0] != '\0');
+	CHECK_STR(check(s, "12"), "");                         /* ignores non-strings */
+	schema_free(s);
+
+	s = compile("{\"pattern\":\"^\\\\p{L}{2}$\"}");      /* UTF + UCP */
+	CHECK_STR(check(s, "\"\\u00e9t\""), "");
+	CHECK(check(s, "\"\\u00e91\"")[0] != '\0');
+	schema_free(s);
+
+	s = compile("{\"patternProperties\":{\"^x-\":{\"type\":\"string\"},\"o\":{\"minLength\":2}},"
+		    "\"additionalProperties\":{\"type\":\"integer\"}}");
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"x-a\":\"s\",\"foo\":\"ss\",\"bar\":1}"), "");
+	CHECK_STR(check(s, "{\"x-o\":\"s\"}"), ".\"x-o\": expected at least 2 characters, got 1");
+	CHECK_STR(check(s, "{\"bar\":\"s\"}"), ".bar: expected integer, got string");
+	schema_free(s);
+}
+
+static void test_numbers(void)
+{
+	struct schema *s = compile("{\"type\":\"integer\"}");
+
+	CHECK_STR(check(s, "1.0"), "");
+	CHECK_STR(check(s, "1e3"), "");
+	CHECK_STR(check(s, "1.5"), ".: expected integer, got number");
+	schema_free(s);
+
+	s = compile("{\"multipleOf\":0.01}");
+	CHECK_STR(check(s, "0.07"), "");                    /* 7.000000000000001 */
+	CHECK_STR(check(s, "19.99"), "");
+	CHECK(check(s, "0.075")[0] != '\0');
+	schema_free(s);
+
+	s = compile("{\"multipleOf\":0.123456789}");
+	CHECK(check(s, "1e308")[0] != '\0');               /* quotient overflows */
+	schema_free(s);
+
+	s = compile("{\"type\":\"integer\",\"multipleOf\":1e-8}");
+	CHECK_STR(check(s, "12391239123"), "");
+	schema_free(s);
+
+	s = compile("{\"enum\":[1,[2],{\"a\":3}]}");
+	CHECK_STR(check(s, "1.0"), "");
+	CHECK_STR(check(s, "[2.0]"), "");
+	CHECK_STR(check(s, "{\"a\":3.0}"), "");
+	CHECK(check(s, "true")[0] != '\0');
+	schema_free(s);
+}
+
+static void test_schema_get_caches(void)
+{
+	const struct schema *a = schema_get("event.schema.json");
+	const struct schema *b = schema_get("event.schema.json");
+	const struct schema *st = schema_get("state.schema.json");
+
+	CHECK_MSG(a, "%s", forge_last_error());
+	CHECK_MSG(st, "%s", forge_last_error());
+	CHECK(a == b);
+	CHECK(a != st);
+	CHECK(schema_get("no-such.schema.json") == NULL);
+	CHECK_STR(forge_last_error(), "no embedded schema 'no-such.schema.json'");
+}
+
+static const char good_event[] =
+	"{\"kind\":\"event\",\"id\":\"01JDB3ZK8Q4M2N5P6R7S8T9VWX\",\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\","
+	"\"ts\":\"2026-11-21T21:30:00.123Z\",\"source\":\"forge-review\",\"phase\":\"review\","
+	"\"type\":\"finding.detected\",\"payload\":{\"n\":1},\"cost\":{\"tokens\":1234,\"usd\":0.0042},"
+	"\"duration_ms\":812}";
+
+/* good_event with one member replaced (or removed when val is NULL). */
+static const char *event_with(const char *key, const char *val)
+{
+	const struct schema *s = schema_get("event.schema.json");
+	jv ev = parse(good_event);
+	static char msg[1024];
+
+	if (val)
+		ev = jv_object_set(ev, jv_string(key), parse(val));
+	else
+		ev = jv_object_delete(ev, jv_string(key));
+	snprintf(msg, sizeof msg, "%s", schema_validate(s, ev) == 0 ? "" : forge_last_error());
+	jv_free(ev);
+	return msg;
+}
+
+static void test_event_schema(void)
+{
+	const struct schema *s = schema_get("event.schema.json");
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, good_event), "");
+	CHECK_STR(event_with("phase", "null"), "");
+	CHECK_STR(event_with("phase", NULL), "");
+	CHECK_STR(event_with("cost", NULL), "");
+	CHECK_STR(event_with("trace_id", "\"my-trace.1\""), "");
+	CHECK_STR(event_with("extra", "{\"future\":true}"), "");   /* open for new fields */
+	CHECK_STR(event_with("kind", "\"state\""), ".kind: value must be event");
+	CHECK_STR(event_with("id", "\"01JDB3ZK8Q4M2N5P6R7S8T9VWI\""),
+		  ".id: string does not match pattern '^[0-9A-HJKMNP-TV-Z]{26}$'");
+	CHECK(strstr(event_with("ts", "\"2026-11-21T21:30:00Z\""), ".ts: string does not match"));
+	CHECK(strstr(event_with("ts", "\"2026-11-21 21:30:00.123Z\""), ".ts: string does not match"));
+	CHECK(strstr(event_with("type", "\"Finding.detected\""), ".type: string does not match"));
+	CHECK(strstr(event_with("type", "\"finding\""), ".type: string does not match"));
+	CHECK(strstr(event_with("trace_id", "\"has space\""), ".trace_id: string does not match"));
+	CHECK_STR(event_with("trace_id", "\"\""), ".trace_id: expected at least 1 characters, got 0");
+	CHECK_STR(event_with("payload", NULL), ".: required property 'payload' is missing");
+	CHECK_STR(event_with("payload", "[]"), ".payload: expected object, got array");
+	CHECK_STR(event_with("cost", "{\"tokens\":-1}"), ".cost.tokens: -1 is less than the minimum 0");
+	CHECK_STR(event_with("cost", "{\"tokens\":1,\"usd\":null}"), "");
+	CHECK_STR(event_with("duration_ms", "1.5"), ".duration_ms: expected integer, got number");
+}
+
+static const char good_state[] =
+	"{\"kind\":\"state\",\"v\":1,\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\",\"phase\":\"review\","
+	"\"status\":\"rejected\",\"task\":{\"description\":\"add --version\",\"repo\":\"/abs/path\","
+	"\"base_ref\":\"main\",\"branch\":\"forge/01JDB2\",\"worktree\":\"/w\"},"
+	"\"plan\":{\"summary\":\"s\",\"architecture\":{\"components\":[\"cli\"],\"interfaces\":[],"
+	"\"decisions\":[{\"what\":\"x\"}]},\"tasks\":[{\"id\":\"t1\",\"title\":\"T\",\"description\":\"d\","
+	"\"files\":[\"src/main.c\"],\"depends_on\":[],\"acceptance\":[\"prints version\"]}],"
+	"\"risk\":{\"level\":\"low\",\"score\":0.2,\"reasons\":[]},\"estimates\":{\"complexity\":\"low\","
+	"\"effort\":2}},"
+	"\"changes\":{\"files\":[{\"path\":\"src/main.c\",\"action\":\"modify\",\"additions\":3,"
+	"\"deletions\":0}],\"diff\":\"--- a\\n+++ b\\n\",\"commit\":\"0123abcd\",\"base_commit\":null,"
+	"\"tests_added\":[\"t/v.sh\"],\"validated\":true,\"validation\":\"make: ok\"},"
+	"\"review\":{\"findings\":[{\"id\":\"f1\",\"layer\":\"static\",\"severity\":\"warning\","
+	"\"category\":\"style\",\"rule\":\"x\",\"message\":\"m\",\"file\":\"a.c\",\"line\":3,"
+	"\"confidence\":0.9,\"fixable\":true,\"fix\":null}],\"risk\":{\"score\":0.3,\"level\":\"medium\"},"
+	"\"decision\":\"request_changes\"},"
+	"\"tests\":{\"command\":\"make check\",\"summary\":{\"total\":3,\"passed\":2,\"failed\":1,"
+	"\"skipped\":0,\"flaky\":0},\"duration_ms\":10,\"failures\":[{\"test\":\"t1\",\"file\":null,"
+	"\"line\":null,\"message\":\"m\",\"output\":\"o\",\"classification\":\"real\",\"root_cause\":\"r\","
+	"\"suggested_fix\":\"f\",\"confidence\":0.8}],\"coverage\":null},"
+	"\"deployment\":{\"status\":\"skipped\",\"strategy\":\"branch\",\"steps\":[],\"metrics\":{},"
+	"\"url\":null},"
+	"\"bounces\":[{\"from\":\"review\",\"to\":\"implement\",\"n\":1,\"reason\":\"r\"}],"
+	"\"cost\":{\"tokens\":10,\"usd\":0.5},\"budget\":{\"usd\":50,\"remaining_usd\":49.5}}";
+
+/* Set the value at a jq-ish path of good_state (keys and array indexes). */
+static const char *state_with(jv path, const char *val)
+{
+	const struct schema *s = schema_get("state.schema.json");
+	jv st = parse(good_state);
+	static char msg[1024];
+
+	st = val ? jv_setpath(st, path, parse(val)) : jv_delpaths(st, JV_ARRAY(path));
+	snprintf(msg, sizeof msg, "%s", schema_validate(s, st) == 0 ? "" : forge_last_error());
+	jv_free(st);
+	return msg;
+}
+
+static void test_state_schema(void)
+{
+	const struct schema *s = schema_get("state.schema.json");
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, good_state), "");
+	CHECK_STR(check(s, "{\"kind\":\"state\",\"v\":1,\"trace_id\":\"t\",\"phase\":\"init\","
+			   "\"status\":\"ok\",\"task\":{\"description\":\"x\"}}"), "");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("status")), "\"done\""),
+		  ".status: value is not one of the allowed values "
+		  "(ok, rejected, escalated, tripped, failed, skipped)");
+	CHECK(strstr(state_with(JV_ARRAY(jv_string("phase")), "\"deploying\""),
+		     ".phase: value is not one of the allowed values (init, plan,"));
+	CHECK_STR(state_with(JV_ARRAY(jv_string("task"), jv_string("description")), NULL),
+		  ".task: required property 'description' is missing");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("task"), jv_string("description")), "\"\""),
+		  ".task.description: expected at least 1 characters, got 0");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("plan"), jv_string("tasks"), jv_number(0),
+				      jv_string("id")), "1"),
+		  ".plan.tasks[0].id: expected string, got number");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("plan"), jv_string("risk"), jv_string("score")), "1.5"),
+		  ".plan.risk.score: 1.5 is greater than the maximum 1");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("changes"), jv_string("files"), jv_number(0),
+				      jv_string("action")), "\"rename\""),
+		  ".changes.files[0].action: value is not one of the allowed values "
+		  "(create, modify, delete)");
+	CHECK(strstr(state_with(JV_ARRAY(jv_string("changes"), jv_string("commit")), "\"HEAD\""),
+		     ".changes.commit: string does not match"));
+	CHECK_STR(state_with(JV_ARRAY(jv_string("review"), jv_string("findings"), jv_number(0),
+				      jv_string("severity")), "\"fatal\""),
+		  ".review.findings[0].severity: value is not one of the allowed values "
+		  "(info, warning, error, critical)");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("tests"), jv_string("summary"), jv_string("failed")),
+			     "-1"), ".tests.summary.failed: -1 is less than the minimum 0");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("deployment"), jv_string("status")), "\"up\""),
+		  ".deployment.status: value is not one of the allowed values "
+		  "(healthy, degraded, rolled_back, skipped)");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("bounces"), jv_number(0), jv_string("n")), "0"),
+		  ".bounces[0].n: 0 is less than the minimum 1");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("v")), "\"1\""), ".v: expected integer, got string");
+	CHECK_STR(state_with(JV_ARRAY(jv_string("future_field")), "{}"), "");
+}
+
+static void test_validate_def(void)
+{
+	jv plan = parse("{\"summary\":\"s\",\"tasks\":[],\"risk\":{\"level\":\"high\"}}");
+	jv bad = parse("{\"summary\":\"s\",\"tasks\":[{\"id\":\"1\",\"title\":\"t\"}],"
+		       "\"risk\":{\"level\":\"high\"}}");
+
+	CHECK_INT(schema_validate_def("state.schema.json", "plan", plan), 0);
+	CHECK_INT(schema_validate_def("state.schema.json", "plan", bad), -1);
+	jv_free(plan);
+	jv_free(bad);
+	CHECK_STR(forge_last_error(), ".tasks[0]: required property 'description' is missing");
+	CHECK_INT(schema_validate_def("state.schema.json", "nope", jv_null()), -1);
+	CHECK_STR(forge_last_error(), "schema 'state.schema.json' has no definition 'nope'");
+	CHECK_INT(schema_validate_def("nope.json", "plan", jv_null()), -1);
+}
+
+int main(void)
+{
+	RUN(test_refuses_unsupported_keyword);
+	RUN(test_refuses_malformed);
+	RUN(test_refuses_ref_cycles);
+	RUN(test_annotations_accepted);
+	RUN(test_boolean_schemas);
+	RUN(test_nested_error_paths);
+	RUN(test_messages);
+	RUN(test_refs);
+	RUN(test_arrays);
+	RUN(test_strings_and_patterns);
+	RUN(test_numbers);
+	RUN(test_schema_get_caches);
+	RUN(test_event_schema);
+	RUN(test_state_schema);
+	RUN(test_validate_def);
+	return unit_done();
+}

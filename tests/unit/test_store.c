@@ -1,0 +1,666 @@
+/* test_store.c - unit tests of lib/store (SQLite: migrations, events, runs,
+ * checkpoints, concurrency). */
+#include "forge.h"
+#include "json.h"
+#include "resource.h"
+#include "store.h"
+#include "unit.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+/* A path inside this run's temporary directory; the last four stay valid. */
+static const char *tmp_path(const char *name)
+{
+	static char paths[4][512];
+	static unsigned next;
+	char *path = paths[next++ % 4];
+
+	snprintf(path, sizeof paths[0], "%s/%s", tmpdir, name);
+	return path;
+}
+
+/* One integer from a query, or -1. */
+static long long query_int(struct store *st, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	long long v = -1;
+
+	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* One text from a query, malloc'd, or NULL. */
+static char *query_text(struct store *st, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	char *v = NULL;
+
+	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		v = xstrdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return v;
+}
+
+#define SCHEMA_OBJECTS "SELECT group_concat(type || ' ' || name, ', ') FROM" \
+	" (SELECT type, name FROM sqlite_master ORDER BY type, name)"
+
+static jv parse(const char *text)
+{
+	return json_parse(text, strlen(text));
+}
+
+/* An event record as a stream line would carry it. */
+static jv make_event(const char *id, const char *trace, const char *ts, const char *type)
+{
+	jv ev = jv_object();
+
+	ev = json_set(ev, "kind", jv_string("event"));
+	ev = json_set(ev, "id", jv_string(id));
+	ev = json_set(ev, "trace_id", jv_string(trace));
+	ev = json_set(ev, "ts", jv_string(ts));
+	ev = json_set(ev, "source", jv_string("test_store"));
+	ev = json_set(ev, "phase", jv_string("review"));
+	ev = json_set(ev, "type", jv_string(type));
+	return json_set(ev, "payload", jv_object());
+}
+
+/* Store ev (serialised) and free it; returns store_event_put's result. */
+static int put(struct store *st, jv ev, bool *inserted)
+{
+	int rc = store_event_put(st, ev, NULL, 0, inserted);
+
+	jv_free(ev);
+	return rc;
+}
+
+/* Collects the lines store_events_foreach gives, joined by '\n'. */
+struct lines {
+	char text[4096];
+	size_t len;
+	int count;
+	int stop_after;   /* 0: never stop */
+};
+
+static int collect(const char *line, size_t len, void *payload)
+{
+	struct lines *l = payload;
+
+	if (l->len + len + 2 > sizeof l->text)
+		return -1;
+	memcpy(l->text + l->len, line, len);
+	l->len += len;
+	l->text[l->len++] = '\n';
+	l->text[l->len] = '\0';
+	l->count++;
+	return l->stop_after && l->count == l->stop_after ? 7 : 0;
+}
+
+static void test_migrations_create_schema(void)
+{
+	struct store *st = NULL;
+	const char *path = tmp_path("new/sub/forge.db");
+	struct stat sb;
+
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK(store_schema_version_known() >= 1);
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+			    " AND name IN ('runs', 'events', 'checkpoints')"), 3);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
+			    " AND tbl_name = 'events'"), 2);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
+	CHECK_INT(query_int(st, "PRAGMA foreign_keys"), 1);
+	CHECK_INT(query_int(st, "PRAGMA busy_timeout"), 10000);
+	store_free(st);
+	CHECK(stat(tmp_path("new/sub"), &sb) == 0);
+	CHECK_INT(sb.st_mode & 0777, 0700);
+	CHECK(stat(path, &sb) == 0);
+	CHECK_INT(sb.st_mode & 0777, 0600);
+}
+
+static void test_reopen_is_noop(void)
+{
+	struct store *st = NULL;
+	const char *path = tmp_path("reopen.db");
+
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK(put(st, make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	store_free(st);
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 1);
+	store_free(st);
+}
+
+/* A database left at schema 1 by an older forge gets the later migrations. */
+static void test_incremental_migration(void)
+{
+	const char *path = tmp_path("old.db");
+	const struct resource *first = resource_find("sql/001-core.sql");
+	struct store *st = NULL, *fresh = NULL;
+	sqlite3 *db = NULL;
+
+	CHECK(first);
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, first->data, NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 1;"
+			   "INSERT INTO runs (id, task, started_at, updated_at)"
+			   " VALUES ('T1', 'old', 'x', 'x')", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM runs WHERE task = 'old'"), 1);
+	/* same schema objects as a database made from scratch */
+	CHECK(store_open(&fresh, ":memory:") == 0);
+	char *want = query_text(fresh, SCHEMA_OBJECTS), *got = query_text(st, SCHEMA_OBJECTS);
+	store_free(fresh);
+	store_free(st);
+	CHECK_STR(got, want);
+	free(want);
+	free(got);
+}
+
+static void test_newer_database_refused(void)
+{
+	struct store *st = NULL;
+	const char *path = tmp_path("newer.db");
+	char want[1024];
+
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_exec(st, "PRAGMA user_version = 99") == 0);
+	store_free(st);
+	st = NULL;
+	CHECK(store_open(&st, path) == -1);
+	CHECK(st == NULL);
+	snprintf(want, sizeof want, "database '%s' was written by a newer forge (schema 99, this "
+		 "program knows %d); upgrade forge or use another --db", path,
+		 store_schema_version_known());
+	CHECK_STR(forge_last_error(), want);
+}
+
+static void test_garbage_file_refused(void)
+{
+	struct store *st = NULL;
+	const char *path = tmp_path("garbage.db");
+	FILE *f = fopen(path, "w");
+
+	CHECK(f);
+	for (int i = 0; i < 200; i++)
+		fputs("this is not a database at all\n", f);
+	fclose(f);
+	CHECK(store_open(&st, path) == -1);
+	CHECK(st == NULL);
+	CHECK_MSG(strstr(forge_last_error(), "file is not a database"), "%s", forge_last_error());
+	CHECK_MSG(strstr(forge_last_error(), path), "%s", forge_last_error());
+}
+
+static void test_unopenable_path(void)
+{
+	struct store *st = NULL;
+	const char *path = tmp_path("afile/forge.db");
+	FILE *f = fopen(tmp_path("afile"), "w");
+
+	CHECK(f);
+	fclose(f);
+	CHECK(store_open(&st, path) == -1);
+	CHECK_MSG(strstr(forge_last_error(), path), "%s", forge_last_error());
+}
+
+static void test_event_put_idempotent(void)
+{
+	struct store *st = NULL;
+	bool inserted = false;
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(put(st, make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "x"), &inserted) == 0);
+	CHECK(inserted);
+	CHECK(put(st, make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "y"), &inserted) == 0);
+	CHECK(!inserted);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 1);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE type = 'x'"), 1);
+	store_free(st);
+}
+
+static void test_event_fields_extracted(void)
+{
+	struct store *st = NULL;
+	jv ev = make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "llm.call");
+	jv cost = json_set(json_set(jv_object(), "tokens", jv_number(1234)), "usd", jv_number(0.0042));
+
+	ev = json_set(ev, "cost", cost);
+	ev = json_set(ev, "duration_ms", jv_number(812));
+	ev = json_set(ev, "payload", json_set(jv_object(), "a", jv_number(1)));
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(put(st, ev, NULL) == 0);
+	CHECK_INT(query_int(st, "SELECT tokens FROM events"), 1234);
+	CHECK_INT(query_int(st, "SELECT duration_ms FROM events"), 812);
+	CHECK_INT(query_int(st, "SELECT cost_usd = 0.0042 FROM events"), 1);
+	CHECK_INT(query_int(st, "SELECT payload = '{\"a\":1}' AND source = 'test_store'"
+			    " AND phase = 'review' FROM events"), 1);
+	/* optional fields absent: NULL columns */
+	CHECK(put(st, make_event("E2", "T1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	CHECK_INT(query_int(st, "SELECT tokens IS NULL AND cost_usd IS NULL AND duration_ms IS NULL"
+			    " FROM events WHERE id = 'E2'"), 1);
+	CHECK(put(st, json_set(make_event("E3", "T1", "2026-01-01T00:00:00.000Z", "x"), "payload",
+			       jv_null()), NULL) == 0);
+	CHECK_INT(query_int(st, "SELECT payload IS NULL FROM events WHERE id = 'E3'"), 1);
+	/* the stored line must be JSON: it is what replays give back */
+	jv e4 = make_event("E4", "T1", "2026-01-01T00:00:00.000Z", "x");
+	int rc = store_event_put(st, e4, "{not json", 9, NULL);
+	jv_free(e4);
+	CHECK(rc == -1);
+	CHECK_MSG(strstr(forge_last_error(), "cannot store event 'E4'"), "%s", forge_last_error());
+	store_free(st);
+}
+
+static void test_event_missing_field_refused(void)
+{
+	struct store *st = NULL;
+	jv ev = json_set(make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "x"), "ts", jv_number(3));
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(put(st, ev, NULL) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "'ts' is missing or not a string"), "%s",
+		  forge_last_error());
+	CHECK(put(st, jv_array(), NULL) == -1);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 0);
+	store_free(st);
+}
+
+static void test_event_record_byte_identical(void)
+{
+	/* Odd spacing, key order, escapes and a number jq would reformat. */
+	static const char raw[] =
+		"{ \"kind\" :\"event\",\"type\":\"x\", \"id\":\"E1\",\"trace_id\":\"T1\","
+		"\"ts\":\"2026-01-01T00:00:00.000Z\",  \"payload\":{\"s\":\"caf\\u00e9 \\ud83d\\ude00\","
+		"\"n\":1.50,\"e\":1E3}}";
+	struct store *st = NULL;
+	struct lines got = { .len = 0 };
+	jv ev = json_parse(raw, strlen(raw));
+
+	CHECK(jv_is_valid(ev));
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_event_put(st, ev, raw, strlen(raw), NULL) == 0);
+	jv_free(ev);
+	/* without raw: the compact serialisation */
+	CHECK(put(st, make_event("E2", "T1", "2026-01-01T00:00:00.001Z", "y"), NULL) == 0);
+	CHECK_INT(store_events_foreach(st, "T1", collect, &got), 0);
+	CHECK_INT(got.count, 2);
+	CHECK(got.len == strlen(raw) + 1 + strlen(got.text + strlen(raw) + 1));
+	CHECK(memcmp(got.text, raw, strlen(raw)) == 0);
+	CHECK_STR(got.text + strlen(raw) + 1,
+		  "{\"kind\":\"event\",\"id\":\"E2\",\"trace_id\":\"T1\",\"ts\":\"2026-01-01T00:00:00.001Z\","
+		  "\"source\":\"test_store\",\"phase\":\"review\",\"type\":\"y\",\"payload\":{}}\n");
+	store_free(st);
+}
+
+static void test_events_ordered_by_ts_then_id(void)
+{
+	struct store *st = NULL;
+	struct lines got = { .len = 0 };
+	static const char *const order[][2] = {   /* inserted in this order */
+		{ "C", "2026-01-01T00:00:02.000Z" },
+		{ "B", "2026-01-01T00:00:01.000Z" },
+		{ "A", "2026-01-01T00:00:02.000Z" },
+		{ "D", "2026-01-01T00:00:00.500Z" },
+	};
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	for (size_t i = 0; i < 4; i++)
+		CHECK(put(st, make_event(order[i][0], "T1", order[i][1], "x"), NULL) == 0);
+	CHECK(put(st, make_event("Z", "T2", "2025-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	CHECK_INT(store_events_foreach(st, "T1", collect, &got), 0);
+	CHECK_INT(got.count, 4);
+	const char *d = strstr(got.text, "\"D\""), *b = strstr(got.text, "\"B\""),
+		   *a = strstr(got.text, "\"A\""), *c = strstr(got.text, "\"C\"");
+	CHECK(d && b && a && c);
+	CHECK(d < b && b < a && a < c);
+	CHECK(!strstr(got.text, "\"Z\""));
+	/* a non-zero return stops the walk and is returned */
+	struct lines two = { .stop_after = 2 };
+	CHECK_INT(store_events_foreach(st, "T1", collect, &two), 7);
+	CHECK_INT(two.count, 2);
+	/* and the statement is reusable afterwards */
+	struct lines again = { .len = 0 };
+	CHECK_INT(store_events_foreach(st, "T1", collect, &again), 0);
+	CHECK_INT(again.count, 4);
+	store_free(st);
+}
+
+static void test_events_append_only(void)
+{
+	struct store *st = NULL;
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(put(st, make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	CHECK(store_exec(st, "UPDATE events SET type = 'y'") == -1);
+	CHECK_MSG(strstr(forge_last_error(), "append-only: UPDATE refused"), "%s", forge_last_error());
+	CHECK(store_exec(st, "DELETE FROM events") == -1);
+	CHECK_MSG(strstr(forge_last_error(), "append-only: DELETE refused"), "%s", forge_last_error());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE type = 'x'"), 1);
+	store_free(st);
+}
+
+static void test_batch_commit_and_rollback(void)
+{
+	struct store *st = NULL;
+	char id[32];
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_begin(st) == 0);
+	CHECK(store_begin(st) == -1);   /* no nesting */
+	for (int i = 0; i < 100; i++) {
+		snprintf(id, sizeof id, "B%03d", i);
+		CHECK(put(st, make_event(id, "T1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	}
+	CHECK(store_commit(st) == 0);
+	CHECK(store_begin(st) == 0);
+	CHECK(put(st, make_event("R1", "T1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	CHECK(store_rollback(st) == 0);
+	CHECK(store_rollback(st) == 0);  /* nothing open: no-op */
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 100);
+	store_free(st);
+}
+
+static void test_checkpoints_round_trip(void)
+{
+	struct store *st = NULL;
+	char *id1 = NULL, *id2 = NULL;
+	jv s1 = parse("{\"kind\":\"state\",\"v\":1,\"trace_id\":\"T1\",\"phase\":\"plan\","
+			   "\"status\":\"ok\",\"plan\":{\"summary\":\"d\\u00e9j\\u00e0\",\"n\":[1,2.5]}}");
+	jv s2 = parse("{\"kind\":\"state\",\"v\":1,\"trace_id\":\"T1\",\"phase\":\"review\","
+			   "\"status\":\"rejected\"}");
+	jv got = jv_invalid(), list = jv_invalid();
+
+	CHECK(jv_is_valid(s1) && jv_is_valid(s2));
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_checkpoint_latest(&got, st, "T1") == 0);
+	CHECK(jv_get_kind(got) == JV_KIND_NULL);
+	CHECK(store_checkpoint_save(st, "T1", NULL, s1, &id1) == 0);
+	CHECK(store_checkpoint_save(st, "T1", "review", s2, &id2) == 0);
+	CHECK(id1 && id2 && strlen(id1) == 26 && strlen(id2) == 26);
+	CHECK(strspn(id1, "0123456789ABCDEFGHJKMNPQRSTVWXYZ") == 26);
+	CHECK(strcmp(id1, id2) < 0);
+
+	CHECK(store_checkpoint_latest(&got, st, "T1") == 0);
+	CHECK(json_equal(got, s2));
+	jv_free(got);
+
+	CHECK(store_checkpoint_load(&got, st, id1) == 0);
+	CHECK_STR(json_get_str(got, "id"), id1);
+	CHECK_STR(json_get_str(got, "trace_id"), "T1");
+	CHECK_STR(json_get_str(got, "phase"), "plan");
+	CHECK_STR(json_get_str(got, "status"), "ok");
+	CHECK(json_get_str(got, "ts") && strlen(json_get_str(got, "ts")) == 24);
+	jv state = json_get(got, "state");
+	CHECK(json_equal(state, s1));
+	jv_free(state);
+	jv_free(got);
+
+	CHECK(store_checkpoint_load(&got, st, "nope") == 0);
+	CHECK(jv_get_kind(got) == JV_KIND_NULL);
+
+	CHECK(store_checkpoint_list(&list, st, "T1") == 0);
+	CHECK_INT(jv_array_length(jv_copy(list)), 2);
+	jv first = jv_array_get(jv_copy(list), 0), second = jv_array_get(jv_copy(list), 1);
+	CHECK_STR(json_get_str(first, "id"), id1);
+	CHECK_STR(json_get_str(second, "phase"), "review");
+	CHECK(!json_has(first, "state"));
+	jv_free(first);
+	jv_free(second);
+	jv_free(list);
+	free(id1);
+	free(id2);
+	jv_free(s1);
+	jv_free(s2);
+	store_free(st);
+}
+
+static void test_checkpoint_ids_increase(void)
+{
+	struct store *st = NULL;
+	char *prev = NULL, *id = NULL;
+	jv state = parse("{\"phase\":\"plan\"}");
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	for (int i = 0; i < 500; i++) {
+		CHECK(store_checkpoint_save(st, "T1", NULL, state, &id) == 0);
+		CHECK_MSG(!prev || strcmp(prev, id) < 0, "%s !< %s", prev, id);
+		free(prev);
+		prev = id;
+	}
+	free(prev);
+	jv_free(state);
+	store_free(st);
+}
+
+static void test_runs(void)
+{
+	struct store *st = NULL;
+	jv run = jv_invalid();
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_run_get(&run, st, "T1") == 0);
+	CHECK(jv_get_kind(run) == JV_KIND_NULL);
+	CHECK(store_run_create(st, "T1", "add --version", "/repo",
+			       parse("{\"budget\":50}")) == 0);
+	CHECK(store_run_create(st, "T1", "again", NULL, jv_null()) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "run 'T1' already exists"), "%s", forge_last_error());
+
+	CHECK(store_run_get(&run, st, "T1") == 0);
+	CHECK_STR(json_get_str(run, "trace_id"), "T1");
+	CHECK_STR(json_get_str(run, "task"), "add --version");
+	CHECK_STR(json_get_str(run, "repo"), "/repo");
+	CHECK_STR(json_get_str(run, "status"), "pending");
+	jv config = json_get(run, "config");
+	CHECK(json_get_num(config, "budget", 0) == 50);
+	jv_free(config);
+	CHECK(json_get_str(run, "completed_at") == NULL);
+	jv_free(run);
+
+	CHECK(store_run_update(st, "T1", "running", "plan", NULL) == 0);
+	CHECK(store_run_update(st, "T1", NULL, "review", NULL) == 0);
+	CHECK(store_run_set_cost(st, "T1", 1500, 0.25) == 0);
+	CHECK(store_run_get(&run, st, "T1") == 0);
+	CHECK_STR(json_get_str(run, "status"), "running");
+	CHECK_STR(json_get_str(run, "current_phase"), "review");
+	CHECK(json_get_num(run, "total_tokens", 0) == 1500);
+	CHECK(json_get_num(run, "total_cost_usd", 0) == 0.25);
+	jv_free(run);
+
+	CHECK(store_run_update(st, "T1", "failed", NULL, "git failed") == 0);
+	CHECK(store_run_get(&run, st, "T1") == 0);
+	CHECK_STR(json_get_str(run, "status"), "failed");
+	CHECK_STR(json_get_str(run, "error"), "git failed");
+	CHECK(json_get_str(run, "completed_at") != NULL);
+	jv_free(run);
+
+	CHECK(store_run_update(st, "T1", "bogus", NULL, NULL) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "invalid run status 'bogus'"), "%s", forge_last_error());
+	CHECK(store_run_update(st, "T9", "running", NULL, NULL) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "no run 'T9'"), "%s", forge_last_error());
+	/* the CHECK constraint holds for writers that bypass the API */
+	CHECK(store_exec(st, "UPDATE runs SET status = 'weird'") == -1);
+	store_free(st);
+}
+
+static void test_traces(void)
+{
+	struct store *st = NULL;
+	jv list = jv_invalid();
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_traces(&list, st, 0) == 0);
+	CHECK_INT(jv_array_length(list), 0);
+	CHECK(put(st, make_event("A1", "TA", "2026-01-01T00:00:01.000Z", "x"), NULL) == 0);
+	CHECK(put(st, make_event("A2", "TA", "2026-01-01T00:00:05.000Z", "x"), NULL) == 0);
+	CHECK(put(st, make_event("A3", "TA", "2026-01-01T00:00:03.000Z", "x"), NULL) == 0);
+	CHECK(put(st, make_event("B1", "TB", "2026-01-02T00:00:00.000Z", "x"), NULL) == 0);
+	CHECK(store_run_create(st, "TA", "task a", NULL, jv_null()) == 0);
+	CHECK(store_run_create(st, "TC", "task c", NULL, jv_null()) == 0);  /* no events */
+
+	CHECK(store_traces(&list, st, 0) == 0);
+	CHECK_INT(jv_array_length(jv_copy(list)), 3);
+	jv c = jv_array_get(jv_copy(list), 0), b = jv_array_get(jv_copy(list), 1),
+	   a = jv_array_get(jv_copy(list), 2);
+	CHECK_STR(json_get_str(c, "trace_id"), "TC");   /* created now: newest */
+	CHECK(json_get_num(c, "events", -1) == 0);
+	CHECK_STR(json_get_str(c, "status"), "pending");
+	CHECK_STR(json_get_str(b, "trace_id"), "TB");
+	CHECK(json_get_str(b, "task") == NULL);
+	CHECK_STR(json_get_str(a, "trace_id"), "TA");
+	CHECK(json_get_num(a, "events", -1) == 3);
+	CHECK_STR(json_get_str(a, "first_ts"), "2026-01-01T00:00:01.000Z");
+	CHECK_STR(json_get_str(a, "last_ts"), "2026-01-01T00:00:05.000Z");
+	CHECK_STR(json_get_str(a, "task"), "task a");
+	jv_free(a);
+	jv_free(b);
+	jv_free(c);
+	jv_free(list);
+
+	CHECK(store_traces(&list, st, 1) == 0);
+	CHECK_INT(jv_array_length(list), 1);
+	store_free(st);
+}
+
+/* Child of the concurrency test: 2000 events in batches of 100. */
+static int concurrent_child(const char *path, int child)
+{
+	struct store *st = NULL;
+	char id[64], ts[32];
+	int rc = 1;
+
+	if (store_open(&st, path) < 0)
+		goto out;
+	for (int batch = 0; batch < 20; batch++) {
+		if (store_begin(st) < 0)
+			goto out;
+		for (int i = 0; i < 100; i++) {
+			int n = batch * 100 + i;
+
+			snprintf(id, sizeof id, "C%d-%05d", child, n);
+			snprintf(ts, sizeof ts, "2026-01-01T00:00:%02d.%03dZ", n / 1000, n % 1000);
+			if (put(st, make_event(id, "TCONC", ts, "x"), NULL) < 0)
+				goto out;
+		}
+		if (store_commit(st) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "child %d: %s\n", child, forge_last_error());
+	store_free(st);
+	return rc;
+}
+
+static void test_concurrent_writers(void)
+{
+	const char *path = tmp_path("concurrent/forge.db");
+	struct store *st = NULL;
+	pid_t pids[4];
+	int failures = 0;
+
+	fflush(stdout);
+	fflush(stderr);
+	for (int c = 0; c < 4; c++) {
+		pids[c] = fork();
+		CHECK(pids[c] >= 0);
+		if (pids[c] == 0)
+			exit(concurrent_child(path, c));   /* exit, so LSan checks the child */
+	}
+	for (int c = 0; c < 4; c++) {
+		int status;
+
+		CHECK(waitpid(pids[c], &status, 0) == pids[c]);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			failures++;
+	}
+	CHECK_INT(failures, 0);
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 8000);
+	CHECK_INT(query_int(st, "SELECT count(DISTINCT id) FROM events WHERE trace_id = 'TCONC'"), 8000);
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	store_free(st);
+}
+
+static void test_resolve_path(void)
+{
+	char *p = NULL;
+
+	setenv("FORGE_DB", "/env/forge.db", 1);
+	CHECK(store_resolve_path(&p, "/flag.db", "/repo") == 0);
+	CHECK_STR(p, "/flag.db");
+	free(p);
+	CHECK(store_resolve_path(&p, NULL, "/repo") == 0);
+	CHECK_STR(p, "/env/forge.db");
+	free(p);
+	CHECK(store_resolve_path(&p, NULL, NULL) == 0);
+	CHECK_STR(p, "/env/forge.db");
+	free(p);
+	setenv("FORGE_DB", "", 1);   /* empty counts as unset */
+	CHECK(store_resolve_path(&p, NULL, "/repo/") == 0);
+	CHECK_STR(p, "/repo/.forge/forge.db");
+	free(p);
+	unsetenv("FORGE_DB");
+	CHECK(store_resolve_path(&p, NULL, "/repo") == 0);
+	CHECK_STR(p, "/repo/.forge/forge.db");
+	free(p);
+	p = NULL;
+	CHECK(store_resolve_path(&p, NULL, NULL) == -1);
+	CHECK(p == NULL);
+	CHECK_MSG(strstr(forge_last_error(), "--db"), "%s", forge_last_error());
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+int main(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof tmpdir, "%s/test_store.XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	unsetenv("FORGE_DB");
+	RUN(test_migrations_create_schema);
+	RUN(test_reopen_is_noop);
+	RUN(test_incremental_migration);
+	RUN(test_newer_database_refused);
+	RUN(test_garbage_file_refused);
+	RUN(test_unopenable_path);
+	RUN(test_event_put_idempotent);
+	RUN(test_event_fields_extracted);
+	RUN(test_event_missing_field_refused);
+	RUN(test_event_record_byte_identical);
+	RUN(test_events_ordered_by_ts_then_id);
+	RUN(test_events_append_only);
+	RUN(test_batch_commit_and_rollback);
+	RUN(test_checkpoints_round_trip);
+	RUN(test_checkpoint_ids_increase);
+	RUN(test_runs);
+	RUN(test_traces);
+	RUN(test_concurrent_writers);
+	RUN(test_resolve_path);
+	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return unit_done();
+}

@@ -1,0 +1,293 @@
+/* test_stream.c - the stream contract of DESIGN.md §2 at the library level. */
+#include "forge.h"
+#include "json.h"
+#include "stream.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A FILE positioned at the start of `text` (len bytes), readable by fd. */
+static FILE *input(const char *text, size_t len)
+{
+	FILE *f = tmpfile();
+
+	fwrite(text, 1, len, f);
+	fflush(f);
+	lseek(fileno(f), 0, SEEK_SET);
+	return f;
+}
+
+struct run {
+	struct stream_input in;
+	struct stream_out out;
+	char *mem;
+	size_t memlen;
+	FILE *memf;
+	int rc;
+	char err[512];
+};
+
+static void run_opts(struct run *r, const char *text, size_t len, struct stream_options *opt)
+{
+	FILE *f = input(text, len);
+
+	memset(r, 0, sizeof *r);
+	stream_input_init(&r->in);
+	r->memf = open_memstream(&r->mem, &r->memlen);
+	stream_out_init(&r->out, r->memf, "test", NULL);
+	r->rc = stream_read(&r->in, f, &r->out, opt);
+	snprintf(r->err, sizeof r->err, "%s", forge_last_error());
+	fclose(f);
+	fflush(r->memf);
+}
+
+static void run_text(struct run *r, const char *text)
+{
+	struct stream_options opt = { .validate = true };
+
+	run_opts(r, text, strlen(text), &opt);
+}
+
+static void done(struct run *r)
+{
+	fclose(r->memf);
+	free(r->mem);
+	stream_input_release(&r->in);
+}
+
+#define EV(id) "{\"kind\":\"event\",\"id\":\"" id "\",\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\"," \
+	"\"ts\":\"2026-11-21T21:30:00.123Z\",\"source\":\"t\",\"phase\":null,\"type\":\"x.y\",\"payload\":{}}"
+#define ST(status) "{\"kind\":\"state\",\"v\":1,\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\",\"phase\":\"plan\"," \
+	"\"status\":\"" status "\",\"task\":{\"description\":\"do it\"}}"
+
+static void test_forwards_events_byte_for_byte(void)
+{
+	struct run r;
+	/* Odd spacing and an escape: forwarded as they were, not re-serialised. */
+	const char *ev = "{ \"kind\":\"event\", \"id\":\"01JDB3AAAAAAAAAAAAAAAAAAAA\",\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\","
+			 "\"ts\":\"2026-11-21T21:30:00.123Z\",\"source\":\"t\",\"type\":\"x.y\",\"payload\":{\"s\":\"\\u00e9\",\"n\":1.50}}";
+	char text[2048];
+
+	snprintf(text, sizeof text, "%s\n" ST("ok") "\n{\"kind\":\"future\",\"x\":1}\n", ev);
+	run_text(&r, text);
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	char want[2048];
+	snprintf(want, sizeof want, "%s\n{\"kind\":\"future\",\"x\":1}\n", ev);
+	CHECK_STR(r.mem, want);
+	CHECK_STR(json_get_str(r.in.state, "status"), "ok");
+	CHECK(r.in.forwarded == 2);
+	done(&r);
+}
+
+static void test_last_state_wins(void)
+{
+	struct run r;
+
+	run_text(&r, ST("ok") "\n" EV("01JDB3AAAAAAAAAAAAAAAAAAAB") "\n" ST("rejected") "\n");
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	CHECK_STR(json_get_str(r.in.state, "status"), "rejected");
+	CHECK_STR(r.in.trace_id, "01JDB2AAAAAAAAAAAAAAAAAAAA");
+	done(&r);
+}
+
+static void test_bare_task_and_plain_text(void)
+{
+	struct run r;
+
+	run_text(&r, "{\"task\":\"add a --version flag\"}\n");
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	CHECK_STR(json_get_str(r.in.task, "description"), "add a --version flag");
+	done(&r);
+
+	run_text(&r, "  fix the crash\nin parse_date\n\n");
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	CHECK_STR(json_get_str(r.in.task, "description"), "fix the crash\nin parse_date");
+	done(&r);
+
+	run_text(&r, "{\"task\":\"\"}\n");
+	CHECK(r.rc == -1);
+	done(&r);
+}
+
+static int take_diffs(const char *text, size_t len, void *payload)
+{
+	(void)payload;
+	return len > 10 && strncmp(text, "diff --git", 10) == 0;
+}
+
+static void test_raw_hook(void)
+{
+	struct run r;
+	struct stream_options opt = { .raw_hook = take_diffs };
+	const char *diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n";
+
+	run_opts(&r, diff, strlen(diff), &opt);
+	CHECK(r.rc == 0);
+	CHECK_STR(jv_string_value(r.in.raw), diff);
+	CHECK(jv_get_kind(r.in.task) == JV_KIND_NULL);
+	done(&r);
+}
+
+static void test_empty_input(void)
+{
+	struct run r;
+
+	run_text(&r, "");
+	CHECK(r.rc == 0 && r.in.empty);
+	done(&r);
+	run_text(&r, "\n  \n\t\n");
+	CHECK(r.rc == 0 && r.in.empty);
+	done(&r);
+}
+
+static void test_malformed_line_names_line(void)
+{
+	struct run r;
+
+	run_text(&r, EV("01JDB3AAAAAAAAAAAAAAAAAAAC") "\n{\"kind\": oops}\n" EV("01JDB3AAAAAAAAAAAAAAAAAAAD") "\n");
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 2);
+	CHECK_MSG(strstr(r.err, "malformed JSON") != NULL, "%s", r.err);
+	/* The event before the bad line was forwarded, the one after was not read. */
+	CHECK_STR(r.mem, EV("01JDB3AAAAAAAAAAAAAAAAAAAC") "\n");
+	done(&r);
+}
+
+static void test_truncated_last_line(void)
+{
+	struct run r;
+
+	run_text(&r, EV("01JDB3AAAAAAAAAAAAAAAAAAAE") "\n{\"kind\":\"event\",\"id\":\"01JD");
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 2);
+	CHECK_MSG(strstr(r.err, "truncated last line") != NULL, "%s", r.err);
+	done(&r);
+	/* A complete record without the final newline is fine. */
+	run_text(&r, ST("ok"));
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	done(&r);
+}
+
+static void test_oversized_line(void)
+{
+	struct run r;
+	struct stream_options opt = { .max_line = 64 };
+	char text[512];
+
+	snprintf(text, sizeof text, "{\"task\":\"short\"}\n{\"task\":\"%0200d\"}\n{\"task\":\"after\"}\n", 0);
+	run_opts(&r, text, strlen(text), &opt);
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 2);
+	CHECK_MSG(strstr(r.err, "longer than the limit of 64 bytes") != NULL, "%s", r.err);
+	done(&r);
+}
+
+static void test_invalid_utf8(void)
+{
+	struct run r;
+
+	run_text(&r, "{\"task\":\"caf\xe9\"}\n");
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "invalid UTF-8") != NULL, "%s", r.err);
+	done(&r);
+	run_text(&r, "plain text with a bad byte \xff\n");
+	CHECK(r.rc == -1);
+	done(&r);
+}
+
+static void test_newer_protocol_refused(void)
+{
+	struct run r;
+
+	run_text(&r, "{\"kind\":\"state\",\"v\":2,\"trace_id\":\"t\",\"phase\":\"plan\",\"status\":\"ok\",\"task\":{\"description\":\"x\"}}\n");
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "protocol version 2") != NULL, "%s", r.err);
+	done(&r);
+}
+
+static void test_schema_failure_names_path(void)
+{
+	struct run r;
+
+	run_text(&r, "{\"kind\":\"event\",\"id\":\"01JDB3AAAAAAAAAAAAAAAAAAAF\",\"trace_id\":\"t\",\"ts\":\"2026-11-21T21:30:00.123Z\","
+		     "\"source\":\"t\",\"type\":\"x.y\",\"payload\":[]}\n");
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, ".payload") != NULL, "%s", r.err);
+	done(&r);
+	run_text(&r, "{\"kind\":\"event\"}\n");
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "schema") != NULL, "%s", r.err);
+	done(&r);
+	run_text(&r, "[1,2]\n");
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "expected a JSON object, got array") != NULL, "%s", r.err);
+	done(&r);
+}
+
+static int count_events(jv rec, const char *line, size_t len, void *payload)
+{
+	(void)line;
+	(void)len;
+	if (strcmp(json_get_str(rec, "kind"), "event") != 0)
+		return 1;	/* stops the read: the test sees rc != 0 */
+	(*(int *)payload)++;
+	return 0;
+}
+
+static void test_on_record_sees_events_only(void)
+{
+	struct run r;
+	int n = 0;
+	struct stream_options opt = { .on_record = count_events, .payload = &n, .forward_states = true };
+	const char *text = EV("01JDB3AAAAAAAAAAAAAAAAAAAG") "\n" ST("ok") "\n{\"kind\":\"other\"}\n" EV("01JDB3AAAAAAAAAAAAAAAAAAAH") "\n";
+
+	run_opts(&r, text, strlen(text), &opt);
+	CHECK(r.rc == 0);
+	CHECK_INT(n, 2);
+	CHECK_STR(r.mem, text);
+	done(&r);
+}
+
+static void test_event_new_shape(void)
+{
+	struct stream_out out;
+	char *mem = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&mem, &len);
+
+	stream_out_init(&out, f, "forge-test", "test");
+	stream_out_set_trace(&out, "01JDB2AAAAAAAAAAAAAAAAAAAA");
+	CHECK(stream_emit_full(&out, "test.failed", json_set(jv_object(), "n", jv_number(1)),
+			       json_set(json_set(jv_object(), "tokens", jv_number(5)), "usd", jv_number(0.01)), 12) == 0);
+	fclose(f);
+	jv ev = json_parse(mem, strlen(mem) - 1);
+	CHECK(jv_is_valid(ev));
+	CHECK_STR(json_get_str(ev, "kind"), "event");
+	CHECK_STR(json_get_str(ev, "source"), "forge-test");
+	CHECK_STR(json_get_str(ev, "phase"), "test");
+	CHECK(ulid_valid(json_get_str(ev, "id")));
+	CHECK(json_get_num(ev, "duration_ms", 0) == 12);
+	CHECK(strlen(json_get_str(ev, "ts")) == TIMESTAMP_LEN);
+	jv_free(ev);
+	free(mem);
+}
+
+int main(void)
+{
+	RUN(test_forwards_events_byte_for_byte);
+	RUN(test_last_state_wins);
+	RUN(test_bare_task_and_plain_text);
+	RUN(test_raw_hook);
+	RUN(test_empty_input);
+	RUN(test_malformed_line_names_line);
+	RUN(test_truncated_last_line);
+	RUN(test_oversized_line);
+	RUN(test_invalid_utf8);
+	RUN(test_newer_protocol_refused);
+	RUN(test_schema_failure_names_path);
+	RUN(test_on_record_sees_events_only);
+	RUN(test_event_new_shape);
+	return unit_done();
+}
