@@ -31,6 +31,14 @@ void buf_reset(struct buf *b)
 		b->buf[0] = '\0';
 }
 
+void buf_truncate(struct buf *b, size_t len)
+{
+	if (len < b->len) {
+		b->len = len;
+		b->buf[len] = '\0';
+	}
+}
+
 static int buf_grow(struct buf *b, size_t extra)
 {
 	size_t want;

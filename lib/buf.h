@@ -26,6 +26,8 @@ extern char buf_slop[1];
 void buf_init(struct buf *b, size_t max);
 void buf_release(struct buf *b);           /* frees contents; b reusable after buf_init */
 void buf_reset(struct buf *b);             /* len = 0, keeps the allocation */
+/* Cut the contents to len bytes (no-op when already shorter). */
+void buf_truncate(struct buf *b, size_t len);
 int buf_add(struct buf *b, const void *data, size_t n);
 int buf_adds(struct buf *b, const char *s);
 int buf_addch(struct buf *b, char c);

@@ -42,7 +42,8 @@ int store_resolve_path(char **out, const char *flag, const char *repo);
 int store_open(struct store **out, const char *path);
 void store_free(struct store *st);   /* NULL-safe; finalizes statements */
 
-/* The raw handle, for modules that keep their own prepared statements. */
+/* The raw handle, for modules that keep their own prepared statements
+ * (finalize them before store_free()). */
 sqlite3 *store_db(struct store *st);
 
 /* The path the store was opened with, for messages; borrowed. */

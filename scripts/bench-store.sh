@@ -5,10 +5,9 @@
 # (all duplicates: the idempotent path).  Medians of BENCH_RUNS runs.
 #   FORGE_TESTBIN  where store-writer is (default build/tests)
 #
-# Timestamps increase from line to line as they do in a real stream (ULID
-# ids, ts in ms).  benchlib's gen_events repeats ts .000-.999 within one
-# second, which scatters inserts over the (trace_id, ts, id) index and is
-# about 3x slower once the index outgrows the page cache.
+# Timestamps increase from line to line as they do in a real stream; repeated
+# or shuffled timestamps scatter inserts over the (trace_id, ts, id) index and
+# are about 3x slower once the index outgrows the page cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/benchlib.sh
@@ -19,12 +18,7 @@ writer="${FORGE_TESTBIN:-$PWD/build/tests}/store-writer"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-awk -v n="$N" -v t=01JDB2BENCHAAAAAAAAAAAAAAA 'BEGIN {
-	for (i = 1; i <= n; i++) {
-		ms = 1700000000000 + i; s = int(ms / 1000)
-		printf "{\"kind\":\"event\",\"id\":\"01JDB3%020d\",\"trace_id\":\"%s\",\"ts\":\"2026-11-%02dT%02d:%02d:%02d.%03dZ\",\"source\":\"bench\",\"phase\":\"implement\",\"type\":\"tool.executed\",\"payload\":{\"tool\":\"read_file\",\"input\":{\"path\":\"src/main.c\"},\"ok\":true},\"duration_ms\":3}\n", i, t, 1 + int(s / 86400) % 28, int(s / 3600) % 24, int(s / 60) % 60, s % 60, ms % 1000
-	}
-}' >"$tmp/events"
+gen_events "$N" 01JDB2BENCHAAAAAAAAAAAAAAA >"$tmp/events"
 
 # field N LINE...: the number before the N-th "events/s" of store-writer's line.
 field() { sed -n 's/.*: \([0-9]*\) events\/s.*: \([0-9]*\) events\/s$/\'"$1"'/p'; }
