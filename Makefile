@@ -2,6 +2,7 @@
 #
 #   make              build lib/libforge-common.a and every program into bin/
 #   make check        unit tests and bats suites, then again under ASan+UBSan
+#   make demo         a whole forge run, offline, on the sample project
 #   make bench        benchmarks (medians)
 #   make install      PREFIX=/usr/local DESTDIR=
 #   make clean
@@ -117,6 +118,9 @@ check: SUITE_NAME = default
 check: lint check-suite
 	$(Q)$(MAKE) --no-print-directory O=build-asan SANITIZE=address,undefined SUITE_NAME=asan+ubsan check-suite
 
+demo: all
+	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" scripts/demo
+
 bench: all $(HELPERS)
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" scripts/bench
 
@@ -130,10 +134,11 @@ install: all
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	for f in $(RESOURCES); do \
 	    install -D -m 644 $$f $(DESTDIR)$(DATADIR)/$$f; done
+	install -m 644 forge.mk $(DESTDIR)$(DATADIR)/forge.mk
 
 clean:
 	rm -rf build build-asan $(PROGS)
 
 -include $(SRC_OBJ:.o=.d)
-.PHONY: all check check-suite bench lint install clean FORCE
+.PHONY: all check check-suite demo bench lint install clean FORCE
 .DELETE_ON_ERROR:

@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "forge.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -109,6 +110,24 @@ int buf_addf(struct buf *b, const char *fmt, ...)
 	va_start(ap, fmt);
 	rc = buf_vaddf(b, fmt, ap);
 	va_end(ap);
+	return rc;
+}
+
+int buf_read_file(struct buf *b, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char chunk[65536];
+	size_t n;
+	int rc = 0;
+
+	if (!f)
+		return forge_error("cannot open '%s': %s", path, strerror(errno));
+	while (rc == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		if (buf_add(b, chunk, n) < 0)
+			rc = forge_error("'%s' is larger than %zu bytes", path, b->max);
+	if (rc == 0 && ferror(f))
+		rc = forge_error("cannot read '%s': %s", path, strerror(errno));
+	fclose(f);
 	return rc;
 }
 

@@ -33,6 +33,13 @@ int buf_adds(struct buf *b, const char *s);
 int buf_addch(struct buf *b, char c);
 int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vaddf(struct buf *b, const char *fmt, va_list ap);
+/*
+ * Append the whole file at path (up to b->max, if set).  -1 with a message
+ * naming the file when it cannot be opened or read, or is too large; errno
+ * is left as open/read set it (ENOENT for a missing file).
+ */
+int buf_read_file(struct buf *b, const char *path);
+
 /* Hand the string to the caller (free(3) it); b is reset to empty. */
 char *buf_detach(struct buf *b, size_t *len_out);
 

@@ -171,6 +171,10 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 				cli_usage_error(spec, "unknown option '-%c'", optopt);
 			cli_usage_error(spec, "unknown option '%s'", bad);
 		}
+		/* A program option's short form comes back as its letter: use its id. */
+		for (const struct cli_option *o = spec->options; o && o->name; o++)
+			if (o->short_name && opt == o->short_name)
+				opt = o->id;
 		if (handle_common(common, spec, opt, optarg))
 			continue;
 		if (!on_option || on_option(opt, optarg, payload) < 0) {

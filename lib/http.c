@@ -89,7 +89,36 @@ struct transfer {
 	CURL *h;
 	size_t max;
 	int sink_failed;
+	long stall_ms;                /* give up after this long without a byte */
+	curl_off_t seen;              /* bytes moved so far (both ways) */
+	double last_ms;               /* when seen last changed */
+	bool stalled;
 };
+
+static double now_ms(void);
+
+/* Stall detection: libcurl calls this often while bytes move and about once
+ * a second when none do, so a stall is noticed within a second of stall_ms
+ * (CURLOPT_LOW_SPEED_TIME averages over a window and takes 5 s longer). */
+static int on_progress(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct transfer *t = payload;
+	double now = now_ms();
+
+	(void)dltotal;
+	(void)ultotal;
+	if (dlnow + ulnow != t->seen || t->last_ms == 0) {
+		t->seen = dlnow + ulnow;
+		t->last_ms = now;
+		return 0;
+	}
+	if (now - t->last_ms >= (double)t->stall_ms) {
+		t->stalled = true;
+		return 1;
+	}
+	return 0;
+}
 
 static size_t on_header(char *data, size_t size, size_t nmemb, void *payload)
 {
@@ -154,7 +183,6 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 		  struct curl_slist *hdrs)
 {
 	CURL *h = c->curl;
-	long stall_s = c->stall_ms > 0 ? (c->stall_ms + 999) / 1000 : 60;
 
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, req->url);
@@ -163,8 +191,9 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "forge/" FORGE_VERSION);
@@ -184,7 +213,8 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 /* One attempt: fills r (status 0 on a transport failure). */
 static void attempt(struct http_response *r, struct http_client *c, const struct http_request *req)
 {
-	struct transfer t = { r, req, c->curl, req->max_body ? req->max_body : HTTP_MAX_BODY, 0 };
+	struct transfer t = { r, req, c->curl, req->max_body ? req->max_body : HTTP_MAX_BODY, 0,
+			      c->stall_ms > 0 ? c->stall_ms : 60000, 0, 0, false };
 	struct curl_slist *hdrs = make_headers(req);
 	CURLcode rc;
 
@@ -202,13 +232,17 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
 		return;
 	}
+	if (t.stalled) {
+		rc = CURLE_OPERATION_TIMEDOUT;   /* retried like a timeout */
+		r->transport_error = (int)rc;
+	}
 	r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
 	if (t.sink_failed)
 		snprintf(r->error, sizeof(r->error), "%s",
 			 *forge_last_error() ? forge_last_error() : "stream aborted");
 	else if (rc == CURLE_WRITE_ERROR)
 		snprintf(r->error, sizeof(r->error), "response body larger than %zu bytes", t.max);
-	else if (r->timed_out && c->errbuf[0] && strstr(c->errbuf, "less than"))
+	else if (t.stalled)
 		snprintf(r->error, sizeof(r->error), "stalled: no data for %ld ms", c->stall_ms);
 	else
 		snprintf(r->error, sizeof(r->error), "%s", c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));

@@ -85,7 +85,8 @@ struct http_client {
 	char errbuf[256];              /* CURL_ERROR_SIZE; lives as long as the handle */
 	long timeout_ms;              /* whole request (600000) */
 	long connect_timeout_ms;      /* 10000 */
-	long stall_ms;                /* abort when < 1 byte/s for this long (60000) */
+	long stall_ms;                /* abort when no byte moved for this long (60000); noticed
+	                                 within about a second */
 	struct http_retry retry;
 };
 

@@ -115,3 +115,31 @@ void timestamp_now(char out[TIMESTAMP_LEN + 1])
 {
 	timestamp_format(out, now_ms());
 }
+
+int timestamp_parse(int64_t *out, const char *s)
+{
+	struct tm tm;
+	const char *rest;
+	int ms = 0;
+
+	if (!s)
+		return -1;
+	memset(&tm, 0, sizeof tm);
+	rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!rest)
+		return -1;
+	if (*rest == '.') {
+		int digits = 0;
+		for (rest++; *rest >= '0' && *rest <= '9'; rest++, digits++)
+			if (digits < 3)
+				ms = ms * 10 + (*rest - '0');
+		while (digits > 0 && digits < 3) {
+			ms *= 10;
+			digits++;
+		}
+	}
+	if (*rest != 'Z' || rest[1] != '\0')
+		return -1;
+	*out = (int64_t)timegm(&tm) * 1000 + ms;
+	return 0;
+}

@@ -33,4 +33,9 @@ int64_t monotonic_ms(void);
 void timestamp_format(char out[TIMESTAMP_LEN + 1], int64_t ms);
 void timestamp_now(char out[TIMESTAMP_LEN + 1]);
 
+/* Milliseconds since the epoch of a timestamp written by timestamp_format
+ * ("2026-11-21T21:30:00.123Z"; the fraction may be absent).  -1 when s is
+ * NULL or not of that form. */
+int timestamp_parse(int64_t *out, const char *s);
+
 #endif

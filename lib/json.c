@@ -153,20 +153,11 @@ jv json_parse(const char *text, size_t len)
 
 jv json_parse_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
 	struct buf b = BUF_INIT;
-	char chunk[65536];
-	size_t n;
 
-	if (!f)
-		return jv_invalid_with_msg(jv_string_fmt("cannot open '%s': %s", path, strerror(errno)));
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		buf_add(&b, chunk, n);
-	int failed = ferror(f);
-	fclose(f);
-	if (failed) {
+	if (buf_read_file(&b, path) < 0) {
 		buf_release(&b);
-		return jv_invalid_with_msg(jv_string_fmt("cannot read '%s'", path));
+		return jv_invalid_with_msg(jv_string(forge_last_error()));
 	}
 	jv v = json_parse(b.buf, b.len);
 	buf_release(&b);

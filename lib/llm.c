@@ -2,8 +2,14 @@
  * llm.c - the LLM client: configuration, dispatch to a provider or a
  * cassette, streaming, error classification, cost and logging (llm.h).
  */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "forge.h"
 #include "http.h"
@@ -122,6 +128,9 @@ static int setup_replay(struct llm_client *c, const struct llm_options *opt)
 	if (!path)
 		return forge_error("the replay provider needs a cassette: pass --cassette FILE");
 	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), "replay")));
+	if (c->record && !strcmp(c->record, path))
+		return forge_error("cannot record into the cassette being replayed ('%s'): "
+				   "unset FORGE_RECORD or drop --record", path);
 	return llm_cassette_open(&c->cassette, path, first(opt->cassette_mode, env("FORGE_CASSETTE_MODE")));
 }
 
@@ -254,7 +263,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 	else if (r && r->status)
 		buf_addf(&b, "HTTP %ld%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "");
 	else if (r)
-		buf_addf(&b, "cannot reach %s: %s", c->base_url, r->error);
+		buf_addf(&b, "%s %s: %s", r->timed_out ? "no answer from" : "cannot reach", c->base_url,
+			 r->error);
 	else
 		buf_adds(&b, llm_error_name(kind));
 	if (f && f->message)
@@ -276,7 +286,11 @@ static int finish_stream(struct llm_client *c, struct streaming *st, const struc
 	if (st->s.failed)
 		return report(c, st->s.fault.kind, r, &st->s.fault);
 	if (!st->s.done) {
+		const char *ct = http_header_get(r, "content-type");
 		c->last = LLM_ERR_PROTOCOL;
+		if (ct && !llm_is_event_stream(ct))
+			return forge_error("%s: a stream was asked for but the server answered with "
+					   "'%s', not text/event-stream", c->provider, ct);
 		return forge_error("%s: the stream ended before the answer was complete", c->provider);
 	}
 	if (llm_stream_finish(&st->s) < 0) {
@@ -302,6 +316,138 @@ static void take_request_id(struct llm_response *out, const struct http_response
 		free(out->request_id);
 		out->request_id = xstrdup(id);
 	}
+}
+
+/* ---- rate-limit headers ------------------------------------------------ */
+
+/* An RFC 3339 UTC time ("2026-11-21T21:30:04Z", fraction allowed) as
+ * seconds from now; -1 when unparseable. */
+static double until_rfc3339(const char *v, time_t now)
+{
+	struct tm tm;
+	int y, mo, d, h, mi, n = 0;
+	double sec;
+
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(v, "%4d-%2d-%2dT%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
+	    (v[n] != 'Z' && v[n] != 'z') || v[n + 1] || sec < 0 || sec >= 61)
+		return -1;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	time_t t = timegm(&tm);
+	if (t == (time_t)-1)
+		return -1;
+	return difftime(t, now) + sec;
+}
+
+/* An OpenAI duration ("6m0s", "1s", "20ms", "1h2m3.5s") in seconds; -1
+ * when unparseable. */
+static double go_duration(const char *v)
+{
+	double total = 0;
+	const char *p = v;
+
+	if (!*p)
+		return -1;
+	while (*p) {
+		char *end;
+		errno = 0;
+		double x = strtod(p, &end);
+		if (end == p || errno || !isfinite(x) || x < 0)
+			return -1;
+		p = end;
+		if (!strncmp(p, "ms", 2)) {
+			total += x / 1000.0;
+			p += 2;
+		} else if (*p == 'h' || *p == 'm' || *p == 's') {
+			total += x * (*p == 'h' ? 3600.0 : *p == 'm' ? 60.0 : 1.0);
+			p++;
+		} else {
+			return -1;
+		}
+	}
+	return total;
+}
+
+static jv rl_count(jv rl, const char *key, const char *value)
+{
+	long n;
+
+	if (value && forge_parse_long(&n, value, 0, 1000000000000L) == 0)
+		rl = json_set(rl, key, jv_number((double)n));
+	return rl;
+}
+
+static jv rl_reset(jv rl, const char *key, double s)
+{
+	return s < 0 ? rl : json_set(rl, key, jv_number(round(s * 1000.0) / 1000.0));
+}
+
+/* The normalised rate_limit object of llm.h, or jv_null(). */
+static jv rate_limit_of(const struct http_response *r)
+{
+	bool anth = http_header_get(r, "anthropic-ratelimit-requests-limit") ||
+		    http_header_get(r, "anthropic-ratelimit-tokens-limit");
+	const char *rq_lim, *rq_rem, *tk_lim, *tk_rem, *rq_rst, *tk_rst;
+	double rq_s, tk_s;
+	time_t now = time(NULL);
+	jv rl = jv_object();
+
+	if (anth) {
+		rq_lim = http_header_get(r, "anthropic-ratelimit-requests-limit");
+		rq_rem = http_header_get(r, "anthropic-ratelimit-requests-remaining");
+		tk_lim = http_header_get(r, "anthropic-ratelimit-tokens-limit");
+		tk_rem = http_header_get(r, "anthropic-ratelimit-tokens-remaining");
+		rq_rst = http_header_get(r, "anthropic-ratelimit-requests-reset");
+		tk_rst = http_header_get(r, "anthropic-ratelimit-tokens-reset");
+		rq_s = rq_rst ? until_rfc3339(rq_rst, now) : -1;
+		tk_s = tk_rst ? until_rfc3339(tk_rst, now) : -1;
+	} else {
+		rq_lim = http_header_get(r, "x-ratelimit-limit-requests");
+		rq_rem = http_header_get(r, "x-ratelimit-remaining-requests");
+		tk_lim = http_header_get(r, "x-ratelimit-limit-tokens");
+		tk_rem = http_header_get(r, "x-ratelimit-remaining-tokens");
+		rq_rst = http_header_get(r, "x-ratelimit-reset-requests");
+		tk_rst = http_header_get(r, "x-ratelimit-reset-tokens");
+		rq_s = rq_rst ? go_duration(rq_rst) : -1;
+		tk_s = tk_rst ? go_duration(tk_rst) : -1;
+	}
+	if (rq_s != -1 && rq_s < 0)
+		rq_s = 0;   /* a reset time already past */
+	if (tk_s != -1 && tk_s < 0)
+		tk_s = 0;
+	rl = rl_count(rl, "requests_limit", rq_lim);
+	rl = rl_count(rl, "requests_remaining", rq_rem);
+	rl = rl_count(rl, "tokens_limit", tk_lim);
+	rl = rl_count(rl, "tokens_remaining", tk_rem);
+	rl = rl_reset(rl, "requests_reset", rq_s);
+	rl = rl_reset(rl, "tokens_reset", tk_s);
+	rl = rl_reset(rl, "reset", rq_s > tk_s ? rq_s : tk_s);
+	if (jv_object_length(jv_copy(rl)) == 0) {
+		jv_free(rl);
+		return jv_null();
+	}
+	return rl;
+}
+
+bool llm_is_event_stream(const char *content_type)
+{
+	static const char mt[] = "text/event-stream";
+	size_t n = sizeof(mt) - 1;
+
+	if (!content_type)
+		return false;
+	while (*content_type == ' ' || *content_type == '\t')
+		content_type++;
+	if (strncasecmp(content_type, mt, n))
+		return false;
+	content_type += n;
+	while (*content_type == ' ' || *content_type == '\t')
+		content_type++;
+	return !*content_type || *content_type == ';';
 }
 
 static int provider_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
@@ -330,6 +476,8 @@ again:
 	out->duration_ms += r.duration_ms;
 	if (rc == 0) {
 		take_request_id(out, &r);
+		jv_free(out->rate_limit);
+		out->rate_limit = rate_limit_of(&r);
 		if (req->stream)
 			rc = finish_stream(c, &st, &r);
 		else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0)

@@ -20,10 +20,18 @@
  * A response is
  *   {"text":"…","tool_calls":[{"id","name","input":{…}}],"stop_reason":"end_turn",
  *    "usage":{"input_tokens","output_tokens","cache_read_tokens","cache_write_tokens"},
- *    "cost_usd":0.0123|null,"model":"…","request_id":"…","duration_ms":812,"retries":0}
+ *    "cost_usd":0.0123|null,"model":"…","request_id":"…","duration_ms":812,"retries":0,
+ *    "rate_limit":{…}|null}
  * usage.input_tokens counts the UNCACHED input only (Anthropic's meaning;
  * for OpenAI it is prompt_tokens - cached_tokens and cache_read_tokens is
  * cached_tokens), so cost = Σ tokens × price for every provider.
+ * rate_limit is what the provider's rate-limit headers said on the answer
+ * (Anthropic anthropic-ratelimit-*, OpenAI x-ratelimit-*), normalised:
+ *   {"requests_limit","requests_remaining","tokens_limit","tokens_remaining",
+ *    "requests_reset","tokens_reset","reset"}
+ * each key only when the provider sent it; *_reset are seconds from the
+ * answer until that limit is restored, reset the larger of the two (when
+ * every limit is back).  null when no such header came (replay, Ollama).
  * Stop reasons: end_turn, tool_use, max_tokens, stop_sequence, refusal,
  * pause_turn, error (OpenAI: stop→end_turn, tool_calls→tool_use,
  * length→max_tokens, content_filter→refusal).
@@ -178,6 +186,7 @@ struct llm_response {
 	char *request_id;              /* provider request id; may be NULL */
 	double duration_ms;
 	int retries;
+	jv rate_limit;                 /* object (see top) or jv_null(); owned */
 };
 
 void llm_response_init(struct llm_response *r);
@@ -219,6 +228,16 @@ struct llm_options {
 
 /* Zero options: everything from the environment and defaults. */
 void llm_options_init(struct llm_options *opt);
+
+struct config;
+/*
+ * Fill opt from the configuration's llm.* keys (strings borrowed from cfg,
+ * which must outlive the client): provider and model only when a layer
+ * above the built-in defaults set them (so a key or a cassette chooses the
+ * provider, llm_client_new()), base_url, cassette, timeouts, retries,
+ * pricing.
+ */
+void llm_options_from_config(struct llm_options *opt, const struct config *cfg);
 
 struct llm_client;
 

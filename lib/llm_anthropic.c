@@ -9,6 +9,17 @@
 #include "json.h"
 #include "llm_internal.h"
 
+/*
+ * The API version we speak, sent as `anthropic-version`, with the key in
+ * `x-api-key` (llm-wire.md).  The current official SDKs send a newer date
+ * (2026-10-21) and `Authorization: Bearer`; the API still accepts this
+ * pair, and every response shape parsed below was checked against it.
+ * Change the date only together with the fixtures in tests/fixtures/llm.
+ * Streams come back as `text/event-stream; charset=utf-8` (any parameters
+ * and case are accepted: llm_is_event_stream()).
+ */
+#define LLM_ANTHROPIC_VERSION "2023-06-01"
+
 /* ---- request ----------------------------------------------------------- */
 
 static jv assistant_blocks(jv m)
@@ -145,7 +156,7 @@ static int build(struct llm_wire *out, const char *base_url, const char *key, co
 	out->body_len = strlen(out->body);
 	out->url = llm_url(base_url, "/v1/messages");
 	out->headers[h++] = xstrdup("content-type: application/json");
-	out->headers[h++] = xstrdup("anthropic-version: 2023-06-01");
+	out->headers[h++] = xstrdup("anthropic-version: " LLM_ANTHROPIC_VERSION);
 	out->headers[h++] = xstrdup(req->stream ? "accept: text/event-stream" : "accept: application/json");
 	if (key)
 		out->headers[h++] = llm_header("x-api-key", key);

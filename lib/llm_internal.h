@@ -83,6 +83,9 @@ const char *llm_jstr(jv v);
 char *llm_header(const char *name, const char *value);
 /* Join base URL and path, without doubling a slash. */
 char *llm_url(const char *base, const char *path);
+/* True when a Content-Type names text/event-stream, whatever its parameters
+ * or case ("text/event-stream; charset=utf-8" included). */
+bool llm_is_event_stream(const char *content_type);
 /* Parse a tool input JSON text into an object ({} for "" ); -1 on bad JSON. */
 int llm_parse_input(jv *out, const char *text, size_t len);
 

@@ -152,6 +152,7 @@ void llm_response_init(struct llm_response *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->text = xstrdup("");
+	r->rate_limit = jv_null();
 }
 
 void llm_response_release(struct llm_response *r)
@@ -168,7 +169,9 @@ void llm_response_release(struct llm_response *r)
 	free(r->stop_detail);
 	free(r->model);
 	free(r->request_id);
+	jv_free(r->rate_limit);
 	memset(r, 0, sizeof(*r));
+	r->rate_limit = jv_null();
 }
 
 void llm_response_add_call(struct llm_response *r, const char *id, const char *name, jv input)
@@ -198,7 +201,9 @@ jv llm_response_to_json(const struct llm_response *r)
 	j = json_set(j, "model", json_str_or_null(r->model));
 	j = json_set(j, "request_id", json_str_or_null(r->request_id));
 	j = json_set(j, "duration_ms", jv_number(round(r->duration_ms)));
-	return json_set(j, "retries", jv_number(r->retries));
+	j = json_set(j, "retries", jv_number(r->retries));
+	return json_set(j, "rate_limit", jv_get_kind(r->rate_limit) == JV_KIND_OBJECT ?
+			jv_copy(r->rate_limit) : jv_null());
 }
 
 static int calls_from_json(struct llm_response *out, jv calls)
@@ -283,6 +288,13 @@ int llm_response_from_json(struct llm_response *out, jv j)
 	out->usage.cache_write_tokens = usage_num(u, "cache_write_tokens", NULL);
 	out->model = llm_strdup_or_null(json_get_str(j, "model"));
 	out->request_id = llm_strdup_or_null(json_get_str(j, "request_id"));
+	jv rl = json_get(j, "rate_limit");
+	if (jv_get_kind(rl) == JV_KIND_OBJECT) {
+		jv_free(out->rate_limit);
+		out->rate_limit = rl;
+	} else {
+		jv_free(rl);
+	}
 out:
 	jv_free(u);
 	jv_free(j);

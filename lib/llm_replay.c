@@ -49,16 +49,12 @@ static jv parse_lines(const char *text, size_t len, const char *path)
 
 static int load(struct llm_cassette *c, const char *path, const char **file_mode, jv *doc)
 {
-	FILE *f = fopen(path, "rb");
 	struct buf b = BUF_INIT;
-	char tmp[8192];
-	size_t n;
 
-	if (!f)
-		return forge_error("cannot open the cassette '%s'", path);
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		buf_add(&b, tmp, n);
-	fclose(f);
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
+		return forge_error_prefix("cassette");
+	}
 	*doc = json_parse(b.buf, b.len);
 	if (jv_get_kind(*doc) == JV_KIND_ARRAY) {
 		c->entries = jv_copy(*doc);

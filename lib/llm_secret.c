@@ -82,18 +82,13 @@ int llm_scrub_env(char **envp)
 
 static int read_key_file(char **out, const char *path)
 {
-	FILE *f = fopen(path, "r");
-	struct buf b = BUF_INIT;
-	char tmp[512];
-	size_t n;
+	struct buf b;
 
-	if (!f)
-		return forge_error("cannot read the key file '%s'", path);
 	buf_init(&b, 64 * 1024);
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		if (buf_add(&b, tmp, n) < 0)
-			break;
-	fclose(f);
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
+		return forge_error("cannot read the key file '%s'", path);
+	}
 	char *s = b.buf, *e;
 	while (*s && isspace((unsigned char)*s))
 		s++;

@@ -280,6 +280,27 @@ static jv col_num(sqlite3_stmt *s, int i)
 
 /* ---- opening and migrating ----------------------------------------- */
 
+/*
+ * A database in a repository's .forge/ must not show up as untracked in the
+ * user's checkout: .forge/.gitignore holds "*" (written once, never changed).
+ */
+static void ignore_forge_dir(const char *dir)
+{
+	const char *base = strrchr(dir, '/');
+	char path[4096];
+
+	if (strcmp(base ? base + 1 : dir, ".forge") != 0)
+		return;
+	snprintf(path, sizeof path, "%s/.gitignore", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		if (write(fd, "*\n", 2) != 2) {
+			/* best effort: the database works without it */
+		}
+		close(fd);
+	}
+}
+
 /* mkdir -p of the directory holding path; new directories are 0700
  * because the database holds LLM transcripts. */
 static int make_parent_dirs(const char *path)
@@ -306,6 +327,7 @@ static int make_parent_dirs(const char *path)
 		if (saved == '\0')
 			break;
 	}
+	ignore_forge_dir(dir);
 out:
 	free(dir);
 	return rc;
@@ -894,6 +916,26 @@ int store_run_get(jv *out, struct store *st, const char *trace_id)
 		rc = db_fail(st, "cannot read run '%s'", trace_id);
 	stmt_done(s);
 	return rc;
+}
+
+int store_runs_list(jv *out, struct store *st, int limit)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*out = jv_array();
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT id, task, repo, status, current_phase, NULL, started_at,"
+			       " updated_at, completed_at, total_cost_usd, total_tokens, error"
+			       " FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot list runs");
+	sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+		*out = jv_array_append(*out, run_row(s));
+	sqlite3_finalize(s);
+	if (step != SQLITE_DONE)
+		return db_fail(st, "cannot list runs");
+	return 0;
 }
 
 /* ---- checkpoints --------------------------------------------------- */

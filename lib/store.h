@@ -110,6 +110,9 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 		     const char *phase, const char *error);
 int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd);
 int store_run_get(jv *out, struct store *st, const char *trace_id);
+/* Runs, newest first, in store_run_get's shape (config left null);
+ * limit <= 0 = all. */
+int store_runs_list(jv *out, struct store *st, int limit);
 
 /*
  * Checkpoints: the whole state after a phase.  Borrows state (an object);

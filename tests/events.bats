@@ -122,3 +122,12 @@ setup() {
 	run -5 --separate-stderr forge-events list
 	[[ "$stderr" == *"newer"* ]]
 }
+
+@test "the default database leaves the user's checkout clean" {
+	unset FORGE_DB
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	events 1 01JDB2TRACECLEANAAAAAAAAAA | forge-events --repo "$BATS_TEST_TMPDIR/repo" store >/dev/null
+	[ -f "$BATS_TEST_TMPDIR/repo/.forge/forge.db" ]
+	run -0 git -C "$BATS_TEST_TMPDIR/repo" status --porcelain
+	[ -z "$output" ]
+}

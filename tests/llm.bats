@@ -10,19 +10,12 @@ CANARY=sk-ant-CANARY-7f3a9c1e5b2d4680aaaa
 
 setup_file() {
 	export BATS_TEST_TIMEOUT=60
-	MOCK="$BATS_TEST_DIRNAME/helpers/mock_llm.py"
-	MOCK_LOG="$BATS_FILE_TMPDIR/mock.jsonl"
-	export MOCK MOCK_LOG
-	python3 "$MOCK" --port-file "$BATS_FILE_TMPDIR/port" --log "$MOCK_LOG" \
-		2>"$BATS_FILE_TMPDIR/mock.err" 3>&- &
-	echo $! >"$BATS_FILE_TMPDIR/pid"
-	for _ in $(seq 100); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.05; done
-	MOCK_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
-	export MOCK_URL
+	load test_helper/mock
+	mock_start
 }
 
 teardown_file() {
-	kill "$(cat "$BATS_FILE_TMPDIR/pid")" 2>/dev/null || true
+	mock_stop
 }
 
 setup() {
@@ -79,7 +72,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	run jq -c '[.stop_reason, [.tool_calls[].name], .tool_calls[1].input.y]' <<<"$output"
 	assert_output '["tool_use",["a","b"],"é"]'
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body | [.stream, .stream_options.include_usage, .max_completion_tokens]'"
-	assert_output '[true,true,4096]'
+	assert_output '[true,true,8192]'
 }
 
 @test "retries: 429 with retry-after-ms, then 529, then an answer (3 requests)" {
@@ -148,7 +141,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_success
 	assert_output ok
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[1].body.max_tokens, .[1].body.max_completion_tokens]'"
-	assert_output '[4096,null]'
+	assert_output '[8192,null]'
 }
 
 @test "a mid-stream error and a cut stream fail with exit 5" {
@@ -165,11 +158,29 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	cas="$BATS_TEST_TMPDIR/c.jsonl"
 	run --separate-stderr anth --record "$cas" hello
 	assert_success
+	assert_output "recorded answer"
 	run grep -c CANARY "$cas"
 	assert_output 0
-	run --separate-stderr env FORGE_CASSETTE_MODE=strict forge-llm --provider replay --cassette "$cas" hello
+	# The answer is printed exactly once, whatever the output mode.
+	for mode in "" --stream; do
+		run --separate-stderr env FORGE_CASSETTE_MODE=strict forge-llm --provider replay --cassette "$cas" $mode hello
+		assert_success
+		assert_output "recorded answer"
+		[ "${#lines[@]}" -eq 1 ]
+	done
+	run --separate-stderr forge-llm --provider replay --cassette "$cas" --json hello
 	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	run jq -r .text <<<"$output"
 	assert_output "recorded answer"
+	# Replaying never appends to the cassette; recording into it is refused.
+	run wc -l <"$cas"
+	assert_output 1
+	run --separate-stderr forge-llm --provider replay --cassette "$cas" --record "$cas" hello
+	assert_failure 5
+	[[ $stderr == *"cannot record into the cassette being replayed"* ]]
+	run wc -l <"$cas"
+	assert_output 1
 	run --separate-stderr env FORGE_CASSETTE_MODE=strict forge-llm --provider replay --cassette "$cas" goodbye
 	assert_failure 5
 	[[ $stderr == *"request.messages[0].content"* ]]
@@ -187,10 +198,122 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 
 @test "a slow answer times out, is retried, then fails with exit 5" {
 	mock '[{"text":"late","delay_ms":1500,"times":2}]'
-	run --separate-stderr env FORGE_LLM_TIMEOUT_MS=300 FORGE_LLM_MAX_RETRIES=1 \
-		forge-llm --provider anthropic --base-url "$MOCK_URL" hi
+	echo '{"llm":{"timeout_s":0.3,"max_retries":1}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	run --separate-stderr forge-llm --config "$BATS_TEST_TMPDIR/cfg.json" \
+		--provider anthropic --base-url "$MOCK_URL" hi
 	assert_failure 5
 	[[ $stderr == *"timed out"*"gave up after 1 retry"* ]]
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
 	assert_output 2
+}
+
+@test "stall: headers then silence is given up after llm.stall_timeout_s and retried" {
+	# Headers announce a chunked body that never comes.
+	mock '[{"fault":"raw","status":200,"headers":{"Content-Type":"application/json","Transfer-Encoding":"chunked"},"body":"","times":2},{"text":"never"}]'
+	echo '{"llm":{"stall_timeout_s":1,"max_retries":1}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" hi
+	assert_failure 5
+	[[ $stderr == *"stalled: no data for 1000 ms"*"gave up after 1 retry"* ]]
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[length, (map(.step) | unique | length)]'"
+	assert_output '[2,1]'
+}
+
+@test "stall: a stream that stops after its first event is not retried" {
+	mock "$(cat "$BATS_TEST_DIRNAME/fixtures/llm/mock_stall_stream.json")"
+	echo '{"llm":{"stall_timeout_s":1,"max_retries":2}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
+	assert_failure 5
+	[[ $stderr == *"stalled"* ]]
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 1
+}
+
+@test "streams: any text/event-stream content type is accepted; another one is named" {
+	mock '[{"text":"cased","headers":{"Content-Type":"Text/Event-Stream;Charset=UTF-8"}},{"fault":"raw","status":200,"headers":{"Content-Type":"application/json"},"body":"{\"type\":\"message\"}"}]'
+	run --separate-stderr anth --stream hi
+	assert_success
+	assert_output cased
+	run --separate-stderr anth --stream hi
+	assert_failure 5
+	[[ $stderr == *"answered with 'application/json', not text/event-stream"* ]]
+}
+
+@test "rate-limit headers are normalised into --json (anthropic and openai)" {
+	mock '[{"text":"a"},{"text":"b"}]'
+	run --separate-stderr anth --json hi
+	assert_success
+	run jq -c '.rate_limit | [.requests_limit, .requests_remaining, .tokens_limit, .tokens_remaining, (.reset >= 0 and .reset <= 5), (.requests_reset <= .reset)]' <<<"$output"
+	assert_output '[50,49,38000,36000,true,true]'
+	run --separate-stderr oai --json hi
+	assert_success
+	run jq -c '.rate_limit | [.requests_limit, .requests_remaining, .tokens_limit, .tokens_remaining, .requests_reset, .tokens_reset, .reset]' <<<"$output"
+	assert_output '[60,59,150000,149984,1,360,360]'
+}
+
+@test "config: FORGE_PROVIDER, FORGE_MODEL, FORGE_BASE_URL are a config layer; flags win" {
+	mock '[{"text":"one"},{"text":"two"},{"text":"three"}]'
+	run --separate-stderr env OPENAI_API_KEY=$CANARY FORGE_PROVIDER=openai FORGE_MODEL=gpt-env \
+		FORGE_BASE_URL="$MOCK_URL/v1" forge-llm hi
+	assert_success
+	assert_output one
+	run --separate-stderr env OPENAI_API_KEY=$CANARY FORGE_PROVIDER=openai FORGE_MODEL=gpt-env \
+		FORGE_BASE_URL="$MOCK_URL/v1" forge-llm --model gpt-flag hi
+	assert_success
+	# Defaults left alone: the key present picks the provider and its default model.
+	run --separate-stderr env -u ANTHROPIC_API_KEY OPENAI_API_KEY=$CANARY FORGE_BASE_URL="$MOCK_URL/v1" forge-llm hi
+	assert_success
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[] | [.path, .body.model]]'"
+	assert_output '[["/v1/chat/completions","gpt-env"],["/v1/chat/completions","gpt-flag"],["/v1/chat/completions","gpt-4o-mini"]]'
+}
+
+@test "config: a config file sets model, max_tokens, temperature and prices" {
+	cat >"$BATS_TEST_TMPDIR/cfg.json" <<-EOF
+	{"llm":{"provider":"anthropic","base_url":"$MOCK_URL","model":"mystery-1","max_tokens":321,"temperature":0.5,
+	        "pricing":{"mystery-1":{"input":2,"output":10}}}}
+	EOF
+	mock '[{"text":"x","usage":{"input_tokens":1000000,"output_tokens":100000}},{"text":"y"}]'
+	run --separate-stderr forge-llm --config "$BATS_TEST_TMPDIR/cfg.json" --json hi
+	assert_success
+	[ -z "$stderr" ]
+	run jq -c .cost_usd <<<"$output"
+	assert_output 3
+	run --separate-stderr forge-llm --config "$BATS_TEST_TMPDIR/cfg.json" --max-tokens 50 --temperature 1 hi
+	assert_success
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].body | [.model, .max_tokens, .temperature]]'"
+	assert_output '[["mystery-1",321,0.5],["mystery-1",50,1]]'
+}
+
+@test "usage: an unknown provider is exit 2 listing the providers; --help lists options and env" {
+	run --separate-stderr forge-llm --provider bogus hi
+	assert_failure 2
+	[[ $stderr == *"unknown provider 'bogus' (anthropic, openai, replay)"* ]]
+	run --separate-stderr env FORGE_PROVIDER=bogus forge-llm hi
+	assert_failure 2
+	[[ $stderr == *FORGE_PROVIDER* && $stderr == *"anthropic, openai, replay"* ]]
+	run -0 forge-llm --help
+	for w in --provider --model --base-url --cassette --record FORGE_PROVIDER FORGE_MODEL \
+		FORGE_BASE_URL FORGE_CASSETTE ANTHROPIC_API_KEY OPENAI_API_KEY llm.stall_timeout_s "1 the model refused"; do
+		[[ $output == *"$w"* ]] || { echo "missing: $w"; false; }
+	done
+}
+
+@test "embeddings: openai /v1/embeddings and ollama /api/embed (vectors, sizes, request shape)" {
+	mock '[{"path":"/v1/embeddings","embeddings":[[0.5,-0.25,1],[0,0.125,2]]}]'
+	run --separate-stderr env OPENAI_API_KEY=$CANARY "$FORGE_TESTBIN/llm-embed" openai "$MOCK_URL/v1" text-embedding-3-small hello world
+	assert_success
+	assert_output '{"dim":3,"vectors":[[0.5,-0.25,1],[0,0.125,2]]}'
+	# No step for ollama: the mock's deterministic 64-dimension vectors.
+	run --separate-stderr "$FORGE_TESTBIN/llm-embed" ollama "$MOCK_URL" nomic-embed-text a b c
+	assert_success
+	run jq -c '[.dim, (.vectors | length), ([.vectors[] | length] | unique)]' <<<"$output"
+	assert_output '[64,3,[64]]'
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[] | [.path, .body, .auth]'"
+	assert_output - <<-'EOF'
+	["/v1/embeddings",{"model":"text-embedding-3-small","input":["hello","world"]},"present"]
+	["/api/embed",{"model":"nomic-embed-text","input":["a","b","c"]},"absent"]
+	EOF
+	mock '[{"path":"/v1/embeddings","embeddings":[[1,2]]}]'
+	run --separate-stderr env OPENAI_API_KEY=$CANARY "$FORGE_TESTBIN/llm-embed" openai "$MOCK_URL/v1" m one two
+	assert_failure 5
+	[[ $stderr == *"does not hold 2 vectors"* ]]
 }

@@ -39,3 +39,13 @@ make_repo() {
 	git -C "$dir" add README
 	git -C "$dir" commit -q -m "initial"
 }
+
+# calc_repo DIR: a git repository holding the sample project
+# tests/fixtures/repos/calc (a tiny C calculator with `make check`).
+calc_repo() {
+	local dir=$1
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$dir"
+	git -C "$dir" init -q -b main
+	git -C "$dir" add -A
+	git -C "$dir" commit -q -m "calc"
+}

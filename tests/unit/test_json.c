@@ -112,6 +112,11 @@ static void test_timestamp(void)
 	CHECK_STR(ts, "2026-11-21T21:30:00.123Z");
 	timestamp_format(ts, 0);
 	CHECK_STR(ts, "1970-01-01T00:00:00.000Z");
+	int64_t ms;
+	CHECK(timestamp_parse(&ms, "2026-11-21T21:30:00.123Z") == 0 && ms == 1795296600123LL);
+	CHECK(timestamp_parse(&ms, "2026-11-21T21:30:00Z") == 0 && ms == 1795296600000LL);
+	CHECK(timestamp_parse(&ms, "2026-11-21 21:30") == -1);
+	CHECK(timestamp_parse(&ms, NULL) == -1);
 }
 
 static void test_parse_long(void)

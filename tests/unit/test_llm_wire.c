@@ -12,16 +12,12 @@
 
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
 	struct buf b = BUF_INIT;
-	char tmp[4096];
-	size_t n;
 
-	if (!f)
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
 		return NULL;
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		buf_add(&b, tmp, n);
-	fclose(f);
+	}
 	return buf_detach(&b, len);
 }
 
@@ -377,8 +373,31 @@ static void test_response_json_roundtrip(void)
 	jv u = json_get(j, "usage");
 	CHECK_INT(json_get_num(u, "output_tokens", 0), 4);
 	jv_free(u);
+	CHECK(jv_get_kind(json_get(j, "rate_limit")) == JV_KIND_NULL);
 	jv_free(j);
 	llm_response_release(&r);
+
+	/* rate_limit survives a cassette round trip */
+	const char *rl = "{\"text\":\"x\",\"rate_limit\":{\"requests_remaining\":7}}";
+	CHECK_INT(llm_response_from_json(&r, json_parse(rl, strlen(rl))), 0);
+	j = llm_response_to_json(&r);
+	jv got = json_get(j, "rate_limit");
+	CHECK_INT(json_get_num(got, "requests_remaining", -1), 7);
+	jv_free(got);
+	jv_free(j);
+	llm_response_release(&r);
+	llm_response_release(&r);   /* reusable after release */
+}
+
+static void test_event_stream_type(void)
+{
+	CHECK(llm_is_event_stream("text/event-stream"));
+	CHECK(llm_is_event_stream("text/event-stream; charset=utf-8"));
+	CHECK(llm_is_event_stream("Text/Event-Stream;charset=UTF-8"));
+	CHECK(llm_is_event_stream(" text/event-stream ; charset=utf-8"));
+	CHECK(!llm_is_event_stream("application/json"));
+	CHECK(!llm_is_event_stream("text/event-streamx"));
+	CHECK(!llm_is_event_stream(NULL));
 }
 
 int main(void)
@@ -394,5 +413,6 @@ int main(void)
 	RUN(test_oai_nonstream_and_errors);
 	RUN(test_oai_build);
 	RUN(test_response_json_roundtrip);
+	RUN(test_event_stream_type);
 	return unit_done();
 }

@@ -24,16 +24,12 @@ static int on_event(void *payload, const char *event, const char *data, size_t l
 
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
 	struct buf b = BUF_INIT;
-	char tmp[4096];
-	size_t n;
 
-	if (!f)
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
 		return NULL;
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		buf_add(&b, tmp, n);
-	fclose(f);
+	}
 	return buf_detach(&b, len);
 }
 

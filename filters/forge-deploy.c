@@ -1,0 +1,386 @@
+/*
+ * forge-deploy - approved, tested changes -> `deployment` (DESIGN.md §3,
+ * seed 000 §7.5): the production gate, then a strategy (branch, merge,
+ * push, command with canary steps, health checks and rollback).  The
+ * machinery is lib/deploy.h; this file reads the state, the config and the
+ * flags, asks the gate, and writes the result.
+ */
+#include "config.h"
+#include "deploy.h"
+#include "forge.h"
+#include "json.h"
+#include "phase.h"
+#include "project.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { OPT_STRATEGY = 256, OPT_ENVIRONMENT, OPT_REMOTE, OPT_RISK, OPT_APPROVE, OPT_NO_PROMPT, OPT_FORCE };
+
+struct args {
+	const char *strategy;
+	const char *environment;
+	const char *remote;
+	const char *risk;
+	bool approve;
+	bool no_prompt;
+	bool force;             /* a human overrode the guard (forge-supervisor) */
+	char why[512];          /* the guard's reason */
+};
+
+static const struct cli_option options[] = {
+	{ "strategy", 0, "S", "branch (default), merge, push or command (deploy.strategy)", OPT_STRATEGY },
+	{ "environment", 0, "ENV", "where the deploy goes (deploy.environment; task.environment wins)", OPT_ENVIRONMENT },
+	{ "remote", 0, "R", "push: a remote name, URL or path (deploy.remote)", OPT_REMOTE },
+	{ "risk", 0, "LEVEL", "low|medium|high|critical: the canary ladder (default: the plan's or review's)", OPT_RISK },
+	{ "approve", 0, NULL, "a human approves the deploy gate (production, critical risk)", OPT_APPROVE },
+	{ "no-prompt", 0, NULL, "never ask on the terminal: a gate then waits (exit 4)", OPT_NO_PROMPT },
+	{ "force", 0, NULL, "deploy although the review did not approve or tests failed (not a gate approval)", OPT_FORCE },
+	{ NULL, 0, NULL, NULL, 0 },
+};
+
+static int on_option(struct phase *ph, int id, const char *arg)
+{
+	struct args *a = ph->payload;
+	enum deploy_strategy s;
+
+	switch (id) {
+	case OPT_STRATEGY:
+		if (deploy_strategy_parse(&s, arg) < 0)
+			return -1;
+		a->strategy = arg;
+		return 0;
+	case OPT_ENVIRONMENT:
+		if (!*arg)
+			return forge_error("--environment needs a name");
+		a->environment = arg;
+		return 0;
+	case OPT_REMOTE:
+		a->remote = arg;
+		return 0;
+	case OPT_RISK:
+		if (deploy_risk_rank(arg) < 0)
+			return forge_error("unknown risk level '%s': use low, medium, high or critical", arg);
+		a->risk = arg;
+		return 0;
+	case OPT_APPROVE:
+		a->approve = true;
+		return 0;
+	case OPT_NO_PROMPT:
+		a->no_prompt = true;
+		return 0;
+	case OPT_FORCE:
+		a->force = true;
+		return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+static jv skipped(const char *strategy, const char *why)
+{
+	jv d = jv_object();
+
+	d = json_set(d, "status", jv_string("skipped"));
+	if (strategy)
+		d = json_set(d, "strategy", jv_string(strategy));
+	return json_set(d, "reason", jv_string(why));
+}
+
+/* A pipeline's state must carry an approved review and passing tests; a
+ * run on the repository alone (no state on stdin) deploys what is there.
+ * --force (a human overrode the "no") deploys anyway, with an event; it
+ * never passes a gate. */
+static const char *guard(struct phase *ph)
+{
+	struct args *a = ph->payload;
+	jv decision, failed;
+
+	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT)
+		return NULL;
+	decision = json_get_path(ph->state, "review.decision");
+	failed = json_get_path(ph->state, "tests.summary.failed");
+	if (jv_get_kind(decision) != JV_KIND_STRING)
+		snprintf(a->why, sizeof a->why, "no review in the state: deploy needs an approved review");
+	else if (strcmp(jv_string_value(decision), "approve") != 0)
+		snprintf(a->why, sizeof a->why, "the review did not approve (review.decision is '%s')",
+			 jv_string_value(decision));
+	else if (jv_get_kind(failed) != JV_KIND_NUMBER)
+		snprintf(a->why, sizeof a->why, "no test results in the state: deploy needs passing tests");
+	else if (jv_number_value(failed) != 0)
+		snprintf(a->why, sizeof a->why, "%g test%s failed", jv_number_value(failed),
+			 jv_number_value(failed) == 1 ? "" : "s");
+	else
+		a->why[0] = '\0';
+	jv_free(decision);
+	jv_free(failed);
+	if (!a->why[0])
+		return NULL;
+	if (a->force) {
+		phase_emit(ph, "deploy.forced", json_set(jv_object(), "guard", jv_string(a->why)));
+		return NULL;
+	}
+	phase_set(ph, "deployment", skipped(NULL, a->why));
+	return a->why;
+}
+
+/* ---- the gate ------------------------------------------------------------ */
+
+static jv gate_summary(struct phase *ph, const struct deploy_ctx *ctx, const char *strategy,
+		       const char *risk)
+{
+	jv s = jv_object();
+	jv files = json_get_path(ph->state, "changes.files");
+	jv findings = json_get_path(ph->state, "review.findings");
+	jv tests = json_get_path(ph->state, "tests.summary");
+
+	s = json_set(s, "strategy", jv_string(strategy));
+	s = json_set(s, "environment", jv_string(ctx->environment));
+	s = json_set(s, "branch", json_str_or_null(ctx->branch));
+	s = json_set(s, "risk", jv_string(risk));
+	s = json_set(s, "files", jv_number(jv_get_kind(files) == JV_KIND_ARRAY ? jv_array_length(jv_copy(files)) : 0));
+	s = json_set(s, "findings", jv_number(jv_get_kind(findings) == JV_KIND_ARRAY
+					      ? jv_array_length(jv_copy(findings)) : 0));
+	s = json_set(s, "tests", jv_get_kind(tests) == JV_KIND_OBJECT ? jv_copy(tests) : jv_null());
+	jv_free(files);
+	jv_free(findings);
+	jv_free(tests);
+	return s;
+}
+
+static char *summary_text(jv s /* borrows */)
+{
+	jv tests = json_get(s, "tests");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f) {
+		jv_free(tests);
+		return NULL;
+	}
+	fprintf(f, "forge-deploy: %s deploy of '%s' to %s\n", json_get_str(s, "strategy"),
+		json_get_str(s, "branch") ? json_get_str(s, "branch") : "?", json_get_str(s, "environment"));
+	fprintf(f, "  risk:     %s\n", json_get_str(s, "risk"));
+	fprintf(f, "  changes:  %g file(s)\n", json_get_num(s, "files", 0));
+	fprintf(f, "  findings: %g\n", json_get_num(s, "findings", 0));
+	if (jv_get_kind(tests) == JV_KIND_OBJECT)
+		fprintf(f, "  tests:    %g passed, %g failed\n", json_get_num(tests, "passed", 0),
+			json_get_num(tests, "failed", 0));
+	fclose(f);
+	jv_free(tests);
+	return text;
+}
+
+/* Returns NULL when the deploy may go on, else the phase status. */
+static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, const char *strategy,
+			     const char *risk, bool production, jv *gate_out)
+{
+	struct args *a = ph->payload;
+	struct deploy_gate gate;
+	int level = (int)config_get_num(ph->cfg, "safety.automation_level", 1);
+
+	*gate_out = jv_null();
+	deploy_gate_for(&gate, ph->cfg, production, risk);
+	if (!gate.id)
+		return NULL;
+	jv g = json_set(json_set(jv_object(), "id", jv_string(gate.id)), "prompt", jv_string(gate.prompt));
+	if (a->approve) {
+		phase_emit(ph, "gate.approved", json_set(json_set(jv_object(), "gate_id", jv_string(gate.id)),
+							 "by", jv_string("flag")));
+		*gate_out = json_set(json_set(g, "status", jv_string("approved")), "by", jv_string("flag"));
+		return NULL;
+	}
+	jv summary = gate_summary(ph, ctx, strategy, risk);
+	jv req = jv_object();
+	req = json_set(req, "gate_id", jv_string(gate.id));
+	req = json_set(req, "phase", jv_string("deploy"));
+	req = json_set(req, "prompt", jv_string(gate.prompt));
+	req = json_set(req, "reason", jv_string(gate.why));
+	req = json_set(req, "timeout_s", jv_number(gate.timeout_s));
+	req = json_set(req, "automation_level", jv_number(level));
+	req = json_set(req, "auto_approvable", jv_false());
+	req = json_set(req, "summary", jv_copy(summary));
+	phase_emit(ph, "gate.requested", req);
+
+	enum deploy_answer answer = DEPLOY_ANSWER_NONE;
+	if (!a->no_prompt) {
+		char *text = summary_text(summary);
+		answer = deploy_gate_ask(&gate, text, NULL);
+		free(text);
+	}
+	jv_free(summary);
+	if (answer == DEPLOY_ANSWER_YES) {
+		phase_emit(ph, "gate.approved", json_set(json_set(jv_object(), "gate_id", jv_string(gate.id)),
+							 "by", jv_string("terminal")));
+		*gate_out = json_set(json_set(g, "status", jv_string("approved")), "by", jv_string("terminal"));
+		return NULL;
+	}
+	if (answer == DEPLOY_ANSWER_NO) {
+		phase_emit(ph, "gate.rejected", json_set(json_set(jv_object(), "gate_id", jv_string(gate.id)),
+							 "by", jv_string("terminal")));
+		phase_reason(ph, "gate %s: declined on the terminal; nothing was deployed", gate.id);
+		jv d = skipped(strategy, ph->reason);
+		d = json_set(d, "environment", jv_string(ctx->environment));
+		d = json_set(d, "gate", json_set(g, "status", jv_string("rejected")));
+		phase_set(ph, "deployment", d);
+		return "rejected";
+	}
+	phase_reason(ph, "waiting for a human: gate %s (%s) - approve with --approve or 'forge gate approve'; "
+		     "nothing was deployed", gate.id, gate.prompt);
+	jv d = skipped(strategy, ph->reason);
+	d = json_set(d, "environment", jv_string(ctx->environment));
+	d = json_set(d, "gate", json_set(g, "status", jv_string("pending")));
+	phase_set(ph, "deployment", d);
+	return "escalated";
+}
+
+/* ---- run ----------------------------------------------------------------- */
+
+static void emit_cb(void *payload, const char *type, jv data)
+{
+	phase_emit(payload, type, data);
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static const char *run(struct phase *ph)
+{
+	struct args *a = ph->payload;
+	struct deploy_ctx ctx;
+	enum deploy_strategy strategy = DEPLOY_BRANCH;
+	const char *status = "failed";
+	char *head = NULL, *build = NULL;
+	jv task = json_get(ph->state, "task");
+	jv steps = jv_null(), gate = jv_null(), d = jv_null(), changes = jv_null();
+	const char *sname = a->strategy ? a->strategy : config_get_str(ph->cfg, "deploy.strategy");
+
+	deploy_ctx_init(&ctx);
+	if (deploy_strategy_parse(&strategy, sname ? sname : "branch") < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		goto out;
+	}
+	sname = deploy_strategy_name(strategy);
+
+	/* Where: a production anywhere (the task's or the config's) is production. */
+	const char *task_env = json_get_str(task, "environment");
+	const char *cfg_env = a->environment ? a->environment : config_get_str(ph->cfg, "deploy.environment");
+	bool production = (task_env && strcmp(task_env, "production") == 0) ||
+			  (cfg_env && strcmp(cfg_env, "production") == 0);
+	ctx.environment = production ? "production" : task_env ? task_env : cfg_env ? cfg_env : "staging";
+	const char *risk = a->risk ? a->risk : deploy_risk_of(ph->state);
+
+	/* What: the run's branch, or the checkout's when run on the repository alone. */
+	ctx.repo = json_get_str(task, "repo") ? json_get_str(task, "repo") : ph->repo;
+	if (!ctx.repo) {
+		phase_reason(ph, "not in a git repository: use --repo DIR");
+		d = skipped(sname, ph->reason);
+		goto out;
+	}
+	ctx.branch = json_get_str(task, "branch");
+	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && !json_has(ph->in.task, "branch")) {
+		if (deploy_head_branch(&head, ctx.repo) == 0)
+			ctx.branch = head;
+	}
+	ctx.base_ref = json_get_str(task, "base_ref");
+	changes = json_get(ph->state, "changes");
+	ctx.base_commit = json_get_str(changes, "base_commit");
+	ctx.trace_id = json_get_str(ph->state, "trace_id");
+	ctx.workdir = is_dir(json_get_str(task, "worktree")) ? json_get_str(task, "worktree") : ctx.repo;
+	ctx.remote = a->remote ? a->remote : config_get_str(ph->cfg, "deploy.remote");
+
+	status = pass_gate(ph, &ctx, sname, risk, production, &gate);
+	if (status)
+		goto out;
+
+	if (deploy_canary_steps(&steps, ph->cfg, risk) < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		status = "failed";
+		goto out;
+	}
+	if (strategy == DEPLOY_COMMAND) {
+		build = project_command(ctx.workdir, ph->cfg, "build");
+		ctx.build_cmd = build;
+		ctx.deploy_cmd = config_get_str(ph->cfg, "tools.deploy_command");
+		ctx.rollback_cmd = config_get_str(ph->cfg, "tools.rollback_command");
+		ctx.steps = steps;
+		ctx.health.url = config_get_str(ph->cfg, "tools.health_url");
+		ctx.health.samples = (int)config_get_num(ph->cfg, "deploy.health.samples", 5);
+		ctx.health.timeout_ms = (long)(config_get_num(ph->cfg, "deploy.health.timeout_s", 5) * 1000);
+		ctx.health.interval_ms = (long)(config_get_num(ph->cfg, "deploy.health.interval_s", 0.5) * 1000);
+		ctx.error_rate_max = config_get_num(ph->cfg, "deploy.health.error_rate_max", 0.05);
+		ctx.latency_ms_max = config_get_num(ph->cfg, "deploy.health.latency_ms_max", 1000);
+		ctx.command_timeout_ms = (long)(config_get_num(ph->cfg, "safety.time_s.deploy", 900) * 1000);
+		ctx.output_cap = (size_t)config_get_num(ph->cfg, "sandbox.output_cap_bytes", 65536);
+	}
+	ctx.emit = emit_cb;
+	ctx.emit_payload = ph;
+	jv plan = jv_object();
+	plan = json_set(plan, "strategy", jv_string(sname));
+	plan = json_set(plan, "environment", jv_string(ctx.environment));
+	plan = json_set(plan, "branch", json_str_or_null(ctx.branch));
+	plan = json_set(plan, "workdir", jv_string(ctx.workdir));
+	plan = json_set(plan, "risk", jv_string(risk));
+	if (strategy == DEPLOY_COMMAND)
+		plan = json_set(plan, "steps", jv_copy(steps));
+	phase_emit(ph, "deploy.started", plan);
+	phase_progress(ph, "%s deploy of %s to %s", sname, ctx.branch ? ctx.branch : "?", ctx.environment);
+
+	status = deploy_run(&d, strategy, &ctx);
+	d = json_set(d, "risk", jv_string(risk));
+	phase_reason(ph, "%s", ctx.reason);
+out:
+	if (jv_get_kind(d) == JV_KIND_OBJECT) {
+		if (jv_get_kind(gate) == JV_KIND_OBJECT)
+			d = json_set(d, "gate", jv_copy(gate));
+		phase_set(ph, "deployment", d);
+	} else {
+		jv_free(d);
+		if (!json_has(ph->state, "deployment") || strcmp(status, "failed") == 0)
+			phase_set(ph, "deployment", skipped(sname, ph->reason));
+	}
+	jv_free(gate);
+	jv_free(changes);
+	jv_free(steps);
+	jv_free(task);
+	free(head);
+	free(build);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct phase_spec spec = {
+		.name = "deploy",
+		.program = "forge-deploy",
+		.synopsis = "[--strategy S] [--environment ENV] [--approve] < STATE",
+		.description =
+			"Deploy approved, tested changes and add `deployment` to the state: leave the run's "
+			"branch (branch), fast-forward the base branch (merge), push the branch (push), or run "
+			"the project's build and deploy commands in canary steps with health checks and "
+			"rollback (command).  A production deploy waits for a human's approval (exit 4) "
+			"unless --approve is given or it is approved on the terminal.",
+		.extra_help =
+			"Configuration: deploy.strategy, deploy.environment, deploy.remote, deploy.canary.<risk>,\n"
+			"deploy.health.{error_rate_max,latency_ms_max,samples,timeout_s,interval_s},\n"
+			"tools.{build_command,deploy_command,rollback_command,health_url}.\n"
+			"The deploy command sees FORGE_DEPLOY_PERCENT, FORGE_DEPLOY_STEP, FORGE_DEPLOY_STEPS,\n"
+			"FORGE_DEPLOY_ENVIRONMENT, FORGE_DEPLOY_REF and FORGE_DEPLOY_TRACE.\n"
+			"Exit: 0 healthy, 1 rolled back/degraded/refused or guard not met, 2 bad input,\n"
+			"4 waiting for approval, 5 git or configuration failed.\n",
+		.options = options,
+		.on_option = on_option,
+		.needs_input = false,
+		.guard = guard,
+		.run = run,
+	};
+	struct args a = { 0 };
+
+	return phase_main(&spec, argc, argv, &a);
+}

@@ -1,0 +1,923 @@
+/*
+ * forge-implement - plan (+ review findings or fixable test failures on a
+ * bounce) → changes (DESIGN.md §3; seed 000 §7.2; TDD: seed 004 §3.3).
+ *
+ * All work happens in the run's own git worktree, <repo>/.forge/worktrees/
+ * TRACE on branch forge/TRACE (lib/git.h), made on the first run and
+ * reopened on bounces; the user's checkout is never touched.  The agent
+ * gets the edit tools (read_file, list_files, grep, write_file, edit_file,
+ * apply_patch, run_command, git_diff, git_status) rooted at the worktree,
+ * with a temp dir of its own and the configured sandbox policy.  On a
+ * bounce the prompt starts with what to fix: the review's findings (when
+ * review.decision is request_changes) or the test failures whose suggested
+ * fix has confidence above bounces.test_fix_confidence.
+ *
+ * After the agent finishes, the work is committed on forge/TRACE ("forge:
+ * TASK (attempt N)"; nothing to commit is reported, not an error), then the
+ * project's real build and test commands (project.h) run in the worktree
+ * under the sandbox: `validated` and `validation` record what they did.
+ * When validation fails, the agent gets implement.fix_rounds more runs with
+ * the failure first in its prompt.
+ *
+ * TDD (implement.tdd or --tdd): a first agent run writes only the tests;
+ * forge runs them and confirms they fail (tdd.red) — when they pass, the
+ * model is told and tries again (once), after which the phase is rejected —
+ * and commits them; a second run implements until they pass (tdd.green).
+ *
+ * Output: the state with `changes` {files, diff (against the run's base),
+ * commit, base_commit, tests_added, validated, validation} and task.worktree
+ * / task.branch.
+ */
+#include "buf.h"
+#include "config.h"
+#include "forge.h"
+#include "git.h"
+#include "json.h"
+#include "phase.h"
+#include "project.h"
+#include "sandbox.h"
+#include "tools.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DIFF_MAX (900 * 1024)     /* bytes of the unified diff kept in the state */
+#define OUTPUT_MAX 4000           /* bytes of a command's output kept per step */
+#define PROMPT_OUTPUT_MAX 2000    /* bytes of a failure's output shown to the model */
+#define FINDINGS_MAX 50
+#define TDD_RED_TRIES 2
+
+enum { OPT_TDD = 256 };
+
+static const char *const edit_tools[] = {
+	"read_file", "list_files", "grep", "write_file", "edit_file", "apply_patch",
+	"run_command", "git_diff", "git_status", NULL
+};
+
+struct options {
+	bool tdd;
+};
+
+struct impl {
+	struct phase *ph;
+	struct forge_git *g;
+	struct forge_git_worktree *wt;
+	struct sandbox_policy *policy;
+	char *tmp;              /* the run's temp dir (removed at the end) */
+	struct tool_ctx ctx;
+	char *system;           /* the system prompt */
+	char *context;          /* what every agent run starts from: fixes + plan + repository */
+	char *summary;          /* the task in one short line, for commit messages */
+	int attempt;            /* this run of implement in the pipeline: 1, 2, … */
+	int commits;            /* commits made by this run */
+	jv validation;          /* the last validation, or null */
+	bool validated;
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	if (remove(path) < 0 && errno != ENOENT)
+		return 0;       /* best effort: go on with the rest */
+	return 0;
+}
+
+static void remove_tree(const char *dir)
+{
+	if (dir)
+		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The last max bytes of text (at a line start when there is one), with a
+ * marker saying how much was left out.  A new string. */
+static jv tail_text(const char *text, size_t len, size_t max)
+{
+	if (len <= max)
+		return jv_string_sized(text, (int)len);
+	const char *start = text + (len - max);
+	const char *nl = memchr(start, '\n', max);
+	if (nl && (size_t)(nl - start) < max / 2)
+		start = nl + 1;
+	/* do not start inside a UTF-8 sequence */
+	while (start < text + len && ((unsigned char)*start & 0xC0) == 0x80)
+		start++;
+	struct buf b = BUF_INIT;
+	buf_addf(&b, "[… %zu bytes omitted …]\n", (size_t)(start - text));
+	buf_add(&b, start, len - (size_t)(start - text));
+	jv s = jv_string_sized(b.buf, (int)b.len);
+	buf_release(&b);
+	return s;
+}
+
+/* The first line of s, at most max bytes (cut at a UTF-8 boundary). */
+static char *first_line(const char *s, size_t max)
+{
+	size_t n = strcspn(s, "\n");
+
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+	}
+	return xstrndup(s, n);
+}
+
+/* A path that looks like a test file. */
+static bool is_test_path(const char *path)
+{
+	static const char *const dirs[] = { "test", "tests", "t", "spec", "specs", "__tests__", "testing", NULL };
+	static const char *const marks[] = { "_test.", "-test.", ".test.", "_spec.", ".spec.", "Test.", "Tests.", NULL };
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (const char *p = path; p < base;) {
+		size_t n = strcspn(p, "/");
+		for (size_t i = 0; dirs[i]; i++)
+			if (strlen(dirs[i]) == n && strncmp(p, dirs[i], n) == 0)
+				return true;
+		p += n + 1;
+	}
+	if (strncmp(base, "test", 4) == 0 && (base[4] == '_' || base[4] == '-' || base[4] == '.'))
+		return true;
+	for (size_t i = 0; marks[i]; i++)
+		if (strstr(base, marks[i]))
+			return true;
+	size_t n = strlen(base);
+	return n > 5 && strcmp(base + n - 5, ".bats") == 0;
+}
+
+/* ---- the prompt ----------------------------------------------------------- */
+
+/* Where the last bounce to implement came from ("review", "test"), or NULL. */
+static char *bounce_from(struct phase *ph)
+{
+	jv bounces = json_get(ph->state, "bounces");
+	char *from = NULL;
+
+	if (jv_get_kind(bounces) == JV_KIND_ARRAY) {
+		jv_array_foreach(bounces, i, b) {
+			const char *to = json_get_str(b, "to"), *f = json_get_str(b, "from");
+			if (to && f && strcmp(to, "implement") == 0) {
+				free(from);
+				from = xstrdup(f);
+			}
+			jv_free(b);
+		}
+	}
+	jv_free(bounces);
+	return from;
+}
+
+static int severity_rank(const char *s)
+{
+	static const char *const order[] = { "critical", "error", "warning", "info", NULL };
+
+	for (int i = 0; s && order[i]; i++)
+		if (strcmp(s, order[i]) == 0)
+			return i;
+	return 4;
+}
+
+/* The review's findings, worst first, as a numbered list; returns the count. */
+static int findings_text(struct buf *b, jv review)
+{
+	jv findings = json_get(review, "findings");
+	int n = 0;
+
+	if (jv_get_kind(findings) != JV_KIND_ARRAY) {
+		jv_free(findings);
+		return 0;
+	}
+	for (int rank = 0; rank <= 4 && n < FINDINGS_MAX; rank++) {
+		jv_array_foreach(findings, i, f) {
+			const char *sev = json_get_str(f, "severity");
+			if (severity_rank(sev) == rank && n < FINDINGS_MAX) {
+				const char *file = json_get_str(f, "file"), *msg = json_get_str(f, "message");
+				const char *cat = json_get_str(f, "category"), *rule = json_get_str(f, "rule");
+				const char *fix = json_get_str(f, "fix");
+				double line = json_get_num(f, "line", -1);
+				buf_addf(b, "%d. %s", ++n, file ? file : "(no file)");
+				if (file && line > 0)
+					buf_addf(b, ":%.0f", line);
+				buf_addf(b, " — %s", sev ? sev : "warning");
+				if (cat)
+					buf_addf(b, " %s", cat);
+				if (rule)
+					buf_addf(b, " [%s]", rule);
+				buf_addf(b, ": %s\n", msg ? msg : "");
+				if (fix && *fix)
+					buf_addf(b, "   Suggested fix: %s\n", fix);
+			}
+			jv_free(f);
+		}
+	}
+	jv_free(findings);
+	return n;
+}
+
+/* The failures with a confident suggested fix, as a numbered list. */
+static int failures_text(struct buf *b, jv tests, double min_confidence)
+{
+	jv failures = json_get(tests, "failures");
+	int n = 0;
+
+	if (jv_get_kind(failures) != JV_KIND_ARRAY) {
+		jv_free(failures);
+		return 0;
+	}
+	jv_array_foreach(failures, i, f) {
+		const char *fix = json_get_str(f, "suggested_fix");
+		double conf = json_get_num(f, "confidence", 0);
+		if (fix && *fix && conf > min_confidence && n < FINDINGS_MAX) {
+			const char *test = json_get_str(f, "test"), *file = json_get_str(f, "file");
+			const char *msg = json_get_str(f, "message"), *cause = json_get_str(f, "root_cause");
+			const char *output = json_get_str(f, "output");
+			double line = json_get_num(f, "line", -1);
+			buf_addf(b, "%d. %s", ++n, test ? test : "(unnamed test)");
+			if (file) {
+				buf_addf(b, " (%s", file);
+				if (line > 0)
+					buf_addf(b, ":%.0f", line);
+				buf_adds(b, ")");
+			}
+			buf_addf(b, ": %s\n", msg && *msg ? msg : "failed");
+			if (cause && *cause)
+				buf_addf(b, "   Root cause: %s\n", cause);
+			buf_addf(b, "   Suggested fix: %s (confidence %.2f)\n", fix, conf);
+			if (output && *output) {
+				jv tail = tail_text(output, strlen(output), PROMPT_OUTPUT_MAX);
+				buf_addf(b, "   Output:\n```\n%s\n```\n", jv_string_value(tail));
+				jv_free(tail);
+			}
+		}
+		jv_free(f);
+	}
+	jv_free(failures);
+	return n;
+}
+
+/* What a bounce asks to fix, for the top of the prompt ("" when nothing). */
+static void bounce_text(struct buf *b, struct impl *im)
+{
+	struct phase *ph = im->ph;
+	char *from = bounce_from(ph);
+	jv review = json_get(ph->state, "review"), tests = json_get(ph->state, "tests");
+	const char *decision = json_get_str(review, "decision");
+	int nfind = 0, nfail = 0;
+
+	if (decision && strcmp(decision, "request_changes") == 0 && (!from || strcmp(from, "review") == 0)) {
+		struct buf list = BUF_INIT;
+		nfind = findings_text(&list, review);
+		if (nfind) {
+			buf_addf(b, "# Fix these first: the review requested changes\n\n"
+				    "The review of the previous attempt (already committed on this branch) "
+				    "requested changes. Fix every finding below — file, line, severity, the "
+				    "problem and the suggested fix — then make sure the build and tests still "
+				    "pass. Change nothing else.\n\n%s\n", list.buf);
+		}
+		buf_release(&list);
+	}
+	if (jv_get_kind(tests) == JV_KIND_OBJECT && (!from || strcmp(from, "test") == 0)) {
+		struct buf list = BUF_INIT;
+		double min = config_get_num(ph->cfg, "bounces.test_fix_confidence", 0.7);
+		nfail = failures_text(&list, tests, min);
+		if (nfail) {
+			const char *cmd = json_get_str(tests, "command");
+			buf_addf(b, "# Fix these first: tests failed\n\n"
+				    "The tests of the previous attempt (already committed on this branch) "
+				    "failed%s%s%s. Fix the code for each failure below — the suggested fixes "
+				    "come from an analysis of the output — and change a test only when the test "
+				    "itself is wrong. Then run the tests again.\n\n%s\n",
+				 cmd ? " (`" : "", cmd ? cmd : "", cmd ? "`)" : "", list.buf);
+		}
+		buf_release(&list);
+	}
+	if (nfind || nfail) {
+		jv ev = json_set(jv_object(), "from", json_str_or_null(from));
+		ev = json_set(ev, "findings", jv_number(nfind));
+		ev = json_set(ev, "failures", jv_number(nfail));
+		phase_emit(ph, "implement.bounce", ev);
+	}
+	jv_free(review);
+	jv_free(tests);
+	free(from);
+}
+
+static void strings_list(struct buf *b, const char *label, jv list)
+{
+	int n = 0;
+
+	if (jv_get_kind(list) != JV_KIND_ARRAY)
+		return;
+	jv_array_foreach(list, i, s) {
+		if (jv_get_kind(s) == JV_KIND_STRING)
+			buf_addf(b, "%s%s", n++ ? ", " : label, jv_string_value(s));
+		else if (jv_get_kind(s) == JV_KIND_OBJECT) {
+			char *text = json_dumps(jv_copy(s), false);
+			buf_addf(b, "%s%s", n++ ? ", " : label, text);
+			free(text);
+		}
+		jv_free(s);
+	}
+	if (n)
+		buf_addch(b, '\n');
+}
+
+/* The plan as markdown for the prompt. */
+static char *plan_text(jv plan)
+{
+	struct buf b = BUF_INIT;
+	const char *summary = json_get_str(plan, "summary");
+	jv risk = json_get(plan, "risk"), tasks = json_get(plan, "tasks");
+	jv arch = json_get(plan, "architecture");
+	const char *level = json_get_str(risk, "level");
+
+	buf_addf(&b, "Summary: %s\n", summary ? summary : "");
+	if (level)
+		buf_addf(&b, "Risk: %s\n", level);
+	if (jv_get_kind(arch) == JV_KIND_OBJECT) {
+		jv c = json_get(arch, "components"), i = json_get(arch, "interfaces"), d = json_get(arch, "decisions");
+		strings_list(&b, "Components: ", c);
+		strings_list(&b, "Interfaces: ", i);
+		strings_list(&b, "Decisions: ", d);
+		jv_free(c);
+		jv_free(i);
+		jv_free(d);
+	}
+	buf_adds(&b, "\nTasks, in order:\n");
+	if (jv_get_kind(tasks) == JV_KIND_ARRAY) {
+		jv_array_foreach(tasks, k, t) {
+			const char *id = json_get_str(t, "id"), *title = json_get_str(t, "title");
+			const char *desc = json_get_str(t, "description");
+			jv files = json_get(t, "files"), deps = json_get(t, "depends_on"), acc = json_get(t, "acceptance");
+			buf_addf(&b, "%d. [%s] %s\n", k + 1, id ? id : "?", title ? title : "");
+			if (desc && *desc)
+				buf_addf(&b, "   %s\n", desc);
+			strings_list(&b, "   Files: ", files);
+			strings_list(&b, "   After: ", deps);
+			strings_list(&b, "   Acceptance: ", acc);
+			jv_free(files);
+			jv_free(deps);
+			jv_free(acc);
+			jv_free(t);
+		}
+	}
+	jv_free(risk);
+	jv_free(tasks);
+	jv_free(arch);
+	return buf_detach(&b, NULL);
+}
+
+/* The first message of every agent run: fixes first, then the perceived
+ * context (task, plan, worktree, commands, memories, skills). */
+static void build_context(struct impl *im, const char *build_cmd, const char *test_cmd)
+{
+	struct phase *ph = im->ph;
+	struct buf b = BUF_INIT, w = BUF_INIT;
+	jv plan = json_get(ph->state, "plan");
+	char *ptext = plan_text(plan);
+	char *perceived = NULL;
+	jv env = jv_object();
+	jv files = jv_null();
+
+	bounce_text(&b, im);
+	env = json_set(env, "plan", jv_string(ptext));
+	buf_addf(&w, "You work in the run's git worktree on branch %s (base commit %.12s); this is "
+		     "attempt %d.\nBuild command: %s\nTest command: %s\n",
+		 forge_git_worktree_branch(im->wt), forge_git_worktree_base(im->wt), im->attempt,
+		 build_cmd ? build_cmd : "(none detected)", test_cmd ? test_cmd : "(none detected)");
+	if (forge_git_diff(NULL, &files, im->wt, NULL) == 0 && jv_get_kind(files) == JV_KIND_ARRAY &&
+	    jv_array_length(jv_copy(files)) > 0) {
+		buf_adds(&w, "Already changed on this branch (earlier attempts):\n");
+		jv_array_foreach(files, i, f) {
+			buf_addf(&w, "- %s (%s)\n", json_get_str(f, "path"), json_get_str(f, "action"));
+			jv_free(f);
+		}
+	}
+	jv_free(files);
+	env = json_set(env, "worktree", jv_string(w.buf));
+	phase_perceive(&perceived, ph, env);
+	if (b.len)
+		buf_adds(&b, "# The task\n\n");
+	buf_adds(&b, perceived);
+	im->context = buf_detach(&b, NULL);
+	buf_release(&w);
+	free(perceived);
+	free(ptext);
+	jv_free(plan);
+}
+
+/* ---- tools and the agent -------------------------------------------------- */
+
+static int exec_edit(struct agent_tool_outcome *out, const char *name, jv input, void *payload)
+{
+	struct impl *im = payload;
+
+	for (size_t i = 0; edit_tools[i]; i++)
+		if (strcmp(name, edit_tools[i]) == 0)
+			return tools_agent_exec(out, name, input, &im->ctx);
+	memset(out, 0, sizeof *out);
+	out->text = xstrdup("this tool is not available to the implementer");
+	out->event = json_set(jv_object(), "kind", jv_string("denied"));
+	return 0;
+}
+
+/* One agent run from `lead` (may be NULL) followed by the context. */
+static const char *run_agent(struct impl *im, const char *lead)
+{
+	struct agent_config cfg = { 0 };
+	struct agent_result res;
+	struct buf prompt = BUF_INIT;
+
+	if (lead)
+		buf_addf(&prompt, "%s\n\n", lead);
+	buf_adds(&prompt, im->context);
+	cfg.system_prompt = im->system;
+	cfg.tools = tool_specs(edit_tools);
+	static const char schema[] = "{\"type\":\"object\",\"properties\":{"
+		"\"summary\":{\"type\":\"string\",\"description\":\"what changed and why\"},"
+		"\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+		"\"tests\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
+	cfg.result_schema = json_parse(schema, sizeof schema - 1);
+	const char *status = phase_run_agent(&res, im->ph, &cfg, prompt.buf, exec_edit, im);
+	agent_result_release(&res);
+	buf_release(&prompt);
+	return status;
+}
+
+/* ---- git ------------------------------------------------------------------ */
+
+/* Commit the worktree; `what` tags the message ("tests", "fix 1") or NULL. */
+static int commit(struct impl *im, const char *what)
+{
+	struct buf msg = BUF_INIT;
+	char *sha = NULL;
+
+	buf_addf(&msg, "forge: %s (attempt %d%s%s)\n", im->summary, im->attempt, what ? ", " : "",
+		 what ? what : "");
+	int rc = forge_git_commit_all(&sha, im->wt, msg.buf);
+	if (rc < 0) {
+		phase_reason(im->ph, "cannot commit on %s: %s", forge_git_worktree_branch(im->wt),
+			     forge_last_error());
+		buf_release(&msg);
+		return -1;
+	}
+	buf_truncate(&msg, msg.len - 1);
+	if (rc == FORGE_GIT_NOTHING) {
+		phase_emit(im->ph, "commit.skipped", json_set(json_set(jv_object(), "reason",
+			   jv_string("nothing to commit")), "message", jv_string(msg.buf)));
+	} else {
+		jv ev = json_set(jv_object(), "commit", jv_string(sha));
+		ev = json_set(ev, "branch", jv_string(forge_git_worktree_branch(im->wt)));
+		ev = json_set(ev, "message", jv_string(msg.buf));
+		phase_emit(im->ph, "commit.created", ev);
+		phase_progress(im->ph, "committed %.12s: %s", sha, msg.buf);
+		im->commits++;
+	}
+	free(sha);
+	buf_release(&msg);
+	return 0;
+}
+
+/* ---- validation ----------------------------------------------------------- */
+
+/* Run one command in the worktree under the sandbox; *out_step gets
+ * {name, command, exit_status, timed_out, duration_ms, output}.  Returns
+ * its exit status (-1 when it could not start). */
+static int run_step(jv *out_step, struct impl *im, const char *name, const char *command)
+{
+	struct proc_result r;
+	struct sandbox_cmd cmd = {
+		.command = command,
+		.root = forge_git_worktree_path(im->wt),
+		.tmp = im->tmp,
+		.timeout_ms = (long)(config_get_num(im->ph->cfg, "implement.validation_timeout_s", 900) * 1000),
+	};
+	jv step = json_set(json_set(jv_object(), "name", jv_string(name)), "command", jv_string(command));
+	int status;
+
+	phase_progress(im->ph, "validating: %s", command);
+	if (sandbox_run(&r, NULL, im->policy, &cmd) < 0) {
+		status = -1;
+		step = json_set(step, "exit_status", jv_null());
+		step = json_set(step, "output", jv_string(forge_last_error()));
+	} else {
+		status = r.exit_code;
+		step = json_set(step, "exit_status", jv_number(r.exit_code));
+		step = json_set(step, "timed_out", jv_bool(r.timed_out));
+		step = json_set(step, "duration_ms", jv_number((double)r.duration_ms));
+		step = json_set(step, "output", tail_text(r.out.buf, r.out.len, OUTPUT_MAX));
+	}
+	proc_result_release(&r);
+	*out_step = step;
+	return status;
+}
+
+/*
+ * Build, then test, in the worktree.  Sets im->validated and
+ * im->validation {command, exit_status, output, steps}: command/exit_status/
+ * output are the step that decided (the first that failed, else the last).
+ */
+static void validate(struct impl *im, const char *build_cmd, const char *test_cmd)
+{
+	jv steps = jv_array(), decisive = jv_null();
+	bool ok = true;
+
+	if (build_cmd) {
+		jv step;
+		ok = run_step(&step, im, "build", build_cmd) == 0;
+		steps = jv_array_append(steps, jv_copy(step));
+		jv_free(decisive);
+		decisive = step;
+	}
+	if (ok && test_cmd) {
+		jv step;
+		ok = run_step(&step, im, "test", test_cmd) == 0;
+		steps = jv_array_append(steps, jv_copy(step));
+		jv_free(decisive);
+		decisive = step;
+	}
+	jv v = jv_object();
+	if (jv_get_kind(decisive) == JV_KIND_OBJECT) {
+		v = json_set(v, "command", json_get(decisive, "command"));
+		v = json_set(v, "exit_status", json_get(decisive, "exit_status"));
+		v = json_set(v, "output", json_get(decisive, "output"));
+	} else {
+		ok = false;
+		v = json_set(v, "command", jv_null());
+		v = json_set(v, "exit_status", jv_null());
+		v = json_set(v, "output", jv_string("no build or test command configured (tools.*_command) "
+						    "or detected: nothing to validate with"));
+	}
+	v = json_set(v, "steps", steps);
+	jv_free(decisive);
+	jv ev = json_set(jv_object(), "validated", jv_bool(ok));
+	ev = json_set(ev, "command", json_get(v, "command"));
+	ev = json_set(ev, "exit_status", json_get(v, "exit_status"));
+	phase_emit(im->ph, "validation.completed", ev);
+	jv_free(im->validation);
+	im->validation = v;
+	im->validated = ok;
+}
+
+/* "The build failed: …" for the model, from the last validation. */
+static char *validation_lead(struct impl *im, const char *intro)
+{
+	struct buf b = BUF_INIT;
+	const char *cmd = json_get_str(im->validation, "command");
+	const char *out = json_get_str(im->validation, "output");
+
+	buf_addf(&b, "# %s\n\n`%s` exited with status %.0f. Its output (the end):\n\n```\n%s\n```\n",
+		 intro, cmd ? cmd : "(none)", json_get_num(im->validation, "exit_status", -1),
+		 out ? out : "");
+	return buf_detach(&b, NULL);
+}
+
+/* ---- the changes ---------------------------------------------------------- */
+
+/* Set the state's changes from the worktree; with `summarise`, the reason
+ * says what they are. */
+static void set_changes(struct impl *im, bool summarise)
+{
+	char *patch = NULL, *head = NULL;
+	jv files = jv_null();
+	jv changes = jv_object();
+
+	if (forge_git_diff(&patch, &files, im->wt, NULL) < 0) {
+		phase_emit(im->ph, "implement.diff_failed", json_set(jv_object(), "error",
+			   jv_string(forge_last_error())));
+		jv_free(files);
+		files = jv_array();
+	}
+	jv tests = jv_array();
+	int adds = 0, dels = 0;
+	jv_array_foreach(files, i, f) {
+		const char *path = json_get_str(f, "path"), *action = json_get_str(f, "action");
+		if (path && action && strcmp(action, "delete") != 0 && is_test_path(path))
+			tests = jv_array_append(tests, jv_string(path));
+		adds += (int)json_get_num(f, "additions", 0);
+		dels += (int)json_get_num(f, "deletions", 0);
+		jv_free(f);
+	}
+	int nfiles = jv_array_length(jv_copy(files));
+	changes = json_set(changes, "files", files);
+	size_t plen = patch ? strlen(patch) : 0;
+	if (plen > DIFF_MAX) {
+		size_t cut = DIFF_MAX;
+		while (cut > 0 && patch[cut - 1] != '\n')
+			cut--;
+		struct buf d = BUF_INIT;
+		buf_add(&d, patch, cut);
+		buf_addf(&d, "[… diff cut: %zu more bytes …]\n", plen - cut);
+		changes = json_set(changes, "diff", jv_string(d.buf));
+		buf_release(&d);
+	} else {
+		changes = json_set(changes, "diff", jv_string(patch ? patch : ""));
+	}
+	if (forge_git_worktree_head(&head, im->wt) < 0)
+		head = NULL;
+	changes = json_set(changes, "commit", json_str_or_null(head));
+	changes = json_set(changes, "base_commit", jv_string(forge_git_worktree_base(im->wt)));
+	changes = json_set(changes, "tests_added", tests);
+	changes = json_set(changes, "validated", jv_bool(im->validated));
+	changes = json_set(changes, "validation", jv_copy(im->validation));
+	changes = json_set(changes, "attempt", jv_number(im->attempt));
+	phase_set(im->ph, "changes", changes);
+	if (summarise)
+		phase_reason(im->ph, "attempt %d: %d file%s changed (+%d -%d) on %s, %s", im->attempt, nfiles,
+			     nfiles == 1 ? "" : "s", adds, dels, forge_git_worktree_branch(im->wt),
+			     im->validated ? "validated" : "not validated");
+	free(patch);
+	free(head);
+}
+
+/* ---- the runs --------------------------------------------------------------- */
+
+/* The ordinary run: implement, commit, validate; fix rounds on failure. */
+static const char *implement(struct impl *im, const char *build_cmd, const char *test_cmd,
+			     const char *lead)
+{
+	const char *status = run_agent(im, lead);
+	int rounds = (int)config_get_num(im->ph->cfg, "implement.fix_rounds", 1);
+	bool check = config_get_bool(im->ph->cfg, "implement.validate", true);
+
+	for (int round = 0;; round++) {
+		if (strcmp(status, "ok") != 0)
+			return status;
+		char tag[32];
+		snprintf(tag, sizeof tag, "fix %d", round);
+		if (commit(im, round ? tag : NULL) < 0)
+			return "failed";
+		if (!check)
+			return "ok";
+		validate(im, build_cmd, test_cmd);
+		if (im->validated || round >= rounds || !json_get_str(im->validation, "command"))
+			return "ok";
+		char *fix = validation_lead(im, "Self-validation failed: fix this first");
+		status = run_agent(im, fix);
+		free(fix);
+	}
+}
+
+/* TDD: tests first, confirmed red, then the implementation until green. */
+static const char *tdd(struct impl *im, const char *build_cmd, const char *test_cmd)
+{
+	static const char red_intro[] =
+		"# Test-driven: write the tests first\n\n"
+		"This run is test-driven. Write ONLY the tests for the plan now, where the project keeps "
+		"its tests: tests that check the new or changed behaviour and therefore FAIL on the "
+		"current code. Do not implement the change yet. Call `finish` when the tests are written; "
+		"Forge then runs them to confirm they fail.";
+	const char *status;
+	char *lead = xstrdup(red_intro);
+
+	if (!test_cmd) {
+		free(lead);
+		phase_emit(im->ph, "tdd.red", json_set(json_set(jv_object(), "confirmed", jv_bool(false)),
+			   "reason", jv_string("no test command configured or detected")));
+		phase_reason(im->ph, "TDD needs a test command: set tools.test_command");
+		return "rejected";
+	}
+	for (int tries = 1;; tries++) {
+		status = run_agent(im, lead);
+		free(lead);
+		lead = NULL;
+		if (strcmp(status, "ok") != 0)
+			return status;
+		jv step;
+		int rc = run_step(&step, im, "test", test_cmd);
+		if (rc < 0) {
+			phase_reason(im->ph, "TDD: cannot run `%s`: %s", test_cmd, json_get_str(step, "output"));
+			jv_free(step);
+			return "failed";
+		}
+		jv ev = jv_object();
+		ev = json_set(ev, "command", jv_string(test_cmd));
+		ev = json_set(ev, "exit_status", json_get(step, "exit_status"));
+		ev = json_set(ev, "failing", jv_bool(rc != 0));
+		ev = json_set(ev, "try", jv_number(tries));
+		jv_free(im->validation);
+		im->validation = step;
+		if (rc != 0) {
+			phase_emit(im->ph, "tdd.red", json_set(ev, "confirmed", jv_bool(true)));
+			break;
+		}
+		phase_emit(im->ph, "tdd.red", json_set(ev, "confirmed", jv_bool(false)));
+		if (tries >= TDD_RED_TRIES) {
+			phase_reason(im->ph, "TDD: the new tests pass before any implementation (`%s` exited 0 "
+				     "%d times); they do not test the change", test_cmd, tries);
+			if (commit(im, "tests") < 0)
+				return "failed";
+			return "rejected";
+		}
+		struct buf b = BUF_INIT;
+		char *why = validation_lead(im, "The tests pass already: they must fail first");
+		buf_addf(&b, "%s\nThe tests you wrote pass on the current code, so they do not test the "
+			     "change yet. Write tests that fail until the plan is implemented, without "
+			     "implementing it, then call `finish`.\n\n%s", why, red_intro);
+		free(why);
+		lead = buf_detach(&b, NULL);
+	}
+	if (commit(im, "tests") < 0)
+		return "failed";
+	char *red = validation_lead(im, "Test-driven: now implement until the tests pass");
+	struct buf b = BUF_INIT;
+	buf_addf(&b, "%s\nThe tests written for this plan are committed and fail as they should (output "
+		     "above). Now implement the plan until they pass. Do not weaken or delete the tests.",
+		 red);
+	free(red);
+	status = implement(im, build_cmd, test_cmd, b.buf);
+	buf_release(&b);
+	if (strcmp(status, "ok") == 0) {
+		if (!config_get_bool(im->ph->cfg, "implement.validate", true)) {
+			/* green is checked even when self-validation is off */
+			jv step;
+			int rc = run_step(&step, im, "test", test_cmd);
+			jv_free(im->validation);
+			im->validation = step;
+			im->validated = rc == 0;
+		}
+		jv ev = jv_object();
+		ev = json_set(ev, "command", jv_string(test_cmd));
+		ev = json_set(ev, "exit_status", json_get(im->validation, "exit_status"));
+		ev = json_set(ev, "passing", jv_bool(im->validated));
+		phase_emit(im->ph, "tdd.green", ev);
+	}
+	return status;
+}
+
+/* ---- the phase ------------------------------------------------------------ */
+
+static const char *guard(struct phase *ph)
+{
+	jv plan = json_get(ph->state, "plan");
+	bool ok = jv_get_kind(plan) == JV_KIND_OBJECT;
+
+	jv_free(plan);
+	return ok ? NULL : "no plan in the state: forge-implement needs a plan (pipe forge-plan's output)";
+}
+
+/* The repository: --repo, else the task's, else the cwd's.  malloc'd or NULL. */
+static char *repo_root(struct phase *ph)
+{
+	if (ph->common.repo && ph->repo)
+		return xstrdup(ph->repo);
+	jv task = json_get(ph->state, "task");
+	const char *task_repo = json_get_str(task, "repo");
+	char *root = task_repo ? xstrdup(task_repo) : ph->repo ? xstrdup(ph->repo) : NULL;
+	jv_free(task);
+	return root;
+}
+
+/* Open (or reopen) the run's worktree and record it in the state's task. */
+static int open_worktree(struct impl *im, const char *root)
+{
+	struct phase *ph = im->ph;
+	jv task = json_get(ph->state, "task");
+	const char *trace = json_get_str(ph->state, "trace_id");
+	const char *base = json_get_str(task, "base_ref");
+	int rc = -1;
+
+	if (forge_git_open(&im->g, root) < 0)
+		goto out;
+	if (!forge_git_trace_valid(trace)) {
+		forge_error("trace id '%s' cannot name a worktree", trace);
+		goto out;
+	}
+	if (forge_git_worktree_open(&im->wt, im->g, trace, base) < 0)
+		goto out;
+	task = json_set(task, "worktree", jv_string(forge_git_worktree_path(im->wt)));
+	task = json_set(task, "branch", jv_string(forge_git_worktree_branch(im->wt)));
+	phase_set(ph, "task", jv_copy(task));
+	jv ev = jv_object();
+	ev = json_set(ev, "path", jv_string(forge_git_worktree_path(im->wt)));
+	ev = json_set(ev, "branch", jv_string(forge_git_worktree_branch(im->wt)));
+	ev = json_set(ev, "base_commit", jv_string(forge_git_worktree_base(im->wt)));
+	ev = json_set(ev, "reopened", jv_bool(forge_git_worktree_reopened(im->wt)));
+	phase_emit(ph, "worktree.opened", ev);
+	rc = 0;
+out:
+	jv_free(task);
+	return rc;
+}
+
+static const char *implement_run(struct phase *ph)
+{
+	struct options *opt = ph->payload;
+	struct impl im = { .ph = ph, .validation = jv_null() };
+	char *root = repo_root(ph), *build_cmd = NULL, *test_cmd = NULL;
+	const char *status = "failed";
+	jv task = json_get(ph->state, "task");
+	const char *desc = json_get_str(task, "description");
+
+	im.attempt = phase_previous_runs(ph) + 1;
+	im.summary = first_line(desc ? desc : "changes", 60);
+	jv_free(task);
+	if (!root) {
+		phase_reason(ph, "no repository: run in a git repository or pass --repo");
+		goto out;
+	}
+	if (open_worktree(&im, root) < 0 || sandbox_policy_from_config(&im.policy, ph->cfg) < 0 ||
+	    agent_prompt_load(&im.system, root, "implement") < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		goto out;
+	}
+	const char *tmpdir = getenv("TMPDIR");
+	struct buf tmpl = BUF_INIT;
+	buf_addf(&tmpl, "%s/forge-implement-XXXXXX", tmpdir && *tmpdir == '/' ? tmpdir : "/tmp");
+	im.tmp = buf_detach(&tmpl, NULL);
+	if (!mkdtemp(im.tmp)) {
+		phase_reason(ph, "cannot make a temp dir '%s': %s", im.tmp, strerror(errno));
+		free(im.tmp);
+		im.tmp = NULL;
+		goto out;
+	}
+	im.ctx.root = forge_git_worktree_path(im.wt);
+	im.ctx.tmp_dir = im.tmp;
+	im.ctx.policy = im.policy;
+	build_cmd = project_command(im.ctx.root, ph->cfg, "build");
+	test_cmd = project_command(im.ctx.root, ph->cfg, "test");
+	build_context(&im, build_cmd, test_cmd);
+	phase_progress(ph, "attempt %d in %s", im.attempt, im.ctx.root);
+
+	bool use_tdd = opt->tdd || config_get_bool(ph->cfg, "implement.tdd", false);
+	status = use_tdd ? tdd(&im, build_cmd, test_cmd) : implement(&im, build_cmd, test_cmd, NULL);
+	set_changes(&im, strcmp(status, "ok") == 0);
+	if (strcmp(status, "ok") == 0 && !im.validated && config_get_bool(ph->cfg, "implement.validate", true)) {
+		const char *cmd = json_get_str(im.validation, "command");
+		size_t n = strlen(ph->reason);
+		snprintf(ph->reason + n, sizeof ph->reason - n, " (%s%s%s)", cmd ? "`" : "",
+			 cmd ? cmd : "no build or test command", cmd ? "` failed" : "");
+	}
+	if (im.commits == 0 && strcmp(status, "ok") == 0) {
+		size_t n = strlen(ph->reason);
+		snprintf(ph->reason + n, sizeof ph->reason - n, "; nothing new to commit");
+	}
+	phase_progress(ph, "%s", ph->reason);
+out:
+	jv_free(im.validation);
+	remove_tree(im.tmp);
+	free(im.tmp);
+	free(im.system);
+	free(im.context);
+	free(im.summary);
+	free(build_cmd);
+	free(test_cmd);
+	sandbox_policy_free(im.policy);
+	forge_git_worktree_free(im.wt);
+	forge_git_free(im.g);
+	free(root);
+	return status;
+}
+
+static int on_option(struct phase *ph, int id, const char *arg)
+{
+	struct options *opt = ph->payload;
+
+	(void)arg;
+	if (id == OPT_TDD) {
+		opt->tdd = true;
+		return 0;
+	}
+	return forge_error("unknown option");
+}
+
+static const struct cli_option options[] = {
+	{ "tdd", 0, NULL, "test-driven: tests first (confirmed failing), then the implementation", OPT_TDD },
+	{ NULL, 0, NULL, NULL, 0 },
+};
+
+static const struct phase_spec spec = {
+	.name = "implement",
+	.program = "forge-implement",
+	.synopsis = "[OPTIONS] [--tdd] < state-with-plan",
+	.description = "Carry out the state's plan in the run's own git worktree (branch forge/TRACE; "
+		       "the checkout is never touched), commit each attempt, and validate it with the "
+		       "project's real build and test commands. On a bounce the review's findings or "
+		       "the fixable test failures come first in the prompt. Output: the events, then "
+		       "the state with `changes`.",
+	.extra_help = "Exit status: 0 implemented, 1 no plan in the input (skipped) or TDD tests that "
+		      "do not fail, 2 bad input, 3 breaker, 4 human needed, 5 model or git failed.\n\n"
+		      "Example:\n  forge-plan --task 'add a mul operation' | forge-implement | forge-review\n",
+	.options = options,
+	.on_option = on_option,
+	.needs_input = true,
+	.model_options = true,
+	.guard = guard,
+	.run = implement_run,
+};
+
+int main(int argc, char **argv)
+{
+	struct options opt = { 0 };
+
+	return phase_main(&spec, argc, argv, &opt);
+}

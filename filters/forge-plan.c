@@ -1,0 +1,452 @@
+/*
+ * forge-plan - task → plan (DESIGN.md §3; seed 000 §7.1).
+ *
+ * Reads a task (a state, {"task": …}, plain text, or --task), looks at the
+ * repository (tracked files, build files, README, languages and commands;
+ * memories and skills through phase_perceive) and runs the agent loop with
+ * read-only tools (read_file, list_files, grep).  The agent's `finish`
+ * input is the plan, checked against state.schema.json $defs/plan (a plan
+ * that does not match goes back to the model with the error).  Every plan
+ * is kept as an append-only version (plan_versions, lib/plans.h): version 1
+ * "initial plan", a re-plan of the same trace adds N+1 with a changelog of
+ * what changed; plan.versioned is emitted and plan.version set.
+ */
+#include "buf.h"
+#include "config.h"
+#include "forge.h"
+#include "ids.h"
+#include "json.h"
+#include "phase.h"
+#include "plans.h"
+#include "project.h"
+#include "resource.h"
+#include "sandbox.h"
+#include "store.h"
+#include "tools.h"
+
+#include <git2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FILES_MAX 300           /* tracked files listed in the prompt */
+#define README_MAX 4000         /* bytes of the README's head */
+#define BUILD_FILE_MAX 3000     /* bytes of each build file */
+#define REF_DEPTH_MAX 32
+
+static const char *const plan_tools[] = { "read_file", "list_files", "grep", NULL };
+
+/* ---- the result schema ---------------------------------------------------- */
+
+/* node with every "#/$defs/NAME" $ref of the same document replaced by the
+ * definition itself, so the model gets one self-contained schema.  Consumes
+ * node, borrows defs. */
+static jv inline_refs(jv node, jv defs, int depth)
+{
+	if (depth > REF_DEPTH_MAX)
+		return node;
+	if (jv_get_kind(node) == JV_KIND_ARRAY) {
+		jv out = jv_array();
+		jv_array_foreach(node, i, item)
+			out = jv_array_append(out, inline_refs(item, defs, depth + 1));
+		jv_free(node);
+		return out;
+	}
+	if (jv_get_kind(node) != JV_KIND_OBJECT)
+		return node;
+	const char *ref = json_get_str(node, "$ref");
+	if (ref && strncmp(ref, "#/$defs/", 8) == 0) {
+		jv def = json_get(defs, ref + 8);
+		if (jv_get_kind(def) == JV_KIND_OBJECT) {
+			jv rest = jv_object_delete(node, jv_string("$ref"));
+			node = jv_object_merge(def, rest);
+		} else {
+			jv_free(def);
+		}
+	}
+	jv out = jv_object();
+	jv_object_foreach(node, key, value) {
+		const char *k = jv_string_value(key);
+		if (strcmp(k, "$comment") != 0)
+			out = jv_object_set(out, jv_copy(key), inline_refs(value, defs, depth + 1));
+		else
+			jv_free(value);
+		jv_free(key);
+	}
+	jv_free(node);
+	return out;
+}
+
+/* state.schema.json $defs/plan as one schema without $refs (or jv_null()). */
+static jv plan_schema(void)
+{
+	const struct resource *r = resource_find("state.schema.json");
+	if (!r)
+		return jv_null();
+	jv doc = json_parse(r->data, r->len);
+	if (!jv_is_valid(doc)) {
+		jv_free(doc);
+		return jv_null();
+	}
+	jv defs = json_get(doc, "$defs");
+	jv plan = inline_refs(json_get(defs, "plan"), defs, 0);
+	jv_free(defs);
+	jv_free(doc);
+	/* the version is Forge's to set, not the model's */
+	jv props = json_get(plan, "properties");
+	if (jv_get_kind(props) == JV_KIND_OBJECT)
+		plan = json_set(plan, "properties", jv_object_delete(props, jv_string("version")));
+	else
+		jv_free(props);
+	return plan;
+}
+
+/* ---- the environment ------------------------------------------------------ */
+
+/* Up to max bytes of root/name, cut at the last newline; NULL when absent. */
+static char *read_head(const char *root, const char *name, size_t max)
+{
+	struct buf path = BUF_INIT, b = BUF_INIT;
+	char chunk[4096];
+	size_t n;
+	bool cut = false;
+
+	buf_addf(&path, "%s/%s", root, name);
+	FILE *f = fopen(path.buf, "r");
+	buf_release(&path);
+	if (!f)
+		return NULL;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+		if (b.len + n > max) {
+			buf_add(&b, chunk, max - b.len);
+			cut = true;
+			break;
+		}
+		buf_add(&b, chunk, n);
+	}
+	fclose(f);
+	if (cut) {
+		char *nl = strrchr(b.buf, '\n');
+		if (nl)
+			buf_truncate(&b, (size_t)(nl - b.buf) + 1);
+		buf_adds(&b, "[…]\n");
+	}
+	if (!json_utf8_valid(b.buf, b.len)) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* The tracked files of the repository at root, one a line, at most
+ * FILES_MAX; NULL when root is not a git repository. */
+static char *tracked_files(const char *root)
+{
+	git_repository *repo = NULL;
+	git_index *index = NULL;
+	struct buf b = BUF_INIT;
+	char *text = NULL;
+
+	git_libgit2_init();
+	if (git_repository_open(&repo, root) < 0 || git_repository_index(&index, repo) < 0)
+		goto out;
+	size_t n = git_index_entrycount(index);
+	for (size_t i = 0; i < n && i < FILES_MAX; i++) {
+		const git_index_entry *e = git_index_get_byindex(index, i);
+		if (e && GIT_INDEX_ENTRY_STAGE(e) == 0)
+			buf_addf(&b, "%s\n", e->path);
+	}
+	if (n > FILES_MAX)
+		buf_addf(&b, "[… and %zu more files]\n", n - FILES_MAX);
+	if (n == 0)
+		buf_adds(&b, "(no tracked files yet)\n");
+	text = buf_detach(&b, NULL);
+out:
+	buf_release(&b);
+	git_index_free(index);
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return text;
+}
+
+/* "c (12), shell (3)" from project_describe's languages. */
+static void languages_line(struct buf *b, jv langs)
+{
+	int n = 0;
+
+	if (jv_get_kind(langs) == JV_KIND_OBJECT) {
+		jv_object_foreach(langs, k, v) {
+			buf_addf(b, "%s%s (%d)", n++ ? ", " : "", jv_string_value(k),
+				 (int)(jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0));
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	if (!n)
+		buf_adds(b, "unknown");
+}
+
+/* The repository's parts of the prompt, most important first. */
+static jv environment(struct phase *ph, const char *root, jv previous, int previous_version)
+{
+	jv env = jv_object();
+	jv desc = jv_null();
+
+	if (jv_get_kind(previous) == JV_KIND_OBJECT) {
+		char *text = json_dumps(jv_copy(previous), false);
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "This task already has a plan (version %d). Update it rather than starting "
+			     "over: keep what still holds, change what the task or the code now needs, and "
+			     "keep the ids of tasks that stay.\n\n%s", previous_version, text);
+		env = json_set(env, "previous_plan", jv_string(b.buf));
+		buf_release(&b);
+		free(text);
+	}
+	if (!root) {
+		env = json_set(env, "repository", jv_string("(no repository: plan from the task alone)"));
+		return env;
+	}
+	if (project_describe(&desc, root, ph->cfg) == 0) {
+		struct buf b = BUF_INIT;
+		jv langs = json_get(desc, "languages");
+		jv cmds = json_get(desc, "commands");
+		buf_addf(&b, "root: %s\nlanguages: ", root);
+		languages_line(&b, langs);
+		static const char *const which[] = { "build", "test", "lint", "typecheck" };
+		for (size_t i = 0; i < sizeof which / sizeof *which; i++) {
+			const char *c = json_get_str(cmds, which[i]);
+			buf_addf(&b, "\n%s command: %s", which[i], c ? c : "(none)");
+		}
+		buf_addch(&b, '\n');
+		env = json_set(env, "repository", jv_string(b.buf));
+		buf_release(&b);
+		jv_free(langs);
+		jv_free(cmds);
+	}
+	char *files = tracked_files(root);
+	if (files)
+		env = json_set(env, "tracked_files", jv_string(files));
+	free(files);
+	jv build = json_get(desc, "build_files");
+	if (jv_get_kind(build) == JV_KIND_ARRAY) {
+		struct buf b = BUF_INIT;
+		jv_array_foreach(build, i, name) {
+			if (jv_get_kind(name) == JV_KIND_STRING) {
+				char *text = read_head(root, jv_string_value(name), BUILD_FILE_MAX);
+				if (text)
+					buf_addf(&b, "### %s\n\n```\n%s%s```\n\n", jv_string_value(name), text,
+						 *text && text[strlen(text) - 1] != '\n' ? "\n" : "");
+				free(text);
+			}
+			jv_free(name);
+		}
+		if (b.len)
+			env = json_set(env, "build_files", jv_string(b.buf));
+		buf_release(&b);
+	}
+	jv_free(build);
+	static const char *const readmes[] = { "README.md", "README", "README.rst", "README.txt" };
+	for (size_t i = 0; i < sizeof readmes / sizeof *readmes; i++) {
+		char *text = read_head(root, readmes[i], README_MAX);
+		if (text) {
+			env = json_set(env, "readme", jv_string(text));
+			free(text);
+			break;
+		}
+	}
+	jv_free(desc);
+	return env;
+}
+
+/* ---- tools ---------------------------------------------------------------- */
+
+struct plan_exec {
+	struct tool_ctx ctx;
+};
+
+/* The registry's executor, refusing the tools this phase does not have. */
+static int exec_read_only(struct agent_tool_outcome *out, const char *name, jv input, void *payload)
+{
+	struct plan_exec *x = payload;
+
+	for (size_t i = 0; plan_tools[i]; i++)
+		if (strcmp(name, plan_tools[i]) == 0)
+			return tools_agent_exec(out, name, input, &x->ctx);
+	memset(out, 0, sizeof *out);
+	out->text = xstrdup("this tool is not available while planning: the tools are read_file, "
+			    "list_files and grep (planning does not change files)");
+	out->event = json_set(jv_object(), "kind", jv_string("denied"));
+	return 0;
+}
+
+/* ---- the phase ------------------------------------------------------------ */
+
+/* The repository to look at: --repo, else the task's, else the cwd's.
+ * malloc'd, or NULL when there is none. */
+static char *repo_root(struct phase *ph)
+{
+	if (ph->common.repo && ph->repo)
+		return xstrdup(ph->repo);
+	jv task = json_get(ph->state, "task");
+	const char *task_repo = json_get_str(task, "repo");
+	char *root = task_repo ? xstrdup(task_repo) : ph->repo ? xstrdup(ph->repo) : NULL;
+	jv_free(task);
+	return root;
+}
+
+/*
+ * The database for plan versions: 0 with *out (NULL when none is configured:
+ * no repository and no --db / FORGE_DB), or -1 when it cannot be opened.
+ */
+static int versions_store(struct store **out, struct phase *ph)
+{
+	char *path = NULL;
+
+	*out = NULL;
+	if (store_resolve_path(&path, ph->common.db, ph->repo) < 0)
+		return 0;
+	free(path);
+	*out = phase_store(ph);
+	return *out ? 0 : -1;
+}
+
+/*
+ * The plan this one replaces: the trace's latest stored version, else the
+ * input state's plan; jv_null() when this is the first.  *out_version is
+ * its number (0 when none).
+ */
+static int previous_plan(jv *out, int *out_version, struct phase *ph, struct store *st)
+{
+	const char *trace = json_get_str(ph->state, "trace_id");
+
+	*out = jv_null();
+	*out_version = 0;
+	if (st && plans_latest(out_version, out, st, trace) < 0)
+		return -1;
+	if (jv_get_kind(*out) == JV_KIND_OBJECT)
+		return 0;
+	jv_free(*out);
+	*out = json_get(ph->state, "plan");
+	if (jv_get_kind(*out) == JV_KIND_OBJECT)
+		*out_version = (int)json_get_num(*out, "version", 1);
+	return 0;
+}
+
+/* Store the plan as the trace's next version, with its changelog against
+ * previous (borrowed), and set plan.version. */
+static const char *version_plan(struct phase *ph, struct store *st, jv *plan, jv previous)
+{
+	const char *trace = json_get_str(ph->state, "trace_id");
+	char id[ULID_LEN + 1];
+	int version = 0;
+
+	if (!st) {
+		phase_emit(ph, "plan.unversioned", json_set(jv_object(), "reason",
+			   jv_string("no database: no repository and no --db or FORGE_DB")));
+		return "ok";
+	}
+	char *changelog = plans_changelog(previous, *plan);
+	if (plans_append(&version, id, st, trace, *plan, changelog) < 0) {
+		phase_reason(ph, "cannot keep the plan version: %s", forge_last_error());
+		free(changelog);
+		return "failed";
+	}
+	*plan = json_set(*plan, "version", jv_number(version));
+	jv ev = jv_object();
+	ev = json_set(ev, "version", jv_number(version));
+	ev = json_set(ev, "id", jv_string(id));
+	ev = json_set(ev, "changelog", jv_string(changelog));
+	phase_emit(ph, "plan.versioned", ev);
+	free(changelog);
+	return "ok";
+}
+
+static const char *plan_run(struct phase *ph)
+{
+	struct plan_exec x = { .ctx = { 0 } };
+	struct sandbox_policy *policy = NULL;
+	struct agent_config cfg = { 0 };
+	struct agent_result res;
+	struct store *st = NULL;
+	char *system = NULL, *prompt = NULL;
+	const char *status = "failed";
+	char *root = repo_root(ph);
+	jv previous = jv_null();
+	int previous_version = 0;
+
+	agent_result_init(&res);
+	if (versions_store(&st, ph) < 0 || previous_plan(&previous, &previous_version, ph, st) < 0) {
+		phase_reason(ph, "cannot read the plan versions: %s", forge_last_error());
+		goto out;
+	}
+	if (agent_prompt_load(&system, root, "plan") < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		goto out;
+	}
+	if (sandbox_policy_from_config(&policy, ph->cfg) < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		goto out;
+	}
+	phase_progress(ph, "planning: %s", root ? root : "(no repository)");
+	phase_perceive(&prompt, ph, environment(ph, root, previous, previous_version));
+
+	x.ctx.root = root;
+	x.ctx.policy = policy;
+	cfg.system_prompt = system;
+	cfg.tools = tool_specs(plan_tools);
+	cfg.result_schema = plan_schema();
+	cfg.result_schema_name = "state.schema.json";
+	cfg.result_schema_def = "plan";
+	status = phase_run_agent(&res, ph, &cfg, prompt, exec_read_only, &x);
+	if (strcmp(status, "ok") != 0)
+		goto out;
+
+	jv plan = jv_copy(res.result);
+	status = version_plan(ph, st, &plan, previous);
+	if (strcmp(status, "ok") != 0) {
+		jv_free(plan);
+		goto out;
+	}
+	jv tasks = json_get(plan, "tasks"), risk = json_get(plan, "risk");
+	const char *level = json_get_str(risk, "level");
+	int ntasks = jv_array_length(jv_copy(tasks));
+	if (json_has(plan, "version"))
+		phase_reason(ph, "plan v%.0f: %d task%s, risk %s", json_get_num(plan, "version", 0),
+			     ntasks, ntasks == 1 ? "" : "s", level ? level : "unknown");
+	else
+		phase_reason(ph, "plan: %d task%s, risk %s", ntasks, ntasks == 1 ? "" : "s",
+			     level ? level : "unknown");
+	phase_progress(ph, "%s", ph->reason);
+	jv_free(tasks);
+	jv_free(risk);
+	phase_set(ph, "plan", plan);
+out:
+	jv_free(previous);
+	agent_result_release(&res);
+	sandbox_policy_free(policy);
+	free(system);
+	free(prompt);
+	free(root);
+	return status;
+}
+
+static const struct phase_spec spec = {
+	.name = "plan",
+	.program = "forge-plan",
+	.synopsis = "[OPTIONS] [--task TEXT] < task-or-state",
+	.description = "Turn a task into an implementation plan: summary, architecture, ordered tasks "
+		       "with dependencies and acceptance criteria, risk and estimates. Reads the "
+		       "repository with read-only tools; every plan is kept as an append-only "
+		       "version (plan_versions) with a changelog. Input: a state, {\"task\": …}, plain "
+		       "text, or --task. Output: the events, then the state with `plan`.",
+	.extra_help = "Exit status: 0 planned, 2 bad input, 3 breaker, 4 human needed, 5 model or "
+		      "database failed.\n\nExample:\n  forge-plan --task 'add a mul operation' | forge-implement\n",
+	.needs_input = true,
+	.model_options = true,
+	.run = plan_run,
+};
+
+int main(int argc, char **argv)
+{
+	return phase_main(&spec, argc, argv, NULL);
+}

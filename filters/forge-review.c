@@ -1,0 +1,577 @@
+/*
+ * forge-review - the review phase (DESIGN.md §3): changes, or any unified
+ * diff, → review {findings, risk, decision}.
+ *
+ *   git diff main | forge-review                 a diff on stdin
+ *   forge-review --base main                     the working tree against main
+ *   forge-review --commit HEAD --sarif out.sarif one commit, SARIF for code scanning
+ *   forge-implement … | forge-review             the state's changes
+ *
+ * Layers: 1 static (configured lint command, else the installed linters for
+ * the diff's languages), 2 security (secrets, insecure patterns, flawfinder/
+ * bandit), 3 AI (one structured model call, only when the risk reaches
+ * review.ai_min_risk).  Synthesis dedupes, scores the risk and decides:
+ * approve (exit 0), request_changes (1), require_human (4).
+ */
+#include "diff.h"
+#include "buf.h"
+#include "config.h"
+#include "forge.h"
+#include "git.h"
+#include "json.h"
+#include "llm.h"
+#include "memory.h"
+#include "phase.h"
+#include "proc.h"
+#include "review.h"
+#include "sarif.h"
+#include "store.h"
+#include "stream.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { OPT_BASE = 256, OPT_COMMIT, OPT_SARIF };
+
+struct review_args {
+	char *raw;                      /* a diff from stdin (validated) */
+	const char *base, *commit, *sarif;
+};
+
+static const struct cli_option options[] = {
+	{ "base", 0, "REF", "review the working tree's changes against REF (git diff REF)", OPT_BASE },
+	{ "commit", 0, "SHA", "review one commit (against its first parent)", OPT_COMMIT },
+	{ "sarif", 0, "FILE", "also write the findings as SARIF 2.1.0 to FILE", OPT_SARIF },
+	{ NULL, 0, NULL, NULL, 0 },
+};
+
+static struct phase_spec spec;
+
+static int on_option(struct phase *ph, int id, const char *arg)
+{
+	struct review_args *a = ph->payload;
+
+	switch (id) {
+	case OPT_BASE:
+		a->base = arg;
+		spec.needs_input = false;	/* the repository is the input */
+		return 0;
+	case OPT_COMMIT:
+		a->commit = arg;
+		spec.needs_input = false;
+		return 0;
+	case OPT_SARIF:
+		a->sarif = arg;
+		return 0;
+	}
+	return forge_error("unknown option");
+}
+
+/* Claim a unified diff on stdin; anything else that is not JSON is bad input. */
+static int raw_hook(const char *text, size_t len, void *payload)
+{
+	struct review_args *a = payload;
+	struct diff *d = NULL;
+
+	if (!diff_looks_like(text, len))
+		return forge_error("not a unified diff (forge-review reads a diff, a state or {\"task\": …})");
+	if (diff_parse(&d, text, len) < 0)
+		return forge_error_prefix("malformed diff");
+	diff_free(d);
+	a->raw = xstrndup(text, len);
+	return 1;
+}
+
+static jv changes_of(struct phase *ph)
+{
+	return json_get(ph->state, "changes");
+}
+
+static const char *guard(struct phase *ph)
+{
+	struct review_args *a = ph->payload;
+	jv ch = changes_of(ph);
+	bool ok = a->raw || a->base || a->commit || json_get_str(ch, "diff") ||
+		  (json_get_str(ch, "commit") && json_get_str(ch, "base_commit"));
+
+	jv_free(ch);
+	return ok ? NULL : "no changes to review: pipe a unified diff or a state with changes, "
+			   "or use --base REF / --commit SHA";
+}
+
+static void emit_cb(void *payload, const char *type, jv data)
+{
+	phase_emit(payload, type, data);
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+
+	return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Run git in root; *out its stdout.  -1 with git's message. */
+static int git_out(char **out, const char *root, const char *const *args)
+{
+	char *git = review_which("git");
+	const char *argv[16];
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	size_t n = 0;
+	int rc = -1;
+
+	*out = NULL;
+	if (!git)
+		return forge_error("'git' is not installed");
+	argv[n++] = git;
+	for (size_t i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	o.argv = argv;
+	o.cwd = root;
+	o.timeout_ms = 120000;
+	if (proc_run(&r, &o) < 0)
+		goto out;
+	if (r.exit_code != 0) {
+		char *msg = xstrdup(r.err.buf);
+		size_t k = strlen(msg);
+		while (k && (msg[k - 1] == '\n' || msg[k - 1] == '\r'))
+			msg[--k] = '\0';
+		forge_error("git %s failed: %s", args[0], *msg ? msg : "unknown error");
+		free(msg);
+		goto out;
+	}
+	*out = xstrdup(r.out.buf);
+	rc = 0;
+out:
+	proc_result_release(&r);
+	free(git);
+	return rc;
+}
+
+/* The diff to review, the directory of its post-image and, when the
+ * post-image is a commit, that commit. */
+static int diff_source(char **text, char **root, char **commit, struct phase *ph)
+{
+	struct review_args *a = ph->payload;
+	jv task = json_get(ph->state, "task"), ch = changes_of(ph);
+	const char *wt = json_get_str(task, "worktree");
+	int rc = -1;
+
+	*text = *commit = NULL;
+	*root = xstrdup(is_dir(wt) ? wt : ph->repo ? ph->repo : ".");
+	if (a->commit || a->base) {
+		struct forge_git *g = NULL;
+		char *sha = NULL;
+
+		if (forge_git_open(&g, *root) < 0) {
+			forge_git_free(g);
+			goto out;
+		}
+		if (forge_git_resolve(&sha, g, a->commit ? a->commit : a->base) < 0) {
+			forge_git_free(g);
+			rc = -2;	/* a ref that does not resolve is bad input */
+			goto out;
+		}
+		forge_git_free(g);
+		if (a->commit) {
+			const char *args[] = { "show", "--format=", "--no-color", "--no-ext-diff", "-m",
+					       "--first-parent", sha, NULL };
+			rc = git_out(text, *root, args);
+			*commit = sha;
+		} else {
+			const char *args[] = { "diff", "--no-color", "--no-ext-diff", sha, NULL };
+			rc = git_out(text, *root, args);
+			free(sha);
+		}
+		goto out;
+	}
+	if (a->raw) {
+		*text = xstrdup(a->raw);
+		rc = 0;
+		goto out;
+	}
+	if (json_get_str(ch, "diff")) {
+		*text = xstrdup(json_get_str(ch, "diff"));
+		if (json_get_str(ch, "commit"))
+			*commit = xstrdup(json_get_str(ch, "commit"));
+		rc = 0;
+		goto out;
+	}
+	const char *args[] = { "diff", "--no-color", "--no-ext-diff", json_get_str(ch, "base_commit"),
+			       json_get_str(ch, "commit"), NULL };
+	rc = git_out(text, *root, args);
+	*commit = xstrdup(json_get_str(ch, "commit"));
+out:
+	jv_free(task);
+	jv_free(ch);
+	return rc;
+}
+
+/* Texts of the memories of dismissed findings that may concern this diff. */
+static jv dismissed_memories(struct phase *ph, const struct diff *d, jv findings)
+{
+	struct store *st = phase_store(ph);
+	struct memory_options opt;
+	struct memory *m = NULL;
+	struct memory_query q;
+	static const char *const tags[] = { "dismissal" };
+	struct buf text = BUF_INIT;
+	jv hits = jv_null(), out = jv_array();
+
+	if (!st)
+		return out;
+	memory_options_init(&opt);
+	memory_options_from_config(&opt, ph->cfg);
+	if (memory_open(&m, st, &opt) < 0)
+		goto done;
+	buf_adds(&text, "review finding dismissed");
+	for (size_t i = 0; i < d->nfiles && i < 50; i++)
+		buf_addf(&text, " %s", d->files[i].path);
+	jv_array_foreach(findings, i, f) {
+		(void)i;
+		if (json_get_str(f, "rule"))
+			buf_addf(&text, " %s", json_get_str(f, "rule"));
+		jv_free(f);
+	}
+	memory_query_init(&q, text.buf);
+	q.filter.tags = tags;
+	q.filter.ntags = 1;
+	q.filter.limit = (int)config_get_num(ph->cfg, "memory.recall_limit", 10);
+	if (memory_recall(&hits, m, &q) == 0) {
+		jv_array_foreach(hits, i, h) {
+			(void)i;
+			jv mem = json_get(h, "memory");
+			if (json_get_str(mem, "content"))
+				out = jv_array_append(out, jv_string(json_get_str(mem, "content")));
+			jv_free(mem);
+			jv_free(h);
+		}
+	} else {
+		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
+	}
+	jv_free(hits);
+done:
+	memory_free(m);
+	buf_release(&text);
+	if (jv_array_length(jv_copy(out)) > 0)
+		phase_emit(ph, "memory.recalled", json_set(json_set(jv_object(), "count",
+				jv_number(jv_array_length(jv_copy(out)))), "kind", jv_string("dismissed findings")));
+	return out;
+}
+
+/* Drop the findings a human dismissed before (same rule, file and message). */
+static jv drop_dismissed(struct phase *ph, jv findings)
+{
+	struct store *st = phase_store(ph);
+	jv all = jv_null(), out = jv_array();
+
+	if (!st || findings_list(&all, st, NULL, true, 5000) < 0) {
+		jv_free(all);
+		return findings;
+	}
+	jv_array_foreach(findings, i, f) {
+		(void)i;
+		bool gone = false;
+
+		jv_array_foreach(all, j, old) {
+			(void)j;
+			if (!gone && json_get_bool(old, "dismissed", false)) {
+				const char *keys[] = { "rule", "file", "message" };
+				bool same = true;
+				for (int k = 0; k < 3; k++) {
+					const char *x = json_get_str(f, keys[k]), *y = json_get_str(old, keys[k]);
+					same = same && ((!x && !y) || (x && y && strcmp(x, y) == 0));
+				}
+				gone = same;
+			}
+			jv_free(old);
+		}
+		if (gone)
+			phase_emit(ph, "finding.suppressed", json_set(jv_copy(f), "reason",
+						jv_string("dismissed by a human before")));
+		else
+			out = jv_array_append(out, jv_copy(f));
+		jv_free(f);
+	}
+	jv_free(findings);
+	jv_free(all);
+	return out;
+}
+
+static jv concat(jv a, jv b)
+{
+	jv_array_foreach(b, i, x) {
+		(void)i;
+		a = jv_array_append(a, x);
+	}
+	jv_free(b);
+	return a;
+}
+
+static void layer_event(struct phase *ph, const char *layer, jv findings, long long ms)
+{
+	jv e = json_set(jv_object(), "layer", jv_string(layer));
+
+	e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(findings))));
+	e = json_set(e, "duration_ms", jv_number((double)ms));
+	phase_emit(ph, "review.layer", e);
+	jv_free(findings);
+}
+
+/* Layer 3.  0, or -1 when the model call failed (the phase fails). */
+static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
+{
+	struct llm_client *llm = NULL;
+	struct review_ai_input in = { 0 };
+	struct review_ai_result res;
+	char *system = NULL;
+	bool fast = !ph->common.model && !config_get_str(ph->cfg, "llm.phases.review.model");
+	jv task = json_get(ph->state, "task");
+	long long t0 = monotonic_ms();
+	int rc = 0;
+
+	*out = jv_array();
+	if (phase_llm(&llm, ph, fast) < 0) {
+		phase_emit(ph, "review.ai_skipped", json_set(jv_object(), "reason", jv_string(forge_last_error())));
+		goto out;
+	}
+	if (agent_prompt_load(&system, ph->repo, "review") < 0) {
+		rc = -1;
+		goto out;
+	}
+	in.system = system;
+	in.task = json_get_str(task, "description");
+	in.findings = det;
+	in.dismissed = dismissed_memories(ph, d, det);
+	in.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens", 4096);
+	jv_free(*out);
+	phase_progress(ph, "AI review (%s)", llm_client_model(llm));
+	if (review_ai(out, &res, llm, d, &in) < 0) {
+		*out = jv_array();
+		rc = forge_error_prefix("AI review");
+	} else {
+		ph->cost_usd += res.cost_usd;
+		ph->tokens += res.tokens;
+		if (!res.cost_known)
+			ph->cost_known = false;
+		jv e = json_set(jv_object(), "layer", jv_string("ai"));
+		e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(*out))));
+		e = json_set(e, "dropped", jv_number(res.dropped));
+		e = json_set(e, "model", jv_string(llm_client_model(llm)));
+		jv cost = json_set(jv_object(), "tokens", jv_number((double)res.tokens));
+		cost = json_set(cost, "usd", res.cost_known ? jv_number(res.cost_usd) : jv_null());
+		stream_emit_full(&ph->out, "review.layer", e, cost, monotonic_ms() - t0);
+	}
+	jv_free(in.dismissed);
+out:
+	free(system);
+	llm_client_free(llm);
+	jv_free(task);
+	return rc;
+}
+
+static jv risk_json(const struct review_risk *r)
+{
+	jv o = json_set(jv_object(), "score", jv_number(r->score));
+
+	o = json_set(o, "level", jv_string(review_level_name(r->level)));
+	return json_set(o, "reasons", jv_copy(r->reasons));
+}
+
+/* Give each finding its id, store it, announce it. */
+static jv record(struct phase *ph, jv findings)
+{
+	struct store *st = phase_store(ph);
+	const char *trace = json_get_str(ph->state, "trace_id");
+	jv out = jv_array();
+	bool warned = false;
+
+	jv_array_foreach(findings, i, f) {
+		(void)i;
+		char id[ULID_LEN + 1];
+
+		ulid_new(id);
+		f = json_set(f, "id", jv_string(id));
+		if (st) {
+			jv row = json_set(json_set(jv_copy(f), "phase", jv_string("review")), "trace_id",
+					  json_str_or_null(trace));
+			if (findings_put(NULL, st, row) < 0 && !warned) {
+				phase_emit(ph, "findings.not_stored", json_set(jv_object(), "error",
+					   jv_string(forge_last_error())));
+				warned = true;
+			}
+		} else if (!warned) {
+			phase_emit(ph, "findings.not_stored", json_set(jv_object(), "error",
+				   jv_string("no database to store findings in")));
+			warned = true;
+		}
+		phase_emit(ph, "finding.detected", jv_copy(f));
+		out = jv_array_append(out, f);
+	}
+	jv_free(findings);
+	return out;
+}
+
+static const char *run(struct phase *ph)
+{
+	struct review_args *a = ph->payload;
+	struct review_ctx ctx = { .checked = jv_null() };
+	struct review_risk risk = { .reasons = jv_null() };
+	struct diff *d = NULL;
+	char *text = NULL, *root = NULL, *commit = NULL;
+	enum review_level ai_min = REVIEW_MEDIUM, human_min = REVIEW_HIGH;
+	double min_conf = config_get_num(ph->cfg, "review.min_confidence", 0.5);
+	const char *status = "failed", *decision, *why;
+	jv det = jv_null(), all = jv_null(), plan_risk = json_get_path(ph->state, "plan.risk");
+	long long t0;
+
+	review_level_parse(&ai_min, config_get_str(ph->cfg, "review.ai_min_risk"));
+	review_level_parse(&human_min, config_get_str(ph->cfg, "review.human_min_risk"));
+	int src = diff_source(&text, &root, &commit, ph);
+	if (src < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		if (src == -2)
+			status = "bad_input";
+		goto out;
+	}
+	const char *s = text;
+	while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+		s++;
+	if (!*s) {
+		phase_emit(ph, "review.empty", json_set(jv_object(), "reason", jv_string("the diff is empty")));
+		d = xcalloc(1, sizeof *d);
+	} else if (diff_parse(&d, text, strlen(text)) < 0) {
+		phase_reason(ph, "malformed diff: %s", forge_last_error());
+		goto out;
+	}
+	jv started = json_set(jv_object(), "files", jv_number((double)d->nfiles));
+	started = json_set(started, "additions", jv_number(d->additions));
+	started = json_set(started, "deletions", jv_number(d->deletions));
+	phase_emit(ph, "review.diff", started);
+
+	ctx.diff = d;
+	ctx.cfg = ph->cfg;
+	ctx.root = root;
+	ctx.commit = commit;
+	ctx.timeout_ms = (long)(config_get_num(ph->cfg, "sandbox.command_timeout_s", 120) * 1000);
+	ctx.emit = emit_cb;
+	ctx.emit_payload = ph;
+	if (review_prepare(&ctx) < 0)
+		phase_emit(ph, "review.prepare_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
+
+	/* layer 1 */
+	jv lint, sec, scan;
+	t0 = monotonic_ms();
+	phase_progress(ph, "static analysis");
+	review_lint(&lint, &ctx);
+	layer_event(ph, "static", jv_copy(lint), monotonic_ms() - t0);
+	/* layer 2 */
+	t0 = monotonic_ms();
+	phase_progress(ph, "security scan");
+	if (review_secrets(&sec, d) < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		jv_free(lint);
+		goto out;
+	}
+	review_scan(&scan, &ctx);
+	sec = concat(sec, scan);
+	layer_event(ph, "security", jv_copy(sec), monotonic_ms() - t0);
+	det = review_synthesize(concat(lint, sec), d, min_conf);
+	det = drop_dismissed(ph, det);
+
+	review_risk(&risk, d, det, plan_risk);
+	phase_emit(ph, "review.risk", risk_json(&risk));
+
+	/* layer 3 */
+	jv ai = jv_array();
+	if (risk.level >= ai_min) {
+		jv_free(ai);
+		if (ai_layer(&ai, ph, d, det) < 0) {
+			phase_reason(ph, "%s", forge_last_error());
+			jv_free(ai);
+			goto out;
+		}
+	} else {
+		jv e = json_set(jv_object(), "reason", jv_string("risk below review.ai_min_risk"));
+		e = json_set(e, "risk", jv_string(review_level_name(risk.level)));
+		e = json_set(e, "ai_min_risk", jv_string(review_level_name(ai_min)));
+		phase_emit(ph, "review.ai_skipped", e);
+	}
+
+	/* synthesis */
+	all = review_synthesize(concat(jv_copy(det), ai), d, min_conf);
+	all = drop_dismissed(ph, all);
+	jv_free(risk.reasons);
+	review_risk(&risk, d, all, plan_risk);
+	decision = review_decide(&why, all, risk.level, human_min);
+	all = record(ph, all);
+
+	if (a->sarif && sarif_write(a->sarif, all, FORGE_VERSION) < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		goto out;
+	}
+	int counts[4] = { 0 };
+	jv_array_foreach(all, i, f) {
+		(void)i;
+		const char *sv = json_get_str(f, "severity");
+		counts[sv && !strcmp(sv, "critical") ? 3 : sv && !strcmp(sv, "error") ? 2 :
+		       sv && !strcmp(sv, "warning") ? 1 : 0]++;
+		jv_free(f);
+	}
+	jv review = json_set(jv_object(), "findings", jv_copy(all));
+	review = json_set(review, "risk", risk_json(&risk));
+	review = json_set(review, "decision", jv_string(decision));
+	jv summary = json_set(jv_object(), "critical", jv_number(counts[3]));
+	summary = json_set(summary, "error", jv_number(counts[2]));
+	summary = json_set(summary, "warning", jv_number(counts[1]));
+	summary = json_set(summary, "info", jv_number(counts[0]));
+	review = json_set(review, "summary", summary);
+	review = json_set(review, "files", jv_number((double)d->nfiles));
+	phase_set(ph, "review", review);
+	phase_reason(ph, "%s: %s (risk %s; %d critical, %d error, %d warning)", decision, why,
+		     review_level_name(risk.level), counts[3], counts[2], counts[1]);
+	status = strcmp(decision, "approve") == 0 ? "ok" :
+		 strcmp(decision, "request_changes") == 0 ? "rejected" : "escalated";
+out:
+	review_ctx_release(&ctx);
+	jv_free(risk.reasons);
+	jv_free(det);
+	jv_free(all);
+	jv_free(plan_risk);
+	diff_free(d);
+	free(text);
+	free(root);
+	free(commit);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct review_args args = { 0 };
+	int rc;
+
+	spec = (struct phase_spec){
+		.name = "review",
+		.program = "forge-review",
+		.synopsis = "[--base REF | --commit SHA] [--sarif FILE] [OPTION]...\n"
+			    "< diff-or-state",
+		.description = "Review changes: the state's changes, a unified diff on stdin, the working "
+			       "tree against --base, or one --commit.  Layer 1 runs linters, layer 2 scans for "
+			       "secrets and insecure code, layer 3 asks a model when the risk is above low.  "
+			       "Exit 0 approve, 1 request_changes, 4 require_human.",
+		.extra_help = "Examples:\n  git diff main | forge-review\n  forge-review --base main --sarif review.sarif\n",
+		.options = options,
+		.on_option = on_option,
+		.raw_hook = raw_hook,
+		.needs_input = true,
+		.model_options = true,
+		.guard = guard,
+		.run = run,
+	};
+	rc = phase_main(&spec, argc, argv, &args);
+	free(args.raw);
+	return rc;
+}

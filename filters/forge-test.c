@@ -1,0 +1,783 @@
+/*
+ * forge-test - the test phase (DESIGN.md §3): run the project's tests,
+ * read what they say, rerun failures once to tell flaky from real, and ask
+ * the model for the root cause and a fix of each real failure.
+ *
+ *   state (review approved) | forge-test [--force] [--junit FILE] | …
+ *   forge-test --repo DIR                  (alone, on a repository or worktree)
+ *
+ * Where: the state's task.worktree when present, else the repository (or
+ * linked worktree) containing --repo DIR or the current directory.
+ * What: --command, else tools.test_command, else detected (project.h; a
+ * detected `go test ./...` runs as `go test -json ./...`).  The command
+ * runs as a whole under a time limit (tools.test_timeout_s, else
+ * safety.time_s.test) with API keys removed from its environment.
+ * Results: a fresh JUnit report (tools.test_report or the usual places),
+ * else the output (testrun.h), else the exit status alone (format
+ * "exit_code", parsed false, a test.unparsed event).
+ */
+#include "buf.h"
+#include "config.h"
+#include "forge.h"
+#include "ids.h"
+#include "json.h"
+#include "junit.h"
+#include "llm.h"
+#include "phase.h"
+#include "proc.h"
+#include "project.h"
+#include "testrun.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
+
+#define OUT_CAP (8u << 20)          /* output kept from the test command */
+#define FAILURE_OUTPUT_MAX 8000     /* per failure in the state (its tail) */
+#define PROMPT_OUTPUT_MAX 4000      /* per failure in the prompt */
+#define PROMPT_MAX (120u << 10)
+
+struct analysis {
+	char *root_cause, *fix;
+	double confidence;
+};
+
+struct tst {
+	bool force;
+	const char *junit_out;
+	const char *command_opt;
+	char *dir;
+	char *command;
+	const char *source;
+	long timeout_ms;
+	struct testrun run;
+	struct analysis *an;        /* parallel to run.cases */
+	bool parsed;
+	int exit_code;
+	bool timed_out;
+	long duration_ms;
+	char *report;               /* the JUnit report read, or NULL */
+	jv rerun;                   /* {command, by_name, exit_code, duration_ms} or null */
+	char guard_msg[256];
+};
+
+/* ---- where and what ---------------------------------------------------------- */
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The top of the working tree containing start (its ".git" dir or file). */
+static char *worktree_top(const char *start)
+{
+	char *p = realpath(start, NULL);
+	struct buf probe = BUF_INIT;
+
+	while (p) {
+		struct stat st;
+		buf_reset(&probe);
+		buf_addf(&probe, "%s/.git", p);
+		if (stat(probe.buf, &st) == 0)
+			break;
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p) {
+			free(p);
+			p = NULL;
+			break;
+		}
+		*slash = '\0';
+	}
+	buf_release(&probe);
+	return p;
+}
+
+static char *work_dir(struct phase *ph)
+{
+	jv task = json_get(ph->state, "task");
+	const char *wt = json_get_str(task, "worktree");
+	char *dir = NULL;
+
+	if (wt && is_dir(wt))
+		dir = realpath(wt, NULL);
+	jv_free(task);
+	if (!dir)
+		dir = worktree_top(ph->common.repo ? ph->common.repo : ".");
+	if (!dir && ph->repo)
+		dir = xstrdup(ph->repo);
+	if (!dir)
+		dir = realpath(ph->common.repo ? ph->common.repo : ".", NULL);
+	return dir;
+}
+
+static char **child_env(void)
+{
+	size_t n = 0;
+
+	while (environ[n])
+		n++;
+	char **env = xcalloc(n + 1, sizeof *env);
+	memcpy(env, environ, n * sizeof *env);
+	llm_scrub_env(env);
+	return env;
+}
+
+static int run(struct proc_result *res, const char *command, const char *dir, long timeout_ms)
+{
+	const char *argv[] = { "/bin/sh", "-c", command, NULL };
+	struct proc_opts o = PROC_OPTS_INIT;
+	char **env = child_env();
+
+	o.argv = argv;
+	o.envp = env;
+	o.cwd = dir;
+	o.timeout_ms = timeout_ms;
+	o.out_cap = OUT_CAP;
+	o.merge_stderr = true;
+	int rc = proc_run(res, &o);
+	free(env);
+	return rc;
+}
+
+/* Read the results of a run that started at `since`: a fresh JUnit report,
+ * else the output.  1 parsed, 0 not; *report_out the report used. */
+static int read_results(struct testrun *out, char **report_out, struct phase *ph, const char *dir,
+			const struct proc_result *res, time_t since)
+{
+	char *report = NULL;
+
+	*report_out = NULL;
+	testrun_init(out);
+	testrun_find_junit(&report, dir, config_get_str(ph->cfg, "tools.test_report"), since);
+	if (report) {
+		FILE *f = fopen(report, "rb");
+		struct buf xml = BUF_INIT;
+		char chunk[65536];
+		size_t n;
+		buf_init(&xml, 64u << 20);
+		while (f && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+			if (buf_add(&xml, chunk, n) < 0)
+				break;
+		if (f)
+			fclose(f);
+		if (junit_parse(out, xml.buf, xml.len) == 1) {
+			buf_release(&xml);
+			*report_out = report;
+			return 1;
+		}
+		buf_release(&xml);
+		free(report);
+	}
+	return testrun_parse(out, res->out.buf, res->out.len);
+}
+
+/* The last `max` bytes of s, on a UTF-8 boundary. */
+static const char *tail(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n <= max)
+		return s;
+	s += n - max;
+	while ((*s & 0xC0) == 0x80)
+		s++;
+	return s;
+}
+
+/* ---- classification ------------------------------------------------------------ */
+
+static bool failing(const struct testcase *c)
+{
+	return c->status == TC_FAIL;
+}
+
+static const char *env_signature(const struct testcase *c, const struct tst *t, const struct proc_result *res)
+{
+	const char *sig = NULL;
+
+	if (c->output)
+		sig = testrun_env_signature(c->output, strlen(c->output));
+	if (!sig && c->message)
+		sig = testrun_env_signature(c->message, strlen(c->message));
+	if (!sig && c->synthetic && res) {
+		if (t->exit_code == 127 || t->exit_code == 126)
+			sig = "command not found";
+		else
+			sig = testrun_env_signature(res->out.buf, res->out.len);
+	}
+	return sig;
+}
+
+/* Rerun the failures once; mark the ones that pass as flaky. */
+static void rerun_failures(struct phase *ph, struct tst *t)
+{
+	const char **names = xcalloc(t->run.ncases + 1, sizeof *names);
+	size_t n = 0;
+	bool all_named = true;
+
+	for (size_t i = 0; i < t->run.ncases; i++) {
+		const struct testcase *c = &t->run.cases[i];
+		if (!failing(c))
+			continue;
+		if (c->synthetic)
+			all_named = false;
+		else
+			names[n++] = c->name;
+	}
+	char *by_name = all_named && n > 0 ? testrun_rerun_command(t->command, names, n) : NULL;
+	const char *cmd = by_name ? by_name : t->command;
+	struct proc_result res;
+	time_t since = time(NULL);
+	struct testrun again;
+	char *report = NULL;
+
+	phase_progress(ph, "rerunning %zu failing test%s", n, n == 1 ? "" : "s");
+	int rc = run(&res, cmd, t->dir, t->timeout_ms);
+	bool parsed = rc == 0 && read_results(&again, &report, ph, t->dir, &res, since) == 1;
+	if (!parsed && rc == 0)
+		testrun_release(&again);
+	if (rc != 0)
+		testrun_init(&again);
+	bool clean = rc == 0 && res.exit_code == 0 && !res.timed_out && again.failed == 0;
+	jv flaky = jv_array(), still = jv_array();
+
+	for (size_t i = 0; i < t->run.ncases; i++) {
+		struct testcase *c = &t->run.cases[i];
+		if (!failing(c))
+			continue;
+		const struct testcase *a = parsed && !c->synthetic ? testrun_find(&again, c->name) : NULL;
+		bool passed = a ? a->status == TC_PASS : clean;
+		if (passed) {
+			c->status = TC_PASS;
+			c->flaky = true;
+			c->classification = "flaky";
+			t->run.failed--;
+			t->run.passed++;
+			t->run.flaky++;
+			flaky = jv_array_append(flaky, jv_string(c->name));
+		} else {
+			still = jv_array_append(still, jv_string(c->name));
+		}
+	}
+	jv ev = jv_object();
+	ev = json_set(ev, "command", jv_string(cmd));
+	ev = json_set(ev, "by_name", jv_bool(by_name != NULL));
+	ev = json_set(ev, "exit_code", rc == 0 ? jv_number(res.exit_code) : jv_null());
+	ev = json_set(ev, "duration_ms", jv_number((double)res.duration_ms));
+	t->rerun = jv_copy(ev);
+	ev = json_set(ev, "flaky", flaky);
+	ev = json_set(ev, "still_failing", still);
+	if (rc != 0)
+		ev = json_set(ev, "error", jv_string(forge_last_error()));
+	phase_emit(ph, "test.rerun", ev);
+	testrun_release(&again);
+	free(report);
+	proc_result_release(&res);
+	free(by_name);
+	free(names);
+}
+
+static void classify(struct tst *t, const struct proc_result *res)
+{
+	for (size_t i = 0; i < t->run.ncases; i++) {
+		struct testcase *c = &t->run.cases[i];
+		if (!failing(c))
+			continue;
+		c->classification = t->timed_out && c->synthetic ? "environment"
+				  : env_signature(c, t, res) ? "environment" : "real";
+	}
+}
+
+/* ---- analysis by the model --------------------------------------------------------- */
+
+static jv analysis_tool(void)
+{
+	const char *schema =
+		"{\"type\":\"object\",\"required\":[\"analyses\"],\"properties\":{\"analyses\":{\"type\":\"array\","
+		"\"items\":{\"type\":\"object\",\"required\":[\"test\",\"root_cause\",\"suggested_fix\",\"confidence\"],"
+		"\"properties\":{\"test\":{\"type\":\"string\"},\"root_cause\":{\"type\":\"string\"},"
+		"\"suggested_fix\":{\"type\":\"string\"},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}}}}}}";
+	jv tool = jv_object();
+
+	tool = json_set(tool, "name", jv_string("report_failure_analysis"));
+	tool = json_set(tool, "description",
+			jv_string("Report the root cause, a suggested fix and a confidence for each failing test."));
+	tool = json_set(tool, "input_schema", json_parse(schema, strlen(schema)));
+	return jv_array_append(jv_array(), tool);
+}
+
+/* Lines around `line` of file (relative to dir, or absolute inside dir). */
+static void add_source(struct buf *b, const char *dir, const char *file, long line)
+{
+	struct buf path = BUF_INIT;
+	char *real = NULL;
+
+	if (!file || line <= 0)
+		return;
+	if (file[0] == '/')
+		buf_adds(&path, file);
+	else
+		buf_addf(&path, "%s/%s", dir, file);
+	real = realpath(path.buf, NULL);
+	size_t dl = strlen(dir);
+	FILE *f = real && strncmp(real, dir, dl) == 0 && real[dl] == '/' ? fopen(real, "r") : NULL;
+	if (f) {
+		char ln[512];
+		long no = 0;
+		buf_addf(b, "source %s around line %ld:\n```\n", file, line);
+		while (fgets(ln, sizeof ln, f) && no < line + 8) {
+			size_t l = strlen(ln);
+			bool whole = l && ln[l - 1] == '\n';
+			if (whole)
+				no++;
+			if (no >= line - 8 && no <= line + 8)
+				buf_addf(b, "%s%5ld  %s%s", no == line ? ">" : " ", no, ln, whole ? "" : "\n");
+			while (!whole && fgets(ln, sizeof ln, f)) {
+				l = strlen(ln);
+				whole = l && ln[l - 1] == '\n';
+			}
+			if (!whole)
+				no++;
+		}
+		buf_adds(b, "```\n");
+		fclose(f);
+	}
+	free(real);
+	buf_release(&path);
+}
+
+static char *analysis_prompt(struct phase *ph, struct tst *t)
+{
+	struct buf b = BUF_INIT;
+	jv task = json_get(ph->state, "task");
+	const char *desc = json_get_str(task, "description");
+	int k = 0;
+
+	buf_addf(&b, "Task: %s\nTest command: %s\n\nFailing tests:\n", desc ? desc : "(none)", t->command);
+	for (size_t i = 0; i < t->run.ncases && b.len < PROMPT_MAX; i++) {
+		const struct testcase *c = &t->run.cases[i];
+		if (!failing(c) || strcmp(c->classification, "real") != 0)
+			continue;
+		buf_addf(&b, "\n### %d. %s\n", ++k, c->name);
+		if (c->file && c->line > 0)
+			buf_addf(&b, "file: %s:%ld\n", c->file, c->line);
+		else if (c->file)
+			buf_addf(&b, "file: %s\n", c->file);
+		if (c->message)
+			buf_addf(&b, "message: %s\n", c->message);
+		if (c->output)
+			buf_addf(&b, "output:\n```\n%s\n```\n", tail(c->output, PROMPT_OUTPUT_MAX));
+		add_source(&b, t->dir, c->file, c->line);
+	}
+	jv changes = json_get(ph->state, "changes");
+	const char *diff = json_get_str(changes, "diff");
+	if (diff && *diff)
+		buf_addf(&b, "\nThe change under test:\n```diff\n%.20000s\n```\n", diff);
+	jv_free(changes);
+	jv_free(task);
+	return buf_detach(&b, NULL);
+}
+
+static void analyse(struct phase *ph, struct tst *t)
+{
+	size_t real = 0;
+	struct llm_client *llm = NULL;
+	struct llm_request req;
+	struct llm_response resp;
+	char *sys = NULL, *prompt = NULL;
+
+	for (size_t i = 0; i < t->run.ncases; i++)
+		real += failing(&t->run.cases[i]) && strcmp(t->run.cases[i].classification, "real") == 0;
+	if (real == 0)
+		return;
+	if (phase_llm(&llm, ph, true) < 0) {
+		phase_emit(ph, "test.analysis_skipped",
+			   json_set(json_set(jv_object(), "reason", jv_string("no model configured")), "error",
+				    jv_string(forge_last_error())));
+		return;
+	}
+	if (agent_prompt_load(&sys, ph->repo, "test") < 0)
+		sys = xstrdup("Find the root cause of each failing test and suggest a fix.");
+	prompt = analysis_prompt(ph, t);
+	llm_request_init(&req);
+	req.system = sys;
+	req.messages = jv_array_append(jv_array(), llm_msg_user(prompt));
+	req.tools = analysis_tool();
+	req.tool_choice = LLM_TOOL_FORCED;
+	req.tool_name = "report_failure_analysis";
+	req.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens", 8192);
+	req.temperature = config_get_num(ph->cfg, "llm.temperature", 0);
+	phase_progress(ph, "analysing %zu failure%s with %s", real, real == 1 ? "" : "s", llm_client_model(llm));
+	int rc = llm_call(&resp, llm, &req);
+	if (rc < 0) {
+		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
+		goto out;
+	}
+	ph->tokens += resp.usage.input_tokens + resp.usage.output_tokens;
+	if (resp.cost_known)
+		ph->cost_usd += resp.cost_usd;
+	else
+		ph->cost_known = false;
+	jv list = resp.ncalls > 0 ? json_get(resp.calls[0].input, "analyses") : jv_null();
+	int matched = 0;
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		jv_array_foreach(list, k, item) {
+			const char *name = json_get_str(item, "test");
+			for (size_t i = 0; name && i < t->run.ncases; i++) {
+				struct testcase *c = &t->run.cases[i];
+				if (!failing(c) || strcmp(c->name, name) != 0 || strcmp(c->classification, "real") != 0 ||
+				    t->an[i].root_cause)
+					continue;
+				const char *rcause = json_get_str(item, "root_cause");
+				const char *fix = json_get_str(item, "suggested_fix");
+				double conf = json_get_num(item, "confidence", 0);
+				t->an[i].root_cause = xstrdup(rcause ? rcause : "");
+				t->an[i].fix = xstrdup(fix ? fix : "");
+				t->an[i].confidence = conf < 0 ? 0 : conf > 1 ? 1 : conf;
+				matched++;
+			}
+			jv_free(item);
+		}
+	}
+	jv_free(list);
+	jv cost = jv_object();
+	cost = json_set(cost, "tokens", jv_number((double)(resp.usage.input_tokens + resp.usage.output_tokens)));
+	cost = json_set(cost, "usd", resp.cost_known ? jv_number(resp.cost_usd) : jv_null());
+	jv ev = json_set(json_set(jv_object(), "failures", jv_number((double)real)), "analysed", jv_number(matched));
+	ev = json_set(ev, "model", json_str_or_null(llm_client_model(llm)));
+	stream_emit_full(&ph->out, "test.analyzed", ev,
+			 resp.cost_known ? cost : (jv_free(cost), jv_null()), (long long)resp.duration_ms);
+out:
+	llm_response_release(&resp);
+	llm_request_release(&req);
+	free(prompt);
+	free(sys);
+	llm_client_free(llm);
+}
+
+/* ---- the result ----------------------------------------------------------------------- */
+
+static jv failure_json(const struct testcase *c, const struct analysis *a)
+{
+	jv f = jv_object();
+
+	f = json_set(f, "test", jv_string(c->name));
+	f = json_set(f, "file", json_str_or_null(c->file));
+	f = json_set(f, "line", c->line > 0 ? jv_number((double)c->line) : jv_null());
+	f = json_set(f, "message", jv_string(c->message ? c->message : ""));
+	f = json_set(f, "output", jv_string(c->output ? tail(c->output, FAILURE_OUTPUT_MAX) : ""));
+	f = json_set(f, "classification", jv_string(c->classification ? c->classification : "real"));
+	f = json_set(f, "root_cause", json_str_or_null(a->root_cause));
+	f = json_set(f, "suggested_fix", json_str_or_null(a->fix));
+	return json_set(f, "confidence", jv_number(a->confidence));
+}
+
+static jv tests_json(struct tst *t, jv coverage)
+{
+	jv s = jv_object(), f = jv_array();
+
+	s = json_set(s, "total", jv_number((double)t->run.total));
+	s = json_set(s, "passed", jv_number((double)t->run.passed));
+	s = json_set(s, "failed", jv_number((double)t->run.failed));
+	s = json_set(s, "skipped", jv_number((double)t->run.skipped));
+	s = json_set(s, "flaky", jv_number((double)t->run.flaky));
+	for (size_t i = 0; i < t->run.ncases; i++)
+		if (failing(&t->run.cases[i]) || t->run.cases[i].flaky)
+			f = jv_array_append(f, failure_json(&t->run.cases[i], &t->an[i]));
+	jv o = jv_object();
+	if (t->command)
+		o = json_set(o, "command", jv_string(t->command));
+	o = json_set(o, "format", jv_string(t->parsed ? t->run.format : t->command ? "exit_code" : "none"));
+	o = json_set(o, "parsed", jv_bool(t->parsed));
+	o = json_set(o, "summary", s);
+	o = json_set(o, "duration_ms", jv_number((double)t->duration_ms));
+	if (t->command) {
+		o = json_set(o, "exit_code", jv_number(t->exit_code));
+		o = json_set(o, "timed_out", jv_bool(t->timed_out));
+	}
+	o = json_set(o, "failures", f);
+	o = json_set(o, "coverage", coverage);
+	o = json_set(o, "rerun", jv_copy(t->rerun));
+	o = json_set(o, "report", json_str_or_null(t->report));
+	if (t->run.note[0])
+		o = json_set(o, "note", jv_string(t->run.note));
+	return o;
+}
+
+static void write_junit(struct phase *ph, struct tst *t)
+{
+	FILE *f = fopen(t->junit_out, "w");
+	int rc = f ? junit_write(f, &t->run, t->command ? t->command : "forge-test",
+				 (double)t->duration_ms / 1000) : -1;
+	int err = errno;
+
+	if (f && fclose(f) != 0 && rc == 0) {
+		rc = -1;
+		err = errno;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "forge-test: cannot write '%s': %s\n", t->junit_out, strerror(err));
+		phase_emit(ph, "test.junit_failed", json_set(json_set(jv_object(), "file", jv_string(t->junit_out)),
+							     "error", jv_string(strerror(err))));
+		return;
+	}
+	phase_emit(ph, "test.junit_written", json_set(jv_object(), "file", jv_string(t->junit_out)));
+}
+
+/* ---- the phase ---------------------------------------------------------------------------- */
+
+static const char *guard(struct phase *ph)
+{
+	struct tst *t = ph->payload;
+
+	if (t->force || jv_get_kind(ph->in.state) != JV_KIND_OBJECT)
+		return NULL;   /* forced, or run alone on a repository */
+	jv review = json_get(ph->state, "review");
+	const char *decision = json_get_str(review, "decision");
+	if (!decision)
+		snprintf(t->guard_msg, sizeof t->guard_msg,
+			 "the changes have not been reviewed: run forge-review first, or --force");
+	else if (strcmp(decision, "approve") != 0)
+		snprintf(t->guard_msg, sizeof t->guard_msg,
+			 "the review did not approve the changes (decision '%s'); use --force to test anyway", decision);
+	else
+		t->guard_msg[0] = '\0';
+	jv_free(review);
+	return t->guard_msg[0] ? t->guard_msg : NULL;
+}
+
+static const char *finish(struct phase *ph, struct tst *t, jv coverage)
+{
+	if (t->junit_out)
+		write_junit(ph, t);
+	phase_set(ph, "tests", tests_json(t, coverage));
+	long real = 0, env = 0;
+	for (size_t i = 0; i < t->run.ncases; i++) {
+		const struct testcase *c = &t->run.cases[i];
+		if (failing(c) && c->classification && strcmp(c->classification, "environment") == 0)
+			env++;
+		else if (failing(c))
+			real++;
+	}
+	if (t->run.failed > 0 || real + env > 0) {
+		phase_reason(ph, "%ld of %ld test%s failed (%ld real, %ld environment)%s", t->run.failed, t->run.total,
+			     t->run.total == 1 ? "" : "s", real, env, t->run.flaky ? "; flaky ones passed on rerun" : "");
+		return "rejected";
+	}
+	if (!t->command)
+		return "ok";
+	if (t->run.flaky)
+		phase_reason(ph, "%ld test%s passed (%ld flaky: failed, then passed on rerun)", t->run.passed,
+			     t->run.passed == 1 ? "" : "s", t->run.flaky);
+	else
+		phase_reason(ph, "%ld test%s passed", t->run.passed, t->run.passed == 1 ? "" : "s");
+	return "ok";
+}
+
+static const char *run_phase(struct phase *ph)
+{
+	struct tst *t = ph->payload;
+	struct proc_result res;
+	jv coverage = jv_null();
+
+	t->dir = work_dir(ph);
+	if (!t->dir) {
+		phase_reason(ph, "cannot find the directory to test: %s", strerror(errno));
+		return "failed";
+	}
+	if (t->command_opt) {
+		t->command = xstrdup(t->command_opt);
+		t->source = "option";
+	} else if (config_get_str(ph->cfg, "tools.test_command")) {
+		t->command = xstrdup(config_get_str(ph->cfg, "tools.test_command"));
+		t->source = "config";
+	} else {
+		t->command = project_command(t->dir, ph->cfg, "test");
+		t->source = "detected";
+		if (t->command && strcmp(t->command, "go test ./...") == 0) {
+			free(t->command);
+			t->command = xstrdup("go test -json ./...");
+		}
+	}
+	if (!t->command) {
+		phase_emit(ph, "test.no_command",
+			   json_set(json_set(jv_object(), "dir", jv_string(t->dir)), "reason",
+				    jv_string("no test command configured (tools.test_command) or detected")));
+		phase_reason(ph, "no tests: no test command is configured (tools.test_command) or detected in '%s'",
+			     t->dir);
+		return finish(ph, t, coverage);
+	}
+	double timeout_s = config_get_num(ph->cfg, "tools.test_timeout_s", 0);
+	if (timeout_s <= 0)
+		timeout_s = config_get_num(ph->cfg, "safety.time_s.test", 1200);
+	t->timeout_ms = (long)(timeout_s * 1000);
+
+	jv ev = jv_object();
+	ev = json_set(ev, "command", jv_string(t->command));
+	ev = json_set(ev, "source", jv_string(t->source));
+	ev = json_set(ev, "dir", jv_string(t->dir));
+	ev = json_set(ev, "timeout_s", jv_number(timeout_s));
+	phase_emit(ph, "test.started", ev);
+	phase_progress(ph, "running %s", t->command);
+
+	time_t since = time(NULL);
+	if (run(&res, t->command, t->dir, t->timeout_ms) < 0) {
+		phase_reason(ph, "cannot run the test command: %s", forge_last_error());
+		proc_result_release(&res);
+		return "failed";
+	}
+	t->exit_code = res.exit_code;
+	t->timed_out = res.timed_out;
+	t->duration_ms = res.duration_ms;
+	ev = jv_object();
+	ev = json_set(ev, "exit_code", jv_number(res.exit_code));
+	ev = json_set(ev, "timed_out", jv_bool(res.timed_out));
+	ev = json_set(ev, "output_bytes", jv_number((double)res.out_bytes));
+	stream_emit_full(&ph->out, "test.ran", ev, jv_null(), res.duration_ms);
+
+	t->parsed = read_results(&t->run, &t->report, ph, t->dir, &res, since) == 1;
+	if (t->parsed) {
+		ev = jv_object();
+		ev = json_set(ev, "format", jv_string(t->run.format));
+		ev = json_set(ev, "report", json_str_or_null(t->report));
+		ev = json_set(ev, "total", jv_number((double)t->run.total));
+		ev = json_set(ev, "passed", jv_number((double)t->run.passed));
+		ev = json_set(ev, "failed", jv_number((double)t->run.failed));
+		ev = json_set(ev, "skipped", jv_number((double)t->run.skipped));
+		if (t->run.note[0])
+			ev = json_set(ev, "note", jv_string(t->run.note));
+		phase_emit(ph, "test.parsed", ev);
+	} else {
+		testrun_init(&t->run);
+		phase_emit(ph, "test.unparsed",
+			   json_set(json_set(jv_object(), "reason",
+					     jv_string("no known test output (TAP, JUnit, pytest, go test, cargo test, "
+						       "node --test, ctest, bats): the exit status decides")),
+				    "exit_code", jv_number(res.exit_code)));
+	}
+
+	/* what the output does not say */
+	long named = 0;
+	for (size_t i = 0; i < t->run.ncases; i++)
+		named += failing(&t->run.cases[i]);
+	const char *out_tail = tail(res.out.buf, FAILURE_OUTPUT_MAX);
+	char msg[256];
+	if (res.timed_out) {
+		snprintf(msg, sizeof msg, "the test command did not finish within %.0f s (timeout)", timeout_s);
+		testrun_add_synthetic(&t->run, "timeout", msg, out_tail);
+	} else if (!t->parsed) {
+		if (res.exit_code != 0) {
+			snprintf(msg, sizeof msg, "the test command exited with status %d", res.exit_code);
+			testrun_add_synthetic(&t->run, t->command, msg, out_tail);
+		} else {
+			struct testcase *c = testrun_add(&t->run, t->command, strlen(t->command), TC_PASS);
+			if (c)
+				c->synthetic = true;
+			t->run.total++;
+			t->run.passed++;
+		}
+	} else if (named == 0 && t->run.failed > 0) {
+		snprintf(msg, sizeof msg, "%ld failing test%s not named in the output", t->run.failed,
+			 t->run.failed == 1 ? "" : "s");
+		struct testcase *c = testrun_add(&t->run, "unnamed failures", 16, TC_FAIL);
+		if (c) {
+			c->synthetic = true;
+			testcase_set(&c->message, msg, strlen(msg));
+			testcase_set(&c->output, out_tail, strlen(out_tail));
+		}
+	} else if (named == 0 && res.exit_code != 0 &&
+		   !(strcmp(t->run.format, "pytest") == 0 && res.exit_code == 5)) {
+		snprintf(msg, sizeof msg, "the test command exited with status %d though no test failed",
+			 res.exit_code);
+		testrun_add_synthetic(&t->run, "exit status", msg, out_tail);
+	}
+	t->an = xcalloc(t->run.ncases + 1, sizeof *t->an);
+
+	classify(t, &res);
+	bool any = false;
+	for (size_t i = 0; i < t->run.ncases; i++)
+		any |= failing(&t->run.cases[i]);
+	if (any && !res.timed_out)
+		rerun_failures(ph, t);
+	for (size_t i = 0; i < t->run.ncases; i++) {
+		const struct testcase *c = &t->run.cases[i];
+		if (failing(c) || c->flaky)
+			phase_emit(ph, "test.failure",
+				   json_set(json_set(jv_object(), "test", jv_string(c->name)), "classification",
+					    jv_string(c->classification)));
+	}
+	analyse(ph, t);
+	testrun_coverage(&coverage, t->dir, since);
+	if (jv_get_kind(coverage) == JV_KIND_OBJECT)
+		phase_emit(ph, "test.coverage", jv_copy(coverage));
+	proc_result_release(&res);
+	return finish(ph, t, coverage);
+}
+
+static int on_option(struct phase *ph, int id, const char *arg)
+{
+	struct tst *t = ph->payload;
+
+	switch (id) {
+	case OPT_FORCE: t->force = true; return 0;
+	case OPT_JUNIT: t->junit_out = arg; return 0;
+	case OPT_COMMAND:
+		if (!*arg)
+			return forge_error("--command needs a command");
+		t->command_opt = arg;
+		return 0;
+	}
+	return forge_error("unknown option");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct cli_option options[] = {
+		{ "force", 0, NULL, "test even when the changes were not approved by review", OPT_FORCE },
+		{ "junit", 0, "FILE", "also write the results as JUnit XML to FILE", OPT_JUNIT },
+		{ "command", 0, "CMD", "the test command (instead of tools.test_command or detection)", OPT_COMMAND },
+		{ NULL, 0, NULL, NULL, 0 },
+	};
+	static const struct phase_spec spec = {
+		.name = "test",
+		.program = "forge-test",
+		.synopsis = "[OPTIONS] < STATE\n[OPTIONS] --repo DIR",
+		.description =
+			"Run the project's tests (tools.test_command, else detected), read their results (TAP, "
+			"JUnit XML, pytest, go test, cargo test, node --test, ctest, bats), rerun failures once "
+			"to tell flaky from real, and ask the model for the root cause and a fix of each real "
+			"failure. Needs a state whose review approved the changes (or --force); with no input "
+			"it tests the repository or worktree it is run in.",
+		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
+			      "did not hold, 2 bad input.\n",
+		.options = options,
+		.on_option = on_option,
+		.model_options = true,
+		.guard = guard,
+		.run = run_phase,
+	};
+	struct tst t = { .rerun = jv_null() };
+
+	int status = phase_main(&spec, argc, argv, &t);
+	for (size_t i = 0; t.an && i < t.run.ncases; i++) {
+		free(t.an[i].root_cause);
+		free(t.an[i].fix);
+	}
+	free(t.an);
+	testrun_release(&t.run);
+	jv_free(t.rerun);
+	free(t.report);
+	free(t.command);
+	free(t.dir);
+	return status;
+}

@@ -1,0 +1,166 @@
+/*
+ * agent.h - the loop every phase runs (seed 003): perceive → reason → act →
+ * learn, with its termination rules.
+ *
+ * The caller (a phase) does the perceiving: it builds the first user message
+ * from the task, the state, recalled memories, skills and environment
+ * (context.h fits them into the token budget).  agent_run() then loops:
+ *
+ *   reason  one LLM call with the phase's system prompt and tools, plus the
+ *           two tools every phase has: `finish` (its input is the phase
+ *           result, checked against the phase's schema) and `ask_human`;
+ *   act     each tool call goes to the executor (tools.h validates the input
+ *           against the tool's schema and applies the sandbox); transient
+ *           failures are retried with backoff (1 s, 2 s, 4 s; at most 3
+ *           retries), every call is reported as tool.executed or
+ *           tool.failed with its sanitised input;
+ *   learn   the call and its result join the working memory; a tool error
+ *           triggers a reflection (within the reflection budget).
+ *
+ * It ends, each way with its event (DESIGN.md §2 gives the exit codes):
+ *   AGENT_DONE       `finish` with a result that matches the phase schema
+ *                    (a result that does not is sent back to the model with
+ *                    the schema error and the loop goes on)     -> exit 0/1
+ *   AGENT_ESCALATED  `ask_human`, a command the policy says needs approval,
+ *                    or stagnation: the same hash of the last three messages
+ *                    three times running (agent.stagnation_detected) -> exit 4
+ *   AGENT_TRIPPED    a breaker (breaker.tripped): iterations, cost (the
+ *                    phase's limit or the run's remaining budget, whichever is
+ *                    lower), time, or error rate (tool errors in a sliding
+ *                    window: a warning event at `error_rate_warning`, a trip
+ *                    at `error_rate_critical`, judged once the window holds
+ *                    at least AGENT_ERROR_RATE_MIN_CALLS calls) -> exit 3
+ *   AGENT_FAILED     the model could not be reached after the client's
+ *                    retries, or answered in a way that cannot be used   -> exit 5
+ *
+ * Working memory is compressed when its estimated size passes 90 % of the
+ * token budget: the first message and the last three are kept, the middle is
+ * summarised by the fast model (memory.compressed).  A context-length error
+ * from the provider triggers a compression and one retry of the call.
+ *
+ * Reflection (seed 003 §8) asks the fast model for learnings on success
+ * (skipped when the phase cost less than reflect_min_cost_usd), on a tool
+ * error, on escalation and on a breaker trip, while the reflection spend stays
+ * under reflect_budget_usd.  Learnings are parsed from a forced tool call,
+ * checked, and handed to env->remember; a reflection that does not parse
+ * stores nothing.  The caller makes the fast client with the phase name
+ * "<phase>-fast" (llm_options.phase), so a cassette keeps the answers for
+ * compression and reflection apart from the phase's own.
+ *
+ * Ownership: jv arguments follow json.h (consumed unless "borrows").
+ */
+#ifndef FORGE_AGENT_H
+#define FORGE_AGENT_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct llm_client;
+struct store;
+struct stream_out;
+
+#define AGENT_ERROR_RATE_MIN_CALLS 4
+
+/* What a tool execution returned, filled by the executor. */
+struct agent_tool_outcome {
+	bool ok;
+	bool retryable;         /* transient: worth calling again unchanged */
+	char *text;             /* for the model (malloc'd; the agent frees it) */
+	char *gate;             /* non-NULL: needs human approval, why (malloc'd) */
+	jv event;               /* extra fields for tool.executed/tool.failed, or jv_null() */
+};
+
+/*
+ * Execute tool `name` with `input` (borrowed).  Returns 0 with *out filled
+ * (ok or not: a failing command is still a result for the model), or -1 for
+ * a failure of the executor itself, which ends the loop as AGENT_FAILED.
+ */
+typedef int (*agent_exec_fn)(struct agent_tool_outcome *out, const char *name, jv input,
+			     void *payload);
+
+struct agent_config {
+	const char *phase;              /* "plan", "implement", … */
+	const char *system_prompt;
+	jv tools;                       /* definitions [{name, description, input_schema}]
+	                                   without finish/ask_human; consumed by agent_run */
+	jv result_schema;               /* the finish tool's input schema (consumed) */
+	const char *result_schema_name; /* embedded schema file that validates the result */
+	const char *result_schema_def;  /* its $defs entry, e.g. "plan"; NULL = the whole schema */
+	int max_iterations;             /* 0 = 10 */
+	double max_cost_usd;            /* phase limit; <= 0 = none */
+	double budget_remaining_usd;    /* the run's remaining budget; < 0 = none */
+	long long max_time_ms;          /* 0 = none */
+	int stagnation_threshold;       /* 0 = 3 */
+	double error_rate_warning;      /* 0 = 0.10 */
+	double error_rate_critical;     /* 0 = 0.25 */
+	long long error_window_ms;      /* 0 = 300000 */
+	size_t context_tokens;          /* working-memory budget; 0 = 100000 */
+	int max_tokens;                 /* per answer; 0 = 8192 */
+	bool reflect;                   /* run reflections */
+	double reflect_min_cost_usd;    /* 0 = 0.10 */
+	double reflect_budget_usd;      /* 0 = 0.50 */
+};
+
+struct agent_env {
+	struct llm_client *llm;         /* the phase's model */
+	struct llm_client *fast;        /* compression and reflection; NULL = llm */
+	struct stream_out *out;         /* events */
+	agent_exec_fn exec;
+	void *exec_payload;
+	/* Store one learning {type, content, context, confidence, tags}
+	 * (consumed); may be NULL.  Returns 0 or -1. */
+	int (*remember)(void *payload, jv learning);
+	void *remember_payload;
+	/* Progress (iteration, last tool, cost so far) for a terminal; may be NULL. */
+	void (*progress)(void *payload, int iteration, const char *tool, double cost_usd);
+	void *progress_payload;
+	/* Tests: replace sleeping between tool retries and the clock. */
+	void (*sleep_fn)(void *payload, double seconds);
+	long long (*clock_ms)(void *payload);
+	void *test_payload;
+};
+
+enum agent_outcome { AGENT_DONE, AGENT_ESCALATED, AGENT_TRIPPED, AGENT_FAILED };
+
+struct agent_result {
+	enum agent_outcome outcome;
+	jv result;                      /* the finish input when DONE, else jv_null() */
+	char *reason;                   /* why it escalated/tripped/failed (malloc'd) */
+	const char *breaker;            /* "iterations", "cost", "time", "error_rate" (static) */
+	int iterations;
+	double cost_usd;                /* phase calls, compression and reflection */
+	bool cost_known;                /* false when some call had no price */
+	long tokens;                    /* input + output tokens */
+	int tool_calls, tool_errors;
+	long long duration_ms;
+	jv messages;                    /* the final working memory (for bounces and reflection) */
+};
+
+void agent_result_init(struct agent_result *r);
+void agent_result_release(struct agent_result *r);
+
+/* "done", "escalated", "tripped", "failed". */
+const char *agent_outcome_name(enum agent_outcome o);
+
+/*
+ * Run the loop from the first user message `prompt` (copied).  Consumes
+ * cfg->tools and cfg->result_schema.  *out is initialised here and owned by
+ * the caller.  Returns 0 whenever the loop ended in one of the four ways
+ * (read out->outcome); -1 only for misuse (no client, no executor).
+ */
+int agent_run(struct agent_result *out, struct agent_config *cfg, struct agent_env *env,
+	      const char *prompt);
+
+/*
+ * The system prompt for phase: <repo>/.forge/prompts/PHASE.md when it
+ * exists (a repository's override), else the built-in
+ * schemas/prompts/PHASE.md.  repo may be NULL.  *out malloc'd.
+ */
+int agent_prompt_load(char **out, const char *repo, const char *phase);
+
+/* A short stable hash of the last `n` messages' roles, texts and tool
+ * calls (ids excluded), for stagnation detection.  Borrows messages. */
+unsigned long long agent_messages_hash(jv messages, int n);
+
+#endif

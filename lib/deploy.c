@@ -1,0 +1,176 @@
+/* deploy.c - strategy names, risk, canary steps and command running; see deploy.h. */
+#include "deploy.h"
+#include "config.h"
+#include "forge.h"
+#include "json.h"
+#include "llm.h"
+#include "proc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static const char *const strategy_names[] = { "branch", "merge", "push", "command" };
+static const char *const risk_names[] = { "low", "medium", "high", "critical" };
+
+int deploy_strategy_parse(enum deploy_strategy *out, const char *name)
+{
+	for (size_t i = 0; name && i < sizeof strategy_names / sizeof *strategy_names; i++) {
+		if (strcmp(name, strategy_names[i]) == 0) {
+			*out = (enum deploy_strategy)i;
+			return 0;
+		}
+	}
+	return forge_error("unknown deploy strategy '%s': use branch, merge, push or command",
+			   name ? name : "");
+}
+
+const char *deploy_strategy_name(enum deploy_strategy s)
+{
+	return (unsigned)s < sizeof strategy_names / sizeof *strategy_names ? strategy_names[s] : "branch";
+}
+
+int deploy_risk_rank(const char *level)
+{
+	for (int i = 0; level && i < 4; i++)
+		if (strcmp(level, risk_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *deploy_risk_of(jv state)
+{
+	static const char *const paths[] = { "plan.risk.level", "review.risk.level" };
+	int best = -1;
+
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+		jv v = json_get_path(state, paths[i]);
+		int r = jv_get_kind(v) == JV_KIND_STRING ? deploy_risk_rank(jv_string_value(v)) : -1;
+		if (r > best)
+			best = r;
+		jv_free(v);
+	}
+	return risk_names[best < 0 ? 1 : best];
+}
+
+int deploy_canary_steps(jv *out, const struct config *cfg, const char *risk)
+{
+	static const double ladders[4][5] = {
+		{ 100 }, { 5, 25, 100 }, { 5, 10, 25, 50, 100 }, { 5, 10, 25, 50, 100 },
+	};
+	static const int lengths[4] = { 1, 3, 5, 5 };
+	int r = deploy_risk_rank(risk);
+	char key[64];
+
+	*out = jv_null();
+	if (r < 0)
+		return forge_error("unknown risk level '%s': use low, medium, high or critical",
+				   risk ? risk : "");
+	snprintf(key, sizeof key, "deploy.canary.%s", risk);
+	jv steps = cfg ? config_get(cfg, key) : jv_null();
+	if (jv_get_kind(steps) == JV_KIND_ARRAY && jv_array_length(jv_copy(steps)) > 0) {
+		bool good = true;
+		jv_array_foreach(steps, i, p) {
+			if (jv_get_kind(p) != JV_KIND_NUMBER || jv_number_value(p) <= 0 ||
+			    jv_number_value(p) > 100)
+				good = false;
+			jv_free(p);
+		}
+		if (good) {
+			*out = steps;
+			return 0;
+		}
+	}
+	jv_free(steps);
+	steps = jv_array();
+	for (int i = 0; i < lengths[r]; i++)
+		steps = jv_array_append(steps, jv_number(ladders[r][i]));
+	*out = steps;
+	return 0;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+char **deploy_env_new(const char *const *extra)
+{
+	size_t n = 0, k = 0, w = 0;
+
+	while (environ && environ[n])
+		n++;
+	while (extra && extra[k])
+		k++;
+	/* Scrub a borrowed view of environ, then copy what stays. */
+	char **view = xcalloc(n + 1, sizeof *view);
+	for (size_t i = 0; i < n; i++)
+		view[i] = environ[i];
+	llm_scrub_env(view);
+	char **env = xcalloc(n + k + 1, sizeof *env);
+	for (size_t i = 0; view[i]; i++)
+		if (strncmp(view[i], "FORGE_DEPLOY_", 13) != 0)
+			env[w++] = xstrdup(view[i]);
+	free(view);
+	for (size_t i = 0; extra && extra[i]; i++)
+		env[w++] = xstrdup(extra[i]);
+	env[w] = NULL;
+	return env;
+}
+
+void deploy_env_free(char **env)
+{
+	if (!env)
+		return;
+	for (size_t i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+int deploy_run_command(struct deploy_cmd_result *out, const char *command, const char *cwd,
+		       char *const *env, long timeout_ms, size_t output_cap)
+{
+	const char *argv[] = { "/bin/sh", "-c", command, NULL };
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char **own = NULL;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	out->exit_code = -1;
+	if (!env)
+		env = own = deploy_env_new(NULL);
+	o.argv = argv;
+	o.envp = env;
+	o.cwd = cwd;
+	o.merge_stderr = true;
+	o.out_cap = output_cap;
+	o.timeout_ms = timeout_ms;
+	if (proc_run(&r, &o) < 0) {
+		out->output = xstrdup(forge_last_error());
+		forge_error_prefix("cannot run '%s'", command);
+		goto out;
+	}
+	out->exit_code = r.exit_code;
+	out->timed_out = r.timed_out;
+	out->duration_ms = r.duration_ms;
+	out->output = xstrndup(r.out.buf, r.out.len);
+	if (r.timed_out)
+		forge_error("'%s' timed out after %ld ms", command, timeout_ms);
+	else if (r.term_signal)
+		forge_error("'%s' was killed by signal %d", command, r.term_signal);
+	else if (r.exit_code != 0)
+		forge_error("'%s' exited with status %d", command, r.exit_code);
+	else
+		rc = 0;
+out:
+	proc_result_release(&r);
+	deploy_env_free(own);
+	return rc;
+}
+
+void deploy_cmd_result_release(struct deploy_cmd_result *r)
+{
+	if (!r)
+		return;
+	free(r->output);
+	r->output = NULL;
+}

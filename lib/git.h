@@ -1,0 +1,191 @@
+/*
+ * git.h - the git side of a run (libgit2): the repository, the run's own
+ * worktree and branch, status, diff, commit, save-and-reset, merge, push.
+ *
+ * Layout.  A run with trace id TRACE works in the linked worktree
+ * <root>/.forge/worktrees/TRACE (libgit2/git worktree name TRACE) on the
+ * branch forge/TRACE.  Refs kept for the run:
+ *   refs/forge/TRACE/base      the commit the run started from
+ *   refs/forge/TRACE/saved/N   what a reset discarded (N = 1, 2, ...)
+ * The first worktree written also creates <root>/.forge/.gitignore holding
+ * "*" (only when absent), so worktrees and the database never show up as
+ * untracked files in the user's checkout and no tracked file is touched.
+ *
+ * Safety.  No function here changes the user's checkout (its HEAD, index or
+ * working files), except forge_git_merge_ff(), which is explicit and
+ * refuses when that checkout has local changes.  Branches other than
+ * forge/TRACE are moved only by forge_git_merge_ff().
+ *
+ * An empty repository (no commits yet): creating a worktree from its
+ * unborn HEAD (or from the branch HEAD names) makes a root commit with an
+ * empty tree, message "forge: empty base commit", and puts forge/TRACE on
+ * it; the user's branch stays unborn.  That commit is the run's base, so
+ * the diff is "everything the run added", and forge_git_merge_ff() can
+ * later bring the branch into the still-unborn base branch.
+ *
+ * Conventions (forge.h): functions return 0 on success and -1 after
+ * forge_error(), whose message ends with libgit2's own; output parameters
+ * come first; strings returned through `char **out` are malloc'd and the
+ * caller's (free(3)); objects returned through `**out` are the caller's and
+ * released with their *_free(), which accepts NULL; `const char *` getters
+ * are borrowed from their object.  jv values follow json.h (returned jv are
+ * new references).  Revisions ("main", "v1.0", "HEAD~1", a full or short
+ * SHA) are anything git_revparse accepts and are peeled to a commit.
+ *
+ * libgit2 is initialised by each open object and shut down by its *_free(),
+ * so a program need not call git_libgit2_init() itself.  Objects are not
+ * shared between threads.
+ */
+#ifndef FORGE_GIT_H
+#define FORGE_GIT_H
+
+#include <jv.h>
+#include <stdbool.h>
+
+/* Returned (instead of 0) when there was nothing to do; not an error. */
+#define FORGE_GIT_NOTHING 1
+
+struct forge_git;            /* an open repository (its main working tree) */
+struct forge_git_worktree;   /* one run's worktree */
+
+/*
+ * Open the repository that contains `path` (NULL: the current directory):
+ * the main checkout or any linked worktree (including a run's), either way
+ * the main repository is opened.  Fails with a clear message for a path
+ * that is not in a repository and for a bare repository.
+ */
+int forge_git_open(struct forge_git **out, const char *path);
+void forge_git_free(struct forge_git *g);
+
+/* The main working tree, absolute, without a trailing slash.  Borrowed. */
+const char *forge_git_root(const struct forge_git *g);
+
+/* The commit `rev` names, as a 40-hex SHA. */
+int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
+
+/* True when `trace` may name a run (letters, digits, '-', '_'; 1-100
+ * characters, starting with a letter or digit). */
+bool forge_git_trace_valid(const char *trace);
+
+/*
+ * Create the run's worktree, or reopen it when it exists (resume: then
+ * `base` is ignored and the recorded base stands; forge_git_worktree_
+ * reopened() says so).  `base` (NULL: "HEAD") is where forge/TRACE starts
+ * when the branch does not exist yet; an existing forge/TRACE (a worktree
+ * removed without its branch) is checked out as it is.  A worktree whose
+ * directory was deleted by hand is pruned and made again.
+ */
+int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
+			    const char *trace, const char *base);
+void forge_git_worktree_free(struct forge_git_worktree *wt);
+
+/* Getters, borrowed from wt: the directory, the trace, the branch
+ * ("forge/TRACE"), the base commit's SHA. */
+const char *forge_git_worktree_path(const struct forge_git_worktree *wt);
+const char *forge_git_worktree_trace(const struct forge_git_worktree *wt);
+const char *forge_git_worktree_branch(const struct forge_git_worktree *wt);
+const char *forge_git_worktree_base(const struct forge_git_worktree *wt);
+/* True when forge_git_worktree_open() found the worktree already there. */
+bool forge_git_worktree_reopened(const struct forge_git_worktree *wt);
+
+/* The SHA of the worktree's HEAD (the tip of forge/TRACE). */
+int forge_git_worktree_head(char **out, struct forge_git_worktree *wt);
+
+/*
+ * The worktree's status against its HEAD (index and working files,
+ * untracked files one by one, ignored files left out), sorted by path:
+ * [{"path":…, "status":"added"|"modified"|"deleted"|"renamed"|"untracked"|
+ * "typechange"}], a renamed entry also has "old_path".  A conflicted path
+ * is "modified".
+ */
+int forge_git_status(jv *out, struct forge_git_worktree *wt);
+
+/*
+ * What the worktree changed since `base` (NULL: the run's base commit):
+ * the base commit's tree against the working files, staged or not, with
+ * new untracked files and deletions.  *out_patch gets the unified patch as
+ * git prints it (binary files as "Binary files a/X and b/X differ"),
+ * *out_files [{"path", "action":"create"|"modify"|"delete", "additions",
+ * "deletions"}] (plus "binary":true for a binary file), in path order.
+ * Either out may be NULL when not wanted.
+ */
+int forge_git_diff(char **out_patch, jv *out_files, struct forge_git_worktree *wt,
+		   const char *base);
+
+/*
+ * Stage everything (new files, changes, deletions; not ignored files) and
+ * commit it on forge/TRACE with `message`, author and committer
+ * "Forge <forge@localhost>" (no user.name needed).  *out gets the new
+ * commit's SHA.  Returns FORGE_GIT_NOTHING with *out NULL when the tree is
+ * the same as HEAD's ("nothing to commit").
+ */
+int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *message);
+
+/*
+ * Reset the worktree to `commit` (NULL: its HEAD): a hard reset of
+ * forge/TRACE plus removal of untracked files (ignored files stay).  First
+ * what would be lost -- uncommitted changes, untracked files, and commits
+ * of forge/TRACE after `commit` -- is kept on refs/forge/TRACE/saved/N (N
+ * the next free number): a commit whose parent is the old HEAD and whose
+ * tree is the old working files (or the old HEAD itself when the files
+ * were clean).  *out gets that ref's name.  Returns FORGE_GIT_NOTHING with
+ * *out NULL when the worktree is clean and already at `commit`.
+ */
+int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const char *commit);
+
+/*
+ * The worktrees of runs (those under <root>/.forge/worktrees), all of them
+ * or only `trace`'s when not NULL, sorted by trace:
+ * [{"trace", "path", "branch" (null when detached), "head" (null when
+ * unknown), "valid" (its directory is there), "locked"}].
+ */
+int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace);
+
+enum forge_git_remove_flags {
+	FORGE_GIT_REMOVE_BRANCH = 1 << 0,  /* also delete forge/TRACE and refs/forge/TRACE/base */
+	FORGE_GIT_REMOVE_FORCE = 1 << 1,   /* even with uncommitted changes, or locked */
+};
+
+/*
+ * Remove the run's worktree: prune its metadata and delete its directory.
+ * Refuses when it has uncommitted changes unless FORGE_GIT_REMOVE_FORCE
+ * (save them first with forge_git_save_and_reset()).  The saved refs are
+ * always kept.  Returns FORGE_GIT_NOTHING when there was no worktree (the
+ * branch is still deleted when asked).
+ */
+int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned flags);
+
+/* The best common ancestor of two revisions, as a SHA. */
+int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const char *b);
+
+/*
+ * Whether `base_ref` (e.g. "main") now names a commit other than
+ * `base_commit` (a SHA, e.g. the run's base).  An unborn base branch has
+ * not moved when base_commit is a forge empty base commit.
+ */
+int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
+			 const char *base_commit);
+
+/*
+ * Fast-forward the local branch `base_branch` ("main" or "refs/heads/main")
+ * to `rev` (e.g. "forge/TRACE"); *out (may be NULL) gets the new tip.
+ * Refuses when `rev` does not descend from the branch's tip (only
+ * fast-forwards are done here: a merge commit is left to a later change),
+ * and when the branch is checked out in a linked worktree.  When it is
+ * checked out in the main checkout, that checkout must have no changes to
+ * tracked files; its files and index are updated safely (an untracked file
+ * in the way stops it before anything moves).  An unborn base branch
+ * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
+ * the branch is already at `rev`.
+ */
+int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev);
+
+/*
+ * Push `refspec` ("forge/TRACE", "refs/heads/a:refs/heads/b", "+src:dst";
+ * a short branch name is expanded) to `remote`: a configured remote's name
+ * or a URL or path (e.g. a local bare repository).  Fails when the remote
+ * rejects the update (e.g. not a fast-forward), naming the reason.
+ */
+int forge_git_push(struct forge_git *g, const char *remote, const char *refspec);
+
+#endif

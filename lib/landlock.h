@@ -1,0 +1,75 @@
+/*
+ * landlock.h - kernel confinement for child processes: Landlock (write
+ * access limited to a few directory trees) and a private network namespace
+ * (no network at all).
+ *
+ * Both are prepared in the parent and applied in the child between fork()
+ * and execve(), where only async-signal-safe calls are allowed: the *_child
+ * functions below make raw system calls only, allocate nothing and touch no
+ * locks.  They return 0 or a negative errno value instead of setting errno.
+ *
+ * What a confined child can do: read and execute anything it could before;
+ * create, write, truncate, rename, link or remove files only beneath the
+ * directories given to landlock_ruleset_new() (plus the character devices
+ * /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx and /dev/pts, /dev/shm);
+ * everything else fails with EACCES.  Rules survive exec and are inherited by
+ * every descendant; no_new_privs is set, so setuid programs lose their power.
+ */
+#ifndef FORGE_LANDLOCK_H
+#define FORGE_LANDLOCK_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/*
+ * The Landlock ABI version the running kernel offers (1..N), or 0 when it
+ * has none (not built in, disabled at boot, or blocked by seccomp).  Cached
+ * after the first call.  Sets no message.
+ */
+int landlock_abi(void);
+
+/* A ruleset ready to be enforced in a child.  Owns one O_CLOEXEC fd. */
+struct landlock_ruleset {
+	int fd;
+	int abi;
+};
+
+/*
+ * Build a ruleset that allows writes only beneath each directory of
+ * `writable` (a NULL-terminated list of absolute paths; a path that does
+ * not exist is skipped, one that is not a directory is an error) and on the
+ * usual harmless devices.  -1 with a message when Landlock is unavailable
+ * ("landlock: not supported by this kernel") or a rule cannot be added.
+ */
+int landlock_ruleset_new(struct landlock_ruleset **out, const char *const *writable);
+void landlock_ruleset_free(struct landlock_ruleset *rs);
+
+/*
+ * In the child: set no_new_privs and enforce rs_fd on the calling process.
+ * Async-signal-safe.  Returns 0 or -errno.
+ */
+int landlock_enforce_child(int rs_fd);
+
+/*
+ * True when the calling process can create a network namespace (probed once
+ * in a short-lived child, then cached).  *why (may be NULL) gets a static
+ * reason when it cannot ("unshare(CLONE_NEWUSER|CLONE_NEWNET): Operation not
+ * permitted").
+ */
+bool netns_available(const char **why);
+
+/*
+ * In the child: move the calling process into a new, empty network
+ * namespace (only a loopback device, down).  A process with CAP_SYS_ADMIN
+ * unshares CLONE_NEWNET alone; otherwise it also creates a user namespace
+ * and maps uid and gid (the caller's real ids, passed in because
+ * getuid() is called before fork) onto themselves, so files and `id` look
+ * the same inside.  Async-signal-safe.  Returns 0 or -errno.
+ */
+int netns_enter_child(bool privileged, uid_t uid, gid_t gid);
+
+/* True when the process has CAP_SYS_ADMIN in its user namespace (it may
+ * unshare a network namespace without a user namespace). */
+bool netns_privileged(void);
+
+#endif

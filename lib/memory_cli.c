@@ -1,0 +1,96 @@
+/*
+ * memory_cli.c - what forge-memory, forge-findings and forge-metrics share:
+ * configuration, database and memory handle from the common options.
+ */
+#include "memory_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "forge.h"
+#include "json.h"
+#include "llm.h"
+#include "store.h"
+
+int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common)
+{
+	struct config_sources src = { NULL, common->config, jv_null() };
+	struct memory_options mo;
+	char *root = NULL, *path = NULL;
+	int rc = -1;
+
+	memset(c, 0, sizeof *c);
+	*status = FORGE_EXIT_USAGE;
+	if (cli_repo_root(&root, common->repo) < 0) {
+		if (common->repo)
+			goto out;
+		root = NULL;    /* outside a repository: no project layer */
+	}
+	src.repo = root;
+	jv llm = cli_model_flags(common);
+
+	jv_object_foreach(llm, k, v) {
+		struct buf key = BUF_INIT;
+
+		buf_addf(&key, "llm.%s", jv_string_value(k));
+		config_flag_set(&src.flags, key.buf, v);
+		buf_release(&key);
+		jv_free(k);
+	}
+	jv_free(llm);
+	if (config_load(&c->cfg, &src) < 0)
+		goto out;
+	if (!common->db && !getenv("FORGE_DB") && !root) {
+		forge_error("no database: not in a git repository; use --repo DIR or --db PATH");
+		goto out;
+	}
+	if (store_resolve_path(&path, common->db, root) < 0)
+		goto out;
+	*status = FORGE_EXIT_DEPENDENCY;
+	if (store_open(&c->st, path) < 0)
+		goto out;
+	memory_options_from_config(&mo, c->cfg);
+	if (memory_open(&c->m, c->st, &mo) < 0) {
+		*status = FORGE_EXIT_USAGE;
+		goto out;
+	}
+	*status = 0;
+	rc = 0;
+out:
+	free(root);
+	free(path);
+	return rc;
+}
+
+static const char *str_or_null(const struct config *cfg, const char *path)
+{
+	const char *s = config_get_str(cfg, path);
+
+	return s && *s ? s : NULL;
+}
+
+int memory_cli_llm(struct memory_cli *c, const struct cli_common *common)
+{
+	struct llm_options opt;
+
+	llm_options_init(&opt);
+	opt.provider = str_or_null(c->cfg, "llm.provider");
+	opt.model = common->model ? common->model : str_or_null(c->cfg, "llm.fast_model");
+	opt.base_url = str_or_null(c->cfg, "llm.base_url");
+	opt.cassette = str_or_null(c->cfg, "llm.cassette");
+	opt.phase = "consolidate";
+	opt.max_retries = (int)config_get_num(c->cfg, "llm.max_retries", -1);
+	opt.store = c->st;
+	return llm_client_new(&c->llm, &opt);
+}
+
+void memory_cli_close(struct memory_cli *c)
+{
+	llm_client_free(c->llm);
+	memory_free(c->m);
+	store_free(c->st);
+	config_free(c->cfg);
+	memset(c, 0, sizeof *c);
+}

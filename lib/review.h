@@ -1,0 +1,172 @@
+/*
+ * review.h - forge-review's layers and synthesis (DESIGN.md §3, seed 000
+ * §7.3): static analysis (review_lint.c), security (review_secrets.c: secrets
+ * and built-in insecure patterns; review_scan.c: external scanners), the AI
+ * layer (review_ai.c) and synthesis (review.c: fingerprints, dedupe, risk,
+ * decision).  SARIF output is sarif.h.
+ *
+ * A finding is a jv object in the state's form (state.schema.json
+ * $defs/finding) plus "fingerprint":
+ *   {"layer":"static"|"security"|"ai","severity":"info"|"warning"|"error"|
+ *    "critical","category":"style"|"security"|"correctness"|"performance",
+ *    "rule","message","file","line","confidence","fixable","fix","fingerprint"}
+ * Every finding a layer returns is on a line the diff added (the layers map
+ * their tools' file:line through the diff and drop the rest).
+ *
+ * Ownership: jv arguments follow json.h (consumed unless "borrows"); the
+ * diff and config are borrowed.  Functions return 0, or -1 after
+ * forge_error().  Nothing here prints.
+ */
+#ifndef FORGE_REVIEW_H
+#define FORGE_REVIEW_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct config;
+struct diff;
+struct llm_client;
+
+/* What a review runs on.  Set the borrowed inputs, then review_prepare(). */
+struct review_ctx {
+	const struct diff *diff;        /* borrowed */
+	const struct config *cfg;       /* borrowed; may be NULL */
+	const char *root;               /* the directory holding the post-image files
+	                                   (worktree, repository or cwd); borrowed */
+	const char *commit;             /* post-image from this commit (git show), or NULL */
+	long timeout_ms;                /* per tool; 0 = 120000 */
+	/* Events (type, payload consumed); may be NULL. */
+	void (*emit)(void *payload, const char *type, jv data);
+	void *emit_payload;
+	/* Filled by review_prepare(): */
+	char *workdir;                  /* temp dir with a copy of each checked file (owned) */
+	jv checked;                     /* paths copied there (array of strings, owned) */
+};
+
+/* Copy the post-image of each text file the diff adds to or changes into a
+ * temporary directory, after checking that its content agrees with the
+ * diff (every added and context line at its number); a file that does not
+ * agree, or cannot be read, is left out with a review.file_skipped event.
+ * Linters then run on the copy, so their line numbers are the diff's. */
+int review_prepare(struct review_ctx *ctx);
+/* Remove the temporary directory and free what prepare made. */
+void review_ctx_release(struct review_ctx *ctx);
+
+/* A new finding with the required fields; file may be NULL, line <= 0 for
+ * none.  confidence 1, fixable false. */
+jv review_finding(const char *layer, const char *severity, const char *category,
+		  const char *rule, const char *file, int line, const char *message);
+
+/* The absolute path of program `name` found on $PATH (malloc'd), or NULL. */
+char *review_which(const char *name);
+
+/* ---- layer 1: static (review_lint.c) ------------------------------------ */
+
+/*
+ * The project's lint command (config tools.lint_command, run in ctx->root,
+ * its output read as "file:line[:col]: [severity:] message" lines), else the
+ * linters for the diff's languages that are installed: cppcheck (C/C++),
+ * shellcheck -f json1 (shell; its security-relevant codes are reported as
+ * layer security), clang-tidy (C/C++), ruff or flake8 (Python), eslint
+ * (JavaScript/TypeScript).  *out: the findings on added lines.  A linter
+ * that is missing is skipped with a review.tool_skipped event.
+ */
+int review_lint(jv *out, struct review_ctx *ctx);
+
+/* Parsers, exposed for the unit tests.  Each appends to *acc (an array)
+ * the findings whose file:line is an added line of d; tool names the rule
+ * prefix ("cppcheck").  Borrows everything. */
+void review_parse_gcc(jv *acc, const struct diff *d, const char *tool, const char *text);
+void review_parse_cppcheck(jv *acc, const struct diff *d, const char *text);
+void review_parse_shellcheck(jv *acc, const struct diff *d, const char *json_text);
+
+/* ---- layer 2: security (review_secrets.c, review_scan.c) ------------------- */
+
+/* Secrets on added lines: provider rules (AWS, GitHub, Slack, Stripe,
+ * Google, OpenAI, Anthropic, private keys) and generic key/secret/password/
+ * token assignments above an entropy threshold; obvious placeholders are
+ * allowed.  Also the built-in insecure-pattern rules (C: gets, strcpy,
+ * sprintf, system/popen with a non-constant argument, …; Python: eval,
+ * pickle, shell=True; shell: curl | sh).  Borrows d. */
+int review_secrets(jv *out, const struct diff *d);
+
+/* Shannon entropy of s[0..n) in bits per character. */
+double review_entropy(const char *s, size_t n);
+
+/* True when a candidate secret is an obvious placeholder ("example",
+ * "changeme", "xxxx", "<token>", "${VAR}", test/dummy/fake, one repeated
+ * character, …). */
+bool review_placeholder(const char *s, size_t n);
+
+/* External scanners where installed: flawfinder (C/C++), bandit (Python).
+ * Missing ones are skipped with a review.tool_skipped event. */
+int review_scan(jv *out, struct review_ctx *ctx);
+
+/* ---- layer 3: AI (review_ai.c) --------------------------------------------- */
+
+struct review_ai_input {
+	const char *system;             /* the system prompt */
+	const char *task;               /* the task description; may be NULL */
+	jv findings;                    /* the other layers' findings (borrowed) */
+	jv dismissed;                   /* texts of dismissed-finding memories (borrowed array) */
+	int max_tokens;                 /* 0 = 4096 */
+};
+
+struct review_ai_result {
+	double cost_usd;
+	bool cost_known;
+	long tokens;
+	int dropped;                    /* findings not on a line of the diff */
+};
+
+/* The diff as the model sees it: per file "## File: path", each hunk with
+ * new-file line numbers on added and context lines; lines that carry a
+ * "secret/..." finding of `findings` (borrowed; may be jv_null()) are
+ * replaced by "[redacted: possible secret]".  malloc'd. */
+char *review_ai_render(const struct diff *d, jv findings);
+
+/* One structured call (forced tool "report_findings"); *out the findings
+ * it reported that lie inside the diff's hunks (layer "ai").  -1 when the
+ * call failed. */
+int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
+	      const struct diff *d, const struct review_ai_input *in);
+
+/* ---- synthesis (review.c) -------------------------------------------------- */
+
+enum review_level { REVIEW_LOW, REVIEW_MEDIUM, REVIEW_HIGH, REVIEW_CRITICAL };
+
+const char *review_level_name(enum review_level l);
+/* -1 when name is not a level. */
+int review_level_parse(enum review_level *out, const char *name);
+
+/* A stable fingerprint: 16 hex digits of a 64-bit FNV-1a hash of rule,
+ * file and the line's content with white space collapsed (the message
+ * when there is no line). */
+void review_fingerprint(char out[17], const char *rule, const char *file, const char *content);
+
+/* Set each finding's fingerprint from d and keep one finding per (file,
+ * line, rule) - the most severe; also drops findings under min_confidence.
+ * Sorted by file, line, severity.  Consumes findings. */
+jv review_synthesize(jv findings, const struct diff *d, double min_confidence);
+
+struct review_risk {
+	double score;                   /* 0..1 */
+	enum review_level level;
+	jv reasons;                     /* array of strings (owned; jv_free it) */
+};
+
+/* Score the change: size, sensitive paths (auth, crypto, secrets, CI
+ * workflows, Makefiles, Dockerfiles, migrations, …), findings by severity,
+ * and the plan's risk (state.plan.risk; jv_null() when none).  Borrows
+ * findings and plan_risk. */
+void review_risk(struct review_risk *out, const struct diff *d, jv findings, jv plan_risk);
+
+/* The decision: require_human for a critical security finding; else
+ * request_changes for an error or critical finding; else require_human
+ * when the risk is at least human_min; else approve.  *why (static text)
+ * says which rule decided.  Borrows findings. */
+const char *review_decide(const char **why, jv findings, enum review_level risk,
+			  enum review_level human_min);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * sandbox.h - what the tools may touch: paths confined to the run's
+ * worktree, the command policy (deny / ask lists), the environment of
+ * commands, and sandboxed command execution (proc.h + landlock.h).
+ *
+ * PATHS.  Every path a model gives is relative to the worktree root.
+ * sandbox_path_clean() refuses, before touching the file system: absolute
+ * paths, any ".." component, NUL bytes, and any component named ".git"
+ * (any case).  The file system is then entered only through the root's
+ * directory fd with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so a
+ * symlink may point elsewhere inside the worktree but never outside it
+ * (where openat2 is missing, the same is checked on the resolved path).
+ * After every open the real path of the fd is checked again: it must lie
+ * beneath the root and have no ".git" component, so a symlink into .git is
+ * refused for reading and writing alike.  Writes go to a temporary file in
+ * the target's directory and are renamed over it (atomic per file); a
+ * symlink inside the tree is written through to its target.
+ *
+ * COMMAND POLICY.  sandbox.deny and sandbox.ask (plus *_extra) are PCRE2
+ * regexes (byte mode, case-sensitive unless the pattern says (?i)).  A
+ * command is normalised first: "\<newline>" joins lines, a newline becomes
+ * "; ", runs of blanks become one space, and leading/trailing blanks go.
+ * Each pattern is matched, unanchored, against that text and against the
+ * same text with every ' " and \ removed (so r'm' -rf "/" is still rm -rf /).
+ * Any deny match refuses the command; otherwise any ask match returns
+ * SANDBOX_ASK (the agent loop turns it into a human gate); otherwise it is
+ * allowed.  The literal "{cmd}" in a pattern stands for a command position:
+ * the start, or after ; & | ( ` { newline $( or the words then do else sudo
+ * exec command nohup time nice env xargs builtin, then any VAR=value or
+ * -option words, then an optional directory prefix ("/bin/").  The policy is
+ * a guard rail against accidents, not a security boundary: the boundary is
+ * Landlock, the namespace and the rlimits.
+ *
+ * Errors: functions return 0, or one of the negative codes below after
+ * forge_error(); SANDBOX_EDENIED is an escape attempt (not retryable),
+ * SANDBOX_ENOENT a missing file (the model can fix the path).
+ */
+#ifndef FORGE_SANDBOX_H
+#define FORGE_SANDBOX_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "proc.h"
+
+struct config;
+
+enum {
+	SANDBOX_EIO = -1,      /* any other failure */
+	SANDBOX_EDENIED = -2,  /* outside the worktree, inside .git, refused */
+	SANDBOX_ENOENT = -3,   /* no such file or directory */
+	SANDBOX_EINVAL = -4    /* not a regular file, is a directory, bad path */
+};
+
+/* Record a message with forge_error() and return code (one of the above). */
+int sandbox_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- paths ---- */
+
+struct sandbox_root {
+	int fd;          /* O_PATH|O_DIRECTORY fd of the root */
+	char *path;      /* its real path, without a trailing '/' */
+};
+
+/* Open dir as a root.  -1 when it is not a directory. */
+int sandbox_root_open(struct sandbox_root **out, const char *dir);
+void sandbox_root_free(struct sandbox_root *root);
+
+/*
+ * The normalised relative form of a model's path ("./a//b/" -> "a/b"), or a
+ * negative code with a message naming the path and the reason.  "" and "."
+ * name the root itself and are accepted only with allow_root.
+ */
+int sandbox_path_clean(char **out, const char *path, bool allow_root);
+
+/* True when rel (already clean) or any real path has a ".git" component. */
+bool sandbox_path_is_git(const char *rel);
+
+/*
+ * Open rel for reading: *out_fd (O_RDONLY|O_CLOEXEC) and *st.  Only regular
+ * files (SANDBOX_EINVAL for others).  rel is cleaned here.
+ */
+int sandbox_open_read(int *out_fd, struct stat *st, const struct sandbox_root *root,
+		      const char *rel);
+
+/* Read a whole file (at most max bytes; SANDBOX_EINVAL when bigger). */
+int sandbox_read_file(struct buf *out, const struct sandbox_root *root, const char *rel,
+		      size_t max);
+
+/* Stat rel through the same checks (following in-tree symlinks). */
+int sandbox_stat(struct stat *st, const struct sandbox_root *root, const char *rel);
+
+/*
+ * A transaction of file writes and removals, checked and staged first and
+ * then committed together: sandbox_txn_commit() resolves every path, writes
+ * every new content to a temporary file beside its target and checks every
+ * removal; only when all of that succeeded does it rename and unlink.  On
+ * failure nothing visible has changed (temporary files and directories it
+ * created are removed) and the message names the path at fault.
+ */
+struct sandbox_txn;
+struct sandbox_txn *sandbox_txn_new(const struct sandbox_root *root);
+/* Queue a write of data (copied); parents are created as needed. */
+void sandbox_txn_write(struct sandbox_txn *t, const char *rel, const char *data, size_t len);
+/* Queue the removal of a file (a symlink is removed itself). */
+void sandbox_txn_remove(struct sandbox_txn *t, const char *rel);
+int sandbox_txn_commit(struct sandbox_txn *t);
+void sandbox_txn_free(struct sandbox_txn *t);
+
+/* ---- policy ---- */
+
+enum sandbox_mode { SANDBOX_AUTO, SANDBOX_REQUIRE, SANDBOX_OFF };
+
+enum sandbox_verdict { SANDBOX_ALLOW, SANDBOX_ASK, SANDBOX_DENY };
+
+struct sandbox_rule;
+
+struct sandbox_policy {
+	long timeout_ms;             /* default and ceiling of run_command */
+	size_t output_cap;           /* bytes of output kept per command */
+	enum sandbox_mode landlock;  /* config: auto | require | off */
+	enum sandbox_mode network;   /* config: auto | deny (=require) | allow (=off) */
+	struct proc_limits limits;
+	char **writable;             /* further writable dirs (NULL-terminated) */
+	char **env_extra;            /* further variable names (NULL-terminated) */
+	struct sandbox_rule *deny, *ask;
+	size_t ndeny, nask;
+};
+
+/*
+ * Build a policy from a config "sandbox" object (borrows section; missing
+ * keys take the built-in defaults; jv_null() = all defaults).  -1 with a
+ * message naming a pattern that does not compile.
+ */
+int sandbox_policy_new(struct sandbox_policy **out, jv section);
+int sandbox_policy_from_config(struct sandbox_policy **out, const struct config *cfg);
+void sandbox_policy_free(struct sandbox_policy *p);
+
+/* Check a command line; *rule (may be NULL) gets the matching pattern as
+ * written in the configuration (borrowed from p). */
+enum sandbox_verdict sandbox_check_command(const struct sandbox_policy *p, const char *cmd,
+					   const char **rule);
+
+/*
+ * What confinement this system offers, for `forge doctor` and events:
+ * {"landlock":{"available":true,"abi":7,"mode":"auto"},
+ *  "network_namespace":{"available":true,"mode":"auto","reason":…},
+ *  "openat2":true,"pidfd":true}.  p may be NULL (modes left out).
+ */
+int sandbox_features(jv *out, const struct sandbox_policy *p);
+
+/* ---- environment and execution ---- */
+
+/*
+ * The environment of a command: from base (NULL = environ) only PATH, LANG,
+ * LANGUAGE, LC_*, TZ, USER, LOGNAME and the names in p->env_extra; never a
+ * name containing KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL (any
+ * case) or listed in llm_secret_env_names; then HOME=tmp, TMPDIR=tmp,
+ * TERM=dumb.  A malloc'd NULL-terminated array; free with sandbox_env_free().
+ */
+char **sandbox_build_env(const struct sandbox_policy *p, char *const *base, const char *tmp);
+void sandbox_env_free(char **env);
+
+struct sandbox_cmd {
+	const char *command;     /* run as /bin/sh -c command */
+	const char *root;        /* the worktree (writable) */
+	const char *cwd;         /* where to run (default root) */
+	const char *tmp;         /* the run's temp dir (writable; HOME, TMPDIR) */
+	char *const *base_env;   /* NULL = environ */
+	long timeout_ms;         /* 0 = the policy's */
+};
+
+/*
+ * Run a command under the policy's confinement: its own process group,
+ * timeout, rlimits, output cap, a clean environment, Landlock (writes only
+ * to root, tmp and p->writable) and a network namespace as configured.
+ * When a confinement in mode auto is unavailable the command runs without
+ * it and *unconfined (may be NULL) gets an array of strings saying what is
+ * missing; in mode require it does not run: -1 with a message.  The
+ * command policy is NOT checked here (sandbox_check_command()).
+ */
+int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
+		const struct sandbox_cmd *cmd);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * supervise.h - run whole pipelines (DESIGN.md §4): spawn each phase filter
+ * with the current state on stdin, persist every event it writes as it
+ * arrives, checkpoint the state it returns, and decide what comes next
+ * (pipeline.h): the next phase, a bounce back to implement, a human gate
+ * (gates.h), or the end.  Run-level breakers (cost per run and per day,
+ * total time, tool error rate) are checked before every phase.
+ *
+ * Every transition is checked against the state machine and emitted as
+ * pipeline.state_changed.  A run that needs a human and has no terminal is
+ * paused (exit 4) with its gate recorded; `forge gate approve ID` then
+ * `forge resume TRACE` continues from the last checkpoint without running a
+ * finished phase again.  After a crash the run's worktree is brought back
+ * to the checkpoint's commit, its partial changes saved under
+ * refs/forge/TRACE/saved/N.  After every run an episode is recorded in
+ * memory (Loop 3) and the reflection triggers of seed 000 §10.4 are checked.
+ */
+#ifndef FORGE_SUPERVISE_H
+#define FORGE_SUPERVISE_H
+
+#include <stdbool.h>
+
+struct config;
+struct store;
+
+struct supervise_opts {
+	const char *repo;               /* the repository root (required) */
+	const char *db_path;            /* passed to the phases as --db */
+	const char *bindir;             /* where forge-<phase> are */
+	const char *const *phase_args;  /* more arguments for every phase (NULL-terminated) */
+	const char *const *phases;      /* the requested phases (NULL = all) */
+	const char *base_ref;           /* NULL = the config's or HEAD */
+	bool dry_run;
+	bool auto_approve;
+	bool json;                      /* every record on stdout as JSON lines */
+	bool interactive;               /* a human at a terminal can answer gates */
+	bool progress;                  /* show progress on stderr */
+	double budget_usd;              /* < 0: budget.usd from the config */
+	struct config *cfg;             /* borrowed */
+	struct store *store;            /* borrowed */
+};
+
+/* Start a run of `task`.  Returns the exit status (DESIGN.md §2). */
+int supervise_run(const struct supervise_opts *o, const char *task);
+
+/* Continue a run from its last checkpoint.  Returns the exit status. */
+int supervise_resume(const struct supervise_opts *o, const char *trace);
+
+/* Forward SIGINT/SIGTERM to the running phase, then stop with 130.  For the
+ * program's signal handler. */
+void supervise_interrupt(int sig);
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * testrun.h - what a test run said: the results of one test command, read
+ * from its output (TAP 13/14, JUnit XML, or the summary lines of pytest,
+ * go test, cargo test, node --test, ctest and bats), plus the helpers
+ * forge-test needs around them: the rerun-by-name command, environment
+ * failure signatures and coverage reports.
+ *
+ * Parsers are bounded and total: any input (truncated, binary, hostile)
+ * gives a result or "not this format", never a crash, and never more than
+ * TESTRUN_MAX_CASES cases or TESTRUN_MAX_FIELD bytes in one field (longer
+ * text is cut and marked "[…]").
+ *
+ * Counting.  total = passed + failed + skipped.  A test with subtests
+ * (TAP subtest, go t.Run) counts once per leaf; the parent only counts when
+ * it failed without a failing subtest (a hook failed).  When a runner
+ * prints its own totals (node's "# tests N" trailer, pytest's summary line,
+ * cargo's "test result:", ctest's "N tests failed out of M") those are the
+ * counts, and the cases are what the output names.  Skipped includes TAP
+ * TODO that failed, pytest xfail; a JUnit <error> or pytest ERROR is a
+ * failure with `error` set.  flaky counts tests that failed and then
+ * passed (forge-test's rerun, JUnit flakyFailure); they are also in passed.
+ *
+ * Ownership: a struct testrun owns its cases and their strings
+ * (testrun_release frees them); every `const char *` argument is borrowed
+ * and copied when kept.
+ */
+#ifndef FORGE_TESTRUN_H
+#define FORGE_TESTRUN_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#define TESTRUN_MAX_CASES 100000
+#define TESTRUN_MAX_FIELD 16384
+#define TESTRUN_MAX_NAME 1024
+
+enum tc_status { TC_PASS, TC_FAIL, TC_SKIP };
+
+struct testcase {
+	char *name;        /* as the runner names it; never NULL */
+	char *suite;       /* classname, package, file; NULL when unknown */
+	char *file;        /* source file of the failure; NULL when unknown */
+	long line;         /* its line; 0 when unknown */
+	char *message;     /* the short reason; NULL when none */
+	char *output;      /* diagnostics / captured output; NULL when none */
+	enum tc_status status;
+	bool error;        /* an error (crash, setup) rather than a failed assertion */
+	bool flaky;        /* failed, then passed */
+	bool synthetic;    /* not a test: the whole command (exit status, timeout, bail out) */
+	double time_ms;    /* < 0 when unknown */
+	const char *classification; /* "real", "flaky", "environment" (static), or NULL */
+};
+
+struct testrun {
+	char format[16];   /* "tap", "junit", "pytest", "go", "cargo", "ctest", "node", "bats"; "" none */
+	long total, passed, failed, skipped, flaky;
+	struct testcase *cases;
+	size_t ncases, alloc;
+	bool truncated;    /* more cases than TESTRUN_MAX_CASES */
+	char note[256];    /* what the parser noticed ("plan 1..5 but 3 tests ran"), or "" */
+};
+
+void testrun_init(struct testrun *r);
+void testrun_release(struct testrun *r);   /* r reusable after testrun_init */
+
+/* Add a case named name[0..len) (cut to TESTRUN_MAX_NAME; empty becomes
+ * "(unnamed)").  Returns the case (borrowed from r; valid until the next
+ * add), or NULL when r is full (r->truncated is then set).  Counts are not
+ * touched: see testrun_count(). */
+struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st);
+
+/* Add a synthetic failure (the whole command: its exit status, a timeout,
+ * a bail out) and count it as failed (total and failed grow by one).
+ * message and output may be NULL.  Returns the case or NULL when full. */
+struct testcase *testrun_add_synthetic(struct testrun *r, const char *name, const char *message,
+				       const char *output);
+
+/* Set a string field of a case to s[0..len) (bounded; replaces the old). */
+void testcase_set(char **field, const char *s, size_t len);
+/* Append s[0..len) and a newline to a string field (bounded). */
+void testcase_append(char **field, const char *s, size_t len);
+
+/* Recount total/passed/failed/skipped/flaky from the cases (synthetic
+ * failures count as failed). */
+void testrun_count(struct testrun *r);
+
+/* The first case named name, or NULL.  Borrowed. */
+struct testcase *testrun_find(const struct testrun *r, const char *name);
+
+/*
+ * Parse a test command's output (stdout and stderr merged).  ANSI colour
+ * sequences are ignored.  Formats are tried from the most specific: go
+ * test -json, cargo test, pytest, TAP, ctest, node's spec reporter, go
+ * test -v, bats' pretty formatter.  Returns 1 with *out filled (format
+ * set), or 0 when no known format was found (*out empty).  *out is
+ * initialised here.
+ */
+int testrun_parse(struct testrun *out, const char *text, size_t len);
+
+/* The summary-line parsers one by one (testrun_summary.c): 1 found, 0 not.
+ * text is taken as it is (no ANSI stripping); *out must be initialised. */
+int testrun_parse_gojson(struct testrun *out, const char *text, size_t len);
+int testrun_parse_gotest(struct testrun *out, const char *text, size_t len);
+int testrun_parse_cargo(struct testrun *out, const char *text, size_t len);
+int testrun_parse_pytest(struct testrun *out, const char *text, size_t len);
+int testrun_parse_ctest(struct testrun *out, const char *text, size_t len);
+int testrun_parse_node_spec(struct testrun *out, const char *text, size_t len);
+int testrun_parse_bats_pretty(struct testrun *out, const char *text, size_t len);
+
+/* Remove ANSI escape sequences (CSI, OSC) from s[0..*len) in place. */
+void testrun_strip_ansi(char *s, size_t *len);
+
+/*
+ * The runner a shell command line invokes, from its words: "bats",
+ * "pytest", "go", "cargo", "ctest", "node", or NULL (make, npm, a script:
+ * unknown).
+ */
+const char *testrun_runner(const char *command);
+
+/*
+ * A command that reruns only the named tests (names[0..n)), for runners
+ * that can select by name: bats -f REGEX, pytest NODEIDS, go test -run
+ * REGEX (top-level names), cargo test -- --exact NAMES, ctest -R REGEX.
+ * malloc'd, or NULL when the runner cannot (then rerun the whole command).
+ */
+char *testrun_rerun_command(const char *command, const char *const *names, size_t n);
+
+/*
+ * Does text look like an environment failure rather than a test's own:
+ * a command not found, a missing module or library, a refused connection,
+ * a full disk?  Returns a short description of the signature found, or
+ * NULL.  Static storage.
+ */
+const char *testrun_env_signature(const char *text, size_t len);
+
+/* Line coverage percent of an lcov tracefile (LH/LF summed over records,
+ * else DA lines).  0, or -1 when it holds no line data. */
+int testrun_lcov_percent(double *out, const char *text, size_t len);
+/* Line coverage percent of a Cobertura report (<coverage line-rate> or
+ * lines-covered/lines-valid).  0, or -1 when not one. */
+int testrun_cobertura_percent(double *out, const char *xml, size_t len);
+
+/*
+ * Look in dir for a coverage report written at or after `since` (lcov.info,
+ * coverage/lcov.info, coverage.lcov, cobertura.xml, coverage.xml,
+ * coverage/cobertura-coverage.xml, …) and read it: *out is
+ * {"line": percent, "format": "lcov"|"cobertura", "file": relative path},
+ * or jv_null() when there is none.  Always 0.
+ */
+int testrun_coverage(jv *out, const char *dir, time_t since);
+
+/*
+ * Look for a JUnit XML report written at or after `since`: `configured`
+ * (relative to dir, may be NULL) first, then the usual places (junit.xml,
+ * report.xml, test-results.xml, build/junit.xml, test-results/ *.xml,
+ * target/surefire-reports/TEST-*.xml, …).  *out malloc'd path, or NULL.
+ */
+int testrun_find_junit(char **out, const char *dir, const char *configured, time_t since);
+
+#endif

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Supervisor: a whole pipeline (plan -> implement -> review -> test -> deploy)
+# on the calc fixture answered from a cassette (no model latency), with the
+# project's own build and test commands configured as `true`, so the figures
+# are Forge's: wall and CPU (user+sys, every process) of `forge run`, and the
+# supervisor's share of the wall time (the run's wall minus the phases' own
+# durations from their phase.completed events: spawning, persisting events,
+# checkpoints, gates, breakers, reflection).  Then resume latency: a run paused
+# at a gate before deploy, approved, and `forge resume` timed to its end (the
+# deploy phase included) and to the first event of the resumed phase.
+set -euo pipefail
+source "$(dirname "$0")/benchlib.sh"
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export PATH="$FORGE_BINDIR:$PATH" HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/home/.config"
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENAI_BASE_URL FORGE_MODEL FORGE_BASE_URL
+mkdir -p "$XDG_CONFIG_HOME"
+
+# the cassette, with implement's own `make check` replaced by `true`
+jq -c 'if .response.tool_calls[0].name == "run_command" then .response.tool_calls[0].input.command = "true" else . end' \
+	"$root/tests/fixtures/cassettes/run-clean.jsonl" >"$tmp/cassette.jsonl"
+export FORGE_PROVIDER=replay FORGE_CASSETTE="$tmp/cassette.jsonl"
+cfg="$root/tests/fixtures/supervisor/bench.json"
+jq '.gates = [{"id": "bench_pause", "phase": "deploy", "condition": "true", "prompt": "bench: pause before deploy",
+	       "timeout_s": 3600, "auto_approve_level": null}]' "$cfg" >"$tmp/gate.json"
+
+# new_repo N: a fresh calc repository in $tmp/repo-N; prints its path.
+new_repo() {
+	local d="$tmp/repo-$1"
+	cp -r "$root/tests/fixtures/repos/calc" "$d"
+	git -C "$d" init -q -b main
+	git -C "$d" add -A
+	git -C "$d" commit -q -m calc
+	echo "$d"
+}
+
+# ms_between TS1 TS2: milliseconds from one event timestamp to another.
+ms_between() {
+	awk -v a="$1" -v b="$2" 'function ms(t) { split(substr(t, 12, 12), p, ":"); return (p[1] * 3600 + p[2] * 60 + p[3]) * 1000 }
+		BEGIN { printf "%.0f", ms(b) - ms(a) }'
+}
+
+walls=() cpus=() overheads=()
+for ((r = 1; r <= BENCH_RUNS; r++)); do
+	d=$(new_repo "run$r")
+	export FORGE_DB="$tmp/run$r.db"
+	/usr/bin/time -f "%e %U %S" -o "$tmp/time" forge run -q --repo "$d" --config "$cfg" "add a mul operation" \
+		</dev/null >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+	read -r wall user sys <"$tmp/time"
+	trace=$(forge history --json -n 1 | jq -r .trace_id)
+	phases_ms=$(forge events replay "$trace" | jq -s '[.[] | select(.type == "phase.completed") | .payload.duration_ms] | add')
+	walls+=("$wall")
+	cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')")
+	overheads+=("$(awk -v w="$wall" -v p="$phases_ms" 'BEGIN { printf "%.0f", w * 1000 - p }')")
+done
+echo "forge run, whole pipeline (cassette, build/test = true): wall $(median "${walls[@]}") s, CPU $(median "${cpus[@]}") s (median of $BENCH_RUNS)"
+echo "  supervisor share of the wall (run minus the phases' own durations): $(median "${overheads[@]}") ms"
+
+resumes=() firsts=()
+for ((r = 1; r <= BENCH_RUNS; r++)); do
+	d=$(new_repo "resume$r")
+	export FORGE_DB="$tmp/resume$r.db"
+	code=0
+	forge run -q --repo "$d" --config "$tmp/gate.json" "add a mul operation" </dev/null >/dev/null 2>"$tmp/err" || code=$?
+	[ "$code" -eq 4 ] || { echo "bench-supervisor: the run did not pause at the gate (exit $code)" >&2; cat "$tmp/err" >&2; exit 1; }
+	trace=$(forge history --json -n 1 | jq -r .trace_id)
+	forge gate approve --repo "$d" "$(forge gate list --repo "$d" --json | jq -r .id)" >/dev/null
+	t0=$(date +%s%N)
+	forge resume -q --repo "$d" --config "$tmp/gate.json" "$trace" </dev/null >/dev/null 2>"$tmp/err" ||
+		{ cat "$tmp/err" >&2; exit 1; }
+	t1=$(date +%s%N)
+	[ "$(forge status --json "$trace" | jq -r .run.status)" = completed ]
+	resumes+=("$(( (t1 - t0) / 1000000 ))")
+	forge events replay "$trace" >"$tmp/events"
+	t0=$(jq -r 'select(.type == "run.resumed") | .ts' "$tmp/events" | tail -n 1)
+	t1=$(jq -r 'select(.type == "phase.started" and .source == "forge-deploy") | .ts' "$tmp/events" | tail -n 1)
+	firsts+=("$(ms_between "$t0" "$t1")")
+done
+echo "forge resume (paused before deploy): $(median "${resumes[@]}") ms to the end, $(median "${firsts[@]}") ms from run.resumed to the deploy phase's first event (median of $BENCH_RUNS)"

@@ -1,0 +1,239 @@
+#!/usr/bin/env bats
+# crash.bats - crash safety of forge-supervisor: kill -9 the supervisor (with
+# its phase, like a machine going down; or alone) at several points of a run,
+# and kill -9 a phase under a living supervisor; every time `forge resume
+# TRACE` completes the run, the events stored before the kill are all still
+# there, implement is committed once per attempt on forge/TRACE, and no model
+# call of a finished phase is made again (counted on the mock server's
+# request log).  Timing only picks the kill point; what is asserted holds
+# wherever the kill lands.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export BATS_TEST_TIMEOUT=120
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	forge_setup
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	# the model's answers, phase by phase (the mock serves them in order)
+	PLAN=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/plan-calc.jsonl")
+	IMPL=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/implement-calc.jsonl")
+}
+
+teardown() {
+	# a run left behind by a failed assertion
+	[ -s "$BATS_TEST_TMPDIR/sup.pid" ] && kill -9 -- "-$(cat "$BATS_TEST_TMPDIR/sup.pid")" 2>/dev/null
+	true
+}
+
+# new_repo: a fresh copy of calc in $REPO (cwd), base commit in $BASE.
+new_repo() {
+	REPO="$BATS_TEST_TMPDIR/calc-$1"
+	rm -rf "$REPO"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$REPO"
+	git -C "$REPO" init -q -b main
+	git -C "$REPO" add -A
+	git -C "$REPO" commit -q -m "calc"
+	BASE=$(git -C "$REPO" rev-parse HEAD)
+	cd "$REPO"
+}
+
+# script JSON-ARRAY: what the mock answers from now on (the request log stays).
+script() {
+	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
+		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
+}
+
+# calls WHO [AFTER]: model requests of the planner/implementer (their system
+# prompts) with a sequence number above AFTER.
+calls() {
+	curl -sS -f "$MOCK_URL/_mock/requests" |
+		jq --arg who "$1" --argjson after "${2:-0}" \
+			'[.[] | select(.seq > $after and (.body.system | tostring | test("You are the " + $who)))] | length'
+}
+
+implementer_called() {
+	[ "$(calls implementer)" -ge 1 ]
+}
+
+last_seq() {
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq '[.[].seq] | max // 0'
+}
+
+# start_run: `forge run` in its own session (so the whole run can be killed
+# like a crashed machine); its pid in $SUP.
+start_run() {
+	setsid forge run -q "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" \
+		2>"$BATS_TEST_TMPDIR/run.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+}
+
+# until_true CMD...: poll (at most ~20 s) until CMD succeeds.
+until_true() {
+	local i
+	for i in $(seq 400); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+trace_of_run() {
+	sqlite3 "$FORGE_DB" "select id from runs order by started_at desc limit 1" 2>/dev/null
+}
+
+# db_has SQL-CONDITION: an event of the newest run matches it.
+db_has() {
+	local t
+	t=$(trace_of_run) && [ -n "$t" ] &&
+		[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$t' and ($1)" 2>/dev/null)" -gt 0 ]
+}
+
+# finished PHASE: the run has a checkpoint of PHASE's own state with status ok.
+finished() {
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from checkpoints where trace_id = '$T' and status = 'ok' and
+		json_extract(state, '\$.phase') = '$1'")" -gt 0 ]
+}
+
+event_ids() {
+	sqlite3 "$FORGE_DB" "select id from events where trace_id = '$T' order by id"
+}
+
+# After a kill: load the answers the unfinished phases need, resume, and check
+# everything the brief promises.  Uses $T, $BASE; the kill was at request $KILL_SEQ.
+resume_and_check() {
+	local plan_done=0 impl_done=0 steps='[]'
+	run -0 sqlite3 "$FORGE_DB" "pragma integrity_check"
+	assert_output "ok"
+	event_ids >"$BATS_TEST_TMPDIR/before"
+	local n_before
+	n_before=$(wc -l <"$BATS_TEST_TMPDIR/before")
+	[ "$n_before" -ge "${SEEN_EVENTS:-1}" ]
+	finished plan && plan_done=1
+	finished implement && impl_done=1
+	[ "$plan_done" = 1 ] || steps=$PLAN
+	[ "$impl_done" = 1 ] || steps=$(jq -nc --argjson a "$steps" --argjson b "$IMPL" '$a + $b')
+	script "$steps"
+	KILL_SEQ=$(last_seq)
+
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"' <<<"$output"
+	# every event stored before the kill is still there, and the run went on
+	event_ids >"$BATS_TEST_TMPDIR/after"
+	run -0 comm -23 "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after"
+	assert_output ""
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/after")" -gt "$n_before" ]
+	run -0 forge events replay "$T"
+	jq -e -s 'any(.[]; .type == "run.resumed") and any(.[]; .type == "run.completed")' <<<"$output"
+	jq -e -s '[.[] | select(.type == "pipeline.invalid_transition")] == []' <<<"$output"
+	# one commit for the one implement attempt, and the change is right
+	run -0 git -C "$REPO" log --format=%s "$BASE..forge/$T"
+	assert_output "forge: add a mul operation (attempt 1)"
+	git -C "$REPO" show "forge/$T:calc.c" | grep -q 'return a \* b'
+	# no model call of a finished phase was made again; an unfinished one ran whole
+	[ "$(calls planner "$KILL_SEQ")" -eq $((plan_done ? 0 : 3)) ]
+	[ "$(calls implementer "$KILL_SEQ")" -eq $((impl_done ? 0 : 7)) ]
+	[ "$(calls planner)" -ge 3 ]
+	run -0 sqlite3 "$FORGE_DB" "pragma integrity_check"
+	assert_output "ok"
+}
+
+@test "kill -9 the run (supervisor and phase) while implement waits for the model; resume completes it" {
+	new_repo a
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	start_run
+	until_true implementer_called
+	kill -9 -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 137 ]
+	T=$(trace_of_run)
+	run -0 sqlite3 "$FORGE_DB" "select status, current_phase from runs where id = '$T'"
+	assert_output "running|implement"
+	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
+	finished plan
+	! finished implement
+	resume_and_check
+	# plan's three calls, once; implement: the killed call and its whole rerun
+	[ "$(calls planner)" -eq 3 ]
+	[ "$(calls implementer)" -eq 8 ]
+}
+
+@test "kill -9 the run at several points (after N events in the database); resume completes it every time" {
+	local point
+	for point in "type = 'run.started'" \
+		"source = 'forge-plan' and type = 'phase.completed'" \
+		"source = 'forge-implement' and type = 'tool.executed'" \
+		"source = 'forge-implement' and type = 'phase.completed'" \
+		"source = 'forge-review' and type = 'phase.started'"; do
+		new_repo "p$RANDOM"
+		curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+		script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+		rm -f "$FORGE_DB" "$FORGE_DB-wal" "$FORGE_DB-shm"
+		start_run
+		until_true db_has "$point"
+		kill -9 -- "-$SUP" 2>/dev/null || true
+		wait "$SUP" || true
+		T=$(trace_of_run)
+		SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
+		status=$(sqlite3 "$FORGE_DB" "select status from runs where id = '$T'")
+		if [ "$status" = completed ]; then
+			continue        # the kill came too late to matter: nothing to resume
+		fi
+		echo "# killed at [$point]: plan $(finished plan && echo done || echo unfinished), implement $(finished implement && echo done || echo unfinished)" >&3
+		resume_and_check
+	done
+}
+
+@test "kill -9 the supervisor alone: its orphaned phase dies on the broken pipe; resume completes the run" {
+	new_repo b
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 1500}]')"
+	start_run
+	until_true implementer_called
+	child=$(pgrep -P "$SUP" -f forge-implement)
+	[ -n "$child" ]
+	kill -9 "$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 137 ]
+	# the phase finishes its model call, then cannot write its event: it ends
+	until_true eval '! kill -0 '"$child"' 2>/dev/null'
+	T=$(trace_of_run)
+	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
+	resume_and_check
+	[ "$(calls planner)" -eq 3 ]
+}
+
+@test "kill -9 a phase: the run pauses (exit 5) at its last checkpoint; resume runs the phase again" {
+	new_repo c
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	start_run
+	until_true implementer_called
+	child=$(pgrep -P "$SUP" -f forge-implement)
+	[ -n "$child" ]
+	kill -9 "$child"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 5 ]
+	grep -q "forge-implement exited with status 137 without a state" "$BATS_TEST_TMPDIR/run.err"
+	T=$(trace_of_run)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "paused" and .state.phase == "plan" and (.run.error | test("killed"))' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "pipeline.state_changed") | .payload.to] | last == "paused"' <<<"$output"
+	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
+	resume_and_check
+	[ "$(calls planner)" -eq 3 ]
+	[ "$(calls implementer)" -eq 8 ]
+}

@@ -1,0 +1,386 @@
+#!/usr/bin/env bats
+# deploy.bats - forge-deploy against real local targets: the fixture repo's
+# branches (branch, merge with and without the base having moved), a bare
+# repository as the push remote, and a health service on loopback
+# (tests/helpers/health_server.py) switched unhealthy to force a rollback.
+# Assertions are on files, markers, refs and exit codes, never on timing.
+# Every run is detached from any terminal (setsid) so a gate never prompts.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export BATS_TEST_TIMEOUT=120
+	MODE="$BATS_FILE_TMPDIR/mode"
+	export MODE
+	python3 "$BATS_TEST_DIRNAME/helpers/health_server.py" --port-file "$BATS_FILE_TMPDIR/port" \
+		--mode-file "$MODE" --log "$BATS_FILE_TMPDIR/health.log" \
+		2>"$BATS_FILE_TMPDIR/health.err" 3>&- &
+	echo $! >"$BATS_FILE_TMPDIR/pid"
+	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.05; done
+	HEALTH_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")/health"
+	export HEALTH_URL
+}
+
+teardown_file() {
+	kill "$(cat "$BATS_FILE_TMPDIR/pid")" 2>/dev/null || true
+}
+
+setup() {
+	load test_helper/common
+	forge_setup
+	echo healthy >"$MODE"
+	R="$BATS_TEST_TMPDIR/repo"
+	make_repo "$R"
+	BASE=$(git -C "$R" rev-parse main)
+	# The run's branch: one commit on top of main.
+	git -C "$R" branch forge/t1
+	git -C "$R" checkout -q forge/t1
+	echo feature >"$R/feature.txt"
+	git -C "$R" add feature.txt
+	git -C "$R" commit -q -m feature
+	TIP=$(git -C "$R" rev-parse forge/t1)
+	git -C "$R" checkout -q main
+	M="$BATS_TEST_TMPDIR/m"	# markers written by the commands
+	mkdir -p "$M"
+	CFG="$BATS_TEST_TMPDIR/config.json"
+	config '{}'
+	state
+}
+
+# config JSON: the --config file (health checks fast; tools added by JSON).
+config() {
+	jq -n --argjson extra "$1" --arg url "$HEALTH_URL" '
+	  {deploy:{health:{samples:3, interval_s:0, timeout_s:5}}} * $extra' >"$CFG"
+}
+
+# command_config [EXTRA]: the command strategy with marker-writing commands.
+command_config() {
+	jq -n --argjson extra "${1:-{\}}" --arg url "$HEALTH_URL" --arg m "$M" '
+	  {deploy:{strategy:"command", health:{samples:3, interval_s:0, timeout_s:5}},
+	   tools:{deploy_command:("echo $FORGE_DEPLOY_PERCENT >>" + $m + "/steps"),
+	          rollback_command:("touch " + $m + "/rolled_back"),
+	          build_command:("touch " + $m + "/built"),
+	          health_url:$url}} * $extra' >"$CFG"
+}
+
+# state [JQ-FILTER]: the input state (review approved, tests passed), changed by the filter.
+state() {
+	jq -nc --arg repo "$R" --arg base "$BASE" --arg tip "$TIP" '
+	  {kind:"state", v:1, trace_id:"t1", phase:"test", status:"ok",
+	   task:{description:"add a feature", repo:$repo, base_ref:"main", branch:"forge/t1"},
+	   changes:{files:[{path:"feature.txt", action:"create", additions:1, deletions:0}],
+	            base_commit:$base, commit:$tip},
+	   review:{findings:[], decision:"approve", risk:{level:"low", score:0.1}},
+	   tests:{summary:{total:3, passed:3, failed:0}}}' | jq -c "${1:-.}" >"$BATS_TEST_TMPDIR/state.json"
+}
+
+# deploy ARGS: forge-deploy on the state, with no controlling terminal.
+deploy() {
+	setsid -w forge-deploy --config "$CFG" "$@" <"$BATS_TEST_TMPDIR/state.json"
+}
+
+final() { printf '%s\n' "$output" | tail -n 1; }
+events() { printf '%s\n' "$output" | jq -c "select(.kind == \"event\" and .type == \"$1\") | .payload"; }
+
+# ---- guard and input ---------------------------------------------------------
+
+@test "guard: a review that did not approve is skipped (exit 1), nothing runs" {
+	command_config
+	state '.review.decision = "request_changes"'
+	run -1 --separate-stderr deploy
+	final | jq -e '.status == "skipped" and .deployment.status == "skipped"'
+	final | jq -e '.deployment.reason | test("did not approve")'
+	[ -n "$(events phase.skipped)" ]
+	[ ! -e "$M/steps" ]
+	[ ! -e "$M/built" ]
+}
+
+@test "guard: failed tests are skipped (exit 1)" {
+	state '.tests.summary.failed = 2'
+	run -1 --separate-stderr deploy
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("2 tests failed"))'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
+@test "guard: a state without test results is skipped (exit 1)" {
+	state 'del(.tests)'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "skipped"'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
+@test "guard: --force (a human overrode the no) deploys anyway, with a deploy.forced event" {
+	state '.review.decision = "require_human"'
+	run -0 --separate-stderr deploy --strategy merge --force
+	events deploy.forced | jq -e '.guard | test("did not approve")'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+}
+
+@test "guard: --force never passes the production gate" {
+	command_config '{"deploy":{"environment":"production"}}'
+	state '.tests.summary.failed = 1'
+	run -4 --separate-stderr deploy --force
+	[ ! -e "$M/steps" ]
+}
+
+@test "bad input: a malformed line exits 2 with input.rejected, after forwarding what came before" {
+	printf '%s\n' '{"kind":"event","id":"01JDB3V2Q5W8X7Y6Z5A4B3C2D1","trace_id":"t1","ts":"2026-11-21T21:30:00.123Z","source":"x","type":"a.b","payload":{}}' \
+		'{"kind":"state", broken' >"$BATS_TEST_TMPDIR/state.json"
+	run -2 --separate-stderr deploy
+	[[ "$stderr" == *"line 2"* ]]
+	printf '%s\n' "$output" | head -n 1 | jq -e '.type == "a.b"'
+	[ -n "$(events input.rejected)" ]
+}
+
+@test "usage: an unknown strategy or risk is a usage error (exit 2)" {
+	run -2 --separate-stderr deploy --strategy teleport
+	[[ "$stderr" == *"teleport"* ]]
+	run -2 --separate-stderr deploy --risk extreme
+}
+
+# ---- branch, merge, push ------------------------------------------------------
+
+@test "branch (default): reports the run's branch and tip, moves nothing" {
+	run -0 --separate-stderr deploy
+	final | jq -e --arg tip "$TIP" '.status == "ok" and .deployment.status == "healthy"
+	  and .deployment.strategy == "branch" and .deployment.ref == "forge/t1" and .deployment.commit == $tip'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
+@test "branch: run on the repository alone (empty stdin) reports the checkout's branch" {
+	: >"$BATS_TEST_TMPDIR/state.json"
+	cd "$R"
+	run -0 --separate-stderr deploy
+	final | jq -e --arg base "$BASE" '.deployment.ref == "main" and .deployment.commit == $base'
+}
+
+@test "merge: fast-forwards the base branch and the checkout" {
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e --arg tip "$TIP" '.deployment.status == "healthy" and .deployment.strategy == "merge"
+	  and .deployment.ref == "refs/heads/main" and .deployment.commit == $tip and .deployment.base_moved == false'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+	[ -f "$R/feature.txt" ]
+}
+
+@test "merge: refused (exit 1) when the base moved and the branch no longer fast-forwards it" {
+	echo other >"$R/other.txt"
+	git -C "$R" add other.txt
+	git -C "$R" commit -q -m "someone else's change"
+	moved=$(git -C "$R" rev-parse main)
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and .deployment.status == "skipped"'
+	final | jq -e '.deployment.reason | test("moved")'
+	events deploy.base_moved | jq -e --arg to "$moved" '.to == $to and .base == "main"'
+	[ "$(git -C "$R" rev-parse main)" = "$moved" ]
+	[ ! -e "$R/feature.txt" ]
+}
+
+@test "merge: the base moved but the branch still fast-forwards it: merged, base_moved reported" {
+	# main moves on; the run's branch is rebuilt on top of it (base_commit stays the old one).
+	echo other >"$R/other.txt"
+	git -C "$R" add other.txt
+	git -C "$R" commit -q -m "someone else's change"
+	git -C "$R" branch -f forge/t1 main
+	git -C "$R" checkout -q forge/t1
+	echo feature >"$R/feature.txt"
+	git -C "$R" add feature.txt
+	git -C "$R" commit -q -m feature
+	git -C "$R" checkout -q main
+	tip=$(git -C "$R" rev-parse forge/t1)
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e --arg tip "$tip" '.deployment.commit == $tip and .deployment.base_moved == true'
+	[ -n "$(events deploy.base_moved)" ]
+	[ "$(git -C "$R" rev-parse main)" = "$tip" ]
+}
+
+@test "push: to a local bare repository given by --remote" {
+	git init -q --bare "$BATS_TEST_TMPDIR/remote.git"
+	run -0 --separate-stderr deploy --strategy push --remote "$BATS_TEST_TMPDIR/remote.git"
+	final | jq -e --arg url "$BATS_TEST_TMPDIR/remote.git" '.deployment.status == "healthy"
+	  and .deployment.url == $url and .deployment.ref == "refs/heads/forge/t1"'
+	[ "$(git -C "$BATS_TEST_TMPDIR/remote.git" rev-parse refs/heads/forge/t1)" = "$TIP" ]
+}
+
+@test "push: to the configured remote (deploy.remote, a named remote)" {
+	git init -q --bare "$BATS_TEST_TMPDIR/remote.git"
+	git -C "$R" remote add origin "$BATS_TEST_TMPDIR/remote.git"
+	config '{"deploy":{"strategy":"push","remote":"origin"}}'
+	run -0 --separate-stderr deploy
+	[ "$(git -C "$BATS_TEST_TMPDIR/remote.git" rev-parse refs/heads/forge/t1)" = "$TIP" ]
+}
+
+@test "push: no remote configured fails (exit 5) with a message naming deploy.remote" {
+	run -5 --separate-stderr deploy --strategy push
+	[[ "$stderr" == *"deploy.remote"* ]]
+	final | jq -e '.status == "failed" and .deployment.status == "skipped"'
+}
+
+# ---- command: canary, health, rollback -----------------------------------------
+
+@test "command: low risk deploys directly (100) after the build, healthy (exit 0)" {
+	command_config
+	run -0 --separate-stderr deploy
+	[ -e "$M/built" ]
+	[ "$(cat "$M/steps")" = "100" ]
+	[ ! -e "$M/rolled_back" ]
+	final | jq -e --arg url "$HEALTH_URL" '.deployment.status == "healthy" and .deployment.strategy == "command"
+	  and .deployment.url == $url and (.deployment.steps | length) == 1
+	  and .deployment.steps[0].percent == 100 and .deployment.steps[0].ok == true
+	  and .deployment.steps[0].health.samples == 3 and .deployment.steps[0].health.errors == 0
+	  and (.deployment.steps[0].started_at | type) == "string"
+	  and (.deployment.steps[0].duration_ms | type) == "number"
+	  and (.deployment.steps[0].health | has("p50_ms") and has("p95_ms") and has("error_rate"))
+	  and .deployment.metrics.samples == 3 and .deployment.metrics.error_rate == 0'
+}
+
+@test "command: medium risk canary 5 -> 25 -> 100 with FORGE_DEPLOY_PERCENT" {
+	command_config
+	state '.review.risk.level = "medium"'
+	run -0 --separate-stderr deploy
+	[ "$(tr '\n' ' ' <"$M/steps")" = "5 25 100 " ]
+	final | jq -e '[.deployment.steps[].percent] == [5, 25, 100] and all(.deployment.steps[]; .ok)'
+}
+
+@test "command: high risk canary 5 -> 10 -> 25 -> 50 -> 100 (the plan's risk counts)" {
+	command_config
+	state '.plan = {summary:"s", tasks:[], risk:{level:"high"}}'
+	run -0 --separate-stderr deploy
+	[ "$(tr '\n' ' ' <"$M/steps")" = "5 10 25 50 100 " ]
+}
+
+@test "command: unhealthy at 25% runs the rollback command: rolled_back, exit 1" {
+	command_config "$(jq -nc --arg m "$M" --arg mode "$MODE" '{tools:{
+	  deploy_command:("echo $FORGE_DEPLOY_PERCENT >>" + $m + "/steps; if [ $FORGE_DEPLOY_PERCENT = 25 ]; then echo 500 >" + $mode + "; fi"),
+	  rollback_command:("echo rollback >" + $m + "/rolled_back; echo healthy >" + $mode)}}')"
+	state '.review.risk.level = "medium"'
+	run -1 --separate-stderr deploy
+	[ "$(cat "$M/rolled_back")" = "rollback" ]
+	[ "$(tr '\n' ' ' <"$M/steps")" = "5 25 " ]
+	final | jq -e '.status == "rejected" and .deployment.status == "rolled_back"
+	  and [.deployment.steps[].ok] == [true, false]
+	  and .deployment.steps[1].health.errors == 3 and .deployment.steps[1].health.error_rate == 1
+	  and .deployment.metrics.rolled_back == true'
+	[ -n "$(events deploy.unhealthy)" ]
+	events deploy.command | jq -se 'map(select(.command == "rollback")) | length == 1'
+}
+
+@test "command: a slow service (latency over the limit) is rolled back" {
+	command_config '{"deploy":{"health":{"latency_ms_max":200,"samples":1}}}'
+	echo slow:1500 >"$MODE"
+	run -1 --separate-stderr deploy
+	[ -e "$M/rolled_back" ]
+	final | jq -e '.deployment.status == "rolled_back" and .deployment.steps[0].health.errors == 0'
+}
+
+@test "command: an unreachable health URL is unhealthy and rolled back" {
+	command_config '{"tools":{"health_url":"http://127.0.0.1:9/health"}}'
+	run -1 --separate-stderr deploy
+	[ -e "$M/rolled_back" ]
+	final | jq -e '.deployment.status == "rolled_back" and .deployment.steps[0].health.errors == 3'
+}
+
+@test "command: a failing deploy command is rolled back without a health check" {
+	command_config "$(jq -nc --arg m "$M" '{tools:{deploy_command:("echo $FORGE_DEPLOY_PERCENT >>" + $m + "/steps; exit 3")}}')"
+	run -1 --separate-stderr deploy
+	[ -e "$M/rolled_back" ]
+	final | jq -e '.deployment.status == "rolled_back" and .deployment.steps[0].exit_code == 3
+	  and .deployment.steps[0].health == null'
+}
+
+@test "command: unhealthy without a rollback command is degraded (exit 1)" {
+	command_config '{"tools":{"rollback_command":null}}'
+	echo 500 >"$MODE"
+	run -1 --separate-stderr deploy
+	final | jq -e '.deployment.status == "degraded" and (.deployment.reason | test("rollback_command"))'
+}
+
+@test "command: a failed rollback is degraded (exit 1)" {
+	command_config '{"tools":{"rollback_command":"exit 1"}}'
+	echo 500 >"$MODE"
+	run -1 --separate-stderr deploy
+	final | jq -e '.deployment.status == "degraded"'
+}
+
+@test "command: a failing build deploys nothing (exit 1)" {
+	command_config '{"tools":{"build_command":"exit 2"}}'
+	run -1 --separate-stderr deploy
+	[ ! -e "$M/steps" ]
+	final | jq -e '.status == "rejected" and .deployment.status == "skipped" and (.deployment.reason | test("build"))'
+}
+
+@test "command: no deploy command configured fails (exit 5) naming tools.deploy_command" {
+	command_config '{"tools":{"deploy_command":null}}'
+	run -5 --separate-stderr deploy
+	[[ "$stderr" == *"tools.deploy_command"* ]]
+}
+
+@test "command: commands never see the model keys" {
+	command_config "$(jq -nc --arg m "$M" '{tools:{deploy_command:("env >" + $m + "/env")}}')"
+	ANTHROPIC_API_KEY=sk-ant-CANARY-deploy-1234567 OPENAI_API_KEY=sk-CANARY-deploy-1234567 run -0 --separate-stderr deploy
+	grep -q '^FORGE_DEPLOY_PERCENT=100$' "$M/env"
+	grep -q '^FORGE_DEPLOY_ENVIRONMENT=staging$' "$M/env"
+	run -1 grep -c CANARY "$M/env"
+}
+
+# ---- the production gate ---------------------------------------------------------
+
+@test "gate: production without approval and without a terminal waits (exit 4), nothing deployed" {
+	command_config '{"deploy":{"environment":"production"}}'
+	run -4 --separate-stderr deploy
+	[ ! -e "$M/steps" ]
+	[ ! -e "$M/built" ]
+	final | jq -e '.status == "escalated" and .deployment.status == "skipped"
+	  and .deployment.gate.id == "production_deploy" and .deployment.gate.status == "pending"'
+	events gate.requested | jq -e '.gate_id == "production_deploy" and .prompt == "Approve production deployment."
+	  and .summary.environment == "production" and .summary.tests.passed == 3'
+}
+
+@test "gate: task.environment production is gated too, even at automation level 4" {
+	config '{"safety":{"automation_level":4}}'
+	state '.task.environment = "production"'
+	run -4 --separate-stderr deploy --strategy merge
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	events gate.requested | jq -e '.gate_id == "production_deploy" and .automation_level == 4 and .auto_approvable == false'
+}
+
+@test "gate: production with --approve deploys (exit 0)" {
+	command_config '{"deploy":{"environment":"production"}}'
+	run -0 --separate-stderr deploy --approve
+	[ "$(cat "$M/steps")" = "100" ]
+	final | jq -e '.deployment.status == "healthy" and .deployment.environment == "production"
+	  and .deployment.gate.status == "approved"'
+	events gate.approved | jq -e '.gate_id == "production_deploy" and .by == "flag"'
+}
+
+@test "gate: --no-prompt waits even on a terminal; staging needs no gate" {
+	command_config '{"deploy":{"environment":"production"}}'
+	run -4 --separate-stderr deploy --no-prompt
+	[ ! -e "$M/steps" ]
+	command_config
+	run -0 --separate-stderr deploy
+	[ -z "$(events gate.requested)" ]
+}
+
+@test "gate: a critical-risk deploy needs approval in any environment" {
+	command_config
+	state '.review.risk.level = "critical"'
+	run -4 --separate-stderr deploy
+	[ ! -e "$M/steps" ]
+	events gate.requested | jq -e '.gate_id == "critical_deploy"'
+	run -0 --separate-stderr deploy --approve
+	[ "$(tr '\n' ' ' <"$M/steps")" = "5 10 25 50 100 " ]
+}
+
+@test "gate: answered on the terminal (stdin a pipe, /dev/tty a terminal): y deploys, n refuses" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	command_config '{"deploy":{"environment":"production"}}'
+	cmd="forge-deploy --config '$CFG' <'$BATS_TEST_TMPDIR/state.json' >'$BATS_TEST_TMPDIR/out'; echo \$? >'$BATS_TEST_TMPDIR/rc'"
+	printf 'n\n' | script -qec "$cmd" /dev/null >/dev/null
+	[ "$(cat "$BATS_TEST_TMPDIR/rc")" = 1 ]
+	[ ! -e "$M/steps" ]
+	jq -se 'map(select(.type == "gate.rejected")) | length == 1' "$BATS_TEST_TMPDIR/out"
+	printf 'y\n' | script -qec "$cmd" /dev/null >/dev/null
+	[ "$(cat "$BATS_TEST_TMPDIR/rc")" = 0 ]
+	[ "$(cat "$M/steps")" = "100" ]
+	jq -se 'map(select(.type == "gate.approved" and .payload.by == "terminal")) | length == 1' "$BATS_TEST_TMPDIR/out"
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/env bats
+# forge-doctor: what this machine gives Forge - libraries, programs, the
+# database, the provider (never the key), sandbox features, tools on PATH
+# and the project; text by default, one JSON object with --json.
+
+load test_helper/common
+
+setup() {
+	forge_setup
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+}
+
+@test "--help exits 0 and names --json" {
+	run -0 --separate-stderr forge-doctor --help
+	assert_output --partial "usage: forge-doctor"
+	assert_output --partial "--json"
+	[ -z "$stderr" ]
+}
+
+@test "--json prints one object with every section" {
+	cd "$REPO"
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -s length <<<"$output")" = 1 ]
+	for k in forge libraries config database provider sandbox tools project problems; do
+		[ "$(jq --arg k "$k" 'has($k)' <<<"$output")" = true ] || { echo "missing $k"; false; }
+	done
+	[ "$(jq -r .forge.version <<<"$output")" = "$(forge-doctor --version | awk '{print $NF}')" ]
+	for lib in sqlite3 curl libgit2 jq pcre2 libyaml; do
+		[ "$(jq -r --arg l "$lib" '.libraries[$l] | type' <<<"$output")" = string ] || { echo "no $lib"; false; }
+	done
+	[[ "$(jq -r .libraries.sqlite3 <<<"$output")" =~ ^3\.[0-9]+ ]]
+	[ "$(jq -r '.forge.programs | index("forge-doctor") != null' <<<"$output")" = true ]
+	[ "$(jq -r .project.root <<<"$output")" = "$REPO" ]
+}
+
+@test "text output has the sections" {
+	cd "$REPO"
+	run -0 --separate-stderr forge-doctor
+	for s in Libraries Configuration Database "Model provider" Sandbox "Tools on PATH" Project Summary; do
+		assert_output --partial "$s"
+	done
+	assert_output --partial "sqlite3"
+	assert_output --partial "libyaml"
+}
+
+@test "a canary ANTHROPIC_API_KEY is reported as set and never printed" {
+	cd "$REPO"
+	export ANTHROPIC_API_KEY=sk-ant-canary-123456789
+	run -0 --separate-stderr forge-doctor
+	assert_output --partial "ANTHROPIC_API_KEY: set"
+	refute_output --partial "canary"
+	refute_output --partial "123456789"
+	[[ "$stderr" != *canary* ]]
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r '.provider.keys.ANTHROPIC_API_KEY' <<<"$output")" = set ]
+	[ "$(jq -r '.provider.provider' <<<"$output")" = anthropic ]
+	[ "$(jq -r '.provider.usable' <<<"$output")" = true ]
+	refute_output --partial "canary"
+	[[ "$stderr" != *canary* ]]
+}
+
+@test "a key in FORGE_ANTHROPIC_KEY_FILE is set, from the file, and not printed" {
+	cd "$REPO"
+	printf 'sk-ant-canary-filekey-987654321\n' >"$BATS_TEST_TMPDIR/key"
+	chmod 600 "$BATS_TEST_TMPDIR/key"
+	export FORGE_ANTHROPIC_KEY_FILE="$BATS_TEST_TMPDIR/key"
+	run -0 --separate-stderr forge-doctor --json
+	[[ "$(jq -r '.provider.keys.ANTHROPIC_API_KEY' <<<"$output")" == set* ]]
+	refute_output --partial "canary"
+	refute_output --partial "987654321"
+}
+
+@test "without a key the provider is reported as not set and not usable" {
+	cd "$REPO"
+	run -0 --separate-stderr forge-doctor
+	assert_output --partial "ANTHROPIC_API_KEY: not set"
+	assert_output --partial "OPENAI_API_KEY: not set"
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r '.provider.usable' <<<"$output")" = false ]
+	[ "$(jq -r '.provider.error | test("ANTHROPIC_API_KEY")' <<<"$output")" = true ]
+}
+
+@test "the model options and a cassette are shown" {
+	cd "$REPO"
+	echo '{"interactions":[]}' >"$BATS_TEST_TMPDIR/c.json"
+	run -0 --separate-stderr forge-doctor --json --model my-model --cassette "$BATS_TEST_TMPDIR/c.json" \
+		--base-url http://127.0.0.1:9/v1
+	[ "$(jq -r '.provider.model' <<<"$output")" = my-model ]
+	[ "$(jq -r '.provider.cassette' <<<"$output")" = "$BATS_TEST_TMPDIR/c.json" ]
+	[ "$(jq -r '.provider.base_url' <<<"$output")" = "http://127.0.0.1:9/v1" ]
+}
+
+@test "the sandbox section lists landlock and the configured modes" {
+	cd "$REPO"
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r '.sandbox.landlock.available | type' <<<"$output")" = boolean ]
+	[ "$(jq -r '.sandbox.landlock.mode' <<<"$output")" = auto ]
+	[ "$(jq -r '.sandbox.network_namespace.mode' <<<"$output")" = auto ]
+	[ "$(jq -r '.sandbox.openat2 | type' <<<"$output")" = boolean ]
+	run -0 --separate-stderr forge-doctor
+	assert_output --regexp "landlock +(available|unavailable)"
+}
+
+@test "a required confinement that is missing is said plainly" {
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"sandbox":{"landlock":"require","network":"deny"}}' >.forge/config.json
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r '.sandbox.landlock.mode' <<<"$output")" = require ]
+	[ "$(jq -r '.sandbox.network_namespace.mode' <<<"$output")" = deny ]
+	if [ "$(jq -r '.sandbox.landlock.available' <<<"$output")" = false ]; then
+		[ "$(jq -r '[.problems[] | select(test("Landlock"))] | length' <<<"$output")" -ge 1 ]
+	else
+		[ "$(jq -r '[.problems[] | select(test("Landlock"))] | length' <<<"$output")" = 0 ]
+	fi
+}
+
+@test "the tool list includes shellcheck with a version" {
+	command -v shellcheck >/dev/null || skip "shellcheck is not installed"
+	cd "$REPO"
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .found' <<<"$output")" = true ]
+	[[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .version' <<<"$output")" =~ [0-9]+\.[0-9]+ ]]
+	for t in cppcheck clang-tidy flawfinder bandit eslint ruff flake8 bats pytest node npm go cargo cmake ctest make; do
+		[ "$(jq -r --arg t "$t" '[.tools[] | select(.name==$t)] | length' <<<"$output")" = 1 ] || { echo "no $t"; false; }
+	done
+	run -0 --separate-stderr forge-doctor
+	assert_output --regexp "shellcheck +[^ ]*[0-9]+\.[0-9]+"
+}
+
+@test "a tool missing from PATH is not found" {
+	cd "$REPO"
+	mkdir -p "$BATS_TEST_TMPDIR/empty"
+	run -0 --separate-stderr /usr/bin/env PATH="$BATS_TEST_TMPDIR/empty" "$FORGE_BINDIR/forge-doctor" --json
+	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .found' <<<"$output")" = false ]
+	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .version' <<<"$output")" = null ]
+	run -0 --separate-stderr /usr/bin/env PATH="$BATS_TEST_TMPDIR/empty" "$FORGE_BINDIR/forge-doctor"
+	assert_output --regexp "shellcheck +not found"
+}
+
+@test "the database: path, schema version against the known one, size" {
+	cd "$REPO"
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r .database.path <<<"$output")" = "$FORGE_DB" ]
+	[ "$(jq -r .database.exists <<<"$output")" = false ]
+	[ ! -e "$FORGE_DB" ]   # doctor does not create it
+	forge-events list >/dev/null
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r .database.exists <<<"$output")" = true ]
+	[ "$(jq -r '.database.schema_version == .database.schema_known' <<<"$output")" = true ]
+	[ "$(jq -r '.database.size_bytes > 0' <<<"$output")" = true ]
+	[ "$(jq -r .database.status <<<"$output")" = current ]
+}
+
+@test "a database that is not one is reported, not fatal" {
+	cd "$REPO"
+	echo "not a database at all, just text padding out a page of bytes" >"$FORGE_DB"
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r .database.status <<<"$output")" = unreadable ]
+	[ "$(jq -r '.problems | length' <<<"$output")" -ge 1 ]
+}
+
+@test "the project: languages and detected commands" {
+	cd "$REPO"
+	printf 'check:\n\ttrue\n' >Makefile
+	echo 'int main(void){return 0;}' >main.c
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r .project.languages.c <<<"$output")" = 1 ]
+	[ "$(jq -r .project.commands.test <<<"$output")" = "make check" ]
+	run -0 --separate-stderr forge-doctor
+	assert_output --partial "make check (detected)"
+}
+
+@test "outside a repository the project is reported, not fatal" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir -p norepo && cd norepo
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r .project.root <<<"$output")" = null ]
+	[ "$(jq -r '.project.error | type' <<<"$output")" = string ]
+}
+
+@test "a configuration that does not load is reported, exit 0" {
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"safety":{"automation_level":77}}' >.forge/config.json
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r .config.loaded <<<"$output")" = false ]
+	[ "$(jq -r '.config.error | test("automation_level")' <<<"$output")" = true ]
+}
+
+@test "unknown option and extra operands exit 2" {
+	run -2 --separate-stderr forge-doctor --bogus
+	[[ "$stderr" == *bogus* ]]
+	[ -z "$output" ]
+	run -2 --separate-stderr forge-doctor extra
+}
+
+@test "forge doctor via the dispatcher" {
+	[ -x "$FORGE_BINDIR/forge" ] || skip "forge is not built in $FORGE_BINDIR"
+	cd "$REPO"
+	run -0 --separate-stderr forge doctor --json
+	[ "$(jq -r .forge.version <<<"$output")" != null ]
+	[ "$(jq -r 'has("tools")' <<<"$output")" = true ]
+}

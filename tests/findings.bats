@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# forge-findings: list, dismiss (the human feedback loop).
+
+load test_helper/common
+
+setup() {
+	forge_setup
+}
+
+finding() {
+	printf '{"trace_id":"01JDB2AAAAAAAAAAAAAAAAAAAA","layer":"static","severity":"warning","category":"style","rule":"%s","message":"%s","file":"src/main.c","line":12}\n' "$1" "$2" |
+		forge-findings add
+}
+
+@test "list shows stored findings, newest first" {
+	a=$(finding no-tabs "tabs used for indentation")
+	b=$(finding long-line "line longer than 100 characters")
+	run -0 forge-findings list --json
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -r .id <<<"${lines[0]}")" = "$b" ]
+	run -0 forge-findings list --json --trace 01JDB2AAAAAAAAAAAAAAAAAAAA
+	[ "${#lines[@]}" -eq 2 ]
+	run -0 forge-findings list --json --trace 01JDB2BBBBBBBBBBBBBBBBBBBB
+	[ -z "$output" ]
+	run -0 forge-findings list
+	assert_output --partial "tabs used for indentation"
+}
+
+@test "dismiss marks the finding, lowers related memories, remembers the dismissal" {
+	mem=$(forge-memory add --context "reviewing style issues in src/main.c" --tags style \
+		"review finding: style no-tabs tabs used for indentation in src/main.c is a real problem")
+	other=$(forge-memory add "Database uses PostgreSQL")
+	f=$(finding no-tabs "tabs used for indentation")
+	run -0 forge-findings dismiss --json --reason "this project uses tabs" "$f"
+	jq -e '.finding.dismissed == true and .finding.dismissed_reason == "this project uses tabs"' <<<"$output"
+	jq -e --arg m "$mem" '.lowered | map(.id) | index($m) != null' <<<"$output"
+	dm=$(jq -r .memory_id <<<"$output")
+	run -0 forge-memory show --json "$mem"
+	[ "$(jq -r .confidence <<<"$output")" = 0.3 ]
+	run -0 forge-memory show --json "$other"
+	[ "$(jq -r .confidence <<<"$output")" = 0.5 ]
+	run -0 forge-memory show --json "$dm"
+	jq -e '.type == "semantic" and .confidence == 0.7 and .source == "human" and (.tags | index("dismissal"))' <<<"$output"
+	[[ $(jq -r .content <<<"$output") == *"this project uses tabs"* ]]
+	run -0 forge-findings list --json
+	[ -z "$output" ]
+	run -0 forge-findings list --json --all
+	[ "${#lines[@]}" -eq 1 ]
+	run -0 forge-events replay 01JDB2AAAAAAAAAAAAAAAAAAAA
+	[[ $output == *feedback.human_dismissed* ]]
+	# twice: no second penalty
+	run -0 forge-findings dismiss "$f"
+	assert_output --partial "already dismissed"
+	run -0 forge-memory show --json "$mem"
+	[ "$(jq -r .confidence <<<"$output")" = 0.3 ]
+}
+
+@test "dismiss: unknown id is status 1, usage errors are status 2" {
+	run -1 --separate-stderr forge-findings dismiss 01JDB3AAAAAAAAAAAAAAAAAAAA
+	[[ $stderr == *"no finding"* ]]
+	run -2 forge-findings dismiss
+	run -2 forge-findings frobnicate
+	run -2 forge-findings list extra
+}
+
+@test "add rejects a finding without its required fields" {
+	run -2 --separate-stderr forge-findings add <<<'{"severity":"warning"}'
+	[[ $stderr == *"line 1"* ]]
+	run -2 forge-findings add <<<'not json'
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bats
+# forge.mk: the Makefile/CI targets.
+
+load test_helper/common
+
+setup() {
+	forge_setup
+	unset FORGE_DB
+	repo=$BATS_TEST_TMPDIR/calc
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$repo"
+	git -C "$repo" init -q -b main
+	git -C "$repo" add -A
+	git -C "$repo" commit -q -m init
+	cat >"$BATS_TEST_TMPDIR/ci.mk" <<MK
+include $FORGE_ROOT/forge.mk
+FORGE = $FORGE_BINDIR/forge
+FORGE_BASE = main
+FORGE_OUT = $BATS_TEST_TMPDIR
+MK
+}
+
+@test "forge-test runs the project's tests and writes JUnit XML" {
+	run -0 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-test
+	[ -s "$BATS_TEST_TMPDIR/forge-junit.xml" ]
+	grep -q '<testsuite' "$BATS_TEST_TMPDIR/forge-junit.xml"
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/forge-test.jsonl" | jq -r .status)" = ok ]
+}
+
+@test "forge-check fails the job when the review requests changes" {
+	sed -i 's|printf("%ld\\n", calc_add(a, b));|{ char b2[32]; snprintf(b2, sizeof b2, "%ld\\n", calc_add(a, b)); printf(b2); }|' "$repo/calc.c"
+	git -C "$repo" commit -qam "print through a buffer"
+	printf 'FORGE_BASE = main~1\n' >>"$BATS_TEST_TMPDIR/ci.mk"
+	run -2 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-check
+	[ -s "$BATS_TEST_TMPDIR/forge-review.sarif" ]
+	[ "$(jq -r '.runs[0].results | length' "$BATS_TEST_TMPDIR/forge-review.sarif")" -ge 1 ]
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/forge-review.jsonl" | jq -r .review.decision)" = request_changes ]
+}
+
+@test "forge-run wants a TASK" {
+	run -2 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-run
+	[[ "$output" == *'set TASK='* ]]
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env bats
+# implement.bats - forge-implement on the calc fixture repository: alone and
+# piped after forge-plan with cassettes, the change really on forge/TRACE
+# and `make check` passing there, the user's checkout untouched; bounces
+# (review findings, fixable test failures) first in the prompt, asserted on
+# the mock provider's request log; TDD red/green; self-validation with a
+# fix round; the guard and bad input with their exit statuses.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export BATS_TEST_TIMEOUT=180
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	load test_helper/mock
+	forge_setup
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	BASE=$(git -C "$REPO" rev-parse HEAD)
+	cd "$REPO"
+}
+
+# replay CASSETTE...: the cassettes, concatenated, answer the model.
+replay() {
+	local f
+	for f in "$@"; do cat "$CASSETTES/$f"; done >"$BATS_TEST_TMPDIR/cassette.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/cassette.jsonl"
+}
+
+# mock STEPS-JSON: load the mock's script and forget earlier requests.
+mock() {
+	mock_script "$1"
+	unset FORGE_CASSETTE
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+}
+
+# The first user message of request N (0-based) the mock received.
+prompt_of() {
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -r ".[$1].body.messages[0].content"
+}
+
+FINISH='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}]}'
+
+last_state() {
+	tail -n 1 <<<"$output"
+}
+
+events_of() {
+	jq -c "select(.kind == \"event\" and .type == \"$1\") | .payload" <<<"$output"
+}
+
+# A state with the plan of plan-calc.jsonl for trace $1 (not yet implemented).
+plan_state() {
+	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c --arg t "$1" --arg r "$REPO" \
+		'{kind:"state", v:1, trace_id:$t, phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}'
+}
+
+# The user's checkout is as it was: same HEAD, nothing changed or untracked.
+checkout_untouched() {
+	[ "$(git -C "$REPO" rev-parse HEAD)" = "$BASE" ]
+	[ "$(git -C "$REPO" rev-parse --abbrev-ref HEAD)" = "main" ]
+	run -0 git -C "$REPO" status --porcelain
+	assert_output ""
+	grep -q 'calc add|sub A B' "$REPO/calc.c"
+}
+
+@test "forge-plan | forge-implement: the change is committed on forge/TRACE and make check passes there" {
+	replay plan-calc.jsonl implement-calc.jsonl
+	run -0 --separate-stderr bash -c 'forge-plan --task "add a mul operation" | forge-implement'
+	state=$(last_state)
+	trace=$(jq -r .trace_id <<<"$state")
+	jq -e '.phase == "implement" and .status == "ok" and .plan.version == 1' <<<"$state"
+	jq -e --arg t "$trace" --arg r "$REPO" '.task.branch == "forge/" + $t and
+		.task.worktree == $r + "/.forge/worktrees/" + $t' <<<"$state"
+	# changes per state.schema.json $defs/changes
+	tip=$(git rev-parse "forge/$trace")
+	jq -e --arg tip "$tip" --arg base "$BASE" '.changes | .commit == $tip and .base_commit == $base' <<<"$state"
+	jq -e '.changes.files == [{"path":"calc.c","action":"modify","additions":8,"deletions":1},
+				 {"path":"tests/check.sh","action":"modify","additions":2,"deletions":0}]' <<<"$state"
+	jq -e '.changes.tests_added == ["tests/check.sh"]' <<<"$state"
+	jq -e '.changes.diff | startswith("diff --git a/calc.c b/calc.c") and contains("+long calc_mul(long a, long b)")' <<<"$state"
+	jq -e '.changes.validated == true and .changes.validation.command == "make check" and
+	       .changes.validation.exit_status == 0 and (.changes.validation.output | contains("ok - calc mul 6 7 = 42"))' <<<"$state"
+	jq -e '[.changes.validation.steps[].name] == ["build","test"]' <<<"$state"
+	# events as they happened, both programs' in one stream
+	run -0 jq -sc '[.[] | select(.kind == "event") | .source + ":" + .type] |
+		map(select(test(":(phase.started|phase.completed|worktree.opened|commit.created|validation.completed|plan.versioned)$")))' <<<"$output"
+	assert_output '["forge-plan:phase.started","forge-plan:plan.versioned","forge-plan:phase.completed","forge-implement:phase.started","forge-implement:worktree.opened","forge-implement:commit.created","forge-implement:validation.completed","forge-implement:phase.completed"]'
+	# the branch really has the change, one commit over the base, and it passes
+	run -0 git log --format=%s "$BASE..forge/$trace"
+	assert_output "forge: add a mul operation (attempt 1)"
+	run -0 git show "forge/$trace:calc.c"
+	assert_output --partial "calc_mul(a, b)"
+	mkdir "$BATS_TEST_TMPDIR/out"
+	git archive "forge/$trace" | tar -x -C "$BATS_TEST_TMPDIR/out"
+	run -0 make -s -C "$BATS_TEST_TMPDIR/out" check
+	assert_output --partial "ok - calc mul -2 4 = -8"
+	checkout_untouched
+}
+
+@test "forge-implement alone on a state file; run again, the worktree is reopened and nothing new is committed" {
+	plan_state T1 >"$BATS_TEST_TMPDIR/plan.json"
+	replay implement-calc.jsonl
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.status == "ok" and .task.branch == "forge/T1" and .changes.validated'
+	events_of worktree.opened | jq -e '.reopened == false'
+	git show forge/T1:tests/check.sh | grep -q 'expect 42 mul 6 7'
+	last_state >"$BATS_TEST_TMPDIR/done.json"
+	# a second run of the same trace (as on a bounce) reopens the worktree
+	mock "[$FINISH]"
+	jq -c '.bounces = [{"from":"review","to":"implement","n":1,"reason":"again"}]' \
+		"$BATS_TEST_TMPDIR/done.json" >"$BATS_TEST_TMPDIR/again.json"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/again.json"
+	events_of worktree.opened | jq -e '.reopened == true'
+	events_of commit.skipped | jq -e '.reason == "nothing to commit" and .message == "forge: add a mul operation (attempt 2)"'
+	last_state | jq -e '.changes.commit == "'"$(git rev-parse forge/T1)"'" and (.changes.files | length) == 2'
+	[[ $stderr == "" ]]
+	last_state | jq -e '.changes.attempt == 2'
+	checkout_untouched
+}
+
+@test "a review bounce puts the findings first in the prompt: file, line, message, suggested fix" {
+	plan_state T2 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
+		{"severity":"warning","category":"style","message":"usage line lists no mul","file":"calc.c","line":31},
+		{"severity":"error","category":"correctness","rule":"int-overflow","message":"calc_mul overflows silently",
+		 "file":"calc.c","line":17,"fix":"check with __builtin_mul_overflow and report an error"}]} |
+		.bounces = [{"from":"review","to":"implement","n":1,"reason":"changes requested"}]' >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	events_of implement.bounce | jq -e '.from == "review" and .findings == 2 and .failures == 0'
+	run -0 prompt_of 0
+	assert_line --index 0 "# Fix these first: the review requested changes"
+	# worst first, each with its place, problem and fix
+	assert_output --partial "1. calc.c:17 — error correctness [int-overflow]: calc_mul overflows silently
+   Suggested fix: check with __builtin_mul_overflow and report an error
+2. calc.c:31 — warning style: usage line lists no mul"
+	assert_output --partial "# The task"
+	assert_output --partial "[t1] Add calc_mul and the mul operation"
+	# the implementer's tools, rooted at the worktree
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[0].body.tools[].name]'"
+	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","finish","ask_human"]'
+}
+
+@test "a test bounce puts only the failures with a confident suggested fix first" {
+	plan_state T3 | jq -c '.changes = {"files":[]} | .review = {"decision":"approve","findings":[
+		{"severity":"error","message":"stale finding","file":"calc.c","line":1}]} |
+		.tests = {"command":"make check","summary":{"total":5,"passed":3,"failed":2},"failures":[
+		{"test":"calc mul 6 7","file":"tests/check.sh","line":22,"message":"expected 42, got 13",
+		 "output":"not ok - calc mul 6 7: expected 42, got 13","root_cause":"calc_mul adds instead of multiplying",
+		 "suggested_fix":"return a * b in calc_mul","confidence":0.92},
+		{"test":"calc mul -2 4","message":"flaky?","suggested_fix":"retry","confidence":0.5}]} |
+		.bounces = [{"from":"review","to":"implement","n":1},{"from":"test","to":"implement","n":1}]' >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	events_of implement.bounce | jq -e '.from == "test" and .findings == 0 and .failures == 1'
+	run -0 prompt_of 0
+	assert_line --index 0 "# Fix these first: tests failed"
+	assert_output --partial "failed (\`make check\`)"
+	assert_output --partial "1. calc mul 6 7 (tests/check.sh:22): expected 42, got 13
+   Root cause: calc_mul adds instead of multiplying
+   Suggested fix: return a * b in calc_mul (confidence 0.92)"
+	assert_output --partial "not ok - calc mul 6 7: expected 42, got 13"
+	refute_output --partial "retry"
+	refute_output --partial "stale finding"
+}
+
+@test "TDD: tests first and confirmed failing (tdd.red), then implemented until they pass (tdd.green)" {
+	plan_state T4 >"$BATS_TEST_TMPDIR/plan.json"
+	replay implement-tdd.jsonl
+	run -0 --separate-stderr forge-implement --tdd <"$BATS_TEST_TMPDIR/plan.json"
+	events_of tdd.red | jq -e '.confirmed == true and .failing == true and .command == "make check" and .exit_status != 0'
+	events_of tdd.green | jq -e '.passing == true and .exit_status == 0'
+	last_state | jq -e '.changes.validated == true and .changes.tests_added == ["tests/check.sh"]'
+	run -0 git log --format=%s "$BASE..forge/T4"
+	assert_output "forge: add a mul operation (attempt 1)
+forge: add a mul operation (attempt 1, tests)"
+	# the tests commit holds only the tests, the tip the implementation too
+	run -0 git diff --name-only "$BASE" "forge/T4~1"
+	assert_output "tests/check.sh"
+	checkout_untouched
+}
+
+@test "TDD from the config: tests that already pass are sent back, then the phase is rejected" {
+	plan_state T5 >"$BATS_TEST_TMPDIR/plan.json"
+	mkdir -p .forge
+	echo '{"implement":{"tdd":true}}' >.forge/config.json
+	weak='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old":"expect 7 sub 10 3\n","new":"expect 7 sub 10 3\nexpect 9 add 4 5\n"}}]}'
+	mock "[$weak,$FINISH,$FINISH]"
+	run -1 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.status == "rejected" and .changes.validated == false'
+	[ "$(events_of tdd.red | jq -s 'map(.confirmed) == [false, false]')" = true ]
+	[[ $stderr == *"the new tests pass before any implementation"* ]]
+	run -0 prompt_of 0
+	assert_line --index 0 "# Test-driven: write the tests first"
+	run -0 prompt_of 2
+	assert_line --index 0 "# The tests pass already: they must fail first"
+	assert_output --partial "ok - calc add 4 5 = 9"
+	run -0 git log --format=%s "$BASE..forge/T5"
+	assert_output "forge: add a mul operation (attempt 1, tests)"
+}
+
+@test "self-validation runs the real build; a failure goes back to the agent once and is fixed" {
+	plan_state T6 >"$BATS_TEST_TMPDIR/plan.json"
+	replay implement-fix.jsonl
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	[ "$(events_of validation.completed | jq -s -c 'map([.validated, .command])')" = '[[false,"make"],[true,"make check"]]' ]
+	last_state | jq -e '.changes.validated == true'
+	run -0 git log --format=%s "$BASE..forge/T6"
+	assert_output "forge: add a mul operation (attempt 1, fix 1)
+forge: add a mul operation (attempt 1)"
+	# with no fix round left, the failure is recorded, not hidden
+	plan_state T7 >"$BATS_TEST_TMPDIR/plan7.json"
+	replay implement-fix.jsonl
+	echo '{"implement":{"fix_rounds":0}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan7.json"
+	last_state | jq -e '.changes.validated == false and .changes.validation.command == "make" and
+		.changes.validation.exit_status != 0 and (.changes.validation.output | test("error"))'
+	events_of phase.completed | jq -e '.reason | endswith("not validated (`make` failed)")'
+	checkout_untouched
+}
+
+@test "no plan in the state: skipped, exit 1, phase.skipped; the repository is not touched" {
+	plan_state T8 | jq -c 'del(.plan)' >"$BATS_TEST_TMPDIR/in.json"
+	replay implement-calc.jsonl
+	run -1 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	last_state | jq -e '.status == "skipped" and .phase == "implement" and (has("changes") | not)'
+	events_of phase.skipped | jq -e '.reason | test("no plan")'
+	run -1 --separate-stderr forge-implement --task "add a mul operation"
+	last_state | jq -e '.status == "skipped"'
+	[ ! -e .forge/worktrees ]
+	checkout_untouched
+}
+
+@test "bad input: empty input and a malformed line exit 2; events before it are forwarded" {
+	replay implement-calc.jsonl
+	run -2 --separate-stderr forge-implement </dev/null
+	[[ $stderr == *"empty input"* ]]
+	events_of input.rejected | jq -e '.reason | test("empty input")'
+	plan_state T9 >"$BATS_TEST_TMPDIR/in.json"
+	printf '{"kind":"state", "v":1\n' >>"$BATS_TEST_TMPDIR/in.json"
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	[[ $stderr == *"line 2"* ]]
+	jq -c '.v = 2' <(plan_state T9) >"$BATS_TEST_TMPDIR/v2.json"
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/v2.json"
+	[ ! -e .forge/worktrees ]
+	checkout_untouched
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# forge-memory: every subcommand, bad input, concurrency, the vector file.
+
+load test_helper/common
+
+setup() {
+	forge_setup
+	FIX="$FORGE_ROOT/tests/fixtures/memory"
+}
+
+add() { forge-memory add "$@"; }
+
+@test "add prints an id; show finds it; an unknown id is status 1" {
+	run -0 add --tags auth,jwt --context "auth implementation" "Authentication uses JWT tokens"
+	id=$output
+	[[ $id =~ ^[0-9A-Z]{26}$ ]]
+	run -0 forge-memory show --json "$id"
+	[ "$(jq -r .content <<<"$output")" = "Authentication uses JWT tokens" ]
+	[ "$(jq -r .confidence <<<"$output")" = 0.5 ]
+	[ "$(jq -c .tags <<<"$output")" = '["auth","jwt"]' ]
+	run -0 forge-memory show "$id"
+	assert_output --partial "Authentication uses JWT tokens"
+	run -1 --separate-stderr forge-memory show 01JDB3AAAAAAAAAAAAAAAAAAAA
+	[[ $stderr == *"no memory '01JDB3AAAAAAAAAAAAAAAAAAAA'"* ]]
+}
+
+@test "add: source human starts at 0.7, production at 0.9; bad input is status 2" {
+	run -0 add --source human "humans say so"
+	run -0 forge-memory show --json "$output"
+	[ "$(jq -r .confidence <<<"$output")" = 0.7 ]
+	run -0 add --source production "production says so"
+	run -0 forge-memory show --json "$output"
+	[ "$(jq -r .confidence <<<"$output")" = 0.9 ]
+	run -2 add --type nonsense "x"
+	run -2 add --confidence 2 "x"
+	run -2 add
+	run -2 forge-memory frobnicate
+}
+
+@test "search ranks the relevant memory first and counts the access" {
+	add --context "database setup" "Database uses PostgreSQL with pgbouncer" >/dev/null
+	id=$(add --context "auth implementation" --tags auth "Authentication uses JWT tokens signed with RS256")
+	add --type procedural --context "jest" "When tests fail with mock errors add clearAllMocks" >/dev/null
+	run -0 forge-memory search --json implementing authentication tokens
+	[ "$(head -1 <<<"$output" | jq -r .memory.id)" = "$id" ]
+	head -1 <<<"$output" | jq -e '.relevance > 0 and .similarity > 0 and .recency == 1'
+	run -0 forge-memory show --json "$id"
+	[ "$(jq -r .access_count <<<"$output")" = 1 ]
+	run -0 forge-memory search --peek authentication
+	run -0 forge-memory show --json "$id"
+	[ "$(jq -r .access_count <<<"$output")" = 1 ]
+	run -0 forge-memory search --type procedural --json mock errors
+	[ "$(jq -r .memory.type <<<"$output" | sort -u)" = procedural ]
+	run -2 forge-memory search
+}
+
+@test "list filters by type, tag and confidence; archived ones only on request" {
+	a=$(add --tags ci "run make check before pushing")
+	add --type procedural --confidence 0.9 "use make -j2" >/dev/null
+	run -0 forge-memory list --json
+	[ "${#lines[@]}" -eq 2 ]
+	run -0 forge-memory list --json --type procedural
+	[ "${#lines[@]}" -eq 1 ]
+	run -0 forge-memory list --json --tag ci
+	[ "$(jq -r .id <<<"$output")" = "$a" ]
+	run -0 forge-memory list --json --min-confidence 0.8
+	[ "${#lines[@]}" -eq 1 ]
+	run -0 forge-memory forget --reason "wrong" "$a"
+	run -0 forge-memory list --json
+	[ "${#lines[@]}" -eq 1 ]
+	run -0 forge-memory list --json --archived
+	[ "$(jq -r .archived_reason <<<"$output")" = wrong ]
+	run -0 forge-memory list
+	assert_output --partial "use make -j2"
+}
+
+@test "forget archives, --hard deletes, unknown id is status 1" {
+	a=$(add "something to forget")
+	run -0 forge-memory forget "$a"
+	run -0 forge-memory show --json "$a"
+	jq -e .archived_at <<<"$output"
+	run -0 forge-memory forget --hard "$a"
+	run -1 forge-memory show "$a"
+	run -1 forge-memory forget "$a"
+	run -2 forge-memory forget
+}
+
+@test "signal applies the confidence rules" {
+	a=$(add "a rule to confirm")
+	run -0 forge-memory signal "$a" applied
+	assert_output --partial "0.60"
+	run -0 forge-memory signal "$a" confirmed
+	assert_output --partial "0.80"
+	run -0 forge-memory signal "$a" dismissed
+	assert_output --partial "0.60"
+	run -1 forge-memory signal 01JDB3AAAAAAAAAAAAAAAAAAAA applied
+	run -2 forge-memory signal "$a" liked
+}
+
+@test "stats counts memories by type" {
+	add "one" >/dev/null
+	add --type procedural "two" >/dev/null
+	run -0 forge-memory stats --json
+	jq -e '.active == 2 and .by_type.semantic == 1 and .by_type.procedural == 1' <<<"$output"
+	run -0 forge-memory stats
+	assert_output --partial "2 active"
+}
+
+@test "export and import round-trip as JSON lines" {
+	run -0 forge-memory import "$FIX/good.jsonl"
+	assert_output --partial "imported 3"
+	run -0 forge-memory export
+	[ "${#lines[@]}" -eq 3 ]
+	echo "$output" >"$BATS_TEST_TMPDIR/out.jsonl"
+	jq -e 'has("relationships")' <<<"${lines[0]}"
+	FORGE_DB="$BATS_TEST_TMPDIR/other.db" run -0 forge-memory import - <"$BATS_TEST_TMPDIR/out.jsonl"
+	FORGE_DB="$BATS_TEST_TMPDIR/other.db" run -0 forge-memory show --json 01JDB3M0000000000000000001
+	[ "$(jq -r .confidence <<<"$output")" = 0.8 ]
+	run -0 forge-memory import "$FIX/good.jsonl"
+	assert_output --partial "skipped 3"
+	run -0 forge-memory export "$BATS_TEST_TMPDIR/file.jsonl"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/file.jsonl")" -eq 3 ]
+}
+
+@test "a malformed import line imports nothing and names the line" {
+	run -2 --separate-stderr forge-memory import "$FIX/bad-line3.jsonl"
+	[[ $stderr == *"line 3"*"content"* ]]
+	run -0 forge-memory list --json --all
+	[ -z "$output" ]
+	printf '{"type":"semantic","content":"ok"}\nnot json\n' >"$BATS_TEST_TMPDIR/b.jsonl"
+	run -2 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR/b.jsonl"
+	[[ $stderr == *"line 2: not JSON"* ]]
+	run -0 forge-memory list --json --all
+	[ -z "$output" ]
+	run -2 forge-memory import "$BATS_TEST_TMPDIR/missing.jsonl"
+}
+
+@test "consolidate without a model: decay, archive, idempotent" {
+	run -0 forge-memory import "$FIX/good.jsonl"
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.merged == 0 and .errors == []' <<<"$output"
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.decayed == 0 and .archived == 0' <<<"$output"
+	run -0 forge-memory consolidate --no-llm
+	assert_output --partial "merged 0"
+}
+
+@test "consolidate promotes 3 similar episodes with one model call (cassette)" {
+	for i in 1 2 3; do
+		add --type episodic --context "review phase: fix parser" \
+			"review phase for fix parser: cppcheck warns about an uninitialised variable in parser.c line 1$i -> failed" >/dev/null
+	done
+	run -0 forge-memory consolidate --provider replay --cassette "$FIX/promote-cassette.jsonl" --json
+	jq -e '.promoted == 1' <<<"$output"
+	run -0 forge-memory patterns --json
+	[ "$(jq -r .type <<<"$output")" = failure ]
+	[ "$(jq -r .frequency <<<"$output")" = 3 ]
+	run -0 forge-memory consolidate --provider replay --cassette "$FIX/promote-cassette.jsonl" --json
+	jq -e '.promoted == 0' <<<"$output"
+	run -0 forge-memory search --json uninitialised variables cppcheck
+	jq -se 'map(.memory.tags | index("pattern")) | any' <<<"$output"
+}
+
+@test "concurrent writers from several processes lose nothing" {
+	forge-memory add "warm up" >/dev/null
+	for p in 1 2 3 4; do
+		(for i in $(seq 1 15); do forge-memory add --tags "p$p" "writer $p memory $i about topic $((i % 4))" >/dev/null || echo FAIL; done) >"$BATS_TEST_TMPDIR/w$p" 2>&1 &
+	done
+	wait
+	! grep -q FAIL "$BATS_TEST_TMPDIR"/w*
+	run -0 forge-memory list --json -n 1000
+	[ "${#lines[@]}" -eq 61 ]
+	run -0 forge-memory search --json -n 100 writer memory topic
+	[ "${#lines[@]}" -ge 10 ]
+	run -0 forge-memory stats --json
+	jq -e '.vector_file.rows == 61' <<<"$output"
+}
+
+@test "the vector file is rebuilt when deleted or stale" {
+	id=$(add "the vector file holds this")
+	run -0 forge-memory search --json vector file
+	[ -f "$FORGE_DB.vectors" ]
+	rm "$FORGE_DB.vectors"
+	run -0 forge-memory search --json vector file
+	[ "$(jq -r .memory.id <<<"$output")" = "$id" ]
+	printf 'garbage' >"$FORGE_DB.vectors"
+	run -0 forge-memory search --json vector file
+	[ "$(jq -r .memory.id <<<"$output")" = "$id" ]
+}
+
+@test "API embeddings (mock server) are cached by text" {
+	python3 "$FORGE_ROOT/tests/helpers/mock_llm.py" --port-file "$BATS_TEST_TMPDIR/port" \
+		--log "$BATS_TEST_TMPDIR/log.jsonl" 3>&- &
+	echo $! >"$BATS_TEST_TMPDIR/pid"
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.05; done
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	printf '{"llm":{"embeddings":{"provider":"openai","model":"text-embedding-3-small","base_url":"http://127.0.0.1:%s/v1"}}}' \
+		"$(cat "$BATS_TEST_TMPDIR/port")" >"$XDG_CONFIG_HOME/forge/config.json"
+	export OPENAI_API_KEY=sk-test-not-a-real-key
+	id=$(forge-memory add "Authentication uses JWT tokens")
+	forge-memory add "Database uses PostgreSQL" >/dev/null
+	run -0 forge-memory search --json authentication JWT tokens
+	[ "$(head -1 <<<"$output" | jq -r .memory.id)" = "$id" ]
+	n=$(grep -c embeddings "$BATS_TEST_TMPDIR/log.jsonl")
+	run -0 forge-memory search --json authentication JWT tokens
+	[ "$(grep -c embeddings "$BATS_TEST_TMPDIR/log.jsonl")" -eq "$n" ]
+	run -0 forge-memory stats --json
+	[ "$(jq -r .embedder <<<"$output")" = "openai:text-embedding-3-small" ]
+	kill "$(cat "$BATS_TEST_TMPDIR/pid")"
+}

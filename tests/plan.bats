@@ -1,0 +1,194 @@
+#!/usr/bin/env bats
+# plan.bats - forge-plan: a task becomes a schema-valid plan from a cassette
+# or the mock provider, on the calc fixture repository; a plan that fails
+# its schema is sent back and corrected; plans are versioned append-only
+# with a changelog; planning is read-only; bad input gets its exit status.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export BATS_TEST_TIMEOUT=120
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	load test_helper/mock
+	forge_setup
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	cd "$REPO"
+}
+
+# replay CASSETTE: use it for the model.
+replay() {
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/$1"
+}
+
+# mock STEPS-JSON: load the mock's script and forget earlier requests.
+mock() {
+	mock_script "$1"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+}
+
+requests() {
+	curl -sS -f "$MOCK_URL/_mock/requests"
+}
+
+# The plan of cassette plan-calc.jsonl, for mock scripts.
+good_plan() {
+	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c '.response.tool_calls[0].input'
+}
+
+last_state() {
+	tail -n 1 <<<"$output"
+}
+
+event_types() {
+	jq -r 'select(.kind == "event") | .type' <<<"$output"
+}
+
+@test "--task with a cassette: a plan in the state, version 1 'initial plan', events in order" {
+	replay plan-calc.jsonl
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	last_state | jq -e '.kind == "state" and .phase == "plan" and .status == "ok"'
+	last_state | jq -e '.plan.summary | test("mul")'
+	last_state | jq -e '[.plan.tasks[].id] == ["t1", "t2"] and .plan.tasks[1].depends_on == ["t1"]'
+	last_state | jq -e '.plan.risk.level == "low" and .plan.estimates.complexity == "low"'
+	last_state | jq -e '.plan.version == 1 and .task.repo == "'"$REPO"'"'
+	last_state | jq -e '.cost.tokens > 0'
+	run -0 jq -sc '[.[] | select(.kind == "event") | .type] | map(select(. == "phase.started" or
+		. == "tool.executed" or . == "plan.versioned" or . == "phase.completed"))' <<<"$output"
+	assert_output '["phase.started","tool.executed","tool.executed","plan.versioned","phase.completed"]'
+	run -0 sqlite3 "$FORGE_DB" "select version, changelog, json_extract(content, '$.risk.level') from plan_versions"
+	assert_output "1|initial plan|low"
+}
+
+@test "plain text and a bare {\"task\": …} on stdin are tasks too" {
+	replay plan-calc.jsonl
+	run -0 --separate-stderr bash -c 'echo "add a mul operation" | forge-plan'
+	last_state | jq -e '.task.description == "add a mul operation" and .plan.version == 1'
+	run -0 --separate-stderr bash -c 'echo "{\"task\":\"add mul\"}" | forge-plan'
+	last_state | jq -e '.task.description == "add mul" and (.plan.tasks | length) == 2'
+}
+
+@test "a plan that fails its schema goes back to the model with the error and is corrected" {
+	replay plan-schema-fix.jsonl
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	last_state | jq -e '.status == "ok" and .plan.risk.level == "low" and .plan.tasks[1].title == "Test mul"'
+	run -0 jq -r 'select(.type == "agent.finish_rejected") | .payload.error' <<<"$output"
+	assert_output --partial "title"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	[ "$(event_types | grep -c '^llm.called$')" -eq 2 ]
+	[ "$(event_types | grep -c '^plan.versioned$')" -eq 1 ]
+	# what the model saw: its finish refused with the schema error, as a tool error
+	bad=$(sed -n 1p "$CASSETTES/plan-schema-fix.jsonl" | jq -c '.response.tool_calls[0].input')
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$bad}]},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages | last | .content[0] |
+		[.type, .is_error, (.content | tostring | test(\"does not match the plan schema.*title\"))]'"
+	assert_output '["tool_result",true,true]'
+}
+
+@test "the model gets the repository layout, build files, README, commands and only read-only tools" {
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content'"
+	assert_output --partial "add a mul operation"
+	assert_output --partial "tests/check.sh"          # tracked files
+	assert_output --partial "sh tests/check.sh ./calc" # the Makefile's text
+	assert_output --partial "A tiny command-line calculator" # README head
+	assert_output --partial "test command: make check"
+	assert_output --partial "languages: c"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[0].body.tools[].name]'"
+	assert_output '["read_file","list_files","grep","finish","ask_human"]'
+	# the finish schema is the state schema's plan, self-contained
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[3].input_schema |
+		[.required, (.. | objects | has(\"\$ref\")) ] | flatten | unique'"
+	assert_output '[false,"risk","summary","tasks"]'
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[3].input_schema.properties | keys'"
+	assert_output '["architecture","estimates","risk","summary","tasks"]'
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.system'"
+	assert_output --partial "planner of Forge"
+}
+
+@test "a re-plan of the same trace appends version 2 with a changelog of what changed" {
+	replay plan-calc.jsonl
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	last_state >"$BATS_TEST_TMPDIR/v1.json"
+	trace=$(jq -r .trace_id "$BATS_TEST_TMPDIR/v1.json")
+	replay plan-replan.jsonl
+	run -0 --separate-stderr forge-plan <"$BATS_TEST_TMPDIR/v1.json"
+	last_state | jq -e --arg t "$trace" '.trace_id == $t and .plan.version == 2 and (.plan.tasks | length) == 3'
+	run -0 jq -r 'select(.type == "plan.versioned") | .payload.changelog' <<<"$output"
+	assert_output "tasks added: t3; tasks changed: t2; risk low -> medium (0.10 -> 0.40)"
+	run -0 sqlite3 "$FORGE_DB" "select version || ' ' || changelog from plan_versions where trace_id = '$trace' order by version"
+	assert_output "1 initial plan
+2 tasks added: t3; tasks changed: t2; risk low -> medium (0.10 -> 0.40)"
+	# the latest version reaches the model, to be updated rather than replaced,
+	# and the changelog is against it (here: back to version 1's plan)
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan <"$BATS_TEST_TMPDIR/v1.json"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content'"
+	assert_output --partial "already has a plan (version 2)"
+	assert_output --partial "Document mul"
+	run -0 sqlite3 "$FORGE_DB" "select changelog from plan_versions where trace_id = '$trace' and version = 3"
+	assert_output "tasks removed: t3; tasks changed: t2; risk medium -> low (0.40 -> 0.10)"
+	# the same plan again says so
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan <"$BATS_TEST_TMPDIR/v1.json"
+	run -0 sqlite3 "$FORGE_DB" "select changelog from plan_versions where trace_id = '$trace' and version = 4"
+	assert_output "no changes"
+}
+
+@test "plan versions are append-only: UPDATE and DELETE are refused" {
+	replay plan-calc.jsonl
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	run ! sqlite3 "$FORGE_DB" "update plan_versions set changelog = 'x'"
+	assert_output --partial "append-only"
+	run ! sqlite3 "$FORGE_DB" "delete from plan_versions"
+	assert_output --partial "append-only"
+	run -0 sqlite3 "$FORGE_DB" "select count(*), changelog from plan_versions"
+	assert_output "1|initial plan"
+}
+
+@test "planning is read-only: a write tool is refused and the checkout stays as it was" {
+	head=$(git rev-parse HEAD)
+	replay plan-readonly.jsonl
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	run -0 jq -r 'select(.type == "tool.failed") | .payload.tool' <<<"$output"
+	assert_output "write_file"
+	run -0 git status --porcelain
+	assert_output ""
+	[ "$(git rev-parse HEAD)" = "$head" ]
+	grep -q calc_add calc.c
+}
+
+@test "bad input: empty input and a malformed line exit 2 with input.rejected" {
+	replay plan-calc.jsonl
+	export EVENT='{"kind":"event","id":"01JDB3F6A0000000000000000A","trace_id":"t1","ts":"2026-11-21T21:30:00.123Z","source":"x","type":"x.y","payload":{}}'
+	run -2 --separate-stderr forge-plan </dev/null
+	[[ $stderr == *"empty input"* ]]
+	jq -e 'select(.type == "input.rejected")' <<<"$output"
+	run -2 --separate-stderr bash -c 'printf "%s\n{oops\n" "$EVENT" | forge-plan'
+	[[ $stderr == *"line 2: malformed JSON"* ]]
+	[ "$(head -n 1 <<<"$output")" = "$EVENT" ]   # forwarded before the bad line
+	jq -e 'select(.type == "input.rejected") | .payload.line == 2' <<<"$output"
+	run -2 --separate-stderr forge-plan --no-such-option
+}
+
+@test "a model that cannot be reached is exit 5; ask_human is exit 4" {
+	mock '[{"fault":"auth"}]'
+	run -5 --separate-stderr forge-plan --task "add a mul operation"
+	last_state | jq -e '.status == "failed" and (has("plan") | not)'
+	mock '[{"tool_calls":[{"name":"ask_human","input":{"question":"mul of what?"}}]}]'
+	run -4 --separate-stderr forge-plan --task "add a mul operation"
+	last_state | jq -e '.status == "escalated"'
+	[[ $stderr == *"mul of what?"* ]]
+}

@@ -1,0 +1,255 @@
+#!/usr/bin/env bats
+# review.bats - forge-review: the three layers on a fixture with a planted
+# secret, lint errors and an insecure call; the AI layer against the mock
+# provider (only above low risk, asserted on the mock's request log); SARIF;
+# findings in the database; bad input.
+
+bats_require_minimum_version 1.5.0
+
+KEY=sk-ant-REVIEWTEST-0000000000000000
+
+setup_file() {
+	export BATS_TEST_TIMEOUT=120
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	forge_setup
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$REPO"
+}
+
+mock() {
+	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
+		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
+}
+requests() { curl -sS -f "$MOCK_URL/_mock/requests"; }
+# with_mock CMD...: run with the mock as the model provider.
+with_mock() { ANTHROPIC_API_KEY=$KEY "$@" --provider anthropic --base-url "$MOCK_URL"; }
+
+plant() {
+	cp -r "$FORGE_ROOT/tests/fixtures/review/planted/." "$REPO/"
+	git add -A && git commit -q -m planted
+}
+state() { tail -n 1 <<<"$OUT"; }
+finding() { # FILE LINE RULE -> the layer of that finding, or nothing
+	state | jq -r --arg f "$1" --argjson l "$2" --arg r "$3" \
+		'.review.findings[] | select(.file == $f and .line == $l and .rule == $r) | .layer'
+}
+
+@test "planted problems: each is found by the right layer on the right line" {
+	plant
+	run -4 --separate-stderr forge-review --commit HEAD
+	OUT=$output
+	[ "$(finding config.py 3 secret/github-token)" = security ]
+	[ "$(finding src/copy.c 8 cppcheck/arrayIndexOutOfBounds)" = static ]
+	[ "$(finding scripts/deploy.sh 4 shellcheck/SC3014)" = static ]
+	[ "$(finding src/copy.c 9 insecure/c-strcpy)" = security ]
+	run jq -r '[.review.decision, .status, (.review.findings[] | select(.rule == "secret/github-token") | .severity)] | join(" ")' <<<"$(state)"
+	assert_output "require_human escalated critical"
+	# the secret itself appears nowhere in the output
+	run grep -c 4kQ9zX2mV7bN1cR8 <<<"$OUT"
+	assert_output 0
+	assert_equal "$(grep -c 4kQ9zX2mV7 <<<"$(forge-review --commit HEAD 2>&1)")" 0
+}
+
+@test "a diff on stdin maps linter lines onto the working tree's files" {
+	plant
+	run -4 --separate-stderr bash -c 'git diff HEAD~1 | forge-review'
+	OUT=$output
+	[ "$(finding src/copy.c 8 cppcheck/arrayIndexOutOfBounds)" = static ]
+	[ "$(finding config.py 3 secret/github-token)" = security ]
+	# every finding is on an added line: none on README (unchanged) or a removed line
+	run jq '[.review.findings[] | select(.line == null or .line < 1)] | length' <<<"$(state)"
+	assert_output 0
+}
+
+@test "a file that differs from the diff is not linted, with an event" {
+	plant
+	git diff HEAD~1 >"$BATS_TEST_TMPDIR/d.diff"
+	echo "/* changed */" >src/copy.c
+	run -4 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/d.diff"
+	OUT=$output
+	run jq -r 'select(.type == "review.file_skipped") | .payload.file' <<<"$OUT"
+	assert_output src/copy.c
+}
+
+@test "findings are stored with ids that forge findings knows, and SARIF 2.1.0 is written" {
+	plant
+	run -4 --separate-stderr forge-review --commit HEAD --sarif "$BATS_TEST_TMPDIR/out.sarif"
+	OUT=$output
+	n=$(state | jq '.review.findings | length')
+	[ "$n" -ge 4 ]
+	run sqlite3 "$FORGE_DB" "SELECT count(*) FROM findings WHERE phase = 'review'"
+	assert_output "$n"
+	id=$(state | jq -r '.review.findings[0].id')
+	run sqlite3 "$FORGE_DB" "SELECT count(*) FROM findings WHERE id = '$id'"
+	assert_output 1
+	run jq -r '[.version, (.runs | length), (.runs[0].results | length), .runs[0].tool.driver.name] | join(" ")' \
+		"$BATS_TEST_TMPDIR/out.sarif"
+	assert_output "2.1.0 1 $n forge-review"
+	run jq -r '.runs[0].results[] | select(.ruleId == "secret/github-token") |
+		[.level, .locations[0].physicalLocation.artifactLocation.uri,
+		 .locations[0].physicalLocation.region.startLine, (.partialFingerprints.primaryLocationLineHash | test("^[0-9a-f]{16}:1$"))] | join(" ")' \
+		"$BATS_TEST_TMPDIR/out.sarif"
+	assert_output "error config.py 3 true"
+	# every result's rule is described once in tool.driver.rules
+	run jq '[.runs[0].results[].ruleId] - [.runs[0].tool.driver.rules[].id] | length' "$BATS_TEST_TMPDIR/out.sarif"
+	assert_output 0
+	if python3 -c 'import jsonschema' 2>/dev/null; then
+		python3 -c 'import json,sys,jsonschema
+s=json.load(open(sys.argv[1])); l=json.load(open(sys.argv[2]))
+jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sarif-2.1.0.json" "$BATS_TEST_TMPDIR/out.sarif"
+	fi
+}
+
+@test "a clean low-risk diff is approved without calling the model" {
+	echo "more" >>README
+	run -0 --separate-stderr bash -c "git diff | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
+	OUT=$output
+	run jq -r '[.review.decision, .review.risk.level, .status, (.review.findings | length)] | join(" ")' <<<"$(state)"
+	assert_output "approve low ok 0"
+	run jq -r 'select(.type == "review.ai_skipped") | .payload.risk' <<<"$OUT"
+	assert_output low
+	assert_equal "$(requests)" "[]"
+}
+
+@test "with no provider configured at all, a clean diff is approved" {
+	echo "more" >>README
+	run -0 --separate-stderr forge-review --base HEAD
+	OUT=$output
+	run jq -r '.review.decision' <<<"$(state)"
+	assert_output approve
+}
+
+@test "above low risk the AI layer makes one forced structured call; its findings are kept on diff lines only" {
+	mkdir -p src
+	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
+	git add -A
+	mock '[{"tool_calls":[{"name":"report_findings","input":{"findings":[
+		{"file":"src/auth.c","line":3,"severity":"error","category":"security","rule":"auth-bypass",
+		 "message":"an empty token is accepted","confidence":0.9,"fixable":false},
+		{"file":"src/auth.c","line":40,"severity":"error","category":"correctness","message":"not in the diff"},
+		{"file":"elsewhere.c","line":1,"severity":"error","category":"correctness","message":"not a file of the diff"}]}}]}]'
+	run -1 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
+	OUT=$output
+	run jq -r '[.review.risk.level, .review.decision, (.review.findings | length), .review.findings[0].layer, .review.findings[0].rule, .review.findings[0].line] | join(" ")' <<<"$(state)"
+	assert_output "medium request_changes 1 ai ai/auth-bypass 3"
+	run jq -r 'select(.type == "review.layer" and .payload.layer == "ai") | .payload.dropped' <<<"$OUT"
+	assert_output 2
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r 'length, .[0].body.tool_choice.type, .[0].body.tool_choice.name, (.[0].body.messages[0].content | tostring | test(\"3 \\\\+ \\\\treturn\"))'"
+	assert_output $'1\ntool\nreport_findings\ntrue'
+}
+
+@test "a dismissed finding is put in the AI prompt as a known false positive" {
+	mkdir -p src
+	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
+	git add -A
+	step='{"tool_calls":[{"name":"report_findings","input":{"findings":[{"file":"src/auth.c","line":3,"severity":"warning","category":"correctness","rule":"empty-token","message":"an empty token is accepted"}]}}]}'
+	mock "[$step,$step]"
+	run -0 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
+	OUT=$output
+	id=$(state | jq -r '.review.findings[0].id')
+	run -0 forge findings dismiss "$id" --reason "empty tokens are rejected by the caller"
+	run -0 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
+	OUT=$output
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[1].body.messages[0].content | tostring'"
+	assert_output --partial "dismissed as false positives"
+	assert_output --partial "empty tokens are rejected by the caller"
+	# and the same finding is not raised again
+	run jq -r '[(.review.findings | length), .review.decision] | join(" ")' <<<"$(state)"
+	assert_output "0 approve"
+}
+
+@test "a model failure after retries fails the phase (exit 5)" {
+	mkdir -p src
+	printf 'int login(void) { return 1; }\n' >src/auth.c
+	git add -A
+	mock '[{"fault":"auth"}]'
+	run -5 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
+	OUT=$output
+	run jq -r '.status' <<<"$(state)"
+	assert_output failed
+}
+
+@test "a state with changes is reviewed and keeps its other parts" {
+	echo "more" >>README
+	diff=$(git diff)
+	jq -cn --arg d "$diff" '{kind:"state",v:1,trace_id:"T1",phase:"implement",status:"ok",
+		task:{description:"x"},plan:{summary:"s",tasks:[],risk:{level:"low"}},
+		changes:{files:[{path:"README",action:"modify"}],diff:$d},bounces:[]}' >"$BATS_TEST_TMPDIR/s.json"
+	run -0 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/s.json"
+	OUT=$output
+	run jq -r '[.phase, .status, .trace_id, .plan.summary, .changes.files[0].path, .review.decision] | join(" ")' <<<"$(state)"
+	assert_output "review ok T1 s README approve"
+}
+
+@test "the plan's risk raises the review's risk" {
+	echo "more" >>README
+	diff=$(git diff)
+	jq -cn --arg d "$diff" '{kind:"state",v:1,trace_id:"T2",phase:"implement",status:"ok",
+		task:{description:"x"},plan:{summary:"s",tasks:[],risk:{level:"high"}},
+		changes:{files:[],diff:$d},bounces:[]}' >"$BATS_TEST_TMPDIR/s.json"
+	mock '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	run -4 --separate-stderr with_mock forge-review <"$BATS_TEST_TMPDIR/s.json"
+	OUT=$output
+	run jq -r '[.review.risk.level, .review.decision] | join(" ")' <<<"$(state)"
+	assert_output "high require_human"
+}
+
+@test "a state without changes is skipped (exit 1)" {
+	run -1 --separate-stderr bash -c 'echo "{\"task\":\"review nothing\"}" | forge-review'
+	OUT=$output
+	run jq -r '.status' <<<"$(state)"
+	assert_output skipped
+}
+
+@test "a malformed diff is bad input (exit 2)" {
+	printf -- '--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n' >"$BATS_TEST_TMPDIR/bad.diff"
+	run -2 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/bad.diff"
+	OUT=$output
+	[[ "$stderr" == *"malformed diff"* ]]
+	run jq -r 'select(.type == "input.rejected") | .type' <<<"$OUT"
+	assert_output input.rejected
+	run -2 --separate-stderr bash -c 'echo "not a diff at all" | forge-review'
+	OUT=$output
+	[[ "$stderr" == *"not a unified diff"* ]]
+}
+
+@test "empty stdin without --base is bad input (exit 2); with --base it reviews the repository" {
+	run -2 --separate-stderr forge-review </dev/null
+	OUT=$output
+	[[ "$stderr" == *"empty input"* ]]
+	run -0 --separate-stderr forge-review --base HEAD </dev/null
+	OUT=$output
+	run jq -r 'select(.type == "review.empty") | .type' <<<"$OUT"
+	assert_output review.empty
+}
+
+@test "missing linters and scanners are skipped with an event saying so" {
+	plant
+	git diff HEAD~1 >"$BATS_TEST_TMPDIR/d.diff"
+	run -4 --separate-stderr env PATH="$FORGE_BINDIR" "$FORGE_BINDIR/forge-review" <"$BATS_TEST_TMPDIR/d.diff"
+	OUT=$output
+	# the built-in security layer still works
+	[ "$(finding config.py 3 secret/github-token)" = security ]
+	run jq -r 'select(.type == "review.tool_skipped") | .payload.tool + ": " + .payload.reason' <<<"$OUT"
+	assert_line "flawfinder: not installed"
+	assert_line "cppcheck: not installed"
+	assert_line "shellcheck: not installed"
+}
+
+@test "a --base ref that does not resolve is bad input: exit 2, no state" {
+	run -2 --separate-stderr forge-review --repo "$REPO" --base no-such-ref </dev/null
+	[[ "$stderr" == *"cannot resolve 'no-such-ref'"* ]]
+	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
+	! grep -q '"kind":"state"' <<<"$output"
+}

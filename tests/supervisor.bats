@@ -1,0 +1,290 @@
+#!/usr/bin/env bats
+# supervisor.bats - forge run / resume / status / history / cancel end to end on
+# the calc fixture repository with whole-run cassettes (run-*.jsonl): a clean
+# run with its state transitions and events in the database; a review bounce
+# and a test bounce (implement's attempt 2 answers from the cassette); a gate
+# that pauses the run, is approved with a note and resumed; the same gate
+# passed by --auto-approve; a cost breaker; --dry-run, --phases, cancel;
+# three runs at once on one repository; bad usage.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export BATS_TEST_TIMEOUT=120
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	CONFIGS="$FORGE_ROOT/tests/fixtures/supervisor"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$REPO"
+	git -C "$REPO" init -q -b main
+	git -C "$REPO" add -A
+	git -C "$REPO" commit -q -m "calc"
+	BASE=$(git -C "$REPO" rev-parse HEAD)
+	cd "$REPO"
+}
+
+# replay CASSETTE: the whole run answers from it.
+replay() {
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/$1"
+}
+
+# The trace of the newest run.
+last_trace() {
+	forge history --json -n 1 | jq -r .trace_id
+}
+
+# The payloads of events of TYPE of trace $1, one JSON line each.
+events_of() {
+	forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t) | .payload'
+}
+
+# The pipeline.state_changed transitions of trace $1: "from>to" lines.
+transitions() {
+	forge events replay "$1" | jq -r 'select(.type == "pipeline.state_changed") | "\(.payload.from)>\(.payload.to)"'
+}
+
+# Every transition starts where the one before it ended.
+transitions_chain() {
+	transitions "$1" | awk -F'>' 'NR > 1 && $1 != prev { print "broken at " NR ": " $0; bad = 1 } { prev = $2 } END { exit bad }'
+}
+
+# The commits of forge/TRACE since the base, oldest first (subjects).
+branch_log() {
+	git -C "$REPO" log --reverse --format=%s "$BASE..forge/$1"
+}
+
+@test "a clean run: all five phases, the change on forge/TRACE passes make check, status, history, events" {
+	replay run-clean.jsonl
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	assert_output --partial "completed"
+	T=$(last_trace)
+	# the change is on the run's branch, and the project's checks pass there
+	run -0 branch_log "$T"
+	assert_output "forge: add a mul operation (attempt 1)"
+	mkdir "$BATS_TEST_TMPDIR/tree"
+	git -C "$REPO" archive "forge/$T" | tar -x -C "$BATS_TEST_TMPDIR/tree"
+	grep -q 'calc_mul' "$BATS_TEST_TMPDIR/tree/calc.c"
+	run -0 make -s -C "$BATS_TEST_TMPDIR/tree" check
+	assert_output --partial "ok - calc mul 6 7 = 42"
+	# the user's checkout is untouched
+	[ "$(git -C "$REPO" rev-parse HEAD)" = "$BASE" ]
+	! grep -q calc_mul "$REPO/calc.c"
+	# status and history
+	run -0 forge status "$T"
+	assert_line --regexp "^status +completed"
+	assert_line --regexp "^branch +forge/$T"
+	run -0 forge status --json
+	jq -e --arg t "$T" '.run.trace_id == $t and .run.status == "completed" and .state.deployment.status == "healthy"
+		and .state.review.decision == "approve" and .state.tests.summary.failed == 0 and .pending_gates == []' <<<"$output"
+	run -0 forge history
+	assert_line --regexp "^$T +completed +deploy "
+	# the database has the run's events: the state machine's transitions in order, the end
+	run -0 transitions "$T"
+	assert_output "$(printf '%s\n' idle\>planning planning\>implementing implementing\>reviewing \
+		reviewing\>testing testing\>deploying deploying\>completed)"
+	run -0 forge events replay "$T"
+	run -0 jq -r 'select(.type == "phase.completed") | .source' <<<"$output"
+	assert_output "$(printf 'forge-%s\n' plan implement review test deploy)"
+	run -0 events_of "$T" run.completed
+	jq -e '.status == "completed" and .cost.tokens > 0 and .cost.usd > 0' <<<"$output"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from checkpoints where trace_id = '$T'")" -ge 6 ]
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T' and type = 'invalid_transition'")" -eq 0 ]
+}
+
+@test "--json: every event and the final state on stdout, each line a record" {
+	replay run-clean.jsonl
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	jq -e -s 'all(.[]; .kind == "event" or .kind == "state")' <<<"$output"
+	tail -n 1 <<<"$output" | jq -e '.kind == "state" and .phase == "deploy" and .status == "ok" and .bounces == []'
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	# what went to stdout is what the database holds
+	[ "$(jq -s '[.[] | select(.kind == "event")] | length' <<<"$output")" -eq \
+	  "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")" ]
+}
+
+@test "review requests changes (a non-constant format string): back to implement, attempt 2 fixes it" {
+	replay run-review-bounce.jsonl
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	T=$(jq -r .trace_id <<<"$last")
+	jq -e '.status == "ok" and .bounces == [{"from":"review","to":"implement","n":1,"reason":.bounces[0].reason}]' <<<"$last"
+	jq -e '.review.decision == "approve"' <<<"$last"
+	run -0 events_of "$T" loop.phase_bounce
+	jq -e '.from == "review" and .to == "implement" and .n == 1' <<<"$output"
+	# the finding that sent it back
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "finding.detected") | .payload.rule] | index("insecure/c-format") != null' <<<"$output"
+	# implement ran twice, one commit per attempt; attempt 2 answered from the cassette
+	run -0 branch_log "$T"
+	assert_output "$(printf 'forge: add a mul operation (attempt %s)\n' 1 2)"
+	! git -C "$REPO" show "forge/$T:calc.c" | grep -q calc_trace
+	run -0 transitions "$T"
+	assert_output "$(printf '%s\n' idle\>planning planning\>implementing implementing\>reviewing \
+		reviewing\>implementing implementing\>reviewing reviewing\>testing testing\>deploying deploying\>completed)"
+	run -0 transitions_chain "$T"
+	run -0 forge status "$T"
+	assert_line --regexp "^bounces +1"
+}
+
+@test "a test failure with a confident fix goes back to implement, then the tests pass" {
+	replay run-test-bounce.jsonl
+	run -0 --separate-stderr forge run --json --config "$CONFIGS/no-validate.json" "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	T=$(jq -r .trace_id <<<"$last")
+	jq -e '.bounces | length == 1 and .[0].from == "test" and .[0].to == "implement"' <<<"$last"
+	jq -e '.tests.summary.failed == 0 and .deployment.status == "healthy"' <<<"$last"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "test.analyzed")] | length == 1' <<<"$output"
+	jq -e -s '[.[] | select(.type == "phase.completed" and .source == "forge-test") | .payload.status] == ["rejected", "ok"]' <<<"$output"
+	run -0 branch_log "$T"
+	assert_output "$(printf 'forge: add a mul operation (attempt %s)\n' 1 2)"
+	git -C "$REPO" show "forge/$T:calc.c" | grep -q 'return a \* b'
+	run -0 transitions "$T"
+	assert_output "$(printf '%s\n' idle\>planning planning\>implementing implementing\>reviewing \
+		reviewing\>testing testing\>implementing implementing\>reviewing reviewing\>testing \
+		testing\>deploying deploying\>completed)"
+}
+
+@test "a high-risk plan pauses at architecture_approval (exit 4); approved with a note, resume completes it" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	[[ "$stderr" == *"gate architecture_approval is waiting for a human"* ]]
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "paused" and .state.phase == "plan" and (.pending_gates | length) == 1' <<<"$output"
+	# nothing was implemented yet
+	run -0 branch_log "$T"
+	assert_output ""
+	run -0 forge gate list
+	assert_line --regexp "architecture_approval +pending .* run $T"
+	G=$(forge gate list --json | jq -r .id)
+	run -0 forge gate approve "$G" --note "keep the usage line in sync with the operations"
+	run -0 forge gate list
+	assert_output ""
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"' <<<"$output"
+	run -0 branch_log "$T"
+	assert_output "forge: add a mul operation (attempt 1)"
+	run -0 transitions "$T"
+	assert_output "$(printf '%s\n' idle\>planning planning\>paused paused\>implementing implementing\>reviewing \
+		reviewing\>testing testing\>deploying deploying\>completed)"
+	run -0 events_of "$T" gate.approved
+	jq -e '.by == "human" and .note == "keep the usage line in sync with the operations"' <<<"$output"
+	# plan ran once: its events are not repeated by the resume
+	[ "$(events_of "$T" phase.completed | wc -l)" -eq 5 ]
+	# the note became a memory
+	run -0 forge memory list --json
+	jq -e -s 'any(.[]; .content | test("keep the usage line in sync"))' <<<"$output"
+}
+
+@test "--auto-approve passes the architecture gate (by flag) without stopping" {
+	replay run-highrisk.jsonl
+	run -0 --separate-stderr forge run --auto-approve --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 events_of "$T" gate.approved
+	jq -e '.gate == "architecture_approval" and .by == "flag"' <<<"$output"
+	run -0 forge gate list --all --json
+	jq -e '.status == "approved" and .decided_by == "flag"' <<<"$output"
+	[ "$(transitions "$T" | grep -c paused)" -eq 0 ]
+}
+
+@test "a cost breaker trips before implement: exit 3, breaker.tripped, the run failed" {
+	replay run-clean.jsonl
+	run -3 --separate-stderr forge run --config "$CONFIGS/breaker.json" "add a mul operation" </dev/null
+	[[ "$stderr" == *"breaker cost_per_run tripped"* ]]
+	T=$(last_trace)
+	run -0 events_of "$T" breaker.tripped
+	jq -e '.breaker == "cost_per_run"' <<<"$output"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.plan != null and .state.changes == null' <<<"$output"
+	[ "$(transitions "$T" | tail -n 1)" = "planning>failed" ]
+	# a failed run does not resume
+	run -1 --separate-stderr forge resume "$T" </dev/null
+}
+
+@test "--dry-run runs only the plan" {
+	replay run-clean.jsonl
+	run -0 --separate-stderr forge run --dry-run --json "add a mul operation" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.phase == "plan" and .status == "ok" and .plan != null and .changes == null'
+	T=$(last_trace)
+	run -0 transitions "$T"
+	assert_output "$(printf '%s\n' idle\>planning planning\>completed)"
+	run -0 branch_log "$T"
+	assert_output ""
+}
+
+@test "--phases plan,implement stops after implement" {
+	replay run-clean.jsonl
+	run -0 --separate-stderr forge run --phases plan,implement --json "add a mul operation" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.phase == "implement" and .changes.commit != null and .review == null'
+	T=$(last_trace)
+	[ "$(transitions "$T" | tail -n 1)" = "implementing>completed" ]
+	run -0 branch_log "$T"
+	assert_output "forge: add a mul operation (attempt 1)"
+}
+
+@test "forge cancel: a paused run is cancelled, its gate rejected, and it does not resume" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge cancel "$T"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "cancelled" and .pending_gates == []' <<<"$output"
+	run -0 events_of "$T" run.cancelled
+	run -0 forge gate list --all --json
+	jq -e '.status == "rejected" and .decided_by == "cancel"' <<<"$output"
+	run -1 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"already cancelled"* ]]
+	run -1 --separate-stderr forge cancel "$T"
+}
+
+@test "three runs on one repository at once stay isolated; the database stays consistent" {
+	for id in a b c; do
+		sed "s/@ID@/$id/g" "$CASSETTES/run-note.jsonl" >"$BATS_TEST_TMPDIR/$id.jsonl"
+		FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/$id.jsonl" \
+			forge run --json "add NOTE-$id.md" </dev/null >"$BATS_TEST_TMPDIR/$id.out" 2>"$BATS_TEST_TMPDIR/$id.err" 3>&- &
+		echo $! >"$BATS_TEST_TMPDIR/$id.pid"
+	done
+	for id in a b c; do
+		wait "$(cat "$BATS_TEST_TMPDIR/$id.pid")" || { cat "$BATS_TEST_TMPDIR/$id.err"; false; }
+	done
+	declare -A trace
+	for id in a b c; do
+		last=$(tail -n 1 "$BATS_TEST_TMPDIR/$id.out")
+		jq -e '.status == "ok" and .phase == "deploy"' <<<"$last"
+		trace[$id]=$(jq -r .trace_id <<<"$last")
+		# its own worktree and branch, with only its own change
+		jq -e '.trace_id as $t | .task.branch == "forge/" + $t and (.task.worktree | endswith($t))' <<<"$last"
+		run -0 git -C "$REPO" diff --name-only "$BASE" "forge/${trace[$id]}"
+		assert_output "NOTE-$id.md"
+		# every event it wrote is in the database
+		[ "$(jq -s '[.[] | select(.kind == "event")] | length' "$BATS_TEST_TMPDIR/$id.out")" -eq \
+		  "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '${trace[$id]}'")" ]
+		run -0 transitions_chain "${trace[$id]}"
+		[ "$(transitions "${trace[$id]}" | tail -n 1)" = "deploying>completed" ]
+	done
+	[ "${trace[a]}" != "${trace[b]}" ] && [ "${trace[b]}" != "${trace[c]}" ] && [ "${trace[a]}" != "${trace[c]}" ]
+	run -0 sqlite3 "$FORGE_DB" "pragma integrity_check"
+	assert_output "ok"
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from runs where status = 'completed'"
+	assert_output "3"
+	run -0 git -C "$REPO" worktree list
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(git -C "$REPO" rev-parse HEAD)" = "$BASE" ]
+}
+
+@test "bad usage: exit 2 with a message" {
+	run -2 --separate-stderr forge run
+	[[ "$stderr" == *"run needs a task"* ]]
+	run -2 --separate-stderr forge run --phases plan,frobnicate "x"
+	[[ "$stderr" == *"unknown phase 'frobnicate'"* ]]
+	run -2 --separate-stderr forge run --budget -3 "x"
+	run -2 --separate-stderr forge-supervisor frobnicate
+	run -2 --separate-stderr forge resume
+	run -2 --separate-stderr forge resume 01M0000000000000000000NONE </dev/null
+	[[ "$stderr" == *"no run"* ]]
+	run -2 --separate-stderr forge cancel 01M0000000000000000000NONE
+	run -2 --separate-stderr forge run --repo "$BATS_TEST_TMPDIR/nowhere" "x"
+}

@@ -1,0 +1,206 @@
+#!/usr/bin/env bats
+# test.bats - forge-test on fixture repositories: passing and failing suites,
+# the model's analysis through the mock provider (asserted on its request
+# log), a deliberately flaky test, no test command, --junit (and reading it
+# back), the exit-status fallback, environment failures, timeouts, the
+# review guard and bad input.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export BATS_TEST_TIMEOUT=120
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export TMPDIR="$BATS_TEST_TMPDIR"
+	REPO="$BATS_TEST_TMPDIR/repo"
+	# ft: forge-test without this bats' variables, functions, libexec PATH
+	# entry and fd 3, so that the bats it runs as a test command is a fresh one
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	cat >"$BATS_TEST_TMPDIR/bin/ft" <<-'EOF'
+		#!/usr/bin/env bash
+		for v in $(compgen -e | grep '^BATS_'); do unset "$v"; done
+		for f in $(declare -Fx | awk '{print $3}'); do unset -f "$f"; done
+		PATH=$(tr ':' '\n' <<<"$PATH" | grep -v '/bats-core' | paste -sd: -)
+		exec forge-test "$@" 3>&-
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/ft"
+	PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+}
+
+# bats_repo BODY...: a repository whose tests/t.bats holds the given tests.
+bats_repo() {
+	make_repo "$REPO"
+	mkdir -p "$REPO/tests"
+	printf '%s\n' "$@" >"$REPO/tests/t.bats"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+}
+
+# tests_of FILTER: FILTER over the tests part of the last line of $output.
+tests_of() { tail -n 1 <<<"$output" | jq -c ".tests | $1"; }
+events_of() { jq -c "select(.kind == \"event\") | $1" <<<"$output"; }
+
+mock() {
+	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
+		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
+}
+
+@test "a passing suite: exit 0, counts from the TAP output, the detected command" {
+	bats_repo '@test "one" { true; }' '@test "two" { [ 1 -eq 1 ]; }' '@test "later" { skip "not yet"; }'
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	run jq -rs '.[-1] | [.kind, .phase, .status] | join(" ")' <<<"$output"
+	assert_output "state test ok"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	assert_equal "$(tests_of '[.command, .format, .parsed, .summary]')" \
+		'["bats tests","tap",true,{"total":3,"passed":2,"failed":0,"skipped":1,"flaky":0}]'
+	assert_equal "$(tests_of '[.failures, .rerun, .exit_code]')" '[[],null,0]'
+	assert_equal "$(events_of '.type' | tr -d '"' | tr '\n' ' ')" \
+		"phase.started test.started test.ran test.parsed phase.completed "
+}
+
+@test "a real failure: rerun by name, then one structured call to the model for its analysis" {
+	make_repo "$REPO"
+	mkdir -p "$REPO/tests"
+	printf 'add() { echo $(( $1 - $2 )); }\n' >"$REPO/add.sh"
+	# (written with printf: a line starting with the test keyword would be this file's own test)
+	printf '%s\n' '@test "adds numbers" {' '  . "$BATS_TEST_DIRNAME/../add.sh"' '  [ "$(add 2 2)" -eq 4 ]' '}' \
+		'@test "ok" { true; }' >"$REPO/tests/t.bats"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"tool_calls":[{"name":"report_failure_analysis","input":{"analyses":[{"test":"adds numbers","root_cause":"add() subtracts","suggested_fix":"use + in add() in add.sh","confidence":0.9}]}}],"usage":{"input_tokens":900,"output_tokens":60}}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	assert_equal "$(tests_of '.summary')" '{"total":2,"passed":1,"failed":1,"skipped":0,"flaky":0}'
+	assert_equal "$(tests_of '.failures[0] | [.test, .file, .line, .classification, .root_cause, .suggested_fix, .confidence]')" \
+		'["adds numbers","tests/t.bats",3,"real","add() subtracts","use + in add() in add.sh",0.9]'
+	assert_equal "$(tests_of '.rerun | [.command, .by_name, .exit_code]')" \
+		"[\"bats -f '^(adds numbers)\$' tests\",true,1]"
+	assert_equal "$(events_of 'select(.type == "test.analyzed") | [.payload.failures, .payload.analysed, .cost.tokens]')" '[1,1,960]'
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '.cost.tokens')" 960
+	# exactly one request: the fast model, forced to the analysis tool, the failure and its source in the prompt
+	run curl -sS -f "$MOCK_URL/_mock/requests"
+	assert_equal "$(jq -c 'length' <<<"$output")" 1
+	assert_equal "$(jq -c '.[0].body | [.model, .tool_choice, .tools[0].name]' <<<"$output")" \
+		'["claude-haiku-4-5",{"type":"tool","name":"report_failure_analysis"},"report_failure_analysis"]'
+	run jq -r '.[0].body.messages[0].content' <<<"$output"
+	assert_output --partial '### 1. adds numbers'
+	assert_output --partial 'file: tests/t.bats:3'
+	assert_output --partial '>    3    [ "$(add 2 2)" -eq 4 ]'
+	run jq -r '.[0].body.system' <<<"$(curl -sS -f "$MOCK_URL/_mock/requests")"
+	assert_output --partial 'report_failure_analysis'
+}
+
+@test "no model configured: the analysis is skipped with an event, confidence 0" {
+	bats_repo '@test "broken" { false; }'
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	assert_equal "$(events_of 'select(.type == "test.analysis_skipped") | .payload.reason')" '"no model configured"'
+	assert_equal "$(tests_of '.failures[0] | [.classification, .root_cause, .confidence]')" '["real",null,0]'
+}
+
+@test "a deliberately flaky test is classified flaky; the real failure stays real" {
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/flaky" "$REPO"
+	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	assert_equal "$(tests_of '.summary')" '{"total":3,"passed":2,"failed":1,"skipped":0,"flaky":1}'
+	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" \
+		'[["flaky on first run","flaky"],["real failure","real"]]'
+	assert_equal "$(events_of 'select(.type == "test.rerun") | .payload | [.by_name, .flaky, .still_failing]')" \
+		'[true,["flaky on first run"],["real failure"]]'
+}
+
+@test "only a flaky failure: exit 0, the flaky test reported" {
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/flaky" "$REPO"
+	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture
+	run -0 --separate-stderr bash -c "cd '$REPO' && FLAKY_ONLY=1 ft </dev/null"
+	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, .failures[0].test, .failures[0].classification]')" \
+		'[0,1,"flaky on first run","flaky"]'
+	assert_equal "$(tail -n 1 <<<"$output" | jq -r .status)" ok
+}
+
+@test "no test command found: ok, format none, a test.no_command event" {
+	make_repo "$REPO"
+	run -0 --separate-stderr ft --repo "$REPO" </dev/null
+	assert_equal "$(tests_of '[.format, .parsed, .summary.total, .failures]')" '["none",false,0,[]]'
+	assert_equal "$(events_of 'select(.type == "test.no_command") | .payload.dir')" "\"$REPO\""
+}
+
+@test "--junit writes JUnit XML that forge-test reads back to the same results" {
+	bats_repo '@test "good" { true; }' '@test "bad <&>" { echo "got \"x\""; false; }' '@test "skip" { skip; }'
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --junit '$BATS_TEST_TMPDIR/out.xml' </dev/null"
+	first=$(tests_of '[.summary, [.failures[] | [.test, .file, .line, .message]]]')
+	run grep -c '<testcase' "$BATS_TEST_TMPDIR/out.xml"
+	assert_output 3
+	run grep -F '<testcase name="bad &lt;&amp;&gt;" classname="bats tests" file="tests/t.bats" line="2"' "$BATS_TEST_TMPDIR/out.xml"
+	assert_success
+	grep -qF '<failure message="' "$BATS_TEST_TMPDIR/out.xml"
+	grep -qF 'type="real"' "$BATS_TEST_TMPDIR/out.xml"
+	# a test command that only writes that report: the results come back from it
+	run -1 --separate-stderr ft --repo "$REPO" \
+		--command "cp '$BATS_TEST_TMPDIR/out.xml' junit.xml; exit 1" </dev/null
+	assert_equal "$(tests_of '[.summary, [.failures[] | [.test, .file, .line, .message]]]')" "$first"
+	assert_equal "$(tests_of '[.format, .report]')" "[\"junit\",\"$REPO/junit.xml\"]"
+}
+
+@test "output in no known format: the exit status decides, and says so" {
+	make_repo "$REPO"
+	run -1 --separate-stderr ft --repo "$REPO" --command 'echo checking; exit 3' </dev/null
+	assert_equal "$(tests_of '[.format, .parsed, .summary.total, .summary.failed, .exit_code]')" '["exit_code",false,1,1,3]'
+	assert_equal "$(events_of 'select(.type == "test.unparsed") | .payload.exit_code')" 3
+	assert_equal "$(tests_of '.failures[0] | [.test, .message, .output]')" \
+		'["echo checking; exit 3","the test command exited with status 3","checking\n"]'
+	run -0 --separate-stderr ft --repo "$REPO" --command 'echo fine' </dev/null
+	assert_equal "$(tests_of '[.format, .summary]')" '["exit_code",{"total":1,"passed":1,"failed":0,"skipped":0,"flaky":0}]'
+}
+
+@test "a missing program is an environment failure; the test command gets no API key" {
+	make_repo "$REPO"
+	run -1 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 \
+		ft --repo "$REPO" --command 'echo "key=${ANTHROPIC_API_KEY:-none}"; no-such-test-runner-xyz' </dev/null
+	assert_equal "$(tests_of '.failures[0] | [.classification, (.output | test("key=none"))]')" '["environment",true]'
+}
+
+@test "a test command over its time limit is stopped as a whole: an environment failure" {
+	make_repo "$REPO"
+	mkdir -p "$REPO/.forge"
+	echo '{"tools":{"test_command":"sleep 30 & sleep 30","test_timeout_s":1}}' >"$REPO/.forge/config.json"
+	SECONDS=0
+	run -1 --separate-stderr ft --repo "$REPO" </dev/null
+	[ "$SECONDS" -lt 20 ]
+	assert_equal "$(tests_of '[.timed_out, .failures[0].test, .failures[0].classification, .rerun]')" \
+		'[true,"timeout","environment",null]'
+}
+
+@test "a state whose review approved: tests run in task.worktree" {
+	bats_repo '@test "one" { true; }'
+	state=$(jq -cn --arg r "$REPO" '{kind:"state",v:1,trace_id:"01TEST",phase:"review",status:"ok",
+		task:{description:"t",repo:$r,worktree:$r},review:{findings:[],decision:"approve"}}')
+	run -0 --separate-stderr bash -c "cd / && ft <<<'$state'"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.phase, .status, .trace_id, .tests.summary.passed, .review.decision]')" \
+		'["test","ok","01TEST",1,"approve"]'
+}
+
+@test "guard: a review that did not approve skips the phase (exit 1); --force runs it" {
+	bats_repo '@test "one" { true; }'
+	state=$(jq -cn --arg r "$REPO" '{kind:"state",v:1,trace_id:"01TEST",phase:"review",status:"rejected",
+		task:{description:"t",repo:$r,worktree:$r},review:{findings:[],decision:"request_changes"}}')
+	run -1 --separate-stderr bash -c "ft <<<'$state'"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.status, has("tests")]')" '["skipped",false]'
+	assert_equal "$(events_of 'select(.type == "phase.skipped") | .payload.reason | test("did not approve")')" true
+	run -0 --separate-stderr bash -c "ft --force <<<'$state'"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -r .status)" ok
+}
+
+@test "bad input: exit 2 with input.rejected, events before it forwarded" {
+	make_repo "$REPO"
+	run -2 --separate-stderr bash -c "printf '%s\n%s\n' '{\"kind\":\"event\",\"id\":\"01JDB3ABCDEFGHJKMNPQRSTVWX\",\"trace_id\":\"t\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"source\":\"x\",\"type\":\"x.y\",\"payload\":{}}' '{\"kind\":\"state\",' | ft --repo '$REPO'"
+	assert_equal "$(jq -sc '[.[] | .type // .kind]' <<<"$output")" '["x.y","input.rejected"]'
+	assert_equal "$(jq -r 'select(.type == "input.rejected") | .payload.line' <<<"$output")" 2
+}

@@ -1,0 +1,131 @@
+/* test_diff.c - the unified diff parser (lib/diff.h). */
+#include "diff.h"
+#include "forge.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct diff *parse(const char *text)
+{
+	struct diff *d = NULL;
+
+	if (diff_parse(&d, text, strlen(text)) < 0)
+		return NULL;
+	return d;
+}
+
+static void test_git_diff(void)
+{
+	struct diff *d = parse(
+		"diff --git a/src/a.c b/src/a.c\n"
+		"index 83db48f..bf269f4 100644\n"
+		"--- a/src/a.c\n"
+		"+++ b/src/a.c\n"
+		"@@ -1,4 +1,5 @@ int main(void)\n"
+		" one\n"
+		"-two\n"
+		"+TWO\n"
+		"+two and a half\n"
+		" three\n"
+		"\n"
+		"diff --git a/new.sh b/new.sh\n"
+		"new file mode 100644\n"
+		"index 0000000..e69de29\n"
+		"--- /dev/null\n"
+		"+++ b/new.sh\n"
+		"@@ -0,0 +1,2 @@\n"
+		"+#!/bin/sh\n"
+		"+echo hi\n"
+		"\\ No newline at end of file\n");
+	CHECK(d);
+	CHECK_INT(d->nfiles, 2);
+	CHECK_STR(d->files[0].path, "src/a.c");
+	CHECK_INT(d->files[0].additions, 2);
+	CHECK_INT(d->files[0].deletions, 1);
+	CHECK_STR(d->files[0].hunks[0].section, "int main(void)");
+	CHECK(diff_added_line(&d->files[0], 1) == NULL);      /* context */
+	CHECK_STR(diff_added_line(&d->files[0], 2), "TWO");
+	CHECK_STR(diff_added_line(&d->files[0], 3), "two and a half");
+	CHECK_STR(diff_new_line(&d->files[0], 4), "three");
+	CHECK_STR(diff_new_line(&d->files[0], 5), "");        /* an empty context line */
+	CHECK(diff_in_hunk(&d->files[0], 5));
+	CHECK(!diff_in_hunk(&d->files[0], 6));
+	CHECK(d->files[1].created);
+	CHECK_STR(d->files[1].path, "new.sh");
+	CHECK_STR(diff_added_line(diff_find(d, "./new.sh"), 2), "echo hi");
+	CHECK_INT(d->additions, 4);
+	diff_free(d);
+}
+
+static void test_plain_and_rename(void)
+{
+	struct diff *d = parse(
+		"From 1234 Mon Sep 17 00:00:00 2001\n"
+		"Subject: [PATCH] x\n\n"
+		"--- old/x.py\t2024-01-01 00:00:00\n"
+		"+++ new/x.py\t2024-01-02 00:00:00\n"
+		"@@ -3 +3 @@\n"
+		"-a = 1\n"
+		"+a = 2\n"
+		"diff --git a/old name.txt b/new name.txt\n"
+		"similarity index 90%\n"
+		"rename from old name.txt\n"
+		"rename to new name.txt\n"
+		"diff --git a/img.png b/img.png\n"
+		"Binary files a/img.png and b/img.png differ\n"
+		"diff --git a/gone.c b/gone.c\n"
+		"deleted file mode 100644\n"
+		"--- a/gone.c\n"
+		"+++ /dev/null\n"
+		"@@ -1 +0,0 @@\n"
+		"-int x;\n");
+	CHECK(d);
+	CHECK_INT(d->nfiles, 4);
+	CHECK_STR(d->files[0].path, "new/x.py");
+	CHECK_STR(diff_added_line(&d->files[0], 3), "a = 2");
+	CHECK(d->files[1].renamed);
+	CHECK_STR(d->files[1].path, "new name.txt");
+	CHECK_STR(d->files[1].old_path, "old name.txt");
+	CHECK(d->files[2].binary);
+	CHECK(d->files[3].deleted);
+	CHECK_STR(d->files[3].path, "gone.c");
+	diff_free(d);
+}
+
+static void test_malformed(void)
+{
+	struct diff *d = NULL;
+	const char *bad[] = {
+		"hello world\n",
+		"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n",                 /* truncated */
+		"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n+c\n",              /* longer than its header */
+		"--- a/x\n+++ b/x\n@@ -1,x +1 @@\n-a\n+b\n",                 /* bad header */
+		"@@ -1 +1 @@\n-a\n+b\n",                                    /* no file */
+		"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-a\n?b\n",              /* bad marker */
+	};
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK_MSG(diff_parse(&d, bad[i], strlen(bad[i])) < 0, "case %zu parsed", i);
+		CHECK(d == NULL);
+		CHECK(*forge_last_error());
+	}
+	CHECK(strstr(forge_last_error(), "line 5") != NULL);
+}
+
+static void test_looks_like(void)
+{
+	CHECK(diff_looks_like("diff --git a/x b/x\n", 19));
+	CHECK(diff_looks_like("x\n--- a\n+++ b\n", 14));
+	CHECK(!diff_looks_like("add a --version flag\n", 21));
+	CHECK(!diff_looks_like("--- just dashes\n", 16));
+}
+
+int main(void)
+{
+	RUN(test_git_diff);
+	RUN(test_plain_and_rename);
+	RUN(test_malformed);
+	RUN(test_looks_like);
+	return unit_done();
+}

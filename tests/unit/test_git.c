@@ -1,0 +1,771 @@
+/* test_git.c - unit tests of lib/git (libgit2): real temporary repositories
+ * made with the git command line, checked with it too. */
+#include "buf.h"
+#include "forge.h"
+#include "git.h"
+#include "json.h"
+#include "unit.h"
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+/* A call that must succeed (return 0), showing forge's message when not. */
+#define CHECK_OK(expr) CHECK_MSG((expr) == 0, "%s", forge_last_error())
+static int repo_seq;
+
+/* Run a shell command built from fmt; its exit status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	struct buf cmd = BUF_INIT;
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	buf_vaddf(&cmd, fmt, ap);
+	va_end(ap);
+	st = system(cmd.buf);
+	buf_release(&cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The output of a shell command (stderr dropped), trailing newlines cut;
+ * the last 8 results stay valid. */
+static const char *out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *out(const char *fmt, ...)
+{
+	static struct buf results[8];
+	static unsigned next;
+	struct buf *r = &results[next++ % 8];
+	struct buf cmd = BUF_INIT;
+	char chunk[4096];
+	size_t n;
+	FILE *p;
+	va_list ap;
+
+	buf_release(r);
+	buf_init(r, 0);
+	va_start(ap, fmt);
+	buf_vaddf(&cmd, fmt, ap);
+	va_end(ap);
+	buf_adds(&cmd, " 2>/dev/null");
+	p = popen(cmd.buf, "r");
+	if (p) {
+		while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+			buf_add(r, chunk, n);
+		pclose(p);
+	}
+	while (r->len > 0 && r->buf[r->len - 1] == '\n')
+		r->buf[--r->len] = '\0';
+	buf_release(&cmd);
+	return r->buf;
+}
+
+/* A fresh directory name under tmpdir (not created); the last 4 stay valid. */
+static const char *fresh(const char *what)
+{
+	static char paths[4][512];
+	static unsigned next;
+	char *p = paths[next++ % 4];
+
+	snprintf(p, sizeof paths[0], "%s/%s%d", tmpdir, what, ++repo_seq);
+	return p;
+}
+
+/* A repository on main with two commits (README, a.txt, gone.txt; tag v1 at
+ * the first). */
+static const char *make_repo(void)
+{
+	const char *dir = fresh("repo");
+
+	if (sh("set -e; git init -q -b main '%s'; cd '%s'; echo hello >README;"
+	       "printf 'one\\ntwo\\nthree\\n' >a.txt; git add .; git commit -q -m first; git tag v1;"
+	       "echo bye >gone.txt; git add gone.txt; git commit -q -m second", dir, dir) != 0)
+		return NULL;
+	return dir;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	sh("mkdir -p \"$(dirname '%s/%s')\" && printf '%%s' '%s' >'%s/%s'", dir, name, text, dir, name);
+}
+
+/* What must not change in the user's checkout. */
+static char *checkout_snapshot(const char *dir)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "HEAD=%s\n", out("git -C '%s' rev-parse HEAD", dir));
+	buf_addf(&b, "ref=%s\n", out("git -C '%s' symbolic-ref HEAD", dir));
+	buf_addf(&b, "status=%s\n", out("git -C '%s' status --porcelain", dir));
+	buf_addf(&b, "cached=%s\n", out("git -C '%s' diff --cached", dir));
+	buf_addf(&b, "diff=%s\n", out("git -C '%s' diff", dir));
+	buf_addf(&b, "files=%s\n", out("cd '%s' && find . -path ./.git -prune -o -path ./.forge "
+				       "-prune -o -type f -print | sort | xargs cat", dir));
+	return buf_detach(&b, NULL);
+}
+
+static bool contains(const char *hay, const char *needle)
+{
+	return hay && strstr(hay, needle) != NULL;
+}
+
+/* The field of the array element whose "path" is path, as a new jv. */
+static jv entry_of(jv arr, const char *path)
+{
+	jv found = jv_null();
+
+	jv_array_foreach(arr, i, e) {
+		(void)i;
+		const char *p = json_get_str(e, "path");
+
+		if (p && strcmp(p, path) == 0 && json_is(found, JV_KIND_NULL)) {
+			jv_free(found);
+			found = jv_copy(e);
+		}
+		jv_free(e);
+	}
+	return found;
+}
+
+static const char *str_of(jv arr, const char *path, const char *key)
+{
+	static char value[256];
+	jv e = entry_of(arr, path);
+	const char *s = json_get_str(e, key);
+
+	snprintf(value, sizeof value, "%s", s ? s : "(none)");
+	jv_free(e);
+	return value;
+}
+
+static double num_of(jv arr, const char *path, const char *key)
+{
+	jv e = entry_of(arr, path);
+	double v = json_get_num(e, key, -1);
+
+	jv_free(e);
+	return v;
+}
+
+static void test_open_errors(void)
+{
+	struct forge_git *g = NULL;
+	const char *plain = fresh("plain"), *bare = fresh("bare");
+
+	CHECK(sh("mkdir -p '%s' && git init -q --bare '%s'", plain, bare) == 0);
+	CHECK_INT(forge_git_open(&g, plain), -1);
+	CHECK(g == NULL);
+	CHECK_MSG(contains(forge_last_error(), "is not in a git repository"), "%s",
+		  forge_last_error());
+	CHECK_INT(forge_git_open(&g, bare), -1);
+	CHECK_MSG(contains(forge_last_error(), "is a bare repository"), "%s", forge_last_error());
+	CHECK_INT(forge_git_open(&g, "/nonexistent/forge/path"), -1);
+	CHECK(contains(forge_last_error(), "/nonexistent/forge/path"));
+	forge_git_free(NULL);
+	forge_git_worktree_free(NULL);
+}
+
+static void test_open_from_anywhere(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL, *g2 = NULL, *g3 = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *sha = NULL;
+	struct buf sub = BUF_INIT;
+
+	CHECK(repo);
+	buf_addf(&sub, "%s/deep/er", repo);
+	CHECK(sh("mkdir -p '%s'", sub.buf) == 0);
+	CHECK_OK(forge_git_open(&g, sub.buf));
+	CHECK_STR(forge_git_root(g), out("cd '%s' && pwd -P", repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "T1", NULL));
+	CHECK_OK(forge_git_open(&g2, forge_git_worktree_path(wt)));
+	CHECK_STR(forge_git_root(g2), forge_git_root(g));
+	CHECK(sh("git -C '%s' worktree add -q ../other%d -b other", repo, repo_seq) == 0);
+	CHECK_OK(forge_git_open(&g3, out("echo '%s'/../other%d", repo, repo_seq)));
+	CHECK_STR(forge_git_root(g3), forge_git_root(g));
+	CHECK_OK(forge_git_resolve(&sha, g, "v1"));
+	CHECK_STR(sha, out("git -C '%s' rev-parse v1^{commit}", repo));
+	free(sha);
+	sha = NULL;
+	CHECK_INT(forge_git_resolve(&sha, g, "no-such-thing"), -1);
+	CHECK(contains(forge_last_error(), "cannot resolve 'no-such-thing'"));
+	forge_git_worktree_free(wt);
+	forge_git_free(g3);
+	forge_git_free(g2);
+	forge_git_free(g);
+	buf_release(&sub);
+}
+
+static void test_trace_names(void)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	const char *repo = make_repo();
+
+	CHECK(forge_git_trace_valid("01JDB2ABCDEF"));
+	CHECK(forge_git_trace_valid("run_1-a"));
+	CHECK(!forge_git_trace_valid(""));
+	CHECK(!forge_git_trace_valid(NULL));
+	CHECK(!forge_git_trace_valid("../x"));
+	CHECK(!forge_git_trace_valid("a/b"));
+	CHECK(!forge_git_trace_valid("-a"));
+	CHECK(!forge_git_trace_valid("a b"));
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_INT(forge_git_worktree_open(&wt, g, "../evil", NULL), -1);
+	CHECK(wt == NULL);
+	CHECK(contains(forge_last_error(), "not a valid trace id"));
+	CHECK_INT(forge_git_worktree_remove(g, "a/b", 0), -1);
+	forge_git_free(g);
+}
+
+static void test_worktree_create(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL, *wt2 = NULL, *wt3 = NULL;
+	char *before = NULL, *after = NULL, *head = NULL;
+
+	CHECK(repo);
+	/* The user is mid-work: a local change and an untracked file. */
+	write_file(repo, "README", "local edit\n");
+	write_file(repo, "scratch.txt", "mine\n");
+	before = checkout_snapshot(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "T1", NULL));
+	CHECK(!forge_git_worktree_reopened(wt));
+	CHECK_STR(forge_git_worktree_branch(wt), "forge/T1");
+	CHECK_STR(forge_git_worktree_trace(wt), "T1");
+	CHECK_STR(forge_git_worktree_path(wt), out("echo \"$(cd '%s' && pwd -P)/.forge/worktrees/T1\"",
+						   repo));
+	CHECK_STR(forge_git_worktree_base(wt), out("git -C '%s' rev-parse main", repo));
+	CHECK_STR(out("git -C '%s' symbolic-ref HEAD", forge_git_worktree_path(wt)),
+		  "refs/heads/forge/T1");
+	CHECK_STR(out("git -C '%s' rev-parse refs/forge/T1/base", repo), forge_git_worktree_base(wt));
+	/* The worktree has the committed files, not the user's local ones. */
+	CHECK_STR(out("cat '%s/README'", forge_git_worktree_path(wt)), "hello");
+	CHECK_INT(access(out("echo '%s/scratch.txt'", forge_git_worktree_path(wt)), F_OK), -1);
+	CHECK_STR(out("cat '%s/.forge/.gitignore' | grep -v '^#'", repo), "*");
+	CHECK_OK(forge_git_worktree_head(&head, wt));
+	CHECK_STR(head, forge_git_worktree_base(wt));
+	/* From a tag and from a SHA. */
+	CHECK_OK(forge_git_worktree_open(&wt2, g, "T2", "v1"));
+	CHECK_STR(forge_git_worktree_base(wt2), out("git -C '%s' rev-parse v1^{commit}", repo));
+	CHECK_INT(access(out("echo '%s/gone.txt'", forge_git_worktree_path(wt2)), F_OK), -1);
+	CHECK_OK(forge_git_worktree_open(&wt3, g, "T3",
+					  out("git -C '%s' rev-parse --short main~1", repo)));
+	CHECK_STR(forge_git_worktree_base(wt3), forge_git_worktree_base(wt2));
+	/* An unknown base. */
+	forge_git_worktree_free(wt3);
+	wt3 = NULL;
+	CHECK_INT(forge_git_worktree_open(&wt3, g, "T4", "nope"), -1);
+	CHECK(contains(forge_last_error(), "cannot resolve 'nope'"));
+	after = checkout_snapshot(repo);
+	CHECK_STR(after, before);
+	CHECK_STR(out("git -C '%s' status --porcelain --untracked-files=all", repo),
+		  " M README\n?? scratch.txt");
+	free(head);
+	free(before);
+	free(after);
+	forge_git_worktree_free(wt);
+	forge_git_worktree_free(wt2);
+	forge_git_worktree_free(wt3);
+	forge_git_free(g);
+}
+
+static void test_worktree_reopen(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL, *again = NULL;
+	char *base = NULL;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "R1", "main"));
+	base = xstrdup(forge_git_worktree_base(wt));
+	write_file(forge_git_worktree_path(wt), "work.txt", "in progress\n");
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	/* The base branch moves on; a resume keeps the recorded base and the work. */
+	CHECK(sh("cd '%s' && echo more >>README && git commit -qam third", repo) == 0);
+	CHECK_OK(forge_git_worktree_open(&again, g, "R1", "main"));
+	CHECK(forge_git_worktree_reopened(again));
+	CHECK_STR(forge_git_worktree_base(again), base);
+	CHECK_STR(out("cat '%s/work.txt'", forge_git_worktree_path(again)), "in progress");
+	forge_git_worktree_free(again);
+	again = NULL;
+	/* Directory deleted by hand: made again on the same branch. */
+	CHECK(sh("rm -rf '%s/.forge/worktrees/R1'", repo) == 0);
+	CHECK_OK(forge_git_worktree_open(&again, g, "R1", NULL));
+	CHECK(!forge_git_worktree_reopened(again));
+	CHECK_STR(forge_git_worktree_base(again), base);
+	CHECK_STR(out("git -C '%s' rev-parse HEAD", forge_git_worktree_path(again)), base);
+	free(base);
+	forge_git_worktree_free(again);
+	forge_git_free(g);
+}
+
+static void test_status_and_diff(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	jv st = jv_invalid(), files = jv_invalid();
+	char *patch = NULL;
+	const char *w;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "S1", NULL));
+	w = forge_git_worktree_path(wt);
+	CHECK_OK(forge_git_status(&st, wt));
+	CHECK_INT(jv_array_length(jv_copy(st)), 0);
+	jv_free(st);
+	CHECK_OK(forge_git_diff(&patch, &files, wt, NULL));
+	CHECK_STR(patch, "");
+	CHECK_INT(jv_array_length(jv_copy(files)), 0);
+	jv_free(files);
+	free(patch);
+	patch = NULL;
+
+	write_file(w, "a.txt", "one\nTWO\nthree\nfour\n");
+	write_file(w, "src/new.c", "int x;\n");
+	CHECK(sh("rm '%s/gone.txt' && printf 'a\\0b\\0' >'%s/blob.bin'", w, w) == 0);
+	CHECK(sh("cd '%s' && echo staged >staged.txt && git add staged.txt", w) == 0);
+	CHECK_OK(forge_git_status(&st, wt));
+	CHECK_INT(jv_array_length(jv_copy(st)), 5);
+	CHECK_STR(str_of(st, "a.txt", "status"), "modified");
+	CHECK_STR(str_of(st, "src/new.c", "status"), "untracked");
+	CHECK_STR(str_of(st, "gone.txt", "status"), "deleted");
+	CHECK_STR(str_of(st, "staged.txt", "status"), "added");
+	CHECK_STR(str_of(st, "blob.bin", "status"), "untracked");
+
+	CHECK_OK(forge_git_diff(&patch, &files, wt, NULL));
+	CHECK_INT(jv_array_length(jv_copy(files)), 5);
+	CHECK_STR(str_of(files, "a.txt", "action"), "modify");
+	CHECK_INT(num_of(files, "a.txt", "additions"), 2);
+	CHECK_INT(num_of(files, "a.txt", "deletions"), 1);
+	CHECK_STR(str_of(files, "src/new.c", "action"), "create");
+	CHECK_INT(num_of(files, "src/new.c", "additions"), 1);
+	CHECK_STR(str_of(files, "gone.txt", "action"), "delete");
+	CHECK_INT(num_of(files, "gone.txt", "deletions"), 1);
+	CHECK_STR(str_of(files, "staged.txt", "action"), "create");
+	CHECK_STR(str_of(files, "blob.bin", "action"), "create");
+	jv bin = entry_of(files, "blob.bin");
+	CHECK(json_get_bool(bin, "binary", false));
+	jv_free(bin);
+	jv txt = entry_of(files, "a.txt");
+	CHECK(!json_has(txt, "binary"));
+	jv_free(txt);
+	CHECK_MSG(contains(patch, "diff --git a/a.txt b/a.txt\n"), "%s", patch);
+	CHECK(contains(patch, "-two\n+TWO\n"));
+	CHECK(contains(patch, "diff --git a/src/new.c b/src/new.c\nnew file mode 100644\n"));
+	CHECK(contains(patch, "+int x;\n"));
+	CHECK(contains(patch, "diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n"));
+	CHECK(contains(patch, "Binary files /dev/null and b/blob.bin differ"));
+	/* The patch is one git applies to the base. */
+	FILE *f = fopen(out("echo '%s/s1.patch'", tmpdir), "w");
+	CHECK(f);
+	fputs(patch, f);
+	fclose(f);
+	CHECK(sh("cd '%s' && git stash -q -u && git apply --check --exclude=blob.bin '%s/s1.patch'",
+		 w, tmpdir) == 0);
+	CHECK(sh("cd '%s' && git stash pop -q", w) == 0);
+	jv_free(files);
+	free(patch);
+	patch = NULL;
+	/* Against another base. */
+	CHECK_OK(forge_git_diff(NULL, &files, wt, "v1"));
+	CHECK_STR(str_of(files, "gone.txt", "action"), "(none)");
+	jv_free(files);
+	files = jv_invalid();
+	CHECK_INT(forge_git_diff(&patch, NULL, wt, "nope"), -1);
+	CHECK(patch == NULL);
+	jv_free(st);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+static void test_commit(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *sha = NULL, *again = NULL, *before = NULL, *after = NULL;
+	const char *w;
+
+	CHECK(repo);
+	CHECK(sh("git -C '%s' config user.name 'Someone Else'", repo) == 0);
+	before = checkout_snapshot(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "C1", NULL));
+	w = forge_git_worktree_path(wt);
+	CHECK_INT(forge_git_commit_all(&sha, wt, "nothing yet"), FORGE_GIT_NOTHING);
+	CHECK(sha == NULL);
+	write_file(w, "a.txt", "changed\n");
+	write_file(w, "dir/new.txt", "new\n");
+	CHECK(sh("rm '%s/gone.txt'", w) == 0);
+	CHECK_OK(forge_git_commit_all(&sha, wt, "forge: attempt 1"));
+	CHECK(sha && strlen(sha) == 40);
+	CHECK_STR(out("git -C '%s' rev-parse HEAD", w), sha);
+	CHECK_STR(out("git -C '%s' rev-parse forge/C1", repo), sha);
+	CHECK_STR(out("git -C '%s' log -1 --format='%%an <%%ae>|%%cn|%%s|%%P' HEAD", w),
+		  out("echo 'Forge <forge@localhost>|Forge|forge: attempt 1|%s'",
+		      forge_git_worktree_base(wt)));
+	CHECK_STR(out("git -C '%s' ls-tree -r --name-only HEAD | tr '\\n' ' '", w),
+		  "README a.txt dir/new.txt ");
+	CHECK_STR(out("git -C '%s' status --porcelain", w), "");
+	CHECK_INT(forge_git_commit_all(&again, wt, "again"), FORGE_GIT_NOTHING);
+	CHECK(again == NULL);
+	CHECK_INT(forge_git_commit_all(&again, wt, ""), -1);
+	CHECK(contains(forge_last_error(), "message"));
+	after = checkout_snapshot(repo);
+	CHECK_STR(after, before);
+	free(sha);
+	free(before);
+	free(after);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+static void test_save_and_reset(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *c1 = NULL, *c2 = NULL, *ref = NULL, *before = NULL, *after = NULL;
+	const char *w;
+
+	CHECK(repo);
+	before = checkout_snapshot(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "Z1", NULL));
+	w = forge_git_worktree_path(wt);
+	CHECK_INT(forge_git_save_and_reset(&ref, wt, NULL), FORGE_GIT_NOTHING);
+	CHECK(ref == NULL);
+	write_file(w, "a.txt", "attempt one\n");
+	CHECK_OK(forge_git_commit_all(&c1, wt, "attempt 1"));
+	/* A partial phase: an edit, a deletion, new files (one in a new dir), an ignored file. */
+	write_file(w, "a.txt", "half done\n");
+	write_file(w, "untracked.txt", "draft\n");
+	write_file(w, "newdir/deep.txt", "deep\n");
+	write_file(w, ".gitignore", "*.o\n");
+	CHECK(sh("git -C '%s' add .gitignore && git -C '%s' commit -qm ignore", w, w) == 0);
+	free(c1);
+	c1 = xstrdup(out("git -C '%s' rev-parse HEAD", w));
+	write_file(w, "build.o", "object\n");
+	CHECK(sh("rm '%s/README'", w) == 0);
+	CHECK_OK(forge_git_save_and_reset(&ref, wt, NULL));
+	CHECK_STR(ref, "refs/forge/Z1/saved/1");
+	CHECK_STR(out("git -C '%s' show %s:a.txt", repo, ref), "half done");
+	CHECK_STR(out("git -C '%s' show %s:untracked.txt", repo, ref), "draft");
+	CHECK_STR(out("git -C '%s' show %s:newdir/deep.txt", repo, ref), "deep");
+	CHECK(sh("git -C '%s' cat-file -e %s:README 2>/dev/null", repo, ref) != 0);
+	CHECK(sh("git -C '%s' cat-file -e %s:build.o 2>/dev/null", repo, ref) != 0);
+	CHECK_STR(out("git -C '%s' rev-parse %s^", repo, ref), c1);
+	/* The worktree is clean at c1; the ignored file stays. */
+	CHECK_STR(out("git -C '%s' status --porcelain --untracked-files=all", w), "");
+	CHECK_STR(out("git -C '%s' rev-parse HEAD", w), c1);
+	CHECK_STR(out("cat '%s/a.txt'", w), "attempt one");
+	CHECK_STR(out("cat '%s/README'", w), "hello");
+	CHECK_INT(access(out("echo '%s/newdir/deep.txt'", w), F_OK), -1);
+	CHECK_STR(out("cat '%s/build.o'", w), "object");
+	free(ref);
+	ref = NULL;
+	/* Back to the base: the dropped commits are kept, with no new commit. */
+	write_file(w, "a.txt", "attempt two\n");
+	CHECK_OK(forge_git_commit_all(&c2, wt, "attempt 2"));
+	CHECK_OK(forge_git_save_and_reset(&ref, wt, forge_git_worktree_base(wt)));
+	CHECK_STR(ref, "refs/forge/Z1/saved/2");
+	CHECK_STR(out("git -C '%s' rev-parse %s", repo, ref), c2);
+	CHECK_STR(out("git -C '%s' rev-parse forge/Z1", repo), forge_git_worktree_base(wt));
+	CHECK_STR(out("git -C '%s' status --porcelain --untracked-files=all", w), "");
+	free(ref);
+	ref = NULL;
+	CHECK_INT(forge_git_save_and_reset(&ref, wt, "nope"), -1);
+	CHECK(ref == NULL);
+	after = checkout_snapshot(repo);
+	CHECK_STR(after, before);
+	free(c1);
+	free(c2);
+	free(before);
+	free(after);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+static void test_empty_repository(void)
+{
+	const char *repo = fresh("empty");
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	jv files = jv_invalid();
+	char *sha = NULL, *merged = NULL, *before = NULL;
+	bool moved = true;
+
+	CHECK(sh("git init -q -b main '%s' && echo mine >'%s/notes.txt'", repo, repo) == 0);
+	before = xstrdup(out("git -C '%s' status --porcelain; git -C '%s' symbolic-ref HEAD",
+			     repo, repo));
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "E1", NULL));
+	/* An empty root commit on the run's branch only; main is still unborn. */
+	CHECK_STR(out("git -C '%s' rev-parse forge/E1", repo), forge_git_worktree_base(wt));
+	CHECK_STR(out("git -C '%s' ls-tree HEAD | wc -l", forge_git_worktree_path(wt)), "0");
+	CHECK_STR(out("git -C '%s' log --format=%%s forge/E1", repo), "forge: empty base commit");
+	CHECK(sh("git -C '%s' rev-parse --verify -q main >/dev/null", repo) != 0);
+	CHECK_STR(out("git -C '%s' status --porcelain; git -C '%s' symbolic-ref HEAD", repo, repo),
+		  before);
+	CHECK_OK(forge_git_base_moved(&moved, g, "main", forge_git_worktree_base(wt)));
+	CHECK(!moved);
+	write_file(forge_git_worktree_path(wt), "hello.c", "int main(void) { return 0; }\n");
+	CHECK_OK(forge_git_diff(NULL, &files, wt, NULL));
+	CHECK_STR(str_of(files, "hello.c", "action"), "create");
+	CHECK_OK(forge_git_commit_all(&sha, wt, "add hello"));
+	/* Reopen by base "main" (the unborn branch) also works for a second run. */
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	CHECK_OK(forge_git_worktree_open(&wt, g, "E2", "main"));
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	/* Fast-forward creates main, and the user's checkout gets the files. */
+	CHECK_OK(forge_git_merge_ff(&merged, g, "main", "forge/E1"));
+	CHECK_STR(merged, sha);
+	CHECK_STR(out("git -C '%s' rev-parse HEAD", repo), sha);
+	CHECK_STR(out("git -C '%s' status --porcelain", repo), "?? notes.txt");
+	CHECK(sh("test -f '%s/hello.c'", repo) == 0);
+	free(sha);
+	free(merged);
+	free(before);
+	jv_free(files);
+	forge_git_free(g);
+}
+
+static void test_list_and_remove(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *a = NULL, *b = NULL;
+	jv list = jv_invalid();
+	char *pa = NULL;
+
+	CHECK(repo);
+	CHECK(sh("git -C '%s' worktree add -q '%s/../not-forge%d' -b not-forge", repo, repo,
+		 repo_seq) == 0);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_list(&list, g, NULL));
+	CHECK_INT(jv_array_length(jv_copy(list)), 0);
+	jv_free(list);
+	CHECK_OK(forge_git_worktree_open(&b, g, "L2", NULL));
+	CHECK_OK(forge_git_worktree_open(&a, g, "L1", NULL));
+	pa = xstrdup(forge_git_worktree_path(a));
+	CHECK_OK(forge_git_worktree_list(&list, g, NULL));
+	CHECK_INT(jv_array_length(jv_copy(list)), 2);
+	jv first = jv_array_get(jv_copy(list), 0);
+	CHECK_STR(json_get_str(first, "trace"), "L1");
+	CHECK_STR(json_get_str(first, "path"), pa);
+	CHECK_STR(json_get_str(first, "branch"), "forge/L1");
+	CHECK_STR(json_get_str(first, "head"), forge_git_worktree_base(a));
+	CHECK(json_get_bool(first, "valid", false));
+	CHECK(!json_get_bool(first, "locked", true));
+	jv_free(first);
+	jv_free(list);
+	CHECK_OK(forge_git_worktree_list(&list, g, "L2"));
+	CHECK_INT(jv_array_length(jv_copy(list)), 1);
+	jv_free(list);
+	list = jv_invalid();
+
+	/* Uncommitted work is not thrown away without force. */
+	write_file(pa, "wip.txt", "wip\n");
+	CHECK_INT(forge_git_worktree_remove(g, "L1", 0), -1);
+	CHECK_MSG(contains(forge_last_error(), "uncommitted changes"), "%s", forge_last_error());
+	CHECK(sh("test -f '%s/wip.txt'", pa) == 0);
+	forge_git_worktree_free(a);
+	a = NULL;
+	CHECK_OK(forge_git_worktree_remove(g, "L1", FORGE_GIT_REMOVE_FORCE));
+	CHECK(sh("test -e '%s'", pa) != 0);
+	CHECK(sh("git -C '%s' worktree list | grep -q L1", repo) != 0);
+	CHECK(sh("git -C '%s' rev-parse -q --verify forge/L1 >/dev/null", repo) == 0);
+	/* The kept branch is checked out again by a later open (resume). */
+	CHECK(sh("git -C '%s' branch -f forge/L1 v1", repo) == 0);
+	CHECK_OK(forge_git_worktree_open(&a, g, "L1", "main"));
+	CHECK(!forge_git_worktree_reopened(a));
+	CHECK_STR(out("git -C '%s' rev-parse HEAD", pa), out("git -C '%s' rev-parse v1^{commit}", repo));
+	CHECK_STR(forge_git_worktree_base(a), out("git -C '%s' rev-parse main", repo));
+	forge_git_worktree_free(a);
+	a = NULL;
+	CHECK_OK(forge_git_worktree_remove(g, "L1", 0));
+	CHECK_INT(forge_git_worktree_remove(g, "L1", FORGE_GIT_REMOVE_BRANCH), FORGE_GIT_NOTHING);
+	CHECK(sh("git -C '%s' rev-parse -q --verify forge/L1 >/dev/null", repo) != 0);
+	CHECK(sh("git -C '%s' rev-parse -q --verify refs/forge/L1/base >/dev/null", repo) != 0);
+	/* Clean worktree: removed with its branch in one go. */
+	forge_git_worktree_free(b);
+	b = NULL;
+	CHECK_OK(forge_git_worktree_remove(g, "L2", FORGE_GIT_REMOVE_BRANCH));
+	CHECK(sh("git -C '%s' rev-parse -q --verify forge/L2 >/dev/null", repo) != 0);
+	CHECK_OK(forge_git_worktree_list(&list, g, NULL));
+	CHECK_INT(jv_array_length(jv_copy(list)), 0);
+	CHECK_INT(forge_git_worktree_remove(g, "L9", 0), FORGE_GIT_NOTHING);
+	CHECK_STR(out("git -C '%s' worktree list | wc -l", repo), "2");
+	jv_free(list);
+	free(pa);
+	forge_git_free(g);
+}
+
+static void test_merge_ff(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL, *wt2 = NULL;
+	char *sha = NULL, *merged = NULL, *mb = NULL, *sha2 = NULL;
+	bool moved = true;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "M1", NULL));
+	CHECK_OK(forge_git_worktree_open(&wt2, g, "M2", NULL));
+	write_file(forge_git_worktree_path(wt), "a.txt", "merged\n");
+	CHECK_OK(forge_git_commit_all(&sha, wt, "change a"));
+	write_file(forge_git_worktree_path(wt2), "README", "other\n");
+	CHECK_OK(forge_git_commit_all(&sha2, wt2, "change readme"));
+	CHECK_OK(forge_git_merge_base(&mb, g, "forge/M1", "forge/M2"));
+	CHECK_STR(mb, forge_git_worktree_base(wt));
+	CHECK_OK(forge_git_base_moved(&moved, g, "main", forge_git_worktree_base(wt)));
+	CHECK(!moved);
+
+	/* Refused while the user's checkout has a local change to a tracked file. */
+	write_file(repo, "README", "user edit\n");
+	CHECK_INT(forge_git_merge_ff(&merged, g, "main", "forge/M1"), -1);
+	CHECK_MSG(contains(forge_last_error(), "uncommitted changes"), "%s", forge_last_error());
+	CHECK_STR(out("git -C '%s' rev-parse main", repo), forge_git_worktree_base(wt));
+	CHECK_STR(out("cat '%s/README'", repo), "user edit");
+	CHECK(sh("git -C '%s' checkout -q README", repo) == 0);
+	/* An untracked file of the user does not block it. */
+	write_file(repo, "untracked.txt", "x\n");
+	CHECK_OK(forge_git_merge_ff(&merged, g, "main", "forge/M1"));
+	CHECK_STR(merged, sha);
+	CHECK_STR(out("git -C '%s' rev-parse HEAD", repo), sha);
+	CHECK_STR(out("git -C '%s' symbolic-ref HEAD", repo), "refs/heads/main");
+	CHECK_STR(out("cat '%s/a.txt'", repo), "merged");
+	CHECK_STR(out("git -C '%s' status --porcelain", repo), "?? untracked.txt");
+	free(merged);
+	merged = NULL;
+	CHECK_INT(forge_git_merge_ff(&merged, g, "main", "forge/M1"), FORGE_GIT_NOTHING);
+	CHECK_STR(merged, sha);
+	free(merged);
+	merged = NULL;
+	CHECK_OK(forge_git_base_moved(&moved, g, "main", forge_git_worktree_base(wt2)));
+	CHECK(moved);
+	/* Diverged: M2 does not descend from the new main. */
+	CHECK_INT(forge_git_merge_ff(&merged, g, "refs/heads/main", "forge/M2"), -1);
+	CHECK_MSG(contains(forge_last_error(), "diverged"), "%s", forge_last_error());
+	CHECK_STR(out("git -C '%s' rev-parse main", repo), sha);
+	CHECK(merged == NULL);
+	/* A branch not checked out anywhere moves without touching any files. */
+	CHECK(sh("git -C '%s' branch side %s", repo, forge_git_worktree_base(wt2)) == 0);
+	CHECK_OK(forge_git_merge_ff(NULL, g, "side", "forge/M2"));
+	CHECK_STR(out("git -C '%s' rev-parse side", repo), sha2);
+	CHECK_STR(out("git -C '%s' status --porcelain", repo), "?? untracked.txt");
+	CHECK_INT(forge_git_merge_ff(NULL, g, "no-such-branch", "forge/M2"), -1);
+	CHECK(contains(forge_last_error(), "no branch 'no-such-branch'"));
+	free(sha);
+	free(sha2);
+	free(mb);
+	forge_git_worktree_free(wt);
+	forge_git_worktree_free(wt2);
+	forge_git_free(g);
+}
+
+static void test_push(void)
+{
+	const char *repo = make_repo();
+	const char *remote = fresh("remote");
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *sha = NULL, *sha2 = NULL, *remote_path = NULL;
+	struct buf spec = BUF_INIT;
+
+	CHECK(repo);
+	remote_path = xstrdup(remote);
+	CHECK(sh("git init -q --bare '%s'", remote_path) == 0);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "P1", NULL));
+	write_file(forge_git_worktree_path(wt), "a.txt", "pushed\n");
+	CHECK_OK(forge_git_commit_all(&sha, wt, "to push"));
+	CHECK_OK(forge_git_push(g, remote_path, "forge/P1"));
+	CHECK_STR(out("git -C '%s' rev-parse refs/heads/forge/P1", remote_path), sha);
+	/* By remote name, to another name. */
+	CHECK(sh("git -C '%s' remote add origin '%s'", repo, remote_path) == 0);
+	CHECK_OK(forge_git_push(g, "origin", "forge/P1:review/p1"));
+	CHECK_STR(out("git -C '%s' rev-parse refs/heads/review/p1", remote_path), sha);
+	/* A non-fast-forward is rejected, unless forced with '+'. */
+	CHECK(sh("git -C '%s' commit -q --amend -m amended", forge_git_worktree_path(wt)) == 0);
+	sha2 = xstrdup(out("git -C '%s' rev-parse HEAD", forge_git_worktree_path(wt)));
+	CHECK_INT(forge_git_push(g, "origin", "forge/P1"), -1);
+	CHECK_MSG(contains(forge_last_error(), "forge/P1"), "%s", forge_last_error());
+	CHECK_STR(out("git -C '%s' rev-parse refs/heads/forge/P1", remote_path), sha);
+	buf_addf(&spec, "+refs/heads/forge/P1:refs/heads/forge/P1");
+	CHECK_OK(forge_git_push(g, "origin", spec.buf));
+	CHECK_STR(out("git -C '%s' rev-parse refs/heads/forge/P1", remote_path), sha2);
+	CHECK_INT(forge_git_push(g, out("echo '%s/nowhere.git'", tmpdir), "forge/P1"), -1);
+	CHECK_INT(forge_git_push(g, "upstream", "forge/P1"), -1);
+	CHECK_MSG(contains(forge_last_error(), "no remote 'upstream'"), "%s", forge_last_error());
+	free(sha);
+	free(sha2);
+	free(remote_path);
+	buf_release(&spec);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+int main(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof tmpdir, "%s/forge-test-git.XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	/* The git command line must not read the developer's config. */
+	setenv("HOME", tmpdir, 1);
+	setenv("XDG_CONFIG_HOME", tmpdir, 1);
+	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+	setenv("GIT_AUTHOR_NAME", "test", 1);
+	setenv("GIT_AUTHOR_EMAIL", "test@example.com", 1);
+	setenv("GIT_COMMITTER_NAME", "test", 1);
+	setenv("GIT_COMMITTER_EMAIL", "test@example.com", 1);
+	setenv("LC_ALL", "C", 1);
+
+	RUN(test_open_errors);
+	RUN(test_open_from_anywhere);
+	RUN(test_trace_names);
+	RUN(test_worktree_create);
+	RUN(test_worktree_reopen);
+	RUN(test_status_and_diff);
+	RUN(test_commit);
+	RUN(test_save_and_reset);
+	RUN(test_empty_repository);
+	RUN(test_list_and_remove);
+	RUN(test_merge_ff);
+	RUN(test_push);
+
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return unit_done();
+}

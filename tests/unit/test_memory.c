@@ -1,0 +1,510 @@
+/*
+ * test_memory.c - the memory rules, recall ranking, consolidation outcomes
+ * and the vector file (lib/memory.h), with an injected clock.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forge.h"
+#include "json.h"
+#include "llm.h"
+#include "memory.h"
+#include "store.h"
+#include "unit.h"
+
+#define DAY MEMORY_DAY_MS
+#define T0 1767225600000LL     /* 2026-01-01 */
+
+static int64_t clock_ms = T0;
+
+static int64_t fake_now(void *p)
+{
+	(void)p;
+	return clock_ms;
+}
+
+static struct store *st;
+static struct memory *m;
+
+static void open_mem(const char *path)
+{
+	struct memory_options o;
+
+	memory_options_init(&o);
+	o.now = fake_now;
+	clock_ms = T0;
+	if (store_open(&st, path) < 0 || memory_open(&m, st, &o) < 0) {
+		printf("# open: %s\n", forge_last_error());
+		exit(1);
+	}
+}
+
+static void close_mem(void)
+{
+	memory_free(m);
+	store_free(st);
+	m = NULL;
+	st = NULL;
+}
+
+static jv mk(const char *type, const char *content, const char *context, double conf)
+{
+	jv o = jv_object();
+
+	o = json_set(o, "type", jv_string(type));
+	o = json_set(o, "content", jv_string(content));
+	o = json_set(o, "context", jv_string(context));
+	if (conf >= 0)
+		o = json_set(o, "confidence", jv_number(conf));
+	return o;
+}
+
+static double conf_of(const char *id)
+{
+	jv mem;
+	double c = -1;
+
+	if (memory_get(&mem, m, id) == 0)
+		c = json_get_num(mem, "confidence", -1);
+	jv_free(mem);
+	return c;
+}
+
+static bool archived(const char *id)
+{
+	jv mem;
+	bool a = false;
+
+	if (memory_get(&mem, m, id) == 0)
+		a = json_has(mem, "archived_at");
+	jv_free(mem);
+	return a;
+}
+
+static void test_initial_confidence(void)
+{
+	CHECK(memory_initial_confidence(NULL) == 0.5);
+	CHECK(memory_initial_confidence("01JDB2") == 0.5);
+	CHECK(memory_initial_confidence("human") == 0.7);
+	CHECK(memory_initial_confidence("production") == 0.9);
+}
+
+static void test_adjustments(void)
+{
+	char id[ULID_LEN + 1];
+	double after;
+
+	open_mem(":memory:");
+	CHECK(memory_store(id, m, mk("semantic", "retry the flaky network test once", "tests", -1)) == 0);
+	CHECK(conf_of(id) == 0.5);
+	CHECK(memory_signal(&after, m, id, MEMORY_SIGNAL_APPLIED) == 0 && fabs(after - 0.6) < 1e-9);
+	CHECK(memory_signal(&after, m, id, MEMORY_SIGNAL_CONFIRMED) == 0 && fabs(after - 0.8) < 1e-9);
+	CHECK(memory_signal(&after, m, id, MEMORY_SIGNAL_DISMISSED) == 0 && fabs(after - 0.6) < 1e-9);
+	CHECK(memory_adjust(&after, m, id, 5, NULL, NULL) == 0 && after == 1);
+	CHECK(memory_adjust(&after, m, id, -7, NULL, NULL) == 0 && after == 0);
+	CHECK(memory_signal(&after, m, "01JDB3AAAAAAAAAAAAAAAAAAAA", MEMORY_SIGNAL_APPLIED) == MEMORY_NOT_FOUND);
+	close_mem();
+}
+
+static void test_recency_half_life(void)
+{
+	CHECK(memory_recency(T0, T0) == 1);
+	CHECK(fabs(memory_recency(T0, T0 + 30 * DAY) - 0.5) < 1e-12);
+	CHECK(fabs(memory_recency(T0, T0 + 60 * DAY) - 0.25) < 1e-12);
+	CHECK(fabs(memory_relevance(1, 1, 1) - 1) < 1e-12);
+	CHECK(fabs(memory_relevance(0.8, 0.5, 0.5) - (0.4 + 0.1 + 0.15)) < 1e-12);
+}
+
+static void test_decay_arithmetic(void)
+{
+	int64_t through;
+
+	/* less than a week: nothing */
+	CHECK(memory_decay(&through, 0.5, T0, 0, T0 + 6 * DAY) == 0.5 && through == 0);
+	/* 3 whole weeks and 2 days: -0.15, decayed up to week 3 */
+	CHECK(fabs(memory_decay(&through, 0.5, T0, 0, T0 + 23 * DAY) - 0.35) < 1e-9);
+	CHECK(through == T0 + 21 * DAY);
+	/* applying again at the same time changes nothing (idempotent) */
+	CHECK(fabs(memory_decay(&through, 0.35, T0, through, T0 + 23 * DAY) - 0.35) < 1e-9);
+	/* clamp at zero */
+	CHECK(memory_decay(&through, 0.1, T0, 0, T0 + 70 * DAY) == 0);
+	CHECK(memory_should_archive(0.19, T0, T0));
+	CHECK(!memory_should_archive(0.2, T0, T0));
+	CHECK(!memory_should_archive(0.5, T0, T0 + 90 * DAY));
+	CHECK(memory_should_archive(0.5, T0, T0 + 90 * DAY + 1));
+}
+
+static jv consolidate(void)
+{
+	jv r;
+
+	if (memory_consolidate(&r, m, NULL) < 0)
+		printf("# consolidate: %s\n", forge_last_error());
+	return r;
+}
+
+static void test_consolidate_decay_archive(void)
+{
+	char a[ULID_LEN + 1], b[ULID_LEN + 1], c[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	CHECK(memory_store(a, m, mk("semantic", "alpha uses tabs for indentation", "style", 0.5)) == 0);
+	CHECK(memory_store(b, m, mk("semantic", "bravo deploys on fridays never", "deploy", 0.25)) == 0);
+	CHECK(memory_store(c, m, mk("procedural", "charlie runs make check first", "build", 0.9)) == 0);
+	clock_ms = T0 + 15 * DAY;         /* two weeks unused: -0.1 */
+	jv r = consolidate();
+	CHECK(json_get_num(r, "decayed", -1) == 3);
+	CHECK(json_get_num(r, "archived", -1) == 1);   /* bravo: 0.25 - 0.1 < 0.2 */
+	jv_free(r);
+	CHECK(fabs(conf_of(a) - 0.4) < 1e-9);
+	CHECK(fabs(conf_of(c) - 0.8) < 1e-9);
+	CHECK(fabs(conf_of(b) - 0.15) < 1e-9 && archived(b) && !archived(a));
+	close_mem();
+}
+
+static void test_consolidate_thresholds(void)
+{
+	char a[ULID_LEN + 1], b[ULID_LEN + 1], s[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	CHECK(memory_store(a, m, mk("semantic", "delta keeps a changelog", "docs", 0.25)) == 0);
+	CHECK(memory_store(b, m, mk("semantic", "echo prefers small commits", "git", 0.9)) == 0);
+	clock_ms = T0 + 7 * DAY;          /* one week: a 0.2 stays, b 0.85 */
+	jv r = consolidate();
+	CHECK(json_get_num(r, "archived", -1) == 0);
+	jv_free(r);
+	CHECK(!archived(a) && fabs(conf_of(a) - 0.2) < 1e-9);
+	r = consolidate();                /* idempotent: nothing more */
+	CHECK(json_get_num(r, "decayed", -1) == 0 && json_get_num(r, "archived", -1) == 0);
+	jv_free(r);
+	clock_ms = T0 + 14 * DAY;         /* a drops to 0.15: archived */
+	r = consolidate();
+	CHECK(json_get_num(r, "archived", -1) == 1);
+	jv_free(r);
+	CHECK(archived(a) && !archived(b));
+	/* 90 days unused (b kept its confidence high by being accessed once) */
+	CHECK(memory_store(s, m, mk("semantic", "foxtrot pins dependencies", "deps", 1)) == 0);
+	clock_ms = T0 + 14 * DAY + 90 * DAY + 1;
+	r = consolidate();
+	jv_free(r);
+	CHECK(archived(s));
+	close_mem();
+}
+
+static void test_merge_similar(void)
+{
+	char a[ULID_LEN + 1], b[ULID_LEN + 1], e1[ULID_LEN + 1], e2[ULID_LEN + 1];
+	jv rels, r, mem;
+
+	open_mem(":memory:");
+	jv x = mk("semantic", "Run the database migrations before the integration tests", "ci", 0.6);
+	x = json_set(x, "tags", JV_ARRAY(jv_string("ci")));
+	CHECK(memory_store(a, m, x) == 0);
+	x = mk("semantic", "Run the database migrations before the integration tests.", "ci", 0.5);
+	x = json_set(x, "tags", JV_ARRAY(jv_string("db")));
+	CHECK(memory_store(b, m, x) == 0);
+	CHECK(memory_relations(&rels, m, b) == 0);
+	jv first = jv_array_get(rels, 0);
+
+	CHECK_STR(json_get_str(first, "relationship"), "similar");
+	jv_free(first);
+	/* episodes are records of distinct events: never merged */
+	CHECK(memory_store(e1, m, mk("episodic", "review phase for build: tests failed", "review", 0.5)) == 0);
+	CHECK(memory_store(e2, m, mk("episodic", "review phase for build: tests failed", "review", 0.5)) == 0);
+	r = consolidate();
+	CHECK(json_get_num(r, "merged", -1) == 1);
+	jv_free(r);
+	CHECK(!archived(a) && archived(b) && !archived(e1) && !archived(e2));
+	CHECK(fabs(conf_of(a) - 0.65) < 1e-9);
+	CHECK(memory_get(&mem, m, a) == 0);
+	CHECK(jv_array_length(json_get(mem, "tags")) == 2);
+	jv_free(mem);
+	r = consolidate();
+	CHECK(json_get_num(r, "merged", -1) == 0);
+	jv_free(r);
+	close_mem();
+}
+
+static void test_conflicts(void)
+{
+	char a[ULID_LEN + 1], b[ULID_LEN + 1];
+	jv rels, r;
+
+	open_mem(":memory:");
+	CHECK(memory_store(a, m, mk("semantic", "Use tabs for indentation in the C sources of this repository",
+				    "style", 0.7)) == 0);
+	CHECK(memory_store(b, m, mk("semantic", "Do not use tabs for indentation in the C sources of this "
+				    "repository", "style", 0.5)) == 0);
+	CHECK(memory_relations(&rels, m, b) == 0);
+	bool contra = false;
+
+	jv_array_foreach(rels, i, e) {
+		contra = contra || !strcmp(json_get_str(e, "relationship"), "contradicts");
+		jv_free(e);
+		(void)i;
+	}
+	jv_free(rels);
+	CHECK(contra);
+	r = consolidate();
+	CHECK(json_get_num(r, "conflicts", -1) == 1);
+	jv_free(r);
+	CHECK(!archived(a) && archived(b));
+	close_mem();
+}
+
+static const char cassette[] =
+	"{\"response\":{\"tool_calls\":[{\"id\":\"t1\",\"name\":\"record_pattern\",\"input\":"
+	"{\"type\":\"failure\",\"trigger\":\"When the review phase runs on C changes\","
+	"\"pattern\":\"We observe cppcheck warnings about uninitialised variables\","
+	"\"resolution\":\"Do initialise locals at declaration\"}}],\"stop_reason\":\"tool_use\"}}\n";
+
+static void test_promote(void)
+{
+	char ids[4][ULID_LEN + 1], path[] = "/tmp/forge-test-cassette-XXXXXX";
+	struct llm_options o;
+	struct llm_client *llm = NULL;
+	jv r, pats, mem;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	CHECK(write(fd, cassette, sizeof cassette - 1) == (ssize_t)(sizeof cassette - 1));
+	close(fd);
+	open_mem(":memory:");
+	for (int i = 0; i < 3; i++) {
+		char text[200];
+
+		snprintf(text, sizeof text, "review phase for \"fix parser\": cppcheck warns about an "
+			 "uninitialised variable in parser.c line %d -> failed", 10 + i);
+		jv e = mk("episodic", text, "review phase: fix parser", -1);
+
+		e = json_set(e, "episode", json_parse("{\"outcome\":{\"success\":false}}", 29));
+		CHECK(memory_store(ids[i], m, e) == 0);
+	}
+	r = consolidate();                 /* no model: counted as skipped */
+	CHECK(json_get_num(r, "skipped_promotions", -1) == 1 && json_get_num(r, "promoted", -1) == 0);
+	jv_free(r);
+	llm_options_init(&o);
+	o.provider = "replay";
+	o.cassette = path;
+	CHECK(llm_client_new(&llm, &o) == 0);
+	CHECK(memory_consolidate(&r, m, llm) == 0);
+	CHECK(json_get_num(r, "promoted", -1) == 1);
+	jv_free(r);
+	CHECK(memory_patterns(&pats, m, 10) == 0);
+	CHECK(jv_array_length(jv_copy(pats)) == 1);
+	jv p = jv_array_get(pats, 0);
+
+	CHECK_STR(json_get_str(p, "type"), "failure");
+	CHECK(json_get_num(p, "frequency", 0) == 3 && json_get_num(p, "success_rate", -1) == 0);
+	CHECK(json_get_num(p, "confidence", 0) == 0.5);
+	CHECK(memory_get(&mem, m, json_get_str(p, "memory_id")) == 0);
+	CHECK_STR(json_get_str(mem, "type"), "semantic");
+	jv_free(mem);
+	jv_free(p);
+	/* again: nothing new (the cassette has no second answer either) */
+	CHECK(memory_consolidate(&r, m, llm) == 0);
+	CHECK(json_get_num(r, "promoted", -1) == 0);
+	jv_free(r);
+	/* a fourth similar episode joins the pattern without a model call */
+	jv e = mk("episodic", "review phase for \"fix parser\": cppcheck warns about an uninitialised "
+		  "variable in parser.c line 99 -> failed", "review phase: fix parser", -1);
+	CHECK(memory_store(ids[3], m, e) == 0);
+	CHECK(memory_consolidate(&r, m, llm) == 0);
+	CHECK(json_get_num(r, "patterns_updated", -1) == 1);
+	jv_free(r);
+	llm_client_free(llm);
+	unlink(path);
+	close_mem();
+}
+
+static const char *const corpus[][3] = {
+	{ "auth", "Authentication uses JWT tokens signed with RS256", "auth implementation" },
+	{ "db", "Database uses PostgreSQL with connection pooling through pgbouncer", "database setup" },
+	{ "mock", "When tests fail with mock errors add clearAllMocks in afterEach", "jest tests failing" },
+	{ "lint", "Run clang-tidy and cppcheck before committing C code", "static analysis of C" },
+	{ "deploy", "Production deploys need the canary steps 5 25 100 with health checks", "deployment" },
+	{ "flaky", "The network integration test is flaky; rerun it once before reporting", "flaky tests" },
+	{ "parse", "parse_date crashes on empty strings; check the length first", "date parsing bug" },
+	{ "docs", "Keep the README usage section in step with --help output", "documentation" },
+};
+
+static void test_recall_ranking(void)
+{
+	static const char *const queries[][2] = {
+		{ "implementing authentication with tokens", "auth" },
+		{ "postgres connection pool settings", "db" },
+		{ "jest mock errors in tests", "mock" },
+		{ "crash in parse_date", "parse" },
+		{ "canary deploy to production", "deploy" },
+		{ "cppcheck static analysis", "lint" },
+	};
+	char ids[8][ULID_LEN + 1];
+
+	open_mem(":memory:");
+	for (int i = 0; i < 8; i++)
+		CHECK(memory_store(ids[i], m, mk("semantic", corpus[i][1], corpus[i][2], -1)) == 0);
+	for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+		struct memory_query mq;
+		jv out;
+		int want = -1;
+
+		for (int i = 0; i < 8; i++)
+			want = strcmp(corpus[i][0], queries[q][1]) ? want : i;
+		memory_query_init(&mq, queries[q][0]);
+		mq.filter.limit = 3;
+		CHECK(memory_recall(&out, m, &mq) == 0);
+		jv r0 = jv_array_get(jv_copy(out), 0), top = json_get(r0, "memory");
+
+		jv_free(r0);
+
+		CHECK_MSG(json_get_str(top, "id") && !strcmp(json_get_str(top, "id"), ids[want]),
+			  "query '%s' ranked '%s' first", queries[q][0], json_get_str(top, "content"));
+		jv_free(top);
+		jv_free(out);
+	}
+	/* access tracking: the returned memories were touched */
+	jv mem;
+
+	CHECK(memory_get(&mem, m, ids[0]) == 0 && json_get_num(mem, "access_count", 0) >= 1);
+	jv_free(mem);
+	close_mem();
+}
+
+static void test_recall_filters(void)
+{
+	char a[ULID_LEN + 1], b[ULID_LEN + 1];
+	struct memory_query q;
+	const char *tags[] = { "ci" };
+	jv out, x;
+
+	open_mem(":memory:");
+	x = mk("procedural", "run make check before pushing", "ci", 0.9);
+	x = json_set(x, "tags", JV_ARRAY(jv_string("ci")));
+	CHECK(memory_store(a, m, x) == 0);
+	CHECK(memory_store(b, m, mk("semantic", "make check runs the unit tests", "ci", 0.3)) == 0);
+	memory_query_init(&q, "make check");
+	q.filter.type = MEMORY_SEMANTIC;
+	CHECK(memory_recall(&out, m, &q) == 0 && jv_array_length(jv_copy(out)) == 1);
+	jv_free(out);
+	memory_query_init(&q, "make check");
+	q.filter.tags = tags;
+	q.filter.ntags = 1;
+	CHECK(memory_recall(&out, m, &q) == 0 && jv_array_length(jv_copy(out)) == 1);
+	jv_free(out);
+	memory_query_init(&q, "make check");
+	q.filter.min_confidence = 0.5;
+	CHECK(memory_recall(&out, m, &q) == 0 && jv_array_length(jv_copy(out)) == 1);
+	jv_free(out);
+	CHECK(memory_archive(m, a, "test") == 0);
+	memory_query_init(&q, "make check");
+	CHECK(memory_recall(&out, m, &q) == 0 && jv_array_length(jv_copy(out)) == 1);
+	jv_free(out);
+	close_mem();
+}
+
+static void test_vector_file(void)
+{
+	char dir[] = "/tmp/forge-test-mem-XXXXXX", path[128], id[ULID_LEN + 1];
+	bool rebuilt;
+
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/f.db", dir);
+	open_mem(path);
+	CHECK(memory_store(id, m, mk("semantic", "one memory", "x", -1)) == 0);
+	CHECK(memory_index_sync(&rebuilt, m) == 0);
+	CHECK(memory_store(NULL, m, mk("semantic", "two memories", "x", -1)) == 0);
+	CHECK(memory_index_sync(&rebuilt, m) == 0 && !rebuilt);     /* appended */
+	CHECK(memory_update(m, id, json_set(jv_object(), "content", jv_string("one changed"))) == 0);
+	CHECK(memory_index_sync(&rebuilt, m) == 0 && rebuilt);      /* edited: rebuilt */
+	CHECK(memory_index_sync(&rebuilt, m) == 0 && !rebuilt);
+	close_mem();
+	snprintf(path, sizeof path, "%s/f.db.vectors", dir);
+	CHECK(unlink(path) == 0);                                     /* derived: may go */
+	snprintf(path, sizeof path, "%s/f.db", dir);
+	open_mem(path);
+	CHECK(memory_index_sync(&rebuilt, m) == 0 && rebuilt);
+	close_mem();
+	char cmd[200];
+
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
+static void test_episode(void)
+{
+	char id[ULID_LEN + 1];
+	jv evs, mem;
+	const char *text =
+		"[{\"kind\":\"event\",\"id\":\"01JDB3AAAAAAAAAAAAAAAAAAA1\",\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\","
+		"\"ts\":\"2026-01-01T00:00:00.000Z\",\"phase\":\"implement\",\"type\":\"phase.started\","
+		"\"payload\":{\"task\":\"add --version\"}},"
+		"{\"kind\":\"event\",\"id\":\"01JDB3AAAAAAAAAAAAAAAAAAA2\",\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\","
+		"\"ts\":\"2026-01-01T00:00:02.000Z\",\"phase\":\"implement\",\"type\":\"tool.executed\","
+		"\"payload\":{\"tool\":\"write_file\",\"ok\":true},\"cost\":{\"tokens\":100,\"usd\":0.01}},"
+		"{\"kind\":\"event\",\"id\":\"01JDB3AAAAAAAAAAAAAAAAAAA3\",\"trace_id\":\"01JDB2AAAAAAAAAAAAAAAAAAAA\","
+		"\"ts\":\"2026-01-01T00:00:10.000Z\",\"phase\":\"implement\",\"type\":\"phase.completed\",\"payload\":{}}]";
+
+	open_mem(":memory:");
+	evs = json_parse(text, strlen(text));
+	CHECK(memory_record_episode(id, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", evs) == 0);
+	CHECK(memory_get(&mem, m, id) == 0);
+	CHECK_STR(json_get_str(mem, "type"), "episodic");
+	CHECK_STR(json_get_str(mem, "context"), "implement phase: add --version");
+	CHECK(strstr(json_get_str(mem, "content"), "write_file") != NULL);
+	CHECK(strstr(json_get_str(mem, "content"), "succeeded") != NULL);
+	jv ep = json_get(mem, "episode");
+
+	CHECK(json_get_num(ep, "duration_ms", 0) == 10000);
+	jv_free(ep);
+	jv_free(mem);
+	/* procedure outcomes */
+	CHECK(memory_learn_procedure(id, m, "tests fail with mock errors",
+				     JV_ARRAY(jv_string("add clearAllMocks() in afterEach")), NULL, jv_null()) == 0);
+	CHECK(memory_record_outcome(m, id, true) == 0 && fabs(conf_of(id) - 0.6) < 1e-9);
+	CHECK(memory_record_outcome(m, id, false) == 0 && fabs(conf_of(id) - 0.4) < 1e-9);
+	CHECK(memory_get(&mem, m, id) == 0 && json_get_num(mem, "success_rate", -1) == 0.5);
+	jv_free(mem);
+	/* gate edits */
+	CHECK(memory_record_gate_edit(id, m, "architecture_approval", "split the parser", NULL) == 0);
+	CHECK(memory_get(&mem, m, id) == 0);
+	CHECK_STR(json_get_str(mem, "type"), "procedural");
+	CHECK(json_get_num(mem, "confidence", 0) == 0.7);
+	jv_free(mem);
+	close_mem();
+}
+
+static void test_bad_input(void)
+{
+	open_mem(":memory:");
+	CHECK(memory_store(NULL, m, mk("nonsense", "x", "y", -1)) < 0);
+	CHECK(strstr(forge_last_error(), "unknown memory type") != NULL);
+	CHECK(memory_store(NULL, m, mk("semantic", "", "y", -1)) < 0);
+	CHECK(memory_store(NULL, m, mk("semantic", "x", "y", 1.5)) < 0);
+	CHECK(memory_store(NULL, m, json_set(mk("semantic", "x", "y", -1), "tags", jv_string("a"))) < 0);
+	CHECK(memory_update(m, "01JDB3AAAAAAAAAAAAAAAAAAAA", json_set(jv_object(), "content", jv_string("z")))
+	      == MEMORY_NOT_FOUND);
+	CHECK(memory_archive(m, "01JDB3AAAAAAAAAAAAAAAAAAAA", NULL) == MEMORY_NOT_FOUND);
+	CHECK(memory_delete(m, "01JDB3AAAAAAAAAAAAAAAAAAAA") == MEMORY_NOT_FOUND);
+	close_mem();
+}
+
+int main(void)
+{
+	RUN(test_initial_confidence);
+	RUN(test_adjustments);
+	RUN(test_recency_half_life);
+	RUN(test_decay_arithmetic);
+	RUN(test_consolidate_decay_archive);
+	RUN(test_consolidate_thresholds);
+	RUN(test_merge_similar);
+	RUN(test_conflicts);
+	RUN(test_promote);
+	RUN(test_recall_ranking);
+	RUN(test_recall_filters);
+	RUN(test_vector_file);
+	RUN(test_episode);
+	RUN(test_bad_input);
+	return unit_done();
+}

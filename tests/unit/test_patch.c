@@ -1,0 +1,406 @@
+/* test_patch.c - apply_patch and edit_file matching (lib/patch.h). */
+#include "forge.h"
+#include "json.h"
+#include "patch.h"
+#include "sandbox.h"
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FIX "tests/fixtures/patch"
+
+static char scratch[256];
+
+static void sh(const char *cmd)
+{
+	if (system(cmd) != 0)
+		printf("# command failed: %s\n", cmd);
+}
+
+static void rm_scratch(void)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+	sh(cmd);
+}
+
+static void fresh(void)
+{
+	char tmpl[] = "/tmp/forge-patch-XXXXXX";
+	if (scratch[0])
+		rm_scratch();
+	snprintf(scratch, sizeof(scratch), "%s", mkdtemp(tmpl));
+	{
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "cp -R " FIX "/orig/. '%s'", scratch);
+		sh(cmd);
+	}
+}
+
+static bool same_tree(const char *expected)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "diff -r '%s' '%s' >/dev/null", expected, scratch);
+	return system(cmd) == 0;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	struct buf b = BUF_INIT;
+	char chunk[4096];
+	size_t n;
+
+	if (!f)
+		return NULL;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	return buf_detach(&b, NULL);
+}
+
+static int apply_fixture(char **summary, jv *files, const char *name)
+{
+	struct sandbox_root *root;
+	char path[256];
+	char *text;
+	int rc;
+
+	snprintf(path, sizeof(path), FIX "/%s", name);
+	text = slurp(path);
+	if (!text || sandbox_root_open(&root, scratch) < 0)
+		return -99;
+	rc = patch_apply(summary, files, root, text);
+	sandbox_root_free(root);
+	free(text);
+	return rc;
+}
+
+static int apply_text(char **summary, jv *files, const char *text)
+{
+	struct sandbox_root *root;
+	int rc;
+
+	if (sandbox_root_open(&root, scratch) < 0)
+		return -99;
+	rc = patch_apply(summary, files, root, text);
+	sandbox_root_free(root);
+	return rc;
+}
+
+/* ---- seek passes ---- */
+
+static void test_seek_passes(void)
+{
+	char *lines[] = { "a", "  b  ", "\tc\t", "say \xe2\x80\x9c" "hi\xe2\x80\x9d \xe2\x80\x94 ok", "end" };
+	char *p_exact[] = { "a" }, *p_rstrip[] = { "  b" }, *p_strip[] = { "c" };
+	char *p_punct[] = { "say \"hi\" - ok" }, *p_none[] = { "zzz" }, *p_eof[] = { "end" };
+	enum patch_fuzz f;
+
+	CHECK_INT(patch_seek(lines, 5, p_exact, 1, 0, false, &f), 0);
+	CHECK_INT(f, PATCH_EXACT);
+	CHECK_INT(patch_seek(lines, 5, p_rstrip, 1, 0, false, &f), 1);
+	CHECK_INT(f, PATCH_RSTRIP);
+	CHECK_INT(patch_seek(lines, 5, p_strip, 1, 0, false, &f), 2);
+	CHECK_INT(f, PATCH_STRIP);
+	CHECK_INT(patch_seek(lines, 5, p_punct, 1, 0, false, &f), 3);
+	CHECK_INT(f, PATCH_PUNCT);
+	CHECK_INT(patch_seek(lines, 5, p_none, 1, 0, false, &f), -1);
+	CHECK_INT(patch_seek(lines, 5, p_eof, 1, 0, true, &f), 4);
+	/* the cursor only moves forward */
+	CHECK_INT(patch_seek(lines, 5, p_exact, 1, 1, false, &f), -1);
+	/* an empty pattern matches at start */
+	CHECK_INT(patch_seek(lines, 5, NULL, 0, 2, false, &f), 2);
+}
+
+static void test_seek_prefers_stricter_pass(void)
+{
+	/* The strip pass would match at 0, but exact matches at 1: exact wins. */
+	char *lines[] = { "  x", "x" }, *pat[] = { "x" };
+	enum patch_fuzz f;
+
+	CHECK_INT(patch_seek(lines, 2, pat, 1, 0, false, &f), 1);
+	CHECK_INT(f, PATCH_EXACT);
+}
+
+/* ---- edit_file ---- */
+
+static void test_edit_exact_unique(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+
+	CHECK(patch_edit(&out, &f, &n, "a\nfoo(1);\nb\n", "x.c", "foo(1);", "foo(2);", false) == 0);
+	CHECK_STR(out, "a\nfoo(2);\nb\n");
+	CHECK_INT(n, 1);
+	CHECK_INT(f, PATCH_EXACT);
+	free(out);
+}
+
+static void test_edit_ambiguous_and_replace_all(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+
+	CHECK(patch_edit(&out, &f, &n, "x=1\ny\nx=1\n", "f", "x=1", "x=2", false) < 0);
+	CHECK(strstr(forge_last_error(), "occurs 2 times (lines 1, 3)"));
+	CHECK(out == NULL);
+	CHECK(patch_edit(&out, &f, &n, "x=1\ny\nx=1\n", "f", "x=1", "x=2", true) == 0);
+	CHECK_STR(out, "x=2\ny\nx=2\n");
+	CHECK_INT(n, 2);
+	free(out);
+}
+
+static void test_edit_rstrip_pass(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+
+	CHECK(patch_edit(&out, &f, &n, "int a;   \nint b;\n", "f", "int a;\nint b;\n", "int c;\n", false) == 0);
+	CHECK_INT(f, PATCH_RSTRIP);
+	CHECK_STR(out, "int c;\n");
+	free(out);
+}
+
+static void test_edit_strip_pass_reindents(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+	const char *file = "def f():\n    if x:\n        y()\n    return 1\n";
+
+	/* The model dropped the indentation; the new lines get it back. */
+	CHECK(patch_edit(&out, &f, &n, file, "f.py", "if x:\n    y()", "if x:\n    z()\n    w()", false) == 0);
+	CHECK_INT(f, PATCH_STRIP);
+	CHECK_STR(out, "def f():\n    if x:\n        z()\n        w()\n    return 1\n");
+	free(out);
+}
+
+static void test_edit_punct_pass(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+
+	CHECK(patch_edit(&out, &f, &n, "s = \xe2\x80\x98" "a\xe2\x80\x99 \xe2\x80\x93 b\n", "f",
+			 "s = 'a' - b", "s = 'c'", false) == 0);
+	CHECK_INT(f, PATCH_PUNCT);
+	CHECK_STR(out, "s = 'c'\n");
+	free(out);
+}
+
+static void test_edit_no_match_shows_closest(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+	const char *file = "one\ntwo\nstatic int parse_date(const char *s)\n{\n\treturn 0;\n}\nthree\n";
+
+	CHECK(patch_edit(&out, &f, &n, file, "d.c", "static int parse_date(char *s)\n{\n\treturn 1;\n}",
+			 "x", false) < 0);
+	CHECK(strstr(forge_last_error(), "was not found"));
+	CHECK_MSG(strstr(forge_last_error(), "closest lines in d.c are 3-6"), "%s", forge_last_error());
+	CHECK(strstr(forge_last_error(), "     3\tstatic int parse_date(const char *s)"));
+	CHECK(strstr(forge_last_error(), "First difference: line 3 of the file"));
+}
+
+static void test_edit_keeps_crlf_and_missing_final_newline(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+
+	CHECK(patch_edit(&out, &f, &n, "a\r\nb\r\nc\r\n", "f", "a\nb", "x\ny", false) == 0);
+	CHECK_STR(out, "x\r\ny\r\nc\r\n");
+	free(out);
+	CHECK(patch_edit(&out, &f, &n, "a \nb", "f", "a\nb", "c", false) == 0);
+	CHECK_STR(out, "c");
+	free(out);
+}
+
+/* ---- apply_patch ---- */
+
+static void test_apply_multi(void)
+{
+	char *summary = NULL;
+	jv files;
+
+	fresh();
+	CHECK_MSG(apply_fixture(&summary, &files, "multi.patch") == 0, "%s", forge_last_error());
+	if (!same_tree(FIX "/expected/multi")) {
+		char c[512];
+		snprintf(c, sizeof(c), "diff -r " FIX "/expected/multi %s | sed 's/^/# /'", scratch);
+		sh(c);
+	}
+	CHECK(same_tree(FIX "/expected/multi"));
+	CHECK(strstr(summary, "Success. Updated the following files:"));
+	CHECK(strstr(summary, "A docs/new.md"));
+	CHECK(strstr(summary, "D old.txt"));
+	CHECK(strstr(summary, "M src/app.py (moved from app.py)"));
+	CHECK_INT(jv_array_length(jv_copy(files)), 3);
+	free(summary);
+	jv_free(files);
+}
+
+static void test_apply_all_or_nothing(void)
+{
+	char *summary = NULL;
+	jv files;
+
+	fresh();
+	CHECK(apply_fixture(&summary, &files, "third_hunk_fails.patch") < 0);
+	CHECK(summary == NULL);
+	CHECK(jv_get_kind(files) == JV_KIND_NULL);
+	CHECK(strstr(forge_last_error(), "nothing was changed"));
+	CHECK_MSG(strstr(forge_last_error(), "notes.md: failed to find the expected lines of chunk 1"), "%s",
+		  forge_last_error());
+	CHECK(strstr(forge_last_error(), "this line is not in the file"));
+	CHECK(strstr(forge_last_error(), "closest lines in notes.md"));
+	/* not the added file, not the good update: the tree is as it was */
+	CHECK(same_tree(FIX "/orig"));
+	CHECK(access("added.txt", F_OK) != 0);
+}
+
+static void test_apply_fuzzy(void)
+{
+	char *summary = NULL;
+	jv files;
+
+	fresh();
+	CHECK_MSG(apply_fixture(&summary, &files, "fuzzy.patch") == 0, "%s", forge_last_error());
+	CHECK(same_tree(FIX "/expected/fuzzy"));
+	CHECK_MSG(strstr(summary, "ignoring indentation and typographic punctuation"), "%s", summary);
+	free(summary);
+	jv_free(files);
+}
+
+static void test_apply_each_pass(void)
+{
+	static const char *const cases[][3] = {
+		/* file, patch body, expected */
+		{ "a\nb\nc\n", " a\n-b\n+B\n c\n", "a\nB\nc\n" },
+		{ "a  \nb\t\nc\n", " a\n-b\n+B\n c\n", "a  \nB\nc\n" },
+		{ "  a\n    b\n  c\n", " a\n-b\n+B\n c\n", "  a\nB\n  c\n" },
+		{ "x = \xe2\x80\x9c" "q\xe2\x80\x9d\n", "-x = \"q\"\n+x = 'q'\n", "x = 'q'\n" },
+	};
+	static const enum patch_fuzz want[] = { PATCH_EXACT, PATCH_RSTRIP, PATCH_STRIP, PATCH_PUNCT };
+
+	for (size_t i = 0; i < 4; i++) {
+		char patch[512], path[300], *summary = NULL, *got;
+		FILE *f;
+		jv files;
+
+		fresh();
+		snprintf(path, sizeof(path), "%s/t.txt", scratch);
+		f = fopen(path, "w");
+		fputs(cases[i][0], f);
+		fclose(f);
+		snprintf(patch, sizeof(patch), "*** Begin Patch\n*** Update File: t.txt\n%s*** End Patch\n",
+			 cases[i][1]);
+		CHECK_MSG(apply_text(&summary, &files, patch) == 0, "case %zu: %s", i, forge_last_error());
+		got = slurp(path);
+		CHECK_STR(got, cases[i][2]);
+		free(got);
+		CHECK(want[i] == PATCH_EXACT ? !strstr(summary, "loosely") :
+		      strstr(summary, patch_fuzz_name(want[i])) != NULL);
+		free(summary);
+		jv_free(files);
+	}
+}
+
+static void test_apply_context_eof_and_insert(void)
+{
+	char *summary = NULL, *got, path[300];
+	jv files;
+	const char *patch =
+		"<<'EOF'\n"
+		"*** Begin Patch\n"
+		"*** Update File: app.py\n"
+		"@@ -1,3 +1,4 @@ def main():\n"
+		"+    print('start')\n"
+		"@@\n"
+		" if __name__ == \"__main__\":\n"
+		"-    main()\n"
+		"+    sys.exit(main())\n"
+		"*** End of File\n"
+		"*** End Patch\n"
+		"EOF\n";
+
+	fresh();
+	CHECK_MSG(apply_text(&summary, &files, patch) == 0, "%s", forge_last_error());
+	snprintf(path, sizeof(path), "%s/app.py", scratch);
+	got = slurp(path);
+	CHECK(strstr(got, "def main():\n    print('start')\n    greet(sys.argv[1])\n"));
+	CHECK(strstr(got, "    sys.exit(main())\n"));
+	free(got);
+	free(summary);
+	jv_free(files);
+}
+
+static void test_apply_errors(void)
+{
+	char *summary = NULL;
+	jv files;
+
+	fresh();
+	CHECK(apply_text(&summary, &files, "*** Update File: a\n") < 0);
+	CHECK(strstr(forge_last_error(), "must start with '*** Begin Patch'"));
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Add File: a\n+x\n") < 0);
+	CHECK(strstr(forge_last_error(), "must end with '*** End Patch'"));
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Frobnicate: a\n*** End Patch\n") < 0);
+	CHECK(strstr(forge_last_error(), "is not a valid hunk header"));
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Add File: app.py\n+x\n*** End Patch\n") < 0);
+	CHECK(strstr(forge_last_error(), "already exists"));
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Delete File: nope\n*** End Patch\n") < 0);
+	CHECK(strstr(forge_last_error(), "Delete File 'nope': no such file"));
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: nope\n-a\n+b\n*** End Patch\n") < 0);
+	CHECK(strstr(forge_last_error(), "use Add File"));
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: app.py\n@@ no such context\n-a\n+b\n*** End Patch\n") < 0);
+	CHECK(strstr(forge_last_error(), "failed to find context 'no such context'"));
+	CHECK(same_tree(FIX "/orig"));
+}
+
+static void test_apply_refuses_escapes(void)
+{
+	char *summary = NULL;
+	jv files;
+
+	fresh();
+	CHECK_INT(apply_text(&summary, &files, "*** Begin Patch\n*** Add File: ../escape.txt\n+x\n*** End Patch\n"),
+		  SANDBOX_EDENIED);
+	CHECK_INT(apply_text(&summary, &files, "*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+x\n*** End Patch\n"),
+		  SANDBOX_EDENIED);
+	CHECK_INT(apply_text(&summary, &files, "*** Begin Patch\n*** Add File: /tmp/x\n+x\n*** End Patch\n"),
+		  SANDBOX_EDENIED);
+	CHECK(same_tree(FIX "/orig"));
+}
+
+int main(void)
+{
+	RUN(test_seek_passes);
+	RUN(test_seek_prefers_stricter_pass);
+	RUN(test_edit_exact_unique);
+	RUN(test_edit_ambiguous_and_replace_all);
+	RUN(test_edit_rstrip_pass);
+	RUN(test_edit_strip_pass_reindents);
+	RUN(test_edit_punct_pass);
+	RUN(test_edit_no_match_shows_closest);
+	RUN(test_edit_keeps_crlf_and_missing_final_newline);
+	RUN(test_apply_multi);
+	RUN(test_apply_all_or_nothing);
+	RUN(test_apply_fuzzy);
+	RUN(test_apply_each_pass);
+	RUN(test_apply_context_eof_and_insert);
+	RUN(test_apply_errors);
+	RUN(test_apply_refuses_escapes);
+	if (scratch[0])
+		rm_scratch();
+	return unit_done();
+}

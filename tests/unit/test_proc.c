@@ -1,0 +1,287 @@
+/* test_proc.c - child processes: timeout, process groups, output cap,
+ * rlimits, Landlock and the network namespace (lib/proc.h, lib/landlock.h). */
+#include "forge.h"
+#include "landlock.h"
+#include "proc.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmp[128];
+
+static int sh(struct proc_result *r, struct proc_opts *o, const char *cmd)
+{
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	o->argv = argv;
+	return proc_run(r, o);
+}
+
+static void test_exit_and_signal(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+
+	CHECK(sh(&r, &o, "echo out; echo err >&2; exit 7") == 0);
+	CHECK_INT(r.exit_code, 7);
+	CHECK_STR(r.out.buf, "out\n");
+	CHECK_STR(r.err.buf, "err\n");
+	CHECK(!r.timed_out);
+	proc_result_release(&r);
+	CHECK(sh(&r, &o, "kill -USR1 $$") == 0);
+	CHECK_INT(r.term_signal, SIGUSR1);
+	CHECK_INT(r.exit_code, 128 + SIGUSR1);
+	proc_result_release(&r);
+	o.merge_stderr = true;
+	CHECK(sh(&r, &o, "echo a; echo b >&2; echo c") == 0);
+	CHECK_STR(r.out.buf, "a\nb\nc\n");
+	proc_result_release(&r);
+}
+
+static void test_stdin_and_env(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char *env[] = { "ONLY=this", "PATH=/usr/bin:/bin", NULL };
+	static char big[300000];
+
+	memset(big, 'x', sizeof(big));
+	o.input = big;
+	o.input_len = sizeof(big);
+	o.envp = env;
+	/* More input than a pipe holds, read while output is produced. */
+	CHECK(sh(&r, &o, "wc -c; echo $ONLY; echo ${HOME:-nohome}") == 0);
+	CHECK_STR(r.out.buf, "300000\nthis\nnohome\n");
+	proc_result_release(&r);
+	/* A child that does not read its input: no SIGPIPE in the parent. */
+	CHECK(sh(&r, &o, "exit 0") == 0);
+	CHECK_INT(r.exit_code, 0);
+	proc_result_release(&r);
+	/* stdin is /dev/null without input */
+	o.input = NULL;
+	CHECK(sh(&r, &o, "cat; echo end") == 0);
+	CHECK_STR(r.out.buf, "end\n");
+	proc_result_release(&r);
+}
+
+static bool alive(const char *pidfile)
+{
+	FILE *f = fopen(pidfile, "r");
+	long pid = 0;
+	if (!f)
+		return false;
+	if (fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	if (pid <= 0)
+		return false;
+	/* a zombie (killed, waiting for init to reap it) counts as dead */
+	{
+		char path[64], stat[256];
+		FILE *sf;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		if (!(sf = fopen(path, "r")))
+			return false;
+		if (!fgets(stat, sizeof(stat), sf))
+			stat[0] = '\0';
+		fclose(sf);
+		return !strstr(stat, ") Z ");
+	}
+}
+
+static void test_timeout_kills_group(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char cmd[512], pf[200], gpf[200];
+
+	snprintf(pf, sizeof(pf), "%s/child.pid", tmp);
+	snprintf(gpf, sizeof(gpf), "%s/grandchild.pid", tmp);
+	/* A child and a grandchild that ignore nothing, plus a shell that traps TERM. */
+	snprintf(cmd, sizeof(cmd),
+		 "trap '' TERM; sh -c 'sleep 60 & echo $! > %s; sleep 60' & echo $! > %s; wait",
+		 gpf, pf);
+	o.timeout_ms = 300;
+	o.kill_grace_ms = 200;
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK(r.timed_out);
+	CHECK_INT(r.term_signal, SIGKILL);   /* the shell ignored SIGTERM */
+	CHECK(r.duration_ms < 5000);
+	proc_result_release(&r);
+	usleep(100000);
+	CHECK(!alive(pf));
+	CHECK(!alive(gpf));
+}
+
+static void test_leftovers_killed_on_exit(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char cmd[600], pf[200];
+
+	snprintf(pf, sizeof(pf), "%s/bg.pid", tmp);
+	snprintf(cmd, sizeof(cmd), "sleep 60 >/dev/null 2>&1 & echo $! > %s; echo done", pf);
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK_STR(r.out.buf, "done\n");
+	CHECK(r.duration_ms < 2000);
+	proc_result_release(&r);
+	usleep(100000);
+	CHECK(!alive(pf));
+}
+
+static void test_output_cap_head_tail(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+
+	o.out_cap = 1000;
+	CHECK(sh(&r, &o, "seq 1 10000") == 0);
+	CHECK_INT(r.out_bytes, 48894);
+	CHECK(r.out.len < 1100);
+	CHECK(!strncmp(r.out.buf, "1\n2\n3\n", 6));
+	CHECK(strstr(r.out.buf, "\n9999\n10000\n"));
+	CHECK(strstr(r.out.buf, "bytes omitted \xe2\x80\xa6]\n"));
+	{
+		/* the numbers around the cut are whole lines, and the count adds up */
+		const char *m = strstr(r.out.buf, "[\xe2\x80\xa6 ");
+		size_t omitted = (size_t)strtoul(m + 5, NULL, 10);
+		size_t marker = (size_t)(strchr(m, '\n') + 1 - m);
+		CHECK(m[-1] == '\n');
+		CHECK_INT(omitted + r.out.len - marker, r.out_bytes);
+	}
+	proc_result_release(&r);
+	/* under the cap: untouched */
+	CHECK(sh(&r, &o, "seq 1 10") == 0);
+	CHECK(!strstr(r.out.buf, "omitted"));
+	proc_result_release(&r);
+}
+
+static void test_exec_failure(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	const char *argv[] = { "/nonexistent/program", NULL };
+
+	o.argv = argv;
+	CHECK(proc_run(&r, &o) < 0);
+	CHECK(strstr(forge_last_error(), "cannot run '/nonexistent/program'"));
+	proc_result_release(&r);
+	o.argv = NULL;
+	{
+		const char *a2[] = { "/bin/true", NULL };
+		o.argv = a2;
+		o.cwd = "/nonexistent-dir";
+		CHECK(proc_run(&r, &o) < 0);
+		CHECK(strstr(forge_last_error(), "cannot run in '/nonexistent-dir'"));
+		proc_result_release(&r);
+	}
+}
+
+static void test_rlimits(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char cmd[600];
+
+	o.limits.fsize_bytes = 4096;
+	o.limits.nofile = 64;
+	o.merge_stderr = true;
+	snprintf(cmd, sizeof(cmd), "ulimit -n; head -c 100000 /dev/zero > %s/big; ls -l %s/big | awk '{print $5}'", tmp, tmp);
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK_MSG(!strncmp(r.out.buf, "64\n", 3), "%s", r.out.buf);
+	CHECK_MSG(strstr(r.out.buf, "\n4096\n"), "%s", r.out.buf);
+	proc_result_release(&r);
+}
+
+static void test_landlock_confines_writes(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	struct landlock_ruleset *rs;
+	char inside[160], cmd[600];
+	char out_tmpl[] = "/tmp/forge-ll-out-XXXXXX", *outside = mkdtemp(out_tmpl);
+	const char *writable[] = { inside, NULL };
+
+	if (landlock_abi() < 1) {
+		printf("# skip: no Landlock on this kernel\n");
+		return;
+	}
+	snprintf(inside, sizeof(inside), "%s/wt", tmp);
+	CHECK(mkdir(inside, 0755) == 0);
+	CHECK(landlock_ruleset_new(&rs, writable) == 0);
+	o.landlock_fd = rs->fd;
+	o.landlock_required = true;
+	o.merge_stderr = true;
+	snprintf(cmd, sizeof(cmd),
+		 "echo ok > %s/in && echo in=$?; echo x > %s/out; echo out=$?; echo y > /dev/null && echo null=$?; "
+		 "cat /etc/hostname >/dev/null && echo read=$?",
+		 inside, outside);
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK_MSG(strstr(r.out.buf, "in=0\n"), "%s", r.out.buf);
+	CHECK_MSG(strstr(r.out.buf, "Permission denied"), "%s", r.out.buf);
+	CHECK(strstr(r.out.buf, "out=2\n"));
+	CHECK(strstr(r.out.buf, "null=0\n"));
+	CHECK(strstr(r.out.buf, "read=0\n"));
+	CHECK(r.unconfined[0] == '\0');
+	proc_result_release(&r);
+	landlock_ruleset_free(rs);
+	snprintf(cmd, sizeof(cmd), "%s/out", outside);
+	CHECK(access(cmd, F_OK) != 0);
+	rmdir(outside);
+}
+
+static void test_netns(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	const char *why;
+
+	if (!netns_available(&why)) {
+		printf("# skip: %s\n", why);
+		return;
+	}
+	o.new_netns = true;
+	o.netns_required = true;
+	CHECK(sh(&r, &o, "awk -F: 'NR > 2 { gsub(/ /, \"\", $1); print $1 }' /proc/net/dev; id -u") == 0);
+	/* only the loopback device, and the same uid as outside */
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "lo\n%d\n", (int)getuid());
+		CHECK_STR(r.out.buf, want);
+	}
+	proc_result_release(&r);
+}
+
+static void test_kill_running(void)
+{
+	/* With nothing running it is a no-op (and async-signal-safe by design). */
+	proc_kill_running(SIGTERM);
+	CHECK(1);
+}
+
+int main(void)
+{
+	char t[] = "/tmp/forge-proc-XXXXXX";
+	char cmd[200];
+
+	snprintf(tmp, sizeof(tmp), "%s", mkdtemp(t));
+	RUN(test_exit_and_signal);
+	RUN(test_stdin_and_env);
+	RUN(test_timeout_kills_group);
+	RUN(test_leftovers_killed_on_exit);
+	RUN(test_output_cap_head_tail);
+	RUN(test_exec_failure);
+	RUN(test_rlimits);
+	RUN(test_landlock_confines_writes);
+	RUN(test_netns);
+	RUN(test_kill_running);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	if (system(cmd) != 0)
+		return 1;
+	return unit_done();
+}

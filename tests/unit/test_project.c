@@ -1,0 +1,144 @@
+/* test_project.c - project kind and command detection. */
+#include "forge.h"
+#include "json.h"
+#include "project.h"
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char root[] = "/tmp/forge-project-XXXXXX";
+
+static void put(const char *name, const char *text)
+{
+	char path[512];
+
+	snprintf(path, sizeof path, "%s/%s", root, name);
+	char *slash = strrchr(path, '/');
+	*slash = '\0';
+	mkdir(path, 0755);
+	*slash = '/';
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+static void clean(void)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'/* '%s'/.[!.]* 2>/dev/null", root, root);
+	if (system(cmd) != 0) {
+		/* nothing to remove is fine */
+	}
+}
+
+static void check_test(const char *want)
+{
+	char *got = project_command(root, NULL, "test");
+
+	if (!want) {
+		if (got)
+			printf("#   unexpected test command %s\n", got);
+		unit_current_failed |= got != NULL;
+		free(got);
+		return;
+	}
+	if (!got || strcmp(got, want) != 0) {
+		printf("#   test command %s, want %s\n", got ? got : "(none)", want);
+		unit_current_failed = 1;
+	}
+	free(got);
+}
+
+static void test_make_check_before_make_test(void)
+{
+	clean();
+	put("Makefile", "all:\n\tcc -o x x.c\ntest: all\n\t./x\ncheck: test\n");
+	check_test("make check");
+	clean();
+	put("Makefile", "CFLAGS := -O2\nall:\n\ttrue\ntest:\n\t./run\n");
+	check_test("make test");
+	clean();
+	put("Makefile", "check := 1\nall:\n\ttrue\n");   /* a variable, not a target */
+	check_test(NULL);
+}
+
+static void test_other_ecosystems(void)
+{
+	clean();
+	put("package.json", "{\"scripts\":{\"test\":\"node --test\",\"lint\":\"eslint .\"}}");
+	check_test("npm test");
+	char *lint = project_command(root, NULL, "lint");
+	CHECK_STR(lint, "npm run lint");
+	free(lint);
+	clean();
+	put("package.json", "{\"name\":\"no-tests\"}");
+	check_test(NULL);
+	clean();
+	put("Cargo.toml", "[package]\nname='x'\n");
+	check_test("cargo test");
+	clean();
+	put("go.mod", "module x\n");
+	check_test("go test ./...");
+	clean();
+	put("pyproject.toml", "[project]\nname='x'\n");
+	check_test("python3 -m pytest");
+	clean();
+	put("tests/basic.bats", "@test x { true; }\n");
+	check_test("bats tests");
+}
+
+static void test_describe_counts_languages(void)
+{
+	jv d;
+
+	clean();
+	put("Makefile", "check:\n\t./t.sh\n");
+	put("src/a.c", "int a;\n");
+	put("src/b.c", "int b;\n");
+	put("src/a.h", "int a;\n");
+	put("t.sh", "true\n");
+	put(".git/config", "[core]\n");
+	CHECK(project_describe(&d, root, NULL) == 0);
+	jv langs = json_get(d, "languages");
+	CHECK(json_get_num(langs, "c", 0) == 3);
+	CHECK(json_get_num(langs, "shell", 0) == 1);
+	jv_free(langs);
+	jv cmds = json_get(d, "commands");
+	CHECK_STR(json_get_str(cmds, "test"), "make check");
+	CHECK_STR(json_get_str(cmds, "build"), "make");
+	jv_free(cmds);
+	jv src = json_get(d, "sources");
+	CHECK_STR(json_get_str(src, "test"), "detected");
+	jv_free(src);
+	jv_free(d);
+	CHECK(project_describe(&d, "/nonexistent/forge", NULL) == -1);
+}
+
+static void test_language_by_extension(void)
+{
+	CHECK_STR(project_language("lib/x.c"), "c");
+	CHECK_STR(project_language("a/b/script.sh"), "shell");
+	CHECK_STR(project_language("app.test.ts"), "typescript");
+	CHECK(project_language("Makefile") == NULL);
+	CHECK(project_language("dir.d/file") == NULL);
+}
+
+int main(void)
+{
+	if (!mkdtemp(root))
+		return 1;
+	RUN(test_make_check_before_make_test);
+	RUN(test_other_ecosystems);
+	RUN(test_describe_counts_languages);
+	RUN(test_language_by_extension);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	if (system(cmd) != 0)
+		return 1;
+	return unit_done();
+}

@@ -1,0 +1,189 @@
+/*
+ * test_tap.c - the TAP reader: plans (leading, trailing, several documents,
+ * missing tests, 1..0), directives (SKIP/TODO, case, escapes, a '#' that is
+ * not one), YAML diagnostics, subtests, bail out; hostile input.
+ */
+#include "forge.h"
+#include "tap.h"
+#include "testrun.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int parse(struct testrun *r, const char *text)
+{
+	testrun_init(r);
+	return tap_parse(r, text, strlen(text));
+}
+
+static void test_plans(void)
+{
+	struct testrun r;
+
+	CHECK(parse(&r, "1..3\nok 1 a\nnot ok 2 b\nok 3 c\n") == 1);
+	CHECK_INT(r.total, 3);
+	CHECK_INT(r.failed, 1);
+	CHECK_STR(r.format, "tap");
+	testrun_release(&r);
+	/* trailing plan, then a second document (a make check running two programs) */
+	CHECK(parse(&r, "ok 1 a\nok 2 b\n1..2\nnoise\n1..1\nnot ok 1 c\n") == 1);
+	CHECK_INT(r.total, 3);
+	CHECK_INT(r.passed, 2);
+	CHECK_INT(r.failed, 1);
+	testrun_release(&r);
+	/* a run that stopped early: the missing tests are a failure */
+	CHECK(parse(&r, "TAP version 14\n1..4\nok 1 a\nok 2 b\n") == 1);
+	CHECK_INT(r.failed, 1);
+	CHECK(testrun_find(&r, "TAP plan") && testrun_find(&r, "TAP plan")->synthetic);
+	CHECK(strstr(r.note, "2 planned tests did not run"));
+	testrun_release(&r);
+	/* no plan after a version line */
+	CHECK(parse(&r, "TAP version 13\nok 1 a\n") == 1);
+	CHECK_INT(r.failed, 1);
+	testrun_release(&r);
+	/* 1..0: everything skipped, nothing failed */
+	CHECK(parse(&r, "1..0 # skip no database\n") == 1);
+	CHECK_INT(r.total, 0);
+	CHECK_INT(r.failed, 0);
+	testrun_release(&r);
+	/* not TAP: "ok" lines without a plan and without numbers or dashes
+	 * (go test's package lines) */
+	CHECK(parse(&r, "ok  \texample.com/x\t0.1s\nok maybe\n") == 0);
+	CHECK_INT(r.ncases, 0);
+	testrun_release(&r);
+	/* plan-less TAP from a check script */
+	CHECK(parse(&r, "sh tests/check.sh\nok - add\nnot ok - div by zero\n") == 1);
+	CHECK_INT(r.total, 2);
+	CHECK_INT(r.failed, 1);
+	CHECK_STR(r.note, "TAP without a plan");
+	testrun_release(&r);
+}
+
+static void test_directives(void)
+{
+	struct testrun r;
+
+	CHECK(parse(&r, "1..6\n"
+			"ok 1 - skipped # SKIP no network\n"
+			"not ok 2 - not yet # TODO later\n"
+			"ok 3 - done early # todo\n"
+			"not ok 4 - bats tap13 skip # skip why\n"
+			"ok 5 - url page.html#skip and a # hash\n"
+			"not ok 6 - escaped \\# SKIP is a description\n") == 1);
+	CHECK_INT(r.total, 6);
+	CHECK_INT(r.skipped, 3);
+	CHECK_INT(r.passed, 2);
+	CHECK_INT(r.failed, 1);
+	CHECK_STR(testrun_find(&r, "skipped")->message, "no network");
+	CHECK(testrun_find(&r, "url page.html#skip and a # hash"));
+	CHECK(testrun_find(&r, "escaped # SKIP is a description")->status == TC_FAIL);
+	testrun_release(&r);
+	/* Bail out! stops the run with a failure */
+	CHECK(parse(&r, "1..3\nok 1 a\nBail out! database down\nok 2 b\n") == 1);
+	CHECK(testrun_find(&r, "Bail out!"));
+	CHECK_STR(testrun_find(&r, "Bail out!")->message, "database down");
+	CHECK(testrun_find(&r, "b") == NULL);
+	CHECK_INT(r.failed, 1);
+	testrun_release(&r);
+}
+
+static void test_yaml_and_subtests(void)
+{
+	struct testrun r;
+	const char *doc =
+		"TAP version 14\n"
+		"# Subtest: outer\n"
+		"    ok 1 - inner ok\n"
+		"    not ok 2 - inner bad\n"
+		"      ---\n"
+		"      message: \"it's \\\"broken\\\"\"\n"
+		"      at:\n"
+		"        file: src/x.c\n"
+		"        line: 42\n"
+		"      data: |\n"
+		"        one\n"
+		"        two\n"
+		"      ...\n"
+		"    1..2\n"
+		"not ok 1 - outer\n"
+		"not ok 2 - hook failed\n"
+		"  ---\n"
+		"  error: 'before hook: can''t connect'\n"
+		"  location: '/p/a.test.js:7:3'\n"
+		"  ...\n"
+		"1..2\n";
+
+	CHECK(parse(&r, doc) == 1);
+	CHECK_INT(r.total, 3);   /* outer counts through its subtests */
+	CHECK_INT(r.failed, 2);
+	struct testcase *c = testrun_find(&r, "outer > inner bad");
+	CHECK(c);
+	CHECK_STR(c->message, "it's \"broken\"");
+	CHECK_STR(c->file, "src/x.c");
+	CHECK_INT(c->line, 42);
+	CHECK(strstr(c->output, "data: |"));
+	c = testrun_find(&r, "hook failed");
+	CHECK_STR(c->message, "before hook: can't connect");
+	CHECK_STR(c->file, "/p/a.test.js");
+	CHECK_INT(c->line, 7);
+	CHECK(testrun_find(&r, "outer") == NULL);
+	testrun_release(&r);
+	/* a parent that fails with every subtest passing counts itself */
+	CHECK(parse(&r, "    ok 1 - a\n    1..1\nnot ok 1 - p\n1..1\n") == 1);
+	CHECK_INT(r.total, 2);
+	CHECK(testrun_find(&r, "p") && testrun_find(&r, "p")->status == TC_FAIL);
+	testrun_release(&r);
+}
+
+static void test_hostile(void)
+{
+	struct testrun r;
+	char *deep = xmalloc(200000);
+	size_t n = 0;
+
+	n += (size_t)snprintf(deep, 100, "1..1\n");
+	for (int i = 0; i < 400 && n < 190000; i++) {
+		memset(deep + n, ' ', (size_t)i * 4 % 2000);
+		n += (size_t)i * 4 % 2000;
+		n += (size_t)snprintf(deep + n, 100, "# Subtest: s%d\n", i);
+	}
+	n += (size_t)snprintf(deep + n, 100, "not ok 1 - x\n  ---\n  message: |\n");
+	deep[n] = '\0';
+	CHECK(tap_parse((testrun_init(&r), &r), deep, n) == 1);   /* an unterminated YAML block */
+	testrun_release(&r);
+	/* NUL bytes, a huge plan, numbers that overflow, lone markers */
+	const char weird[] = "1..99999999999999999999\nok 184467440737095516160 \0x\nnot ok\n---\n...\n  ---\n";
+	testrun_init(&r);
+	CHECK(tap_parse(&r, weird, sizeof weird - 1) == 1);
+	CHECK(r.total >= 2);
+	testrun_release(&r);
+	unsigned seed = 7;
+	for (int round = 0; round < 2000; round++) {
+		char buf[256];
+		static const char *const parts[] = { "ok ", "not ok ", "1..", "# Subtest: ", "    ", "  ---\n",
+						     "  ...\n", "# SKIP", "\\#", "\n", "Bail out!", "7", " - ", "#" };
+		size_t len = 0;
+		while (len < 200) {
+			seed = seed * 1103515245u + 12345u;
+			const char *p = parts[(seed >> 16) % (sizeof parts / sizeof parts[0])];
+			size_t pl = strlen(p);
+			memcpy(buf + len, p, pl);
+			len += pl;
+		}
+		testrun_init(&r);
+		tap_parse(&r, buf, len);
+		CHECK(r.total >= 0 && r.failed >= 0 && r.skipped >= 0);
+		testrun_release(&r);
+	}
+	free(deep);
+}
+
+int main(void)
+{
+	RUN(test_plans);
+	RUN(test_directives);
+	RUN(test_yaml_and_subtests);
+	RUN(test_hostile);
+	return unit_done();
+}

@@ -1,0 +1,393 @@
+/* test_tools.c - the tool registry, schemas, validation and the tools
+ * themselves against a scratch git repository (lib/tools.h). */
+#include "agent.h"
+#include "forge.h"
+#include "git.h"
+#include "json.h"
+#include "llm.h"
+#include "sandbox.h"
+#include "schema.h"
+#include "tools.h"
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char repo[128];
+static struct tool_ctx ctx;
+
+static void run(const char *cmd)
+{
+	if (system(cmd) != 0)
+		printf("# failed: %s\n", cmd);
+}
+
+static void setup(void)
+{
+	char t[] = "/tmp/forge-tools-XXXXXX", cmd[1024];
+
+	snprintf(repo, sizeof(repo), "%s", mkdtemp(t));
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && git init -q && mkdir -p src build && printf 'int main(void)\\n{\\n\\treturn 0;\\n}\\n' > src/main.c && "
+		 "printf 'build/\\n*.o\\n' > .gitignore && echo x > build/out && echo o > src/main.o && "
+		 "printf 'a\\0b' > blob.bin && seq 1 5000 > long.txt && git add . && "
+		 "git -c user.name=t -c user.email=t@x commit -qm init && echo new > src/new.h",
+		 repo);
+	run(cmd);
+	ctx.root = repo;
+}
+
+static void call(struct tool_result *r, const char *name, const char *input)
+{
+	jv in = json_parse(input, strlen(input));
+	tools_run(r, name, &ctx, in);
+	jv_free(in);
+}
+
+static void test_registry_and_schemas(void)
+{
+	static const char *const names[] = {
+		"read_file", "list_files", "grep", "write_file", "edit_file", "apply_patch",
+		"run_command", "git_diff", "git_status", "finish", "ask_human",
+	};
+	size_t n;
+
+	tools_all(&n);
+	CHECK_INT(n, 11);
+	for (size_t i = 0; i < 11; i++) {
+		const struct tool *t = tools_find(names[i]);
+		jv spec;
+		CHECK_MSG(t != NULL, "%s", names[i]);
+		CHECK_MSG(schema_get(t->schema) != NULL, "%s: %s", names[i], forge_last_error());
+		spec = tool_spec(t, jv_null());
+		CHECK_STR(json_get_str(spec, "name"), names[i]);
+		CHECK(strlen(json_get_str(spec, "description")) > 40);
+		{
+			jv is = json_get(spec, "input_schema");
+			bool has = json_has(is, "$schema");
+			bool obj = json_get_str(is, "type") && !strcmp(json_get_str(is, "type"), "object");
+			jv_free(is);
+			jv_free(spec);
+			CHECK(!has);
+			CHECK(obj);
+		}
+	}
+	CHECK(tools_find("rm") == NULL);
+	{
+		const char *ov = "{\"type\":\"object\",\"required\":[\"x\"]}";
+		jv s = tool_spec(tools_find("finish"), json_parse(ov, strlen(ov)));
+		jv is = json_get(s, "input_schema");
+		bool has = json_has(is, "required");
+		jv_free(is);
+		jv_free(s);
+		CHECK(has);
+	}
+	{
+		jv all = tool_specs(NULL);
+		const char *const two[] = { "read_file", "grep", NULL }, *const bad[] = { "nope", NULL };
+		CHECK_INT(jv_array_length(all), 9);
+		all = tool_specs(two);
+		CHECK_INT(jv_array_length(all), 2);
+		all = tool_specs(bad);
+		CHECK(!jv_is_valid(all));
+		jv_free(all);
+	}
+}
+
+static void test_validation_errors(void)
+{
+	struct tool_result r;
+
+	call(&r, "read_file", "{\"path\":\"src/main.c\",\"start_line\":\"1\"}");
+	CHECK(!r.ok);
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(strstr(r.error, "read_file: invalid input: .start_line"), "%s", r.error);
+	tool_result_release(&r);
+	call(&r, "read_file", "{}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(strstr(r.error, "path"), "%s", r.error);
+	tool_result_release(&r);
+	call(&r, "write_file", "{\"path\":\"a\",\"content\":\"x\",\"mode\":7}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	tool_result_release(&r);
+	call(&r, "frobnicate", "{}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK(strstr(r.error, "no tool called 'frobnicate'"));
+	tool_result_release(&r);
+}
+
+static void test_read_file(void)
+{
+	struct tool_result r;
+
+	call(&r, "read_file", "{\"path\":\"src/main.c\"}");
+	CHECK(r.ok);
+	CHECK_STR(r.output, "     1\tint main(void)\n     2\t{\n     3\t\treturn 0;\n     4\t}");
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":10,\"end_line\":12}");
+	CHECK_STR(r.output, "    10\t10\n    11\t11\n    12\t12\n[lines 10-12 of 5000; call again with start_line=13 to read on]");
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\"}");
+	CHECK(strstr(r.output, "[lines 1-2000 of 5000; call again with start_line=2001"));
+	tool_result_release(&r);
+	ctx.read_cap = 100;
+	call(&r, "read_file", "{\"path\":\"long.txt\"}");
+	CHECK(json_get_bool(r.data, "truncated", false));
+	CHECK(strlen(r.output) < 200);
+	ctx.read_cap = 0;
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"blob.bin\"}");
+	CHECK(r.ok);
+	CHECK(strstr(r.output, "binary file (3 bytes)"));
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":6000}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK(strstr(r.error, "past the end"));
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"nope.c\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK(strstr(r.error, "no such file"));
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\".git/HEAD\"}");
+	CHECK_INT(r.kind, TOOL_ERR_DENIED);
+	tool_result_release(&r);
+}
+
+static void test_list_files_respects_gitignore(void)
+{
+	struct tool_result r;
+
+	call(&r, "list_files", "{}");
+	CHECK(r.ok);
+	CHECK_STR(r.output, ".gitignore\nblob.bin\nlong.txt\nsrc/main.c\nsrc/new.h");
+	tool_result_release(&r);
+	call(&r, "list_files", "{\"pattern\":\"*.h\"}");
+	CHECK_STR(r.output, "src/new.h");
+	tool_result_release(&r);
+	call(&r, "list_files", "{\"pattern\":\"src/**\",\"max_results\":1}");
+	CHECK_STR(r.output, "src/main.c\n[1 more files not shown; narrow with path or pattern]");
+	tool_result_release(&r);
+	call(&r, "list_files", "{\"path\":\"src\",\"pattern\":\"m[a-z]in.?\"}");
+	CHECK_STR(r.output, "src/main.c");
+	tool_result_release(&r);
+	call(&r, "list_files", "{\"path\":\"../\"}");
+	CHECK_INT(r.kind, TOOL_ERR_DENIED);
+	tool_result_release(&r);
+}
+
+static void test_grep(void)
+{
+	struct tool_result r;
+
+	call(&r, "grep", "{\"pattern\":\"RETURN\\\\s+\\\\d\",\"case_insensitive\":true}");
+	CHECK(r.ok);
+	CHECK_STR(r.output, "src/main.c:3:\treturn 0;");
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"^1\",\"glob\":\"*.txt\",\"max_results\":3}");
+	CHECK(strstr(r.output, "long.txt:1:1\nlong.txt:10:10\nlong.txt:11:11\n[stopped after 3 matches"));
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"x\",\"path\":\"build\"}");   /* ignored dir */
+	CHECK(strstr(r.output, "no matches"));
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"(\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK(strstr(r.error, "bad pattern"));
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"(\",\"fixed_strings\":true}");
+	CHECK(r.ok);
+	tool_result_release(&r);
+}
+
+static void test_write_and_edit(void)
+{
+	struct tool_result r;
+
+	call(&r, "write_file", "{\"path\":\"docs/a/b.md\",\"content\":\"# T\\nold line\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_STR(json_get_str(r.data, "action"), "add");
+	tool_result_release(&r);
+	call(&r, "edit_file", "{\"path\":\"docs/a/b.md\",\"old\":\"old line\",\"new\":\"new line\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"docs/a/b.md\"}");
+	CHECK_STR(r.output, "     1\t# T\n     2\tnew line");
+	tool_result_release(&r);
+	call(&r, "edit_file", "{\"path\":\"docs/a/b.md\",\"old\":\"no such\\ntext\",\"new\":\"x\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK(strstr(r.error, "closest lines"));
+	tool_result_release(&r);
+	call(&r, "write_file", "{\"path\":\".git/hooks/post-checkout\",\"content\":\"evil\"}");
+	CHECK_INT(r.kind, TOOL_ERR_DENIED);
+	tool_result_release(&r);
+	call(&r, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: p.txt\\n+hi\\n*** End Patch\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK(strstr(r.output, "A p.txt"));
+	{
+		jv files = json_get(r.data, "files");
+		CHECK_INT(jv_array_length(files), 1);
+	}
+	tool_result_release(&r);
+}
+
+static void test_run_command(void)
+{
+	struct tool_result r;
+	char *env[] = { "PATH=/usr/bin:/bin", "ANTHROPIC_API_KEY=sk-ant-canary-1234567890",
+			"CANARY_TOKEN=tok", "MY_PASSWORD=pw", NULL };
+
+	ctx.env = env;
+	call(&r, "run_command", "{\"command\":\"echo [$ANTHROPIC_API_KEY$CANARY_TOKEN$MY_PASSWORD]; pwd\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK(strstr(r.output, "[]\n"));
+	CHECK(strstr(r.output, "[exit status 0]"));
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"exit 4\"}");
+	CHECK(!r.ok);
+	CHECK_INT(r.kind, TOOL_ERR_FAILED);
+	CHECK_INT(json_get_num(r.data, "exit_code", -1), 4);
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"sleep 5\",\"timeout_s\":0.2}");
+	CHECK_INT(r.kind, TOOL_ERR_FAILED);
+	CHECK(json_get_bool(r.data, "timed_out", false));
+	CHECK(strstr(r.error, "timed out"));
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"rm -rf ~\"}");
+	CHECK_INT(r.kind, TOOL_ERR_DENIED);
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"npm publish\"}");
+	CHECK_INT(r.kind, TOOL_ASK);
+	CHECK_STR(json_get_str(r.data, "command"), "npm publish");
+	tool_result_release(&r);
+	ctx.approved = true;
+	call(&r, "run_command", "{\"command\":\"true npm publish\"}");
+	CHECK(r.ok);
+	ctx.approved = false;
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"pwd\",\"workdir\":\"src\"}");
+	CHECK(r.ok);
+	CHECK(strstr(r.output, "/src\n"));
+	tool_result_release(&r);
+	ctx.env = NULL;
+}
+
+static void test_finish_ask_and_git(void)
+{
+	struct tool_result r;
+
+	call(&r, "finish", "{\"summary\":\"done\"}");
+	CHECK(r.ok);
+	CHECK_INT(r.kind, TOOL_FINISH);
+	CHECK_STR(json_get_str(r.data, "summary"), "done");
+	tool_result_release(&r);
+	call(&r, "ask_human", "{\"question\":\"which?\",\"options\":[\"a\",\"b\"]}");
+	CHECK_INT(r.kind, TOOL_ASK_HUMAN);
+	tool_result_release(&r);
+	call(&r, "ask_human", "{}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	tool_result_release(&r);
+	/* a plain checkout is not a run's worktree */
+	call(&r, "git_status", "{}");
+	CHECK(!r.ok);
+	CHECK_MSG(strstr(r.error, "worktree"), "%s", r.error);
+	tool_result_release(&r);
+}
+
+static void test_git_tools_in_a_run_worktree(void)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	struct tool_result r;
+	const char *saved = ctx.root;
+
+	CHECK_MSG(forge_git_open(&g, repo) == 0, "%s", forge_last_error());
+	CHECK_MSG(forge_git_worktree_open(&wt, g, "t1", NULL) == 0, "%s", forge_last_error());
+	ctx.root = forge_git_worktree_path(wt);
+	call(&r, "write_file", "{\"path\":\"src/main.c\",\"content\":\"int main(void) { return 1; }\\n\"}");
+	CHECK(r.ok);
+	tool_result_release(&r);
+	call(&r, "git_status", "{}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(strstr(r.output, "On branch forge/t1\nM  src/main.c"), "%s", r.output);
+	tool_result_release(&r);
+	call(&r, "git_diff", "{\"paths\":[\"src/main.c\"]}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK(strstr(r.output, "diff --git a/src/main.c b/src/main.c"));
+	CHECK(strstr(r.output, "+int main(void) { return 1; }"));
+	tool_result_release(&r);
+	call(&r, "git_diff", "{\"paths\":[\"other\"]}");
+	CHECK_STR(r.output, "no changes");
+	tool_result_release(&r);
+	ctx.root = saved;
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+static void test_sanitize(void)
+{
+	char big[600];
+	jv in, s;
+
+	memset(big, 'y', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	llm_secret_add("sk-ant-known-secret-value");
+	in = json_set(jv_object(), "content", jv_string(big));
+	in = json_set(in, "api_key", jv_string("abc"));
+	in = json_set(in, "command", jv_string("curl -H 'x: sk-ant-known-secret-value' h"));
+	in = json_set(in, "list", jv_array_append(jv_array(), jv_number(1)));
+	s = tool_input_sanitize(in);
+	CHECK(strstr(json_get_str(s, "content"), "[+399 chars]"));
+	CHECK_STR(json_get_str(s, "api_key"), "[REDACTED]");
+	CHECK(!strstr(json_get_str(s, "command"), "known-secret"));
+	{
+		jv l = json_get(s, "list");
+		CHECK_INT(jv_array_length(l), 1);
+	}
+	jv_free(s);
+	jv_free(in);
+}
+
+static void test_agent_adapter(void)
+{
+	struct agent_tool_outcome o;
+	const char *t1 = "{\"command\":\"docker ps\"}", *t2 = "{\"path\":\"src/main.c\"}";
+	jv in = json_parse(t1, strlen(t1));
+
+	CHECK(tools_agent_exec(&o, "run_command", in, &ctx) == 0);
+	CHECK(!o.ok);
+	CHECK(o.gate != NULL);
+	CHECK(strstr(o.text, "approval"));
+	CHECK_STR(json_get_str(o.event, "kind"), "ask");
+	free(o.text);
+	free(o.gate);
+	jv_free(o.event);
+	jv_free(in);
+	in = json_parse(t2, strlen(t2));
+	CHECK(tools_agent_exec(&o, "read_file", in, &ctx) == 0);
+	CHECK(o.ok && !o.retryable && !o.gate);
+	free(o.text);
+	jv_free(o.event);
+	jv_free(in);
+}
+
+int main(void)
+{
+	char cmd[200];
+
+	setup();
+	RUN(test_registry_and_schemas);
+	RUN(test_validation_errors);
+	RUN(test_read_file);
+	RUN(test_list_files_respects_gitignore);
+	RUN(test_grep);
+	RUN(test_write_and_edit);
+	RUN(test_run_command);
+	RUN(test_finish_ask_and_git);
+	RUN(test_git_tools_in_a_run_worktree);
+	RUN(test_sanitize);
+	RUN(test_agent_adapter);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
+	run(cmd);
+	return unit_done();
+}
