@@ -80,7 +80,14 @@ static int ensure_forge_dir(struct forge_git *g)
 	}
 	if (make_dir(wts) < 0)
 		goto out;
-	rc = 0;
+	/*
+	 * libgit2 creates <commondir>/worktrees itself and fails when another
+	 * process made it a moment before (runs started at once): make it
+	 * first, tolerating one that exists.
+	 */
+	char *admin = forge_git_path(git_repository_commondir(g->repo), "worktrees");
+	rc = make_dir(admin);
+	free(admin);
 out:
 	free(dir);
 	free(ignore);
