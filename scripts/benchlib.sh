@@ -5,11 +5,11 @@ median() {
 	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# seconds CMD...: run CMD, print its wall time in seconds.
+# seconds CMD...: run CMD (its stdout discarded), print its wall time in seconds.
 seconds() {
 	local t0 t1
 	t0=$(date +%s%N)
-	"$@"
+	"$@" >/dev/null
 	t1=$(date +%s%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }'
 }

@@ -116,3 +116,10 @@ expect_rejected() {
 	run -0 bash -c 'set -o pipefail; yes "$1" | head -n 20000 | "$2" | head -n 1 >/dev/null; echo "${PIPESTATUS[2]}" >"$3"' _ "$ev1" "$filter" "$BATS_TEST_TMPDIR/status"
 	[ "$(cat "$BATS_TEST_TMPDIR/status")" -eq 141 ]
 }
+
+@test "bad input: events only, with no state and no task to work on" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n%s\n' "$ev1" "$ev2")
+	[[ "$stderr" == *"no state and no task in the input"* ]]
+	[ "${lines[0]}" = "$ev1" ]
+	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
+}

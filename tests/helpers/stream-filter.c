@@ -86,8 +86,9 @@ int main(int argc, char **argv)
 	} else if (stream_read(&in, stdin, &out, &opt) != 0) {
 		status = out.failed ? FORGE_EXIT_OK : stream_reject(&out, &in, forge_last_error());
 		goto out;
-	} else if (in.empty) {
-		status = stream_reject(&out, &in, "empty input: expected a state, {\"task\": …} or a task description");
+	} else if (in.empty || (jv_get_kind(in.state) != JV_KIND_OBJECT && jv_get_kind(in.task) != JV_KIND_OBJECT)) {
+		status = stream_reject(&out, &in, in.empty ? "empty input: expected a state, {\"task\": …} or a task description"
+						       : "no state and no task in the input");
 		goto out;
 	}
 
