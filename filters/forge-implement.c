@@ -765,18 +765,6 @@ static const char *guard(struct phase *ph)
 	return ok ? NULL : "no plan in the state: forge-implement needs a plan (pipe forge-plan's output)";
 }
 
-/* The repository: --repo, else the task's, else the cwd's.  malloc'd or NULL. */
-static char *repo_root(struct phase *ph)
-{
-	if (ph->common.repo && ph->repo)
-		return xstrdup(ph->repo);
-	jv task = json_get(ph->state, "task");
-	const char *task_repo = json_get_str(task, "repo");
-	char *root = task_repo ? xstrdup(task_repo) : ph->repo ? xstrdup(ph->repo) : NULL;
-	jv_free(task);
-	return root;
-}
-
 /* Open (or reopen) the run's worktree and record it in the state's task. */
 static int open_worktree(struct impl *im, const char *root)
 {
@@ -813,7 +801,7 @@ static const char *implement_run(struct phase *ph)
 {
 	struct options *opt = ph->payload;
 	struct impl im = { .ph = ph, .validation = jv_null() };
-	char *root = repo_root(ph), *build_cmd = NULL, *test_cmd = NULL;
+	char *root = phase_repo(ph), *build_cmd = NULL, *test_cmd = NULL;
 	const char *status = "failed";
 	jv task = json_get(ph->state, "task");
 	const char *desc = json_get_str(task, "description");

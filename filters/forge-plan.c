@@ -281,19 +281,6 @@ static int exec_read_only(struct agent_tool_outcome *out, const char *name, jv i
 
 /* ---- the phase ------------------------------------------------------------ */
 
-/* The repository to look at: --repo, else the task's, else the cwd's.
- * malloc'd, or NULL when there is none. */
-static char *repo_root(struct phase *ph)
-{
-	if (ph->common.repo && ph->repo)
-		return xstrdup(ph->repo);
-	jv task = json_get(ph->state, "task");
-	const char *task_repo = json_get_str(task, "repo");
-	char *root = task_repo ? xstrdup(task_repo) : ph->repo ? xstrdup(ph->repo) : NULL;
-	jv_free(task);
-	return root;
-}
-
 /*
  * The database for plan versions: 0 with *out (NULL when none is configured:
  * no repository and no --db / FORGE_DB), or -1 when it cannot be opened.
@@ -370,7 +357,7 @@ static const char *plan_run(struct phase *ph)
 	struct store *st = NULL;
 	char *system = NULL, *prompt = NULL;
 	const char *status = "failed";
-	char *root = repo_root(ph);
+	char *root = phase_repo(ph);
 	jv previous = jv_null();
 	int previous_version = 0;
 

@@ -98,6 +98,18 @@ void phase_set(struct phase *ph, const char *key, jv v)
 	ph->state = json_set(ph->state, key, v);
 }
 
+char *phase_repo(struct phase *ph)
+{
+	if (ph->common.repo && ph->repo)
+		return xstrdup(ph->repo);
+	jv task = json_get(ph->state, "task");
+	const char *task_repo = json_get_str(task, "repo");
+	char *root = task_repo ? xstrdup(task_repo) : ph->repo ? xstrdup(ph->repo) : NULL;
+
+	jv_free(task);
+	return root;
+}
+
 struct store *phase_store(struct phase *ph)
 {
 	char *path = NULL;

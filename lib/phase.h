@@ -131,6 +131,10 @@ int phase_perceive(char **out, struct phase *ph, jv environment);
  * plus one. */
 int phase_previous_runs(const struct phase *ph);
 
+/* The repository to work on: --repo, else the state's task.repo, else the
+ * one containing the cwd.  malloc'd, or NULL when there is none. */
+char *phase_repo(struct phase *ph);
+
 /* Emit an event from the phase.  Consumes payload. */
 void phase_emit(struct phase *ph, const char *type, jv payload);
 
