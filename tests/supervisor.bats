@@ -179,6 +179,25 @@ branch_log() {
 	jq -e -s 'any(.[]; .content | test("keep the usage line in sync"))' <<<"$output"
 }
 
+@test "a gate rejected with forge gate reject ends the run at resume (exit 1); deciding twice is refused" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json | jq -r .id)
+	run -0 forge gate reject "$G" --note "too risky for now"
+	run -1 --separate-stderr forge gate approve "$G"
+	[[ "$stderr" == *"already rejected"* ]]
+	run -1 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed"' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "gate.rejected")] | length >= 1' <<<"$output"
+	run -0 branch_log "$T"
+	assert_output ""
+	run -1 --separate-stderr forge gate approve NO-SUCH-GATE
+	[[ "$stderr" == *"no gate 'NO-SUCH-GATE'"* ]]
+}
+
 @test "--auto-approve passes the architecture gate (by flag) without stopping" {
 	replay run-highrisk.jsonl
 	run -0 --separate-stderr forge run --auto-approve --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
