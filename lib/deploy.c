@@ -92,28 +92,58 @@ int deploy_canary_steps(jv *out, const struct config *cfg, const char *risk)
 
 /* ---- commands ------------------------------------------------------------ */
 
+/* The length of the name of a NAME=VALUE string (all of it when there is no '='). */
+static size_t env_name_len(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+
+	return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
+char **deploy_env_set(char **env, const char *const *vars)
+{
+	size_t n = 0, k = 0;
+
+	while (env && env[n])
+		n++;
+	while (vars && vars[k])
+		k++;
+	env = xrealloc(env, (n + k + 1) * sizeof *env);
+	env[n] = NULL;
+	for (size_t i = 0; i < k; i++) {
+		size_t len = env_name_len(vars[i]);
+		size_t j = 0;
+
+		while (env[j] && !(env_name_len(env[j]) == len && strncmp(env[j], vars[i], len) == 0))
+			j++;
+		if (env[j]) {
+			free(env[j]);
+			env[j] = xstrdup(vars[i]);
+		} else {
+			env[j] = xstrdup(vars[i]);
+			env[j + 1] = NULL;
+		}
+	}
+	return env;
+}
+
 char **deploy_env_new(const char *const *extra)
 {
-	size_t n = 0, k = 0, w = 0;
+	size_t n = 0, w = 0;
 
 	while (environ && environ[n])
 		n++;
-	while (extra && extra[k])
-		k++;
 	/* Scrub a borrowed view of environ, then copy what stays. */
 	char **view = xcalloc(n + 1, sizeof *view);
 	for (size_t i = 0; i < n; i++)
 		view[i] = environ[i];
 	llm_scrub_env(view);
-	char **env = xcalloc(n + k + 1, sizeof *env);
+	char **env = xcalloc(n + 1, sizeof *env);
 	for (size_t i = 0; view[i]; i++)
-		if (strncmp(view[i], "FORGE_DEPLOY_", 13) != 0)
-			env[w++] = xstrdup(view[i]);
+		env[w++] = xstrdup(view[i]);
 	free(view);
-	for (size_t i = 0; extra && extra[i]; i++)
-		env[w++] = xstrdup(extra[i]);
 	env[w] = NULL;
-	return env;
+	return deploy_env_set(env, extra);
 }
 
 void deploy_env_free(char **env)

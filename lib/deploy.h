@@ -87,11 +87,21 @@ int deploy_canary_steps(jv *out, const struct config *cfg, const char *risk);
 
 /*
  * The environment of deploy, build and rollback commands: the caller's
- * (environ) without the model keys (llm_scrub_env) and without any
- * FORGE_DEPLOY_* variable, plus the NAME=VALUE strings of `extra`
- * (NULL-terminated, may be NULL; copied).  Free with deploy_env_free().
+ * (environ) without the model keys (llm_scrub_env), with the NAME=VALUE
+ * strings of `extra` set as deploy_env_set() does (NULL-terminated, may be
+ * NULL; copied).  The caller's other variables stay, FORGE_DEPLOY_* ones
+ * (FORGE_DEPLOY_DIR, …) included.  Free with deploy_env_free().
  */
 char **deploy_env_new(const char *const *extra);
+/*
+ * Set the NAME=VALUE strings of vars (NULL-terminated, may be NULL; copied)
+ * in env: an entry of the same name is replaced, a new name is appended,
+ * every other entry stays as it is.  env (NULL or a malloc'd NULL-terminated
+ * array of malloc'd strings, e.g. from deploy_env_new() or
+ * sandbox_build_env()) is consumed; returns the new array, to free the same
+ * way.
+ */
+char **deploy_env_set(char **env, const char *const *vars);
 void deploy_env_free(char **env);
 
 struct deploy_cmd_result {

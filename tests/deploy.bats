@@ -322,6 +322,15 @@ events() { printf '%s\n' "$output" | jq -c "select(.kind == \"event\" and .type 
 	run -1 grep -c CANARY "$M/env"
 }
 
+@test "command: the caller's FORGE_DEPLOY_* variables reach the commands; Forge's own are replaced" {
+	command_config "$(jq -nc --arg m "$M" '{tools:{deploy_command:("env >" + $m + "/env")}}')"
+	FORGE_DEPLOY_DIR=/srv/app FORGE_DEPLOY_PERCENT=7 run -0 --separate-stderr deploy
+	grep -q '^FORGE_DEPLOY_DIR=/srv/app$' "$M/env"
+	run -0 grep -c '^FORGE_DEPLOY_PERCENT=' "$M/env"
+	[ "$output" = 1 ]
+	grep -q '^FORGE_DEPLOY_PERCENT=100$' "$M/env"
+}
+
 # ---- the production gate ---------------------------------------------------------
 
 @test "gate: production without approval and without a terminal waits (exit 4), nothing deployed" {

@@ -245,14 +245,44 @@ static void test_env(void)
 	setenv("ANTHROPIC_API_KEY", "sk-ant-unit-secret-123456", 1);
 	setenv("FORGE_DEPLOY_PERCENT", "99", 1);
 	setenv("DEPLOY_UNIT_KEEP", "1", 1);
+	setenv("FORGE_DEPLOY_DIR", "/srv/app", 1);	/* the user's own: kept */
 	char **env = deploy_env_new(extra);
 	bool ok = !has_name(env, "ANTHROPIC_API_KEY") && has(env, "FORGE_DEPLOY_PERCENT=25") &&
-		  !has(env, "FORGE_DEPLOY_PERCENT=99") && has(env, "DEPLOY_UNIT_KEEP=1");
+		  !has(env, "FORGE_DEPLOY_PERCENT=99") && has(env, "DEPLOY_UNIT_KEEP=1") &&
+		  has(env, "FORGE_DEPLOY_DIR=/srv/app");
+	size_t percents = 0;
+	for (size_t i = 0; env[i]; i++)
+		percents += strncmp(env[i], "FORGE_DEPLOY_PERCENT=", 21) == 0;
 	deploy_env_free(env);
 	unsetenv("ANTHROPIC_API_KEY");
 	unsetenv("FORGE_DEPLOY_PERCENT");
 	unsetenv("DEPLOY_UNIT_KEEP");
+	unsetenv("FORGE_DEPLOY_DIR");
 	CHECK(ok);
+	CHECK_INT((int)percents, 1);
+}
+
+static void test_env_set(void)
+{
+	const char *vars[] = { "FORGE_DEPLOY_STEP=2", "FORGE_DEPLOY_REF=forge/t1", "FORGE_DEPLOY_STEP=3", NULL };
+	char **env = xcalloc(4, sizeof *env);
+
+	env[0] = xstrdup("FORGE_DEPLOY_STEPX=keep");
+	env[1] = xstrdup("FORGE_DEPLOY_STEP=1");
+	env[2] = xstrdup("FORGE_DEPLOY_DIR=/srv/app");
+	env = deploy_env_set(env, vars);
+	CHECK_STR(env[0], "FORGE_DEPLOY_STEPX=keep");	/* a longer name is another name */
+	CHECK_STR(env[1], "FORGE_DEPLOY_STEP=3");	/* replaced in place; the last one wins */
+	CHECK_STR(env[2], "FORGE_DEPLOY_DIR=/srv/app");
+	CHECK_STR(env[3], "FORGE_DEPLOY_REF=forge/t1");	/* a new name is appended */
+	CHECK(env[4] == NULL);
+	deploy_env_free(env);
+	env = deploy_env_set(NULL, vars);
+	CHECK(env[0] && env[1] && !env[2]);
+	deploy_env_free(env);
+	env = deploy_env_set(NULL, NULL);
+	CHECK(env[0] == NULL);
+	deploy_env_free(env);
 }
 
 static void test_run_command(void)
@@ -289,6 +319,7 @@ int main(void)
 	RUN(test_answer_parse);
 	RUN(test_gate_ask);
 	RUN(test_env);
+	RUN(test_env_set);
 	RUN(test_run_command);
 	return unit_done();
 }
