@@ -4,11 +4,15 @@
 #
 #   make forge-review            review the changes against $(FORGE_BASE); SARIF for code scanning
 #   make forge-test              run the project's tests through forge (flaky reruns, JUnit XML)
-#   make forge-check             both, as a CI gate: fails when review or tests say no
+#   make forge-check             both (always both), as a CI gate: fails when either says no
 #   make forge-run TASK="…"      a whole run; every record in forge-run.jsonl
 #
-# Exit statuses pass through: 1 = review requested changes or tests failed,
-# 4 = a human is needed, 5 = a dependency (model, git) failed.
+# make itself exits 2 whenever a target fails, so forge's exit status does not
+# pass through make's.  Each target records it instead, as a NAME=STATUS line
+# (review=, test=, run=) in $(FORGE_STATUS), and says on stderr what a non-zero
+# one means: 1 = review requested changes / tests failed, 2 = usage error or
+# bad input, 3 = a circuit breaker tripped, 4 = a human is needed, 5 = a
+# dependency (model, git, database) failed, 130 = interrupted.
 
 FORGE ?= forge
 FORGE_BASE ?= origin/main
@@ -16,19 +20,51 @@ FORGE_REVIEW_FLAGS ?=
 FORGE_TEST_FLAGS ?=
 FORGE_RUN_FLAGS ?= --auto-approve
 FORGE_OUT ?= .
+FORGE_STATUS ?= $(FORGE_OUT)/forge-status
+
+# Shell code defining forge_step NAME COMMAND...: run COMMAND, replace the NAME=
+# line of $(FORGE_STATUS) with NAME=STATUS, and when STATUS is not 0 say on
+# stderr "forge-NAME: exit STATUS (meaning)".  Returns STATUS.
+FORGE_STEP = forge_step() { \
+	n=$$1; shift; s=0; "$$@" || s=$$?; \
+	f='$(FORGE_STATUS)'; \
+	{ grep -v "^$$n=" "$$f" 2>/dev/null; echo "$$n=$$s"; } >"$$f.$$n.tmp" && mv -f "$$f.$$n.tmp" "$$f"; \
+	case $$s in \
+	0) m=passed ;; \
+	1) case $$n in review) m='changes requested' ;; test) m='tests failed' ;; \
+	   *) m='rejected: changes requested, tests failed or rolled back' ;; esac ;; \
+	2) m='usage error or bad input' ;; \
+	3) m='a circuit breaker tripped' ;; \
+	4) m='a human is needed' ;; \
+	5) m='a dependency (model, git, database) failed' ;; \
+	130) m=interrupted ;; \
+	*) m='unexpected status' ;; \
+	esac; \
+	[ $$s -eq 0 ] || echo "forge-$$n: exit $$s ($$m); $$n=$$s in $$f" >&2; \
+	return $$s; \
+}
+
+FORGE_REVIEW_CMD = $(FORGE) review --base $(FORGE_BASE) --sarif $(FORGE_OUT)/forge-review.sarif \
+	$(FORGE_REVIEW_FLAGS) > $(FORGE_OUT)/forge-review.jsonl
+FORGE_TEST_CMD = $(FORGE) test --junit $(FORGE_OUT)/forge-junit.xml $(FORGE_TEST_FLAGS) </dev/null \
+	> $(FORGE_OUT)/forge-test.jsonl
 
 forge-review:
-	$(FORGE) review --base $(FORGE_BASE) --sarif $(FORGE_OUT)/forge-review.sarif $(FORGE_REVIEW_FLAGS) \
-		> $(FORGE_OUT)/forge-review.jsonl
+	@$(FORGE_STEP); forge_step review $(FORGE_REVIEW_CMD)
 
 forge-test:
-	$(FORGE) test --junit $(FORGE_OUT)/forge-junit.xml $(FORGE_TEST_FLAGS) </dev/null \
-		> $(FORGE_OUT)/forge-test.jsonl
+	@$(FORGE_STEP); forge_step test $(FORGE_TEST_CMD)
 
-forge-check: forge-review forge-test
+forge-check:
+	@$(FORGE_STEP); r=0; t=0; \
+	forge_step review $(FORGE_REVIEW_CMD) || r=$$?; \
+	forge_step test $(FORGE_TEST_CMD) || t=$$?; \
+	[ $$r -eq 0 ] && [ $$t -eq 0 ] && exit 0; \
+	echo "forge-check: failed: review=$$r test=$$t" >&2; \
+	[ $$r -ne 0 ] && exit $$r; exit $$t
 
 forge-run:
 	@test -n "$(TASK)" || { echo 'forge-run: set TASK="what to do"' >&2; exit 2; }
-	$(FORGE) run --json $(FORGE_RUN_FLAGS) "$(TASK)" > $(FORGE_OUT)/forge-run.jsonl
+	@$(FORGE_STEP); forge_step run $(FORGE) run --json $(FORGE_RUN_FLAGS) "$(TASK)" > $(FORGE_OUT)/forge-run.jsonl
 
 .PHONY: forge-review forge-test forge-check forge-run

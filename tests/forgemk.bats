@@ -26,14 +26,45 @@ MK
 	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/forge-test.jsonl" | jq -r .status)" = ok ]
 }
 
-@test "forge-check fails the job when the review requests changes" {
+@test "forge-check runs review and tests both and fails when the review requests changes" {
 	sed -i 's|printf("%ld\\n", calc_add(a, b));|{ char b2[32]; snprintf(b2, sizeof b2, "%ld\\n", calc_add(a, b)); printf(b2); }|' "$repo/calc.c"
 	git -C "$repo" commit -qam "print through a buffer"
 	printf 'FORGE_BASE = main~1\n' >>"$BATS_TEST_TMPDIR/ci.mk"
-	run -2 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-check
+	run -2 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-check
 	[ -s "$BATS_TEST_TMPDIR/forge-review.sarif" ]
 	[ "$(jq -r '.runs[0].results | length' "$BATS_TEST_TMPDIR/forge-review.sarif")" -ge 1 ]
 	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/forge-review.jsonl" | jq -r .review.decision)" = request_changes ]
+	# The tests ran too (and passed), although the review said no.
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/forge-test.jsonl" | jq -r .status)" = ok ]
+	grep -q '<testsuite' "$BATS_TEST_TMPDIR/forge-junit.xml"
+	# Make exits 2; forge's statuses are in the status file and the message.
+	grep -qx 'review=1' "$BATS_TEST_TMPDIR/forge-status"
+	grep -qx 'test=0' "$BATS_TEST_TMPDIR/forge-status"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/forge-status")" -eq 2 ]
+	[[ "$stderr" == *"forge-review: exit 1 (changes requested)"* ]]
+	[[ "$stderr" == *"forge-check: failed: review=1 test=0"* ]]
+}
+
+@test "forge-check fails when the tests fail although the review approves" {
+	# A change the review has nothing against, that breaks a test.
+	sed -i 's|return a - b;|return a - b + 1;|' "$repo/calc.c"
+	grep -q 'return a - b + 1;' "$repo/calc.c"
+	git -C "$repo" commit -qam "off by one"
+	printf 'FORGE_BASE = main~1\n' >>"$BATS_TEST_TMPDIR/ci.mk"
+	run -2 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-check
+	grep -qx 'review=0' "$BATS_TEST_TMPDIR/forge-status"
+	grep -qx 'test=1' "$BATS_TEST_TMPDIR/forge-status"
+	[[ "$stderr" == *"forge-test: exit 1 (tests failed)"* ]]
+	[[ "$stderr" == *"forge-check: failed: review=0 test=1"* ]]
+}
+
+@test "forge-review records its status; a later target replaces only its own line" {
+	run -0 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-review
+	[ "$(cat "$BATS_TEST_TMPDIR/forge-status")" = review=0 ]
+	run -0 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-test
+	[ "$(cat "$BATS_TEST_TMPDIR/forge-status")" = "$(printf 'review=0\ntest=0')" ]
+	run -0 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-review
+	[ "$(sort "$BATS_TEST_TMPDIR/forge-status")" = "$(printf 'review=0\ntest=0')" ]
 }
 
 @test "forge-run wants a TASK" {
