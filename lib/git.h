@@ -7,9 +7,11 @@
  * branch forge/TRACE.  Refs kept for the run:
  *   refs/forge/TRACE/base      the commit the run started from
  *   refs/forge/TRACE/saved/N   what a reset discarded (N = 1, 2, ...)
- * The first worktree written also creates <root>/.forge/.gitignore holding
- * "*" (only when absent), so worktrees and the database never show up as
- * untracked files in the user's checkout and no tracked file is touched.
+ * The first worktree written also creates <root>/.forge/.gitignore
+ * (forge_dir_ignore(): the database, vectors, worktrees and logs; when
+ * absent, or exactly the "*" an older Forge wrote), so worktrees and the
+ * database never show up as untracked files in the user's checkout, while
+ * .forge/config.json, skills/ and prompts/ can be committed.
  *
  * Safety.  No function here changes the user's checkout (its HEAD, index or
  * working files), except forge_git_merge_ff(), which is explicit and

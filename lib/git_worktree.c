@@ -3,6 +3,7 @@
 
 #include "buf.h"
 #include "forge.h"
+#include "forgedir.h"
 #include "json.h"
 
 #include <errno.h>
@@ -51,33 +52,18 @@ static int make_dir(const char *path)
 }
 
 /*
- * <root>/.forge/ with a .gitignore of "*" (left alone when present, so a
- * tracked one is never changed) and <root>/.forge/worktrees/.
+ * <root>/.forge/ with its .gitignore (forge_dir_ignore(): the database,
+ * worktrees and logs ignored; a user's own file left alone) and
+ * <root>/.forge/worktrees/.
  */
 static int ensure_forge_dir(struct forge_git *g)
 {
 	char *dir = forge_git_path(g->root, ".forge");
-	char *ignore = forge_git_path(dir, ".gitignore");
 	char *wts = forge_git_path(dir, "worktrees");
-	int fd, rc = -1;
+	int rc = -1;
 
-	if (make_dir(dir) < 0)
+	if (make_dir(dir) < 0 || forge_dir_ignore(dir) < 0)
 		goto out;
-	fd = open(ignore, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		static const char text[] = "# written by forge: nothing in .forge/ is tracked\n*\n";
-		ssize_t n = write(fd, text, sizeof text - 1);
-		int saved = errno;
-
-		close(fd);
-		if (n != (ssize_t)(sizeof text - 1)) {
-			forge_error("cannot write '%s': %s", ignore, n < 0 ? strerror(saved) : "short write");
-			goto out;
-		}
-	} else if (errno != EEXIST) {
-		forge_error("cannot create '%s': %s", ignore, strerror(errno));
-		goto out;
-	}
 	if (make_dir(wts) < 0)
 		goto out;
 	/*
@@ -90,7 +76,6 @@ static int ensure_forge_dir(struct forge_git *g)
 	free(admin);
 out:
 	free(dir);
-	free(ignore);
 	free(wts);
 	return rc;
 }

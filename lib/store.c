@@ -1,6 +1,7 @@
 /* store.c - the SQLite database of Forge; see store.h for the contract. */
 #include "store.h"
 #include "forge.h"
+#include "forgedir.h"
 #include "json.h"
 #include "resource.h"
 
@@ -282,23 +283,16 @@ static jv col_num(sqlite3_stmt *s, int i)
 
 /*
  * A database in a repository's .forge/ must not show up as untracked in the
- * user's checkout: .forge/.gitignore holds "*" (written once, never changed).
+ * user's checkout: .forge/.gitignore ignores it (forge_dir_ignore()).
  */
 static void ignore_forge_dir(const char *dir)
 {
 	const char *base = strrchr(dir, '/');
-	char path[4096];
 
 	if (strcmp(base ? base + 1 : dir, ".forge") != 0)
 		return;
-	snprintf(path, sizeof path, "%s/.gitignore", dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		if (write(fd, "*\n", 2) != 2) {
-			/* best effort: the database works without it */
-		}
-		close(fd);
-	}
+	/* best effort: the database works without it */
+	(void)forge_dir_ignore(dir);
 }
 
 /* mkdir -p of the directory holding path; new directories are 0700

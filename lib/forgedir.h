@@ -1,0 +1,29 @@
+/*
+ * forgedir.h - a repository's .forge/ directory: what git should ignore in it.
+ *
+ * .forge/ holds the project's own files, which belong in git (config.json,
+ * skills/, prompts/), next to what Forge makes as it runs, which must never
+ * show up in the user's `git status`: the database (forge.db and its -wal,
+ * -shm and -journal files), the memory's vectors (forge.db.vectors and
+ * its .lock and .tmp.PID files), the runs' worktrees (worktrees/) and logs.
+ * The .gitignore ignores itself as well (forge writes it in every clone).  forge_dir_ignore() writes the
+ * .gitignore that says so.
+ */
+#ifndef FORGE_FORGEDIR_H
+#define FORGE_FORGEDIR_H
+
+/* The content forge_dir_ignore() writes. */
+extern const char forge_dir_gitignore[];
+
+/*
+ * Make <dir>/.gitignore (dir is a .forge/ directory, which exists) ignore
+ * what Forge makes and nothing else.  Written when absent (O_EXCL, so
+ * processes starting at once do not race); an existing file whose content is
+ * exactly what an older Forge wrote ("*\n", which hid config.json and skills
+ * from git) is replaced, atomically; any other existing file - edited or
+ * written by the user - is left alone.  0, or -1 with a message naming the
+ * file.
+ */
+int forge_dir_ignore(const char *dir);
+
+#endif

@@ -1,0 +1,185 @@
+/* test_forgedir.c - unit tests of lib/forgedir: the .gitignore of .forge/
+ * (written, upgraded from an older Forge's "*", a user's own left alone) and
+ * what git then ignores. */
+#include "forge.h"
+#include "forgedir.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+/* A path inside the temporary directory; the last four stay valid. */
+static const char *tmp_path(const char *name)
+{
+	static char paths[4][512];
+	static unsigned next;
+	char *path = paths[next++ % 4];
+
+	snprintf(path, sizeof paths[0], "%s/%s", tmpdir, name);
+	return path;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* The content of a file (static buffer), or "(missing)". */
+static const char *read_file(const char *path)
+{
+	static char text[4096];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return "(missing)";
+	n = fread(text, 1, sizeof text - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	return text;
+}
+
+/* The stdout of a shell command (static buffer, trailing newline removed). */
+static const char *out(const char *cmd)
+{
+	static char text[4096];
+	FILE *p = popen(cmd, "r");
+	size_t n = 0;
+
+	text[0] = '\0';
+	if (!p)
+		return text;
+	n = fread(text, 1, sizeof text - 1, p);
+	pclose(p);
+	while (n > 0 && text[n - 1] == '\n')
+		n--;
+	text[n] = '\0';
+	return text;
+}
+
+/* A fresh .forge/ directory named name under tmpdir. */
+static const char *fresh_dir(const char *name)
+{
+	const char *dir = tmp_path(name);
+
+	mkdir(dir, 0755);
+	return dir;
+}
+
+static void test_written_when_absent(void)
+{
+	const char *dir = fresh_dir("new");
+	char path[600];
+
+	snprintf(path, sizeof path, "%s/.gitignore", dir);
+	CHECK_INT(forge_dir_ignore(dir), 0);
+	CHECK_STR(read_file(path), forge_dir_gitignore);
+	CHECK(strstr(forge_dir_gitignore, "*.db-wal\n") != NULL);
+	CHECK(strstr(forge_dir_gitignore, "/worktrees/\n") != NULL);
+	/* Again: nothing changes. */
+	CHECK_INT(forge_dir_ignore(dir), 0);
+	CHECK_STR(read_file(path), forge_dir_gitignore);
+}
+
+static void test_old_upgraded(void)
+{
+	static const char *const olds[] = {
+		"*\n", "# written by forge: nothing in .forge/ is tracked\n*\n",
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		char name[32], path[600];
+		const char *dir;
+
+		snprintf(name, sizeof name, "old%zu", i);
+		dir = fresh_dir(name);
+		snprintf(path, sizeof path, "%s/.gitignore", dir);
+		write_file(path, olds[i]);
+		CHECK_INT(forge_dir_ignore(dir), 0);
+		CHECK_STR(read_file(path), forge_dir_gitignore);
+		/* No temporary file is left behind. */
+		snprintf(path, sizeof path, "ls -A '%s'", dir);
+		CHECK_STR(out(path), ".gitignore");
+	}
+}
+
+static void test_user_file_left_alone(void)
+{
+	static const char *const mine[] = {
+		"*\n!config.json\n", "*", "* \n", "forge.db\n", "",
+	};
+
+	for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
+		char name[32], path[600];
+		const char *dir;
+
+		snprintf(name, sizeof name, "mine%zu", i);
+		dir = fresh_dir(name);
+		snprintf(path, sizeof path, "%s/.gitignore", dir);
+		write_file(path, mine[i]);
+		CHECK_INT(forge_dir_ignore(dir), 0);
+		CHECK_STR(read_file(path), mine[i]);
+	}
+}
+
+static void test_error_names_the_file(void)
+{
+	const char *dir = tmp_path("no-such-dir/.forge");
+
+	CHECK_INT(forge_dir_ignore(dir), -1);
+	CHECK(strstr(forge_last_error(), "no-such-dir/.forge/.gitignore") != NULL);
+}
+
+/* What git sees: what Forge makes is ignored, the project's files are not. */
+static void test_git_sees_the_project_files(void)
+{
+	const char *repo = tmp_path("repo");
+	char cmd[2048];
+
+	snprintf(cmd, sizeof cmd,
+		 "set -e; git init -q '%s'; cd '%s'; mkdir -p .forge/worktrees/T1 .forge/logs "
+		 ".forge/skills/x .forge/prompts; "
+		 "for f in forge.db forge.db-wal forge.db-shm forge.db-journal forge.db.vectors "
+		 "forge.db.vectors.lock forge.db.vectors.tmp.42 run.log worktrees/T1/calc.c logs/llm.txt config.json "
+		 "skills/x/SKILL.md prompts/plan.md; do echo x > .forge/$f; done",
+		 repo, repo);
+	CHECK_INT(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "%s/.forge", repo);
+	CHECK_INT(forge_dir_ignore(cmd), 0);
+	snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=all", repo);
+	CHECK_STR(out(cmd), "?? .forge/config.json\n?? .forge/prompts/plan.md\n?? .forge/skills/x/SKILL.md");
+	snprintf(cmd, sizeof cmd, "git -C '%s' add .forge/config.json .forge/skills/x/SKILL.md 2>&1; echo $?",
+		 repo);
+	CHECK_STR(out(cmd), "0");
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "%s/forge-forgedir-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(test_written_when_absent);
+	RUN(test_old_upgraded);
+	RUN(test_user_file_left_alone);
+	RUN(test_error_names_the_file);
+	RUN(test_git_sees_the_project_files);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tmpdir);
+	return unit_done();
+}
