@@ -321,6 +321,57 @@ static void layer_event(struct phase *ph, const char *layer, jv findings, long l
 	jv_free(findings);
 }
 
+/*
+ * The static and security tools that would have run but are not installed
+ * (ctx->missing, borrowed): one review.tools_missing event
+ * {"tools":["ruff",…],"missing":[{"tool","layer","language"},…]} and one
+ * line on stderr (unless -q) naming them by language.  Nothing when none is.
+ */
+static void tools_missing(struct phase *ph, const struct review_ctx *ctx)
+{
+	jv tools = jv_array(), langs = jv_array();
+	struct buf line = BUF_INIT;
+
+	if (jv_get_kind(ctx->missing) != JV_KIND_ARRAY || jv_array_length(jv_copy(ctx->missing)) == 0)
+		goto out;
+	jv_array_foreach(ctx->missing, i, m) {
+		(void)i;
+		jv lang = json_get(m, "language");
+		bool seen = false;
+		tools = jv_array_append(tools, json_get(m, "tool"));
+		jv_array_foreach(langs, k, l) {
+			(void)k;
+			seen = seen || json_equal(l, lang);
+			jv_free(l);
+		}
+		if (!seen && jv_get_kind(lang) == JV_KIND_STRING)
+			langs = jv_array_append(langs, jv_copy(lang));
+		jv_free(lang);
+		jv_free(m);
+	}
+	/* "cppcheck, clang-tidy (c); ruff, flake8, bandit (python)" */
+	jv_array_foreach(langs, i, lang) {
+		int n = 0;
+		jv_array_foreach(ctx->missing, j, m) {
+			(void)j;
+			const char *l = json_get_str(m, "language");
+			if (l && !strcmp(l, jv_string_value(lang)))
+				buf_addf(&line, "%s%s", n++ ? ", " : i ? "; " : "", json_get_str(m, "tool"));
+			jv_free(m);
+		}
+		buf_addf(&line, " (%s)", jv_string_value(lang));
+		jv_free(lang);
+	}
+	phase_emit(ph, "review.tools_missing", json_set(json_set(jv_object(), "tools", jv_copy(tools)),
+							"missing", jv_copy(ctx->missing)));
+	if (ph->common.verbosity >= 0)
+		fprintf(stderr, "%s: warning: not installed, so not run: %s\n", ph->spec->program, line.buf);
+out:
+	jv_free(tools);
+	jv_free(langs);
+	buf_release(&line);
+}
+
 /* Layer 3.  0, or -1 when the model call failed (the phase fails). */
 static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 {
@@ -418,7 +469,7 @@ static jv record(struct phase *ph, jv findings)
 static const char *run(struct phase *ph)
 {
 	struct review_args *a = ph->payload;
-	struct review_ctx ctx = { .checked = jv_null() };
+	struct review_ctx ctx = { .checked = jv_null(), .missing = jv_null() };
 	struct review_risk risk = { .reasons = jv_null() };
 	struct diff *d = NULL;
 	char *text = NULL, *root = NULL, *commit = NULL;
@@ -479,6 +530,7 @@ static const char *run(struct phase *ph)
 	review_scan(&scan, &ctx);
 	sec = concat(sec, scan);
 	layer_event(ph, "security", jv_copy(sec), monotonic_ms() - t0);
+	tools_missing(ph, &ctx);
 	det = review_synthesize(concat(lint, sec), d, min_conf);
 	det = drop_dismissed(ph, det);
 

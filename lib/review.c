@@ -249,6 +249,24 @@ void review_ctx_release(struct review_ctx *ctx)
 	ctx->workdir = NULL;
 	jv_free(ctx->checked);
 	ctx->checked = jv_null();
+	jv_free(ctx->missing);
+	ctx->missing = jv_null();
+}
+
+void review_tool_missing(struct review_ctx *ctx, const char *tool, const char *layer,
+			 const char *language)
+{
+	jv m = json_set(jv_object(), "tool", jv_string(tool));
+
+	m = json_set(m, "layer", jv_string(layer));
+	m = json_set(m, "language", jv_string(language));
+	if (jv_get_kind(ctx->missing) != JV_KIND_ARRAY) {
+		jv_free(ctx->missing);
+		ctx->missing = jv_array();
+	}
+	ctx->missing = jv_array_append(ctx->missing, m);
+	emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(tool)),
+						  "reason", jv_string("not installed")));
 }
 
 /* ---- levels, fingerprints --------------------------------------------- */

@@ -42,6 +42,11 @@ struct review_ctx {
 	/* Filled by review_prepare(): */
 	char *workdir;                  /* temp dir with a copy of each checked file (owned) */
 	jv checked;                     /* paths copied there (array of strings, owned) */
+	/* Filled by review_lint() and review_scan(): the tools that would have
+	 * run on the checked files but are not installed,
+	 * [{"tool":"ruff","layer":"static","language":"python"}, …] (owned;
+	 * null or invalid, as from `= {0}`, until the first). */
+	jv missing;
 };
 
 /* Copy the post-image of each text file the diff adds to or changes into a
@@ -61,6 +66,12 @@ jv review_finding(const char *layer, const char *severity, const char *category,
 /* The absolute path of program `name` found on $PATH (malloc'd), or NULL. */
 char *review_which(const char *name);
 
+/* A tool of layer (static|security) for language that is not installed:
+ * a review.tool_skipped event (reason "not installed") and an entry in
+ * ctx->missing. */
+void review_tool_missing(struct review_ctx *ctx, const char *tool, const char *layer,
+			 const char *language);
+
 /* ---- layer 1: static (review_lint.c) ------------------------------------ */
 
 /*
@@ -70,7 +81,8 @@ char *review_which(const char *name);
  * shellcheck -f json1 (shell; its security-relevant codes are reported as
  * layer security), clang-tidy (C/C++), ruff or flake8 (Python), eslint
  * (JavaScript/TypeScript).  *out: the findings on added lines.  A linter
- * that is missing is skipped with a review.tool_skipped event.
+ * that is missing is skipped with review_tool_missing() - except ruff
+ * when flake8 checked the Python files instead.
  */
 int review_lint(jv *out, struct review_ctx *ctx);
 
@@ -100,7 +112,7 @@ double review_entropy(const char *s, size_t n);
 bool review_placeholder(const char *s, size_t n);
 
 /* External scanners where installed: flawfinder (C/C++), bandit (Python).
- * Missing ones are skipped with a review.tool_skipped event. */
+ * Missing ones are skipped with review_tool_missing(). */
 int review_scan(jv *out, struct review_ctx *ctx);
 
 /* ---- layer 3: AI (review_ai.c) --------------------------------------------- */

@@ -386,7 +386,7 @@ static int run_linter(jv *acc, struct review_ctx *ctx, const struct linter *L, b
 		return 0;
 	prog = review_which(L->tool);
 	if (!prog) {
-		skipped(ctx, L->tool, "not installed");
+		review_tool_missing(ctx, L->tool, "static", L->lang);
 		return 0;
 	}
 	argv[a++] = prog;
@@ -443,5 +443,19 @@ int review_lint(jv *out, struct review_ctx *ctx)
 		return 0;
 	for (size_t i = 0; i < sizeof linters / sizeof linters[0]; i++)
 		run_linter(out, ctx, &linters[i], &python_done);
+	if (python_done && jv_get_kind(ctx->missing) == JV_KIND_ARRAY) {
+		/* ruff or flake8: one of them checked the Python files */
+		jv kept = jv_array();
+		jv_array_foreach(ctx->missing, i, m) {
+			(void)i;
+			const char *layer = json_get_str(m, "layer"), *lang = json_get_str(m, "language");
+			if (layer && lang && !strcmp(layer, "static") && !strcmp(lang, "python"))
+				jv_free(m);
+			else
+				kept = jv_array_append(kept, m);
+		}
+		jv_free(ctx->missing);
+		ctx->missing = kept;
+	}
 	return 0;
 }

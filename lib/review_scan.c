@@ -163,8 +163,7 @@ int review_scan(jv *out, struct review_ctx *ctx)
 			continue;
 		prog = review_which(S->tool);
 		if (!prog) {
-			emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(S->tool)),
-								  "reason", jv_string("not installed")));
+			review_tool_missing(ctx, S->tool, "security", S->lang);
 			continue;
 		}
 		argv[a++] = prog;

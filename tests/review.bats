@@ -247,6 +247,56 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_line "shellcheck: not installed"
 }
 
+# python_change: a commit changing app.py; its diff in $BATS_TEST_TMPDIR/py.diff.
+python_change() {
+	printf 'def f(x):\n    return x\n' >app.py
+	git add app.py && git commit -q -m app
+	printf 'import os\n\n\ndef f(x):\n    return x + 1\n' >app.py
+	git commit -qam "app: f adds one"
+	git diff HEAD~1 >"$BATS_TEST_TMPDIR/py.diff"
+}
+
+@test "a Python change without ruff, flake8 or bandit says which tools were missing (event and stderr)" {
+	python_change
+	# PATH holds forge and nothing else, so the tools are absent even where installed.
+	run -0 --separate-stderr env PATH="$FORGE_BINDIR" "$FORGE_BINDIR/forge-review" <"$BATS_TEST_TMPDIR/py.diff"
+	OUT=$output
+	run -0 jq -c 'select(.type == "review.tools_missing") | .payload' <<<"$OUT"
+	[ "${#lines[@]}" -eq 1 ]
+	jq -e '.tools == ["ruff", "flake8", "bandit"]
+	  and .missing[0] == {tool:"ruff", layer:"static", language:"python"}
+	  and .missing[2] == {tool:"bandit", layer:"security", language:"python"}' <<<"$output"
+	[ "$(grep -c 'not installed' <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == *"forge-review: warning: not installed, so not run: ruff, flake8, bandit (python)"* ]]
+	# -q: the event stays, the line goes
+	run -0 --separate-stderr env PATH="$FORGE_BINDIR" "$FORGE_BINDIR/forge-review" -q <"$BATS_TEST_TMPDIR/py.diff"
+	[[ "$output" == *'"type":"review.tools_missing"'* ]]
+	[[ "$stderr" != *"not installed"* ]]
+}
+
+@test "flake8 standing in for ruff: only bandit is missing" {
+	python_change
+	mkdir "$BATS_TEST_TMPDIR/tools"
+	printf '#!/bin/sh\nexit 0\n' >"$BATS_TEST_TMPDIR/tools/flake8"
+	chmod +x "$BATS_TEST_TMPDIR/tools/flake8"
+	run -0 --separate-stderr env PATH="$FORGE_BINDIR:$BATS_TEST_TMPDIR/tools" "$FORGE_BINDIR/forge-review" \
+		<"$BATS_TEST_TMPDIR/py.diff"
+	OUT=$output
+	run -0 jq -c 'select(.type == "review.tool_ran") | .payload.tool' <<<"$OUT"
+	assert_output '"flake8"'
+	run -0 jq -c 'select(.type == "review.tools_missing") | .payload.tools' <<<"$OUT"
+	assert_output '["bandit"]'
+	[[ "$stderr" == *"not installed, so not run: bandit (python)"* ]]
+}
+
+@test "a change in no language with tools says nothing about missing tools" {
+	echo "more" >>README
+	git commit -qam readme
+	run -0 --separate-stderr env PATH="$FORGE_BINDIR" "$FORGE_BINDIR/forge-review" < <(git diff HEAD~1)
+	[[ "$output" != *'review.tools_missing'* ]]
+	[[ "$stderr" != *"not installed"* ]]
+}
+
 @test "a --base ref that does not resolve is bad input: exit 2, no state" {
 	run -2 --separate-stderr forge-review --repo "$REPO" --base no-such-ref </dev/null
 	[[ "$stderr" == *"cannot resolve 'no-such-ref'"* ]]
