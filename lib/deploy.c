@@ -110,7 +110,7 @@ char **deploy_env_set(char **env, const char *const *vars)
 		k++;
 	env = xrealloc(env, (n + k + 1) * sizeof *env);
 	env[n] = NULL;
-	for (size_t i = 0; i < k; i++) {
+	for (size_t i = 0; vars && vars[i]; i++) {
 		size_t len = env_name_len(vars[i]);
 		size_t j = 0;
 
