@@ -116,13 +116,10 @@ char **deploy_env_set(char **env, const char *const *vars)
 
 		while (env[j] && !(env_name_len(env[j]) == len && strncmp(env[j], vars[i], len) == 0))
 			j++;
-		if (env[j]) {
-			free(env[j]);
-			env[j] = xstrdup(vars[i]);
-		} else {
-			env[j] = xstrdup(vars[i]);
-			env[j + 1] = NULL;
-		}
+		if (!env[j])
+			env[j + 1] = NULL;	/* a new name: appended */
+		free(env[j]);
+		env[j] = xstrdup(vars[i]);
 	}
 	return env;
 }
