@@ -31,7 +31,7 @@ struct sup {
 	enum pipeline_state pl;
 	long pending;               /* events in the open transaction */
 	bool deploy_approved;       /* a human approved the production deploy */
-	bool force_next;            /* a human overrode a "no": --force for the next phase */
+	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
 	char step_reason[512];      /* why the next transition happens */
 	int tools_run;              /* progress: tool calls of the running phase */
@@ -282,6 +282,18 @@ static void remember_edit(struct sup *s, const char *gate, const char *note)
 
 enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT };
 
+/* Remember who passed gate `name` (row `id`) for ask_human(). */
+static void set_approval(struct sup *s, const char *name, const char *id, const char *by, const char *note)
+{
+	jv a = json_set(json_set(jv_object(), "by", jv_string(by ? by : "human")), "gate", jv_string(name));
+
+	a = json_set(a, "gate_id", jv_string(id));
+	if (note && *note)
+		a = json_set(a, "note", jv_string(note));
+	jv_free(s->approval);
+	s->approval = a;
+}
+
 /* One fired gate: decided before, passed unasked, asked, or waiting. */
 static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 {
@@ -296,6 +308,8 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	if (status && strcmp(status, "approved") == 0) {
 		if (strcmp(name, "production_deploy") == 0)
 			s->deploy_approved = true;
+		set_approval(s, name, json_get_str(row, "id"), json_get_str(row, "decided_by"),
+			     json_get_str(row, "note"));
 		jv_free(row);
 		return GATE_PASS;
 	}
@@ -319,6 +333,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	if (how != GATE_ASK) {
 		const char *by = how == GATE_AUTO_FLAG ? "flag" : "automation_level";
 		gate_decide(s->o->store, id, true, by, NULL);
+		set_approval(s, name, id, by, NULL);
 		emit(s, "gate.approved", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
 			"id", jv_string(id)), "by", jv_string(by)));
 		progress(s, "  gate %s approved (%s)", name, how == GATE_AUTO_FLAG ? "--auto-approve" : "automation level");
@@ -336,6 +351,8 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 				remember_edit(s, name, note);
 			if (yes && strcmp(name, "production_deploy") == 0)
 				s->deploy_approved = true;
+			if (yes)
+				set_approval(s, name, id, "human", note);
 			free(note);
 			return yes ? GATE_PASS : GATE_STOP;
 		}
@@ -443,8 +460,6 @@ static const char *run_phase(struct sup *s, const char *phase)
 	}
 	for (const char *const *a = s->o->phase_args; a && *a && argc < 56; a++)
 		argv[argc++] = *a;
-	if (s->force_next && (strcmp(phase, "test") == 0 || strcmp(phase, "deploy") == 0))
-		argv[argc++] = "--force";
 	if (s->deploy_approved && strcmp(phase, "deploy") == 0)
 		argv[argc++] = "--approve";
 	argv[argc] = NULL;
@@ -496,6 +511,21 @@ static const char *run_phase(struct sup *s, const char *phase)
 
 /* ---- the loop ------------------------------------------------------------ */
 
+static const char *first_phase(const char *const *phases)
+{
+	return phases && phases[0] ? phases[0] : "plan";
+}
+
+/* The requested phase before `phase`, or NULL when it is the first. */
+static const char *phase_before(const char *phase, const char *const *phases)
+{
+	const char *prev = NULL;
+
+	for (const char *p = first_phase(phases); p && strcmp(p, phase) != 0; p = pipeline_next_phase(p, phases))
+		prev = p;
+	return prev;
+}
+
 static void add_bounce(struct sup *s, jv bounce)
 {
 	jv bounces = json_get(s->state, "bounces");
@@ -520,9 +550,21 @@ static enum gate_outcome ask_human(struct sup *s, const char *phase, const char 
 	gate = json_set(gate, "timeout_s", jv_number(86400));
 	enum gate_outcome r = pass_gate(s, gate, phase);
 	jv_free(gate);
-	if (r == GATE_PASS)
-		emit(s, "human.override", json_set(json_set(jv_object(), "phase", jv_string(phase)),
-						   "reason", jv_string(reason)));
+	if (r != GATE_PASS)
+		return r;
+	emit(s, "human.override", json_set(json_set(jv_object(), "phase", jv_string(phase)),
+					   "reason", jv_string(reason)));
+	/* The override is part of the state, so the guards of the phases after
+	 * this one (forge-test, forge-deploy) accept it, in this process or
+	 * after `forge resume`. */
+	const char *key = pipeline_result_key(phase);
+	jv part = json_get(s->state, key);
+	if (jv_get_kind(part) == JV_KIND_OBJECT && jv_get_kind(s->approval) == JV_KIND_OBJECT) {
+		s->state = json_set(s->state, key, json_set(part, "approved_by", jv_copy(s->approval)));
+		checkpoint(s, phase);
+	} else {
+		jv_free(part);
+	}
 	return r;
 }
 
@@ -556,7 +598,6 @@ static int loop(struct sup *s, const char *done, const char *next)
 			snprintf(why, sizeof why, "forge-%s was killed by a signal; resume runs it again", next);
 			return end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
 		}
-		s->force_next = false;
 		s->step_reason[0] = '\0';
 		checkpoint(s, next);
 
@@ -587,7 +628,6 @@ static int loop(struct sup *s, const char *done, const char *next)
 			/* Approved: a phase without its result runs again, else on. */
 			bool has_result = json_has(s->state, pipeline_result_key(done));
 			next = has_result ? pipeline_next_phase(done, s->o->phases) : done;
-			s->force_next = has_result;
 			break;
 		}
 		case PL_ACT_DONE:
@@ -745,6 +785,7 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	s->o = o;
 	s->state = jv_null();
 	s->returned = jv_null();
+	s->approval = jv_null();
 	s->phase_cost = jv_object();
 	s->pl = PL_IDLE;
 	snprintf(s->trace, sizeof s->trace, "%s", trace);
@@ -757,13 +798,10 @@ static void sup_release(struct sup *s)
 	commit_batch(s);
 	jv_free(s->state);
 	jv_free(s->returned);
+	jv_free(s->approval);
 	jv_free(s->phase_cost);
 }
 
-static const char *first_phase(const struct supervise_opts *o)
-{
-	return o->phases && o->phases[0] ? o->phases[0] : "plan";
-}
 
 /* The run's worktree on its branch: created now, so every phase shares it. */
 static int make_worktree(struct sup *s, jv *task)
@@ -826,7 +864,7 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	emit(&s, "run.started", json_set(json_set(jv_object(), "task", jv_string(task_text)),
 					 "dry_run", jv_bool(o->dry_run)));
 	checkpoint(&s, "init");
-	int code = loop(&s, NULL, first_phase(o));
+	int code = loop(&s, NULL, first_phase(o->phases));
 	if (s.ended)
 		reflect_on_run(&s);
 	if (o->json)
@@ -880,9 +918,9 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		fprintf(stderr, "forge: no run '%s'\n", trace);
 		return FORGE_EXIT_USAGE;
 	}
+	/* A failed run continues too: a dependency may be back, a bug fixed. */
 	const char *status = json_get_str(run, "status");
-	if (status && (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
-		       strcmp(status, "cancelled") == 0)) {
+	if (status && (strcmp(status, "completed") == 0 || strcmp(status, "cancelled") == 0)) {
 		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
 		code = strcmp(status, "completed") == 0 ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
 		jv_free(run);
@@ -905,7 +943,12 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	char done[32];
 	snprintf(done, sizeof done, "%s", phase ? phase : "init");
 	if (strcmp(done, "init") == 0) {
-		code = loop(&s, NULL, first_phase(o));
+		code = loop(&s, NULL, first_phase(o->phases));
+	} else if (st && strcmp(st, "failed") == 0 && pipeline_state_of(done) != PL_NSTATES) {
+		/* The phase itself failed (its model or git was down, a bug): it
+		 * runs again on its own last state; the phases before it are done. */
+		progress(&s, "  %s failed last time: running it again", done);
+		code = loop(&s, phase_before(done, o->phases), done);
 	} else {
 		struct pipeline_decision d;
 		if (pipeline_decide(&d, o->cfg, s.state, done, st ? st : "failed", o->phases, o->dry_run) < 0) {
@@ -927,7 +970,6 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 			else {
 				bool has = json_has(s.state, pipeline_result_key(done));
 				next = has ? pipeline_next_phase(done, o->phases) : done;
-				s.force_next = has;
 				if (!next)
 					code = end_run(&s, "completed", NULL, FORGE_EXIT_OK);
 			}
