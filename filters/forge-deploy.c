@@ -386,6 +386,7 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.needs_input = false,
 		.guard = guard,
+	.lease = true,
 		.run = run,
 	};
 	struct args a = { 0 };

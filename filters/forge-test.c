@@ -765,6 +765,7 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.model_options = true,
 		.guard = guard,
+	.lease = true,
 		.run = run_phase,
 	};
 	struct tst t = { .rerun = jv_null() };

@@ -34,6 +34,7 @@ struct sup {
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
 	char step_reason[512];      /* why the next transition happens */
+	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
 	int tools_run;              /* progress: tool calls of the running phase */
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
 };
@@ -122,8 +123,32 @@ static void checkpoint(struct sup *s, const char *phase)
 	jv_free(cost);
 }
 
+/* Whether `forge cancel` cancelled the run (it also signals us). */
+static bool cancelled(struct sup *s)
+{
+	jv run;
+	bool yes = false;
+
+	if (store_run_get(&run, s->o->store, s->trace) == 0) {
+		const char *st = json_get_str(run, "status");
+		yes = st && strcmp(st, "cancelled") == 0;
+	}
+	jv_free(run);
+	return yes;
+}
+
+/* The run was cancelled: stop where it is; its status stays cancelled. */
+static int stop_cancelled(struct sup *s)
+{
+	s->ended = true;
+	fprintf(stderr, "forge: run %s was cancelled\n", s->trace);
+	return FORGE_EXIT_INTERRUPTED;
+}
+
 static int end_run(struct sup *s, const char *run_status, const char *error, int code)
 {
+	if (cancelled(s))
+		return stop_cancelled(s);
 	enum pipeline_state to = strcmp(run_status, "completed") == 0 ? PL_COMPLETED
 			       : strcmp(run_status, "paused") == 0 ? PL_PAUSED : PL_FAILED;
 
@@ -140,49 +165,17 @@ static int end_run(struct sup *s, const char *run_status, const char *error, int
 
 /* ---- run-level breakers ------------------------------------------------ */
 
-static double cost_today(struct sup *s)
-{
-	char today[TIMESTAMP_LEN + 1];
-	sqlite3_stmt *st;
-	double usd = 0;
-
-	timestamp_now(today);
-	today[10] = '\0';	/* YYYY-MM-DD */
-	if (sqlite3_prepare_v2(store_db(s->o->store),
-			       "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs WHERE substr(started_at, 1, 10) = ?1 "
-			       "AND id <> ?2", -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, today, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, s->trace, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		usd = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return usd;
-}
-
-/* Tool error rate of the run over the configured window, from its events. */
+/* Tool error rate of the run over the configured window, from its events;
+ * -1 when it cannot be read. */
 static double error_rate(struct sup *s, long *calls)
 {
 	char since[TIMESTAMP_LEN + 1];
-	sqlite3_stmt *st;
 	long failed = 0;
 	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s", 300);
 
-	*calls = 0;
 	timestamp_format(since, now_ms() - (int64_t)(window * 1000));
-	if (sqlite3_prepare_v2(store_db(s->o->store),
-			       "SELECT type, COUNT(*) FROM events WHERE trace_id = ?1 AND ts >= ?2 "
-			       "AND type IN ('tool.executed', 'tool.failed') GROUP BY type", -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, s->trace, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, since, -1, SQLITE_TRANSIENT);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		long n = sqlite3_column_int64(st, 1);
-		*calls += n;
-		if (strcmp((const char *)sqlite3_column_text(st, 0), "tool.failed") == 0)
-			failed = n;
-	}
-	sqlite3_finalize(st);
+	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
+		return -1;
 	return *calls ? (double)failed / (double)*calls : 0;
 }
 
@@ -202,8 +195,17 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 		snprintf(why, n, "the run has cost $%.4f (limit per run $%.2f)", usd, per_run);
 		return "cost_per_run";
 	}
-	if (usd + cost_today(s) >= per_day) {
-		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%.2f)", usd + cost_today(s), per_day);
+	/* A breaker that cannot read what it guards trips (fails closed). */
+	char today[TIMESTAMP_LEN + 1];
+	double others;
+	timestamp_now(today);
+	today[10] = '\0';	/* YYYY-MM-DD */
+	if (store_cost_on_day(&others, s->o->store, today, s->trace) < 0) {
+		snprintf(why, n, "cannot read today's cost: %s", forge_last_error());
+		return "cost_per_day";
+	}
+	if (usd + others >= per_day) {
+		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%.2f)", usd + others, per_day);
 		return "cost_per_day";
 	}
 	if (store_run_get(&run, s->o->store, s->trace) == 0) {
@@ -218,6 +220,10 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 	}
 	double rate = error_rate(s, &calls);
 	double critical = config_get_num(s->o->cfg, "safety.error_rate.critical", 0.25);
+	if (rate < 0) {
+		snprintf(why, n, "cannot read the tool error rate: %s", forge_last_error());
+		return "error_rate";
+	}
 	if (calls >= 4 && rate >= critical) {
 		snprintf(why, n, "tool error rate %.0f%% over %ld calls (limit %.0f%%)", rate * 100, calls,
 			 critical * 100);
@@ -433,9 +439,9 @@ static void on_stderr(void *payload, const char *line, size_t len, int cut)
 {
 	struct sup *s = payload;
 
+	/* Always shown: under -q the phases write only their errors. */
 	(void)cut;
-	if (s->o->progress || s->o->json || !s->o->progress)
-		fprintf(stderr, "  [%s] %.*s\n", s->running, (int)len, line);
+	fprintf(stderr, "  [%s] %.*s\n", s->running, (int)len, line);
 }
 
 static void on_idle(void *payload)
@@ -573,6 +579,8 @@ static int loop(struct sup *s, const char *done, const char *next)
 	char why[512];
 
 	while (next && !interrupted) {
+		if (cancelled(s))
+			return stop_cancelled(s);
 		const char *tripped = breaker(s, why, sizeof why);
 		if (tripped) {
 			emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
@@ -641,6 +649,8 @@ static int loop(struct sup *s, const char *done, const char *next)
 		}
 		jv_free(d.bounce);
 	}
+	if (cancelled(s))
+		return stop_cancelled(s);
 	if (interrupted) {
 		fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
 		store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
@@ -796,12 +806,54 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 static void sup_release(struct sup *s)
 {
 	commit_batch(s);
+	if (s->holder[0]) {
+		store_lease_release(s->o->store, s->trace, s->holder);
+		unsetenv("FORGE_LEASE");
+	}
 	jv_free(s->state);
 	jv_free(s->returned);
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
 }
 
+
+/*
+ * Take the run's lease: one process at a time works on a run.  The phases
+ * get it as FORGE_LEASE, so they do not refuse their own supervisor.
+ * Returns 0, or the exit status: 4 when a living process holds it (a
+ * human decides: wait for it, or `forge cancel` it), 5 on a database error.
+ */
+static int take_lease(struct sup *s)
+{
+	char holder[ULID_LEN + 1];
+	jv held;
+
+	ulid_new(holder);
+	int r = store_lease_take(&held, s->o->store, s->trace, holder, "forge-supervisor");
+	if (r < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	if (r == STORE_LEASE_HELD) {
+		const char *prog = json_get_str(held, "program");
+		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s; wait for it "
+				"or stop it with `forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
+			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
+			s->trace);
+		jv_free(held);
+		return FORGE_EXIT_HUMAN;
+	}
+	snprintf(s->holder, sizeof s->holder, "%s", holder);
+	setenv("FORGE_LEASE", holder, 1);
+	if (r == STORE_LEASE_STOLEN) {
+		progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
+			 json_get_num(held, "pid", 0));
+		emit(s, "run.lease_taken_over", json_set(json_set(jv_object(), "pid", json_get(held, "pid")),
+							 "since", json_get(held, "acquired_at")));
+	}
+	jv_free(held);
+	return 0;
+}
 
 /* The run's worktree on its branch: created now, so every phase shares it. */
 static int make_worktree(struct sup *s, jv *task)
@@ -838,11 +890,26 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 				    "repo", jv_string(o->repo)), "base_ref", jv_string(base));
 	if (env)
 		task = json_set(task, "environment", jv_string(env));
-	if (make_worktree(&s, &task) < 0) {
-		fprintf(stderr, "forge: cannot make the run's worktree: %s\n", forge_last_error());
+	/* The run's row first: a run that cannot be recorded leaves nothing
+	 * behind (no worktree, no branch). */
+	if (store_run_create(o->store, trace, task_text, o->repo, config_effective(o->cfg)) < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
 		jv_free(task);
 		sup_release(&s);
 		return FORGE_EXIT_DEPENDENCY;
+	}
+	int code = take_lease(&s);
+	if (code == 0 && make_worktree(&s, &task) < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "cannot make the run's worktree: %s", forge_last_error());
+		fprintf(stderr, "forge: %s\n", why);
+		store_run_update(o->store, trace, "failed", NULL, why);
+		code = FORGE_EXIT_DEPENDENCY;
+	}
+	if (code) {
+		jv_free(task);
+		sup_release(&s);
+		return code;
 	}
 	jv st = jv_object();
 	st = json_set(st, "kind", jv_string("state"));
@@ -855,16 +922,11 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	st = json_set(st, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
 	s.state = json_set(st, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
 						    "remaining_usd", jv_number(budget)));
-	if (store_run_create(o->store, trace, task_text, o->repo, config_effective(o->cfg)) < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
-		sup_release(&s);
-		return FORGE_EXIT_DEPENDENCY;
-	}
 	progress(&s, "forge: run %s: %s", trace, task_text);
 	emit(&s, "run.started", json_set(json_set(jv_object(), "task", jv_string(task_text)),
 					 "dry_run", jv_bool(o->dry_run)));
 	checkpoint(&s, "init");
-	int code = loop(&s, NULL, first_phase(o->phases));
+	code = loop(&s, NULL, first_phase(o->phases));
 	if (s.ended)
 		reflect_on_run(&s);
 	if (o->json)
@@ -935,6 +997,12 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	sup_init(&s, o, trace);
 	s.state = cp;
 	s.pl = PL_PAUSED;
+	/* Before the worktree is touched: another process may be working in it. */
+	code = take_lease(&s);
+	if (code) {
+		sup_release(&s);
+		return code;
+	}
 	emit(&s, "run.resumed", jv_object());
 	recover_worktree(&s);
 	const char *phase = json_get_str(s.state, "phase");

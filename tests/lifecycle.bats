@@ -26,6 +26,12 @@ setup() {
 	cd "$REPO"
 }
 
+teardown() {
+	# a run left behind by a failed assertion
+	[ -s "$BATS_TEST_TMPDIR/r1.pid" ] && kill -9 -- "-$(cat "$BATS_TEST_TMPDIR/r1.pid")" 2>/dev/null
+	true
+}
+
 last_trace() {
 	forge history --json -n 1 | jq -r .trace_id
 }
@@ -141,4 +147,123 @@ last_seq() {
 	# a completed run does not resume
 	run -0 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"already completed"* ]]
+}
+
+# fail_implement: a run whose implement fails on the provider (exit 5); its trace in $T.
+fail_implement() {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "server_error", times: "always"}]')"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+}
+
+implementer_called_after() {
+	[ "$(calls implementer "$1")" -ge 1 ]
+}
+
+# until_true CMD...: poll until CMD succeeds (it waits on an event, not a time).
+until_true() {
+	local i
+	for i in $(seq 600); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+@test "three resumes at once: the one holding the lease runs, the others are refused (exit 4); cancel stops it (130, cancelled)" {
+	fail_implement
+	# implement's first model call blocks until the run is cancelled
+	script "$(jq -nc --argjson i "$IMPL" '[$i[0] + {delay_ms: 60000}] + $i[1:]')"
+	AFTER=$(last_seq)
+	setsid forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r1.out" 2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true implementer_called_after "$AFTER"
+	# the run is live: two more resumes at once are refused
+	forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r2.out" 2>"$BATS_TEST_TMPDIR/r2.err" 3>&- &
+	R2=$!
+	forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r3.out" 2>"$BATS_TEST_TMPDIR/r3.err" 3>&- &
+	R3=$!
+	rc2=0; wait "$R2" || rc2=$?
+	rc3=0; wait "$R3" || rc3=$?
+	[ "$rc2" -eq 4 ] && [ "$rc3" -eq 4 ]
+	grep -q "run $T is already running: forge-supervisor, pid $R1 on " "$BATS_TEST_TMPDIR/r2.err"
+	grep -q "forge cancel $T" "$BATS_TEST_TMPDIR/r3.err"
+	[ "$(calls implementer "$AFTER")" -eq 1 ]
+	# a phase run by hand on the run's state is refused too
+	run -0 forge status --json "$T"
+	state=$(jq -c .state <<<"$output")
+	run -4 --separate-stderr forge-implement <<<"$state"
+	[[ "$stderr" == *"trace $T is already being worked on: forge-supervisor, pid $R1"* ]]
+	run -0 forge status "$T"
+	assert_line --regexp "^status +running at implement"
+	# cancel stops the live run; it stays cancelled
+	run -0 --separate-stderr forge cancel "$T"
+	assert_line "cancelled $T"
+	rc1=0; wait "$R1" || rc1=$?
+	[ "$rc1" -eq 130 ]
+	grep -q "run $T was cancelled" "$BATS_TEST_TMPDIR/r1.err"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "cancelled"' <<<"$output"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases where trace_id = '$T'")" -eq 0 ]
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.cancelled")] | length == 1' <<<"$output"
+	jq -e -s '(map(select(.type == "run.cancelled"))[0].ts) as $c | [.[] | select(.type == "run.completed" and .ts > $c)] == []' <<<"$output"
+	[ "$(calls implementer "$AFTER")" -eq 1 ]
+	run -1 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"already cancelled"* ]]
+}
+
+@test "a run left running by a dead process shows as interrupted; resume takes its lease over and completes it" {
+	fail_implement
+	# as if the process had died before it could record the failure
+	true & dead=$!
+	wait "$dead"
+	sqlite3 "$FORGE_DB" "update runs set status = 'running', completed_at = null where id = '$T';
+		insert into leases values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 forge history --json
+	jq -e --arg t "$T" 'select(.trace_id == $t) | .status == "interrupted"' <<<"$output"
+	run -0 forge history
+	assert_line --regexp "^$T +interrupted "
+	script "$IMPL"
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 events_of "$T" run.lease_taken_over
+	jq -e --argjson p "$dead" '.pid == $p' <<<"$output"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+}
+
+@test "forge-test on a state: refused while a live process holds the trace, not when it is its supervisor's (FORGE_LEASE)" {
+	state='{"kind":"state","v":1,"trace_id":"t1","phase":"review","status":"ok","task":{"description":"x"},
+		"review":{"findings":[],"decision":"approve"}}'
+	state=$(jq -c . <<<"$state")
+	# alone it takes the lease and gives it back
+	run -0 --separate-stderr forge-test <<<"$state"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+	sqlite3 "$FORGE_DB" "insert into leases values ('t1', 'HOLDER1', $$, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	run -4 --separate-stderr forge-test <<<"$state"
+	[[ "$stderr" == *"trace t1 is already being worked on: forge-supervisor, pid $$"* ]]
+	[ -z "$output" ]
+	run -0 --separate-stderr env FORGE_LEASE=HOLDER1 forge-test <<<"$state"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+	# the supervisor's lease is left to the supervisor
+	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = 't1'")" = "HOLDER1" ]
+}
+
+@test "a run whose row cannot be written leaves no worktree and no branch (exit 5)" {
+	forge history >/dev/null   # makes the database
+	sqlite3 "$FORGE_DB" "create trigger no_runs before insert on runs begin select raise(abort, 'no room for runs'); end"
+	demo_replay
+	run -5 --separate-stderr forge run "$TASK" </dev/null
+	[[ "$stderr" == *"no room for runs"* ]]
+	[ -z "$(git -C "$REPO" branch --list 'forge/*')" ]
+	[ ! -d "$REPO/.forge/worktrees" ] || [ -z "$(ls -A "$REPO/.forge/worktrees")" ]
+	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
 }
