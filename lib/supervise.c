@@ -816,7 +816,6 @@ static void sup_release(struct sup *s)
 	jv_free(s->phase_cost);
 }
 
-
 /*
  * Take the run's lease: one process at a time works on a run.  The phases
  * get it as FORGE_LEASE, so they do not refuse their own supervisor.
