@@ -746,7 +746,7 @@ static void test_lease_race(void)
 		CHECK(pids[c] >= 0);
 		if (pids[c] == 0) {
 			struct store *cs = NULL;
-			char holder[8], r = 'e', b;
+			char holder[16], r = 'e', b;
 			jv held = jv_null();
 			close(results[0]);
 			close(release[1]);
