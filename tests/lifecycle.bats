@@ -118,6 +118,12 @@ last_seq() {
 	run -5 --separate-stderr forge-deploy --strategy branch <<<"$over"
 	[[ "$stderr" == *"no branch to deploy"* ]]
 	[[ "$output" != *'"type":"phase.skipped"'* ]]
+	# failed tests: refused, unless a gate passed them (tests.approved_by)
+	failing=$(jq -c '.tests.summary.failed = 1 | .review.decision = "approve"' <<<"$state")
+	run -1 --separate-stderr forge-deploy --strategy branch <<<"$failing"
+	[[ "$stderr" == *"1 test failed"* ]]
+	run -5 --separate-stderr forge-deploy --strategy branch <<<"$(jq -c '.tests.approved_by = {by: "flag", gate: "escalation_test"}' <<<"$failing")"
+	[[ "$stderr" == *"no branch to deploy"* ]]
 	run -1 --separate-stderr forge-test <<<"$(jq -c . <<<"$state")"
 	[[ "$stderr" == *"the review did not approve the changes"* ]]
 	run -0 --separate-stderr forge-test <<<"$over"
