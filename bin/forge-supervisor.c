@@ -43,7 +43,10 @@ static const struct cli_spec spec = {
 		       "own program with the state on its stdin; every event is stored, every state is a\n"
 		       "checkpoint; review and test failures go back to implement; gates ask a human;\n"
 		       "breakers stop a run that costs or takes too much.  A run waiting for a human exits 4:\n"
-		       "approve with `forge gate approve ID`, then `forge resume TRACE`.",
+		       "approve with `forge gate approve ID`, then `forge resume TRACE`.  resume continues any\n"
+		       "run not completed or cancelled (a failed one too); a run another live process holds is\n"
+		       "refused with exit 4.  cancel stops a live run (it exits 130) and it stays cancelled.\n"
+		       "status and history show a run whose process died as interrupted.",
 	.options = options,
 	.flags = CLI_MODEL_OPTIONS,
 	.extra_help = "Examples:\n"
@@ -203,6 +206,26 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	return code;
 }
 
+/*
+ * A run recorded as pending or running whose process is gone (no lease, or
+ * its holder died: killed, the machine went down, its failure could not be
+ * written) is shown as "interrupted"; `forge resume` continues it.
+ * Consumes run.
+ */
+static jv shown(struct store *st, jv run)
+{
+	const char *status = json_get_str(run, "status");
+	jv lease;
+
+	if (!status || (strcmp(status, "running") != 0 && strcmp(status, "pending") != 0))
+		return run;
+	if (store_lease_get(&lease, st, json_get_str(run, "trace_id")) == 0 &&
+	    !json_get_bool(lease, "alive", false))
+		run = json_set(run, "status", jv_string("interrupted"));
+	jv_free(lease);
+	return run;
+}
+
 /* Borrows all three. */
 static void print_run(jv run, jv checkpoint, jv gates)
 {
@@ -253,6 +276,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		code = FORGE_EXIT_REJECTED;
 		goto out;
 	}
+	run = shown(e.store, run);
 	const char *id = json_get_str(run, "trace_id");
 	store_checkpoint_latest(&cp, e.store, id);
 	gate_list(&gates, e.store, id, true);
@@ -287,6 +311,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 	if (!a->json && jv_array_length(jv_copy(runs)) > 0)
 		printf("%-26s  %-9s  %-9s  %9s  %-24s  %s\n", "TRACE", "STATUS", "PHASE", "COST", "STARTED", "TASK");
 	jv_array_foreach(runs, i, r) {
+		r = shown(e.store, r);
 		if (a->json) {
 			json_write_line(stdout, r, false);
 			continue;
@@ -328,6 +353,22 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 		}
 		jv_free(gates);
 		store_run_update(e.store, trace, "cancelled", NULL, "cancelled by a human");
+		/* A live run stops now: its holder (the supervisor, or a phase run
+		 * by hand) sees the status and stops with 130. */
+		jv lease;
+		if (store_lease_get(&lease, e.store, trace) == 0 && json_get_bool(lease, "alive", false)) {
+			char host[256] = "";
+			double pid = json_get_num(lease, "pid", 0);
+			gethostname(host, sizeof host - 1);
+			if (strcmp(json_get_str(lease, "host"), host) == 0 && pid > 1 && pid != (double)getpid() &&
+			    kill((pid_t)pid, SIGTERM) == 0)
+				printf("stopping pid %.0f (%s)\n", pid, json_get_str(lease, "program") ?
+				       json_get_str(lease, "program") : "forge");
+			else
+				fprintf(stderr, "forge-supervisor: run %s is held by pid %.0f on %s: it stops at its "
+						"next phase\n", trace, pid, json_get_str(lease, "host"));
+		}
+		jv_free(lease);
 		struct stream_out out;
 		stream_out_init(&out, stdout, "forge-supervisor", NULL);
 		stream_out_set_trace(&out, trace);

@@ -88,7 +88,8 @@ static jv skipped(const char *strategy, const char *why)
 	return json_set(d, "reason", jv_string(why));
 }
 
-/* A pipeline's state must carry an approved review and passing tests; a
+/* A pipeline's state must carry an approved review and passing tests (or
+ * a recorded override of either: review.approved_by, tests.approved_by); a
  * run on the repository alone (no state on stdin) deploys what is there.
  * --force (a human overrode the "no") deploys anyway, with an event; it
  * never passes a gate. */
@@ -101,14 +102,21 @@ static const char *guard(struct phase *ph)
 		return NULL;
 	decision = json_get_path(ph->state, "review.decision");
 	failed = json_get_path(ph->state, "tests.summary.failed");
+	/* A human's (or --auto-approve's) override of a "no" is in the state. */
+	jv review_ok = json_get_path(ph->state, "review.approved_by");
+	jv tests_ok = json_get_path(ph->state, "tests.approved_by");
+	bool review_overridden = jv_get_kind(review_ok) == JV_KIND_OBJECT;
+	bool tests_overridden = jv_get_kind(tests_ok) == JV_KIND_OBJECT;
+	jv_free(review_ok);
+	jv_free(tests_ok);
 	if (jv_get_kind(decision) != JV_KIND_STRING)
 		snprintf(a->why, sizeof a->why, "no review in the state: deploy needs an approved review");
-	else if (strcmp(jv_string_value(decision), "approve") != 0)
+	else if (strcmp(jv_string_value(decision), "approve") != 0 && !review_overridden)
 		snprintf(a->why, sizeof a->why, "the review did not approve (review.decision is '%s')",
 			 jv_string_value(decision));
 	else if (jv_get_kind(failed) != JV_KIND_NUMBER)
 		snprintf(a->why, sizeof a->why, "no test results in the state: deploy needs passing tests");
-	else if (jv_number_value(failed) != 0)
+	else if (jv_number_value(failed) != 0 && !tests_overridden)
 		snprintf(a->why, sizeof a->why, "%g test%s failed", jv_number_value(failed),
 			 jv_number_value(failed) == 1 ? "" : "s");
 	else
@@ -378,6 +386,7 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.needs_input = false,
 		.guard = guard,
+	.lease = true,
 		.run = run,
 	};
 	struct args a = { 0 };

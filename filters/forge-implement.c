@@ -900,6 +900,7 @@ static const struct phase_spec spec = {
 	.needs_input = true,
 	.model_options = true,
 	.guard = guard,
+	.lease = true,
 	.run = implement_run,
 };
 

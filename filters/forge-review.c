@@ -449,7 +449,10 @@ static jv record(struct phase *ph, jv findings)
 		if (st) {
 			jv row = json_set(json_set(jv_copy(f), "phase", jv_string("review")), "trace_id",
 					  json_str_or_null(trace));
-			if (findings_put(NULL, st, row) < 0 && !warned) {
+			/* Found before in this trace (a bounce): the stored row's id. */
+			if (findings_put(id, st, row) == 0)
+				f = json_set(f, "id", jv_string(id));
+			else if (!warned) {
 				phase_emit(ph, "findings.not_stored", json_set(jv_object(), "error",
 					   jv_string(forge_last_error())));
 				warned = true;

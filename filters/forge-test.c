@@ -547,7 +547,7 @@ static const char *guard(struct phase *ph)
 	if (!decision)
 		snprintf(t->guard_msg, sizeof t->guard_msg,
 			 "the changes have not been reviewed: run forge-review first, or --force");
-	else if (strcmp(decision, "approve") != 0)
+	else if (strcmp(decision, "approve") != 0 && !json_has(review, "approved_by"))
 		snprintf(t->guard_msg, sizeof t->guard_msg,
 			 "the review did not approve the changes (decision '%s'); use --force to test anyway", decision);
 	else
@@ -756,7 +756,8 @@ int main(int argc, char **argv)
 			"Run the project's tests (tools.test_command, else detected), read their results (TAP, "
 			"JUnit XML, pytest, go test, cargo test, node --test, ctest, bats), rerun failures once "
 			"to tell flaky from real, and ask the model for the root cause and a fix of each real "
-			"failure. Needs a state whose review approved the changes (or --force); with no input "
+			"failure. Needs a state whose review approved the changes (or review.approved_by, a gate's "
+			"override, or --force); with no input "
 			"it tests the repository or worktree it is run in.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
 			      "did not hold, 2 bad input.\n",
@@ -764,6 +765,7 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.model_options = true,
 		.guard = guard,
+	.lease = true,
 		.run = run_phase,
 	};
 	struct tst t = { .rerun = jv_null() };

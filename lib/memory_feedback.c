@@ -57,9 +57,32 @@ static void bind_opt_str(sqlite3_stmt *s, int i, jv f, const char *key)
 	mem_bind_text(s, i, json_get_str(f, key));
 }
 
+/* The id of the row of trace that has fingerprint fp (the insert of a
+ * finding found again skipped it). */
+static int existing_id(char id[ULID_LEN + 1], struct store *st, const char *trace, const char *fp)
+{
+	sqlite3_stmt *s;
+	int rc = -1;
+
+	if (sqlite3_prepare_v2(store_db(st), "SELECT id FROM findings WHERE trace_id = ?1 AND fingerprint = ?2 "
+			       "ORDER BY created_at, id LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot read findings");
+	mem_bind_text(s, 1, trace);
+	mem_bind_text(s, 2, fp);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		snprintf(id, ULID_LEN + 1, "%s", (const char *)sqlite3_column_text(s, 0));
+		rc = 0;
+	} else {
+		db_fail(st, "cannot read findings");
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int findings_put(char id_out[ULID_LEN + 1], struct store *st, jv f)
 {
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1], fp[33];
+	const char *trace, *fingerprint;
 	struct buf b = BUF_INIT;
 	sqlite3_stmt *s = NULL;
 	int rc = -1;
@@ -79,16 +102,22 @@ int findings_put(char id_out[ULID_LEN + 1], struct store *st, jv f)
 	buf_addf(&b, "%s\n%s\n%s", json_get_str(f, "rule") ? json_get_str(f, "rule") : "",
 		 json_get_str(f, "file") ? json_get_str(f, "file") : "", json_get_str(f, "message"));
 	mem_hash_hex(fp, b.buf, b.len);
+	trace = json_get_str(f, "trace_id") ? json_get_str(f, "trace_id") : json_get_str(f, "run_id");
+	fingerprint = json_get_str(f, "fingerprint") ? json_get_str(f, "fingerprint") : fp;
+	/* One row per (trace, fingerprint): a review bounce that finds the same
+	 * issue again adds nothing (one statement, so concurrent writers agree). */
 	if (sqlite3_prepare_v2(store_db(st), "INSERT INTO findings (id, run_id, trace_id, phase, "
 			       "layer, severity, category, rule, message, file, line, confidence, fixable, "
-			       "fix, fingerprint, created_at) VALUES (?,?,?,coalesce(?,'review'),?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "fix, fingerprint, created_at) SELECT ?1,?2,?3,coalesce(?4,'review'),?5,?6,?7,?8,?9,?10,"
+			       "?11,?12,?13,?14,?15,?16 WHERE ?3 IS NULL OR NOT EXISTS (SELECT 1 FROM findings "
+			       "WHERE trace_id = ?3 AND fingerprint = ?15)",
 			       -1, &s, NULL) != SQLITE_OK) {
 		db_fail(st, "cannot store a finding");
 		goto out;
 	}
 	mem_bind_text(s, 1, id);
 	bind_opt_str(s, 2, f, "run_id");
-	mem_bind_text(s, 3, json_get_str(f, "trace_id") ? json_get_str(f, "trace_id") : json_get_str(f, "run_id"));
+	mem_bind_text(s, 3, trace);
 	bind_opt_str(s, 4, f, "phase");
 	bind_opt_str(s, 5, f, "layer");
 	bind_opt_str(s, 6, f, "severity");
@@ -104,12 +133,14 @@ int findings_put(char id_out[ULID_LEN + 1], struct store *st, jv f)
 	bind_opt_str(s, 14, f, "fix");
 	/* The producer's fingerprint (forge-review hashes the line's content)
 	 * wins; otherwise one from rule, file and message. */
-	mem_bind_text(s, 15, json_get_str(f, "fingerprint") ? json_get_str(f, "fingerprint") : fp);
+	mem_bind_text(s, 15, fingerprint);
 	mem_bind_text(s, 16, ts);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		db_fail(st, "cannot store a finding");
 		goto out;
 	}
+	if (sqlite3_changes(store_db(st)) == 0 && existing_id(id, st, trace, fingerprint) < 0)
+		goto out;
 	if (id_out)
 		memcpy(id_out, id, sizeof id);
 	rc = 0;

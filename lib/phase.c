@@ -535,6 +535,48 @@ static int exit_code(const char *status)
 	return FORGE_EXIT_DEPENDENCY;
 }
 
+/*
+ * A phase that works in the run's worktree holds the trace's lease while it
+ * runs (spec->lease); under forge-supervisor the supervisor's ($FORGE_LEASE)
+ * is used as it is.  Returns 0, or the exit status: 4 when another living
+ * process holds it.  Without a database there is nothing to coordinate on.
+ */
+static int take_lease(struct phase *ph)
+{
+	const char *trace = json_get_str(ph->state, "trace_id");
+	const char *parent = getenv("FORGE_LEASE");
+	struct store *st;
+	char holder[ULID_LEN + 1];
+	jv held;
+
+	if (!ph->spec->lease || jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !trace || !(st = phase_store(ph)))
+		return 0;
+	if (parent && *parent && store_lease_get(&held, st, trace) == 0) {
+		bool ours = json_get_str(held, "holder") && strcmp(json_get_str(held, "holder"), parent) == 0;
+		jv_free(held);
+		if (ours)
+			return 0;
+	}
+	ulid_new(holder);
+	int r = store_lease_take(&held, st, trace, holder, ph->spec->program);
+	if (r == STORE_LEASE_HELD) {
+		const char *prog = json_get_str(held, "program");
+		fprintf(stderr, "%s: trace %s is already being worked on: %s, pid %.0f on %s, since %s; wait for "
+				"it or stop it with `forge cancel %s`\n", ph->spec->program, trace,
+			prog ? prog : "a forge program", json_get_num(held, "pid", 0), json_get_str(held, "host"),
+			json_get_str(held, "acquired_at"), trace);
+		jv_free(held);
+		return FORGE_EXIT_HUMAN;
+	}
+	jv_free(held);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", ph->spec->program, forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	snprintf(ph->lease, sizeof ph->lease, "%s", holder);
+	return 0;
+}
+
 /* The phase itself, between the input and the final state. */
 static const char *run_phase(struct phase *ph)
 {
@@ -586,6 +628,9 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 				 : json_set(jv_object(), "description",
 					    jv_string_fmt("%s on the repository", spec->program)));
 	stream_out_set_trace(&ph.out, json_get_str(ph.state, "trace_id"));
+	status = take_lease(&ph);
+	if (status)
+		goto out;
 	ph.start_ms = monotonic_ms();
 	jv task = json_get(ph.state, "task");
 	const char *desc = json_get_str(task, "description");
@@ -615,6 +660,9 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	}
 	ph.state = jv_null();
 out:
+	if (ph.lease[0])
+		store_lease_release(ph.store, json_get_str(ph.state, "trace_id") ? json_get_str(ph.state, "trace_id")
+				    : json_get_str(ph.in.state, "trace_id"), ph.lease);
 	llm_client_free(agent_fast);
 	llm_client_free(agent_llm);
 	agent_fast = agent_llm = NULL;

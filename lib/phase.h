@@ -51,6 +51,10 @@ struct phase_spec {
 	int (*raw_hook)(const char *text, size_t len, void *payload);
 	bool needs_input;               /* empty input is bad input */
 	bool model_options;             /* takes --provider/--model/--base-url/--cassette */
+	/* Works in the run's worktree: takes the trace's lease (store.h) when
+	 * given a state, and refuses (exit 4) while another process holds it -
+	 * except its own forge-supervisor, whose lease is $FORGE_LEASE. */
+	bool lease;
 	/* NULL when the guard holds, else why not. */
 	const char *(*guard)(struct phase *ph);
 	/*
@@ -79,6 +83,7 @@ struct phase {
 	long tokens;
 	bool progress;                  /* stderr is a terminal and not -q */
 	char reason[1024];              /* why the phase ended as it did */
+	char lease[32];                 /* the lease this process took, or "" */
 	void *payload;                  /* the filter's own */
 };
 

@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -60,11 +61,13 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_RUN_CREATE] =
 		"INSERT INTO runs (id, task, repo, status, config, started_at, updated_at)"
 		" VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?5)",
+	/* A cancelled run stays cancelled: a live run's own updates lose. */
 	[S_RUN_UPDATE] =
-		"UPDATE runs SET status = coalesce(?2, status),"
+		"UPDATE runs SET status = CASE WHEN status = 'cancelled' THEN status ELSE coalesce(?2, status) END,"
 		" current_phase = coalesce(?3, current_phase),"
-		" error = coalesce(?4, error), updated_at = ?5,"
-		" completed_at = CASE WHEN coalesce(?2, status) IN ('completed', 'failed', 'cancelled')"
+		" error = CASE WHEN status = 'cancelled' THEN error ELSE coalesce(?4, error) END, updated_at = ?5,"
+		" completed_at = CASE WHEN status = 'cancelled' THEN completed_at"
+		"  WHEN coalesce(?2, status) IN ('completed', 'failed', 'cancelled')"
 		"  THEN coalesce(completed_at, ?5) ELSE NULL END"
 		" WHERE id = ?1",
 	[S_RUN_SET_COST] =
@@ -109,6 +112,10 @@ static int db_fail(struct store *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
+	if ((sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_FULL)
+		return forge_error("database '%s': %s: the disk is full (or the database reached its size "
+				   "limit): free some space and try again (sqlite code %d)", st->path, what,
+				   sqlite3_extended_errcode(st->db));
 	return forge_error("database '%s': %s: %s (sqlite code %d)", st->path, what,
 			   sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
 }
@@ -1094,4 +1101,183 @@ int store_resolve_path(char **out, const char *flag, const char *repo)
 	memcpy(*out, repo, n);
 	memcpy(*out + n, suffix, strlen(suffix) + 1);
 	return 0;
+}
+
+/* ---- what the run-level breakers read ------------------------------ */
+
+int store_cost_on_day(double *usd, struct store *st, const char *day, const char *except_trace)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*usd = 0;
+	if (sqlite3_prepare_v2(st->db, "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs"
+			       " WHERE substr(started_at, 1, 10) = ?1 AND id IS NOT ?2", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot sum the cost of the runs of %s", day);
+	bind_text(s, 1, day);
+	bind_text(s, 2, except_trace);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		*usd = sqlite3_column_double(s, 0);
+	else
+		db_fail(st, "cannot sum the cost of the runs of %s", day);
+	sqlite3_finalize(s);
+	return step == SQLITE_ROW ? 0 : -1;
+}
+
+int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*calls = *failed = 0;
+	if (sqlite3_prepare_v2(st->db, "SELECT type, COUNT(*) FROM events WHERE trace_id = ?1 AND ts >= ?2"
+			       " AND type IN ('tool.executed', 'tool.failed') GROUP BY type", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, since);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		long n = (long)sqlite3_column_int64(s, 1);
+		*calls += n;
+		if (strcmp((const char *)sqlite3_column_text(s, 0), "tool.failed") == 0)
+			*failed = n;
+	}
+	if (step != SQLITE_DONE)
+		db_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
+	sqlite3_finalize(s);
+	return step == SQLITE_DONE ? 0 : -1;
+}
+
+/* ---- leases -------------------------------------------------------- */
+
+static void host_name(char out[static 256])
+{
+	if (gethostname(out, 255) < 0)
+		snprintf(out, 256, "%s", "localhost");
+	out[255] = '\0';
+}
+
+bool store_lease_alive(jv lease)
+{
+	char host[256];
+	const char *h = json_get_str(lease, "host");
+	double pid = json_get_num(lease, "pid", 0);
+
+	if (jv_get_kind(lease) != JV_KIND_OBJECT)
+		return false;
+	host_name(host);
+	if (!h || strcmp(h, host) != 0)
+		return true;	/* another machine's process: cannot tell, so it lives */
+	if (pid < 1 || pid > 1 << 30)
+		return false;
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* The lease row of trace, or null. */
+static int lease_row(jv *out, struct store *st, const char *trace_id)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*out = jv_null();
+	if (sqlite3_prepare_v2(st->db, "SELECT holder, pid, host, program, acquired_at FROM leases"
+			       " WHERE trace_id = ?1", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot read the lease of trace '%s'", trace_id);
+	bind_text(s, 1, trace_id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		jv o = json_set(jv_object(), "trace_id", jv_string(trace_id));
+		o = json_set(o, "holder", jv_string((const char *)sqlite3_column_text(s, 0)));
+		o = json_set(o, "pid", jv_number((double)sqlite3_column_int64(s, 1)));
+		o = json_set(o, "host", jv_string((const char *)sqlite3_column_text(s, 2)));
+		o = json_set(o, "program", sqlite3_column_type(s, 3) == SQLITE_NULL ? jv_null()
+					   : jv_string((const char *)sqlite3_column_text(s, 3)));
+		*out = json_set(o, "acquired_at", jv_string((const char *)sqlite3_column_text(s, 4)));
+	} else if (step != SQLITE_DONE) {
+		db_fail(st, "cannot read the lease of trace '%s'", trace_id);
+	}
+	sqlite3_finalize(s);
+	return step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -1;
+}
+
+int store_lease_get(jv *out, struct store *st, const char *trace_id)
+{
+	if (lease_row(out, st, trace_id) < 0)
+		return -1;
+	if (jv_get_kind(*out) == JV_KIND_OBJECT)
+		*out = json_set(*out, "alive", jv_bool(store_lease_alive(*out)));
+	return 0;
+}
+
+int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
+		     const char *program)
+{
+	char host[256], now[32];
+	sqlite3_stmt *s = NULL;
+	jv row = jv_null();
+	int rc = -1;
+
+	assert(trace_id && holder);
+	*held = jv_null();
+	host_name(host);
+	if (store_begin(st) < 0)
+		return -1;
+	if (lease_row(&row, st, trace_id) < 0)
+		goto out;
+	if (jv_get_kind(row) == JV_KIND_OBJECT) {
+		if (strcmp(json_get_str(row, "holder"), holder) == 0) {
+			rc = STORE_LEASE_TAKEN;	/* ours already (a phase of our supervisor) */
+			goto out;
+		}
+		if (store_lease_alive(row)) {
+			*held = json_set(jv_copy(row), "alive", jv_true());
+			rc = STORE_LEASE_HELD;
+			goto out;
+		}
+	}
+	iso_time(now, now_ms());
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO leases (trace_id, holder, pid, host, program,"
+			       " acquired_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &s, NULL) != SQLITE_OK) {
+		db_fail(st, "cannot take the lease of trace '%s'", trace_id);
+		goto out;
+	}
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, holder);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)getpid());
+	bind_text(s, 4, host);
+	bind_text(s, 5, program);
+	bind_text(s, 6, now);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, "cannot take the lease of trace '%s'", trace_id);
+		goto out;
+	}
+	if (store_commit(st) < 0)
+		goto out;
+	if (jv_get_kind(row) == JV_KIND_OBJECT) {
+		*held = json_set(jv_copy(row), "alive", jv_false());
+		rc = STORE_LEASE_STOLEN;
+	} else {
+		rc = STORE_LEASE_TAKEN;
+	}
+out:
+	sqlite3_finalize(s);
+	store_rollback(st);
+	jv_free(row);
+	return rc;
+}
+
+int store_lease_release(struct store *st, const char *trace_id, const char *holder)
+{
+	sqlite3_stmt *s;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM leases WHERE trace_id = ?1 AND holder = ?2", -1, &s,
+			       NULL) != SQLITE_OK)
+		return db_fail(st, "cannot release the lease of trace '%s'", trace_id);
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, holder);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		rc = db_fail(st, "cannot release the lease of trace '%s'", trace_id);
+	sqlite3_finalize(s);
+	return rc;
 }

@@ -11,7 +11,8 @@
  * program knows is refused.
  *
  * All functions return 0 (or a count) on success and -1 with forge_error()
- * on failure.  jv arguments follow json.h's rule (consumed unless
+ * on failure.  A write that fails because the disk is full (SQLITE_FULL)
+ * says so.  jv arguments follow json.h's rule (consumed unless
  * "borrows").
  */
 #ifndef FORGE_STORE_H
@@ -98,8 +99,9 @@ int store_traces(jv *out, struct store *st, int limit);
  * exists; repo may be NULL; consumes config (an object, or jv_null()).
  * update: NULL arguments leave their column as it is; status must be one of
  * pending|running|paused|completed|failed|cancelled; a terminal status
- * (completed, failed, cancelled) sets completed_at, any other clears it;
- * fails when there is no such run.  set_cost: the run's totals (the state's
+ * (completed, failed, cancelled) sets completed_at, any other clears it; a
+ * cancelled run keeps its status, error and completed_at (a live run's own
+ * updates do not undo a cancel); fails when there is no such run.  set_cost: the run's totals (the state's
  * cost so far).  get: {"trace_id","task","repo","status","current_phase",
  * "config","started_at","updated_at","completed_at","total_cost_usd",
  * "total_tokens","error"}, or null when absent.
@@ -129,5 +131,37 @@ int store_checkpoint_load(jv *out, struct store *st, const char *id);
 /* Checkpoints of a trace, oldest first, without their states:
  * [{"id","trace_id","phase","status","ts"}]. */
 int store_checkpoint_list(jv *out, struct store *st, const char *trace_id);
+
+/*
+ * What the run-level breakers read.  cost_on_day: the summed cost of the
+ * runs started on day ("YYYY-MM-DD"), except_trace's excepted (may be
+ * NULL).  tool_outcomes: the tool.executed + tool.failed events of trace
+ * since the timestamp `since` (*calls) and how many of them failed.
+ */
+int store_cost_on_day(double *usd, struct store *st, const char *day, const char *except_trace);
+int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since);
+
+/*
+ * Leases: one process at a time works on a trace (forge-supervisor's run or
+ * resume, or a phase filter run by hand on a state).  A lease is
+ * {"trace_id","holder","pid","host","program","acquired_at"}; holder is an
+ * id the taker made.
+ *
+ * take: in one BEGIN IMMEDIATE transaction (fails when one is open):
+ * STORE_LEASE_TAKEN when it was free or holder holds it already (then it is
+ * left as it is); STORE_LEASE_STOLEN when its holder was dead (same host,
+ * pid gone; *held receives that lease); STORE_LEASE_HELD when a living
+ * process holds it (*held receives its lease, "alive": true); -1 on error.
+ * *held is null otherwise.  A holder on another host is taken to be alive.
+ * release: drops the lease when holder holds it (else nothing).
+ * get: the lease with "alive", or null when none.
+ * alive: whether the lease's process lives (borrows lease).
+ */
+enum { STORE_LEASE_TAKEN = 0, STORE_LEASE_HELD = 1, STORE_LEASE_STOLEN = 2 };
+int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
+		     const char *program);
+int store_lease_release(struct store *st, const char *trace_id, const char *holder);
+int store_lease_get(jv *out, struct store *st, const char *trace_id);
+bool store_lease_alive(jv lease);
 
 #endif

@@ -31,9 +31,10 @@ struct sup {
 	enum pipeline_state pl;
 	long pending;               /* events in the open transaction */
 	bool deploy_approved;       /* a human approved the production deploy */
-	bool force_next;            /* a human overrode a "no": --force for the next phase */
+	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
 	char step_reason[512];      /* why the next transition happens */
+	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
 	int tools_run;              /* progress: tool calls of the running phase */
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
 };
@@ -122,8 +123,32 @@ static void checkpoint(struct sup *s, const char *phase)
 	jv_free(cost);
 }
 
+/* Whether `forge cancel` cancelled the run (it also signals us). */
+static bool cancelled(struct sup *s)
+{
+	jv run;
+	bool yes = false;
+
+	if (store_run_get(&run, s->o->store, s->trace) == 0) {
+		const char *st = json_get_str(run, "status");
+		yes = st && strcmp(st, "cancelled") == 0;
+	}
+	jv_free(run);
+	return yes;
+}
+
+/* The run was cancelled: stop where it is; its status stays cancelled. */
+static int stop_cancelled(struct sup *s)
+{
+	s->ended = true;
+	fprintf(stderr, "forge: run %s was cancelled\n", s->trace);
+	return FORGE_EXIT_INTERRUPTED;
+}
+
 static int end_run(struct sup *s, const char *run_status, const char *error, int code)
 {
+	if (cancelled(s))
+		return stop_cancelled(s);
 	enum pipeline_state to = strcmp(run_status, "completed") == 0 ? PL_COMPLETED
 			       : strcmp(run_status, "paused") == 0 ? PL_PAUSED : PL_FAILED;
 
@@ -140,49 +165,17 @@ static int end_run(struct sup *s, const char *run_status, const char *error, int
 
 /* ---- run-level breakers ------------------------------------------------ */
 
-static double cost_today(struct sup *s)
-{
-	char today[TIMESTAMP_LEN + 1];
-	sqlite3_stmt *st;
-	double usd = 0;
-
-	timestamp_now(today);
-	today[10] = '\0';	/* YYYY-MM-DD */
-	if (sqlite3_prepare_v2(store_db(s->o->store),
-			       "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs WHERE substr(started_at, 1, 10) = ?1 "
-			       "AND id <> ?2", -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, today, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, s->trace, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		usd = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return usd;
-}
-
-/* Tool error rate of the run over the configured window, from its events. */
+/* Tool error rate of the run over the configured window, from its events;
+ * -1 when it cannot be read. */
 static double error_rate(struct sup *s, long *calls)
 {
 	char since[TIMESTAMP_LEN + 1];
-	sqlite3_stmt *st;
 	long failed = 0;
 	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s", 300);
 
-	*calls = 0;
 	timestamp_format(since, now_ms() - (int64_t)(window * 1000));
-	if (sqlite3_prepare_v2(store_db(s->o->store),
-			       "SELECT type, COUNT(*) FROM events WHERE trace_id = ?1 AND ts >= ?2 "
-			       "AND type IN ('tool.executed', 'tool.failed') GROUP BY type", -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, s->trace, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, since, -1, SQLITE_TRANSIENT);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		long n = sqlite3_column_int64(st, 1);
-		*calls += n;
-		if (strcmp((const char *)sqlite3_column_text(st, 0), "tool.failed") == 0)
-			failed = n;
-	}
-	sqlite3_finalize(st);
+	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
+		return -1;
 	return *calls ? (double)failed / (double)*calls : 0;
 }
 
@@ -202,8 +195,17 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 		snprintf(why, n, "the run has cost $%.4f (limit per run $%.2f)", usd, per_run);
 		return "cost_per_run";
 	}
-	if (usd + cost_today(s) >= per_day) {
-		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%.2f)", usd + cost_today(s), per_day);
+	/* A breaker that cannot read what it guards trips (fails closed). */
+	char today[TIMESTAMP_LEN + 1];
+	double others;
+	timestamp_now(today);
+	today[10] = '\0';	/* YYYY-MM-DD */
+	if (store_cost_on_day(&others, s->o->store, today, s->trace) < 0) {
+		snprintf(why, n, "cannot read today's cost: %s", forge_last_error());
+		return "cost_per_day";
+	}
+	if (usd + others >= per_day) {
+		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%.2f)", usd + others, per_day);
 		return "cost_per_day";
 	}
 	if (store_run_get(&run, s->o->store, s->trace) == 0) {
@@ -218,6 +220,10 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 	}
 	double rate = error_rate(s, &calls);
 	double critical = config_get_num(s->o->cfg, "safety.error_rate.critical", 0.25);
+	if (rate < 0) {
+		snprintf(why, n, "cannot read the tool error rate: %s", forge_last_error());
+		return "error_rate";
+	}
 	if (calls >= 4 && rate >= critical) {
 		snprintf(why, n, "tool error rate %.0f%% over %ld calls (limit %.0f%%)", rate * 100, calls,
 			 critical * 100);
@@ -282,6 +288,18 @@ static void remember_edit(struct sup *s, const char *gate, const char *note)
 
 enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT };
 
+/* Remember who passed gate `name` (row `id`) for ask_human(). */
+static void set_approval(struct sup *s, const char *name, const char *id, const char *by, const char *note)
+{
+	jv a = json_set(json_set(jv_object(), "by", jv_string(by ? by : "human")), "gate", jv_string(name));
+
+	a = json_set(a, "gate_id", jv_string(id));
+	if (note && *note)
+		a = json_set(a, "note", jv_string(note));
+	jv_free(s->approval);
+	s->approval = a;
+}
+
 /* One fired gate: decided before, passed unasked, asked, or waiting. */
 static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 {
@@ -296,6 +314,8 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	if (status && strcmp(status, "approved") == 0) {
 		if (strcmp(name, "production_deploy") == 0)
 			s->deploy_approved = true;
+		set_approval(s, name, json_get_str(row, "id"), json_get_str(row, "decided_by"),
+			     json_get_str(row, "note"));
 		jv_free(row);
 		return GATE_PASS;
 	}
@@ -319,6 +339,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	if (how != GATE_ASK) {
 		const char *by = how == GATE_AUTO_FLAG ? "flag" : "automation_level";
 		gate_decide(s->o->store, id, true, by, NULL);
+		set_approval(s, name, id, by, NULL);
 		emit(s, "gate.approved", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
 			"id", jv_string(id)), "by", jv_string(by)));
 		progress(s, "  gate %s approved (%s)", name, how == GATE_AUTO_FLAG ? "--auto-approve" : "automation level");
@@ -336,6 +357,8 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 				remember_edit(s, name, note);
 			if (yes && strcmp(name, "production_deploy") == 0)
 				s->deploy_approved = true;
+			if (yes)
+				set_approval(s, name, id, "human", note);
 			free(note);
 			return yes ? GATE_PASS : GATE_STOP;
 		}
@@ -416,9 +439,9 @@ static void on_stderr(void *payload, const char *line, size_t len, int cut)
 {
 	struct sup *s = payload;
 
+	/* Always shown: under -q the phases write only their errors. */
 	(void)cut;
-	if (s->o->progress || s->o->json || !s->o->progress)
-		fprintf(stderr, "  [%s] %.*s\n", s->running, (int)len, line);
+	fprintf(stderr, "  [%s] %.*s\n", s->running, (int)len, line);
 }
 
 static void on_idle(void *payload)
@@ -443,8 +466,6 @@ static const char *run_phase(struct sup *s, const char *phase)
 	}
 	for (const char *const *a = s->o->phase_args; a && *a && argc < 56; a++)
 		argv[argc++] = *a;
-	if (s->force_next && (strcmp(phase, "test") == 0 || strcmp(phase, "deploy") == 0))
-		argv[argc++] = "--force";
 	if (s->deploy_approved && strcmp(phase, "deploy") == 0)
 		argv[argc++] = "--approve";
 	argv[argc] = NULL;
@@ -496,6 +517,21 @@ static const char *run_phase(struct sup *s, const char *phase)
 
 /* ---- the loop ------------------------------------------------------------ */
 
+static const char *first_phase(const char *const *phases)
+{
+	return phases && phases[0] ? phases[0] : "plan";
+}
+
+/* The requested phase before `phase`, or NULL when it is the first. */
+static const char *phase_before(const char *phase, const char *const *phases)
+{
+	const char *prev = NULL;
+
+	for (const char *p = first_phase(phases); p && strcmp(p, phase) != 0; p = pipeline_next_phase(p, phases))
+		prev = p;
+	return prev;
+}
+
 static void add_bounce(struct sup *s, jv bounce)
 {
 	jv bounces = json_get(s->state, "bounces");
@@ -520,9 +556,21 @@ static enum gate_outcome ask_human(struct sup *s, const char *phase, const char 
 	gate = json_set(gate, "timeout_s", jv_number(86400));
 	enum gate_outcome r = pass_gate(s, gate, phase);
 	jv_free(gate);
-	if (r == GATE_PASS)
-		emit(s, "human.override", json_set(json_set(jv_object(), "phase", jv_string(phase)),
-						   "reason", jv_string(reason)));
+	if (r != GATE_PASS)
+		return r;
+	emit(s, "human.override", json_set(json_set(jv_object(), "phase", jv_string(phase)),
+					   "reason", jv_string(reason)));
+	/* The override is part of the state, so the guards of the phases after
+	 * this one (forge-test, forge-deploy) accept it, in this process or
+	 * after `forge resume`. */
+	const char *key = pipeline_result_key(phase);
+	jv part = json_get(s->state, key);
+	if (jv_get_kind(part) == JV_KIND_OBJECT && jv_get_kind(s->approval) == JV_KIND_OBJECT) {
+		s->state = json_set(s->state, key, json_set(part, "approved_by", jv_copy(s->approval)));
+		checkpoint(s, phase);
+	} else {
+		jv_free(part);
+	}
 	return r;
 }
 
@@ -531,6 +579,8 @@ static int loop(struct sup *s, const char *done, const char *next)
 	char why[512];
 
 	while (next && !interrupted) {
+		if (cancelled(s))
+			return stop_cancelled(s);
 		const char *tripped = breaker(s, why, sizeof why);
 		if (tripped) {
 			emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
@@ -556,7 +606,6 @@ static int loop(struct sup *s, const char *done, const char *next)
 			snprintf(why, sizeof why, "forge-%s was killed by a signal; resume runs it again", next);
 			return end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
 		}
-		s->force_next = false;
 		s->step_reason[0] = '\0';
 		checkpoint(s, next);
 
@@ -587,7 +636,6 @@ static int loop(struct sup *s, const char *done, const char *next)
 			/* Approved: a phase without its result runs again, else on. */
 			bool has_result = json_has(s->state, pipeline_result_key(done));
 			next = has_result ? pipeline_next_phase(done, s->o->phases) : done;
-			s->force_next = has_result;
 			break;
 		}
 		case PL_ACT_DONE:
@@ -601,6 +649,8 @@ static int loop(struct sup *s, const char *done, const char *next)
 		}
 		jv_free(d.bounce);
 	}
+	if (cancelled(s))
+		return stop_cancelled(s);
 	if (interrupted) {
 		fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
 		store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
@@ -745,6 +795,7 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	s->o = o;
 	s->state = jv_null();
 	s->returned = jv_null();
+	s->approval = jv_null();
 	s->phase_cost = jv_object();
 	s->pl = PL_IDLE;
 	snprintf(s->trace, sizeof s->trace, "%s", trace);
@@ -755,14 +806,52 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 static void sup_release(struct sup *s)
 {
 	commit_batch(s);
+	if (s->holder[0]) {
+		store_lease_release(s->o->store, s->trace, s->holder);
+		unsetenv("FORGE_LEASE");
+	}
 	jv_free(s->state);
 	jv_free(s->returned);
+	jv_free(s->approval);
 	jv_free(s->phase_cost);
 }
 
-static const char *first_phase(const struct supervise_opts *o)
+/*
+ * Take the run's lease: one process at a time works on a run.  The phases
+ * get it as FORGE_LEASE, so they do not refuse their own supervisor.
+ * Returns 0, or the exit status: 4 when a living process holds it (a
+ * human decides: wait for it, or `forge cancel` it), 5 on a database error.
+ */
+static int take_lease(struct sup *s)
 {
-	return o->phases && o->phases[0] ? o->phases[0] : "plan";
+	char holder[ULID_LEN + 1];
+	jv held;
+
+	ulid_new(holder);
+	int r = store_lease_take(&held, s->o->store, s->trace, holder, "forge-supervisor");
+	if (r < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	if (r == STORE_LEASE_HELD) {
+		const char *prog = json_get_str(held, "program");
+		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s; wait for it "
+				"or stop it with `forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
+			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
+			s->trace);
+		jv_free(held);
+		return FORGE_EXIT_HUMAN;
+	}
+	snprintf(s->holder, sizeof s->holder, "%s", holder);
+	setenv("FORGE_LEASE", holder, 1);
+	if (r == STORE_LEASE_STOLEN) {
+		progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
+			 json_get_num(held, "pid", 0));
+		emit(s, "run.lease_taken_over", json_set(json_set(jv_object(), "pid", json_get(held, "pid")),
+							 "since", json_get(held, "acquired_at")));
+	}
+	jv_free(held);
+	return 0;
 }
 
 /* The run's worktree on its branch: created now, so every phase shares it. */
@@ -800,11 +889,26 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 				    "repo", jv_string(o->repo)), "base_ref", jv_string(base));
 	if (env)
 		task = json_set(task, "environment", jv_string(env));
-	if (make_worktree(&s, &task) < 0) {
-		fprintf(stderr, "forge: cannot make the run's worktree: %s\n", forge_last_error());
+	/* The run's row first: a run that cannot be recorded leaves nothing
+	 * behind (no worktree, no branch). */
+	if (store_run_create(o->store, trace, task_text, o->repo, config_effective(o->cfg)) < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
 		jv_free(task);
 		sup_release(&s);
 		return FORGE_EXIT_DEPENDENCY;
+	}
+	int code = take_lease(&s);
+	if (code == 0 && make_worktree(&s, &task) < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "cannot make the run's worktree: %s", forge_last_error());
+		fprintf(stderr, "forge: %s\n", why);
+		store_run_update(o->store, trace, "failed", NULL, why);
+		code = FORGE_EXIT_DEPENDENCY;
+	}
+	if (code) {
+		jv_free(task);
+		sup_release(&s);
+		return code;
 	}
 	jv st = jv_object();
 	st = json_set(st, "kind", jv_string("state"));
@@ -817,16 +921,11 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	st = json_set(st, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
 	s.state = json_set(st, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
 						    "remaining_usd", jv_number(budget)));
-	if (store_run_create(o->store, trace, task_text, o->repo, config_effective(o->cfg)) < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
-		sup_release(&s);
-		return FORGE_EXIT_DEPENDENCY;
-	}
 	progress(&s, "forge: run %s: %s", trace, task_text);
 	emit(&s, "run.started", json_set(json_set(jv_object(), "task", jv_string(task_text)),
 					 "dry_run", jv_bool(o->dry_run)));
 	checkpoint(&s, "init");
-	int code = loop(&s, NULL, first_phase(o));
+	code = loop(&s, NULL, first_phase(o->phases));
 	if (s.ended)
 		reflect_on_run(&s);
 	if (o->json)
@@ -880,9 +979,9 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		fprintf(stderr, "forge: no run '%s'\n", trace);
 		return FORGE_EXIT_USAGE;
 	}
+	/* A failed run continues too: a dependency may be back, a bug fixed. */
 	const char *status = json_get_str(run, "status");
-	if (status && (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
-		       strcmp(status, "cancelled") == 0)) {
+	if (status && (strcmp(status, "completed") == 0 || strcmp(status, "cancelled") == 0)) {
 		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
 		code = strcmp(status, "completed") == 0 ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
 		jv_free(run);
@@ -897,6 +996,12 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	sup_init(&s, o, trace);
 	s.state = cp;
 	s.pl = PL_PAUSED;
+	/* Before the worktree is touched: another process may be working in it. */
+	code = take_lease(&s);
+	if (code) {
+		sup_release(&s);
+		return code;
+	}
 	emit(&s, "run.resumed", jv_object());
 	recover_worktree(&s);
 	const char *phase = json_get_str(s.state, "phase");
@@ -905,7 +1010,12 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	char done[32];
 	snprintf(done, sizeof done, "%s", phase ? phase : "init");
 	if (strcmp(done, "init") == 0) {
-		code = loop(&s, NULL, first_phase(o));
+		code = loop(&s, NULL, first_phase(o->phases));
+	} else if (st && strcmp(st, "failed") == 0 && pipeline_state_of(done) != PL_NSTATES) {
+		/* The phase itself failed (its model or git was down, a bug): it
+		 * runs again on its own last state; the phases before it are done. */
+		progress(&s, "  %s failed last time: running it again", done);
+		code = loop(&s, phase_before(done, o->phases), done);
 	} else {
 		struct pipeline_decision d;
 		if (pipeline_decide(&d, o->cfg, s.state, done, st ? st : "failed", o->phases, o->dry_run) < 0) {
@@ -927,7 +1037,6 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 			else {
 				bool has = json_has(s.state, pipeline_result_key(done));
 				next = has ? pipeline_next_phase(done, o->phases) : done;
-				s.force_next = has;
 				if (!next)
 					code = end_run(&s, "completed", NULL, FORGE_EXIT_OK);
 			}

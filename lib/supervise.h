@@ -14,6 +14,14 @@
  * to the checkpoint's commit, its partial changes saved under
  * refs/forge/TRACE/saved/N.  After every run an episode is recorded in
  * memory (Loop 3) and the reflection triggers of seed 000 §10.4 are checked.
+ *
+ * A run and a resume hold the run's lease (store.h) while they work, passed
+ * to the phases as $FORGE_LEASE; one that finds the run held by a living
+ * process exits 4.  A gate's approval over a phase's "no" is written into
+ * the state (review.approved_by, tests.approved_by) for the guards after
+ * it.  `forge cancel` marks the run cancelled and signals its holder: the
+ * run stops at once (or before its next phase) with 130.  Breakers that
+ * cannot read what they guard trip.
  */
 #ifndef FORGE_SUPERVISE_H
 #define FORGE_SUPERVISE_H

@@ -163,6 +163,9 @@ resume_and_check() {
 	T=$(trace_of_run)
 	run -0 sqlite3 "$FORGE_DB" "select status, current_phase from runs where id = '$T'"
 	assert_output "running|implement"
+	# its process is gone: shown as interrupted
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
 	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
 	finished plan
 	! finished implement

@@ -68,3 +68,36 @@ finding() {
 	[[ $stderr == *"line 1"* ]]
 	run -2 forge-findings add <<<'not json'
 }
+
+@test "a finding found again in the same trace is stored once (same id); another trace gets its own row" {
+	a=$(finding no-tabs "tabs used for indentation")
+	b=$(finding no-tabs "tabs used for indentation")
+	[ "$a" = "$b" ]
+	run -0 forge-findings list --json
+	[ "${#lines[@]}" -eq 1 ]
+	printf '{"trace_id":"01JDB2BBBBBBBBBBBBBBBBBBBB","layer":"static","severity":"warning","category":"style","rule":"no-tabs","message":"tabs used for indentation","file":"src/main.c","line":12}\n' |
+		forge-findings add
+	run -0 forge-findings list --json
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "two reviews of the same change in one trace: forge findings list shows each finding once" {
+	repo=$BATS_TEST_TMPDIR/repo
+	make_repo "$repo"
+	cp -r "$FORGE_ROOT/tests/fixtures/review/planted/." "$repo/"
+	git -C "$repo" add -A
+	git -C "$repo" commit -q -m planted
+	cd "$repo"
+	run -4 --separate-stderr forge-review --commit HEAD
+	first=$(tail -n 1 <<<"$output")
+	n=$(jq '.review.findings | length' <<<"$first")
+	[ "$n" -ge 4 ]
+	# the same change reviewed again in the same trace (as after a bounce)
+	run -4 --separate-stderr forge-review --commit HEAD <<<"$first"
+	second=$(tail -n 1 <<<"$output")
+	[ "$(jq -r .trace_id <<<"$second")" = "$(jq -r .trace_id <<<"$first")" ]
+	run -0 forge findings list --json
+	[ "${#lines[@]}" -eq "$n" ]
+	# the second review's findings carry the stored rows' ids
+	[ "$(jq -c '[.review.findings[].id] | sort' <<<"$second")" = "$(jq -c '[.review.findings[].id] | sort' <<<"$first")" ]
+}

@@ -219,8 +219,9 @@ branch_log() {
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.plan != null and .state.changes == null' <<<"$output"
 	[ "$(transitions "$T" | tail -n 1)" = "planning>failed" ]
-	# a failed run does not resume
-	run -1 --separate-stderr forge resume "$T" </dev/null
+	# a failed run resumes from its checkpoint, and the breaker trips again
+	run -3 --separate-stderr forge resume --config "$CONFIGS/breaker.json" "$T" </dev/null
+	[[ "$stderr" == *"breaker cost_per_run tripped"* ]]
 }
 
 @test "--dry-run runs only the plan" {

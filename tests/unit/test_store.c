@@ -632,6 +632,216 @@ static int remove_entry(const char *path, const struct stat *sb, int type, struc
 	return remove(path);
 }
 
+
+/* A cancelled run stays cancelled whatever its live process writes after. */
+static void test_run_cancel_sticks(void)
+{
+	struct store *st = NULL;
+	jv run;
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_run_create(st, "T1", "task", NULL, jv_null()) == 0);
+	CHECK(store_run_update(st, "T1", "running", "plan", NULL) == 0);
+	CHECK(store_run_update(st, "T1", "cancelled", NULL, "cancelled by a human") == 0);
+	CHECK(store_run_update(st, "T1", "completed", "deploy", "") == 0);
+	CHECK(store_run_get(&run, st, "T1") == 0);
+	CHECK_STR(json_get_str(run, "status"), "cancelled");
+	CHECK_STR(json_get_str(run, "error"), "cancelled by a human");
+	CHECK_STR(json_get_str(run, "current_phase"), "deploy");
+	CHECK(json_get_str(run, "completed_at") != NULL);
+	jv_free(run);
+	store_free(st);
+}
+
+/* A pid that was a process and is gone now. */
+static long dead_pid(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	return (long)pid;
+}
+
+static void test_leases(void)
+{
+	struct store *st = NULL;
+	jv held, lease;
+	char host[256] = "", sql[512];
+
+	gethostname(host, sizeof host - 1);
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_lease_get(&lease, st, "T1") == 0);
+	CHECK(jv_get_kind(lease) == JV_KIND_NULL);
+	CHECK_INT(store_lease_take(&held, st, "T1", "H1", "forge-supervisor"), STORE_LEASE_TAKEN);
+	CHECK(jv_get_kind(held) == JV_KIND_NULL);
+	/* again by its holder: nothing changes */
+	CHECK_INT(store_lease_take(&held, st, "T1", "H1", "forge-test"), STORE_LEASE_TAKEN);
+	CHECK(store_lease_get(&lease, st, "T1") == 0);
+	CHECK_STR(json_get_str(lease, "holder"), "H1");
+	CHECK_STR(json_get_str(lease, "program"), "forge-supervisor");
+	CHECK_STR(json_get_str(lease, "host"), host);
+	CHECK(json_get_num(lease, "pid", 0) == (double)getpid());
+	CHECK(json_get_bool(lease, "alive", false));
+	jv_free(lease);
+	/* a living holder (this process): refused, with who holds it */
+	CHECK_INT(store_lease_take(&held, st, "T1", "H2", "forge-supervisor"), STORE_LEASE_HELD);
+	CHECK_STR(json_get_str(held, "holder"), "H1");
+	CHECK(json_get_num(held, "pid", 0) == (double)getpid());
+	jv_free(held);
+	/* another trace is free; releasing someone else's lease does nothing */
+	CHECK_INT(store_lease_take(&held, st, "T2", "H2", NULL), STORE_LEASE_TAKEN);
+	CHECK(store_lease_release(st, "T1", "H2") == 0);
+	CHECK_INT(store_lease_take(&held, st, "T1", "H3", NULL), STORE_LEASE_HELD);
+	jv_free(held);
+	CHECK(store_lease_release(st, "T1", "H1") == 0);
+	CHECK(store_lease_get(&lease, st, "T1") == 0);
+	CHECK(jv_get_kind(lease) == JV_KIND_NULL);
+
+	/* a dead holder's lease is taken over */
+	long dead = dead_pid();
+	snprintf(sql, sizeof sql, "INSERT INTO leases VALUES ('T3', 'GONE', %ld, '%s', 'forge-supervisor', "
+		 "'2026-01-01T00:00:00.000Z')", dead, host);
+	CHECK(store_exec(st, sql) == 0);
+	CHECK(store_lease_get(&lease, st, "T3") == 0);
+	CHECK(!json_get_bool(lease, "alive", true));
+	jv_free(lease);
+	CHECK_INT(store_lease_take(&held, st, "T3", "H4", "forge-supervisor"), STORE_LEASE_STOLEN);
+	CHECK(json_get_num(held, "pid", 0) == (double)dead);
+	CHECK_STR(json_get_str(held, "holder"), "GONE");
+	jv_free(held);
+	CHECK(store_lease_get(&lease, st, "T3") == 0);
+	CHECK_STR(json_get_str(lease, "holder"), "H4");
+	jv_free(lease);
+	/* on another host it cannot be told dead: it is held */
+	snprintf(sql, sizeof sql, "INSERT INTO leases VALUES ('T4', 'FAR', %ld, 'elsewhere.example', NULL, "
+		 "'2026-01-01T00:00:00.000Z')", dead);
+	CHECK(store_exec(st, sql) == 0);
+	CHECK_INT(store_lease_take(&held, st, "T4", "H5", NULL), STORE_LEASE_HELD);
+	jv_free(held);
+	/* inside an open transaction it cannot be taken atomically: an error */
+	CHECK(store_begin(st) == 0);
+	CHECK_INT(store_lease_take(&held, st, "T5", "H6", NULL), -1);
+	CHECK(store_rollback(st) == 0);
+	store_free(st);
+}
+
+/* Four processes take one lease at once: exactly one gets it.  Each holds
+ * on (alive) until all have tried. */
+static void test_lease_race(void)
+{
+	const char *path = tmp_path("lease/forge.db");
+	struct store *st = NULL;
+	int results[2], release[2], taken = 0, refused = 0;
+	pid_t pids[4];
+
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	store_free(st);
+	CHECK(pipe(results) == 0 && pipe(release) == 0);
+	fflush(stdout);
+	fflush(stderr);
+	for (int c = 0; c < 4; c++) {
+		pids[c] = fork();
+		CHECK(pids[c] >= 0);
+		if (pids[c] == 0) {
+			struct store *cs = NULL;
+			char holder[16], r = 'e', b;
+			jv held = jv_null();
+			close(results[0]);
+			close(release[1]);
+			snprintf(holder, sizeof holder, "C%d", c);
+			if (store_open(&cs, path) == 0) {
+				int rc = store_lease_take(&held, cs, "TRACE", holder, "test");
+				r = rc == STORE_LEASE_TAKEN ? 't' : rc == STORE_LEASE_HELD ? 'h' : 'e';
+			}
+			jv_free(held);
+			if (write(results[1], &r, 1) != 1 || read(release[0], &b, 1) < 0)
+				r = 'e';
+			store_free(cs);
+			exit(r == 'e');
+		}
+	}
+	close(results[1]);
+	close(release[0]);
+	for (int c = 0; c < 4; c++) {
+		char r = 0;
+		CHECK(read(results[0], &r, 1) == 1);
+		taken += r == 't';
+		refused += r == 'h';
+	}
+	close(release[1]);	/* now they may go */
+	for (int c = 0; c < 4; c++)
+		CHECK(waitpid(pids[c], NULL, 0) == pids[c]);
+	close(results[0]);
+	CHECK_INT(taken, 1);
+	CHECK_INT(refused, 3);
+}
+
+#define BREAKER_EVENT "{\"kind\":\"event\",\"id\":\"E%d\",\"trace_id\":\"T1\"," \
+	"\"ts\":\"2026-11-21T10:00:0%d.000Z\",\"type\":\"%s\",\"payload\":{}}"
+
+static void test_breaker_reads(void)
+{
+	struct store *st = NULL;
+	double usd = -1;
+	long calls = -1, failed = -1;
+	char line[256];
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_run_create(st, "T1", "a", NULL, jv_null()) == 0);
+	CHECK(store_run_create(st, "T2", "b", NULL, jv_null()) == 0);
+	CHECK(store_run_set_cost(st, "T1", 10, 1.5) == 0);
+	CHECK(store_run_set_cost(st, "T2", 10, 2.25) == 0);
+	CHECK(store_exec(st, "UPDATE runs SET started_at = '2026-11-21T09:00:00.000Z'") == 0);
+	CHECK(store_cost_on_day(&usd, st, "2026-11-21", "T1") == 0);
+	CHECK(usd == 2.25);
+	CHECK(store_cost_on_day(&usd, st, "2026-11-21", NULL) == 0);
+	CHECK(usd == 3.75);
+	CHECK(store_cost_on_day(&usd, st, "2026-11-22", NULL) == 0);
+	CHECK(usd == 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(line, sizeof line, BREAKER_EVENT, i, i, i < 2 ? "tool.failed" : i < 4 ? "tool.executed" : "llm.called");
+		jv e = parse(line);
+		CHECK(store_event_put(st, e, NULL, 0, NULL) == 0);
+		jv_free(e);
+	}
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z") == 0);
+	CHECK_INT(calls, 4);
+	CHECK_INT(failed, 2);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z") == 0);
+	CHECK_INT(calls, 3);
+	CHECK_INT(failed, 1);
+	/* what cannot be read is an error, never a zero that would pass a breaker */
+	CHECK(store_exec(st, "ALTER TABLE runs RENAME TO runs_gone") == 0);
+	CHECK(store_cost_on_day(&usd, st, "2026-11-21", NULL) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "cannot sum the cost"), "%s", forge_last_error());
+	CHECK(store_exec(st, "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;"
+			 " ALTER TABLE events RENAME TO events_gone") == 0);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z") == -1);
+	CHECK_MSG(strstr(forge_last_error(), "cannot count the tool calls"), "%s", forge_last_error());
+	store_free(st);
+}
+
+/* A database that cannot grow says the disk is full. */
+static void test_disk_full_message(void)
+{
+	struct store *st = NULL;
+	char big[20000];
+
+	CHECK_MSG(store_open(&st, tmp_path("full.db")) == 0, "%s", forge_last_error());
+	CHECK(store_exec(st, "PRAGMA journal_mode = DELETE") == 0);
+	long long pages = query_int(st, "PRAGMA page_count");
+	char sql[64];
+	snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", pages);
+	CHECK(store_exec(st, sql) == 0);
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	CHECK(store_run_create(st, "T1", big, NULL, jv_null()) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "cannot create run 'T1': the disk is full"), "%s", forge_last_error());
+	store_free(st);
+}
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -661,6 +871,11 @@ int main(void)
 	RUN(test_traces);
 	RUN(test_concurrent_writers);
 	RUN(test_resolve_path);
+	RUN(test_run_cancel_sticks);
+	RUN(test_leases);
+	RUN(test_lease_race);
+	RUN(test_breaker_reads);
+	RUN(test_disk_full_message);
 	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return unit_done();
 }

@@ -1,0 +1,275 @@
+#!/usr/bin/env bats
+# lifecycle.bats - the life of a run under forge-supervisor: a human's (or
+# --auto-approve's) override of review reaches deploy, also across resume;
+# a failed run resumes from its last checkpoint; one process at a time holds
+# a run (its lease); cancel stops a live run; a run whose holder died shows
+# as interrupted and resumes.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export BATS_TEST_TIMEOUT=120
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	BASE=$(git -C "$REPO" rev-parse HEAD)
+	cd "$REPO"
+}
+
+teardown() {
+	# a run left behind by a failed assertion
+	[ -s "$BATS_TEST_TMPDIR/r1.pid" ] && kill -9 -- "-$(cat "$BATS_TEST_TMPDIR/r1.pid")" 2>/dev/null
+	true
+}
+
+last_trace() {
+	forge history --json -n 1 | jq -r .trace_id
+}
+
+events_of() {
+	forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t) | .payload'
+}
+
+demo_replay() {
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/demo/demo.cassette.jsonl"
+}
+
+TASK="add a div operation that refuses division by zero"
+
+# use_mock: the model is the mock server, answering plan and implement of
+# "add a mul operation" from the cassettes ($PLAN, $IMPL: steps).
+use_mock() {
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	local c=$FORGE_ROOT/tests/fixtures/cassettes
+	PLAN=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/plan-calc.jsonl")
+	IMPL=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/implement-calc.jsonl")
+}
+
+# script JSON-ARRAY: what the mock answers from now on (the request log stays).
+script() {
+	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
+		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
+}
+
+# calls WHO [AFTER]: model requests of the planner/implementer after seq AFTER.
+calls() {
+	curl -sS -f "$MOCK_URL/_mock/requests" |
+		jq --arg who "$1" --argjson after "${2:-0}" \
+			'[.[] | select(.seq > $after and (.body.system | tostring | test("You are the " + $who)))] | length'
+}
+
+last_seq() {
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq '[.[].seq] | max // 0'
+}
+
+@test "--auto-approve passes review's escalation and deploy accepts it (default config)" {
+	demo_replay
+	run -0 --separate-stderr forge run --auto-approve "$TASK" </dev/null
+	[[ "$stderr" == *"gate escalation_review approved (--auto-approve)"* ]]
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"
+		and .state.review.decision == "require_human"
+		and .state.review.approved_by.by == "flag" and .state.review.approved_by.gate == "escalation_review"' <<<"$output"
+}
+
+@test "a human approves review's escalation with forge gate approve; the override survives resume to deploy" {
+	demo_replay
+	run -4 --separate-stderr forge run "$TASK" </dev/null
+	[[ "$stderr" == *"gate architecture_approval is waiting for a human"* ]]
+	T=$(last_trace)
+	G=$(forge gate list --json | jq -r .id)
+	run -0 forge gate approve "$G"
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"gate escalation_review is waiting for a human"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "paused" and .state.review.decision == "require_human" and .state.review.approved_by == null' <<<"$output"
+	G=$(forge gate list --json | jq -r .id)
+	run -0 forge gate approve "$G" --note "division by zero is handled"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e --arg g "$G" '.run.status == "completed" and .state.deployment.status == "healthy"
+		and .state.review.approved_by == {by: "human", gate: "escalation_review", gate_id: $g,
+						  note: "division by zero is handled"}' <<<"$output"
+	# every state checkpointed after the approval carries it
+	run -0 sqlite3 "$FORGE_DB" "select json_extract(state, '\$.review.approved_by.by') from checkpoints
+		where trace_id = '$T' and phase in ('test', 'deploy')"
+	assert_output "$(printf 'human\nhuman')"
+}
+
+@test "forge-test and forge-deploy accept a state whose review was overridden, and refuse it without approved_by" {
+	state='{"kind":"state","v":1,"trace_id":"t1","phase":"review","status":"escalated","task":{"description":"x"},
+		"review":{"findings":[],"decision":"require_human"},"tests":{"summary":{"total":1,"passed":1,"failed":0}}}'
+	run -1 --separate-stderr forge-deploy --strategy branch <<<"$(jq -c . <<<"$state")"
+	[[ "$stderr" == *"the review did not approve"* ]]
+	over=$(jq -c '.review.approved_by = {by: "human", gate: "escalation_review"}' <<<"$state")
+	# past the guard: it stops later, at the state having no branch
+	run -5 --separate-stderr forge-deploy --strategy branch <<<"$over"
+	[[ "$stderr" == *"no branch to deploy"* ]]
+	[[ "$output" != *'"type":"phase.skipped"'* ]]
+	# failed tests: refused, unless a gate passed them (tests.approved_by)
+	failing=$(jq -c '.tests.summary.failed = 1 | .review.decision = "approve"' <<<"$state")
+	run -1 --separate-stderr forge-deploy --strategy branch <<<"$failing"
+	[[ "$stderr" == *"1 test failed"* ]]
+	run -5 --separate-stderr forge-deploy --strategy branch <<<"$(jq -c '.tests.approved_by = {by: "flag", gate: "escalation_test"}' <<<"$failing")"
+	[[ "$stderr" == *"no branch to deploy"* ]]
+	run -1 --separate-stderr forge-test <<<"$(jq -c . <<<"$state")"
+	[[ "$stderr" == *"the review did not approve the changes"* ]]
+	run -0 --separate-stderr forge-test <<<"$over"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .tests.summary.failed == 0'
+}
+
+@test "a run that failed on its provider (exit 5) resumes: the failed phase runs again, plan's calls are not repeated" {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "server_error", times: "always"}]')"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.phase == "implement" and .state.status == "failed"' <<<"$output"
+	[ "$(calls planner)" -eq 3 ]
+	# the provider is back
+	script "$IMPL"
+	AFTER=$(last_seq)
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"' <<<"$output"
+	[ "$(calls planner "$AFTER")" -eq 0 ]
+	[ "$(calls implementer "$AFTER")" -eq 7 ]
+	run -0 git -C "$REPO" log --format=%s "$BASE..forge/$T"
+	assert_output --partial "add a mul operation"
+	# a completed run does not resume
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"already completed"* ]]
+}
+
+# fail_implement: a run whose implement fails on the provider (exit 5); its trace in $T.
+fail_implement() {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "server_error", times: "always"}]')"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+}
+
+implementer_called_after() {
+	[ "$(calls implementer "$1")" -ge 1 ]
+}
+
+# until_true CMD...: poll until CMD succeeds (it waits on an event, not a time).
+until_true() {
+	local i
+	for i in $(seq 600); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+@test "three resumes at once: the one holding the lease runs, the others are refused (exit 4); cancel stops it (130, cancelled)" {
+	fail_implement
+	# implement's first model call blocks until the run is cancelled
+	script "$(jq -nc --argjson i "$IMPL" '[$i[0] + {delay_ms: 60000}] + $i[1:]')"
+	AFTER=$(last_seq)
+	setsid forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r1.out" 2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true implementer_called_after "$AFTER"
+	# the run is live: two more resumes at once are refused
+	forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r2.out" 2>"$BATS_TEST_TMPDIR/r2.err" 3>&- &
+	R2=$!
+	forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r3.out" 2>"$BATS_TEST_TMPDIR/r3.err" 3>&- &
+	R3=$!
+	rc2=0; wait "$R2" || rc2=$?
+	rc3=0; wait "$R3" || rc3=$?
+	[ "$rc2" -eq 4 ] && [ "$rc3" -eq 4 ]
+	grep -q "run $T is already running: forge-supervisor, pid $R1 on " "$BATS_TEST_TMPDIR/r2.err"
+	grep -q "forge cancel $T" "$BATS_TEST_TMPDIR/r3.err"
+	[ "$(calls implementer "$AFTER")" -eq 1 ]
+	# a phase run by hand on the run's state is refused too
+	run -0 forge status --json "$T"
+	state=$(jq -c .state <<<"$output")
+	run -4 --separate-stderr forge-implement <<<"$state"
+	[[ "$stderr" == *"trace $T is already being worked on: forge-supervisor, pid $R1"* ]]
+	run -0 forge status "$T"
+	assert_line --regexp "^status +running at implement"
+	# cancel stops the live run; it stays cancelled
+	run -0 --separate-stderr forge cancel "$T"
+	assert_line "cancelled $T"
+	rc1=0; wait "$R1" || rc1=$?
+	[ "$rc1" -eq 130 ]
+	grep -q "run $T was cancelled" "$BATS_TEST_TMPDIR/r1.err"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "cancelled"' <<<"$output"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases where trace_id = '$T'")" -eq 0 ]
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.cancelled")] | length == 1' <<<"$output"
+	jq -e -s '(map(select(.type == "run.cancelled"))[0].ts) as $c | [.[] | select(.type == "run.completed" and .ts > $c)] == []' <<<"$output"
+	[ "$(calls implementer "$AFTER")" -eq 1 ]
+	run -1 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"already cancelled"* ]]
+}
+
+@test "a run left running by a dead process shows as interrupted; resume takes its lease over and completes it" {
+	fail_implement
+	# as if the process had died before it could record the failure
+	true & dead=$!
+	wait "$dead"
+	sqlite3 "$FORGE_DB" "update runs set status = 'running', completed_at = null where id = '$T';
+		insert into leases values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 forge history --json
+	jq -e --arg t "$T" 'select(.trace_id == $t) | .status == "interrupted"' <<<"$output"
+	run -0 forge history
+	assert_line --regexp "^$T +interrupted "
+	script "$IMPL"
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 events_of "$T" run.lease_taken_over
+	jq -e --argjson p "$dead" '.pid == $p' <<<"$output"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+}
+
+@test "forge-test on a state: refused while a live process holds the trace, not when it is its supervisor's (FORGE_LEASE)" {
+	state='{"kind":"state","v":1,"trace_id":"t1","phase":"review","status":"ok","task":{"description":"x"},
+		"review":{"findings":[],"decision":"approve"}}'
+	state=$(jq -c . <<<"$state")
+	# alone it takes the lease and gives it back
+	run -0 --separate-stderr forge-test <<<"$state"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+	sqlite3 "$FORGE_DB" "insert into leases values ('t1', 'HOLDER1', $$, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	run -4 --separate-stderr forge-test <<<"$state"
+	[[ "$stderr" == *"trace t1 is already being worked on: forge-supervisor, pid $$"* ]]
+	[ -z "$output" ]
+	run -0 --separate-stderr env FORGE_LEASE=HOLDER1 forge-test <<<"$state"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+	# the supervisor's lease is left to the supervisor
+	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = 't1'")" = "HOLDER1" ]
+}
+
+@test "a run whose row cannot be written leaves no worktree and no branch (exit 5)" {
+	forge history >/dev/null   # makes the database
+	sqlite3 "$FORGE_DB" "create trigger no_runs before insert on runs begin select raise(abort, 'no room for runs'); end"
+	demo_replay
+	run -5 --separate-stderr forge run "$TASK" </dev/null
+	[[ "$stderr" == *"no room for runs"* ]]
+	[ -z "$(git -C "$REPO" branch --list 'forge/*')" ]
+	[ ! -d "$REPO/.forge/worktrees" ] || [ -z "$(ls -A "$REPO/.forge/worktrees")" ]
+	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
+}
