@@ -79,6 +79,7 @@ struct phase {
 	long tokens;
 	bool progress;                  /* stderr is a terminal and not -q */
 	char reason[1024];              /* why the phase ended as it did */
+	bool interrupted;               /* a human interrupted it (Ctrl-C at a prompt): exit 130 after the state */
 	void *payload;                  /* the filter's own */
 };
 
