@@ -43,7 +43,9 @@ static const struct cli_spec spec = {
 		       "own program with the state on its stdin; every event is stored, every state is a\n"
 		       "checkpoint; review and test failures go back to implement; gates ask a human;\n"
 		       "breakers stop a run that costs or takes too much.  A run waiting for a human exits 4:\n"
-		       "approve with `forge gate approve ID`, then `forge resume TRACE`.",
+		       "approve with `forge gate approve ID`, then `forge resume TRACE`.  At the terminal a\n"
+		       "gate takes y, n or e (a note, then approve) and asks again on anything else; Ctrl-D\n"
+		       "leaves it waiting (exit 4), Ctrl-C too but exits 130; resume asks again.",
 	.options = options,
 	.flags = CLI_MODEL_OPTIONS,
 	.extra_help = "Examples:\n"

@@ -380,8 +380,10 @@ int main(int argc, char **argv)
 			"tools.{build_command,deploy_command,rollback_command,health_url}.\n"
 			"The deploy command sees FORGE_DEPLOY_PERCENT, FORGE_DEPLOY_STEP, FORGE_DEPLOY_STEPS,\n"
 			"FORGE_DEPLOY_ENVIRONMENT, FORGE_DEPLOY_REF and FORGE_DEPLOY_TRACE.\n"
+			"The gate asks y/n on the terminal (Enter alone or a typo asks again); Ctrl-D or no\n"
+			"terminal leaves it waiting (exit 4), Ctrl-C leaves it waiting too (exit 130).\n"
 			"Exit: 0 healthy, 1 rolled back/degraded/refused or guard not met, 2 bad input,\n"
-			"4 waiting for approval, 5 git or configuration failed.\n",
+			"4 waiting for approval, 5 git or configuration failed, 130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,
 		.needs_input = false,
