@@ -43,10 +43,12 @@ static const struct cli_spec spec = {
 		       "own program with the state on its stdin; every event is stored, every state is a\n"
 		       "checkpoint; review and test failures go back to implement; gates ask a human;\n"
 		       "breakers stop a run that costs or takes too much.  A run waiting for a human exits 4:\n"
-		       "approve with `forge gate approve ID`, then `forge resume TRACE`.  resume continues any\n"
-		       "run not completed or cancelled (a failed one too); a run another live process holds is\n"
-		       "refused with exit 4.  cancel stops a live run (it exits 130) and it stays cancelled.\n"
-		       "status and history show a run whose process died as interrupted.",
+		       "approve with `forge gate approve ID`, then `forge resume TRACE`.  At the terminal a\n"
+		       "gate takes y, n or e (a note, then approve) and asks again on anything else; Ctrl-D\n"
+		       "leaves it waiting (exit 4), Ctrl-C too but exits 130; resume asks again.\n"
+		       "resume continues any run not completed or cancelled (a failed one too); a run another\n"
+		       "live process holds is refused with exit 4.  cancel stops a live run (it exits 130) and\n"
+		       "it stays cancelled.  status and history show a run whose process died as interrupted.",
 	.options = options,
 	.flags = CLI_MODEL_OPTIONS,
 	.extra_help = "Examples:\n"

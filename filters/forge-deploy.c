@@ -212,20 +212,20 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
 	req = json_set(req, "summary", jv_copy(summary));
 	phase_emit(ph, "gate.requested", req);
 
-	enum deploy_answer answer = DEPLOY_ANSWER_NONE;
+	enum prompt_answer answer = PROMPT_NO_TTY;
 	if (!a->no_prompt) {
 		char *text = summary_text(summary);
 		answer = deploy_gate_ask(&gate, text, NULL);
 		free(text);
 	}
 	jv_free(summary);
-	if (answer == DEPLOY_ANSWER_YES) {
+	if (answer == PROMPT_APPROVE) {
 		phase_emit(ph, "gate.approved", json_set(json_set(jv_object(), "gate_id", jv_string(gate.id)),
 							 "by", jv_string("terminal")));
 		*gate_out = json_set(json_set(g, "status", jv_string("approved")), "by", jv_string("terminal"));
 		return NULL;
 	}
-	if (answer == DEPLOY_ANSWER_NO) {
+	if (answer == PROMPT_REJECT) {
 		phase_emit(ph, "gate.rejected", json_set(json_set(jv_object(), "gate_id", jv_string(gate.id)),
 							 "by", jv_string("terminal")));
 		phase_reason(ph, "gate %s: declined on the terminal; nothing was deployed", gate.id);
@@ -235,8 +235,16 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
 		phase_set(ph, "deployment", d);
 		return "rejected";
 	}
-	phase_reason(ph, "waiting for a human: gate %s (%s) - approve with --approve or 'forge gate approve'; "
-		     "nothing was deployed", gate.id, gate.prompt);
+	/* Ctrl-C at the prompt decides nothing: the gate stays pending and the
+	 * phase ends interrupted (exit 130), to be approved and run again. */
+	if (answer == PROMPT_INTERRUPTED) {
+		ph->interrupted = true;
+		phase_reason(ph, "interrupted at gate %s (%s): nothing was deployed; run again to answer, "
+			     "or approve with --approve", gate.id, gate.prompt);
+	} else {
+		phase_reason(ph, "waiting for a human: gate %s (%s) - approve with --approve or 'forge gate approve'; "
+			     "nothing was deployed", gate.id, gate.prompt);
+	}
 	jv d = skipped(strategy, ph->reason);
 	d = json_set(d, "environment", jv_string(ctx->environment));
 	d = json_set(d, "gate", json_set(g, "status", jv_string("pending")));
@@ -380,8 +388,10 @@ int main(int argc, char **argv)
 			"tools.{build_command,deploy_command,rollback_command,health_url}.\n"
 			"The deploy command sees FORGE_DEPLOY_PERCENT, FORGE_DEPLOY_STEP, FORGE_DEPLOY_STEPS,\n"
 			"FORGE_DEPLOY_ENVIRONMENT, FORGE_DEPLOY_REF and FORGE_DEPLOY_TRACE.\n"
+			"The gate asks y/n on the terminal (Enter alone or a typo asks again); Ctrl-D or no\n"
+			"terminal leaves it waiting (exit 4), Ctrl-C leaves it waiting too (exit 130).\n"
 			"Exit: 0 healthy, 1 rolled back/degraded/refused or guard not met, 2 bad input,\n"
-			"4 waiting for approval, 5 git or configuration failed.\n",
+			"4 waiting for approval, 5 git or configuration failed, 130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,
 		.needs_input = false,

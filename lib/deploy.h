@@ -51,6 +51,8 @@
 #ifndef FORGE_DEPLOY_H
 #define FORGE_DEPLOY_H
 
+#include "prompt.h"
+
 #include <jv.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -215,23 +217,14 @@ struct deploy_gate {
 void deploy_gate_for(struct deploy_gate *out, const struct config *cfg, bool production,
 		     const char *risk);
 
-enum deploy_answer {
-	DEPLOY_ANSWER_NONE,         /* no terminal, no answer in time, or end of input */
-	DEPLOY_ANSWER_YES,
-	DEPLOY_ANSWER_NO,
-};
-
-/* "y" or "yes" (any case, surrounding blanks ignored) is yes; anything
- * else no. */
-enum deploy_answer deploy_answer_parse(const char *line);
-
 /*
- * Ask on the terminal at tty_path (NULL: "/dev/tty", the controlling
- * terminal, which works when stdin is a pipe): print summary (may be
- * NULL) and the prompt with "[y/N]", wait up to gate->timeout_s for a
- * line.  DEPLOY_ANSWER_NONE when there is no terminal.
+ * Ask on the terminal at tty_path (NULL: the controlling terminal, which
+ * works when stdin is a pipe) with lib/prompt.h: print summary (may be
+ * NULL) and the prompt with "[y/n]", and wait up to gate->timeout_s for
+ * "y" or "n" (anything else asks again).  PROMPT_EOF, PROMPT_TIMEOUT and
+ * PROMPT_NO_TTY leave the gate waiting; PROMPT_INTERRUPTED is Ctrl-C.
  */
-enum deploy_answer deploy_gate_ask(const struct deploy_gate *gate, const char *summary,
+enum prompt_answer deploy_gate_ask(const struct deploy_gate *gate, const char *summary,
 				   const char *tty_path);
 
 #endif

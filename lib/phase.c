@@ -654,7 +654,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 		fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
-		status = exit_code(st);
+		status = ph.interrupted ? FORGE_EXIT_INTERRUPTED : exit_code(st);
 		if (status && ph.reason[0] && ph.common.verbosity >= 0)
 			fprintf(stderr, "%s: %s: %s\n", spec->program, st, ph.reason);
 	}

@@ -84,6 +84,7 @@ struct phase {
 	bool progress;                  /* stderr is a terminal and not -q */
 	char reason[1024];              /* why the phase ended as it did */
 	char lease[32];                 /* the lease this process took, or "" */
+	bool interrupted;               /* a human interrupted it (Ctrl-C at a prompt): exit 130 after the state */
 	void *payload;                  /* the filter's own */
 };
 

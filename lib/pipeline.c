@@ -232,10 +232,13 @@ int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv st
 		snprintf(d->reason, sizeof d->reason, "a circuit breaker tripped in %s", phase);
 		return 0;
 	}
-	d->action = PL_ACT_FAILED;
-	if (strcmp(status, "skipped") == 0)
+	/* A guard that did not hold is a "no" (exit 1), not a failure. */
+	if (strcmp(status, "skipped") == 0) {
+		d->action = PL_ACT_REJECTED;
 		snprintf(d->reason, sizeof d->reason, "the guard of %s did not hold", phase);
-	else
-		snprintf(d->reason, sizeof d->reason, "%s failed", phase);
+		return 0;
+	}
+	d->action = PL_ACT_FAILED;
+	snprintf(d->reason, sizeof d->reason, "%s failed", phase);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "json.h"
 #include "memory.h"
 #include "pipeline.h"
+#include "prompt.h"
 #include "store.h"
 #include "stream.h"
 
@@ -234,40 +235,14 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 
 /* ---- gates -------------------------------------------------------------- */
 
-/* Ask on the terminal: 1 approve, 0 reject, -1 no terminal; *note may
- * receive a note.  Separate handles for reading and writing the tty. */
-static int ask_terminal(jv gate, char **note)
+/* Ask on the terminal (lib/prompt.h); *note may receive a note. */
+static enum prompt_answer ask_terminal(jv gate, char **note)
 {
-	FILE *in = fopen("/dev/tty", "r");
-	FILE *out = in ? fopen("/dev/tty", "w") : NULL;
-	char answer[1024];
-	int rc = 0;
+	char text[1024];
+	struct prompt_opts o = { .text = text, .question = "  approve?", .note = true };
 
-	*note = NULL;
-	if (!out) {
-		if (in)
-			fclose(in);
-		return -1;
-	}
-	fprintf(out, "\nforge: gate %s: %s\n  approve? [y]es / [n]o / [e]dit note and approve: ",
-		json_get_str(gate, "id"), json_get_str(gate, "prompt"));
-	fflush(out);
-	if (fgets(answer, sizeof answer, in)) {
-		if (answer[0] == 'y' || answer[0] == 'Y') {
-			rc = 1;
-		} else if (answer[0] == 'e' || answer[0] == 'E') {
-			fprintf(out, "  note: ");
-			fflush(out);
-			if (fgets(answer, sizeof answer, in)) {
-				answer[strcspn(answer, "\n")] = '\0';
-				*note = xstrdup(answer);
-			}
-			rc = 1;
-		}
-	}
-	fclose(in);
-	fclose(out);
-	return rc;
+	snprintf(text, sizeof text, "\nforge: gate %s: %s", json_get_str(gate, "id"), json_get_str(gate, "prompt"));
+	return prompt_ask(note, &o);
 }
 
 static void remember_edit(struct sup *s, const char *gate, const char *note)
@@ -345,11 +320,14 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 		progress(s, "  gate %s approved (%s)", name, how == GATE_AUTO_FLAG ? "--auto-approve" : "automation level");
 		return GATE_PASS;
 	}
-	if (s->o->interactive) {
+	/* Ctrl-D, Ctrl-C or no terminal decide nothing: the gate stays pending. */
+	enum prompt_answer ans = PROMPT_NO_TTY;
+	if (s->o->interactive && !interrupted) {
 		char *note = NULL;
-		int yes = ask_terminal(gate, &note);
-		if (yes >= 0) {
-			gate_decide(s->o->store, id, yes == 1, "human", note);
+		ans = ask_terminal(gate, &note);
+		if (ans == PROMPT_APPROVE || ans == PROMPT_APPROVE_WITH_NOTE || ans == PROMPT_REJECT) {
+			bool yes = ans != PROMPT_REJECT;
+			gate_decide(s->o->store, id, yes, "human", note);
 			emit(s, yes ? "gate.approved" : "gate.rejected",
 			     json_set(json_set(json_set(json_set(jv_object(), "gate", jv_string(name)), "id",
 				jv_string(id)), "by", jv_string("human")), "note", json_str_or_null(note)));
@@ -362,11 +340,27 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 			free(note);
 			return yes ? GATE_PASS : GATE_STOP;
 		}
+		free(note);
+	}
+	if (ans == PROMPT_INTERRUPTED || interrupted) {
+		interrupted = 1;
+		fprintf(stderr, "forge: interrupted at gate %s; it stays pending: `forge resume %s` asks again, "
+				"or decide with `forge gate approve|reject %s` first\n", name, s->trace, id);
+		return GATE_WAIT;
 	}
 	fprintf(stderr, "forge: gate %s is waiting for a human: %s\n"
 			"  approve with `forge gate approve %s [--note TEXT]`, then `forge resume %s`\n",
 		name, json_get_str(gate, "prompt"), id, s->trace);
 	return GATE_WAIT;
+}
+
+/* A gate left the run waiting: paused for a human (exit 4), or by Ctrl-C
+ * at its prompt (exit 130); either way `forge resume` continues. */
+static int gate_paused(struct sup *s, const char *reason)
+{
+	if (interrupted)
+		return end_run(s, "paused", "interrupted", FORGE_EXIT_INTERRUPTED);
+	return end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
 }
 
 /* Every gate that fires between `done` and `next`. */
@@ -593,7 +587,7 @@ static int loop(struct sup *s, const char *done, const char *next)
 		if (g == GATE_STOP)
 			return end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
 		if (g == GATE_WAIT)
-			return end_run(s, "paused", "waiting for a human at a gate", FORGE_EXIT_HUMAN);
+			return gate_paused(s, "waiting for a human at a gate");
 		if (!transition(s, pipeline_state_of(next), s->step_reason[0] ? s->step_reason
 							     : done ? "next phase" : "starting"))
 			return end_run(s, "failed", "invalid transition", FORGE_EXIT_DEPENDENCY);
@@ -630,7 +624,7 @@ static int loop(struct sup *s, const char *done, const char *next)
 		case PL_ACT_HUMAN: {
 			enum gate_outcome h = ask_human(s, done, d.reason);
 			if (h == GATE_WAIT)
-				return end_run(s, "paused", d.reason, FORGE_EXIT_HUMAN);
+				return gate_paused(s, d.reason);
 			if (h == GATE_STOP)
 				return end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
 			/* Approved: a phase without its result runs again, else on. */
@@ -1031,7 +1025,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		case PL_ACT_HUMAN: {
 			enum gate_outcome h = ask_human(&s, done, d.reason);
 			if (h == GATE_WAIT)
-				code = end_run(&s, "paused", d.reason, FORGE_EXIT_HUMAN);
+				code = gate_paused(&s, d.reason);
 			else if (h == GATE_STOP)
 				code = end_run(&s, "failed", "a human said no", FORGE_EXIT_REJECTED);
 			else {

@@ -393,3 +393,48 @@ events() { printf '%s\n' "$output" | jq -c "select(.kind == \"event\" and .type 
 	[ "$(cat "$M/steps")" = "100" ]
 	jq -se 'map(select(.type == "gate.approved" and .payload.by == "terminal")) | length == 1' "$BATS_TEST_TMPDIR/out"
 }
+
+# on_tty STEP... -- COMMAND...: on a pseudo-terminal (tests/helpers/pty_run.py),
+# the one exception to running detached: answers are typed ahead, Ctrl-C only
+# once the question is on the terminal.  What the terminal showed is in
+# $BATS_TEST_TMPDIR/terminal.
+on_tty() {
+	python3 "$BATS_TEST_DIRNAME/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/terminal" "$@"
+}
+
+# the deploy on the terminal: stdin the state, stdout to $OUT, /dev/tty the pty.
+DEPLOY_ON_TTY='exec forge-deploy --config "$CFG" <"$BATS_TEST_TMPDIR/state.json" >"$OUT"'
+
+@test "gate: Enter and a typo on the terminal ask again (no silent no); n then refuses (exit 1)" {
+	command_config '{"deploy":{"environment":"production"}}'
+	export CFG OUT="$BATS_TEST_TMPDIR/out"
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+	run -1 on_tty --type '\nyep\nn\n' -- sh -c "$DEPLOY_ON_TTY"
+	[ "$(grep -c 'Approve production deployment. \[y/n\]' "$SHOWN")" -eq 3 ]
+	[ "$(grep -c 'please answer y (yes) or n (no)' "$SHOWN")" -eq 2 ]
+	[ ! -e "$M/steps" ]
+	tail -n 1 "$OUT" | jq -e '.status == "rejected" and .deployment.gate.status == "rejected"'
+}
+
+@test "gate: Ctrl-D on the terminal decides nothing: the gate waits (exit 4)" {
+	command_config '{"deploy":{"environment":"production"}}'
+	export CFG OUT="$BATS_TEST_TMPDIR/out"
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+	run -4 on_tty --type '\x04' -- sh -c "$DEPLOY_ON_TTY"
+	[ ! -e "$M/steps" ]
+	tail -n 1 "$OUT" | jq -e '.status == "escalated" and .deployment.gate.status == "pending"'
+	[ "$(jq -s 'map(select(.type == "gate.rejected")) | length' "$OUT")" -eq 0 ]
+}
+
+@test "gate: Ctrl-C at the terminal prompt is no rejection: exit 130, gate pending, nothing deployed" {
+	command_config '{"deploy":{"environment":"production"}}'
+	export CFG OUT="$BATS_TEST_TMPDIR/out"
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+	run -130 on_tty --wait 'Approve production deployment. [y/n] ' --intr -- sh -c "$DEPLOY_ON_TTY"
+	[ ! -e "$M/steps" ]
+	[ ! -e "$M/built" ]
+	tail -n 1 "$OUT" | jq -e '.kind == "state" and .status == "escalated" and .deployment.status == "skipped"
+	  and .deployment.gate.status == "pending" and (.deployment.reason | test("interrupted at gate production_deploy"))'
+	[ "$(jq -s 'map(select(.type == "gate.rejected")) | length' "$OUT")" -eq 0 ]
+	grep -q "interrupted at gate production_deploy" "$SHOWN"
+}

@@ -7,8 +7,11 @@
 #include "unit.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 static void test_strategy_names(void)
@@ -171,53 +174,97 @@ static void test_gate_config_prompt(void)
 	config_free(cfg);
 }
 
-static void test_answer_parse(void)
+/*
+ * The gate asks through lib/prompt on a pseudo-terminal standing in for
+ * /dev/tty.  No timing: the answer is typed ahead (before the prompt reads
+ * it), echo is off, and after the prompt returned its output is read up to a
+ * marker written behind it.
+ */
+#define MARK "@@deploy-test-end@@"
+
+struct pty {
+	int master, slave;
+	char path[128];
+};
+
+static int pty_open(struct pty *p)
 {
-	CHECK(deploy_answer_parse("y") == DEPLOY_ANSWER_YES);
-	CHECK(deploy_answer_parse(" YES \n") == DEPLOY_ANSWER_YES);
-	CHECK(deploy_answer_parse("Yes") == DEPLOY_ANSWER_YES);
-	CHECK(deploy_answer_parse("") == DEPLOY_ANSWER_NO);
-	CHECK(deploy_answer_parse("yep") == DEPLOY_ANSWER_NO);
-	CHECK(deploy_answer_parse("n") == DEPLOY_ANSWER_NO);
-	CHECK(deploy_answer_parse(NULL) == DEPLOY_ANSWER_NO);
+	struct termios t;
+	const char *name;
+
+	p->slave = -1;
+	p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (p->master < 0 || grantpt(p->master) < 0 || unlockpt(p->master) < 0 ||
+	    !(name = ptsname(p->master)))
+		return -1;
+	snprintf(p->path, sizeof p->path, "%s", name);
+	p->slave = open(p->path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (p->slave < 0 || tcgetattr(p->slave, &t) < 0)
+		return -1;
+	t.c_lflag &= ~(tcflag_t)ECHO;
+	return tcsetattr(p->slave, TCSANOW, &t);
 }
 
-/* A pseudo-terminal stands in for /dev/tty. */
-static enum deploy_answer ask_on_pty(const char *typed, double timeout_s, char *shown, size_t cap)
+static void pty_close(struct pty *p)
+{
+	if (p->slave >= 0)
+		close(p->slave);
+	if (p->master >= 0)
+		close(p->master);
+}
+
+/* What the prompt wrote on the terminal, up to the marker. */
+static bool shown(char *out, size_t cap, struct pty *p)
+{
+	size_t len = 0;
+
+	if (write(p->slave, MARK, strlen(MARK)) != (ssize_t)strlen(MARK))
+		return false;
+	out[0] = '\0';
+	while (!strstr(out, MARK)) {
+		struct pollfd pf = { .fd = p->master, .events = POLLIN };
+		if (len + 1 >= cap || poll(&pf, 1, 30000) <= 0)
+			return false;
+		ssize_t n = read(p->master, out + len, cap - 1 - len);
+		if (n <= 0)
+			return false;
+		len += (size_t)n;
+		out[len] = '\0';
+	}
+	return true;
+}
+
+static enum prompt_answer ask_on_pty(struct pty *p, const char *typed, double timeout_s)
 {
 	struct deploy_gate g = { .id = "production_deploy", .timeout_s = timeout_s };
-	int m = posix_openpt(O_RDWR | O_NOCTTY);
-	enum deploy_answer a;
 
 	snprintf(g.prompt, sizeof g.prompt, "Approve production deployment.");
-	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
-		return (enum deploy_answer)-1;
-	if (typed && write(m, typed, strlen(typed)) < 0)
-		return (enum deploy_answer)-1;
-	a = deploy_gate_ask(&g, "summary line", ptsname(m));
-	/* What the prompt printed, echo included. */
-	ssize_t n = 0;
-	int fl = fcntl(m, F_GETFL);
-	fcntl(m, F_SETFL, fl | O_NONBLOCK);
-	if (shown && cap) {
-		n = read(m, shown, cap - 1);
-		shown[n > 0 ? n : 0] = '\0';
-	}
-	close(m);
-	return a;
+	if (typed && write(p->master, typed, strlen(typed)) != (ssize_t)strlen(typed))
+		return (enum prompt_answer)-1;
+	return deploy_gate_ask(&g, "summary line", p->path);
 }
 
 static void test_gate_ask(void)
 {
-	char shown[4096];
+	struct pty p;
+	char out[8192];
 
 	CHECK(deploy_gate_ask(&(struct deploy_gate){ .id = "x", .timeout_s = 1 }, NULL,
-			      "/nonexistent/tty") == DEPLOY_ANSWER_NONE);
-	CHECK(ask_on_pty("y\n", 10, shown, sizeof shown) == DEPLOY_ANSWER_YES);
-	CHECK(strstr(shown, "summary line") != NULL);
-	CHECK(strstr(shown, "Approve production deployment. [y/N]") != NULL);
-	CHECK(ask_on_pty("no\n", 10, NULL, 0) == DEPLOY_ANSWER_NO);
-	CHECK(ask_on_pty(NULL, 0.2, NULL, 0) == DEPLOY_ANSWER_NONE);	/* no answer in time */
+			      "/nonexistent/tty") == PROMPT_NO_TTY);
+	CHECK(pty_open(&p) == 0);
+	CHECK_INT(ask_on_pty(&p, "y\n", 10), PROMPT_APPROVE);
+	CHECK(shown(out, sizeof out, &p));
+	CHECK(strstr(out, "summary line") != NULL);
+	CHECK(strstr(out, "Approve production deployment. [y/n] ") != NULL);
+	CHECK_INT(ask_on_pty(&p, "no\n", 10), PROMPT_REJECT);
+	/* Enter alone and a typo ask again; they are not a "no" */
+	CHECK_INT(ask_on_pty(&p, "\nyep\nYes\n", 10), PROMPT_APPROVE);
+	CHECK(shown(out, sizeof out, &p));
+	CHECK(strstr(out, "please answer y (yes) or n (no)") != NULL);
+	/* Ctrl-D and no answer in time leave the gate waiting */
+	CHECK_INT(ask_on_pty(&p, "\x04", 10), PROMPT_EOF);
+	CHECK_INT(ask_on_pty(&p, NULL, 0.05), PROMPT_TIMEOUT);
+	pty_close(&p);
 }
 
 static bool has(char **env, const char *entry)
@@ -316,7 +363,6 @@ int main(void)
 	RUN(test_health_unreachable);
 	RUN(test_gate_decision);
 	RUN(test_gate_config_prompt);
-	RUN(test_answer_parse);
 	RUN(test_gate_ask);
 	RUN(test_env);
 	RUN(test_env_set);

@@ -39,7 +39,8 @@ static void test_next_phase_and_lists(void)
 	CHECK(pipeline_decide(&d, cfg, s, "plan", "ok", NULL, true) == 0);
 	CHECK(d.action == PL_ACT_DONE);          /* a dry run stops after plan */
 	CHECK(pipeline_decide(&d, cfg, s, "deploy", "ok", NULL, false) == 0 && d.action == PL_ACT_DONE);
-	CHECK(pipeline_decide(&d, cfg, s, "implement", "skipped", NULL, false) == 0 && d.action == PL_ACT_FAILED);
+	CHECK(pipeline_decide(&d, cfg, s, "implement", "skipped", NULL, false) == 0 && d.action == PL_ACT_REJECTED);
+	CHECK(strstr(d.reason, "guard of implement") != NULL);
 	CHECK(pipeline_decide(&d, cfg, s, "test", "tripped", NULL, false) == 0 && d.action == PL_ACT_TRIPPED);
 	CHECK(pipeline_decide(&d, cfg, s, "plan", "escalated", NULL, false) == 0 && d.action == PL_ACT_HUMAN);
 	jv_free(s);

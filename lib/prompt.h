@@ -1,0 +1,61 @@
+/*
+ * prompt.h - asking a human a yes/no question on a terminal: the one
+ * prompt behind every human gate (forge-supervisor's gates, forge-deploy's
+ * production gate).
+ *
+ * The question is line-oriented: the answer is a line, and a line typed
+ * before the prompt appeared answers it (typeahead is never flushed, and
+ * nothing after the answer's line is read).  "y"/"yes" approves, "n"/"no"
+ * rejects, and with a note offered "e"/"edit" asks for a note line and
+ * approves; case and surrounding blanks do not matter.  Anything else -
+ * Enter alone, a typo - is not an answer: the question is asked again.
+ *
+ * End of input (Ctrl-D) and a signal (Ctrl-C's SIGINT, or SIGTERM) are not
+ * answers either: they are reported so the caller can leave the decision
+ * pending (exit 4 or 130) for `forge gate approve|reject` and a resume.
+ * For the duration of the prompt SIGINT and SIGTERM are caught by the
+ * prompt itself (without SA_RESTART, race-free with ppoll), so the read is
+ * interrupted whatever handler the caller installed; the caller's handlers
+ * and signal mask are restored before prompt_ask() returns, and a signal the
+ * caller ignores (SIG_IGN) stays ignored.
+ *
+ * The prompt writes only to the terminal it asks on, never exits, and keeps
+ * no state between calls (not thread-safe: one prompt at a time).
+ */
+#ifndef FORGE_PROMPT_H
+#define FORGE_PROMPT_H
+
+#include <stdbool.h>
+
+enum prompt_answer {
+	PROMPT_APPROVE,             /* y, yes */
+	PROMPT_REJECT,              /* n, no */
+	PROMPT_APPROVE_WITH_NOTE,   /* e, edit, then a note line (*note is set) */
+	PROMPT_EOF,                 /* the input ended (Ctrl-D) before an answer */
+	PROMPT_INTERRUPTED,         /* SIGINT or SIGTERM arrived during the prompt */
+	PROMPT_TIMEOUT,             /* no answer within timeout_ms */
+	PROMPT_NO_TTY,              /* no terminal to ask on */
+};
+
+struct prompt_opts {
+	/* The terminal to ask on.  NULL: the controlling terminal (/dev/tty),
+	 * or, without one, the terminal stdin is. */
+	const char *tty;
+	const char *text;           /* printed once before the question (may be NULL) */
+	const char *question;       /* "Approve production deployment." */
+	bool note;                  /* offer [e]dit: a note line, then approve */
+	long timeout_ms;            /* for the whole prompt; <= 0: no limit */
+};
+
+/*
+ * Ask o->question on the terminal and wait for an answer.  *note receives
+ * the note (caller frees) for PROMPT_APPROVE_WITH_NOTE, else NULL; an empty
+ * note line approves without a note (PROMPT_APPROVE).
+ */
+enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o);
+
+/* "approve", "reject", "approve_with_note", "eof", "interrupted",
+ * "timeout", "no_tty". */
+const char *prompt_answer_name(enum prompt_answer a);
+
+#endif

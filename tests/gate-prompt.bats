@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# gate-prompt.bats - a human answering a gate at the terminal during `forge run`
+# (lib/prompt.h): the run is driven on a pseudo-terminal by
+# tests/helpers/pty_run.py.  No timing: answers are typed ahead (the prompt
+# keeps typeahead), and Ctrl-C is typed only once the question is on the
+# terminal.  The high-risk cassette's plan fires architecture_approval, the
+# run's only stop (see tests/fixtures/supervisor/high-risk.json).
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export BATS_TEST_TIMEOUT=120
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl"
+	CFG="$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	cd "$REPO"
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+}
+
+# on_tty STEP... -- COMMAND...: COMMAND on a terminal; what it showed is in $SHOWN.
+on_tty() {
+	python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
+}
+
+QUESTION='approve? [y]es / [n]o / [e]dit note and approve: '
+
+last_trace() { forge history --json -n 1 | jq -r .trace_id; }
+run_status() { forge status --json "$1" | jq -r .run.status; }
+pending_gate() { forge gate list --json | jq -r 'select(.gate == "architecture_approval") | .id'; }
+events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t) | .payload'; }
+
+@test "Enter and a typo ask again, then y approves: the run completes (exit 0)" {
+	run -0 on_tty --type '\nmaybe\ny\n' -- forge run --config "$CFG" "add a mul operation"
+	[ "$(grep -o 'approve? \[y\]es' "$SHOWN" | wc -l)" -eq 3 ]
+	[ "$(grep -c 'please answer y (yes), n (no) or e (add a note and approve)' "$SHOWN")" -eq 2 ]
+	T=$(last_trace)
+	[ "$(run_status "$T")" = completed ]
+	run -0 events_of "$T" gate.approved
+	jq -e '.gate == "architecture_approval" and .by == "human" and .note == null' <<<"$output"
+	[ -z "$(events_of "$T" gate.rejected)" ]
+}
+
+@test "n at the prompt rejects the gate: the run fails (exit 1), nothing implemented" {
+	run -1 on_tty --type 'n\n' -- forge run --config "$CFG" "add a mul operation"
+	T=$(last_trace)
+	[ "$(run_status "$T")" = failed ]
+	events_of "$T" gate.rejected | jq -e '.by == "human"'
+	[ -z "$(git -C "$REPO" log --oneline "main..forge/$T")" ]
+}
+
+@test "Ctrl-D pauses the run (exit 4) with the gate pending; forge gate approve + forge resume completes it" {
+	run -4 on_tty --type '\x04' -- forge run --config "$CFG" "add a mul operation"
+	grep -q "gate architecture_approval is waiting for a human" "$SHOWN"
+	T=$(last_trace)
+	G=$(pending_gate)
+	grep -qF "approve with \`forge gate approve $G [--note TEXT]\`, then \`forge resume $T\`" "$SHOWN"
+	[ "$(run_status "$T")" = paused ]
+	[ -z "$(events_of "$T" gate.rejected)" ]
+	run -0 forge gate approve "$G"
+	run -0 --separate-stderr forge resume --config "$CFG" "$T" </dev/null
+	[ "$(run_status "$T")" = completed ]
+	[ "$(git -C "$REPO" log --format=%s "main..forge/$T")" = "forge: add a mul operation (attempt 1)" ]
+}
+
+@test "Ctrl-C at the prompt pauses the run (exit 130), gate pending; forge resume asks again and e approves with a note" {
+	run -130 on_tty --wait "$QUESTION" --intr -- forge run --config "$CFG" "add a mul operation"
+	T=$(last_trace)
+	G=$(pending_gate)
+	grep -qF "forge: interrupted at gate architecture_approval; it stays pending" "$SHOWN"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "paused" and .run.error == "interrupted" and (.pending_gates | length) == 1' <<<"$output"
+	[ -z "$(events_of "$T" gate.rejected)" ]
+	events_of "$T" run.paused | jq -e '.reason == "interrupted"'
+	# the same gate is asked again on resume
+	run -0 on_tty --type 'e\nkeep the usage line in sync\n' -- forge resume --config "$CFG" "$T"
+	grep -qF "forge: gate architecture_approval: Review proposed architecture" "$SHOWN"
+	[ "$(run_status "$T")" = completed ]
+	run -0 events_of "$T" gate.approved
+	jq -e --arg g "$G" '.id == $g and .by == "human" and .note == "keep the usage line in sync"' <<<"$output"
+}
+
+@test "no terminal (stdin not one, no /dev/tty): the gate waits, exit 4" {
+	run -4 --separate-stderr setsid -w forge run --config "$CFG" "add a mul operation" </dev/null
+	[[ "$stderr" == *"gate architecture_approval is waiting for a human"* ]]
+	[ "$(run_status "$(last_trace)")" = paused ]
+	[ -n "$(pending_gate)" ]
+}
+
+@test "a phase whose guard does not hold ends the run with a no (exit 1), not a failure (5)" {
+	# Without high-risk.json the review asks a human at high risk; --auto-approve
+	# passes that, and forge-deploy's guard then refuses a review that did not approve.
+	run -1 --separate-stderr forge run --auto-approve "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .run.error == "the guard of deploy did not hold"
+		and .state.deployment.status == "skipped"' <<<"$output"
+}
