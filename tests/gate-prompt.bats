@@ -90,9 +90,20 @@ events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t)
 }
 
 @test "a phase whose guard does not hold ends the run with a no (exit 1), not a failure (5)" {
-	# Without high-risk.json the review asks a human at high risk; --auto-approve
-	# passes that, and forge-deploy's guard then refuses a review that did not approve.
-	run -1 --separate-stderr forge run --auto-approve "add a mul operation" </dev/null
+	# The supervisor's own programs, with a forge-deploy that hands the real one
+	# a state whose review asks for changes: its guard refuses (skipped).
+	BIN="$BATS_TEST_TMPDIR/bin"
+	mkdir -p "$BIN"
+	cp "$FORGE_BINDIR"/forge-supervisor "$FORGE_BINDIR"/forge-plan "$FORGE_BINDIR"/forge-implement \
+		"$FORGE_BINDIR"/forge-review "$FORGE_BINDIR"/forge-test "$BIN"/
+	cat >"$BIN/forge-deploy" <<EOF
+#!/usr/bin/env bash
+jq -c 'if .kind == "state" then .review.decision = "request_changes" | del(.review.approved_by) else . end' \
+	>"$BATS_TEST_TMPDIR/deploy-input"
+exec "$FORGE_BINDIR/forge-deploy" "\$@" <"$BATS_TEST_TMPDIR/deploy-input"
+EOF
+	chmod +x "$BIN/forge-deploy"
+	run -1 --separate-stderr "$BIN/forge-supervisor" run --config "$CFG" --auto-approve "add a mul operation" </dev/null
 	T=$(last_trace)
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .run.error == "the guard of deploy did not hold"
