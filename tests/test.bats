@@ -119,7 +119,9 @@ mock() {
 @test "only a flaky failure: exit 0, the flaky test reported" {
 	cp -r "$FORGE_ROOT/tests/fixtures/repos/flaky" "$REPO"
 	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture
-	run -0 --separate-stderr bash -c "cd '$REPO' && FLAKY_ONLY=1 ft </dev/null"
+	# the test command's environment is scrubbed: a variable reaches it through sandbox.env
+	echo '{"sandbox":{"env":["FLAKY_ONLY"]}}' >"$BATS_TEST_TMPDIR/env.json"
+	run -0 --separate-stderr bash -c "cd '$REPO' && FLAKY_ONLY=1 ft --config '$BATS_TEST_TMPDIR/env.json' </dev/null"
 	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, .failures[0].test, .failures[0].classification]')" \
 		'[0,1,"flaky on first run","flaky"]'
 	assert_equal "$(tail -n 1 <<<"$output" | jq -r .status)" ok
