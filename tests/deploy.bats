@@ -53,10 +53,12 @@ config() {
 	  {deploy:{health:{samples:3, interval_s:0, timeout_s:5}}} * $extra' >"$CFG"
 }
 
-# command_config [EXTRA]: the command strategy with marker-writing commands.
+# command_config [EXTRA]: the command strategy with marker-writing commands
+# (they run in the sandbox: the marker dirs are made writable for them).
 command_config() {
-	jq -n --argjson extra "${1:-{\}}" --arg url "$HEALTH_URL" --arg m "$M" '
+	jq -n --argjson extra "${1:-{\}}" --arg url "$HEALTH_URL" --arg m "$M" --arg f "$BATS_FILE_TMPDIR" '
 	  {deploy:{strategy:"command", health:{samples:3, interval_s:0, timeout_s:5}},
+	   sandbox:{writable:[$m, $f]},
 	   tools:{deploy_command:("echo $FORGE_DEPLOY_PERCENT >>" + $m + "/steps"),
 	          rollback_command:("touch " + $m + "/rolled_back"),
 	          build_command:("touch " + $m + "/built"),
