@@ -280,7 +280,7 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	ANTHROPIC_API_KEY=$KEY run -0 --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/cfg.json" --base HEAD~1 </dev/null
 	[ ! -e "$OUTSIDE/linted" ]
 	[ -e lint-env ]
-	! grep -q REVIEWTEST lint-env
+	run -1 grep -c REVIEWTEST lint-env
 	grep -q '^TERM=dumb$' lint-env
 	if [ "$(jq -r .network_namespace.available <<<"$("$FORGE_TESTBIN/tool-run" --features)")" = true ]; then
 		[ "$(awk -F: 'NR > 2 { print $1 }' lint-net | tr -d ' ')" = lo ]
