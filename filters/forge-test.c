@@ -766,7 +766,9 @@ int main(int argc, char **argv)
 		.program = "forge-test",
 		.synopsis = "[OPTIONS] < STATE\n[OPTIONS] --repo DIR",
 		.description =
-			"Run the project's tests (tools.test_command, else detected), read their results (TAP, "
+			"Run the project's tests (tools.test_command, else detected) in the sandbox of run_command "
+			"(sandbox.*: writes confined to the worktree, network cut, environment scrubbed; "
+			"sandbox.env passes variables), read their results (TAP, "
 			"JUnit XML, pytest, go test, cargo test, node --test, ctest, bats), rerun failures once "
 			"to tell flaky from real, and ask the model for the root cause and a fix of each real "
 			"failure. Needs a state whose review approved the changes (or --force); with no input "
