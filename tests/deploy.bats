@@ -386,3 +386,21 @@ events() { printf '%s\n' "$output" | jq -c "select(.kind == \"event\" and .type 
 	[ "$(cat "$M/steps")" = "100" ]
 	jq -se 'map(select(.type == "gate.approved" and .payload.by == "terminal")) | length == 1' "$BATS_TEST_TMPDIR/out"
 }
+
+@test "command: the commands run in the sandbox; the build has no network, deploy and rollback keep it" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	FEATURES=$output
+	[ "$(jq -r .landlock.available <<<"$FEATURES")" = true ] || skip "no Landlock on this kernel"
+	OUT="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$OUT"
+	count="awk 'NR > 2' /proc/net/dev | wc -l"
+	command_config "$(jq -nc --arg m "$M" --arg o "$OUT" --arg c "$count" '{tools:{
+	  build_command:($c + " >" + $m + "/build-net; touch " + $o + "/built-outside; true"),
+	  deploy_command:($c + " >" + $m + "/deploy-net")}}')"
+	run -0 --separate-stderr deploy
+	[ ! -e "$OUT/built-outside" ]
+	[ "$(cat "$M/deploy-net")" -eq "$(awk 'NR > 2' /proc/net/dev | wc -l)" ]
+	if [ "$(jq -r .network_namespace.available <<<"$FEATURES")" = true ]; then
+		[ "$(cat "$M/build-net")" -eq 1 ]        # lo alone
+	fi
+}

@@ -169,6 +169,23 @@ mock() {
 	assert_equal "$(tests_of '.failures[0] | [.classification, (.output | test("key=none"))]')" '["environment",true]'
 }
 
+@test "the test command runs in the sandbox: no writes outside the worktree, no network, no key in /proc" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	FEATURES=$output
+	[ "$(jq -r .landlock.available <<<"$FEATURES")" = true ] || skip "no Landlock on this kernel"
+	make_repo "$REPO"
+	OUT="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$OUT"
+	run -0 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 ft --repo "$REPO" \
+		--command "echo x >$OUT/written; echo in >inside; cat /proc/\$PPID/environ >env-of-parent; awk 'NR > 2' /proc/net/dev | wc -l >ifaces; true" </dev/null
+	[ ! -e "$OUT/written" ]
+	[ "$(cat "$REPO/inside")" = in ]
+	run -1 grep -c sk-ant-secret "$REPO/env-of-parent"
+	if [ "$(jq -r .network_namespace.available <<<"$FEATURES")" = true ]; then
+		[ "$(cat "$REPO/ifaces")" -eq 1 ]        # lo alone
+	fi
+}
+
 @test "a test command over its time limit is stopped as a whole: an environment failure" {
 	make_repo "$REPO"
 	mkdir -p "$REPO/.forge"
