@@ -129,7 +129,7 @@ int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *
  * forge_git_commit_all() and forge_git_save_and_reset() do this before
  * staging; call it first to learn which files were redacted: *out (may be
  * NULL) gets their paths, an array of strings.  -1 when a file with a key
- * cannot be rewritten (the commit is then refused).
+ * cannot be rewritten or is over 256 MiB (the commit is then refused).
  */
 int forge_git_redact_secrets(jv *out, struct forge_git_worktree *wt);
 

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,8 +94,21 @@ static int redact_file(struct forge_git_worktree *wt, const char *rel)
 
 	buf_init(&text, REDACT_MAX_BYTES);
 	buf_addf(&path, "%s/%s", wt->path, rel);
-	if (lstat(path.buf, &st) < 0 || !S_ISREG(st.st_mode))
+	if (lstat(path.buf, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
 		goto out;
+	if ((unsigned long long)st.st_size > REDACT_MAX_BYTES) {
+		/* too big to rewrite here: look, and refuse the commit when it holds a key */
+		int rfd = open(path.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		void *map = rfd < 0 ? MAP_FAILED : mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, rfd, 0);
+		bool has = map != MAP_FAILED && llm_secret_in(map, (size_t)st.st_size);
+		if (map != MAP_FAILED)
+			munmap(map, (size_t)st.st_size);
+		if (rfd >= 0)
+			close(rfd);
+		if (has)
+			rc = forge_error("'%s' contains an API key and is too big to redact; remove the key", rel);
+		goto out;
+	}
 	if (buf_read_file(&text, path.buf) < 0) {
 		rc = forge_error_prefix("cannot check '%s' for keys", rel);
 		goto out;
