@@ -11,6 +11,7 @@
 #include "json.h"
 #include "phase.h"
 #include "project.h"
+#include "sandbox.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +274,7 @@ static const char *run(struct phase *ph)
 	enum deploy_strategy strategy = DEPLOY_BRANCH;
 	const char *status = "failed";
 	char *head = NULL, *build = NULL;
+	struct sandbox_policy *policy = NULL;
 	jv task = json_get(ph->state, "task");
 	jv steps = jv_null(), gate = jv_null(), d = jv_null(), changes = jv_null();
 	const char *sname = a->strategy ? a->strategy : config_get_str(ph->cfg, "deploy.strategy");
@@ -321,6 +323,12 @@ static const char *run(struct phase *ph)
 		goto out;
 	}
 	if (strategy == DEPLOY_COMMAND) {
+		/* the commands run the branch's code: in the sandbox (deploy.h) */
+		if (sandbox_policy_from_config(&policy, ph->cfg) < 0) {
+			phase_reason(ph, "bad sandbox configuration: %s", forge_last_error());
+			goto out;
+		}
+		ctx.sandbox = policy;
 		build = project_command(ctx.workdir, ph->cfg, "build");
 		ctx.build_cmd = build;
 		ctx.deploy_cmd = config_get_str(ph->cfg, "tools.deploy_command");
@@ -367,6 +375,7 @@ out:
 	jv_free(task);
 	free(head);
 	free(build);
+	sandbox_policy_free(policy);
 	return status;
 }
 

@@ -463,6 +463,11 @@ static int commit(struct impl *im, const char *what)
 
 	buf_addf(&msg, "forge: %s (attempt %d%s%s)\n", im->summary, im->attempt, what ? ", " : "",
 		 what ? what : "");
+	jv redacted;
+	if (forge_git_redact_secrets(&redacted, im->wt) == 0 && jv_array_length(jv_copy(redacted)) > 0)
+		phase_emit(im->ph, "secret.redacted", json_set(jv_object(), "files", redacted));
+	else
+		jv_free(redacted);
 	int rc = forge_git_commit_all(&sha, im->wt, msg.buf);
 	if (rc < 0) {
 		phase_reason(im->ph, "cannot commit on %s: %s", forge_git_worktree_branch(im->wt),

@@ -11,7 +11,10 @@
  * What: --command, else tools.test_command, else detected (project.h; a
  * detected `go test ./...` runs as `go test -json ./...`).  The command
  * runs as a whole under a time limit (tools.test_timeout_s, else
- * safety.time_s.test) with API keys removed from its environment.
+ * safety.time_s.test) in the sandbox of run_command (sandbox_job.h: the
+ * scrubbed environment, writes confined to the worktree and a temp dir,
+ * the network cut as sandbox.network says), since it runs the branch's
+ * code.
  * Results: a fresh JUnit report (tools.test_report or the usual places),
  * else the output (testrun.h), else the exit status alone (format
  * "exit_code", parsed false, a test.unparsed event).
@@ -26,6 +29,8 @@
 #include "phase.h"
 #include "proc.h"
 #include "project.h"
+#include "sandbox.h"
+#include "sandbox_job.h"
 #include "testrun.h"
 
 #include <errno.h>
@@ -37,7 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
 
 enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
 
@@ -68,6 +72,9 @@ struct tst {
 	char *report;               /* the JUnit report read, or NULL */
 	jv rerun;                   /* {command, by_name, exit_code, duration_ms} or null */
 	char guard_msg[256];
+	struct sandbox_policy *policy;  /* the test command's sandbox */
+	char *tmp;                      /* its HOME and TMPDIR, shared by the rerun */
+	bool warned_unconfined;
 };
 
 /* ---- where and what ---------------------------------------------------------- */
@@ -120,32 +127,30 @@ static char *work_dir(struct phase *ph)
 	return dir;
 }
 
-static char **child_env(void)
+/* Run the test command in dir under the sandbox (sandbox_job.h): the
+ * code it runs comes from the worktree. */
+static int run(struct phase *ph, struct proc_result *res, const char *command, const char *dir,
+	       long timeout_ms)
 {
-	size_t n = 0;
+	struct tst *t = ph->payload;
+	struct sandbox_job job = {
+		.policy = t->policy,
+		.command = command,
+		.root = dir,
+		.tmp = t->tmp,
+		.timeout_ms = timeout_ms,
+		.output_cap = OUT_CAP,
+	};
+	jv unconfined;
+	int rc = sandbox_job_run(res, &unconfined, &job);
 
-	while (environ[n])
-		n++;
-	char **env = xcalloc(n + 1, sizeof *env);
-	memcpy(env, environ, n * sizeof *env);
-	llm_scrub_env(env);
-	return env;
-}
-
-static int run(struct proc_result *res, const char *command, const char *dir, long timeout_ms)
-{
-	const char *argv[] = { "/bin/sh", "-c", command, NULL };
-	struct proc_opts o = PROC_OPTS_INIT;
-	char **env = child_env();
-
-	o.argv = argv;
-	o.envp = env;
-	o.cwd = dir;
-	o.timeout_ms = timeout_ms;
-	o.out_cap = OUT_CAP;
-	o.merge_stderr = true;
-	int rc = proc_run(res, &o);
-	free(env);
+	if (jv_get_kind(unconfined) == JV_KIND_ARRAY && !t->warned_unconfined) {
+		t->warned_unconfined = true;
+		phase_emit(ph, "sandbox.unconfined", json_set(json_set(jv_object(), "command", jv_string(command)),
+							       "missing", unconfined));
+	} else {
+		jv_free(unconfined);
+	}
 	return rc;
 }
 
@@ -242,7 +247,7 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 	char *report = NULL;
 
 	phase_progress(ph, "rerunning %zu failing test%s", n, n == 1 ? "" : "s");
-	int rc = run(&res, cmd, t->dir, t->timeout_ms);
+	int rc = run(ph, &res, cmd, t->dir, t->timeout_ms);
 	bool parsed = rc == 0 && read_results(&again, &report, ph, t->dir, &res, since) == 1;
 	if (!parsed && rc == 0)
 		testrun_release(&again);
@@ -631,7 +636,15 @@ static const char *run_phase(struct phase *ph)
 	phase_progress(ph, "running %s", t->command);
 
 	time_t since = time(NULL);
-	if (run(&res, t->command, t->dir, t->timeout_ms) < 0) {
+	if (sandbox_policy_from_config(&t->policy, ph->cfg) < 0) {
+		phase_reason(ph, "bad sandbox configuration: %s", forge_last_error());
+		return "failed";
+	}
+	if (!(t->tmp = sandbox_tmpdir_new("forge-test"))) {
+		phase_reason(ph, "%s", forge_last_error());
+		return "failed";
+	}
+	if (run(ph, &res, t->command, t->dir, t->timeout_ms) < 0) {
 		phase_reason(ph, "cannot run the test command: %s", forge_last_error());
 		proc_result_release(&res);
 		return "failed";
@@ -753,7 +766,9 @@ int main(int argc, char **argv)
 		.program = "forge-test",
 		.synopsis = "[OPTIONS] < STATE\n[OPTIONS] --repo DIR",
 		.description =
-			"Run the project's tests (tools.test_command, else detected), read their results (TAP, "
+			"Run the project's tests (tools.test_command, else detected) in the sandbox of run_command "
+			"(sandbox.*: writes confined to the worktree, network cut, environment scrubbed; "
+			"sandbox.env passes variables), read their results (TAP, "
 			"JUnit XML, pytest, go test, cargo test, node --test, ctest, bats), rerun failures once "
 			"to tell flaky from real, and ask the model for the root cause and a fix of each real "
 			"failure. Needs a state whose review approved the changes (or review.approved_by, a gate's "
@@ -781,5 +796,7 @@ int main(int argc, char **argv)
 	free(t.report);
 	free(t.command);
 	free(t.dir);
+	sandbox_policy_free(t.policy);
+	sandbox_tmpdir_remove(t.tmp);
 	return status;
 }

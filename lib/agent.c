@@ -375,6 +375,10 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 			return TURN_END;
 		}
 		long long ms = agent_now(a) - t0;
+		/* A key a command printed never reaches the model or an event:
+		 * redacted by value (llm.h). */
+		llm_redact(o.text);
+		o.event = llm_redact_jv(o.event);
 		a->res->tool_calls++;
 		if (!o.ok)
 			a->res->tool_errors++;

@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "forge.h"
 #include "json.h"
+#include "llm.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -151,6 +152,9 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 	size_t n = 0;
 	int opt;
 
+	/* Before anything else: no key in /proc/PID/environ, not dumpable,
+	 * every key known for redaction (llm.h). */
+	llm_secret_protect();
 	memset(common, 0, sizeof *common);
 	buf_addch(&shorts, ':');	/* report a missing argument as ':' */
 	add_long(lo, &n, &shorts, spec->options);

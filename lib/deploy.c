@@ -5,6 +5,7 @@
 #include "json.h"
 #include "llm.h"
 #include "proc.h"
+#include "sandbox_job.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -153,25 +154,39 @@ void deploy_env_free(char **env)
 }
 
 int deploy_run_command(struct deploy_cmd_result *out, const char *command, const char *cwd,
-		       char *const *env, long timeout_ms, size_t output_cap)
+		       char *const *env, long timeout_ms, size_t output_cap,
+		       const struct sandbox_policy *policy, bool network)
 {
-	const char *argv[] = { "/bin/sh", "-c", command, NULL };
-	struct proc_opts o = PROC_OPTS_INIT;
 	struct proc_result r;
 	char **own = NULL;
+	const char **pass = NULL;
+	size_t n = 0, k = 0;
 	int rc = -1;
 
 	memset(out, 0, sizeof *out);
 	out->exit_code = -1;
 	if (!env)
 		env = own = deploy_env_new(NULL);
-	o.argv = argv;
-	o.envp = env;
-	o.cwd = cwd;
-	o.merge_stderr = true;
-	o.out_cap = output_cap;
-	o.timeout_ms = timeout_ms;
-	if (proc_run(&r, &o) < 0) {
+	/* The sandbox keeps only the usual names of env: pass FORGE_DEPLOY_*. */
+	while (env[n])
+		n++;
+	pass = xcalloc(n + 1, sizeof *pass);
+	for (size_t i = 0; env[i]; i++) {
+		const char *eq = strchr(env[i], '=');
+		if (eq && strncmp(env[i], "FORGE_DEPLOY_", 13) == 0)
+			pass[k++] = xstrndup(env[i], (size_t)(eq - env[i]));
+	}
+	struct sandbox_job job = {
+		.policy = policy,
+		.command = command,
+		.root = cwd,
+		.base_env = env,
+		.pass_env = pass,
+		.timeout_ms = timeout_ms > 0 ? timeout_ms : 24L * 3600 * 1000,
+		.output_cap = output_cap ? output_cap : 64u << 20,
+		.allow_network = network,
+	};
+	if (sandbox_job_run(&r, NULL, &job) < 0) {
 		out->output = xstrdup(forge_last_error());
 		forge_error_prefix("cannot run '%s'", command);
 		goto out;
@@ -191,6 +206,9 @@ int deploy_run_command(struct deploy_cmd_result *out, const char *command, const
 out:
 	proc_result_release(&r);
 	deploy_env_free(own);
+	for (size_t i = 0; i < k; i++)
+		free((char *)pass[i]);
+	free(pass);
 	return rc;
 }
 

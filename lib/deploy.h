@@ -115,12 +115,21 @@ struct deploy_cmd_result {
 
 /*
  * Run `command` with /bin/sh -c in cwd with env (NULL: deploy_env_new(NULL)),
- * a time limit (0: none) and an output cap (0: all).  Always fills *out
- * (release with deploy_cmd_result_release); returns 0 when the command
- * exited 0, else -1 with a message naming the command and what happened.
+ * a time limit (0: none) and an output cap (0: all).  The command comes
+ * from the branch's configuration and runs the branch's code, so it runs
+ * in the sandbox (sandbox_job.h) under policy (NULL: the built-in one):
+ * the environment is scrubbed to the sandbox's names plus every
+ * FORGE_DEPLOY_* variable of env, writes are confined to cwd, a temp dir
+ * and sandbox.writable, and the network is kept only when `network` (the
+ * deploy and rollback commands: they push and upload; a build does not).
+ * Always fills *out (release with deploy_cmd_result_release); returns 0
+ * when the command exited 0, else -1 with a message naming the command
+ * and what happened.
  */
+struct sandbox_policy;
 int deploy_run_command(struct deploy_cmd_result *out, const char *command, const char *cwd,
-		       char *const *env, long timeout_ms, size_t output_cap);
+		       char *const *env, long timeout_ms, size_t output_cap,
+		       const struct sandbox_policy *policy, bool network);
 void deploy_cmd_result_release(struct deploy_cmd_result *r);
 
 /* ---- health checks (deploy_health.c) --------------------------------- */
@@ -179,6 +188,8 @@ struct deploy_ctx {
 	double latency_ms_max;
 	long command_timeout_ms;
 	size_t output_cap;
+	const struct sandbox_policy *sandbox;  /* commands' sandbox (NULL: built-in);
+	                                          deploy and rollback keep the network */
 	/* events */
 	deploy_emit_fn emit;        /* may be NULL */
 	void *emit_payload;

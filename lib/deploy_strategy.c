@@ -244,7 +244,8 @@ static int run_step_command(struct deploy_ctx *ctx, const char *what, const char
 	snprintf(v_ref, sizeof v_ref, "FORGE_DEPLOY_REF=%s", ctx->branch ? ctx->branch : "");
 	snprintf(v_trace, sizeof v_trace, "FORGE_DEPLOY_TRACE=%s", ctx->trace_id ? ctx->trace_id : "");
 	char **env = deploy_env_new(extra);
-	int rc = deploy_run_command(&r, cmd, ctx->workdir, env, ctx->command_timeout_ms, ctx->output_cap);
+	int rc = deploy_run_command(&r, cmd, ctx->workdir, env, ctx->command_timeout_ms, ctx->output_cap,
+				    ctx->sandbox, strcmp(what, "build") != 0);
 	jv ev = command_event(what, cmd, &r);
 	if (step > 0)
 		ev = json_set(ev, "percent", jv_number(percent));

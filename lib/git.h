@@ -124,6 +124,18 @@ int forge_git_diff(char **out_patch, jv *out_files, struct forge_git_worktree *w
 int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *message);
 
 /*
+ * Keys never reach a commit (llm.h: the keys Forge knows).  Every changed
+ * or new regular file of the worktree (not ignored ones) that contains a
+ * registered key has each occurrence replaced by "[REDACTED]" in the
+ * worktree file itself, so the worktree, its diff and the commit agree.
+ * forge_git_commit_all() and forge_git_save_and_reset() do this before
+ * staging; call it first to learn which files were redacted: *out (may be
+ * NULL) gets their paths, an array of strings.  -1 when a file with a key
+ * cannot be rewritten or is over 256 MiB (the commit is then refused).
+ */
+int forge_git_redact_secrets(jv *out, struct forge_git_worktree *wt);
+
+/*
  * Reset the worktree to `commit` (NULL: its HEAD): a hard reset of
  * forge/TRACE plus removal of untracked files (ignored files stay).  First
  * what would be lost -- uncommitted changes, untracked files, and commits

@@ -4,9 +4,15 @@
 #include "buf.h"
 #include "forge.h"
 #include "json.h"
+#include "llm.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The status word of one entry, or NULL to leave it out. */
 static const char *status_word(unsigned s)
@@ -67,6 +73,109 @@ int forge_git_status(jv *out, struct forge_git_worktree *wt)
 	}
 	*out = arr;
 	arr = jv_invalid();
+	rc = 0;
+out:
+	jv_free(arr);
+	git_status_list_free(list);
+	return rc;
+}
+
+#define REDACT_MAX_BYTES (256u << 20)
+
+/* Redact the secrets in the regular file rel of the worktree, in place.
+ * 1 when it held one, 0 when not (or not a regular file), -1 on error. */
+static int redact_file(struct forge_git_worktree *wt, const char *rel)
+{
+	struct buf path = BUF_INIT, text;
+	struct stat st;
+	char *clean = NULL;
+	size_t n;
+	int fd = -1, rc = 0;
+
+	buf_init(&text, REDACT_MAX_BYTES);
+	buf_addf(&path, "%s/%s", wt->path, rel);
+	if (lstat(path.buf, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		goto out;
+	if ((unsigned long long)st.st_size > REDACT_MAX_BYTES) {
+		/* too big to rewrite here: look, and refuse the commit when it holds a key */
+		int rfd = open(path.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		void *map = rfd < 0 ? MAP_FAILED : mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, rfd, 0);
+		bool has = map != MAP_FAILED && llm_secret_in(map, (size_t)st.st_size);
+		if (map != MAP_FAILED)
+			munmap(map, (size_t)st.st_size);
+		if (rfd >= 0)
+			close(rfd);
+		if (has)
+			rc = forge_error("'%s' contains an API key and is too big to redact; remove the key", rel);
+		goto out;
+	}
+	if (buf_read_file(&text, path.buf) < 0) {
+		rc = forge_error_prefix("cannot check '%s' for keys", rel);
+		goto out;
+	}
+	if (!llm_secret_in(text.buf, text.len))
+		goto out;
+	clean = llm_redact_mem(text.buf, text.len, &n);
+	fd = open(path.buf, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		rc = forge_error("cannot redact a key in '%s': %s", rel, strerror(errno));
+		goto out;
+	}
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, clean + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = forge_error("cannot redact a key in '%s': %s", rel, strerror(errno));
+			goto out;
+		}
+		off += (size_t)w;
+	}
+	rc = 1;
+out:
+	if (fd >= 0 && close(fd) < 0 && rc == 1)
+		rc = forge_error("cannot redact a key in '%s': %s", rel, strerror(errno));
+	free(clean);
+	buf_release(&text);
+	buf_release(&path);
+	return rc;
+}
+
+int forge_git_redact_secrets(jv *out, struct forge_git_worktree *wt)
+{
+	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+	git_status_list *list = NULL;
+	jv arr = jv_array();
+	int rc = -1;
+
+	if (out)
+		*out = jv_invalid();
+	opts.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
+	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+		     GIT_STATUS_OPT_SORT_CASE_SENSITIVELY | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if (git_status_list_new(&list, wt->repo, &opts) < 0) {
+		forge_git_fail("cannot read the status of worktree '%s'", wt->path);
+		goto out;
+	}
+	for (size_t i = 0; i < git_status_list_entrycount(list); i++) {
+		const git_status_entry *s = git_status_byindex(list, i);   /* borrowed */
+		const git_diff_delta *d = s->index_to_workdir;
+		int r;
+
+		if (!d || !d->new_file.path ||
+		    !(s->status & (GIT_STATUS_WT_NEW | GIT_STATUS_WT_MODIFIED | GIT_STATUS_WT_TYPECHANGE |
+				   GIT_STATUS_WT_RENAMED)))
+			continue;
+		r = redact_file(wt, d->new_file.path);
+		if (r < 0)
+			goto out;
+		if (r > 0)
+			arr = jv_array_append(arr, jv_string(d->new_file.path));
+	}
+	if (out) {
+		*out = arr;
+		arr = jv_invalid();
+	}
 	rc = 0;
 out:
 	jv_free(arr);
@@ -238,6 +347,10 @@ int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *
 	buf_adds(&msg, message);
 	if (msg.buf[msg.len - 1] != '\n')
 		buf_addch(&msg, '\n');
+	llm_redact(msg.buf);
+	msg.len = strlen(msg.buf);
+	if (forge_git_redact_secrets(NULL, wt) < 0)
+		goto out;
 	if (git_repository_index(&index, wt->repo) < 0) {
 		forge_git_fail("cannot read the index of worktree '%s'", wt->path);
 		goto out;
@@ -337,6 +450,8 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
 		forge_error("worktree '%s' has no commit to save on", wt->path);
 		goto out;
 	}
+	if (forge_git_redact_secrets(NULL, wt) < 0)
+		goto out;
 	if (git_repository_index(&index, wt->repo) < 0) {
 		forge_git_fail("cannot read the index of worktree '%s'", wt->path);
 		goto out;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "buf.h"
 #include "forge.h"
@@ -21,6 +22,9 @@ const char *const llm_secret_env_names[] = {
 
 static char **secrets;
 static size_t nsecrets;
+
+static int read_key_file(char **out, const char *path);
+static bool is_secret_var(const char *entry);
 
 void llm_secret_add(const char *secret)
 {
@@ -51,6 +55,111 @@ char *llm_redact(char *s)
 	for (size_t i = 0; i < nsecrets; i++)
 		redact_one(s, secrets[i]);
 	return s;
+}
+
+bool llm_secret_in(const char *s, size_t n)
+{
+	for (size_t i = 0; s && i < nsecrets; i++)
+		if (memmem(s, n, secrets[i], strlen(secrets[i])))
+			return true;
+	return false;
+}
+
+char *llm_redact_mem(const char *s, size_t n, size_t *out_len)
+{
+	struct buf b = BUF_INIT;
+
+	buf_add(&b, s ? s : "", s ? n : 0);
+	for (size_t i = 0; i < nsecrets; i++) {
+		size_t slen = strlen(secrets[i]), rlen = strlen(REDACTED);
+		size_t at = 0;
+		char *p;
+
+		while (at < b.len && (p = memmem(b.buf + at, b.len - at, secrets[i], slen))) {
+			size_t off = (size_t)(p - b.buf);
+			memcpy(p, REDACTED, rlen);
+			memmove(p + rlen, p + slen, b.len - off - slen);
+			b.len -= slen - rlen;
+			at = off + rlen;
+		}
+		b.buf[b.len] = '\0';
+	}
+	return buf_detach(&b, out_len);
+}
+
+jv llm_redact_jv(jv v)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING: {
+		const char *s = jv_string_value(v);
+		size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
+		if (!llm_secret_in(s, n))
+			return v;
+		size_t len;
+		char *r = llm_redact_mem(s, n, &len);
+		jv_free(v);
+		v = jv_string_sized(r, (int)len);
+		free(r);
+		return v;
+	}
+	case JV_KIND_ARRAY: {
+		int len = jv_array_length(jv_copy(v));
+		for (int i = 0; i < len; i++)
+			v = jv_array_set(v, i, llm_redact_jv(jv_array_get(jv_copy(v), i)));
+		return v;
+	}
+	case JV_KIND_OBJECT: {
+		jv out = jv_object();
+		jv_object_foreach(v, k, val)
+			out = jv_object_set(out, llm_redact_jv(k), llm_redact_jv(val));
+		jv_free(v);
+		return out;
+	}
+	default:
+		return v;
+	}
+}
+
+static void add_key_file(const char *var)
+{
+	const char *path = getenv(var);
+	char *key = NULL;
+
+	if (!path || !*path)
+		return;
+	if (read_key_file(&key, path) == 0)
+		llm_secret_add(key);
+	free(key);
+}
+
+void llm_secret_load_env(void)
+{
+	for (const char *const *n = llm_secret_env_names; *n; n++)
+		llm_secret_add(getenv(*n));
+	add_key_file("FORGE_ANTHROPIC_KEY_FILE");
+	add_key_file("FORGE_OPENAI_KEY_FILE");
+}
+
+void llm_secret_protect(void)
+{
+	static bool done;
+	extern char **environ;
+
+	if (done)
+		return;
+	done = true;
+	/* A second wall behind the scrubbed environment of commands: a
+	 * process without CAP_SYS_PTRACE cannot read our /proc/PID/environ
+	 * or /proc/PID/mem. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	llm_secret_load_env();
+	for (size_t i = 0; environ && environ[i]; i++) {
+		if (!is_secret_var(environ[i]))
+			continue;
+		char *entry = environ[i], *eq = strchr(entry, '=');
+		environ[i] = xstrdup(entry);
+		memset(eq + 1, 0, strlen(eq + 1));
+	}
 }
 
 static bool is_secret_var(const char *entry)

@@ -78,6 +78,7 @@ void phase_reason(struct phase *ph, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(ph->reason, sizeof ph->reason, fmt, ap);
 	va_end(ap);
+	llm_redact(ph->reason);     /* also shown on stderr: never a key */
 }
 
 void phase_progress(struct phase *ph, const char *fmt, ...)

@@ -86,6 +86,13 @@ void review_tool_missing(struct review_ctx *ctx, const char *tool, const char *l
  */
 int review_lint(jv *out, struct review_ctx *ctx);
 
+/* Run a linter or scanner (argv[0] a path) in dir under the sandbox with
+ * ctx->cfg's policy (sandbox_job.h), stdout and stderr merged, 4 MiB kept,
+ * ctx->timeout_ms.  As sandbox_job_run(): *r always initialised. */
+struct proc_result;
+int review_run_tool(struct proc_result *r, struct review_ctx *ctx, const char *const *argv,
+		    const char *dir);
+
 /* Parsers, exposed for the unit tests.  Each appends to *acc (an array)
  * the findings whose file:line is an added line of d; tool names the rule
  * prefix ("cppcheck").  Borrows everything. */

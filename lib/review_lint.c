@@ -9,6 +9,11 @@
  * {severity}: {id}: {message}', shellcheck -f json1, and gcc-style
  * "file:line[:col]: [severity:] message [rule]" (clang-tidy, flake8, ruff,
  * eslint -f unix, a configured lint command).
+ *
+ * Linters execute code and configuration from the change (a lint command
+ * from the branch, eslint plugins, …), so they run in the sandbox
+ * (sandbox_job.h): the detected linters with the post-image copy as the
+ * only writable tree, the lint command with the worktree.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "review.h"
@@ -17,15 +22,15 @@
 #include "diff.h"
 #include "forge.h"
 #include "json.h"
-#include "llm.h"
 #include "proc.h"
 #include "project.h"
+#include "sandbox.h"
+#include "sandbox_job.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
 
-extern char **environ;
 
 static void emit(struct review_ctx *ctx, const char *type, jv data)
 {
@@ -276,31 +281,42 @@ struct tool_run {
 	char *out;                      /* stdout + stderr */
 };
 
+int review_run_tool(struct proc_result *r, struct review_ctx *ctx, const char *const *argv,
+		    const char *dir)
+{
+	struct sandbox_policy *policy = NULL;
+	struct buf cmd = BUF_INIT;
+	int rc = -1;
+
+	if (sandbox_policy_from_config(&policy, ctx->cfg) < 0) {
+		memset(r, 0, sizeof *r);
+		buf_init(&r->out, 0);
+		buf_init(&r->err, 0);
+		return -1;
+	}
+	sandbox_shell_join(&cmd, argv);
+	struct sandbox_job job = {
+		.policy = policy,
+		.command = cmd.buf,
+		.root = dir,
+		.timeout_ms = ctx->timeout_ms > 0 ? ctx->timeout_ms : 120000,
+		.output_cap = 4u << 20,
+	};
+	rc = sandbox_job_run(r, NULL, &job);
+	buf_release(&cmd);
+	sandbox_policy_free(policy);
+	return rc;
+}
+
 static int run(struct tool_run *tr, struct review_ctx *ctx, const char *const *argv, const char *cwd)
 {
-	struct proc_opts o = PROC_OPTS_INIT;
 	struct proc_result r;
-	size_t n = 0;
-	char **env;
-	int rc;
+	int rc = review_run_tool(&r, ctx, argv, cwd);
 
-	while (environ[n])
-		n++;
-	env = xcalloc(n + 1, sizeof *env);
-	memcpy(env, environ, n * sizeof *env);
-	llm_scrub_env(env);
-	o.argv = argv;
-	o.envp = env;
-	o.cwd = cwd;
-	o.merge_stderr = true;
-	o.out_cap = 4u << 20;
-	o.timeout_ms = ctx->timeout_ms > 0 ? ctx->timeout_ms : 120000;
-	rc = proc_run(&r, &o);
 	tr->exit_code = r.exit_code;
 	tr->timed_out = r.timed_out;
 	tr->out = rc == 0 ? xstrdup(r.out.buf) : NULL;
 	proc_result_release(&r);
-	free(env);
 	return rc;
 }
 

@@ -12,7 +12,6 @@
 #include "diff.h"
 #include "forge.h"
 #include "json.h"
-#include "llm.h"
 #include "proc.h"
 #include "project.h"
 
@@ -20,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern char **environ;
 
 static void emit(struct review_ctx *ctx, const char *type, jv data)
 {
@@ -155,7 +153,6 @@ int review_scan(jv *out, struct review_ctx *ctx)
 		const struct scanner *S = &scanners[s];
 		const char *files[MAX_FILES], *argv[MAX_FILES + 16];
 		size_t nf = files_of(files, MAX_FILES, ctx, S->lang), a = 0;
-		struct proc_opts o = PROC_OPTS_INIT;
 		struct proc_result r;
 		char *prog;
 
@@ -172,19 +169,8 @@ int review_scan(jv *out, struct review_ctx *ctx)
 		for (size_t i = 0; i < nf; i++)
 			argv[a++] = files[i];
 		argv[a] = NULL;
-		size_t ne = 0;
-		while (environ[ne])
-			ne++;
-		char **env = xcalloc(ne + 1, sizeof *env);
-		memcpy(env, environ, ne * sizeof *env);
-		llm_scrub_env(env);	/* no API keys in a scanner's environment */
-		o.argv = argv;
-		o.envp = env;
-		o.cwd = ctx->workdir;
-		o.merge_stderr = true;
-		o.out_cap = 4u << 20;
-		o.timeout_ms = ctx->timeout_ms > 0 ? ctx->timeout_ms : 120000;
-		if (proc_run(&r, &o) == 0 && !r.timed_out) {
+		/* in the sandbox, on the post-image copy (review_run_tool) */
+		if (review_run_tool(&r, ctx, argv, ctx->workdir) == 0 && !r.timed_out) {
 			int before = jv_array_length(jv_copy(*out));
 			S->parse(out, ctx->diff, r.out.buf);
 			jv e = json_set(jv_object(), "tool", jv_string(S->tool));
@@ -197,7 +183,6 @@ int review_scan(jv *out, struct review_ctx *ctx)
 								  "reason", jv_string(r.timed_out ? "timed out" : forge_last_error())));
 		}
 		proc_result_release(&r);
-		free(env);
 		free(prog);
 	}
 	return 0;

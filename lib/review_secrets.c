@@ -15,6 +15,7 @@
 #include "forge.h"
 #include "json.h"
 #include "project.h"
+#include "sandbox.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -237,6 +238,15 @@ int review_secrets(jv *out, const struct diff *d)
 		const struct diff_file *f = &d->files[i];
 		const char *lang = project_language(f->path);
 
+		if (sandbox_path_is_forge(f->path) || (f->old_path && sandbox_path_is_forge(f->old_path))) {
+			/* The file tools refuse .forge; a command may still have written it. */
+			buf_reset(&msg);
+			buf_addf(&msg, "the change %s Forge's own configuration (%s): on the branch it would "
+				 "govern the next runs (sandbox, test command, gates); a human must check it",
+				 f->deleted ? "deletes" : f->created ? "adds to" : "changes", f->path);
+			*out = jv_array_append(*out, review_finding("security", "critical", "security",
+								    "forge/config-changed", f->path, 0, msg.buf));
+		}
 		if (lang && strcmp(lang, "cpp") == 0)
 			lang = "c";
 		for (size_t j = 0; j < f->nhunks; j++) {

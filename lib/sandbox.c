@@ -66,6 +66,13 @@ bool sandbox_path_is_git(const char *rel)
 	return false;
 }
 
+bool sandbox_path_is_forge(const char *rel)
+{
+	size_t n = strcspn(rel, "/");
+
+	return n == 6 && strncasecmp(rel, ".forge", 6) == 0;
+}
+
 int sandbox_path_clean(char **out, const char *path, bool allow_root)
 {
 	struct buf b = BUF_INIT;
@@ -489,6 +496,26 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* Refuse an op whose real target (dirfd's real path + name) lies under the
+ * top-level .forge directory, also when reached through a symlink. */
+static int check_not_forge(const struct sandbox_root *root, int dirfd, const char *name,
+			   const char *shown)
+{
+	struct buf real = BUF_INIT;
+	char *dir = NULL;
+	int rc = check_fd(&dir, root, dirfd, shown);
+
+	if (rc < 0)
+		return rc;
+	buf_addf(&real, "%s%s%s", dir, *dir ? "/" : "", name);
+	if (sandbox_path_is_forge(real.buf))
+		rc = sandbox_fail(SANDBOX_EDENIED, "'%s': .forge holds Forge's own configuration and "
+				  "database; the agent may not change it", shown);
+	buf_release(&real);
+	free(dir);
+	return rc;
+}
+
 /* Resolve the op's target (following in-tree symlinks of an existing file),
  * open its directory and, for a write, stage the temporary file. */
 static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
@@ -531,7 +558,7 @@ static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
 	if (op->remove) {
 		struct stat st;
 		rc = open_checked(&op->dirfd, NULL, t->root, dir, op->rel);
-		if (rc < 0)
+		if (rc < 0 || (rc = check_not_forge(t->root, op->dirfd, name, op->rel)) < 0)
 			goto out;
 		if (fstatat(op->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			rc = open_error(op->rel, errno);
@@ -544,7 +571,14 @@ static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
 		op->name = xstrdup(name);
 		goto out;
 	}
-	if ((rc = open_dir_mkdirs(t, dir, op->rel, &op->dirfd)) < 0)
+	if (sandbox_path_is_forge(target)) {
+		/* before creating any directory for it */
+		rc = sandbox_fail(SANDBOX_EDENIED, "'%s': .forge holds Forge's own configuration and "
+				  "database; the agent may not change it", op->rel);
+		goto out;
+	}
+	if ((rc = open_dir_mkdirs(t, dir, op->rel, &op->dirfd)) < 0 ||
+	    (rc = check_not_forge(t->root, op->dirfd, name, op->rel)) < 0)
 		goto out;
 	op->name = xstrdup(name);
 	for (int attempt = 0; attempt < 100; attempt++) {

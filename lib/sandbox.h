@@ -14,7 +14,11 @@
  * beneath the root and have no ".git" component, so a symlink into .git is
  * refused for reading and writing alike.  Writes go to a temporary file in
  * the target's directory and are renamed over it (atomic per file); a
- * symlink inside the tree is written through to its target.
+ * symlink inside the tree is written through to its target.  Writes and
+ * removals under the top-level .forge directory (Forge's configuration,
+ * database and worktrees; any case) are refused like .git, also through a
+ * symlink, so an agent cannot rewrite the rules of the next run; reading
+ * there is allowed.
  *
  * COMMAND POLICY.  sandbox.deny and sandbox.ask (plus *_extra) are PCRE2
  * regexes (byte mode, case-sensitive unless the pattern says (?i)).  A
@@ -78,6 +82,9 @@ int sandbox_path_clean(char **out, const char *path, bool allow_root);
 
 /* True when rel (already clean) or any real path has a ".git" component. */
 bool sandbox_path_is_git(const char *rel);
+/* True when the first component of rel (clean, relative to the root) is
+ * ".forge" (any case). */
+bool sandbox_path_is_forge(const char *rel);
 
 /*
  * Open rel for reading: *out_fd (O_RDONLY|O_CLOEXEC) and *st.  Only regular

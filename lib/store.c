@@ -3,6 +3,7 @@
 #include "forge.h"
 #include "forgedir.h"
 #include "json.h"
+#include "llm.h"
 #include "resource.h"
 
 #include <assert.h>
@@ -674,6 +675,7 @@ static void event_bind(sqlite3_stmt *s, jv ev, const char *id, const char *trace
 int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted)
 {
 	const char *id, *trace_id, *ts, *type;
+	char *clean = NULL;
 	jv line = jv_invalid();
 	sqlite3_stmt *s;
 	int rc = -1;
@@ -691,6 +693,11 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 		line = jv_dump_string(jv_copy(ev), 0);
 		raw = jv_string_value(line);
 		raw_len = (size_t)jv_string_length_bytes(jv_copy(line));
+	}
+	if (llm_secret_in(raw, raw_len)) {
+		/* A key is stored redacted, never verbatim (llm.h). */
+		clean = llm_redact_mem(raw, raw_len, &raw_len);
+		raw = clean;
 	}
 	event_bind(s, ev, id, trace_id, ts, type);
 	if (sqlite3_bind_text64(s, 7, raw, raw_len, SQLITE_STATIC, SQLITE_UTF8) != SQLITE_OK) {
@@ -712,6 +719,7 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 out:
 	stmt_done(s);
 	jv_free(line);
+	free(clean);
 	return rc;
 }
 
@@ -960,6 +968,10 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 		return -1;
 	iso_time(ts, ms);
 	text = jv_dump_string(jv_copy(state), 0);
+	if (llm_secret_in(jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)))) {
+		jv_free(text);
+		text = jv_dump_string(llm_redact_jv(jv_copy(state)), 0);
+	}
 	bind_text(s, 1, id);
 	bind_text(s, 2, trace_id);
 	bind_text(s, 3, phase ? phase : json_get_str(state, "phase"));

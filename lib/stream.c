@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "forge.h"
 #include "json.h"
+#include "llm.h"
 #include "schema.h"
 
 #include <errno.h>
@@ -348,6 +349,16 @@ int stream_write_raw(struct stream_out *out, const char *line, size_t len)
 	if (out->failed)
 		return -1;
 	errno = 0;
+	if (llm_secret_in(line, len)) {
+		/* A key that reached a record is redacted by value (llm.h). */
+		size_t n;
+		char *clean = llm_redact_mem(line, len, &n);
+		bool bad = fwrite(clean, 1, n, out->f) != n;
+		free(clean);
+		if (bad || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
+			return note_failure(out);
+		return 0;
+	}
 	if (fwrite(line, 1, len, out->f) != len || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
 		return note_failure(out);
 	return 0;
@@ -359,10 +370,11 @@ int stream_write(struct stream_out *out, jv rec)
 		jv_free(rec);
 		return -1;
 	}
-	errno = 0;
-	if (json_write_line(out->f, rec, false) < 0)
-		return note_failure(out);
-	return 0;
+	jv text = jv_dump_string(rec, 0);
+	int rc = stream_write_raw(out, jv_string_value(text),
+				  (size_t)jv_string_length_bytes(jv_copy(text)));
+	jv_free(text);
+	return rc;
 }
 
 int stream_write_state(struct stream_out *out, jv state)

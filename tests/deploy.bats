@@ -53,10 +53,12 @@ config() {
 	  {deploy:{health:{samples:3, interval_s:0, timeout_s:5}}} * $extra' >"$CFG"
 }
 
-# command_config [EXTRA]: the command strategy with marker-writing commands.
+# command_config [EXTRA]: the command strategy with marker-writing commands
+# (they run in the sandbox: the marker dirs are made writable for them).
 command_config() {
-	jq -n --argjson extra "${1:-{\}}" --arg url "$HEALTH_URL" --arg m "$M" '
+	jq -n --argjson extra "${1:-{\}}" --arg url "$HEALTH_URL" --arg m "$M" --arg f "$BATS_FILE_TMPDIR" '
 	  {deploy:{strategy:"command", health:{samples:3, interval_s:0, timeout_s:5}},
+	   sandbox:{writable:[$m, $f]},
 	   tools:{deploy_command:("echo $FORGE_DEPLOY_PERCENT >>" + $m + "/steps"),
 	          rollback_command:("touch " + $m + "/rolled_back"),
 	          build_command:("touch " + $m + "/built"),
@@ -437,4 +439,22 @@ DEPLOY_ON_TTY='exec forge-deploy --config "$CFG" <"$BATS_TEST_TMPDIR/state.json"
 	  and .deployment.gate.status == "pending" and (.deployment.reason | test("interrupted at gate production_deploy"))'
 	[ "$(jq -s 'map(select(.type == "gate.rejected")) | length' "$OUT")" -eq 0 ]
 	grep -q "interrupted at gate production_deploy" "$SHOWN"
+}
+
+@test "command: the commands run in the sandbox; the build has no network, deploy and rollback keep it" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	FEATURES=$output
+	[ "$(jq -r .landlock.available <<<"$FEATURES")" = true ] || skip "no Landlock on this kernel"
+	OUT="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$OUT"
+	count="awk 'NR > 2' /proc/net/dev | wc -l"
+	command_config "$(jq -nc --arg m "$M" --arg o "$OUT" --arg c "$count" '{tools:{
+	  build_command:($c + " >" + $m + "/build-net; touch " + $o + "/built-outside; true"),
+	  deploy_command:($c + " >" + $m + "/deploy-net")}}')"
+	run -0 --separate-stderr deploy
+	[ ! -e "$OUT/built-outside" ]
+	[ "$(cat "$M/deploy-net")" -eq "$(awk 'NR > 2' /proc/net/dev | wc -l)" ]
+	if [ "$(jq -r .network_namespace.available <<<"$FEATURES")" = true ]; then
+		[ "$(cat "$M/build-net")" -eq 1 ]        # lo alone
+	fi
 }

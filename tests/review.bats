@@ -303,3 +303,36 @@ python_change() {
 	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
 	! grep -q '"kind":"state"' <<<"$output"
 }
+
+@test "a change under .forge/ is a critical security finding: a human must look (exit 4)" {
+	mkdir -p .forge
+	echo '{"sandbox":{"landlock":"off","network":"allow"}}' >.forge/config.json
+	git add -f .forge/config.json && git commit -q -m "rules"
+	run -4 --separate-stderr forge-review --base HEAD~1 </dev/null
+	OUT=$output
+	state | jq -e '.review.decision == "require_human" and ([.review.findings[] | select(.rule == "forge/config-changed")
+		| [.file, .severity, .layer, .category]] == [[".forge/config.json", "critical", "security", "security"]])'
+	# a change elsewhere is no such finding
+	echo more >>README && git commit -q -am more
+	run -0 --separate-stderr forge-review --base HEAD~1 </dev/null
+	OUT=$output
+	state | jq -e '[.review.findings[] | select(.rule == "forge/config-changed")] == []'
+}
+
+@test "the lint command runs in the sandbox: no writes outside the worktree, no keys, no network" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock on this kernel"
+	OUTSIDE="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$OUTSIDE"
+	jq -n --arg o "$OUTSIDE" '{tools:{lint_command:("touch " + $o + "/linted; env > lint-env; cat /proc/net/dev > lint-net; true")}}' \
+		>"$BATS_TEST_TMPDIR/cfg.json"
+	echo change >>README && git commit -q -am change
+	ANTHROPIC_API_KEY=$KEY run -0 --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/cfg.json" --base HEAD~1 </dev/null
+	[ ! -e "$OUTSIDE/linted" ]
+	[ -e lint-env ]
+	run -1 grep -c REVIEWTEST lint-env
+	grep -q '^TERM=dumb$' lint-env
+	if [ "$(jq -r .network_namespace.available <<<"$("$FORGE_TESTBIN/tool-run" --features)")" = true ]; then
+		[ "$(awk -F: 'NR > 2 { print $1 }' lint-net | tr -d ' ')" = lo ]
+	fi
+}

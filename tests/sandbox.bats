@@ -126,3 +126,28 @@ tool() {
 	run -1 tool edit_file '{"path":"README","old":"nothing like this","new":"x"}'
 	assert_output --partial "closest lines in README"
 }
+
+@test ".forge is off limits to the file tools, also through a symlink; reading is fine" {
+	mkdir -p "$WT/.forge"
+	echo '{"sandbox":{"landlock":"require"}}' >"$WT/.forge/config.json"
+	ln -s .forge "$WT/rules"
+	run -1 tool write_file '{"path":".forge/config.json","content":"{\"sandbox\":{\"landlock\":\"off\"}}"}'
+	[ "$(jq -r .kind <<<"$output")" = denied ]
+	assert_output --partial "may not change it"
+	run -1 tool write_file '{"path":".Forge/new.json","content":"{}"}'
+	[ "$(jq -r .kind <<<"$output")" = denied ]
+	run -1 tool edit_file '{"path":"rules/config.json","old":"require","new":"off"}'
+	[ "$(jq -r .kind <<<"$output")" = denied ]
+	run -1 tool write_file '{"path":"rules/other.json","content":"{}"}'
+	[ "$(jq -r .kind <<<"$output")" = denied ]
+	run -1 tool apply_patch '{"patch":"*** Begin Patch\n*** Delete File: .forge/config.json\n*** End Patch\n"}'
+	[ "$(jq -r .kind <<<"$output")" = denied ]
+	run -1 tool apply_patch '{"patch":"*** Begin Patch\n*** Add File: .forge/hooks/x\n+x\n*** End Patch\n"}'
+	[ "$(jq -r .kind <<<"$output")" = denied ]
+	[ "$(cat "$WT/.forge/config.json")" = '{"sandbox":{"landlock":"require"}}' ]
+	[ ! -e "$WT/.forge/other.json" ] && [ ! -e "$WT/.forge/hooks" ] && [ ! -e "$WT/.Forge" ]
+	run -0 tool read_file '{"path":".forge/config.json"}'
+	assert_output --partial require
+	# a directory merely named like it elsewhere is fine
+	run -0 tool write_file '{"path":"docs/.forge/note","content":"x"}'
+}

@@ -119,7 +119,9 @@ mock() {
 @test "only a flaky failure: exit 0, the flaky test reported" {
 	cp -r "$FORGE_ROOT/tests/fixtures/repos/flaky" "$REPO"
 	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture
-	run -0 --separate-stderr bash -c "cd '$REPO' && FLAKY_ONLY=1 ft </dev/null"
+	# the test command's environment is scrubbed: a variable reaches it through sandbox.env
+	echo '{"sandbox":{"env":["FLAKY_ONLY"]}}' >"$BATS_TEST_TMPDIR/env.json"
+	run -0 --separate-stderr bash -c "cd '$REPO' && FLAKY_ONLY=1 ft --config '$BATS_TEST_TMPDIR/env.json' </dev/null"
 	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, .failures[0].test, .failures[0].classification]')" \
 		'[0,1,"flaky on first run","flaky"]'
 	assert_equal "$(tail -n 1 <<<"$output" | jq -r .status)" ok
@@ -165,6 +167,23 @@ mock() {
 	run -1 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 \
 		ft --repo "$REPO" --command 'echo "key=${ANTHROPIC_API_KEY:-none}"; no-such-test-runner-xyz' </dev/null
 	assert_equal "$(tests_of '.failures[0] | [.classification, (.output | test("key=none"))]')" '["environment",true]'
+}
+
+@test "the test command runs in the sandbox: no writes outside the worktree, no network, no key in /proc" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	FEATURES=$output
+	[ "$(jq -r .landlock.available <<<"$FEATURES")" = true ] || skip "no Landlock on this kernel"
+	make_repo "$REPO"
+	OUT="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$OUT"
+	run -0 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 ft --repo "$REPO" \
+		--command "echo x >$OUT/written; echo in >inside; cat /proc/\$PPID/environ >env-of-parent; awk 'NR > 2' /proc/net/dev | wc -l >ifaces; true" </dev/null
+	[ ! -e "$OUT/written" ]
+	[ "$(cat "$REPO/inside")" = in ]
+	run -1 grep -c sk-ant-secret "$REPO/env-of-parent"
+	if [ "$(jq -r .network_namespace.available <<<"$FEATURES")" = true ]; then
+		[ "$(cat "$REPO/ifaces")" -eq 1 ]        # lo alone
+	fi
 }
 
 @test "a test command over its time limit is stopped as a whole: an environment failure" {

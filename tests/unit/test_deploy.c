@@ -338,16 +338,16 @@ static void test_run_command(void)
 	const char *extra[] = { "FORGE_DEPLOY_PERCENT=5", NULL };
 	char **env = deploy_env_new(extra);
 
-	int rc = deploy_run_command(&r, "echo at $FORGE_DEPLOY_PERCENT; echo err >&2", "/", env, 10000, 0);
+	int rc = deploy_run_command(&r, "echo at $FORGE_DEPLOY_PERCENT; echo err >&2", "/", env, 10000, 0, NULL, false);
 	bool ok = rc == 0 && r.exit_code == 0 && strcmp(r.output, "at 5\nerr\n") == 0;
 	deploy_cmd_result_release(&r);
 	deploy_env_free(env);
 	CHECK(ok);
-	CHECK(deploy_run_command(&r, "exit 7", "/", NULL, 10000, 0) < 0);
+	CHECK(deploy_run_command(&r, "exit 7", "/", NULL, 10000, 0, NULL, false) < 0);
 	CHECK_INT(r.exit_code, 7);
 	CHECK(strstr(forge_last_error(), "status 7") != NULL);
 	deploy_cmd_result_release(&r);
-	CHECK(deploy_run_command(&r, "true", "/nonexistent/dir", NULL, 10000, 0) < 0);
+	CHECK(deploy_run_command(&r, "true", "/nonexistent/dir", NULL, 10000, 0, NULL, false) < 0);
 	CHECK_INT(r.exit_code, -1);
 	deploy_cmd_result_release(&r);
 }
