@@ -248,10 +248,10 @@ struct config;
  *             else the provider's default: the built-in llm.model for
  *             anthropic and replay, gpt-4o-mini for openai.
  * fast_model  llm.phases.PHASE.model; else llm.fast_model when set above
- *             the defaults in a layer no lower than llm.model's (so
- *             --model M makes M the fast model too); else the built-in
- *             llm.fast_model when the model is the built-in default model
- *             (anthropic, replay); else the model itself - so a model of
+ *             the defaults (and the phase did not switch provider); else
+ *             the built-in llm.fast_model when the model is the built-in
+ *             default model (anthropic, replay); else the model itself -
+ *             so --model M makes M the fast model too, and a model of
  *             another provider (Ollama's qwen2.5-coder) is never paired
  *             with claude-haiku.
  * base_url    llm.phases.PHASE.base_url; else llm.base_url unless the phase

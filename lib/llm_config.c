@@ -140,7 +140,7 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 	if (phase_model) {
 		out->fast_model = phase_model;
 		snprintf(out->fast_why, sizeof out->fast_why, "llm.phases.%s.model", phase);
-	} else if (!switched && fast_rank > 0 && fast_rank >= model_rank) {
+	} else if (!switched && fast_rank > 0) {
 		out->fast_model = str_or_null(cfg, "llm.fast_model");
 		set_at(out->fast_why, sizeof out->fast_why, explain, "llm.fast_model");
 	} else if (default_model && fast_rank <= 0 && str_or_null(cfg, "llm.fast_model")) {
