@@ -14,6 +14,7 @@
 #include "config.h"
 #include "forge.h"
 #include "json.h"
+#include "llm.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -99,6 +100,52 @@ static int model_flags(struct args *a, const struct cli_common *c)
 	return rc;
 }
 
+/*
+ * The model keys as llm_choose() resolves them (a key in the environment
+ * chooses the provider, the provider its default model, the model the fast
+ * model), so that forge config shows what forge run and forge doctor use.
+ * Each {path, value, why} where the resolution differs from the layers'
+ * value (none for a key it cannot resolve).  A new array.
+ */
+static jv resolved_models(const struct config *cfg)
+{
+	struct llm_choice ch;
+	jv out = jv_array();
+
+	llm_choose(&ch, cfg, NULL);
+	const struct { const char *path, *value, *why; } keys[] = {
+		{ "llm.provider", ch.provider, ch.provider_why },
+		{ "llm.model", ch.model, ch.model_why },
+		{ "llm.fast_model", ch.fast_model, ch.fast_why },
+	};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		const char *now = config_get_str(cfg, keys[i].path);
+
+		/* no provider chosen yet (no key): the configured defaults stand */
+		if (!keys[i].value || (now && !strcmp(now, keys[i].value)))
+			continue;
+		jv e = json_set(jv_object(), "path", jv_string(keys[i].path));
+		e = json_set(e, "value", json_str_or_null(keys[i].value));
+		out = jv_array_append(out, json_set(e, "why", jv_string(keys[i].why)));
+	}
+	return out;
+}
+
+/* The effective configuration with the resolved model keys.  A new object. */
+static jv effective(const struct config *cfg)
+{
+	jv all = config_effective(cfg), res = resolved_models(cfg);
+
+	jv_array_foreach(res, i, r) {
+		const char *path = json_get_str(r, "path");
+		all = jv_setpath(all, jv_array_append(jv_array_append(jv_array(), jv_string("llm")),
+						      jv_string(path + 4)), json_get(r, "value"));
+		jv_free(r);
+	}
+	jv_free(res);
+	return all;
+}
+
 /* Print v as indented JSON and a newline.  Consumes v. */
 static void print_pretty(jv v)
 {
@@ -120,8 +167,23 @@ static void print_compact(jv v)
 
 static void print_explain(const struct config *cfg, bool json)
 {
-	jv entries = config_explain(cfg);
+	jv entries = config_explain(cfg), res = resolved_models(cfg);
 
+	/* A resolved model key shows its value and why, as layer "resolved". */
+	jv_array_foreach(res, i, r) {
+		jv_array_foreach(entries, j, e) {
+			if (!strcmp(json_get_str(e, "path"), json_get_str(r, "path"))) {
+				e = json_set(e, "value", json_get(r, "value"));
+				e = json_set(e, "layer", jv_string("resolved"));
+				e = json_set(e, "source", json_get(r, "why"));
+				entries = jv_array_set(entries, j, e);
+			} else {
+				jv_free(e);
+			}
+		}
+		jv_free(r);
+	}
+	jv_free(res);
 	if (json) {
 		print_pretty(entries);
 		return;
@@ -138,9 +200,22 @@ static void print_explain(const struct config *cfg, bool json)
 /* `get PATH`: 0 when printed, 1 when not set. */
 static int print_get(const struct config *cfg, const char *path, bool json)
 {
-	if (!config_has(cfg, path))
-		return FORGE_EXIT_REJECTED;
-	jv v = config_get(cfg, path);
+	jv res = resolved_models(cfg), v = jv_invalid();
+
+	jv_array_foreach(res, i, r) {
+		if (!strcmp(json_get_str(r, "path"), path)) {
+			jv_free(v);
+			v = json_get(r, "value");
+		}
+		jv_free(r);
+	}
+	jv_free(res);
+	if (!jv_is_valid(v)) {
+		jv_free(v);
+		if (!config_has(cfg, path))
+			return FORGE_EXIT_REJECTED;
+		v = config_get(cfg, path);
+	}
 	if (!json && jv_get_kind(v) == JV_KIND_STRING) {
 		printf("%s\n", jv_string_value(v));
 		jv_free(v);
@@ -207,7 +282,7 @@ static int run(const struct cli_spec *spec, struct args *a, const struct cli_com
 	else if (a->explain)
 		print_explain(cfg, a->json);
 	else
-		print_pretty(config_effective(cfg));
+		print_pretty(effective(cfg));
 	goto out;
 fail:
 	fprintf(stderr, PROG ": %s\n", forge_last_error());

@@ -443,8 +443,11 @@ static jv check_provider(struct ctx *c)
 			key_status("anthropic", "ANTHROPIC_API_KEY", "FORGE_ANTHROPIC_KEY_FILE"));
 	keys = json_set(keys, "OPENAI_API_KEY",
 			key_status("openai", "OPENAI_API_KEY", "FORGE_OPENAI_KEY_FILE"));
+	struct llm_choice ch = { 0 };
+
 	llm_options_init(&opt);
 	if (c->cfg) {
+		llm_choose(&ch, c->cfg, NULL);
 		llm_options_from_config(&opt, c->cfg);
 		cfg_provider = opt.provider;
 	}
@@ -452,12 +455,15 @@ static jv check_provider(struct ctx *c)
 	if (llm_client_new(&client, &opt) == 0) {
 		p = json_set(p, "provider", jv_string(llm_client_provider(client)));
 		p = json_set(p, "model", json_str_or_null(llm_client_model(client)));
+		p = json_set(p, "fast_model", json_str_or_null(ch.fast_model ? ch.fast_model
+									  : llm_client_model(client)));
 		p = json_set(p, "usable", jv_true());
 	} else {
 		const char *e = forge_last_error();
 
 		p = json_set(p, "provider", json_str_or_null(cfg_provider));
 		p = json_set(p, "model", json_str_or_null(opt.model));
+		p = json_set(p, "fast_model", json_str_or_null(ch.fast_model));
 		p = json_set(p, "usable", jv_false());
 		p = json_set(p, "error", jv_string(e));
 		problem(c, jv_string_fmt("no usable model provider: %s", e));
@@ -755,6 +761,7 @@ static void text_provider(struct buf *b, jv p)
 	buf_adds(b, "\nModel provider\n");
 	kv(b, "provider", str_or(p, "provider", "(none)"));
 	kv(b, "model", str_or(p, "model", "(provider default)"));
+	kv(b, "fast model", str_or(p, "fast_model", "(the model)"));
 	kv(b, "base URL", str_or(p, "base_url", "-"));
 	kv(b, "cassette", str_or(p, "cassette", "(none)"));
 	jv_object_foreach(keys, k, v) {

@@ -32,7 +32,22 @@ static const struct cli_option options[] = {
 	{ NULL, 0, NULL, NULL, 0 }
 };
 
-static const struct cli_spec spec = {
+/* The commands and their synopses; `forge CMD --help` shows its own. */
+static const struct {
+	const char *name, *synopsis;
+} commands[] = {
+	{ "run", "TASK [--phases LIST] [--dry-run] [--auto-approve] [--budget USD] [--base REF] [--json]" },
+	{ "resume", "TRACE [--auto-approve] [--json]" },
+	{ "status", "[TRACE] [--json]" },
+	{ "history", "[-n N] [--json]" },
+	{ "cancel", "TRACE" },
+};
+
+/* The name in messages: "forge-supervisor", or "forge CMD" when the forge
+ * dispatcher ran it (argv[0] "forge"), the name the user typed. */
+static const char *prog = "forge-supervisor";
+
+static struct cli_spec spec = {
 	.name = "forge-supervisor",
 	.synopsis = "run TASK [--phases LIST] [--dry-run] [--auto-approve] [--budget USD] [--base REF] [--json]\n"
 		    "resume TRACE [--auto-approve] [--json]\n"
@@ -132,7 +147,7 @@ static int open_env(struct env *e, const struct cli_common *c, bool need_repo)
 {
 	memset(e, 0, sizeof *e);
 	if (cli_repo_root(&e->repo, c->repo) < 0 && (need_repo || (!c->db && !getenv("FORGE_DB")))) {
-		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return FORGE_EXIT_USAGE;
 	}
 	jv flags = jv_object();
@@ -143,11 +158,11 @@ static int open_env(struct env *e, const struct cli_common *c, bool need_repo)
 		jv_free(llm);
 	struct config_sources src = { .repo = e->repo, .file = c->config, .flags = flags };
 	if (config_load(&e->cfg, &src) < 0) {
-		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return FORGE_EXIT_USAGE;
 	}
 	if (store_resolve_path(&e->db, c->db, e->repo) < 0 || store_open(&e->store, e->db) < 0) {
-		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	return 0;
@@ -174,6 +189,8 @@ static const char **phase_args(const struct cli_common *c)
 	if (c->cassette) { a[n++] = "--cassette"; a[n++] = c->cassette; }
 	if (c->verbosity < 0)
 		a[n++] = "-q";
+	for (int v = 0; v < c->verbosity && n < 15; v++)
+		a[n++] = "-v";
 	a[n] = NULL;
 	return a;
 }
@@ -274,7 +291,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		store_run_get(&run, e.store, trace);
 	}
 	if (jv_get_kind(run) != JV_KIND_OBJECT) {
-		fprintf(stderr, "forge-supervisor: %s\n", trace ? "no such run" : "no runs yet");
+		fprintf(stderr, "%s: %s\n", prog, trace ? "no such run" : "no runs yet");
 		code = FORGE_EXIT_REJECTED;
 		goto out;
 	}
@@ -306,7 +323,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 	if (code)
 		return code;
 	if (store_runs_list(&runs, e.store, (int)a->limit) < 0) {
-		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		close_env(&e);
 		return FORGE_EXIT_DEPENDENCY;
 	}
@@ -337,14 +354,14 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 	if (code)
 		return code;
 	if (store_run_get(&run, e.store, trace) < 0 || jv_get_kind(run) != JV_KIND_OBJECT) {
-		fprintf(stderr, "forge-supervisor: no run '%s'\n", trace);
+		fprintf(stderr, "%s: no run '%s'\n", prog, trace);
 		jv_free(run);
 		close_env(&e);
 		return FORGE_EXIT_USAGE;
 	}
 	const char *status = json_get_str(run, "status");
 	if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0) {
-		fprintf(stderr, "forge-supervisor: run %s is already %s\n", trace, status);
+		fprintf(stderr, "%s: run %s is already %s\n", prog, trace, status);
 		code = FORGE_EXIT_REJECTED;
 	} else {
 		if (gate_list(&gates, e.store, trace, true) == 0) {
@@ -388,14 +405,39 @@ int main(int argc, char **argv)
 {
 	struct cli_common common;
 	struct args a = { .budget = -1, .limit = 20 };
-	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
-	int status = FORGE_EXIT_USAGE;
+	char name[64];
+	const char *cmd = NULL;
 
-	if (first >= argc)
-		cli_usage_error(&spec, "a command is needed: run, resume, status, history or cancel");
-	const char *cmd = argv[first];
-	int nargs = argc - first - 1;
-	char **rest = argv + first + 1;
+	/* forge CMD …: argv[0] is "forge" and the command comes first */
+	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	if (!strcmp(base, "forge") && argc > 1) {
+		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+			if (!strcmp(argv[1], commands[i].name)) {
+				snprintf(name, sizeof name, "forge %s", commands[i].name);
+				prog = spec.name = name;
+				spec.synopsis = commands[i].synopsis;
+				cmd = commands[i].name;
+			}
+		}
+	}
+	/* with the command known, parse what follows it */
+	int skip = cmd ? 1 : 0;
+	int first = cli_parse(&common, &spec, argc - skip, argv + skip, on_option, &a) + skip;
+	int status = FORGE_EXIT_USAGE;
+	int nargs;
+	char **rest;
+
+	if (cmd) {
+		/* argv[1] was the command; the operands follow the options */
+		nargs = argc - first;
+		rest = argv + first;
+	} else {
+		if (first >= argc)
+			cli_usage_error(&spec, "a command is needed: run, resume, status, history or cancel");
+		cmd = argv[first];
+		nargs = argc - first - 1;
+		rest = argv + first + 1;
+	}
 
 	if (strcmp(cmd, "run") == 0) {
 		if (nargs < 1)
@@ -420,5 +462,5 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "unknown command '%s'", cmd);
 	}
 	free(a.phases_text);
-	return cli_finish("forge-supervisor", status);
+	return cli_finish(prog, status);
 }

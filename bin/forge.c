@@ -44,7 +44,7 @@ static const struct {
 
 static const struct cli_spec spec = {
 	.name = "forge",
-	.synopsis = "[--help] [--version] COMMAND [ARGS]",
+	.synopsis = "[--help] [--version] [COMMON OPTIONS] COMMAND [ARGS]",
 	.description = "Forge carries a software task through plan, implement, review, test and\n"
 		       "deploy with LLM agents, inside a git repository.  Each command is its own\n"
 		       "program; `forge COMMAND --help` shows its options.",
@@ -152,6 +152,48 @@ static void list_commands(FILE *f)
 		fprintf(f, "  (none: build with `make`)\n");
 }
 
+/*
+ * The common options given before the command ("forge --repo X status",
+ * "forge -v run …"): how many of argv[from..] they take, 0 at the command.
+ * They go to the command, which takes them as its own.  An option that is
+ * not common is a usage error; --help and --version are handled by main().
+ */
+static int common_before(int argc, char **argv, int from)
+{
+	static const char *const with_arg[] = { "--repo", "--db", "--config" };
+	int i = from;
+
+	while (i < argc && argv[i][0] == '-' && argv[i][1]) {
+		const char *a = argv[i];
+		bool known = false;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--version"))
+			break;
+
+		if (!strcmp(a, "--quiet") || !strcmp(a, "--verbose") ||
+		    (a[1] != '-' && strspn(a + 1, "qv") == strlen(a + 1))) {
+			i++;
+			continue;
+		}
+		for (size_t k = 0; k < sizeof with_arg / sizeof *with_arg && !known; k++) {
+			size_t n = strlen(with_arg[k]);
+
+			if (!strncmp(a, with_arg[k], n) && a[n] == '=') {
+				known = true;
+				i++;
+			} else if (!strcmp(a, with_arg[k])) {
+				if (i + 1 >= argc)
+					cli_usage_error(&spec, "option '%s' needs an argument", a);
+				known = true;
+				i += 2;
+			}
+		}
+		if (!known)
+			return -(i + 1);
+	}
+	return i - from;
+}
+
 static void usage(FILE *f)
 {
 	cli_usage(&spec, f);
@@ -169,6 +211,15 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return FORGE_EXIT_USAGE;
 	}
+	/* common options before the command move behind it */
+	int npre = common_before(argc, argv, 1);
+	if (npre < 0)
+		cli_usage_error(&spec, "unknown option '%s'", argv[-npre - 1]);
+	if (npre > 0 && 1 + npre >= argc)
+		cli_usage_error(&spec, "a command is needed after the options (see 'forge --help')");
+	char **pre = argv + 1;
+	argv += npre;
+	argc -= npre;
 	cmd = argv[1];
 	bool help_for_cmd = false;
 	if (strcmp(cmd, "help") == 0 && argc > 2) {
@@ -204,12 +255,18 @@ int main(int argc, char **argv)
 		return FORGE_EXIT_USAGE;
 	}
 
-	/* argv for the program: forge-CMD ARGS, or forge-supervisor CMD ARGS. */
-	char **args = xcalloc((size_t)argc + 2, sizeof *args);
+	/*
+	 * argv for the program: forge-CMD [COMMON] ARGS, or forge-supervisor
+	 * CMD [COMMON] ARGS with argv[0] "forge", which tells the supervisor to
+	 * call itself "forge CMD" in its messages and help.
+	 */
+	char **args = xcalloc((size_t)argc + (size_t)npre + 2, sizeof *args);
 	int n = 0;
-	args[n++] = (char *)program_name;
+	args[n++] = to_supervisor ? "forge" : (char *)program_name;
 	if (to_supervisor)
 		args[n++] = (char *)cmd;
+	for (int i = 0; i < npre; i++)
+		args[n++] = pre[i];
 	if (help_for_cmd)
 		args[n++] = "--help";
 	else

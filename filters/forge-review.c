@@ -379,13 +379,12 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	struct review_ai_input in = { 0 };
 	struct review_ai_result res;
 	char *system = NULL;
-	bool fast = !ph->common.model && !config_get_str(ph->cfg, "llm.phases.review.model");
 	jv task = json_get(ph->state, "task");
 	long long t0 = monotonic_ms();
 	int rc = 0;
 
 	*out = jv_array();
-	if (phase_llm(&llm, ph, fast) < 0) {
+	if (phase_llm(&llm, ph, true) < 0) {
 		phase_emit(ph, "review.ai_skipped", json_set(jv_object(), "reason", jv_string(forge_last_error())));
 		goto out;
 	}

@@ -436,7 +436,9 @@ static void emit_llm_called(struct agent *a, const struct llm_response *resp)
 {
 	jv p = jv_object();
 
-	p = json_set(p, "model", json_str_or_null(resp->model));
+	/* The model that answered, else the one asked (a cassette may not say). */
+	p = json_set(p, "provider", json_str_or_null(llm_client_provider(a->env->llm)));
+	p = json_set(p, "model", json_str_or_null(resp->model ? resp->model : llm_client_model(a->env->llm)));
 	p = json_set(p, "stop_reason", jv_string(llm_stop_name(resp->stop)));
 	p = json_set(p, "input_tokens", jv_number((double)resp->usage.input_tokens));
 	p = json_set(p, "output_tokens", jv_number((double)resp->usage.output_tokens));

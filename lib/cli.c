@@ -65,6 +65,16 @@ static void print_options(FILE *f, const char *title, const struct cli_option *o
 	}
 }
 
+/* True when text has a line of its own about the exit status ("Exit status:",
+ * "Exit:"): the program's own replaces the generic one. */
+static bool has_exit_status(const char *text)
+{
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, "Exit status", 11) || !strncmp(p, "Exit:", 5))
+			return true;
+	return false;
+}
+
 void cli_usage(const struct cli_spec *spec, void *fp)
 {
 	FILE *f = fp;
@@ -84,11 +94,19 @@ void cli_usage(const struct cli_spec *spec, void *fp)
 	print_options(f, "Options", spec->options);
 	if (spec->flags & CLI_MODEL_OPTIONS)
 		print_options(f, "Model options", model_options);
+	else if (spec->flags & CLI_MODEL_OPTIONS_UNUSED) {
+		char title[160];
+
+		snprintf(title, sizeof title, "Model options (accepted and ignored: %s calls no model)",
+			 spec->name);
+		print_options(f, title, model_options);
+	}
 	print_options(f, "Common options", common_options);
 	if (spec->extra_help)
 		fprintf(f, "\n%s", spec->extra_help);
-	fprintf(f, "\nExit status: 0 ok, 1 rejected or skipped, 2 usage or bad input, 3 breaker tripped,\n"
-		   "4 human needed, 5 dependency failed, 130 interrupted.\n");
+	if (!has_exit_status(spec->extra_help))
+		fprintf(f, "\nExit status: 0 ok, 1 rejected or skipped, 2 usage or bad input, 3 breaker tripped,\n"
+			   "4 human needed, 5 dependency failed, 130 interrupted.\n");
 }
 
 void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...)
@@ -159,7 +177,7 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 	buf_addch(&shorts, ':');	/* report a missing argument as ':' */
 	add_long(lo, &n, &shorts, spec->options);
 	add_long(lo, &n, &shorts, common_options);
-	if (spec->flags & CLI_MODEL_OPTIONS)
+	if (spec->flags & (CLI_MODEL_OPTIONS | CLI_MODEL_OPTIONS_UNUSED))
 		add_long(lo, &n, &shorts, model_options);
 
 	opterr = 0;

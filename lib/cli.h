@@ -27,6 +27,10 @@
 
 enum cli_flags {
 	CLI_MODEL_OPTIONS = (1 << 0),
+	/* Accept the model options and ignore them: a program a supervisor
+	 * runs with the model options of the whole pipeline (forge-deploy)
+	 * but that calls no model itself. */
+	CLI_MODEL_OPTIONS_UNUSED = (1 << 1),
 };
 
 struct cli_option {
@@ -43,7 +47,9 @@ struct cli_spec {
 	const char *description;    /* paragraph printed under the synopsis */
 	const struct cli_option *options;   /* ends with {NULL}; may be NULL */
 	unsigned flags;             /* enum cli_flags */
-	const char *extra_help;     /* printed after the options (commands, examples); may be NULL */
+	const char *extra_help;     /* printed after the options (commands, examples); may be NULL;
+				     * when it has a line starting "Exit", the generic exit status
+				     * line is left out */
 };
 
 struct cli_common {

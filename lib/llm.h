@@ -230,13 +230,51 @@ struct llm_options {
 void llm_options_init(struct llm_options *opt);
 
 struct config;
+
 /*
- * Fill opt from the configuration's llm.* keys (strings borrowed from cfg,
- * which must outlive the client): provider and model only when a layer
- * above the built-in defaults set them (so a key or a cassette chooses the
- * provider, llm_client_new()), base_url, cassette, timeouts, retries,
- * pricing.
+ * The provider and models a program or phase uses: THE resolution, shared
+ * by the phases, forge memory, forge llm, forge config --explain and forge
+ * doctor.  cfg already holds the environment's FORGE_* variables and the
+ * command line's model options as layers (config.h).
+ *
+ * provider    llm.phases.PHASE.provider; else llm.provider when a layer
+ *             above the built-in defaults set it; else "replay" when a
+ *             cassette is set; else the first of ANTHROPIC_API_KEY,
+ *             FORGE_ANTHROPIC_KEY_FILE (anthropic), OPENAI_API_KEY,
+ *             FORGE_OPENAI_KEY_FILE, OPENAI_BASE_URL (openai) that is set;
+ *             else NULL (no provider: llm_client_new() says what to set).
+ * model       llm.phases.PHASE.model; else llm.model when set above the
+ *             defaults (and the phase did not switch to another provider);
+ *             else the provider's default: the built-in llm.model for
+ *             anthropic and replay, gpt-4o-mini for openai.
+ * fast_model  llm.phases.PHASE.model; else llm.fast_model when set above
+ *             the defaults (and the phase did not switch provider); else
+ *             the built-in llm.fast_model when the model is the built-in
+ *             default model (anthropic, replay); else the model itself -
+ *             so --model M makes M the fast model too, and a model of
+ *             another provider (Ollama's qwen2.5-coder) is never paired
+ *             with claude-haiku.
+ * base_url    llm.phases.PHASE.base_url; else llm.base_url unless the phase
+ *             switched provider (NULL: the provider's variable or default).
+ * *_why       where each came from, for people ("OPENAI_API_KEY is set",
+ *             "llm.model (flags: command line)").
+ * phase may be NULL (no per-phase overrides).  Strings are borrowed from
+ * cfg or static.
  */
+struct llm_choice {
+	const char *provider, *model, *fast_model, *base_url, *cassette;
+	char provider_why[160], model_why[160], fast_why[160];
+};
+void llm_choose(struct llm_choice *out, const struct config *cfg, const char *phase);
+
+/*
+ * Fill opt from the configuration (strings borrowed from cfg, which must
+ * outlive the client): provider, model (the fast model when `fast`),
+ * base_url and cassette from llm_choose(cfg, phase); timeouts, retries,
+ * pricing from llm.*.
+ */
+void llm_options_for(struct llm_options *opt, const struct config *cfg, const char *phase, bool fast);
+/* llm_options_for(opt, cfg, NULL, false). */
 void llm_options_from_config(struct llm_options *opt, const struct config *cfg);
 
 struct llm_client;

@@ -355,7 +355,8 @@ struct memory_cli {
  * or no database to use, FORGE_EXIT_DEPENDENCY when the database failed.
  */
 int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common);
-/* A model client from the configuration (llm.fast_model unless --model);
+/* A model client for the fast model as llm_choose() resolves it (so
+ * --model M, a flags layer, makes M the fast model too);
  * -1 with the reason when none can be made (no key, no provider). */
 int memory_cli_llm(struct memory_cli *c, const struct cli_common *common);
 void memory_cli_close(struct memory_cli *c);   /* NULL-safe members */

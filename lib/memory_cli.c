@@ -64,24 +64,14 @@ out:
 	return rc;
 }
 
-static const char *str_or_null(const struct config *cfg, const char *path)
-{
-	const char *s = config_get_str(cfg, path);
-
-	return s && *s ? s : NULL;
-}
-
 int memory_cli_llm(struct memory_cli *c, const struct cli_common *common)
 {
 	struct llm_options opt;
 
+	(void)common;   /* its model options are a layer of c->cfg */
 	llm_options_init(&opt);
-	opt.provider = str_or_null(c->cfg, "llm.provider");
-	opt.model = common->model ? common->model : str_or_null(c->cfg, "llm.fast_model");
-	opt.base_url = str_or_null(c->cfg, "llm.base_url");
-	opt.cassette = str_or_null(c->cfg, "llm.cassette");
+	llm_options_for(&opt, c->cfg, NULL, true);
 	opt.phase = "consolidate";
-	opt.max_retries = (int)config_get_num(c->cfg, "llm.max_retries", -1);
 	opt.store = c->st;
 	return llm_client_new(&c->llm, &opt);
 }

@@ -256,13 +256,23 @@ static char *matching_skills(struct phase *ph, const char *task)
 	jv matched;
 	char *text = NULL;
 
-	if (skills_load(&set, ph->repo, NULL) < 0)
+	if (skills_load(&set, ph->repo, NULL) < 0) {
+		phase_emit(ph, "skills.unavailable", json_set(jv_object(), "error",
+			   jv_string(forge_last_error())));
 		return NULL;
-	if (skills_match(&matched, set, ph->spec->name, task, 3) == 0) {
-		if (jv_array_length(jv_copy(matched)) > 0)
-			text = skills_render(matched);
-		jv_free(matched);
 	}
+	/* skills_match() returns how many matched, not 0 for success */
+	if (skills_match(&matched, set, ph->spec->name, task, 3) > 0) {
+		jv names = jv_array();
+
+		text = skills_render(matched);
+		jv_array_foreach(matched, i, s) {
+			names = jv_array_append(names, json_get(s, "name"));
+			jv_free(s);
+		}
+		phase_emit(ph, "skills.matched", json_set(jv_object(), "skills", names));
+	}
+	jv_free(matched);
 	skills_free(set);
 	return text;
 }
@@ -279,13 +289,15 @@ int phase_perceive(char **out, struct phase *ph, jv environment)
 		jv_free(environment);
 		environment = jv_object();
 	}
-	if (!json_has(environment, "task"))
-		environment = jv_object_merge(json_set(jv_object(), "task", jv_string(desc ? desc : "")),
-					      environment);
+	/* The parts' order is their priority: the task, the skills that match
+	 * it, then what the phase gave. */
+	jv head = json_set(jv_object(), "task", json_has(environment, "task")
+			   ? json_get(environment, "task") : jv_string(desc ? desc : ""));
 	char *skills = matching_skills(ph, desc ? desc : "");
 	if (skills)
-		environment = json_set(environment, "skills", jv_string(skills));
+		head = json_set(head, "skills", jv_string(skills));
 	free(skills);
+	environment = jv_object_merge(head, environment);
 	in.memories = recall(ph, desc ? desc : "");
 	in.environment = environment;
 	in.conversation = jv_null();
@@ -332,19 +344,11 @@ static void warn_once(void *payload, const char *msg)
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 {
 	struct llm_options opt;
-	char key[128], phase[64];
+	char phase[64];
 	const char *name = ph->spec->name;
 
 	llm_options_init(&opt);
-	llm_options_from_config(&opt, ph->cfg);
-	snprintf(key, sizeof key, "llm.phases.%s.provider", name);
-	if (config_get_str(ph->cfg, key))
-		opt.provider = config_get_str(ph->cfg, key);
-	snprintf(key, sizeof key, "llm.phases.%s.model", name);
-	if (fast && opt.model)
-		opt.model = config_get_str(ph->cfg, "llm.fast_model");
-	else if (config_get_str(ph->cfg, key))
-		opt.model = config_get_str(ph->cfg, key);
+	llm_options_for(&opt, ph->cfg, name, fast);
 	snprintf(phase, sizeof phase, "%s%s", name, fast ? "-fast" : "");
 	opt.phase = phase;
 	opt.attempt = phase_previous_runs(ph) + 1;
@@ -597,7 +601,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	struct cli_option *options = merge_options(spec);
 	struct cli_spec cs = {
 		.name = spec->program, .synopsis = spec->synopsis, .description = spec->description,
-		.options = options, .flags = spec->model_options ? CLI_MODEL_OPTIONS : 0,
+		.options = options, .flags = spec->model_options ? CLI_MODEL_OPTIONS : CLI_MODEL_OPTIONS_UNUSED,
 		.extra_help = spec->extra_help,
 	};
 	int status;

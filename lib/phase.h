@@ -50,7 +50,9 @@ struct phase_spec {
 	/* Claims input that is not JSON lines (see stream.h); may be NULL. */
 	int (*raw_hook)(const char *text, size_t len, void *payload);
 	bool needs_input;               /* empty input is bad input */
-	bool model_options;             /* takes --provider/--model/--base-url/--cassette */
+	bool model_options;             /* uses --provider/--model/--base-url/--cassette; a phase
+					 * without accepts and ignores them (a supervisor passes
+					 * them to every phase) */
 	/* Works in the run's worktree: takes the trace's lease (store.h) when
 	 * given a state, and refuses (exit 4) while another process holds it -
 	 * except its own forge-supervisor, whose lease is $FORGE_LEASE. */
@@ -101,9 +103,9 @@ void phase_reason(struct phase *ph, const char *fmt, ...) __attribute__((format(
 struct store *phase_store(struct phase *ph);
 
 /*
- * A model client for this phase from the config: llm.phases.<name>.provider
- * / .model override llm.provider / llm.model; `fast` uses llm.fast_model and
- * the cassette phase "<name>-fast".  The cassette attempt is the state's
+ * A model client for this phase from the config, as llm_choose() resolves
+ * it for the phase (llm.phases.<name>.* override llm.*); `fast` uses the
+ * fast model and the cassette phase "<name>-fast".  The cassette attempt is the state's
  * count of earlier runs of this phase plus one ($FORGE_ATTEMPT wins).
  * Calls are logged to the database when one can be opened.
  */

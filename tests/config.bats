@@ -47,7 +47,9 @@ setup() {
 	[ "$(jq -r .llm.cassette <<<"$output")" = env ]
 	[ "$(jq -r .llm.model <<<"$output")" = flag ]
 	# Untouched siblings of overridden keys stay.
-	[ "$(jq -r .llm.provider <<<"$output")" = anthropic ]
+	[ "$(jq -r .llm.max_retries <<<"$output")" = 2 ]
+	# and the cassette chooses the provider that replays it
+	[ "$(jq -r .llm.provider <<<"$output")" = replay ]
 }
 
 @test "arrays are replaced whole, objects are merged" {
@@ -86,8 +88,39 @@ setup() {
 	assert_line 'llm.model = "p"  (project: '"$PROJECT_CFG"')'
 	assert_line 'tools.test_command = "make check"  (env: FORGE_TEST_COMMAND)'
 	assert_line 'deploy.strategy = "merge"  (flags: command line)'
-	assert_line 'llm.fast_model = "claude-haiku-4-5"  (default: built-in)'
+	# no fast model configured: it is the model, not claude-haiku
+	assert_line 'llm.fast_model = "p"  (resolved: the same as the model (no fast model configured for it))'
 	assert_line 'llm.base_url = null  (default: built-in)'
+	echo '{}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --explain
+	assert_line 'llm.fast_model = "claude-haiku-4-5"  (default: built-in)'
+	assert_line 'llm.provider = "anthropic"  (default: built-in)'
+}
+
+@test "--explain, get and forge doctor show the same provider and models: a key chooses the provider" {
+	export OPENAI_API_KEY=test-key
+	cd "$REPO"
+	run -0 --separate-stderr forge-config --explain
+	assert_line 'llm.provider = "openai"  (resolved: OPENAI_API_KEY is set)'
+	assert_line 'llm.model = "gpt-4o-mini"  (resolved: the default model of openai)'
+	assert_line 'llm.fast_model = "gpt-4o-mini"  (resolved: the same as the model (no fast model configured for it))'
+	run -0 --separate-stderr forge-config get llm.provider
+	assert_output openai
+	run -0 --separate-stderr forge-config
+	jq -e '.llm.provider == "openai" and .llm.model == "gpt-4o-mini" and .llm.fast_model == "gpt-4o-mini"' <<<"$output"
+	run -0 --separate-stderr forge-doctor --json
+	jq -e '.provider.provider == "openai" and .provider.model == "gpt-4o-mini" and .provider.fast_model == "gpt-4o-mini"' <<<"$output"
+	# a model of an OpenAI-compatible server is its own fast model
+	run -0 --separate-stderr forge-config --explain --provider openai --base-url http://127.0.0.1:9/v1 --model qwen2.5-coder
+	assert_line 'llm.fast_model = "qwen2.5-coder"  (resolved: the same as the model (no fast model configured for it))'
+	run -0 --separate-stderr forge-doctor --json --provider openai --base-url http://127.0.0.1:9/v1 --model qwen2.5-coder
+	jq -e '.provider.model == "qwen2.5-coder" and .provider.fast_model == "qwen2.5-coder"' <<<"$output"
+	# a fast model that is configured is used
+	echo '{"llm":{"fast_model":"small"}}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config get llm.fast_model
+	assert_output small
+	run -0 --separate-stderr forge-doctor --json
+	jq -e '.provider.fast_model == "small"' <<<"$output"
 }
 
 @test "--explain --json gives the entries as a JSON array" {

@@ -65,3 +65,55 @@ setup() {
 	run -2 --separate-stderr forge-events --db
 	[[ "$stderr" == *"'--db' needs an argument"* ]]
 }
+
+@test "common options before the command go to the command: forge --repo DIR status, forge -v run" {
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$BATS_TEST_TMPDIR"
+	unset FORGE_DB
+	# the database of the repository --repo names
+	run -1 --separate-stderr forge --repo "$REPO" status
+	[ "$stderr" = "forge status: no runs yet" ]
+	[ -f "$REPO/.forge/forge.db" ]
+	run -0 --separate-stderr forge --repo="$REPO" -q history --json
+	[ -z "$output" ]
+	run -0 --separate-stderr forge -v --db "$BATS_TEST_TMPDIR/x.db" --config /dev/null events list --json
+	# -v reached forge run (a usage error of its own, not forge's)
+	run -2 --separate-stderr forge -v run
+	[[ "$stderr" == "forge run: run needs a task"* ]]
+	[[ "$stderr" == *"Try 'forge run --help'"* ]]
+	run -0 --separate-stderr forge -q --help
+	[[ "$output" == *"usage: forge"* ]]
+	# what is not a common option is still refused, and an option needs its command
+	run -2 --separate-stderr forge --phases plan run x
+	[[ "$stderr" == *"unknown option '--phases'"* ]]
+	run -2 --separate-stderr forge --repo "$REPO"
+	[[ "$stderr" == *"a command is needed"* ]]
+	run -2 --separate-stderr forge --repo
+	[[ "$stderr" == *"'--repo' needs an argument"* ]]
+}
+
+@test "forge run, status, …: their own usage and messages as 'forge CMD'" {
+	run -0 --separate-stderr forge status --help
+	[[ "${lines[0]}" == "usage: forge status [TRACE] [--json]" ]]
+	[[ "$output" != *forge-supervisor* ]]
+	run -0 --separate-stderr forge help run
+	[[ "${lines[0]}" == "usage: forge run TASK "* ]]
+	run -2 --separate-stderr forge status a b
+	[[ "$stderr" == "forge status: wrong number of arguments for 'status'"* ]]
+	run -1 --separate-stderr forge status NOSUCHRUN
+	[ "$stderr" = "forge status: no such run" ]
+	run -2 --separate-stderr forge run --no-such-option x
+	[[ "$stderr" == "forge run: unknown option '--no-such-option'"* ]]
+	# run directly, the supervisor keeps its own name
+	run -2 --separate-stderr forge-supervisor status a b
+	[[ "$stderr" == "forge-supervisor: wrong number of arguments"* ]]
+}
+
+@test "every help page has one exit status paragraph" {
+	for p in "$FORGE_BINDIR"/forge*; do
+		[[ -x "$p" && "$p" != *.c ]] || continue
+		run -0 --separate-stderr "$p" --help
+		[ "$(grep -c '^Exit' <<<"$output")" -eq 1 ] || { echo "$(basename "$p"): $output"; false; }
+	done
+}

@@ -203,6 +203,10 @@ static void test_happy_path(void)
 	CHECK_INT(r.res.iterations, 4);
 	CHECK_INT(count_events(&r, "tool.executed"), 3);
 	CHECK_INT(count_events(&r, "llm.called"), 4);
+	/* The cassette's answers name no model: the event names the one asked. */
+	CHECK_MSG(strstr(r.events, "\"type\":\"llm.called\",\"payload\":{\"provider\":\"replay\","
+			 "\"model\":\"claude-sonnet-4-5\"") != NULL, "%s", r.events);
+	CHECK(strstr(r.events, "\"model\":null") == NULL);
 	CHECK_INT(count_events(&r, "agent.iteration"), 4);
 	CHECK(r.res.cost_known && r.res.cost_usd > 0);
 	CHECK_INT(r.res.tokens, 4 * 100 + 3 * 20 + 50);

@@ -1,0 +1,151 @@
+#!/usr/bin/env bats
+# models.bats - the model options and what reaches the model: `forge run`
+# with --provider/--model/--base-url completes all five phases against the
+# mock, Anthropic or OpenAI-compatible (a non-Claude model is never paired
+# with claude-haiku as its fast model, from flags or from the config); every
+# phase takes the model options; llm.called names the provider and model;
+# a matching SKILL.md reaches the model's request in forge-plan |
+# forge-implement.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export BATS_TEST_TIMEOUT=180
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	load test_helper/mock
+	forge_setup
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	cd "$REPO"
+}
+
+# script_run CASSETTE: the mock answers with the cassette's answers, in
+# order, each with the model the request asked for.
+script_run() {
+	mock_script "$(jq -c -s '[.[] | .response | del(.model)]' "$CASSETTES/$1")"
+}
+
+requests() {
+	curl -sS -f "$MOCK_URL/_mock/requests"
+}
+
+last_trace() {
+	forge history --json -n 1 | jq -r .trace_id
+}
+
+# The high-risk plan makes review ask the (fast) model; with
+# review.human_min_risk critical the architecture gate, passed by
+# --auto-approve, is the only stop.
+HIGH_RISK='{"review":{"human_min_risk":"critical"}}'
+
+# check_run MODEL PATH: all five phases ran, and every one of the run's 11
+# requests (plan 3, implement 7, review 1) went to PATH asking for MODEL.
+check_run() {
+	local T
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.phase == "deploy" and .state.deployment.status == "healthy"
+		and .state.review.decision == "approve"' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "phase.completed") | .source] ==
+		["forge-plan", "forge-implement", "forge-review", "forge-test", "forge-deploy"]' <<<"$output"
+	# review asked the model (layer 3)
+	jq -e -s '[.[] | select(.type == "review.layer" and .payload.layer == "ai")] | length == 1' <<<"$output"
+	run -0 requests
+	jq -e --arg m "$1" --arg p "$2" 'length == 11 and all(.[]; .body.model == $m and .path == $p)' <<<"$output"
+	[[ "$output" != *claude-haiku* ]]
+}
+
+@test "forge run --provider anthropic --base-url URL --model M: five phases, every request asks for M" {
+	echo "$HIGH_RISK" >"$BATS_TEST_TMPDIR/high.json"
+	script_run run-highrisk.jsonl
+	export ANTHROPIC_API_KEY=test-key
+	run -0 --separate-stderr forge run --auto-approve --config "$BATS_TEST_TMPDIR/high.json" \
+		--provider anthropic --base-url "$MOCK_URL" --model mock-model-1 "add a mul operation" </dev/null
+	[[ "$stderr" != *"unknown option"* ]]
+	check_run mock-model-1 /v1/messages
+	# llm.called names the provider and the model
+	run -0 forge events replay "$(last_trace)"
+	jq -e -s '[.[] | select(.type == "llm.called") | .payload] | length == 10
+		and all(.[]; .provider == "anthropic" and .model == "mock-model-1")' <<<"$output"
+}
+
+@test "forge run --provider openai --base-url URL/v1 --model qwen2.5-coder: five phases, never claude-haiku" {
+	echo "$HIGH_RISK" >"$BATS_TEST_TMPDIR/high.json"
+	script_run run-highrisk.jsonl
+	export OPENAI_API_KEY=test-key
+	run -0 --separate-stderr forge run --auto-approve --config "$BATS_TEST_TMPDIR/high.json" \
+		--provider openai --base-url "$MOCK_URL/v1" --model qwen2.5-coder "add a mul operation" </dev/null
+	check_run qwen2.5-coder /v1/chat/completions
+	run -0 forge events replay "$(last_trace)"
+	jq -e -s '[.[] | select(.type == "llm.called") | .payload] | length == 10
+		and all(.[]; .provider == "openai" and .model == "qwen2.5-coder")' <<<"$output"
+}
+
+@test "an OpenAI-compatible model from .forge/config.json is its own fast model (review asks it, not claude-haiku)" {
+	mkdir -p .forge
+	jq -n --arg url "$MOCK_URL/v1" '{llm: {provider: "openai", base_url: $url, model: "qwen2.5-coder"},
+		review: {human_min_risk: "critical"}}' >.forge/config.json
+	script_run run-highrisk.jsonl
+	export OPENAI_API_KEY=test-key
+	run -0 --separate-stderr forge run --auto-approve "add a mul operation" </dev/null
+	check_run qwen2.5-coder /v1/chat/completions
+	# forge config and forge doctor say the same
+	run -0 --separate-stderr forge config get llm.fast_model
+	assert_output qwen2.5-coder
+	run -0 --separate-stderr forge doctor --json
+	jq -e '.provider.provider == "openai" and .provider.model == "qwen2.5-coder"
+		and .provider.fast_model == "qwen2.5-coder"' <<<"$output"
+}
+
+@test "every phase takes the model options; forge-deploy accepts and ignores them" {
+	for p in plan implement review test deploy; do
+		run -0 --separate-stderr "forge-$p" --help
+		assert_output --partial "--provider P"
+		assert_output --partial "--base-url URL"
+	done
+	run -0 --separate-stderr forge-deploy --help
+	assert_output --partial "Model options (accepted and ignored: forge-deploy calls no model)"
+	run -0 --separate-stderr forge-deploy --provider openai --model m --base-url http://127.0.0.1:9/v1 \
+		--cassette "$BATS_TEST_TMPDIR/none.jsonl" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.phase == "deploy" and .status == "ok" and .deployment.strategy == "branch"'
+}
+
+@test "a matching SKILL.md (not committed) reaches the model's requests in forge-plan | forge-implement" {
+	mkdir -p .forge/skills/arith
+	cat >.forge/skills/arith/SKILL.md <<-'EOF'
+	---
+	name: arith
+	description: How to add an arithmetic operation to calc
+	phases: [plan, implement]
+	triggers: ["operation"]
+	---
+	SKILL-TEXT-7f3a: put calc_OP beside calc_add and list OP in the usage line.
+	EOF
+	run -0 forge skills implement --task "add a mul operation"
+	assert_output --partial arith
+	mock_script "$(head -n 10 "$CASSETTES/run-clean.jsonl" | jq -c -s '[.[] | .response | del(.model)]')"
+	export ANTHROPIC_API_KEY=test-key FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL"
+	run -0 --separate-stderr bash -c 'forge-plan --task "add a mul operation" | forge-implement'
+	tail -n 1 <<<"$output" | jq -e '.phase == "implement" and .status == "ok"'
+	jq -e -s '[.[] | select(.type == "skills.matched") | .payload.skills] == [["arith"], ["arith"]]' <<<"$output"
+	run -0 requests
+	[ "$(jq length <<<"$output")" -eq 10 ]
+	# the first request of each phase carries the skill's description and text
+	for i in 0 3; do
+		jq -e --argjson i "$i" '.[$i].body.messages[0].content | tostring |
+			contains("## Skills") and contains("How to add an arithmetic operation to calc")
+			and contains("SKILL-TEXT-7f3a")' <<<"$output"
+	done
+	jq -e '.[0].body.system | tostring | contains("planner")' <<<"$output"
+}

@@ -1,0 +1,200 @@
+/*
+ * test_llm_choose.c - llm_choose(): which provider, model and fast model a
+ * program or phase uses, from the configuration layers and the keys in the
+ * environment (lib/llm.h).
+ */
+#include "config.h"
+#include "forge.h"
+#include "json.h"
+#include "llm.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const env_names[] = {
+	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "FORGE_ANTHROPIC_KEY_FILE",
+	"FORGE_OPENAI_KEY_FILE", "FORGE_PROVIDER", "FORGE_MODEL", "FORGE_FAST_MODEL",
+	"FORGE_BASE_URL", "FORGE_CASSETTE", NULL
+};
+
+static void clean_env(void)
+{
+	for (int i = 0; env_names[i]; i++)
+		unsetenv(env_names[i]);
+	setenv("HOME", "/nonexistent-forge-test-home", 1);
+	unsetenv("XDG_CONFIG_HOME");
+}
+
+/* A configuration of the defaults, the environment and flags (JSON text of
+ * the flags layer, or NULL). */
+static struct config *load(const char *flags)
+{
+	struct config_sources src = { NULL, NULL, flags ? jv_parse(flags) : jv_null() };
+	struct config *cfg = NULL;
+
+	if (config_load(&cfg, &src) < 0)
+		printf("# config: %s\n", forge_last_error());
+	return cfg;
+}
+
+static void test_defaults_need_a_key(void)
+{
+	struct llm_choice ch;
+	struct config *cfg;
+
+	clean_env();
+	cfg = load(NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK(ch.provider == NULL);
+	CHECK(strstr(ch.provider_why, "ANTHROPIC_API_KEY") != NULL);
+	config_free(cfg);
+
+	setenv("ANTHROPIC_API_KEY", "k", 1);
+	cfg = load(NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK_STR(ch.provider_why, "ANTHROPIC_API_KEY is set");
+	CHECK_STR(ch.model, "claude-sonnet-4-5");
+	/* the default fast model goes with the default model */
+	CHECK_STR(ch.fast_model, "claude-haiku-4-5");
+	config_free(cfg);
+}
+
+static void test_an_openai_key_chooses_openai_and_its_model(void)
+{
+	struct llm_choice ch;
+	struct config *cfg;
+
+	clean_env();
+	setenv("OPENAI_API_KEY", "k", 1);
+	cfg = load(NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "openai");
+	CHECK_STR(ch.model, "gpt-4o-mini");
+	CHECK_STR(ch.fast_model, "gpt-4o-mini");
+	config_free(cfg);
+}
+
+static void test_a_compatible_server_model_is_its_own_fast_model(void)
+{
+	struct llm_choice ch;
+	struct config *cfg;
+
+	clean_env();
+	cfg = load("{\"llm\":{\"provider\":\"openai\",\"base_url\":\"http://127.0.0.1:11434/v1\","
+		   "\"model\":\"qwen2.5-coder\"}}");
+	llm_choose(&ch, cfg, "review");
+	CHECK_STR(ch.provider, "openai");
+	CHECK_STR(ch.model, "qwen2.5-coder");
+	CHECK_STR(ch.fast_model, "qwen2.5-coder");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:11434/v1");
+	CHECK(strstr(ch.provider_why, "flags") != NULL);
+	config_free(cfg);
+
+	/* the same from the environment */
+	setenv("FORGE_PROVIDER", "openai", 1);
+	setenv("FORGE_MODEL", "qwen2.5-coder", 1);
+	cfg = load(NULL);
+	llm_choose(&ch, cfg, "test");
+	CHECK_STR(ch.fast_model, "qwen2.5-coder");
+	config_free(cfg);
+}
+
+static void test_another_model_of_the_default_provider(void)
+{
+	struct llm_choice ch;
+	struct config *cfg;
+
+	clean_env();
+	setenv("ANTHROPIC_API_KEY", "k", 1);
+	cfg = load("{\"llm\":{\"model\":\"my-proxy-model\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK_STR(ch.model, "my-proxy-model");
+	CHECK_STR(ch.fast_model, "my-proxy-model");
+	config_free(cfg);
+
+	/* a fast model that is configured is used */
+	cfg = load("{\"llm\":{\"model\":\"claude-opus-4-1\",\"fast_model\":\"claude-haiku-4-5\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.fast_model, "claude-haiku-4-5");
+	config_free(cfg);
+}
+
+static void test_per_phase_overrides(void)
+{
+	struct llm_choice ch;
+	struct config *cfg;
+
+	clean_env();
+	setenv("ANTHROPIC_API_KEY", "k", 1);
+	cfg = load("{\"llm\":{\"base_url\":\"http://127.0.0.1:1\",\"phases\":{"
+		   "\"review\":{\"model\":\"reviewer\"},"
+		   "\"test\":{\"provider\":\"openai\",\"base_url\":\"http://127.0.0.1:2/v1\"},"
+		   "\"plan\":{\"provider\":\"openai\"}}}}");
+	/* a phase's model serves its fast calls too */
+	llm_choose(&ch, cfg, "review");
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK_STR(ch.model, "reviewer");
+	CHECK_STR(ch.fast_model, "reviewer");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:1");
+	CHECK_STR(ch.model_why, "llm.phases.review.model");
+	/* another provider: its own default model and base URL */
+	llm_choose(&ch, cfg, "test");
+	CHECK_STR(ch.provider, "openai");
+	CHECK_STR(ch.provider_why, "llm.phases.test.provider");
+	CHECK_STR(ch.model, "gpt-4o-mini");
+	CHECK_STR(ch.fast_model, "gpt-4o-mini");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:2/v1");
+	llm_choose(&ch, cfg, "plan");
+	CHECK(ch.base_url == NULL);
+	/* phases without overrides, and no phase */
+	llm_choose(&ch, cfg, "implement");
+	CHECK_STR(ch.model, "claude-sonnet-4-5");
+	CHECK_STR(ch.fast_model, "claude-haiku-4-5");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	config_free(cfg);
+}
+
+static void test_options_for_a_phase(void)
+{
+	struct llm_options opt;
+	struct config *cfg;
+
+	clean_env();
+	cfg = load("{\"llm\":{\"provider\":\"openai\",\"model\":\"qwen2.5-coder\",\"max_retries\":4}}");
+	llm_options_init(&opt);
+	llm_options_for(&opt, cfg, "review", true);
+	CHECK_STR(opt.provider, "openai");
+	CHECK_STR(opt.model, "qwen2.5-coder");
+	CHECK_INT(opt.max_retries, 4);
+	jv_free(opt.pricing);
+	config_free(cfg);
+
+	/* a cassette replays the default model's answers (priced so) */
+	cfg = load("{\"llm\":{\"cassette\":\"/x.jsonl\"}}");
+	llm_options_init(&opt);
+	llm_options_for(&opt, cfg, "plan", false);
+	CHECK_STR(opt.provider, "replay");
+	CHECK_STR(opt.model, "claude-sonnet-4-5");
+	CHECK_STR(opt.cassette, "/x.jsonl");
+	jv_free(opt.pricing);
+	llm_options_init(&opt);
+	llm_options_for(&opt, cfg, "plan", true);
+	CHECK_STR(opt.model, "claude-haiku-4-5");
+	jv_free(opt.pricing);
+	config_free(cfg);
+}
+
+int main(void)
+{
+	RUN(test_defaults_need_a_key);
+	RUN(test_an_openai_key_chooses_openai_and_its_model);
+	RUN(test_a_compatible_server_model_is_its_own_fast_model);
+	RUN(test_another_model_of_the_default_provider);
+	RUN(test_per_phase_overrides);
+	RUN(test_options_for_a_phase);
+	return unit_done();
+}
