@@ -226,3 +226,64 @@ bool json_utf8_valid(const char *s, size_t len)
 	}
 	return true;
 }
+
+static bool str_has_nul(jv s)
+{
+	int n = jv_string_length_bytes(jv_copy(s));
+
+	return memchr(jv_string_value(s), '\0', (size_t)n) != NULL;
+}
+
+static int find_nul(struct buf *where, jv v)
+{
+	size_t mark = where->len;
+
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING:
+		return str_has_nul(v) ? -1 : 0;
+	case JV_KIND_ARRAY:
+		jv_array_foreach(v, i, e) {
+			buf_addf(where, "[%d]", i);
+			int rc = find_nul(where, e);
+			jv_free(e);
+			if (rc < 0)
+				return -1;
+			buf_truncate(where, mark);
+		}
+		return 0;
+	case JV_KIND_OBJECT: {
+		int rc = 0;
+		jv_object_foreach(v, k, e) {
+			if (rc == 0) {
+				if (str_has_nul(k)) {
+					buf_addf(where, "%s(a key)", mark ? "." : "");
+					rc = -1;
+				} else {
+					buf_addf(where, "%s%s", mark ? "." : "", jv_string_value(k));
+					rc = find_nul(where, e);
+					if (rc == 0)
+						buf_truncate(where, mark);
+				}
+			}
+			jv_free(k);
+			jv_free(e);
+		}
+		return rc;
+	}
+	default:
+		return 0;
+	}
+}
+
+int json_find_nul(char **where, jv v)
+{
+	struct buf b = BUF_INIT;
+
+	if (find_nul(&b, v) == 0) {
+		buf_release(&b);
+		*where = NULL;
+		return 0;
+	}
+	*where = buf_detach(&b, NULL);
+	return -1;
+}

@@ -135,6 +135,14 @@ static int task_from_bare(jv *out, jv rec)
 	jv t = json_get(rec, "task");
 	int rc = 0;
 
+	char *where = NULL;
+	if (json_find_nul(&where, t) < 0) {
+		rc = forge_error("'task%s%s' holds a NUL character (\\u0000); a task cannot", *where ? "." : "",
+				 where);
+		free(where);
+		jv_free(t);
+		return rc;
+	}
 	if (jv_get_kind(t) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(t)) > 0) {
 		*out = json_set(jv_object(), "description", t);
 		return 0;
@@ -205,6 +213,17 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 			rc = forge_error_prefix("state does not match its schema");
 			goto out;
 		}
+		/* The task's strings become paths, refs and branch names. */
+		jv task = json_get(rec, "task");
+		char *where = NULL;
+		if (json_find_nul(&where, task) < 0) {
+			rc = forge_error("state's 'task%s%s' holds a NUL character (\\u0000)", *where ? "." : "",
+					 where);
+			free(where);
+			jv_free(task);
+			goto out;
+		}
+		jv_free(task);
 		if (opt->forward_states && fwd) {
 			if (stream_write_raw(fwd, line, len) < 0) {
 				rc = STREAM_OUTPUT_FAILED;
@@ -247,6 +266,13 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 		return forge_error("cannot read the input: %s", strerror(errno));
 	if (!json_utf8_valid(text->buf, text->len))
 		return forge_error("invalid UTF-8");
+	const char *nul = memchr(text->buf, '\0', text->len);
+	if (nul) {
+		/* Name the line it is on: text starts at line in->lines. */
+		for (const char *p = text->buf; p < nul; p++)
+			in->lines += *p == '\n';
+		return forge_error("NUL byte in the text input: a task or a diff cannot hold one");
+	}
 	if (opt->raw_hook) {
 		int took = opt->raw_hook(text->buf, text->len, opt->payload);
 		if (took < 0)
@@ -303,6 +329,12 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 				rc = take_raw(in, r, &line, opt, max);
 				break;
 			}
+		}
+		const char *nul = memchr(line.buf, '\0', line.len);
+		if (nul) {
+			rc = forge_error("NUL byte at column %zu: JSON text cannot hold one (a string writes it \\u0000)",
+					 (size_t)(nul - line.buf) + 1);
+			break;
 		}
 		rc = take_record(in, line.buf, line.len, fwd, opt);
 		if (rc == -1 && st == LINE_LAST_NO_NEWLINE)

@@ -110,6 +110,18 @@ jv tool_result_json(const struct tool_result *r)
 	return j;
 }
 
+void tool_text_add(struct buf *b, const char *s, size_t n)
+{
+	const char *end = s + n, *nul;
+
+	while ((nul = memchr(s, '\0', (size_t)(end - s))) != NULL) {
+		buf_add(b, s, (size_t)(nul - s));
+		buf_adds(b, "\\u0000");
+		s = nul + 1;
+	}
+	buf_add(b, s, (size_t)(end - s));
+}
+
 /* ================================================================ sanitise */
 
 static bool key_is_secret(const char *k)
@@ -360,7 +372,7 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 		goto out;
 	}
 	ran = true;
-	buf_add(&text, r.out.buf, r.out.len);
+	tool_text_add(&text, r.out.buf, r.out.len);
 	if (text.len && text.buf[text.len - 1] != '\n')
 		buf_addch(&text, '\n');
 	if (r.timed_out)
@@ -646,6 +658,16 @@ void tool_execute(struct tool_result *out, const struct tool *t, const struct to
 	if (tool_validate(t, input) < 0) {
 		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "%s; fix the input to match the tool's schema",
 			  forge_last_error());
+		return;
+	}
+	/* A path or command with a NUL in it would be cut short as a C string
+	 * ("a\u0000b" would name "a"): refuse it rather than act on part of it. */
+	char *where = NULL;
+	if (json_find_nul(&where, input) < 0) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(),
+			  "%s: '%s' holds a NUL character (\\u0000); paths, commands and texts cannot",
+			  t->name, *where ? where : "input");
+		free(where);
 		return;
 	}
 	if (strcmp(t->name, "finish") && strcmp(t->name, "ask_human")) {
