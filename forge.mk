@@ -18,11 +18,11 @@ FORGE_RUN_FLAGS ?= --auto-approve
 FORGE_OUT ?= .
 
 forge-review:
-	$(FORGE) review --base $(FORGE_BASE) --sarif $(FORGE_OUT)/forge-review.sarif $(FORGE_REVIEW_FLAGS) \
+	$(FORGE) review --base $(FORGE_BASE) --no-input --sarif $(FORGE_OUT)/forge-review.sarif $(FORGE_REVIEW_FLAGS) \
 		> $(FORGE_OUT)/forge-review.jsonl
 
 forge-test:
-	$(FORGE) test --junit $(FORGE_OUT)/forge-junit.xml $(FORGE_TEST_FLAGS) </dev/null \
+	$(FORGE) test --no-input --junit $(FORGE_OUT)/forge-junit.xml $(FORGE_TEST_FLAGS) \
 		> $(FORGE_OUT)/forge-test.jsonl
 
 forge-check: forge-review forge-test

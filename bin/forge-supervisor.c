@@ -360,6 +360,9 @@ int main(int argc, char **argv)
 		struct buf task = BUF_INIT;
 		for (int i = 0; i < nargs; i++)
 			buf_addf(&task, "%s%s", i ? " " : "", rest[i]);
+		/* Before anything is made: no run, worktree or branch for a bad task. */
+		if (stream_task_check(task.buf, task.len) < 0)
+			cli_usage_error(&spec, "%s", forge_last_error());
 		status = cmd_run_or_resume(&common, &a, "run", task.buf);
 		buf_release(&task);
 	} else if (strcmp(cmd, "resume") == 0 && nargs == 1) {

@@ -118,6 +118,20 @@ static void remember_trace(struct stream_input *in, jv rec)
 		snprintf(in->trace_id, sizeof in->trace_id, "%s", t);
 }
 
+int stream_task_check(const char *text, size_t len)
+{
+	if (is_blank(text, len))
+		return forge_error("the task is empty: say what to do");
+	if (len > STREAM_TASK_MAX)
+		return forge_error("the task is %zu bytes, more than the limit of %u bytes", len,
+				   STREAM_TASK_MAX);
+	if (memchr(text, '\0', len))
+		return forge_error("the task holds a NUL character");
+	if (!json_utf8_valid(text, len))
+		return forge_error("the task is not valid UTF-8");
+	return 0;
+}
+
 static jv task_from_text(const char *s, size_t n)
 {
 	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
@@ -144,6 +158,10 @@ static int task_from_bare(jv *out, jv rec)
 		return rc;
 	}
 	if (jv_get_kind(t) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(t)) > 0) {
+		if (stream_task_check(jv_string_value(t), (size_t)jv_string_length_bytes(jv_copy(t))) < 0) {
+			jv_free(t);
+			return -1;
+		}
 		*out = json_set(jv_object(), "description", t);
 		return 0;
 	}
@@ -282,6 +300,9 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 			return 0;
 		}
 	}
+	if (text->len > STREAM_TASK_MAX)
+		return forge_error("the task is %zu bytes, more than the limit of %u bytes", text->len,
+				   STREAM_TASK_MAX);
 	in->task = task_from_text(text->buf, text->len);
 	return 0;
 }
