@@ -495,7 +495,11 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "%s takes no operands", cmd);
 	if (!strcmp(cmd, "export") && nargs > 1)
 		cli_usage_error(&spec, "export takes at most one FILE");
-	if (memory_cli_open(&status, &c, &common) < 0) {
+	static const char *const reads[] = { "list", "search", "show", "stats", "export", "patterns", NULL };
+	bool only_reads = false;
+	for (int i = 0; reads[i]; i++)
+		only_reads = only_reads || !strcmp(cmd, reads[i]);
+	if ((only_reads ? memory_cli_open_readonly : memory_cli_open)(&status, &c, &common) < 0) {
 		memory_cli_close(&c);
 		return cli_finish("forge-memory", fail(status));
 	}

@@ -123,7 +123,7 @@ struct env {
 	struct store *store;
 };
 
-static int open_env(struct env *e, const struct cli_common *c, bool need_repo)
+static int open_env(struct env *e, const struct cli_common *c, bool need_repo, bool readonly)
 {
 	memset(e, 0, sizeof *e);
 	if (cli_repo_root(&e->repo, c->repo) < 0 && (need_repo || (!c->db && !getenv("FORGE_DB")))) {
@@ -141,7 +141,8 @@ static int open_env(struct env *e, const struct cli_common *c, bool need_repo)
 		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
 		return FORGE_EXIT_USAGE;
 	}
-	if (store_resolve_path(&e->db, c->db, e->repo) < 0 || store_open(&e->store, e->db) < 0) {
+	if (store_resolve_path(&e->db, c->db, e->repo) < 0 ||
+	    (readonly ? store_open_readonly : store_open)(&e->store, e->db) < 0) {
 		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
 	}
@@ -177,7 +178,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 			     const char *arg)
 {
 	struct env e;
-	int code = open_env(&e, c, true);
+	int code = open_env(&e, c, true, false);
 
 	if (code)
 		return code;
@@ -236,7 +237,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 {
 	struct env e;
 	jv run = jv_null(), cp = jv_null(), gates = jv_null();
-	int code = open_env(&e, c, false);
+	int code = open_env(&e, c, false, true);
 
 	if (code)
 		return code;
@@ -275,7 +276,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 {
 	struct env e;
 	jv runs;
-	int code = open_env(&e, c, false);
+	int code = open_env(&e, c, false, true);
 
 	if (code)
 		return code;
@@ -305,7 +306,7 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 {
 	struct env e;
 	jv run, gates;
-	int code = open_env(&e, c, false);
+	int code = open_env(&e, c, false, false);
 
 	if (code)
 		return code;

@@ -353,6 +353,9 @@ struct memory_cli {
  * or no database to use, FORGE_EXIT_DEPENDENCY when the database failed.
  */
 int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common);
+/* The same for a command that only reads: the database is opened with
+ * store_open_readonly(), and recall does not record accesses. */
+int memory_cli_open_readonly(int *status, struct memory_cli *c, const struct cli_common *common);
 /* A model client from the configuration (llm.fast_model unless --model);
  * -1 with the reason when none can be made (no key, no provider). */
 int memory_cli_llm(struct memory_cli *c, const struct cli_common *common);
