@@ -11,6 +11,7 @@
 #include "proc.h"
 #include "skills.h"
 #include "store.h"
+#include "tmpdir.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -29,8 +30,10 @@ static void on_signal(int sig)
 	static const char msg[] = ": interrupted; the last checkpoint stands\n";
 
 	/* Only async-signal-safe calls here: stop the commands a tool or the
-	 * phase started (their process groups), then say so and leave. */
+	 * phase started (their process groups), remove the temporary
+	 * directories, then say so and leave. */
 	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
+	tmpdir_remove_all_signal_safe();
 	if (write(STDERR_FILENO, program_name, strlen(program_name)) < 0 ||
 	    write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
 		/* nothing more to do */

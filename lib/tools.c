@@ -14,10 +14,10 @@
 #include "resource.h"
 #include "sandbox.h"
 #include "schema.h"
+#include "tmpdir.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -276,15 +276,6 @@ static void tool_apply_patch(struct tool_result *out, const struct tool_ctx *ctx
 
 /* ================================================================ run_command */
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static const struct sandbox_policy *default_policy(void)
 {
 	static struct sandbox_policy *p;
@@ -303,7 +294,7 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 	struct sandbox_cmd cmd = { 0 };
 	struct proc_result r;
 	struct buf cwd = BUF_INIT, text = BUF_INIT;
-	char tmpl[] = "/tmp/forge-cmd-XXXXXX", *own_tmp = NULL, *clean = NULL;
+	char *own_tmp = NULL, *clean = NULL;
 	const char *rule = NULL;
 	jv unconfined = jv_null(), d;
 	bool ran = false;
@@ -346,14 +337,10 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 	}
 	buf_addf(&cwd, "%s%s%s", *root->path ? root->path : "/", clean && *clean ? "/" : "",
 		 clean ? clean : "");
-	if (!ctx->tmp_dir) {
-		own_tmp = mkdtemp(tmpl);
-		if (!own_tmp) {
-			tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "run_command: cannot create a temp dir: %s",
-				  strerror(errno));
-			out->retryable = true;
-			goto out;
-		}
+	if (!ctx->tmp_dir && tmpdir_make(&own_tmp, "forge-cmd") < 0) {
+		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "run_command: %s", forge_last_error());
+		out->retryable = true;
+		goto out;
 	}
 	cmd.command = command;
 	cmd.root = root->path;
@@ -398,8 +385,7 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 		tool_fail(out, TOOL_ERR_FAILED, d, "%s", text.buf);
 out:
 	(void)ran;
-	if (own_tmp)
-		nftw(own_tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove(own_tmp);
 	proc_result_release(&r);
 	buf_release(&cwd);
 	buf_release(&text);
