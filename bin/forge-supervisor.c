@@ -123,11 +123,15 @@ struct env {
 	struct store *store;
 };
 
+static void close_env(struct env *e);
+
+/* On failure e is released already. */
 static int open_env(struct env *e, const struct cli_common *c, bool need_repo, bool readonly)
 {
 	memset(e, 0, sizeof *e);
 	if (cli_repo_root(&e->repo, c->repo) < 0 && (need_repo || (!c->db && !getenv("FORGE_DB")))) {
 		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
+		close_env(e);
 		return FORGE_EXIT_USAGE;
 	}
 	jv flags = jv_object();
@@ -139,11 +143,13 @@ static int open_env(struct env *e, const struct cli_common *c, bool need_repo, b
 	struct config_sources src = { .repo = e->repo, .file = c->config, .flags = flags };
 	if (config_load(&e->cfg, &src) < 0) {
 		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
+		close_env(e);
 		return FORGE_EXIT_USAGE;
 	}
 	if (store_resolve_path(&e->db, c->db, e->repo) < 0 ||
 	    (readonly ? store_open_readonly : store_open)(&e->store, e->db) < 0) {
 		fprintf(stderr, "forge-supervisor: %s\n", forge_last_error());
+		close_env(e);
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	return 0;
