@@ -1,7 +1,8 @@
 # Forge - one non-recursive Makefile.
 #
 #   make              build lib/libforge-common.a and every program into bin/
-#   make check        unit tests and bats suites, then again under ASan+UBSan
+#   make check        unit tests and bats suites, then again under ASan+UBSan, then the
+#                     fuzz targets over their corpora (make fuzz-check; make fuzz: 60 s each)
 #   make demo         a whole forge run, offline, on the sample project
 #   make bench        benchmarks (medians)
 #   make install      PREFIX=/usr/local DESTDIR=
@@ -117,6 +118,7 @@ check-suite: $(PROGS) $(UNITS) $(HELPERS)
 check: SUITE_NAME = default
 check: lint check-suite
 	$(Q)$(MAKE) --no-print-directory O=build-asan SANITIZE=address,undefined SUITE_NAME=asan+ubsan check-suite
+	$(Q)$(MAKE) --no-print-directory fuzz-check
 
 demo: all
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" scripts/demo
@@ -137,8 +139,53 @@ install: all
 	install -m 644 forge.mk $(DESTDIR)$(DATADIR)/forge.mk
 
 clean:
-	rm -rf build build-asan $(PROGS)
+	rm -rf build build-asan build-fuzz $(PROGS)
+
+# Fuzzing (libFuzzer, clang): one target per parser in tests/fuzz/fuzz_*.c,
+# seeded from tests/fuzz/corpus/TARGET/ (the tests' fixtures, and every
+# input that once crashed, as a regression).  The library and the targets
+# are built with clang in their own tree, build-fuzz/.
+#   make fuzz                 each target for FUZZ_SECONDS (60) s; new inputs go
+#                             to build-fuzz/corpus/TARGET, crashes to build-fuzz/crashes/
+#   make fuzz-check           each target over its corpus plus FUZZ_RUNS (2000)
+#                             mutations: bounded and not timing dependent (make check)
+FUZZ_O       ?= build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?= 2000
+FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES   := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZERS      := $(FUZZ_NAMES:%=$(O)/fuzz/%)
+FUZZ_MAKE    := $(MAKE) --no-print-directory O=$(FUZZ_O) CC=$(FUZZ_CC) \
+                SANITIZE=fuzzer-no-link,address,undefined fuzz-targets
+
+$(FUZZERS): $(O)/fuzz/%: tests/fuzz/%.c $(LIB) $(O)/.cflags
+	@mkdir -p $(@D)
+	@echo "  FUZZ    $@"
+	$(Q)$(CC) $(CSTD) $(CPPFLAGS) $(WARN) $(CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB) $(LDLIBS)
+
+fuzz-targets: $(FUZZERS)
+
+fuzz:
+	$(Q)$(FUZZ_MAKE)
+	$(Q)set -e; for t in $(FUZZ_NAMES); do \
+	    mkdir -p $(FUZZ_O)/corpus/$$t $(FUZZ_O)/crashes tests/fuzz/corpus/$$t; \
+	    echo "  FUZZ    $$t ($(FUZZ_SECONDS) s)"; \
+	    $(FUZZ_O)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_O)/crashes/$$t- $(FUZZ_O)/corpus/$$t tests/fuzz/corpus/$$t \
+	        2>$(FUZZ_O)/$$t.log || { tail -40 $(FUZZ_O)/$$t.log; exit 1; }; \
+	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)' $(FUZZ_O)/$$t.log; \
+	done
+
+fuzz-check:
+	$(Q)$(FUZZ_MAKE)
+	$(Q)set -e; for t in $(FUZZ_NAMES); do \
+	    rm -rf $(FUZZ_O)/check/$$t; mkdir -p $(FUZZ_O)/crashes $(FUZZ_O)/check/$$t; \
+	    $(FUZZ_O)/fuzz/$$t -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=$(FUZZ_O)/crashes/$$t- \
+	        $(FUZZ_O)/check/$$t tests/fuzz/corpus/$$t 2>$(FUZZ_O)/$$t.check.log || { tail -40 $(FUZZ_O)/$$t.check.log; exit 1; }; \
+	    echo "  FUZZ    $$t: $$(ls tests/fuzz/corpus/$$t | wc -l) corpus inputs + $(FUZZ_RUNS) runs, no crash"; \
+	done
 
 -include $(SRC_OBJ:.o=.d)
-.PHONY: all check check-suite demo bench lint install clean FORCE
+.PHONY: all check check-suite demo bench lint install clean FORCE fuzz fuzz-check fuzz-targets
 .DELETE_ON_ERROR:

@@ -44,9 +44,9 @@ FORGE_STEP = forge_step() { \
 	return $$s; \
 }
 
-FORGE_REVIEW_CMD = $(FORGE) review --base $(FORGE_BASE) --sarif $(FORGE_OUT)/forge-review.sarif \
+FORGE_REVIEW_CMD = $(FORGE) review --base $(FORGE_BASE) --no-input --sarif $(FORGE_OUT)/forge-review.sarif \
 	$(FORGE_REVIEW_FLAGS) > $(FORGE_OUT)/forge-review.jsonl
-FORGE_TEST_CMD = $(FORGE) test --junit $(FORGE_OUT)/forge-junit.xml $(FORGE_TEST_FLAGS) </dev/null \
+FORGE_TEST_CMD = $(FORGE) test --no-input --junit $(FORGE_OUT)/forge-junit.xml $(FORGE_TEST_FLAGS) </dev/null \
 	> $(FORGE_OUT)/forge-test.jsonl
 
 forge-review:

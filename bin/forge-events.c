@@ -60,7 +60,7 @@ static int on_option(int id, const char *arg, void *payload)
 	return forge_error("unhandled option");
 }
 
-static int open_store(struct store **out, const struct cli_common *common)
+static int open_store(struct store **out, const struct cli_common *common, bool readonly)
 {
 	char *root = NULL, *path = NULL;
 	int rc;
@@ -71,7 +71,7 @@ static int open_store(struct store **out, const struct cli_common *common)
 	}
 	rc = store_resolve_path(&path, common->db, root);
 	if (rc == 0)
-		rc = store_open(out, path);
+		rc = (readonly ? store_open_readonly : store_open)(out, path);
 	if (rc < 0)
 		fprintf(stderr, "forge-events: %s\n", forge_last_error());
 	free(root);
@@ -138,7 +138,7 @@ static int cmd_store(const struct cli_common *common, const struct args *a)
 	int status;
 
 	stream_out_init(&out, stdout, "forge-events", NULL);
-	status = open_store(&b.st, common);
+	status = open_store(&b.st, common, false);
 	if (status)
 		return status;
 	stream_input_init(&in);
@@ -182,7 +182,7 @@ static int cmd_replay(const struct cli_common *common, const char *trace)
 	int status;
 
 	stream_out_init(&r.out, stdout, "forge-events", NULL);
-	status = open_store(&st, common);
+	status = open_store(&st, common, true);
 	if (status)
 		return status;
 	int rc = store_events_foreach(st, trace, print_line, &r);
@@ -212,7 +212,7 @@ static int cmd_list(const struct cli_common *common, const struct args *a)
 	int status;
 
 	stream_out_init(&out, stdout, "forge-events", NULL);
-	status = open_store(&st, common);
+	status = open_store(&st, common, true);
 	if (status)
 		return status;
 	if (store_traces(&traces, st, (int)a->limit) < 0) {

@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "dismiss needs exactly one finding ID");
 	if (strcmp(cmd, "dismiss") && argc - first != 0)
 		cli_usage_error(&spec, "%s takes no operands", cmd);
-	if (memory_cli_open(&status, &c, &common) < 0) {
+	if ((strcmp(cmd, "list") ? memory_cli_open : memory_cli_open_readonly)(&status, &c, &common) < 0) {
 		memory_cli_close(&c);
 		return cli_finish("forge-findings", fail(status));
 	}

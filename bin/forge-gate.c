@@ -151,7 +151,8 @@ int main(int argc, char **argv)
 		status = FORGE_EXIT_USAGE;
 		goto out;
 	}
-	if (store_resolve_path(&db, common.db, repo) < 0 || store_open(&st, db) < 0) {
+	if (store_resolve_path(&db, common.db, repo) < 0 ||
+	    (is_decide ? store_open : store_open_readonly)(&st, db) < 0) {
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 		goto out;

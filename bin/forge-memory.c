@@ -495,7 +495,19 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "%s takes no operands", cmd);
 	if (!strcmp(cmd, "export") && nargs > 1)
 		cli_usage_error(&spec, "export takes at most one FILE");
-	if (memory_cli_open(&status, &c, &common) < 0) {
+	/* The commands that only read open the database read-only, so that it
+	 * serves them where it cannot be written; search writes when it can
+	 * (it counts the access, caches embeddings) and reads when it cannot. */
+	static const char *const reads[] = { "list", "show", "stats", "export", "patterns", NULL };
+	bool only_reads = false;
+	for (int i = 0; reads[i]; i++)
+		only_reads = only_reads || !strcmp(cmd, reads[i]);
+	int rc = (only_reads ? memory_cli_open_readonly : memory_cli_open)(&status, &c, &common);
+	if (rc < 0 && !strcmp(cmd, "search") && status == FORGE_EXIT_DEPENDENCY) {
+		memory_cli_close(&c);
+		rc = memory_cli_open_readonly(&status, &c, &common);
+	}
+	if (rc < 0) {
 		memory_cli_close(&c);
 		return cli_finish("forge-memory", fail(status));
 	}

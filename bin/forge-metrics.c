@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (first < argc)
 		cli_usage_error(&spec, "unexpected operand '%s'", argv[first]);
-	if (memory_cli_open(&status, &c, &common) < 0 || memory_metrics(&out, c.st) < 0) {
+	if (memory_cli_open_readonly(&status, &c, &common) < 0 || memory_metrics(&out, c.st) < 0) {
 		fprintf(stderr, "forge-metrics: %s\n", forge_last_error());
 		memory_cli_close(&c);
 		return cli_finish("forge-metrics", status ? status : FORGE_EXIT_DEPENDENCY);

@@ -143,11 +143,15 @@ struct env {
 	struct store *store;
 };
 
-static int open_env(struct env *e, const struct cli_common *c, bool need_repo)
+static void close_env(struct env *e);
+
+/* On failure e is released already. */
+static int open_env(struct env *e, const struct cli_common *c, bool need_repo, bool readonly)
 {
 	memset(e, 0, sizeof *e);
 	if (cli_repo_root(&e->repo, c->repo) < 0 && (need_repo || (!c->db && !getenv("FORGE_DB")))) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		close_env(e);
 		return FORGE_EXIT_USAGE;
 	}
 	jv flags = jv_object();
@@ -159,10 +163,13 @@ static int open_env(struct env *e, const struct cli_common *c, bool need_repo)
 	struct config_sources src = { .repo = e->repo, .file = c->config, .flags = flags };
 	if (config_load(&e->cfg, &src) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		close_env(e);
 		return FORGE_EXIT_USAGE;
 	}
-	if (store_resolve_path(&e->db, c->db, e->repo) < 0 || store_open(&e->store, e->db) < 0) {
+	if (store_resolve_path(&e->db, c->db, e->repo) < 0 ||
+	    (readonly ? store_open_readonly : store_open)(&e->store, e->db) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		close_env(e);
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	return 0;
@@ -199,7 +206,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 			     const char *arg)
 {
 	struct env e;
-	int code = open_env(&e, c, true);
+	int code = open_env(&e, c, true, false);
 
 	if (code)
 		return code;
@@ -278,7 +285,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 {
 	struct env e;
 	jv run = jv_null(), cp = jv_null(), gates = jv_null();
-	int code = open_env(&e, c, false);
+	int code = open_env(&e, c, false, true);
 
 	if (code)
 		return code;
@@ -318,7 +325,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 {
 	struct env e;
 	jv runs;
-	int code = open_env(&e, c, false);
+	int code = open_env(&e, c, false, true);
 
 	if (code)
 		return code;
@@ -349,7 +356,7 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 {
 	struct env e;
 	jv run, gates;
-	int code = open_env(&e, c, false);
+	int code = open_env(&e, c, false, false);
 
 	if (code)
 		return code;
@@ -445,6 +452,9 @@ int main(int argc, char **argv)
 		struct buf task = BUF_INIT;
 		for (int i = 0; i < nargs; i++)
 			buf_addf(&task, "%s%s", i ? " " : "", rest[i]);
+		/* Before anything is made: no run, worktree or branch for a bad task. */
+		if (stream_task_check(task.buf, task.len) < 0)
+			cli_usage_error(&spec, "%s", forge_last_error());
 		status = cmd_run_or_resume(&common, &a, "run", task.buf);
 		buf_release(&task);
 	} else if (strcmp(cmd, "resume") == 0 && nargs == 1) {

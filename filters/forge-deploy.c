@@ -384,13 +384,15 @@ int main(int argc, char **argv)
 	static const struct phase_spec spec = {
 		.name = "deploy",
 		.program = "forge-deploy",
-		.synopsis = "[--strategy S] [--environment ENV] [--approve] < STATE",
+		.synopsis = "[--strategy S] [--environment ENV] [--approve] < STATE\n"
+			    "[--strategy S] [--environment ENV] [--approve] --no-input",
 		.description =
 			"Deploy approved, tested changes and add `deployment` to the state: leave the run's "
 			"branch (branch), fast-forward the base branch (merge), push the branch (push), or run "
 			"the project's build and deploy commands in canary steps with health checks and "
 			"rollback (command).  A production deploy waits for a human's approval (exit 4) "
-			"unless --approve is given or it is approved on the terminal.",
+			"unless --approve is given or it is approved on the terminal.  With --no-input (or a "
+			"terminal on stdin) it deploys the repository as it is; an empty stdin is bad input.",
 		.extra_help =
 			"Configuration: deploy.strategy, deploy.environment, deploy.remote, deploy.canary.<risk>,\n"
 			"deploy.health.{error_rate_max,latency_ms_max,samples,timeout_s,interval_s},\n"
@@ -404,6 +406,7 @@ int main(int argc, char **argv)
 		.options = options,
 		.on_option = on_option,
 		.needs_input = false,
+		.runs_alone = true,
 		.guard = guard,
 	.lease = true,
 		.run = run,

@@ -37,9 +37,9 @@
 #include "project.h"
 #include "sandbox.h"
 #include "tools.h"
+#include "tmpdir.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,22 +79,6 @@ struct impl {
 };
 
 /* ---- small helpers -------------------------------------------------------- */
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	if (remove(path) < 0 && errno != ENOENT)
-		return 0;       /* best effort: go on with the rest */
-	return 0;
-}
-
-static void remove_tree(const char *dir)
-{
-	if (dir)
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* The last max bytes of text (at a line start when there is one), with a
  * marker saying how much was left out.  A new string. */
@@ -823,14 +807,8 @@ static const char *implement_run(struct phase *ph)
 		phase_reason(ph, "%s", forge_last_error());
 		goto out;
 	}
-	const char *tmpdir = getenv("TMPDIR");
-	struct buf tmpl = BUF_INIT;
-	buf_addf(&tmpl, "%s/forge-implement-XXXXXX", tmpdir && *tmpdir == '/' ? tmpdir : "/tmp");
-	im.tmp = buf_detach(&tmpl, NULL);
-	if (!mkdtemp(im.tmp)) {
-		phase_reason(ph, "cannot make a temp dir '%s': %s", im.tmp, strerror(errno));
-		free(im.tmp);
-		im.tmp = NULL;
+	if (tmpdir_make(&im.tmp, "forge-implement") < 0) {
+		phase_reason(ph, "%s", forge_last_error());
 		goto out;
 	}
 	im.ctx.root = forge_git_worktree_path(im.wt);
@@ -857,8 +835,7 @@ static const char *implement_run(struct phase *ph)
 	phase_progress(ph, "%s", ph->reason);
 out:
 	jv_free(im.validation);
-	remove_tree(im.tmp);
-	free(im.tmp);
+	tmpdir_remove(im.tmp);
 	free(im.system);
 	free(im.context);
 	free(im.summary);

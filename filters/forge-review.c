@@ -3,8 +3,9 @@
  * diff, → review {findings, risk, decision}.
  *
  *   git diff main | forge-review                 a diff on stdin
- *   forge-review --base main                     the working tree against main
+ *   forge-review --base main --no-input          the working tree against main
  *   forge-review --commit HEAD --sarif out.sarif one commit, SARIF for code scanning
+ *                                                (--no-input when stdin is not a terminal)
  *   forge-implement … | forge-review             the state's changes
  *
  * Layers: 1 static (configured lint command, else the installed linters for
@@ -610,17 +611,19 @@ int main(int argc, char **argv)
 	spec = (struct phase_spec){
 		.name = "review",
 		.program = "forge-review",
-		.synopsis = "[--base REF | --commit SHA] [--sarif FILE] [OPTION]...\n"
-			    "< diff-or-state",
+		.synopsis = "[--sarif FILE] [OPTION]... < diff-or-state\n"
+			    "(--base REF | --commit SHA) --no-input [--sarif FILE] [OPTION]...",
 		.description = "Review changes: the state's changes, a unified diff on stdin, the working "
-			       "tree against --base, or one --commit.  Layer 1 runs linters, layer 2 scans for "
+			       "tree against --base, or one --commit (with --no-input, or on a terminal: an "
+			       "empty stdin is bad input).  Layer 1 runs linters, layer 2 scans for "
 			       "secrets and insecure code, layer 3 asks a model when the risk is above low.  "
 			       "Exit 0 approve, 1 request_changes, 4 require_human.",
-		.extra_help = "Examples:\n  git diff main | forge-review\n  forge-review --base main --sarif review.sarif\n",
+		.extra_help = "Examples:\n  git diff main | forge-review\n  forge-review --base main --no-input --sarif review.sarif\n",
 		.options = options,
 		.on_option = on_option,
 		.raw_hook = raw_hook,
 		.needs_input = true,
+		.runs_alone = true,	/* with --base or --commit */
 		.model_options = true,
 		.guard = guard,
 		.run = run,

@@ -764,7 +764,7 @@ int main(int argc, char **argv)
 	static const struct phase_spec spec = {
 		.name = "test",
 		.program = "forge-test",
-		.synopsis = "[OPTIONS] < STATE\n[OPTIONS] --repo DIR",
+		.synopsis = "[OPTIONS] < STATE\n[OPTIONS] --no-input [--repo DIR]",
 		.description =
 			"Run the project's tests (tools.test_command, else detected) in the sandbox of run_command "
 			"(sandbox.*: writes confined to the worktree, network cut, environment scrubbed; "
@@ -772,13 +772,15 @@ int main(int argc, char **argv)
 			"JUnit XML, pytest, go test, cargo test, node --test, ctest, bats), rerun failures once "
 			"to tell flaky from real, and ask the model for the root cause and a fix of each real "
 			"failure. Needs a state whose review approved the changes (or review.approved_by, a gate's "
-			"override, or --force); with no input "
-			"it tests the repository or worktree it is run in.",
+			"override, or --force); with --no-input "
+			"(or a terminal on stdin) it tests the repository or worktree it is run in, and an "
+			"empty stdin is bad input.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
 			      "did not hold, 2 bad input.\n",
 		.options = options,
 		.on_option = on_option,
 		.model_options = true,
+		.runs_alone = true,
 		.guard = guard,
 	.lease = true,
 		.run = run_phase,

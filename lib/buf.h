@@ -32,7 +32,7 @@ int buf_add(struct buf *b, const void *data, size_t n);
 int buf_adds(struct buf *b, const char *s);
 int buf_addch(struct buf *b, char c);
 int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int buf_vaddf(struct buf *b, const char *fmt, va_list ap);
+int buf_vaddf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /*
  * Append the whole file at path (up to b->max, if set).  -1 with a message
  * naming the file when it cannot be opened or read, or is too large; errno

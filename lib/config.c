@@ -271,6 +271,13 @@ static int validate(jv value, const char *source)
 				   jv_kind_name(jv_get_kind(value)));
 	if (schema_validate(s, value) < 0)
 		return forge_error_prefix("%s", source);
+	/* Its strings become paths, commands and URLs: C strings. */
+	char *where = NULL;
+	if (json_find_nul(&where, value) < 0) {
+		forge_error("%s: '%s' holds a NUL character (\\u0000)", source, where);
+		free(where);
+		return -1;
+	}
 	return 0;
 }
 

@@ -44,7 +44,7 @@ enum forge_exit {
  * full stop: "cannot open 'x.db': permission denied".
  */
 int forge_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int forge_verror(const char *fmt, va_list ap);
+int forge_verror(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* The last message recorded by forge_error() ("" when none); borrowed. */
 const char *forge_last_error(void);

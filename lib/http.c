@@ -366,6 +366,14 @@ int http_send(struct http_response *out, struct http_client *c, const struct htt
 			break;
 		if (n >= c->retry.max_retries || !may_retry(req, out))
 			break;
+		if (out->status) {
+			double ra = http_retry_after(out, c->retry.now_fn ? c->retry.now_fn(c->retry.payload)
+								  : time(NULL));
+			if (ra > c->retry.max_retry_after) {
+				out->retry_after_refused = ra;
+				break;
+			}
+		}
 		do_sleep(&c->retry, http_retry_delay(&c->retry, n, out->status ? out : NULL));
 		out->retries++;
 	}

@@ -13,6 +13,9 @@
  *     an HTTP date) when it lies in (0, max_retry_after]; otherwise
  *     min(initial * 2^n, max_delay) * (1 - 0.25 * rand) for the n-th retry
  *     (n = 0, 1, …): 0.5 s, 1 s, 2 s, 4 s, 8 s, 8 s … less up to 25 % jitter.
+ *   - a server that asks for longer than max_retry_after is not retried at
+ *     all (as the OpenAI Python SDK does past its 120 s): an early retry
+ *     would only fail again.  The response says so in retry_after_refused.
  *   - a streamed body is never retried once a byte of it reached the sink.
  * Sleeping, randomness and the clock are injectable, so the policy is
  * tested without waiting.
@@ -46,6 +49,8 @@ struct http_response {
 	int retries;                  /* retries made */
 	double duration_ms;           /* all attempts and waits */
 	bool streamed;                /* body bytes went to the sink */
+	double retry_after_refused;   /* > 0: the server asked to wait this many
+	                                 seconds, more than max_retry_after: not retried */
 };
 
 void http_response_init(struct http_response *r);

@@ -134,12 +134,92 @@ static jv strip_parse_tail(jv msg)
 	return shorter;
 }
 
+/*
+ * libjq 1.6 loses a string that follows a value inside an array or object
+ * with no separator between them (["a" "b"], {"a" "b"}): the parser
+ * returns "Expected separator between values" without freeing the string.
+ * Find the first such string, as the byte offsets of its quotes; false
+ * when there is none.  Only the structure is followed: jq itself finds
+ * any other error that comes first.
+ */
+static bool lost_string(size_t *open, size_t *close, const char *s, size_t n)
+{
+	long depth = 0;
+	bool after_value = false;
+
+	for (size_t i = 0; i < n; i++) {
+		switch (s[i]) {
+		case ' ': case '\t': case '\r': case '\n':
+			break;
+		case '"': {
+			size_t start = i;
+			for (i++; i < n && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			if (i >= n)
+				return false;	/* unfinished: no string value is made */
+			if (depth > 0 && after_value) {
+				*open = start;
+				*close = i;
+				return true;
+			}
+			after_value = true;
+			break;
+		}
+		case '[': case '{':
+			depth++;
+			after_value = false;
+			break;
+		case ']': case '}':
+			if (depth > 0)
+				depth--;
+			after_value = true;
+			break;
+		case ',': case ':':
+			after_value = false;
+			break;
+		default:
+			after_value = true;	/* a literal: number, true, false, null */
+			break;
+		}
+	}
+	return false;
+}
+
+/* The message jq gives at byte `at`, which it counts from 1 on each line. */
+static jv separator_error(const char *s, size_t at)
+{
+	int line = 1;
+	size_t col = at + 1;
+
+	for (size_t i = 0; i < at; i++)
+		if (s[i] == '\n') {
+			line++;
+			col = at - i;
+		}
+	return jv_invalid_with_msg(jv_string_fmt("Expected separator between values at line %d, column %zu",
+						 line, col));
+}
+
 jv json_parse(const char *text, size_t len)
 {
+	size_t open, close;
+
 	if (len > (size_t)INT32_MAX)
 		return jv_invalid_with_msg(jv_string("input too large to parse"));
 	if (!json_utf8_valid(text, len))
 		return jv_invalid_with_msg(jv_string("invalid UTF-8"));
+	if (lost_string(&open, &close, text, len)) {
+		/* Parse up to that string: an earlier error is the one to report. */
+		jv pre = jv_parse_sized(text, (int)open);
+		jv msg = jv_invalid_get_msg(pre);
+		bool earlier = jv_get_kind(msg) == JV_KIND_STRING &&
+			       strncmp(jv_string_value(msg), "Unfinished JSON term", 20) != 0;
+		if (earlier)
+			return jv_invalid_with_msg(strip_parse_tail(msg));
+		jv_free(msg);
+		return separator_error(text, close);
+	}
 	jv v = jv_parse_sized(text, (int)len);
 	if (jv_is_valid(v))
 		return v;
@@ -225,4 +305,65 @@ bool json_utf8_valid(const char *s, size_t len)
 		p += n + 1;
 	}
 	return true;
+}
+
+static bool str_has_nul(jv s)
+{
+	int n = jv_string_length_bytes(jv_copy(s));
+
+	return memchr(jv_string_value(s), '\0', (size_t)n) != NULL;
+}
+
+static int find_nul(struct buf *where, jv v)
+{
+	size_t mark = where->len;
+
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING:
+		return str_has_nul(v) ? -1 : 0;
+	case JV_KIND_ARRAY:
+		jv_array_foreach(v, i, e) {
+			buf_addf(where, "[%d]", i);
+			int rc = find_nul(where, e);
+			jv_free(e);
+			if (rc < 0)
+				return -1;
+			buf_truncate(where, mark);
+		}
+		return 0;
+	case JV_KIND_OBJECT: {
+		int rc = 0;
+		jv_object_foreach(v, k, e) {
+			if (rc == 0) {
+				if (str_has_nul(k)) {
+					buf_addf(where, "%s(a key)", mark ? "." : "");
+					rc = -1;
+				} else {
+					buf_addf(where, "%s%s", mark ? "." : "", jv_string_value(k));
+					rc = find_nul(where, e);
+					if (rc == 0)
+						buf_truncate(where, mark);
+				}
+			}
+			jv_free(k);
+			jv_free(e);
+		}
+		return rc;
+	}
+	default:
+		return 0;
+	}
+}
+
+int json_find_nul(char **where, jv v)
+{
+	struct buf b = BUF_INIT;
+
+	if (find_nul(&b, v) == 0) {
+		buf_release(&b);
+		*where = NULL;
+		return 0;
+	}
+	*where = buf_detach(&b, NULL);
+	return -1;
 }

@@ -89,4 +89,13 @@ bool json_equal(jv a, jv b);
 /* True when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
 bool json_utf8_valid(const char *s, size_t len);
 
+/*
+ * Find a string holding a NUL character (JSON "\u0000") anywhere in v
+ * (object keys too).  Such a string cannot become a C string - a path, a
+ * command - without being cut short.  Returns 0 when there is none, else -1
+ * and *where (malloc'd) names it: "path", "files[2].name", "" for v itself.
+ * Borrows v.
+ */
+int json_find_nul(char **where, jv v);
+
 #endif

@@ -271,7 +271,10 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 		buf_addf(&b, ": %s", f->message);
 	if (r && r->retries)
 		buf_addf(&b, " (gave up after %d %s)", r->retries, r->retries == 1 ? "retry" : "retries");
-	if (hint(kind))
+	if (r && r->retry_after_refused > 0)
+		buf_addf(&b, "; the provider asked to retry after %.0f s, more than llm.retry_max_delay_s=%.0f; "
+			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
+	else if (hint(kind))
 		buf_addf(&b, "; %s", hint(kind));
 	llm_redact(b.buf);
 	forge_error("%s", b.buf);

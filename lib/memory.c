@@ -143,7 +143,9 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 	m->embedder_id = buf_detach(&b, NULL);
 	if (opt->vector_path) {
 		m->vec_path = dup_or_null(opt->vector_path);
-	} else if (strcmp(store_path(st), ":memory:") != 0 && *store_path(st)) {
+	} else if (strcmp(store_path(st), ":memory:") != 0 && *store_path(st) && !store_readonly(st)) {
+		/* (A read-only store keeps its vectors in memory: the file and its
+		 * lock may not be writable where the database is.) */
 		buf_addf(&b, "%s.vectors", store_path(st));
 		m->vec_path = buf_detach(&b, NULL);
 	}

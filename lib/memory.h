@@ -355,6 +355,9 @@ struct memory_cli {
  * or no database to use, FORGE_EXIT_DEPENDENCY when the database failed.
  */
 int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common);
+/* The same for a command that only reads: the database is opened with
+ * store_open_readonly(), and recall does not record accesses. */
+int memory_cli_open_readonly(int *status, struct memory_cli *c, const struct cli_common *common);
 /* A model client for the fast model as llm_choose() resolves it (so
  * --model M, a flags layer, makes M the fast model too);
  * -1 with the reason when none can be made (no key, no provider). */

@@ -14,7 +14,7 @@
 #include "llm.h"
 #include "store.h"
 
-int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common)
+static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common, bool readonly)
 {
 	struct config_sources src = { NULL, common->config, jv_null() };
 	struct memory_options mo;
@@ -49,7 +49,7 @@ int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *
 	if (store_resolve_path(&path, common->db, root) < 0)
 		goto out;
 	*status = FORGE_EXIT_DEPENDENCY;
-	if (store_open(&c->st, path) < 0)
+	if ((readonly ? store_open_readonly : store_open)(&c->st, path) < 0)
 		goto out;
 	memory_options_from_config(&mo, c->cfg);
 	if (memory_open(&c->m, c->st, &mo) < 0) {
@@ -62,6 +62,16 @@ out:
 	free(root);
 	free(path);
 	return rc;
+}
+
+int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common)
+{
+	return cli_open(status, c, common, false);
+}
+
+int memory_cli_open_readonly(int *status, struct memory_cli *c, const struct cli_common *common)
+{
+	return cli_open(status, c, common, true);
 }
 
 int memory_cli_llm(struct memory_cli *c, const struct cli_common *common)

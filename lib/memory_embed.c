@@ -18,6 +18,7 @@
 
 #include "forge.h"
 #include "llm.h"
+#include "store.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -198,6 +199,8 @@ static int cache_put(struct memory *m, const char *hash, const float *v, size_t 
 	sqlite3_stmt *s;
 	int rc = 0;
 
+	if (store_readonly(m->st))
+		return 0;	/* a command that only reads: the cache stays as it is */
 	if (mem_prepare(&s, m, "INSERT OR IGNORE INTO memory_embeddings (model, hash, dim, vec, "
 			"created_at) VALUES (?, ?, ?, ?, ?)") < 0)
 		return -1;

@@ -10,6 +10,7 @@
 
 #include "forge.h"
 #include "json.h"
+#include "store.h"
 
 int mem_filter_stmt(sqlite3_stmt **out, struct memory *m, const struct memory_filter *f);
 
@@ -336,7 +337,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		if (mem_get_seq(&res[i].mem, m, res[i].seq) < 0)
 			goto out;
 	}
-	if (!q->no_touch && touch(m, res, nres, now) < 0)
+	if (!q->no_touch && !store_readonly(m->st) && touch(m, res, nres, now) < 0)
 		goto out;
 	for (size_t i = 0; i < nres; i++) {
 		jv o = jv_object();

@@ -404,6 +404,8 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 	*out = NULL;
 	*fuzz = PATCH_EXACT;
 	*count = 0;
+	if (!*old)
+		return forge_error("'%s': `old` is empty; give the text to replace", path);
 	exact = count_exact(content, old, &first_line, &where);
 	if (exact == 1 || (exact > 1 && replace_all)) {
 		*out = replace_all_exact(content, old, new);

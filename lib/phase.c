@@ -11,6 +11,7 @@
 #include "proc.h"
 #include "skills.h"
 #include "store.h"
+#include "tmpdir.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -20,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_TASK = 1100 };
+enum { OPT_TASK = 1100, OPT_NO_INPUT };
 
 static const char *program_name = "forge";
 
@@ -29,8 +30,10 @@ static void on_signal(int sig)
 	static const char msg[] = ": interrupted; the last checkpoint stands\n";
 
 	/* Only async-signal-safe calls here: stop the commands a tool or the
-	 * phase started (their process groups), then say so and leave. */
+	 * phase started (their process groups), remove the temporary
+	 * directories, then say so and leave. */
 	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
+	tmpdir_remove_all_signal_safe();
 	if (write(STDERR_FILENO, program_name, strlen(program_name)) < 0 ||
 	    write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
 		/* nothing more to do */
@@ -461,7 +464,16 @@ static int on_option(int id, const char *arg, void *payload)
 	struct phase *ph = payload;
 
 	if (id == OPT_TASK) {
+		if (stream_task_check(arg, strlen(arg)) < 0) {
+			char why[256];
+			snprintf(why, sizeof why, "%s", forge_last_error());
+			return forge_error("--task: %s", why);
+		}
 		ph->task_text = xstrdup(arg);
+		return 0;
+	}
+	if (id == OPT_NO_INPUT) {
+		ph->no_input = true;
 		return 0;
 	}
 	if (!ph->spec->on_option)
@@ -472,14 +484,20 @@ static int on_option(int id, const char *arg, void *payload)
 static struct cli_option *merge_options(const struct phase_spec *spec)
 {
 	static const struct cli_option task = { "task", 0, "TEXT", "the task, instead of stdin", OPT_TASK };
-	size_t n = 0;
+	static const struct cli_option no_input = {
+		"no-input", 0, NULL, "work on the repository alone: do not read stdin",
+		OPT_NO_INPUT,
+	};
+	size_t n = 0, k = 0;
 
 	while (spec->options && spec->options[n].name)
 		n++;
-	struct cli_option *all = xcalloc(n + 2, sizeof *all);
-	all[0] = task;
+	struct cli_option *all = xcalloc(n + 3, sizeof *all);
+	all[k++] = task;
+	if (spec->runs_alone)
+		all[k++] = no_input;
 	for (size_t i = 0; i < n; i++)
-		all[i + 1] = spec->options[i];
+		all[k++] = spec->options[i];
 	return all;
 }
 
@@ -510,8 +528,14 @@ static int take_input(struct phase *ph)
 		ph->in.task = json_set(jv_object(), "description", jv_string(ph->task_text));
 		return 0;
 	}
-	if (isatty(STDIN_FILENO)) {
+	if (ph->no_input) {
 		if (!ph->spec->needs_input)
+			return 0;
+		return stream_reject(&ph->out, NULL,
+				     "--no-input: there is nothing to work on without an input here (see --help)");
+	}
+	if (isatty(STDIN_FILENO)) {
+		if (!ph->spec->needs_input && ph->spec->runs_alone)
 			return 0;
 		return stream_reject(&ph->out, NULL,
 				     "no input: pipe a state, {\"task\": …} or a task description, or use --task");
@@ -524,6 +548,9 @@ static int take_input(struct phase *ph)
 	if (ph->in.empty && ph->spec->needs_input)
 		return stream_reject(&ph->out, &ph->in,
 				     "empty input: expected a state, {\"task\": …} or a task description (or --task)");
+	if (ph->in.empty)
+		return stream_reject(&ph->out, &ph->in,
+				     "empty input: expected a state on stdin; to work on the repository alone, pass --no-input");
 	return 0;
 }
 

@@ -10,7 +10,8 @@
  *      event forwarded (stream.h) - the last state, a bare {"task": …},
  *      plain text, or raw input the spec's raw_hook claims (a diff).  Empty
  *      input is bad input when spec->needs_input; a terminal on stdin is not
- *      read when the phase can run alone;
+ *      read when the phase can run alone (spec->runs_alone), nor is it
+ *      with --no-input;
  *   3. builds the working state: the input state, or a new one for the task
  *      (a new trace id, the repository, base ref, budget);
  *   4. emits phase.started, checks the guard (a guard that does not hold
@@ -50,6 +51,13 @@ struct phase_spec {
 	/* Claims input that is not JSON lines (see stream.h); may be NULL. */
 	int (*raw_hook)(const char *text, size_t len, void *payload);
 	bool needs_input;               /* empty input is bad input */
+	/*
+	 * The phase can work on the repository alone: it takes --no-input (do
+	 * not read stdin), and runs alone when stdin is a terminal.  An empty
+	 * stdin that is not a terminal is bad input all the same: a pipeline
+	 * whose earlier phase wrote nothing must not act on the repository.
+	 */
+	bool runs_alone;
 	bool model_options;             /* uses --provider/--model/--base-url/--cassette; a phase
 					 * without accepts and ignores them (a supervisor passes
 					 * them to every phase) */
@@ -78,6 +86,7 @@ struct phase {
 	jv state;                       /* the working state (owned) */
 	char *repo;                     /* the main repository's root, or NULL */
 	char *task_text;                /* --task */
+	bool no_input;                  /* --no-input */
 	struct store *store;            /* see phase_store() */
 	long long start_ms;
 	double cost_usd;                /* this phase's model spend */

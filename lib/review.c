@@ -5,9 +5,9 @@
 #include "forge.h"
 #include "json.h"
 #include "proc.h"
+#include "tmpdir.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,18 +182,11 @@ static bool safe_path(const char *p)
 
 int review_prepare(struct review_ctx *ctx)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct buf b = BUF_INIT, dst = BUF_INIT;
 
 	ctx->checked = jv_array();
-	buf_addf(&b, "%s/forge-review.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	ctx->workdir = buf_detach(&b, NULL);
-	if (!mkdtemp(ctx->workdir)) {
-		int e = errno;
-		free(ctx->workdir);
-		ctx->workdir = NULL;
-		return forge_error("cannot make a temporary directory: %s", strerror(e));
-	}
+	if (tmpdir_make(&ctx->workdir, "forge-review") < 0)
+		return -1;
 	for (size_t i = 0; i < ctx->diff->nfiles; i++) {
 		const struct diff_file *f = &ctx->diff->files[i];
 
@@ -232,20 +225,9 @@ int review_prepare(struct review_ctx *ctx)
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 void review_ctx_release(struct review_ctx *ctx)
 {
-	if (ctx->workdir)
-		nftw(ctx->workdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(ctx->workdir);
+	tmpdir_remove(ctx->workdir);
 	ctx->workdir = NULL;
 	jv_free(ctx->checked);
 	ctx->checked = jv_null();

@@ -1,5 +1,6 @@
 /* store.c - the SQLite database of Forge; see store.h for the contract. */
 #include "store.h"
+#include "buf.h"
 #include "forge.h"
 #include "forgedir.h"
 #include "json.h"
@@ -95,6 +96,7 @@ struct store {
 	sqlite3 *db;
 	char *path;                     /* as given, for messages */
 	sqlite3_stmt *stmt[S_COUNT];    /* NULL until first use */
+	bool readonly;                  /* opened by store_open_readonly() */
 };
 
 /* ---- errors -------------------------------------------------------- */
@@ -546,6 +548,98 @@ int store_open(struct store **out, const char *path)
 out:
 	store_free(st);
 	return rc;
+}
+
+/* "file:PATH?QUERY" with the characters a URI gives a meaning escaped. */
+static char *ro_uri(const char *path, const char *query)
+{
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f)
+			buf_addf(&b, "%%%02X", *p);
+		else
+			buf_addch(&b, (char)*p);
+	}
+	buf_addf(&b, "?%s", query);
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * Open read-only with `query` ("mode=ro" or "immutable=1") and read the
+ * schema version: 1 when it is this program's, 0 when the database needs
+ * migrating (or the version could not be read: *sqlrc says why), -1 with
+ * a message for a database from a newer Forge.
+ */
+static int open_ro(struct store *st, const char *query, int *sqlrc)
+{
+	char *uri = ro_uri(st->path, query);
+	int known = store_schema_version_known(), v, rc = 0;
+
+	sqlite3_close_v2(st->db);
+	st->db = NULL;
+	*sqlrc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	free(uri);
+	if (*sqlrc != SQLITE_OK)
+		return 0;
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	if (user_version(&v, st) < 0) {
+		*sqlrc = sqlite3_extended_errcode(st->db);
+		return 0;
+	}
+	if (v > known)
+		return refuse_newer(st, v, known);
+	if (v == known && store_exec(st, "PRAGMA foreign_keys = ON") == 0)
+		rc = 1;
+	return rc;
+}
+
+int store_open_readonly(struct store **out, const char *path)
+{
+	struct store *st;
+	int sqlrc, rc;
+
+	*out = NULL;
+	if (strcmp(path, ":memory:") == 0 || !*path || access(path, F_OK) != 0)
+		return store_open(out, path);
+	st = xcalloc(1, sizeof *st);
+	st->path = xstrdup(path);
+	st->readonly = true;
+	rc = open_ro(st, "mode=ro", &sqlrc);
+	/* A WAL database whose -shm cannot be made (a read-only directory):
+	 * nothing can be writing to it there, so read the file as it is. */
+	if (rc == 0 && (sqlrc & 0xff) == SQLITE_CANTOPEN)
+		rc = open_ro(st, "immutable=1", &sqlrc);
+	if (rc == 0 && sqlrc == SQLITE_OK) {
+		/* An older schema: migrate it when the file can be written. */
+		store_free(st);
+		if (store_open(out, path) == 0)
+			return 0;
+		char why[512];
+		snprintf(why, sizeof why, "%s", forge_last_error());
+		return forge_error("%s (its schema is older than this forge's, and it cannot be "
+				   "upgraded where it is)", why);
+	}
+	if (rc == 0 && (sqlrc & 0xff) == SQLITE_NOTADB)
+		forge_error("cannot open database '%s': file is not a database (not SQLite, "
+			    "or damaged); move it away or use another --db", path);
+	else if (rc == 0)
+		forge_error("cannot open database '%s' read-only: %s (sqlite code %d)", path,
+			    sqlite3_errstr(sqlrc), sqlrc);
+	if (rc <= 0) {
+		store_free(st);
+		return -1;
+	}
+	*out = st;
+	return 0;
+}
+
+bool store_readonly(const struct store *st)
+{
+	return st && st->readonly;
 }
 
 void store_free(struct store *st)

@@ -41,6 +41,20 @@ int store_resolve_path(char **out, const char *flag, const char *repo);
  * private in-memory database (for tests).
  */
 int store_open(struct store **out, const char *path);
+
+/*
+ * Open for a command that only reads (status, history, events, findings
+ * and memory lists, metrics, gate list): read-only, so that a database in
+ * a read-only place (a read-only mount, another user's files) still
+ * serves them; a WAL database whose -shm cannot be created there is read
+ * as an immutable file.  A missing file, or one whose schema is older than
+ * this program's, is opened with store_open() instead (created or
+ * migrated).  Writes through a read-only store fail with SQLITE_READONLY.
+ */
+int store_open_readonly(struct store **out, const char *path);
+
+/* Whether st was opened read-only (false for NULL). */
+bool store_readonly(const struct store *st);
 void store_free(struct store *st);   /* NULL-safe; finalizes statements */
 
 /* The raw handle, for modules that keep their own prepared statements

@@ -119,6 +119,20 @@ static void remember_trace(struct stream_input *in, jv rec)
 		snprintf(in->trace_id, sizeof in->trace_id, "%s", t);
 }
 
+int stream_task_check(const char *text, size_t len)
+{
+	if (is_blank(text, len))
+		return forge_error("the task is empty: say what to do");
+	if (len > STREAM_TASK_MAX)
+		return forge_error("the task is %zu bytes, more than the limit of %u bytes", len,
+				   STREAM_TASK_MAX);
+	if (memchr(text, '\0', len))
+		return forge_error("the task holds a NUL character");
+	if (!json_utf8_valid(text, len))
+		return forge_error("the task is not valid UTF-8");
+	return 0;
+}
+
 static jv task_from_text(const char *s, size_t n)
 {
 	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
@@ -136,7 +150,19 @@ static int task_from_bare(jv *out, jv rec)
 	jv t = json_get(rec, "task");
 	int rc = 0;
 
+	char *where = NULL;
+	if (json_find_nul(&where, t) < 0) {
+		rc = forge_error("'task%s%s' holds a NUL character (\\u0000); a task cannot", *where ? "." : "",
+				 where);
+		free(where);
+		jv_free(t);
+		return rc;
+	}
 	if (jv_get_kind(t) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(t)) > 0) {
+		if (stream_task_check(jv_string_value(t), (size_t)jv_string_length_bytes(jv_copy(t))) < 0) {
+			jv_free(t);
+			return -1;
+		}
 		*out = json_set(jv_object(), "description", t);
 		return 0;
 	}
@@ -206,6 +232,17 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 			rc = forge_error_prefix("state does not match its schema");
 			goto out;
 		}
+		/* The task's strings become paths, refs and branch names. */
+		jv task = json_get(rec, "task");
+		char *where = NULL;
+		if (json_find_nul(&where, task) < 0) {
+			rc = forge_error("state's 'task%s%s' holds a NUL character (\\u0000)", *where ? "." : "",
+					 where);
+			free(where);
+			jv_free(task);
+			goto out;
+		}
+		jv_free(task);
 		if (opt->forward_states && fwd) {
 			if (stream_write_raw(fwd, line, len) < 0) {
 				rc = STREAM_OUTPUT_FAILED;
@@ -248,6 +285,13 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 		return forge_error("cannot read the input: %s", strerror(errno));
 	if (!json_utf8_valid(text->buf, text->len))
 		return forge_error("invalid UTF-8");
+	const char *nul = memchr(text->buf, '\0', text->len);
+	if (nul) {
+		/* Name the line it is on: text starts at line in->lines. */
+		for (const char *p = text->buf; p < nul; p++)
+			in->lines += *p == '\n';
+		return forge_error("NUL byte in the text input: a task or a diff cannot hold one");
+	}
 	if (opt->raw_hook) {
 		int took = opt->raw_hook(text->buf, text->len, opt->payload);
 		if (took < 0)
@@ -257,6 +301,9 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 			return 0;
 		}
 	}
+	if (text->len > STREAM_TASK_MAX)
+		return forge_error("the task is %zu bytes, more than the limit of %u bytes", text->len,
+				   STREAM_TASK_MAX);
 	in->task = task_from_text(text->buf, text->len);
 	return 0;
 }
@@ -304,6 +351,12 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 				rc = take_raw(in, r, &line, opt, max);
 				break;
 			}
+		}
+		const char *nul = memchr(line.buf, '\0', line.len);
+		if (nul) {
+			rc = forge_error("NUL byte at column %zu: JSON text cannot hold one (a string writes it \\u0000)",
+					 (size_t)(nul - line.buf) + 1);
+			break;
 		}
 		rc = take_record(in, line.buf, line.len, fwd, opt);
 		if (rc == -1 && st == LINE_LAST_NO_NEWLINE)

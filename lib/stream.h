@@ -35,6 +35,17 @@
 
 #define STREAM_MAX_LINE_DEFAULT (16u << 20)
 
+/* The longest task description (bytes) a program takes, however it comes:
+ * forge run TASK, --task, {"task": …} or plain text on stdin. */
+#define STREAM_TASK_MAX (64u << 10)
+
+/*
+ * Check a task description given by a person: not blank, at most
+ * STREAM_TASK_MAX bytes, valid UTF-8, no NUL.  0, or -1 with a message
+ * ("the task is empty", …).
+ */
+int stream_task_check(const char *text, size_t len);
+
 struct stream_options {
 	size_t max_line;        /* bytes; 0 = STREAM_MAX_LINE_DEFAULT */
 	bool forward_states;    /* pass state records through too (forge-events store) */

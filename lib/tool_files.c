@@ -93,10 +93,11 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 			cut = true;
 			continue;
 		}
+		buf_addf(&body, "%6ld\t", lineno);
+		tool_text_add(&body, line, len > LINE_CUT ? LINE_CUT : (size_t)len);
 		if (len > LINE_CUT)
-			buf_addf(&body, "%6ld\t%.*s\xe2\x80\xa6 [line cut: %zd chars]\n", lineno, LINE_CUT, line, len);
-		else
-			buf_addf(&body, "%6ld\t%s\n", lineno, line);
+			buf_addf(&body, "\xe2\x80\xa6 [line cut: %zd chars]", len);
+		buf_addch(&body, '\n');
 		shown_last = lineno;
 	}
 	free(line);
@@ -451,8 +452,9 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 				size_t shown = len > GREP_LINE_CUT ? GREP_LINE_CUT : len;
 				if (shown && p[shown - 1] == '\r')
 					shown--;
-				buf_addf(&text, "%s:%zu:%.*s%s\n", sel.v[i], lineno, (int)shown, p,
-					 len > GREP_LINE_CUT ? "\xe2\x80\xa6" : "");
+				buf_addf(&text, "%s:%zu:", sel.v[i], lineno);
+				tool_text_add(&text, p, shown);
+				buf_addf(&text, "%s\n", len > GREP_LINE_CUT ? "\xe2\x80\xa6" : "");
 				matches++;
 				hit = true;
 			}

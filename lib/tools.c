@@ -14,10 +14,10 @@
 #include "resource.h"
 #include "sandbox.h"
 #include "schema.h"
+#include "tmpdir.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -108,6 +108,18 @@ jv tool_result_json(const struct tool_result *r)
 	j = json_set(j, "output_bytes", jv_number(r->output ? (double)strlen(r->output) : 0));
 	j = json_set(j, "data", jv_copy(r->data));
 	return j;
+}
+
+void tool_text_add(struct buf *b, const char *s, size_t n)
+{
+	const char *end = s + n, *nul;
+
+	while ((nul = memchr(s, '\0', (size_t)(end - s))) != NULL) {
+		buf_add(b, s, (size_t)(nul - s));
+		buf_adds(b, "\\u0000");
+		s = nul + 1;
+	}
+	buf_add(b, s, (size_t)(end - s));
 }
 
 /* ================================================================ sanitise */
@@ -264,15 +276,6 @@ static void tool_apply_patch(struct tool_result *out, const struct tool_ctx *ctx
 
 /* ================================================================ run_command */
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static const struct sandbox_policy *default_policy(void)
 {
 	static struct sandbox_policy *p;
@@ -291,7 +294,7 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 	struct sandbox_cmd cmd = { 0 };
 	struct proc_result r;
 	struct buf cwd = BUF_INIT, text = BUF_INIT;
-	char tmpl[] = "/tmp/forge-cmd-XXXXXX", *own_tmp = NULL, *clean = NULL;
+	char *own_tmp = NULL, *clean = NULL;
 	const char *rule = NULL;
 	jv unconfined = jv_null(), d;
 	bool ran = false;
@@ -334,14 +337,10 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 	}
 	buf_addf(&cwd, "%s%s%s", *root->path ? root->path : "/", clean && *clean ? "/" : "",
 		 clean ? clean : "");
-	if (!ctx->tmp_dir) {
-		own_tmp = mkdtemp(tmpl);
-		if (!own_tmp) {
-			tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "run_command: cannot create a temp dir: %s",
-				  strerror(errno));
-			out->retryable = true;
-			goto out;
-		}
+	if (!ctx->tmp_dir && tmpdir_make(&own_tmp, "forge-cmd") < 0) {
+		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "run_command: %s", forge_last_error());
+		out->retryable = true;
+		goto out;
 	}
 	cmd.command = command;
 	cmd.root = root->path;
@@ -360,7 +359,7 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 		goto out;
 	}
 	ran = true;
-	buf_add(&text, r.out.buf, r.out.len);
+	tool_text_add(&text, r.out.buf, r.out.len);
 	if (text.len && text.buf[text.len - 1] != '\n')
 		buf_addch(&text, '\n');
 	if (r.timed_out)
@@ -386,8 +385,7 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 		tool_fail(out, TOOL_ERR_FAILED, d, "%s", text.buf);
 out:
 	(void)ran;
-	if (own_tmp)
-		nftw(own_tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove(own_tmp);
 	proc_result_release(&r);
 	buf_release(&cwd);
 	buf_release(&text);
@@ -646,6 +644,16 @@ void tool_execute(struct tool_result *out, const struct tool *t, const struct to
 	if (tool_validate(t, input) < 0) {
 		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "%s; fix the input to match the tool's schema",
 			  forge_last_error());
+		return;
+	}
+	/* A path or command with a NUL in it would be cut short as a C string
+	 * ("a\u0000b" would name "a"): refuse it rather than act on part of it. */
+	char *where = NULL;
+	if (json_find_nul(&where, input) < 0) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(),
+			  "%s: '%s' holds a NUL character (\\u0000); paths, commands and texts cannot",
+			  t->name, *where ? where : "input");
+		free(where);
 		return;
 	}
 	if (strcmp(t->name, "finish") && strcmp(t->name, "ask_human")) {

@@ -156,6 +156,14 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 		     const struct sandbox_root *root, jv input);
 
+struct buf;
+/*
+ * Append n bytes of a command's or a file's output to b as text for the
+ * model: a NUL byte, which would end the text there, is written as the six
+ * characters \u0000 and the rest follows.
+ */
+void tool_text_add(struct buf *b, const char *s, size_t n);
+
 /* Helpers for the tool implementations: fill out as a success or an error
  * (printf-style message), keeping data (consumed). */
 void tool_ok(struct tool_result *out, char *output, jv data);

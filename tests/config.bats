@@ -198,6 +198,13 @@ setup() {
 	[ -z "$output" ]
 }
 
+@test "a NUL character in a value (a command, a path) is an error naming it" {
+	echo '{"tools":{"test_command":"make check\u0000; rm -rf /"}}' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[ "$stderr" = "forge-config: $PROJECT_CFG: 'tools.test_command' holds a NUL character (\u0000)" ]
+	[ -z "$output" ]
+}
+
 @test "a misspelt section is an error, not ignored" {
 	echo '{"saftey":{"automation_level":2}}' >"$USER_CFG"
 	cd "$BATS_TEST_TMPDIR"

@@ -149,11 +149,24 @@ events() { printf '%s\n' "$output" | jq -c "select(.kind == \"event\" and .type 
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
-@test "branch: run on the repository alone (empty stdin) reports the checkout's branch" {
+@test "branch: run on the repository alone (--no-input) reports the checkout's branch" {
 	: >"$BATS_TEST_TMPDIR/state.json"
 	cd "$R"
-	run -0 --separate-stderr deploy
+	run -0 --separate-stderr deploy --no-input
 	final | jq -e --arg base "$BASE" '.deployment.ref == "main" and .deployment.commit == $base'
+}
+
+@test "an empty stdin is bad input (exit 2): nothing is deployed" {
+	command_config
+	: >"$BATS_TEST_TMPDIR/state.json"
+	cd "$R"
+	run -2 --separate-stderr deploy --strategy command
+	[ "$stderr" = "forge-deploy: empty input: expected a state on stdin; to work on the repository alone, pass --no-input" ]
+	[ "$(jq -r .type <<<"$output")" = input.rejected ]
+	[ "$(jq -r .payload.reason <<<"$output")" = "empty input: expected a state on stdin; to work on the repository alone, pass --no-input" ]
+	[ ! -e "$M/steps" ]
+	[ ! -e "$M/built" ]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
 @test "merge: fast-forwards the base branch and the checkout" {

@@ -93,6 +93,27 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output 3
 }
 
+@test "retry-after longer than llm.retry_max_delay_s: no early retry, exit 5 saying so" {
+	mock '[{"fault":"rate_limit","retry_after":"120"},{"text":"too early"}]'
+	run --separate-stderr anth hi
+	assert_failure 5
+	[[ $stderr == *"HTTP 429"*"the provider asked to retry after 120 s, more than llm.retry_max_delay_s=60; try later or raise it"* ]]
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 1
+	# raised: the wait is honoured (retry-after-ms, so that it is short) and the retry answers
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"fault":"rate_limit","retry_after_ms":1500},{"text":"after the wait"}]'
+	echo '{"llm":{"retry_max_delay_s":1}}' >"$BATS_TEST_TMPDIR/c1.json"
+	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/c1.json" hi
+	assert_failure 5
+	[[ $stderr == *"asked to retry after 2 s, more than llm.retry_max_delay_s=1;"* ]]
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"fault":"rate_limit","retry_after_ms":50},{"text":"after the wait"}]'
+	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/c1.json" hi
+	assert_success
+	assert_output "after the wait"
+}
+
 @test "x-should-retry: false is obeyed" {
 	mock '[{"fault":"server_error","should_retry":false},{"text":"never"}]'
 	run --separate-stderr anth hi

@@ -47,7 +47,7 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 
 @test "planted problems: each is found by the right layer on the right line" {
 	plant
-	run -4 --separate-stderr forge-review --commit HEAD
+	run -4 --separate-stderr forge-review --no-input --commit HEAD
 	OUT=$output
 	[ "$(finding config.py 3 secret/github-token)" = security ]
 	[ "$(finding src/copy.c 8 cppcheck/arrayIndexOutOfBounds)" = static ]
@@ -84,7 +84,7 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 
 @test "findings are stored with ids that forge findings knows, and SARIF 2.1.0 is written" {
 	plant
-	run -4 --separate-stderr forge-review --commit HEAD --sarif "$BATS_TEST_TMPDIR/out.sarif"
+	run -4 --separate-stderr forge-review --no-input --commit HEAD --sarif "$BATS_TEST_TMPDIR/out.sarif"
 	OUT=$output
 	n=$(state | jq '.review.findings | length')
 	[ "$n" -ge 4 ]
@@ -124,7 +124,7 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 
 @test "with no provider configured at all, a clean diff is approved" {
 	echo "more" >>README
-	run -0 --separate-stderr forge-review --base HEAD
+	run -0 --separate-stderr forge-review --no-input --base HEAD
 	OUT=$output
 	run jq -r '.review.decision' <<<"$(state)"
 	assert_output approve
@@ -224,11 +224,16 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	[[ "$stderr" == *"not a unified diff"* ]]
 }
 
-@test "empty stdin without --base is bad input (exit 2); with --base it reviews the repository" {
+@test "empty stdin is bad input (exit 2), with --base too; --base --no-input reviews the repository" {
 	run -2 --separate-stderr forge-review </dev/null
 	OUT=$output
 	[[ "$stderr" == *"empty input"* ]]
-	run -0 --separate-stderr forge-review --base HEAD </dev/null
+	run -2 --separate-stderr forge-review --base HEAD </dev/null
+	[ "$stderr" = "forge-review: empty input: expected a state on stdin; to work on the repository alone, pass --no-input" ]
+	[ "$(jq -r .type <<<"$output")" = input.rejected ]
+	run -2 --separate-stderr forge-review --no-input
+	[[ "$stderr" == *"--no-input: there is nothing to work on without an input here"* ]]
+	run -0 --separate-stderr forge-review --no-input --base HEAD </dev/null
 	OUT=$output
 	run jq -r 'select(.type == "review.empty") | .type' <<<"$OUT"
 	assert_output review.empty
@@ -298,7 +303,7 @@ python_change() {
 }
 
 @test "a --base ref that does not resolve is bad input: exit 2, no state" {
-	run -2 --separate-stderr forge-review --repo "$REPO" --base no-such-ref </dev/null
+	run -2 --separate-stderr forge-review --repo "$REPO" --base no-such-ref --no-input </dev/null
 	[[ "$stderr" == *"cannot resolve 'no-such-ref'"* ]]
 	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
 	! grep -q '"kind":"state"' <<<"$output"

@@ -96,6 +96,26 @@ expect_rejected() {
 	expect_rejected 1 ".status"
 }
 
+@test "bad input: a NUL byte inside a JSON-lines record" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n{"task":"add a\0 flag"}\n' "$ev1")
+	expect_rejected 2 "NUL byte at column 15"
+	[ "${lines[0]}" = "$ev1" ]
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "bad input: a NUL character (\\u0000) in the task" {
+	run -2 --separate-stderr "$filter" <<<'{"task":"add a\u0000 flag"}'
+	expect_rejected 1 "'task' holds a NUL character"
+	run -2 --separate-stderr "$filter" <<<'{"kind":"state","v":1,"trace_id":"'$T'","phase":"plan","status":"ok","task":{"description":"x","repo":"/tmp\u0000/x"}}'
+	expect_rejected 1 "state's 'task.repo' holds a NUL character"
+}
+
+@test "bad input: a NUL byte in a plain-text task names its line" {
+	run -2 --separate-stderr "$filter" < <(printf 'fix it\nplease\0 now\n')
+	expect_rejected 2 "NUL byte in the text input"
+	[ "${#lines[@]}" -eq 1 ]
+}
+
 @test "bad input: a state from a newer protocol version" {
 	run -2 --separate-stderr "$filter" < <(printf '%s\n' '{"kind":"state","v":2,"trace_id":"t","phase":"plan","status":"ok","task":{"description":"x"}}')
 	expect_rejected 1 "protocol version 2"

@@ -384,3 +384,33 @@ branch_log() {
 	# nowhere on disk either
 	run -1 grep -rlaF "$KEY" "$BATS_TEST_TMPDIR"
 }
+
+# nothing_made: no run row, no worktree, no forge/* branch.
+nothing_made() {
+	[ ! -e "$REPO/.forge/worktrees" ] || [ -z "$(ls -A "$REPO/.forge/worktrees")" ]
+	[ -z "$(git -C "$REPO" branch --list 'forge/*')" ]
+	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
+	if [ -e "$REPO/.forge/forge.db" ]; then
+		[ "$(sqlite3 "$REPO/.forge/forge.db" 'SELECT count(*) FROM runs')" -eq 0 ]
+	fi
+}
+
+@test "a blank or oversized task: exit 2 before a run, worktree or branch exists" {
+	replay run-clean.jsonl
+	run -2 --separate-stderr forge run '' </dev/null
+	[[ "$stderr" == "forge run: the task is empty: say what to do"* ]]
+	nothing_made
+	run -2 --separate-stderr forge run '  ' "$(printf '\t\n')" </dev/null
+	[[ "$stderr" == *"the task is empty"* ]]
+	nothing_made
+	big=$(head -c 70000 /dev/zero | tr '\0' a)
+	run -2 --separate-stderr forge run "$big" </dev/null
+	[[ "$stderr" == *"the task is 70000 bytes, more than the limit of 65536 bytes"* ]]
+	nothing_made
+	run -2 --separate-stderr forge run "$(printf 'caf\xe9')" </dev/null
+	[[ "$stderr" == *"not valid UTF-8"* ]]
+	nothing_made
+	# the phases' --task too
+	run -2 --separate-stderr forge-plan --task ' ' </dev/null
+	[[ "$stderr" == *"--task: the task is empty"* ]]
+}

@@ -55,15 +55,25 @@ mock() {
 
 @test "a passing suite: exit 0, counts from the TAP output, the detected command" {
 	bats_repo '@test "one" { true; }' '@test "two" { [ 1 -eq 1 ]; }' '@test "later" { skip "not yet"; }'
-	run -0 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
 	run jq -rs '.[-1] | [.kind, .phase, .status] | join(" ")' <<<"$output"
 	assert_output "state test ok"
-	run -0 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
 	assert_equal "$(tests_of '[.command, .format, .parsed, .summary]')" \
 		'["bats tests","tap",true,{"total":3,"passed":2,"failed":0,"skipped":1,"flaky":0}]'
 	assert_equal "$(tests_of '[.failures, .rerun, .exit_code]')" '[[],null,0]'
 	assert_equal "$(events_of '.type' | tr -d '"' | tr '\n' ' ')" \
 		"phase.started test.started test.ran test.parsed phase.completed "
+}
+
+@test "an empty stdin is bad input (exit 2): no test runs; --no-input runs them" {
+	bats_repo '@test "one" { touch "$BATS_TEST_DIRNAME/../ran"; }'
+	run -2 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	assert_equal "$stderr" "forge-test: empty input: expected a state on stdin; to work on the repository alone, pass --no-input"
+	assert_equal "$(jq -r .type <<<"$output")" input.rejected
+	[ ! -e "$REPO/ran" ]
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	[ -e "$REPO/ran" ]
 }
 
 @test "a real failure: rerun by name, then one structured call to the model for its analysis" {
@@ -77,7 +87,7 @@ mock() {
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
 	mock '[{"tool_calls":[{"name":"report_failure_analysis","input":{"analyses":[{"test":"adds numbers","root_cause":"add() subtracts","suggested_fix":"use + in add() in add.sh","confidence":0.9}]}}],"usage":{"input_tokens":900,"output_tokens":60}}]'
 	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
-	run -1 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
 	assert_equal "$(tests_of '.summary')" '{"total":2,"passed":1,"failed":1,"skipped":0,"flaky":0}'
 	assert_equal "$(tests_of '.failures[0] | [.test, .file, .line, .classification, .root_cause, .suggested_fix, .confidence]')" \
 		'["adds numbers","tests/t.bats",3,"real","add() subtracts","use + in add() in add.sh",0.9]'
@@ -100,7 +110,7 @@ mock() {
 
 @test "no model configured: the analysis is skipped with an event, confidence 0" {
 	bats_repo '@test "broken" { false; }'
-	run -1 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
 	assert_equal "$(events_of 'select(.type == "test.analysis_skipped") | .payload.reason')" '"no model configured"'
 	assert_equal "$(tests_of '.failures[0] | [.classification, .root_cause, .confidence]')" '["real",null,0]'
 }
@@ -108,7 +118,7 @@ mock() {
 @test "a deliberately flaky test is classified flaky; the real failure stays real" {
 	cp -r "$FORGE_ROOT/tests/fixtures/repos/flaky" "$REPO"
 	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture
-	run -1 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
 	assert_equal "$(tests_of '.summary')" '{"total":3,"passed":2,"failed":1,"skipped":0,"flaky":1}'
 	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" \
 		'[["flaky on first run","flaky"],["real failure","real"]]'
@@ -121,7 +131,7 @@ mock() {
 	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture
 	# the test command's environment is scrubbed: a variable reaches it through sandbox.env
 	echo '{"sandbox":{"env":["FLAKY_ONLY"]}}' >"$BATS_TEST_TMPDIR/env.json"
-	run -0 --separate-stderr bash -c "cd '$REPO' && FLAKY_ONLY=1 ft --config '$BATS_TEST_TMPDIR/env.json' </dev/null"
+	run -0 --separate-stderr bash -c "cd '$REPO' && FLAKY_ONLY=1 ft --no-input --config '$BATS_TEST_TMPDIR/env.json' </dev/null"
 	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, .failures[0].test, .failures[0].classification]')" \
 		'[0,1,"flaky on first run","flaky"]'
 	assert_equal "$(tail -n 1 <<<"$output" | jq -r .status)" ok
@@ -129,14 +139,14 @@ mock() {
 
 @test "no test command found: ok, format none, a test.no_command event" {
 	make_repo "$REPO"
-	run -0 --separate-stderr ft --repo "$REPO" </dev/null
+	run -0 --separate-stderr ft --repo "$REPO" --no-input </dev/null
 	assert_equal "$(tests_of '[.format, .parsed, .summary.total, .failures]')" '["none",false,0,[]]'
 	assert_equal "$(events_of 'select(.type == "test.no_command") | .payload.dir')" "\"$REPO\""
 }
 
 @test "--junit writes JUnit XML that forge-test reads back to the same results" {
 	bats_repo '@test "good" { true; }' '@test "bad <&>" { echo "got \"x\""; false; }' '@test "skip" { skip; }'
-	run -1 --separate-stderr bash -c "cd '$REPO' && ft --junit '$BATS_TEST_TMPDIR/out.xml' </dev/null"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --junit '$BATS_TEST_TMPDIR/out.xml' --no-input </dev/null"
 	first=$(tests_of '[.summary, [.failures[] | [.test, .file, .line, .message]]]')
 	run grep -c '<testcase' "$BATS_TEST_TMPDIR/out.xml"
 	assert_output 3
@@ -146,26 +156,26 @@ mock() {
 	grep -qF 'type="real"' "$BATS_TEST_TMPDIR/out.xml"
 	# a test command that only writes that report: the results come back from it
 	run -1 --separate-stderr ft --repo "$REPO" \
-		--command "cp '$BATS_TEST_TMPDIR/out.xml' junit.xml; exit 1" </dev/null
+		--command "cp '$BATS_TEST_TMPDIR/out.xml' junit.xml; exit 1" --no-input </dev/null
 	assert_equal "$(tests_of '[.summary, [.failures[] | [.test, .file, .line, .message]]]')" "$first"
 	assert_equal "$(tests_of '[.format, .report]')" "[\"junit\",\"$REPO/junit.xml\"]"
 }
 
 @test "output in no known format: the exit status decides, and says so" {
 	make_repo "$REPO"
-	run -1 --separate-stderr ft --repo "$REPO" --command 'echo checking; exit 3' </dev/null
+	run -1 --separate-stderr ft --repo "$REPO" --command 'echo checking; exit 3' --no-input </dev/null
 	assert_equal "$(tests_of '[.format, .parsed, .summary.total, .summary.failed, .exit_code]')" '["exit_code",false,1,1,3]'
 	assert_equal "$(events_of 'select(.type == "test.unparsed") | .payload.exit_code')" 3
 	assert_equal "$(tests_of '.failures[0] | [.test, .message, .output]')" \
 		'["echo checking; exit 3","the test command exited with status 3","checking\n"]'
-	run -0 --separate-stderr ft --repo "$REPO" --command 'echo fine' </dev/null
+	run -0 --separate-stderr ft --repo "$REPO" --command 'echo fine' --no-input </dev/null
 	assert_equal "$(tests_of '[.format, .summary]')" '["exit_code",{"total":1,"passed":1,"failed":0,"skipped":0,"flaky":0}]'
 }
 
 @test "a missing program is an environment failure; the test command gets no API key" {
 	make_repo "$REPO"
 	run -1 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 \
-		ft --repo "$REPO" --command 'echo "key=${ANTHROPIC_API_KEY:-none}"; no-such-test-runner-xyz' </dev/null
+		ft --repo "$REPO" --command 'echo "key=${ANTHROPIC_API_KEY:-none}"; no-such-test-runner-xyz' --no-input </dev/null
 	assert_equal "$(tests_of '.failures[0] | [.classification, (.output | test("key=none"))]')" '["environment",true]'
 }
 
@@ -191,7 +201,7 @@ mock() {
 	mkdir -p "$REPO/.forge"
 	echo '{"tools":{"test_command":"sleep 30 & sleep 30","test_timeout_s":1}}' >"$REPO/.forge/config.json"
 	SECONDS=0
-	run -1 --separate-stderr ft --repo "$REPO" </dev/null
+	run -1 --separate-stderr ft --repo "$REPO" --no-input </dev/null
 	[ "$SECONDS" -lt 20 ]
 	assert_equal "$(tests_of '[.timed_out, .failures[0].test, .failures[0].classification, .rerun]')" \
 		'[true,"timeout","environment",null]'

@@ -44,6 +44,34 @@ static void test_parse_errors_are_short(void)
 	free(m);
 }
 
+/*
+ * Found by fuzz_stream: libjq 1.6 leaks a string that follows a value in a
+ * container with no separator; json_parse() gives jq's message without
+ * letting it parse that far (the ASan build checks for the leak).  An
+ * earlier error is still the one reported.
+ */
+static void test_parse_separator_without_leak(void)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "[\"a\" \"b\"]", "Expected separator between values at line 1, column 8" },
+		{ "{\"a\" \"b\"}", "Expected separator between values at line 1, column 8" },
+		{ "[{\"x\":1} \"y\"]", "Expected separator between values at line 1, column 12" },
+		{ "[\"a\\\"\" \"b\"]", "Expected separator between values at line 1, column 10" },
+		{ "[1,\n  2 \"x\"]", "Expected separator between values at line 2, column 7" },
+		{ "[tru \"a\"]", "Invalid literal at line 1, column 5" },
+		{ "[1 2 \"a\"]", "Expected separator between values at line 1, column 5" },
+		{ "\"a\" \"b\"", "Unexpected extra JSON values" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		jv v = json_parse(cases[i].in, strlen(cases[i].in));
+		CHECK(!jv_is_valid(v));
+		char *m = json_invalid_msg(v);
+		CHECK_STR(m, cases[i].want);
+		free(m);
+	}
+}
+
 static void test_utf8(void)
 {
 	CHECK(json_utf8_valid("plain", 5));
@@ -134,6 +162,7 @@ int main(void)
 {
 	RUN(test_get_helpers);
 	RUN(test_parse_errors_are_short);
+	RUN(test_parse_separator_without_leak);
 	RUN(test_utf8);
 	RUN(test_write_line);
 	RUN(test_buf_limit);

@@ -155,6 +155,11 @@ static void test_edit_ambiguous_and_replace_all(void)
 	CHECK_STR(out, "x=2\ny\nx=2\n");
 	CHECK_INT(n, 2);
 	free(out);
+	/* Found by fuzz_patch_edit: an empty `old` read past the end of the
+	 * content (tests/fuzz/corpus/fuzz_patch_edit/crash-empty-old). */
+	CHECK(patch_edit(&out, &f, &n, "x=1\n", "f", "", "x=2", true) < 0);
+	CHECK(strstr(forge_last_error(), "`old` is empty"));
+	CHECK(out == NULL);
 }
 
 static void test_edit_rstrip_pass(void)

@@ -218,6 +218,55 @@ static void test_unopenable_path(void)
 	CHECK_MSG(strstr(forge_last_error(), path), "%s", forge_last_error());
 }
 
+/* store_open_readonly: reads, refuses writes, leaves the file alone; a
+ * missing file is created, an older schema migrated, a newer one refused. */
+static void test_open_readonly(void)
+{
+	const char *path = tmp_path("ro.db"), *odd = tmp_path("ro ?#%.db");
+	struct store *st = NULL;
+	struct stat before, after;
+
+	CHECK(store_open(&st, path) == 0);
+	CHECK(put(st, make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	CHECK(!store_readonly(st));
+	store_free(st);
+	st = NULL;
+	CHECK(stat(path, &before) == 0);
+	CHECK_MSG(store_open_readonly(&st, path) == 0, "%s", forge_last_error());
+	CHECK(store_readonly(st));
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 1);
+	CHECK(put(st, make_event("E2", "T1", "2026-01-01T00:00:00.001Z", "x"), NULL) < 0);
+	CHECK_MSG(strstr(forge_last_error(), "readonly"), "%s", forge_last_error());
+	store_free(st);
+	st = NULL;
+	CHECK(stat(path, &after) == 0);
+	CHECK(before.st_mtime == after.st_mtime && before.st_size == after.st_size);
+	/* a path with characters a URI means something by */
+	CHECK(store_open_readonly(&st, odd) == 0);	/* missing: created */
+	CHECK(!store_readonly(st));
+	store_free(st);
+	st = NULL;
+	CHECK_MSG(store_open_readonly(&st, odd) == 0, "%s", forge_last_error());
+	CHECK(store_readonly(st));
+	store_free(st);
+	st = NULL;
+	/* an older schema is migrated (opened writable) */
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_exec(st, "PRAGMA user_version = 1") == 0);
+	store_free(st);
+	st = NULL;
+	CHECK(store_open_readonly(&st, path) == -1 || !store_readonly(st));
+	store_free(st);
+	st = NULL;
+	/* a newer one refused */
+	CHECK(store_open(&st, tmp_path("ro-new.db")) == 0);
+	CHECK(store_exec(st, "PRAGMA user_version = 99") == 0);
+	store_free(st);
+	st = NULL;
+	CHECK(store_open_readonly(&st, tmp_path("ro-new.db")) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "written by a newer forge"), "%s", forge_last_error());
+}
+
 static void test_event_put_idempotent(void)
 {
 	struct store *st = NULL;
@@ -858,6 +907,7 @@ int main(void)
 	RUN(test_newer_database_refused);
 	RUN(test_garbage_file_refused);
 	RUN(test_unopenable_path);
+	RUN(test_open_readonly);
 	RUN(test_event_put_idempotent);
 	RUN(test_event_fields_extracted);
 	RUN(test_event_missing_field_refused);

@@ -272,6 +272,46 @@ static void test_run_command(void)
 	ctx.env = NULL;
 }
 
+/* NUL characters: refused in what names a path or a command, kept (as the
+ * text \u0000) in what a command or a file gives back. */
+static void test_nul_characters(void)
+{
+	struct tool_result r;
+	char path[256];
+
+	call(&r, "write_file", "{\"path\":\"nul\\u0000b.txt\",\"content\":\"x\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "'path' holds a NUL character"), "%s", r.error);
+	snprintf(path, sizeof path, "%s/nul", repo);
+	CHECK(access(path, F_OK) != 0);
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"touch cmdnul\\u0000; rm -rf src\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "run_command: 'command' holds a NUL"), "%s", r.error);
+	snprintf(path, sizeof path, "%s/cmdnul", repo);
+	CHECK(access(path, F_OK) != 0);
+	tool_result_release(&r);
+	call(&r, "edit_file", "{\"path\":\"src/main.c\",\"old\":\"return 0;\",\"new\":\"a\\u0000\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "'new' holds"), "%s", r.error);
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"printf 'before\\\\0after'\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strstr(r.output, "before\\u0000after\n[exit status 0]"), "%s", r.output);
+	tool_result_release(&r);
+	/* A NUL past the first 8000 bytes: not a binary file, and read whole. */
+	snprintf(path, sizeof path, "cd %s && { seq 1 2000; printf 'x\\0y\\n'; } > late.txt", repo);
+	run(path);
+	call(&r, "read_file", "{\"path\":\"late.txt\",\"start_line\":2001}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strstr(r.output, "x\\u0000y"), "%s", r.output);
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"^x\",\"glob\":\"late.txt\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strstr(r.output, "late.txt:2001:x\\u0000y"), "%s", r.output);
+	tool_result_release(&r);
+}
+
 static void test_finish_ask_and_git(void)
 {
 	struct tool_result r;
@@ -383,6 +423,7 @@ int main(void)
 	RUN(test_grep);
 	RUN(test_write_and_edit);
 	RUN(test_run_command);
+	RUN(test_nul_characters);
 	RUN(test_finish_ask_and_git);
 	RUN(test_git_tools_in_a_run_worktree);
 	RUN(test_sanitize);
