@@ -186,7 +186,7 @@ mock() {
 	make_repo "$REPO"
 	OUT="$BATS_TEST_TMPDIR/outside"
 	mkdir -p "$OUT"
-	run -0 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 ft --repo "$REPO" \
+	run -0 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 ft --no-input --repo "$REPO" \
 		--command "echo x >$OUT/written; echo in >inside; cat /proc/\$PPID/environ >env-of-parent; awk 'NR > 2' /proc/net/dev | wc -l >ifaces; true" </dev/null
 	[ ! -e "$OUT/written" ]
 	[ "$(cat "$REPO/inside")" = in ]
