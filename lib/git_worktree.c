@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +79,36 @@ out:
 	free(dir);
 	free(wts);
 	return rc;
+}
+
+/*
+ * Worktrees are made one process at a time.  git_worktree_add() asks
+ * git_branch_is_checked_out(), which opens every worktree of the
+ * repository; a sibling that another process is half-way through making
+ * cannot be opened, and that error is reported as "reference is already
+ * checked out".  An flock on <commondir>/forge-worktrees.lock orders the
+ * makers (it is released when the fd closes, also when a process dies).
+ * Returns the fd, or -1 with a message.
+ */
+static int lock_worktrees(struct forge_git *g)
+{
+	char *path = forge_git_path(git_repository_commondir(g->repo), "forge-worktrees.lock");
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		forge_error("cannot open '%s': %s", path, strerror(errno));
+	} else {
+		while (flock(fd, LOCK_EX) < 0) {
+			if (errno == EINTR)
+				continue;
+			forge_error("cannot lock '%s': %s", path, strerror(errno));
+			close(fd);
+			fd = -1;
+			break;
+		}
+	}
+	free(path);
+	return fd;
 }
 
 static char *worktree_dir(const struct forge_git *g, const char *trace)
@@ -246,7 +277,7 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
 	struct run_names n;
 	struct stat st;
-	int e, rc = -1;
+	int e, lock_fd, rc = -1;
 
 	*out = NULL;
 	if (check_trace(trace) < 0)
@@ -294,7 +325,11 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	if (make_branch(&branch, g, &n, base ? base : "HEAD") < 0)
 		goto out;
 	opts.ref = branch;
-	if (git_worktree_add(&w, g->repo, trace, wt->path, &opts) < 0) {
+	if ((lock_fd = lock_worktrees(g)) < 0)
+		goto out;
+	e = git_worktree_add(&w, g->repo, trace, wt->path, &opts);
+	close(lock_fd);
+	if (e < 0) {
 		forge_git_fail("cannot create worktree '%s' on '%s'", wt->path, n.branch.buf);
 		goto out;
 	}
@@ -537,7 +572,12 @@ int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned f
 		}
 		po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE |
 			   (force ? GIT_WORKTREE_PRUNE_LOCKED : 0);
-		if (git_worktree_prune(w, &po) < 0) {
+		int lock_fd = lock_worktrees(g);   /* a half-removed one is half-made too */
+		if (lock_fd < 0)
+			goto out;
+		e = git_worktree_prune(w, &po);
+		close(lock_fd);
+		if (e < 0) {
 			forge_git_fail("cannot remove worktree '%s'", path);
 			goto out;
 		}

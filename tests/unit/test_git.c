@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -226,6 +227,43 @@ static void test_trace_names(void)
 	CHECK(contains(forge_last_error(), "not a valid trace id"));
 	CHECK_INT(forge_git_worktree_remove(g, "a/b", 0), -1);
 	forge_git_free(g);
+}
+
+/*
+ * Runs started at once make their worktrees at once: twelve processes,
+ * each its own trace, all succeed (libgit2 took a half-made sibling for a
+ * checked-out branch before worktrees were made under a lock).
+ */
+static void test_worktrees_at_once(void)
+{
+	enum { N = 12 };
+	const char *repo = make_repo();
+	pid_t pids[N];
+	int ok = 0;
+
+	CHECK(repo);
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			struct forge_git *g = NULL;
+			struct forge_git_worktree *wt = NULL;
+			char trace[16];
+
+			snprintf(trace, sizeof trace, "P%d", i);
+			int rc = forge_git_open(&g, repo) == 0 && forge_git_worktree_open(&wt, g, trace, NULL) == 0;
+			if (!rc)
+				fprintf(stderr, "# %s: %s\n", trace, forge_last_error());
+			_exit(rc ? 0 : 1);
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		int st;
+
+		if (pids[i] > 0 && waitpid(pids[i], &st, 0) == pids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+	}
+	CHECK_INT(ok, N);
+	CHECK_STR(out("git -C '%s' worktree list | grep -c 'forge/P'", repo), "12");
 }
 
 static void test_worktree_create(void)
@@ -757,6 +795,7 @@ int main(void)
 	RUN(test_open_from_anywhere);
 	RUN(test_trace_names);
 	RUN(test_worktree_create);
+	RUN(test_worktrees_at_once);
 	RUN(test_worktree_reopen);
 	RUN(test_status_and_diff);
 	RUN(test_commit);
