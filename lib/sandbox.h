@@ -124,6 +124,9 @@ struct sandbox_policy {
 	enum sandbox_mode landlock;  /* config: auto | require | off */
 	enum sandbox_mode network;   /* config: auto | deny (=require) | allow (=off) */
 	struct proc_limits limits;
+	enum sandbox_mode namespaces; /* config: auto | require | off */
+	bool read_anywhere;          /* config: no read allow-list */
+	char **read_paths;           /* further readable paths (NULL-terminated) */
 	char **writable;             /* further writable dirs (NULL-terminated) */
 	char **env_extra;            /* further variable names (NULL-terminated) */
 	struct sandbox_rule *deny, *ask;
@@ -175,8 +178,23 @@ struct sandbox_cmd {
 
 /*
  * Run a command under the policy's confinement: its own process group,
- * timeout, rlimits, output cap, a clean environment, Landlock (writes only
- * to root, tmp and p->writable) and a network namespace as configured.
+ * timeout, rlimits, output cap, a clean environment, and the kernel walls:
+ * - namespaces (sandbox.namespaces): own user, PID, mount and IPC
+ *   namespaces (proc.h, nsview.h).  The command sees only the allow-list
+ *   below, a minimal /dev and a /proc of its own processes (no Forge
+ *   process, no host socket under /tmp or /run, no /dev/shm); root's
+ *   .forge is read-only; everything it starts ends with it;
+ * - Landlock (sandbox.landlock): writes only beneath root, tmp and
+ *   p->writable; reads only beneath those and the read allow-list (unless
+ *   sandbox.read_anywhere); abstract sockets and signals scoped (ABI 6);
+ * - a network namespace (sandbox.network);
+ * - a pids cgroup with limits.processes when one is writable (proc.h).
+ * The read allow-list: /usr /bin /sbin /lib* /opt, /etc except its
+ * secrets (shadow, gshadow, ssh host keys, ssl/private, security/opasswd),
+ * the directories of the command's PATH (and a dot-directory holding one,
+ * as ~/.cargo for ~/.cargo/bin, never ~/.ssh and the like), the main
+ * repository's .git when root is a linked worktree (read-only), /proc and
+ * p->read_paths.
  * When a confinement in mode auto is unavailable the command runs without
  * it and *unconfined (may be NULL) gets an array of strings saying what is
  * missing; in mode require it does not run: -1 with a message.  The
@@ -184,5 +202,19 @@ struct sandbox_cmd {
  */
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd);
+
+/* The allow-lists of one command (sandbox_exec.c); used by sandbox_run(). */
+struct nsview_bind;
+struct sandbox_walls {
+	char **readable;          /* Landlock read allow-list */
+	char **writable;          /* Landlock write allow-list */
+	char **viewro, **hidden;  /* the view's read-only binds, the covered secrets */
+	char *forge_dir;          /* root/.forge (bound read-only) */
+	struct nsview_bind *view; /* the mount view (strings borrowed from above) */
+	size_t nview;
+};
+void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
+			 const struct sandbox_cmd *cmd, char *const *env);
+void sandbox_walls_release(struct sandbox_walls *w);
 
 #endif
