@@ -246,8 +246,7 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 		FAIL(NSV_PRIVATE);
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 		FAIL(NSV_TMPFS);
-	if (chdir("/tmp") < 0 || mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0 ||
-	    mkdir("empty-dir", 0) < 0)
+	if (chdir("/tmp") < 0 || mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
 		FAIL(NSV_TMPFS);
 	if ((fd = open("empty-file", O_WRONLY | O_CREAT | O_CLOEXEC, 0)) < 0)
 		FAIL(NSV_TMPFS);
@@ -278,7 +277,15 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 			struct stat st;
 			if (stat(op->dst, &st) < 0)
 				continue;	/* not in the view anyway */
-			src = op->is_dir ? "/empty-dir" : "/empty-file";
+			/* A directory is covered with an empty tmpfs (paths may be
+			 * bound beneath it later), a file with an empty file. */
+			if (op->is_dir) {
+				if (mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV,
+					  "mode=0755,size=1m") < 0)
+					FAIL(NSV_BIND);
+				continue;
+			}
+			src = "/empty-file";
 		} else {
 			CHECK_RC(NSV_BIND, op->is_dir ? mkdirs(op->dst) : touch(op->dst));
 		}

@@ -13,7 +13,7 @@
  * capability of its new user namespace) mounts a tmpfs, pivots into it
  * with the old root at /oldroot, bind-mounts each allowed path under
  * /newroot (read-only unless marked writable; a "hide" entry covers a file
- * or directory with an empty one), adds /dev (null, zero, full, random,
+ * with an empty one, a directory with an empty tmpfs), adds /dev (null, zero, full, random,
  * urandom, tty and the /dev/fd links) and a fresh /proc, detaches the old
  * root and pivots into /newroot.  What is not in the list does not exist
  * for the command: host sockets under /tmp or /run, other users' homes,

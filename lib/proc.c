@@ -304,10 +304,14 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
 	if (p->ns) {
 		int r, stage = NSV_MAPS;
-		/* PID 1 is a copy of this process, environment included: the
+		/* The id maps can be written only while /proc/self is ours (the
+		 * parent may be non-dumpable).  Then PID 1, a copy of this
+		 * process with its environment, becomes non-dumpable: the
 		 * command must not read its /proc/1/environ or memory. */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		r = nsview_maps_child(p->uid, p->gid);
 		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-		if ((r = nsview_maps_child(p->uid, p->gid)) < 0)
+		if (r < 0)
 			child_fail(p->rep_fd, ST_NS + NSV_MAPS, -r);
 		if (p->view) {
 			r = nsview_enter_child(p->view, &stage);

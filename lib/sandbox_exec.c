@@ -228,7 +228,14 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 	list_add(&readable, "/proc");
 
 	if (p->read_anywhere) {
+		/* Everything, but still no host sockets or shared memory. */
 		view_add(w, "/", "/", NSVIEW_RO);
+		view_add(w, "/tmp", NULL, NSVIEW_HIDE);
+		view_add(w, "/var/tmp", NULL, NSVIEW_HIDE);
+		view_add(w, "/run", NULL, NSVIEW_HIDE);
+		view_add(w, "/var/run", NULL, NSVIEW_HIDE);
+		for (size_t i = 0; i < hidden.n; i++)
+			view_add(w, hidden.v[i], NULL, NSVIEW_HIDE);
 	} else {
 		for (size_t i = 0; i < viewro.n; i++)
 			view_add(w, viewro.v[i], NULL, NSVIEW_RO);
