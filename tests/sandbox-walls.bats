@@ -10,6 +10,15 @@
 
 bats_require_minimum_version 1.5.0
 
+setup_file() {
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
 setup() {
 	load test_helper/common
 	forge_setup
@@ -287,4 +296,40 @@ EOF
 		tool --sandbox '{"namespaces":"require"}' 'echo confined'
 		[ "$(jq -r .kind <<<"$output")" = denied ]
 	fi
+}
+
+@test "through the agent (mock): the attacks fail" {
+	as root
+	namespaces_or_skip
+	load test_helper/mock
+	calc_repo "$UD/calc"
+	mkdir "$UD/calc/.forge"
+	echo '{}' >"$UD/calc/.forge/config.json"
+	git -C "$UD/calc" add -A
+	git -C "$UD/calc" commit -q -m "forge config"
+	cd "$UD/calc"
+	attack='cat /proc/$PPID/environ; for f in /proc/*/environ; do tr "\0" "\n" <"$f"; done
+cat '"$UD"'/home/.s?h/id_rsa; echo read=$?
+(setsid sleep 77715 &)
+echo x >/dev/shm/forge-walls-agent; echo shm=$?
+echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?'
+	step=$(jq -cn --arg c "$attack" '{tool_calls:[{name:"run_command",input:{command:$c}}]}')
+	mock_script "[$step,{\"tool_calls\":[{\"name\":\"finish\",\"input\":{\"summary\":\"done\"}}]}]"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=sk-ant-agent-canary-77
+	sed -n 3p "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl" | jq -c --arg r "$UD/calc" \
+		'{kind:"state", v:1, trace_id:"W1", phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$UD/plan.json"
+	run -0 --separate-stderr forge-implement <"$UD/plan.json"
+	result=$(curl -sS -f "$MOCK_URL/_mock/requests" |
+		jq -r '.[1].body.messages[-1].content[0].content')
+	[[ "$result" != *agent-canary* ]]
+	[[ "$result" != *SECRET-* ]]
+	[[ "$result" == *read=1* ]]
+	[[ "$result" == *shm=[12]* ]]
+	[[ "$result" == *forge=[12]* ]]
+	[ ! -e /dev/shm/forge-walls-agent ]
+	run -1 pgrep -f '^sleep 77715'
+	run -0 git -C "$UD/calc" show forge/W1:.forge/config.json
+	assert_output '{}'
 }
