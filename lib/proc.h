@@ -70,10 +70,14 @@
  *   RLIMIT_NPROC does not), removed after the run.  Running as root without
  *   such a cgroup is noted in r.unconfined.
  * - Between fork and exec the child calls only async-signal-safe functions
- *   (setpgid, sigaction, sigprocmask, setrlimit, unshare, open/write of
- *   /proc/self maps, prctl, landlock syscalls, dup2, chdir, execve, write,
- *   _exit); everything it needs is prepared before fork.  Exec failures
- *   come back to the parent over an O_CLOEXEC pipe.
+ *   and raw system calls (setpgid, sigaction, sigprocmask, setrlimit,
+ *   unshare, clone, open/write of /proc/self maps and cgroup.procs, prctl,
+ *   capset, mkdir, symlink, mount, umount2, pivot_root, landlock syscalls,
+ *   dup2, chdir, waitpid, kill, execve, write, _exit); everything it needs
+ *   (paths, the view, the ruleset, the cgroup fd) is prepared before fork.
+ *   With namespaces the child is made by a raw clone(), so no atfork
+ *   handler runs.  Exec and setup failures come back to the parent over an
+ *   O_CLOEXEC pipe.
  */
 #ifndef FORGE_PROC_H
 #define FORGE_PROC_H

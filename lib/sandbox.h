@@ -28,8 +28,10 @@
  * the start, or after ; & | ( ` { newline $( or the words then do else sudo
  * exec command nohup time nice env xargs builtin, then any VAR=value or
  * -option words, then an optional directory prefix ("/bin/").  The policy is
- * a guard rail against accidents, not a security boundary: the boundary is
- * Landlock, the namespace and the rlimits.
+ * a guard rail against accidents and advice to the model, not a security
+ * boundary (`${g}t push` or `cat ~/.s?h/id_rsa` slip past any regex): the
+ * boundary is the kernel's (sandbox_run(): namespaces and the mount view,
+ * Landlock, the network namespace, the pids cgroup and the rlimits).
  *
  * Errors: functions return 0, or one of the negative codes below after
  * forge_error(); SANDBOX_EDENIED is an escape attempt (not retryable),
@@ -149,8 +151,13 @@ enum sandbox_verdict sandbox_check_command(const struct sandbox_policy *p, const
 
 /*
  * What confinement this system offers, for `forge doctor` and events:
- * {"landlock":{"available":true,"abi":7,"mode":"auto"},
+ * {"landlock":{"available":true,"abi":7,"writes":true,"reads":true,
+ *              "scope":true,"mode":"auto","read_anywhere":false},
  *  "network_namespace":{"available":true,"mode":"auto","reason":…},
+ *  "namespaces":{"available":true,"user":…,"pid":…,"mount":…,"ipc":…,
+ *                "mode":"auto","reason":…},
+ *  "cgroup_pids":{"available":true,"path":…|"reason":…,"max":1024},
+ *  "seccomp":{"available":true,"used":false},
  *  "openat2":true,"pidfd":true}.  p may be NULL (modes left out).
  */
 int sandbox_features(jv *out, const struct sandbox_policy *p);
