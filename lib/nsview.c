@@ -406,9 +406,13 @@ static bool own_cgroup(char *out, size_t size, const char *key)
 				continue;
 			memcpy(list, a + 1, klen);
 			list[klen] = '\0';
-			for (char *t = strtok(list, ","); t; t = strtok(NULL, ","))
+			for (char *t = list, *comma; t; t = comma ? comma + 1 : NULL) {
+				comma = strchr(t, ',');
+				if (comma)
+					*comma = '\0';
 				if (!strcmp(t, key))
 					found = true;
+			}
 		} else {
 			found = klen == 0 && !strncmp(line, "0:", 2);
 		}
