@@ -319,8 +319,10 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 	if (mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		FAIL(NSV_PROC);
 
-	if (umount2("/oldroot", MNT_DETACH) < 0 || chdir("/newroot") < 0 ||
-	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+	/* The old root goes with the tmpfs it hangs under: one detach (each
+	 * waits for an RCU grace period). */
+	if (chdir("/newroot") < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
 		FAIL(NSV_DETACH);
 	return 0;
 }
@@ -549,13 +551,6 @@ int cgroup_pids_new(struct cgroup_pids *cg, unsigned long max, const char **why)
 		return -1;
 	}
 	snprintf(cg->path, sizeof(cg->path), "%s", own_group);
-	return 0;
-}
-
-int cgroup_join_child(int procs_fd)
-{
-	if (write(procs_fd, "0\n", 2) < 0)
-		return -errno;
 	return 0;
 }
 

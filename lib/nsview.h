@@ -96,8 +96,8 @@ bool nsview_available(const char **why);
  * are removed then), pids.max set to max, removed at exit (making and
  * removing a cgroup per command costs ~10 ms; commands this process runs
  * at the same time share the limit).  cgroup_pids_new() sets cg->procs_fd to an
- * O_WRONLY|O_CLOEXEC fd of its cgroup.procs (the child writes "0" to it
- * with cgroup_join_child()) and returns 0, or -1 when there is no such
+ * O_WRONLY|O_CLOEXEC fd of its cgroup.procs (write a pid to it to move
+ * that process in) and returns 0, or -1 when there is no such
  * cgroup (*why gets a static reason).  cgroup_pids_free() closes the fd.
  */
 struct cgroup_pids {
@@ -105,7 +105,6 @@ struct cgroup_pids {
 	char path[600];
 };
 int cgroup_pids_new(struct cgroup_pids *cg, unsigned long max, const char **why);
-int cgroup_join_child(int procs_fd);
 void cgroup_pids_free(struct cgroup_pids *cg);
 /* Where pids cgroups can be made ("/sys/fs/cgroup/pids/..."), or NULL with *why. */
 const char *cgroup_pids_base(const char **why);

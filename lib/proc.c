@@ -166,7 +166,7 @@ static void capture_finish(struct buf *out, struct capture *c)
 /* ---- the child ---- */
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
-enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CGROUP, ST_CAPS,
+enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS,
        ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
@@ -184,7 +184,7 @@ struct child_plan {
 	char *const *envp;
 	bool ns;                 /* this attempt makes namespaces */
 	const struct nsview *view; /* NULL: the host's files, a fresh /proc */
-	int cg_fd;               /* cgroup.procs to join, or -1 */
+	int go_fd;               /* the parent has put the child in its cgroup: one byte, or -1 */
 	int status_fd;           /* PID 1 writes the command's wait status here */
 };
 
@@ -199,6 +199,19 @@ static __attribute__((noreturn)) void child_fail(int fd, int stage, int err)
 {
 	child_report(fd, REC_FATAL, stage, err);
 	_exit(127);
+}
+
+/* Wait until the parent has moved this process into its pids cgroup (it
+ * does so while we build the namespaces: a cgroup move may wait for an RCU
+ * grace period); nothing may fork or exec before. */
+static void wait_go(const struct child_plan *p)
+{
+	char c;
+
+	if (p->go_fd < 0)
+		return;
+	while (read(p->go_fd, &c, 1) < 0 && errno == EINTR)
+		;
 }
 
 static int apply_landlock(const struct child_plan *p)
@@ -238,6 +251,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 	sigfillset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigaction(forwarded[i], &sa, NULL);
+	wait_go(p);
 	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
 	if (cmd < 0)
 		child_fail(p->rep_fd, ST_EXEC, errno);
@@ -292,11 +306,6 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	if (p->cg_fd >= 0) {
-		int r = cgroup_join_child(p->cg_fd);
-		if (r < 0)
-			child_report(p->rep_fd, REC_WARN, ST_CGROUP, -r);
-	}
 	if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
 		child_fail(p->rep_fd, ST_DUP, errno);
 	for (int i = 0; i < p->nrl; i++)
@@ -342,6 +351,7 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 		}
 	}
 	apply_landlock(p);
+	wait_go(p);
 	/* Everything above fd 2 closes at exec (the report pipe included). */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	execve(o->argv[0], (char *const *)o->argv, p->envp);
@@ -357,7 +367,6 @@ static const char *stage_name(int stage)
 	case ST_EXEC: return "exec";
 	case ST_DUP: return "dup2";
 	case ST_RLIMIT: return "setrlimit";
-	case ST_CGROUP: return "pids cgroup";
 	case ST_CAPS: return "drop capabilities";
 	}
 	if (stage > ST_NS)
@@ -435,7 +444,8 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	struct child_plan plan;
 	struct capture cap_out, cap_err;
 	int in_pipe[2] = { -1, -1 }, out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-	int rep_pipe[2] = { -1, -1 }, status_pipe[2] = { -1, -1 }, null_fd = -1, pidfd = -1;
+	int rep_pipe[2] = { -1, -1 }, status_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 };
+	int null_fd = -1, pidfd = -1;
 	struct cgroup_pids cg = { .procs_fd = -1 };
 	struct nsview view = { 0 };
 	sigset_t all, old, pipeset, pipe_saved;
@@ -479,7 +489,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.uid = getuid();
 	plan.gid = getgid();
 	plan.envp = o->envp ? o->envp : environ;
-	plan.cg_fd = -1;
+	plan.go_fd = -1;
 	plan.status_fd = status_pipe[1];
 	add_limit(&plan, RLIMIT_CPU, o->limits.cpu_s, true);
 	add_limit(&plan, RLIMIT_AS, o->limits.as_bytes, false);
@@ -488,9 +498,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	add_limit(&plan, RLIMIT_NPROC, o->limits.nproc, false);
 	if (o->limits.nproc) {
 		const char *why = NULL;
-		if (cgroup_pids_new(&cg, o->limits.nproc, &why) == 0)
-			plan.cg_fd = cg.procs_fd;
-		else if (geteuid() == 0)
+		if (cgroup_pids_new(&cg, o->limits.nproc, &why) < 0 && geteuid() == 0)
 			note_text(r, "processes: not limited for root (no pids cgroup: %s)", why);
 	}
 	if (o->new_ns && o->view) {
@@ -500,11 +508,12 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.ns = o->new_ns;
 
 attempt:
-	if (pipe2(rep_pipe, O_CLOEXEC) < 0) {
+	if (pipe2(rep_pipe, O_CLOEXEC) < 0 || (cg.procs_fd >= 0 && pipe2(go_pipe, O_CLOEXEC) < 0)) {
 		forge_error("proc: pipe: %s", strerror(errno));
 		goto out;
 	}
 	plan.rep_fd = rep_pipe[1];
+	plan.go_fd = go_pipe[0];
 	fflush(NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -534,6 +543,17 @@ attempt:
 	setpgid(pid, pid);
 	running_add(pid);
 	close_fd(&rep_pipe[1]);
+	close_fd(&go_pipe[0]);
+	if (go_pipe[1] >= 0) {
+		char num[24];
+		int n = snprintf(num, sizeof(num), "%ld\n", (long)pid);
+		if (write(cg.procs_fd, num, (size_t)n) < 0)
+			note_text(r, "processes: cannot join the pids cgroup: %s", strerror(errno));
+		if (write(go_pipe[1], "g", 1) < 0) {
+			/* the child died; its report says why */
+		}
+		close_fd(&go_pipe[1]);
+	}
 
 	/* The report pipe closes at exec; read what the child said before. */
 	for (;;) {
@@ -549,6 +569,8 @@ attempt:
 			running_del(pid);
 			pid = -1;
 			close_fd(&rep_pipe[0]);
+			close_fd(&go_pipe[0]);
+			close_fd(&go_pipe[1]);
 			if (plan.ns && rec.stage > ST_NS && !o->ns_required) {
 				/* Run it as without namespaces, and say so. */
 				note_unconfined(r, rec.stage, rec.err);
@@ -721,6 +743,8 @@ out:
 	close_fd(&pidfd);
 	close_fd(&status_pipe[0]);
 	close_fd(&status_pipe[1]);
+	close_fd(&go_pipe[0]);
+	close_fd(&go_pipe[1]);
 	cgroup_pids_free(&cg);
 	nsview_release(&view);
 	r->out_bytes = cap_out.total;
