@@ -1028,12 +1028,21 @@ void sandbox_env_free(char **env)
 
 /* ================================================================ run */
 
+/* path made absolute (its real path; as given when that fails). */
+static char *abs_path(const char *path)
+{
+	char *r = path[0] == '/' ? NULL : realpath(path, NULL);
+	return r ? r : xstrdup(path);
+}
+
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd)
 {
 	struct proc_opts o = PROC_OPTS_INIT;
 	struct landlock_ruleset *rs = NULL;
 	struct sandbox_walls walls;
+	struct sandbox_cmd abs;
+	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
 	char **env = NULL;
 	jv notes = jv_array();
@@ -1045,6 +1054,12 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	buf_init(&out->err, 0);
 	if (unconfined)
 		*unconfined = jv_null();
+	/* The view and PID 1's chdir need absolute paths. */
+	abs = *cmd;
+	abs.root = root_abs = abs_path(cmd->root);
+	abs.cwd = cwd_abs = cmd->cwd ? abs_path(cmd->cwd) : NULL;
+	abs.tmp = tmp_abs = cmd->tmp ? abs_path(cmd->tmp) : NULL;
+	cmd = &abs;
 	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
 	sandbox_walls_build(&walls, p, cmd, env);
 	if (p->namespaces != SANDBOX_OFF) {
@@ -1056,7 +1071,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 				goto out;
 			}
 			struct buf b = BUF_INIT;
-			buf_addf(&b, "namespaces: none (%s); the command sees every process and the host's files",
+			buf_addf(&b, "namespaces: none (%s); the command sees every process, the host's files and sockets, .forge is writable, and what it starts may outlive it",
 				 why);
 			notes = jv_array_append(notes, jv_string(b.buf));
 			buf_release(&b);
@@ -1129,5 +1144,8 @@ out:
 	sandbox_env_free(env);
 	landlock_ruleset_free(rs);
 	sandbox_walls_release(&walls);
+	free(root_abs);
+	free(cwd_abs);
+	free(tmp_abs);
 	return rc;
 }

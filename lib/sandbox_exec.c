@@ -9,6 +9,7 @@
 #include "nsview.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
@@ -248,6 +249,11 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		view_add(w, cmd->tmp, "/tmp", NSVIEW_RW);
 	buf_addf(&b, "%s/.forge", cmd->root);
 	w->forge_dir = buf_detach(&b, NULL);
+	/* Forge's own rules are read-only for commands; an empty .forge is
+	 * made when there is none, so that none can be created either. */
+	if (p->namespaces != SANDBOX_OFF && mkdir(w->forge_dir, 0755) < 0 && errno != EEXIST) {
+		/* a read-only worktree, or a file named .forge: nothing to guard */
+	}
 	view_add(w, w->forge_dir, NULL, NSVIEW_RO);
 
 	w->readable = readable.v;

@@ -249,6 +249,11 @@ writes_confined() {
 	# nor can .forge be replaced as a whole
 	tool 'mv .forge .forge-old; mkdir -p .forge-new && mv .forge-new .forge; rm -rf .forge/config.json; ls .forge'
 	[ "$(cat "$UD/wt/.forge/config.json")" = '{"original":true}' ]
+	# without a .forge, none can be made
+	rm -rf "$UD/wt/.forge" "$UD/wt/.forge-new"
+	tool 'mkdir -p .forge; echo "{}" >.forge/config.json; echo forge=$?'
+	[[ "$text" == *forge=[12]* ]]
+	[ ! -e "$UD/wt/.forge/config.json" ]
 }
 
 @test "root: writes only in the worktree and TMPDIR; not /dev/shm, not .forge" {
