@@ -233,6 +233,36 @@ static void test_landlock_confines_writes(void)
 	landlock_ruleset_free(rs);
 	snprintf(cmd, sizeof(cmd), "%s/out", outside);
 	CHECK(access(cmd, F_OK) != 0);
+
+	/* reads confined too: only beneath readable and writable paths */
+	{
+		const char *readable[] = { "/usr", "/bin", "/lib", "/lib64", "/etc/hostname", NULL };
+		struct landlock_spec spec = { .writable = writable, .readable = readable, .reads = true };
+		FILE *f;
+		snprintf(cmd, sizeof(cmd), "%s/secret", outside);
+		f = fopen(cmd, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fputs("s3cret\n", f);
+			fclose(f);
+		}
+		CHECK(landlock_ruleset_build(&rs, &spec) == 0);
+		CHECK(rs->reads);
+		o.landlock_fd = rs->fd;
+		snprintf(cmd, sizeof(cmd),
+			 "cat %s/secret; echo secret=$?; cat /etc/hostname >/dev/null; echo host=$?; "
+			 "cat /etc/passwd >/dev/null; echo passwd=$?; echo w > %s/f && cat %s/f",
+			 outside, inside, inside);
+		CHECK(sh(&r, &o, cmd) == 0);
+		CHECK_MSG(strstr(r.out.buf, "secret=1\n") && !strstr(r.out.buf, "s3cret"), "%s", r.out.buf);
+		CHECK_MSG(strstr(r.out.buf, "host=0\n"), "%s", r.out.buf);
+		CHECK_MSG(strstr(r.out.buf, "passwd=1\n"), "%s", r.out.buf);
+		CHECK_MSG(strstr(r.out.buf, "w\n"), "%s", r.out.buf);
+		proc_result_release(&r);
+		landlock_ruleset_free(rs);
+		snprintf(cmd, sizeof(cmd), "%s/secret", outside);
+		unlink(cmd);
+	}
 	rmdir(outside);
 }
 
