@@ -1002,7 +1002,9 @@ int main(int argc, char **argv)
 		.synopsis = "[--json] [--repo DIR] [--db PATH] [--config PATH]",
 		.description = "Report what this machine gives Forge: linked libraries, the programs,\n"
 			       "the database, the model provider (whether a key is set, never the key),\n"
-			       "sandbox features, linters and test runners on PATH, and the project.",
+			       "the sandbox walls this kernel gives run_command (namespaces, Landlock\n"
+			       "reads/writes/scope, network namespace, pids cgroup, seccomp) and which\n"
+			       "are missing, linters and test runners on PATH, and the project.",
 		.options = options,
 		.flags = CLI_MODEL_OPTIONS,
 		.extra_help = "A check that cannot run is reported in its section; the exit status is\n"

@@ -8,8 +8,10 @@
  * functions below make raw system calls only, allocate nothing and touch no
  * locks.  They return 0 or a negative errno value instead of setting errno.
  *
- * What a confined child can do: read and execute anything it could before;
- * create, write, truncate, rename, link or remove files only beneath the
+ * What a confined child can do: read and execute anything it could before
+ * (or, with a landlock_spec that confines reads, only beneath its readable
+ * and writable paths); create, write, truncate, rename, link or remove
+ * files only beneath the
  * directories given to landlock_ruleset_new() (plus the character devices
  * /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx and /dev/pts);
  * everything else fails with EACCES.  Rules survive exec and are inherited by
