@@ -320,6 +320,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 		r = nsview_maps_child(p->uid, p->gid);
 		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		/* Should Forge die, the namespace dies with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		if (r < 0)
 			child_fail(p->rep_fd, ST_NS + NSV_MAPS, -r);
 		if (p->view) {

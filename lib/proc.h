@@ -60,8 +60,9 @@
  *   fresh /proc), then forks the command (which runs with no capabilities)
  *   and waits for it.  When the command exits, PID 1 exits with its status
  *   and the kernel kills everything else in the namespace: nothing the
- *   command started (setsid, double fork) outlives it.  Signals sent to the
- *   group on timeout reach every process.  When the namespaces cannot be
+ *   command started (setsid, double fork) outlives it; PID 1 also dies
+ *   (PR_SET_PDEATHSIG) should the calling process be killed.  Signals sent
+ *   to the group on timeout reach every process.  When the namespaces cannot be
  *   made (clone or a mount fails) and ns_required is false the command runs
  *   as without them and r.unconfined says why; with ns_required it fails.
  * - Processes: with limits.nproc and a writable pids cgroup (cgroup v1 pids

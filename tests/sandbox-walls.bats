@@ -200,6 +200,20 @@ nothing_outlives() {
 	run -1 pgrep -f '^sleep 77713'
 }
 
+@test "a command does not outlive Forge killed with SIGKILL" {
+	as root
+	namespaces_or_skip
+	"$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" run_command \
+		'{"command":"(setsid sleep 77716 &); touch \"$TMPDIR/ready\"; exec sleep 77716"}' \
+		>/dev/null 3>&- &
+	local forge=$!
+	run -0 timeout 20 sh -c "until [ -e '$UD/tmp/ready' ]; do sleep 0.05; done"
+	kill -9 "$forge"
+	wait "$forge" || true
+	# the kernel takes the namespace down once it notices; wait for that, bounded
+	run -0 timeout 20 sh -c "while pgrep -f '^sleep 77716' >/dev/null; do sleep 0.05; done"
+}
+
 @test "root: nothing a command started outlives the call (setsid)" {
 	nothing_outlives root
 }
