@@ -72,6 +72,26 @@ static bool is_mixed(const char *path)
 	return false;
 }
 
+/* A file of /etc that is a symlink out of the system paths (resolv.conf ->
+ * /run/systemd/resolve/stub-resolv.conf): its target file is readable too. */
+static void add_link_target(struct list *readable, const char *path)
+{
+	char *real = realpath(path, NULL);
+	struct stat st;
+	bool system = false;
+
+	if (!real)
+		return;
+	system = !strncmp(real, "/etc/", 5) || !strncmp(real, "/proc/", 6);
+	for (size_t i = 0; system_paths[i] && !system; i++) {
+		size_t n = strlen(system_paths[i]);
+		system = !strncmp(real, system_paths[i], n) && real[n] == '/';
+	}
+	if (!system && stat(real, &st) == 0 && S_ISREG(st.st_mode) && !is_secret(real))
+		list_add(readable, real);
+	free(real);
+}
+
 /* Add every entry of dir to readable, except secrets (to hidden). */
 static void add_dir_except(struct list *readable, struct list *hidden, const char *dir)
 {
@@ -86,12 +106,15 @@ static void add_dir_except(struct list *readable, struct list *hidden, const cha
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
-		if (is_secret(path))
+		if (is_secret(path)) {
 			list_add(hidden, path);
-		else if (is_mixed(path))
+		} else if (is_mixed(path)) {
 			add_dir_except(readable, hidden, path);
-		else
+		} else {
 			list_add(readable, path);
+			if (e->d_type == DT_LNK)
+				add_link_target(readable, path);
+		}
 	}
 	closedir(d);
 }
