@@ -433,6 +433,23 @@ static void __attribute__((format(printf, 2, 3))) note_text(struct proc_result *
 	snprintf(r->unconfined + len, sizeof(r->unconfined) - len, "%s%s", len ? "; " : "", msg);
 }
 
+/* Write to a pipe whose reader may be gone without raising SIGPIPE. */
+static void write_nosigpipe(int fd, const void *p, size_t n)
+{
+	sigset_t set, saved, pend;
+	bool was_pending;
+	struct timespec zero = { 0, 0 };
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigpending(&pend);
+	was_pending = sigismember(&pend, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &saved);
+	if (write(fd, p, n) < 0 && errno == EPIPE && !was_pending)
+		sigtimedwait(&set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
 void proc_result_release(struct proc_result *r)
 {
 	if (!r)
@@ -525,6 +542,12 @@ attempt:
 		pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 		if (pid < 0 && !o->ns_required) {
 			note_text(r, "namespaces: clone: %s", strerror(errno));
+			if (o->ns_no_fallback) {
+				pthread_sigmask(SIG_SETMASK, &old, NULL);
+				r->ns_failed = true;
+				forge_error("cannot make namespaces: %s", r->unconfined);
+				goto out;
+			}
 			plan.ns = false;
 			pid = fork();
 		}
@@ -551,9 +574,7 @@ attempt:
 		int n = snprintf(num, sizeof(num), "%ld\n", (long)pid);
 		if (write(cg.procs_fd, num, (size_t)n) < 0)
 			note_text(r, "processes: cannot join the pids cgroup: %s", strerror(errno));
-		if (write(go_pipe[1], "g", 1) < 0) {
-			/* the child died; its report says why */
-		}
+		write_nosigpipe(go_pipe[1], "g", 1);	/* the child may have died: its report says why */
 		close_fd(&go_pipe[1]);
 	}
 
@@ -576,6 +597,11 @@ attempt:
 			if (plan.ns && rec.stage > ST_NS && !o->ns_required) {
 				/* Run it as without namespaces, and say so. */
 				note_unconfined(r, rec.stage, rec.err);
+				if (o->ns_no_fallback) {
+					r->ns_failed = true;
+					forge_error("cannot make namespaces: %s", r->unconfined);
+					goto out;
+				}
 				plan.ns = false;
 				goto attempt;
 			}

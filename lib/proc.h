@@ -64,7 +64,10 @@
  *   (PR_SET_PDEATHSIG) should the calling process be killed.  Signals sent
  *   to the group on timeout reach every process.  When the namespaces cannot be
  *   made (clone or a mount fails) and ns_required is false the command runs
- *   as without them and r.unconfined says why; with ns_required it fails.
+ *   as without them and r.unconfined says why; with ns_required it fails;
+ *   with ns_no_fallback proc_run returns -1 with r.ns_failed set and the
+ *   reason in r.unconfined, having run nothing (the caller may then prepare
+ *   a confinement that does not count on the namespaces and run again).
  * - Processes: with limits.nproc and a writable pids cgroup (cgroup v1 pids
  *   hierarchy, or v2 with the pids controller delegated) the child runs in
  *   a cgroup of its own with pids.max = nproc (this binds root, which
@@ -119,6 +122,8 @@ struct proc_opts {
 	const struct nsview_bind *view; /* with new_ns: the paths the command sees */
 	size_t nview;
 	bool landlock_reads;          /* the ruleset confines reads: allow the fresh /proc */
+	bool ns_no_fallback;          /* namespaces fail (not required): -1 and r.ns_failed,
+					 nothing run, instead of running without them */
 };
 
 #define PROC_OPTS_INIT { .landlock_fd = -1, .kill_grace_ms = 2000 }
@@ -133,6 +138,7 @@ struct proc_result {
 	size_t err_bytes;
 	long duration_ms;
 	char unconfined[256]; /* "" or what could not be applied, "; "-joined */
+	bool ns_failed;       /* with ns_no_fallback: the namespaces could not be made */
 };
 
 /* Run to completion; see the contract above.  0, or -1 with a message. */

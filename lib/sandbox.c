@@ -1035,17 +1035,22 @@ static char *abs_path(const char *path)
 	return r ? r : xstrdup(path);
 }
 
+/* Namespaces that failed at run time (a mount refused: /proc masked in a
+ * container) are not tried again by this process. */
+static bool ns_broken;
+static char ns_broken_why[256];
+
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd)
 {
-	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_opts o;
 	struct landlock_ruleset *rs = NULL;
 	struct sandbox_walls walls;
 	struct sandbox_cmd abs;
 	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
 	char **env = NULL;
-	jv notes = jv_array();
+	jv notes = jv_null();
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
@@ -1061,10 +1066,17 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	abs.tmp = tmp_abs = cmd->tmp ? abs_path(cmd->tmp) : NULL;
 	cmd = &abs;
 	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
-	sandbox_walls_build(&walls, p, cmd, env);
+again:
+	o = (struct proc_opts)PROC_OPTS_INIT;
+	jv_free(notes);
+	notes = jv_array();
+	sandbox_walls_build(&walls, p, cmd, env,
+			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_available(NULL));
 	if (p->namespaces != SANDBOX_OFF) {
 		const char *why = NULL;
-		if (!nsview_available(&why)) {
+		if (ns_broken || !nsview_available(&why)) {
+			if (ns_broken)
+				why = ns_broken_why;
 			if (p->namespaces == SANDBOX_REQUIRE) {
 				forge_error("namespaces are required (sandbox.namespaces) but %s; refusing to run the command",
 					    why);
@@ -1078,6 +1090,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 		} else {
 			o.new_ns = true;
 			o.ns_required = p->namespaces == SANDBOX_REQUIRE;
+			o.ns_no_fallback = !o.ns_required;
 			o.view = walls.view;
 			o.nview = walls.nview;
 		}
@@ -1133,6 +1146,17 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	o.limits.cpu_s = (unsigned long)(o.timeout_ms / 1000) + 10;
 	proc_result_release(out);
 	rc = proc_run(out, &o);
+	if (rc < 0 && out->ns_failed && !ns_broken) {
+		/* Prepare walls that do not count on the view, and run without. */
+		ns_broken = true;
+		snprintf(ns_broken_why, sizeof(ns_broken_why), "%s",
+			 strncmp(out->unconfined, "namespaces: ", 12) ? out->unconfined
+								       : out->unconfined + 12);
+		landlock_ruleset_free(rs);
+		rs = NULL;
+		sandbox_walls_release(&walls);
+		goto again;
+	}
 	if (rc == 0 && out->unconfined[0])
 		notes = jv_array_append(notes, jv_string(out->unconfined));
 out:

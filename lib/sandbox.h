@@ -210,7 +210,10 @@ struct sandbox_cmd {
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd);
 
-/* The allow-lists of one command (sandbox_exec.c); used by sandbox_run(). */
+/* The allow-lists of one command (sandbox_exec.c); used by sandbox_run().
+ * With view (the command gets the mount view, which covers the /etc
+ * secrets) /etc is one readable entry; without, every entry of /etc but the
+ * secrets is. */
 struct nsview_bind;
 struct sandbox_walls {
 	char **readable;          /* Landlock read allow-list */
@@ -221,7 +224,7 @@ struct sandbox_walls {
 	size_t nview;
 };
 void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
-			 const struct sandbox_cmd *cmd, char *const *env);
+			 const struct sandbox_cmd *cmd, char *const *env, bool view);
 void sandbox_walls_release(struct sandbox_walls *w);
 
 #endif

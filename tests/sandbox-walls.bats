@@ -303,6 +303,25 @@ EOF
 	build_works user
 }
 
+@test "a view that cannot be built: the command runs under Landlock alone, secrets still unreadable" {
+	as root
+	namespaces_or_skip
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock on this kernel"
+	# a readable path too long to be bound under the new root makes the view fail
+	long="$UD"
+	while [ "${#long}" -lt 3880 ]; do long="$long/$(printf 'd%.0s' $(seq 200))"; done
+	long="$long/$(printf 'e%.0s' $(seq $((4090 - ${#long} - 1))))"
+	[ "${#long}" -eq 4090 ]
+	mkdir -p "$long"
+	tool --sandbox "{\"read_paths\":[\"$long\"]}" 'head -1 /etc/sh?dow; echo rc=$?; echo ran'
+	[ "$(jq -r .ok <<<"$output")" = true ]
+	[[ "$text" == *ran* ]]
+	[[ "$text" != *root:* ]]
+	[[ "$text" == *rc=1* ]]
+	[[ "$(jq -r '.data.unconfined | join(" ")' <<<"$output")" == *"namespaces: none (bind mount: File name too long)"* ]]
+}
+
 @test "namespaces: require refuses when unavailable; off runs the old way" {
 	as root
 	tool --sandbox '{"namespaces":"off"}' 'ls /proc | grep -c "^[0-9]"'

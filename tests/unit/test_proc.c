@@ -356,6 +356,22 @@ static void test_namespaces(void)
 		CHECK(strstr(r.err.buf, "Permission denied") != NULL);
 		proc_result_release(&r);
 	}
+
+	/* a view that cannot be built (a mount point under a read-only bind):
+	 * run without the namespaces and say why, or with ns_no_fallback run
+	 * nothing and say so */
+	view[5] = (struct nsview_bind){ tmp, "/usr/forge-no-such-dir", NSVIEW_RW };
+	o.ns_required = false;
+	CHECK(sh(&r, &o, "echo ran") == 0);
+	CHECK_STR(r.out.buf, "ran\n");
+	CHECK_MSG(strstr(r.unconfined, "namespaces: bind mount") != NULL, "%s", r.unconfined);
+	proc_result_release(&r);
+	o.ns_no_fallback = true;
+	CHECK(sh(&r, &o, "echo ran") < 0);
+	CHECK(r.ns_failed);
+	CHECK_STR(r.out.buf, "");
+	CHECK(strstr(forge_last_error(), "namespaces: bind mount") != NULL);
+	proc_result_release(&r);
 }
 
 static void test_kill_running(void)

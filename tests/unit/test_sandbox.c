@@ -342,7 +342,7 @@ static void test_walls(void)
 
 	cmd.root = wt;
 	cmd.tmp = "/tmp";
-	sandbox_walls_build(&w, p, &cmd, env);
+	sandbox_walls_build(&w, p, &cmd, env, false);
 	CHECK(has(w.readable, "/usr"));
 	CHECK(has(w.readable, "/etc/passwd"));
 	CHECK(!has(w.readable, "/etc"));
@@ -364,13 +364,20 @@ static void test_walls(void)
 	CHECK(view_has(&w, wt, NULL, NSVIEW_RW));
 	CHECK(view_has(&w, w.forge_dir, NULL, NSVIEW_RO));
 	sandbox_walls_release(&w);
+	/* with the mount view covering the secrets, /etc is one entry */
+	sandbox_walls_build(&w, p, &cmd, env, true);
+	CHECK(has(w.readable, "/etc"));
+	CHECK(!has(w.readable, "/etc/passwd"));
+	if (access("/etc/shadow", F_OK) == 0)
+		CHECK(has(w.hidden, "/etc/shadow"));
+	sandbox_walls_release(&w);
 	sandbox_policy_free(p);
 
 	sec = json_parse("{\"read_anywhere\":true}", strlen("{\"read_anywhere\":true}"));
 	CHECK(sandbox_policy_new(&p, sec) == 0);
 	jv_free(sec);
 	CHECK(p->read_anywhere);
-	sandbox_walls_build(&w, p, &cmd, env);
+	sandbox_walls_build(&w, p, &cmd, env, false);
 	CHECK(view_has(&w, "/", "/", NSVIEW_RO));
 	CHECK(view_has(&w, "/tmp", NULL, NSVIEW_HIDE));
 	sandbox_walls_release(&w);
