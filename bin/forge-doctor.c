@@ -529,6 +529,33 @@ static jv check_sandbox(struct ctx *c)
 		notes = jv_array_append(notes, jv_string(
 			"no network namespace: commands run with the network"));
 	}
+	{
+		jv nsj = json_get(f, "namespaces"), cg = json_get(f, "cgroup_pids");
+		const char *m = json_get_str(nsj, "mode");
+		bool a = json_get_bool(nsj, "available", false);
+		if (!a && m && !strcmp(m, "require")) {
+			notes = jv_array_append(notes, jv_string(
+				"sandbox.namespaces is 'require' but user/PID/mount namespaces are unavailable: "
+				"commands will NOT run (set sandbox.namespaces to auto or off)"));
+			problem(c, jv_string("required namespaces are unavailable"));
+		} else if (!a && m && !strcmp(m, "auto")) {
+			notes = jv_array_append(notes, jv_string(
+				"no user/PID/mount namespaces: commands see every process (/proc), the host's "
+				"files (reads confined by Landlock only) and its unix sockets, and what they "
+				"start may outlive them"));
+		}
+		if (lla && !json_get_bool(ll, "scope", false))
+			notes = jv_array_append(notes, jv_string(
+				"Landlock ABI < 6: abstract unix sockets and signals are not scoped"));
+		if (!json_get_bool(cg, "available", false) && geteuid() == 0) {
+			const char *r = json_get_str(cg, "reason");
+			notes = jv_array_append(notes, jv_string_fmt(
+				"no pids cgroup (%s): the process limit does not bind root",
+				r ? r : "unknown"));
+		}
+		jv_free(nsj);
+		jv_free(cg);
+	}
 	jv_free(ll);
 	jv_free(ns);
 	return json_set(f, "notes", notes);
@@ -800,6 +827,36 @@ static void text_sandbox(struct buf *b, jv f)
 		buf_addf(&s, "unavailable (%s)", str_or(ns, "reason", "unknown"));
 	buf_addf(&s, "; sandbox.network: %s", str_or(ns, "mode", "?"));
 	kv(b, "network namespace", s.buf);
+	{
+		jv nsj = json_get(f, "namespaces"), cg = json_get(f, "cgroup_pids");
+		jv sc = json_get(f, "seccomp");
+		buf_reset(&s);
+		if (json_get_bool(nsj, "available", false))
+			buf_adds(&s, "available (user, pid, mount, ipc)");
+		else
+			buf_addf(&s, "unavailable (%s)", str_or(nsj, "reason", "unknown"));
+		buf_addf(&s, "; sandbox.namespaces: %s", str_or(nsj, "mode", "?"));
+		kv(b, "namespaces", s.buf);
+		buf_reset(&s);
+		buf_addf(&s, "reads %s, writes %s, scope %s",
+			 json_get_bool(ll, "reads", false) ? "yes" : "no",
+			 json_get_bool(ll, "writes", false) ? "yes" : "no",
+			 json_get_bool(ll, "scope", false) ? "yes" : "no (ABI < 6)");
+		if (json_get_bool(ll, "read_anywhere", false))
+			buf_adds(&s, "; sandbox.read_anywhere: true");
+		kv(b, "landlock walls", s.buf);
+		buf_reset(&s);
+		if (json_get_bool(cg, "available", false))
+			buf_addf(&s, "available (%s)", str_or(cg, "path", "?"));
+		else
+			buf_addf(&s, "unavailable (%s)", str_or(cg, "reason", "unknown"));
+		kv(b, "pids cgroup", s.buf);
+		kv(b, "seccomp", json_get_bool(sc, "available", false) ? "available (not used)"
+								      : "unavailable");
+		jv_free(nsj);
+		jv_free(cg);
+		jv_free(sc);
+	}
 	buf_release(&s);
 	kv(b, "openat2", json_get_bool(f, "openat2", false) ? "available" : "unavailable");
 	kv(b, "pidfd", json_get_bool(f, "pidfd", false) ? "available" : "unavailable");
@@ -952,7 +1009,9 @@ int main(int argc, char **argv)
 		.synopsis = "[--json] [--repo DIR] [--db PATH] [--config PATH]",
 		.description = "Report what this machine gives Forge: linked libraries, the programs,\n"
 			       "the database, the model provider (whether a key is set, never the key),\n"
-			       "sandbox features, linters and test runners on PATH, and the project.",
+			       "the sandbox walls this kernel gives run_command (namespaces, Landlock\n"
+			       "reads/writes/scope, network namespace, pids cgroup, seccomp) and which\n"
+			       "are missing, linters and test runners on PATH, and the project.",
 		.options = options,
 		.flags = CLI_MODEL_OPTIONS,
 		.extra_help = "A check that cannot run is reported in its section; the exit status is\n"

@@ -27,6 +27,12 @@
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
 #endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+#define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | \
+	LANDLOCK_ACCESS_FS_READ_DIR)
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
 #define SYS_landlock_add_rule 445
@@ -64,10 +70,18 @@ static uint64_t handled_fs(int abi)
 	return m;
 }
 
-static uint64_t file_rights(int abi)
+static uint64_t file_rights(int abi, bool reads)
 {
-	return LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0);
+	return LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0) |
+	       (reads ? LANDLOCK_ACCESS_FS_READ_FILE : 0);
 }
+
+/* The create_ruleset attribute of ABI 6 (the installed header may be older). */
+struct ruleset_attr6 {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
 
 /* Add a path-beneath rule; a missing path is skipped (returns 0). */
 static int add_path(int rs_fd, const char *path, uint64_t rights, bool must_be_dir)
@@ -91,7 +105,8 @@ static int add_path(int rs_fd, const char *path, uint64_t rights, bool must_be_d
 			rc = forge_error("landlock: '%s' is not a directory", path);
 			goto out;
 		}
-		rights &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+		rights &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
+			  LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
 	}
 	pb.allowed_access = rights;
 	pb.parent_fd = fd;
@@ -104,39 +119,76 @@ out:
 
 int landlock_ruleset_new(struct landlock_ruleset **out, const char *const *writable)
 {
+	struct landlock_spec spec = { .writable = writable };
+
+	return landlock_ruleset_build(out, &spec);
+}
+
+int landlock_ruleset_build(struct landlock_ruleset **out, const struct landlock_spec *spec)
+{
 	static const char *const devices[] = {
 		"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", NULL,
 	};
-	struct landlock_ruleset_attr attr = { 0 };
+	static const char *const readable_devices[] = { "/dev/random", "/dev/urandom", NULL };
+	struct ruleset_attr6 attr = { 0 };
 	struct landlock_ruleset *rs;
 	int abi = landlock_abi();
+	uint64_t rw;
 
 	*out = NULL;
 	if (abi < 1)
 		return forge_error("landlock: not supported by this kernel");
 	rs = xcalloc(1, sizeof(*rs));
 	rs->abi = abi;
-	attr.handled_access_fs = handled_fs(abi);
-	rs->fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	rs->reads = spec->reads;
+	rw = handled_fs(abi) | (spec->reads ? FS_READ : 0);
+	attr.handled_access_fs = rw;
+	if (abi >= 6) {
+		attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+		rs->scoped = true;
+	}
+	rs->fd = (int)syscall(SYS_landlock_create_ruleset, &attr,
+			      abi >= 6 ? sizeof(attr) : sizeof(attr.handled_access_fs), 0);
 	if (rs->fd < 0) {
 		int e = errno;
 		free(rs);
 		return forge_error("landlock: cannot create a ruleset: %s", strerror(e));
 	}
 	fcntl(rs->fd, F_SETFD, FD_CLOEXEC);
-	for (size_t i = 0; writable && writable[i]; i++)
-		if (add_path(rs->fd, writable[i], handled_fs(abi), true) < 0)
+	for (size_t i = 0; spec->writable && spec->writable[i]; i++)
+		if (add_path(rs->fd, spec->writable[i], rw, true) < 0)
+			goto fail;
+	for (size_t i = 0; spec->reads && spec->readable && spec->readable[i]; i++)
+		if (add_path(rs->fd, spec->readable[i], FS_READ, false) < 0)
 			goto fail;
 	for (size_t i = 0; devices[i]; i++)
-		if (add_path(rs->fd, devices[i], file_rights(abi), false) < 0)
+		if (add_path(rs->fd, devices[i], file_rights(abi, spec->reads) |
+			     (spec->reads && !strcmp(devices[i], "/dev/pts") ? FS_READ : 0), false) < 0)
 			goto fail;
-	if (add_path(rs->fd, "/dev/shm", handled_fs(abi), false) < 0)
-		goto fail;
+	for (size_t i = 0; spec->reads && readable_devices[i]; i++)
+		if (add_path(rs->fd, readable_devices[i], LANDLOCK_ACCESS_FS_READ_FILE, false) < 0)
+			goto fail;
 	*out = rs;
 	return 0;
 fail:
 	landlock_ruleset_free(rs);
 	return -1;
+}
+
+int landlock_allow_child(int rs_fd, const char *path, bool list_only)
+{
+	struct landlock_path_beneath_attr pb = { 0 };
+	int fd = open(path, O_PATH | O_CLOEXEC | O_DIRECTORY), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	pb.allowed_access = list_only ? LANDLOCK_ACCESS_FS_READ_DIR
+				      : LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+	pb.parent_fd = fd;
+	if (syscall(SYS_landlock_add_rule, rs_fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 void landlock_ruleset_free(struct landlock_ruleset *rs)

@@ -8,10 +8,12 @@
  * functions below make raw system calls only, allocate nothing and touch no
  * locks.  They return 0 or a negative errno value instead of setting errno.
  *
- * What a confined child can do: read and execute anything it could before;
- * create, write, truncate, rename, link or remove files only beneath the
+ * What a confined child can do: read and execute anything it could before
+ * (or, with a landlock_spec that confines reads, only beneath its readable
+ * and writable paths); create, write, truncate, rename, link or remove
+ * files only beneath the
  * directories given to landlock_ruleset_new() (plus the character devices
- * /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx and /dev/pts, /dev/shm);
+ * /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx and /dev/pts);
  * everything else fails with EACCES.  Rules survive exec and are inherited by
  * every descendant; no_new_privs is set, so setuid programs lose their power.
  */
@@ -32,6 +34,23 @@ int landlock_abi(void);
 struct landlock_ruleset {
 	int fd;
 	int abi;
+	bool reads;     /* reads are confined too */
+	bool scoped;    /* ABI >= 6: abstract unix sockets and signals scoped */
+};
+
+/*
+ * What a ruleset allows.  With reads false only writes are confined (the
+ * ruleset of landlock_ruleset_new()).  With reads true, reading, listing
+ * and executing are allowed only beneath `readable` and `writable` (and on
+ * the devices above plus /dev/random and /dev/urandom); a readable path
+ * may be a file.  From ABI 6 the ruleset also scopes abstract unix sockets
+ * and signals: the confined process can neither connect to an abstract
+ * socket nor signal a process outside its own Landlock domain.
+ */
+struct landlock_spec {
+	const char *const *writable;
+	const char *const *readable;
+	bool reads;
 };
 
 /*
@@ -42,7 +61,15 @@ struct landlock_ruleset {
  * ("landlock: not supported by this kernel") or a rule cannot be added.
  */
 int landlock_ruleset_new(struct landlock_ruleset **out, const char *const *writable);
+int landlock_ruleset_build(struct landlock_ruleset **out, const struct landlock_spec *spec);
 void landlock_ruleset_free(struct landlock_ruleset *rs);
+
+/*
+ * In the child, before landlock_enforce_child(): allow reading (list_only:
+ * only listing) beneath the directory path, which may exist only in the
+ * child's mount namespace (its fresh /proc).  Async-signal-safe.  0 or -errno.
+ */
+int landlock_allow_child(int rs_fd, const char *path, bool list_only);
 
 /*
  * In the child: set no_new_privs and enforce rs_fd on the calling process.

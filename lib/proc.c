@@ -5,15 +5,20 @@
 #include "proc.h"
 #include "forge.h"
 #include "landlock.h"
+#include "nsview.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,6 +30,9 @@
 #endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
+#endif
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
 #endif
 #ifndef SYS_close_range
 #define SYS_close_range 436
@@ -158,7 +166,8 @@ static void capture_finish(struct buf *out, struct capture *c)
 /* ---- the child ---- */
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
-enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT };
+enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS,
+       ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
 	int kind, stage, err;
@@ -173,6 +182,10 @@ struct child_plan {
 	struct { int res; struct rlimit rl; } rl[5];
 	int nrl;
 	char *const *envp;
+	bool ns;                 /* this attempt makes namespaces */
+	const struct nsview *view; /* NULL: the host's files, a fresh /proc */
+	int go_fd;               /* the parent has put the child in its cgroup: one byte, or -1 */
+	int status_fd;           /* PID 1 writes the command's wait status here */
 };
 
 static void child_report(int fd, int kind, int stage, int err)
@@ -186,6 +199,95 @@ static __attribute__((noreturn)) void child_fail(int fd, int stage, int err)
 {
 	child_report(fd, REC_FATAL, stage, err);
 	_exit(127);
+}
+
+/* Wait until the parent has moved this process into its pids cgroup (it
+ * does so while we build the namespaces: a cgroup move may wait for an RCU
+ * grace period); nothing may fork or exec before. */
+static void wait_go(const struct child_plan *p)
+{
+	char c;
+
+	if (p->go_fd < 0)
+		return;
+	while (read(p->go_fd, &c, 1) < 0 && errno == EINTR)
+		;
+}
+
+static int apply_landlock(const struct child_plan *p)
+{
+	const struct proc_opts *o = p->o;
+
+	if (o->landlock_fd >= 0) {
+		int r = landlock_enforce_child(o->landlock_fd);
+		if (r < 0) {
+			if (o->landlock_required)
+				child_fail(p->rep_fd, ST_LANDLOCK, -r);
+			child_report(p->rep_fd, REC_WARN, ST_LANDLOCK, -r);
+		}
+	}
+	return 0;
+}
+
+/* PID 1 of the namespace forwards these to every process in it. */
+static void init_forward(int sig)
+{
+	kill(-1, sig);
+}
+
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+/* PID 1 of the namespace: start the command, reap everything, exit with
+ * the command's status (which takes the rest of the namespace along). */
+static __attribute__((noreturn)) void init_main(const struct child_plan *p)
+{
+	const struct proc_opts *o = p->o;
+	struct sigaction sa;
+	pid_t cmd;
+	int st = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = init_forward;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &sa, NULL);
+	wait_go(p);
+	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (cmd < 0)
+		child_fail(p->rep_fd, ST_EXEC, errno);
+	if (cmd == 0) {
+		struct sigaction dfl;
+		int r;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+			sigaction(forwarded[i], &dfl, NULL);
+		if (o->cwd && chdir(o->cwd) < 0)
+			child_fail(p->rep_fd, ST_CHDIR, errno);
+		apply_landlock(p);
+		if ((r = nsview_drop_caps_child()) < 0)
+			child_fail(p->rep_fd, ST_CAPS, -r);
+		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		execve(o->argv[0], (char *const *)o->argv, p->envp);
+		child_fail(p->rep_fd, ST_EXEC, errno);
+	}
+	close(p->rep_fd);
+	for (int fd = 0; fd < 3; fd++)
+		close(fd);
+	for (;;) {
+		int s = 0;
+		pid_t w = waitpid(-1, &s, 0);
+		if (w == cmd) {
+			st = s;
+			break;
+		}
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	if (write(p->status_fd, &st, sizeof(st)) < 0) {
+		/* the parent then sees the exit status below */
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
 /* Runs between fork and exec: async-signal-safe calls only. */
@@ -206,11 +308,42 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 
 	if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
 		child_fail(p->rep_fd, ST_DUP, errno);
-	if (o->cwd && chdir(o->cwd) < 0)
-		child_fail(p->rep_fd, ST_CHDIR, errno);
 	for (int i = 0; i < p->nrl; i++)
 		if (setrlimit(p->rl[i].res, &p->rl[i].rl) < 0)
 			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
+	if (p->ns) {
+		int r, stage = NSV_MAPS;
+		/* The id maps can be written only while /proc/self is ours (the
+		 * parent may be non-dumpable).  Then PID 1, a copy of this
+		 * process with its environment, becomes non-dumpable: the
+		 * command must not read its /proc/1/environ or memory. */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		r = nsview_maps_child(p->uid, p->gid);
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		/* Should Forge die, the namespace dies with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (r < 0)
+			child_fail(p->rep_fd, ST_NS + NSV_MAPS, -r);
+		if (p->view) {
+			r = nsview_enter_child(p->view, &stage);
+		} else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+			r = -errno;
+			stage = NSV_PRIVATE;
+		} else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+			r = -errno;
+			stage = NSV_PROC;
+		}
+		if (r < 0)
+			child_fail(p->rep_fd, ST_NS + stage, -r);
+		if (o->landlock_fd >= 0 && o->landlock_reads) {
+			landlock_allow_child(o->landlock_fd, "/proc", false);
+			if (p->view)
+				landlock_allow_child(o->landlock_fd, "/", true);
+		}
+		init_main(p);
+	}
+	if (o->cwd && chdir(o->cwd) < 0)
+		child_fail(p->rep_fd, ST_CHDIR, errno);
 	if (o->new_netns) {
 		int r = netns_enter_child(p->priv, p->uid, p->gid);
 		if (r < 0) {
@@ -219,14 +352,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 			child_report(p->rep_fd, REC_WARN, ST_NETNS, -r);
 		}
 	}
-	if (o->landlock_fd >= 0) {
-		int r = landlock_enforce_child(o->landlock_fd);
-		if (r < 0) {
-			if (o->landlock_required)
-				child_fail(p->rep_fd, ST_LANDLOCK, -r);
-			child_report(p->rep_fd, REC_WARN, ST_LANDLOCK, -r);
-		}
-	}
+	apply_landlock(p);
+	wait_go(p);
 	/* Everything above fd 2 closes at exec (the report pipe included). */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	execve(o->argv[0], (char *const *)o->argv, p->envp);
@@ -242,7 +369,10 @@ static const char *stage_name(int stage)
 	case ST_EXEC: return "exec";
 	case ST_DUP: return "dup2";
 	case ST_RLIMIT: return "setrlimit";
+	case ST_CAPS: return "drop capabilities";
 	}
+	if (stage > ST_NS)
+		return nsview_stage_name(stage - ST_NS);
 	return "setup";
 }
 
@@ -291,6 +421,35 @@ static void note_unconfined(struct proc_result *r, int stage, int err)
 	(void)n;
 }
 
+static void __attribute__((format(printf, 2, 3))) note_text(struct proc_result *r, const char *fmt, ...)
+{
+	size_t len = strlen(r->unconfined);
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(r->unconfined + len, sizeof(r->unconfined) - len, "%s%s", len ? "; " : "", msg);
+}
+
+/* Write to a pipe whose reader may be gone without raising SIGPIPE. */
+static void write_nosigpipe(int fd, const void *p, size_t n)
+{
+	sigset_t set, saved, pend;
+	bool was_pending;
+	struct timespec zero = { 0, 0 };
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigpending(&pend);
+	was_pending = sigismember(&pend, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &saved);
+	if (write(fd, p, n) < 0 && errno == EPIPE && !was_pending)
+		sigtimedwait(&set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
 void proc_result_release(struct proc_result *r)
 {
 	if (!r)
@@ -304,7 +463,10 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	struct child_plan plan;
 	struct capture cap_out, cap_err;
 	int in_pipe[2] = { -1, -1 }, out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-	int rep_pipe[2] = { -1, -1 }, null_fd = -1, pidfd = -1;
+	int rep_pipe[2] = { -1, -1 }, status_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 };
+	int null_fd = -1, pidfd = -1;
+	struct cgroup_pids cg = { .procs_fd = -1 };
+	struct nsview view = { 0 };
 	sigset_t all, old, pipeset, pipe_saved;
 	bool pipe_was_pending = false, pipe_blocked = false, exited = false, killed_term = false;
 	size_t in_off = 0;
@@ -334,7 +496,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 		goto out;
 	}
 	if (pipe2(out_pipe, O_CLOEXEC) < 0 || (!o->merge_stderr && pipe2(err_pipe, O_CLOEXEC) < 0) ||
-	    pipe2(rep_pipe, O_CLOEXEC) < 0) {
+	    (o->new_ns && pipe2(status_pipe, O_CLOEXEC) < 0)) {
 		forge_error("proc: pipe: %s", strerror(errno));
 		goto out;
 	}
@@ -342,35 +504,79 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.in_fd = o->input ? in_pipe[0] : null_fd;
 	plan.out_fd = out_pipe[1];
 	plan.err_fd = o->merge_stderr ? out_pipe[1] : err_pipe[1];
-	plan.rep_fd = rep_pipe[1];
 	plan.priv = netns_privileged();
 	plan.uid = getuid();
 	plan.gid = getgid();
 	plan.envp = o->envp ? o->envp : environ;
+	plan.go_fd = -1;
+	plan.status_fd = status_pipe[1];
 	add_limit(&plan, RLIMIT_CPU, o->limits.cpu_s, true);
 	add_limit(&plan, RLIMIT_AS, o->limits.as_bytes, false);
 	add_limit(&plan, RLIMIT_FSIZE, o->limits.fsize_bytes, false);
 	add_limit(&plan, RLIMIT_NOFILE, o->limits.nofile, false);
 	add_limit(&plan, RLIMIT_NPROC, o->limits.nproc, false);
+	if (o->limits.nproc) {
+		const char *why = NULL;
+		if (cgroup_pids_new(&cg, o->limits.nproc, &why) < 0 && geteuid() == 0)
+			note_text(r, "processes: not limited for root (no pids cgroup: %s)", why);
+	}
+	if (o->new_ns && o->view) {
+		nsview_prepare(&view, o->view, o->nview);
+		plan.view = &view;
+	}
+	plan.ns = o->new_ns;
 
+attempt:
+	if (pipe2(rep_pipe, O_CLOEXEC) < 0 || (cg.procs_fd >= 0 && pipe2(go_pipe, O_CLOEXEC) < 0)) {
+		forge_error("proc: pipe: %s", strerror(errno));
+		goto out;
+	}
+	plan.rep_fd = rep_pipe[1];
+	plan.go_fd = go_pipe[0];
 	fflush(NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = fork();
+	if (plan.ns) {
+		unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+				      (o->new_netns ? CLONE_NEWNET : 0) | SIGCHLD;
+		pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+		if (pid < 0 && !o->ns_required) {
+			note_text(r, "namespaces: clone: %s", strerror(errno));
+			if (o->ns_no_fallback) {
+				pthread_sigmask(SIG_SETMASK, &old, NULL);
+				r->ns_failed = true;
+				forge_error("cannot make namespaces: %s", r->unconfined);
+				goto out;
+			}
+			plan.ns = false;
+			pid = fork();
+		}
+	} else {
+		pid = fork();
+	}
 	if (pid == 0)
 		child_main(&plan);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
-		forge_error("proc: fork: %s", strerror(errno));
+		if (plan.ns)
+			forge_error("cannot apply namespaces: clone: %s (required by the configuration)",
+				    strerror(errno));
+		else
+			forge_error("proc: fork: %s", strerror(errno));
 		goto out;
 	}
 	setpgid(pid, pid);
 	running_add(pid);
-	close_fd(&in_pipe[0]);
-	close_fd(&null_fd);
-	close_fd(&out_pipe[1]);
-	close_fd(&err_pipe[1]);
 	close_fd(&rep_pipe[1]);
+	close_fd(&go_pipe[0]);
+	if (go_pipe[1] >= 0) {
+		char num[24];
+		int n = snprintf(num, sizeof(num), "%ld\n", (long)pid);
+		if (write(cg.procs_fd, num, (size_t)n) < 0)
+			note_text(r, "processes: cannot join the pids cgroup: %s", strerror(errno));
+		write_nosigpipe(go_pipe[1], "g", 1);	/* the child may have died: its report says why */
+		close_fd(&go_pipe[1]);
+	}
 
 	/* The report pipe closes at exec; read what the child said before. */
 	for (;;) {
@@ -385,6 +591,20 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 				;
 			running_del(pid);
 			pid = -1;
+			close_fd(&rep_pipe[0]);
+			close_fd(&go_pipe[0]);
+			close_fd(&go_pipe[1]);
+			if (plan.ns && rec.stage > ST_NS && !o->ns_required) {
+				/* Run it as without namespaces, and say so. */
+				note_unconfined(r, rec.stage, rec.err);
+				if (o->ns_no_fallback) {
+					r->ns_failed = true;
+					forge_error("cannot make namespaces: %s", r->unconfined);
+					goto out;
+				}
+				plan.ns = false;
+				goto attempt;
+			}
 			if (rec.stage == ST_EXEC)
 				forge_error("cannot run '%s': %s", o->argv[0], strerror(rec.err));
 			else if (rec.stage == ST_CHDIR)
@@ -397,6 +617,11 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 		}
 		note_unconfined(r, rec.stage, rec.err);
 	}
+	close_fd(&in_pipe[0]);
+	close_fd(&null_fd);
+	close_fd(&out_pipe[1]);
+	close_fd(&err_pipe[1]);
+	close_fd(&status_pipe[1]);
 	close_fd(&rep_pipe[0]);
 
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -503,6 +728,12 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 		;
 	running_del(pid);
 	pid = -1;
+	if (status_pipe[0] >= 0) {
+		/* PID 1 of a namespace passes on how the command ended. */
+		int cst;
+		if (read(status_pipe[0], &cst, sizeof(cst)) == (ssize_t)sizeof(cst))
+			st = cst;
+	}
 	if (WIFEXITED(st)) {
 		r->exit_code = WEXITSTATUS(st);
 	} else if (WIFSIGNALED(st)) {
@@ -538,6 +769,12 @@ out:
 	close_fd(&rep_pipe[1]);
 	close_fd(&null_fd);
 	close_fd(&pidfd);
+	close_fd(&status_pipe[0]);
+	close_fd(&status_pipe[1]);
+	close_fd(&go_pipe[0]);
+	close_fd(&go_pipe[1]);
+	cgroup_pids_free(&cg);
+	nsview_release(&view);
 	r->out_bytes = cap_out.total;
 	r->err_bytes = cap_err.total;
 	capture_finish(&r->out, &cap_out);

@@ -52,11 +52,36 @@
  *   its `*_required` flag is false, the child runs without it and
  *   r.unconfined says what is missing ("network: unshare: Operation not
  *   permitted"); with the flag set proc_run fails and nothing runs.
+ * - Namespaces (new_ns, nsview.h): the child is created with clone() in new
+ *   user, PID, mount and IPC namespaces (and network with new_netns).  It is
+ *   PID 1 there: it builds the file-system view (`view`: only the listed
+ *   paths exist, plus a minimal /dev and a fresh /proc showing only the
+ *   command's processes; view NULL keeps the host's files but still mounts a
+ *   fresh /proc), then forks the command (which runs with no capabilities)
+ *   and waits for it.  When the command exits, PID 1 exits with its status
+ *   and the kernel kills everything else in the namespace: nothing the
+ *   command started (setsid, double fork) outlives it; PID 1 also dies
+ *   (PR_SET_PDEATHSIG) should the calling process be killed.  Signals sent
+ *   to the group on timeout reach every process.  When the namespaces cannot be
+ *   made (clone or a mount fails) and ns_required is false the command runs
+ *   as without them and r.unconfined says why; with ns_required it fails;
+ *   with ns_no_fallback proc_run returns -1 with r.ns_failed set and the
+ *   reason in r.unconfined, having run nothing (the caller may then prepare
+ *   a confinement that does not count on the namespaces and run again).
+ * - Processes: with limits.nproc and a writable pids cgroup (cgroup v1 pids
+ *   hierarchy, or v2 with the pids controller delegated) the child runs in
+ *   a cgroup of its own with pids.max = nproc (this binds root, which
+ *   RLIMIT_NPROC does not), removed after the run.  Running as root without
+ *   such a cgroup is noted in r.unconfined.
  * - Between fork and exec the child calls only async-signal-safe functions
- *   (setpgid, sigaction, sigprocmask, setrlimit, unshare, open/write of
- *   /proc/self maps, prctl, landlock syscalls, dup2, chdir, execve, write,
- *   _exit); everything it needs is prepared before fork.  Exec failures
- *   come back to the parent over an O_CLOEXEC pipe.
+ *   and raw system calls (setpgid, sigaction, sigprocmask, setrlimit,
+ *   unshare, clone, open/write of /proc/self maps and cgroup.procs, prctl,
+ *   capset, mkdir, symlink, mount, umount2, pivot_root, landlock syscalls,
+ *   dup2, chdir, waitpid, kill, execve, write, _exit); everything it needs
+ *   (paths, the view, the ruleset, the cgroup fd) is prepared before fork.
+ *   With namespaces the child is made by a raw clone(), so no atfork
+ *   handler runs.  Exec and setup failures come back to the parent over an
+ *   O_CLOEXEC pipe.
  */
 #ifndef FORGE_PROC_H
 #define FORGE_PROC_H
@@ -75,6 +100,8 @@ struct proc_limits {
 	unsigned long nproc;          /* RLIMIT_NPROC */
 };
 
+struct nsview_bind;
+
 struct proc_opts {
 	const char *const *argv;      /* argv[0] is a path; required */
 	char *const *envp;            /* NULL = inherit */
@@ -90,6 +117,13 @@ struct proc_opts {
 	bool landlock_required;
 	bool new_netns;               /* cut the network */
 	bool netns_required;
+	bool new_ns;                  /* own user, PID, mount and IPC namespaces */
+	bool ns_required;
+	const struct nsview_bind *view; /* with new_ns: the paths the command sees */
+	size_t nview;
+	bool landlock_reads;          /* the ruleset confines reads: allow the fresh /proc */
+	bool ns_no_fallback;          /* namespaces fail (not required): -1 and r.ns_failed,
+					 nothing run, instead of running without them */
 };
 
 #define PROC_OPTS_INIT { .landlock_fd = -1, .kill_grace_ms = 2000 }
@@ -104,6 +138,7 @@ struct proc_result {
 	size_t err_bytes;
 	long duration_ms;
 	char unconfined[256]; /* "" or what could not be applied, "; "-joined */
+	bool ns_failed;       /* with ns_no_fallback: the namespaces could not be made */
 };
 
 /* Run to completion; see the contract above.  0, or -1 with a message. */

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "landlock.h"
 #include "llm.h"
+#include "nsview.h"
 #include "resource.h"
 
 #include <ctype.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -759,6 +761,13 @@ int sandbox_policy_new(struct sandbox_policy **out, jv section)
 				      : json_get_str(defs, "landlock"));
 	p->network = mode_of(json_has(section, "network") ? json_get_str(section, "network")
 				     : json_get_str(defs, "network"));
+	p->namespaces = mode_of(json_has(section, "namespaces") ? json_get_str(section, "namespaces")
+					: json_get_str(defs, "namespaces"));
+	p->read_anywhere = json_get_bool(section, "read_anywhere",
+					 json_get_bool(defs, "read_anywhere", false));
+	v = pick(section, defs, "read_paths");
+	p->read_paths = strlist(v);
+	jv_free(v);
 	lim = pick(section, defs, "limits");
 	{
 		jv dl = json_get(defs, "limits");
@@ -834,6 +843,7 @@ void sandbox_policy_free(struct sandbox_policy *p)
 	rules_free(p->deny, p->ndeny);
 	rules_free(p->ask, p->nask);
 	strv_free(p->writable);
+	strv_free(p->read_paths);
 	strv_free(p->env_extra);
 	free(p);
 }
@@ -915,25 +925,51 @@ static const char *mode_name(enum sandbox_mode m, bool net)
 
 int sandbox_features(jv *out, const struct sandbox_policy *p)
 {
-	const char *why = NULL;
-	bool net = netns_available(&why);
+	const char *why = NULL, *nswhy = NULL, *cgwhy = NULL, *cgbase;
+	bool net = netns_available(&why), ns = nsview_available(&nswhy);
 	int abi = landlock_abi();
-	jv ll = jv_object(), ns = jv_object(), f = jv_object();
+	jv ll = jv_object(), nn = jv_object(), f = jv_object(), nsj = jv_object(), cg = jv_object();
+	jv sc = jv_object();
 	long pfd;
 
 	ll = json_set(ll, "available", jv_bool(abi > 0));
 	ll = json_set(ll, "abi", jv_number(abi));
+	ll = json_set(ll, "writes", jv_bool(abi > 0));
+	ll = json_set(ll, "reads", jv_bool(abi > 0));
+	ll = json_set(ll, "scope", jv_bool(abi >= 6));
 	if (abi <= 0)
 		ll = json_set(ll, "reason", jv_string("the kernel offers no Landlock"));
-	ns = json_set(ns, "available", jv_bool(net));
+	nn = json_set(nn, "available", jv_bool(net));
 	if (!net)
-		ns = json_set(ns, "reason", jv_string(why ? why : "unknown"));
+		nn = json_set(nn, "reason", jv_string(why ? why : "unknown"));
+	nsj = json_set(nsj, "available", jv_bool(ns));
+	nsj = json_set(nsj, "user", jv_bool(ns));
+	nsj = json_set(nsj, "pid", jv_bool(ns));
+	nsj = json_set(nsj, "mount", jv_bool(ns));
+	nsj = json_set(nsj, "ipc", jv_bool(ns));
+	if (!ns)
+		nsj = json_set(nsj, "reason", jv_string(nswhy ? nswhy : "unknown"));
+	cgbase = cgroup_pids_base(&cgwhy);
+	cg = json_set(cg, "available", jv_bool(cgbase != NULL));
+	cg = cgbase ? json_set(cg, "path", jv_string(cgbase))
+		    : json_set(cg, "reason", jv_string(cgwhy ? cgwhy : "unknown"));
+	{
+		int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+		sc = json_set(sc, "available", jv_bool(mode >= 0));
+		sc = json_set(sc, "used", jv_bool(false));
+	}
 	if (p) {
 		ll = json_set(ll, "mode", jv_string(mode_name(p->landlock, false)));
-		ns = json_set(ns, "mode", jv_string(mode_name(p->network, true)));
+		nn = json_set(nn, "mode", jv_string(mode_name(p->network, true)));
+		nsj = json_set(nsj, "mode", jv_string(mode_name(p->namespaces, false)));
+		ll = json_set(ll, "read_anywhere", jv_bool(p->read_anywhere));
+		cg = json_set(cg, "max", jv_number((double)p->limits.nproc));
 	}
 	f = json_set(f, "landlock", ll);
-	f = json_set(f, "network_namespace", ns);
+	f = json_set(f, "network_namespace", nn);
+	f = json_set(f, "namespaces", nsj);
+	f = json_set(f, "cgroup_pids", cg);
+	f = json_set(f, "seccomp", sc);
 	{
 		struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
 		long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
@@ -1026,23 +1062,73 @@ void sandbox_env_free(char **env)
 
 /* ================================================================ run */
 
+/* path made absolute (its real path; as given when that fails). */
+static char *abs_path(const char *path)
+{
+	char *r = path[0] == '/' ? NULL : realpath(path, NULL);
+	return r ? r : xstrdup(path);
+}
+
+/* Namespaces that failed at run time (a mount refused: /proc masked in a
+ * container) are not tried again by this process. */
+static bool ns_broken;
+static char ns_broken_why[256];
+
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd)
 {
-	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_opts o;
 	struct landlock_ruleset *rs = NULL;
+	struct sandbox_walls walls;
+	struct sandbox_cmd abs;
+	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
 	char **env = NULL;
-	const char **writable = NULL;
-	jv notes = jv_array();
-	size_t nw = 0;
+	jv notes = jv_null();
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
+	memset(&walls, 0, sizeof(walls));
 	buf_init(&out->out, 0);
 	buf_init(&out->err, 0);
 	if (unconfined)
 		*unconfined = jv_null();
+	/* The view and PID 1's chdir need absolute paths. */
+	abs = *cmd;
+	abs.root = root_abs = abs_path(cmd->root);
+	abs.cwd = cwd_abs = cmd->cwd ? abs_path(cmd->cwd) : NULL;
+	abs.tmp = tmp_abs = cmd->tmp ? abs_path(cmd->tmp) : NULL;
+	cmd = &abs;
+	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
+again:
+	o = (struct proc_opts)PROC_OPTS_INIT;
+	jv_free(notes);
+	notes = jv_array();
+	sandbox_walls_build(&walls, p, cmd, env,
+			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_available(NULL));
+	if (p->namespaces != SANDBOX_OFF) {
+		const char *why = NULL;
+		if (ns_broken || !nsview_available(&why)) {
+			if (ns_broken)
+				why = ns_broken_why;
+			if (p->namespaces == SANDBOX_REQUIRE) {
+				forge_error("namespaces are required (sandbox.namespaces) but %s; refusing to run the command",
+					    why);
+				goto out;
+			}
+			struct buf b = BUF_INIT;
+			buf_addf(&b, "namespaces: none (%s); the command sees every process, the host's files and sockets, .forge is writable, and what it starts may outlive it",
+				 why);
+			notes = jv_array_append(notes, jv_string(b.buf));
+			buf_release(&b);
+		} else {
+			o.new_ns = true;
+			o.ns_required = p->namespaces == SANDBOX_REQUIRE;
+			o.ns_no_fallback = !o.ns_required;
+			o.view = walls.view;
+			o.nview = walls.nview;
+		}
+	}
 	if (p->landlock != SANDBOX_OFF) {
 		if (landlock_abi() < 1) {
 			if (p->landlock == SANDBOX_REQUIRE) {
@@ -1051,30 +1137,25 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 			}
 			notes = jv_array_append(notes, jv_string("landlock: the kernel offers none; writes are not confined"));
 		} else {
-			while (p->writable && p->writable[nw])
-				nw++;
-			writable = xcalloc(nw + 3, sizeof(char *));
-			writable[0] = cmd->root;
-			writable[1] = cmd->tmp;
-			for (size_t i = 0; i < nw; i++)
-				writable[i + 2] = p->writable[i];
-			if (!cmd->tmp) {
-				writable[1] = writable[nw + 1];
-				writable[nw + 1] = NULL;
-			}
-			if (landlock_ruleset_new(&rs, writable) < 0) {
+			struct landlock_spec spec = {
+				.writable = (const char *const *)walls.writable,
+				.readable = (const char *const *)walls.readable,
+				.reads = !p->read_anywhere,
+			};
+			if (landlock_ruleset_build(&rs, &spec) < 0) {
 				if (p->landlock == SANDBOX_REQUIRE)
 					goto out;
 				notes = jv_array_append(notes, jv_string(forge_last_error()));
 			} else {
 				o.landlock_fd = rs->fd;
 				o.landlock_required = p->landlock == SANDBOX_REQUIRE;
+				o.landlock_reads = rs->reads;
 			}
 		}
 	}
 	if (p->network != SANDBOX_OFF) {
 		const char *why = NULL;
-		if (!netns_available(&why)) {
+		if (!o.new_ns && !netns_available(&why)) {
 			if (p->network == SANDBOX_REQUIRE) {
 				forge_error("the network must be cut (sandbox.network is deny) but %s; refusing to run the command",
 					    why ? why : "network namespaces are unavailable");
@@ -1089,7 +1170,6 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 			o.netns_required = p->network == SANDBOX_REQUIRE;
 		}
 	}
-	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
 	o.argv = argv;
 	o.envp = env;
 	o.cwd = cmd->cwd ? cmd->cwd : cmd->root;
@@ -1100,6 +1180,17 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	o.limits.cpu_s = (unsigned long)(o.timeout_ms / 1000) + 10;
 	proc_result_release(out);
 	rc = proc_run(out, &o);
+	if (rc < 0 && out->ns_failed && !ns_broken) {
+		/* Prepare walls that do not count on the view, and run without. */
+		ns_broken = true;
+		snprintf(ns_broken_why, sizeof(ns_broken_why), "%s",
+			 strncmp(out->unconfined, "namespaces: ", 12) ? out->unconfined
+								       : out->unconfined + 12);
+		landlock_ruleset_free(rs);
+		rs = NULL;
+		sandbox_walls_release(&walls);
+		goto again;
+	}
 	if (rc == 0 && out->unconfined[0])
 		notes = jv_array_append(notes, jv_string(out->unconfined));
 out:
@@ -1110,6 +1201,9 @@ out:
 	jv_free(notes);
 	sandbox_env_free(env);
 	landlock_ruleset_free(rs);
-	free(writable);
+	sandbox_walls_release(&walls);
+	free(root_abs);
+	free(cwd_abs);
+	free(tmp_abs);
 	return rc;
 }

@@ -32,8 +32,10 @@
  * the start, or after ; & | ( ` { newline $( or the words then do else sudo
  * exec command nohup time nice env xargs builtin, then any VAR=value or
  * -option words, then an optional directory prefix ("/bin/").  The policy is
- * a guard rail against accidents, not a security boundary: the boundary is
- * Landlock, the namespace and the rlimits.
+ * a guard rail against accidents and advice to the model, not a security
+ * boundary (`${g}t push` or `cat ~/.s?h/id_rsa` slip past any regex): the
+ * boundary is the kernel's (sandbox_run(): namespaces and the mount view,
+ * Landlock, the network namespace, the pids cgroup and the rlimits).
  *
  * Errors: functions return 0, or one of the negative codes below after
  * forge_error(); SANDBOX_EDENIED is an escape attempt (not retryable),
@@ -131,6 +133,9 @@ struct sandbox_policy {
 	enum sandbox_mode landlock;  /* config: auto | require | off */
 	enum sandbox_mode network;   /* config: auto | deny (=require) | allow (=off) */
 	struct proc_limits limits;
+	enum sandbox_mode namespaces; /* config: auto | require | off */
+	bool read_anywhere;          /* config: no read allow-list */
+	char **read_paths;           /* further readable paths (NULL-terminated) */
 	char **writable;             /* further writable dirs (NULL-terminated) */
 	char **env_extra;            /* further variable names (NULL-terminated) */
 	struct sandbox_rule *deny, *ask;
@@ -153,8 +158,13 @@ enum sandbox_verdict sandbox_check_command(const struct sandbox_policy *p, const
 
 /*
  * What confinement this system offers, for `forge doctor` and events:
- * {"landlock":{"available":true,"abi":7,"mode":"auto"},
+ * {"landlock":{"available":true,"abi":7,"writes":true,"reads":true,
+ *              "scope":true,"mode":"auto","read_anywhere":false},
  *  "network_namespace":{"available":true,"mode":"auto","reason":…},
+ *  "namespaces":{"available":true,"user":…,"pid":…,"mount":…,"ipc":…,
+ *                "mode":"auto","reason":…},
+ *  "cgroup_pids":{"available":true,"path":…|"reason":…,"max":1024},
+ *  "seccomp":{"available":true,"used":false},
  *  "openat2":true,"pidfd":true}.  p may be NULL (modes left out).
  */
 int sandbox_features(jv *out, const struct sandbox_policy *p);
@@ -182,8 +192,23 @@ struct sandbox_cmd {
 
 /*
  * Run a command under the policy's confinement: its own process group,
- * timeout, rlimits, output cap, a clean environment, Landlock (writes only
- * to root, tmp and p->writable) and a network namespace as configured.
+ * timeout, rlimits, output cap, a clean environment, and the kernel walls:
+ * - namespaces (sandbox.namespaces): own user, PID, mount and IPC
+ *   namespaces (proc.h, nsview.h).  The command sees only the allow-list
+ *   below, a minimal /dev and a /proc of its own processes (no Forge
+ *   process, no host socket under /tmp or /run, no /dev/shm); root's
+ *   .forge is read-only; everything it starts ends with it;
+ * - Landlock (sandbox.landlock): writes only beneath root, tmp and
+ *   p->writable; reads only beneath those and the read allow-list (unless
+ *   sandbox.read_anywhere); abstract sockets and signals scoped (ABI 6);
+ * - a network namespace (sandbox.network);
+ * - a pids cgroup with limits.processes when one is writable (proc.h).
+ * The read allow-list: /usr /bin /sbin /lib* /opt, /etc except its
+ * secrets (shadow, gshadow, ssh host keys, ssl/private, security/opasswd),
+ * the directories of the command's PATH (and a dot-directory holding one,
+ * as ~/.cargo for ~/.cargo/bin, never ~/.ssh and the like), the main
+ * repository's .git when root is a linked worktree (read-only), /proc and
+ * p->read_paths.
  * When a confinement in mode auto is unavailable the command runs without
  * it and *unconfined (may be NULL) gets an array of strings saying what is
  * missing; in mode require it does not run: -1 with a message.  The
@@ -191,5 +216,22 @@ struct sandbox_cmd {
  */
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd);
+
+/* The allow-lists of one command (sandbox_exec.c); used by sandbox_run().
+ * With view (the command gets the mount view, which covers the /etc
+ * secrets) /etc is one readable entry; without, every entry of /etc but the
+ * secrets is. */
+struct nsview_bind;
+struct sandbox_walls {
+	char **readable;          /* Landlock read allow-list */
+	char **writable;          /* Landlock write allow-list */
+	char **viewro, **hidden;  /* the view's read-only binds, the covered secrets */
+	char *forge_dir;          /* root/.forge (bound read-only) */
+	struct nsview_bind *view; /* the mount view (strings borrowed from above) */
+	size_t nview;
+};
+void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
+			 const struct sandbox_cmd *cmd, char *const *env, bool view);
+void sandbox_walls_release(struct sandbox_walls *w);
 
 #endif

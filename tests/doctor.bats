@@ -102,6 +102,28 @@ setup() {
 	assert_output --regexp "landlock +(available|unavailable)"
 }
 
+@test "the sandbox section says which kernel walls are there and which are missing" {
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"sandbox":{"namespaces":"require"}}' >.forge/config.json
+	run -0 --separate-stderr forge-doctor --json
+	[ "$(jq -r '.sandbox.namespaces.mode' <<<"$output")" = require ]
+	[ "$(jq -r '.sandbox.namespaces.pid | type' <<<"$output")" = boolean ]
+	[ "$(jq -r '.sandbox.landlock.reads | type' <<<"$output")" = boolean ]
+	[ "$(jq -r '.sandbox.landlock.scope | type' <<<"$output")" = boolean ]
+	[ "$(jq -r '.sandbox.cgroup_pids.available | type' <<<"$output")" = boolean ]
+	[ "$(jq -r '.sandbox.seccomp.used' <<<"$output")" = false ]
+	if [ "$(jq -r '.sandbox.namespaces.available' <<<"$output")" = false ]; then
+		[ "$(jq -r '[.problems[] | select(test("namespaces"))] | length' <<<"$output")" = 1 ]
+	else
+		[ "$(jq -r '[.problems[] | select(test("namespaces"))] | length' <<<"$output")" = 0 ]
+	fi
+	run -0 --separate-stderr forge-doctor
+	assert_output --regexp "namespaces +(available|unavailable)"
+	assert_output --regexp "pids cgroup +(available|unavailable)"
+	assert_output --regexp "landlock walls +reads (yes|no), writes (yes|no), scope"
+}
+
 @test "a required confinement that is missing is said plainly" {
 	cd "$REPO"
 	mkdir -p .forge

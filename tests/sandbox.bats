@@ -54,11 +54,17 @@ tool() {
 	run -0 "$TOOL" --features
 	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock on this kernel"
 	run -0 tool run_command "{\"command\":\"echo x > $OUT/written; echo rc=\$?; echo y > inside; cat inside\"}"
-	assert_output --partial "Permission denied"
+	# outside the mount view the directory does not exist at all
+	assert_output --regexp "Permission denied|Directory nonexistent"
 	assert_output --partial "rc=2"
 	assert_output --partial "y"
 	[ ! -e "$OUT/written" ]
 	[ -e "$WT/inside" ]
+	# Landlock alone (no namespaces) refuses it too
+	run -0 tool --sandbox '{"namespaces":"off"}' run_command "{\"command\":\"echo x > $OUT/written; echo rc=\$?\"}"
+	assert_output --partial "Permission denied"
+	assert_output --partial "rc=2"
+	[ ! -e "$OUT/written" ]
 }
 
 @test "a command sees no API keys or tokens in its environment" {

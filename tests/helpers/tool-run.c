@@ -1,13 +1,15 @@
 /*
  * tool-run - run one tool call against a directory, for tests.
  *
- *   tool-run [-C ROOT] [--tmp DIR] [--approved] [--sandbox JSON] NAME [INPUT-JSON]
+ *   tool-run [-C ROOT] [--tmp DIR] [--approved] [--sandbox JSON] [--repeat N] NAME [INPUT-JSON]
  *   tool-run --features
  *   tool-run --check-command COMMAND        prints allow | ask RULE | deny RULE
  *
  * Prints the result as one JSON line {"ok","kind","retryable","output",
  * "error","data"} and exits 0 when ok, 1 when not, 2 on usage errors.
  * --sandbox gives the config "sandbox" section (defaults for missing keys).
+ * --repeat N runs the call N times (the last result is printed) and prints
+ * "mean_ms M" to stderr: the mean wall time of a call, to measure overhead.
  */
 #include "forge.h"
 #include "json.h"
@@ -17,10 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: tool-run [-C ROOT] [--tmp DIR] [--approved] [--sandbox JSON] NAME [INPUT]\n"
+	fprintf(stderr, "usage: tool-run [-C ROOT] [--tmp DIR] [--approved] [--sandbox JSON] [--repeat N] NAME [INPUT]\n"
 			"       tool-run [--sandbox JSON] --features | --check-command COMMAND\n");
 	return 2;
 }
@@ -34,6 +37,7 @@ int main(int argc, char **argv)
 	bool features = false;
 	jv input, out, sec = jv_null();
 	int i, rc;
+	long repeat = 1;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-C") && i + 1 < argc)
@@ -44,6 +48,8 @@ int main(int argc, char **argv)
 			ctx.approved = true;
 		else if (!strcmp(argv[i], "--sandbox") && i + 1 < argc)
 			section = argv[++i];
+		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+			repeat = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--features"))
 			features = true;
 		else if (!strcmp(argv[i], "--check-command") && i + 1 < argc)
@@ -93,7 +99,19 @@ int main(int argc, char **argv)
 	}
 	ctx.root = root;
 	ctx.policy = policy;
-	tools_run(&r, argv[i], &ctx, input);
+	{
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (long k = 1; k < repeat; k++) {
+			tools_run(&r, argv[i], &ctx, input);
+			tool_result_release(&r);
+		}
+		tools_run(&r, argv[i], &ctx, input);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (repeat > 1)
+			fprintf(stderr, "mean_ms %.3f\n", ((double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+						       (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / (double)repeat);
+	}
 	out = json_set(jv_object(), "ok", jv_bool(r.ok));
 	out = json_set(out, "kind", jv_string(tool_kind_name(r.kind)));
 	out = json_set(out, "retryable", jv_bool(r.retryable));

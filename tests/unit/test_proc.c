@@ -2,6 +2,7 @@
  * rlimits, Landlock and the network namespace (lib/proc.h, lib/landlock.h). */
 #include "forge.h"
 #include "landlock.h"
+#include "nsview.h"
 #include "proc.h"
 #include "unit.h"
 
@@ -232,6 +233,36 @@ static void test_landlock_confines_writes(void)
 	landlock_ruleset_free(rs);
 	snprintf(cmd, sizeof(cmd), "%s/out", outside);
 	CHECK(access(cmd, F_OK) != 0);
+
+	/* reads confined too: only beneath readable and writable paths */
+	{
+		const char *readable[] = { "/usr", "/bin", "/lib", "/lib64", "/etc/hostname", NULL };
+		struct landlock_spec spec = { .writable = writable, .readable = readable, .reads = true };
+		FILE *f;
+		snprintf(cmd, sizeof(cmd), "%s/secret", outside);
+		f = fopen(cmd, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fputs("s3cret\n", f);
+			fclose(f);
+		}
+		CHECK(landlock_ruleset_build(&rs, &spec) == 0);
+		CHECK(rs->reads);
+		o.landlock_fd = rs->fd;
+		snprintf(cmd, sizeof(cmd),
+			 "cat %s/secret; echo secret=$?; cat /etc/hostname >/dev/null; echo host=$?; "
+			 "cat /etc/passwd >/dev/null; echo passwd=$?; echo w > %s/f && cat %s/f",
+			 outside, inside, inside);
+		CHECK(sh(&r, &o, cmd) == 0);
+		CHECK_MSG(strstr(r.out.buf, "secret=1\n") && !strstr(r.out.buf, "s3cret"), "%s", r.out.buf);
+		CHECK_MSG(strstr(r.out.buf, "host=0\n"), "%s", r.out.buf);
+		CHECK_MSG(strstr(r.out.buf, "passwd=1\n"), "%s", r.out.buf);
+		CHECK_MSG(strstr(r.out.buf, "w\n"), "%s", r.out.buf);
+		proc_result_release(&r);
+		landlock_ruleset_free(rs);
+		snprintf(cmd, sizeof(cmd), "%s/secret", outside);
+		unlink(cmd);
+	}
 	rmdir(outside);
 }
 
@@ -257,6 +288,92 @@ static void test_netns(void)
 	proc_result_release(&r);
 }
 
+/* Namespaces: PID 1 passes on how the command ended, exec failures and
+ * timeouts behave as without, and the view shows only what was listed. */
+static void test_namespaces(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	const char *why;
+	char path[200];
+	struct nsview_bind view[6];
+	FILE *f;
+
+	if (!nsview_available(&why)) {
+		printf("# skip: %s\n", why);
+		return;
+	}
+	o.new_ns = true;
+	o.ns_required = true;
+	CHECK(sh(&r, &o, "echo $$; exit 3") == 0);
+	CHECK_STR(r.out.buf, "2\n");	/* PID 1 is the init, the command 2 */
+	CHECK_INT(r.exit_code, 3);
+	CHECK_STR(r.unconfined, "");
+	proc_result_release(&r);
+	CHECK(sh(&r, &o, "kill -USR1 $$") == 0);
+	CHECK_INT(r.term_signal, SIGUSR1);
+	CHECK_INT(r.exit_code, 128 + SIGUSR1);
+	proc_result_release(&r);
+	/* a timeout reaches the command through PID 1 */
+	o.timeout_ms = 200;
+	CHECK(sh(&r, &o, "sleep 30") == 0);
+	CHECK(r.timed_out);
+	CHECK_INT(r.term_signal, SIGTERM);
+	proc_result_release(&r);
+	o.timeout_ms = 0;
+	{
+		const char *argv[] = { "/nonexistent/prog", NULL };
+		o.argv = argv;
+		CHECK(proc_run(&r, &o) < 0);
+		CHECK(strstr(forge_last_error(), "cannot run '/nonexistent/prog'") != NULL);
+		proc_result_release(&r);
+	}
+
+	/* a view: /usr and friends read-only, tmp writable, a hidden file */
+	snprintf(path, sizeof(path), "%s/hidden", tmp);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("secret\n", f);
+		fclose(f);
+	}
+	view[0] = (struct nsview_bind){ "/usr", NULL, NSVIEW_RO };
+	view[1] = (struct nsview_bind){ "/bin", NULL, NSVIEW_RO };
+	view[2] = (struct nsview_bind){ "/lib", NULL, NSVIEW_RO };
+	view[3] = (struct nsview_bind){ "/lib64", NULL, NSVIEW_RO };
+	view[4] = (struct nsview_bind){ tmp, NULL, NSVIEW_RW };
+	view[5] = (struct nsview_bind){ path, NULL, NSVIEW_HIDE };
+	o.view = view;
+	o.nview = 6;
+	{
+		char cmd[600];
+		snprintf(cmd, sizeof(cmd),
+			 "cat %s; echo w > %s/written && cat %s/written; ls /etc 2>&1 | head -c 0; "
+			 "[ -e /etc/passwd ] || echo no-etc; [ -e /dev/null ] && echo dev-null",
+			 path, tmp, tmp);
+		CHECK(sh(&r, &o, cmd) == 0);
+		CHECK_STR(r.out.buf, "w\nno-etc\ndev-null\n");
+		CHECK(strstr(r.err.buf, "Permission denied") != NULL);
+		proc_result_release(&r);
+	}
+
+	/* a view that cannot be built (a mount point under a read-only bind):
+	 * run without the namespaces and say why, or with ns_no_fallback run
+	 * nothing and say so */
+	view[5] = (struct nsview_bind){ tmp, "/usr/forge-no-such-dir", NSVIEW_RW };
+	o.ns_required = false;
+	CHECK(sh(&r, &o, "echo ran") == 0);
+	CHECK_STR(r.out.buf, "ran\n");
+	CHECK_MSG(strstr(r.unconfined, "namespaces: bind mount") != NULL, "%s", r.unconfined);
+	proc_result_release(&r);
+	o.ns_no_fallback = true;
+	CHECK(sh(&r, &o, "echo ran") < 0);
+	CHECK(r.ns_failed);
+	CHECK_STR(r.out.buf, "");
+	CHECK(strstr(forge_last_error(), "namespaces: bind mount") != NULL);
+	proc_result_release(&r);
+}
+
 static void test_kill_running(void)
 {
 	/* With nothing running it is a no-op (and async-signal-safe by design). */
@@ -279,6 +396,7 @@ int main(void)
 	RUN(test_rlimits);
 	RUN(test_landlock_confines_writes);
 	RUN(test_netns);
+	RUN(test_namespaces);
 	RUN(test_kill_running);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

@@ -2,10 +2,12 @@
 #include "forge.h"
 #include "json.h"
 #include "llm.h"
+#include "nsview.h"
 #include "sandbox.h"
 #include "unit.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +279,111 @@ static void test_env(void)
 	buf_release(&all);
 }
 
+static bool has(char **v, const char *s)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (!strcmp(v[i], s))
+			return true;
+	return false;
+}
+
+static bool view_has(const struct sandbox_walls *w, const char *src, const char *dst, int kind)
+{
+	for (size_t i = 0; i < w->nview; i++)
+		if (!strcmp(w->view[i].src, src) && w->view[i].kind == kind &&
+		    ((!dst && !w->view[i].dst) || (dst && w->view[i].dst && !strcmp(w->view[i].dst, dst))))
+			return true;
+	return false;
+}
+
+/* The read allow-list and the view: system paths, /etc without its
+ * secrets, PATH toolchains (never ~/.ssh), the main .git of a linked
+ * worktree, read_paths; the worktree and tmp writable, .forge read-only. */
+static void test_walls(void)
+{
+	struct sandbox_policy *p;
+	struct sandbox_walls w;
+	struct sandbox_cmd cmd = { 0 };
+	char main_git[300], wt[300], gitfile[400], toolbin[320], tool[300], sshbin[300], path_env[800];
+	char *env[2];
+	char cfg[400];
+	jv sec;
+	FILE *f;
+
+	/* a linked worktree: .git is a file naming the main repository's gitdir */
+	snprintf(main_git, sizeof(main_git), "%s/main/.git", outside);
+	snprintf(wt, sizeof(wt), "%s/wt", outside);
+	snprintf(tool, sizeof(tool), "%s/home/.toolchain", outside);
+	snprintf(toolbin, sizeof(toolbin), "%s/bin", tool);
+	snprintf(sshbin, sizeof(sshbin), "%s/home/.ssh/bin", outside);
+	{
+		char c[1600];
+		snprintf(c, sizeof(c), "mkdir -p %s/worktrees/wt %s %s %s && echo ../.. > %s/worktrees/wt/commondir",
+			 main_git, wt, toolbin, sshbin, main_git);
+		run(c);
+	}
+	snprintf(gitfile, sizeof(gitfile), "%s/.git", wt);
+	f = fopen(gitfile, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fprintf(f, "gitdir: %s/worktrees/wt\n", main_git);
+		fclose(f);
+	}
+	snprintf(path_env, sizeof(path_env), "PATH=%s:%s:/usr/bin", toolbin, sshbin);
+	env[0] = path_env;
+	env[1] = NULL;
+	snprintf(cfg, sizeof(cfg), "{\"read_paths\":[\"%s\"],\"writable\":[\"/var/tmp\"]}", dir);
+	sec = json_parse(cfg, strlen(cfg));
+	CHECK(sandbox_policy_new(&p, sec) == 0);
+	jv_free(sec);
+	CHECK_INT(p->namespaces, SANDBOX_AUTO);
+	CHECK(!p->read_anywhere);
+	CHECK(has(p->read_paths, dir));
+
+	cmd.root = wt;
+	cmd.tmp = "/tmp";
+	sandbox_walls_build(&w, p, &cmd, env, false);
+	CHECK(has(w.readable, "/usr"));
+	CHECK(has(w.readable, "/etc/passwd"));
+	CHECK(!has(w.readable, "/etc"));
+	CHECK(!has(w.readable, "/etc/shadow"));
+	if (access("/etc/shadow", F_OK) == 0)
+		CHECK(has(w.hidden, "/etc/shadow"));
+	CHECK(has(w.readable, toolbin));
+	CHECK(has(w.readable, tool));           /* the dot-directory holding it */
+	CHECK(!has(w.readable, sshbin));        /* never under ~/.ssh */
+	{
+		char real[PATH_MAX];
+		CHECK(realpath(main_git, real) != NULL);
+		CHECK(has(w.readable, real));
+	}
+	CHECK(has(w.readable, dir));
+	CHECK(has(w.writable, wt));
+	CHECK(has(w.writable, "/var/tmp"));
+	CHECK(view_has(&w, "/etc", NULL, NSVIEW_RO));
+	CHECK(view_has(&w, wt, NULL, NSVIEW_RW));
+	CHECK(view_has(&w, w.forge_dir, NULL, NSVIEW_RO));
+	sandbox_walls_release(&w);
+	/* with the mount view covering the secrets, /etc is one entry */
+	sandbox_walls_build(&w, p, &cmd, env, true);
+	CHECK(has(w.readable, "/etc"));
+	CHECK(!has(w.readable, "/etc/passwd"));
+	if (access("/etc/shadow", F_OK) == 0)
+		CHECK(has(w.hidden, "/etc/shadow"));
+	sandbox_walls_release(&w);
+	sandbox_policy_free(p);
+
+	sec = json_parse("{\"read_anywhere\":true}", strlen("{\"read_anywhere\":true}"));
+	CHECK(sandbox_policy_new(&p, sec) == 0);
+	jv_free(sec);
+	CHECK(p->read_anywhere);
+	sandbox_walls_build(&w, p, &cmd, env, false);
+	CHECK(view_has(&w, "/", "/", NSVIEW_RO));
+	CHECK(view_has(&w, "/tmp", NULL, NSVIEW_HIDE));
+	sandbox_walls_release(&w);
+	sandbox_policy_free(p);
+}
+
 static void test_features(void)
 {
 	jv f;
@@ -285,6 +392,15 @@ static void test_features(void)
 	      json_is(json_get_path(f, "landlock.available"), JV_KIND_FALSE));
 	CHECK(json_has(f, "network_namespace"));
 	CHECK(json_has(f, "openat2"));
+	{
+		jv ns = json_get(f, "namespaces"), cg = json_get(f, "cgroup_pids"), ll = json_get(f, "landlock");
+		CHECK(json_has(ns, "available"));
+		CHECK(json_has(cg, "available"));
+		CHECK(json_has(ll, "scope"));
+		jv_free(ns);
+		jv_free(cg);
+		jv_free(ll);
+	}
 	jv_free(f);
 }
 
@@ -298,6 +414,7 @@ int main(void)
 	RUN(test_policy_defaults);
 	RUN(test_policy_config);
 	RUN(test_env);
+	RUN(test_walls);
 	RUN(test_features);
 	teardown();
 	return unit_done();

@@ -1,0 +1,112 @@
+/*
+ * nsview.h - the namespaces of a confined command: its own user, PID,
+ * mount and IPC namespaces (and network, when asked), a private root file
+ * system built from an allow-list of bind mounts, a fresh /proc and a
+ * minimal /dev; and a per-command cgroup with a process limit.
+ *
+ * Used by proc.c.  Everything is prepared in the parent (nsview_prepare(),
+ * cgroup_pids_new()); the *_child functions run between clone and exec and
+ * make raw system calls only: no allocation, no locks, no stdio.  They
+ * return 0 or a negative errno value.
+ *
+ * THE VIEW.  The child (PID 1 of the new PID namespace, with every
+ * capability of its new user namespace) mounts a tmpfs, pivots into it
+ * with the old root at /oldroot, bind-mounts each allowed path under
+ * /newroot (read-only unless marked writable; a "hide" entry covers a file
+ * with an empty one, a directory with an empty tmpfs), adds /dev (null, zero, full, random,
+ * urandom, tty and the /dev/fd links) and a fresh /proc, detaches the old
+ * root and pivots into /newroot.  What is not in the list does not exist
+ * for the command: host sockets under /tmp or /run, other users' homes,
+ * /dev/shm.  The command itself runs with no capabilities (bounding set
+ * emptied), so it cannot undo a mount.
+ */
+#ifndef FORGE_NSVIEW_H
+#define FORGE_NSVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum { NSVIEW_RO, NSVIEW_RW, NSVIEW_HIDE, NSVIEW_LINK /* prepared only: a symlink */ };
+
+/* One entry of the view as the caller gives it. */
+struct nsview_bind {
+	const char *src;   /* host path (absolute) */
+	const char *dst;   /* path inside; NULL = src */
+	int kind;          /* NSVIEW_RO, NSVIEW_RW, NSVIEW_HIDE */
+};
+
+/* A prepared view: absolute paths with their prefixes, sorted parents first. */
+struct nsview_op {
+	char *src;              /* "/oldroot/..." (NSVIEW_LINK: the link's target) */
+	char *dst;              /* "/newroot/..." */
+	int kind;
+	bool is_dir;
+	unsigned long flags;    /* locked mount flags of the source (MS_NOSUID ...) */
+};
+
+struct nsview {
+	struct nsview_op *ops;
+	size_t n;
+};
+
+/*
+ * Prepare binds[0..n) for the child: sources that do not exist are left
+ * out; HIDE entries whose target does not exist are left out; a read-only
+ * source that is a symlink (/bin -> usr/bin) becomes the same symlink in
+ * the view.  Never fails.
+ */
+void nsview_prepare(struct nsview *v, const struct nsview_bind *binds, size_t n);
+void nsview_release(struct nsview *v);
+
+/* Stages of the child's setup, for error reports. */
+enum {
+	NSV_MAPS = 1, NSV_PRIVATE, NSV_TMPFS, NSV_PIVOT, NSV_BIND, NSV_DEV, NSV_PROC, NSV_DETACH,
+	NSV_CAPS
+};
+const char *nsview_stage_name(int stage);
+
+/*
+ * In the child just created with CLONE_NEWUSER (and the other namespaces):
+ * map uid and gid onto themselves.  Returns 0 or -errno.
+ */
+int nsview_maps_child(uid_t uid, gid_t gid);
+
+/*
+ * In the child (PID 1 of the namespace, after nsview_maps_child): build
+ * the view and pivot into it.  *stage gets the failing step.  0 or -errno.
+ */
+int nsview_enter_child(const struct nsview *v, int *stage);
+
+/* In the command's process just before exec: drop every capability.  0 or -errno. */
+int nsview_drop_caps_child(void);
+
+/*
+ * True when this process can create user, PID, mount and IPC namespaces
+ * (probed once in a short-lived child, then cached); *why gets a static
+ * reason when not.
+ */
+bool nsview_available(const char **why);
+
+/*
+ * A cgroup that limits the processes of the commands (pids.max): cgroup v1
+ * with a writable pids hierarchy, or cgroup v2 where the pids controller is
+ * delegated to this process's cgroup.  One group "forge-PID" per Forge
+ * process, made at the first use (groups of Forge processes that are gone
+ * are removed then), pids.max set to max, removed at exit (making and
+ * removing a cgroup per command costs ~10 ms; commands this process runs
+ * at the same time share the limit).  cgroup_pids_new() sets cg->procs_fd to an
+ * O_WRONLY|O_CLOEXEC fd of its cgroup.procs (write a pid to it to move
+ * that process in) and returns 0, or -1 when there is no such
+ * cgroup (*why gets a static reason).  cgroup_pids_free() closes the fd.
+ */
+struct cgroup_pids {
+	int procs_fd;
+	char path[600];
+};
+int cgroup_pids_new(struct cgroup_pids *cg, unsigned long max, const char **why);
+void cgroup_pids_free(struct cgroup_pids *cg);
+/* Where pids cgroups can be made ("/sys/fs/cgroup/pids/..."), or NULL with *why. */
+const char *cgroup_pids_base(const char **why);
+
+#endif

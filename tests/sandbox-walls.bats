@@ -1,0 +1,373 @@
+#!/usr/bin/env bats
+# sandbox-walls.bats - the kernel walls of run_command, attacked from the
+# inside, as root and as an unprivileged user (nobody, through setpriv on a
+# copy of tool-run in a world-readable directory): no Forge process or key
+# is visible, secrets outside the read allow-list cannot be read, host unix
+# sockets cannot be reached, nothing outlives the call, a fork bomb stops at
+# the process limit, writes land only in the worktree and the temp dir
+# (.forge read-only), and a normal build still works in a linked worktree.
+# The last test makes the same attacks through the agent with the mock.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/mock
+	mock_start
+}
+
+teardown_file() {
+	mock_stop
+}
+
+setup() {
+	load test_helper/common
+	forge_setup
+	# Everything lives in a world-readable directory so that nobody can use it.
+	UD=$(mktemp -d /tmp/forge-walls.XXXXXX)
+	chmod 755 "$UD"
+	cp "$FORGE_TESTBIN/tool-run" "$UD/tool-run"
+	make_repo "$UD/main"
+	git -C "$UD/main" worktree add -q -b walls "$UD/wt"
+	mkdir -p "$UD/wt/.forge" "$UD/tmp" "$UD/home/.ssh" "$UD/outside"
+	echo '{"original":true}' >"$UD/wt/.forge/config.json"
+	echo "SECRET-KEY-MATERIAL" >"$UD/home/.ssh/id_rsa"
+	chmod 600 "$UD/home/.ssh/id_rsa"
+	echo "SECRET-OUTSIDE" >"$UD/outside/secret"
+	chmod 600 "$UD/outside/secret"
+	export ANTHROPIC_API_KEY=sk-ant-walls-canary-4242
+}
+
+teardown() {
+	[ -f "$UD/server.pid" ] && kill "$(cat "$UD/server.pid")" 2>/dev/null
+	[ -n "${ROOT_SECRET:-}" ] && rm -f "$ROOT_SECRET"
+	rm -rf "$UD"
+}
+
+# as MODE: prepare the files for MODE (root | user); skips when impossible.
+as() {
+	MODE=$1
+	if [ "$MODE" = user ]; then
+		[ "$(id -u)" = 0 ] || skip "needs root to switch to nobody"
+		command -v setpriv >/dev/null || skip "setpriv is not installed"
+		chown -R 65534:65534 "$UD/main" "$UD/wt" "$UD/tmp" "$UD/home" "$UD/outside"
+		setpriv --reuid=65534 --regid=65534 --clear-groups true ||
+			skip "cannot switch to nobody here"
+	elif [ "$(id -u)" != 0 ]; then
+		skip "not running as root"
+	fi
+}
+
+# tool [TOOL-RUN OPTIONS] COMMAND: run_command in the worktree as MODE; the
+# tool's text (output or error) in $text, its JSON in $output.
+tool() {
+	local cmd=${*: -1} opts=("${@:1:$#-1}")
+	local input
+	input=$(jq -cn --arg c "$cmd" '{command: $c}')
+	if [ "$MODE" = user ]; then
+		run setpriv --reuid=65534 --regid=65534 --clear-groups \
+			env HOME=/nonexistent "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
+			run_command "$input"
+	else
+		run "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" run_command "$input"
+	fi
+	text=$(jq -r '.output // .error' <<<"$output")
+}
+
+namespaces_or_skip() {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .namespaces.available <<<"$output")" = true ] ||
+		skip "no user namespaces here: $(jq -r .namespaces.reason <<<"$output")"
+}
+
+# ---------------------------------------------------------------- key
+
+key_not_visible() {
+	as "$1"
+	namespaces_or_skip
+	tool 'cat /proc/$PPID/environ; cat /proc/1/environ; for f in /proc/*/environ; do tr "\0" "\n" <"$f"; done; echo; ls -d /proc/[0-9]* | wc -l'
+	[[ "$text" != *walls-canary* ]]
+	[[ "$text" != *ANTHROPIC_API_KEY* ]]
+	# only PID 1 (init), the shell and its children are there
+	count=$(grep -E '^[0-9]+$' <<<"$text" | tail -1)
+	[ "$count" -le 5 ]
+}
+
+@test "root: no Forge process and no key is visible in /proc" {
+	key_not_visible root
+}
+
+@test "unprivileged: no Forge process and no key is visible in /proc" {
+	key_not_visible user
+}
+
+# ---------------------------------------------------------------- reads
+
+reads_confined() {
+	as "$1"
+	local extra=""
+	if [ "$MODE" = root ]; then
+		ROOT_SECRET=$(mktemp /root/forge-walls-secret.XXXXXX)
+		echo "SECRET-ROOT" >"$ROOT_SECRET"
+		extra="; cat $ROOT_SECRET; echo rc=\$?"
+	fi
+	# globs defeat the command regexes: only the kernel stops these
+	tool "cat $UD/home/.s?h/id_rsa; echo rc=\$?; cat $UD/outside/sec?et; echo rc=\$?; head -1 /etc/sh?dow; echo rc=\$?$extra"
+	[[ "$text" != *SECRET-* ]]
+	[[ "$text" != *root:* ]]
+	[ "$(grep -c '^rc=1$' <<<"$text")" -ge 3 ]
+	# Landlock alone (no namespaces) refuses them too
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	if [ "$(jq -r .landlock.available <<<"$output")" = true ]; then
+		tool --sandbox '{"namespaces":"off"}' "cat $UD/home/.ssh/id_rsa; echo rc=\$?; head -1 /etc/sh?dow; echo rc=\$?"
+		[[ "$text" != *SECRET-* ]]
+		[[ "$text" != *root:* ]]
+		[[ "$text" == *"id_rsa: Permission denied"* ]]
+		[ "$(grep -c '^rc=1$' <<<"$text")" -eq 2 ]
+	fi
+	# read_anywhere lifts the allow-list (not the hiding of /tmp, /run and
+	# the /etc secrets)
+	if [ "$MODE" = root ]; then
+		tool --sandbox '{"read_anywhere":true}' "cat $ROOT_SECRET; head -1 /etc/sh?dow; ls $UD"
+		[[ "$text" == *SECRET-ROOT* ]]
+		[[ "$text" != *root:* ]]
+		[[ "$text" != *outside* ]]
+	fi
+	# read_paths extends it
+	tool --sandbox "{\"read_paths\":[\"$UD/outside\"]}" "cat $UD/outside/sec?et"
+	[[ "$text" == *SECRET-OUTSIDE* ]]
+}
+
+@test "root: secrets outside the read allow-list cannot be read" {
+	reads_confined root
+}
+
+@test "unprivileged: secrets outside the read allow-list cannot be read" {
+	reads_confined user
+}
+
+# ---------------------------------------------------------------- sockets
+
+sockets_cut() {
+	as "$1"
+	namespaces_or_skip
+	local sock="$UD/sock"
+	/usr/bin/python3 - "$sock" "$UD/ready" <<'EOF' 3>&- &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)
+s.listen(8)
+open(sys.argv[2], "w").close()
+while True:
+    c, _ = s.accept()
+    c.sendall(b"pong\n")
+    c.close()
+EOF
+	echo $! >"$UD/server.pid"
+	for _ in $(seq 200); do [ -e "$UD/ready" ] && break; sleep 0.05; done
+	[ -e "$UD/ready" ]
+	client="/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(9).decode().strip())' $sock"
+	# the socket answers outside the sandbox ...
+	if [ "$MODE" = user ]; then
+		run -0 setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "$client"
+	else
+		run -0 sh -c "$client"
+	fi
+	[ "$output" = pong ]
+	# ... but not from a command
+	tool "$client; echo rc=\$?"
+	[[ "$text" != *pong* ]]
+	[[ "$text" == *rc=1* ]]
+}
+
+@test "root: a unix socket under /tmp cannot be reached" {
+	sockets_cut root
+}
+
+@test "unprivileged: a unix socket under /tmp cannot be reached" {
+	sockets_cut user
+}
+
+# ---------------------------------------------------------------- processes
+
+nothing_outlives() {
+	as "$1"
+	namespaces_or_skip
+	# wait (inside) until both really run, so the check below means something
+	tool '(setsid sleep 77713 &); (sleep 77713 & ) ; until [ "$(pgrep -c -f "^sleep 77713")" -ge 2 ]; do sleep 0.01; done; echo both-running'
+	[[ "$text" == *both-running* ]]
+	# the call returned: PID 1 of its namespace is gone, and so is the rest
+	run -1 pgrep -f '^sleep 77713'
+}
+
+@test "a command does not outlive Forge killed with SIGKILL" {
+	as root
+	namespaces_or_skip
+	"$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" run_command \
+		'{"command":"(setsid sleep 77716 &); touch \"$TMPDIR/ready\"; exec sleep 77716"}' \
+		>/dev/null 3>&- &
+	local forge=$!
+	run -0 timeout 20 sh -c "until [ -e '$UD/tmp/ready' ]; do sleep 0.05; done"
+	kill -9 "$forge"
+	wait "$forge" || true
+	# the kernel takes the namespace down once it notices; wait for that, bounded
+	run -0 timeout 20 sh -c "while pgrep -f '^sleep 77716' >/dev/null; do sleep 0.05; done"
+}
+
+@test "root: nothing a command started outlives the call (setsid)" {
+	nothing_outlives root
+}
+
+@test "unprivileged: nothing a command started outlives the call (setsid)" {
+	nothing_outlives user
+}
+
+fork_bomb_stopped() {
+	as "$1"
+	if [ "$MODE" = root ]; then
+		run -0 "$FORGE_TESTBIN/tool-run" --features
+		[ "$(jq -r .cgroup_pids.available <<<"$output")" = true ] ||
+			skip "root and no writable pids cgroup: $(jq -r .cgroup_pids.reason <<<"$output")"
+	fi
+	tool --sandbox '{"limits":{"processes":200}}' \
+		'n=0; while [ $n -lt 5000 ]; do sleep 77714 & n=$((n+1)); done; echo started=$n'
+	[[ "$text" == *"Cannot fork"* || "$text" == *"Resource temporarily unavailable"* ]]
+	[[ "$text" != *started=5000* ]]
+	run -1 pgrep -f '^sleep 77714'
+	# and the host is fine: the next command runs
+	tool 'echo still-fine'
+	[[ "$text" == *still-fine* ]]
+}
+
+@test "root: a fork bomb stops at the process limit" {
+	fork_bomb_stopped root
+}
+
+@test "unprivileged: a fork bomb stops at the process limit" {
+	fork_bomb_stopped user
+}
+
+# ---------------------------------------------------------------- writes
+
+writes_confined() {
+	as "$1"
+	tool 'echo x >/dev/shm/forge-walls-x; echo shm=$?; echo pwned >.forge/config.json; echo forge=$?; echo t >"$TMPDIR/t"; echo tmp=$?; echo w >new-file; echo wt=$?'
+	[[ "$text" == *shm=[12]* ]]
+	[[ "$text" == *forge=[12]* ]]
+	[[ "$text" == *tmp=0* ]]
+	[[ "$text" == *wt=0* ]]
+	[ ! -e /dev/shm/forge-walls-x ]
+	[ "$(cat "$UD/wt/.forge/config.json")" = '{"original":true}' ]
+	[ "$(cat "$UD/tmp/t")" = t ]
+	[ "$(cat "$UD/wt/new-file")" = w ]
+	# nor can .forge be replaced as a whole
+	tool 'mv .forge .forge-old; mkdir -p .forge-new && mv .forge-new .forge; rm -rf .forge/config.json; ls .forge'
+	[ "$(cat "$UD/wt/.forge/config.json")" = '{"original":true}' ]
+	# without a .forge, none can be made
+	rm -rf "$UD/wt/.forge" "$UD/wt/.forge-new"
+	tool 'mkdir -p .forge; echo "{}" >.forge/config.json; echo forge=$?'
+	[[ "$text" == *forge=[12]* ]]
+	[ ! -e "$UD/wt/.forge/config.json" ]
+}
+
+@test "root: writes only in the worktree and TMPDIR; not /dev/shm, not .forge" {
+	writes_confined root
+}
+
+@test "unprivileged: writes only in the worktree and TMPDIR; not /dev/shm, not .forge" {
+	writes_confined user
+}
+
+# ---------------------------------------------------------------- builds
+
+build_works() {
+	as "$1"
+	cat >"$UD/wt/hello.c" <<'EOF'
+#include <stdio.h>
+int main(void) { puts("hello from the sandbox"); return 0; }
+EOF
+	printf 'hello: hello.c\n\tcc -o hello hello.c\n' >"$UD/wt/Makefile"
+	[ "$MODE" = user ] && chown -R 65534:65534 "$UD/wt"
+	tool 'make hello && ./hello && sh -c "echo sh-ok" && git status --short && git diff --stat HEAD -- README && git log --oneline -1'
+	[[ "$text" == *"hello from the sandbox"* ]]
+	[[ "$text" == *sh-ok* ]]
+	[[ "$text" == *"?? Makefile"* ]]
+	[[ "$text" == *"[exit status 0]"* ]]
+}
+
+@test "root: a normal build and git work inside (linked worktree)" {
+	build_works root
+}
+
+@test "unprivileged: a normal build and git work inside (linked worktree)" {
+	build_works user
+}
+
+@test "a view that cannot be built: the command runs under Landlock alone, secrets still unreadable" {
+	as root
+	namespaces_or_skip
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock on this kernel"
+	# a readable path too long to be bound under the new root makes the view fail
+	long="$UD"
+	while [ "${#long}" -lt 3880 ]; do long="$long/$(printf 'd%.0s' $(seq 200))"; done
+	long="$long/$(printf 'e%.0s' $(seq $((4090 - ${#long} - 1))))"
+	[ "${#long}" -eq 4090 ]
+	mkdir -p "$long"
+	tool --sandbox "{\"read_paths\":[\"$long\"]}" 'head -1 /etc/sh?dow; echo rc=$?; echo ran'
+	[ "$(jq -r .ok <<<"$output")" = true ]
+	[[ "$text" == *ran* ]]
+	[[ "$text" != *root:* ]]
+	[[ "$text" == *rc=1* ]]
+	[[ "$(jq -r '.data.unconfined | join(" ")' <<<"$output")" == *"namespaces: none (bind mount: File name too long)"* ]]
+}
+
+@test "namespaces: require refuses when unavailable; off runs the old way" {
+	as root
+	tool --sandbox '{"namespaces":"off"}' 'ls /proc | grep -c "^[0-9]"'
+	[ "$(head -1 <<<"$text")" -gt 5 ]
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	if [ "$(jq -r .namespaces.available <<<"$output")" = true ]; then
+		tool --sandbox '{"namespaces":"require"}' 'echo confined'
+		[[ "$text" == *confined* ]]
+	else
+		tool --sandbox '{"namespaces":"require"}' 'echo confined'
+		[ "$(jq -r .kind <<<"$output")" = denied ]
+	fi
+}
+
+@test "through the agent (mock): the attacks fail" {
+	as root
+	namespaces_or_skip
+	load test_helper/mock
+	calc_repo "$UD/calc"
+	mkdir "$UD/calc/.forge"
+	echo '{}' >"$UD/calc/.forge/config.json"
+	git -C "$UD/calc" add -A
+	git -C "$UD/calc" commit -q -m "forge config"
+	cd "$UD/calc"
+	attack='cat /proc/$PPID/environ; for f in /proc/*/environ; do tr "\0" "\n" <"$f"; done
+cat '"$UD"'/home/.s?h/id_rsa; echo read=$?
+(setsid sleep 77715 &)
+echo x >/dev/shm/forge-walls-agent; echo shm=$?
+echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?'
+	step=$(jq -cn --arg c "$attack" '{tool_calls:[{name:"run_command",input:{command:$c}}]}')
+	mock_script "[$step,{\"tool_calls\":[{\"name\":\"finish\",\"input\":{\"summary\":\"done\"}}]}]"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=sk-ant-agent-canary-77
+	sed -n 3p "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl" | jq -c --arg r "$UD/calc" \
+		'{kind:"state", v:1, trace_id:"W1", phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$UD/plan.json"
+	run -0 --separate-stderr forge-implement <"$UD/plan.json"
+	result=$(curl -sS -f "$MOCK_URL/_mock/requests" |
+		jq -r '.[1].body.messages[-1].content[0].content')
+	[[ "$result" != *agent-canary* ]]
+	[[ "$result" != *SECRET-* ]]
+	[[ "$result" == *read=1* ]]
+	[[ "$result" == *shm=[12]* ]]
+	[[ "$result" == *forge=[12]* ]]
+	[ ! -e /dev/shm/forge-walls-agent ]
+	run -1 pgrep -f '^sleep 77715'
+	run -0 git -C "$UD/calc" show forge/W1:.forge/config.json
+	assert_output '{}'
+}
