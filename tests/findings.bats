@@ -88,7 +88,7 @@ finding() {
 	git -C "$repo" add -A
 	git -C "$repo" commit -q -m planted
 	cd "$repo"
-	run -4 --separate-stderr forge-review --commit HEAD
+	run -4 --separate-stderr forge-review --no-input --commit HEAD
 	first=$(tail -n 1 <<<"$output")
 	n=$(jq '.review.findings | length' <<<"$first")
 	[ "$n" -ge 4 ]

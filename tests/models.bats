@@ -117,7 +117,7 @@ check_run() {
 	done
 	run -0 --separate-stderr forge-deploy --help
 	assert_output --partial "Model options (accepted and ignored: forge-deploy calls no model)"
-	run -0 --separate-stderr forge-deploy --provider openai --model m --base-url http://127.0.0.1:9/v1 \
+	run -0 --separate-stderr forge-deploy --no-input --provider openai --model m --base-url http://127.0.0.1:9/v1 \
 		--cassette "$BATS_TEST_TMPDIR/none.jsonl" </dev/null
 	tail -n 1 <<<"$output" | jq -e '.phase == "deploy" and .status == "ok" and .deployment.strategy == "branch"'
 }

@@ -58,7 +58,7 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 	# the secret itself appears nowhere in the output
 	run grep -c 4kQ9zX2mV7bN1cR8 <<<"$OUT"
 	assert_output 0
-	assert_equal "$(grep -c 4kQ9zX2mV7 <<<"$(forge-review --commit HEAD 2>&1)")" 0
+	assert_equal "$(grep -c 4kQ9zX2mV7 <<<"$(forge-review --no-input --commit HEAD 2>&1)")" 0
 }
 
 @test "a diff on stdin maps linter lines onto the working tree's files" {
@@ -313,13 +313,13 @@ python_change() {
 	mkdir -p .forge
 	echo '{"sandbox":{"landlock":"off","network":"allow"}}' >.forge/config.json
 	git add -f .forge/config.json && git commit -q -m "rules"
-	run -4 --separate-stderr forge-review --base HEAD~1 </dev/null
+	run -4 --separate-stderr forge-review --no-input --base HEAD~1 </dev/null
 	OUT=$output
 	state | jq -e '.review.decision == "require_human" and ([.review.findings[] | select(.rule == "forge/config-changed")
 		| [.file, .severity, .layer, .category]] == [[".forge/config.json", "critical", "security", "security"]])'
 	# a change elsewhere is no such finding
 	echo more >>README && git commit -q -am more
-	run -0 --separate-stderr forge-review --base HEAD~1 </dev/null
+	run -0 --separate-stderr forge-review --no-input --base HEAD~1 </dev/null
 	OUT=$output
 	state | jq -e '[.review.findings[] | select(.rule == "forge/config-changed")] == []'
 }
@@ -332,7 +332,7 @@ python_change() {
 	jq -n --arg o "$OUTSIDE" '{tools:{lint_command:("touch " + $o + "/linted; env > lint-env; cat /proc/net/dev > lint-net; true")}}' \
 		>"$BATS_TEST_TMPDIR/cfg.json"
 	echo change >>README && git commit -q -am change
-	ANTHROPIC_API_KEY=$KEY run -0 --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/cfg.json" --base HEAD~1 </dev/null
+	ANTHROPIC_API_KEY=$KEY run -0 --separate-stderr forge-review --no-input --config "$BATS_TEST_TMPDIR/cfg.json" --base HEAD~1 </dev/null
 	[ ! -e "$OUTSIDE/linted" ]
 	[ -e lint-env ]
 	run -1 grep -c REVIEWTEST lint-env

@@ -336,6 +336,7 @@ branch_log() {
 	bash -c "echo PROBE >/dev/tcp/127.0.0.1/$PORT"     # the way the recipe tries works from here
 	RECIPE=$(printf '%s\n' \
 		'	echo ran >>attack-ran' \
+		'	touch stolen-env' \
 		"	-echo pwned >$OUT/written" \
 		"	-p=\$\$\$\$; while [ \$\$p -gt 1 ]; do case \$\$(cat /proc/\$\$p/comm) in forge*) cat /proc/\$\$p/environ >>stolen-env; cat /proc/\$\$p/environ >$OUT/environ-\$\$p;; esac; p=\$\$(awk '/^PPid:/ { print \$\$2 }' /proc/\$\$p/status); done" \
 		"	-bash -c 'echo LEAK >/dev/tcp/127.0.0.1/$PORT'" \

@@ -155,8 +155,10 @@ mock() {
 	grep -qF '<failure message="' "$BATS_TEST_TMPDIR/out.xml"
 	grep -qF 'type="real"' "$BATS_TEST_TMPDIR/out.xml"
 	# a test command that only writes that report: the results come back from it
+	# (the report is put in the repository: commands see nothing of the host's /tmp)
+	cp "$BATS_TEST_TMPDIR/out.xml" "$REPO/report.xml"
 	run -1 --separate-stderr ft --repo "$REPO" \
-		--command "cp '$BATS_TEST_TMPDIR/out.xml' junit.xml; exit 1" --no-input </dev/null
+		--command "cp report.xml junit.xml; exit 1" --no-input </dev/null
 	assert_equal "$(tests_of '[.summary, [.failures[] | [.test, .file, .line, .message]]]')" "$first"
 	assert_equal "$(tests_of '[.format, .report]')" "[\"junit\",\"$REPO/junit.xml\"]"
 }
