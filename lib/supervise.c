@@ -743,10 +743,13 @@ static void summary(struct sup *s, int code)
 		printf("  branch    %s%s%.12s\n", json_get_str(task, "branch"),
 		       json_get_str(ch, "commit") ? " at " : "", json_get_str(ch, "commit") ? json_get_str(ch, "commit") : "");
 	if (json_get_str(rv, "decision")) {
-		jv findings = json_get(rv, "findings");
-		printf("  review    %s (%d finding%s)\n", json_get_str(rv, "decision"),
+		jv findings = json_get(rv, "findings"), approval = json_get(rv, "approved_by");
+		const char *by = json_get_str(approval, "by");
+		printf("  review    %s (%d finding%s)%s%s%s\n", json_get_str(rv, "decision"),
 		       jv_get_kind(findings) == JV_KIND_ARRAY ? jv_array_length(jv_copy(findings)) : 0,
-		       jv_get_kind(findings) == JV_KIND_ARRAY && jv_array_length(jv_copy(findings)) == 1 ? "" : "s");
+		       jv_get_kind(findings) == JV_KIND_ARRAY && jv_array_length(jv_copy(findings)) == 1 ? "" : "s",
+		       by ? ", approved by " : "", by ? by : "", by ? " at a gate" : "");
+		jv_free(approval);
 		jv_free(findings);
 	}
 	jv sum = json_get(ts, "summary");

@@ -74,6 +74,7 @@ check_run() {
 	run -0 --separate-stderr forge run --auto-approve \
 		--provider anthropic --base-url "$MOCK_URL" --model mock-model-1 "add a mul operation" </dev/null
 	[[ "$stderr" != *"unknown option"* ]]
+	[[ "$output" == *"review    require_human (0 findings), approved by flag at a gate"* ]]
 	check_run mock-model-1 /v1/messages
 	# llm.called names the provider and the model
 	run -0 forge events replay "$(last_trace)"
