@@ -1,9 +1,9 @@
 /* cli.c - the shared command line; see cli.h. */
-#include "cli.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
+#include "app/cli.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/secret.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -2,17 +2,17 @@
  * memory_cli.c - what forge-memory, forge-findings and forge-metrics share:
  * configuration, database and memory handle from the common options.
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "store.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "store/store.h"
 
 static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common, bool readonly)
 {

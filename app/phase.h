@@ -30,9 +30,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "agent.h"
-#include "cli.h"
-#include "stream.h"
+#include "agent/agent.h"
+#include "app/cli.h"
+#include "data/stream.h"
 
 struct config;
 struct llm_client;

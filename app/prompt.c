@@ -1,8 +1,8 @@
 /* prompt.c - a yes/no question on a terminal; see prompt.h. */
-#include "prompt.h"
-#include "buf.h"
-#include "forge.h"
-#include "ids.h"
+#include "app/prompt.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
 
 #include <ctype.h>
 #include <errno.h>

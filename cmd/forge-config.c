@@ -9,12 +9,12 @@
  * A configuration that does not load (bad JSON, a schema error, a bad
  * FORGE_* number) is bad input: the message goes to stderr, exit 2.
  */
-#include "buf.h"
-#include "cli.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
+#include "core/buf.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
 
 #include <stdint.h>
 #include <stdio.h>

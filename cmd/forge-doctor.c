@@ -17,16 +17,16 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
-#include "buf.h"
-#include "cli.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "proc.h"
-#include "project.h"
-#include "sandbox.h"
-#include "store.h"
+#include "core/buf.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "os/proc.h"
+#include "data/project.h"
+#include "os/sandbox.h"
+#include "store/store.h"
 
 #include <curl/curl.h>
 #include <dirent.h>

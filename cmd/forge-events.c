@@ -6,11 +6,11 @@
  *   forge-events replay TRACE print a run's events in order, as they were stored
  *   forge-events list         list traces with event counts and time span
  */
-#include "cli.h"
-#include "forge.h"
-#include "json.h"
-#include "store.h"
-#include "stream.h"
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
+#include "data/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>

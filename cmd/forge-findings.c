@@ -11,11 +11,11 @@
  * (confidence 0.7).  Exit status: 0 done; 1 no such finding; 2 usage or bad
  * input; 5 the database failed.
  */
-#include "cli.h"
-#include "forge.h"
-#include "json.h"
-#include "memory.h"
-#include "store.h"
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
 
 #include <signal.h>
 #include <stdio.h>

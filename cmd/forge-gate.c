@@ -8,14 +8,14 @@
  * An approval with a note is also stored as a procedural memory (what the
  * human wanted changed), so later runs learn from it.
  */
-#include "cli.h"
-#include "config.h"
-#include "forge.h"
-#include "gates.h"
-#include "json.h"
-#include "memory.h"
-#include "store.h"
-#include "stream.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "engine/gates.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
+#include "data/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>

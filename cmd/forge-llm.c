@@ -21,13 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "cli.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "store.h"
+#include "core/buf.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "store/store.h"
 
 enum { OPT_SYSTEM = 256, OPT_JSON, OPT_RECORD, OPT_STREAM, OPT_MAX_TOKENS, OPT_TEMPERATURE };
 

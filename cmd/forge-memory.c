@@ -17,13 +17,13 @@
  * bad input (an import that fails imports nothing and names the line);
  * 5 the database (or the embedding API) failed.
  */
-#include "buf.h"
-#include "cli.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "memory.h"
-#include "store.h"
+#include "core/buf.h"
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "memory/memory.h"
+#include "store/store.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -6,11 +6,11 @@
  * Each figure has its basis n; a figure without data is null ("-").
  * Exit status: 0 done; 2 usage; 5 the database failed.
  */
-#include "cli.h"
-#include "forge.h"
-#include "json.h"
-#include "memory.h"
-#include "store.h"
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
 
 #include <signal.h>
 #include <stdio.h>

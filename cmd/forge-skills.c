@@ -11,11 +11,11 @@
  * be used is reported on stderr as a warning and skipped.  Exit 0; 1 when
  * --show names no skill; 2 on a usage error.
  */
-#include "buf.h"
-#include "cli.h"
-#include "forge.h"
-#include "json.h"
-#include "skills.h"
+#include "core/buf.h"
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "agent/skills.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -3,15 +3,15 @@
  * `forge resume`, `forge status`, `forge history` and `forge cancel` come
  * here through the forge dispatcher.
  */
-#include "buf.h"
-#include "cli.h"
-#include "config.h"
-#include "forge.h"
-#include "gates.h"
-#include "json.h"
-#include "store.h"
-#include "stream.h"
-#include "supervise.h"
+#include "core/buf.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "engine/gates.h"
+#include "core/json.h"
+#include "store/store.h"
+#include "data/stream.h"
+#include "app/supervise.h"
 
 #include <signal.h>
 #include <stdio.h>

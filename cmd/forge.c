@@ -4,8 +4,8 @@
  * install's libexec directory.  `forge run|resume|status|history|cancel`
  * go to forge-supervisor.
  */
-#include "cli.h"
-#include "forge.h"
+#include "app/cli.h"
+#include "core/forge.h"
 
 #include <dirent.h>
 #include <errno.h>

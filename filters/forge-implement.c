@@ -28,16 +28,16 @@
  * commit, base_commit, tests_added, validated, validation} and task.worktree
  * / task.branch.
  */
-#include "buf.h"
-#include "config.h"
-#include "forge.h"
-#include "git.h"
-#include "json.h"
-#include "phase.h"
-#include "project.h"
-#include "sandbox.h"
-#include "tools.h"
-#include "tmpdir.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
+#include "app/phase.h"
+#include "data/project.h"
+#include "os/sandbox.h"
+#include "agent/tools.h"
+#include "core/tmpdir.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /* agent.c - the perceive/reason/act/learn loop; see agent.h. */
-#include "agent_internal.h"
-#include "buf.h"
-#include "forge.h"
-#include "ids.h"
-#include "json.h"
-#include "resource.h"
-#include "schema.h"
-#include "stream.h"
+#include "agent/agent_internal.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "core/resource.h"
+#include "data/schema.h"
+#include "data/stream.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,8 +6,8 @@
 #ifndef FORGE_AGENT_INTERNAL_H
 #define FORGE_AGENT_INTERNAL_H
 
-#include "agent.h"
-#include "llm.h"
+#include "agent/agent.h"
+#include "llm/llm.h"
 
 #include <jv.h>
 #include <stdbool.h>

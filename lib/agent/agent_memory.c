@@ -3,13 +3,13 @@
  * compression when it nears the token budget, sanitising for events, and
  * calls on the fast model.
  */
-#include "agent_internal.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "resource.h"
-#include "stream.h"
-#include "tokens.h"
+#include "agent/agent_internal.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/resource.h"
+#include "data/stream.h"
+#include "core/tokens.h"
 
 #include <stdlib.h>
 #include <string.h>

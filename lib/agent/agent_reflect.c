@@ -4,13 +4,13 @@
  * remembering, within a reflection budget, and hand each well-formed
  * learning to the caller's memory.
  */
-#include "agent_internal.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "resource.h"
-#include "schema.h"
-#include "stream.h"
+#include "agent/agent_internal.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/resource.h"
+#include "data/schema.h"
+#include "data/stream.h"
 
 #include <stdlib.h>
 #include <string.h>

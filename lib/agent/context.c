@@ -2,12 +2,12 @@
  * context.c - fitting memories, conversation and environment into a token
  * budget (see context.h for the rules).
  */
-#include "context.h"
-#include "buf.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "tokens.h"
+#include "agent/context.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/tokens.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /*
  * patch.c - apply_patch and edit_file matching.  See patch.h.
  */
-#include "patch.h"
-#include "forge.h"
-#include "json.h"
-#include "sandbox.h"
+#include "agent/patch.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/sandbox.h"
 
 #include <stdint.h>
 #include <stdlib.h>

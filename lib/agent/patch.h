@@ -47,7 +47,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 struct sandbox_root;
 

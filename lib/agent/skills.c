@@ -1,10 +1,10 @@
 /*
  * skills.c - finding, parsing and matching SKILL.md files (see skills.h).
  */
-#include "skills.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
+#include "agent/skills.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 #include <dirent.h>
 #include <errno.h>

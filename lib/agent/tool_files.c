@@ -3,11 +3,11 @@
  * Every path goes through sandbox.h.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "tools.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "sandbox.h"
+#include "agent/tools.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>

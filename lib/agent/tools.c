@@ -3,18 +3,18 @@
  * are not plain file access: edit_file, apply_patch, run_command, git_diff,
  * git_status, finish, ask_human.  See tools.h.
  */
-#include "tools.h"
-#include "agent.h"
-#include "buf.h"
-#include "forge.h"
-#include "git.h"
-#include "json.h"
-#include "llm.h"
-#include "patch.h"
-#include "resource.h"
-#include "sandbox.h"
-#include "schema.h"
-#include "tmpdir.h"
+#include "agent/tools.h"
+#include "agent/agent.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "agent/patch.h"
+#include "core/resource.h"
+#include "os/sandbox.h"
+#include "data/schema.h"
+#include "core/tmpdir.h"
 
 #include <ctype.h>
 #include <errno.h>

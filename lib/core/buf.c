@@ -1,6 +1,6 @@
 /* buf.c - growable, bounded byte buffer. */
-#include "buf.h"
-#include "forge.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* error.c - the last-error slot, checked allocation and number parsing. */
-#include "forge.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <limits.h>

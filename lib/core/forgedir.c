@@ -1,7 +1,7 @@
 /* forgedir.c - the .gitignore of .forge/; see forgedir.h. */
-#include "forgedir.h"
-#include "buf.h"
-#include "forge.h"
+#include "core/forgedir.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <fcntl.h>

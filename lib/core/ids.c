@@ -1,5 +1,5 @@
 /* ids.c - ULIDs (monotonic within a process) and ISO-8601 timestamps. */
-#include "ids.h"
+#include "core/ids.h"
 
 #include <assert.h>
 #include <string.h>

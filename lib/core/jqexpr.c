@@ -1,7 +1,7 @@
 /* jqexpr.c - jq expressions over the state; see jqexpr.h. */
-#include "jqexpr.h"
-#include "buf.h"
-#include "forge.h"
+#include "core/jqexpr.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <jq.h>
 #include <stdlib.h>

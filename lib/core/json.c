@@ -1,7 +1,7 @@
 /* json.c - jv helpers; see json.h for the ownership rule. */
-#include "json.h"
-#include "buf.h"
-#include "forge.h"
+#include "core/json.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "buf.h"
-#include "forge.h"
-#include "llm.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/secret.h"
 
 #define REDACTED "[REDACTED]"
 #define MIN_SECRET 10   /* >= strlen(REDACTED): redaction never grows text */

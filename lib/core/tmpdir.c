@@ -1,7 +1,7 @@
 /* tmpdir.c - temporary directories removed on every exit path; see tmpdir.h. */
-#include "tmpdir.h"
-#include "buf.h"
-#include "forge.h"
+#include "core/tmpdir.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /*
  * tokens.c - the token estimator (rules in tokens.h).
  */
-#include "tokens.h"
-#include "json.h"
+#include "core/tokens.h"
+#include "core/json.h"
 
 #include <stdlib.h>
 

@@ -22,12 +22,12 @@
  * the variable), so that a schema error and config_explain() can name the
  * variable rather than "the environment".
  */
-#include "config.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "resource.h"
-#include "schema.h"
+#include "data/config.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/resource.h"
+#include "data/schema.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,9 +1,9 @@
 /* project.c - project kind and commands; see project.h. */
-#include "project.h"
-#include "buf.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
+#include "data/project.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 #include <dirent.h>
 #include <stdio.h>

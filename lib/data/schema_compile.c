@@ -10,10 +10,10 @@
  * work) and how schema_validate_def() finds "#/$defs/<name>".  Embedded
  * schemas (resource.h) are compiled once and cached for the process.
  */
-#include "schema_internal.h"
-#include "forge.h"
-#include "json.h"
-#include "resource.h"
+#include "data/schema_internal.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/resource.h"
 
 #include <math.h>
 #include <stdint.h>

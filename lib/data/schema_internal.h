@@ -6,8 +6,8 @@
 #ifndef FORGE_SCHEMA_INTERNAL_H
 #define FORGE_SCHEMA_INTERNAL_H
 
-#include "buf.h"
-#include "schema.h"
+#include "core/buf.h"
+#include "data/schema.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

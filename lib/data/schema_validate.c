@@ -6,9 +6,9 @@
  * whose failure is not itself an error (the branches of anyOf/oneOf/not) run
  * "quiet", building neither paths nor messages.
  */
-#include "schema_internal.h"
-#include "forge.h"
-#include "json.h"
+#include "data/schema_internal.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 #include <math.h>
 #include <stdint.h>

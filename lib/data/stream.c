@@ -1,10 +1,10 @@
 /* stream.c - JSON-lines reading and writing; see stream.h. */
-#include "stream.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "schema.h"
+#include "data/stream.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/secret.h"
+#include "data/schema.h"
 
 #include <errno.h>
 #include <poll.h>

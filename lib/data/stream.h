@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "ids.h"
+#include "core/ids.h"
 
 #define STREAM_MAX_LINE_DEFAULT (16u << 20)
 

@@ -1,11 +1,11 @@
 /* deploy.c - strategy names, risk, canary steps and command running; see deploy.h. */
-#include "deploy.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "proc.h"
-#include "sandbox_job.h"
+#include "deploy/deploy.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "os/proc.h"
+#include "os/sandbox_job.h"
 
 #include <stdlib.h>
 #include <string.h>

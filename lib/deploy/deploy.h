@@ -51,7 +51,7 @@
 #ifndef FORGE_DEPLOY_H
 #define FORGE_DEPLOY_H
 
-#include "prompt.h"
+#include "app/prompt.h"
 
 #include <jv.h>
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /* deploy_gate.c - the human gate before a deploy; see deploy.h. */
-#include "deploy.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
+#include "deploy/deploy.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

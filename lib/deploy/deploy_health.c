@@ -1,8 +1,8 @@
 /* deploy_health.c - the HTTP health check after a canary step; see deploy.h. */
-#include "deploy.h"
-#include "forge.h"
-#include "http.h"
-#include "json.h"
+#include "deploy/deploy.h"
+#include "core/forge.h"
+#include "net/http.h"
+#include "core/json.h"
 
 #include <math.h>
 #include <stdlib.h>

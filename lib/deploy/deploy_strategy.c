@@ -1,9 +1,9 @@
 /* deploy_strategy.c - branch, merge, push and command deploys; see deploy.h. */
-#include "deploy.h"
-#include "forge.h"
-#include "git.h"
-#include "ids.h"
-#include "json.h"
+#include "deploy/deploy.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/ids.h"
+#include "core/json.h"
 
 #include <git2.h>
 #include <math.h>

@@ -1,10 +1,10 @@
 /* gates.c - human gates; see gates.h. */
-#include "gates.h"
-#include "config.h"
-#include "forge.h"
-#include "jqexpr.h"
-#include "json.h"
-#include "store.h"
+#include "engine/gates.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/jqexpr.h"
+#include "core/json.h"
+#include "store/store.h"
 
 #include <sqlite3.h>
 #include <stdlib.h>

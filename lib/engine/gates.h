@@ -23,7 +23,7 @@
 #include <jv.h>
 #include <stdbool.h>
 
-#include "ids.h"
+#include "core/ids.h"
 
 struct config;
 struct store;

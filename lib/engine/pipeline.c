@@ -1,9 +1,9 @@
 /* pipeline.c - the run's state machine and decisions; see pipeline.h. */
-#include "pipeline.h"
-#include "config.h"
-#include "forge.h"
-#include "jqexpr.h"
-#include "json.h"
+#include "engine/pipeline.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/jqexpr.h"
+#include "core/json.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* diff.c - unified diff parser; see diff.h. */
-#include "diff.h"
-#include "forge.h"
+#include "git/diff.h"
+#include "core/forge.h"
 
 #include <stdlib.h>
 #include <string.h>

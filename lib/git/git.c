@@ -1,10 +1,10 @@
 /* git.c - the repository: open, resolve, merge base, fast-forward, push.
  * Worktrees are in git_worktree.c; status, diff, commit and reset in
  * git_diff.c. */
-#include "git_internal.h"
+#include "git/git_internal.h"
 
-#include "buf.h"
-#include "forge.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,10 +1,10 @@
 /* git_diff.c - a worktree's status, diff, commit, and save-and-reset. */
-#include "git_internal.h"
+#include "git/git_internal.h"
 
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/secret.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 #ifndef FORGE_GIT_INTERNAL_H
 #define FORGE_GIT_INTERNAL_H
 
-#include "git.h"
+#include "git/git.h"
 
 #include <git2.h>
 #include <stdbool.h>

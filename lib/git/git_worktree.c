@@ -1,10 +1,10 @@
 /* git_worktree.c - a run's worktree: create or reopen, list, remove. */
-#include "git_internal.h"
+#include "git/git_internal.h"
 
-#include "buf.h"
-#include "forge.h"
-#include "forgedir.h"
-#include "json.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/forgedir.h"
+#include "core/json.h"
 
 #include <errno.h>
 #include <fcntl.h>

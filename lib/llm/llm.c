@@ -11,11 +11,11 @@
 #include <strings.h>
 #include <time.h>
 
-#include "forge.h"
-#include "http.h"
-#include "json.h"
-#include "llm_internal.h"
-#include "sse.h"
+#include "core/forge.h"
+#include "net/http.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
+#include "net/sse.h"
 
 struct llm_client {
 	const struct llm_provider *p;      /* NULL for replay */

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm_internal.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
 
 /*
  * The API version we speak, sent as `anthropic-version`, with the key in

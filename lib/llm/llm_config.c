@@ -4,10 +4,10 @@
  * so every program that calls a model, forge config and forge doctor
  * resolve them the same way.
  */
-#include "config.h"
-#include "json.h"
-#include "llm.h"
-#include "llm_internal.h"
+#include "data/config.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "llm/llm_internal.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "http.h"
-#include "json.h"
-#include "llm_internal.h"
+#include "core/forge.h"
+#include "net/http.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
 
 static jv vectors_of(jv body, bool ollama)
 {

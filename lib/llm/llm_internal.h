@@ -6,8 +6,8 @@
 #ifndef FORGE_LLM_INTERNAL_H
 #define FORGE_LLM_INTERNAL_H
 
-#include "buf.h"
-#include "llm.h"
+#include "core/buf.h"
+#include "llm/llm.h"
 
 /* A request ready for the wire.  headers hold the key: never log them. */
 struct llm_wire {

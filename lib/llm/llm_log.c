@@ -6,10 +6,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "store/store.h"
 
 static void iso_now(char *out, size_t n)
 {

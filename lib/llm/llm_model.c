@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm_internal.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
 
 static const char *const stop_names[] = {
 	[LLM_STOP_END_TURN] = "end_turn", [LLM_STOP_TOOL_USE] = "tool_use",

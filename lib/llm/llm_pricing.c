@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "resource.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "core/resource.h"
 
 static jv builtin;   /* parsed once: {"models":{…}} */
 

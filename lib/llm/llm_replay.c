@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "llm_internal.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
 
 struct llm_cassette {
 	jv entries;          /* array of entry objects */

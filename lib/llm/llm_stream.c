@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "llm_internal.h"
+#include "core/forge.h"
+#include "llm/llm_internal.h"
 
 
 #define STREAM_MAX (64u << 20)

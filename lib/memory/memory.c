@@ -2,17 +2,17 @@
  * memory.c - the memory handle, the confidence rules, and store / get /
  * update / adjust / archive / delete of memories (memory.h).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "store.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
 
 static const char *const type_names[] = { "episodic", "semantic", "procedural" };
 

@@ -57,7 +57,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ids.h"
+#include "core/ids.h"
 
 struct store;
 struct config;

@@ -8,16 +8,16 @@
  * meanwhile and a second run finds nothing left to do (decay is counted in
  * whole weeks from decayed_through, so it is never applied twice).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "store/store.h"
 
 #define BATCH_ROWS 20000
 #define BATCH_PAIRS 500

@@ -2,15 +2,15 @@
  * memory_crud.c - confidence adjustments, archive, delete, relationships
  * and listing of memories (memory.h).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
 
 int memory_adjust(double *after, struct memory *m, const char *id, double delta,
 		  const char *kind, const char *note)

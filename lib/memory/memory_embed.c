@@ -10,15 +10,15 @@
  *   character 3-grams of "^word$"    weight 0.3 (typos, identifiers, stems)
  * then L2-normalises the vector.  No model, no training, deterministic.
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "llm.h"
-#include "store.h"
+#include "core/forge.h"
+#include "llm/llm.h"
+#include "store/store.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL

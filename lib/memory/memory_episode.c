@@ -2,14 +2,14 @@
  * memory_episode.c - episodes from events, procedures and their outcomes,
  * gate edits, and patterns (seed 002 sections 4-6; memory.h).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 /* ---- episodes ------------------------------------------------------- */
 

@@ -2,15 +2,15 @@
  * memory_feedback.c - findings and the human feedback on them (seed 000
  * section 10.5; memory.h).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
 
 #define FINDING_COLS "id, run_id, trace_id, phase, layer, severity, category, rule, message, " \
 	"file, line, confidence, fixable, fix, fingerprint, created_at, dismissed, dismissed_by, " \

@@ -15,7 +15,7 @@
  * mapped the old file keeps a consistent (older) view.  Every row is
  * derived from SQLite, so a lost race only means another sync later.
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "forge.h"
-#include "json.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 #define VMAGIC "FGVECS01"
 #define HDR 64

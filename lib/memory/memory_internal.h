@@ -6,8 +6,8 @@
 
 #include <sqlite3.h>
 
-#include "buf.h"
-#include "memory.h"
+#include "core/buf.h"
+#include "memory/memory.h"
 
 struct vindex;
 

@@ -2,14 +2,14 @@
  * memory_io.c - export and import of memories as JSON lines, and batch
  * stores (memory.h).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
 
 int mem_import_check(struct memory *m, jv mem);
 int mem_import_one(char id_out[ULID_LEN + 1], struct memory *m, jv mem, bool link);

@@ -11,14 +11,14 @@
  * (confidence 0.5, LLM-extracted), and marks the episodes (pattern_id), so
  * a second consolidation does not promote them again.
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
 
 struct ep {
 	char id[ULID_LEN + 1];

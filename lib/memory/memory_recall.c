@@ -2,15 +2,15 @@
  * memory_recall.c - recall (vector candidates + FTS5 candidates, scored
  * exactly) and the relationships of a new memory (memory.h).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
-#include "json.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
 
 int mem_filter_stmt(sqlite3_stmt **out, struct memory *m, const struct memory_filter *f);
 

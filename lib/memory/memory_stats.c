@@ -2,16 +2,16 @@
  * memory_stats.c - memory statistics and the feedback-loop metrics of seed
  * 000 section 10.7 computed from the database (memory.h).
  */
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "forge.h"
-#include "json.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
 
 /* One number from a query on db (NAN when NULL or no row). */
 static int scalar(double *out, sqlite3 *db, const char *sql)

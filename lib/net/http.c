@@ -1,7 +1,7 @@
 /*
  * http.c - libcurl transport and the SDKs' retry policy (see http.h).
  */
-#include "http.h"
+#include "net/http.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge.h"
+#include "core/forge.h"
 
 _Static_assert(CURL_ERROR_SIZE <= 256, "errbuf too small");
 

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 struct http_header {
 	char *name;       /* lowercased */

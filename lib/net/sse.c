@@ -1,11 +1,11 @@
 /*
  * sse.c - Server-Sent Events framing (see sse.h).
  */
-#include "sse.h"
+#include "net/sse.h"
 
 #include <string.h>
 
-#include "forge.h"
+#include "core/forge.h"
 
 void sse_init(struct sse_parser *p, size_t max, sse_event_fn fn, void *payload)
 {

@@ -19,7 +19,7 @@
 #define FORGE_SSE_H
 
 #include <stddef.h>
-#include "buf.h"
+#include "core/buf.h"
 
 typedef int (*sse_event_fn)(void *payload, const char *event, const char *data, size_t len);
 

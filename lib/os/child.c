@@ -1,7 +1,7 @@
 /* child.c - a streaming child process; see child.h. */
-#include "child.h"
-#include "buf.h"
-#include "forge.h"
+#include "os/child.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <fcntl.h>

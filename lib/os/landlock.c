@@ -4,8 +4,8 @@
  * Raw system calls through <linux/landlock.h>; the constants of ABIs newer
  * than the installed header are defined here.
  */
-#include "landlock.h"
-#include "forge.h"
+#include "os/landlock.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <fcntl.h>

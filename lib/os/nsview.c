@@ -2,9 +2,9 @@
  * nsview.c - namespaces, the private root file system of a command, and a
  * per-command pids cgroup.  See nsview.h.
  */
-#include "nsview.h"
-#include "buf.h"
-#include "forge.h"
+#include "os/nsview.h"
+#include "core/buf.h"
+#include "core/forge.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,10 +2,10 @@
  * proc.c - run a child with a time limit, rlimits, capped capture and
  * confinement.  See proc.h for the contract.
  */
-#include "proc.h"
-#include "forge.h"
-#include "landlock.h"
-#include "nsview.h"
+#include "os/proc.h"
+#include "core/forge.h"
+#include "os/landlock.h"
+#include "os/nsview.h"
 
 #include <errno.h>
 #include <fcntl.h>

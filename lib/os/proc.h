@@ -90,7 +90,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 struct proc_limits {
 	unsigned long cpu_s;          /* RLIMIT_CPU */

@@ -3,14 +3,14 @@
  * sandboxed execution.  See sandbox.h.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "sandbox.h"
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "landlock.h"
-#include "llm.h"
-#include "nsview.h"
-#include "resource.h"
+#include "os/sandbox.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/landlock.h"
+#include "core/secret.h"
+#include "os/nsview.h"
+#include "core/resource.h"
 
 #include <ctype.h>
 #include <errno.h>

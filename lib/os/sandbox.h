@@ -49,8 +49,8 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "buf.h"
-#include "proc.h"
+#include "core/buf.h"
+#include "os/proc.h"
 
 struct config;
 

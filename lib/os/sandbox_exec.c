@@ -3,10 +3,10 @@
  * read (the Landlock read allow-list) and the file-system view of its
  * mount namespace.  See sandbox_walls_build() in sandbox.h.
  */
-#include "sandbox.h"
-#include "buf.h"
-#include "forge.h"
-#include "nsview.h"
+#include "os/sandbox.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "os/nsview.h"
 
 #include <dirent.h>
 #include <errno.h>

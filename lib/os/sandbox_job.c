@@ -1,7 +1,7 @@
 /* sandbox_job.c - worktree commands in the sandbox; see sandbox_job.h. */
-#include "sandbox_job.h"
-#include "forge.h"
-#include "sandbox.h"
+#include "os/sandbox_job.h"
+#include "core/forge.h"
+#include "os/sandbox.h"
 
 #include <errno.h>
 #include <ftw.h>

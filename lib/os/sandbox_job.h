@@ -27,8 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
-#include "proc.h"
+#include "core/buf.h"
+#include "os/proc.h"
 
 struct sandbox_policy;
 

@@ -1,11 +1,11 @@
 /* review.c - shared review helpers and synthesis; see review.h. */
-#include "review.h"
-#include "buf.h"
-#include "diff.h"
-#include "forge.h"
-#include "json.h"
-#include "proc.h"
-#include "tmpdir.h"
+#include "review/review.h"
+#include "core/buf.h"
+#include "git/diff.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/proc.h"
+#include "core/tmpdir.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,12 +3,12 @@
  * (forced tool "report_findings"), with the other layers' findings and the
  * dismissed-finding memories in the prompt.  See review.h.
  */
-#include "review.h"
-#include "buf.h"
-#include "diff.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
+#include "review/review.h"
+#include "core/buf.h"
+#include "git/diff.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,16 +16,16 @@
  * only writable tree, the lint command with the worktree.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "review.h"
-#include "buf.h"
-#include "config.h"
-#include "diff.h"
-#include "forge.h"
-#include "json.h"
-#include "proc.h"
-#include "project.h"
-#include "sandbox.h"
-#include "sandbox_job.h"
+#include "review/review.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "git/diff.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/proc.h"
+#include "data/project.h"
+#include "os/sandbox.h"
+#include "os/sandbox_job.h"
 
 #include <pcre2.h>
 #include <stdlib.h>

@@ -7,13 +7,13 @@
  * review.tool_skipped event.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "review.h"
-#include "buf.h"
-#include "diff.h"
-#include "forge.h"
-#include "json.h"
-#include "proc.h"
-#include "project.h"
+#include "review/review.h"
+#include "core/buf.h"
+#include "git/diff.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/proc.h"
+#include "data/project.h"
 
 #include <pcre2.h>
 #include <stdlib.h>

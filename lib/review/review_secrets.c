@@ -9,13 +9,13 @@
  * first four characters.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "review.h"
-#include "buf.h"
-#include "diff.h"
-#include "forge.h"
-#include "json.h"
-#include "project.h"
-#include "sandbox.h"
+#include "review/review.h"
+#include "core/buf.h"
+#include "git/diff.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "data/project.h"
+#include "os/sandbox.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -1,8 +1,8 @@
 /* sarif.c - SARIF 2.1.0 output; see sarif.h. */
-#include "sarif.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
+#include "review/sarif.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /* plans.c - append-only plan versions; see plans.h. */
-#include "plans.h"
-#include "buf.h"
-#include "forge.h"
-#include "ids.h"
-#include "json.h"
-#include "store.h"
+#include "store/plans.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "store/store.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>

@@ -1,11 +1,11 @@
 /* store.c - the SQLite database of Forge; see store.h for the contract. */
-#include "store.h"
-#include "buf.h"
-#include "forge.h"
-#include "forgedir.h"
-#include "json.h"
-#include "llm.h"
-#include "resource.h"
+#include "store/store.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/forgedir.h"
+#include "core/json.h"
+#include "core/secret.h"
+#include "core/resource.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,11 +1,11 @@
 /* junit.c - a bounded XML scanner, the JUnit report reader and writer; see
  * junit.h. */
-#include "junit.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "testrun.h"
-#include "testrun_internal.h"
+#include "testrun/junit.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "testrun/testrun.h"
+#include "testrun/testrun_internal.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,9 +1,9 @@
 /* tap.c - TAP 13/14 reader; see tap.h. */
-#include "tap.h"
-#include "buf.h"
-#include "forge.h"
-#include "testrun.h"
-#include "testrun_internal.h"
+#include "testrun/tap.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "testrun/testrun.h"
+#include "testrun/testrun_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>

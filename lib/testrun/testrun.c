@@ -1,11 +1,11 @@
 /* testrun.c - test results, format detection, reruns, environment
  * signatures; see testrun.h. */
-#include "testrun.h"
-#include "buf.h"
-#include "forge.h"
-#include "junit.h"
-#include "tap.h"
-#include "testrun_internal.h"
+#include "testrun/testrun.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "testrun/junit.h"
+#include "testrun/tap.h"
+#include "testrun/testrun_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>

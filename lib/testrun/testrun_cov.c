@@ -1,11 +1,11 @@
 /* testrun_cov.c - coverage reports (lcov, Cobertura) and JUnit report
  * discovery; see testrun.h. */
-#include "testrun.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "junit.h"
-#include "testrun_internal.h"
+#include "testrun/testrun.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "testrun/junit.h"
+#include "testrun/testrun_internal.h"
 
 #include <glob.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /* testrun_summary.c - the summary lines of go test (-json and plain),
  * cargo test, pytest, ctest, node's spec reporter and bats' pretty
  * formatter; see testrun.h. */
-#include "testrun.h"
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "testrun_internal.h"
+#include "testrun/testrun.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "testrun/testrun_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

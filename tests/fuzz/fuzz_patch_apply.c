@@ -5,8 +5,8 @@
  * patch; the tree also holds old.txt ("obsolete").  The tree is made
  * afresh for every input, in a scratch directory under $TMPDIR.
  */
-#include "patch.h"
-#include "sandbox.h"
+#include "agent/patch.h"
+#include "os/sandbox.h"
 
 #include <ftw.h>
 #include <stdint.h>

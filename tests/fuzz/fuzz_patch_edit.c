@@ -4,7 +4,7 @@
  * split at the first two NUL bytes: the file's content, `old`, `new`; a
  * final byte 'A' asks for replace_all.
  */
-#include "patch.h"
+#include "agent/patch.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * The first byte picks the size of the pieces the stream is fed in, as the
  * network splits it anywhere; the rest is the stream.
  */
-#include "sse.h"
+#include "net/sse.h"
 
 #include <stdint.h>
 #include <string.h>

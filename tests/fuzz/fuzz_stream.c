@@ -3,8 +3,8 @@
  * (lib/stream.c) with schema validation on, as every filter reads stdin.
  * The input is the whole stdin of a filter.
  */
-#include "forge.h"
-#include "stream.h"
+#include "core/forge.h"
+#include "data/stream.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -3,10 +3,10 @@
  * program or phase uses, from the configuration layers and the keys in the
  * environment (lib/llm.h).
  */
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
 #include "unit.h"
 
 #include <stdlib.h>

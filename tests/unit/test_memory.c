@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "memory.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "memory/memory.h"
+#include "store/store.h"
 #include "unit.h"
 
 #define DAY MEMORY_DAY_MS

@@ -6,8 +6,8 @@
  * returned up to a marker written behind it, and a signal is sent only
  * after the prompt's question has been read from the pty.
  */
-#include "forge.h"
-#include "prompt.h"
+#include "core/forge.h"
+#include "app/prompt.h"
 #include "unit.h"
 
 #include <errno.h>
