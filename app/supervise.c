@@ -235,7 +235,7 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 
 /* ---- gates -------------------------------------------------------------- */
 
-/* Ask on the terminal (lib/prompt.h); *note may receive a note. */
+/* Ask on the terminal (app/prompt.h); *note may receive a note. */
 static enum prompt_answer ask_terminal(jv gate, char **note)
 {
 	char text[1024];

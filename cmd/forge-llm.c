@@ -4,7 +4,7 @@
  * The prompt is the operands joined by spaces and/or standard input (when it
  * is not a terminal; with both, the operands come first, then a blank line,
  * then stdin), like other Unix LLM tools.  The answer goes to stdout: the
- * text, or with --json the normalised response of lib/llm.h (rate_limit
+ * text, or with --json the normalised response of lib/llm/llm.h (rate_limit
  * included).  Every setting comes from the layered configuration (config.h:
  * llm.provider, model, base_url, cassette, max_tokens, temperature,
  * timeout_s, stall_timeout_s, max_retries, retry_max_delay_s, pricing), so

@@ -1,5 +1,5 @@
 /*
- * forge-memory - what forge has learned (lib/memory.h).
+ * forge-memory - what forge has learned (lib/memory/memory.h).
  *
  *   forge-memory list [--type T] [--tag T]... [--min-confidence X] [--archived|--all] [-n N]
  *   forge-memory search QUERY... [--type T] [--tag T]... [--min-confidence X] [-n N] [--peek]

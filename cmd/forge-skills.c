@@ -7,7 +7,7 @@
  *   forge-skills --show NAME         one skill's text
  *
  * Skills come from <repo>/.forge/skills and $XDG_CONFIG_HOME/forge/skills
- * (lib/skills.h has the format and the scoring).  A skill file that cannot
+ * (lib/agent/skills.h has the format and the scoring).  A skill file that cannot
  * be used is reported on stderr as a warning and skipped.  Exit 0; 1 when
  * --show names no skill; 2 on a usage error.
  */

@@ -2,7 +2,7 @@
  * forge-deploy - approved, tested changes -> `deployment` (DESIGN.md §3,
  * seed 000 §7.5): the production gate, then a strategy (branch, merge,
  * push, command with canary steps, health checks and rollback).  The
- * machinery is lib/deploy.h; this file reads the state, the config and the
+ * machinery is lib/deploy/deploy.h; this file reads the state, the config and the
  * flags, asks the gate, and writes the result.
  */
 #include "data/config.h"

@@ -7,7 +7,7 @@
  * read-only tools (read_file, list_files, grep).  The agent's `finish`
  * input is the plan, checked against state.schema.json $defs/plan (a plan
  * that does not match goes back to the model with the error).  Every plan
- * is kept as an append-only version (plan_versions, lib/plans.h): version 1
+ * is kept as an append-only version (plan_versions, lib/store/plans.h): version 1
  * "initial plan", a re-plan of the same trace adds N+1 with a changelog of
  * what changed; plan.versioned is emitted and plan.version set.
  */

@@ -26,7 +26,7 @@
  *   memories      in the order given (most relevant first); whole while they
  *                 fit; the first that does not fit has its "content" cut to
  *                 the space left; later ones are kept if they fit whole.
- *   conversation  messages are opaque JSON values (lib/llm.h's normalised
+ *   conversation  messages are opaque JSON values (lib/llm/llm.h's normalised
  *                 form).  The first message (the task) is kept, then the
  *                 most recent ones back to the first that does not fit;
  *                 a string "content" of the first or of the latest message

@@ -230,7 +230,7 @@ void deploy_gate_for(struct deploy_gate *out, const struct config *cfg, bool pro
 
 /*
  * Ask on the terminal at tty_path (NULL: the controlling terminal, which
- * works when stdin is a pipe) with lib/prompt.h: print summary (may be
+ * works when stdin is a pipe) with app/prompt.h: print summary (may be
  * NULL) and the prompt with "[y/n]", and wait up to gate->timeout_s for
  * "y" or "n" (anything else asks again).  PROMPT_EOF, PROMPT_TIMEOUT and
  * PROMPT_NO_TTY leave the gate waiting; PROMPT_INTERRUPTED is Ctrl-C.

@@ -1,4 +1,4 @@
-/* fuzz_junit.c - libFuzzer target: the JUnit XML reader (lib/junit.c),
+/* fuzz_junit.c - libFuzzer target: the JUnit XML reader (lib/testrun/junit.c),
  * and writing back what it read. */
 #include "testrun/junit.h"
 #include "testrun/testrun.h"

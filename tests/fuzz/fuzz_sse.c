@@ -1,5 +1,5 @@
 /*
- * fuzz_sse.c - libFuzzer target: the Server-Sent Events parser (lib/sse.c).
+ * fuzz_sse.c - libFuzzer target: the Server-Sent Events parser (lib/net/sse.c).
  * The first byte picks the size of the pieces the stream is fed in, as the
  * network splits it anywhere; the rest is the stream.
  */

@@ -1,6 +1,6 @@
 /*
  * fuzz_stream.c - libFuzzer target: the JSON-lines stream reader
- * (lib/stream.c) with schema validation on, as every filter reads stdin.
+ * (lib/data/stream.c) with schema validation on, as every filter reads stdin.
  * The input is the whole stdin of a filter.
  */
 #include "core/forge.h"

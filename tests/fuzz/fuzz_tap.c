@@ -1,4 +1,4 @@
-/* fuzz_tap.c - libFuzzer target: the TAP 13/14 reader (lib/tap.c). */
+/* fuzz_tap.c - libFuzzer target: the TAP 13/14 reader (lib/testrun/tap.c). */
 #include "testrun/tap.h"
 #include "testrun/testrun.h"
 

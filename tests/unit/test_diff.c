@@ -1,4 +1,4 @@
-/* test_diff.c - the unified diff parser (lib/diff.h). */
+/* test_diff.c - the unified diff parser (lib/git/diff.h). */
 #include "git/diff.h"
 #include "core/forge.h"
 #include "unit.h"

@@ -1,7 +1,7 @@
 /*
  * test_llm_choose.c - llm_choose(): which provider, model and fast model a
  * program or phase uses, from the configuration layers and the keys in the
- * environment (lib/llm.h).
+ * environment (lib/llm/llm.h).
  */
 #include "data/config.h"
 #include "core/forge.h"

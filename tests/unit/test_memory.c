@@ -1,6 +1,6 @@
 /*
  * test_memory.c - the memory rules, recall ranking, consolidation outcomes
- * and the vector file (lib/memory.h), with an injected clock.
+ * and the vector file (lib/memory/memory.h), with an injected clock.
  */
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* test_patch.c - apply_patch and edit_file matching (lib/patch.h). */
+/* test_patch.c - apply_patch and edit_file matching (lib/agent/patch.h). */
 #include "core/forge.h"
 #include "core/json.h"
 #include "agent/patch.h"

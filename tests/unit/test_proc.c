@@ -1,5 +1,5 @@
 /* test_proc.c - child processes: timeout, process groups, output cap,
- * rlimits, Landlock and the network namespace (lib/proc.h, lib/landlock.h). */
+ * rlimits, Landlock and the network namespace (lib/os/proc.h, lib/os/landlock.h). */
 #include "core/forge.h"
 #include "os/landlock.h"
 #include "os/nsview.h"

@@ -1,5 +1,5 @@
 /*
- * test_prompt.c - the terminal prompt of the human gates (lib/prompt.h),
+ * test_prompt.c - the terminal prompt of the human gates (app/prompt.h),
  * driven through a pseudo-terminal.  Nothing here depends on timing: the
  * answer is typed into the pty before the prompt reads it (typeahead is
  * part of the contract), the prompt's output is read back after it

@@ -1,6 +1,6 @@
 /*
- * test_review.c - forge-review's layers and synthesis (lib/review.h) and
- * SARIF output (lib/sarif.h), which is validated against the SARIF 2.1.0
+ * test_review.c - forge-review's layers and synthesis (lib/review/review.h) and
+ * SARIF output (lib/review/sarif.h), which is validated against the SARIF 2.1.0
  * JSON schema in tests/fixtures/sarif/ with lib/schema.
  *
  * Secrets here are synthetic and assembled at run time; insecure calls are

@@ -1,4 +1,4 @@
-/* test_sandbox.c - path confinement, command policy, environment (lib/sandbox.h). */
+/* test_sandbox.c - path confinement, command policy, environment (lib/os/sandbox.h). */
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"

@@ -1,5 +1,5 @@
 /* test_tmpdir.c - temporary directories removed on every exit path
- * (lib/tmpdir.h): made under $TMPDIR, removed with what they hold, also
+ * (lib/core/tmpdir.h): made under $TMPDIR, removed with what they hold, also
  * by the signal-safe sweep and at exit. */
 #include "core/forge.h"
 #include "core/tmpdir.h"

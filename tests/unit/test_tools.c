@@ -1,5 +1,5 @@
 /* test_tools.c - the tool registry, schemas, validation and the tools
- * themselves against a scratch git repository (lib/tools.h). */
+ * themselves against a scratch git repository (lib/agent/tools.h). */
 #include "agent/agent.h"
 #include "core/forge.h"
 #include "git/git.h"
