@@ -1,6 +1,7 @@
 # Forge - one non-recursive Makefile.
 #
-#   make              build lib/libforge-common.a and every program into bin/
+#   make              build $(O)/libforge-common.a (lib/*/*.c, app/*.c) and every program
+#                     (cmd/*.c, filters/*.c) into bin/
 #   make check        unit tests and bats suites, then again under ASan+UBSan, then the
 #                     fuzz targets over their corpora (make fuzz-check; make fuzz: 60 s each)
 #   make demo         a whole forge run, offline, on the sample project
@@ -30,7 +31,7 @@ ifdef CI
 WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
-CPPFLAGS += -D_GNU_SOURCE -Ilib -I$(O)/gen -DFORGE_LIBEXECDIR='"$(LIBEXECDIR)"' -DFORGE_DATADIR='"$(DATADIR)"'
+CPPFLAGS += -D_GNU_SOURCE -Ilib -I. -I$(O)/gen -DFORGE_LIBEXECDIR='"$(LIBEXECDIR)"' -DFORGE_DATADIR='"$(DATADIR)"'
 LDLIBS   += -lsqlite3 -lcurl -lgit2 -ljq -lpcre2-8 -lyaml -lm -lpthread
 
 ifdef SANITIZE
@@ -38,8 +39,8 @@ CFLAGS   := -O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-fr
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC     := $(sort $(wildcard lib/*.c))
-PROG_SRC    := $(sort $(wildcard bin/*.c) $(wildcard filters/*.c))
+LIB_SRC     := $(sort $(wildcard lib/*/*.c) $(wildcard app/*.c))
+PROG_SRC    := $(sort $(wildcard cmd/*.c) $(wildcard filters/*.c))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 HELPER_SRC  := $(sort $(wildcard tests/helpers/*.c))
 RESOURCES   := $(sort $(wildcard schemas/*.json schemas/*/*.json schemas/sql/*.sql schemas/prompts/*.md))
@@ -127,9 +128,10 @@ bench: all $(HELPERS)
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" scripts/bench
 
 lint:
-	$(Q)! grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strncpy|strtok|atoi|atol|gets)\s*\(' $(wildcard lib/*.[ch] bin/*.c filters/*.c tests/unit/*.c tests/helpers/*.c)
+	$(Q)! grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strncpy|strtok|atoi|atol|gets)\s*\(' $(wildcard lib/*/*.[ch] app/*.[ch] cmd/*.c filters/*.c tests/unit/*.c tests/helpers/*.c tests/fuzz/*.c)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
-	    -D_GNU_SOURCE -Ilib lib bin filters
+	    -D_GNU_SOURCE -Ilib -I. lib app cmd filters
+	$(Q)scripts/check-layers
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/schemas/sql

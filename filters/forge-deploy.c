@@ -2,16 +2,16 @@
  * forge-deploy - approved, tested changes -> `deployment` (DESIGN.md §3,
  * seed 000 §7.5): the production gate, then a strategy (branch, merge,
  * push, command with canary steps, health checks and rollback).  The
- * machinery is lib/deploy.h; this file reads the state, the config and the
+ * machinery is lib/deploy/deploy.h; this file reads the state, the config and the
  * flags, asks the gate, and writes the result.
  */
-#include "config.h"
-#include "deploy.h"
-#include "forge.h"
-#include "json.h"
-#include "phase.h"
-#include "project.h"
-#include "sandbox.h"
+#include "data/config.h"
+#include "deploy/deploy.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "app/phase.h"
+#include "data/project.h"
+#include "os/sandbox.h"
 
 #include <stdio.h>
 #include <stdlib.h>

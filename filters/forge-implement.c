@@ -3,7 +3,7 @@
  * bounce) → changes (DESIGN.md §3; seed 000 §7.2; TDD: seed 004 §3.3).
  *
  * All work happens in the run's own git worktree, <repo>/.forge/worktrees/
- * TRACE on branch forge/TRACE (lib/git.h), made on the first run and
+ * TRACE on branch forge/TRACE (lib/git/git.h), made on the first run and
  * reopened on bounces; the user's checkout is never touched.  The agent
  * gets the edit tools (read_file, list_files, grep, write_file, edit_file,
  * apply_patch, run_command, git_diff, git_status) rooted at the worktree,
@@ -28,16 +28,16 @@
  * commit, base_commit, tests_added, validated, validation} and task.worktree
  * / task.branch.
  */
-#include "buf.h"
-#include "config.h"
-#include "forge.h"
-#include "git.h"
-#include "json.h"
-#include "phase.h"
-#include "project.h"
-#include "sandbox.h"
-#include "tools.h"
-#include "tmpdir.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
+#include "app/phase.h"
+#include "data/project.h"
+#include "os/sandbox.h"
+#include "agent/tools.h"
+#include "core/tmpdir.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,22 +7,22 @@
  * read-only tools (read_file, list_files, grep).  The agent's `finish`
  * input is the plan, checked against state.schema.json $defs/plan (a plan
  * that does not match goes back to the model with the error).  Every plan
- * is kept as an append-only version (plan_versions, lib/plans.h): version 1
+ * is kept as an append-only version (plan_versions, lib/store/plans.h): version 1
  * "initial plan", a re-plan of the same trace adds N+1 with a changelog of
  * what changed; plan.versioned is emitted and plan.version set.
  */
-#include "buf.h"
-#include "config.h"
-#include "forge.h"
-#include "ids.h"
-#include "json.h"
-#include "phase.h"
-#include "plans.h"
-#include "project.h"
-#include "resource.h"
-#include "sandbox.h"
-#include "store.h"
-#include "tools.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "app/phase.h"
+#include "store/plans.h"
+#include "data/project.h"
+#include "core/resource.h"
+#include "os/sandbox.h"
+#include "store/store.h"
+#include "agent/tools.h"
 
 #include <git2.h>
 #include <stdio.h>

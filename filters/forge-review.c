@@ -14,20 +14,20 @@
  * review.ai_min_risk).  Synthesis dedupes, scores the risk and decides:
  * approve (exit 0), request_changes (1), require_human (4).
  */
-#include "diff.h"
-#include "buf.h"
-#include "config.h"
-#include "forge.h"
-#include "git.h"
-#include "json.h"
-#include "llm.h"
-#include "memory.h"
-#include "phase.h"
-#include "proc.h"
-#include "review.h"
-#include "sarif.h"
-#include "store.h"
-#include "stream.h"
+#include "git/diff.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "memory/memory.h"
+#include "app/phase.h"
+#include "os/proc.h"
+#include "review/review.h"
+#include "review/sarif.h"
+#include "store/store.h"
+#include "data/stream.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -19,19 +19,19 @@
  * else the output (testrun.h), else the exit status alone (format
  * "exit_code", parsed false, a test.unparsed event).
  */
-#include "buf.h"
-#include "config.h"
-#include "forge.h"
-#include "ids.h"
-#include "json.h"
-#include "junit.h"
-#include "llm.h"
-#include "phase.h"
-#include "proc.h"
-#include "project.h"
-#include "sandbox.h"
-#include "sandbox_job.h"
-#include "testrun.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "testrun/junit.h"
+#include "llm/llm.h"
+#include "app/phase.h"
+#include "os/proc.h"
+#include "data/project.h"
+#include "os/sandbox.h"
+#include "os/sandbox_job.h"
+#include "testrun/testrun.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # gate-prompt.bats - a human answering a gate at the terminal during `forge run`
-# (lib/prompt.h): the run is driven on a pseudo-terminal by
+# (app/prompt.h): the run is driven on a pseudo-terminal by
 # tests/helpers/pty_run.py.  No timing: answers are typed ahead (the prompt
 # keeps typeahead), and Ctrl-C is typed only once the question is on the
 # terminal.  The high-risk cassette's plan fires architecture_approval, the

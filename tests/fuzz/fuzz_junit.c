@@ -1,7 +1,7 @@
-/* fuzz_junit.c - libFuzzer target: the JUnit XML reader (lib/junit.c),
+/* fuzz_junit.c - libFuzzer target: the JUnit XML reader (lib/testrun/junit.c),
  * and writing back what it read. */
-#include "junit.h"
-#include "testrun.h"
+#include "testrun/junit.h"
+#include "testrun/testrun.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /*
  * fuzz_patch_apply.c - libFuzzer target: the "*** Begin Patch" applier
- * (patch_apply in lib/patch.c) against a scratch tree.  The input is split
+ * (patch_apply in lib/agent/patch.c) against a scratch tree.  The input is split
  * at its first NUL byte: the content of the tree's file a.txt, then the
  * patch; the tree also holds old.txt ("obsolete").  The tree is made
  * afresh for every input, in a scratch directory under $TMPDIR.
  */
-#include "patch.h"
-#include "sandbox.h"
+#include "agent/patch.h"
+#include "os/sandbox.h"
 
 #include <ftw.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /*
  * fuzz_patch_edit.c - libFuzzer target: edit_file's search/replace with the
- * fuzzy line matcher (patch_edit in lib/patch.c).  The input is three parts
+ * fuzzy line matcher (patch_edit in lib/agent/patch.c).  The input is three parts
  * split at the first two NUL bytes: the file's content, `old`, `new`; a
  * final byte 'A' asks for replace_all.
  */
-#include "patch.h"
+#include "agent/patch.h"
 
 #include <stdint.h>
 #include <stdlib.h>

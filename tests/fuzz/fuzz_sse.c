@@ -1,9 +1,9 @@
 /*
- * fuzz_sse.c - libFuzzer target: the Server-Sent Events parser (lib/sse.c).
+ * fuzz_sse.c - libFuzzer target: the Server-Sent Events parser (lib/net/sse.c).
  * The first byte picks the size of the pieces the stream is fed in, as the
  * network splits it anywhere; the rest is the stream.
  */
-#include "sse.h"
+#include "net/sse.h"
 
 #include <stdint.h>
 #include <string.h>

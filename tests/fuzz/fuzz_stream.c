@@ -1,10 +1,10 @@
 /*
  * fuzz_stream.c - libFuzzer target: the JSON-lines stream reader
- * (lib/stream.c) with schema validation on, as every filter reads stdin.
+ * (lib/data/stream.c) with schema validation on, as every filter reads stdin.
  * The input is the whole stdin of a filter.
  */
-#include "forge.h"
-#include "stream.h"
+#include "core/forge.h"
+#include "data/stream.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* fuzz_tap.c - libFuzzer target: the TAP 13/14 reader (lib/tap.c). */
-#include "tap.h"
-#include "testrun.h"
+/* fuzz_tap.c - libFuzzer target: the TAP 13/14 reader (lib/testrun/tap.c). */
+#include "testrun/tap.h"
+#include "testrun/testrun.h"
 
 #include <stdint.h>
 

@@ -16,8 +16,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "forge.h"
-#include "llm.h"
+#include "core/forge.h"
+#include "llm/llm.h"
 
 static double tv_s(struct timeval tv)
 {

@@ -17,12 +17,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
-#include "forge.h"
-#include "ids.h"
-#include "json.h"
-#include "memory.h"
-#include "store.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
 
 #define VOCAB 20000
 

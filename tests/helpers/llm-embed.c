@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "forge.h"
-#include "llm.h"
+#include "core/forge.h"
+#include "llm/llm.h"
 
 int main(int argc, char **argv)
 {

@@ -10,9 +10,9 @@
  *   store-writer: N events (M new) in S s: R events/s (batch B); in lib/store S2 s: R2 events/s
  * Exit 0, 2 on usage or a malformed line, 5 when the database fails.
  */
-#include "forge.h"
-#include "json.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -6,11 +6,11 @@
  *
  *   stream-filter [--task TEXT] [--phase NAME] [--need KEY] [--status S]
  */
-#include "cli.h"
-#include "forge.h"
-#include "ids.h"
-#include "json.h"
-#include "stream.h"
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "data/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,10 +11,10 @@
  * --repeat N runs the call N times (the last result is printed) and prints
  * "mean_ms M" to stderr: the mean wall time of a call, to measure overhead.
  */
-#include "forge.h"
-#include "json.h"
-#include "sandbox.h"
-#include "tools.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/sandbox.h"
+#include "agent/tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,11 +2,11 @@
  * test_agent.c - the agent loop against scripted models (replay cassettes)
  * and a fake tool executor: the happy path and every termination path.
  */
-#include "agent.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "stream.h"
+#include "agent/agent.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "data/stream.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* test_config.c - layering, validation and explain of lib/config. */
-#include "config.h"
-#include "forge.h"
-#include "json.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
 #include "unit.h"
 
 #include <ftw.h>

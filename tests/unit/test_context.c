@@ -1,11 +1,11 @@
 /* test_context.c - token estimation, text cutting and the context builder,
  * with a property test: over many random inputs and budgets the fitted
  * result never exceeds the budget and is valid JSON and UTF-8. */
-#include "buf.h"
-#include "context.h"
-#include "forge.h"
-#include "json.h"
-#include "tokens.h"
+#include "core/buf.h"
+#include "agent/context.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/tokens.h"
 #include "unit.h"
 
 #include <stdint.h>

@@ -1,9 +1,9 @@
 /* test_deploy.c - lib/deploy: names, risk, canary ladders, percentiles,
  * health verdicts, the gate decision and prompt, the command environment. */
-#include "config.h"
-#include "deploy.h"
-#include "forge.h"
-#include "json.h"
+#include "data/config.h"
+#include "deploy/deploy.h"
+#include "core/forge.h"
+#include "core/json.h"
 #include "unit.h"
 
 #include <fcntl.h>

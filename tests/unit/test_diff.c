@@ -1,6 +1,6 @@
-/* test_diff.c - the unified diff parser (lib/diff.h). */
-#include "diff.h"
-#include "forge.h"
+/* test_diff.c - the unified diff parser (lib/git/diff.h). */
+#include "git/diff.h"
+#include "core/forge.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* test_forgedir.c - unit tests of lib/forgedir: the .gitignore of .forge/
  * (written, upgraded from an older Forge's "*", a user's own left alone) and
  * what git then ignores. */
-#include "forge.h"
-#include "forgedir.h"
+#include "core/forge.h"
+#include "core/forgedir.h"
 #include "unit.h"
 
 #include <fcntl.h>

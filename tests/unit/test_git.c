@@ -1,9 +1,9 @@
 /* test_git.c - unit tests of lib/git (libgit2): real temporary repositories
  * made with the git command line, checked with it too. */
-#include "buf.h"
-#include "forge.h"
-#include "git.h"
-#include "json.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
 #include "unit.h"
 
 #include <ftw.h>

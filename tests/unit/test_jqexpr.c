@@ -1,6 +1,6 @@
 /* test_jqexpr.c - jq expressions over a state. */
-#include "forge.h"
-#include "jqexpr.h"
+#include "core/forge.h"
+#include "core/jqexpr.h"
 #include "unit.h"
 
 #include <string.h>

@@ -1,8 +1,8 @@
 /* test_json.c - jv helpers, UTF-8 validation, buffers, ids. */
-#include "buf.h"
-#include "forge.h"
-#include "ids.h"
-#include "json.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
 #include "unit.h"
 
 #include <stdlib.h>

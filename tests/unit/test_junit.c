@@ -4,9 +4,9 @@
  * flaky reruns; forge-test's JUnit output round-trips through the reader;
  * truncated and garbage documents never crash.
  */
-#include "forge.h"
-#include "junit.h"
-#include "testrun.h"
+#include "core/forge.h"
+#include "testrun/junit.h"
+#include "testrun/testrun.h"
 #include "unit.h"
 
 #include <stdio.h>

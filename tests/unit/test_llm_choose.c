@@ -1,12 +1,12 @@
 /*
  * test_llm_choose.c - llm_choose(): which provider, model and fast model a
  * program or phase uses, from the configuration layers and the keys in the
- * environment (lib/llm.h).
+ * environment (lib/llm/llm.h).
  */
-#include "config.h"
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
 #include "unit.h"
 
 #include <stdlib.h>

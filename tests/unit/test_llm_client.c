@@ -4,11 +4,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "forge.h"
-#include "http.h"
-#include "json.h"
-#include "llm_internal.h"
-#include "store.h"
+#include "core/forge.h"
+#include "net/http.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
+#include "store/store.h"
 #include "unit.h"
 
 static void set_hdr(struct http_response *r, const char *name, const char *value)

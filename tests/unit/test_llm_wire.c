@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "llm_internal.h"
-#include "sse.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
+#include "net/sse.h"
 #include "unit.h"
 
 static char *slurp(const char *path, size_t *len)

@@ -1,17 +1,17 @@
 /*
  * test_memory.c - the memory rules, recall ranking, consolidation outcomes
- * and the vector file (lib/memory.h), with an injected clock.
+ * and the vector file (lib/memory/memory.h), with an injected clock.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "memory.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "memory/memory.h"
+#include "store/store.h"
 #include "unit.h"
 
 #define DAY MEMORY_DAY_MS

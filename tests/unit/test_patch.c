@@ -1,8 +1,8 @@
-/* test_patch.c - apply_patch and edit_file matching (lib/patch.h). */
-#include "forge.h"
-#include "json.h"
-#include "patch.h"
-#include "sandbox.h"
+/* test_patch.c - apply_patch and edit_file matching (lib/agent/patch.h). */
+#include "core/forge.h"
+#include "core/json.h"
+#include "agent/patch.h"
+#include "os/sandbox.h"
 #include "unit.h"
 
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /* test_pipeline.c - the run's state machine, bounce decisions and gates. */
-#include "config.h"
-#include "forge.h"
-#include "gates.h"
-#include "json.h"
-#include "pipeline.h"
-#include "store.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "engine/gates.h"
+#include "core/json.h"
+#include "engine/pipeline.h"
+#include "store/store.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* test_proc.c - child processes: timeout, process groups, output cap,
- * rlimits, Landlock and the network namespace (lib/proc.h, lib/landlock.h). */
-#include "forge.h"
-#include "landlock.h"
-#include "nsview.h"
-#include "proc.h"
+ * rlimits, Landlock and the network namespace (lib/os/proc.h, lib/os/landlock.h). */
+#include "core/forge.h"
+#include "os/landlock.h"
+#include "os/nsview.h"
+#include "os/proc.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* test_project.c - project kind and command detection. */
-#include "forge.h"
-#include "json.h"
-#include "project.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "data/project.h"
 #include "unit.h"
 
 #include <stdio.h>

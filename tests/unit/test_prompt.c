@@ -1,13 +1,13 @@
 /*
- * test_prompt.c - the terminal prompt of the human gates (lib/prompt.h),
+ * test_prompt.c - the terminal prompt of the human gates (app/prompt.h),
  * driven through a pseudo-terminal.  Nothing here depends on timing: the
  * answer is typed into the pty before the prompt reads it (typeahead is
  * part of the contract), the prompt's output is read back after it
  * returned up to a marker written behind it, and a signal is sent only
  * after the prompt's question has been read from the pty.
  */
-#include "forge.h"
-#include "prompt.h"
+#include "core/forge.h"
+#include "app/prompt.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -1,18 +1,18 @@
 /*
- * test_review.c - forge-review's layers and synthesis (lib/review.h) and
- * SARIF output (lib/sarif.h), which is validated against the SARIF 2.1.0
+ * test_review.c - forge-review's layers and synthesis (lib/review/review.h) and
+ * SARIF output (lib/review/sarif.h), which is validated against the SARIF 2.1.0
  * JSON schema in tests/fixtures/sarif/ with lib/schema.
  *
  * Secrets here are synthetic and assembled at run time; insecure calls are
  * split in the source so `make lint` does not flag this file.
  */
-#include "buf.h"
-#include "diff.h"
-#include "forge.h"
-#include "json.h"
-#include "review.h"
-#include "sarif.h"
-#include "schema.h"
+#include "core/buf.h"
+#include "git/diff.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "review/review.h"
+#include "review/sarif.h"
+#include "data/schema.h"
 #include "unit.h"
 
 #include <math.h>

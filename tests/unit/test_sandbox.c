@@ -1,9 +1,9 @@
-/* test_sandbox.c - path confinement, command policy, environment (lib/sandbox.h). */
-#include "forge.h"
-#include "json.h"
-#include "llm.h"
-#include "nsview.h"
-#include "sandbox.h"
+/* test_sandbox.c - path confinement, command policy, environment (lib/os/sandbox.h). */
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "os/nsview.h"
+#include "os/sandbox.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* test_schema.c - unit tests of lib/schema (the validator and schemas/). */
-#include "schema.h"
-#include "forge.h"
-#include "json.h"
+#include "data/schema.h"
+#include "core/forge.h"
+#include "core/json.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -18,9 +18,9 @@
  *   2020-12-only files (prefixItems, $defs) are absent and reported as
  *   skipped, and groups that test draft7-only behaviour are listed below.
  */
-#include "schema.h"
-#include "forge.h"
-#include "json.h"
+#include "data/schema.h"
+#include "core/forge.h"
+#include "core/json.h"
 
 #include <stdbool.h>
 #include <stdio.h>

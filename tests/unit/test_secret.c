@@ -1,15 +1,15 @@
 /* test_secret.c - keys redacted by value (llm.h: llm_secret_*, llm_redact_*)
  * in records, the database and commits; worktree commands in the sandbox
  * (sandbox_job.h); .forge off limits (sandbox_path_is_forge). */
-#include "forge.h"
-#include "git.h"
-#include "json.h"
-#include "landlock.h"
-#include "llm.h"
-#include "sandbox.h"
-#include "sandbox_job.h"
-#include "store.h"
-#include "stream.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
+#include "os/landlock.h"
+#include "llm/llm.h"
+#include "os/sandbox.h"
+#include "os/sandbox_job.h"
+#include "store/store.h"
+#include "data/stream.h"
 #include "unit.h"
 
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* test_skills.c - SKILL.md discovery, front matter, warnings, matching. */
-#include "buf.h"
-#include "forge.h"
-#include "json.h"
-#include "skills.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "agent/skills.h"
 #include "unit.h"
 
 #include <stdlib.h>

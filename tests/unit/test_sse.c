@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "forge.h"
-#include "sse.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "net/sse.h"
 #include "unit.h"
 
 struct seen {

@@ -1,9 +1,9 @@
 /* test_store.c - unit tests of lib/store (SQLite: migrations, events, runs,
  * checkpoints, concurrency). */
-#include "forge.h"
-#include "json.h"
-#include "resource.h"
-#include "store.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/resource.h"
+#include "store/store.h"
 #include "unit.h"
 
 #include <ftw.h>

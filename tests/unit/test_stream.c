@@ -1,7 +1,7 @@
 /* test_stream.c - the stream contract of DESIGN.md §2 at the library level. */
-#include "forge.h"
-#include "json.h"
-#include "stream.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "data/stream.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -3,9 +3,9 @@
  * missing tests, 1..0), directives (SKIP/TODO, case, escapes, a '#' that is
  * not one), YAML diagnostics, subtests, bail out; hostile input.
  */
-#include "forge.h"
-#include "tap.h"
-#include "testrun.h"
+#include "core/forge.h"
+#include "testrun/tap.h"
+#include "testrun/testrun.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -5,10 +5,10 @@
  * failures; reruns by name; environment signatures; coverage reports;
  * garbage never crashes a parser.
  */
-#include "forge.h"
-#include "json.h"
-#include "junit.h"
-#include "testrun.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "testrun/junit.h"
+#include "testrun/testrun.h"
 #include "unit.h"
 
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* test_tmpdir.c - temporary directories removed on every exit path
- * (lib/tmpdir.h): made under $TMPDIR, removed with what they hold, also
+ * (lib/core/tmpdir.h): made under $TMPDIR, removed with what they hold, also
  * by the signal-safe sweep and at exit. */
-#include "forge.h"
-#include "tmpdir.h"
+#include "core/forge.h"
+#include "core/tmpdir.h"
 #include "unit.h"
 
 #include <stdio.h>

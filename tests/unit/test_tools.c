@@ -1,13 +1,13 @@
 /* test_tools.c - the tool registry, schemas, validation and the tools
- * themselves against a scratch git repository (lib/tools.h). */
-#include "agent.h"
-#include "forge.h"
-#include "git.h"
-#include "json.h"
-#include "llm.h"
-#include "sandbox.h"
-#include "schema.h"
-#include "tools.h"
+ * themselves against a scratch git repository (lib/agent/tools.h). */
+#include "agent/agent.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "os/sandbox.h"
+#include "data/schema.h"
+#include "agent/tools.h"
 #include "unit.h"
 
 #include <stdio.h>

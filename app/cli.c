@@ -1,0 +1,284 @@
+/* cli.c - the shared command line; see cli.h. */
+#include "app/cli.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/secret.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <git2.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	OPT_VERSION = 1000, OPT_REPO, OPT_DB, OPT_CONFIG,
+	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_CASSETTE,
+};
+
+static const struct cli_option common_options[] = {
+	{ "help", 'h', NULL, "show this help and exit", 'h' },
+	{ "version", 0, NULL, "show the version and exit", OPT_VERSION },
+	{ "repo", 0, "DIR", "the repository (default: the one containing the current directory)", OPT_REPO },
+	{ "db", 0, "PATH", "the database (default: $FORGE_DB, else <repo>/.forge/forge.db)", OPT_DB },
+	{ "config", 0, "PATH", "a config file layered over .forge/config.json", OPT_CONFIG },
+	{ "quiet", 'q', NULL, "print less on stderr", 'q' },
+	{ "verbose", 'v', NULL, "print more on stderr (repeatable)", 'v' },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_option model_options[] = {
+	{ "provider", 0, "P", "anthropic, openai or replay ($FORGE_PROVIDER)", OPT_PROVIDER },
+	{ "model", 0, "M", "the model ($FORGE_MODEL)", OPT_MODEL },
+	{ "base-url", 0, "URL", "the provider's base URL ($FORGE_BASE_URL)", OPT_BASE_URL },
+	{ "cassette", 0, "FILE", "answers to replay with the replay provider ($FORGE_CASSETTE)", OPT_CASSETTE },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static size_t count_options(const struct cli_option *o)
+{
+	size_t n = 0;
+
+	while (o && o[n].name)
+		n++;
+	return n;
+}
+
+static void print_options(FILE *f, const char *title, const struct cli_option *o)
+{
+	if (!count_options(o))
+		return;
+	fprintf(f, "\n%s:\n", title);
+	for (; o->name; o++) {
+		char left[64];
+
+		if (o->short_name)
+			snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		fprintf(f, "  %-24s %s\n", left, o->help);
+	}
+}
+
+/* True when text has a line of its own about the exit status ("Exit status:",
+ * "Exit:"): the program's own replaces the generic one. */
+static bool has_exit_status(const char *text)
+{
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, "Exit status", 11) || !strncmp(p, "Exit:", 5))
+			return true;
+	return false;
+}
+
+void cli_usage(const struct cli_spec *spec, void *fp)
+{
+	FILE *f = fp;
+	const char *line = spec->synopsis;
+	bool first = true;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		int n = nl ? (int)(nl - line) : (int)strlen(line);
+
+		fprintf(f, "%s %s %.*s\n", first ? "usage:" : "      ", spec->name, n, line);
+		first = false;
+		line += n + (nl ? 1 : 0);
+	}
+	if (spec->description)
+		fprintf(f, "\n%s\n", spec->description);
+	print_options(f, "Options", spec->options);
+	if (spec->flags & CLI_MODEL_OPTIONS)
+		print_options(f, "Model options", model_options);
+	else if (spec->flags & CLI_MODEL_OPTIONS_UNUSED) {
+		char title[160];
+
+		snprintf(title, sizeof title, "Model options (accepted and ignored: %s calls no model)",
+			 spec->name);
+		print_options(f, title, model_options);
+	}
+	print_options(f, "Common options", common_options);
+	if (spec->extra_help)
+		fprintf(f, "\n%s", spec->extra_help);
+	if (!has_exit_status(spec->extra_help))
+		fprintf(f, "\nExit status: 0 ok, 1 rejected or skipped, 2 usage or bad input, 3 breaker tripped,\n"
+			   "4 human needed, 5 dependency failed, 130 interrupted.\n");
+}
+
+void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", spec->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", spec->name);
+	exit(FORGE_EXIT_USAGE);
+}
+
+static void add_long(struct option *lo, size_t *n, struct buf *shorts, const struct cli_option *o)
+{
+	for (; o && o->name; o++) {
+		lo[*n].name = o->name;
+		lo[*n].has_arg = o->arg ? required_argument : no_argument;
+		lo[*n].flag = NULL;
+		lo[*n].val = o->id;
+		(*n)++;
+		if (o->short_name) {
+			buf_addch(shorts, (char)o->short_name);
+			if (o->arg)
+				buf_addch(shorts, ':');
+		}
+	}
+}
+
+/* Returns 1 when opt was a common option and has been handled. */
+static int handle_common(struct cli_common *c, const struct cli_spec *spec, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'h':
+		cli_usage(spec, stdout);
+		exit(cli_finish(spec->name, FORGE_EXIT_OK));
+	case OPT_VERSION:
+		printf("%s (forge) %s\n", spec->name, FORGE_VERSION);
+		exit(cli_finish(spec->name, FORGE_EXIT_OK));
+	case OPT_REPO: c->repo = arg; return 1;
+	case OPT_DB: c->db = arg; return 1;
+	case OPT_CONFIG: c->config = arg; return 1;
+	case 'q': c->verbosity = -1; return 1;
+	case 'v': c->verbosity = c->verbosity < 0 ? 1 : c->verbosity + 1; return 1;
+	case OPT_PROVIDER: c->provider = arg; return 1;
+	case OPT_MODEL: c->model = arg; return 1;
+	case OPT_BASE_URL: c->base_url = arg; return 1;
+	case OPT_CASSETTE: c->cassette = arg; return 1;
+	}
+	return 0;
+}
+
+int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, char **argv,
+	      int (*on_option)(int id, const char *arg, void *payload), void *payload)
+{
+	size_t total = count_options(common_options) + count_options(model_options) +
+		       count_options(spec->options) + 1;
+	struct option *lo = xcalloc(total, sizeof *lo);
+	struct buf shorts = BUF_INIT;
+	size_t n = 0;
+	int opt;
+
+	/* Before anything else: no key in /proc/PID/environ, not dumpable,
+	 * every key known for redaction (llm.h). */
+	llm_secret_protect();
+	memset(common, 0, sizeof *common);
+	buf_addch(&shorts, ':');	/* report a missing argument as ':' */
+	add_long(lo, &n, &shorts, spec->options);
+	add_long(lo, &n, &shorts, common_options);
+	if (spec->flags & (CLI_MODEL_OPTIONS | CLI_MODEL_OPTIONS_UNUSED))
+		add_long(lo, &n, &shorts, model_options);
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, shorts.buf, lo, NULL)) != -1) {
+		if (opt == '?' || opt == ':') {
+			const char *bad = argv[optind - 1];
+			free(lo);
+			buf_release(&shorts);
+			if (opt == ':')
+				cli_usage_error(spec, "option '%s' needs an argument", bad);
+			if (optopt && optopt < 256)
+				cli_usage_error(spec, "unknown option '-%c'", optopt);
+			cli_usage_error(spec, "unknown option '%s'", bad);
+		}
+		/* A program option's short form comes back as its letter: use its id. */
+		for (const struct cli_option *o = spec->options; o && o->name; o++)
+			if (o->short_name && opt == o->short_name)
+				opt = o->id;
+		if (handle_common(common, spec, opt, optarg))
+			continue;
+		if (!on_option || on_option(opt, optarg, payload) < 0) {
+			char msg[1024];
+			snprintf(msg, sizeof msg, "%s", forge_last_error());
+			free(lo);
+			buf_release(&shorts);
+			cli_usage_error(spec, "%s", msg);
+		}
+	}
+	free(lo);
+	buf_release(&shorts);
+	return optind;
+}
+
+jv cli_model_flags(const struct cli_common *c)
+{
+	jv llm = jv_object();
+
+	if (c->provider)
+		llm = json_set(llm, "provider", jv_string(c->provider));
+	if (c->model)
+		llm = json_set(llm, "model", jv_string(c->model));
+	if (c->base_url)
+		llm = json_set(llm, "base_url", jv_string(c->base_url));
+	if (c->cassette)
+		llm = json_set(llm, "cassette", jv_string(c->cassette));
+	return llm;
+}
+
+int cli_finish(const char *name, int status)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		if (errno == EPIPE)
+			return FORGE_EXIT_PIPE;
+		fprintf(stderr, "%s: cannot write to standard output: %s\n", name, strerror(errno));
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	if (fclose(stdout) == EOF) {
+		if (errno == EPIPE)
+			return FORGE_EXIT_PIPE;
+		fprintf(stderr, "%s: cannot write to standard output: %s\n", name, strerror(errno));
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	return status;
+}
+
+int cli_repo_root(char **out, const char *dir)
+{
+	git_repository *repo = NULL;
+	char resolved[PATH_MAX];
+	int rc = -1;
+
+	*out = NULL;
+	git_libgit2_init();
+	if (dir && !realpath(dir, resolved)) {
+		forge_error("cannot use repository '%s': %s", dir, strerror(errno));
+		goto out;
+	}
+	if (git_repository_open_ext(&repo, dir ? resolved : ".", 0, NULL) < 0) {
+		const git_error *e = git_error_last();
+		forge_error("'%s' is not in a git repository%s%s", dir ? dir : ".",
+			    e ? ": " : "", e ? e->message : "");
+		goto out;
+	}
+	if (git_repository_is_bare(repo)) {
+		forge_error("'%s' is a bare repository; forge needs a working tree", dir ? dir : ".");
+		goto out;
+	}
+	/*
+	 * The common directory is the main repository's .git even from a linked
+	 * worktree, so every worktree of a run shares one .forge/ and database.
+	 */
+	char *common = xstrdup(git_repository_commondir(repo));
+	size_t len = strlen(common);
+	while (len > 1 && common[len - 1] == '/')
+		common[--len] = '\0';
+	*out = xstrdup(dirname(common));
+	free(common);
+	rc = 0;
+out:
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rc;
+}

@@ -1,0 +1,710 @@
+/* phase.c - the shared skeleton of the phase filters; see phase.h. */
+#include "app/phase.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "agent/context.h"
+#include "llm/llm.h"
+#include "memory/memory.h"
+#include "os/proc.h"
+#include "agent/skills.h"
+#include "store/store.h"
+#include "core/tmpdir.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OPT_TASK = 1100, OPT_NO_INPUT };
+
+static const char *program_name = "forge";
+
+static void on_signal(int sig)
+{
+	static const char msg[] = ": interrupted; the last checkpoint stands\n";
+
+	/* Only async-signal-safe calls here: stop the commands a tool or the
+	 * phase started (their process groups), remove the temporary
+	 * directories, then say so and leave. */
+	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
+	tmpdir_remove_all_signal_safe();
+	if (write(STDERR_FILENO, program_name, strlen(program_name)) < 0 ||
+	    write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(FORGE_EXIT_INTERRUPTED);
+}
+
+/*
+ * Under forge-supervisor a phase must not outlive it: an orphan would keep
+ * working in the run's worktree while `forge resume` starts the phase again.
+ */
+static void die_with_supervisor(void)
+{
+	const char *pid = getenv("FORGE_SUPERVISOR_PID");
+	long want;
+
+	if (!pid || forge_parse_long(&want, pid, 1, 1L << 30) < 0)
+		return;
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if ((long)getppid() != want)
+		raise(SIGTERM);	/* it is gone already */
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	die_with_supervisor();
+}
+
+void phase_emit(struct phase *ph, const char *type, jv payload)
+{
+	stream_emit(&ph->out, type, payload);
+}
+
+void phase_reason(struct phase *ph, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ph->reason, sizeof ph->reason, fmt, ap);
+	va_end(ap);
+	llm_redact(ph->reason);     /* also shown on stderr: never a key */
+}
+
+void phase_progress(struct phase *ph, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ph->progress)
+		return;
+	fprintf(stderr, "%s: ", ph->spec->program);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void phase_set(struct phase *ph, const char *key, jv v)
+{
+	ph->state = json_set(ph->state, key, v);
+}
+
+char *phase_repo(struct phase *ph)
+{
+	if (ph->common.repo && ph->repo)
+		return xstrdup(ph->repo);
+	jv task = json_get(ph->state, "task");
+	const char *task_repo = json_get_str(task, "repo");
+	char *root = task_repo ? xstrdup(task_repo) : ph->repo ? xstrdup(ph->repo) : NULL;
+
+	jv_free(task);
+	return root;
+}
+
+struct store *phase_store(struct phase *ph)
+{
+	char *path = NULL;
+
+	if (ph->store)
+		return ph->store;
+	if (store_resolve_path(&path, ph->common.db, ph->repo) == 0)
+		store_open(&ph->store, path);
+	free(path);
+	return ph->store;
+}
+
+int phase_previous_runs(const struct phase *ph)
+{
+	jv bounces = json_get(ph->state, "bounces");
+	const char *name = ph->spec->name;
+	bool every = strcmp(name, "implement") == 0 || strcmp(name, "review") == 0;
+	int runs = 0;
+
+	/*
+	 * Every bounce runs implement again, and review after it; test runs
+	 * again only after a bounce of its own.  Plan and deploy run once.
+	 */
+	if (jv_get_kind(bounces) == JV_KIND_ARRAY) {
+		jv_array_foreach(bounces, i, b) {
+			const char *from = json_get_str(b, "from");
+			if (every || (from && strcmp(from, name) == 0 && strcmp(name, "test") == 0))
+				runs++;
+			jv_free(b);
+		}
+	}
+	jv_free(bounces);
+	return runs;
+}
+
+/* ---- the state ---------------------------------------------------------- */
+
+static jv new_state(struct phase *ph, jv task)
+{
+	char trace[ULID_LEN + 1];
+	jv s = jv_object();
+	double budget = config_get_num(ph->cfg, "budget.usd", 50);
+
+	ulid_new(trace);
+	if (ph->repo && !json_has(task, "repo"))
+		task = json_set(task, "repo", jv_string(ph->repo));
+	if (!json_has(task, "base_ref"))
+		task = json_set(task, "base_ref", jv_string("HEAD"));
+	if (!json_has(task, "branch"))
+		task = json_set(task, "branch", jv_string_fmt("forge/%s", trace));
+	s = json_set(s, "kind", jv_string("state"));
+	s = json_set(s, "v", jv_number(FORGE_PROTOCOL_VERSION));
+	s = json_set(s, "trace_id", jv_string(trace));
+	s = json_set(s, "phase", jv_string("init"));
+	s = json_set(s, "status", jv_string("ok"));
+	s = json_set(s, "task", task);
+	s = json_set(s, "bounces", jv_array());
+	s = json_set(s, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
+	return json_set(s, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
+					      "remaining_usd", jv_number(budget)));
+}
+
+/* Add this phase's spend to the state's totals and remaining budget. */
+static void account(struct phase *ph)
+{
+	jv cost = json_get(ph->state, "cost");
+	jv budget = json_get(ph->state, "budget");
+	double usd = json_get_num(cost, "usd", 0) + ph->cost_usd;
+	double tokens = json_get_num(cost, "tokens", 0) + (double)ph->tokens;
+
+	cost = json_set(json_set(jv_get_kind(cost) == JV_KIND_OBJECT ? cost : (jv_free(cost), jv_object()),
+				 "tokens", jv_number(tokens)), "usd", jv_number(usd));
+	phase_set(ph, "cost", cost);
+	if (jv_get_kind(budget) == JV_KIND_OBJECT && json_has(budget, "usd")) {
+		double remaining = json_get_num(budget, "usd", 0) - usd;
+		budget = json_set(budget, "remaining_usd", jv_number(remaining));
+		phase_set(ph, "budget", budget);
+	} else {
+		jv_free(budget);
+	}
+	ph->cost_usd = 0;
+	ph->tokens = 0;
+}
+
+/* ---- perceive ------------------------------------------------------------ */
+
+static struct memory *open_memory(struct phase *ph)
+{
+	struct memory_options opt;
+	struct memory *m = NULL;
+	struct store *st = phase_store(ph);
+
+	if (!st)
+		return NULL;
+	memory_options_init(&opt);
+	memory_options_from_config(&opt, ph->cfg);
+	if (memory_open(&m, st, &opt) < 0)
+		return NULL;
+	return m;
+}
+
+/* Recalled memories as the context builder wants them. */
+static jv recall(struct phase *ph, const char *task)
+{
+	struct memory *m = open_memory(ph);
+	struct memory_query q;
+	jv found = jv_null(), out = jv_array();
+
+	if (!m) {
+		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
+		return out;
+	}
+	memory_query_init(&q, task);
+	q.filter.limit = (int)config_get_num(ph->cfg, "memory.recall_limit", 10);
+	if (memory_recall(&found, m, &q) < 0) {
+		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
+		found = jv_array();
+	}
+	jv_array_foreach(found, i, hit) {
+		jv mem = json_get(hit, "memory");
+		jv item = jv_object();
+		item = json_set(item, "id", json_get(mem, "id"));
+		item = json_set(item, "type", json_get(mem, "type"));
+		item = json_set(item, "content", json_get(mem, "content"));
+		item = json_set(item, "context", json_get(mem, "context"));
+		item = json_set(item, "confidence", json_get(mem, "confidence"));
+		item = json_set(item, "relevance", json_get(hit, "relevance"));
+		out = jv_array_append(out, item);
+		jv_free(mem);
+		jv_free(hit);
+	}
+	jv_free(found);
+	memory_free(m);
+	if (jv_array_length(jv_copy(out)) > 0)
+		phase_emit(ph, "memory.recalled", json_set(jv_object(), "count",
+			   jv_number(jv_array_length(jv_copy(out)))));
+	return out;
+}
+
+static char *matching_skills(struct phase *ph, const char *task)
+{
+	struct skill_set *set = NULL;
+	jv matched;
+	char *text = NULL;
+
+	if (skills_load(&set, ph->repo, NULL) < 0) {
+		phase_emit(ph, "skills.unavailable", json_set(jv_object(), "error",
+			   jv_string(forge_last_error())));
+		return NULL;
+	}
+	/* skills_match() returns how many matched, not 0 for success */
+	if (skills_match(&matched, set, ph->spec->name, task, 3) > 0) {
+		jv names = jv_array();
+
+		text = skills_render(matched);
+		jv_array_foreach(matched, i, s) {
+			names = jv_array_append(names, json_get(s, "name"));
+			jv_free(s);
+		}
+		phase_emit(ph, "skills.matched", json_set(jv_object(), "skills", names));
+	}
+	jv_free(matched);
+	skills_free(set);
+	return text;
+}
+
+int phase_perceive(char **out, struct phase *ph, jv environment)
+{
+	jv task = json_get(ph->state, "task");
+	const char *desc = json_get_str(task, "description");
+	size_t budget = (size_t)config_get_num(ph->cfg, "memory.context_tokens", 30000);
+	struct context_input in = { .budget = budget };
+	jv fitted;
+
+	if (jv_get_kind(environment) != JV_KIND_OBJECT) {
+		jv_free(environment);
+		environment = jv_object();
+	}
+	/* The parts' order is their priority: the task, the skills that match
+	 * it, then what the phase gave. */
+	jv head = json_set(jv_object(), "task", json_has(environment, "task")
+			   ? json_get(environment, "task") : jv_string(desc ? desc : ""));
+	char *skills = matching_skills(ph, desc ? desc : "");
+	if (skills)
+		head = json_set(head, "skills", jv_string(skills));
+	free(skills);
+	environment = jv_object_merge(head, environment);
+	in.memories = recall(ph, desc ? desc : "");
+	in.environment = environment;
+	in.conversation = jv_null();
+	context_shares_from_config(&in.shares, ph->cfg);
+	context_build(&fitted, &in);
+	context_render(out, fitted, budget);
+	jv report = json_get(fitted, "report");
+	phase_emit(ph, "context.built", report);
+	jv_free(fitted);
+	jv_free(in.memories);
+	jv_free(in.environment);
+	jv_free(task);
+	return 0;
+}
+
+/* Reflection learnings go to memory (agent.h: env->remember). */
+static int remember(void *payload, jv learning)
+{
+	struct phase *ph = payload;
+	struct memory *m = open_memory(ph);
+	char id[ULID_LEN + 1];
+	int rc;
+
+	if (!m) {
+		jv_free(learning);
+		return -1;
+	}
+	rc = memory_store(id, m, learning);
+	if (rc == 0)
+		phase_emit(ph, "memory.stored", json_set(jv_object(), "id", jv_string(id)));
+	memory_free(m);
+	return rc;
+}
+
+/* ---- models and the agent ---------------------------------------------- */
+
+static void warn_once(void *payload, const char *msg)
+{
+	struct phase *ph = payload;
+
+	fprintf(stderr, "%s: warning: %s\n", ph->spec->program, msg);
+}
+
+int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
+{
+	struct llm_options opt;
+	char phase[64];
+	const char *name = ph->spec->name;
+
+	llm_options_init(&opt);
+	llm_options_for(&opt, ph->cfg, name, fast);
+	snprintf(phase, sizeof phase, "%s%s", name, fast ? "-fast" : "");
+	opt.phase = phase;
+	opt.attempt = phase_previous_runs(ph) + 1;
+	if (getenv("FORGE_ATTEMPT") && *getenv("FORGE_ATTEMPT"))
+		opt.attempt = 0;	/* the client reads $FORGE_ATTEMPT */
+	opt.store = phase_store(ph);
+	opt.trace_id = ph->out.trace_id;
+	opt.warn = warn_once;
+	opt.warn_payload = ph;
+	if (llm_client_new(out, &opt) < 0)
+		return forge_error_prefix("%s model", fast ? "fast" : name);
+	return 0;
+}
+
+static void agent_progress(void *payload, int iteration, const char *tool, double cost)
+{
+	struct phase *ph = payload;
+
+	if (tool)
+		phase_progress(ph, "iteration %d · %s · $%.4f", iteration, tool, cost);
+	else
+		phase_progress(ph, "iteration %d · thinking · $%.4f", iteration, cost);
+}
+
+static double config_phase_num(struct phase *ph, const char *section, double dflt)
+{
+	char key[128];
+
+	snprintf(key, sizeof key, "%s.%s", section, ph->spec->name);
+	if (config_has(ph->cfg, key))
+		return config_get_num(ph->cfg, key, dflt);
+	snprintf(key, sizeof key, "%s.default", section);
+	return config_get_num(ph->cfg, key, dflt);
+}
+
+static const char *status_of(enum agent_outcome o)
+{
+	switch (o) {
+	case AGENT_DONE: return "ok";
+	case AGENT_ESCALATED: return "escalated";
+	case AGENT_TRIPPED: return "tripped";
+	case AGENT_FAILED: return "failed";
+	}
+	return "failed";
+}
+
+/* The agent's model clients, made by the first phase_run_agent() and kept
+ * until phase_main() ends, so a phase that runs the loop more than once
+ * (forge-implement's TDD runs) goes on counting cassette calls within the
+ * process instead of replaying call 1 again. */
+static struct llm_client *agent_llm, *agent_fast;
+static bool agent_fast_tried;
+
+const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct agent_config *cfg,
+			    const char *prompt, agent_exec_fn exec, void *exec_payload)
+{
+	jv budget = json_get(ph->state, "budget");
+
+	agent_result_init(out);
+	cfg->phase = ph->spec->name;
+	if (!cfg->max_iterations)
+		cfg->max_iterations = (int)config_phase_num(ph, "safety.iterations", 10);
+	if (!cfg->max_cost_usd)
+		cfg->max_cost_usd = config_phase_num(ph, "safety.cost.per_phase", 0);
+	cfg->budget_remaining_usd = json_has(budget, "remaining_usd")
+		? json_get_num(budget, "remaining_usd", -1) : -1;
+	jv_free(budget);
+	if (!cfg->max_time_ms)
+		cfg->max_time_ms = (long long)(config_phase_num(ph, "safety.time_s", 0) * 1000);
+	cfg->stagnation_threshold = (int)config_get_num(ph->cfg, "safety.stagnation_threshold", 3);
+	cfg->error_rate_warning = config_get_num(ph->cfg, "safety.error_rate.warning", 0.10);
+	cfg->error_rate_critical = config_get_num(ph->cfg, "safety.error_rate.critical", 0.25);
+	cfg->error_window_ms = (long long)(config_get_num(ph->cfg, "safety.error_rate.window_s", 300) * 1000);
+	cfg->max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens", 8192);
+
+	if (!agent_llm && phase_llm(&agent_llm, ph, false) < 0) {
+		jv_free(cfg->tools);
+		jv_free(cfg->result_schema);
+		cfg->tools = cfg->result_schema = jv_null();
+		out->outcome = AGENT_FAILED;
+		out->reason = xstrdup(forge_last_error());
+		phase_reason(ph, "%s", out->reason);
+		return "failed";
+	}
+	if (!agent_fast_tried && phase_llm(&agent_fast, ph, true) < 0)
+		agent_fast = NULL;	/* compression then falls back to a mechanical summary */
+	agent_fast_tried = true;
+
+	struct agent_env env = {
+		.llm = agent_llm, .fast = agent_fast, .out = &ph->out,
+		.exec = exec, .exec_payload = exec_payload,
+		.progress = ph->progress ? agent_progress : NULL, .progress_payload = ph,
+		.remember = remember, .remember_payload = ph,
+	};
+	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect", true);
+	agent_run(out, cfg, &env, prompt);
+	ph->cost_usd += out->cost_usd;
+	ph->tokens += out->tokens;
+	if (!out->cost_known)
+		ph->cost_known = false;
+	if (out->reason)
+		phase_reason(ph, "%s", out->reason);
+	return status_of(out->outcome);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	struct phase *ph = payload;
+
+	if (id == OPT_TASK) {
+		if (stream_task_check(arg, strlen(arg)) < 0) {
+			char why[256];
+			snprintf(why, sizeof why, "%s", forge_last_error());
+			return forge_error("--task: %s", why);
+		}
+		ph->task_text = xstrdup(arg);
+		return 0;
+	}
+	if (id == OPT_NO_INPUT) {
+		ph->no_input = true;
+		return 0;
+	}
+	if (!ph->spec->on_option)
+		return forge_error("unhandled option");
+	return ph->spec->on_option(ph, id, arg);
+}
+
+static struct cli_option *merge_options(const struct phase_spec *spec)
+{
+	static const struct cli_option task = { "task", 0, "TEXT", "the task, instead of stdin", OPT_TASK };
+	static const struct cli_option no_input = {
+		"no-input", 0, NULL, "work on the repository alone: do not read stdin",
+		OPT_NO_INPUT,
+	};
+	size_t n = 0, k = 0;
+
+	while (spec->options && spec->options[n].name)
+		n++;
+	struct cli_option *all = xcalloc(n + 3, sizeof *all);
+	all[k++] = task;
+	if (spec->runs_alone)
+		all[k++] = no_input;
+	for (size_t i = 0; i < n; i++)
+		all[k++] = spec->options[i];
+	return all;
+}
+
+static int load_config(struct phase *ph)
+{
+	jv flags = jv_object();
+	jv llm = cli_model_flags(&ph->common);
+
+	if (jv_object_length(jv_copy(llm)) > 0)
+		flags = json_set(flags, "llm", llm);
+	else
+		jv_free(llm);
+	struct config_sources src = { .repo = ph->repo, .file = ph->common.config, .flags = flags };
+	return config_load(&ph->cfg, &src);
+}
+
+/* Read the input; returns 0, or an exit status. */
+static int take_input(struct phase *ph)
+{
+	struct stream_options opt = {
+		.validate = true,
+		.raw_hook = ph->spec->raw_hook,
+		.payload = ph->payload,
+		.max_line = (size_t)config_get_num(ph->cfg, "stream.max_line_bytes", STREAM_MAX_LINE_DEFAULT),
+	};
+
+	if (ph->task_text) {
+		ph->in.task = json_set(jv_object(), "description", jv_string(ph->task_text));
+		return 0;
+	}
+	if (ph->no_input) {
+		if (!ph->spec->needs_input)
+			return 0;
+		return stream_reject(&ph->out, NULL,
+				     "--no-input: there is nothing to work on without an input here (see --help)");
+	}
+	if (isatty(STDIN_FILENO)) {
+		if (!ph->spec->needs_input && ph->spec->runs_alone)
+			return 0;
+		return stream_reject(&ph->out, NULL,
+				     "no input: pipe a state, {\"task\": …} or a task description, or use --task");
+	}
+	int rc = stream_read(&ph->in, stdin, &ph->out, &opt);
+	if (rc == STREAM_OUTPUT_FAILED)
+		return stream_out_status(&ph->out, FORGE_EXIT_OK);
+	if (rc != 0)
+		return stream_reject(&ph->out, &ph->in, forge_last_error());
+	if (ph->in.empty && ph->spec->needs_input)
+		return stream_reject(&ph->out, &ph->in,
+				     "empty input: expected a state, {\"task\": …} or a task description (or --task)");
+	if (ph->in.empty)
+		return stream_reject(&ph->out, &ph->in,
+				     "empty input: expected a state on stdin; to work on the repository alone, pass --no-input");
+	return 0;
+}
+
+static int exit_code(const char *status)
+{
+	if (strcmp(status, "ok") == 0)
+		return FORGE_EXIT_OK;
+	if (strcmp(status, "rejected") == 0 || strcmp(status, "skipped") == 0)
+		return FORGE_EXIT_REJECTED;
+	if (strcmp(status, "tripped") == 0)
+		return FORGE_EXIT_TRIPPED;
+	if (strcmp(status, "escalated") == 0)
+		return FORGE_EXIT_HUMAN;
+	return FORGE_EXIT_DEPENDENCY;
+}
+
+/*
+ * A phase that works in the run's worktree holds the trace's lease while it
+ * runs (spec->lease); under forge-supervisor the supervisor's ($FORGE_LEASE)
+ * is used as it is.  Returns 0, or the exit status: 4 when another living
+ * process holds it.  Without a database there is nothing to coordinate on.
+ */
+static int take_lease(struct phase *ph)
+{
+	const char *trace = json_get_str(ph->state, "trace_id");
+	const char *parent = getenv("FORGE_LEASE");
+	struct store *st;
+	char holder[ULID_LEN + 1];
+	jv held;
+
+	if (!ph->spec->lease || jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !trace || !(st = phase_store(ph)))
+		return 0;
+	if (parent && *parent && store_lease_get(&held, st, trace) == 0) {
+		bool ours = json_get_str(held, "holder") && strcmp(json_get_str(held, "holder"), parent) == 0;
+		jv_free(held);
+		if (ours)
+			return 0;
+	}
+	ulid_new(holder);
+	int r = store_lease_take(&held, st, trace, holder, ph->spec->program);
+	if (r == STORE_LEASE_HELD) {
+		const char *prog = json_get_str(held, "program");
+		fprintf(stderr, "%s: trace %s is already being worked on: %s, pid %.0f on %s, since %s; wait for "
+				"it or stop it with `forge cancel %s`\n", ph->spec->program, trace,
+			prog ? prog : "a forge program", json_get_num(held, "pid", 0), json_get_str(held, "host"),
+			json_get_str(held, "acquired_at"), trace);
+		jv_free(held);
+		return FORGE_EXIT_HUMAN;
+	}
+	jv_free(held);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", ph->spec->program, forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	snprintf(ph->lease, sizeof ph->lease, "%s", holder);
+	return 0;
+}
+
+/* The phase itself, between the input and the final state. */
+static const char *run_phase(struct phase *ph)
+{
+	const char *why = ph->spec->guard ? ph->spec->guard(ph) : NULL;
+
+	if (why) {
+		phase_reason(ph, "%s", why);
+		phase_emit(ph, "phase.skipped", json_set(jv_object(), "reason", jv_string(why)));
+		return "skipped";
+	}
+	return ph->spec->run(ph);
+}
+
+int phase_main(const struct phase_spec *spec, int argc, char **argv, void *payload)
+{
+	struct phase ph = { .spec = spec, .payload = payload, .state = jv_null(), .cost_known = true };
+	struct cli_option *options = merge_options(spec);
+	struct cli_spec cs = {
+		.name = spec->program, .synopsis = spec->synopsis, .description = spec->description,
+		.options = options, .flags = spec->model_options ? CLI_MODEL_OPTIONS : CLI_MODEL_OPTIONS_UNUSED,
+		.extra_help = spec->extra_help,
+	};
+	int status;
+
+	program_name = spec->program;
+	cli_parse(&ph.common, &cs, argc, argv, on_option, &ph);
+	catch_signals();
+	stream_out_init(&ph.out, stdout, spec->program, spec->name);
+	stream_input_init(&ph.in);
+	ph.progress = isatty(STDERR_FILENO) && ph.common.verbosity >= 0;
+	if (cli_repo_root(&ph.repo, ph.common.repo) < 0 && ph.common.repo) {
+		fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
+		status = FORGE_EXIT_USAGE;
+		goto out;
+	}
+	if (load_config(&ph) < 0) {
+		fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
+		status = FORGE_EXIT_USAGE;
+		goto out;
+	}
+	status = take_input(&ph);
+	if (status)
+		goto out;
+
+	ph.state = jv_get_kind(ph.in.state) == JV_KIND_OBJECT
+		? jv_copy(ph.in.state)
+		: new_state(&ph, jv_get_kind(ph.in.task) == JV_KIND_OBJECT
+				 ? jv_copy(ph.in.task)
+				 : json_set(jv_object(), "description",
+					    jv_string_fmt("%s on the repository", spec->program)));
+	stream_out_set_trace(&ph.out, json_get_str(ph.state, "trace_id"));
+	status = take_lease(&ph);
+	if (status)
+		goto out;
+	ph.start_ms = monotonic_ms();
+	jv task = json_get(ph.state, "task");
+	const char *desc = json_get_str(task, "description");
+	phase_emit(&ph, "phase.started", json_set(jv_object(), "task", jv_string(desc ? desc : "")));
+	jv_free(task);
+
+	const char *st = run_phase(&ph);
+	if (strcmp(st, "bad_input") == 0) {
+		status = stream_reject(&ph.out, NULL, ph.reason[0] ? ph.reason : "bad input");
+		goto out;
+	}
+	account(&ph);
+	long long ms = monotonic_ms() - ph.start_ms;
+	jv done = json_set(json_set(jv_object(), "status", jv_string(st)), "duration_ms", jv_number((double)ms));
+	if (ph.reason[0])
+		done = json_set(done, "reason", jv_string(ph.reason));
+	phase_emit(&ph, "phase.completed", done);
+	ph.state = json_set(ph.state, "phase", jv_string(spec->name));
+	ph.state = json_set(ph.state, "status", jv_string(st));
+	if (stream_write_state(&ph.out, ph.state) < 0) {
+		fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else {
+		status = ph.interrupted ? FORGE_EXIT_INTERRUPTED : exit_code(st);
+		if (status && ph.reason[0] && ph.common.verbosity >= 0)
+			fprintf(stderr, "%s: %s: %s\n", spec->program, st, ph.reason);
+	}
+	ph.state = jv_null();
+out:
+	if (ph.lease[0])
+		store_lease_release(ph.store, json_get_str(ph.state, "trace_id") ? json_get_str(ph.state, "trace_id")
+				    : json_get_str(ph.in.state, "trace_id"), ph.lease);
+	llm_client_free(agent_fast);
+	llm_client_free(agent_llm);
+	agent_fast = agent_llm = NULL;
+	agent_fast_tried = false;
+	jv_free(ph.state);
+	stream_input_release(&ph.in);
+	store_free(ph.store);
+	config_free(ph.cfg);
+	free(ph.repo);
+	free(ph.task_text);
+	free(options);
+	return cli_finish(spec->program, stream_out_status(&ph.out, status));
+}

@@ -1,0 +1,161 @@
+/*
+ * phase.h - what every phase filter shares (DESIGN.md §2-3): the command
+ * line, the input stream, the state, the guard, events, the exit status.
+ *
+ * A filter describes itself in a struct phase_spec and calls phase_main(),
+ * which:
+ *   1. parses the common options and the phase's own (cli.h) and loads the
+ *      layered config (config.h);
+ *   2. takes its input: --task TEXT, else stdin read to the end with every
+ *      event forwarded (stream.h) - the last state, a bare {"task": …},
+ *      plain text, or raw input the spec's raw_hook claims (a diff).  Empty
+ *      input is bad input when spec->needs_input; a terminal on stdin is not
+ *      read when the phase can run alone (spec->runs_alone), nor is it
+ *      with --no-input;
+ *   3. builds the working state: the input state, or a new one for the task
+ *      (a new trace id, the repository, base ref, budget);
+ *   4. emits phase.started, checks the guard (a guard that does not hold
+ *      forwards the state with status "skipped", a phase.skipped event and
+ *      exit 1), runs the phase, emits phase.completed;
+ *   5. writes exactly one state record (checked against its schema) and
+ *      exits with the status's code: ok 0, rejected/skipped 1, tripped 3,
+ *      escalated 4, failed 5 (and 2 for bad input, 130 on SIGINT/SIGTERM).
+ *
+ * Ownership: jv arguments follow json.h (consumed unless "borrows").
+ */
+#ifndef FORGE_PHASE_H
+#define FORGE_PHASE_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/agent.h"
+#include "app/cli.h"
+#include "data/stream.h"
+
+struct config;
+struct llm_client;
+struct store;
+
+struct phase;
+
+struct phase_spec {
+	const char *name;               /* "plan": the state key is this name's result key */
+	const char *program;            /* "forge-plan" */
+	const char *synopsis;
+	const char *description;
+	const char *extra_help;
+	const struct cli_option *options;   /* the phase's own; ids 256..999 */
+	int (*on_option)(struct phase *ph, int id, const char *arg);
+	/* Claims input that is not JSON lines (see stream.h); may be NULL. */
+	int (*raw_hook)(const char *text, size_t len, void *payload);
+	bool needs_input;               /* empty input is bad input */
+	/*
+	 * The phase can work on the repository alone: it takes --no-input (do
+	 * not read stdin), and runs alone when stdin is a terminal.  An empty
+	 * stdin that is not a terminal is bad input all the same: a pipeline
+	 * whose earlier phase wrote nothing must not act on the repository.
+	 */
+	bool runs_alone;
+	bool model_options;             /* uses --provider/--model/--base-url/--cassette; a phase
+					 * without accepts and ignores them (a supervisor passes
+					 * them to every phase) */
+	/* Works in the run's worktree: takes the trace's lease (store.h) when
+	 * given a state, and refuses (exit 4) while another process holds it -
+	 * except its own forge-supervisor, whose lease is $FORGE_LEASE. */
+	bool lease;
+	/* NULL when the guard holds, else why not. */
+	const char *(*guard)(struct phase *ph);
+	/*
+	 * Do the phase's work: set its part of ph->state (phase_set) and return
+	 * its status: "ok", "rejected", "escalated", "tripped" or "failed"; or
+	 * "bad_input" (with phase_reason) when what the user gave cannot be
+	 * used (a ref that does not resolve): then no state is written, an
+	 * input.rejected event is, and the exit status is 2.
+	 */
+	const char *(*run)(struct phase *ph);
+};
+
+struct phase {
+	const struct phase_spec *spec;
+	struct cli_common common;
+	struct config *cfg;
+	struct stream_out out;
+	struct stream_input in;
+	jv state;                       /* the working state (owned) */
+	char *repo;                     /* the main repository's root, or NULL */
+	char *task_text;                /* --task */
+	bool no_input;                  /* --no-input */
+	struct store *store;            /* see phase_store() */
+	long long start_ms;
+	double cost_usd;                /* this phase's model spend */
+	bool cost_known;
+	long tokens;
+	bool progress;                  /* stderr is a terminal and not -q */
+	char reason[1024];              /* why the phase ended as it did */
+	char lease[32];                 /* the lease this process took, or "" */
+	bool interrupted;               /* a human interrupted it (Ctrl-C at a prompt): exit 130 after the state */
+	void *payload;                  /* the filter's own */
+};
+
+int phase_main(const struct phase_spec *spec, int argc, char **argv, void *payload);
+
+/* Set key (the phase's result part, "plan") in the state.  Consumes v. */
+void phase_set(struct phase *ph, const char *key, jv v);
+
+/* The phase's reason line (shown in phase.completed and the exit message). */
+void phase_reason(struct phase *ph, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The database, opened on first use (--db, $FORGE_DB, <repo>/.forge/forge.db);
+ * NULL with a message when it cannot be opened.  Borrowed. */
+struct store *phase_store(struct phase *ph);
+
+/*
+ * A model client for this phase from the config, as llm_choose() resolves
+ * it for the phase (llm.phases.<name>.* override llm.*); `fast` uses the
+ * fast model and the cassette phase "<name>-fast".  The cassette attempt is the state's
+ * count of earlier runs of this phase plus one ($FORGE_ATTEMPT wins).
+ * Calls are logged to the database when one can be opened.
+ */
+int phase_llm(struct llm_client **out, struct phase *ph, bool fast);
+
+/*
+ * Run the agent loop for this phase: breakers from the config (iterations,
+ * per-phase cost, the run's remaining budget from the state, time),
+ * reflection into memory, progress on a terminal.  Adds the spend to the
+ * state's cost and budget.  Consumes cfg->tools and cfg->result_schema.
+ * The model clients are made by the first call and reused by later ones in
+ * the process, so cassette calls keep counting across runs of the loop.
+ * Returns the status the outcome maps to ("ok" for AGENT_DONE).
+ */
+const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct agent_config *cfg,
+			    const char *prompt, agent_exec_fn exec, void *exec_payload);
+
+/*
+ * Perceive (seed 003 §4): recall memories for the phase and task, match
+ * skills, and fit them with the environment parts (an object of named
+ * texts, consumed; put the most important first) into the context budget
+ * (memory.context_tokens, split by memory.token_budget).  *out is the
+ * prompt text (malloc'd).  A memory or skills failure is reported as an
+ * event and the prompt is built without them.
+ */
+int phase_perceive(char **out, struct phase *ph, jv environment);
+
+/* How many times this phase already ran in this pipeline, from the state's
+ * bounces: every bounce reruns implement and then review; test reruns after
+ * its own bounces; plan and deploy run once.  The cassette attempt is this
+ * plus one. */
+int phase_previous_runs(const struct phase *ph);
+
+/* The repository to work on: --repo, else the state's task.repo, else the
+ * one containing the cwd.  malloc'd, or NULL when there is none. */
+char *phase_repo(struct phase *ph);
+
+/* Emit an event from the phase.  Consumes payload. */
+void phase_emit(struct phase *ph, const char *type, jv payload);
+
+/* A progress line on stderr when interactive ("forge-plan: …"). */
+void phase_progress(struct phase *ph, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,250 @@
+/* prompt.c - a yes/no question on a terminal; see prompt.h. */
+#include "app/prompt.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LINE_MAX_BYTES 4096     /* an answer or a note; the rest of a longer line is dropped */
+
+static volatile sig_atomic_t caught;   /* the signal that arrived during the prompt, or 0 */
+
+static void on_signal(int sig)
+{
+	caught = sig;
+}
+
+/* The caller's signal setup, put back by release(). */
+struct saved {
+	sigset_t mask;              /* the caller's mask */
+	sigset_t wait;              /* the mask while waiting: SIGINT and SIGTERM open */
+	struct sigaction old[2];
+	bool set[2];
+};
+
+static const int signals[2] = { SIGINT, SIGTERM };
+
+/* Block SIGINT and SIGTERM and catch them with our handler (no SA_RESTART);
+ * they are let through only inside ppoll(), so none is lost between the
+ * check of `caught` and the wait. */
+static void catch_signals(struct saved *sv)
+{
+	sigset_t block;
+	struct sigaction sa;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &sv->mask);
+	sv->wait = sv->mask;
+	sigdelset(&sv->wait, SIGINT);
+	sigdelset(&sv->wait, SIGTERM);
+	caught = 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 2; i++) {
+		sv->set[i] = sigaction(signals[i], NULL, &sv->old[i]) == 0 &&
+			     sv->old[i].sa_handler != SIG_IGN &&
+			     sigaction(signals[i], &sa, NULL) == 0;
+	}
+}
+
+static void release_signals(struct saved *sv)
+{
+	for (int i = 0; i < 2; i++)
+		if (sv->set[i])
+			sigaction(signals[i], &sv->old[i], NULL);
+	pthread_sigmask(SIG_SETMASK, &sv->mask, NULL);
+}
+
+static void tty_write(int fd, const char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+
+	while (len > 0) {
+		ssize_t w = write(fd, s, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		s += w;
+		len -= (size_t)w;
+	}
+}
+
+static int open_tty(const char *path)
+{
+	int fd;
+
+	if (path)
+		return open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && isatty(STDIN_FILENO)) {
+		const char *name = ttyname(STDIN_FILENO);
+		if (name)
+			fd = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	}
+	return fd;
+}
+
+enum read_result { LINE_READ, LINE_EOF, LINE_INTERRUPTED, LINE_TIMEOUT };
+
+/*
+ * Read one line into line (without its newline), a byte at a time so that
+ * nothing after it is taken from the terminal.  A last line without a
+ * newline before the end of input counts as a line.
+ */
+static enum read_result read_line(struct buf *line, int fd, const struct saved *sv, int64_t deadline)
+{
+	buf_reset(line);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct timespec ts, *tsp = NULL;
+		char c;
+
+		if (caught)
+			return LINE_INTERRUPTED;
+		if (deadline > 0) {
+			int64_t left = deadline - monotonic_ms();
+			if (left <= 0)
+				return LINE_TIMEOUT;
+			ts.tv_sec = (time_t)(left / 1000);
+			ts.tv_nsec = (long)(left % 1000) * 1000000L;
+			tsp = &ts;
+		}
+		int n = ppoll(&p, 1, tsp, &sv->wait);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return LINE_EOF;
+		if (n == 0)
+			continue;	/* the deadline is checked above */
+		ssize_t r = read(fd, &c, 1);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)	/* Ctrl-D, or the terminal hung up (EIO) */
+			return line->len ? LINE_READ : LINE_EOF;
+		if (c == '\n')
+			return LINE_READ;
+		if (line->len < LINE_MAX_BYTES)
+			buf_addch(line, c);
+	}
+}
+
+/* The line without surrounding blanks (in place). */
+static char *trim(char *s)
+{
+	size_t len;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	len = strlen(s);
+	while (len && isspace((unsigned char)s[len - 1]))
+		s[--len] = '\0';
+	return s;
+}
+
+static bool is_word(const char *s, const char *one, const char *word)
+{
+	return strcasecmp(s, one) == 0 || strcasecmp(s, word) == 0;
+}
+
+static enum prompt_answer from_read(enum read_result r)
+{
+	return r == LINE_INTERRUPTED ? PROMPT_INTERRUPTED : r == LINE_TIMEOUT ? PROMPT_TIMEOUT : PROMPT_EOF;
+}
+
+enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o)
+{
+	const char *choices = o->note ? " [y]es / [n]o / [e]dit note and approve: " : " [y/n] ";
+	const char *again = o->note ? "  please answer y (yes), n (no) or e (add a note and approve)\n"
+				    : "  please answer y (yes) or n (no)\n";
+	int64_t deadline = o->timeout_ms > 0 ? monotonic_ms() + o->timeout_ms : 0;
+	enum prompt_answer answer;
+	struct buf line, ask;
+	struct saved sv;
+	int fd;
+
+	*note = NULL;
+	fd = open_tty(o->tty);
+	if (fd < 0)
+		return PROMPT_NO_TTY;
+	buf_init(&line, 0);
+	catch_signals(&sv);
+	if (o->text && *o->text) {
+		tty_write(fd, o->text);
+		if (o->text[strlen(o->text) - 1] != '\n')
+			tty_write(fd, "\n");
+	}
+	buf_init(&ask, 0);
+	buf_adds(&ask, o->question);
+	buf_adds(&ask, choices);
+	for (;;) {
+		tty_write(fd, ask.buf);	/* one write: an echo does not split it */
+		enum read_result r = read_line(&line, fd, &sv, deadline);
+		if (r != LINE_READ) {
+			answer = from_read(r);
+			break;
+		}
+		char *a = trim(line.buf);
+		if (is_word(a, "y", "yes")) {
+			answer = PROMPT_APPROVE;
+			break;
+		}
+		if (is_word(a, "n", "no")) {
+			answer = PROMPT_REJECT;
+			break;
+		}
+		if (o->note && is_word(a, "e", "edit")) {
+			tty_write(fd, "  note: ");
+			r = read_line(&line, fd, &sv, deadline);
+			if (r != LINE_READ) {
+				answer = from_read(r);
+				break;
+			}
+			a = trim(line.buf);
+			if (*a)
+				*note = xstrdup(a);
+			answer = *a ? PROMPT_APPROVE_WITH_NOTE : PROMPT_APPROVE;
+			break;
+		}
+		tty_write(fd, again);
+	}
+	/* Leave the terminal on a fresh line when the prompt ended without one. */
+	if (answer == PROMPT_EOF || answer == PROMPT_INTERRUPTED)
+		tty_write(fd, "\n");
+	else if (answer == PROMPT_TIMEOUT)
+		tty_write(fd, "\n  (no answer in time)\n");
+	release_signals(&sv);
+	buf_release(&line);
+	buf_release(&ask);
+	close(fd);
+	return answer;
+}
+
+const char *prompt_answer_name(enum prompt_answer a)
+{
+	switch (a) {
+	case PROMPT_APPROVE: return "approve";
+	case PROMPT_REJECT: return "reject";
+	case PROMPT_APPROVE_WITH_NOTE: return "approve_with_note";
+	case PROMPT_EOF: return "eof";
+	case PROMPT_INTERRUPTED: return "interrupted";
+	case PROMPT_TIMEOUT: return "timeout";
+	case PROMPT_NO_TTY: return "no_tty";
+	}
+	return "unknown";
+}

@@ -1,0 +1,1059 @@
+/* supervise.c - the pipeline supervisor's engine; see supervise.h. */
+#include "app/supervise.h"
+#include "core/buf.h"
+#include "os/child.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "engine/gates.h"
+#include "git/git.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "engine/pipeline.h"
+#include "app/prompt.h"
+#include "store/store.h"
+#include "data/stream.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH_MAX 500           /* events per transaction at most */
+
+struct sup {
+	const struct supervise_opts *o;
+	struct stream_out out;      /* the supervisor's own events (stdout with --json) */
+	char trace[128];
+	jv state;                   /* the current state (owned) */
+	jv returned;                /* the state the running phase wrote, or null */
+	const char *running;        /* the phase being run */
+	enum pipeline_state pl;
+	long pending;               /* events in the open transaction */
+	bool deploy_approved;       /* a human approved the production deploy */
+	jv approval;                /* who passed the last gate: {by, gate, id, note} */
+	bool ended;                 /* the run completed or failed (not paused) */
+	char step_reason[512];      /* why the next transition happens */
+	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
+	int tools_run;              /* progress: tool calls of the running phase */
+	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
+};
+
+static volatile sig_atomic_t interrupted;
+
+void supervise_interrupt(int sig)
+{
+	interrupted = 1;
+	child_forward_signal(sig == SIGINT ? SIGINT : SIGTERM);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static void commit_batch(struct sup *s)
+{
+	if (s->pending) {
+		store_commit(s->o->store);
+		s->pending = 0;
+	}
+}
+
+static void persist(struct sup *s, jv ev, const char *line, size_t len)
+{
+	if (!s->pending && store_begin(s->o->store) < 0)
+		return;
+	s->pending++;
+	store_event_put(s->o->store, ev, line, len, NULL);
+	if (s->pending >= BATCH_MAX)
+		commit_batch(s);
+}
+
+static void emit(struct sup *s, const char *type, jv payload)
+{
+	jv ev = stream_event_new(&s->out, type, payload);
+	char *line = json_dumps(jv_copy(ev), false);
+
+	persist(s, ev, line, strlen(line));
+	commit_batch(s);
+	if (s->o->json)
+		stream_write_raw(&s->out, line, strlen(line));
+	free(line);
+	jv_free(ev);
+}
+
+static void progress(struct sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void progress(struct sup *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->o->progress)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static bool transition(struct sup *s, enum pipeline_state to, const char *reason)
+{
+	if (s->pl == to)
+		return true;
+	if (!pipeline_can_transition(s->pl, to)) {
+		emit(s, "pipeline.invalid_transition", json_set(json_set(json_set(jv_object(),
+			"from", jv_string(pipeline_state_name(s->pl))), "to", jv_string(pipeline_state_name(to))),
+			"reason", jv_string(reason)));
+		return false;
+	}
+	emit(s, "pipeline.state_changed", json_set(json_set(json_set(jv_object(),
+		"from", jv_string(pipeline_state_name(s->pl))), "to", jv_string(pipeline_state_name(to))),
+		"reason", jv_string(reason)));
+	s->pl = to;
+	return true;
+}
+
+/* ---- the run's record ---------------------------------------------------- */
+
+static void checkpoint(struct sup *s, const char *phase)
+{
+	jv cost = json_get(s->state, "cost");
+
+	store_checkpoint_save(s->o->store, s->trace, phase, s->state, NULL);
+	store_run_set_cost(s->o->store, s->trace, (int64_t)json_get_num(cost, "tokens", 0),
+			   json_get_num(cost, "usd", 0));
+	jv_free(cost);
+}
+
+/* Whether `forge cancel` cancelled the run (it also signals us). */
+static bool cancelled(struct sup *s)
+{
+	jv run;
+	bool yes = false;
+
+	if (store_run_get(&run, s->o->store, s->trace) == 0) {
+		const char *st = json_get_str(run, "status");
+		yes = st && strcmp(st, "cancelled") == 0;
+	}
+	jv_free(run);
+	return yes;
+}
+
+/* The run was cancelled: stop where it is; its status stays cancelled. */
+static int stop_cancelled(struct sup *s)
+{
+	s->ended = true;
+	fprintf(stderr, "forge: run %s was cancelled\n", s->trace);
+	return FORGE_EXIT_INTERRUPTED;
+}
+
+static int end_run(struct sup *s, const char *run_status, const char *error, int code)
+{
+	if (cancelled(s))
+		return stop_cancelled(s);
+	enum pipeline_state to = strcmp(run_status, "completed") == 0 ? PL_COMPLETED
+			       : strcmp(run_status, "paused") == 0 ? PL_PAUSED : PL_FAILED;
+
+	transition(s, to, error ? error : run_status);
+	s->ended = to != PL_PAUSED;
+	/* "" clears the reason an earlier pause left (NULL would keep it). */
+	store_run_update(s->o->store, s->trace, run_status, s->running, error ? error : "");
+	jv cost = json_get(s->state, "cost");
+	emit(s, strcmp(run_status, "paused") == 0 ? "run.paused" : "run.completed",
+	     json_set(json_set(json_set(jv_object(), "status", jv_string(run_status)),
+			       "reason", json_str_or_null(error)), "cost", cost));
+	return code;
+}
+
+/* ---- run-level breakers ------------------------------------------------ */
+
+/* Tool error rate of the run over the configured window, from its events;
+ * -1 when it cannot be read. */
+static double error_rate(struct sup *s, long *calls)
+{
+	char since[TIMESTAMP_LEN + 1];
+	long failed = 0;
+	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s", 300);
+
+	timestamp_format(since, now_ms() - (int64_t)(window * 1000));
+	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
+		return -1;
+	return *calls ? (double)failed / (double)*calls : 0;
+}
+
+/* The run-level breaker that trips, or NULL; *why receives the reason. */
+static const char *breaker(struct sup *s, char *why, size_t n)
+{
+	jv cost = json_get(s->state, "cost");
+	double usd = json_get_num(cost, "usd", 0);
+	double per_run = config_get_num(s->o->cfg, "safety.cost.per_run", 50);
+	double per_day = config_get_num(s->o->cfg, "safety.cost.per_day", 200);
+	double total_s = config_get_num(s->o->cfg, "safety.time_s.total", 7200);
+	jv run;
+	long calls;
+
+	jv_free(cost);
+	if (usd >= per_run) {
+		snprintf(why, n, "the run has cost $%.4f (limit per run $%.2f)", usd, per_run);
+		return "cost_per_run";
+	}
+	/* A breaker that cannot read what it guards trips (fails closed). */
+	char today[TIMESTAMP_LEN + 1];
+	double others;
+	timestamp_now(today);
+	today[10] = '\0';	/* YYYY-MM-DD */
+	if (store_cost_on_day(&others, s->o->store, today, s->trace) < 0) {
+		snprintf(why, n, "cannot read today's cost: %s", forge_last_error());
+		return "cost_per_day";
+	}
+	if (usd + others >= per_day) {
+		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%.2f)", usd + others, per_day);
+		return "cost_per_day";
+	}
+	if (store_run_get(&run, s->o->store, s->trace) == 0) {
+		int64_t started;
+		bool known = timestamp_parse(&started, json_get_str(run, "started_at")) == 0;
+		jv_free(run);
+		double elapsed = known ? (double)(now_ms() - started) / 1000 : -1;
+		if (elapsed >= 0 && elapsed >= total_s) {
+			snprintf(why, n, "the run has taken %.0f s (limit %.0f s)", elapsed, total_s);
+			return "time";
+		}
+	}
+	double rate = error_rate(s, &calls);
+	double critical = config_get_num(s->o->cfg, "safety.error_rate.critical", 0.25);
+	if (rate < 0) {
+		snprintf(why, n, "cannot read the tool error rate: %s", forge_last_error());
+		return "error_rate";
+	}
+	if (calls >= 4 && rate >= critical) {
+		snprintf(why, n, "tool error rate %.0f%% over %ld calls (limit %.0f%%)", rate * 100, calls,
+			 critical * 100);
+		return "error_rate";
+	}
+	return NULL;
+}
+
+/* ---- gates -------------------------------------------------------------- */
+
+/* Ask on the terminal (app/prompt.h); *note may receive a note. */
+static enum prompt_answer ask_terminal(jv gate, char **note)
+{
+	char text[1024];
+	struct prompt_opts o = { .text = text, .question = "  approve?", .note = true };
+
+	snprintf(text, sizeof text, "\nforge: gate %s: %s", json_get_str(gate, "id"), json_get_str(gate, "prompt"));
+	return prompt_ask(note, &o);
+}
+
+static void remember_edit(struct sup *s, const char *gate, const char *note)
+{
+	struct memory_options mo;
+	struct memory *m;
+	char id[ULID_LEN + 1];
+
+	memory_options_init(&mo);
+	memory_options_from_config(&mo, s->o->cfg);
+	if (memory_open(&m, s->o->store, &mo) < 0)
+		return;
+	if (memory_record_gate_edit(id, m, gate, note, s->trace) == 0)
+		emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
+						   jv_string("gate_edit")));
+	memory_free(m);
+}
+
+enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT };
+
+/* Remember who passed gate `name` (row `id`) for ask_human(). */
+static void set_approval(struct sup *s, const char *name, const char *id, const char *by, const char *note)
+{
+	jv a = json_set(json_set(jv_object(), "by", jv_string(by ? by : "human")), "gate", jv_string(name));
+
+	a = json_set(a, "gate_id", jv_string(id));
+	if (note && *note)
+		a = json_set(a, "note", jv_string(note));
+	jv_free(s->approval);
+	s->approval = a;
+}
+
+/* One fired gate: decided before, passed unasked, asked, or waiting. */
+static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
+{
+	const char *name = json_get_str(gate, "id");
+	int level = (int)config_get_num(s->o->cfg, "safety.automation_level", 1);
+	char id[ULID_LEN + 1];
+	jv row;
+
+	if (gate_latest(&row, s->o->store, s->trace, name) < 0)
+		return GATE_STOP;
+	const char *status = json_get_str(row, "status");
+	if (status && strcmp(status, "approved") == 0) {
+		if (strcmp(name, "production_deploy") == 0)
+			s->deploy_approved = true;
+		set_approval(s, name, json_get_str(row, "id"), json_get_str(row, "decided_by"),
+			     json_get_str(row, "note"));
+		jv_free(row);
+		return GATE_PASS;
+	}
+	if (status && strcmp(status, "pending") != 0) {
+		emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
+						  "status", jv_string(status)));
+		jv_free(row);
+		return GATE_STOP;
+	}
+	if (status)
+		snprintf(id, sizeof id, "%s", json_get_str(row, "id"));
+	jv_free(row);
+
+	enum gate_auto how = gate_auto_decision(gate, level, s->o->auto_approve);
+	if (!status) {
+		if (gate_request(id, s->o->store, s->trace, gate, phase) < 0)
+			return GATE_STOP;
+		emit(s, "gate.requested", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
+			"id", jv_string(id)), "prompt", json_get(gate, "prompt")));
+	}
+	if (how != GATE_ASK) {
+		const char *by = how == GATE_AUTO_FLAG ? "flag" : "automation_level";
+		gate_decide(s->o->store, id, true, by, NULL);
+		set_approval(s, name, id, by, NULL);
+		emit(s, "gate.approved", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
+			"id", jv_string(id)), "by", jv_string(by)));
+		progress(s, "  gate %s approved (%s)", name, how == GATE_AUTO_FLAG ? "--auto-approve" : "automation level");
+		return GATE_PASS;
+	}
+	/* Ctrl-D, Ctrl-C or no terminal decide nothing: the gate stays pending. */
+	enum prompt_answer ans = PROMPT_NO_TTY;
+	if (s->o->interactive && !interrupted) {
+		char *note = NULL;
+		ans = ask_terminal(gate, &note);
+		if (ans == PROMPT_APPROVE || ans == PROMPT_APPROVE_WITH_NOTE || ans == PROMPT_REJECT) {
+			bool yes = ans != PROMPT_REJECT;
+			gate_decide(s->o->store, id, yes, "human", note);
+			emit(s, yes ? "gate.approved" : "gate.rejected",
+			     json_set(json_set(json_set(json_set(jv_object(), "gate", jv_string(name)), "id",
+				jv_string(id)), "by", jv_string("human")), "note", json_str_or_null(note)));
+			if (yes && note && *note)
+				remember_edit(s, name, note);
+			if (yes && strcmp(name, "production_deploy") == 0)
+				s->deploy_approved = true;
+			if (yes)
+				set_approval(s, name, id, "human", note);
+			free(note);
+			return yes ? GATE_PASS : GATE_STOP;
+		}
+		free(note);
+	}
+	if (ans == PROMPT_INTERRUPTED || interrupted) {
+		interrupted = 1;
+		fprintf(stderr, "forge: interrupted at gate %s; it stays pending: `forge resume %s` asks again, "
+				"or decide with `forge gate approve|reject %s` first\n", name, s->trace, id);
+		return GATE_WAIT;
+	}
+	fprintf(stderr, "forge: gate %s is waiting for a human: %s\n"
+			"  approve with `forge gate approve %s [--note TEXT]`, then `forge resume %s`\n",
+		name, json_get_str(gate, "prompt"), id, s->trace);
+	return GATE_WAIT;
+}
+
+/* A gate left the run waiting: paused for a human (exit 4), or by Ctrl-C
+ * at its prompt (exit 130); either way `forge resume` continues. */
+static int gate_paused(struct sup *s, const char *reason)
+{
+	if (interrupted)
+		return end_run(s, "paused", "interrupted", FORGE_EXIT_INTERRUPTED);
+	return end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
+}
+
+/* Every gate that fires between `done` and `next`. */
+static enum gate_outcome pass_gates(struct sup *s, const char *done, const char *next)
+{
+	jv fired;
+	enum gate_outcome r = GATE_PASS;
+
+	if (gates_fired(&fired, s->o->cfg, s->state, done, next) < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		return GATE_STOP;
+	}
+	jv_array_foreach(fired, i, g) {
+		if (r == GATE_PASS)
+			r = pass_gate(s, g, next ? next : done);
+		jv_free(g);
+	}
+	jv_free(fired);
+	return r;
+}
+
+/* ---- running a phase ----------------------------------------------------- */
+
+static void show_event(struct sup *s, jv ev)
+{
+	const char *type = json_get_str(ev, "type");
+	jv payload = json_get(ev, "payload");
+
+	if (!type || !s->o->progress) {
+		jv_free(payload);
+		return;
+	}
+	if (strcmp(type, "tool.executed") == 0 || strcmp(type, "tool.failed") == 0) {
+		s->tools_run++;
+		fprintf(stderr, "    %s %s\n", strcmp(type, "tool.failed") == 0 ? "✗" : "·",
+			json_get_str(payload, "tool") ? json_get_str(payload, "tool") : "tool");
+	} else if (strcmp(type, "gate.requested") == 0 || strcmp(type, "breaker.tripped") == 0 ||
+		   strcmp(type, "agent.escalated") == 0) {
+		fprintf(stderr, "    %s\n", type);
+	}
+	jv_free(payload);
+}
+
+static void on_stdout(void *payload, const char *line, size_t len, int cut)
+{
+	struct sup *s = payload;
+	jv rec = cut ? jv_invalid() : json_parse(line, len);
+
+	if (jv_get_kind(rec) != JV_KIND_OBJECT) {
+		fprintf(stderr, "forge: %s wrote a line that is not a record (ignored)\n", s->running);
+		jv_free(rec);
+		return;
+	}
+	const char *kind = json_get_str(rec, "kind");
+	if (kind && strcmp(kind, "event") == 0) {
+		persist(s, rec, line, len);
+		show_event(s, rec);
+		if (s->o->json)
+			stream_write_raw(&s->out, line, len);
+	} else if (kind && strcmp(kind, "state") == 0) {
+		jv_free(s->returned);
+		s->returned = jv_copy(rec);
+	} else if (s->o->json) {
+		stream_write_raw(&s->out, line, len);
+	}
+	jv_free(rec);
+}
+
+static void on_stderr(void *payload, const char *line, size_t len, int cut)
+{
+	struct sup *s = payload;
+
+	/* Always shown: under -q the phases write only their errors. */
+	(void)cut;
+	fprintf(stderr, "  [%s] %.*s\n", s->running, (int)len, line);
+}
+
+static void on_idle(void *payload)
+{
+	commit_batch(payload);
+}
+
+/* Run one phase filter; returns its status string (static). */
+static const char *run_phase(struct sup *s, const char *phase)
+{
+	char program[4096];
+	const char *argv[64];
+	int argc = 0, status;
+
+	snprintf(program, sizeof program, "%s/forge-%s", s->o->bindir, phase);
+	argv[argc++] = program;
+	argv[argc++] = "--repo";
+	argv[argc++] = s->o->repo;
+	if (s->o->db_path) {
+		argv[argc++] = "--db";
+		argv[argc++] = s->o->db_path;
+	}
+	for (const char *const *a = s->o->phase_args; a && *a && argc < 56; a++)
+		argv[argc++] = *a;
+	if (s->deploy_approved && strcmp(phase, "deploy") == 0)
+		argv[argc++] = "--approve";
+	argv[argc] = NULL;
+
+	char *input = json_dumps(jv_copy(s->state), false);
+	struct buf in = BUF_INIT;
+	buf_adds(&in, input);
+	buf_addch(&in, '\n');
+	free(input);
+	struct child_opts co = {
+		.argv = argv, .input = in.buf, .input_len = in.len,
+		.on_stdout = on_stdout, .on_stderr = on_stderr, .on_idle = on_idle, .payload = s,
+	};
+	s->running = phase;
+	s->returned = jv_null();
+	s->tools_run = 0;
+	progress(s, "▶ %s", phase);
+	long long t0 = monotonic_ms();
+	int rc = child_run(&status, &co);
+	buf_release(&in);
+	commit_batch(s);
+	if (rc < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		return "failed";
+	}
+	if (jv_get_kind(s->returned) != JV_KIND_OBJECT) {
+		fprintf(stderr, "forge: forge-%s exited with status %d without a state\n", phase, status);
+		/* Killed by a signal (status 128+N): the phase never finished, so the
+		 * run pauses at its last checkpoint and `forge resume` runs it again. */
+		return interrupted ? "interrupted" : status > 128 ? "crashed" : "failed";
+	}
+	jv before = json_get(s->state, "cost"), after = json_get(s->returned, "cost");
+	double spent = json_get_num(after, "usd", 0) - json_get_num(before, "usd", 0);
+	s->phase_cost = json_set(s->phase_cost, phase,
+				 jv_number(json_get_num(s->phase_cost, phase, 0) + spent));
+	jv_free(before);
+	jv_free(after);
+	jv_free(s->state);
+	s->state = s->returned;
+	s->returned = jv_null();
+	static char st[32];
+	snprintf(st, sizeof st, "%s", json_get_str(s->state, "status") ? json_get_str(s->state, "status") : "failed");
+	jv cost = json_get(s->state, "cost");
+	progress(s, "  %s %s  (%.1f s, %d tool calls, run cost $%.4f)", strcmp(st, "ok") == 0 ? "✓" : "✗",
+		 st, (double)(monotonic_ms() - t0) / 1000, s->tools_run, json_get_num(cost, "usd", 0));
+	jv_free(cost);
+	return st;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static const char *first_phase(const char *const *phases)
+{
+	return phases && phases[0] ? phases[0] : "plan";
+}
+
+/* The requested phase before `phase`, or NULL when it is the first. */
+static const char *phase_before(const char *phase, const char *const *phases)
+{
+	const char *prev = NULL;
+
+	for (const char *p = first_phase(phases); p && strcmp(p, phase) != 0; p = pipeline_next_phase(p, phases))
+		prev = p;
+	return prev;
+}
+
+static void add_bounce(struct sup *s, jv bounce)
+{
+	jv bounces = json_get(s->state, "bounces");
+
+	if (jv_get_kind(bounces) != JV_KIND_ARRAY) {
+		jv_free(bounces);
+		bounces = jv_array();
+	}
+	emit(s, "loop.phase_bounce", jv_copy(bounce));
+	s->state = json_set(s->state, "bounces", jv_array_append(bounces, bounce));
+}
+
+/* A human decides after `phase` said it needs one (or bounces ran out). */
+static enum gate_outcome ask_human(struct sup *s, const char *phase, const char *reason)
+{
+	jv gate = jv_object();
+	char id[64];
+
+	snprintf(id, sizeof id, "escalation_%s", phase);
+	gate = json_set(gate, "id", jv_string(id));
+	gate = json_set(gate, "prompt", jv_string(reason));
+	gate = json_set(gate, "timeout_s", jv_number(86400));
+	enum gate_outcome r = pass_gate(s, gate, phase);
+	jv_free(gate);
+	if (r != GATE_PASS)
+		return r;
+	emit(s, "human.override", json_set(json_set(jv_object(), "phase", jv_string(phase)),
+					   "reason", jv_string(reason)));
+	/* The override is part of the state, so the guards of the phases after
+	 * this one (forge-test, forge-deploy) accept it, in this process or
+	 * after `forge resume`. */
+	const char *key = pipeline_result_key(phase);
+	jv part = json_get(s->state, key);
+	if (jv_get_kind(part) == JV_KIND_OBJECT && jv_get_kind(s->approval) == JV_KIND_OBJECT) {
+		s->state = json_set(s->state, key, json_set(part, "approved_by", jv_copy(s->approval)));
+		checkpoint(s, phase);
+	} else {
+		jv_free(part);
+	}
+	return r;
+}
+
+static int loop(struct sup *s, const char *done, const char *next)
+{
+	char why[512];
+
+	while (next && !interrupted) {
+		if (cancelled(s))
+			return stop_cancelled(s);
+		const char *tripped = breaker(s, why, sizeof why);
+		if (tripped) {
+			emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
+							    "reason", jv_string(why)));
+			checkpoint(s, done ? done : "init");
+			fprintf(stderr, "forge: breaker %s tripped: %s\n", tripped, why);
+			return end_run(s, "failed", why, FORGE_EXIT_TRIPPED);
+		}
+		enum gate_outcome g = pass_gates(s, done, next);
+		if (g == GATE_STOP)
+			return end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
+		if (g == GATE_WAIT)
+			return gate_paused(s, "waiting for a human at a gate");
+		if (!transition(s, pipeline_state_of(next), s->step_reason[0] ? s->step_reason
+							     : done ? "next phase" : "starting"))
+			return end_run(s, "failed", "invalid transition", FORGE_EXIT_DEPENDENCY);
+		store_run_update(s->o->store, s->trace, "running", next, NULL);
+
+		const char *st = run_phase(s, next);
+		if (strcmp(st, "interrupted") == 0 || interrupted)
+			break;
+		if (strcmp(st, "crashed") == 0) {
+			snprintf(why, sizeof why, "forge-%s was killed by a signal; resume runs it again", next);
+			return end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
+		}
+		s->step_reason[0] = '\0';
+		checkpoint(s, next);
+
+		struct pipeline_decision d;
+		if (pipeline_decide(&d, s->o->cfg, s->state, next, st, s->o->phases, s->o->dry_run) < 0) {
+			fprintf(stderr, "forge: %s\n", forge_last_error());
+			return end_run(s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
+		}
+		done = next;
+		switch (d.action) {
+		case PL_ACT_NEXT:
+			next = d.next;
+			snprintf(s->step_reason, sizeof s->step_reason, "%s", d.reason);
+			break;
+		case PL_ACT_BOUNCE:
+			snprintf(s->step_reason, sizeof s->step_reason, "bounce: %.500s", d.reason);
+			progress(s, "  ↩ back to implement: %s", d.reason);
+			add_bounce(s, d.bounce);
+			d.bounce = jv_null();
+			next = "implement";
+			break;
+		case PL_ACT_HUMAN: {
+			enum gate_outcome h = ask_human(s, done, d.reason);
+			if (h == GATE_WAIT)
+				return gate_paused(s, d.reason);
+			if (h == GATE_STOP)
+				return end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+			/* Approved: a phase without its result runs again, else on. */
+			bool has_result = json_has(s->state, pipeline_result_key(done));
+			next = has_result ? pipeline_next_phase(done, s->o->phases) : done;
+			break;
+		}
+		case PL_ACT_DONE:
+			return end_run(s, "completed", NULL, FORGE_EXIT_OK);
+		case PL_ACT_REJECTED:
+			return end_run(s, "failed", d.reason, FORGE_EXIT_REJECTED);
+		case PL_ACT_TRIPPED:
+			return end_run(s, "failed", d.reason, FORGE_EXIT_TRIPPED);
+		case PL_ACT_FAILED:
+			return end_run(s, "failed", d.reason, FORGE_EXIT_DEPENDENCY);
+		}
+		jv_free(d.bounce);
+	}
+	if (cancelled(s))
+		return stop_cancelled(s);
+	if (interrupted) {
+		fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
+		store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
+		emit(s, "run.paused", json_set(jv_object(), "reason", jv_string("interrupted")));
+		return FORGE_EXIT_INTERRUPTED;
+	}
+	return end_run(s, "completed", NULL, FORGE_EXIT_OK);
+}
+
+/* ---- after the run: Loop 3 ----------------------------------------------- */
+
+static int collect(const char *line, size_t len, void *payload)
+{
+	jv *events = payload;
+
+	*events = jv_array_append(*events, json_parse(line, len));
+	return 0;
+}
+
+static void reflect_on_run(struct sup *s)
+{
+	struct memory_options mo;
+	struct memory *m;
+	jv events = jv_array(), triggers = jv_array();
+	char id[ULID_LEN + 1];
+	long calls;
+
+	memory_options_init(&mo);
+	memory_options_from_config(&mo, s->o->cfg);
+	if (memory_open(&m, s->o->store, &mo) < 0)
+		return;
+	store_events_foreach(s->o->store, s->trace, collect, &events);
+	if (memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
+		emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
+						   jv_string("run_episode")));
+	/* Seed 000 §10.4: runs worth learning from. */
+	jv cost = json_get(s->state, "cost"), budget = json_get(s->state, "budget");
+	if (pipeline_bounces(s->state, "review") + pipeline_bounces(s->state, "test") >= 2)
+		triggers = jv_array_append(triggers, jv_string("2+ bounces"));
+	if (json_get_num(budget, "usd", 0) > 0 &&
+	    json_get_num(cost, "usd", 0) > 0.5 * json_get_num(budget, "usd", 0))
+		triggers = jv_array_append(triggers, jv_string(">50% of budget"));
+	if (error_rate(s, &calls) > 0.10)
+		triggers = jv_array_append(triggers, jv_string(">10% tool error rate"));
+	jv overrides;
+	if (gate_list(&overrides, s->o->store, s->trace, false) == 0) {
+		bool human = false;
+		jv_array_foreach(overrides, i, g) {
+			const char *by = json_get_str(g, "decided_by");
+			human = human || (by && strcmp(by, "human") == 0);
+			jv_free(g);
+		}
+		if (human)
+			triggers = jv_array_append(triggers, jv_string("human override"));
+	}
+	jv_free(overrides);
+	emit(s, "run.reflection", json_set(jv_object(), "triggers", triggers));
+	jv_free(cost);
+	jv_free(budget);
+	jv_free(events);
+	memory_free(m);
+}
+
+/* ---- the summary a person reads -------------------------------------- */
+
+static void summary(struct sup *s, int code)
+{
+	jv task = json_get(s->state, "task"), ch = json_get(s->state, "changes"),
+	   rv = json_get(s->state, "review"), ts = json_get(s->state, "tests"),
+	   dp = json_get(s->state, "deployment"), cost = json_get(s->state, "cost");
+	static const char *const outcome[] = {
+		[FORGE_EXIT_OK] = "completed", [FORGE_EXIT_REJECTED] = "rejected",
+		[FORGE_EXIT_USAGE] = "stopped (bad input)", [FORGE_EXIT_TRIPPED] = "stopped by a breaker",
+		[FORGE_EXIT_HUMAN] = "waiting for a human", [FORGE_EXIT_DEPENDENCY] = "failed",
+	};
+
+	printf("\nRun %s %s\n", s->trace, code >= 0 && code <= 5 ? outcome[code] : "interrupted");
+	printf("  task      %s\n", json_get_str(task, "description"));
+	jv files = json_get(ch, "files");
+	if (jv_get_kind(files) == JV_KIND_ARRAY) {
+		long add = 0, del = 0;
+		struct buf names = BUF_INIT;
+		jv_array_foreach(files, i, f) {
+			add += (long)json_get_num(f, "additions", 0);
+			del += (long)json_get_num(f, "deletions", 0);
+			if (i < 5)
+				buf_addf(&names, "%s%s", i ? ", " : "", json_get_str(f, "path"));
+			jv_free(f);
+		}
+		printf("  changes   %d file%s (+%ld -%ld): %s\n", jv_array_length(jv_copy(files)),
+		       jv_array_length(jv_copy(files)) == 1 ? "" : "s", add, del, names.buf);
+		buf_release(&names);
+	}
+	jv_free(files);
+	if (json_get_str(task, "branch"))
+		printf("  branch    %s%s%.12s\n", json_get_str(task, "branch"),
+		       json_get_str(ch, "commit") ? " at " : "", json_get_str(ch, "commit") ? json_get_str(ch, "commit") : "");
+	if (json_get_str(rv, "decision")) {
+		jv findings = json_get(rv, "findings"), approval = json_get(rv, "approved_by");
+		const char *by = json_get_str(approval, "by");
+		printf("  review    %s (%d finding%s)%s%s%s\n", json_get_str(rv, "decision"),
+		       jv_get_kind(findings) == JV_KIND_ARRAY ? jv_array_length(jv_copy(findings)) : 0,
+		       jv_get_kind(findings) == JV_KIND_ARRAY && jv_array_length(jv_copy(findings)) == 1 ? "" : "s",
+		       by ? ", approved by " : "", by ? by : "", by ? " at a gate" : "");
+		jv_free(approval);
+		jv_free(findings);
+	}
+	jv sum = json_get(ts, "summary");
+	if (jv_get_kind(sum) == JV_KIND_OBJECT)
+		printf("  tests     %.0f passed, %.0f failed, %.0f skipped, %.0f flaky (%s)\n",
+		       json_get_num(sum, "passed", 0), json_get_num(sum, "failed", 0), json_get_num(sum, "skipped", 0),
+		       json_get_num(sum, "flaky", 0), json_get_str(ts, "command") ? json_get_str(ts, "command") : "?");
+	jv_free(sum);
+	if (json_get_str(dp, "status"))
+		printf("  deploy    %s (%s)\n", json_get_str(dp, "status"),
+		       json_get_str(dp, "strategy") ? json_get_str(dp, "strategy") : "?");
+	struct buf per = BUF_INIT;
+	jv_object_foreach(s->phase_cost, k, v) {
+		buf_addf(&per, "%s $%.4f · ", jv_string_value(k), jv_number_value(v));
+		jv_free(k);
+		jv_free(v);
+	}
+	printf("  cost      %stotal $%.4f (%.0f tokens)\n", per.buf, json_get_num(cost, "usd", 0),
+	       json_get_num(cost, "tokens", 0));
+	buf_release(&per);
+	printf("  events    forge events replay %s\n", s->trace);
+	jv_free(task);
+	jv_free(ch);
+	jv_free(rv);
+	jv_free(ts);
+	jv_free(dp);
+	jv_free(cost);
+}
+
+/* ---- run and resume ------------------------------------------------------ */
+
+static void sup_init(struct sup *s, const struct supervise_opts *o, const char *trace)
+{
+	char pid[32];
+
+	/* The phases stop when the supervisor dies (phase.c). */
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	setenv("FORGE_SUPERVISOR_PID", pid, 1);
+	memset(s, 0, sizeof *s);
+	s->o = o;
+	s->state = jv_null();
+	s->returned = jv_null();
+	s->approval = jv_null();
+	s->phase_cost = jv_object();
+	s->pl = PL_IDLE;
+	snprintf(s->trace, sizeof s->trace, "%s", trace);
+	stream_out_init(&s->out, stdout, "forge-supervisor", NULL);
+	stream_out_set_trace(&s->out, trace);
+}
+
+static void sup_release(struct sup *s)
+{
+	commit_batch(s);
+	if (s->holder[0]) {
+		store_lease_release(s->o->store, s->trace, s->holder);
+		unsetenv("FORGE_LEASE");
+	}
+	jv_free(s->state);
+	jv_free(s->returned);
+	jv_free(s->approval);
+	jv_free(s->phase_cost);
+}
+
+/*
+ * Take the run's lease: one process at a time works on a run.  The phases
+ * get it as FORGE_LEASE, so they do not refuse their own supervisor.
+ * Returns 0, or the exit status: 4 when a living process holds it (a
+ * human decides: wait for it, or `forge cancel` it), 5 on a database error.
+ */
+static int take_lease(struct sup *s)
+{
+	char holder[ULID_LEN + 1];
+	jv held;
+
+	ulid_new(holder);
+	int r = store_lease_take(&held, s->o->store, s->trace, holder, "forge-supervisor");
+	if (r < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	if (r == STORE_LEASE_HELD) {
+		const char *prog = json_get_str(held, "program");
+		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s; wait for it "
+				"or stop it with `forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
+			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
+			s->trace);
+		jv_free(held);
+		return FORGE_EXIT_HUMAN;
+	}
+	snprintf(s->holder, sizeof s->holder, "%s", holder);
+	setenv("FORGE_LEASE", holder, 1);
+	if (r == STORE_LEASE_STOLEN) {
+		progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
+			 json_get_num(held, "pid", 0));
+		emit(s, "run.lease_taken_over", json_set(json_set(jv_object(), "pid", json_get(held, "pid")),
+							 "since", json_get(held, "acquired_at")));
+	}
+	jv_free(held);
+	return 0;
+}
+
+/* The run's worktree on its branch: created now, so every phase shares it. */
+static int make_worktree(struct sup *s, jv *task)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	const char *base = json_get_str(*task, "base_ref");
+	int rc = -1;
+
+	if (forge_git_open(&g, s->o->repo) < 0 ||
+	    forge_git_worktree_open(&wt, g, s->trace, base) < 0)
+		goto out;
+	*task = json_set(*task, "worktree", jv_string(forge_git_worktree_path(wt)));
+	*task = json_set(*task, "branch", jv_string(forge_git_worktree_branch(wt)));
+	*task = json_set(*task, "base_commit", jv_string(forge_git_worktree_base(wt)));
+	rc = 0;
+out:
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+	return rc;
+}
+
+int supervise_run(const struct supervise_opts *o, const char *task_text)
+{
+	struct sup s;
+	char trace[ULID_LEN + 1];
+	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd", 50);
+	const char *base = o->base_ref ? o->base_ref : "HEAD";
+	const char *env = config_get_str(o->cfg, "deploy.environment");
+
+	ulid_new(trace);
+	sup_init(&s, o, trace);
+	jv task = json_set(json_set(json_set(jv_object(), "description", jv_string(task_text)),
+				    "repo", jv_string(o->repo)), "base_ref", jv_string(base));
+	if (env)
+		task = json_set(task, "environment", jv_string(env));
+	/* The run's row first: a run that cannot be recorded leaves nothing
+	 * behind (no worktree, no branch). */
+	if (store_run_create(o->store, trace, task_text, o->repo, config_effective(o->cfg)) < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		jv_free(task);
+		sup_release(&s);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	int code = take_lease(&s);
+	if (code == 0 && make_worktree(&s, &task) < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "cannot make the run's worktree: %s", forge_last_error());
+		fprintf(stderr, "forge: %s\n", why);
+		store_run_update(o->store, trace, "failed", NULL, why);
+		code = FORGE_EXIT_DEPENDENCY;
+	}
+	if (code) {
+		jv_free(task);
+		sup_release(&s);
+		return code;
+	}
+	jv st = jv_object();
+	st = json_set(st, "kind", jv_string("state"));
+	st = json_set(st, "v", jv_number(FORGE_PROTOCOL_VERSION));
+	st = json_set(st, "trace_id", jv_string(trace));
+	st = json_set(st, "phase", jv_string("init"));
+	st = json_set(st, "status", jv_string("ok"));
+	st = json_set(st, "task", task);
+	st = json_set(st, "bounces", jv_array());
+	st = json_set(st, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
+	s.state = json_set(st, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
+						    "remaining_usd", jv_number(budget)));
+	progress(&s, "forge: run %s: %s", trace, task_text);
+	emit(&s, "run.started", json_set(json_set(jv_object(), "task", jv_string(task_text)),
+					 "dry_run", jv_bool(o->dry_run)));
+	checkpoint(&s, "init");
+	code = loop(&s, NULL, first_phase(o->phases));
+	if (s.ended)
+		reflect_on_run(&s);
+	if (o->json)
+		stream_write(&s.out, jv_copy(s.state));
+	else if (o->progress)
+		summary(&s, code);
+	sup_release(&s);
+	return code;
+}
+
+/* After a crash, bring the worktree back to the checkpoint's commit. */
+static void recover_worktree(struct sup *s)
+{
+	jv task = json_get(s->state, "task"), changes = json_get(s->state, "changes");
+	const char *commit = json_get_str(changes, "commit");
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *saved = NULL;
+
+	if (!commit)
+		commit = json_get_str(task, "base_commit");
+	if (commit && json_get_str(task, "worktree") && forge_git_open(&g, s->o->repo) == 0 &&
+	    forge_git_worktree_open(&wt, g, s->trace, json_get_str(task, "base_ref")) == 0) {
+		char *head = NULL;
+		jv status = jv_null();
+		forge_git_worktree_head(&head, wt);
+		forge_git_status(&status, wt);
+		bool dirty = jv_get_kind(status) == JV_KIND_ARRAY && jv_array_length(jv_copy(status)) > 0;
+		if ((dirty || (head && strcmp(head, commit) != 0)) &&
+		    forge_git_save_and_reset(&saved, wt, commit) == 0)
+			emit(s, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref", json_str_or_null(saved)),
+							       "reset_to", jv_string(commit)));
+		free(head);
+		jv_free(status);
+	}
+	free(saved);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+	jv_free(task);
+	jv_free(changes);
+}
+
+int supervise_resume(const struct supervise_opts *o, const char *trace)
+{
+	struct sup s;
+	jv run, cp;
+	int code;
+
+	if (store_run_get(&run, o->store, trace) < 0 || jv_get_kind(run) == JV_KIND_NULL) {
+		jv_free(run);
+		fprintf(stderr, "forge: no run '%s'\n", trace);
+		return FORGE_EXIT_USAGE;
+	}
+	/* A failed run continues too: a dependency may be back, a bug fixed. */
+	const char *status = json_get_str(run, "status");
+	if (status && (strcmp(status, "completed") == 0 || strcmp(status, "cancelled") == 0)) {
+		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
+		code = strcmp(status, "completed") == 0 ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
+		jv_free(run);
+		return code;
+	}
+	jv_free(run);
+	if (store_checkpoint_latest(&cp, o->store, trace) < 0 || jv_get_kind(cp) != JV_KIND_OBJECT) {
+		jv_free(cp);
+		fprintf(stderr, "forge: run %s has no checkpoint to resume from\n", trace);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	sup_init(&s, o, trace);
+	s.state = cp;
+	s.pl = PL_PAUSED;
+	/* Before the worktree is touched: another process may be working in it. */
+	code = take_lease(&s);
+	if (code) {
+		sup_release(&s);
+		return code;
+	}
+	emit(&s, "run.resumed", jv_object());
+	recover_worktree(&s);
+	const char *phase = json_get_str(s.state, "phase");
+	const char *st = json_get_str(s.state, "status");
+	progress(&s, "forge: resuming run %s after %s (%s)", trace, phase, st);
+	char done[32];
+	snprintf(done, sizeof done, "%s", phase ? phase : "init");
+	if (strcmp(done, "init") == 0) {
+		code = loop(&s, NULL, first_phase(o->phases));
+	} else if (st && strcmp(st, "failed") == 0 && pipeline_state_of(done) != PL_NSTATES) {
+		/* The phase itself failed (its model or git was down, a bug): it
+		 * runs again on its own last state; the phases before it are done. */
+		progress(&s, "  %s failed last time: running it again", done);
+		code = loop(&s, phase_before(done, o->phases), done);
+	} else {
+		struct pipeline_decision d;
+		if (pipeline_decide(&d, o->cfg, s.state, done, st ? st : "failed", o->phases, o->dry_run) < 0) {
+			fprintf(stderr, "forge: %s\n", forge_last_error());
+			sup_release(&s);
+			return FORGE_EXIT_USAGE;
+		}
+		const char *next = NULL;
+		code = -1;
+		switch (d.action) {
+		case PL_ACT_NEXT: next = d.next; break;
+		case PL_ACT_BOUNCE: add_bounce(&s, d.bounce); d.bounce = jv_null(); next = "implement"; break;
+		case PL_ACT_HUMAN: {
+			enum gate_outcome h = ask_human(&s, done, d.reason);
+			if (h == GATE_WAIT)
+				code = gate_paused(&s, d.reason);
+			else if (h == GATE_STOP)
+				code = end_run(&s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+			else {
+				bool has = json_has(s.state, pipeline_result_key(done));
+				next = has ? pipeline_next_phase(done, o->phases) : done;
+				if (!next)
+					code = end_run(&s, "completed", NULL, FORGE_EXIT_OK);
+			}
+			break;
+		}
+		case PL_ACT_DONE: code = end_run(&s, "completed", NULL, FORGE_EXIT_OK); break;
+		case PL_ACT_REJECTED: code = end_run(&s, "failed", d.reason, FORGE_EXIT_REJECTED); break;
+		case PL_ACT_TRIPPED: code = end_run(&s, "failed", d.reason, FORGE_EXIT_TRIPPED); break;
+		case PL_ACT_FAILED: code = end_run(&s, "failed", d.reason, FORGE_EXIT_DEPENDENCY); break;
+		}
+		jv_free(d.bounce);
+		if (code < 0)
+			code = loop(&s, done, next);
+	}
+	if (s.ended)
+		reflect_on_run(&s);
+	if (o->json)
+		stream_write(&s.out, jv_copy(s.state));
+	else if (o->progress)
+		summary(&s, code);
+	sup_release(&s);
+	return code;
+}

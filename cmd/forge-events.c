@@ -1,0 +1,266 @@
+/*
+ * forge-events - the event log of runs.
+ *
+ *   forge-events store        persist every event of the stream on stdin and pass
+ *                             the whole stream through unchanged
+ *   forge-events replay TRACE print a run's events in order, as they were stored
+ *   forge-events list         list traces with event counts and time span
+ */
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
+#include "data/stream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OPT_BATCH = 256, OPT_JSON, OPT_LIMIT };
+
+static const struct cli_option options[] = {
+	{ "batch", 0, "N", "store: events per transaction at most (default 1000)", OPT_BATCH },
+	{ "json", 0, NULL, "list: JSON lines instead of a table", OPT_JSON },
+	{ "limit", 'n', "N", "list: at most N traces, newest first (default 50)", OPT_LIMIT },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-events",
+	.synopsis = "store [--batch N]\nreplay TRACE\nlist [-n N] [--json]",
+	.description = "The event log of forge runs, kept in the database.\n"
+		       "  store   persist every event read on stdin and pass the whole stream through\n"
+		       "          unchanged, so it can sit anywhere in a pipeline (idempotent by event id)\n"
+		       "  replay  print the events of trace TRACE in order, byte for byte as stored\n"
+		       "  list    list traces with their event counts and time span",
+	.options = options,
+	.extra_help = "Example:\n  forge-plan --task 'add --version' | forge-events store | forge-implement\n",
+};
+
+struct args {
+	long batch;
+	long limit;
+	bool json;
+};
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	struct args *a = payload;
+
+	switch (id) {
+	case OPT_BATCH:
+		return forge_parse_long(&a->batch, arg, 1, 1000000);
+	case OPT_LIMIT:
+		return forge_parse_long(&a->limit, arg, 1, 1000000);
+	case OPT_JSON:
+		a->json = true;
+		return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+static int open_store(struct store **out, const struct cli_common *common, bool readonly)
+{
+	char *root = NULL, *path = NULL;
+	int rc;
+
+	if (!common->db && !getenv("FORGE_DB") && cli_repo_root(&root, common->repo) < 0) {
+		fprintf(stderr, "forge-events: %s; use --repo DIR or --db PATH\n", forge_last_error());
+		return FORGE_EXIT_USAGE;
+	}
+	rc = store_resolve_path(&path, common->db, root);
+	if (rc == 0)
+		rc = (readonly ? store_open_readonly : store_open)(out, path);
+	if (rc < 0)
+		fprintf(stderr, "forge-events: %s\n", forge_last_error());
+	free(root);
+	free(path);
+	return rc < 0 ? FORGE_EXIT_DEPENDENCY : 0;
+}
+
+/* ---- store ---- */
+
+struct batch {
+	struct store *st;
+	long max;
+	long pending;           /* events in the open transaction */
+	bool failed;
+};
+
+static int batch_commit(struct batch *b)
+{
+	if (!b->pending)
+		return 0;
+	b->pending = 0;
+	if (store_commit(b->st) < 0) {
+		b->failed = true;
+		return -1;
+	}
+	return 0;
+}
+
+static void on_idle(void *payload)
+{
+	/* The writer is quiet: commit now rather than hold the write lock while waiting. */
+	batch_commit(payload);
+}
+
+static int on_event(jv rec, const char *line, size_t len, void *payload)
+{
+	struct batch *b = payload;
+
+	if (!b->pending && store_begin(b->st) < 0)
+		goto fail;
+	b->pending++;
+	if (store_event_put(b->st, rec, line, len, NULL) < 0)
+		goto fail;
+	if (b->pending >= b->max && batch_commit(b) < 0)
+		goto fail;
+	return 0;
+fail:
+	b->failed = true;
+	return 1;
+}
+
+static int cmd_store(const struct cli_common *common, const struct args *a)
+{
+	struct stream_out out;
+	struct stream_input in;
+	struct batch b = { .max = a->batch };
+	struct stream_options opt = {
+		.forward_states = true,
+		.validate = true,
+		.on_record = on_event,
+		.on_idle = on_idle,
+		.payload = &b,
+	};
+	int status;
+
+	stream_out_init(&out, stdout, "forge-events", NULL);
+	status = open_store(&b.st, common, false);
+	if (status)
+		return status;
+	stream_input_init(&in);
+	int rc = stream_read(&in, stdin, &out, &opt);
+	if (!b.failed && batch_commit(&b) < 0)
+		b.failed = true;
+	if (b.failed) {
+		fprintf(stderr, "forge-events: %s\n", forge_last_error());
+		if (b.pending)
+			store_rollback(b.st);
+		status = FORGE_EXIT_DEPENDENCY;
+	} else if (rc == -1) {
+		status = stream_reject(&out, &in, forge_last_error());
+	} else {
+		status = FORGE_EXIT_OK;
+	}
+	stream_input_release(&in);
+	store_free(b.st);
+	return stream_out_status(&out, status);
+}
+
+/* ---- replay ---- */
+
+struct replay {
+	struct stream_out out;
+	long printed;
+};
+
+static int print_line(const char *line, size_t len, void *payload)
+{
+	struct replay *r = payload;
+
+	r->printed++;
+	return stream_write_raw(&r->out, line, len) < 0 ? 1 : 0;
+}
+
+static int cmd_replay(const struct cli_common *common, const char *trace)
+{
+	struct replay r = { .printed = 0 };
+	struct store *st;
+	int status;
+
+	stream_out_init(&r.out, stdout, "forge-events", NULL);
+	status = open_store(&st, common, true);
+	if (status)
+		return status;
+	int rc = store_events_foreach(st, trace, print_line, &r);
+	if (rc < 0) {
+		fprintf(stderr, "forge-events: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else if (rc == 0 && r.printed == 0) {
+		/* Nothing was printed: say so, the way grep does with status 1. */
+		jv run;
+		if (store_run_get(&run, st, trace) == 0 && jv_get_kind(run) == JV_KIND_NULL) {
+			fprintf(stderr, "forge-events: no events for trace '%s'\n", trace);
+			status = FORGE_EXIT_REJECTED;
+		}
+		jv_free(run);
+	}
+	store_free(st);
+	return stream_out_status(&r.out, status);
+}
+
+/* ---- list ---- */
+
+static int cmd_list(const struct cli_common *common, const struct args *a)
+{
+	struct stream_out out;
+	struct store *st;
+	jv traces;
+	int status;
+
+	stream_out_init(&out, stdout, "forge-events", NULL);
+	status = open_store(&st, common, true);
+	if (status)
+		return status;
+	if (store_traces(&traces, st, (int)a->limit) < 0) {
+		fprintf(stderr, "forge-events: %s\n", forge_last_error());
+		store_free(st);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	bool table = !a->json;
+	if (table && jv_array_length(jv_copy(traces)) > 0)
+		printf("%-28s %7s  %-24s  %-24s  %s\n", "TRACE", "EVENTS", "FIRST", "LAST", "TASK");
+	jv_array_foreach(traces, i, t) {
+		if (table) {
+			const char *task = json_get_str(t, "task");
+			printf("%-28s %7.0f  %-24s  %-24s  %.60s\n", json_get_str(t, "trace_id"),
+			       json_get_num(t, "events", 0), json_get_str(t, "first_ts") ? json_get_str(t, "first_ts") : "-",
+			       json_get_str(t, "last_ts") ? json_get_str(t, "last_ts") : "-", task ? task : "");
+			jv_free(t);
+		} else {
+			stream_write(&out, t);
+		}
+	}
+	jv_free(traces);
+	store_free(st);
+	return stream_out_status(&out, status);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	struct args a = { .batch = 1000, .limit = 50 };
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
+	int status;
+
+	if (first >= argc)
+		cli_usage_error(&spec, "a command is needed: store, replay or list");
+	const char *cmd = argv[first];
+	int nargs = argc - first - 1;
+
+	if (strcmp(cmd, "store") == 0 && nargs == 0) {
+		status = cmd_store(&common, &a);
+	} else if (strcmp(cmd, "replay") == 0 && nargs == 1) {
+		status = cmd_replay(&common, argv[first + 1]);
+	} else if (strcmp(cmd, "list") == 0 && nargs == 0) {
+		status = cmd_list(&common, &a);
+	} else if (strcmp(cmd, "store") == 0 || strcmp(cmd, "replay") == 0 || strcmp(cmd, "list") == 0) {
+		cli_usage_error(&spec, "wrong number of arguments for '%s'", cmd);
+	} else {
+		cli_usage_error(&spec, "unknown command '%s'", cmd);
+	}
+	return cli_finish("forge-events", status);
+}

@@ -1,0 +1,188 @@
+/*
+ * forge-findings - review and test findings, and dismissing them (the human
+ * feedback loop, seed 000 section 10.5).
+ *
+ *   forge-findings list [--trace T] [--all] [-n N] [--json]
+ *   forge-findings dismiss ID [--reason TEXT] [--json]
+ *   forge-findings add   (JSON objects on stdin, one per line: for tests and tools)
+ *
+ * dismiss marks the finding, lowers the confidence of the semantic memories
+ * that match it by 0.2, and stores the dismissal as a semantic memory
+ * (confidence 0.7).  Exit status: 0 done; 1 no such finding; 2 usage or bad
+ * input; 5 the database failed.
+ */
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_JSON = 256, OPT_TRACE, OPT_ALL, OPT_REASON };
+
+static const struct cli_option options[] = {
+	{ "json", 0, NULL, "JSON lines instead of text", OPT_JSON },
+	{ "trace", 0, "TRACE", "list: only the findings of this run", OPT_TRACE },
+	{ "all", 0, NULL, "list: dismissed findings too", OPT_ALL },
+	{ "limit", 'n', "N", "list: at most N, newest first (default 50)", 'n' },
+	{ "reason", 0, "TEXT", "dismiss: why (learnt as a memory)", OPT_REASON },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-findings",
+	.synopsis = "list [--trace TRACE] [--all] [-n N] [--json]\ndismiss ID [--reason TEXT] [--json]\n"
+		    "add < findings.jsonl",
+	.description = "Findings of forge-review and forge-test, and the human feedback on them.\n"
+		       "  dismiss  mark a finding as wrong: the memories that produced it lose confidence\n"
+		       "           and the dismissal is remembered",
+	.options = options,
+	.extra_help = "Exit status: 0 done, 1 no such finding, 2 usage or bad input, 5 database failure.\n",
+};
+
+struct args {
+	bool json, all;
+	const char *trace, *reason;
+	long limit;
+};
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	struct args *a = payload;
+
+	switch (id) {
+	case OPT_JSON: a->json = true; return 0;
+	case OPT_TRACE: a->trace = arg; return 0;
+	case OPT_ALL: a->all = true; return 0;
+	case 'n': return forge_parse_long(&a->limit, arg, 1, 100000000);
+	case OPT_REASON: a->reason = arg; return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+static int fail(int status)
+{
+	fprintf(stderr, "forge-findings: %s\n", forge_last_error());
+	return status;
+}
+
+static int cmd_list(struct memory_cli *c, const struct args *a)
+{
+	jv out;
+
+	if (findings_list(&out, c->st, a->trace, a->all, (int)a->limit) < 0)
+		return fail(FORGE_EXIT_DEPENDENCY);
+	jv_array_foreach(out, i, f) {
+		if (a->json) {
+			json_write_line(stdout, f, false);
+			continue;
+		}
+		const char *file = json_get_str(f, "file");
+
+		printf("%s  %-8s %-11s %s:%.0f  %s%s\n", json_get_str(f, "id"), json_get_str(f, "severity"),
+		       json_get_str(f, "category"), file ? file : "-", json_get_num(f, "line", 0),
+		       json_get_str(f, "message"), json_get_bool(f, "dismissed", false) ? "  [dismissed]" : "");
+		jv_free(f);
+		(void)i;
+	}
+	jv_free(out);
+	return 0;
+}
+
+static int cmd_dismiss(struct memory_cli *c, const struct args *a, const char *id)
+{
+	jv out;
+	int rc = memory_dismiss_finding(&out, c->m, id, a->reason);
+
+	if (rc < 0)
+		return fail(FORGE_EXIT_DEPENDENCY);
+	if (rc == MEMORY_NOT_FOUND) {
+		fprintf(stderr, "forge-findings: no finding '%s'\n", id);
+		return FORGE_EXIT_REJECTED;
+	}
+	if (a->json) {
+		json_write_line(stdout, out, false);
+		return 0;
+	}
+	if (json_get_bool(out, "already_dismissed", false)) {
+		printf("%s was already dismissed\n", id);
+	} else {
+		jv low = json_get(out, "lowered");
+
+		printf("dismissed %s; remembered as %s; lowered %d related memor%s\n", id,
+		       json_get_str(out, "memory_id"), jv_array_length(jv_copy(low)),
+		       jv_array_length(jv_copy(low)) == 1 ? "y" : "ies");
+		jv_free(low);
+	}
+	jv_free(out);
+	return 0;
+}
+
+static int cmd_add(struct memory_cli *c)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	long lineno = 0;
+	int status = 0;
+
+	while (status == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
+		char id[ULID_LEN + 1];
+
+		lineno++;
+		if (strspn(line, " \t\r\n") == (size_t)len)
+			continue;
+		jv f = json_parse(line, (size_t)len);
+
+		if (!jv_is_valid(f)) {
+			char *msg = json_invalid_msg(f);
+
+			fprintf(stderr, "forge-findings: line %ld: not JSON: %s\n", lineno, msg);
+			free(msg);
+			status = FORGE_EXIT_USAGE;
+		} else if (findings_put(id, c->st, f) < 0) {
+			fprintf(stderr, "forge-findings: line %ld: %s\n", lineno, forge_last_error());
+			status = strstr(forge_last_error(), "database") ? FORGE_EXIT_DEPENDENCY : FORGE_EXIT_USAGE;
+		} else {
+			printf("%s\n", id);
+		}
+	}
+	free(line);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	struct args a = { .limit = 50 };
+	struct memory_cli c;
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &a), status;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (first >= argc)
+		cli_usage_error(&spec, "a command is needed: list, dismiss or add");
+	const char *cmd = argv[first++];
+
+	if (strcmp(cmd, "list") && strcmp(cmd, "dismiss") && strcmp(cmd, "add"))
+		cli_usage_error(&spec, "unknown command '%s'", cmd);
+	if (!strcmp(cmd, "dismiss") && argc - first != 1)
+		cli_usage_error(&spec, "dismiss needs exactly one finding ID");
+	if (strcmp(cmd, "dismiss") && argc - first != 0)
+		cli_usage_error(&spec, "%s takes no operands", cmd);
+	if ((strcmp(cmd, "list") ? memory_cli_open : memory_cli_open_readonly)(&status, &c, &common) < 0) {
+		memory_cli_close(&c);
+		return cli_finish("forge-findings", fail(status));
+	}
+	if (!strcmp(cmd, "list"))
+		status = cmd_list(&c, &a);
+	else if (!strcmp(cmd, "dismiss"))
+		status = cmd_dismiss(&c, &a, argv[first]);
+	else
+		status = cmd_add(&c);
+	memory_cli_close(&c);
+	return cli_finish("forge-findings", status);
+}

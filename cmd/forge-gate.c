@@ -1,0 +1,170 @@
+/*
+ * forge-gate - human gates of paused runs: list them, approve or reject.
+ *
+ *   forge gate list [TRACE] [--all] [--json]
+ *   forge gate approve ID [--note TEXT]
+ *   forge gate reject ID [--note TEXT]
+ *
+ * An approval with a note is also stored as a procedural memory (what the
+ * human wanted changed), so later runs learn from it.
+ */
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "engine/gates.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
+#include "data/stream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_NOTE = 256, OPT_ALL, OPT_JSON };
+
+static const struct cli_option options[] = {
+	{ "note", 0, "TEXT", "approve/reject: what the human says (an approval's note is remembered)", OPT_NOTE },
+	{ "all", 0, NULL, "list: decided gates too", OPT_ALL },
+	{ "json", 0, NULL, "list: JSON lines", OPT_JSON },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-gate",
+	.synopsis = "list [TRACE] [--all] [--json]\napprove ID [--note TEXT]\nreject ID [--note TEXT]",
+	.description = "Human gates of forge runs.  A run that waits at a gate is paused (exit 4);\n"
+		       "decide the gate here, then continue the run with `forge resume TRACE`.",
+	.options = options,
+};
+
+struct args {
+	const char *note;
+	bool all, json;
+};
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	struct args *a = payload;
+
+	switch (id) {
+	case OPT_NOTE: a->note = arg; return 0;
+	case OPT_ALL: a->all = true; return 0;
+	case OPT_JSON: a->json = true; return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+static int list(struct store *st, const char *trace, const struct args *a)
+{
+	jv gates;
+
+	if (gate_list(&gates, st, trace, !a->all) < 0) {
+		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	jv_array_foreach(gates, i, g) {
+		if (a->json) {
+			json_write_line(stdout, g, false);
+			continue;
+		}
+		printf("%s  %-22s %-9s %s  run %s\n", json_get_str(g, "id"), json_get_str(g, "gate"),
+		       json_get_str(g, "status"), json_get_str(g, "prompt"), json_get_str(g, "trace_id"));
+		jv_free(g);
+	}
+	jv_free(gates);
+	return FORGE_EXIT_OK;
+}
+
+static void remember(struct store *st, const struct config *cfg, jv gate, const char *note)
+{
+	struct memory_options mo;
+	struct memory *m;
+	char id[ULID_LEN + 1];
+
+	memory_options_init(&mo);
+	memory_options_from_config(&mo, cfg);
+	if (memory_open(&m, st, &mo) == 0) {
+		memory_record_gate_edit(id, m, json_get_str(gate, "gate"), note, json_get_str(gate, "trace_id"));
+		memory_free(m);
+	}
+}
+
+static int decide(struct store *st, const struct config *cfg, const char *id, bool approve, const char *note)
+{
+	jv gate;
+
+	if (gate_get(&gate, st, id) < 0 || jv_get_kind(gate) != JV_KIND_OBJECT) {
+		jv_free(gate);
+		fprintf(stderr, "forge-gate: no gate '%s' (see `forge gate list`)\n", id);
+		return FORGE_EXIT_REJECTED;
+	}
+	if (gate_decide(st, id, approve, "human", note) < 0) {
+		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
+		jv_free(gate);
+		return FORGE_EXIT_REJECTED;
+	}
+	/* The decision is an event of the run, like everything else. */
+	struct stream_out out;
+	stream_out_init(&out, stdout, "forge-gate", NULL);
+	stream_out_set_trace(&out, json_get_str(gate, "trace_id"));
+	jv ev = stream_event_new(&out, approve ? "gate.approved" : "gate.rejected",
+				 json_set(json_set(json_set(json_set(jv_object(), "gate", json_get(gate, "gate")),
+					  "id", jv_string(id)), "by", jv_string("human")), "note", json_str_or_null(note)));
+	store_event_put(st, ev, NULL, 0, NULL);
+	jv_free(ev);
+	if (approve && note && *note)
+		remember(st, cfg, gate, note);
+	printf("%s %s; continue with: forge resume %s\n", approve ? "approved" : "rejected", id,
+	       json_get_str(gate, "trace_id"));
+	jv_free(gate);
+	return FORGE_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	struct args a = { 0 };
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
+	char *repo = NULL, *db = NULL;
+	struct config *cfg = NULL;
+	struct store *st = NULL;
+	int status;
+
+	if (first >= argc)
+		cli_usage_error(&spec, "a command is needed: list, approve or reject");
+	const char *cmd = argv[first];
+	int nargs = argc - first - 1;
+	bool is_decide = strcmp(cmd, "approve") == 0 || strcmp(cmd, "reject") == 0;
+	if (strcmp(cmd, "list") == 0 ? nargs > 1 : !is_decide)
+		cli_usage_error(&spec, "unknown command '%s'", cmd);
+	if (is_decide && nargs != 1)
+		cli_usage_error(&spec, "%s needs one gate id", cmd);
+
+	if (cli_repo_root(&repo, common.repo) < 0 && !common.db && !getenv("FORGE_DB")) {
+		fprintf(stderr, "forge-gate: %s; use --repo DIR or --db PATH\n", forge_last_error());
+		return FORGE_EXIT_USAGE;
+	}
+	struct config_sources src = { .repo = repo, .file = common.config, .flags = jv_null() };
+	if (config_load(&cfg, &src) < 0) {
+		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
+		status = FORGE_EXIT_USAGE;
+		goto out;
+	}
+	if (store_resolve_path(&db, common.db, repo) < 0 ||
+	    (is_decide ? store_open : store_open_readonly)(&st, db) < 0) {
+		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (is_decide)
+		status = decide(st, cfg, argv[first + 1], strcmp(cmd, "approve") == 0, a.note);
+	else
+		status = list(st, nargs ? argv[first + 1] : NULL, &a);
+out:
+	store_free(st);
+	config_free(cfg);
+	free(repo);
+	free(db);
+	return cli_finish("forge-gate", status);
+}

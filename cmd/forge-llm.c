@@ -1,0 +1,289 @@
+/*
+ * forge-llm - ask a model from the shell: `forge llm [PROMPT]`.
+ *
+ * The prompt is the operands joined by spaces and/or standard input (when it
+ * is not a terminal; with both, the operands come first, then a blank line,
+ * then stdin), like other Unix LLM tools.  The answer goes to stdout: the
+ * text, or with --json the normalised response of lib/llm/llm.h (rate_limit
+ * included).  Every setting comes from the layered configuration (config.h:
+ * llm.provider, model, base_url, cassette, max_tokens, temperature,
+ * timeout_s, stall_timeout_s, max_retries, retry_max_delay_s, pricing), so
+ * FORGE_PROVIDER etc. work as its environment layer and the flags override
+ * them.  While llm.provider and llm.model are still the built-in defaults,
+ * the provider is chosen by the keys present (llm.h) and the model is that
+ * provider's default.  Exit 0 on an answer, 1 when the model refused, 2 on
+ * a usage error (an unknown provider, a bad config), 5 when the provider
+ * failed after its retries (the message says what failed and what to do).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "store/store.h"
+
+enum { OPT_SYSTEM = 256, OPT_JSON, OPT_RECORD, OPT_STREAM, OPT_MAX_TOKENS, OPT_TEMPERATURE };
+
+static const struct cli_option options[] = {
+	{ "system", 's', "TEXT", "system prompt", OPT_SYSTEM },
+	{ "json", 0, NULL, "print the normalised response as one JSON line", OPT_JSON },
+	{ "stream", 0, NULL, "stream the answer as it is generated", OPT_STREAM },
+	{ "record", 0, "FILE", "append every exchange to a cassette FILE", OPT_RECORD },
+	{ "max-tokens", 0, "N", "longest answer in tokens (llm.max_tokens, default 8192)", OPT_MAX_TOKENS },
+	{ "temperature", 0, "T", "sampling temperature 0-2 (llm.temperature, default 0)", OPT_TEMPERATURE },
+	{ NULL, 0, NULL, NULL, 0 },
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-llm",
+	.synopsis = "[--provider P] [--model M] [--base-url URL] [--system S] [--json] [PROMPT...]",
+	.description = "Send a prompt (the operands and/or standard input) to a model and print "
+		       "the answer.  Handy in pipelines and for checking a provider setup.",
+	.options = options,
+	.flags = CLI_MODEL_OPTIONS,
+	.extra_help = "Settings come from the config (forge config), lowest first: built-in defaults,\n"
+		      "~/.config/forge/config.json, .forge/config.json, --config FILE, the\n"
+		      "environment, the options above.  Keys llm.provider, llm.model, llm.base_url,\n"
+		      "llm.cassette, llm.max_tokens, llm.temperature, llm.timeout_s,\n"
+		      "llm.stall_timeout_s, llm.max_retries, llm.retry_max_delay_s, llm.pricing.\n"
+		      "\nEnvironment:\n"
+		      "  FORGE_PROVIDER      anthropic, openai or replay (llm.provider); unset, the\n"
+		      "                      provider is picked by the key present\n"
+		      "  FORGE_MODEL         the model (llm.model)\n"
+		      "  FORGE_BASE_URL      the base URL (llm.base_url); OpenAI-compatible servers\n"
+		      "                      end in /v1 (Ollama: http://localhost:11434/v1)\n"
+		      "  FORGE_CASSETTE      the cassette to replay (llm.cassette)\n"
+		      "  FORGE_CASSETTE_MODE strict or sequential\n"
+		      "  FORGE_RECORD        like --record\n"
+		      "  FORGE_PHASE, FORGE_ATTEMPT  which cassette entries a process answers from\n"
+		      "  ANTHROPIC_API_KEY, OPENAI_API_KEY (or FORGE_ANTHROPIC_KEY_FILE,\n"
+		      "  FORGE_OPENAI_KEY_FILE)  the keys; never logged\n"
+		      "  ANTHROPIC_BASE_URL, OPENAI_BASE_URL  a provider's base URL\n"
+		      "  FORGE_DB            log every call in the database (llm_calls)\n"
+		      "\nExit status: 0 an answer, 1 the model refused (stop_reason refusal), 2 usage\n"
+		      "error (unknown provider, bad config, no prompt), 5 the provider failed after\n"
+		      "its retries.\n"
+		      "\nExamples:\n"
+		      "  git diff | forge llm --system 'Review this diff'\n"
+		      "  forge llm --provider openai --base-url http://localhost:11434/v1 --model llama3.2 hi\n",
+};
+
+struct args {
+	const char *system, *record;
+	bool json, stream;
+	jv flags;                      /* config flags layer: --max-tokens, --temperature */
+};
+
+static const char *const providers[] = { "anthropic", "openai", "replay", NULL };
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	struct args *a = payload;
+
+	switch (id) {
+	case OPT_SYSTEM: a->system = arg; return 0;
+	case OPT_JSON: a->json = true; return 0;
+	case OPT_STREAM: a->stream = true; return 0;
+	case OPT_RECORD: a->record = arg; return 0;
+	case OPT_MAX_TOKENS: {
+		long n;
+		if (forge_parse_long(&n, arg, 1, 1000000) < 0)
+			return -1;
+		return config_flag_set(&a->flags, "llm.max_tokens", jv_number((double)n));
+	}
+	case OPT_TEMPERATURE: {
+		double t;
+		if (forge_parse_double(&t, arg) < 0 || t < 0 || t > 2)
+			return forge_error("--temperature wants a number from 0 to 2");
+		return config_flag_set(&a->flags, "llm.temperature", jv_number(t));
+	}
+	default: return forge_error("unknown option");
+	}
+}
+
+static int read_prompt(struct buf *out, int argc, char **argv, int first)
+{
+	char tmp[8192];
+	size_t n;
+
+	for (int i = first; i < argc; i++)
+		buf_addf(out, "%s%s", i > first ? " " : "", argv[i]);
+	if (isatty(STDIN_FILENO))
+		return 0;
+	size_t before = out->len;
+	if (before)
+		buf_adds(out, "\n\n");
+	while ((n = fread(tmp, 1, sizeof tmp, stdin)) > 0)
+		if (buf_add(out, tmp, n) < 0)
+			return forge_error("the prompt is too large");
+	if (ferror(stdin))
+		return forge_error("cannot read standard input");
+	if (out->len == before + (before ? 2 : 0))
+		out->buf[out->len = before] = '\0';   /* empty stdin */
+	return 0;
+}
+
+static void warn(void *payload, const char *msg)
+{
+	(void)payload;
+	fprintf(stderr, "forge-llm: warning: %s\n", msg);
+}
+
+static void on_text(void *payload, const char *text, size_t len)
+{
+	(void)payload;
+	fwrite(text, 1, len, stdout);
+	fflush(stdout);
+}
+
+static int open_store(struct store **out, const struct cli_common *common)
+{
+	char *path = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!common->db && !getenv("FORGE_DB"))
+		return 0;   /* logging only when a database was named */
+	rc = store_resolve_path(&path, common->db, NULL);
+	if (rc == 0)
+		rc = store_open(out, path);
+	free(path);
+	return rc;
+}
+
+static int print_answer(const struct llm_response *r, const struct args *a)
+{
+	size_t len = strlen(r->text);
+
+	if (a->json)
+		return json_write_line(stdout, llm_response_to_json(r), false);
+	if (!a->stream)
+		fwrite(r->text, 1, len, stdout);
+	for (size_t i = 0; i < r->ncalls; i++) {
+		char *input = json_dumps(jv_copy(r->calls[i].input), false);
+		printf("%s%s(%s)\n", len || i ? "\n" : "", r->calls[i].name, input);
+		free(input);
+	}
+	if ((len || a->stream) && !r->ncalls && (len == 0 || r->text[len - 1] != '\n'))
+		putchar('\n');
+	return 0;
+}
+
+static int ask(struct llm_client *c, const struct args *a, const struct config *cfg,
+	       const char *prompt)
+{
+	struct llm_request req;
+	struct llm_response r;
+	int status = FORGE_EXIT_OK;
+
+	llm_request_init(&req);
+	req.system = a->system;
+	req.messages = jv_array_append(jv_array(), llm_msg_user(prompt));
+	req.max_tokens = (int)config_get_num(cfg, "llm.max_tokens", 4096);
+	req.temperature = config_get_num(cfg, "llm.temperature", -1);
+	req.stream = a->stream && !a->json;
+	req.on_text = on_text;
+	if (llm_call(&r, c, &req) < 0) {
+		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else {
+		print_answer(&r, a);
+		if (r.stop == LLM_STOP_REFUSAL) {
+			fprintf(stderr, "forge-llm: the model refused%s%s\n", r.stop_detail ? ": " : "",
+				r.stop_detail ? r.stop_detail : "");
+			status = FORGE_EXIT_REJECTED;
+		}
+	}
+	llm_response_release(&r);
+	llm_request_release(&req);
+	return status;
+}
+
+static void check_provider(const struct cli_spec *sp, const char *name)
+{
+	for (size_t i = 0; name && providers[i]; i++)
+		if (!strcmp(providers[i], name))
+			return;
+	if (name)
+		cli_usage_error(sp, "unknown provider '%s' (anthropic, openai, replay)", name);
+}
+
+static int load_config(struct config **out, const struct cli_common *common, struct args *a)
+{
+	struct config_sources src = { NULL, common->config, jv_null() };
+	char *root = NULL;
+	int rc;
+
+	if (cli_repo_root(&root, common->repo) < 0) {
+		if (common->repo)
+			return -1;
+		root = NULL;   /* outside a repository: no project layer */
+	}
+	src.repo = root;
+	src.flags = a->flags;
+	a->flags = jv_null();
+	jv llm = cli_model_flags(common);
+	jv_object_foreach(llm, k, v) {
+		struct buf path = BUF_INIT;
+		buf_addf(&path, "llm.%s", jv_string_value(k));
+		config_flag_set(&src.flags, path.buf, v);   /* consumes v */
+		buf_release(&path);
+		jv_free(k);
+	}
+	jv_free(llm);
+	rc = config_load(out, &src);
+	free(root);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { NULL, NULL, false, false, jv_null() };
+	struct cli_common common;
+	struct llm_options opt;
+	struct llm_client *c = NULL;
+	struct config *cfg = NULL;
+	struct store *st = NULL;
+	struct buf prompt = BUF_INIT;
+	int first, status;
+
+	signal(SIGPIPE, SIG_IGN);   /* libcurl runs with NOSIGNAL; EPIPE is handled by cli_finish */
+	first = cli_parse(&common, &spec, argc, argv, on_option, &a);
+	check_provider(&spec, common.provider);
+	if (load_config(&cfg, &common, &a) < 0) {
+		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
+		if (strstr(forge_last_error(), "llm.provider"))
+			fprintf(stderr, "forge-llm: providers: anthropic, openai, replay\n");
+		return cli_finish("forge-llm", FORGE_EXIT_USAGE);
+	}
+	if (read_prompt(&prompt, argc, argv, first) < 0)
+		cli_usage_error(&spec, "%s", forge_last_error());
+	if (prompt.len == 0)
+		cli_usage_error(&spec, "no prompt: give it as arguments or on standard input");
+	llm_options_init(&opt);
+	llm_options_from_config(&opt, cfg);
+	opt.record = a.record;
+	opt.warn = warn;
+	if (open_store(&st, &common) < 0) {
+		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else if ((opt.store = st, llm_client_new(&c, &opt)) < 0) {
+		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else {
+		status = ask(c, &a, cfg, prompt.buf);
+	}
+	jv_free(opt.pricing);   /* jv_null() once the client took it */
+	llm_client_free(c);
+	store_free(st);
+	config_free(cfg);
+	buf_release(&prompt);
+	return cli_finish("forge-llm", status);
+}

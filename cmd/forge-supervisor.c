@@ -1,0 +1,476 @@
+/*
+ * forge-supervisor - run whole pipelines (DESIGN.md §4).  `forge run`,
+ * `forge resume`, `forge status`, `forge history` and `forge cancel` come
+ * here through the forge dispatcher.
+ */
+#include "core/buf.h"
+#include "app/cli.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "engine/gates.h"
+#include "core/json.h"
+#include "store/store.h"
+#include "data/stream.h"
+#include "app/supervise.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OPT_BASE, OPT_LIMIT };
+
+static const struct cli_option options[] = {
+	{ "phases", 0, "LIST", "run: only these phases, comma-separated (plan,implement,…)", OPT_PHASES },
+	{ "dry-run", 0, NULL, "run: stop after the plan", OPT_DRY_RUN },
+	{ "auto-approve", 0, NULL, "pass every gate that may pass unasked (never a production deploy)", OPT_AUTO_APPROVE },
+	{ "budget", 0, "USD", "run: the run's budget (default budget.usd)", OPT_BUDGET },
+	{ "base", 0, "REF", "run: the base ref of the run's branch (default HEAD)", OPT_BASE },
+	{ "json", 0, NULL, "JSON lines on stdout instead of text", OPT_JSON },
+	{ "limit", 'n', "N", "history: at most N runs (default 20)", OPT_LIMIT },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+/* The commands and their synopses; `forge CMD --help` shows its own. */
+static const struct {
+	const char *name, *synopsis;
+} commands[] = {
+	{ "run", "TASK [--phases LIST] [--dry-run] [--auto-approve] [--budget USD] [--base REF] [--json]" },
+	{ "resume", "TRACE [--auto-approve] [--json]" },
+	{ "status", "[TRACE] [--json]" },
+	{ "history", "[-n N] [--json]" },
+	{ "cancel", "TRACE" },
+};
+
+/* The name in messages: "forge-supervisor", or "forge CMD" when the forge
+ * dispatcher ran it (argv[0] "forge"), the name the user typed. */
+static const char *prog = "forge-supervisor";
+
+static struct cli_spec spec = {
+	.name = "forge-supervisor",
+	.synopsis = "run TASK [--phases LIST] [--dry-run] [--auto-approve] [--budget USD] [--base REF] [--json]\n"
+		    "resume TRACE [--auto-approve] [--json]\n"
+		    "status [TRACE] [--json]\n"
+		    "history [-n N] [--json]\n"
+		    "cancel TRACE",
+	.description = "Carry a task through plan, implement, review, test and deploy: each phase runs as its\n"
+		       "own program with the state on its stdin; every event is stored, every state is a\n"
+		       "checkpoint; review and test failures go back to implement; gates ask a human;\n"
+		       "breakers stop a run that costs or takes too much.  A run waiting for a human exits 4:\n"
+		       "approve with `forge gate approve ID`, then `forge resume TRACE`.  At the terminal a\n"
+		       "gate takes y, n or e (a note, then approve) and asks again on anything else; Ctrl-D\n"
+		       "leaves it waiting (exit 4), Ctrl-C too but exits 130; resume asks again.\n"
+		       "resume continues any run not completed or cancelled (a failed one too); a run another\n"
+		       "live process holds is refused with exit 4.  cancel stops a live run (it exits 130) and\n"
+		       "it stays cancelled.  status and history show a run whose process died as interrupted.",
+	.options = options,
+	.flags = CLI_MODEL_OPTIONS,
+	.extra_help = "Examples:\n"
+		      "  forge run \"add a --version flag\"\n"
+		      "  forge run --dry-run \"fix the crash in parse_date\"\n"
+		      "  forge run --auto-approve --budget 5 --json \"…\" > run.jsonl\n"
+		      "  forge status; forge history -n 5; forge resume 01JDB2…\n",
+};
+
+struct args {
+	char *phases_text;
+	const char *phases[6];
+	bool dry_run, auto_approve, json;
+	double budget;
+	const char *base;
+	long limit;
+};
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	struct args *a = payload;
+
+	switch (id) {
+	case OPT_PHASES: {
+		size_t n = 0;
+		free(a->phases_text);
+		a->phases_text = xstrdup(arg);
+		for (char *p = a->phases_text, *save = NULL, *tok; (tok = strtok_r(p, ",", &save)); p = NULL) {
+			static const char *const known[] = { "plan", "implement", "review", "test", "deploy" };
+			bool ok = false;
+			for (int i = 0; i < 5; i++)
+				ok = ok || strcmp(tok, known[i]) == 0;
+			if (!ok || n >= 5)
+				return forge_error("--phases: unknown phase '%s' (plan, implement, review, test, deploy)", tok);
+			a->phases[n++] = tok;
+		}
+		a->phases[n] = NULL;
+		return n ? 0 : forge_error("--phases: no phase given");
+	}
+	case OPT_DRY_RUN: a->dry_run = true; return 0;
+	case OPT_AUTO_APPROVE: a->auto_approve = true; return 0;
+	case OPT_JSON: a->json = true; return 0;
+	case OPT_BASE: a->base = arg; return 0;
+	case OPT_BUDGET:
+		if (forge_parse_double(&a->budget, arg) < 0 || a->budget < 0)
+			return forge_error("--budget wants a positive amount in USD, not '%s'", arg);
+		return 0;
+	case OPT_LIMIT:
+		return forge_parse_long(&a->limit, arg, 1, 100000);
+	}
+	return forge_error("unhandled option");
+}
+
+static void on_signal(int sig)
+{
+	supervise_interrupt(sig);
+}
+
+/* The directory of this executable: the phases are beside it. */
+static char *bindir(void)
+{
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+
+	if (n <= 0)
+		return xstrdup(".");
+	path[n] = '\0';
+	char *slash = strrchr(path, '/');
+	if (slash)
+		*slash = '\0';
+	return xstrdup(path);
+}
+
+struct env {
+	char *repo, *db;
+	struct config *cfg;
+	struct store *store;
+};
+
+static void close_env(struct env *e);
+
+/* On failure e is released already. */
+static int open_env(struct env *e, const struct cli_common *c, bool need_repo, bool readonly)
+{
+	memset(e, 0, sizeof *e);
+	if (cli_repo_root(&e->repo, c->repo) < 0 && (need_repo || (!c->db && !getenv("FORGE_DB")))) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		close_env(e);
+		return FORGE_EXIT_USAGE;
+	}
+	jv flags = jv_object();
+	jv llm = cli_model_flags(c);
+	if (jv_object_length(jv_copy(llm)) > 0)
+		flags = json_set(flags, "llm", llm);
+	else
+		jv_free(llm);
+	struct config_sources src = { .repo = e->repo, .file = c->config, .flags = flags };
+	if (config_load(&e->cfg, &src) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		close_env(e);
+		return FORGE_EXIT_USAGE;
+	}
+	if (store_resolve_path(&e->db, c->db, e->repo) < 0 ||
+	    (readonly ? store_open_readonly : store_open)(&e->store, e->db) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		close_env(e);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	return 0;
+}
+
+static void close_env(struct env *e)
+{
+	store_free(e->store);
+	config_free(e->cfg);
+	free(e->repo);
+	free(e->db);
+}
+
+/* Options every phase gets again: config, verbosity, model options. */
+static const char **phase_args(const struct cli_common *c)
+{
+	const char **a = xcalloc(16, sizeof *a);
+	int n = 0;
+
+	if (c->config) { a[n++] = "--config"; a[n++] = c->config; }
+	if (c->provider) { a[n++] = "--provider"; a[n++] = c->provider; }
+	if (c->model) { a[n++] = "--model"; a[n++] = c->model; }
+	if (c->base_url) { a[n++] = "--base-url"; a[n++] = c->base_url; }
+	if (c->cassette) { a[n++] = "--cassette"; a[n++] = c->cassette; }
+	if (c->verbosity < 0)
+		a[n++] = "-q";
+	for (int v = 0; v < c->verbosity && n < 15; v++)
+		a[n++] = "-v";
+	a[n] = NULL;
+	return a;
+}
+
+static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, const char *what,
+			     const char *arg)
+{
+	struct env e;
+	int code = open_env(&e, c, true, false);
+
+	if (code)
+		return code;
+	char *dir = bindir();
+	const char **pargs = phase_args(c);
+	struct supervise_opts o = {
+		.repo = e.repo, .db_path = e.db, .bindir = dir, .phase_args = pargs,
+		.phases = a->phases[0] ? a->phases : NULL, .base_ref = a->base,
+		.dry_run = a->dry_run, .auto_approve = a->auto_approve, .json = a->json,
+		.interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO),
+		.progress = !a->json && c->verbosity >= 0,
+		.budget_usd = a->budget, .cfg = e.cfg, .store = e.store,
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	code = strcmp(what, "run") == 0 ? supervise_run(&o, arg) : supervise_resume(&o, arg);
+	free(pargs);
+	free(dir);
+	close_env(&e);
+	return code;
+}
+
+/*
+ * A run recorded as pending or running whose process is gone (no lease, or
+ * its holder died: killed, the machine went down, its failure could not be
+ * written) is shown as "interrupted"; `forge resume` continues it.
+ * Consumes run.
+ */
+static jv shown(struct store *st, jv run)
+{
+	const char *status = json_get_str(run, "status");
+	jv lease;
+
+	if (!status || (strcmp(status, "running") != 0 && strcmp(status, "pending") != 0))
+		return run;
+	if (store_lease_get(&lease, st, json_get_str(run, "trace_id")) == 0 &&
+	    !json_get_bool(lease, "alive", false))
+		run = json_set(run, "status", jv_string("interrupted"));
+	jv_free(lease);
+	return run;
+}
+
+/* Borrows all three. */
+static void print_run(jv run, jv checkpoint, jv gates)
+{
+	printf("run      %s\n", json_get_str(run, "trace_id"));
+	printf("task     %s\n", json_get_str(run, "task"));
+	printf("status   %s%s%s\n", json_get_str(run, "status"), json_get_str(run, "current_phase") ? " at " : "",
+	       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "");
+	printf("cost     $%.4f (%.0f tokens)\n", json_get_num(run, "total_cost_usd", 0),
+	       json_get_num(run, "total_tokens", 0));
+	printf("started  %s\n", json_get_str(run, "started_at"));
+	if (json_get_str(run, "error") && *json_get_str(run, "error"))
+		printf("reason   %s\n", json_get_str(run, "error"));
+	jv task = json_get(checkpoint, "task");
+	if (json_get_str(task, "branch"))
+		printf("branch   %s\n", json_get_str(task, "branch"));
+	if (json_get_str(task, "worktree"))
+		printf("worktree %s\n", json_get_str(task, "worktree"));
+	jv_free(task);
+	jv bounces = json_get(checkpoint, "bounces");
+	if (jv_get_kind(bounces) == JV_KIND_ARRAY && jv_array_length(jv_copy(bounces)) > 0)
+		printf("bounces  %d\n", jv_array_length(jv_copy(bounces)));
+	jv_free(bounces);
+	jv_array_foreach(gates, i, g) {
+		printf("gate     %s %s (%s): forge gate approve %s\n", json_get_str(g, "gate"),
+		       json_get_str(g, "status"), json_get_str(g, "prompt"), json_get_str(g, "id"));
+		jv_free(g);
+	}
+}
+
+static int cmd_status(const struct cli_common *c, const struct args *a, const char *trace)
+{
+	struct env e;
+	jv run = jv_null(), cp = jv_null(), gates = jv_null();
+	int code = open_env(&e, c, false, true);
+
+	if (code)
+		return code;
+	if (!trace) {
+		jv runs;
+		if (store_runs_list(&runs, e.store, 1) == 0 && jv_array_length(jv_copy(runs)) > 0)
+			run = jv_array_get(jv_copy(runs), 0);
+		jv_free(runs);
+	} else {
+		store_run_get(&run, e.store, trace);
+	}
+	if (jv_get_kind(run) != JV_KIND_OBJECT) {
+		fprintf(stderr, "%s: %s\n", prog, trace ? "no such run" : "no runs yet");
+		code = FORGE_EXIT_REJECTED;
+		goto out;
+	}
+	run = shown(e.store, run);
+	const char *id = json_get_str(run, "trace_id");
+	store_checkpoint_latest(&cp, e.store, id);
+	gate_list(&gates, e.store, id, true);
+	if (a->json) {
+		jv o = json_set(json_set(json_set(jv_object(), "run", jv_copy(run)), "state", jv_copy(cp)),
+				"pending_gates", jv_copy(gates));
+		json_write_line(stdout, o, false);
+	} else {
+		print_run(run, cp, gates);
+	}
+out:
+	jv_free(run);
+	jv_free(cp);
+	jv_free(gates);
+	close_env(&e);
+	return code;
+}
+
+static int cmd_history(const struct cli_common *c, const struct args *a)
+{
+	struct env e;
+	jv runs;
+	int code = open_env(&e, c, false, true);
+
+	if (code)
+		return code;
+	if (store_runs_list(&runs, e.store, (int)a->limit) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		close_env(&e);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	if (!a->json && jv_array_length(jv_copy(runs)) > 0)
+		printf("%-26s  %-9s  %-9s  %9s  %-24s  %s\n", "TRACE", "STATUS", "PHASE", "COST", "STARTED", "TASK");
+	jv_array_foreach(runs, i, r) {
+		r = shown(e.store, r);
+		if (a->json) {
+			json_write_line(stdout, r, false);
+			continue;
+		}
+		printf("%-26s  %-9s  %-9s  %9.4f  %-24s  %.50s\n", json_get_str(r, "trace_id"),
+		       json_get_str(r, "status"), json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
+		       json_get_num(r, "total_cost_usd", 0), json_get_str(r, "started_at"), json_get_str(r, "task"));
+		jv_free(r);
+	}
+	jv_free(runs);
+	close_env(&e);
+	return FORGE_EXIT_OK;
+}
+
+static int cmd_cancel(const struct cli_common *c, const char *trace)
+{
+	struct env e;
+	jv run, gates;
+	int code = open_env(&e, c, false, false);
+
+	if (code)
+		return code;
+	if (store_run_get(&run, e.store, trace) < 0 || jv_get_kind(run) != JV_KIND_OBJECT) {
+		fprintf(stderr, "%s: no run '%s'\n", prog, trace);
+		jv_free(run);
+		close_env(&e);
+		return FORGE_EXIT_USAGE;
+	}
+	const char *status = json_get_str(run, "status");
+	if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0) {
+		fprintf(stderr, "%s: run %s is already %s\n", prog, trace, status);
+		code = FORGE_EXIT_REJECTED;
+	} else {
+		if (gate_list(&gates, e.store, trace, true) == 0) {
+			jv_array_foreach(gates, i, g) {
+				gate_decide(e.store, json_get_str(g, "id"), false, "cancel", "run cancelled");
+				jv_free(g);
+			}
+		}
+		jv_free(gates);
+		store_run_update(e.store, trace, "cancelled", NULL, "cancelled by a human");
+		/* A live run stops now: its holder (the supervisor, or a phase run
+		 * by hand) sees the status and stops with 130. */
+		jv lease;
+		if (store_lease_get(&lease, e.store, trace) == 0 && json_get_bool(lease, "alive", false)) {
+			char host[256] = "";
+			double pid = json_get_num(lease, "pid", 0);
+			gethostname(host, sizeof host - 1);
+			if (strcmp(json_get_str(lease, "host"), host) == 0 && pid > 1 && pid != (double)getpid() &&
+			    kill((pid_t)pid, SIGTERM) == 0)
+				printf("stopping pid %.0f (%s)\n", pid, json_get_str(lease, "program") ?
+				       json_get_str(lease, "program") : "forge");
+			else
+				fprintf(stderr, "forge-supervisor: run %s is held by pid %.0f on %s: it stops at its "
+						"next phase\n", trace, pid, json_get_str(lease, "host"));
+		}
+		jv_free(lease);
+		struct stream_out out;
+		stream_out_init(&out, stdout, "forge-supervisor", NULL);
+		stream_out_set_trace(&out, trace);
+		jv ev = stream_event_new(&out, "run.cancelled", jv_object());
+		store_event_put(e.store, ev, NULL, 0, NULL);
+		jv_free(ev);
+		printf("cancelled %s\n", trace);
+	}
+	jv_free(run);
+	close_env(&e);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	struct args a = { .budget = -1, .limit = 20 };
+	char name[64];
+	const char *cmd = NULL;
+
+	/* forge CMD …: argv[0] is "forge" and the command comes first */
+	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	if (!strcmp(base, "forge") && argc > 1) {
+		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+			if (!strcmp(argv[1], commands[i].name)) {
+				snprintf(name, sizeof name, "forge %s", commands[i].name);
+				prog = spec.name = name;
+				spec.synopsis = commands[i].synopsis;
+				cmd = commands[i].name;
+			}
+		}
+	}
+	/* with the command known, parse what follows it */
+	int skip = cmd ? 1 : 0;
+	int first = cli_parse(&common, &spec, argc - skip, argv + skip, on_option, &a) + skip;
+	int status = FORGE_EXIT_USAGE;
+	int nargs;
+	char **rest;
+
+	if (cmd) {
+		/* argv[1] was the command; the operands follow the options */
+		nargs = argc - first;
+		rest = argv + first;
+	} else {
+		if (first >= argc)
+			cli_usage_error(&spec, "a command is needed: run, resume, status, history or cancel");
+		cmd = argv[first];
+		nargs = argc - first - 1;
+		rest = argv + first + 1;
+	}
+
+	if (strcmp(cmd, "run") == 0) {
+		if (nargs < 1)
+			cli_usage_error(&spec, "run needs a task");
+		struct buf task = BUF_INIT;
+		for (int i = 0; i < nargs; i++)
+			buf_addf(&task, "%s%s", i ? " " : "", rest[i]);
+		/* Before anything is made: no run, worktree or branch for a bad task. */
+		if (stream_task_check(task.buf, task.len) < 0)
+			cli_usage_error(&spec, "%s", forge_last_error());
+		status = cmd_run_or_resume(&common, &a, "run", task.buf);
+		buf_release(&task);
+	} else if (strcmp(cmd, "resume") == 0 && nargs == 1) {
+		status = cmd_run_or_resume(&common, &a, "resume", rest[0]);
+	} else if (strcmp(cmd, "status") == 0 && nargs <= 1) {
+		status = cmd_status(&common, &a, nargs ? rest[0] : NULL);
+	} else if (strcmp(cmd, "history") == 0 && nargs == 0) {
+		status = cmd_history(&common, &a);
+	} else if (strcmp(cmd, "cancel") == 0 && nargs == 1) {
+		status = cmd_cancel(&common, rest[0]);
+	} else if (!strcmp(cmd, "resume") || !strcmp(cmd, "status") || !strcmp(cmd, "history") ||
+		   !strcmp(cmd, "cancel")) {
+		cli_usage_error(&spec, "wrong number of arguments for '%s'", cmd);
+	} else {
+		cli_usage_error(&spec, "unknown command '%s'", cmd);
+	}
+	free(a.phases_text);
+	return cli_finish(prog, status);
+}

@@ -1,0 +1,282 @@
+/*
+ * forge - the command a person types; dispatches like git: `forge CMD ARGS`
+ * runs the program forge-CMD found beside this executable, else in the
+ * install's libexec directory.  `forge run|resume|status|history|cancel`
+ * go to forge-supervisor.
+ */
+#include "app/cli.h"
+#include "core/forge.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct {
+	const char *name;
+	const char *program;    /* the executable, when not forge-NAME */
+	const char *help;
+} commands[] = {
+	{ "run", "forge-supervisor", "carry a task through plan, implement, review, test and deploy" },
+	{ "resume", "forge-supervisor", "continue a paused or interrupted run from its last checkpoint" },
+	{ "status", "forge-supervisor", "show a run's state" },
+	{ "history", "forge-supervisor", "list recent runs" },
+	{ "cancel", "forge-supervisor", "cancel a run" },
+	{ "plan", NULL, "phase filter: task -> plan" },
+	{ "implement", NULL, "phase filter: plan -> changes in the run's worktree" },
+	{ "review", NULL, "phase filter: changes or a diff -> findings and a decision" },
+	{ "test", NULL, "phase filter: run the tests and analyse failures" },
+	{ "deploy", NULL, "phase filter: ship approved, tested changes" },
+	{ "events", NULL, "store, replay and list stream events" },
+	{ "config", NULL, "show the effective configuration" },
+	{ "llm", NULL, "ask a model from the command line" },
+	{ "gate", NULL, "approve or reject a waiting human gate" },
+	{ "memory", NULL, "inspect and manage what forge has learned" },
+	{ "findings", NULL, "list and dismiss review findings" },
+	{ "skills", NULL, "list the skills offered to a phase" },
+	{ "metrics", NULL, "feedback-loop figures" },
+	{ "doctor", NULL, "what this machine gives forge" },
+	{ "supervisor", NULL, "run whole pipelines (used by run/resume/...)" },
+};
+
+static const struct cli_spec spec = {
+	.name = "forge",
+	.synopsis = "[--help] [--version] [COMMON OPTIONS] COMMAND [ARGS]",
+	.description = "Forge carries a software task through plan, implement, review, test and\n"
+		       "deploy with LLM agents, inside a git repository.  Each command is its own\n"
+		       "program; `forge COMMAND --help` shows its options.",
+};
+
+/* The directory this executable lives in (malloc'd), or NULL. */
+static char *self_dir(void)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+
+	if (n <= 0)
+		return NULL;
+	path[n] = '\0';
+	char *slash = strrchr(path, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return xstrdup(path);
+}
+
+static const char *const *search_dirs(void)
+{
+	static const char *dirs[3];
+	static char *self;
+
+	if (!dirs[0]) {
+		self = self_dir();
+		int n = 0;
+		if (self)
+			dirs[n++] = self;
+		dirs[n++] = FORGE_LIBEXECDIR;
+		dirs[n] = NULL;
+	}
+	return dirs;
+}
+
+/* Path of an executable called program, or NULL (malloc'd). */
+static char *find_program(const char *program)
+{
+	for (const char *const *d = search_dirs(); *d; d++) {
+		char path[PATH_MAX];
+
+		if ((size_t)snprintf(path, sizeof path, "%s/%s", *d, program) >= sizeof path)
+			continue;
+		if (access(path, X_OK) == 0)
+			return xstrdup(path);
+	}
+	return NULL;
+}
+
+static const char *help_for(const char *name)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return commands[i].help;
+	return "";
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* List forge-* executables found, with their descriptions. */
+static void list_commands(FILE *f)
+{
+	char *names[256] = { NULL };
+	size_t n = 0;
+
+	for (const char *const *d = search_dirs(); *d; d++) {
+		DIR *dir = opendir(*d);
+		struct dirent *e;
+
+		if (!dir)
+			continue;
+		while ((e = readdir(dir)) && n < 256) {
+			const char *name = e->d_name;
+			char path[PATH_MAX];
+			bool dup = false;
+
+			if (strncmp(name, "forge-", 6) != 0 || strchr(name, '.'))
+				continue;
+			if ((size_t)snprintf(path, sizeof path, "%s/%s", *d, name) >= sizeof path ||
+			    access(path, X_OK) != 0)
+				continue;
+			for (size_t i = 0; i < n; i++)
+				dup = dup || strcmp(names[i], name + 6) == 0;
+			if (!dup)
+				names[n++] = xstrdup(name + 6);
+		}
+		closedir(dir);
+	}
+	qsort(names, n, sizeof names[0], cmp_str);
+	fprintf(f, "\nCommands found:\n");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "  %-12s %s\n", names[i], help_for(names[i]));
+		if (strcmp(names[i], "supervisor") == 0)
+			for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)
+				if (commands[j].program)
+					fprintf(f, "  %-12s %s\n", commands[j].name, commands[j].help);
+		free(names[i]);
+	}
+	if (!n)
+		fprintf(f, "  (none: build with `make`)\n");
+}
+
+/*
+ * The common options given before the command ("forge --repo X status",
+ * "forge -v run …"): how many of argv[from..] they take, 0 at the command.
+ * They go to the command, which takes them as its own.  An option that is
+ * not common is a usage error; --help and --version are handled by main().
+ */
+static int common_before(int argc, char **argv, int from)
+{
+	static const char *const with_arg[] = { "--repo", "--db", "--config" };
+	int i = from;
+
+	while (i < argc && argv[i][0] == '-' && argv[i][1]) {
+		const char *a = argv[i];
+		bool known = false;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--version"))
+			break;
+
+		if (!strcmp(a, "--quiet") || !strcmp(a, "--verbose") ||
+		    (a[1] != '-' && strspn(a + 1, "qv") == strlen(a + 1))) {
+			i++;
+			continue;
+		}
+		for (size_t k = 0; k < sizeof with_arg / sizeof *with_arg && !known; k++) {
+			size_t n = strlen(with_arg[k]);
+
+			if (!strncmp(a, with_arg[k], n) && a[n] == '=') {
+				known = true;
+				i++;
+			} else if (!strcmp(a, with_arg[k])) {
+				if (i + 1 >= argc)
+					cli_usage_error(&spec, "option '%s' needs an argument", a);
+				known = true;
+				i += 2;
+			}
+		}
+		if (!known)
+			return -(i + 1);
+	}
+	return i - from;
+}
+
+static void usage(FILE *f)
+{
+	cli_usage(&spec, f);
+	list_commands(f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+	const char *program_name = NULL;
+	char program[256];
+	bool to_supervisor = false;
+
+	if (argc < 2) {
+		usage(stderr);
+		return FORGE_EXIT_USAGE;
+	}
+	/* common options before the command move behind it */
+	int npre = common_before(argc, argv, 1);
+	if (npre < 0)
+		cli_usage_error(&spec, "unknown option '%s'", argv[-npre - 1]);
+	if (npre > 0 && 1 + npre >= argc)
+		cli_usage_error(&spec, "a command is needed after the options (see 'forge --help')");
+	char **pre = argv + 1;
+	argv += npre;
+	argc -= npre;
+	cmd = argv[1];
+	bool help_for_cmd = false;
+	if (strcmp(cmd, "help") == 0 && argc > 2) {
+		/* forge help CMD == forge CMD --help */
+		cmd = argv[2];
+		help_for_cmd = true;
+	} else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return cli_finish("forge", FORGE_EXIT_OK);
+	} else if (strcmp(cmd, "--version") == 0) {
+		printf("forge %s\n", FORGE_VERSION);
+		return cli_finish("forge", FORGE_EXIT_OK);
+	} else if (cmd[0] == '-') {
+		cli_usage_error(&spec, "unknown option '%s'", cmd);
+	}
+
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(commands[i].name, cmd) == 0 && commands[i].program) {
+			program_name = commands[i].program;
+			to_supervisor = true;
+		}
+	if (!program_name) {
+		snprintf(program, sizeof program, "forge-%s", cmd);
+		program_name = program;
+	}
+	if (strchr(cmd, '/'))
+		cli_usage_error(&spec, "'%s' is not a forge command", cmd);
+
+	char *path = find_program(program_name);
+	if (!path) {
+		fprintf(stderr, "forge: '%s' is not a forge command (no %s beside forge or in %s).\n"
+				"See 'forge --help'.\n", cmd, program_name, FORGE_LIBEXECDIR);
+		return FORGE_EXIT_USAGE;
+	}
+
+	/*
+	 * argv for the program: forge-CMD [COMMON] ARGS, or forge-supervisor
+	 * CMD [COMMON] ARGS with argv[0] "forge", which tells the supervisor to
+	 * call itself "forge CMD" in its messages and help.
+	 */
+	char **args = xcalloc((size_t)argc + (size_t)npre + 2, sizeof *args);
+	int n = 0;
+	args[n++] = to_supervisor ? "forge" : (char *)program_name;
+	if (to_supervisor)
+		args[n++] = (char *)cmd;
+	for (int i = 0; i < npre; i++)
+		args[n++] = pre[i];
+	if (help_for_cmd)
+		args[n++] = "--help";
+	else
+		for (int i = 2; i < argc; i++)
+			args[n++] = argv[i];
+	args[n] = NULL;
+	fflush(NULL);
+	execv(path, args);
+	fprintf(stderr, "forge: cannot run '%s': %s\n", path, strerror(errno));
+	free(args);
+	free(path);
+	return FORGE_EXIT_DEPENDENCY;
+}

@@ -1,0 +1,579 @@
+/* agent.c - the perceive/reason/act/learn loop; see agent.h. */
+#include "agent/agent_internal.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "core/resource.h"
+#include "data/schema.h"
+#include "data/stream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_TOOL_RETRIES 3
+
+void agent_result_init(struct agent_result *r)
+{
+	memset(r, 0, sizeof *r);
+	r->result = jv_null();
+	r->messages = jv_null();
+	r->cost_known = true;
+}
+
+void agent_result_release(struct agent_result *r)
+{
+	if (!r)
+		return;
+	jv_free(r->result);
+	jv_free(r->messages);
+	free(r->reason);
+	agent_result_init(r);
+}
+
+const char *agent_outcome_name(enum agent_outcome o)
+{
+	switch (o) {
+	case AGENT_DONE: return "done";
+	case AGENT_ESCALATED: return "escalated";
+	case AGENT_TRIPPED: return "tripped";
+	case AGENT_FAILED: return "failed";
+	}
+	return "unknown";
+}
+
+long long agent_now(struct agent *a)
+{
+	if (a->env->clock_ms)
+		return a->env->clock_ms(a->env->test_payload);
+	return monotonic_ms();
+}
+
+void agent_account(struct agent *a, const struct llm_response *resp)
+{
+	a->res->tokens += resp->usage.input_tokens + resp->usage.output_tokens +
+			  resp->usage.cache_read_tokens + resp->usage.cache_write_tokens;
+	if (resp->cost_known)
+		a->res->cost_usd += resp->cost_usd;
+	else
+		a->res->cost_known = false;
+}
+
+static void emit(struct agent *a, const char *type, jv payload)
+{
+	if (a->env->out)
+		stream_emit(a->env->out, type, payload);
+	else
+		jv_free(payload);
+}
+
+/* End the loop with an outcome and a reason (printf-style). */
+static void finish_with(struct agent *a, enum agent_outcome o, const char *breaker,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void finish_with(struct agent *a, enum agent_outcome o, const char *breaker,
+			const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	a->res->outcome = o;
+	a->res->breaker = breaker;
+	free(a->res->reason);
+	a->res->reason = buf_detach(&b, NULL);
+}
+
+/* ---- tools sent to the model ------------------------------------------ */
+
+static jv tool_definition(const char *resource_name, jv input_schema)
+{
+	const struct resource *r = resource_find(resource_name);
+	jv doc = r ? json_parse(r->data, r->len) : jv_invalid();
+	jv def = jv_object();
+
+	if (!jv_is_valid(doc)) {
+		jv_free(doc);
+		doc = jv_object();
+	}
+	const char *name = strrchr(resource_name, '/');
+	char tool[64];
+	snprintf(tool, sizeof tool, "%s", name ? name + 1 : resource_name);
+	char *dot = strrchr(tool, '.');
+	if (dot)
+		*dot = '\0';
+	def = json_set(def, "name", jv_string(tool));
+	const char *desc = json_get_str(doc, "description");
+	def = json_set(def, "description", jv_string(desc ? desc : tool));
+	if (jv_get_kind(input_schema) == JV_KIND_NULL) {
+		jv_free(input_schema);
+		input_schema = jv_copy(doc);
+	}
+	jv_free(doc);
+	return json_set(def, "input_schema", input_schema);
+}
+
+/* The phase's tools plus finish (with the phase's result schema) and ask_human. */
+static jv all_tools(struct agent_config *cfg)
+{
+	jv tools = jv_get_kind(cfg->tools) == JV_KIND_ARRAY ? cfg->tools : jv_array();
+
+	if (jv_get_kind(cfg->tools) != JV_KIND_ARRAY)
+		jv_free(cfg->tools);
+	cfg->tools = jv_null();
+	jv result = cfg->result_schema;
+	cfg->result_schema = jv_null();
+	if (jv_get_kind(result) != JV_KIND_OBJECT) {
+		jv_free(result);
+		result = json_set(jv_object(), "type", jv_string("object"));
+	}
+	tools = jv_array_append(tools, tool_definition("tools/finish.json", result));
+	return jv_array_append(tools, tool_definition("tools/ask_human.json", jv_null()));
+}
+
+/* ---- breakers ----------------------------------------------------------- */
+
+/* Tool calls in the error-rate window: times and whether they failed. */
+struct call_window {
+	long long *at;
+	bool *failed;
+	size_t n, alloc;
+	bool warned;
+};
+
+static void window_add(struct call_window *w, long long now, bool failed)
+{
+	if (w->n == w->alloc) {
+		w->alloc = w->alloc ? w->alloc * 2 : 32;
+		w->at = xrealloc(w->at, w->alloc * sizeof *w->at);
+		w->failed = xrealloc(w->failed, w->alloc * sizeof *w->failed);
+	}
+	w->at[w->n] = now;
+	w->failed[w->n++] = failed;
+}
+
+/* Error rate over the window; *calls receives how many calls it saw. */
+static double window_rate(const struct call_window *w, long long now, long long span, size_t *calls)
+{
+	size_t seen = 0, errors = 0;
+
+	for (size_t i = 0; i < w->n; i++) {
+		if (now - w->at[i] > span)
+			continue;
+		seen++;
+		errors += w->failed[i];
+	}
+	*calls = seen;
+	return seen ? (double)errors / (double)seen : 0;
+}
+
+static double cost_limit(const struct agent_config *cfg)
+{
+	double limit = cfg->max_cost_usd > 0 ? cfg->max_cost_usd : -1;
+
+	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit))
+		limit = cfg->budget_remaining_usd;
+	return limit;
+}
+
+static void trip(struct agent *a, const char *breaker, jv detail, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void trip(struct agent *a, const char *breaker, jv detail, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	detail = json_set(detail, "breaker", jv_string(breaker));
+	detail = json_set(detail, "reason", jv_string(b.buf));
+	emit(a, "breaker.tripped", detail);
+	finish_with(a, AGENT_TRIPPED, breaker, "%s", b.buf);
+	buf_release(&b);
+	agent_reflect(a, "breaker", a->res->reason);
+}
+
+/* Returns true when a breaker stops the loop before the next call. */
+static bool breakers_hold(struct agent *a, struct call_window *w)
+{
+	struct agent_config *cfg = a->cfg;
+	long long now = agent_now(a);
+	double limit = cost_limit(cfg);
+	int max_iter = cfg->max_iterations > 0 ? cfg->max_iterations : 10;
+
+	if (a->res->iterations >= max_iter) {
+		trip(a, "iterations", json_set(jv_object(), "max", jv_number(max_iter)),
+		     "%d iterations without finishing (limit %d)", a->res->iterations, max_iter);
+		return false;
+	}
+	if (limit >= 0 && a->res->cost_usd >= limit) {
+		trip(a, "cost", json_set(json_set(jv_object(), "limit_usd", jv_number(limit)),
+					 "cost_usd", jv_number(a->res->cost_usd)),
+		     "cost $%.4f reached the limit of $%.4f", a->res->cost_usd, limit);
+		return false;
+	}
+	if (cfg->max_time_ms > 0 && now - a->start_ms >= cfg->max_time_ms) {
+		trip(a, "time", json_set(jv_object(), "limit_ms", jv_number((double)cfg->max_time_ms)),
+		     "%lld ms elapsed (limit %lld ms)", now - a->start_ms, cfg->max_time_ms);
+		return false;
+	}
+	size_t calls;
+	long long span = cfg->error_window_ms > 0 ? cfg->error_window_ms : 300000;
+	double rate = window_rate(w, now, span, &calls);
+	double warning = cfg->error_rate_warning > 0 ? cfg->error_rate_warning : 0.10;
+	double critical = cfg->error_rate_critical > 0 ? cfg->error_rate_critical : 0.25;
+	if (calls >= AGENT_ERROR_RATE_MIN_CALLS && rate >= critical) {
+		trip(a, "error_rate", json_set(json_set(jv_object(), "rate", jv_number(rate)),
+					       "calls", jv_number((double)calls)),
+		     "tool error rate %.0f%% over the last %zu calls (limit %.0f%%)", rate * 100,
+		     calls, critical * 100);
+		return false;
+	}
+	if (calls >= AGENT_ERROR_RATE_MIN_CALLS && rate >= warning && !w->warned) {
+		w->warned = true;
+		emit(a, "breaker.warning", json_set(json_set(json_set(jv_object(), "breaker",
+			jv_string("error_rate")), "rate", jv_number(rate)), "calls", jv_number((double)calls)));
+	}
+	return true;
+}
+
+/* ---- act ---------------------------------------------------------------- */
+
+static void sleep_seconds(struct agent *a, double s)
+{
+	if (a->env->sleep_fn) {
+		a->env->sleep_fn(a->env->test_payload, s);
+		return;
+	}
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void outcome_release(struct agent_tool_outcome *o)
+{
+	free(o->text);
+	free(o->gate);
+	jv_free(o->event);
+	memset(o, 0, sizeof *o);
+	o->event = jv_null();
+}
+
+/*
+ * Run one tool through the executor, retrying transient failures.  Returns
+ * 0 with *o filled, -1 when the executor itself failed.
+ */
+static int execute(struct agent *a, struct agent_tool_outcome *o, const char *name, jv input,
+		   int *attempts)
+{
+	double delay = 1;
+
+	for (*attempts = 1;; (*attempts)++) {
+		memset(o, 0, sizeof *o);
+		o->event = jv_null();
+		if (a->env->exec(o, name, input, a->env->exec_payload) < 0)
+			return -1;
+		if (o->ok || !o->retryable || *attempts > MAX_TOOL_RETRIES)
+			return 0;
+		outcome_release(o);
+		sleep_seconds(a, delay);
+		delay = delay * 2 > 10 ? 10 : delay * 2;
+	}
+}
+
+static jv tool_event(const char *name, jv input, const struct agent_tool_outcome *o,
+		     int attempts, long long ms)
+{
+	jv p = jv_object();
+
+	if (jv_get_kind(o->event) == JV_KIND_OBJECT)
+		p = jv_object_merge(p, jv_copy(o->event));
+	p = json_set(p, "tool", jv_string(name));
+	p = json_set(p, "input", agent_sanitize(input));
+	p = json_set(p, "ok", jv_bool(o->ok));
+	p = json_set(p, "attempts", jv_number(attempts));
+	p = json_set(p, "duration_ms", jv_number((double)ms));
+	if (!o->ok) {
+		jv msg = jv_string(o->text ? o->text : "failed");
+		p = json_set(p, "error", agent_sanitize(msg));
+		jv_free(msg);
+		p = json_set(p, "retryable", jv_bool(o->retryable));
+	}
+	return p;
+}
+
+/* The finish tool: the phase result, checked against the phase's schema. */
+static int take_finish(struct agent *a, jv input, char **error)
+{
+	struct agent_config *cfg = a->cfg;
+	int rc;
+
+	*error = NULL;
+	if (!cfg->result_schema_name)
+		rc = 0;
+	else if (cfg->result_schema_def)
+		rc = schema_validate_def(cfg->result_schema_name, cfg->result_schema_def, input);
+	else {
+		const struct schema *s = schema_get(cfg->result_schema_name);
+		rc = s ? schema_validate(s, input) : -1;
+	}
+	if (rc < 0) {
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "The result does not match the %s schema: %s. Fix it and call finish again.",
+			 cfg->phase, forge_last_error());
+		*error = buf_detach(&b, NULL);
+		emit(a, "agent.finish_rejected", json_set(jv_object(), "error", jv_string(forge_last_error())));
+		return -1;
+	}
+	a->res->result = jv_copy(input);
+	return 0;
+}
+
+enum turn { TURN_CONTINUE, TURN_END };
+
+/* Act on every tool call of one answer; appends the tool results. */
+static enum turn act(struct agent *a, const struct llm_response *resp, struct call_window *w)
+{
+	for (size_t i = 0; i < resp->ncalls; i++) {
+		const struct llm_tool_call *call = &resp->calls[i];
+		char *error = NULL;
+
+		if (strcmp(call->name, "finish") == 0) {
+			if (take_finish(a, call->input, &error) == 0) {
+				a->messages = jv_array_append(a->messages,
+					llm_msg_tool_result(call->id, "Result accepted.", false));
+				finish_with(a, AGENT_DONE, NULL, "finished");
+				return TURN_END;
+			}
+			a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, error, true));
+			free(error);
+			continue;
+		}
+		if (strcmp(call->name, "ask_human") == 0) {
+			const char *q = json_get_str(call->input, "question");
+			a->messages = jv_array_append(a->messages,
+				llm_msg_tool_result(call->id, "Waiting for a human.", false));
+			emit(a, "agent.escalated", json_set(jv_object(), "question", jv_string(q ? q : "")));
+			finish_with(a, AGENT_ESCALATED, NULL, "the agent asks: %s", q ? q : "(no question)");
+			agent_reflect(a, "escalation", a->res->reason);
+			return TURN_END;
+		}
+
+		struct agent_tool_outcome o;
+		int attempts;
+		long long t0 = agent_now(a);
+		if (execute(a, &o, call->name, call->input, &attempts) < 0) {
+			finish_with(a, AGENT_FAILED, NULL, "tool '%s' could not run: %s", call->name,
+				    forge_last_error());
+			return TURN_END;
+		}
+		long long ms = agent_now(a) - t0;
+		/* A key a command printed never reaches the model or an event:
+		 * redacted by value (llm.h). */
+		llm_redact(o.text);
+		o.event = llm_redact_jv(o.event);
+		a->res->tool_calls++;
+		if (!o.ok)
+			a->res->tool_errors++;
+		window_add(w, agent_now(a), !o.ok);
+		emit(a, o.ok ? "tool.executed" : "tool.failed", tool_event(call->name, call->input, &o, attempts, ms));
+		if (a->env->progress)
+			a->env->progress(a->env->progress_payload, a->res->iterations, call->name, a->res->cost_usd);
+		a->messages = jv_array_append(a->messages,
+			llm_msg_tool_result(call->id, o.text ? o.text : (o.ok ? "ok" : "failed"), !o.ok));
+		if (o.gate) {
+			emit(a, "agent.escalated", json_set(json_set(jv_object(), "tool", jv_string(call->name)),
+							   "gate", jv_string(o.gate)));
+			finish_with(a, AGENT_ESCALATED, NULL, "%s needs human approval: %s", call->name, o.gate);
+			outcome_release(&o);
+			return TURN_END;
+		}
+		if (!o.ok)
+			agent_reflect(a, "error", o.text);
+		outcome_release(&o);
+	}
+	return TURN_CONTINUE;
+}
+
+/* ---- reason ------------------------------------------------------------- */
+
+/* One call with the working memory; on a context overflow, compress and retry once. */
+static int reason(struct agent *a, struct llm_response *resp)
+{
+	struct llm_request req;
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		llm_request_init(&req);
+		req.system = a->cfg->system_prompt;
+		req.messages = jv_copy(a->messages);
+		req.tools = jv_copy(a->tools);
+		req.tool_choice = LLM_TOOL_ANY;
+		req.max_tokens = a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192;
+		req.temperature = 0;
+		rc = llm_call(resp, a->env->llm, &req);
+		llm_request_release(&req);
+		if (rc == 0 || tries > 0 || llm_client_error(a->env->llm) != LLM_ERR_CONTEXT)
+			return rc;
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", forge_last_error());
+		llm_response_release(resp);
+		if (!agent_compress(a, true)) {
+			forge_error("%s (and working memory could not be compressed further)", msg);
+			return -1;
+		}
+	}
+}
+
+static void emit_llm_called(struct agent *a, const struct llm_response *resp)
+{
+	jv p = jv_object();
+
+	/* The model that answered, else the one asked (a cassette may not say). */
+	p = json_set(p, "provider", json_str_or_null(llm_client_provider(a->env->llm)));
+	p = json_set(p, "model", json_str_or_null(resp->model ? resp->model : llm_client_model(a->env->llm)));
+	p = json_set(p, "stop_reason", jv_string(llm_stop_name(resp->stop)));
+	p = json_set(p, "input_tokens", jv_number((double)resp->usage.input_tokens));
+	p = json_set(p, "output_tokens", jv_number((double)resp->usage.output_tokens));
+	p = json_set(p, "tool_calls", jv_number((double)resp->ncalls));
+	p = json_set(p, "retries", jv_number(resp->retries));
+	p = json_set(p, "request_id", json_str_or_null(resp->request_id));
+	jv cost = json_set(jv_object(), "tokens", jv_number((double)(resp->usage.input_tokens +
+								     resp->usage.output_tokens)));
+	cost = json_set(cost, "usd", resp->cost_known ? jv_number(resp->cost_usd) : jv_null());
+	if (a->env->out)
+		stream_emit_full(a->env->out, "llm.called", p, cost, (long long)resp->duration_ms);
+	else {
+		jv_free(p);
+		jv_free(cost);
+	}
+}
+
+/* An answer with no tool call: remind the model how the loop ends. */
+static void nudge(struct agent *a, const struct llm_response *resp)
+{
+	const char *text = resp->stop == LLM_STOP_MAX_TOKENS
+		? "Your answer was cut off at the token limit. Continue with a tool call and keep "
+		  "each answer short."
+		: "Use the tools to make progress. When the work is complete, call `finish` with the "
+		  "result; if you are blocked, call `ask_human`.";
+	a->messages = jv_array_append(a->messages, llm_msg_user(text));
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+static void loop(struct agent *a)
+{
+	struct call_window w = { 0 };
+	unsigned long long last_hash = 0;
+	int same = 0;
+	int threshold = a->cfg->stagnation_threshold > 0 ? a->cfg->stagnation_threshold : 3;
+
+	for (;;) {
+		if (!breakers_hold(a, &w))
+			break;
+		a->res->iterations++;
+		emit(a, "agent.iteration", json_set(json_set(jv_object(), "iteration",
+			jv_number(a->res->iterations)), "cost_usd", jv_number(a->res->cost_usd)));
+		if (a->env->progress)
+			a->env->progress(a->env->progress_payload, a->res->iterations, NULL, a->res->cost_usd);
+		agent_compress(a, false);
+
+		struct llm_response resp;
+		if (reason(a, &resp) < 0) {
+			finish_with(a, AGENT_FAILED, NULL, "the model could not be reached: %s",
+				    forge_last_error());
+			llm_response_release(&resp);
+			break;
+		}
+		agent_account(a, &resp);
+		emit_llm_called(a, &resp);
+		a->messages = jv_array_append(a->messages, llm_msg_assistant(&resp));
+		if (resp.stop == LLM_STOP_REFUSAL && resp.ncalls == 0) {
+			finish_with(a, AGENT_ESCALATED, NULL, "the model refused: %s",
+				    resp.stop_detail ? resp.stop_detail : resp.text);
+			llm_response_release(&resp);
+			break;
+		}
+		enum turn t = TURN_CONTINUE;
+		if (resp.ncalls == 0)
+			nudge(a, &resp);
+		else
+			t = act(a, &resp, &w);
+		llm_response_release(&resp);
+		if (t == TURN_END)
+			break;
+
+		/* Stagnation: the same last three messages, `threshold` times running. */
+		unsigned long long h = agent_messages_hash(a->messages, 3);
+		same = h == last_hash ? same + 1 : 1;
+		last_hash = h;
+		if (same >= threshold) {
+			emit(a, "agent.stagnation_detected", json_set(jv_object(), "iterations",
+				jv_number(a->res->iterations)));
+			finish_with(a, AGENT_ESCALATED, NULL,
+				    "stagnation: the same step %d times running without progress", same);
+			agent_reflect(a, "error", "the agent appeared stuck");
+			break;
+		}
+	}
+	free(w.at);
+	free(w.failed);
+}
+
+int agent_run(struct agent_result *out, struct agent_config *cfg, struct agent_env *env,
+	      const char *prompt)
+{
+	struct agent a = { .cfg = cfg, .env = env, .res = out };
+
+	agent_result_init(out);
+	if (!env->llm || !env->exec) {
+		jv_free(cfg->tools);
+		jv_free(cfg->result_schema);
+		cfg->tools = cfg->result_schema = jv_null();
+		return forge_error("agent: a model client and a tool executor are needed");
+	}
+	a.start_ms = agent_now(&a);
+	a.tools = all_tools(cfg);
+	a.messages = jv_array_append(jv_array(), llm_msg_user(prompt));
+	loop(&a);
+	if (out->outcome == AGENT_DONE)
+		agent_reflect(&a, "success", NULL);
+	out->duration_ms = agent_now(&a) - a.start_ms;
+	out->messages = a.messages;
+	jv_free(a.tools);
+	return 0;
+}
+
+int agent_prompt_load(char **out, const char *repo, const char *phase)
+{
+	char name[128];
+
+	*out = NULL;
+	if (repo) {
+		char path[4096];
+		struct buf b = BUF_INIT;
+
+		snprintf(path, sizeof path, "%s/.forge/prompts/%s.md", repo, phase);
+		if (buf_read_file(&b, path) == 0) {
+			*out = buf_detach(&b, NULL);
+			return 0;
+		}
+		buf_release(&b);
+		if (errno != ENOENT)
+			return -1;
+	}
+	snprintf(name, sizeof name, "prompts/%s.md", phase);
+	const struct resource *r = resource_find(name);
+	if (!r)
+		return forge_error("no prompt for phase '%s'", phase);
+	*out = xstrdup(r->data);
+	return 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * agent_internal.h - shared by agent.c (the loop), agent_memory.c (working
+ * memory: size, hashing, compression) and agent_reflect.c (reflection).
+ * Not part of the library's public interface.
+ */
+#ifndef FORGE_AGENT_INTERNAL_H
+#define FORGE_AGENT_INTERNAL_H
+
+#include "agent/agent.h"
+#include "llm/llm.h"
+
+#include <jv.h>
+#include <stdbool.h>
+
+/* One run of the loop. */
+struct agent {
+	struct agent_config *cfg;
+	struct agent_env *env;
+	struct agent_result *res;
+	jv messages;                /* working memory (owned) */
+	jv tools;                   /* everything sent to the model (owned) */
+	long long start_ms;
+	double reflect_spent;       /* USD spent on reflection */
+	int fast_calls;             /* calls made on the fast client */
+};
+
+long long agent_now(struct agent *a);
+
+/* Add a response's cost and tokens to the result. */
+void agent_account(struct agent *a, const struct llm_response *resp);
+
+/* One call on the fast client with the given system prompt and user text;
+ * *out owned by the caller.  Forced tool `tool` (a definition, consumed)
+ * when not jv_null(). */
+int agent_fast_call(struct llm_response *out, struct agent *a, const char *system,
+		    const char *user, jv tool);
+
+/* Compress working memory when it passes 90 % of the budget (or always when
+ * `force`).  Returns 1 when it compressed, 0 when not needed or not
+ * possible. */
+int agent_compress(struct agent *a, bool force);
+
+/* Reflect on the outcome ("success", "error", "escalation", "breaker");
+ * `detail` may be NULL.  Never fails the loop. */
+void agent_reflect(struct agent *a, const char *outcome, const char *detail);
+
+/* A built-in prompt from schemas/prompts/NAME.md (borrowed, static). */
+const char *agent_builtin_prompt(const char *name);
+
+/* A copy of v for events: long strings cut, secrets redacted.  Borrows v. */
+jv agent_sanitize(jv v);
+
+#endif

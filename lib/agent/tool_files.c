@@ -1,0 +1,544 @@
+/*
+ * tool_files.c - the file tools: read_file, list_files, grep, write_file.
+ * Every path goes through sandbox.h.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "agent/tools.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <git2.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_CAP_DEFAULT (256u << 10)
+#define LINE_CUT 2000
+#define GREP_FILE_MAX (4u << 20)
+#define GREP_LINE_CUT 300
+
+/* ================================================================ read_file */
+
+static bool looks_binary(const char *p, size_t n)
+{
+	return memchr(p, '\0', n < 8000 ? n : 8000) != NULL;
+}
+
+void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
+		    const struct sandbox_root *root, jv input)
+{
+	const char *path = json_get_str(input, "path");
+	long start = (long)json_get_num(input, "start_line", 1);
+	long max_lines = (long)json_get_num(input, "max_lines", 2000);
+	long end = (long)json_get_num(input, "end_line", (double)(start + max_lines - 1));
+	size_t cap = ctx->read_cap ? ctx->read_cap : READ_CAP_DEFAULT;
+	struct buf text = BUF_INIT, body = BUF_INIT;
+	long lineno = 0, shown_last = 0;
+	bool cut = false;
+	struct stat st;
+	int fd, rc;
+	FILE *f;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+
+	if (end < start) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "read_file: end_line %ld is before start_line %ld",
+			  end, start);
+		return;
+	}
+	if (end - start + 1 > max_lines)
+		end = start + max_lines - 1;
+	if ((rc = sandbox_open_read(&fd, &st, root, path)) < 0) {
+		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "read_file: %s", forge_last_error());
+		return;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "read_file: '%s': %s", path, strerror(errno));
+		return;
+	}
+	{
+		char head[8000];
+		size_t n = fread(head, 1, sizeof(head), f);
+		if (looks_binary(head, n)) {
+			jv d = json_set(jv_object(), "path", jv_string(path));
+			d = json_set(d, "bytes", jv_number((double)st.st_size));
+			d = json_set(d, "binary", jv_true());
+			buf_addf(&text, "'%s' is a binary file (%lld bytes); its content is not shown.", path,
+				 (long long)st.st_size);
+			fclose(f);
+			tool_ok(out, buf_detach(&text, NULL), d);
+			return;
+		}
+		rewind(f);
+	}
+	while ((len = getline(&line, &lcap, f)) >= 0) {
+		lineno++;
+		if (lineno < start || lineno > end || cut)
+			continue;
+		if (len && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len && line[len - 1] == '\r')
+			line[--len] = '\0';
+		if (body.len + (size_t)len + 16 > cap) {
+			cut = true;
+			continue;
+		}
+		buf_addf(&body, "%6ld\t", lineno);
+		tool_text_add(&body, line, len > LINE_CUT ? LINE_CUT : (size_t)len);
+		if (len > LINE_CUT)
+			buf_addf(&body, "\xe2\x80\xa6 [line cut: %zd chars]", len);
+		buf_addch(&body, '\n');
+		shown_last = lineno;
+	}
+	free(line);
+	fclose(f);
+	if (lineno == 0) {
+		buf_addf(&text, "'%s' is empty.", path);
+	} else if (start > lineno) {
+		buf_release(&body);
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(),
+			  "read_file: start_line %ld is past the end of '%s' (%ld lines)", start, path, lineno);
+		return;
+	} else {
+		buf_add(&text, body.buf, body.len);
+		if (shown_last < lineno)
+			buf_addf(&text, "[lines %ld-%ld of %ld; call again with start_line=%ld to read on]",
+				 start, shown_last, lineno, shown_last + 1);
+		else if (start > 1)
+			buf_addf(&text, "[lines %ld-%ld of %ld]", start, shown_last, lineno);
+		else if (text.len)
+			text.buf[--text.len] = '\0';
+	}
+	buf_release(&body);
+	{
+		jv d = json_set(jv_object(), "path", jv_string(path));
+		d = json_set(d, "start_line", jv_number((double)start));
+		d = json_set(d, "end_line", jv_number((double)shown_last));
+		d = json_set(d, "total_lines", jv_number((double)lineno));
+		d = json_set(d, "bytes", jv_number((double)st.st_size));
+		d = json_set(d, "truncated", jv_bool(shown_last < lineno || cut));
+		tool_ok(out, buf_detach(&text, NULL), d);
+	}
+}
+
+/* ================================================================ file set */
+
+/* Glob with '*' (within a component), '**' (across), '?', '[...]'. */
+static bool glob_match(const char *p, const char *s)
+{
+	while (*p) {
+		if (p[0] == '*' && p[1] == '*') {
+			const char *rest = p + 2;
+			if (*rest == '/')
+				rest++;
+			if (!*rest)
+				return true;
+			for (const char *t = s;; t++) {
+				if ((t == s || t[-1] == '/') && glob_match(rest, t))
+					return true;
+				if (!*t)
+					return false;
+			}
+		}
+		if (*p == '*') {
+			for (const char *t = s;; t++) {
+				if (glob_match(p + 1, t))
+					return true;
+				if (!*t || *t == '/')
+					return false;
+			}
+		}
+		if (!*s)
+			return false;
+		if (*p == '?') {
+			if (*s == '/')
+				return false;
+		} else if (*p == '[') {
+			const char *q = p + 1;
+			bool neg = *q == '!' || *q == '^', hit = false;
+			if (neg)
+				q++;
+			for (bool first = true; *q && (first || *q != ']'); first = false) {
+				if (q[1] == '-' && q[2] && q[2] != ']') {
+					hit |= *s >= q[0] && *s <= q[2];
+					q += 3;
+				} else {
+					hit |= *s == *q;
+					q++;
+				}
+			}
+			if (*q != ']')   /* no closing bracket: a literal '[' */
+				hit = *s == '[', q = p;
+			if (hit == neg)
+				return false;
+			p = q;
+		} else if (*p != *s) {
+			return false;
+		}
+		p++;
+		s++;
+	}
+	return !*s;
+}
+
+static bool path_matches(const char *glob, const char *path)
+{
+	const char *base;
+
+	if (!glob)
+		return true;
+	if (strchr(glob, '/'))
+		return glob_match(glob, path);
+	base = strrchr(path, '/');
+	return glob_match(glob, base ? base + 1 : path);
+}
+
+struct fileset {
+	char **v;
+	size_t n, cap;
+};
+
+static void fs_add(struct fileset *fs, const char *p)
+{
+	if (fs->n == fs->cap) {
+		fs->cap = fs->cap ? fs->cap * 2 : 256;
+		fs->v = xrealloc(fs->v, fs->cap * sizeof(char *));
+	}
+	fs->v[fs->n++] = xstrdup(p);
+}
+
+static void fs_free(struct fileset *fs)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		free(fs->v[i]);
+	free(fs->v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Without git: walk the tree, skipping .git and not following symlinks. */
+static void walk(struct fileset *fs, const char *abs, const char *rel, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > 40 || !(d = opendir(abs)))
+		return;
+	while ((e = readdir(d))) {
+		struct buf a = BUF_INIT, r = BUF_INIT;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    sandbox_path_is_git(e->d_name))
+			continue;
+		buf_addf(&a, "%s/%s", abs, e->d_name);
+		buf_addf(&r, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+		if (e->d_type == DT_DIR)
+			walk(fs, a.buf, r.buf, depth + 1);
+		else if (e->d_type == DT_REG || e->d_type == DT_LNK)
+			fs_add(fs, r.buf);
+		buf_release(&a);
+		buf_release(&r);
+	}
+	closedir(d);
+}
+
+/* Tracked files plus untracked files that are not ignored, sorted. */
+static int list_repo_files(struct fileset *fs, const char *root)
+{
+	git_repository *repo = NULL;
+	git_index *idx = NULL;
+	git_status_list *st = NULL;
+	git_status_options so;
+	struct fileset del = { 0 };
+	size_t w = 0;
+	int rc = 0;
+
+	git_libgit2_init();
+	if (git_repository_open(&repo, root) < 0 || git_repository_is_bare(repo)) {
+		walk(fs, root, "", 0);
+		goto sort;
+	}
+	if (git_repository_index(&idx, repo) == 0) {
+		for (size_t i = 0; i < git_index_entrycount(idx); i++) {
+			const git_index_entry *e = git_index_get_byindex(idx, i);
+			if (e && git_index_entry_stage(e) == 0)
+				fs_add(fs, e->path);
+		}
+	}
+	git_status_options_init(&so, GIT_STATUS_OPTIONS_VERSION);
+	so.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
+	so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS;
+	if (git_status_list_new(&st, repo, &so) == 0) {
+		for (size_t i = 0; i < git_status_list_entrycount(st); i++) {
+			const git_status_entry *e = git_status_byindex(st, i);
+			const git_diff_delta *d = e->index_to_workdir;
+			if (!d)
+				continue;
+			if (e->status & GIT_STATUS_WT_NEW)
+				fs_add(fs, d->new_file.path);
+			else if (e->status & GIT_STATUS_WT_DELETED)
+				fs_add(&del, d->old_file.path);
+		}
+	}
+	if (del.n)
+		qsort(del.v, del.n, sizeof(char *), cmp_str);
+	/* Drop deleted files (still in the index). */
+	for (size_t i = 0; i < fs->n; i++) {
+		if (del.n && bsearch(&fs->v[i], del.v, del.n, sizeof(char *), cmp_str)) {
+			free(fs->v[i]);
+			continue;
+		}
+		fs->v[w++] = fs->v[i];
+	}
+	fs->n = w;
+sort:
+	if (fs->n)
+		qsort(fs->v, fs->n, sizeof(char *), cmp_str);
+	/* Dedupe and drop anything in .git, to be sure. */
+	w = 0;
+	for (size_t i = 0; i < fs->n; i++) {
+		if ((w && !strcmp(fs->v[w - 1], fs->v[i])) || sandbox_path_is_git(fs->v[i])) {
+			free(fs->v[i]);
+			continue;
+		}
+		fs->v[w++] = fs->v[i];
+	}
+	fs->n = w;
+	fs_free(&del);
+	git_status_list_free(st);
+	git_index_free(idx);
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rc;
+}
+
+/* The files below `under` (clean, "" = all) matching glob. */
+static void select_files(struct fileset *out, struct fileset *all, const char *under,
+			 const char *glob)
+{
+	size_t ul = strlen(under);
+
+	for (size_t i = 0; i < all->n; i++) {
+		const char *p = all->v[i];
+		if (ul && !(strncmp(p, under, ul) == 0 && (p[ul] == '/' || p[ul] == '\0')))
+			continue;
+		if (!path_matches(glob, p))
+			continue;
+		fs_add(out, p);
+	}
+}
+
+/* Clean the optional `path` of an input; fills out on error. */
+static bool clean_under(char **clean, struct tool_result *out, const char *tool, jv input)
+{
+	const char *path = json_get_str(input, "path");
+	int rc;
+
+	if ((rc = sandbox_path_clean(clean, path ? path : "", true)) < 0) {
+		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "%s: %s", tool, forge_last_error());
+		return false;
+	}
+	return true;
+}
+
+void tool_list_files(struct tool_result *out, const struct tool_ctx *ctx,
+		     const struct sandbox_root *root, jv input)
+{
+	const char *glob = json_get_str(input, "pattern");
+	size_t max = (size_t)json_get_num(input, "max_results", 1000);
+	struct fileset all = { 0 }, sel = { 0 };
+	struct buf text = BUF_INIT;
+	char *under = NULL;
+	jv d;
+
+	(void)ctx;
+	if (!clean_under(&under, out, "list_files", input))
+		return;
+	if (*under) {
+		struct stat st;
+		int rc = sandbox_stat(&st, root, under);
+		if (rc < 0) {
+			tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "list_files: %s",
+				  forge_last_error());
+			free(under);
+			return;
+		}
+	}
+	list_repo_files(&all, root->path);
+	select_files(&sel, &all, under, glob);
+	for (size_t i = 0; i < sel.n && i < max; i++)
+		buf_addf(&text, "%s\n", sel.v[i]);
+	if (sel.n > max)
+		buf_addf(&text, "[%zu more files not shown; narrow with path or pattern]\n", sel.n - max);
+	if (!sel.n)
+		buf_addf(&text, "no files%s%s%s%s\n", glob ? " match '" : "", glob ? glob : "",
+			 glob ? "'" : "", *under ? " below that path" : "");
+	if (text.len)
+		text.buf[--text.len] = '\0';
+	d = json_set(jv_object(), "count", jv_number((double)sel.n));
+	d = json_set(d, "truncated", jv_bool(sel.n > max));
+	tool_ok(out, buf_detach(&text, NULL), d);
+	fs_free(&all);
+	fs_free(&sel);
+	free(under);
+}
+
+/* ================================================================ grep */
+
+void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
+	       const struct sandbox_root *root, jv input)
+{
+	const char *pattern = json_get_str(input, "pattern");
+	const char *glob = json_get_str(input, "glob");
+	size_t max = (size_t)json_get_num(input, "max_results", 200);
+	uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+	struct fileset all = { 0 }, sel = { 0 };
+	struct buf text = BUF_INIT, content = BUF_INIT;
+	pcre2_code *re = NULL;
+	pcre2_match_data *md = NULL;
+	size_t matches = 0, searched = 0, files_hit = 0;
+	char *under = NULL;
+	int err;
+	PCRE2_SIZE off;
+	jv d;
+
+	(void)ctx;
+	if (json_get_bool(input, "case_insensitive", false))
+		opts |= PCRE2_CASELESS;
+	if (json_get_bool(input, "fixed_strings", false))
+		opts |= PCRE2_LITERAL;
+	re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &err, &off, NULL);
+	if (!re) {
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(err, msg, sizeof(msg));
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "grep: bad pattern at offset %zu: %s",
+			  (size_t)off, (char *)msg);
+		return;
+	}
+	md = pcre2_match_data_create_from_pattern(re, NULL);
+	if (!clean_under(&under, out, "grep", input))
+		goto out;
+	list_repo_files(&all, root->path);
+	select_files(&sel, &all, under, glob);
+	for (size_t i = 0; i < sel.n && matches < max; i++) {
+		const char *p;
+		size_t lineno = 0;
+		bool hit = false;
+
+		buf_reset(&content);
+		if (sandbox_read_file(&content, root, sel.v[i], GREP_FILE_MAX) < 0)
+			continue;
+		if (looks_binary(content.buf, content.len))
+			continue;
+		searched++;
+		p = content.buf;
+		while (p < content.buf + content.len && matches < max) {
+			const char *e = memchr(p, '\n', (size_t)(content.buf + content.len - p));
+			size_t len = e ? (size_t)(e - p) : (size_t)(content.buf + content.len - p);
+			lineno++;
+			if (pcre2_match(re, (PCRE2_SPTR)p, len, 0, 0, md, NULL) >= 0) {
+				size_t shown = len > GREP_LINE_CUT ? GREP_LINE_CUT : len;
+				if (shown && p[shown - 1] == '\r')
+					shown--;
+				buf_addf(&text, "%s:%zu:", sel.v[i], lineno);
+				tool_text_add(&text, p, shown);
+				buf_addf(&text, "%s\n", len > GREP_LINE_CUT ? "\xe2\x80\xa6" : "");
+				matches++;
+				hit = true;
+			}
+			if (!e)
+				break;
+			p = e + 1;
+		}
+		files_hit += hit;
+	}
+	if (matches >= max)
+		buf_addf(&text, "[stopped after %zu matches; narrow the search with path or glob]\n", max);
+	if (!matches)
+		buf_addf(&text, "no matches (searched %zu files)\n", searched);
+	if (text.len)
+		text.buf[--text.len] = '\0';
+	d = json_set(jv_object(), "matches", jv_number((double)matches));
+	d = json_set(d, "files", jv_number((double)files_hit));
+	d = json_set(d, "searched", jv_number((double)searched));
+	d = json_set(d, "truncated", jv_bool(matches >= max));
+	tool_ok(out, buf_detach(&text, NULL), d);
+out:
+	buf_release(&text);
+	buf_release(&content);
+	fs_free(&all);
+	fs_free(&sel);
+	free(under);
+	pcre2_match_data_free(md);
+	pcre2_code_free(re);
+}
+
+/* ================================================================ write_file */
+
+static size_t nlines(const char *s, size_t len)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += s[i] == '\n';
+	return n + (len && s[len - 1] != '\n');
+}
+
+void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
+		     const struct sandbox_root *root, jv input)
+{
+	const char *path = json_get_str(input, "path");
+	jv content = json_get(input, "content");
+	const char *data = jv_string_value(content);
+	size_t len = (size_t)jv_string_length_bytes(jv_copy(content));
+	struct sandbox_txn *t = NULL;
+	struct buf old = BUF_INIT;
+	char *clean = NULL;
+	bool existed;
+	int rc;
+
+	(void)ctx;
+	if ((rc = sandbox_path_clean(&clean, path, false)) < 0) {
+		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "write_file: %s", forge_last_error());
+		goto out;
+	}
+	rc = sandbox_read_file(&old, root, clean, 64u << 20);
+	existed = rc == 0;
+	if (rc < 0 && rc != SANDBOX_ENOENT) {
+		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "write_file: %s", forge_last_error());
+		goto out;
+	}
+	t = sandbox_txn_new(root);
+	sandbox_txn_write(t, clean, data, len);
+	if ((rc = sandbox_txn_commit(t)) < 0) {
+		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "write_file: %s", forge_last_error());
+		goto out;
+	}
+	{
+		struct buf text = BUF_INIT;
+		jv d = json_set(jv_object(), "path", jv_string(clean));
+		d = json_set(d, "action", jv_string(existed ? "modify" : "add"));
+		d = json_set(d, "bytes", jv_number((double)len));
+		d = json_set(d, "additions", jv_number((double)nlines(data, len)));
+		d = json_set(d, "deletions", jv_number((double)nlines(old.buf, old.len)));
+		buf_addf(&text, "%s %s (%zu bytes, %zu lines).", existed ? "Replaced" : "Created", clean,
+			 len, nlines(data, len));
+		tool_ok(out, buf_detach(&text, NULL), d);
+	}
+out:
+	sandbox_txn_free(t);
+	buf_release(&old);
+	free(clean);
+	jv_free(content);
+}

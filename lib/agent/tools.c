@@ -1,0 +1,707 @@
+/*
+ * tools.c - the tool registry, validation, execution, and the tools that
+ * are not plain file access: edit_file, apply_patch, run_command, git_diff,
+ * git_status, finish, ask_human.  See tools.h.
+ */
+#include "agent/tools.h"
+#include "agent/agent.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "git/git.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "agent/patch.h"
+#include "core/resource.h"
+#include "os/sandbox.h"
+#include "data/schema.h"
+#include "core/tmpdir.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EDIT_FILE_MAX (16u << 20)
+#define DIFF_CAP (256u << 10)
+
+/* ================================================================ results */
+
+const char *tool_kind_name(enum tool_kind k)
+{
+	static const char *const names[] = {
+		"ok", "input", "failed", "denied", "internal", "ask", "finish", "ask_human",
+	};
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+static void result_init(struct tool_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->data = jv_object();
+}
+
+void tool_ok(struct tool_result *out, char *output, jv data)
+{
+	jv_free(out->data);
+	free(out->output);
+	out->ok = true;
+	out->kind = TOOL_OK;
+	out->output = output;
+	out->data = data;
+}
+
+void tool_fail(struct tool_result *out, enum tool_kind kind, jv data, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	jv_free(out->data);
+	free(out->error);
+	out->ok = false;
+	out->kind = kind;
+	out->data = data;
+	out->error = buf_detach(&b, NULL);
+}
+
+enum tool_kind tool_kind_of_sandbox(int code)
+{
+	switch (code) {
+	case SANDBOX_EDENIED: return TOOL_ERR_DENIED;
+	case SANDBOX_ENOENT:
+	case SANDBOX_EINVAL: return TOOL_ERR_INPUT;
+	}
+	return TOOL_ERR_INTERNAL;
+}
+
+void tool_result_release(struct tool_result *r)
+{
+	if (!r)
+		return;
+	free(r->output);
+	free(r->error);
+	jv_free(r->data);
+	r->output = r->error = NULL;
+	r->data = jv_null();
+}
+
+jv tool_result_json(const struct tool_result *r)
+{
+	jv j = json_set(jv_object(), "ok", jv_bool(r->ok));
+	j = json_set(j, "kind", jv_string(tool_kind_name(r->kind)));
+	j = json_set(j, "retryable", jv_bool(r->retryable));
+	if (r->error) {
+		char *e = llm_redact(xstrdup(r->error));
+		size_t l = strlen(e);
+		if (l > 2000)
+			e[2000] = '\0';
+		j = json_set(j, "error", jv_string(e));
+		free(e);
+	}
+	j = json_set(j, "output_bytes", jv_number(r->output ? (double)strlen(r->output) : 0));
+	j = json_set(j, "data", jv_copy(r->data));
+	return j;
+}
+
+void tool_text_add(struct buf *b, const char *s, size_t n)
+{
+	const char *end = s + n, *nul;
+
+	while ((nul = memchr(s, '\0', (size_t)(end - s))) != NULL) {
+		buf_add(b, s, (size_t)(nul - s));
+		buf_adds(b, "\\u0000");
+		s = nul + 1;
+	}
+	buf_add(b, s, (size_t)(end - s));
+}
+
+/* ================================================================ sanitise */
+
+static bool key_is_secret(const char *k)
+{
+	static const char *const words[] = { "key", "token", "secret", "password", "passwd", "auth", NULL };
+	char low[128];
+	size_t n = strlen(k);
+
+	if (n >= sizeof(low))
+		n = sizeof(low) - 1;
+	for (size_t i = 0; i < n; i++)
+		low[i] = (char)tolower((unsigned char)k[i]);
+	low[n] = '\0';
+	for (size_t i = 0; words[i]; i++)
+		if (strstr(low, words[i]))
+			return true;
+	return false;
+}
+
+static jv sanitize_string(const char *s)
+{
+	char *c = llm_redact(xstrdup(s));
+	size_t len = strlen(c);
+	jv r;
+
+	if (len > 200) {
+		size_t cut = 200, chars = 0;
+		struct buf b = BUF_INIT;
+		while (cut && ((unsigned char)c[cut] & 0xc0) == 0x80)
+			cut--;
+		for (size_t i = cut; i < len; i++)
+			chars += ((unsigned char)c[i] & 0xc0) != 0x80;
+		buf_add(&b, c, cut);
+		buf_addf(&b, "\xe2\x80\xa6[+%zu chars]", chars);
+		r = jv_string_sized(b.buf, (int)b.len);
+		buf_release(&b);
+	} else {
+		r = jv_string(c);
+	}
+	free(c);
+	return r;
+}
+
+jv tool_input_sanitize(jv input)
+{
+	switch (jv_get_kind(input)) {
+	case JV_KIND_STRING:
+		return sanitize_string(jv_string_value(input));
+	case JV_KIND_ARRAY: {
+		jv out = jv_array();
+		jv_array_foreach(input, i, v) {
+			out = jv_array_append(out, tool_input_sanitize(v));
+			jv_free(v);
+		}
+		return out;
+	}
+	case JV_KIND_OBJECT: {
+		jv out = jv_object();
+		jv_object_foreach(input, k, v) {
+			const char *ks = jv_string_value(k);
+			if (key_is_secret(ks) && jv_get_kind(v) != JV_KIND_NULL)
+				out = jv_object_set(out, jv_copy(k), jv_string("[REDACTED]"));
+			else
+				out = jv_object_set(out, jv_copy(k), tool_input_sanitize(v));
+			jv_free(k);
+			jv_free(v);
+		}
+		return out;
+	}
+	default:
+		return jv_copy(input);
+	}
+}
+
+/* ================================================================ edit_file */
+
+static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
+			   const struct sandbox_root *root, jv input)
+{
+	const char *path = json_get_str(input, "path");
+	const char *old = json_get_str(input, "old"), *new = json_get_str(input, "new");
+	bool all = json_get_bool(input, "replace_all", false);
+	struct buf content = BUF_INIT;
+	struct sandbox_txn *t = NULL;
+	enum patch_fuzz fz;
+	char *result = NULL, *clean = NULL;
+	int count, rc;
+
+	(void)ctx;
+	if ((rc = sandbox_path_clean(&clean, path, false)) < 0 ||
+	    (rc = sandbox_read_file(&content, root, clean, EDIT_FILE_MAX)) < 0) {
+		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "edit_file: %s%s", forge_last_error(),
+			  rc == SANDBOX_ENOENT ? " (use write_file to create a file)" : "");
+		goto out;
+	}
+	if (memchr(content.buf, '\0', content.len)) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: '%s' is a binary file", path);
+		goto out;
+	}
+	if (!strcmp(old, new)) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: `old` and `new` are the same; nothing to do");
+		goto out;
+	}
+	if (patch_edit(&result, &fz, &count, content.buf, clean, old, new, all) < 0) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: %s", forge_last_error());
+		goto out;
+	}
+	t = sandbox_txn_new(root);
+	sandbox_txn_write(t, clean, result, strlen(result));
+	if ((rc = sandbox_txn_commit(t)) < 0) {
+		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "edit_file: %s", forge_last_error());
+		goto out;
+	}
+	{
+		struct buf text = BUF_INIT;
+		jv d = json_set(jv_object(), "path", jv_string(clean));
+		d = json_set(d, "action", jv_string("modify"));
+		d = json_set(d, "replacements", jv_number(count));
+		d = json_set(d, "match", jv_string(patch_fuzz_name(fz)));
+		buf_addf(&text, "Edited %s: %d replacement%s", clean, count, count == 1 ? "" : "s");
+		if (fz != PATCH_EXACT)
+			buf_addf(&text, " (`old` matched %s; check the result)", patch_fuzz_name(fz));
+		buf_addch(&text, '.');
+		tool_ok(out, buf_detach(&text, NULL), d);
+	}
+out:
+	sandbox_txn_free(t);
+	buf_release(&content);
+	free(result);
+	free(clean);
+}
+
+/* ================================================================ apply_patch */
+
+static void tool_apply_patch(struct tool_result *out, const struct tool_ctx *ctx,
+			     const struct sandbox_root *root, jv input)
+{
+	char *summary = NULL;
+	jv files;
+	int rc;
+
+	(void)ctx;
+	rc = patch_apply(&summary, &files, root, json_get_str(input, "patch"));
+	if (rc < 0) {
+		tool_fail(out, rc == SANDBOX_EDENIED ? TOOL_ERR_DENIED : TOOL_ERR_INPUT, jv_object(),
+			  "apply_patch: %s", forge_last_error());
+		jv_free(files);
+		return;
+	}
+	tool_ok(out, summary, json_set(jv_object(), "files", files));
+}
+
+/* ================================================================ run_command */
+
+static const struct sandbox_policy *default_policy(void)
+{
+	static struct sandbox_policy *p;
+	if (!p && sandbox_policy_new(&p, jv_null()) < 0)
+		return NULL;
+	return p;
+}
+
+static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx,
+			     const struct sandbox_root *root, jv input)
+{
+	const struct sandbox_policy *p = ctx->policy ? ctx->policy : default_policy();
+	const char *command = json_get_str(input, "command");
+	const char *workdir = json_get_str(input, "workdir");
+	double want_s = json_get_num(input, "timeout_s", 0);
+	struct sandbox_cmd cmd = { 0 };
+	struct proc_result r;
+	struct buf cwd = BUF_INIT, text = BUF_INIT;
+	char *own_tmp = NULL, *clean = NULL;
+	const char *rule = NULL;
+	jv unconfined = jv_null(), d;
+	bool ran = false;
+
+	memset(&r, 0, sizeof(r));
+	if (!p) {
+		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "run_command: %s", forge_last_error());
+		return;
+	}
+	switch (sandbox_check_command(p, command, &rule)) {
+	case SANDBOX_DENY:
+		tool_fail(out, TOOL_ERR_DENIED,
+			  json_set(json_set(jv_object(), "command", jv_string(command)), "rule", jv_string(rule)),
+			  "run_command: refused by the sandbox policy: the command matches the deny rule '%s'; do it another way",
+			  rule);
+		return;
+	case SANDBOX_ASK:
+		if (!ctx->approved) {
+			tool_fail(out, TOOL_ASK,
+				  json_set(json_set(jv_object(), "command", jv_string(command)), "rule", jv_string(rule)),
+				  "run_command: needs a human's approval (the command matches the ask rule '%s')", rule);
+			return;
+		}
+		break;
+	case SANDBOX_ALLOW:
+		break;
+	}
+	if (workdir) {
+		struct stat st;
+		int rc = sandbox_path_clean(&clean, workdir, true);
+		if (rc == 0)
+			rc = sandbox_stat(&st, root, clean);
+		if (rc == 0 && !S_ISDIR(st.st_mode))
+			rc = sandbox_fail(SANDBOX_EINVAL, "'%s': not a directory", workdir);
+		if (rc < 0) {
+			tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "run_command: workdir %s",
+				  forge_last_error());
+			goto out;
+		}
+	}
+	buf_addf(&cwd, "%s%s%s", *root->path ? root->path : "/", clean && *clean ? "/" : "",
+		 clean ? clean : "");
+	if (!ctx->tmp_dir && tmpdir_make(&own_tmp, "forge-cmd") < 0) {
+		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "run_command: %s", forge_last_error());
+		out->retryable = true;
+		goto out;
+	}
+	cmd.command = command;
+	cmd.root = root->path;
+	cmd.cwd = cwd.buf;
+	cmd.tmp = ctx->tmp_dir ? ctx->tmp_dir : own_tmp;
+	cmd.base_env = ctx->env;
+	cmd.timeout_ms = p->timeout_ms;
+	if (want_s > 0 && want_s * 1000 < (double)p->timeout_ms)
+		cmd.timeout_ms = (long)(want_s * 1000);
+	if (sandbox_run(&r, &unconfined, p, &cmd) < 0) {
+		const char *msg = forge_last_error();
+		bool required = strstr(msg, "required") || strstr(msg, "refusing");
+		tool_fail(out, required ? TOOL_ERR_DENIED : TOOL_ERR_INTERNAL, jv_object(), "run_command: %s",
+			  msg);
+		out->retryable = !required && (strstr(msg, "fork") || strstr(msg, "pipe"));
+		goto out;
+	}
+	ran = true;
+	tool_text_add(&text, r.out.buf, r.out.len);
+	if (text.len && text.buf[text.len - 1] != '\n')
+		buf_addch(&text, '\n');
+	if (r.timed_out)
+		buf_addf(&text, "[timed out after %.0f s; the command and its children were killed]",
+			 (double)cmd.timeout_ms / 1000);
+	else if (r.term_signal)
+		buf_addf(&text, "[killed by signal %d (%s)]", r.term_signal, strsignal(r.term_signal));
+	else
+		buf_addf(&text, "[exit status %d]", r.exit_code);
+	d = json_set(jv_object(), "command", jv_string(command));
+	d = json_set(d, "exit_code", jv_number(r.exit_code));
+	if (r.term_signal)
+		d = json_set(d, "signal", jv_number(r.term_signal));
+	d = json_set(d, "timed_out", jv_bool(r.timed_out));
+	d = json_set(d, "duration_ms", jv_number((double)r.duration_ms));
+	d = json_set(d, "output_bytes", jv_number((double)r.out_bytes));
+	d = json_set(d, "truncated", jv_bool(r.out_bytes > r.out.len));
+	if (jv_get_kind(unconfined) == JV_KIND_ARRAY)
+		d = json_set(d, "unconfined", jv_copy(unconfined));
+	if (r.exit_code == 0 && !r.timed_out)
+		tool_ok(out, buf_detach(&text, NULL), d);
+	else
+		tool_fail(out, TOOL_ERR_FAILED, d, "%s", text.buf);
+out:
+	(void)ran;
+	tmpdir_remove(own_tmp);
+	proc_result_release(&r);
+	buf_release(&cwd);
+	buf_release(&text);
+	jv_free(unconfined);
+	free(clean);
+}
+
+/* ================================================================ git */
+
+/* The run's worktree that root is, or NULL with a message. */
+static struct forge_git_worktree *open_run_worktree(struct forge_git **g, const char *root)
+{
+	struct forge_git_worktree *wt = NULL;
+	struct buf expect = BUF_INIT;
+	const char *base = strrchr(root, '/');
+
+	*g = NULL;
+	if (forge_git_open(g, root) < 0)
+		return NULL;
+	base = base ? base + 1 : root;
+	buf_addf(&expect, "%s/.forge/worktrees/%s", forge_git_root(*g), base);
+	if (strcmp(expect.buf, root) != 0 || !forge_git_trace_valid(base)) {
+		forge_error("'%s' is not a run's worktree (.forge/worktrees/TRACE); git tools work in a run",
+			    root);
+	} else if (forge_git_worktree_open(&wt, *g, base, NULL) < 0) {
+		wt = NULL;
+	}
+	buf_release(&expect);
+	return wt;
+}
+
+static void tool_git_status(struct tool_result *out, const struct tool_ctx *ctx,
+			    const struct sandbox_root *root, jv input)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = open_run_worktree(&g, root->path);
+	struct buf text = BUF_INIT;
+	jv st = jv_null();
+
+	(void)ctx;
+	(void)input;
+	if (!wt || forge_git_status(&st, wt) < 0) {
+		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "git_status: %s", forge_last_error());
+		goto out;
+	}
+	buf_addf(&text, "On branch %s\n", forge_git_worktree_branch(wt));
+	jv_array_foreach(st, i, e) {
+		const char *s = json_get_str(e, "status"), *p = json_get_str(e, "path");
+		const char *code = !strcmp(s, "added") ? "A " : !strcmp(s, "modified") ? "M " :
+				   !strcmp(s, "deleted") ? "D " : !strcmp(s, "renamed") ? "R " :
+				   !strcmp(s, "untracked") ? "??" : "T ";
+		if (json_get_str(e, "old_path"))
+			buf_addf(&text, "%s %s -> %s\n", code, json_get_str(e, "old_path"), p);
+		else
+			buf_addf(&text, "%s %s\n", code, p);
+		(void)i;
+		jv_free(e);
+	}
+	if (jv_array_length(jv_copy(st)) == 0)
+		buf_adds(&text, "nothing changed\n");
+	text.buf[--text.len] = '\0';
+	tool_ok(out, buf_detach(&text, NULL), json_set(jv_object(), "files", jv_copy(st)));
+out:
+	jv_free(st);
+	buf_release(&text);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+/* Keep only the file sections of a patch whose path is one of paths. */
+static char *filter_patch(const char *patch, jv paths /* borrows */)
+{
+	struct buf b = BUF_INIT;
+	const char *p = patch;
+	bool keep = false;
+
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p + 1) : strlen(p);
+		if (!strncmp(p, "diff --git a/", 13)) {
+			keep = false;
+			jv_array_foreach(paths, i, v) {
+				const char *want = jv_string_value(v);
+				size_t wl = strlen(want);
+				const char *a = p + 13;
+				if (!strncmp(a, want, wl) && (a[wl] == ' ' || a[wl] == '/'))
+					keep = true;
+				(void)i;
+				jv_free(v);
+			}
+		}
+		if (keep)
+			buf_add(&b, p, len);
+		p += len;
+	}
+	return buf_detach(&b, NULL);
+}
+
+static void tool_git_diff(struct tool_result *out, const struct tool_ctx *ctx,
+			  const struct sandbox_root *root, jv input)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = open_run_worktree(&g, root->path);
+	const char *base = json_get_str(input, "base");
+	jv paths = json_get(input, "paths"), files = jv_null();
+	char *patch = NULL;
+
+	(void)ctx;
+	if (!wt || forge_git_diff(&patch, &files, wt, base) < 0) {
+		tool_fail(out, base ? TOOL_ERR_INPUT : TOOL_ERR_INTERNAL, jv_object(), "git_diff: %s",
+			  forge_last_error());
+		goto out;
+	}
+	if (json_is(paths, JV_KIND_ARRAY)) {
+		char *f = filter_patch(patch, paths);
+		free(patch);
+		patch = f;
+	}
+	if (strlen(patch) > DIFF_CAP) {
+		struct buf b = BUF_INIT;
+		buf_add(&b, patch, DIFF_CAP);
+		buf_addf(&b, "\n[\xe2\x80\xa6 %zu more bytes of diff not shown; pass paths to see single files \xe2\x80\xa6]",
+			 strlen(patch) - DIFF_CAP);
+		free(patch);
+		patch = buf_detach(&b, NULL);
+	}
+	if (!*patch) {
+		free(patch);
+		patch = xstrdup("no changes");
+	}
+	tool_ok(out, patch, json_set(jv_object(), "files", files));
+	patch = NULL;
+	files = jv_null();
+out:
+	free(patch);
+	jv_free(files);
+	jv_free(paths);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+/* ================================================================ finish, ask_human */
+
+static void tool_finish(struct tool_result *out, const struct tool_ctx *ctx,
+			const struct sandbox_root *root, jv input)
+{
+	(void)ctx;
+	(void)root;
+	tool_ok(out, xstrdup("Result accepted."), jv_copy(input));
+	out->kind = TOOL_FINISH;
+}
+
+static void tool_ask_human(struct tool_result *out, const struct tool_ctx *ctx,
+			   const struct sandbox_root *root, jv input)
+{
+	(void)ctx;
+	(void)root;
+	tool_ok(out, xstrdup("Waiting for a human."), jv_copy(input));
+	out->kind = TOOL_ASK_HUMAN;
+}
+
+/* ================================================================ registry */
+
+static const struct tool registry[] = {
+	{ "read_file", "tools/read_file.json", false, tool_read_file },
+	{ "list_files", "tools/list_files.json", false, tool_list_files },
+	{ "grep", "tools/grep.json", false, tool_grep },
+	{ "write_file", "tools/write_file.json", true, tool_write_file },
+	{ "edit_file", "tools/edit_file.json", true, tool_edit_file },
+	{ "apply_patch", "tools/apply_patch.json", true, tool_apply_patch },
+	{ "run_command", "tools/run_command.json", true, tool_run_command },
+	{ "git_diff", "tools/git_diff.json", false, tool_git_diff },
+	{ "git_status", "tools/git_status.json", false, tool_git_status },
+	{ "finish", "tools/finish.json", false, tool_finish },
+	{ "ask_human", "tools/ask_human.json", false, tool_ask_human },
+};
+
+#define NTOOLS (sizeof(registry) / sizeof(registry[0]))
+
+const struct tool *tools_find(const char *name)
+{
+	for (size_t i = 0; name && i < NTOOLS; i++)
+		if (!strcmp(registry[i].name, name))
+			return &registry[i];
+	return NULL;
+}
+
+const struct tool *tools_all(size_t *n)
+{
+	*n = NTOOLS;
+	return registry;
+}
+
+jv tool_spec(const struct tool *t, jv schema_override)
+{
+	const struct resource *res = resource_find(t->schema);
+	jv s = res ? json_parse(res->data, res->len) : jv_object();
+	jv spec = json_set(jv_object(), "name", jv_string(t->name));
+	const char *desc = json_get_str(s, "description");
+
+	spec = json_set(spec, "description", jv_string(desc ? desc : t->name));
+	if (jv_get_kind(schema_override) != JV_KIND_NULL) {
+		jv_free(s);
+		s = schema_override;
+	} else {
+		jv_free(schema_override);
+		static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
+		for (size_t i = 0; drop[i]; i++)
+			if (json_has(s, drop[i]))
+				s = jv_object_delete(s, jv_string(drop[i]));
+	}
+	return json_set(spec, "input_schema", s);
+}
+
+jv tool_specs(const char *const *names)
+{
+	jv out = jv_array();
+
+	if (!names) {
+		for (size_t i = 0; i < NTOOLS; i++)
+			if (strcmp(registry[i].name, "finish") && strcmp(registry[i].name, "ask_human"))
+				out = jv_array_append(out, tool_spec(&registry[i], jv_null()));
+		return out;
+	}
+	for (size_t i = 0; names[i]; i++) {
+		const struct tool *t = tools_find(names[i]);
+		if (!t) {
+			jv_free(out);
+			forge_error("no tool called '%s'", names[i]);
+			return jv_invalid_with_msg(jv_string(forge_last_error()));
+		}
+		out = jv_array_append(out, tool_spec(t, jv_null()));
+	}
+	return out;
+}
+
+int tool_validate(const struct tool *t, jv input)
+{
+	const struct schema *s = schema_get(t->schema);
+
+	if (!s)
+		return forge_error_prefix("%s: no schema", t->name);
+	if (jv_get_kind(input) != JV_KIND_OBJECT)
+		return forge_error("%s: invalid input: the input must be a JSON object", t->name);
+	if (schema_validate(s, input) < 0)
+		return forge_error_prefix("%s: invalid input", t->name);
+	return 0;
+}
+
+void tool_execute(struct tool_result *out, const struct tool *t, const struct tool_ctx *ctx,
+		  jv input)
+{
+	struct sandbox_root *root = NULL;
+
+	result_init(out);
+	if (tool_validate(t, input) < 0) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "%s; fix the input to match the tool's schema",
+			  forge_last_error());
+		return;
+	}
+	/* A path or command with a NUL in it would be cut short as a C string
+	 * ("a\u0000b" would name "a"): refuse it rather than act on part of it. */
+	char *where = NULL;
+	if (json_find_nul(&where, input) < 0) {
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(),
+			  "%s: '%s' holds a NUL character (\\u0000); paths, commands and texts cannot",
+			  t->name, *where ? where : "input");
+		free(where);
+		return;
+	}
+	if (strcmp(t->name, "finish") && strcmp(t->name, "ask_human")) {
+		if (!ctx || !ctx->root) {
+			tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "%s: no worktree to work in", t->name);
+			return;
+		}
+		if (sandbox_root_open(&root, ctx->root) < 0) {
+			tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "%s: %s", t->name, forge_last_error());
+			return;
+		}
+	}
+	t->run(out, ctx, root, input);
+	sandbox_root_free(root);
+}
+
+void tools_run(struct tool_result *out, const char *name, const struct tool_ctx *ctx, jv input)
+{
+	const struct tool *t = tools_find(name);
+
+	if (!t) {
+		struct buf names = BUF_INIT;
+		result_init(out);
+		for (size_t i = 0; i < NTOOLS; i++)
+			buf_addf(&names, "%s%s", i ? ", " : "", registry[i].name);
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "no tool called '%s'; the tools are: %s",
+			  name ? name : "", names.buf);
+		buf_release(&names);
+		return;
+	}
+	tool_execute(out, t, ctx, input);
+}
+
+int tools_agent_exec(struct agent_tool_outcome *out, const char *name, jv input, void *payload)
+{
+	struct tool_result r;
+	jv ev;
+
+	memset(out, 0, sizeof(*out));
+	tools_run(&r, name, payload, input);
+	out->ok = r.ok;
+	out->retryable = r.retryable;
+	out->text = xstrdup(r.ok ? (r.output ? r.output : "ok") : (r.error ? r.error : "failed"));
+	if (r.kind == TOOL_ASK)
+		out->gate = xstrdup(r.error ? r.error : "approval needed");
+	ev = json_set(jv_object(), "kind", jv_string(tool_kind_name(r.kind)));
+	ev = json_set(ev, "data", tool_input_sanitize(r.data));
+	out->event = ev;
+	tool_result_release(&r);
+	return 0;
+}

@@ -1,0 +1,143 @@
+/* buf.c - growable, bounded byte buffer. */
+#include "core/buf.h"
+#include "core/forge.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+char buf_slop[1];
+
+void buf_init(struct buf *b, size_t max)
+{
+	b->buf = buf_slop;
+	b->len = 0;
+	b->alloc = 0;
+	b->max = max;
+}
+
+void buf_release(struct buf *b)
+{
+	if (b->alloc)
+		free(b->buf);
+	buf_init(b, b->max);
+}
+
+void buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->alloc)
+		b->buf[0] = '\0';
+}
+
+void buf_truncate(struct buf *b, size_t len)
+{
+	if (len < b->len) {
+		b->len = len;
+		b->buf[len] = '\0';
+	}
+}
+
+static int buf_grow(struct buf *b, size_t extra)
+{
+	size_t want;
+
+	if (extra > SIZE_MAX - b->len - 1)
+		return forge_error("buffer size overflow");
+	want = b->len + extra;
+	if (b->max && want > b->max)
+		return forge_error("longer than the limit of %zu bytes", b->max);
+	if (want + 1 <= b->alloc)
+		return 0;
+	size_t n = b->alloc ? b->alloc : 64;
+	while (n < want + 1)
+		n = n < SIZE_MAX / 2 ? n * 2 : want + 1;
+	if (b->alloc) {
+		b->buf = xrealloc(b->buf, n);
+	} else {
+		b->buf = xmalloc(n);
+		b->buf[0] = '\0';
+	}
+	b->alloc = n;
+	return 0;
+}
+
+int buf_add(struct buf *b, const void *data, size_t n)
+{
+	if (buf_grow(b, n) < 0)
+		return -1;
+	if (n)
+		memcpy(b->buf + b->len, data, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+	return 0;
+}
+
+int buf_adds(struct buf *b, const char *s)
+{
+	return buf_add(b, s, strlen(s));
+}
+
+int buf_addch(struct buf *b, char c)
+{
+	return buf_add(b, &c, 1);
+}
+
+int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n;
+
+	va_copy(cp, ap);
+	n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return forge_error("bad format string");
+	if (buf_grow(b, (size_t)n) < 0)
+		return -1;
+	vsnprintf(b->buf + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int buf_addf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vaddf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int buf_read_file(struct buf *b, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char chunk[65536];
+	size_t n;
+	int rc = 0;
+
+	if (!f)
+		return forge_error("cannot open '%s': %s", path, strerror(errno));
+	while (rc == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		if (buf_add(b, chunk, n) < 0)
+			rc = forge_error("'%s' is larger than %zu bytes", path, b->max);
+	if (rc == 0 && ferror(f))
+		rc = forge_error("cannot read '%s': %s", path, strerror(errno));
+	fclose(f);
+	return rc;
+}
+
+char *buf_detach(struct buf *b, size_t *len_out)
+{
+	char *s;
+
+	if (len_out)
+		*len_out = b->len;
+	s = b->alloc ? b->buf : xstrdup("");
+	buf_init(b, b->max);
+	return s;
+}

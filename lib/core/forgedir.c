@@ -1,0 +1,124 @@
+/* forgedir.c - the .gitignore of .forge/; see forgedir.h. */
+#include "core/forgedir.h"
+#include "core/buf.h"
+#include "core/forge.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * The file ignores itself too: Forge writes it in every clone it runs in,
+ * so it need not be committed, and a repository that does not commit
+ * anything of .forge/ keeps a clean `git status` (`git add -f` commits it).
+ */
+const char forge_dir_gitignore[] =
+	"# written by forge: what forge makes as it runs stays out of git;\n"
+	"# config.json, skills/ and prompts/ can be committed.\n"
+	"/.gitignore\n"
+	"*.db\n"
+	"*.db-wal\n"
+	"*.db-shm\n"
+	"*.db-journal\n"
+	"*.vectors\n"
+	"*.vectors.lock\n"
+	"*.vectors.tmp.*\n"
+	"/worktrees/\n"
+	"/logs/\n"
+	"/*.log\n";
+
+/* What older versions of Forge wrote: the store and the git layer each. */
+static const char *const old_gitignores[] = {
+	"*\n",
+	"# written by forge: nothing in .forge/ is tracked\n*\n",
+};
+
+static int write_all(int fd, const char *path)
+{
+	size_t len = sizeof forge_dir_gitignore - 1, off = 0;
+
+	while (off < len) {
+		ssize_t n = write(fd, forge_dir_gitignore + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return forge_error("cannot write '%s': %s", path,
+					   n < 0 ? strerror(errno) : "short write");
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Is the file at path exactly one of old_gitignores?  false when unreadable. */
+static bool is_old(const char *path)
+{
+	char text[128];
+	size_t len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return false;
+	while (len < sizeof text) {
+		ssize_t n = read(fd, text + len, sizeof text - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	for (size_t i = 0; i < sizeof old_gitignores / sizeof *old_gitignores; i++)
+		if (len == strlen(old_gitignores[i]) && memcmp(text, old_gitignores[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* Replace path with forge_dir_gitignore: a temporary file renamed over it. */
+static int upgrade(const char *path)
+{
+	struct buf tmp = BUF_INIT;
+	int fd, rc = -1;
+
+	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		forge_error("cannot create '%s': %s", tmp.buf, strerror(errno));
+		goto out;
+	}
+	rc = write_all(fd, tmp.buf);
+	if (close(fd) < 0 && rc == 0)
+		rc = forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
+	if (rc == 0 && rename(tmp.buf, path) < 0)
+		rc = forge_error("cannot replace '%s': %s", path, strerror(errno));
+	if (rc < 0)
+		unlink(tmp.buf);
+out:
+	buf_release(&tmp);
+	return rc;
+}
+
+int forge_dir_ignore(const char *dir)
+{
+	struct buf path = BUF_INIT;
+	int fd, rc = 0;
+
+	buf_addf(&path, "%s/.gitignore", dir);
+	fd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		rc = write_all(fd, path.buf);
+		if (close(fd) < 0 && rc == 0)
+			rc = forge_error("cannot write '%s': %s", path.buf, strerror(errno));
+	} else if (errno != EEXIST) {
+		rc = forge_error("cannot create '%s': %s", path.buf, strerror(errno));
+	} else if (is_old(path.buf)) {
+		rc = upgrade(path.buf);
+	}
+	buf_release(&path);
+	return rc;
+}

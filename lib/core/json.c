@@ -1,0 +1,369 @@
+/* json.c - jv helpers; see json.h for the ownership rule. */
+#include "core/json.h"
+#include "core/buf.h"
+#include "core/forge.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+jv json_get(jv obj, const char *key)
+{
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return jv_null();
+	jv v = jv_object_get(jv_copy(obj), jv_string(key));
+	if (!jv_is_valid(v)) {
+		jv_free(v);
+		return jv_null();
+	}
+	return v;
+}
+
+jv json_get_path(jv obj, const char *path)
+{
+	jv cur = jv_copy(obj);
+	const char *p = path;
+
+	while (*p) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		char key[256];
+
+		if (n >= sizeof key) {
+			jv_free(cur);
+			return jv_null();
+		}
+		memcpy(key, p, n);
+		key[n] = '\0';
+		jv next = json_get(cur, key);
+		jv_free(cur);
+		cur = next;
+		p += n;
+		if (*p == '.')
+			p++;
+	}
+	return cur;
+}
+
+const char *json_get_str(jv obj, const char *key)
+{
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return NULL;
+	/*
+	 * jv_object_get returns a new reference to the member; the member is
+	 * still held by obj, so dropping our reference leaves the string alive
+	 * for as long as obj is.
+	 */
+	jv v = json_get(obj, key);
+	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
+	jv_free(v);
+	return s;
+}
+
+double json_get_num(jv obj, const char *key, double dflt)
+{
+	jv v = json_get(obj, key);
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : dflt;
+
+	jv_free(v);
+	return d;
+}
+
+bool json_get_bool(jv obj, const char *key, bool dflt)
+{
+	jv v = json_get(obj, key);
+	bool b = dflt;
+
+	if (jv_get_kind(v) == JV_KIND_TRUE)
+		b = true;
+	else if (jv_get_kind(v) == JV_KIND_FALSE)
+		b = false;
+	jv_free(v);
+	return b;
+}
+
+bool json_has(jv obj, const char *key)
+{
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return false;
+	return jv_object_has(jv_copy(obj), jv_string(key));
+}
+
+jv json_set(jv obj, const char *key, jv val)
+{
+	return jv_object_set(obj, jv_string(key), val);
+}
+
+jv json_str_or_null(const char *s)
+{
+	return s ? jv_string(s) : jv_null();
+}
+
+char *json_dumps(jv v, bool sorted)
+{
+	jv s = jv_dump_string(v, sorted ? JV_PRINT_SORTED : 0);
+	char *out = xstrdup(jv_string_value(s));
+
+	jv_free(s);
+	return out;
+}
+
+int json_write_line(FILE *out, jv v, bool sorted)
+{
+	jv s = jv_dump_string(v, sorted ? JV_PRINT_SORTED : 0);
+	const char *p = jv_string_value(s);
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(s));
+	int rc = 0;
+
+	if (fwrite(p, 1, n, out) != n || putc('\n', out) == EOF || fflush(out) == EOF)
+		rc = -1;
+	jv_free(s);
+	return rc;
+}
+
+/* jq 1.6 appends " (while parsing '<input>')" to parse errors; cut it. */
+static jv strip_parse_tail(jv msg)
+{
+	const char *s = jv_string_value(msg);
+	const char *tail = strstr(s, " (while parsing '");
+
+	if (!tail)
+		return msg;
+	jv shorter = jv_string_sized(s, (int)(tail - s));
+	jv_free(msg);
+	return shorter;
+}
+
+/*
+ * libjq 1.6 loses a string that follows a value inside an array or object
+ * with no separator between them (["a" "b"], {"a" "b"}): the parser
+ * returns "Expected separator between values" without freeing the string.
+ * Find the first such string, as the byte offsets of its quotes; false
+ * when there is none.  Only the structure is followed: jq itself finds
+ * any other error that comes first.
+ */
+static bool lost_string(size_t *open, size_t *close, const char *s, size_t n)
+{
+	long depth = 0;
+	bool after_value = false;
+
+	for (size_t i = 0; i < n; i++) {
+		switch (s[i]) {
+		case ' ': case '\t': case '\r': case '\n':
+			break;
+		case '"': {
+			size_t start = i;
+			for (i++; i < n && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			if (i >= n)
+				return false;	/* unfinished: no string value is made */
+			if (depth > 0 && after_value) {
+				*open = start;
+				*close = i;
+				return true;
+			}
+			after_value = true;
+			break;
+		}
+		case '[': case '{':
+			depth++;
+			after_value = false;
+			break;
+		case ']': case '}':
+			if (depth > 0)
+				depth--;
+			after_value = true;
+			break;
+		case ',': case ':':
+			after_value = false;
+			break;
+		default:
+			after_value = true;	/* a literal: number, true, false, null */
+			break;
+		}
+	}
+	return false;
+}
+
+/* The message jq gives at byte `at`, which it counts from 1 on each line. */
+static jv separator_error(const char *s, size_t at)
+{
+	int line = 1;
+	size_t col = at + 1;
+
+	for (size_t i = 0; i < at; i++)
+		if (s[i] == '\n') {
+			line++;
+			col = at - i;
+		}
+	return jv_invalid_with_msg(jv_string_fmt("Expected separator between values at line %d, column %zu",
+						 line, col));
+}
+
+jv json_parse(const char *text, size_t len)
+{
+	size_t open, close;
+
+	if (len > (size_t)INT32_MAX)
+		return jv_invalid_with_msg(jv_string("input too large to parse"));
+	if (!json_utf8_valid(text, len))
+		return jv_invalid_with_msg(jv_string("invalid UTF-8"));
+	if (lost_string(&open, &close, text, len)) {
+		/* Parse up to that string: an earlier error is the one to report. */
+		jv pre = jv_parse_sized(text, (int)open);
+		jv msg = jv_invalid_get_msg(pre);
+		bool earlier = jv_get_kind(msg) == JV_KIND_STRING &&
+			       strncmp(jv_string_value(msg), "Unfinished JSON term", 20) != 0;
+		if (earlier)
+			return jv_invalid_with_msg(strip_parse_tail(msg));
+		jv_free(msg);
+		return separator_error(text, close);
+	}
+	jv v = jv_parse_sized(text, (int)len);
+	if (jv_is_valid(v))
+		return v;
+	jv msg = jv_invalid_get_msg(v);
+	if (jv_get_kind(msg) != JV_KIND_STRING) {
+		jv_free(msg);
+		return jv_invalid_with_msg(jv_string("malformed JSON"));
+	}
+	return jv_invalid_with_msg(strip_parse_tail(msg));
+}
+
+jv json_parse_file(const char *path)
+{
+	struct buf b = BUF_INIT;
+
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
+		return jv_invalid_with_msg(jv_string(forge_last_error()));
+	}
+	jv v = json_parse(b.buf, b.len);
+	buf_release(&b);
+	if (!jv_is_valid(v)) {
+		char *m = json_invalid_msg(v);
+		v = jv_invalid_with_msg(jv_string_fmt("%s: %s", path, m));
+		free(m);
+	}
+	return v;
+}
+
+char *json_invalid_msg(jv v)
+{
+	jv msg = jv_invalid_get_msg(v);
+	char *s;
+
+	if (jv_get_kind(msg) == JV_KIND_STRING)
+		s = xstrdup(jv_string_value(msg));
+	else
+		s = xstrdup("invalid value");
+	jv_free(msg);
+	return s;
+}
+
+bool json_equal(jv a, jv b)
+{
+	return jv_equal(jv_copy(a), jv_copy(b));
+}
+
+bool json_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + len;
+
+	while (p < end) {
+		unsigned c = *p;
+		size_t n;
+		unsigned cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		} else if (c >= 0xC2 && c <= 0xDF) {
+			n = 1;
+			cp = c & 0x1F;
+		} else if (c >= 0xE0 && c <= 0xEF) {
+			n = 2;
+			cp = c & 0x0F;
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if ((size_t)(end - p) <= n)
+			return false;
+		for (size_t i = 1; i <= n; i++) {
+			if ((p[i] & 0xC0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3F);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
+static bool str_has_nul(jv s)
+{
+	int n = jv_string_length_bytes(jv_copy(s));
+
+	return memchr(jv_string_value(s), '\0', (size_t)n) != NULL;
+}
+
+static int find_nul(struct buf *where, jv v)
+{
+	size_t mark = where->len;
+
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING:
+		return str_has_nul(v) ? -1 : 0;
+	case JV_KIND_ARRAY:
+		jv_array_foreach(v, i, e) {
+			buf_addf(where, "[%d]", i);
+			int rc = find_nul(where, e);
+			jv_free(e);
+			if (rc < 0)
+				return -1;
+			buf_truncate(where, mark);
+		}
+		return 0;
+	case JV_KIND_OBJECT: {
+		int rc = 0;
+		jv_object_foreach(v, k, e) {
+			if (rc == 0) {
+				if (str_has_nul(k)) {
+					buf_addf(where, "%s(a key)", mark ? "." : "");
+					rc = -1;
+				} else {
+					buf_addf(where, "%s%s", mark ? "." : "", jv_string_value(k));
+					rc = find_nul(where, e);
+					if (rc == 0)
+						buf_truncate(where, mark);
+				}
+			}
+			jv_free(k);
+			jv_free(e);
+		}
+		return rc;
+	}
+	default:
+		return 0;
+	}
+}
+
+int json_find_nul(char **where, jv v)
+{
+	struct buf b = BUF_INIT;
+
+	if (find_nul(&b, v) == 0) {
+		buf_release(&b);
+		*where = NULL;
+		return 0;
+	}
+	*where = buf_detach(&b, NULL);
+	return -1;
+}

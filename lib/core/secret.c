@@ -1,0 +1,235 @@
+/*
+ * llm_secret.c - API keys: loading them, keeping them out of text and out
+ * of child environments.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/secret.h"
+
+#define REDACTED "[REDACTED]"
+#define MIN_SECRET 10   /* >= strlen(REDACTED): redaction never grows text */
+
+const char *const llm_secret_env_names[] = {
+	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+	"OPENROUTER_API_KEY", "FORGE_EMBED_API_KEY", NULL,
+};
+
+static char **secrets;
+static size_t nsecrets;
+
+static int read_key_file(char **out, const char *path);
+static bool is_secret_var(const char *entry);
+
+void llm_secret_add(const char *secret)
+{
+	if (!secret || strlen(secret) < MIN_SECRET)
+		return;
+	for (size_t i = 0; i < nsecrets; i++)
+		if (!strcmp(secrets[i], secret))
+			return;
+	secrets = xrealloc(secrets, (nsecrets + 1) * sizeof(*secrets));
+	secrets[nsecrets++] = xstrdup(secret);
+}
+
+static void redact_one(char *s, const char *secret)
+{
+	size_t slen = strlen(secret), rlen = strlen(REDACTED);
+	char *p;
+
+	while ((p = strstr(s, secret))) {
+		memcpy(p, REDACTED, rlen);
+		memmove(p + rlen, p + slen, strlen(p + slen) + 1);
+	}
+}
+
+char *llm_redact(char *s)
+{
+	if (!s)
+		return s;
+	for (size_t i = 0; i < nsecrets; i++)
+		redact_one(s, secrets[i]);
+	return s;
+}
+
+bool llm_secret_in(const char *s, size_t n)
+{
+	for (size_t i = 0; s && i < nsecrets; i++)
+		if (memmem(s, n, secrets[i], strlen(secrets[i])))
+			return true;
+	return false;
+}
+
+char *llm_redact_mem(const char *s, size_t n, size_t *out_len)
+{
+	struct buf b = BUF_INIT;
+
+	buf_add(&b, s ? s : "", s ? n : 0);
+	for (size_t i = 0; i < nsecrets; i++) {
+		size_t slen = strlen(secrets[i]), rlen = strlen(REDACTED);
+		size_t at = 0;
+		char *p;
+
+		while (at < b.len && (p = memmem(b.buf + at, b.len - at, secrets[i], slen))) {
+			size_t off = (size_t)(p - b.buf);
+			memcpy(p, REDACTED, rlen);
+			memmove(p + rlen, p + slen, b.len - off - slen);
+			b.len -= slen - rlen;
+			at = off + rlen;
+		}
+		b.buf[b.len] = '\0';
+	}
+	return buf_detach(&b, out_len);
+}
+
+jv llm_redact_jv(jv v)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING: {
+		const char *s = jv_string_value(v);
+		size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
+		if (!llm_secret_in(s, n))
+			return v;
+		size_t len;
+		char *r = llm_redact_mem(s, n, &len);
+		jv_free(v);
+		v = jv_string_sized(r, (int)len);
+		free(r);
+		return v;
+	}
+	case JV_KIND_ARRAY: {
+		int len = jv_array_length(jv_copy(v));
+		for (int i = 0; i < len; i++)
+			v = jv_array_set(v, i, llm_redact_jv(jv_array_get(jv_copy(v), i)));
+		return v;
+	}
+	case JV_KIND_OBJECT: {
+		jv out = jv_object();
+		jv_object_foreach(v, k, val)
+			out = jv_object_set(out, llm_redact_jv(k), llm_redact_jv(val));
+		jv_free(v);
+		return out;
+	}
+	default:
+		return v;
+	}
+}
+
+static void add_key_file(const char *var)
+{
+	const char *path = getenv(var);
+	char *key = NULL;
+
+	if (!path || !*path)
+		return;
+	if (read_key_file(&key, path) == 0)
+		llm_secret_add(key);
+	free(key);
+}
+
+void llm_secret_load_env(void)
+{
+	for (const char *const *n = llm_secret_env_names; *n; n++)
+		llm_secret_add(getenv(*n));
+	add_key_file("FORGE_ANTHROPIC_KEY_FILE");
+	add_key_file("FORGE_OPENAI_KEY_FILE");
+}
+
+void llm_secret_protect(void)
+{
+	static bool done;
+	extern char **environ;
+
+	if (done)
+		return;
+	done = true;
+	/* A second wall behind the scrubbed environment of commands: a
+	 * process without CAP_SYS_PTRACE cannot read our /proc/PID/environ
+	 * or /proc/PID/mem. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	llm_secret_load_env();
+	for (size_t i = 0; environ && environ[i]; i++) {
+		if (!is_secret_var(environ[i]))
+			continue;
+		char *entry = environ[i], *eq = strchr(entry, '=');
+		environ[i] = xstrdup(entry);
+		memset(eq + 1, 0, strlen(eq + 1));
+	}
+}
+
+static bool is_secret_var(const char *entry)
+{
+	for (const char *const *n = llm_secret_env_names; *n; n++) {
+		size_t len = strlen(*n);
+		if (!strncmp(entry, *n, len) && entry[len] == '=')
+			return true;
+	}
+	return false;
+}
+
+int llm_scrub_env(char **envp)
+{
+	int removed = 0;
+	size_t w = 0;
+
+	if (!envp)
+		return 0;
+	for (size_t r = 0; envp[r]; r++) {
+		if (is_secret_var(envp[r]))
+			removed++;
+		else
+			envp[w++] = envp[r];
+	}
+	envp[w] = NULL;
+	return removed;
+}
+
+static int read_key_file(char **out, const char *path)
+{
+	struct buf b;
+
+	buf_init(&b, 64 * 1024);
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
+		return forge_error("cannot read the key file '%s'", path);
+	}
+	char *s = b.buf, *e;
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	for (e = s; *e && *e != '\n' && *e != '\r'; e++)
+		;
+	while (e > s && isspace((unsigned char)e[-1]))
+		e--;
+	*out = e > s ? xstrndup(s, (size_t)(e - s)) : NULL;
+	buf_release(&b);
+	if (!*out)
+		return forge_error("the key file '%s' is empty", path);
+	return 0;
+}
+
+int llm_key_load(char **out, const char *provider)
+{
+	const char *env = NULL, *file = NULL, *v;
+
+	*out = NULL;
+	if (!strcmp(provider, "anthropic")) {
+		env = "ANTHROPIC_API_KEY";
+		file = "FORGE_ANTHROPIC_KEY_FILE";
+	} else if (!strcmp(provider, "openai")) {
+		env = "OPENAI_API_KEY";
+		file = "FORGE_OPENAI_KEY_FILE";
+	} else {
+		return 0;
+	}
+	if ((v = getenv(env)) && *v)
+		*out = xstrdup(v);
+	else if ((v = getenv(file)) && *v && read_key_file(out, v) < 0)
+		return -1;
+	llm_secret_add(*out);
+	return 0;
+}

@@ -1,0 +1,598 @@
+/*
+ * config.c - layered configuration; see config.h for the layers.
+ *
+ * The environment layer (config_env_vars() hands this table to --help):
+ *
+ *   FORGE_PROVIDER          llm.provider
+ *   FORGE_MODEL             llm.model
+ *   FORGE_FAST_MODEL        llm.fast_model
+ *   FORGE_BASE_URL          llm.base_url
+ *   FORGE_CASSETTE          llm.cassette
+ *   FORGE_AUTOMATION_LEVEL  safety.automation_level   (number)
+ *   FORGE_BUDGET_USD        budget.usd                (number)
+ *   FORGE_MAX_LINE_BYTES    stream.max_line_bytes     (number)
+ *   FORGE_DEPLOY_STRATEGY   deploy.strategy
+ *   FORGE_TEST_COMMAND      tools.test_command
+ *   FORGE_LINT_COMMAND      tools.lint_command
+ *
+ * An empty variable counts as unset, as it does for most Unix tools; a
+ * number variable that does not parse is an error naming the variable.
+ *
+ * Every variable is kept as a layer of its own (named "env", its source
+ * the variable), so that a schema error and config_explain() can name the
+ * variable rather than "the environment".
+ */
+#include "data/config.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/resource.h"
+#include "data/schema.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CONFIG_SCHEMA "config.schema.json"
+#define CONFIG_DEFAULTS "config.defaults.json"
+
+static const struct config_env_var env_vars[] = {
+	{ "FORGE_PROVIDER", "llm.provider", false },
+	{ "FORGE_MODEL", "llm.model", false },
+	{ "FORGE_FAST_MODEL", "llm.fast_model", false },
+	{ "FORGE_BASE_URL", "llm.base_url", false },
+	{ "FORGE_CASSETTE", "llm.cassette", false },
+	{ "FORGE_AUTOMATION_LEVEL", "safety.automation_level", true },
+	{ "FORGE_BUDGET_USD", "budget.usd", true },
+	{ "FORGE_MAX_LINE_BYTES", "stream.max_line_bytes", true },
+	{ "FORGE_DEPLOY_STRATEGY", "deploy.strategy", false },
+	{ "FORGE_TEST_COMMAND", "tools.test_command", false },
+	{ "FORGE_LINT_COMMAND", "tools.lint_command", false },
+	{ NULL, NULL, false }
+};
+
+struct layer {
+	const char *name;       /* default|user|project|file|env|flags; static */
+	char *source;           /* path, variable, "built-in" or "command line" */
+	jv value;               /* the object this layer contributed */
+};
+
+struct config {
+	jv effective;
+	struct layer *layers;   /* lowest first */
+	size_t nlayers;
+};
+
+const struct config_env_var *config_env_vars(void)
+{
+	return env_vars;
+}
+
+/* ---- paths ---------------------------------------------------------- */
+
+/* "a.b.c" as ["a","b","c"]; an invalid jv (message set) on an empty segment. */
+static jv path_keys(const char *path)
+{
+	jv keys = jv_array();
+	const char *p = path;
+
+	for (;;) {
+		size_t n = strcspn(p, ".");
+
+		if (n == 0 || n > 1024) {
+			jv_free(keys);
+			forge_error("invalid configuration path '%s'", path);
+			return jv_invalid();
+		}
+		keys = jv_array_append(keys, jv_string_sized(p, (int)n));
+		if (p[n] == '\0')
+			return keys;
+		p += n + 1;
+	}
+}
+
+/* cur[segment] where segment is p[0..n): an object key, or a decimal index
+ * into an array.  Consumes cur; an invalid jv when there is no such member. */
+static jv path_step(jv cur, const char *p, size_t n)
+{
+	jv next = jv_invalid();
+
+	if (jv_get_kind(cur) == JV_KIND_OBJECT) {
+		jv key = jv_string_sized(p, (int)n);
+
+		if (jv_object_has(jv_copy(cur), jv_copy(key)))
+			next = jv_object_get(jv_copy(cur), key);
+		else
+			jv_free(key);
+	} else if (jv_get_kind(cur) == JV_KIND_ARRAY && n > 0 && n < 10 &&
+		   strspn(p, "0123456789") >= n) {
+		int i = 0;
+
+		for (size_t k = 0; k < n; k++)
+			i = i * 10 + (p[k] - '0');
+		if (i < jv_array_length(jv_copy(cur)))
+			next = jv_array_get(jv_copy(cur), i);
+	}
+	jv_free(cur);
+	return next;
+}
+
+/* The value at a dotted path, or an invalid jv when absent.  Borrows root. */
+static jv path_lookup(jv root, const char *path)
+{
+	jv cur = jv_copy(root);
+	const char *p = path;
+
+	if (!*path)
+		return cur;
+	for (;;) {
+		size_t n = strcspn(p, ".");
+
+		cur = path_step(cur, p, n);
+		if (!jv_is_valid(cur) || p[n] == '\0')
+			return cur;
+		p += n + 1;
+	}
+}
+
+/* True when every key of the path array exists in root.  Borrows both. */
+static bool path_exists(jv root, jv keys)
+{
+	jv cur = jv_copy(root);
+	bool found = true;
+
+	jv_array_foreach(keys, i, key) {
+		if (found && jv_get_kind(cur) == JV_KIND_OBJECT &&
+		    jv_object_has(jv_copy(cur), jv_copy(key))) {
+			cur = jv_object_get(cur, key);
+		} else {
+			found = false;
+			jv_free(key);
+		}
+	}
+	jv_free(cur);
+	return found;
+}
+
+/* ["a","b"] as "a.b", malloc'd.  Borrows keys. */
+static char *path_join(jv keys)
+{
+	struct buf b = BUF_INIT;
+
+	jv_array_foreach(keys, i, key) {
+		if (i > 0)
+			buf_addch(&b, '.');
+		if (jv_get_kind(key) == JV_KIND_STRING)
+			buf_adds(&b, jv_string_value(key));
+		else
+			buf_addf(&b, "%d", (int)jv_number_value(key));
+		jv_free(key);
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* ---- flags ---------------------------------------------------------- */
+
+int config_flag_set(jv *flags, const char *path, jv value)
+{
+	jv keys = path_keys(path);
+
+	if (!jv_is_valid(keys)) {
+		jv_free(value);
+		return -1;
+	}
+	if (jv_get_kind(*flags) == JV_KIND_NULL) {
+		jv_free(*flags);
+		*flags = jv_object();
+	}
+	if (jv_get_kind(*flags) != JV_KIND_OBJECT) {
+		jv_free(keys);
+		jv_free(value);
+		return forge_error("cannot set '%s': the flags are not an object", path);
+	}
+	/* jv_setpath makes the missing objects on the way and refuses to
+	 * index into a scalar, which is exactly the rule we want. */
+	jv res = jv_setpath(jv_copy(*flags), keys, value);
+	if (!jv_is_valid(res)) {
+		char *msg = json_invalid_msg(res);
+
+		forge_error("cannot set '%s': %s", path, msg);
+		free(msg);
+		return -1;
+	}
+	jv_free(*flags);
+	*flags = res;
+	return 0;
+}
+
+int config_flag_assign(jv *flags, const char *assignment)
+{
+	const char *eq = strchr(assignment, '=');
+
+	if (!eq || eq == assignment)
+		return forge_error("'%s' is not PATH=VALUE", assignment);
+	char *path = xstrndup(assignment, (size_t)(eq - assignment));
+	const char *text = eq + 1;
+	jv value = json_parse(text, strlen(text));
+
+	/* Not JSON: a bare word like claude-haiku-4-5 is meant as a string. */
+	if (!jv_is_valid(value)) {
+		jv_free(value);
+		value = jv_string(text);
+	}
+	int rc = config_flag_set(flags, path, value);
+	free(path);
+	return rc;
+}
+
+/* ---- layers --------------------------------------------------------- */
+
+/* v without the notes: keys beginning with '$' ("$comment", "$schema"),
+ * at any depth.  Consumes v. */
+static jv strip_notes(jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_OBJECT) {
+		jv out = jv_object();
+
+		jv_object_foreach(v, key, val) {
+			if (jv_string_value(key)[0] == '$') {
+				jv_free(key);
+				jv_free(val);
+			} else {
+				out = jv_object_set(out, key, strip_notes(val));
+			}
+		}
+		jv_free(v);
+		return out;
+	}
+	if (jv_get_kind(v) == JV_KIND_ARRAY) {
+		jv out = jv_array();
+
+		jv_array_foreach(v, i, item)
+			out = jv_array_append(out, strip_notes(item));
+		jv_free(v);
+		return out;
+	}
+	return v;
+}
+
+/* Validate one layer (or the merged result) against the config schema.
+ * Borrows value. */
+static int validate(jv value, const char *source)
+{
+	const struct schema *s = schema_get(CONFIG_SCHEMA);
+
+	if (!s)
+		return forge_error_prefix("loading '%s'", CONFIG_SCHEMA);
+	if (jv_get_kind(value) != JV_KIND_OBJECT)
+		return forge_error("%s: expected an object, got %s", source,
+				   jv_kind_name(jv_get_kind(value)));
+	if (schema_validate(s, value) < 0)
+		return forge_error_prefix("%s", source);
+	/* Its strings become paths, commands and URLs: C strings. */
+	char *where = NULL;
+	if (json_find_nul(&where, value) < 0) {
+		forge_error("%s: '%s' holds a NUL character (\\u0000)", source, where);
+		free(where);
+		return -1;
+	}
+	return 0;
+}
+
+/* Validate value, then keep it as the next layer and merge it in.
+ * Consumes value. */
+static int add_layer(struct config *cfg, const char *name, const char *source, jv value)
+{
+	if (validate(value, source) < 0) {
+		jv_free(value);
+		return -1;
+	}
+	value = strip_notes(value);
+	cfg->layers = xrealloc(cfg->layers, (cfg->nlayers + 1) * sizeof *cfg->layers);
+	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), jv_copy(value) };
+	cfg->effective = jv_object_merge_recursive(cfg->effective, value);
+	return 0;
+}
+
+/* A missing file is ENOENT, or ENOTDIR when a parent is a plain file. */
+static bool file_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
+}
+
+/* Add the layer in path.  A missing file is skipped unless required. */
+static int add_file(struct config *cfg, const char *name, const char *path, bool required)
+{
+	if (!required && !file_exists(path))
+		return 0;
+	jv v = json_parse_file(path);
+	if (!jv_is_valid(v)) {
+		/* json_parse_file's message already names the file. */
+		char *msg = json_invalid_msg(v);
+
+		forge_error("%s", msg);
+		free(msg);
+		return -1;
+	}
+	return add_layer(cfg, name, path, v);
+}
+
+static int add_defaults(struct config *cfg)
+{
+	const struct resource *r = resource_find(CONFIG_DEFAULTS);
+
+	if (!r)
+		return forge_error("built-in '%s' is missing", CONFIG_DEFAULTS);
+	jv v = json_parse(r->data, r->len);
+	if (!jv_is_valid(v)) {
+		char *msg = json_invalid_msg(v);
+
+		forge_error("built-in '%s': %s", CONFIG_DEFAULTS, msg);
+		free(msg);
+		return -1;
+	}
+	return add_layer(cfg, "default", "built-in", v);
+}
+
+/* $XDG_CONFIG_HOME/forge/config.json (the XDG spec ignores a relative
+ * XDG_CONFIG_HOME), else $HOME/.config/forge/config.json; NULL when
+ * neither is set. */
+static char *user_path(void)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	struct buf b = BUF_INIT;
+
+	if (xdg && xdg[0] == '/')
+		buf_addf(&b, "%s/forge/config.json", xdg);
+	else if (home && *home)
+		buf_addf(&b, "%s/.config/forge/config.json", home);
+	else
+		return NULL;
+	return buf_detach(&b, NULL);
+}
+
+static char *project_path(const char *repo)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s/.forge/config.json", repo);
+	return buf_detach(&b, NULL);
+}
+
+/* The value of one variable of the table; an invalid jv (message set) when
+ * a number does not parse. */
+static jv env_value(const struct config_env_var *var, const char *text)
+{
+	double d;
+
+	if (!var->number)
+		return jv_string(text);
+	if (forge_parse_double(&d, text) < 0 || !isfinite(d)) {
+		forge_error("%s: '%s' is not a number", var->name, text);
+		return jv_invalid();
+	}
+	return jv_number(d);
+}
+
+static int add_env(struct config *cfg)
+{
+	for (const struct config_env_var *var = env_vars; var->name; var++) {
+		const char *text = getenv(var->name);
+		jv layer = jv_null();
+
+		if (!text || !*text)
+			continue;
+		jv v = env_value(var, text);
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			return -1;
+		}
+		if (config_flag_set(&layer, var->path, v) < 0 ||
+		    add_layer(cfg, "env", var->name, layer) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int add_user_and_project(struct config *cfg, const char *repo)
+{
+	char *path = user_path();
+	int rc = 0;
+
+	if (path)
+		rc = add_file(cfg, "user", path, false);
+	free(path);
+	if (rc < 0 || !repo)
+		return rc;
+	path = project_path(repo);
+	rc = add_file(cfg, "project", path, false);
+	free(path);
+	return rc;
+}
+
+int config_load(struct config **out, struct config_sources *src)
+{
+	struct config *cfg = xcalloc(1, sizeof *cfg);
+	jv flags = src->flags;
+
+	src->flags = jv_null();
+	cfg->effective = jv_object();
+	if (add_defaults(cfg) < 0 || add_user_and_project(cfg, src->repo) < 0)
+		goto fail;
+	if (src->file && add_file(cfg, "file", src->file, true) < 0)
+		goto fail;
+	if (add_env(cfg) < 0)
+		goto fail;
+	if (jv_get_kind(flags) != JV_KIND_NULL) {
+		int rc = add_layer(cfg, "flags", "command line", flags);
+
+		flags = jv_null();
+		if (rc < 0)
+			goto fail;
+	}
+	/* Each layer is valid on its own; check what they make together. */
+	if (validate(cfg->effective, "effective configuration") < 0)
+		goto fail;
+	*out = cfg;
+	return 0;
+fail:
+	jv_free(flags);
+	config_free(cfg);
+	return -1;
+}
+
+void config_free(struct config *cfg)
+{
+	if (!cfg)
+		return;
+	for (size_t i = 0; i < cfg->nlayers; i++) {
+		free(cfg->layers[i].source);
+		jv_free(cfg->layers[i].value);
+	}
+	free(cfg->layers);
+	jv_free(cfg->effective);
+	free(cfg);
+}
+
+/* ---- queries -------------------------------------------------------- */
+
+jv config_get(const struct config *cfg, const char *path)
+{
+	jv v = path_lookup(cfg->effective, path);
+
+	if (jv_is_valid(v))
+		return v;
+	jv_free(v);
+	return jv_null();
+}
+
+bool config_has(const struct config *cfg, const char *path)
+{
+	jv v = path_lookup(cfg->effective, path);
+	bool found = jv_is_valid(v);
+
+	jv_free(v);
+	return found;
+}
+
+const char *config_get_str(const struct config *cfg, const char *path)
+{
+	jv v = path_lookup(cfg->effective, path);
+	/* cfg->effective still holds the string after our reference goes. */
+	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
+
+	jv_free(v);
+	return s;
+}
+
+double config_get_num(const struct config *cfg, const char *path, double dflt)
+{
+	jv v = path_lookup(cfg->effective, path);
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : dflt;
+
+	jv_free(v);
+	return d;
+}
+
+bool config_get_bool(const struct config *cfg, const char *path, bool dflt)
+{
+	jv v = path_lookup(cfg->effective, path);
+	bool b = dflt;
+
+	if (jv_get_kind(v) == JV_KIND_TRUE)
+		b = true;
+	else if (jv_get_kind(v) == JV_KIND_FALSE)
+		b = false;
+	jv_free(v);
+	return b;
+}
+
+jv config_effective(const struct config *cfg)
+{
+	return jv_copy(cfg->effective);
+}
+
+/* ---- explain -------------------------------------------------------- */
+
+/* Append to acc the key paths of every leaf under value (non-objects and
+ * empty objects).  Borrows value, consumes acc and prefix. */
+static jv leaf_paths(jv acc, jv value, jv prefix)
+{
+	if (jv_get_kind(value) != JV_KIND_OBJECT || jv_object_length(jv_copy(value)) == 0)
+		return jv_array_append(acc, prefix);
+	jv_object_foreach(value, key, val) {
+		acc = leaf_paths(acc, val, jv_array_append(jv_copy(prefix), key));
+		jv_free(val);
+	}
+	jv_free(prefix);
+	return acc;
+}
+
+/* The highest layer that names the leaf: a later layer either replaced the
+ * value there or did not touch it. */
+static const struct layer *leaf_origin(const struct config *cfg, jv keys)
+{
+	for (size_t i = cfg->nlayers; i-- > 0;)
+		if (path_exists(cfg->layers[i].value, keys))
+			return &cfg->layers[i];
+	return NULL;
+}
+
+jv config_explain(const struct config *cfg)
+{
+	jv leaves = leaf_paths(jv_array(), cfg->effective, jv_array());
+	jv entries = jv_array();
+	jv sort_keys = jv_array();
+
+	jv_array_foreach(leaves, i, keys) {
+		const struct layer *l = leaf_origin(cfg, keys);
+		char *path = path_join(keys);
+		jv e = jv_object();
+
+		e = json_set(e, "path", jv_string(path));
+		e = json_set(e, "value", jv_getpath(jv_copy(cfg->effective), jv_copy(keys)));
+		e = json_set(e, "layer", jv_string(l ? l->name : "default"));
+		e = json_set(e, "source", jv_string(l ? l->source : "built-in"));
+		entries = jv_array_append(entries, e);
+		sort_keys = jv_array_append(sort_keys, jv_string(path));
+		free(path);
+		jv_free(keys);
+	}
+	jv_free(leaves);
+	return jv_sort(entries, sort_keys);
+}
+
+/* ---- files ---------------------------------------------------------- */
+
+static jv file_entry(jv acc, const char *layer, const char *path)
+{
+	jv e = jv_object();
+
+	e = json_set(e, "layer", jv_string(layer));
+	e = json_set(e, "path", jv_string(path));
+	e = json_set(e, "exists", jv_bool(file_exists(path)));
+	return jv_array_append(acc, e);
+}
+
+jv config_files(const struct config_sources *src)
+{
+	jv files = jv_array();
+	char *path = user_path();
+
+	if (path)
+		files = file_entry(files, "user", path);
+	free(path);
+	if (src->repo) {
+		path = project_path(src->repo);
+		files = file_entry(files, "project", path);
+		free(path);
+	}
+	if (src->file)
+		files = file_entry(files, "file", src->file);
+	return files;
+}

@@ -1,0 +1,259 @@
+/* project.c - project kind and commands; see project.h. */
+#include "data/project.h"
+#include "core/buf.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const struct {
+	const char *ext;
+	const char *lang;
+} languages[] = {
+	{ ".c", "c" }, { ".h", "c" }, { ".cc", "cpp" }, { ".cpp", "cpp" }, { ".hpp", "cpp" },
+	{ ".py", "python" }, { ".js", "javascript" }, { ".mjs", "javascript" }, { ".cjs", "javascript" },
+	{ ".ts", "typescript" }, { ".tsx", "typescript" }, { ".go", "go" }, { ".rs", "rust" },
+	{ ".sh", "shell" }, { ".bash", "shell" }, { ".bats", "shell" }, { ".rb", "ruby" },
+	{ ".java", "java" }, { ".kt", "kotlin" }, { ".swift", "swift" }, { ".php", "php" },
+};
+
+const char *project_language(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+	const char *slash = strrchr(path, '/');
+
+	if (!dot || (slash && dot < slash))
+		return NULL;
+	for (size_t i = 0; i < sizeof languages / sizeof languages[0]; i++)
+		if (strcmp(dot, languages[i].ext) == 0)
+			return languages[i].lang;
+	return NULL;
+}
+
+static bool exists(const char *root, const char *name)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s", root, name);
+	return stat(path, &st) == 0;
+}
+
+/* Read a small file whole (at most 1 MiB); NULL when absent or larger. */
+static char *slurp(const char *root, const char *name)
+{
+	char path[4096];
+	struct buf b;
+
+	snprintf(path, sizeof path, "%s/%s", root, name);
+	buf_init(&b, 1 << 20);
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* A rule for target `name` in a Makefile: a line "name:" or "name other:"
+ * ("name::" too), but not an assignment "name := …" / "name ?= …". */
+static bool make_target(const char *makefile, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = makefile; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, name, n) != 0 || (p[n] != ':' && p[n] != ' ' && p[n] != '\t'))
+			continue;
+		const char *q = p + n;
+		while (*q && *q != ':' && *q != '=' && *q != '\n')
+			q++;
+		if (*q == ':' && q[1] != '=')
+			return true;
+	}
+	return false;
+}
+
+static bool npm_script(const char *root, const char *script)
+{
+	char *text = slurp(root, "package.json");
+	bool found = false;
+
+	if (!text)
+		return false;
+	jv pkg = json_parse(text, strlen(text));
+	free(text);
+	if (jv_is_valid(pkg)) {
+		jv scripts = json_get(pkg, "scripts");
+		found = json_get_str(scripts, script) != NULL;
+		jv_free(scripts);
+	}
+	jv_free(pkg);
+	return found;
+}
+
+static const char *bats_dir(const char *root)
+{
+	static const char *const dirs[] = { "test", "tests" };
+
+	for (size_t i = 0; i < 2; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", root, dirs[i]);
+		DIR *d = opendir(path);
+		struct dirent *e;
+		bool found = false;
+		if (!d)
+			continue;
+		while (!found && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			found = n > 5 && strcmp(e->d_name + n - 5, ".bats") == 0;
+		}
+		closedir(d);
+		if (found)
+			return dirs[i];
+	}
+	return NULL;
+}
+
+static char *detect_test(const char *root)
+{
+	char *mk = exists(root, "GNUmakefile") ? slurp(root, "GNUmakefile") : slurp(root, "Makefile");
+
+	if (mk) {
+		const char *cmd = make_target(mk, "check") ? "make check"
+				: make_target(mk, "test") ? "make test" : NULL;
+		free(mk);
+		if (cmd)
+			return xstrdup(cmd);
+	}
+	if (npm_script(root, "test"))
+		return xstrdup("npm test");
+	if (exists(root, "Cargo.toml"))
+		return xstrdup("cargo test");
+	if (exists(root, "go.mod"))
+		return xstrdup("go test ./...");
+	if (exists(root, "pyproject.toml") || exists(root, "setup.py") || exists(root, "pytest.ini") ||
+	    exists(root, "tox.ini") || exists(root, "setup.cfg"))
+		return xstrdup("python3 -m pytest");
+	if (exists(root, "CMakeLists.txt"))
+		return xstrdup("ctest --test-dir build");
+	const char *bats = bats_dir(root);
+	if (bats) {
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "bats %s", bats);
+		return buf_detach(&b, NULL);
+	}
+	return NULL;
+}
+
+static char *detect_build(const char *root)
+{
+	if (exists(root, "Makefile") || exists(root, "GNUmakefile"))
+		return xstrdup("make");
+	if (npm_script(root, "build"))
+		return xstrdup("npm run build");
+	if (exists(root, "Cargo.toml"))
+		return xstrdup("cargo build");
+	if (exists(root, "go.mod"))
+		return xstrdup("go build ./...");
+	if (exists(root, "CMakeLists.txt"))
+		return xstrdup("cmake -S . -B build && cmake --build build");
+	return NULL;
+}
+
+static char *detect(const char *root, const char *which)
+{
+	if (strcmp(which, "test") == 0)
+		return detect_test(root);
+	if (strcmp(which, "build") == 0)
+		return detect_build(root);
+	if (strcmp(which, "lint") == 0 && npm_script(root, "lint"))
+		return xstrdup("npm run lint");
+	if (strcmp(which, "typecheck") == 0 && npm_script(root, "typecheck"))
+		return xstrdup("npm run typecheck");
+	return NULL;
+}
+
+static const char *configured(const struct config *cfg, const char *which)
+{
+	char key[64];
+
+	if (!cfg)
+		return NULL;
+	snprintf(key, sizeof key, "tools.%s_command", which);
+	const char *v = config_get_str(cfg, key);
+	return v && *v ? v : NULL;
+}
+
+char *project_command(const char *root, const struct config *cfg, const char *which)
+{
+	const char *c = configured(cfg, which);
+
+	return c ? xstrdup(c) : detect(root, which);
+}
+
+static void count_languages(jv *langs, const char *root, const char *rel, int depth, size_t *seen)
+{
+	char path[4096];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+	if (depth > 12 || !(d = opendir(path)))
+		return;
+	while ((e = readdir(d)) && *seen < PROJECT_SCAN_MAX) {
+		const char *n = e->d_name;
+		char sub[4096];
+
+		if (n[0] == '.' || strcmp(n, "node_modules") == 0 || strcmp(n, "build") == 0)
+			continue;
+		snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", n);
+		if (e->d_type == DT_DIR) {
+			count_languages(langs, root, sub, depth + 1, seen);
+			continue;
+		}
+		(*seen)++;
+		const char *lang = project_language(n);
+		if (lang)
+			*langs = json_set(*langs, lang, jv_number(json_get_num(*langs, lang, 0) + 1));
+	}
+	closedir(d);
+}
+
+int project_describe(jv *out, const char *root, const struct config *cfg)
+{
+	static const char *const build_files[] = {
+		"Makefile", "GNUmakefile", "package.json", "Cargo.toml", "go.mod", "pyproject.toml",
+		"setup.py", "CMakeLists.txt", "meson.build", "build.gradle", "pom.xml",
+	};
+	static const char *const which[] = { "build", "test", "lint", "typecheck" };
+	jv files = jv_array(), cmds = jv_object(), sources = jv_object(), langs = jv_object();
+	size_t seen = 0;
+
+	if (access(root, R_OK | X_OK) < 0) {
+		jv_free(files);
+		jv_free(cmds);
+		jv_free(sources);
+		jv_free(langs);
+		return forge_error("cannot read the project at '%s'", root);
+	}
+	for (size_t i = 0; i < sizeof build_files / sizeof build_files[0]; i++)
+		if (exists(root, build_files[i]))
+			files = jv_array_append(files, jv_string(build_files[i]));
+	for (size_t i = 0; i < 4; i++) {
+		const char *c = configured(cfg, which[i]);
+		char *d = c ? NULL : detect(root, which[i]);
+		cmds = json_set(cmds, which[i], c ? jv_string(c) : json_str_or_null(d));
+		sources = json_set(sources, which[i], c ? jv_string("config")
+						      : d ? jv_string("detected") : jv_null());
+		free(d);
+	}
+	count_languages(&langs, root, "", 0, &seen);
+	*out = json_set(json_set(json_set(json_set(jv_object(), "languages", langs), "build_files", files),
+				 "commands", cmds), "sources", sources);
+	return 0;
+}

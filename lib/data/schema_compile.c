@@ -1,0 +1,710 @@
+/*
+ * schema_compile.c - JSON Schema document -> node graph (see schema.h).
+ *
+ * schema_compile() turns the document into a graph of `struct node`, one per
+ * subschema, after checking every keyword: anything this file does not
+ * implement is refused, because a validator that skips a keyword it does not
+ * know says "valid" to data the schema author meant to reject.  Every node is
+ * also registered under its JSON pointer, which is how local $refs are
+ * resolved (after the whole document is compiled, so forward references
+ * work) and how schema_validate_def() finds "#/$defs/<name>".  Embedded
+ * schemas (resource.h) are compiled once and cached for the process.
+ */
+#include "data/schema_internal.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/resource.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct type_name schema_type_names[7] = {
+	{ "null", T_NULL }, { "boolean", T_BOOLEAN }, { "object", T_OBJECT },
+	{ "array", T_ARRAY }, { "number", T_NUMBER }, { "string", T_STRING },
+	{ "integer", T_INTEGER },
+};
+
+/* ---------------------------------------------------------------- nodes -- */
+
+static struct node *node_new(struct compiler *c)
+{
+	struct node *n = xcalloc(1, sizeof *n);
+
+	n->enum_vals = jv_null();
+	n->const_val = jv_null();
+	n->prop_index = jv_null();
+	n->required = jv_null();
+	n->pointer = xstrdup(c->ptr.buf);
+	if (c->s->n == c->s->alloc) {
+		c->s->alloc = c->s->alloc ? c->s->alloc * 2 : 16;
+		c->s->nodes = xrealloc(c->s->nodes, c->s->alloc * sizeof *c->s->nodes);
+	}
+	n->index = c->s->n;
+	c->s->nodes[c->s->n++] = n;
+	return n;
+}
+
+static void regex_release(struct regex *re)
+{
+	free(re->source);
+	pcre2_match_data_free(re->md);
+	pcre2_code_free(re->code);
+}
+
+/* Frees a node's own storage; the nodes it points to are freed separately,
+ * being in schema.nodes themselves. */
+static void node_free(struct node *n)
+{
+	jv_free(n->enum_vals);
+	jv_free(n->const_val);
+	jv_free(n->prop_index);
+	jv_free(n->required);
+	free(n->props.v);
+	for (size_t i = 0; i < n->npprops; i++)
+		regex_release(&n->pprops[i].re);
+	free(n->pprops);
+	free(n->prefix.v);
+	if (n->pattern) {
+		regex_release(n->pattern);
+		free(n->pattern);
+	}
+	free(n->all_of.v);
+	free(n->any_of.v);
+	free(n->one_of.v);
+	free(n->ref);
+	free(n->ref_text);
+	free(n->pointer);
+	free(n);
+}
+
+void schema_free(struct schema *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		node_free(s->nodes[i]);
+	free(s->nodes);
+	free(s->id);
+	free(s);
+}
+
+/* ------------------------------------------------------------- compiling -- */
+
+/* "#/properties/x" for messages: the pointer of the node being compiled plus
+ * an optional keyword. */
+static int compile_error(struct compiler *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int compile_error(struct compiler *c, const char *fmt, ...)
+{
+	struct buf msg = BUF_INIT;
+	va_list ap;
+
+	buf_addf(&msg, "#%s: ", c->ptr.buf);
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	forge_error("%s", msg.buf);
+	buf_release(&msg);
+	return -1;
+}
+
+/* Append "/token" with RFC 6901 escaping; returns the length to restore. */
+size_t schema_ptr_push(struct buf *b, const char *token)
+{
+	size_t old = b->len;
+
+	buf_addch(b, '/');
+	for (const char *p = token; *p; p++) {
+		if (*p == '~')
+			buf_adds(b, "~0");
+		else if (*p == '/')
+			buf_adds(b, "~1");
+		else
+			buf_addch(b, *p);
+	}
+	return old;
+}
+
+static size_t ptr_push_index(struct buf *b, size_t i)
+{
+	size_t old = b->len;
+
+	buf_addf(b, "/%zu", i);
+	return old;
+}
+
+static struct node *compile_node(struct compiler *c, jv doc, int depth);
+
+/* Compile doc[key] (a subschema) with the pointer extended by `key`. */
+static struct node *compile_child(struct compiler *c, jv sub, const char *key, int depth)
+{
+	size_t old = schema_ptr_push(&c->ptr, key);
+	struct node *n = compile_node(c, sub, depth + 1);
+
+	buf_truncate(&c->ptr, old);
+	return n;
+}
+
+static bool is_nonneg_integer(jv v)
+{
+	if (jv_get_kind(v) != JV_KIND_NUMBER)
+		return false;
+	double d = jv_number_value(v);
+	return isfinite(d) && d >= 0 && d == floor(d);
+}
+
+static int regex_compile(struct compiler *c, struct regex *re, const char *src, size_t len)
+{
+	int err;
+	PCRE2_SIZE off;
+
+	re->code = pcre2_compile((PCRE2_SPTR)src, len, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+	if (!re->code) {
+		PCRE2_UCHAR text[256];
+
+		pcre2_get_error_message(err, text, sizeof text);
+		return compile_error(c, "invalid regular expression '%s' at offset %zu: %s",
+				     src, (size_t)off, (const char *)text);
+	}
+	re->md = pcre2_match_data_create_from_pattern(re->code, NULL);
+	re->source = xstrndup(src, len);
+	return 0;
+}
+
+/* JSON Schema regexes are not anchored: a match anywhere counts. */
+bool schema_regex_search(const struct regex *re, const char *s, size_t len)
+{
+	return pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, re->md, NULL) >= 0;
+}
+
+/* ---- keyword handlers: each checks its value and fills the node. ---- */
+
+typedef int (*keyword_fn)(struct compiler *c, struct node *n, jv val, const char *kw, int depth);
+
+static int kw_annotation(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)c;
+	(void)n;
+	(void)val;
+	(void)kw;
+	(void)depth;
+	return 0;
+}
+
+static int kw_string_annotation(struct compiler *c, struct node *n, jv val, const char *kw,
+				int depth)
+{
+	(void)n;
+	(void)depth;
+	if (jv_get_kind(val) != JV_KIND_STRING)
+		return compile_error(c, "'%s' must be a string", kw);
+	return 0;
+}
+
+/* $id only names the document: below the root it would start an embedded
+ * resource with its own base URI, which changes what "#/..." refers to. */
+static int kw_id(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	if (kw_string_annotation(c, n, val, kw, depth) < 0)
+		return -1;
+	if (c->ptr.len != 0)
+		return compile_error(c, "unsupported keyword '$id' below the root "
+				     "(embedded schema resources)");
+	/* "http://x/s.json#" names the same document as "http://x/s.json". */
+	size_t len = (size_t)jv_string_length_bytes(jv_copy(val));
+	const char *id = jv_string_value(val);
+	free(c->s->id);
+	c->s->id = xstrndup(id, len && id[len - 1] == '#' ? len - 1 : len);
+	return 0;
+}
+
+static int type_bit(unsigned *out, jv name)
+{
+	if (jv_get_kind(name) != JV_KIND_STRING)
+		return -1;
+	for (size_t i = 0; i < sizeof schema_type_names / sizeof schema_type_names[0]; i++) {
+		if (strcmp(jv_string_value(name), schema_type_names[i].name) == 0) {
+			*out = schema_type_names[i].bit;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int kw_type(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	unsigned bit;
+
+	(void)kw;
+	(void)depth;
+	if (jv_get_kind(val) == JV_KIND_STRING) {
+		if (type_bit(&bit, val) < 0)
+			return compile_error(c, "unknown type '%s'", jv_string_value(val));
+		n->types = bit;
+		return 0;
+	}
+	if (jv_get_kind(val) != JV_KIND_ARRAY)
+		return compile_error(c, "'type' must be a string or an array of strings");
+	jv_array_foreach(val, i, t) {
+		int bad = type_bit(&bit, t) < 0 || (n->types & bit);
+		jv_free(t);
+		if (bad)
+			return compile_error(c, "'type' item %d is not a distinct type name", i);
+		n->types |= bit;
+	}
+	if (!n->types)
+		return compile_error(c, "'type' must not be empty");
+	return 0;
+}
+
+static int kw_enum(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)kw;
+	(void)depth;
+	if (jv_get_kind(val) != JV_KIND_ARRAY)
+		return compile_error(c, "'enum' must be an array");
+	n->has_enum = 1;
+	n->enum_vals = jv_copy(val);
+	return 0;
+}
+
+static int kw_const(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)c;
+	(void)kw;
+	(void)depth;
+	n->has_const = 1;
+	n->const_val = jv_copy(val);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	enum limit lim;
+	int count;      /* a non-negative integer (else any number) */
+} limit_keywords[] = {
+	{ "minItems", L_MIN_ITEMS, 1 }, { "maxItems", L_MAX_ITEMS, 1 },
+	{ "minLength", L_MIN_LENGTH, 1 }, { "maxLength", L_MAX_LENGTH, 1 },
+	{ "minProperties", L_MIN_PROPS, 1 }, { "maxProperties", L_MAX_PROPS, 1 },
+	{ "minimum", L_MINIMUM, 0 }, { "maximum", L_MAXIMUM, 0 },
+	{ "exclusiveMinimum", L_EXCL_MIN, 0 }, { "exclusiveMaximum", L_EXCL_MAX, 0 },
+	{ "multipleOf", L_MULTIPLE_OF, 0 },
+};
+
+static int kw_limit(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)depth;
+	for (size_t i = 0; i < sizeof limit_keywords / sizeof limit_keywords[0]; i++) {
+		if (strcmp(kw, limit_keywords[i].name) != 0)
+			continue;
+		if (limit_keywords[i].count && !is_nonneg_integer(val))
+			return compile_error(c, "'%s' must be a non-negative integer", kw);
+		if (jv_get_kind(val) != JV_KIND_NUMBER || !isfinite(jv_number_value(val)))
+			return compile_error(c, "'%s' must be a number", kw);
+		if (limit_keywords[i].lim == L_MULTIPLE_OF && !(jv_number_value(val) > 0))
+			return compile_error(c, "'multipleOf' must be greater than 0");
+		n->lim[limit_keywords[i].lim] = jv_number_value(val);
+		n->has |= 1u << limit_keywords[i].lim;
+		return 0;
+	}
+	return compile_error(c, "unsupported keyword '%s'", kw);
+}
+
+static int kw_unique(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)kw;
+	(void)depth;
+	if (jv_get_kind(val) != JV_KIND_TRUE && jv_get_kind(val) != JV_KIND_FALSE)
+		return compile_error(c, "'uniqueItems' must be a boolean");
+	n->unique = jv_get_kind(val) == JV_KIND_TRUE;
+	return 0;
+}
+
+static int kw_required(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)kw;
+	(void)depth;
+	if (jv_get_kind(val) != JV_KIND_ARRAY)
+		return compile_error(c, "'required' must be an array of strings");
+	jv_array_foreach(val, i, name) {
+		int bad = jv_get_kind(name) != JV_KIND_STRING;
+		jv_free(name);
+		if (bad)
+			return compile_error(c, "'required' item %d is not a string", i);
+	}
+	n->required = jv_copy(val);
+	return 0;
+}
+
+static int kw_pattern(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)kw;
+	(void)depth;
+	if (jv_get_kind(val) != JV_KIND_STRING)
+		return compile_error(c, "'pattern' must be a string");
+	n->pattern = xcalloc(1, sizeof *n->pattern);
+	return regex_compile(c, n->pattern, jv_string_value(val),
+			     (size_t)jv_string_length_bytes(jv_copy(val)));
+}
+
+/* A keyword whose value is one subschema. */
+static int kw_schema(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	struct node *sub = compile_child(c, jv_copy(val), kw, depth);
+
+	if (!sub)
+		return -1;
+	if (strcmp(kw, "additionalProperties") == 0)
+		n->additional = sub;
+	else if (strcmp(kw, "items") == 0)
+		n->items = sub;
+	else
+		n->not_ = sub;
+	return 0;
+}
+
+/* A keyword whose value is an array of subschemas. */
+static int kw_schema_array(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	struct node_list *list = strcmp(kw, "allOf") == 0 ? &n->all_of :
+				 strcmp(kw, "anyOf") == 0 ? &n->any_of :
+				 strcmp(kw, "oneOf") == 0 ? &n->one_of : &n->prefix;
+	int len;
+
+	if (jv_get_kind(val) != JV_KIND_ARRAY || (len = jv_array_length(jv_copy(val))) == 0)
+		return compile_error(c, "'%s' must be a non-empty array of schemas", kw);
+	list->v = xcalloc((size_t)len, sizeof *list->v);
+	size_t old = schema_ptr_push(&c->ptr, kw);
+	for (int i = 0; i < len; i++) {
+		size_t mid = ptr_push_index(&c->ptr, (size_t)i);
+		struct node *sub = compile_node(c, jv_array_get(jv_copy(val), i), depth + 1);
+
+		buf_truncate(&c->ptr, mid);
+		if (!sub) {
+			buf_truncate(&c->ptr, old);
+			return -1;
+		}
+		list->v[list->n++] = sub;
+	}
+	buf_truncate(&c->ptr, old);
+	return 0;
+}
+
+/* properties, patternProperties, $defs and definitions: name -> subschema. */
+static int kw_schema_map(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	int rc = 0;
+	int is_props = strcmp(kw, "properties") == 0;
+	int is_pattern = strcmp(kw, "patternProperties") == 0;
+
+	if (jv_get_kind(val) != JV_KIND_OBJECT)
+		return compile_error(c, "'%s' must be an object of schemas", kw);
+	int len = jv_object_length(jv_copy(val));
+	if (is_props) {
+		n->props.v = xcalloc((size_t)len, sizeof *n->props.v);
+		n->prop_index = jv_object();
+	}
+	if (is_pattern)
+		n->pprops = xcalloc((size_t)len, sizeof *n->pprops);
+	size_t old = schema_ptr_push(&c->ptr, kw);
+	jv_object_foreach(val, key, sub) {
+		if (rc == 0) {
+			struct node *child = compile_child(c, jv_copy(sub), jv_string_value(key), depth);
+
+			if (!child) {
+				rc = -1;
+			} else if (is_props) {
+				n->prop_index = jv_object_set(n->prop_index, jv_copy(key),
+							      jv_number((double)n->props.n));
+				n->props.v[n->props.n++] = child;
+			} else if (is_pattern) {
+				struct pattern_prop *pp = &n->pprops[n->npprops];
+
+				size_t mid = schema_ptr_push(&c->ptr, jv_string_value(key));
+
+				pp->schema = child;
+				rc = regex_compile(c, &pp->re, jv_string_value(key),
+						   (size_t)jv_string_length_bytes(jv_copy(key)));
+				buf_truncate(&c->ptr, mid);
+				if (rc == 0)
+					n->npprops++;
+			}
+		}
+		jv_free(key);
+		jv_free(sub);
+	}
+	buf_truncate(&c->ptr, old);
+	return rc;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decode %XX escapes (a $ref is a URI reference); -1 on a bad escape. */
+static int percent_decode(char **out, const char *s)
+{
+	struct buf b = BUF_INIT;
+
+	for (const char *p = s; *p; p++) {
+		if (*p != '%') {
+			buf_addch(&b, *p);
+			continue;
+		}
+		int hi = hex_value(p[1]);
+		int lo = hi < 0 ? -1 : hex_value(p[2]);
+
+		if (lo < 0 || (hi == 0 && lo == 0)) {
+			buf_release(&b);
+			return -1;
+		}
+		buf_addch(&b, (char)(hi * 16 + lo));
+		p += 2;
+	}
+	*out = buf_detach(&b, NULL);
+	return 0;
+}
+
+static int kw_ref(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	(void)kw;
+	(void)depth;
+	if (jv_get_kind(val) != JV_KIND_STRING)
+		return compile_error(c, "'$ref' must be a string");
+	n->ref_text = xstrdup(jv_string_value(val));
+	return 0;
+}
+
+static int kw_items(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	if (jv_get_kind(val) == JV_KIND_ARRAY)
+		return compile_error(c, "unsupported 'items' array (draft 2019-09 and older); "
+				     "use 'prefixItems'");
+	return kw_schema(c, n, val, kw, depth);
+}
+
+static const struct {
+	const char *name;
+	keyword_fn fn;
+} keywords[] = {
+	{ "$schema", kw_string_annotation }, { "$id", kw_id },
+	{ "$comment", kw_string_annotation }, { "title", kw_string_annotation },
+	{ "description", kw_string_annotation }, { "format", kw_string_annotation },
+	{ "default", kw_annotation }, { "examples", kw_annotation },
+	{ "deprecated", kw_annotation }, { "readOnly", kw_annotation },
+	{ "writeOnly", kw_annotation },
+	{ "type", kw_type }, { "enum", kw_enum }, { "const", kw_const },
+	{ "properties", kw_schema_map }, { "patternProperties", kw_schema_map },
+	{ "$defs", kw_schema_map }, { "definitions", kw_schema_map },
+	{ "additionalProperties", kw_schema }, { "not", kw_schema },
+	{ "items", kw_items }, { "prefixItems", kw_schema_array },
+	{ "allOf", kw_schema_array }, { "anyOf", kw_schema_array }, { "oneOf", kw_schema_array },
+	{ "required", kw_required }, { "pattern", kw_pattern }, { "uniqueItems", kw_unique },
+	{ "minItems", kw_limit }, { "maxItems", kw_limit }, { "minLength", kw_limit },
+	{ "maxLength", kw_limit }, { "minProperties", kw_limit }, { "maxProperties", kw_limit },
+	{ "minimum", kw_limit }, { "maximum", kw_limit }, { "exclusiveMinimum", kw_limit },
+	{ "exclusiveMaximum", kw_limit }, { "multipleOf", kw_limit },
+	{ "$ref", kw_ref },
+};
+
+static int compile_keyword(struct compiler *c, struct node *n, const char *kw, jv val, int depth)
+{
+	for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
+		if (strcmp(kw, keywords[i].name) == 0)
+			return keywords[i].fn(c, n, val, kw, depth);
+	return compile_error(c, "unsupported keyword '%s'", kw);
+}
+
+/* Compile one subschema.  Consumes doc.  NULL with a message on error. */
+static struct node *compile_node(struct compiler *c, jv doc, int depth)
+{
+	struct node *n;
+	int rc = 0;
+
+	if (depth > MAX_SCHEMA_DEPTH) {
+		jv_free(doc);
+		compile_error(c, "schema nested deeper than %d levels", MAX_SCHEMA_DEPTH);
+		return NULL;
+	}
+	switch (jv_get_kind(doc)) {
+	case JV_KIND_TRUE:
+	case JV_KIND_FALSE:
+		n = node_new(c);
+		n->is_bool = 1;
+		n->bool_value = jv_get_kind(doc) == JV_KIND_TRUE;
+		jv_free(doc);
+		return n;
+	case JV_KIND_OBJECT:
+		break;
+	default:
+		jv_free(doc);
+		compile_error(c, "a schema must be an object or a boolean");
+		return NULL;
+	}
+	n = node_new(c);
+	jv_object_foreach(doc, key, val) {
+		if (rc == 0)
+			rc = compile_keyword(c, n, jv_string_value(key), val, depth);
+		jv_free(key);
+		jv_free(val);
+	}
+	jv_free(doc);
+	return rc == 0 ? n : NULL;
+}
+
+struct node *schema_find_pointer(const struct schema *s, const char *pointer)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->nodes[i]->pointer, pointer) == 0)
+			return s->nodes[i];
+	return NULL;
+}
+
+/*
+ * The fragment of a $ref that stays inside this document: "#..." itself, or
+ * the part after the root's own $id ("urn:x#/$defs/a" in a schema whose $id
+ * is "urn:x").  NULL for anything else (another document).
+ */
+static const char *local_fragment(const struct schema *s, const char *ref)
+{
+	size_t idlen = s->id ? strlen(s->id) : 0;
+
+	if (ref[0] == '#')
+		return ref;
+	if (idlen && strncmp(ref, s->id, idlen) == 0 && ref[idlen] == '\0')
+		return "#";
+	if (idlen && strncmp(ref, s->id, idlen) == 0 && ref[idlen] == '#')
+		return ref + idlen;
+	return NULL;
+}
+
+static int resolve_ref(struct schema *s, struct node *n)
+{
+	const char *frag = local_fragment(s, n->ref_text);
+
+	if (!frag)
+		return forge_error("#%s: unsupported $ref '%s' (only refs within this document "
+				   "are supported)", n->pointer, n->ref_text);
+	if (frag[1] != '\0' && frag[1] != '/')
+		return forge_error("#%s: unsupported $ref '%s' (anchors are not supported)",
+				   n->pointer, n->ref_text);
+	if (percent_decode(&n->ref, frag + 1) < 0)
+		return forge_error("#%s: malformed percent-escape in $ref '%s'", n->pointer,
+				   n->ref_text);
+	n->ref_target = schema_find_pointer(s, n->ref);
+	if (!n->ref_target)
+		return forge_error("#%s: $ref '%s' does not point to a schema in this document",
+				   n->pointer, n->ref_text);
+	return 0;
+}
+
+/* After the whole document is compiled, so refs may point forward. */
+static int resolve_refs(struct schema *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->nodes[i]->ref_text && resolve_ref(s, s->nodes[i]) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * $ref, allOf, anyOf, oneOf and not apply their subschemas to the same
+ * instance; a cycle made only of those edges would recurse forever on any
+ * input, so it is refused here (depth-first search, 1 = on the stack).
+ */
+static int check_cycles_from(const struct schema *s, struct node *n, unsigned char *state)
+{
+	const struct node_list *lists[] = { &n->all_of, &n->any_of, &n->one_of };
+	struct node *single[] = { n->ref_target, n->not_ };
+
+	if (state[n->index] == 2)
+		return 0;
+	if (state[n->index] == 1)
+		return forge_error("#%s: $ref cycle that never descends into the instance",
+				   n->pointer);
+	state[n->index] = 1;
+	for (size_t i = 0; i < 2; i++)
+		if (single[i] && check_cycles_from(s, single[i], state) < 0)
+			return -1;
+	for (size_t l = 0; l < 3; l++)
+		for (size_t i = 0; i < lists[l]->n; i++)
+			if (check_cycles_from(s, lists[l]->v[i], state) < 0)
+				return -1;
+	state[n->index] = 2;
+	return 0;
+}
+
+static int check_cycles(const struct schema *s)
+{
+	unsigned char *state = xcalloc(s->n, 1);
+	int rc = 0;
+
+	for (size_t i = 0; i < s->n && rc == 0; i++)
+		rc = check_cycles_from(s, s->nodes[i], state);
+	free(state);
+	return rc;
+}
+
+int schema_compile(struct schema **out, jv doc)
+{
+	struct compiler c = { xcalloc(1, sizeof *c.s), BUF_INIT };
+
+	*out = NULL;
+	if (!compile_node(&c, doc, 0) || resolve_refs(c.s) < 0 || check_cycles(c.s) < 0) {
+		buf_release(&c.ptr);
+		schema_free(c.s);
+		return -1;
+	}
+	buf_release(&c.ptr);
+	*out = c.s;
+	return 0;
+}
+
+/* ----------------------------------------------------- embedded schemas -- */
+
+static struct cached {
+	char *name;
+	struct schema *schema;
+} *cache;
+static size_t ncache;
+
+const struct schema *schema_get(const char *name)
+{
+	const struct resource *r;
+	struct schema *s;
+
+	for (size_t i = 0; i < ncache; i++)
+		if (strcmp(cache[i].name, name) == 0)
+			return cache[i].schema;
+	r = resource_find(name);
+	if (!r) {
+		forge_error("no embedded schema '%s'", name);
+		return NULL;
+	}
+	jv doc = json_parse(r->data, r->len);
+	if (!jv_is_valid(doc)) {
+		char *m = json_invalid_msg(doc);
+
+		forge_error("schema '%s': %s", name, m);
+		free(m);
+		return NULL;
+	}
+	if (schema_compile(&s, doc) < 0) {
+		forge_error_prefix("schema '%s'", name);
+		return NULL;
+	}
+	cache = xrealloc(cache, (ncache + 1) * sizeof *cache);
+	cache[ncache].name = xstrdup(name);
+	cache[ncache].schema = s;
+	return cache[ncache++].schema;
+}

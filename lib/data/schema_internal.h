@@ -1,0 +1,112 @@
+/*
+ * schema_internal.h - the compiled form of a JSON Schema, shared by
+ * schema_compile.c (document -> node graph) and schema_validate.c (node graph
+ * x instance).  Not part of the library's public interface.
+ */
+#ifndef FORGE_SCHEMA_INTERNAL_H
+#define FORGE_SCHEMA_INTERNAL_H
+
+#include "core/buf.h"
+#include "data/schema.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Deeper than any sane schema; guards the C stack against hostile input. */
+#define MAX_SCHEMA_DEPTH 256
+#define MAX_VALIDATE_DEPTH 2048
+
+enum type_bit {
+	T_NULL = 1 << 0,
+	T_BOOLEAN = 1 << 1,
+	T_OBJECT = 1 << 2,
+	T_ARRAY = 1 << 3,
+	T_NUMBER = 1 << 4,
+	T_STRING = 1 << 5,
+	T_INTEGER = 1 << 6
+};
+
+struct type_name {
+	const char *name;
+	unsigned bit;
+};
+
+extern const struct type_name schema_type_names[7];
+
+
+
+/* Numeric limits, indexed into node.lim[]; a bit in node.has says it is set. */
+enum limit {
+	L_MIN_ITEMS, L_MAX_ITEMS, L_MIN_LENGTH, L_MAX_LENGTH, L_MIN_PROPS, L_MAX_PROPS,
+	L_MINIMUM, L_MAXIMUM, L_EXCL_MIN, L_EXCL_MAX, L_MULTIPLE_OF, L_COUNT
+};
+
+struct regex {
+	char *source;
+	pcre2_code *code;
+	pcre2_match_data *md;   /* reused: validation is single-threaded */
+};
+
+struct pattern_prop {
+	struct regex re;
+	struct node *schema;
+};
+
+struct node_list {
+	struct node **v;
+	size_t n;
+};
+
+struct node {
+	int is_bool;            /* a boolean schema: true or false */
+	int bool_value;
+	unsigned types;         /* 0 = any type */
+	double lim[L_COUNT];
+	unsigned has;           /* 1 << enum limit */
+	int has_enum, has_const, unique;
+	jv enum_vals, const_val;
+	jv prop_index;          /* object: name -> index into props (or null) */
+	struct node_list props;
+	struct pattern_prop *pprops;
+	size_t npprops;
+	struct node *additional;
+	jv required;            /* array of strings, or null */
+	struct node_list prefix;
+	struct node *items;
+	struct regex *pattern;
+	struct node_list all_of, any_of, one_of;
+	struct node *not_;
+	char *ref;              /* the $ref pointer, percent-decoded, without '#' */
+	char *ref_text;         /* as written, for messages */
+	struct node *ref_target;
+	char *pointer;          /* where this node is in the document ("" = root) */
+	size_t index;           /* position in schema.nodes */
+};
+
+struct schema {
+	struct node **nodes;    /* every node, owned; nodes[0] is the root */
+	size_t n, alloc;
+	char *id;               /* the root's $id, or NULL */
+};
+
+struct compiler {
+	struct schema *s;
+	struct buf ptr;         /* JSON pointer of the node being compiled */
+};
+
+/* Unanchored search of s[0..len) (JSON Schema patterns are not anchored). */
+bool schema_regex_search(const struct regex *re, const char *s, size_t len);
+
+/* The node registered under a JSON pointer ("" = root), or NULL.  Borrowed. */
+struct node *schema_find_pointer(const struct schema *s, const char *pointer);
+
+/* Append "/token" (escaped as a JSON pointer) to b; returns the old length. */
+size_t schema_ptr_push(struct buf *b, const char *token);
+
+/* Validate instance (borrowed) against node n; 0 or -1 with the message. */
+int schema_validate_node(const struct node *n, jv instance);
+
+#endif

@@ -1,0 +1,515 @@
+/* stream.c - JSON-lines reading and writing; see stream.h. */
+#include "data/stream.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/secret.h"
+#include "data/schema.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reading ---------------------------------------------------------- */
+
+/*
+ * A line reader that never holds more than `max` bytes of one line: the
+ * rest of an oversized line is skipped, not buffered, so a hostile input
+ * cannot exhaust memory.
+ */
+struct line_reader {
+	int fd;
+	char chunk[1 << 16];
+	size_t pos, len;
+	bool eof, error;
+	const struct stream_options *opt;
+};
+
+enum line_status { LINE_OK, LINE_LAST_NO_NEWLINE, LINE_TOO_LONG, LINE_EOF, LINE_READ_ERROR };
+
+/*
+ * read(2), not fread: a pipe delivers records as they are written, and
+ * fread would wait for a whole buffer.  Before blocking, on_idle lets the
+ * caller finish work (commit a batch) so nothing waits on a quiet writer.
+ */
+static bool fill(struct line_reader *r)
+{
+	ssize_t n;
+
+	if (r->eof || r->error)
+		return false;
+	if (r->opt->on_idle) {
+		struct pollfd p = { .fd = r->fd, .events = POLLIN };
+		if (poll(&p, 1, 0) == 0)
+			r->opt->on_idle(r->opt->payload);
+	}
+	r->pos = 0;
+	do
+		n = read(r->fd, r->chunk, sizeof r->chunk);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		r->error = true;
+	r->len = n > 0 ? (size_t)n : 0;
+	if (n == 0)
+		r->eof = true;
+	return n > 0;
+}
+
+static enum line_status read_line(struct line_reader *r, struct buf *line, size_t max)
+{
+	bool too_long = false, any = false;
+
+	buf_reset(line);
+	for (;;) {
+		if (r->pos == r->len && !fill(r))
+			break;
+		any = true;
+		char *start = r->chunk + r->pos;
+		size_t avail = r->len - r->pos;
+		char *nl = memchr(start, '\n', avail);
+		size_t n = nl ? (size_t)(nl - start) : avail;
+
+		if (!too_long && line->len + n > max)
+			too_long = true;
+		if (!too_long)
+			buf_add(line, start, n);
+		r->pos += n + (nl ? 1 : 0);
+		if (nl)
+			return too_long ? LINE_TOO_LONG : LINE_OK;
+	}
+	if (r->error)
+		return LINE_READ_ERROR;
+	if (!any)
+		return LINE_EOF;
+	return too_long ? LINE_TOO_LONG : LINE_LAST_NO_NEWLINE;
+}
+
+void stream_input_init(struct stream_input *in)
+{
+	memset(in, 0, sizeof *in);
+	in->state = jv_null();
+	in->task = jv_null();
+	in->raw = jv_null();
+}
+
+void stream_input_release(struct stream_input *in)
+{
+	jv_free(in->state);
+	jv_free(in->task);
+	jv_free(in->raw);
+	stream_input_init(in);
+}
+
+static bool is_blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+			return false;
+	return true;
+}
+
+static void remember_trace(struct stream_input *in, jv rec)
+{
+	const char *t = json_get_str(rec, "trace_id");
+
+	if (t && *t)
+		snprintf(in->trace_id, sizeof in->trace_id, "%s", t);
+}
+
+int stream_task_check(const char *text, size_t len)
+{
+	if (is_blank(text, len))
+		return forge_error("the task is empty: say what to do");
+	if (len > STREAM_TASK_MAX)
+		return forge_error("the task is %zu bytes, more than the limit of %u bytes", len,
+				   STREAM_TASK_MAX);
+	if (memchr(text, '\0', len))
+		return forge_error("the task holds a NUL character");
+	if (!json_utf8_valid(text, len))
+		return forge_error("the task is not valid UTF-8");
+	return 0;
+}
+
+static jv task_from_text(const char *s, size_t n)
+{
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) {
+		s++;
+		n--;
+	}
+	return json_set(jv_object(), "description", jv_string_sized(s, (int)n));
+}
+
+/* {"task": "text"} or {"task": {"description": …}} → a task object. */
+static int task_from_bare(jv *out, jv rec)
+{
+	jv t = json_get(rec, "task");
+	int rc = 0;
+
+	char *where = NULL;
+	if (json_find_nul(&where, t) < 0) {
+		rc = forge_error("'task%s%s' holds a NUL character (\\u0000); a task cannot", *where ? "." : "",
+				 where);
+		free(where);
+		jv_free(t);
+		return rc;
+	}
+	if (jv_get_kind(t) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(t)) > 0) {
+		if (stream_task_check(jv_string_value(t), (size_t)jv_string_length_bytes(jv_copy(t))) < 0) {
+			jv_free(t);
+			return -1;
+		}
+		*out = json_set(jv_object(), "description", t);
+		return 0;
+	}
+	if (jv_get_kind(t) == JV_KIND_OBJECT && json_get_str(t, "description") &&
+	    *json_get_str(t, "description")) {
+		*out = t;
+		return 0;
+	}
+	rc = forge_error("'task' must be a non-empty string or an object with a 'description'");
+	jv_free(t);
+	return rc;
+}
+
+static int check_schema(const char *name, jv rec, bool validate)
+{
+	if (!validate)
+		return 0;
+	const struct schema *s = schema_get(name);
+	if (!s)
+		return -1;
+	return schema_validate(s, rec);
+}
+
+/* One JSON line: forward it, keep it, or fail. */
+static int take_record(struct stream_input *in, const char *line, size_t len,
+		       struct stream_out *fwd, const struct stream_options *opt)
+{
+	jv rec = json_parse(line, len);
+	int rc = 0;
+
+	if (!jv_is_valid(rec)) {
+		char *m = json_invalid_msg(rec);
+		rc = forge_error("malformed JSON: %s", m);
+		free(m);
+		return rc;
+	}
+	if (jv_get_kind(rec) != JV_KIND_OBJECT) {
+		rc = forge_error("expected a JSON object, got %s", jv_kind_name(jv_get_kind(rec)));
+		goto out;
+	}
+	remember_trace(in, rec);
+	const char *kind = json_get_str(rec, "kind");
+	if (!kind) {
+		if (!json_has(rec, "task")) {
+			rc = forge_error("record has no \"kind\"; expected an event, a state, or {\"task\": …}");
+			goto out;
+		}
+		jv task;
+		if (task_from_bare(&task, rec) < 0) {
+			rc = -1;
+			goto out;
+		}
+		jv_free(in->task);
+		in->task = task;
+		goto out;
+	}
+	if (strcmp(kind, "state") == 0) {
+		jv v = json_get(rec, "v");
+		if (jv_get_kind(v) == JV_KIND_NUMBER && jv_number_value(v) > FORGE_PROTOCOL_VERSION) {
+			rc = forge_error("state of protocol version %g; this forge speaks version %d: upgrade forge",
+					 jv_number_value(v), FORGE_PROTOCOL_VERSION);
+			jv_free(v);
+			goto out;
+		}
+		jv_free(v);
+		if (check_schema("state.schema.json", rec, opt->validate) < 0) {
+			rc = forge_error_prefix("state does not match its schema");
+			goto out;
+		}
+		/* The task's strings become paths, refs and branch names. */
+		jv task = json_get(rec, "task");
+		char *where = NULL;
+		if (json_find_nul(&where, task) < 0) {
+			rc = forge_error("state's 'task%s%s' holds a NUL character (\\u0000)", *where ? "." : "",
+					 where);
+			free(where);
+			jv_free(task);
+			goto out;
+		}
+		jv_free(task);
+		if (opt->forward_states && fwd) {
+			if (stream_write_raw(fwd, line, len) < 0) {
+				rc = STREAM_OUTPUT_FAILED;
+				goto out;
+			}
+			in->forwarded++;
+		}
+		jv_free(in->state);
+		in->state = jv_copy(rec);
+		goto out;
+	}
+	if (strcmp(kind, "event") == 0 && check_schema("event.schema.json", rec, opt->validate) < 0) {
+		rc = forge_error_prefix("event does not match its schema");
+		goto out;
+	}
+	/* Events and unknown kinds pass through byte for byte. */
+	if (fwd && stream_write_raw(fwd, line, len) < 0) {
+		rc = STREAM_OUTPUT_FAILED;
+		goto out;
+	}
+	in->forwarded++;
+	if (opt->on_record && strcmp(kind, "event") == 0)
+		rc = opt->on_record(rec, line, len, opt->payload);
+out:
+	jv_free(rec);
+	return rc;
+}
+
+/* Input that is not JSON lines: offer it to the hook, else it is the task. */
+static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *text,
+		    const struct stream_options *opt, size_t max)
+{
+	/* text already holds the first line; the rest follows as it is. */
+	do {
+		if (r->pos < r->len && buf_add(text, r->chunk + r->pos, r->len - r->pos) < 0)
+			return forge_error("input is longer than the limit of %zu bytes", max);
+		r->pos = r->len;
+	} while (fill(r));
+	if (r->error)
+		return forge_error("cannot read the input: %s", strerror(errno));
+	if (!json_utf8_valid(text->buf, text->len))
+		return forge_error("invalid UTF-8");
+	const char *nul = memchr(text->buf, '\0', text->len);
+	if (nul) {
+		/* Name the line it is on: text starts at line in->lines. */
+		for (const char *p = text->buf; p < nul; p++)
+			in->lines += *p == '\n';
+		return forge_error("NUL byte in the text input: a task or a diff cannot hold one");
+	}
+	if (opt->raw_hook) {
+		int took = opt->raw_hook(text->buf, text->len, opt->payload);
+		if (took < 0)
+			return -1;
+		if (took > 0) {
+			in->raw = jv_string_sized(text->buf, (int)text->len);
+			return 0;
+		}
+	}
+	if (text->len > STREAM_TASK_MAX)
+		return forge_error("the task is %zu bytes, more than the limit of %u bytes", text->len,
+				   STREAM_TASK_MAX);
+	in->task = task_from_text(text->buf, text->len);
+	return 0;
+}
+
+int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
+		const struct stream_options *opt)
+{
+	static const struct stream_options defaults;
+	struct line_reader *r = xcalloc(1, sizeof *r);
+	size_t max = opt && opt->max_line ? opt->max_line : STREAM_MAX_LINE_DEFAULT;
+	struct buf line = BUF_INIT;
+	bool seen_content = false;
+	int rc = 0;
+
+	if (!opt)
+		opt = &defaults;
+	r->fd = fileno(from);
+	r->opt = opt;
+	for (;;) {
+		enum line_status st = read_line(r, &line, max);
+
+		if (st == LINE_EOF)
+			break;
+		in->lines++;
+		if (st == LINE_READ_ERROR) {
+			rc = forge_error("cannot read the input: %s", strerror(errno));
+			break;
+		}
+		if (st == LINE_TOO_LONG) {
+			rc = forge_error("record is longer than the limit of %zu bytes (stream.max_line_bytes)", max);
+			break;
+		}
+		if (is_blank(line.buf, line.len))
+			continue;
+		if (!seen_content) {
+			seen_content = true;
+			size_t i = 0;
+			while (i < line.len && (line.buf[i] == ' ' || line.buf[i] == '\t'))
+				i++;
+			if (line.buf[i] != '{' && line.buf[i] != '[') {
+				/* Raw text keeps its newlines: put this one back. */
+				line.max = max;
+				if (st == LINE_OK)
+					buf_addch(&line, '\n');
+				rc = take_raw(in, r, &line, opt, max);
+				break;
+			}
+		}
+		const char *nul = memchr(line.buf, '\0', line.len);
+		if (nul) {
+			rc = forge_error("NUL byte at column %zu: JSON text cannot hold one (a string writes it \\u0000)",
+					 (size_t)(nul - line.buf) + 1);
+			break;
+		}
+		rc = take_record(in, line.buf, line.len, fwd, opt);
+		if (rc == -1 && st == LINE_LAST_NO_NEWLINE)
+			rc = forge_error_prefix("truncated last line (no newline at the end of the input)");
+		if (rc != 0)
+			break;
+	}
+	if (rc == -1)
+		in->error_line = in->lines;
+	in->empty = !seen_content && rc == 0;
+	buf_release(&line);
+	free(r);
+	return rc;
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+void stream_out_init(struct stream_out *out, FILE *f, const char *source, const char *phase)
+{
+	memset(out, 0, sizeof *out);
+	out->f = f;
+	out->source = source;
+	out->phase = phase;
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void stream_out_set_trace(struct stream_out *out, const char *trace_id)
+{
+	snprintf(out->trace_id, sizeof out->trace_id, "%s", trace_id ? trace_id : "");
+}
+
+static int note_failure(struct stream_out *out)
+{
+	if (!out->failed) {
+		out->failed = true;
+		out->err = errno ? errno : EIO;
+	}
+	return -1;
+}
+
+int stream_write_raw(struct stream_out *out, const char *line, size_t len)
+{
+	if (out->failed)
+		return -1;
+	errno = 0;
+	if (llm_secret_in(line, len)) {
+		/* A key that reached a record is redacted by value (llm.h). */
+		size_t n;
+		char *clean = llm_redact_mem(line, len, &n);
+		bool bad = fwrite(clean, 1, n, out->f) != n;
+		free(clean);
+		if (bad || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
+			return note_failure(out);
+		return 0;
+	}
+	if (fwrite(line, 1, len, out->f) != len || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
+		return note_failure(out);
+	return 0;
+}
+
+int stream_write(struct stream_out *out, jv rec)
+{
+	if (out->failed) {
+		jv_free(rec);
+		return -1;
+	}
+	jv text = jv_dump_string(rec, 0);
+	int rc = stream_write_raw(out, jv_string_value(text),
+				  (size_t)jv_string_length_bytes(jv_copy(text)));
+	jv_free(text);
+	return rc;
+}
+
+int stream_write_state(struct stream_out *out, jv state)
+{
+	if (check_schema("state.schema.json", state, true) < 0) {
+		jv_free(state);
+		return forge_error_prefix("refusing to write a state that does not match its schema");
+	}
+	return stream_write(out, state);
+}
+
+jv stream_event_new(const struct stream_out *out, const char *type, jv payload)
+{
+	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
+	jv ev = jv_object();
+
+	ulid_new(id);
+	timestamp_now(ts);
+	if (jv_get_kind(payload) == JV_KIND_NULL) {
+		jv_free(payload);
+		payload = jv_object();
+	}
+	ev = json_set(ev, "kind", jv_string("event"));
+	ev = json_set(ev, "id", jv_string(id));
+	ev = json_set(ev, "trace_id", jv_string(out->trace_id));
+	ev = json_set(ev, "ts", jv_string(ts));
+	ev = json_set(ev, "source", jv_string(out->source));
+	ev = json_set(ev, "phase", json_str_or_null(out->phase));
+	ev = json_set(ev, "type", jv_string(type));
+	return json_set(ev, "payload", payload);
+}
+
+int stream_emit_full(struct stream_out *out, const char *type, jv payload, jv cost,
+		     long long duration_ms)
+{
+	jv ev = stream_event_new(out, type, payload);
+
+	if (jv_get_kind(cost) != JV_KIND_NULL)
+		ev = json_set(ev, "cost", cost);
+	else
+		jv_free(cost);
+	if (duration_ms >= 0)
+		ev = json_set(ev, "duration_ms", jv_number((double)duration_ms));
+	return stream_write(out, ev);
+}
+
+int stream_emit(struct stream_out *out, const char *type, jv payload)
+{
+	return stream_emit_full(out, type, payload, jv_null(), -1);
+}
+
+int stream_reject(struct stream_out *out, const struct stream_input *in, const char *reason)
+{
+	jv payload = jv_object();
+
+	if (!out->trace_id[0]) {
+		char id[ULID_LEN + 1];
+		if (in && in->trace_id[0]) {
+			stream_out_set_trace(out, in->trace_id);
+		} else {
+			ulid_new(id);
+			stream_out_set_trace(out, id);
+		}
+	}
+	if (in && in->error_line) {
+		fprintf(stderr, "%s: line %lu: %s\n", out->source, in->error_line, reason);
+		payload = json_set(payload, "line", jv_number((double)in->error_line));
+	} else {
+		fprintf(stderr, "%s: %s\n", out->source, reason);
+		payload = json_set(payload, "line", jv_null());
+	}
+	payload = json_set(payload, "reason", jv_string(reason));
+	stream_emit(out, "input.rejected", payload);
+	return FORGE_EXIT_USAGE;
+}
+
+int stream_out_status(const struct stream_out *out, int status)
+{
+	if (!out->failed)
+		return status;
+	if (out->err == EPIPE)
+		return FORGE_EXIT_PIPE;
+	fprintf(stderr, "%s: cannot write to standard output: %s\n", out->source, strerror(out->err));
+	return FORGE_EXIT_DEPENDENCY;
+}

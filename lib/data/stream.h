@@ -1,0 +1,154 @@
+/*
+ * stream.h - the JSON-lines stream between forge programs (DESIGN.md §2).
+ *
+ * Reading.  stream_read() reads a whole input: each line is parsed on its
+ * own (so one bad line cannot poison the rest), events and records of
+ * unknown kinds are forwarded unchanged (their original bytes) as they are
+ * read, and the last state record is kept as the program's input.  A bare
+ * {"task": …} object, or input that is not JSON lines at all (plain text),
+ * becomes the task; a program may claim non-JSON input first with a raw
+ * hook (forge-review takes a unified diff).  The first non-blank character
+ * decides: '{' or '[' means JSON lines, anything else raw text.
+ *
+ * Bad input - malformed JSON, a truncated last line, a line over the size
+ * limit, invalid UTF-8, a record that fails its schema, a state of a newer
+ * protocol version - stops reading: stream_read() returns -1 with the line
+ * number and reason, and stream_reject() then reports it the one way every
+ * program must (one line on stderr, an input.rejected event on stdout) and
+ * returns exit status 2.  Everything read before the bad line has already
+ * been forwarded.
+ *
+ * Writing.  struct stream_out writes one record per line and flushes it.
+ * Errors are sticky like stdio's: after a failed write (EPIPE when the
+ * reader went away) further writes do nothing, `failed` is set, and
+ * stream_out_status() says what to exit with.
+ */
+#ifndef FORGE_STREAM_H
+#define FORGE_STREAM_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/ids.h"
+
+#define STREAM_MAX_LINE_DEFAULT (16u << 20)
+
+/* The longest task description (bytes) a program takes, however it comes:
+ * forge run TASK, --task, {"task": …} or plain text on stdin. */
+#define STREAM_TASK_MAX (64u << 10)
+
+/*
+ * Check a task description given by a person: not blank, at most
+ * STREAM_TASK_MAX bytes, valid UTF-8, no NUL.  0, or -1 with a message
+ * ("the task is empty", …).
+ */
+int stream_task_check(const char *text, size_t len);
+
+struct stream_options {
+	size_t max_line;        /* bytes; 0 = STREAM_MAX_LINE_DEFAULT */
+	bool forward_states;    /* pass state records through too (forge-events store) */
+	bool validate;          /* check events and states against their schemas */
+	/*
+	 * Offered the whole input when it is not JSON lines.  Returns 1 when it
+	 * took the input (stream_input.raw is set), 0 to decline (the text
+	 * becomes the task), -1 with forge_error() to reject it as bad input.
+	 */
+	int (*raw_hook)(const char *text, size_t len, void *payload);
+	/*
+	 * Called for each event (after it is forwarded) with the record
+	 * (borrowed) and its original line; a non-zero return stops reading and
+	 * is passed back from stream_read (forge-events store persists here).
+	 */
+	int (*on_record)(jv rec, const char *line, size_t len, void *payload);
+	/* Called when no input is ready, just before waiting for more. */
+	void (*on_idle)(void *payload);
+	void *payload;
+};
+
+struct stream_input {
+	jv state;               /* the last state record, or jv_null() */
+	jv task;                /* {"description": …} from {"task": …} or plain text, or jv_null() */
+	jv raw;                 /* the input taken by raw_hook, as a string, or jv_null() */
+	unsigned long lines;    /* lines read */
+	unsigned long forwarded;/* records forwarded */
+	bool empty;             /* the input had nothing but white space */
+	char trace_id[128];     /* trace of the last record seen, "" when none */
+	unsigned long error_line; /* after a failure: the line at fault (0: none) */
+};
+
+/* Zero in, with jv_null() members. */
+void stream_input_init(struct stream_input *in);
+void stream_input_release(struct stream_input *in);
+
+struct stream_out;
+
+/* stream_read() stopped because writing to fwd failed (see fwd->failed). */
+#define STREAM_OUTPUT_FAILED (-2)
+
+/*
+ * Read `from` to the end (with read(2) on its descriptor: `from` must not
+ * have been read through stdio before), forwarding to `fwd` (may be NULL).  Returns 0, -1
+ * for bad input (message from forge_last_error(), in->error_line set),
+ * STREAM_OUTPUT_FAILED, or the non-zero value an on_record callback
+ * returned.
+ */
+int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
+		const struct stream_options *opt);
+
+struct stream_out {
+	FILE *f;
+	const char *source;     /* program name: "forge-review" */
+	const char *phase;      /* "review", or NULL */
+	char trace_id[128];
+	bool failed;
+	int err;                /* errno of the failed write */
+};
+
+/* Set up writing to f.  Also ignores SIGPIPE so a closed reader shows up as
+ * EPIPE on write instead of killing the process mid-transaction. */
+void stream_out_init(struct stream_out *out, FILE *f, const char *source, const char *phase);
+void stream_out_set_trace(struct stream_out *out, const char *trace_id);
+
+/* Write one record as a line and flush.  Consumes rec.  -1 once failed. */
+int stream_write(struct stream_out *out, jv rec);
+
+/*
+ * Write a state record after checking it against state.schema.json, so a
+ * program never hands the next phase a state it would refuse.  Consumes
+ * state.  -1 with the schema error (nothing written) when it does not
+ * match: a bug in the program, not bad input.
+ */
+int stream_write_state(struct stream_out *out, jv state);
+
+/* Write an original line unchanged (len bytes, without its newline). */
+int stream_write_raw(struct stream_out *out, const char *line, size_t len);
+
+/*
+ * A new event record {"kind":"event","id","trace_id","ts","source","phase",
+ * "type","payload"}.  Consumes payload (jv_null() → {}).
+ */
+jv stream_event_new(const struct stream_out *out, const char *type, jv payload);
+
+/* Make and write an event.  Consumes payload. */
+int stream_emit(struct stream_out *out, const char *type, jv payload);
+
+/* Like stream_emit with the optional cost {"tokens","usd"} (consumed; null
+ * to omit) and duration (negative to omit). */
+int stream_emit_full(struct stream_out *out, const char *type, jv payload, jv cost,
+		     long long duration_ms);
+
+/*
+ * Report bad input the documented way: "PROG: line N: REASON" on stderr
+ * and an input.rejected event {"line","reason"} on out.  Returns
+ * FORGE_EXIT_USAGE (2).
+ */
+int stream_reject(struct stream_out *out, const struct stream_input *in, const char *reason);
+
+/* The exit status for a program that wanted to exit with `status`: status,
+ * or FORGE_EXIT_PIPE when the reader went away, or FORGE_EXIT_DEPENDENCY
+ * when stdout failed otherwise (after a message on stderr). */
+int stream_out_status(const struct stream_out *out, int status);
+
+#endif

@@ -1,0 +1,401 @@
+/* diff.c - unified diff parser; see diff.h. */
+#include "git/diff.h"
+#include "core/forge.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool starts(const char *s, size_t n, const char *prefix)
+{
+	size_t k = strlen(prefix);
+
+	return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+bool diff_looks_like(const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (starts(p, n, "diff --git ") || starts(p, n, "Index: ") || starts(p, n, "@@ -"))
+			return true;
+		if (starts(p, n, "--- ") && nl && starts(nl + 1, (size_t)(end - nl - 1), "+++ "))
+			return true;
+		p = nl ? nl + 1 : end;
+	}
+	return false;
+}
+
+/* A path from a header: timestamp cut, quotes undone, prefix removed. */
+static char *header_path(const char *s, size_t n, const char *prefix)
+{
+	char *out;
+	size_t o = 0;
+
+	if (n > 0 && s[0] == '"') {
+		out = xmalloc(n + 1);
+		for (size_t i = 1; i < n && s[i] != '"'; i++) {
+			char c = s[i];
+
+			if (c == '\\' && i + 1 < n) {
+				c = s[++i];
+				if (c >= '0' && c <= '7' && i + 2 < n) {
+					c = (char)(((s[i] - '0') << 6) | ((s[i + 1] - '0') << 3) | (s[i + 2] - '0'));
+					i += 2;
+				} else if (c == 'n') {
+					c = '\n';
+				} else if (c == 't') {
+					c = '\t';
+				}
+			}
+			out[o++] = c;
+		}
+		out[o] = '\0';
+	} else {
+		const char *tab = memchr(s, '\t', n);
+
+		if (tab)
+			n = (size_t)(tab - s);
+		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\r'))
+			n--;
+		out = xstrndup(s, n);
+	}
+	size_t k = strlen(prefix);
+	if (strcmp(out, "/dev/null") != 0 && strncmp(out, prefix, k) == 0)
+		memmove(out, out + k, strlen(out + k) + 1);
+	return out;
+}
+
+static struct diff_file *new_file(struct diff *d)
+{
+	d->files = xrealloc(d->files, (d->nfiles + 1) * sizeof *d->files);
+	struct diff_file *f = &d->files[d->nfiles++];
+
+	memset(f, 0, sizeof *f);
+	return f;
+}
+
+/* "diff --git a/x b/x": the paths, when they can be told apart. */
+static void git_header_paths(struct diff_file *f, const char *s, size_t n)
+{
+	const char *rest = s + 11;
+	size_t rn = n - 11;
+
+	if (rn > 2 && rest[0] == 'a' && rest[1] == '/') {
+		/* "a/P b/P": split in the middle when both halves are equal */
+		if (rn % 2 == 1) {
+			size_t half = (rn - 1) / 2;
+			if (rest[half] == ' ' && rest[half + 1] == 'b' &&
+			    memcmp(rest + 2, rest + half + 3, half - 2) == 0) {
+				f->old_path = xstrndup(rest + 2, half - 2);
+				f->path = xstrndup(rest + 2, half - 2);
+				return;
+			}
+		}
+		const char *b = NULL;
+		for (size_t i = 0; i + 3 < rn; i++)
+			if (rest[i] == ' ' && rest[i + 1] == 'b' && rest[i + 2] == '/')
+				b = rest + i;
+		if (b) {
+			f->old_path = xstrndup(rest + 2, (size_t)(b - rest - 2));
+			f->path = xstrndup(b + 3, (size_t)(rest + rn - b - 3));
+		}
+	}
+}
+
+static int parse_range(int *start, int *count, const char **p)
+{
+	char *end;
+	long v = strtol(*p, &end, 10);
+
+	if (end == *p || v < 0 || v > 100000000)
+		return -1;
+	*start = (int)v;
+	*count = 1;
+	if (*end == ',') {
+		const char *q = end + 1;
+		v = strtol(q, &end, 10);
+		if (end == q || v < 0 || v > 100000000)
+			return -1;
+		*count = (int)v;
+	}
+	*p = end;
+	return 0;
+}
+
+static int parse_hunk_header(struct diff_hunk *h, const char *s, size_t n)
+{
+	char *line = xstrndup(s, n);
+	const char *p = line + 3;
+	int rc = -1;
+
+	if (*p != '-')
+		goto out;
+	p++;
+	if (parse_range(&h->old_start, &h->old_count, &p) < 0 || *p != ' ' || p[1] != '+')
+		goto out;
+	p += 2;
+	if (parse_range(&h->new_start, &h->new_count, &p) < 0 || strncmp(p, " @@", 3) != 0)
+		goto out;
+	p += 3;
+	if (*p == ' ')
+		p++;
+	h->section = xstrdup(p);
+	rc = 0;
+out:
+	free(line);
+	return rc;
+}
+
+static void add_line(struct diff_hunk *h, char kind, const char *s, size_t n, int old_line,
+		     int new_line)
+{
+	if ((h->nlines & (h->nlines - 1)) == 0)
+		h->lines = xrealloc(h->lines, (h->nlines ? h->nlines * 2 : 4) * sizeof *h->lines);
+	struct diff_line *l = &h->lines[h->nlines++];
+
+	if (n > 0 && s[n - 1] == '\r')
+		n--;
+	l->kind = kind;
+	l->text = xstrndup(s, n);
+	l->old_line = kind == '+' ? 0 : old_line;
+	l->new_line = kind == '-' ? 0 : new_line;
+}
+
+int diff_parse(struct diff **out, const char *text, size_t len)
+{
+	struct diff *d = xcalloc(1, sizeof *d);
+	struct diff_file *f = NULL;
+	struct diff_hunk *h = NULL;
+	const char *p = text, *end = text + len;
+	unsigned long lineno = 0;
+	int rem_old = 0, rem_new = 0, old_no = 0, new_no = 0;
+	bool git_header = false, after_hunk = false, binary_data = false;
+
+	*out = NULL;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		const char *s = p;
+
+		p = nl ? nl + 1 : end;
+		lineno++;
+		if (rem_old > 0 || rem_new > 0) {
+			char c = n ? s[0] : ' ';
+
+			if (c == '\\')
+				continue;
+			if (c != ' ' && c != '+' && c != '-') {
+				forge_error("line %lu: hunk ends early: %d more old and %d more new lines expected",
+					    lineno, rem_old, rem_new);
+				goto fail;
+			}
+			if ((c != '+' && rem_old <= 0) || (c != '-' && rem_new <= 0)) {
+				forge_error("line %lu: hunk is longer than its header says", lineno);
+				goto fail;
+			}
+			add_line(h, c, n ? s + 1 : s, n ? n - 1 : 0, old_no, new_no);
+			if (c != '+') {
+				rem_old--;
+				old_no++;
+			}
+			if (c != '-') {
+				rem_new--;
+				new_no++;
+			}
+			if (c == '+') {
+				f->additions++;
+				d->additions++;
+			} else if (c == '-') {
+				f->deletions++;
+				d->deletions++;
+			}
+			after_hunk = rem_old == 0 && rem_new == 0;
+			continue;
+		}
+		if (binary_data) {
+			if (n == 0 || starts(s, n, "diff --git "))
+				binary_data = false;
+			if (n == 0)
+				continue;
+		}
+		if (starts(s, n, "diff --git ")) {
+			f = new_file(d);
+			h = NULL;
+			git_header = true;
+			after_hunk = false;
+			git_header_paths(f, s, n);
+			continue;
+		}
+		if (starts(s, n, "--- ") && p < end && starts(p, (size_t)(end - p), "+++ ")) {
+			if (!f || !git_header || f->nhunks > 0 || h) {
+				f = new_file(d);
+				h = NULL;
+			}
+			git_header = false;
+			after_hunk = false;
+			char *old = header_path(s + 4, n - 4, "a/");
+			free(f->old_path);
+			f->old_path = old;
+			continue;
+		}
+		if (starts(s, n, "+++ ") && f && !h && f->old_path) {
+			char *np = header_path(s + 4, n - 4, "b/");
+			if (strcmp(np, "/dev/null") == 0) {
+				f->deleted = true;
+				free(np);
+				np = xstrdup(f->old_path);
+			}
+			if (strcmp(f->old_path, "/dev/null") == 0) {
+				f->created = true;
+				free(f->old_path);
+				f->old_path = xstrdup(np);
+			}
+			free(f->path);
+			f->path = np;
+			continue;
+		}
+		if (starts(s, n, "@@ ")) {
+			if (!f || !f->path) {
+				forge_error("line %lu: hunk before any file header", lineno);
+				goto fail;
+			}
+			f->hunks = xrealloc(f->hunks, (f->nhunks + 1) * sizeof *f->hunks);
+			h = &f->hunks[f->nhunks++];
+			memset(h, 0, sizeof *h);
+			if (parse_hunk_header(h, s, n) < 0) {
+				forge_error("line %lu: bad hunk header '%.*s'", lineno, (int)(n > 80 ? 80 : n), s);
+				goto fail;
+			}
+			rem_old = h->old_count;
+			rem_new = h->new_count;
+			old_no = h->old_start;
+			new_no = h->new_start;
+			git_header = false;
+			after_hunk = rem_old == 0 && rem_new == 0;
+			continue;
+		}
+		if (f && git_header) {
+			if (starts(s, n, "new file mode"))
+				f->created = true;
+			else if (starts(s, n, "deleted file mode"))
+				f->deleted = true;
+			else if (starts(s, n, "rename from ")) {
+				free(f->old_path);
+				f->old_path = header_path(s + 12, n - 12, "");
+				f->renamed = true;
+			} else if (starts(s, n, "rename to ")) {
+				free(f->path);
+				f->path = header_path(s + 10, n - 10, "");
+				f->renamed = true;
+			} else if (starts(s, n, "Binary files ")) {
+				f->binary = true;
+			} else if (starts(s, n, "GIT binary patch")) {
+				f->binary = true;
+				binary_data = true;
+			}
+			continue;
+		}
+		if (after_hunk && n > 0 && (s[0] == '+' || (s[0] == '-' && !starts(s, n, "-- ")))) {
+			forge_error("line %lu: hunk is longer than its header says", lineno);
+			goto fail;
+		}
+		if (f && starts(s, n, "Binary files "))
+			f->binary = true;
+		/* anything else (a commit message, "index …", a signature) is skipped */
+	}
+	if (rem_old > 0 || rem_new > 0) {
+		forge_error("line %lu: diff ends inside a hunk: %d more old and %d more new lines expected",
+			    lineno, rem_old, rem_new);
+		goto fail;
+	}
+	if (d->nfiles == 0) {
+		forge_error("not a unified diff: no file header (\"diff --git\" or \"---\"/\"+++\") found");
+		goto fail;
+	}
+	for (size_t i = 0; i < d->nfiles; i++) {
+		if (!d->files[i].path) {
+			forge_error("a file in the diff has no path");
+			goto fail;
+		}
+		if (!d->files[i].old_path)
+			d->files[i].old_path = xstrdup(d->files[i].path);
+	}
+	*out = d;
+	return 0;
+fail:
+	diff_free(d);
+	return -1;
+}
+
+void diff_free(struct diff *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nfiles; i++) {
+		struct diff_file *f = &d->files[i];
+
+		for (size_t j = 0; j < f->nhunks; j++) {
+			for (size_t k = 0; k < f->hunks[j].nlines; k++)
+				free(f->hunks[j].lines[k].text);
+			free(f->hunks[j].lines);
+			free(f->hunks[j].section);
+		}
+		free(f->hunks);
+		free(f->path);
+		free(f->old_path);
+	}
+	free(d->files);
+	free(d);
+}
+
+const struct diff_file *diff_find(const struct diff *d, const char *path)
+{
+	if (!path)
+		return NULL;
+	if (path[0] == '.' && path[1] == '/')
+		path += 2;
+	for (size_t i = 0; i < d->nfiles; i++)
+		if (strcmp(d->files[i].path, path) == 0)
+			return &d->files[i];
+	return NULL;
+}
+
+static const struct diff_line *find_line(const struct diff_file *f, int line)
+{
+	for (size_t j = 0; j < f->nhunks; j++) {
+		const struct diff_hunk *h = &f->hunks[j];
+
+		if (line < h->new_start || line >= h->new_start + h->new_count)
+			continue;
+		for (size_t k = 0; k < h->nlines; k++)
+			if (h->lines[k].new_line == line)
+				return &h->lines[k];
+	}
+	return NULL;
+}
+
+const char *diff_added_line(const struct diff_file *f, int line)
+{
+	const struct diff_line *l = f ? find_line(f, line) : NULL;
+
+	return l && l->kind == '+' ? l->text : NULL;
+}
+
+const char *diff_new_line(const struct diff_file *f, int line)
+{
+	const struct diff_line *l = f ? find_line(f, line) : NULL;
+
+	return l ? l->text : NULL;
+}
+
+bool diff_in_hunk(const struct diff_file *f, int line)
+{
+	for (size_t j = 0; f && j < f->nhunks; j++)
+		if (line >= f->hunks[j].new_start && line < f->hunks[j].new_start + f->hunks[j].new_count)
+			return true;
+	return false;
+}

@@ -1,0 +1,519 @@
+/* git.c - the repository: open, resolve, merge base, fast-forward, push.
+ * Worktrees are in git_worktree.c; status, diff, commit and reset in
+ * git_diff.c. */
+#include "git/git_internal.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int forge_git_fail(const char *fmt, ...)
+{
+	const git_error *e = git_error_last();   /* may be NULL in 1.5 */
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	if (e && e->message && *e->message) {
+		size_t n = strlen(e->message);
+
+		while (n > 0 && (e->message[n - 1] == '\n' || e->message[n - 1] == '.'))
+			n--;
+		buf_adds(&b, ": ");
+		buf_add(&b, e->message, n);
+	}
+	forge_error("%s", b.buf);
+	buf_release(&b);
+	return -1;
+}
+
+char *forge_git_hex(const git_oid *id)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+
+	git_oid_tostr(hex, sizeof hex, id);
+	return xstrdup(hex);
+}
+
+int forge_git_signature(git_signature **out)
+{
+	if (git_signature_now(out, "Forge", "forge@localhost") < 0)
+		return forge_git_fail("cannot make a signature");
+	return 0;
+}
+
+char *forge_git_path(const char *a, const char *b)
+{
+	struct buf p = BUF_INIT;
+
+	buf_addf(&p, "%s/%s", a, b);
+	return buf_detach(&p, NULL);
+}
+
+/* True when HEAD is unborn and rev is "HEAD" or the branch it names. */
+static bool names_unborn_head(git_repository *repo, const char *rev)
+{
+	git_reference *head = NULL;
+	const char *target;
+	bool yes = false;
+
+	if (git_repository_head_unborn(repo) != 1)
+		return false;
+	if (strcmp(rev, "HEAD") == 0)
+		return true;
+	if (git_reference_lookup(&head, repo, "HEAD") < 0)
+		return false;
+	target = git_reference_symbolic_target(head);
+	if (target && (strcmp(target, rev) == 0 ||
+		       (strncmp(target, "refs/heads/", 11) == 0 && strcmp(target + 11, rev) == 0)))
+		yes = true;
+	git_reference_free(head);
+	return yes;
+}
+
+int forge_git_peel(git_oid *out, bool *out_unborn, git_repository *repo, const char *rev)
+{
+	git_object *obj = NULL, *commit = NULL;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	if (out_unborn)
+		*out_unborn = false;
+	if (!rev || !*rev)
+		return forge_error("an empty revision names no commit");
+	if (git_revparse_single(&obj, repo, rev) < 0) {
+		forge_git_fail("cannot resolve '%s'", rev);
+		if (out_unborn && names_unborn_head(repo, rev)) {
+			*out_unborn = true;
+			rc = 0;
+		}
+		goto out;
+	}
+	if (git_object_peel(&commit, obj, GIT_OBJECT_COMMIT) < 0) {
+		forge_git_fail("'%s' does not name a commit", rev);
+		goto out;
+	}
+	git_oid_cpy(out, git_object_id(commit));
+	rc = 0;
+out:
+	git_object_free(commit);
+	git_object_free(obj);
+	return rc;
+}
+
+static void strip_slash(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 1 && s[n - 1] == '/')
+		s[--n] = '\0';
+}
+
+int forge_git_open(struct forge_git **out, const char *path)
+{
+	struct forge_git *g = xcalloc(1, sizeof *g);
+	git_repository *found = NULL;
+	char resolved[PATH_MAX];
+	const char *shown = path ? path : ".";
+	int rc = -1;
+
+	*out = NULL;
+	git_libgit2_init();
+	if (!realpath(shown, resolved)) {
+		forge_error("cannot use repository '%s': %s", shown, strerror(errno));
+		goto out;
+	}
+	if (git_repository_open_ext(&found, resolved, 0, NULL) < 0) {
+		forge_git_fail("'%s' is not in a git repository", shown);
+		goto out;
+	}
+	if (git_repository_is_bare(found)) {
+		forge_error("'%s' is a bare repository; forge needs a working tree (clone it first)",
+			    shown);
+		goto out;
+	}
+	if (git_repository_is_worktree(found)) {
+		/* A linked worktree: its common directory is <root>/.git. */
+		char *common = xstrdup(git_repository_commondir(found));
+		char *slash;
+
+		strip_slash(common);
+		slash = strrchr(common, '/');
+		if (slash && slash != common)
+			*slash = '\0';
+		g->root = common;
+		if (git_repository_open_ext(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH,
+					    NULL) < 0) {
+			forge_git_fail("cannot open the main repository of '%s' at '%s'",
+				       shown, g->root);
+			goto out;
+		}
+	} else {
+		g->root = xstrdup(git_repository_workdir(found));
+		strip_slash(g->root);
+		g->repo = found;
+		found = NULL;
+	}
+	*out = g;
+	g = NULL;
+	rc = 0;
+out:
+	git_repository_free(found);
+	forge_git_free(g);
+	return rc;
+}
+
+void forge_git_free(struct forge_git *g)
+{
+	if (!g)
+		return;
+	git_repository_free(g->repo);
+	free(g->root);
+	free(g);
+	git_libgit2_shutdown();   /* balances the init in forge_git_open */
+}
+
+const char *forge_git_root(const struct forge_git *g)
+{
+	return g->root;
+}
+
+int forge_git_resolve(char **out, struct forge_git *g, const char *rev)
+{
+	git_oid id;
+
+	*out = NULL;
+	if (forge_git_peel(&id, NULL, g->repo, rev) < 0)
+		return -1;
+	*out = forge_git_hex(&id);
+	return 0;
+}
+
+bool forge_git_trace_valid(const char *trace)
+{
+	size_t n;
+
+	if (!trace)
+		return false;
+	n = strlen(trace);
+	if (n == 0 || n > 100)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = trace[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+		if (!alnum && (i == 0 || (c != '-' && c != '_')))
+			return false;
+	}
+	return true;
+}
+
+int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const char *b)
+{
+	git_oid ia, ib, base;
+	int e;
+
+	*out = NULL;
+	if (forge_git_peel(&ia, NULL, g->repo, a) < 0 || forge_git_peel(&ib, NULL, g->repo, b) < 0)
+		return -1;
+	e = git_merge_base(&base, g->repo, &ia, &ib);
+	if (e == GIT_ENOTFOUND)
+		return forge_error("'%s' and '%s' have no common ancestor", a, b);
+	if (e < 0)
+		return forge_git_fail("cannot find the merge base of '%s' and '%s'", a, b);
+	*out = forge_git_hex(&base);
+	return 0;
+}
+
+/* True when id is a root commit with an empty tree (a forge empty base). */
+static bool is_empty_root(git_repository *repo, const git_oid *id)
+{
+	git_commit *c = NULL;
+	bool yes = false;
+
+	if (git_commit_lookup(&c, repo, id) < 0)
+		return false;
+	if (git_commit_parentcount(c) == 0) {
+		git_tree *t = NULL;
+
+		if (git_commit_tree(&t, c) == 0 && git_tree_entrycount(t) == 0)
+			yes = true;
+		git_tree_free(t);
+	}
+	git_commit_free(c);
+	return yes;
+}
+
+int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
+			 const char *base_commit)
+{
+	git_oid now, then;
+	bool unborn;
+
+	*out = false;
+	if (forge_git_peel(&then, NULL, g->repo, base_commit) < 0)
+		return -1;
+	if (forge_git_peel(&now, &unborn, g->repo, base_ref) < 0)
+		return -1;
+	if (unborn)
+		*out = !is_empty_root(g->repo, &then);
+	else
+		*out = !git_oid_equal(&now, &then);
+	return 0;
+}
+
+/* Whether the main checkout has changes to tracked files (1), not (0). */
+static int main_checkout_dirty(struct forge_git *g)
+{
+	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+	git_status_list *list = NULL;
+	int dirty;
+
+	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	opts.flags = GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if (git_status_list_new(&list, g->repo, &opts) < 0)
+		return forge_git_fail("cannot read the status of '%s'", g->root);
+	dirty = git_status_list_entrycount(list) > 0;
+	git_status_list_free(list);
+	return dirty;
+}
+
+int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev)
+{
+	git_reference *ref = NULL, *head = NULL, *moved = NULL;
+	git_commit *commit = NULL;
+	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
+	struct buf name = BUF_INIT;
+	git_oid target;
+	const char *head_target = NULL;
+	bool in_main;
+	int e, rc = -1;
+
+	if (out)
+		*out = NULL;
+	if (strncmp(base_branch, "refs/heads/", 11) != 0)
+		buf_adds(&name, "refs/heads/");
+	buf_adds(&name, base_branch);
+	if (!git_reference_is_valid_name(name.buf)) {
+		forge_error("'%s' is not a valid branch name", base_branch);
+		goto out;
+	}
+	if (forge_git_peel(&target, NULL, g->repo, rev) < 0)
+		goto out;
+	if (git_reference_lookup(&head, g->repo, "HEAD") == 0)
+		head_target = git_reference_symbolic_target(head);
+	in_main = head_target && strcmp(head_target, name.buf) == 0;
+
+	e = git_reference_lookup(&ref, g->repo, name.buf);
+	if (e == GIT_ENOTFOUND) {
+		if (!in_main) {
+			forge_error("no branch '%s' to merge into", base_branch);
+			goto out;
+		}
+		/* The unborn branch of an empty repository: it is created below. */
+	} else if (e < 0) {
+		forge_git_fail("cannot read branch '%s'", base_branch);
+		goto out;
+	} else {
+		const git_oid *tip = git_reference_target(ref);
+
+		if (!tip) {
+			forge_error("'%s' is a symbolic reference, not a branch", base_branch);
+			goto out;
+		}
+		if (git_oid_equal(tip, &target)) {
+			if (out)
+				*out = forge_git_hex(&target);
+			rc = FORGE_GIT_NOTHING;
+			goto out;
+		}
+		e = git_graph_descendant_of(g->repo, &target, tip);
+		if (e < 0) {
+			forge_git_fail("cannot compare '%s' with '%s'", rev, base_branch);
+			goto out;
+		}
+		if (e == 0) {
+			forge_error("cannot fast-forward '%s' to '%s': the branches have diverged "
+				    "(rebase the run's branch, or merge by hand)", base_branch, rev);
+			goto out;
+		}
+		if (!in_main && git_branch_is_checked_out(ref) == 1) {
+			forge_error("cannot fast-forward '%s': it is checked out in another worktree",
+				    base_branch);
+			goto out;
+		}
+	}
+
+	if (in_main) {
+		e = main_checkout_dirty(g);
+		if (e < 0)
+			goto out;
+		if (e > 0) {
+			forge_error("cannot fast-forward '%s': '%s' has uncommitted changes to tracked "
+				    "files; commit or stash them first", base_branch, g->root);
+			goto out;
+		}
+		if (git_commit_lookup(&commit, g->repo, &target) < 0) {
+			forge_git_fail("cannot read commit '%s'", rev);
+			goto out;
+		}
+		copts.checkout_strategy = GIT_CHECKOUT_SAFE;
+		if (git_checkout_tree(g->repo, (const git_object *)commit, &copts) < 0) {
+			forge_git_fail("cannot fast-forward '%s': updating the files of '%s' failed",
+				       base_branch, g->root);
+			goto out;
+		}
+	}
+	if (ref)
+		e = git_reference_set_target(&moved, ref, &target, "forge: fast-forward");
+	else
+		e = git_reference_create(&moved, g->repo, name.buf, &target, 0, "forge: fast-forward");
+	if (e < 0) {
+		forge_git_fail("cannot move branch '%s'", base_branch);
+		goto out;
+	}
+	if (out)
+		*out = forge_git_hex(&target);
+	rc = 0;
+out:
+	git_reference_free(moved);
+	git_reference_free(ref);
+	git_reference_free(head);
+	git_commit_free(commit);
+	buf_release(&name);
+	return rc;
+}
+
+/* A ref name for one side of a push refspec: "x" becomes refs/heads/x. */
+static void add_full_ref(struct buf *b, const char *s, size_t n)
+{
+	if (!(n >= 5 && strncmp(s, "refs/", 5) == 0))
+		buf_adds(b, "refs/heads/");
+	buf_add(b, s, n);
+}
+
+struct push_state {
+	struct buf rejected;
+};
+
+static int on_push_update(const char *refname, const char *status, void *payload)
+{
+	struct push_state *st = payload;
+
+	if (status) {
+		if (st->rejected.len)
+			buf_adds(&st->rejected, ", ");
+		buf_addf(&st->rejected, "'%s' rejected: %s", refname, status);
+	}
+	return 0;
+}
+
+/*
+ * The URL to push to: remote.NAME.pushurl or remote.NAME.url of a configured
+ * remote, else `remote` itself (a URL or a path).  Read by hand because
+ * git_remote_lookup() and url.*.insteadOf handling in libgit2 1.5.1 leak
+ * PCRE2 match data on every call (fixed upstream by libgit2 PR #6382), and
+ * every forge test runs under LeakSanitizer; insteadOf is not applied.
+ */
+static int remote_url(struct buf *out, git_repository *repo, const char *remote)
+{
+	git_config *cfg = NULL;
+	git_buf value = GIT_BUF_INIT;
+	struct buf key = BUF_INIT;
+	int valid = 0, rc = -1;
+
+	if (git_remote_name_is_valid(&valid, remote) == 0 && valid) {
+		if (git_repository_config_snapshot(&cfg, repo) < 0) {
+			forge_git_fail("cannot read the configuration");
+			goto out;
+		}
+		static const char *const keys[] = { "pushurl", "url" };
+		for (size_t i = 0; i < 2; i++) {
+			buf_reset(&key);
+			buf_addf(&key, "remote.%s.%s", remote, keys[i]);
+			if (git_config_get_string_buf(&value, cfg, key.buf) == 0) {
+				buf_add(out, value.ptr, value.size);
+				rc = 0;
+				goto out;
+			}
+		}
+		if (!strchr(remote, '/') && !strchr(remote, ':') && !strchr(remote, '.')) {
+			forge_error("no remote '%s' (give a configured remote, a URL or a path)",
+				    remote);
+			goto out;
+		}
+	}
+	buf_adds(out, remote);
+	rc = 0;
+out:
+	git_buf_dispose(&value);
+	git_config_free(cfg);
+	buf_release(&key);
+	return rc;
+}
+
+int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
+{
+	git_remote *r = NULL;
+	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
+	struct buf url = BUF_INIT;
+	struct push_state st = { BUF_INIT };
+	struct buf spec = BUF_INIT;
+	const char *src = refspec, *colon;
+	char *specs[1];
+	git_strarray arr = { specs, 1 };
+	int rc = -1;
+
+	if (!refspec || !*refspec || !remote || !*remote) {
+		forge_error("push needs a remote and a refspec");
+		goto out;
+	}
+	if (*src == '+') {
+		buf_addch(&spec, '+');
+		src++;
+	}
+	colon = strchr(src, ':');
+	if (colon) {
+		add_full_ref(&spec, src, (size_t)(colon - src));
+		buf_addch(&spec, ':');
+		add_full_ref(&spec, colon + 1, strlen(colon + 1));
+	} else {
+		add_full_ref(&spec, src, strlen(src));
+		buf_addch(&spec, ':');
+		add_full_ref(&spec, src, strlen(src));
+	}
+	if (remote_url(&url, g->repo, remote) < 0)
+		goto out;
+	copts.repository = g->repo;
+	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
+		forge_git_fail("cannot use remote '%s'", remote);
+		goto out;
+	}
+	specs[0] = spec.buf;
+	opts.callbacks.push_update_reference = on_push_update;
+	opts.callbacks.payload = &st;
+	if (git_remote_push(r, &arr, &opts) < 0) {
+		forge_git_fail("cannot push '%s' to '%s'", refspec, remote);
+		goto out;
+	}
+	if (st.rejected.len) {
+		forge_error("push of '%s' to '%s' failed: %s", refspec, remote, st.rejected.buf);
+		goto out;
+	}
+	rc = 0;
+out:
+	git_remote_free(r);
+	buf_release(&url);
+	buf_release(&spec);
+	buf_release(&st.rejected);
+	return rc;
+}

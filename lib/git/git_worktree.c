@@ -1,0 +1,620 @@
+/* git_worktree.c - a run's worktree: create or reopen, list, remove. */
+#include "git/git_internal.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/forgedir.h"
+#include "core/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The names of one run: "forge/T", "refs/heads/forge/T", "refs/forge/T/base". */
+struct run_names {
+	struct buf branch, branch_ref, base_ref;
+};
+
+static void run_names_init(struct run_names *n, const char *trace)
+{
+	buf_init(&n->branch, 0);
+	buf_init(&n->branch_ref, 0);
+	buf_init(&n->base_ref, 0);
+	buf_addf(&n->branch, "forge/%s", trace);
+	buf_addf(&n->branch_ref, "refs/heads/forge/%s", trace);
+	buf_addf(&n->base_ref, "refs/forge/%s/base", trace);
+}
+
+static void run_names_release(struct run_names *n)
+{
+	buf_release(&n->branch);
+	buf_release(&n->branch_ref);
+	buf_release(&n->base_ref);
+}
+
+static int check_trace(const char *trace)
+{
+	if (!forge_git_trace_valid(trace))
+		return forge_error("'%s' is not a valid trace id (letters, digits, '-' and '_')",
+				   trace ? trace : "");
+	return 0;
+}
+
+static int make_dir(const char *path)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return forge_error("cannot create '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/*
+ * <root>/.forge/ with its .gitignore (forge_dir_ignore(): the database,
+ * worktrees and logs ignored; a user's own file left alone) and
+ * <root>/.forge/worktrees/.
+ */
+static int ensure_forge_dir(struct forge_git *g)
+{
+	char *dir = forge_git_path(g->root, ".forge");
+	char *wts = forge_git_path(dir, "worktrees");
+	int rc = -1;
+
+	if (make_dir(dir) < 0 || forge_dir_ignore(dir) < 0)
+		goto out;
+	if (make_dir(wts) < 0)
+		goto out;
+	/*
+	 * libgit2 creates <commondir>/worktrees itself and fails when another
+	 * process made it a moment before (runs started at once): make it
+	 * first, tolerating one that exists.
+	 */
+	char *admin = forge_git_path(git_repository_commondir(g->repo), "worktrees");
+	rc = make_dir(admin);
+	free(admin);
+out:
+	free(dir);
+	free(wts);
+	return rc;
+}
+
+/*
+ * Worktrees are made one process at a time.  git_worktree_add() asks
+ * git_branch_is_checked_out(), which opens every worktree of the
+ * repository; a sibling that another process is half-way through making
+ * cannot be opened, and that error is reported as "reference is already
+ * checked out".  An flock on <commondir>/forge-worktrees.lock orders the
+ * makers (it is released when the fd closes, also when a process dies).
+ * Returns the fd, or -1 with a message.
+ */
+static int lock_worktrees(struct forge_git *g)
+{
+	char *path = forge_git_path(git_repository_commondir(g->repo), "forge-worktrees.lock");
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		forge_error("cannot open '%s': %s", path, strerror(errno));
+	} else {
+		while (flock(fd, LOCK_EX) < 0) {
+			if (errno == EINTR)
+				continue;
+			forge_error("cannot lock '%s': %s", path, strerror(errno));
+			close(fd);
+			fd = -1;
+			break;
+		}
+	}
+	free(path);
+	return fd;
+}
+
+static char *worktree_dir(const struct forge_git *g, const char *trace)
+{
+	struct buf p = BUF_INIT;
+
+	buf_addf(&p, "%s/.forge/worktrees/%s", g->root, trace);
+	return buf_detach(&p, NULL);
+}
+
+/* A root commit with an empty tree, on no branch. */
+static int make_empty_base(git_oid *out, git_repository *repo)
+{
+	git_treebuilder *tb = NULL;
+	git_tree *tree = NULL;
+	git_signature *sig = NULL;
+	git_oid tree_id;
+	int rc = -1;
+
+	if (git_treebuilder_new(&tb, repo, NULL) < 0 || git_treebuilder_write(&tree_id, tb) < 0 ||
+	    git_tree_lookup(&tree, repo, &tree_id) < 0) {
+		forge_git_fail("cannot write an empty tree");
+		goto out;
+	}
+	if (forge_git_signature(&sig) < 0)
+		goto out;
+	if (git_commit_create(out, repo, NULL, sig, sig, NULL, FORGE_GIT_EMPTY_BASE_MESSAGE, tree,
+			      0, NULL) < 0) {
+		forge_git_fail("cannot write the empty base commit");
+		goto out;
+	}
+	rc = 0;
+out:
+	git_signature_free(sig);
+	git_tree_free(tree);
+	git_treebuilder_free(tb);
+	return rc;
+}
+
+/* The commit `name` points at; 1 when there is no such ref. */
+static int ref_target(git_oid *out, git_repository *repo, const char *name)
+{
+	int e = git_reference_name_to_id(out, repo, name);
+
+	if (e == GIT_ENOTFOUND)
+		return 1;
+	if (e < 0)
+		return forge_git_fail("cannot read '%s'", name);
+	return 0;
+}
+
+static int write_ref(git_repository *repo, const char *name, const git_oid *id, int force,
+		     const char *log)
+{
+	git_reference *ref = NULL;
+	int e = git_reference_create(&ref, repo, name, id, force, log);
+
+	git_reference_free(ref);
+	if (e < 0 && !(e == GIT_EEXISTS && !force))
+		return forge_git_fail("cannot write '%s'", name);
+	return 0;
+}
+
+/* Fill wt from the opened worktree repository: check its branch, read the base. */
+static int load_worktree(struct forge_git_worktree *wt, const struct run_names *n)
+{
+	git_reference *head = NULL;
+	const char *target;
+	git_oid base;
+	int e, rc = -1;
+
+	if (git_reference_lookup(&head, wt->repo, "HEAD") < 0) {
+		forge_git_fail("cannot read HEAD of worktree '%s'", wt->path);
+		goto out;
+	}
+	target = git_reference_symbolic_target(head);
+	if (!target || strcmp(target, n->branch_ref.buf) != 0) {
+		forge_error("worktree '%s' is not on branch '%s' (HEAD is %s); remove it and start "
+			    "again", wt->path, n->branch.buf, target ? target : "detached");
+		goto out;
+	}
+	e = ref_target(&base, wt->repo, n->base_ref.buf);
+	if (e < 0)
+		goto out;
+	if (e > 0 && ref_target(&base, wt->repo, n->branch_ref.buf) != 0) {
+		forge_error("worktree '%s': branch '%s' has no commit", wt->path, n->branch.buf);
+		goto out;
+	}
+	wt->base = forge_git_hex(&base);
+	rc = 0;
+out:
+	git_reference_free(head);
+	return rc;
+}
+
+/* Create forge/TRACE (unless it exists) and record the run's base. */
+static int make_branch(git_reference **out, struct forge_git *g, const struct run_names *n,
+		       const char *base)
+{
+	git_commit *commit = NULL;
+	git_oid id;
+	bool unborn;
+	int e, rc = -1;
+
+	*out = NULL;
+	e = git_branch_lookup(out, g->repo, n->branch.buf, GIT_BRANCH_LOCAL);
+	if (e == 0) {
+		/* Left by a removed worktree: keep it and its recorded base. */
+		if (!git_reference_target(*out)) {
+			forge_error("'%s' is not a plain branch", n->branch.buf);
+			goto out;
+		}
+		rc = write_ref(g->repo, n->base_ref.buf, git_reference_target(*out), 0,
+			       "forge: run base");
+		goto out;
+	}
+	if (e != GIT_ENOTFOUND) {
+		forge_git_fail("cannot read branch '%s'", n->branch.buf);
+		goto out;
+	}
+	if (forge_git_peel(&id, &unborn, g->repo, base) < 0)
+		goto out;
+	if (unborn && make_empty_base(&id, g->repo) < 0)
+		goto out;
+	if (git_commit_lookup(&commit, g->repo, &id) < 0 ||
+	    git_branch_create(out, g->repo, n->branch.buf, commit, 0) < 0) {
+		forge_git_fail("cannot create branch '%s'", n->branch.buf);
+		goto out;
+	}
+	rc = write_ref(g->repo, n->base_ref.buf, &id, 1, "forge: run base");
+out:
+	git_commit_free(commit);
+	if (rc < 0) {
+		git_reference_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/*
+ * git_worktree_lookup() of libgit2 1.5 returns a bare -1 for an unknown
+ * name; this one says GIT_ENOTFOUND when `name` is not in the list.
+ */
+static int lookup_worktree(git_worktree **out, git_repository *repo, const char *name)
+{
+	git_strarray names = { NULL, 0 };
+	bool known = false;
+
+	*out = NULL;
+	if (git_worktree_list(&names, repo) < 0)
+		return -1;
+	for (size_t i = 0; i < names.count && !known; i++)
+		known = strcmp(names.strings[i], name) == 0;
+	git_strarray_dispose(&names);
+	if (!known)
+		return GIT_ENOTFOUND;
+	return git_worktree_lookup(out, repo, name);
+}
+
+int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
+			    const char *trace, const char *base)
+{
+	struct forge_git_worktree *wt = NULL;
+	git_worktree *w = NULL;
+	git_reference *branch = NULL;
+	git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
+	struct run_names n;
+	struct stat st;
+	int e, lock_fd, rc = -1;
+
+	*out = NULL;
+	if (check_trace(trace) < 0)
+		return -1;
+	run_names_init(&n, trace);
+	git_libgit2_init();         /* balanced by forge_git_worktree_free */
+	wt = xcalloc(1, sizeof *wt);
+	wt->trace = xstrdup(trace);
+	wt->path = worktree_dir(g, trace);
+	wt->branch = xstrdup(n.branch.buf);
+
+	e = lookup_worktree(&w, g->repo, trace);
+	if (e == 0 && git_worktree_validate(w) == 0) {
+		if (git_repository_open_from_worktree(&wt->repo, w) < 0) {
+			forge_git_fail("cannot open worktree '%s'", wt->path);
+			goto out;
+		}
+		if (load_worktree(wt, &n) < 0)
+			goto out;
+		wt->reopened = true;
+		goto done;
+	}
+	if (e == 0) {
+		/* Its directory was deleted by hand: forget it and make it again. */
+		git_worktree_prune_options po = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+
+		po.flags = GIT_WORKTREE_PRUNE_LOCKED;
+		if (git_worktree_prune(w, &po) < 0) {
+			forge_git_fail("cannot prune the stale worktree '%s'", trace);
+			goto out;
+		}
+		git_worktree_free(w);
+		w = NULL;
+	} else if (e != GIT_ENOTFOUND) {
+		forge_git_fail("cannot look up worktree '%s'", trace);
+		goto out;
+	}
+
+	if (ensure_forge_dir(g) < 0)
+		goto out;
+	if (lstat(wt->path, &st) == 0) {
+		forge_error("'%s' exists but is not a worktree of '%s'; remove it", wt->path, g->root);
+		goto out;
+	}
+	if (make_branch(&branch, g, &n, base ? base : "HEAD") < 0)
+		goto out;
+	opts.ref = branch;
+	if ((lock_fd = lock_worktrees(g)) < 0)
+		goto out;
+	e = git_worktree_add(&w, g->repo, trace, wt->path, &opts);
+	close(lock_fd);
+	if (e < 0) {
+		forge_git_fail("cannot create worktree '%s' on '%s'", wt->path, n.branch.buf);
+		goto out;
+	}
+	if (git_repository_open_from_worktree(&wt->repo, w) < 0) {
+		forge_git_fail("cannot open worktree '%s'", wt->path);
+		goto out;
+	}
+	if (load_worktree(wt, &n) < 0)
+		goto out;
+done:
+	*out = wt;
+	wt = NULL;
+	rc = 0;
+out:
+	git_reference_free(branch);
+	git_worktree_free(w);
+	run_names_release(&n);
+	forge_git_worktree_free(wt);
+	return rc;
+}
+
+void forge_git_worktree_free(struct forge_git_worktree *wt)
+{
+	if (!wt)
+		return;
+	git_repository_free(wt->repo);
+	free(wt->trace);
+	free(wt->path);
+	free(wt->branch);
+	free(wt->base);
+	free(wt);
+	git_libgit2_shutdown();
+}
+
+const char *forge_git_worktree_path(const struct forge_git_worktree *wt)
+{
+	return wt->path;
+}
+
+const char *forge_git_worktree_trace(const struct forge_git_worktree *wt)
+{
+	return wt->trace;
+}
+
+const char *forge_git_worktree_branch(const struct forge_git_worktree *wt)
+{
+	return wt->branch;
+}
+
+const char *forge_git_worktree_base(const struct forge_git_worktree *wt)
+{
+	return wt->base;
+}
+
+bool forge_git_worktree_reopened(const struct forge_git_worktree *wt)
+{
+	return wt->reopened;
+}
+
+int forge_git_worktree_head(char **out, struct forge_git_worktree *wt)
+{
+	git_oid id;
+
+	*out = NULL;
+	if (git_reference_name_to_id(&id, wt->repo, "HEAD") < 0)
+		return forge_git_fail("cannot read HEAD of worktree '%s'", wt->path);
+	*out = forge_git_hex(&id);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* True when path is directly inside dir. */
+static bool directly_in(const char *path, const char *dir)
+{
+	size_t n = strlen(dir), m;
+
+	if (strncmp(path, dir, n) != 0 || path[n] != '/')
+		return false;
+	path += n + 1;
+	m = strlen(path);
+	while (m > 0 && path[m - 1] == '/')
+		m--;
+	return m > 0 && !memchr(path, '/', m);
+}
+
+/* One list entry; consumes nothing, returns a new object. */
+static jv list_entry(git_worktree *w)
+{
+	git_repository *r = NULL;
+	git_reference *head = NULL;
+	jv branch = jv_null(), sha = jv_null();
+	bool valid = git_worktree_validate(w) == 0;
+	git_oid id;
+
+	if (valid && git_repository_open_from_worktree(&r, w) == 0) {
+		if (git_reference_lookup(&head, r, "HEAD") == 0) {
+			const char *t = git_reference_symbolic_target(head);
+
+			if (t)
+				branch = jv_string(strncmp(t, "refs/heads/", 11) == 0 ? t + 11 : t);
+		}
+		if (git_reference_name_to_id(&id, r, "HEAD") == 0) {
+			char *hex = forge_git_hex(&id);
+
+			sha = jv_string(hex);
+			free(hex);
+		}
+	}
+	git_reference_free(head);
+	git_repository_free(r);
+	jv e = jv_object();
+	e = json_set(e, "trace", jv_string(git_worktree_name(w)));
+	e = json_set(e, "path", jv_string(git_worktree_path(w)));
+	e = json_set(e, "branch", branch);
+	e = json_set(e, "head", sha);
+	e = json_set(e, "valid", jv_bool(valid));
+	e = json_set(e, "locked", jv_bool(git_worktree_is_locked(NULL, w) > 0));
+	return e;
+}
+
+int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
+{
+	git_strarray names = { NULL, 0 };
+	char *dir = forge_git_path(g->root, ".forge/worktrees");
+	jv list = jv_array();
+	int rc = -1;
+
+	*out = jv_invalid();
+	if (git_worktree_list(&names, g->repo) < 0) {
+		forge_git_fail("cannot list the worktrees of '%s'", g->root);
+		goto out;
+	}
+	if (names.count > 1)
+		qsort(names.strings, names.count, sizeof *names.strings, cmp_str);
+	for (size_t i = 0; i < names.count; i++) {
+		git_worktree *w = NULL;
+
+		if (trace && strcmp(trace, names.strings[i]) != 0)
+			continue;
+		if (git_worktree_lookup(&w, g->repo, names.strings[i]) < 0)
+			continue;   /* vanished meanwhile */
+		if (directly_in(git_worktree_path(w), dir))
+			list = jv_array_append(list, list_entry(w));
+		git_worktree_free(w);
+	}
+	*out = list;
+	list = jv_invalid();
+	rc = 0;
+out:
+	jv_free(list);
+	git_strarray_dispose(&names);
+	free(dir);
+	return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
+}
+
+static int remove_tree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		return forge_error("cannot remove '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/* 1 when the worktree has changes (untracked files included), 0 when clean. */
+static int worktree_dirty(git_worktree *w, const char *path)
+{
+	git_repository *r = NULL;
+	git_status_options so = GIT_STATUS_OPTIONS_INIT;
+	git_status_list *list = NULL;
+	int rc = -1;
+
+	so.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if (git_repository_open_from_worktree(&r, w) < 0 ||
+	    git_status_list_new(&list, r, &so) < 0) {
+		forge_git_fail("cannot read the status of worktree '%s'", path);
+		goto out;
+	}
+	rc = git_status_list_entrycount(list) > 0;
+out:
+	git_status_list_free(list);
+	git_repository_free(r);
+	return rc;
+}
+
+static int delete_ref(git_repository *repo, const char *name)
+{
+	git_reference *ref = NULL;
+	int e = git_reference_lookup(&ref, repo, name);
+
+	if (e == GIT_ENOTFOUND)
+		return 0;
+	if (e == 0)
+		e = git_reference_delete(ref);
+	git_reference_free(ref);
+	if (e < 0)
+		return forge_git_fail("cannot delete '%s'", name);
+	return 0;
+}
+
+int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned flags)
+{
+	git_worktree *w = NULL;
+	git_worktree_prune_options po = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+	struct run_names n;
+	char *path = NULL;
+	bool force = flags & FORGE_GIT_REMOVE_FORCE, removed = false;
+	struct stat st;
+	int e, rc = -1;
+
+	if (check_trace(trace) < 0)
+		return -1;
+	run_names_init(&n, trace);
+	path = worktree_dir(g, trace);
+	e = lookup_worktree(&w, g->repo, trace);
+	if (e == 0) {
+		if (git_worktree_validate(w) == 0 && !force) {
+			e = worktree_dirty(w, path);
+			if (e < 0)
+				goto out;
+			if (e > 0) {
+				forge_error("worktree '%s' has uncommitted changes; save them first "
+					    "or force the removal", path);
+				goto out;
+			}
+		}
+		po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE |
+			   (force ? GIT_WORKTREE_PRUNE_LOCKED : 0);
+		int lock_fd = lock_worktrees(g);   /* a half-removed one is half-made too */
+		if (lock_fd < 0)
+			goto out;
+		e = git_worktree_prune(w, &po);
+		close(lock_fd);
+		if (e < 0) {
+			forge_git_fail("cannot remove worktree '%s'", path);
+			goto out;
+		}
+		removed = true;
+	} else if (e != GIT_ENOTFOUND) {
+		forge_git_fail("cannot look up worktree '%s'", trace);
+		goto out;
+	}
+	/* A directory left without metadata (or without its .git file). */
+	if (lstat(path, &st) == 0) {
+		if (!removed && !force) {
+			forge_error("'%s' is not a registered worktree; force the removal to delete it",
+				    path);
+			goto out;
+		}
+		if (remove_tree(path) < 0)
+			goto out;
+		removed = true;
+	}
+	if (flags & FORGE_GIT_REMOVE_BRANCH) {
+		git_reference *b = NULL;
+
+		if (git_branch_lookup(&b, g->repo, n.branch.buf, GIT_BRANCH_LOCAL) == 0 &&
+		    git_branch_is_checked_out(b) == 1) {
+			git_reference_free(b);
+			forge_error("cannot delete branch '%s': it is checked out elsewhere", n.branch.buf);
+			goto out;
+		}
+		git_reference_free(b);
+		if (delete_ref(g->repo, n.branch_ref.buf) < 0 ||
+		    delete_ref(g->repo, n.base_ref.buf) < 0)
+			goto out;
+	}
+	rc = removed ? 0 : FORGE_GIT_NOTHING;
+out:
+	git_worktree_free(w);
+	run_names_release(&n);
+	free(path);
+	return rc;
+}

@@ -1,0 +1,605 @@
+/*
+ * llm.c - the LLM client: configuration, dispatch to a provider or a
+ * cassette, streaming, error classification, cost and logging (llm.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/forge.h"
+#include "net/http.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
+#include "net/sse.h"
+
+struct llm_client {
+	const struct llm_provider *p;      /* NULL for replay */
+	char *provider, *model, *base_url, *key;
+	struct http_client http;
+	unsigned flags;                    /* LLM_OPENAI_* */
+	struct llm_cassette *cassette;
+	char *record, *phase, *trace_id;
+	int attempt, calls;
+	jv pricing;
+	struct store *store;
+	enum llm_error last;
+	struct buf warned;                 /* "\nmodel\n" per warned model */
+	void (*warn)(void *payload, const char *msg);
+	void *warn_payload;
+};
+
+void llm_options_init(struct llm_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->max_retries = -1;
+	opt->pricing = jv_null();
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static const char *first(const char *a, const char *b)
+{
+	return a && *a ? a : b;
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+static int pick_provider(const char **out, const struct llm_options *opt)
+{
+	const char *p = first(opt->provider, env("FORGE_PROVIDER"));
+
+	if (!p && first(opt->cassette, env("FORGE_CASSETTE")))
+		p = "replay";
+	if (!p && (env("ANTHROPIC_API_KEY") || env("FORGE_ANTHROPIC_KEY_FILE")))
+		p = "anthropic";
+	if (!p && (env("OPENAI_API_KEY") || env("FORGE_OPENAI_KEY_FILE") || env("OPENAI_BASE_URL")))
+		p = "openai";
+	if (!p)
+		return forge_error("no model provider configured: set ANTHROPIC_API_KEY or "
+				   "OPENAI_API_KEY, or pass --provider");
+	if (strcmp(p, "anthropic") && strcmp(p, "openai") && strcmp(p, "replay"))
+		return forge_error("unknown provider '%s' (anthropic, openai, replay)", p);
+	*out = p;
+	return 0;
+}
+
+static long env_long(const char *name, long dflt)
+{
+	long v;
+
+	if (!env(name) || forge_parse_long(&v, env(name), 0, 86400000L) < 0)
+		return dflt;
+	return v;
+}
+
+static void setup_http(struct llm_client *c, const struct llm_options *opt)
+{
+	struct http_client *h = &c->http;
+
+	h->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : env_long("FORGE_LLM_TIMEOUT_MS", 600000);
+	h->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 10000;
+	h->stall_ms = opt->stall_ms > 0 ? opt->stall_ms : env_long("FORGE_LLM_STALL_MS", 60000);
+	h->retry.max_retries = opt->max_retries >= 0 ? opt->max_retries
+			       : (int)env_long("FORGE_LLM_MAX_RETRIES", 2);
+	h->retry.max_retry_after = opt->max_retry_after > 0 ? opt->max_retry_after : 60.0;
+	h->retry.sleep_fn = opt->sleep_fn;
+	h->retry.rand_fn = opt->rand_fn;
+	h->retry.payload = opt->test_payload;
+}
+
+static int setup_provider(struct llm_client *c, const struct llm_options *opt)
+{
+	const char *url;
+
+	c->p = !strcmp(c->provider, "anthropic") ? &llm_anthropic : &llm_openai;
+	url = first(opt->base_url, first(env("FORGE_BASE_URL"), first(env(c->p->base_url_env),
+		    c->p->default_base_url)));
+	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+		return forge_error("base URL '%s' must start with http:// or https://", url);
+	c->base_url = xstrdup(url);
+	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), c->p->default_model)));
+	if (llm_key_load(&c->key, c->provider) < 0)
+		return -1;
+	/* a compatible server elsewhere (Ollama, llama.cpp) may need no key */
+	if (!c->key && (!strcmp(c->provider, "anthropic") || !strcmp(url, c->p->default_base_url)))
+		return forge_error("%s is not set (or put the key in a file named by %s)",
+				   c->p->key_env, !strcmp(c->provider, "anthropic") ?
+				   "FORGE_ANTHROPIC_KEY_FILE" : "FORGE_OPENAI_KEY_FILE");
+	if (http_client_init(&c->http) < 0)
+		return -1;
+	setup_http(c, opt);
+	return 0;
+}
+
+static int setup_replay(struct llm_client *c, const struct llm_options *opt)
+{
+	const char *path = first(opt->cassette, env("FORGE_CASSETTE"));
+
+	if (!path)
+		return forge_error("the replay provider needs a cassette: pass --cassette FILE");
+	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), "replay")));
+	if (c->record && !strcmp(c->record, path))
+		return forge_error("cannot record into the cassette being replayed ('%s'): "
+				   "unset FORGE_RECORD or drop --record", path);
+	return llm_cassette_open(&c->cassette, path, first(opt->cassette_mode, env("FORGE_CASSETTE_MODE")));
+}
+
+int llm_client_new(struct llm_client **out, struct llm_options *opt)
+{
+	struct llm_client *c = xcalloc(1, sizeof(*c));
+	const char *provider = NULL, *att;
+	long a = 1;
+
+	*out = NULL;
+	c->pricing = opt->pricing;
+	opt->pricing = jv_null();
+	buf_init(&c->warned, 0);
+	c->warn = opt->warn;
+	c->warn_payload = opt->warn_payload;
+	c->store = opt->store;
+	c->trace_id = llm_strdup_or_null(opt->trace_id);
+	c->phase = llm_strdup_or_null(first(opt->phase, env("FORGE_PHASE")));
+	c->record = llm_strdup_or_null(first(opt->record, env("FORGE_RECORD")));
+	if ((att = env("FORGE_ATTEMPT")) && forge_parse_long(&a, att, 1, 1000000) < 0)
+		a = 1;
+	c->attempt = opt->attempt > 0 ? opt->attempt : (int)a;
+	if (pick_provider(&provider, opt) < 0)
+		goto fail;
+	c->provider = xstrdup(provider);
+	if ((!strcmp(provider, "replay") ? setup_replay(c, opt) : setup_provider(c, opt)) < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	llm_client_free(c);
+	return -1;
+}
+
+void llm_client_free(struct llm_client *c)
+{
+	if (!c)
+		return;
+	if (c->p)
+		http_client_release(&c->http);
+	llm_cassette_free(c->cassette);
+	free(c->provider);
+	free(c->model);
+	free(c->base_url);
+	free(c->key);
+	free(c->record);
+	free(c->phase);
+	free(c->trace_id);
+	jv_free(c->pricing);
+	buf_release(&c->warned);
+	free(c);
+}
+
+const char *llm_client_provider(const struct llm_client *c)
+{
+	return c->provider;
+}
+
+const char *llm_client_model(const struct llm_client *c)
+{
+	return c->model;
+}
+
+enum llm_error llm_client_error(const struct llm_client *c)
+{
+	return c->last;
+}
+
+/* ---- one provider call ------------------------------------------------- */
+
+struct streaming {
+	const struct llm_provider *p;
+	struct llm_stream s;
+	struct sse_parser sse;
+};
+
+static int on_sse(void *payload, const char *event, const char *data, size_t len)
+{
+	struct streaming *st = payload;
+
+	return st->p->event(&st->s, event, data, len) < 0 ? -1 : 0;
+}
+
+static int on_bytes(void *payload, const char *data, size_t len)
+{
+	struct streaming *st = payload;
+
+	return sse_feed(&st->sse, data, len);
+}
+
+static bool veto_retry(void *payload, const struct http_response *r)
+{
+	const struct llm_provider *p = payload;
+	struct llm_fault f;
+	bool quota;
+
+	if (!r->status)
+		return false;
+	p->fault(&f, r->status, r->body.buf, r->body.len);
+	quota = f.kind == LLM_ERR_QUOTA;
+	llm_fault_release(&f);
+	return quota;
+}
+
+static const char *hint(enum llm_error kind)
+{
+	switch (kind) {
+	case LLM_ERR_AUTH: return "check the key";
+	case LLM_ERR_MODEL: return "check --model";
+	case LLM_ERR_CONTEXT: return "shorten the prompt";
+	case LLM_ERR_QUOTA: return "check the account's credit";
+	default: return NULL;
+	}
+}
+
+/* The final error message; redacted. */
+static int report(struct llm_client *c, enum llm_error kind, const struct http_response *r,
+		  const struct llm_fault *f)
+{
+	struct buf b = BUF_INIT;
+
+	c->last = kind;
+	buf_addf(&b, "%s: ", c->provider);
+	if (kind == LLM_ERR_AUTH)
+		buf_addf(&b, "the API key was rejected (%s)", c->p->key_env);
+	else if (kind == LLM_ERR_MODEL)
+		buf_addf(&b, "unknown model '%s'", c->model);
+	else if (kind == LLM_ERR_CONTEXT)
+		buf_addf(&b, "the prompt does not fit the context window of '%s'", c->model);
+	else if (r && r->status)
+		buf_addf(&b, "HTTP %ld%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "");
+	else if (r)
+		buf_addf(&b, "%s %s: %s", r->timed_out ? "no answer from" : "cannot reach", c->base_url,
+			 r->error);
+	else
+		buf_adds(&b, llm_error_name(kind));
+	if (f && f->message)
+		buf_addf(&b, ": %s", f->message);
+	if (r && r->retries)
+		buf_addf(&b, " (gave up after %d %s)", r->retries, r->retries == 1 ? "retry" : "retries");
+	if (r && r->retry_after_refused > 0)
+		buf_addf(&b, "; the provider asked to retry after %.0f s, more than llm.retry_max_delay_s=%.0f; "
+			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
+	else if (hint(kind))
+		buf_addf(&b, "; %s", hint(kind));
+	llm_redact(b.buf);
+	forge_error("%s", b.buf);
+	buf_release(&b);
+	return -1;
+}
+
+static int finish_stream(struct llm_client *c, struct streaming *st, const struct http_response *r)
+{
+	if (sse_finish(&st->sse) < 0 && !st->s.failed)
+		return (c->last = LLM_ERR_PROTOCOL, forge_error_prefix("%s stream", c->provider));
+	if (st->s.failed)
+		return report(c, st->s.fault.kind, r, &st->s.fault);
+	if (!st->s.done) {
+		const char *ct = http_header_get(r, "content-type");
+		c->last = LLM_ERR_PROTOCOL;
+		if (ct && !llm_is_event_stream(ct))
+			return forge_error("%s: a stream was asked for but the server answered with "
+					   "'%s', not text/event-stream", c->provider, ct);
+		return forge_error("%s: the stream ended before the answer was complete", c->provider);
+	}
+	if (llm_stream_finish(&st->s) < 0) {
+		c->last = LLM_ERR_PROTOCOL;
+		return -1;
+	}
+	return 0;
+}
+
+static bool wants_legacy_max_tokens(struct llm_client *c, const struct http_response *r)
+{
+	return c->p == &llm_openai && !(c->flags & LLM_OPENAI_LEGACY_MAX_TOKENS) && r->status == 400 &&
+	       strstr(r->body.buf, "max_completion_tokens");
+}
+
+static void take_request_id(struct llm_response *out, const struct http_response *r)
+{
+	const char *id = http_header_get(r, "request-id");
+
+	if (!id)
+		id = http_header_get(r, "x-request-id");
+	if (id) {
+		free(out->request_id);
+		out->request_id = xstrdup(id);
+	}
+}
+
+/* ---- rate-limit headers ------------------------------------------------ */
+
+/* An RFC 3339 UTC time ("2026-11-21T21:30:04Z", fraction allowed) as
+ * seconds from now; -1 when unparseable. */
+static double until_rfc3339(const char *v, time_t now)
+{
+	struct tm tm;
+	int y, mo, d, h, mi, n = 0;
+	double sec;
+
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(v, "%4d-%2d-%2dT%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
+	    (v[n] != 'Z' && v[n] != 'z') || v[n + 1] || sec < 0 || sec >= 61)
+		return -1;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	time_t t = timegm(&tm);
+	if (t == (time_t)-1)
+		return -1;
+	return difftime(t, now) + sec;
+}
+
+/* An OpenAI duration ("6m0s", "1s", "20ms", "1h2m3.5s") in seconds; -1
+ * when unparseable. */
+static double go_duration(const char *v)
+{
+	double total = 0;
+	const char *p = v;
+
+	if (!*p)
+		return -1;
+	while (*p) {
+		char *end;
+		errno = 0;
+		double x = strtod(p, &end);
+		if (end == p || errno || !isfinite(x) || x < 0)
+			return -1;
+		p = end;
+		if (!strncmp(p, "ms", 2)) {
+			total += x / 1000.0;
+			p += 2;
+		} else if (*p == 'h' || *p == 'm' || *p == 's') {
+			total += x * (*p == 'h' ? 3600.0 : *p == 'm' ? 60.0 : 1.0);
+			p++;
+		} else {
+			return -1;
+		}
+	}
+	return total;
+}
+
+static jv rl_count(jv rl, const char *key, const char *value)
+{
+	long n;
+
+	if (value && forge_parse_long(&n, value, 0, 1000000000000L) == 0)
+		rl = json_set(rl, key, jv_number((double)n));
+	return rl;
+}
+
+static jv rl_reset(jv rl, const char *key, double s)
+{
+	return s < 0 ? rl : json_set(rl, key, jv_number(round(s * 1000.0) / 1000.0));
+}
+
+/* The normalised rate_limit object of llm.h, or jv_null(). */
+static jv rate_limit_of(const struct http_response *r)
+{
+	bool anth = http_header_get(r, "anthropic-ratelimit-requests-limit") ||
+		    http_header_get(r, "anthropic-ratelimit-tokens-limit");
+	const char *rq_lim, *rq_rem, *tk_lim, *tk_rem, *rq_rst, *tk_rst;
+	double rq_s, tk_s;
+	time_t now = time(NULL);
+	jv rl = jv_object();
+
+	if (anth) {
+		rq_lim = http_header_get(r, "anthropic-ratelimit-requests-limit");
+		rq_rem = http_header_get(r, "anthropic-ratelimit-requests-remaining");
+		tk_lim = http_header_get(r, "anthropic-ratelimit-tokens-limit");
+		tk_rem = http_header_get(r, "anthropic-ratelimit-tokens-remaining");
+		rq_rst = http_header_get(r, "anthropic-ratelimit-requests-reset");
+		tk_rst = http_header_get(r, "anthropic-ratelimit-tokens-reset");
+		rq_s = rq_rst ? until_rfc3339(rq_rst, now) : -1;
+		tk_s = tk_rst ? until_rfc3339(tk_rst, now) : -1;
+	} else {
+		rq_lim = http_header_get(r, "x-ratelimit-limit-requests");
+		rq_rem = http_header_get(r, "x-ratelimit-remaining-requests");
+		tk_lim = http_header_get(r, "x-ratelimit-limit-tokens");
+		tk_rem = http_header_get(r, "x-ratelimit-remaining-tokens");
+		rq_rst = http_header_get(r, "x-ratelimit-reset-requests");
+		tk_rst = http_header_get(r, "x-ratelimit-reset-tokens");
+		rq_s = rq_rst ? go_duration(rq_rst) : -1;
+		tk_s = tk_rst ? go_duration(tk_rst) : -1;
+	}
+	if (rq_s != -1 && rq_s < 0)
+		rq_s = 0;   /* a reset time already past */
+	if (tk_s != -1 && tk_s < 0)
+		tk_s = 0;
+	rl = rl_count(rl, "requests_limit", rq_lim);
+	rl = rl_count(rl, "requests_remaining", rq_rem);
+	rl = rl_count(rl, "tokens_limit", tk_lim);
+	rl = rl_count(rl, "tokens_remaining", tk_rem);
+	rl = rl_reset(rl, "requests_reset", rq_s);
+	rl = rl_reset(rl, "tokens_reset", tk_s);
+	rl = rl_reset(rl, "reset", rq_s > tk_s ? rq_s : tk_s);
+	if (jv_object_length(jv_copy(rl)) == 0) {
+		jv_free(rl);
+		return jv_null();
+	}
+	return rl;
+}
+
+bool llm_is_event_stream(const char *content_type)
+{
+	static const char mt[] = "text/event-stream";
+	size_t n = sizeof(mt) - 1;
+
+	if (!content_type)
+		return false;
+	while (*content_type == ' ' || *content_type == '\t')
+		content_type++;
+	if (strncasecmp(content_type, mt, n))
+		return false;
+	content_type += n;
+	while (*content_type == ' ' || *content_type == '\t')
+		content_type++;
+	return !*content_type || *content_type == ';';
+}
+
+static int provider_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
+{
+	struct llm_wire w;
+	struct http_response r;
+	struct streaming st;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	st.p = c->p;
+again:
+	c->p->build(&w, c->base_url, c->key, c->model, req, c->flags);
+	struct http_request hr = { "POST", w.url, (const char *const *)w.headers, w.body, w.body_len,
+				   NULL, NULL, veto_retry, (void *)c->p, 0 };
+	if (req->stream) {
+		llm_stream_init(&st.s, out);
+		st.s.on_text = req->on_text;
+		st.s.payload = req->payload;
+		sse_init(&st.sse, 16u << 20, on_sse, &st);
+		hr.sink = on_bytes;
+		hr.sink_payload = &st;
+	}
+	rc = http_send(&r, &c->http, &hr);
+	out->retries += r.retries;
+	out->duration_ms += r.duration_ms;
+	if (rc == 0) {
+		take_request_id(out, &r);
+		jv_free(out->rate_limit);
+		out->rate_limit = rate_limit_of(&r);
+		if (req->stream)
+			rc = finish_stream(c, &st, &r);
+		else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0)
+			c->last = LLM_ERR_PROTOCOL;
+	} else if (wants_legacy_max_tokens(c, &r)) {
+		c->flags |= LLM_OPENAI_LEGACY_MAX_TOKENS;
+		llm_wire_release(&w);
+		http_response_release(&r);
+		if (req->stream) {
+			sse_release(&st.sse);
+			llm_stream_release(&st.s);
+		}
+		goto again;
+	} else if (r.status) {
+		struct llm_fault f;
+		c->p->fault(&f, r.status, r.body.buf, r.body.len);
+		rc = report(c, f.kind, &r, &f);
+		llm_fault_release(&f);
+	} else if (r.streamed && st.s.failed) {
+		rc = report(c, st.s.fault.kind, &r, &st.s.fault);
+	} else {
+		rc = report(c, r.timed_out ? LLM_ERR_TIMEOUT : LLM_ERR_NETWORK, &r, NULL);
+	}
+	if (req->stream) {
+		sse_release(&st.sse);
+		llm_stream_release(&st.s);
+	}
+	llm_wire_release(&w);
+	http_response_release(&r);
+	return rc;
+}
+
+/* ---- cost, recording, logging ----------------------------------------- */
+
+static void price(struct llm_client *c, struct llm_response *out)
+{
+	struct llm_price p;
+	const char *model = out->model ? out->model : c->model;
+
+	if (llm_price_find(&p, c->pricing, model) == 0 ||
+	    (model != c->model && llm_price_find(&p, c->pricing, c->model) == 0)) {
+		out->cost_known = true;
+		out->cost_usd = llm_price_cost(&p, &out->usage);
+		return;
+	}
+	out->cost_known = false;
+	if (!c->p && !out->model && !strcmp(c->model, "replay"))
+		return;   /* a cassette without a model: nothing to price, nothing to warn about */
+	struct buf key = BUF_INIT;
+	buf_addf(&key, "\n%s\n", model);
+	if (!strstr(c->warned.buf, key.buf)) {
+		buf_adds(&c->warned, key.buf);
+		if (c->warn) {
+			struct buf msg = BUF_INIT;
+			buf_addf(&msg, "no price known for model '%s': its cost is reported as null "
+				 "(add it under llm.pricing in the config)", model);
+			c->warn(c->warn_payload, msg.buf);
+			buf_release(&msg);
+		}
+	}
+	buf_release(&key);
+}
+
+static void log_call(struct llm_client *c, jv reqj, const struct llm_response *out, int rc)
+{
+	struct llm_call_log rec = { 0 };
+	jv resp = rc == 0 ? llm_response_to_json(out) : jv_null();
+	char *err = rc == 0 ? NULL : xstrdup(forge_last_error());
+
+	rec.trace_id = c->trace_id;
+	rec.phase = c->phase;
+	rec.provider = c->provider;
+	rec.model = out->model ? out->model : c->model;
+	rec.attempt = c->attempt;
+	rec.call = c->calls;
+	rec.request = reqj;
+	rec.response = resp;
+	rec.usage = &out->usage;
+	rec.cost_known = out->cost_known;
+	rec.cost_usd = out->cost_usd;
+	rec.duration_ms = out->duration_ms;
+	rec.retries = out->retries;
+	rec.error = err;
+	if (llm_log_call(c->store, &rec) < 0 && c->warn)
+		c->warn(c->warn_payload, forge_last_error());
+	if (err)
+		forge_error("%s", err);   /* the call's error stays the last one */
+	free(err);
+	jv_free(resp);
+}
+
+int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
+{
+	jv reqj = llm_request_to_json(req);
+	int rc;
+
+	llm_response_init(out);
+	c->last = LLM_OK;
+	c->calls++;
+	if (jv_get_kind(req->messages) != JV_KIND_ARRAY) {
+		jv_free(reqj);
+		c->last = LLM_ERR_CONFIG;
+		return forge_error("the request has no messages");
+	}
+	if (c->cassette) {
+		enum llm_error kind = LLM_OK;
+		rc = llm_cassette_answer(out, &kind, c->cassette, c->phase, c->attempt, c->calls, reqj);
+		c->last = rc < 0 ? kind : LLM_OK;
+		if (rc == 0 && req->stream && req->on_text && *out->text)
+			req->on_text(req->payload, out->text, strlen(out->text));
+	} else {
+		rc = provider_call(out, c, req);
+	}
+	if (rc == 0)
+		price(c, out);
+	if (rc == 0 && c->record && llm_cassette_record(c->record, c->phase, c->attempt, c->calls,
+			jv_copy(reqj), llm_response_to_json(out)) < 0 && c->warn)
+		c->warn(c->warn_payload, forge_last_error());
+	log_call(c, reqj, out, rc);
+	jv_free(reqj);
+	return rc;
+}

@@ -1,0 +1,346 @@
+/*
+ * llm.h - one request/response model for every LLM provider.
+ *
+ * Providers: "anthropic" (Messages API), "openai" (Chat Completions, and any
+ * compatible server by base URL: Ollama, llama.cpp, vLLM, OpenRouter) and
+ * "replay" (answers from a cassette file, see CASSETTES below).  A client is
+ * made once per process (it keeps one libcurl handle, so connections stay
+ * open) and serves any number of calls.
+ *
+ * THE NORMALISED FORM (also the cassette format and `forge llm --json`)
+ * -------------------------------------------------------------------
+ * Messages are a jv array; each message is one of
+ *   {"role":"user","content":"text"}
+ *   {"role":"assistant","content":"text","tool_calls":[{"id","name","input":{…}}]}
+ *       (content may be "" or absent when there are tool calls)
+ *   {"role":"tool","tool_call_id":"…","content":"text","is_error":false}
+ *       (one message per tool result; consecutive ones form one Anthropic
+ *        user turn, OpenAI gets one "tool" message each)
+ * Tools are a jv array of {"name","description","input_schema":{JSON Schema}}.
+ * A response is
+ *   {"text":"…","tool_calls":[{"id","name","input":{…}}],"stop_reason":"end_turn",
+ *    "usage":{"input_tokens","output_tokens","cache_read_tokens","cache_write_tokens"},
+ *    "cost_usd":0.0123|null,"model":"…","request_id":"…","duration_ms":812,"retries":0,
+ *    "rate_limit":{…}|null}
+ * usage.input_tokens counts the UNCACHED input only (Anthropic's meaning;
+ * for OpenAI it is prompt_tokens - cached_tokens and cache_read_tokens is
+ * cached_tokens), so cost = Σ tokens × price for every provider.
+ * rate_limit is what the provider's rate-limit headers said on the answer
+ * (Anthropic anthropic-ratelimit-*, OpenAI x-ratelimit-*), normalised:
+ *   {"requests_limit","requests_remaining","tokens_limit","tokens_remaining",
+ *    "requests_reset","tokens_reset","reset"}
+ * each key only when the provider sent it; *_reset are seconds from the
+ * answer until that limit is restored, reset the larger of the two (when
+ * every limit is back).  null when no such header came (replay, Ollama).
+ * Stop reasons: end_turn, tool_use, max_tokens, stop_sequence, refusal,
+ * pause_turn, error (OpenAI: stop→end_turn, tool_calls→tool_use,
+ * length→max_tokens, content_filter→refusal).
+ *
+ * ERRORS
+ * ------
+ * Every function returns 0 or -1 after forge_error().  llm_call() also
+ * classifies the failure (llm_client_error()): what retrying cannot fix
+ * (a rejected key, an unknown model, a context-length overflow, a bad
+ * request) is reported at once; transient failures (connection errors,
+ * timeouts, 408, 409, 429, >= 500, 529 included) are retried like the
+ * official SDKs do (http.h) before being reported.  Messages never contain
+ * an API key: every key the client loads is registered with
+ * llm_secret_add() and scrubbed from error text and logged JSON.
+ *
+ * CASSETTES (provider "replay"; the schema is schemas/cassette.schema.json)
+ * --------------------------------------------------------------------
+ * A cassette is JSON lines (what --record writes, one entry per line), or
+ * one JSON document: an array of entries or {"mode":…, "entries":[…]}.
+ * An entry:
+ *   {"phase":"plan","attempt":1,"call":1,
+ *    "request":{ normalised request, optional },
+ *    "response":{ normalised response: text, tool_calls, stop_reason, usage }}
+ * or {"error":{"kind":"rate_limit","message":"…"}} instead of "response" to
+ * replay a failure.  phase/attempt/call are optional.  The replay provider
+ * serves call k (1, 2, … counted within this process) of (phase, attempt)
+ * with the first entry whose phase and attempt match (an absent field
+ * matches anything) and whose call is k; when no entry names call k, with
+ * the k-th matching entry in file order.  Phase and attempt come from
+ * llm_options (defaults: $FORGE_PHASE, $FORGE_ATTEMPT), so each process of
+ * a pipeline finds its own answers, also implement's on every bounce.
+ * Modes: "sequential" (default for hand-written cassettes: the request is
+ * not checked) and "strict" (the entry's request must equal this request;
+ * a mismatch names the first differing field, e.g.
+ * "request.messages[2].content").  --record FILE ($FORGE_RECORD) wraps a
+ * real provider and appends one line per exchange, request included.
+ *
+ * KEYS
+ * ----
+ * ANTHROPIC_API_KEY / OPENAI_API_KEY, or the file named by
+ * FORGE_ANTHROPIC_KEY_FILE / FORGE_OPENAI_KEY_FILE.  A compatible server on
+ * a loopback base URL needs no key.  llm_secret_env_names lists every
+ * variable a child process must not inherit; llm_scrub_env() removes them.
+ */
+#ifndef FORGE_LLM_H
+#define FORGE_LLM_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/secret.h"
+
+struct store;
+
+enum llm_stop {
+	LLM_STOP_END_TURN,
+	LLM_STOP_TOOL_USE,
+	LLM_STOP_MAX_TOKENS,
+	LLM_STOP_STOP_SEQUENCE,
+	LLM_STOP_REFUSAL,
+	LLM_STOP_PAUSE_TURN,
+	LLM_STOP_ERROR,
+};
+
+enum llm_tool_choice {
+	LLM_TOOL_AUTO,      /* the model decides (default) */
+	LLM_TOOL_ANY,       /* must call some tool */
+	LLM_TOOL_FORCED,    /* must call llm_request.tool_name (structured answers) */
+	LLM_TOOL_NONE,      /* must not call a tool */
+};
+
+/* Why a call failed, for callers that react (the agent loop compresses its
+ * context on LLM_ERR_CONTEXT). */
+enum llm_error {
+	LLM_OK = 0,
+	LLM_ERR_CONFIG,        /* no key, unknown provider, bad base URL, bad cassette */
+	LLM_ERR_AUTH,          /* 401/403: key rejected */
+	LLM_ERR_MODEL,         /* unknown model (404 / model_not_found) */
+	LLM_ERR_CONTEXT,       /* prompt longer than the model's context window */
+	LLM_ERR_BAD_REQUEST,   /* other 4xx the server will always refuse */
+	LLM_ERR_QUOTA,         /* out of credit / spend cap: retrying will not help */
+	LLM_ERR_RATE_LIMIT,    /* 429 after every retry */
+	LLM_ERR_OVERLOADED,    /* 529 / overloaded_error after every retry */
+	LLM_ERR_SERVER,        /* other >= 500 after every retry */
+	LLM_ERR_NETWORK,       /* connection failed after every retry */
+	LLM_ERR_TIMEOUT,       /* timed out or stalled after every retry */
+	LLM_ERR_PROTOCOL,      /* the answer could not be understood */
+	LLM_ERR_REPLAY,        /* cassette exhausted or request mismatch */
+};
+
+/* "rate_limit", "context_length", … (stable names used in cassettes). */
+const char *llm_error_name(enum llm_error e);
+const char *llm_stop_name(enum llm_stop s);
+/* -1 when name is unknown. */
+int llm_stop_parse(enum llm_stop *out, const char *name);
+
+struct llm_request {
+	const char *system;            /* may be NULL */
+	jv messages;                   /* normalised array; borrowed by llm_call */
+	jv tools;                      /* array or jv_null(); borrowed */
+	enum llm_tool_choice tool_choice;
+	const char *tool_name;         /* for LLM_TOOL_FORCED */
+	int max_tokens;                /* 0 = 4096 */
+	double temperature;            /* < 0 = provider default */
+	jv stop;                       /* array of strings or jv_null(); borrowed */
+	bool stream;                   /* use SSE (progress, stall detection) */
+	/* Streaming progress: called with each text fragment as it arrives
+	 * (borrowed for the call).  May be NULL. */
+	void (*on_text)(void *payload, const char *text, size_t len);
+	void *payload;
+};
+
+/* Zero a request: auto tool choice, default temperature, no stop
+ * sequences; messages/tools are jv_null(). */
+void llm_request_init(struct llm_request *req);
+/* Free the jv members (messages, tools, stop).  NULL-safe. */
+void llm_request_release(struct llm_request *req);
+/* The request in normalised JSON (what strict replay compares):
+ * {"system","messages","tools","tool_choice","max_tokens","temperature","stop"},
+ * absent fields omitted.  Borrows req. */
+jv llm_request_to_json(const struct llm_request *req);
+
+/* Builders for messages (each returns a new object). */
+jv llm_msg_user(const char *text);
+jv llm_msg_tool_result(const char *tool_call_id, const char *content, bool is_error);
+struct llm_response;
+/* The assistant turn of a response, to append to the conversation. */
+jv llm_msg_assistant(const struct llm_response *resp);
+
+struct llm_tool_call {
+	char *id;
+	char *name;
+	jv input;                      /* always an object */
+};
+
+struct llm_usage {
+	long input_tokens;             /* uncached input */
+	long output_tokens;
+	long cache_read_tokens;
+	long cache_write_tokens;
+};
+
+struct llm_response {
+	char *text;                    /* never NULL ("" when none) */
+	struct llm_tool_call *calls;
+	size_t ncalls;
+	enum llm_stop stop;
+	char *stop_detail;             /* refusal explanation, matched stop sequence; may be NULL */
+	struct llm_usage usage;
+	bool cost_known;
+	double cost_usd;               /* valid when cost_known */
+	char *model;                   /* as the server named it; may be NULL */
+	char *request_id;              /* provider request id; may be NULL */
+	double duration_ms;
+	int retries;
+	jv rate_limit;                 /* object (see top) or jv_null(); owned */
+};
+
+void llm_response_init(struct llm_response *r);
+void llm_response_release(struct llm_response *r);   /* NULL-safe; r reusable after init */
+/* The normalised JSON form (see top).  Borrows r. */
+jv llm_response_to_json(const struct llm_response *r);
+/* Read the normalised form (cassettes).  Consumes j.  Missing fields take
+ * defaults (stop_reason: tool_use when there are tool calls, else end_turn). */
+int llm_response_from_json(struct llm_response *out, jv j);
+
+/* Options of a client.  Strings are borrowed for the client's lifetime. */
+struct llm_options {
+	const char *provider;          /* NULL: $FORGE_PROVIDER, else "anthropic" with
+	                                  ANTHROPIC_API_KEY, "openai" with OPENAI_API_KEY
+	                                  or OPENAI_BASE_URL, else an error */
+	const char *model;             /* NULL: $FORGE_MODEL, else the provider default */
+	const char *base_url;          /* NULL: $FORGE_BASE_URL, ANTHROPIC_BASE_URL / OPENAI_BASE_URL, default */
+	const char *cassette;          /* replay: the file; NULL: $FORGE_CASSETTE */
+	const char *cassette_mode;     /* "strict" or "sequential"; NULL: the file's, else sequential */
+	const char *record;            /* append exchanges here; NULL: $FORGE_RECORD */
+	const char *phase;             /* NULL: $FORGE_PHASE */
+	int attempt;                   /* 0: $FORGE_ATTEMPT, else 1 */
+	int max_retries;               /* < 0: 2 (the SDKs' default) */
+	long timeout_ms;               /* whole request; 0: 600000 */
+	long connect_timeout_ms;       /* 0: 10000 */
+	long stall_ms;                 /* no byte for this long = stalled; 0: 60000 */
+	double max_retry_after;        /* honour retry-after up to this many seconds; 0: 60 */
+	jv pricing;                    /* overrides: {"model":{"input",…}}; jv_null() (consumed) */
+	struct store *store;           /* llm_calls rows go here; NULL = no logging */
+	const char *trace_id;          /* for llm_calls; may be NULL */
+	/* Non-fatal notes (an unknown model's price); NULL = dropped. */
+	void (*warn)(void *payload, const char *msg);
+	void *warn_payload;
+	/* Tests: replace sleeping between retries (seconds) and randomness. */
+	void (*sleep_fn)(void *payload, double seconds);
+	double (*rand_fn)(void *payload);   /* uniform [0,1) */
+	void *test_payload;
+};
+
+/* Zero options: everything from the environment and defaults. */
+void llm_options_init(struct llm_options *opt);
+
+struct config;
+
+/*
+ * The provider and models a program or phase uses: THE resolution, shared
+ * by the phases, forge memory, forge llm, forge config --explain and forge
+ * doctor.  cfg already holds the environment's FORGE_* variables and the
+ * command line's model options as layers (config.h).
+ *
+ * provider    llm.phases.PHASE.provider; else llm.provider when a layer
+ *             above the built-in defaults set it; else "replay" when a
+ *             cassette is set; else the first of ANTHROPIC_API_KEY,
+ *             FORGE_ANTHROPIC_KEY_FILE (anthropic), OPENAI_API_KEY,
+ *             FORGE_OPENAI_KEY_FILE, OPENAI_BASE_URL (openai) that is set;
+ *             else NULL (no provider: llm_client_new() says what to set).
+ * model       llm.phases.PHASE.model; else llm.model when set above the
+ *             defaults (and the phase did not switch to another provider);
+ *             else the provider's default: the built-in llm.model for
+ *             anthropic and replay, gpt-4o-mini for openai.
+ * fast_model  llm.phases.PHASE.model; else llm.fast_model when set above
+ *             the defaults (and the phase did not switch provider); else
+ *             the built-in llm.fast_model when the model is the built-in
+ *             default model (anthropic, replay); else the model itself -
+ *             so --model M makes M the fast model too, and a model of
+ *             another provider (Ollama's qwen2.5-coder) is never paired
+ *             with claude-haiku.
+ * base_url    llm.phases.PHASE.base_url; else llm.base_url unless the phase
+ *             switched provider (NULL: the provider's variable or default).
+ * *_why       where each came from, for people ("OPENAI_API_KEY is set",
+ *             "llm.model (flags: command line)").
+ * phase may be NULL (no per-phase overrides).  Strings are borrowed from
+ * cfg or static.
+ */
+struct llm_choice {
+	const char *provider, *model, *fast_model, *base_url, *cassette;
+	char provider_why[160], model_why[160], fast_why[160];
+};
+void llm_choose(struct llm_choice *out, const struct config *cfg, const char *phase);
+
+/*
+ * Fill opt from the configuration (strings borrowed from cfg, which must
+ * outlive the client): provider, model (the fast model when `fast`),
+ * base_url and cassette from llm_choose(cfg, phase); timeouts, retries,
+ * pricing from llm.*.
+ */
+void llm_options_for(struct llm_options *opt, const struct config *cfg, const char *phase, bool fast);
+/* llm_options_for(opt, cfg, NULL, false). */
+void llm_options_from_config(struct llm_options *opt, const struct config *cfg);
+
+struct llm_client;
+
+/* Resolve provider, model, base URL and key; nothing is sent yet.
+ * Consumes opt->pricing.  Fails with LLM_ERR_CONFIG-type messages that say
+ * what to do ("ANTHROPIC_API_KEY is not set"). */
+int llm_client_new(struct llm_client **out, struct llm_options *opt);
+void llm_client_free(struct llm_client *c);   /* NULL-safe */
+
+const char *llm_client_provider(const struct llm_client *c);
+const char *llm_client_model(const struct llm_client *c);
+/* The classification of the last failed call (LLM_OK after a success). */
+enum llm_error llm_client_error(const struct llm_client *c);
+
+/*
+ * One model call.  *out is initialised here and owned by the caller
+ * (llm_response_release) also on failure.  Borrows req.  Retries transient
+ * failures; a streaming call is never retried once part of its answer was
+ * passed to on_text.  When the client has a store, one llm_calls row is
+ * written per call (success or failure).
+ */
+int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req);
+
+/* Embeddings.  provider "openai" (POST {base}/embeddings) or "ollama"
+ * (POST {base}/api/embed, base without /v1).  *out is n × dim floats,
+ * row-major, malloc'd (free(3) it). */
+struct llm_embed_options {
+	const char *provider;
+	const char *base_url;          /* NULL: OPENAI_BASE_URL / https://api.openai.com/v1,
+	                                  or http://127.0.0.1:11434 for ollama */
+	const char *model;
+	int max_retries;               /* < 0: 2 */
+	long timeout_ms;               /* 0: 60000 */
+};
+int llm_embed(float **out, size_t *dim, const struct llm_embed_options *opt,
+	      const char *const *texts, size_t n);
+
+/* Pricing (schemas/pricing.json, USD per million tokens). */
+struct llm_price {
+	double input, output, cache_read, cache_write;
+};
+/* Find model's price: the override object (borrowed, may be jv_null()),
+ * then the built-in table; a dated id ("claude-haiku-4-5-20251001",
+ * "gpt-4o-2024-08-06") falls back to its undated name.  -1 (no message)
+ * when unknown: the caller reports cost null, never a guess. */
+int llm_price_find(struct llm_price *out, jv overrides, const char *model);
+double llm_price_cost(const struct llm_price *p, const struct llm_usage *u);
+
+/* Secrets (llm_secret_*, llm_redact*, llm_scrub_env, llm_key_load): core/secret.h. */
+
+/* Write one llm_calls row (schemas/sql/002-llm-calls.sql).  st NULL = no-op.
+ * request/response are the normalised JSON (borrowed; secrets scrubbed
+ * before writing); response may be jv_null() for a failed call. */
+struct llm_call_log {
+	const char *trace_id, *phase, *provider, *model;
+	int attempt, call;
+	jv request, response;          /* borrowed */
+	const struct llm_usage *usage; /* may be NULL */
+	bool cost_known;
+	double cost_usd, duration_ms;
+	int retries;
+	const char *error;             /* NULL on success */
+};
+int llm_log_call(struct store *st, const struct llm_call_log *rec);
+
+#endif

@@ -1,0 +1,406 @@
+/*
+ * llm_anthropic.c - the Anthropic Messages API (POST {base}/v1/messages):
+ * request building, response and SSE parsing, error decoding.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
+
+/*
+ * The API version we speak, sent as `anthropic-version`, with the key in
+ * `x-api-key` (llm-wire.md).  The current official SDKs send a newer date
+ * (2026-10-21) and `Authorization: Bearer`; the API still accepts this
+ * pair, and every response shape parsed below was checked against it.
+ * Change the date only together with the fixtures in tests/fixtures/llm.
+ * Streams come back as `text/event-stream; charset=utf-8` (any parameters
+ * and case are accepted: llm_is_event_stream()).
+ */
+#define LLM_ANTHROPIC_VERSION "2023-06-01"
+
+/* ---- request ----------------------------------------------------------- */
+
+static jv assistant_blocks(jv m)
+{
+	jv blocks = jv_array();
+	const char *text = json_get_str(m, "content");
+	jv calls = json_get(m, "tool_calls");
+
+	if (text && *text)
+		blocks = jv_array_append(blocks, json_set(json_set(jv_object(), "type", jv_string("text")),
+							  "text", jv_string(text)));
+	if (jv_get_kind(calls) == JV_KIND_ARRAY) {
+		jv_array_foreach(calls, i, c) {
+			jv b = json_set(jv_object(), "type", jv_string("tool_use"));
+			jv input = json_get(c, "input");
+
+			b = json_set(b, "id", json_get(c, "id"));
+			b = json_set(b, "name", json_get(c, "name"));
+			b = json_set(b, "input", jv_get_kind(input) == JV_KIND_OBJECT ? input
+					: (jv_free(input), jv_object()));
+			blocks = jv_array_append(blocks, b);
+			jv_free(c);
+		}
+	}
+	jv_free(calls);
+	return blocks;
+}
+
+static jv tool_result_block(jv m)
+{
+	jv b = json_set(jv_object(), "type", jv_string("tool_result"));
+
+	b = json_set(b, "tool_use_id", json_get(m, "tool_call_id"));
+	b = json_set(b, "content", json_get(m, "content"));
+	if (json_get_bool(m, "is_error", false))
+		b = json_set(b, "is_error", jv_true());
+	return b;
+}
+
+/* Normalised messages → Anthropic turns: consecutive tool results (and a
+ * user text right after them) share one user turn. */
+static jv convert_messages(jv msgs)
+{
+	jv out = jv_array();
+	jv pending = jv_null();   /* content blocks of an open user turn */
+
+	jv_array_foreach(msgs, i, m) {
+		const char *role = json_get_str(m, "role");
+
+		if (role && !strcmp(role, "tool")) {
+			if (jv_get_kind(pending) != JV_KIND_ARRAY)
+				pending = jv_array();
+			pending = jv_array_append(pending, tool_result_block(m));
+		} else if (role && !strcmp(role, "user") && jv_get_kind(pending) == JV_KIND_ARRAY) {
+			pending = jv_array_append(pending, json_set(json_set(jv_object(), "type",
+				jv_string("text")), "text", json_get(m, "content")));
+		} else {
+			if (jv_get_kind(pending) == JV_KIND_ARRAY)
+				out = jv_array_append(out, json_set(json_set(jv_object(), "role",
+					jv_string("user")), "content", pending));
+			pending = jv_null();
+			if (role && !strcmp(role, "assistant"))
+				out = jv_array_append(out, json_set(json_set(jv_object(), "role",
+					jv_string("assistant")), "content", assistant_blocks(m)));
+			else
+				out = jv_array_append(out, json_set(json_set(jv_object(), "role",
+					jv_string("user")), "content", json_get(m, "content")));
+		}
+		jv_free(m);
+	}
+	if (jv_get_kind(pending) == JV_KIND_ARRAY)
+		out = jv_array_append(out, json_set(json_set(jv_object(), "role", jv_string("user")),
+						    "content", pending));
+	else
+		jv_free(pending);
+	jv_free(msgs);
+	return out;
+}
+
+static jv convert_tools(jv tools)
+{
+	jv out = jv_array();
+
+	jv_array_foreach(tools, i, t) {
+		jv o = json_set(jv_object(), "name", json_get(t, "name"));
+		jv schema = json_get(t, "input_schema");
+
+		if (json_has(t, "description"))
+			o = json_set(o, "description", json_get(t, "description"));
+		o = json_set(o, "input_schema", jv_get_kind(schema) == JV_KIND_OBJECT ? schema
+			     : (jv_free(schema), json_set(jv_object(), "type", jv_string("object"))));
+		out = jv_array_append(out, o);
+		jv_free(t);
+	}
+	jv_free(tools);
+	return out;
+}
+
+static jv tool_choice(const struct llm_request *req)
+{
+	switch (req->tool_choice) {
+	case LLM_TOOL_ANY: return json_set(jv_object(), "type", jv_string("any"));
+	case LLM_TOOL_NONE: return json_set(jv_object(), "type", jv_string("none"));
+	case LLM_TOOL_FORCED:
+		return json_set(json_set(jv_object(), "type", jv_string("tool")), "name",
+				jv_string(req->tool_name ? req->tool_name : ""));
+	default: return json_set(jv_object(), "type", jv_string("auto"));
+	}
+}
+
+static int build(struct llm_wire *out, const char *base_url, const char *key, const char *model,
+		 const struct llm_request *req, unsigned flags)
+{
+	jv body = json_set(jv_object(), "model", jv_string(model));
+	size_t h = 0;
+
+	(void)flags;
+	memset(out, 0, sizeof(*out));
+	body = json_set(body, "max_tokens", jv_number(req->max_tokens > 0 ? req->max_tokens : 4096));
+	if (req->system && *req->system)
+		body = json_set(body, "system", jv_string(req->system));
+	body = json_set(body, "messages", convert_messages(jv_copy(req->messages)));
+	if (jv_get_kind(req->tools) == JV_KIND_ARRAY && jv_array_length(jv_copy(req->tools)) > 0) {
+		body = json_set(body, "tools", convert_tools(jv_copy(req->tools)));
+		body = json_set(body, "tool_choice", tool_choice(req));
+	}
+	if (req->temperature >= 0)
+		body = json_set(body, "temperature", jv_number(req->temperature));
+	if (jv_get_kind(req->stop) == JV_KIND_ARRAY)
+		body = json_set(body, "stop_sequences", jv_copy(req->stop));
+	if (req->stream)
+		body = json_set(body, "stream", jv_true());
+	out->body = json_dumps(body, false);
+	out->body_len = strlen(out->body);
+	out->url = llm_url(base_url, "/v1/messages");
+	out->headers[h++] = xstrdup("content-type: application/json");
+	out->headers[h++] = xstrdup("anthropic-version: " LLM_ANTHROPIC_VERSION);
+	out->headers[h++] = xstrdup(req->stream ? "accept: text/event-stream" : "accept: application/json");
+	if (key)
+		out->headers[h++] = llm_header("x-api-key", key);
+	return 0;
+}
+
+/* ---- response ---------------------------------------------------------- */
+
+static enum llm_stop map_stop(const char *s)
+{
+	enum llm_stop st = LLM_STOP_END_TURN;
+
+	if (!s)
+		return st;
+	if (!strcmp(s, "model_context_window_exceeded"))
+		return LLM_STOP_MAX_TOKENS;
+	if (llm_stop_parse(&st, s) < 0)
+		return LLM_STOP_END_TURN;
+	return st;
+}
+
+/* usage fields present in u overwrite r's (message_delta usage is cumulative). */
+static void take_usage(struct llm_response *r, jv u)
+{
+	if (jv_get_kind(u) != JV_KIND_OBJECT)
+		return;
+	r->usage.input_tokens = (long)json_get_num(u, "input_tokens", (double)r->usage.input_tokens);
+	r->usage.output_tokens = (long)json_get_num(u, "output_tokens", (double)r->usage.output_tokens);
+	r->usage.cache_read_tokens = (long)json_get_num(u, "cache_read_input_tokens",
+							(double)r->usage.cache_read_tokens);
+	r->usage.cache_write_tokens = (long)json_get_num(u, "cache_creation_input_tokens",
+							 (double)r->usage.cache_write_tokens);
+}
+
+static void take_stop(struct llm_response *r, jv obj)
+{
+	const char *reason = json_get_str(obj, "stop_reason");
+	jv details = json_get(obj, "stop_details");
+	const char *detail = json_get_str(details, "explanation");
+
+	if (reason)
+		r->stop = map_stop(reason);
+	if (!detail)
+		detail = json_get_str(obj, "stop_sequence");
+	if (detail) {
+		free(r->stop_detail);
+		r->stop_detail = xstrdup(detail);
+	}
+	jv_free(details);
+}
+
+static void take_header(struct llm_response *r, jv msg)
+{
+	if (json_get_str(msg, "model")) {
+		free(r->model);
+		r->model = xstrdup(json_get_str(msg, "model"));
+	}
+	if (json_get_str(msg, "id") && !r->request_id)
+		r->request_id = xstrdup(json_get_str(msg, "id"));
+}
+
+static int parse(struct llm_response *out, const char *body, size_t len)
+{
+	jv j = json_parse(body, len);
+	jv content, u;
+	struct buf text = BUF_INIT;
+	int rc = 0;
+
+	if (jv_get_kind(j) != JV_KIND_OBJECT) {
+		jv_free(j);
+		return forge_error("the Anthropic response is not a JSON object");
+	}
+	take_header(out, j);
+	take_stop(out, j);
+	u = json_get(j, "usage");
+	take_usage(out, u);
+	jv_free(u);
+	content = json_get(j, "content");
+	if (jv_get_kind(content) == JV_KIND_ARRAY) {
+		jv_array_foreach(content, i, b) {
+			const char *type = json_get_str(b, "type");
+
+			if (type && !strcmp(type, "text") && json_get_str(b, "text")) {
+				buf_adds(&text, json_get_str(b, "text"));
+			} else if (type && !strcmp(type, "tool_use")) {
+				jv input = json_get(b, "input");
+				if (jv_get_kind(input) != JV_KIND_OBJECT) {
+					jv_free(input);
+					input = jv_object();
+				}
+				llm_response_add_call(out, json_get_str(b, "id"), json_get_str(b, "name"), input);
+			}
+			jv_free(b);
+		}
+	} else {
+		rc = forge_error("the Anthropic response has no content");
+	}
+	jv_free(content);
+	jv_free(j);
+	free(out->text);
+	out->text = buf_detach(&text, NULL);
+	return rc;
+}
+
+/* ---- streaming --------------------------------------------------------- */
+
+static void block_start(struct llm_stream *s, jv ev)
+{
+	jv cb = json_get(ev, "content_block");
+	const char *type = json_get_str(cb, "type");
+	struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(ev, "index", 0), true);
+
+	if (type && !strcmp(type, "tool_use")) {
+		b->is_tool = true;
+		b->id = llm_strdup_or_null(json_get_str(cb, "id"));
+		b->name = llm_strdup_or_null(json_get_str(cb, "name"));
+	} else if (type && !strcmp(type, "text") && json_get_str(cb, "text")) {
+		const char *t = json_get_str(cb, "text");
+		llm_stream_text(s, t, strlen(t));
+	}
+	jv_free(cb);
+}
+
+static void block_delta(struct llm_stream *s, jv ev)
+{
+	jv d = json_get(ev, "delta");
+	const char *type = json_get_str(d, "type");
+
+	if (type && !strcmp(type, "text_delta") && json_get_str(d, "text")) {
+		const char *t = json_get_str(d, "text");
+		llm_stream_text(s, t, strlen(t));
+	} else if (type && !strcmp(type, "input_json_delta") && json_get_str(d, "partial_json")) {
+		struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(ev, "index", 0), true);
+		b->is_tool = true;
+		buf_adds(&b->args, json_get_str(d, "partial_json"));
+	}
+	jv_free(d);
+}
+
+static void stream_fault(struct llm_stream *s, jv ev);
+
+static int event(struct llm_stream *s, const char *name, const char *data, size_t len)
+{
+	jv ev = json_parse(data, len);
+	const char *type = json_get_str(ev, "type");
+	jv sub;
+
+	(void)name;   /* "type" always equals the event name */
+	if (jv_get_kind(ev) != JV_KIND_OBJECT || !type) {
+		jv_free(ev);
+		return forge_error("unparseable Anthropic stream event");
+	}
+	if (!strcmp(type, "message_start")) {
+		sub = json_get(ev, "message");
+		take_header(s->resp, sub);
+		jv u = json_get(sub, "usage");
+		take_usage(s->resp, u);
+		jv_free(u);
+		jv_free(sub);
+	} else if (!strcmp(type, "content_block_start")) {
+		block_start(s, ev);
+	} else if (!strcmp(type, "content_block_delta")) {
+		block_delta(s, ev);
+	} else if (!strcmp(type, "message_delta")) {
+		sub = json_get(ev, "delta");
+		take_stop(s->resp, sub);
+		jv_free(sub);
+		sub = json_get(ev, "usage");
+		take_usage(s->resp, sub);
+		jv_free(sub);
+	} else if (!strcmp(type, "message_stop")) {
+		s->done = true;
+	} else if (!strcmp(type, "error")) {
+		stream_fault(s, ev);
+	}
+	jv_free(ev);
+	return 0;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static enum llm_error classify(long status, const char *type, const char *msg)
+{
+	if (!type)
+		return llm_fault_from_status(status);
+	if (!strcmp(type, "authentication_error") || !strcmp(type, "permission_error"))
+		return LLM_ERR_AUTH;
+	if (!strcmp(type, "not_found_error"))
+		return LLM_ERR_MODEL;
+	if (!strcmp(type, "rate_limit_error"))
+		return LLM_ERR_RATE_LIMIT;
+	if (!strcmp(type, "overloaded_error"))
+		return LLM_ERR_OVERLOADED;
+	if (!strcmp(type, "billing_error"))
+		return LLM_ERR_QUOTA;
+	if (!strcmp(type, "timeout_error"))
+		return LLM_ERR_TIMEOUT;
+	if (!strcmp(type, "request_too_large"))
+		return LLM_ERR_CONTEXT;
+	if (!strcmp(type, "invalid_request_error") && msg &&
+	    (strstr(msg, "prompt is too long") || strstr(msg, "context limit") ||
+	     strstr(msg, "context window")))
+		return LLM_ERR_CONTEXT;
+	if (!strcmp(type, "invalid_request_error") && msg && strstr(msg, "credit balance"))
+		return LLM_ERR_QUOTA;
+	if (!strcmp(type, "api_error"))
+		return LLM_ERR_SERVER;
+	return llm_fault_from_status(status);
+}
+
+static void decode(struct llm_fault *out, long status, jv j)
+{
+	jv e = json_get(j, "error");
+
+	memset(out, 0, sizeof(*out));
+	out->type = llm_strdup_or_null(json_get_str(e, "type"));
+	out->message = llm_strdup_or_null(json_get_str(e, "message"));
+	out->kind = classify(status, out->type, out->message);
+	jv_free(e);
+}
+
+static void stream_fault(struct llm_stream *s, jv ev)
+{
+	llm_fault_release(&s->fault);
+	decode(&s->fault, 500, ev);
+	s->failed = true;
+}
+
+static void fault(struct llm_fault *out, long status, const char *body, size_t len)
+{
+	jv j = len ? json_parse(body, len) : jv_null();
+
+	decode(out, status, j);
+	jv_free(j);
+}
+
+const struct llm_provider llm_anthropic = {
+	.name = "anthropic",
+	.default_model = "claude-sonnet-4-5",
+	.default_base_url = "https://api.anthropic.com",
+	.key_env = "ANTHROPIC_API_KEY",
+	.base_url_env = "ANTHROPIC_BASE_URL",
+	.build = build,
+	.parse = parse,
+	.event = event,
+	.fault = fault,
+};

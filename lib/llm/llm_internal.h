@@ -1,0 +1,107 @@
+/*
+ * llm_internal.h - what the files of the llm module share (llm.c,
+ * llm_anthropic.c, llm_openai.c, llm_replay.c, llm_stream.c ...).  Not for
+ * other modules: use llm.h.
+ */
+#ifndef FORGE_LLM_INTERNAL_H
+#define FORGE_LLM_INTERNAL_H
+
+#include "core/buf.h"
+#include "llm/llm.h"
+
+/* A request ready for the wire.  headers hold the key: never log them. */
+struct llm_wire {
+	char *url;
+	char *headers[8];              /* "Name: value", NULL-terminated */
+	char *body;
+	size_t body_len;
+};
+void llm_wire_release(struct llm_wire *w);
+
+/* A provider error decoded from a non-2xx body. */
+struct llm_fault {
+	enum llm_error kind;
+	char *type;                    /* provider's error type/code, may be NULL */
+	char *message;                 /* provider's message, may be NULL */
+};
+void llm_fault_release(struct llm_fault *f);
+
+/* Assembles a streamed answer, whatever the provider. */
+struct llm_stream_block {
+	long index;                    /* provider's block/tool-call index */
+	bool is_tool;
+	char *id, *name;
+	struct buf args;               /* tool input JSON text */
+};
+struct llm_stream {
+	struct llm_response *resp;     /* filled as events arrive */
+	struct buf text;
+	struct llm_stream_block *blocks;
+	size_t nblocks;
+	bool done;                     /* message_stop / [DONE] seen */
+	bool failed;                   /* a mid-stream error event */
+	struct llm_fault fault;
+	void (*on_text)(void *payload, const char *text, size_t len);
+	void *payload;
+};
+void llm_stream_init(struct llm_stream *s, struct llm_response *resp);
+void llm_stream_release(struct llm_stream *s);
+void llm_stream_text(struct llm_stream *s, const char *text, size_t len);
+struct llm_stream_block *llm_stream_block(struct llm_stream *s, long index, bool create);
+/* Move the text and tool calls into resp (parsing each tool's JSON). */
+int llm_stream_finish(struct llm_stream *s);
+
+struct llm_provider {
+	const char *name;
+	const char *default_model;
+	const char *default_base_url;
+	const char *key_env;
+	const char *base_url_env;
+	/* Build the wire request for req.  opts: provider flags (below). */
+	int (*build)(struct llm_wire *out, const char *base_url, const char *key,
+		     const char *model, const struct llm_request *req, unsigned flags);
+	/* Parse a complete 2xx body. */
+	int (*parse)(struct llm_response *out, const char *body, size_t len);
+	/* One SSE event; 0 to continue, -1 on an unparseable event. */
+	int (*event)(struct llm_stream *s, const char *event, const char *data, size_t len);
+	/* Decode an error body (body may be empty or not JSON). */
+	void (*fault)(struct llm_fault *out, long status, const char *body, size_t len);
+};
+#define LLM_OPENAI_LEGACY_MAX_TOKENS 1u   /* send max_tokens, not max_completion_tokens */
+
+extern const struct llm_provider llm_anthropic;
+extern const struct llm_provider llm_openai;
+
+/* Helpers shared by the providers. */
+void llm_response_add_call(struct llm_response *r, const char *id, const char *name, jv input);
+int llm_error_parse(enum llm_error *out, const char *name);   /* -1 when unknown */
+enum llm_error llm_fault_from_status(long status);
+char *llm_strdup_or_null(const char *s);
+/* A jv string's value or NULL when v is not a string.  Borrows v. */
+const char *llm_jstr(jv v);
+/* Build "Name: value" (malloc'd). */
+char *llm_header(const char *name, const char *value);
+/* Join base URL and path, without doubling a slash. */
+char *llm_url(const char *base, const char *path);
+/* True when a Content-Type names text/event-stream, whatever its parameters
+ * or case ("text/event-stream; charset=utf-8" included). */
+bool llm_is_event_stream(const char *content_type);
+/* Parse a tool input JSON text into an object ({} for "" ); -1 on bad JSON. */
+int llm_parse_input(jv *out, const char *text, size_t len);
+
+/* Cassettes (llm_replay.c). */
+struct llm_cassette;
+int llm_cassette_open(struct llm_cassette **out, const char *path, const char *mode);
+void llm_cassette_free(struct llm_cassette *c);
+/* Answer call k of (phase, attempt).  On a replayed error entry returns -1
+ * with *kind set. */
+int llm_cassette_answer(struct llm_response *out, enum llm_error *kind, struct llm_cassette *c,
+			const char *phase, int attempt, int k, jv request);
+/* Append one exchange as a JSON line (consumes request and response). */
+int llm_cassette_record(const char *path, const char *phase, int attempt, int k,
+			jv request, jv response);
+/* The path of the first difference between a and b ("" when equal), prefixed with
+ * prefix; malloc'd.  Borrows both. */
+char *llm_json_diff(jv a, jv b, const char *prefix);
+
+#endif

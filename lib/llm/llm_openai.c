@@ -1,0 +1,424 @@
+/*
+ * llm_openai.c - OpenAI Chat Completions (POST {base}/chat/completions) and
+ * compatible servers: request building, response and SSE parsing, error
+ * decoding (OpenAI's nested error, vLLM's flat one, Ollama's string).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm_internal.h"
+
+/* ---- request ----------------------------------------------------------- */
+
+static jv msg(const char *role)
+{
+	return json_set(jv_object(), "role", jv_string(role));
+}
+
+static jv assistant_msg(jv m)
+{
+	jv o = msg("assistant");
+	const char *text = json_get_str(m, "content");
+	jv calls = json_get(m, "tool_calls");
+	bool has_calls = jv_get_kind(calls) == JV_KIND_ARRAY && jv_array_length(jv_copy(calls)) > 0;
+
+	o = json_set(o, "content", text && (*text || !has_calls) ? jv_string(text) : jv_null());
+	if (has_calls) {
+		jv out = jv_array();
+		jv_array_foreach(calls, i, c) {
+			jv fn = json_set(jv_object(), "name", json_get(c, "name"));
+			jv input = json_get(c, "input");
+			char *args = json_dumps(jv_get_kind(input) == JV_KIND_OBJECT ? input
+						: (jv_free(input), jv_object()), false);
+			fn = json_set(fn, "arguments", jv_string(args));
+			free(args);
+			jv tc = json_set(jv_object(), "id", json_get(c, "id"));
+			tc = json_set(tc, "type", jv_string("function"));
+			out = jv_array_append(out, json_set(tc, "function", fn));
+			jv_free(c);
+		}
+		o = json_set(o, "tool_calls", out);
+	}
+	jv_free(calls);
+	return o;
+}
+
+static jv tool_msg(jv m)
+{
+	jv o = json_set(msg("tool"), "tool_call_id", json_get(m, "tool_call_id"));
+	const char *content = json_get_str(m, "content");
+
+	/* OpenAI has no is_error flag: say it in the text */
+	if (json_get_bool(m, "is_error", false)) {
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "ERROR: %s", content ? content : "");
+		o = json_set(o, "content", jv_string(b.buf));
+		buf_release(&b);
+	} else {
+		o = json_set(o, "content", jv_string(content ? content : ""));
+	}
+	return o;
+}
+
+static jv convert_messages(const char *system, jv msgs)
+{
+	jv out = jv_array();
+
+	if (system && *system)
+		out = jv_array_append(out, json_set(msg("system"), "content", jv_string(system)));
+	jv_array_foreach(msgs, i, m) {
+		const char *role = json_get_str(m, "role");
+
+		if (role && !strcmp(role, "assistant"))
+			out = jv_array_append(out, assistant_msg(m));
+		else if (role && !strcmp(role, "tool"))
+			out = jv_array_append(out, tool_msg(m));
+		else
+			out = jv_array_append(out, json_set(msg("user"), "content", json_get(m, "content")));
+		jv_free(m);
+	}
+	jv_free(msgs);
+	return out;
+}
+
+static jv convert_tools(jv tools)
+{
+	jv out = jv_array();
+
+	jv_array_foreach(tools, i, t) {
+		jv fn = json_set(jv_object(), "name", json_get(t, "name"));
+		jv schema = json_get(t, "input_schema");
+
+		if (json_has(t, "description"))
+			fn = json_set(fn, "description", json_get(t, "description"));
+		fn = json_set(fn, "parameters", jv_get_kind(schema) == JV_KIND_OBJECT ? schema
+			      : (jv_free(schema), json_set(jv_object(), "type", jv_string("object"))));
+		out = jv_array_append(out, json_set(json_set(jv_object(), "type", jv_string("function")),
+						    "function", fn));
+		jv_free(t);
+	}
+	jv_free(tools);
+	return out;
+}
+
+static jv tool_choice(const struct llm_request *req)
+{
+	switch (req->tool_choice) {
+	case LLM_TOOL_ANY: return jv_string("required");
+	case LLM_TOOL_NONE: return jv_string("none");
+	case LLM_TOOL_FORCED:
+		return json_set(json_set(jv_object(), "type", jv_string("function")), "function",
+				json_set(jv_object(), "name", jv_string(req->tool_name ? req->tool_name : "")));
+	default: return jv_string("auto");
+	}
+}
+
+static int build(struct llm_wire *out, const char *base_url, const char *key, const char *model,
+		 const struct llm_request *req, unsigned flags)
+{
+	jv body = json_set(jv_object(), "model", jv_string(model));
+	size_t h = 0;
+	int max = req->max_tokens > 0 ? req->max_tokens : 4096;
+
+	memset(out, 0, sizeof(*out));
+	body = json_set(body, "messages", convert_messages(req->system, jv_copy(req->messages)));
+	if (jv_get_kind(req->tools) == JV_KIND_ARRAY && jv_array_length(jv_copy(req->tools)) > 0) {
+		body = json_set(body, "tools", convert_tools(jv_copy(req->tools)));
+		body = json_set(body, "tool_choice", tool_choice(req));
+	}
+	body = json_set(body, flags & LLM_OPENAI_LEGACY_MAX_TOKENS ? "max_tokens" : "max_completion_tokens",
+			jv_number(max));
+	if (req->temperature >= 0)
+		body = json_set(body, "temperature", jv_number(req->temperature));
+	if (jv_get_kind(req->stop) == JV_KIND_ARRAY)
+		body = json_set(body, "stop", jv_copy(req->stop));
+	if (req->stream) {
+		body = json_set(body, "stream", jv_true());
+		body = json_set(body, "stream_options", json_set(jv_object(), "include_usage", jv_true()));
+	}
+	out->body = json_dumps(body, false);
+	out->body_len = strlen(out->body);
+	out->url = llm_url(base_url, "/chat/completions");
+	out->headers[h++] = xstrdup("content-type: application/json");
+	out->headers[h++] = xstrdup(req->stream ? "accept: text/event-stream" : "accept: application/json");
+	if (key) {
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "Bearer %s", key);
+		out->headers[h++] = llm_header("authorization", b.buf);
+		buf_release(&b);
+	}
+	return 0;
+}
+
+/* ---- response ---------------------------------------------------------- */
+
+static enum llm_stop map_finish(const char *f, enum llm_stop dflt)
+{
+	if (!f)
+		return dflt;
+	if (!strcmp(f, "stop"))
+		return LLM_STOP_END_TURN;
+	if (!strcmp(f, "tool_calls") || !strcmp(f, "function_call"))
+		return LLM_STOP_TOOL_USE;
+	if (!strcmp(f, "length"))
+		return LLM_STOP_MAX_TOKENS;
+	if (!strcmp(f, "content_filter"))
+		return LLM_STOP_REFUSAL;
+	return LLM_STOP_END_TURN;
+}
+
+static void take_usage(struct llm_response *r, jv u)
+{
+	jv pd;
+	double prompt, cached, written;
+
+	if (jv_get_kind(u) != JV_KIND_OBJECT)
+		return;
+	pd = json_get(u, "prompt_tokens_details");
+	prompt = json_get_num(u, "prompt_tokens", 0);
+	cached = json_get_num(pd, "cached_tokens", 0);
+	written = json_get_num(pd, "cache_write_tokens", 0);
+	jv_free(pd);
+	r->usage.input_tokens = prompt - cached - written > 0 ? (long)(prompt - cached - written) : 0;
+	r->usage.cache_read_tokens = (long)cached;
+	r->usage.cache_write_tokens = (long)written;
+	r->usage.output_tokens = (long)json_get_num(u, "completion_tokens", 0);
+}
+
+static void take_header(struct llm_response *r, jv j)
+{
+	if (json_get_str(j, "model") && !r->model)
+		r->model = xstrdup(json_get_str(j, "model"));
+	if (json_get_str(j, "id") && !r->request_id)
+		r->request_id = xstrdup(json_get_str(j, "id"));
+}
+
+static void set_refusal(struct llm_response *r, const char *text)
+{
+	struct buf b = BUF_INIT;
+
+	if (r->stop_detail)
+		buf_adds(&b, r->stop_detail);
+	buf_adds(&b, text);
+	free(r->stop_detail);
+	r->stop_detail = buf_detach(&b, NULL);
+	r->stop = LLM_STOP_REFUSAL;
+}
+
+static int take_calls(struct llm_response *out, jv calls)
+{
+	int rc = 0;
+
+	jv_array_foreach(calls, i, c) {
+		jv fn = json_get(c, "function");
+		const char *args = json_get_str(fn, "arguments");
+		jv input = jv_null();
+		jv a = json_get(fn, "arguments");
+
+		if (jv_get_kind(a) == JV_KIND_OBJECT) {         /* a lenient server */
+			input = a;
+			a = jv_null();
+		} else if (llm_parse_input(&input, args ? args : "", args ? strlen(args) : 0) < 0) {
+			rc = forge_error_prefix("tool call '%s'", json_get_str(fn, "name") ?
+						json_get_str(fn, "name") : "?");
+		}
+		jv_free(a);
+		if (rc == 0)
+			llm_response_add_call(out, json_get_str(c, "id"), json_get_str(fn, "name"), input);
+		else
+			jv_free(input);
+		jv_free(fn);
+		jv_free(c);
+		if (rc < 0)
+			break;
+	}
+	jv_free(calls);
+	return rc;
+}
+
+static int parse(struct llm_response *out, const char *body, size_t len)
+{
+	jv j = json_parse(body, len);
+	jv choices = json_get(j, "choices");
+	jv c0 = jv_get_kind(choices) == JV_KIND_ARRAY ? jv_array_get(jv_copy(choices), 0) : jv_null();
+	jv m = json_get(c0, "message");
+	jv u = json_get(j, "usage");
+	jv calls = json_get(m, "tool_calls");
+	int rc = 0;
+
+	if (jv_get_kind(m) != JV_KIND_OBJECT) {
+		rc = forge_error("the OpenAI response has no choices[0].message");
+		goto out;
+	}
+	take_header(out, j);
+	take_usage(out, u);
+	if (json_get_str(m, "content")) {
+		free(out->text);
+		out->text = xstrdup(json_get_str(m, "content"));
+	}
+	if (jv_get_kind(calls) == JV_KIND_ARRAY)
+		rc = take_calls(out, jv_copy(calls));
+	out->stop = map_finish(json_get_str(c0, "finish_reason"), LLM_STOP_END_TURN);
+	if (out->ncalls && out->stop == LLM_STOP_END_TURN)
+		out->stop = LLM_STOP_TOOL_USE;        /* some servers say "stop" */
+	if (json_get_str(m, "refusal"))
+		set_refusal(out, json_get_str(m, "refusal"));
+out:
+	jv_free(calls);
+	jv_free(u);
+	jv_free(m);
+	jv_free(c0);
+	jv_free(choices);
+	jv_free(j);
+	return rc;
+}
+
+/* ---- streaming --------------------------------------------------------- */
+
+static void tool_delta(struct llm_stream *s, jv tc)
+{
+	jv fn = json_get(tc, "function");
+	struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(tc, "index", 0), true);
+
+	b->is_tool = true;
+	if (json_get_str(tc, "id") && !b->id)
+		b->id = xstrdup(json_get_str(tc, "id"));
+	if (json_get_str(fn, "name") && !b->name)
+		b->name = xstrdup(json_get_str(fn, "name"));
+	if (json_get_str(fn, "arguments"))
+		buf_adds(&b->args, json_get_str(fn, "arguments"));
+	jv_free(fn);
+}
+
+static void choice_delta(struct llm_stream *s, jv c)
+{
+	jv d = json_get(c, "delta");
+	jv calls = json_get(d, "tool_calls");
+	const char *t;
+
+	if ((t = json_get_str(d, "content")))
+		llm_stream_text(s, t, strlen(t));
+	if ((t = json_get_str(d, "refusal")))
+		set_refusal(s->resp, t);
+	if (jv_get_kind(calls) == JV_KIND_ARRAY) {
+		jv_array_foreach(calls, i, tc) {
+			tool_delta(s, tc);
+			jv_free(tc);
+		}
+	}
+	if ((t = json_get_str(c, "finish_reason")) && s->resp->stop != LLM_STOP_REFUSAL)
+		s->resp->stop = map_finish(t, LLM_STOP_END_TURN);
+	jv_free(calls);
+	jv_free(d);
+}
+
+static void decode(struct llm_fault *out, long status, jv j);
+
+static int event(struct llm_stream *s, const char *name, const char *data, size_t len)
+{
+	jv ev, choices, u;
+
+	(void)name;
+	if (len >= 6 && !memcmp(data, "[DONE]", 6)) {
+		s->done = true;
+		return 0;
+	}
+	ev = json_parse(data, len);
+	if (jv_get_kind(ev) != JV_KIND_OBJECT) {
+		jv_free(ev);
+		return forge_error("unparseable OpenAI stream chunk");
+	}
+	if (json_has(ev, "error")) {
+		llm_fault_release(&s->fault);
+		decode(&s->fault, 500, ev);
+		s->failed = true;
+		jv_free(ev);
+		return 0;
+	}
+	take_header(s->resp, ev);
+	choices = json_get(ev, "choices");
+	if (jv_get_kind(choices) == JV_KIND_ARRAY) {
+		jv_array_foreach(choices, i, c) {
+			if (json_get_num(c, "index", 0) == 0)
+				choice_delta(s, c);
+			jv_free(c);
+		}
+	}
+	u = json_get(ev, "usage");
+	take_usage(s->resp, u);
+	jv_free(u);
+	jv_free(choices);
+	jv_free(ev);
+	return 0;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static bool has(const char *s, const char *needle)
+{
+	return s && strstr(s, needle);
+}
+
+static enum llm_error classify(long status, const char *type, const char *code, const char *msg)
+{
+	if (has(code, "invalid_api_key") || has(type, "authentication") || status == 401 || status == 403)
+		return LLM_ERR_AUTH;
+	if (has(code, "insufficient_quota") || has(type, "insufficient_quota"))
+		return LLM_ERR_QUOTA;
+	if (has(code, "context_length_exceeded") || has(msg, "maximum context length") ||
+	    has(msg, "context length") || has(msg, "context window"))
+		return LLM_ERR_CONTEXT;
+	if (has(code, "model_not_found") || status == 404 ||
+	    (has(msg, "model") && (has(msg, "not found") || has(msg, "does not exist"))))
+		return LLM_ERR_MODEL;
+	return llm_fault_from_status(status);
+}
+
+static void decode(struct llm_fault *out, long status, jv j)
+{
+	jv e = json_get(j, "error");
+	jv code;
+
+	memset(out, 0, sizeof(*out));
+	if (jv_get_kind(e) == JV_KIND_STRING) {          /* Ollama native */
+		out->message = xstrdup(jv_string_value(e));
+	} else {
+		jv src = jv_get_kind(e) == JV_KIND_OBJECT ? jv_copy(e) : jv_copy(j);   /* vLLM flat */
+		out->message = llm_strdup_or_null(json_get_str(src, "message"));
+		code = json_get(src, "code");
+		if (jv_get_kind(code) == JV_KIND_STRING)
+			out->type = xstrdup(jv_string_value(code));
+		else if (json_get_str(src, "type"))
+			out->type = xstrdup(json_get_str(src, "type"));
+		jv_free(code);
+		jv_free(src);
+	}
+	out->kind = classify(status, out->type, out->type, out->message);
+	jv_free(e);
+}
+
+static void fault(struct llm_fault *out, long status, const char *body, size_t len)
+{
+	jv j = len ? json_parse(body, len) : jv_null();
+
+	if (jv_get_kind(j) != JV_KIND_OBJECT) {
+		jv_free(j);
+		j = jv_null();
+	}
+	decode(out, status, j);
+	jv_free(j);
+}
+
+const struct llm_provider llm_openai = {
+	.name = "openai",
+	.default_model = "gpt-4o-mini",
+	.default_base_url = "https://api.openai.com/v1",
+	.key_env = "OPENAI_API_KEY",
+	.base_url_env = "OPENAI_BASE_URL",
+	.build = build,
+	.parse = parse,
+	.event = event,
+	.fault = fault,
+};

@@ -1,0 +1,80 @@
+/*
+ * llm_stream.c - assembling a streamed answer (text and tool-call deltas)
+ * into an llm_response, whatever the provider.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/forge.h"
+#include "llm/llm_internal.h"
+
+
+#define STREAM_MAX (64u << 20)
+
+void llm_stream_init(struct llm_stream *s, struct llm_response *resp)
+{
+	memset(s, 0, sizeof(*s));
+	s->resp = resp;
+	buf_init(&s->text, STREAM_MAX);
+}
+
+void llm_stream_release(struct llm_stream *s)
+{
+	if (!s)
+		return;
+	buf_release(&s->text);
+	for (size_t i = 0; i < s->nblocks; i++) {
+		free(s->blocks[i].id);
+		free(s->blocks[i].name);
+		buf_release(&s->blocks[i].args);
+	}
+	free(s->blocks);
+	s->blocks = NULL;
+	s->nblocks = 0;
+	llm_fault_release(&s->fault);
+}
+
+void llm_stream_text(struct llm_stream *s, const char *text, size_t len)
+{
+	if (!len)
+		return;
+	buf_add(&s->text, text, len);
+	if (s->on_text)
+		s->on_text(s->payload, text, len);
+}
+
+struct llm_stream_block *llm_stream_block(struct llm_stream *s, long index, bool create)
+{
+	struct llm_stream_block *b;
+
+	for (size_t i = 0; i < s->nblocks; i++)
+		if (s->blocks[i].index == index)
+			return &s->blocks[i];
+	if (!create)
+		return NULL;
+	s->blocks = xrealloc(s->blocks, (s->nblocks + 1) * sizeof(*s->blocks));
+	b = &s->blocks[s->nblocks++];
+	memset(b, 0, sizeof(*b));
+	b->index = index;
+	buf_init(&b->args, STREAM_MAX);
+	return b;
+}
+
+int llm_stream_finish(struct llm_stream *s)
+{
+	struct llm_response *r = s->resp;
+
+	free(r->text);
+	r->text = buf_detach(&s->text, NULL);
+	for (size_t i = 0; i < s->nblocks; i++) {
+		struct llm_stream_block *b = &s->blocks[i];
+		jv input;
+
+		if (!b->is_tool)
+			continue;
+		if (llm_parse_input(&input, b->args.buf, b->args.len) < 0)
+			return forge_error_prefix("tool call '%s'", b->name ? b->name : "?");
+		llm_response_add_call(r, b->id, b->name, input);
+	}
+	return 0;
+}

@@ -1,0 +1,344 @@
+/*
+ * memory_consolidate.c - merge, promote, decay, archive, resolve conflicts
+ * (seed 002 section 10; memory.h).
+ *
+ * Every step reads what it will change first and then changes it in short
+ * BEGIN IMMEDIATE transactions (a few thousand rows each), re-checking each
+ * row inside the transaction, so other processes keep reading and writing
+ * meanwhile and a second run finds nothing left to do (decay is counted in
+ * whole weeks from decayed_through, so it is never applied twice).
+ */
+#include "memory/memory_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "store/store.h"
+
+#define BATCH_ROWS 20000
+#define BATCH_PAIRS 500
+
+struct report {
+	long merged, promoted, updated, decayed, archived, conflicts, skipped;
+	jv errors;
+};
+
+static void note_error(struct report *r, const char *step)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s: %s", step, forge_last_error());
+	r->errors = jv_array_append(r->errors, jv_string(b.buf));
+	buf_release(&b);
+}
+
+/* ---- pairs of ids from a query ---------------------------------------- */
+
+struct pairs {
+	char (*a)[ULID_LEN + 1], (*b)[ULID_LEN + 1];
+	size_t n, cap;
+};
+
+static int load_pairs(struct pairs *p, struct memory *m, const char *sql)
+{
+	sqlite3_stmt *s;
+	int step, rc = 0;
+
+	if (mem_prepare(&s, m, sql) < 0)
+		return -1;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (p->n == p->cap) {
+			p->cap = p->cap * 2 + 64;
+			p->a = xrealloc(p->a, p->cap * sizeof *p->a);
+			p->b = xrealloc(p->b, p->cap * sizeof *p->b);
+		}
+		snprintf(p->a[p->n], sizeof p->a[0], "%s", (const char *)sqlite3_column_text(s, 0));
+		snprintf(p->b[p->n], sizeof p->b[0], "%s", (const char *)sqlite3_column_text(s, 1));
+		p->n++;
+	}
+	if (step != SQLITE_DONE)
+		rc = mem_fail(m, "cannot read memory relationships");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static void pairs_release(struct pairs *p)
+{
+	free(p->a);
+	free(p->b);
+}
+
+struct row {
+	double conf;
+	int64_t created, last, access, freq;
+	char *tags;
+	bool active;
+};
+
+static int read_row(struct row *r, sqlite3_stmt *s, const char *id)
+{
+	sqlite3_reset(s);
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	memset(r, 0, sizeof *r);
+	if (sqlite3_step(s) != SQLITE_ROW)
+		return 0;
+	r->conf = sqlite3_column_double(s, 0);
+	r->created = sqlite3_column_int64(s, 1);
+	r->last = sqlite3_column_int64(s, 2);
+	r->access = sqlite3_column_int64(s, 3);
+	r->freq = sqlite3_column_type(s, 4) == SQLITE_NULL ? 1 : sqlite3_column_int64(s, 4);
+	r->tags = xstrdup((const char *)sqlite3_column_text(s, 5));
+	r->active = sqlite3_column_type(s, 6) == SQLITE_NULL;
+	return 1;
+}
+
+/* ---- 1. merge -------------------------------------------------------- */
+
+static int merge_pair(struct memory *m, sqlite3_stmt *get, sqlite3_stmt *upd, const char *a,
+		      const char *b, long *merged)
+{
+	struct row ra, rb;
+	int rc = 0;
+
+	read_row(&ra, get, a);
+	read_row(&rb, get, b);
+	sqlite3_reset(get);
+	if (ra.active && rb.active) {
+		/* keep the more confident one (then the more used, then the older) */
+		bool keep_a = ra.conf != rb.conf ? ra.conf > rb.conf :
+			      ra.access != rb.access ? ra.access > rb.access : ra.created <= rb.created;
+		const char *keep = keep_a ? a : b, *drop = keep_a ? b : a;
+		struct row *k = keep_a ? &ra : &rb, *d = keep_a ? &rb : &ra;
+		jv tk = json_parse(k->tags, strlen(k->tags)), td = json_parse(d->tags, strlen(d->tags));
+		char *tags = NULL;
+
+		jv_array_foreach(td, i, t) {
+			bool seen = false;
+
+			jv_array_foreach(tk, j, x) {
+				seen = seen || jv_equal(jv_copy(x), jv_copy(t));
+				jv_free(x);
+				(void)j;
+			}
+			tk = seen ? tk : jv_array_append(tk, jv_copy(t));
+			jv_free(t);
+			(void)i;
+		}
+		jv_free(td);
+		tags = json_dumps(tk, false);
+		sqlite3_reset(upd);
+		sqlite3_bind_text(upd, 1, tags, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_double(upd, 2, memory_clamp(k->conf + 0.05));
+		sqlite3_bind_int64(upd, 3, d->access);
+		sqlite3_bind_int64(upd, 4, k->freq + d->freq);
+		sqlite3_bind_int64(upd, 5, d->last > k->last ? d->last : k->last);
+		sqlite3_bind_int64(upd, 6, memory_now(m));
+		sqlite3_bind_text(upd, 7, keep, -1, SQLITE_STATIC);
+		free(tags);
+		if (sqlite3_step(upd) != SQLITE_DONE) {
+			rc = mem_fail(m, "cannot merge memory '%s'", drop);
+		} else {
+			struct buf why = BUF_INIT;
+
+			buf_addf(&why, "merged into %s", keep);
+			rc = memory_archive(m, drop, why.buf);
+			if (rc == 0)
+				rc = memory_relate(m, keep, drop, "replaces", -1);
+			if (rc == 0)
+				rc = mem_signal_log(m, keep, "merged", 0.05, drop);
+			buf_release(&why);
+			(*merged)++;
+		}
+		sqlite3_reset(upd);
+	}
+	free(ra.tags);
+	free(rb.tags);
+	return rc;
+}
+
+static int merge_similar(struct memory *m, struct report *r)
+{
+	struct pairs p = { 0 };
+	sqlite3_stmt *get = NULL, *upd = NULL;
+	int rc = -1;
+
+	if (load_pairs(&p, m, "SELECT r.memory_a_id, r.memory_b_id FROM memory_relationships r "
+		       "JOIN memories a ON a.id = r.memory_a_id JOIN memories b ON b.id = r.memory_b_id "
+		       "WHERE r.relationship = 'similar' AND r.similarity > 0.9 "
+		       "AND a.archived_at IS NULL AND b.archived_at IS NULL AND a.type = b.type "
+		       "AND a.type <> 'episodic' AND NOT EXISTS (SELECT 1 FROM memory_relationships c "
+		       "WHERE c.relationship = 'contradicts' AND ((c.memory_a_id = r.memory_a_id AND "
+		       "c.memory_b_id = r.memory_b_id) OR (c.memory_a_id = r.memory_b_id AND "
+		       "c.memory_b_id = r.memory_a_id))) ORDER BY r.created_at, r.id") < 0)
+		goto out;
+	if (mem_prepare(&get, m, "SELECT confidence, created_at, last_accessed, access_count, "
+			"frequency, tags, archived_at FROM memories WHERE id = ?") < 0 ||
+	    mem_prepare(&upd, m, "UPDATE memories SET tags = ?, confidence = ?, access_count = "
+			"access_count + ?, frequency = ?, last_accessed = ?, updated_at = ? WHERE id = ?") < 0)
+		goto out;
+	for (size_t i = 0; i < p.n; i += BATCH_PAIRS) {
+		if (mem_begin(m) < 0)
+			goto out;
+		for (size_t j = i; j < p.n && j < i + BATCH_PAIRS; j++) {
+			if (merge_pair(m, get, upd, p.a[j], p.b[j], &r->merged) < 0) {
+				mem_rollback(m);
+				goto out;
+			}
+		}
+		if (mem_commit(m) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(get);
+	sqlite3_finalize(upd);
+	pairs_release(&p);
+	return rc;
+}
+
+/* ---- 3-5. decay, archive: one statement per range of rows -------------- */
+
+static int ranged(long *changed, struct memory *m, const char *sql, int64_t now)
+{
+	sqlite3_stmt *s = NULL, *mx = NULL;
+	int64_t max = 0;
+	int rc = -1;
+
+	if (mem_prepare(&mx, m, "SELECT coalesce(max(seq), 0) FROM memories") < 0 ||
+	    sqlite3_step(mx) != SQLITE_ROW)
+		goto out;
+	max = sqlite3_column_int64(mx, 0);
+	if (mem_prepare(&s, m, sql) < 0)
+		goto out;
+	for (int64_t lo = 0; lo < max; lo += BATCH_ROWS) {
+		if (mem_begin(m) < 0)
+			goto out;
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, now);
+		sqlite3_bind_int64(s, 2, lo);
+		sqlite3_bind_int64(s, 3, lo + BATCH_ROWS);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			mem_fail(m, "cannot consolidate memories");
+			mem_rollback(m);
+			goto out;
+		}
+		*changed += sqlite3_changes(m->db);
+		sqlite3_reset(s);
+		if (mem_commit(m) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	sqlite3_finalize(mx);
+	return rc;
+}
+
+/* The SQL twin of memory_decay(): whole weeks since max(last_accessed,
+ * decayed_through). */
+#define FROM "max(last_accessed, coalesce(decayed_through, 0))"
+#define WEEKS "((?1 - " FROM ") / 604800000)"
+static const char decay_sql[] =
+	"UPDATE memories SET confidence = round(max(0, confidence - 0.05 * " WEEKS "), 6), "
+	"decayed_through = " FROM " + " WEEKS " * 604800000 "
+	"WHERE seq > ?2 AND seq <= ?3 AND archived_at IS NULL AND ?1 - " FROM " >= 604800000";
+
+static const char archive_sql[] =
+	"UPDATE memories SET archived_at = ?1, archived_reason = CASE WHEN confidence < 0.2 "
+	"THEN 'confidence below 0.2' ELSE 'not accessed for 90 days' END "
+	"WHERE seq > ?2 AND seq <= ?3 AND archived_at IS NULL AND "
+	"(confidence < 0.2 OR ?1 - last_accessed > 7776000000)";
+
+/* ---- 5. conflicts ------------------------------------------------------ */
+
+static int resolve_conflicts(struct memory *m, struct report *r)
+{
+	struct pairs p = { 0 };
+	sqlite3_stmt *get = NULL;
+	int rc = -1;
+
+	if (load_pairs(&p, m, "SELECT r.memory_a_id, r.memory_b_id FROM memory_relationships r "
+		       "JOIN memories a ON a.id = r.memory_a_id JOIN memories b ON b.id = r.memory_b_id "
+		       "WHERE r.relationship = 'contradicts' AND a.archived_at IS NULL AND "
+		       "b.archived_at IS NULL ORDER BY r.created_at, r.id") < 0 ||
+	    mem_prepare(&get, m, "SELECT confidence, created_at, last_accessed, access_count, "
+			"frequency, tags, archived_at FROM memories WHERE id = ?") < 0)
+		goto out;
+	for (size_t i = 0; i < p.n; i++) {
+		struct row ra, rb;
+		int erc = 0;
+
+		if (mem_begin(m) < 0)
+			goto out;
+		read_row(&ra, get, p.a[i]);
+		read_row(&rb, get, p.b[i]);
+		sqlite3_reset(get);
+		if (ra.active && rb.active) {
+			/* keep the highest confidence; on a tie the newer one */
+			bool keep_a = ra.conf != rb.conf ? ra.conf > rb.conf : ra.created > rb.created;
+			struct buf why = BUF_INIT;
+
+			buf_addf(&why, "conflicts with %s", keep_a ? p.a[i] : p.b[i]);
+			erc = memory_archive(m, keep_a ? p.b[i] : p.a[i], why.buf);
+			buf_release(&why);
+			r->conflicts++;
+		}
+		free(ra.tags);
+		free(rb.tags);
+		if (erc < 0) {
+			mem_rollback(m);
+			goto out;
+		}
+		if (mem_commit(m) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(get);
+	pairs_release(&p);
+	return rc;
+}
+
+int mem_promote(struct memory *m, struct llm_client *llm, long *promoted, long *updated,
+		long *skipped, jv *errors);
+
+int memory_consolidate(jv *report, struct memory *m, struct llm_client *llm)
+{
+	struct report r = { .errors = jv_array() };
+	int64_t t0 = monotonic_ms(), now = memory_now(m);
+	long before = 0;
+
+	*report = jv_null();
+	if (merge_similar(m, &r) < 0)
+		note_error(&r, "merge");
+	if (mem_promote(m, llm, &r.promoted, &r.updated, &r.skipped, &r.errors) < 0)
+		note_error(&r, "promote");
+	if (ranged(&r.decayed, m, decay_sql, now) < 0)
+		note_error(&r, "decay");
+	if (ranged(&r.archived, m, archive_sql, now) < 0)
+		note_error(&r, "archive");
+	if (resolve_conflicts(m, &r) < 0)
+		note_error(&r, "conflicts");
+	(void)before;
+	/* compact the vector file when rows left the active set */
+	if ((r.merged || r.archived || r.conflicts) &&
+	    store_exec(m->st, "UPDATE memory_meta SET vec_gen = vec_gen + 1 WHERE k = 1") < 0)
+		note_error(&r, "vector file");
+	jv o = jv_object();
+
+	o = json_set(o, "merged", jv_number((double)r.merged));
+	o = json_set(o, "promoted", jv_number((double)r.promoted));
+	o = json_set(o, "patterns_updated", jv_number((double)r.updated));
+	o = json_set(o, "decayed", jv_number((double)r.decayed));
+	o = json_set(o, "archived", jv_number((double)r.archived));
+	o = json_set(o, "conflicts", jv_number((double)r.conflicts));
+	o = json_set(o, "skipped_promotions", jv_number((double)r.skipped));
+	o = json_set(o, "errors", r.errors);
+	o = json_set(o, "duration_ms", jv_number((double)(monotonic_ms() - t0)));
+	*report = o;
+	return jv_array_length(json_get(o, "errors")) ? -1 : 0;
+}

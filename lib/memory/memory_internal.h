@@ -1,0 +1,100 @@
+/*
+ * memory_internal.h - what the lib/memory*.c files share; not an interface.
+ */
+#ifndef FORGE_MEMORY_INTERNAL_H
+#define FORGE_MEMORY_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "core/buf.h"
+#include "memory/memory.h"
+
+struct vindex;
+
+/* Statements prepared once per handle (the hot paths of recall). */
+enum mem_stmt {
+	MS_STAMP, MS_VOCAB, MS_FTS, MS_GET, MS_GET_SEQ, MS_TOUCH, MS_SEQ, MS_INSERT, MS_RELATE, MS_COUNT
+};
+
+struct memory {
+	struct store *st;
+	sqlite3 *db;
+	int64_t (*now)(void *payload);
+	void *now_payload;
+	char *embed_provider;     /* NULL = local */
+	char *embed_model;
+	char *embed_base_url;
+	char *embedder_id;        /* "local-fh1:256" or "openai:text-embedding-3-small" */
+	int dim;                  /* local dim; for an API, learnt from the first vector */
+	double lexw;
+	char *vec_path;           /* NULL = in-process index only */
+	struct vindex *idx;
+	sqlite3_stmt *stmt[MS_COUNT];   /* cached statements (mem_cached) */
+};
+
+/* The columns of a memory row, in the order mem_row_json() reads them. */
+#define MEM_COLS "id, type, content, context, tags, confidence, source, created_at, " \
+	"updated_at, last_accessed, access_count, episode, frequency, success_rate, " \
+	"trigger_text, steps, pattern_id, archived_at, archived_reason, seq, decayed_through"
+#define MEM_NCOLS 21
+
+/* memory.c */
+int mem_fail(struct memory *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql);
+/* A cached statement, reset and unbound; the caller resets it after use
+ * (never finalizes it), so no read transaction stays open. */
+int mem_cached(sqlite3_stmt **out, struct memory *m, enum mem_stmt which, const char *sql);
+void mem_bind_text(sqlite3_stmt *s, int i, const char *v);
+jv mem_row_json(sqlite3_stmt *s, int first);
+jv mem_time_json(int64_t ms);
+int mem_time_parse(int64_t *out, jv v);   /* borrows v: ISO string or number of ms */
+/* The text that is embedded for a memory: content, context, tags. */
+void mem_embed_text(struct buf *out, const char *content, const char *context, const char *tags_json);
+/* 32 hex digits (two FNV-1a 64 hashes) of s[0..len). */
+void mem_hash_hex(char out[33], const char *s, size_t len);
+int mem_begin(struct memory *m);
+int mem_commit(struct memory *m);
+void mem_rollback(struct memory *m);
+int mem_signal_log(struct memory *m, const char *id, const char *kind, double delta,
+		   const char *note);
+/* The seq of id: 0 on success, MEMORY_NOT_FOUND, -1. */
+int mem_seq_of(int64_t *seq, struct memory *m, const char *id);
+/* Tags array (borrowed) → compact JSON text, validated: array of strings. */
+int mem_tags_text(char **out, jv tags);
+
+/* memory_embed.c */
+/* Embed n texts with the configured embedder into n × *dim floats (malloc'd,
+ * normalised); API vectors come from / go to the cache. */
+int mem_embed_many(float **out, size_t *dim, struct memory *m, const char *const *texts,
+		   const size_t *lens, size_t n);
+/* Tokeniser shared with recall's FTS query: calls fn for each lowercased
+ * word (letters, digits, '_' and bytes >= 0x80). */
+void mem_words(const char *text, size_t len,
+	       void (*fn)(const char *w, size_t n, void *payload), void *payload);
+bool mem_stopword(const char *w, size_t n);
+
+/* memory_index.c */
+struct vhit {
+	int64_t seq;
+	float cos;
+};
+void vindex_free(struct vindex *v);
+/* Up to date with the database; rebuilt instead of appended when needed. */
+int vindex_sync(struct memory *m, bool *rebuilt);
+/* The best n rows by cosine to q (dim floats), type filter (MEMORY_ANY for
+ * all); *out malloc'd, best first; *count the number found. */
+int vindex_search(struct vhit **out, size_t *count, struct memory *m, const float *q,
+		  size_t dim, int type, size_t n);
+/* Cosine of q to row seq; false when the row is not in the index. */
+bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim);
+/* {"path","rows","dim","bytes","embedder"} */
+jv vindex_info(struct memory *m);
+
+/* memory_recall.c */
+/* Relationships of a new memory (called by memory_store before insert):
+ * [{"id","similarity","kind","contradicts":bool}]. */
+int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim,
+		     const char *content);
+bool mem_negated(const char *text);
+
+#endif

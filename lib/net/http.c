@@ -1,0 +1,386 @@
+/*
+ * http.c - libcurl transport and the SDKs' retry policy (see http.h).
+ */
+#include "net/http.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/forge.h"
+
+_Static_assert(CURL_ERROR_SIZE <= 256, "errbuf too small");
+
+#define HTTP_MAX_BODY (64u << 20)
+
+void http_response_init(struct http_response *r)
+{
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->body, HTTP_MAX_BODY);
+}
+
+static void headers_clear(struct http_response *r)
+{
+	for (size_t i = 0; i < r->nheaders; i++) {
+		free(r->headers[i].name);
+		free(r->headers[i].value);
+	}
+	free(r->headers);
+	r->headers = NULL;
+	r->nheaders = 0;
+}
+
+void http_response_release(struct http_response *r)
+{
+	if (!r)
+		return;
+	headers_clear(r);
+	buf_release(&r->body);
+}
+
+const char *http_header_get(const struct http_response *r, const char *name)
+{
+	for (size_t i = r->nheaders; i-- > 0;)
+		if (!strcmp(r->headers[i].name, name))
+			return r->headers[i].value;
+	return NULL;
+}
+
+int http_client_init(struct http_client *c)
+{
+	static int global_done;
+
+	memset(c, 0, sizeof(*c));
+	if (!global_done) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+			return forge_error("cannot initialise libcurl");
+		global_done = 1;
+	}
+	c->curl = curl_easy_init();
+	if (!c->curl)
+		return forge_error("cannot create a libcurl handle");
+	c->timeout_ms = 600000;
+	c->connect_timeout_ms = 10000;
+	c->stall_ms = 60000;
+	c->retry.max_retries = 2;
+	c->retry.initial_delay = 0.5;
+	c->retry.max_delay = 8.0;
+	c->retry.max_retry_after = 60.0;
+	return 0;
+}
+
+void http_client_release(struct http_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	c->curl = NULL;
+}
+
+/* ---- one attempt ------------------------------------------------------- */
+
+struct transfer {
+	struct http_response *resp;
+	const struct http_request *req;
+	CURL *h;
+	size_t max;
+	int sink_failed;
+	long stall_ms;                /* give up after this long without a byte */
+	curl_off_t seen;              /* bytes moved so far (both ways) */
+	double last_ms;               /* when seen last changed */
+	bool stalled;
+};
+
+static double now_ms(void);
+
+/* Stall detection: libcurl calls this often while bytes move and about once
+ * a second when none do, so a stall is noticed within a second of stall_ms
+ * (CURLOPT_LOW_SPEED_TIME averages over a window and takes 5 s longer). */
+static int on_progress(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct transfer *t = payload;
+	double now = now_ms();
+
+	(void)dltotal;
+	(void)ultotal;
+	if (dlnow + ulnow != t->seen || t->last_ms == 0) {
+		t->seen = dlnow + ulnow;
+		t->last_ms = now;
+		return 0;
+	}
+	if (now - t->last_ms >= (double)t->stall_ms) {
+		t->stalled = true;
+		return 1;
+	}
+	return 0;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *payload)
+{
+	struct transfer *t = payload;
+	struct http_response *r = t->resp;
+	size_t n = size * nmemb, klen;
+	const char *colon, *v, *end = data + n;
+
+	if (n >= 5 && !memcmp(data, "HTTP/", 5)) {   /* a new response (after 1xx or redirects) */
+		headers_clear(r);
+		return n;
+	}
+	colon = memchr(data, ':', n);
+	if (!colon)
+		return n;
+	klen = (size_t)(colon - data);
+	for (v = colon + 1; v < end && (*v == ' ' || *v == '\t'); v++)
+		;
+	while (end > v && isspace((unsigned char)end[-1]))
+		end--;
+	r->headers = xrealloc(r->headers, (r->nheaders + 1) * sizeof(*r->headers));
+	r->headers[r->nheaders].name = xstrndup(data, klen);
+	for (char *p = r->headers[r->nheaders].name; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	r->headers[r->nheaders].value = xstrndup(v, (size_t)(end - v));
+	r->nheaders++;
+	return n;
+}
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *payload)
+{
+	struct transfer *t = payload;
+	size_t n = size * nmemb;
+	long status = 0;
+
+	curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &status);
+	if (t->req->sink && status >= 200 && status < 300) {
+		t->resp->streamed = true;
+		if (t->req->sink(t->req->sink_payload, data, n) != 0) {
+			t->sink_failed = 1;
+			return 0;
+		}
+		return n;
+	}
+	if (t->resp->body.len + n > t->max)
+		return 0;   /* CURLE_WRITE_ERROR: body too large */
+	buf_add(&t->resp->body, data, n);
+	return n;
+}
+
+static struct curl_slist *make_headers(const struct http_request *req)
+{
+	struct curl_slist *list = NULL;
+
+	for (const char *const *h = req->headers; h && *h; h++)
+		list = curl_slist_append(list, *h);
+	list = curl_slist_append(list, "Expect:");   /* no 100-continue round trip */
+	return list;
+}
+
+static void setup(struct http_client *c, const struct http_request *req, struct transfer *t,
+		  struct curl_slist *hdrs)
+{
+	CURL *h = c->curl;
+
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, req->url);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "forge/" FORGE_VERSION);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, t);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
+	if (req->method && !strcmp(req->method, "GET")) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	} else {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)(req->body ? req->body_len : 0));
+	}
+}
+
+/* One attempt: fills r (status 0 on a transport failure). */
+static void attempt(struct http_response *r, struct http_client *c, const struct http_request *req)
+{
+	struct transfer t = { r, req, c->curl, req->max_body ? req->max_body : HTTP_MAX_BODY, 0,
+			      c->stall_ms > 0 ? c->stall_ms : 60000, 0, 0, false };
+	struct curl_slist *hdrs = make_headers(req);
+	CURLcode rc;
+
+	headers_clear(r);
+	buf_reset(&r->body);
+	r->status = 0;
+	r->error[0] = '\0';
+	r->timed_out = false;
+	c->errbuf[0] = '\0';
+	setup(c, req, &t, hdrs);
+	rc = curl_easy_perform(c->curl);
+	curl_slist_free_all(hdrs);
+	r->transport_error = (int)rc;
+	if (rc == CURLE_OK) {
+		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+		return;
+	}
+	if (t.stalled) {
+		rc = CURLE_OPERATION_TIMEDOUT;   /* retried like a timeout */
+		r->transport_error = (int)rc;
+	}
+	r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+	if (t.sink_failed)
+		snprintf(r->error, sizeof(r->error), "%s",
+			 *forge_last_error() ? forge_last_error() : "stream aborted");
+	else if (rc == CURLE_WRITE_ERROR)
+		snprintf(r->error, sizeof(r->error), "response body larger than %zu bytes", t.max);
+	else if (t.stalled)
+		snprintf(r->error, sizeof(r->error), "stalled: no data for %ld ms", c->stall_ms);
+	else
+		snprintf(r->error, sizeof(r->error), "%s", c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+	/* a transfer that was cut after headers is still a failure, not a status */
+	r->status = 0;
+}
+
+/* ---- the policy -------------------------------------------------------- */
+
+static bool transport_retryable(const struct http_response *r)
+{
+	switch (r->transport_error) {
+	case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT: case CURLE_SEND_ERROR: case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING: case CURLE_PARTIAL_FILE: case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM: case CURLE_SSL_CONNECT_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool http_should_retry(const struct http_response *r)
+{
+	const char *sr;
+
+	if (r->status == 0)
+		return transport_retryable(r);
+	sr = http_header_get(r, "x-should-retry");
+	if (sr && !strcmp(sr, "true"))
+		return true;
+	if (sr && !strcmp(sr, "false"))
+		return false;
+	return r->status == 408 || r->status == 409 || r->status == 429 || r->status >= 500;
+}
+
+double http_retry_after(const struct http_response *r, time_t now)
+{
+	const char *v = http_header_get(r, "retry-after-ms");
+	double d;
+	char *end;
+
+	if (v) {
+		errno = 0;
+		d = strtod(v, &end);
+		if (end != v && !*end && !errno && isfinite(d))
+			return d / 1000.0;
+	}
+	v = http_header_get(r, "retry-after");
+	if (!v)
+		return -1;
+	errno = 0;
+	d = strtod(v, &end);
+	if (end != v && !*end && !errno && isfinite(d))
+		return d;
+	time_t when = curl_getdate(v, NULL);
+	if (when == (time_t)-1)
+		return -1;
+	return difftime(when, now);
+}
+
+static double policy_rand(const struct http_retry *p)
+{
+	return p->rand_fn ? p->rand_fn(p->payload) : (double)random() / ((double)RAND_MAX + 1.0);
+}
+
+double http_retry_delay(const struct http_retry *p, int n, const struct http_response *r)
+{
+	time_t now = p->now_fn ? p->now_fn(p->payload) : time(NULL);
+	double ra = r ? http_retry_after(r, now) : -1;
+	double d;
+
+	if (ra > 0 && ra <= p->max_retry_after)
+		return ra;
+	d = p->initial_delay * pow(2.0, n > 1000 ? 1000 : n);
+	if (d > p->max_delay)
+		d = p->max_delay;
+	d *= 1.0 - 0.25 * policy_rand(p);
+	return d < 0 ? 0 : d;
+}
+
+static void do_sleep(const struct http_retry *p, double s)
+{
+	struct timespec ts;
+
+	if (p->sleep_fn) {
+		p->sleep_fn(p->payload, s);
+		return;
+	}
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool may_retry(const struct http_request *req, const struct http_response *r)
+{
+	if (r->streamed)
+		return false;
+	if (!http_should_retry(r))
+		return false;
+	return !(req->no_retry && req->no_retry(req->no_retry_payload, r));
+}
+
+int http_send(struct http_response *out, struct http_client *c, const struct http_request *req)
+{
+	double start = now_ms();
+
+	http_response_init(out);
+	for (int n = 0;; n++) {
+		attempt(out, c, req);
+		if (out->status >= 200 && out->status < 300)
+			break;
+		if (n >= c->retry.max_retries || !may_retry(req, out))
+			break;
+		if (out->status) {
+			double ra = http_retry_after(out, c->retry.now_fn ? c->retry.now_fn(c->retry.payload)
+								  : time(NULL));
+			if (ra > c->retry.max_retry_after) {
+				out->retry_after_refused = ra;
+				break;
+			}
+		}
+		do_sleep(&c->retry, http_retry_delay(&c->retry, n, out->status ? out : NULL));
+		out->retries++;
+	}
+	out->duration_ms = now_ms() - start;
+	if (out->status >= 200 && out->status < 300)
+		return 0;
+	if (out->status)
+		return forge_error("HTTP %ld from '%s'", out->status, req->url);
+	return forge_error("cannot reach '%s': %s", req->url, out->error);
+}

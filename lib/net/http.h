@@ -1,0 +1,118 @@
+/*
+ * http.h - the HTTP transport of the LLM client: one reused libcurl easy
+ * handle, timeouts and stall detection, bounded bodies, and the retry
+ * policy of the official Anthropic/OpenAI SDKs.
+ *
+ * Retry policy (llm-wire.md §5):
+ *   - retried: connection errors and timeouts; status 408, 409, 429 and
+ *     every status >= 500 (529 included) -- unless the server says
+ *     `x-should-retry: false`; `x-should-retry: true` makes any status
+ *     retryable.  A request's `no_retry` hook may veto (an OpenAI 429
+ *     "insufficient_quota" will never succeed).
+ *   - delay: `retry-after-ms` (milliseconds) or `retry-after` (seconds, or
+ *     an HTTP date) when it lies in (0, max_retry_after]; otherwise
+ *     min(initial * 2^n, max_delay) * (1 - 0.25 * rand) for the n-th retry
+ *     (n = 0, 1, …): 0.5 s, 1 s, 2 s, 4 s, 8 s, 8 s … less up to 25 % jitter.
+ *   - a server that asks for longer than max_retry_after is not retried at
+ *     all (as the OpenAI Python SDK does past its 120 s): an early retry
+ *     would only fail again.  The response says so in retry_after_refused.
+ *   - a streamed body is never retried once a byte of it reached the sink.
+ * Sleeping, randomness and the clock are injectable, so the policy is
+ * tested without waiting.
+ *
+ * Every request runs on the client's single handle (keep-alive);
+ * CURLOPT_NOSIGNAL is set, so a program using this module ignores SIGPIPE
+ * itself (c-style.md §2 rule 6).  curl_global_init() is called on first use.
+ */
+#ifndef FORGE_HTTP_H
+#define FORGE_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "core/buf.h"
+
+struct http_header {
+	char *name;       /* lowercased */
+	char *value;      /* trimmed */
+};
+
+struct http_response {
+	long status;                  /* 0 when no response arrived */
+	struct buf body;              /* the body unless it went to a sink; capped */
+	struct http_header *headers;  /* of the last attempt */
+	size_t nheaders;
+	int transport_error;          /* CURLcode of the last attempt (0 = none) */
+	bool timed_out;               /* the last attempt timed out or stalled */
+	char error[256];              /* transport error text, "" when none */
+	int retries;                  /* retries made */
+	double duration_ms;           /* all attempts and waits */
+	bool streamed;                /* body bytes went to the sink */
+	double retry_after_refused;   /* > 0: the server asked to wait this many
+	                                 seconds, more than max_retry_after: not retried */
+};
+
+void http_response_init(struct http_response *r);
+void http_response_release(struct http_response *r);   /* NULL-safe; reusable after init */
+/* The header's value (name in lowercase), borrowed from r, or NULL. */
+const char *http_header_get(const struct http_response *r, const char *name);
+
+struct http_request {
+	const char *method;           /* "POST" or "GET" */
+	const char *url;
+	const char *const *headers;   /* "Name: value", NULL-terminated; may be NULL */
+	const char *body;             /* may be NULL */
+	size_t body_len;
+	/* When set, the body of a 2xx response goes here as it arrives instead
+	 * of into r->body; a non-zero return aborts the transfer. */
+	int (*sink)(void *payload, const char *data, size_t len);
+	void *sink_payload;
+	/* Optional veto: true = do not retry this (retryable-looking) response. */
+	bool (*no_retry)(void *payload, const struct http_response *r);
+	void *no_retry_payload;
+	size_t max_body;              /* 0 = 64 MiB */
+};
+
+struct http_retry {
+	int max_retries;              /* retries after the first attempt */
+	double initial_delay;         /* 0.5 s */
+	double max_delay;             /* 8 s */
+	double max_retry_after;       /* honour server delays up to this (60 s) */
+	void (*sleep_fn)(void *payload, double seconds);   /* NULL: nanosleep */
+	double (*rand_fn)(void *payload);                  /* NULL: random() in [0,1) */
+	time_t (*now_fn)(void *payload);                   /* NULL: time() */
+	void *payload;
+};
+
+struct http_client {
+	void *curl;                   /* CURL * */
+	char errbuf[256];              /* CURL_ERROR_SIZE; lives as long as the handle */
+	long timeout_ms;              /* whole request (600000) */
+	long connect_timeout_ms;      /* 10000 */
+	long stall_ms;                /* abort when no byte moved for this long (60000); noticed
+	                                 within about a second */
+	struct http_retry retry;
+};
+
+/* Defaults as documented above; allocates the curl handle. */
+int http_client_init(struct http_client *c);
+void http_client_release(struct http_client *c);
+
+/*
+ * Send req, retrying per the policy.  *out is initialised here (release it
+ * also on failure).  Returns 0 when the final response is 2xx; -1 with a
+ * message otherwise -- out->status and out->body then tell an HTTP error
+ * (status != 0) from a transport failure (status 0).
+ */
+int http_send(struct http_response *out, struct http_client *c, const struct http_request *req);
+
+/* The policy's pieces, exported for tests.  transport_failed: no HTTP
+ * response arrived (r->status is 0). */
+bool http_should_retry(const struct http_response *r);
+/* Server-requested delay in seconds, or -1 when none is usable. */
+double http_retry_after(const struct http_response *r, time_t now);
+/* Delay before retry number n (0-based) after response r. */
+double http_retry_delay(const struct http_retry *p, int n, const struct http_response *r);
+
+#endif

@@ -1,0 +1,565 @@
+/*
+ * nsview.c - namespaces, the private root file system of a command, and a
+ * per-command pids cgroup.  See nsview.h.
+ */
+#include "os/nsview.h"
+#include "core/buf.h"
+#include "core/forge.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+/* ---------------------------------------------------------------- parent */
+
+static int op_cmp(const void *a, const void *b)
+{
+	const struct nsview_op *x = a, *y = b;
+	size_t lx = strlen(x->dst), ly = strlen(y->dst);
+
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return x->kind - y->kind;
+}
+
+void nsview_prepare(struct nsview *v, const struct nsview_bind *binds, size_t n)
+{
+	v->ops = xcalloc(n ? n : 1, sizeof(*v->ops));
+	v->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *dst = binds[i].dst ? binds[i].dst : binds[i].src;
+		struct nsview_op *op = &v->ops[v->n];
+		struct stat st;
+		struct statvfs sv;
+		struct buf b = BUF_INIT;
+
+		if (!binds[i].src || binds[i].src[0] != '/' || dst[0] != '/' ||
+		    lstat(binds[i].src, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && binds[i].kind == NSVIEW_RO) {
+			char target[PATH_MAX];
+			ssize_t len = readlink(binds[i].src, target, sizeof(target) - 1);
+			if (len <= 0)
+				continue;
+			target[len] = '\0';
+			op->kind = NSVIEW_LINK;
+			op->src = xstrdup(target);
+			buf_addf(&b, "/newroot%s", dst);
+			op->dst = buf_detach(&b, NULL);
+			v->n++;
+			continue;
+		}
+		if (stat(binds[i].src, &st) < 0)
+			continue;
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+			continue;
+		op->kind = binds[i].kind;
+		op->is_dir = S_ISDIR(st.st_mode);
+		if (statvfs(binds[i].src, &sv) == 0) {
+			if (sv.f_flag & ST_NOSUID)
+				op->flags |= MS_NOSUID;
+			if (sv.f_flag & ST_NODEV)
+				op->flags |= MS_NODEV;
+			if (sv.f_flag & ST_NOEXEC)
+				op->flags |= MS_NOEXEC;
+			if (sv.f_flag & ST_NOATIME)
+				op->flags |= MS_NOATIME;
+			if (sv.f_flag & ST_NODIRATIME)
+				op->flags |= MS_NODIRATIME;
+			if (!(sv.f_flag & (ST_NOATIME | ST_RELATIME)))
+				op->flags |= MS_STRICTATIME;
+		}
+		buf_addf(&b, "/oldroot%s", strcmp(binds[i].src, "/") ? binds[i].src : "");
+		op->src = buf_detach(&b, NULL);
+		buf_addf(&b, "/newroot%s", strcmp(dst, "/") ? dst : "");
+		op->dst = buf_detach(&b, NULL);
+		v->n++;
+	}
+	qsort(v->ops, v->n, sizeof(*v->ops), op_cmp);
+}
+
+void nsview_release(struct nsview *v)
+{
+	if (!v || !v->ops)
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		free(v->ops[i].src);
+		free(v->ops[i].dst);
+	}
+	free(v->ops);
+	v->ops = NULL;
+	v->n = 0;
+}
+
+const char *nsview_stage_name(int stage)
+{
+	switch (stage) {
+	case NSV_MAPS: return "namespaces: id maps";
+	case NSV_PRIVATE: return "namespaces: private mounts";
+	case NSV_TMPFS: return "namespaces: tmpfs root";
+	case NSV_PIVOT: return "namespaces: pivot_root";
+	case NSV_BIND: return "namespaces: bind mount";
+	case NSV_DEV: return "namespaces: /dev";
+	case NSV_PROC: return "namespaces: mount /proc";
+	case NSV_DETACH: return "namespaces: detach the host root";
+	case NSV_CAPS: return "drop capabilities";
+	}
+	return "namespaces";
+}
+
+/* ---------------------------------------------------------------- child */
+
+/* Async-signal-safe: write "<id> <id> 1\n" to path. */
+static int write_map(const char *path, unsigned long id)
+{
+	char line[64], num[24];
+	size_t n = 0, k = 0;
+	int fd;
+	ssize_t w;
+
+	do {
+		num[k++] = (char)('0' + id % 10);
+		id /= 10;
+	} while (id && k < sizeof(num));
+	for (int rep = 0; rep < 2; rep++) {
+		for (size_t i = k; i > 0; i--)
+			line[n++] = num[i - 1];
+		line[n++] = ' ';
+	}
+	line[n++] = '1';
+	line[n++] = '\n';
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	w = write(fd, line, n);
+	if (w < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	return 0;
+}
+
+int nsview_maps_child(uid_t uid, gid_t gid)
+{
+	int fd, rc;
+
+	fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "deny", 4) < 0) {
+			/* older kernels: nothing to do */
+		}
+		close(fd);
+	}
+	if ((rc = write_map("/proc/self/uid_map", uid)) < 0)
+		return rc;
+	return write_map("/proc/self/gid_map", gid);
+}
+
+/* mkdir -p, async-signal-safe. */
+static int mkdirs(const char *path)
+{
+	char b[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(b))
+		return -ENAMETOOLONG;
+	memcpy(b, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (b[i] != '/' && b[i] != '\0')
+			continue;
+		b[i] = '\0';
+		if (mkdir(b, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (i < n)
+			b[i] = '/';
+	}
+	return 0;
+}
+
+/* An empty file at path (parents made), unless something is there already. */
+static int touch(const char *path)
+{
+	char b[PATH_MAX];
+	size_t n = strlen(path);
+	struct stat st;
+	int fd, rc;
+
+	if (stat(path, &st) == 0)
+		return 0;
+	if (n >= sizeof(b))
+		return -ENAMETOOLONG;
+	memcpy(b, path, n + 1);
+	while (n > 1 && b[n - 1] != '/')
+		n--;
+	if (n > 1) {
+		b[n - 1] = '\0';
+		if ((rc = mkdirs(b)) < 0)
+			return rc;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int bind_ro(const char *dst, unsigned long locked)
+{
+	if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | locked, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+#define FAIL(st) do { *stage = (st); return -errno; } while (0)
+#define CHECK_RC(st, expr) do { int r_ = (expr); if (r_ < 0) { *stage = (st); return r_; } } while (0)
+
+int nsview_enter_child(const struct nsview *v, int *stage)
+{
+	static const char *const devs[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
+	static const char *const links[][2] = {
+		{ "/proc/self/fd", "/newroot/dev/fd" }, { "/proc/self/fd/0", "/newroot/dev/stdin" },
+		{ "/proc/self/fd/1", "/newroot/dev/stdout" }, { "/proc/self/fd/2", "/newroot/dev/stderr" },
+	};
+	int fd;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		FAIL(NSV_PRIVATE);
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		FAIL(NSV_TMPFS);
+	if (chdir("/tmp") < 0 || mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
+		FAIL(NSV_TMPFS);
+	if ((fd = open("empty-file", O_WRONLY | O_CREAT | O_CLOEXEC, 0)) < 0)
+		FAIL(NSV_TMPFS);
+	close(fd);
+	if (mount("newroot", "newroot", NULL, MS_BIND, NULL) < 0)
+		FAIL(NSV_TMPFS);
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
+		FAIL(NSV_PIVOT);
+
+	for (size_t i = 0; i < v->n; i++) {
+		const struct nsview_op *op = &v->ops[i];
+		const char *src = op->src;
+		if (op->kind == NSVIEW_LINK) {
+			char parent[PATH_MAX];
+			size_t n = strlen(op->dst);
+			if (n >= sizeof(parent))
+				continue;
+			memcpy(parent, op->dst, n + 1);
+			while (n > 1 && parent[n - 1] != '/')
+				n--;
+			parent[n - 1] = '\0';
+			CHECK_RC(NSV_BIND, mkdirs(parent));
+			if (symlink(op->src, op->dst) < 0 && errno != EEXIST)
+				FAIL(NSV_BIND);
+			continue;
+		}
+		if (op->kind == NSVIEW_HIDE) {
+			struct stat st;
+			if (stat(op->dst, &st) < 0)
+				continue;	/* not in the view anyway */
+			/* A directory is covered with an empty tmpfs (paths may be
+			 * bound beneath it later), a file with an empty file. */
+			if (op->is_dir) {
+				if (mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV,
+					  "mode=0755,size=1m") < 0)
+					FAIL(NSV_BIND);
+				continue;
+			}
+			src = "/empty-file";
+		} else {
+			CHECK_RC(NSV_BIND, op->is_dir ? mkdirs(op->dst) : touch(op->dst));
+		}
+		if (mount(src, op->dst, NULL, MS_BIND | (op->kind == NSVIEW_HIDE ? 0 : MS_REC), NULL) < 0)
+			FAIL(NSV_BIND);
+		/* A hidden file is an empty one nobody may read, in a private tmpfs. */
+		if (op->kind == NSVIEW_RO)
+			CHECK_RC(NSV_BIND, bind_ro(op->dst, op->flags));
+	}
+
+	CHECK_RC(NSV_DEV, mkdirs("/newroot/dev"));
+	if (mount("tmpfs", "/newroot/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") < 0)
+		FAIL(NSV_DEV);
+	for (size_t i = 0; devs[i]; i++) {
+		char src[32] = "/oldroot/dev/", dst[32] = "/newroot/dev/";
+		size_t ls = strlen(src), ld = strlen(dst), ln = strlen(devs[i]);
+		struct stat st;
+		memcpy(src + ls, devs[i], ln + 1);
+		memcpy(dst + ld, devs[i], ln + 1);
+		if (stat(src, &st) < 0)
+			continue;
+		CHECK_RC(NSV_DEV, touch(dst));
+		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+			FAIL(NSV_DEV);
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlink(links[i][0], links[i][1]) < 0 && errno != EEXIST)
+			FAIL(NSV_DEV);
+
+	CHECK_RC(NSV_PROC, mkdirs("/newroot/proc"));
+	if (mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		FAIL(NSV_PROC);
+
+	/* The old root goes with the tmpfs it hangs under: one detach (each
+	 * waits for an RCU grace period). */
+	if (chdir("/newroot") < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		FAIL(NSV_DETACH);
+	return 0;
+}
+
+struct cap_header { uint32_t version; int pid; };
+struct cap_data { uint32_t effective, permitted, inheritable; };
+
+int nsview_drop_caps_child(void)
+{
+	struct cap_header h = { 0x20080522, 0 };	/* _LINUX_CAPABILITY_VERSION_3 */
+	struct cap_data d[2];
+
+	for (int c = 0; c < 64; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	return 0;
+}
+
+bool nsview_available(const char **why)
+{
+	static int cached = -1;
+	static char reason[160];
+
+	if (cached < 0) {
+		uid_t uid = getuid();
+		gid_t gid = getgid();
+		int st = 0;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int r = 0;
+			if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0)
+				r = -errno;
+			else
+				r = nsview_maps_child(uid, gid);
+			_exit(r < 0 ? (-r & 0xff) : 0);
+		}
+		if (pid < 0) {
+			snprintf(reason, sizeof(reason), "fork: %s", strerror(errno));
+			cached = 0;
+		} else {
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			cached = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			if (!cached)
+				snprintf(reason, sizeof(reason),
+					 "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC): %s",
+					 WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "probe died");
+		}
+	}
+	if (why)
+		*why = cached ? NULL : reason;
+	return cached == 1;
+}
+
+/* ---------------------------------------------------------------- cgroup */
+
+/* This process's cgroup path in the hierarchy named by key ("pids" in v1,
+ * "" for v2), read from /proc/self/cgroup; false when absent. */
+static bool own_cgroup(char *out, size_t size, const char *key)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[1024];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+		size_t klen;
+		if (!b)
+			continue;
+		klen = (size_t)(b - a - 1);
+		line[strcspn(line, "\n")] = '\0';
+		if (*key) {
+			/* v1: the controller list may be "pids" or "cpu,pids" */
+			char list[256];
+			if (klen >= sizeof(list))
+				continue;
+			memcpy(list, a + 1, klen);
+			list[klen] = '\0';
+			for (char *t = list, *comma; t; t = comma ? comma + 1 : NULL) {
+				comma = strchr(t, ',');
+				if (comma)
+					*comma = '\0';
+				if (!strcmp(t, key))
+					found = true;
+			}
+		} else {
+			found = klen == 0 && !strncmp(line, "0:", 2);
+		}
+		if (found)
+			snprintf(out, size, "%s", b + 1);
+	}
+	fclose(f);
+	return found;
+}
+
+const char *cgroup_pids_base(const char **why)
+{
+	static int cached = -1;
+	static char base[512], reason[1400];
+
+	if (cached < 0) {
+		char rel[400];
+		struct statfs sf;
+		cached = 0;
+		snprintf(reason, sizeof(reason), "no pids cgroup controller is mounted");
+		if (own_cgroup(rel, sizeof(rel), "pids")) {
+			snprintf(base, sizeof(base), "/sys/fs/cgroup/pids%s", strcmp(rel, "/") ? rel : "");
+			if (access(base, W_OK) == 0)
+				cached = 1;
+			else
+				snprintf(reason, sizeof(reason), "the pids cgroup '%s' is not writable", base);
+		} else if (own_cgroup(rel, sizeof(rel), "")) {
+			const char *mnt = statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC
+					? "/sys/fs/cgroup" : "/sys/fs/cgroup/unified";
+			char ctl[600], data[256] = "";
+			FILE *f;
+			snprintf(base, sizeof(base), "%s%s", mnt, strcmp(rel, "/") ? rel : "");
+			snprintf(ctl, sizeof(ctl), "%s/cgroup.subtree_control", base);
+			if ((f = fopen(ctl, "re"))) {
+				if (!fgets(data, sizeof(data), f))
+					data[0] = '\0';
+				fclose(f);
+			}
+			if (!strstr(data, "pids"))
+				snprintf(reason, sizeof(reason),
+					 "the pids controller is not delegated to cgroup '%s'", base);
+			else if (access(base, W_OK) != 0)
+				snprintf(reason, sizeof(reason), "the cgroup '%s' is not writable", base);
+			else
+				cached = 1;
+		}
+	}
+	if (why)
+		*why = cached ? NULL : reason;
+	return cached ? base : NULL;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t w;
+
+	if (fd < 0)
+		return -1;
+	w = write(fd, text, strlen(text));
+	close(fd);
+	return w < 0 ? -1 : 0;
+}
+
+/* The group of this process, made at the first use and removed at exit. */
+static char own_group[600];
+static unsigned long own_max;
+
+static void own_group_remove(void)
+{
+	if (own_group[0])
+		rmdir(own_group);
+}
+
+/* Remove groups left by Forge processes that are gone. */
+static void sweep_stale(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid;
+		char path[1100];
+		if (strncmp(e->d_name, "forge-", 6))
+			continue;
+		pid = strtol(e->d_name + 6, &end, 10);
+		if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
+int cgroup_pids_new(struct cgroup_pids *cg, unsigned long max, const char **why)
+{
+	static char reason[1400];
+	const char *base = cgroup_pids_base(why);
+	char file[700], num[32];
+
+	cg->procs_fd = -1;
+	cg->path[0] = '\0';
+	if (!base)
+		return -1;
+	if (!own_group[0]) {
+		sweep_stale(base);
+		snprintf(own_group, sizeof(own_group), "%s/forge-%ld", base, (long)getpid());
+		if (mkdir(own_group, 0755) < 0 && errno != EEXIST) {
+			snprintf(reason, sizeof(reason), "cannot create cgroup '%s': %s", own_group,
+				 strerror(errno));
+			own_group[0] = '\0';
+			*why = reason;
+			return -1;
+		}
+		atexit(own_group_remove);
+	}
+	if (own_max != max) {
+		snprintf(file, sizeof(file), "%s/pids.max", own_group);
+		snprintf(num, sizeof(num), "%lu\n", max);
+		if (write_file(file, num) < 0) {
+			snprintf(reason, sizeof(reason), "cannot write '%s': %s", file, strerror(errno));
+			*why = reason;
+			return -1;
+		}
+		own_max = max;
+	}
+	snprintf(file, sizeof(file), "%s/cgroup.procs", own_group);
+	if ((cg->procs_fd = open(file, O_WRONLY | O_CLOEXEC)) < 0) {
+		snprintf(reason, sizeof(reason), "cannot open '%s': %s", file, strerror(errno));
+		*why = reason;
+		return -1;
+	}
+	snprintf(cg->path, sizeof(cg->path), "%s", own_group);
+	return 0;
+}
+
+void cgroup_pids_free(struct cgroup_pids *cg)
+{
+	if (!cg)
+		return;
+	if (cg->procs_fd >= 0)
+		close(cg->procs_fd);
+	cg->procs_fd = -1;
+	cg->path[0] = '\0';
+}

@@ -1,0 +1,784 @@
+/*
+ * proc.c - run a child with a time limit, rlimits, capped capture and
+ * confinement.  See proc.h for the contract.
+ */
+#include "os/proc.h"
+#include "core/forge.h"
+#include "os/landlock.h"
+#include "os/nsview.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+extern char **environ;
+
+/* ---- the table of running children, for proc_kill_running() ---- */
+
+#define MAX_RUNNING 64
+static pid_t running[MAX_RUNNING];
+
+static void running_add(pid_t pid)
+{
+	for (size_t i = 0; i < MAX_RUNNING; i++) {
+		pid_t zero = 0;
+		if (__atomic_compare_exchange_n(&running[i], &zero, pid, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return;
+	}
+}
+
+static void running_del(pid_t pid)
+{
+	for (size_t i = 0; i < MAX_RUNNING; i++) {
+		pid_t p = pid;
+		if (__atomic_compare_exchange_n(&running[i], &p, 0, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return;
+	}
+}
+
+void proc_kill_running(int sig)
+{
+	int saved = errno;
+
+	for (size_t i = 0; i < MAX_RUNNING; i++) {
+		pid_t p = __atomic_load_n(&running[i], __ATOMIC_SEQ_CST);
+		if (p > 0)
+			kill(-p, sig);
+	}
+	errno = saved;
+}
+
+/* ---- capture: keep the head and the tail of a stream ---- */
+
+struct capture {
+	size_t cap;          /* 0 = keep all */
+	size_t total;
+	struct buf head;     /* first cap/2 bytes (all bytes when cap == 0) */
+	char *ring;          /* last cap - cap/2 bytes */
+	size_t ring_cap, ring_len, ring_pos;
+};
+
+static void capture_init(struct capture *c, size_t cap)
+{
+	memset(c, 0, sizeof(*c));
+	c->cap = cap;
+	buf_init(&c->head, 0);
+	if (cap) {
+		c->ring_cap = cap - cap / 2;
+		c->ring = xmalloc(c->ring_cap ? c->ring_cap : 1);
+	}
+}
+
+static void capture_add(struct capture *c, const char *p, size_t n)
+{
+	c->total += n;
+	if (!c->cap) {
+		buf_add(&c->head, p, n);
+		return;
+	}
+	if (c->head.len < c->cap / 2) {
+		size_t k = c->cap / 2 - c->head.len;
+		if (k > n)
+			k = n;
+		buf_add(&c->head, p, k);
+		p += k;
+		n -= k;
+	}
+	if (!c->ring_cap)
+		return;
+	if (n >= c->ring_cap) {
+		memcpy(c->ring, p + n - c->ring_cap, c->ring_cap);
+		c->ring_len = c->ring_cap;
+		c->ring_pos = 0;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		c->ring[c->ring_pos] = p[i];
+		c->ring_pos = (c->ring_pos + 1) % c->ring_cap;
+		if (c->ring_len < c->ring_cap)
+			c->ring_len++;
+	}
+}
+
+/* Move the captured text into out: head, marker, tail. */
+static void capture_finish(struct buf *out, struct capture *c)
+{
+	struct buf tail = BUF_INIT;
+	size_t start = c->ring_len < c->ring_cap ? 0 : c->ring_pos;
+	size_t omitted, head_len, tail_off = 0;
+
+	for (size_t i = 0; i < c->ring_len; i++)
+		buf_addch(&tail, c->ring[(start + i) % c->ring_cap]);
+	omitted = c->total - c->head.len - tail.len;
+	head_len = c->head.len;
+	if (omitted) {
+		/* Cut at line boundaries when one is near. */
+		char *nl = memrchr(c->head.buf, '\n', head_len);
+		if (nl && (size_t)(nl - c->head.buf) + 1 >= head_len / 2)
+			head_len = (size_t)(nl - c->head.buf) + 1;
+		nl = memchr(tail.buf, '\n', tail.len);
+		if (nl && (size_t)(nl - tail.buf) < tail.len / 2)
+			tail_off = (size_t)(nl - tail.buf) + 1;
+		omitted += (c->head.len - head_len) + tail_off;
+	}
+	buf_add(out, c->head.buf, head_len);
+	if (omitted) {
+		if (out->len && out->buf[out->len - 1] != '\n')
+			buf_addch(out, '\n');
+		buf_addf(out, "[\xe2\x80\xa6 %zu bytes omitted \xe2\x80\xa6]\n", omitted);
+	}
+	buf_add(out, tail.buf + tail_off, tail.len - tail_off);
+	buf_release(&tail);
+	buf_release(&c->head);
+	free(c->ring);
+	c->ring = NULL;
+}
+
+/* ---- the child ---- */
+
+enum { REC_WARN = 0, REC_FATAL = 1 };
+enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS,
+       ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
+
+struct child_rec {
+	int kind, stage, err;
+};
+
+struct child_plan {
+	const struct proc_opts *o;
+	int in_fd, out_fd, err_fd, rep_fd;
+	bool priv;
+	uid_t uid;
+	gid_t gid;
+	struct { int res; struct rlimit rl; } rl[5];
+	int nrl;
+	char *const *envp;
+	bool ns;                 /* this attempt makes namespaces */
+	const struct nsview *view; /* NULL: the host's files, a fresh /proc */
+	int go_fd;               /* the parent has put the child in its cgroup: one byte, or -1 */
+	int status_fd;           /* PID 1 writes the command's wait status here */
+};
+
+static void child_report(int fd, int kind, int stage, int err)
+{
+	struct child_rec r = { kind, stage, err };
+	ssize_t w = write(fd, &r, sizeof(r));
+	(void)w;
+}
+
+static __attribute__((noreturn)) void child_fail(int fd, int stage, int err)
+{
+	child_report(fd, REC_FATAL, stage, err);
+	_exit(127);
+}
+
+/* Wait until the parent has moved this process into its pids cgroup (it
+ * does so while we build the namespaces: a cgroup move may wait for an RCU
+ * grace period); nothing may fork or exec before. */
+static void wait_go(const struct child_plan *p)
+{
+	char c;
+
+	if (p->go_fd < 0)
+		return;
+	while (read(p->go_fd, &c, 1) < 0 && errno == EINTR)
+		;
+}
+
+static int apply_landlock(const struct child_plan *p)
+{
+	const struct proc_opts *o = p->o;
+
+	if (o->landlock_fd >= 0) {
+		int r = landlock_enforce_child(o->landlock_fd);
+		if (r < 0) {
+			if (o->landlock_required)
+				child_fail(p->rep_fd, ST_LANDLOCK, -r);
+			child_report(p->rep_fd, REC_WARN, ST_LANDLOCK, -r);
+		}
+	}
+	return 0;
+}
+
+/* PID 1 of the namespace forwards these to every process in it. */
+static void init_forward(int sig)
+{
+	kill(-1, sig);
+}
+
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+/* PID 1 of the namespace: start the command, reap everything, exit with
+ * the command's status (which takes the rest of the namespace along). */
+static __attribute__((noreturn)) void init_main(const struct child_plan *p)
+{
+	const struct proc_opts *o = p->o;
+	struct sigaction sa;
+	pid_t cmd;
+	int st = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = init_forward;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &sa, NULL);
+	wait_go(p);
+	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (cmd < 0)
+		child_fail(p->rep_fd, ST_EXEC, errno);
+	if (cmd == 0) {
+		struct sigaction dfl;
+		int r;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+			sigaction(forwarded[i], &dfl, NULL);
+		if (o->cwd && chdir(o->cwd) < 0)
+			child_fail(p->rep_fd, ST_CHDIR, errno);
+		apply_landlock(p);
+		if ((r = nsview_drop_caps_child()) < 0)
+			child_fail(p->rep_fd, ST_CAPS, -r);
+		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		execve(o->argv[0], (char *const *)o->argv, p->envp);
+		child_fail(p->rep_fd, ST_EXEC, errno);
+	}
+	close(p->rep_fd);
+	for (int fd = 0; fd < 3; fd++)
+		close(fd);
+	for (;;) {
+		int s = 0;
+		pid_t w = waitpid(-1, &s, 0);
+		if (w == cmd) {
+			st = s;
+			break;
+		}
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	if (write(p->status_fd, &st, sizeof(st)) < 0) {
+		/* the parent then sees the exit status below */
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/* Runs between fork and exec: async-signal-safe calls only. */
+static __attribute__((noreturn)) void child_main(const struct child_plan *p)
+{
+	const struct proc_opts *o = p->o;
+	struct sigaction dfl;
+	sigset_t none;
+
+	setpgid(0, 0);
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
+		child_fail(p->rep_fd, ST_DUP, errno);
+	for (int i = 0; i < p->nrl; i++)
+		if (setrlimit(p->rl[i].res, &p->rl[i].rl) < 0)
+			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
+	if (p->ns) {
+		int r, stage = NSV_MAPS;
+		/* The id maps can be written only while /proc/self is ours (the
+		 * parent may be non-dumpable).  Then PID 1, a copy of this
+		 * process with its environment, becomes non-dumpable: the
+		 * command must not read its /proc/1/environ or memory. */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		r = nsview_maps_child(p->uid, p->gid);
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		/* Should Forge die, the namespace dies with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (r < 0)
+			child_fail(p->rep_fd, ST_NS + NSV_MAPS, -r);
+		if (p->view) {
+			r = nsview_enter_child(p->view, &stage);
+		} else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+			r = -errno;
+			stage = NSV_PRIVATE;
+		} else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+			r = -errno;
+			stage = NSV_PROC;
+		}
+		if (r < 0)
+			child_fail(p->rep_fd, ST_NS + stage, -r);
+		if (o->landlock_fd >= 0 && o->landlock_reads) {
+			landlock_allow_child(o->landlock_fd, "/proc", false);
+			if (p->view)
+				landlock_allow_child(o->landlock_fd, "/", true);
+		}
+		init_main(p);
+	}
+	if (o->cwd && chdir(o->cwd) < 0)
+		child_fail(p->rep_fd, ST_CHDIR, errno);
+	if (o->new_netns) {
+		int r = netns_enter_child(p->priv, p->uid, p->gid);
+		if (r < 0) {
+			if (o->netns_required)
+				child_fail(p->rep_fd, ST_NETNS, -r);
+			child_report(p->rep_fd, REC_WARN, ST_NETNS, -r);
+		}
+	}
+	apply_landlock(p);
+	wait_go(p);
+	/* Everything above fd 2 closes at exec (the report pipe included). */
+	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	execve(o->argv[0], (char *const *)o->argv, p->envp);
+	child_fail(p->rep_fd, ST_EXEC, errno);
+}
+
+static const char *stage_name(int stage)
+{
+	switch (stage) {
+	case ST_NETNS: return "network namespace";
+	case ST_LANDLOCK: return "landlock";
+	case ST_CHDIR: return "chdir";
+	case ST_EXEC: return "exec";
+	case ST_DUP: return "dup2";
+	case ST_RLIMIT: return "setrlimit";
+	case ST_CAPS: return "drop capabilities";
+	}
+	if (stage > ST_NS)
+		return nsview_stage_name(stage - ST_NS);
+	return "setup";
+}
+
+/* ---- the parent ---- */
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void add_limit(struct child_plan *p, int res, unsigned long long want, bool cpu)
+{
+	struct rlimit cur, rl;
+
+	if (!want || getrlimit(res, &cur) < 0)
+		return;
+	rl.rlim_cur = want;
+	if (cur.rlim_max != RLIM_INFINITY && rl.rlim_cur > cur.rlim_max)
+		rl.rlim_cur = cur.rlim_max;
+	rl.rlim_max = rl.rlim_cur;
+	if (cpu) {
+		/* SIGXCPU at the soft limit, SIGKILL 5 s later. */
+		rl.rlim_max = rl.rlim_cur + 5;
+		if (cur.rlim_max != RLIM_INFINITY && rl.rlim_max > cur.rlim_max)
+			rl.rlim_max = cur.rlim_max;
+	}
+	p->rl[p->nrl].res = res;
+	p->rl[p->nrl].rl = rl;
+	p->nrl++;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void note_unconfined(struct proc_result *r, int stage, int err)
+{
+	size_t len = strlen(r->unconfined);
+	int n = snprintf(r->unconfined + len, sizeof(r->unconfined) - len, "%s%s: %s",
+			 len ? "; " : "", stage_name(stage), strerror(err));
+	(void)n;
+}
+
+static void __attribute__((format(printf, 2, 3))) note_text(struct proc_result *r, const char *fmt, ...)
+{
+	size_t len = strlen(r->unconfined);
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(r->unconfined + len, sizeof(r->unconfined) - len, "%s%s", len ? "; " : "", msg);
+}
+
+/* Write to a pipe whose reader may be gone without raising SIGPIPE. */
+static void write_nosigpipe(int fd, const void *p, size_t n)
+{
+	sigset_t set, saved, pend;
+	bool was_pending;
+	struct timespec zero = { 0, 0 };
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigpending(&pend);
+	was_pending = sigismember(&pend, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &saved);
+	if (write(fd, p, n) < 0 && errno == EPIPE && !was_pending)
+		sigtimedwait(&set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+void proc_result_release(struct proc_result *r)
+{
+	if (!r)
+		return;
+	buf_release(&r->out);
+	buf_release(&r->err);
+}
+
+int proc_run(struct proc_result *r, const struct proc_opts *o)
+{
+	struct child_plan plan;
+	struct capture cap_out, cap_err;
+	int in_pipe[2] = { -1, -1 }, out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
+	int rep_pipe[2] = { -1, -1 }, status_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 };
+	int null_fd = -1, pidfd = -1;
+	struct cgroup_pids cg = { .procs_fd = -1 };
+	struct nsview view = { 0 };
+	sigset_t all, old, pipeset, pipe_saved;
+	bool pipe_was_pending = false, pipe_blocked = false, exited = false, killed_term = false;
+	size_t in_off = 0;
+	long start = now_ms(), deadline, kill_at = 0, drain_until = 0;
+	pid_t pid = -1;
+	int rc = -1, st = 0;
+
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->out, 0);
+	buf_init(&r->err, 0);
+	sigemptyset(&pipeset);
+	sigaddset(&pipeset, SIGPIPE);
+	capture_init(&cap_out, o->out_cap);
+	capture_init(&cap_err, o->out_cap);
+	memset(&plan, 0, sizeof(plan));
+	if (!o->argv || !o->argv[0]) {
+		forge_error("proc: no program to run");
+		goto out;
+	}
+	if (o->input) {
+		if (pipe2(in_pipe, O_CLOEXEC) < 0) {
+			forge_error("proc: pipe: %s", strerror(errno));
+			goto out;
+		}
+	} else if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		forge_error("proc: cannot open '/dev/null': %s", strerror(errno));
+		goto out;
+	}
+	if (pipe2(out_pipe, O_CLOEXEC) < 0 || (!o->merge_stderr && pipe2(err_pipe, O_CLOEXEC) < 0) ||
+	    (o->new_ns && pipe2(status_pipe, O_CLOEXEC) < 0)) {
+		forge_error("proc: pipe: %s", strerror(errno));
+		goto out;
+	}
+	plan.o = o;
+	plan.in_fd = o->input ? in_pipe[0] : null_fd;
+	plan.out_fd = out_pipe[1];
+	plan.err_fd = o->merge_stderr ? out_pipe[1] : err_pipe[1];
+	plan.priv = netns_privileged();
+	plan.uid = getuid();
+	plan.gid = getgid();
+	plan.envp = o->envp ? o->envp : environ;
+	plan.go_fd = -1;
+	plan.status_fd = status_pipe[1];
+	add_limit(&plan, RLIMIT_CPU, o->limits.cpu_s, true);
+	add_limit(&plan, RLIMIT_AS, o->limits.as_bytes, false);
+	add_limit(&plan, RLIMIT_FSIZE, o->limits.fsize_bytes, false);
+	add_limit(&plan, RLIMIT_NOFILE, o->limits.nofile, false);
+	add_limit(&plan, RLIMIT_NPROC, o->limits.nproc, false);
+	if (o->limits.nproc) {
+		const char *why = NULL;
+		if (cgroup_pids_new(&cg, o->limits.nproc, &why) < 0 && geteuid() == 0)
+			note_text(r, "processes: not limited for root (no pids cgroup: %s)", why);
+	}
+	if (o->new_ns && o->view) {
+		nsview_prepare(&view, o->view, o->nview);
+		plan.view = &view;
+	}
+	plan.ns = o->new_ns;
+
+attempt:
+	if (pipe2(rep_pipe, O_CLOEXEC) < 0 || (cg.procs_fd >= 0 && pipe2(go_pipe, O_CLOEXEC) < 0)) {
+		forge_error("proc: pipe: %s", strerror(errno));
+		goto out;
+	}
+	plan.rep_fd = rep_pipe[1];
+	plan.go_fd = go_pipe[0];
+	fflush(NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (plan.ns) {
+		unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+				      (o->new_netns ? CLONE_NEWNET : 0) | SIGCHLD;
+		pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+		if (pid < 0 && !o->ns_required) {
+			note_text(r, "namespaces: clone: %s", strerror(errno));
+			if (o->ns_no_fallback) {
+				pthread_sigmask(SIG_SETMASK, &old, NULL);
+				r->ns_failed = true;
+				forge_error("cannot make namespaces: %s", r->unconfined);
+				goto out;
+			}
+			plan.ns = false;
+			pid = fork();
+		}
+	} else {
+		pid = fork();
+	}
+	if (pid == 0)
+		child_main(&plan);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		if (plan.ns)
+			forge_error("cannot apply namespaces: clone: %s (required by the configuration)",
+				    strerror(errno));
+		else
+			forge_error("proc: fork: %s", strerror(errno));
+		goto out;
+	}
+	setpgid(pid, pid);
+	running_add(pid);
+	close_fd(&rep_pipe[1]);
+	close_fd(&go_pipe[0]);
+	if (go_pipe[1] >= 0) {
+		char num[24];
+		int n = snprintf(num, sizeof(num), "%ld\n", (long)pid);
+		if (write(cg.procs_fd, num, (size_t)n) < 0)
+			note_text(r, "processes: cannot join the pids cgroup: %s", strerror(errno));
+		write_nosigpipe(go_pipe[1], "g", 1);	/* the child may have died: its report says why */
+		close_fd(&go_pipe[1]);
+	}
+
+	/* The report pipe closes at exec; read what the child said before. */
+	for (;;) {
+		struct child_rec rec;
+		ssize_t n = read(rep_pipe[0], &rec, sizeof(rec));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(rec))
+			break;
+		if (rec.kind == REC_FATAL) {
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			running_del(pid);
+			pid = -1;
+			close_fd(&rep_pipe[0]);
+			close_fd(&go_pipe[0]);
+			close_fd(&go_pipe[1]);
+			if (plan.ns && rec.stage > ST_NS && !o->ns_required) {
+				/* Run it as without namespaces, and say so. */
+				note_unconfined(r, rec.stage, rec.err);
+				if (o->ns_no_fallback) {
+					r->ns_failed = true;
+					forge_error("cannot make namespaces: %s", r->unconfined);
+					goto out;
+				}
+				plan.ns = false;
+				goto attempt;
+			}
+			if (rec.stage == ST_EXEC)
+				forge_error("cannot run '%s': %s", o->argv[0], strerror(rec.err));
+			else if (rec.stage == ST_CHDIR)
+				forge_error("cannot run in '%s': %s", o->cwd ? o->cwd : ".",
+					    strerror(rec.err));
+			else
+				forge_error("cannot apply %s: %s (required by the configuration)",
+					    stage_name(rec.stage), strerror(rec.err));
+			goto out;
+		}
+		note_unconfined(r, rec.stage, rec.err);
+	}
+	close_fd(&in_pipe[0]);
+	close_fd(&null_fd);
+	close_fd(&out_pipe[1]);
+	close_fd(&err_pipe[1]);
+	close_fd(&status_pipe[1]);
+	close_fd(&rep_pipe[0]);
+
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (o->input) {
+		sigset_t pend;
+
+		fcntl(in_pipe[1], F_SETFL, fcntl(in_pipe[1], F_GETFL) | O_NONBLOCK);
+		sigpending(&pend);
+		pipe_was_pending = sigismember(&pend, SIGPIPE);
+		pthread_sigmask(SIG_BLOCK, &pipeset, &pipe_saved);
+		pipe_blocked = true;
+		if (o->input_len == 0)
+			close_fd(&in_pipe[1]);
+	}
+	deadline = o->timeout_ms > 0 ? start + o->timeout_ms : 0;
+
+	while (out_pipe[0] >= 0 || err_pipe[0] >= 0 || !exited) {
+		struct pollfd pf[4];
+		int nf = 0, wait_ms = -1, idx_in = -1, idx_out = -1, idx_err = -1, idx_pid = -1;
+		long t = now_ms();
+		char chunk[65536];
+
+		if (!exited) {
+			siginfo_t si;
+			memset(&si, 0, sizeof(si));
+			if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+			    si.si_pid == pid) {
+				exited = true;
+				/* Leftovers of the group die with the leader. */
+				kill(-pid, SIGKILL);
+				drain_until = t + 2000;
+			}
+		}
+		if (exited && (t >= drain_until || (out_pipe[0] < 0 && err_pipe[0] < 0)))
+			break;
+		if (!exited && deadline && t >= deadline && !r->timed_out) {
+			r->timed_out = true;
+			kill(-pid, SIGTERM);
+			killed_term = true;
+			kill_at = t + (o->kill_grace_ms > 0 ? o->kill_grace_ms : 0);
+		}
+		if (!exited && killed_term && t >= kill_at) {
+			kill(-pid, SIGKILL);
+			kill_at = t + 1000;
+		}
+		if (in_pipe[1] >= 0) {
+			idx_in = nf;
+			pf[nf++] = (struct pollfd){ .fd = in_pipe[1], .events = POLLOUT };
+		}
+		if (out_pipe[0] >= 0) {
+			idx_out = nf;
+			pf[nf++] = (struct pollfd){ .fd = out_pipe[0], .events = POLLIN };
+		}
+		if (err_pipe[0] >= 0) {
+			idx_err = nf;
+			pf[nf++] = (struct pollfd){ .fd = err_pipe[0], .events = POLLIN };
+		}
+		if (!exited && pidfd >= 0) {
+			idx_pid = nf;
+			pf[nf++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+		}
+		if (exited)
+			wait_ms = (int)(drain_until - t);
+		else if (killed_term)
+			wait_ms = (int)(kill_at - t);
+		else if (deadline)
+			wait_ms = (int)(deadline - t);
+		if (pidfd < 0 && !exited && (wait_ms < 0 || wait_ms > 50))
+			wait_ms = 50;
+		if (wait_ms < 0 && (exited || killed_term || deadline))
+			wait_ms = 0;
+		if (poll(pf, (nfds_t)nf, wait_ms) < 0) {
+			if (errno == EINTR)
+				continue;
+			forge_error("proc: poll: %s", strerror(errno));
+			break;
+		}
+		(void)idx_pid;
+		if (idx_in >= 0 && pf[idx_in].revents) {
+			ssize_t w = write(in_pipe[1], o->input + in_off, o->input_len - in_off);
+			if (w > 0)
+				in_off += (size_t)w;
+			if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off >= o->input_len)
+				close_fd(&in_pipe[1]);
+		}
+		if (idx_out >= 0 && pf[idx_out].revents) {
+			ssize_t n = read(out_pipe[0], chunk, sizeof(chunk));
+			if (n > 0)
+				capture_add(&cap_out, chunk, (size_t)n);
+			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				close_fd(&out_pipe[0]);
+		}
+		if (idx_err >= 0 && pf[idx_err].revents) {
+			ssize_t n = read(err_pipe[0], chunk, sizeof(chunk));
+			if (n > 0)
+				capture_add(&cap_err, chunk, (size_t)n);
+			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				close_fd(&err_pipe[0]);
+		}
+	}
+	if (!exited)
+		kill(-pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	running_del(pid);
+	pid = -1;
+	if (status_pipe[0] >= 0) {
+		/* PID 1 of a namespace passes on how the command ended. */
+		int cst;
+		if (read(status_pipe[0], &cst, sizeof(cst)) == (ssize_t)sizeof(cst))
+			st = cst;
+	}
+	if (WIFEXITED(st)) {
+		r->exit_code = WEXITSTATUS(st);
+	} else if (WIFSIGNALED(st)) {
+		r->term_signal = WTERMSIG(st);
+		r->exit_code = 128 + r->term_signal;
+	}
+	rc = 0;
+out:
+	if (pipe_blocked) {
+		close_fd(&in_pipe[1]);
+		if (!pipe_was_pending) {
+			sigset_t pend;
+			struct timespec zero = { 0, 0 };
+			sigpending(&pend);
+			if (sigismember(&pend, SIGPIPE))
+				sigtimedwait(&pipeset, NULL, &zero);
+		}
+		pthread_sigmask(SIG_SETMASK, &pipe_saved, NULL);
+	}
+	if (pid > 0) {
+		kill(-pid, SIGKILL);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		running_del(pid);
+	}
+	close_fd(&in_pipe[0]);
+	close_fd(&in_pipe[1]);
+	close_fd(&out_pipe[0]);
+	close_fd(&out_pipe[1]);
+	close_fd(&err_pipe[0]);
+	close_fd(&err_pipe[1]);
+	close_fd(&rep_pipe[0]);
+	close_fd(&rep_pipe[1]);
+	close_fd(&null_fd);
+	close_fd(&pidfd);
+	close_fd(&status_pipe[0]);
+	close_fd(&status_pipe[1]);
+	close_fd(&go_pipe[0]);
+	close_fd(&go_pipe[1]);
+	cgroup_pids_free(&cg);
+	nsview_release(&view);
+	r->out_bytes = cap_out.total;
+	r->err_bytes = cap_err.total;
+	capture_finish(&r->out, &cap_out);
+	capture_finish(&r->err, &cap_err);
+	r->duration_ms = now_ms() - start;
+	return rc;
+}

@@ -1,0 +1,1209 @@
+/*
+ * sandbox.c - path confinement, command policy, command environment and
+ * sandboxed execution.  See sandbox.h.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "os/sandbox.h"
+#include "data/config.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "os/landlock.h"
+#include "core/secret.h"
+#include "os/nsview.h"
+#include "core/resource.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <pcre2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+extern char **environ;
+
+/* ================================================================ paths */
+
+int sandbox_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	forge_verror(fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static bool is_git_name(const char *s, size_t n)
+{
+	return n == 4 && strncasecmp(s, ".git", 4) == 0;
+}
+
+bool sandbox_path_is_git(const char *rel)
+{
+	const char *p = rel;
+
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (is_git_name(p, n))
+			return true;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return false;
+}
+
+bool sandbox_path_is_forge(const char *rel)
+{
+	size_t n = strcspn(rel, "/");
+
+	return n == 6 && strncasecmp(rel, ".forge", 6) == 0;
+}
+
+int sandbox_path_clean(char **out, const char *path, bool allow_root)
+{
+	struct buf b = BUF_INIT;
+	const char *p = path;
+
+	*out = NULL;
+	if (!path)
+		return sandbox_fail(SANDBOX_EINVAL, "no path given");
+	if (path[0] == '/') {
+		forge_error("'%s': absolute paths are not allowed; give a path relative to the repository root",
+			    path);
+		return SANDBOX_EDENIED;
+	}
+	if (path[0] == '~') {
+		forge_error("'%s': paths outside the repository are not allowed", path);
+		return SANDBOX_EDENIED;
+	}
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+
+		if (n == 0 || (n == 1 && p[0] == '.')) {
+			/* skip "" and "." */
+		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
+			buf_release(&b);
+			forge_error("'%s': '..' is not allowed; paths stay inside the repository", path);
+			return SANDBOX_EDENIED;
+		} else if (is_git_name(p, n)) {
+			buf_release(&b);
+			forge_error("'%s': the .git directory is off limits (use git_status / git_diff)",
+				    path);
+			return SANDBOX_EDENIED;
+		} else {
+			if (b.len)
+				buf_addch(&b, '/');
+			buf_add(&b, p, n);
+		}
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	if (!b.len && !allow_root) {
+		buf_release(&b);
+		forge_error("'%s': names the repository root, not a file", path);
+		return SANDBOX_EINVAL;
+	}
+	*out = buf_detach(&b, NULL);
+	return 0;
+}
+
+int sandbox_root_open(struct sandbox_root **out, const char *dir)
+{
+	struct sandbox_root *r;
+	char *real = realpath(dir, NULL);
+	int fd;
+
+	*out = NULL;
+	if (!real)
+		return forge_error("cannot open '%s': %s", dir, strerror(errno));
+	fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		free(real);
+		return forge_error("cannot open '%s': %s", dir, strerror(e));
+	}
+	r = xcalloc(1, sizeof(*r));
+	r->fd = fd;
+	r->path = real;
+	if (!strcmp(real, "/"))
+		r->path[0] = '\0';
+	*out = r;
+	return 0;
+}
+
+void sandbox_root_free(struct sandbox_root *root)
+{
+	if (!root)
+		return;
+	if (root->fd >= 0)
+		close(root->fd);
+	free(root->path);
+	free(root);
+}
+
+static int have_openat2 = -1;
+
+/* openat2 beneath root, or openat + the real-path check alone. */
+static int open_beneath(const struct sandbox_root *root, const char *rel, int flags)
+{
+	const char *p = *rel ? rel : ".";
+
+	if (have_openat2 != 0) {
+		struct open_how how = { 0 };
+		long fd;
+
+		how.flags = (unsigned long long)(flags | O_CLOEXEC);
+		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+		fd = syscall(SYS_openat2, root->fd, p, &how, sizeof(how));
+		if (fd >= 0 || errno != ENOSYS) {
+			have_openat2 = 1;
+			return (int)fd;
+		}
+		have_openat2 = 0;
+	}
+	return openat(root->fd, p, flags | O_CLOEXEC);
+}
+
+/* Check where fd really is.  0, or SANDBOX_EDENIED.  *real_rel (may be NULL)
+ * gets the real path relative to the root. */
+static int check_fd(char **real_rel, const struct sandbox_root *root, int fd, const char *shown)
+{
+	char link[64], real[PATH_MAX];
+	size_t rl = strlen(root->path);
+	ssize_t n;
+	const char *rest;
+
+	if (real_rel)
+		*real_rel = NULL;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, real, sizeof(real) - 1);
+	if (n < 0) {
+		forge_error("'%s': cannot check where it leads: %s", shown, strerror(errno));
+		return SANDBOX_EDENIED;
+	}
+	real[n] = '\0';
+	if (strncmp(real, root->path, rl) != 0 || (real[rl] != '/' && real[rl] != '\0')) {
+		forge_error("'%s': leads outside the repository", shown);
+		return SANDBOX_EDENIED;
+	}
+	rest = real[rl] == '/' ? real + rl + 1 : real + rl;
+	if (sandbox_path_is_git(rest)) {
+		forge_error("'%s': leads into .git, which is off limits", shown);
+		return SANDBOX_EDENIED;
+	}
+	if (real_rel)
+		*real_rel = xstrdup(rest);
+	return 0;
+}
+
+static int open_error(const char *shown, int err)
+{
+	switch (err) {
+	case ENOENT:
+		forge_error("'%s': no such file or directory", shown);
+		return SANDBOX_ENOENT;
+	case EXDEV:
+	case ELOOP:
+		forge_error("'%s': a symbolic link leads outside the repository", shown);
+		return SANDBOX_EDENIED;
+	case ENOTDIR:
+		forge_error("'%s': a component of the path is not a directory", shown);
+		return SANDBOX_ENOENT;
+	case EISDIR:
+		forge_error("'%s': is a directory", shown);
+		return SANDBOX_EINVAL;
+	case EACCES:
+	case EPERM:
+		forge_error("'%s': permission denied", shown);
+		return SANDBOX_EDENIED;
+	}
+	forge_error("'%s': %s", shown, strerror(err));
+	return SANDBOX_EIO;
+}
+
+/* O_PATH open of a clean rel with every check; *real_rel optional. */
+static int open_checked(int *out_fd, char **real_rel, const struct sandbox_root *root,
+			const char *rel, const char *shown)
+{
+	int fd = open_beneath(root, rel, O_PATH);
+	int rc;
+
+	*out_fd = -1;
+	if (fd < 0)
+		return open_error(shown, errno);
+	if ((rc = check_fd(real_rel, root, fd, shown)) < 0) {
+		close(fd);
+		return rc;
+	}
+	*out_fd = fd;
+	return 0;
+}
+
+int sandbox_stat(struct stat *st, const struct sandbox_root *root, const char *rel)
+{
+	char *clean = NULL;
+	int fd = -1, rc;
+
+	if ((rc = sandbox_path_clean(&clean, rel, true)) < 0)
+		return rc;
+	if ((rc = open_checked(&fd, NULL, root, clean, rel)) < 0)
+		goto out;
+	if (fstat(fd, st) < 0)
+		rc = open_error(rel, errno);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(clean);
+	return rc;
+}
+
+int sandbox_open_read(int *out_fd, struct stat *st, const struct sandbox_root *root,
+		      const char *rel)
+{
+	char *clean = NULL, link[64];
+	int pfd = -1, fd, rc;
+
+	*out_fd = -1;
+	if ((rc = sandbox_path_clean(&clean, rel, false)) < 0)
+		return rc;
+	if ((rc = open_checked(&pfd, NULL, root, clean, rel)) < 0)
+		goto out;
+	if (fstat(pfd, st) < 0) {
+		rc = open_error(rel, errno);
+		goto out;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		rc = sandbox_fail(SANDBOX_EINVAL, "'%s': is a directory (use list_files)", rel);
+		goto out;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		rc = sandbox_fail(SANDBOX_EINVAL, "'%s': not a regular file", rel);
+		goto out;
+	}
+	/* Reopen the very inode the checks were made on. */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+	fd = open(link, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		rc = open_error(rel, errno);
+		goto out;
+	}
+	*out_fd = fd;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	free(clean);
+	return rc;
+}
+
+int sandbox_read_file(struct buf *out, const struct sandbox_root *root, const char *rel,
+		      size_t max)
+{
+	struct stat st;
+	char chunk[65536];
+	int fd, rc;
+
+	if ((rc = sandbox_open_read(&fd, &st, root, rel)) < 0)
+		return rc;
+	if (max && (size_t)st.st_size > max) {
+		close(fd);
+		forge_error("'%s': too large (%lld bytes, limit %zu)", rel, (long long)st.st_size, max);
+		return SANDBOX_EINVAL;
+	}
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = open_error(rel, errno);
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((max && out->len + (size_t)n > max) || buf_add(out, chunk, (size_t)n) < 0) {
+			rc = sandbox_fail(SANDBOX_EINVAL, "'%s': too large (limit %zu bytes)", rel, max);
+			break;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+/* ================================================================ txn */
+
+struct txn_op {
+	char *rel;           /* as given */
+	bool remove;
+	char *data;
+	size_t len;
+	/* staged */
+	int dirfd;           /* O_PATH fd of the target's directory */
+	char *name;          /* target's name in dirfd */
+	char *tmp;           /* staged temporary file in dirfd */
+};
+
+struct sandbox_txn {
+	const struct sandbox_root *root;
+	struct txn_op *ops;
+	size_t n;
+	char **made_dirs;    /* directories created while staging (real rel) */
+	size_t nmade;
+};
+
+struct sandbox_txn *sandbox_txn_new(const struct sandbox_root *root)
+{
+	struct sandbox_txn *t = xcalloc(1, sizeof(*t));
+	t->root = root;
+	return t;
+}
+
+static struct txn_op *txn_push(struct sandbox_txn *t, const char *rel)
+{
+	struct txn_op *op;
+
+	t->ops = xrealloc(t->ops, (t->n + 1) * sizeof(*t->ops));
+	op = &t->ops[t->n++];
+	memset(op, 0, sizeof(*op));
+	op->rel = xstrdup(rel);
+	op->dirfd = -1;
+	return op;
+}
+
+void sandbox_txn_write(struct sandbox_txn *t, const char *rel, const char *data, size_t len)
+{
+	struct txn_op *op = txn_push(t, rel);
+	op->data = xmalloc(len + 1);
+	memcpy(op->data, data, len);
+	op->len = len;
+}
+
+void sandbox_txn_remove(struct sandbox_txn *t, const char *rel)
+{
+	txn_push(t, rel)->remove = true;
+}
+
+void sandbox_txn_free(struct sandbox_txn *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		struct txn_op *op = &t->ops[i];
+		if (op->tmp && op->dirfd >= 0)
+			unlinkat(op->dirfd, op->tmp, 0);
+		if (op->dirfd >= 0)
+			close(op->dirfd);
+		free(op->rel);
+		free(op->data);
+		free(op->name);
+		free(op->tmp);
+	}
+	for (size_t i = 0; i < t->nmade; i++)
+		free(t->made_dirs[i]);
+	free(t->made_dirs);
+	free(t->ops);
+	free(t);
+}
+
+/* Open (creating when missing) the directory dir (clean rel) beneath the
+ * root; returns an O_PATH fd or a negative code. */
+static int open_dir_mkdirs(struct sandbox_txn *t, const char *dir, const char *shown, int *out_fd)
+{
+	const struct sandbox_root *root = t->root;
+	char *prefix = xstrdup(dir);
+	size_t len = strlen(dir);
+	int fd = -1, rc = 0;
+
+	*out_fd = -1;
+	/* Walk down component by component from the root. */
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && dir[i] != '/')
+			continue;
+		prefix[i] = '\0';
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		rc = open_checked(&fd, NULL, root, prefix, shown);
+		if (rc == SANDBOX_ENOENT) {
+			/* Create it inside its (checked) parent. */
+			char *slash = strrchr(prefix, '/');
+			int pfd = -1;
+			const char *name = slash ? slash + 1 : prefix;
+
+			if (slash)
+				*slash = '\0';
+			rc = open_checked(&pfd, NULL, root, slash ? prefix : "", shown);
+			if (slash)
+				*slash = '/';
+			if (rc < 0)
+				goto out;
+			if (mkdirat(pfd, name, 0777) < 0 && errno != EEXIST) {
+				rc = open_error(shown, errno);
+				close(pfd);
+				goto out;
+			}
+			close(pfd);
+			t->made_dirs = xrealloc(t->made_dirs, (t->nmade + 1) * sizeof(char *));
+			t->made_dirs[t->nmade++] = xstrdup(prefix);
+			rc = open_checked(&fd, NULL, root, prefix, shown);
+		}
+		if (rc < 0)
+			goto out;
+		{
+			struct stat st;
+			if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+				rc = sandbox_fail(SANDBOX_EINVAL, "'%s': '%s' is not a directory", shown, prefix);
+				goto out;
+			}
+		}
+		if (i < len)
+			prefix[i] = '/';
+	}
+	*out_fd = fd;
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(prefix);
+	return rc;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Refuse an op whose real target (dirfd's real path + name) lies under the
+ * top-level .forge directory, also when reached through a symlink. */
+static int check_not_forge(const struct sandbox_root *root, int dirfd, const char *name,
+			   const char *shown)
+{
+	struct buf real = BUF_INIT;
+	char *dir = NULL;
+	int rc = check_fd(&dir, root, dirfd, shown);
+
+	if (rc < 0)
+		return rc;
+	buf_addf(&real, "%s%s%s", dir, *dir ? "/" : "", name);
+	if (sandbox_path_is_forge(real.buf))
+		rc = sandbox_fail(SANDBOX_EDENIED, "'%s': .forge holds Forge's own configuration and "
+				  "database; the agent may not change it", shown);
+	buf_release(&real);
+	free(dir);
+	return rc;
+}
+
+/* Resolve the op's target (following in-tree symlinks of an existing file),
+ * open its directory and, for a write, stage the temporary file. */
+static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
+{
+	char *clean = NULL, *target = NULL, *dir = NULL;
+	const char *name;
+	int fd = -1, rc;
+	mode_t mode = 0666;
+	bool exists = false;
+
+	if ((rc = sandbox_path_clean(&clean, op->rel, false)) < 0)
+		return rc;
+	if (op->remove) {
+		target = xstrdup(clean);
+	} else {
+		rc = open_checked(&fd, &target, t->root, clean, op->rel);
+		if (rc == SANDBOX_ENOENT) {
+			target = xstrdup(clean);
+			rc = 0;
+		} else if (rc < 0) {
+			goto out;
+		} else {
+			struct stat st;
+			if (fstat(fd, &st) < 0) {
+				rc = open_error(op->rel, errno);
+				goto out;
+			}
+			if (!S_ISREG(st.st_mode)) {
+				rc = sandbox_fail(SANDBOX_EINVAL, "'%s': %s", op->rel, S_ISDIR(st.st_mode) ?
+						 "is a directory" : "not a regular file");
+				goto out;
+			}
+			mode = st.st_mode & 07777;
+			exists = true;
+		}
+	}
+	name = strrchr(target, '/');
+	dir = name ? xstrndup(target, (size_t)(name - target)) : xstrdup("");
+	name = name ? name + 1 : target;
+	if (op->remove) {
+		struct stat st;
+		rc = open_checked(&op->dirfd, NULL, t->root, dir, op->rel);
+		if (rc < 0 || (rc = check_not_forge(t->root, op->dirfd, name, op->rel)) < 0)
+			goto out;
+		if (fstatat(op->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			rc = open_error(op->rel, errno);
+			goto out;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			rc = sandbox_fail(SANDBOX_EINVAL, "'%s': is a directory", op->rel);
+			goto out;
+		}
+		op->name = xstrdup(name);
+		goto out;
+	}
+	if (sandbox_path_is_forge(target)) {
+		/* before creating any directory for it */
+		rc = sandbox_fail(SANDBOX_EDENIED, "'%s': .forge holds Forge's own configuration and "
+				  "database; the agent may not change it", op->rel);
+		goto out;
+	}
+	if ((rc = open_dir_mkdirs(t, dir, op->rel, &op->dirfd)) < 0 ||
+	    (rc = check_not_forge(t->root, op->dirfd, name, op->rel)) < 0)
+		goto out;
+	op->name = xstrdup(name);
+	for (int attempt = 0; attempt < 100; attempt++) {
+		char tmp[64];
+		int wfd;
+
+		snprintf(tmp, sizeof(tmp), ".forge-tmp-%ld-%d", (long)getpid(), rand() % 1000000);
+		wfd = openat(op->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			     exists ? 0600 : 0666);
+		if (wfd < 0 && errno == EEXIST)
+			continue;
+		if (wfd < 0) {
+			rc = open_error(op->rel, errno);
+			goto out;
+		}
+		op->tmp = xstrdup(tmp);
+		if (write_all(wfd, op->data, op->len) < 0 || (exists && fchmod(wfd, mode) < 0)) {
+			rc = open_error(op->rel, errno);
+			close(wfd);
+			goto out;
+		}
+		if (close(wfd) < 0) {
+			rc = open_error(op->rel, errno);
+			goto out;
+		}
+		break;
+	}
+	if (!op->tmp)
+		rc = sandbox_fail(SANDBOX_EIO, "'%s': cannot create a temporary file", op->rel);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(clean);
+	free(target);
+	free(dir);
+	return rc;
+}
+
+int sandbox_txn_commit(struct sandbox_txn *t)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		if ((rc = txn_stage(t, &t->ops[i])) < 0)
+			goto abort;
+	for (size_t i = 0; i < t->n; i++) {
+		struct txn_op *op = &t->ops[i];
+		if (op->remove) {
+			if (unlinkat(op->dirfd, op->name, 0) < 0 && errno != ENOENT) {
+				rc = open_error(op->rel, errno);
+				goto out;
+			}
+		} else {
+			if (renameat(op->dirfd, op->tmp, op->dirfd, op->name) < 0) {
+				rc = open_error(op->rel, errno);
+				goto out;
+			}
+			free(op->tmp);
+			op->tmp = NULL;
+		}
+	}
+	goto out;
+abort:
+	for (size_t i = 0; i < t->n; i++) {
+		struct txn_op *op = &t->ops[i];
+		if (op->tmp && op->dirfd >= 0)
+			unlinkat(op->dirfd, op->tmp, 0);
+		free(op->tmp);
+		op->tmp = NULL;
+	}
+	for (size_t i = t->nmade; i > 0; i--)
+		unlinkat(t->root->fd, t->made_dirs[i - 1], AT_REMOVEDIR);
+out:
+	return rc;
+}
+
+/* ================================================================ policy */
+
+struct sandbox_rule {
+	char *src;
+	pcre2_code *code;
+};
+
+#define CMDPOS "(?:^|[;&|(`{\\n]|\\$\\(|\\b(?:then|do|else|sudo|exec|command|nohup|time|nice|env|xargs|builtin)\\s)\\s*(?:(?:-\\S+|\\w+=\\S*)\\s+)*(?:\\S*/)?"
+
+static int rule_compile(struct sandbox_rule *r, const char *src)
+{
+	struct buf b = BUF_INIT;
+	const char *p = src, *q;
+	int err;
+	PCRE2_SIZE off;
+
+	while ((q = strstr(p, "{cmd}"))) {
+		buf_add(&b, p, (size_t)(q - p));
+		buf_adds(&b, CMDPOS);
+		p = q + 5;
+	}
+	buf_adds(&b, p);
+	r->src = xstrdup(src);
+	r->code = pcre2_compile((PCRE2_SPTR)b.buf, b.len, 0, &err, &off, NULL);
+	buf_release(&b);
+	if (!r->code) {
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(err, msg, sizeof(msg));
+		return forge_error("sandbox: pattern '%s': %s at offset %zu", src, (char *)msg,
+				   (size_t)off);
+	}
+	return 0;
+}
+
+static int rules_add(struct sandbox_rule **rules, size_t *n, jv list /* borrows */)
+{
+	if (!json_is(list, JV_KIND_ARRAY))
+		return 0;
+	for (int i = 0; i < jv_array_length(jv_copy(list)); i++) {
+		jv s = jv_array_get(jv_copy(list), i);
+		int rc = 0;
+		if (json_is(s, JV_KIND_STRING)) {
+			*rules = xrealloc(*rules, (*n + 1) * sizeof(**rules));
+			memset(&(*rules)[*n], 0, sizeof(**rules));
+			rc = rule_compile(&(*rules)[*n], jv_string_value(s));
+			(*n)++;
+		}
+		jv_free(s);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static char **strlist(jv list /* borrows */)
+{
+	int n = json_is(list, JV_KIND_ARRAY) ? jv_array_length(jv_copy(list)) : 0;
+	char **v = xcalloc((size_t)n + 1, sizeof(char *));
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		jv s = jv_array_get(jv_copy(list), i);
+		if (json_is(s, JV_KIND_STRING))
+			v[k++] = xstrdup(jv_string_value(s));
+		jv_free(s);
+	}
+	return v;
+}
+
+static enum sandbox_mode mode_of(const char *s)
+{
+	if (!s || !strcmp(s, "auto"))
+		return SANDBOX_AUTO;
+	if (!strcmp(s, "require") || !strcmp(s, "deny"))
+		return SANDBOX_REQUIRE;
+	return SANDBOX_OFF;   /* "off", "allow" */
+}
+
+/* section.key, falling back to the built-in defaults. */
+static jv pick(jv section, jv defaults, const char *key)
+{
+	if (json_has(section, key))
+		return json_get(section, key);
+	return json_get(defaults, key);
+}
+
+int sandbox_policy_new(struct sandbox_policy **out, jv section)
+{
+	const struct resource *res = resource_find("config.defaults.json");
+	struct sandbox_policy *p = xcalloc(1, sizeof(*p));
+	jv all = res ? json_parse(res->data, res->len) : jv_null();
+	jv defs = json_get(all, "sandbox");
+	jv lim, v;
+	int rc = -1;
+
+	*out = NULL;
+	p->timeout_ms = (long)(json_get_num(section, "command_timeout_s",
+					    json_get_num(defs, "command_timeout_s", 120)) * 1000);
+	p->output_cap = (size_t)json_get_num(section, "output_cap_bytes",
+					     json_get_num(defs, "output_cap_bytes", 65536));
+	p->landlock = mode_of(json_has(section, "landlock") ? json_get_str(section, "landlock")
+				      : json_get_str(defs, "landlock"));
+	p->network = mode_of(json_has(section, "network") ? json_get_str(section, "network")
+				     : json_get_str(defs, "network"));
+	p->namespaces = mode_of(json_has(section, "namespaces") ? json_get_str(section, "namespaces")
+					: json_get_str(defs, "namespaces"));
+	p->read_anywhere = json_get_bool(section, "read_anywhere",
+					 json_get_bool(defs, "read_anywhere", false));
+	v = pick(section, defs, "read_paths");
+	p->read_paths = strlist(v);
+	jv_free(v);
+	lim = pick(section, defs, "limits");
+	{
+		jv dl = json_get(defs, "limits");
+		double mem = json_get_num(lim, "memory_mb", json_get_num(dl, "memory_mb", 0));
+		double fsz = json_get_num(lim, "file_size_mb", json_get_num(dl, "file_size_mb", 0));
+		p->limits.as_bytes = (unsigned long long)mem * 1024ULL * 1024ULL;
+		p->limits.fsize_bytes = (unsigned long long)fsz * 1024ULL * 1024ULL;
+		p->limits.nofile = (unsigned long)json_get_num(lim, "open_files",
+							       json_get_num(dl, "open_files", 0));
+		p->limits.nproc = (unsigned long)json_get_num(lim, "processes",
+							      json_get_num(dl, "processes", 0));
+		jv_free(dl);
+	}
+	jv_free(lim);
+	p->limits.cpu_s = (unsigned long)(p->timeout_ms / 1000) + 10;
+	v = pick(section, defs, "writable");
+	p->writable = strlist(v);
+	jv_free(v);
+	v = pick(section, defs, "env");
+	p->env_extra = strlist(v);
+	jv_free(v);
+	static const char *const deny_keys[] = { "deny", "deny_extra" };
+	static const char *const ask_keys[] = { "ask", "ask_extra" };
+	for (int i = 0; i < 2; i++) {
+		int r1, r2;
+		v = pick(section, defs, deny_keys[i]);
+		r1 = rules_add(&p->deny, &p->ndeny, v);
+		jv_free(v);
+		v = pick(section, defs, ask_keys[i]);
+		r2 = rules_add(&p->ask, &p->nask, v);
+		jv_free(v);
+		if (r1 < 0 || r2 < 0)
+			goto out;
+	}
+	*out = p;
+	p = NULL;
+	rc = 0;
+out:
+	sandbox_policy_free(p);
+	jv_free(defs);
+	jv_free(all);
+	return rc;
+}
+
+int sandbox_policy_from_config(struct sandbox_policy **out, const struct config *cfg)
+{
+	jv section = cfg ? config_get(cfg, "sandbox") : jv_null();
+	int rc = sandbox_policy_new(out, section);
+	jv_free(section);
+	return rc;
+}
+
+static void rules_free(struct sandbox_rule *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(r[i].src);
+		pcre2_code_free(r[i].code);
+	}
+	free(r);
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+void sandbox_policy_free(struct sandbox_policy *p)
+{
+	if (!p)
+		return;
+	rules_free(p->deny, p->ndeny);
+	rules_free(p->ask, p->nask);
+	strv_free(p->writable);
+	strv_free(p->read_paths);
+	strv_free(p->env_extra);
+	free(p);
+}
+
+/* The normalised command text; with unquote, ' " and \ removed too. */
+static char *normalise(const char *cmd, bool unquote)
+{
+	struct buf b = BUF_INIT;
+	bool blank = false;
+
+	for (const char *p = cmd; *p; p++) {
+		char c = *p;
+		if (c == '\\' && p[1] == '\n') {
+			p++;
+			c = ' ';
+		}
+		if (c == '\n') {
+			while (b.len && b.buf[b.len - 1] == ' ')
+				b.buf[--b.len] = '\0';
+			if (b.len)
+				buf_adds(&b, "; ");
+			blank = true;
+			continue;
+		}
+		if (unquote && (c == '\'' || c == '"' || c == '\\'))
+			continue;
+		if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+			blank = true;
+			continue;
+		}
+		if (blank && b.len && b.buf[b.len - 1] != ' ')
+			buf_addch(&b, ' ');
+		blank = false;
+		buf_addch(&b, c);
+	}
+	return buf_detach(&b, NULL);
+}
+
+static const char *rules_match(const struct sandbox_rule *rules, size_t n, const char *a,
+			       const char *b)
+{
+	for (size_t i = 0; i < n; i++) {
+		pcre2_match_data *md = pcre2_match_data_create_from_pattern(rules[i].code, NULL);
+		bool hit = pcre2_match(rules[i].code, (PCRE2_SPTR)a, strlen(a), 0, 0, md, NULL) >= 0 ||
+			   pcre2_match(rules[i].code, (PCRE2_SPTR)b, strlen(b), 0, 0, md, NULL) >= 0;
+		pcre2_match_data_free(md);
+		if (hit)
+			return rules[i].src;
+	}
+	return NULL;
+}
+
+enum sandbox_verdict sandbox_check_command(const struct sandbox_policy *p, const char *cmd,
+					   const char **rule)
+{
+	char *a = normalise(cmd, false), *b = normalise(cmd, true);
+	enum sandbox_verdict v = SANDBOX_ALLOW;
+	const char *hit;
+
+	if ((hit = rules_match(p->deny, p->ndeny, a, b)))
+		v = SANDBOX_DENY;
+	else if ((hit = rules_match(p->ask, p->nask, a, b)))
+		v = SANDBOX_ASK;
+	if (rule)
+		*rule = hit;
+	free(a);
+	free(b);
+	return v;
+}
+
+static const char *mode_name(enum sandbox_mode m, bool net)
+{
+	if (m == SANDBOX_AUTO)
+		return "auto";
+	if (m == SANDBOX_REQUIRE)
+		return net ? "deny" : "require";
+	return net ? "allow" : "off";
+}
+
+int sandbox_features(jv *out, const struct sandbox_policy *p)
+{
+	const char *why = NULL, *nswhy = NULL, *cgwhy = NULL, *cgbase;
+	bool net = netns_available(&why), ns = nsview_available(&nswhy);
+	int abi = landlock_abi();
+	jv ll = jv_object(), nn = jv_object(), f = jv_object(), nsj = jv_object(), cg = jv_object();
+	jv sc = jv_object();
+	long pfd;
+
+	ll = json_set(ll, "available", jv_bool(abi > 0));
+	ll = json_set(ll, "abi", jv_number(abi));
+	ll = json_set(ll, "writes", jv_bool(abi > 0));
+	ll = json_set(ll, "reads", jv_bool(abi > 0));
+	ll = json_set(ll, "scope", jv_bool(abi >= 6));
+	if (abi <= 0)
+		ll = json_set(ll, "reason", jv_string("the kernel offers no Landlock"));
+	nn = json_set(nn, "available", jv_bool(net));
+	if (!net)
+		nn = json_set(nn, "reason", jv_string(why ? why : "unknown"));
+	nsj = json_set(nsj, "available", jv_bool(ns));
+	nsj = json_set(nsj, "user", jv_bool(ns));
+	nsj = json_set(nsj, "pid", jv_bool(ns));
+	nsj = json_set(nsj, "mount", jv_bool(ns));
+	nsj = json_set(nsj, "ipc", jv_bool(ns));
+	if (!ns)
+		nsj = json_set(nsj, "reason", jv_string(nswhy ? nswhy : "unknown"));
+	cgbase = cgroup_pids_base(&cgwhy);
+	cg = json_set(cg, "available", jv_bool(cgbase != NULL));
+	cg = cgbase ? json_set(cg, "path", jv_string(cgbase))
+		    : json_set(cg, "reason", jv_string(cgwhy ? cgwhy : "unknown"));
+	{
+		int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+		sc = json_set(sc, "available", jv_bool(mode >= 0));
+		sc = json_set(sc, "used", jv_bool(false));
+	}
+	if (p) {
+		ll = json_set(ll, "mode", jv_string(mode_name(p->landlock, false)));
+		nn = json_set(nn, "mode", jv_string(mode_name(p->network, true)));
+		nsj = json_set(nsj, "mode", jv_string(mode_name(p->namespaces, false)));
+		ll = json_set(ll, "read_anywhere", jv_bool(p->read_anywhere));
+		cg = json_set(cg, "max", jv_number((double)p->limits.nproc));
+	}
+	f = json_set(f, "landlock", ll);
+	f = json_set(f, "network_namespace", nn);
+	f = json_set(f, "namespaces", nsj);
+	f = json_set(f, "cgroup_pids", cg);
+	f = json_set(f, "seccomp", sc);
+	{
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
+		long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
+		f = json_set(f, "openat2", jv_bool(fd >= 0 || errno != ENOSYS));
+		if (fd >= 0)
+			close((int)fd);
+	}
+	pfd = syscall(SYS_pidfd_open, getpid(), 0);
+	f = json_set(f, "pidfd", jv_bool(pfd >= 0));
+	if (pfd >= 0)
+		close((int)pfd);
+	*out = f;
+	return 0;
+}
+
+/* ================================================================ env */
+
+static bool name_is_secret(const char *name, size_t n)
+{
+	static const char *const words[] = {
+		"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", NULL,
+	};
+	char up[256];
+
+	if (n >= sizeof(up))
+		return true;
+	for (size_t i = 0; i < n; i++)
+		up[i] = (char)toupper((unsigned char)name[i]);
+	up[n] = '\0';
+	for (size_t i = 0; words[i]; i++)
+		if (strstr(up, words[i]))
+			return true;
+	for (size_t i = 0; llm_secret_env_names[i]; i++)
+		if (!strcmp(up, llm_secret_env_names[i]))
+			return true;
+	return false;
+}
+
+static bool name_allowed(const struct sandbox_policy *p, const char *name, size_t n)
+{
+	static const char *const keep[] = { "PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", NULL };
+
+	if (name_is_secret(name, n))
+		return false;
+	for (size_t i = 0; keep[i]; i++)
+		if (strlen(keep[i]) == n && !strncmp(keep[i], name, n))
+			return true;
+	if (n > 3 && !strncmp(name, "LC_", 3))
+		return true;
+	for (size_t i = 0; p && p->env_extra && p->env_extra[i]; i++)
+		if (strlen(p->env_extra[i]) == n && !strncmp(p->env_extra[i], name, n))
+			return true;
+	return false;
+}
+
+char **sandbox_build_env(const struct sandbox_policy *p, char *const *base, const char *tmp)
+{
+	char *const *src = base ? base : environ;
+	size_t n = 0, k = 0;
+	char **env;
+	bool have_path = false;
+	struct buf b = BUF_INIT;
+
+	while (src && src[n])
+		n++;
+	env = xcalloc(n + 8, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(src[i], '=');
+		if (!eq || !name_allowed(p, src[i], (size_t)(eq - src[i])))
+			continue;
+		if (!strncmp(src[i], "PATH=", 5))
+			have_path = true;
+		env[k++] = xstrdup(src[i]);
+	}
+	if (!have_path)
+		env[k++] = xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	buf_addf(&b, "HOME=%s", tmp ? tmp : "/tmp");
+	env[k++] = buf_detach(&b, NULL);
+	buf_addf(&b, "TMPDIR=%s", tmp ? tmp : "/tmp");
+	env[k++] = buf_detach(&b, NULL);
+	env[k++] = xstrdup("TERM=dumb");
+	env[k] = NULL;
+	return env;
+}
+
+void sandbox_env_free(char **env)
+{
+	strv_free(env);
+}
+
+/* ================================================================ run */
+
+/* path made absolute (its real path; as given when that fails). */
+static char *abs_path(const char *path)
+{
+	char *r = path[0] == '/' ? NULL : realpath(path, NULL);
+	return r ? r : xstrdup(path);
+}
+
+/* Namespaces that failed at run time (a mount refused: /proc masked in a
+ * container) are not tried again by this process. */
+static bool ns_broken;
+static char ns_broken_why[256];
+
+int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
+		const struct sandbox_cmd *cmd)
+{
+	struct proc_opts o;
+	struct landlock_ruleset *rs = NULL;
+	struct sandbox_walls walls;
+	struct sandbox_cmd abs;
+	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
+	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
+	char **env = NULL;
+	jv notes = jv_null();
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	memset(&walls, 0, sizeof(walls));
+	buf_init(&out->out, 0);
+	buf_init(&out->err, 0);
+	if (unconfined)
+		*unconfined = jv_null();
+	/* The view and PID 1's chdir need absolute paths. */
+	abs = *cmd;
+	abs.root = root_abs = abs_path(cmd->root);
+	abs.cwd = cwd_abs = cmd->cwd ? abs_path(cmd->cwd) : NULL;
+	abs.tmp = tmp_abs = cmd->tmp ? abs_path(cmd->tmp) : NULL;
+	cmd = &abs;
+	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
+again:
+	o = (struct proc_opts)PROC_OPTS_INIT;
+	jv_free(notes);
+	notes = jv_array();
+	sandbox_walls_build(&walls, p, cmd, env,
+			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_available(NULL));
+	if (p->namespaces != SANDBOX_OFF) {
+		const char *why = NULL;
+		if (ns_broken || !nsview_available(&why)) {
+			if (ns_broken)
+				why = ns_broken_why;
+			if (p->namespaces == SANDBOX_REQUIRE) {
+				forge_error("namespaces are required (sandbox.namespaces) but %s; refusing to run the command",
+					    why);
+				goto out;
+			}
+			struct buf b = BUF_INIT;
+			buf_addf(&b, "namespaces: none (%s); the command sees every process, the host's files and sockets, .forge is writable, and what it starts may outlive it",
+				 why);
+			notes = jv_array_append(notes, jv_string(b.buf));
+			buf_release(&b);
+		} else {
+			o.new_ns = true;
+			o.ns_required = p->namespaces == SANDBOX_REQUIRE;
+			o.ns_no_fallback = !o.ns_required;
+			o.view = walls.view;
+			o.nview = walls.nview;
+		}
+	}
+	if (p->landlock != SANDBOX_OFF) {
+		if (landlock_abi() < 1) {
+			if (p->landlock == SANDBOX_REQUIRE) {
+				forge_error("landlock is required (sandbox.landlock) but this kernel has none; refusing to run the command");
+				goto out;
+			}
+			notes = jv_array_append(notes, jv_string("landlock: the kernel offers none; writes are not confined"));
+		} else {
+			struct landlock_spec spec = {
+				.writable = (const char *const *)walls.writable,
+				.readable = (const char *const *)walls.readable,
+				.reads = !p->read_anywhere,
+			};
+			if (landlock_ruleset_build(&rs, &spec) < 0) {
+				if (p->landlock == SANDBOX_REQUIRE)
+					goto out;
+				notes = jv_array_append(notes, jv_string(forge_last_error()));
+			} else {
+				o.landlock_fd = rs->fd;
+				o.landlock_required = p->landlock == SANDBOX_REQUIRE;
+				o.landlock_reads = rs->reads;
+			}
+		}
+	}
+	if (p->network != SANDBOX_OFF) {
+		const char *why = NULL;
+		if (!o.new_ns && !netns_available(&why)) {
+			if (p->network == SANDBOX_REQUIRE) {
+				forge_error("the network must be cut (sandbox.network is deny) but %s; refusing to run the command",
+					    why ? why : "network namespaces are unavailable");
+				goto out;
+			}
+			struct buf b = BUF_INIT;
+			buf_addf(&b, "network: not cut (%s)", why ? why : "namespaces unavailable");
+			notes = jv_array_append(notes, jv_string(b.buf));
+			buf_release(&b);
+		} else {
+			o.new_netns = true;
+			o.netns_required = p->network == SANDBOX_REQUIRE;
+		}
+	}
+	o.argv = argv;
+	o.envp = env;
+	o.cwd = cmd->cwd ? cmd->cwd : cmd->root;
+	o.merge_stderr = true;
+	o.out_cap = p->output_cap;
+	o.timeout_ms = cmd->timeout_ms > 0 ? cmd->timeout_ms : p->timeout_ms;
+	o.limits = p->limits;
+	o.limits.cpu_s = (unsigned long)(o.timeout_ms / 1000) + 10;
+	proc_result_release(out);
+	rc = proc_run(out, &o);
+	if (rc < 0 && out->ns_failed && !ns_broken) {
+		/* Prepare walls that do not count on the view, and run without. */
+		ns_broken = true;
+		snprintf(ns_broken_why, sizeof(ns_broken_why), "%s",
+			 strncmp(out->unconfined, "namespaces: ", 12) ? out->unconfined
+								       : out->unconfined + 12);
+		landlock_ruleset_free(rs);
+		rs = NULL;
+		sandbox_walls_release(&walls);
+		goto again;
+	}
+	if (rc == 0 && out->unconfined[0])
+		notes = jv_array_append(notes, jv_string(out->unconfined));
+out:
+	if (unconfined && jv_array_length(jv_copy(notes)) > 0) {
+		*unconfined = notes;
+		notes = jv_null();
+	}
+	jv_free(notes);
+	sandbox_env_free(env);
+	landlock_ruleset_free(rs);
+	sandbox_walls_release(&walls);
+	free(root_abs);
+	free(cwd_abs);
+	free(tmp_abs);
+	return rc;
+}

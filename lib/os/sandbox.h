@@ -1,0 +1,237 @@
+/*
+ * sandbox.h - what the tools may touch: paths confined to the run's
+ * worktree, the command policy (deny / ask lists), the environment of
+ * commands, and sandboxed command execution (proc.h + landlock.h).
+ *
+ * PATHS.  Every path a model gives is relative to the worktree root.
+ * sandbox_path_clean() refuses, before touching the file system: absolute
+ * paths, any ".." component, NUL bytes, and any component named ".git"
+ * (any case).  The file system is then entered only through the root's
+ * directory fd with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so a
+ * symlink may point elsewhere inside the worktree but never outside it
+ * (where openat2 is missing, the same is checked on the resolved path).
+ * After every open the real path of the fd is checked again: it must lie
+ * beneath the root and have no ".git" component, so a symlink into .git is
+ * refused for reading and writing alike.  Writes go to a temporary file in
+ * the target's directory and are renamed over it (atomic per file); a
+ * symlink inside the tree is written through to its target.  Writes and
+ * removals under the top-level .forge directory (Forge's configuration,
+ * database and worktrees; any case) are refused like .git, also through a
+ * symlink, so an agent cannot rewrite the rules of the next run; reading
+ * there is allowed.
+ *
+ * COMMAND POLICY.  sandbox.deny and sandbox.ask (plus *_extra) are PCRE2
+ * regexes (byte mode, case-sensitive unless the pattern says (?i)).  A
+ * command is normalised first: "\<newline>" joins lines, a newline becomes
+ * "; ", runs of blanks become one space, and leading/trailing blanks go.
+ * Each pattern is matched, unanchored, against that text and against the
+ * same text with every ' " and \ removed (so r'm' -rf "/" is still rm -rf /).
+ * Any deny match refuses the command; otherwise any ask match returns
+ * SANDBOX_ASK (the agent loop turns it into a human gate); otherwise it is
+ * allowed.  The literal "{cmd}" in a pattern stands for a command position:
+ * the start, or after ; & | ( ` { newline $( or the words then do else sudo
+ * exec command nohup time nice env xargs builtin, then any VAR=value or
+ * -option words, then an optional directory prefix ("/bin/").  The policy is
+ * a guard rail against accidents and advice to the model, not a security
+ * boundary (`${g}t push` or `cat ~/.s?h/id_rsa` slip past any regex): the
+ * boundary is the kernel's (sandbox_run(): namespaces and the mount view,
+ * Landlock, the network namespace, the pids cgroup and the rlimits).
+ *
+ * Errors: functions return 0, or one of the negative codes below after
+ * forge_error(); SANDBOX_EDENIED is an escape attempt (not retryable),
+ * SANDBOX_ENOENT a missing file (the model can fix the path).
+ */
+#ifndef FORGE_SANDBOX_H
+#define FORGE_SANDBOX_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "core/buf.h"
+#include "os/proc.h"
+
+struct config;
+
+enum {
+	SANDBOX_EIO = -1,      /* any other failure */
+	SANDBOX_EDENIED = -2,  /* outside the worktree, inside .git, refused */
+	SANDBOX_ENOENT = -3,   /* no such file or directory */
+	SANDBOX_EINVAL = -4    /* not a regular file, is a directory, bad path */
+};
+
+/* Record a message with forge_error() and return code (one of the above). */
+int sandbox_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- paths ---- */
+
+struct sandbox_root {
+	int fd;          /* O_PATH|O_DIRECTORY fd of the root */
+	char *path;      /* its real path, without a trailing '/' */
+};
+
+/* Open dir as a root.  -1 when it is not a directory. */
+int sandbox_root_open(struct sandbox_root **out, const char *dir);
+void sandbox_root_free(struct sandbox_root *root);
+
+/*
+ * The normalised relative form of a model's path ("./a//b/" -> "a/b"), or a
+ * negative code with a message naming the path and the reason.  "" and "."
+ * name the root itself and are accepted only with allow_root.
+ */
+int sandbox_path_clean(char **out, const char *path, bool allow_root);
+
+/* True when rel (already clean) or any real path has a ".git" component. */
+bool sandbox_path_is_git(const char *rel);
+/* True when the first component of rel (clean, relative to the root) is
+ * ".forge" (any case). */
+bool sandbox_path_is_forge(const char *rel);
+
+/*
+ * Open rel for reading: *out_fd (O_RDONLY|O_CLOEXEC) and *st.  Only regular
+ * files (SANDBOX_EINVAL for others).  rel is cleaned here.
+ */
+int sandbox_open_read(int *out_fd, struct stat *st, const struct sandbox_root *root,
+		      const char *rel);
+
+/* Read a whole file (at most max bytes; SANDBOX_EINVAL when bigger). */
+int sandbox_read_file(struct buf *out, const struct sandbox_root *root, const char *rel,
+		      size_t max);
+
+/* Stat rel through the same checks (following in-tree symlinks). */
+int sandbox_stat(struct stat *st, const struct sandbox_root *root, const char *rel);
+
+/*
+ * A transaction of file writes and removals, checked and staged first and
+ * then committed together: sandbox_txn_commit() resolves every path, writes
+ * every new content to a temporary file beside its target and checks every
+ * removal; only when all of that succeeded does it rename and unlink.  On
+ * failure nothing visible has changed (temporary files and directories it
+ * created are removed) and the message names the path at fault.
+ */
+struct sandbox_txn;
+struct sandbox_txn *sandbox_txn_new(const struct sandbox_root *root);
+/* Queue a write of data (copied); parents are created as needed. */
+void sandbox_txn_write(struct sandbox_txn *t, const char *rel, const char *data, size_t len);
+/* Queue the removal of a file (a symlink is removed itself). */
+void sandbox_txn_remove(struct sandbox_txn *t, const char *rel);
+int sandbox_txn_commit(struct sandbox_txn *t);
+void sandbox_txn_free(struct sandbox_txn *t);
+
+/* ---- policy ---- */
+
+enum sandbox_mode { SANDBOX_AUTO, SANDBOX_REQUIRE, SANDBOX_OFF };
+
+enum sandbox_verdict { SANDBOX_ALLOW, SANDBOX_ASK, SANDBOX_DENY };
+
+struct sandbox_rule;
+
+struct sandbox_policy {
+	long timeout_ms;             /* default and ceiling of run_command */
+	size_t output_cap;           /* bytes of output kept per command */
+	enum sandbox_mode landlock;  /* config: auto | require | off */
+	enum sandbox_mode network;   /* config: auto | deny (=require) | allow (=off) */
+	struct proc_limits limits;
+	enum sandbox_mode namespaces; /* config: auto | require | off */
+	bool read_anywhere;          /* config: no read allow-list */
+	char **read_paths;           /* further readable paths (NULL-terminated) */
+	char **writable;             /* further writable dirs (NULL-terminated) */
+	char **env_extra;            /* further variable names (NULL-terminated) */
+	struct sandbox_rule *deny, *ask;
+	size_t ndeny, nask;
+};
+
+/*
+ * Build a policy from a config "sandbox" object (borrows section; missing
+ * keys take the built-in defaults; jv_null() = all defaults).  -1 with a
+ * message naming a pattern that does not compile.
+ */
+int sandbox_policy_new(struct sandbox_policy **out, jv section);
+int sandbox_policy_from_config(struct sandbox_policy **out, const struct config *cfg);
+void sandbox_policy_free(struct sandbox_policy *p);
+
+/* Check a command line; *rule (may be NULL) gets the matching pattern as
+ * written in the configuration (borrowed from p). */
+enum sandbox_verdict sandbox_check_command(const struct sandbox_policy *p, const char *cmd,
+					   const char **rule);
+
+/*
+ * What confinement this system offers, for `forge doctor` and events:
+ * {"landlock":{"available":true,"abi":7,"writes":true,"reads":true,
+ *              "scope":true,"mode":"auto","read_anywhere":false},
+ *  "network_namespace":{"available":true,"mode":"auto","reason":…},
+ *  "namespaces":{"available":true,"user":…,"pid":…,"mount":…,"ipc":…,
+ *                "mode":"auto","reason":…},
+ *  "cgroup_pids":{"available":true,"path":…|"reason":…,"max":1024},
+ *  "seccomp":{"available":true,"used":false},
+ *  "openat2":true,"pidfd":true}.  p may be NULL (modes left out).
+ */
+int sandbox_features(jv *out, const struct sandbox_policy *p);
+
+/* ---- environment and execution ---- */
+
+/*
+ * The environment of a command: from base (NULL = environ) only PATH, LANG,
+ * LANGUAGE, LC_*, TZ, USER, LOGNAME and the names in p->env_extra; never a
+ * name containing KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL (any
+ * case) or listed in llm_secret_env_names; then HOME=tmp, TMPDIR=tmp,
+ * TERM=dumb.  A malloc'd NULL-terminated array; free with sandbox_env_free().
+ */
+char **sandbox_build_env(const struct sandbox_policy *p, char *const *base, const char *tmp);
+void sandbox_env_free(char **env);
+
+struct sandbox_cmd {
+	const char *command;     /* run as /bin/sh -c command */
+	const char *root;        /* the worktree (writable) */
+	const char *cwd;         /* where to run (default root) */
+	const char *tmp;         /* the run's temp dir (writable; HOME, TMPDIR) */
+	char *const *base_env;   /* NULL = environ */
+	long timeout_ms;         /* 0 = the policy's */
+};
+
+/*
+ * Run a command under the policy's confinement: its own process group,
+ * timeout, rlimits, output cap, a clean environment, and the kernel walls:
+ * - namespaces (sandbox.namespaces): own user, PID, mount and IPC
+ *   namespaces (proc.h, nsview.h).  The command sees only the allow-list
+ *   below, a minimal /dev and a /proc of its own processes (no Forge
+ *   process, no host socket under /tmp or /run, no /dev/shm); root's
+ *   .forge is read-only; everything it starts ends with it;
+ * - Landlock (sandbox.landlock): writes only beneath root, tmp and
+ *   p->writable; reads only beneath those and the read allow-list (unless
+ *   sandbox.read_anywhere); abstract sockets and signals scoped (ABI 6);
+ * - a network namespace (sandbox.network);
+ * - a pids cgroup with limits.processes when one is writable (proc.h).
+ * The read allow-list: /usr /bin /sbin /lib* /opt, /etc except its
+ * secrets (shadow, gshadow, ssh host keys, ssl/private, security/opasswd),
+ * the directories of the command's PATH (and a dot-directory holding one,
+ * as ~/.cargo for ~/.cargo/bin, never ~/.ssh and the like), the main
+ * repository's .git when root is a linked worktree (read-only), /proc and
+ * p->read_paths.
+ * When a confinement in mode auto is unavailable the command runs without
+ * it and *unconfined (may be NULL) gets an array of strings saying what is
+ * missing; in mode require it does not run: -1 with a message.  The
+ * command policy is NOT checked here (sandbox_check_command()).
+ */
+int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
+		const struct sandbox_cmd *cmd);
+
+/* The allow-lists of one command (sandbox_exec.c); used by sandbox_run().
+ * With view (the command gets the mount view, which covers the /etc
+ * secrets) /etc is one readable entry; without, every entry of /etc but the
+ * secrets is. */
+struct nsview_bind;
+struct sandbox_walls {
+	char **readable;          /* Landlock read allow-list */
+	char **writable;          /* Landlock write allow-list */
+	char **viewro, **hidden;  /* the view's read-only binds, the covered secrets */
+	char *forge_dir;          /* root/.forge (bound read-only) */
+	struct nsview_bind *view; /* the mount view (strings borrowed from above) */
+	size_t nview;
+};
+void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
+			 const struct sandbox_cmd *cmd, char *const *env, bool view);
+void sandbox_walls_release(struct sandbox_walls *w);
+
+#endif

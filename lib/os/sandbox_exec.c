@@ -1,0 +1,337 @@
+/*
+ * sandbox_exec.c - the walls of a sandboxed command: which paths it may
+ * read (the Landlock read allow-list) and the file-system view of its
+ * mount namespace.  See sandbox_walls_build() in sandbox.h.
+ */
+#include "os/sandbox.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "os/nsview.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What every build needs to read (and execute). */
+static const char *const system_paths[] = {
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", NULL,
+};
+
+/* Never readable: files under /etc that hold secrets. */
+static const char *const etc_secrets[] = {
+	"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssl/private",
+	"/etc/security/opasswd", "/etc/ssh/ssh_host_*_key", NULL,
+};
+
+/* Directories of /etc that hold a secret: entered entry by entry. */
+static const char *const etc_mixed[] = { "/etc", "/etc/ssh", "/etc/ssl", "/etc/security", NULL };
+
+/* Dot-directories of a home that are never read through a PATH entry. */
+static const char *const private_dots[] = {
+	".ssh", ".gnupg", ".aws", ".docker", ".kube", ".config", ".password-store", ".azure",
+	".gcloud", ".netrc", ".git-credentials", ".forge", NULL,
+};
+
+struct list {
+	char **v;
+	size_t n, cap;
+};
+
+static void list_add(struct list *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], s))
+			return;
+	if (l->n + 1 >= l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 32;
+		l->v = xrealloc(l->v, l->cap * sizeof(char *));
+	}
+	l->v[l->n++] = xstrdup(s);
+	l->v[l->n] = NULL;
+}
+
+static bool is_secret(const char *path)
+{
+	for (size_t i = 0; etc_secrets[i]; i++)
+		if (!fnmatch(etc_secrets[i], path, FNM_PATHNAME))
+			return true;
+	return false;
+}
+
+static bool is_mixed(const char *path)
+{
+	for (size_t i = 0; etc_mixed[i]; i++)
+		if (!strcmp(etc_mixed[i], path))
+			return true;
+	return false;
+}
+
+/* A file of /etc that is a symlink out of the system paths (resolv.conf ->
+ * /run/systemd/resolve/stub-resolv.conf): its target file is readable too. */
+static void add_link_target(struct list *readable, const char *path)
+{
+	char *real = realpath(path, NULL);
+	struct stat st;
+	bool system = false;
+
+	if (!real)
+		return;
+	system = !strncmp(real, "/etc/", 5) || !strncmp(real, "/proc/", 6);
+	for (size_t i = 0; system_paths[i] && !system; i++) {
+		size_t n = strlen(system_paths[i]);
+		system = !strncmp(real, system_paths[i], n) && real[n] == '/';
+	}
+	if (!system && stat(real, &st) == 0 && S_ISREG(st.st_mode) && !is_secret(real))
+		list_add(readable, real);
+	free(real);
+}
+
+/* The targets of /etc's symlinks out of the system paths. */
+static void add_link_targets(struct list *readable)
+{
+	DIR *d = opendir("/etc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX];
+		if (e->d_type != DT_LNK ||
+		    snprintf(path, sizeof(path), "/etc/%s", e->d_name) >= (int)sizeof(path))
+			continue;
+		add_link_target(readable, path);
+	}
+	closedir(d);
+}
+
+/* Add every entry of dir to readable (NULL: only find the secrets), except
+ * secrets (to hidden). */
+static void add_dir_except(struct list *readable, struct list *hidden, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX];
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (is_secret(path)) {
+			list_add(hidden, path);
+		} else if (is_mixed(path)) {
+			add_dir_except(readable, hidden, path);
+		} else if (readable) {
+			list_add(readable, path);
+			if (e->d_type == DT_LNK)
+				add_link_target(readable, path);
+		}
+	}
+	closedir(d);
+}
+
+/* The main repository's .git a linked worktree's ".git" file points to. */
+static void add_git_common(struct list *readable, const char *root)
+{
+	struct buf b = BUF_INIT, path = BUF_INIT;
+	char *real = NULL;
+	FILE *f;
+	char line[PATH_MAX + 16];
+
+	buf_addf(&path, "%s/.git", root);
+	f = fopen(path.buf, "re");
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "gitdir: ", 8))
+		goto out;
+	line[strcspn(line, "\n")] = '\0';
+	if (line[8] == '/')
+		buf_adds(&b, line + 8);
+	else
+		buf_addf(&b, "%s/%s", root, line + 8);
+	fclose(f);
+	f = NULL;
+	buf_reset(&path);
+	buf_addf(&path, "%s/commondir", b.buf);
+	if ((f = fopen(path.buf, "re")) && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		buf_reset(&path);
+		if (line[0] == '/')
+			buf_adds(&path, line);
+		else
+			buf_addf(&path, "%s/%s", b.buf, line);
+	} else {
+		buf_reset(&path);
+		buf_add(&path, b.buf, b.len);
+	}
+	if ((real = realpath(path.buf, NULL)))
+		list_add(readable, real);
+	free(real);
+	if ((real = realpath(b.buf, NULL)))
+		list_add(readable, real);
+out:
+	if (f)
+		fclose(f);
+	free(real);
+	buf_release(&b);
+	buf_release(&path);
+}
+
+/* The directories of PATH, and the dot-directory toolchain each lives in
+ * (~/.cargo/bin -> ~/.cargo, ~/.pyenv/shims -> ~/.pyenv). */
+static void add_path_dirs(struct list *readable, char *const *env)
+{
+	const char *val = NULL;
+
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], "PATH=", 5))
+			val = env[i] + 5;
+	while (val && *val) {
+		size_t n = strcspn(val, ":");
+		char dir[PATH_MAX], *slash;
+		if (n > 1 && n < sizeof(dir) && val[0] == '/') {
+			bool private = false;
+			memcpy(dir, val, n);
+			dir[n] = '\0';
+			for (size_t i = 0; private_dots[i]; i++)
+				if (strstr(dir, private_dots[i]))
+					private = true;
+			if (!private && access(dir, X_OK) == 0) {
+				list_add(readable, dir);
+				slash = strrchr(dir, '/');
+				if (slash && slash > dir) {
+					*slash = '\0';
+					slash = strrchr(dir, '/');
+					if (slash && slash[1] == '.')
+						list_add(readable, dir);
+				}
+			}
+		}
+		val += n;
+		if (*val == ':')
+			val++;
+	}
+}
+
+static void view_add(struct sandbox_walls *w, const char *src, const char *dst, int kind)
+{
+	w->view = xrealloc(w->view, (w->nview + 1) * sizeof(*w->view));
+	w->view[w->nview].src = src;
+	w->view[w->nview].dst = dst;
+	w->view[w->nview].kind = kind;
+	w->nview++;
+}
+
+static bool beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
+			 const struct sandbox_cmd *cmd, char *const *env, bool view)
+{
+	struct list readable = { 0 }, hidden = { 0 }, viewro = { 0 }, writable = { 0 };
+	struct buf b = BUF_INIT;
+
+	memset(w, 0, sizeof(*w));
+	list_add(&writable, cmd->root);
+	if (cmd->tmp)
+		list_add(&writable, cmd->tmp);
+	for (size_t i = 0; p->writable && p->writable[i]; i++)
+		list_add(&writable, p->writable[i]);
+
+	for (size_t i = 0; system_paths[i]; i++) {
+		list_add(&readable, system_paths[i]);
+		list_add(&viewro, system_paths[i]);
+	}
+	if (view) {
+		/* The view covers the secrets: one Landlock rule for /etc (a
+		 * rule per entry costs ~2 ms a command). */
+		add_dir_except(NULL, &hidden, "/etc");
+		list_add(&readable, "/etc");
+		add_link_targets(&readable);
+	} else {
+		add_dir_except(&readable, &hidden, "/etc");
+	}
+	list_add(&viewro, "/etc");
+	add_path_dirs(&readable, env);
+	add_git_common(&readable, cmd->root);
+	for (size_t i = 0; p->read_paths && p->read_paths[i]; i++)
+		list_add(&readable, p->read_paths[i]);
+	/* Everything readable but not a system path or /etc entry is bound as is. */
+	for (size_t i = 0; i < readable.n; i++) {
+		bool covered = beneath(readable.v[i], "/etc");
+		for (size_t k = 0; system_paths[k] && !covered; k++)
+			covered = beneath(readable.v[i], system_paths[k]);
+		for (size_t k = 0; k < readable.n && !covered; k++)
+			covered = k != i && beneath(readable.v[i], readable.v[k]) &&
+				  strcmp(readable.v[i], readable.v[k]);
+		if (!covered)
+			list_add(&viewro, readable.v[i]);
+	}
+	list_add(&readable, "/proc");
+
+	if (p->read_anywhere) {
+		/* Everything, but still no host sockets or shared memory. */
+		view_add(w, "/", "/", NSVIEW_RO);
+		view_add(w, "/tmp", NULL, NSVIEW_HIDE);
+		view_add(w, "/var/tmp", NULL, NSVIEW_HIDE);
+		view_add(w, "/run", NULL, NSVIEW_HIDE);
+		view_add(w, "/var/run", NULL, NSVIEW_HIDE);
+		for (size_t i = 0; i < hidden.n; i++)
+			view_add(w, hidden.v[i], NULL, NSVIEW_HIDE);
+	} else {
+		for (size_t i = 0; i < viewro.n; i++)
+			view_add(w, viewro.v[i], NULL, NSVIEW_RO);
+		for (size_t i = 0; i < hidden.n; i++)
+			view_add(w, hidden.v[i], NULL, NSVIEW_HIDE);
+	}
+	for (size_t i = 0; i < writable.n; i++)
+		view_add(w, writable.v[i], NULL, NSVIEW_RW);
+	if (cmd->tmp && !beneath(cmd->tmp, "/tmp"))
+		view_add(w, cmd->tmp, "/tmp", NSVIEW_RW);
+	buf_addf(&b, "%s/.forge", cmd->root);
+	w->forge_dir = buf_detach(&b, NULL);
+	/* Forge's own rules are read-only for commands; an empty .forge is
+	 * made when there is none, so that none can be created either. */
+	if (p->namespaces != SANDBOX_OFF && mkdir(w->forge_dir, 0755) < 0 && errno != EEXIST) {
+		/* a read-only worktree, or a file named .forge: nothing to guard */
+	}
+	view_add(w, w->forge_dir, NULL, NSVIEW_RO);
+
+	w->readable = readable.v;
+	w->writable = writable.v;
+	w->viewro = viewro.v;
+	w->hidden = hidden.v;
+	if (!w->readable)
+		w->readable = xcalloc(1, sizeof(char *));
+	if (!w->hidden)
+		w->hidden = xcalloc(1, sizeof(char *));
+}
+
+static void strv_release(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+void sandbox_walls_release(struct sandbox_walls *w)
+{
+	if (!w)
+		return;
+	strv_release(w->readable);
+	strv_release(w->writable);
+	strv_release(w->viewro);
+	strv_release(w->hidden);
+	free(w->forge_dir);
+	free(w->view);
+	memset(w, 0, sizeof(*w));
+}

@@ -1,0 +1,298 @@
+/*
+ * review_secrets.c - layer 2, built in: secrets on added lines (provider
+ * rules in the spirit of gitleaks' default config, a generic assignment
+ * rule gated by Shannon entropy, a placeholder allowlist) and a small set
+ * of insecure-pattern rules per language.  See review.h.
+ *
+ * A line that says "forge:allow", "gitleaks:allow" or "pragma: allowlist
+ * secret" is not reported.  Messages never contain the secret: only its
+ * first four characters.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "review/review.h"
+#include "core/buf.h"
+#include "git/diff.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "data/project.h"
+#include "os/sandbox.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pcre2.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rule {
+	const char *id;
+	const char *what;               /* for the message */
+	const char *pattern;            /* group 1 is the secret */
+	double min_entropy;             /* of group 1; 0 = none */
+	const char *severity;
+	double confidence;
+};
+
+/* Order matters: the first rule that reports a line wins (sk-ant- before sk-). */
+static const struct rule secret_rules[] = {
+	{ "secret/private-key", "private key block",
+	  "(-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)", 0, "critical", 0.99 },
+	{ "secret/aws-access-key-id", "AWS access key id",
+	  "\\b((?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})\\b", 3.0, "critical", 0.95 },
+	{ "secret/aws-secret-access-key", "AWS secret access key",
+	  "(?i)aws.{0,20}?(?:secret|private).{0,20}?[\"'\\s:=]{1,5}([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+	  3.5, "critical", 0.9 },
+	{ "secret/github-token", "GitHub token",
+	  "\\b(gh[pousr]_[A-Za-z0-9]{36,255})\\b", 3.0, "critical", 0.95 },
+	{ "secret/github-fine-grained-pat", "GitHub fine-grained personal access token",
+	  "\\b(github_pat_[A-Za-z0-9_]{50,255})\\b", 3.0, "critical", 0.95 },
+	{ "secret/slack-token", "Slack token",
+	  "\\b(xox[abposr]-[A-Za-z0-9-]{10,250})", 3.0, "critical", 0.9 },
+	{ "secret/slack-webhook", "Slack webhook URL",
+	  "(hooks\\.slack\\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,120})", 0, "critical", 0.9 },
+	{ "secret/stripe-live-key", "Stripe live key",
+	  "\\b((?:sk|rk)_live_[A-Za-z0-9]{20,250})\\b", 3.0, "critical", 0.95 },
+	{ "secret/google-api-key", "Google API key",
+	  "\\b(AIza[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])", 3.0, "critical", 0.9 },
+	{ "secret/anthropic-api-key", "Anthropic API key",
+	  "\\b(sk-ant-[A-Za-z0-9_-]{20,250})", 3.0, "critical", 0.95 },
+	{ "secret/openai-api-key", "OpenAI API key",
+	  "\\b(sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,250})", 3.5, "critical", 0.85 },
+	{ "secret/generic-assignment", "hard-coded credential",
+	  "(?i)(?:^|[^A-Za-z0-9])[A-Za-z0-9_.-]{0,40}?(?:api[_.-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|"
+	  "token|auth[_.-]?key|access[_.-]?key|private[_.-]?key|credentials?)[A-Za-z0-9_.-]{0,20}"
+	  "[\"']?\\s*(?::=|=>|=|:)\\s*[\"'`]([^\\s\"'`;,()]{8,200})[\"'`]",
+	  3.5, "error", 0.7 },
+	{ "secret/generic-assignment", "hard-coded credential",
+	  "(?i)(?:^|[^A-Za-z0-9])(?:export\\s+)?[A-Za-z0-9_]{0,40}?(?:API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN|"
+	  "ACCESS_?KEY)[A-Za-z0-9_]{0,20}=([^\\s\"'`;$]{12,200})(?:\\s|$)",
+	  3.5, "error", 0.6 },
+};
+
+/* Insecure patterns: lang NULL = any file. */
+struct pattern_rule {
+	const char *id;
+	const char *lang;               /* project_language() name, "c" covers cpp too */
+	const char *pattern;
+	const char *severity;
+	const char *message;
+};
+
+static const struct pattern_rule insecure_rules[] = {
+	{ "insecure/c-gets", "c", "\\bgets\\s*\\(", "error",
+	  "gets cannot bound its input (CWE-242); use fgets" },
+	{ "insecure/c-strcpy", "c", "\\b(?:strcpy|strcat|wcscpy|wcscat)\\s*\\(", "warning",
+	  "unbounded string copy (CWE-120); use snprintf() or a length-checked copy" },
+	{ "insecure/c-sprintf", "c", "\\bv?sprintf\\s*\\(", "warning",
+	  "sprintf does not bound its output (CWE-120); use snprintf" },
+	{ "insecure/c-system", "c", "\\b(?:system|popen)\\s*\\(\\s*(?!\")", "error",
+	  "shell command built from a non-constant string (CWE-78); use execve() with an argument vector" },
+	{ "insecure/c-format", "c", "\\b(?:printf|syslog)\\s*\\(\\s*[A-Za-z_][A-Za-z0-9_>.-]*\\s*\\)", "error",
+	  "format string is not a constant (CWE-134)" },
+	{ "insecure/c-format", "c", "\\bf?printf\\s*\\(\\s*(?:stderr|stdout|[a-z_]+)\\s*,\\s*[A-Za-z_][A-Za-z0-9_>.-]*\\s*\\)",
+	  "error", "format string is not a constant (CWE-134)" },
+	{ "insecure/c-scanf-s", "c", "\\bscanf\\s*\\(\\s*\"[^\"]*%s", "warning",
+	  "scanf(\"%s\") cannot bound its input (CWE-120); give a field width" },
+	{ "insecure/c-tmpfile", "c", "\\b(?:mktemp|tmpnam|tempnam)\\s*\\(", "warning",
+	  "predictable temporary file name (CWE-377); use mkstemp()" },
+	{ "insecure/py-eval", "python", "(?<![\\w.])(?:eval|exec)\\s*\\(", "warning",
+	  "eval/exec of dynamic code (CWE-95)" },
+	{ "insecure/py-shell", "python", "\\bsubprocess\\.\\w+\\(.*shell\\s*=\\s*True", "error",
+	  "subprocess with shell=True (CWE-78)" },
+	{ "insecure/py-os-system", "python", "\\bos\\.(?:system|popen)\\s*\\(", "warning",
+	  "os.system/os.popen runs a shell (CWE-78)" },
+	{ "insecure/py-pickle", "python", "\\b(?:pickle|cPickle|marshal)\\.loads?\\s*\\(", "warning",
+	  "unpickling untrusted data runs code (CWE-502)" },
+	{ "insecure/py-yaml-load", "python", "\\byaml\\.load\\s*\\((?!.*Loader)", "warning",
+	  "yaml.load without a safe Loader (CWE-502); use yaml.safe_load" },
+	{ "insecure/tls-verify-off", NULL, "\\bverify\\s*=\\s*False\\b|CURLOPT_SSL_VERIFYPEER\\s*,\\s*0|"
+	  "rejectUnauthorized\\s*:\\s*false|InsecureSkipVerify\\s*:\\s*true", "error",
+	  "TLS certificate verification turned off (CWE-295)" },
+	{ "insecure/sh-curl-pipe", "shell", "\\b(?:curl|wget)\\b[^|#]*\\|\\s*(?:sudo\\s+)?(?:ba|z|da)?sh\\b", "error",
+	  "downloaded script piped into a shell (CWE-494)" },
+	{ "insecure/sh-chmod-777", NULL, "\\bchmod\\s+(?:-R\\s+)?0?777\\b", "warning",
+	  "world-writable permissions (CWE-732)" },
+	{ "insecure/js-eval", "javascript", "(?<![\\w.])eval\\s*\\(|new\\s+Function\\s*\\(", "warning",
+	  "eval of dynamic code (CWE-95)" },
+	{ "insecure/js-inner-html", "javascript", "\\.innerHTML\\s*=(?!=)", "warning",
+	  "assigning innerHTML can inject markup (CWE-79)" },
+};
+
+double review_entropy(const char *s, size_t n)
+{
+	size_t counts[256] = { 0 };
+	double h = 0;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		counts[(unsigned char)s[i]]++;
+	for (int c = 0; c < 256; c++) {
+		if (!counts[c])
+			continue;
+		double p = (double)counts[c] / (double)n;
+		h -= p * log2(p);
+	}
+	return h;
+}
+
+bool review_placeholder(const char *s, size_t n)
+{
+	static const char *const words[] = {
+		"example", "changeme", "change_me", "change-me", "xxx", "placeholder", "your_", "your-",
+		"yourkey", "redacted", "dummy", "fake", "test", "sample", "<", ">", "${", "{{", "%s",
+		"****", "...", "\xe2\x80\xa6", "foobar", "lorem", "insert", "replace",
+	};
+	char *low = xstrndup(s, n);
+	bool hit = false, same = true;
+
+	for (size_t i = 0; i < n; i++) {
+		low[i] = (char)tolower((unsigned char)low[i]);
+		if (low[i] != low[0])
+			same = false;
+	}
+	if (n == 0 || same || low[0] == '$' || low[0] == '%')
+		hit = true;
+	for (size_t i = 0; !hit && i < sizeof words / sizeof words[0]; i++)
+		hit = strstr(low, words[i]) != NULL;
+	if (!hit && (strcmp(low, "null") == 0 || strcmp(low, "none") == 0 || strcmp(low, "true") == 0 ||
+		     strcmp(low, "false") == 0))
+		hit = true;
+	free(low);
+	return hit;
+}
+
+static pcre2_code *compile(const char *pattern)
+{
+	int err;
+	PCRE2_SIZE off;
+
+	return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &err, &off, NULL);
+}
+
+static bool suppressed(const char *text)
+{
+	return strstr(text, "forge:allow") || strstr(text, "gitleaks:allow") ||
+	       strstr(text, "pragma: allowlist secret");
+}
+
+static bool comment_line(const char *text, const char *lang)
+{
+	while (*text == ' ' || *text == '\t')
+		text++;
+	if (strcmp(lang, "python") == 0 || strcmp(lang, "shell") == 0)
+		return *text == '#';
+	return (text[0] == '/' && (text[1] == '/' || text[1] == '*')) || (text[0] == '*' && text[1] != '=');
+}
+
+/* The first secret on the line: its rule and secret span, or NULL. */
+static const struct rule *find_secret(pcre2_code **codes, pcre2_match_data *md, const char *text,
+				      size_t *so, size_t *eo)
+{
+	size_t len = strlen(text);
+
+	for (size_t r = 0; r < sizeof secret_rules / sizeof secret_rules[0]; r++) {
+		PCRE2_SIZE start = 0;
+
+		if (!codes[r])
+			continue;
+		while (start <= len && pcre2_match(codes[r], (PCRE2_SPTR)text, len, start, 0, md, NULL) > 1) {
+			PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+			size_t s = ov[2], e = ov[3];
+
+			start = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
+			if (review_placeholder(text + s, e - s))
+				continue;
+			if (secret_rules[r].min_entropy > 0 &&
+			    review_entropy(text + s, e - s) < secret_rules[r].min_entropy)
+				continue;
+			*so = s;
+			*eo = e;
+			return &secret_rules[r];
+		}
+	}
+	return NULL;
+}
+
+int review_secrets(jv *out, const struct diff *d)
+{
+	const size_t nsec = sizeof secret_rules / sizeof secret_rules[0];
+	const size_t npat = sizeof insecure_rules / sizeof insecure_rules[0];
+	pcre2_code *sec[sizeof secret_rules / sizeof secret_rules[0]] = { 0 };
+	pcre2_code *pat[sizeof insecure_rules / sizeof insecure_rules[0]] = { 0 };
+	pcre2_match_data *md = pcre2_match_data_create(8, NULL);
+	struct buf msg = BUF_INIT;
+	int rc = -1;
+
+	*out = jv_array();
+	for (size_t r = 0; r < nsec; r++)
+		if (!(sec[r] = compile(secret_rules[r].pattern))) {
+			forge_error("secret rule '%s' does not compile", secret_rules[r].id);
+			goto out;
+		}
+	for (size_t r = 0; r < npat; r++)
+		if (!(pat[r] = compile(insecure_rules[r].pattern))) {
+			forge_error("insecure-pattern rule '%s' does not compile", insecure_rules[r].id);
+			goto out;
+		}
+	for (size_t i = 0; i < d->nfiles; i++) {
+		const struct diff_file *f = &d->files[i];
+		const char *lang = project_language(f->path);
+
+		if (sandbox_path_is_forge(f->path) || (f->old_path && sandbox_path_is_forge(f->old_path))) {
+			/* The file tools refuse .forge; a command may still have written it. */
+			buf_reset(&msg);
+			buf_addf(&msg, "the change %s Forge's own configuration (%s): on the branch it would "
+				 "govern the next runs (sandbox, test command, gates); a human must check it",
+				 f->deleted ? "deletes" : f->created ? "adds to" : "changes", f->path);
+			*out = jv_array_append(*out, review_finding("security", "critical", "security",
+								    "forge/config-changed", f->path, 0, msg.buf));
+		}
+		if (lang && strcmp(lang, "cpp") == 0)
+			lang = "c";
+		for (size_t j = 0; j < f->nhunks; j++) {
+			for (size_t k = 0; k < f->hunks[j].nlines; k++) {
+				const struct diff_line *l = &f->hunks[j].lines[k];
+				size_t so, eo;
+
+				if (l->kind != '+' || suppressed(l->text))
+					continue;
+				const struct rule *r = find_secret(sec, md, l->text, &so, &eo);
+				if (r) {
+					buf_reset(&msg);
+					buf_addf(&msg, "possible %s committed (%.4s…, %zu characters); remove it, "
+						 "rotate it, and load it from the environment or a secret store",
+						 r->what, l->text + so, eo - so);
+					jv fi = review_finding("security", r->severity, "security", r->id, f->path,
+							       l->new_line, msg.buf);
+					*out = jv_array_append(*out, json_set(fi, "confidence", jv_number(r->confidence)));
+				}
+				for (size_t p = 0; p < npat; p++) {
+					const struct pattern_rule *pr = &insecure_rules[p];
+
+					if (pr->lang && (!lang || strcmp(pr->lang, lang) != 0))
+						continue;
+					if (lang && comment_line(l->text, lang))
+						continue;
+					if (pcre2_match(pat[p], (PCRE2_SPTR)l->text, strlen(l->text), 0, 0, md, NULL) < 0)
+						continue;
+					jv fi = review_finding("security", pr->severity, "security", pr->id, f->path,
+							       l->new_line, pr->message);
+					*out = jv_array_append(*out, json_set(fi, "confidence", jv_number(0.8)));
+				}
+			}
+		}
+	}
+	rc = 0;
+out:
+	for (size_t r = 0; r < nsec; r++)
+		pcre2_code_free(sec[r]);
+	for (size_t r = 0; r < npat; r++)
+		pcre2_code_free(pat[r]);
+	pcre2_match_data_free(md);
+	buf_release(&msg);
+	if (rc < 0) {
+		jv_free(*out);
+		*out = jv_null();
+	}
+	return rc;
+}

@@ -1,0 +1,1389 @@
+/* store.c - the SQLite database of Forge; see store.h for the contract. */
+#include "store/store.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/forgedir.h"
+#include "core/json.h"
+#include "core/secret.h"
+#include "core/resource.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Long enough to outlast a burst of concurrent batch writers. */
+#define BUSY_TIMEOUT_MS 10000
+
+/* The prepared statements a store keeps; prepared on first use. */
+enum stmt_id {
+	S_EVENT_PUT,
+	S_EVENTS_OF_TRACE,
+	S_TRACES,
+	S_RUN_CREATE,
+	S_RUN_UPDATE,
+	S_RUN_SET_COST,
+	S_RUN_GET,
+	S_CKPT_SAVE,
+	S_CKPT_LATEST,
+	S_CKPT_LOAD,
+	S_CKPT_LIST,
+	S_COUNT
+};
+
+static const char *const stmt_sql[S_COUNT] = {
+	/* The payload column is cut from the record by SQLite's JSON code,
+	 * cheaper than a jq dump; ?7 is the record. */
+	[S_EVENT_PUT] =
+		"INSERT INTO events (id, trace_id, ts, source, phase, type, payload,"
+		" tokens, cost_usd, duration_ms, record)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, nullif(?7 -> '$.payload', 'null'), ?8, ?9, ?10, ?7)"
+		" ON CONFLICT (id) DO NOTHING",
+	[S_EVENTS_OF_TRACE] =
+		"SELECT record FROM events WHERE trace_id = ?1 ORDER BY ts, id",
+	[S_TRACES] =
+		"WITH ev AS (SELECT trace_id, count(*) AS n, min(ts) AS first_ts,"
+		"            max(ts) AS last_ts FROM events GROUP BY trace_id),"
+		" ids AS (SELECT trace_id FROM ev UNION SELECT id FROM runs)"
+		" SELECT ids.trace_id, coalesce(ev.n, 0),"
+		"  coalesce(ev.first_ts, r.started_at) AS first_ts,"
+		"  coalesce(ev.last_ts, r.updated_at) AS last_ts, r.task, r.status"
+		" FROM ids LEFT JOIN ev ON ev.trace_id = ids.trace_id"
+		" LEFT JOIN runs r ON r.id = ids.trace_id"
+		" ORDER BY last_ts DESC, ids.trace_id DESC LIMIT ?1",
+	[S_RUN_CREATE] =
+		"INSERT INTO runs (id, task, repo, status, config, started_at, updated_at)"
+		" VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?5)",
+	/* A cancelled run stays cancelled: a live run's own updates lose. */
+	[S_RUN_UPDATE] =
+		"UPDATE runs SET status = CASE WHEN status = 'cancelled' THEN status ELSE coalesce(?2, status) END,"
+		" current_phase = coalesce(?3, current_phase),"
+		" error = CASE WHEN status = 'cancelled' THEN error ELSE coalesce(?4, error) END, updated_at = ?5,"
+		" completed_at = CASE WHEN status = 'cancelled' THEN completed_at"
+		"  WHEN coalesce(?2, status) IN ('completed', 'failed', 'cancelled')"
+		"  THEN coalesce(completed_at, ?5) ELSE NULL END"
+		" WHERE id = ?1",
+	[S_RUN_SET_COST] =
+		"UPDATE runs SET total_tokens = ?2, total_cost_usd = ?3, updated_at = ?4"
+		" WHERE id = ?1",
+	[S_RUN_GET] =
+		"SELECT id, task, repo, status, current_phase, config, started_at,"
+		" updated_at, completed_at, total_cost_usd, total_tokens, error"
+		" FROM runs WHERE id = ?1",
+	[S_CKPT_SAVE] =
+		"INSERT INTO checkpoints (id, trace_id, phase, status, ts, state)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[S_CKPT_LATEST] =
+		"SELECT state FROM checkpoints WHERE trace_id = ?1"
+		" ORDER BY ts DESC, id DESC LIMIT 1",
+	[S_CKPT_LOAD] =
+		"SELECT id, trace_id, phase, status, ts, state FROM checkpoints WHERE id = ?1",
+	[S_CKPT_LIST] =
+		"SELECT id, trace_id, phase, status, ts FROM checkpoints"
+		" WHERE trace_id = ?1 ORDER BY ts, id",
+};
+
+struct store {
+	sqlite3 *db;
+	char *path;                     /* as given, for messages */
+	sqlite3_stmt *stmt[S_COUNT];    /* NULL until first use */
+	bool readonly;                  /* opened by store_open_readonly() */
+};
+
+/* ---- errors -------------------------------------------------------- */
+
+/*
+ * Record "database 'PATH': WHAT: SQLITE MESSAGE (code N)" and return -1.
+ * Must be called right after the failing call: sqlite3_errmsg() is
+ * overwritten by the next one.
+ */
+__attribute__((format(printf, 2, 3)))
+static int db_fail(struct store *st, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if ((sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_FULL)
+		return forge_error("database '%s': %s: the disk is full (or the database reached its size "
+				   "limit): free some space and try again (sqlite code %d)", st->path, what,
+				   sqlite3_extended_errcode(st->db));
+	return forge_error("database '%s': %s: %s (sqlite code %d)", st->path, what,
+			   sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
+}
+
+/* ---- time and ids -------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "2026-11-21T21:30:00.123Z": ISO-8601 UTC with ms; sorts as time does. */
+static void iso_time(char out[static 32], int64_t ms)
+{
+	time_t secs = (time_t)(ms / 1000);
+	unsigned milli = (unsigned)(ms % 1000);
+	struct tm tm;
+	char date[24];
+
+	gmtime_r(&secs, &tm);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 32, "%s.%03uZ", date, milli % 1000);
+}
+
+static int fill_random(unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t got = getrandom(p, n, 0);
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return forge_error("cannot get random bytes: %s", strerror(errno));
+		}
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/*
+ * ULID state: the last time used and its 80 random bits.  Within one
+ * millisecond the random part is incremented, so ids made by this process
+ * sort in creation order (the latest checkpoint is the greatest id).  The pid
+ * is kept because a forked child inherits the state and would otherwise
+ * produce the same ids as its siblings.
+ */
+static _Thread_local struct {
+	pid_t pid;
+	int64_t ms;
+	unsigned char rnd[10];
+} ulid;
+
+/* Add one to the 80-bit big-endian number; true when it wrapped. */
+static bool rnd_increment(unsigned char rnd[10])
+{
+	for (int i = 9; i >= 0; i--)
+		if (++rnd[i] != 0)
+			return false;
+	return true;
+}
+
+/*
+ * A ULID: 26 characters of Crockford base32, 48 bits of Unix time in ms
+ * then 80 random bits.  *ms_out gets the time encoded in it.
+ */
+static int ulid_new(char out[static 27], int64_t *ms_out)
+{
+	static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+	int64_t now = now_ms();
+	pid_t pid = getpid();
+
+	if (ulid.pid != pid || now > ulid.ms) {
+		if (fill_random(ulid.rnd, sizeof ulid.rnd) < 0)
+			return -1;
+		ulid.pid = pid;
+		ulid.ms = now;
+	} else if (rnd_increment(ulid.rnd)) {
+		ulid.ms++;   /* 2^80 ids in one ms: borrow the next one */
+	}
+	uint64_t t = (uint64_t)ulid.ms;
+	for (int i = 9; i >= 0; i--) {
+		out[i] = b32[t & 31];
+		t >>= 5;
+	}
+	for (int i = 0; i < 16; i++) {
+		int bit = i * 5, byte = bit / 8, off = bit % 8;
+		unsigned v = (unsigned)ulid.rnd[byte] << 8 | (byte + 1 < 10 ? ulid.rnd[byte + 1] : 0);
+
+		out[10 + i] = b32[(v >> (11 - off)) & 31];
+	}
+	out[26] = '\0';
+	*ms_out = ulid.ms;
+	return 0;
+}
+
+/* ---- statements ---------------------------------------------------- */
+
+static int stmt_get(sqlite3_stmt **out, struct store *st, enum stmt_id id)
+{
+	assert(id < S_COUNT);
+	if (!st->stmt[id] &&
+	    sqlite3_prepare_v3(st->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+			       &st->stmt[id], NULL) != SQLITE_OK)
+		return db_fail(st, "cannot prepare statement %d", (int)id);
+	*out = st->stmt[id];
+	return 0;
+}
+
+/* Make a kept statement ready for its next use and drop borrowed bindings. */
+static void stmt_done(sqlite3_stmt *s)
+{
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+}
+
+/*
+ * Text bound with SQLITE_STATIC: the caller's string must outlive the step,
+ * which holds for every use here (stmt_done runs before returning).
+ */
+static void bind_text(sqlite3_stmt *s, int i, const char *text)
+{
+	if (text)
+		sqlite3_bind_text(s, i, text, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* A jv string's bytes, bound without copying; borrows v. */
+static void bind_jv_text(sqlite3_stmt *s, int i, jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_STRING)
+		sqlite3_bind_text64(s, i, jv_string_value(v),
+				    (sqlite3_uint64)jv_string_length_bytes(jv_copy(v)),
+				    SQLITE_STATIC, SQLITE_UTF8);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* Column i as a jv string, or null when SQL NULL. */
+static jv col_str(sqlite3_stmt *s, int i)
+{
+	const unsigned char *t = sqlite3_column_text(s, i);
+
+	if (!t)
+		return jv_null();
+	return jv_string_sized((const char *)t, sqlite3_column_bytes(s, i));
+}
+
+/* Column i parsed as JSON; null when SQL NULL; invalid on bad JSON. */
+static jv col_json(sqlite3_stmt *s, int i)
+{
+	const unsigned char *t = sqlite3_column_text(s, i);
+
+	if (!t)
+		return jv_null();
+	return json_parse((const char *)t, (size_t)sqlite3_column_bytes(s, i));
+}
+
+/* Column i as a jv number, or null when SQL NULL. */
+static jv col_num(sqlite3_stmt *s, int i)
+{
+	if (sqlite3_column_type(s, i) == SQLITE_NULL)
+		return jv_null();
+	return jv_number(sqlite3_column_double(s, i));
+}
+
+/* ---- opening and migrating ----------------------------------------- */
+
+/*
+ * A database in a repository's .forge/ must not show up as untracked in the
+ * user's checkout: .forge/.gitignore ignores it (forge_dir_ignore()).
+ */
+static void ignore_forge_dir(const char *dir)
+{
+	const char *base = strrchr(dir, '/');
+
+	if (strcmp(base ? base + 1 : dir, ".forge") != 0)
+		return;
+	/* best effort: the database works without it */
+	(void)forge_dir_ignore(dir);
+}
+
+/* mkdir -p of the directory holding path; new directories are 0700
+ * because the database holds LLM transcripts. */
+static int make_parent_dirs(const char *path)
+{
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	int rc = 0;
+
+	if (!slash || slash == dir)
+		goto out;
+	*slash = '\0';
+	for (char *p = dir + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+			rc = forge_error("cannot create directory '%s' for database '%s': %s",
+					 dir, path, strerror(errno));
+			goto out;
+		}
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+	ignore_forge_dir(dir);
+out:
+	free(dir);
+	return rc;
+}
+
+/* Create the file 0600 before sqlite does (it would use 0644 & ~umask);
+ * its -wal and -shm files copy the mode. */
+static int create_private(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return 0;
+		return forge_error("cannot create database '%s': %s", path, strerror(errno));
+	}
+	close(fd);
+	return 0;
+}
+
+static bool is_migration(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 12 && strncmp(name, "sql/", 4) == 0 &&
+	       name[4] >= '0' && name[4] <= '9' && name[5] >= '0' && name[5] <= '9' &&
+	       name[6] >= '0' && name[6] <= '9' && name[7] == '-' &&
+	       strcmp(name + n - 4, ".sql") == 0;
+}
+
+/* The n-th (1-based) migration in name order, or NULL. */
+static const struct resource *migration_nth(int n)
+{
+	for (const struct resource *r = resource_all(); r->name; r++)
+		if (is_migration(r->name) && --n == 0)
+			return r;
+	return NULL;
+}
+
+int store_schema_version_known(void)
+{
+	int n = 0;
+
+	for (const struct resource *r = resource_all(); r->name; r++)
+		n += is_migration(r->name);
+	return n;
+}
+
+static int user_version(int *out, struct store *st)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK) {
+		db_fail(st, "cannot read schema version");
+		goto out;
+	}
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		db_fail(st, "cannot read schema version");
+		goto out;
+	}
+	*out = sqlite3_column_int(s, 0);
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int refuse_newer(struct store *st, int version, int known)
+{
+	return forge_error("database '%s' was written by a newer forge (schema %d, this program "
+			   "knows %d); upgrade forge or use another --db", st->path, version, known);
+}
+
+/* Apply migration number v+1 and record it; inside the caller's transaction. */
+static int migrate_one(struct store *st, int v)
+{
+	const struct resource *m = migration_nth(v + 1);
+	char pragma[64];
+	char *err = NULL;
+
+	assert(m && is_migration(m->name));
+	int num = (m->name[4] - '0') * 100 + (m->name[5] - '0') * 10 + (m->name[6] - '0');
+	if (num != v + 1)
+		return forge_error("database '%s': migration '%s' is out of sequence: expected "
+				   "number %03d", st->path, m->name, v + 1);
+	if (sqlite3_exec(st->db, m->data, NULL, NULL, &err) != SQLITE_OK) {
+		forge_error("database '%s': migration '%s' failed: %s", st->path, m->name,
+			    err ? err : sqlite3_errmsg(st->db));
+		sqlite3_free(err);
+		return -1;
+	}
+	snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
+	return store_exec(st, pragma);
+}
+
+/*
+ * Bring the schema up to date.  BEGIN IMMEDIATE serialises processes that
+ * open a fresh database at the same time: the second one waits, then sees
+ * the version the first one wrote and has nothing left to do.
+ */
+static int migrate(struct store *st)
+{
+	int known = store_schema_version_known();
+	int v;
+
+	if (user_version(&v, st) < 0)
+		return -1;
+	if (v > known)
+		return refuse_newer(st, v, known);
+	if (v == known)
+		return 0;
+	if (store_begin(st) < 0 || user_version(&v, st) < 0)
+		goto fail;
+	if (v > known) {
+		refuse_newer(st, v, known);
+		goto fail;
+	}
+	for (; v < known; v++)
+		if (migrate_one(st, v) < 0)
+			goto fail;
+	return store_commit(st);
+fail:
+	store_rollback(st);
+	return -1;
+}
+
+/* Sleep a few milliseconds, varied so that waiting processes spread out. */
+static void backoff(int attempt)
+{
+	unsigned char r = 0;
+	struct timespec ts;
+
+	(void)!getrandom(&r, 1, GRND_NONBLOCK);
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(1 + (attempt < 5 ? attempt : 5) * 2 + r % 8) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Switch to WAL.  The mode is stored in the file, so usually it is already
+ * set.  On a fresh file several processes may race to switch it, and the
+ * loser gets SQLITE_BUSY at once (the change needs an exclusive lock and
+ * does not wait on the busy handler), so retry for as long as the busy
+ * timeout.  This is also the first read of the file: where a file that is
+ * not a database shows itself.
+ */
+static int set_journal_mode(struct store *st)
+{
+	int64_t deadline = now_ms() + BUSY_TIMEOUT_MS;
+	int sqlrc;
+
+	for (int attempt = 0; ; attempt++) {
+		sqlite3_stmt *s = NULL;
+
+		sqlrc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+		if (sqlrc == SQLITE_OK)
+			sqlrc = sqlite3_step(s);
+		sqlite3_finalize(s);
+		if ((sqlrc & 0xff) != SQLITE_BUSY || now_ms() >= deadline)
+			break;
+		backoff(attempt);
+	}
+	if ((sqlrc & 0xff) == SQLITE_NOTADB)
+		return forge_error("cannot open database '%s': file is not a database (not SQLite, "
+				   "or damaged); move it away or use another --db", st->path);
+	if (sqlrc != SQLITE_ROW)
+		return forge_error("database '%s': cannot set WAL journal mode: %s (sqlite code %d)",
+				   st->path, sqlite3_errstr(sqlrc), sqlrc);
+	return 0;
+}
+
+static int configure(struct store *st)
+{
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	if (set_journal_mode(st) < 0)
+		return -1;
+	/* NORMAL is durable across crashes of the process with WAL; only a power
+	 * loss can drop the last transactions. */
+	if (store_exec(st, "PRAGMA synchronous = NORMAL") < 0 ||
+	    store_exec(st, "PRAGMA foreign_keys = ON") < 0)
+		return -1;
+	return 0;
+}
+
+int store_open(struct store **out, const char *path)
+{
+	struct store *st = xcalloc(1, sizeof *st);
+	bool memory = strcmp(path, ":memory:") == 0;
+	int rc = -1;
+
+	*out = NULL;
+	st->path = xstrdup(path);
+	if (!*path) {
+		forge_error("database path is empty");
+		goto out;
+	}
+	if (!memory && (make_parent_dirs(path) < 0 || create_private(path) < 0))
+		goto out;
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		if (st->db)
+			db_fail(st, "cannot open");
+		else
+			forge_error("cannot open database '%s': out of memory", path);
+		goto out;
+	}
+	if (configure(st) < 0 || migrate(st) < 0)
+		goto out;
+	*out = st;
+	st = NULL;
+	rc = 0;
+out:
+	store_free(st);
+	return rc;
+}
+
+/* "file:PATH?QUERY" with the characters a URI gives a meaning escaped. */
+static char *ro_uri(const char *path, const char *query)
+{
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f)
+			buf_addf(&b, "%%%02X", *p);
+		else
+			buf_addch(&b, (char)*p);
+	}
+	buf_addf(&b, "?%s", query);
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * Open read-only with `query` ("mode=ro" or "immutable=1") and read the
+ * schema version: 1 when it is this program's, 0 when the database needs
+ * migrating (or the version could not be read: *sqlrc says why), -1 with
+ * a message for a database from a newer Forge.
+ */
+static int open_ro(struct store *st, const char *query, int *sqlrc)
+{
+	char *uri = ro_uri(st->path, query);
+	int known = store_schema_version_known(), v, rc = 0;
+
+	sqlite3_close_v2(st->db);
+	st->db = NULL;
+	*sqlrc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	free(uri);
+	if (*sqlrc != SQLITE_OK)
+		return 0;
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	if (user_version(&v, st) < 0) {
+		*sqlrc = sqlite3_extended_errcode(st->db);
+		return 0;
+	}
+	if (v > known)
+		return refuse_newer(st, v, known);
+	if (v == known && store_exec(st, "PRAGMA foreign_keys = ON") == 0)
+		rc = 1;
+	return rc;
+}
+
+int store_open_readonly(struct store **out, const char *path)
+{
+	struct store *st;
+	int sqlrc, rc;
+
+	*out = NULL;
+	if (strcmp(path, ":memory:") == 0 || !*path || access(path, F_OK) != 0)
+		return store_open(out, path);
+	st = xcalloc(1, sizeof *st);
+	st->path = xstrdup(path);
+	st->readonly = true;
+	rc = open_ro(st, "mode=ro", &sqlrc);
+	/* A WAL database whose -shm cannot be made (a read-only directory):
+	 * nothing can be writing to it there, so read the file as it is. */
+	if (rc == 0 && (sqlrc & 0xff) == SQLITE_CANTOPEN)
+		rc = open_ro(st, "immutable=1", &sqlrc);
+	if (rc == 0 && sqlrc == SQLITE_OK) {
+		/* An older schema: migrate it when the file can be written. */
+		store_free(st);
+		if (store_open(out, path) == 0)
+			return 0;
+		char why[512];
+		snprintf(why, sizeof why, "%s", forge_last_error());
+		return forge_error("%s (its schema is older than this forge's, and it cannot be "
+				   "upgraded where it is)", why);
+	}
+	if (rc == 0 && (sqlrc & 0xff) == SQLITE_NOTADB)
+		forge_error("cannot open database '%s': file is not a database (not SQLite, "
+			    "or damaged); move it away or use another --db", path);
+	else if (rc == 0)
+		forge_error("cannot open database '%s' read-only: %s (sqlite code %d)", path,
+			    sqlite3_errstr(sqlrc), sqlrc);
+	if (rc <= 0) {
+		store_free(st);
+		return -1;
+	}
+	*out = st;
+	return 0;
+}
+
+bool store_readonly(const struct store *st)
+{
+	return st && st->readonly;
+}
+
+void store_free(struct store *st)
+{
+	if (!st)
+		return;
+	for (int i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(st->stmt[i]);
+	/* close_v2: a statement another module prepared on store_db() and did
+	 * not finalize keeps the connection alive (and shows up as a leak)
+	 * instead of making the close fail. */
+	sqlite3_close_v2(st->db);
+	free(st->path);
+	free(st);
+}
+
+sqlite3 *store_db(struct store *st)
+{
+	return st->db;
+}
+
+const char *store_path(struct store *st)
+{
+	return st->path;
+}
+
+int store_schema_version(struct store *st)
+{
+	int v;
+
+	return user_version(&v, st) < 0 ? -1 : v;
+}
+
+/* ---- transactions -------------------------------------------------- */
+
+int store_exec(struct store *st, const char *sql)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		forge_error("database '%s': '%s' failed: %s (sqlite code %d)", st->path, sql,
+			    err ? err : sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
+		sqlite3_free(err);
+		return -1;
+	}
+	return 0;
+}
+
+int store_begin(struct store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		return forge_error("database '%s': a transaction is already open", st->path);
+	return store_exec(st, "BEGIN IMMEDIATE");
+}
+
+int store_commit(struct store *st)
+{
+	if (store_exec(st, "COMMIT") == 0)
+		return 0;
+	/* A failed COMMIT can leave the transaction open; close it so the
+	 * connection stays usable, keeping the COMMIT's message. */
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+int store_rollback(struct store *st)
+{
+	if (sqlite3_get_autocommit(st->db))
+		return 0;   /* nothing open: sqlite may already have rolled back */
+	return store_exec(st, "ROLLBACK");
+}
+
+/* ---- events -------------------------------------------------------- */
+
+/* v as an integer to bind, when it is a finite number in range. */
+static void bind_int_num(sqlite3_stmt *s, int i, jv v)
+{
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : NAN;
+
+	if (isfinite(d) && fabs(d) < 9.2e18)
+		sqlite3_bind_int64(s, i, (sqlite3_int64)d);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static void bind_real_num(sqlite3_stmt *s, int i, jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_NUMBER && isfinite(jv_number_value(v)))
+		sqlite3_bind_double(s, i, jv_number_value(v));
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static int event_field(const char **out, struct store *st, jv ev, const char *key)
+{
+	*out = json_get_str(ev, key);
+	if (!*out)
+		return forge_error("database '%s': cannot store event: '%s' is missing or not a "
+				   "string", st->path, key);
+	return 0;
+}
+
+/* Bind the columns of S_EVENT_PUT other than the record (?7); borrows ev. */
+static void event_bind(sqlite3_stmt *s, jv ev, const char *id, const char *trace_id,
+		       const char *ts, const char *type)
+{
+	jv cost = json_get(ev, "cost");
+	jv tokens = json_get(cost, "tokens"), usd = json_get(cost, "usd");
+	jv duration = json_get(ev, "duration_ms");
+
+	bind_text(s, 1, id);
+	bind_text(s, 2, trace_id);
+	bind_text(s, 3, ts);
+	bind_text(s, 4, json_get_str(ev, "source"));
+	bind_text(s, 5, json_get_str(ev, "phase"));
+	bind_text(s, 6, type);
+	bind_int_num(s, 8, tokens);
+	bind_real_num(s, 9, usd);
+	bind_int_num(s, 10, duration);
+	jv_free(tokens);
+	jv_free(usd);
+	jv_free(duration);
+	jv_free(cost);
+}
+
+int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted)
+{
+	const char *id, *trace_id, *ts, *type;
+	char *clean = NULL;
+	jv line = jv_invalid();
+	sqlite3_stmt *s;
+	int rc = -1;
+
+	if (inserted)
+		*inserted = false;
+	if (jv_get_kind(ev) != JV_KIND_OBJECT)
+		return forge_error("database '%s': cannot store event: not an object", st->path);
+	if (event_field(&id, st, ev, "id") < 0 || event_field(&trace_id, st, ev, "trace_id") < 0 ||
+	    event_field(&ts, st, ev, "ts") < 0 || event_field(&type, st, ev, "type") < 0)
+		return -1;
+	if (stmt_get(&s, st, S_EVENT_PUT) < 0)
+		return -1;
+	if (!raw) {
+		line = jv_dump_string(jv_copy(ev), 0);
+		raw = jv_string_value(line);
+		raw_len = (size_t)jv_string_length_bytes(jv_copy(line));
+	}
+	if (llm_secret_in(raw, raw_len)) {
+		/* A key is stored redacted, never verbatim (llm.h). */
+		clean = llm_redact_mem(raw, raw_len, &raw_len);
+		raw = clean;
+	}
+	event_bind(s, ev, id, trace_id, ts, type);
+	if (sqlite3_bind_text64(s, 7, raw, raw_len, SQLITE_STATIC, SQLITE_UTF8) != SQLITE_OK) {
+		db_fail(st, "cannot store event '%s' of %zu bytes", id, raw_len);
+		goto out;
+	}
+	/*
+	 * Alone, this one statement is its own transaction and takes the write
+	 * lock before reading, so it waits on the busy handler like BEGIN
+	 * IMMEDIATE; inside store_begin() it joins the caller's batch.
+	 */
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, "cannot store event '%s'", id);
+		goto out;
+	}
+	if (inserted)
+		*inserted = sqlite3_changes(st->db) > 0;
+	rc = 0;
+out:
+	stmt_done(s);
+	jv_free(line);
+	free(clean);
+	return rc;
+}
+
+int store_events_foreach(struct store *st, const char *trace_id,
+			 int (*fn)(const char *line, size_t len, void *payload), void *payload)
+{
+	sqlite3_stmt *s;
+	int rc = 0, step;
+
+	if (stmt_get(&s, st, S_EVENTS_OF_TRACE) < 0)
+		return -1;
+	if (sqlite3_stmt_busy(s))
+		return forge_error("database '%s': store_events_foreach called from its own "
+				   "callback", st->path);
+	bind_text(s, 1, trace_id);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *line = (const char *)sqlite3_column_text(s, 0);
+		size_t len = (size_t)sqlite3_column_bytes(s, 0);
+
+		rc = fn(line ? line : "", len, payload);
+		if (rc != 0)
+			break;
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(st, "cannot read events of trace '%s'", trace_id);
+	stmt_done(s);   /* ends the read transaction, also after an early stop */
+	return rc;
+}
+
+int store_traces(jv *out, struct store *st, int limit)
+{
+	sqlite3_stmt *s;
+	jv list = jv_array();
+	int step, rc = -1;
+
+	*out = jv_null();
+	if (stmt_get(&s, st, S_TRACES) < 0) {
+		jv_free(list);
+		return -1;
+	}
+	sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		jv t = jv_object();
+
+		t = json_set(t, "trace_id", col_str(s, 0));
+		t = json_set(t, "events", col_num(s, 1));
+		t = json_set(t, "first_ts", col_str(s, 2));
+		t = json_set(t, "last_ts", col_str(s, 3));
+		t = json_set(t, "task", col_str(s, 4));
+		t = json_set(t, "status", col_str(s, 5));
+		list = jv_array_append(list, t);
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, "cannot list traces");
+		goto out;
+	}
+	*out = list;
+	list = jv_invalid();
+	rc = 0;
+out:
+	stmt_done(s);
+	jv_free(list);
+	return rc;
+}
+
+/* ---- runs ---------------------------------------------------------- */
+
+static bool run_status_valid(const char *status)
+{
+	static const char *const valid[] = {
+		"pending", "running", "paused", "completed", "failed", "cancelled",
+	};
+
+	for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++)
+		if (strcmp(status, valid[i]) == 0)
+			return true;
+	return false;
+}
+
+int store_run_create(struct store *st, const char *trace_id, const char *task,
+		     const char *repo, jv config)
+{
+	sqlite3_stmt *s = NULL;
+	char now[32];
+	int rc = -1;
+
+	assert(trace_id && task);
+	if (jv_get_kind(config) != JV_KIND_NULL)
+		config = jv_dump_string(config, 0);
+	if (stmt_get(&s, st, S_RUN_CREATE) < 0)
+		goto out;
+	iso_time(now, now_ms());
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, task);
+	bind_text(s, 3, repo);
+	bind_jv_text(s, 4, config);
+	bind_text(s, 5, now);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		if (sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
+			forge_error("database '%s': run '%s' already exists", st->path, trace_id);
+		else
+			db_fail(st, "cannot create run '%s'", trace_id);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (s)
+		stmt_done(s);
+	jv_free(config);
+	return rc;
+}
+
+/* Run the bound UPDATE s of run trace_id; exactly one row must change. */
+static int run_update_step(struct store *st, sqlite3_stmt *s, const char *trace_id)
+{
+	int rc = 0;
+
+	if (sqlite3_step(s) != SQLITE_DONE)
+		rc = db_fail(st, "cannot update run '%s'", trace_id);
+	else if (sqlite3_changes(st->db) == 0)
+		rc = forge_error("database '%s': no run '%s'", st->path, trace_id);
+	stmt_done(s);
+	return rc;
+}
+
+int store_run_update(struct store *st, const char *trace_id, const char *status,
+		     const char *phase, const char *error)
+{
+	sqlite3_stmt *s;
+	char now[32];
+
+	assert(trace_id);
+	if (status && !run_status_valid(status))
+		return forge_error("database '%s': invalid run status '%s' (want pending, running, "
+				   "paused, completed, failed or cancelled)", st->path, status);
+	if (stmt_get(&s, st, S_RUN_UPDATE) < 0)
+		return -1;
+	iso_time(now, now_ms());
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, status);
+	bind_text(s, 3, phase);
+	bind_text(s, 4, error);
+	bind_text(s, 5, now);
+	return run_update_step(st, s, trace_id);
+}
+
+int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd)
+{
+	sqlite3_stmt *s;
+	char now[32];
+
+	assert(trace_id);
+	if (stmt_get(&s, st, S_RUN_SET_COST) < 0)
+		return -1;
+	iso_time(now, now_ms());
+	bind_text(s, 1, trace_id);
+	sqlite3_bind_int64(s, 2, tokens);
+	sqlite3_bind_double(s, 3, usd);
+	bind_text(s, 4, now);
+	return run_update_step(st, s, trace_id);
+}
+
+/* The current row of S_RUN_GET as an object. */
+static jv run_row(sqlite3_stmt *s)
+{
+	static const char *const keys[] = {
+		"trace_id", "task", "repo", "status", "current_phase", "config", "started_at",
+		"updated_at", "completed_at", "total_cost_usd", "total_tokens", "error",
+	};
+	jv run = jv_object();
+
+	for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++) {
+		jv v;
+
+		if (i == 5)
+			v = col_json(s, i);
+		else if (i == 9 || i == 10)
+			v = col_num(s, i);
+		else
+			v = col_str(s, i);
+		if (!jv_is_valid(v)) {   /* config is CHECKed as JSON when written */
+			jv_free(v);
+			v = jv_null();
+		}
+		run = json_set(run, keys[i], v);
+	}
+	return run;
+}
+
+int store_run_get(jv *out, struct store *st, const char *trace_id)
+{
+	sqlite3_stmt *s;
+	int step, rc = 0;
+
+	*out = jv_null();
+	if (stmt_get(&s, st, S_RUN_GET) < 0)
+		return -1;
+	bind_text(s, 1, trace_id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		*out = run_row(s);
+	else if (step != SQLITE_DONE)
+		rc = db_fail(st, "cannot read run '%s'", trace_id);
+	stmt_done(s);
+	return rc;
+}
+
+int store_runs_list(jv *out, struct store *st, int limit)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*out = jv_array();
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT id, task, repo, status, current_phase, NULL, started_at,"
+			       " updated_at, completed_at, total_cost_usd, total_tokens, error"
+			       " FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot list runs");
+	sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+		*out = jv_array_append(*out, run_row(s));
+	sqlite3_finalize(s);
+	if (step != SQLITE_DONE)
+		return db_fail(st, "cannot list runs");
+	return 0;
+}
+
+/* ---- checkpoints --------------------------------------------------- */
+
+int store_checkpoint_save(struct store *st, const char *trace_id, const char *phase,
+			  jv state, char **id_out)
+{
+	sqlite3_stmt *s;
+	char id[27], ts[32];
+	int64_t ms;
+	jv text = jv_invalid();
+	int rc = -1;
+
+	assert(trace_id);
+	if (id_out)
+		*id_out = NULL;
+	if (jv_get_kind(state) != JV_KIND_OBJECT)
+		return forge_error("database '%s': cannot save checkpoint of trace '%s': state is "
+				   "not an object", st->path, trace_id);
+	if (stmt_get(&s, st, S_CKPT_SAVE) < 0 || ulid_new(id, &ms) < 0)
+		return -1;
+	iso_time(ts, ms);
+	text = jv_dump_string(jv_copy(state), 0);
+	if (llm_secret_in(jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)))) {
+		jv_free(text);
+		text = jv_dump_string(llm_redact_jv(jv_copy(state)), 0);
+	}
+	bind_text(s, 1, id);
+	bind_text(s, 2, trace_id);
+	bind_text(s, 3, phase ? phase : json_get_str(state, "phase"));
+	bind_text(s, 4, json_get_str(state, "status"));
+	bind_text(s, 5, ts);
+	bind_jv_text(s, 6, text);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, "cannot save checkpoint of trace '%s'", trace_id);
+		goto out;
+	}
+	if (id_out)
+		*id_out = xstrdup(id);
+	rc = 0;
+out:
+	stmt_done(s);
+	jv_free(text);
+	return rc;
+}
+
+/* Column i of s as JSON; the message names the checkpoint ("what 'name'"). */
+static int col_state(jv *out, struct store *st, sqlite3_stmt *s, int i, const char *what,
+		     const char *name)
+{
+	jv v = col_json(s, i);
+
+	if (!jv_is_valid(v)) {
+		char *msg = json_invalid_msg(v);
+
+		forge_error("database '%s': stored state of %s '%s' is not JSON: %s", st->path,
+			    what, name, msg);
+		free(msg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int store_checkpoint_latest(jv *out, struct store *st, const char *trace_id)
+{
+	sqlite3_stmt *s;
+	int step, rc = 0;
+
+	*out = jv_null();
+	if (stmt_get(&s, st, S_CKPT_LATEST) < 0)
+		return -1;
+	bind_text(s, 1, trace_id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		rc = col_state(out, st, s, 0, "the latest checkpoint of trace", trace_id);
+	else if (step != SQLITE_DONE)
+		rc = db_fail(st, "cannot read the latest checkpoint of trace '%s'", trace_id);
+	stmt_done(s);
+	return rc;
+}
+
+/* The first columns id, trace_id, phase, status, ts of a checkpoint row. */
+static jv checkpoint_head(sqlite3_stmt *s)
+{
+	jv c = jv_object();
+
+	c = json_set(c, "id", col_str(s, 0));
+	c = json_set(c, "trace_id", col_str(s, 1));
+	c = json_set(c, "phase", col_str(s, 2));
+	c = json_set(c, "status", col_str(s, 3));
+	c = json_set(c, "ts", col_str(s, 4));
+	return c;
+}
+
+int store_checkpoint_load(jv *out, struct store *st, const char *id)
+{
+	sqlite3_stmt *s;
+	jv state;
+	int step, rc = 0;
+
+	*out = jv_null();
+	if (stmt_get(&s, st, S_CKPT_LOAD) < 0)
+		return -1;
+	bind_text(s, 1, id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		rc = col_state(&state, st, s, 5, "checkpoint", id);
+		if (rc == 0)
+			*out = json_set(checkpoint_head(s), "state", state);
+	} else if (step != SQLITE_DONE) {
+		rc = db_fail(st, "cannot read checkpoint '%s'", id);
+	}
+	stmt_done(s);
+	return rc;
+}
+
+int store_checkpoint_list(jv *out, struct store *st, const char *trace_id)
+{
+	sqlite3_stmt *s;
+	jv list = jv_array();
+	int step, rc = 0;
+
+	*out = jv_null();
+	if (stmt_get(&s, st, S_CKPT_LIST) < 0) {
+		jv_free(list);
+		return -1;
+	}
+	bind_text(s, 1, trace_id);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+		list = jv_array_append(list, checkpoint_head(s));
+	if (step != SQLITE_DONE) {
+		rc = db_fail(st, "cannot list checkpoints of trace '%s'", trace_id);
+		jv_free(list);
+	} else {
+		*out = list;
+	}
+	stmt_done(s);
+	return rc;
+}
+
+/* ---- path ---------------------------------------------------------- */
+
+int store_resolve_path(char **out, const char *flag, const char *repo)
+{
+	const char *env = getenv("FORGE_DB");
+	const char *suffix = "/.forge/forge.db";
+	size_t n;
+
+	*out = NULL;
+	if (flag && *flag) {
+		*out = xstrdup(flag);
+		return 0;
+	}
+	if (env && *env) {
+		*out = xstrdup(env);
+		return 0;
+	}
+	if (!repo || !*repo)
+		return forge_error("no database: give --db PATH, set FORGE_DB, or run inside a "
+				   "repository");
+	n = strlen(repo);
+	while (n > 0 && repo[n - 1] == '/')
+		n--;
+	*out = xmalloc(n + strlen(suffix) + 1);
+	memcpy(*out, repo, n);
+	memcpy(*out + n, suffix, strlen(suffix) + 1);
+	return 0;
+}
+
+/* ---- what the run-level breakers read ------------------------------ */
+
+int store_cost_on_day(double *usd, struct store *st, const char *day, const char *except_trace)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*usd = 0;
+	if (sqlite3_prepare_v2(st->db, "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs"
+			       " WHERE substr(started_at, 1, 10) = ?1 AND id IS NOT ?2", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot sum the cost of the runs of %s", day);
+	bind_text(s, 1, day);
+	bind_text(s, 2, except_trace);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		*usd = sqlite3_column_double(s, 0);
+	else
+		db_fail(st, "cannot sum the cost of the runs of %s", day);
+	sqlite3_finalize(s);
+	return step == SQLITE_ROW ? 0 : -1;
+}
+
+int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*calls = *failed = 0;
+	if (sqlite3_prepare_v2(st->db, "SELECT type, COUNT(*) FROM events WHERE trace_id = ?1 AND ts >= ?2"
+			       " AND type IN ('tool.executed', 'tool.failed') GROUP BY type", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, since);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		long n = (long)sqlite3_column_int64(s, 1);
+		*calls += n;
+		if (strcmp((const char *)sqlite3_column_text(s, 0), "tool.failed") == 0)
+			*failed = n;
+	}
+	if (step != SQLITE_DONE)
+		db_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
+	sqlite3_finalize(s);
+	return step == SQLITE_DONE ? 0 : -1;
+}
+
+/* ---- leases -------------------------------------------------------- */
+
+static void host_name(char out[static 256])
+{
+	if (gethostname(out, 255) < 0)
+		snprintf(out, 256, "%s", "localhost");
+	out[255] = '\0';
+}
+
+bool store_lease_alive(jv lease)
+{
+	char host[256];
+	const char *h = json_get_str(lease, "host");
+	double pid = json_get_num(lease, "pid", 0);
+
+	if (jv_get_kind(lease) != JV_KIND_OBJECT)
+		return false;
+	host_name(host);
+	if (!h || strcmp(h, host) != 0)
+		return true;	/* another machine's process: cannot tell, so it lives */
+	if (pid < 1 || pid > 1 << 30)
+		return false;
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* The lease row of trace, or null. */
+static int lease_row(jv *out, struct store *st, const char *trace_id)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*out = jv_null();
+	if (sqlite3_prepare_v2(st->db, "SELECT holder, pid, host, program, acquired_at FROM leases"
+			       " WHERE trace_id = ?1", -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, "cannot read the lease of trace '%s'", trace_id);
+	bind_text(s, 1, trace_id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		jv o = json_set(jv_object(), "trace_id", jv_string(trace_id));
+		o = json_set(o, "holder", jv_string((const char *)sqlite3_column_text(s, 0)));
+		o = json_set(o, "pid", jv_number((double)sqlite3_column_int64(s, 1)));
+		o = json_set(o, "host", jv_string((const char *)sqlite3_column_text(s, 2)));
+		o = json_set(o, "program", sqlite3_column_type(s, 3) == SQLITE_NULL ? jv_null()
+					   : jv_string((const char *)sqlite3_column_text(s, 3)));
+		*out = json_set(o, "acquired_at", jv_string((const char *)sqlite3_column_text(s, 4)));
+	} else if (step != SQLITE_DONE) {
+		db_fail(st, "cannot read the lease of trace '%s'", trace_id);
+	}
+	sqlite3_finalize(s);
+	return step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -1;
+}
+
+int store_lease_get(jv *out, struct store *st, const char *trace_id)
+{
+	if (lease_row(out, st, trace_id) < 0)
+		return -1;
+	if (jv_get_kind(*out) == JV_KIND_OBJECT)
+		*out = json_set(*out, "alive", jv_bool(store_lease_alive(*out)));
+	return 0;
+}
+
+int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
+		     const char *program)
+{
+	char host[256], now[32];
+	sqlite3_stmt *s = NULL;
+	jv row = jv_null();
+	int rc = -1;
+
+	assert(trace_id && holder);
+	*held = jv_null();
+	host_name(host);
+	if (store_begin(st) < 0)
+		return -1;
+	if (lease_row(&row, st, trace_id) < 0)
+		goto out;
+	if (jv_get_kind(row) == JV_KIND_OBJECT) {
+		if (strcmp(json_get_str(row, "holder"), holder) == 0) {
+			rc = STORE_LEASE_TAKEN;	/* ours already (a phase of our supervisor) */
+			goto out;
+		}
+		if (store_lease_alive(row)) {
+			*held = json_set(jv_copy(row), "alive", jv_true());
+			rc = STORE_LEASE_HELD;
+			goto out;
+		}
+	}
+	iso_time(now, now_ms());
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO leases (trace_id, holder, pid, host, program,"
+			       " acquired_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &s, NULL) != SQLITE_OK) {
+		db_fail(st, "cannot take the lease of trace '%s'", trace_id);
+		goto out;
+	}
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, holder);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)getpid());
+	bind_text(s, 4, host);
+	bind_text(s, 5, program);
+	bind_text(s, 6, now);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, "cannot take the lease of trace '%s'", trace_id);
+		goto out;
+	}
+	if (store_commit(st) < 0)
+		goto out;
+	if (jv_get_kind(row) == JV_KIND_OBJECT) {
+		*held = json_set(jv_copy(row), "alive", jv_false());
+		rc = STORE_LEASE_STOLEN;
+	} else {
+		rc = STORE_LEASE_TAKEN;
+	}
+out:
+	sqlite3_finalize(s);
+	store_rollback(st);
+	jv_free(row);
+	return rc;
+}
+
+int store_lease_release(struct store *st, const char *trace_id, const char *holder)
+{
+	sqlite3_stmt *s;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM leases WHERE trace_id = ?1 AND holder = ?2", -1, &s,
+			       NULL) != SQLITE_OK)
+		return db_fail(st, "cannot release the lease of trace '%s'", trace_id);
+	bind_text(s, 1, trace_id);
+	bind_text(s, 2, holder);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		rc = db_fail(st, "cannot release the lease of trace '%s'", trace_id);
+	sqlite3_finalize(s);
+	return rc;
+}

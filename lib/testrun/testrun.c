@@ -1,0 +1,412 @@
+/* testrun.c - test results, format detection, reruns, environment
+ * signatures; see testrun.h. */
+#include "testrun/testrun.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "testrun/junit.h"
+#include "testrun/tap.h"
+#include "testrun/testrun_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void testrun_init(struct testrun *r)
+{
+	memset(r, 0, sizeof *r);
+}
+
+void testrun_release(struct testrun *r)
+{
+	for (size_t i = 0; i < r->ncases; i++) {
+		struct testcase *c = &r->cases[i];
+		free(c->name);
+		free(c->suite);
+		free(c->file);
+		free(c->message);
+		free(c->output);
+	}
+	free(r->cases);
+	testrun_init(r);
+}
+
+static char *bounded_dup(const char *s, size_t len, size_t max)
+{
+	static const char cut[] = "[…]";
+
+	if (len <= max)
+		return xstrndup(s, len);
+	/* Cut on a UTF-8 boundary. */
+	size_t n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	char *out = xmalloc(n + sizeof cut);
+	memcpy(out, s, n);
+	memcpy(out + n, cut, sizeof cut);
+	return out;
+}
+
+struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st)
+{
+	if (r->ncases >= TESTRUN_MAX_CASES) {
+		r->truncated = true;
+		return NULL;
+	}
+	if (r->ncases == r->alloc) {
+		r->alloc = r->alloc ? r->alloc * 2 : 16;
+		r->cases = xrealloc(r->cases, r->alloc * sizeof *r->cases);
+	}
+	struct testcase *c = &r->cases[r->ncases++];
+	memset(c, 0, sizeof *c);
+	while (len && (*name == ' ' || *name == '\t')) {
+		name++;
+		len--;
+	}
+	while (len && (name[len - 1] == ' ' || name[len - 1] == '\t'))
+		len--;
+	if (len == 0) {
+		name = "(unnamed)";
+		len = strlen(name);
+	}
+	c->name = bounded_dup(name, len, TESTRUN_MAX_NAME);
+	c->status = st;
+	c->time_ms = -1;
+	return c;
+}
+
+struct testcase *testrun_add_synthetic(struct testrun *r, const char *name, const char *message,
+				       const char *output)
+{
+	struct testcase *c = testrun_add(r, name, strlen(name), TC_FAIL);
+
+	if (!c)
+		return NULL;
+	c->synthetic = true;
+	if (message)
+		testcase_set(&c->message, message, strlen(message));
+	if (output)
+		testcase_set(&c->output, output, strlen(output));
+	r->total++;
+	r->failed++;
+	return c;
+}
+
+void testcase_set(char **field, const char *s, size_t len)
+{
+	free(*field);
+	*field = bounded_dup(s, len, TESTRUN_MAX_FIELD);
+}
+
+void testcase_append(char **field, const char *s, size_t len)
+{
+	size_t have = *field ? strlen(*field) : 0;
+
+	if (have >= TESTRUN_MAX_FIELD)
+		return;
+	if (len > TESTRUN_MAX_FIELD - have)
+		len = TESTRUN_MAX_FIELD - have;
+	char *n = xrealloc(*field, have + len + 2);
+	memcpy(n + have, s, len);
+	n[have + len] = '\n';
+	n[have + len + 1] = '\0';
+	*field = n;
+}
+
+void testrun_count(struct testrun *r)
+{
+	r->total = r->passed = r->failed = r->skipped = r->flaky = 0;
+	for (size_t i = 0; i < r->ncases; i++) {
+		const struct testcase *c = &r->cases[i];
+		r->total++;
+		if (c->status == TC_PASS)
+			r->passed++;
+		else if (c->status == TC_FAIL)
+			r->failed++;
+		else
+			r->skipped++;
+		if (c->flaky)
+			r->flaky++;
+	}
+}
+
+struct testcase *testrun_find(const struct testrun *r, const char *name)
+{
+	for (size_t i = 0; i < r->ncases; i++)
+		if (strcmp(r->cases[i].name, name) == 0)
+			return &r->cases[i];
+	return NULL;
+}
+
+bool tr_file_line(const char *s, size_t len, const char **file, size_t *flen, long *line)
+{
+	/* Scan each ':' followed by digits; the file is the run of non-space
+	 * characters before it. */
+	for (size_t i = 1; i + 1 < len; i++) {
+		if (s[i] != ':' || !isdigit((unsigned char)s[i + 1]))
+			continue;
+		size_t start = i;
+		while (start > 0 && !strchr(" \t\r\n('\"", s[start - 1]))
+			start--;
+		if (start == i)
+			continue;
+		const char *p = s + i + 1;
+		size_t left = len - i - 1;
+		long n;
+		if (!tr_number(&p, &left, &n))
+			continue;
+		if (left && *p != ':' && *p != ' ' && *p != ')' && *p != '\'' && *p != '"' && *p != ',')
+			continue;
+		/* a file has a '.' or '/' (not "at 12:30") */
+		if (!memchr(s + start, '.', i - start) && !memchr(s + start, '/', i - start))
+			continue;
+		*file = s + start;
+		*flen = i - start;
+		*line = n;
+		return true;
+	}
+	return false;
+}
+
+void testrun_strip_ansi(char *s, size_t *len)
+{
+	size_t r = 0, w = 0, n = *len;
+
+	while (r < n) {
+		if (s[r] == 0x1b && r + 1 < n && s[r + 1] == '[') {
+			r += 2;
+			while (r < n && !((unsigned char)s[r] >= 0x40 && (unsigned char)s[r] <= 0x7e))
+				r++;
+			if (r < n)
+				r++;
+			continue;
+		}
+		if (s[r] == 0x1b && r + 1 < n && s[r + 1] == ']') {
+			r += 2;
+			while (r < n && s[r] != 0x07 && !(s[r] == 0x1b && r + 1 < n && s[r + 1] == '\\'))
+				r++;
+			r += (r < n && s[r] == 0x07) ? 1 : 2;
+			continue;
+		}
+		s[w++] = s[r++];
+	}
+	if (w < n)
+		s[w] = '\0';
+	*len = w;
+}
+
+int testrun_parse(struct testrun *out, const char *text, size_t len)
+{
+	typedef int (*parser)(struct testrun *, const char *, size_t);
+	static const parser parsers[] = {
+		testrun_parse_gojson, testrun_parse_cargo, testrun_parse_pytest, tap_parse,
+		testrun_parse_ctest, testrun_parse_node_spec, testrun_parse_gotest,
+		testrun_parse_bats_pretty,
+	};
+	char *copy = xmalloc(len + 1);
+	int found = 0;
+
+	testrun_init(out);
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	testrun_strip_ansi(copy, &len);
+	for (size_t i = 0; i < sizeof parsers / sizeof parsers[0]; i++) {
+		if (parsers[i](out, copy, len) == 1) {
+			found = 1;
+			break;
+		}
+		testrun_release(out);
+	}
+	free(copy);
+	return found;
+}
+
+/* ---- runners and reruns -------------------------------------------------- */
+
+/* The words of a command (split on white space and shell operators; quotes
+ * are not interpreted, which is enough to recognise a runner). */
+static bool has_word(const char *command, const char *word, const char **after)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = command; (p = strstr(p, word)) != NULL; p += n) {
+		bool start = p == command || strchr(" \t;&|(/", p[-1]);
+		bool end = p[n] == '\0' || strchr(" \t;&|)", p[n]);
+		if (start && end) {
+			if (after)
+				*after = p + n;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *testrun_runner(const char *command)
+{
+	const char *after;
+
+	if (!command)
+		return NULL;
+	/* one command only: a pipeline or a list is run whole */
+	if (strpbrk(command, ";|&`$\n"))
+		return NULL;
+	if (has_word(command, "bats", NULL))
+		return "bats";
+	if (has_word(command, "pytest", NULL) || has_word(command, "py.test", NULL))
+		return "pytest";
+	if (has_word(command, "go", &after) && strncmp(after, " test", 5) == 0)
+		return "go";
+	if (has_word(command, "cargo", &after) && strncmp(after, " test", 5) == 0)
+		return "cargo";
+	if (has_word(command, "ctest", NULL))
+		return "ctest";
+	if (has_word(command, "node", &after) && strstr(after, "--test"))
+		return "node";
+	return NULL;
+}
+
+static void add_quoted(struct buf *b, const char *s)
+{
+	buf_addch(b, '\'');
+	for (; *s; s++) {
+		if (*s == '\'')
+			buf_adds(b, "'\\''");
+		else
+			buf_addch(b, *s);
+	}
+	buf_addch(b, '\'');
+}
+
+/* s with the characters of an extended regex escaped. */
+static void add_regex_literal(struct buf *b, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (strchr("\\.^$|?*+()[]{}", s[i]))
+			buf_addch(b, '\\');
+		buf_addch(b, s[i]);
+	}
+}
+
+/* "^(a|b)$" of the names (go: the part before the first '/'). */
+static char *alternation(const char *const *names, size_t n, bool top_level)
+{
+	struct buf re = BUF_INIT;
+
+	buf_adds(&re, "^(");
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(names[i]);
+		if (top_level && strchr(names[i], '/'))
+			len = (size_t)(strchr(names[i], '/') - names[i]);
+		if (i)
+			buf_addch(&re, '|');
+		add_regex_literal(&re, names[i], len);
+	}
+	buf_adds(&re, ")$");
+	return buf_detach(&re, NULL);
+}
+
+/* command with `extra` inserted right after the word `word` (so options
+ * land before the runner's operands). */
+static char *insert_after(const char *command, const char *word, const char *extra)
+{
+	const char *after = NULL;
+	struct buf b = BUF_INIT;
+
+	if (!has_word(command, word, &after))
+		return NULL;
+	buf_add(&b, command, (size_t)(after - command));
+	buf_addch(&b, ' ');
+	buf_adds(&b, extra);
+	buf_adds(&b, after);
+	return buf_detach(&b, NULL);
+}
+
+char *testrun_rerun_command(const char *command, const char *const *names, size_t n)
+{
+	const char *runner = testrun_runner(command);
+	struct buf extra = BUF_INIT;
+	char *re = NULL, *out = NULL;
+
+	if (!runner || n == 0)
+		return NULL;
+	if (strcmp(runner, "bats") == 0) {
+		re = alternation(names, n, false);
+		buf_adds(&extra, "-f ");
+		add_quoted(&extra, re);
+		out = insert_after(command, "bats", extra.buf);
+	} else if (strcmp(runner, "go") == 0) {
+		re = alternation(names, n, true);
+		buf_adds(&extra, "-run ");
+		add_quoted(&extra, re);
+		out = insert_after(command, "test", extra.buf);
+	} else if (strcmp(runner, "ctest") == 0) {
+		re = alternation(names, n, false);
+		buf_adds(&extra, "-R ");
+		add_quoted(&extra, re);
+		out = insert_after(command, "ctest", extra.buf);
+	} else if (strcmp(runner, "pytest") == 0) {
+		/* node ids replace the command's own selection only when it had none
+		 * we can see: append them (pytest runs the union otherwise, which
+		 * still includes them) */
+		struct buf b = BUF_INIT;
+		buf_adds(&b, command);
+		for (size_t i = 0; i < n; i++) {
+			if (!strstr(names[i], "::"))
+				goto done_pytest;
+			buf_addch(&b, ' ');
+			add_quoted(&b, names[i]);
+		}
+		out = buf_detach(&b, NULL);
+done_pytest:
+		buf_release(&b);
+	} else if (strcmp(runner, "cargo") == 0 && !strstr(command, " -- ")) {
+		struct buf b = BUF_INIT;
+		buf_adds(&b, command);
+		buf_adds(&b, " -- --exact");
+		for (size_t i = 0; i < n; i++) {
+			buf_addch(&b, ' ');
+			add_quoted(&b, names[i]);
+		}
+		out = buf_detach(&b, NULL);
+	}
+	free(re);
+	buf_release(&extra);
+	return out;
+}
+
+/* ---- environment signatures ----------------------------------------------- */
+
+const char *testrun_env_signature(const char *text, size_t len)
+{
+	static const struct {
+		const char *needle, *what;
+	} sigs[] = {
+		{ "command not found", "command not found" },
+		{ ": not found", "command not found" },
+		{ "No such file or directory (os error 2)", "missing program" },
+		{ "ModuleNotFoundError", "missing Python module" },
+		{ "No module named ", "missing Python module" },
+		{ "Cannot find module '", "missing Node module" },
+		{ "ERR_MODULE_NOT_FOUND", "missing Node module" },
+		{ "error while loading shared libraries", "missing shared library" },
+		{ "cannot open shared object file", "missing shared library" },
+		{ "compilation terminated.", "missing header or build dependency" },
+		{ "cannot find package", "missing Go package" },
+		{ "no required module provides package", "missing Go package" },
+		{ "failed to download", "dependency download failed" },
+		{ "Could not resolve host", "network unavailable" },
+		{ "Temporary failure in name resolution", "network unavailable" },
+		{ "Connection refused", "service unavailable" },
+		{ "ECONNREFUSED", "service unavailable" },
+		{ "No space left on device", "disk full" },
+		{ "Cannot allocate memory", "out of memory" },
+		{ "Too many open files", "resource limit" },
+	};
+
+	if (!text)
+		return NULL;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		if (tr_find(text, len, sigs[i].needle))
+			return sigs[i].what;
+	return NULL;
+}

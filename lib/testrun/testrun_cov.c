@@ -1,0 +1,201 @@
+/* testrun_cov.c - coverage reports (lcov, Cobertura) and JUnit report
+ * discovery; see testrun.h. */
+#include "testrun/testrun.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "testrun/junit.h"
+#include "testrun/testrun_internal.h"
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define REPORT_MAX (64u << 20)
+
+int testrun_lcov_percent(double *out, const char *text, size_t len)
+{
+	struct tr_lines it;
+	const char *line;
+	size_t n;
+	long lf = 0, lh = 0, da = 0, da_hit = 0;
+	bool have_lf = false;
+
+	tr_lines_init(&it, text, len);
+	while (tr_next_line(&it, &line, &n)) {
+		const char *p = line + 3;
+		size_t left = n >= 3 ? n - 3 : 0;
+		long v;
+		if (tr_prefix(line, n, "LF:") && tr_number(&p, &left, &v)) {
+			lf += v;
+			have_lf = true;
+		} else if (tr_prefix(line, n, "LH:") && tr_number(&p, &left, &v)) {
+			lh += v;
+		} else if (tr_prefix(line, n, "DA:")) {
+			/* DA:<line>,<hits>[,<checksum>] */
+			const char *comma = memchr(line, ',', n);
+			if (comma) {
+				const char *h = comma + 1;
+				size_t hl = n - (size_t)(h - line);
+				if (tr_number(&h, &hl, &v)) {
+					da++;
+					da_hit += v > 0;
+				}
+			}
+		}
+	}
+	if (have_lf && lf > 0) {
+		*out = 100.0 * (double)lh / (double)lf;
+		return 0;
+	}
+	if (da > 0) {
+		*out = 100.0 * (double)da_hit / (double)da;
+		return 0;
+	}
+	return -1;
+}
+
+struct cobertura {
+	bool found;
+	double rate;
+	bool have_rate;
+	long covered, valid;
+};
+
+static int cob_start(void *payload, const char *name, size_t len, const struct junit_xml_attr *a, size_t n)
+{
+	struct cobertura *c = payload;
+
+	if (len != 8 || memcmp(name, "coverage", 8) != 0 || c->found)
+		return 0;
+	c->found = true;
+	c->covered = c->valid = -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *v = a[i].value;
+		size_t vl = a[i].value_len;
+		long num;
+		if (a[i].name_len == 9 && memcmp(a[i].name, "line-rate", 9) == 0)
+			c->have_rate = forge_parse_double(&c->rate, v) == 0;
+		else if (a[i].name_len == 13 && memcmp(a[i].name, "lines-covered", 13) == 0 &&
+			 tr_number(&v, &vl, &num) && vl == 0)
+			c->covered = num;
+		else if (a[i].name_len == 11 && memcmp(a[i].name, "lines-valid", 11) == 0 &&
+			 tr_number(&v, &vl, &num) && vl == 0)
+			c->valid = num;
+	}
+	return 1;	/* the root is all we need */
+}
+
+int testrun_cobertura_percent(double *out, const char *xml, size_t len)
+{
+	struct cobertura c = { 0 };
+	struct junit_xml_handler h = { .start = cob_start };
+
+	(void)junit_xml_scan(xml, len, &h, &c);
+	if (!c.found)
+		return -1;
+	if (c.covered >= 0 && c.valid > 0) {
+		*out = 100.0 * (double)c.covered / (double)c.valid;
+		return 0;
+	}
+	if (c.have_rate && c.rate >= 0 && c.rate <= 1) {
+		*out = 100.0 * c.rate;
+		return 0;
+	}
+	return -1;
+}
+
+/* Read a regular file of at most REPORT_MAX bytes written at or after since. */
+static char *read_fresh(size_t *len, const char *path, time_t since)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime < since ||
+	    (unsigned long long)st.st_size > REPORT_MAX)
+		return NULL;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *data = xmalloc((size_t)st.st_size + 1);
+	*len = fread(data, 1, (size_t)st.st_size, f);
+	data[*len] = '\0';
+	fclose(f);
+	return data;
+}
+
+int testrun_coverage(jv *out, const char *dir, time_t since)
+{
+	static const struct {
+		const char *path;
+		bool lcov;
+	} places[] = {
+		{ "lcov.info", true }, { "coverage/lcov.info", true }, { "coverage.lcov", true },
+		{ "build/coverage.info", true }, { "coverage.info", true },
+		{ "cobertura.xml", false }, { "coverage.xml", false }, { "coverage/cobertura-coverage.xml", false },
+		{ "coverage/cobertura.xml", false }, { "target/cobertura.xml", false },
+		{ "build/coverage.xml", false },
+	};
+
+	*out = jv_null();
+	for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+		struct buf path = BUF_INIT;
+		size_t len = 0;
+		double pct;
+		buf_addf(&path, "%s/%s", dir, places[i].path);
+		char *data = read_fresh(&len, path.buf, since);
+		buf_release(&path);
+		if (!data)
+			continue;
+		int rc = places[i].lcov ? testrun_lcov_percent(&pct, data, len)
+					: testrun_cobertura_percent(&pct, data, len);
+		free(data);
+		if (rc == 0) {
+			jv c = jv_object();
+			c = json_set(c, "line", jv_number((double)(long)(pct * 100 + 0.5) / 100));
+			c = json_set(c, "format", jv_string(places[i].lcov ? "lcov" : "cobertura"));
+			*out = json_set(c, "file", jv_string(places[i].path));
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int testrun_find_junit(char **out, const char *dir, const char *configured, time_t since)
+{
+	static const char *const places[] = {
+		"junit.xml", "report.xml", "test-results.xml", "test-report.xml", "junit/*.xml",
+		"build/junit.xml", "build/test-results/*.xml", "build/test-results/*/*.xml",
+		"test-results/*.xml", "test-reports/*.xml", "reports/junit.xml", "reports/*.xml",
+		"target/surefire-reports/TEST-*.xml", "target/nextest/*/junit.xml", "target/junit.xml",
+	};
+	struct stat st;
+
+	*out = NULL;
+	if (configured && *configured) {
+		struct buf p = BUF_INIT;
+		if (configured[0] == '/')
+			buf_adds(&p, configured);
+		else
+			buf_addf(&p, "%s/%s", dir, configured);
+		if (stat(p.buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since) {
+			*out = buf_detach(&p, NULL);
+			return 0;
+		}
+		buf_release(&p);
+	}
+	for (size_t i = 0; i < sizeof places / sizeof places[0] && !*out; i++) {
+		struct buf pat = BUF_INIT;
+		glob_t g;
+		buf_addf(&pat, "%s/%s", dir, places[i]);
+		if (glob(pat.buf, GLOB_NOSORT, NULL, &g) == 0) {
+			for (size_t k = 0; k < g.gl_pathc && !*out; k++)
+				if (stat(g.gl_pathv[k], &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since)
+					*out = xstrdup(g.gl_pathv[k]);
+			globfree(&g);
+		}
+		buf_release(&pat);
+	}
+	return 0;
+}
