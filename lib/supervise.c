@@ -1,7 +1,6 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "supervise.h"
 #include "buf.h"
-#include "child.h"
 #include "config.h"
 #include "forge.h"
 #include "gates.h"
@@ -10,6 +9,7 @@
 #include "json.h"
 #include "memory.h"
 #include "pipeline.h"
+#include "proc.h"
 #include "prompt.h"
 #include "store.h"
 #include "stream.h"
@@ -45,7 +45,7 @@ static volatile sig_atomic_t interrupted;
 void supervise_interrupt(int sig)
 {
 	interrupted = 1;
-	child_forward_signal(sig == SIGINT ? SIGINT : SIGTERM);
+	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -469,16 +469,24 @@ static const char *run_phase(struct sup *s, const char *phase)
 	buf_adds(&in, input);
 	buf_addch(&in, '\n');
 	free(input);
-	struct child_opts co = {
-		.argv = argv, .input = in.buf, .input_len = in.len,
-		.on_stdout = on_stdout, .on_stderr = on_stderr, .on_idle = on_idle, .payload = s,
-	};
+	struct proc_opts po = PROC_OPTS_INIT;
+	struct proc_result pr;
+	po.argv = argv;
+	po.input = in.buf;
+	po.input_len = in.len;
+	po.keep_pgrp = true;
+	po.on_stdout = on_stdout;
+	po.on_stderr = on_stderr;
+	po.on_idle = on_idle;
+	po.payload = s;
 	s->running = phase;
 	s->returned = jv_null();
 	s->tools_run = 0;
 	progress(s, "▶ %s", phase);
 	long long t0 = monotonic_ms();
-	int rc = child_run(&status, &co);
+	int rc = proc_run(&pr, &po);
+	status = pr.exit_code;
+	proc_result_release(&pr);
 	buf_release(&in);
 	commit_batch(s);
 	if (rc < 0) {
