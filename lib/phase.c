@@ -347,16 +347,13 @@ static void warn_once(void *payload, const char *msg)
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 {
 	struct llm_options opt;
-	char phase[64];
 	const char *name = ph->spec->name;
 
 	llm_options_init(&opt);
 	llm_options_for(&opt, ph->cfg, name, fast);
-	snprintf(phase, sizeof phase, "%s%s", name, fast ? "-fast" : "");
-	opt.phase = phase;
+	opt.phase = name;
+	opt.fast = fast;
 	opt.attempt = phase_previous_runs(ph) + 1;
-	if (getenv("FORGE_ATTEMPT") && *getenv("FORGE_ATTEMPT"))
-		opt.attempt = 0;	/* the client reads $FORGE_ATTEMPT */
 	opt.store = phase_store(ph);
 	opt.trace_id = ph->out.trace_id;
 	opt.warn = warn_once;
