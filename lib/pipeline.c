@@ -139,7 +139,7 @@ static int condition(bool *out, const struct config *cfg, const char *key, const
 static int decide_review(struct pipeline_decision *d, const struct config *cfg, jv state)
 {
 	bool again;
-	int max = (int)config_get_num(cfg, "bounces.review_max", 3);
+	int max = (int)config_get_num(cfg, "bounces.review_max");
 	int done = pipeline_bounces(state, "review");
 
 	if (condition(&again, cfg, "bounces.review_condition", ".review.decision == \"request_changes\"", state) < 0)
@@ -170,9 +170,9 @@ static int decide_review(struct pipeline_decision *d, const struct config *cfg, 
 static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv state)
 {
 	bool again;
-	int max = (int)config_get_num(cfg, "bounces.test_max", 2);
+	int max = (int)config_get_num(cfg, "bounces.test_max");
 	int done = pipeline_bounces(state, "test");
-	double threshold = config_get_num(cfg, "bounces.test_fix_confidence", 0.7);
+	double threshold = config_get_num(cfg, "bounces.test_fix_confidence");
 
 	if (condition(&again, cfg, "bounces.test_condition", ".tests.summary.failed > 0", state) < 0)
 		return -1;

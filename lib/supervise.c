@@ -172,7 +172,7 @@ static double error_rate(struct sup *s, long *calls)
 {
 	char since[TIMESTAMP_LEN + 1];
 	long failed = 0;
-	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s", 300);
+	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s");
 
 	timestamp_format(since, now_ms() - (int64_t)(window * 1000));
 	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
@@ -185,9 +185,9 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 {
 	jv cost = json_get(s->state, "cost");
 	double usd = json_get_num(cost, "usd", 0);
-	double per_run = config_get_num(s->o->cfg, "safety.cost.per_run", 50);
-	double per_day = config_get_num(s->o->cfg, "safety.cost.per_day", 200);
-	double total_s = config_get_num(s->o->cfg, "safety.time_s.total", 7200);
+	double per_run = config_get_num(s->o->cfg, "safety.cost.per_run");
+	double per_day = config_get_num(s->o->cfg, "safety.cost.per_day");
+	double total_s = config_get_num(s->o->cfg, "safety.time_s.total");
 	jv run;
 	long calls;
 
@@ -220,7 +220,7 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 		}
 	}
 	double rate = error_rate(s, &calls);
-	double critical = config_get_num(s->o->cfg, "safety.error_rate.critical", 0.25);
+	double critical = config_get_num(s->o->cfg, "safety.error_rate.critical");
 	if (rate < 0) {
 		snprintf(why, n, "cannot read the tool error rate: %s", forge_last_error());
 		return "error_rate";
@@ -279,7 +279,7 @@ static void set_approval(struct sup *s, const char *name, const char *id, const 
 static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 {
 	const char *name = json_get_str(gate, "id");
-	int level = (int)config_get_num(s->o->cfg, "safety.automation_level", 1);
+	int level = (int)config_get_num(s->o->cfg, "safety.automation_level");
 	char id[ULID_LEN + 1];
 	jv row;
 
@@ -881,7 +881,7 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 {
 	struct sup s;
 	char trace[ULID_LEN + 1];
-	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd", 50);
+	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd");
 	const char *base = o->base_ref ? o->base_ref : "HEAD";
 	const char *env = config_get_str(o->cfg, "deploy.environment");
 
