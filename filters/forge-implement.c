@@ -639,7 +639,7 @@ static const char *implement(struct impl *im, const char *build_cmd, const char 
 	bool check = config_get_bool(im->ph->cfg, "implement.validate");
 
 	for (int round = 0;; round++) {
-		if (strcmp(status, "ok") != 0)
+		if (state_status_of(status) != STATE_OK)
 			return status;
 		char tag[32];
 		snprintf(tag, sizeof tag, "fix %d", round);
@@ -679,7 +679,7 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 		status = run_agent(im, lead);
 		free(lead);
 		lead = NULL;
-		if (strcmp(status, "ok") != 0)
+		if (state_status_of(status) != STATE_OK)
 			return status;
 		jv step;
 		int rc = run_step(&step, im, "test", test_cmd);
@@ -725,7 +725,7 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 	free(red);
 	status = implement(im, build_cmd, test_cmd, b.buf);
 	buf_release(&b);
-	if (strcmp(status, "ok") == 0) {
+	if (state_status_of(status) == STATE_OK) {
 		if (!config_get_bool(im->ph->cfg, "implement.validate")) {
 			/* green is checked even when self-validation is off */
 			jv step;
@@ -821,14 +821,14 @@ static const char *implement_run(struct phase *ph)
 
 	bool use_tdd = opt->tdd || config_get_bool(ph->cfg, "implement.tdd");
 	status = use_tdd ? tdd(&im, build_cmd, test_cmd) : implement(&im, build_cmd, test_cmd, NULL);
-	set_changes(&im, strcmp(status, "ok") == 0);
-	if (strcmp(status, "ok") == 0 && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
+	set_changes(&im, state_status_of(status) == STATE_OK);
+	if (state_status_of(status) == STATE_OK && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
 		const char *cmd = json_get_str(im.validation, "command");
 		size_t n = strlen(ph->reason);
 		snprintf(ph->reason + n, sizeof ph->reason - n, " (%s%s%s)", cmd ? "`" : "",
 			 cmd ? cmd : "no build or test command", cmd ? "` failed" : "");
 	}
-	if (im.commits == 0 && strcmp(status, "ok") == 0) {
+	if (im.commits == 0 && state_status_of(status) == STATE_OK) {
 		size_t n = strlen(ph->reason);
 		snprintf(ph->reason + n, sizeof ph->reason - n, "; nothing new to commit");
 	}

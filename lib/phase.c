@@ -389,12 +389,12 @@ static double config_phase_num(struct phase *ph, const char *section)
 static const char *status_of(enum agent_outcome o)
 {
 	switch (o) {
-	case AGENT_DONE: return "ok";
-	case AGENT_ESCALATED: return "escalated";
-	case AGENT_TRIPPED: return "tripped";
-	case AGENT_FAILED: return "failed";
+	case AGENT_DONE: return state_status_name(STATE_OK);
+	case AGENT_ESCALATED: return state_status_name(STATE_ESCALATED);
+	case AGENT_TRIPPED: return state_status_name(STATE_TRIPPED);
+	case AGENT_FAILED: return state_status_name(STATE_FAILED);
 	}
-	return "failed";
+	return state_status_name(STATE_FAILED);
 }
 
 /* The agent's model clients, made by the first phase_run_agent() and kept
@@ -555,14 +555,15 @@ static int take_input(struct phase *ph)
 
 static int exit_code(const char *status)
 {
-	if (strcmp(status, "ok") == 0)
-		return FORGE_EXIT_OK;
-	if (strcmp(status, "rejected") == 0 || strcmp(status, "skipped") == 0)
-		return FORGE_EXIT_REJECTED;
-	if (strcmp(status, "tripped") == 0)
-		return FORGE_EXIT_TRIPPED;
-	if (strcmp(status, "escalated") == 0)
-		return FORGE_EXIT_HUMAN;
+	switch (state_status_of(status)) {
+	case STATE_OK: return FORGE_EXIT_OK;
+	case STATE_REJECTED: return FORGE_EXIT_REJECTED;
+	case STATE_SKIPPED: return FORGE_EXIT_REJECTED;
+	case STATE_TRIPPED: return FORGE_EXIT_TRIPPED;
+	case STATE_ESCALATED: return FORGE_EXIT_HUMAN;
+	case STATE_FAILED: return FORGE_EXIT_DEPENDENCY;
+	case STATE_UNKNOWN: return FORGE_EXIT_DEPENDENCY;
+	}
 	return FORGE_EXIT_DEPENDENCY;
 }
 

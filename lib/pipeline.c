@@ -4,6 +4,7 @@
 #include "forge.h"
 #include "jqexpr.h"
 #include "json.h"
+#include "stream.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -204,16 +205,18 @@ static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv
 int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv state,
 		    const char *phase, const char *status, const char *const *phases, bool dry_run)
 {
+	enum state_status st = state_status_of(status);
+
 	memset(d, 0, sizeof *d);
 	d->bounce = jv_null();
-	if (strcmp(status, "ok") == 0) {
+	if (st == STATE_OK) {
 		d->next = dry_run && strcmp(phase, "plan") == 0 ? NULL : pipeline_next_phase(phase, phases);
 		d->action = d->next ? PL_ACT_NEXT : PL_ACT_DONE;
 		snprintf(d->reason, sizeof d->reason, "%s %s", phase,
 			 dry_run && !d->next ? "done (dry run)" : "passed");
 		return 0;
 	}
-	if (strcmp(status, "rejected") == 0) {
+	if (st == STATE_REJECTED) {
 		if (strcmp(phase, "review") == 0)
 			return decide_review(d, cfg, state);
 		if (strcmp(phase, "test") == 0)
@@ -222,18 +225,18 @@ int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv st
 		snprintf(d->reason, sizeof d->reason, "%s said no", phase);
 		return 0;
 	}
-	if (strcmp(status, "escalated") == 0) {
+	if (st == STATE_ESCALATED) {
 		d->action = PL_ACT_HUMAN;
 		snprintf(d->reason, sizeof d->reason, "%s needs a human", phase);
 		return 0;
 	}
-	if (strcmp(status, "tripped") == 0) {
+	if (st == STATE_TRIPPED) {
 		d->action = PL_ACT_TRIPPED;
 		snprintf(d->reason, sizeof d->reason, "a circuit breaker tripped in %s", phase);
 		return 0;
 	}
 	/* A guard that did not hold is a "no" (exit 1), not a failure. */
-	if (strcmp(status, "skipped") == 0) {
+	if (st == STATE_SKIPPED) {
 		d->action = PL_ACT_REJECTED;
 		snprintf(d->reason, sizeof d->reason, "the guard of %s did not hold", phase);
 		return 0;
