@@ -132,7 +132,7 @@ static bool cancelled(struct sup *s)
 
 	if (store_run_get(&run, s->o->store, s->trace) == 0) {
 		const char *st = json_get_str(run, "status");
-		yes = st && strcmp(st, "cancelled") == 0;
+		yes = run_status_of(st) == RUN_CANCELLED;
 	}
 	jv_free(run);
 	return yes;
@@ -150,15 +150,15 @@ static int end_run(struct sup *s, const char *run_status, const char *error, int
 {
 	if (cancelled(s))
 		return stop_cancelled(s);
-	enum pipeline_state to = strcmp(run_status, "completed") == 0 ? PL_COMPLETED
-			       : strcmp(run_status, "paused") == 0 ? PL_PAUSED : PL_FAILED;
+	enum run_status rs = run_status_of(run_status);
+	enum pipeline_state to = rs == RUN_COMPLETED ? PL_COMPLETED : rs == RUN_PAUSED ? PL_PAUSED : PL_FAILED;
 
 	transition(s, to, error ? error : run_status);
 	s->ended = to != PL_PAUSED;
 	/* "" clears the reason an earlier pause left (NULL would keep it). */
 	store_run_update(s->o->store, s->trace, run_status, s->running, error ? error : "");
 	jv cost = json_get(s->state, "cost");
-	emit(s, strcmp(run_status, "paused") == 0 ? "run.paused" : "run.completed",
+	emit(s, rs == RUN_PAUSED ? "run.paused" : "run.completed",
 	     json_set(json_set(json_set(jv_object(), "status", jv_string(run_status)),
 			       "reason", json_str_or_null(error)), "cost", cost));
 	return code;
@@ -286,7 +286,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	if (gate_latest(&row, s->o->store, s->trace, name) < 0)
 		return GATE_STOP;
 	const char *status = json_get_str(row, "status");
-	if (status && strcmp(status, "approved") == 0) {
+	if (gate_status_of(status) == GATE_APPROVED) {
 		if (strcmp(name, "production_deploy") == 0)
 			s->deploy_approved = true;
 		set_approval(s, name, json_get_str(row, "id"), json_get_str(row, "decided_by"),
@@ -294,7 +294,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 		jv_free(row);
 		return GATE_PASS;
 	}
-	if (status && strcmp(status, "pending") != 0) {
+	if (status && gate_status_of(status) != GATE_PENDING) {
 		emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
 						  "status", jv_string(status)));
 		jv_free(row);
@@ -983,9 +983,9 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	}
 	/* A failed run continues too: a dependency may be back, a bug fixed. */
 	const char *status = json_get_str(run, "status");
-	if (status && (strcmp(status, "completed") == 0 || strcmp(status, "cancelled") == 0)) {
+	if (run_status_of(status) == RUN_COMPLETED || run_status_of(status) == RUN_CANCELLED) {
 		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
-		code = strcmp(status, "completed") == 0 ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
+		code = run_status_of(status) == RUN_COMPLETED ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
 		jv_free(run);
 		return code;
 	}
