@@ -32,7 +32,7 @@ WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
 CPPFLAGS += -D_GNU_SOURCE -Ilib -I. -I$(O)/gen -DFORGE_LIBEXECDIR='"$(LIBEXECDIR)"' -DFORGE_DATADIR='"$(DATADIR)"'
-LDLIBS   += -lsqlite3 -lcurl -lgit2 -ljq -lpcre2-8 -lyaml -lm -lpthread
+LDLIBS   += -lsqlite3 -lcurl -lgit2 -ljq -lpcre2-8 -lyaml -lexpat -lm -lpthread
 
 ifdef SANITIZE
 CFLAGS   := -O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer

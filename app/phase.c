@@ -155,7 +155,7 @@ static jv new_state(struct phase *ph, jv task)
 {
 	char trace[ULID_LEN + 1];
 	jv s = jv_object();
-	double budget = config_get_num(ph->cfg, "budget.usd", 50);
+	double budget = config_get_num(ph->cfg, "budget.usd");
 
 	ulid_new(trace);
 	if (ph->repo && !json_has(task, "repo"))
@@ -227,7 +227,7 @@ static jv recall(struct phase *ph, const char *task)
 		return out;
 	}
 	memory_query_init(&q, task);
-	q.filter.limit = (int)config_get_num(ph->cfg, "memory.recall_limit", 10);
+	q.filter.limit = (int)config_get_num(ph->cfg, "memory.recall_limit");
 	if (memory_recall(&found, m, &q) < 0) {
 		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		found = jv_array();
@@ -284,7 +284,7 @@ int phase_perceive(char **out, struct phase *ph, jv environment)
 {
 	jv task = json_get(ph->state, "task");
 	const char *desc = json_get_str(task, "description");
-	size_t budget = (size_t)config_get_num(ph->cfg, "memory.context_tokens", 30000);
+	size_t budget = (size_t)config_get_num(ph->cfg, "memory.context_tokens");
 	struct context_input in = { .budget = budget };
 	jv fitted;
 
@@ -347,16 +347,13 @@ static void warn_once(void *payload, const char *msg)
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 {
 	struct llm_options opt;
-	char phase[64];
 	const char *name = ph->spec->name;
 
 	llm_options_init(&opt);
 	llm_options_for(&opt, ph->cfg, name, fast);
-	snprintf(phase, sizeof phase, "%s%s", name, fast ? "-fast" : "");
-	opt.phase = phase;
+	opt.phase = name;
+	opt.fast = fast;
 	opt.attempt = phase_previous_runs(ph) + 1;
-	if (getenv("FORGE_ATTEMPT") && *getenv("FORGE_ATTEMPT"))
-		opt.attempt = 0;	/* the client reads $FORGE_ATTEMPT */
 	opt.store = phase_store(ph);
 	opt.trace_id = ph->out.trace_id;
 	opt.warn = warn_once;
@@ -376,26 +373,28 @@ static void agent_progress(void *payload, int iteration, const char *tool, doubl
 		phase_progress(ph, "iteration %d · thinking · $%.4f", iteration, cost);
 }
 
-static double config_phase_num(struct phase *ph, const char *section, double dflt)
+/* section.PHASE, else section.default, else 0 (a section without a
+ * default sets no limit for a phase it does not name). */
+static double config_phase_num(struct phase *ph, const char *section)
 {
 	char key[128];
 
 	snprintf(key, sizeof key, "%s.%s", section, ph->spec->name);
 	if (config_has(ph->cfg, key))
-		return config_get_num(ph->cfg, key, dflt);
+		return config_get_num(ph->cfg, key);
 	snprintf(key, sizeof key, "%s.default", section);
-	return config_get_num(ph->cfg, key, dflt);
+	return config_has(ph->cfg, key) ? config_get_num(ph->cfg, key) : 0;
 }
 
 static const char *status_of(enum agent_outcome o)
 {
 	switch (o) {
-	case AGENT_DONE: return "ok";
-	case AGENT_ESCALATED: return "escalated";
-	case AGENT_TRIPPED: return "tripped";
-	case AGENT_FAILED: return "failed";
+	case AGENT_DONE: return state_status_name(STATE_OK);
+	case AGENT_ESCALATED: return state_status_name(STATE_ESCALATED);
+	case AGENT_TRIPPED: return state_status_name(STATE_TRIPPED);
+	case AGENT_FAILED: return state_status_name(STATE_FAILED);
 	}
-	return "failed";
+	return state_status_name(STATE_FAILED);
 }
 
 /* The agent's model clients, made by the first phase_run_agent() and kept
@@ -413,19 +412,19 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 	agent_result_init(out);
 	cfg->phase = ph->spec->name;
 	if (!cfg->max_iterations)
-		cfg->max_iterations = (int)config_phase_num(ph, "safety.iterations", 10);
+		cfg->max_iterations = (int)config_phase_num(ph, "safety.iterations");
 	if (!cfg->max_cost_usd)
-		cfg->max_cost_usd = config_phase_num(ph, "safety.cost.per_phase", 0);
+		cfg->max_cost_usd = config_phase_num(ph, "safety.cost.per_phase");
 	cfg->budget_remaining_usd = json_has(budget, "remaining_usd")
 		? json_get_num(budget, "remaining_usd", -1) : -1;
 	jv_free(budget);
 	if (!cfg->max_time_ms)
-		cfg->max_time_ms = (long long)(config_phase_num(ph, "safety.time_s", 0) * 1000);
-	cfg->stagnation_threshold = (int)config_get_num(ph->cfg, "safety.stagnation_threshold", 3);
-	cfg->error_rate_warning = config_get_num(ph->cfg, "safety.error_rate.warning", 0.10);
-	cfg->error_rate_critical = config_get_num(ph->cfg, "safety.error_rate.critical", 0.25);
-	cfg->error_window_ms = (long long)(config_get_num(ph->cfg, "safety.error_rate.window_s", 300) * 1000);
-	cfg->max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens", 8192);
+		cfg->max_time_ms = (long long)(config_phase_num(ph, "safety.time_s") * 1000);
+	cfg->stagnation_threshold = (int)config_get_num(ph->cfg, "safety.stagnation_threshold");
+	cfg->error_rate_warning = config_get_num(ph->cfg, "safety.error_rate.warning");
+	cfg->error_rate_critical = config_get_num(ph->cfg, "safety.error_rate.critical");
+	cfg->error_window_ms = (long long)(config_get_num(ph->cfg, "safety.error_rate.window_s") * 1000);
+	cfg->max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens");
 
 	if (!agent_llm && phase_llm(&agent_llm, ph, false) < 0) {
 		jv_free(cfg->tools);
@@ -446,7 +445,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		.progress = ph->progress ? agent_progress : NULL, .progress_payload = ph,
 		.remember = remember, .remember_payload = ph,
 	};
-	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect", true);
+	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect");
 	agent_run(out, cfg, &env, prompt);
 	ph->cost_usd += out->cost_usd;
 	ph->tokens += out->tokens;
@@ -521,7 +520,7 @@ static int take_input(struct phase *ph)
 		.validate = true,
 		.raw_hook = ph->spec->raw_hook,
 		.payload = ph->payload,
-		.max_line = (size_t)config_get_num(ph->cfg, "stream.max_line_bytes", STREAM_MAX_LINE_DEFAULT),
+		.max_line = (size_t)config_get_num(ph->cfg, "stream.max_line_bytes"),
 	};
 
 	if (ph->task_text) {
@@ -556,14 +555,15 @@ static int take_input(struct phase *ph)
 
 static int exit_code(const char *status)
 {
-	if (strcmp(status, "ok") == 0)
-		return FORGE_EXIT_OK;
-	if (strcmp(status, "rejected") == 0 || strcmp(status, "skipped") == 0)
-		return FORGE_EXIT_REJECTED;
-	if (strcmp(status, "tripped") == 0)
-		return FORGE_EXIT_TRIPPED;
-	if (strcmp(status, "escalated") == 0)
-		return FORGE_EXIT_HUMAN;
+	switch (state_status_of(status)) {
+	case STATE_OK: return FORGE_EXIT_OK;
+	case STATE_REJECTED: return FORGE_EXIT_REJECTED;
+	case STATE_SKIPPED: return FORGE_EXIT_REJECTED;
+	case STATE_TRIPPED: return FORGE_EXIT_TRIPPED;
+	case STATE_ESCALATED: return FORGE_EXIT_HUMAN;
+	case STATE_FAILED: return FORGE_EXIT_DEPENDENCY;
+	case STATE_UNKNOWN: return FORGE_EXIT_DEPENDENCY;
+	}
 	return FORGE_EXIT_DEPENDENCY;
 }
 

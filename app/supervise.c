@@ -1,7 +1,6 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "app/supervise.h"
 #include "core/buf.h"
-#include "os/child.h"
 #include "data/config.h"
 #include "core/forge.h"
 #include "engine/gates.h"
@@ -10,6 +9,7 @@
 #include "core/json.h"
 #include "memory/memory.h"
 #include "engine/pipeline.h"
+#include "os/proc.h"
 #include "app/prompt.h"
 #include "store/store.h"
 #include "data/stream.h"
@@ -45,7 +45,7 @@ static volatile sig_atomic_t interrupted;
 void supervise_interrupt(int sig)
 {
 	interrupted = 1;
-	child_forward_signal(sig == SIGINT ? SIGINT : SIGTERM);
+	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -132,7 +132,7 @@ static bool cancelled(struct sup *s)
 
 	if (store_run_get(&run, s->o->store, s->trace) == 0) {
 		const char *st = json_get_str(run, "status");
-		yes = st && strcmp(st, "cancelled") == 0;
+		yes = run_status_of(st) == RUN_CANCELLED;
 	}
 	jv_free(run);
 	return yes;
@@ -150,15 +150,15 @@ static int end_run(struct sup *s, const char *run_status, const char *error, int
 {
 	if (cancelled(s))
 		return stop_cancelled(s);
-	enum pipeline_state to = strcmp(run_status, "completed") == 0 ? PL_COMPLETED
-			       : strcmp(run_status, "paused") == 0 ? PL_PAUSED : PL_FAILED;
+	enum run_status rs = run_status_of(run_status);
+	enum pipeline_state to = rs == RUN_COMPLETED ? PL_COMPLETED : rs == RUN_PAUSED ? PL_PAUSED : PL_FAILED;
 
 	transition(s, to, error ? error : run_status);
 	s->ended = to != PL_PAUSED;
 	/* "" clears the reason an earlier pause left (NULL would keep it). */
 	store_run_update(s->o->store, s->trace, run_status, s->running, error ? error : "");
 	jv cost = json_get(s->state, "cost");
-	emit(s, strcmp(run_status, "paused") == 0 ? "run.paused" : "run.completed",
+	emit(s, rs == RUN_PAUSED ? "run.paused" : "run.completed",
 	     json_set(json_set(json_set(jv_object(), "status", jv_string(run_status)),
 			       "reason", json_str_or_null(error)), "cost", cost));
 	return code;
@@ -172,7 +172,7 @@ static double error_rate(struct sup *s, long *calls)
 {
 	char since[TIMESTAMP_LEN + 1];
 	long failed = 0;
-	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s", 300);
+	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s");
 
 	timestamp_format(since, now_ms() - (int64_t)(window * 1000));
 	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
@@ -185,9 +185,9 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 {
 	jv cost = json_get(s->state, "cost");
 	double usd = json_get_num(cost, "usd", 0);
-	double per_run = config_get_num(s->o->cfg, "safety.cost.per_run", 50);
-	double per_day = config_get_num(s->o->cfg, "safety.cost.per_day", 200);
-	double total_s = config_get_num(s->o->cfg, "safety.time_s.total", 7200);
+	double per_run = config_get_num(s->o->cfg, "safety.cost.per_run");
+	double per_day = config_get_num(s->o->cfg, "safety.cost.per_day");
+	double total_s = config_get_num(s->o->cfg, "safety.time_s.total");
 	jv run;
 	long calls;
 
@@ -220,7 +220,7 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 		}
 	}
 	double rate = error_rate(s, &calls);
-	double critical = config_get_num(s->o->cfg, "safety.error_rate.critical", 0.25);
+	double critical = config_get_num(s->o->cfg, "safety.error_rate.critical");
 	if (rate < 0) {
 		snprintf(why, n, "cannot read the tool error rate: %s", forge_last_error());
 		return "error_rate";
@@ -279,14 +279,14 @@ static void set_approval(struct sup *s, const char *name, const char *id, const 
 static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 {
 	const char *name = json_get_str(gate, "id");
-	int level = (int)config_get_num(s->o->cfg, "safety.automation_level", 1);
+	int level = (int)config_get_num(s->o->cfg, "safety.automation_level");
 	char id[ULID_LEN + 1];
 	jv row;
 
 	if (gate_latest(&row, s->o->store, s->trace, name) < 0)
 		return GATE_STOP;
 	const char *status = json_get_str(row, "status");
-	if (status && strcmp(status, "approved") == 0) {
+	if (gate_status_of(status) == GATE_APPROVED) {
 		if (strcmp(name, "production_deploy") == 0)
 			s->deploy_approved = true;
 		set_approval(s, name, json_get_str(row, "id"), json_get_str(row, "decided_by"),
@@ -294,7 +294,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 		jv_free(row);
 		return GATE_PASS;
 	}
-	if (status && strcmp(status, "pending") != 0) {
+	if (status && gate_status_of(status) != GATE_PENDING) {
 		emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
 						  "status", jv_string(status)));
 		jv_free(row);
@@ -469,16 +469,24 @@ static const char *run_phase(struct sup *s, const char *phase)
 	buf_adds(&in, input);
 	buf_addch(&in, '\n');
 	free(input);
-	struct child_opts co = {
-		.argv = argv, .input = in.buf, .input_len = in.len,
-		.on_stdout = on_stdout, .on_stderr = on_stderr, .on_idle = on_idle, .payload = s,
-	};
+	struct proc_opts po = PROC_OPTS_INIT;
+	struct proc_result pr;
+	po.argv = argv;
+	po.input = in.buf;
+	po.input_len = in.len;
+	po.keep_pgrp = true;
+	po.on_stdout = on_stdout;
+	po.on_stderr = on_stderr;
+	po.on_idle = on_idle;
+	po.payload = s;
 	s->running = phase;
 	s->returned = jv_null();
 	s->tools_run = 0;
 	progress(s, "▶ %s", phase);
 	long long t0 = monotonic_ms();
-	int rc = child_run(&status, &co);
+	int rc = proc_run(&pr, &po);
+	status = pr.exit_code;
+	proc_result_release(&pr);
 	buf_release(&in);
 	commit_batch(s);
 	if (rc < 0) {
@@ -876,7 +884,7 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 {
 	struct sup s;
 	char trace[ULID_LEN + 1];
-	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd", 50);
+	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd");
 	const char *base = o->base_ref ? o->base_ref : "HEAD";
 	const char *env = config_get_str(o->cfg, "deploy.environment");
 
@@ -978,9 +986,9 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	}
 	/* A failed run continues too: a dependency may be back, a bug fixed. */
 	const char *status = json_get_str(run, "status");
-	if (status && (strcmp(status, "completed") == 0 || strcmp(status, "cancelled") == 0)) {
+	if (run_status_of(status) == RUN_COMPLETED || run_status_of(status) == RUN_CANCELLED) {
 		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
-		code = strcmp(status, "completed") == 0 ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
+		code = run_status_of(status) == RUN_COMPLETED ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
 		jv_free(run);
 		return code;
 	}

@@ -186,8 +186,8 @@ static int ask(struct llm_client *c, const struct args *a, const struct config *
 	llm_request_init(&req);
 	req.system = a->system;
 	req.messages = jv_array_append(jv_array(), llm_msg_user(prompt));
-	req.max_tokens = (int)config_get_num(cfg, "llm.max_tokens", 4096);
-	req.temperature = config_get_num(cfg, "llm.temperature", -1);
+	req.max_tokens = (int)config_get_num(cfg, "llm.max_tokens");
+	req.temperature = config_get_num(cfg, "llm.temperature");
 	req.stream = a->stream && !a->json;
 	req.on_text = on_text;
 	if (llm_call(&r, c, &req) < 0) {

@@ -243,7 +243,7 @@ static jv shown(struct store *st, jv run)
 	const char *status = json_get_str(run, "status");
 	jv lease;
 
-	if (!status || (strcmp(status, "running") != 0 && strcmp(status, "pending") != 0))
+	if (run_status_of(status) != RUN_RUNNING && run_status_of(status) != RUN_PENDING)
 		return run;
 	if (store_lease_get(&lease, st, json_get_str(run, "trace_id")) == 0 &&
 	    !json_get_bool(lease, "alive", false))
@@ -367,7 +367,7 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 		return FORGE_EXIT_USAGE;
 	}
 	const char *status = json_get_str(run, "status");
-	if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0) {
+	if (run_status_terminal(run_status_of(status))) {
 		fprintf(stderr, "%s: run %s is already %s\n", prog, trace, status);
 		code = FORGE_EXIT_REJECTED;
 	} else {

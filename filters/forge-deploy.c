@@ -188,7 +188,7 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
 {
 	struct args *a = ph->payload;
 	struct deploy_gate gate;
-	int level = (int)config_get_num(ph->cfg, "safety.automation_level", 1);
+	int level = (int)config_get_num(ph->cfg, "safety.automation_level");
 
 	*gate_out = jv_null();
 	deploy_gate_for(&gate, ph->cfg, production, risk);
@@ -335,13 +335,13 @@ static const char *run(struct phase *ph)
 		ctx.rollback_cmd = config_get_str(ph->cfg, "tools.rollback_command");
 		ctx.steps = steps;
 		ctx.health.url = config_get_str(ph->cfg, "tools.health_url");
-		ctx.health.samples = (int)config_get_num(ph->cfg, "deploy.health.samples", 5);
-		ctx.health.timeout_ms = (long)(config_get_num(ph->cfg, "deploy.health.timeout_s", 5) * 1000);
-		ctx.health.interval_ms = (long)(config_get_num(ph->cfg, "deploy.health.interval_s", 0.5) * 1000);
-		ctx.error_rate_max = config_get_num(ph->cfg, "deploy.health.error_rate_max", 0.05);
-		ctx.latency_ms_max = config_get_num(ph->cfg, "deploy.health.latency_ms_max", 1000);
-		ctx.command_timeout_ms = (long)(config_get_num(ph->cfg, "safety.time_s.deploy", 900) * 1000);
-		ctx.output_cap = (size_t)config_get_num(ph->cfg, "sandbox.output_cap_bytes", 65536);
+		ctx.health.samples = (int)config_get_num(ph->cfg, "deploy.health.samples");
+		ctx.health.timeout_ms = (long)(config_get_num(ph->cfg, "deploy.health.timeout_s") * 1000);
+		ctx.health.interval_ms = (long)(config_get_num(ph->cfg, "deploy.health.interval_s") * 1000);
+		ctx.error_rate_max = config_get_num(ph->cfg, "deploy.health.error_rate_max");
+		ctx.latency_ms_max = config_get_num(ph->cfg, "deploy.health.latency_ms_max");
+		ctx.command_timeout_ms = (long)(config_get_num(ph->cfg, "safety.time_s.deploy") * 1000);
+		ctx.output_cap = (size_t)config_get_num(ph->cfg, "sandbox.output_cap_bytes");
 	}
 	ctx.emit = emit_cb;
 	ctx.emit_payload = ph;

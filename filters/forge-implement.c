@@ -271,7 +271,7 @@ static void bounce_text(struct buf *b, struct impl *im)
 	}
 	if (jv_get_kind(tests) == JV_KIND_OBJECT && (!from || strcmp(from, "test") == 0)) {
 		struct buf list = BUF_INIT;
-		double min = config_get_num(ph->cfg, "bounces.test_fix_confidence", 0.7);
+		double min = config_get_num(ph->cfg, "bounces.test_fix_confidence");
 		nfail = failures_text(&list, tests, min);
 		if (nfail) {
 			const char *cmd = json_get_str(tests, "command");
@@ -488,7 +488,7 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 		.command = command,
 		.root = forge_git_worktree_path(im->wt),
 		.tmp = im->tmp,
-		.timeout_ms = (long)(config_get_num(im->ph->cfg, "implement.validation_timeout_s", 900) * 1000),
+		.timeout_ms = (long)(config_get_num(im->ph->cfg, "implement.validation_timeout_s") * 1000),
 	};
 	jv step = json_set(json_set(jv_object(), "name", jv_string(name)), "command", jv_string(command));
 	int status;
@@ -635,11 +635,11 @@ static const char *implement(struct impl *im, const char *build_cmd, const char 
 			     const char *lead)
 {
 	const char *status = run_agent(im, lead);
-	int rounds = (int)config_get_num(im->ph->cfg, "implement.fix_rounds", 1);
-	bool check = config_get_bool(im->ph->cfg, "implement.validate", true);
+	int rounds = (int)config_get_num(im->ph->cfg, "implement.fix_rounds");
+	bool check = config_get_bool(im->ph->cfg, "implement.validate");
 
 	for (int round = 0;; round++) {
-		if (strcmp(status, "ok") != 0)
+		if (state_status_of(status) != STATE_OK)
 			return status;
 		char tag[32];
 		snprintf(tag, sizeof tag, "fix %d", round);
@@ -679,7 +679,7 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 		status = run_agent(im, lead);
 		free(lead);
 		lead = NULL;
-		if (strcmp(status, "ok") != 0)
+		if (state_status_of(status) != STATE_OK)
 			return status;
 		jv step;
 		int rc = run_step(&step, im, "test", test_cmd);
@@ -725,8 +725,8 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 	free(red);
 	status = implement(im, build_cmd, test_cmd, b.buf);
 	buf_release(&b);
-	if (strcmp(status, "ok") == 0) {
-		if (!config_get_bool(im->ph->cfg, "implement.validate", true)) {
+	if (state_status_of(status) == STATE_OK) {
+		if (!config_get_bool(im->ph->cfg, "implement.validate")) {
 			/* green is checked even when self-validation is off */
 			jv step;
 			int rc = run_step(&step, im, "test", test_cmd);
@@ -819,16 +819,16 @@ static const char *implement_run(struct phase *ph)
 	build_context(&im, build_cmd, test_cmd);
 	phase_progress(ph, "attempt %d in %s", im.attempt, im.ctx.root);
 
-	bool use_tdd = opt->tdd || config_get_bool(ph->cfg, "implement.tdd", false);
+	bool use_tdd = opt->tdd || config_get_bool(ph->cfg, "implement.tdd");
 	status = use_tdd ? tdd(&im, build_cmd, test_cmd) : implement(&im, build_cmd, test_cmd, NULL);
-	set_changes(&im, strcmp(status, "ok") == 0);
-	if (strcmp(status, "ok") == 0 && !im.validated && config_get_bool(ph->cfg, "implement.validate", true)) {
+	set_changes(&im, state_status_of(status) == STATE_OK);
+	if (state_status_of(status) == STATE_OK && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
 		const char *cmd = json_get_str(im.validation, "command");
 		size_t n = strlen(ph->reason);
 		snprintf(ph->reason + n, sizeof ph->reason - n, " (%s%s%s)", cmd ? "`" : "",
 			 cmd ? cmd : "no build or test command", cmd ? "` failed" : "");
 	}
-	if (im.commits == 0 && strcmp(status, "ok") == 0) {
+	if (im.commits == 0 && state_status_of(status) == STATE_OK) {
 		size_t n = strlen(ph->reason);
 		snprintf(ph->reason + n, sizeof ph->reason - n, "; nothing new to commit");
 	}

@@ -385,12 +385,12 @@ static const char *plan_run(struct phase *ph)
 	cfg.result_schema_name = "state.schema.json";
 	cfg.result_schema_def = "plan";
 	status = phase_run_agent(&res, ph, &cfg, prompt, exec_read_only, &x);
-	if (strcmp(status, "ok") != 0)
+	if (state_status_of(status) != STATE_OK)
 		goto out;
 
 	jv plan = jv_copy(res.result);
 	status = version_plan(ph, st, &plan, previous);
-	if (strcmp(status, "ok") != 0) {
+	if (state_status_of(status) != STATE_OK) {
 		jv_free(plan);
 		goto out;
 	}

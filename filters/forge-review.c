@@ -240,7 +240,7 @@ static jv dismissed_memories(struct phase *ph, const struct diff *d, jv findings
 	memory_query_init(&q, text.buf);
 	q.filter.tags = tags;
 	q.filter.ntags = 1;
-	q.filter.limit = (int)config_get_num(ph->cfg, "memory.recall_limit", 10);
+	q.filter.limit = (int)config_get_num(ph->cfg, "memory.recall_limit");
 	if (memory_recall(&hits, m, &q) == 0) {
 		jv_array_foreach(hits, i, h) {
 			(void)i;
@@ -397,7 +397,7 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	in.task = json_get_str(task, "description");
 	in.findings = det;
 	in.dismissed = dismissed_memories(ph, d, det);
-	in.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens", 4096);
+	in.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens");
 	jv_free(*out);
 	phase_progress(ph, "AI review (%s)", llm_client_model(llm));
 	if (review_ai(out, &res, llm, d, &in) < 0) {
@@ -477,7 +477,7 @@ static const char *run(struct phase *ph)
 	struct diff *d = NULL;
 	char *text = NULL, *root = NULL, *commit = NULL;
 	enum review_level ai_min = REVIEW_MEDIUM, human_min = REVIEW_HIGH;
-	double min_conf = config_get_num(ph->cfg, "review.min_confidence", 0.5);
+	double min_conf = config_get_num(ph->cfg, "review.min_confidence");
 	const char *status = "failed", *decision, *why;
 	jv det = jv_null(), all = jv_null(), plan_risk = json_get_path(ph->state, "plan.risk");
 	long long t0;
@@ -510,7 +510,7 @@ static const char *run(struct phase *ph)
 	ctx.cfg = ph->cfg;
 	ctx.root = root;
 	ctx.commit = commit;
-	ctx.timeout_ms = (long)(config_get_num(ph->cfg, "sandbox.command_timeout_s", 120) * 1000);
+	ctx.timeout_ms = (long)(config_get_num(ph->cfg, "sandbox.command_timeout_s") * 1000);
 	ctx.emit = emit_cb;
 	ctx.emit_payload = ph;
 	if (review_prepare(&ctx) < 0)

@@ -420,8 +420,8 @@ static void analyse(struct phase *ph, struct tst *t)
 	req.tools = analysis_tool();
 	req.tool_choice = LLM_TOOL_FORCED;
 	req.tool_name = "report_failure_analysis";
-	req.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens", 8192);
-	req.temperature = config_get_num(ph->cfg, "llm.temperature", 0);
+	req.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens");
+	req.temperature = config_get_num(ph->cfg, "llm.temperature");
 	phase_progress(ph, "analysing %zu failure%s with %s", real, real == 1 ? "" : "s", llm_client_model(llm));
 	int rc = llm_call(&resp, llm, &req);
 	if (rc < 0) {
@@ -622,9 +622,9 @@ static const char *run_phase(struct phase *ph)
 			     t->dir);
 		return finish(ph, t, coverage);
 	}
-	double timeout_s = config_get_num(ph->cfg, "tools.test_timeout_s", 0);
+	double timeout_s = config_get_num(ph->cfg, "tools.test_timeout_s");
 	if (timeout_s <= 0)
-		timeout_s = config_get_num(ph->cfg, "safety.time_s.test", 1200);
+		timeout_s = config_get_num(ph->cfg, "safety.time_s.test");
 	t->timeout_ms = (long)(timeout_s * 1000);
 
 	jv ev = jv_object();

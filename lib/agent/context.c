@@ -682,9 +682,9 @@ void context_shares_from_config(struct context_shares *out, const struct config 
 	*out = d;
 	if (!cfg)
 		return;
-	out->memories = config_get_num(cfg, "memory.token_budget.memories", d.memories);
-	out->conversation = config_get_num(cfg, "memory.token_budget.conversation", d.conversation);
-	out->environment = config_get_num(cfg, "memory.token_budget.environment", d.environment);
+	out->memories = config_get_num(cfg, "memory.token_budget.memories");
+	out->conversation = config_get_num(cfg, "memory.token_budget.conversation");
+	out->environment = config_get_num(cfg, "memory.token_budget.environment");
 }
 
 /* ---- rendering --------------------------------------------------------- */

@@ -490,19 +490,19 @@ const char *config_get_str(const struct config *cfg, const char *path)
 	return s;
 }
 
-double config_get_num(const struct config *cfg, const char *path, double dflt)
+double config_get_num(const struct config *cfg, const char *path)
 {
 	jv v = path_lookup(cfg->effective, path);
-	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : dflt;
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
 
 	jv_free(v);
 	return d;
 }
 
-bool config_get_bool(const struct config *cfg, const char *path, bool dflt)
+bool config_get_bool(const struct config *cfg, const char *path)
 {
 	jv v = path_lookup(cfg->effective, path);
-	bool b = dflt;
+	bool b = false;
 
 	if (jv_get_kind(v) == JV_KIND_TRUE)
 		b = true;

@@ -49,12 +49,19 @@ void config_free(struct config *cfg);
 jv config_get(const struct config *cfg, const char *path);
 /* True when path exists (also when its value is null). */
 bool config_has(const struct config *cfg, const char *path);
-/* Borrowed from cfg; NULL when absent or not a string. */
+/*
+ * Typed accessors.  The defaults layer (schemas/config.defaults.json) is the
+ * only source of defaults: every number and boolean key the code reads is
+ * in it (a key missing there is a programming error, caught by
+ * tests/unit/test_config.c, which checks the sources), so callers pass no
+ * fallback.  Optional keys default to null there.
+ */
+/* Borrowed from cfg; NULL when absent, null or not a string (unset). */
 const char *config_get_str(const struct config *cfg, const char *path);
-/* The number at path, or dflt when absent or not a number. */
-double config_get_num(const struct config *cfg, const char *path, double dflt);
-/* The boolean at path, or dflt when absent or not a boolean. */
-bool config_get_bool(const struct config *cfg, const char *path, bool dflt);
+/* The number at path; 0 when null (an optional key left unset). */
+double config_get_num(const struct config *cfg, const char *path);
+/* The boolean at path; false when null. */
+bool config_get_bool(const struct config *cfg, const char *path);
 
 /* The whole effective configuration (new reference). */
 jv config_effective(const struct config *cfg);

@@ -513,3 +513,22 @@ int stream_out_status(const struct stream_out *out, int status)
 	fprintf(stderr, "%s: cannot write to standard output: %s\n", out->source, strerror(out->err));
 	return FORGE_EXIT_DEPENDENCY;
 }
+
+static const char *const state_status_names[] = {
+	[STATE_OK] = "ok", [STATE_REJECTED] = "rejected", [STATE_ESCALATED] = "escalated",
+	[STATE_TRIPPED] = "tripped", [STATE_FAILED] = "failed", [STATE_SKIPPED] = "skipped",
+	[STATE_UNKNOWN] = "unknown",
+};
+
+const char *state_status_name(enum state_status s)
+{
+	return (unsigned)s <= STATE_UNKNOWN ? state_status_names[s] : "unknown";
+}
+
+enum state_status state_status_of(const char *name)
+{
+	for (int s = STATE_OK; name && s < STATE_UNKNOWN; s++)
+		if (strcmp(name, state_status_names[s]) == 0)
+			return (enum state_status)s;
+	return STATE_UNKNOWN;
+}

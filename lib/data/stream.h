@@ -151,4 +151,23 @@ int stream_reject(struct stream_out *out, const struct stream_input *in, const c
  * when stdout failed otherwise (after a message on stderr). */
 int stream_out_status(const struct stream_out *out, int status);
 
+/*
+ * A phase's status, as the state it writes carries it ("status"): the one
+ * list of them.  Code branches on the enum; the strings are the stream's.
+ */
+enum state_status {
+	STATE_OK,         /* "ok": the phase did its work */
+	STATE_REJECTED,   /* "rejected": it said no (exit 1) */
+	STATE_ESCALATED,  /* "escalated": a human must decide (exit 4) */
+	STATE_TRIPPED,    /* "tripped": a circuit breaker stopped it (exit 3) */
+	STATE_FAILED,     /* "failed": it could not do its work (exit 5) */
+	STATE_SKIPPED,    /* "skipped": its guard did not hold (exit 1) */
+	STATE_UNKNOWN     /* any other string, or none */
+};
+
+/* "ok", "rejected", …; "unknown" for STATE_UNKNOWN.  Static. */
+const char *state_status_name(enum state_status s);
+/* The status name names; STATE_UNKNOWN for NULL or another string. */
+enum state_status state_status_of(const char *name);
+
 #endif

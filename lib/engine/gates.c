@@ -155,7 +155,7 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 	if (jv_get_kind(row) == JV_KIND_NULL)
 		return forge_error("no gate '%s'", id);
 	const char *status = json_get_str(row, "status");
-	if (strcmp(status, "pending") != 0) {
+	if (gate_status_of(status) != GATE_PENDING) {
 		int rc = forge_error("gate '%s' is already %s", id, status);
 		jv_free(row);
 		return rc;
@@ -166,7 +166,7 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 			    "WHERE id = ?1 AND status = 'pending'") < 0)
 		return -1;
 	sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, approve ? "approved" : "rejected", -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, gate_status_name(approve ? GATE_APPROVED : GATE_REJECTED), -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, by ? by : "human", -1, SQLITE_TRANSIENT);
 	if (note)
 		sqlite3_bind_text(s, 4, note, -1, SQLITE_TRANSIENT);
@@ -230,4 +230,22 @@ int gate_list(jv *out, struct store *st, const char *trace_id, bool pending_only
 	if (rc != SQLITE_DONE)
 		return forge_error("gates: %s", sqlite3_errmsg(store_db(st)));
 	return 0;
+}
+
+static const char *const gate_status_names[] = {
+	[GATE_PENDING] = "pending", [GATE_APPROVED] = "approved", [GATE_REJECTED] = "rejected",
+	[GATE_EXPIRED] = "expired", [GATE_UNKNOWN] = "unknown",
+};
+
+const char *gate_status_name(enum gate_status s)
+{
+	return (unsigned)s <= GATE_UNKNOWN ? gate_status_names[s] : "unknown";
+}
+
+enum gate_status gate_status_of(const char *name)
+{
+	for (int s = GATE_PENDING; name && s < GATE_UNKNOWN; s++)
+		if (strcmp(name, gate_status_names[s]) == 0)
+			return (enum gate_status)s;
+	return GATE_UNKNOWN;
 }

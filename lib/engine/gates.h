@@ -68,4 +68,11 @@ int gate_get(jv *out, struct store *st, const char *id);
  * when pending_only. */
 int gate_list(jv *out, struct store *st, const char *trace_id, bool pending_only);
 
+/* A gate row's status: one enum, the strings the store keeps. */
+enum gate_status { GATE_PENDING, GATE_APPROVED, GATE_REJECTED, GATE_EXPIRED, GATE_UNKNOWN };
+/* "pending", "approved", "rejected", "expired"; "unknown".  Static. */
+const char *gate_status_name(enum gate_status s);
+/* The status name names; GATE_UNKNOWN for NULL or another string. */
+enum gate_status gate_status_of(const char *name);
+
 #endif

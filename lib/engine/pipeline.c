@@ -4,6 +4,7 @@
 #include "core/forge.h"
 #include "core/jqexpr.h"
 #include "core/json.h"
+#include "data/stream.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -139,7 +140,7 @@ static int condition(bool *out, const struct config *cfg, const char *key, const
 static int decide_review(struct pipeline_decision *d, const struct config *cfg, jv state)
 {
 	bool again;
-	int max = (int)config_get_num(cfg, "bounces.review_max", 3);
+	int max = (int)config_get_num(cfg, "bounces.review_max");
 	int done = pipeline_bounces(state, "review");
 
 	if (condition(&again, cfg, "bounces.review_condition", ".review.decision == \"request_changes\"", state) < 0)
@@ -170,9 +171,9 @@ static int decide_review(struct pipeline_decision *d, const struct config *cfg, 
 static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv state)
 {
 	bool again;
-	int max = (int)config_get_num(cfg, "bounces.test_max", 2);
+	int max = (int)config_get_num(cfg, "bounces.test_max");
 	int done = pipeline_bounces(state, "test");
-	double threshold = config_get_num(cfg, "bounces.test_fix_confidence", 0.7);
+	double threshold = config_get_num(cfg, "bounces.test_fix_confidence");
 
 	if (condition(&again, cfg, "bounces.test_condition", ".tests.summary.failed > 0", state) < 0)
 		return -1;
@@ -204,16 +205,18 @@ static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv
 int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv state,
 		    const char *phase, const char *status, const char *const *phases, bool dry_run)
 {
+	enum state_status st = state_status_of(status);
+
 	memset(d, 0, sizeof *d);
 	d->bounce = jv_null();
-	if (strcmp(status, "ok") == 0) {
+	if (st == STATE_OK) {
 		d->next = dry_run && strcmp(phase, "plan") == 0 ? NULL : pipeline_next_phase(phase, phases);
 		d->action = d->next ? PL_ACT_NEXT : PL_ACT_DONE;
 		snprintf(d->reason, sizeof d->reason, "%s %s", phase,
 			 dry_run && !d->next ? "done (dry run)" : "passed");
 		return 0;
 	}
-	if (strcmp(status, "rejected") == 0) {
+	if (st == STATE_REJECTED) {
 		if (strcmp(phase, "review") == 0)
 			return decide_review(d, cfg, state);
 		if (strcmp(phase, "test") == 0)
@@ -222,18 +225,18 @@ int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv st
 		snprintf(d->reason, sizeof d->reason, "%s said no", phase);
 		return 0;
 	}
-	if (strcmp(status, "escalated") == 0) {
+	if (st == STATE_ESCALATED) {
 		d->action = PL_ACT_HUMAN;
 		snprintf(d->reason, sizeof d->reason, "%s needs a human", phase);
 		return 0;
 	}
-	if (strcmp(status, "tripped") == 0) {
+	if (st == STATE_TRIPPED) {
 		d->action = PL_ACT_TRIPPED;
 		snprintf(d->reason, sizeof d->reason, "a circuit breaker tripped in %s", phase);
 		return 0;
 	}
 	/* A guard that did not hold is a "no" (exit 1), not a failure. */
-	if (strcmp(status, "skipped") == 0) {
+	if (st == STATE_SKIPPED) {
 		d->action = PL_ACT_REJECTED;
 		snprintf(d->reason, sizeof d->reason, "the guard of %s did not hold", phase);
 		return 0;

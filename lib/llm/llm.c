@@ -137,8 +137,7 @@ static int setup_replay(struct llm_client *c, const struct llm_options *opt)
 int llm_client_new(struct llm_client **out, struct llm_options *opt)
 {
 	struct llm_client *c = xcalloc(1, sizeof(*c));
-	const char *provider = NULL, *att;
-	long a = 1;
+	const char *provider = NULL;
 
 	*out = NULL;
 	c->pricing = opt->pricing;
@@ -148,11 +147,9 @@ int llm_client_new(struct llm_client **out, struct llm_options *opt)
 	c->warn_payload = opt->warn_payload;
 	c->store = opt->store;
 	c->trace_id = llm_strdup_or_null(opt->trace_id);
-	c->phase = llm_strdup_or_null(first(opt->phase, env("FORGE_PHASE")));
+	c->phase = llm_replay_phase(opt);
 	c->record = llm_strdup_or_null(first(opt->record, env("FORGE_RECORD")));
-	if ((att = env("FORGE_ATTEMPT")) && forge_parse_long(&a, att, 1, 1000000) < 0)
-		a = 1;
-	c->attempt = opt->attempt > 0 ? opt->attempt : (int)a;
+	c->attempt = llm_replay_attempt(opt);
 	if (pick_provider(&provider, opt) < 0)
 		goto fail;
 	c->provider = xstrdup(provider);

@@ -61,8 +61,9 @@
  * with the first entry whose phase and attempt match (an absent field
  * matches anything) and whose call is k; when no entry names call k, with
  * the k-th matching entry in file order.  Phase and attempt come from
- * llm_options (defaults: $FORGE_PHASE, $FORGE_ATTEMPT), so each process of
- * a pipeline finds its own answers, also implement's on every bounce.
+ * llm_options (phase: $FORGE_PHASE when unset, "-fast" appended for the
+ * fast model; attempt: $FORGE_ATTEMPT when set), so each process of a
+ * pipeline finds its own answers, also implement's on every bounce.
  * Modes: "sequential" (default for hand-written cassettes: the request is
  * not checked) and "strict" (the entry's request must equal this request;
  * a mismatch names the first differing field, e.g.
@@ -210,7 +211,10 @@ struct llm_options {
 	const char *cassette_mode;     /* "strict" or "sequential"; NULL: the file's, else sequential */
 	const char *record;            /* append exchanges here; NULL: $FORGE_RECORD */
 	const char *phase;             /* NULL: $FORGE_PHASE */
-	int attempt;                   /* 0: $FORGE_ATTEMPT, else 1 */
+	bool fast;                     /* the phase's fast model: its calls count as
+	                                  phase "PHASE-fast" (cassettes, records, the log) */
+	int attempt;                   /* the phase's run (1, 2 on a bounce …); a set
+	                                  $FORGE_ATTEMPT wins (tests pin it); 0: 1 */
 	int max_retries;               /* < 0: 2 (the SDKs' default) */
 	long timeout_ms;               /* whole request; 0: 600000 */
 	long connect_timeout_ms;       /* 0: 10000 */

@@ -159,7 +159,7 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 
 static long seconds_ms(const struct config *cfg, const char *path)
 {
-	double s = config_get_num(cfg, path, 0);
+	double s = config_get_num(cfg, path);
 
 	return s > 0 ? (long)(s * 1000.0 + 0.5) : 0;
 }
@@ -175,8 +175,8 @@ void llm_options_for(struct llm_options *opt, const struct config *cfg, const ch
 	opt->cassette = ch.cassette;
 	opt->timeout_ms = seconds_ms(cfg, "llm.timeout_s");
 	opt->stall_ms = seconds_ms(cfg, "llm.stall_timeout_s");
-	opt->max_retries = (int)config_get_num(cfg, "llm.max_retries", -1);
-	opt->max_retry_after = config_get_num(cfg, "llm.retry_max_delay_s", 0);
+	opt->max_retries = (int)config_get_num(cfg, "llm.max_retries");
+	opt->max_retry_after = config_get_num(cfg, "llm.retry_max_delay_s");
 	jv_free(opt->pricing);
 	opt->pricing = config_get(cfg, "llm.pricing");
 }

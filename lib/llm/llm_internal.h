@@ -91,6 +91,12 @@ int llm_parse_input(jv *out, const char *text, size_t len);
 
 /* Cassettes (llm_replay.c). */
 struct llm_cassette;
+/* Who is calling, as cassettes, records and the log name it: the phase
+ * (opt->phase or $FORGE_PHASE; "NAME-fast" for the fast model; malloc'd,
+ * NULL when none) and its attempt ($FORGE_ATTEMPT when set, else
+ * opt->attempt, else 1). */
+char *llm_replay_phase(const struct llm_options *opt);
+int llm_replay_attempt(const struct llm_options *opt);
 int llm_cassette_open(struct llm_cassette **out, const char *path, const char *mode);
 void llm_cassette_free(struct llm_cassette *c);
 /* Answer call k of (phase, attempt).  On a replayed error entry returns -1

@@ -97,6 +97,29 @@ int llm_cassette_open(struct llm_cassette **out, const char *path, const char *m
 	return 0;
 }
 
+char *llm_replay_phase(const struct llm_options *opt)
+{
+	const char *name = opt->phase && *opt->phase ? opt->phase : getenv("FORGE_PHASE");
+	struct buf b = BUF_INIT;
+
+	if (!name || !*name)
+		return NULL;
+	buf_adds(&b, name);
+	if (opt->fast && opt->phase && *opt->phase)
+		buf_adds(&b, "-fast");
+	return buf_detach(&b, NULL);
+}
+
+int llm_replay_attempt(const struct llm_options *opt)
+{
+	const char *env = getenv("FORGE_ATTEMPT");
+	long a;
+
+	if (env && *env)	/* tests pin the attempt of every process */
+		return forge_parse_long(&a, env, 1, 1000000) < 0 ? 1 : (int)a;
+	return opt->attempt > 0 ? opt->attempt : 1;
+}
+
 void llm_cassette_free(struct llm_cassette *c)
 {
 	if (!c)

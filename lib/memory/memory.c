@@ -99,8 +99,8 @@ void memory_options_from_config(struct memory_options *opt, const struct config 
 	opt->embed_provider = config_get_str(cfg, "llm.embeddings.provider");
 	opt->embed_model = config_get_str(cfg, "llm.embeddings.model");
 	opt->embed_base_url = config_get_str(cfg, "llm.embeddings.base_url");
-	opt->dim = (int)config_get_num(cfg, "memory.embedding_dim", 0);
-	opt->lexical_weight = config_get_num(cfg, "memory.lexical_weight", -1);
+	opt->dim = (int)config_get_num(cfg, "memory.embedding_dim");
+	opt->lexical_weight = config_get_num(cfg, "memory.lexical_weight");
 }
 
 static char *dup_or_null(const char *s)

@@ -42,6 +42,8 @@ extern char **environ;
 
 /* ---- the table of running children, for proc_kill_running() ---- */
 
+/* Each entry is what kill() takes: -pgid for a child leading its group,
+ * the pid of a child that stays in the caller's group (keep_pgrp). */
 #define MAX_RUNNING 64
 static pid_t running[MAX_RUNNING];
 
@@ -71,8 +73,8 @@ void proc_kill_running(int sig)
 
 	for (size_t i = 0; i < MAX_RUNNING; i++) {
 		pid_t p = __atomic_load_n(&running[i], __ATOMIC_SEQ_CST);
-		if (p > 0)
-			kill(-p, sig);
+		if (p != 0)
+			kill(p, sig);
 	}
 	errno = saved;
 }
@@ -161,6 +163,44 @@ static void capture_finish(struct buf *out, struct capture *c)
 	buf_release(&c->head);
 	free(c->ring);
 	c->ring = NULL;
+}
+
+/* ---- streaming: whole lines handed to a callback as they arrive ---- */
+
+struct lines {
+	struct buf line;
+	int cut;
+	void (*cb)(void *, const char *, size_t, int);
+};
+
+/* Hand over every complete line in data; keep the partial rest. */
+static void lines_feed(struct lines *s, const char *data, size_t n, size_t max, void *payload)
+{
+	while (n > 0) {
+		const char *nl = memchr(data, '\n', n);
+		size_t take = nl ? (size_t)(nl - data) : n;
+		size_t room = s->line.len < max ? max - s->line.len : 0;
+
+		buf_add(&s->line, data, take < room ? take : room);
+		if (take > room)
+			s->cut = 1;
+		if (nl) {
+			s->cb(payload, s->line.buf, s->line.len, s->cut);
+			buf_reset(&s->line);
+			s->cut = 0;
+			take++;
+		}
+		data += take;
+		n -= take;
+	}
+}
+
+/* The last line when it has no newline. */
+static void lines_flush(struct lines *s, void *payload)
+{
+	if (s->line.len && s->cb)
+		s->cb(payload, s->line.buf, s->line.len, s->cut);
+	buf_release(&s->line);
 }
 
 /* ---- the child ---- */
@@ -297,7 +337,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	struct sigaction dfl;
 	sigset_t none;
 
-	setpgid(0, 0);
+	if (!o->keep_pgrp)
+		setpgid(0, 0);
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	for (int s = 1; s < NSIG; s++)
@@ -462,6 +503,8 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 {
 	struct child_plan plan;
 	struct capture cap_out, cap_err;
+	struct lines lines_out = { .cb = o->on_stdout }, lines_err = { .cb = o->on_stderr };
+	size_t max_line = o->max_line ? o->max_line : 16u << 20;
 	int in_pipe[2] = { -1, -1 }, out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
 	int rep_pipe[2] = { -1, -1 }, status_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 };
 	int null_fd = -1, pidfd = -1;
@@ -471,10 +514,12 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	bool pipe_was_pending = false, pipe_blocked = false, exited = false, killed_term = false;
 	size_t in_off = 0;
 	long start = now_ms(), deadline, kill_at = 0, drain_until = 0;
-	pid_t pid = -1;
+	pid_t pid = -1, target = -1; /* target: what kill() signals, the group or the child */
 	int rc = -1, st = 0;
 
 	memset(r, 0, sizeof(*r));
+	buf_init(&lines_out.line, 0);
+	buf_init(&lines_err.line, 0);
 	buf_init(&r->out, 0);
 	buf_init(&r->err, 0);
 	sigemptyset(&pipeset);
@@ -565,8 +610,10 @@ attempt:
 			forge_error("proc: fork: %s", strerror(errno));
 		goto out;
 	}
-	setpgid(pid, pid);
-	running_add(pid);
+	target = o->keep_pgrp ? pid : -pid;
+	if (!o->keep_pgrp)
+		setpgid(pid, pid);
+	running_add(target);
 	close_fd(&rep_pipe[1]);
 	close_fd(&go_pipe[0]);
 	if (go_pipe[1] >= 0) {
@@ -589,7 +636,7 @@ attempt:
 		if (rec.kind == REC_FATAL) {
 			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 				;
-			running_del(pid);
+			running_del(target);
 			pid = -1;
 			close_fd(&rep_pipe[0]);
 			close_fd(&go_pipe[0]);
@@ -651,7 +698,8 @@ attempt:
 			    si.si_pid == pid) {
 				exited = true;
 				/* Leftovers of the group die with the leader. */
-				kill(-pid, SIGKILL);
+				if (!o->keep_pgrp)
+					kill(-pid, SIGKILL);
 				drain_until = t + 2000;
 			}
 		}
@@ -659,12 +707,12 @@ attempt:
 			break;
 		if (!exited && deadline && t >= deadline && !r->timed_out) {
 			r->timed_out = true;
-			kill(-pid, SIGTERM);
+			kill(target, SIGTERM);
 			killed_term = true;
 			kill_at = t + (o->kill_grace_ms > 0 ? o->kill_grace_ms : 0);
 		}
 		if (!exited && killed_term && t >= kill_at) {
-			kill(-pid, SIGKILL);
+			kill(target, SIGKILL);
 			kill_at = t + 1000;
 		}
 		if (in_pipe[1] >= 0) {
@@ -693,7 +741,13 @@ attempt:
 			wait_ms = 50;
 		if (wait_ms < 0 && (exited || killed_term || deadline))
 			wait_ms = 0;
-		if (poll(pf, (nfds_t)nf, wait_ms) < 0) {
+		int ready = o->on_idle ? poll(pf, (nfds_t)nf, 0) : 0;
+		if (ready == 0) {
+			if (o->on_idle)
+				o->on_idle(o->payload);	/* nothing to read right now */
+			ready = poll(pf, (nfds_t)nf, wait_ms);
+		}
+		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
 			forge_error("proc: poll: %s", strerror(errno));
@@ -709,24 +763,30 @@ attempt:
 		}
 		if (idx_out >= 0 && pf[idx_out].revents) {
 			ssize_t n = read(out_pipe[0], chunk, sizeof(chunk));
-			if (n > 0)
+			if (n > 0 && lines_out.cb)
+				lines_feed(&lines_out, chunk, (size_t)n, max_line, o->payload);
+			else if (n > 0)
 				capture_add(&cap_out, chunk, (size_t)n);
 			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
 				close_fd(&out_pipe[0]);
 		}
 		if (idx_err >= 0 && pf[idx_err].revents) {
 			ssize_t n = read(err_pipe[0], chunk, sizeof(chunk));
-			if (n > 0)
+			if (n > 0 && lines_err.cb)
+				lines_feed(&lines_err, chunk, (size_t)n, max_line, o->payload);
+			else if (n > 0)
 				capture_add(&cap_err, chunk, (size_t)n);
 			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
 				close_fd(&err_pipe[0]);
 		}
 	}
 	if (!exited)
-		kill(-pid, SIGKILL);
+		kill(target, SIGKILL);
+	lines_flush(&lines_out, o->payload);
+	lines_flush(&lines_err, o->payload);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	running_del(pid);
+	running_del(target);
 	pid = -1;
 	if (status_pipe[0] >= 0) {
 		/* PID 1 of a namespace passes on how the command ended. */
@@ -754,11 +814,13 @@ out:
 		pthread_sigmask(SIG_SETMASK, &pipe_saved, NULL);
 	}
 	if (pid > 0) {
-		kill(-pid, SIGKILL);
+		kill(target, SIGKILL);
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
-		running_del(pid);
+		running_del(target);
 	}
+	buf_release(&lines_out.line);
+	buf_release(&lines_err.line);
 	close_fd(&in_pipe[0]);
 	close_fd(&in_pipe[1]);
 	close_fd(&out_pipe[0]);

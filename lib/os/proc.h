@@ -1,7 +1,7 @@
 /*
- * proc.h - run a child process to completion with a time limit, resource
- * limits, capped output capture and optional kernel confinement (in the
- * spirit of git's run-command.h).
+ * proc.h - the one process engine: run a child process to completion with a
+ * time limit, resource limits, capped output capture or line streaming, and
+ * optional kernel confinement (in the spirit of git's run-command.h).
  *
  * THE CONTRACT
  *
@@ -30,12 +30,24 @@
  * - stdin is /dev/null unless `input` is set, in which case input[0..input_len)
  *   is written to the child's stdin (without blocking: the output is read
  *   at the same time) and stdin is then closed.
- * - stdout and stderr are read through O_CLOEXEC pipes in a poll() loop.
+ * - stdout and stderr are read through O_CLOEXEC pipes in a poll() loop, so
+ *   no amount of input or output can deadlock the two processes.
  *   With merge_stderr both go to one pipe (order preserved, r.err empty).
  *   Each stream keeps at most out_cap bytes: the first half and the last
  *   half, joined by a line "[… N bytes omitted …]"; r.out_bytes/err_bytes
  *   count everything the child wrote.  out_cap 0 keeps everything.
- * - The child leads its own process group (setpgid).  On timeout the whole
+ * - Streaming (the supervisor running a phase): with on_stdout (on_stderr)
+ *   set, that stream is not captured; every complete line is handed to the
+ *   callback as soon as it arrives (without its newline, NUL-terminated,
+ *   `cut` when it was longer than max_line, which defaults to 16 MiB; the
+ *   line is borrowed for the call), and a last line without a newline is
+ *   handed over at the end.  on_idle, when set, is called whenever neither
+ *   output has data ready (a moment to commit).  Callbacks run in the
+ *   calling thread, never in the child.
+ * - The child leads its own process group (setpgid), unless keep_pgrp: then
+ *   it stays in the caller's group (Ctrl-C on a terminal reaches both), and
+ *   only the child itself is signalled on timeout and by proc_kill_running()
+ *   (what it started is not tracked).  Otherwise, on timeout the whole
  *   group gets SIGTERM, then SIGKILL after kill_grace_ms; when the child
  *   exits normally, whatever it left running in its group (background jobs)
  *   is killed too, so nothing outlives proc_run().  Processes that leave
@@ -124,6 +136,13 @@ struct proc_opts {
 	bool landlock_reads;          /* the ruleset confines reads: allow the fresh /proc */
 	bool ns_no_fallback;          /* namespaces fail (not required): -1 and r.ns_failed,
 					 nothing run, instead of running without them */
+	bool keep_pgrp;               /* stay in the caller's process group */
+	/* Streaming: a complete line of stdout / stderr (NULL = capture). */
+	void (*on_stdout)(void *payload, const char *line, size_t len, int cut);
+	void (*on_stderr)(void *payload, const char *line, size_t len, int cut);
+	void (*on_idle)(void *payload); /* neither output has data ready */
+	void *payload;
+	size_t max_line;              /* longer lines are cut (and flagged); 0 = 16 MiB */
 };
 
 #define PROC_OPTS_INIT { .landlock_fd = -1, .kill_grace_ms = 2000 }
@@ -146,8 +165,8 @@ int proc_run(struct proc_result *out, const struct proc_opts *opts);
 void proc_result_release(struct proc_result *r);
 
 /*
- * Send sig to the process groups of every child proc_run() is running
- * right now (from any thread).  Async-signal-safe: meant for a SIGINT/SIGTERM
+ * Send sig to every child proc_run() is running right now (from any
+ * thread): to its process group, or to the child alone with keep_pgrp.  Async-signal-safe: meant for a SIGINT/SIGTERM
  * handler, so an interrupted program leaves no commands behind.
  */
 void proc_kill_running(int sig);

@@ -1387,3 +1387,27 @@ int store_lease_release(struct store *st, const char *trace_id, const char *hold
 	sqlite3_finalize(s);
 	return rc;
 }
+
+static const char *const run_status_names[] = {
+	[RUN_PENDING] = "pending", [RUN_RUNNING] = "running", [RUN_PAUSED] = "paused",
+	[RUN_COMPLETED] = "completed", [RUN_FAILED] = "failed", [RUN_CANCELLED] = "cancelled",
+	[RUN_UNKNOWN] = "unknown",
+};
+
+const char *run_status_name(enum run_status s)
+{
+	return (unsigned)s <= RUN_UNKNOWN ? run_status_names[s] : "unknown";
+}
+
+enum run_status run_status_of(const char *name)
+{
+	for (int s = RUN_PENDING; name && s < RUN_UNKNOWN; s++)
+		if (strcmp(name, run_status_names[s]) == 0)
+			return (enum run_status)s;
+	return RUN_UNKNOWN;
+}
+
+bool run_status_terminal(enum run_status s)
+{
+	return s == RUN_COMPLETED || s == RUN_FAILED || s == RUN_CANCELLED;
+}

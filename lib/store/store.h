@@ -178,4 +178,16 @@ int store_lease_release(struct store *st, const char *trace_id, const char *hold
 int store_lease_get(jv *out, struct store *st, const char *trace_id);
 bool store_lease_alive(jv lease);
 
+/* A run's status (runs.status): one enum, the strings the store keeps. */
+enum run_status {
+	RUN_PENDING, RUN_RUNNING, RUN_PAUSED, RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED,
+	RUN_UNKNOWN       /* any other string, or none */
+};
+/* "pending", "running", …; "unknown" for RUN_UNKNOWN.  Static. */
+const char *run_status_name(enum run_status s);
+/* The status name names; RUN_UNKNOWN for NULL or another string. */
+enum run_status run_status_of(const char *name);
+/* completed, failed and cancelled: the run is over. */
+bool run_status_terminal(enum run_status s);
+
 #endif

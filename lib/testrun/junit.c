@@ -8,283 +8,365 @@
 #include "testrun/testrun_internal.h"
 
 #include <errno.h>
+#include <expat.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the scanner ------------------------------------------------------------ */
+/* ---- the scanner: expat, behind a lenient pre-pass ------------------------ */
 
-static bool name_char(char c)
+/*
+ * Bytes expat would refuse or rewrite travel through it as code points of
+ * plane 16's private use area, U+10FF00 + the byte, and are turned back
+ * into the byte in everything handed to the callbacks: control characters,
+ * NUL, a raw CR (expat would make it LF), tab and newline inside an
+ * attribute value (expat would make them spaces), bytes that are not UTF-8,
+ * and the character references expat refuses (&#1;).
+ */
+#define PUA_LEAD0 '\xf4'
+#define PUA_LEAD1 '\x8f'
+
+static void put_pua(struct buf *b, unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-	       c == '-' || c == '.' || c == ':' || (unsigned char)c >= 0x80;
+	char u[4] = { PUA_LEAD0, PUA_LEAD1, (char)(0xBC + (c >> 6)), (char)(0x80 + (c & 0x3F)) };
+
+	buf_add(b, u, sizeof u);
 }
 
-static bool space(char c)
+/* Append s[0..len) to b with the bytes put_pua() carried turned back. */
+static void unmap(struct buf *b, const char *s, size_t len)
 {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static void add_utf8(struct buf *b, unsigned long cp)
-{
-	char u[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xC0 | (cp >> 6));
-		u[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xE0 | (cp >> 12));
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		u[0] = (char)(0xF0 | (cp >> 18));
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	buf_add(b, u, n);
-}
-
-/* Decode s[0..len) (entities, character references) into b. */
-static void decode(struct buf *b, const char *s, size_t len)
-{
-	static const struct {
-		const char *name;
-		char c;
-	} ents[] = { { "lt;", '<' }, { "gt;", '>' }, { "amp;", '&' }, { "quot;", '"' }, { "apos;", '\'' } };
-
 	for (size_t i = 0; i < len; i++) {
-		if (s[i] != '&') {
+		const unsigned char *u = (const unsigned char *)s + i;
+		if (s[i] == PUA_LEAD0 && i + 3 < len && s[i + 1] == PUA_LEAD1 && u[2] >= 0xBC && u[2] <= 0xBF &&
+		    u[3] >= 0x80 && u[3] <= 0xBF) {
+			buf_addch(b, (char)(((u[2] - 0xBC) << 6) | (u[3] - 0x80)));
+			i += 3;
+		} else {
 			buf_addch(b, s[i]);
+		}
+	}
+}
+
+static bool xml_char(unsigned long cp)
+{
+	return cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
+	       (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
+}
+
+/* At p (after '&'): the length of a predefined entity or a character
+ * reference up to its ';', 0 when it is neither (kept as written); *cp is
+ * the character of a reference (0 for an entity). */
+static size_t reference(const char *p, size_t left, unsigned long *cp)
+{
+	static const char *const ents[] = { "lt;", "gt;", "amp;", "quot;", "apos;" };
+
+	*cp = 0;
+	for (size_t k = 0; k < sizeof ents / sizeof ents[0]; k++)
+		if (tr_prefix(p, left, ents[k]))
+			return strlen(ents[k]);
+	if (left < 3 || p[0] != '#')
+		return 0;
+	bool hex = p[1] == 'x';
+	size_t j = hex ? 2 : 1, digits = 0;
+	for (; j < left && digits < 8; j++, digits++) {
+		char c = p[j];
+		int v = c >= '0' && c <= '9' ? c - '0'
+		      : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
+		      : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (v < 0)
+			break;
+		*cp = *cp * (hex ? 16 : 10) + (unsigned long)v;
+	}
+	if (!digits || j >= left || p[j] != ';' || *cp == 0 || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+		return 0;
+	return j + 1;
+}
+
+/* The length of a UTF-8 sequence expat accepts at p, 0 when there is none. */
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+	size_t n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+
+	if (!n || n > left || !json_utf8_valid((const char *)p, n))
+		return 0;
+	if (n == 3 && p[0] == 0xEF && p[1] == 0xBF && p[2] >= 0xBE)
+		return 0;	/* U+FFFE, U+FFFF */
+	return n;
+}
+
+/*
+ * Prepare xml for expat the way the old hand-written scanner read it: a
+ * DOCTYPE is dropped (no entity is ever defined, nothing is fetched), an
+ * '&' that starts no predefined entity or valid character reference is
+ * kept as written (&amp;), and the bytes listed above are carried through.
+ */
+static void prepare(struct buf *b, const char *xml, size_t len)
+{
+	enum { TEXT, TAG, VALUE } st = TEXT;
+	char quote = 0;
+
+	for (size_t i = 0; i < len;) {
+		const char *p = xml + i;
+		size_t left = len - i, n;
+		const char *e;
+		unsigned long cp;
+		unsigned char c = (unsigned char)*p;
+
+		if (st == TEXT && c == '<') {
+			bool cdata = tr_prefix(p, left, "<![CDATA[");
+			if (tr_prefix(p, left, "<!--") || cdata || tr_prefix(p, left, "<?")) {
+				const char *end = cdata ? "]]>" : p[1] == '?' ? "?>" : "-->";
+				size_t skip = cdata ? 9 : p[1] == '?' ? 2 : 4;
+				e = tr_find(p + skip, left - skip, end);
+				n = e ? (size_t)(e - p) + strlen(end) : left;
+				{
+					buf_add(b, p, skip);
+					for (size_t k = skip; k < n - (e ? strlen(end) : 0);) {
+						size_t u = utf8_len((const unsigned char *)p + k, n - k);
+						unsigned char ch = (unsigned char)p[k];
+						if (ch >= 0x80 && !u) {
+							put_pua(b, ch);
+							k++;
+						} else if (ch < 0x80 && ch < 0x20 && ch != '\t' && ch != '\n') {
+							put_pua(b, ch);
+							k++;
+						} else {
+							u = u ? u : 1;
+							buf_add(b, p + k, u);
+							k += u;
+						}
+					}
+					if (e)
+						buf_adds(b, end);
+				}
+				i += n;
+				continue;
+			}
+			if (tr_prefix(p, left, "<!")) {
+				/* <!DOCTYPE …> with an internal subset in [ ]: dropped */
+				size_t j = 2;
+				int bracket = 0;
+				while (j < left && !(p[j] == '>' && bracket == 0)) {
+					if (p[j] == '[')
+						bracket++;
+					else if (p[j] == ']' && bracket > 0)
+						bracket--;
+					j++;
+				}
+				if (j >= left) {
+					buf_add(b, p, left);	/* unterminated: expat says so */
+					break;
+				}
+				i += j + 1;
+				continue;
+			}
+			st = TAG;
+			buf_addch(b, '<');
+			i++;
 			continue;
 		}
-		const char *p = s + i + 1;
-		size_t left = len - i - 1;
-		bool done = false;
-		for (size_t k = 0; k < sizeof ents / sizeof ents[0] && !done; k++) {
-			size_t n = strlen(ents[k].name);
-			if (left >= n && memcmp(p, ents[k].name, n) == 0) {
-				buf_addch(b, ents[k].c);
+		if (st == TAG && (c == '"' || c == '\'')) {
+			st = VALUE;
+			quote = (char)c;
+		} else if (st == VALUE && c == (unsigned char)quote) {
+			st = TAG;
+		} else if (st == TAG && c == '>') {
+			st = TEXT;
+		}
+		if (c == '&' && st != TAG) {
+			n = reference(p + 1, left - 1, &cp);
+			if (n && (!cp || xml_char(cp))) {
+				buf_add(b, p, n + 1);
+			} else if (n) {
+				/* a character expat refuses (&#1;, &#xFFFE;): its UTF-8 bytes */
+				char u[4];
+				size_t k = 0;
+				if (cp < 0x80) {
+					u[k++] = (char)cp;
+				} else if (cp < 0x800) {
+					u[k++] = (char)(0xC0 | (cp >> 6));
+					u[k++] = (char)(0x80 | (cp & 0x3F));
+				} else {
+					u[k++] = (char)(0xE0 | (cp >> 12));
+					u[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+					u[k++] = (char)(0x80 | (cp & 0x3F));
+				}
+				for (size_t m = 0; m < k; m++)
+					put_pua(b, (unsigned char)u[m]);
+			} else {
+				buf_adds(b, "&amp;");
+				n = 0;
+			}
+			i += n + 1;
+			continue;
+		}
+		if (c >= 0x80) {
+			n = utf8_len((const unsigned char *)p, left);
+			if (n) {
+				buf_add(b, p, n);
 				i += n;
-				done = true;
+			} else {
+				put_pua(b, c);
+				i++;
 			}
+			continue;
 		}
-		if (!done && left >= 3 && p[0] == '#') {
-			bool hex = p[1] == 'x' || p[1] == 'X';
-			size_t j = hex ? 2 : 1;
-			unsigned long cp = 0;
-			size_t digits = 0;
-			for (; j < left && digits < 8; j++, digits++) {
-				char c = p[j];
-				int v = c >= '0' && c <= '9' ? c - '0'
-				      : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
-				      : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-				if (v < 0)
-					break;
-				cp = cp * (hex ? 16 : 10) + (unsigned long)v;
-			}
-			if (digits && j < left && p[j] == ';' && cp > 0 && cp <= 0x10FFFF &&
-			    !(cp >= 0xD800 && cp <= 0xDFFF)) {
-				add_utf8(b, cp);
-				i += j + 1;
-				done = true;
-			}
-		}
-		if (!done)
-			buf_addch(b, '&');
+		if ((c < 0x20 && c != '\t' && c != '\n') || c == '\r' || (st == VALUE && (c == '\t' || c == '\n')))
+			put_pua(b, c);
+		else
+			buf_addch(b, (char)c);
+		i++;
 	}
 }
 
-struct open_el {
-	const char *name;
-	size_t len;
+struct scan {
+	XML_Parser p;
+	const struct junit_xml_handler *h;
+	void *payload;
+	int rc;
+	size_t depth;
+	struct buf text;          /* character data not yet delivered */
+	struct buf tmp;
+	struct buf *vals;         /* JUNIT_MAX_ATTRS attribute values */
+	struct junit_xml_attr attrs[JUNIT_MAX_ATTRS];
 };
 
-/* Parse a start tag at p (after '<'); returns its length, or 0 when malformed. */
-static size_t start_tag(const char *p, size_t left, struct junit_xml_attr *attrs, struct buf *vals,
-			size_t *nattrs, bool *empty)
+static void stop(struct scan *s, int rc)
 {
-	size_t j = 1;
-
-	while (j < left && name_char(p[j]))
-		j++;
-	if (j == 1)
-		return 0;
-	*nattrs = 0;
-	*empty = false;
-	while (j < left) {
-		while (j < left && space(p[j]))
-			j++;
-		if (j < left && p[j] == '>')
-			return j + 1;
-		if (j + 1 < left && p[j] == '/' && p[j + 1] == '>') {
-			*empty = true;
-			return j + 2;
-		}
-		size_t an = j;
-		while (j < left && name_char(p[j]))
-			j++;
-		if (j == an)
-			return 0;
-		size_t alen = j - an;
-		while (j < left && space(p[j]))
-			j++;
-		if (j >= left || p[j] != '=')
-			return 0;
-		j++;
-		while (j < left && space(p[j]))
-			j++;
-		if (j >= left || (p[j] != '"' && p[j] != '\''))
-			return 0;
-		char q = p[j++];
-		const char *v = p + j;
-		const char *e = memchr(v, q, left - j);
-		if (!e)
-			return 0;
-		j = (size_t)(e - p) + 1;
-		if (*nattrs < JUNIT_MAX_ATTRS) {
-			struct buf *b = &vals[*nattrs];
-			buf_reset(b);
-			decode(b, v, (size_t)(e - v));
-			attrs[*nattrs] = (struct junit_xml_attr){ p + an, alen, b->buf, b->len };
-			(*nattrs)++;
-		}
-	}
-	return 0;
+	if (s->rc == 0)
+		s->rc = rc;
+	XML_StopParser(s->p, XML_FALSE);
 }
 
-/* Skip a comment, CDATA, PI or declaration at p; returns its length (0:
- * unterminated); cdata and cdata_len are set for CDATA. */
-static size_t markup(const char *p, size_t left, const char **cdata, size_t *cdata_len)
+static void flush_text(struct scan *s)
 {
-	const char *e;
+	if (s->text.len && s->depth > 0 && s->h->text && s->rc == 0) {
+		buf_reset(&s->tmp);
+		unmap(&s->tmp, s->text.buf, s->text.len);
+		int rc = s->h->text(s->payload, s->tmp.buf, s->tmp.len);
+		if (rc)
+			stop(s, rc);
+	}
+	buf_reset(&s->text);
+}
 
-	*cdata = NULL;
-	if (tr_prefix(p, left, "<!--"))
-		return (e = tr_find(p + 4, left - 4, "-->")) ? (size_t)(e + 3 - p) : 0;
-	if (tr_prefix(p, left, "<![CDATA[")) {
-		if (!(e = tr_find(p + 9, left - 9, "]]>")))
-			return 0;
-		*cdata = p + 9;
-		*cdata_len = (size_t)(e - (p + 9));
-		return (size_t)(e + 3 - p);
+static void XMLCALL xml_on_start(void *data, const XML_Char *name, const XML_Char **atts)
+{
+	struct scan *s = data;
+	size_t n = 0;
+
+	flush_text(s);
+	if (s->rc)
+		return;
+	if (s->depth >= JUNIT_MAX_DEPTH) {
+		stop(s, forge_error("elements nested deeper than %d", JUNIT_MAX_DEPTH));
+		return;
 	}
-	if (tr_prefix(p, left, "<?"))
-		return (e = tr_find(p + 2, left - 2, "?>")) ? (size_t)(e + 2 - p) : 0;
-	/* <!DOCTYPE …> and friends, with an internal subset in [ ] */
-	size_t j = 2;
-	int bracket = 0;
-	while (j < left && !(p[j] == '>' && bracket == 0)) {
-		if (p[j] == '[')
-			bracket++;
-		else if (p[j] == ']' && bracket > 0)
-			bracket--;
-		j++;
+	s->depth++;
+	for (; atts[0] && n < JUNIT_MAX_ATTRS; atts += 2, n++) {
+		struct buf *v = &s->vals[n];
+		buf_reset(v);
+		unmap(v, atts[1], strlen(atts[1]));
+		s->attrs[n] = (struct junit_xml_attr){ atts[0], strlen(atts[0]), v->buf, v->len };
 	}
-	return j < left ? j + 1 : 0;
+	if (s->h->start) {
+		int rc = s->h->start(s->payload, name, strlen(name), s->attrs, n);
+		if (rc)
+			stop(s, rc);
+	}
+}
+
+static void XMLCALL xml_on_end(void *data, const XML_Char *name)
+{
+	struct scan *s = data;
+
+	flush_text(s);
+	if (s->rc)
+		return;
+	s->depth--;
+	if (s->h->end) {
+		int rc = s->h->end(s->payload, name, strlen(name));
+		if (rc)
+			stop(s, rc);
+	}
+}
+
+static void XMLCALL xml_on_text(void *data, const XML_Char *text, int len)
+{
+	struct scan *s = data;
+
+	if (s->rc == 0 && len > 0)
+		buf_add(&s->text, text, (size_t)len);
+}
+
+/* Anything declared in a DTD is refused (the pre-pass drops DOCTYPEs). */
+static void XMLCALL xml_on_entity(void *data, const XML_Char *name, int pe, const XML_Char *value, int vlen,
+			      const XML_Char *base, const XML_Char *sys, const XML_Char *pub,
+			      const XML_Char *notation)
+{
+	(void)name, (void)pe, (void)value, (void)vlen, (void)base, (void)sys, (void)pub, (void)notation;
+	stop(data, forge_error("entity declarations are not read"));
 }
 
 int junit_xml_scan(const char *xml, size_t len, const struct junit_xml_handler *h, void *payload)
 {
-	struct open_el *stack = xcalloc(JUNIT_MAX_DEPTH, sizeof *stack);
-	struct junit_xml_attr attrs[JUNIT_MAX_ATTRS];
-	struct buf *vals = xcalloc(JUNIT_MAX_ATTRS, sizeof *vals);
-	struct buf text = BUF_INIT;
-	size_t depth = 0, i = 0;
-	int rc = 0;
+	struct scan s = { .h = h, .payload = payload };
+	struct buf doc = BUF_INIT;
+	const char *lt;
+	size_t off;
 
+	if (len > JUNIT_MAX_BYTES)
+		return forge_error("XML document of %zu bytes: more than %u MiB", len, JUNIT_MAX_BYTES >> 20);
+	prepare(&doc, xml, len);
+	s.vals = xcalloc(JUNIT_MAX_ATTRS, sizeof *s.vals);
 	for (size_t k = 0; k < JUNIT_MAX_ATTRS; k++)
-		buf_init(&vals[k], 0);
-	while (i < len && rc == 0) {
-		if (xml[i] != '<') {
-			const char *lt = memchr(xml + i, '<', len - i);
-			size_t n = lt ? (size_t)(lt - (xml + i)) : len - i;
-			if (depth > 0 && h->text) {
-				buf_reset(&text);
-				decode(&text, xml + i, n);
-				rc = h->text(payload, text.buf, text.len);
-			}
-			i += n;
-			continue;
-		}
-		const char *p = xml + i;
-		size_t left = len - i;
-		if (tr_prefix(p, left, "<!") || tr_prefix(p, left, "<?")) {
-			const char *cdata;
-			size_t cdata_len = 0;
-			size_t n = markup(p, left, &cdata, &cdata_len);
-			if (n == 0) {
-				rc = forge_error("unterminated markup at byte %zu", i);
-				break;
-			}
-			if (cdata && depth > 0 && h->text)
-				rc = h->text(payload, cdata, cdata_len);
-			i += n;
-			continue;
-		}
-		if (tr_prefix(p, left, "</")) {
-			size_t j = 2;
-			while (j < left && name_char(p[j]))
-				j++;
-			const char *name = p + 2;
-			size_t nlen = j - 2;
-			while (j < left && space(p[j]))
-				j++;
-			if (j >= left || p[j] != '>') {
-				rc = forge_error("malformed end tag at byte %zu", i);
-				break;
-			}
-			if (depth == 0 || stack[depth - 1].len != nlen || memcmp(stack[depth - 1].name, name, nlen) != 0) {
-				rc = forge_error("mismatched end tag '</%.*s>' at byte %zu", (int)(nlen > 64 ? 64 : nlen),
-						 name, i);
-				break;
-			}
-			depth--;
-			if (h->end)
-				rc = h->end(payload, name, nlen);
-			i += j + 1;
-			continue;
-		}
-		size_t nattrs = 0;
-		bool empty = false;
-		size_t n = start_tag(p, left, attrs, vals, &nattrs, &empty);
-		if (n == 0) {
-			rc = forge_error("malformed tag at byte %zu", i);
+		buf_init(&s.vals[k], 0);
+	buf_init(&s.text, 0);
+	buf_init(&s.tmp, 0);
+	/*
+	 * Text outside the elements is ignored, and documents may follow one
+	 * another (reports concatenated): each runs from a '<' to the end of
+	 * its root element, then the next starts at the next '<'.
+	 */
+	off = 0;
+	while (s.rc == 0 && off < doc.len && (lt = memchr(doc.buf + off, '<', doc.len - off))) {
+		enum XML_Error e;
+		off = (size_t)(lt - doc.buf);
+		if (!(s.p = XML_ParserCreate("UTF-8"))) {
+			s.rc = forge_error("cannot make an XML parser: out of memory");
 			break;
 		}
-		const char *name = p + 1;
-		size_t nlen = 0;
-		while (nlen < left - 1 && name_char(name[nlen]))
-			nlen++;
-		if (!empty && depth >= JUNIT_MAX_DEPTH) {
-			rc = forge_error("elements nested deeper than %d", JUNIT_MAX_DEPTH);
+		XML_SetUserData(s.p, &s);
+		XML_SetElementHandler(s.p, xml_on_start, xml_on_end);
+		XML_SetCharacterDataHandler(s.p, xml_on_text);
+		XML_SetEntityDeclHandler(s.p, xml_on_entity);
+		XML_SetParamEntityParsing(s.p, XML_PARAM_ENTITY_PARSING_NEVER);
+		if (XML_Parse(s.p, lt, (int)(doc.len - off), XML_TRUE) == XML_STATUS_OK) {
+			XML_ParserFree(s.p);
 			break;
 		}
-		if (h->start)
-			rc = h->start(payload, name, nlen, attrs, nattrs);
-		if (rc == 0 && empty && h->end)
-			rc = h->end(payload, name, nlen);
-		if (!empty)
-			stack[depth++] = (struct open_el){ name, nlen };
-		i += n;
+		e = XML_GetErrorCode(s.p);
+		if (s.rc == 0 && e == XML_ERROR_JUNK_AFTER_DOC_ELEMENT && XML_GetCurrentByteIndex(s.p) > 0) {
+			off += (size_t)XML_GetCurrentByteIndex(s.p);
+			XML_ParserFree(s.p);
+			continue;
+		}
+		flush_text(&s);	/* what came before the error is delivered */
+		if (s.rc == 0)
+			s.rc = forge_error("XML: %s at line %lu, column %lu", XML_ErrorString(e),
+					   (unsigned long)XML_GetCurrentLineNumber(s.p),
+					   (unsigned long)XML_GetCurrentColumnNumber(s.p) + 1);
+		XML_ParserFree(s.p);
 	}
-	if (rc == 0 && depth > 0)
-		rc = forge_error("the document ends inside '<%.*s>'",
-				 (int)(stack[depth - 1].len > 64 ? 64 : stack[depth - 1].len), stack[depth - 1].name);
 	for (size_t k = 0; k < JUNIT_MAX_ATTRS; k++)
-		buf_release(&vals[k]);
-	free(vals);
-	buf_release(&text);
-	free(stack);
-	return rc;
+		buf_release(&s.vals[k]);
+	free(s.vals);
+	buf_release(&s.text);
+	buf_release(&s.tmp);
+	buf_release(&doc);
+	return s.rc;
 }
 
 /* ---- the JUnit reader ------------------------------------------------------- */

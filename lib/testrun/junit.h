@@ -3,14 +3,19 @@
  * reports use, the reader of JUnit reports into a struct testrun, and the
  * writer of forge-test's --junit report.
  *
- * The scanner (no libxml2): elements with attributes (single or double
- * quotes), text, CDATA sections, comments, processing instructions and a
- * DOCTYPE (skipped; no entity is ever defined or expanded from it), the
- * five predefined entities and character references (&#N; &#xH;; an
- * unknown or invalid one is kept as written).  Bounds: JUNIT_MAX_DEPTH
- * open elements, JUNIT_MAX_ATTRS attributes per element.  Malformed input
- * (an unterminated tag, a mismatched end tag, EOF inside an element) stops
- * the scan with -1 and a message after everything before it was delivered.
+ * The scanner is expat (a well-kept, fuzzed parser) behind a lenient
+ * pre-pass that keeps what test tools write readable: a DOCTYPE is dropped
+ * (no entity is ever defined or expanded, nothing external is fetched); the
+ * five predefined entities and character references (&#N; &#xH;) are
+ * decoded, an unknown or invalid one is kept as written; bytes that are not
+ * UTF-8 or not XML characters (control characters, NUL) come through
+ * as they were, as do a raw CR and tabs and newlines in attribute values;
+ * text outside elements is ignored and documents may follow one another.
+ * Bounds: JUNIT_MAX_BYTES of input (more is refused), JUNIT_MAX_DEPTH open
+ * elements, JUNIT_MAX_ATTRS attributes per element (more are dropped).
+ * Malformed input (an unterminated tag, a mismatched end tag, EOF inside an
+ * element) stops the scan with -1 and a message after everything before it
+ * was delivered.
  *
  * Reports understood: <testsuites>/<testsuite> (nested or not, also a bare
  * <testsuite> root), <testcase name classname file line time status>,
@@ -32,6 +37,7 @@ struct testrun;
 
 #define JUNIT_MAX_DEPTH 256
 #define JUNIT_MAX_ATTRS 64
+#define JUNIT_MAX_BYTES (64u << 20)
 
 struct junit_xml_attr {
 	const char *name;       /* borrowed from the input, not terminated */

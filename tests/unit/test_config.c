@@ -105,18 +105,18 @@ static void test_defaults(void)
 	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
 	CHECK_STR(config_get_str(cfg, "llm.provider"), "anthropic");
 	CHECK_STR(config_get_str(cfg, "llm.model"), "claude-sonnet-4-5");
-	CHECK_INT(config_get_num(cfg, "safety.automation_level", -1), 1);
-	CHECK_INT(config_get_num(cfg, "bounces.review_max", -1), 3);
-	CHECK_INT(config_get_num(cfg, "bounces.test_max", -1), 2);
-	CHECK(config_get_num(cfg, "bounces.test_fix_confidence", -1) == 0.7);
-	CHECK_INT(config_get_num(cfg, "safety.time_s.total", -1), 7200);
+	CHECK_INT(config_get_num(cfg, "safety.automation_level"), 1);
+	CHECK_INT(config_get_num(cfg, "bounces.review_max"), 3);
+	CHECK_INT(config_get_num(cfg, "bounces.test_max"), 2);
+	CHECK(config_get_num(cfg, "bounces.test_fix_confidence") == 0.7);
+	CHECK_INT(config_get_num(cfg, "safety.time_s.total"), 7200);
 	CHECK_STR(config_get_str(cfg, "gates.0.id"), "architecture_approval");
 	CHECK_STR(config_get_str(cfg, "gates.3.phase"), "*");
 	CHECK(config_has(cfg, "llm.base_url"));      /* present, null */
 	CHECK(!config_has(cfg, "llm.api_key"));
 	CHECK(!config_has(cfg, "gates.9"));
 	CHECK(config_get_str(cfg, "llm.base_url") == NULL);
-	CHECK(config_get_bool(cfg, "llm.nothing", true));
+	CHECK(!config_get_bool(cfg, "llm.nothing"));	/* absent: no fallback, false */
 	/* Notes are dropped on load. */
 	CHECK(!config_has(cfg, "$comment"));
 	CHECK(!config_has(cfg, "llm.$comment"));
@@ -136,7 +136,7 @@ static void test_merge_is_recursive_arrays_replace(void)
 	CHECK_STR(config_get_str(cfg, "llm.model"), "m-user");
 	/* Siblings of an overridden key stay. */
 	CHECK_STR(config_get_str(cfg, "llm.fast_model"), "claude-haiku-4-5");
-	CHECK_INT(config_get_num(cfg, "llm.max_tokens", 0), 8192);
+	CHECK_INT(config_get_num(cfg, "llm.max_tokens"), 8192);
 	/* An array is replaced whole, not merged element by element. */
 	jv medium = config_get(cfg, "deploy.canary.medium");
 	jv want = jv_parse("[50,100]");
@@ -144,7 +144,7 @@ static void test_merge_is_recursive_arrays_replace(void)
 	jv_free(medium);
 	jv_free(want);
 	CHECK(same);
-	CHECK_INT(config_get_num(cfg, "deploy.canary.high.4", 0), 100);
+	CHECK_INT(config_get_num(cfg, "deploy.canary.high.4"), 100);
 	/* Notes are allowed in a file and dropped like the defaults' own. */
 	CHECK(!config_has(cfg, "$schema"));
 	CHECK(!config_has(cfg, "llm.$comment"));
@@ -168,7 +168,7 @@ static void test_each_layer_overrides(void)
 	setenv("FORGE_CASSETTE", "env", 1);
 	CHECK(config_flag_set(&flags, "llm.model", jv_string("flags")) == 0);
 	CHECK_MSG(load(&cfg, "repo", "extra.json", flags) == 0, "%s", forge_last_error());
-	CHECK_INT(config_get_num(cfg, "llm.max_tokens", 0), 100);             /* user */
+	CHECK_INT(config_get_num(cfg, "llm.max_tokens"), 100);             /* user */
 	CHECK_STR(config_get_str(cfg, "llm.base_url"), "http://project/v1");  /* project */
 	CHECK_STR(config_get_str(cfg, "llm.fast_model"), "file");             /* --config */
 	CHECK_STR(config_get_str(cfg, "llm.cassette"), "env");                /* env */
@@ -192,7 +192,7 @@ static void test_missing_files(void)
 	put("home/.config/forge/config.json", "{\"budget\":{\"usd\":7}}");
 	setenv("XDG_CONFIG_HOME", "relative/dir", 1);
 	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
-	CHECK_INT(config_get_num(cfg, "budget.usd", 0), 7);
+	CHECK_INT(config_get_num(cfg, "budget.usd"), 7);
 	config_free(cfg);
 }
 
@@ -205,9 +205,9 @@ static void test_env_numbers(void)
 	setenv("FORGE_BUDGET_USD", "12.5", 1);
 	setenv("FORGE_MAX_LINE_BYTES", "", 1);          /* empty = unset */
 	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
-	CHECK_INT(config_get_num(cfg, "safety.automation_level", 0), 3);
-	CHECK(config_get_num(cfg, "budget.usd", 0) == 12.5);
-	CHECK_INT(config_get_num(cfg, "stream.max_line_bytes", 0), 16777216);
+	CHECK_INT(config_get_num(cfg, "safety.automation_level"), 3);
+	CHECK(config_get_num(cfg, "budget.usd") == 12.5);
+	CHECK_INT(config_get_num(cfg, "stream.max_line_bytes"), 16777216);
 	config_free(cfg);
 	cfg = NULL;
 
@@ -414,6 +414,69 @@ static void test_files(void)
 	CHECK(ok);
 }
 
+/* ---- every key the code reads has a default ---- */
+
+static struct config *scan_cfg;
+static int scan_keys, scan_missing;
+
+/* Check the literal key of every config_get_num/config_get_bool call in a
+ * source file against the defaults layer. */
+static int scan_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	static const char *const calls[] = { "config_get_num(", "config_get_bool(" };
+	size_t n = strlen(p);
+	char *text;
+	FILE *f;
+
+	(void)ftw;
+	if (flag != FTW_F || n < 2 || strcmp(p + n - 2, ".c") != 0 || strstr(p, "tests/") ||
+	    !(f = fopen(p, "rb")))
+		return 0;
+	text = xcalloc(1, (size_t)st->st_size + 1);
+	n = fread(text, 1, (size_t)st->st_size, f);
+	fclose(f);
+	for (size_t k = 0; k < 2; k++) {
+		for (const char *c = text; (c = strstr(c, calls[k])); c++) {
+			const char *q = strchr(c, ',');
+			const char *close = strchr(c, ')');
+			char key[128];
+			if (!q || !close || q > close)
+				continue;
+			while (*++q == ' ')
+				;
+			if (*q != '"')
+				continue;	/* a computed key (config_phase_num) */
+			const char *e = strchr(q + 1, '"');
+			if (!e || (size_t)(e - q) >= sizeof key)
+				continue;
+			snprintf(key, sizeof key, "%.*s", (int)(e - q - 1), q + 1);
+			scan_keys++;
+			if (!config_has(scan_cfg, key)) {
+				printf("# %s: '%s' is not in schemas/config.defaults.json\n", p, key);
+				scan_missing++;
+			}
+		}
+	}
+	free(text);
+	return 0;
+}
+
+static void test_every_key_read_has_a_default(void)
+{
+	static const char *const dirs[] = { "lib", "bin", "filters", "app", "src" };
+	struct stat st;
+
+	fresh();
+	CHECK(load(&scan_cfg, NULL, NULL, jv_null()) == 0);
+	scan_keys = scan_missing = 0;
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		if (stat(dirs[i], &st) == 0)
+			nftw(dirs[i], scan_one, 16, FTW_PHYS);
+	CHECK(scan_keys >= 40);	/* the scan found the calls */
+	CHECK_INT(scan_missing, 0);
+	config_free(scan_cfg);
+}
+
 int main(void)
 {
 	RUN(test_defaults);
@@ -427,6 +490,7 @@ int main(void)
 	RUN(test_explain);
 	RUN(test_explain_sorted_and_complete);
 	RUN(test_files);
+	RUN(test_every_key_read_has_a_default);
 	if (tmp[0])
 		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return unit_done();

@@ -281,6 +281,51 @@ static void test_replay_across_processes(void)
 	CHECK_INT(w, 0);
 }
 
+/* The client names its caller for the cassette: a phase's fast model is
+ * "PHASE-fast"; a set $FORGE_ATTEMPT wins over the phase's own count. */
+static void test_replay_identity(void)
+{
+	char path[] = "/tmp/forge-cassette-XXXXXX";
+	int fd = mkstemp(path), w = 0;
+	const char *text = "{\"phase\":\"implement-fast\",\"response\":{\"text\":\"fast\"}}\n"
+			   "{\"phase\":\"implement\",\"attempt\":1,\"response\":{\"text\":\"one\"}}\n"
+			   "{\"phase\":\"implement\",\"attempt\":2,\"response\":{\"text\":\"two\"}}\n";
+	struct llm_options o;
+	struct llm_client *c = NULL;
+	struct llm_response r;
+
+	CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+	llm_options_init(&o);
+	o.provider = "replay";
+	o.cassette = path;
+	o.phase = "implement";
+	o.fast = true;
+	o.attempt = 1;
+	o.warn = warn_count;
+	o.warn_payload = &w;
+	CHECK_INT(llm_client_new(&c, &o), 0);
+	CHECK_INT(ask(&r, c, NULL, "x"), 0);
+	CHECK_STR(r.text, "fast");
+	llm_response_release(&r);
+	llm_client_free(c);
+
+	o.fast = false;
+	setenv("FORGE_ATTEMPT", "2", 1);
+	CHECK_INT(llm_client_new(&c, &o), 0);
+	CHECK_INT(ask(&r, c, NULL, "x"), 0);
+	CHECK_STR(r.text, "two");
+	llm_response_release(&r);
+	llm_client_free(c);
+	unsetenv("FORGE_ATTEMPT");
+	CHECK_INT(llm_client_new(&c, &o), 0);
+	CHECK_INT(ask(&r, c, NULL, "x"), 0);
+	CHECK_STR(r.text, "one");
+	llm_response_release(&r);
+	llm_client_free(c);
+	unlink(path);
+}
+
 static void test_replay_strict(void)
 {
 	struct llm_response r;
@@ -392,6 +437,7 @@ int main(void)
 	RUN(test_secrets);
 	RUN(test_pricing);
 	RUN(test_replay_across_processes);
+	RUN(test_replay_identity);
 	RUN(test_replay_strict);
 	RUN(test_record_then_replay_and_log);
 	RUN(test_json_diff);

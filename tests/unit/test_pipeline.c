@@ -148,8 +148,22 @@ static void test_gate_rows(void)
 	store_free(st);
 }
 
+/* Gate statuses round-trip through their names. */
+static void test_gate_status(void)
+{
+	static const char *const names[] = { "pending", "approved", "rejected", "expired" };
+
+	for (int i = 0; i < 4; i++) {
+		CHECK_INT(gate_status_of(names[i]), i);
+		CHECK_STR(gate_status_name((enum gate_status)i), names[i]);
+	}
+	CHECK_INT(gate_status_of("Approved"), GATE_UNKNOWN);
+	CHECK_INT(gate_status_of(NULL), GATE_UNKNOWN);
+}
+
 int main(void)
 {
+	RUN(test_gate_status);
 	char dir[] = "/tmp/forge-pipeline-XXXXXX";
 	struct config_sources src = { .flags = jv_null() };
 

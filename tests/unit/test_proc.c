@@ -374,6 +374,80 @@ static void test_namespaces(void)
 	proc_result_release(&r);
 }
 
+struct seen {
+	struct buf out, err;
+	int idle, cut;
+	bool kill_on_ready;
+};
+
+static void seen_out(void *payload, const char *line, size_t len, int cut)
+{
+	struct seen *v = payload;
+
+	CHECK_INT((int)strlen(line), (int)len);	/* NUL-terminated, no newline */
+	buf_addf(&v->out, "[%s]", line);
+	v->cut += cut;
+	if (v->kill_on_ready && strcmp(line, "ready") == 0)
+		proc_kill_running(SIGTERM);
+}
+
+static void seen_err(void *payload, const char *line, size_t len, int cut)
+{
+	struct seen *v = payload;
+
+	buf_add(&v->err, line, len);
+	buf_addch(&v->err, '|');
+	v->cut += cut;
+}
+
+static void seen_idle(void *payload)
+{
+	((struct seen *)payload)->idle++;
+}
+
+/* The supervisor's way: lines streamed to callbacks, the caller's group kept. */
+static void test_streaming_lines(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	struct seen v = { BUF_INIT, BUF_INIT, 0, 0, false };
+	char cmd[200];
+
+	o.input = "in1\nin2\n";
+	o.input_len = 8;
+	o.keep_pgrp = true;
+	o.max_line = 4;
+	o.on_stdout = seen_out;
+	o.on_stderr = seen_err;
+	o.on_idle = seen_idle;
+	o.payload = &v;
+	snprintf(cmd, sizeof(cmd), "cat; echo e1 >&2; echo 123456789; "
+		 "test \"$(cut -d' ' -f5 /proc/$$/stat)\" = %ld && printf same", (long)getpgrp());
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK_INT(r.exit_code, 0);
+	CHECK_STR(v.out.buf, "[in1][in2][1234][same]");
+	CHECK_STR(v.err.buf, "e1|");
+	CHECK_INT(v.cut, 1);
+	CHECK(v.idle > 0);
+	CHECK_STR(r.out.buf, "");	/* streamed, not captured */
+	proc_result_release(&r);
+
+	/* proc_kill_running() signals the child alone, not our own group. */
+	buf_reset(&v.out);
+	o.input = NULL;
+	o.input_len = 0;
+	o.max_line = 0;
+	o.timeout_ms = 60000;
+	v.kill_on_ready = true;
+	CHECK(sh(&r, &o, "echo ready; exec sleep 100") == 0);
+	CHECK_STR(v.out.buf, "[ready]");
+	CHECK_INT(r.term_signal, SIGTERM);
+	CHECK(!r.timed_out);
+	proc_result_release(&r);
+	buf_release(&v.out);
+	buf_release(&v.err);
+}
+
 static void test_kill_running(void)
 {
 	/* With nothing running it is a no-op (and async-signal-safe by design). */
@@ -397,6 +471,7 @@ int main(void)
 	RUN(test_landlock_confines_writes);
 	RUN(test_netns);
 	RUN(test_namespaces);
+	RUN(test_streaming_lines);
 	RUN(test_kill_running);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

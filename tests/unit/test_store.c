@@ -891,6 +891,20 @@ static void test_disk_full_message(void)
 	store_free(st);
 }
 
+/* Run statuses round-trip through their names; three are terminal. */
+static void test_run_status(void)
+{
+	static const char *const names[] = { "pending", "running", "paused", "completed", "failed", "cancelled" };
+
+	for (int i = 0; i < 6; i++) {
+		CHECK_INT(run_status_of(names[i]), i);
+		CHECK_STR(run_status_name((enum run_status)i), names[i]);
+		CHECK(run_status_terminal((enum run_status)i) == (i >= RUN_COMPLETED));
+	}
+	CHECK_INT(run_status_of("done"), RUN_UNKNOWN);
+	CHECK_INT(run_status_of(NULL), RUN_UNKNOWN);
+}
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -926,6 +940,7 @@ int main(void)
 	RUN(test_lease_race);
 	RUN(test_breaker_reads);
 	RUN(test_disk_full_message);
+	RUN(test_run_status);
 	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return unit_done();
 }

@@ -274,8 +274,23 @@ static void test_event_new_shape(void)
 	free(mem);
 }
 
+/* Every state status round-trips through its name; others are unknown. */
+static void test_state_status(void)
+{
+	static const char *const names[] = { "ok", "rejected", "escalated", "tripped", "failed", "skipped" };
+
+	for (int i = 0; i < 6; i++) {
+		CHECK_INT(state_status_of(names[i]), i);
+		CHECK_STR(state_status_name((enum state_status)i), names[i]);
+	}
+	CHECK_INT(state_status_of("OK"), STATE_UNKNOWN);
+	CHECK_INT(state_status_of(NULL), STATE_UNKNOWN);
+	CHECK_STR(state_status_name(STATE_UNKNOWN), "unknown");
+}
+
 int main(void)
 {
+	RUN(test_state_status);
 	RUN(test_forwards_events_byte_for_byte);
 	RUN(test_last_state_wins);
 	RUN(test_bare_task_and_plain_text);
