@@ -7,21 +7,10 @@
 #include <time.h>
 
 #include "forge.h"
+#include "ids.h"
 #include "json.h"
 #include "llm.h"
 #include "store.h"
-
-static void iso_now(char *out, size_t n)
-{
-	struct timespec ts;
-	struct tm tm;
-	char base[24];
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, n, "%s.%03uZ", base, (unsigned)(ts.tv_nsec / 1000000) % 1000u);
-}
 
 /* Compact JSON with secrets scrubbed, or NULL for null.  Borrows v. */
 static char *scrubbed(jv v)
@@ -47,7 +36,7 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		" cost_usd, duration_ms, retries, error)"
 		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)";
 	sqlite3_stmt *s = NULL;
-	char ts[64], *req = NULL, *resp = NULL, *err = NULL;
+	char ts[TIMESTAMP_LEN + 1], *req = NULL, *resp = NULL, *err = NULL;
 	const struct llm_usage zero = { 0 }, *u = rec->usage ? rec->usage : &zero;
 	int rc = -1;
 
@@ -57,7 +46,7 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		forge_error("cannot log the model call: %s", sqlite3_errmsg(store_db(st)));
 		goto out;
 	}
-	iso_now(ts, sizeof(ts));
+	timestamp_now(ts);
 	req = scrubbed(rec->request);
 	resp = scrubbed(rec->response);
 	err = rec->error ? llm_redact(xstrdup(rec->error)) : NULL;

@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "forge.h"
 #include "forgedir.h"
+#include "ids.h"
 #include "json.h"
 #include "llm.h"
 #include "resource.h"
@@ -121,101 +122,6 @@ static int db_fail(struct store *st, const char *fmt, ...)
 				   sqlite3_extended_errcode(st->db));
 	return forge_error("database '%s': %s: %s (sqlite code %d)", st->path, what,
 			   sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
-}
-
-/* ---- time and ids -------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* "2026-11-21T21:30:00.123Z": ISO-8601 UTC with ms; sorts as time does. */
-static void iso_time(char out[static 32], int64_t ms)
-{
-	time_t secs = (time_t)(ms / 1000);
-	unsigned milli = (unsigned)(ms % 1000);
-	struct tm tm;
-	char date[24];
-
-	gmtime_r(&secs, &tm);
-	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, 32, "%s.%03uZ", date, milli % 1000);
-}
-
-static int fill_random(unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t got = getrandom(p, n, 0);
-
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return forge_error("cannot get random bytes: %s", strerror(errno));
-		}
-		p += got;
-		n -= (size_t)got;
-	}
-	return 0;
-}
-
-/*
- * ULID state: the last time used and its 80 random bits.  Within one
- * millisecond the random part is incremented, so ids made by this process
- * sort in creation order (the latest checkpoint is the greatest id).  The pid
- * is kept because a forked child inherits the state and would otherwise
- * produce the same ids as its siblings.
- */
-static _Thread_local struct {
-	pid_t pid;
-	int64_t ms;
-	unsigned char rnd[10];
-} ulid;
-
-/* Add one to the 80-bit big-endian number; true when it wrapped. */
-static bool rnd_increment(unsigned char rnd[10])
-{
-	for (int i = 9; i >= 0; i--)
-		if (++rnd[i] != 0)
-			return false;
-	return true;
-}
-
-/*
- * A ULID: 26 characters of Crockford base32, 48 bits of Unix time in ms
- * then 80 random bits.  *ms_out gets the time encoded in it.
- */
-static int ulid_new(char out[static 27], int64_t *ms_out)
-{
-	static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-	int64_t now = now_ms();
-	pid_t pid = getpid();
-
-	if (ulid.pid != pid || now > ulid.ms) {
-		if (fill_random(ulid.rnd, sizeof ulid.rnd) < 0)
-			return -1;
-		ulid.pid = pid;
-		ulid.ms = now;
-	} else if (rnd_increment(ulid.rnd)) {
-		ulid.ms++;   /* 2^80 ids in one ms: borrow the next one */
-	}
-	uint64_t t = (uint64_t)ulid.ms;
-	for (int i = 9; i >= 0; i--) {
-		out[i] = b32[t & 31];
-		t >>= 5;
-	}
-	for (int i = 0; i < 16; i++) {
-		int bit = i * 5, byte = bit / 8, off = bit % 8;
-		unsigned v = (unsigned)ulid.rnd[byte] << 8 | (byte + 1 < 10 ? ulid.rnd[byte + 1] : 0);
-
-		out[10 + i] = b32[(v >> (11 - off)) & 31];
-	}
-	out[26] = '\0';
-	*ms_out = ulid.ms;
-	return 0;
 }
 
 /* ---- statements ---------------------------------------------------- */
@@ -897,7 +803,7 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 		     const char *repo, jv config)
 {
 	sqlite3_stmt *s = NULL;
-	char now[32];
+	char now[TIMESTAMP_LEN + 1];
 	int rc = -1;
 
 	assert(trace_id && task);
@@ -905,7 +811,7 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 		config = jv_dump_string(config, 0);
 	if (stmt_get(&s, st, S_RUN_CREATE) < 0)
 		goto out;
-	iso_time(now, now_ms());
+	timestamp_now(now);
 	bind_text(s, 1, trace_id);
 	bind_text(s, 2, task);
 	bind_text(s, 3, repo);
@@ -943,7 +849,7 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 		     const char *phase, const char *error)
 {
 	sqlite3_stmt *s;
-	char now[32];
+	char now[TIMESTAMP_LEN + 1];
 
 	assert(trace_id);
 	if (status && !run_status_valid(status))
@@ -951,7 +857,7 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 				   "paused, completed, failed or cancelled)", st->path, status);
 	if (stmt_get(&s, st, S_RUN_UPDATE) < 0)
 		return -1;
-	iso_time(now, now_ms());
+	timestamp_now(now);
 	bind_text(s, 1, trace_id);
 	bind_text(s, 2, status);
 	bind_text(s, 3, phase);
@@ -963,12 +869,12 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd)
 {
 	sqlite3_stmt *s;
-	char now[32];
+	char now[TIMESTAMP_LEN + 1];
 
 	assert(trace_id);
 	if (stmt_get(&s, st, S_RUN_SET_COST) < 0)
 		return -1;
-	iso_time(now, now_ms());
+	timestamp_now(now);
 	bind_text(s, 1, trace_id);
 	sqlite3_bind_int64(s, 2, tokens);
 	sqlite3_bind_double(s, 3, usd);
@@ -1047,8 +953,7 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 			  jv state, char **id_out)
 {
 	sqlite3_stmt *s;
-	char id[27], ts[32];
-	int64_t ms;
+	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
 	jv text = jv_invalid();
 	int rc = -1;
 
@@ -1058,9 +963,10 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 	if (jv_get_kind(state) != JV_KIND_OBJECT)
 		return forge_error("database '%s': cannot save checkpoint of trace '%s': state is "
 				   "not an object", st->path, trace_id);
-	if (stmt_get(&s, st, S_CKPT_SAVE) < 0 || ulid_new(id, &ms) < 0)
+	if (stmt_get(&s, st, S_CKPT_SAVE) < 0)
 		return -1;
-	iso_time(ts, ms);
+	ulid_new(id);
+	timestamp_format(ts, ulid_ms(id));
 	text = jv_dump_string(jv_copy(state), 0);
 	if (llm_secret_in(jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)))) {
 		jv_free(text);
@@ -1341,7 +1247,7 @@ int store_lease_take(jv *held, struct store *st, const char *trace_id, const cha
 			goto out;
 		}
 	}
-	iso_time(now, now_ms());
+	timestamp_now(now);
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO leases (trace_id, holder, pid, host, program,"
 			       " acquired_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &s, NULL) != SQLITE_OK) {
 		db_fail(st, "cannot take the lease of trace '%s'", trace_id);
