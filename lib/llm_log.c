@@ -20,14 +20,6 @@ static char *scrubbed(jv v)
 	return llm_redact(json_dumps(jv_copy(v), false));
 }
 
-static void bind_text(sqlite3_stmt *s, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(s, i);
-}
-
 int llm_log_call(struct store *st, const struct llm_call_log *rec)
 {
 	static const char sql[] =
@@ -42,23 +34,21 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 
 	if (!st)
 		return 0;
-	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK) {
-		forge_error("cannot log the model call: %s", sqlite3_errmsg(store_db(st)));
+	if (store_prepare(&s, st, sql) < 0)
 		goto out;
-	}
 	timestamp_now(ts);
 	req = scrubbed(rec->request);
 	resp = scrubbed(rec->response);
 	err = rec->error ? llm_redact(xstrdup(rec->error)) : NULL;
-	bind_text(s, 1, ts);
-	bind_text(s, 2, rec->trace_id);
-	bind_text(s, 3, rec->phase);
+	store_bind_text(s, 1, ts);
+	store_bind_text(s, 2, rec->trace_id);
+	store_bind_text(s, 3, rec->phase);
 	sqlite3_bind_int(s, 4, rec->attempt);
 	sqlite3_bind_int(s, 5, rec->call);
-	bind_text(s, 6, rec->provider ? rec->provider : "?");
-	bind_text(s, 7, rec->model);
-	bind_text(s, 8, req);
-	bind_text(s, 9, resp);
+	store_bind_text(s, 6, rec->provider ? rec->provider : "?");
+	store_bind_text(s, 7, rec->model);
+	store_bind_text(s, 8, req);
+	store_bind_text(s, 9, resp);
 	sqlite3_bind_int64(s, 10, u->input_tokens);
 	sqlite3_bind_int64(s, 11, u->output_tokens);
 	sqlite3_bind_int64(s, 12, u->cache_read_tokens);
@@ -69,12 +59,9 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		sqlite3_bind_null(s, 14);
 	sqlite3_bind_double(s, 15, rec->duration_ms);
 	sqlite3_bind_int(s, 16, rec->retries);
-	bind_text(s, 17, err);
-	if (sqlite3_step(s) != SQLITE_DONE) {
-		forge_error("cannot log the model call: %s", sqlite3_errmsg(store_db(st)));
-		goto out;
-	}
-	rc = 0;
+	store_bind_text(s, 17, err);
+	rc = store_step_done(st, s, "cannot log the model call");
+	s = NULL;
 out:
 	sqlite3_finalize(s);
 	free(req);
