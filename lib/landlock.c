@@ -6,6 +6,7 @@
  */
 #include "landlock.h"
 #include "forge.h"
+#include "nsview.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -209,56 +210,13 @@ int landlock_enforce_child(int rs_fd)
 	return 0;
 }
 
-/* Async-signal-safe: write "<a> <b> 1" to path. */
-static int write_map(const char *path, unsigned long id)
-{
-	char line[64], num[24];
-	size_t n = 0, k = 0;
-	int fd;
-	ssize_t w;
-
-	do {
-		num[k++] = (char)('0' + id % 10);
-		id /= 10;
-	} while (id && k < sizeof(num));
-	for (int rep = 0; rep < 2; rep++) {
-		for (size_t i = k; i > 0; i--)
-			line[n++] = num[i - 1];
-		line[n++] = ' ';
-	}
-	line[n++] = '1';
-	line[n++] = '\n';
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	w = write(fd, line, n);
-	if (w < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	close(fd);
-	return 0;
-}
-
 int netns_enter_child(bool privileged, uid_t uid, gid_t gid)
 {
-	int fd, rc;
-
 	if (privileged && unshare(CLONE_NEWNET) == 0)
 		return 0;
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
 		return -errno;
-	fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "deny", 4) < 0) {
-			/* older kernels have no such file; nothing to do */
-		}
-		close(fd);
-	}
-	if ((rc = write_map("/proc/self/uid_map", uid)) < 0)
-		return rc;
-	return write_map("/proc/self/gid_map", gid);
+	return nsview_maps_child(uid, gid);
 }
 
 bool netns_privileged(void)

@@ -181,16 +181,12 @@ out:
 static int mark(struct memory *m, const char *episode, const char *pattern)
 {
 	sqlite3_stmt *s;
-	int rc = 0;
 
 	if (mem_prepare(&s, m, "UPDATE memories SET pattern_id = ? WHERE id = ?") < 0)
 		return -1;
 	store_bind_text(s, 1, pattern);
 	store_bind_text(s, 2, episode);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = mem_fail(m, "cannot mark episode '%s'", episode);
-	sqlite3_finalize(s);
-	return rc;
+	return store_step_done(m->st, s, "cannot mark episode '%s'", episode);
 }
 
 static int store_pattern(struct memory *m, jv p, struct ep *e, const int *mem, int k)

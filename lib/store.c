@@ -192,12 +192,19 @@ int store_prepare(sqlite3_stmt **out, struct store *st, const char *sql)
 	return 0;
 }
 
-int store_step_done(struct store *st, sqlite3_stmt *s, const char *what)
+int store_step_done(struct store *st, sqlite3_stmt *s, const char *fmt, ...)
 {
 	int rc = 0;
 
-	if (sqlite3_step(s) != SQLITE_DONE)
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		char what[512];
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof what, fmt, ap);
+		va_end(ap);
 		rc = store_fail(st, "%s", what);
+	}
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -1285,15 +1292,11 @@ out:
 int store_lease_release(struct store *st, const char *trace_id, const char *holder)
 {
 	sqlite3_stmt *s;
-	int rc = 0;
 
 	if (sqlite3_prepare_v2(st->db, "DELETE FROM leases WHERE trace_id = ?1 AND holder = ?2", -1, &s,
 			       NULL) != SQLITE_OK)
 		return store_fail(st, "cannot release the lease of trace '%s'", trace_id);
 	store_bind_text(s, 1, trace_id);
 	store_bind_text(s, 2, holder);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = store_fail(st, "cannot release the lease of trace '%s'", trace_id);
-	sqlite3_finalize(s);
-	return rc;
+	return store_step_done(st, s, "cannot release the lease of trace '%s'", trace_id);
 }

@@ -92,7 +92,7 @@ int store_exec(struct store *st, const char *sql);
  * store_prepare: sqlite3_prepare_v2 of sql on st's handle; on failure *out
  * is NULL and the message quotes the start of sql.  The caller finalizes.
  * store_step_done: step s once, expecting no row (an INSERT, UPDATE,
- * DELETE), and finalize it in every case; "WHAT" names the failure.
+ * DELETE), and finalize it in every case; fmt... names the failure.
  * store_bind_text: text (copied) or SQL NULL when NULL.
  * store_bind_jv_text: a jv string's bytes, not copied (borrows v, which
  * must outlive the statement's next step); SQL NULL when not a string.
@@ -103,7 +103,8 @@ int store_exec(struct store *st, const char *sql);
 __attribute__((format(printf, 2, 3)))
 int store_fail(struct store *st, const char *fmt, ...);
 int store_prepare(sqlite3_stmt **out, struct store *st, const char *sql);
-int store_step_done(struct store *st, sqlite3_stmt *s, const char *what);
+__attribute__((format(printf, 3, 4)))
+int store_step_done(struct store *st, sqlite3_stmt *s, const char *fmt, ...);
 void store_bind_text(sqlite3_stmt *s, int i, const char *text);
 void store_bind_jv_text(sqlite3_stmt *s, int i, jv v);
 jv store_col_str(sqlite3_stmt *s, int i);
