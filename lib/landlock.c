@@ -224,6 +224,12 @@ bool netns_privileged(void)
 	return geteuid() == 0;
 }
 
+/* The probe's child: a network namespace as a sandboxed command gets it. */
+static int netns_probe_child(void *priv)
+{
+	return netns_enter_child(*(bool *)priv, getuid(), getgid());
+}
+
 bool netns_available(const char **why)
 {
 	static int cached = -1;
@@ -231,29 +237,9 @@ bool netns_available(const char **why)
 
 	if (cached < 0) {
 		bool priv = netns_privileged();
-		uid_t uid = getuid();
-		gid_t gid = getgid();
-		int st = 0;
-		pid_t pid = fork();
 
-		if (pid == 0) {
-			int r = netns_enter_child(priv, uid, gid);
-			_exit(r < 0 ? (-r & 0xff) : 0);
-		}
-		if (pid < 0) {
-			snprintf(reason, sizeof(reason), "fork: %s", strerror(errno));
-			cached = 0;
-		} else {
-			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-				;
-			if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-				cached = 1;
-			} else {
-				snprintf(reason, sizeof(reason), "unshare(CLONE_NEWUSER|CLONE_NEWNET): %s",
-					 WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "probe died");
-				cached = 0;
-			}
-		}
+		cached = nsview_probe(reason, sizeof reason, "unshare(CLONE_NEWUSER|CLONE_NEWNET)",
+				      netns_probe_child, &priv);
 	}
 	if (why)
 		*why = cached ? NULL : reason;
