@@ -4,6 +4,9 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "core/secret.h"
+#include "data/config.h"
+#include "llm/llm.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -281,4 +284,83 @@ out:
 	git_repository_free(repo);
 	git_libgit2_shutdown();
 	return rc;
+}
+
+/* ---- session ------------------------------------------------------------ */
+
+void session_close(struct session *s)
+{
+	if (!s)
+		return;
+	store_free(s->store);
+	config_free(s->cfg);
+	free(s->repo);
+	free(s->db);
+	memset(s, 0, sizeof *s);
+}
+
+/* Set the model options over the flags layer *flags. */
+static int session_model_flags(jv *flags, const struct cli_common *common)
+{
+	jv llm = cli_model_flags(common);
+	int rc = 0;
+
+	jv_object_foreach(llm, k, v) {
+		struct buf key = BUF_INIT;
+
+		buf_addf(&key, "llm.%s", jv_string_value(k));
+		if (rc == 0)
+			rc = config_flag_set(flags, key.buf, v);   /* consumes v */
+		else
+			jv_free(v);
+		buf_release(&key);
+		jv_free(k);
+	}
+	jv_free(llm);
+	return rc;
+}
+
+int session_open(struct session *s, const struct cli_common *common, unsigned flags,
+		 jv config_flags)
+{
+	bool db_named = common->db || (getenv("FORGE_DB") && *getenv("FORGE_DB"));
+	bool want_store = (flags & SESSION_STORE) || ((flags & SESSION_STORE_IF_NAMED) && db_named);
+	int status = FORGE_EXIT_USAGE;
+
+	memset(s, 0, sizeof *s);
+	if (cli_repo_root(&s->repo, common->repo) < 0) {
+		s->repo = NULL;
+		if (common->repo || (flags & SESSION_NEED_REPO))
+			goto fail;
+		if (want_store && !db_named) {
+			char *why = xstrdup(forge_last_error());
+
+			forge_error("%s; use --repo DIR or --db PATH", why);
+			free(why);
+			goto fail;
+		}
+	}
+	if (flags & SESSION_CONFIG) {
+		if (session_model_flags(&config_flags, common) < 0)
+			goto fail;
+
+		struct config_sources src = { .repo = s->repo, .file = common->config,
+					      .flags = config_flags };
+
+		config_flags = jv_null();
+		if (config_load(&s->cfg, &src) < 0)
+			goto fail;
+	}
+	if (want_store) {
+		status = FORGE_EXIT_DEPENDENCY;
+		if (store_resolve_path(&s->db, common->db, s->repo) < 0 ||
+		    ((flags & SESSION_READONLY) ? store_open_readonly : store_open)(&s->store, s->db) < 0)
+			goto fail;
+	}
+	jv_free(config_flags);
+	return 0;
+fail:
+	jv_free(config_flags);
+	session_close(s);
+	return status;
 }

@@ -103,4 +103,45 @@ int cli_finish(const char *name, int status);
  */
 int cli_repo_root(char **out, const char *dir);
 
+/*
+ * A program's session: the repository, the configuration and the database,
+ * opened the one way every program does it.
+ *
+ * repo: cli_repo_root(--repo).  Outside a repository repo is NULL (no
+ * project layer) unless --repo was given, SESSION_NEED_REPO is set, or the
+ * database path needs the repository (SESSION_STORE, no --db, FORGE_DB unset):
+ * then FORGE_EXIT_USAGE ("'.' is not in a git repository", with "; use
+ * --repo DIR or --db PATH" when only the database needed it).
+ * cfg (SESSION_CONFIG): config_load() with the project layer of repo, the
+ * --config file and a flags layer: `flags` (consumed; jv_null() for none)
+ * with the model options (cli_model_flags()) set over it as "llm.*";
+ * FORGE_EXIT_USAGE on error.
+ * db and store (SESSION_STORE, or SESSION_STORE_IF_NAMED when --db or
+ * FORGE_DB names one): store_resolve_path() and store_open(), or
+ * store_open_readonly() with SESSION_READONLY; FORGE_EXIT_DEPENDENCY on
+ * error.
+ *
+ * Returns 0, or the exit status with forge_error() set (the program prints
+ * "PROG: MESSAGE"), everything released (s as session_close() leaves it).
+ * session_close: NULL-safe; frees all four.
+ */
+enum session_flags {
+	SESSION_NEED_REPO = 1 << 0,
+	SESSION_CONFIG = 1 << 1,
+	SESSION_STORE = 1 << 2,
+	SESSION_STORE_IF_NAMED = 1 << 3,
+	SESSION_READONLY = 1 << 4,
+};
+
+struct session {
+	char *repo;             /* malloc'd; NULL outside a repository */
+	char *db;               /* malloc'd database path; NULL without a store */
+	struct config *cfg;
+	struct store *store;
+};
+
+int session_open(struct session *s, const struct cli_common *common, unsigned flags,
+		 jv config_flags);
+void session_close(struct session *s);
+
 #endif

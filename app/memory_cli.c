@@ -16,52 +16,24 @@
 
 static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common, bool readonly)
 {
-	struct config_sources src = { NULL, common->config, jv_null() };
 	struct memory_options mo;
-	char *root = NULL, *path = NULL;
-	int rc = -1;
+	struct session ses;
 
 	memset(c, 0, sizeof *c);
-	*status = FORGE_EXIT_USAGE;
-	if (cli_repo_root(&root, common->repo) < 0) {
-		if (common->repo)
-			goto out;
-		root = NULL;    /* outside a repository: no project layer */
-	}
-	src.repo = root;
-	jv llm = cli_model_flags(common);
-
-	jv_object_foreach(llm, k, v) {
-		struct buf key = BUF_INIT;
-
-		buf_addf(&key, "llm.%s", jv_string_value(k));
-		config_flag_set(&src.flags, key.buf, v);
-		buf_release(&key);
-		jv_free(k);
-	}
-	jv_free(llm);
-	if (config_load(&c->cfg, &src) < 0)
-		goto out;
-	if (!common->db && !getenv("FORGE_DB") && !root) {
-		forge_error("no database: not in a git repository; use --repo DIR or --db PATH");
-		goto out;
-	}
-	if (store_resolve_path(&path, common->db, root) < 0)
-		goto out;
-	*status = FORGE_EXIT_DEPENDENCY;
-	if ((readonly ? store_open_readonly : store_open)(&c->st, path) < 0)
-		goto out;
+	*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE |
+			       (readonly ? SESSION_READONLY : 0), jv_null());
+	if (*status)
+		return -1;
+	c->cfg = ses.cfg;
+	c->st = ses.store;
+	free(ses.repo);
+	free(ses.db);
 	memory_options_from_config(&mo, c->cfg);
 	if (memory_open(&c->m, c->st, &mo) < 0) {
 		*status = FORGE_EXIT_USAGE;
-		goto out;
+		return -1;
 	}
-	*status = 0;
-	rc = 0;
-out:
-	free(root);
-	free(path);
-	return rc;
+	return 0;
 }
 
 int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common)

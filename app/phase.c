@@ -500,19 +500,6 @@ static struct cli_option *merge_options(const struct phase_spec *spec)
 	return all;
 }
 
-static int load_config(struct phase *ph)
-{
-	jv flags = jv_object();
-	jv llm = cli_model_flags(&ph->common);
-
-	if (jv_object_length(jv_copy(llm)) > 0)
-		flags = json_set(flags, "llm", llm);
-	else
-		jv_free(llm);
-	struct config_sources src = { .repo = ph->repo, .file = ph->common.config, .flags = flags };
-	return config_load(&ph->cfg, &src);
-}
-
 /* Read the input; returns 0, or an exit status. */
 static int take_input(struct phase *ph)
 {
@@ -639,16 +626,14 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	stream_out_init(&ph.out, stdout, spec->program, spec->name);
 	stream_input_init(&ph.in);
 	ph.progress = isatty(STDERR_FILENO) && ph.common.verbosity >= 0;
-	if (cli_repo_root(&ph.repo, ph.common.repo) < 0 && ph.common.repo) {
+	struct session ses;
+	status = session_open(&ses, &ph.common, SESSION_CONFIG, jv_null());
+	if (status) {
 		fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
-		status = FORGE_EXIT_USAGE;
 		goto out;
 	}
-	if (load_config(&ph) < 0) {
-		fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
-		status = FORGE_EXIT_USAGE;
-		goto out;
-	}
+	ph.repo = ses.repo;   /* the store is opened when first needed (phase_store) */
+	ph.cfg = ses.cfg;
 	status = take_input(&ph);
 	if (status)
 		goto out;

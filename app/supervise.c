@@ -880,6 +880,20 @@ out:
 	return rc;
 }
 
+/* The end of a run or a resume: reflect on an ended run, print the state
+ * (--json) or the summary, release s; returns code. */
+static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
+{
+	if (s->ended)
+		reflect_on_run(s);
+	if (o->json)
+		stream_write(&s->out, jv_copy(s->state));
+	else if (o->progress)
+		summary(s, code);
+	sup_release(s);
+	return code;
+}
+
 int supervise_run(const struct supervise_opts *o, const char *task_text)
 {
 	struct sup s;
@@ -931,14 +945,7 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 					 "dry_run", jv_bool(o->dry_run)));
 	checkpoint(&s, "init");
 	code = loop(&s, NULL, first_phase(o->phases));
-	if (s.ended)
-		reflect_on_run(&s);
-	if (o->json)
-		stream_write(&s.out, jv_copy(s.state));
-	else if (o->progress)
-		summary(&s, code);
-	sup_release(&s);
-	return code;
+	return sup_finish(&s, o, code);
 }
 
 /* After a crash, bring the worktree back to the checkpoint's commit. */
@@ -1056,12 +1063,5 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		if (code < 0)
 			code = loop(&s, done, next);
 	}
-	if (s.ended)
-		reflect_on_run(&s);
-	if (o->json)
-		stream_write(&s.out, jv_copy(s.state));
-	else if (o->progress)
-		summary(&s, code);
-	sup_release(&s);
-	return code;
+	return sup_finish(&s, o, code);
 }

@@ -80,26 +80,6 @@ static char *extra_help(void)
 	return buf_detach(&b, NULL);
 }
 
-/* Add the model options given on the command line to a->flags. */
-static int model_flags(struct args *a, const struct cli_common *c)
-{
-	jv llm = cli_model_flags(c);
-	int rc = 0;
-
-	jv_object_foreach(llm, key, value) {
-		char path[64];
-
-		snprintf(path, sizeof path, "llm.%s", jv_string_value(key));
-		jv_free(key);
-		if (rc == 0)
-			rc = config_flag_set(&a->flags, path, value);
-		else
-			jv_free(value);
-	}
-	jv_free(llm);
-	return rc;
-}
-
 /*
  * The model keys as llm_choose() resolves them (a key in the environment
  * chooses the provider, the provider its default model, the model the fast
@@ -241,42 +221,31 @@ static void print_paths(const struct config_sources *src, bool json)
 	jv_free(files);
 }
 
-/* The repository root, or NULL outside a repository; only a --repo that is
- * not a repository is an error. */
-static int find_root(char **out, const char *repo)
-{
-	if (cli_repo_root(out, repo) == 0)
-		return 0;
-	*out = NULL;
-	return repo ? -1 : 0;
-}
-
 static int run(const struct cli_spec *spec, struct args *a, const struct cli_common *common,
 	       int nops, char **ops)
 {
 	struct config_sources src = { NULL, common->config, jv_null() };
-	struct config *cfg = NULL;
-	char *root = NULL;
-	int status = FORGE_EXIT_USAGE;
+	struct session ses;
+	int status;
 
 	if (nops > 0 && strcmp(ops[0], "get") != 0 && strcmp(ops[0], "path") != 0)
 		cli_usage_error(spec, "unknown command '%s'", ops[0]);
 	if ((nops > 0 && strcmp(ops[0], "get") == 0 && nops != 2) ||
 	    (nops > 0 && strcmp(ops[0], "path") == 0 && nops != 1))
 		cli_usage_error(spec, "wrong number of arguments for '%s'", ops[0]);
-	if (find_root(&root, common->repo) < 0)
-		goto fail;
-	src.repo = root;
 	if (nops > 0 && strcmp(ops[0], "path") == 0) {
+		status = session_open(&ses, common, 0, jv_null());
+		if (status)
+			goto fail;
+		src.repo = ses.repo;
 		print_paths(&src, a->json);
-		status = FORGE_EXIT_OK;
 		goto out;
 	}
-	src.flags = a->flags;
+	status = session_open(&ses, common, SESSION_CONFIG, a->flags);
 	a->flags = jv_null();
-	if (config_load(&cfg, &src) < 0)
+	if (status)
 		goto fail;
-	status = FORGE_EXIT_OK;
+	struct config *cfg = ses.cfg;
 	if (nops > 0)
 		status = print_get(cfg, ops[1], a->json);
 	else if (a->explain)
@@ -286,9 +255,9 @@ static int run(const struct cli_spec *spec, struct args *a, const struct cli_com
 	goto out;
 fail:
 	fprintf(stderr, PROG ": %s\n", forge_last_error());
+	return status;
 out:
-	config_free(cfg);
-	free(root);
+	session_close(&ses);
 	return status;
 }
 
@@ -309,12 +278,7 @@ int main(int argc, char **argv)
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
 	int status;
 
-	if (model_flags(&a, &common) < 0) {
-		fprintf(stderr, PROG ": %s\n", forge_last_error());
-		status = FORGE_EXIT_USAGE;
-	} else {
-		status = run(&spec, &a, &common, argc - first, argv + first);
-	}
+	status = run(&spec, &a, &common, argc - first, argv + first);
 	jv_free(a.flags);
 	free(help);
 	return cli_finish(PROG, status);

@@ -491,6 +491,26 @@ static jv check_provider(struct ctx *c)
 
 /* ---------------------------------------------------------------- sandbox */
 
+/*
+ * Append to notes (consumed, returned) what a sandbox feature that is not
+ * available means: with mode `strict` commands do not run (a problem too);
+ * with "auto" they run without it.
+ */
+static jv missing_feature(struct ctx *c, jv notes, bool available, const char *mode,
+			  const char *strict, const char *strict_note, const char *problem_text,
+			  const char *auto_note)
+{
+	if (available || !mode)
+		return notes;
+	if (!strcmp(mode, strict)) {
+		notes = jv_array_append(notes, jv_string(strict_note));
+		problem(c, jv_string(problem_text));
+	} else if (!strcmp(mode, "auto")) {
+		notes = jv_array_append(notes, jv_string(auto_note));
+	}
+	return notes;
+}
+
 static jv check_sandbox(struct ctx *c)
 {
 	struct sandbox_policy *pol = NULL;
@@ -511,39 +531,27 @@ static jv check_sandbox(struct ctx *c)
 	bool nsa = json_get_bool(ns, "available", false);
 	jv notes = jv_array();
 
-	if (!lla && llm && !strcmp(llm, "require")) {
-		notes = jv_array_append(notes, jv_string(
-			"sandbox.landlock is 'require' but this system offers no Landlock: "
-			"commands will NOT run (set sandbox.landlock to auto or off)"));
-		problem(c, jv_string("required Landlock confinement is unavailable"));
-	} else if (!lla && llm && !strcmp(llm, "auto")) {
-		notes = jv_array_append(notes, jv_string(
-			"no Landlock: commands run without file-system confinement"));
-	}
-	if (!nsa && nsm && !strcmp(nsm, "deny")) {
-		notes = jv_array_append(notes, jv_string(
-			"sandbox.network is 'deny' but network namespaces are unavailable: "
-			"commands will NOT run (set sandbox.network to auto or allow)"));
-		problem(c, jv_string("required network confinement is unavailable"));
-	} else if (!nsa && nsm && !strcmp(nsm, "auto")) {
-		notes = jv_array_append(notes, jv_string(
-			"no network namespace: commands run with the network"));
-	}
+	notes = missing_feature(c, notes, lla, llm, "require",
+				"sandbox.landlock is 'require' but this system offers no Landlock: "
+				"commands will NOT run (set sandbox.landlock to auto or off)",
+				"required Landlock confinement is unavailable",
+				"no Landlock: commands run without file-system confinement");
+	notes = missing_feature(c, notes, nsa, nsm, "deny",
+				"sandbox.network is 'deny' but network namespaces are unavailable: "
+				"commands will NOT run (set sandbox.network to auto or allow)",
+				"required network confinement is unavailable",
+				"no network namespace: commands run with the network");
 	{
 		jv nsj = json_get(f, "namespaces"), cg = json_get(f, "cgroup_pids");
 		const char *m = json_get_str(nsj, "mode");
 		bool a = json_get_bool(nsj, "available", false);
-		if (!a && m && !strcmp(m, "require")) {
-			notes = jv_array_append(notes, jv_string(
-				"sandbox.namespaces is 'require' but user/PID/mount namespaces are unavailable: "
-				"commands will NOT run (set sandbox.namespaces to auto or off)"));
-			problem(c, jv_string("required namespaces are unavailable"));
-		} else if (!a && m && !strcmp(m, "auto")) {
-			notes = jv_array_append(notes, jv_string(
-				"no user/PID/mount namespaces: commands see every process (/proc), the host's "
-				"files (reads confined by Landlock only) and its unix sockets, and what they "
-				"start may outlive them"));
-		}
+		notes = missing_feature(c, notes, a, m, "require",
+					"sandbox.namespaces is 'require' but user/PID/mount namespaces are "
+					"unavailable: commands will NOT run (set sandbox.namespaces to auto or off)",
+					"required namespaces are unavailable",
+					"no user/PID/mount namespaces: commands see every process (/proc), the "
+					"host's files (reads confined by Landlock only) and its unix sockets, and "
+					"what they start may outlive them");
 		if (lla && !json_get_bool(ll, "scope", false))
 			notes = jv_array_append(notes, jv_string(
 				"Landlock ABI < 6: abstract unix sockets and signals are not scoped"));

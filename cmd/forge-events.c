@@ -62,21 +62,16 @@ static int on_option(int id, const char *arg, void *payload)
 
 static int open_store(struct store **out, const struct cli_common *common, bool readonly)
 {
-	char *root = NULL, *path = NULL;
-	int rc;
+	struct session ses;
+	int status = session_open(&ses, common, SESSION_STORE | (readonly ? SESSION_READONLY : 0),
+				  jv_null());
 
-	if (!common->db && !getenv("FORGE_DB") && cli_repo_root(&root, common->repo) < 0) {
-		fprintf(stderr, "forge-events: %s; use --repo DIR or --db PATH\n", forge_last_error());
-		return FORGE_EXIT_USAGE;
-	}
-	rc = store_resolve_path(&path, common->db, root);
-	if (rc == 0)
-		rc = (readonly ? store_open_readonly : store_open)(out, path);
-	if (rc < 0)
+	if (status)
 		fprintf(stderr, "forge-events: %s\n", forge_last_error());
-	free(root);
-	free(path);
-	return rc < 0 ? FORGE_EXIT_DEPENDENCY : 0;
+	*out = ses.store;
+	ses.store = NULL;
+	session_close(&ses);
+	return status;
 }
 
 /* ---- store ---- */

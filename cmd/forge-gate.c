@@ -126,9 +126,7 @@ int main(int argc, char **argv)
 	struct cli_common common;
 	struct args a = { 0 };
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
-	char *repo = NULL, *db = NULL;
-	struct config *cfg = NULL;
-	struct store *st = NULL;
+	struct session ses;
 	int status;
 
 	if (first >= argc)
@@ -141,30 +139,16 @@ int main(int argc, char **argv)
 	if (is_decide && nargs != 1)
 		cli_usage_error(&spec, "%s needs one gate id", cmd);
 
-	if (cli_repo_root(&repo, common.repo) < 0 && !common.db && !getenv("FORGE_DB")) {
-		fprintf(stderr, "forge-gate: %s; use --repo DIR or --db PATH\n", forge_last_error());
-		return FORGE_EXIT_USAGE;
-	}
-	struct config_sources src = { .repo = repo, .file = common.config, .flags = jv_null() };
-	if (config_load(&cfg, &src) < 0) {
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE |
+			      (is_decide ? 0 : SESSION_READONLY), jv_null());
+	if (status) {
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
-		status = FORGE_EXIT_USAGE;
-		goto out;
-	}
-	if (store_resolve_path(&db, common.db, repo) < 0 ||
-	    (is_decide ? store_open : store_open_readonly)(&st, db) < 0) {
-		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
-		status = FORGE_EXIT_DEPENDENCY;
-		goto out;
+		return cli_finish("forge-gate", status);
 	}
 	if (is_decide)
-		status = decide(st, cfg, argv[first + 1], strcmp(cmd, "approve") == 0, a.note);
+		status = decide(ses.store, ses.cfg, argv[first + 1], strcmp(cmd, "approve") == 0, a.note);
 	else
-		status = list(st, nargs ? argv[first + 1] : NULL, &a);
-out:
-	store_free(st);
-	config_free(cfg);
-	free(repo);
-	free(db);
+		status = list(ses.store, nargs ? argv[first + 1] : NULL, &a);
+	session_close(&ses);
 	return cli_finish("forge-gate", status);
 }

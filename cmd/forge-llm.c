@@ -143,21 +143,6 @@ static void on_text(void *payload, const char *text, size_t len)
 	fflush(stdout);
 }
 
-static int open_store(struct store **out, const struct cli_common *common)
-{
-	char *path = NULL;
-	int rc;
-
-	*out = NULL;
-	if (!common->db && !getenv("FORGE_DB"))
-		return 0;   /* logging only when a database was named */
-	rc = store_resolve_path(&path, common->db, NULL);
-	if (rc == 0)
-		rc = store_open(out, path);
-	free(path);
-	return rc;
-}
-
 static int print_answer(const struct llm_response *r, const struct args *a)
 {
 	size_t len = strlen(r->text);
@@ -215,75 +200,46 @@ static void check_provider(const struct cli_spec *sp, const char *name)
 		cli_usage_error(sp, "unknown provider '%s' (anthropic, openai, replay)", name);
 }
 
-static int load_config(struct config **out, const struct cli_common *common, struct args *a)
-{
-	struct config_sources src = { NULL, common->config, jv_null() };
-	char *root = NULL;
-	int rc;
-
-	if (cli_repo_root(&root, common->repo) < 0) {
-		if (common->repo)
-			return -1;
-		root = NULL;   /* outside a repository: no project layer */
-	}
-	src.repo = root;
-	src.flags = a->flags;
-	a->flags = jv_null();
-	jv llm = cli_model_flags(common);
-	jv_object_foreach(llm, k, v) {
-		struct buf path = BUF_INIT;
-		buf_addf(&path, "llm.%s", jv_string_value(k));
-		config_flag_set(&src.flags, path.buf, v);   /* consumes v */
-		buf_release(&path);
-		jv_free(k);
-	}
-	jv_free(llm);
-	rc = config_load(out, &src);
-	free(root);
-	return rc;
-}
-
 int main(int argc, char **argv)
 {
 	struct args a = { NULL, NULL, false, false, jv_null() };
 	struct cli_common common;
 	struct llm_options opt;
 	struct llm_client *c = NULL;
-	struct config *cfg = NULL;
-	struct store *st = NULL;
+	struct session ses;
 	struct buf prompt = BUF_INIT;
 	int first, status;
 
 	signal(SIGPIPE, SIG_IGN);   /* libcurl runs with NOSIGNAL; EPIPE is handled by cli_finish */
 	first = cli_parse(&common, &spec, argc, argv, on_option, &a);
 	check_provider(&spec, common.provider);
-	if (load_config(&cfg, &common, &a) < 0) {
+	/* the database only when one is named: model calls are logged there */
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE_IF_NAMED, a.flags);
+	a.flags = jv_null();
+	if (status) {
 		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
-		if (strstr(forge_last_error(), "llm.provider"))
+		if (status == FORGE_EXIT_USAGE && strstr(forge_last_error(), "llm.provider"))
 			fprintf(stderr, "forge-llm: providers: anthropic, openai, replay\n");
-		return cli_finish("forge-llm", FORGE_EXIT_USAGE);
+		return cli_finish("forge-llm", status);
 	}
 	if (read_prompt(&prompt, argc, argv, first) < 0)
 		cli_usage_error(&spec, "%s", forge_last_error());
 	if (prompt.len == 0)
 		cli_usage_error(&spec, "no prompt: give it as arguments or on standard input");
 	llm_options_init(&opt);
-	llm_options_from_config(&opt, cfg);
+	llm_options_from_config(&opt, ses.cfg);
 	opt.record = a.record;
 	opt.warn = warn;
-	if (open_store(&st, &common) < 0) {
-		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
-		status = FORGE_EXIT_DEPENDENCY;
-	} else if ((opt.store = st, llm_client_new(&c, &opt)) < 0) {
+	opt.store = ses.store;
+	if (llm_client_new(&c, &opt) < 0) {
 		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
-		status = ask(c, &a, cfg, prompt.buf);
+		status = ask(c, &a, ses.cfg, prompt.buf);
 	}
 	jv_free(opt.pricing);   /* jv_null() once the client took it */
 	llm_client_free(c);
-	store_free(st);
-	config_free(cfg);
+	session_close(&ses);
 	buf_release(&prompt);
 	return cli_finish("forge-llm", status);
 }

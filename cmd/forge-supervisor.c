@@ -137,52 +137,6 @@ static char *bindir(void)
 	return xstrdup(path);
 }
 
-struct env {
-	char *repo, *db;
-	struct config *cfg;
-	struct store *store;
-};
-
-static void close_env(struct env *e);
-
-/* On failure e is released already. */
-static int open_env(struct env *e, const struct cli_common *c, bool need_repo, bool readonly)
-{
-	memset(e, 0, sizeof *e);
-	if (cli_repo_root(&e->repo, c->repo) < 0 && (need_repo || (!c->db && !getenv("FORGE_DB")))) {
-		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
-		close_env(e);
-		return FORGE_EXIT_USAGE;
-	}
-	jv flags = jv_object();
-	jv llm = cli_model_flags(c);
-	if (jv_object_length(jv_copy(llm)) > 0)
-		flags = json_set(flags, "llm", llm);
-	else
-		jv_free(llm);
-	struct config_sources src = { .repo = e->repo, .file = c->config, .flags = flags };
-	if (config_load(&e->cfg, &src) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
-		close_env(e);
-		return FORGE_EXIT_USAGE;
-	}
-	if (store_resolve_path(&e->db, c->db, e->repo) < 0 ||
-	    (readonly ? store_open_readonly : store_open)(&e->store, e->db) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
-		close_env(e);
-		return FORGE_EXIT_DEPENDENCY;
-	}
-	return 0;
-}
-
-static void close_env(struct env *e)
-{
-	store_free(e->store);
-	config_free(e->cfg);
-	free(e->repo);
-	free(e->db);
-}
-
 /* Options every phase gets again: config, verbosity, model options. */
 static const char **phase_args(const struct cli_common *c)
 {
@@ -205,11 +159,13 @@ static const char **phase_args(const struct cli_common *c)
 static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, const char *what,
 			     const char *arg)
 {
-	struct env e;
-	int code = open_env(&e, c, true, false);
+	struct session e;
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO, jv_null());
 
-	if (code)
+	if (code) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return code;
+	}
 	char *dir = bindir();
 	const char **pargs = phase_args(c);
 	struct supervise_opts o = {
@@ -228,7 +184,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	code = strcmp(what, "run") == 0 ? supervise_run(&o, arg) : supervise_resume(&o, arg);
 	free(pargs);
 	free(dir);
-	close_env(&e);
+	session_close(&e);
 	return code;
 }
 
@@ -283,12 +239,14 @@ static void print_run(jv run, jv checkpoint, jv gates)
 
 static int cmd_status(const struct cli_common *c, const struct args *a, const char *trace)
 {
-	struct env e;
+	struct session e;
 	jv run = jv_null(), cp = jv_null(), gates = jv_null();
-	int code = open_env(&e, c, false, true);
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
-	if (code)
+	if (code) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return code;
+	}
 	if (!trace) {
 		jv runs;
 		if (store_runs_list(&runs, e.store, 1) == 0 && jv_array_length(jv_copy(runs)) > 0)
@@ -317,21 +275,23 @@ out:
 	jv_free(run);
 	jv_free(cp);
 	jv_free(gates);
-	close_env(&e);
+	session_close(&e);
 	return code;
 }
 
 static int cmd_history(const struct cli_common *c, const struct args *a)
 {
-	struct env e;
+	struct session e;
 	jv runs;
-	int code = open_env(&e, c, false, true);
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
-	if (code)
+	if (code) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return code;
+	}
 	if (store_runs_list(&runs, e.store, (int)a->limit) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
-		close_env(&e);
+		session_close(&e);
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	if (!a->json && jv_array_length(jv_copy(runs)) > 0)
@@ -348,22 +308,24 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 		jv_free(r);
 	}
 	jv_free(runs);
-	close_env(&e);
+	session_close(&e);
 	return FORGE_EXIT_OK;
 }
 
 static int cmd_cancel(const struct cli_common *c, const char *trace)
 {
-	struct env e;
+	struct session e;
 	jv run, gates;
-	int code = open_env(&e, c, false, false);
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE, jv_null());
 
-	if (code)
+	if (code) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return code;
+	}
 	if (store_run_get(&run, e.store, trace) < 0 || jv_get_kind(run) != JV_KIND_OBJECT) {
 		fprintf(stderr, "%s: no run '%s'\n", prog, trace);
 		jv_free(run);
-		close_env(&e);
+		session_close(&e);
 		return FORGE_EXIT_USAGE;
 	}
 	const char *status = json_get_str(run, "status");
@@ -404,7 +366,7 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 		printf("cancelled %s\n", trace);
 	}
 	jv_free(run);
-	close_env(&e);
+	session_close(&e);
 	return code;
 }
 

@@ -116,6 +116,25 @@ setup() {
 	[[ "$stderr" == *"not in a git repository"*"--db"* ]]
 }
 
+@test "one session for every program: a --repo that is no repository is exit 2, also with --db" {
+	mkdir "$BATS_TEST_TMPDIR/plain"
+	for cmd in "forge-events list" "forge-gate list" "forge-supervisor history"; do
+		run -2 --separate-stderr ${cmd%% *} --repo "$BATS_TEST_TMPDIR/plain" --db "$BATS_TEST_TMPDIR/x.db" ${cmd#* }
+		[[ "$stderr" == "${cmd%% *}: "*"not in a git repository"* ]]
+	done
+	run -2 --separate-stderr forge-memory --repo "$BATS_TEST_TMPDIR/plain" list
+	[[ "$stderr" == "forge-memory: "*"not in a git repository"* ]]
+	# outside a repository, with no database named, each says how to name one
+	unset FORGE_DB
+	for cmd in "forge-events list" "forge-gate list" "forge-memory list" "forge-findings list" \
+		   "forge-metrics" "forge-supervisor history"; do
+		run --separate-stderr bash -c 'cd "$1" && $2' _ "$BATS_TEST_TMPDIR/plain" "$cmd"
+		[ "$status" -eq 2 ] || { echo "$cmd: $status $stderr"; false; }
+		[[ "$stderr" == *"not in a git repository"*"; use --repo DIR or --db PATH" ]]
+	done
+	[ ! -e "$BATS_TEST_TMPDIR/x.db" ]
+}
+
 @test "a database from a newer forge is refused" {
 	events 1 01JDB2TRACENEWAAAAAAAAAAAA | forge-events store >/dev/null
 	sqlite3 "$FORGE_DB" 'PRAGMA user_version = 999'

@@ -5,11 +5,15 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char crockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
+/* The last id's time and random part, and the process that made it: a
+ * forked child inherits them and must not continue its parent's sequence. */
 static int64_t last_ms = -1;
 static uint8_t last_rand[10];
+static pid_t last_pid;
 
 static void fill_random(uint8_t *p, size_t n)
 {
@@ -36,8 +40,14 @@ void ulid_new(char out[ULID_LEN + 1])
 {
 	int64_t ms = now_ms();
 	uint8_t bytes[16];
+	pid_t pid = getpid();
 
-	if (ms <= last_ms) {
+	if (pid != last_pid) {
+		last_pid = pid;
+		if (ms <= last_ms)
+			ms = last_ms + 1;   /* keep above the parent's ids */
+		fill_random(last_rand, sizeof last_rand);
+	} else if (ms <= last_ms) {
 		/* Same (or an earlier, after a clock step) millisecond: stay monotonic. */
 		ms = last_ms;
 		if (!increment_random(last_rand)) {
@@ -64,6 +74,15 @@ void ulid_new(char out[ULID_LEN + 1])
 		v >>= 5;
 	}
 	out[ULID_LEN] = '\0';
+}
+
+int64_t ulid_ms(const char *ulid)
+{
+	int64_t ms = 0;
+
+	for (int i = 0; i < 10; i++)
+		ms = ms << 5 | (int64_t)(strchr(crockford, ulid[i]) - crockford);
+	return ms;
 }
 
 bool ulid_valid(const char *s)

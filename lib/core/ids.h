@@ -5,7 +5,10 @@
  * the epoch, then 80 random bits from getrandom(2).  Ids made by one process
  * within the same millisecond increase (the random part is incremented), so
  * ids sort in creation order; across processes they are unique with
- * overwhelming probability and sort by millisecond.
+ * overwhelming probability and sort by millisecond.  A forked child draws
+ * new random bits rather than continuing its parent's sequence.  This is
+ * the only ULID generator and clock of Forge: the store and every other
+ * module take their ids and timestamps from here.
  */
 #ifndef FORGE_IDS_H
 #define FORGE_IDS_H
@@ -18,6 +21,10 @@
 
 /* Write a new ULID and its NUL into out[ULID_LEN + 1]. */
 void ulid_new(char out[ULID_LEN + 1]);
+
+/* The milliseconds since the epoch encoded in a well-formed ULID (the time
+ * part: it may be a little ahead of now_ms() for ids made in a burst). */
+int64_t ulid_ms(const char *ulid);
 
 /* True when s is a well-formed ULID (26 Crockford base32 characters). */
 bool ulid_valid(const char *s);

@@ -144,19 +144,30 @@ static jv task_from_text(const char *s, size_t n)
 	return json_set(jv_object(), "description", jv_string_sized(s, (int)n));
 }
 
+/* -1 with "WHOSE'task.PATH' holds a NUL character (\u0000)WHY" when a
+ * string of the task (borrowed) holds one. */
+static int task_nul_refused(jv task, const char *whose, const char *why)
+{
+	char *where = NULL;
+	int rc = 0;
+
+	if (json_find_nul(&where, task) < 0) {
+		rc = forge_error("%s'task%s%s' holds a NUL character (\\u0000)%s", whose, *where ? "." : "",
+				 where, why);
+		free(where);
+	}
+	return rc;
+}
+
 /* {"task": "text"} or {"task": {"description": …}} → a task object. */
 static int task_from_bare(jv *out, jv rec)
 {
 	jv t = json_get(rec, "task");
 	int rc = 0;
 
-	char *where = NULL;
-	if (json_find_nul(&where, t) < 0) {
-		rc = forge_error("'task%s%s' holds a NUL character (\\u0000); a task cannot", *where ? "." : "",
-				 where);
-		free(where);
+	if (task_nul_refused(t, "", "; a task cannot") < 0) {
 		jv_free(t);
-		return rc;
+		return -1;
 	}
 	if (jv_get_kind(t) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(t)) > 0) {
 		if (stream_task_check(jv_string_value(t), (size_t)jv_string_length_bytes(jv_copy(t))) < 0) {
@@ -234,11 +245,8 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 		}
 		/* The task's strings become paths, refs and branch names. */
 		jv task = json_get(rec, "task");
-		char *where = NULL;
-		if (json_find_nul(&where, task) < 0) {
-			rc = forge_error("state's 'task%s%s' holds a NUL character (\\u0000)", *where ? "." : "",
-					 where);
-			free(where);
+		if (task_nul_refused(task, "state's ", "") < 0) {
+			rc = -1;
 			jv_free(task);
 			goto out;
 		}

@@ -87,23 +87,6 @@ static jv row_json(sqlite3_stmt *s)
 	return o;
 }
 
-static int prepare(sqlite3_stmt **out, struct store *st, const char *sql)
-{
-	if (sqlite3_prepare_v2(store_db(st), sql, -1, out, NULL) != SQLITE_OK)
-		return forge_error("gates: %s", sqlite3_errmsg(store_db(st)));
-	return 0;
-}
-
-static int step_done(struct store *st, sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return forge_error("gates: %s", sqlite3_errmsg(store_db(st)));
-	return 0;
-}
-
 int gate_request(char id_out[ULID_LEN + 1], struct store *st, const char *trace_id, jv gate,
 		 const char *phase)
 {
@@ -114,18 +97,18 @@ int gate_request(char id_out[ULID_LEN + 1], struct store *st, const char *trace_
 	ulid_new(id_out);
 	timestamp_now(now);
 	timestamp_format(expires, now_ms() + (int64_t)(timeout_s * 1000));
-	if (prepare(&s, st, "INSERT INTO gates (id, trace_id, gate, phase, prompt, requested_at, expires_at) "
+	if (store_prepare(&s, st, "INSERT INTO gates (id, trace_id, gate, phase, prompt, requested_at, expires_at) "
 			    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") < 0)
 		return -1;
-	sqlite3_bind_text(s, 1, id_out, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, trace_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, json_get_str(gate, "id") ? json_get_str(gate, "id") : "gate", -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 4, phase ? phase : "*", -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 5, json_get_str(gate, "prompt") ? json_get_str(gate, "prompt") : "", -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 6, now, -1, SQLITE_TRANSIENT);
+	store_bind_text(s, 1, id_out);
+	store_bind_text(s, 2, trace_id);
+	store_bind_text(s, 3, json_get_str(gate, "id") ? json_get_str(gate, "id") : "gate");
+	store_bind_text(s, 4, phase ? phase : "*");
+	store_bind_text(s, 5, json_get_str(gate, "prompt") ? json_get_str(gate, "prompt") : "");
+	store_bind_text(s, 6, now);
 	if (timeout_s > 0)
-		sqlite3_bind_text(s, 7, expires, -1, SQLITE_TRANSIENT);
-	return step_done(st, s);
+		store_bind_text(s, 7, expires);
+	return store_step_done(st, s, "gates: cannot write");
 }
 
 int gate_get(jv *out, struct store *st, const char *id)
@@ -135,9 +118,9 @@ int gate_get(jv *out, struct store *st, const char *id)
 
 	*out = jv_null();
 	snprintf(sql, sizeof sql, "SELECT %s FROM gates WHERE id = ?1", columns);
-	if (prepare(&s, st, sql) < 0)
+	if (store_prepare(&s, st, sql) < 0)
 		return -1;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+	store_bind_text(s, 1, id);
 	if (sqlite3_step(s) == SQLITE_ROW)
 		*out = row_json(s);
 	sqlite3_finalize(s);
@@ -162,16 +145,16 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 	}
 	jv_free(row);
 	timestamp_now(now);
-	if (prepare(&s, st, "UPDATE gates SET status = ?2, decided_by = ?3, note = ?4, decided_at = ?5 "
+	if (store_prepare(&s, st, "UPDATE gates SET status = ?2, decided_by = ?3, note = ?4, decided_at = ?5 "
 			    "WHERE id = ?1 AND status = 'pending'") < 0)
 		return -1;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+	store_bind_text(s, 1, id);
 	sqlite3_bind_text(s, 2, gate_status_name(approve ? GATE_APPROVED : GATE_REJECTED), -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, by ? by : "human", -1, SQLITE_TRANSIENT);
+	store_bind_text(s, 3, by ? by : "human");
 	if (note)
-		sqlite3_bind_text(s, 4, note, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 5, now, -1, SQLITE_TRANSIENT);
-	return step_done(st, s);
+		store_bind_text(s, 4, note);
+	store_bind_text(s, 5, now);
+	return store_step_done(st, s, "gates: cannot write");
 }
 
 /* Mark pending gates past their expiry as expired. */
@@ -181,11 +164,11 @@ static int expire(struct store *st)
 	sqlite3_stmt *s;
 
 	timestamp_now(now);
-	if (prepare(&s, st, "UPDATE gates SET status = 'expired', decided_by = 'timeout', decided_at = ?1 "
+	if (store_prepare(&s, st, "UPDATE gates SET status = 'expired', decided_by = 'timeout', decided_at = ?1 "
 			    "WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at < ?1") < 0)
 		return -1;
-	sqlite3_bind_text(s, 1, now, -1, SQLITE_TRANSIENT);
-	return step_done(st, s);
+	store_bind_text(s, 1, now);
+	return store_step_done(st, s, "gates: cannot write");
 }
 
 int gate_latest(jv *out, struct store *st, const char *trace_id, const char *gate)
@@ -198,10 +181,10 @@ int gate_latest(jv *out, struct store *st, const char *trace_id, const char *gat
 		return -1;
 	snprintf(sql, sizeof sql, "SELECT %s FROM gates WHERE trace_id = ?1 AND gate = ?2 "
 		 "ORDER BY requested_at DESC, id DESC LIMIT 1", columns);
-	if (prepare(&s, st, sql) < 0)
+	if (store_prepare(&s, st, sql) < 0)
 		return -1;
-	sqlite3_bind_text(s, 1, trace_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, gate, -1, SQLITE_TRANSIENT);
+	store_bind_text(s, 1, trace_id);
+	store_bind_text(s, 2, gate);
 	if (sqlite3_step(s) == SQLITE_ROW)
 		*out = row_json(s);
 	sqlite3_finalize(s);
@@ -220,10 +203,10 @@ int gate_list(jv *out, struct store *st, const char *trace_id, bool pending_only
 		return -1;
 	snprintf(sql, sizeof sql, "SELECT %s FROM gates WHERE (?1 IS NULL OR trace_id = ?1) %s "
 		 "ORDER BY requested_at DESC, id DESC", columns, pending_only ? "AND status = 'pending'" : "");
-	if (prepare(&s, st, sql) < 0)
+	if (store_prepare(&s, st, sql) < 0)
 		return -1;
 	if (trace_id)
-		sqlite3_bind_text(s, 1, trace_id, -1, SQLITE_TRANSIENT);
+		store_bind_text(s, 1, trace_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		*out = jv_array_append(*out, row_json(s));
 	sqlite3_finalize(s);

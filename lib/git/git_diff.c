@@ -36,22 +36,33 @@ static const char *status_word(unsigned s)
 	return NULL;
 }
 
-int forge_git_status(jv *out, struct forge_git_worktree *wt)
+/* The status list of wt's files (untracked ones and their directories
+ * too, submodules left out) for `show`, with the extra option flags. */
+static int status_list(git_status_list **out, struct forge_git_worktree *wt, git_status_show_t show,
+		       unsigned flags)
 {
 	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+
+	opts.show = show;
+	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+		     GIT_STATUS_OPT_SORT_CASE_SENSITIVELY | GIT_STATUS_OPT_EXCLUDE_SUBMODULES | flags;
+	if (git_status_list_new(out, wt->repo, &opts) < 0) {
+		forge_git_fail("cannot read the status of worktree '%s'", wt->path);
+		return -1;
+	}
+	return 0;
+}
+
+int forge_git_status(jv *out, struct forge_git_worktree *wt)
+{
 	git_status_list *list = NULL;
 	jv arr = jv_array();
 	int rc = -1;
 
 	*out = jv_invalid();
-	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
-	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
-		     GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_SORT_CASE_SENSITIVELY |
-		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
-	if (git_status_list_new(&list, wt->repo, &opts) < 0) {
-		forge_git_fail("cannot read the status of worktree '%s'", wt->path);
+	if (status_list(&list, wt, GIT_STATUS_SHOW_INDEX_AND_WORKDIR,
+			GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX) < 0)
 		goto out;
-	}
 	for (size_t i = 0; i < git_status_list_entrycount(list); i++) {
 		const git_status_entry *s = git_status_byindex(list, i);   /* borrowed */
 		const char *word = status_word(s->status);
@@ -143,20 +154,14 @@ out:
 
 int forge_git_redact_secrets(jv *out, struct forge_git_worktree *wt)
 {
-	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
 	git_status_list *list = NULL;
 	jv arr = jv_array();
 	int rc = -1;
 
 	if (out)
 		*out = jv_invalid();
-	opts.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
-	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
-		     GIT_STATUS_OPT_SORT_CASE_SENSITIVELY | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
-	if (git_status_list_new(&list, wt->repo, &opts) < 0) {
-		forge_git_fail("cannot read the status of worktree '%s'", wt->path);
+	if (status_list(&list, wt, GIT_STATUS_SHOW_WORKDIR_ONLY, 0) < 0)
 		goto out;
-	}
 	for (size_t i = 0; i < git_status_list_entrycount(list); i++) {
 		const git_status_entry *s = git_status_byindex(list, i);   /* borrowed */
 		const git_diff_delta *d = s->index_to_workdir;

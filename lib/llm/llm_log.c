@@ -10,18 +10,7 @@
 #include "core/json.h"
 #include "llm/llm.h"
 #include "store/store.h"
-
-static void iso_now(char *out, size_t n)
-{
-	struct timespec ts;
-	struct tm tm;
-	char base[24];
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, n, "%s.%03uZ", base, (unsigned)(ts.tv_nsec / 1000000) % 1000u);
-}
+#include "core/ids.h"
 
 /* Compact JSON with secrets scrubbed, or NULL for null.  Borrows v. */
 static char *scrubbed(jv v)
@@ -29,14 +18,6 @@ static char *scrubbed(jv v)
 	if (jv_get_kind(v) == JV_KIND_NULL || jv_get_kind(v) == JV_KIND_INVALID)
 		return NULL;
 	return llm_redact(json_dumps(jv_copy(v), false));
-}
-
-static void bind_text(sqlite3_stmt *s, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(s, i);
 }
 
 int llm_log_call(struct store *st, const struct llm_call_log *rec)
@@ -47,29 +28,27 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		" cost_usd, duration_ms, retries, error)"
 		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)";
 	sqlite3_stmt *s = NULL;
-	char ts[64], *req = NULL, *resp = NULL, *err = NULL;
+	char ts[TIMESTAMP_LEN + 1], *req = NULL, *resp = NULL, *err = NULL;
 	const struct llm_usage zero = { 0 }, *u = rec->usage ? rec->usage : &zero;
 	int rc = -1;
 
 	if (!st)
 		return 0;
-	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK) {
-		forge_error("cannot log the model call: %s", sqlite3_errmsg(store_db(st)));
+	if (store_prepare(&s, st, sql) < 0)
 		goto out;
-	}
-	iso_now(ts, sizeof(ts));
+	timestamp_now(ts);
 	req = scrubbed(rec->request);
 	resp = scrubbed(rec->response);
 	err = rec->error ? llm_redact(xstrdup(rec->error)) : NULL;
-	bind_text(s, 1, ts);
-	bind_text(s, 2, rec->trace_id);
-	bind_text(s, 3, rec->phase);
+	store_bind_text(s, 1, ts);
+	store_bind_text(s, 2, rec->trace_id);
+	store_bind_text(s, 3, rec->phase);
 	sqlite3_bind_int(s, 4, rec->attempt);
 	sqlite3_bind_int(s, 5, rec->call);
-	bind_text(s, 6, rec->provider ? rec->provider : "?");
-	bind_text(s, 7, rec->model);
-	bind_text(s, 8, req);
-	bind_text(s, 9, resp);
+	store_bind_text(s, 6, rec->provider ? rec->provider : "?");
+	store_bind_text(s, 7, rec->model);
+	store_bind_text(s, 8, req);
+	store_bind_text(s, 9, resp);
 	sqlite3_bind_int64(s, 10, u->input_tokens);
 	sqlite3_bind_int64(s, 11, u->output_tokens);
 	sqlite3_bind_int64(s, 12, u->cache_read_tokens);
@@ -80,12 +59,9 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		sqlite3_bind_null(s, 14);
 	sqlite3_bind_double(s, 15, rec->duration_ms);
 	sqlite3_bind_int(s, 16, rec->retries);
-	bind_text(s, 17, err);
-	if (sqlite3_step(s) != SQLITE_DONE) {
-		forge_error("cannot log the model call: %s", sqlite3_errmsg(store_db(st)));
-		goto out;
-	}
-	rc = 0;
+	store_bind_text(s, 17, err);
+	rc = store_step_done(st, s, "cannot log the model call");
+	s = NULL;
 out:
 	sqlite3_finalize(s);
 	free(req);

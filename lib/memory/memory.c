@@ -188,7 +188,7 @@ int mem_fail(struct memory *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	forge_error("database '%s': %s: %s", store_path(m->st), b.buf, sqlite3_errmsg(m->db));
+	store_fail(m->st, "%s", b.buf);
 	buf_release(&b);
 	return -1;
 }
@@ -214,14 +214,6 @@ int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql)
 		return mem_fail(m, "cannot prepare a memory query");
 	}
 	return 0;
-}
-
-void mem_bind_text(sqlite3_stmt *s, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(s, i);
 }
 
 int mem_begin(struct memory *m)
@@ -351,13 +343,13 @@ int mem_signal_log(struct memory *m, const char *id, const char *kind, double de
 			"VALUES (?, ?, ?, ?, ?)") < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, memory_now(m));
-	mem_bind_text(s, 2, id);
-	mem_bind_text(s, 3, kind);
+	store_bind_text(s, 2, id);
+	store_bind_text(s, 3, kind);
 	if (isnan(delta))
 		sqlite3_bind_null(s, 4);
 	else
 		sqlite3_bind_double(s, 4, delta);
-	mem_bind_text(s, 5, note);
+	store_bind_text(s, 5, note);
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = mem_fail(m, "cannot record a memory signal");
 	sqlite3_finalize(s);
@@ -371,7 +363,7 @@ int mem_seq_of(int64_t *seq, struct memory *m, const char *id)
 
 	if (mem_cached(&s, m, MS_SEQ, "SELECT seq FROM memories WHERE id = ?") < 0)
 		return -1;
-	mem_bind_text(s, 1, id);
+	store_bind_text(s, 1, id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW) {
 		*seq = sqlite3_column_int64(s, 0);
@@ -384,24 +376,6 @@ int mem_seq_of(int64_t *seq, struct memory *m, const char *id)
 }
 
 /* ---- row <-> JSON ----------------------------------------------------- */
-
-static jv col_text(sqlite3_stmt *s, int i)
-{
-	const unsigned char *t = sqlite3_column_text(s, i);
-
-	return t ? jv_string((const char *)t) : jv_null();
-}
-
-static jv col_json(sqlite3_stmt *s, int i)
-{
-	const char *t = (const char *)sqlite3_column_text(s, i);
-
-	if (!t)
-		return jv_null();
-	jv v = json_parse(t, strlen(t));
-
-	return jv_is_valid(v) ? v : (jv_free(v), jv_null());
-}
 
 static jv put_opt(jv obj, const char *key, jv val)
 {
@@ -416,30 +390,30 @@ jv mem_row_json(sqlite3_stmt *s, int c)
 {
 	jv o = jv_object();
 
-	o = jv_object_set(o, jv_string("id"), col_text(s, c + 0));
-	o = jv_object_set(o, jv_string("type"), col_text(s, c + 1));
-	o = jv_object_set(o, jv_string("content"), col_text(s, c + 2));
-	o = jv_object_set(o, jv_string("context"), col_text(s, c + 3));
-	jv tags = col_json(s, c + 4);
+	o = jv_object_set(o, jv_string("id"), store_col_str(s, c + 0));
+	o = jv_object_set(o, jv_string("type"), store_col_str(s, c + 1));
+	o = jv_object_set(o, jv_string("content"), store_col_str(s, c + 2));
+	o = jv_object_set(o, jv_string("context"), store_col_str(s, c + 3));
+	jv tags = store_col_json(s, c + 4);
 	o = jv_object_set(o, jv_string("tags"), jv_get_kind(tags) == JV_KIND_ARRAY ? tags :
 			  (jv_free(tags), jv_array()));
 	o = jv_object_set(o, jv_string("confidence"), jv_number(sqlite3_column_double(s, c + 5)));
-	o = put_opt(o, "source", col_text(s, c + 6));
+	o = put_opt(o, "source", store_col_str(s, c + 6));
 	o = jv_object_set(o, jv_string("created_at"), mem_time_json(sqlite3_column_int64(s, c + 7)));
 	o = jv_object_set(o, jv_string("updated_at"), mem_time_json(sqlite3_column_int64(s, c + 8)));
 	o = jv_object_set(o, jv_string("last_accessed"), mem_time_json(sqlite3_column_int64(s, c + 9)));
 	o = jv_object_set(o, jv_string("access_count"), jv_number((double)sqlite3_column_int64(s, c + 10)));
-	o = put_opt(o, "episode", col_json(s, c + 11));
+	o = put_opt(o, "episode", store_col_json(s, c + 11));
 	if (sqlite3_column_type(s, c + 12) != SQLITE_NULL)
 		o = jv_object_set(o, jv_string("frequency"), jv_number((double)sqlite3_column_int64(s, c + 12)));
 	if (sqlite3_column_type(s, c + 13) != SQLITE_NULL)
 		o = jv_object_set(o, jv_string("success_rate"), jv_number(sqlite3_column_double(s, c + 13)));
-	o = put_opt(o, "trigger", col_text(s, c + 14));
-	o = put_opt(o, "steps", col_json(s, c + 15));
-	o = put_opt(o, "pattern_id", col_text(s, c + 16));
+	o = put_opt(o, "trigger", store_col_str(s, c + 14));
+	o = put_opt(o, "steps", store_col_json(s, c + 15));
+	o = put_opt(o, "pattern_id", store_col_str(s, c + 16));
 	if (sqlite3_column_type(s, c + 17) != SQLITE_NULL)
 		o = jv_object_set(o, jv_string("archived_at"), mem_time_json(sqlite3_column_int64(s, c + 17)));
-	o = put_opt(o, "archived_reason", col_text(s, c + 18));
+	o = put_opt(o, "archived_reason", store_col_str(s, c + 18));
 	return o;
 }
 
@@ -587,29 +561,29 @@ static int insert_row(struct memory *m, const struct fields *f, const char *id, 
 			"episode, frequency, success_rate, trigger_text, steps, pattern_id, archived_at, "
 			"archived_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") < 0)
 		return -1;
-	mem_bind_text(s, 1, id);
-	mem_bind_text(s, 2, f->type);
-	mem_bind_text(s, 3, f->content);
-	mem_bind_text(s, 4, f->context ? f->context : "");
-	mem_bind_text(s, 5, f->tags);
+	store_bind_text(s, 1, id);
+	store_bind_text(s, 2, f->type);
+	store_bind_text(s, 3, f->content);
+	store_bind_text(s, 4, f->context ? f->context : "");
+	store_bind_text(s, 5, f->tags);
 	sqlite3_bind_double(s, 6, f->confidence);
-	mem_bind_text(s, 7, f->source);
-	mem_bind_text(s, 8, hash);
+	store_bind_text(s, 7, f->source);
+	store_bind_text(s, 8, hash);
 	sqlite3_bind_int64(s, 9, f->created_at);
 	sqlite3_bind_int64(s, 10, f->updated_at);
 	sqlite3_bind_int64(s, 11, f->last_accessed);
 	sqlite3_bind_int64(s, 12, f->access_count);
-	mem_bind_text(s, 13, f->episode);
+	store_bind_text(s, 13, f->episode);
 	if (f->frequency >= 0)
 		sqlite3_bind_int64(s, 14, f->frequency);
 	if (f->success_rate >= 0)
 		sqlite3_bind_double(s, 15, f->success_rate);
-	mem_bind_text(s, 16, f->trigger);
-	mem_bind_text(s, 17, f->steps);
-	mem_bind_text(s, 18, f->pattern_id);
+	store_bind_text(s, 16, f->trigger);
+	store_bind_text(s, 17, f->steps);
+	store_bind_text(s, 18, f->pattern_id);
 	if (f->archived_at)
 		sqlite3_bind_int64(s, 19, f->archived_at);
-	mem_bind_text(s, 20, f->archived_reason);
+	store_bind_text(s, 20, f->archived_reason);
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = mem_fail(m, "cannot store memory '%s'", id);
 	sqlite3_reset(s);
@@ -724,7 +698,7 @@ int memory_get(jv *out, struct memory *m, const char *id)
 	*out = jv_null();
 	if (mem_cached(&s, m, MS_GET, "SELECT " MEM_COLS " FROM memories WHERE id = ?") < 0)
 		return -1;
-	mem_bind_text(s, 1, id);
+	store_bind_text(s, 1, id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW)
 		*out = mem_row_json(s, 0);
@@ -786,21 +760,21 @@ int memory_update(struct memory *m, const char *id, jv changes)
 			"confidence = ?, source = ?, episode = ?, frequency = ?, success_rate = ?, "
 			"trigger_text = ?, steps = ?, content_hash = ?, updated_at = ? WHERE id = ?") < 0)
 		goto out;
-	mem_bind_text(s, 1, f.content);
-	mem_bind_text(s, 2, f.context ? f.context : "");
-	mem_bind_text(s, 3, f.tags);
+	store_bind_text(s, 1, f.content);
+	store_bind_text(s, 2, f.context ? f.context : "");
+	store_bind_text(s, 3, f.tags);
 	sqlite3_bind_double(s, 4, f.confidence);
-	mem_bind_text(s, 5, f.source);
-	mem_bind_text(s, 6, f.episode);
+	store_bind_text(s, 5, f.source);
+	store_bind_text(s, 6, f.episode);
 	if (f.frequency >= 0)
 		sqlite3_bind_int64(s, 7, f.frequency);
 	if (f.success_rate >= 0)
 		sqlite3_bind_double(s, 8, f.success_rate);
-	mem_bind_text(s, 9, f.trigger);
-	mem_bind_text(s, 10, f.steps);
-	mem_bind_text(s, 11, hash);
+	store_bind_text(s, 9, f.trigger);
+	store_bind_text(s, 10, f.steps);
+	store_bind_text(s, 11, hash);
 	sqlite3_bind_int64(s, 12, memory_now(m));
-	mem_bind_text(s, 13, id);
+	store_bind_text(s, 13, id);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		mem_fail(m, "cannot update memory '%s'", id);
 		goto out;

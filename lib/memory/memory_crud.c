@@ -24,7 +24,7 @@ int memory_adjust(double *after, struct memory *m, const char *id, double delta,
 	txn = true;
 	if (mem_prepare(&s, m, "SELECT confidence FROM memories WHERE id = ?") < 0)
 		goto out;
-	mem_bind_text(s, 1, id);
+	store_bind_text(s, 1, id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_DONE) {
 		rc = MEMORY_NOT_FOUND;
@@ -42,7 +42,7 @@ int memory_adjust(double *after, struct memory *m, const char *id, double delta,
 		goto out;
 	sqlite3_bind_double(s, 1, now_c);
 	sqlite3_bind_int64(s, 2, memory_now(m));
-	mem_bind_text(s, 3, id);
+	store_bind_text(s, 3, id);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		mem_fail(m, "cannot update memory '%s'", id);
 		goto out;
@@ -87,8 +87,8 @@ static int exec_on_id(struct memory *m, const char *sql, const char *id, int64_t
 	if (mem_prepare(&s, m, sql) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, t);
-	mem_bind_text(s, 2, text);
-	mem_bind_text(s, 3, id);
+	store_bind_text(s, 2, text);
+	store_bind_text(s, 3, id);
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = mem_fail(m, "cannot %s memory '%s'", what, id);
 	else
@@ -161,10 +161,10 @@ int memory_relate(struct memory *m, const char *a, const char *b, const char *ki
 			"EXISTS (SELECT 1 FROM memories WHERE id = ?3)") < 0)
 		return -1;
 	ulid_new(id);
-	mem_bind_text(s, 1, id);
-	mem_bind_text(s, 2, a);
-	mem_bind_text(s, 3, b);
-	mem_bind_text(s, 4, kind);
+	store_bind_text(s, 1, id);
+	store_bind_text(s, 2, a);
+	store_bind_text(s, 3, b);
+	store_bind_text(s, 4, kind);
 	if (sim >= 0)
 		sqlite3_bind_double(s, 5, sim);
 	sqlite3_bind_int64(s, 6, memory_now(m));
@@ -185,7 +185,7 @@ int memory_relations(jv *out, struct memory *m, const char *id)
 			"relationship, similarity, 'in' FROM memory_relationships WHERE memory_b_id = ?1 "
 			"ORDER BY 4 DESC") < 0)
 		return -1;
-	mem_bind_text(s, 1, id);
+	store_bind_text(s, 1, id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		jv e = jv_object();
 
@@ -240,7 +240,7 @@ static void filter_bind(sqlite3_stmt *s, const struct memory_filter *f)
 	if (f->min_confidence > 0)
 		sqlite3_bind_double(s, 2, f->min_confidence);
 	for (size_t i = 0; i < f->ntags; i++)
-		mem_bind_text(s, (int)(i + 10), f->tags[i]);
+		store_bind_text(s, (int)(i + 10), f->tags[i]);
 }
 
 /* Shared with memory_recall.c: "SELECT confidence, last_accessed" of the

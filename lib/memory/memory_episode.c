@@ -354,7 +354,7 @@ int memory_pattern_update(struct memory *m, const char *id, bool applied, int su
 	sqlite3_bind_int(s, 1, success);
 	sqlite3_bind_double(s, 2, delta);
 	sqlite3_bind_int64(s, 3, memory_now(m));
-	mem_bind_text(s, 4, id);
+	store_bind_text(s, 4, id);
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = mem_fail(m, "cannot update pattern '%s'", id);
 	else if (!sqlite3_changes(m->db))

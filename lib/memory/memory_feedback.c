@@ -54,7 +54,7 @@ static jv finding_json(sqlite3_stmt *s)
 
 static void bind_opt_str(sqlite3_stmt *s, int i, jv f, const char *key)
 {
-	mem_bind_text(s, i, json_get_str(f, key));
+	store_bind_text(s, i, json_get_str(f, key));
 }
 
 /* The id of the row of trace that has fingerprint fp (the insert of a
@@ -67,8 +67,8 @@ static int existing_id(char id[ULID_LEN + 1], struct store *st, const char *trac
 	if (sqlite3_prepare_v2(store_db(st), "SELECT id FROM findings WHERE trace_id = ?1 AND fingerprint = ?2 "
 			       "ORDER BY created_at, id LIMIT 1", -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "cannot read findings");
-	mem_bind_text(s, 1, trace);
-	mem_bind_text(s, 2, fp);
+	store_bind_text(s, 1, trace);
+	store_bind_text(s, 2, fp);
 	if (sqlite3_step(s) == SQLITE_ROW) {
 		snprintf(id, ULID_LEN + 1, "%s", (const char *)sqlite3_column_text(s, 0));
 		rc = 0;
@@ -115,9 +115,9 @@ int findings_put(char id_out[ULID_LEN + 1], struct store *st, jv f)
 		db_fail(st, "cannot store a finding");
 		goto out;
 	}
-	mem_bind_text(s, 1, id);
+	store_bind_text(s, 1, id);
 	bind_opt_str(s, 2, f, "run_id");
-	mem_bind_text(s, 3, trace);
+	store_bind_text(s, 3, trace);
 	bind_opt_str(s, 4, f, "phase");
 	bind_opt_str(s, 5, f, "layer");
 	bind_opt_str(s, 6, f, "severity");
@@ -133,8 +133,8 @@ int findings_put(char id_out[ULID_LEN + 1], struct store *st, jv f)
 	bind_opt_str(s, 14, f, "fix");
 	/* The producer's fingerprint (forge-review hashes the line's content)
 	 * wins; otherwise one from rule, file and message. */
-	mem_bind_text(s, 15, fingerprint);
-	mem_bind_text(s, 16, ts);
+	store_bind_text(s, 15, fingerprint);
+	store_bind_text(s, 16, ts);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		db_fail(st, "cannot store a finding");
 		goto out;
@@ -160,7 +160,7 @@ int findings_get(jv *out, struct store *st, const char *id)
 	if (sqlite3_prepare_v2(store_db(st), "SELECT " FINDING_COLS " FROM findings WHERE id = ?",
 			       -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "cannot read findings");
-	mem_bind_text(s, 1, id);
+	store_bind_text(s, 1, id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW)
 		*out = finding_json(s);
@@ -180,7 +180,7 @@ int findings_list(jv *out, struct store *st, const char *trace_id, bool include_
 			       "(?1 IS NULL OR trace_id = ?1 OR run_id = ?1) AND (?2 OR dismissed = 0) "
 			       "ORDER BY created_at DESC, id DESC LIMIT ?3", -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, "cannot read findings");
-	mem_bind_text(s, 1, trace_id);
+	store_bind_text(s, 1, trace_id);
 	sqlite3_bind_int(s, 2, include_dismissed);
 	sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW)
@@ -202,9 +202,9 @@ static int mark_dismissed(struct memory *m, const char *id, const char *reason)
 	if (mem_prepare(&s, m, "UPDATE findings SET dismissed = 1, dismissed_by = 'human', "
 			"dismissed_reason = ?, dismissed_at = ? WHERE id = ? AND dismissed = 0") < 0)
 		return -1;
-	mem_bind_text(s, 1, reason);
-	mem_bind_text(s, 2, ts);
-	mem_bind_text(s, 3, id);
+	store_bind_text(s, 1, reason);
+	store_bind_text(s, 2, ts);
+	store_bind_text(s, 3, id);
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = mem_fail(m, "cannot dismiss finding '%s'", id);
 	else

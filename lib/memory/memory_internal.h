@@ -8,6 +8,7 @@
 
 #include "core/buf.h"
 #include "memory/memory.h"
+#include "store/store.h"
 
 struct vindex;
 
@@ -44,7 +45,6 @@ int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql);
 /* A cached statement, reset and unbound; the caller resets it after use
  * (never finalizes it), so no read transaction stays open. */
 int mem_cached(sqlite3_stmt **out, struct memory *m, enum mem_stmt which, const char *sql);
-void mem_bind_text(sqlite3_stmt *s, int i, const char *v);
 jv mem_row_json(sqlite3_stmt *s, int first);
 jv mem_time_json(int64_t ms);
 int mem_time_parse(int64_t *out, jv v);   /* borrows v: ISO string or number of ms */

@@ -181,16 +181,12 @@ out:
 static int mark(struct memory *m, const char *episode, const char *pattern)
 {
 	sqlite3_stmt *s;
-	int rc = 0;
 
 	if (mem_prepare(&s, m, "UPDATE memories SET pattern_id = ? WHERE id = ?") < 0)
 		return -1;
-	mem_bind_text(s, 1, pattern);
-	mem_bind_text(s, 2, episode);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = mem_fail(m, "cannot mark episode '%s'", episode);
-	sqlite3_finalize(s);
-	return rc;
+	store_bind_text(s, 1, pattern);
+	store_bind_text(s, 2, episode);
+	return store_step_done(m->st, s, "cannot mark episode '%s'", episode);
 }
 
 static int store_pattern(struct memory *m, jv p, struct ep *e, const int *mem, int k)
@@ -228,17 +224,17 @@ static int store_pattern(struct memory *m, jv p, struct ep *e, const int *mem, i
 			"frequency, success_rate, confidence, last_seen, created_at, memory_id) "
 			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") < 0)
 		goto fail;
-	mem_bind_text(s, 1, pid);
-	mem_bind_text(s, 2, json_get_str(p, "type"));
-	mem_bind_text(s, 3, json_get_str(p, "trigger"));
-	mem_bind_text(s, 4, json_get_str(p, "pattern"));
-	mem_bind_text(s, 5, res);
+	store_bind_text(s, 1, pid);
+	store_bind_text(s, 2, json_get_str(p, "type"));
+	store_bind_text(s, 3, json_get_str(p, "trigger"));
+	store_bind_text(s, 4, json_get_str(p, "pattern"));
+	store_bind_text(s, 5, res);
 	sqlite3_bind_int(s, 6, k);
 	sqlite3_bind_double(s, 7, rate);
 	sqlite3_bind_double(s, 8, MEMORY_CONF_LLM);
 	sqlite3_bind_int64(s, 9, memory_now(m));
 	sqlite3_bind_int64(s, 10, memory_now(m));
-	mem_bind_text(s, 11, mid);
+	store_bind_text(s, 11, mid);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		mem_fail(m, "cannot store a pattern");
 		goto fail;
@@ -276,7 +272,7 @@ static int extend_pattern(struct memory *m, const char *pid, struct ep *e, const
 	sqlite3_bind_int(s, 1, ok);
 	sqlite3_bind_int(s, 2, k);
 	sqlite3_bind_int64(s, 3, memory_now(m));
-	mem_bind_text(s, 4, pid);
+	store_bind_text(s, 4, pid);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		mem_fail(m, "cannot update pattern '%s'", pid);
 		goto out;

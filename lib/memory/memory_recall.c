@@ -246,7 +246,7 @@ static int touch(struct memory *m, const struct scored *r, size_t n, int64_t now
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		sqlite3_reset(s);
 		sqlite3_bind_int64(s, 1, now);
-		mem_bind_text(s, 2, json_get_str(r[i].mem, "id"));
+		store_bind_text(s, 2, json_get_str(r[i].mem, "id"));
 		if (sqlite3_step(s) != SQLITE_DONE)
 			rc = mem_fail(m, "cannot record an access");
 	}

@@ -6,6 +6,7 @@
  */
 #include "os/landlock.h"
 #include "core/forge.h"
+#include "os/nsview.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -209,61 +210,24 @@ int landlock_enforce_child(int rs_fd)
 	return 0;
 }
 
-/* Async-signal-safe: write "<a> <b> 1" to path. */
-static int write_map(const char *path, unsigned long id)
-{
-	char line[64], num[24];
-	size_t n = 0, k = 0;
-	int fd;
-	ssize_t w;
-
-	do {
-		num[k++] = (char)('0' + id % 10);
-		id /= 10;
-	} while (id && k < sizeof(num));
-	for (int rep = 0; rep < 2; rep++) {
-		for (size_t i = k; i > 0; i--)
-			line[n++] = num[i - 1];
-		line[n++] = ' ';
-	}
-	line[n++] = '1';
-	line[n++] = '\n';
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	w = write(fd, line, n);
-	if (w < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	close(fd);
-	return 0;
-}
-
 int netns_enter_child(bool privileged, uid_t uid, gid_t gid)
 {
-	int fd, rc;
-
 	if (privileged && unshare(CLONE_NEWNET) == 0)
 		return 0;
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
 		return -errno;
-	fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "deny", 4) < 0) {
-			/* older kernels have no such file; nothing to do */
-		}
-		close(fd);
-	}
-	if ((rc = write_map("/proc/self/uid_map", uid)) < 0)
-		return rc;
-	return write_map("/proc/self/gid_map", gid);
+	return nsview_maps_child(uid, gid);
 }
 
 bool netns_privileged(void)
 {
 	return geteuid() == 0;
+}
+
+/* The probe's child: a network namespace as a sandboxed command gets it. */
+static int netns_probe_child(void *priv)
+{
+	return netns_enter_child(*(bool *)priv, getuid(), getgid());
 }
 
 bool netns_available(const char **why)
@@ -273,29 +237,9 @@ bool netns_available(const char **why)
 
 	if (cached < 0) {
 		bool priv = netns_privileged();
-		uid_t uid = getuid();
-		gid_t gid = getgid();
-		int st = 0;
-		pid_t pid = fork();
 
-		if (pid == 0) {
-			int r = netns_enter_child(priv, uid, gid);
-			_exit(r < 0 ? (-r & 0xff) : 0);
-		}
-		if (pid < 0) {
-			snprintf(reason, sizeof(reason), "fork: %s", strerror(errno));
-			cached = 0;
-		} else {
-			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-				;
-			if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-				cached = 1;
-			} else {
-				snprintf(reason, sizeof(reason), "unshare(CLONE_NEWUSER|CLONE_NEWNET): %s",
-					 WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "probe died");
-				cached = 0;
-			}
-		}
+		cached = nsview_probe(reason, sizeof reason, "unshare(CLONE_NEWUSER|CLONE_NEWNET)",
+				      netns_probe_child, &priv);
 	}
 	if (why)
 		*why = cached ? NULL : reason;

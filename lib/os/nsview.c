@@ -345,38 +345,48 @@ int nsview_drop_caps_child(void)
 	return 0;
 }
 
+bool nsview_probe(char *reason, size_t size, const char *what, int (*child)(void *), void *arg)
+{
+	int st = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int r = child(arg);
+		_exit(r < 0 ? (-r & 0xff) : 0);
+	}
+	if (pid < 0) {
+		snprintf(reason, size, "fork: %s", strerror(errno));
+		return false;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return true;
+	snprintf(reason, size, "%s: %s", what, WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "probe died");
+	return false;
+}
+
+/* The probe's child: the namespaces of a view and the id maps. */
+static int probe_child(void *unused)
+{
+	uid_t uid = getuid();   /* before the new user namespace hides them */
+	gid_t gid = getgid();
+
+	(void)unused;
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0)
+		return -errno;
+	return nsview_maps_child(uid, gid);
+}
+
 bool nsview_available(const char **why)
 {
 	static int cached = -1;
 	static char reason[160];
 
-	if (cached < 0) {
-		uid_t uid = getuid();
-		gid_t gid = getgid();
-		int st = 0;
-		pid_t pid = fork();
-
-		if (pid == 0) {
-			int r = 0;
-			if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0)
-				r = -errno;
-			else
-				r = nsview_maps_child(uid, gid);
-			_exit(r < 0 ? (-r & 0xff) : 0);
-		}
-		if (pid < 0) {
-			snprintf(reason, sizeof(reason), "fork: %s", strerror(errno));
-			cached = 0;
-		} else {
-			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-				;
-			cached = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-			if (!cached)
-				snprintf(reason, sizeof(reason),
-					 "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC): %s",
-					 WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "probe died");
-		}
-	}
+	if (cached < 0)
+		cached = nsview_probe(reason, sizeof reason,
+				      "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC)",
+				      probe_child, NULL);
 	if (why)
 		*why = cached ? NULL : reason;
 	return cached == 1;

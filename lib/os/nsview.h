@@ -73,6 +73,14 @@ const char *nsview_stage_name(int stage);
 int nsview_maps_child(uid_t uid, gid_t gid);
 
 /*
+ * Whether child(arg), run in a forked child, returns 0 (it returns 0 or
+ * -errno and may change the child's namespaces freely).  When not, reason
+ * (size bytes) says "WHAT: ERROR" (or "fork: ERROR").  For the
+ * *_available() probes of kernel features.
+ */
+bool nsview_probe(char *reason, size_t size, const char *what, int (*child)(void *), void *arg);
+
+/*
  * In the child (PID 1 of the namespace, after nsview_maps_child): build
  * the view and pivot into it.  *stage gets the failing step.  0 or -errno.
  */

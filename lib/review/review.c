@@ -63,7 +63,7 @@ char *review_which(const char *name)
 
 /* ---- the post-image copies --------------------------------------------- */
 
-static void emit(struct review_ctx *ctx, const char *type, jv data)
+void review_emit(struct review_ctx *ctx, const char *type, jv data)
 {
 	if (ctx->emit)
 		ctx->emit(ctx->emit_payload, type, data);
@@ -73,7 +73,7 @@ static void emit(struct review_ctx *ctx, const char *type, jv data)
 
 static void skip_file(struct review_ctx *ctx, const char *path, const char *why)
 {
-	emit(ctx, "review.file_skipped", json_set(json_set(jv_object(), "file", jv_string(path)),
+	review_emit(ctx, "review.file_skipped", json_set(json_set(jv_object(), "file", jv_string(path)),
 						  "reason", jv_string(why)));
 }
 
@@ -247,7 +247,7 @@ void review_tool_missing(struct review_ctx *ctx, const char *tool, const char *l
 		ctx->missing = jv_array();
 	}
 	ctx->missing = jv_array_append(ctx->missing, m);
-	emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(tool)),
+	review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(tool)),
 						  "reason", jv_string("not installed")));
 }
 

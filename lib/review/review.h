@@ -49,6 +49,9 @@ struct review_ctx {
 	jv missing;
 };
 
+/* Pass one event to ctx->emit (consumes data; dropped when emit is NULL). */
+void review_emit(struct review_ctx *ctx, const char *type, jv data);
+
 /* Copy the post-image of each text file the diff adds to or changes into a
  * temporary directory, after checking that its content agrees with the
  * diff (every added and context line at its number); a file that does not

@@ -32,14 +32,6 @@
 #include <string.h>
 
 
-static void emit(struct review_ctx *ctx, const char *type, jv data)
-{
-	if (ctx->emit)
-		ctx->emit(ctx->emit_payload, type, data);
-	else
-		jv_free(data);
-}
-
 /* Strip "./" and an absolute prefix (dir + '/') from a tool's path. */
 static const char *rel_path(const char *path, const char *dir)
 {
@@ -329,12 +321,12 @@ static void ran(struct review_ctx *ctx, const char *tool, const struct tool_run 
 	e = json_set(e, "findings", jv_number(found));
 	if (tr->timed_out)
 		e = json_set(e, "timed_out", jv_true());
-	emit(ctx, "review.tool_ran", e);
+	review_emit(ctx, "review.tool_ran", e);
 }
 
 static void skipped(struct review_ctx *ctx, const char *tool, const char *why)
 {
-	emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(tool)),
+	review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(tool)),
 						  "reason", jv_string(why)));
 }
 

@@ -20,14 +20,6 @@
 #include <string.h>
 
 
-static void emit(struct review_ctx *ctx, const char *type, jv data)
-{
-	if (ctx->emit)
-		ctx->emit(ctx->emit_payload, type, data);
-	else
-		jv_free(data);
-}
-
 static void add(jv *acc, const struct diff *d, const char *severity, const char *rule,
 		const char *file, int line, const char *msg, double confidence)
 {
@@ -177,9 +169,9 @@ int review_scan(jv *out, struct review_ctx *ctx)
 			e = json_set(e, "files", jv_number((double)nf));
 			e = json_set(e, "exit_code", jv_number(r.exit_code));
 			e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(*out)) - before));
-			emit(ctx, "review.tool_ran", e);
+			review_emit(ctx, "review.tool_ran", e);
 		} else {
-			emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(S->tool)),
+			review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(S->tool)),
 								  "reason", jv_string(r.timed_out ? "timed out" : forge_last_error())));
 		}
 		proc_result_release(&r);

@@ -14,8 +14,7 @@
 
 static int sql_fail(struct store *st, const char *what)
 {
-	return forge_error("plan versions in '%s': %s: %s", store_path(st), what,
-			   sqlite3_errmsg(store_db(st)));
+	return store_fail(st, "plan versions: %s", what);
 }
 
 /* The latest version number and content (as text) of trace's plan. */
@@ -30,19 +29,14 @@ static int latest_row(int *out_version, jv *out_plan, struct store *st, const ch
 	*out_version = 0;
 	if (out_plan)
 		*out_plan = jv_null();
-	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK) {
-		sql_fail(st, "cannot read");
+	if (store_prepare(&s, st, sql) < 0)
 		goto out;
-	}
-	sqlite3_bind_text(s, 1, trace_id, -1, SQLITE_STATIC);
+	store_bind_text(s, 1, trace_id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW) {
 		*out_version = sqlite3_column_int(s, 0);
-		if (out_plan) {
-			const char *text = (const char *)sqlite3_column_text(s, 1);
-			jv v = json_parse(text ? text : "null", text ? (size_t)sqlite3_column_bytes(s, 1) : 4);
-			*out_plan = jv_is_valid(v) ? v : (jv_free(v), jv_null());
-		}
+		if (out_plan)
+			*out_plan = store_col_json(s, 1);
 	} else if (step != SQLITE_DONE) {
 		sql_fail(st, "cannot read");
 		goto out;
@@ -80,19 +74,14 @@ int plans_append(int *out_version, char *out_id, struct store *st, const char *t
 	ulid_new(id);
 	timestamp_now(ts);
 	text = json_dumps(jv_copy(plan), false);
-	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK) {
-		sql_fail(st, "cannot insert");
+	if (store_prepare(&s, st, sql) < 0)
 		goto out;
-	}
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, trace_id, -1, SQLITE_STATIC);
+	store_bind_text(s, 1, id);
+	store_bind_text(s, 2, trace_id);
 	sqlite3_bind_int(s, 3, version);
-	sqlite3_bind_text(s, 4, text, -1, SQLITE_STATIC);
-	if (changelog)
-		sqlite3_bind_text(s, 5, changelog, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 5);
-	sqlite3_bind_text(s, 6, ts, -1, SQLITE_STATIC);
+	store_bind_text(s, 4, text);
+	store_bind_text(s, 5, changelog);
+	store_bind_text(s, 6, ts);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		sql_fail(st, "cannot insert");
 		goto out;
@@ -113,23 +102,6 @@ out:
 	return rc;
 }
 
-static jv column_json(sqlite3_stmt *s, int col)
-{
-	const char *text = (const char *)sqlite3_column_text(s, col);
-
-	if (!text)
-		return jv_null();
-	jv v = json_parse(text, (size_t)sqlite3_column_bytes(s, col));
-	return jv_is_valid(v) ? v : (jv_free(v), jv_null());
-}
-
-static jv column_str(sqlite3_stmt *s, int col)
-{
-	const char *text = (const char *)sqlite3_column_text(s, col);
-
-	return text ? jv_string(text) : jv_null();
-}
-
 int plans_list(jv *out, struct store *st, const char *trace_id)
 {
 	static const char sql[] =
@@ -140,19 +112,17 @@ int plans_list(jv *out, struct store *st, const char *trace_id)
 	int rc = -1, step;
 
 	*out = jv_null();
-	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK) {
-		sql_fail(st, "cannot read");
+	if (store_prepare(&s, st, sql) < 0)
 		goto out;
-	}
-	sqlite3_bind_text(s, 1, trace_id, -1, SQLITE_STATIC);
+	store_bind_text(s, 1, trace_id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		jv row = jv_object();
-		row = json_set(row, "id", column_str(s, 0));
-		row = json_set(row, "trace_id", column_str(s, 1));
+		row = json_set(row, "id", store_col_str(s, 0));
+		row = json_set(row, "trace_id", store_col_str(s, 1));
 		row = json_set(row, "version", jv_number(sqlite3_column_int(s, 2)));
-		row = json_set(row, "plan", column_json(s, 3));
-		row = json_set(row, "changelog", column_str(s, 4));
-		row = json_set(row, "created_at", column_str(s, 5));
+		row = json_set(row, "plan", store_col_json(s, 3));
+		row = json_set(row, "changelog", store_col_str(s, 4));
+		row = json_set(row, "created_at", store_col_str(s, 5));
 		list = jv_array_append(list, row);
 	}
 	if (step != SQLITE_DONE) {

@@ -6,6 +6,8 @@
 #include "core/json.h"
 #include "core/secret.h"
 #include "core/resource.h"
+#include "core/ids.h"
+#include "llm/llm.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -101,13 +103,7 @@ struct store {
 
 /* ---- errors -------------------------------------------------------- */
 
-/*
- * Record "database 'PATH': WHAT: SQLITE MESSAGE (code N)" and return -1.
- * Must be called right after the failing call: sqlite3_errmsg() is
- * overwritten by the next one.
- */
-__attribute__((format(printf, 2, 3)))
-static int db_fail(struct store *st, const char *fmt, ...)
+int store_fail(struct store *st, const char *fmt, ...)
 {
 	char what[512];
 	va_list ap;
@@ -123,101 +119,6 @@ static int db_fail(struct store *st, const char *fmt, ...)
 			   sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
 }
 
-/* ---- time and ids -------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* "2026-11-21T21:30:00.123Z": ISO-8601 UTC with ms; sorts as time does. */
-static void iso_time(char out[static 32], int64_t ms)
-{
-	time_t secs = (time_t)(ms / 1000);
-	unsigned milli = (unsigned)(ms % 1000);
-	struct tm tm;
-	char date[24];
-
-	gmtime_r(&secs, &tm);
-	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, 32, "%s.%03uZ", date, milli % 1000);
-}
-
-static int fill_random(unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t got = getrandom(p, n, 0);
-
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return forge_error("cannot get random bytes: %s", strerror(errno));
-		}
-		p += got;
-		n -= (size_t)got;
-	}
-	return 0;
-}
-
-/*
- * ULID state: the last time used and its 80 random bits.  Within one
- * millisecond the random part is incremented, so ids made by this process
- * sort in creation order (the latest checkpoint is the greatest id).  The pid
- * is kept because a forked child inherits the state and would otherwise
- * produce the same ids as its siblings.
- */
-static _Thread_local struct {
-	pid_t pid;
-	int64_t ms;
-	unsigned char rnd[10];
-} ulid;
-
-/* Add one to the 80-bit big-endian number; true when it wrapped. */
-static bool rnd_increment(unsigned char rnd[10])
-{
-	for (int i = 9; i >= 0; i--)
-		if (++rnd[i] != 0)
-			return false;
-	return true;
-}
-
-/*
- * A ULID: 26 characters of Crockford base32, 48 bits of Unix time in ms
- * then 80 random bits.  *ms_out gets the time encoded in it.
- */
-static int ulid_new(char out[static 27], int64_t *ms_out)
-{
-	static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-	int64_t now = now_ms();
-	pid_t pid = getpid();
-
-	if (ulid.pid != pid || now > ulid.ms) {
-		if (fill_random(ulid.rnd, sizeof ulid.rnd) < 0)
-			return -1;
-		ulid.pid = pid;
-		ulid.ms = now;
-	} else if (rnd_increment(ulid.rnd)) {
-		ulid.ms++;   /* 2^80 ids in one ms: borrow the next one */
-	}
-	uint64_t t = (uint64_t)ulid.ms;
-	for (int i = 9; i >= 0; i--) {
-		out[i] = b32[t & 31];
-		t >>= 5;
-	}
-	for (int i = 0; i < 16; i++) {
-		int bit = i * 5, byte = bit / 8, off = bit % 8;
-		unsigned v = (unsigned)ulid.rnd[byte] << 8 | (byte + 1 < 10 ? ulid.rnd[byte + 1] : 0);
-
-		out[10 + i] = b32[(v >> (11 - off)) & 31];
-	}
-	out[26] = '\0';
-	*ms_out = ulid.ms;
-	return 0;
-}
-
 /* ---- statements ---------------------------------------------------- */
 
 static int stmt_get(sqlite3_stmt **out, struct store *st, enum stmt_id id)
@@ -226,7 +127,7 @@ static int stmt_get(sqlite3_stmt **out, struct store *st, enum stmt_id id)
 	if (!st->stmt[id] &&
 	    sqlite3_prepare_v3(st->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
 			       &st->stmt[id], NULL) != SQLITE_OK)
-		return db_fail(st, "cannot prepare statement %d", (int)id);
+		return store_fail(st, "cannot prepare statement %d", (int)id);
 	*out = st->stmt[id];
 	return 0;
 }
@@ -238,20 +139,15 @@ static void stmt_done(sqlite3_stmt *s)
 	sqlite3_clear_bindings(s);
 }
 
-/*
- * Text bound with SQLITE_STATIC: the caller's string must outlive the step,
- * which holds for every use here (stmt_done runs before returning).
- */
-static void bind_text(sqlite3_stmt *s, int i, const char *text)
+void store_bind_text(sqlite3_stmt *s, int i, const char *text)
 {
 	if (text)
-		sqlite3_bind_text(s, i, text, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, i, text, -1, SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_null(s, i);
 }
 
-/* A jv string's bytes, bound without copying; borrows v. */
-static void bind_jv_text(sqlite3_stmt *s, int i, jv v)
+void store_bind_jv_text(sqlite3_stmt *s, int i, jv v)
 {
 	if (jv_get_kind(v) == JV_KIND_STRING)
 		sqlite3_bind_text64(s, i, jv_string_value(v),
@@ -261,8 +157,7 @@ static void bind_jv_text(sqlite3_stmt *s, int i, jv v)
 		sqlite3_bind_null(s, i);
 }
 
-/* Column i as a jv string, or null when SQL NULL. */
-static jv col_str(sqlite3_stmt *s, int i)
+jv store_col_str(sqlite3_stmt *s, int i)
 {
 	const unsigned char *t = sqlite3_column_text(s, i);
 
@@ -271,22 +166,48 @@ static jv col_str(sqlite3_stmt *s, int i)
 	return jv_string_sized((const char *)t, sqlite3_column_bytes(s, i));
 }
 
-/* Column i parsed as JSON; null when SQL NULL; invalid on bad JSON. */
-static jv col_json(sqlite3_stmt *s, int i)
+jv store_col_json(sqlite3_stmt *s, int i)
 {
 	const unsigned char *t = sqlite3_column_text(s, i);
 
 	if (!t)
 		return jv_null();
-	return json_parse((const char *)t, (size_t)sqlite3_column_bytes(s, i));
+	jv v = json_parse((const char *)t, (size_t)sqlite3_column_bytes(s, i));
+
+	return jv_is_valid(v) ? v : (jv_free(v), jv_null());
 }
 
-/* Column i as a jv number, or null when SQL NULL. */
-static jv col_num(sqlite3_stmt *s, int i)
+jv store_col_num(sqlite3_stmt *s, int i)
 {
 	if (sqlite3_column_type(s, i) == SQLITE_NULL)
 		return jv_null();
 	return jv_number(sqlite3_column_double(s, i));
+}
+
+int store_prepare(sqlite3_stmt **out, struct store *st, const char *sql)
+{
+	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK) {
+		*out = NULL;
+		return store_fail(st, "cannot prepare '%.60s'", sql);
+	}
+	return 0;
+}
+
+int store_step_done(struct store *st, sqlite3_stmt *s, const char *fmt, ...)
+{
+	int rc = 0;
+
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		char what[512];
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof what, fmt, ap);
+		va_end(ap);
+		rc = store_fail(st, "%s", what);
+	}
+	sqlite3_finalize(s);
+	return rc;
 }
 
 /* ---- opening and migrating ----------------------------------------- */
@@ -386,11 +307,11 @@ static int user_version(int *out, struct store *st)
 	int rc = -1;
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK) {
-		db_fail(st, "cannot read schema version");
+		store_fail(st, "cannot read schema version");
 		goto out;
 	}
 	if (sqlite3_step(s) != SQLITE_ROW) {
-		db_fail(st, "cannot read schema version");
+		store_fail(st, "cannot read schema version");
 		goto out;
 	}
 	*out = sqlite3_column_int(s, 0);
@@ -535,7 +456,7 @@ int store_open(struct store **out, const char *path)
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		if (st->db)
-			db_fail(st, "cannot open");
+			store_fail(st, "cannot open");
 		else
 			forge_error("cannot open database '%s': out of memory", path);
 		goto out;
@@ -751,12 +672,12 @@ static void event_bind(sqlite3_stmt *s, jv ev, const char *id, const char *trace
 	jv tokens = json_get(cost, "tokens"), usd = json_get(cost, "usd");
 	jv duration = json_get(ev, "duration_ms");
 
-	bind_text(s, 1, id);
-	bind_text(s, 2, trace_id);
-	bind_text(s, 3, ts);
-	bind_text(s, 4, json_get_str(ev, "source"));
-	bind_text(s, 5, json_get_str(ev, "phase"));
-	bind_text(s, 6, type);
+	store_bind_text(s, 1, id);
+	store_bind_text(s, 2, trace_id);
+	store_bind_text(s, 3, ts);
+	store_bind_text(s, 4, json_get_str(ev, "source"));
+	store_bind_text(s, 5, json_get_str(ev, "phase"));
+	store_bind_text(s, 6, type);
 	bind_int_num(s, 8, tokens);
 	bind_real_num(s, 9, usd);
 	bind_int_num(s, 10, duration);
@@ -795,7 +716,7 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 	}
 	event_bind(s, ev, id, trace_id, ts, type);
 	if (sqlite3_bind_text64(s, 7, raw, raw_len, SQLITE_STATIC, SQLITE_UTF8) != SQLITE_OK) {
-		db_fail(st, "cannot store event '%s' of %zu bytes", id, raw_len);
+		store_fail(st, "cannot store event '%s' of %zu bytes", id, raw_len);
 		goto out;
 	}
 	/*
@@ -804,7 +725,7 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 	 * IMMEDIATE; inside store_begin() it joins the caller's batch.
 	 */
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, "cannot store event '%s'", id);
+		store_fail(st, "cannot store event '%s'", id);
 		goto out;
 	}
 	if (inserted)
@@ -828,7 +749,7 @@ int store_events_foreach(struct store *st, const char *trace_id,
 	if (sqlite3_stmt_busy(s))
 		return forge_error("database '%s': store_events_foreach called from its own "
 				   "callback", st->path);
-	bind_text(s, 1, trace_id);
+	store_bind_text(s, 1, trace_id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *line = (const char *)sqlite3_column_text(s, 0);
 		size_t len = (size_t)sqlite3_column_bytes(s, 0);
@@ -838,7 +759,7 @@ int store_events_foreach(struct store *st, const char *trace_id,
 			break;
 	}
 	if (rc == 0 && step != SQLITE_DONE)
-		rc = db_fail(st, "cannot read events of trace '%s'", trace_id);
+		rc = store_fail(st, "cannot read events of trace '%s'", trace_id);
 	stmt_done(s);   /* ends the read transaction, also after an early stop */
 	return rc;
 }
@@ -858,16 +779,16 @@ int store_traces(jv *out, struct store *st, int limit)
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		jv t = jv_object();
 
-		t = json_set(t, "trace_id", col_str(s, 0));
-		t = json_set(t, "events", col_num(s, 1));
-		t = json_set(t, "first_ts", col_str(s, 2));
-		t = json_set(t, "last_ts", col_str(s, 3));
-		t = json_set(t, "task", col_str(s, 4));
-		t = json_set(t, "status", col_str(s, 5));
+		t = json_set(t, "trace_id", store_col_str(s, 0));
+		t = json_set(t, "events", store_col_num(s, 1));
+		t = json_set(t, "first_ts", store_col_str(s, 2));
+		t = json_set(t, "last_ts", store_col_str(s, 3));
+		t = json_set(t, "task", store_col_str(s, 4));
+		t = json_set(t, "status", store_col_str(s, 5));
 		list = jv_array_append(list, t);
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, "cannot list traces");
+		store_fail(st, "cannot list traces");
 		goto out;
 	}
 	*out = list;
@@ -897,7 +818,7 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 		     const char *repo, jv config)
 {
 	sqlite3_stmt *s = NULL;
-	char now[32];
+	char now[TIMESTAMP_LEN + 1];
 	int rc = -1;
 
 	assert(trace_id && task);
@@ -905,17 +826,17 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 		config = jv_dump_string(config, 0);
 	if (stmt_get(&s, st, S_RUN_CREATE) < 0)
 		goto out;
-	iso_time(now, now_ms());
-	bind_text(s, 1, trace_id);
-	bind_text(s, 2, task);
-	bind_text(s, 3, repo);
-	bind_jv_text(s, 4, config);
-	bind_text(s, 5, now);
+	timestamp_now(now);
+	store_bind_text(s, 1, trace_id);
+	store_bind_text(s, 2, task);
+	store_bind_text(s, 3, repo);
+	store_bind_jv_text(s, 4, config);
+	store_bind_text(s, 5, now);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		if (sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
 			forge_error("database '%s': run '%s' already exists", st->path, trace_id);
 		else
-			db_fail(st, "cannot create run '%s'", trace_id);
+			store_fail(st, "cannot create run '%s'", trace_id);
 		goto out;
 	}
 	rc = 0;
@@ -932,7 +853,7 @@ static int run_update_step(struct store *st, sqlite3_stmt *s, const char *trace_
 	int rc = 0;
 
 	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = db_fail(st, "cannot update run '%s'", trace_id);
+		rc = store_fail(st, "cannot update run '%s'", trace_id);
 	else if (sqlite3_changes(st->db) == 0)
 		rc = forge_error("database '%s': no run '%s'", st->path, trace_id);
 	stmt_done(s);
@@ -943,7 +864,7 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 		     const char *phase, const char *error)
 {
 	sqlite3_stmt *s;
-	char now[32];
+	char now[TIMESTAMP_LEN + 1];
 
 	assert(trace_id);
 	if (status && !run_status_valid(status))
@@ -951,28 +872,28 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 				   "paused, completed, failed or cancelled)", st->path, status);
 	if (stmt_get(&s, st, S_RUN_UPDATE) < 0)
 		return -1;
-	iso_time(now, now_ms());
-	bind_text(s, 1, trace_id);
-	bind_text(s, 2, status);
-	bind_text(s, 3, phase);
-	bind_text(s, 4, error);
-	bind_text(s, 5, now);
+	timestamp_now(now);
+	store_bind_text(s, 1, trace_id);
+	store_bind_text(s, 2, status);
+	store_bind_text(s, 3, phase);
+	store_bind_text(s, 4, error);
+	store_bind_text(s, 5, now);
 	return run_update_step(st, s, trace_id);
 }
 
 int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd)
 {
 	sqlite3_stmt *s;
-	char now[32];
+	char now[TIMESTAMP_LEN + 1];
 
 	assert(trace_id);
 	if (stmt_get(&s, st, S_RUN_SET_COST) < 0)
 		return -1;
-	iso_time(now, now_ms());
-	bind_text(s, 1, trace_id);
+	timestamp_now(now);
+	store_bind_text(s, 1, trace_id);
 	sqlite3_bind_int64(s, 2, tokens);
 	sqlite3_bind_double(s, 3, usd);
-	bind_text(s, 4, now);
+	store_bind_text(s, 4, now);
 	return run_update_step(st, s, trace_id);
 }
 
@@ -989,15 +910,11 @@ static jv run_row(sqlite3_stmt *s)
 		jv v;
 
 		if (i == 5)
-			v = col_json(s, i);
+			v = store_col_json(s, i);
 		else if (i == 9 || i == 10)
-			v = col_num(s, i);
+			v = store_col_num(s, i);
 		else
-			v = col_str(s, i);
-		if (!jv_is_valid(v)) {   /* config is CHECKed as JSON when written */
-			jv_free(v);
-			v = jv_null();
-		}
+			v = store_col_str(s, i);
 		run = json_set(run, keys[i], v);
 	}
 	return run;
@@ -1011,12 +928,12 @@ int store_run_get(jv *out, struct store *st, const char *trace_id)
 	*out = jv_null();
 	if (stmt_get(&s, st, S_RUN_GET) < 0)
 		return -1;
-	bind_text(s, 1, trace_id);
+	store_bind_text(s, 1, trace_id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW)
 		*out = run_row(s);
 	else if (step != SQLITE_DONE)
-		rc = db_fail(st, "cannot read run '%s'", trace_id);
+		rc = store_fail(st, "cannot read run '%s'", trace_id);
 	stmt_done(s);
 	return rc;
 }
@@ -1031,13 +948,13 @@ int store_runs_list(jv *out, struct store *st, int limit)
 			       "SELECT id, task, repo, status, current_phase, NULL, started_at,"
 			       " updated_at, completed_at, total_cost_usd, total_tokens, error"
 			       " FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "cannot list runs");
+		return store_fail(st, "cannot list runs");
 	sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW)
 		*out = jv_array_append(*out, run_row(s));
 	sqlite3_finalize(s);
 	if (step != SQLITE_DONE)
-		return db_fail(st, "cannot list runs");
+		return store_fail(st, "cannot list runs");
 	return 0;
 }
 
@@ -1047,8 +964,7 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 			  jv state, char **id_out)
 {
 	sqlite3_stmt *s;
-	char id[27], ts[32];
-	int64_t ms;
+	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
 	jv text = jv_invalid();
 	int rc = -1;
 
@@ -1058,22 +974,23 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 	if (jv_get_kind(state) != JV_KIND_OBJECT)
 		return forge_error("database '%s': cannot save checkpoint of trace '%s': state is "
 				   "not an object", st->path, trace_id);
-	if (stmt_get(&s, st, S_CKPT_SAVE) < 0 || ulid_new(id, &ms) < 0)
+	if (stmt_get(&s, st, S_CKPT_SAVE) < 0)
 		return -1;
-	iso_time(ts, ms);
+	ulid_new(id);
+	timestamp_format(ts, ulid_ms(id));
 	text = jv_dump_string(jv_copy(state), 0);
 	if (llm_secret_in(jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)))) {
 		jv_free(text);
 		text = jv_dump_string(llm_redact_jv(jv_copy(state)), 0);
 	}
-	bind_text(s, 1, id);
-	bind_text(s, 2, trace_id);
-	bind_text(s, 3, phase ? phase : json_get_str(state, "phase"));
-	bind_text(s, 4, json_get_str(state, "status"));
-	bind_text(s, 5, ts);
-	bind_jv_text(s, 6, text);
+	store_bind_text(s, 1, id);
+	store_bind_text(s, 2, trace_id);
+	store_bind_text(s, 3, phase ? phase : json_get_str(state, "phase"));
+	store_bind_text(s, 4, json_get_str(state, "status"));
+	store_bind_text(s, 5, ts);
+	store_bind_jv_text(s, 6, text);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, "cannot save checkpoint of trace '%s'", trace_id);
+		store_fail(st, "cannot save checkpoint of trace '%s'", trace_id);
 		goto out;
 	}
 	if (id_out)
@@ -1089,7 +1006,8 @@ out:
 static int col_state(jv *out, struct store *st, sqlite3_stmt *s, int i, const char *what,
 		     const char *name)
 {
-	jv v = col_json(s, i);
+	const unsigned char *t = sqlite3_column_text(s, i);
+	jv v = t ? json_parse((const char *)t, (size_t)sqlite3_column_bytes(s, i)) : jv_null();
 
 	if (!jv_is_valid(v)) {
 		char *msg = json_invalid_msg(v);
@@ -1111,12 +1029,12 @@ int store_checkpoint_latest(jv *out, struct store *st, const char *trace_id)
 	*out = jv_null();
 	if (stmt_get(&s, st, S_CKPT_LATEST) < 0)
 		return -1;
-	bind_text(s, 1, trace_id);
+	store_bind_text(s, 1, trace_id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW)
 		rc = col_state(out, st, s, 0, "the latest checkpoint of trace", trace_id);
 	else if (step != SQLITE_DONE)
-		rc = db_fail(st, "cannot read the latest checkpoint of trace '%s'", trace_id);
+		rc = store_fail(st, "cannot read the latest checkpoint of trace '%s'", trace_id);
 	stmt_done(s);
 	return rc;
 }
@@ -1126,11 +1044,11 @@ static jv checkpoint_head(sqlite3_stmt *s)
 {
 	jv c = jv_object();
 
-	c = json_set(c, "id", col_str(s, 0));
-	c = json_set(c, "trace_id", col_str(s, 1));
-	c = json_set(c, "phase", col_str(s, 2));
-	c = json_set(c, "status", col_str(s, 3));
-	c = json_set(c, "ts", col_str(s, 4));
+	c = json_set(c, "id", store_col_str(s, 0));
+	c = json_set(c, "trace_id", store_col_str(s, 1));
+	c = json_set(c, "phase", store_col_str(s, 2));
+	c = json_set(c, "status", store_col_str(s, 3));
+	c = json_set(c, "ts", store_col_str(s, 4));
 	return c;
 }
 
@@ -1143,14 +1061,14 @@ int store_checkpoint_load(jv *out, struct store *st, const char *id)
 	*out = jv_null();
 	if (stmt_get(&s, st, S_CKPT_LOAD) < 0)
 		return -1;
-	bind_text(s, 1, id);
+	store_bind_text(s, 1, id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW) {
 		rc = col_state(&state, st, s, 5, "checkpoint", id);
 		if (rc == 0)
 			*out = json_set(checkpoint_head(s), "state", state);
 	} else if (step != SQLITE_DONE) {
-		rc = db_fail(st, "cannot read checkpoint '%s'", id);
+		rc = store_fail(st, "cannot read checkpoint '%s'", id);
 	}
 	stmt_done(s);
 	return rc;
@@ -1167,11 +1085,11 @@ int store_checkpoint_list(jv *out, struct store *st, const char *trace_id)
 		jv_free(list);
 		return -1;
 	}
-	bind_text(s, 1, trace_id);
+	store_bind_text(s, 1, trace_id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW)
 		list = jv_array_append(list, checkpoint_head(s));
 	if (step != SQLITE_DONE) {
-		rc = db_fail(st, "cannot list checkpoints of trace '%s'", trace_id);
+		rc = store_fail(st, "cannot list checkpoints of trace '%s'", trace_id);
 		jv_free(list);
 	} else {
 		*out = list;
@@ -1219,14 +1137,14 @@ int store_cost_on_day(double *usd, struct store *st, const char *day, const char
 	*usd = 0;
 	if (sqlite3_prepare_v2(st->db, "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs"
 			       " WHERE substr(started_at, 1, 10) = ?1 AND id IS NOT ?2", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "cannot sum the cost of the runs of %s", day);
-	bind_text(s, 1, day);
-	bind_text(s, 2, except_trace);
+		return store_fail(st, "cannot sum the cost of the runs of %s", day);
+	store_bind_text(s, 1, day);
+	store_bind_text(s, 2, except_trace);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW)
 		*usd = sqlite3_column_double(s, 0);
 	else
-		db_fail(st, "cannot sum the cost of the runs of %s", day);
+		store_fail(st, "cannot sum the cost of the runs of %s", day);
 	sqlite3_finalize(s);
 	return step == SQLITE_ROW ? 0 : -1;
 }
@@ -1239,9 +1157,9 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 	*calls = *failed = 0;
 	if (sqlite3_prepare_v2(st->db, "SELECT type, COUNT(*) FROM events WHERE trace_id = ?1 AND ts >= ?2"
 			       " AND type IN ('tool.executed', 'tool.failed') GROUP BY type", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
-	bind_text(s, 1, trace_id);
-	bind_text(s, 2, since);
+		return store_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
+	store_bind_text(s, 1, trace_id);
+	store_bind_text(s, 2, since);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		long n = (long)sqlite3_column_int64(s, 1);
 		*calls += n;
@@ -1249,7 +1167,7 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 			*failed = n;
 	}
 	if (step != SQLITE_DONE)
-		db_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
+		store_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
 	sqlite3_finalize(s);
 	return step == SQLITE_DONE ? 0 : -1;
 }
@@ -1288,8 +1206,8 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 	*out = jv_null();
 	if (sqlite3_prepare_v2(st->db, "SELECT holder, pid, host, program, acquired_at FROM leases"
 			       " WHERE trace_id = ?1", -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, "cannot read the lease of trace '%s'", trace_id);
-	bind_text(s, 1, trace_id);
+		return store_fail(st, "cannot read the lease of trace '%s'", trace_id);
+	store_bind_text(s, 1, trace_id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW) {
 		jv o = json_set(jv_object(), "trace_id", jv_string(trace_id));
@@ -1300,7 +1218,7 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 					   : jv_string((const char *)sqlite3_column_text(s, 3)));
 		*out = json_set(o, "acquired_at", jv_string((const char *)sqlite3_column_text(s, 4)));
 	} else if (step != SQLITE_DONE) {
-		db_fail(st, "cannot read the lease of trace '%s'", trace_id);
+		store_fail(st, "cannot read the lease of trace '%s'", trace_id);
 	}
 	sqlite3_finalize(s);
 	return step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -1;
@@ -1341,20 +1259,20 @@ int store_lease_take(jv *held, struct store *st, const char *trace_id, const cha
 			goto out;
 		}
 	}
-	iso_time(now, now_ms());
+	timestamp_now(now);
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO leases (trace_id, holder, pid, host, program,"
 			       " acquired_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &s, NULL) != SQLITE_OK) {
-		db_fail(st, "cannot take the lease of trace '%s'", trace_id);
+		store_fail(st, "cannot take the lease of trace '%s'", trace_id);
 		goto out;
 	}
-	bind_text(s, 1, trace_id);
-	bind_text(s, 2, holder);
+	store_bind_text(s, 1, trace_id);
+	store_bind_text(s, 2, holder);
 	sqlite3_bind_int64(s, 3, (sqlite3_int64)getpid());
-	bind_text(s, 4, host);
-	bind_text(s, 5, program);
-	bind_text(s, 6, now);
+	store_bind_text(s, 4, host);
+	store_bind_text(s, 5, program);
+	store_bind_text(s, 6, now);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, "cannot take the lease of trace '%s'", trace_id);
+		store_fail(st, "cannot take the lease of trace '%s'", trace_id);
 		goto out;
 	}
 	if (store_commit(st) < 0)
@@ -1375,17 +1293,13 @@ out:
 int store_lease_release(struct store *st, const char *trace_id, const char *holder)
 {
 	sqlite3_stmt *s;
-	int rc = 0;
 
 	if (sqlite3_prepare_v2(st->db, "DELETE FROM leases WHERE trace_id = ?1 AND holder = ?2", -1, &s,
 			       NULL) != SQLITE_OK)
-		return db_fail(st, "cannot release the lease of trace '%s'", trace_id);
-	bind_text(s, 1, trace_id);
-	bind_text(s, 2, holder);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = db_fail(st, "cannot release the lease of trace '%s'", trace_id);
-	sqlite3_finalize(s);
-	return rc;
+		return store_fail(st, "cannot release the lease of trace '%s'", trace_id);
+	store_bind_text(s, 1, trace_id);
+	store_bind_text(s, 2, holder);
+	return store_step_done(st, s, "cannot release the lease of trace '%s'", trace_id);
 }
 
 static const char *const run_status_names[] = {

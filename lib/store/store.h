@@ -82,6 +82,36 @@ int store_rollback(struct store *st);
 int store_exec(struct store *st, const char *sql);
 
 /*
+ * SQLite helpers: the one set, for this file and for the modules that keep
+ * their tables in the store (plans, gates, llm_calls, memories, findings)
+ * and use store_db()'s handle.
+ *
+ * store_fail: record "database 'PATH': WHAT: SQLITE MESSAGE (sqlite code
+ * N)" (or that the disk is full) and return -1.  Call it right after the
+ * failing sqlite3 call: the next call overwrites sqlite3_errmsg().
+ * store_prepare: sqlite3_prepare_v2 of sql on st's handle; on failure *out
+ * is NULL and the message quotes the start of sql.  The caller finalizes.
+ * store_step_done: step s once, expecting no row (an INSERT, UPDATE,
+ * DELETE), and finalize it in every case; fmt... names the failure.
+ * store_bind_text: text (copied) or SQL NULL when NULL.
+ * store_bind_jv_text: a jv string's bytes, not copied (borrows v, which
+ * must outlive the statement's next step); SQL NULL when not a string.
+ * store_col_str / store_col_num: column i as a jv string / number, null
+ * when SQL NULL.  store_col_json: column i parsed as JSON, null when SQL
+ * NULL or not JSON (columns are CHECKed as JSON when written).
+ */
+__attribute__((format(printf, 2, 3)))
+int store_fail(struct store *st, const char *fmt, ...);
+int store_prepare(sqlite3_stmt **out, struct store *st, const char *sql);
+__attribute__((format(printf, 3, 4)))
+int store_step_done(struct store *st, sqlite3_stmt *s, const char *fmt, ...);
+void store_bind_text(sqlite3_stmt *s, int i, const char *text);
+void store_bind_jv_text(sqlite3_stmt *s, int i, jv v);
+jv store_col_str(sqlite3_stmt *s, int i);
+jv store_col_num(sqlite3_stmt *s, int i);
+jv store_col_json(sqlite3_stmt *s, int i);
+
+/*
  * Persist one event record.  `raw` is the record's exact line as read from a
  * stream (without the newline), kept so that replay gives back the same
  * bytes; when raw is NULL the record is serialised from ev.  Idempotent by

@@ -4,6 +4,7 @@
 #include "core/json.h"
 #include "core/resource.h"
 #include "store/store.h"
+#include "core/ids.h"
 #include "unit.h"
 
 #include <ftw.h>
@@ -495,6 +496,59 @@ static void test_checkpoint_ids_increase(void)
 	store_free(st);
 }
 
+/* Checkpoint ids come from ids.c: the checkpoint's ts is its id's time,
+ * and a forked child does not repeat the ids its parent makes next. */
+static void test_checkpoint_ids_from_ids_c(void)
+{
+	struct store *st = NULL;
+	char *id = NULL, mine[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
+	jv state = parse("{\"phase\":\"plan\"}"), got = jv_invalid();
+	int pipefd[2];
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_checkpoint_save(st, "T1", NULL, state, &id) == 0);
+	CHECK(id && ulid_valid(id));
+	CHECK(store_checkpoint_load(&got, st, id) == 0);
+	timestamp_format(ts, ulid_ms(id));
+	CHECK_STR(json_get_str(got, "ts"), ts);
+	jv_free(got);
+
+	/* Parent and child each make their next ids at once: none in common. */
+	CHECK(pipe(pipefd) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		char child[ULID_LEN + 1];
+
+		close(pipefd[0]);
+		for (int i = 0; i < 50; i++) {
+			ulid_new(child);
+			if (write(pipefd[1], child, ULID_LEN) != ULID_LEN)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(pipefd[1]);
+	char theirs[50][ULID_LEN + 1], ours[50][ULID_LEN + 1];
+	for (int i = 0; i < 50; i++)
+		ulid_new(ours[i]);
+	for (int i = 0; i < 50; i++) {
+		CHECK(read(pipefd[0], theirs[i], ULID_LEN) == ULID_LEN);
+		theirs[i][ULID_LEN] = '\0';
+	}
+	close(pipefd[0]);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < 50; i++)
+		for (int j = 0; j < 50; j++)
+			CHECK_MSG(strcmp(ours[i], theirs[j]) != 0, "child repeated %s", ours[i]);
+	ulid_new(mine);
+	CHECK(strcmp(id, mine) < 0);
+	free(id);
+	jv_free(state);
+	store_free(st);
+}
+
 static void test_runs(void)
 {
 	struct store *st = NULL;
@@ -931,6 +985,7 @@ int main(void)
 	RUN(test_batch_commit_and_rollback);
 	RUN(test_checkpoints_round_trip);
 	RUN(test_checkpoint_ids_increase);
+	RUN(test_checkpoint_ids_from_ids_c);
 	RUN(test_runs);
 	RUN(test_traces);
 	RUN(test_concurrent_writers);
