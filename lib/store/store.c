@@ -7,7 +7,6 @@
 #include "core/secret.h"
 #include "core/resource.h"
 #include "core/ids.h"
-#include "llm/llm.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -710,7 +709,7 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 		raw_len = (size_t)jv_string_length_bytes(jv_copy(line));
 	}
 	if (llm_secret_in(raw, raw_len)) {
-		/* A key is stored redacted, never verbatim (llm.h). */
+		/* A key is stored redacted, never verbatim (core/secret.h). */
 		clean = llm_redact_mem(raw, raw_len, &raw_len);
 		raw = clean;
 	}
