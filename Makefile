@@ -140,7 +140,7 @@ install: all
 	install -m 644 forge.mk $(DESTDIR)$(DATADIR)/forge.mk
 
 clean:
-	rm -rf build build-asan build-fuzz $(PROGS)
+	rm -rf build build-asan build-clang build-fuzz $(PROGS)
 
 # Fuzzing (libFuzzer, clang): one target per parser in tests/fuzz/fuzz_*.c,
 # seeded from tests/fuzz/corpus/TARGET/ (the tests' fixtures, and every
