@@ -10,14 +10,8 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file
 
 setup() {
 	load test_helper/common
