@@ -20,18 +20,19 @@ BINDIR   ?= $(O)/bin
 endif
 PREFIX   ?= /usr/local
 DESTDIR  ?=
-LIBEXECDIR ?= $(PREFIX)/libexec/forge
 DATADIR  ?= $(PREFIX)/share/forge
 
 CC       ?= cc
 CSTD     := -std=c17
-WARN     := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+WARN     := -Wall -Wextra -Wformat=2 -Wformat-nonliteral -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wno-missing-field-initializers -Werror=implicit-function-declaration
 ifdef CI
 WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
-CPPFLAGS += -D_GNU_SOURCE -Ilib -I. -I$(O)/gen -DFORGE_LIBEXECDIR='"$(LIBEXECDIR)"' -DFORGE_DATADIR='"$(DATADIR)"'
+# No install path is compiled in (forge finds its programs beside itself; schemas,
+# migrations and prompts are embedded), so `make install PREFIX=...` rebuilds nothing.
+CPPFLAGS += -D_GNU_SOURCE -Ilib -I. -I$(O)/gen
 LDLIBS   += -lsqlite3 -lcurl -lgit2 -ljq -lpcre2-8 -lyaml -lexpat -lm -lpthread
 
 ifdef SANITIZE
@@ -104,7 +105,7 @@ $(UNITS): $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 $(HELPERS): $(O)/tests/%: $(O)/obj/tests/helpers/%.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lmicrohttpd
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 FLAGS_NOW := $(CC) $(CSTD) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
 $(O)/.cflags: FORCE
@@ -141,7 +142,7 @@ install: all
 	install -m 644 forge.mk $(DESTDIR)$(DATADIR)/forge.mk
 
 clean:
-	rm -rf build build-asan build-fuzz $(PROGS)
+	rm -rf build build-asan build-clang build-fuzz $(PROGS)
 
 # Fuzzing (libFuzzer, clang): one target per parser in tests/fuzz/fuzz_*.c,
 # seeded from tests/fuzz/corpus/TARGET/ (the tests' fixtures, and every

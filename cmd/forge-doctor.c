@@ -254,7 +254,6 @@ static jv check_forge(void)
 	f = json_set(f, "protocol", jv_number(FORGE_PROTOCOL_VERSION));
 	f = json_set(f, "bindir", json_str_or_null(dir));
 	f = json_set(f, "programs", dir ? programs_in(dir) : jv_array());
-	f = json_set(f, "libexecdir", jv_string(FORGE_LIBEXECDIR));
 	free(dir);
 	return f;
 }

@@ -1,7 +1,7 @@
 /*
  * forge - the command a person types; dispatches like git: `forge CMD ARGS`
- * runs the program forge-CMD found beside this executable, else in the
- * install's libexec directory.  `forge run|resume|status|history|cancel`
+ * runs the program forge-CMD found beside this executable (`make install`
+ * puts them all in one bin directory).  `forge run|resume|status|history|cancel`
  * go to forge-supervisor.
  */
 #include "app/cli.h"
@@ -68,16 +68,12 @@ static char *self_dir(void)
 
 static const char *const *search_dirs(void)
 {
-	static const char *dirs[3];
+	static const char *dirs[2];
 	static char *self;
 
-	if (!dirs[0]) {
+	if (!self) {
 		self = self_dir();
-		int n = 0;
-		if (self)
-			dirs[n++] = self;
-		dirs[n++] = FORGE_LIBEXECDIR;
-		dirs[n] = NULL;
+		dirs[0] = self;
 	}
 	return dirs;
 }
@@ -250,8 +246,8 @@ int main(int argc, char **argv)
 
 	char *path = find_program(program_name);
 	if (!path) {
-		fprintf(stderr, "forge: '%s' is not a forge command (no %s beside forge or in %s).\n"
-				"See 'forge --help'.\n", cmd, program_name, FORGE_LIBEXECDIR);
+		fprintf(stderr, "forge: '%s' is not a forge command (no %s beside forge).\n"
+				"See 'forge --help'.\n", cmd, program_name);
 		return FORGE_EXIT_USAGE;
 	}
 

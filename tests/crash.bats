@@ -10,22 +10,15 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-	export BATS_TEST_TIMEOUT=120
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file 120
 
 setup() {
 	load test_helper/common
 	forge_setup
 	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
 	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
-	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock_reset
 	# the model's answers, phase by phase (the mock serves them in order)
 	PLAN=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/plan-calc.jsonl")
 	IMPL=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/implement-calc.jsonl")
@@ -183,7 +176,7 @@ resume_and_check() {
 		"source = 'forge-implement' and type = 'phase.completed'" \
 		"source = 'forge-review' and type = 'phase.started'"; do
 		new_repo "p$RANDOM"
-		curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+		mock_reset
 		script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 		rm -f "$FORGE_DB" "$FORGE_DB-wal" "$FORGE_DB-shm"
 		start_run

@@ -12,11 +12,15 @@ setup_file() {
 	export BATS_TEST_TIMEOUT=120
 	MODE="$BATS_FILE_TMPDIR/mode"
 	export MODE
+	BATS_NO_PARALLELIZE_WITHIN_FILE=true # the tests share the health server's mode
 	python3 "$BATS_TEST_DIRNAME/helpers/health_server.py" --port-file "$BATS_FILE_TMPDIR/port" \
 		--mode-file "$MODE" --log "$BATS_FILE_TMPDIR/health.log" \
 		2>"$BATS_FILE_TMPDIR/health.err" 3>&- &
 	echo $! >"$BATS_FILE_TMPDIR/pid"
-	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.05; done
+	for _ in $(seq 1200); do
+		[ -s "$BATS_FILE_TMPDIR/port" ] || ! kill -0 $! 2>/dev/null && break
+		sleep 0.05
+	done
 	HEALTH_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")/health"
 	export HEALTH_URL
 }

@@ -8,25 +8,13 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-	export BATS_TEST_TIMEOUT=180
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file 180
 
 setup() {
 	load test_helper/common
-	load test_helper/mock
 	forge_setup
-	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
-	REPO="$BATS_TEST_TMPDIR/calc"
-	calc_repo "$REPO"
-	BASE=$(git -C "$REPO" rev-parse HEAD)
-	cd "$REPO"
+	calc_setup
 }
 
 # replay CASSETTE...: the cassettes, concatenated, answer the model.

@@ -7,23 +7,14 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file
 
 setup() {
 	load test_helper/common
 	forge_setup
 	export BATS_TEST_TIMEOUT=120
-	REPO="$BATS_TEST_TMPDIR/calc"
-	calc_repo "$REPO"
-	BASE=$(git -C "$REPO" rev-parse HEAD)
-	cd "$REPO"
+	calc_setup
 }
 
 teardown() {

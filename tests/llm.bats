@@ -8,28 +8,16 @@ bats_require_minimum_version 1.5.0
 
 CANARY=sk-ant-CANARY-7f3a9c1e5b2d4680aaaa
 
-setup_file() {
-	export BATS_TEST_TIMEOUT=60
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file 60
 
 setup() {
 	load test_helper/common
 	forge_setup
-	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock_reset
 	export ANTHROPIC_API_KEY=$CANARY
 }
 
-# mock STEPS-JSON: load the mock's script.
-mock() {
-	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
-		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
-}
 # requests: the mock's request log as a JSON array.
 requests() {
 	curl -sS -f "$MOCK_URL/_mock/requests"
@@ -38,7 +26,7 @@ anth() { forge-llm --provider anthropic --base-url "$MOCK_URL" --model claude-ha
 oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL/v1" --model gpt-4o-mini "$@"; }
 
 @test "anthropic: a prompt from arguments and stdin gets its answer on stdout" {
-	mock '[{"provider":"anthropic","text":"Hello there!"}]'
+	mock_steps '[{"provider":"anthropic","text":"Hello there!"}]'
 	run --separate-stderr bash -c "echo 'from stdin' | forge-llm --provider anthropic --base-url '$MOCK_URL' --system 'be brief' say hi"
 	assert_success
 	assert_output "Hello there!"
@@ -47,7 +35,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "anthropic: --json gives the normalised response with usage and cost" {
-	mock '[{"text":"ok","usage":{"input_tokens":1000,"output_tokens":100}}]'
+	mock_steps '[{"text":"ok","usage":{"input_tokens":1000,"output_tokens":100}}]'
 	run --separate-stderr anth --json hi
 	assert_success
 	run jq -c '[.text, .stop_reason, .usage.input_tokens, .usage.output_tokens, .cost_usd, (.request_id|type)]' <<<"$output"
@@ -55,7 +43,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "anthropic streaming: a tool call assembled from input_json_delta" {
-	mock '[{"tool_calls":[{"name":"read_file","input":{"path":"README","n":2}}],"chunk":3,"dribble":5}]'
+	mock_steps '[{"tool_calls":[{"name":"read_file","input":{"path":"README","n":2}}],"chunk":3,"dribble":5}]'
 	run --separate-stderr anth --json --stream hi
 	assert_success
 	run jq -c '[.stop_reason, .tool_calls[0].name, .tool_calls[0].input]' <<<"$output"
@@ -63,7 +51,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "openai streaming: text shows as it arrives; index-keyed tool deltas" {
-	mock '[{"text":"one two three","dribble":3},{"tool_calls":[{"name":"a","input":{"x":1}},{"name":"b","input":{"y":"é"}}]}]'
+	mock_steps '[{"text":"one two three","dribble":3},{"tool_calls":[{"name":"a","input":{"x":1}},{"name":"b","input":{"y":"é"}}]}]'
 	run --separate-stderr oai --stream hi
 	assert_success
 	assert_output "one two three"
@@ -76,7 +64,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "retries: 429 with retry-after-ms, then 529, then an answer (3 requests)" {
-	mock '[{"fault":"rate_limit","retry_after_ms":50},{"fault":"overloaded"},{"text":"finally"}]'
+	mock_steps '[{"fault":"rate_limit","retry_after_ms":50},{"fault":"overloaded"},{"text":"finally"}]'
 	run --separate-stderr anth hi
 	assert_success
 	assert_output "finally"
@@ -85,7 +73,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "retries run out: 500 three times gives exit 5 and a plain message" {
-	mock '[{"fault":"server_error","times":"always"}]'
+	mock_steps '[{"fault":"server_error","times":"always"}]'
 	run --separate-stderr anth hi
 	assert_failure 5
 	[[ $stderr == *"HTTP 500"*"gave up after 2 retries"* ]]
@@ -94,28 +82,28 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "retry-after longer than llm.retry_max_delay_s: no early retry, exit 5 saying so" {
-	mock '[{"fault":"rate_limit","retry_after":"120"},{"text":"too early"}]'
+	mock_steps '[{"fault":"rate_limit","retry_after":"120"},{"text":"too early"}]'
 	run --separate-stderr anth hi
 	assert_failure 5
 	[[ $stderr == *"HTTP 429"*"the provider asked to retry after 120 s, more than llm.retry_max_delay_s=60; try later or raise it"* ]]
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
 	assert_output 1
 	# raised: the wait is honoured (retry-after-ms, so that it is short) and the retry answers
-	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
-	mock '[{"fault":"rate_limit","retry_after_ms":1500},{"text":"after the wait"}]'
+	mock_reset
+	mock_steps '[{"fault":"rate_limit","retry_after_ms":1500},{"text":"after the wait"}]'
 	echo '{"llm":{"retry_max_delay_s":1}}' >"$BATS_TEST_TMPDIR/c1.json"
 	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/c1.json" hi
 	assert_failure 5
 	[[ $stderr == *"asked to retry after 2 s, more than llm.retry_max_delay_s=1;"* ]]
-	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
-	mock '[{"fault":"rate_limit","retry_after_ms":50},{"text":"after the wait"}]'
+	mock_reset
+	mock_steps '[{"fault":"rate_limit","retry_after_ms":50},{"text":"after the wait"}]'
 	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/c1.json" hi
 	assert_success
 	assert_output "after the wait"
 }
 
 @test "x-should-retry: false is obeyed" {
-	mock '[{"fault":"server_error","should_retry":false},{"text":"never"}]'
+	mock_steps '[{"fault":"server_error","should_retry":false},{"text":"never"}]'
 	run --separate-stderr anth hi
 	assert_failure 5
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
@@ -124,7 +112,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 
 @test "a rejected key names the variable, never the key (canary)" {
 	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
-	mock '[{"fault":"auth"}]'
+	mock_steps '[{"fault":"auth"}]'
 	run --separate-stderr anth hi
 	assert_failure 5
 	[[ $stderr == *"ANTHROPIC_API_KEY"* ]]
@@ -145,7 +133,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "context overflow and unknown model are reported plainly, without retrying" {
-	mock '[{"fault":"context_length"},{"provider":"openai","fault":"error","status":404,"type":"invalid_request_error","code":"model_not_found","message":"The model does not exist"}]'
+	mock_steps '[{"fault":"context_length"},{"provider":"openai","fault":"error","status":404,"type":"invalid_request_error","code":"model_not_found","message":"The model does not exist"}]'
 	run --separate-stderr anth hi
 	assert_failure 5
 	[[ $stderr == *"does not fit the context window"* ]]
@@ -157,7 +145,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "openai: a server that only knows max_tokens gets it on a second try" {
-	mock '[{"fault":"error","status":400,"type":"invalid_request_error","code":"unsupported_parameter","param":"max_completion_tokens","message":"Unrecognized request argument supplied: max_completion_tokens"},{"text":"ok"}]'
+	mock_steps '[{"fault":"error","status":400,"type":"invalid_request_error","code":"unsupported_parameter","param":"max_completion_tokens","message":"Unrecognized request argument supplied: max_completion_tokens"},{"text":"ok"}]'
 	run --separate-stderr oai hi
 	assert_success
 	assert_output ok
@@ -166,7 +154,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "a mid-stream error and a cut stream fail with exit 5" {
-	mock '[{"fault":"stream_error","text":"partial"},{"fault":"cut","text":"a b c d e f g","cut_after":3}]'
+	mock_steps '[{"fault":"stream_error","text":"partial"},{"fault":"cut","text":"a b c d e f g","cut_after":3}]'
 	run --separate-stderr anth --stream hi
 	assert_failure 5
 	[[ $stderr == *overloaded* ]]
@@ -175,7 +163,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "--record writes a cassette that replays strictly; a changed prompt names the field" {
-	mock '[{"text":"recorded answer"}]'
+	mock_steps '[{"text":"recorded answer"}]'
 	cas="$BATS_TEST_TMPDIR/c.jsonl"
 	run --separate-stderr anth --record "$cas" hello
 	assert_success
@@ -210,7 +198,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 @test "usage: no prompt is exit 2; an unknown model price warns once and cost is null" {
 	run --separate-stderr forge-llm --provider anthropic --base-url "$MOCK_URL" </dev/null
 	assert_failure 2
-	mock '[{"text":"x"}]'
+	mock_steps '[{"text":"x"}]'
 	run --separate-stderr forge-llm --provider anthropic --base-url "$MOCK_URL" --model mystery-1 --json hi
 	assert_success
 	run jq -c .cost_usd <<<"$output"
@@ -218,7 +206,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "a slow answer times out, is retried, then fails with exit 5" {
-	mock '[{"text":"late","delay_ms":1500,"times":2}]'
+	mock_steps '[{"text":"late","delay_ms":1500,"times":2}]'
 	echo '{"llm":{"timeout_s":0.3,"max_retries":1}}' >"$BATS_TEST_TMPDIR/cfg.json"
 	run --separate-stderr forge-llm --config "$BATS_TEST_TMPDIR/cfg.json" \
 		--provider anthropic --base-url "$MOCK_URL" hi
@@ -230,7 +218,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 
 @test "stall: headers then silence is given up after llm.stall_timeout_s and retried" {
 	# Headers announce a chunked body that never comes.
-	mock '[{"fault":"raw","status":200,"headers":{"Content-Type":"application/json","Transfer-Encoding":"chunked"},"body":"","times":2},{"text":"never"}]'
+	mock_steps '[{"fault":"raw","status":200,"headers":{"Content-Type":"application/json","Transfer-Encoding":"chunked"},"body":"","times":2},{"text":"never"}]'
 	echo '{"llm":{"stall_timeout_s":1,"max_retries":1}}' >"$BATS_TEST_TMPDIR/cfg.json"
 	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" hi
 	assert_failure 5
@@ -240,7 +228,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "stall: a stream that stops after its first event is not retried" {
-	mock "$(cat "$BATS_TEST_DIRNAME/fixtures/llm/mock_stall_stream.json")"
+	mock_steps "$(cat "$BATS_TEST_DIRNAME/fixtures/llm/mock_stall_stream.json")"
 	echo '{"llm":{"stall_timeout_s":1,"max_retries":2}}' >"$BATS_TEST_TMPDIR/cfg.json"
 	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
 	assert_failure 5
@@ -250,7 +238,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "streams: any text/event-stream content type is accepted; another one is named" {
-	mock '[{"text":"cased","headers":{"Content-Type":"Text/Event-Stream;Charset=UTF-8"}},{"fault":"raw","status":200,"headers":{"Content-Type":"application/json"},"body":"{\"type\":\"message\"}"}]'
+	mock_steps '[{"text":"cased","headers":{"Content-Type":"Text/Event-Stream;Charset=UTF-8"}},{"fault":"raw","status":200,"headers":{"Content-Type":"application/json"},"body":"{\"type\":\"message\"}"}]'
 	run --separate-stderr anth --stream hi
 	assert_success
 	assert_output cased
@@ -260,7 +248,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "rate-limit headers are normalised into --json (anthropic and openai)" {
-	mock '[{"text":"a"},{"text":"b"}]'
+	mock_steps '[{"text":"a"},{"text":"b"}]'
 	run --separate-stderr anth --json hi
 	assert_success
 	run jq -c '.rate_limit | [.requests_limit, .requests_remaining, .tokens_limit, .tokens_remaining, (.reset >= 0 and .reset <= 5), (.requests_reset <= .reset)]' <<<"$output"
@@ -272,7 +260,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "config: FORGE_PROVIDER, FORGE_MODEL, FORGE_BASE_URL are a config layer; flags win" {
-	mock '[{"text":"one"},{"text":"two"},{"text":"three"}]'
+	mock_steps '[{"text":"one"},{"text":"two"},{"text":"three"}]'
 	run --separate-stderr env OPENAI_API_KEY=$CANARY FORGE_PROVIDER=openai FORGE_MODEL=gpt-env \
 		FORGE_BASE_URL="$MOCK_URL/v1" forge-llm hi
 	assert_success
@@ -292,7 +280,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	{"llm":{"provider":"anthropic","base_url":"$MOCK_URL","model":"mystery-1","max_tokens":321,"temperature":0.5,
 	        "pricing":{"mystery-1":{"input":2,"output":10}}}}
 	EOF
-	mock '[{"text":"x","usage":{"input_tokens":1000000,"output_tokens":100000}},{"text":"y"}]'
+	mock_steps '[{"text":"x","usage":{"input_tokens":1000000,"output_tokens":100000}},{"text":"y"}]'
 	run --separate-stderr forge-llm --config "$BATS_TEST_TMPDIR/cfg.json" --json hi
 	assert_success
 	[ -z "$stderr" ]
@@ -319,7 +307,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 }
 
 @test "embeddings: openai /v1/embeddings and ollama /api/embed (vectors, sizes, request shape)" {
-	mock '[{"path":"/v1/embeddings","embeddings":[[0.5,-0.25,1],[0,0.125,2]]}]'
+	mock_steps '[{"path":"/v1/embeddings","embeddings":[[0.5,-0.25,1],[0,0.125,2]]}]'
 	run --separate-stderr env OPENAI_API_KEY=$CANARY "$FORGE_TESTBIN/llm-embed" openai "$MOCK_URL/v1" text-embedding-3-small hello world
 	assert_success
 	assert_output '{"dim":3,"vectors":[[0.5,-0.25,1],[0,0.125,2]]}'
@@ -333,7 +321,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	["/v1/embeddings",{"model":"text-embedding-3-small","input":["hello","world"]},"present"]
 	["/api/embed",{"model":"nomic-embed-text","input":["a","b","c"]},"absent"]
 	EOF
-	mock '[{"path":"/v1/embeddings","embeddings":[[1,2]]}]'
+	mock_steps '[{"path":"/v1/embeddings","embeddings":[[1,2]]}]'
 	run --separate-stderr env OPENAI_API_KEY=$CANARY "$FORGE_TESTBIN/llm-embed" openai "$MOCK_URL/v1" m one two
 	assert_failure 5
 	[[ $stderr == *"does not hold 2 vectors"* ]]

@@ -8,21 +8,15 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	export BATS_TEST_TIMEOUT=120
-	MOCK="$BATS_TEST_DIRNAME/helpers/mock_llm.py"
 	MOCK_FIX="$BATS_TEST_DIRNAME/fixtures/mock"
-	MOCK_LOG="$BATS_FILE_TMPDIR/mock.jsonl"
 	MOCK_REAL_HOME=$HOME # npm keeps its cache and config there
-	export MOCK MOCK_FIX MOCK_LOG MOCK_REAL_HOME
-	python3 "$MOCK" --port-file "$BATS_FILE_TMPDIR/port" --log "$MOCK_LOG" \
-		2>"$BATS_FILE_TMPDIR/mock.err" 3>&- &
-	echo $! >"$BATS_FILE_TMPDIR/pid"
-	for _ in $(seq 100); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.05; done
-	MOCK_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
-	export MOCK_URL
+	export MOCK_FIX MOCK_REAL_HOME
+	load test_helper/mock
+	mock_start
 }
 
 teardown_file() {
-	kill "$(cat "$BATS_FILE_TMPDIR/pid")" 2>/dev/null || true
+	mock_stop
 }
 
 setup() {

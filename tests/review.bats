@@ -8,29 +8,18 @@ bats_require_minimum_version 1.5.0
 
 KEY=sk-ant-REVIEWTEST-0000000000000000
 
-setup_file() {
-	export BATS_TEST_TIMEOUT=120
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file 120
 
 setup() {
 	load test_helper/common
 	forge_setup
-	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock_reset
 	REPO="$BATS_TEST_TMPDIR/repo"
 	make_repo "$REPO"
 	cd "$REPO"
 }
 
-mock() {
-	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
-		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
-}
 requests() { curl -sS -f "$MOCK_URL/_mock/requests"; }
 # with_mock CMD...: run with the mock as the model provider.
 with_mock() { ANTHROPIC_API_KEY=$KEY "$@" --provider anthropic --base-url "$MOCK_URL"; }
@@ -134,7 +123,7 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	mkdir -p src
 	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
 	git add -A
-	mock '[{"tool_calls":[{"name":"report_findings","input":{"findings":[
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[
 		{"file":"src/auth.c","line":3,"severity":"error","category":"security","rule":"auth-bypass",
 		 "message":"an empty token is accepted","confidence":0.9,"fixable":false},
 		{"file":"src/auth.c","line":40,"severity":"error","category":"correctness","message":"not in the diff"},
@@ -154,7 +143,7 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
 	git add -A
 	step='{"tool_calls":[{"name":"report_findings","input":{"findings":[{"file":"src/auth.c","line":3,"severity":"warning","category":"correctness","rule":"empty-token","message":"an empty token is accepted"}]}}]}'
-	mock "[$step,$step]"
+	mock_steps "[$step,$step]"
 	run -0 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
 	OUT=$output
 	id=$(state | jq -r '.review.findings[0].id')
@@ -173,7 +162,7 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	mkdir -p src
 	printf 'int login(void) { return 1; }\n' >src/auth.c
 	git add -A
-	mock '[{"fault":"auth"}]'
+	mock_steps '[{"fault":"auth"}]'
 	run -5 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
 	OUT=$output
 	run jq -r '.status' <<<"$(state)"
@@ -198,7 +187,7 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	jq -cn --arg d "$diff" '{kind:"state",v:1,trace_id:"T2",phase:"implement",status:"ok",
 		task:{description:"x"},plan:{summary:"s",tasks:[],risk:{level:"high"}},
 		changes:{files:[],diff:$d},bounces:[]}' >"$BATS_TEST_TMPDIR/s.json"
-	mock '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
 	run -4 --separate-stderr with_mock forge-review <"$BATS_TEST_TMPDIR/s.json"
 	OUT=$output
 	run jq -r '[.review.risk.level, .review.decision] | join(" ")' <<<"$(state)"

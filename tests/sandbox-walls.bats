@@ -10,14 +10,8 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file
 
 setup() {
 	load test_helper/common
@@ -193,25 +187,28 @@ EOF
 nothing_outlives() {
 	as "$1"
 	namespaces_or_skip
+	# a duration no other test (run in parallel) uses: pgrep sees every process
+	local d=77713.$$
 	# wait (inside) until both really run, so the check below means something
-	tool '(setsid sleep 77713 &); (sleep 77713 & ) ; until [ "$(pgrep -c -f "^sleep 77713")" -ge 2 ]; do sleep 0.01; done; echo both-running'
+	tool '(setsid sleep '"$d"' &); (sleep '"$d"' & ) ; until [ "$(pgrep -c -f "^sleep '"$d"'")" -ge 2 ]; do sleep 0.01; done; echo both-running'
 	[[ "$text" == *both-running* ]]
 	# the call returned: PID 1 of its namespace is gone, and so is the rest
-	run -1 pgrep -f '^sleep 77713'
+	run -1 pgrep -f "^sleep $d"
 }
 
 @test "a command does not outlive Forge killed with SIGKILL" {
 	as root
 	namespaces_or_skip
+	local d=77716.$$
 	"$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" run_command \
-		'{"command":"(setsid sleep 77716 &); touch \"$TMPDIR/ready\"; exec sleep 77716"}' \
+		'{"command":"(setsid sleep '"$d"' &); touch \"$TMPDIR/ready\"; exec sleep '"$d"'"}' \
 		>/dev/null 3>&- &
 	local forge=$!
 	run -0 timeout 20 sh -c "until [ -e '$UD/tmp/ready' ]; do sleep 0.05; done"
 	kill -9 "$forge"
 	wait "$forge" || true
 	# the kernel takes the namespace down once it notices; wait for that, bounded
-	run -0 timeout 20 sh -c "while pgrep -f '^sleep 77716' >/dev/null; do sleep 0.05; done"
+	run -0 timeout 20 sh -c "while pgrep -f '^sleep $d' >/dev/null; do sleep 0.05; done"
 }
 
 @test "root: nothing a command started outlives the call (setsid)" {
@@ -229,11 +226,12 @@ fork_bomb_stopped() {
 		[ "$(jq -r .cgroup_pids.available <<<"$output")" = true ] ||
 			skip "root and no writable pids cgroup: $(jq -r .cgroup_pids.reason <<<"$output")"
 	fi
+	local d=77714.$$
 	tool --sandbox '{"limits":{"processes":200}}' \
-		'n=0; while [ $n -lt 5000 ]; do sleep 77714 & n=$((n+1)); done; echo started=$n'
+		'n=0; while [ $n -lt 5000 ]; do sleep '"$d"' & n=$((n+1)); done; echo started=$n'
 	[[ "$text" == *"Cannot fork"* || "$text" == *"Resource temporarily unavailable"* ]]
 	[[ "$text" != *started=5000* ]]
-	run -1 pgrep -f '^sleep 77714'
+	run -1 pgrep -f "^sleep $d"
 	# and the host is fine: the next command runs
 	tool 'echo still-fine'
 	[[ "$text" == *still-fine* ]]
@@ -348,7 +346,7 @@ EOF
 	cd "$UD/calc"
 	attack='cat /proc/$PPID/environ; for f in /proc/*/environ; do tr "\0" "\n" <"$f"; done
 cat '"$UD"'/home/.s?h/id_rsa; echo read=$?
-(setsid sleep 77715 &)
+(setsid sleep '"77715.$$"' &)
 echo x >/dev/shm/forge-walls-agent; echo shm=$?
 echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?'
 	step=$(jq -cn --arg c "$attack" '{tool_calls:[{name:"run_command",input:{command:$c}}]}')
@@ -367,7 +365,7 @@ echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?
 	[[ "$result" == *shm=[12]* ]]
 	[[ "$result" == *forge=[12]* ]]
 	[ ! -e /dev/shm/forge-walls-agent ]
-	run -1 pgrep -f '^sleep 77715'
+	run -1 pgrep -f "^sleep 77715.$$"
 	run -0 git -C "$UD/calc" show forge/W1:.forge/config.json
 	assert_output '{}'
 }

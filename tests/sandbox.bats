@@ -83,12 +83,12 @@ tool() {
 }
 
 @test "a timeout kills the whole process group" {
-	run -1 tool run_command "{\"command\":\"(sleep 37.5; echo late > $BATS_TEST_TMPDIR/late) & sleep 37.5\",\"timeout_s\":0.5}"
+	local d=37.$$ # a duration no other test (run in parallel) uses: pgrep sees every process
+	run -1 tool run_command "{\"command\":\"(sleep $d; echo late > $BATS_TEST_TMPDIR/late) & sleep $d\",\"timeout_s\":0.5}"
 	[ "$(jq -r .data.timed_out <<<"$output")" = true ]
-	sleep 0.3
+	# SIGKILL went to the group; wait (bounded) until the kernel has them gone
+	run -0 timeout 20 sh -c "while pgrep -f '^sleep $d' >/dev/null; do sleep 0.05; done"
 	[ ! -e "$BATS_TEST_TMPDIR/late" ]
-	run pgrep -f "sleep 37.5"
-	[ "$status" -ne 0 ]
 }
 
 @test "long output keeps its head and tail" {

@@ -7,15 +7,8 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-	export BATS_TEST_TIMEOUT=120
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file 120
 
 setup() {
 	load test_helper/common

@@ -6,23 +6,13 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-	export BATS_TEST_TIMEOUT=120
-	load test_helper/mock
-	mock_start
-}
-
-teardown_file() {
-	mock_stop
-}
+load test_helper/mock
+mock_per_file 120
 
 setup() {
 	load test_helper/common
-	load test_helper/mock
 	forge_setup
-	REPO="$BATS_TEST_TMPDIR/calc"
-	calc_repo "$REPO"
-	cd "$REPO"
+	calc_setup
 	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
 	mkdir -p "$TMPDIR"
 	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key

@@ -40,6 +40,16 @@ make_repo() {
 	git -C "$dir" commit -q -m "initial"
 }
 
+# calc_setup: the calc fixture (see calc_repo) as $REPO, the current directory;
+# $BASE its commit, $CASSETTES the recorded model answers.
+calc_setup() {
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	BASE=$(git -C "$REPO" rev-parse HEAD)
+	cd "$REPO" || return
+}
+
 # calc_repo DIR: a git repository holding the sample project
 # tests/fixtures/repos/calc (a tiny C calculator with `make check`).
 calc_repo() {

@@ -1,19 +1,31 @@
 # mock.bash - the mock LLM server for a bats file (tests/helpers/mock_llm.py).
 #
+#	load test_helper/mock
+#	mock_per_file 120     # setup_file/teardown_file start and stop it
+# or, by hand:
 #	setup_file() { load test_helper/mock; mock_start; }
 #	teardown_file() { mock_stop; }
 #
 # Exports MOCK (the script), MOCK_URL (http://127.0.0.1:PORT), MOCK_LOG (its
 # request log, one JSON line per request).  Extra arguments go to the mock.
+# The file's tests share the mock, so they run one at a time (bats --jobs
+# still runs this file beside the others).
 
 mock_start() {
+	BATS_NO_PARALLELIZE_WITHIN_FILE=true
 	MOCK="$BATS_TEST_DIRNAME/helpers/mock_llm.py"
 	MOCK_LOG="$BATS_FILE_TMPDIR/mock.jsonl"
 	export MOCK MOCK_LOG
 	python3 "$MOCK" --port-file "$BATS_FILE_TMPDIR/port" --log "$MOCK_LOG" "$@" \
 		2>"$BATS_FILE_TMPDIR/mock.err" 3>&- &
-	echo $! >"$BATS_FILE_TMPDIR/mock.pid"
-	for _ in $(seq 100); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.05; done
+	local pid=$!
+	echo $pid >"$BATS_FILE_TMPDIR/mock.pid"
+	# it writes the port file once it listens; wait for that or its end (a
+	# loaded machine may take seconds to start python: bounded at 60 s)
+	for _ in $(seq 1200); do
+		[ -s "$BATS_FILE_TMPDIR/port" ] || ! kill -0 $pid 2>/dev/null && break
+		sleep 0.05
+	done
 	[ -s "$BATS_FILE_TMPDIR/port" ] || { cat "$BATS_FILE_TMPDIR/mock.err" >&2; return 1; }
 	MOCK_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
 	export MOCK_URL
@@ -26,7 +38,34 @@ mock_stop() {
 
 # mock_script STEPS-JSON: replace the mock's script and forget earlier requests.
 mock_script() {
-	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock_reset
+	mock_steps "$1"
+}
+
+# mock_steps STEPS-JSON: replace the mock's script, keeping its request log.
+mock_steps() {
 	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
 		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
+}
+
+# mock_reset: forget the mock's script and its request log.
+mock_reset() {
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+}
+
+# mock_per_file [SECONDS]: at the top level of a bats file whose tests share
+# one mock server: its setup_file starts the mock (and sets BATS_TEST_TIMEOUT
+# to SECONDS when given), its teardown_file stops it.
+#
+#	load test_helper/mock
+#	mock_per_file 120
+mock_per_file() {
+	MOCK_FILE_TIMEOUT=${1:-}
+	setup_file() {
+		[ -z "$MOCK_FILE_TIMEOUT" ] || export BATS_TEST_TIMEOUT=$MOCK_FILE_TIMEOUT
+		mock_start
+	}
+	teardown_file() {
+		mock_stop
+	}
 }

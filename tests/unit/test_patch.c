@@ -96,7 +96,7 @@ static int apply_text(char **summary, jv *files, const char *text)
 
 static void test_seek_passes(void)
 {
-	char *lines[] = { "a", "  b  ", "\tc\t", "say \xe2\x80\x9c" "hi\xe2\x80\x9d \xe2\x80\x94 ok", "end" };
+	char *lines[] = { "a", "  b  ", "\tc\t", ("say \xe2\x80\x9c" "hi\xe2\x80\x9d \xe2\x80\x94 ok"), "end" };
 	char *p_exact[] = { "a" }, *p_rstrip[] = { "  b" }, *p_strip[] = { "c" };
 	char *p_punct[] = { "say \"hi\" - ok" }, *p_none[] = { "zzz" }, *p_eof[] = { "end" };
 	enum patch_fuzz f;

@@ -7,11 +7,13 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmp[128];
@@ -208,10 +210,8 @@ static void test_landlock_confines_writes(void)
 	char out_tmpl[] = "/tmp/forge-ll-out-XXXXXX", *outside = mkdtemp(out_tmpl);
 	const char *writable[] = { inside, NULL };
 
-	if (landlock_abi() < 1) {
-		printf("# skip: no Landlock on this kernel\n");
-		return;
-	}
+	if (landlock_abi() < 1)
+		SKIP("no Landlock on this kernel");
 	snprintf(inside, sizeof(inside), "%s/wt", tmp);
 	CHECK(mkdir(inside, 0755) == 0);
 	CHECK(landlock_ruleset_new(&rs, writable) == 0);
@@ -272,10 +272,8 @@ static void test_netns(void)
 	struct proc_result r;
 	const char *why;
 
-	if (!netns_available(&why)) {
-		printf("# skip: %s\n", why);
-		return;
-	}
+	if (!netns_available(&why))
+		SKIP("%s", why);
 	o.new_netns = true;
 	o.netns_required = true;
 	CHECK(sh(&r, &o, "awk -F: 'NR > 2 { gsub(/ /, \"\", $1); print $1 }' /proc/net/dev; id -u") == 0);
@@ -299,10 +297,8 @@ static void test_namespaces(void)
 	struct nsview_bind view[6];
 	FILE *f;
 
-	if (!nsview_available(&why)) {
-		printf("# skip: %s\n", why);
-		return;
-	}
+	if (!nsview_available(&why))
+		SKIP("%s", why);
 	o.new_ns = true;
 	o.ns_required = true;
 	CHECK(sh(&r, &o, "echo $$; exit 3") == 0);
@@ -448,11 +444,69 @@ static void test_streaming_lines(void)
 	buf_release(&v.err);
 }
 
+struct bg_run {
+	struct proc_opts o;
+	struct proc_result r;
+	int rc;
+};
+
+static void *bg_run(void *arg)
+{
+	struct bg_run *b = arg;
+	b->rc = proc_run(&b->r, &b->o);
+	return NULL;
+}
+
 static void test_kill_running(void)
 {
-	/* With nothing running it is a no-op (and async-signal-safe by design). */
+	struct bg_run b = { .o = PROC_OPTS_INIT };
+	char fifo[200], cmd[300], line[16] = "";
+	pthread_t th;
+	pid_t bystander;
+	int status;
+	FILE *f;
+
+	/* a process of ours in its own group that proc_run did not start */
+	bystander = fork();
+	CHECK(bystander >= 0);
+	if (bystander == 0) {
+		setpgid(0, 0);
+		pause();
+		_exit(0);
+	}
+	setpgid(bystander, bystander);
+	/* With nothing running it sends nothing. */
 	proc_kill_running(SIGTERM);
-	CHECK(1);
+	CHECK_INT(waitpid(bystander, &status, WNOHANG), 0);
+
+	/* A running command (and its group) gets the signal: the command says
+	 * it is running through a FIFO, so no timing is involved. */
+	snprintf(fifo, sizeof(fifo), "%s/kill-ready", tmp);
+	CHECK(mkfifo(fifo, 0600) == 0);
+	snprintf(cmd, sizeof(cmd), "sleep 300 & echo ready > %s; wait", fifo);
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	b.o.argv = argv;
+	b.o.timeout_ms = 120000;        /* only if proc_kill_running() missed it */
+	CHECK(pthread_create(&th, NULL, bg_run, &b) == 0);
+	f = fopen(fifo, "r");
+	CHECK(f != NULL);
+	CHECK(fgets(line, sizeof(line), f) != NULL);
+	fclose(f);
+	CHECK_STR(line, "ready\n");
+	proc_kill_running(SIGTERM);
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK_INT(b.rc, 0);
+	CHECK(!b.r.timed_out);
+	CHECK_INT(b.r.term_signal, SIGTERM);
+	proc_result_release(&b.r);
+
+	/* once it has ended it is no longer in the table */
+	proc_kill_running(SIGTERM);
+	CHECK_INT(waitpid(bystander, &status, WNOHANG), 0);
+	kill(bystander, SIGKILL);
+	CHECK_INT(waitpid(bystander, &status, 0), bystander);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	unlink(fifo);
 }
 
 int main(void)

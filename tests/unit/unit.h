@@ -14,14 +14,36 @@
  *
  * Each RUN prints "ok N - name" or "not ok N - name" followed by "# " lines
  * saying which check failed and where.  A failed CHECK ends that test.
+ * A test that cannot run here (no Landlock, say) ends with
+ * SKIP("no Landlock on this kernel") and prints "ok N - name # SKIP reason",
+ * which scripts/check counts as skipped.
  */
 #ifndef FORGE_UNIT_H
 #define FORGE_UNIT_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 static int unit_count, unit_failed, unit_current_failed;
+static char unit_skip_reason[256];
+
+/* SKIP(fmt, ...): end this test as skipped, saying why. */
+#define SKIP(...) do { \
+	unit_skip(__VA_ARGS__); \
+	return; \
+} while (0)
+
+static inline void __attribute__((format(printf, 1, 2))) unit_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(unit_skip_reason, sizeof(unit_skip_reason), fmt, ap);
+	va_end(ap);
+	if (!unit_skip_reason[0])
+		snprintf(unit_skip_reason, sizeof(unit_skip_reason), "skipped");
+}
 
 #define CHECK(cond) do { \
 	if (!(cond)) { \
@@ -65,12 +87,16 @@ static int unit_count, unit_failed, unit_current_failed;
 static inline void unit_run(const char *name, void (*fn)(void))
 {
 	unit_current_failed = 0;
+	unit_skip_reason[0] = '\0';
 	fflush(stdout);
 	fn();
 	unit_count++;
 	if (unit_current_failed)
 		unit_failed++;
-	printf("%s %d - %s\n", unit_current_failed ? "not ok" : "ok", unit_count, name);
+	if (unit_skip_reason[0] && !unit_current_failed)
+		printf("ok %d - %s # SKIP %s\n", unit_count, name, unit_skip_reason);
+	else
+		printf("%s %d - %s\n", unit_current_failed ? "not ok" : "ok", unit_count, name);
 	fflush(stdout);
 }
 
