@@ -96,6 +96,21 @@ void cli_usage(const struct cli_spec *spec, void *f /* FILE * */);
  */
 int cli_finish(const char *name, int status);
 
+struct stream_out;
+struct stream_input;
+
+/*
+ * Report bad input the documented way: "PROG: line N: REASON" on stderr
+ * and an input.rejected event {"line","reason"} on out.  Returns
+ * FORGE_EXIT_USAGE (2).
+ */
+int cli_reject(struct stream_out *out, const struct stream_input *in, const char *reason);
+
+/* The exit status for a program that wanted to exit with `status`: status,
+ * or FORGE_EXIT_PIPE when the reader went away, or FORGE_EXIT_DEPENDENCY
+ * when stdout failed otherwise (after a message on stderr). */
+int cli_out_status(const struct stream_out *out, int status);
+
 /*
  * The repository root for --repo DIR (or the cwd when dir is NULL): the
  * main working tree of the repository that contains it, also when DIR is a

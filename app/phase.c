@@ -517,25 +517,25 @@ static int take_input(struct phase *ph)
 	if (ph->no_input) {
 		if (!ph->spec->needs_input)
 			return 0;
-		return stream_reject(&ph->out, NULL,
+		return cli_reject(&ph->out, NULL,
 				     "--no-input: there is nothing to work on without an input here (see --help)");
 	}
 	if (isatty(STDIN_FILENO)) {
 		if (!ph->spec->needs_input && ph->spec->runs_alone)
 			return 0;
-		return stream_reject(&ph->out, NULL,
+		return cli_reject(&ph->out, NULL,
 				     "no input: pipe a state, {\"task\": …} or a task description, or use --task");
 	}
 	int rc = stream_read(&ph->in, stdin, &ph->out, &opt);
 	if (rc == STREAM_OUTPUT_FAILED)
-		return stream_out_status(&ph->out, FORGE_EXIT_OK);
+		return cli_out_status(&ph->out, FORGE_EXIT_OK);
 	if (rc != 0)
-		return stream_reject(&ph->out, &ph->in, forge_last_error());
+		return cli_reject(&ph->out, &ph->in, forge_last_error());
 	if (ph->in.empty && ph->spec->needs_input)
-		return stream_reject(&ph->out, &ph->in,
+		return cli_reject(&ph->out, &ph->in,
 				     "empty input: expected a state, {\"task\": …} or a task description (or --task)");
 	if (ph->in.empty)
-		return stream_reject(&ph->out, &ph->in,
+		return cli_reject(&ph->out, &ph->in,
 				     "empty input: expected a state on stdin; to work on the repository alone, pass --no-input");
 	return 0;
 }
@@ -656,7 +656,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 
 	const char *st = run_phase(&ph);
 	if (strcmp(st, "bad_input") == 0) {
-		status = stream_reject(&ph.out, NULL, ph.reason[0] ? ph.reason : "bad input");
+		status = cli_reject(&ph.out, NULL, ph.reason[0] ? ph.reason : "bad input");
 		goto out;
 	}
 	account(&ph);
@@ -691,5 +691,5 @@ out:
 	free(ph.repo);
 	free(ph.task_text);
 	free(options);
-	return cli_finish(spec->program, stream_out_status(&ph.out, status));
+	return cli_finish(spec->program, cli_out_status(&ph.out, status));
 }

@@ -3,6 +3,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/ids.h"
+#include "deploy/deploy.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -247,4 +248,19 @@ const char *prompt_answer_name(enum prompt_answer a)
 	case PROMPT_NO_TTY: return "no_tty";
 	}
 	return "unknown";
+}
+
+enum prompt_answer deploy_gate_ask(const struct deploy_gate *gate, const char *summary,
+				   const char *tty_path)
+{
+	char *note;
+	struct prompt_opts o = { .tty = tty_path, .text = summary, .question = gate->prompt };
+	enum prompt_answer a;
+
+	/* no limit when the timeout is 0 or absurd */
+	o.timeout_ms = gate->timeout_s > 0 && gate->timeout_s < 1e9 ? (long)(gate->timeout_s * 1000) : 0;
+	a = prompt_ask(&note, &o);
+
+	free(note);	/* no note is offered: always NULL */
+	return a;
 }

@@ -58,4 +58,17 @@ enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o);
  * "timeout", "no_tty". */
 const char *prompt_answer_name(enum prompt_answer a);
 
+struct deploy_gate;   /* deploy/deploy.h */
+
+/*
+ * A deploy's gate (deploy_gate_for()) asked on the terminal at tty_path
+ * (NULL: the controlling terminal, which works when stdin is a pipe):
+ * print summary (may be NULL) and the gate's prompt with "[y/n]", and wait
+ * up to gate->timeout_s (0 or absurd: no limit) for "y" or "n" (anything
+ * else asks again).  PROMPT_EOF, PROMPT_TIMEOUT and PROMPT_NO_TTY leave the
+ * gate waiting; PROMPT_INTERRUPTED is Ctrl-C.
+ */
+enum prompt_answer deploy_gate_ask(const struct deploy_gate *gate, const char *summary,
+				   const char *tty_path);
+
 #endif

@@ -146,13 +146,13 @@ static int cmd_store(const struct cli_common *common, const struct args *a)
 			store_rollback(b.st);
 		status = FORGE_EXIT_DEPENDENCY;
 	} else if (rc == -1) {
-		status = stream_reject(&out, &in, forge_last_error());
+		status = cli_reject(&out, &in, forge_last_error());
 	} else {
 		status = FORGE_EXIT_OK;
 	}
 	stream_input_release(&in);
 	store_free(b.st);
-	return stream_out_status(&out, status);
+	return cli_out_status(&out, status);
 }
 
 /* ---- replay ---- */
@@ -194,7 +194,7 @@ static int cmd_replay(const struct cli_common *common, const char *trace)
 		jv_free(run);
 	}
 	store_free(st);
-	return stream_out_status(&r.out, status);
+	return cli_out_status(&r.out, status);
 }
 
 /* ---- list ---- */
@@ -231,7 +231,7 @@ static int cmd_list(const struct cli_common *common, const struct args *a)
 	}
 	jv_free(traces);
 	store_free(st);
-	return stream_out_status(&out, status);
+	return cli_out_status(&out, status);
 }
 
 int main(int argc, char **argv)

@@ -10,6 +10,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "app/phase.h"
+#include "app/prompt.h"
 #include "data/project.h"
 #include "os/sandbox.h"
 

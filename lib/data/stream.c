@@ -487,41 +487,6 @@ int stream_emit(struct stream_out *out, const char *type, jv payload)
 	return stream_emit_full(out, type, payload, jv_null(), -1);
 }
 
-int stream_reject(struct stream_out *out, const struct stream_input *in, const char *reason)
-{
-	jv payload = jv_object();
-
-	if (!out->trace_id[0]) {
-		char id[ULID_LEN + 1];
-		if (in && in->trace_id[0]) {
-			stream_out_set_trace(out, in->trace_id);
-		} else {
-			ulid_new(id);
-			stream_out_set_trace(out, id);
-		}
-	}
-	if (in && in->error_line) {
-		fprintf(stderr, "%s: line %lu: %s\n", out->source, in->error_line, reason);
-		payload = json_set(payload, "line", jv_number((double)in->error_line));
-	} else {
-		fprintf(stderr, "%s: %s\n", out->source, reason);
-		payload = json_set(payload, "line", jv_null());
-	}
-	payload = json_set(payload, "reason", jv_string(reason));
-	stream_emit(out, "input.rejected", payload);
-	return FORGE_EXIT_USAGE;
-}
-
-int stream_out_status(const struct stream_out *out, int status)
-{
-	if (!out->failed)
-		return status;
-	if (out->err == EPIPE)
-		return FORGE_EXIT_PIPE;
-	fprintf(stderr, "%s: cannot write to standard output: %s\n", out->source, strerror(out->err));
-	return FORGE_EXIT_DEPENDENCY;
-}
-
 static const char *const state_status_names[] = {
 	[STATE_OK] = "ok", [STATE_REJECTED] = "rejected", [STATE_ESCALATED] = "escalated",
 	[STATE_TRIPPED] = "tripped", [STATE_FAILED] = "failed", [STATE_SKIPPED] = "skipped",

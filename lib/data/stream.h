@@ -13,7 +13,7 @@
  * Bad input - malformed JSON, a truncated last line, a line over the size
  * limit, invalid UTF-8, a record that fails its schema, a state of a newer
  * protocol version - stops reading: stream_read() returns -1 with the line
- * number and reason, and stream_reject() then reports it the one way every
+ * number and reason, and cli_reject() (app/cli.h) then reports it the one way every
  * program must (one line on stderr, an input.rejected event on stdout) and
  * returns exit status 2.  Everything read before the bad line has already
  * been forwarded.
@@ -21,7 +21,7 @@
  * Writing.  struct stream_out writes one record per line and flushes it.
  * Errors are sticky like stdio's: after a failed write (EPIPE when the
  * reader went away) further writes do nothing, `failed` is set, and
- * stream_out_status() says what to exit with.
+ * cli_out_status() (app/cli.h) says what to exit with.
  */
 #ifndef FORGE_STREAM_H
 #define FORGE_STREAM_H
@@ -139,17 +139,6 @@ int stream_emit(struct stream_out *out, const char *type, jv payload);
 int stream_emit_full(struct stream_out *out, const char *type, jv payload, jv cost,
 		     long long duration_ms);
 
-/*
- * Report bad input the documented way: "PROG: line N: REASON" on stderr
- * and an input.rejected event {"line","reason"} on out.  Returns
- * FORGE_EXIT_USAGE (2).
- */
-int stream_reject(struct stream_out *out, const struct stream_input *in, const char *reason);
-
-/* The exit status for a program that wanted to exit with `status`: status,
- * or FORGE_EXIT_PIPE when the reader went away, or FORGE_EXIT_DEPENDENCY
- * when stdout failed otherwise (after a message on stderr). */
-int stream_out_status(const struct stream_out *out, int status);
 
 /*
  * A phase's status, as the state it writes carries it ("status"): the one

@@ -51,8 +51,6 @@
 #ifndef FORGE_DEPLOY_H
 #define FORGE_DEPLOY_H
 
-#include "app/prompt.h"
-
 #include <jv.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -224,18 +222,9 @@ struct deploy_gate {
 	char why[256];
 };
 
-/* Which gate this deploy must pass (out->id NULL: none).  cfg may be NULL. */
+/* Which gate this deploy must pass (out->id NULL: none).  cfg may be NULL.
+ * Asking a human is the application's part: deploy_gate_ask() in app/prompt.h. */
 void deploy_gate_for(struct deploy_gate *out, const struct config *cfg, bool production,
 		     const char *risk);
-
-/*
- * Ask on the terminal at tty_path (NULL: the controlling terminal, which
- * works when stdin is a pipe) with app/prompt.h: print summary (may be
- * NULL) and the prompt with "[y/n]", and wait up to gate->timeout_s for
- * "y" or "n" (anything else asks again).  PROMPT_EOF, PROMPT_TIMEOUT and
- * PROMPT_NO_TTY leave the gate waiting; PROMPT_INTERRUPTED is Ctrl-C.
- */
-enum prompt_answer deploy_gate_ask(const struct deploy_gate *gate, const char *summary,
-				   const char *tty_path);
 
 #endif

@@ -50,18 +50,3 @@ void deploy_gate_for(struct deploy_gate *out, const struct config *cfg, bool pro
 	out->timeout_s = json_get_num(g, "timeout_s", 3600);
 	jv_free(g);
 }
-
-enum prompt_answer deploy_gate_ask(const struct deploy_gate *gate, const char *summary,
-				   const char *tty_path)
-{
-	char *note;
-	struct prompt_opts o = { .tty = tty_path, .text = summary, .question = gate->prompt };
-	enum prompt_answer a;
-
-	/* no limit when the timeout is 0 or absurd */
-	o.timeout_ms = gate->timeout_s > 0 && gate->timeout_s < 1e9 ? (long)(gate->timeout_s * 1000) : 0;
-	a = prompt_ask(&note, &o);
-
-	free(note);	/* no note is offered: always NULL */
-	return a;
-}

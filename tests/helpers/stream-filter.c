@@ -81,13 +81,13 @@ int main(int argc, char **argv)
 	if (a.task) {
 		in.task = json_set(jv_object(), "description", jv_string(a.task));
 	} else if (isatty(STDIN_FILENO)) {
-		status = stream_reject(&out, NULL, "no input: give a state, {\"task\": …} or text on stdin, or --task");
+		status = cli_reject(&out, NULL, "no input: give a state, {\"task\": …} or text on stdin, or --task");
 		goto out;
 	} else if (stream_read(&in, stdin, &out, &opt) != 0) {
-		status = out.failed ? FORGE_EXIT_OK : stream_reject(&out, &in, forge_last_error());
+		status = out.failed ? FORGE_EXIT_OK : cli_reject(&out, &in, forge_last_error());
 		goto out;
 	} else if (in.empty || (jv_get_kind(in.state) != JV_KIND_OBJECT && jv_get_kind(in.task) != JV_KIND_OBJECT)) {
-		status = stream_reject(&out, &in, in.empty ? "empty input: expected a state, {\"task\": …} or a task description"
+		status = cli_reject(&out, &in, in.empty ? "empty input: expected a state, {\"task\": …} or a task description"
 						       : "no state and no task in the input");
 		goto out;
 	}
@@ -119,5 +119,5 @@ int main(int argc, char **argv)
 	}
 out:
 	stream_input_release(&in);
-	return cli_finish("stream-filter", stream_out_status(&out, status));
+	return cli_finish("stream-filter", cli_out_status(&out, status));
 }

@@ -1,5 +1,6 @@
 /* test_deploy.c - lib/deploy: names, risk, canary ladders, percentiles,
  * health verdicts, the gate decision and prompt, the command environment. */
+#include "app/prompt.h"
 #include "data/config.h"
 #include "deploy/deploy.h"
 #include "core/forge.h"
