@@ -52,16 +52,6 @@ long long agent_now(struct agent *a)
 	return monotonic_ms();
 }
 
-void agent_account(struct agent *a, const struct llm_response *resp)
-{
-	a->res->tokens += resp->usage.input_tokens + resp->usage.output_tokens +
-			  resp->usage.cache_read_tokens + resp->usage.cache_write_tokens;
-	if (resp->cost_known)
-		a->res->cost_usd += resp->cost_usd;
-	else
-		a->res->cost_known = false;
-}
-
 static void emit(struct agent *a, const char *type, jv payload)
 {
 	if (a->env->out)

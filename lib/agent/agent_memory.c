@@ -114,6 +114,18 @@ jv agent_sanitize(jv v)
 	}
 }
 
+/* Here, below the loop (agent.c), so the loop and its helpers do not call
+ * each other. */
+void agent_account(struct agent *a, const struct llm_response *resp)
+{
+	a->res->tokens += resp->usage.input_tokens + resp->usage.output_tokens +
+			  resp->usage.cache_read_tokens + resp->usage.cache_write_tokens;
+	if (resp->cost_known)
+		a->res->cost_usd += resp->cost_usd;
+	else
+		a->res->cost_known = false;
+}
+
 int agent_fast_call(struct llm_response *out, struct agent *a, const char *system,
 		    const char *user, jv tool)
 {

@@ -31,95 +31,10 @@
 
 /* ================================================================ results */
 
-const char *tool_kind_name(enum tool_kind k)
-{
-	static const char *const names[] = {
-		"ok", "input", "failed", "denied", "internal", "ask", "finish", "ask_human",
-	};
-	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
-}
-
 static void result_init(struct tool_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->data = jv_object();
-}
-
-void tool_ok(struct tool_result *out, char *output, jv data)
-{
-	jv_free(out->data);
-	free(out->output);
-	out->ok = true;
-	out->kind = TOOL_OK;
-	out->output = output;
-	out->data = data;
-}
-
-void tool_fail(struct tool_result *out, enum tool_kind kind, jv data, const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	buf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	jv_free(out->data);
-	free(out->error);
-	out->ok = false;
-	out->kind = kind;
-	out->data = data;
-	out->error = buf_detach(&b, NULL);
-}
-
-enum tool_kind tool_kind_of_sandbox(int code)
-{
-	switch (code) {
-	case SANDBOX_EDENIED: return TOOL_ERR_DENIED;
-	case SANDBOX_ENOENT:
-	case SANDBOX_EINVAL: return TOOL_ERR_INPUT;
-	}
-	return TOOL_ERR_INTERNAL;
-}
-
-void tool_result_release(struct tool_result *r)
-{
-	if (!r)
-		return;
-	free(r->output);
-	free(r->error);
-	jv_free(r->data);
-	r->output = r->error = NULL;
-	r->data = jv_null();
-}
-
-jv tool_result_json(const struct tool_result *r)
-{
-	jv j = json_set(jv_object(), "ok", jv_bool(r->ok));
-	j = json_set(j, "kind", jv_string(tool_kind_name(r->kind)));
-	j = json_set(j, "retryable", jv_bool(r->retryable));
-	if (r->error) {
-		char *e = llm_redact(xstrdup(r->error));
-		size_t l = strlen(e);
-		if (l > 2000)
-			e[2000] = '\0';
-		j = json_set(j, "error", jv_string(e));
-		free(e);
-	}
-	j = json_set(j, "output_bytes", jv_number(r->output ? (double)strlen(r->output) : 0));
-	j = json_set(j, "data", jv_copy(r->data));
-	return j;
-}
-
-void tool_text_add(struct buf *b, const char *s, size_t n)
-{
-	const char *end = s + n, *nul;
-
-	while ((nul = memchr(s, '\0', (size_t)(end - s))) != NULL) {
-		buf_add(b, s, (size_t)(nul - s));
-		buf_adds(b, "\\u0000");
-		s = nul + 1;
-	}
-	buf_add(b, s, (size_t)(end - s));
 }
 
 /* ================================================================ sanitise */
