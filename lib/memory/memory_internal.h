@@ -1,5 +1,23 @@
 /*
  * memory_internal.h - what the lib/memory*.c files share; not an interface.
+ *
+ * The files call each other bottom-up only (no circles; scripts/check-layers
+ * checks it): a file calls only the files listed before it.
+ *
+ *   memory_db.c           the rules, the types, statements, transactions,
+ *                         errors, times, hashes, rows as JSON
+ *   memory_embed.c        embeddings (local and API, cached)
+ *   memory_index.c        the vector file
+ *   memory_crud.c         adjust, archive, delete, relationships, listing
+ *   memory_recall.c       recall and the relationships of a new memory
+ *   memory_store.c        store, get, update, import of one memory
+ *   memory_promote.c      episodes promoted to patterns
+ *   memory_consolidate.c  merge, promote, decay, archive, conflicts
+ *   memory_episode.c      episodes, procedures, outcomes, gate edits
+ *   memory_feedback.c     findings and the feedback on them
+ *   memory_io.c           export, import, batch stores
+ *   memory_stats.c        statistics and the feedback-loop metrics
+ *   memory.c              the handle: options, open, free
  */
 #ifndef FORGE_MEMORY_INTERNAL_H
 #define FORGE_MEMORY_INTERNAL_H
@@ -39,7 +57,7 @@ struct memory {
 	"trigger_text, steps, pattern_id, archived_at, archived_reason, seq, decayed_through"
 #define MEM_NCOLS 21
 
-/* memory.c */
+/* memory_db.c */
 int mem_fail(struct memory *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql);
 /* A cached statement, reset and unbound; the caller resets it after use

@@ -1,0 +1,335 @@
+/*
+ * memory_db.c - the bottom of lib/memory/: the confidence rules, the memory
+ * types, and the helpers every memory*.c file shares (statements,
+ * transactions, errors, times, hashes, tags, signals, rows as JSON).
+ */
+#include "memory/memory_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
+
+static const char *const type_names[] = { "episodic", "semantic", "procedural" };
+
+const char *memory_type_name(enum memory_type t)
+{
+	return t >= 0 && t <= MEMORY_PROCEDURAL ? type_names[t] : NULL;
+}
+
+int memory_type_parse(enum memory_type *out, const char *name)
+{
+	for (int i = 0; i <= MEMORY_PROCEDURAL; i++) {
+		if (name && strcmp(name, type_names[i]) == 0) {
+			*out = (enum memory_type)i;
+			return 0;
+		}
+	}
+	return forge_error("unknown memory type '%s': use episodic, semantic or procedural",
+			   name ? name : "");
+}
+
+/* ---- the rules ------------------------------------------------------- */
+
+double memory_initial_confidence(const char *source)
+{
+	if (source && strcmp(source, "human") == 0)
+		return MEMORY_CONF_HUMAN;
+	if (source && strcmp(source, "production") == 0)
+		return MEMORY_CONF_PRODUCTION;
+	return MEMORY_CONF_LLM;
+}
+
+double memory_clamp(double c)
+{
+	if (!(c > 0))
+		return 0;
+	if (c > 1)
+		return 1;
+	return round(c * 1e6) / 1e6;
+}
+
+double memory_recency(int64_t last, int64_t now)
+{
+	if (now <= last)
+		return 1;
+	double days = (double)(now - last) / (double)MEMORY_DAY_MS;
+
+	return pow(0.5, days / MEMORY_HALF_LIFE_DAYS);
+}
+
+double memory_relevance(double sim, double rec, double conf)
+{
+	return 0.5 * sim + 0.2 * rec + 0.3 * conf;
+}
+
+double memory_decay(int64_t *through, double conf, int64_t last, int64_t decayed, int64_t now)
+{
+	int64_t from = last > decayed ? last : decayed;
+
+	*through = decayed;
+	if (now - from < MEMORY_WEEK_MS)
+		return conf;
+	int64_t weeks = (now - from) / MEMORY_WEEK_MS;
+
+	*through = from + weeks * MEMORY_WEEK_MS;
+	return memory_clamp(conf - MEMORY_DECAY_WEEKLY * (double)weeks);
+}
+
+bool memory_should_archive(double conf, int64_t last, int64_t now)
+{
+	return conf < MEMORY_ARCHIVE_BELOW || now - last > MEMORY_STALE_DAYS * MEMORY_DAY_MS;
+}
+
+struct store *memory_store_of(struct memory *m)
+{
+	return m->st;
+}
+
+int64_t memory_now(struct memory *m)
+{
+	return m->now ? m->now(m->now_payload) : now_ms();
+}
+
+/* ---- small helpers shared by memory*.c ------------------------------ */
+
+int mem_fail(struct memory *m, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	store_fail(m->st, "%s", b.buf);
+	buf_release(&b);
+	return -1;
+}
+
+int mem_cached(sqlite3_stmt **out, struct memory *m, enum mem_stmt which, const char *sql)
+{
+	if (m->stmt[which]) {
+		sqlite3_reset(m->stmt[which]);
+		sqlite3_clear_bindings(m->stmt[which]);
+		*out = m->stmt[which];
+		return 0;
+	}
+	if (mem_prepare(out, m, sql) < 0)
+		return -1;
+	m->stmt[which] = *out;
+	return 0;
+}
+
+int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql)
+{
+	if (sqlite3_prepare_v2(m->db, sql, -1, out, NULL) != SQLITE_OK) {
+		*out = NULL;
+		return mem_fail(m, "cannot prepare a memory query");
+	}
+	return 0;
+}
+
+int mem_begin(struct memory *m)
+{
+	return store_begin(m->st);
+}
+
+int mem_commit(struct memory *m)
+{
+	return store_commit(m->st);
+}
+
+void mem_rollback(struct memory *m)
+{
+	store_rollback(m->st);
+}
+
+jv mem_time_json(int64_t ms)
+{
+	char ts[TIMESTAMP_LEN + 1];
+
+	timestamp_format(ts, ms);
+	return jv_string(ts);
+}
+
+int mem_time_parse(int64_t *out, jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_NUMBER) {
+		*out = (int64_t)jv_number_value(v);
+		return 0;
+	}
+	if (jv_get_kind(v) != JV_KIND_STRING)
+		return forge_error("a time must be an ISO-8601 string");
+	const char *s = jv_string_value(v);
+	struct tm tm = { 0 };
+	int ms = 0, n = 0;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
+		return forge_error("'%s' is not an ISO-8601 time (2026-11-21T21:30:00.123Z)", s);
+	s += n;
+	if (*s == '.') {
+		int digits = 0;
+
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++) {
+			if (digits < 3)
+				ms = ms * 10 + (*s - '0');
+		}
+		for (; digits < 3; digits++)
+			ms *= 10;
+	}
+	if (strcmp(s, "Z") != 0)
+		return forge_error("'%s' is not an ISO-8601 UTC time ending in Z", jv_string_value(v));
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	*out = (int64_t)timegm(&tm) * 1000 + ms;
+	return 0;
+}
+
+static uint64_t fnv1a(const char *s, size_t len, uint64_t h)
+{
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+void mem_hash_hex(char out[33], const char *s, size_t len)
+{
+	uint64_t a = fnv1a(s, len, 0xcbf29ce484222325ULL);
+	uint64_t b = fnv1a(s, len, 0x84222325cbf29ce4ULL ^ len);
+
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+void mem_embed_text(struct buf *out, const char *content, const char *context, const char *tags)
+{
+	buf_reset(out);
+	buf_adds(out, content ? content : "");
+	buf_addch(out, '\n');
+	buf_adds(out, context ? context : "");
+	buf_addch(out, '\n');
+	buf_adds(out, tags ? tags : "[]");
+}
+
+int mem_tags_text(char **out, jv tags)
+{
+	*out = NULL;
+	if (jv_get_kind(tags) == JV_KIND_NULL || jv_get_kind(tags) == JV_KIND_INVALID) {
+		*out = xstrdup("[]");
+		return 0;
+	}
+	if (jv_get_kind(tags) != JV_KIND_ARRAY)
+		return forge_error("'tags' must be an array of strings");
+	jv clean = jv_array();
+	int rc = 0;
+
+	jv_array_foreach(tags, i, t) {
+		if (jv_get_kind(t) != JV_KIND_STRING || !*jv_string_value(t)) {
+			rc = forge_error("'tags' must be an array of non-empty strings (item %d)", i);
+			jv_free(t);
+			continue;
+		}
+		bool seen = false;
+
+		jv_array_foreach(clean, j, c) {
+			seen = seen || strcmp(jv_string_value(c), jv_string_value(t)) == 0;
+			jv_free(c);
+			(void)j;
+		}
+		clean = seen ? (jv_free(t), clean) : jv_array_append(clean, t);
+	}
+	if (rc == 0)
+		*out = json_dumps(clean, false);
+	else
+		jv_free(clean);
+	return rc;
+}
+
+int mem_signal_log(struct memory *m, const char *id, const char *kind, double delta, const char *note)
+{
+	sqlite3_stmt *s;
+	int rc = 0;
+
+	if (mem_prepare(&s, m, "INSERT INTO memory_signals (ts, memory_id, kind, delta, note) "
+			"VALUES (?, ?, ?, ?, ?)") < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, memory_now(m));
+	store_bind_text(s, 2, id);
+	store_bind_text(s, 3, kind);
+	if (isnan(delta))
+		sqlite3_bind_null(s, 4);
+	else
+		sqlite3_bind_double(s, 4, delta);
+	store_bind_text(s, 5, note);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		rc = mem_fail(m, "cannot record a memory signal");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int mem_seq_of(int64_t *seq, struct memory *m, const char *id)
+{
+	sqlite3_stmt *s;
+	int rc = MEMORY_NOT_FOUND, step;
+
+	if (mem_cached(&s, m, MS_SEQ, "SELECT seq FROM memories WHERE id = ?") < 0)
+		return -1;
+	store_bind_text(s, 1, id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		*seq = sqlite3_column_int64(s, 0);
+		rc = 0;
+	} else if (step != SQLITE_DONE) {
+		rc = mem_fail(m, "cannot read memory '%s'", id);
+	}
+	sqlite3_reset(s);
+	return rc;
+}
+
+/* ---- row <-> JSON ----------------------------------------------------- */
+
+static jv put_opt(jv obj, const char *key, jv val)
+{
+	if (jv_get_kind(val) == JV_KIND_NULL) {
+		jv_free(val);
+		return obj;
+	}
+	return jv_object_set(obj, jv_string(key), val);
+}
+
+jv mem_row_json(sqlite3_stmt *s, int c)
+{
+	jv o = jv_object();
+
+	o = jv_object_set(o, jv_string("id"), store_col_str(s, c + 0));
+	o = jv_object_set(o, jv_string("type"), store_col_str(s, c + 1));
+	o = jv_object_set(o, jv_string("content"), store_col_str(s, c + 2));
+	o = jv_object_set(o, jv_string("context"), store_col_str(s, c + 3));
+	jv tags = store_col_json(s, c + 4);
+	o = jv_object_set(o, jv_string("tags"), jv_get_kind(tags) == JV_KIND_ARRAY ? tags :
+			  (jv_free(tags), jv_array()));
+	o = jv_object_set(o, jv_string("confidence"), jv_number(sqlite3_column_double(s, c + 5)));
+	o = put_opt(o, "source", store_col_str(s, c + 6));
+	o = jv_object_set(o, jv_string("created_at"), mem_time_json(sqlite3_column_int64(s, c + 7)));
+	o = jv_object_set(o, jv_string("updated_at"), mem_time_json(sqlite3_column_int64(s, c + 8)));
+	o = jv_object_set(o, jv_string("last_accessed"), mem_time_json(sqlite3_column_int64(s, c + 9)));
+	o = jv_object_set(o, jv_string("access_count"), jv_number((double)sqlite3_column_int64(s, c + 10)));
+	o = put_opt(o, "episode", store_col_json(s, c + 11));
+	if (sqlite3_column_type(s, c + 12) != SQLITE_NULL)
+		o = jv_object_set(o, jv_string("frequency"), jv_number((double)sqlite3_column_int64(s, c + 12)));
+	if (sqlite3_column_type(s, c + 13) != SQLITE_NULL)
+		o = jv_object_set(o, jv_string("success_rate"), jv_number(sqlite3_column_double(s, c + 13)));
+	o = put_opt(o, "trigger", store_col_str(s, c + 14));
+	o = put_opt(o, "steps", store_col_json(s, c + 15));
+	o = put_opt(o, "pattern_id", store_col_str(s, c + 16));
+	if (sqlite3_column_type(s, c + 17) != SQLITE_NULL)
+		o = jv_object_set(o, jv_string("archived_at"), mem_time_json(sqlite3_column_int64(s, c + 17)));
+	o = put_opt(o, "archived_reason", store_col_str(s, c + 18));
+	return o;
+}

@@ -1,0 +1,385 @@
+/*
+ * memory_store.c - store / get / update of memories and the import of one
+ * memory (memory.h): fields validated, embedded, related, inserted.
+ */
+#include "memory/memory_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
+
+/* ---- store ------------------------------------------------------------ */
+
+/* Validated fields of a memory in JSON form; pointers borrow `src`. */
+struct fields {
+	jv src;
+	const char *id, *type, *content, *context, *source, *trigger;
+	char *tags, *episode, *steps;
+	double confidence;
+	int64_t created_at, updated_at, last_accessed, archived_at;
+	long access_count, frequency;
+	double success_rate;
+	const char *archived_reason, *pattern_id;
+};
+
+static void fields_release(struct fields *f)
+{
+	free(f->tags);
+	free(f->episode);
+	free(f->steps);
+	jv_free(f->src);
+}
+
+static int opt_str(const char **out, jv src, const char *key)
+{
+	jv v = json_get(src, key);
+	int kind = jv_get_kind(v);
+
+	jv_free(v);
+	*out = json_get_str(src, key);
+	if (kind != JV_KIND_NULL && !*out)
+		return forge_error("'%s' must be a string", key);
+	return 0;
+}
+
+static int opt_time(int64_t *out, jv src, const char *key, int64_t dflt)
+{
+	jv v = json_get(src, key);
+	int rc = 0;
+
+	*out = dflt;
+	if (jv_get_kind(v) != JV_KIND_NULL && mem_time_parse(out, v) < 0)
+		rc = forge_error_prefix("'%s'", key);
+	jv_free(v);
+	return rc;
+}
+
+static int opt_json(char **out, jv src, const char *key, jv_kind kind)
+{
+	jv v = json_get(src, key);
+
+	*out = NULL;
+	if (jv_get_kind(v) == JV_KIND_NULL) {
+		jv_free(v);
+		return 0;
+	}
+	if (jv_get_kind(v) != kind) {
+		jv_free(v);
+		return forge_error("'%s' must be an %s", key, kind == JV_KIND_ARRAY ? "array" : "object");
+	}
+	*out = json_dumps(v, false);
+	return 0;
+}
+
+static int opt_num(double *out, jv src, const char *key, double lo, double hi, double dflt)
+{
+	jv v = json_get(src, key);
+	int kind = jv_get_kind(v);
+
+	*out = kind == JV_KIND_NUMBER ? jv_number_value(v) : dflt;
+	jv_free(v);
+	if (kind != JV_KIND_NULL && kind != JV_KIND_NUMBER)
+		return forge_error("'%s' must be a number", key);
+	if (kind == JV_KIND_NUMBER && !(*out >= lo && *out <= hi))
+		return forge_error("'%s' must be from %g to %g", key, lo, hi);
+	return 0;
+}
+
+static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_ids)
+{
+	enum memory_type t;
+	double d;
+	int64_t now = memory_now(m);
+
+	memset(f, 0, sizeof *f);
+	f->src = src;
+	if (jv_get_kind(src) != JV_KIND_OBJECT)
+		return forge_error("a memory must be a JSON object");
+	f->type = json_get_str(src, "type");
+	if (!f->type)
+		return forge_error("'type' is missing (episodic, semantic or procedural)");
+	if (memory_type_parse(&t, f->type) < 0)
+		return -1;
+	f->content = json_get_str(src, "content");
+	if (!f->content || !*f->content)
+		return forge_error("'content' is missing or empty");
+	if (opt_str(&f->context, src, "context") < 0 || opt_str(&f->source, src, "source") < 0 ||
+	    opt_str(&f->trigger, src, "trigger") < 0 ||
+	    opt_str(&f->archived_reason, src, "archived_reason") < 0 ||
+	    opt_str(&f->pattern_id, src, "pattern_id") < 0)
+		return -1;
+	if (opt_num(&f->confidence, src, "confidence", 0, 1, memory_initial_confidence(f->source)) < 0)
+		return -1;
+	f->confidence = memory_clamp(f->confidence);
+	jv tags = json_get(src, "tags");
+	int rc = mem_tags_text(&f->tags, tags);
+
+	jv_free(tags);
+	if (rc < 0 || opt_json(&f->episode, src, "episode", JV_KIND_OBJECT) < 0 ||
+	    opt_json(&f->steps, src, "steps", JV_KIND_ARRAY) < 0)
+		return -1;
+	if (opt_num(&d, src, "frequency", 0, 1e12, -1) < 0 ||
+	    opt_num(&f->success_rate, src, "success_rate", 0, 1, -1) < 0)
+		return -1;
+	f->frequency = (long)d;
+	if (!keep_ids) {
+		f->created_at = f->updated_at = f->last_accessed = now;
+		f->id = NULL;
+		return 0;
+	}
+	f->id = json_get_str(src, "id");
+	if (f->id && !ulid_valid(f->id))
+		return forge_error("'id' is not a ULID: '%s'", f->id);
+	if (opt_time(&f->created_at, src, "created_at", now) < 0 ||
+	    opt_time(&f->updated_at, src, "updated_at", f->created_at) < 0 ||
+	    opt_time(&f->last_accessed, src, "last_accessed", f->created_at) < 0 ||
+	    opt_time(&f->archived_at, src, "archived_at", 0) < 0)
+		return -1;
+	if (opt_num(&d, src, "access_count", 0, 1e15, 0) < 0)
+		return -1;
+	f->access_count = (long)d;
+	return 0;
+}
+
+/* Insert the row (inside the caller's transaction). */
+static int insert_row(struct memory *m, const struct fields *f, const char *id, const char *hash)
+{
+	sqlite3_stmt *s;
+	int rc = 0;
+
+	if (mem_cached(&s, m, MS_INSERT, "INSERT INTO memories (id, type, content, context, tags, confidence, "
+			"source, content_hash, created_at, updated_at, last_accessed, access_count, "
+			"episode, frequency, success_rate, trigger_text, steps, pattern_id, archived_at, "
+			"archived_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") < 0)
+		return -1;
+	store_bind_text(s, 1, id);
+	store_bind_text(s, 2, f->type);
+	store_bind_text(s, 3, f->content);
+	store_bind_text(s, 4, f->context ? f->context : "");
+	store_bind_text(s, 5, f->tags);
+	sqlite3_bind_double(s, 6, f->confidence);
+	store_bind_text(s, 7, f->source);
+	store_bind_text(s, 8, hash);
+	sqlite3_bind_int64(s, 9, f->created_at);
+	sqlite3_bind_int64(s, 10, f->updated_at);
+	sqlite3_bind_int64(s, 11, f->last_accessed);
+	sqlite3_bind_int64(s, 12, f->access_count);
+	store_bind_text(s, 13, f->episode);
+	if (f->frequency >= 0)
+		sqlite3_bind_int64(s, 14, f->frequency);
+	if (f->success_rate >= 0)
+		sqlite3_bind_double(s, 15, f->success_rate);
+	store_bind_text(s, 16, f->trigger);
+	store_bind_text(s, 17, f->steps);
+	store_bind_text(s, 18, f->pattern_id);
+	if (f->archived_at)
+		sqlite3_bind_int64(s, 19, f->archived_at);
+	store_bind_text(s, 20, f->archived_reason);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		rc = mem_fail(m, "cannot store memory '%s'", id);
+	sqlite3_reset(s);
+	return rc;
+}
+
+static int insert_edges(struct memory *m, const char *id, jv related)
+{
+	int rc = 0;
+
+	jv_array_foreach(related, i, r) {
+		const char *other = json_get_str(r, "id");
+		double sim = json_get_num(r, "similarity", -1);
+
+		if (rc == 0)
+			rc = memory_relate(m, id, other, json_get_str(r, "kind"), sim);
+		if (rc == 0 && json_get_bool(r, "contradicts", false))
+			rc = memory_relate(m, id, other, "contradicts", sim);
+		jv_free(r);
+		(void)i;
+	}
+	jv_free(related);
+	return rc;
+}
+
+/* Store one parsed memory: embed, find relationships, insert. */
+static int store_fields(char id_out[ULID_LEN + 1], struct memory *m, struct fields *f,
+			bool link, bool in_txn)
+{
+	char id[ULID_LEN + 1], hash[33];
+	struct buf text = BUF_INIT;
+	jv related = jv_array();
+	float *vec = NULL;
+	size_t dim = 0;
+	int rc = -1;
+
+	if (f->id)
+		snprintf(id, sizeof id, "%s", f->id);
+	else
+		ulid_new(id);
+	mem_embed_text(&text, f->content, f->context, f->tags);
+	mem_hash_hex(hash, text.buf, text.len);
+	if (link) {
+		const char *t = text.buf;
+
+		jv_free(related);
+		related = jv_invalid();
+		if (mem_embed_many(&vec, &dim, m, &t, &text.len, 1) < 0 ||
+		    mem_find_related(&related, m, vec, dim, f->content) < 0)
+			goto out;
+	}
+	if (!in_txn && mem_begin(m) < 0)
+		goto out;
+	if (insert_row(m, f, id, hash) < 0 || insert_edges(m, id, jv_copy(related)) < 0) {
+		if (!in_txn)
+			mem_rollback(m);
+		goto out;
+	}
+	if (!in_txn && mem_commit(m) < 0)
+		goto out;
+	if (id_out)
+		memcpy(id_out, id, sizeof id);
+	rc = 0;
+out:
+	jv_free(related);
+	free(vec);
+	buf_release(&text);
+	return rc;
+}
+
+int memory_store(char id_out[ULID_LEN + 1], struct memory *m, jv mem)
+{
+	struct fields f;
+	int rc = fields_parse(&f, m, mem, false);
+
+	if (rc == 0)
+		rc = store_fields(id_out, m, &f, true, false);
+	fields_release(&f);
+	return rc;
+}
+
+/* For memory_import (memory_io.c): parse and validate only. */
+int mem_import_check(struct memory *m, jv mem);
+int mem_import_check(struct memory *m, jv mem)
+{
+	struct fields f;
+	int rc = fields_parse(&f, m, mem, true);
+
+	fields_release(&f);
+	return rc;
+}
+
+/* For memory_import: store inside the caller's transaction, keeping ids and
+ * times; link when asked. */
+int mem_import_one(char id_out[ULID_LEN + 1], struct memory *m, jv mem, bool link);
+int mem_import_one(char id_out[ULID_LEN + 1], struct memory *m, jv mem, bool link)
+{
+	struct fields f;
+	int rc = fields_parse(&f, m, mem, true);
+
+	if (rc == 0)
+		rc = store_fields(id_out, m, &f, link, true);
+	fields_release(&f);
+	return rc;
+}
+
+int memory_get(jv *out, struct memory *m, const char *id)
+{
+	sqlite3_stmt *s;
+	int step, rc = 0;
+
+	*out = jv_null();
+	if (mem_cached(&s, m, MS_GET, "SELECT " MEM_COLS " FROM memories WHERE id = ?") < 0)
+		return -1;
+	store_bind_text(s, 1, id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		*out = mem_row_json(s, 0);
+	else if (step != SQLITE_DONE)
+		rc = mem_fail(m, "cannot read memory '%s'", id);
+	sqlite3_reset(s);
+	return rc;
+}
+
+static const char *const updatable[] = {
+	"content", "context", "tags", "confidence", "source", "episode", "frequency",
+	"success_rate", "trigger", "steps", NULL
+};
+
+int memory_update(struct memory *m, const char *id, jv changes)
+{
+	struct fields f = { .src = jv_null() };
+	struct buf text = BUF_INIT;
+	char hash[33];
+	sqlite3_stmt *s = NULL;
+	jv cur = jv_null();
+	int rc = -1;
+
+	if (jv_get_kind(changes) != JV_KIND_OBJECT) {
+		forge_error("changes to a memory must be a JSON object");
+		goto out;
+	}
+	jv keys = jv_keys(jv_copy(changes));
+	jv_array_foreach(keys, i, k) {
+		bool ok = false;
+
+		for (int j = 0; updatable[j]; j++)
+			ok = ok || strcmp(updatable[j], jv_string_value(k)) == 0;
+		if (!ok && rc == -1 && i >= 0) {
+			forge_error("'%s' cannot be changed (only content, context, tags, confidence, "
+				    "source, episode, frequency, success_rate, trigger, steps)",
+				    jv_string_value(k));
+			rc = -2;
+		}
+		jv_free(k);
+	}
+	jv_free(keys);
+	if (rc == -2) {
+		rc = -1;
+		goto out;
+	}
+	if (memory_get(&cur, m, id) < 0)
+		goto out;
+	if (jv_get_kind(cur) == JV_KIND_NULL) {
+		rc = MEMORY_NOT_FOUND;
+		goto out;
+	}
+	jv merged = jv_object_merge(jv_copy(cur), jv_copy(changes));
+	if (fields_parse(&f, m, merged, true) < 0)
+		goto out;
+	mem_embed_text(&text, f.content, f.context, f.tags);
+	mem_hash_hex(hash, text.buf, text.len);
+	if (mem_prepare(&s, m, "UPDATE memories SET content = ?, context = ?, tags = ?, "
+			"confidence = ?, source = ?, episode = ?, frequency = ?, success_rate = ?, "
+			"trigger_text = ?, steps = ?, content_hash = ?, updated_at = ? WHERE id = ?") < 0)
+		goto out;
+	store_bind_text(s, 1, f.content);
+	store_bind_text(s, 2, f.context ? f.context : "");
+	store_bind_text(s, 3, f.tags);
+	sqlite3_bind_double(s, 4, f.confidence);
+	store_bind_text(s, 5, f.source);
+	store_bind_text(s, 6, f.episode);
+	if (f.frequency >= 0)
+		sqlite3_bind_int64(s, 7, f.frequency);
+	if (f.success_rate >= 0)
+		sqlite3_bind_double(s, 8, f.success_rate);
+	store_bind_text(s, 9, f.trigger);
+	store_bind_text(s, 10, f.steps);
+	store_bind_text(s, 11, hash);
+	sqlite3_bind_int64(s, 12, memory_now(m));
+	store_bind_text(s, 13, id);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		mem_fail(m, "cannot update memory '%s'", id);
+		goto out;
+	}
+	rc = sqlite3_changes(m->db) ? 0 : MEMORY_NOT_FOUND;
+out:
+	sqlite3_finalize(s);
+	buf_release(&text);
+	fields_release(&f);
+	jv_free(cur);
+	jv_free(changes);
+	return rc;
+}
