@@ -1210,12 +1210,11 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW) {
 		jv o = json_set(jv_object(), "trace_id", jv_string(trace_id));
-		o = json_set(o, "holder", jv_string((const char *)sqlite3_column_text(s, 0)));
-		o = json_set(o, "pid", jv_number((double)sqlite3_column_int64(s, 1)));
-		o = json_set(o, "host", jv_string((const char *)sqlite3_column_text(s, 2)));
-		o = json_set(o, "program", sqlite3_column_type(s, 3) == SQLITE_NULL ? jv_null()
-					   : jv_string((const char *)sqlite3_column_text(s, 3)));
-		*out = json_set(o, "acquired_at", jv_string((const char *)sqlite3_column_text(s, 4)));
+		o = json_set(o, "holder", store_col_str(s, 0));
+		o = json_set(o, "pid", store_col_num(s, 1));
+		o = json_set(o, "host", store_col_str(s, 2));
+		o = json_set(o, "program", store_col_str(s, 3));
+		*out = json_set(o, "acquired_at", store_col_str(s, 4));
 	} else if (step != SQLITE_DONE) {
 		store_fail(st, "cannot read the lease of trace '%s'", trace_id);
 	}
@@ -1248,7 +1247,8 @@ int store_lease_take(jv *held, struct store *st, const char *trace_id, const cha
 	if (lease_row(&row, st, trace_id) < 0)
 		goto out;
 	if (jv_get_kind(row) == JV_KIND_OBJECT) {
-		if (strcmp(json_get_str(row, "holder"), holder) == 0) {
+		const char *had = json_get_str(row, "holder");
+		if (had && strcmp(had, holder) == 0) {
 			rc = STORE_LEASE_TAKEN;	/* ours already (a phase of our supervisor) */
 			goto out;
 		}
