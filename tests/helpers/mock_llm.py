@@ -70,7 +70,8 @@ SCRIPT FORMAT
     OpenAI mapping: end_turn/stop_sequence -> "stop", tool_use -> "tool_calls",
     max_tokens -> "length", refusal -> message.refusal = text, finish "stop";
     prompt_tokens = input + cache_read + cache_creation, cached_tokens = cache_read.
-    Unknown usage -> estimated from the request/answer sizes.
+    Unknown usage -> estimated from the request (system prompt, tools and
+    messages) and answer sizes, 4 characters a token.
   Embedding step: {"embeddings": [[0.1, 0.2], ...]} (one vector per input).
 
   Conditional step (a choice that depends on the prompt, as a model's would):
@@ -428,7 +429,10 @@ class Answer:
         self.stop_sequence = step.get("stop_sequence") if self.stop_reason == "stop_sequence" else None
         u = dict(step.get("usage") or {})
         if "input_tokens" not in u:
-            u["input_tokens"] = estimate_tokens(jdump(req.get("messages", req.get("input", ""))))
+            # what the real APIs count: the system prompt and the tools too
+            u["input_tokens"] = estimate_tokens(jdump([req.get(k) for k in ("system", "tools", "messages")
+                                                       if k in req]) if "messages" in req
+                                                else jdump(req.get("input", "")))
         if "output_tokens" not in u:
             u["output_tokens"] = estimate_tokens(self.text + "".join(c["arguments"] for c in self.calls)
                                                  + (self.thinking or ""))
