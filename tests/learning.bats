@@ -128,3 +128,15 @@ figures() {
 	run -0 requests_of implementer
 	jq -e '[.[].branch] == ["then", "then"]' <<<"$output"
 }
+
+@test "memory.min_similarity 0 admits a dissimilar memory; a lang: tag of another language still keeps one out" {
+	run -0 forge memory import "$FIX/unrelated.jsonl"
+	echo '{"memory": {"min_similarity": 0}}' >"$BATS_TEST_TMPDIR/all.json"
+	mock_script "$(cat "$FIX/run2.json")"
+	run -0 --separate-stderr forge run --phases plan,implement,review,test --json --config "$BATS_TEST_TMPDIR/all.json" \
+		"add calc_log, a helper in log.c that prints a message" </dev/null
+	run -0 first_prompt
+	assert_output --partial "Deploys to staging need the VPN up"
+	refute_output --partial "In Python, print a message"
+	refute_output --partial "React hooks"
+}

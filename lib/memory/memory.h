@@ -255,7 +255,7 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
  * test) found — rule, file:line and message of each finding, or the failing
  * test and its root cause — what fixed it (the next implement attempt's
  * summary), and the outcome; context "implement phase: TASK (a review
- * finding in C)", tags lesson, implement, review|test, lang:LANG, the rules
+ * finding in C)" (or "a test failure"), tags lesson, implement, review|test, lang:LANG, the rules
  * and categories, fixed|unresolved; confidence 0.7 when the phase then
  * passed, else 0.5; source trace_id.  *ids: the new memories' ids.  Returns
  * how many were stored, or -1. */

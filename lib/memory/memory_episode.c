@@ -591,7 +591,8 @@ static jv lesson_of(const struct run_scan *r, jv bounce, const char *trace_id)
 	mem = json_set(mem, "type", jv_string("semantic"));
 	mem = json_set(mem, "content", jv_string(b.buf));
 	buf_reset(&b);
-	buf_addf(&b, "implement phase: %s (a %s finding", r->task ? r->task : "(no task)", from);
+	buf_addf(&b, "implement phase: %s (a %s %s", r->task ? r->task : "(no task)", from,
+		 strcmp(from, "test") == 0 ? "failure" : "finding");
 	jv_array_foreach(one.langs, i, l) {
 		buf_addf(&b, "%s%s", i ? ", " : " in ", lang_name(jv_string_value(l)));
 		jv_free(l);

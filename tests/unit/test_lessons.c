@@ -104,7 +104,7 @@ static void test_test_bounce(void)
 	const char *want = "[\"lesson\",\"implement\",\"test\",\"lang:python\",\"fixed\"]";
 	CHECK(jv_equal(c, json_parse(want, strlen(want))));
 	c = content_of(jv_string_value(lid), "context");
-	CHECK(has(c, "implement phase: parse ISO dates (a test finding in Python)"));
+	CHECK(has(c, "implement phase: parse ISO dates (a test failure in Python)"));
 	jv_free(c);
 	jv_free(lid);
 	jv_free(ids);
