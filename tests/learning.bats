@@ -10,6 +10,9 @@
 #     the constant format string at once: no bounce, fewer turns and tokens.
 #   reverse: a store of unrelated memories (Python, JavaScript, operations):
 #     none reaches a prompt, the model takes its "else" path and run 2 bounces.
+#   the admission rules: a memory of the project's language that is similar to
+#     the task gets in; memory.min_similarity 0 lets a dissimilar one in, while
+#     a lang: tag of another language still keeps one out.
 # What the model saw is asserted on the mock's request log; nothing depends on
 # timing.
 
