@@ -2,6 +2,7 @@
 #include "app/phase.h"
 #include "core/buf.h"
 #include "data/config.h"
+#include "data/project.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -13,6 +14,7 @@
 #include "store/store.h"
 #include "core/tmpdir.h"
 
+#include <math.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdarg.h>
@@ -215,12 +217,66 @@ static struct memory *open_memory(struct phase *ph)
 	return m;
 }
 
+/* The languages of the run's worktree (else the repository): {"c":12,…},
+ * {} when unknown. */
+static jv project_languages(struct phase *ph)
+{
+	jv task = json_get(ph->state, "task"), desc, langs;
+	const char *root = json_get_str(task, "worktree") ? json_get_str(task, "worktree") : ph->repo;
+
+	if (!root || project_describe(&desc, root, ph->cfg) < 0) {
+		jv_free(task);
+		return jv_object();
+	}
+	langs = json_get(desc, "languages");
+	jv_free(desc);
+	jv_free(task);
+	return jv_get_kind(langs) == JV_KIND_OBJECT ? langs : (jv_free(langs), jv_object());
+}
+
+/*
+ * Whether a recalled memory belongs in this phase's prompt: a memory tagged
+ * with languages (lang:c, lang:python …) only when the project has one of
+ * them, and only a memory whose similarity to the task (the recall's
+ * "similarity", 0..1) reaches memory.min_similarity: recall ranks what is
+ * there, this keeps out what is merely there.  *why: which rule said no.
+ */
+static bool admit(const char **why, jv mem, jv hit, jv langs, double min_sim)
+{
+	jv tags = json_get(mem, "tags");
+	bool tagged = false, match = false;
+
+	if (jv_get_kind(tags) == JV_KIND_ARRAY && jv_object_length(jv_copy(langs)) > 0) {
+		jv_array_foreach(tags, i, t) {
+			const char *s = jv_get_kind(t) == JV_KIND_STRING ? jv_string_value(t) : "";
+
+			if (strncmp(s, "lang:", 5) == 0) {
+				tagged = true;
+				match = match || json_has(langs, s + 5);
+			}
+			jv_free(t);
+			(void)i;
+		}
+	}
+	jv_free(tags);
+	if (tagged && !match) {
+		*why = "language";
+		return false;
+	}
+	if (json_get_num(hit, "similarity", 1) < min_sim) {
+		*why = "similarity";
+		return false;
+	}
+	return true;
+}
+
 /* Recalled memories as the context builder wants them. */
 static jv recall(struct phase *ph, const char *task)
 {
 	struct memory *m = open_memory(ph);
 	struct memory_query q;
-	jv found = jv_null(), out = jv_array();
+	jv found = jv_null(), out = jv_array(), langs, withheld = jv_object();
+	double min_sim = config_get_num(ph->cfg, "memory.min_similarity");
 
 	if (!m) {
 		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
@@ -232,8 +288,17 @@ static jv recall(struct phase *ph, const char *task)
 		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		found = jv_array();
 	}
+	langs = jv_array_length(jv_copy(found)) > 0 ? project_languages(ph) : jv_object();
 	jv_array_foreach(found, i, hit) {
 		jv mem = json_get(hit, "memory");
+		const char *why = NULL;
+
+		if (!admit(&why, mem, hit, langs, isnan(min_sim) ? 0 : min_sim)) {
+			withheld = json_set(withheld, why, jv_number(json_get_num(withheld, why, 0) + 1));
+			jv_free(mem);
+			jv_free(hit);
+			continue;
+		}
 		jv item = jv_object();
 		item = json_set(item, "id", json_get(mem, "id"));
 		item = json_set(item, "type", json_get(mem, "type"));
@@ -246,10 +311,16 @@ static jv recall(struct phase *ph, const char *task)
 		jv_free(hit);
 	}
 	jv_free(found);
+	jv_free(langs);
 	memory_free(m);
 	if (jv_array_length(jv_copy(out)) > 0)
 		phase_emit(ph, "memory.recalled", json_set(jv_object(), "count",
 			   jv_number(jv_array_length(jv_copy(out)))));
+	/* recalled but kept out of the prompt, by rule: {"language":2,"similarity":1} */
+	if (jv_object_length(jv_copy(withheld)) > 0)
+		phase_emit(ph, "memory.withheld", withheld);
+	else
+		jv_free(withheld);
 	return out;
 }
 

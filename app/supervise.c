@@ -534,6 +534,44 @@ static const char *phase_before(const char *phase, const char *const *phases)
 	return prev;
 }
 
+/* The bounce's event with what sent it back: the review's blocking findings
+ * (else all, at most 5) or the failing tests (at most 5), for the run's
+ * memories (memory_record_lessons). */
+static jv bounce_evidence(struct sup *s, jv ev)
+{
+	const char *from = json_get_str(ev, "from");
+	bool review = from && strcmp(from, "review") == 0;
+	jv part = json_get(s->state, review ? "review" : "tests");
+	jv all = json_get(part, review ? "findings" : "failures"), pick = jv_array();
+
+	if (jv_get_kind(all) != JV_KIND_ARRAY) {
+		jv_free(all);
+		all = jv_array();
+	}
+
+	for (int pass = review ? 0 : 1; pass < 2 && jv_array_length(jv_copy(pick)) == 0; pass++) {
+		jv_array_foreach(all, i, f) {
+			const char *sev = json_get_str(f, "severity");
+			bool blocking = sev && (strcmp(sev, "error") == 0 || strcmp(sev, "critical") == 0);
+
+			if ((pass == 1 || blocking) && jv_array_length(jv_copy(pick)) < 5) {
+				jv one = jv_object();
+				static const char *const keys[] = { "rule", "severity", "category", "file", "line",
+								    "message", "test", "root_cause", "suggested_fix" };
+				for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+					if (json_has(f, keys[k]))
+						one = json_set(one, keys[k], json_get(f, keys[k]));
+				pick = jv_array_append(pick, one);
+			}
+			jv_free(f);
+			(void)i;
+		}
+	}
+	jv_free(part);
+	jv_free(all);
+	return json_set(ev, review ? "findings" : "failures", pick);
+}
+
 static void add_bounce(struct sup *s, jv bounce)
 {
 	jv bounces = json_get(s->state, "bounces");
@@ -542,7 +580,7 @@ static void add_bounce(struct sup *s, jv bounce)
 		jv_free(bounces);
 		bounces = jv_array();
 	}
-	emit(s, "loop.phase_bounce", jv_copy(bounce));
+	emit(s, "loop.phase_bounce", bounce_evidence(s, jv_copy(bounce)));
 	s->state = json_set(s->state, "bounces", jv_array_append(bounces, bounce));
 }
 
@@ -688,6 +726,16 @@ static void reflect_on_run(struct sup *s)
 	if (memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
 		emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
 						   jv_string("run_episode")));
+	/* What each bounce taught: recalled into the next similar task's prompt. */
+	jv lessons;
+	if (memory_record_lessons(&lessons, m, s->trace, jv_copy(events)) >= 0) {
+		jv_array_foreach(lessons, i, lid) {
+			emit(s, "memory.stored", json_set(json_set(jv_object(), "id", lid), "source",
+							   jv_string("run_lesson")));
+			(void)i;
+		}
+	}
+	jv_free(lessons);
 	/* Seed 000 §10.4: runs worth learning from. */
 	jv cost = json_get(s->state, "cost"), budget = json_get(s->state, "budget");
 	if (pipeline_bounces(s->state, "review") + pipeline_bounces(s->state, "test") >= 2)

@@ -432,6 +432,13 @@ static const char *run_agent(struct impl *im, const char *lead)
 		"\"tests\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 	cfg.result_schema = json_parse(schema, sizeof schema - 1);
 	const char *status = phase_run_agent(&res, im->ph, &cfg, prompt.buf, exec_edit, im);
+	/* what the agent says it did: the run's memories say what fixed a bounce */
+	if (res.outcome == AGENT_DONE && json_get_str(res.result, "summary")) {
+		jv ev = json_set(jv_object(), "attempt", jv_number(im->attempt));
+		ev = json_set(ev, "summary", json_get(res.result, "summary"));
+		ev = json_set(ev, "files", json_get(res.result, "files"));
+		phase_emit(im->ph, "implement.summary", ev);
+	}
 	agent_result_release(&res);
 	buf_release(&prompt);
 	return status;

@@ -353,6 +353,46 @@ shape() {
 	assert_output 500
 }
 
+@test "conditional steps: the answer depends on the prompt (system, messages, tool results), both providers" {
+	cat <<-'EOF' | mock_load
+	[{"when_prompt_contains":"LESSON: check the return value","then":{"text":"careful code"},
+	  "else":{"text":"careless code"},"times":4},
+	 {"when_prompt_matches":"attempt [0-9]+ failed","when_prompt_lacks":"skip me",
+	  "then":{"tool_calls":[{"name":"finish","input":{"ok":true}}]}},
+	 {"text":"fallback"}]
+	EOF
+	# the lesson in Anthropic's system prompt (blocks), in a plain user message, in an
+	# OpenAI system message: "then"; a request without it: "else"
+	run -0 anth -d '{"model":"m","max_tokens":9,"system":[{"type":"text","text":"## Relevant past learnings\nLESSON: check the return value"}],"messages":[{"role":"user","content":"add a helper"}]}'
+	[ "$(jq -r '.content[0].text' "$B")" = "careful code" ]
+	run -0 anth -d "$ABODY"
+	[ "$(jq -r '.content[0].text' "$B")" = "careless code" ]
+	run -0 oai -d '{"model":"m","messages":[{"role":"system","content":"LESSON: check the return value"},{"role":"user","content":"hi"}]}'
+	[ "$(jq -r '.choices[0].message.content' "$B")" = "careful code" ]
+	# a tool result carries it (Anthropic tool_result blocks), streamed: still "then"
+	run -0 anth -d '{"model":"m","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read_file","input":{"path":"NOTES"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"LESSON: check the return value"}]}]}]}'
+	grep -q 'careful' "$B"
+	# the first step is used up (times 4); a condition without "else" that fails does
+	# not match: the next step answers
+	run -0 anth -d '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"attempt 2 failed, skip me"}]}'
+	[ "$(jq -r '.content[0].text' "$B")" = "fallback" ]
+	run -0 anth -d '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"attempt 2 failed"}]}'
+	[ "$(jq -c '[.stop_reason, .content[0].name, .content[0].input]' "$B")" = '["tool_use","finish",{"ok":true}]' ]
+	# the request log says which branch answered
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[-6:] | .[0].step as \$s | [.[] | [.step - \$s, .branch]]'"
+	assert_output '[[0,"then"],[0,"else"],[0,"then"],[0,"then"],[2,null],[1,"then"]]'
+	# script mistakes are refused when loaded
+	run -0 bash -c "echo '[{\"when_prompt_contains\":\"x\",\"else\":{\"text\":\"y\"}}]' |
+		curl -sS -o /dev/null -w '%{http_code}' -X POST --data-binary @- '$MOCK_URL/_mock/script?replace=1'"
+	assert_output 400
+	run -0 bash -c "echo '[{\"when_prompt_matches\":\"(\",\"then\":{\"text\":\"y\"}}]' |
+		curl -sS -X POST --data-binary @- '$MOCK_URL/_mock/script?replace=1'"
+	assert_output --partial 'not a regex'
+	run -0 bash -c "echo '[{\"text\":\"y\",\"then\":{\"text\":\"z\"}}]' |
+		curl -sS -X POST --data-binary @- '$MOCK_URL/_mock/script?replace=1'"
+	assert_output --partial 'need a when_prompt_* condition'
+}
+
 @test "validation: missing key / version / fields -> real errors, no step consumed" {
 	echo '[{"text":"kept"}]' | mock_load
 	run -0 curl -sS -o "$B" -w '%{http_code}' "$MOCK_URL/v1/messages" -H 'anthropic-version: 2023-06-01' -d "$ABODY"

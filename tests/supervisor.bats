@@ -127,6 +127,40 @@ branch_log() {
 	assert_line --regexp "^bounces +1"
 }
 
+@test "a run's memories say what happened: the run, the finding that bounced it, the fix, the outcome" {
+	replay run-review-bounce.jsonl
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	run -0 forge memory list --json
+	mems=$output
+	! grep -qi 'unknown' <<<"$mems"
+	[ "$(jq -s 'length' <<<"$mems")" -eq 2 ]
+	# the run's episode: task, phases in order, outcome, the bounce with its finding and its fix
+	run -0 jq -r 'select(.type == "episodic") | .content' <<<"$mems"
+	assert_output --partial 'Run of "add a mul operation" (C'
+	assert_output --partial 'plan → implement → review → implement → review → test → deploy; completed after 1 bounce'
+	assert_output --partial 'insecure/c-format in calc.c:24: format string is not a constant (CWE-134)'
+	assert_output --partial 'Fixed in attempt 2: Removed calc_trace (non-constant format string). Then the review passed'
+	jq -e -s --arg t "$T" '.[] | select(.type == "episodic") | .source == $t and .context == "forge run: add a mul operation (C, shell)"
+		and (.tags | index("run") and index("lang:c") and index("insecure/c-format"))' <<<"$mems"
+	# the lesson, for the implement phase of a similar task
+	run -0 jq -r 'select(.type == "semantic") | .content' <<<"$mems"
+	assert_output --partial 'Lesson for implement (C) from the run "add a mul operation": review sent implement attempt 1 back:'
+	assert_output --partial 'insecure/c-format in calc.c:24: format string is not a constant (CWE-134)'
+	assert_output --partial 'Outcome: fixed; the run completed.'
+	jq -e -s --arg t "$T" '.[] | select(.type == "semantic") | .source == $t and .confidence == 0.7
+		and .context == "implement phase: add a mul operation (a review finding in C)"
+		and (.tags | index("lesson") and index("implement") and index("review") and index("lang:c")
+		     and index("insecure/c-format") and index("fixed"))' <<<"$mems"
+	# the bounce's event carries the findings that sent it back
+	run -0 events_of "$T" loop.phase_bounce
+	jq -e '[.findings[].rule] | index("insecure/c-format")' <<<"$output"
+	run -0 events_of "$T" implement.summary
+	jq -e -s '[.[].attempt] == [1, 2] and .[1].summary == "Removed calc_trace (non-constant format string)."' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "memory.stored") | .payload.source] == ["run_episode", "run_lesson"]' <<<"$output"
+}
+
 @test "a test failure with a confident fix goes back to implement, then the tests pass" {
 	replay run-test-bounce.jsonl
 	run -0 --separate-stderr forge run --json --config "$CONFIGS/no-validate.json" "add a mul operation" </dev/null

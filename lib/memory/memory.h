@@ -242,9 +242,24 @@ int memory_index_sync(bool *rebuilt, struct memory *m);
 
 /* Record an episode from a phase's or a run's events (an array of event
  * records, consumed): summary, context "<phase> phase: <task>", tags (phase,
- * tools, outcome, error kinds), confidence 0.5, source trace_id. */
+ * tools, outcome, error kinds), confidence 0.5, source trace_id.  A run's
+ * events (the first outside any phase) make phase "run": the content names
+ * the task, the languages, the phases in order, the outcome, each bounce
+ * with its findings or failures and the fix, the tools, duration and cost;
+ * context "forge run: <task> (C)"; tags add lang:LANG and the findings' rules. */
 int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const char *trace_id,
 			  jv events);
+
+/* The lessons of a run (its events, consumed): for each loop.phase_bounce, a
+ * semantic memory that says, in words, what the bouncing phase (review or
+ * test) found — rule, file:line and message of each finding, or the failing
+ * test and its root cause — what fixed it (the next implement attempt's
+ * summary), and the outcome; context "implement phase: TASK (a review
+ * finding in C)" (or "a test failure"), tags lesson, implement, review|test, lang:LANG, the rules
+ * and categories, fixed|unresolved; confidence 0.7 when the phase then
+ * passed, else 0.5; source trace_id.  *ids: the new memories' ids.  Returns
+ * how many were stored, or -1. */
+int memory_record_lessons(jv *ids, struct memory *m, const char *trace_id, jv events);
 
 /* A procedure: "When TRIGGER:\n1. step…" with steps [{"order","description",
  * "tool"}] (consumed), tags (consumed; array or null), confidence 0.5. */

@@ -10,6 +10,7 @@
 
 #include "core/forge.h"
 #include "core/json.h"
+#include "data/project.h"
 
 /* ---- episodes ------------------------------------------------------- */
 
@@ -110,8 +111,9 @@ static jv episode_of(jv events, jv *tags)
 	outcome = json_set(outcome, "last_event", json_str_or_null(lt));
 	if (!success)
 		outcome = json_set(outcome, "error", json_str_or_null(emsg ? emsg : status));
-	in = json_set(in, "task", jv_string(task ? task : "unknown"));
-	in = json_set(in, "phase", jv_string(phase ? phase : "unknown"));
+	/* events outside any phase (run.started …) are a whole run's */
+	in = json_set(in, "task", json_str_or_null(task));
+	in = json_set(in, "phase", jv_string(phase ? phase : "run"));
 	ep = json_set(ep, "input", in);
 	ep = json_set(ep, "actions", actions);
 	ep = json_set(ep, "outcome", outcome);
@@ -124,7 +126,7 @@ static jv episode_of(jv events, jv *tags)
 	cost = json_set(cost, "usd", jv_number(usd));
 	ep = json_set(ep, "cost", cost);
 	ep = json_set(ep, "bounces", jv_number(bounces));
-	*tags = tags_add(*tags, phase ? phase : "unknown");
+	*tags = tags_add(*tags, phase ? phase : "run");
 	*tags = tags_add(*tags, success ? "success" : "failure");
 	if (!success && emsg) {
 		if (strstr(emsg, "timeout") || strstr(emsg, "timed out"))
@@ -143,6 +145,340 @@ static jv episode_of(jv events, jv *tags)
 	return ep;
 }
 
+/* ---- what a whole run did: phases, bounces, their evidence and fixes ---- */
+
+/* "rule in file:line: message" of a review finding, or "test: message
+ * (root cause: …)" of a test failure. */
+static void evidence_text(struct buf *b, jv e)
+{
+	const char *rule = json_get_str(e, "rule"), *test = json_get_str(e, "test");
+	const char *file = json_get_str(e, "file"), *msg = json_get_str(e, "message");
+	double line = json_get_num(e, "line", 0);
+
+	if (rule || !test) {
+		buf_adds(b, rule ? rule : "a finding");
+		if (file)
+			buf_addf(b, " in %s", file);
+	} else {
+		buf_addf(b, "test \"%s\"", test);
+		if (file)
+			buf_addf(b, " (%s)", file);
+	}
+	if (file && line > 0)
+		buf_addf(b, ":%.0f", line);
+	if (msg && *msg) {
+		size_t n = strlen(msg);
+
+		while (n && (msg[n - 1] == ' ' || msg[n - 1] == '\n' || msg[n - 1] == '.'))
+			n--;
+		buf_addf(b, ": %.*s", (int)(n > 240 ? 240 : n), msg);
+	}
+	if (json_get_str(e, "root_cause"))
+		buf_addf(b, " (root cause: %s)", json_get_str(e, "root_cause"));
+}
+
+struct run_scan {
+	char *task;             /* malloc'd, or NULL */
+	struct buf phases;      /* "plan → implement → …" */
+	jv bounces;             /* [{from,n,reason,evidence,attempt,fix,fix_attempt,after}] */
+	jv langs;               /* languages of the files involved */
+	jv rules;               /* rules of the findings that bounced a phase */
+	char *end_status;       /* the last event's payload status (run.completed: completed,
+				 * failed; run.paused: paused), malloc'd, or NULL */
+	char *end_reason;       /* malloc'd, or NULL */
+};
+
+/* v if it is an array, else (freed) an empty one */
+static jv as_array(jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_ARRAY)
+		return v;
+	jv_free(v);
+	return jv_array();
+}
+
+static jv event_at(jv events, int i)
+{
+	return jv_array_get(jv_copy(events), i);
+}
+
+static bool event_is(jv ev, const char *type, const char *phase)
+{
+	const char *t = json_get_str(ev, "type"), *p = json_get_str(ev, "phase");
+
+	return t && strcmp(t, type) == 0 && (!phase || (p && strcmp(p, phase) == 0));
+}
+
+static void note_lang(struct run_scan *r, const char *path)
+{
+	const char *lang = path ? project_language(path) : NULL;
+
+	if (lang)
+		r->langs = tags_add(r->langs, lang);
+}
+
+/* The evidence of the bounce at index at: the event's own findings/failures
+ * (the supervisor puts them there), else the findings detected since the
+ * bouncing phase started. */
+static jv bounce_evidence(struct run_scan *r, jv events, int at, jv payload, const char *from)
+{
+	jv ev = json_get(payload, "findings");
+
+	if (jv_get_kind(ev) != JV_KIND_ARRAY) {
+		jv_free(ev);
+		ev = json_get(payload, "failures");
+	}
+	if (jv_get_kind(ev) != JV_KIND_ARRAY) {
+		jv_free(ev);
+		ev = jv_array();
+		for (int i = at - 1; i >= 0; i--) {
+			jv e = event_at(events, i);
+			bool start = event_is(e, "phase.started", from);
+
+			if (event_is(e, "finding.detected", NULL))
+				ev = jv_array_append(ev, json_get(e, "payload"));
+			jv_free(e);
+			if (start)
+				break;
+		}
+	}
+	jv_array_foreach(ev, i, e) {
+		note_lang(r, json_get_str(e, "file"));
+		if (json_get_str(e, "rule"))
+			r->rules = tags_add(r->rules, json_get_str(e, "rule"));
+		jv_free(e);
+		(void)i;
+	}
+	return ev;
+}
+
+/* What came of the bounce at index at: the fix (the next implement's
+ * summary, else its reason) and whether the bouncing phase then passed. */
+static jv bounce_outcome(struct run_scan *r, jv events, int at, jv b, const char *from)
+{
+	int n = jv_array_length(jv_copy(events)), attempt = 0;
+	bool fixed = false;
+
+	for (int i = 0; i < at; i++) {
+		jv e = event_at(events, i);
+
+		attempt += event_is(e, "phase.started", "implement");
+		jv_free(e);
+	}
+	b = json_set(b, "attempt", jv_number(attempt));
+	for (int i = at + 1; i < n; i++) {
+		jv e = event_at(events, i), p = json_get(e, "payload");
+
+		if (!fixed && event_is(e, "implement.summary", NULL) && json_get_str(p, "summary")) {
+			b = json_set(b, "fix", json_get(p, "summary"));
+			b = json_set(b, "fix_attempt", jv_number(json_get_num(p, "attempt", attempt + 1)));
+			jv files = as_array(json_get(p, "files"));
+			jv_array_foreach(files, k, f) {
+				note_lang(r, jv_get_kind(f) == JV_KIND_STRING ? jv_string_value(f) : NULL);
+				jv_free(f);
+				(void)k;
+			}
+			jv_free(files);
+			fixed = true;
+		} else if (!fixed && event_is(e, "phase.completed", "implement")) {
+			b = json_set(b, "fix", json_str_or_null(json_get_str(p, "reason")));
+			b = json_set(b, "fix_attempt", jv_number(attempt + 1));
+			fixed = true;
+		} else if (fixed && event_is(e, "phase.completed", from)) {
+			const char *st = json_get_str(p, "status");
+
+			b = json_set(b, "after", json_str_or_null(st));
+			jv_free(p);
+			jv_free(e);
+			break;
+		}
+		jv_free(p);
+		jv_free(e);
+	}
+	return b;
+}
+
+static void run_scan(struct run_scan *r, jv events)
+{
+	int n = jv_array_length(jv_copy(events));
+
+	memset(r, 0, sizeof *r);
+	r->bounces = jv_array();
+	r->langs = jv_array();
+	r->rules = jv_array();
+	for (int i = 0; i < n; i++) {
+		jv e = event_at(events, i), p = json_get(e, "payload");
+		const char *type = json_get_str(e, "type"), *phase = json_get_str(e, "phase");
+
+		if (!r->task && json_get_str(p, "task"))
+			r->task = xstrdup(json_get_str(p, "task"));
+		if (type && strcmp(type, "phase.started") == 0 && phase)
+			buf_addf(&r->phases, "%s%s", r->phases.len ? " → " : "", phase);
+		if (type && strcmp(type, "implement.summary") == 0) {
+			jv files = as_array(json_get(p, "files"));
+			jv_array_foreach(files, k, f) {
+				note_lang(r, jv_get_kind(f) == JV_KIND_STRING ? jv_string_value(f) : NULL);
+				jv_free(f);
+				(void)k;
+			}
+			jv_free(files);
+		}
+		if (type && strcmp(type, "loop.phase_bounce") == 0) {
+			const char *from = json_get_str(p, "from") ? json_get_str(p, "from") : "review";
+			jv b = jv_object();
+
+			b = json_set(b, "from", jv_string(from));
+			b = json_set(b, "n", jv_number(json_get_num(p, "n", 1)));
+			b = json_set(b, "reason", json_str_or_null(json_get_str(p, "reason")));
+			b = json_set(b, "evidence", bounce_evidence(r, events, i, p, from));
+			r->bounces = jv_array_append(r->bounces, bounce_outcome(r, events, i, b, from));
+		}
+		if (i == n - 1) {
+			jv err = json_get(p, "error");
+			const char *why = jv_get_kind(err) == JV_KIND_STRING ? jv_string_value(err) :
+					  json_get_str(p, "reason");
+
+			r->end_reason = why ? xstrdup(why) : NULL;
+			if (json_get_str(p, "status"))
+				r->end_status = xstrdup(json_get_str(p, "status"));
+			else if (type && strcmp(type, "run.paused") == 0)
+				r->end_status = xstrdup("paused");
+			jv_free(err);
+		}
+		jv_free(p);
+		jv_free(e);
+	}
+}
+
+static void run_scan_release(struct run_scan *r)
+{
+	free(r->task);
+	free(r->end_reason);
+	free(r->end_status);
+	buf_release(&r->phases);
+	jv_free(r->bounces);
+	jv_free(r->langs);
+	jv_free(r->rules);
+}
+
+/* "review sent attempt 1 back: EVIDENCE; fixed in attempt 2: FIX; then the
+ * review passed" */
+static void bounce_text(struct buf *b, jv bounce)
+{
+	const char *from = json_get_str(bounce, "from"), *fix = json_get_str(bounce, "fix");
+	const char *after = json_get_str(bounce, "after");
+	jv ev = json_get(bounce, "evidence");
+	int ne = jv_get_kind(ev) == JV_KIND_ARRAY ? jv_array_length(jv_copy(ev)) : 0;
+
+	buf_addf(b, "%s sent implement attempt %.0f back", from, json_get_num(bounce, "attempt", 1));
+	if (ne == 0 && json_get_str(bounce, "reason"))
+		buf_addf(b, " (%s)", json_get_str(bounce, "reason"));
+	for (int i = 0; i < ne && i < 3; i++) {
+		jv e = jv_array_get(jv_copy(ev), i);
+
+		buf_adds(b, i ? "; " : ": ");
+		evidence_text(b, e);
+		jv_free(e);
+	}
+	if (ne > 3)
+		buf_addf(b, "; and %d more", ne - 3);
+	if (fix) {
+		size_t n = strlen(fix);
+
+		while (n && (fix[n - 1] == '.' || fix[n - 1] == ' ' || fix[n - 1] == '\n'))
+			n--;
+		buf_addf(b, ". Fixed in attempt %.0f: %.*s", json_get_num(bounce, "fix_attempt", 2),
+			 (int)(n > 400 ? 400 : n), fix);
+	}
+	if (after)
+		buf_addf(b, ". Then %s %s", strcmp(from, "test") == 0 ? "the tests" : "the review",
+			 strcmp(after, "ok") == 0 ? "passed" : "still said no");
+	jv_free(ev);
+}
+
+static const char *lang_name(const char *lang)
+{
+	static const char *const names[][2] = {
+		{ "c", "C" }, { "cpp", "C++" }, { "python", "Python" }, { "javascript", "JavaScript" },
+		{ "typescript", "TypeScript" }, { "go", "Go" }, { "rust", "Rust" }, { "shell", "shell" },
+		{ "java", "Java" }, { "ruby", "Ruby" },
+	};
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(lang, names[i][0]) == 0)
+			return names[i][1];
+	return lang;
+}
+
+/* " (C, shell)" or "" */
+static void langs_text(struct buf *b, jv langs)
+{
+	jv_array_foreach(langs, i, l) {
+		buf_addf(b, "%s%s", i ? ", " : " (", lang_name(jv_string_value(l)));
+		jv_free(l);
+	}
+	if (jv_array_length(jv_copy(langs)) > 0)
+		buf_addch(b, ')');
+}
+
+/* Tags "lang:c" … and the findings' rules. */
+static jv scan_tags(jv tags, const struct run_scan *r)
+{
+	char t[64];
+
+	jv_array_foreach(r->langs, i, l) {
+		snprintf(t, sizeof t, "lang:%s", jv_string_value(l));
+		tags = tags_add(tags, t);
+		jv_free(l);
+		(void)i;
+	}
+	jv_array_foreach(r->rules, i, x) {
+		tags = tags_add(tags, jv_string_value(x));
+		jv_free(x);
+		(void)i;
+	}
+	return tags;
+}
+
+/* The content of a whole run's episode. */
+static void run_text(struct buf *b, const struct run_scan *r, jv ep)
+{
+	jv out = json_get(ep, "outcome"), acts = json_get(ep, "actions"), tools = jv_array();
+	int nb = jv_array_length(jv_copy(r->bounces)), na = jv_array_length(jv_copy(acts));
+
+	buf_addf(b, "Run of \"%s\"", r->task ? r->task : "(no task)");
+	langs_text(b, r->langs);
+	if (r->phases.len)
+		buf_addf(b, ": %s", r->phases.buf);
+	if (json_get_bool(out, "success", false))
+		buf_adds(b, "; completed");
+	else
+		buf_addf(b, "; %s: %s", r->end_status ? r->end_status : "failed",
+			 r->end_reason ? r->end_reason : json_get_str(out, "error") ? json_get_str(out, "error")
+										   : "no reason given");
+	buf_addf(b, " after %d bounce%s", nb, nb == 1 ? "" : "s");
+	jv_array_foreach(r->bounces, i, bn) {
+		buf_adds(b, i ? ". Then " : ". ");
+		bounce_text(b, bn);
+		jv_free(bn);
+	}
+	jv_array_foreach(acts, i, a) {
+		tools = tags_add(tools, json_get_str(a, "tool"));
+		jv_free(a);
+		(void)i;
+	}
+	buf_addf(b, ". %d tool call%s", na, na == 1 ? "" : "s");
+	jv_array_foreach(tools, i, t) {
+		buf_addf(b, "%s%s", i ? ", " : " (", jv_string_value(t));
+		jv_free(t);
+	}
+	if (jv_array_length(jv_copy(tools)) > 0)
+		buf_addch(b, ')');
+	jv_free(tools);
+	jv_free(acts);
+	jv_free(out);
+}
+
 int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const char *trace_id,
 			  jv events)
 {
@@ -155,13 +491,24 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
 		return forge_error("an episode needs at least one event");
 	}
 	ep = episode_of(events, &tags);
-	jv_free(events);
 	jv in = json_get(ep, "input"), out = json_get(ep, "outcome"), acts = json_get(ep, "actions");
 	int na = jv_array_length(jv_copy(acts));
 	const char *phase = json_get_str(in, "phase"), *task = json_get_str(in, "task");
+	struct run_scan r;
 
-	buf_addf(&b, "%s phase for \"%s\": ", phase, task);
-	if (na == 0) {
+	run_scan(&r, events);
+	jv_free(events);
+	if (strcmp(phase, "run") == 0) {
+		run_text(&b, &r, ep);
+		tags = scan_tags(tags, &r);
+		ep = json_set(ep, "phases", jv_string(r.phases.buf ? r.phases.buf : ""));
+		ep = json_set(ep, "bounce_details", jv_copy(r.bounces));
+	} else {
+		buf_addf(&b, "%s phase for \"%s\": ", phase, task ? task : "(no task)");
+	}
+	if (strcmp(phase, "run") == 0) {
+		/* run_text said it all */
+	} else if (na == 0) {
 		buf_adds(&b, "no actions");
 	} else if (na <= 5) {
 		jv_array_foreach(acts, i, a) {
@@ -173,10 +520,12 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
 	} else {
 		buf_addf(&b, "%d actions", na);
 	}
-	if (json_get_bool(out, "success", false))
+	if (strcmp(phase, "run") == 0)
+		;
+	else if (json_get_bool(out, "success", false))
 		buf_adds(&b, " -> succeeded");
 	else
-		buf_addf(&b, " -> failed: %s", json_get_str(out, "error") ? json_get_str(out, "error") : "unknown error");
+		buf_addf(&b, " -> failed: %s", json_get_str(out, "error") ? json_get_str(out, "error") : "no error message");
 	jv cost = json_get(ep, "cost");
 
 	buf_addf(&b, ". Duration: %.0fs, Cost: $%.4f", json_get_num(ep, "duration_ms", 0) / 1000,
@@ -185,7 +534,12 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
 	mem = json_set(mem, "type", jv_string("episodic"));
 	mem = json_set(mem, "content", jv_string(b.buf));
 	buf_reset(&b);
-	buf_addf(&b, "%s phase: %s", phase, task);
+	if (strcmp(phase, "run") == 0)
+		buf_addf(&b, "forge run: %s", task ? task : "(no task)");
+	else
+		buf_addf(&b, "%s phase: %s", phase, task ? task : "(no task)");
+	langs_text(&b, r.langs);
+	run_scan_release(&r);
 	mem = json_set(mem, "context", jv_string(b.buf));
 	mem = json_set(mem, "confidence", jv_number(MEMORY_CONF_LLM));
 	mem = json_set(mem, "source", json_str_or_null(trace_id));
@@ -198,6 +552,93 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
 	rc = memory_store(id_out, m, mem);
 	buf_release(&b);
 	return rc;
+}
+
+/* ---- lessons: what bounced a run back to implement, and what fixed it ---- */
+
+#define LESSON_CONF_FIXED 0.7   /* the phase that said no then passed */
+
+static jv lesson_of(const struct run_scan *r, jv bounce, const char *trace_id)
+{
+	struct buf b = BUF_INIT;
+	struct run_scan one = { .langs = jv_array(), .rules = jv_array() };
+	const char *from = json_get_str(bounce, "from"), *after = json_get_str(bounce, "after");
+	bool fixed = after && strcmp(after, "ok") == 0;
+	jv ev = as_array(json_get(bounce, "evidence")), tags = jv_array(), mem = jv_object(), ep = jv_object();
+
+	/* the languages and rules of this bounce's own evidence, else the run's */
+	jv_array_foreach(ev, i, e) {
+		note_lang(&one, json_get_str(e, "file"));
+		if (json_get_str(e, "rule"))
+			one.rules = tags_add(one.rules, json_get_str(e, "rule"));
+		if (json_get_str(e, "category"))
+			tags = tags_add(tags, json_get_str(e, "category"));
+		jv_free(e);
+		(void)i;
+	}
+	if (jv_array_length(jv_copy(one.langs)) == 0) {
+		jv_free(one.langs);
+		one.langs = jv_copy(r->langs);
+	}
+	buf_adds(&b, "Lesson for implement");
+	langs_text(&b, one.langs);
+	buf_addf(&b, " from the run \"%s\": ", r->task ? r->task : "(no task)");
+	bounce_text(&b, bounce);
+	buf_addf(&b, ". Outcome: %s", fixed ? "fixed" : "not fixed");
+	if (r->end_status)
+		buf_addf(&b, "; the run %s", r->end_status);
+	buf_addch(&b, '.');
+	mem = json_set(mem, "type", jv_string("semantic"));
+	mem = json_set(mem, "content", jv_string(b.buf));
+	buf_reset(&b);
+	buf_addf(&b, "implement phase: %s (a %s %s", r->task ? r->task : "(no task)", from,
+		 strcmp(from, "test") == 0 ? "failure" : "finding");
+	jv_array_foreach(one.langs, i, l) {
+		buf_addf(&b, "%s%s", i ? ", " : " in ", lang_name(jv_string_value(l)));
+		jv_free(l);
+	}
+	buf_addch(&b, ')');
+	mem = json_set(mem, "context", jv_string(b.buf));
+	tags = tags_add(tags_add(tags_add(tags, "lesson"), "implement"), from);
+	tags = tags_add(scan_tags(tags, &one), fixed ? "fixed" : "unresolved");
+	mem = json_set(mem, "tags", tags);
+	mem = json_set(mem, "confidence", jv_number(fixed ? LESSON_CONF_FIXED : MEMORY_CONF_LLM));
+	mem = json_set(mem, "source", json_str_or_null(trace_id));
+	ep = json_set(ep, "input", json_set(json_set(jv_object(), "task", json_str_or_null(r->task)),
+					    "phase", jv_string("implement")));
+	ep = json_set(ep, "bounce", jv_copy(bounce));
+	ep = json_set(ep, "outcome", json_set(jv_object(), "success", jv_bool(fixed)));
+	mem = json_set(mem, "episode", ep);
+	jv_free(ev);
+	jv_free(one.langs);
+	jv_free(one.rules);
+	buf_release(&b);
+	return mem;
+}
+
+int memory_record_lessons(jv *ids, struct memory *m, const char *trace_id, jv events)
+{
+	struct run_scan r;
+	char id[ULID_LEN + 1];
+	int rc = 0;
+
+	*ids = jv_array();
+	if (jv_get_kind(events) != JV_KIND_ARRAY) {
+		jv_free(events);
+		return forge_error("lessons need an array of events");
+	}
+	run_scan(&r, events);
+	jv_array_foreach(r.bounces, i, bn) {
+		if (rc == 0 && memory_store(id, m, lesson_of(&r, bn, trace_id)) == 0)
+			*ids = jv_array_append(*ids, jv_string(id));
+		else
+			rc = -1;
+		jv_free(bn);
+		(void)i;
+	}
+	jv_free(events);
+	run_scan_release(&r);
+	return rc < 0 ? -1 : jv_array_length(jv_copy(*ids));
 }
 
 /* ---- procedures ------------------------------------------------------ */

@@ -70,8 +70,24 @@ SCRIPT FORMAT
     OpenAI mapping: end_turn/stop_sequence -> "stop", tool_use -> "tool_calls",
     max_tokens -> "length", refusal -> message.refusal = text, finish "stop";
     prompt_tokens = input + cache_read + cache_creation, cached_tokens = cache_read.
-    Unknown usage -> estimated from the request/answer sizes.
+    Unknown usage -> estimated from the request (system prompt, tools and
+    messages) and answer sizes, 4 characters a token.
   Embedding step: {"embeddings": [[0.1, 0.2], ...]} (one vector per input).
+
+  Conditional step (a choice that depends on the prompt, as a model's would):
+    {"when_prompt_contains": "format string is not a constant",
+     "then": {answer or fault step}, "else": {answer or fault step},
+     "times": N}
+    Conditions (all that are given must hold): "when_prompt_contains": TEXT
+    or [TEXT, ...] (every one present), "when_prompt_lacks": TEXT or [...]
+    (none present), "when_prompt_matches": a Python regex (re.search). The
+    prompt is the chat request's text: the system prompt and every message's
+    text, tool results and tool-call arguments, one part per line (the same
+    for Anthropic and OpenAI requests). The step is taken like any other and
+    answers with "then" when the conditions hold, else with "else"; without
+    "else" a step whose conditions fail does not match, and the next step is
+    tried. "then"/"else" are ordinary steps ("times" only on the outer step);
+    the request log says which was used ("branch": "then" | "else").
 
   Modifiers usable on any step:
     "delay_ms": N          sleep N ms before answering (slow answer / timeouts)
@@ -143,6 +159,7 @@ REQUEST LOG (one JSON object per line; also GET /_mock/requests)
    "auth_sha256": sha256 hex of the key (x-api-key value or Bearer token) | null,
    "body": parsed JSON (or {"_raw": text} if not JSON), "stream": bool,
    "step": index of the step used (0-based, in load order) | null,
+   "branch": "then" | "else" (only when the step was a conditional one),
    "status": the HTTP status sent}
 """
 
@@ -213,7 +230,10 @@ class State:
                 self.loaded += 1
             return len(self.steps)
 
-    def take_step(self, kind, provider, path):
+    def take_step(self, kind, provider, path, prompt=""):
+        """The first matching step (index, step, branch): a conditional step
+        resolves to its "then" or "else" step (branch "then"/"else"), or does
+        not match when its condition fails and it has no "else"."""
         with self.lock:
             for i, (index, step, left) in enumerate(self.steps):
                 if step_kind(step) != kind:
@@ -222,13 +242,18 @@ class State:
                     continue
                 if "path" in step and step["path"] != path:
                     continue
+                branch = None
+                if is_conditional(step):
+                    branch = "then" if condition_holds(step, prompt) else "else"
+                    if branch == "else" and "else" not in step:
+                        continue
                 if left is not None:
                     if left <= 1:
                         del self.steps[i]
                     else:
                         self.steps[i][2] = left - 1
-                return index, step
-            return None, None
+                return index, (step[branch] if branch else step), branch
+            return None, None, None
 
     def remaining(self):
         with self.lock:
@@ -280,11 +305,76 @@ def check_step(step, n):
             raise ValueError("step %d: tool call \"arguments\" must be a string" % n)
     if "text" in step and not isinstance(step["text"], str):
         raise ValueError("step %d: \"text\" must be a string" % n)
+    if is_conditional(step):
+        for c in ("when_prompt_contains", "when_prompt_lacks"):
+            v = step.get(c, "")
+            if not (isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))):
+                raise ValueError("step %d: \"%s\" must be a string or a list of strings" % (n, c))
+        if "when_prompt_matches" in step:
+            try:
+                re.compile(step["when_prompt_matches"])
+            except (re.error, TypeError) as e:
+                raise ValueError("step %d: \"when_prompt_matches\" is not a regex: %s" % (n, e))
+        if not isinstance(step.get("then"), dict):
+            raise ValueError("step %d: a conditional step needs a \"then\" step object" % n)
+        if "else" in step and not isinstance(step["else"], dict):
+            raise ValueError("step %d: \"else\" must be a step object" % n)
+        for b in ("then", "else"):
+            if b in step:
+                if "times" in step[b]:
+                    raise ValueError("step %d: \"times\" belongs on the conditional step, not in \"%s\"" % (n, b))
+                check_step(step[b], n)
+    elif "then" in step or "else" in step:
+        raise ValueError("step %d: \"then\"/\"else\" need a when_prompt_* condition" % n)
+
+
+CONDITIONS = ("when_prompt_contains", "when_prompt_lacks", "when_prompt_matches")
+
+
+def is_conditional(step):
+    return any(c in step for c in CONDITIONS)
+
+
+def condition_holds(step, prompt):
+    """Every condition the step names holds for the request's prompt text."""
+    def texts(v):
+        return [v] if isinstance(v, str) else v
+    if "when_prompt_contains" in step and not all(t in prompt for t in texts(step["when_prompt_contains"])):
+        return False
+    if "when_prompt_lacks" in step and any(t in prompt for t in texts(step["when_prompt_lacks"])):
+        return False
+    if "when_prompt_matches" in step and not re.search(step["when_prompt_matches"], prompt):
+        return False
+    return True
+
+
+def prompt_text(req):
+    """The text a model would read in a chat request: the system prompt
+    (Anthropic "system" string or blocks) and every message's text, tool
+    results and tool inputs included, one part per line."""
+    parts = []
+
+    def walk(v):
+        if isinstance(v, str):
+            parts.append(v)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for k in ("text", "content", "input", "arguments", "function", "tool_calls"):
+                if k in v:
+                    walk(v[k] if k != "input" else jdump(v[k]))
+    if isinstance(req, dict):
+        walk(req.get("system"))
+        walk(req.get("messages"))
+    return "\n".join(parts)
 
 
 def step_kind(step):
     if "kind" in step:
         return step["kind"]
+    if is_conditional(step) and isinstance(step.get("then"), dict):
+        return step_kind(step["then"])
     if "embeddings" in step or step.get("path") in EMBED_PATHS:
         return "embed"
     return "chat"
@@ -339,7 +429,10 @@ class Answer:
         self.stop_sequence = step.get("stop_sequence") if self.stop_reason == "stop_sequence" else None
         u = dict(step.get("usage") or {})
         if "input_tokens" not in u:
-            u["input_tokens"] = estimate_tokens(jdump(req.get("messages", req.get("input", ""))))
+            # what the real APIs count: the system prompt and the tools too
+            u["input_tokens"] = estimate_tokens(jdump([req.get(k) for k in ("system", "tools", "messages")
+                                                       if k in req]) if "messages" in req
+                                                else jdump(req.get("input", "")))
         if "output_tokens" not in u:
             u["output_tokens"] = estimate_tokens(self.text + "".join(c["arguments"] for c in self.calls)
                                                  + (self.thinking or ""))
@@ -855,7 +948,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_error_json(provider, status, at or ANTH_TYPE_BY_STATUS.get(status, "api_error"),
                                         ot, code, param, msg)
 
-        index, step = self.state.take_step(kind, provider, url.path)
+        index, step, branch = self.state.take_step(kind, provider, url.path,
+                                                   prompt_text(req) if kind == "chat" else "")
+        if branch:
+            entry["branch"] = branch
         if step is None and kind == "embed":
             step = {}
         if step is None:

@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# learning.bats - learning that measurably helps, end to end with `forge run`
+# on the calc fixture and the mock model (tests/fixtures/learning/):
+#   run 1 "add calc_trace": the scripted implementer writes printf(msg) unless
+#     its prompt says "format string is not a constant"; review's security
+#     scan finds insecure/c-format, the run bounces to implement, whose prompt
+#     now holds the finding: fixed, the run passes; its memories keep the lesson.
+#   run 2 "add calc_log" (another function, another file) on the same store:
+#     implement's first prompt holds the recalled lesson, so the model writes
+#     the constant format string at once: no bounce, fewer turns and tokens.
+#   reverse: a store of unrelated memories (Python, JavaScript, operations):
+#     none reaches a prompt, the model takes its "else" path and run 2 bounces.
+#   the admission rules: a memory of the project's language that is similar to
+#     the task gets in; memory.min_similarity 0 lets a dissimilar one in, while
+#     a lang: tag of another language still keeps one out.
+# What the model saw is asserted on the mock's request log; nothing depends on
+# timing.
+
+bats_require_minimum_version 1.5.0
+
+load test_helper/mock
+mock_per_file 180
+
+LESSON="format string is not a constant"
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	FIX="$FORGE_ROOT/tests/fixtures/learning"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	cd "$REPO"
+}
+
+# learn_run SCRIPT TASK: `forge run` of TASK (plan..test) with the mock answering
+# from SCRIPT (its request log restarted); the run's JSON lines in $BATS_TEST_TMPDIR/SCRIPT.out.
+learn_run() {
+	mock_script "$(cat "$FIX/$1.json")"
+	forge run --phases plan,implement,review,test --json "$2" </dev/null \
+		>"$BATS_TEST_TMPDIR/$1.out" 2>"$BATS_TEST_TMPDIR/$1.err"
+}
+
+# requests_of WHO: the mock's requests whose system prompt says "You are the WHO".
+requests_of() {
+	curl -sS -f "$MOCK_URL/_mock/requests" |
+		jq -c --arg who "$1" '[.[] | select(.body.system | tostring | test("You are the " + $who))]'
+}
+
+# first_prompt: the first user message of implement's first request.
+first_prompt() {
+	requests_of implementer | jq -r '.[0].body.messages[0].content | if type == "string" then . else map(.text // "") | join("\n") end'
+}
+
+# figures OUT: bounces, agent turns, tokens, usd of a run's output.
+figures() {
+	jq -s -c '{bounces: (map(select(.kind == "state")) | last | .bounces | length),
+		turns: (map(select(.type == "agent.iteration")) | length),
+		tokens: (map(select(.kind == "state")) | last | .cost.tokens),
+		usd: (map(select(.kind == "state")) | last | .cost.usd)}' "$1"
+}
+
+@test "run 2 of the same class of task recalls run 1's review finding into implement's prompt: no bounce, fewer turns and tokens" {
+	# run 1: no memory, the model's "else" path, review bounces it once
+	run -0 learn_run run1 "add calc_trace, a helper that prints a message"
+	r1=$(figures "$BATS_TEST_TMPDIR/run1.out")
+	jq -e '.bounces == 1' <<<"$r1"
+	run -0 requests_of implementer
+	jq -e '[.[].branch] == ["else", "else", "then", "then"]' <<<"$output"
+	run -0 first_prompt
+	refute_output --partial "$LESSON"
+	refute_output --partial "Relevant past learnings"
+	# the lesson is in the store, in words
+	run -0 forge memory list --json --tag lesson
+	assert_output --partial 'Lesson for implement (C) from the run \"add calc_trace, a helper that prints a message\"'
+	assert_output --partial "insecure/c-format in calc.c:"
+	assert_output --partial "$LESSON"
+	assert_output --partial 'Fixed in attempt 2: calc_trace prints the message with printf(\"%s\", msg)'
+
+	# run 2: another helper in another file; implement's first prompt holds the lesson
+	run -0 learn_run run2 "add calc_log, a helper in log.c that prints a message"
+	r2=$(figures "$BATS_TEST_TMPDIR/run2.out")
+	run -0 first_prompt
+	assert_output --partial "## Relevant past learnings"
+	assert_output --partial "- [semantic] Lesson for implement (C) from the run \"add calc_trace"
+	assert_output --partial "insecure/c-format in calc.c:"
+	assert_output --partial "$LESSON"
+	# ... so the model wrote the constant format string at once: no bounce
+	run -0 requests_of implementer
+	jq -e '[.[].branch] == ["then", "then"]' <<<"$output"
+	jq -e '.bounces == 0' <<<"$r2"
+	run -0 jq -s -e 'map(select(.type == "memory.recalled" and .phase == "implement")) | length == 1' "$BATS_TEST_TMPDIR/run2.out"
+	git -C "$REPO" show "forge/$(jq -r 'select(.kind == "state") | .trace_id' "$BATS_TEST_TMPDIR/run2.out" | tail -n 1):log.c" | grep -qF 'printf("%s", msg);'
+	# fewer bounces, turns, tokens and dollars than run 1
+	jq -n -e --argjson a "$r1" --argjson b "$r2" \
+		'$b.bounces < $a.bounces and $b.turns < $a.turns and $b.tokens < $a.tokens and $b.usd < $a.usd'
+}
+
+@test "reverse: only unrelated memories in the store - none reaches the prompt, the model takes its else path" {
+	run -0 forge memory import "$FIX/unrelated.jsonl"
+	assert_output "imported 5, skipped 0 (already present)"
+	# recall finds some of them for this task ...
+	run -0 forge memory search --peek --json "add calc_log, a helper in log.c that prints a message"
+	[ -n "$output" ]
+	run -0 learn_run run2 "add calc_log, a helper in log.c that prints a message"
+	# ... but neither the planner's nor the implementer's prompt holds any of them
+	run -0 curl -sS -f "$MOCK_URL/_mock/requests"
+	log=$output
+	while IFS= read -r content; do
+		key=${content:0:40}
+		! grep -qF "$key" <<<"$log" || { echo "in a prompt: $content"; false; }
+	done < <(jq -r .content "$FIX/unrelated.jsonl")
+	! grep -q "Relevant past learnings" <<<"$log"
+	# the language rule kept out the Python and JavaScript ones, the similarity floor the rest
+	run -0 jq -s -c 'map(select(.type == "memory.withheld" and .phase == "implement") | .payload) | first' \
+		"$BATS_TEST_TMPDIR/run2.out"
+	jq -e '.language >= 2 and (.language + (.similarity // 0)) >= 3' <<<"$output"
+	# the model took its "else" path: printf(msg), and review bounced it as in run 1
+	run -0 requests_of implementer
+	jq -e '.[0].branch == "else"' <<<"$output"
+	run -0 figures "$BATS_TEST_TMPDIR/run2.out"
+	jq -e '.bounces == 1' <<<"$output"
+}
+
+@test "a memory tagged with the project's language and similar to the task does reach the prompt" {
+	run -0 forge memory add --type semantic --tags lang:c,printf --context "C output helpers" \
+		"C helpers that print a message: $LESSON - use printf(\"%s\", msg)"
+	run -0 learn_run run2 "add calc_log, a helper in log.c that prints a message"
+	run -0 first_prompt
+	assert_output --partial "C helpers that print a message: $LESSON"
+	run -0 requests_of implementer
+	jq -e '[.[].branch] == ["then", "then"]' <<<"$output"
+}
+
+@test "memory.min_similarity 0 admits a dissimilar memory; a lang: tag of another language still keeps one out" {
+	run -0 forge memory import "$FIX/unrelated.jsonl"
+	echo '{"memory": {"min_similarity": 0}}' >"$BATS_TEST_TMPDIR/all.json"
+	mock_script "$(cat "$FIX/run2.json")"
+	run -0 --separate-stderr forge run --phases plan,implement,review,test --json --config "$BATS_TEST_TMPDIR/all.json" \
+		"add calc_log, a helper in log.c that prints a message" </dev/null
+	run -0 first_prompt
+	assert_output --partial "Deploys to staging need the VPN up"
+	refute_output --partial "In Python, print a message"
+	refute_output --partial "React hooks"
+}

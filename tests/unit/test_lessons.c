@@ -1,0 +1,181 @@
+/*
+ * test_lessons.c - the memories a run writes (lib/memory/memory.h): a
+ * run's episode and its lessons read as sentences a person can use, from
+ * hand-built events (a test bounce with its failures, a review bounce whose
+ * findings are only in finding.detected events, a run that failed).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
+#include "unit.h"
+
+static struct store *st;
+static struct memory *m;
+
+static void open_mem(void)
+{
+	struct memory_options o;
+
+	memory_options_init(&o);
+	if (store_open(&st, ":memory:") < 0 || memory_open(&m, st, &o) < 0) {
+		printf("# open: %s\n", forge_last_error());
+		exit(1);
+	}
+}
+
+static void close_mem(void)
+{
+	memory_free(m);
+	store_free(st);
+	m = NULL;
+	st = NULL;
+}
+
+/* One event: TYPE in PHASE (NULL: outside any phase) with PAYLOAD (JSON). */
+static jv ev(const char *phase, const char *type, const char *payload)
+{
+	jv e = jv_object();
+
+	e = json_set(e, "kind", jv_string("event"));
+	e = json_set(e, "ts", jv_string("2026-01-01T00:00:00.000Z"));
+	e = json_set(e, "phase", json_str_or_null(phase));
+	e = json_set(e, "type", jv_string(type));
+	return json_set(e, "payload", json_parse(payload, strlen(payload)));
+}
+
+static jv content_of(const char *id, const char *key)
+{
+	jv mem;
+
+	if (memory_get(&mem, m, id) < 0)
+		return jv_null();
+	jv v = json_get(mem, key);
+	jv_free(mem);
+	return v;
+}
+
+static bool has(jv v, const char *s)
+{
+	bool ok = jv_get_kind(v) == JV_KIND_STRING && strstr(jv_string_value(v), s);
+
+	if (!ok)
+		printf("# no \"%s\" in %s\n", s, jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : "(none)");
+	return ok;
+}
+
+static void test_test_bounce(void)
+{
+	jv evs = jv_array(), ids;
+	char id[ULID_LEN + 1];
+
+	open_mem();
+	evs = jv_array_append(evs, ev(NULL, "run.started", "{\"task\":\"parse ISO dates\"}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{\"task\":\"parse ISO dates\"}"));
+	evs = jv_array_append(evs, ev("implement", "implement.summary",
+				      "{\"attempt\":1,\"summary\":\"Added parse_date.\",\"files\":[\"dates.py\"]}"));
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev("test", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("test", "phase.completed", "{\"status\":\"rejected\"}"));
+	evs = jv_array_append(evs, ev(NULL, "loop.phase_bounce",
+				      "{\"from\":\"test\",\"n\":1,\"reason\":\"1 test fails\",\"failures\":[{\"test\":"
+				      "\"test_leap_day\",\"file\":\"test_dates.py\",\"message\":\"ValueError: day is out "
+				      "of range\",\"root_cause\":\"February 29 is not accepted\"}]}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	/* no summary this time: the phase's reason says what it did */
+	evs = jv_array_append(evs, ev("implement", "phase.completed",
+				      "{\"status\":\"ok\",\"reason\":\"attempt 2: 1 file changed\"}"));
+	evs = jv_array_append(evs, ev("test", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("test", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev(NULL, "run.completed", "{\"status\":\"completed\"}"));
+
+	CHECK_INT(memory_record_lessons(&ids, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", jv_copy(evs)), 1);
+	jv lid = jv_array_get(jv_copy(ids), 0);
+	jv c = content_of(jv_string_value(lid), "content");
+	CHECK(has(c, "Lesson for implement (Python) from the run \"parse ISO dates\": test sent implement "
+		     "attempt 1 back: test \"test_leap_day\" (test_dates.py): ValueError: day is out of range "
+		     "(root cause: February 29 is not accepted). Fixed in attempt 2: attempt 2: 1 file changed. "
+		     "Then the tests passed. Outcome: fixed; the run completed."));
+	jv_free(c);
+	c = content_of(jv_string_value(lid), "tags");
+	const char *want = "[\"lesson\",\"implement\",\"test\",\"lang:python\",\"fixed\"]";
+	CHECK(jv_equal(c, json_parse(want, strlen(want))));
+	c = content_of(jv_string_value(lid), "context");
+	CHECK(has(c, "implement phase: parse ISO dates (a test failure in Python)"));
+	jv_free(c);
+	jv_free(lid);
+	jv_free(ids);
+
+	CHECK(memory_record_episode(id, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", evs) == 0);
+	c = content_of(id, "content");
+	CHECK(has(c, "Run of \"parse ISO dates\" (Python): implement → test → implement → test; completed after "
+		     "1 bounce. test sent implement attempt 1 back: test \"test_leap_day\""));
+	CHECK(!strstr(jv_string_value(c), "unknown"));
+	jv_free(c);
+	c = content_of(id, "context");
+	CHECK(has(c, "forge run: parse ISO dates (Python)"));
+	jv_free(c);
+	close_mem();
+}
+
+static void test_review_bounce_unfixed(void)
+{
+	jv evs = jv_array(), ids;
+	char id[ULID_LEN + 1];
+
+	open_mem();
+	evs = jv_array_append(evs, ev(NULL, "run.started", "{\"task\":\"add a cache\"}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev("review", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("review", "finding.detected",
+				      "{\"rule\":\"null-deref\",\"category\":\"bug\",\"file\":\"cache.c\",\"line\":12,"
+				      "\"message\":\"malloc() result used without a NULL check.\"}"));
+	evs = jv_array_append(evs, ev("review", "phase.completed", "{\"status\":\"rejected\"}"));
+	/* an older supervisor: the bounce without its findings */
+	evs = jv_array_append(evs, ev(NULL, "loop.phase_bounce", "{\"from\":\"review\",\"n\":1}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("implement", "implement.summary",
+				      "{\"attempt\":2,\"summary\":\"Checked malloc.\",\"files\":null}"));
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev("review", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("review", "phase.completed", "{\"status\":\"rejected\"}"));
+	evs = jv_array_append(evs, ev(NULL, "run.completed",
+				      "{\"status\":\"failed\",\"reason\":\"review still requests changes\"}"));
+
+	CHECK_INT(memory_record_lessons(&ids, m, NULL, jv_copy(evs)), 1);
+	jv lid = jv_array_get(jv_copy(ids), 0);
+	jv c = content_of(jv_string_value(lid), "content");
+	CHECK(has(c, "review sent implement attempt 1 back: null-deref in cache.c:12: malloc() result used "
+		     "without a NULL check. Fixed in attempt 2: Checked malloc. Then the review still said no. "
+		     "Outcome: not fixed; the run failed."));
+	jv_free(c);
+	CHECK(memory_get(&c, m, jv_string_value(lid)) == 0);
+	CHECK(json_get_num(c, "confidence", 0) == 0.5);
+	jv tags = json_get(c, "tags");
+	const char *want = "[\"bug\",\"lesson\",\"implement\",\"review\",\"lang:c\",\"null-deref\",\"unresolved\"]";
+	CHECK(jv_equal(tags, json_parse(want, strlen(want))));
+	jv_free(c);
+	jv_free(lid);
+	jv_free(ids);
+	CHECK(memory_record_episode(id, m, NULL, evs) == 0);
+	c = content_of(id, "content");
+	CHECK(has(c, "; failed: review still requests changes after 1 bounce."));
+	jv_free(c);
+	/* a run without bounces has no lessons; bad input is refused */
+	CHECK_INT(memory_record_lessons(&ids, m, NULL, JV_ARRAY(ev(NULL, "run.started", "{}"))), 0);
+	CHECK_INT(jv_array_length(ids), 0);
+	CHECK(memory_record_lessons(&ids, m, NULL, jv_object()) < 0);
+	jv_free(ids);
+	close_mem();
+}
+
+int main(void)
+{
+	RUN(test_test_bounce);
+	RUN(test_review_bounce_unfixed);
+	return unit_done();
+}
