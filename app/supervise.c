@@ -524,6 +524,21 @@ static const char *first_phase(const char *const *phases)
 	return phases && phases[0] ? phases[0] : "plan";
 }
 
+/* A run that starts at implement (`--phases implement,…`) has no plan phase
+ * to write one, and forge-implement's guard needs a plan: the task itself
+ * becomes a one-task plan.  Its risk was not assessed, so it is "medium"
+ * (gates for high risk do not pass it silently, nor does low-risk auto
+ * approval). */
+static jv plan_from_task(const char *task_text)
+{
+	jv item = json_set(json_set(json_set(jv_object(), "id", jv_string("t1")), "title", jv_string(task_text)),
+			   "description", jv_string(task_text));
+	jv risk = json_set(json_set(jv_object(), "level", jv_string("medium")), "reasons",
+			   JV_ARRAY(jv_string("no plan phase ran: the risk was not assessed")));
+	return json_set(json_set(json_set(jv_object(), "summary", jv_string(task_text)), "tasks", JV_ARRAY(item)),
+			"risk", risk);
+}
+
 /* The requested phase before `phase`, or NULL when it is the first. */
 static const char *phase_before(const char *phase, const char *const *phases)
 {
@@ -991,6 +1006,11 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	progress(&s, "forge: run %s: %s", trace, task_text);
 	emit(&s, "run.started", json_set(json_set(jv_object(), "task", jv_string(task_text)),
 					 "dry_run", jv_bool(o->dry_run)));
+	if (strcmp(first_phase(o->phases), "implement") == 0) {
+		jv plan = plan_from_task(task_text);
+		emit(&s, "plan.from_task", json_set(jv_object(), "plan", jv_copy(plan)));
+		s.state = json_set(s.state, "plan", plan);
+	}
 	checkpoint(&s, "init");
 	code = loop(&s, NULL, first_phase(o->phases));
 	return sup_finish(&s, o, code);

@@ -279,6 +279,21 @@ branch_log() {
 	assert_output "forge: add a mul operation (attempt 1)"
 }
 
+@test "--phases implement,review,test: a run without a plan starts at implement" {
+	# the task becomes a one-task plan of unassessed (medium) risk, so the AI
+	# review runs: run-clean's answers plus a clean fast review
+	{ grep -v '"phase":"plan"' "$CASSETTES/run-clean.jsonl"
+	  grep -m1 '"phase":"review-fast"' "$CASSETTES/run-review-bounce.jsonl"; } >"$BATS_TEST_TMPDIR/c.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
+	run -0 --separate-stderr forge run --phases implement,review,test --json "add a mul operation" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.phase == "test" and .status == "ok" and .changes.commit != null
+		and .plan.tasks[0].description == "add a mul operation" and .plan.risk.level == "medium"'
+	T=$(last_trace)
+	run -0 events_of "$T" plan.from_task
+	run -0 transitions "$T"
+	assert_output "$(printf '%s\n' idle\>implementing implementing\>reviewing reviewing\>testing testing\>completed)"
+}
+
 @test "forge cancel: a paused run is cancelled, its gate rejected, and it does not resume" {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null

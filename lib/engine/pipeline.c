@@ -18,7 +18,7 @@ static const char *const state_names[PL_NSTATES] = {
 
 #define T(s) (1u << (s))
 static const unsigned transitions[PL_NSTATES] = {
-	[PL_IDLE] = T(PL_PLANNING),
+	[PL_IDLE] = T(PL_PLANNING) | T(PL_IMPLEMENTING) | T(PL_REVIEWING) | T(PL_TESTING) | T(PL_DEPLOYING),
 	[PL_PLANNING] = T(PL_IMPLEMENTING) | T(PL_COMPLETED) | T(PL_FAILED) | T(PL_PAUSED),
 	[PL_IMPLEMENTING] = T(PL_REVIEWING) | T(PL_TESTING) | T(PL_DEPLOYING) | T(PL_COMPLETED) |
 			    T(PL_FAILED) | T(PL_PAUSED),

@@ -3,7 +3,7 @@
  * each phase (DESIGN.md §4; seed 001 §3.2).
  *
  * States and their transitions:
- *   idle         -> planning
+ *   idle         -> planning, or the first phase `--phases` asks for
  *   planning     -> implementing | completed (dry run) | failed | paused
  *   implementing -> reviewing | testing | deploying | completed | failed | paused
  *   reviewing    -> implementing (bounce) | testing | deploying | completed | failed | paused

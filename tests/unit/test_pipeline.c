@@ -16,7 +16,11 @@ static struct config *cfg;
 static void test_transitions(void)
 {
 	CHECK(pipeline_can_transition(PL_IDLE, PL_PLANNING));
-	CHECK(!pipeline_can_transition(PL_IDLE, PL_TESTING));
+	/* --phases implement,review,test starts a run in implementing */
+	CHECK(pipeline_can_transition(PL_IDLE, PL_IMPLEMENTING));
+	CHECK(pipeline_can_transition(PL_IDLE, PL_TESTING));
+	CHECK(!pipeline_can_transition(PL_IDLE, PL_COMPLETED));
+	CHECK(!pipeline_can_transition(PL_IDLE, PL_PAUSED));
 	CHECK(pipeline_can_transition(PL_REVIEWING, PL_IMPLEMENTING));
 	CHECK(pipeline_can_transition(PL_TESTING, PL_IMPLEMENTING));
 	CHECK(!pipeline_can_transition(PL_DEPLOYING, PL_IMPLEMENTING));
