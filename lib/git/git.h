@@ -94,6 +94,15 @@ bool forge_git_worktree_reopened(const struct forge_git_worktree *wt);
 int forge_git_worktree_head(char **out, struct forge_git_worktree *wt);
 
 /*
+ * The SHA of the tree the worktree's files would commit as now: everything
+ * staged as forge_git_commit_all() stages it (new, changed and deleted
+ * files; not ignored ones), in memory only -- the index on disk is not
+ * written, though the blobs go into the object database as `git add` puts
+ * them there.  Equal SHAs mean the same tracked and untracked content.
+ */
+int forge_git_worktree_tree(char **out, struct forge_git_worktree *wt);
+
+/*
  * The worktree's status against its HEAD (index and working files,
  * untracked files one by one, ignored files left out), sorted by path:
  * [{"path":…, "status":"added"|"modified"|"deleted"|"renamed"|"untracked"|
