@@ -54,6 +54,18 @@ const char *forge_last_error(void)
 	return last_error;
 }
 
+void forge_fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("forge: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(FORGE_EXIT_DEPENDENCY);
+}
+
 static void out_of_memory(size_t n)
 {
 	fprintf(stderr, "forge: out of memory allocating %zu bytes\n", n);
