@@ -129,11 +129,11 @@ med() { median $(col "$1" "$2"); }
 # diff_med A B N: the median over the rounds of A's column N minus B's.
 diff_med() { median $(paste -d ' ' "$tmp/$1" "$tmp/$2" | awk -v c="$3" '{ printf "%.3f\n", $c - $(c + 3) }'); }
 
-row() { printf '%-38s %9.1f %9.1f %12s\n' "$1" "$2" "$3" "$4"; }
+row() { printf '%-44s %9.1f %9.1f %12s\n' "$1" "$2" "$3" "$4"; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 echo "forge-implement, one 4-turn session (read_file, edit_file, run_command \`make test\`, finish)"
 echo "against the mock (loopback, TCP_NODELAY, no delay); medians of $runs interleaved runs"
-printf '%-38s %9s %9s %12s\n' "" "wall ms" "CPU ms" "peak RSS MiB"
+printf '%-44s %9s %9s %12s\n' "" "wall ms" "CPU ms" "peak RSS MiB"
 row "no-agent baseline (sh: cat, sed, make test)" "$(med base 1)" "$(med base 2)" "$(mib "$(med base 3)")"
 row "session, default (validation on)" "$(med default 1)" "$(med default 2)" "$(mib "$(med default 3)")"
 row "session, implement.validate false" "$(med off 1)" "$(med off 2)" "$(mib "$(med off 3)")"

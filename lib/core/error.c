@@ -56,13 +56,13 @@ const char *forge_last_error(void)
 
 void forge_fatal(const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
-	fputs("forge: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "forge: %s\n", msg);
 	exit(FORGE_EXIT_DEPENDENCY);
 }
 
