@@ -994,7 +994,9 @@ static const struct phase_spec spec = {
 	.synopsis = "[OPTIONS] [--tdd] < state-with-plan",
 	.description = "Carry out the state's plan in the run's own git worktree (branch forge/TRACE; "
 		       "the checkout is never touched), commit each attempt, and validate it with the "
-		       "project's real build and test commands. On a bounce the review's findings or "
+		       "project's real build and test commands (not a second time when the agent's last "
+		       "successful command ran the test command on the same tree: validation.skipped "
+		       "says so). On a bounce the review's findings or "
 		       "the fixable test failures come first in the prompt. Output: the events, then "
 		       "the state with `changes`.",
 	.extra_help = "Exit status: 0 implemented, 1 no plan in the input (skipped) or TDD tests that "
