@@ -79,7 +79,8 @@ struct impl {
 	int commits;            /* commits made by this run */
 	jv validation;          /* the last validation, or null */
 	bool validated;
-	const char *test_cmd;   /* the configured or detected test command, or NULL */
+	const char *test_cmd;   /* the configured or detected test command, or NULL,
+	                           when implement.validate is on (else nothing to skip) */
 	int tool_calls;         /* the agent's tool calls so far (all runs) */
 	/* The agent's last successful run_command, when it was test_cmd: the
 	 * worktree's tree then (NULL: none), at which tool call, its output. */
@@ -937,7 +938,7 @@ static const char *implement_run(struct phase *ph)
 	im.ctx.policy = im.policy;
 	build_cmd = project_command(im.ctx.root, ph->cfg, "build");
 	test_cmd = project_command(im.ctx.root, ph->cfg, "test");
-	im.test_cmd = test_cmd;
+	im.test_cmd = config_get_bool(ph->cfg, "implement.validate") ? test_cmd : NULL;
 	build_context(&im, build_cmd, test_cmd);
 	phase_progress(ph, "attempt %d in %s", im.attempt, im.ctx.root);
 
