@@ -33,7 +33,18 @@ CFLAGS   ?= -O2 -g
 # No install path is compiled in (forge finds its programs beside itself; schemas,
 # migrations and prompts are embedded), so `make install PREFIX=...` rebuilds nothing.
 CPPFLAGS += -D_GNU_SOURCE -Ilib -I. -I$(O)/gen
-LDLIBS   += -lsqlite3 -lcurl -lgit2 -ljq -lpcre2-8 -lyaml -lexpat -lm -lpthread
+LDLIBS   += -lsqlite3 -ljq -lpcre2-8 -lyaml -lexpat -lm -lpthread -ldl
+# libgit2 and libcurl are not linked: they (and the ~40 libraries they bring)
+# are loaded on first use (lib/core/lazylib.h; lib/git/git2_lazy.c, made by
+# scripts/gen-lazy-git2, and lib/net/curl_lazy.c), by the soname of the
+# library the headers belong to.  libgit2's call that parses the CA bundle
+# at init lands in lib/git/git.c, which defers it (forge_git_init).
+soname    = $(shell readelf -d "$$($(CC) -print-file-name=$(1))" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+GIT2_SONAME := $(call soname,libgit2.so)
+CURL_SONAME := $(call soname,libcurl.so)
+CPPFLAGS += $(if $(GIT2_SONAME),-DFORGE_GIT2_SONAME='"$(GIT2_SONAME)"') \
+            $(if $(CURL_SONAME),-DFORGE_CURL_SONAME='"$(CURL_SONAME)"')
+LDFLAGS  += -Wl,--export-dynamic-symbol=mbedtls_x509_crt_parse_file
 
 ifdef SANITIZE
 CFLAGS   := -O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer

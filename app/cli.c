@@ -7,6 +7,7 @@
 #include "core/secret.h"
 #include "data/config.h"
 #include "data/stream.h"
+#include "git/git.h"
 #include "llm/llm.h"
 #include "store/store.h"
 
@@ -256,7 +257,7 @@ int cli_repo_root(char **out, const char *dir)
 	int rc = -1;
 
 	*out = NULL;
-	git_libgit2_init();
+	forge_git_init();
 	if (dir && !realpath(dir, resolved)) {
 		forge_error("cannot use repository '%s': %s", dir, strerror(errno));
 		goto out;
@@ -284,7 +285,6 @@ int cli_repo_root(char **out, const char *dir)
 	rc = 0;
 out:
 	git_repository_free(repo);
-	git_libgit2_shutdown();
 	return rc;
 }
 

@@ -15,7 +15,10 @@
  * After the agent finishes, the work is committed on forge/TRACE ("forge:
  * TASK (attempt N)"; nothing to commit is reported, not an error), then the
  * project's real build and test commands (project.h) run in the worktree
- * under the sandbox: `validated` and `validation` record what they did.
+ * under the sandbox: `validated` and `validation` record what they did --
+ * unless the agent's last successful run_command was the test command on
+ * the tree the worktree still holds (tests_passed(): validation then says
+ * skipped, why, the tree and the tool call).
  * When validation fails, the agent gets implement.fix_rounds more runs with
  * the failure first in its prompt.
  *
@@ -76,6 +79,14 @@ struct impl {
 	int commits;            /* commits made by this run */
 	jv validation;          /* the last validation, or null */
 	bool validated;
+	const char *test_cmd;   /* the configured or detected test command, or NULL,
+	                           when implement.validate is on (else nothing to skip) */
+	int tool_calls;         /* the agent's tool calls so far (all runs) */
+	/* The agent's last successful run_command, when it was test_cmd: the
+	 * worktree's tree then (NULL: none), at which tool call, its output. */
+	char *tested_tree;
+	int tested_call;
+	jv tested;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -401,13 +412,71 @@ static void build_context(struct impl *im, const char *build_cmd, const char *te
 
 /* ---- tools and the agent -------------------------------------------------- */
 
+/* s without leading and trailing blanks equals t. */
+static bool same_command(const char *s, const char *t)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n'))
+		n--;
+	return strlen(t) == n && strncmp(s, t, n) == 0;
+}
+
+static void forget_tested(struct impl *im)
+{
+	free(im->tested_tree);
+	im->tested_tree = NULL;
+	jv_free(im->tested);
+	im->tested = jv_null();
+}
+
+/*
+ * After a run_command: remember the worktree's tree when the agent ran the
+ * test command (in the worktree's root) and it passed; forget it when the
+ * test command failed or another command succeeded after it, so only the
+ * agent's last successful command counts (a failed other command changes
+ * nothing it could not change on the tree, which validation compares).
+ */
+static void note_command(struct impl *im, jv input, const struct agent_tool_outcome *out)
+{
+	jv cmd = json_get(input, "command"), dir = json_get(input, "workdir");
+	const char *wd = jv_get_kind(dir) == JV_KIND_STRING ? jv_string_value(dir) : "";
+	bool is_test = im->test_cmd && jv_get_kind(cmd) == JV_KIND_STRING &&
+		       same_command(jv_string_value(cmd), im->test_cmd) &&
+		       (!*wd || strcmp(wd, ".") == 0 || strcmp(wd, "./") == 0);
+
+	if (is_test && out->ok) {
+		char *tree = NULL;
+		forget_tested(im);
+		if (forge_git_worktree_tree(&tree, im->wt) == 0) {
+			im->tested_tree = tree;
+			im->tested_call = im->tool_calls;
+			im->tested = json_set(jv_object(), "command", jv_string(im->test_cmd));
+			im->tested = json_set(im->tested, "output", tail_text(out->text ? out->text : "",
+					      out->text ? strlen(out->text) : 0, OUTPUT_MAX));
+		}
+	} else if (is_test || out->ok) {
+		forget_tested(im);
+	}
+	jv_free(cmd);
+	jv_free(dir);
+}
+
 static int exec_edit(struct agent_tool_outcome *out, const char *name, jv input, void *payload)
 {
 	struct impl *im = payload;
 
 	for (size_t i = 0; edit_tools[i]; i++)
-		if (strcmp(name, edit_tools[i]) == 0)
-			return tools_agent_exec(out, name, input, &im->ctx);
+		if (strcmp(name, edit_tools[i]) == 0) {
+			im->tool_calls++;
+			int rc = tools_agent_exec(out, name, input, &im->ctx);
+			if (rc == 0 && strcmp(name, "run_command") == 0)
+				note_command(im, input, out);
+			return rc;
+		}
 	memset(out, 0, sizeof *out);
 	out->text = xstrdup("this tool is not available to the implementer");
 	out->event = json_set(jv_object(), "kind", jv_string("denied"));
@@ -564,6 +633,57 @@ static void validate(struct impl *im, const char *build_cmd, const char *test_cm
 	im->validated = ok;
 }
 
+/*
+ * Validation is not run again when the agent's last successful run_command
+ * was the test command and the worktree's tree is still the one it passed
+ * on (the commit since then changes no file unless it redacted a key, and
+ * then the tree differs).  Sets im->validation {command, exit_status: 0,
+ * output: the agent's run's, steps: [], skipped: true, reason, tree,
+ * tool_call} and returns true; false when validation must run.
+ */
+static bool tests_passed(struct impl *im)
+{
+	char *now = NULL;
+	bool same;
+
+	if (!im->tested_tree)
+		return false;
+	same = forge_git_worktree_tree(&now, im->wt) == 0 && strcmp(now, im->tested_tree) == 0;
+	if (!same) {
+		phase_emit(im->ph, "validation.rerun", json_set(json_set(jv_object(), "reason",
+			   jv_string(now ? "the worktree changed after the agent's last test run"
+					 : forge_last_error())), "tree", json_str_or_null(now)));
+		free(now);
+		forget_tested(im);
+		return false;
+	}
+	char why[160];
+	snprintf(why, sizeof why, "tests passed on tree %.12s at tool call %d", now, im->tested_call);
+	jv v = json_set(jv_object(), "command", jv_string(im->test_cmd));
+	v = json_set(v, "exit_status", jv_number(0));
+	v = json_set(v, "output", json_get(im->tested, "output"));
+	v = json_set(v, "steps", jv_array());
+	v = json_set(v, "skipped", jv_bool(true));
+	v = json_set(v, "reason", jv_string(why));
+	v = json_set(v, "tree", jv_string(now));
+	v = json_set(v, "tool_call", jv_number(im->tested_call));
+	jv ev = json_set(jv_object(), "validated", jv_bool(true));
+	ev = json_set(ev, "command", jv_string(im->test_cmd));
+	ev = json_set(ev, "exit_status", jv_number(0));
+	ev = json_set(ev, "skipped", jv_bool(true));
+	ev = json_set(ev, "reason", jv_string(why));
+	ev = json_set(ev, "tree", jv_string(now));
+	ev = json_set(ev, "tool_call", jv_number(im->tested_call));
+	phase_emit(im->ph, "validation.completed", ev);
+	phase_progress(im->ph, "validation skipped: %s", why);
+	jv_free(im->validation);
+	im->validation = v;
+	im->validated = true;
+	free(now);
+	forget_tested(im);
+	return true;
+}
+
 /* "The build failed: …" for the model, from the last validation. */
 static char *validation_lead(struct impl *im, const char *intro)
 {
@@ -653,6 +773,8 @@ static const char *implement(struct impl *im, const char *build_cmd, const char 
 		if (commit(im, round ? tag : NULL) < 0)
 			return "failed";
 		if (!check)
+			return "ok";
+		if (tests_passed(im))
 			return "ok";
 		validate(im, build_cmd, test_cmd);
 		if (im->validated || round >= rounds || !json_get_str(im->validation, "command"))
@@ -796,7 +918,7 @@ out:
 static const char *implement_run(struct phase *ph)
 {
 	struct options *opt = ph->payload;
-	struct impl im = { .ph = ph, .validation = jv_null() };
+	struct impl im = { .ph = ph, .validation = jv_null(), .tested = jv_null() };
 	char *root = phase_repo(ph), *build_cmd = NULL, *test_cmd = NULL;
 	const char *status = "failed";
 	jv task = json_get(ph->state, "task");
@@ -823,6 +945,7 @@ static const char *implement_run(struct phase *ph)
 	im.ctx.policy = im.policy;
 	build_cmd = project_command(im.ctx.root, ph->cfg, "build");
 	test_cmd = project_command(im.ctx.root, ph->cfg, "test");
+	im.test_cmd = config_get_bool(ph->cfg, "implement.validate") ? test_cmd : NULL;
 	build_context(&im, build_cmd, test_cmd);
 	phase_progress(ph, "attempt %d in %s", im.attempt, im.ctx.root);
 
@@ -842,6 +965,7 @@ static const char *implement_run(struct phase *ph)
 	phase_progress(ph, "%s", ph->reason);
 out:
 	jv_free(im.validation);
+	forget_tested(&im);
 	tmpdir_remove(im.tmp);
 	free(im.system);
 	free(im.context);
@@ -878,7 +1002,9 @@ static const struct phase_spec spec = {
 	.synopsis = "[OPTIONS] [--tdd] < state-with-plan",
 	.description = "Carry out the state's plan in the run's own git worktree (branch forge/TRACE; "
 		       "the checkout is never touched), commit each attempt, and validate it with the "
-		       "project's real build and test commands. On a bounce the review's findings or "
+		       "project's real build and test commands (not a second time when the agent's last "
+		       "successful command ran the test command on the same tree: validation.skipped "
+		       "says so). On a bounce the review's findings or "
 		       "the fixable test failures come first in the prompt. Output: the events, then "
 		       "the state with `changes`.",
 	.extra_help = "Exit status: 0 implemented, 1 no plan in the input (skipped) or TDD tests that "

@@ -14,6 +14,7 @@
 #include "core/buf.h"
 #include "data/config.h"
 #include "core/forge.h"
+#include "git/git.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "app/phase.h"
@@ -147,7 +148,7 @@ static char *tracked_files(const char *root)
 	struct buf b = BUF_INIT;
 	char *text = NULL;
 
-	git_libgit2_init();
+	forge_git_init();
 	if (git_repository_open(&repo, root) < 0 || git_repository_index(&index, repo) < 0)
 		goto out;
 	size_t n = git_index_entrycount(index);
@@ -165,7 +166,6 @@ out:
 	buf_release(&b);
 	git_index_free(index);
 	git_repository_free(repo);
-	git_libgit2_shutdown();
 	return text;
 }
 

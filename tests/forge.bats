@@ -19,6 +19,25 @@ setup() {
 	[[ "$output" =~ ^forge\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
 }
 
+@test "--version and --help of every program load neither libgit2 nor libcurl; a repository does" {
+	local p opt n=0
+	for p in "$FORGE_BINDIR"/forge*; do
+		for opt in --version --help; do
+			run -0 --separate-stderr env LD_DEBUG=files "$p" "$opt"
+			refute_output --partial "file=libgit2"
+			[[ "$stderr" != *"file=libgit2"* && "$stderr" != *"file=libcurl"* ]] ||
+				{ echo "$p $opt loaded libgit2 or libcurl at start"; return 1; }
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -ge 20 ]
+	# ... and loaded when needed: forge-events in a repository opens it
+	make_repo "$BATS_TEST_TMPDIR/r"
+	cd "$BATS_TEST_TMPDIR/r"
+	run -0 --separate-stderr env LD_DEBUG=files forge-events list
+	[[ "$stderr" == *"file=libgit2"* ]]
+}
+
 @test "forge with no command prints usage on stderr and exits 2" {
 	run -2 --separate-stderr forge
 	[ -z "$output" ]

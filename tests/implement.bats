@@ -80,7 +80,10 @@ checkout_untouched() {
 	jq -e '.changes.diff | startswith("diff --git a/calc.c b/calc.c") and contains("+long calc_mul(long a, long b)")' <<<"$state"
 	jq -e '.changes.validated == true and .changes.validation.command == "make check" and
 	       .changes.validation.exit_status == 0 and (.changes.validation.output | contains("ok - calc mul 6 7 = 42"))' <<<"$state"
-	jq -e '[.changes.validation.steps[].name] == ["build","test"]' <<<"$state"
+	# the agent's last command was `make check` on this very tree: not run again
+	jq -e --arg tree "$(git rev-parse "forge/$trace^{tree}")" '.changes.validation |
+		.skipped == true and .steps == [] and .tree == $tree and
+		.reason == "tests passed on tree \($tree[:12]) at tool call \(.tool_call)"' <<<"$state"
 	# events as they happened, both programs' in one stream
 	run -0 jq -sc '[.[] | select(.kind == "event") | .source + ":" + .type] |
 		map(select(test(":(phase.started|phase.completed|worktree.opened|commit.created|validation.completed|plan.versioned)$")))' <<<"$output"
@@ -216,6 +219,68 @@ forge: add a mul operation (attempt 1)"
 		.changes.validation.exit_status != 0 and (.changes.validation.output | test("error"))'
 	events_of phase.completed | jq -e '.reason | endswith("not validated (`make` failed)")'
 	checkout_untouched
+}
+
+@test "validation is not run again when the agent's last run_command ran the tests on the same tree" {
+	plan_state T10 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"make check"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	state=$(last_state)
+	tree=$(git rev-parse "forge/T10^{tree}")
+	# one validation.completed, saying it was skipped and why; nothing ran
+	run -0 events_of validation.completed
+	assert_output "{\"validated\":true,\"command\":\"make check\",\"exit_status\":0,\"skipped\":true,\"reason\":\"tests passed on tree ${tree:0:12} at tool call 2\",\"tree\":\"$tree\",\"tool_call\":2}"
+	jq -e --arg tree "$tree" '.changes.validated == true and .changes.validation.skipped == true and
+		.changes.validation.command == "make check" and .changes.validation.exit_status == 0 and
+		.changes.validation.steps == [] and .changes.validation.tree == $tree and
+		(.changes.validation.output | contains("ok - calc add 2 3 = 5"))' <<<"$state"
+	[ -z "$(events_of validation.rerun)" ]
+}
+
+@test "an edit after the agent's test run: validation runs the build and the tests" {
+	plan_state T11 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"make check"}}]},
+	       {"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	state=$(last_state)
+	events_of validation.rerun | jq -e '.reason == "the worktree changed after the agent'"'"'s last test run" and
+		(.tree | test("^[0-9a-f]{40}$"))'
+	run -0 events_of validation.completed
+	assert_output '{"validated":true,"command":"make check","exit_status":0}'
+	jq -e '.changes.validated == true and [.changes.validation.steps[].name] == ["build","test"] and
+		(.changes.validation | has("skipped") | not)' <<<"$state"
+	# another command that succeeds after the test run also means a real validation
+	plan_state T12 >"$BATS_TEST_TMPDIR/plan12.json"
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"make check"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"make"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan12.json"
+	last_state | jq -e '[.changes.validation.steps[].name] == ["build","test"]'
+}
+
+@test "a failing last test run: validation runs, on the same tree" {
+	# a test that depends on an ignored file: the tree stays the same while
+	# the agent's second test run fails
+	printf 'flag\n' >.gitignore
+	git add .gitignore
+	git commit -q -m ignore
+	echo '{"tools":{"build_command":"true","test_command":"test ! -e flag"},"implement":{"fix_rounds":0},"memory":{"reflect":false}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	plan_state T13 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"test ! -e flag"}}]},
+	       {"tool_calls":[{"name":"write_file","input":{"path":"flag","content":"x\n"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"test ! -e flag"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	state=$output
+	run -0 events_of validation.completed
+	assert_output '{"validated":false,"command":"test ! -e flag","exit_status":1}'
+	output=$state
+	last_state | jq -e '.changes.validated == false and [.changes.validation.steps[].name] == ["build","test"]'
+	events_of phase.completed | jq -e '.reason | contains("not validated (`test ! -e flag` failed)")'
 }
 
 @test "no plan in the state: skipped, exit 1, phase.skipped; the repository is not touched" {

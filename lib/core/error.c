@@ -54,6 +54,18 @@ const char *forge_last_error(void)
 	return last_error;
 }
 
+void forge_fatal(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "forge: %s\n", msg);
+	exit(FORGE_EXIT_DEPENDENCY);
+}
+
 static void out_of_memory(size_t n)
 {
 	fprintf(stderr, "forge: out of memory allocating %zu bytes\n", n);

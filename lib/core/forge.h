@@ -52,6 +52,11 @@ const char *forge_last_error(void);
 /* Prefix the last error with more context: "opening db: <old message>". */
 int forge_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A library the build linked against cannot be loaded (core/lazylib.h):
+ * "forge: MESSAGE" on stderr, exit 5 -- what the dynamic loader does at a
+ * program's start. */
+void forge_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
 /* Allocation that cannot fail: on exhaustion the process ends (exit 5). */
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);

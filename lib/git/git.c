@@ -6,11 +6,89 @@
 #include "core/buf.h"
 #include "core/forge.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- libgit2, once per process ------------------------------------------ */
+
+/*
+ * libgit2 (Debian's, built with mbedtls) parses the system CA bundle in
+ * git_libgit2_init() through mbedtls_x509_crt_parse_file().  This program
+ * defines that function, so libgit2's call lands here (the executable's
+ * definition comes first in the dynamic linker's lookup): during our own
+ * initialisation the path is only noted; any other call goes to mbedtls.
+ * With a libgit2 built on another TLS library nothing calls it.
+ */
+struct mbedtls_x509_crt;
+int mbedtls_x509_crt_parse_file(struct mbedtls_x509_crt *chain, const char *path);
+
+static bool ca_deferring;
+static char *ca_deferred;   /* the bundle libgit2 wanted, until read */
+static int ca_loads;
+
+int mbedtls_x509_crt_parse_file(struct mbedtls_x509_crt *chain, const char *path)
+{
+	typedef int parse_fn(struct mbedtls_x509_crt *, const char *);
+	static parse_fn *real;
+
+	if (ca_deferring) {
+		free(ca_deferred);
+		ca_deferred = path ? xstrdup(path) : NULL;
+		return 0;       /* no certificate yet: forge_git_tls_prepare() */
+	}
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "mbedtls_x509_crt_parse_file");
+	if (!real)
+		return -1;
+	ca_loads++;
+	return real(chain, path);
+}
+
+static void git_done(void)
+{
+	git_libgit2_shutdown();
+	free(ca_deferred);
+	ca_deferred = NULL;
+}
+
+static void git_once(void)
+{
+	ca_deferring = true;
+	git_libgit2_init();
+	ca_deferring = false;
+	atexit(git_done);
+}
+
+void forge_git_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, git_once);
+}
+
+int forge_git_tls_prepare(void)
+{
+	forge_git_init();
+	if (!ca_deferred)
+		return 0;
+	if (git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, ca_deferred, NULL) < 0)
+		return forge_git_fail("cannot read the CA certificates '%s'", ca_deferred);
+	free(ca_deferred);
+	ca_deferred = NULL;
+	return 0;
+}
+
+int forge_git_ca_loads(void)
+{
+	return ca_loads;
+}
+
+/* ---- errors ---------------------------------------------------------------- */
 
 int forge_git_fail(const char *fmt, ...)
 {
@@ -125,7 +203,7 @@ int forge_git_open(struct forge_git **out, const char *path)
 	int rc = -1;
 
 	*out = NULL;
-	git_libgit2_init();
+	forge_git_init();
 	if (!realpath(shown, resolved)) {
 		forge_error("cannot use repository '%s': %s", shown, strerror(errno));
 		goto out;
@@ -177,7 +255,6 @@ void forge_git_free(struct forge_git *g)
 	git_repository_free(g->repo);
 	free(g->root);
 	free(g);
-	git_libgit2_shutdown();   /* balances the init in forge_git_open */
 }
 
 const char *forge_git_root(const struct forge_git *g)
@@ -491,6 +568,10 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 		add_full_ref(&spec, src, strlen(src));
 	}
 	if (remote_url(&url, g->repo, remote) < 0)
+		goto out;
+	/* TLS needs the CA bundle (an http URL may redirect to https) */
+	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
+	    forge_git_tls_prepare() < 0)
 		goto out;
 	copts.repository = g->repo;
 	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;

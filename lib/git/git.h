@@ -34,9 +34,9 @@
  * new references).  Revisions ("main", "v1.0", "HEAD~1", a full or short
  * SHA) are anything git_revparse accepts and are peeled to a commit.
  *
- * libgit2 is initialised by each open object and shut down by its *_free(),
- * so a program need not call git_libgit2_init() itself.  Objects are not
- * shared between threads.
+ * libgit2 is initialised once per process, by the first open object or
+ * forge_git_init(), and shut down at exit, so a program need not call
+ * git_libgit2_init() itself.  Objects are not shared between threads.
  */
 #ifndef FORGE_GIT_H
 #define FORGE_GIT_H
@@ -46,6 +46,24 @@
 
 /* Returned (instead of 0) when there was nothing to do; not an error. */
 #define FORGE_GIT_NOTHING 1
+
+/*
+ * Initialise libgit2 once per process (later calls cost nothing); it is
+ * shut down at exit.  Code that calls libgit2 itself calls this instead of
+ * git_libgit2_init() and does not shut it down.  The system CA bundle that
+ * libgit2's TLS (mbedtls) reads when it initialises (~140 certificates
+ * parsed, several ms) is not read then: forge_git_tls_prepare() reads it
+ * before an https remote is used, so local work never pays for it.
+ */
+void forge_git_init(void);
+
+/* Read the CA bundle whose loading forge_git_init() deferred (nothing when
+ * there is none, or it was read already).  -1 with a message when it cannot
+ * be read. */
+int forge_git_tls_prepare(void);
+
+/* How often the CA bundle was really parsed in this process (for tests). */
+int forge_git_ca_loads(void);
 
 struct forge_git;            /* an open repository (its main working tree) */
 struct forge_git_worktree;   /* one run's worktree */
@@ -92,6 +110,15 @@ bool forge_git_worktree_reopened(const struct forge_git_worktree *wt);
 
 /* The SHA of the worktree's HEAD (the tip of forge/TRACE). */
 int forge_git_worktree_head(char **out, struct forge_git_worktree *wt);
+
+/*
+ * The SHA of the tree the worktree's files would commit as now: everything
+ * staged as forge_git_commit_all() stages it (new, changed and deleted
+ * files; not ignored ones), in memory only -- the index on disk is not
+ * written, though the blobs go into the object database as `git add` puts
+ * them there.  Equal SHAs mean the same tracked and untracked content.
+ */
+int forge_git_worktree_tree(char **out, struct forge_git_worktree *wt);
 
 /*
  * The worktree's status against its HEAD (index and working files,

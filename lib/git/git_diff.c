@@ -394,6 +394,32 @@ out:
 	return rc;
 }
 
+int forge_git_worktree_tree(char **out, struct forge_git_worktree *wt)
+{
+	git_index *index = NULL;
+	git_oid tree_id;
+	int rc = -1;
+
+	*out = NULL;
+	if (git_repository_index(&index, wt->repo) < 0) {
+		forge_git_fail("cannot read the index of worktree '%s'", wt->path);
+		goto out;
+	}
+	if (stage_all(&tree_id, index, wt->path) < 0)
+		goto out;
+	*out = forge_git_hex(&tree_id);
+	rc = 0;
+out:
+	/* forget the in-memory staging: the index stays as it is on disk */
+	if (index && git_index_read(index, 1) < 0 && rc == 0) {
+		free(*out);
+		*out = NULL;
+		rc = forge_git_fail("cannot reread the index of worktree '%s'", wt->path);
+	}
+	git_index_free(index);
+	return rc;
+}
+
 /* Point the next free refs/forge/TRACE/saved/N at id; *out gets its name. */
 static int write_saved_ref(char **out, git_repository *repo, const char *trace, const git_oid *id)
 {

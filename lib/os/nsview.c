@@ -378,18 +378,25 @@ static int probe_child(void *unused)
 	return nsview_maps_child(uid, gid);
 }
 
+static int ns_cached = -1;
+static char ns_reason[160];
+
+bool nsview_likely(const char **why)
+{
+	if (why)
+		*why = ns_cached == 0 ? ns_reason : NULL;
+	return ns_cached != 0;
+}
+
 bool nsview_available(const char **why)
 {
-	static int cached = -1;
-	static char reason[160];
-
-	if (cached < 0)
-		cached = nsview_probe(reason, sizeof reason,
-				      "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC)",
-				      probe_child, NULL);
+	if (ns_cached < 0)
+		ns_cached = nsview_probe(ns_reason, sizeof ns_reason,
+					 "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC)",
+					 probe_child, NULL);
 	if (why)
-		*why = cached ? NULL : reason;
-	return cached == 1;
+		*why = ns_cached ? NULL : ns_reason;
+	return ns_cached == 1;
 }
 
 /* ---------------------------------------------------------------- cgroup */

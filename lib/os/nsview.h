@@ -97,6 +97,14 @@ int nsview_drop_caps_child(void);
 bool nsview_available(const char **why);
 
 /*
+ * nsview_available() without the probe (a fork of this whole process) when
+ * none ran yet: true unless a probe said no.  For a caller that finds out by
+ * trying and falls back when the namespaces cannot be made (sandbox_run()
+ * with proc's ns_failed); *why as above.
+ */
+bool nsview_likely(const char **why);
+
+/*
  * A cgroup that limits the processes of the commands (pids.max): cgroup v1
  * with a writable pids hierarchy, or cgroup v2 where the pids controller is
  * delegated to this process's cgroup.  One group "forge-PID" per Forge

@@ -1105,10 +1105,12 @@ again:
 	jv_free(notes);
 	notes = jv_array();
 	sandbox_walls_build(&walls, p, cmd, env,
-			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_available(NULL));
+			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_likely(NULL));
 	if (p->namespaces != SANDBOX_OFF) {
 		const char *why = NULL;
-		if (ns_broken || !nsview_available(&why)) {
+		/* no probe: proc_run reports ns_failed when they cannot be made,
+		 * and the command runs again without (below) */
+		if (ns_broken || !nsview_likely(&why)) {
 			if (ns_broken)
 				why = ns_broken_why;
 			if (p->namespaces == SANDBOX_REQUIRE) {

@@ -476,6 +476,45 @@ static void test_commit(void)
 	forge_git_free(g);
 }
 
+/* forge_git_worktree_tree: the tree a commit would make, the index untouched. */
+static void test_worktree_tree(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *t0 = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL, *sha = NULL;
+	const char *w;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "TT", NULL));
+	w = forge_git_worktree_path(wt);
+	CHECK_OK(forge_git_worktree_tree(&t0, wt));
+	CHECK_STR(t0, out("git -C '%s' rev-parse 'HEAD^{tree}'", w));
+	write_file(w, "a.txt", "changed\n");
+	write_file(w, "new.txt", "new\n");
+	CHECK_OK(forge_git_worktree_tree(&t1, wt));
+	CHECK(strcmp(t1, t0) != 0);
+	/* nothing staged on disk: git still sees the change as unstaged */
+	CHECK_STR(out("git -C '%s' status --porcelain | tr '\\n' ' '", w), " M a.txt ?? new.txt ");
+	CHECK_OK(forge_git_worktree_tree(&t2, wt));
+	CHECK_STR(t2, t1);
+	/* an ignored file does not change it; the commit has that very tree */
+	CHECK(sh("echo scratch >>'%s/.git/info/exclude'", repo) == 0);
+	write_file(w, "scratch", "x\n");
+	CHECK_OK(forge_git_worktree_tree(&t3, wt));
+	CHECK_STR(t3, t1);
+	CHECK_OK(forge_git_commit_all(&sha, wt, "forge: attempt 1"));
+	CHECK_STR(out("git -C '%s' rev-parse 'HEAD^{tree}'", w), t1);
+	free(t0);
+	free(t1);
+	free(t2);
+	free(t3);
+	free(sha);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 static void test_save_and_reset(void)
 {
 	const char *repo = make_repo();
@@ -754,6 +793,12 @@ static void test_push(void)
 	buf_addf(&spec, "+refs/heads/forge/P1:refs/heads/forge/P1");
 	CHECK_OK(forge_git_push(g, "origin", spec.buf));
 	CHECK_STR(out("git -C '%s' rev-parse refs/heads/forge/P1", remote_path), sha2);
+	/* local work never read the CA bundle; an https remote reads it (once) */
+	CHECK_INT(forge_git_ca_loads(), 0);
+	CHECK_INT(forge_git_push(g, "https://127.0.0.1:1/none.git", "forge/P1"), -1);
+	CHECK_INT(forge_git_ca_loads(), 1);
+	CHECK_INT(forge_git_push(g, "https://127.0.0.1:1/none.git", "forge/P1"), -1);
+	CHECK_INT(forge_git_ca_loads(), 1);
 	CHECK_INT(forge_git_push(g, out("echo '%s/nowhere.git'", tmpdir), "forge/P1"), -1);
 	CHECK_INT(forge_git_push(g, "upstream", "forge/P1"), -1);
 	CHECK_MSG(contains(forge_last_error(), "no remote 'upstream'"), "%s", forge_last_error());
@@ -799,6 +844,7 @@ int main(void)
 	RUN(test_worktree_reopen);
 	RUN(test_status_and_diff);
 	RUN(test_commit);
+	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);
 	RUN(test_empty_repository);
 	RUN(test_list_and_remove);
