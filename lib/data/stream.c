@@ -26,6 +26,7 @@ struct line_reader {
 	size_t pos, len;
 	bool eof, error;
 	const struct stream_options *opt;
+	struct stream_out *fwd;     /* flushed when input pauses */
 };
 
 enum line_status { LINE_OK, LINE_LAST_NO_NEWLINE, LINE_TOO_LONG, LINE_EOF, LINE_READ_ERROR };
@@ -41,10 +42,14 @@ static bool fill(struct line_reader *r)
 
 	if (r->eof || r->error)
 		return false;
-	if (r->opt->on_idle) {
+	if (r->opt->on_idle || r->fwd) {
 		struct pollfd p = { .fd = r->fd, .events = POLLIN };
-		if (poll(&p, 1, 0) == 0)
-			r->opt->on_idle(r->opt->payload);
+		if (poll(&p, 1, 0) == 0) {
+			if (r->fwd)
+				stream_flush(r->fwd);
+			if (r->opt->on_idle)
+				r->opt->on_idle(r->opt->payload);
+		}
 	}
 	r->pos = 0;
 	do
@@ -330,6 +335,11 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		opt = &defaults;
 	r->fd = fileno(from);
 	r->opt = opt;
+	bool held = fwd && fwd->hold;
+	if (fwd) {
+		r->fwd = fwd;
+		fwd->hold = true;
+	}
 	for (;;) {
 		enum line_status st = read_line(r, &line, max);
 
@@ -372,6 +382,11 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		if (rc != 0)
 			break;
 	}
+	if (fwd) {
+		fwd->hold = held;
+		if (stream_flush(fwd) < 0 && rc == 0)
+			rc = STREAM_OUTPUT_FAILED;
+	}
 	if (rc == -1)
 		in->error_line = in->lines;
 	in->empty = !seen_content && rc == 0;
@@ -405,6 +420,22 @@ static int note_failure(struct stream_out *out)
 	return -1;
 }
 
+int stream_flush(struct stream_out *out)
+{
+	if (out->failed)
+		return -1;
+	errno = 0;
+	if (fflush(out->f) == EOF)
+		return note_failure(out);
+	return 0;
+}
+
+/* Flush a written line, unless stream_read() holds the lines it forwards. */
+static int flush_line(struct stream_out *out)
+{
+	return out->hold ? 0 : fflush(out->f);
+}
+
 int stream_write_raw(struct stream_out *out, const char *line, size_t len)
 {
 	if (out->failed)
@@ -416,11 +447,11 @@ int stream_write_raw(struct stream_out *out, const char *line, size_t len)
 		char *clean = llm_redact_mem(line, len, &n);
 		bool bad = fwrite(clean, 1, n, out->f) != n;
 		free(clean);
-		if (bad || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
+		if (bad || putc('\n', out->f) == EOF || flush_line(out) == EOF)
 			return note_failure(out);
 		return 0;
 	}
-	if (fwrite(line, 1, len, out->f) != len || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
+	if (fwrite(line, 1, len, out->f) != len || putc('\n', out->f) == EOF || flush_line(out) == EOF)
 		return note_failure(out);
 	return 0;
 }
