@@ -126,6 +126,14 @@ int stream_write(struct stream_out *out, jv rec);
  */
 int stream_write_state(struct stream_out *out, jv state);
 
+/*
+ * Whether event record rec (borrowed) surely matches event.schema.json: the
+ * schema's checks written out, for the hot path of stream_read().  False
+ * when it does not, or when this cannot tell (then the schema validator
+ * decides).  Exposed for tests.
+ */
+bool stream_event_surely_valid(jv rec);
+
 /* Write what is buffered; 0, or -1 (out->failed set). */
 int stream_flush(struct stream_out *out);
 
