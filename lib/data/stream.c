@@ -302,54 +302,68 @@ static bool event_schema_known(void)
 	return known;
 }
 
+enum { EV_KIND = 1, EV_ID = 2, EV_TRACE = 4, EV_TS = 8, EV_SOURCE = 16, EV_TYPE = 32, EV_PAYLOAD = 64,
+       EV_REQUIRED = 127 };
+
+/* Whether member name: v of an event surely passes; *seen notes the
+ * required ones. */
+static bool event_member_ok(unsigned *seen, const char *name, jv v)
+{
+	jv_kind kind = jv_get_kind(v);
+	const char *str = kind == JV_KIND_STRING ? jv_string_value(v) : NULL;
+	size_t n = str ? (size_t)jv_string_length_bytes(jv_copy(v)) : 0;
+
+	if (strcmp(name, "kind") == 0) {
+		*seen |= EV_KIND;
+		return str && n == 5 && strcmp(str, "event") == 0;
+	}
+	if (strcmp(name, "id") == 0) {
+		*seen |= EV_ID;
+		return str && n == 26 && all_of(str, n, "0123456789ABCDEFGHJKMNPQRSTVWXYZ");
+	}
+	if (strcmp(name, "trace_id") == 0) {
+		*seen |= EV_TRACE;
+		return str && n >= 1 && n <= 128 &&
+		       all_of(str, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
+	}
+	if (strcmp(name, "ts") == 0) {
+		*seen |= EV_TS;
+		return str && timestamp_shape(str, n);
+	}
+	if (strcmp(name, "source") == 0) {
+		*seen |= EV_SOURCE;
+		return str && !memchr(str, '\0', n) && code_points(str, n) >= 1 && code_points(str, n) <= 128;
+	}
+	if (strcmp(name, "phase") == 0)
+		return str || kind == JV_KIND_NULL;
+	if (strcmp(name, "type") == 0) {
+		*seen |= EV_TYPE;
+		return str && type_shape(str, n);
+	}
+	if (strcmp(name, "payload") == 0) {
+		*seen |= EV_PAYLOAD;
+		return kind == JV_KIND_OBJECT;
+	}
+	if (strcmp(name, "cost") == 0)
+		return cost_shape(v);
+	if (strcmp(name, "duration_ms") == 0)
+		return count_shape(v);
+	return true;	/* other members are open */
+}
+
 bool stream_event_surely_valid(jv rec)
 {
-	enum { KIND = 1, ID = 2, TRACE = 4, TS = 8, SOURCE = 16, TYPE = 32, PAYLOAD = 64, ALL = 127 };
 	unsigned seen = 0;
 	bool ok = event_schema_known() && jv_get_kind(rec) == JV_KIND_OBJECT;
 
 	if (!ok)
 		return false;
 	jv_object_foreach(rec, k, v) {
-		const char *name = jv_string_value(k);
-		jv_kind kind = jv_get_kind(v);
-		const char *str = kind == JV_KIND_STRING ? jv_string_value(v) : NULL;
-		size_t n = str ? (size_t)jv_string_length_bytes(jv_copy(v)) : 0;
-		if (!ok) {
-			/* decided */
-		} else if (strcmp(name, "kind") == 0) {
-			ok = str && strcmp(str, "event") == 0 && n == 5;
-			seen |= KIND;
-		} else if (strcmp(name, "id") == 0) {
-			ok = str && n == 26 && all_of(str, n, "0123456789ABCDEFGHJKMNPQRSTVWXYZ");
-			seen |= ID;
-		} else if (strcmp(name, "trace_id") == 0) {
-			ok = str && n >= 1 && n <= 128 &&
-			     all_of(str, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
-			seen |= TRACE;
-		} else if (strcmp(name, "ts") == 0) {
-			ok = str && timestamp_shape(str, n);
-			seen |= TS;
-		} else if (strcmp(name, "source") == 0) {
-			ok = str && !memchr(str, '\0', n) && code_points(str, n) >= 1 && code_points(str, n) <= 128;
-			seen |= SOURCE;
-		} else if (strcmp(name, "phase") == 0) {
-			ok = str || kind == JV_KIND_NULL;
-		} else if (strcmp(name, "type") == 0) {
-			ok = str && type_shape(str, n);
-			seen |= TYPE;
-		} else if (strcmp(name, "payload") == 0) {
-			ok = kind == JV_KIND_OBJECT;
-			seen |= PAYLOAD;
-		} else if (strcmp(name, "cost") == 0) {
-			ok = cost_shape(v);
-		} else if (strcmp(name, "duration_ms") == 0) {
-			ok = count_shape(v);
-		}
+		ok = ok && event_member_ok(&seen, jv_string_value(k), v);
 		jv_free(k);
 		jv_free(v);
 	}
-	return ok && seen == ALL;
+	return ok && seen == EV_REQUIRED;
 }
 
 static int check_schema(const char *name, jv rec, bool validate)
