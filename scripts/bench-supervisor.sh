@@ -83,6 +83,18 @@ echo "  supervisor's own share (run minus the phase processes' lives): $m ms (ta
 echo "  the five phase processes' start-up and exit (lives minus their own work): $(median "${starts[@]}") ms"
 echo "  Forge outside the phases' own work (run minus phase.completed durations): $(median "${outside[@]}") ms"
 
+# The supervisor's own CPU time (its process alone, not the phases): what
+# its share costs on a busy machine, where the wall time waits for a CPU.
+if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
+	sup_cpu=()
+	for ((r = 1; r <= BENCH_RUNS; r++)); do
+		d=$(new_repo "cpu$r")
+		sup_cpu+=("$(perf stat --no-inherit -x, -e task-clock "$FORGE_BINDIR/forge-supervisor" run -q --repo "$d" \
+			--config "$cfg" "add a mul operation" </dev/null 2>&1 >/dev/null | awk -F, '/task-clock/ { printf "%.0f", $1 }')")
+	done
+	echo "  supervisor's own CPU (perf, its process alone): $(median "${sup_cpu[@]}") ms"
+fi
+
 resumes=() firsts=() afters=()
 for ((r = 1; r <= BENCH_RUNS; r++)); do
 	d=$(new_repo "resume$r")
