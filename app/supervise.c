@@ -68,9 +68,9 @@ static void persist(struct sup *s, jv ev, const char *line, size_t len)
 		commit_batch(s);
 }
 
-static void emit(struct sup *s, const char *type, jv payload)
+/* Persist and commit one of the supervisor's own events (consumed). */
+static void emit_event(struct sup *s, jv ev)
 {
-	jv ev = stream_event_new(&s->out, type, payload);
 	char *line = json_dumps(jv_copy(ev), false);
 
 	persist(s, ev, line, strlen(line));
@@ -79,6 +79,11 @@ static void emit(struct sup *s, const char *type, jv payload)
 		stream_write_raw(&s->out, line, strlen(line));
 	free(line);
 	jv_free(ev);
+}
+
+static void emit(struct sup *s, const char *type, jv payload)
+{
+	emit_event(s, stream_event_new(&s->out, type, payload));
 }
 
 static void progress(struct sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -485,10 +490,19 @@ static const char *run_phase(struct sup *s, const char *phase)
 	progress(s, "▶ %s", phase);
 	long long t0 = monotonic_ms();
 	int rc = proc_run(&pr, &po);
+	long long lifetime = monotonic_ms() - t0;
 	status = pr.exit_code;
 	proc_result_release(&pr);
 	buf_release(&in);
 	commit_batch(s);
+	/* The process's whole life, start-up and exit included: with the
+	 * phase's own phase.completed, where the time between phases goes. */
+	if (rc == 0) {
+		jv ev = stream_event_new(&s->out, "phase.exited", json_set(json_set(jv_object(),
+			"phase", jv_string(phase)), "exit_code", jv_number(status)));
+		ev = json_set(ev, "duration_ms", jv_number((double)lifetime));
+		emit_event(s, ev);
+	}
 	if (rc < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return "failed";

@@ -30,7 +30,8 @@ for ((r = 1; r <= RUNS; r++)); do
 	store+=("$(field 2 <<<"$line")")
 	dup+=("$("$writer" --db "$tmp/db" --batch "$BATCH" <"$tmp/events" | field 2)")
 done
-echo "store_event_put: $(median "${store[@]}") events/s inside lib/store," \
+rate=$(median "${store[@]}")
+echo "store_event_put: $rate events/s inside lib/store (target >= 250000: $(awk -v r="$rate" 'BEGIN { print (r >= 250000) ? "ok" : "under" }'))," \
      "$(median "${total[@]}") events/s with reading and parsing," \
      "$(median "${dup[@]}") events/s for duplicates" \
      "(median of $RUNS; $N events, batch $BATCH, db $(($(stat -c %s "$tmp/db") / 1048576)) MiB)"

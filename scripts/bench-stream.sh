@@ -11,13 +11,18 @@ gen_events "$N" 01JDB2BENCHAAAAAAAAAAAAAAA >"$tmp/events"
 { cat "$tmp/events"; echo '{"task":"bench"}'; } >"$tmp/stream"
 bytes=$(stat -c %s "$tmp/events")
 
-store_rates=()
+# The rate by wall time, and by CPU time (user+sys): on a shared machine the
+# wall time also counts waiting for a CPU.  Target: 150000 events/s.
+store_rates=() cpu_rates=()
 for ((r = 1; r <= BENCH_RUNS; r++)); do
 	rm -f "$tmp"/db*
-	s=$(seconds "$FORGE_BINDIR/forge-events" --db "$tmp/db" store <"$tmp/events")
+	s=$(seconds /usr/bin/time -f "%U %S" -o "$tmp/time" "$FORGE_BINDIR/forge-events" --db "$tmp/db" store <"$tmp/events")
+	read -r user sys <"$tmp/time"
 	store_rates+=("$(awk -v n="$N" -v s="$s" 'BEGIN { printf "%.0f", n / s }')")
+	cpu_rates+=("$(awk -v n="$N" -v u="$user" -v s="$sys" 'BEGIN { printf "%.0f", n / (u + s) }')")
 done
-echo "forge-events store: $(median "${store_rates[@]}") events/s (median of $BENCH_RUNS, $N events, $((bytes / 1048576)) MiB)"
+rate=$(median "${store_rates[@]}")
+echo "forge-events store: $rate events/s (target >= 150000: $(awk -v r="$rate" 'BEGIN { print (r >= 150000) ? "ok" : "under" }')), $(median "${cpu_rates[@]}") per CPU-second (median of $BENCH_RUNS, $N events, $((bytes / 1048576)) MiB)"
 
 pass_rates=()
 for ((r = 1; r <= BENCH_RUNS; r++)); do

@@ -67,6 +67,21 @@ setup() {
 	[ "$n" = 3 ]
 }
 
+@test "store forwards each record before it waits for more input" {
+	mkfifo "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/out"
+	forge-events store <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in" 5<"$BATS_TEST_TMPDIR/out"
+	events 3 01JDB2TRACEFWDAAAAAAAAAAAA >&4
+	# The writer stays open: the three lines must come out now (the timeout
+	# only keeps a broken build from hanging the suite).
+	run -0 timeout 60 head -n 3 <&5
+	exec 4>&- 5<&-
+	wait "$pid"
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$(jq -r .trace_id <<<"${lines[2]}")" = 01JDB2TRACEFWDAAAAAAAAAAAA ]
+}
+
 @test "list shows traces with counts and time span" {
 	events 5 01JDB2TRACELISTAAAAAAAAAAA | forge-events store >/dev/null
 	events 2 01JDB2TRACELISTBBBBBBBBBBB 4 | forge-events store >/dev/null

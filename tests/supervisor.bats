@@ -86,6 +86,12 @@ branch_log() {
 	run -0 forge events replay "$T"
 	run -0 jq -r 'select(.type == "phase.completed") | .source' <<<"$output"
 	assert_output "$(printf 'forge-%s\n' plan implement review test deploy)"
+	# each phase process's end, with its whole life: at least the phase's own work
+	run -0 forge events replay "$T"
+	run -0 jq -s -r '[.[] | select(.type == "phase.completed")] as $done | .[] | select(.type == "phase.exited")
+		| . as $e | ($done[] | select(.source == "forge-" + $e.payload.phase) | .payload.duration_ms) as $work
+		| "\(.payload.phase) \(.payload.exit_code) \(.duration_ms >= $work - 1)"' <<<"$output"
+	assert_output "$(printf '%s 0 true\n' plan implement review test deploy)"
 	run -0 events_of "$T" run.completed
 	jq -e '.status == "completed" and .cost.tokens > 0 and .cost.usd > 0' <<<"$output"
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from checkpoints where trace_id = '$T'")" -ge 6 ]

@@ -26,11 +26,19 @@ static void ignore_error(void *payload, jv msg)
 	jv_free(msg);
 }
 
+static unsigned long compiles;
+
+unsigned long jqexpr_compiles(void)
+{
+	return compiles;
+}
+
 static int compile(jq_state **out, const char *expr, struct buf *errors)
 {
 	jq_state *jq = jq_init();
 
 	*out = NULL;
+	compiles++;
 	if (!jq)
 		return forge_error("cannot start libjq");
 	jq_set_error_cb(jq, collect_error, errors);
@@ -134,13 +142,510 @@ static void release(jq_state *jq, bool failed)
 	jq_teardown(&jq);
 }
 
+
+/* ---- the subset evaluated in C ----------------------------------------- */
+
+/*
+ * The grammar (jq's own precedences; anything else is left to libjq):
+ *   pipe := or ('|' or)*          or   := and ('or' and)*
+ *   and  := cmp ('and' cmp)*      cmp  := mul [('=='|'!='|'<'|'<='|'>'|'>=') mul]
+ *   mul  := post ('*' post)*      post := primary FIELD*
+ *   primary := '.' | FIELD | NUMBER | "STRING" | null | true | false | length
+ *            | '(' pipe ')' | '[' post '[' ']' '?' ['|' 'select' '(' pipe ')'] ']'
+ * where FIELD is `.name` and a STRING has no escapes and only printable
+ * ASCII.  Every node yields exactly one value.  Evaluation gives up
+ * (NATIVE_UNSURE) exactly where libjq would raise an error, so the caller
+ * runs libjq for that input and reports its message.
+ */
+enum node_kind { N_DOT, N_FIELD, N_LIT, N_LENGTH, N_OR, N_AND, N_CMP, N_MUL, N_PIPE, N_COLLECT };
+enum cmp_op { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
+
+struct node {
+	enum node_kind kind;
+	enum cmp_op op;
+	char *name;                 /* N_FIELD */
+	jv lit;                     /* N_LIT */
+	struct node *a, *b;         /* operands; N_FIELD: a is the indexed term;
+				     * N_COLLECT: a iterated, b the select or NULL */
+};
+
+struct parser {
+	const char *p;
+	bool bad;
+};
+
+static void node_free(struct node *n)
+{
+	if (!n)
+		return;
+	node_free(n->a);
+	node_free(n->b);
+	free(n->name);
+	if (n->kind == N_LIT)
+		jv_free(n->lit);
+	free(n);
+}
+
+static struct node *node_new(enum node_kind kind, struct node *a, struct node *b)
+{
+	struct node *n = xcalloc(1, sizeof *n);
+
+	n->kind = kind;
+	n->a = a;
+	n->b = b;
+	return n;
+}
+
+static bool ident_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool ident_char(char c)
+{
+	return ident_start(c) || is_digit(c);
+}
+
+/* jq 1.6's keywords: `.name` with one of these is not a field there. */
+static bool keyword(const char *s, size_t n)
+{
+	static const char *const words[] = {
+		"as", "import", "include", "module", "def", "if", "then", "elif", "else", "end", "reduce",
+		"foreach", "and", "or", "try", "catch", "label", "__loc__",
+	};
+
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strlen(words[i]) == n && strncmp(words[i], s, n) == 0)
+			return true;
+	return false;
+}
+
+static void skip_space(struct parser *ps)
+{
+	while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
+		ps->p++;
+}
+
+/* Consume token tok (punctuation) when it comes next. */
+static bool accept(struct parser *ps, const char *tok)
+{
+	size_t n = strlen(tok);
+
+	skip_space(ps);
+	if (strncmp(ps->p, tok, n) != 0)
+		return false;
+	ps->p += n;
+	return true;
+}
+
+/* Consume keyword kw when it comes next as a whole word. */
+static bool accept_word(struct parser *ps, const char *kw)
+{
+	size_t n = strlen(kw);
+
+	skip_space(ps);
+	if (strncmp(ps->p, kw, n) != 0 || ident_char(ps->p[n]))
+		return false;
+	ps->p += n;
+	return true;
+}
+
+static struct node *parse_pipe(struct parser *ps);
+
+/* A FIELD token `.name` next: the name (malloc'd), else NULL. */
+static char *field(struct parser *ps)
+{
+	skip_space(ps);
+	if (ps->p[0] != '.' || !ident_start(ps->p[1]))
+		return NULL;
+	const char *start = ps->p + 1, *end = start;
+	while (ident_char(*end))
+		end++;
+	/* `.a::b`, `.a?`, `.if`: not this subset's */
+	if (*end == ':' || *end == '?' || keyword(start, (size_t)(end - start))) {
+		ps->bad = true;
+		return NULL;
+	}
+	ps->p = end;
+	return xstrndup(start, (size_t)(end - start));
+}
+
+static struct node *parse_post(struct parser *ps);
+
+static struct node *parse_collect(struct parser *ps)
+{
+	struct node *n = node_new(N_COLLECT, parse_post(ps), NULL);
+
+	if (!accept(ps, "[") || !accept(ps, "]") || !accept(ps, "?")) {
+		ps->bad = true;
+		return n;
+	}
+	if (accept(ps, "|")) {
+		if (!accept_word(ps, "select") || !accept(ps, "(")) {
+			ps->bad = true;
+			return n;
+		}
+		n->b = parse_pipe(ps);
+		if (!accept(ps, ")"))
+			ps->bad = true;
+	}
+	if (!accept(ps, "]"))
+		ps->bad = true;
+	return n;
+}
+
+static struct node *parse_primary(struct parser *ps)
+{
+	struct node *n;
+	char *name;
+
+	skip_space(ps);
+	if ((name = field(ps))) {
+		n = node_new(N_FIELD, node_new(N_DOT, NULL, NULL), NULL);
+		n->name = name;
+		return n;
+	}
+	if (is_digit(*ps->p) || (*ps->p == '.' && is_digit(ps->p[1]))) {
+		/* jq's number: ([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)? */
+		const char *q = ps->p;
+		while (is_digit(*q))
+			q++;
+		if (*q == '.')
+			for (q++; is_digit(*q); q++)
+				;
+		if ((*q == 'e' || *q == 'E') && (is_digit(q[1]) || ((q[1] == '+' || q[1] == '-') && is_digit(q[2]))))
+			for (q += 2; is_digit(*q); q++)
+				;
+		if (ident_char(*q) || *q == '.') {
+			ps->bad = true;
+			return NULL;
+		}
+		char *text = xstrndup(ps->p, (size_t)(q - ps->p));
+		n = node_new(N_LIT, NULL, NULL);
+		n->lit = jv_number(strtod(text, NULL));
+		free(text);
+		ps->p = q;
+		return n;
+	}
+	if (*ps->p == '.' && ps->p[1] != '.' && ps->p[1] != '[' && ps->p[1] != '"' && ps->p[1] != '?') {
+		ps->p++;
+		return node_new(N_DOT, NULL, NULL);
+	}
+	if (*ps->p == '"') {
+		const char *start = ++ps->p;
+		while (*ps->p >= 0x20 && *ps->p < 0x7f && *ps->p != '"' && *ps->p != '\\')
+			ps->p++;
+		if (*ps->p != '"') {
+			ps->bad = true;
+			return NULL;
+		}
+		n = node_new(N_LIT, NULL, NULL);
+		n->lit = jv_string_sized(start, (int)(ps->p - start));
+		ps->p++;
+		return n;
+	}
+	if (accept(ps, "(")) {
+		n = parse_pipe(ps);
+		if (!accept(ps, ")"))
+			ps->bad = true;
+		return n;
+	}
+	if (accept(ps, "["))
+		return parse_collect(ps);
+	static const struct { const char *word; jv_kind kind; } lits[] = {
+		{ "null", JV_KIND_NULL }, { "true", JV_KIND_TRUE }, { "false", JV_KIND_FALSE },
+	};
+	for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++)
+		if (accept_word(ps, lits[i].word)) {
+			n = node_new(N_LIT, NULL, NULL);
+			n->lit = lits[i].kind == JV_KIND_NULL ? jv_null() : jv_bool(lits[i].kind == JV_KIND_TRUE);
+			return n;
+		}
+	if (accept_word(ps, "length"))
+		return node_new(N_LENGTH, NULL, NULL);
+	ps->bad = true;
+	return NULL;
+}
+
+static struct node *parse_post(struct parser *ps)
+{
+	struct node *n = parse_primary(ps);
+	char *name;
+
+	while (!ps->bad && (name = field(ps))) {
+		n = node_new(N_FIELD, n, NULL);
+		n->name = name;
+	}
+	return n;
+}
+
+static struct node *parse_mul(struct parser *ps)
+{
+	struct node *n = parse_post(ps);
+
+	while (!ps->bad && accept(ps, "*"))
+		n = node_new(N_MUL, n, parse_post(ps));
+	return n;
+}
+
+static struct node *parse_cmp(struct parser *ps)
+{
+	static const struct { const char *tok; enum cmp_op op; } ops[] = {
+		{ "==", OP_EQ }, { "!=", OP_NE }, { "<=", OP_LE }, { ">=", OP_GE }, { "<", OP_LT }, { ">", OP_GT },
+	};
+	struct node *n = parse_mul(ps);
+
+	for (size_t i = 0; !ps->bad && i < sizeof ops / sizeof ops[0]; i++)
+		if (accept(ps, ops[i].tok)) {
+			n = node_new(N_CMP, n, parse_mul(ps));
+			n->op = ops[i].op;
+			break;
+		}
+	return n;
+}
+
+static struct node *parse_and(struct parser *ps)
+{
+	struct node *n = parse_cmp(ps);
+
+	while (!ps->bad && accept_word(ps, "and"))
+		n = node_new(N_AND, n, parse_cmp(ps));
+	return n;
+}
+
+static struct node *parse_or(struct parser *ps)
+{
+	struct node *n = parse_and(ps);
+
+	while (!ps->bad && accept_word(ps, "or"))
+		n = node_new(N_OR, n, parse_and(ps));
+	return n;
+}
+
+static struct node *parse_pipe(struct parser *ps)
+{
+	struct node *n = parse_or(ps);
+
+	while (!ps->bad && accept(ps, "|"))
+		n = node_new(N_PIPE, n, parse_or(ps));
+	return n;
+}
+
+/* The tree of expr, or NULL when expr is not in the subset. */
+static struct node *parse(const char *expr)
+{
+	struct parser ps = { .p = expr };
+	struct node *n = parse_pipe(&ps);
+
+	skip_space(&ps);
+	if (ps.bad || *ps.p) {
+		node_free(n);
+		return NULL;
+	}
+	return n;
+}
+
+enum { NATIVE_OK = 0, NATIVE_UNSURE = -1 };
+
+static bool truthy(jv v)
+{
+	jv_kind k = jv_get_kind(v);
+
+	return k != JV_KIND_FALSE && k != JV_KIND_NULL;
+}
+
+/* n over in (borrowed): NATIVE_OK with *out (owned), or NATIVE_UNSURE. */
+static int eval(jv *out, const struct node *n, jv in)
+{
+	jv a, b;
+	int rc;
+
+	*out = jv_invalid();
+	switch (n->kind) {
+	case N_DOT:
+		*out = jv_copy(in);
+		return NATIVE_OK;
+	case N_LIT:
+		*out = jv_copy(n->lit);
+		return NATIVE_OK;
+	case N_FIELD:
+		if (eval(&a, n->a, in) < 0)
+			return NATIVE_UNSURE;
+		if (jv_get_kind(a) == JV_KIND_NULL) {
+			*out = a;
+			return NATIVE_OK;
+		}
+		if (jv_get_kind(a) != JV_KIND_OBJECT) {	/* "Cannot index ..." */
+			jv_free(a);
+			return NATIVE_UNSURE;
+		}
+		b = jv_object_get(a, jv_string(n->name));
+		*out = jv_is_valid(b) ? b : jv_null();
+		return NATIVE_OK;
+	case N_LENGTH:
+		switch (jv_get_kind(in)) {
+		case JV_KIND_NULL: *out = jv_number(0); return NATIVE_OK;
+		case JV_KIND_ARRAY: *out = jv_number(jv_array_length(jv_copy(in))); return NATIVE_OK;
+		case JV_KIND_OBJECT: *out = jv_number(jv_object_length(jv_copy(in))); return NATIVE_OK;
+		default: return NATIVE_UNSURE;
+		}
+	case N_OR:
+	case N_AND:
+		if (eval(&a, n->a, in) < 0)
+			return NATIVE_UNSURE;
+		bool first = truthy(a);
+		jv_free(a);
+		if (first == (n->kind == N_OR)) {	/* decided by the left side */
+			*out = jv_bool(first);
+			return NATIVE_OK;
+		}
+		if (eval(&b, n->b, in) < 0)
+			return NATIVE_UNSURE;
+		*out = jv_bool(truthy(b));
+		jv_free(b);
+		return NATIVE_OK;
+	case N_CMP:
+		if (eval(&a, n->a, in) < 0)
+			return NATIVE_UNSURE;
+		if (eval(&b, n->b, in) < 0) {
+			jv_free(a);
+			return NATIVE_UNSURE;
+		}
+		if (n->op == OP_EQ || n->op == OP_NE) {
+			*out = jv_bool(jv_equal(a, b) == (n->op == OP_EQ));
+		} else {
+			int c = jv_cmp(a, b);
+			*out = jv_bool(n->op == OP_LT ? c < 0 : n->op == OP_LE ? c <= 0 : n->op == OP_GT ? c > 0 : c >= 0);
+		}
+		return NATIVE_OK;
+	case N_MUL:
+		if (eval(&a, n->a, in) < 0)
+			return NATIVE_UNSURE;
+		if (eval(&b, n->b, in) < 0) {
+			jv_free(a);
+			return NATIVE_UNSURE;
+		}
+		rc = NATIVE_UNSURE;	/* strings, objects: libjq's other meanings */
+		if (jv_get_kind(a) == JV_KIND_NUMBER && jv_get_kind(b) == JV_KIND_NUMBER) {
+			*out = jv_number(jv_number_value(a) * jv_number_value(b));
+			rc = NATIVE_OK;
+		}
+		jv_free(a);
+		jv_free(b);
+		return rc;
+	case N_PIPE:
+		if (eval(&a, n->a, in) < 0)
+			return NATIVE_UNSURE;
+		rc = eval(out, n->b, a);
+		jv_free(a);
+		return rc;
+	case N_COLLECT: {
+		if (eval(&a, n->a, in) < 0)
+			return NATIVE_UNSURE;
+		/* `[]?` yields nothing, silently, from what it cannot iterate. */
+		jv items = jv_get_kind(a) == JV_KIND_OBJECT ? jv_array() : jv_copy(a);
+		if (jv_get_kind(a) == JV_KIND_OBJECT) {
+			jv_object_foreach(a, k, v) {
+				items = jv_array_append(items, v);
+				jv_free(k);
+			}
+		}
+		jv_free(a);
+		jv kept = jv_array();
+		rc = NATIVE_OK;
+		if (jv_get_kind(items) == JV_KIND_ARRAY) {
+			jv_array_foreach(items, i, v) {
+				bool keep = true;
+				if (rc == NATIVE_OK && n->b) {
+					rc = eval(&b, n->b, v);
+					keep = rc == NATIVE_OK && truthy(b);
+					jv_free(b);
+				}
+				if (rc == NATIVE_OK && keep)
+					kept = jv_array_append(kept, jv_copy(v));
+				jv_free(v);
+			}
+		}
+		jv_free(items);
+		if (rc < 0) {
+			jv_free(kept);
+			return NATIVE_UNSURE;
+		}
+		*out = kept;
+		return NATIVE_OK;
+	}
+	}
+	return NATIVE_UNSURE;
+}
+
+static bool native_on = true;
+
+void jqexpr_set_native(bool on)
+{
+	native_on = on;
+}
+
+/* Parsed expressions, kept like the compiled ones (tree NULL: not in the
+ * subset, libjq's). */
+static struct parsed {
+	char *expr;
+	struct node *tree;
+} parsed[CACHE_MAX];
+
+static void drop_parsed(void)
+{
+	for (size_t i = 0; i < CACHE_MAX && parsed[i].expr; i++) {
+		node_free(parsed[i].tree);
+		free(parsed[i].expr);
+		parsed[i].expr = NULL;
+	}
+}
+
+/* expr over input in C: NATIVE_OK with *out, or NATIVE_UNSURE (libjq's). */
+static int native(jv *out, const char *expr, jv input)
+{
+	static bool registered;
+	struct node *tree = NULL;
+	size_t i;
+
+	*out = jv_invalid();
+	if (!native_on)
+		return NATIVE_UNSURE;
+	for (i = 0; i < CACHE_MAX && parsed[i].expr; i++)
+		if (strcmp(parsed[i].expr, expr) == 0)
+			break;
+	if (i < CACHE_MAX && parsed[i].expr) {
+		tree = parsed[i].tree;
+	} else {
+		tree = parse(expr);
+		if (i == CACHE_MAX) {	/* full: use it once */
+			int rc = tree ? eval(out, tree, input) : NATIVE_UNSURE;
+			node_free(tree);
+			return rc;
+		}
+		if (!registered) {
+			atexit(drop_parsed);
+			registered = true;
+		}
+		parsed[i].expr = xstrdup(expr);
+		parsed[i].tree = tree;
+	}
+	return tree ? eval(out, tree, input) : NATIVE_UNSURE;
+}
+
 int jqexpr_first(jv *out, const char *expr, jv input)
 {
 	struct buf errors = BUF_INIT;
 	jq_state *jq;
 	int rc = 0;
 
-	*out = jv_invalid();
+	if (native(out, expr, input) == NATIVE_OK)
+		return 0;
 	if (compiled(&jq, expr, &errors) < 0) {
 		buf_release(&errors);
 		return -1;

@@ -6,6 +6,17 @@
  * (jq's own truthiness); an expression with no output, or one that raises an
  * error, is false and the error is reported.  Compilation errors name the
  * expression and libjq's message.
+ *
+ * Compiling with libjq 1.6 is the costly part (about 20 ms: it compiles jq's
+ * builtins each time), so two things keep it rare:
+ *   - expressions of a small subset of jq (the shape of the built-in gate and
+ *     bounce conditions: paths `.a.b`, literals, `length`, `== != < <= > >=`,
+ *     `*`, `and`, `or`, parentheses, `|`, and `[P[]? | select(C)]`) are
+ *     evaluated in C, with the same results as libjq; whenever libjq would
+ *     raise an error (e.g. indexing a number), or the expression has any
+ *     other form, libjq evaluates it instead, so messages stay libjq's;
+ *   - a program libjq compiled is kept for the life of the process (one
+ *     compile per distinct expression), reset for each new input.
  */
 #ifndef FORGE_JQEXPR_H
 #define FORGE_JQEXPR_H
@@ -24,5 +35,12 @@ int jqexpr_test(bool *out, const char *expr, jv input);
 
 /* The first output of expr over input (borrowed), or -1 with a message. */
 int jqexpr_first(jv *out, const char *expr, jv input);
+
+/* How many programs this process compiled with libjq (tests, benches). */
+unsigned long jqexpr_compiles(void);
+
+/* Evaluate the subset above in C (true, the default) or always with libjq
+ * (false): tests compare the two. */
+void jqexpr_set_native(bool on);
 
 #endif

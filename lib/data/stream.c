@@ -4,10 +4,12 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "core/secret.h"
+#include "core/resource.h"
 #include "data/schema.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@ struct line_reader {
 	size_t pos, len;
 	bool eof, error;
 	const struct stream_options *opt;
+	struct stream_out *fwd;     /* flushed when input pauses */
 };
 
 enum line_status { LINE_OK, LINE_LAST_NO_NEWLINE, LINE_TOO_LONG, LINE_EOF, LINE_READ_ERROR };
@@ -41,10 +44,14 @@ static bool fill(struct line_reader *r)
 
 	if (r->eof || r->error)
 		return false;
-	if (r->opt->on_idle) {
+	if (r->opt->on_idle || r->fwd) {
 		struct pollfd p = { .fd = r->fd, .events = POLLIN };
-		if (poll(&p, 1, 0) == 0)
-			r->opt->on_idle(r->opt->payload);
+		if (poll(&p, 1, 0) == 0) {
+			if (r->fwd)
+				stream_flush(r->fwd);
+			if (r->opt->on_idle)
+				r->opt->on_idle(r->opt->payload);
+		}
 	}
 	r->pos = 0;
 	do
@@ -187,9 +194,183 @@ static int task_from_bare(jv *out, jv rec)
 	return rc;
 }
 
+/*
+ * ---- events: the schema's checks written out ---------------------------
+ *
+ * Every event of a stream is validated, and the generic validator costs more
+ * than parsing the line.  event_surely_valid() checks what
+ * schemas/event.schema.json asks, in one pass over the keys: true only when
+ * the validator would accept the record too (it is stricter where that is
+ * simpler: an integer below 2^53); false leaves the verdict and the message
+ * to the validator.  It was written for one version of the schema: when the
+ * embedded schema's text differs (its hash), it is not used.
+ */
+#define EVENT_SCHEMA_FNV 0x05c2bae6d33c62ffULL
+
+static bool all_of(const char *s, size_t n, const char *set)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!s[i] || !strchr(set, s[i]))
+			return false;
+	return true;
+}
+
+static bool digits_in(const char *s, int lo, int hi)
+{
+	if (s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9')
+		return false;
+	int v = (s[0] - '0') * 10 + (s[1] - '0');
+	return v >= lo && v <= hi;
+}
+
+/* ^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)\.[0-9]{3}Z$ */
+static bool timestamp_shape(const char *s, size_t n)
+{
+	return n == 24 && all_of(s, 4, "0123456789") && s[4] == '-' && digits_in(s + 5, 1, 12) && s[7] == '-' &&
+	       digits_in(s + 8, 1, 31) && s[10] == 'T' && digits_in(s + 11, 0, 23) && s[13] == ':' &&
+	       digits_in(s + 14, 0, 59) && s[16] == ':' && digits_in(s + 17, 0, 60) && s[19] == '.' &&
+	       all_of(s + 20, 3, "0123456789") && s[23] == 'Z';
+}
+
+/* ^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$, at most 128 characters */
+static bool type_shape(const char *s, size_t n)
+{
+	size_t dots = 0;
+
+	if (n == 0 || n > 128 || s[0] < 'a' || s[0] > 'z')
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if (s[i] == '.') {
+			if (s[i - 1] == '.' || i == n - 1)
+				return false;
+			dots++;
+		} else if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_')) {
+			return false;
+		}
+	}
+	return dots > 0;
+}
+
+/* Code points of valid UTF-8 text. */
+static size_t code_points(const char *s, size_t n)
+{
+	size_t c = 0;
+
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return c;
+}
+
+static bool count_shape(jv v)
+{
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : -1;
+
+	return d >= 0 && d < 9007199254740992.0 && d == (double)(int64_t)d;
+}
+
+static bool cost_shape(jv cost)
+{
+	bool ok = jv_get_kind(cost) == JV_KIND_OBJECT;
+
+	if (!ok)
+		return false;
+	jv_object_foreach(cost, k, v) {
+		const char *name = jv_string_value(k);
+		if (strcmp(name, "tokens") == 0)
+			ok = ok && count_shape(v);
+		else if (strcmp(name, "usd") == 0)
+			ok = ok && (jv_get_kind(v) == JV_KIND_NULL ||
+				    (jv_get_kind(v) == JV_KIND_NUMBER && jv_number_value(v) >= 0));
+		jv_free(k);
+		jv_free(v);
+	}
+	return ok;
+}
+
+/* Whether the embedded event schema is the one event_surely_valid() knows. */
+static bool event_schema_known(void)
+{
+	static int known = -1;
+
+	if (known < 0) {
+		const struct resource *r = resource_find("event.schema.json");
+		uint64_t h = 0xcbf29ce484222325ULL;
+		for (size_t i = 0; r && i < r->len; i++)
+			h = (h ^ (unsigned char)r->data[i]) * 0x100000001b3ULL;
+		known = r && h == EVENT_SCHEMA_FNV;
+	}
+	return known;
+}
+
+enum { EV_KIND = 1, EV_ID = 2, EV_TRACE = 4, EV_TS = 8, EV_SOURCE = 16, EV_TYPE = 32, EV_PAYLOAD = 64,
+       EV_REQUIRED = 127 };
+
+/* Whether member name: v of an event surely passes; *seen notes the
+ * required ones. */
+static bool event_member_ok(unsigned *seen, const char *name, jv v)
+{
+	jv_kind kind = jv_get_kind(v);
+	const char *str = kind == JV_KIND_STRING ? jv_string_value(v) : NULL;
+	size_t n = str ? (size_t)jv_string_length_bytes(jv_copy(v)) : 0;
+
+	if (strcmp(name, "kind") == 0) {
+		*seen |= EV_KIND;
+		return str && n == 5 && strcmp(str, "event") == 0;
+	}
+	if (strcmp(name, "id") == 0) {
+		*seen |= EV_ID;
+		return str && n == 26 && all_of(str, n, "0123456789ABCDEFGHJKMNPQRSTVWXYZ");
+	}
+	if (strcmp(name, "trace_id") == 0) {
+		*seen |= EV_TRACE;
+		return str && n >= 1 && n <= 128 &&
+		       all_of(str, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
+	}
+	if (strcmp(name, "ts") == 0) {
+		*seen |= EV_TS;
+		return str && timestamp_shape(str, n);
+	}
+	if (strcmp(name, "source") == 0) {
+		*seen |= EV_SOURCE;
+		return str && !memchr(str, '\0', n) && code_points(str, n) >= 1 && code_points(str, n) <= 128;
+	}
+	if (strcmp(name, "phase") == 0)
+		return str || kind == JV_KIND_NULL;
+	if (strcmp(name, "type") == 0) {
+		*seen |= EV_TYPE;
+		return str && type_shape(str, n);
+	}
+	if (strcmp(name, "payload") == 0) {
+		*seen |= EV_PAYLOAD;
+		return kind == JV_KIND_OBJECT;
+	}
+	if (strcmp(name, "cost") == 0)
+		return cost_shape(v);
+	if (strcmp(name, "duration_ms") == 0)
+		return count_shape(v);
+	return true;	/* other members are open */
+}
+
+bool stream_event_surely_valid(jv rec)
+{
+	unsigned seen = 0;
+	bool ok = event_schema_known() && jv_get_kind(rec) == JV_KIND_OBJECT;
+
+	if (!ok)
+		return false;
+	jv_object_foreach(rec, k, v) {
+		ok = ok && event_member_ok(&seen, jv_string_value(k), v);
+		jv_free(k);
+		jv_free(v);
+	}
+	return ok && seen == EV_REQUIRED;
+}
+
 static int check_schema(const char *name, jv rec, bool validate)
 {
 	if (!validate)
+		return 0;
+	if (strcmp(name, "event.schema.json") == 0 && stream_event_surely_valid(rec))
 		return 0;
 	const struct schema *s = schema_get(name);
 	if (!s)
@@ -330,6 +511,11 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		opt = &defaults;
 	r->fd = fileno(from);
 	r->opt = opt;
+	bool held = fwd && fwd->hold;
+	if (fwd) {
+		r->fwd = fwd;
+		fwd->hold = true;
+	}
 	for (;;) {
 		enum line_status st = read_line(r, &line, max);
 
@@ -372,6 +558,11 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		if (rc != 0)
 			break;
 	}
+	if (fwd) {
+		fwd->hold = held;
+		if (stream_flush(fwd) < 0 && rc == 0)
+			rc = STREAM_OUTPUT_FAILED;
+	}
 	if (rc == -1)
 		in->error_line = in->lines;
 	in->empty = !seen_content && rc == 0;
@@ -405,6 +596,22 @@ static int note_failure(struct stream_out *out)
 	return -1;
 }
 
+int stream_flush(struct stream_out *out)
+{
+	if (out->failed)
+		return -1;
+	errno = 0;
+	if (fflush(out->f) == EOF)
+		return note_failure(out);
+	return 0;
+}
+
+/* Flush a written line, unless stream_read() holds the lines it forwards. */
+static int flush_line(struct stream_out *out)
+{
+	return out->hold ? 0 : fflush(out->f);
+}
+
 int stream_write_raw(struct stream_out *out, const char *line, size_t len)
 {
 	if (out->failed)
@@ -416,11 +623,11 @@ int stream_write_raw(struct stream_out *out, const char *line, size_t len)
 		char *clean = llm_redact_mem(line, len, &n);
 		bool bad = fwrite(clean, 1, n, out->f) != n;
 		free(clean);
-		if (bad || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
+		if (bad || putc('\n', out->f) == EOF || flush_line(out) == EOF)
 			return note_failure(out);
 		return 0;
 	}
-	if (fwrite(line, 1, len, out->f) != len || putc('\n', out->f) == EOF || fflush(out->f) == EOF)
+	if (fwrite(line, 1, len, out->f) != len || putc('\n', out->f) == EOF || flush_line(out) == EOF)
 		return note_failure(out);
 	return 0;
 }

@@ -89,7 +89,10 @@ struct stream_out;
 
 /*
  * Read `from` to the end (with read(2) on its descriptor: `from` must not
- * have been read through stdio before), forwarding to `fwd` (may be NULL).  Returns 0, -1
+ * have been read through stdio before), forwarding to `fwd` (may be NULL).
+ * Forwarded lines are flushed together whenever no more input is waiting
+ * (before blocking on a read, and at the end), not one by one: a record is
+ * never held while this program waits for its writer.  Returns 0, -1
  * for bad input (message from forge_last_error(), in->error_line set),
  * STREAM_OUTPUT_FAILED, or the non-zero value an on_record callback
  * returned.
@@ -104,6 +107,7 @@ struct stream_out {
 	char trace_id[128];
 	bool failed;
 	int err;                /* errno of the failed write */
+	bool hold;              /* stream_read() forwarding: flush when input pauses */
 };
 
 /* Set up writing to f.  Also ignores SIGPIPE so a closed reader shows up as
@@ -121,6 +125,17 @@ int stream_write(struct stream_out *out, jv rec);
  * match: a bug in the program, not bad input.
  */
 int stream_write_state(struct stream_out *out, jv state);
+
+/*
+ * Whether event record rec (borrowed) surely matches event.schema.json: the
+ * schema's checks written out, for the hot path of stream_read().  False
+ * when it does not, or when this cannot tell (then the schema validator
+ * decides).  Exposed for tests.
+ */
+bool stream_event_surely_valid(jv rec);
+
+/* Write what is buffered; 0, or -1 (out->failed set). */
+int stream_flush(struct stream_out *out);
 
 /* Write an original line unchanged (len bytes, without its newline). */
 int stream_write_raw(struct stream_out *out, const char *line, size_t len);

@@ -28,6 +28,7 @@
 /* The prepared statements a store keeps; prepared on first use. */
 enum stmt_id {
 	S_EVENT_PUT,
+	S_EVENT_PUT_PARSE,
 	S_EVENTS_OF_TRACE,
 	S_TRACES,
 	S_RUN_CREATE,
@@ -45,6 +46,13 @@ static const char *const stmt_sql[S_COUNT] = {
 	/* The payload column is cut from the record by SQLite's JSON code,
 	 * cheaper than a jq dump; ?7 is the record. */
 	[S_EVENT_PUT] =
+		"INSERT INTO events (id, trace_id, ts, source, phase, type, payload,"
+		" tokens, cost_usd, duration_ms, record)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?11, ?8, ?9, ?10, ?7)"
+		" ON CONFLICT (id) DO NOTHING",
+	/* the same when the payload could not be cut from the line: SQLite
+	 * parses the line (and refuses one that is not JSON) */
+	[S_EVENT_PUT_PARSE] =
 		"INSERT INTO events (id, trace_id, ts, source, phase, type, payload,"
 		" tokens, cost_usd, duration_ms, record)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, nullif(?7 -> '$.payload', 'null'), ?8, ?9, ?10, ?7)"
@@ -431,8 +439,11 @@ static int configure(struct store *st)
 	if (set_journal_mode(st) < 0)
 		return -1;
 	/* NORMAL is durable across crashes of the process with WAL; only a power
-	 * loss can drop the last transactions. */
-	if (store_exec(st, "PRAGMA synchronous = NORMAL") < 0 ||
+	 * loss can drop the last transactions (checkpoints of a run's state are
+	 * synced: store_checkpoint_save).  The WAL is copied into the database
+	 * (and synced) every 8192 pages (32 MiB), not every 1000: a quarter of
+	 * the fsyncs and page copies when events stream in. */
+	if (store_exec(st, "PRAGMA synchronous = NORMAL") < 0 || store_exec(st, "PRAGMA wal_autocheckpoint = 8192") < 0 ||
 	    store_exec(st, "PRAGMA foreign_keys = ON") < 0)
 		return -1;
 	return 0;
@@ -654,42 +665,185 @@ static void bind_real_num(sqlite3_stmt *s, int i, jv v)
 		sqlite3_bind_null(s, i);
 }
 
-static int event_field(const char **out, struct store *st, jv ev, const char *key)
+/* The columns of an event, read in one pass over its keys (a lookup by
+ * key costs a string allocation each).  Strings are borrowed from ev. */
+struct event_cols {
+	const char *id, *trace_id, *ts, *type, *source, *phase;
+	jv tokens, usd, duration;   /* owned */
+};
+
+static void event_cols(struct event_cols *c, jv ev)
 {
-	*out = json_get_str(ev, key);
-	if (!*out)
+	memset(c, 0, sizeof *c);
+	c->tokens = c->usd = c->duration = jv_null();
+	jv_object_foreach(ev, k, v) {
+		const char *name = jv_string_value(k);
+		const char *str = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
+		const char **col = strcmp(name, "id") == 0 ? &c->id : strcmp(name, "trace_id") == 0 ? &c->trace_id :
+				   strcmp(name, "ts") == 0 ? &c->ts : strcmp(name, "type") == 0 ? &c->type :
+				   strcmp(name, "source") == 0 ? &c->source : strcmp(name, "phase") == 0 ? &c->phase :
+				   NULL;
+		if (col) {
+			*col = str;	/* ev keeps the string */
+		} else if (strcmp(name, "cost") == 0) {
+			jv_free(c->tokens);
+			jv_free(c->usd);
+			c->tokens = json_get(v, "tokens");
+			c->usd = json_get(v, "usd");
+		} else if (strcmp(name, "duration_ms") == 0) {
+			jv_free(c->duration);
+			c->duration = jv_copy(v);
+		}
+		jv_free(k);
+		jv_free(v);
+	}
+}
+
+static void event_cols_release(struct event_cols *c)
+{
+	jv_free(c->tokens);
+	jv_free(c->usd);
+	jv_free(c->duration);
+}
+
+static int event_field(struct store *st, const char *value, const char *key)
+{
+	if (!value)
 		return forge_error("database '%s': cannot store event: '%s' is missing or not a "
 				   "string", st->path, key);
 	return 0;
 }
 
-/* Bind the columns of S_EVENT_PUT other than the record (?7); borrows ev. */
-static void event_bind(sqlite3_stmt *s, jv ev, const char *id, const char *trace_id,
-		       const char *ts, const char *type)
+/* text as a parameter: borrowed, it must outlive the statement's step. */
+static void bind_static(sqlite3_stmt *s, int i, const char *text)
 {
-	jv cost = json_get(ev, "cost");
-	jv tokens = json_get(cost, "tokens"), usd = json_get(cost, "usd");
-	jv duration = json_get(ev, "duration_ms");
+	if (text)
+		sqlite3_bind_text(s, i, text, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
 
-	store_bind_text(s, 1, id);
-	store_bind_text(s, 2, trace_id);
-	store_bind_text(s, 3, ts);
-	store_bind_text(s, 4, json_get_str(ev, "source"));
-	store_bind_text(s, 5, json_get_str(ev, "phase"));
-	store_bind_text(s, 6, type);
-	bind_int_num(s, 8, tokens);
-	bind_real_num(s, 9, usd);
-	bind_int_num(s, 10, duration);
-	jv_free(tokens);
-	jv_free(usd);
-	jv_free(duration);
-	jv_free(cost);
+/* Bind the columns of S_EVENT_PUT other than the record (?7) and the
+ * payload (?11); the strings must outlive the step. */
+static void event_bind(sqlite3_stmt *s, const struct event_cols *c)
+{
+	bind_static(s, 1, c->id);
+	bind_static(s, 2, c->trace_id);
+	bind_static(s, 3, c->ts);
+	bind_static(s, 4, c->source);
+	bind_static(s, 5, c->phase);
+	bind_static(s, 6, c->type);
+	bind_int_num(s, 8, c->tokens);
+	bind_real_num(s, 9, c->usd);
+	bind_int_num(s, 10, c->duration);
+}
+
+/* ---- the payload's text in the record, without parsing it again ---- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Past the JSON string starting at p (a quote), or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+	for (p++; p < end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* Past the JSON value starting at p, or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+	int depth = 0;
+
+	if (p < end && *p != '{' && *p != '[' && *p != '"') {
+		/* a number or a literal: up to what follows it */
+		const char *start = p;
+		while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
+		       *p != '\n' && *p != '\r')
+			p++;
+		size_t n = (size_t)(p - start);
+		if ((n == 4 && (memcmp(start, "true", 4) == 0 || memcmp(start, "null", 4) == 0)) ||
+		    (n == 5 && memcmp(start, "false", 5) == 0) ||
+		    (n > 0 && (*start == '-' || (*start >= '0' && *start <= '9'))))
+			return p;
+		return NULL;
+	}
+	while (p < end) {
+		if (*p == '"') {
+			if (!(p = skip_string(p, end)))
+				return NULL;
+		} else {
+			if (*p == '{' || *p == '[')
+				depth++;
+			else if (*p == '}' || *p == ']')
+				depth--;
+			p++;
+		}
+		if (depth == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/*
+ * Where the value of the top-level key "payload" is in the record text
+ * (the line ev was parsed from): true with *at and *len, the last one as jq
+ * keeps the last of duplicate keys, *len 0 when there is none; false when
+ * it cannot tell (a key written with escapes, text that is not an object),
+ * and SQLite parses the line instead (S_EVENT_PUT_PARSE).
+ */
+static bool payload_span(const char **at, size_t *len, const char *rec, size_t n)
+{
+	const char *p = rec, *end = rec + n;
+
+	*at = NULL;
+	*len = 0;
+	p = skip_ws(p, end);
+	if (p >= end || *p != '{')
+		return false;
+	p = skip_ws(p + 1, end);
+	if (p < end && *p == '}')
+		return skip_ws(p + 1, end) == end;
+	while (p < end && *p == '"') {
+		const char *k = p + 1, *v;
+		if (!(p = skip_string(p, end)) || memchr(k, '\\', (size_t)(p - 1 - k)))
+			return false;
+		bool is_payload = p - 1 - k == 7 && memcmp(k, "payload", 7) == 0;
+		p = skip_ws(p, end);
+		if (p >= end || *p != ':')
+			return false;
+		v = p = skip_ws(p + 1, end);
+		if (!(p = skip_value(p, end)))
+			return false;
+		if (is_payload) {
+			*at = v;
+			*len = (size_t)(p - v);
+		}
+		p = skip_ws(p, end);
+		if (p < end && *p == '}')
+			return skip_ws(p + 1, end) == end;
+		if (p >= end || *p != ',')
+			return false;
+		p = skip_ws(p + 1, end);
+	}
+	return false;
 }
 
 int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted)
 {
-	const char *id, *trace_id, *ts, *type;
+	struct event_cols c;
 	char *clean = NULL;
+	const char *payload;
+	size_t payload_len;
 	jv line = jv_invalid();
 	sqlite3_stmt *s;
 	int rc = -1;
@@ -698,11 +852,12 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 		*inserted = false;
 	if (jv_get_kind(ev) != JV_KIND_OBJECT)
 		return forge_error("database '%s': cannot store event: not an object", st->path);
-	if (event_field(&id, st, ev, "id") < 0 || event_field(&trace_id, st, ev, "trace_id") < 0 ||
-	    event_field(&ts, st, ev, "ts") < 0 || event_field(&type, st, ev, "type") < 0)
+	event_cols(&c, ev);
+	if (event_field(st, c.id, "id") < 0 || event_field(st, c.trace_id, "trace_id") < 0 ||
+	    event_field(st, c.ts, "ts") < 0 || event_field(st, c.type, "type") < 0) {
+		event_cols_release(&c);
 		return -1;
-	if (stmt_get(&s, st, S_EVENT_PUT) < 0)
-		return -1;
+	}
 	if (!raw) {
 		line = jv_dump_string(jv_copy(ev), 0);
 		raw = jv_string_value(line);
@@ -713,9 +868,20 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 		clean = llm_redact_mem(raw, raw_len, &raw_len);
 		raw = clean;
 	}
-	event_bind(s, ev, id, trace_id, ts, type);
-	if (sqlite3_bind_text64(s, 7, raw, raw_len, SQLITE_STATIC, SQLITE_UTF8) != SQLITE_OK) {
-		store_fail(st, "cannot store event '%s' of %zu bytes", id, raw_len);
+	bool cut = payload_span(&payload, &payload_len, raw, raw_len);
+	if (stmt_get(&s, st, cut ? S_EVENT_PUT : S_EVENT_PUT_PARSE) < 0) {
+		event_cols_release(&c);
+		jv_free(line);
+		free(clean);
+		return -1;
+	}
+	event_bind(s, &c);
+	if (cut && (payload_len == 0 || (payload_len == 4 && memcmp(payload, "null", 4) == 0)))
+		payload = NULL;
+	if (sqlite3_bind_text64(s, 7, raw, raw_len, SQLITE_STATIC, SQLITE_UTF8) != SQLITE_OK ||
+	    (cut && (payload ? sqlite3_bind_text64(s, 11, payload, payload_len, SQLITE_STATIC, SQLITE_UTF8)
+			     : sqlite3_bind_null(s, 11)) != SQLITE_OK)) {
+		store_fail(st, "cannot store event '%s' of %zu bytes", c.id, raw_len);
 		goto out;
 	}
 	/*
@@ -724,7 +890,7 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 	 * IMMEDIATE; inside store_begin() it joins the caller's batch.
 	 */
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		store_fail(st, "cannot store event '%s'", id);
+		store_fail(st, "cannot store event '%s'", c.id);
 		goto out;
 	}
 	if (inserted)
@@ -732,6 +898,7 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 	rc = 0;
 out:
 	stmt_done(s);
+	event_cols_release(&c);
 	jv_free(line);
 	free(clean);
 	return rc;
@@ -988,7 +1155,16 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 	store_bind_text(s, 4, json_get_str(state, "status"));
 	store_bind_text(s, 5, ts);
 	store_bind_jv_text(s, 6, text);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+	/* `forge resume` starts from the last checkpoint: alone, it is synced
+	 * to disk when it commits (synchronous = NORMAL syncs the WAL only at
+	 * its checkpoints, so a power loss could drop the latest rows). */
+	bool alone = sqlite3_get_autocommit(st->db) && !st->readonly;
+	if (alone)
+		store_exec(st, "PRAGMA synchronous = FULL");
+	int step = sqlite3_step(s);
+	if (alone)
+		store_exec(st, "PRAGMA synchronous = NORMAL");
+	if (step != SQLITE_DONE) {
 		store_fail(st, "cannot save checkpoint of trace '%s'", trace_id);
 		goto out;
 	}

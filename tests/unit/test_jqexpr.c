@@ -39,9 +39,104 @@ static void test_errors_are_reported(void)
 	jv_free(s);
 }
 
+/* The built-in gate and bounce conditions (config.defaults.json) and more
+ * of the subset evaluated in C. */
+static const char *const subset[] = {
+	".plan.risk.level == \"high\" or .plan.risk.level == \"critical\"",
+	".task.environment == \"production\"",
+	"[.review.findings[]? | select(.severity == \"critical\" and .category == \"security\")] | length > 0",
+	".cost.usd > .budget.usd * 0.8",
+	".review.decision == \"request_changes\"",
+	".tests.summary.failed > 0",
+	".", ".a", "length", ".a.b == null", "1 < 2", "\"a\" < \"b\"", ".x * 2", "[.a[]?] | length",
+	"(.a or .b) and .c", ".a != .b", ".n >= 3", ".n <= 3", "[.a[]? | select(.x)] | length",
+	".a | length > 1", "1e2 == 100", ".5 < 1", "null == .zz", "true and false", ".a < .b",
+	".x*.n", "[.]", "[.a[]?|select(.)]", ".a[]?", ".a?", ".if", "0x10", ".a.b.c.d.e",
+};
+
+static const char *const states[] = {
+	"null", "{}", "5", "\"str\"", "true", "[1,2]",
+	"{\"plan\":{\"risk\":{\"level\":\"critical\"}}}", "{\"plan\":3}", "{\"plan\":{\"risk\":[1]}}",
+	"{\"cost\":{\"usd\":45},\"budget\":{\"usd\":50}}", "{\"cost\":{\"usd\":45}}",
+	"{\"cost\":{\"usd\":\"x\"},\"budget\":{\"usd\":50}}", "{\"cost\":{\"usd\":1},\"budget\":{\"usd\":\"ab\"}}",
+	"{\"review\":{\"findings\":[{\"severity\":\"critical\",\"category\":\"security\"},null,{}]}}",
+	"{\"review\":{\"findings\":[{\"severity\":\"low\"},7]}}",
+	"{\"review\":{\"findings\":{\"a\":{\"severity\":\"critical\",\"category\":\"security\"}}}}",
+	"{\"review\":{\"findings\":\"str\"}}", "{\"review\":\"str\"}", "{\"tests\":{\"summary\":{\"failed\":2}}}",
+	"{\"tests\":{\"summary\":{\"failed\":\"2\"}}}", "{\"task\":{\"environment\":\"production\"}}",
+	"{\"a\":[1,2],\"b\":null,\"c\":true,\"n\":3,\"x\":4}", "{\"a\":{\"b\":1},\"b\":{\"b\":1},\"n\":\"3\",\"x\":\"ab\"}",
+	"{\"a\":[{\"x\":false},{\"x\":1},[]],\"n\":2.5}", "{\"a\":\"s\",\"x\":{\"k\":1},\"n\":null}",
+};
+
+/* expr over state: rc, the value or the message. */
+static void eval_one(int *rc, jv *value, char *msg, size_t n, const char *expr, jv input)
+{
+	*rc = jqexpr_first(value, expr, input);
+	snprintf(msg, n, "%s", *rc < 0 ? forge_last_error() : "");
+}
+
+/* Every expression of the subset gives what libjq gives: value, or error
+ * and libjq's message. */
+static void test_native_matches_libjq(void)
+{
+	for (size_t e = 0; e < sizeof subset / sizeof subset[0]; e++)
+		for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+			jv s = jv_parse(states[i]), a, b;
+			char ma[512], mb[512];
+			int ra, rb;
+			jqexpr_set_native(true);
+			eval_one(&ra, &a, ma, sizeof ma, subset[e], s);
+			jqexpr_set_native(false);
+			eval_one(&rb, &b, mb, sizeof mb, subset[e], s);
+			jqexpr_set_native(true);
+			jv da = ra < 0 ? jv_string("") : jv_dump_string(jv_copy(a), 0);
+			jv db = rb < 0 ? jv_string("") : jv_dump_string(jv_copy(b), 0);
+			bool same = ra == rb && strcmp(ma, mb) == 0 &&
+				    (ra < 0 || strcmp(jv_string_value(da), jv_string_value(db)) == 0);
+			CHECK_MSG(same, "%s over %s: C %d %s %s, libjq %d %s %s", subset[e], states[i], ra,
+				  jv_string_value(da), ma, rb, jv_string_value(db), mb);
+			jv_free(da);
+			jv_free(db);
+			jv_free(a);
+			jv_free(b);
+			jv_free(s);
+		}
+}
+
+/* The built-in conditions over well-formed states compile nothing; another
+ * expression is compiled once for any number of inputs. */
+static void test_one_compile(void)
+{
+	static const char *const ok[] = {
+		"{\"plan\":{\"risk\":{\"level\":\"low\"}},\"cost\":{\"usd\":1},\"budget\":{\"usd\":5},\"task\":{}}",
+		"{\"review\":{\"decision\":\"approve\",\"findings\":[{\"severity\":\"high\"}]},\"tests\":{\"summary\":{\"failed\":0}},\"cost\":{\"usd\":0},\"budget\":{\"usd\":1}}",
+		"{\"review\":{\"findings\":[]},\"cost\":{\"usd\":4.5},\"budget\":{\"usd\":5}}",
+	};
+	unsigned long before = jqexpr_compiles();
+	bool b;
+
+	for (int round = 0; round < 3; round++)
+		for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+			jv s = jv_parse(ok[i]);
+			for (size_t e = 0; e < 6; e++)
+				CHECK_MSG(jqexpr_test(&b, subset[e], s) == 0, "%s: %s", subset[e], forge_last_error());
+			jv_free(s);
+		}
+	CHECK_MSG(jqexpr_compiles() == before, "%lu compiles", jqexpr_compiles() - before);
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		jv s = jv_parse(ok[i]);
+		CHECK(jqexpr_test(&b, "[paths] | length > 3", s) == 0);
+		CHECK(jqexpr_test(&b, "any(.[]; . == null)", s) == 0);
+		jv_free(s);
+	}
+	CHECK_MSG(jqexpr_compiles() == before + 2, "%lu compiles", jqexpr_compiles() - before);
+}
+
 int main(void)
 {
 	RUN(test_truthiness);
 	RUN(test_errors_are_reported);
+	RUN(test_native_matches_libjq);
+	RUN(test_one_compile);
 	return unit_done();
 }

@@ -315,6 +315,47 @@ static void test_event_fields_extracted(void)
 	store_free(st);
 }
 
+/* Store a line as read: the record parsed from it, and the line itself. */
+static int put_line(struct store *st, const char *line)
+{
+	jv ev = jv_parse(line);
+	int rc = store_event_put(st, ev, line, strlen(line), NULL);
+
+	jv_free(ev);
+	return rc;
+}
+
+/* The payload column is cut from the line as written (no second parse);
+ * lines it cannot cut are parsed by SQLite, which refuses what is not JSON. */
+static void test_event_payload_from_line(void)
+{
+	struct store *st = NULL;
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(put_line(st, "{ \"kind\":\"event\", \"id\":\"P1\",\"trace_id\":\"T\",\"ts\":\"2026-01-01T00:00:00.000Z\","
+			   "\"type\":\"a.b\", \"payload\" : {\"s\": \"x}\\\"]\", \"n\": [1, {\"k\": null}]} , \"duration_ms\":-1.5e0 }") == 0);
+	CHECK_INT(query_int(st, "SELECT payload = '{\"s\": \"x}\\\"]\", \"n\": [1, {\"k\": null}]}' FROM events WHERE id = 'P1'"), 1);
+	CHECK_INT(query_int(st, "SELECT json_extract(payload, '$.n[1].k') IS NULL AND json_extract(payload, '$.s') = 'x}\"]' "
+			    "FROM events WHERE id = 'P1'"), 1);
+	CHECK(put_line(st, "{\"id\":\"P2\",\"trace_id\":\"T\",\"ts\":\"t\",\"type\":\"a.b\",\"payload\":null}") == 0);
+	CHECK(put_line(st, "{\"id\":\"P3\",\"trace_id\":\"T\",\"ts\":\"t\",\"type\":\"a.b\"}") == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id IN ('P2', 'P3') AND payload IS NULL"), 2);
+	/* duplicate keys: the last one, as jq keeps it */
+	CHECK(put_line(st, "{\"id\":\"P4\",\"trace_id\":\"T\",\"ts\":\"t\",\"type\":\"a.b\",\"payload\":{\"v\":1},"
+			   "\"payload\":{\"v\":2}}") == 0);
+	CHECK_INT(query_int(st, "SELECT json_extract(payload, '$.v') FROM events WHERE id = 'P4'"), 2);
+	/* a key written with an escape: SQLite parses the line */
+	CHECK(put_line(st, "{\"id\":\"P5\",\"trace_id\":\"T\",\"ts\":\"t\",\"type\":\"a.b\",\"p\\u0061yload\":{\"v\":5}}") == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id = 'P5'"), 1);
+	/* text that is not a JSON object is refused */
+	jv ev = make_event("P6", "T", "t", "a.b");
+	CHECK(store_event_put(st, ev, "{\"id\":\"P6\",\"x\":tru}", 20, NULL) == -1);
+	CHECK(store_event_put(st, ev, "{\"id\":\"P6\"} x", 13, NULL) == -1);
+	jv_free(ev);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id = 'P6'"), 0);
+	store_free(st);
+}
+
 static void test_event_missing_field_refused(void)
 {
 	struct store *st = NULL;
@@ -978,6 +1019,7 @@ int main(void)
 	RUN(test_open_readonly);
 	RUN(test_event_put_idempotent);
 	RUN(test_event_fields_extracted);
+	RUN(test_event_payload_from_line);
 	RUN(test_event_missing_field_refused);
 	RUN(test_event_record_byte_identical);
 	RUN(test_events_ordered_by_ts_then_id);

@@ -1,6 +1,7 @@
 /* test_stream.c - the stream contract of DESIGN.md §2 at the library level. */
 #include "core/forge.h"
 #include "core/json.h"
+#include "data/schema.h"
 #include "data/stream.h"
 #include "unit.h"
 
@@ -288,6 +289,55 @@ static void test_state_status(void)
 	CHECK_STR(state_status_name(STATE_UNKNOWN), "unknown");
 }
 
+/* The event schema's checks written out agree with the validator: whatever
+ * they accept, it accepts; and ordinary events take the short way. */
+static void test_event_check_agrees_with_schema(void)
+{
+	static const char base[] =
+		"{\"kind\":\"event\",\"id\":\"01JDB3000000000000000000AB\",\"trace_id\":\"01JDB2TRACE\","
+		"\"ts\":\"2026-11-21T10:00:00.123Z\",\"source\":\"forge-plan\",\"phase\":\"plan\","
+		"\"type\":\"tool.executed\",\"payload\":{\"a\":1},\"cost\":{\"tokens\":3,\"usd\":0.5},\"duration_ms\":4}";
+	static const char *const fields[][2] = {
+		{ "kind", "\"events\"" }, { "kind", "1" }, { "id", "\"01JDB3000000000000000000AI\"" },
+		{ "id", "\"01jdb3000000000000000000ab\"" }, { "id", "\"01JDB300000000000000000AB\"" },
+		{ "trace_id", "\"\"" }, { "trace_id", "\"a b\"" }, { "trace_id", "\"t.1:x-_\"" }, { "trace_id", "7" },
+		{ "ts", "\"2026-13-21T10:00:00.123Z\"" }, { "ts", "\"2026-11-21T24:00:00.123Z\"" },
+		{ "ts", "\"2026-11-21T10:00:60.123Z\"" }, { "ts", "\"2026-11-21T10:00:00Z\"" },
+		{ "ts", "\"2026-11-00T10:00:00.123Z\"" }, { "source", "\"\"" }, { "source", "\"é\"" },
+		{ "source", "null" }, { "phase", "null" }, { "phase", "3" }, { "type", "\"tool\"" },
+		{ "type", "\"Tool.x\"" }, { "type", "\"tool..x\"" }, { "type", "\"tool.x.\"" }, { "type", "\"a.b_c.d9\"" },
+		{ "payload", "[]" }, { "payload", "null" }, { "cost", "{}" }, { "cost", "{\"tokens\":1.5}" },
+		{ "cost", "{\"tokens\":-1}" }, { "cost", "{\"usd\":null}" }, { "cost", "{\"usd\":-0.1}" },
+		{ "cost", "{\"usd\":\"1\"}" }, { "cost", "[]" }, { "duration_ms", "1.0" }, { "duration_ms", "-3" },
+		{ "duration_ms", "\"4\"" }, { "extra", "{\"any\":[1]}" },
+	};
+	const struct schema *sc = schema_get("event.schema.json");
+	jv ev = jv_parse(base);
+	int fast = 0;
+
+	CHECK(sc != NULL);
+	CHECK_MSG(stream_event_surely_valid(ev), "a plain event is not taken the short way: was "
+		  "schemas/event.schema.json changed? Review stream_event_surely_valid() and EVENT_SCHEMA_FNV");
+	CHECK(schema_validate(sc, ev) == 0);
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		jv e = json_set(jv_copy(ev), fields[i][0], jv_parse(fields[i][1]));
+		bool sure = stream_event_surely_valid(e);
+		fast += sure;
+		CHECK_MSG(!sure || schema_validate(sc, e) == 0, "%s = %s: %s", fields[i][0], fields[i][1],
+			  forge_last_error());
+		jv_free(e);
+	}
+	static const char *const required[] = { "kind", "id", "trace_id", "ts", "source", "type", "payload" };
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+		jv e = jv_object_delete(jv_copy(ev), jv_string(required[i]));
+		CHECK_MSG(!stream_event_surely_valid(e), "without %s", required[i]);
+		CHECK(schema_validate(sc, e) < 0);
+		jv_free(e);
+	}
+	CHECK(fast >= 8);
+	jv_free(ev);
+}
+
 int main(void)
 {
 	RUN(test_state_status);
@@ -304,5 +354,6 @@ int main(void)
 	RUN(test_schema_failure_names_path);
 	RUN(test_on_record_sees_events_only);
 	RUN(test_event_new_shape);
+	RUN(test_event_check_agrees_with_schema);
 	return unit_done();
 }
