@@ -385,6 +385,7 @@ static void fuse(struct cands *cs, const double *w, double band)
 #define FEEDBACK_DOCS 3
 #define EXPAND_TERMS 6
 #define DOC_TERMS 256
+#define DF_TERMS 24
 
 static void doc_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
 {
@@ -459,6 +460,10 @@ static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
 			x->w += dw * dw * (double)d->tf / (double)len;
 		}
 	}
+	/* document frequencies (a lookup each) of the likeliest ones only */
+	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
+	if (ex->n > DF_TERMS)
+		ex->n = DF_TERMS;
 	if (count_df(m, ex->t, ex->n) < 0)
 		goto out;
 	double n = (double)ndocs;
@@ -564,6 +569,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_EXPANSION_WEIGHT };
 	double wmin = 1, wsum = 0;
 	int64_t now = memory_now(m);
+	bool reading = false;
 	int rc = -1;
 
 	*out = jv_array();
@@ -585,6 +591,14 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	    vindex_search(&hits, &nh, m, qv, dim, q->filter.type,
 			  filtered(&q->filter) ? want * 4 : want) < 0)
 		goto out;
+	/* One read transaction for the many small reads below (a statement
+	 * alone takes and drops SQLite's locks each time); not when the caller
+	 * has one open. */
+	if (sqlite3_get_autocommit(m->db)) {
+		if (store_exec(m->st, "BEGIN") < 0)
+			goto out;
+		reading = true;
+	}
 	if (mem_filter_stmt(&cs.filter, m, &q->filter) < 0)
 		goto out;
 	/* the vector list: what shares something with the query */
@@ -636,6 +650,13 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 			goto out;
 		nres++;
 	}
+	sqlite3_finalize(cs.filter);
+	cs.filter = NULL;
+	if (reading) {
+		reading = false;
+		if (store_exec(m->st, "COMMIT") < 0)
+			goto out;
+	}
 	if (!q->no_touch && !store_readonly(m->st) && touch(m, cs.c, nres, now) < 0)
 		goto out;
 	double top = wsum / (MEMORY_RRF_K + 1) + memory_relevance(0, memory_rrf_band(wmin), 1, 1);
@@ -666,6 +687,8 @@ out:
 		jv_free(cs.c[i].mem);
 	free(cs.c);
 	sqlite3_finalize(cs.filter);
+	if (reading)
+		store_rollback(m->st);
 	terms_release(&qt);
 	terms_release(&ex);
 	buf_release(&match);
