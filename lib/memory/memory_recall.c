@@ -169,9 +169,9 @@ static void query_term(const char *surf, size_t ns, const char *stem, size_t nst
 	term_add(payload, surf, ns, stem, nst);
 }
 
-/* Document frequencies, counted up to a cap by an unranked lookup
+/* Document frequencies, counted up to cap + 1 by an unranked lookup
  * (fts5vocab has no index on term in SQLite 3.40: it scans). */
-static int count_df(struct memory *m, struct term *t, size_t n)
+static int count_df(struct memory *m, struct term *t, size_t n, long cap)
 {
 	sqlite3_stmt *s;
 
@@ -184,7 +184,7 @@ static int count_df(struct memory *m, struct term *t, size_t n)
 		snprintf(q, sizeof q, "\"%s\"", t[i].surf);
 		sqlite3_reset(s);
 		sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(s, 2, DF_BUDGET + 1);
+		sqlite3_bind_int64(s, 2, (sqlite3_int64)cap + 1);
 		t[i].df = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
 	}
 	sqlite3_reset(s);
@@ -386,6 +386,7 @@ static void fuse(struct cands *cs, const double *w, double band)
 #define EXPAND_TERMS 6
 #define DOC_TERMS 256
 #define DF_TERMS 24
+#define EXPAND_DF_MAX 200     /* commoner words are no use as expansions */
 
 static void doc_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
 {
@@ -464,7 +465,7 @@ static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
 	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
 	if (ex->n > DF_TERMS)
 		ex->n = DF_TERMS;
-	if (count_df(m, ex->t, ex->n) < 0)
+	if (count_df(m, ex->t, ex->n, EXPAND_DF_MAX) < 0)
 		goto out;
 	double n = (double)ndocs;
 
@@ -473,7 +474,7 @@ static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
 
 		/* A word of one memory only finds nothing new; a common one
 		 * finds everything. */
-		if (df < 2 || df > n / 10 || df > DF_BUDGET)
+		if (df < 2 || df > n / 10 || df > EXPAND_DF_MAX)
 			ex->t[i].w = 0;
 		else
 			ex->t[i].w *= log((n - df + 0.5) / (df + 0.5));
@@ -615,7 +616,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	}
 	/* the lexical list */
 	if (mem_stems(m, q->text, strlen(q->text), query_term, &qt) < 0 ||
-	    count_df(m, qt.t, qt.n) < 0)
+	    count_df(m, qt.t, qt.n, DF_BUDGET) < 0)
 		goto out;
 	fts_match(&match, &qt, USE_TERMS);
 	if (fts_list(&cs, &best, m, match.buf, L_LEX, want, now) < 0)
