@@ -427,12 +427,13 @@ static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
 		return -1;
 	for (size_t i = 0; i < cs->n && used < FEEDBACK_DOCS; i++) {
 		const struct cand *c = &cs->c[i];
-		double dw = c->fused / cs->c[0].fused;
 
 		/* only memories that share words with the query, weighted by
 		 * how good an answer the first pass thinks they are */
 		if (!c->pass || c->fused <= 0 || !c->rank[L_LEX])
 			continue;
+		double dw = c->fused / cs->c[0].fused;
+
 		used++;
 		sqlite3_reset(s);
 		sqlite3_bind_int64(s, 1, c->seq);
@@ -540,11 +541,6 @@ static int touch(struct memory *m, const struct cand *r, size_t n, int64_t now)
 	return mem_commit(m);
 }
 
-static bool filtered(const struct memory_filter *f)
-{
-	return f->type != MEMORY_ANY || f->ntags || f->min_confidence > 0;
-}
-
 static jv rank_json(int r)
 {
 	return r > 0 ? jv_number(r) : jv_null();
@@ -559,6 +555,9 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 {
 	size_t limit = q->filter.limit > 0 ? (size_t)q->filter.limit : 10;
 	size_t want = MEMORY_RRF_DEPTH > limit ? MEMORY_RRF_DEPTH : limit;
+	/* with a filter, look deeper: what fails it takes no rank */
+	size_t deep = q->filter.type != MEMORY_ANY || q->filter.ntags ||
+		      q->filter.min_confidence > 0 ? want * 4 : want;
 	struct cands cs = { 0 };
 	struct terms qt = { .max = MAX_TERMS }, ex = { 0 };
 	struct buf match = BUF_INIT;
@@ -589,8 +588,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		goto out;
 	}
 	if (vindex_sync(m, NULL) < 0 ||
-	    vindex_search(&hits, &nh, m, qv, dim, q->filter.type,
-			  filtered(&q->filter) ? want * 4 : want) < 0)
+	    vindex_search(&hits, &nh, m, qv, dim, q->filter.type, deep) < 0)
 		goto out;
 	/* One read transaction for the many small reads below (a statement
 	 * alone takes and drops SQLite's locks each time); not when the caller
@@ -619,7 +617,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	    count_df(m, qt.t, qt.n, DF_BUDGET) < 0)
 		goto out;
 	fts_match(&match, &qt, USE_TERMS);
-	if (fts_list(&cs, &best, m, match.buf, L_LEX, want, now) < 0)
+	if (fts_list(&cs, &best, m, match.buf, L_LEX, deep, now) < 0)
 		goto out;
 	/* the expanded list: the query and the words of the best first answers */
 	if (!q->no_expand && w[L_EXP] > 0 && cs.n) {
@@ -635,7 +633,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 					t->df = ex.t[i].df;
 			}
 			fts_match(&match, &qt, USE_TERMS + EXPAND_TERMS);
-			if (fts_list(&cs, &best_exp, m, match.buf, L_EXP, want, now) < 0)
+			if (fts_list(&cs, &best_exp, m, match.buf, L_EXP, deep, now) < 0)
 				goto out;
 		}
 	}
