@@ -31,8 +31,8 @@
  *   expanded  FTS5 again, the query plus the words that the three best
  *             memories of the first two lists share and the query lacks
  *             (pseudo-relevance feedback, by tf * idf over the memories),
- *             for queries worded otherwise than the answer; weight w / 2
- * w = memory.lexical_weight.  Each list counts at most its first 100
+ *             for queries worded otherwise than the answer; weight w
+ * w = memory.lexical_weight (0.8).  Each list counts at most its first 100
  * memories that pass the filter.  A memory in none of the lists is never
  * returned.  Confidence and recency add at most 0.9 of the smallest step
  * one rank in one list can make (memory_rrf_band), so they only order
@@ -99,7 +99,7 @@ struct llm_client;
 /* Recall (RECALL above). */
 #define MEMORY_RRF_K             60
 #define MEMORY_RRF_DEPTH         100
-#define MEMORY_EXPANSION_WEIGHT  0.5
+#define MEMORY_EXPANSION_WEIGHT  1.0
 #define MEMORY_BOOST_CONFIDENCE  0.6
 #define MEMORY_BOOST_RECENCY     0.3
 #define MEMORY_LOCAL_COSINE_MIN  0.1
@@ -129,13 +129,13 @@ struct memory_options {
 	const char *embed_model;
 	const char *embed_base_url;
 	int dim;                  /* local embedding size; 0 = 256 (multiple of 16, 64..2048) */
-	double lexical_weight;    /* the lexical list's weight in recall; < 0 = 0.6 */
+	double lexical_weight;    /* the lexical list's weight in recall; < 0 = 0.8 */
 	/* The vector file; NULL = "<db path>.vectors", "" = none (vectors kept
 	 * in this process only; the default for ":memory:" databases). */
 	const char *vector_path;
 };
 
-/* Defaults: local embedding, dim 256, lexical weight 0.6. */
+/* Defaults: local embedding, dim 256, lexical weight 0.8. */
 void memory_options_init(struct memory_options *opt);
 /* Fill from the configuration (llm.embeddings.*, memory.*); strings are
  * borrowed from cfg, which must outlive the memory handle. */

@@ -69,6 +69,7 @@ static int stem_init(struct memory *m)
 #define TERM_LEN 48
 
 typedef void stem_fn(const char *surf, size_t ns, const char *stem, size_t nst, void *payload);
+static stem_fn query_term;
 
 struct stem_ctx {
 	const char *text;
@@ -91,13 +92,16 @@ static int stem_token(void *p, int flags, const char *tok, int ntok, int start, 
 		surf[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
 	}
 	surf[ns] = 0;
-	if (!mem_stopword(surf, ns))
-		c->fn(surf, ns, tok, (size_t)ntok, c->payload);
+	/* The query keeps its stopwords: BM25 weighs them by their rarity,
+	 * and the common ones are left out by fts_match(). */
+	if (c->fn != query_term && mem_stopword(surf, ns))
+		return SQLITE_OK;
+	c->fn(surf, ns, tok, (size_t)ntok, c->payload);
 	return SQLITE_OK;
 }
 
-/* Call fn for each word of text that is not a stopword: its lowercased
- * surface form and its stem. */
+/* Call fn for each word of text (stopwords left out, except for the
+ * query's words): its lowercased surface form and its stem. */
 static int mem_stems(struct memory *m, const char *text, size_t len, stem_fn *fn, void *payload)
 {
 	struct stem_ctx c = { text, fn, payload };
@@ -115,7 +119,7 @@ static int mem_stems(struct memory *m, const char *text, size_t len, stem_fn *fn
 /* ---- terms ----------------------------------------------------------- */
 
 #define MAX_TERMS 16
-#define USE_TERMS 8
+#define USE_TERMS 16
 #define DF_BUDGET 1000
 
 struct term {
@@ -310,7 +314,7 @@ static int fts_list(struct cands *cs, double *best, struct memory *m, const char
 	*best = 0;
 	if (!*match)
 		return 0;
-	if (mem_cached(&s, m, MS_FTS, "SELECT rowid, -bm25(memories_fts, 1.0, 0.5, 0.8) AS score "
+	if (mem_cached(&s, m, MS_FTS, "SELECT rowid, -bm25(memories_fts) AS score "
 		       "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?") < 0)
 		return -1;
 	sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC);
