@@ -214,7 +214,8 @@ static void fts_match(struct buf *out, struct terms *t, size_t use)
 	size_t used = 0;
 
 	buf_reset(out);
-	qsort(t->t, t->n, sizeof *t->t, df_cmp);
+	if (t->n)
+		qsort(t->t, t->n, sizeof *t->t, df_cmp);
 	for (size_t i = 0; i < t->n && used < use; i++) {
 		if (!t->t[i].df)
 			continue;
@@ -381,7 +382,8 @@ static void fuse(struct cands *cs, const double *w, double band)
 		c->fused = memory_rrf(c->rank, w, NLISTS);
 		c->rel = c->fused > 0 ? memory_relevance(c->fused, band, c->rec, c->conf) : 0;
 	}
-	qsort(cs->c, cs->n, sizeof *cs->c, fused_cmp);
+	if (cs->n)
+		qsort(cs->c, cs->n, sizeof *cs->c, fused_cmp);
 }
 
 /* ---- query expansion (pseudo-relevance feedback) ----------------------- */
@@ -465,6 +467,10 @@ static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
 			x = term_add(ex, d->surf, strlen(d->surf), d->stem, strlen(d->stem));
 			x->w += dw * dw * (double)d->tf / (double)len;
 		}
+	}
+	if (!ex->n) {
+		rc = 0;
+		goto out;
 	}
 	/* document frequencies (a lookup each) of the likeliest ones only */
 	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
