@@ -21,16 +21,18 @@
  * their raw scores (reciprocal rank fusion: a memory scores the sum over
  * the lists it is in of weight / (60 + its rank there)):
  *   lexical   SQLite FTS5 (BM25, porter stems) over content, context and
- *             tags, with very common query words left out; weight w
+ *             tags, the query's 16 rarest words, very common ones left
+ *             out; weight w
  *   vector    a weight-free local embedding (feature hashing of words, word
  *             pairs and character 3-grams into `dim` signed buckets,
  *             L2-normalised; cosine above 0.1), or, when an embedding
  *             provider is configured (llm.embeddings: openai or ollama), the
  *             API's vectors, cached in the database by model and text hash;
  *             weight 1 - w
- *   expanded  FTS5 again, the query plus the words that the three best
- *             memories of the first two lists share and the query lacks
- *             (pseudo-relevance feedback, by tf * idf over the memories),
+ *   expanded  FTS5 again, the query plus the (at most six) words that the
+ *             three best word-matching memories of the first two lists hold
+ *             and the query lacks (pseudo-relevance feedback: tf weighted
+ *             by the memory's fused score, times idf over the memories),
  *             for queries worded otherwise than the answer; weight w
  * w = memory.lexical_weight (0.8).  Each list counts at most its first 100
  * memories that pass the filter.  A memory in none of the lists is never
