@@ -120,12 +120,14 @@ static int mem_stems(struct memory *m, const char *text, size_t len, stem_fn *fn
 
 #define MAX_TERMS 16
 #define USE_TERMS 16
-#define DF_BUDGET 1000
+#define DF_BUDGET 8000       /* rows the word list ranks (see fts_match) */
+#define DF_TERM_MAX 8000
+#define MIN_TERMS 3
 
 struct term {
 	char surf[TERM_LEN];     /* a form as written (what MATCH is given) */
 	char stem[TERM_LEN];     /* the form FTS5 indexes */
-	long df;                 /* documents with it, counted up to DF_BUDGET + 1 */
+	long df;                 /* documents with it, counted up to a cap + 1 */
 	double w;                /* expansion: its weight */
 	int tf;                  /* expansion: occurrences in the current document */
 };
@@ -204,13 +206,15 @@ static int df_cmp(const void *a, const void *b)
 
 /*
  * The MATCH expression for terms (document frequencies known): the ones in
- * the index, rarest first, leaving out the most common ones (ranked FTS5
- * costs ~1.5 us per matching row, so a very common word would cost more than
- * the whole vector scan).  Empty when no term is useful.  Sorts t.
+ * the index, rarest first, while the rows they match stay within `budget`
+ * (ranked FTS5 costs ~1.5 us per matching row), but always the MIN_TERMS
+ * rarest; a word in more than DF_TERM_MAX memories is left out (it tells
+ * little, and the vectors cover it).  Empty when no term is useful.  Sorts
+ * t.
  */
-static void fts_match(struct buf *out, struct terms *t, size_t use)
+static void fts_match(struct buf *out, struct terms *t, size_t use, long budget)
 {
-	long budget = 0;
+	long rows = 0;
 	size_t used = 0;
 
 	buf_reset(out);
@@ -219,11 +223,11 @@ static void fts_match(struct buf *out, struct terms *t, size_t use)
 	for (size_t i = 0; i < t->n && used < use; i++) {
 		if (!t->t[i].df)
 			continue;
-		if (used && budget + t->t[i].df > DF_BUDGET)
+		if (t->t[i].df > DF_TERM_MAX)
 			break;
-		if (t->t[i].df > DF_BUDGET)
-			break;     /* too common to rank cheaply: the vectors cover it */
-		budget += t->t[i].df;
+		if (used >= MIN_TERMS && rows + t->t[i].df > budget)
+			break;
+		rows += t->t[i].df;
 		buf_addf(out, "%s\"%s\"", used ? " OR " : "", t->t[i].surf);
 		used++;
 	}
@@ -393,6 +397,7 @@ static void fuse(struct cands *cs, const double *w, double band)
 #define DOC_TERMS 256
 #define DF_TERMS 24
 #define EXPAND_DF_MAX 200     /* commoner words are no use as expansions */
+#define EXPAND_BUDGET DF_BUDGET
 
 static void doc_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
 {
@@ -624,9 +629,9 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	}
 	/* the lexical list */
 	if (mem_stems(m, q->text, strlen(q->text), query_term, &qt) < 0 ||
-	    count_df(m, qt.t, qt.n, DF_BUDGET) < 0)
+	    count_df(m, qt.t, qt.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &qt, USE_TERMS);
+	fts_match(&match, &qt, USE_TERMS, DF_BUDGET);
 	if (fts_list(&cs, &best, m, match.buf, L_LEX, deep, now) < 0)
 		goto out;
 	/* the expanded list: the query and the words of the best first answers */
@@ -642,7 +647,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 				if (t)
 					t->df = ex.t[i].df;
 			}
-			fts_match(&match, &qt, USE_TERMS + EXPAND_TERMS);
+			fts_match(&match, &qt, USE_TERMS + EXPAND_TERMS, EXPAND_BUDGET);
 			if (fts_list(&cs, &best_exp, m, match.buf, L_EXP, deep, now) < 0)
 				goto out;
 		}
