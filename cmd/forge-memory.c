@@ -68,7 +68,10 @@ static const struct cli_spec spec = {
 		    "patterns [-n N] [--json]",
 	.description = "The memories forge learns from its runs: episodic (what happened), semantic\n"
 		       "(patterns and facts) and procedural (how to do things), with confidence.\n"
-		       "  search       recall by relevance: 0.5 similarity + 0.2 recency + 0.3 confidence\n"
+		       "  search       recall: word matches (FTS5, stemmed), vector matches and the query\n"
+		       "               widened by the best answers' words, fused by rank; confidence and\n"
+		       "               recency only order equal matches; no match, no result (--json:\n"
+		       "               each list's rank, cosine, lexical score, relevance 0-1)\n"
 		       "  consolidate  merge similar, promote 3+ similar episodes to patterns (LLM), decay,\n"
 		       "               archive (confidence < 0.2 or 90 days unused), resolve conflicts\n"
 		       "  export/import  JSON lines, one memory per line; an import is all or nothing",

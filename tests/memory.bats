@@ -208,3 +208,48 @@ add() { forge-memory add "$@"; }
 	[ "$(jq -r .embedder <<<"$output")" = "openai:text-embedding-3-small" ]
 	kill "$(cat "$BATS_TEST_TMPDIR/pid")"
 }
+
+@test "recall puts API vectors in its vector list: a match in other words, cached" {
+	# one scripted vector per embedding request, in order: the two memories,
+	# then the query, which shares no word with either
+	cat >"$BATS_TEST_TMPDIR/script.json" <<-'EOF'
+	[{"kind": "embed", "embeddings": [[1, 0, 0, 0]]},
+	 {"kind": "embed", "embeddings": [[0, 1, 0, 0]]},
+	 {"kind": "embed", "embeddings": [[0.6, 0.8, 0, 0]]}]
+	EOF
+	python3 "$FORGE_ROOT/tests/helpers/mock_llm.py" --script "$BATS_TEST_TMPDIR/script.json" \
+		--port-file "$BATS_TEST_TMPDIR/port" --log "$BATS_TEST_TMPDIR/log.jsonl" 3>&- &
+	echo $! >"$BATS_TEST_TMPDIR/pid"
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.05; done
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	printf '{"llm":{"embeddings":{"provider":"openai","model":"text-embedding-3-small","base_url":"http://127.0.0.1:%s/v1"}}}' \
+		"$(cat "$BATS_TEST_TMPDIR/port")" >"$XDG_CONFIG_HOME/forge/config.json"
+	export OPENAI_API_KEY=sk-test-not-a-real-key
+	a=$(forge-memory add "Stripe webhooks are verified with the signing secret")
+	b=$(forge-memory add "Payment provider events arrive twice; handlers are idempotent")
+	run -0 --separate-stderr forge-memory search --json --peek how do we trust incoming callbacks
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
+	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"expanded":null}' ]
+	[ "$(jq -r .cosine <<<"${lines[0]}")" = 0.8 ]
+	[ "$(jq -r .memory.id <<<"${lines[1]}")" = "$a" ]
+	[ "$(jq -c .ranks <<<"${lines[1]}")" = '{"lexical":null,"vector":2,"expanded":null}' ]
+	# the query's vector and the memories' are cached: no new request
+	[ "$(grep -c embeddings "$BATS_TEST_TMPDIR/log.jsonl")" -eq 3 ]
+	run -0 --separate-stderr forge-memory search --json --peek how do we trust incoming callbacks
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
+	[ "$(grep -c embeddings "$BATS_TEST_TMPDIR/log.jsonl")" -eq 3 ]
+	kill "$(cat "$BATS_TEST_TMPDIR/pid")"
+}
+
+@test "search: word and vector ranks fused; nothing for a query that matches nothing" {
+	a=$(add --confidence 0.1 "The parser crashes on an empty date string: check the length first")
+	add --confidence 1 "Always tag releases from the main branch" >/dev/null
+	run -0 --separate-stderr forge-memory search --json --peek crash parsing empty dates
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$a" ]
+	[ "$(jq -r .ranks.lexical <<<"${lines[0]}")" = 1 ]
+	[ "$(jq -r .ranks.vector <<<"${lines[0]}")" = 1 ]
+	[ "${#lines[@]}" -eq 1 ]
+	run -0 --separate-stderr forge-memory search --json --peek zyxxy qwop
+	[ -z "$output" ]
+}

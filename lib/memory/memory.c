@@ -61,7 +61,8 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 	m->embed_model = dup_or_null(opt->embed_model);
 	m->embed_base_url = dup_or_null(opt->embed_base_url);
 	m->dim = opt->dim ? opt->dim : 256;
-	m->lexw = opt->lexical_weight >= 0 && opt->lexical_weight <= 1 ? opt->lexical_weight : 0.4;
+	m->lexw = opt->lexical_weight >= 0 && opt->lexical_weight <= 1 ? opt->lexical_weight : 0.8;
+	m->vec_floor = m->embed_provider ? 0 : (float)MEMORY_LOCAL_COSINE_MIN;
 	if (m->embed_provider)
 		buf_addf(&b, "%s:%s", m->embed_provider, m->embed_model ? m->embed_model : "default");
 	else
@@ -84,6 +85,8 @@ void memory_free(struct memory *m)
 	if (!m)
 		return;
 	vindex_free(m->idx);
+	if (m->stem)
+		m->stem_api.xDelete(m->stem);
 	for (int i = 0; i < MS_COUNT; i++)
 		sqlite3_finalize(m->stmt[i]);
 	free(m->embed_provider);

@@ -10,20 +10,37 @@
  *                       -0.2 dismissed by a human, -0.05 per whole week
  *                       without access (decay); always clamped to [0, 1]
  *   archive             confidence below 0.2, or not accessed for 90 days
- *   recall relevance    0.5 similarity + 0.2 recency + 0.3 confidence,
+ *   recall relevance    rank fusion of the word and vector matches (below);
+ *                       confidence and recency only break near-ties,
  *                       recency = 0.5^(days since last access / 30)
  *                       (a 30-day half-life: DESIGN.md wins over the seed)
  *   relationships       on insert: cosine > 0.7 "related", > 0.9 "similar"
  *   patterns            3+ similar episodes are promoted with the LLM
  *
- * SIMILARITY.  Words: SQLite FTS5 (BM25) over content, context and tags,
- * with very common query words left out.  Vectors: a weight-free local
- * embedding (feature hashing of words, word pairs and character 3-grams
- * into `dim` signed buckets, L2-normalised), or, when an embedding provider
- * is configured (llm.embeddings: openai or ollama), the API's vectors,
- * cached in the database by model and text hash.  Recall similarity is
- * (1 - w) * max(cosine, 0) + w * bm25 / best bm25 of the query, w =
- * memory.lexical_weight (0.4).  Relationships use the cosine alone.
+ * RECALL.  Three ranked lists of candidates, fused by their ranks, not
+ * their raw scores (reciprocal rank fusion: a memory scores the sum over
+ * the lists it is in of weight / (60 + its rank there)):
+ *   lexical   SQLite FTS5 (BM25, porter stems) over content, context and
+ *             tags, the query's 16 rarest words, very common ones left
+ *             out; weight w
+ *   vector    a weight-free local embedding (feature hashing of words, word
+ *             pairs and character 3-grams into `dim` signed buckets,
+ *             L2-normalised; cosine above 0.1), or, when an embedding
+ *             provider is configured (llm.embeddings: openai or ollama), the
+ *             API's vectors, cached in the database by model and text hash;
+ *             weight 1 - w
+ *   expanded  FTS5 again, the query plus the (at most six) words that the
+ *             three best word-matching memories of the first two lists hold
+ *             and the query lacks (pseudo-relevance feedback: tf weighted
+ *             by the memory's fused score, times idf over the memories),
+ *             for queries worded otherwise than the answer; weight w
+ * w = memory.lexical_weight (0.8).  Each list counts at most its first 100
+ * memories that pass the filter.  A memory in none of the lists is never
+ * returned.  Confidence and recency add at most 0.9 of the smallest step
+ * one rank in one list can make (memory_rrf_band), so they only order
+ * memories that their matches cannot tell apart: whatever their
+ * confidence and recency, a memory ranked better in one list and no worse
+ * in the others stays ahead.  Relationships use the cosine alone.
  *
  * THE VECTOR FILE.  Vectors live in `<db>.vectors` (int8, one row per
  * memory, mmap'd and scanned at memory speed), stamped with the database's
@@ -81,6 +98,14 @@ struct llm_client;
 #define MEMORY_PROMOTE_MIN       3
 #define MEMORY_HALF_LIFE_DAYS    30.0
 
+/* Recall (RECALL above). */
+#define MEMORY_RRF_K             60
+#define MEMORY_RRF_DEPTH         100
+#define MEMORY_EXPANSION_WEIGHT  1.0
+#define MEMORY_BOOST_CONFIDENCE  0.6
+#define MEMORY_BOOST_RECENCY     0.3
+#define MEMORY_LOCAL_COSINE_MIN  0.1
+
 #define MEMORY_DAY_MS  86400000LL
 #define MEMORY_WEEK_MS (7 * MEMORY_DAY_MS)
 
@@ -106,13 +131,13 @@ struct memory_options {
 	const char *embed_model;
 	const char *embed_base_url;
 	int dim;                  /* local embedding size; 0 = 256 (multiple of 16, 64..2048) */
-	double lexical_weight;    /* share of BM25 in recall similarity; < 0 = 0.4 */
+	double lexical_weight;    /* the lexical list's weight in recall; < 0 = 0.8 */
 	/* The vector file; NULL = "<db path>.vectors", "" = none (vectors kept
 	 * in this process only; the default for ":memory:" databases). */
 	const char *vector_path;
 };
 
-/* Defaults: local embedding, dim 256, lexical weight 0.4. */
+/* Defaults: local embedding, dim 256, lexical weight 0.8. */
 void memory_options_init(struct memory_options *opt);
 /* Fill from the configuration (llm.embeddings.*, memory.*); strings are
  * borrowed from cfg, which must outlive the memory handle. */
@@ -137,8 +162,16 @@ double memory_clamp(double confidence);
 /* 0.5^(days/30) with days = (now - last_accessed) / 1 day, 1 when not in
  * the past. */
 double memory_recency(int64_t last_accessed_ms, int64_t now_ms);
-/* 0.5 sim + 0.2 recency + 0.3 confidence. */
-double memory_relevance(double similarity, double recency, double confidence);
+/* Reciprocal rank fusion: the sum of weights[i] / (MEMORY_RRF_K + ranks[i])
+ * over the n lists, rank 1 the best, 0 = not in that list. */
+double memory_rrf(const int *ranks, const double *weights, size_t n);
+/* The smallest change one rank step makes in a list of weight min_weight,
+ * within MEMORY_RRF_DEPTH ranks. */
+double memory_rrf_band(double min_weight);
+/* fused + band * (0.6 confidence + 0.3 recency): the boosts stay below
+ * band, so they never outweigh a rank step (confidence and recency are
+ * clamped to [0, 1]). */
+double memory_relevance(double fused, double band, double recency, double confidence);
 /* Decay for the whole weeks without access since max(last_accessed,
  * decayed_through): the new confidence, and in *through the time decay has
  * now been applied up to (unchanged when less than a week has passed). */
@@ -214,13 +247,18 @@ struct memory_query {
 	bool no_touch;                /* do not count this as an access */
 	const float *embedding;       /* a precomputed query vector, or NULL */
 	size_t embedding_dim;
+	bool no_expand;               /* leave out the expanded list */
 };
 void memory_query_init(struct memory_query *q, const char *text);
 
 /*
- * The most relevant memories, best first: [{"memory":{…},"relevance",
- * "similarity","recency","confidence","cosine","lexical"}].  Updates
- * access_count and last_accessed of what is returned (unless no_touch).
+ * The most relevant memories, best first (RECALL above): [{"memory":{…},
+ * "relevance" (the fused score over the best possible one, 0-1),
+ * "similarity" ((1 - w) cosine + w bm25 / the query's best bm25),
+ * "recency","confidence","cosine","lexical" (bm25 / best),
+ * "ranks":{"lexical","vector","expanded": rank or null}}].  Only memories
+ * some list found.  Updates access_count and last_accessed of what is
+ * returned (unless no_touch).
  */
 int memory_recall(jv *out, struct memory *m, const struct memory_query *q);
 

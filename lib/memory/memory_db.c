@@ -62,11 +62,6 @@ double memory_recency(int64_t last, int64_t now)
 	return pow(0.5, days / MEMORY_HALF_LIFE_DAYS);
 }
 
-double memory_relevance(double sim, double rec, double conf)
-{
-	return 0.5 * sim + 0.2 * rec + 0.3 * conf;
-}
-
 double memory_decay(int64_t *through, double conf, int64_t last, int64_t decayed, int64_t now)
 {
 	int64_t from = last > decayed ? last : decayed;

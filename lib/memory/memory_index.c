@@ -627,6 +627,11 @@ bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, si
 	return true;
 }
 
+size_t vindex_rows(struct memory *m)
+{
+	return m->idx ? (size_t)m->idx->h.count : 0;
+}
+
 jv vindex_info(struct memory *m)
 {
 	struct vindex *v = m->idx;

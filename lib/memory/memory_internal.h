@@ -32,7 +32,8 @@ struct vindex;
 
 /* Statements prepared once per handle (the hot paths of recall). */
 enum mem_stmt {
-	MS_STAMP, MS_VOCAB, MS_FTS, MS_GET, MS_GET_SEQ, MS_TOUCH, MS_SEQ, MS_INSERT, MS_RELATE, MS_COUNT
+	MS_STAMP, MS_VOCAB, MS_FTS, MS_GET, MS_GET_SEQ, MS_TOUCH, MS_SEQ, MS_INSERT, MS_RELATE,
+	MS_TEXT, MS_COUNT
 };
 
 struct memory {
@@ -46,9 +47,12 @@ struct memory {
 	char *embedder_id;        /* "local-fh1:256" or "openai:text-embedding-3-small" */
 	int dim;                  /* local dim; for an API, learnt from the first vector */
 	double lexw;
+	float vec_floor;          /* the vector list: cosines above it */
 	char *vec_path;           /* NULL = in-process index only */
 	struct vindex *idx;
 	sqlite3_stmt *stmt[MS_COUNT];   /* cached statements (mem_cached) */
+	fts5_tokenizer stem_api;  /* FTS5's porter tokenizer (memory_recall.c), */
+	Fts5Tokenizer *stem;      /* made on first use; NULL = not yet */
 };
 
 /* The columns of a memory row, in the order mem_row_json() reads them. */
@@ -105,6 +109,8 @@ int vindex_search(struct vhit **out, size_t *count, struct memory *m, const floa
 		  size_t dim, int type, size_t n);
 /* Cosine of q to row seq; false when the row is not in the index. */
 bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim);
+/* Rows in the index (0 before the first sync). */
+size_t vindex_rows(struct memory *m);
 /* {"path","rows","dim","bytes","embedder"} */
 jv vindex_info(struct memory *m);
 

@@ -37,180 +37,478 @@ bool mem_negated(const char *text)
 	return neg;
 }
 
-/* ---- FTS5 candidates ------------------------------------------------- */
-
-#define MAX_TERMS 16
-#define USE_TERMS 8
-#define DF_BUDGET 1000
-
-struct terms {
-	char w[MAX_TERMS][64];
-	long df[MAX_TERMS];
-	size_t n;
-};
-
-static void add_term(struct terms *t, const char *w, size_t n)
-{
-	if (!n || n >= 64 || t->n >= MAX_TERMS || mem_stopword(w, n))
-		return;
-	for (size_t i = 0; i < t->n; i++) {
-		if (strlen(t->w[i]) == n && memcmp(t->w[i], w, n) == 0)
-			return;
-	}
-	memcpy(t->w[t->n], w, n);
-	t->w[t->n][n] = 0;
-	t->n++;
-}
-
-/* FTS5's unicode61 splits at '_' too. */
-static void term_word(const char *w, size_t n, void *payload)
-{
-	size_t start = 0;
-
-	for (size_t i = 0; i <= n; i++) {
-		if (i == n || w[i] == '_') {
-			add_term(payload, w + start, i - start);
-			start = i + 1;
-		}
-	}
-}
+/* ---- words as FTS5 indexes them ------------------------------------- */
 
 /*
- * The MATCH expression for text: its words that are in the index, rarest
- * first, leaving out the most common ones (ranked FTS5 costs ~1.5 us per
- * matching row, so a very common word would cost more than the whole
- * vector scan).  Empty when no word is useful.
+ * FTS5's own porter tokenizer, so that recall compares words exactly as the
+ * index stores them ("caching" and "cached" are one term).  Made on first use
+ * from the connection's fts5_api.
  */
-static int fts_match(struct buf *out, struct memory *m, const char *text)
+static int stem_init(struct memory *m)
 {
-	struct terms t = { .n = 0 };
-	sqlite3_stmt *s;
-	long budget = 0;
-	size_t used = 0;
+	static const char *const args[] = { "unicode61", "remove_diacritics", "2" };
+	fts5_api *api = NULL;
+	sqlite3_stmt *s = NULL;
+	void *ud = NULL;
 
-	buf_reset(out);
-	mem_words(text, strlen(text), term_word, &t);
-	if (!t.n)
+	if (m->stem)
 		return 0;
-	/* Document frequencies, counted up to a cap by an unranked lookup
-	 * (fts5vocab has no index on term in SQLite 3.40: it scans). */
-	if (mem_cached(&s, m, MS_VOCAB, "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE "
-		       "memories_fts MATCH ? LIMIT ?)") < 0)
-		return -1;
-	for (size_t i = 0; i < t.n; i++) {
-		char q[70];
-
-		snprintf(q, sizeof q, "\"%s\"", t.w[i]);
-		sqlite3_reset(s);
-		sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(s, 2, DF_BUDGET + 1);
-		t.df[i] = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-	}
-	sqlite3_reset(s);
-	for (size_t i = 1; i < t.n; i++) {        /* insertion sort by df */
-		for (size_t j = i; j > 0 && t.df[j] < t.df[j - 1]; j--) {
-			char w[64];
-			long d = t.df[j];
-
-			memcpy(w, t.w[j], 64);
-			memcpy(t.w[j], t.w[j - 1], 64);
-			memcpy(t.w[j - 1], w, 64);
-			t.df[j] = t.df[j - 1];
-			t.df[j - 1] = d;
-		}
-	}
-	for (size_t i = 0; i < t.n && used < USE_TERMS; i++) {
-		if (!t.df[i])
-			continue;
-		if (used && budget + t.df[i] > DF_BUDGET)
-			break;
-		if (t.df[i] > DF_BUDGET)
-			break;     /* too common to rank cheaply: the vectors cover it */
-		budget += t.df[i];
-		buf_addf(out, "%s\"%s\"", used ? " OR " : "", t.w[i]);
-		used++;
+	if (sqlite3_prepare_v2(m->db, "SELECT fts5(?1)", -1, &s, NULL) != SQLITE_OK)
+		return mem_fail(m, "cannot reach FTS5");
+	sqlite3_bind_pointer(s, 1, (void *)&api, "fts5_api_ptr", NULL);
+	sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (!api || api->xFindTokenizer(api, "porter", &ud, &m->stem_api) != SQLITE_OK ||
+	    m->stem_api.xCreate(ud, (const char **)args, 3, &m->stem) != SQLITE_OK) {
+		m->stem = NULL;
+		return forge_error("cannot make FTS5's porter tokenizer");
 	}
 	return 0;
 }
 
-struct cand {
-	int64_t seq;
-	float cos;
-	double bm25;
-	bool has_cos;
+#define TERM_LEN 48
+
+typedef void stem_fn(const char *surf, size_t ns, const char *stem, size_t nst, void *payload);
+static stem_fn query_term;
+
+struct stem_ctx {
+	const char *text;
+	stem_fn *fn;
+	void *payload;
 };
 
-static int cand_find(struct cand *c, size_t n, int64_t seq)
+static int stem_token(void *p, int flags, const char *tok, int ntok, int start, int end)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (c[i].seq == seq)
-			return (int)i;
+	struct stem_ctx *c = p;
+	char surf[TERM_LEN];
+	size_t ns = (size_t)(end - start);
+
+	(void)flags;
+	if (ntok <= 0 || ntok >= TERM_LEN || ns == 0 || ns >= TERM_LEN)
+		return SQLITE_OK;
+	for (size_t i = 0; i < ns; i++) {
+		unsigned char ch = (unsigned char)c->text[start + (int)i];
+
+		surf[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
 	}
-	return -1;
+	surf[ns] = 0;
+	/* The query keeps its stopwords: BM25 weighs them by their rarity,
+	 * and the common ones are left out by fts_match(). */
+	if (c->fn != query_term && mem_stopword(surf, ns))
+		return SQLITE_OK;
+	c->fn(surf, ns, tok, (size_t)ntok, c->payload);
+	return SQLITE_OK;
 }
 
-static int fts_candidates(struct cand **c, size_t *n, size_t *cap, double *best,
-			  struct memory *m, const char *text, size_t limit)
+/* Call fn for each word of text (stopwords left out, except for the
+ * query's words): its lowercased surface form and its stem. */
+static int mem_stems(struct memory *m, const char *text, size_t len, stem_fn *fn, void *payload)
 {
-	struct buf match = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct stem_ctx c = { text, fn, payload };
+
+	if (stem_init(m) < 0)
+		return -1;
+	if (len > INT32_MAX)
+		len = INT32_MAX;
+	if (m->stem_api.xTokenize(m->stem, &c, FTS5_TOKENIZE_DOCUMENT, text, (int)len,
+				  stem_token) != SQLITE_OK)
+		return forge_error("cannot split a text into words");
+	return 0;
+}
+
+/* ---- terms ----------------------------------------------------------- */
+
+#define MAX_TERMS 16
+#define USE_TERMS 16
+#define DF_BUDGET 8000       /* rows the word list ranks (see fts_match) */
+#define DF_TERM_MAX 8000
+#define MIN_TERMS 3
+
+struct term {
+	char surf[TERM_LEN];     /* a form as written (what MATCH is given) */
+	char stem[TERM_LEN];     /* the form FTS5 indexes */
+	long df;                 /* documents with it, counted up to a cap + 1 */
+	double w;                /* expansion: its weight */
+	int tf;                  /* expansion: occurrences in the current document */
+};
+
+struct terms {
+	struct term *t;
+	size_t n, cap, max;
+};
+
+static void terms_release(struct terms *t)
+{
+	free(t->t);
+	memset(t, 0, sizeof *t);
+}
+
+static struct term *term_find(const struct terms *t, const char *stem, size_t n)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (strlen(t->t[i].stem) == n && memcmp(t->t[i].stem, stem, n) == 0)
+			return &t->t[i];
+	}
+	return NULL;
+}
+
+static struct term *term_add(struct terms *t, const char *surf, size_t ns, const char *stem,
+			     size_t nst)
+{
+	struct term *x = term_find(t, stem, nst);
+
+	if (x || (t->max && t->n >= t->max))
+		return x;
+	if (t->n == t->cap) {
+		t->cap = t->cap * 2 + 16;
+		t->t = xrealloc(t->t, t->cap * sizeof *t->t);
+	}
+	x = &t->t[t->n++];
+	memset(x, 0, sizeof *x);
+	memcpy(x->surf, surf, ns);
+	memcpy(x->stem, stem, nst);
+	return x;
+}
+
+static void query_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
+{
+	term_add(payload, surf, ns, stem, nst);
+}
+
+/* Document frequencies, counted up to cap + 1 by an unranked lookup
+ * (fts5vocab has no index on term in SQLite 3.40: it scans). */
+static int count_df(struct memory *m, struct term *t, size_t n, long cap)
+{
+	sqlite3_stmt *s;
+
+	if (mem_cached(&s, m, MS_VOCAB, "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE "
+		       "memories_fts MATCH ? LIMIT ?)") < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		char q[TERM_LEN + 3];
+
+		snprintf(q, sizeof q, "\"%s\"", t[i].surf);
+		sqlite3_reset(s);
+		sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(s, 2, (sqlite3_int64)cap + 1);
+		t[i].df = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	}
+	sqlite3_reset(s);
+	return 0;
+}
+
+static int df_cmp(const void *a, const void *b)
+{
+	const struct term *x = a, *y = b;
+
+	return (x->df > y->df) - (x->df < y->df);
+}
+
+/*
+ * The MATCH expression for terms (document frequencies known): the ones in
+ * the index, rarest first, while the rows they match stay within `budget`
+ * (ranked FTS5 costs ~1.5 us per matching row), but always the MIN_TERMS
+ * rarest; a word in more than DF_TERM_MAX memories is left out (it tells
+ * little, and the vectors cover it).  Empty when no term is useful.  Sorts
+ * t.
+ */
+static void fts_match(struct buf *out, struct terms *t, size_t use, long budget)
+{
+	long rows = 0;
+	size_t used = 0;
+
+	buf_reset(out);
+	if (t->n)
+		qsort(t->t, t->n, sizeof *t->t, df_cmp);
+	for (size_t i = 0; i < t->n && used < use; i++) {
+		if (!t->t[i].df)
+			continue;
+		if (t->t[i].df > DF_TERM_MAX)
+			break;
+		if (used >= MIN_TERMS && rows + t->t[i].df > budget)
+			break;
+		rows += t->t[i].df;
+		buf_addf(out, "%s\"%s\"", used ? " OR " : "", t->t[i].surf);
+		used++;
+	}
+}
+
+/* ---- candidates and their ranks ---------------------------------------- */
+
+enum { L_LEX, L_VEC, L_EXP, NLISTS };
+
+struct cand {
+	int64_t seq;
+	double bm25;             /* in the lexical list; 0 = not in it */
+	float cos;
+	bool has_cos;
+	bool pass;               /* passes the query's filter */
+	int rank[NLISTS];        /* 1-based among the candidates that pass; 0 = absent */
+	double conf, rec, fused, rel;
+	jv mem;
+};
+
+struct cands {
+	struct cand *c;
+	size_t n, cap;
+	sqlite3_stmt *filter;    /* "SELECT confidence, last_accessed" of a passing row */
+	int count[NLISTS];       /* memories ranked in each list so far */
+	int last_rank[NLISTS];   /* the rank and score of the last one: */
+	double last_score[NLISTS];   /* equal scores share a rank */
+};
+
+/*
+ * The candidate for seq, added (and checked against the filter) when new;
+ * NULL after an error.
+ */
+static struct cand *cand_get(struct cands *cs, struct memory *m, int64_t seq, int64_t now)
+{
+	int step;
+
+	for (size_t i = 0; i < cs->n; i++) {
+		if (cs->c[i].seq == seq)
+			return &cs->c[i];
+	}
+	if (cs->n == cs->cap) {
+		cs->cap = cs->cap * 2 + 64;
+		cs->c = xrealloc(cs->c, cs->cap * sizeof *cs->c);
+	}
+	struct cand *c = &cs->c[cs->n++];
+
+	memset(c, 0, sizeof *c);
+	c->seq = seq;
+	c->mem = jv_invalid();
+	sqlite3_reset(cs->filter);
+	sqlite3_bind_int64(cs->filter, 3, seq);
+	step = sqlite3_step(cs->filter);
+	if (step == SQLITE_ROW) {
+		c->pass = true;
+		c->conf = sqlite3_column_double(cs->filter, 0);
+		c->rec = memory_recency(sqlite3_column_int64(cs->filter, 1), now);
+	} else if (step != SQLITE_DONE) {
+		sqlite3_reset(cs->filter);
+		mem_fail(m, "cannot read memories");
+		return NULL;
+	}
+	sqlite3_reset(cs->filter);
+	return c;
+}
+
+/* The next rank of list l (given best first) to c, when it passes and the
+ * list is not deeper than MEMORY_RRF_DEPTH; the same rank as the one before
+ * when the score is the same ("1, 1, 3"), so that equal matches are told
+ * apart by confidence and recency only. */
+static void cand_rank(struct cands *cs, struct cand *c, int l, double score)
+{
+	if (!c->pass || c->rank[l] || cs->count[l] >= MEMORY_RRF_DEPTH)
+		return;
+	cs->count[l]++;
+	if (cs->count[l] == 1 || score != cs->last_score[l])
+		cs->last_rank[l] = cs->count[l];
+	cs->last_score[l] = score;
+	c->rank[l] = cs->last_rank[l];
+}
+
+/* The ranked FTS5 list for match into list l; *best the top BM25 score. */
+static int fts_list(struct cands *cs, double *best, struct memory *m, const char *match, int l,
+		    size_t limit, int64_t now)
+{
+	sqlite3_stmt *s;
 	int rc = 0, step;
 
 	*best = 0;
-	if (fts_match(&match, m, text) < 0) {
-		rc = -1;
-		goto out;
-	}
-	if (!match.len)
-		goto out;
-	if (mem_cached(&s, m, MS_FTS, "SELECT rowid, -bm25(memories_fts, 1.0, 0.5, 0.8) AS score "
-		       "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?") < 0) {
-		s = NULL;
-		rc = -1;
-		goto out;
-	}
-	sqlite3_bind_text(s, 1, match.buf, (int)match.len, SQLITE_STATIC);
+	if (!*match)
+		return 0;
+	if (mem_cached(&s, m, MS_FTS, "SELECT rowid, -bm25(memories_fts) AS score "
+		       "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?") < 0)
+		return -1;
+	sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		int64_t seq = sqlite3_column_int64(s, 0);
 		double score = sqlite3_column_double(s, 1);
-		int i = cand_find(*c, *n, seq);
+		struct cand *c = cand_get(cs, m, sqlite3_column_int64(s, 0), now);
 
+		if (!c) {
+			sqlite3_reset(s);
+			return -1;
+		}
 		if (score > *best)
 			*best = score;
-		if (i >= 0) {
-			(*c)[i].bm25 = score;
-			continue;
-		}
-		if (*n == *cap) {
-			*cap = *cap * 2 + 16;
-			*c = xrealloc(*c, *cap * sizeof **c);
-		}
-		(*c)[(*n)++] = (struct cand){ .seq = seq, .bm25 = score };
+		if (l == L_LEX)
+			c->bm25 = score;
+		cand_rank(cs, c, l, score);
 	}
 	if (step != SQLITE_DONE)
-		rc = mem_fail(m, "cannot search memories for '%s'", match.buf);
-out:
-	if (s)
+		rc = mem_fail(m, "cannot search memories for '%s'", match);
+	sqlite3_reset(s);
+	return rc;
+}
+
+double memory_rrf(const int *ranks, const double *weights, size_t n)
+{
+	double f = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ranks[i] > 0)
+			f += weights[i] / (MEMORY_RRF_K + ranks[i]);
+	}
+	return f;
+}
+
+double memory_rrf_band(double min_weight)
+{
+	return min_weight / ((double)(MEMORY_RRF_K + MEMORY_RRF_DEPTH) *
+			     (MEMORY_RRF_K + MEMORY_RRF_DEPTH + 1));
+}
+
+double memory_relevance(double fused, double band, double recency, double confidence)
+{
+	double c = confidence < 0 ? 0 : confidence > 1 ? 1 : confidence;
+	double r = recency < 0 ? 0 : recency > 1 ? 1 : recency;
+
+	return fused + band * (MEMORY_BOOST_CONFIDENCE * c + MEMORY_BOOST_RECENCY * r);
+}
+
+static int fused_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->rel != y->rel)
+		return x->rel < y->rel ? 1 : -1;
+	return (x->seq < y->seq) - (x->seq > y->seq);     /* newer first */
+}
+
+static void fuse(struct cands *cs, const double *w, double band)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		struct cand *c = &cs->c[i];
+
+		c->fused = memory_rrf(c->rank, w, NLISTS);
+		c->rel = c->fused > 0 ? memory_relevance(c->fused, band, c->rec, c->conf) : 0;
+	}
+	if (cs->n)
+		qsort(cs->c, cs->n, sizeof *cs->c, fused_cmp);
+}
+
+/* ---- query expansion (pseudo-relevance feedback) ----------------------- */
+
+#define FEEDBACK_DOCS 3
+#define EXPAND_TERMS 6
+#define DOC_TERMS 256
+#define DF_TERMS 24
+#define EXPAND_DF_MAX 200     /* commoner words are no use as expansions */
+#define EXPAND_BUDGET DF_BUDGET
+
+static void doc_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
+{
+	struct term *t;
+
+	if (ns < 3 || strspn(surf, "0123456789") == ns)
+		return;
+	t = term_add(payload, surf, ns, stem, nst);
+	if (t)
+		t->tf++;
+}
+
+static int w_cmp(const void *a, const void *b)
+{
+	const struct term *x = a, *y = b;
+
+	return (x->w < y->w) - (x->w > y->w);
+}
+
+/*
+ * Terms of the best first-pass memories that share words with the query
+ * (cs sorted best first) that the query lacks, weighted by how much of each
+ * memory they make up, by the square of the memory's fused score over the
+ * best one, and by how rare they are in the whole set (BM25's idf): the
+ * words the answer is written in when the query says it in other words.  At
+ * most EXPAND_TERMS into *ex.
+ */
+static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
+		     const struct cands *cs, size_t ndocs)
+{
+	struct terms doc = { .max = DOC_TERMS };
+	struct buf text = BUF_INIT;
+	sqlite3_stmt *s;
+	size_t used = 0;
+	int rc = -1;
+
+	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
+		return -1;
+	for (size_t i = 0; i < cs->n && used < FEEDBACK_DOCS; i++) {
+		const struct cand *c = &cs->c[i];
+
+		/* only memories that share words with the query, weighted by
+		 * how good an answer the first pass thinks they are */
+		if (!c->pass || c->fused <= 0 || !c->rank[L_LEX])
+			continue;
+		double dw = c->fused / cs->c[0].fused;
+
+		used++;
 		sqlite3_reset(s);
-	buf_release(&match);
+		sqlite3_bind_int64(s, 1, c->seq);
+		if (sqlite3_step(s) != SQLITE_ROW) {
+			mem_fail(m, "cannot read memory %lld", (long long)c->seq);
+			goto out;
+		}
+		buf_reset(&text);
+		for (int k = 0; k < 3; k++)
+			buf_addf(&text, "%s\n", (const char *)sqlite3_column_text(s, k));
+		sqlite3_reset(s);
+		doc.n = 0;
+		if (mem_stems(m, text.buf, text.len, doc_term, &doc) < 0)
+			goto out;
+		size_t len = 0;
+
+		for (size_t k = 0; k < doc.n; k++)
+			len += (size_t)doc.t[k].tf;
+		for (size_t k = 0; k < doc.n; k++) {
+			const struct term *d = &doc.t[k];
+			struct term *x;
+
+			if (term_find(qt, d->stem, strlen(d->stem)))
+				continue;
+			x = term_add(ex, d->surf, strlen(d->surf), d->stem, strlen(d->stem));
+			x->w += dw * dw * (double)d->tf / (double)len;
+		}
+	}
+	if (!ex->n) {
+		rc = 0;
+		goto out;
+	}
+	/* document frequencies (a lookup each) of the likeliest ones only */
+	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
+	if (ex->n > DF_TERMS)
+		ex->n = DF_TERMS;
+	if (count_df(m, ex->t, ex->n, EXPAND_DF_MAX) < 0)
+		goto out;
+	double n = (double)ndocs;
+
+	for (size_t i = 0; i < ex->n; i++) {
+		double df = (double)ex->t[i].df;
+
+		/* A word of one memory only finds nothing new; a common one
+		 * finds everything. */
+		if (df < 2 || df > n / 10 || df > EXPAND_DF_MAX)
+			ex->t[i].w = 0;
+		else
+			ex->t[i].w *= log((n - df + 0.5) / (df + 0.5));
+	}
+	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
+	while (ex->n && ex->t[ex->n - 1].w <= 0)
+		ex->n--;
+	if (ex->n > EXPAND_TERMS)
+		ex->n = EXPAND_TERMS;
+	rc = 0;
+out:
+	sqlite3_reset(s);
+	terms_release(&doc);
+	buf_release(&text);
 	return rc;
 }
 
 /* ---- recall ---------------------------------------------------------- */
-
-struct scored {
-	int64_t seq;
-	jv mem;
-	double rel, sim, rec, conf, cos, lex;
-};
-
-static int scored_cmp(const void *a, const void *b)
-{
-	const struct scored *x = a, *y = b;
-
-	return x->rel < y->rel ? 1 : x->rel > y->rel ? -1 : 0;
-}
 
 static int mem_get_seq(jv *out, struct memory *m, int64_t seq)
 {
@@ -229,7 +527,7 @@ static int mem_get_seq(jv *out, struct memory *m, int64_t seq)
 	return rc;
 }
 
-static int touch(struct memory *m, const struct scored *r, size_t n, int64_t now)
+static int touch(struct memory *m, const struct cand *r, size_t n, int64_t now)
 {
 	sqlite3_stmt *s;
 	int rc = 0;
@@ -258,30 +556,45 @@ static int touch(struct memory *m, const struct scored *r, size_t n, int64_t now
 	return mem_commit(m);
 }
 
-static bool filtered(const struct memory_filter *f)
+static jv rank_json(int r)
 {
-	return f->type != MEMORY_ANY || f->ntags || f->min_confidence > 0;
+	return r > 0 ? jv_number(r) : jv_null();
+}
+
+static double round6(double x)
+{
+	return round(x * 1e6) / 1e6;
 }
 
 int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 {
 	size_t limit = q->filter.limit > 0 ? (size_t)q->filter.limit : 10;
-	size_t want = limit * 10 < 100 ? 100 : limit * 10;
-	struct cand *c = NULL;
+	size_t want = MEMORY_RRF_DEPTH > limit ? MEMORY_RRF_DEPTH : limit;
+	/* with a filter, look deeper: what fails it takes no rank */
+	size_t deep = q->filter.type != MEMORY_ANY || q->filter.ntags ||
+		      q->filter.min_confidence > 0 ? want * 4 : want;
+	struct cands cs = { 0 };
+	struct terms qt = { .max = MAX_TERMS }, ex = { 0 };
+	struct buf match = BUF_INIT;
 	struct vhit *hits = NULL;
-	struct scored *res = NULL;
-	size_t nc = 0, cap = 0, nh = 0, nres = 0, dim = 0;
+	size_t nh = 0, dim = 0, nres = 0;
 	float *qv = NULL;
-	sqlite3_stmt *fs = NULL;
-	double best = 0;
+	double best = 0, best_exp = 0;
+	/* the lists' weights: lexical, vector, expanded lexical */
+	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_EXPANSION_WEIGHT };
+	double wmin = 1, wsum = 0;
 	int64_t now = memory_now(m);
+	bool reading = false;
 	int rc = -1;
 
 	*out = jv_array();
 	if (!q->text)
 		return forge_error("recall needs a query text");
-	if (filtered(&q->filter))
-		want *= 4;
+	for (int l = 0; l < NLISTS; l++) {
+		wsum += w[l];
+		if (w[l] > 0 && w[l] < wmin)
+			wmin = w[l];
+	}
 	if (q->embedding) {
 		dim = q->embedding_dim;
 		qv = xcalloc(dim + 1, sizeof *qv);
@@ -290,76 +603,109 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		goto out;
 	}
 	if (vindex_sync(m, NULL) < 0 ||
-	    vindex_search(&hits, &nh, m, qv, dim, q->filter.type, want) < 0)
+	    vindex_search(&hits, &nh, m, qv, dim, q->filter.type, deep) < 0)
 		goto out;
-	cap = nh + want + 16;
-	c = xcalloc(cap, sizeof *c);
-	for (size_t i = 0; i < nh; i++)
-		c[nc++] = (struct cand){ .seq = hits[i].seq, .cos = hits[i].cos, .has_cos = true };
-	if (fts_candidates(&c, &nc, &cap, &best, m, q->text, want) < 0)
-		goto out;
-	for (size_t i = 0; i < nc; i++) {
-		if (!c[i].has_cos)
-			c[i].has_cos = vindex_cosine(&c[i].cos, m, c[i].seq, qv, dim);
-	}
-	if (mem_filter_stmt(&fs, m, &q->filter) < 0)
-		goto out;
-	res = xcalloc(nc + 1, sizeof *res);
-	for (size_t i = 0; i < nc; i++) {
-		int step;
-
-		sqlite3_reset(fs);
-		sqlite3_bind_int64(fs, 3, c[i].seq);
-		step = sqlite3_step(fs);
-		if (step == SQLITE_DONE)
-			continue;
-		if (step != SQLITE_ROW) {
-			mem_fail(m, "cannot read memories");
+	/* One read transaction for the many small reads below (a statement
+	 * alone takes and drops SQLite's locks each time); not when the caller
+	 * has one open. */
+	if (sqlite3_get_autocommit(m->db)) {
+		if (store_exec(m->st, "BEGIN") < 0)
 			goto out;
+		reading = true;
+	}
+	if (mem_filter_stmt(&cs.filter, m, &q->filter) < 0)
+		goto out;
+	/* the vector list: what shares something with the query */
+	for (size_t i = 0; i < nh && w[L_VEC] > 0; i++) {
+		struct cand *c;
+
+		if (hits[i].cos <= m->vec_floor)
+			break;
+		if (!(c = cand_get(&cs, m, hits[i].seq, now)))
+			goto out;
+		c->cos = hits[i].cos;
+		c->has_cos = true;
+		cand_rank(&cs, c, L_VEC, c->cos);
+	}
+	/* the lexical list */
+	if (mem_stems(m, q->text, strlen(q->text), query_term, &qt) < 0 ||
+	    count_df(m, qt.t, qt.n, DF_TERM_MAX) < 0)
+		goto out;
+	fts_match(&match, &qt, USE_TERMS, DF_BUDGET);
+	if (fts_list(&cs, &best, m, match.buf, L_LEX, deep, now) < 0)
+		goto out;
+	/* the expanded list: the query and the words of the best first answers */
+	if (!q->no_expand && w[L_EXP] > 0 && cs.n) {
+		fuse(&cs, w, 0);
+		if (expansion(&ex, m, &qt, &cs, vindex_rows(m)) < 0)
+			goto out;
+		if (ex.n) {
+			for (size_t i = 0; i < ex.n; i++) {
+				struct term *t = term_add(&qt, ex.t[i].surf, strlen(ex.t[i].surf),
+							  ex.t[i].stem, strlen(ex.t[i].stem));
+
+				if (t)
+					t->df = ex.t[i].df;
+			}
+			fts_match(&match, &qt, USE_TERMS + EXPAND_TERMS, EXPAND_BUDGET);
+			if (fts_list(&cs, &best_exp, m, match.buf, L_EXP, deep, now) < 0)
+				goto out;
 		}
-		struct scored *r = &res[nres++];
-
-		r->seq = c[i].seq;
-		r->cos = c[i].has_cos && c[i].cos > 0 ? (c[i].cos > 1 ? 1 : c[i].cos) : 0;
-		r->lex = best > 0 ? c[i].bm25 / best : 0;
-		r->sim = (1 - m->lexw) * r->cos + m->lexw * r->lex;
-		r->rec = memory_recency(sqlite3_column_int64(fs, 1), now);
-		r->conf = sqlite3_column_double(fs, 0);
-		r->rel = memory_relevance(r->sim, r->rec, r->conf);
-		if (r->sim <= 0)
-			nres--;      /* nothing in common with the query */
 	}
-	sqlite3_reset(fs);
-	qsort(res, nres, sizeof *res, scored_cmp);
-	if (nres > limit)
-		nres = limit;
-	for (size_t i = 0; i < nres; i++) {
-		if (mem_get_seq(&res[i].mem, m, res[i].seq) < 0)
+	fuse(&cs, w, memory_rrf_band(wmin));
+	for (size_t i = 0; i < cs.n && nres < limit; i++) {
+		struct cand *c = &cs.c[i];
+
+		if (!c->pass || c->fused <= 0)
+			break;
+		if (!c->has_cos)
+			c->has_cos = vindex_cosine(&c->cos, m, c->seq, qv, dim);
+		if (mem_get_seq(&c->mem, m, c->seq) < 0)
+			goto out;
+		nres++;
+	}
+	sqlite3_finalize(cs.filter);
+	cs.filter = NULL;
+	if (reading) {
+		reading = false;
+		if (store_exec(m->st, "COMMIT") < 0)
 			goto out;
 	}
-	if (!q->no_touch && !store_readonly(m->st) && touch(m, res, nres, now) < 0)
+	if (!q->no_touch && !store_readonly(m->st) && touch(m, cs.c, nres, now) < 0)
 		goto out;
-	for (size_t i = 0; i < nres; i++) {
-		jv o = jv_object();
+	double top = wsum / (MEMORY_RRF_K + 1) + memory_relevance(0, memory_rrf_band(wmin), 1, 1);
 
-		o = json_set(o, "memory", res[i].mem);
-		res[i].mem = jv_invalid();
-		o = json_set(o, "relevance", jv_number(round(res[i].rel * 1e6) / 1e6));
-		o = json_set(o, "similarity", jv_number(round(res[i].sim * 1e6) / 1e6));
-		o = json_set(o, "recency", jv_number(round(res[i].rec * 1e6) / 1e6));
-		o = json_set(o, "confidence", jv_number(res[i].conf));
-		o = json_set(o, "cosine", jv_number(round(res[i].cos * 1e6) / 1e6));
-		o = json_set(o, "lexical", jv_number(round(res[i].lex * 1e6) / 1e6));
+	for (size_t i = 0; i < nres; i++) {
+		struct cand *c = &cs.c[i];
+		double cos = c->has_cos && c->cos > 0 ? (c->cos > 1 ? 1 : c->cos) : 0;
+		double lex = best > 0 ? c->bm25 / best : 0;
+		jv o = jv_object(), ranks = jv_object();
+
+		ranks = json_set(ranks, "lexical", rank_json(c->rank[L_LEX]));
+		ranks = json_set(ranks, "vector", rank_json(c->rank[L_VEC]));
+		ranks = json_set(ranks, "expanded", rank_json(c->rank[L_EXP]));
+		o = json_set(o, "memory", c->mem);
+		c->mem = jv_invalid();
+		o = json_set(o, "relevance", jv_number(round6(c->rel / top)));
+		o = json_set(o, "similarity", jv_number(round6((1 - m->lexw) * cos + m->lexw * lex)));
+		o = json_set(o, "recency", jv_number(round6(c->rec)));
+		o = json_set(o, "confidence", jv_number(c->conf));
+		o = json_set(o, "cosine", jv_number(round6(cos)));
+		o = json_set(o, "lexical", jv_number(round6(lex)));
+		o = json_set(o, "ranks", ranks);
 		*out = jv_array_append(*out, o);
 	}
-	nres = 0;
 	rc = 0;
 out:
-	for (size_t i = 0; i < nres; i++)
-		jv_free(res[i].mem);
-	free(res);
-	sqlite3_finalize(fs);
-	free(c);
+	for (size_t i = 0; i < cs.n; i++)
+		jv_free(cs.c[i].mem);
+	free(cs.c);
+	sqlite3_finalize(cs.filter);
+	if (reading)
+		store_rollback(m->st);
+	terms_release(&qt);
+	terms_release(&ex);
+	buf_release(&match);
 	free(hits);
 	free(qv);
 	return rc;

@@ -113,8 +113,8 @@ static void test_recency_half_life(void)
 	CHECK(memory_recency(T0, T0) == 1);
 	CHECK(fabs(memory_recency(T0, T0 + 30 * DAY) - 0.5) < 1e-12);
 	CHECK(fabs(memory_recency(T0, T0 + 60 * DAY) - 0.25) < 1e-12);
-	CHECK(fabs(memory_relevance(1, 1, 1) - 1) < 1e-12);
-	CHECK(fabs(memory_relevance(0.8, 0.5, 0.5) - (0.4 + 0.1 + 0.15)) < 1e-12);
+	CHECK(fabs(memory_relevance(0.5, 0.01, 1, 1) - (0.5 + 0.01 * 0.9)) < 1e-12);
+	CHECK(fabs(memory_relevance(0.5, 0.01, 0.5, 0) - (0.5 + 0.01 * 0.15)) < 1e-12);
 }
 
 static void test_decay_arithmetic(void)

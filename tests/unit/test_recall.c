@@ -1,0 +1,329 @@
+/*
+ * test_recall.c - recall's rank fusion, its bounded confidence and recency
+ * boosts, query expansion and stemming (lib/memory/memory_recall.c), on
+ * hand-built memories with an injected clock.
+ */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "memory/memory.h"
+#include "store/store.h"
+#include "unit.h"
+
+#define DAY MEMORY_DAY_MS
+#define T0 1767225600000LL     /* 2026-01-01 */
+
+static int64_t clock_ms = T0;
+
+static int64_t fake_now(void *p)
+{
+	(void)p;
+	return clock_ms;
+}
+
+static struct store *st;
+static struct memory *m;
+
+static void open_mem(const char *path)
+{
+	struct memory_options o;
+
+	memory_options_init(&o);
+	o.now = fake_now;
+	clock_ms = T0;
+	if (store_open(&st, path) < 0 || memory_open(&m, st, &o) < 0) {
+		printf("# open: %s\n", forge_last_error());
+		exit(1);
+	}
+}
+
+static void close_mem(void)
+{
+	memory_free(m);
+	store_free(st);
+	m = NULL;
+	st = NULL;
+}
+
+/* Store a semantic memory with confidence conf, last accessed at `last`. */
+static void put(char id[ULID_LEN + 1], const char *content, double conf, int64_t last)
+{
+	jv o = jv_object();
+
+	o = json_set(o, "type", jv_string("semantic"));
+	o = json_set(o, "content", jv_string(content));
+	o = json_set(o, "confidence", jv_number(conf));
+	clock_ms = last;
+	if (memory_store(id, m, o) < 0) {
+		printf("# store: %s\n", forge_last_error());
+		exit(1);
+	}
+	clock_ms = T0;
+}
+
+/* Twenty memories about other things, so that words have document
+ * frequencies like in a real set. */
+static void fillers(void)
+{
+	static const char *const what[] = { "logging", "README", "linter", "migrations", "fixtures",
+					    "release notes", "coverage", "changelog", "docstrings",
+					    "benchmarks" };
+	char text[128], id[ULID_LEN + 1];
+
+	for (int i = 0; i < 20; i++) {
+		if (i % 2)
+			snprintf(text, sizeof text, "review %s in every pull request", what[i / 2]);
+		else
+			snprintf(text, sizeof text, "keep %s short and in one place", what[i / 2]);
+		put(id, text, 0.5, T0);
+	}
+}
+
+/* The ids recall returns for text (limit 10, no_touch), best first, as one
+ * space-separated string (malloc'd); expand false leaves out the expanded list. */
+static char *recall_ids(const char *text, bool expand)
+{
+	struct memory_query q;
+	struct buf b = BUF_INIT;
+	jv out;
+
+	memory_query_init(&q, text);
+	q.no_touch = true;
+	q.no_expand = !expand;
+	if (memory_recall(&out, m, &q) < 0) {
+		printf("# recall: %s\n", forge_last_error());
+		return xstrdup("(error)");
+	}
+	jv_array_foreach(out, i, r) {
+		jv mem = json_get(r, "memory");
+
+		buf_addf(&b, "%s%s", i ? " " : "", json_get_str(mem, "id"));
+		jv_free(mem);
+		jv_free(r);
+	}
+	jv_free(out);
+	return b.buf ? buf_detach(&b, NULL) : xstrdup("");
+}
+
+/* Position (0-based) of id in the space-separated ids, -1 when absent. */
+static int pos_of(const char *ids, const char *id)
+{
+	const char *p = strstr(ids, id);
+	int n = 0;
+
+	if (!p)
+		return -1;
+	for (const char *s = ids; s < p; s++)
+		n += *s == ' ';
+	return n;
+}
+
+/* ---- pure functions ----------------------------------------------------- */
+
+/* Two hand-made lists fuse by rank: being near the top of both beats being
+ * first in one only; equal weights make list order irrelevant. */
+static void test_rrf_order(void)
+{
+	/* lexical: a b c d; vector: c a e */
+	static const char names[] = "abcde";
+	static const int lex[5] = { 1, 2, 3, 4, 0 }, vec[5] = { 2, 0, 1, 0, 3 };
+	const double w[2] = { 1, 1 };
+	double f[5];
+	char order[6];
+
+	for (int i = 0; i < 5; i++) {
+		int r[2] = { lex[i], vec[i] };
+
+		f[i] = memory_rrf(r, w, 2);
+	}
+	for (int i = 0; i < 5; i++) {         /* selection by fused score */
+		int best = -1;
+
+		for (int j = 0; j < 5; j++) {
+			if (!memchr(order, names[j], (size_t)i) && (best < 0 || f[j] > f[best]))
+				best = j;
+		}
+		order[i] = names[best];
+	}
+	order[5] = 0;
+	CHECK_STR(order, "acbed");
+	CHECK(fabs(f[0] - (1.0 / 61 + 1.0 / 62)) < 1e-12);
+	int none[2] = { 0, 0 };
+
+	CHECK(memory_rrf(none, w, 2) == 0);
+	/* a weight scales its list */
+	const double w2[2] = { 0.25, 1 };
+	int only_lex[2] = { 1, 0 }, only_vec[2] = { 0, 2 };
+
+	CHECK(memory_rrf(only_vec, w2, 2) > memory_rrf(only_lex, w2, 2));
+}
+
+/* The boosts never outweigh one rank step, at any depth, in any list mix. */
+static void test_boost_below_a_rank_step(void)
+{
+	const double w[3] = { 0.4, 0.6, 0.2 };
+	double band = memory_rrf_band(0.2);
+
+	for (int l = 0; l < 3; l++) {
+		for (int r = 1; r < MEMORY_RRF_DEPTH; r++) {
+			for (int other = 0; other <= MEMORY_RRF_DEPTH; other += 25) {
+				int better[3] = { other, other, other }, worse[3] = { other, other, other };
+
+				better[l] = r;
+				worse[l] = r + 1;
+				double hi = memory_relevance(memory_rrf(better, w, 3), band, 0, 0);
+				double lo = memory_relevance(memory_rrf(worse, w, 3), band, 1, 1);
+
+				CHECK_MSG(hi > lo, "list %d rank %d vs %d (others %d): %.12g <= %.12g",
+					  l, r, r + 1, other, hi, lo);
+			}
+		}
+		/* ranked at the bottom of one list beats absent from it */
+		int in[3] = { 0, 0, 0 }, out[3] = { 0, 0, 0 };
+
+		in[l] = MEMORY_RRF_DEPTH;
+		CHECK(memory_relevance(memory_rrf(in, w, 3), band, 0, 0) >
+		      memory_relevance(memory_rrf(out, w, 3), band, 1, 1));
+	}
+	/* between equal matches they decide */
+	CHECK(memory_relevance(0.01, band, 0.5, 0.9) > memory_relevance(0.01, band, 0.5, 0.5));
+	CHECK(memory_relevance(0.01, band, 1, 0.5) > memory_relevance(0.01, band, 0.2, 0.5));
+}
+
+/* ---- recall on hand-built memories --------------------------------------- */
+
+/* A confident memory that matches the query less never outranks the one
+ * that matches it; one that does not match at all is not returned. */
+static void test_confident_irrelevant_never_outranks(void)
+{
+	char rel[ULID_LEN + 1], near[ULID_LEN + 1], none[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	fillers();
+	put(rel, "The parser crashes on an empty date string: check the length first", 0.05, T0);
+	put(near, "The date picker crashes on an empty string in dark mode", 1.0, T0);
+	put(none, "Always run the whole test suite before tagging a release", 1.0, T0);
+	char *ids = recall_ids("parser crashes on empty date string", true);
+
+	CHECK_MSG(pos_of(ids, rel) == 0, "ranked: %s (relevant %s)", ids, rel);
+	CHECK_MSG(pos_of(ids, near) > 0 || pos_of(ids, near) == -1, "%s", ids);
+	CHECK_MSG(pos_of(ids, none) == -1, "a memory with no match was returned: %s", ids);
+	free(ids);
+	close_mem();
+}
+
+/* A memory used today never outranks an old one that matches better. */
+static void test_recent_irrelevant_never_outranks(void)
+{
+	char rel[ULID_LEN + 1], recent[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	fillers();
+	put(rel, "Docker builds in CI are slow unless the layer cache is mounted", 0.3, T0 - 300 * DAY);
+	put(recent, "CI runners were upgraded to a newer kernel", 0.9, T0);
+	char *ids = recall_ids("slow docker builds in CI layer cache", true);
+
+	CHECK_MSG(pos_of(ids, rel) == 0, "ranked: %s (relevant %s)", ids, rel);
+	CHECK(pos_of(ids, recent) != 0);
+	free(ids);
+	/* and between two equal matches, the recent and confident one first */
+	char a[ULID_LEN + 1], b[ULID_LEN + 1];
+
+	put(a, "zebra quokka", 0.2, T0 - 200 * DAY);
+	put(b, "Zebra, quokka.", 0.9, T0);
+	ids = recall_ids("zebra quokka", true);
+	CHECK_MSG(pos_of(ids, b) == 0 && pos_of(ids, a) == 1, "%s (want %s %s)", ids, b, a);
+	free(ids);
+	close_mem();
+}
+
+/* The expanded list finds a memory that says the same in other words, by
+ * the words it shares with the memory the query finds. */
+static void test_expansion_finds_paraphrase(void)
+{
+	char hit[ULID_LEN + 1], para[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	fillers();
+	put(hit, "Checkout hangs when the payment gateway is slow: raise the gateway timeout", 0.5, T0);
+	put(para, "Payment gateway latency spikes: give the gateway client a longer timeout", 0.5, T0);
+	char *plain = recall_ids("checkout hangs", false);
+	char *expanded = recall_ids("checkout hangs", true);
+
+	CHECK_MSG(pos_of(plain, hit) == 0, "%s", plain);
+	CHECK_MSG(pos_of(plain, para) == -1, "found without expansion: %s", plain);
+	CHECK_MSG(pos_of(expanded, hit) == 0, "%s", expanded);
+	CHECK_MSG(pos_of(expanded, para) > 0 && pos_of(expanded, para) < 5,
+		  "expanded: %s (paraphrase %s)", expanded, para);
+	free(plain);
+	free(expanded);
+	close_mem();
+}
+
+/* Words are matched by their stems. */
+static void test_stemming(void)
+{
+	char id[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	fillers();
+	put(id, "Cached responses went stale after the schema migrated", 0.5, T0);
+	char *ids = recall_ids("caching stale responses", false);
+
+	CHECK_MSG(pos_of(ids, id) == 0, "%s", ids);
+	free(ids);
+	close_mem();
+}
+
+/* A database made before migration 008 gets the stemming index. */
+static void test_migration_rebuilds_index(void)
+{
+	char dir[] = "/tmp/forge-test-recall-XXXXXX", path[128], id[ULID_LEN + 1];
+
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/f.db", dir);
+	open_mem(path);
+	put(id, "Cached responses went stale after the schema migrated", 0.5, T0);
+	/* back to the old tokenizer and schema version 7 */
+	CHECK(store_exec(st, "DROP TABLE memories_fts; CREATE VIRTUAL TABLE memories_fts USING fts5 ("
+			 "content, context, tags, content = 'memories', content_rowid = 'seq', "
+			 "tokenize = 'unicode61 remove_diacritics 2'); INSERT INTO memories_fts "
+			 "(memories_fts) VALUES ('rebuild'); PRAGMA user_version = 7") == 0);
+	close_mem();
+	open_mem(path);
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	char *ids = recall_ids("caching", false);
+
+	CHECK_MSG(pos_of(ids, id) == 0, "%s", ids);
+	free(ids);
+	close_mem();
+	unlink(path);
+	snprintf(path, sizeof path, "%s/f.db.vectors", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/f.db.vectors.lock", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/f.db-wal", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/f.db-shm", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	RUN(test_rrf_order);
+	RUN(test_boost_below_a_rank_step);
+	RUN(test_confident_irrelevant_never_outranks);
+	RUN(test_recent_irrelevant_never_outranks);
+	RUN(test_expansion_finds_paraphrase);
+	RUN(test_stemming);
+	RUN(test_migration_rebuilds_index);
+	return unit_done();
+}
