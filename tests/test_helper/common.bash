@@ -6,11 +6,37 @@
 
 bats_require_minimum_version 1.5.0
 
+# forge_load_libraries: bats-support and bats-assert.  Their load.bash runs
+# `dirname` once a file (some 15 processes a test); their src/*.bash only
+# define functions, so they are sourced directly, found as bats_load_library
+# finds them (BATS_LIB_PATH, default /usr/lib/bats).
+forge_load_libraries() {
+	local lib dir found f
+	for lib in bats-support bats-assert; do
+		found=
+		local IFS=:
+		for dir in ${BATS_LIB_PATH:-/usr/lib/bats}; do
+			[ -d "$dir/$lib/src" ] || continue
+			found=$dir/$lib
+			break
+		done
+		unset IFS
+		if [ -z "$found" ]; then
+			bats_load_library "$lib"
+			continue
+		fi
+		for f in "$found"/src/*.bash; do
+			# shellcheck disable=SC1090
+			source "$f"
+		done
+	done
+}
+
 forge_setup() {
-	bats_load_library bats-support
-	bats_load_library bats-assert
+	forge_load_libraries
 	export LC_ALL=C
-	FORGE_ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+	FORGE_ROOT=${BATS_TEST_DIRNAME%/*}
+	case $FORGE_ROOT in /*) ;; *) FORGE_ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)" ;; esac
 	export FORGE_ROOT
 	: "${FORGE_BINDIR:=$FORGE_ROOT/bin}"
 	: "${FORGE_TESTBIN:=$FORGE_ROOT/build/tests}"
@@ -22,7 +48,7 @@ forge_setup() {
 	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
 	# Nothing from the developer's environment may steer a test.
 	local v
-	for v in $(compgen -e | grep '^FORGE_'); do
+	for v in "${!FORGE_@}"; do
 		case $v in FORGE_ROOT | FORGE_BINDIR | FORGE_TESTBIN | FORGE_SUITE | FORGE_DB) ;; *) unset "$v" ;; esac
 	done
 	unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENAI_BASE_URL
