@@ -5,6 +5,33 @@
 
 load test_helper/common
 
+# One `forge-doctor --json` and one `forge-doctor` in a repository with no
+# configuration and no key, shared by the tests that only read what they
+# print (each run probes every tool); $SHARED is that run's directory.
+setup_file() {
+	SHARED="$BATS_FILE_TMPDIR/shared"
+	export SHARED
+	(
+		BATS_TEST_TMPDIR=$SHARED
+		mkdir -p "$SHARED"
+		forge_setup
+		make_repo "$SHARED/repo"
+		cd "$SHARED/repo" || exit 1
+		forge-doctor --json >"$SHARED/json.out" 2>"$SHARED/json.err"
+		echo $? >"$SHARED/json.rc"
+		forge-doctor >"$SHARED/text.out" 2>"$SHARED/text.err"
+		echo $? >"$SHARED/text.rc"
+	)
+}
+
+# shared json|text: what the shared run printed on stdout and stderr, with
+# its exit status (for `run -N --separate-stderr shared json`).
+shared() {
+	cat "$SHARED/$1.out"
+	cat "$SHARED/$1.err" >&2
+	return "$(cat "$SHARED/$1.rc")"
+}
+
 setup() {
 	forge_setup
 	REPO="$BATS_TEST_TMPDIR/repo"
@@ -19,8 +46,7 @@ setup() {
 }
 
 @test "--json prints one object with every section" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -s length <<<"$output")" = 1 ]
 	for k in forge libraries config database provider sandbox tools project problems; do
 		[ "$(jq --arg k "$k" 'has($k)' <<<"$output")" = true ] || { echo "missing $k"; false; }
@@ -31,12 +57,11 @@ setup() {
 	done
 	[[ "$(jq -r .libraries.sqlite3 <<<"$output")" =~ ^3\.[0-9]+ ]]
 	[ "$(jq -r '.forge.programs | index("forge-doctor") != null' <<<"$output")" = true ]
-	[ "$(jq -r .project.root <<<"$output")" = "$REPO" ]
+	[ "$(jq -r .project.root <<<"$output")" = "$SHARED/repo" ]
 }
 
 @test "text output has the sections" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr shared text
 	for s in Libraries Configuration Database "Model provider" Sandbox "Tools on PATH" Project Summary; do
 		assert_output --partial "$s"
 	done
@@ -72,11 +97,10 @@ setup() {
 }
 
 @test "without a key the provider is reported as not set and not usable" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr shared text
 	assert_output --partial "ANTHROPIC_API_KEY: not set"
 	assert_output --partial "OPENAI_API_KEY: not set"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -r '.provider.usable' <<<"$output")" = false ]
 	[ "$(jq -r '.provider.error | test("ANTHROPIC_API_KEY")' <<<"$output")" = true ]
 }
@@ -92,13 +116,12 @@ setup() {
 }
 
 @test "the sandbox section lists landlock and the configured modes" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -r '.sandbox.landlock.available | type' <<<"$output")" = boolean ]
 	[ "$(jq -r '.sandbox.landlock.mode' <<<"$output")" = auto ]
 	[ "$(jq -r '.sandbox.network_namespace.mode' <<<"$output")" = auto ]
 	[ "$(jq -r '.sandbox.openat2 | type' <<<"$output")" = boolean ]
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr shared text
 	assert_output --regexp "landlock +(available|unavailable)"
 }
 
@@ -140,14 +163,13 @@ setup() {
 
 @test "the tool list includes shellcheck with a version" {
 	command -v shellcheck >/dev/null || skip "shellcheck is not installed"
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .found' <<<"$output")" = true ]
 	[[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .version' <<<"$output")" =~ [0-9]+\.[0-9]+ ]]
 	for t in cppcheck clang-tidy flawfinder bandit eslint ruff flake8 bats pytest node npm go cargo cmake ctest make; do
 		[ "$(jq -r --arg t "$t" '[.tools[] | select(.name==$t)] | length' <<<"$output")" = 1 ] || { echo "no $t"; false; }
 	done
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr shared text
 	assert_output --regexp "shellcheck +[^ ]*[0-9]+\.[0-9]+"
 }
 
