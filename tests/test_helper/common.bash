@@ -6,6 +6,9 @@
 
 bats_require_minimum_version 1.5.0
 
+# shellcheck source=tests/test_helper/python.bash
+source "${BASH_SOURCE[0]%/*}/python.bash"
+
 # forge_load_libraries: bats-support and bats-assert.  Their load.bash runs
 # `dirname` once a file (some 15 processes a test); their src/*.bash only
 # define functions, so they are sourced directly, found as bats_load_library
@@ -56,8 +59,35 @@ forge_setup() {
 	export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
 }
 
+# from_template NAME DIR MAKER [ARGS...]: DIR (new, or existing: merged)
+# becomes a copy of the template NAME, which `MAKER ARGS... TEMPLATE-DIR`
+# makes once per bats run (in $BATS_RUN_TMPDIR, shared by every file; a
+# template is complete before it appears under its name).  A copy is one
+# `cp -a` where making it is a handful of git processes.
+from_template() {
+	local name=$1 dir=$2 tmpl new
+	shift 2
+	tmpl="${BATS_RUN_TMPDIR:-$BATS_FILE_TMPDIR}/templates/$name"
+	if [ ! -d "$tmpl" ]; then
+		new="$tmpl.new.$BASHPID.$RANDOM"
+		mkdir -p "$new" || return
+		"$@" "$new" || { rm -rf "$new"; return 1; }
+		# another test may have made it meanwhile: keep theirs
+		mv -T "$new" "$tmpl" 2>/dev/null || rm -rf "$new"
+	fi
+	if [ -e "$dir" ]; then
+		cp -a "$tmpl/." "$dir/"
+	else
+		cp -a "$tmpl" "$dir"
+	fi
+}
+
 # make_repo DIR: a git repository with one commit.
 make_repo() {
+	from_template hello "$1" make_repo_now
+}
+
+make_repo_now() {
 	local dir=$1
 	mkdir -p "$dir"
 	git -C "$dir" init -q -b main
@@ -79,8 +109,12 @@ calc_setup() {
 # calc_repo DIR: a git repository holding the sample project
 # tests/fixtures/repos/calc (a tiny C calculator with `make check`).
 calc_repo() {
+	from_template calc "$1" calc_repo_now
+}
+
+calc_repo_now() {
 	local dir=$1
-	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$dir"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc/." "$dir"
 	git -C "$dir" init -q -b main
 	git -C "$dir" add -A
 	git -C "$dir" commit -q -m "calc"
