@@ -54,7 +54,7 @@ calls() {
 }
 
 implementer_called() {
-	[ "$(calls implementer)" -ge 1 ]
+	mock_logged "You are the implementer" && [ "$(calls implementer)" -ge 1 ]
 }
 
 last_seq() {
