@@ -17,6 +17,7 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "app/phase.h"
+#include "git/git.h"
 #include "store/plans.h"
 #include "data/project.h"
 #include "core/resource.h"
@@ -147,7 +148,7 @@ static char *tracked_files(const char *root)
 	struct buf b = BUF_INIT;
 	char *text = NULL;
 
-	git_libgit2_init();
+	forge_git_lib_init();
 	if (git_repository_open(&repo, root) < 0 || git_repository_index(&index, repo) < 0)
 		goto out;
 	size_t n = git_index_entrycount(index);
