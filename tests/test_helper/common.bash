@@ -78,6 +78,7 @@ from_template() {
 	if [ -e "$dir" ]; then
 		cp -a "$tmpl/." "$dir/"
 	else
+		[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
 		cp -a "$tmpl" "$dir"
 	fi
 }
