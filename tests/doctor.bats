@@ -184,6 +184,22 @@ setup() {
 	assert_output --regexp "shellcheck +not found"
 }
 
+@test "the tool probes run at the same time: two tools that each wait for the other both answer" {
+	cd "$REPO"
+	fake="$BATS_TEST_TMPDIR/fake"
+	mkdir -p "$fake"
+	# each says its version only once the other one has started (bounded:
+	# one after the other, the first would wait out its 5 s probe limit)
+	for pair in "cppcheck shellcheck" "shellcheck cppcheck"; do
+		set -- $pair
+		printf '#!/bin/sh\n/bin/touch "%s/%s.started"\ni=0\nwhile [ $i -lt 400 ]; do\n\t[ -e "%s/%s.started" ] && { echo "%s 9.9"; exit 0; }\n\t/bin/sleep 0.05; i=$((i + 1))\ndone\nexit 1\n' \
+			"$fake" "$1" "$fake" "$2" "$1" >"$fake/$1"
+		chmod +x "$fake/$1"
+	done
+	run -0 --separate-stderr /usr/bin/env PATH="$fake" "$FORGE_BINDIR/forge-doctor" --json
+	[ "$(jq -c '[.tools[] | select(.name == "cppcheck" or .name == "shellcheck") | .version]' <<<"$output")" = '["cppcheck 9.9","shellcheck 9.9"]' ]
+}
+
 @test "the database: path, schema version against the known one, size" {
 	cd "$REPO"
 	run -0 --separate-stderr forge-doctor --json
