@@ -6,8 +6,6 @@
 #include "core/json.h"
 #include "unit.h"
 
-#include <git2.h>
-
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -774,19 +772,6 @@ static int rm_entry(const char *path, const struct stat *sb, int type, struct FT
 	return type == FTW_DP ? rmdir(path) : unlink(path);
 }
 
-/* Once used, libgit2 stays initialised until exit: an open/close pair does
- * not bring its count back to zero (its setup would run again each time). */
-static void test_lib_stays_initialised(void)
-{
-	forge_git_lib_init();
-	git_libgit2_shutdown();
-	forge_git_lib_init();
-	git_libgit2_shutdown();
-	int n = git_libgit2_init();     /* the count after this one */
-	CHECK_MSG(n >= 2, "libgit2 init count %d: shut down in between", n);
-	git_libgit2_shutdown();
-}
-
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -806,7 +791,6 @@ int main(void)
 	setenv("GIT_COMMITTER_EMAIL", "test@example.com", 1);
 	setenv("LC_ALL", "C", 1);
 
-	RUN(test_lib_stays_initialised);
 	RUN(test_open_errors);
 	RUN(test_open_from_anywhere);
 	RUN(test_trace_names);
