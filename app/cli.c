@@ -7,7 +7,6 @@
 #include "core/secret.h"
 #include "data/config.h"
 #include "data/stream.h"
-#include "git/git.h"
 #include "llm/llm.h"
 #include "store/store.h"
 
@@ -257,7 +256,7 @@ int cli_repo_root(char **out, const char *dir)
 	int rc = -1;
 
 	*out = NULL;
-	forge_git_lib_init();
+	git_libgit2_init();
 	if (dir && !realpath(dir, resolved)) {
 		forge_error("cannot use repository '%s': %s", dir, strerror(errno));
 		goto out;

@@ -17,7 +17,6 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "app/phase.h"
-#include "git/git.h"
 #include "store/plans.h"
 #include "data/project.h"
 #include "core/resource.h"
@@ -148,7 +147,7 @@ static char *tracked_files(const char *root)
 	struct buf b = BUF_INIT;
 	char *text = NULL;
 
-	forge_git_lib_init();
+	git_libgit2_init();
 	if (git_repository_open(&repo, root) < 0 || git_repository_index(&index, repo) < 0)
 		goto out;
 	size_t n = git_index_entrycount(index);

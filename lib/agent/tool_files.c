@@ -7,7 +7,6 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
-#include "git/git.h"
 #include "os/sandbox.h"
 
 #include <dirent.h>
@@ -266,7 +265,7 @@ static int list_repo_files(struct fileset *fs, const char *root)
 	size_t w = 0;
 	int rc = 0;
 
-	forge_git_lib_init();
+	git_libgit2_init();
 	if (git_repository_open(&repo, root) < 0 || git_repository_is_bare(repo)) {
 		walk(fs, root, "", 0);
 		goto sort;

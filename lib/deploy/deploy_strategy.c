@@ -63,7 +63,7 @@ int deploy_head_branch(char **out, const char *root)
 	int rc = -1;
 
 	*out = NULL;
-	forge_git_lib_init();
+	git_libgit2_init();
 	if (git_repository_open_ext(&repo, root, 0, NULL) < 0) {
 		forge_error("'%s' is not in a git repository", root);
 		goto out;

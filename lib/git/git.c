@@ -116,23 +116,6 @@ static void strip_slash(char *s)
 		s[--n] = '\0';
 }
 
-static void lib_shutdown(void)
-{
-	git_libgit2_shutdown();
-}
-
-void forge_git_lib_init(void)
-{
-	static bool pinned;
-
-	git_libgit2_init();
-	if (!pinned) {
-		pinned = true;
-		git_libgit2_init();     /* the process's own reference */
-		atexit(lib_shutdown);
-	}
-}
-
 int forge_git_open(struct forge_git **out, const char *path)
 {
 	struct forge_git *g = xcalloc(1, sizeof *g);
@@ -142,7 +125,7 @@ int forge_git_open(struct forge_git **out, const char *path)
 	int rc = -1;
 
 	*out = NULL;
-	forge_git_lib_init();
+	git_libgit2_init();
 	if (!realpath(shown, resolved)) {
 		forge_error("cannot use repository '%s': %s", shown, strerror(errno));
 		goto out;

@@ -37,12 +37,6 @@
  * libgit2 is initialised by each open object and shut down by its *_free(),
  * so a program need not call git_libgit2_init() itself.  Objects are not
  * shared between threads.
- *
- * forge_git_lib_init() is git_libgit2_init() for code that calls libgit2
- * directly (balance it with git_libgit2_shutdown()); its first call keeps
- * libgit2 initialised until exit, so that its setup - reading the system's
- * TLS certificates, some 10 ms - is done once a process, not each time the
- * count of users returns to zero.
  */
 #ifndef FORGE_GIT_H
 #define FORGE_GIT_H
@@ -62,8 +56,6 @@ struct forge_git_worktree;   /* one run's worktree */
  * the main repository is opened.  Fails with a clear message for a path
  * that is not in a repository and for a bare repository.
  */
-void forge_git_lib_init(void);
-
 int forge_git_open(struct forge_git **out, const char *path);
 void forge_git_free(struct forge_git *g);
 

@@ -283,7 +283,7 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	if (check_trace(trace) < 0)
 		return -1;
 	run_names_init(&n, trace);
-	forge_git_lib_init();       /* balanced by forge_git_worktree_free */
+	git_libgit2_init();         /* balanced by forge_git_worktree_free */
 	wt = xcalloc(1, sizeof *wt);
 	wt->trace = xstrdup(trace);
 	wt->path = worktree_dir(g, trace);
