@@ -798,7 +798,6 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	setenv("FORGE_SUPERVISOR_PID", pid, 1);
 	memset(s, 0, sizeof *s);
 	s->o = o;
-	pipeline_prepare(o->cfg);
 	s->state = jv_null();
 	s->returned = jv_null();
 	s->approval = jv_null();

@@ -25,15 +25,4 @@ int jqexpr_test(bool *out, const char *expr, jv input);
 /* The first output of expr over input (borrowed), or -1 with a message. */
 int jqexpr_first(jv *out, const char *expr, jv input);
 
-/*
- * Compile the n expressions (NULLs skipped) together, as one program, for
- * later jqexpr_test()/jqexpr_first() calls: libjq 1.6 spends ~40 ms of CPU
- * binding its builtins on every compilation, whatever the expression, so a
- * supervisor checking six conditions compiles once instead of six times.
- * Results and errors are those of each expression alone.  When they do not
- * compile together (one has an error) nothing is prepared and each compiles
- * alone when used, reporting its own error.  How many were prepared.
- */
-int jqexpr_prepare(const char *const *exprs, size_t n);
-
 #endif

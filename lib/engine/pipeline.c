@@ -130,30 +130,6 @@ static int fixable_failures(jv state, double threshold)
 	return n;
 }
 
-#define REVIEW_CONDITION ".review.decision == \"request_changes\""
-#define TEST_CONDITION ".tests.summary.failed > 0"
-
-void pipeline_prepare(const struct config *cfg)
-{
-	const char *exprs[32];
-	size_t n = 0;
-	const char *r = config_get_str(cfg, "bounces.review_condition");
-	const char *t = config_get_str(cfg, "bounces.test_condition");
-	jv gates = config_get(cfg, "gates");
-
-	exprs[n++] = r ? r : REVIEW_CONDITION;
-	exprs[n++] = t ? t : TEST_CONDITION;
-	if (jv_get_kind(gates) == JV_KIND_ARRAY) {
-		jv_array_foreach(gates, i, g) {
-			if (n < sizeof exprs / sizeof exprs[0])
-				exprs[n++] = json_get_str(g, "condition");   /* borrowed from gates */
-			jv_free(g);
-		}
-	}
-	jqexpr_prepare(exprs, n);
-	jv_free(gates);
-}
-
 static int condition(bool *out, const struct config *cfg, const char *key, const char *dflt, jv state)
 {
 	const char *expr = config_get_str(cfg, key);
@@ -167,7 +143,7 @@ static int decide_review(struct pipeline_decision *d, const struct config *cfg, 
 	int max = (int)config_get_num(cfg, "bounces.review_max");
 	int done = pipeline_bounces(state, "review");
 
-	if (condition(&again, cfg, "bounces.review_condition", REVIEW_CONDITION, state) < 0)
+	if (condition(&again, cfg, "bounces.review_condition", ".review.decision == \"request_changes\"", state) < 0)
 		return -1;
 	if (!again) {
 		d->action = PL_ACT_REJECTED;
@@ -199,7 +175,7 @@ static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv
 	int done = pipeline_bounces(state, "test");
 	double threshold = config_get_num(cfg, "bounces.test_fix_confidence");
 
-	if (condition(&again, cfg, "bounces.test_condition", TEST_CONDITION, state) < 0)
+	if (condition(&again, cfg, "bounces.test_condition", ".tests.summary.failed > 0", state) < 0)
 		return -1;
 	if (!again) {
 		d->action = PL_ACT_REJECTED;

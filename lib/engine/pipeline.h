@@ -77,14 +77,6 @@ struct pipeline_decision {
 int pipeline_decide(struct pipeline_decision *out, const struct config *cfg, jv state,
 		    const char *phase, const char *status, const char *const *phases, bool dry_run);
 
-/*
- * Compile the configuration's conditions (the gates' and the bounces') in
- * one go before the first decision (jqexpr_prepare: libjq compiles once
- * instead of once per condition).  Nothing changes when one of them does not
- * compile: its own use reports it, as without this call.
- */
-void pipeline_prepare(const struct config *cfg);
-
 /* How many bounces from `from` the state records.  Borrows state. */
 int pipeline_bounces(jv state, const char *from);
 
