@@ -33,6 +33,7 @@
 #include <git2.h>
 #include <limits.h>
 #include <pcre2.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,11 +74,10 @@ static int on_option(int id, const char *arg, void *payload)
 /* ---------------------------------------------------------------- helpers */
 
 /* The first non-blank line of s, trimmed, without control characters and
- * at most VERSION_MAX bytes, as a jv string (or null when there is none). */
-static jv first_line(const char *s, size_t len)
+ * at most VERSION_MAX bytes, into out; its length (0: there is none). */
+static size_t first_line_c(char out[VERSION_MAX + 1], const char *s, size_t len)
 {
 	size_t i = 0, end;
-	char out[VERSION_MAX + 1];
 	size_t n = 0;
 
 	while (i < len) {
@@ -95,7 +95,15 @@ static jv first_line(const char *s, size_t len)
 	for (; i < end && n < VERSION_MAX; i++)
 		out[n++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
 	out[n] = '\0';
-	return n ? jv_string(out) : jv_null();
+	return n;
+}
+
+/* The same as a jv string, or null when there is none. */
+static jv first_line(const char *s, size_t len)
+{
+	char out[VERSION_MAX + 1];
+
+	return first_line_c(out, s, len) ? jv_string(out) : jv_null();
 }
 
 /* The path of program on $PATH (malloc'd), or NULL. */
@@ -142,17 +150,25 @@ static char **probe_env(void)
 	return env;
 }
 
+/* What a probe gave: its output or why there is none (plain C, no jv, so
+ * that probes can run in threads). */
+struct probe {
+	char *out;       /* what it printed (stdout and stderr), or NULL */
+	char *why;       /* why not, or NULL */
+};
+
 /*
  * Run argv (argv[0] a path) with a short timeout and its stdout and stderr
- * merged.  What it printed (malloc'd, NUL-terminated), or NULL with *err set
- * to why it gave no answer (could not start, timed out, failed).
+ * merged; fill *p (release with probe_release).  Safe to call from several
+ * threads at once.
  */
-static char *run_probe(const char *const *argv, char **env, jv *err)
+static void probe_exec(struct probe *p, const char *const *argv, char **env)
 {
 	struct proc_opts o = PROC_OPTS_INIT;
 	struct proc_result r;
-	char *out = NULL;
+	struct buf why = BUF_INIT;
 
+	p->out = p->why = NULL;
 	o.argv = argv;
 	o.envp = env;
 	o.merge_stderr = true;
@@ -160,19 +176,47 @@ static char *run_probe(const char *const *argv, char **env, jv *err)
 	o.timeout_ms = TOOL_TIMEOUT_MS;
 	o.kill_grace_ms = 500;
 	if (proc_run(&r, &o) < 0) {
-		*err = jv_string(forge_last_error());
+		buf_adds(&why, forge_last_error());
 	} else if (r.timed_out) {
-		*err = jv_string_fmt("no answer within %d s", TOOL_TIMEOUT_MS / 1000);
+		buf_addf(&why, "no answer within %d s", TOOL_TIMEOUT_MS / 1000);
 	} else if (r.exit_code != 0) {
-		jv line = first_line(r.out.buf ? r.out.buf : "", r.out.len);
-		*err = jv_get_kind(line) == JV_KIND_STRING
-		       ? jv_string_fmt("exit status %d: %s", r.exit_code, jv_string_value(line))
-		       : jv_string_fmt("exit status %d", r.exit_code);
-		jv_free(line);
+		char line[VERSION_MAX + 1];
+		if (first_line_c(line, r.out.buf ? r.out.buf : "", r.out.len))
+			buf_addf(&why, "exit status %d: %s", r.exit_code, line);
+		else
+			buf_addf(&why, "exit status %d", r.exit_code);
 	} else {
-		out = xstrndup(r.out.buf ? r.out.buf : "", r.out.len);
+		p->out = xstrndup(r.out.buf ? r.out.buf : "", r.out.len);
 	}
+	if (!p->out)
+		p->why = buf_detach(&why, NULL);
+	buf_release(&why);
 	proc_result_release(&r);
+}
+
+static void probe_release(struct probe *p)
+{
+	free(p->out);
+	free(p->why);
+	p->out = p->why = NULL;
+}
+
+/*
+ * Run argv (argv[0] a path) with a short timeout and its stdout and stderr
+ * merged.  What it printed (malloc'd, NUL-terminated), or NULL with *err set
+ * to why it gave no answer (could not start, timed out, failed).
+ */
+static char *run_probe(const char *const *argv, char **env, jv *err)
+{
+	struct probe p;
+	char *out;
+
+	probe_exec(&p, argv, env);
+	if (p.why)
+		*err = jv_string(p.why);
+	out = p.out;
+	p.out = NULL;
+	probe_release(&p);
 	return out;
 }
 
@@ -595,23 +639,19 @@ static const struct tool {
 };
 
 /*
- * The version line of a tool: the first line of `TOOL --version`, except
- * that a line "version: X" (ShellCheck's first line is only its title)
- * gives "TITLE-WORD X".
+ * The version line of a tool from what `TOOL --version` gave: its first
+ * line, except that a line "version: X" (ShellCheck's first line is only
+ * its title) gives "TITLE-WORD X".  Null with *err set when there is none.
  */
-static jv version_of(const struct tool *t, const char *path, char **env, jv *err)
+static jv version_from(const struct tool *t, const struct probe *p, jv *err)
 {
-	const char *argv[6] = { NULL };
-	size_t n = 0;
-	char *out;
+	const char *out = p->out;
 	jv v;
 
-	argv[n++] = path;
-	for (size_t i = 0; i < 3 && t->args[i]; i++)
-		argv[n++] = t->args[i];
-	out = run_probe(argv, env, err);
-	if (!out)
+	if (!out) {
+		*err = jv_string(p->why ? p->why : "no answer");
 		return jv_null();
+	}
 	v = first_line(out, strlen(out));
 	{
 		const char *ver = strstr(out, "\nversion: ");
@@ -628,45 +668,108 @@ static jv version_of(const struct tool *t, const char *path, char **env, jv *err
 	}
 	if (jv_get_kind(v) != JV_KIND_STRING)
 		*err = jv_string("printed nothing");
-	free(out);
 	return v;
 }
 
-static jv check_tools(char **env)
+/*
+ * The tool probes run at the same time, each in a thread of its own, while
+ * the other sections are checked: `forge doctor` takes as long as its
+ * slowest probe, not the sum of them.
+ */
+static const struct tool pytest_alt = { "pytest", "pytest", { "--version" } };
+
+struct tool_probe {
+	const struct tool *t;
+	char **env;
+	char *path;             /* the program on PATH, or NULL */
+	struct probe p;         /* what `PATH ARGS` gave */
+	char *alt_path;         /* pytest: the pytest program when the module is not there */
+	struct probe alt;
+	pthread_t thread;
+	bool threaded;
+};
+
+static void tool_probe_exec(struct probe *p, const struct tool *t, const char *path, char **env)
+{
+	const char *argv[6] = { NULL };
+	size_t n = 0;
+
+	argv[n++] = path;
+	for (size_t i = 0; i < 3 && t->args[i]; i++)
+		argv[n++] = t->args[i];
+	probe_exec(p, argv, env);
+}
+
+static void *tool_probe_run(void *arg)
+{
+	struct tool_probe *tp = arg;
+	char line[VERSION_MAX + 1];
+
+	tool_probe_exec(&tp->p, tp->t, tp->path, tp->env);
+	/* `python3 -m pytest` without the module: a pytest program, else not found */
+	if (!strcmp(tp->t->name, "pytest") &&
+	    (!tp->p.out || !first_line_c(line, tp->p.out, strlen(tp->p.out)))) {
+		tp->alt_path = which("pytest");
+		if (tp->alt_path)
+			tool_probe_exec(&tp->alt, &pytest_alt, tp->alt_path, tp->env);
+	}
+	return NULL;
+}
+
+#define NTOOLS (sizeof tools / sizeof tools[0])
+
+/* Start the probes of the tools on PATH (env must live until tools_finish). */
+static struct tool_probe *tools_start(char **env)
+{
+	struct tool_probe *tps = xcalloc(NTOOLS, sizeof(*tps));
+
+	for (size_t i = 0; i < NTOOLS; i++) {
+		struct tool_probe *tp = &tps[i];
+
+		tp->t = &tools[i];
+		tp->env = env;
+		tp->path = which(tp->t->program);
+		if (!tp->path)
+			continue;
+		tp->threaded = pthread_create(&tp->thread, NULL, tool_probe_run, tp) == 0;
+		if (!tp->threaded)
+			tool_probe_run(tp);
+	}
+	return tps;
+}
+
+/* Wait for the probes; the tools section.  Frees tps. */
+static jv tools_finish(struct tool_probe *tps)
 {
 	jv list = jv_array();
 
-	for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
-		const struct tool *t = &tools[i];
+	for (size_t i = 0; i < NTOOLS; i++) {
+		struct tool_probe *tp = &tps[i];
+		const struct tool *t = tp->t;
 		jv e = jv_object(), err = jv_null();
-		char *path = which(t->program);
 
+		if (tp->threaded)
+			pthread_join(tp->thread, NULL);
 		e = json_set(e, "name", jv_string(t->name));
-		if (!path) {
+		if (!tp->path) {
 			e = json_set(e, "found", jv_false());
 			e = json_set(e, "path", jv_null());
 			e = json_set(e, "version", jv_null());
-			jv_free(err);
 			list = jv_array_append(list, e);
 			continue;
 		}
-		jv v = version_of(t, path, env, &err);
+		jv v = version_from(t, &tp->p, &err);
+		const char *path = tp->path;
 		bool found = true;
-		/* `python3 -m pytest` without the module: a pytest program, else
-		 * not found */
 		if (!strcmp(t->name, "pytest") && jv_get_kind(v) != JV_KIND_STRING) {
-			static const struct tool alt = { "pytest", "pytest", { "--version" } };
-			char *p2 = which("pytest");
-
 			found = false;
-			if (p2) {
+			if (tp->alt_path) {
 				jv err2 = jv_null();
 				jv_free(v);
-				v = version_of(&alt, p2, env, &err2);
+				v = version_from(&pytest_alt, &tp->alt, &err2);
 				found = jv_get_kind(v) == JV_KIND_STRING;
 				jv_free(err2);
-				free(path);
-				path = p2;
+				path = tp->alt_path;
 			}
 		}
 		e = json_set(e, "found", jv_bool(found));
@@ -676,9 +779,15 @@ static jv check_tools(char **env)
 			e = json_set(e, "error", err);
 		else
 			jv_free(err);
-		free(path);
 		list = jv_array_append(list, e);
 	}
+	for (size_t i = 0; i < NTOOLS; i++) {
+		free(tps[i].path);
+		free(tps[i].alt_path);
+		probe_release(&tps[i].p);
+		probe_release(&tps[i].alt);
+	}
+	free(tps);
 	return list;
 }
 
@@ -985,6 +1094,7 @@ static jv report(struct cli_common *common)
 {
 	struct ctx c = { common, NULL, jv_null(), NULL, jv_array() };
 	char **env = probe_env();
+	struct tool_probe *tps = tools_start(env);
 	jv r = jv_object();
 
 	if (cli_repo_root(&c.root, common->repo) < 0) {
@@ -999,7 +1109,7 @@ static jv report(struct cli_common *common)
 	r = json_set(r, "database", check_database(&c));
 	r = json_set(r, "provider", check_provider(&c));
 	r = json_set(r, "sandbox", check_sandbox(&c));
-	r = json_set(r, "tools", check_tools(env));
+	r = json_set(r, "tools", tools_finish(tps));
 	r = json_set(r, "project", check_project(&c));
 	r = json_set(r, "problems", c.problems);
 	config_free(c.cfg);

@@ -34,10 +34,7 @@ teardown() {
 new_repo() {
 	REPO="$BATS_TEST_TMPDIR/calc-$1"
 	rm -rf "$REPO"
-	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$REPO"
-	git -C "$REPO" init -q -b main
-	git -C "$REPO" add -A
-	git -C "$REPO" commit -q -m "calc"
+	calc_repo "$REPO"
 	BASE=$(git -C "$REPO" rev-parse HEAD)
 	cd "$REPO"
 }
@@ -57,7 +54,7 @@ calls() {
 }
 
 implementer_called() {
-	[ "$(calls implementer)" -ge 1 ]
+	mock_logged "You are the implementer" && [ "$(calls implementer)" -ge 1 ]
 }
 
 last_seq() {

@@ -13,7 +13,9 @@ setup_file() {
 	MODE="$BATS_FILE_TMPDIR/mode"
 	export MODE
 	BATS_NO_PARALLELIZE_WITHIN_FILE=true # the tests share the health server's mode
-	python3 "$BATS_TEST_DIRNAME/helpers/health_server.py" --port-file "$BATS_FILE_TMPDIR/port" \
+	load test_helper/python
+	test_python3
+	"$TEST_PYTHON3" "$BATS_TEST_DIRNAME/helpers/health_server.py" --port-file "$BATS_FILE_TMPDIR/port" \
 		--mode-file "$MODE" --log "$BATS_FILE_TMPDIR/health.log" \
 		2>"$BATS_FILE_TMPDIR/health.err" 3>&- &
 	echo $! >"$BATS_FILE_TMPDIR/pid"
@@ -34,21 +36,27 @@ setup() {
 	forge_setup
 	echo healthy >"$MODE"
 	R="$BATS_TEST_TMPDIR/repo"
-	make_repo "$R"
+	from_template deploy "$R" deploy_repo
 	BASE=$(git -C "$R" rev-parse main)
-	# The run's branch: one commit on top of main.
-	git -C "$R" branch forge/t1
-	git -C "$R" checkout -q forge/t1
-	echo feature >"$R/feature.txt"
-	git -C "$R" add feature.txt
-	git -C "$R" commit -q -m feature
 	TIP=$(git -C "$R" rev-parse forge/t1)
-	git -C "$R" checkout -q main
 	M="$BATS_TEST_TMPDIR/m"	# markers written by the commands
 	mkdir -p "$M"
 	CFG="$BATS_TEST_TMPDIR/config.json"
 	config '{}'
 	state
+}
+
+# deploy_repo DIR: the hello repository (make_repo) with the run's branch
+# forge/t1, one commit on top of main; main checked out.
+deploy_repo() {
+	local r=$1
+	make_repo_now "$r"
+	git -C "$r" branch forge/t1
+	git -C "$r" checkout -q forge/t1
+	echo feature >"$r/feature.txt"
+	git -C "$r" add feature.txt
+	git -C "$r" commit -q -m feature
+	git -C "$r" checkout -q main
 }
 
 # config JSON: the --config file (health checks fast; tools added by JSON).
@@ -418,7 +426,8 @@ events() { printf '%s\n' "$output" | jq -c "select(.kind == \"event\" and .type 
 # once the question is on the terminal.  What the terminal showed is in
 # $BATS_TEST_TMPDIR/terminal.
 on_tty() {
-	python3 "$BATS_TEST_DIRNAME/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/terminal" "$@"
+	test_python3
+	"$TEST_PYTHON3" "$BATS_TEST_DIRNAME/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/terminal" "$@"
 }
 
 # the deploy on the terminal: stdin the state, stdout to $OUT, /dev/tty the pty.

@@ -5,6 +5,33 @@
 
 load test_helper/common
 
+# One `forge-doctor --json` and one `forge-doctor` in a repository with no
+# configuration and no key, shared by the tests that only read what they
+# print (each run probes every tool); $SHARED is that run's directory.
+setup_file() {
+	SHARED="$BATS_FILE_TMPDIR/shared"
+	export SHARED
+	(
+		BATS_TEST_TMPDIR=$SHARED
+		mkdir -p "$SHARED"
+		forge_setup
+		make_repo "$SHARED/repo"
+		cd "$SHARED/repo" || exit 1
+		forge-doctor --json >"$SHARED/json.out" 2>"$SHARED/json.err"
+		echo $? >"$SHARED/json.rc"
+		forge-doctor >"$SHARED/text.out" 2>"$SHARED/text.err"
+		echo $? >"$SHARED/text.rc"
+	)
+}
+
+# shared json|text: what the shared run printed on stdout and stderr, with
+# its exit status (for `run -N --separate-stderr shared json`).
+shared() {
+	cat "$SHARED/$1.out"
+	cat "$SHARED/$1.err" >&2
+	return "$(cat "$SHARED/$1.rc")"
+}
+
 setup() {
 	forge_setup
 	REPO="$BATS_TEST_TMPDIR/repo"
@@ -19,24 +46,23 @@ setup() {
 }
 
 @test "--json prints one object with every section" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -s length <<<"$output")" = 1 ]
-	for k in forge libraries config database provider sandbox tools project problems; do
-		[ "$(jq --arg k "$k" 'has($k)' <<<"$output")" = true ] || { echo "missing $k"; false; }
-	done
+	# one jq for the list (each jq costs ~50 ms of CPU to start)
+	missing=$(jq -r '[$ARGS.positional[] as $k | select(has($k) | not) | $k] | join(" ")' \
+		--args forge libraries config database provider sandbox tools project problems <<<"$output")
+	[ -z "$missing" ] || { echo "missing $missing"; false; }
 	[ "$(jq -r .forge.version <<<"$output")" = "$(forge-doctor --version | awk '{print $NF}')" ]
-	for lib in sqlite3 curl libgit2 jq pcre2 libyaml; do
-		[ "$(jq -r --arg l "$lib" '.libraries[$l] | type' <<<"$output")" = string ] || { echo "no $lib"; false; }
-	done
+	missing=$(jq -r '[$ARGS.positional[] as $l | select((.libraries[$l] | type) != "string") | $l] | join(" ")' \
+		--args sqlite3 curl libgit2 jq pcre2 libyaml <<<"$output")
+	[ -z "$missing" ] || { echo "no $missing"; false; }
 	[[ "$(jq -r .libraries.sqlite3 <<<"$output")" =~ ^3\.[0-9]+ ]]
 	[ "$(jq -r '.forge.programs | index("forge-doctor") != null' <<<"$output")" = true ]
-	[ "$(jq -r .project.root <<<"$output")" = "$REPO" ]
+	[ "$(jq -r .project.root <<<"$output")" = "$SHARED/repo" ]
 }
 
 @test "text output has the sections" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr shared text
 	for s in Libraries Configuration Database "Model provider" Sandbox "Tools on PATH" Project Summary; do
 		assert_output --partial "$s"
 	done
@@ -72,11 +98,10 @@ setup() {
 }
 
 @test "without a key the provider is reported as not set and not usable" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr shared text
 	assert_output --partial "ANTHROPIC_API_KEY: not set"
 	assert_output --partial "OPENAI_API_KEY: not set"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -r '.provider.usable' <<<"$output")" = false ]
 	[ "$(jq -r '.provider.error | test("ANTHROPIC_API_KEY")' <<<"$output")" = true ]
 }
@@ -92,13 +117,12 @@ setup() {
 }
 
 @test "the sandbox section lists landlock and the configured modes" {
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -r '.sandbox.landlock.available | type' <<<"$output")" = boolean ]
 	[ "$(jq -r '.sandbox.landlock.mode' <<<"$output")" = auto ]
 	[ "$(jq -r '.sandbox.network_namespace.mode' <<<"$output")" = auto ]
 	[ "$(jq -r '.sandbox.openat2 | type' <<<"$output")" = boolean ]
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr shared text
 	assert_output --regexp "landlock +(available|unavailable)"
 }
 
@@ -140,14 +164,13 @@ setup() {
 
 @test "the tool list includes shellcheck with a version" {
 	command -v shellcheck >/dev/null || skip "shellcheck is not installed"
-	cd "$REPO"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr shared json
 	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .found' <<<"$output")" = true ]
 	[[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .version' <<<"$output")" =~ [0-9]+\.[0-9]+ ]]
-	for t in cppcheck clang-tidy flawfinder bandit eslint ruff flake8 bats pytest node npm go cargo cmake ctest make; do
-		[ "$(jq -r --arg t "$t" '[.tools[] | select(.name==$t)] | length' <<<"$output")" = 1 ] || { echo "no $t"; false; }
-	done
-	run -0 --separate-stderr forge-doctor
+	missing=$(jq -r '[$ARGS.positional[] as $t | select(([.tools[] | select(.name == $t)] | length) != 1) | $t] | join(" ")' \
+		--args cppcheck clang-tidy flawfinder bandit eslint ruff flake8 bats pytest node npm go cargo cmake ctest make <<<"$output")
+	[ -z "$missing" ] || { echo "no $missing"; false; }
+	run -0 --separate-stderr shared text
 	assert_output --regexp "shellcheck +[^ ]*[0-9]+\.[0-9]+"
 }
 
@@ -159,6 +182,22 @@ setup() {
 	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .version' <<<"$output")" = null ]
 	run -0 --separate-stderr /usr/bin/env PATH="$BATS_TEST_TMPDIR/empty" "$FORGE_BINDIR/forge-doctor"
 	assert_output --regexp "shellcheck +not found"
+}
+
+@test "the tool probes run at the same time: two tools that each wait for the other both answer" {
+	cd "$REPO"
+	fake="$BATS_TEST_TMPDIR/fake"
+	mkdir -p "$fake"
+	# each says its version only once the other one has started (bounded:
+	# one after the other, the first would wait out its 5 s probe limit)
+	for pair in "cppcheck shellcheck" "shellcheck cppcheck"; do
+		set -- $pair
+		printf '#!/bin/sh\n/bin/touch "%s/%s.started"\ni=0\nwhile [ $i -lt 400 ]; do\n\t[ -e "%s/%s.started" ] && { echo "%s 9.9"; exit 0; }\n\t/bin/sleep 0.05; i=$((i + 1))\ndone\nexit 1\n' \
+			"$fake" "$1" "$fake" "$2" "$1" >"$fake/$1"
+		chmod +x "$fake/$1"
+	done
+	run -0 --separate-stderr /usr/bin/env PATH="$fake" "$FORGE_BINDIR/forge-doctor" --json
+	[ "$(jq -c '[.tools[] | select(.name == "cppcheck" or .name == "shellcheck") | .version]' <<<"$output")" = '["cppcheck 9.9","shellcheck 9.9"]' ]
 }
 
 @test "the database: path, schema version against the known one, size" {

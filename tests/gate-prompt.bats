@@ -22,7 +22,8 @@ setup() {
 
 # on_tty STEP... -- COMMAND...: COMMAND on a terminal; what it showed is in $SHOWN.
 on_tty() {
-	python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
+	test_python3
+	"$TEST_PYTHON3" "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
 }
 
 QUESTION='approve? [y]es / [n]o / [e]dit note and approve: '

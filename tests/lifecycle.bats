@@ -157,7 +157,7 @@ fail_implement() {
 }
 
 implementer_called_after() {
-	[ "$(calls implementer "$1")" -ge 1 ]
+	mock_logged "You are the implementer" "$1" && [ "$(calls implementer "$1")" -ge 1 ]
 }
 
 # until_true CMD...: poll until CMD succeeds (it waits on an event, not a time).

@@ -56,7 +56,8 @@ hdr() {
 
 # shape PROVIDER FILE [--recorded]: the SSE shape (framing checked).
 shape() {
-	python3 "$MOCK_FIX/sse_shape.py" "$@"
+	test_python3
+	"$TEST_PYTHON3" "$MOCK_FIX/sse_shape.py" "$@"
 }
 
 @test "mock: health, port file, control endpoints" {

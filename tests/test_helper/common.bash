@@ -6,11 +6,40 @@
 
 bats_require_minimum_version 1.5.0
 
+# shellcheck source=tests/test_helper/python.bash
+source "${BASH_SOURCE[0]%/*}/python.bash"
+
+# forge_load_libraries: bats-support and bats-assert.  Their load.bash runs
+# `dirname` once a file (some 15 processes a test); their src/*.bash only
+# define functions, so they are sourced directly, found as bats_load_library
+# finds them (BATS_LIB_PATH, default /usr/lib/bats).
+forge_load_libraries() {
+	local lib dir found f
+	for lib in bats-support bats-assert; do
+		found=
+		local IFS=:
+		for dir in ${BATS_LIB_PATH:-/usr/lib/bats}; do
+			[ -d "$dir/$lib/src" ] || continue
+			found=$dir/$lib
+			break
+		done
+		unset IFS
+		if [ -z "$found" ]; then
+			bats_load_library "$lib"
+			continue
+		fi
+		for f in "$found"/src/*.bash; do
+			# shellcheck disable=SC1090
+			source "$f"
+		done
+	done
+}
+
 forge_setup() {
-	bats_load_library bats-support
-	bats_load_library bats-assert
+	forge_load_libraries
 	export LC_ALL=C
-	FORGE_ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+	FORGE_ROOT=${BATS_TEST_DIRNAME%/*}
+	case $FORGE_ROOT in /*) ;; *) FORGE_ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)" ;; esac
 	export FORGE_ROOT
 	: "${FORGE_BINDIR:=$FORGE_ROOT/bin}"
 	: "${FORGE_TESTBIN:=$FORGE_ROOT/build/tests}"
@@ -22,7 +51,7 @@ forge_setup() {
 	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
 	# Nothing from the developer's environment may steer a test.
 	local v
-	for v in $(compgen -e | grep '^FORGE_'); do
+	for v in "${!FORGE_@}"; do
 		case $v in FORGE_ROOT | FORGE_BINDIR | FORGE_TESTBIN | FORGE_SUITE | FORGE_DB) ;; *) unset "$v" ;; esac
 	done
 	unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENAI_BASE_URL
@@ -30,8 +59,36 @@ forge_setup() {
 	export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
 }
 
+# from_template NAME DIR MAKER [ARGS...]: DIR (new, or existing: merged)
+# becomes a copy of the template NAME, which `MAKER ARGS... TEMPLATE-DIR`
+# makes once per bats run (in $BATS_RUN_TMPDIR, shared by every file; a
+# template is complete before it appears under its name).  A copy is one
+# `cp -a` where making it is a handful of git processes.
+from_template() {
+	local name=$1 dir=$2 tmpl new
+	shift 2
+	tmpl="${BATS_RUN_TMPDIR:-$BATS_FILE_TMPDIR}/templates/$name"
+	if [ ! -d "$tmpl" ]; then
+		new="$tmpl.new.$BASHPID.$RANDOM"
+		mkdir -p "$new" || return
+		"$@" "$new" || { rm -rf "$new"; return 1; }
+		# another test may have made it meanwhile: keep theirs
+		mv -T "$new" "$tmpl" 2>/dev/null || rm -rf "$new"
+	fi
+	if [ -e "$dir" ]; then
+		cp -a "$tmpl/." "$dir/"
+	else
+		[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
+		cp -a "$tmpl" "$dir"
+	fi
+}
+
 # make_repo DIR: a git repository with one commit.
 make_repo() {
+	from_template hello "$1" make_repo_now
+}
+
+make_repo_now() {
 	local dir=$1
 	mkdir -p "$dir"
 	git -C "$dir" init -q -b main
@@ -53,8 +110,12 @@ calc_setup() {
 # calc_repo DIR: a git repository holding the sample project
 # tests/fixtures/repos/calc (a tiny C calculator with `make check`).
 calc_repo() {
+	from_template calc "$1" calc_repo_now
+}
+
+calc_repo_now() {
 	local dir=$1
-	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$dir"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc/." "$dir"
 	git -C "$dir" init -q -b main
 	git -C "$dir" add -A
 	git -C "$dir" commit -q -m "calc"

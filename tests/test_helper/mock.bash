@@ -11,12 +11,16 @@
 # The file's tests share the mock, so they run one at a time (bats --jobs
 # still runs this file beside the others).
 
+# shellcheck source=tests/test_helper/python.bash
+source "${BASH_SOURCE[0]%/*}/python.bash"
+
 mock_start() {
 	BATS_NO_PARALLELIZE_WITHIN_FILE=true
 	MOCK="$BATS_TEST_DIRNAME/helpers/mock_llm.py"
 	MOCK_LOG="$BATS_FILE_TMPDIR/mock.jsonl"
 	export MOCK MOCK_LOG
-	python3 "$MOCK" --port-file "$BATS_FILE_TMPDIR/port" --log "$MOCK_LOG" "$@" \
+	test_python3
+	"$TEST_PYTHON3" "$MOCK" --port-file "$BATS_FILE_TMPDIR/port" --log "$MOCK_LOG" "$@" \
 		2>"$BATS_FILE_TMPDIR/mock.err" 3>&- &
 	local pid=$!
 	echo $pid >"$BATS_FILE_TMPDIR/mock.pid"
@@ -68,4 +72,15 @@ mock_per_file() {
 	teardown_file() {
 		mock_stop
 	}
+}
+
+# mock_logged TEXT [AFTER]: a request with a seq above AFTER (default 0)
+# whose log line contains TEXT is in $MOCK_LOG.  One awk over the log: cheap
+# enough to poll with, as a first filter before an exact (jq) check of
+# /_mock/requests - jq takes ~50 ms of CPU to start, a poll every 50 ms with
+# it alone keeps a core busy.
+mock_logged() {
+	awk -v t="$1" -v a="${2:-0}" '
+	  index($0, t) && match($0, /^\{"seq": [0-9]+/) && substr($0, 9, RLENGTH - 8) + 0 > a { f = 1; exit }
+	  END { exit !f }' "$MOCK_LOG"
 }
