@@ -135,7 +135,8 @@ check-suite: $(PROGS) $(UNITS) $(HELPERS)
 # its suite after the default one, and the fuzz corpora replayed against it.
 # A sub-make builds build-asan/ once (asan-build); the steps that use it wait.
 ASAN_O    := build-asan
-ASAN_MAKE := $(MAKE) --no-print-directory O=$(ASAN_O) SANITIZE=address,undefined
+# (make passes its jobserver only to recipe lines that name $(MAKE) itself.)
+ASAN_ARGS := --no-print-directory O=$(ASAN_O) SANITIZE=address,undefined
 NPROC      = $(shell nproc 2>/dev/null || echo 1)
 
 check:
@@ -147,16 +148,16 @@ check-default: SUITE_NAME = default
 check-default: check-suite
 
 asan-build: | $(DEPS_STAMP)
-	$(Q)nice -n 10 $(ASAN_MAKE) check-build
+	$(Q)nice -n 10 $(MAKE) $(ASAN_ARGS) check-build
 
 # Everything a check of this tree runs.
 check-build: $(PROGS) $(UNITS) $(HELPERS) $(FUZZ_REPLAY)
 
 check-asan-suite: asan-build | check-default
-	$(Q)$(ASAN_MAKE) SUITE_NAME=asan+ubsan check-suite
+	$(Q)$(MAKE) $(ASAN_ARGS) SUITE_NAME=asan+ubsan check-suite
 
 check-fuzz: asan-build
-	$(Q)$(ASAN_MAKE) fuzz-replay
+	$(Q)$(MAKE) $(ASAN_ARGS) fuzz-replay
 
 # clang's warnings without a clang build: every source through clang -fsyntax-only
 # with the same warnings (and -Werror under CI).  Skipped when there is no clang.
@@ -213,7 +214,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?= 2000
 FUZZERS      := $(FUZZ_NAMES:%=$(O)/fuzz/%)
-FUZZ_MAKE    := $(MAKE) --no-print-directory O=$(FUZZ_O) CC=$(FUZZ_CC) \
+FUZZ_ARGS    := --no-print-directory O=$(FUZZ_O) CC=$(FUZZ_CC) \
                 SANITIZE=fuzzer-no-link,address,undefined fuzz-targets
 
 $(FUZZ_REPLAY): $(O)/fuzz-replay/%: $(O)/obj/tests/fuzz/%.o $(O)/obj/tests/fuzz/replay.o $(LIB)
@@ -234,7 +235,7 @@ fuzz-replay: $(FUZZ_REPLAY)
 	done
 
 fuzz-check: | $(DEPS_STAMP)
-	$(Q)$(ASAN_MAKE) fuzz-replay
+	$(Q)$(MAKE) $(ASAN_ARGS) fuzz-replay
 
 $(FUZZERS): $(O)/fuzz/%: tests/fuzz/%.c $(LIB) $(O)/.cflags
 	@mkdir -p $(@D)
@@ -244,7 +245,7 @@ $(FUZZERS): $(O)/fuzz/%: tests/fuzz/%.c $(LIB) $(O)/.cflags
 fuzz-targets: $(FUZZERS)
 
 fuzz:
-	$(Q)$(FUZZ_MAKE)
+	$(Q)$(MAKE) $(FUZZ_ARGS)
 	$(Q)set -e; for t in $(FUZZ_NAMES); do \
 	    mkdir -p $(FUZZ_O)/corpus/$$t $(FUZZ_O)/crashes tests/fuzz/corpus/$$t; \
 	    echo "  FUZZ    $$t ($(FUZZ_SECONDS) s)"; \
