@@ -2,8 +2,9 @@
 #
 #   make              build $(O)/libforge-common.a (lib/*/*.c, app/*.c) and every program
 #                     (cmd/*.c, filters/*.c) into bin/
-#   make check        unit tests and bats suites, then again under ASan+UBSan, then the
-#                     fuzz targets over their corpora (make fuzz-check; make fuzz: 60 s each)
+#   make check        lint, clang's warnings, unit tests and bats suites, then again under
+#                     ASan+UBSan, and the fuzz corpora replayed under ASan+UBSan (make
+#                     fuzz-check); FORGE_JOBS jobs at once.  make fuzz: libFuzzer, 60 s each
 #   make demo         a whole forge run, offline, on the sample project
 #   make bench        benchmarks (medians)
 #   make install      PREFIX=/usr/local DESTDIR=
@@ -47,14 +48,21 @@ CPPFLAGS += $(if $(GIT2_SONAME),-DFORGE_GIT2_SONAME='"$(GIT2_SONAME)"') \
 LDFLAGS  += -Wl,--export-dynamic-symbol=mbedtls_x509_crt_parse_file
 
 ifdef SANITIZE
-CFLAGS   := -O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS   := -O1 -g1 -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif
+# Link with gold when the compiler can: the ~60 programs and tests of a tree
+# link in a third of ld.bfd's CPU time (a fifth with ASan).  FUSE_LD= : ld.bfd.
+ifeq ($(origin FUSE_LD),undefined)
+FUSE_LD  := $(shell $(CC) -fuse-ld=gold -Wl,--version 2>/dev/null | grep -q '^GNU gold' && echo -fuse-ld=gold)
+endif
+LDFLAGS  += $(FUSE_LD)
 
 LIB_SRC     := $(sort $(wildcard lib/*/*.c) $(wildcard app/*.c))
 PROG_SRC    := $(sort $(wildcard cmd/*.c) $(wildcard filters/*.c))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 HELPER_SRC  := $(sort $(wildcard tests/helpers/*.c))
+FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 RESOURCES   := $(sort $(wildcard schemas/*.json schemas/*/*.json schemas/sql/*.sql schemas/prompts/*.md))
 
 GEN_RES     := $(O)/gen/resources.c
@@ -63,8 +71,11 @@ LIB         := $(O)/libforge-common.a
 PROGS       := $(foreach s,$(PROG_SRC),$(BINDIR)/$(basename $(notdir $(s))))
 UNITS       := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 HELPERS     := $(HELPER_SRC:tests/helpers/%.c=$(O)/tests/%)
+FUZZ_NAMES  := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_REPLAY := $(FUZZ_NAMES:%=$(O)/fuzz-replay/%)
 SRC_OBJ     := $(LIB_SRC:%.c=$(O)/obj/%.o) $(PROG_SRC:%.c=$(O)/obj/%.o) \
-               $(UNIT_SRC:%.c=$(O)/obj/%.o) $(HELPER_SRC:%.c=$(O)/obj/%.o)
+               $(UNIT_SRC:%.c=$(O)/obj/%.o) $(HELPER_SRC:%.c=$(O)/obj/%.o) \
+               $(FUZZ_SRC:%.c=$(O)/obj/%.o) $(O)/obj/tests/fuzz/replay.o
 DEPS_STAMP  := $(O)/.deps-ok
 
 ifeq ($(V),1)
@@ -128,10 +139,53 @@ check-suite: $(PROGS) $(UNITS) $(HELPERS)
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" \
 	    FORGE_SUITE="$(SUITE_NAME)" scripts/check
 
-check: SUITE_NAME = default
-check: lint check-suite
-	$(Q)$(MAKE) --no-print-directory O=build-asan SANITIZE=address,undefined SUITE_NAME=asan+ubsan check-suite
-	$(Q)$(MAKE) --no-print-directory fuzz-check
+# make check is one make run (FORGE_JOBS jobs, default: the number of cores,
+# unless make was given -j): lint and clang's warnings while build/ builds,
+# the suite against build/, the ASan+UBSan tree build-asan/ built while that
+# suite runs (at a lower priority: it takes the cores the suite leaves idle),
+# its suite after the default one, and the fuzz corpora replayed against it.
+# A sub-make builds build-asan/ once (asan-build); the steps that use it wait.
+ASAN_O    := build-asan
+# (make passes its jobserver only to recipe lines that name $(MAKE) itself.)
+ASAN_ARGS := --no-print-directory O=$(ASAN_O) SANITIZE=address,undefined
+NPROC      = $(shell nproc 2>/dev/null || echo 1)
+
+check:
+	$(Q)$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(or $(FORGE_JOBS),$(NPROC))) check-all
+
+check-all: check-default lint clang-check check-asan-suite check-fuzz
+
+check-default: SUITE_NAME = default
+check-default: check-suite
+
+asan-build: | $(DEPS_STAMP)
+	$(Q)nice -n 10 $(MAKE) $(ASAN_ARGS) check-build
+
+# Everything a check of this tree runs.
+check-build: $(PROGS) $(UNITS) $(HELPERS) $(FUZZ_REPLAY)
+
+check-asan-suite: asan-build | check-default
+	$(Q)$(MAKE) $(ASAN_ARGS) SUITE_NAME=asan+ubsan check-suite
+
+check-fuzz: asan-build
+	$(Q)$(MAKE) $(ASAN_ARGS) fuzz-replay
+
+# clang's warnings without a clang build: every source through clang -fsyntax-only
+# with the same warnings (and -Werror under CI).  Skipped when there is no clang.
+CLANG     ?= clang
+CLANG_OK  := $(SRC_OBJ:$(O)/obj/%.o=$(O)/clang/%.ok)
+
+$(CLANG_OK): $(O)/clang/%.ok: %.c $(O)/.cflags | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CLANG   $<"
+	$(Q)$(CLANG) $(CSTD) $(CPPFLAGS) $(WARN) -fsyntax-only -MMD -MP -MF $(@:.ok=.d) -MT $@ $<
+	@touch $@
+
+clang-check: | $(DEPS_STAMP)
+	$(Q)if command -v $(CLANG) >/dev/null 2>&1; then $(MAKE) --no-print-directory clang-syntax; \
+	else echo "  ($(CLANG) is not installed: clang's warnings not checked; scripts/install-deps)"; fi
+
+clang-syntax: $(CLANG_OK)
 
 demo: all
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" scripts/demo
@@ -139,7 +193,7 @@ demo: all
 bench: all $(HELPERS)
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" scripts/bench
 
-lint:
+lint: | $(DEPS_STAMP)
 	$(Q)! grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strncpy|strtok|atoi|atol|gets)\s*\(' $(wildcard lib/*/*.[ch] app/*.[ch] cmd/*.c filters/*.c tests/unit/*.c tests/helpers/*.c tests/fuzz/*.c)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	    -D_GNU_SOURCE -Ilib -I. lib app cmd filters
@@ -155,23 +209,44 @@ install: all
 clean:
 	rm -rf build build-asan build-clang build-fuzz $(PROGS)
 
-# Fuzzing (libFuzzer, clang): one target per parser in tests/fuzz/fuzz_*.c,
-# seeded from tests/fuzz/corpus/TARGET/ (the tests' fixtures, and every
-# input that once crashed, as a regression).  The library and the targets
-# are built with clang in their own tree, build-fuzz/.
-#   make fuzz                 each target for FUZZ_SECONDS (60) s; new inputs go
-#                             to build-fuzz/corpus/TARGET, crashes to build-fuzz/crashes/
-#   make fuzz-check           each target over its corpus plus FUZZ_RUNS (2000)
-#                             mutations: bounded and not timing dependent (make check)
+# Fuzzing: one libFuzzer target per parser in tests/fuzz/fuzz_*.c, seeded
+# from tests/fuzz/corpus/TARGET/ (the tests' fixtures, and every input that
+# once crashed, as a regression).
+#   make fuzz-check   (in make check) each target linked with tests/fuzz/replay.c,
+#                     a main() without libFuzzer, against build-asan/: its corpus
+#                     plus FUZZ_RUNS (2000) inputs edited from it with a fixed seed,
+#                     under ASan+UBSan; bounded and not timing dependent.
+#                     Failing inputs go to build-asan/fuzz-crashes/.
+#   make fuzz         real fuzzing: libFuzzer (clang) in its own tree build-fuzz/,
+#                     each target for FUZZ_SECONDS (60) s; new inputs go to
+#                     build-fuzz/corpus/TARGET, crashes to build-fuzz/crashes/
 FUZZ_O       ?= build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?= 2000
-FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_NAMES   := $(FUZZ_SRC:tests/fuzz/%.c=%)
 FUZZERS      := $(FUZZ_NAMES:%=$(O)/fuzz/%)
-FUZZ_MAKE    := $(MAKE) --no-print-directory O=$(FUZZ_O) CC=$(FUZZ_CC) \
+FUZZ_ARGS    := --no-print-directory O=$(FUZZ_O) CC=$(FUZZ_CC) \
                 SANITIZE=fuzzer-no-link,address,undefined fuzz-targets
+
+$(FUZZ_REPLAY): $(O)/fuzz-replay/%: $(O)/obj/tests/fuzz/%.o $(O)/obj/tests/fuzz/replay.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The replay in this tree (fuzz-check runs it in build-asan/).
+fuzz-replay: $(FUZZ_REPLAY)
+	$(Q)mkdir -p $(O)/fuzz-crashes
+	$(Q)set -e; export ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:exitcode=99}" \
+	    LSAN_OPTIONS="$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0}" \
+	    UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"; \
+	for t in $(FUZZ_NAMES); do \
+	    $(O)/fuzz-replay/$$t -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=$(O)/fuzz-crashes/$$t- \
+	        tests/fuzz/corpus/$$t 2>$(O)/fuzz-replay/$$t.log || { tail -40 $(O)/fuzz-replay/$$t.log; exit 1; }; \
+	    echo "  FUZZ    $$t: $$(ls tests/fuzz/corpus/$$t | wc -l) corpus inputs + $(FUZZ_RUNS) edited, no crash"; \
+	done
+
+fuzz-check: | $(DEPS_STAMP)
+	$(Q)$(MAKE) $(ASAN_ARGS) fuzz-replay
 
 $(FUZZERS): $(O)/fuzz/%: tests/fuzz/%.c $(LIB) $(O)/.cflags
 	@mkdir -p $(@D)
@@ -181,7 +256,7 @@ $(FUZZERS): $(O)/fuzz/%: tests/fuzz/%.c $(LIB) $(O)/.cflags
 fuzz-targets: $(FUZZERS)
 
 fuzz:
-	$(Q)$(FUZZ_MAKE)
+	$(Q)$(MAKE) $(FUZZ_ARGS)
 	$(Q)set -e; for t in $(FUZZ_NAMES); do \
 	    mkdir -p $(FUZZ_O)/corpus/$$t $(FUZZ_O)/crashes tests/fuzz/corpus/$$t; \
 	    echo "  FUZZ    $$t ($(FUZZ_SECONDS) s)"; \
@@ -191,15 +266,7 @@ fuzz:
 	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)' $(FUZZ_O)/$$t.log; \
 	done
 
-fuzz-check:
-	$(Q)$(FUZZ_MAKE)
-	$(Q)set -e; for t in $(FUZZ_NAMES); do \
-	    rm -rf $(FUZZ_O)/check/$$t; mkdir -p $(FUZZ_O)/crashes $(FUZZ_O)/check/$$t; \
-	    $(FUZZ_O)/fuzz/$$t -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=$(FUZZ_O)/crashes/$$t- \
-	        $(FUZZ_O)/check/$$t tests/fuzz/corpus/$$t 2>$(FUZZ_O)/$$t.check.log || { tail -40 $(FUZZ_O)/$$t.check.log; exit 1; }; \
-	    echo "  FUZZ    $$t: $$(ls tests/fuzz/corpus/$$t | wc -l) corpus inputs + $(FUZZ_RUNS) runs, no crash"; \
-	done
-
--include $(SRC_OBJ:.o=.d)
-.PHONY: all check check-suite demo bench lint install clean FORCE fuzz fuzz-check fuzz-targets
+-include $(SRC_OBJ:.o=.d) $(CLANG_OK:.ok=.d)
+.PHONY: all check check-all check-default check-suite check-build asan-build check-asan-suite check-fuzz clang-check clang-syntax demo bench lint \
+        install clean FORCE fuzz fuzz-check fuzz-replay fuzz-targets
 .DELETE_ON_ERROR:
