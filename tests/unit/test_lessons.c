@@ -12,28 +12,7 @@
 #include "memory/memory.h"
 #include "store/store.h"
 #include "unit.h"
-
-static struct store *st;
-static struct memory *m;
-
-static void open_mem(void)
-{
-	struct memory_options o;
-
-	memory_options_init(&o);
-	if (store_open(&st, ":memory:") < 0 || memory_open(&m, st, &o) < 0) {
-		printf("# open: %s\n", forge_last_error());
-		exit(1);
-	}
-}
-
-static void close_mem(void)
-{
-	memory_free(m);
-	store_free(st);
-	m = NULL;
-	st = NULL;
-}
+#include "memory_fixture.h"
 
 /* One event: TYPE in PHASE (NULL: outside any phase) with PAYLOAD (JSON). */
 static jv ev(const char *phase, const char *type, const char *payload)
@@ -72,7 +51,7 @@ static void test_test_bounce(void)
 	jv evs = jv_array(), ids;
 	char id[ULID_LEN + 1];
 
-	open_mem();
+	open_mem(":memory:");
 	evs = jv_array_append(evs, ev(NULL, "run.started", "{\"task\":\"parse ISO dates\"}"));
 	evs = jv_array_append(evs, ev("implement", "phase.started", "{\"task\":\"parse ISO dates\"}"));
 	evs = jv_array_append(evs, ev("implement", "implement.summary",
@@ -126,7 +105,7 @@ static void test_review_bounce_unfixed(void)
 	jv evs = jv_array(), ids;
 	char id[ULID_LEN + 1];
 
-	open_mem();
+	open_mem(":memory:");
 	evs = jv_array_append(evs, ev(NULL, "run.started", "{\"task\":\"add a cache\"}"));
 	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
 	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));

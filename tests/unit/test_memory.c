@@ -13,41 +13,7 @@
 #include "memory/memory.h"
 #include "store/store.h"
 #include "unit.h"
-
-#define DAY MEMORY_DAY_MS
-#define T0 1767225600000LL     /* 2026-01-01 */
-
-static int64_t clock_ms = T0;
-
-static int64_t fake_now(void *p)
-{
-	(void)p;
-	return clock_ms;
-}
-
-static struct store *st;
-static struct memory *m;
-
-static void open_mem(const char *path)
-{
-	struct memory_options o;
-
-	memory_options_init(&o);
-	o.now = fake_now;
-	clock_ms = T0;
-	if (store_open(&st, path) < 0 || memory_open(&m, st, &o) < 0) {
-		printf("# open: %s\n", forge_last_error());
-		exit(1);
-	}
-}
-
-static void close_mem(void)
-{
-	memory_free(m);
-	store_free(st);
-	m = NULL;
-	st = NULL;
-}
+#include "memory_fixture.h"
 
 static jv mk(const char *type, const char *content, const char *context, double conf)
 {
