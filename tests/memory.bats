@@ -10,6 +10,20 @@ setup() {
 
 add() { forge-memory add "$@"; }
 
+# embeddings_mock [MOCK OPTION...]: the mock provider on loopback (its pid in
+# $BATS_TEST_TMPDIR/pid, its requests in log.jsonl) configured as the
+# OpenAI embeddings API.
+embeddings_mock() {
+	python3 "$FORGE_ROOT/tests/helpers/mock_llm.py" "$@" --port-file "$BATS_TEST_TMPDIR/port" \
+		--log "$BATS_TEST_TMPDIR/log.jsonl" 3>&- &
+	echo $! >"$BATS_TEST_TMPDIR/pid"
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.05; done
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	printf '{"llm":{"embeddings":{"provider":"openai","model":"text-embedding-3-small","base_url":"http://127.0.0.1:%s/v1"}}}' \
+		"$(cat "$BATS_TEST_TMPDIR/port")" >"$XDG_CONFIG_HOME/forge/config.json"
+	export OPENAI_API_KEY=sk-test-not-a-real-key
+}
+
 @test "add prints an id; show finds it; an unknown id is status 1" {
 	run -0 add --tags auth,jwt --context "auth implementation" "Authentication uses JWT tokens"
 	id=$output
@@ -189,14 +203,7 @@ add() { forge-memory add "$@"; }
 }
 
 @test "API embeddings (mock server) are cached by text" {
-	python3 "$FORGE_ROOT/tests/helpers/mock_llm.py" --port-file "$BATS_TEST_TMPDIR/port" \
-		--log "$BATS_TEST_TMPDIR/log.jsonl" 3>&- &
-	echo $! >"$BATS_TEST_TMPDIR/pid"
-	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.05; done
-	mkdir -p "$XDG_CONFIG_HOME/forge"
-	printf '{"llm":{"embeddings":{"provider":"openai","model":"text-embedding-3-small","base_url":"http://127.0.0.1:%s/v1"}}}' \
-		"$(cat "$BATS_TEST_TMPDIR/port")" >"$XDG_CONFIG_HOME/forge/config.json"
-	export OPENAI_API_KEY=sk-test-not-a-real-key
+	embeddings_mock
 	id=$(forge-memory add "Authentication uses JWT tokens")
 	forge-memory add "Database uses PostgreSQL" >/dev/null
 	run -0 forge-memory search --json authentication JWT tokens
@@ -217,14 +224,7 @@ add() { forge-memory add "$@"; }
 	 {"kind": "embed", "embeddings": [[0, 1, 0, 0]]},
 	 {"kind": "embed", "embeddings": [[0.6, 0.8, 0, 0]]}]
 	EOF
-	python3 "$FORGE_ROOT/tests/helpers/mock_llm.py" --script "$BATS_TEST_TMPDIR/script.json" \
-		--port-file "$BATS_TEST_TMPDIR/port" --log "$BATS_TEST_TMPDIR/log.jsonl" 3>&- &
-	echo $! >"$BATS_TEST_TMPDIR/pid"
-	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.05; done
-	mkdir -p "$XDG_CONFIG_HOME/forge"
-	printf '{"llm":{"embeddings":{"provider":"openai","model":"text-embedding-3-small","base_url":"http://127.0.0.1:%s/v1"}}}' \
-		"$(cat "$BATS_TEST_TMPDIR/port")" >"$XDG_CONFIG_HOME/forge/config.json"
-	export OPENAI_API_KEY=sk-test-not-a-real-key
+	embeddings_mock --script "$BATS_TEST_TMPDIR/script.json"
 	a=$(forge-memory add "Stripe webhooks are verified with the signing secret")
 	b=$(forge-memory add "Payment provider events arrive twice; handlers are idempotent")
 	run -0 --separate-stderr forge-memory search --json --peek how do we trust incoming callbacks
