@@ -217,6 +217,18 @@ static void note_lang(struct run_scan *r, const char *path)
 		r->langs = tags_add(r->langs, lang);
 }
 
+/* The languages of the paths in files (consumed; not an array: none). */
+static void note_langs(struct run_scan *r, jv files)
+{
+	files = as_array(files);
+	jv_array_foreach(files, k, f) {
+		note_lang(r, jv_get_kind(f) == JV_KIND_STRING ? jv_string_value(f) : NULL);
+		jv_free(f);
+		(void)k;
+	}
+	jv_free(files);
+}
+
 /* The evidence of the bounce at index at: the event's own findings/failures
  * (the supervisor puts them there), else the findings detected since the
  * bouncing phase started. */
@@ -272,13 +284,7 @@ static jv bounce_outcome(struct run_scan *r, jv events, int at, jv b, const char
 		if (!fixed && event_is(e, "implement.summary", NULL) && json_get_str(p, "summary")) {
 			b = json_set(b, "fix", json_get(p, "summary"));
 			b = json_set(b, "fix_attempt", jv_number(json_get_num(p, "attempt", attempt + 1)));
-			jv files = as_array(json_get(p, "files"));
-			jv_array_foreach(files, k, f) {
-				note_lang(r, jv_get_kind(f) == JV_KIND_STRING ? jv_string_value(f) : NULL);
-				jv_free(f);
-				(void)k;
-			}
-			jv_free(files);
+			note_langs(r, json_get(p, "files"));
 			fixed = true;
 		} else if (!fixed && event_is(e, "phase.completed", "implement")) {
 			b = json_set(b, "fix", json_str_or_null(json_get_str(p, "reason")));
@@ -315,13 +321,7 @@ static void run_scan(struct run_scan *r, jv events)
 		if (type && strcmp(type, "phase.started") == 0 && phase)
 			buf_addf(&r->phases, "%s%s", r->phases.len ? " → " : "", phase);
 		if (type && strcmp(type, "implement.summary") == 0) {
-			jv files = as_array(json_get(p, "files"));
-			jv_array_foreach(files, k, f) {
-				note_lang(r, jv_get_kind(f) == JV_KIND_STRING ? jv_string_value(f) : NULL);
-				jv_free(f);
-				(void)k;
-			}
-			jv_free(files);
+			note_langs(r, json_get(p, "files"));
 		}
 		if (type && strcmp(type, "loop.phase_bounce") == 0) {
 			const char *from = json_get_str(p, "from") ? json_get_str(p, "from") : "review";
