@@ -11,6 +11,7 @@
 #include "llm/llm.h"
 #include "store/store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <git2.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
 	OPT_VERSION = 1000, OPT_REPO, OPT_DB, OPT_CONFIG,
@@ -402,4 +404,44 @@ int cli_out_status(const struct stream_out *out, int status)
 		return FORGE_EXIT_PIPE;
 	fprintf(stderr, "%s: cannot write to standard output: %s\n", out->source, strerror(out->err));
 	return FORGE_EXIT_DEPENDENCY;
+}
+
+int cli_common_argv(const char **argv, int max, const struct cli_common *c, bool places)
+{
+	const char *pairs[][2] = {
+		{ "--repo", places ? c->repo : NULL }, { "--db", places ? c->db : NULL },
+		{ "--config", c->config }, { "--provider", c->provider }, { "--model", c->model },
+		{ "--base-url", c->base_url }, { "--cassette", c->cassette },
+	};
+	int n = 0;
+
+	assert(max >= 1);
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+		if (!pairs[i][1] || n + 2 > max - 1)
+			continue;
+		argv[n++] = pairs[i][0];
+		argv[n++] = pairs[i][1];
+	}
+	if (c->verbosity < 0 && n < max - 1)
+		argv[n++] = "-q";
+	for (int v = 0; v < c->verbosity && n < max - 1; v++)
+		argv[n++] = "-v";
+	argv[n] = NULL;
+	return n;
+}
+
+char *cli_self_dir(void)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return xstrdup(path);
 }

@@ -81,6 +81,18 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
  */
 jv cli_model_flags(const struct cli_common *common);
 
+/*
+ * The common options given, as arguments for another Forge program this
+ * one runs: --config, --provider, --model, --base-url, --cassette, -q/-v,
+ * and with `places` also --repo and --db.  Fills argv (strings borrowed
+ * from common) with at most max - 1 entries and a NULL; returns how many.
+ */
+int cli_common_argv(const char **argv, int max, const struct cli_common *common, bool places);
+
+/* The directory this executable is in (/proc/self/exe), where the other
+ * Forge programs are installed; malloc'd, NULL when it cannot be read. */
+char *cli_self_dir(void);
+
 /* Print "NAME: MESSAGE" and "Try 'NAME --help'" on stderr, exit 2. */
 void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));

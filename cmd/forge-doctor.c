@@ -237,22 +237,6 @@ static jv run_first_line(const char *const *argv, char **env, jv *err)
 
 /* ---------------------------------------------------------------- forge */
 
-static char *self_dir(void)
-{
-	char path[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-	char *slash;
-
-	if (n <= 0)
-		return NULL;
-	path[n] = '\0';
-	slash = strrchr(path, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	return xstrdup(path);
-}
-
 static int cmp_jv_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -292,7 +276,7 @@ static jv programs_in(const char *dir)
 static jv check_forge(void)
 {
 	jv f = jv_object();
-	char *dir = self_dir();
+	char *dir = cli_self_dir();
 
 	f = json_set(f, "version", jv_string(FORGE_VERSION));
 	f = json_set(f, "protocol", jv_number(FORGE_PROTOCOL_VERSION));

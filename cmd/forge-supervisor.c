@@ -122,37 +122,12 @@ static void on_signal(int sig)
 	supervise_interrupt(sig);
 }
 
-/* The directory of this executable: the phases are beside it. */
-static char *bindir(void)
-{
-	char path[4096];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-
-	if (n <= 0)
-		return xstrdup(".");
-	path[n] = '\0';
-	char *slash = strrchr(path, '/');
-	if (slash)
-		*slash = '\0';
-	return xstrdup(path);
-}
-
 /* Options every phase gets again: config, verbosity, model options. */
 static const char **phase_args(const struct cli_common *c)
 {
 	const char **a = xcalloc(16, sizeof *a);
-	int n = 0;
 
-	if (c->config) { a[n++] = "--config"; a[n++] = c->config; }
-	if (c->provider) { a[n++] = "--provider"; a[n++] = c->provider; }
-	if (c->model) { a[n++] = "--model"; a[n++] = c->model; }
-	if (c->base_url) { a[n++] = "--base-url"; a[n++] = c->base_url; }
-	if (c->cassette) { a[n++] = "--cassette"; a[n++] = c->cassette; }
-	if (c->verbosity < 0)
-		a[n++] = "-q";
-	for (int v = 0; v < c->verbosity && n < 15; v++)
-		a[n++] = "-v";
-	a[n] = NULL;
+	cli_common_argv(a, 16, c, false);
 	return a;
 }
 
@@ -166,7 +141,10 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return code;
 	}
-	char *dir = bindir();
+	char *dir = cli_self_dir();
+
+	if (!dir)
+		dir = xstrdup(".");
 	const char **pargs = phase_args(c);
 	struct supervise_opts o = {
 		.repo = e.repo, .db_path = e.db, .bindir = dir, .phase_args = pargs,

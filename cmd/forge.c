@@ -36,6 +36,7 @@ static const struct {
 	{ "gate", NULL, "approve or reject a waiting human gate" },
 	{ "memory", NULL, "inspect and manage what forge has learned" },
 	{ "findings", NULL, "list and dismiss review findings" },
+	{ "feedback", NULL, "production feedback: anomalies and errors after a deploy" },
 	{ "skills", NULL, "list the skills offered to a phase" },
 	{ "metrics", NULL, "feedback-loop figures" },
 	{ "doctor", NULL, "what this machine gives forge" },
@@ -50,29 +51,13 @@ static const struct cli_spec spec = {
 		       "program; `forge COMMAND --help` shows its options.",
 };
 
-/* The directory this executable lives in (malloc'd), or NULL. */
-static char *self_dir(void)
-{
-	char path[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-
-	if (n <= 0)
-		return NULL;
-	path[n] = '\0';
-	char *slash = strrchr(path, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	return xstrdup(path);
-}
-
 static const char *const *search_dirs(void)
 {
 	static const char *dirs[2];
 	static char *self;
 
 	if (!self) {
-		self = self_dir();
+		self = cli_self_dir();
 		dirs[0] = self;
 	}
 	return dirs;

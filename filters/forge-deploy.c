@@ -12,6 +12,7 @@
 #include "app/phase.h"
 #include "app/prompt.h"
 #include "data/project.h"
+#include "memory/memory.h"
 #include "os/sandbox.h"
 
 #include <stdio.h>
@@ -268,6 +269,55 @@ static bool is_dir(const char *path)
 	return path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/*
+ * A rolled-back (or degraded) deploy is production feedback too (the
+ * production loop): remembered like a reported production error, against
+ * this run, so the next run on the same code recalls why this one was
+ * undone.  Failing to remember does not change the deploy's outcome.
+ */
+static void remember_rollback(struct phase *ph, jv d, const struct deploy_ctx *ctx, jv changes)
+{
+	struct store *st = phase_store(ph);
+	struct memory_options mo;
+	struct memory *m = NULL;
+	char id[ULID_LEN + 1];
+	const char *commit = json_get_str(d, "commit") ? json_get_str(d, "commit") : json_get_str(changes, "commit");
+	jv rec;
+
+	if (!st)
+		return;
+	memory_options_init(&mo);
+	memory_options_from_config(&mo, ph->cfg);
+	if (memory_open(&m, st, &mo) < 0) {
+		fprintf(stderr, "forge-deploy: warning: the rollback is not remembered: %s\n", forge_last_error());
+		return;
+	}
+	rec = json_set(jv_object(), "kind", jv_string("rollback"));
+	rec = json_set(rec, "status", json_get(d, "status"));
+	rec = json_set(rec, "reason", jv_string(ctx->reason));
+	rec = json_set(rec, "environment", json_str_or_null(ctx->environment));
+	rec = json_set(rec, "commit", json_str_or_null(commit));
+	rec = json_set(rec, "metrics", json_get(d, "metrics"));
+	rec = json_set(rec, "task", json_get_path(ph->state, "task.description"));
+	jv files = json_get(changes, "files"), paths = jv_array();
+
+	if (jv_get_kind(files) == JV_KIND_ARRAY)
+		jv_array_foreach(files, i, fc) {
+			if (json_get_str(fc, "path"))
+				paths = jv_array_append(paths, jv_string(json_get_str(fc, "path")));
+			jv_free(fc);
+			(void)i;
+		}
+	jv_free(files);
+	rec = json_set(rec, "files", paths);
+	if (memory_record_production(id, m, rec, ctx->trace_id) == 0)
+		phase_emit(ph, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)),
+							  "source", jv_string("production")));
+	else
+		fprintf(stderr, "forge-deploy: warning: the rollback is not remembered: %s\n", forge_last_error());
+	memory_free(m);
+}
+
 static const char *run(struct phase *ph)
 {
 	struct args *a = ph->payload;
@@ -360,6 +410,9 @@ static const char *run(struct phase *ph)
 	status = deploy_run(&d, strategy, &ctx);
 	d = json_set(d, "risk", jv_string(risk));
 	phase_reason(ph, "%s", ctx.reason);
+	if (json_get_str(d, "status") && (strcmp(json_get_str(d, "status"), "rolled_back") == 0 ||
+					   strcmp(json_get_str(d, "status"), "degraded") == 0))
+		remember_rollback(ph, d, &ctx, changes);
 out:
 	if (jv_get_kind(d) == JV_KIND_OBJECT) {
 		if (jv_get_kind(gate) == JV_KIND_OBJECT)

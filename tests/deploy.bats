@@ -289,6 +289,13 @@ events() { printf '%s\n' "$output" | jq -c "select(.kind == \"event\" and .type 
 	  and .deployment.metrics.rolled_back == true'
 	[ -n "$(events deploy.unhealthy)" ]
 	events deploy.command | jq -se 'map(select(.command == "rollback")) | length == 1'
+	# remembered as production feedback (confidence 0.9) that the next run on this code recalls
+	events memory.stored | jq -e '.source == "production"'
+	run -0 forge memory search --json "add a feature"
+	printf '%s\n' "$output" | jq -se --arg tip "${TIP:0:12}" 'map(.memory | select(.source == "production")) | length == 1
+	  and (.[0].confidence == 0.9) and (.[0].episode.trace_id == "t1")
+	  and (.[0].content | contains("A deploy to staging was rolled back after the deploy of run t1")
+	       and contains("commit " + $tip) and contains("feature.txt") and contains("unhealthy"))'
 }
 
 @test "command: a slow service (latency over the limit) is rolled back" {

@@ -308,6 +308,35 @@ int memory_learn_procedure(char id_out[ULID_LEN + 1], struct memory *m, const ch
  * failure. */
 int memory_record_outcome(struct memory *m, const char *id, bool success);
 
+/*
+ * PRODUCTION (seed 000 section 10.6, Loop 5).  A production record is an
+ * anomaly {"kind":"anomaly","metric","baseline","current","deployment_id"
+ * and/or "trace_id",…} or an error {"kind":"error","stack","frequency",
+ * "first_seen","affected_users","related_commit",…}
+ * (schemas/production.schema.json); forge-deploy adds {"kind":"rollback",
+ * "status","reason","environment","commit"} for a deploy it rolled back.
+ *
+ * normalise: renames the seed's camelCase keys (deploymentId, firstSeen,
+ * affectedUsers, relatedCommit, traceId, detectedAt) to snake_case and
+ * infers a missing kind (metric: anomaly, stack: error).  Consumes and
+ * returns rec.
+ * check: 0 when rec (borrowed) is a valid anomaly or error, else -1 with a
+ * message naming the field (".baseline: expected number, got string").
+ * find_run: the run the record is about, in *trace (malloc'd, NULL when
+ * none): trace_id when a run has it, else deployment_id as a trace id or
+ * a commit prefix, else related_commit — a commit matched against the
+ * newest checkpoint whose deployment or changes name it.  Borrows rec.
+ * record: stores rec (consumed) as an episodic memory, source
+ * "production", confidence 0.9, whose text says what happened after the
+ * deploy of which run (its task, commit and changed files, so a later run
+ * on that code recalls it); tags production, the kind and the files;
+ * episode {"trace_id","commit","record"}.  trace may be NULL.
+ */
+jv production_normalise(jv rec);
+int production_check(jv rec);
+int production_find_run(char **trace, struct store *st, jv rec);
+int memory_record_production(char id_out[ULID_LEN + 1], struct memory *m, jv rec, const char *trace);
+
 /* A human approved gate gate_id with edits: a procedural memory (confidence
  * 0.7, source "human", tags ["gate", gate_id, "human-edit"]).  trace_id may
  * be NULL. */
