@@ -4,6 +4,7 @@
 #include "data/config.h"
 #include "core/forge.h"
 #include "engine/gates.h"
+#include "engine/snapshot.h"
 #include "git/git.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -38,6 +39,7 @@ struct sup {
 	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
 	int tools_run;              /* progress: tool calls of the running phase */
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
+	jv saved;                   /* the state last checkpointed, or null */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -119,11 +121,24 @@ static bool transition(struct sup *s, enum pipeline_state to, const char *reason
 
 /* ---- the run's record ---------------------------------------------------- */
 
+/* A snapshot of the state, and the event that says what changed since the
+ * last one (engine/snapshot.h), so the events alone rebuild the state. */
 static void checkpoint(struct sup *s, const char *phase)
 {
 	jv cost = json_get(s->state, "cost");
+	char *id = NULL;
 
-	store_checkpoint_save(s->o->store, s->trace, phase, s->state, NULL);
+	if (store_checkpoint_save(s->o->store, s->trace, phase, s->state, &id) == 0) {
+		jv patch = state_patch(s->saved, s->state);
+		jv ev = json_set(json_set(jv_object(), "checkpoint", jv_string(id)), "phase", jv_string(phase));
+
+		ev = json_set(json_set(ev, "set", json_get(patch, "set")), "unset", json_get(patch, "unset"));
+		jv_free(patch);
+		emit(s, "state.updated", ev);
+		jv_free(s->saved);
+		s->saved = jv_copy(s->state);
+	}
+	free(id);
 	store_run_set_cost(s->o->store, s->trace, (int64_t)json_get_num(cost, "tokens", 0),
 			   json_get_num(cost, "usd", 0));
 	jv_free(cost);
@@ -879,6 +894,7 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	s->returned = jv_null();
 	s->approval = jv_null();
 	s->phase_cost = jv_object();
+	s->saved = jv_null();
 	s->pl = PL_IDLE;
 	snprintf(s->trace, sizeof s->trace, "%s", trace);
 	stream_out_init(&s->out, stdout, "forge-supervisor", NULL);
@@ -896,6 +912,7 @@ static void sup_release(struct sup *s)
 	jv_free(s->returned);
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
+	jv_free(s->saved);
 }
 
 /*
@@ -1089,6 +1106,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	}
 	sup_init(&s, o, trace);
 	s.state = cp;
+	s.saved = jv_copy(cp);
 	s.pl = PL_PAUSED;
 	/* Before the worktree is touched: another process may be working in it. */
 	code = take_lease(&s);

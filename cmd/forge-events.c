@@ -4,6 +4,9 @@
  *   forge-events store        persist every event of the stream on stdin and pass
  *                             the whole stream through unchanged
  *   forge-events replay TRACE print a run's events in order, as they were stored
+ *   forge-events replay TRACE --state [--from CHECKPOINT]
+ *                             print the run's state rebuilt from a checkpoint and
+ *                             the state.updated events after it (engine/snapshot.h)
  *   forge-events list         list traces with event counts and time span
  */
 #include "app/cli.h"
@@ -11,28 +14,35 @@
 #include "core/json.h"
 #include "store/store.h"
 #include "data/stream.h"
+#include "engine/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_BATCH = 256, OPT_JSON, OPT_LIMIT };
+enum { OPT_BATCH = 256, OPT_JSON, OPT_LIMIT, OPT_STATE, OPT_FROM };
 
 static const struct cli_option options[] = {
 	{ "batch", 0, "N", "store: events per transaction at most (default 1000)", OPT_BATCH },
 	{ "json", 0, NULL, "list: JSON lines instead of a table", OPT_JSON },
 	{ "limit", 'n', "N", "list: at most N traces, newest first (default 50)", OPT_LIMIT },
+	{ "state", 0, NULL, "replay: print the run's state rebuilt from its newest checkpoint and the "
+	  "state.updated events after it, instead of the events", OPT_STATE },
+	{ "from", 0, "CHECKPOINT", "replay --state: start from this checkpoint (its id, as state.updated "
+	  "events name it) instead of the newest", OPT_FROM },
 	{ NULL, 0, NULL, NULL, 0 }
 };
 
 static const struct cli_spec spec = {
 	.name = "forge-events",
-	.synopsis = "store [--batch N]\nreplay TRACE\nlist [-n N] [--json]",
+	.synopsis = "store [--batch N]\nreplay TRACE [--state [--from CHECKPOINT]]\nlist [-n N] [--json]",
 	.description = "The event log of forge runs, kept in the database.\n"
 		       "  store   persist every event read on stdin and pass the whole stream through\n"
 		       "          unchanged, so it can sit anywhere in a pipeline (idempotent by event id)\n"
-		       "  replay  print the events of trace TRACE in order, byte for byte as stored\n"
+		       "  replay  print the events of trace TRACE in order, byte for byte as stored;\n"
+		       "          with --state, the state rebuilt from a snapshot (checkpoint) plus the\n"
+		       "          state.updated events after it, as one JSON line\n"
 		       "  list    list traces with their event counts and time span",
 	.options = options,
 	.extra_help = "Example:\n  forge-plan --task 'add --version' | forge-events store | forge-implement\n",
@@ -41,7 +51,8 @@ static const struct cli_spec spec = {
 struct args {
 	long batch;
 	long limit;
-	bool json;
+	bool json, state;
+	const char *from;
 };
 
 static int on_option(int id, const char *arg, void *payload)
@@ -55,6 +66,12 @@ static int on_option(int id, const char *arg, void *payload)
 		return forge_parse_long(&a->limit, arg, 1, 1000000);
 	case OPT_JSON:
 		a->json = true;
+		return 0;
+	case OPT_STATE:
+		a->state = true;
+		return 0;
+	case OPT_FROM:
+		a->from = arg;
 		return 0;
 	}
 	return forge_error("unhandled option");
@@ -197,6 +214,40 @@ static int cmd_replay(const struct cli_common *common, const char *trace)
 	return cli_out_status(&r.out, status);
 }
 
+static int cmd_replay_state(const struct cli_common *common, const struct args *a, const char *trace)
+{
+	struct store *st;
+	jv state, how;
+	int status = open_store(&st, common, true), rc;
+
+	if (status)
+		return status;
+	rc = state_rebuild(&state, &how, st, trace, a->from);
+	if (rc < 0) {
+		fprintf(stderr, "forge-events: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else if (rc > 0) {
+		if (a->from)
+			fprintf(stderr, "forge-events: %s\n", forge_last_error());
+		else
+			fprintf(stderr, "forge-events: run '%s' has no checkpoint and no state.updated event\n", trace);
+		status = FORGE_EXIT_REJECTED;
+	} else {
+		if (common->verbosity > 0)
+			fprintf(stderr, "forge-events: from checkpoint %s (%s) and %.0f state.updated events after it\n",
+				json_get_str(how, "checkpoint") ? json_get_str(how, "checkpoint") : "(none)",
+				json_get_str(how, "phase") ? json_get_str(how, "phase") : "-",
+				json_get_num(how, "events_applied", 0));
+		if (json_write_line(stdout, state, false) < 0)
+			status = FORGE_EXIT_PIPE;
+		state = jv_null();
+	}
+	jv_free(state);
+	jv_free(how);
+	store_free(st);
+	return status;
+}
+
 /* ---- list ---- */
 
 static int cmd_list(const struct cli_common *common, const struct args *a)
@@ -248,8 +299,12 @@ int main(int argc, char **argv)
 
 	if (strcmp(cmd, "store") == 0 && nargs == 0) {
 		status = cmd_store(&common, &a);
+	} else if ((a.state || a.from) && strcmp(cmd, "replay")) {
+		cli_usage_error(&spec, "--state and --from go with replay");
+	} else if (a.from && !a.state) {
+		cli_usage_error(&spec, "--from goes with --state");
 	} else if (strcmp(cmd, "replay") == 0 && nargs == 1) {
-		status = cmd_replay(&common, argv[first + 1]);
+		status = a.state ? cmd_replay_state(&common, &a, argv[first + 1]) : cmd_replay(&common, argv[first + 1]);
 	} else if (strcmp(cmd, "list") == 0 && nargs == 0) {
 		status = cmd_list(&common, &a);
 	} else if (strcmp(cmd, "store") == 0 || strcmp(cmd, "replay") == 0 || strcmp(cmd, "list") == 0) {

@@ -109,6 +109,43 @@ branch_log() {
 	  "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")" ]
 }
 
+@test "forge events replay --state: the state the run ended with, from a snapshot plus the state.updated events after it" {
+	replay run-clean.jsonl
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	final=$(tail -n 1 <<<"$output" | jq -cS .)
+	T=$(jq -r .trace_id <<<"$final")
+	# one state.updated per checkpoint, each naming it and what changed
+	run -0 forge events replay "$T"
+	printf '%s\n' "$output" | jq -se 'map(select(.type == "state.updated") | .payload)
+	  | map(.phase) == ["init", "plan", "implement", "review", "test", "deploy"]
+	  and (.[1].set | has("plan")) and (.[5].set | keys) == ["deployment", "phase"] and all(.[]; .unset == [])'
+	first=$(printf '%s\n' "$output" | jq -r 'select(.type == "state.updated") | .payload.checkpoint' | head -n 1)
+	# from the newest snapshot
+	run -0 --separate-stderr forge events replay "$T" --state -v
+	[ "$(jq -cS . <<<"$output")" = "$final" ]
+	[[ $stderr == *"and 0 state.updated events after it"* ]]
+	# from the first snapshot: the five events after it rebuild the rest
+	run -0 --separate-stderr forge events replay "$T" --state --from "$first" -v
+	[ "$(jq -cS . <<<"$output")" = "$final" ]
+	[[ $stderr == *"from checkpoint $first (init) and 5 state.updated events after it"* ]]
+	# the snapshots lost but the first: the events still rebuild the end state
+	sqlite3 "$FORGE_DB" "delete from checkpoints where trace_id = '$T' and id != '$first'"
+	run -0 --separate-stderr forge events replay "$T" --state
+	[ "$(jq -cS . <<<"$output")" = "$final" ]
+	# and no snapshot at all: the events alone
+	sqlite3 "$FORGE_DB" "delete from checkpoints where trace_id = '$T'"
+	run -0 --separate-stderr forge events replay "$T" --state
+	[ "$(jq -cS . <<<"$output")" = "$final" ]
+	run -1 --separate-stderr forge events replay "$T" --state --from 01ARZ3NDEKTSV4RRFFQ69G5FAV
+	[ "$stderr" = "forge-events: no checkpoint '01ARZ3NDEKTSV4RRFFQ69G5FAV' in run $T" ]
+	run -1 --separate-stderr forge events replay no-such-run --state
+	[[ $stderr == *"has no checkpoint and no state.updated event"* ]]
+	run -2 --separate-stderr forge events replay "$T" --from "$first"
+	[[ $stderr == *"--from goes with --state"* ]]
+	run -2 --separate-stderr forge events list --state
+	[[ $stderr == *"--state and --from go with replay"* ]]
+}
+
 @test "review requests changes (a non-constant format string): back to implement, attempt 2 fixes it" {
 	replay run-review-bounce.jsonl
 	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
