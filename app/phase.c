@@ -468,6 +468,28 @@ static const char *status_of(enum agent_outcome o)
 	return state_status_name(STATE_FAILED);
 }
 
+/* The working memory's size: the model's context window (llm.h:
+ * llm_context_window), else llm.phases.PHASE.context_window or
+ * llm.context_window.  Said once per process in a context.window event. */
+static size_t context_window(struct phase *ph, struct llm_client *llm)
+{
+	static bool said;
+	char key[128];
+	const char *source;
+
+	snprintf(key, sizeof key, "llm.phases.%s.context_window", ph->spec->name);
+	long fallback = (long)config_get_num(ph->cfg, config_has(ph->cfg, key) ? key : "llm.context_window");
+	long window = llm_context_window(&source, llm, fallback);
+
+	if (!said) {
+		said = true;
+		phase_emit(ph, "context.window", json_set(json_set(json_set(jv_object(),
+			"tokens", jv_number((double)window)), "source", jv_string(source)),
+			"model", json_str_or_null(llm_client_model(llm))));
+	}
+	return (size_t)window;
+}
+
 /* The agent's model clients, made by the first phase_run_agent() and kept
  * until phase_main() ends, so a phase that runs the loop more than once
  * (forge-implement's TDD runs) goes on counting cassette calls within the
@@ -506,6 +528,8 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		phase_reason(ph, "%s", out->reason);
 		return "failed";
 	}
+	if (!cfg->context_tokens)
+		cfg->context_tokens = context_window(ph, agent_llm);
 	if (!agent_fast_tried && phase_llm(&agent_fast, ph, true) < 0)
 		agent_fast = NULL;	/* compression then falls back to a mechanical summary */
 	agent_fast_tried = true;

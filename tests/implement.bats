@@ -309,3 +309,62 @@ forge: add a mul operation (attempt 1)"
 	[ ! -e .forge/worktrees ]
 	checkout_untouched
 }
+
+# ---- the working memory is sized to the model (issue 20, item 4) ----------
+
+# local_model [CONFIG-JSON]: the mock as an OpenAI-compatible server of the
+# model local-coder (not in schemas/pricing.json); the config file $CFG.
+local_model() {
+	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key FORGE_MODEL=local-coder
+	unset FORGE_CASSETTE
+	jq -n --argjson c "${1:-{\}}" '{implement:{validate:false}} * $c' >"$BATS_TEST_TMPDIR/cfg.json"
+	CFG="$BATS_TEST_TMPDIR/cfg.json"
+}
+
+# serves MODELS-JSON: what the mock says about its models (/v1/models, /api/show).
+serves() {
+	curl -sS -f -X POST --data-binary "$1" "$MOCK_URL/_mock/models" >/dev/null
+}
+
+@test "the context window: the model table, else the server's max_model_len or Ollama's num_ctx, else llm.context_window" {
+	plan_state W1 >"$BATS_TEST_TMPDIR/plan.json"
+	mock "[$FINISH]"
+	echo '{"implement":{"validate":false}}' >"$BATS_TEST_TMPDIR/plain.json"
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/plain.json" <"$BATS_TEST_TMPDIR/plan.json"
+	[ "$(events_of context.window)" = '{"tokens":200000,"source":"table","model":"claude-sonnet-4-5"}' ]
+	local_model '{"llm":{"context_window":8192}}'
+	for case in '{"local-coder":{"max_model_len":16384}} 16384 server' \
+		'{"local-coder":{"num_ctx":4096}} 4096 server' '{"other":{"max_model_len":99999}} 8192 config'; do
+		set -- $case
+		mock_script "[$FINISH]"
+		serves "$1"
+		run -0 --separate-stderr forge-implement --config "$CFG" <"$BATS_TEST_TMPDIR/plan.json"
+		[ "$(events_of context.window)" = "{\"tokens\":$2,\"source\":\"$3\",\"model\":\"local-coder\"}" ]
+	done
+}
+
+@test "an 8K window: the working memory is compressed at 90% of it, and not with a large one" {
+	plan_state W2 >"$BATS_TEST_TMPDIR/plan.json"
+	# reads of four 10 KB files (~2.5K tokens each), then finish
+	for i in 1 2 3 4; do
+		head -c 10000 /dev/zero | tr '\0' "$i" | fold -w 79 >"$REPO/big$i.txt"
+	done
+	git -C "$REPO" add big?.txt && git -C "$REPO" commit -q -m big
+	reads=$(for i in 1 2 3 4; do printf '{"tool_calls":[{"name":"read_file","input":{"path":"big%d.txt"}}]},' $i; done)
+	for window in 8192 100000; do
+		local_model "{\"llm\":{\"context_window\":$window,\"fast_model\":\"local-coder\"}}"
+		serves '{}'
+		mock_script "[{\"when_prompt_contains\":\"You summarise the middle\",\"then\":{\"text\":\"read big1.txt to big3.txt\"},\"times\":5},$reads$FINISH]"
+		run -0 --separate-stderr forge-implement --config "$CFG" <"$BATS_TEST_TMPDIR/plan.json"
+		[ "$(events_of context.window | jq .tokens)" = "$window" ]
+		compressed=$(events_of memory.compressed)
+		if [ "$window" = 8192 ]; then
+			jq -e '.tokens_before >= 0.9 * 8192 and .tokens_after < .tokens_before' <<<"$compressed"
+			curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '[.[] | select(.path == "/v1/chat/completions")
+				| .body.messages[] | select(.role == "user") | .content | strings
+				| contains("[Summary of the earlier work]\nread big1.txt to big3.txt")] | any'
+		else
+			[ -z "$compressed" ]
+		fi
+	done
+}

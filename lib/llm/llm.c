@@ -31,6 +31,8 @@ struct llm_client {
 	struct buf warned;                 /* "\nmodel\n" per warned model */
 	void (*warn)(void *payload, const char *msg);
 	void *warn_payload;
+	bool window_asked;                 /* llm_context_window() asked the server */
+	long server_window;                /* what it said; 0 = nothing */
 };
 
 void llm_options_init(struct llm_options *opt)
@@ -599,4 +601,129 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 	log_call(c, reqj, out, rc);
 	jv_free(reqj);
 	return rc;
+}
+
+/* ---- the context window ------------------------------------------------ */
+
+/* A GET or POST to url with the client's key; the parsed JSON body or null. */
+static jv ask_server(struct llm_client *c, const char *method, const char *url, const char *body)
+{
+	struct http_client hc;
+	struct http_response r;
+	struct buf auth = BUF_INIT;
+	const char *headers[3] = { "content-type: application/json", NULL, NULL };
+	jv out = jv_null();
+
+	if (c->key) {
+		buf_addf(&auth, "authorization: Bearer %s", c->key);
+		headers[1] = auth.buf;
+	}
+	if (http_client_init(&hc) < 0) {
+		buf_release(&auth);
+		return out;
+	}
+	hc.timeout_ms = 2000;
+	hc.connect_timeout_ms = 1000;
+	hc.retry.max_retries = 0;
+	struct http_request req = { method, url, headers, body, body ? strlen(body) : 0,
+				    NULL, NULL, NULL, NULL, 1u << 20 };
+	if (http_send(&r, &hc, &req) == 0)
+		out = json_parse(r.body.buf, r.body.len);
+	if (!jv_is_valid(out)) {
+		jv_free(out);
+		out = jv_null();
+	}
+	http_response_release(&r);
+	http_client_release(&hc);
+	buf_release(&auth);
+	return out;
+}
+
+/* The model's entry in an OpenAI-style model list: max_model_len (vLLM),
+ * context_length or context_window; 0 when absent. */
+static long listed_window(jv list, const char *model)
+{
+	static const char *const keys[] = { "max_model_len", "context_length", "context_window" };
+	jv data = json_get(list, "data");
+	long n = 0;
+
+	if (jv_get_kind(data) == JV_KIND_ARRAY) {
+		jv_array_foreach(data, i, m) {
+			const char *id = json_get_str(m, "id");
+
+			for (size_t k = 0; !n && id && strcmp(id, model) == 0 && k < 3; k++)
+				n = (long)json_get_num(m, keys[k], 0);
+			jv_free(m);
+			(void)i;
+		}
+	}
+	jv_free(data);
+	return n > 0 ? n : 0;
+}
+
+/* num_ctx in Ollama's /api/show "parameters" ("num_ctx  8192\n…"); 0 when absent. */
+static long ollama_num_ctx(jv show)
+{
+	const char *params = json_get_str(show, "parameters");
+	const char *p = params ? strstr(params, "num_ctx") : NULL;
+	long n = 0;
+
+	if (!p)
+		return 0;
+	p += strlen("num_ctx");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	while (*p >= '0' && *p <= '9' && n < 100000000)
+		n = n * 10 + (*p++ - '0');
+	return n;
+}
+
+static long server_window(struct llm_client *c)
+{
+	char *url = llm_url(c->base_url, "/models");
+	jv list = ask_server(c, "GET", url, NULL);
+	long n = listed_window(list, c->model);
+
+	jv_free(list);
+	free(url);
+	if (n)
+		return n;
+	/* Ollama serves the OpenAI API under /v1 and its own beside it. */
+	size_t len = strlen(c->base_url);
+	while (len && c->base_url[len - 1] == '/')
+		len--;
+	if (len < 3 || strncmp(c->base_url + len - 3, "/v1", 3))
+		return 0;
+	char *root = xstrndup(c->base_url, len - 3);
+	char *show_url = llm_url(root, "/api/show");
+	char *body = json_dumps(json_set(jv_object(), "model", jv_string(c->model)), false);
+	jv show = ask_server(c, "POST", show_url, body);
+
+	n = ollama_num_ctx(show);
+	jv_free(show);
+	free(body);
+	free(show_url);
+	free(root);
+	return n;
+}
+
+long llm_context_window(const char **source, struct llm_client *c, long fallback)
+{
+	struct llm_price p;
+
+	*source = "table";
+	if (c->model && llm_price_find(&p, c->pricing, c->model) == 0 && p.context_window > 0)
+		return p.context_window;
+	if (c->p == &llm_openai && c->model && c->base_url && strcmp(c->base_url, c->p->default_base_url)) {
+		if (!c->window_asked) {
+			c->window_asked = true;
+			c->server_window = server_window(c);
+		}
+		if (c->server_window > 0) {
+			*source = "server";
+			return c->server_window;
+		}
+	}
+	*source = "config";
+	return fallback;
 }

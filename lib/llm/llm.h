@@ -305,6 +305,20 @@ enum llm_error llm_client_error(const struct llm_client *c);
  */
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req);
 
+/*
+ * The context window of c's model in tokens, and where it came from
+ * (*source, static: "table", "server" or "config"):
+ *   table   llm.pricing (the client's pricing overrides) or schemas/pricing.json
+ *           has the model with a context_window;
+ *   server  an OpenAI-compatible server other than api.openai.com reports
+ *           it: GET {base}/models, the model's max_model_len (vLLM) or
+ *           context_length/context_window; else Ollama's POST {root}/api/show
+ *           (root = base without /v1), num_ctx in its "parameters" — asked
+ *           once per client, 2 s at most, no retries, failures ignored;
+ *   config  otherwise `fallback` (llm.context_window).
+ */
+long llm_context_window(const char **source, struct llm_client *c, long fallback);
+
 /* Embeddings.  provider "openai" (POST {base}/embeddings) or "ollama"
  * (POST {base}/api/embed, base without /v1).  *out is n × dim floats,
  * row-major, malloc'd (free(3) it). */
@@ -322,6 +336,7 @@ int llm_embed(float **out, size_t *dim, const struct llm_embed_options *opt,
 /* Pricing (schemas/pricing.json, USD per million tokens). */
 struct llm_price {
 	double input, output, cache_read, cache_write;
+	long context_window;           /* tokens a request may hold; 0 = not in the table */
 };
 /* Find model's price: the override object (borrowed, may be jv_null()),
  * then the built-in table; a dated id ("claude-haiku-4-5-20251001",
