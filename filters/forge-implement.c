@@ -26,6 +26,10 @@
  * forge runs them and confirms they fail (tdd.red) — when they pass, the
  * model is told and tries again (once), after which the phase is rejected —
  * and commits them; a second run implements until they pass (tdd.green).
+ * The tests the red step committed are held: a green attempt that changed
+ * or deleted one gets them back with a finding (tdd.tests_changed) and tries
+ * again, at most TDD_GREEN_TRIES times in all, then the phase is rejected —
+ * unless the plan says the tests themselves were wrong (plan.tests_wrong).
  *
  * Output: the state with `changes` {files, diff (against the run's base),
  * commit, base_commit, tests_added, validated, validation} and task.worktree
@@ -46,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DIFF_MAX (900 * 1024)     /* bytes of the unified diff kept in the state */
@@ -53,6 +58,8 @@
 #define PROMPT_OUTPUT_MAX 2000    /* bytes of a failure's output shown to the model */
 #define FINDINGS_MAX 50
 #define TDD_RED_TRIES 2
+#define TDD_GREEN_TRIES 2     /* green attempts that may change the red tests before the phase is rejected */
+#define TDD_TEST_MAX (4u << 20)
 
 enum { OPT_TDD = 256 };
 
@@ -785,6 +792,178 @@ static const char *implement(struct impl *im, const char *build_cmd, const char 
 	}
 }
 
+/* ---- the TDD guard -------------------------------------------------------- */
+
+static int read_in_worktree(struct buf *b, struct impl *im, const char *path)
+{
+	char full[4096];
+
+	if ((size_t)snprintf(full, sizeof full, "%s/%s", forge_git_worktree_path(im->wt), path) >= sizeof full)
+		return -1;
+	b->max = TDD_TEST_MAX;
+	return buf_read_file(b, full);
+}
+
+/* The files the red step committed (changed since `before`), {path: content}. */
+static jv red_tests(struct impl *im, const char *before)
+{
+	jv files = jv_null(), out = jv_object();
+
+	if (forge_git_diff(NULL, &files, im->wt, before) < 0) {
+		jv_free(files);
+		return out;
+	}
+	jv_array_foreach(files, i, f) {
+		const char *path = json_get_str(f, "path"), *action = json_get_str(f, "action");
+		struct buf b = BUF_INIT;
+
+		if (path && action && strcmp(action, "delete") && !json_get_bool(f, "binary", false) &&
+		    read_in_worktree(&b, im, path) == 0)
+			out = json_set(out, path, jv_string_sized(b.buf, (int)b.len));
+		buf_release(&b);
+		jv_free(f);
+		(void)i;
+	}
+	jv_free(files);
+	return out;
+}
+
+/* The red tests the worktree no longer holds as committed: [{path, change}]. */
+static jv red_tests_changed(struct impl *im, jv red)
+{
+	jv out = jv_array();
+
+	jv_object_foreach(red, path, content) {
+		struct buf b = BUF_INIT;
+		const char *change = NULL;
+
+		if (read_in_worktree(&b, im, jv_string_value(path)) < 0)
+			change = "deleted";
+		else if (b.len != (size_t)jv_string_length_bytes(jv_copy(content)) ||
+			 memcmp(b.buf, jv_string_value(content), b.len))
+			change = "modified";
+		if (change)
+			out = jv_array_append(out, json_set(json_set(jv_object(), "path", jv_copy(path)),
+							    "change", jv_string(change)));
+		buf_release(&b);
+		jv_free(path);
+		jv_free(content);
+	}
+	return out;
+}
+
+/* mkdir -p of dir's components below the worktree root `root`. */
+static int mkdirs_below(const char *root, char *dir)
+{
+	if (strlen(dir) <= strlen(root))
+		return 0;
+	for (char *p = dir + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		int rc = mkdir(dir, 0755);
+		*p = '/';
+		if (rc < 0 && errno != EEXIST)
+			return -1;
+	}
+	return mkdir(dir, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Put the red tests back as they were committed; -1 with a message. */
+static int red_tests_restore(struct impl *im, jv red)
+{
+	int rc = 0;
+
+	jv_object_foreach(red, path, content) {
+		char full[4096];
+		FILE *f = NULL;
+
+		if ((size_t)snprintf(full, sizeof full, "%s/%s", forge_git_worktree_path(im->wt),
+				     jv_string_value(path)) < sizeof full) {
+			char *slash = strrchr(full, '/');
+
+			*slash = '\0';
+			if (mkdirs_below(forge_git_worktree_path(im->wt), full) == 0) {
+				*slash = '/';
+				f = fopen(full, "wb");
+			}
+		}
+		if (!f || fwrite(jv_string_value(content), 1, (size_t)jv_string_length_bytes(jv_copy(content)), f) !=
+			       (size_t)jv_string_length_bytes(jv_copy(content)))
+			rc = forge_error("cannot restore %s: %s", jv_string_value(path), strerror(errno));
+		if (f && fclose(f) != 0)
+			rc = forge_error("cannot restore %s: %s", jv_string_value(path), strerror(errno));
+		jv_free(path);
+		jv_free(content);
+	}
+	return rc;
+}
+
+/* The finding a green attempt that changed the red tests gets. */
+static jv tests_changed_finding(jv changed)
+{
+	struct buf b = BUF_INIT;
+	jv first = jv_array_get(jv_copy(changed), 0);
+
+	buf_adds(&b, "the implementation step changed tests the red step committed:");
+	jv_array_foreach(changed, i, c) {
+		buf_addf(&b, "%s %s (%s)", i ? "," : "", json_get_str(c, "path"), json_get_str(c, "change"));
+		jv_free(c);
+	}
+	buf_adds(&b, "; they are restored: make them pass by changing the implementation, not the tests");
+	jv f = json_set(jv_object(), "severity", jv_string("error"));
+	f = json_set(f, "category", jv_string("correctness"));
+	f = json_set(f, "rule", jv_string("tdd-tests-changed"));
+	f = json_set(f, "file", json_get(first, "path"));
+	f = json_set(f, "message", jv_string(b.buf));
+	jv_free(first);
+	buf_release(&b);
+	return f;
+}
+
+/* The green step: implement until the tests pass, holding the red tests. */
+static const char *tdd_green(struct impl *im, const char *build_cmd, const char *test_cmd, jv red,
+			     const char *lead)
+{
+	jv plan = json_get(im->ph->state, "plan");
+	bool tests_wrong = json_get_bool(plan, "tests_wrong", false);
+	char *next = xstrdup(lead);
+	const char *status;
+
+	jv_free(plan);
+	for (int tries = 1;; tries++) {
+		status = implement(im, build_cmd, test_cmd, next);
+		free(next);
+		next = NULL;
+		if (state_status_of(status) != STATE_OK || tests_wrong)
+			break;
+		jv changed = red_tests_changed(im, red);
+		if (jv_array_length(jv_copy(changed)) == 0) {
+			jv_free(changed);
+			break;
+		}
+		jv finding = tests_changed_finding(changed);
+		struct buf b = BUF_INIT;
+
+		buf_addf(&b, "# Finding: the tests were changed\n\n%s.\n\n%s", json_get_str(finding, "message"), lead);
+		next = buf_detach(&b, NULL);
+		phase_emit(im->ph, "tdd.tests_changed", json_set(json_set(json_set(jv_object(),
+			"files", changed), "try", jv_number(tries)), "finding", finding));
+		if (red_tests_restore(im, red) < 0 || commit(im, "tests restored") < 0) {
+			phase_reason(im->ph, "TDD: %s", forge_last_error());
+			status = "failed";
+			break;
+		}
+		if (tries >= TDD_GREEN_TRIES) {
+			phase_reason(im->ph, "TDD: the implementation changed the tests the red step committed "
+				     "(%d times; restored): rejected. If the tests themselves are wrong, replan "
+				     "with plan.tests_wrong", tries);
+			status = "rejected";
+			break;
+		}
+	}
+	free(next);
+	return status;
+}
+
 /* TDD: tests first, confirmed red, then the implementation until green. */
 static const char *tdd(struct impl *im, const char *build_cmd, const char *test_cmd)
 {
@@ -795,7 +974,7 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 		"current code. Do not implement the change yet. Call `finish` when the tests are written; "
 		"Forge then runs them to confirm they fail.";
 	const char *status;
-	char *lead = xstrdup(red_intro);
+	char *lead = xstrdup(red_intro), *before = NULL;
 
 	if (!test_cmd) {
 		free(lead);
@@ -804,17 +983,22 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 		phase_reason(im->ph, "TDD needs a test command: set tools.test_command");
 		return "rejected";
 	}
+	if (forge_git_worktree_head(&before, im->wt) < 0)
+		before = NULL;	/* then the red tests are the changes since the run's base */
 	for (int tries = 1;; tries++) {
 		status = run_agent(im, lead);
 		free(lead);
 		lead = NULL;
-		if (state_status_of(status) != STATE_OK)
+		if (state_status_of(status) != STATE_OK) {
+			free(before);
 			return status;
+		}
 		jv step;
 		int rc = run_step(&step, im, "test", test_cmd);
 		if (rc < 0) {
 			phase_reason(im->ph, "TDD: cannot run `%s`: %s", test_cmd, json_get_str(step, "output"));
 			jv_free(step);
+			free(before);
 			return "failed";
 		}
 		jv ev = jv_object();
@@ -832,6 +1016,7 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 		if (tries >= TDD_RED_TRIES) {
 			phase_reason(im->ph, "TDD: the new tests pass before any implementation (`%s` exited 0 "
 				     "%d times); they do not test the change", test_cmd, tries);
+			free(before);
 			if (commit(im, "tests") < 0)
 				return "failed";
 			return "rejected";
@@ -844,16 +1029,21 @@ static const char *tdd(struct impl *im, const char *build_cmd, const char *test_
 		free(why);
 		lead = buf_detach(&b, NULL);
 	}
-	if (commit(im, "tests") < 0)
+	if (commit(im, "tests") < 0) {
+		free(before);
 		return "failed";
+	}
+	jv held = red_tests(im, before);
+	free(before);
 	char *red = validation_lead(im, "Test-driven: now implement until the tests pass");
 	struct buf b = BUF_INIT;
 	buf_addf(&b, "%s\nThe tests written for this plan are committed and fail as they should (output "
 		     "above). Now implement the plan until they pass. Do not weaken or delete the tests.",
 		 red);
 	free(red);
-	status = implement(im, build_cmd, test_cmd, b.buf);
+	status = tdd_green(im, build_cmd, test_cmd, held, b.buf);
 	buf_release(&b);
+	jv_free(held);
 	if (state_status_of(status) == STATE_OK) {
 		if (!config_get_bool(im->ph->cfg, "implement.validate")) {
 			/* green is checked even when self-validation is off */

@@ -368,3 +368,44 @@ serves() {
 		fi
 	done
 }
+
+# ---- the TDD guard (issue 20, item 6) ------------------------------------------
+
+RED_MUL='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old":"expect 7 sub 10 3\n","new":"expect 7 sub 10 3\nexpect 42 mul 6 7\n"}}]}'
+CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old":"expect 42 mul 6 7\n","new":""}}]}'
+
+@test "TDD guard: a green step that weakens the committed tests gets them back with a finding, then is rejected" {
+	plan_state T20 >"$BATS_TEST_TMPDIR/plan.json"
+	mock "[$RED_MUL,$FINISH,$CHEAT,$FINISH,$CHEAT,$FINISH]"
+	run -1 --separate-stderr forge-implement --tdd <"$BATS_TEST_TMPDIR/plan.json"
+	events_of tdd.red | jq -e '.confirmed == true'
+	run -0 events_of tdd.tests_changed
+	[ "${#lines[@]}" -eq 2 ]
+	jq -e '.files == [{"path":"tests/check.sh","change":"modified"}] and .try == 1
+		and .finding.rule == "tdd-tests-changed" and .finding.file == "tests/check.sh"
+		and (.finding.message | contains("tests/check.sh (modified)"))' <<<"${lines[0]}"
+	[[ $stderr == *"TDD: the implementation changed the tests the red step committed (2 times; restored): rejected"* ]]
+	# the second green attempt was told why, the finding first
+	run -0 prompt_of 4
+	assert_line --index 0 "# Finding: the tests were changed"
+	# the branch ends with the tests as the red step committed them
+	git show "forge/T20:tests/check.sh" | grep -q "expect 42 mul 6 7"
+	run -0 git log --format=%s "$BASE..forge/T20"
+	assert_line --index 0 "forge: add a mul operation (attempt 1, tests restored)"
+}
+
+@test "TDD guard: restored tests and an honest implementation pass; a plan that says the tests were wrong may change them" {
+	plan_state T21 >"$BATS_TEST_TMPDIR/plan.json"
+	impl=$(sed -n 3,5p "$CASSETTES/implement-tdd.jsonl" | jq -c '{tool_calls: .response.tool_calls}' | paste -sd,)
+	mock "[$RED_MUL,$FINISH,$CHEAT,$FINISH,$impl,$FINISH]"
+	run -0 --separate-stderr forge-implement --tdd <"$BATS_TEST_TMPDIR/plan.json"
+	[ "$(events_of tdd.tests_changed | wc -l)" -eq 1 ]
+	events_of tdd.green | jq -e '.passing == true'
+	git show "forge/T21:tests/check.sh" | grep -q "expect 42 mul 6 7"
+	# tests_wrong: the same change to the tests is accepted
+	plan_state T22 | jq -c '.plan.tests_wrong = true' >"$BATS_TEST_TMPDIR/plan2.json"
+	mock "[$RED_MUL,$FINISH,$CHEAT,$FINISH]"
+	run -0 --separate-stderr forge-implement --tdd <"$BATS_TEST_TMPDIR/plan2.json"
+	[ -z "$(events_of tdd.tests_changed)" ]
+	! git show "forge/T22:tests/check.sh" | grep -q "mul"
+}
