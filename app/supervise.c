@@ -15,10 +15,13 @@
 #include "store/store.h"
 #include "data/stream.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BATCH_MAX 500           /* events per transaction at most */
@@ -974,12 +977,72 @@ out:
 	return rc;
 }
 
+/*
+ * Consolidation that runs by itself (seed 002 section 10): after an ended
+ * run, when memory.consolidate_interval_s has passed since the last one or
+ * memory.consolidate_new_memories were added since, `forge-memory
+ * consolidate --trigger WHY` starts detached (its own session, stdio on
+ * /dev/null) and the run ends without waiting for it.  It records what it did
+ * (forge memory stats shows it).
+ */
+static void consolidate_if_due(struct sup *s)
+{
+	struct memory_options mo;
+	struct memory *m = NULL;
+	char why[256], prog[4096];
+	int due;
+
+	memory_options_init(&mo);
+	memory_options_from_config(&mo, s->o->cfg);
+	if (memory_open(&m, s->o->store, &mo) < 0)
+		return;
+	due = memory_consolidation_due(why, sizeof why, m,
+				       (int64_t)(config_get_num(s->o->cfg, "memory.consolidate_interval_s") * 1000),
+				       (long)config_get_num(s->o->cfg, "memory.consolidate_new_memories"));
+	memory_free(m);
+	if (due <= 0 || (size_t)snprintf(prog, sizeof prog, "%s/forge-memory", s->o->bindir) >= sizeof prog)
+		return;
+	const char *argv[40] = { "forge-memory", "consolidate", "--json", "--trigger", why };
+	int n = 5;
+
+	if (s->o->db_path) {
+		argv[n++] = "--db";
+		argv[n++] = s->o->db_path;
+	}
+	for (int i = 0; s->o->phase_args && s->o->phase_args[i] && n < 38; i++)
+		argv[n++] = s->o->phase_args[i];
+	argv[n] = NULL;
+	commit_batch(s);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* A grandchild in a session of its own: nothing waits for it,
+		 * and a Ctrl-C at the terminal does not reach it. */
+		int devnull = open("/dev/null", O_RDWR);
+
+		if (setsid() < 0 || devnull < 0 || fork() != 0)
+			_exit(0);
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	if (pid > 0) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		emit(s, "memory.consolidation_started", json_set(jv_object(), "reason", jv_string(why)));
+	}
+}
+
 /* The end of a run or a resume: reflect on an ended run, print the state
  * (--json) or the summary, release s; returns code. */
 static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 {
-	if (s->ended)
+	if (s->ended) {
 		reflect_on_run(s);
+		consolidate_if_due(s);
+	}
 	if (o->json)
 		stream_write(&s->out, jv_copy(s->state));
 	else if (o->progress)

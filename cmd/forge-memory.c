@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 enum { OPT_JSON = 256, OPT_TAG, OPT_MINCONF, OPT_ARCHIVED, OPT_ALL, OPT_PEEK,
-       OPT_CONTEXT, OPT_TAGS, OPT_CONF, OPT_SOURCE, OPT_NOLLM, OPT_HARD, OPT_REASON };
+       OPT_CONTEXT, OPT_TAGS, OPT_CONF, OPT_SOURCE, OPT_NOLLM, OPT_HARD, OPT_REASON, OPT_TRIGGER };
 
 static const struct cli_option options[] = {
 	{ "json", 0, NULL, "JSON (lines) instead of text", OPT_JSON },
@@ -48,6 +48,7 @@ static const struct cli_option options[] = {
 	{ "confidence", 0, "X", "add: confidence 0-1 (default from --source: 0.5, human 0.7, production 0.9)", OPT_CONF },
 	{ "source", 0, "S", "add: where it comes from (human, production, a trace id)", OPT_SOURCE },
 	{ "no-llm", 0, NULL, "consolidate: do not call a model (promotion is skipped)", OPT_NOLLM },
+	{ "trigger", 0, "TEXT", "consolidate: why it runs, kept with its record (default: manual)", OPT_TRIGGER },
 	{ "hard", 0, NULL, "forget: delete for good instead of archiving", OPT_HARD },
 	{ "reason", 0, "TEXT", "forget: why (kept with the archived memory)", OPT_REASON },
 	{ NULL, 0, NULL, NULL, 0 }
@@ -61,7 +62,7 @@ static const struct cli_spec spec = {
 		    "add [--type T] [--context TEXT] [--tags A,B] [--confidence X] [--source S] CONTENT...\n"
 		    "signal ID applied|confirmed|dismissed\n"
 		    "stats [--json]\n"
-		    "consolidate [--no-llm] [--json]\n"
+		    "consolidate [--no-llm] [--trigger TEXT] [--json]\n"
 		    "forget ID [--hard] [--reason TEXT]\n"
 		    "export [--all] [FILE]\n"
 		    "import FILE|-\n"
@@ -84,6 +85,7 @@ static const struct cli_spec spec = {
 
 struct args {
 	bool json, archived, all, peek, no_llm, hard;
+	const char *trigger;
 	enum memory_type type;
 	const char *tags_filter[MAX_TAGS];
 	size_t ntags;
@@ -120,6 +122,7 @@ static int on_option(int id, const char *arg, void *payload)
 	case OPT_TAGS: a->tags = arg; return 0;
 	case OPT_SOURCE: a->source = arg; return 0;
 	case OPT_NOLLM: a->no_llm = true; return 0;
+	case OPT_TRIGGER: a->trigger = arg; return 0;
 	case OPT_HARD: a->hard = true; return 0;
 	case OPT_REASON: a->reason = arg; return 0;
 	}
@@ -327,8 +330,11 @@ static int cmd_stats(struct memory_cli *c, const struct args *a)
 {
 	jv st;
 
-	if (memory_stats(&st, c->m) < 0)
+	jv last;
+
+	if (memory_stats(&st, c->m) < 0 || memory_consolidation_last(&last, c->m) < 0)
 		return fail(FORGE_EXIT_DEPENDENCY);
+	st = json_set(st, "last_consolidation", last);
 	if (a->json)
 		return json_write_line(stdout, st, false), 0;
 	printf("memories      %.0f active, %.0f archived\n", json_get_num(st, "active", 0),
@@ -352,6 +358,17 @@ static int cmd_stats(struct memory_cli *c, const struct args *a)
 	if (jv_array_length(jv_copy(tags)))
 		printf("\n");
 	jv_free(tags);
+	last = json_get(st, "last_consolidation");
+	if (jv_get_kind(last) == JV_KIND_OBJECT)
+		printf("consolidated  %s (%s): merged %.0f, promoted %.0f, decayed %.0f, archived %.0f, "
+		       "conflicts %.0f; %.0f memories then\n", json_get_str(last, "at"),
+		       json_get_str(last, "trigger") ? json_get_str(last, "trigger") : "manual",
+		       json_get_num(last, "merged", 0), json_get_num(last, "promoted", 0),
+		       json_get_num(last, "decayed", 0), json_get_num(last, "archived", 0),
+		       json_get_num(last, "conflicts", 0), json_get_num(last, "memories", 0));
+	else
+		printf("consolidated  never (forge memory consolidate; runs by itself after a run when due)\n");
+	jv_free(last);
 	jv_free(st);
 	return 0;
 }
@@ -364,6 +381,10 @@ static int cmd_consolidate(struct memory_cli *c, const struct args *a, const str
 	if (!a->no_llm && memory_cli_llm(c, common) < 0)
 		llm_note = xstrdup(forge_last_error());
 	int rc = memory_consolidate(&report, c->m, c->llm);
+
+	if (jv_get_kind(report) == JV_KIND_OBJECT &&
+	    memory_consolidation_record(c->m, jv_copy(report), a->trigger, "forge-memory") < 0)
+		fprintf(stderr, "forge-memory: warning: the consolidation is not recorded: %s\n", forge_last_error());
 
 	if (jv_get_kind(report) == JV_KIND_NULL) {
 		free(llm_note);

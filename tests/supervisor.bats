@@ -146,6 +146,40 @@ branch_log() {
 	[[ $stderr == *"--state and --from go with replay"* ]]
 }
 
+@test "consolidation starts by itself after the run that makes it due, without waiting; forge memory stats says when and what" {
+	replay run-clean.jsonl
+	mkdir -p .forge
+	# run 1: one run's memories are below the threshold, and a day has not passed
+	echo '{"memory":{"consolidate_new_memories":1000}}' >.forge/config.json
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	! grep -q memory.consolidation_started <<<"$output"
+	run -0 forge memory stats --json
+	jq -e '.last_consolidation == null' <<<"$output"
+	n=$(jq .total <<<"$output")
+	run -0 forge memory stats
+	assert_line --regexp '^consolidated +never'
+	# run 2: its memories make n + 1 since the last consolidation (none yet)
+	echo "{\"memory\":{\"consolidate_new_memories\":$((n + 1))}}" >.forge/config.json
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.kind == "state" and .status == "ok"'
+	jq -se '[.[] | select(.type == "memory.consolidation_started")] | length == 1
+		and (.[0].payload.reason | test("^[0-9]+ new memories since the last consolidation"))' <<<"$output"
+	# it runs detached: wait for its record, not for a time
+	for _ in $(seq 600); do
+		forge memory stats --json | jq -e '.last_consolidation != null' >/dev/null && break
+		sleep 0.1
+	done
+	run -0 forge memory stats --json
+	jq -e '.last_consolidation | (.trigger | test("new memories since the last consolidation"))
+		and (.merged | type == "number") and (.memories >= 2) and (.at | test("^20"))' <<<"$output"
+	run -0 forge memory stats
+	assert_line --regexp '^consolidated +20[0-9-]+T.*new memories since the last consolidation.*: merged [0-9]+'
+	# a manual one is recorded too, and resets the count
+	run -0 forge memory consolidate --no-llm
+	run -0 forge memory stats --json
+	jq -e '.last_consolidation.trigger == "manual"' <<<"$output"
+}
+
 @test "review requests changes (a non-constant format string): back to implement, attempt 2 fixes it" {
 	replay run-review-bounce.jsonl
 	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null

@@ -381,6 +381,23 @@ int memory_import(long *imported, long *skipped, struct memory *m, FILE *f, cons
  * The bulk loader of imports and benchmarks. */
 int memory_store_batch(long *stored, long *skipped, struct memory *m, jv items, bool link);
 
+/*
+ * When consolidation runs (seed 002 section 10: daily, or sooner when the
+ * memories grow).  Each consolidation is recorded as a memory.consolidated
+ * event of the trace "memory" whose payload is its report plus "trigger"
+ * (why it ran: "manual", or the reason the supervisor started it) and
+ * "memories" (how many there were then).
+ * last: the latest record's payload with "at" (its time), or null.
+ * record: stores a record (consumes report; source: the program).
+ * due: 1 with the reason in why (n bytes) when memories were added since
+ * the last consolidation (or ever, before the first) and either there are
+ * at least new_memories of them or interval_ms has passed since it (or
+ * since the oldest memory); 0 when not due; -1 on a database error.
+ */
+int memory_consolidation_last(jv *out, struct memory *m);
+int memory_consolidation_record(struct memory *m, jv report, const char *trigger, const char *source);
+int memory_consolidation_due(char *why, size_t n, struct memory *m, int64_t interval_ms, long new_memories);
+
 /* ---- statistics -------------------------------------------------------- */
 
 /* {"total","active","archived","by_type":{…},"average_confidence",

@@ -342,3 +342,105 @@ int memory_consolidate(jv *report, struct memory *m, struct llm_client *llm)
 	*report = o;
 	return jv_array_length(json_get(o, "errors")) ? -1 : 0;
 }
+
+/* ---- when consolidation runs ------------------------------------------- */
+
+#define CONSOLIDATION_TRACE "memory"
+
+static int last_record(const char *line, size_t len, void *payload)
+{
+	jv *last = payload;
+
+	if (!memmem(line, len, "\"memory.consolidated\"", 21))
+		return 0;
+	jv ev = json_parse(line, len);
+
+	if (jv_is_valid(ev) && json_get_str(ev, "type") && strcmp(json_get_str(ev, "type"), "memory.consolidated") == 0) {
+		jv_free(*last);
+		*last = json_set(json_get(ev, "payload"), "at", json_get(ev, "ts"));
+	}
+	jv_free(ev);
+	return 0;
+}
+
+int memory_consolidation_last(jv *out, struct memory *m)
+{
+	*out = jv_null();
+	if (store_events_foreach(m->st, CONSOLIDATION_TRACE, last_record, out) < 0) {
+		jv_free(*out);
+		*out = jv_null();
+		return -1;
+	}
+	return 0;
+}
+
+int memory_consolidation_record(struct memory *m, jv report, const char *trigger, const char *source)
+{
+	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
+	long total = 0;
+	sqlite3_stmt *s = NULL;
+
+	if (mem_prepare(&s, m, "SELECT count(*) FROM memories") == 0 && sqlite3_step(s) == SQLITE_ROW)
+		total = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	ulid_new(id);
+	timestamp_format(ts, memory_now(m));
+	report = json_set(report, "trigger", jv_string(trigger ? trigger : "manual"));
+	report = json_set(report, "memories", jv_number((double)total));
+	jv ev = json_set(jv_object(), "kind", jv_string("event"));
+	ev = json_set(ev, "id", jv_string(id));
+	ev = json_set(ev, "trace_id", jv_string(CONSOLIDATION_TRACE));
+	ev = json_set(ev, "ts", jv_string(ts));
+	ev = json_set(ev, "source", jv_string(source ? source : "forge-memory"));
+	ev = json_set(ev, "phase", jv_null());
+	ev = json_set(ev, "type", jv_string("memory.consolidated"));
+	ev = json_set(ev, "payload", report);
+	int rc = store_event_put(m->st, ev, NULL, 0, NULL);
+
+	jv_free(ev);
+	return rc;
+}
+
+int memory_consolidation_due(char *why, size_t n, struct memory *m, int64_t interval_ms, long new_memories)
+{
+	jv last;
+	int64_t since = 0, now = memory_now(m);
+	long grown = 0, total = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	*why = '\0';
+	if (memory_consolidation_last(&last, m) < 0)
+		return -1;
+	if (jv_get_kind(last) == JV_KIND_OBJECT) {
+		jv at = json_get(last, "at");
+
+		if (mem_time_parse(&since, at) < 0)
+			since = 0;
+		jv_free(at);
+	}
+	/* never consolidated: the interval counts from the oldest memory */
+	if (mem_prepare(&s, m, "SELECT count(*), min(created_at), sum(created_at > ?1) FROM memories") < 0) {
+		jv_free(last);
+		return -1;
+	}
+	sqlite3_bind_int64(s, 1, since);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		total = sqlite3_column_int64(s, 0);
+		if (!since)
+			since = sqlite3_column_int64(s, 1);
+		grown = sqlite3_column_int64(s, 2);
+	}
+	sqlite3_finalize(s);
+	if (grown > 0 && new_memories > 0 && grown >= new_memories) {
+		snprintf(why, n, "%ld new memories since the last consolidation (memory.consolidate_new_memories %ld)",
+			 grown, new_memories);
+		rc = 1;
+	} else if (grown > 0 && total > 0 && interval_ms > 0 && now - since >= interval_ms) {
+		snprintf(why, n, "%.1f h since the last consolidation (memory.consolidate_interval_s %lld)",
+			 (double)(now - since) / 3600000.0, (long long)(interval_ms / 1000));
+		rc = 1;
+	}
+	jv_free(last);
+	return rc;
+}
