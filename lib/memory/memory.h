@@ -102,6 +102,9 @@ struct llm_client;
 #define MEMORY_RRF_K             60
 #define MEMORY_RRF_DEPTH         100
 #define MEMORY_EXPANSION_WEIGHT  1.0
+#define MEMORY_CONCEPT_WEIGHT    0.9
+#define MEMORY_CONCEPT_COVER_LOW  0.35
+#define MEMORY_CONCEPT_COVER_HIGH 0.5
 #define MEMORY_BOOST_CONFIDENCE  0.6
 #define MEMORY_BOOST_RECENCY     0.3
 #define MEMORY_LOCAL_COSINE_MIN  0.1
@@ -135,6 +138,9 @@ struct memory_options {
 	/* The vector file; NULL = "<db path>.vectors", "" = none (vectors kept
 	 * in this process only; the default for ":memory:" databases). */
 	const char *vector_path;
+	/* A file of further concept groups for query expansion (memory_concepts.c);
+	 * NULL or "" = the built-in thesaurus alone. */
+	const char *thesaurus;
 };
 
 /* Defaults: local embedding, dim 256, lexical weight 0.8. */
