@@ -158,7 +158,7 @@ static void fts_match(struct buf *out, struct terms *t, size_t use, long budget)
 
 /* ---- candidates and their ranks ---------------------------------------- */
 
-enum { L_LEX, L_VEC, L_EXP, L_CON, NLISTS };
+enum { L_LEX, L_VEC, L_CON, NLISTS };
 
 struct cand {
 	int64_t seq;
@@ -313,124 +313,6 @@ static void fuse(struct cands *cs, const double *w, double band)
 		qsort(cs->c, cs->n, sizeof *cs->c, fused_cmp);
 }
 
-/* ---- query expansion (pseudo-relevance feedback) ----------------------- */
-
-#define FEEDBACK_DOCS 3
-#define EXPAND_TERMS 6
-#define DOC_TERMS 256
-#define DF_TERMS 24
-#define EXPAND_DF_MAX 200     /* commoner words are no use as expansions */
-#define EXPAND_BUDGET DF_BUDGET
-
-static void doc_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
-{
-	struct term *t;
-
-	if (ns < 3 || strspn(surf, "0123456789") == ns)
-		return;
-	t = term_add(payload, surf, ns, stem, nst);
-	if (t)
-		t->tf++;
-}
-
-static int w_cmp(const void *a, const void *b)
-{
-	const struct term *x = a, *y = b;
-
-	return (x->w < y->w) - (x->w > y->w);
-}
-
-/*
- * Terms of the best first-pass memories that share words with the query
- * (cs sorted best first) that the query lacks, weighted by how much of each
- * memory they make up, by the square of the memory's fused score over the
- * best one, and by how rare they are in the whole set (BM25's idf): the
- * words the answer is written in when the query says it in other words.  At
- * most EXPAND_TERMS into *ex.
- */
-static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
-		     const struct cands *cs, size_t ndocs)
-{
-	struct terms doc = { .max = DOC_TERMS };
-	struct buf text = BUF_INIT;
-	sqlite3_stmt *s;
-	size_t used = 0;
-	int rc = -1;
-
-	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
-		return -1;
-	for (size_t i = 0; i < cs->n && used < FEEDBACK_DOCS; i++) {
-		const struct cand *c = &cs->c[i];
-
-		/* only memories that share words with the query, weighted by
-		 * how good an answer the first pass thinks they are */
-		if (!c->pass || c->fused <= 0 || !c->rank[L_LEX])
-			continue;
-		double dw = c->fused / cs->c[0].fused;
-
-		used++;
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, c->seq);
-		if (sqlite3_step(s) != SQLITE_ROW) {
-			mem_fail(m, "cannot read memory %lld", (long long)c->seq);
-			goto out;
-		}
-		buf_reset(&text);
-		for (int k = 0; k < 3; k++)
-			buf_addf(&text, "%s\n", (const char *)sqlite3_column_text(s, k));
-		sqlite3_reset(s);
-		doc.n = 0;
-		if (mem_stems(m, text.buf, text.len, false, doc_term, &doc) < 0)
-			goto out;
-		size_t len = 0;
-
-		for (size_t k = 0; k < doc.n; k++)
-			len += (size_t)doc.t[k].tf;
-		for (size_t k = 0; k < doc.n; k++) {
-			const struct term *d = &doc.t[k];
-			struct term *x;
-
-			if (term_find(qt, d->stem, strlen(d->stem)))
-				continue;
-			x = term_add(ex, d->surf, strlen(d->surf), d->stem, strlen(d->stem));
-			x->w += dw * dw * (double)d->tf / (double)len;
-		}
-	}
-	if (!ex->n) {
-		rc = 0;
-		goto out;
-	}
-	/* document frequencies (a lookup each) of the likeliest ones only */
-	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
-	if (ex->n > DF_TERMS)
-		ex->n = DF_TERMS;
-	if (count_df(m, ex->t, ex->n, EXPAND_DF_MAX) < 0)
-		goto out;
-	double n = (double)ndocs;
-
-	for (size_t i = 0; i < ex->n; i++) {
-		double df = (double)ex->t[i].df;
-
-		/* A word of one memory only finds nothing new; a common one
-		 * finds everything. */
-		if (df < 2 || df > n / 10 || df > EXPAND_DF_MAX)
-			ex->t[i].w = 0;
-		else
-			ex->t[i].w *= log((n - df + 0.5) / (df + 0.5));
-	}
-	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
-	while (ex->n && ex->t[ex->n - 1].w <= 0)
-		ex->n--;
-	if (ex->n > EXPAND_TERMS)
-		ex->n = EXPAND_TERMS;
-	rc = 0;
-out:
-	sqlite3_reset(s);
-	terms_release(&doc);
-	buf_release(&text);
-	return rc;
-}
-
 /* ---- concepts (the thesaurus) ------------------------------------------ */
 
 #define CONCEPT_TERMS 24
@@ -477,7 +359,8 @@ out:
 /*
  * How much of the query the best word matches explain: the greatest share,
  * over the first COVER_DOCS memories of the word list, of the query's
- * information (the sum of its words' idf) that one memory holds.  Near 1
+ * information (the sum of its words' idf, stopwords aside) that one
+ * memory holds.  Near 1
  * when a memory says what the query says; low for a query worded otherwise
  * than its answer, whose words are spread over memories about other things.
  * 0 when the word list is empty.
@@ -500,10 +383,15 @@ static void cover_term(const char *surf, size_t ns, const char *stem, size_t nst
 		c->hit[t - c->qt->t] = true;
 }
 
-static double idf(long df, double n)
+/* The information in a word of the query: BM25's idf (a word no memory
+ * holds the most: nothing explains it), 0 for a stopword. */
+static double word_idf(const struct term *t, double n)
 {
-	double x = df > 0 && n > 0 ? log((n - (double)df + 0.5) / ((double)df + 0.5)) : 0;
+	double df = (double)t->df, x;
 
+	if (mem_stopword(t->surf, strlen(t->surf)) || n <= 0)
+		return 0;
+	x = log((n - df + 0.5) / (df + 0.5));
 	return x > 0 ? x : 0;
 }
 
@@ -517,7 +405,7 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 
 	*out = 0;
 	for (size_t i = 0; i < qt->n; i++)
-		total += idf(qt->t[i].df, n);
+		total += word_idf(&qt->t[i], n);
 	if (total <= 0)
 		return 0;
 	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
@@ -542,7 +430,7 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 		if (mem_stems(m, text.buf, text.len, true, cover_term, &cv) < 0)
 			goto out;
 		for (size_t k = 0; k < qt->n; k++)
-			got += cv.hit[k] ? idf(qt->t[k].df, n) : 0;
+			got += cv.hit[k] ? word_idf(&qt->t[k], n) : 0;
 		if (got / total > *out)
 			*out = got / total;
 	}
@@ -633,15 +521,14 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	size_t deep = q->filter.type != MEMORY_ANY || q->filter.ntags ||
 		      q->filter.min_confidence > 0 ? want * 4 : want;
 	struct cands cs = { 0 };
-	struct terms qt = { .max = MAX_TERMS }, ex = { 0 };
+	struct terms qt = { .max = MAX_TERMS };
 	struct buf match = BUF_INIT;
 	struct vhit *hits = NULL;
 	size_t nh = 0, dim = 0, nres = 0;
 	float *qv = NULL;
-	double best = 0, best_exp = 0;
-	/* the lists' weights: lexical, vector, expanded lexical, concepts */
-	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_EXPANSION_WEIGHT,
-			     m->lexw * MEMORY_CONCEPT_WEIGHT };
+	double best = 0;
+	/* the lists' weights: lexical, vector, concepts */
+	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_CONCEPT_WEIGHT };
 	double wmin = 1, wsum = 0;
 	int64_t now = memory_now(m);
 	bool reading = false;
@@ -705,24 +592,6 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		if (w[L_CON] > 0 && concept_list(&cs, m, q->text, deep, now) < 0)
 			goto out;
 	}
-	/* the expanded list: the query and the words of the best first answers */
-	if (!q->no_expand && w[L_EXP] > 0 && cs.n) {
-		fuse(&cs, w, 0);
-		if (expansion(&ex, m, &qt, &cs, vindex_rows(m)) < 0)
-			goto out;
-		if (ex.n) {
-			for (size_t i = 0; i < ex.n; i++) {
-				struct term *t = term_add(&qt, ex.t[i].surf, strlen(ex.t[i].surf),
-							  ex.t[i].stem, strlen(ex.t[i].stem));
-
-				if (t)
-					t->df = ex.t[i].df;
-			}
-			fts_match(&match, &qt, USE_TERMS + EXPAND_TERMS, EXPAND_BUDGET);
-			if (fts_list(&cs, &best_exp, m, match.buf, L_EXP, deep, now) < 0)
-				goto out;
-		}
-	}
 	for (int l = 0; l < NLISTS; l++) {
 		wsum += w[l];
 		if (w[l] > 0 && w[l] < wmin)
@@ -759,7 +628,6 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 
 		ranks = json_set(ranks, "lexical", rank_json(c->rank[L_LEX]));
 		ranks = json_set(ranks, "vector", rank_json(c->rank[L_VEC]));
-		ranks = json_set(ranks, "expanded", rank_json(c->rank[L_EXP]));
 		ranks = json_set(ranks, "concepts", rank_json(c->rank[L_CON]));
 		o = json_set(o, "memory", c->mem);
 		c->mem = jv_invalid();
@@ -781,7 +649,6 @@ out:
 	if (reading)
 		store_rollback(m->st);
 	terms_release(&qt);
-	terms_release(&ex);
 	buf_release(&match);
 	free(hits);
 	free(qv);
