@@ -42,8 +42,8 @@ bool mem_negated(const char *text)
 #define TERM_LEN MEM_TERM_LEN
 #define MAX_TERMS 16
 #define USE_TERMS 16
-#define DF_BUDGET 8000       /* rows the word list ranks (see fts_match) */
-#define DF_TERM_MAX 8000
+#define DF_BUDGET 2000       /* rows the word list ranks (see fts_match) */
+#define DF_TERM_MAX 2000
 #define MIN_TERMS 3
 
 struct term {
