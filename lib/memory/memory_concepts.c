@@ -218,7 +218,7 @@ static int make_tables(struct memory *m, const char *schema)
 int mem_concepts_sync(struct memory *m)
 {
 	const struct resource *r = resource_find(MEM_CONCEPTS_RESOURCE);
-	const char *schema = store_readonly(m->st) ? "temp" : "main";
+	const char *schema = "main";
 	struct buf user = BUF_INIT, stamp = BUF_INIT, sql = BUF_INIT;
 	sqlite3_stmt *s = NULL, *ins = NULL;
 	char h1[33], h2[33];
@@ -233,17 +233,27 @@ int mem_concepts_sync(struct memory *m)
 	mem_hash_hex(h1, r ? r->data : "", r ? r->len : 0);
 	mem_hash_hex(h2, user.buf ? user.buf : "", user.len);
 	buf_addf(&stamp, "c1 %s %s %s", h1, h2, m->thesaurus ? m->thesaurus : "-");
-	buf_addf(&sql, "SELECT stamp FROM %s.memory_concepts_stamp", schema);
-	if (sqlite3_prepare_v2(m->db, sql.buf, -1, &s, NULL) == SQLITE_OK &&
-	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-		current = strcmp((const char *)sqlite3_column_text(s, 0), stamp.buf) == 0;
-	sqlite3_finalize(s);
-	s = NULL;
+	/* a read-only store uses the database's table when it is current,
+	 * else one of its own in temp */
+	for (int k = 0; k < 2 && !current; k++) {
+		if (k && !store_readonly(m->st))
+			break;
+		schema = k ? "temp" : "main";
+		buf_reset(&sql);
+		buf_addf(&sql, "SELECT stamp FROM %s.memory_concepts_stamp", schema);
+		if (sqlite3_prepare_v2(m->db, sql.buf, -1, &s, NULL) == SQLITE_OK &&
+		    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+			current = strcmp((const char *)sqlite3_column_text(s, 0), stamp.buf) == 0;
+		sqlite3_finalize(s);
+		s = NULL;
+	}
+	m->concepts_schema = schema;
 	if (current) {
 		rc = 0;
 		goto out;
 	}
-	if (mem_begin(m) < 0)
+	/* (temp needs no write lock on the database: a read-only store can) */
+	if ((strcmp(schema, "temp") ? mem_begin(m) : store_exec(m->st, "BEGIN")) < 0)
 		goto out;
 	if (make_tables(m, schema) < 0)
 		goto fail;
@@ -350,7 +360,7 @@ void mem_concepts_free(struct mem_concept *c, size_t n)
 int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *m,
 			const char *text, size_t max)
 {
-	const char *schema = store_readonly(m->st) ? "temp" : "main";
+	const char *schema;
 	struct qstems *q = xcalloc(1, sizeof *q);
 	struct mem_concept *c = NULL;
 	size_t take[GROUPS_MAX] = { 0 };
@@ -364,6 +374,7 @@ int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *
 	*count = 0;
 	if (mem_concepts_sync(m) < 0 || mem_stems(m, text, strlen(text), true, query_stem, q) < 0)
 		goto out;
+	schema = m->concepts_schema;
 	buf_addf(&sql, "SELECT grp, stems FROM %s.memory_concepts WHERE first = ? ORDER BY grp", schema);
 	if (mem_cached(&s, m, MS_CONCEPT_FIRST, sql.buf) < 0)
 		goto out;

@@ -56,6 +56,7 @@ struct memory {
 	Fts5Tokenizer *stem;      /* made on first use; NULL = not yet */
 	char *thesaurus;          /* memory.thesaurus: the user's groups; NULL = none */
 	bool concepts_synced;     /* memory_concepts checked against its sources */
+	const char *concepts_schema;   /* where it is: "main" or "temp" (static) */
 };
 
 /* The columns of a memory row, in the order mem_row_json() reads them. */
@@ -127,9 +128,10 @@ typedef void mem_stem_fn(const char *surf, size_t ns, const char *stem, size_t n
  * more left out); stopwords too when keep_stop. */
 int mem_stems(struct memory *m, const char *text, size_t len, bool keep_stop, mem_stem_fn *fn,
 	      void *payload);
-/* The table memory_concepts (temp.memory_concepts for a read-only store)
- * current with the built-in thesaurus and m->thesaurus: checked once per
- * handle, rebuilt when either changed.  An unreadable m->thesaurus fails. */
+/* The table memory_concepts current with the built-in thesaurus and
+ * m->thesaurus: checked once per handle, rebuilt when either changed (a
+ * read-only store whose table is not current builds temp.memory_concepts).
+ * An unreadable m->thesaurus fails. */
 int mem_concepts_sync(struct memory *m);
 /* A term a query's concepts add: as written (an FTS5 phrase), its stems
  * (space-separated), its group. */

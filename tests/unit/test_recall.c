@@ -357,6 +357,46 @@ static void test_user_thesaurus(void)
 	rmdir(dir);
 }
 
+/* A read-only store uses the database's thesaurus table when it is current,
+ * and builds its own (in temp) when it is not. */
+static void test_concepts_read_only(void)
+{
+	char dir[] = "/tmp/forge-test-thro-XXXXXX", path[128], db[128], id[ULID_LEN + 1];
+	struct memory_options o;
+	FILE *f;
+
+	CHECK(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/f.db", dir);
+	snprintf(path, sizeof path, "%s/groups.tsv", dir);
+	open_mem(db);
+	put(id, "Two transfers aborted with a deadlock detected error", 0.5, T0);
+	CHECK_INT(concept_rank("accounts waiting on each other", id), 1);
+	close_mem();
+	memory_options_init(&o);
+	o.now = fake_now;
+	CHECK(store_open_readonly(&st, db) == 0 && memory_open(&m, st, &o) == 0);
+	CHECK_INT(concept_rank("accounts waiting on each other", id), 1);
+	close_mem();
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs("quux | transfers aborted\n", f);
+	fclose(f);
+	o.thesaurus = path;
+	CHECK(store_open_readonly(&st, db) == 0 && memory_open(&m, st, &o) == 0);
+	CHECK_INT(concept_rank("why quux", id), 1);
+	CHECK_INT(concept_rank("accounts waiting on each other", id), 1);
+	close_mem();
+	static const char *const ext[] = { "", ".vectors", ".vectors.lock", "-wal", "-shm" };
+
+	for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+		snprintf(path, sizeof path, "%s%s", db, ext[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof path, "%s/groups.tsv", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Words are matched by their stems. */
 static void test_stemming(void)
 {
@@ -416,6 +456,7 @@ int main(void)
 	RUN(test_concepts_keep_literal_first);
 	RUN(test_concepts_match_phrases);
 	RUN(test_user_thesaurus);
+	RUN(test_concepts_read_only);
 	RUN(test_stemming);
 	RUN(test_migration_rebuilds_index);
 	return unit_done();
