@@ -266,7 +266,7 @@ void memory_query_init(struct memory_query *q, const char *text);
  * "recency","confidence","cosine","lexical" (bm25 / best),
  * "ranks":{"lexical","vector","concepts": rank or null}}].  Only memories
  * some list found.  Updates access_count and last_accessed of what is
- * returned (unless no_touch).
+ * returned (unless no_touch).  On error *out is null.
  */
 int memory_recall(jv *out, struct memory *m, const struct memory_query *q);
 

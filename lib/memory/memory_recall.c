@@ -652,6 +652,10 @@ out:
 	buf_release(&match);
 	free(hits);
 	free(qv);
+	if (rc < 0) {
+		jv_free(*out);
+		*out = jv_null();
+	}
 	return rc;
 }
 
