@@ -64,6 +64,7 @@ UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 HELPER_SRC  := $(sort $(wildcard tests/helpers/*.c))
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 RESOURCES   := $(sort $(wildcard schemas/*.json schemas/*/*.json schemas/sql/*.sql schemas/prompts/*.md))
+SHARE       := share/forge/concepts.tsv
 
 GEN_RES     := $(O)/gen/resources.c
 LIB_OBJ     := $(LIB_SRC:%.c=$(O)/obj/%.o) $(O)/obj/gen/resources.o
@@ -97,10 +98,10 @@ $(SRC_OBJ): $(O)/obj/%.o: %.c $(O)/.cflags | $(DEPS_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CSTD) $(CPPFLAGS) $(WARN) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(GEN_RES): $(RESOURCES) scripts/embed.sh
+$(GEN_RES): $(RESOURCES) $(SHARE) scripts/embed.sh
 	@mkdir -p $(@D)
 	@echo "  EMBED   $@"
-	$(Q)scripts/embed.sh $@ $(RESOURCES)
+	$(Q)scripts/embed.sh $@ $(RESOURCES) $(SHARE)
 
 $(O)/obj/gen/resources.o: $(GEN_RES) $(O)/.cflags | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -205,6 +206,7 @@ install: all
 	for f in $(RESOURCES); do \
 	    install -D -m 644 $$f $(DESTDIR)$(DATADIR)/$$f; done
 	install -m 644 forge.mk $(DESTDIR)$(DATADIR)/forge.mk
+	install -m 644 $(SHARE) $(DESTDIR)$(DATADIR)/
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz $(PROGS)

@@ -4,8 +4,11 @@
  */
 #include "memory/memory_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "app/cli.h"
 #include "data/config.h"
@@ -14,14 +17,131 @@
 #include "llm/llm.h"
 #include "store/store.h"
 
+/* Whether path is a directory owned by this user holding a HEAD file (a
+ * git directory libgit2 would open). */
+static bool git_dir_at(const char *path)
+{
+	struct stat sb;
+	struct buf head = BUF_INIT;
+	bool yes;
+
+	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid())
+		return false;
+	buf_addf(&head, "%s/HEAD", path);
+	yes = stat(head.buf, &sb) == 0 && S_ISREG(sb.st_mode);
+	buf_release(&head);
+	return yes;
+}
+
+/*
+ * The repository holding the current directory, found the way libgit2 finds
+ * it in the plain case but without loading libgit2 (with its TLS and SSH
+ * libraries that costs a search several times over): the nearest directory
+ * up with a .git directory.  1 with *root set (malloc'd), 0 when no
+ * directory up has a .git or is a git directory, -1 when only libgit2 can
+ * tell (a .git file: a linked worktree or a submodule; a git directory that
+ * is not ours; the current directory inside a git directory).
+ */
+static int quick_repo_root(char **root)
+{
+	struct buf dir = BUF_INIT, p = BUF_INIT;
+	char *cwd = getcwd(NULL, 0);
+	int rc = -1;
+
+	*root = NULL;
+	if (!cwd)
+		return -1;
+	buf_addf(&dir, "%s", cwd);
+	free(cwd);
+	for (;;) {
+		struct stat sb;
+
+		buf_reset(&p);
+		buf_addf(&p, "%s/.git", dir.len > 1 ? dir.buf : "");
+		if (lstat(p.buf, &sb) == 0) {
+			if (S_ISDIR(sb.st_mode) && git_dir_at(p.buf)) {
+				*root = buf_detach(&dir, NULL);
+				rc = 1;
+			}
+			break;              /* a .git file, or not ours: libgit2 */
+		} else if (errno != ENOENT) {
+			break;
+		}
+		buf_reset(&p);
+		buf_addf(&p, "%s/objects", dir.buf);
+		if (git_dir_at(dir.buf) || stat(p.buf, &sb) == 0)
+			break;              /* inside a git directory, bare or not */
+		if (dir.len <= 1) {
+			rc = 0;
+			break;
+		}
+		char *slash = strrchr(dir.buf, '/');
+
+		dir.len = slash == dir.buf ? 1 : (size_t)(slash - dir.buf);
+		dir.buf[dir.len] = 0;
+	}
+	buf_release(&dir);
+	buf_release(&p);
+	return rc;
+}
+
+/*
+ * session_open() (app/cli.h) for the memory programs, except that the
+ * repository is found by quick_repo_root() when it can be: 0 opened, 1 not
+ * decided (use session_open), else the exit status.
+ */
+static int quick_session(struct session *s, const struct cli_common *common, bool readonly)
+{
+	bool db_named = common->db || (getenv("FORGE_DB") && *getenv("FORGE_DB"));
+	jv flags = jv_null(), llm;
+	int found, rc = 0;
+
+	memset(s, 0, sizeof *s);
+	if (common->repo || (found = quick_repo_root(&s->repo)) < 0)
+		return 1;
+	if (!found && !db_named) {
+		forge_error("'.' is not in a git repository; use --repo DIR or --db PATH");
+		return FORGE_EXIT_USAGE;
+	}
+	llm = cli_model_flags(common);
+	jv_object_foreach(llm, k, v) {
+		struct buf key = BUF_INIT;
+
+		buf_addf(&key, "llm.%s", jv_string_value(k));
+		if (rc == 0)
+			rc = config_flag_set(&flags, key.buf, v);   /* consumes v */
+		else
+			jv_free(v);
+		buf_release(&key);
+		jv_free(k);
+	}
+	jv_free(llm);
+	struct config_sources src = { .repo = s->repo, .file = common->config, .flags = flags };
+
+	if (rc < 0 || config_load(&s->cfg, &src) < 0) {
+		if (rc < 0)
+			jv_free(flags);
+		session_close(s);
+		return FORGE_EXIT_USAGE;
+	}
+	if (store_resolve_path(&s->db, common->db, s->repo) < 0 ||
+	    (readonly ? store_open_readonly : store_open)(&s->store, s->db) < 0) {
+		session_close(s);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	return 0;
+}
+
 static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common, bool readonly)
 {
 	struct memory_options mo;
 	struct session ses;
 
 	memset(c, 0, sizeof *c);
-	*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE |
-			       (readonly ? SESSION_READONLY : 0), jv_null());
+	*status = quick_session(&ses, common, readonly);
+	if (*status == 1)
+		*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE |
+				       (readonly ? SESSION_READONLY : 0), jv_null());
 	if (*status)
 		return -1;
 	c->cfg = ses.cfg;

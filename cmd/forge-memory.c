@@ -69,8 +69,9 @@ static const struct cli_spec spec = {
 		    "patterns [-n N] [--json]",
 	.description = "The memories forge learns from its runs: episodic (what happened), semantic\n"
 		       "(patterns and facts) and procedural (how to do things), with confidence.\n"
-		       "  search       recall: word matches (FTS5, stemmed), vector matches and the query\n"
-		       "               widened by the best answers' words, fused by rank; confidence and\n"
+		       "  search       recall: word matches (FTS5, stemmed), vector matches and the terms\n"
+		       "               of the query's concepts (thesaurus; memory.thesaurus adds groups)\n"
+		       "               when its words explain it poorly, fused by rank; confidence and\n"
 		       "               recency only order equal matches; no match, no result (--json:\n"
 		       "               each list's rank, cosine, lexical score, relevance 0-1)\n"
 		       "  consolidate  merge similar, promote 3+ similar episodes to patterns (LLM), decay,\n"

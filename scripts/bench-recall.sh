@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v python3 >/dev/null || { echo "bench-recall: python3 is needed"; exit 1; }
 scripts/recall-score
+echo "-- held out (queries never used to tune recall)"
+scripts/recall-score --queries heldout.jsonl
 if [ "${BENCH_RECALL_BIG:-0}" = 1 ]; then
 	echo "-- ${BENCH_RECALL_SIZE:-100000} memories"
 	scripts/recall-score --size "${BENCH_RECALL_SIZE:-100000}"

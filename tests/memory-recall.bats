@@ -100,6 +100,16 @@ in_unit_range() {
 	assert_output --regexp '^[0-9]+ memories in [0-9]+ projects, [0-9]+ queries '
 	cmp "$SET/memories.jsonl" "$BATS_TEST_TMPDIR/set/memories.jsonl"
 	cmp "$SET/queries.jsonl" "$BATS_TEST_TMPDIR/set/queries.jsonl"
+	cmp "$SET/heldout.jsonl" "$BATS_TEST_TMPDIR/set/heldout.jsonl"
+	# the held-out queries follow the same rules, and share no id with the others
+	cp "$BATS_TEST_TMPDIR/set/heldout.src" "$BATS_TEST_TMPDIR/heldout.src"
+	sed -i 's/^HP01|paraphrase|container keeps restarting in a loop on the cluster:/HP01|paraphrase|container keeps restarting in a loop on the cluster, read kubectl logs:/' "$BATS_TEST_TMPDIR/set/heldout.src"
+	run -1 --separate-stderr python3 "$BATS_TEST_TMPDIR/set/make-set.py"
+	[[ "$stderr" == "HP01 (paraphrase) shares ['kubectl', 'log', 'read'] with k8s-crashloop (at most one word)"* ]]
+	sed -i 's/^HP01|/P01|/' "$BATS_TEST_TMPDIR/set/heldout.src"
+	run -1 --separate-stderr python3 "$BATS_TEST_TMPDIR/set/make-set.py"
+	[[ "$stderr" == *"query id P01 twice (queries.src and heldout.src share no id)"* ]]
+	cp "$BATS_TEST_TMPDIR/heldout.src" "$BATS_TEST_TMPDIR/set/heldout.src"
 	# a paraphrase may share one word with its answer (postgres), not a key term of it
 	cp "$BATS_TEST_TMPDIR/set/queries.src" "$BATS_TEST_TMPDIR/queries.src"
 	sed -i 's/^P02|paraphrase|speed up lookups on a huge postgres ledger/P02|paraphrase|speed up lookups on a huge ledger with an index/' "$BATS_TEST_TMPDIR/set/queries.src"
@@ -118,5 +128,9 @@ in_unit_range() {
 	assert_line --regexp '^method +overall +lexical +paraphrase +distractor +recall@10 +nDCG@10 +search ms p50/p95$'
 	assert_line --regexp '^forge +[01]\.[0-9]{3}( +[01]\.[0-9]{3}){9} +[0-9.]+/[0-9.]+$'
 	assert_line --regexp '^fts5-porter +[01]\.[0-9]{3}( +[01]\.[0-9]{3}){9} +[0-9.]+/[0-9.]+ \(in-proc\)$'
+	# the held-out queries, scored apart
+	assert_line '-- held out (queries never used to tune recall)'
+	assert_line --regexp '^recall set: [0-9]+ memories, [0-9]+ held-out queries \([0-9]+ lexical, [0-9]+ paraphrase, [0-9]+ distractor\)$'
+	[ "$(grep -c '^fts5-porter ' <<<"$output")" -eq 2 ]
 	refute_line --partial '100000 memories'
 }

@@ -230,10 +230,10 @@ embeddings_mock() {
 	run -0 --separate-stderr forge-memory search --json --peek how do we trust incoming callbacks
 	[ "${#lines[@]}" -eq 2 ]
 	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
-	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"expanded":null}' ]
+	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"concepts":null}' ]
 	[ "$(jq -r .cosine <<<"${lines[0]}")" = 0.8 ]
 	[ "$(jq -r .memory.id <<<"${lines[1]}")" = "$a" ]
-	[ "$(jq -c .ranks <<<"${lines[1]}")" = '{"lexical":null,"vector":2,"expanded":null}' ]
+	[ "$(jq -c .ranks <<<"${lines[1]}")" = '{"lexical":null,"vector":2,"concepts":null}' ]
 	# the query's vector and the memories' are cached: no new request
 	[ "$(grep -c embeddings "$BATS_TEST_TMPDIR/log.jsonl")" -eq 3 ]
 	run -0 --separate-stderr forge-memory search --json --peek how do we trust incoming callbacks
@@ -252,4 +252,30 @@ embeddings_mock() {
 	[ "${#lines[@]}" -eq 1 ]
 	run -0 --separate-stderr forge-memory search --json --peek zyxxy qwop
 	[ -z "$output" ]
+}
+
+@test "without --db: the repository's .forge/forge.db from any directory of it, a linked worktree and its project config too" {
+	unset FORGE_DB
+	r="$BATS_TEST_TMPDIR/repo"
+	git init -q "$r" && mkdir -p "$r/src/deep" && git -C "$r" commit -q --allow-empty -m init
+	git -C "$r" worktree add -q "$BATS_TEST_TMPDIR/wt" 2>/dev/null
+	run -0 --separate-stderr bash -c 'cd "$1/src/deep" && forge-memory add "The ledger service pins its pool at 20"' _ "$r"
+	id=$output
+	[ -s "$r/.forge/forge.db" ]
+	run -0 --separate-stderr bash -c 'cd "$1" && forge-memory search --json --peek ledger pool' _ "$r/src"
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$id" ]
+	# a linked worktree (a .git file) shares the main repository's database
+	run -0 --separate-stderr bash -c 'cd "$1" && forge-memory search --json --peek ledger pool' _ "$BATS_TEST_TMPDIR/wt"
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$id" ]
+	# the project's configuration applies: a thesaurus file it names
+	printf 'zorblax\tledger service\n' >"$r/groups.tsv"
+	mkdir -p "$r/.forge"
+	printf '{"memory":{"thesaurus":"%s"}}' "$r/groups.tsv" >"$r/.forge/config.json"
+	run -0 --separate-stderr bash -c 'cd "$1" && forge-memory search --json --peek why zorblax stalls' _ "$r/src/deep"
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$id" ]
+	[ "$(jq -c .ranks.concepts <<<"${lines[0]}")" = 1 ]
+	# a thesaurus that cannot be read is exit 5, naming it
+	rm "$r/groups.tsv"
+	run -5 --separate-stderr bash -c 'cd "$1" && forge-memory search --peek why zorblax stalls' _ "$r"
+	[[ "$stderr" == "forge-memory: memory.thesaurus: cannot read '$r/groups.tsv': No such file or directory" ]]
 }

@@ -27,6 +27,7 @@ void memory_options_from_config(struct memory_options *opt, const struct config 
 	opt->embed_base_url = config_get_str(cfg, "llm.embeddings.base_url");
 	opt->dim = (int)config_get_num(cfg, "memory.embedding_dim");
 	opt->lexical_weight = config_get_num(cfg, "memory.lexical_weight");
+	opt->thesaurus = config_get_str(cfg, "memory.thesaurus");
 }
 
 static char *dup_or_null(const char *s)
@@ -68,6 +69,7 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 	else
 		buf_addf(&b, "local-fh1:%d", m->dim);
 	m->embedder_id = buf_detach(&b, NULL);
+	m->thesaurus = dup_or_null(opt->thesaurus);
 	if (opt->vector_path) {
 		m->vec_path = dup_or_null(opt->vector_path);
 	} else if (strcmp(store_path(st), ":memory:") != 0 && *store_path(st) && !store_readonly(st)) {
@@ -94,5 +96,6 @@ void memory_free(struct memory *m)
 	free(m->embed_base_url);
 	free(m->embedder_id);
 	free(m->vec_path);
+	free(m->thesaurus);
 	free(m);
 }

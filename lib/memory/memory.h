@@ -29,11 +29,14 @@
  *             provider is configured (llm.embeddings: openai or ollama), the
  *             API's vectors, cached in the database by model and text hash;
  *             weight 1 - w
- *   expanded  FTS5 again, the query plus the (at most six) words that the
- *             three best word-matching memories of the first two lists hold
- *             and the query lacks (pseudo-relevance feedback: tf weighted
- *             by the memory's fused score, times idf over the memories),
- *             for queries worded otherwise than the answer; weight w
+ *   concepts  FTS5 again, over the other terms of the groups of the concept
+ *             thesaurus (share/forge/concepts.tsv and memory.thesaurus,
+ *             memory_concepts.c) whose terms the query holds (at most 24);
+ *             weight 0.9 w times a share that is 1 while the best three
+ *             word matches hold at most MEMORY_CONCEPT_COVER_LOW of the
+ *             query's information (idf, stopwords aside), 0 from
+ *             MEMORY_CONCEPT_COVER_HIGH, linear in between: paraphrases
+ *             get it, a query that its word matches answer does not
  * w = memory.lexical_weight (0.8).  Each list counts at most its first 100
  * memories that pass the filter.  A memory in none of the lists is never
  * returned.  Confidence and recency add at most 0.9 of the smallest step
@@ -101,7 +104,9 @@ struct llm_client;
 /* Recall (RECALL above). */
 #define MEMORY_RRF_K             60
 #define MEMORY_RRF_DEPTH         100
-#define MEMORY_EXPANSION_WEIGHT  1.0
+#define MEMORY_CONCEPT_WEIGHT    0.9
+#define MEMORY_CONCEPT_COVER_LOW  0.35
+#define MEMORY_CONCEPT_COVER_HIGH 0.5
 #define MEMORY_BOOST_CONFIDENCE  0.6
 #define MEMORY_BOOST_RECENCY     0.3
 #define MEMORY_LOCAL_COSINE_MIN  0.1
@@ -135,6 +140,9 @@ struct memory_options {
 	/* The vector file; NULL = "<db path>.vectors", "" = none (vectors kept
 	 * in this process only; the default for ":memory:" databases). */
 	const char *vector_path;
+	/* A file of further concept groups for query expansion (memory_concepts.c);
+	 * NULL or "" = the built-in thesaurus alone. */
+	const char *thesaurus;
 };
 
 /* Defaults: local embedding, dim 256, lexical weight 0.8. */
@@ -247,7 +255,7 @@ struct memory_query {
 	bool no_touch;                /* do not count this as an access */
 	const float *embedding;       /* a precomputed query vector, or NULL */
 	size_t embedding_dim;
-	bool no_expand;               /* leave out the expanded list */
+	bool no_expand;               /* leave out the concept list */
 };
 void memory_query_init(struct memory_query *q, const char *text);
 
@@ -256,9 +264,9 @@ void memory_query_init(struct memory_query *q, const char *text);
  * "relevance" (the fused score over the best possible one, 0-1),
  * "similarity" ((1 - w) cosine + w bm25 / the query's best bm25),
  * "recency","confidence","cosine","lexical" (bm25 / best),
- * "ranks":{"lexical","vector","expanded": rank or null}}].  Only memories
+ * "ranks":{"lexical","vector","concepts": rank or null}}].  Only memories
  * some list found.  Updates access_count and last_accessed of what is
- * returned (unless no_touch).
+ * returned (unless no_touch).  On error *out is null.
  */
 int memory_recall(jv *out, struct memory *m, const struct memory_query *q);
 

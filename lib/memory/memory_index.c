@@ -252,7 +252,7 @@ static int map_file(struct vindex *v, const char *path)
 		close(fd);
 		return 0;
 	}
-	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
 
 	close(fd);
 	if (p == MAP_FAILED)

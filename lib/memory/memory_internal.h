@@ -8,6 +8,7 @@
  *                         errors, times, hashes, rows as JSON
  *   memory_embed.c        embeddings (local and API, cached)
  *   memory_index.c        the vector file
+ *   memory_concepts.c     words as FTS5 stems them, the concept thesaurus
  *   memory_crud.c         adjust, archive, delete, relationships, listing
  *   memory_recall.c       recall and the relationships of a new memory
  *   memory_store.c        store, get, update, import of one memory
@@ -33,7 +34,7 @@ struct vindex;
 /* Statements prepared once per handle (the hot paths of recall). */
 enum mem_stmt {
 	MS_STAMP, MS_VOCAB, MS_FTS, MS_GET, MS_GET_SEQ, MS_TOUCH, MS_SEQ, MS_INSERT, MS_RELATE,
-	MS_TEXT, MS_COUNT
+	MS_TEXT, MS_CONCEPT_FIRST, MS_CONCEPT_GROUP, MS_COUNT
 };
 
 struct memory {
@@ -53,6 +54,9 @@ struct memory {
 	sqlite3_stmt *stmt[MS_COUNT];   /* cached statements (mem_cached) */
 	fts5_tokenizer stem_api;  /* FTS5's porter tokenizer (memory_recall.c), */
 	Fts5Tokenizer *stem;      /* made on first use; NULL = not yet */
+	char *thesaurus;          /* memory.thesaurus: the user's groups; NULL = none */
+	bool concepts_synced;     /* memory_concepts checked against its sources */
+	const char *concepts_schema;   /* where it is: "main" or "temp" (static) */
 };
 
 /* The columns of a memory row, in the order mem_row_json() reads them. */
@@ -113,6 +117,36 @@ bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, si
 size_t vindex_rows(struct memory *m);
 /* {"path","rows","dim","bytes","embedder"} */
 jv vindex_info(struct memory *m);
+
+/* memory_concepts.c */
+#define MEM_TERM_LEN 48
+/* The built-in thesaurus (share/forge/concepts.tsv), a resource. */
+#define MEM_CONCEPTS_RESOURCE "concepts.tsv"
+typedef void mem_stem_fn(const char *surf, size_t ns, const char *stem, size_t nst, void *payload);
+/* Call fn for each word of text as FTS5's porter tokenizer splits it: its
+ * lowercased surface form and its stem (words of MEM_TERM_LEN bytes or
+ * more left out); stopwords too when keep_stop. */
+int mem_stems(struct memory *m, const char *text, size_t len, bool keep_stop, mem_stem_fn *fn,
+	      void *payload);
+/* The table memory_concepts current with the built-in thesaurus and
+ * m->thesaurus: checked once per handle, rebuilt when either changed (a
+ * read-only store whose table is not current builds temp.memory_concepts).
+ * An unreadable m->thesaurus fails. */
+int mem_concepts_sync(struct memory *m);
+/* A term a query's concepts add: as written (an FTS5 phrase), its stems
+ * (space-separated), its group. */
+struct mem_concept {
+	char *term;
+	char *stems;
+	long grp;
+};
+/* The other terms of every group (at most 12) one of whose terms text holds
+ * (its stems consecutive in text's, stopwords included), terms the query
+ * holds left out, at most max, taken from the groups in turn: *out
+ * malloc'd (mem_concepts_free), *count of them. */
+int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *m,
+			const char *text, size_t max);
+void mem_concepts_free(struct mem_concept *c, size_t n);
 
 /* memory_recall.c */
 /* Relationships of a new memory (called by memory_store before insert):

@@ -37,91 +37,13 @@ bool mem_negated(const char *text)
 	return neg;
 }
 
-/* ---- words as FTS5 indexes them ------------------------------------- */
-
-/*
- * FTS5's own porter tokenizer, so that recall compares words exactly as the
- * index stores them ("caching" and "cached" are one term).  Made on first use
- * from the connection's fts5_api.
- */
-static int stem_init(struct memory *m)
-{
-	static const char *const args[] = { "unicode61", "remove_diacritics", "2" };
-	fts5_api *api = NULL;
-	sqlite3_stmt *s = NULL;
-	void *ud = NULL;
-
-	if (m->stem)
-		return 0;
-	if (sqlite3_prepare_v2(m->db, "SELECT fts5(?1)", -1, &s, NULL) != SQLITE_OK)
-		return mem_fail(m, "cannot reach FTS5");
-	sqlite3_bind_pointer(s, 1, (void *)&api, "fts5_api_ptr", NULL);
-	sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (!api || api->xFindTokenizer(api, "porter", &ud, &m->stem_api) != SQLITE_OK ||
-	    m->stem_api.xCreate(ud, (const char **)args, 3, &m->stem) != SQLITE_OK) {
-		m->stem = NULL;
-		return forge_error("cannot make FTS5's porter tokenizer");
-	}
-	return 0;
-}
-
-#define TERM_LEN 48
-
-typedef void stem_fn(const char *surf, size_t ns, const char *stem, size_t nst, void *payload);
-static stem_fn query_term;
-
-struct stem_ctx {
-	const char *text;
-	stem_fn *fn;
-	void *payload;
-};
-
-static int stem_token(void *p, int flags, const char *tok, int ntok, int start, int end)
-{
-	struct stem_ctx *c = p;
-	char surf[TERM_LEN];
-	size_t ns = (size_t)(end - start);
-
-	(void)flags;
-	if (ntok <= 0 || ntok >= TERM_LEN || ns == 0 || ns >= TERM_LEN)
-		return SQLITE_OK;
-	for (size_t i = 0; i < ns; i++) {
-		unsigned char ch = (unsigned char)c->text[start + (int)i];
-
-		surf[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
-	}
-	surf[ns] = 0;
-	/* The query keeps its stopwords: BM25 weighs them by their rarity,
-	 * and the common ones are left out by fts_match(). */
-	if (c->fn != query_term && mem_stopword(surf, ns))
-		return SQLITE_OK;
-	c->fn(surf, ns, tok, (size_t)ntok, c->payload);
-	return SQLITE_OK;
-}
-
-/* Call fn for each word of text (stopwords left out, except for the
- * query's words): its lowercased surface form and its stem. */
-static int mem_stems(struct memory *m, const char *text, size_t len, stem_fn *fn, void *payload)
-{
-	struct stem_ctx c = { text, fn, payload };
-
-	if (stem_init(m) < 0)
-		return -1;
-	if (len > INT32_MAX)
-		len = INT32_MAX;
-	if (m->stem_api.xTokenize(m->stem, &c, FTS5_TOKENIZE_DOCUMENT, text, (int)len,
-				  stem_token) != SQLITE_OK)
-		return forge_error("cannot split a text into words");
-	return 0;
-}
-
 /* ---- terms ----------------------------------------------------------- */
 
+#define TERM_LEN MEM_TERM_LEN
 #define MAX_TERMS 16
 #define USE_TERMS 16
-#define DF_BUDGET 8000       /* rows the word list ranks (see fts_match) */
-#define DF_TERM_MAX 8000
+#define DF_BUDGET 2000       /* rows the word list ranks (see fts_match) */
+#define DF_TERM_MAX 2000
 #define MIN_TERMS 3
 
 struct term {
@@ -174,6 +96,7 @@ static void query_term(const char *surf, size_t ns, const char *stem, size_t nst
 {
 	term_add(payload, surf, ns, stem, nst);
 }
+
 
 /* Document frequencies, counted up to cap + 1 by an unranked lookup
  * (fts5vocab has no index on term in SQLite 3.40: it scans). */
@@ -235,7 +158,7 @@ static void fts_match(struct buf *out, struct terms *t, size_t use, long budget)
 
 /* ---- candidates and their ranks ---------------------------------------- */
 
-enum { L_LEX, L_VEC, L_EXP, NLISTS };
+enum { L_LEX, L_VEC, L_CON, NLISTS };
 
 struct cand {
 	int64_t seq;
@@ -390,62 +313,110 @@ static void fuse(struct cands *cs, const double *w, double band)
 		qsort(cs->c, cs->n, sizeof *cs->c, fused_cmp);
 }
 
-/* ---- query expansion (pseudo-relevance feedback) ----------------------- */
+/* ---- concepts (the thesaurus) ------------------------------------------ */
 
-#define FEEDBACK_DOCS 3
-#define EXPAND_TERMS 6
-#define DOC_TERMS 256
-#define DF_TERMS 24
-#define EXPAND_DF_MAX 200     /* commoner words are no use as expansions */
-#define EXPAND_BUDGET DF_BUDGET
+#define CONCEPT_TERMS 24
 
-static void doc_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
+/*
+ * The concept list into list L_CON: FTS5 over the other terms of the
+ * thesaurus groups the query holds (not the query's own words: the word
+ * list has them), in BM25 order.  Nothing when the query holds no concept.
+ */
+static int concept_list(struct cands *cs, struct memory *m, const char *text, size_t deep,
+			int64_t now)
 {
-	struct term *t;
+	struct mem_concept *con = NULL;
+	struct terms ct = { 0 };
+	struct buf match = BUF_INIT;
+	size_t ncon = 0;
+	double best;
+	int rc = -1;
 
-	if (ns < 3 || strspn(surf, "0123456789") == ns)
-		return;
-	t = term_add(payload, surf, ns, stem, nst);
-	if (t)
-		t->tf++;
-}
-
-static int w_cmp(const void *a, const void *b)
-{
-	const struct term *x = a, *y = b;
-
-	return (x->w < y->w) - (x->w > y->w);
+	if (mem_concepts_expand(&con, &ncon, m, text, CONCEPT_TERMS) < 0)
+		goto out;
+	for (size_t i = 0; i < ncon; i++) {
+		if (strlen(con[i].term) < TERM_LEN && strlen(con[i].stems) < TERM_LEN)
+			term_add(&ct, con[i].term, strlen(con[i].term), con[i].stems,
+				 strlen(con[i].stems));
+	}
+	if (!ct.n) {
+		rc = 0;
+		goto out;
+	}
+	if (count_df(m, ct.t, ct.n, DF_TERM_MAX) < 0)
+		goto out;
+	fts_match(&match, &ct, CONCEPT_TERMS, DF_BUDGET);
+	if (fts_list(cs, &best, m, match.buf, L_CON, deep, now) < 0)
+		goto out;
+	rc = 0;
+out:
+	mem_concepts_free(con, ncon);
+	terms_release(&ct);
+	buf_release(&match);
+	return rc;
 }
 
 /*
- * Terms of the best first-pass memories that share words with the query
- * (cs sorted best first) that the query lacks, weighted by how much of each
- * memory they make up, by the square of the memory's fused score over the
- * best one, and by how rare they are in the whole set (BM25's idf): the
- * words the answer is written in when the query says it in other words.  At
- * most EXPAND_TERMS into *ex.
+ * How much of the query the best word matches explain: the greatest share,
+ * over the first COVER_DOCS memories of the word list, of the query's
+ * information (the sum of its words' idf, stopwords aside) that one
+ * memory holds.  Near 1
+ * when a memory says what the query says; low for a query worded otherwise
+ * than its answer, whose words are spread over memories about other things.
+ * 0 when the word list is empty.
  */
-static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
-		     const struct cands *cs, size_t ndocs)
+#define COVER_DOCS 3
+
+struct cover {
+	const struct terms *qt;
+	bool hit[MAX_TERMS];
+};
+
+static void cover_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
 {
-	struct terms doc = { .max = DOC_TERMS };
+	struct cover *c = payload;
+	const struct term *t = term_find(c->qt, stem, nst);
+
+	(void)surf;
+	(void)ns;
+	if (t)
+		c->hit[t - c->qt->t] = true;
+}
+
+/* The information in a word of the query: BM25's idf (a word no memory
+ * holds the most: nothing explains it), 0 for a stopword. */
+static double word_idf(const struct term *t, double n)
+{
+	double df = (double)t->df, x;
+
+	if (mem_stopword(t->surf, strlen(t->surf)) || n <= 0)
+		return 0;
+	x = log((n - df + 0.5) / (df + 0.5));
+	return x > 0 ? x : 0;
+}
+
+static int literal_coverage(double *out, struct memory *m, const struct cands *cs,
+			    const struct terms *qt, size_t ndocs)
+{
 	struct buf text = BUF_INIT;
 	sqlite3_stmt *s;
-	size_t used = 0;
+	double total = 0, n = (double)ndocs;
 	int rc = -1;
 
+	*out = 0;
+	for (size_t i = 0; i < qt->n; i++)
+		total += word_idf(&qt->t[i], n);
+	if (total <= 0)
+		return 0;
 	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
 		return -1;
-	for (size_t i = 0; i < cs->n && used < FEEDBACK_DOCS; i++) {
+	for (size_t i = 0; i < cs->n; i++) {
 		const struct cand *c = &cs->c[i];
+		struct cover cv = { .qt = qt };
+		double got = 0;
 
-		/* only memories that share words with the query, weighted by
-		 * how good an answer the first pass thinks they are */
-		if (!c->pass || c->fused <= 0 || !c->rank[L_LEX])
+		if (!c->pass || !c->rank[L_LEX] || c->rank[L_LEX] > COVER_DOCS)
 			continue;
-		double dw = c->fused / cs->c[0].fused;
-
-		used++;
 		sqlite3_reset(s);
 		sqlite3_bind_int64(s, 1, c->seq);
 		if (sqlite3_step(s) != SQLITE_ROW) {
@@ -456,56 +427,32 @@ static int expansion(struct terms *ex, struct memory *m, const struct terms *qt,
 		for (int k = 0; k < 3; k++)
 			buf_addf(&text, "%s\n", (const char *)sqlite3_column_text(s, k));
 		sqlite3_reset(s);
-		doc.n = 0;
-		if (mem_stems(m, text.buf, text.len, doc_term, &doc) < 0)
+		if (mem_stems(m, text.buf, text.len, true, cover_term, &cv) < 0)
 			goto out;
-		size_t len = 0;
-
-		for (size_t k = 0; k < doc.n; k++)
-			len += (size_t)doc.t[k].tf;
-		for (size_t k = 0; k < doc.n; k++) {
-			const struct term *d = &doc.t[k];
-			struct term *x;
-
-			if (term_find(qt, d->stem, strlen(d->stem)))
-				continue;
-			x = term_add(ex, d->surf, strlen(d->surf), d->stem, strlen(d->stem));
-			x->w += dw * dw * (double)d->tf / (double)len;
-		}
+		for (size_t k = 0; k < qt->n; k++)
+			got += cv.hit[k] ? word_idf(&qt->t[k], n) : 0;
+		if (got / total > *out)
+			*out = got / total;
 	}
-	if (!ex->n) {
-		rc = 0;
-		goto out;
-	}
-	/* document frequencies (a lookup each) of the likeliest ones only */
-	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
-	if (ex->n > DF_TERMS)
-		ex->n = DF_TERMS;
-	if (count_df(m, ex->t, ex->n, EXPAND_DF_MAX) < 0)
-		goto out;
-	double n = (double)ndocs;
-
-	for (size_t i = 0; i < ex->n; i++) {
-		double df = (double)ex->t[i].df;
-
-		/* A word of one memory only finds nothing new; a common one
-		 * finds everything. */
-		if (df < 2 || df > n / 10 || df > EXPAND_DF_MAX)
-			ex->t[i].w = 0;
-		else
-			ex->t[i].w *= log((n - df + 0.5) / (df + 0.5));
-	}
-	qsort(ex->t, ex->n, sizeof *ex->t, w_cmp);
-	while (ex->n && ex->t[ex->n - 1].w <= 0)
-		ex->n--;
-	if (ex->n > EXPAND_TERMS)
-		ex->n = EXPAND_TERMS;
 	rc = 0;
 out:
 	sqlite3_reset(s);
-	terms_release(&doc);
 	buf_release(&text);
 	return rc;
+}
+
+/* The share of the concept list's weight for a query whose best word
+ * matches explain cov of it: all of it up to MEMORY_CONCEPT_COVER_LOW, none
+ * from MEMORY_CONCEPT_COVER_HIGH, linear in between. */
+static double concept_share(double cov)
+{
+	const double lo = MEMORY_CONCEPT_COVER_LOW, hi = MEMORY_CONCEPT_COVER_HIGH;
+
+	if (cov <= lo)
+		return 1;
+	if (cov >= hi)
+		return 0;
+	return (hi - cov) / (hi - lo);
 }
 
 /* ---- recall ---------------------------------------------------------- */
@@ -574,14 +521,14 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	size_t deep = q->filter.type != MEMORY_ANY || q->filter.ntags ||
 		      q->filter.min_confidence > 0 ? want * 4 : want;
 	struct cands cs = { 0 };
-	struct terms qt = { .max = MAX_TERMS }, ex = { 0 };
+	struct terms qt = { .max = MAX_TERMS };
 	struct buf match = BUF_INIT;
 	struct vhit *hits = NULL;
 	size_t nh = 0, dim = 0, nres = 0;
 	float *qv = NULL;
-	double best = 0, best_exp = 0;
-	/* the lists' weights: lexical, vector, expanded lexical */
-	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_EXPANSION_WEIGHT };
+	double best = 0;
+	/* the lists' weights: lexical, vector, concepts */
+	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_CONCEPT_WEIGHT };
 	double wmin = 1, wsum = 0;
 	int64_t now = memory_now(m);
 	bool reading = false;
@@ -590,11 +537,6 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	*out = jv_array();
 	if (!q->text)
 		return forge_error("recall needs a query text");
-	for (int l = 0; l < NLISTS; l++) {
-		wsum += w[l];
-		if (w[l] > 0 && w[l] < wmin)
-			wmin = w[l];
-	}
 	if (q->embedding) {
 		dim = q->embedding_dim;
 		qv = xcalloc(dim + 1, sizeof *qv);
@@ -604,6 +546,9 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	}
 	if (vindex_sync(m, NULL) < 0 ||
 	    vindex_search(&hits, &nh, m, qv, dim, q->filter.type, deep) < 0)
+		goto out;
+	/* (the thesaurus may need writing: before the read transaction) */
+	if (!q->no_expand && w[L_CON] > 0 && mem_concepts_sync(m) < 0)
 		goto out;
 	/* One read transaction for the many small reads below (a statement
 	 * alone takes and drops SQLite's locks each time); not when the caller
@@ -628,29 +573,29 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		cand_rank(&cs, c, L_VEC, c->cos);
 	}
 	/* the lexical list */
-	if (mem_stems(m, q->text, strlen(q->text), query_term, &qt) < 0 ||
+	/* The query keeps its stopwords: BM25 weighs them by their rarity,
+	 * and the common ones are left out by fts_match(). */
+	if (mem_stems(m, q->text, strlen(q->text), true, query_term, &qt) < 0 ||
 	    count_df(m, qt.t, qt.n, DF_TERM_MAX) < 0)
 		goto out;
 	fts_match(&match, &qt, USE_TERMS, DF_BUDGET);
 	if (fts_list(&cs, &best, m, match.buf, L_LEX, deep, now) < 0)
 		goto out;
-	/* the expanded list: the query and the words of the best first answers */
-	if (!q->no_expand && w[L_EXP] > 0 && cs.n) {
-		fuse(&cs, w, 0);
-		if (expansion(&ex, m, &qt, &cs, vindex_rows(m)) < 0)
-			goto out;
-		if (ex.n) {
-			for (size_t i = 0; i < ex.n; i++) {
-				struct term *t = term_add(&qt, ex.t[i].surf, strlen(ex.t[i].surf),
-							  ex.t[i].stem, strlen(ex.t[i].stem));
+	/* the concept list: the other terms of the query's concepts, weighed
+	 * by how little of the query the best word matches explain */
+	if (!q->no_expand && w[L_CON] > 0) {
+		double cov;
 
-				if (t)
-					t->df = ex.t[i].df;
-			}
-			fts_match(&match, &qt, USE_TERMS + EXPAND_TERMS, EXPAND_BUDGET);
-			if (fts_list(&cs, &best_exp, m, match.buf, L_EXP, deep, now) < 0)
-				goto out;
-		}
+		if (literal_coverage(&cov, m, &cs, &qt, vindex_rows(m)) < 0)
+			goto out;
+		w[L_CON] *= concept_share(cov);
+		if (w[L_CON] > 0 && concept_list(&cs, m, q->text, deep, now) < 0)
+			goto out;
+	}
+	for (int l = 0; l < NLISTS; l++) {
+		wsum += w[l];
+		if (w[l] > 0 && w[l] < wmin)
+			wmin = w[l];
 	}
 	fuse(&cs, w, memory_rrf_band(wmin));
 	for (size_t i = 0; i < cs.n && nres < limit; i++) {
@@ -683,7 +628,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 
 		ranks = json_set(ranks, "lexical", rank_json(c->rank[L_LEX]));
 		ranks = json_set(ranks, "vector", rank_json(c->rank[L_VEC]));
-		ranks = json_set(ranks, "expanded", rank_json(c->rank[L_EXP]));
+		ranks = json_set(ranks, "concepts", rank_json(c->rank[L_CON]));
 		o = json_set(o, "memory", c->mem);
 		c->mem = jv_invalid();
 		o = json_set(o, "relevance", jv_number(round6(c->rel / top)));
@@ -704,10 +649,13 @@ out:
 	if (reading)
 		store_rollback(m->st);
 	terms_release(&qt);
-	terms_release(&ex);
 	buf_release(&match);
 	free(hits);
 	free(qv);
+	if (rc < 0) {
+		jv_free(*out);
+		*out = jv_null();
+	}
 	return rc;
 }
 

@@ -53,7 +53,7 @@ static void fillers(void)
 }
 
 /* The ids recall returns for text (limit 10, no_touch), best first, as one
- * space-separated string (malloc'd); expand false leaves out the expanded list. */
+ * space-separated string (malloc'd); expand false leaves out the concept list. */
 static char *recall_ids(const char *text, bool expand)
 {
 	struct memory_query q;
@@ -210,27 +210,191 @@ static void test_recent_irrelevant_never_outranks(void)
 	close_mem();
 }
 
-/* The expanded list finds a memory that says the same in other words, by
- * the words it shares with the memory the query finds. */
-static void test_expansion_finds_paraphrase(void)
+/* The rank of id in recall's concept list for text, 0 when not in it (or
+ * not returned). */
+static int concept_rank(const char *text, const char *id)
 {
-	char hit[ULID_LEN + 1], para[ULID_LEN + 1];
+	struct memory_query q;
+	int rank = 0;
+	jv out;
+
+	memory_query_init(&q, text);
+	q.no_touch = true;
+	if (memory_recall(&out, m, &q) < 0) {
+		printf("# recall: %s\n", forge_last_error());
+		return -1;
+	}
+	jv_array_foreach(out, i, r) {
+		jv mem = json_get(r, "memory"), ranks = json_get(r, "ranks");
+
+		if (strcmp(json_get_str(mem, "id"), id) == 0)
+			rank = (int)json_get_num(ranks, "concepts", 0);
+		jv_free(mem);
+		jv_free(ranks);
+		jv_free(r);
+		(void)i;
+	}
+	jv_free(out);
+	return rank;
+}
+
+/* The concept list finds a memory that says the same in other words, by a
+ * thesaurus group ("waiting on each other" is a deadlock). */
+static void test_concepts_find_paraphrase(void)
+{
+	char hit[ULID_LEN + 1], other[ULID_LEN + 1];
 
 	open_mem(":memory:");
 	fillers();
-	put(hit, "Checkout hangs when the payment gateway is slow: raise the gateway timeout", 0.5, T0);
-	put(para, "Payment gateway latency spikes: give the gateway client a longer timeout", 0.5, T0);
-	char *plain = recall_ids("checkout hangs", false);
-	char *expanded = recall_ids("checkout hangs", true);
+	put(hit, "Two transfers locked rows in opposite order and Postgres aborted one: deadlock "
+	    "detected", 0.5, T0);
+	put(other, "Transactions of the nightly import run in batches of 500 rows", 0.9, T0);
+	char *plain = recall_ids("transactions waiting on each other forever", false);
+	char *con = recall_ids("transactions waiting on each other forever", true);
 
-	CHECK_MSG(pos_of(plain, hit) == 0, "%s", plain);
-	CHECK_MSG(pos_of(plain, para) == -1, "found without expansion: %s", plain);
-	CHECK_MSG(pos_of(expanded, hit) == 0, "%s", expanded);
-	CHECK_MSG(pos_of(expanded, para) > 0 && pos_of(expanded, para) < 5,
-		  "expanded: %s (paraphrase %s)", expanded, para);
+	CHECK_MSG(pos_of(con, hit) == 0, "%s (want %s first)", con, hit);
+	CHECK_MSG(pos_of(plain, hit) != 0, "first without the thesaurus: %s", plain);
+	CHECK_INT(concept_rank("transactions waiting on each other forever", hit), 1);
 	free(plain);
-	free(expanded);
+	free(con);
 	close_mem();
+}
+
+/* A memory that holds the query's own words stays ahead of one that only
+ * holds the terms of its concepts, however confident and recent. */
+static void test_concepts_keep_literal_first(void)
+{
+	char lit[ULID_LEN + 1], syn[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	fillers();
+	put(lit, "The nightly jobs were waiting on each other for an hour", 0.3, T0 - 100 * DAY);
+	put(syn, "A deadlock between the nightly jobs: lock order fixed, no circular wait", 0.95, T0);
+	char *ids = recall_ids("jobs waiting on each other", true);
+
+	CHECK_MSG(pos_of(ids, lit) == 0, "%s (want %s first)", ids, lit);
+	free(ids);
+	/* and when the query's words explain little of it (the concept list
+	 * weighs most), the literal match still is not pushed down */
+	ids = recall_ids("why were the jobs waiting on each other overnight", true);
+	CHECK_MSG(pos_of(ids, lit) == 0, "%s (want %s first)", ids, lit);
+	free(ids);
+	close_mem();
+}
+
+/* A phrase of the thesaurus matches the query's words in order, stopwords
+ * included: "memory" alone is not "out of memory". */
+static void test_concepts_match_phrases(void)
+{
+	char oom[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	fillers();
+	put(oom, "The importer was OOMKilled on big files", 0.5, T0);
+	char *ids = recall_ids("the worker ran out of memory", true);
+
+	CHECK_MSG(pos_of(ids, oom) == 0, "%s (want %s)", ids, oom);
+	free(ids);
+	CHECK_INT(concept_rank("the worker ran out of memory", oom), 1);
+	CHECK_INT(concept_rank("memory of the worker", oom), 0);
+	close_mem();
+}
+
+/* memory.thesaurus adds groups; an edited file is loaded again; a missing
+ * one is an error naming it. */
+static void test_user_thesaurus(void)
+{
+	char dir[] = "/tmp/forge-test-thes-XXXXXX", path[128], db[128], id[ULID_LEN + 1];
+	struct memory_options o;
+	FILE *f;
+
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/groups.tsv", dir);
+	snprintf(db, sizeof db, "%s/f.db", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs("# ours\nzorblax\tfrobnicator | wug\n", f);
+	fclose(f);
+	memory_options_init(&o);
+	o.now = fake_now;
+	o.thesaurus = path;
+	CHECK(store_open(&st, db) == 0 && memory_open(&m, st, &o) == 0);
+	put(id, "The frobnicator broke again after the upgrade", 0.5, T0);
+	char *ids = recall_ids("why does zorblax break", true);
+
+	CHECK_MSG(pos_of(ids, id) == 0, "%s (want %s)", ids, id);
+	free(ids);
+	CHECK_INT(concept_rank("why does quux fail", id), 0);
+	close_mem();
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs("quux|frobnicator\n", f);
+	fclose(f);
+	CHECK(store_open(&st, db) == 0 && memory_open(&m, st, &o) == 0);
+	ids = recall_ids("why does quux fail", true);
+	CHECK_MSG(pos_of(ids, id) == 0, "after the edit: %s (want %s)", ids, id);
+	free(ids);
+	CHECK_INT(concept_rank("why does quux fail", id), 1);
+	close_mem();
+	unlink(path);
+	CHECK(store_open(&st, db) == 0 && memory_open(&m, st, &o) == 0);
+	struct memory_query q;
+	jv out;
+
+	memory_query_init(&q, "quux");
+	q.no_touch = true;
+	CHECK(memory_recall(&out, m, &q) < 0);
+	CHECK_MSG(strstr(forge_last_error(), "memory.thesaurus") && strstr(forge_last_error(), path),
+		  "%s", forge_last_error());
+	jv_free(out);
+	close_mem();
+	static const char *const ext[] = { "", ".vectors", ".vectors.lock", "-wal", "-shm" };
+
+	for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+		snprintf(path, sizeof path, "%s%s", db, ext[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* A read-only store uses the database's thesaurus table when it is current,
+ * and builds its own (in temp) when it is not. */
+static void test_concepts_read_only(void)
+{
+	char dir[] = "/tmp/forge-test-thro-XXXXXX", path[128], db[128], id[ULID_LEN + 1];
+	struct memory_options o;
+	FILE *f;
+
+	CHECK(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/f.db", dir);
+	snprintf(path, sizeof path, "%s/groups.tsv", dir);
+	open_mem(db);
+	put(id, "Two transfers aborted with a deadlock detected error", 0.5, T0);
+	CHECK_INT(concept_rank("accounts waiting on each other", id), 1);
+	close_mem();
+	memory_options_init(&o);
+	o.now = fake_now;
+	CHECK(store_open_readonly(&st, db) == 0 && memory_open(&m, st, &o) == 0);
+	CHECK_INT(concept_rank("accounts waiting on each other", id), 1);
+	close_mem();
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs("quux | transfers aborted\n", f);
+	fclose(f);
+	o.thesaurus = path;
+	CHECK(store_open_readonly(&st, db) == 0 && memory_open(&m, st, &o) == 0);
+	CHECK_INT(concept_rank("why quux", id), 1);
+	CHECK_INT(concept_rank("accounts waiting on each other", id), 1);
+	close_mem();
+	static const char *const ext[] = { "", ".vectors", ".vectors.lock", "-wal", "-shm" };
+
+	for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+		snprintf(path, sizeof path, "%s%s", db, ext[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof path, "%s/groups.tsv", dir);
+	unlink(path);
+	rmdir(dir);
 }
 
 /* Words are matched by their stems. */
@@ -288,7 +452,11 @@ int main(void)
 	RUN(test_boost_below_a_rank_step);
 	RUN(test_confident_irrelevant_never_outranks);
 	RUN(test_recent_irrelevant_never_outranks);
-	RUN(test_expansion_finds_paraphrase);
+	RUN(test_concepts_find_paraphrase);
+	RUN(test_concepts_keep_literal_first);
+	RUN(test_concepts_match_phrases);
+	RUN(test_user_thesaurus);
+	RUN(test_concepts_read_only);
 	RUN(test_stemming);
 	RUN(test_migration_rebuilds_index);
 	return unit_done();
