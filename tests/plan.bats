@@ -102,7 +102,7 @@ event_types() {
 		[.required, (.. | objects | has(\"\$ref\")) ] | flatten | unique'"
 	assert_output '[false,"risk","summary","tasks"]'
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[3].input_schema.properties | keys'"
-	assert_output '["architecture","estimates","risk","summary","tasks"]'
+	assert_output '["architecture","estimates","risk","summary","tasks","tests_wrong"]'
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.system'"
 	assert_output --partial "planner of Forge"
 }
