@@ -976,12 +976,6 @@ static void sup_release(struct sup *s)
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
 	}
-	/* The write-ahead log stays when the store closes (it is synced): the
-	 * last connection's close would copy the run's pages into the database
-	 * (and sync it twice) and delete the log, which the next process then
-	 * makes again (and syncs twice).  The log is copied every 8192 pages
-	 * (store.c) or by the next process that closes last. */
-	sqlite3_db_config(store_db(s->o->store), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	jv_free(s->state);
 	jv_free(s->returned);
 	jv_free(s->approval);

@@ -300,7 +300,7 @@ branch_log() {
 	assert_output "$(printf '%s\n' idle\>implementing implementing\>reviewing reviewing\>testing testing\>completed)"
 }
 
-@test "every phase starts with the one before it checkpointed and no write held; the log stays" {
+@test "every phase starts with the one before it checkpointed and no write held" {
 	# The supervisor's own programs, with phases that first look at the
 	# database as they find it: the checkpoint before them committed, and a
 	# write of their own not kept waiting (sqlite3 has no busy timeout: it
@@ -322,9 +322,6 @@ EOF
 	run -0 cat "$BATS_TEST_TMPDIR/seen"
 	assert_output "$(printf '%s\n' "plan after init: write" "implement after plan: write" "review after implement: write" \
 		"test after review: write" "deploy after test: write")"
-	# The write-ahead log stays, the run in it, for the next process (not
-	# copied into the database and deleted at every run's end).
-	[ -s "$FORGE_DB-wal" ]
 	[ "$(sqlite3 "$FORGE_DB" "SELECT status FROM runs WHERE id = '$(last_trace)'")" = completed ]
 }
 
