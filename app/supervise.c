@@ -969,13 +969,26 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 
 static void sup_release(struct sup *s)
 {
-	/* Where the run stands (its status, its last checkpoint) is on disk. */
-	s->unsynced = true;
-	settle(s);
+	int logged = 0, copied = 0;
+
+	commit_batch(s);
 	if (s->holder[0]) {
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
 	}
+	/*
+	 * Where the run stands (its status, its last checkpoint) is on disk: the
+	 * log copied into the database now, which syncs the log first, then the
+	 * database (the copy the store's close makes as the last connection,
+	 * which then has nothing left to do); when others' reads keep part of
+	 * it in the log, the log is synced.  One sync fewer than syncing the
+	 * log and then letting the close copy it.
+	 */
+	s->unsynced = true;
+	if (sqlite3_wal_checkpoint_v2(store_db(s->o->store), NULL, SQLITE_CHECKPOINT_PASSIVE, &logged,
+				      &copied) == SQLITE_OK && logged >= 0 && copied == logged)
+		s->unsynced = false;
+	sync_checkpoint(s);
 	jv_free(s->state);
 	jv_free(s->returned);
 	jv_free(s->approval);
