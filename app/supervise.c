@@ -34,7 +34,8 @@ struct sup {
 	jv returned;                /* the state the running phase wrote, or null */
 	const char *running;        /* the phase being run */
 	enum pipeline_state pl;
-	long pending;               /* events in the open transaction */
+	long pending;               /* writes in the open batch (transaction) */
+	bool unsynced;              /* a checkpoint is committed, not yet synced */
 	bool deploy_approved;       /* a human approved the production deploy */
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
@@ -43,6 +44,7 @@ struct sup {
 	int tools_run;              /* progress: tool calls of the running phase */
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
 	jv saved;                   /* the state last checkpointed, or null */
+	sqlite3_stmt *run_row;      /* the run's status and start (run_now), or NULL */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -55,6 +57,22 @@ void supervise_interrupt(int sig)
 
 /* ---- events ------------------------------------------------------------- */
 
+/*
+ * What the supervisor writes goes into one batch, a write transaction: the
+ * events a phase streams (committed whenever its output pauses), then, from
+ * the phase's exit to the next phase's start, its last events, phase.exited,
+ * the checkpoint, the run's cost and status, the gates and transitions: one
+ * commit instead of one per row.  The batch is committed (commit_batch)
+ * before a phase starts (it writes to the database too), before a human is
+ * asked, before memory is written (its own transactions) and at the end.
+ */
+static void batch_open(struct sup *s)
+{
+	if (!s->pending && store_begin(s->o->store) < 0)
+		return;
+	s->pending++;
+}
+
 static void commit_batch(struct sup *s)
 {
 	if (s->pending) {
@@ -63,23 +81,51 @@ static void commit_batch(struct sup *s)
 	}
 }
 
+/*
+ * Sync the write-ahead log, where the committed checkpoint is (the store
+ * commits with synchronous = NORMAL, which syncs only at the log's own
+ * checkpoints): `forge resume` starts from it after a power loss too.  Done
+ * when the next phase has started and before it gets its input (on_started),
+ * so the sync overlaps the phase's start-up yet nothing acts on a state that
+ * is not on disk; or before a human is asked, and at the end.
+ */
+static void sync_checkpoint(struct sup *s)
+{
+	sqlite3_file *f = NULL;
+
+	if (!s->unsynced)
+		return;
+	s->unsynced = false;
+	commit_batch(s);
+	if (sqlite3_file_control(store_db(s->o->store), "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK ||
+	    !f || !f->pMethods)
+		return;     /* no log: not in WAL mode, where commits sync themselves */
+	if (f->pMethods->xSync(f, SQLITE_SYNC_NORMAL) != SQLITE_OK)
+		fprintf(stderr, "forge: warning: cannot sync the database '%s' to disk: the last checkpoint "
+				"may not survive a power loss\n", store_path(s->o->store));
+}
+
+/* Everything written so far committed and synced. */
+static void settle(struct sup *s)
+{
+	commit_batch(s);
+	sync_checkpoint(s);
+}
+
 static void persist(struct sup *s, jv ev, const char *line, size_t len)
 {
-	if (!s->pending && store_begin(s->o->store) < 0)
-		return;
-	s->pending++;
+	batch_open(s);
 	store_event_put(s->o->store, ev, line, len, NULL);
 	if (s->pending >= BATCH_MAX)
 		commit_batch(s);
 }
 
-/* Persist and commit one of the supervisor's own events (consumed). */
+/* Persist one of the supervisor's own events (consumed) in the batch. */
 static void emit_event(struct sup *s, jv ev)
 {
 	char *line = json_dumps(jv_copy(ev), false);
 
 	persist(s, ev, line, strlen(line));
-	commit_batch(s);
 	if (s->o->json)
 		stream_write_raw(&s->out, line, strlen(line));
 	free(line);
@@ -124,13 +170,16 @@ static bool transition(struct sup *s, enum pipeline_state to, const char *reason
 
 /* ---- the run's record ---------------------------------------------------- */
 
-/* A snapshot of the state, and the event that says what changed since the
- * last one (engine/snapshot.h), so the events alone rebuild the state. */
+/* The state as the run's checkpoint, in the batch (synced before the next
+ * phase gets it: sync_checkpoint), and the state.updated event that says
+ * what changed since the last one (engine/snapshot.h), so the events alone
+ * rebuild the state. */
 static void checkpoint(struct sup *s, const char *phase)
 {
 	jv cost = json_get(s->state, "cost");
 	char *id = NULL;
 
+	batch_open(s);
 	if (store_checkpoint_save(s->o->store, s->trace, phase, s->state, &id) == 0) {
 		jv patch = state_patch(s->saved, s->state);
 		jv ev = json_set(json_set(jv_object(), "checkpoint", jv_string(id)), "phase", jv_string(phase));
@@ -142,23 +191,48 @@ static void checkpoint(struct sup *s, const char *phase)
 		s->saved = jv_copy(s->state);
 	}
 	free(id);
+	s->unsynced = true;
 	store_run_set_cost(s->o->store, s->trace, (int64_t)json_get_num(cost, "tokens", 0),
 			   json_get_num(cost, "usd", 0));
 	jv_free(cost);
 }
 
+/*
+ * The run's status and start time as the database has them now (another
+ * process may have cancelled it).  Only these two columns: the run's row
+ * also holds its whole configuration, which store_run_get() parses.
+ * Returns 0, 1 when the run has no row, -1 with a message.
+ */
+static int run_now(struct sup *s, enum run_status *status, int64_t *started)
+{
+	int rc = -1;
+
+	*status = RUN_UNKNOWN;
+	if (!s->run_row && store_prepare(&s->run_row, s->o->store,
+					 "SELECT status, started_at FROM runs WHERE id = ?1") < 0)
+		return -1;
+	store_bind_text(s->run_row, 1, s->trace);
+	int step = sqlite3_step(s->run_row);
+	if (step == SQLITE_ROW) {
+		*status = run_status_of((const char *)sqlite3_column_text(s->run_row, 0));
+		const char *at = (const char *)sqlite3_column_text(s->run_row, 1);
+		rc = at && timestamp_parse(started, at) == 0 ? 0 : 1;
+	} else if (step == SQLITE_DONE) {
+		rc = 1;
+	} else {
+		store_fail(s->o->store, "cannot read run '%s'", s->trace);
+	}
+	sqlite3_reset(s->run_row);
+	return rc;
+}
+
 /* Whether `forge cancel` cancelled the run (it also signals us). */
 static bool cancelled(struct sup *s)
 {
-	jv run;
-	bool yes = false;
+	enum run_status st;
+	int64_t started;
 
-	if (store_run_get(&run, s->o->store, s->trace) == 0) {
-		const char *st = json_get_str(run, "status");
-		yes = run_status_of(st) == RUN_CANCELLED;
-	}
-	jv_free(run);
-	return yes;
+	return run_now(s, &st, &started) >= 0 && st == RUN_CANCELLED;
 }
 
 /* The run was cancelled: stop where it is; its status stays cancelled. */
@@ -211,7 +285,6 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 	double per_run = config_get_num(s->o->cfg, "safety.cost.per_run");
 	double per_day = config_get_num(s->o->cfg, "safety.cost.per_day");
 	double total_s = config_get_num(s->o->cfg, "safety.time_s.total");
-	jv run;
 	long calls;
 
 	jv_free(cost);
@@ -232,11 +305,10 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%.2f)", usd + others, per_day);
 		return "cost_per_day";
 	}
-	if (store_run_get(&run, s->o->store, s->trace) == 0) {
-		int64_t started;
-		bool known = timestamp_parse(&started, json_get_str(run, "started_at")) == 0;
-		jv_free(run);
-		double elapsed = known ? (double)(now_ms() - started) / 1000 : -1;
+	enum run_status status;
+	int64_t started;
+	if (run_now(s, &status, &started) == 0) {
+		double elapsed = (double)(now_ms() - started) / 1000;
 		if (elapsed >= 0 && elapsed >= total_s) {
 			snprintf(why, n, "the run has taken %.0f s (limit %.0f s)", elapsed, total_s);
 			return "time";
@@ -274,6 +346,7 @@ static void remember_edit(struct sup *s, const char *gate, const char *note)
 	struct memory *m;
 	char id[ULID_LEN + 1];
 
+	commit_batch(s);     /* memory writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
 	if (memory_open(&m, s->o->store, &mo) < 0)
@@ -347,6 +420,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	enum prompt_answer ans = PROMPT_NO_TTY;
 	if (s->o->interactive && !interrupted) {
 		char *note = NULL;
+		settle(s);      /* nothing held (the database's lock) while a human thinks */
 		ans = ask_terminal(gate, &note);
 		if (ans == PROMPT_APPROVE || ans == PROMPT_APPROVE_WITH_NOTE || ans == PROMPT_REJECT) {
 			bool yes = ans != PROMPT_REJECT;
@@ -466,6 +540,11 @@ static void on_idle(void *payload)
 	commit_batch(payload);
 }
 
+static void on_started(void *payload)
+{
+	sync_checkpoint(payload);
+}
+
 /* Run one phase filter; returns its status string (static). */
 static const char *run_phase(struct sup *s, const char *phase)
 {
@@ -501,18 +580,19 @@ static const char *run_phase(struct sup *s, const char *phase)
 	po.on_stdout = on_stdout;
 	po.on_stderr = on_stderr;
 	po.on_idle = on_idle;
+	po.on_started = on_started;
 	po.payload = s;
 	s->running = phase;
 	s->returned = jv_null();
 	s->tools_run = 0;
 	progress(s, "▶ %s", phase);
+	commit_batch(s);        /* the phase writes to the database too */
 	long long t0 = monotonic_ms();
 	int rc = proc_run(&pr, &po);
 	long long lifetime = monotonic_ms() - t0;
 	status = pr.exit_code;
 	proc_result_release(&pr);
 	buf_release(&in);
-	commit_batch(s);
 	/* The process's whole life, start-up and exit included: with the
 	 * phase's own phase.completed, where the time between phases goes. */
 	if (rc == 0) {
@@ -765,6 +845,7 @@ static void reflect_on_run(struct sup *s)
 	char id[ULID_LEN + 1];
 	long calls;
 
+	commit_batch(s);     /* memory writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
 	if (memory_open(&m, s->o->store, &mo) < 0)
@@ -775,6 +856,7 @@ static void reflect_on_run(struct sup *s)
 						   jv_string("run_episode")));
 	/* What each bounce taught: recalled into the next similar task's prompt. */
 	jv lessons;
+	commit_batch(s);
 	if (memory_record_lessons(&lessons, m, s->trace, jv_copy(events)) >= 0) {
 		jv_array_foreach(lessons, i, lid) {
 			emit(s, "memory.stored", json_set(json_set(jv_object(), "id", lid), "source",
@@ -906,16 +988,32 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 
 static void sup_release(struct sup *s)
 {
+	int logged = 0, copied = 0;
+
 	commit_batch(s);
 	if (s->holder[0]) {
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
 	}
+	/*
+	 * Where the run stands (its status, its last checkpoint) is on disk: the
+	 * log copied into the database now, which syncs the log first, then the
+	 * database (the copy the store's close makes as the last connection,
+	 * which then has nothing left to do); when others' reads keep part of
+	 * it in the log, the log is synced.  One sync fewer than syncing the
+	 * log and then letting the close copy it.
+	 */
+	s->unsynced = true;
+	if (sqlite3_wal_checkpoint_v2(store_db(s->o->store), NULL, SQLITE_CHECKPOINT_PASSIVE, &logged,
+				      &copied) == SQLITE_OK && logged >= 0 && copied == logged)
+		s->unsynced = false;
+	sync_checkpoint(s);
 	jv_free(s->state);
 	jv_free(s->returned);
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
 	jv_free(s->saved);
+	sqlite3_finalize(s->run_row);
 }
 
 /*
@@ -930,6 +1028,7 @@ static int take_lease(struct sup *s)
 	jv held;
 
 	ulid_new(holder);
+	commit_batch(s);        /* the lease is its own transaction */
 	int r = store_lease_take(&held, s->o->store, s->trace, holder, "forge-supervisor");
 	if (r < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
@@ -992,6 +1091,7 @@ static void consolidate_if_due(struct sup *s)
 	char why[256], prog[4096];
 	int due;
 
+	commit_batch(s);     /* memory reads and writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
 	if (memory_open(&m, s->o->store, &mo) < 0)
@@ -1012,7 +1112,6 @@ static void consolidate_if_due(struct sup *s)
 	for (int i = 0; s->o->phase_args && s->o->phase_args[i] && n < 38; i++)
 		argv[n++] = s->o->phase_args[i];
 	argv[n] = NULL;
-	commit_batch(s);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {

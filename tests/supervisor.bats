@@ -371,6 +371,31 @@ branch_log() {
 	assert_output "$(printf '%s\n' idle\>implementing implementing\>reviewing reviewing\>testing testing\>completed)"
 }
 
+@test "every phase starts with the one before it checkpointed and no write held" {
+	# The supervisor's own programs, with phases that first look at the
+	# database as they find it: the checkpoint before them committed, and a
+	# write of their own not kept waiting (sqlite3 has no busy timeout: it
+	# fails at once while another connection holds a write).
+	replay run-clean.jsonl
+	BIN="$BATS_TEST_TMPDIR/bin"
+	mkdir -p "$BIN"
+	cp "$FORGE_BINDIR"/forge-supervisor "$BIN"/
+	for p in plan implement review test deploy; do
+		cat >"$BIN/forge-$p" <<EOF
+#!/usr/bin/env bash
+{ printf '$p after %s: ' "\$(sqlite3 "$FORGE_DB" 'SELECT phase FROM checkpoints ORDER BY rowid DESC LIMIT 1')"
+  sqlite3 "$FORGE_DB" 'BEGIN IMMEDIATE; ROLLBACK;' && echo write; } >>"$BATS_TEST_TMPDIR/seen" 2>&1
+exec "$FORGE_BINDIR/forge-$p" "\$@"
+EOF
+		chmod +x "$BIN/forge-$p"
+	done
+	run -0 --separate-stderr "$BIN/forge-supervisor" run -q "add a mul operation" </dev/null
+	run -0 cat "$BATS_TEST_TMPDIR/seen"
+	assert_output "$(printf '%s\n' "plan after init: write" "implement after plan: write" "review after implement: write" \
+		"test after review: write" "deploy after test: write")"
+	[ "$(sqlite3 "$FORGE_DB" "SELECT status FROM runs WHERE id = '$(last_trace)'")" = completed ]
+}
+
 @test "forge cancel: a paused run is cancelled, its gate rejected, and it does not resume" {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null

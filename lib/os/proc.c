@@ -672,6 +672,8 @@ attempt:
 	close_fd(&rep_pipe[0]);
 
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (o->on_started)
+		o->on_started(o->payload);
 	if (o->input) {
 		sigset_t pend;
 

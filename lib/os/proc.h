@@ -141,6 +141,10 @@ struct proc_opts {
 	void (*on_stdout)(void *payload, const char *line, size_t len, int cut);
 	void (*on_stderr)(void *payload, const char *line, size_t len, int cut);
 	void (*on_idle)(void *payload); /* neither output has data ready */
+	/* The child runs (its exec succeeded) and has not been given a byte of
+	 * its input yet: work here overlaps its start-up and comes before it
+	 * reads anything.  Once per call; not when the child could not start. */
+	void (*on_started)(void *payload);
 	void *payload;
 	size_t max_line;              /* longer lines are cut (and flagged); 0 = 16 MiB */
 };

@@ -444,6 +444,52 @@ static void test_streaming_lines(void)
 	buf_release(&v.err);
 }
 
+struct started {
+	int calls;
+	char marker[256];
+};
+
+static void mark_started(void *payload)
+{
+	struct started *st = payload;
+	FILE *f = fopen(st->marker, "w");
+
+	st->calls++;
+	if (f)
+		fclose(f);
+}
+
+/* on_started runs once the child runs and before it has any input: the
+ * child, once its first line arrives, finds the callback's marker. */
+static void test_on_started(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	struct started st = { 0 };
+	char cmd[400];
+
+	snprintf(st.marker, sizeof(st.marker), "%s/started", tmp);
+	o.input = "go\n";
+	o.input_len = 3;
+	o.on_started = mark_started;
+	o.payload = &st;
+	snprintf(cmd, sizeof(cmd), "read l; test -e '%s' && echo \"$l after\"", st.marker);
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK_INT(r.exit_code, 0);
+	CHECK_STR(r.out.buf, "go after\n");
+	CHECK_INT(st.calls, 1);
+	proc_result_release(&r);
+
+	/* A child that never ran: not called. */
+	const char *argv[] = { "/nonexistent/program", NULL };
+	o.argv = argv;
+	st.calls = 0;
+	CHECK(proc_run(&r, &o) < 0);
+	CHECK_INT(st.calls, 0);
+	proc_result_release(&r);
+	unlink(st.marker);
+}
+
 struct bg_run {
 	struct proc_opts o;
 	struct proc_result r;
@@ -526,6 +572,7 @@ int main(void)
 	RUN(test_netns);
 	RUN(test_namespaces);
 	RUN(test_streaming_lines);
+	RUN(test_on_started);
 	RUN(test_kill_running);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
