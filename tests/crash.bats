@@ -193,7 +193,9 @@ resume_and_check() {
 
 @test "kill -9 the supervisor alone: its orphaned phase dies on the broken pipe; resume completes the run" {
 	new_repo b
-	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 1500}]')"
+	# the implementer's answer waits until the supervisor is dead (no race)
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/release" \
+		'$p + [$i[0] + {hold_until_file: $f}]')"
 	start_run
 	until_true implementer_called
 	child=$(pgrep -P "$SUP" -f forge-implement)
@@ -201,6 +203,7 @@ resume_and_check() {
 	kill -9 "$SUP"
 	rc=0; wait "$SUP" || rc=$?
 	[ "$rc" -eq 137 ]
+	touch "$BATS_TEST_TMPDIR/release"
 	# the phase finishes its model call, then cannot write its event: it ends
 	until_true eval '! kill -0 '"$child"' 2>/dev/null'
 	T=$(trace_of_run)

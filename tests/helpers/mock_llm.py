@@ -91,6 +91,8 @@ SCRIPT FORMAT
 
   Modifiers usable on any step:
     "delay_ms": N          sleep N ms before answering (slow answer / timeouts)
+    "hold_until_file": P   answer only once file P exists (checked every 20 ms, at
+                           most 120 s): a test releases the answer when it is ready
     "headers": {...}       extra response headers
     "chunk": N             SSE: split text/arguments into N-char pieces
                            (default: words for text, 7 chars for JSON)
@@ -1008,6 +1010,10 @@ class Handler(BaseHTTPRequestHandler):
         self.state.record(dict(entry, step=index, status=status))
         if step.get("delay_ms"):
             time.sleep(step["delay_ms"] / 1000.0)
+        if step.get("hold_until_file"):
+            deadline = time.monotonic() + 120
+            while not os.path.exists(step["hold_until_file"]) and time.monotonic() < deadline:
+                time.sleep(0.02)
         model = req.get("model") if isinstance(req, dict) else None
         if fault:
             return self.fault(provider, kind, step, fault, req if isinstance(req, dict) else {}, stream, model)
