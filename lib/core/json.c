@@ -4,6 +4,7 @@
 #include "core/forge.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,25 +100,170 @@ jv json_str_or_null(const char *s)
 	return s ? jv_string(s) : jv_null();
 }
 
+/*
+ * The serialiser: the same text as jq 1.6's jv_dump_string() (flags 0 or
+ * JV_PRINT_SORTED) -- key order, escapes (\uXXXX in lowercase, DEL
+ * included), numbers -- written straight into a buffer.  jq's copies every
+ * string codepoint by codepoint through jv strings and reallocs: it was a
+ * third of a session's user-space instructions (a request is serialised to
+ * be sent and again to be logged).  Numbers other than integers below 1e17,
+ * and invalid values, are left to jq's own formatting.
+ */
+static void dump_jq(struct buf *b, jv v)
+{
+	jv s = jv_dump_string(jv_copy(v), 0);
+
+	buf_add(b, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
+	jv_free(s);
+}
+
+static void dump_string(struct buf *b, jv v)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)jv_string_value(v);
+	const unsigned char *end = p + jv_string_length_bytes(jv_copy(v)), *run;
+
+	buf_addch(b, '"');
+	while (p < end) {
+		for (run = p; p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f; p++)
+			;
+		buf_add(b, run, (size_t)(p - run));
+		if (p == end)
+			break;
+		switch (*p) {
+		case '"': buf_add(b, "\\\"", 2); break;
+		case '\\': buf_add(b, "\\\\", 2); break;
+		case '\b': buf_add(b, "\\b", 2); break;
+		case '\f': buf_add(b, "\\f", 2); break;
+		case '\n': buf_add(b, "\\n", 2); break;
+		case '\r': buf_add(b, "\\r", 2); break;
+		case '\t': buf_add(b, "\\t", 2); break;
+		default: {
+			char u[6] = { '\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15] };
+
+			buf_add(b, u, sizeof(u));
+		}
+		}
+		p++;
+	}
+	buf_addch(b, '"');
+}
+
+/* Appends v (borrowed). */
+static void dump(struct buf *b, jv v, bool sorted)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_NULL:
+		buf_add(b, "null", 4);
+		break;
+	case JV_KIND_TRUE:
+		buf_add(b, "true", 4);
+		break;
+	case JV_KIND_FALSE:
+		buf_add(b, "false", 5);
+		break;
+	case JV_KIND_NUMBER: {
+		double d = jv_number_value(v);
+
+		char num[32];
+		int n, zeros = 0;
+
+		/* an integer jq prints in full: below 1e17, at most five trailing
+		 * zeros (1e+06 otherwise) */
+		if (d > -1e17 && d < 1e17 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
+			n = snprintf(num, sizeof(num), "%lld", (long long)d);
+			while (d != 0 && zeros < n && num[n - 1 - zeros] == '0')
+				zeros++;
+			if (zeros <= 5) {
+				buf_add(b, num, (size_t)n);
+				break;
+			}
+		}
+		dump_jq(b, v);
+		break;
+	}
+	case JV_KIND_STRING:
+		dump_string(b, v);
+		break;
+	case JV_KIND_ARRAY: {
+		int n = jv_array_length(jv_copy(v));
+
+		buf_addch(b, '[');
+		for (int i = 0; i < n; i++) {
+			jv e = jv_array_get(jv_copy(v), i);
+
+			if (i)
+				buf_addch(b, ',');
+			dump(b, e, sorted);
+			jv_free(e);
+		}
+		buf_addch(b, ']');
+		break;
+	}
+	case JV_KIND_OBJECT:
+		buf_addch(b, '{');
+		if (sorted) {
+			jv keys = jv_keys(jv_copy(v));
+			int n = jv_array_length(jv_copy(keys));
+
+			for (int i = 0; i < n; i++) {
+				jv k = jv_array_get(jv_copy(keys), i);
+				jv e = jv_object_get(jv_copy(v), jv_copy(k));
+
+				if (i)
+					buf_addch(b, ',');
+				dump_string(b, k);
+				buf_addch(b, ':');
+				dump(b, e, sorted);
+				jv_free(k);
+				jv_free(e);
+			}
+			jv_free(keys);
+		} else {
+			bool first = true;
+
+			for (int it = jv_object_iter(v); jv_object_iter_valid(v, it);
+			     it = jv_object_iter_next(v, it)) {
+				jv k = jv_object_iter_key(v, it);
+				jv e = jv_object_iter_value(v, it);
+
+				if (!first)
+					buf_addch(b, ',');
+				first = false;
+				dump_string(b, k);
+				buf_addch(b, ':');
+				dump(b, e, sorted);
+				jv_free(k);
+				jv_free(e);
+			}
+		}
+		buf_addch(b, '}');
+		break;
+	default:
+		dump_jq(b, v);
+	}
+}
+
 char *json_dumps(jv v, bool sorted)
 {
-	jv s = jv_dump_string(v, sorted ? JV_PRINT_SORTED : 0);
-	char *out = xstrdup(jv_string_value(s));
+	struct buf b = BUF_INIT;
 
-	jv_free(s);
-	return out;
+	dump(&b, v, sorted);
+	jv_free(v);
+	return buf_detach(&b, NULL);
 }
 
 int json_write_line(FILE *out, jv v, bool sorted)
 {
-	jv s = jv_dump_string(v, sorted ? JV_PRINT_SORTED : 0);
-	const char *p = jv_string_value(s);
-	size_t n = (size_t)jv_string_length_bytes(jv_copy(s));
+	struct buf b = BUF_INIT;
 	int rc = 0;
 
-	if (fwrite(p, 1, n, out) != n || putc('\n', out) == EOF || fflush(out) == EOF)
+	dump(&b, v, sorted);
+	jv_free(v);
+	buf_addch(&b, '\n');
+	if (fwrite(b.buf, 1, b.len, out) != b.len || fflush(out) == EOF)
 		rc = -1;
-	jv_free(s);
+	buf_release(&b);
 	return rc;
 }
 

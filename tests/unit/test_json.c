@@ -158,8 +158,40 @@ static void test_parse_long(void)
 	CHECK(forge_parse_long(&v, "", 0, 100) == -1);
 }
 
+/* json_dumps writes what jq's jv_dump_string writes: escapes, numbers,
+ * nesting, insertion and sorted key order. */
+static void test_dumps_as_jq(void)
+{
+	static const char *const texts[] = {
+		"null", "true", "false", "0", "-0", "1", "-42", "10", "100000", "-100000", "1000000", "1200000",
+		"120000000", "-1000000", "123456789012345", "1e16", "99999999999999999",
+		"1e17", "1e300", "-1e-300", "0.1", "1.5", "0.0001", "0.00001", "3.141592653589793",
+		"1.7976931348623157e308", "\"\"", "\"plain\"", "\"q\\\"b\\\\s/\"",
+		"\"\\u0000\\u0001\\b\\f\\n\\r\\t\\u001f\\u007f \\u0080\"",
+		"\"h\u00e9llo \u2603 \\ud83d\\ude00\"", "[]", "{}", "[1,[2,[3,{}]],\"x\"]",
+		"{\"b\":1,\"a\":{\"d\":[true,null],\"c\":\"\\n\"},\"\":0,\"B\":2}",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		for (int sorted = 0; sorted < 2; sorted++) {
+			jv v = json_parse(texts[i], strlen(texts[i]));
+			jv want;
+			char *got;
+
+			CHECK_MSG(jv_is_valid(v), "%s", texts[i]);
+			want = jv_dump_string(jv_copy(v), sorted ? JV_PRINT_SORTED : 0);
+			got = json_dumps(v, sorted);
+			CHECK_MSG(!strcmp(got, jv_string_value(want)), "%s: got %s, jq %s", texts[i], got,
+				  jv_string_value(want));
+			free(got);
+			jv_free(want);
+		}
+	}
+}
+
 int main(void)
 {
+	RUN(test_dumps_as_jq);
 	RUN(test_get_helpers);
 	RUN(test_parse_errors_are_short);
 	RUN(test_parse_separator_without_leak);
