@@ -5,6 +5,7 @@
 #include "core/json.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 enum tclass { T_NONE, T_ALPHA, T_DIGIT, T_PUNCT, T_SPACE, T_NEWLINE, T_CTRL, T_UTF8 };
 
@@ -99,10 +100,10 @@ size_t tokens_estimate_str(const char *s)
 
 size_t tokens_estimate_jv(jv v)
 {
-	jv s = jv_dump_string(jv_copy(v), 0);
-	size_t n = tokens_estimate(jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
+	char *s = json_dumps(jv_copy(v), false);
+	size_t n = tokens_estimate(s, strlen(s));
 
-	jv_free(s);
+	free(s);
 	return n;
 }
 

@@ -567,6 +567,32 @@ jv config_explain(const struct config *cfg)
 	return jv_sort(entries, sort_keys);
 }
 
+int config_leaf_layer(const struct config *cfg, const char *path, const char **layer,
+		      const char **source)
+{
+	jv keys = path_keys(path), v;
+	const struct layer *l;
+	bool leaf;
+
+	if (!jv_is_valid(keys)) {
+		jv_free(keys);
+		return -1;
+	}
+	v = path_exists(cfg->effective, keys) ? jv_getpath(jv_copy(cfg->effective), jv_copy(keys))
+					      : jv_invalid();
+	leaf = jv_is_valid(v) && (jv_get_kind(v) != JV_KIND_OBJECT || jv_object_length(jv_copy(v)) == 0);
+	jv_free(v);
+	if (!leaf) {
+		jv_free(keys);
+		return -1;
+	}
+	l = leaf_origin(cfg, keys);
+	jv_free(keys);
+	*layer = l ? l->name : "default";
+	*source = l ? l->source : "built-in";
+	return 0;
+}
+
 /* ---- files ---------------------------------------------------------- */
 
 static jv file_entry(jv acc, const char *layer, const char *path)

@@ -77,6 +77,14 @@ jv config_effective(const struct config *cfg);
 jv config_explain(const struct config *cfg);
 
 /*
+ * config_explain()'s entry for one dotted path without building the list:
+ * the layer that set the leaf and its source (borrowed from cfg).  -1 when
+ * path is not a leaf of the effective configuration.
+ */
+int config_leaf_layer(const struct config *cfg, const char *path, const char **layer,
+		      const char **source);
+
+/*
  * The files config_load() would read for src, in layer order, as an array
  * of {"layer":"user","path":"…","exists":true}; a layer with no possible
  * file (no HOME, no repo, no --config) is left out.  Borrows src.

@@ -638,10 +638,10 @@ int stream_write(struct stream_out *out, jv rec)
 		jv_free(rec);
 		return -1;
 	}
-	jv text = jv_dump_string(rec, 0);
-	int rc = stream_write_raw(out, jv_string_value(text),
-				  (size_t)jv_string_length_bytes(jv_copy(text)));
-	jv_free(text);
+	char *text = json_dumps(rec, false);
+	int rc = stream_write_raw(out, text, strlen(text));
+
+	free(text);
 	return rc;
 }
 

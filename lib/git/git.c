@@ -18,22 +18,37 @@
 
 /*
  * libgit2 (Debian's, built with mbedtls) parses the system CA bundle in
- * git_libgit2_init() through mbedtls_x509_crt_parse_file().  This program
- * defines that function, so libgit2's call lands here (the executable's
- * definition comes first in the dynamic linker's lookup): during our own
- * initialisation the path is only noted; any other call goes to mbedtls.
- * With a libgit2 built on another TLS library nothing calls it.
+ * git_libgit2_init() through mbedtls_x509_crt_parse_file().  That call lands
+ * here: during our own initialisation the path is only noted; any other call
+ * goes to mbedtls.  Linked statically (FORGE_GIT2_STATIC), the linker routes
+ * libgit2's call here (-Wl,--wrap=mbedtls_x509_crt_parse_file); loaded as a
+ * shared library, this program defines the function, and the executable's
+ * definition comes first in the dynamic linker's lookup.  With a libgit2
+ * built on another TLS library nothing calls it.
  */
 struct mbedtls_x509_crt;
-int mbedtls_x509_crt_parse_file(struct mbedtls_x509_crt *chain, const char *path);
+typedef int parse_fn(struct mbedtls_x509_crt *, const char *);
+#ifdef FORGE_GIT2_STATIC
+#define CA_PARSE_FILE __wrap_mbedtls_x509_crt_parse_file
+parse_fn __real_mbedtls_x509_crt_parse_file;
+#else
+#define CA_PARSE_FILE mbedtls_x509_crt_parse_file
+#endif
+parse_fn CA_PARSE_FILE;
+
+#ifdef FORGE_GIT2_STATIC
+/* Pulls gss_lazy.o and ssh2_lazy.o from the archive with this one: libgit2.a,
+ * linked after it, needs their gss_* and libssh2_* functions. */
+extern const int forge_gss_lazy, forge_ssh2_lazy;
+__attribute__((used)) static const int *const lazy_linked[] = { &forge_gss_lazy, &forge_ssh2_lazy };
+#endif
 
 static bool ca_deferring;
 static char *ca_deferred;   /* the bundle libgit2 wanted, until read */
 static int ca_loads;
 
-int mbedtls_x509_crt_parse_file(struct mbedtls_x509_crt *chain, const char *path)
+int CA_PARSE_FILE(struct mbedtls_x509_crt *chain, const char *path)
 {
-	typedef int parse_fn(struct mbedtls_x509_crt *, const char *);
 	static parse_fn *real;
 
 	if (ca_deferring) {
@@ -41,8 +56,12 @@ int mbedtls_x509_crt_parse_file(struct mbedtls_x509_crt *chain, const char *path
 		ca_deferred = path ? xstrdup(path) : NULL;
 		return 0;       /* no certificate yet: forge_git_tls_prepare() */
 	}
+#ifdef FORGE_GIT2_STATIC
+	real = __real_mbedtls_x509_crt_parse_file;
+#else
 	if (!real)
 		*(void **)&real = dlsym(RTLD_NEXT, "mbedtls_x509_crt_parse_file");
+#endif
 	if (!real)
 		return -1;
 	ca_loads++;

@@ -26,21 +26,16 @@ static int layer_rank(const char *layer)
 }
 
 /* Which layer set path: its rank (0 = the built-in defaults, -1 = nowhere),
- * and "LAYER: SOURCE" in why (may be NULL).  Borrows explain. */
-static int set_at(char *why, size_t size, jv explain, const char *path)
+ * and "LAYER: SOURCE" in why (may be NULL), as config_explain() says. */
+static int set_at(char *why, size_t size, const struct config *cfg, const char *path)
 {
-	int rank = -1;
+	const char *layer, *source;
 
-	jv_array_foreach(explain, i, e) {
-		const char *p = json_get_str(e, "path"), *layer = json_get_str(e, "layer");
-		if (p && layer && !strcmp(p, path)) {
-			rank = layer_rank(layer);
-			if (why)
-				snprintf(why, size, "%s (%s: %s)", path, layer, json_get_str(e, "source"));
-		}
-		jv_free(e);
-	}
-	return rank;
+	if (config_leaf_layer(cfg, path, &layer, &source) < 0)
+		return -1;
+	if (why)
+		snprintf(why, size, "%s (%s: %s)", path, layer, source);
+	return layer_rank(layer);
 }
 
 static const char *str_or_null(const struct config *cfg, const char *path)
@@ -59,7 +54,7 @@ static const char *env_or_null(const char *name)
 
 /* The provider without a phase: a setting, else what the environment
  * offers, as llm_client_new() would pick it. */
-static const char *global_provider(char *why, size_t size, const struct config *cfg, jv explain)
+static const char *global_provider(char *why, size_t size, const struct config *cfg)
 {
 	static const struct { const char *var, *provider; } keys[] = {
 		{ "ANTHROPIC_API_KEY", "anthropic" }, { "FORGE_ANTHROPIC_KEY_FILE", "anthropic" },
@@ -67,7 +62,7 @@ static const char *global_provider(char *why, size_t size, const struct config *
 		{ "OPENAI_BASE_URL", "openai" },
 	};
 
-	if (set_at(why, size, explain, "llm.provider") > 0 && str_or_null(cfg, "llm.provider"))
+	if (set_at(why, size, cfg, "llm.provider") > 0 && str_or_null(cfg, "llm.provider"))
 		return str_or_null(cfg, "llm.provider");
 	/* The defaults name anthropic; a cassette or a key for another
 	 * provider still chooses that provider. */
@@ -92,12 +87,11 @@ static bool is(const char *a, const char *b)
 
 void llm_choose(struct llm_choice *out, const struct config *cfg, const char *phase)
 {
-	jv explain = config_explain(cfg);
 	char key[96], gwhy[sizeof out->provider_why];
-	const char *global = global_provider(gwhy, sizeof gwhy, cfg, explain);
+	const char *global = global_provider(gwhy, sizeof gwhy, cfg);
 	const char *phase_provider = NULL, *phase_model = NULL, *phase_url = NULL;
-	int model_rank = set_at(NULL, 0, explain, "llm.model");
-	int fast_rank = set_at(NULL, 0, explain, "llm.fast_model");
+	int model_rank = set_at(NULL, 0, cfg, "llm.model");
+	int fast_rank = set_at(NULL, 0, cfg, "llm.fast_model");
 	bool switched, default_model = false;
 
 	memset(out, 0, sizeof *out);
@@ -125,7 +119,7 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 		snprintf(out->model_why, sizeof out->model_why, "llm.phases.%s.model", phase);
 	} else if (!switched && model_rank > 0) {
 		out->model = str_or_null(cfg, "llm.model");
-		set_at(out->model_why, sizeof out->model_why, explain, "llm.model");
+		set_at(out->model_why, sizeof out->model_why, cfg, "llm.model");
 	} else if (is(out->provider, "anthropic") || is(out->provider, "replay")) {
 		/* the built-in default belongs to anthropic (a cassette replays its answers) */
 		out->model = model_rank <= 0 && str_or_null(cfg, "llm.model") ? str_or_null(cfg, "llm.model")
@@ -142,7 +136,7 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 		snprintf(out->fast_why, sizeof out->fast_why, "llm.phases.%s.model", phase);
 	} else if (!switched && fast_rank > 0) {
 		out->fast_model = str_or_null(cfg, "llm.fast_model");
-		set_at(out->fast_why, sizeof out->fast_why, explain, "llm.fast_model");
+		set_at(out->fast_why, sizeof out->fast_why, cfg, "llm.fast_model");
 	} else if (default_model && fast_rank <= 0 && str_or_null(cfg, "llm.fast_model")) {
 		/* the default fast model goes with the default model only */
 		out->fast_model = str_or_null(cfg, "llm.fast_model");
@@ -154,7 +148,6 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 
 	out->base_url = phase_url ? phase_url : switched ? NULL : str_or_null(cfg, "llm.base_url");
 	out->cassette = str_or_null(cfg, "llm.cassette");
-	jv_free(explain);
 }
 
 static long seconds_ms(const struct config *cfg, const char *path)

@@ -356,6 +356,28 @@ static void test_explain(void)
 	ok = strcmp(json_get_str(e, "layer"), "project") == 0;
 	jv_free(e);
 	CHECK(ok);
+
+	/* config_leaf_layer says what config_explain says, path by path */
+	jv all = config_explain(cfg);
+	const char *layer, *source;
+
+	ok = true;
+	jv_array_foreach(all, i, x) {
+		const char *p = json_get_str(x, "path");
+
+		if (config_leaf_layer(cfg, p, &layer, &source) < 0 ||
+		    strcmp(layer, json_get_str(x, "layer")) || strcmp(source, json_get_str(x, "source"))) {
+			printf("#   config_leaf_layer differs at %s\n", p);
+			ok = false;
+		}
+		jv_free(x);
+	}
+	jv_free(all);
+	CHECK(ok);
+	CHECK(config_leaf_layer(cfg, "llm", &layer, &source) == -1);            /* not a leaf */
+	CHECK(config_leaf_layer(cfg, "llm.phases", &layer, &source) == -1);     /* gained keys */
+	CHECK(config_leaf_layer(cfg, "llm.nothing", &layer, &source) == -1);
+	CHECK(config_leaf_layer(cfg, "llm..model", &layer, &source) == -1);
 	config_free(cfg);
 }
 

@@ -817,6 +817,47 @@ static int rm_entry(const char *path, const struct stat *sb, int type, struct FT
 	return type == FTW_DP ? rmdir(path) : unlink(path);
 }
 
+/* Linked statically, libgit2's libssh2 and GSS-API stay unloaded until a
+ * call needs them; the first libssh2 call loads the library and makes the
+ * libssh2_init() libgit2 asked for. */
+#ifdef FORGE_GIT2_STATIC
+#include <libssh2.h>
+
+static bool mapped(const char *lib)
+{
+	struct buf maps = BUF_INIT;
+	bool found;
+
+	if (buf_read_file(&maps, "/proc/self/maps") < 0)
+		return false;
+	found = strstr(maps.buf, lib) != NULL;
+	buf_release(&maps);
+	return found;
+}
+
+unsigned gss_indicate_mechs(unsigned *minor, void **set);
+unsigned gss_release_oid_set(unsigned *minor, void **set);
+
+static void test_static_lazy_parts(void)
+{
+	LIBSSH2_SESSION *s;
+	void *mechs = NULL;
+	unsigned minor = 0, major;
+
+	forge_git_init();
+	CHECK(!mapped("libssh2.so"));
+	CHECK(!mapped("libgssapi_krb5.so"));
+	s = libssh2_session_init_ex(NULL, NULL, NULL, NULL);
+	CHECK(s != NULL);
+	CHECK(mapped("libssh2.so"));
+	libssh2_session_free(s);
+	major = gss_indicate_mechs(&minor, &mechs);    /* loads Kerberos, where installed */
+	CHECK(major == 0 ? mapped("libgssapi_krb5.so") : major == (16u << 16));
+	if (major == 0)
+		gss_release_oid_set(&minor, &mechs);
+}
+#endif
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -850,6 +891,9 @@ int main(void)
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
 	RUN(test_push);
+#ifdef FORGE_GIT2_STATIC
+	RUN(test_static_lazy_parts);
+#endif
 
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return unit_done();

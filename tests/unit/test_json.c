@@ -158,8 +158,74 @@ static void test_parse_long(void)
 	CHECK(forge_parse_long(&v, "", 0, 100) == -1);
 }
 
+/* json_dumps writes what jq's jv_dump_string writes: escapes, numbers,
+ * nesting, insertion and sorted key order. */
+static void test_dumps_as_jq(void)
+{
+	static const char *const texts[] = {
+		"null", "true", "false", "0", "-0", "1", "-42", "10", "100000", "-100000", "1000000", "1200000",
+		"120000000", "-1000000", "123456789012345", "1e16", "99999999999999999",
+		"1e17", "1e300", "-1e-300", "0.1", "1.5", "0.0001", "0.00001", "3.141592653589793",
+		"1.7976931348623157e308", "\"\"", "\"plain\"", "\"q\\\"b\\\\s/\"",
+		"\"\\u0000\\u0001\\b\\f\\n\\r\\t\\u001f\\u007f \\u0080\"",
+		"\"h\u00e9llo \u2603 \\ud83d\\ude00\"", "[]", "{}", "[1,[2,[3,{}]],\"x\"]",
+		"{\"b\":1,\"a\":{\"d\":[true,null],\"c\":\"\\n\"},\"\":0,\"B\":2}",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		for (int sorted = 0; sorted < 2; sorted++) {
+			jv v = json_parse(texts[i], strlen(texts[i]));
+			jv want;
+			char *got;
+
+			CHECK_MSG(jv_is_valid(v), "%s", texts[i]);
+			want = jv_dump_string(jv_copy(v), sorted ? JV_PRINT_SORTED : 0);
+			got = json_dumps(v, sorted);
+			CHECK_MSG(!strcmp(got, jv_string_value(want)), "%s: got %s, jq %s", texts[i], got,
+				  jv_string_value(want));
+			free(got);
+			jv_free(want);
+		}
+	}
+}
+
+/* json_parse's own parser gives what jq's gives (value and key order); what
+ * it does not take, jq's parser still answers. */
+static void test_parse_as_jq(void)
+{
+	static const char *const texts[] = {
+		"null", " true ", "false", "0", "-0", "12", "-3.25e-2", "1E+2", "1e400", "0.1",
+		"123456789012345678901234567890", "\"\"", "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"",
+		"\"\\u00e9\\u2603\\ud83d\\ude00\\u0000x\"", "\"h\u00e9 \u2603\"", "[]", "{}",
+		" [ 1 , [ ] , { } , \"x\" ] ", "{\"b\":1,\"a\":[true,null],\"b\":2,\"\":{\"c\":\"d\"}}",
+		"{\"k\\u0041\":1}", "\n\t{\"a\":\r\n1}\n",
+		/* not RFC 8259: jq's parser decides */
+		"nan", "1.", ".5", "01", "[1,]", "{\"a\":1,}", "\"\\ud800\"", "\"tab\there\"", "[1 2]",
+		"{\"a\" 1}", "", "  ", "[", "\"open", "1 2", "{\"a\":1}x", "tru", "-",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		jv got = json_parse(texts[i], strlen(texts[i]));
+		jv want = jv_parse_sized(texts[i], (int)strlen(texts[i]));
+
+		CHECK_MSG(jv_is_valid(got) == jv_is_valid(want), "%s", texts[i]);
+		if (jv_is_valid(got)) {
+			jv a = jv_dump_string(jv_copy(got), 0), b = jv_dump_string(jv_copy(want), 0);
+			bool same = !strcmp(jv_string_value(a), jv_string_value(b));   /* NaN != NaN */
+
+			CHECK_MSG(same, "%s: got %s, jq %s", texts[i], jv_string_value(a), jv_string_value(b));
+			jv_free(a);
+			jv_free(b);
+		}
+		jv_free(got);
+		jv_free(want);
+	}
+}
+
 int main(void)
 {
+	RUN(test_parse_as_jq);
+	RUN(test_dumps_as_jq);
 	RUN(test_get_helpers);
 	RUN(test_parse_errors_are_short);
 	RUN(test_parse_separator_without_leak);
