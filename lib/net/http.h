@@ -23,9 +23,6 @@
  * Every request runs on the client's single handle (keep-alive);
  * CURLOPT_NOSIGNAL is set, so a program using this module ignores SIGPIPE
  * itself (c-style.md §2 rule 6).  curl_global_init() is called on first use.
- * Plain http:// requests (a local server, the mock) do not use libcurl: they
- * go over one kept-alive socket of the client's own (MSG_NOSIGNAL), with the
- * same timeouts, stall detection, limits and error codes.
  */
 #ifndef FORGE_HTTP_H
 #define FORGE_HTTP_H
@@ -89,9 +86,7 @@ struct http_retry {
 };
 
 struct http_client {
-	void *curl;                   /* CURL *, made by the first https:// request */
-	int plain_fd;                 /* the kept-alive http:// connection, or -1 */
-	char *plain_peer;             /* its host:port */
+	void *curl;                   /* CURL * */
 	char errbuf[256];              /* CURL_ERROR_SIZE; lives as long as the handle */
 	long timeout_ms;              /* whole request (600000) */
 	long connect_timeout_ms;      /* 10000 */
@@ -100,9 +95,7 @@ struct http_client {
 	struct http_retry retry;
 };
 
-/* Defaults as documented above.  Loads nothing: an http:// URL is served
- * over a plain socket, libcurl is loaded by the first https:// request (or
- * when http_proxy / all_proxy asks for a proxy). */
+/* Defaults as documented above; allocates the curl handle. */
 int http_client_init(struct http_client *c);
 void http_client_release(struct http_client *c);
 
