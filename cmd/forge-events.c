@@ -101,14 +101,15 @@ static void on_idle(void *payload)
 	batch_commit(payload);
 }
 
-static int on_event(jv rec, const char *line, size_t len, void *payload)
+/* Persist one event: scanned (ev) when the stream read it without libjq,
+ * else parsed (rec). */
+static int persist(struct batch *b, const struct json_event *ev, jv rec, const char *line, size_t len)
 {
-	struct batch *b = payload;
-
 	if (!b->pending && store_begin(b->st) < 0)
 		goto fail;
 	b->pending++;
-	if (store_event_put(b->st, rec, line, len, NULL) < 0)
+	if ((ev ? store_event_put_scanned(b->st, ev, line, len, NULL)
+		: store_event_put(b->st, rec, line, len, NULL)) < 0)
 		goto fail;
 	if (b->pending >= b->max && batch_commit(b) < 0)
 		goto fail;
@@ -116,6 +117,16 @@ static int on_event(jv rec, const char *line, size_t len, void *payload)
 fail:
 	b->failed = true;
 	return 1;
+}
+
+static int on_event(jv rec, const char *line, size_t len, void *payload)
+{
+	return persist(payload, NULL, rec, line, len);
+}
+
+static int on_scanned_event(const struct json_event *ev, const char *line, size_t len, void *payload)
+{
+	return persist(payload, ev, jv_null(), line, len);
 }
 
 static int cmd_store(const struct cli_common *common, const struct args *a)
@@ -127,6 +138,7 @@ static int cmd_store(const struct cli_common *common, const struct args *a)
 		.forward_states = true,
 		.validate = true,
 		.on_record = on_event,
+		.on_event = on_scanned_event,
 		.on_idle = on_idle,
 		.payload = &b,
 	};

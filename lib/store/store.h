@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 struct store;
+struct json_event;
 
 /*
  * The database path to use: `flag` (from --db) when set, else $FORGE_DB when
@@ -121,6 +122,14 @@ jv store_col_json(sqlite3_stmt *s, int i);
  * store_begin()/store_commit() to batch; alone it commits each row.
  */
 int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted);
+
+/*
+ * The same for an event line read by json_event_scan() (core/jsonscan.h)
+ * into ev, with no jv: what forge-events store persists.  raw is the line
+ * ev was scanned from (required).
+ */
+int store_event_put_scanned(struct store *st, const struct json_event *ev, const char *raw,
+			    size_t raw_len, bool *inserted);
 
 /*
  * Call fn for each event of trace in order (ts, then id) with the stored
