@@ -144,6 +144,11 @@ static int cmd_store(const struct cli_common *common, const struct args *a)
 	};
 	int status;
 
+	/* Forwarded lines are flushed when the input pauses (stream_read):
+	 * in between, 64 KiB writes instead of stdio's 4 KiB ones to a pipe. */
+	static char outbuf[1 << 16];	/* glibc ignores the size without a buffer */
+
+	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	stream_out_init(&out, stdout, "forge-events", NULL);
 	status = open_store(&b.st, common, false);
 	if (status)
