@@ -113,9 +113,13 @@ jv store_col_num(sqlite3_stmt *s, int i);
 jv store_col_json(sqlite3_stmt *s, int i);
 
 /*
- * Persist one event record.  `raw` is the record's exact line as read from a
+ * Persist one event record (table event_log; the view events reads the
+ * other columns from it).  `raw` is the record's exact line as read from a
  * stream (without the newline), kept so that replay gives back the same
- * bytes; when raw is NULL the record is serialised from ev.  Idempotent by
+ * bytes; when raw is NULL, or is text libjq takes but RFC 8259 does not
+ * (nan, 01) or has a top-level key twice or written with an escape (SQLite
+ * would read those otherwise), the record is serialised from ev; raw that
+ * is not a JSON object is refused.  Idempotent by
  * the event's id: storing an id again is a no-op that returns 0.  Borrows
  * ev.  *inserted (may be NULL) tells whether a row was added.  Fails with a
  * message when ev lacks a string id, trace_id, ts or type.  Call it inside
@@ -124,9 +128,9 @@ jv store_col_json(sqlite3_stmt *s, int i);
 int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted);
 
 /*
- * The same for an event line read by json_event_scan() (core/jsonscan.h)
+ * The same for an event line that json_event_scan() (core/jsonscan.h) read
  * into ev, with no jv: what forge-events store persists.  raw is the line
- * ev was scanned from (required).
+ * ev was scanned from (required, kept as it is).  Borrows ev.
  */
 int store_event_put_scanned(struct store *st, const struct json_event *ev, const char *raw,
 			    size_t raw_len, bool *inserted);
