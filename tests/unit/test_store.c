@@ -125,6 +125,7 @@ static void test_migrations_create_schema(void)
 			    " AND tbl_name IN ('events', 'event_log')"), 4);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
 	CHECK_INT(query_int(st, "PRAGMA foreign_keys"), 1);
+	CHECK_INT(query_int(st, "PRAGMA page_size"), 16384);
 	CHECK_INT(query_int(st, "PRAGMA busy_timeout"), 10000);
 	store_free(st);
 	CHECK(stat(tmp_path("new/sub"), &sb) == 0);
