@@ -122,7 +122,7 @@ static void test_migrations_create_schema(void)
 			    " AND name IN ('runs', 'event_log', 'checkpoints')"), 3);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'events'"), 1);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
-			    " AND tbl_name IN ('events', 'event_log')"), 4);
+			    " AND tbl_name IN ('events', 'event_log')"), 5);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
 	CHECK_INT(query_int(st, "PRAGMA foreign_keys"), 1);
 	CHECK_INT(query_int(st, "PRAGMA page_size"), 16384);
@@ -486,6 +486,13 @@ static void test_events_table_upgraded(void)
 	CHECK(put(st, make_event("E1", "T8", "2026-01-01T00:00:09.000Z", "x.y"), NULL) == 0);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 3);
 	CHECK(store_exec(st, "DELETE FROM event_log") == -1);
+	/* SQL may persist through the view, by id */
+	CHECK(store_exec(st, "INSERT INTO events (id, trace_id, ts, type, record) VALUES ('E9', 'T8',"
+			 " '2026-01-01T00:00:09.000Z', 'a.e', '{\"id\":\"E9\",\"payload\":{\"w\":9}}'),"
+			 " ('E1', 'T8', 'x', 'x', '{}')") == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 4);
+	CHECK_INT(query_int(st, "SELECT json_extract(payload, '$.w') FROM events WHERE id = 'E9'"), 9);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id = 'E1' AND type = 'a.b'"), 1);
 	store_free(st);
 }
 
