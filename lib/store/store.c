@@ -451,9 +451,17 @@ static int configure(struct store *st)
 	/* NORMAL is durable across crashes of the process with WAL; only a power
 	 * loss can drop the last transactions (checkpoints of a run's state are
 	 * synced: store_checkpoint_save).  The WAL is copied into the database
-	 * (and synced) every 8192 pages (32 MiB), not every 1000: a quarter of
-	 * the fsyncs and page copies when events stream in. */
-	if (store_exec(st, "PRAGMA synchronous = NORMAL") < 0 || store_exec(st, "PRAGMA wal_autocheckpoint = 8192") < 0 ||
+	 * (and synced) every 32 MiB of pages (8192 of 4 KiB, 2048 of 16 KiB),
+	 * not every 1000 pages: fewer fsyncs and page copies when events
+	 * stream in. */
+	char pragma[64];
+	long long page = 0;
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		page = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	snprintf(pragma, sizeof pragma, "PRAGMA wal_autocheckpoint = %lld", (32LL << 20) / (page > 0 ? page : 4096));
+	if (store_exec(st, "PRAGMA synchronous = NORMAL") < 0 || store_exec(st, pragma) < 0 ||
 	    store_exec(st, "PRAGMA foreign_keys = ON") < 0)
 		return -1;
 	return 0;
