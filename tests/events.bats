@@ -27,6 +27,24 @@ setup() {
 	diff -u "$BATS_TEST_TMPDIR/in" <(printf '%s\n' "${lines[@]}")
 }
 
+@test "store: lines libjq reads otherwise than SQLite pass through unchanged and are kept as libjq reads them" {
+	T=01JDB2TRACEODDAAAAAAAAAAAA
+	head='"kind":"event","trace_id":"'$T'","source":"test","type":"tool.executed"'
+	{
+		echo '{'"$head"',"id":"01JDB3DDD00000000000000001","ts":"2026-11-21T21:30:00.001Z","payload":{"n":01}}'
+		echo '{'"$head"',"id":"01JDB3DDD00000000000000002","ts":"2026-11-21T21:30:00.002Z","payload":{"ok":true},"payload":{"ok":false}}'
+		echo '{'"$head"',"id":"01JDB3DDD00000000000000003","ts":"2026-11-21T21:30:00.003Z","payload":{"ok":true}, "duration_ms":5}'
+	} >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr forge-events store <"$BATS_TEST_TMPDIR/in"
+	diff -u "$BATS_TEST_TMPDIR/in" <(printf '%s\n' "${lines[@]}")
+	# the view's columns say what libjq read: 1, the last payload, the plain line as it was
+	[ "$(sqlite3 "$FORGE_DB" "select coalesce(json_extract(payload, '\$.n'), '-') || '/' || coalesce(json_extract(payload, '\$.ok'), '-') || '/' || coalesce(duration_ms, '-') from events where trace_id = '$T' order by id" | tr '\n' ' ')" = "1/-/- -/0/- -/1/5 " ]
+	run -0 --separate-stderr forge-events replay "$T"
+	[ "${lines[0]}" = '{"kind":"event","trace_id":"'$T'","source":"test","type":"tool.executed","id":"01JDB3DDD00000000000000001","ts":"2026-11-21T21:30:00.001Z","payload":{"n":1}}' ]
+	[ "$(jq -c .payload <<<"${lines[1]}")" = '{"ok":false}' ]
+	[ "${lines[2]}" = "$(sed -n 3p "$BATS_TEST_TMPDIR/in")" ]
+}
+
 @test "storing the same events again adds nothing" {
 	events 20 01JDB2TRACEBBBBBBBBBBBBBBB >"$BATS_TEST_TMPDIR/in"
 	forge-events store <"$BATS_TEST_TMPDIR/in" >/dev/null

@@ -8,6 +8,7 @@
 #include "data/schema.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -207,6 +208,31 @@ static int task_from_bare(jv *out, jv rec)
  */
 #define EVENT_SCHEMA_FNV 0x05c2bae6d33c62ffULL
 
+/* Whether every byte of s[0..n) is one of those of a 256-entry table. */
+static bool all_in(const char *s, size_t n, const bool *table)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!table[(unsigned char)s[i]])
+			return false;
+	return true;
+}
+
+/* The characters of a ULID (Crockford's base 32) and of a trace id. */
+static bool ulid_chars[256], trace_chars[256];
+
+static void char_tables(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	for (const char *c = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"; *c; c++)
+		ulid_chars[(unsigned char)*c] = true;
+	for (const char *c = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"; *c; c++)
+		trace_chars[(unsigned char)*c] = true;
+	done = true;
+}
+
 static bool all_of(const char *s, size_t n, const char *set)
 {
 	for (size_t i = 0; i < n; i++)
@@ -366,6 +392,31 @@ bool stream_event_surely_valid(jv rec)
 	return ok && seen == EV_REQUIRED;
 }
 
+/* Code points 1..128, no NUL: what the schema asks of "source". */
+static bool source_shape(const char *s, size_t n)
+{
+	size_t c = code_points(s, n);
+
+	return !memchr(s, '\0', n) && c >= 1 && c <= 128;
+}
+
+bool stream_event_scan_surely_valid(const struct json_event *ev)
+{
+	char_tables();
+	return event_schema_known() && ev->kind && ev->kind_len == 5 && memcmp(ev->kind, "event", 5) == 0 &&
+	       ev->id && ev->id_len == 26 && all_in(ev->id, 26, ulid_chars) &&
+	       ev->trace_id && ev->trace_id_len >= 1 && ev->trace_id_len <= 128 &&
+	       all_in(ev->trace_id, ev->trace_id_len, trace_chars) &&
+	       ev->ts && timestamp_shape(ev->ts, ev->ts_len) &&
+	       ev->source && source_shape(ev->source, ev->source_len) &&
+	       (ev->phase_kind == JSON_SCAN_INVALID || ev->phase_kind == JSON_SCAN_STRING ||
+		ev->phase_kind == JSON_SCAN_NULL) &&
+	       ev->type && type_shape(ev->type, ev->type_len) &&
+	       ev->payload && ev->payload_object &&
+	       /* json_event_scan() read tokens and duration_ms as plain integers */
+	       (!ev->has_usd || isnan(ev->usd) || ev->usd >= 0);
+}
+
 static int check_schema(const char *name, jv rec, bool validate)
 {
 	if (!validate)
@@ -378,12 +429,46 @@ static int check_schema(const char *name, jv rec, bool validate)
 	return schema_validate(s, rec);
 }
 
+/*
+ * An event line read without libjq: forward it and hand it to on_event;
+ * *rc is the outcome.  False when the scan cannot judge the line (then
+ * take_record() parses it).
+ */
+static bool take_scanned_event(int *rc, struct stream_input *in, const char *line, size_t len,
+			       struct stream_out *fwd, const struct stream_options *opt)
+{
+	struct json_event ev;
+
+	*rc = 0;
+	if (opt->on_record && !opt->on_event)
+		return false;	/* the caller wants the jv */
+	if (!json_event_scan(&ev, line, len) || !ev.kind || ev.kind_len != 5 ||
+	    memcmp(ev.kind, "event", 5) != 0 || (opt->validate && !stream_event_scan_surely_valid(&ev)))
+		return false;
+	if (ev.trace_id && ev.trace_id_len > 0) {
+		size_t n = ev.trace_id_len < sizeof in->trace_id ? ev.trace_id_len : sizeof in->trace_id - 1;
+		memcpy(in->trace_id, ev.trace_id, n);
+		in->trace_id[n] = '\0';
+	}
+	if (fwd && stream_write_raw(fwd, line, len) < 0) {
+		*rc = STREAM_OUTPUT_FAILED;
+		return true;
+	}
+	in->forwarded++;
+	if (opt->on_event)
+		*rc = opt->on_event(&ev, line, len, opt->payload);
+	return true;
+}
+
 /* One JSON line: forward it, keep it, or fail. */
 static int take_record(struct stream_input *in, const char *line, size_t len,
 		       struct stream_out *fwd, const struct stream_options *opt)
 {
+	int rc;
+
+	if (take_scanned_event(&rc, in, line, len, fwd, opt))
+		return rc;
 	jv rec = json_parse(line, len);
-	int rc = 0;
 
 	if (!jv_is_valid(rec)) {
 		char *m = json_invalid_msg(rec);

@@ -32,6 +32,7 @@
 #include <stdio.h>
 
 #include "core/ids.h"
+#include "core/jsonscan.h"
 
 #define STREAM_MAX_LINE_DEFAULT (16u << 20)
 
@@ -62,6 +63,13 @@ struct stream_options {
 	 * is passed back from stream_read (forge-events store persists here).
 	 */
 	int (*on_record)(jv rec, const char *line, size_t len, void *payload);
+	/*
+	 * When set, called instead of on_record for an event whose line was
+	 * read without libjq (core/jsonscan.h: strict JSON, and its schema
+	 * surely holds), with its fields (pointing into line).  An event the
+	 * scan cannot judge still goes through libjq and to on_record.
+	 */
+	int (*on_event)(const struct json_event *ev, const char *line, size_t len, void *payload);
 	/* Called when no input is ready, just before waiting for more. */
 	void (*on_idle)(void *payload);
 	void *payload;
@@ -133,6 +141,9 @@ int stream_write_state(struct stream_out *out, jv state);
  * decides).  Exposed for tests.
  */
 bool stream_event_surely_valid(jv rec);
+
+/* The same for an event read by json_event_scan(). */
+bool stream_event_scan_surely_valid(const struct json_event *ev);
 
 /* Write what is buffered; 0, or -1 (out->failed set). */
 int stream_flush(struct stream_out *out);

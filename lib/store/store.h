@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 struct store;
+struct json_event;
 
 /*
  * The database path to use: `flag` (from --db) when set, else $FORGE_DB when
@@ -112,15 +113,27 @@ jv store_col_num(sqlite3_stmt *s, int i);
 jv store_col_json(sqlite3_stmt *s, int i);
 
 /*
- * Persist one event record.  `raw` is the record's exact line as read from a
+ * Persist one event record (table event_log; the view events reads the
+ * other columns from it).  `raw` is the record's exact line as read from a
  * stream (without the newline), kept so that replay gives back the same
- * bytes; when raw is NULL the record is serialised from ev.  Idempotent by
+ * bytes; when raw is NULL, or is text libjq takes but RFC 8259 does not
+ * (nan, 01) or has a top-level key twice or written with an escape (SQLite
+ * would read those otherwise), the record is serialised from ev; raw that
+ * is not a JSON object is refused.  Idempotent by
  * the event's id: storing an id again is a no-op that returns 0.  Borrows
  * ev.  *inserted (may be NULL) tells whether a row was added.  Fails with a
  * message when ev lacks a string id, trace_id, ts or type.  Call it inside
  * store_begin()/store_commit() to batch; alone it commits each row.
  */
 int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted);
+
+/*
+ * The same for an event line that json_event_scan() (core/jsonscan.h) read
+ * into ev, with no jv: what forge-events store persists.  raw is the line
+ * ev was scanned from (required, kept as it is).  Borrows ev.
+ */
+int store_event_put_scanned(struct store *st, const struct json_event *ev, const char *raw,
+			    size_t raw_len, bool *inserted);
 
 /*
  * Call fn for each event of trace in order (ts, then id) with the stored

@@ -2,6 +2,7 @@
  * checkpoints, concurrency). */
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/jsonscan.h"
 #include "core/resource.h"
 #include "store/store.h"
 #include "core/ids.h"
@@ -118,11 +119,14 @@ static void test_migrations_create_schema(void)
 	CHECK(store_schema_version_known() >= 1);
 	CHECK_INT(store_schema_version(st), store_schema_version_known());
 	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-			    " AND name IN ('runs', 'events', 'checkpoints')"), 3);
+			    " AND name IN ('runs', 'event_log', 'checkpoints')"), 3);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'events'"), 1);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
-			    " AND tbl_name = 'events'"), 2);
+			    " AND tbl_name IN ('events', 'event_log')"), 5);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
 	CHECK_INT(query_int(st, "PRAGMA foreign_keys"), 1);
+	CHECK_INT(query_int(st, "PRAGMA page_size"), 16384);
+	CHECK_INT(query_int(st, "PRAGMA wal_autocheckpoint"), 2048);	/* 32 MiB */
 	CHECK_INT(query_int(st, "PRAGMA busy_timeout"), 10000);
 	store_free(st);
 	CHECK(stat(tmp_path("new/sub"), &sb) == 0);
@@ -325,8 +329,8 @@ static int put_line(struct store *st, const char *line)
 	return rc;
 }
 
-/* The payload column is cut from the line as written (no second parse);
- * lines it cannot cut are parsed by SQLite, which refuses what is not JSON. */
+/* The line is kept as written when SQLite reads it as libjq does; the
+ * view's columns come from it. */
 static void test_event_payload_from_line(void)
 {
 	struct store *st = NULL;
@@ -334,7 +338,8 @@ static void test_event_payload_from_line(void)
 	CHECK(store_open(&st, ":memory:") == 0);
 	CHECK(put_line(st, "{ \"kind\":\"event\", \"id\":\"P1\",\"trace_id\":\"T\",\"ts\":\"2026-01-01T00:00:00.000Z\","
 			   "\"type\":\"a.b\", \"payload\" : {\"s\": \"x}\\\"]\", \"n\": [1, {\"k\": null}]} , \"duration_ms\":-1.5e0 }") == 0);
-	CHECK_INT(query_int(st, "SELECT payload = '{\"s\": \"x}\\\"]\", \"n\": [1, {\"k\": null}]}' FROM events WHERE id = 'P1'"), 1);
+	/* the view's payload: the compact text SQLite gives */
+	CHECK_INT(query_int(st, "SELECT payload = '{\"s\":\"x}\\\"]\",\"n\":[1,{\"k\":null}]}' FROM events WHERE id = 'P1'"), 1);
 	CHECK_INT(query_int(st, "SELECT json_extract(payload, '$.n[1].k') IS NULL AND json_extract(payload, '$.s') = 'x}\"]' "
 			    "FROM events WHERE id = 'P1'"), 1);
 	CHECK(put_line(st, "{\"id\":\"P2\",\"trace_id\":\"T\",\"ts\":\"t\",\"type\":\"a.b\",\"payload\":null}") == 0);
@@ -353,6 +358,142 @@ static void test_event_payload_from_line(void)
 	CHECK(store_event_put(st, ev, "{\"id\":\"P6\"} x", 13, NULL) == -1);
 	jv_free(ev);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id = 'P6'"), 0);
+	store_free(st);
+}
+
+/*
+ * A line libjq takes but SQLite would read otherwise, or not at all, is
+ * kept as libjq writes it: the view's columns then say what the record
+ * says.
+ */
+static void test_event_line_kept_as_libjq_reads_it(void)
+{
+	struct store *st = NULL;
+	struct lines got = { .len = 0 };
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	/* 01 and nan: libjq 1.6 takes them, RFC 8259 and SQLite do not */
+	CHECK(put_line(st, "{\"id\":\"N1\",\"trace_id\":\"TN\",\"ts\":\"t1\",\"type\":\"a.b\","
+			   "\"payload\":{\"n\":01,\"x\":nan}}") == 0);
+	/* a key twice: libjq keeps the last, SQLite would read the first */
+	CHECK(put_line(st, "{\"id\":\"N2\",\"trace_id\":\"TN\",\"ts\":\"t2\",\"type\":\"a.b\","
+			   "\"phase\":\"plan\",\"phase\":\"test\"}") == 0);
+	/* a key written with an escape */
+	CHECK(put_line(st, "{\"id\":\"N3\",\"trace_id\":\"TN\",\"ts\":\"t3\",\"type\":\"a.b\","
+			   "\"ph\\u0061se\":\"deploy\"}") == 0);
+	/* a value written with an escape, a plain line: kept as written */
+	CHECK(put_line(st, "{\"id\":\"N4\",\"trace_id\":\"TN\",\"ts\":\"t4\",\"type\":\"a.b\","
+			   " \"source\":\"sr\\u0063\"}") == 0);
+	CHECK_INT(query_int(st, "SELECT json_extract(payload, '$.n') = 1 AND json_extract(payload, '$.x') IS NULL"
+			    " FROM events WHERE id = 'N1'"), 1);
+	CHECK_INT(query_int(st, "SELECT phase = 'test' FROM events WHERE id = 'N2'"), 1);
+	CHECK_INT(query_int(st, "SELECT phase = 'deploy' FROM events WHERE id = 'N3'"), 1);
+	CHECK_INT(query_int(st, "SELECT source = 'src' FROM events WHERE id = 'N4'"), 1);
+	CHECK_INT(store_events_foreach(st, "TN", collect, &got), 0);
+	CHECK_INT(got.count, 4);
+	CHECK_MSG(strstr(got.text, "{\"id\":\"N1\",\"trace_id\":\"TN\",\"ts\":\"t1\",\"type\":\"a.b\","
+			 "\"payload\":{\"n\":1,\"x\":null}}\n"), "%s", got.text);
+	CHECK_MSG(strstr(got.text, "\"phase\":\"test\"}\n"), "%s", got.text);
+	CHECK_MSG(strstr(got.text, " \"source\":\"sr\\u0063\"}\n"), "%s", got.text);
+	store_free(st);
+}
+
+/* store_event_put_scanned: the fields a stream read without libjq. */
+static void test_event_put_scanned(void)
+{
+	const char *line = "{\"kind\":\"event\",\"id\":\"01JDB3AAAAAAAAAAAAAAAAAAAA\",\"trace_id\":\"TS\","
+			   "\"ts\":\"2026-01-01T00:00:00.000Z\",\"source\":\"s\",\"phase\":null,\"type\":\"x.y\","
+			   "\"payload\":{\"k\":[1,2]},\"cost\":{\"tokens\":7,\"usd\":0.5},\"duration_ms\":9}";
+	struct store *st = NULL;
+	struct json_event ev;
+	bool inserted = false;
+
+	CHECK(json_event_scan(&ev, line, strlen(line)));
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_event_put_scanned(st, &ev, line, strlen(line), &inserted) == 0);
+	CHECK(inserted);
+	CHECK(store_event_put_scanned(st, &ev, line, strlen(line), &inserted) == 0);
+	CHECK(!inserted);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE trace_id = 'TS' AND type = 'x.y'"
+			    " AND ts = '2026-01-01T00:00:00.000Z' AND source = 's' AND phase IS NULL"
+			    " AND payload = '{\"k\":[1,2]}' AND tokens = 7 AND cost_usd = 0.5 AND duration_ms = 9"), 1);
+	char *rec = query_text(st, "SELECT record FROM events");
+	CHECK_STR(rec, line);
+	free(rec);
+	/* without an id: refused, as store_event_put refuses it */
+	ev.id = NULL;
+	CHECK(store_event_put_scanned(st, &ev, line, strlen(line), NULL) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "'id' is missing"), "%s", forge_last_error());
+	store_free(st);
+}
+
+/* Run migrations 1..n of this program on db, as an older forge would have. */
+static int migrate_to(sqlite3 *db, int n)
+{
+	int done = 0;
+
+	for (const struct resource *r = resource_all(); r->name && done < n; r++) {
+		if (strncmp(r->name, "sql/", 4) != 0 || strlen(r->name) < 12)
+			continue;
+		if (sqlite3_exec(db, r->data, NULL, NULL, NULL) != SQLITE_OK)
+			return -1;
+		done++;
+	}
+	char pragma[64];
+	snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", n);
+	return sqlite3_exec(db, pragma, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+/*
+ * A database of schema 8 (events in one table with their columns copied
+ * out) opens: its events move to event_log, keep their bytes, and read
+ * the same through the view; a record SQLite cannot read is rebuilt.
+ */
+static void test_events_table_upgraded(void)
+{
+	const char *path = tmp_path("v8.db");
+	struct store *st = NULL;
+	struct lines got = { .len = 0 };
+	sqlite3 *db = NULL;
+
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(migrate_to(db, 8) == 0);
+	CHECK(sqlite3_exec(db,
+		"INSERT INTO events (id, trace_id, ts, source, phase, type, payload, tokens, cost_usd,"
+		" duration_ms, record) VALUES"
+		" ('E1', 'T8', '2026-01-01T00:00:01.000Z', 's', 'plan', 'a.b', '{\"v\": 1}', 5, 0.25, 3,"
+		"  '{\"id\":\"E1\",\"trace_id\":\"T8\",\"ts\":\"2026-01-01T00:00:01.000Z\",\"source\":\"s\","
+		"\"phase\":\"plan\",\"type\":\"a.b\",\"payload\": {\"v\": 1},\"cost\":{\"tokens\":5,\"usd\":0.25},"
+		"\"duration_ms\":3}'),"
+		" ('E0', 'T8', '2026-01-01T00:00:00.000Z', 's', NULL, 'a.c', NULL, NULL, NULL, NULL,"
+		"  '{\"id\":\"E0\",\"trace_id\":\"T8\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"source\":\"s\",\"type\":\"a.c\"}'),"
+		" ('E2', 'T8', '2026-01-01T00:00:02.000Z', 's', NULL, 'a.d', '{\"n\":01}', NULL, NULL, NULL,"
+		"  '{\"id\":\"E2\",\"payload\":{\"n\":01}}')", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 3);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id = 'E1' AND source = 's' AND phase = 'plan'"
+			    " AND json_extract(payload, '$.v') = 1 AND tokens = 5 AND cost_usd = 0.25"
+			    " AND duration_ms = 3"), 1);
+	CHECK_INT(query_int(st, "SELECT json_extract(record, '$.unreadable_record') = '{\"id\":\"E2\","
+			    "\"payload\":{\"n\":01}}' AND type = 'a.d' FROM events WHERE id = 'E2'"), 1);
+	/* replay: in order, byte for byte */
+	CHECK_INT(store_events_foreach(st, "T8", collect, &got), 0);
+	CHECK_INT(got.count, 3);
+	CHECK_MSG(strncmp(got.text, "{\"id\":\"E0\",", 11) == 0, "%s", got.text);
+	CHECK_MSG(strstr(got.text, "\"payload\": {\"v\": 1},"), "%s", got.text);
+	/* still idempotent by id, still append-only */
+	CHECK(put(st, make_event("E1", "T8", "2026-01-01T00:00:09.000Z", "x.y"), NULL) == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 3);
+	CHECK(store_exec(st, "DELETE FROM event_log") == -1);
+	/* SQL may persist through the view, by id */
+	CHECK(store_exec(st, "INSERT INTO events (id, trace_id, ts, type, record) VALUES ('E9', 'T8',"
+			 " '2026-01-01T00:00:09.000Z', 'a.e', '{\"id\":\"E9\",\"payload\":{\"w\":9}}'),"
+			 " ('E1', 'T8', 'x', 'x', '{}')") == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 4);
+	CHECK_INT(query_int(st, "SELECT json_extract(payload, '$.w') FROM events WHERE id = 'E9'"), 9);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id = 'E1' AND type = 'a.b'"), 1);
 	store_free(st);
 }
 
@@ -436,9 +577,14 @@ static void test_events_append_only(void)
 
 	CHECK(store_open(&st, ":memory:") == 0);
 	CHECK(put(st, make_event("E1", "T1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	/* through the view events and in its table */
 	CHECK(store_exec(st, "UPDATE events SET type = 'y'") == -1);
 	CHECK_MSG(strstr(forge_last_error(), "append-only: UPDATE refused"), "%s", forge_last_error());
 	CHECK(store_exec(st, "DELETE FROM events") == -1);
+	CHECK_MSG(strstr(forge_last_error(), "append-only: DELETE refused"), "%s", forge_last_error());
+	CHECK(store_exec(st, "UPDATE event_log SET type = 'y'") == -1);
+	CHECK_MSG(strstr(forge_last_error(), "append-only: UPDATE refused"), "%s", forge_last_error());
+	CHECK(store_exec(st, "DELETE FROM event_log") == -1);
 	CHECK_MSG(strstr(forge_last_error(), "append-only: DELETE refused"), "%s", forge_last_error());
 	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE type = 'x'"), 1);
 	store_free(st);
@@ -960,8 +1106,7 @@ static void test_breaker_reads(void)
 	CHECK(store_exec(st, "ALTER TABLE runs RENAME TO runs_gone") == 0);
 	CHECK(store_cost_on_day(&usd, st, "2026-11-21", NULL) == -1);
 	CHECK_MSG(strstr(forge_last_error(), "cannot sum the cost"), "%s", forge_last_error());
-	CHECK(store_exec(st, "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;"
-			 " ALTER TABLE events RENAME TO events_gone") == 0);
+	CHECK(store_exec(st, "DROP VIEW events; ALTER TABLE event_log RENAME TO event_log_gone") == 0);
 	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z") == -1);
 	CHECK_MSG(strstr(forge_last_error(), "cannot count the tool calls"), "%s", forge_last_error());
 	store_free(st);
@@ -971,7 +1116,8 @@ static void test_breaker_reads(void)
 static void test_disk_full_message(void)
 {
 	struct store *st = NULL;
-	char big[20000];
+	/* more than the pages 009-events-lean freed (the table of 001) hold */
+	static char big[200000];
 
 	CHECK_MSG(store_open(&st, tmp_path("full.db")) == 0, "%s", forge_last_error());
 	CHECK(store_exec(st, "PRAGMA journal_mode = DELETE") == 0);
@@ -1020,6 +1166,9 @@ int main(void)
 	RUN(test_event_put_idempotent);
 	RUN(test_event_fields_extracted);
 	RUN(test_event_payload_from_line);
+	RUN(test_event_line_kept_as_libjq_reads_it);
+	RUN(test_event_put_scanned);
+	RUN(test_events_table_upgraded);
 	RUN(test_event_missing_field_refused);
 	RUN(test_event_record_byte_identical);
 	RUN(test_events_ordered_by_ts_then_id);

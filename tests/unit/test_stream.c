@@ -251,6 +251,63 @@ static void test_on_record_sees_events_only(void)
 	done(&r);
 }
 
+struct routed {
+	int scanned, parsed;
+};
+
+static int on_scanned(const struct json_event *ev, const char *line, size_t len, void *payload)
+{
+	(void)line;
+	(void)len;
+	((struct routed *)payload)->scanned += ev->id_len == 26;
+	return 0;
+}
+
+static int on_parsed(jv rec, const char *line, size_t len, void *payload)
+{
+	(void)line;
+	(void)len;
+	((struct routed *)payload)->parsed += json_get_str(rec, "id") != NULL;
+	return 0;
+}
+
+/* An event read without libjq goes to on_event; one the scan cannot judge
+ * (a duplicate key) through libjq to on_record; all pass through as they
+ * were, and a bad one still stops the read. */
+static void test_on_event_takes_scanned_events(void)
+{
+	struct run r;
+	struct routed n = { 0, 0 };
+	struct stream_options opt = { .on_record = on_parsed, .on_event = on_scanned, .payload = &n,
+				      .validate = true, .forward_states = true };
+	const char *text = EV("01JDB3AAAAAAAAAAAAAAAAAAAG") "\n" ST("ok") "\n"
+			   "{\"kind\":\"event\",\"kind\":\"event\",\"id\":\"01JDB3AAAAAAAAAAAAAAAAAAAH\","
+			   "\"trace_id\":\"T2\",\"ts\":\"2026-11-21T10:00:00.000Z\",\"source\":\"x\","
+			   "\"type\":\"a.b\",\"payload\":{}}\n" EV("01JDB3AAAAAAAAAAAAAAAAAAAJ") "\n";
+
+	run_opts(&r, text, strlen(text), &opt);
+	CHECK(r.rc == 0);
+	CHECK_INT(n.scanned, 2);
+	CHECK_INT(n.parsed, 1);
+	CHECK_STR(r.mem, text);
+	done(&r);
+	/* a line the scan refuses and libjq too: the same error as before */
+	n = (struct routed){ 0, 0 };
+	text = EV("01JDB3AAAAAAAAAAAAAAAAAAAG") "\n{\"kind\":\"event\",\"id\":01}x\n";
+	run_opts(&r, text, strlen(text), &opt);
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "malformed JSON") != NULL, "%s", r.err);
+	CHECK_INT(n.scanned, 1);
+	done(&r);
+	/* an event that fails its schema is refused, never taken the short way */
+	text = "{\"kind\":\"event\",\"id\":\"x\"}\n";
+	run_opts(&r, text, strlen(text), &opt);
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "schema") != NULL, "%s", r.err);
+	CHECK_INT(n.scanned + n.parsed, 1);
+	done(&r);
+}
+
 static void test_event_new_shape(void)
 {
 	struct stream_out out;
@@ -325,6 +382,16 @@ static void test_event_check_agrees_with_schema(void)
 		fast += sure;
 		CHECK_MSG(!sure || schema_validate(sc, e) == 0, "%s = %s: %s", fields[i][0], fields[i][1],
 			  forge_last_error());
+		/* the same of the line, read without libjq */
+		jv text = jv_dump_string(jv_copy(e), 0);
+		struct json_event scanned;
+		bool scan_sure = json_event_scan(&scanned, jv_string_value(text), strlen(jv_string_value(text))) &&
+				 stream_event_scan_surely_valid(&scanned);
+		jv_free(text);
+		CHECK_MSG(!scan_sure || schema_validate(sc, e) == 0, "scanned: %s = %s: %s", fields[i][0],
+			  fields[i][1], forge_last_error());
+		CHECK_MSG(scan_sure == sure, "%s = %s: scanned %d, parsed %d", fields[i][0], fields[i][1],
+			  scan_sure, sure);
 		jv_free(e);
 	}
 	static const char *const required[] = { "kind", "id", "trace_id", "ts", "source", "type", "payload" };
@@ -353,6 +420,7 @@ int main(void)
 	RUN(test_newer_protocol_refused);
 	RUN(test_schema_failure_names_path);
 	RUN(test_on_record_sees_events_only);
+	RUN(test_on_event_takes_scanned_events);
 	RUN(test_event_new_shape);
 	RUN(test_event_check_agrees_with_schema);
 	return unit_done();

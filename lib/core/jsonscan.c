@@ -1,0 +1,437 @@
+/* jsonscan.c - a strict JSON checker that makes no jv; see jsonscan.h. */
+#include "core/jsonscan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct scan {
+	const unsigned char *end;
+	bool escaped;             /* the last string read held an escape */
+};
+
+static const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+static int hex(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+		return (c | 0x20) - 'a' + 10;
+	return -1;
+}
+
+/* The code unit of the \uXXXX escape whose 'u' is at p, or -1. */
+static long unit(const unsigned char *p, const unsigned char *end)
+{
+	long u = 0;
+
+	if (end - p < 5)
+		return -1;
+	for (int i = 1; i <= 4; i++) {
+		int h = hex(p[i]);
+		if (h < 0)
+			return -1;
+		u = u * 16 + h;
+	}
+	return u;
+}
+
+/*
+ * Past one UTF-8 sequence of 2-4 bytes at p (its lead byte >= 0x80), or
+ * NULL: the shortest form only, no surrogates, nothing above U+10FFFF (as
+ * json_utf8_valid()).
+ */
+static const unsigned char *utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+	unsigned c = *p, cp;
+	size_t n;
+
+	if (c >= 0xC2 && c <= 0xDF) {
+		n = 1;
+		cp = c & 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		n = 2;
+		cp = c & 0x0F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 3;
+		cp = c & 0x07;
+	} else {
+		return NULL;
+	}
+	if ((size_t)(end - p) <= n)
+		return NULL;
+	for (size_t i = 1; i <= n; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return NULL;
+		cp = (cp << 6) | (p[i] & 0x3F);
+	}
+	if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return NULL;
+	return p + n + 1;
+}
+
+/* The bytes a string holds as they are: printable ASCII but '"' and '\\'. */
+#define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+static const bool plain[256] = {
+	R16(0), R16(0),                          /* 0x00-0x1f: control characters */
+	1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,  /* 0x20-0x2f: '"' at 0x22 */
+	R16(1), R16(1),                          /* 0x30-0x4f */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,  /* 0x50-0x5f: '\\' at 0x5c */
+	R16(1), R16(1),                          /* 0x60-0x7f */
+	R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0),  /* 0x80-0xff: UTF-8 */
+};
+
+/* Past the string whose opening quote is at p, or NULL; s->escaped says
+ * whether it held an escape. */
+static const unsigned char *scan_string(struct scan *s, const unsigned char *p)
+{
+	const unsigned char *end = s->end;
+
+	s->escaped = false;
+	for (p++; p < end; ) {
+		unsigned char c = *p;
+
+		if (plain[c]) {
+			p++;
+			continue;
+		}
+		if (c == '"')
+			return p + 1;
+		if (c < 0x20)
+			return NULL;
+		if (c < 0x80 && c != '\\') {
+			p++;
+			continue;
+		}
+		if (c >= 0x80) {
+			if (!(p = utf8_seq(p, end)))
+				return NULL;
+			continue;
+		}
+		s->escaped = true;
+		if (++p >= end)
+			return NULL;
+		switch (*p) {
+		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+			p++;
+			break;
+		case 'u': {
+			long u = unit(p, end);
+			if (u < 0 || (u >= 0xDC00 && u <= 0xDFFF))
+				return NULL;	/* a lone low surrogate: libjq makes it U+FFFD */
+			p += 5;
+			if (u >= 0xD800 && u <= 0xDBFF) {
+				/* a high surrogate: its low half must follow (libjq refuses it alone) */
+				if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || (u = unit(p + 1, end)) < 0xDC00 || u > 0xDFFF)
+					return NULL;
+				p += 6;
+			}
+			break;
+		}
+		default:
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static const unsigned char *digits(const unsigned char *p, const unsigned char *end)
+{
+	const unsigned char *start = p;
+
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	return p > start ? p : NULL;
+}
+
+/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static const unsigned char *scan_number(const unsigned char *p, const unsigned char *end)
+{
+	if (p < end && *p == '-')
+		p++;
+	if (p < end && *p == '0')
+		p++;
+	else if (!(p = digits(p, end)))
+		return NULL;
+	if (p < end && *p == '.' && !(p = digits(p + 1, end)))
+		return NULL;
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (!(p = digits(p, end)))
+			return NULL;
+	}
+	return p;
+}
+
+static const unsigned char *literal(const unsigned char *p, const unsigned char *end, const char *word,
+				    size_t n)
+{
+	return (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
+}
+
+static const unsigned char *scan_value(struct scan *s, const unsigned char *p, int depth,
+				       enum json_scan_kind *kind);
+
+/* Past the array or object at p (its bracket), or NULL.  Members of an
+ * object at the top go to member(). */
+static const unsigned char *scan_container(struct scan *s, const unsigned char *p, int depth,
+					   void (*member)(const struct json_member *m, void *payload),
+					   void *payload)
+{
+	const unsigned char *end = s->end;
+	bool object = *p == '{';
+	unsigned char close = object ? '}' : ']';
+	enum json_scan_kind kind;
+
+	depth += object ? 2 : 1;
+	if (depth > JSON_SCAN_MAX_DEPTH)
+		return NULL;
+	p = skip_ws(p + 1, end);
+	if (p < end && *p == close)
+		return p + 1;
+	for (;;) {
+		struct json_member m;
+
+		if (object) {
+			if (p >= end || *p != '"')
+				return NULL;
+			const unsigned char *k = p + 1;
+			if (!(p = scan_string(s, p)))
+				return NULL;
+			m.key = (const char *)k;
+			m.key_len = (size_t)(p - 1 - k);
+			m.key_escaped = s->escaped;
+			p = skip_ws(p, end);
+			if (p >= end || *p != ':')
+				return NULL;
+			p = skip_ws(p + 1, end);
+		}
+		const unsigned char *v = p;
+		if (!(p = scan_value(s, p, depth, &kind)))
+			return NULL;
+		if (object && member) {
+			m.kind = kind;
+			m.value = (const char *)v;
+			m.value_len = (size_t)(p - v);
+			m.value_escaped = false;
+			if (kind == JSON_SCAN_STRING) {
+				m.value++;
+				m.value_len -= 2;
+				m.value_escaped = s->escaped;
+			}
+			member(&m, payload);
+		}
+		p = skip_ws(p, end);
+		if (p < end && *p == close)
+			return p + 1;
+		if (p >= end || *p != ',')
+			return NULL;
+		p = skip_ws(p + 1, end);
+	}
+}
+
+static const unsigned char *scan_value(struct scan *s, const unsigned char *p, int depth,
+				       enum json_scan_kind *kind)
+{
+	const unsigned char *end = s->end;
+
+	if (p >= end)
+		return NULL;
+	switch (*p) {
+	case '"':
+		*kind = JSON_SCAN_STRING;
+		return scan_string(s, p);
+	case '{':
+		*kind = JSON_SCAN_OBJECT;
+		return scan_container(s, p, depth, NULL, NULL);
+	case '[':
+		*kind = JSON_SCAN_ARRAY;
+		return scan_container(s, p, depth, NULL, NULL);
+	case 't':
+		*kind = JSON_SCAN_TRUE;
+		return literal(p, end, "true", 4);
+	case 'f':
+		*kind = JSON_SCAN_FALSE;
+		return literal(p, end, "false", 5);
+	case 'n':
+		*kind = JSON_SCAN_NULL;
+		return literal(p, end, "null", 4);
+	default:
+		*kind = JSON_SCAN_NUMBER;
+		return scan_number(p, end);
+	}
+}
+
+enum json_scan_kind json_scan(const char *text, size_t len,
+			      void (*member)(const struct json_member *m, void *payload), void *payload)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+	struct scan s = { .end = end };
+	enum json_scan_kind kind = JSON_SCAN_INVALID;
+
+	p = skip_ws(p, end);
+	if (p < end && *p == '{') {
+		kind = JSON_SCAN_OBJECT;
+		p = scan_container(&s, p, 0, member, payload);
+	} else {
+		p = scan_value(&s, p, 0, &kind);
+	}
+	if (!p || skip_ws(p, end) != end)
+		return JSON_SCAN_INVALID;
+	return kind;
+}
+
+/* ---- event records --------------------------------------------------- */
+
+struct event_scan {
+	struct json_event *ev;
+	unsigned seen;            /* bits of the keys met */
+	bool bad;                 /* something json_parse() must judge */
+};
+
+enum { K_KIND, K_ID, K_TRACE, K_TS, K_SOURCE, K_PHASE, K_TYPE, K_PAYLOAD, K_COST, K_DURATION,
+       K_TOKENS, K_USD, K_NONE };
+
+static int key_of(const char *k, size_t n)
+{
+	static const char *const names[] = {
+		[K_KIND] = "kind", [K_ID] = "id", [K_TRACE] = "trace_id", [K_TS] = "ts",
+		[K_SOURCE] = "source", [K_PHASE] = "phase", [K_TYPE] = "type", [K_PAYLOAD] = "payload",
+		[K_COST] = "cost", [K_DURATION] = "duration_ms",
+	};
+	static const unsigned char lens[] = {
+		[K_KIND] = 4, [K_ID] = 2, [K_TRACE] = 8, [K_TS] = 2, [K_SOURCE] = 6, [K_PHASE] = 5,
+		[K_TYPE] = 4, [K_PAYLOAD] = 7, [K_COST] = 4, [K_DURATION] = 11,
+	};
+
+	for (int i = 0; i < K_TOKENS; i++)
+		if (lens[i] == n && memcmp(names[i], k, n) == 0)
+			return i;
+	return K_NONE;
+}
+
+/* A plain integer (digits only, fewer than 16): its value, else -1. */
+static int64_t plain_int(const struct json_member *m)
+{
+	int64_t v = 0;
+
+	if (m->kind != JSON_SCAN_NUMBER || m->value_len == 0 || m->value_len > 15)
+		return -1;
+	for (size_t i = 0; i < m->value_len; i++) {
+		if (m->value[i] < '0' || m->value[i] > '9')
+			return -1;
+		v = v * 10 + (m->value[i] - '0');
+	}
+	return v;
+}
+
+static void cost_member(const struct json_member *m, void *payload)
+{
+	struct event_scan *e = payload;
+	bool tokens = m->key_len == 6 && memcmp(m->key, "tokens", 6) == 0;
+	bool usd = m->key_len == 3 && memcmp(m->key, "usd", 3) == 0;
+
+	if (m->key_escaped) {
+		e->bad = true;
+	} else if (tokens) {
+		e->bad |= (e->seen & (1u << K_TOKENS)) || (e->ev->tokens = plain_int(m)) < 0;
+		e->seen |= 1u << K_TOKENS;
+		e->ev->has_tokens = true;
+	} else if (usd) {
+		char num[64];
+
+		e->bad |= (e->seen & (1u << K_USD)) != 0;
+		e->seen |= 1u << K_USD;
+		e->ev->has_usd = true;
+		if (m->kind == JSON_SCAN_NULL) {
+			e->ev->usd = NAN;
+		} else if (m->kind == JSON_SCAN_NUMBER && m->value_len < sizeof num) {
+			memcpy(num, m->value, m->value_len);
+			num[m->value_len] = '\0';
+			e->ev->usd = strtod(num, NULL);
+			e->bad |= !isfinite(e->ev->usd);
+		} else {
+			e->bad = true;
+		}
+	}
+}
+
+static void event_member(const struct json_member *m, void *payload)
+{
+	struct event_scan *e = payload;
+	struct json_event *ev = e->ev;
+	int k;
+
+	if (e->bad)
+		return;
+	if (m->key_escaped) {
+		e->bad = true;	/* it may spell one of the keys */
+		return;
+	}
+	k = key_of(m->key, m->key_len);
+	if (k == K_NONE)
+		return;
+	if (e->seen & (1u << k)) {
+		e->bad = true;	/* libjq keeps the last one: leave it to libjq */
+		return;
+	}
+	e->seen |= 1u << k;
+	const char *str = m->kind == JSON_SCAN_STRING ? m->value : NULL;
+	if (str && m->value_escaped && k != K_PAYLOAD) {
+		e->bad = true;
+		return;
+	}
+	switch (k) {
+	case K_KIND: ev->kind = str; ev->kind_len = m->value_len; break;
+	case K_ID: ev->id = str; ev->id_len = m->value_len; break;
+	case K_TRACE: ev->trace_id = str; ev->trace_id_len = m->value_len; break;
+	case K_TS: ev->ts = str; ev->ts_len = m->value_len; break;
+	case K_SOURCE: ev->source = str; ev->source_len = m->value_len; break;
+	case K_TYPE: ev->type = str; ev->type_len = m->value_len; break;
+	case K_PHASE:
+		ev->phase = str;
+		ev->phase_len = m->value_len;
+		ev->phase_kind = m->kind;
+		break;
+	case K_PAYLOAD:
+		ev->payload = m->value - (str ? 1 : 0);
+		ev->payload_len = m->value_len + (str ? 2 : 0);
+		ev->payload_object = m->kind == JSON_SCAN_OBJECT;
+		break;
+	case K_COST:
+		if (m->kind != JSON_SCAN_OBJECT ||
+		    json_scan(m->value, m->value_len, cost_member, e) != JSON_SCAN_OBJECT)
+			e->bad = true;
+		break;
+	case K_DURATION:
+		ev->has_duration = true;
+		e->bad |= (ev->duration_ms = plain_int(m)) < 0;
+		break;
+	}
+}
+
+bool json_event_scan(struct json_event *ev, const char *line, size_t len)
+{
+	struct event_scan e = { .ev = ev };
+
+	memset(ev, 0, sizeof *ev);
+	ev->usd = NAN;
+	ev->phase_kind = JSON_SCAN_INVALID;
+	if (json_scan(line, len, event_member, &e) != JSON_SCAN_OBJECT || e.bad) {
+		memset(ev, 0, sizeof *ev);
+		ev->phase_kind = JSON_SCAN_INVALID;
+		return false;
+	}
+	if (ev->payload && !ev->payload_object && ev->payload_len == 4 && memcmp(ev->payload, "null", 4) == 0)
+		ev->payload = NULL, ev->payload_len = 0;
+	return true;
+}
