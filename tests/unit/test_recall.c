@@ -412,7 +412,7 @@ static void test_stemming(void)
 	close_mem();
 }
 
-/* A database made before migration 008 gets the stemming index. */
+/* A database made before migration 008 gets the stemming index (and 009's events). */
 static void test_migration_rebuilds_index(void)
 {
 	char dir[] = "/tmp/forge-test-recall-XXXXXX", path[128], id[ULID_LEN + 1];
@@ -425,7 +425,12 @@ static void test_migration_rebuilds_index(void)
 	CHECK(store_exec(st, "DROP TABLE memories_fts; CREATE VIRTUAL TABLE memories_fts USING fts5 ("
 			 "content, context, tags, content = 'memories', content_rowid = 'seq', "
 			 "tokenize = 'unicode61 remove_diacritics 2'); INSERT INTO memories_fts "
-			 "(memories_fts) VALUES ('rebuild'); PRAGMA user_version = 7") == 0);
+			 "(memories_fts) VALUES ('rebuild'); "
+			 /* ... and the events table as it was before migration 009 */
+			 "DROP VIEW events; DROP TABLE event_log; CREATE TABLE events (id TEXT PRIMARY KEY "
+			 "NOT NULL, trace_id TEXT NOT NULL, ts TEXT NOT NULL, source TEXT, phase TEXT, type "
+			 "TEXT NOT NULL, payload TEXT, tokens INTEGER, cost_usd REAL, duration_ms INTEGER, "
+			 "record TEXT NOT NULL) STRICT; PRAGMA user_version = 7") == 0);
 	close_mem();
 	open_mem(path);
 	CHECK_INT(store_schema_version(st), store_schema_version_known());
