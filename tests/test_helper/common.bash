@@ -44,6 +44,7 @@ forge_setup() {
 	: "${FORGE_BINDIR:=$FORGE_ROOT/bin}"
 	: "${FORGE_TESTBIN:=$FORGE_ROOT/build/tests}"
 	export FORGE_BINDIR FORGE_TESTBIN
+	test_python_first
 	PATH="$FORGE_BINDIR:$PATH"
 	export HOME="$BATS_TEST_TMPDIR/home"
 	export XDG_CONFIG_HOME="$HOME/.config"
