@@ -91,6 +91,9 @@ SCRIPT FORMAT
 
   Modifiers usable on any step:
     "delay_ms": N          sleep N ms before answering (slow answer / timeouts)
+    "wait_file": PATH      answer only once PATH exists (at most 120 s, then
+                           answer anyway): a test holds the answer until it has
+                           done what must happen while the call is in flight
     "headers": {...}       extra response headers
     "chunk": N             SSE: split text/arguments into N-char pieces
                            (default: words for text, 7 chars for JSON)
@@ -305,6 +308,8 @@ def check_step(step, n):
             raise ValueError("step %d: tool call \"arguments\" must be a string" % n)
     if "text" in step and not isinstance(step["text"], str):
         raise ValueError("step %d: \"text\" must be a string" % n)
+    if "wait_file" in step and not isinstance(step["wait_file"], str):
+        raise ValueError("step %d: \"wait_file\" must be a path" % n)
     if is_conditional(step):
         for c in ("when_prompt_contains", "when_prompt_lacks"):
             v = step.get(c, "")
@@ -966,6 +971,10 @@ class Handler(BaseHTTPRequestHandler):
         self.state.record(dict(entry, step=index, status=status))
         if step.get("delay_ms"):
             time.sleep(step["delay_ms"] / 1000.0)
+        if step.get("wait_file"):
+            limit = time.monotonic() + 120
+            while not os.path.exists(step["wait_file"]) and time.monotonic() < limit:
+                time.sleep(0.02)
         model = req.get("model") if isinstance(req, dict) else None
         if fault:
             return self.fault(provider, kind, step, fault, req if isinstance(req, dict) else {}, stream, model)
