@@ -60,6 +60,23 @@ forge_setup() {
 	export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
 }
 
+# json_quote STRING: STRING as a JSON string in $REPLY, without starting a jq
+# (~40 ms of CPU each): backslash, quote, newline, tab and CR escaped here,
+# a string with other control characters goes through jq.
+json_quote() {
+	local s=$1
+	s=${s//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=${s//$'\n'/\\n}
+	s=${s//$'\t'/\\t}
+	s=${s//$'\r'/\\r}
+	if [[ $s == *[$'\x01'-$'\x1f']* ]]; then
+		REPLY=$(jq -n --arg s "$1" '$s')
+	else
+		REPLY="\"$s\""
+	fi
+}
+
 # from_template NAME DIR MAKER [ARGS...]: DIR (new, or existing: merged)
 # becomes a copy of the template NAME, which `MAKER ARGS... TEMPLATE-DIR`
 # makes once per bats run (in $BATS_RUN_TMPDIR, shared by every file; a
