@@ -34,8 +34,9 @@ test_python_first() {
 		p=$(command -v python3)
 		if [ -n "$p" ] && [ -n "$TEST_PYTHON3" ] &&
 			[ "$(readlink -f "$p")" != "$(readlink -f "$TEST_PYTHON3")" ]; then
+			# (another file's test may have made it meanwhile: keep theirs)
 			mkdir -p "$dir.$BASHPID" && ln -sf "$TEST_PYTHON3" "$dir.$BASHPID/python3" &&
-				mv -T "$dir.$BASHPID" "$dir" 2>/dev/null
+				{ mv -T "$dir.$BASHPID" "$dir" 2>/dev/null || true; }
 			rm -rf "$dir.$BASHPID"
 		fi
 		: >"$dir.decided"
