@@ -20,8 +20,15 @@ setup() {
 	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
 	mock_reset
 	# the model's answers, phase by phase (the mock serves them in order)
-	PLAN=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/plan-calc.jsonl")
-	IMPL=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/implement-calc.jsonl")
+	# (made once a file: they are the same for every test)
+	if [ ! -s "$BATS_FILE_TMPDIR/impl.json" ]; then
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/plan-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/plan.json"
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/implement-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/impl.json"
+	fi
+	PLAN=$(<"$BATS_FILE_TMPDIR/plan.json")
+	IMPL=$(<"$BATS_FILE_TMPDIR/impl.json")
 }
 
 teardown() {
@@ -51,6 +58,14 @@ calls() {
 	curl -sS -f "$MOCK_URL/_mock/requests" |
 		jq --arg who "$1" --argjson after "${2:-0}" \
 			'[.[] | select(.seq > $after and (.body.system | tostring | test("You are the " + $who)))] | length'
+}
+
+# all_calls AFTER: "PLANNER IMPLEMENTER" requests above AFTER, then all of
+# them: four counts from one look at the log.
+all_calls() {
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -r --argjson after "$1" '
+	  def n(who; after): [.[] | select(.seq > after and (.body.system | tostring | test("You are the " + who)))] | length;
+	  "\(n("planner"; $after)) \(n("implementer"; $after)) \(n("planner"; 0)) \(n("implementer"; 0))"'
 }
 
 implementer_called() {
@@ -128,16 +143,19 @@ resume_and_check() {
 	assert_output ""
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/after")" -gt "$n_before" ]
 	run -0 forge events replay "$T"
-	jq -e -s 'any(.[]; .type == "run.resumed") and any(.[]; .type == "run.completed")' <<<"$output"
-	jq -e -s '[.[] | select(.type == "pipeline.invalid_transition")] == []' <<<"$output"
+	jq -e -s 'any(.[]; .type == "run.resumed") and any(.[]; .type == "run.completed")
+	  and [.[] | select(.type == "pipeline.invalid_transition")] == []' <<<"$output"
 	# one commit for the one implement attempt, and the change is right
 	run -0 git -C "$REPO" log --format=%s "$BASE..forge/$T"
 	assert_output "forge: add a mul operation (attempt 1)"
 	git -C "$REPO" show "forge/$T:calc.c" | grep -q 'return a \* b'
-	# no model call of a finished phase was made again; an unfinished one ran whole
-	[ "$(calls planner "$KILL_SEQ")" -eq $((plan_done ? 0 : 3)) ]
-	[ "$(calls implementer "$KILL_SEQ")" -eq $((impl_done ? 0 : 7)) ]
-	[ "$(calls planner)" -ge 3 ]
+	# no model call of a finished phase was made again; an unfinished one ran
+	# whole ($PLANNER_CALLS, $IMPLEMENTER_CALLS: all of them, for the caller)
+	local p_after i_after
+	read -r p_after i_after PLANNER_CALLS IMPLEMENTER_CALLS < <(all_calls "$KILL_SEQ")
+	[ "$p_after" -eq $((plan_done ? 0 : 3)) ]
+	[ "$i_after" -eq $((impl_done ? 0 : 7)) ]
+	[ "$PLANNER_CALLS" -ge 3 ]
 	run -0 sqlite3 "$FORGE_DB" "pragma integrity_check"
 	assert_output "ok"
 }
@@ -161,8 +179,8 @@ resume_and_check() {
 	! finished implement
 	resume_and_check
 	# plan's three calls, once; implement: the killed call and its whole rerun
-	[ "$(calls planner)" -eq 3 ]
-	[ "$(calls implementer)" -eq 8 ]
+	[ "$PLANNER_CALLS" -eq 3 ]
+	[ "$IMPLEMENTER_CALLS" -eq 8 ]
 }
 
 @test "kill -9 the run at several points (after N events in the database); resume completes it every time" {
@@ -193,9 +211,9 @@ resume_and_check() {
 
 @test "kill -9 the supervisor alone: its orphaned phase dies on the broken pipe; resume completes the run" {
 	new_repo b
-	# the implementer's answer waits until the supervisor is dead (no race)
-	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/release" \
-		'$p + [$i[0] + {hold_until_file: $f}]')"
+	# implement's first answer is held until the supervisor is dead (wait_file)
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/answer" \
+		'$p + [$i[0] + {wait_file: $f}]')"
 	start_run
 	until_true implementer_called
 	child=$(pgrep -P "$SUP" -f forge-implement)
@@ -203,13 +221,13 @@ resume_and_check() {
 	kill -9 "$SUP"
 	rc=0; wait "$SUP" || rc=$?
 	[ "$rc" -eq 137 ]
-	touch "$BATS_TEST_TMPDIR/release"
 	# the phase finishes its model call, then cannot write its event: it ends
+	touch "$BATS_TEST_TMPDIR/answer"
 	until_true eval '! kill -0 '"$child"' 2>/dev/null'
 	T=$(trace_of_run)
 	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
 	resume_and_check
-	[ "$(calls planner)" -eq 3 ]
+	[ "$PLANNER_CALLS" -eq 3 ]
 }
 
 @test "kill -9 a phase: the run pauses (exit 5) at its last checkpoint; resume runs the phase again" {
@@ -230,6 +248,6 @@ resume_and_check() {
 	jq -e -s '[.[] | select(.type == "pipeline.state_changed") | .payload.to] | last == "paused"' <<<"$output"
 	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
 	resume_and_check
-	[ "$(calls planner)" -eq 3 ]
-	[ "$(calls implementer)" -eq 8 ]
+	[ "$PLANNER_CALLS" -eq 3 ]
+	[ "$IMPLEMENTER_CALLS" -eq 8 ]
 }

@@ -43,8 +43,15 @@ use_mock() {
 	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
 	local c=$FORGE_ROOT/tests/fixtures/cassettes
-	PLAN=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/plan-calc.jsonl")
-	IMPL=$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/implement-calc.jsonl")
+	# (made once a file: they are the same for every test)
+	if [ ! -s "$BATS_FILE_TMPDIR/impl.json" ]; then
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/plan-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/plan.json"
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/implement-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/impl.json"
+	fi
+	PLAN=$(<"$BATS_FILE_TMPDIR/plan.json")
+	IMPL=$(<"$BATS_FILE_TMPDIR/impl.json")
 }
 
 # script JSON-ARRAY: what the mock answers from now on (the request log stays).
@@ -208,8 +215,8 @@ until_true() {
 	jq -e '.run.status == "cancelled"' <<<"$output"
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases where trace_id = '$T'")" -eq 0 ]
 	run -0 forge events replay "$T"
-	jq -e -s '[.[] | select(.type == "run.cancelled")] | length == 1' <<<"$output"
-	jq -e -s '(map(select(.type == "run.cancelled"))[0].ts) as $c | [.[] | select(.type == "run.completed" and .ts > $c)] == []' <<<"$output"
+	jq -e -s '([.[] | select(.type == "run.cancelled")] | length == 1) and
+	  ((map(select(.type == "run.cancelled"))[0].ts) as $c | [.[] | select(.type == "run.completed" and .ts > $c)] == [])' <<<"$output"
 	[ "$(calls implementer "$AFTER")" -eq 1 ]
 	run -1 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"already cancelled"* ]]

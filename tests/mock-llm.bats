@@ -269,6 +269,26 @@ shape() {
 	[ "$(jq -r '.content[0].text' "$B")" = "on time" ]
 }
 
+@test "wait_file: the answer is held until the file exists; a wait_file that is not a path is refused" {
+	echo "[{\"text\":\"held\",\"wait_file\":\"$BATS_TEST_TMPDIR/go\"}]" | mock_load
+	before=$(wc -l <"$MOCK_LOG")
+	anth -d "$ABODY" >"$BATS_TEST_TMPDIR/status" 3>&- &
+	pid=$!
+	# logged when it arrives; no answer while the file is missing
+	for _ in $(seq 1200); do [ "$(wc -l <"$MOCK_LOG")" -gt "$before" ] && break; sleep 0.05; done
+	[ "$(wc -l <"$MOCK_LOG")" -gt "$before" ]
+	kill -0 "$pid"
+	[ ! -s "$B" ]
+	touch "$BATS_TEST_TMPDIR/go"
+	wait "$pid"
+	[ "$(cat "$BATS_TEST_TMPDIR/status")" = 200 ]
+	[ "$(jq -r '.content[0].text' "$B")" = held ]
+	run -0 bash -c "echo '[{\"text\":\"x\",\"wait_file\":1}]' |
+		curl -sS -w ' %{http_code}' -X POST --data-binary @- '$MOCK_URL/_mock/script?replace=1'"
+	assert_output --partial 'wait_file'
+	assert_output --partial ' 400'
+}
+
 @test "fault: stream cut in the middle (no message_stop / [DONE]; curl sees a broken transfer)" {
 	cat <<-'EOF' | mock_load
 	[{"fault":"cut","text":"one two three four five six seven","cut_after":5},

@@ -18,10 +18,7 @@ setup() {
 	[ "${lines[1]}" = "$ev2" ]
 	[ "$(printf '%s\n' "${lines[@]}" | grep -c '"kind":"state"')" -eq 1 ]
 	last=${lines[${#lines[@]}-1]}
-	[ "$(jq -r .kind <<<"$last")" = state ]
-	[ "$(jq -r .phase <<<"$last")" = implement ]
-	[ "$(jq -r .trace_id <<<"$last")" = "$T" ]
-	[ "$(jq -r .plan.summary <<<"$last")" = s ]
+	jq -e --arg t "$T" '.kind == "state" and .phase == "implement" and .trace_id == $t and .plan.summary == "s"' <<<"$last"
 	[ -z "$stderr" ]
 }
 
@@ -33,8 +30,7 @@ setup() {
 @test "a bare {\"task\":…} object is a task" {
 	run -0 --separate-stderr "$filter" <<<'{"task":"add a --version flag"}'
 	last=${lines[${#lines[@]}-1]}
-	[ "$(jq -r .task.description <<<"$last")" = "add a --version flag" ]
-	[ "$(jq -r .trace_id <<<"$last" | wc -c)" -eq 27 ]
+	jq -e '.task.description == "add a --version flag" and (.trace_id | utf8bytelength) == 26' <<<"$last"
 }
 
 @test "plain text is a task" {
@@ -49,8 +45,7 @@ setup() {
 
 @test "a guard that does not hold gives status skipped and exit 1" {
 	run -1 --separate-stderr "$filter" --phase implement --need plan <<<'{"task":"x"}'
-	[ "$(jq -r .status <<<"${lines[-1]}")" = skipped ]
-	[ "$(jq -r .type <<<"${lines[0]}")" = phase.skipped ]
+	printf '%s\n' "${lines[0]}" "${lines[-1]}" | jq -se 'length == 2 and .[0].type == "phase.skipped" and .[1].status == "skipped"'
 }
 
 # bad_input NAME: each case gives exit 2, one stderr line naming the line
@@ -60,9 +55,8 @@ expect_rejected() {
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	[[ "$stderr" == "stream-filter: line $line: "*"$reason"* ]]
 	local last=${lines[-1]}
-	[ "$(jq -r .type <<<"$last")" = input.rejected ]
-	[ "$(jq -r .payload.line <<<"$last")" = "$line" ]
-	[[ "$(jq -r .payload.reason <<<"$last")" == *"$reason"* ]]
+	jq -e --arg line "$line" --arg reason "$reason" '.type == "input.rejected"
+	  and (.payload.line | tostring) == $line and (.payload.reason | contains($reason))' <<<"$last"
 }
 
 @test "bad input: malformed JSON" {

@@ -15,13 +15,7 @@ setup() {
 	export BATS_TEST_TIMEOUT=120
 	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
 	CONFIGS="$FORGE_ROOT/tests/fixtures/supervisor"
-	REPO="$BATS_TEST_TMPDIR/calc"
-	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$REPO"
-	git -C "$REPO" init -q -b main
-	git -C "$REPO" add -A
-	git -C "$REPO" commit -q -m "calc"
-	BASE=$(git -C "$REPO" rev-parse HEAD)
-	cd "$REPO"
+	calc_setup
 }
 
 # replay CASSETTE: the whole run answers from it.

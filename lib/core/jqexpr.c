@@ -638,6 +638,20 @@ static int native(jv *out, const char *expr, jv input)
 	return tree ? eval(out, tree, input) : NATIVE_UNSURE;
 }
 
+int jqexpr_native_first(jv *out, const char *expr, jv input)
+{
+	bool was = native_on;
+
+	native_on = true;
+	int rc = native(out, expr, input);
+	native_on = was;
+	if (rc == NATIVE_OK)
+		return 0;
+	jv_free(*out);
+	*out = jv_invalid();
+	return 1;
+}
+
 int jqexpr_first(jv *out, const char *expr, jv input)
 {
 	struct buf errors = BUF_INIT;

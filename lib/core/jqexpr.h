@@ -43,4 +43,13 @@ unsigned long jqexpr_compiles(void);
  * (false): tests compare the two. */
 void jqexpr_set_native(bool on);
 
+/*
+ * The first output of expr over input (borrowed) by the C evaluator alone:
+ * 0 with *out set, or 1 (*out invalid) where it leaves expr to libjq (not
+ * in the subset, or libjq would raise an error) - what jqexpr_first() then
+ * does is libjq mode's own path.  Tests compare the 0 cases with libjq
+ * mode without compiling a libjq program for each of the others.
+ */
+int jqexpr_native_first(jv *out, const char *expr, jv input);
+
 #endif

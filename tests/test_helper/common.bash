@@ -44,6 +44,7 @@ forge_setup() {
 	: "${FORGE_BINDIR:=$FORGE_ROOT/bin}"
 	: "${FORGE_TESTBIN:=$FORGE_ROOT/build/tests}"
 	export FORGE_BINDIR FORGE_TESTBIN
+	test_python_first
 	PATH="$FORGE_BINDIR:$PATH"
 	export HOME="$BATS_TEST_TMPDIR/home"
 	export XDG_CONFIG_HOME="$HOME/.config"
@@ -57,6 +58,23 @@ forge_setup() {
 	unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENAI_BASE_URL
 	export GIT_AUTHOR_NAME=test GIT_AUTHOR_EMAIL=test@example.com
 	export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
+}
+
+# json_quote STRING: STRING as a JSON string in $REPLY, without starting a jq
+# (~40 ms of CPU each): backslash, quote, newline, tab and CR escaped here,
+# a string with other control characters goes through jq.
+json_quote() {
+	local s=$1
+	s=${s//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=${s//$'\n'/\\n}
+	s=${s//$'\t'/\\t}
+	s=${s//$'\r'/\\r}
+	if [[ $s == *[$'\x01'-$'\x1f']* ]]; then
+		REPLY=$(jq -n --arg s "$1" '$s')
+	else
+		REPLY="\"$s\""
+	fi
 }
 
 # from_template NAME DIR MAKER [ARGS...]: DIR (new, or existing: merged)

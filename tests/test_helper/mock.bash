@@ -9,7 +9,8 @@
 # Exports MOCK (the script), MOCK_URL (http://127.0.0.1:PORT), MOCK_LOG (its
 # request log, one JSON line per request).  Extra arguments go to the mock.
 # The file's tests share the mock, so they run one at a time (bats --jobs
-# still runs this file beside the others).
+# still runs this file beside the others; scripts/check runs every file's
+# tests one at a time anyway).
 
 # shellcheck source=tests/test_helper/python.bash
 source "${BASH_SOURCE[0]%/*}/python.bash"

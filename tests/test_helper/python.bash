@@ -20,3 +20,27 @@ test_python3() {
 	fi
 	export TEST_PYTHON3
 }
+
+# test_python_first: when `python3` on PATH is not the interpreter itself (a
+# shim), a directory holding only python3 -> the interpreter goes first on
+# PATH, so that what a test runs (`#!/usr/bin/env python3` scripts,
+# forge-doctor's probes, `python3 ...` in a test) starts the same interpreter
+# directly.  Decided once per bats run; called by forge_setup.
+test_python_first() {
+	[ -n "${BATS_RUN_TMPDIR:-}" ] || return 0
+	local dir="$BATS_RUN_TMPDIR/python-first" p
+	if [ ! -e "$dir.decided" ]; then
+		test_python3
+		p=$(command -v python3)
+		if [ -n "$p" ] && [ -n "$TEST_PYTHON3" ] &&
+			[ "$(readlink -f "$p")" != "$(readlink -f "$TEST_PYTHON3")" ]; then
+			# (another file's test may have made it meanwhile: keep theirs)
+			mkdir -p "$dir.$BASHPID" && ln -sf "$TEST_PYTHON3" "$dir.$BASHPID/python3" &&
+				{ mv -T "$dir.$BASHPID" "$dir" 2>/dev/null || true; }
+			rm -rf "$dir.$BASHPID"
+		fi
+		: >"$dir.decided"
+	fi
+	[ -d "$dir" ] && PATH="$dir:$PATH"
+	return 0
+}
