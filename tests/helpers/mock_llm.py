@@ -153,7 +153,16 @@ CONTROL ENDPOINTS (not logged)
   GET  /_mock/script              {"remaining": N, "steps": [...]}
   POST /_mock/script[?replace=1]  append (or replace with) steps: same format
                                   as the script file; returns {"remaining": N}
-  POST /_mock/reset               forget steps and the in-memory request log
+  POST /_mock/reset               forget steps, models and the in-memory request log
+  POST /_mock/models              body {"MODEL": {FIELDS}, ...}: the models the server
+                                  says it serves (replaces earlier ones). GET /v1/models
+                                  lists them OpenAI-style, each {"id","object":"model",
+                                  "created":0,"owned_by":"mock"} plus FIELDS (e.g.
+                                  "max_model_len": 8192 as vLLM says it); POST /api/show
+                                  {"model": M} answers Ollama-style {"parameters":
+                                  "num_ctx N", ...} for a model whose FIELDS have
+                                  "num_ctx", else 404 (neither is logged: they are not
+                                  model calls)
 
 REQUEST LOG (one JSON object per line; also GET /_mock/requests)
   {"seq": 1, "ts_ms": 1700000000000, "method": "POST", "path": "/v1/messages",
@@ -210,6 +219,7 @@ class State:
         self.lenient = lenient
         self.verbose = verbose
         self.rng = random.Random(4242)
+        self.models = {}
 
     def add_steps(self, doc, replace=False):
         steps = doc.get("steps") if isinstance(doc, dict) else doc
@@ -283,6 +293,7 @@ class State:
         with self.lock:
             self.steps = []
             self.requests = []
+            self.models = {}
             if self.log_file:
                 self.log_file.truncate(0)
                 self.log_file.seek(0)
@@ -845,9 +856,28 @@ class Handler(BaseHTTPRequestHandler):
                 steps = [s for _, s, _ in self.state.steps]
             return self.send_json(200, {}, {"remaining": len(steps), "steps": steps})
         self.read_body()
+        if url.path == "/v1/models":
+            with self.state.lock:
+                models = dict(self.state.models)
+            data = [dict({"id": m, "object": "model", "created": 0, "owned_by": "mock"},
+                         **{k: v for k, v in f.items() if k != "num_ctx"}) for m, f in models.items()]
+            return self.send_json(200, {}, {"object": "list", "data": data})
         provider = self.provider_for(url.path)
         self.send_error_json(provider, 404, "not_found_error", "invalid_request_error", None, None,
                              "Not Found: GET %s" % url.path)
+
+    def ollama_show(self, raw):
+        try:
+            name = json.loads(raw.decode("utf-8")).get("model")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            name = None
+        with self.state.lock:
+            fields = self.state.models.get(name)
+        if not fields or "num_ctx" not in fields:
+            return self.send_json(404, {}, {"error": "model '%s' not found" % name})
+        return self.send_json(200, {}, {"modelfile": "FROM %s" % name,
+                                        "parameters": "num_ctx                        %d\nstop \"<|im_end|>\"" % fields["num_ctx"],
+                                        "details": {"format": "gguf"}})
 
     def do_POST(self):
         url = urlsplit(self.path)
@@ -859,6 +889,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.api(CHAT_PATHS[path], "chat", url, raw)
         if path in EMBED_PATHS:
             return self.api(EMBED_PATHS[path], "embed", url, raw)
+        if path == "/api/show":
+            return self.ollama_show(raw)
         provider = self.provider_for(path)
         self.send_error_json(provider, 404, "not_found_error", "invalid_request_error", None, None,
                              "Not Found: POST %s" % path)
@@ -879,6 +911,16 @@ class Handler(BaseHTTPRequestHandler):
             except (ValueError, UnicodeDecodeError) as e:
                 return self.send_json(400, {}, {"error": "bad script: %s" % e})
             return self.send_json(200, {}, {"remaining": n})
+        if url.path == "/_mock/models":
+            try:
+                models = json.loads(raw.decode("utf-8"))
+                if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
+                    raise ValueError("models must be an object of objects")
+            except (ValueError, UnicodeDecodeError) as e:
+                return self.send_json(400, {}, {"error": "bad models: %s" % e})
+            with self.state.lock:
+                self.state.models = models
+            return self.send_json(200, {}, {"models": len(models)})
         if url.path == "/_mock/reset":
             self.state.reset()
             return self.send_json(200, {}, {"remaining": 0})
