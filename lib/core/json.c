@@ -711,42 +711,46 @@ bool json_equal(jv a, jv b)
 	return jv_equal(jv_copy(a), jv_copy(b));
 }
 
+const unsigned char *json_utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+	unsigned c = *p, cp;
+	size_t n;
+
+	if (c >= 0xC2 && c <= 0xDF) {
+		n = 1;
+		cp = c & 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		n = 2;
+		cp = c & 0x0F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 3;
+		cp = c & 0x07;
+	} else {
+		return NULL;
+	}
+	if ((size_t)(end - p) <= n)
+		return NULL;
+	for (size_t i = 1; i <= n; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return NULL;
+		cp = (cp << 6) | (p[i] & 0x3F);
+	}
+	if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return NULL;
+	return p + n + 1;
+}
+
 bool json_utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	const unsigned char *end = p + len;
 
 	while (p < end) {
-		unsigned c = *p;
-		size_t n;
-		unsigned cp;
-
-		if (c < 0x80) {
+		if (*p < 0x80)
 			p++;
-			continue;
-		} else if (c >= 0xC2 && c <= 0xDF) {
-			n = 1;
-			cp = c & 0x1F;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			n = 2;
-			cp = c & 0x0F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
+		else if (!(p = json_utf8_seq(p, end)))
 			return false;
-		}
-		if ((size_t)(end - p) <= n)
-			return false;
-		for (size_t i = 1; i <= n; i++) {
-			if ((p[i] & 0xC0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3F);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-		    (cp >= 0xD800 && cp <= 0xDFFF))
-			return false;
-		p += n + 1;
 	}
 	return true;
 }

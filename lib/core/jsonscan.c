@@ -1,5 +1,6 @@
 /* jsonscan.c - a strict JSON checker that makes no jv; see jsonscan.h. */
 #include "core/jsonscan.h"
+#include "core/json.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -42,41 +43,6 @@ static long unit(const unsigned char *p, const unsigned char *end)
 	return u;
 }
 
-/*
- * Past one UTF-8 sequence of 2-4 bytes at p (its lead byte >= 0x80), or
- * NULL: the shortest form only, no surrogates, nothing above U+10FFFF (as
- * json_utf8_valid()).
- */
-static const unsigned char *utf8_seq(const unsigned char *p, const unsigned char *end)
-{
-	unsigned c = *p, cp;
-	size_t n;
-
-	if (c >= 0xC2 && c <= 0xDF) {
-		n = 1;
-		cp = c & 0x1F;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		n = 2;
-		cp = c & 0x0F;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 3;
-		cp = c & 0x07;
-	} else {
-		return NULL;
-	}
-	if ((size_t)(end - p) <= n)
-		return NULL;
-	for (size_t i = 1; i <= n; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return NULL;
-		cp = (cp << 6) | (p[i] & 0x3F);
-	}
-	if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return NULL;
-	return p + n + 1;
-}
-
 /* The bytes a string holds as they are: printable ASCII but '"' and '\\'. */
 #define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
 static const bool plain[256] = {
@@ -111,7 +77,7 @@ static const unsigned char *scan_string(struct scan *s, const unsigned char *p)
 			continue;
 		}
 		if (c >= 0x80) {
-			if (!(p = utf8_seq(p, end)))
+			if (!(p = json_utf8_seq(p, end)))
 				return NULL;
 			continue;
 		}
