@@ -365,8 +365,7 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
 	return 0;
 }
 
-/* Whether the main checkout has changes to tracked files (1), not (0). */
-static int main_checkout_dirty(struct forge_git *g)
+int forge_git_checkout_dirty(struct forge_git *g)
 {
 	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
 	git_status_list *list = NULL;
@@ -448,7 +447,7 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 	}
 
 	if (in_main) {
-		e = main_checkout_dirty(g);
+		e = forge_git_checkout_dirty(g);
 		if (e < 0)
 			goto out;
 		if (e > 0) {

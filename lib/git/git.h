@@ -46,6 +46,8 @@
 
 /* Returned (instead of 0) when there was nothing to do; not an error. */
 #define FORGE_GIT_NOTHING 1
+/* Returned by forge_git_merge_commit() when the changes conflict. */
+#define FORGE_GIT_CONFLICT 2
 
 /*
  * Initialise libgit2 once per process (later calls cost nothing); it is
@@ -220,6 +222,38 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * the branch is already at `rev`.
  */
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev);
+
+/*
+ * What a person does with a finished run (git_runs.c).
+ *
+ * diff_revs: forge_git_diff()'s outputs for the change from commit `from`
+ * to commit `to` (e.g. "refs/forge/TRACE/base" and "forge/TRACE"), the
+ * working files left out.
+ * run_refs: the refs a run leaves (its branch refs/heads/forge/TRACE and
+ * everything under refs/forge/TRACE/), of `trace` or of every run (NULL):
+ * [{"trace", "ref"}], sorted by ref within the two groups.
+ * ref_delete: delete the ref `name` (a full name); FORGE_GIT_NOTHING when
+ * there is none; refuses a branch checked out in some worktree.
+ * head_branch: the branch the main checkout is on ("main"); -1 when HEAD is
+ * detached.
+ * contains: *out is whether `ancestor` is `rev` or an ancestor of it.
+ * merge_commit: merge `rev` into `base_branch` with a merge commit (two
+ * parents, author and committer the user's user.name/user.email, else
+ * Forge's) even when a fast-forward would do; the branch must be the one
+ * checked out in the main checkout, which must have no changes to tracked
+ * files; its files and index are updated safely (GIT_CHECKOUT_SAFE).
+ * FORGE_GIT_NOTHING when `rev` is in the branch already,
+ * FORGE_GIT_CONFLICT (nothing changed, the message names up to 5 paths)
+ * when the two sides conflict.  *out (may be NULL) gets the new commit.
+ */
+int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, const char *from,
+			const char *to);
+int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace);
+int forge_git_ref_delete(struct forge_git *g, const char *name);
+int forge_git_head_branch(char **out, struct forge_git *g);
+int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const char *ancestor);
+int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
+			   const char *message);
 
 /*
  * Push `refspec` ("forge/TRACE", "refs/heads/a:refs/heads/b", "+src:dst";

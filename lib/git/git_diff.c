@@ -272,7 +272,6 @@ int forge_git_diff(char **out_patch, jv *out_files, struct forge_git_worktree *w
 	git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
 	git_tree *tree = NULL;
 	git_diff *diff = NULL;
-	git_buf text = GIT_BUF_INIT;
 	int rc = -1;
 
 	if (out_patch)
@@ -287,11 +286,25 @@ int forge_git_diff(char **out_patch, jv *out_files, struct forge_git_worktree *w
 		forge_git_fail("cannot diff worktree '%s'", wt->path);
 		goto out;
 	}
+	rc = forge_git_diff_output(out_patch, out_files, diff);
+out:
+	git_diff_free(diff);
+	git_tree_free(tree);
+	return rc;
+}
+
+int forge_git_diff_output(char **out_patch, jv *out_files, git_diff *diff)
+{
+	git_buf text = GIT_BUF_INIT;
+	int rc = -1;
+
+	if (out_patch)
+		*out_patch = NULL;
 	if (out_files && file_stats(out_files, diff) < 0)
 		goto out;
 	if (out_patch) {
 		if (git_diff_to_buf(&text, diff, GIT_DIFF_FORMAT_PATCH) < 0) {
-			forge_git_fail("cannot format the diff of worktree '%s'", wt->path);
+			forge_git_fail("cannot format a diff");
 			goto out;
 		}
 		*out_patch = text.ptr ? xstrndup(text.ptr, text.size) : xstrdup("");
@@ -303,8 +316,6 @@ out:
 		*out_files = jv_invalid();
 	}
 	git_buf_dispose(&text);
-	git_diff_free(diff);
-	git_tree_free(tree);
 	return rc;
 }
 

@@ -221,6 +221,24 @@ int store_lease_release(struct store *st, const char *trace_id, const char *hold
 int store_lease_get(jv *out, struct store *st, const char *trace_id);
 bool store_lease_alive(jv lease);
 
+/*
+ * The trace a person typed (traces.c): `prefix` is a whole trace id or the
+ * start of exactly one (of runs and of traces with events); a whole id wins
+ * over the longer ids it starts; a prefix in lower case that matches
+ * nothing is tried in upper case (ULIDs are).  Returns 0 with *out the
+ * whole id (malloc'd); STORE_TRACE_NONE when nothing matches ("no run
+ * matches 'X'"); STORE_TRACE_AMBIGUOUS when several do (the message lists
+ * up to 8 of them, one a line); -1 on a database error.  *out is NULL
+ * unless 0; forge_last_error() has the message otherwise.  Callers exit 2
+ * (usage) on the first two, 5 on -1.
+ */
+enum { STORE_TRACE_NONE = 1, STORE_TRACE_AMBIGUOUS = 2 };
+int store_resolve_trace(char **out, struct store *st, const char *prefix);
+
+/* The newest event of `type` in trace, as its stored record (an object),
+ * or null when there is none (traces.c). */
+int store_event_last(jv *out, struct store *st, const char *trace_id, const char *type);
+
 /* A run's status (runs.status): one enum, the strings the store keeps. */
 enum run_status {
 	RUN_PENDING, RUN_RUNNING, RUN_PAUSED, RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED,

@@ -1,0 +1,268 @@
+/*
+ * runview.c - one run as a person looks at it afterwards (runview.h).
+ */
+#include "app/runview.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "engine/gates.h"
+#include "git/git.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int runview_resolve(char **out, struct store *st, const char *prog, const char *typed)
+{
+	int rc = store_resolve_trace(out, st, typed);
+
+	if (rc == 0)
+		return FORGE_EXIT_OK;
+	fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+	return rc < 0 ? FORGE_EXIT_DEPENDENCY : FORGE_EXIT_USAGE;
+}
+
+void runview_refs(char **branch, char **base, struct store *st, const char *trace)
+{
+	jv cp = jv_null(), task;
+	struct buf b = BUF_INIT;
+
+	store_checkpoint_latest(&cp, st, trace);
+	task = json_get(cp, "task");
+	if (json_get_str(task, "branch"))
+		buf_adds(&b, json_get_str(task, "branch"));
+	else
+		buf_addf(&b, "forge/%s", trace);
+	*branch = buf_detach(&b, NULL);
+	*base = json_get_str(task, "base_commit") ? xstrdup(json_get_str(task, "base_commit")) : NULL;
+	jv_free(task);
+	jv_free(cp);
+}
+
+/* ---- from the events ------------------------------------------------- */
+
+struct walk {
+	jv phase_cost;      /* {"plan": {"usd","tokens","calls"}, ...} */
+	jv order;           /* phase names in the order first seen */
+	jv timeline;
+};
+
+static void add_cost(struct walk *w, const char *phase, jv ev)
+{
+	jv cost = json_get(ev, "cost"), pc;
+
+	if (jv_get_kind(cost) != JV_KIND_OBJECT) {
+		jv_free(cost);
+		return;
+	}
+	pc = json_get(w->phase_cost, phase);
+	if (jv_get_kind(pc) != JV_KIND_OBJECT) {
+		jv_free(pc);
+		pc = jv_object();
+		w->order = jv_array_append(w->order, jv_string(phase));
+	}
+	pc = json_set(pc, "usd", jv_number(json_get_num(pc, "usd", 0) + json_get_num(cost, "usd", 0)));
+	pc = json_set(pc, "tokens", jv_number(json_get_num(pc, "tokens", 0) + json_get_num(cost, "tokens", 0)));
+	pc = json_set(pc, "calls", jv_number(json_get_num(pc, "calls", 0) + 1));
+	w->phase_cost = json_set(w->phase_cost, phase, pc);
+	jv_free(cost);
+}
+
+static const char *str_or(jv v, const char *key, const char *dflt)
+{
+	const char *s = json_get_str(v, key);
+	return s ? s : dflt;
+}
+
+/* The line of the timeline for ev (type, payload p), or false to leave it out. */
+static bool describe(struct buf *t, const char *type, const char *phase, jv ev, jv p)
+{
+	if (!strcmp(type, "run.started"))
+		buf_addf(t, "run started: %s", str_or(p, "task", ""));
+	else if (!strcmp(type, "phase.started"))
+		buf_addf(t, "%s started", phase);
+	else if (!strcmp(type, "phase.completed"))
+		buf_addf(t, "%s %s in %.0f ms: %s", phase, str_or(p, "status", "?"),
+			 json_get_num(p, "duration_ms", 0), str_or(p, "reason", ""));
+	else if (!strcmp(type, "llm.called")) {
+		jv cost = json_get(ev, "cost");
+		buf_addf(t, "model %s: %.0f in + %.0f out tokens, $%.4f", str_or(p, "model", "?"),
+			 json_get_num(p, "input_tokens", 0), json_get_num(p, "output_tokens", 0),
+			 json_get_num(cost, "usd", 0));
+		jv_free(cost);
+	}
+	else if (!strncmp(type, "gate.", 5))
+		buf_addf(t, "gate %s %s%s%s", str_or(p, "gate", "?"), type + 5,
+			 json_get_str(p, "by") ? " by " : "", str_or(p, "by", ""));
+	else if (!strcmp(type, "loop.phase_bounce"))
+		buf_addf(t, "bounce %s -> %s: %s", str_or(p, "from", "?"), str_or(p, "to", "?"),
+			 str_or(p, "reason", ""));
+	else if (!strcmp(type, "breaker.tripped"))
+		buf_addf(t, "breaker %s tripped: %s", str_or(p, "breaker", "?"), str_or(p, "reason", ""));
+	else if (!strcmp(type, "run.completed") || !strcmp(type, "run.paused") ||
+		 !strcmp(type, "run.cancelled") || !strcmp(type, "run.failed"))
+		buf_addf(t, "run %s%s%s", type + 4, json_get_str(p, "reason") ? ": " : "", str_or(p, "reason", ""));
+	else if (!strcmp(type, "run.merged"))
+		buf_addf(t, "merged into %s at %.12s", str_or(p, "branch", "?"), str_or(p, "commit", "?"));
+	else
+		return false;
+	return true;
+}
+
+static int on_event(const char *line, size_t len, void *payload)
+{
+	struct walk *w = payload;
+	jv ev = jv_parse_sized(line, (int)len), p;
+	const char *type, *phase;
+	struct buf text = BUF_INIT;
+
+	if (jv_get_kind(ev) != JV_KIND_OBJECT) {
+		jv_free(ev);
+		return 0;
+	}
+	type = str_or(ev, "type", "");
+	phase = str_or(ev, "phase", "run");
+	p = json_get(ev, "payload");
+	add_cost(w, phase, ev);
+	if (describe(&text, type, phase, ev, p)) {
+		jv e = json_set(jv_object(), "ts", json_get(ev, "ts"));
+		e = json_set(e, "phase", jv_string(phase));
+		e = json_set(e, "type", jv_string(type));
+		w->timeline = jv_array_append(w->timeline, json_set(e, "text", jv_string(text.buf)));
+	}
+	buf_release(&text);
+	jv_free(p);
+	jv_free(ev);
+	return 0;
+}
+
+static jv phase_cost_list(struct walk *w)
+{
+	jv list = jv_array();
+
+	jv_array_foreach(w->order, i, name) {
+		jv pc = json_get(w->phase_cost, jv_string_value(name));
+		list = jv_array_append(list, json_set(pc, "phase", jv_copy(name)));
+		jv_free(name);
+	}
+	return list;
+}
+
+/* ---- the diff -------------------------------------------------------- */
+
+static jv diff_of(struct store *st, struct forge_git *g, const char *trace, jv state, bool with_patch)
+{
+	char *branch = NULL, *base = NULL, *patch = NULL, *head = NULL;
+	jv files = jv_invalid(), d = jv_null(), ch = json_get(state, "changes");
+
+	runview_refs(&branch, &base, st, trace);
+	if (g && base && forge_git_resolve(&head, g, branch) == 0 &&
+	    forge_git_diff_revs(with_patch ? &patch : NULL, &files, g, base, head) == 0) {
+		d = json_set(json_set(jv_object(), "from", jv_string("git")), "base", jv_string(base));
+		d = json_set(json_set(d, "head", jv_string(head)), "files", files);
+		if (with_patch)
+			d = json_set(d, "patch", jv_string(patch));
+	} else if (json_get_str(ch, "commit")) {
+		d = json_set(json_set(jv_object(), "from", jv_string("checkpoint")), "base", json_get(ch, "base_commit"));
+		d = json_set(json_set(d, "head", json_get(ch, "commit")), "files", json_get(ch, "files"));
+		if (with_patch)
+			d = json_set(d, "patch", json_get_str(ch, "diff") ? json_get(ch, "diff") : jv_string(""));
+	}
+	jv_free(ch);
+	free(branch);
+	free(base);
+	free(patch);
+	free(head);
+	return d;
+}
+
+/* ---- the whole view -------------------------------------------------- */
+
+int runview_load(jv *out, struct store *st, struct forge_git *g, const char *trace, bool with_patch)
+{
+	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), v;
+	struct walk w = { jv_object(), jv_array(), jv_array() };
+	static const char *const from_state[] = { "task", "plan", "review", "tests", "deployment", "bounces", "cost" };
+	int rc = -1;
+
+	*out = jv_null();
+	if (store_run_get(&run, st, trace) < 0 || store_checkpoint_latest(&cp, st, trace) < 0 ||
+	    store_event_last(&merged, st, trace, "run.merged") < 0 || gate_list(&gates, st, trace, false) < 0 ||
+	    store_events_foreach(st, trace, on_event, &w) < 0)
+		goto out;
+	if (jv_get_kind(run) == JV_KIND_OBJECT)
+		run = json_set(run, "config", jv_null());
+	v = json_set(jv_object(), "trace_id", jv_string(trace));
+	v = json_set(v, "run", jv_copy(run));
+	v = json_set(v, "status", jv_get_kind(merged) == JV_KIND_OBJECT ? jv_string("merged") :
+		     json_get_str(run, "status") ? json_get(run, "status") : jv_string("unknown"));
+	v = json_set(v, "merged", json_get(merged, "payload"));
+	for (size_t i = 0; i < sizeof from_state / sizeof *from_state; i++)
+		v = json_set(v, from_state[i], json_get(cp, from_state[i]));
+	v = json_set(v, "diff", diff_of(st, g, trace, cp, with_patch));
+	v = json_set(v, "phase_cost", phase_cost_list(&w));
+	v = json_set(v, "timeline", jv_copy(w.timeline));
+	*out = json_set(v, "gates", jv_copy(gates));
+	rc = 0;
+out:
+	jv_free(run);
+	jv_free(cp);
+	jv_free(merged);
+	jv_free(gates);
+	jv_free(w.phase_cost);
+	jv_free(w.order);
+	jv_free(w.timeline);
+	return rc;
+}
+
+/* ---- what to do next ------------------------------------------------- */
+
+void runview_next(struct buf *out, struct store *st, const char *trace)
+{
+	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null();
+
+	store_run_get(&run, st, trace);
+	store_checkpoint_latest(&cp, st, trace);
+	store_event_last(&merged, st, trace, "run.merged");
+	gate_list(&gates, st, trace, true);
+	enum run_status s = run_status_of(json_get_str(run, "status"));
+	jv commit = json_get_path(cp, "changes.commit");
+
+	if (jv_get_kind(gates) == JV_KIND_ARRAY && jv_array_length(jv_copy(gates)) > 0 && s != RUN_CANCELLED) {
+		jv g = jv_array_get(jv_copy(gates), 0);
+		buf_addf(out, "forge gate approve %s && forge resume %s", json_get_str(g, "id"), trace);
+		jv_free(g);
+	} else if (s == RUN_CANCELLED || jv_get_kind(merged) == JV_KIND_OBJECT) {
+		buf_adds(out, "forge gc");
+	} else if (s == RUN_COMPLETED) {
+		if (jv_get_kind(commit) == JV_KIND_STRING)
+			buf_addf(out, "forge diff %s && forge merge %s", trace, trace);
+		else
+			buf_addf(out, "forge show %s", trace);
+	} else {
+		buf_addf(out, "forge resume %s", trace);
+	}
+	jv_free(commit);
+	jv_free(run);
+	jv_free(cp);
+	jv_free(merged);
+	jv_free(gates);
+}
+
+void runview_local_time(char *out, size_t n, const char *iso, bool with_date)
+{
+	struct tm tm = { 0 }, local;
+	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	time_t t;
+
+	if (!end || (*end != '.' && *end != 'Z')) {
+		snprintf(out, n, "%s", iso ? iso : "-");
+		return;
+	}
+	t = timegm(&tm);
+	localtime_r(&t, &local);
+	strftime(out, n, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &local);
+}

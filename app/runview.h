@@ -1,0 +1,63 @@
+/*
+ * runview.h - one run as a person looks at it afterwards: what `forge
+ * show`, `forge report`, `forge diff` and `forge merge` read (runview.c).
+ */
+#ifndef FORGE_RUNVIEW_H
+#define FORGE_RUNVIEW_H
+
+#include <jv.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct store;
+struct forge_git;
+
+/*
+ * The whole trace id for what a person typed (a unique prefix,
+ * store_resolve_trace()).  Returns 0 with *out malloc'd, or the exit status
+ * after printing "PROG: MESSAGE" on stderr: FORGE_EXIT_USAGE when no run or
+ * several match, FORGE_EXIT_DEPENDENCY on a database error.
+ */
+int runview_resolve(char **out, struct store *st, const char *prog, const char *typed);
+
+/*
+ * Everything known about run `trace` (a whole id), as one object:
+ *   trace_id, run (store_run_get() without config), status (the run's,
+ *   "merged" when a run.merged event says so), merged (that event's
+ *   payload or null), task, plan, review, tests, deployment, bounces,
+ *   cost (from the newest checkpoint; null when absent),
+ *   diff {"base","head","files","patch","from"} -- "from" is "git" (the
+ *     run's branch against refs/forge/TRACE/base in the repository `g`) or
+ *     "checkpoint" (the state's changes, when the branch is gone or g is
+ *     NULL) -- or null when neither has one; patch only when with_patch,
+ *   phase_cost [{"phase","usd","tokens","calls"}] summed from the events,
+ *   timeline [{"ts","phase","type","text"}]: run start and end, phase
+ *     start and end, model calls, gates, bounces, breakers, merge,
+ *   gates (every gate row of the run, newest first).
+ * g may be NULL.  Returns 0, or -1 with forge_error() (the database).
+ * *out is the caller's.
+ */
+int runview_load(jv *out, struct store *st, struct forge_git *g, const char *trace, bool with_patch);
+
+/* The run's branch and base commit as the store knows them (the newest
+ * checkpoint's task, else forge/TRACE and refs/forge/TRACE/base): malloc'd
+ * strings; *base may be NULL when unknown. */
+void runview_refs(char **branch, char **base, struct store *st, const char *trace);
+
+/*
+ * The next command a person would run for the run, from where it stands in
+ * the store: "forge gate approve ID && forge resume TRACE" (a gate waits),
+ * "forge diff TRACE && forge merge TRACE" (completed with a commit, not
+ * merged), "forge show TRACE" (completed with nothing to merge),
+ * "forge resume TRACE" (paused, failed, interrupted), "forge gc"
+ * (cancelled or merged).  Appended to out.
+ */
+struct buf;
+void runview_next(struct buf *out, struct store *st, const char *trace);
+
+/* An event time ("2026-11-28T00:23:59.209Z", UTC) as local time
+ * "2026-11-28 01:23:59" (with_date) or "01:23:59"; the input as it is when
+ * it does not parse.  Writes at most n bytes to out. */
+void runview_local_time(char *out, size_t n, const char *iso, bool with_date);
+
+#endif

@@ -1,0 +1,278 @@
+/*
+ * forge-show - one run, all of it: summary, plan, diff stat, findings,
+ * tests, deployment, cost per phase, timeline, and what to do next.
+ *
+ *   forge show TRACE [--json]
+ */
+#include "app/cli.h"
+#include "app/runview.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "git/git.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_JSON = 256 };
+
+static const struct cli_option options[] = {
+	{ "json", 0, NULL, "the whole view as one JSON object (with the patch)", OPT_JSON },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-show",
+	.synopsis = "TRACE [--json]",
+	.description = "Show a run: its task, status, branch, worktree and base; the plan (tasks, risk,\n"
+		       "estimate); the diff stat of its branch against the commit it started from; the\n"
+		       "review's findings; the tests (failing ones by name); the deployment; the cost of\n"
+		       "each phase; a timeline of phases, model calls, gates and bounces (local times);\n"
+		       "and the next command to run.  TRACE may be any unique prefix of a trace id.",
+	.options = options,
+	.extra_help = "Exit status: 0 shown, 2 no run or several match TRACE, 5 the database failed.",
+};
+
+static void kv(const char *key, const char *val)
+{
+	printf("%-9s %s\n", key, val ? val : "-");
+}
+
+static void print_summary(jv v)
+{
+	jv task = json_get(v, "task"), run = json_get(v, "run"), merged = json_get(v, "merged");
+	char when[64];
+
+	kv("run", json_get_str(v, "trace_id"));
+	kv("task", json_get_str(run, "task"));
+	if (jv_get_kind(merged) == JV_KIND_OBJECT)
+		printf("%-9s merged into %s at %.12s\n", "status", json_get_str(merged, "branch"),
+		       json_get_str(merged, "commit"));
+	else
+		printf("%-9s %s%s%s\n", "status", json_get_str(v, "status"),
+		       json_get_str(run, "current_phase") ? " at " : "",
+		       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "");
+	if (json_get_str(run, "error") && *json_get_str(run, "error"))
+		kv("reason", json_get_str(run, "error"));
+	runview_local_time(when, sizeof when, json_get_str(run, "started_at"), true);
+	kv("started", when);
+	kv("branch", json_get_str(task, "branch"));
+	kv("worktree", json_get_str(task, "worktree"));
+	if (json_get_str(task, "base_ref"))
+		printf("%-9s %s (%.12s)\n", "base", json_get_str(task, "base_ref"),
+		       json_get_str(task, "base_commit") ? json_get_str(task, "base_commit") : "?");
+	jv_free(task);
+	jv_free(run);
+	jv_free(merged);
+}
+
+static void print_plan(jv plan)
+{
+	jv tasks = json_get(plan, "tasks"), risk = json_get(plan, "risk"), est = json_get(plan, "estimates");
+
+	if (jv_get_kind(plan) != JV_KIND_OBJECT)
+		goto out;
+	printf("\nplan      %s\n", json_get_str(plan, "summary") ? json_get_str(plan, "summary") : "");
+	printf("          risk %s (%.2f), estimate %s, %s\n", json_get_str(risk, "level") ? json_get_str(risk, "level") : "?",
+	       json_get_num(risk, "score", 0), json_get_str(est, "complexity") ? json_get_str(est, "complexity") : "?",
+	       json_get_str(est, "effort") ? json_get_str(est, "effort") : "?");
+	if (jv_get_kind(tasks) == JV_KIND_ARRAY) {
+		jv_array_foreach(tasks, i, t) {
+			jv files = json_get(t, "files");
+			struct buf f = BUF_INIT;
+			if (jv_get_kind(files) == JV_KIND_ARRAY) {
+				jv_array_foreach(files, k, p) {
+					buf_addf(&f, "%s%s", k ? ", " : "", jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : "?");
+					jv_free(p);
+				}
+			}
+			printf("  %-4s %s%s%s%s\n", json_get_str(t, "id") ? json_get_str(t, "id") : "-",
+			       json_get_str(t, "title") ? json_get_str(t, "title") : "", f.len ? " [" : "", f.buf, f.len ? "]" : "");
+			buf_release(&f);
+			jv_free(files);
+			jv_free(t);
+		}
+	}
+out:
+	jv_free(tasks);
+	jv_free(risk);
+	jv_free(est);
+}
+
+static void print_diff(jv diff)
+{
+	jv files = json_get(diff, "files");
+	long add = 0, del = 0;
+
+	if (jv_get_kind(files) != JV_KIND_ARRAY) {
+		printf("\nchanges   none\n");
+		jv_free(files);
+		return;
+	}
+	jv_array_foreach(files, i, f) {
+		add += (long)json_get_num(f, "additions", 0);
+		del += (long)json_get_num(f, "deletions", 0);
+		jv_free(f);
+	}
+	int n = jv_array_length(jv_copy(files));
+	printf("\nchanges   %d file%s (+%ld -%ld), %.12s..%.12s\n", n, n == 1 ? "" : "s", add, del,
+	       json_get_str(diff, "base") ? json_get_str(diff, "base") : "?",
+	       json_get_str(diff, "head") ? json_get_str(diff, "head") : "?");
+	jv_array_foreach(files, i, f) {
+		const char *a = json_get_str(f, "action");
+		printf("  %c %-40s +%.0f -%.0f\n", a && !strcmp(a, "create") ? 'A' : a && !strcmp(a, "delete") ? 'D' : 'M',
+		       json_get_str(f, "path"), json_get_num(f, "additions", 0), json_get_num(f, "deletions", 0));
+		jv_free(f);
+	}
+	jv_free(files);
+}
+
+static void print_findings(jv review)
+{
+	jv findings = json_get(review, "findings");
+
+	if (jv_get_kind(review) == JV_KIND_OBJECT) {
+		int n = jv_get_kind(findings) == JV_KIND_ARRAY ? jv_array_length(jv_copy(findings)) : 0;
+		printf("\nreview    %s, %d finding%s\n", json_get_str(review, "decision") ? json_get_str(review, "decision") : "?",
+		       n, n == 1 ? "" : "s");
+		if (n) {
+			jv_array_foreach(findings, i, f) {
+				printf("  %s:%.0f: %s: %s\n", json_get_str(f, "file") ? json_get_str(f, "file") : "?",
+				       json_get_num(f, "line", 0), json_get_str(f, "severity") ? json_get_str(f, "severity") : "?",
+				       json_get_str(f, "message") ? json_get_str(f, "message") : "");
+				jv_free(f);
+			}
+		}
+	}
+	jv_free(findings);
+}
+
+static void print_tests(jv tests, jv dp)
+{
+	jv sum = json_get(tests, "summary"), failures = json_get(tests, "failures");
+
+	if (jv_get_kind(sum) == JV_KIND_OBJECT)
+		printf("\ntests     %.0f passed, %.0f failed, %.0f skipped (%s)\n", json_get_num(sum, "passed", 0),
+		       json_get_num(sum, "failed", 0), json_get_num(sum, "skipped", 0),
+		       json_get_str(tests, "command") ? json_get_str(tests, "command") : "?");
+	else if (jv_get_kind(tests) == JV_KIND_OBJECT)
+		printf("\ntests     none run%s%s\n", json_get_str(tests, "note") ? ": " : "",
+		       json_get_str(tests, "note") ? json_get_str(tests, "note") : "");
+	if (jv_get_kind(failures) == JV_KIND_ARRAY) {
+		jv_array_foreach(failures, i, f) {
+			const char *m = json_get_str(f, "message");
+			printf("  FAIL %s%s%.*s\n", json_get_str(f, "test") ? json_get_str(f, "test") : "?", m ? ": " : "",
+			       m ? (int)strcspn(m, "\n") : 0, m ? m : "");
+			jv_free(f);
+		}
+	}
+	if (json_get_str(dp, "status"))
+		printf("deploy    %s (%s, %s)%s%s\n", json_get_str(dp, "status"),
+		       json_get_str(dp, "strategy") ? json_get_str(dp, "strategy") : "?",
+		       json_get_str(dp, "environment") ? json_get_str(dp, "environment") : "?",
+		       json_get_str(dp, "url") ? " " : "", json_get_str(dp, "url") ? json_get_str(dp, "url") : "");
+	jv_free(sum);
+	jv_free(failures);
+}
+
+static void print_cost(jv v)
+{
+	jv pc = json_get(v, "phase_cost"), cost = json_get(v, "cost");
+
+	printf("\ncost     ");
+	jv_array_foreach(pc, i, p) {
+		printf(" %s $%.4f (%.0f call%s) ·", json_get_str(p, "phase"), json_get_num(p, "usd", 0),
+		       json_get_num(p, "calls", 0), json_get_num(p, "calls", 0) == 1 ? "" : "s");
+		jv_free(p);
+	}
+	printf(" total $%.4f (%.0f tokens)\n", json_get_num(cost, "usd", 0), json_get_num(cost, "tokens", 0));
+	jv_free(pc);
+	jv_free(cost);
+}
+
+static void print_timeline(jv timeline)
+{
+	printf("\ntimeline\n");
+	jv_array_foreach(timeline, i, e) {
+		char when[32];
+		runview_local_time(when, sizeof when, json_get_str(e, "ts"), false);
+		printf("  %s  %s\n", when, json_get_str(e, "text"));
+		jv_free(e);
+	}
+}
+
+static void print_view(struct store *st, jv v)
+{
+	jv plan = json_get(v, "plan"), diff = json_get(v, "diff"), review = json_get(v, "review"),
+	   tests = json_get(v, "tests"), dp = json_get(v, "deployment"), tl = json_get(v, "timeline");
+	struct buf next = BUF_INIT;
+
+	print_summary(v);
+	print_plan(plan);
+	print_diff(diff);
+	print_findings(review);
+	print_tests(tests, dp);
+	print_cost(v);
+	print_timeline(tl);
+	runview_next(&next, st, json_get_str(v, "trace_id"));
+	printf("\nnext      %s\n", next.buf);
+	buf_release(&next);
+	jv_free(plan);
+	jv_free(diff);
+	jv_free(review);
+	jv_free(tests);
+	jv_free(dp);
+	jv_free(tl);
+}
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	(void)arg;
+	if (id == OPT_JSON) {
+		*(bool *)payload = true;
+		return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	bool json = false;
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &json);
+	struct session ses;
+	struct forge_git *g = NULL;
+	char *trace = NULL;
+	jv view = jv_null();
+	int status;
+
+	if (argc - first != 1)
+		cli_usage_error(&spec, "one trace id is needed");
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
+	if (status) {
+		fprintf(stderr, "forge-show: %s\n", forge_last_error());
+		return cli_finish("forge-show", status);
+	}
+	status = runview_resolve(&trace, ses.store, "forge-show", argv[first]);
+	if (status)
+		goto out;
+	if (ses.repo && forge_git_open(&g, ses.repo) < 0)
+		g = NULL;      /* the diff then comes from the checkpoint */
+	if (runview_load(&view, ses.store, g, trace, json) < 0) {
+		fprintf(stderr, "forge-show: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (json)
+		json_write_line(stdout, jv_copy(view), false);
+	else
+		print_view(ses.store, view);
+out:
+	jv_free(view);
+	forge_git_free(g);
+	free(trace);
+	session_close(&ses);
+	return cli_finish("forge-show", status);
+}

@@ -1,0 +1,311 @@
+/*
+ * git_runs.c - what a person does with a finished run (git.h): its diff
+ * between two commits, its refs (to list and delete), the branch the
+ * user's checkout is on, ancestry, and a merge commit into the base branch.
+ */
+#include "git/git_internal.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The tree of the commit rev names. */
+static int rev_tree(git_tree **out, git_repository *repo, const char *rev)
+{
+	git_commit *c = NULL;
+	git_oid id;
+	int rc = -1;
+
+	*out = NULL;
+	if (forge_git_peel(&id, NULL, repo, rev) < 0)
+		return -1;
+	if (git_commit_lookup(&c, repo, &id) < 0 || git_commit_tree(out, c) < 0)
+		forge_git_fail("cannot read the tree of '%s'", rev);
+	else
+		rc = 0;
+	git_commit_free(c);
+	return rc;
+}
+
+int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, const char *from,
+			const char *to)
+{
+	git_tree *a = NULL, *b = NULL;
+	git_diff *diff = NULL;
+	int rc = -1;
+
+	if (out_patch)
+		*out_patch = NULL;
+	if (out_files)
+		*out_files = jv_invalid();
+	if (rev_tree(&a, g->repo, from) < 0 || rev_tree(&b, g->repo, to) < 0)
+		goto out;
+	if (git_diff_tree_to_tree(&diff, g->repo, a, b, NULL) < 0) {
+		forge_git_fail("cannot diff '%s' with '%s'", from, to);
+		goto out;
+	}
+	rc = forge_git_diff_output(out_patch, out_files, diff);
+out:
+	git_diff_free(diff);
+	git_tree_free(a);
+	git_tree_free(b);
+	return rc;
+}
+
+int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace)
+{
+	static const char *const globs[] = { "refs/heads/forge/*", "refs/forge/*" };
+	jv list = jv_array();
+
+	*out = jv_invalid();
+	for (size_t k = 0; k < 2; k++) {
+		git_reference_iterator *it = NULL;
+		const char *name;
+		int e;
+
+		if (git_reference_iterator_glob_new(&it, g->repo, globs[k]) < 0) {
+			jv_free(list);
+			return forge_git_fail("cannot list the refs of '%s'", g->root);
+		}
+		while ((e = git_reference_next_name(&name, it)) == 0) {
+			/* refs/heads/forge/T or refs/forge/T/...: the trace is the
+			 * component after the prefix */
+			const char *t = name + (k == 0 ? strlen("refs/heads/forge/") : strlen("refs/forge/"));
+			size_t n = strcspn(t, "/");
+
+			if (k == 0 && t[n])
+				continue;      /* refs/heads/forge/a/b: not a run's */
+			if (trace && (strlen(trace) != n || strncmp(t, trace, n) != 0))
+				continue;
+			list = jv_array_append(list, json_set(json_set(jv_object(), "trace", jv_string_sized(t, (int)n)),
+							      "ref", jv_string(name)));
+		}
+		git_reference_iterator_free(it);
+		if (e != GIT_ITEROVER) {
+			jv_free(list);
+			return forge_git_fail("cannot list the refs of '%s'", g->root);
+		}
+	}
+	*out = list;
+	return 0;
+}
+
+int forge_git_ref_delete(struct forge_git *g, const char *name)
+{
+	git_reference *ref = NULL;
+	int e = git_reference_lookup(&ref, g->repo, name);
+
+	if (e == GIT_ENOTFOUND)
+		return FORGE_GIT_NOTHING;
+	if (e == 0 && strncmp(name, "refs/heads/", 11) == 0 && git_branch_is_checked_out(ref) == 1) {
+		git_reference_free(ref);
+		return forge_error("cannot delete '%s': it is checked out", name);
+	}
+	if (e == 0)
+		e = git_reference_delete(ref);
+	git_reference_free(ref);
+	if (e < 0)
+		return forge_git_fail("cannot delete '%s'", name);
+	return 0;
+}
+
+int forge_git_head_branch(char **out, struct forge_git *g)
+{
+	git_reference *head = NULL;
+	const char *target;
+	int rc = -1;
+
+	*out = NULL;
+	if (git_reference_lookup(&head, g->repo, "HEAD") < 0)
+		return forge_git_fail("cannot read HEAD of '%s'", g->root);
+	target = git_reference_symbolic_target(head);
+	if (target && strncmp(target, "refs/heads/", 11) == 0) {
+		*out = xstrdup(target + 11);
+		rc = 0;
+	} else {
+		rc = forge_error("'%s' is not on a branch (detached HEAD)", g->root);
+	}
+	git_reference_free(head);
+	return rc;
+}
+
+int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const char *ancestor)
+{
+	git_oid a, b;
+	int e;
+
+	*out = false;
+	if (forge_git_peel(&a, NULL, g->repo, rev) < 0 || forge_git_peel(&b, NULL, g->repo, ancestor) < 0)
+		return -1;
+	if (git_oid_equal(&a, &b)) {
+		*out = true;
+		return 0;
+	}
+	e = git_graph_descendant_of(g->repo, &a, &b);
+	if (e < 0)
+		return forge_git_fail("cannot compare '%s' with '%s'", rev, ancestor);
+	*out = e == 1;
+	return 0;
+}
+
+/* The tree of merging theirs into ours (both commits); FORGE_GIT_CONFLICT
+ * naming the first conflicted paths when they do not merge cleanly. */
+static int merged_tree(git_oid *out, git_repository *repo, git_commit *ours, git_commit *theirs)
+{
+	git_index *index = NULL;
+	int rc = -1;
+
+	if (git_merge_commits(&index, repo, ours, theirs, NULL) < 0) {
+		forge_git_fail("cannot merge");
+		goto out;
+	}
+	if (git_index_has_conflicts(index)) {
+		git_index_conflict_iterator *it = NULL;
+		const git_index_entry *anc, *o, *t;
+		struct buf paths = BUF_INIT;
+		int n = 0;
+
+		if (git_index_conflict_iterator_new(&it, index) == 0) {
+			while (n < 5 && git_index_conflict_next(&anc, &o, &t, it) == 0) {
+				const git_index_entry *e = o ? o : t ? t : anc;
+				buf_addf(&paths, "%s%s", n++ ? ", " : "", e ? e->path : "?");
+			}
+			git_index_conflict_iterator_free(it);
+		}
+		forge_error("the changes conflict in %s", paths.len ? paths.buf : "some files");
+		buf_release(&paths);
+		rc = FORGE_GIT_CONFLICT;
+		goto out;
+	}
+	if (git_index_write_tree_to(out, index, repo) < 0) {
+		forge_git_fail("cannot write the merged tree");
+		goto out;
+	}
+	rc = 0;
+out:
+	git_index_free(index);
+	return rc;
+}
+
+/* The signature of the user (user.name/user.email), else Forge's. */
+static int user_signature(git_signature **out, git_repository *repo)
+{
+	if (git_signature_default(out, repo) == 0)
+		return 0;
+	return forge_git_signature(out);
+}
+
+/* Make the merge commit of theirs into the tip of branch_ref: *out its id. */
+static int make_merge_commit(git_oid *out, struct forge_git *g, const git_oid *tip, const git_oid *theirs,
+			     const char *message)
+{
+	git_commit *c_ours = NULL, *c_theirs = NULL;
+	git_tree *tree = NULL;
+	git_signature *sig = NULL;
+	git_oid tree_id;
+	int e, rc = -1;
+
+	if (git_commit_lookup(&c_ours, g->repo, tip) < 0 || git_commit_lookup(&c_theirs, g->repo, theirs) < 0) {
+		forge_git_fail("cannot read the commits to merge");
+		goto out;
+	}
+	e = git_graph_descendant_of(g->repo, theirs, tip);
+	if (e < 0) {
+		forge_git_fail("cannot compare the commits to merge");
+		goto out;
+	}
+	if (e == 1)
+		git_oid_cpy(&tree_id, git_commit_tree_id(c_theirs));   /* theirs has all of ours */
+	else if ((rc = merged_tree(&tree_id, g->repo, c_ours, c_theirs)) != 0)
+		goto out;
+	rc = -1;
+	if (git_tree_lookup(&tree, g->repo, &tree_id) < 0 || user_signature(&sig, g->repo) < 0) {
+		forge_git_fail("cannot prepare the merge commit");
+		goto out;
+	}
+	const git_commit *parents[2] = { c_ours, c_theirs };
+	if (git_commit_create(out, g->repo, NULL, sig, sig, NULL, message, tree, 2, parents) < 0) {
+		forge_git_fail("cannot write the merge commit");
+		goto out;
+	}
+	rc = 0;
+out:
+	git_signature_free(sig);
+	git_tree_free(tree);
+	git_commit_free(c_ours);
+	git_commit_free(c_theirs);
+	return rc;
+}
+
+int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
+			   const char *message)
+{
+	git_reference *ref = NULL, *moved = NULL;
+	git_commit *commit = NULL;
+	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
+	struct buf name = BUF_INIT;
+	git_oid theirs, merge;
+	char *head = NULL;
+	int e, rc = -1;
+
+	if (out)
+		*out = NULL;
+	buf_addf(&name, "refs/heads/%s", base_branch);
+	if (forge_git_head_branch(&head, g) < 0)
+		goto out;
+	if (strcmp(head, base_branch) != 0) {
+		forge_error("'%s' is not checked out in '%s' (it is on '%s')", base_branch, g->root, head);
+		goto out;
+	}
+	if (forge_git_peel(&theirs, NULL, g->repo, rev) < 0)
+		goto out;
+	if (git_reference_lookup(&ref, g->repo, name.buf) < 0) {
+		forge_git_fail("no branch '%s' to merge into", base_branch);
+		goto out;
+	}
+	const git_oid *tip = git_reference_target(ref);
+	e = git_oid_equal(tip, &theirs) ? 1 : git_graph_descendant_of(g->repo, tip, &theirs);
+	if (e != 0) {
+		if (e < 0)
+			forge_git_fail("cannot compare '%s' with '%s'", rev, base_branch);
+		else
+			rc = FORGE_GIT_NOTHING;      /* already in the branch */
+		goto out;
+	}
+	e = forge_git_checkout_dirty(g);
+	if (e != 0) {
+		if (e > 0)
+			forge_error("cannot merge into '%s': '%s' has uncommitted changes to tracked "
+				    "files; commit or stash them first", base_branch, g->root);
+		goto out;
+	}
+	if ((rc = make_merge_commit(&merge, g, tip, &theirs, message)) != 0)
+		goto out;
+	rc = -1;
+	if (git_commit_lookup(&commit, g->repo, &merge) < 0) {
+		forge_git_fail("cannot read the merge commit");
+		goto out;
+	}
+	copts.checkout_strategy = GIT_CHECKOUT_SAFE;
+	if (git_checkout_tree(g->repo, (const git_object *)commit, &copts) < 0) {
+		forge_git_fail("cannot merge into '%s': updating the files of '%s' failed", base_branch, g->root);
+		goto out;
+	}
+	if (git_reference_set_target(&moved, ref, &merge, "forge: merge") < 0) {
+		forge_git_fail("cannot move branch '%s'", base_branch);
+		goto out;
+	}
+	if (out)
+		*out = forge_git_hex(&merge);
+	rc = 0;
+out:
+	git_reference_free(moved);
+	git_reference_free(ref);
+	git_commit_free(commit);
+	buf_release(&name);
+	free(head);
+	return rc;
+}
