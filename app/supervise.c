@@ -1,5 +1,6 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "app/supervise.h"
+#include "app/runview.h"
 #include "core/buf.h"
 #include "data/config.h"
 #include "core/forge.h"
@@ -956,6 +957,10 @@ static void summary(struct sup *s, int code)
 	       json_get_num(cost, "tokens", 0));
 	buf_release(&per);
 	printf("  events    forge events replay %s\n", s->trace);
+	struct buf next = BUF_INIT;      /* what the person does now (runview.h) */
+	runview_next(&next, s->o->store, s->trace);
+	printf("  next      %s\n", next.buf);
+	buf_release(&next);
 	jv_free(task);
 	jv_free(ch);
 	jv_free(rv);

@@ -204,16 +204,40 @@ static int print_line(const char *line, size_t len, void *payload)
 	return stream_write_raw(&r->out, line, len) < 0 ? 1 : 0;
 }
 
-static int cmd_replay(const struct cli_common *common, const char *trace)
+/*
+ * The whole trace id for a unique prefix (store_resolve_trace()); several
+ * matches are a usage error (2).  A trace nothing matches is left as typed:
+ * replay then says "no events" with status 1, as grep would.  *out is
+ * malloc'd.
+ */
+static int resolve(char **out, struct store *st, const char *typed)
+{
+	int rc = store_resolve_trace(out, st, typed);
+
+	if (rc == STORE_TRACE_NONE) {
+		*out = xstrdup(typed);
+		return 0;
+	}
+	if (rc != 0)
+		fprintf(stderr, "forge-events: %s\n", forge_last_error());
+	return rc == 0 ? 0 : rc < 0 ? FORGE_EXIT_DEPENDENCY : FORGE_EXIT_USAGE;
+}
+
+static int cmd_replay(const struct cli_common *common, const char *typed)
 {
 	struct replay r = { .printed = 0 };
 	struct store *st;
+	char *trace = NULL;
 	int status;
 
 	stream_out_init(&r.out, stdout, "forge-events", NULL);
 	status = open_store(&st, common, true);
 	if (status)
 		return status;
+	if ((status = resolve(&trace, st, typed)) != 0) {
+		store_free(st);
+		return status;
+	}
 	int rc = store_events_foreach(st, trace, print_line, &r);
 	if (rc < 0) {
 		fprintf(stderr, "forge-events: %s\n", forge_last_error());
@@ -227,18 +251,24 @@ static int cmd_replay(const struct cli_common *common, const char *trace)
 		}
 		jv_free(run);
 	}
+	free(trace);
 	store_free(st);
 	return cli_out_status(&r.out, status);
 }
 
-static int cmd_replay_state(const struct cli_common *common, const struct args *a, const char *trace)
+static int cmd_replay_state(const struct cli_common *common, const struct args *a, const char *typed)
 {
 	struct store *st;
-	jv state, how;
+	jv state = jv_null(), how = jv_null();
+	char *trace = NULL;
 	int status = open_store(&st, common, true), rc;
 
 	if (status)
 		return status;
+	if ((status = resolve(&trace, st, typed)) != 0) {
+		store_free(st);
+		return status;
+	}
 	rc = state_rebuild(&state, &how, st, trace, a->from);
 	if (rc < 0) {
 		fprintf(stderr, "forge-events: %s\n", forge_last_error());
@@ -261,6 +291,7 @@ static int cmd_replay_state(const struct cli_common *common, const struct args *
 	}
 	jv_free(state);
 	jv_free(how);
+	free(trace);
 	store_free(st);
 	return status;
 }

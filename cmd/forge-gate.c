@@ -9,6 +9,7 @@
  * human wanted changed), so later runs learn from it.
  */
 #include "app/cli.h"
+#include "app/runview.h"
 #include "data/config.h"
 #include "core/forge.h"
 #include "engine/gates.h"
@@ -147,8 +148,15 @@ int main(int argc, char **argv)
 	}
 	if (is_decide)
 		status = decide(ses.store, ses.cfg, argv[first + 1], strcmp(cmd, "approve") == 0, a.note);
-	else
-		status = list(ses.store, nargs ? argv[first + 1] : NULL, &a);
+	else if (!nargs)
+		status = list(ses.store, NULL, &a);
+	else {
+		char *trace = NULL;   /* a unique prefix of a trace id */
+		status = runview_resolve(&trace, ses.store, "forge-gate", argv[first + 1]);
+		if (!status)
+			status = list(ses.store, trace, &a);
+		free(trace);
+	}
 	session_close(&ses);
 	return cli_finish("forge-gate", status);
 }

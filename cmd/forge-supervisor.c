@@ -5,6 +5,9 @@
  */
 #include "core/buf.h"
 #include "app/cli.h"
+#include "app/runclean.h"
+#include "app/runview.h"
+#include "git/git.h"
 #include "data/config.h"
 #include "core/forge.h"
 #include "engine/gates.h"
@@ -15,6 +18,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -141,6 +145,14 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return code;
 	}
+	char *resolved = NULL;
+	if (strcmp(what, "resume") == 0) {
+		if ((code = runview_resolve(&resolved, e.store, prog, arg)) != 0) {
+			session_close(&e);
+			return code;
+		}
+		arg = resolved;
+	}
 	char *dir = cli_self_dir();
 
 	if (!dir)
@@ -162,6 +174,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	code = strcmp(what, "run") == 0 ? supervise_run(&o, arg) : supervise_resume(&o, arg);
 	free(pargs);
 	free(dir);
+	free(resolved);
 	session_close(&e);
 	return code;
 }
@@ -186,16 +199,24 @@ static jv shown(struct store *st, jv run)
 	return run;
 }
 
-/* Borrows all three. */
-static void print_run(jv run, jv checkpoint, jv gates)
+/* Borrows all four; merged is the run.merged event or null. */
+static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 {
+	jv mp = json_get(merged, "payload");
+	char when[64];
+
 	printf("run      %s\n", json_get_str(run, "trace_id"));
 	printf("task     %s\n", json_get_str(run, "task"));
-	printf("status   %s%s%s\n", json_get_str(run, "status"), json_get_str(run, "current_phase") ? " at " : "",
-	       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "");
+	if (jv_get_kind(mp) == JV_KIND_OBJECT)
+		printf("status   merged into %s at %.12s\n", json_get_str(mp, "branch"), json_get_str(mp, "commit"));
+	else
+		printf("status   %s%s%s\n", json_get_str(run, "status"), json_get_str(run, "current_phase") ? " at " : "",
+		       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "");
+	jv_free(mp);
 	printf("cost     $%.4f (%.0f tokens)\n", json_get_num(run, "total_cost_usd", 0),
 	       json_get_num(run, "total_tokens", 0));
-	printf("started  %s\n", json_get_str(run, "started_at"));
+	runview_local_time(when, sizeof when, json_get_str(run, "started_at"), true);
+	printf("started  %s\n", when);
 	if (json_get_str(run, "error") && *json_get_str(run, "error"))
 		printf("reason   %s\n", json_get_str(run, "error"));
 	jv task = json_get(checkpoint, "task");
@@ -218,7 +239,8 @@ static void print_run(jv run, jv checkpoint, jv gates)
 static int cmd_status(const struct cli_common *c, const struct args *a, const char *trace)
 {
 	struct session e;
-	jv run = jv_null(), cp = jv_null(), gates = jv_null();
+	jv run = jv_null(), cp = jv_null(), gates = jv_null(), merged = jv_null();
+	char *resolved = NULL;
 	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
 	if (code) {
@@ -231,7 +253,9 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 			run = jv_array_get(jv_copy(runs), 0);
 		jv_free(runs);
 	} else {
-		store_run_get(&run, e.store, trace);
+		if ((code = runview_resolve(&resolved, e.store, prog, trace)) != 0)
+			goto out;
+		store_run_get(&run, e.store, resolved);
 	}
 	if (jv_get_kind(run) != JV_KIND_OBJECT) {
 		fprintf(stderr, "%s: %s\n", prog, trace ? "no such run" : "no runs yet");
@@ -242,14 +266,17 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 	const char *id = json_get_str(run, "trace_id");
 	store_checkpoint_latest(&cp, e.store, id);
 	gate_list(&gates, e.store, id, true);
+	store_event_last(&merged, e.store, id, "run.merged");
 	if (a->json) {
 		jv o = json_set(json_set(json_set(jv_object(), "run", jv_copy(run)), "state", jv_copy(cp)),
 				"pending_gates", jv_copy(gates));
-		json_write_line(stdout, o, false);
+		json_write_line(stdout, json_set(o, "merged", json_get(merged, "payload")), false);
 	} else {
-		print_run(run, cp, gates);
+		print_run(run, cp, gates, merged);
 	}
 out:
+	free(resolved);
+	jv_free(merged);
 	jv_free(run);
 	jv_free(cp);
 	jv_free(gates);
@@ -257,10 +284,60 @@ out:
 	return code;
 }
 
+/* How many bytes of task fit in width columns: whole UTF-8 sequences,
+ * one column each (an approximation that never cuts a character). */
+static int fit(const char *task, int width, bool *cut)
+{
+	int cols = 0;
+	size_t i = 0;
+
+	*cut = false;
+	while (task[i]) {
+		size_t n = 1;
+		while ((task[i + n] & 0xC0) == 0x80)
+			n++;
+		if (cols == width - 1 && task[i + n]) {
+			*cut = true;      /* the last column holds the ellipsis */
+			break;
+		}
+		cols++;
+		i += n;
+	}
+	return (int)i;
+}
+
+/* The task column's width: what the terminal leaves (at least 20), else 60. */
+static int task_width(void)
+{
+	struct winsize ws;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col > 82 + 20 ? ws.ws_col - 82 : 20;
+	return 60;
+}
+
+static void history_line(struct store *st, jv r, int width)
+{
+	jv merged = jv_null();
+	char when[64];
+	bool cut;
+	const char *task = json_get_str(r, "task") ? json_get_str(r, "task") : "";
+	int n = fit(task, width, &cut);
+
+	store_event_last(&merged, st, json_get_str(r, "trace_id"), "run.merged");
+	runview_local_time(when, sizeof when, json_get_str(r, "started_at"), true);
+	printf("%-26s  %-9s  %-9s  %9.4f  %-19s  %.*s%s\n", json_get_str(r, "trace_id"),
+	       jv_get_kind(merged) == JV_KIND_OBJECT ? "merged" : json_get_str(r, "status"),
+	       json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
+	       json_get_num(r, "total_cost_usd", 0), when, n, task, cut ? "…" : "");
+	jv_free(merged);
+}
+
 static int cmd_history(const struct cli_common *c, const struct args *a)
 {
 	struct session e;
 	jv runs;
+	int width = task_width();
 	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
 	if (code) {
@@ -273,16 +350,14 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	if (!a->json && jv_array_length(jv_copy(runs)) > 0)
-		printf("%-26s  %-9s  %-9s  %9s  %-24s  %s\n", "TRACE", "STATUS", "PHASE", "COST", "STARTED", "TASK");
+		printf("%-26s  %-9s  %-9s  %9s  %-19s  %s\n", "TRACE", "STATUS", "PHASE", "COST", "STARTED", "TASK");
 	jv_array_foreach(runs, i, r) {
 		r = shown(e.store, r);
 		if (a->json) {
 			json_write_line(stdout, r, false);
 			continue;
 		}
-		printf("%-26s  %-9s  %-9s  %9.4f  %-24s  %.50s\n", json_get_str(r, "trace_id"),
-		       json_get_str(r, "status"), json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
-		       json_get_num(r, "total_cost_usd", 0), json_get_str(r, "started_at"), json_get_str(r, "task"));
+		history_line(e.store, r, width);
 		jv_free(r);
 	}
 	jv_free(runs);
@@ -290,19 +365,46 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 	return FORGE_EXIT_OK;
 }
 
-static int cmd_cancel(const struct cli_common *c, const char *trace)
+/*
+ * The cancelled run's worktree goes now (runclean.h, RUNCLEAN_CANCEL):
+ * uncommitted changes are kept on refs/forge/TRACE/saved/N first, and the
+ * branch stays when it has commits (the work may be worth a look; `forge
+ * gc` removes it).  A run still alive keeps its worktree until it has
+ * stopped: its process may be writing there; `forge gc` removes it then.
+ */
+static void clean_cancelled(struct session *e, const char *trace, bool alive)
+{
+	struct forge_git *g = NULL;
+
+	if (alive) {
+		printf("the worktree stays until the run has stopped; forge gc removes it\n");
+		return;
+	}
+	if (!e->repo || forge_git_open(&g, e->repo) < 0 || runclean(g, trace, RUNCLEAN_CANCEL, false, stdout, NULL) < 0)
+		fprintf(stderr, "%s: the run's worktree was not removed: %s\n", prog, forge_last_error());
+	forge_git_free(g);
+}
+
+static int cmd_cancel(const struct cli_common *c, const char *typed)
 {
 	struct session e;
 	jv run, gates;
+	char *trace = NULL;
+	bool alive = false;
 	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE, jv_null());
 
 	if (code) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return code;
 	}
+	if ((code = runview_resolve(&trace, e.store, prog, typed)) != 0) {
+		session_close(&e);
+		return code;
+	}
 	if (store_run_get(&run, e.store, trace) < 0 || jv_get_kind(run) != JV_KIND_OBJECT) {
 		fprintf(stderr, "%s: no run '%s'\n", prog, trace);
 		jv_free(run);
+		free(trace);
 		session_close(&e);
 		return FORGE_EXIT_USAGE;
 	}
@@ -324,6 +426,7 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 		jv lease;
 		if (store_lease_get(&lease, e.store, trace) == 0 && json_get_bool(lease, "alive", false)) {
 			char host[256] = "";
+			alive = true;
 			double pid = json_get_num(lease, "pid", 0);
 			gethostname(host, sizeof host - 1);
 			if (strcmp(json_get_str(lease, "host"), host) == 0 && pid > 1 && pid != (double)getpid() &&
@@ -342,8 +445,10 @@ static int cmd_cancel(const struct cli_common *c, const char *trace)
 		store_event_put(e.store, ev, NULL, 0, NULL);
 		jv_free(ev);
 		printf("cancelled %s\n", trace);
+		clean_cancelled(&e, trace, alive);
 	}
 	jv_free(run);
+	free(trace);
 	session_close(&e);
 	return code;
 }

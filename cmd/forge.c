@@ -2,7 +2,7 @@
  * forge - the command a person types; dispatches like git: `forge CMD ARGS`
  * runs the program forge-CMD found beside this executable (`make install`
  * puts them all in one bin directory).  `forge run|resume|status|history|cancel`
- * go to forge-supervisor.
+ * go to forge-supervisor, `forge clean` to forge-gc.
  */
 #include "app/cli.h"
 #include "core/forge.h"
@@ -25,6 +25,12 @@ static const struct {
 	{ "status", "forge-supervisor", "show a run's state" },
 	{ "history", "forge-supervisor", "list recent runs" },
 	{ "cancel", "forge-supervisor", "cancel a run" },
+	{ "clean", "forge-gc", "the same as gc" },
+	{ "show", NULL, "a run: summary, plan, diff stat, findings, tests, cost, timeline" },
+	{ "diff", NULL, "a run's changes as a unified diff" },
+	{ "merge", NULL, "merge a completed run's branch into the checked-out branch" },
+	{ "gc", NULL, "remove worktrees and branches of cancelled, failed and merged runs" },
+	{ "report", NULL, "a run as one self-contained HTML page" },
 	{ "plan", NULL, "phase filter: task -> plan" },
 	{ "implement", NULL, "phase filter: plan -> changes in the run's worktree" },
 	{ "review", NULL, "phase filter: changes or a diff -> findings and a decision" },
@@ -123,9 +129,11 @@ static void list_commands(FILE *f)
 	fprintf(f, "\nCommands found:\n");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "  %-12s %s\n", names[i], help_for(names[i]));
+		if (strcmp(names[i], "gc") == 0)
+			fprintf(f, "  %-12s %s\n", "clean", help_for("clean"));
 		if (strcmp(names[i], "supervisor") == 0)
 			for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)
-				if (commands[j].program)
+				if (commands[j].program && !strcmp(commands[j].program, "forge-supervisor"))
 					fprintf(f, "  %-12s %s\n", commands[j].name, commands[j].help);
 		free(names[i]);
 	}
@@ -220,7 +228,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (strcmp(commands[i].name, cmd) == 0 && commands[i].program) {
 			program_name = commands[i].program;
-			to_supervisor = true;
+			to_supervisor = strcmp(program_name, "forge-supervisor") == 0;
 		}
 	if (!program_name) {
 		snprintf(program, sizeof program, "forge-%s", cmd);

@@ -119,8 +119,8 @@ setup() {
 	[[ "${lines[0]}" == "usage: forge run TASK "* ]]
 	run -2 --separate-stderr forge status a b
 	[[ "$stderr" == "forge status: wrong number of arguments for 'status'"* ]]
-	run -1 --separate-stderr forge status NOSUCHRUN
-	[ "$stderr" = "forge status: no such run" ]
+	run -2 --separate-stderr forge status NOSUCHRUN
+	[ "$stderr" = "forge status: no run matches 'NOSUCHRUN'" ]
 	run -2 --separate-stderr forge run --no-such-option x
 	[[ "$stderr" == "forge run: unknown option '--no-such-option'"* ]]
 	# run directly, the supervisor keeps its own name

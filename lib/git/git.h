@@ -246,6 +246,8 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
  * FORGE_GIT_CONFLICT (nothing changed, the message names up to 5 paths)
  * when the two sides conflict.  *out (may be NULL) gets the new commit.
  */
+/* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
+int forge_git_checkout_dirty(struct forge_git *g);
 int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, const char *from,
 			const char *to);
 int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace);

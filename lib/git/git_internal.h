@@ -43,9 +43,6 @@ int forge_git_signature(git_signature **out);
 /* A malloc'd "a/b". */
 char *forge_git_path(const char *a, const char *b);
 
-/* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
-int forge_git_checkout_dirty(struct forge_git *g);
-
 /* *out_patch (the unified patch) and *out_files (forge_git_diff()'s file
  * list) of diff; either may be NULL.  On failure *out_files is invalid. */
 int forge_git_diff_output(char **out_patch, jv *out_files, git_diff *diff);

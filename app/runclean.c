@@ -1,0 +1,127 @@
+/*
+ * runclean.c - removing a run's worktree, branch and refs (runclean.h).
+ */
+#include "app/runclean.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "git/git.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Keep the worktree's uncommitted changes on a saved ref (cancel). */
+static int save_changes(struct forge_git *g, const char *trace, FILE *out)
+{
+	struct forge_git_worktree *wt = NULL;
+	jv status = jv_null();
+	char *saved = NULL;
+	int rc = -1;
+
+	if (forge_git_worktree_open(&wt, g, trace, NULL) < 0 || forge_git_status(&status, wt) < 0)
+		goto out;
+	if (jv_array_length(jv_copy(status)) > 0) {
+		char *head = NULL;
+		if (forge_git_worktree_head(&head, wt) < 0)
+			goto out;
+		rc = forge_git_save_and_reset(&saved, wt, head);
+		free(head);
+		if (rc < 0)
+			goto out;
+		if (saved)
+			fprintf(out, "kept uncommitted changes on %s\n", saved);
+	}
+	rc = 0;
+out:
+	jv_free(status);
+	free(saved);
+	forge_git_worktree_free(wt);
+	return rc;
+}
+
+/* Whether forge/TRACE has commits beyond refs/forge/TRACE/base. */
+static bool has_commits(struct forge_git *g, const char *trace)
+{
+	struct buf b = BUF_INIT, base = BUF_INIT;
+	char *tip = NULL, *start = NULL;
+	bool yes;
+
+	buf_addf(&b, "refs/heads/forge/%s", trace);
+	buf_addf(&base, "refs/forge/%s/base", trace);
+	if (forge_git_resolve(&tip, g, b.buf) < 0)
+		yes = false;               /* no branch: nothing to keep */
+	else
+		yes = forge_git_resolve(&start, g, base.buf) < 0 || strcmp(tip, start) != 0;
+	free(tip);
+	free(start);
+	buf_release(&b);
+	buf_release(&base);
+	return yes;
+}
+
+static int remove_worktree(struct forge_git *g, const char *trace, enum runclean_mode mode, bool dry_run,
+			   FILE *out, int *n)
+{
+	jv wts;
+	int rc = 0;
+
+	if (forge_git_worktree_list(&wts, g, trace) < 0)
+		return -1;
+	jv_array_foreach(wts, i, w) {
+		const char *path = json_get_str(w, "path");
+		if (dry_run) {
+			fprintf(out, "would remove worktree %s\n", path);
+		} else if (rc == 0) {
+			if (mode == RUNCLEAN_CANCEL && json_get_bool(w, "valid", false) &&
+			    save_changes(g, trace, out) < 0)
+				rc = -1;
+			else if (forge_git_worktree_remove(g, trace, FORGE_GIT_REMOVE_FORCE) < 0)
+				rc = -1;
+			else
+				fprintf(out, "removed worktree %s\n", path);
+		}
+		(*n)++;
+		jv_free(w);
+	}
+	jv_free(wts);
+	return rc;
+}
+
+int runclean(struct forge_git *g, const char *trace, enum runclean_mode mode, bool dry_run, FILE *out,
+	     int *n_removed)
+{
+	jv refs = jv_null();
+	int n = 0, rc = -1;
+
+	if (remove_worktree(g, trace, mode, dry_run, out, &n) < 0)
+		goto out;
+	if (mode == RUNCLEAN_CANCEL && has_commits(g, trace)) {
+		fprintf(out, "kept branch forge/%s: it has the run's commits (forge diff %s; forge gc removes "
+			     "it)\n", trace, trace);
+		rc = 0;
+		goto out;
+	}
+	if (forge_git_run_refs(&refs, g, trace) < 0)
+		goto out;
+	rc = 0;
+	jv_array_foreach(refs, i, r) {
+		const char *name = json_get_str(r, "ref");
+		bool saved = strstr(name, "/saved/") != NULL;
+		if (rc == 0 && !(mode == RUNCLEAN_CANCEL && saved)) {
+			if (dry_run)
+				fprintf(out, "would delete %s\n", name);
+			else if (forge_git_ref_delete(g, name) < 0)
+				rc = -1;
+			else
+				fprintf(out, "deleted %s\n", name);
+			n++;
+		}
+		jv_free(r);
+	}
+out:
+	jv_free(refs);
+	if (n_removed)
+		*n_removed = n;
+	return rc;
+}

@@ -1,0 +1,139 @@
+/*
+ * forge-diff - a run's changes: its branch against the commit it started
+ * from, as a unified diff on stdout (no pager).
+ *
+ *   forge diff TRACE [--stat]
+ */
+#include "app/cli.h"
+#include "app/runview.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "git/git.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OPT_STAT = 256 };
+
+static const struct cli_option options[] = {
+	{ "stat", 0, NULL, "one line a file (+added -deleted) and a total, instead of the patch", OPT_STAT },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-diff",
+	.synopsis = "TRACE [--stat]",
+	.description = "Print what run TRACE changed: its branch forge/TRACE against the commit the run\n"
+		       "started from, as a unified diff, without a pager (pipe it to `less -R` or\n"
+		       "`git apply`).  Colour only when stdout is a terminal and NO_COLOR is not set.\n"
+		       "TRACE may be any unique prefix of a trace id.",
+	.options = options,
+	.extra_help = "Exit status: 0 printed, 2 no run or several match TRACE, or the run has no\n"
+		      "branch and no recorded change, 5 git or the database failed.",
+};
+
+static bool colour(void)
+{
+	const char *nc = getenv("NO_COLOR");
+	return isatty(STDOUT_FILENO) && !(nc && *nc);
+}
+
+/* The patch, each line coloured as git colours it when colour is on. */
+static void print_patch(const char *patch, bool on)
+{
+	for (const char *p = patch; *p;) {
+		size_t n = strcspn(p, "\n");
+		const char *c = NULL;
+
+		if (on) {
+			if (!strncmp(p, "diff ", 5) || !strncmp(p, "index ", 6) || !strncmp(p, "--- ", 4) ||
+			    !strncmp(p, "+++ ", 4))
+				c = "\033[1m";
+			else if (*p == '@')
+				c = "\033[36m";
+			else if (*p == '+')
+				c = "\033[32m";
+			else if (*p == '-')
+				c = "\033[31m";
+		}
+		printf("%s%.*s%s\n", c ? c : "", (int)n, p, c ? "\033[m" : "");
+		p += n + (p[n] == '\n');
+	}
+}
+
+static void print_stat(jv files)
+{
+	long add = 0, del = 0;
+	int n = 0;
+
+	jv_array_foreach(files, i, f) {
+		printf(" %-50s +%.0f -%.0f%s\n", json_get_str(f, "path"), json_get_num(f, "additions", 0),
+		       json_get_num(f, "deletions", 0), json_get_bool(f, "binary", false) ? " (binary)" : "");
+		add += (long)json_get_num(f, "additions", 0);
+		del += (long)json_get_num(f, "deletions", 0);
+		n++;
+		jv_free(f);
+	}
+	printf(" %d file%s changed, %ld insertion%s(+), %ld deletion%s(-)\n", n, n == 1 ? "" : "s", add,
+	       add == 1 ? "" : "s", del, del == 1 ? "" : "s");
+	jv_free(files);
+}
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	(void)arg;
+	if (id == OPT_STAT) {
+		*(bool *)payload = true;
+		return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	bool stat = false;
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &stat);
+	struct session ses;
+	struct forge_git *g = NULL;
+	char *trace = NULL;
+	jv view = jv_null(), diff;
+	int status;
+
+	if (argc - first != 1)
+		cli_usage_error(&spec, "one trace id is needed");
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
+	if (status) {
+		fprintf(stderr, "forge-diff: %s\n", forge_last_error());
+		return cli_finish("forge-diff", status);
+	}
+	status = runview_resolve(&trace, ses.store, "forge-diff", argv[first]);
+	if (status)
+		goto out;
+	if (ses.repo && forge_git_open(&g, ses.repo) < 0)
+		g = NULL;
+	if (runview_load(&view, ses.store, g, trace, !stat) < 0) {
+		fprintf(stderr, "forge-diff: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	diff = json_get(view, "diff");
+	if (jv_get_kind(diff) != JV_KIND_OBJECT) {
+		fprintf(stderr, "forge-diff: run %s has no branch and no recorded change\n", trace);
+		status = FORGE_EXIT_USAGE;
+	} else if (stat) {
+		print_stat(json_get(diff, "files"));
+	} else {
+		print_patch(json_get_str(diff, "patch") ? json_get_str(diff, "patch") : "", colour());
+	}
+	jv_free(diff);
+out:
+	jv_free(view);
+	forge_git_free(g);
+	free(trace);
+	session_close(&ses);
+	return cli_finish("forge-diff", status);
+}

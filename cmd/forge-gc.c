@@ -1,0 +1,156 @@
+/*
+ * forge-gc - remove the worktrees, branches and refs of runs that are over
+ * and will not be merged or resumed: cancelled, failed and merged ones.
+ *
+ *   forge gc [--dry-run]        (also `forge clean`)
+ */
+#include "app/cli.h"
+#include "app/runclean.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "git/git.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_DRY_RUN = 256 };
+
+static const struct cli_option options[] = {
+	{ "dry-run", 'n', NULL, "only say what would be removed", OPT_DRY_RUN },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-gc",
+	.synopsis = "[--dry-run]",
+	.description = "Remove what cancelled, failed and merged runs left in the repository: their\n"
+		       "worktrees under .forge/worktrees (uncommitted changes too), their branches\n"
+		       "forge/TRACE and their refs under refs/forge/TRACE/.  Runs that are running,\n"
+		       "paused, interrupted or completed but not merged (`forge merge`) are left alone,\n"
+		       "and so is anything of a trace the database does not know.  Each thing removed is\n"
+		       "printed.  The runs' records, events and checkpoints stay in the database.\n"
+		       "`forge clean` is the same command.",
+	.options = options,
+	.extra_help = "Exit status: 0 done (or nothing to do), 5 git or the database failed.",
+};
+
+/* The traces with a worktree or a ref, each once, sorted. */
+static int traces_in_repo(jv *out, struct forge_git *g)
+{
+	jv wts, refs, set = jv_object();
+
+	*out = jv_null();
+	if (forge_git_worktree_list(&wts, g, NULL) < 0)
+		return -1;
+	if (forge_git_run_refs(&refs, g, NULL) < 0) {
+		jv_free(wts);
+		return -1;
+	}
+	jv_array_foreach(wts, i, w) {
+		set = json_set(set, json_get_str(w, "trace"), jv_true());
+		jv_free(w);
+	}
+	jv_array_foreach(refs, i, r) {
+		set = json_set(set, json_get_str(r, "trace"), jv_true());
+		jv_free(r);
+	}
+	*out = jv_keys(set);
+	jv_free(wts);
+	jv_free(refs);
+	return 0;
+}
+
+/* Why trace may go ("cancelled", "failed", "merged"), or NULL. */
+static const char *collectable(struct store *st, const char *trace)
+{
+	jv run = jv_null(), merged = jv_null(), lease = jv_null();
+	const char *why = NULL;
+
+	if (store_run_get(&run, st, trace) == 0 && jv_get_kind(run) == JV_KIND_OBJECT &&
+	    store_lease_get(&lease, st, trace) == 0 && !json_get_bool(lease, "alive", false)) {
+		enum run_status s = run_status_of(json_get_str(run, "status"));
+		store_event_last(&merged, st, trace, "run.merged");
+		if (s == RUN_CANCELLED)
+			why = "cancelled";
+		else if (s == RUN_FAILED)
+			why = "failed";
+		else if (jv_get_kind(merged) == JV_KIND_OBJECT)
+			why = "merged";
+	}
+	jv_free(run);
+	jv_free(merged);
+	jv_free(lease);
+	return why;
+}
+
+static int gc(struct store *st, struct forge_git *g, bool dry_run)
+{
+	jv traces;
+	int runs = 0, things = 0, rc = FORGE_EXIT_OK;
+
+	if (traces_in_repo(&traces, g) < 0) {
+		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	jv_array_foreach(traces, i, t) {
+		const char *trace = jv_string_value(t), *why = collectable(st, trace);
+		int n = 0;
+		if (why && rc == FORGE_EXIT_OK) {
+			printf("run %s (%s):\n", trace, why);
+			if (runclean(g, trace, RUNCLEAN_ALL, dry_run, stdout, &n) < 0) {
+				fprintf(stderr, "forge-gc: run %s: %s\n", trace, forge_last_error());
+				rc = FORGE_EXIT_DEPENDENCY;
+			}
+			runs++;
+			things += n;
+		}
+		jv_free(t);
+	}
+	jv_free(traces);
+	if (!runs)
+		printf("nothing to remove\n");
+	else
+		printf("%s %d thing%s of %d run%s\n", dry_run ? "would remove" : "removed", things,
+		       things == 1 ? "" : "s", runs, runs == 1 ? "" : "s");
+	return rc;
+}
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	(void)arg;
+	if (id == OPT_DRY_RUN) {
+		*(bool *)payload = true;
+		return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	bool dry_run = false;
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &dry_run);
+	struct session ses;
+	struct forge_git *g = NULL;
+	int status;
+
+	if (first != argc)
+		cli_usage_error(&spec, "no operand is taken ('%s')", argv[first]);
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY |
+			      SESSION_NEED_REPO, jv_null());
+	if (status) {
+		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
+		return cli_finish("forge-gc", status);
+	}
+	if (forge_git_open(&g, ses.repo) < 0) {
+		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else {
+		status = gc(ses.store, g, dry_run);
+	}
+	forge_git_free(g);
+	session_close(&ses);
+	return cli_finish("forge-gc", status);
+}

@@ -1,0 +1,225 @@
+/*
+ * forge-merge - bring a completed run's branch into the branch the user's
+ * checkout is on: a fast-forward, or a merge commit with --no-ff.
+ *
+ *   forge merge TRACE [--no-ff]
+ */
+#include "app/cli.h"
+#include "app/runview.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "data/stream.h"
+#include "git/git.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_NO_FF = 256 };
+
+static const struct cli_option options[] = {
+	{ "no-ff", 0, NULL, "make a merge commit even when a fast-forward would do (and when the base "
+			    "branch has moved since the run started)", OPT_NO_FF },
+	{ NULL, 0, NULL, NULL, 0 }
+};
+
+static const struct cli_spec spec = {
+	.name = "forge-merge",
+	.synopsis = "TRACE [--no-ff]",
+	.description = "Merge the branch forge/TRACE of a completed run into its base branch: the branch\n"
+		       "the run started from (--base BRANCH), or, when it started from HEAD or a commit,\n"
+		       "the branch the checkout is on, which must contain the run's base commit.  That\n"
+		       "branch must be checked out and the checkout must have no uncommitted changes to\n"
+		       "tracked files; its files are updated.  A fast-forward by default; --no-ff makes a\n"
+		       "merge commit (authored by user.name/user.email).  The merge is recorded as a\n"
+		       "run.merged event: status and show say merged, and `forge gc` may then remove the\n"
+		       "run's worktree and branch.  TRACE may be any unique prefix of a trace id.",
+	.options = options,
+	.extra_help = "Exit status: 0 merged (or merged already), 1 the changes conflict (nothing\n"
+		      "changed), 2 no such run, not completed, the checkout is dirty, on another branch or\n"
+		      "detached, or the base branch moved and --no-ff was not given; 5 git or the database\n"
+		      "failed.",
+};
+
+struct target {
+	char *branch;       /* the base branch to merge into */
+	char *run_branch;   /* forge/TRACE */
+	char *base_commit;
+};
+
+/* Which branch the run goes into; FORGE_EXIT_USAGE after a message when the
+ * checkout is not where it must be. */
+static int find_target(struct target *t, struct forge_git *g, jv task, const char *trace)
+{
+	const char *base_ref = json_get_str(task, "base_ref");
+	char *head = NULL, *sha = NULL;
+	struct buf ref = BUF_INIT;
+	bool ok = false;
+	int rc = FORGE_EXIT_USAGE;
+
+	if (forge_git_head_branch(&head, g) < 0) {
+		fprintf(stderr, "forge-merge: %s; switch to the branch the run should go into "
+				"(git switch BRANCH), then run forge merge %s again\n", forge_last_error(), trace);
+		goto out;
+	}
+	buf_addf(&ref, "refs/heads/%s", base_ref ? base_ref : "");
+	if (base_ref && strcmp(base_ref, "HEAD") != 0 && forge_git_resolve(&sha, g, ref.buf) == 0)
+		t->branch = xstrdup(base_ref);  /* the run started from a branch: that one */
+	else
+		t->branch = xstrdup(head);
+	if (strcmp(t->branch, head) != 0) {
+		fprintf(stderr, "forge-merge: the run's base branch '%s' is not checked out (the checkout is "
+				"on '%s'): git switch %s, then forge merge %s\n", t->branch, head, t->branch, trace);
+		goto out;
+	}
+	if (t->base_commit && (forge_git_contains(&ok, g, t->branch, t->base_commit) < 0 || !ok)) {
+		fprintf(stderr, "forge-merge: branch '%s' does not contain the commit run %s started from "
+				"(%.12s): switch to the branch it started from\n", t->branch, trace, t->base_commit);
+		goto out;
+	}
+	rc = 0;
+out:
+	buf_release(&ref);
+	free(head);
+	free(sha);
+	return rc;
+}
+
+/* Record run.merged {branch, commit, how, run_branch}. */
+static void record(struct store *st, const char *trace, const struct target *t, const char *commit, const char *how)
+{
+	struct stream_out out;
+	jv p = json_set(json_set(jv_object(), "branch", jv_string(t->branch)), "commit", jv_string(commit));
+
+	p = json_set(json_set(p, "how", jv_string(how)), "run_branch", jv_string(t->run_branch));
+	stream_out_init(&out, stdout, "forge-merge", NULL);
+	stream_out_set_trace(&out, trace);
+	jv ev = stream_event_new(&out, "run.merged", p);
+	if (store_event_put(st, ev, NULL, 0, NULL) < 0)
+		fprintf(stderr, "forge-merge: merged, but the event was not stored: %s\n", forge_last_error());
+	jv_free(ev);
+}
+
+static int merge(struct store *st, struct forge_git *g, const char *trace, bool no_ff)
+{
+	jv run = jv_null(), cp = jv_null(), merged = jv_null(), task;
+	struct target t = { 0 };
+	char *commit = NULL;
+	bool ff = false;
+	int rc = FORGE_EXIT_USAGE, e;
+
+	store_run_get(&run, st, trace);
+	store_checkpoint_latest(&cp, st, trace);
+	store_event_last(&merged, st, trace, "run.merged");
+	task = json_get(cp, "task");
+	if (jv_get_kind(merged) == JV_KIND_OBJECT) {
+		printf("run %s is merged already\n", trace);
+		rc = FORGE_EXIT_OK;
+		goto out;
+	}
+	if (run_status_of(json_get_str(run, "status")) != RUN_COMPLETED) {
+		fprintf(stderr, "forge-merge: run %s is %s, not completed; see forge show %s\n", trace,
+			json_get_str(run, "status") ? json_get_str(run, "status") : "unknown", trace);
+		goto out;
+	}
+	runview_refs(&t.run_branch, &t.base_commit, st, trace);
+	if (forge_git_resolve(&commit, g, t.run_branch) < 0) {
+		fprintf(stderr, "forge-merge: run %s has no branch %s (removed by forge gc?)\n", trace, t.run_branch);
+		goto out;
+	}
+	free(commit);
+	commit = NULL;
+	if ((rc = find_target(&t, g, task, trace)) != 0)
+		goto out;
+	rc = FORGE_EXIT_USAGE;
+	if ((e = forge_git_checkout_dirty(g)) != 0) {
+		if (e > 0)
+			fprintf(stderr, "forge-merge: '%s' has uncommitted changes to tracked files: commit or "
+					"stash them (git stash), then forge merge %s\n", forge_git_root(g), trace);
+		else
+			fprintf(stderr, "forge-merge: %s\n", forge_last_error());
+		rc = e > 0 ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (forge_git_contains(&ff, g, t.run_branch, t.branch) < 0) {
+		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
+		rc = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (!ff && !no_ff) {
+		fprintf(stderr, "forge-merge: '%s' has moved since run %s started: a fast-forward is not "
+				"possible; forge merge --no-ff %s makes a merge commit\n", t.branch, trace, trace);
+		goto out;
+	}
+	struct buf msg = BUF_INIT;
+	buf_addf(&msg, "Merge %s: %s\n", t.run_branch, json_get_str(run, "task") ? json_get_str(run, "task") : "");
+	e = no_ff ? forge_git_merge_commit(&commit, g, t.branch, t.run_branch, msg.buf)
+		  : forge_git_merge_ff(&commit, g, t.branch, t.run_branch);
+	buf_release(&msg);
+	if (e < 0 || e == FORGE_GIT_CONFLICT) {
+		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
+		rc = e == FORGE_GIT_CONFLICT ? FORGE_EXIT_REJECTED : FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (!commit)
+		forge_git_resolve(&commit, g, t.branch);
+	record(st, trace, &t, commit ? commit : "", no_ff ? "merge" : "fast-forward");
+	printf("merged %s into %s (%s) at %.12s\n", t.run_branch, t.branch,
+	       e == FORGE_GIT_NOTHING ? "already there" : no_ff ? "merge commit" : "fast-forward", commit ? commit : "?");
+	rc = FORGE_EXIT_OK;
+out:
+	free(commit);
+	free(t.branch);
+	free(t.run_branch);
+	free(t.base_commit);
+	jv_free(task);
+	jv_free(run);
+	jv_free(cp);
+	jv_free(merged);
+	return rc;
+}
+
+static int on_option(int id, const char *arg, void *payload)
+{
+	(void)arg;
+	if (id == OPT_NO_FF) {
+		*(bool *)payload = true;
+		return 0;
+	}
+	return forge_error("unhandled option");
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	bool no_ff = false;
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &no_ff);
+	struct session ses;
+	struct forge_git *g = NULL;
+	char *trace = NULL;
+	int status;
+
+	if (argc - first != 1)
+		cli_usage_error(&spec, "one trace id is needed");
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO, jv_null());
+	if (status) {
+		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
+		return cli_finish("forge-merge", status);
+	}
+	status = runview_resolve(&trace, ses.store, "forge-merge", argv[first]);
+	if (status)
+		goto out;
+	if (forge_git_open(&g, ses.repo) < 0) {
+		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	status = merge(ses.store, g, trace, no_ff);
+out:
+	forge_git_free(g);
+	free(trace);
+	session_close(&ses);
+	return cli_finish("forge-merge", status);
+}
