@@ -1,0 +1,327 @@
+#!/usr/bin/env bats
+# show.bats - what a person does with a run afterwards: forge show, diff,
+# merge, gc/clean, cancel's clean-up, unique trace prefixes everywhere a
+# TRACE is taken, history in local time with long tasks cut, and the next
+# command at the end of the run's summary.  Two real runs on the calc
+# fixture are made once in setup_file (replayed model answers): a clean one
+# that completes (cassette run-clean.jsonl) and a high-risk one that pauses
+# at its architecture gate (run-highrisk.jsonl); each test works on a copy
+# of the repository (worktree links repaired) and of the database.
+
+bats_require_minimum_version 1.5.0
+
+load test_helper/common
+
+setup_file() {
+	SHARED="$BATS_FILE_TMPDIR/shared"
+	export SHARED
+	(
+		BATS_TEST_TMPDIR=$SHARED
+		mkdir -p "$SHARED"
+		forge_setup
+		cp -r "$FORGE_ROOT/tests/fixtures/repos/calc" "$SHARED/calc"
+		cd "$SHARED/calc" || exit 1
+		git init -q -b main && git add -A && git commit -q -m calc
+		export FORGE_PROVIDER=replay
+		rc=0
+		FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl" \
+			forge run "add a mul operation" </dev/null >"$SHARED/run1.out" 2>&1 || rc=$?
+		echo $rc >"$SHARED/run1.rc"
+		rc=0
+		FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl" \
+			forge run --config "$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json" \
+			"add a mul operation, carefully" </dev/null >"$SHARED/run2.out" 2>&1 || rc=$?
+		echo $rc >"$SHARED/run2.rc"
+	)
+}
+
+setup() {
+	forge_setup
+	[ "$(cat "$SHARED/run1.rc")" = 0 ] || { cat "$SHARED/run1.out"; false; }
+	[ "$(cat "$SHARED/run2.rc")" = 4 ] || { cat "$SHARED/run2.out"; false; }
+	REPO="$BATS_TEST_TMPDIR/calc"
+	cp -a "$SHARED/calc" "$REPO"
+	cp "$SHARED/forge.db" "$FORGE_DB"
+	cd "$REPO"
+	# the copied worktrees point at the shared repository (libgit2 writes
+	# absolute paths): relink them (not with git worktree repair, which
+	# rewrites the shared side too)
+	local wt t
+	for wt in "$REPO"/.forge/worktrees/*/; do
+		t=${wt%/}
+		t=${t##*/}
+		echo "gitdir: $REPO/.git/worktrees/$t" >"$wt.git"
+		echo "$REPO/.forge/worktrees/$t/.git" >"$REPO/.git/worktrees/$t/gitdir"
+		echo "$REPO/.git/" >"$REPO/.git/worktrees/$t/commondir"
+	done
+	T1=$(forge history --json | jq -r 'select(.status == "completed") | .trace_id')
+	T2=$(forge history --json | jq -r 'select(.status == "paused") | .trace_id')
+	BASE=$(git rev-parse main)
+	# the longest prefix the two trace ids share
+	P=""
+	while [ "${T1:0:${#P}+1}" = "${T2:0:${#P}+1}" ]; do P=${T1:0:${#P}+1}; done
+}
+
+@test "the run's summary ends with the next command: diff and merge when completed, the gate when paused" {
+	run -0 tail -n 1 "$SHARED/run1.out"
+	assert_output "  next      forge diff $T1 && forge merge $T1"
+	G=$(forge gate list --json "$T2" | jq -r .id)
+	run -0 tail -n 1 "$SHARED/run2.out"
+	assert_output "  next      forge gate approve $G && forge resume $T2"
+}
+
+@test "forge show: summary, plan, diff stat, review, tests, deploy, cost per phase, timeline in local time, next" {
+	started=$(forge status --json "$T1" | jq -r .run.started_at)
+	run -0 --separate-stderr env TZ=JST-9 forge show "${T1:0:20}"
+	assert_line "run       $T1"
+	assert_line "task      add a mul operation"
+	assert_line "status    completed at deploy"
+	assert_line "started   $(TZ=JST-9 date -d "$started" '+%Y-%m-%d %H:%M:%S')"
+	assert_line "branch    forge/$T1"
+	assert_line --regexp "^base      HEAD \\(${BASE:0:12}\\)$"
+	assert_line "plan      Add a mul operation to calc: calc mul A B prints A times B."
+	assert_line "          risk low (0.10), estimate low, 15m"
+	assert_line "  t1   Add calc_mul and the mul operation [calc.c]"
+	assert_line --regexp "^changes   2 files \\(\\+10 -1\\), ${BASE:0:12}\\.\\.[0-9a-f]{12}$"
+	assert_line --regexp "^  M calc.c +\\+8 -1$"
+	assert_line --regexp "^  M tests/check.sh +\\+2 -0$"
+	assert_line "review    approve, 0 findings"
+	assert_line "tests     5 passed, 0 failed, 0 skipped (make check)"
+	assert_line "deploy    healthy (branch, staging)"
+	assert_line --regexp '^cost      plan \$0\.0191 \(3 calls\) · implement \$0\.0504 \(7 calls\) · total \$0\.0694 \(19430 tokens\)$'
+	assert_line --regexp "^  [0-9:]{8}  plan started$"
+	assert_line --regexp "^  [0-9:]{8}  model claude-sonnet-4-5: 1200 in \\+ 40 out tokens, \\\$0\\.0042$"
+	assert_line --regexp "^  [0-9:]{8}  review ok in [0-9]+ ms: approve: .*$"
+	assert_line --regexp "^  [0-9:]{8}  run completed$"
+	assert_line "next      forge diff $T1 && forge merge $T1"
+	# the timeline's times are local too
+	first=$(forge events replay "$T1" | head -n 1 | jq -r .ts)
+	assert_line "  $(TZ=JST-9 date -d "$first" '+%H:%M:%S')  run started: add a mul operation"
+}
+
+@test "forge show --json: the whole view, the diff from git with its patch" {
+	run -0 --separate-stderr forge show --json "$T1"
+	jq -e --arg t "$T1" --arg b "$BASE" '.trace_id == $t and .status == "completed" and .merged == null
+		and .diff.from == "git" and .diff.base == $b and (.diff.files | map(.path)) == ["calc.c", "tests/check.sh"]
+		and (.diff.patch | contains("+long calc_mul(long a, long b)"))
+		and .plan.risk.level == "low" and .tests.summary.passed == 5 and .review.decision == "approve"
+		and .deployment.status == "healthy"
+		and (.phase_cost | map(.phase)) == ["plan", "implement"] and .phase_cost[0].calls == 3
+		and ([.timeline[] | select(.type == "phase.completed") | .phase]) == ["plan", "implement", "review", "test", "deploy"]
+		and ([.timeline[] | select(.type == "llm.called")] | length) == 10' <<<"$output"
+	# the paused run: its pending gate, no diff yet (the branch is at its base)
+	run -0 --separate-stderr forge show --json "$T2"
+	jq -e '.status == "paused" and (.gates | length) == 1 and .gates[0].status == "pending" and .diff.files == []' <<<"$output"
+	run -0 --separate-stderr forge show "$T2"
+	assert_line "changes   0 files (+0 -0), ${BASE:0:12}..${BASE:0:12}"
+	assert_line --regexp "^next      forge gate approve [0-9A-Z]+ && forge resume $T2$"
+}
+
+@test "a unique prefix names a run everywhere a TRACE is taken; ambiguous or unknown: exit 2" {
+	short=${T1:0:${#P}+1}
+	run -0 forge status "$short"
+	assert_line "run      $T1"
+	run -0 forge status "${short,,}"    # ULIDs are upper case; lower case is taken too
+	assert_line "run      $T1"
+	run -0 forge show "$short"
+	run -0 forge diff --stat "$short"
+	run -0 forge report "$short"
+	run -0 forge events replay "$short"
+	[ "$(jq -r .trace_id <<<"${lines[0]}")" = "$T1" ]
+	run -0 forge events replay --state "$short"
+	run -0 forge gate list --json "${T2:0:${#P}+1}"
+	[ "$(jq -r .trace_id <<<"$output")" = "$T2" ]
+	# the prefix both share
+	for cmd in "status" "show" "diff" "merge" "report" "resume" "cancel" "events replay" "gate list"; do
+		# shellcheck disable=SC2086
+		run -2 --separate-stderr forge $cmd "$P" </dev/null
+		[[ $stderr == *"'$P' matches 2 runs; give more of the trace id:"* ]] || { echo "$cmd: $stderr"; false; }
+		[[ $stderr == *"  $T1"* && $stderr == *"  $T2"* ]]
+	done
+	# nothing matches
+	for cmd in status show diff merge report resume cancel "gate list"; do
+		# shellcheck disable=SC2086
+		run -2 --separate-stderr forge $cmd 7NOSUCHRUN </dev/null
+		[[ $stderr == *"no run matches '7NOSUCHRUN'" ]] || { echo "$cmd: $stderr"; false; }
+	done
+	run -2 --separate-stderr forge show 'a*'
+	[[ $stderr == *"no run matches 'a*'"* ]]
+	# events replay of a trace nothing has stays what it was: no events, status 1
+	run -1 --separate-stderr forge events replay 7NOSUCHRUN
+	[[ $stderr == *"no events for trace '7NOSUCHRUN'"* ]]
+}
+
+@test "forge history: local times, long tasks cut to 60 columns (whole with --json)" {
+	task="add a mul operation, carefully, $(printf 'and then some more words %.0s' 1 2 3 4)"
+	sqlite3 "$FORGE_DB" "update runs set task = '$task' where id = '$T2'"
+	started=$(forge status --json "$T2" | jq -r .run.started_at)
+	run -0 env TZ=JST-9 forge history
+	assert_line --index 0 --regexp '^TRACE +STATUS +PHASE +COST +STARTED +TASK$'
+	line=$(grep "^$T2" <<<"$output")
+	[[ $line == *"$(TZ=JST-9 date -d "$started" '+%Y-%m-%d %H:%M:%S')  ${task:0:59}…" ]] || { echo "$line"; false; }
+	[[ $line != *"${task:0:60}"* ]]
+	run -0 forge history --json
+	[ "$(jq -r --arg t "$T2" 'select(.trace_id == $t) | .task' <<<"$output")" = "$task" ]
+	[ "$(jq -r --arg t "$T2" 'select(.trace_id == $t) | .started_at' <<<"$output")" = "$started" ]
+}
+
+@test "forge diff: the run's branch against its base as a patch git applies; --stat; colour only on a terminal" {
+	run -0 --separate-stderr forge diff "$T1"
+	[[ ${lines[0]} == "diff --git a/calc.c b/calc.c" ]]
+	[[ $output != *$'\033['* ]]
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/run.patch"
+	# the patch on the base gives the branch's tree
+	git worktree add -q --detach "$BATS_TEST_TMPDIR/check" "$BASE"
+	git -C "$BATS_TEST_TMPDIR/check" apply "$BATS_TEST_TMPDIR/run.patch"
+	[ -z "$(git -C "$BATS_TEST_TMPDIR/check" diff "forge/$T1" --stat)" ]
+	run -0 --separate-stderr forge diff --stat "$T1"
+	assert_output "$(printf ' %-50s +8 -1\n %-50s +2 -0\n 2 files changed, 10 insertions(+), 1 deletion(-)' calc.c tests/check.sh)"
+	# on a terminal: coloured, unless NO_COLOR
+	tty="$BATS_TEST_TMPDIR/tty"
+	run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$tty" -- forge diff "$T1"
+	[[ $(<"$tty") == *$'\033[32m+long calc_mul'* ]]
+	run -0 env NO_COLOR=1 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$tty" -- forge diff "$T1"
+	[[ $(<"$tty") != *$'\033['* && $(<"$tty") == *"+long calc_mul"* ]]
+	run -2 --separate-stderr forge diff
+	[[ $stderr == *"one trace id is needed"* ]]
+}
+
+@test "forge merge: refused on a dirty checkout, a detached HEAD, a paused run; then a fast-forward, recorded, shown as merged" {
+	echo "/* local edit */" >>calc.c
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"has uncommitted changes to tracked files: commit or stash them (git stash), then forge merge $T1" ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	git checkout -q calc.c
+	git checkout -q --detach
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"is not on a branch (detached HEAD); switch to the branch the run should go into"* ]]
+	git checkout -q main
+	run -2 --separate-stderr forge merge "$T2"
+	[[ $stderr == *"run $T2 is paused, not completed; see forge show $T2" ]]
+	run -0 --separate-stderr forge merge "$T1"
+	assert_output --regexp "^merged forge/$T1 into main \\(fast-forward\\) at [0-9a-f]{12}$"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+	grep -q calc_mul calc.c            # the checkout's files moved with the branch
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+	run -0 forge events replay "$T1"
+	jq -e -s '[.[] | select(.type == "run.merged")] | length == 1 and .[0].payload.branch == "main"
+		and .[0].payload.how == "fast-forward" and .[0].source == "forge-merge"' <<<"$output"
+	run -0 forge status "$T1"
+	assert_line --regexp "^status   merged into main at [0-9a-f]{12}$"
+	run -0 forge status --json "$T1"
+	jq -e '.run.status == "completed" and .merged.branch == "main"' <<<"$output"
+	run -0 forge history
+	assert_line --regexp "^$T1 +merged "
+	run -0 forge show "$T1"
+	assert_line "next      forge gc"
+	run -0 --separate-stderr forge merge "$T1"
+	assert_output "run $T1 is merged already"
+}
+
+@test "forge merge: when the base branch moved, a fast-forward is refused and --no-ff makes a merge commit" {
+	echo "extra" >NOTES
+	git add NOTES && git commit -q -m "notes on main"
+	moved=$(git rev-parse main)
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"'main' has moved since run $T1 started: a fast-forward is not possible; forge merge --no-ff $T1 makes a merge commit" ]]
+	[ "$(git rev-parse main)" = "$moved" ]
+	git config user.name "A. Person" && git config user.email person@example.com
+	run -0 --separate-stderr forge merge --no-ff "$T1"
+	assert_output --regexp "^merged forge/$T1 into main \\(merge commit\\) at [0-9a-f]{12}$"
+	[ "$(git rev-parse main^1)" = "$moved" ]
+	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$T1")" ]
+	[ "$(git log -1 --format='%an %s' main)" = "A. Person Merge forge/$T1: add a mul operation" ]
+	grep -q calc_mul calc.c && [ -f NOTES ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+	# a branch the run's base is not in is not where the run goes
+	git checkout -q --orphan elsewhere && git rm -rq --cached . && git commit -q --allow-empty -m elsewhere
+	run -2 --separate-stderr forge merge "$T2"
+}
+
+@test "forge merge: changes that conflict with the base branch stop it with exit 1, nothing changed" {
+	sed -i 's/a - b/b - a/; s/usage: calc/usage:  calc/' calc.c
+	git commit -qam "a conflicting edit on main"
+	moved=$(git rev-parse main)
+	run -1 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"the changes conflict in calc.c"* ]]
+	[ "$(git rev-parse main)" = "$moved" ]
+	[ -z "$(git status --porcelain)" ]
+	run -0 forge events replay "$T1"
+	[ "$(jq -s '[.[] | select(.type == "run.merged")] | length' <<<"$output")" -eq 0 ]
+}
+
+@test "forge gc: only cancelled, failed and merged runs; --dry-run removes nothing; forge clean is the same" {
+	wt1="$REPO/.forge/worktrees/$T1" wt2="$REPO/.forge/worktrees/$T2"
+	[ -d "$wt1" ] && [ -d "$wt2" ]
+	# completed-unmerged and paused: left alone
+	run -0 forge gc
+	assert_output "nothing to remove"
+	run -0 forge merge "$T1"
+	run -0 forge gc --dry-run
+	assert_output "$(printf '%s\n' "run $T1 (merged):" "would remove worktree $wt1" \
+		"would delete refs/heads/forge/$T1" "would delete refs/forge/$T1/base" "would remove 3 things of 1 run")"
+	[ -d "$wt1" ] && git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
+	run -0 forge clean
+	assert_output "$(printf '%s\n' "run $T1 (merged):" "removed worktree $wt1" \
+		"deleted refs/heads/forge/$T1" "deleted refs/forge/$T1/base" "removed 3 things of 1 run")"
+	[ ! -e "$wt1" ]
+	[ -z "$(git for-each-ref "refs/forge/$T1" "refs/heads/forge/$T1")" ]
+	[ -d "$wt2" ] && git rev-parse -q --verify "refs/heads/forge/$T2" >/dev/null
+	[ "$(git worktree list | wc -l)" -eq 2 ]
+	# the merged work is in main; the run's records stay
+	[ "$(git rev-parse main)" = "$(forge events replay "$T1" | jq -r 'select(.type == "run.merged") | .payload.commit')" ]
+	run -0 forge show "$T1"
+	run -0 forge gc
+	assert_output "nothing to remove"
+	# a failed run goes too
+	sqlite3 "$FORGE_DB" "update runs set status = 'failed' where id = '$T2'"
+	run -0 forge gc
+	assert_line "run $T2 (failed):"
+	[ ! -e "$wt2" ]
+	run -2 --separate-stderr forge gc extra
+}
+
+@test "forge cancel removes the run's worktree; a branch without commits goes, uncommitted work is kept on a ref" {
+	wt2="$REPO/.forge/worktrees/$T2"
+	echo "half done" >"$wt2/WIP"
+	run -0 --separate-stderr forge cancel "${T2:0:20}"
+	assert_line "cancelled $T2"
+	assert_line "kept uncommitted changes on refs/forge/$T2/saved/1"
+	assert_line "removed worktree $wt2"
+	assert_line "deleted refs/heads/forge/$T2"
+	[ ! -e "$wt2" ]
+	[ "$(git show "refs/forge/$T2/saved/1:WIP")" = "half done" ]
+	# gc then takes what is left
+	run -0 forge gc
+	assert_line "run $T2 (cancelled):"
+	assert_line "deleted refs/forge/$T2/saved/1"
+	[ -z "$(git for-each-ref "refs/forge/$T2")" ]
+}
+
+@test "forge cancel keeps a branch with commits (forge diff shows them; gc removes it)" {
+	wt2="$REPO/.forge/worktrees/$T2"
+	echo "a commit" >"$wt2/DONE"
+	git -C "$wt2" add DONE && git -C "$wt2" commit -q -m done
+	run -0 --separate-stderr forge cancel "$T2"
+	assert_line "removed worktree $wt2"
+	assert_line "kept branch forge/$T2: it has the run's commits (forge diff $T2; forge gc removes it)"
+	run -0 forge diff --stat "$T2"
+	assert_line --partial "DONE"
+	run -0 forge show "$T2"
+	assert_line "next      forge gc"
+}
+
+@test "--help of each command; bad usage exits 2" {
+	for c in show diff merge gc clean report; do
+		run -0 --separate-stderr forge "$c" --help
+		[[ ${lines[0]} == "usage: forge-"* ]] || { echo "$c: ${lines[0]}"; false; }
+	done
+	run -0 forge --help
+	for c in show diff merge gc clean report; do
+		assert_line --regexp "^  $c +"
+	done
+	run -2 --separate-stderr forge show
+	run -2 --separate-stderr forge show a b
+	run -2 --separate-stderr forge merge --frobnicate "$T1"
+	run -2 --separate-stderr forge report
+}
