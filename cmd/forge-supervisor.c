@@ -67,7 +67,10 @@ static struct cli_spec spec = {
 		       "leaves it waiting (exit 4), Ctrl-C too but exits 130; resume asks again.\n"
 		       "resume continues any run not completed or cancelled (a failed one too); a run another\n"
 		       "live process holds is refused with exit 4.  cancel stops a live run (it exits 130) and\n"
-		       "it stays cancelled.  status and history show a run whose process died as interrupted.",
+		       "it stays cancelled; it removes the run's worktree (uncommitted changes kept on\n"
+		       "refs/forge/TRACE/saved/N) and its branch unless the branch has commits (forge gc\n"
+		       "removes those).  status and history show a run whose process died as interrupted.\n"
+		       "TRACE may be any unique prefix of a trace id.",
 	.options = options,
 	.flags = CLI_MODEL_OPTIONS,
 	.extra_help = "Examples:\n"

@@ -156,6 +156,12 @@ int git_diff_to_buf(git_buf *out, git_diff *diff, git_diff_format_t format)
 	return p_git_diff_to_buf(out, diff, format);
 }
 
+int git_diff_tree_to_tree(git_diff **diff, git_repository *repo, git_tree *old_tree, git_tree *new_tree, const git_diff_options *opts)
+{
+	LAZY(git_diff_tree_to_tree)
+	return p_git_diff_tree_to_tree(diff, repo, old_tree, new_tree, opts);
+}
+
 int git_diff_tree_to_workdir_with_index(git_diff **diff, git_repository *repo, git_tree *old_tree, const git_diff_options *opts)
 {
 	LAZY(git_diff_tree_to_workdir_with_index)
@@ -178,6 +184,24 @@ int git_index_add_all(git_index *index, const git_strarray *pathspec, unsigned i
 {
 	LAZY(git_index_add_all)
 	return p_git_index_add_all(index, pathspec, flags, callback, payload);
+}
+
+void git_index_conflict_iterator_free(git_index_conflict_iterator *iterator)
+{
+	LAZY(git_index_conflict_iterator_free)
+	p_git_index_conflict_iterator_free(iterator);
+}
+
+int git_index_conflict_iterator_new(git_index_conflict_iterator **iterator_out, git_index *index)
+{
+	LAZY(git_index_conflict_iterator_new)
+	return p_git_index_conflict_iterator_new(iterator_out, index);
+}
+
+int git_index_conflict_next(const git_index_entry **ancestor_out, const git_index_entry **our_out, const git_index_entry **their_out, git_index_conflict_iterator *iterator)
+{
+	LAZY(git_index_conflict_next)
+	return p_git_index_conflict_next(ancestor_out, our_out, their_out, iterator);
 }
 
 int git_index_entry_stage(const git_index_entry *entry)
@@ -204,6 +228,12 @@ const git_index_entry * git_index_get_byindex(git_index *index, size_t n)
 	return p_git_index_get_byindex(index, n);
 }
 
+int git_index_has_conflicts(const git_index *index)
+{
+	LAZY(git_index_has_conflicts)
+	return p_git_index_has_conflicts(index);
+}
+
 int git_index_read(git_index *index, int force)
 {
 	LAZY(git_index_read)
@@ -228,6 +258,12 @@ int git_index_write_tree(git_oid *out, git_index *index)
 	return p_git_index_write_tree(out, index);
 }
 
+int git_index_write_tree_to(git_oid *out, git_index *index, git_repository *repo)
+{
+	LAZY(git_index_write_tree_to)
+	return p_git_index_write_tree_to(out, index, repo);
+}
+
 int git_libgit2_init(void)
 {
 	LAZY(git_libgit2_init)
@@ -250,6 +286,12 @@ int git_merge_base(git_oid *out, git_repository *repo, const git_oid *one, const
 {
 	LAZY(git_merge_base)
 	return p_git_merge_base(out, repo, one, two);
+}
+
+int git_merge_commits(git_index **out, git_repository *repo, const git_commit *our_commit, const git_commit *their_commit, const git_merge_options *opts)
+{
+	LAZY(git_merge_commits)
+	return p_git_merge_commits(out, repo, our_commit, their_commit, opts);
 }
 
 void git_object_free(git_object *object)
@@ -336,6 +378,18 @@ int git_reference_is_valid_name(const char *refname)
 	return p_git_reference_is_valid_name(refname);
 }
 
+void git_reference_iterator_free(git_reference_iterator *iter)
+{
+	LAZY(git_reference_iterator_free)
+	p_git_reference_iterator_free(iter);
+}
+
+int git_reference_iterator_glob_new(git_reference_iterator **out, git_repository *repo, const char *glob)
+{
+	LAZY(git_reference_iterator_glob_new)
+	return p_git_reference_iterator_glob_new(out, repo, glob);
+}
+
 int git_reference_lookup(git_reference **out, git_repository *repo, const char *name)
 {
 	LAZY(git_reference_lookup)
@@ -346,6 +400,12 @@ int git_reference_name_to_id(git_oid *out, git_repository *repo, const char *nam
 {
 	LAZY(git_reference_name_to_id)
 	return p_git_reference_name_to_id(out, repo, name);
+}
+
+int git_reference_next_name(const char **out, git_reference_iterator *iter)
+{
+	LAZY(git_reference_next_name)
+	return p_git_reference_next_name(out, iter);
 }
 
 int git_reference_set_target(git_reference **out, git_reference *ref, const git_oid *id, const char *log_message)
@@ -472,6 +532,12 @@ int git_revparse_single(git_object **out, git_repository *repo, const char *spec
 {
 	LAZY(git_revparse_single)
 	return p_git_revparse_single(out, repo, spec);
+}
+
+int git_signature_default(git_signature **out, git_repository *repo)
+{
+	LAZY(git_signature_default)
+	return p_git_signature_default(out, repo);
 }
 
 void git_signature_free(git_signature *sig)
