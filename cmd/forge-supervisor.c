@@ -375,7 +375,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
  * gc` removes it).  A run still alive keeps its worktree until it has
  * stopped: its process may be writing there; `forge gc` removes it then.
  */
-static void clean_cancelled(struct session *e, const char *trace, bool alive)
+static void clean_cancelled(const char *repo, const char *trace, bool alive)
 {
 	struct forge_git *g = NULL;
 
@@ -383,7 +383,9 @@ static void clean_cancelled(struct session *e, const char *trace, bool alive)
 		printf("the worktree stays until the run has stopped; forge gc removes it\n");
 		return;
 	}
-	if (!e->repo || forge_git_open(&g, e->repo) < 0 || runclean(g, trace, RUNCLEAN_CANCEL, false, stdout, NULL) < 0)
+	if (!repo)
+		return;      /* a run recorded without its repository: nothing to find */
+	if (forge_git_open(&g, repo) < 0 || runclean(g, trace, RUNCLEAN_CANCEL, false, stdout, NULL) < 0)
 		fprintf(stderr, "%s: the run's worktree was not removed: %s\n", prog, forge_last_error());
 	forge_git_free(g);
 }
@@ -448,7 +450,7 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 		store_event_put(e.store, ev, NULL, 0, NULL);
 		jv_free(ev);
 		printf("cancelled %s\n", trace);
-		clean_cancelled(&e, trace, alive);
+		clean_cancelled(e.repo ? e.repo : json_get_str(run, "repo"), trace, alive);
 	}
 	jv_free(run);
 	free(trace);
