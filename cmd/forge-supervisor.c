@@ -425,7 +425,14 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 			}
 		}
 		jv_free(gates);
-		store_run_update(e.store, trace, "cancelled", NULL, "cancelled by a human");
+		if (store_run_update(e.store, trace, "cancelled", NULL, "cancelled by a human") < 0) {
+			/* not cancelled: nothing is stopped or removed */
+			fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+			jv_free(run);
+			free(trace);
+			session_close(&e);
+			return FORGE_EXIT_DEPENDENCY;
+		}
 		/* A live run stops now: its holder (the supervisor, or a phase run
 		 * by hand) sees the status and stops with 130. */
 		jv lease;
