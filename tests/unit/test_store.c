@@ -1133,6 +1133,57 @@ static void test_disk_full_message(void)
 }
 
 /* Run statuses round-trip through their names; three are terminal. */
+/* store_resolve_trace: a unique prefix, a whole id over its longer
+ * neighbours, lower case, traces known only by their events, ambiguity,
+ * nothing, and characters a trace id never has (GLOB's among them). */
+static void test_resolve_trace(void)
+{
+	struct store *st = NULL;
+	char *id = NULL;
+	jv ev = jv_null();
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_run_create(st, "01ABCDEF", "one", NULL, jv_null()) == 0);
+	CHECK(store_run_create(st, "01ABCDEFGH", "two", NULL, jv_null()) == 0);
+	CHECK(store_run_create(st, "01XYZ", "three", NULL, jv_null()) == 0);
+	CHECK(put(st, make_event("E1", "EVONLY-1", "2026-01-01T00:00:00.000Z", "x"), NULL) == 0);
+	CHECK(put(st, make_event("E2", "01XYZ", "2026-01-01T00:00:00.000Z", "run.merged"), NULL) == 0);
+	CHECK(put(st, make_event("E3", "01XYZ", "2026-01-01T00:00:01.000Z", "run.merged"), NULL) == 0);
+
+	CHECK_INT(store_resolve_trace(&id, st, "01X"), 0);
+	CHECK_STR(id, "01XYZ");
+	free(id);
+	CHECK_INT(store_resolve_trace(&id, st, "01xy"), 0);       /* upper case tried */
+	CHECK_STR(id, "01XYZ");
+	free(id);
+	CHECK_INT(store_resolve_trace(&id, st, "01ABCDEF"), 0);   /* whole id wins */
+	CHECK_STR(id, "01ABCDEF");
+	free(id);
+	CHECK_INT(store_resolve_trace(&id, st, "EVONLY"), 0);     /* events only */
+	CHECK_STR(id, "EVONLY-1");
+	free(id);
+	CHECK_INT(store_resolve_trace(&id, st, "01ABC"), STORE_TRACE_AMBIGUOUS);
+	CHECK(id == NULL);
+	CHECK(strstr(forge_last_error(), "'01ABC' matches 2 runs") != NULL);
+	CHECK(strstr(forge_last_error(), "\n  01ABCDEF\n  01ABCDEFGH") != NULL);
+	CHECK_INT(store_resolve_trace(&id, st, "01"), STORE_TRACE_AMBIGUOUS);
+	CHECK(strstr(forge_last_error(), "matches 3 runs") != NULL);
+	CHECK_INT(store_resolve_trace(&id, st, "02"), STORE_TRACE_NONE);
+	CHECK_STR(forge_last_error(), "no run matches '02'");
+	CHECK_INT(store_resolve_trace(&id, st, "01*"), STORE_TRACE_NONE);
+	CHECK_INT(store_resolve_trace(&id, st, "[0]1"), STORE_TRACE_NONE);
+	CHECK_INT(store_resolve_trace(&id, st, ""), STORE_TRACE_NONE);
+	CHECK(id == NULL);
+
+	/* store_event_last: the newest of a type, null when none */
+	CHECK(store_event_last(&ev, st, "01XYZ", "run.merged") == 0);
+	CHECK_STR(json_get_str(ev, "id"), "E3");
+	jv_free(ev);
+	CHECK(store_event_last(&ev, st, "01XYZ", "run.completed") == 0);
+	CHECK(jv_get_kind(ev) == JV_KIND_NULL);
+	store_free(st);
+}
+
 static void test_run_status(void)
 {
 	static const char *const names[] = { "pending", "running", "paused", "completed", "failed", "cancelled" };
@@ -1187,6 +1238,7 @@ int main(void)
 	RUN(test_breaker_reads);
 	RUN(test_disk_full_message);
 	RUN(test_run_status);
+	RUN(test_resolve_trace);
 	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return unit_done();
 }
