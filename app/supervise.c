@@ -1060,6 +1060,21 @@ static int take_lease(struct sup *s)
 	return 0;
 }
 
+/* A run started from HEAD remembers the branch HEAD was on, so `forge merge`
+ * knows where the run goes even after the user switched branches; a detached
+ * HEAD records none. */
+static void record_base_branch(jv *task, struct forge_git *g)
+{
+	const char *base = json_get_str(*task, "base_ref");
+	char *branch = NULL;
+
+	if (base && strcmp(base, "HEAD") != 0)
+		return;
+	if (forge_git_head_branch(&branch, g) == 0)
+		*task = json_set(*task, "base_branch", jv_string(branch));
+	free(branch);
+}
+
 /* The run's worktree on its branch: created now, so every phase shares it. */
 static int make_worktree(struct sup *s, jv *task)
 {
@@ -1074,6 +1089,7 @@ static int make_worktree(struct sup *s, jv *task)
 	*task = json_set(*task, "worktree", jv_string(forge_git_worktree_path(wt)));
 	*task = json_set(*task, "branch", jv_string(forge_git_worktree_branch(wt)));
 	*task = json_set(*task, "base_commit", jv_string(forge_git_worktree_base(wt)));
+	record_base_branch(task, g);
 	rc = 0;
 out:
 	forge_git_worktree_free(wt);

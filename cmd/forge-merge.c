@@ -29,8 +29,9 @@ static const struct cli_spec spec = {
 	.name = "forge-merge",
 	.synopsis = "TRACE [--no-ff]",
 	.description = "Merge the branch forge/TRACE of a completed run into its base branch: the branch\n"
-		       "the run started from (--base BRANCH), or, when it started from HEAD or a commit,\n"
-		       "the branch the checkout is on, which must contain the run's base commit.  That\n"
+		       "the run started from (--base BRANCH, or the branch HEAD was on), or, when it started\n"
+		       "from a detached HEAD or a commit, the branch the checkout is on, which must\n"
+		       "contain the run's base commit.  That\n"
 		       "branch must be checked out and the checkout must have no uncommitted changes to\n"
 		       "tracked files; its files are updated.  A fast-forward by default; --no-ff makes a\n"
 		       "merge commit (authored by user.name/user.email).  The merge is recorded as a\n"
@@ -53,11 +54,15 @@ struct target {
  * checkout is not where it must be. */
 static int find_target(struct target *t, struct forge_git *g, jv task, const char *trace)
 {
-	const char *base_ref = json_get_str(task, "base_ref");
+	/* base_branch: the branch HEAD was on when the run started from HEAD. */
+	const char *base_ref = json_get_str(task, "base_branch");
 	char *head = NULL, *sha = NULL;
 	struct buf ref = BUF_INIT;
 	bool ok = false;
 	int rc = FORGE_EXIT_USAGE;
+
+	if (!base_ref)
+		base_ref = json_get_str(task, "base_ref");
 
 	if (forge_git_head_branch(&head, g) < 0) {
 		fprintf(stderr, "forge-merge: %s; switch to the branch the run should go into "

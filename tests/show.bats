@@ -195,6 +195,13 @@ setup() {
 	git checkout -q --detach
 	run -2 --separate-stderr forge merge "$T1"
 	[[ $stderr == *"is not on a branch (detached HEAD); switch to the branch the run should go into"* ]]
+	# the run started from HEAD on main: main is where it goes, not the
+	# branch the checkout is on now (which contains the base commit too)
+	run -0 forge status --json "$T1"
+	jq -e '.state.task.base_branch == "main"' <<<"$output"
+	git checkout -q -b topic
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"the run's base branch 'main' is not checked out (the checkout is on 'topic'): git switch main, then forge merge $T1" ]]
 	git checkout -q main
 	run -2 --separate-stderr forge merge "$T2"
 	[[ $stderr == *"run $T2 is paused, not completed; see forge show $T2" ]]
