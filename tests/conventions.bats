@@ -236,9 +236,30 @@ complete_words() {
 	run -0 complete_words forge ""
 	for p in "$FORGE_BINDIR"/forge-*; do [[ $'\n'"$output"$'\n' == *$'\n'"${p##*/forge-}"$'\n'* ]]; done
 	[[ "$output" == *$'\nresume\n'* ]]
-	# the zsh completion parses (when zsh is there)
-	if command -v zsh >/dev/null; then zsh -n "$FORGE_ROOT/share/completions/_forge"; fi
 	bash -n "$FORGE_ROOT/share/completions/forge.bash"
+}
+
+@test "zsh completion: the same words (compadd and _describe stubbed)" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	zsh -n "$FORGE_ROOT/share/completions/_forge"
+	cat >"$BATS_TEST_TMPDIR/drive.zsh" <<'ZSH'
+typeset -ga got
+compadd() { if [[ $1 == -a ]]; then got+=(${(P)2}); else got+=("$@"); fi }
+_describe() { local arr=${@[-1]}; got+=(${${(P)arr}%%:*}); }
+_files() { got+=(FILES); }
+source "$1"
+shift
+words=("$@"); CURRENT=$#; PREFIX=${words[-1]}
+got=()
+_forge
+print -rl -- ${(M)got:#${PREFIX}*}
+ZSH
+	run -0 zsh -f "$BATS_TEST_TMPDIR/drive.zsh" "$FORGE_ROOT/share/completions/_forge" forge ru
+	assert_output "run"
+	run -0 zsh -f "$BATS_TEST_TMPDIR/drive.zsh" "$FORGE_ROOT/share/completions/_forge" forge memory ""
+	assert_output "$(printf '%s\n' list search show add signal stats consolidate forget export import patterns)"
+	run -0 zsh -f "$BATS_TEST_TMPDIR/drive.zsh" "$FORGE_ROOT/share/completions/_forge" forge config --gl
+	assert_output "--global"
 }
 
 @test "make uninstall removes exactly what make install put" {
