@@ -239,6 +239,19 @@ complete_words() {
 	bash -n "$FORGE_ROOT/share/completions/forge.bash"
 }
 
+@test "bash completion: trace ids from forge history for operands named TRACE" {
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge run --dry-run "add a mul operation"
+	trace=$(forge history --json -n 1 | jq -r .trace_id)
+	[ -n "$trace" ]
+	run -0 complete_words forge resume ""
+	assert_output "$trace"
+	run -0 complete_words forge events replay "${trace:0:4}"
+	assert_output "$trace"
+	run -0 complete_words forge gate approve ""
+	assert_output ""
+}
+
 @test "zsh completion: the same words (compadd and _describe stubbed)" {
 	command -v zsh >/dev/null || skip "zsh is not installed"
 	zsh -n "$FORGE_ROOT/share/completions/_forge"
