@@ -522,7 +522,8 @@ int main(int argc, char **argv)
 		.name = PROG,
 		.synopsis = "[--explain [--json]] [--set PATH=VALUE]...\nget PATH\npath\ninit [--force]\nset [--global] PATH VALUE",
 		.description = "Print Forge's effective configuration: the built-in defaults overlaid\n"
-			       "with the user, project and --config files, FORGE_* variables and flags.",
+			       "with the user, project and --config files, FORGE_* variables and flags.\n"
+			       "init writes a starter .forge/config.json; set changes one key in it.",
 		.options = options,
 		.flags = CLI_MODEL_OPTIONS,
 		.extra_help = help,

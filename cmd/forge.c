@@ -32,7 +32,7 @@ static const struct {
 	{ "test", NULL, "phase filter: run the tests and analyse failures" },
 	{ "deploy", NULL, "phase filter: ship approved, tested changes" },
 	{ "events", NULL, "store, replay and list stream events" },
-	{ "config", NULL, "show the effective configuration" },
+	{ "config", NULL, "show the effective configuration; init, set KEY VALUE" },
 	{ "llm", NULL, "ask a model from the command line" },
 	{ "gate", NULL, "approve or reject a waiting human gate" },
 	{ "memory", NULL, "inspect and manage what forge has learned" },
