@@ -7,7 +7,9 @@
 #                     fuzz-check); FORGE_JOBS jobs at once.  make fuzz: libFuzzer, 60 s each
 #   make demo         a whole forge run, offline, on the sample project
 #   make bench        benchmarks (medians)
-#   make install      PREFIX=/usr/local DESTDIR=
+#   make install      PREFIX=/usr/local DESTDIR=: programs, schemas, man pages, completions
+#   make uninstall    removes exactly what make install put (same PREFIX and DESTDIR)
+#   make man          the man pages into $(O)/man (scripts/gen-man, from each program's --help)
 #   make clean
 #
 # Objects go to $(O) (default build/); `make O=build-asan SANITIZE=address,undefined`
@@ -22,6 +24,9 @@ endif
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 DATADIR  ?= $(PREFIX)/share/forge
+MANDIR   ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 
 CC       ?= cc
 CSTD     := -std=c17
@@ -242,6 +247,26 @@ install: all
 	    install -D -m 644 $$f $(DESTDIR)$(DATADIR)/$$f; done
 	install -m 644 forge.mk $(DESTDIR)$(DATADIR)/forge.mk
 	install -m 644 $(SHARE) $(DESTDIR)$(DATADIR)/
+	scripts/gen-man $(DESTDIR)$(MANDIR)/man1 $(PROGS)
+	install -D -m 644 share/completions/forge.bash $(DESTDIR)$(BASHCOMPDIR)/forge
+	install -D -m 644 share/completions/_forge $(DESTDIR)$(ZSHCOMPDIR)/_forge
+
+# The man pages to remove are listed by the installed forge (the commands of
+# its dispatcher table), before the programs go.  Directories are removed
+# only when they are forge's own and empty.
+INSTALLED_PROGS := $(PROGS:$(BINDIR)/%=$(DESTDIR)$(PREFIX)/bin/%)
+uninstall:
+	for m in $$(scripts/gen-man --list $(INSTALLED_PROGS) 2>/dev/null); do \
+	    rm -f $(DESTDIR)$(MANDIR)/man1/$$m; done
+	rm -f $(INSTALLED_PROGS)
+	rm -f $(RESOURCES:%=$(DESTDIR)$(DATADIR)/%) $(DESTDIR)$(DATADIR)/forge.mk \
+	    $(addprefix $(DESTDIR)$(DATADIR)/,$(notdir $(SHARE)))
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/forge $(DESTDIR)$(ZSHCOMPDIR)/_forge
+	for d in $(sort $(dir $(RESOURCES))); do rmdir $(DESTDIR)$(DATADIR)/$$d 2>/dev/null || true; done
+	rmdir $(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR) 2>/dev/null || true
+
+man: all
+	$(Q)scripts/gen-man $(O)/man $(PROGS)
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz $(PROGS)
@@ -305,5 +330,5 @@ fuzz:
 
 -include $(SRC_OBJ:.o=.d) $(CLANG_OK:.ok=.d)
 .PHONY: all check check-all check-default check-suite check-build asan-build check-asan-suite check-fuzz clang-check clang-syntax demo bench lint \
-        install clean FORCE fuzz fuzz-check fuzz-replay fuzz-targets
+        install uninstall man clean FORCE fuzz fuzz-check fuzz-replay fuzz-targets
 .DELETE_ON_ERROR:

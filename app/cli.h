@@ -101,6 +101,33 @@ void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...)
 void cli_usage(const struct cli_spec *spec, void *f /* FILE * */);
 
 /*
+ * The same help as a man(7) page (section 1) on f, so the manual can never
+ * disagree with --help: NAME (the page name is spec->name with spaces as
+ * '-', "forge run" → forge-run; the summary is the description's first
+ * clause), SYNOPSIS, DESCRIPTION, OPTIONS, MODEL OPTIONS, COMMON OPTIONS,
+ * then extra_help: an unindented line ending in ':' becomes a subsection,
+ * indented lines are shown as they are (no fill), a line starting "Exit
+ * status"/"Exit:" begins EXIT STATUS (the generic one when there is none),
+ * and SEE ALSO forge(1).  Every program prints it for the hidden common
+ * option --help-man (scripts/gen-man makes the installed pages from it).
+ */
+void cli_man(const struct cli_spec *spec, void *f /* FILE * */);
+
+/*
+ * What shell completion offers, one tab-separated line each, for the hidden
+ * common option --help-words:
+ *   command	WORD	OPERAND   a subcommand: the first word of a synopsis
+ *                                line when it is lower case; OPERAND is the
+ *                                first upper-case operand after it ("TRACE",
+ *                                "ID") or empty
+ *   operand	OPERAND            a synopsis line that starts with an operand
+ *   option	--NAME	ARG        every option (the program's, the model
+ *                                options it takes, the common ones), and
+ *   option	-X	ARG            the short forms; ARG is empty for a flag
+ */
+void cli_words(const struct cli_spec *spec, void *f /* FILE * */);
+
+/*
  * Finish a program: flush and close stdout, turning a failed write into the
  * right status (EPIPE → FORGE_EXIT_PIPE quietly; other errors → a message
  * and FORGE_EXIT_DEPENDENCY).  Returns the status to exit with: `status`

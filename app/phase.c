@@ -387,6 +387,75 @@ int phase_perceive(char **out, struct phase *ph, jv environment)
 	return 0;
 }
 
+/* The paths the run touches or plans to: the plan's tasks' files and the
+ * changes' files.  A new array. */
+static jv touched_files(struct phase *ph)
+{
+	jv out = jv_array();
+	jv tasks = jv_getpath(jv_copy(ph->state), JV_ARRAY(jv_string("plan"), jv_string("tasks")));
+	jv changes = jv_getpath(jv_copy(ph->state), JV_ARRAY(jv_string("changes"), jv_string("files")));
+
+	if (jv_get_kind(tasks) == JV_KIND_ARRAY) {
+		jv_array_foreach(tasks, i, t) {
+			jv files = json_get(t, "files");
+
+			if (jv_get_kind(files) == JV_KIND_ARRAY)
+				out = jv_array_concat(out, jv_copy(files));
+			jv_free(files);
+			jv_free(t);
+		}
+	}
+	if (jv_get_kind(changes) == JV_KIND_ARRAY) {
+		jv_array_foreach(changes, i, c) {
+			out = jv_array_append(out, json_get(c, "path"));
+			jv_free(c);
+		}
+	}
+	jv_free(tasks);
+	jv_free(changes);
+	return out;
+}
+
+int phase_system_prompt(char **out, struct phase *ph, const char *root, const char *prompt)
+{
+	enum agent_prompt_how how;
+	char *base = NULL, *text = NULL;
+	jv report, touched;
+
+	*out = NULL;
+	root = root ? root : ph->repo;
+	if (agent_prompt_load_how(&base, &how, root, prompt) < 0)
+		return -1;
+	if (how != AGENT_PROMPT_BUILTIN) {
+		jv e = json_set(jv_object(), "prompt", jv_string(prompt));
+		e = json_set(e, "path", jv_string_fmt(".forge/prompts/%s.md", prompt));
+		phase_emit(ph, "prompt.overlay", json_set(e, "mode", jv_string(how == AGENT_PROMPT_REPLACED
+									     ? "replaced" : "appended")));
+	}
+	touched = touched_files(ph);
+	context_instructions(&text, &report, root, touched,
+			     (size_t)config_get_num(ph->cfg, "context.instructions_tokens"));
+	jv_free(touched);
+	if (jv_array_length(json_get(report, "files")) + jv_array_length(json_get(report, "skipped")) > 0)
+		phase_emit(ph, "context.instructions", report);
+	else
+		jv_free(report);
+	if (!*text) {
+		*out = base;
+		free(text);
+		return 0;
+	}
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, base);
+	buf_adds(&b, "\n\n");
+	buf_adds(&b, text);
+	*out = buf_detach(&b, NULL);
+	free(base);
+	free(text);
+	return 0;
+}
+
 /* Reflection learnings go to memory (agent.h: env->remember). */
 static int remember(void *payload, jv learning)
 {

@@ -142,6 +142,20 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
  */
 int phase_perceive(char **out, struct phase *ph, jv environment);
 
+/*
+ * The system prompt of this phase's model calls, from the repository root
+ * (NULL: ph->repo; the main checkout, so uncommitted files count, as for
+ * skills): agent_prompt_load_how() of `prompt` (the built-in prompt with
+ * root's .forge/prompts/PROMPT.md appended, or replacing it), then the
+ * project's instructions (context.h: context_instructions(), budget
+ * context.instructions_tokens, the files of the state's plan tasks and
+ * changes as the touched files).  Events: prompt.overlay {prompt, path,
+ * mode: "appended"|"replaced"} when an overlay was used;
+ * context.instructions (the report) when an instruction file was found.
+ * *out malloc'd.  -1 with a message when the prompt cannot be loaded.
+ */
+int phase_system_prompt(char **out, struct phase *ph, const char *root, const char *prompt);
+
 /* How many times this phase already ran in this pipeline, from the state's
  * bounces: every bounce reruns implement and then review; test reruns after
  * its own bounces; plan and deploy run once.  The cassette attempt is this

@@ -5,37 +5,54 @@
  *   forge-config --explain       one line per leaf: where its value came from
  *   forge-config get PATH        one value (strings raw); exit 1 when not set
  *   forge-config path            the files read and whether each exists
+ *   forge-config init [--force]  write a commented starter .forge/config.json
+ *   forge-config set [--global] PATH VALUE
+ *                                set one key in .forge/config.json (or the
+ *                                user's file), checked against the schema
  *
  * A configuration that does not load (bad JSON, a schema error, a bad
- * FORGE_* number) is bad input: the message goes to stderr, exit 2.
+ * FORGE_* number) is bad input: the message goes to stderr, exit 2.  So
+ * is `init` over an existing file without --force, and a `set` whose key
+ * or value the schema refuses (the file is left as it was).
  */
 #include "core/buf.h"
 #include "app/cli.h"
 #include "data/config.h"
 #include "core/forge.h"
+#include "core/forgedir.h"
 #include "core/json.h"
+#include "data/project.h"
 #include "llm/llm.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PROG "forge-config"
 
-enum { OPT_EXPLAIN = 256, OPT_JSON, OPT_SET };
+enum { OPT_EXPLAIN = 256, OPT_JSON, OPT_SET, OPT_FORCE, OPT_GLOBAL };
 
 static const struct cli_option options[] = {
 	{ "explain", 0, NULL, "show where every value comes from (layer and source)", OPT_EXPLAIN },
 	{ "json", 0, NULL, "JSON output: --explain as an array, get and path as JSON", OPT_JSON },
 	{ "set", 0, "PATH=VALUE", "override one value (VALUE is JSON, else a string); repeatable",
 	  OPT_SET },
+	{ "force", 0, NULL, "init: overwrite an existing .forge/config.json", OPT_FORCE },
+	{ "global", 0, NULL, "set: write the user's file (~/.config/forge/config.json)", OPT_GLOBAL },
 	{ NULL, 0, NULL, NULL, 0 }
 };
 
 struct args {
 	bool explain;
 	bool json;
+	bool force;
+	bool global;
 	jv flags;               /* the flags layer, built from --set and the model options */
 };
 
@@ -52,6 +69,12 @@ static int on_option(int id, const char *arg, void *payload)
 		return 0;
 	case OPT_SET:
 		return config_flag_assign(&a->flags, arg);
+	case OPT_FORCE:
+		a->force = true;
+		return 0;
+	case OPT_GLOBAL:
+		a->global = true;
+		return 0;
 	}
 	return forge_error("unhandled option");
 }
@@ -67,6 +90,12 @@ static char *extra_help(void)
 		     "  get PATH    print the value at PATH (\"llm.model\", \"gates.0.id\"): strings\n"
 		     "              raw, other values as JSON; exit 1 when PATH is not set\n"
 		     "  path        list the configuration files and whether each exists\n"
+		     "  init        write a commented starter .forge/config.json for this repository\n"
+		     "              (the test command detected from Makefile, package.json, …);\n"
+		     "              an existing file is refused (exit 2) unless --force\n"
+		     "  set PATH VALUE  set one key in .forge/config.json (--global: the user's\n"
+		     "              file); VALUE is JSON, else a string; a key or value the\n"
+		     "              schema refuses is exit 2 and the file is left as it was\n"
 		     "\nLayers, lowest first (objects merge, other values and arrays replace):\n"
 		     "  default   built-in defaults\n"
 		     "  user      $XDG_CONFIG_HOME/forge/config.json (~/.config/forge/config.json)\n"
@@ -221,6 +250,215 @@ static void print_paths(const struct config_sources *src, bool json)
 	jv_free(files);
 }
 
+/* ---- init and set ------------------------------------------------------- */
+
+/* mkdir -p for the directory of path. */
+static int make_parent(const char *path)
+{
+	char *copy = xstrdup(path);
+	char *dir = dirname(copy);
+	int rc = 0;
+
+	for (char *p = dir + 1; *p && rc == 0; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
+		*p = '/';
+	}
+	if (rc == 0 && mkdir(dir, 0755) < 0 && errno != EEXIST)
+		rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
+	free(copy);
+	return rc;
+}
+
+/* Write text to path through a temporary file beside it and a rename, so
+ * a reader sees the old file or the new one, never half of one. */
+static int write_atomic(const char *path, const char *text, size_t len)
+{
+	struct buf tmp = BUF_INIT;
+	int rc = -1, fd;
+
+	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
+		goto out;
+	}
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
+		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
+		close(fd);
+		unlink(tmp.buf);
+		goto out;
+	}
+	close(fd);
+	if (rename(tmp.buf, path) < 0) {
+		forge_error("cannot replace '%s': %s", path, strerror(errno));
+		unlink(tmp.buf);
+		goto out;
+	}
+	rc = 0;
+out:
+	buf_release(&tmp);
+	return rc;
+}
+
+/* A JSON string literal for s.  malloc'd. */
+static char *json_quote(const char *s)
+{
+	return json_dumps(jv_string(s), false);
+}
+
+/* The starter configuration for the repository at root: notes ("$comment",
+ * which the configuration keeps out of its values) and the test command
+ * detected there.  malloc'd. */
+static char *starter_config(const char *root)
+{
+	struct buf b = BUF_INIT;
+	char *test = project_command(root, NULL, "test");
+	char *quoted = test ? json_quote(test) : NULL;
+
+	buf_adds(&b, "{\n"
+		"  \"$comment\": [\"Forge's settings for this repository; commit this file.\",\n"
+		"    \"Every key and its default: forge config --explain.  Change one: forge config set KEY VALUE.\",\n"
+		"    \"Keys starting with $ are notes like this one.  API keys never go here: they stay in the environment.\"],\n"
+		"  \"llm\": {\n"
+		"    \"$comment\": [\"The model.  ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment picks the provider and its default model.\",\n"
+		"      \"Another model: \\\"provider\\\": \\\"openai\\\", \\\"model\\\": \\\"gpt-4.1\\\"; a local OpenAI-compatible server (Ollama): also \\\"base_url\\\": \\\"http://localhost:11434/v1\\\".\"]\n"
+		"  },\n"
+		"  \"tools\": {\n");
+	if (quoted)
+		buf_addf(&b, "    \"$comment\": \"The project's commands; test_command was detected when this file was written. "
+			     "Also build_command, lint_command, deploy_command.\",\n"
+			     "    \"test_command\": %s\n", quoted);
+	else
+		buf_adds(&b, "    \"$comment\": \"No test command was detected: set test_command (and build_command, "
+			     "lint_command) so the implement and test phases can check the changes.\"\n");
+	buf_adds(&b, "  },\n"
+		"  \"safety\": {\n"
+		"    \"$comment\": \"The automation ladder, 0-4: how much passes without asking a human (a production deploy always asks).\",\n"
+		"    \"automation_level\": 1\n"
+		"  },\n"
+		"  \"budget\": {\n"
+		"    \"$comment\": \"What one forge run may spend on the model, in USD (forge run --budget).\",\n"
+		"    \"usd\": 50\n"
+		"  }\n"
+		"}\n");
+	free(test);
+	free(quoted);
+	return buf_detach(&b, NULL);
+}
+
+static int cmd_init(const struct args *a, const struct cli_common *common)
+{
+	struct session ses;
+	int status = session_open(&ses, common, SESSION_NEED_REPO, jv_null());
+	char *path = NULL, *text = NULL;
+	struct stat st;
+
+	if (status)
+		return status;
+	path = config_project_file(ses.repo);
+	status = FORGE_EXIT_USAGE;
+	if (!a->force && lstat(path, &st) == 0) {
+		forge_error("'%s' exists; `forge config init --force` overwrites it", path);
+		goto out;
+	}
+	text = starter_config(ses.repo);
+	jv v = json_parse(text, strlen(text));
+	int bad = !jv_is_valid(v) || config_layer_check(v, path) < 0;
+
+	jv_free(v);
+	status = FORGE_EXIT_DEPENDENCY;
+	if (bad || make_parent(path) < 0)
+		goto out;
+	char *dir = xstrdup(path);
+	int ign = forge_dir_ignore(dirname(dir));
+
+	free(dir);
+	if (ign < 0 || write_atomic(path, text, strlen(text)) < 0)
+		goto out;
+	if (common->verbosity >= 0)
+		fprintf(stderr, PROG ": wrote %s\n", path);
+	status = FORGE_EXIT_OK;
+out:
+	free(text);
+	free(path);
+	session_close(&ses);
+	return status;
+}
+
+/* The file `set` writes: the user's with --global, else the project's. */
+static int set_target(char **out, const struct args *a, const struct cli_common *common)
+{
+	struct session ses;
+	int status;
+
+	*out = NULL;
+	if (a->global) {
+		*out = config_user_file();
+		return *out ? 0 : (forge_error("neither XDG_CONFIG_HOME nor HOME is set"), FORGE_EXIT_USAGE);
+	}
+	status = session_open(&ses, common, SESSION_NEED_REPO, jv_null());
+	if (status)
+		return status;
+	*out = config_project_file(ses.repo);
+	session_close(&ses);
+	return 0;
+}
+
+static int cmd_set(const struct args *a, const struct cli_common *common, const char *key, const char *value)
+{
+	char *path = NULL;
+	jv file = jv_null(), v;
+	int status = set_target(&path, a, common);
+	struct stat st;
+
+	if (status)
+		goto out;
+	status = FORGE_EXIT_USAGE;
+	if (stat(path, &st) == 0) {
+		file = json_parse_file(path);
+		if (!jv_is_valid(file)) {
+			char *msg = json_invalid_msg(file);
+
+			file = jv_null();
+			forge_error("%s", msg);
+			free(msg);
+			goto out;
+		}
+		if (jv_get_kind(file) != JV_KIND_OBJECT) {
+			forge_error("%s: expected an object", path);
+			goto out;
+		}
+	}
+	v = json_parse(value, strlen(value));
+	if (!jv_is_valid(v)) {
+		/* not JSON: a bare word like claude-haiku-4-5 is meant as a string */
+		jv_free(v);
+		v = jv_string(value);
+	}
+	if (config_flag_set(&file, key, v) < 0 || config_layer_check(file, path) < 0)
+		goto out;
+	jv pretty = jv_dump_string(jv_copy(file), JV_PRINT_INDENT_FLAGS(2));
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, jv_string_value(pretty));
+	buf_addch(&b, '\n');
+	jv_free(pretty);
+	status = FORGE_EXIT_DEPENDENCY;
+	if (make_parent(path) == 0 && write_atomic(path, b.buf, b.len) == 0)
+		status = FORGE_EXIT_OK;
+	buf_release(&b);
+	if (status == FORGE_EXIT_OK && common->verbosity >= 0)
+		fprintf(stderr, PROG ": %s = %s in %s\n", key, value, path);
+out:
+	jv_free(file);
+	free(path);
+	return status;
+}
+
 static int run(const struct cli_spec *spec, struct args *a, const struct cli_common *common,
 	       int nops, char **ops)
 {
@@ -228,6 +466,22 @@ static int run(const struct cli_spec *spec, struct args *a, const struct cli_com
 	struct session ses;
 	int status;
 
+	if (nops > 0 && strcmp(ops[0], "init") == 0) {
+		if (nops != 1)
+			cli_usage_error(spec, "wrong number of arguments for 'init'");
+		status = cmd_init(a, common);
+		if (status)
+			fprintf(stderr, PROG ": %s\n", forge_last_error());
+		return status;
+	}
+	if (nops > 0 && strcmp(ops[0], "set") == 0) {
+		if (nops != 3)
+			cli_usage_error(spec, "usage: set PATH VALUE (one key, one value)");
+		status = cmd_set(a, common, ops[1], ops[2]);
+		if (status)
+			fprintf(stderr, PROG ": %s\n", forge_last_error());
+		return status;
+	}
 	if (nops > 0 && strcmp(ops[0], "get") != 0 && strcmp(ops[0], "path") != 0)
 		cli_usage_error(spec, "unknown command '%s'", ops[0]);
 	if ((nops > 0 && strcmp(ops[0], "get") == 0 && nops != 2) ||
@@ -266,15 +520,16 @@ int main(int argc, char **argv)
 	char *help = extra_help();
 	struct cli_spec spec = {
 		.name = PROG,
-		.synopsis = "[--explain [--json]] [--set PATH=VALUE]...\nget PATH\npath",
+		.synopsis = "[--explain [--json]] [--set PATH=VALUE]...\nget PATH\npath\ninit [--force]\nset [--global] PATH VALUE",
 		.description = "Print Forge's effective configuration: the built-in defaults overlaid\n"
-			       "with the user, project and --config files, FORGE_* variables and flags.",
+			       "with the user, project and --config files, FORGE_* variables and flags.\n"
+			       "init writes a starter .forge/config.json; set changes one key in it.",
 		.options = options,
 		.flags = CLI_MODEL_OPTIONS,
 		.extra_help = help,
 	};
 	struct cli_common common;
-	struct args a = { false, false, jv_null() };
+	struct args a = { .flags = jv_null() };
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
 	int status;
 

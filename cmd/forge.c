@@ -5,6 +5,7 @@
  * go to forge-supervisor, `forge clean` to forge-gc.
  */
 #include "app/cli.h"
+#include "core/buf.h"
 #include "core/forge.h"
 
 #include <dirent.h>
@@ -28,7 +29,7 @@ static const struct {
 	{ "clean", "forge-gc", "the same as gc" },
 	{ "show", NULL, "a run: summary, plan, diff stat, findings, tests, cost, timeline" },
 	{ "diff", NULL, "a run's changes as a unified diff" },
-	{ "merge", NULL, "merge a completed run's branch into the checked-out branch" },
+	{ "merge", NULL, "merge a completed run's branch into the branch it started from" },
 	{ "gc", NULL, "remove worktrees and branches of cancelled, failed and merged runs" },
 	{ "report", NULL, "a run as one self-contained HTML page" },
 	{ "plan", NULL, "phase filter: task -> plan" },
@@ -37,7 +38,7 @@ static const struct {
 	{ "test", NULL, "phase filter: run the tests and analyse failures" },
 	{ "deploy", NULL, "phase filter: ship approved, tested changes" },
 	{ "events", NULL, "store, replay and list stream events" },
-	{ "config", NULL, "show the effective configuration" },
+	{ "config", NULL, "show the effective configuration; init, set KEY VALUE" },
 	{ "llm", NULL, "ask a model from the command line" },
 	{ "gate", NULL, "approve or reject a waiting human gate" },
 	{ "memory", NULL, "inspect and manage what forge has learned" },
@@ -96,10 +97,10 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* List forge-* executables found, with their descriptions. */
-static void list_commands(FILE *f)
+/* The names of the forge-* executables found (without "forge-"), sorted;
+ * *n how many.  Each malloc'd. */
+static size_t found_programs(char **names, size_t max)
 {
-	char *names[256] = { NULL };
 	size_t n = 0;
 
 	for (const char *const *d = search_dirs(); *d; d++) {
@@ -108,7 +109,7 @@ static void list_commands(FILE *f)
 
 		if (!dir)
 			continue;
-		while ((e = readdir(dir)) && n < 256) {
+		while ((e = readdir(dir)) && n < max) {
 			const char *name = e->d_name;
 			char path[PATH_MAX];
 			bool dup = false;
@@ -126,19 +127,95 @@ static void list_commands(FILE *f)
 		closedir(dir);
 	}
 	qsort(names, n, sizeof names[0], cmp_str);
-	fprintf(f, "\nCommands found:\n");
+	return n;
+}
+
+/*
+ * Every command `forge CMD` can run here, in --help's order: the programs
+ * found, each followed by the table's commands it serves (forge-supervisor:
+ * run, resume, …).  Calls each(name, program, help, payload); returns how
+ * many.  The one list --help, --help-man, --help-words and --list-commands
+ * print, so the manual and the completions pick up a new program or a new
+ * entry of the table by themselves.
+ */
+static size_t each_command(void (*each)(const char *name, const char *program, const char *help, void *payload),
+			   void *payload)
+{
+	char *names[256] = { NULL };
+	size_t n = found_programs(names, 256), count = 0;
+
 	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "  %-12s %s\n", names[i], help_for(names[i]));
-		if (strcmp(names[i], "gc") == 0)
-			fprintf(f, "  %-12s %s\n", "clean", help_for("clean"));
-		if (strcmp(names[i], "supervisor") == 0)
-			for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)
-				if (commands[j].program && !strcmp(commands[j].program, "forge-supervisor"))
-					fprintf(f, "  %-12s %s\n", commands[j].name, commands[j].help);
+		char program[300];
+
+		snprintf(program, sizeof program, "forge-%s", names[i]);
+		each(names[i], program, help_for(names[i]), payload);
+		count++;
+		for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)
+			if (commands[j].program && !strcmp(commands[j].program, program)) {
+				each(commands[j].name, commands[j].program, commands[j].help, payload);
+				count++;
+			}
 		free(names[i]);
 	}
-	if (!n)
+	return count;
+}
+
+static void print_help_line(const char *name, const char *program, const char *help, void *payload)
+{
+	(void)program;
+	fprintf(payload, "  %-12s %s\n", name, help);
+}
+
+static void print_tsv(const char *name, const char *program, const char *help, void *payload)
+{
+	fprintf(payload, "%s\t%s\t%s\n", name, program, help);
+}
+
+static void print_word(const char *name, const char *program, const char *help, void *payload)
+{
+	(void)program;
+	(void)help;
+	fprintf(payload, "command\t%s\t\n", name);
+}
+
+static void add_help_line(const char *name, const char *program, const char *help, void *payload)
+{
+	(void)program;
+	buf_addf(payload, "  %-12s %s\n", name, help);
+}
+
+/* List the commands found, with their descriptions. */
+static void list_commands(FILE *f)
+{
+	fprintf(f, "\nCommands found:\n");
+	if (!each_command(print_help_line, f))
 		fprintf(f, "  (none: build with `make`)\n");
+}
+
+/* The hidden options the manual and the completions are made from (cli.h:
+ * cli_man, cli_words); --list-commands: NAME, PROGRAM, HELP tab-separated. */
+static int hidden(const char *opt)
+{
+	if (!strcmp(opt, "--list-commands")) {
+		each_command(print_tsv, stdout);
+	} else if (!strcmp(opt, "--help-words")) {
+		each_command(print_word, stdout);
+		cli_words(&spec, stdout);
+	} else if (!strcmp(opt, "--help-man")) {
+		struct buf b = BUF_INIT;
+		struct cli_spec man = spec;
+
+		buf_adds(&b, "Commands:\n");
+		each_command(add_help_line, &b);
+		buf_adds(&b, "\n`forge help COMMAND` (or `forge COMMAND --help`) shows a command's options;\n"
+			     "each has its own page, forge-COMMAND(1).\n");
+		man.extra_help = b.buf;
+		cli_man(&man, stdout);
+		buf_release(&b);
+	} else {
+		return -1;
+	}
+	return cli_finish("forge", FORGE_EXIT_OK);
 }
 
 /*
@@ -199,6 +276,12 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		usage(stderr);
 		return FORGE_EXIT_USAGE;
+	}
+	if (argc == 2 && argv[1][0] == '-') {
+		int st = hidden(argv[1]);
+
+		if (st >= 0)
+			return st;
 	}
 	/* common options before the command move behind it */
 	int npre = common_before(argc, argv, 1);

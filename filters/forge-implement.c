@@ -1122,7 +1122,7 @@ static const char *implement_run(struct phase *ph)
 		goto out;
 	}
 	if (open_worktree(&im, root) < 0 || sandbox_policy_from_config(&im.policy, ph->cfg) < 0 ||
-	    agent_prompt_load(&im.system, root, "implement") < 0) {
+	    phase_system_prompt(&im.system, ph, root, "implement") < 0) {
 		phase_reason(ph, "%s", forge_last_error());
 		goto out;
 	}

@@ -366,7 +366,7 @@ static const char *plan_run(struct phase *ph)
 		phase_reason(ph, "cannot read the plan versions: %s", forge_last_error());
 		goto out;
 	}
-	if (agent_prompt_load(&system, root, "plan") < 0) {
+	if (phase_system_prompt(&system, ph, root, "plan") < 0) {
 		phase_reason(ph, "%s", forge_last_error());
 		goto out;
 	}

@@ -389,7 +389,7 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 		phase_emit(ph, "review.ai_skipped", json_set(jv_object(), "reason", jv_string(forge_last_error())));
 		goto out;
 	}
-	if (agent_prompt_load(&system, ph->repo, "review") < 0) {
+	if (phase_system_prompt(&system, ph, NULL, "review") < 0) {
 		rc = -1;
 		goto out;
 	}

@@ -411,7 +411,7 @@ static void analyse(struct phase *ph, struct tst *t)
 				    jv_string(forge_last_error())));
 		return;
 	}
-	if (agent_prompt_load(&sys, ph->repo, "test") < 0)
+	if (phase_system_prompt(&sys, ph, NULL, "test") < 0)
 		sys = xstrdup("Find the root cause of each failing test and suggest a fix.");
 	prompt = analysis_prompt(ph, t);
 	llm_request_init(&req);

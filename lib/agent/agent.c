@@ -542,28 +542,141 @@ int agent_run(struct agent_result *out, struct agent_config *cfg, struct agent_e
 	return 0;
 }
 
-int agent_prompt_load(char **out, const char *repo, const char *phase)
+/* A "replace: VALUE" line (trimmed) of an overlay: 1 when it is one,
+ * setting *replace; 0 when it is not; -1 for a bad value. */
+static int replace_line(bool *replace, const char *line, size_t len)
 {
-	char name[128];
+	while (len && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r'))
+		len--;
+	while (len && (*line == ' ' || *line == '\t')) {
+		line++;
+		len--;
+	}
+	if (len < 8 || strncmp(line, "replace:", 8) != 0)
+		return 0;
+	line += 8;
+	len -= 8;
+	while (len && (*line == ' ' || *line == '\t')) {
+		line++;
+		len--;
+	}
+	if (len == 4 && !strncmp(line, "true", 4))
+		*replace = true;
+	else if (len == 5 && !strncmp(line, "false", 5))
+		*replace = false;
+	else
+		return forge_error("'replace: %.*s': replace takes true or false", (int)(len > 40 ? 40 : len), line);
+	return 1;
+}
 
-	*out = NULL;
-	if (repo) {
-		char path[4096];
-		struct buf b = BUF_INIT;
+/* The length of the line at p, without its newline. */
+static size_t line_len(const char *p)
+{
+	return strcspn(p, "\n");
+}
 
-		snprintf(path, sizeof path, "%s/.forge/prompts/%s.md", repo, phase);
-		if (buf_read_file(&b, path) == 0) {
-			*out = buf_detach(&b, NULL);
+static const char *next_line(const char *p)
+{
+	p += line_len(p);
+	return *p ? p + 1 : p;
+}
+
+static bool is_fence(const char *p)
+{
+	size_t n = line_len(p);
+
+	while (n && (p[n - 1] == '\r' || p[n - 1] == ' '))
+		n--;
+	return n == 3 && !strncmp(p, "---", 3);
+}
+
+int agent_prompt_overlay_parse(const char **body, bool *replace, const char *text)
+{
+	*replace = false;
+	*body = text;
+	if (is_fence(text)) {
+		/* front matter: up to the closing fence; without one it is text */
+		const char *p = next_line(text);
+
+		for (const char *q = p; *q; q = next_line(q)) {
+			if (!is_fence(q))
+				continue;
+			for (; p < q; p = next_line(p))
+				if (replace_line(replace, p, line_len(p)) < 0)
+					return -1;
+			*body = next_line(q);
 			return 0;
 		}
-		buf_release(&b);
-		if (errno != ENOENT)
-			return -1;
+		return 0;
 	}
+	int r = replace_line(replace, text, line_len(text));
+
+	if (r < 0)
+		return -1;
+	if (r > 0)
+		*body = next_line(text);
+	return 0;
+}
+
+int agent_prompt_load(char **out, const char *repo, const char *phase)
+{
+	return agent_prompt_load_how(out, NULL, repo, phase);
+}
+
+/* The overlay's text in *b: 1 read, 0 none, -1 error. */
+static int read_overlay(struct buf *b, const char *repo, const char *phase)
+{
+	char path[4096];
+
+	if (!repo)
+		return 0;
+	snprintf(path, sizeof path, "%s/.forge/prompts/%s.md", repo, phase);
+	if (buf_read_file(b, path) == 0)
+		return 1;
+	return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+}
+
+int agent_prompt_load_how(char **out, enum agent_prompt_how *how, const char *repo, const char *phase)
+{
+	char name[128];
+	struct buf overlay = BUF_INIT, text = BUF_INIT;
+	enum agent_prompt_how h = AGENT_PROMPT_BUILTIN;
+	const char *body = NULL;
+	bool replace = false;
+	int rc = -1, has;
+
+	*out = NULL;
 	snprintf(name, sizeof name, "prompts/%s.md", phase);
 	const struct resource *r = resource_find(name);
-	if (!r)
-		return forge_error("no prompt for phase '%s'", phase);
-	*out = xstrdup(r->data);
-	return 0;
+
+	has = read_overlay(&overlay, repo, phase);
+	if (has < 0)
+		goto out;
+	if (has > 0 && agent_prompt_overlay_parse(&body, &replace, overlay.buf) < 0) {
+		forge_error_prefix(".forge/prompts/%s.md", phase);
+		goto out;
+	}
+	if (has > 0 && (replace || !r)) {
+		h = AGENT_PROMPT_REPLACED;
+		buf_adds(&text, body);
+	} else if (!r) {
+		forge_error("no prompt for phase '%s'", phase);
+		goto out;
+	} else {
+		buf_add(&text, r->data, r->len);
+		if (has > 0) {
+			h = AGENT_PROMPT_APPENDED;
+			while (text.len && text.buf[text.len - 1] == '\n')
+				buf_truncate(&text, text.len - 1);
+			buf_addf(&text, "\n\n## Project prompt (.forge/prompts/%s.md)\n\n%s", phase, body);
+		}
+	}
+	*out = buf_detach(&text, NULL);
+	if (how)
+		*how = h;
+	rc = 0;
+out:
+	buf_release(&overlay);
+	buf_release(&text);
+	return rc;
 }

@@ -153,11 +153,31 @@ int agent_run(struct agent_result *out, struct agent_config *cfg, struct agent_e
 	      const char *prompt);
 
 /*
- * The system prompt for phase: <repo>/.forge/prompts/PHASE.md when it
- * exists (a repository's override), else the built-in
- * schemas/prompts/PHASE.md.  repo may be NULL.  *out malloc'd.
+ * The system prompt for phase: the built-in schemas/prompts/PHASE.md, with
+ * the repository's <repo>/.forge/prompts/PHASE.md (its overlay), when it
+ * exists, appended under the heading
+ *   "## Project prompt (.forge/prompts/PHASE.md)"
+ * An overlay that asks for it replaces the built-in prompt instead: its
+ * first line is "replace: true", or it begins with a front matter block
+ * ("---" line, "key: value" lines, "---" line) holding "replace: true".
+ * The directive (the line, or the whole front matter) is not part of the
+ * text; "replace: false" is the default.  A phase without a built-in
+ * prompt takes the overlay as it is.  repo may be NULL.  *out malloc'd;
+ * *how (may be NULL) is AGENT_PROMPT_BUILTIN, _APPENDED or _REPLACED.
+ * -1 with a message when the overlay cannot be read, its replace value is
+ * not true or false, or there is no prompt at all.
  */
+enum agent_prompt_how { AGENT_PROMPT_BUILTIN, AGENT_PROMPT_APPENDED, AGENT_PROMPT_REPLACED };
+
 int agent_prompt_load(char **out, const char *repo, const char *phase);
+int agent_prompt_load_how(char **out, enum agent_prompt_how *how, const char *repo, const char *phase);
+
+/*
+ * Split an overlay's text into its directive and body: *body points into
+ * text (borrowed) past the directive; *replace is its value.  -1 with a
+ * message when a replace value is neither true nor false.  Pure.
+ */
+int agent_prompt_overlay_parse(const char **body, bool *replace, const char *text);
 
 /* A short stable hash of the last `n` messages' roles, texts and tool
  * calls (ids excluded), for stagnation detection.  Borrows messages. */

@@ -9,11 +9,17 @@
 #include "core/json.h"
 #include "core/tokens.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum { P_MEM, P_CONV, P_ENV, P_N };
 
@@ -772,5 +778,273 @@ int context_render(char **out, jv fitted, size_t budget)
 	jv_free(mem);
 	context_truncate_text(out, NULL, b.buf, b.len, budget);
 	buf_release(&b);
+	return 0;
+}
+
+/* ---- the project's instructions ------------------------------------------ */
+
+static const char *const INSTRUCTION_FILES[] = {
+	"AGENTS.md", "CLAUDE.md", "CONVENTIONS.md", ".github/copilot-instructions.md", NULL
+};
+
+enum { INSTRUCTIONS_MAX_BYTES = 1 << 20, INSTRUCTIONS_MAX_DIRS = 32 };
+
+const char *const *context_instruction_files(void)
+{
+	return INSTRUCTION_FILES;
+}
+
+/* At most `max` bytes of the file at path into b.  -1 when it cannot be read. */
+static int read_head(struct buf *b, const char *path, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	char chunk[8192];
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	while (b->len < max && (n = read(fd, chunk, sizeof chunk)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			return -1;
+		}
+		buf_add(b, chunk, (size_t)n > max - b->len ? max - b->len : (size_t)n);
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * root/rel into b when it is a regular file whose real path is inside
+ * real_root and not one of `seen` (real paths already read, an array of
+ * {real, path}).  Returns 1 read (*real_out malloc'd), 0 absent, -1 skipped
+ * with *why (static, or in why_buf).
+ */
+static int read_inside(struct buf *b, char **real_out, const char **why, char *why_buf, size_t why_len,
+		       const char *root, const char *real_root, const char *rel, jv seen)
+{
+	char path[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+	size_t n = strlen(real_root);
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", root, rel) >= sizeof path || lstat(path, &st) < 0)
+		return 0;
+	if (!realpath(path, real)) {
+		*why = "a symbolic link that leads nowhere";
+		return S_ISLNK(st.st_mode) ? -1 : 0;
+	}
+	if (strncmp(real, real_root, n) != 0 || (real[n] != '/' && n > 1)) {
+		*why = "a symbolic link out of the repository (not followed)";
+		return -1;
+	}
+	if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	jv_array_foreach(seen, i, s) {
+		bool same = strcmp(json_get_str(s, "real"), real) == 0;
+
+		if (same)
+			snprintf(why_buf, why_len, "the same file as %s", json_get_str(s, "path"));
+		jv_free(s);
+		if (same) {
+			*why = why_buf;
+			return -1;
+		}
+	}
+	if (read_head(b, real, INSTRUCTIONS_MAX_BYTES) < 0) {
+		snprintf(why_buf, why_len, "cannot be read: %s", strerror(errno));
+		*why = why_buf;
+		return -1;
+	}
+	*real_out = xstrdup(real);
+	return 1;
+}
+
+/* How deep a relative directory is ("a/b" is 2). */
+static int depth(const char *dir)
+{
+	int d = 1;
+
+	for (const char *p = dir; *p; p++)
+		d += *p == '/';
+	return d;
+}
+
+static int cmp_dirs(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	int dx = depth(x), dy = depth(y);
+
+	return dx != dy ? (dx < dy ? -1 : 1) : strcmp(x, y);
+}
+
+/* Whether a touched path may name a directory of the repository: relative,
+ * no "." or ".." component, nothing under .git. */
+static bool plain_relative(const char *p)
+{
+	if (!*p || *p == '/' || !strncmp(p, ".git/", 5))
+		return false;
+	for (const char *c = p; *c;) {
+		size_t n = strcspn(c, "/");
+
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += n + (c[n] == '/');
+	}
+	return true;
+}
+
+/* The AGENTS.md candidates of the directories holding touched files: the
+ * relative paths "DIR/AGENTS.md", nearest the root first.  A new array. */
+static jv touched_candidates(jv touched)
+{
+	char *dirs[INSTRUCTIONS_MAX_DIRS];
+	size_t n = 0;
+	jv out = jv_array();
+
+	if (jv_get_kind(touched) != JV_KIND_ARRAY)
+		return out;
+	jv_array_foreach(touched, i, t) {
+		const char *p = jv_get_kind(t) == JV_KIND_STRING ? jv_string_value(t) : "";
+
+		for (const char *slash = strchr(p, '/'); plain_relative(p) && slash && n < INSTRUCTIONS_MAX_DIRS;
+		     slash = strchr(slash + 1, '/')) {
+			char *dir = xstrndup(p, (size_t)(slash - p));
+			bool dup = false;
+
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = strcmp(dirs[k], dir) == 0;
+			if (dup)
+				free(dir);
+			else
+				dirs[n++] = dir;
+		}
+		jv_free(t);
+	}
+	qsort(dirs, n, sizeof *dirs, cmp_dirs);
+	for (size_t k = 0; k < n; k++) {
+		out = jv_array_append(out, jv_string_fmt("%s/AGENTS.md", dirs[k]));
+		free(dirs[k]);
+	}
+	return out;
+}
+
+static jv skipped_entry(const char *path, const char *why)
+{
+	return json_set(json_set(jv_object(), "path", jv_string(path)), "reason", jv_string(why));
+}
+
+struct instructions {
+	struct buf text;
+	jv files, skipped, seen;
+	size_t budget;
+	bool full;              /* a file was cut: the rest are left out */
+};
+
+/* Add one file's section to in->text, whole or cut to the room left. */
+static void add_instruction(struct instructions *in, const char *path, const struct buf *content)
+{
+	struct buf sec = BUF_INIT, note = BUF_INIT;
+	size_t tokens = tokens_estimate(content->buf, content->len), kept = tokens;
+	bool cut = false;
+
+	buf_addf(&sec, "\n### %s\n\n", path);
+	buf_add(&sec, content->buf, content->len);
+	if (content->len && content->buf[content->len - 1] != '\n')
+		buf_addch(&sec, '\n');
+	buf_add(&in->text, sec.buf, sec.len);
+	if (tokens_estimate(in->text.buf, in->text.len) > in->budget) {
+		size_t before = in->text.len - sec.len;
+		size_t head;
+
+		buf_truncate(&in->text, before);
+		buf_reset(&sec);
+		buf_addf(&sec, "\n### %s\n\n", path);
+		buf_addf(&note, "\n(%s was cut to fit context.instructions_tokens = %zu.)\n", path, in->budget);
+		head = tokens_estimate(in->text.buf, in->text.len) + tokens_estimate(sec.buf, sec.len) +
+		       tokens_estimate(note.buf, note.len);
+		in->full = true;
+		if (head + 16 > in->budget) {
+			in->skipped = jv_array_append(in->skipped, skipped_entry(path,
+				"no room left within context.instructions_tokens"));
+			goto out;
+		}
+		char *part = NULL;
+		size_t part_len = 0;
+
+		context_truncate_text(&part, &part_len, content->buf, content->len, in->budget - head);
+		buf_add(&in->text, sec.buf, sec.len);
+		buf_add(&in->text, part, part_len);
+		buf_add(&in->text, note.buf, note.len);
+		kept = tokens_estimate(part, part_len);
+		cut = true;
+		free(part);
+	}
+	jv f = json_set(json_set(jv_object(), "path", jv_string(path)), "tokens", jv_number((double)tokens));
+	f = json_set(json_set(f, "kept", jv_number((double)kept)), "truncated", jv_bool(cut));
+	in->files = jv_array_append(in->files, f);
+out:
+	buf_release(&sec);
+	buf_release(&note);
+}
+
+/* Read one candidate (relative path) and add it, or record why not. */
+static void take_instruction(struct instructions *in, const char *root, const char *real_root, const char *rel)
+{
+	struct buf content = BUF_INIT;
+	char why_buf[512];
+	const char *why = NULL;
+	char *real = NULL;
+	int r = read_inside(&content, &real, &why, why_buf, sizeof why_buf, root, real_root, rel, in->seen);
+
+	if (r < 0)
+		in->skipped = jv_array_append(in->skipped, skipped_entry(rel, why));
+	else if (r > 0 && in->full)
+		in->skipped = jv_array_append(in->skipped, skipped_entry(rel,
+			"no room left within context.instructions_tokens"));
+	else if (r > 0) {
+		in->seen = jv_array_append(in->seen, json_set(json_set(jv_object(), "real", jv_string(real)),
+							      "path", jv_string(rel)));
+		add_instruction(in, rel, &content);
+	}
+	free(real);
+	buf_release(&content);
+}
+
+int context_instructions(char **out_text, jv *out_report, const char *root, jv touched, size_t budget)
+{
+	static const char header[] =
+		"## Project instructions\n\n"
+		"The repository's own instructions for coding agents (AGENTS.md and the like): follow them.\n";
+	struct instructions in = { BUF_INIT, jv_array(), jv_array(), jv_array(), budget, false };
+	char real_root[PATH_MAX];
+	jv more = touched_candidates(touched);
+
+	/* Budget 0 turns the instructions off; so does a root that is not there. */
+	bool usable = root && realpath(root, real_root) && tokens_estimate(header, sizeof header - 1) + 16 <= budget;
+
+	buf_adds(&in.text, header);
+	for (size_t i = 0; usable && INSTRUCTION_FILES[i]; i++)
+		take_instruction(&in, root, real_root, INSTRUCTION_FILES[i]);
+	jv_array_foreach(more, i, rel) {
+		if (usable)
+			take_instruction(&in, root, real_root, jv_string_value(rel));
+		jv_free(rel);
+	}
+	jv_free(more);
+	if (jv_array_length(jv_copy(in.files)) == 0)
+		buf_reset(&in.text);
+	/* The parts were measured one by one; a join can cost a token more. */
+	if (tokens_estimate(in.text.buf, in.text.len) > budget)
+		context_truncate_text(out_text, NULL, in.text.buf, in.text.len, budget);
+	else
+		*out_text = xstrndup(in.text.buf, in.text.len);
+	buf_release(&in.text);
+	size_t used = tokens_estimate_str(*out_text);
+	*out_report = json_set(json_set(json_set(json_set(jv_object(), "budget", jv_number((double)budget)),
+						 "tokens", jv_number((double)used)), "files", in.files),
+			       "skipped", in.skipped);
+	jv_free(in.seen);
 	return 0;
 }

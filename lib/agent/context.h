@@ -109,4 +109,34 @@ int context_render(char **out, jv fitted, size_t budget);
 int context_truncate_text(char **out, size_t *out_len, const char *s, size_t len,
 			  size_t max_tokens);
 
+/*
+ * THE PROJECT'S INSTRUCTIONS.  The files other coding agents read for a
+ * project's conventions, in this order (earlier ones are cut last):
+ *   AGENTS.md, CLAUDE.md, CONVENTIONS.md, .github/copilot-instructions.md
+ * at root, then AGENTS.md in the directories (nearest the root first) that
+ * hold the files of `touched` (relative paths, borrowed array; null for
+ * none).  A file is read only when it is a regular file inside root once
+ * symbolic links are resolved: a link out of the repository is skipped
+ * with a reason, never followed; at most 1 MiB of a file is read.
+ *
+ * *out_text (malloc'd) is markdown: "## Project instructions", a line
+ * saying what the files are, and one "### PATH" section per file, "" when
+ * no file was found.  tokens_estimate() of it is never above `budget`: the
+ * first file that does not fit whole is cut (the marker of
+ * context_truncate_text, then a line naming the file and
+ * context.instructions_tokens), and the files after it are left out.
+ * *out_report (new reference) is
+ *   {"budget":N,"tokens":N,
+ *    "files":[{"path":"AGENTS.md","tokens":N,"kept":N,"truncated":bool}],
+ *    "skipped":[{"path":…,"reason":…}]}
+ * where "tokens" of a file is its size and "kept" what the text holds of
+ * it; a file left out for lack of room is in "skipped".  Returns 0.
+ */
+int context_instructions(char **out_text, jv *out_report, const char *root, jv touched,
+			 size_t budget);
+
+/* The root-level instruction files context_instructions() reads, in order;
+ * ends with NULL.  Static. */
+const char *const *context_instruction_files(void);
+
 #endif

@@ -281,6 +281,11 @@ static int validate(jv value, const char *source)
 	return 0;
 }
 
+int config_layer_check(jv layer, const char *source)
+{
+	return validate(layer, source);
+}
+
 /* Validate value, then keep it as the next layer and merge it in.
  * Consumes value. */
 static int add_layer(struct config *cfg, const char *name, const char *source, jv value)
@@ -341,7 +346,7 @@ static int add_defaults(struct config *cfg)
 /* $XDG_CONFIG_HOME/forge/config.json (the XDG spec ignores a relative
  * XDG_CONFIG_HOME), else $HOME/.config/forge/config.json; NULL when
  * neither is set. */
-static char *user_path(void)
+char *config_user_file(void)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
@@ -356,7 +361,7 @@ static char *user_path(void)
 	return buf_detach(&b, NULL);
 }
 
-static char *project_path(const char *repo)
+char *config_project_file(const char *repo)
 {
 	struct buf b = BUF_INIT;
 
@@ -401,7 +406,7 @@ static int add_env(struct config *cfg)
 
 static int add_user_and_project(struct config *cfg, const char *repo)
 {
-	char *path = user_path();
+	char *path = config_user_file();
 	int rc = 0;
 
 	if (path)
@@ -409,7 +414,7 @@ static int add_user_and_project(struct config *cfg, const char *repo)
 	free(path);
 	if (rc < 0 || !repo)
 		return rc;
-	path = project_path(repo);
+	path = config_project_file(repo);
 	rc = add_file(cfg, "project", path, false);
 	free(path);
 	return rc;
@@ -608,13 +613,13 @@ static jv file_entry(jv acc, const char *layer, const char *path)
 jv config_files(const struct config_sources *src)
 {
 	jv files = jv_array();
-	char *path = user_path();
+	char *path = config_user_file();
 
 	if (path)
 		files = file_entry(files, "user", path);
 	free(path);
 	if (src->repo) {
-		path = project_path(src->repo);
+		path = config_project_file(src->repo);
 		files = file_entry(files, "project", path);
 		free(path);
 	}

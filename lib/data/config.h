@@ -115,4 +115,19 @@ int config_flag_set(jv *flags, const char *path, jv value);
  */
 int config_flag_assign(jv *flags, const char *assignment);
 
+/*
+ * The user layer's file ($XDG_CONFIG_HOME/forge/config.json, else
+ * $HOME/.config/forge/config.json; NULL when neither is set) and the
+ * project layer's (<repo>/.forge/config.json).  malloc'd.
+ */
+char *config_user_file(void);
+char *config_project_file(const char *repo);
+
+/*
+ * Check one layer as config_load() checks a file: against the schema, and
+ * no NUL character in a string.  Borrows layer.  -1 with the schema's
+ * message prefixed with source ("/r/.forge/config.json: .llm.x: …").
+ */
+int config_layer_check(jv layer, const char *source);
+
 #endif

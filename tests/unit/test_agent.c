@@ -522,21 +522,84 @@ static void test_hash_ignores_call_ids(void)
 	jv_free(c);
 }
 
-static void test_prompt_override(void)
+/* write TEXT to <tmpdir>/.forge/prompts/reflect.md */
+static void write_overlay(const char *text)
+{
+	char path[600];
+	FILE *f;
+
+	snprintf(path, sizeof path, "mkdir -p '%s/.forge/prompts'", tmpdir);
+	CHECK(system(path) == 0);
+	snprintf(path, sizeof path, "%s/.forge/prompts/reflect.md", tmpdir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* .forge/prompts/PHASE.md is added under a heading; "replace: true" (first
+ * line, or in a front matter) replaces the built-in prompt instead. */
+static void test_prompt_overlay(void)
 {
 	char *p = NULL;
-	char dir[256];
+	enum agent_prompt_how how = AGENT_PROMPT_REPLACED;
 
-	CHECK(agent_prompt_load(&p, NULL, "reflect") == 0 && strstr(p, "record_learnings"));
+	CHECK(agent_prompt_load_how(&p, &how, NULL, "reflect") == 0 && strstr(p, "record_learnings"));
+	CHECK(how == AGENT_PROMPT_BUILTIN);
 	free(p);
-	snprintf(dir, sizeof dir, "%s/.forge/prompts", tmpdir);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && printf 'custom prompt' > '%s/reflect.md'", dir, dir);
-	CHECK(system(cmd) == 0);
+
+	write_overlay("custom prompt\n");
+	CHECK(agent_prompt_load_how(&p, &how, tmpdir, "reflect") == 0);
+	CHECK(how == AGENT_PROMPT_APPENDED);
+	CHECK(p && strstr(p, "record_learnings") != NULL);
+	CHECK(p && strstr(p, "\n\n## Project prompt (.forge/prompts/reflect.md)\n\ncustom prompt\n") != NULL);
+	free(p);
+
+	write_overlay("replace: true\ncustom prompt\n");
+	CHECK(agent_prompt_load_how(&p, &how, tmpdir, "reflect") == 0);
+	CHECK(how == AGENT_PROMPT_REPLACED);
+	CHECK_STR(p, "custom prompt\n");
+	free(p);
+
+	write_overlay("---\ntitle: ours\nreplace:   true  \n---\nonly this\n");
 	CHECK(agent_prompt_load(&p, tmpdir, "reflect") == 0);
-	CHECK_STR(p, "custom prompt");
+	CHECK_STR(p, "only this\n");
 	free(p);
+
+	write_overlay("---\nreplace: false\n---\nextra\n");
+	CHECK(agent_prompt_load_how(&p, &how, tmpdir, "reflect") == 0);
+	CHECK(how == AGENT_PROMPT_APPENDED && strstr(p, "record_learnings") && strstr(p, "\nextra\n"));
+	CHECK(p && !strstr(p, "---"));
+	free(p);
+
+	write_overlay("replace: yes\nx\n");
+	p = NULL;
+	CHECK(agent_prompt_load(&p, tmpdir, "reflect") == -1 && p == NULL);
+	CHECK(strstr(forge_last_error(), ".forge/prompts/reflect.md") &&
+	      strstr(forge_last_error(), "replace takes true or false"));
+
 	CHECK(agent_prompt_load(&p, tmpdir, "no-such-phase") == -1);
+}
+
+static void test_prompt_overlay_parse(void)
+{
+	const char *body;
+	bool replace;
+
+	CHECK(agent_prompt_overlay_parse(&body, &replace, "") == 0 && !replace && !strcmp(body, ""));
+	CHECK(agent_prompt_overlay_parse(&body, &replace, "replace: true") == 0 && replace && !strcmp(body, ""));
+	CHECK(agent_prompt_overlay_parse(&body, &replace, "replace: true\r\nA") == 0 && replace &&
+	      !strcmp(body, "A"));
+	/* "replace: true" further down is text, not a directive */
+	CHECK(agent_prompt_overlay_parse(&body, &replace, "A\nreplace: true\n") == 0 && !replace &&
+	      !strcmp(body, "A\nreplace: true\n"));
+	/* a front matter without its closing fence is text */
+	CHECK(agent_prompt_overlay_parse(&body, &replace, "---\nreplace: true\nB") == 0 && !replace &&
+	      !strcmp(body, "---\nreplace: true\nB"));
+	CHECK(agent_prompt_overlay_parse(&body, &replace, "---\n---\nC") == 0 && !replace && !strcmp(body, "C"));
+	CHECK(agent_prompt_overlay_parse(&body, &replace, "replace: maybe\n") == -1);
 }
 
 int main(void)
@@ -560,7 +623,8 @@ int main(void)
 	RUN(test_malformed_reflection_stores_nothing);
 	RUN(test_trivial_success_skips_reflection);
 	RUN(test_hash_ignores_call_ids);
-	RUN(test_prompt_override);
+	RUN(test_prompt_overlay);
+	RUN(test_prompt_overlay_parse);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)

@@ -8,9 +8,12 @@
 #include "core/tokens.h"
 #include "unit.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- deterministic randomness ------------------------------------------ */
 
@@ -629,6 +632,125 @@ static void test_property_never_over_budget(void)
 	       with_drops);
 }
 
+/* ---- the project's instructions ---------------------------------------- */
+
+static char repo_dir[] = "/tmp/forge-test-instr-XXXXXX";
+static char outside_dir[] = "/tmp/forge-test-outside-XXXXXX";
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	CHECK(system(cmd) == 0);
+}
+
+/* The report's files (or skipped) as "path:why|path:why". */
+static char *paths_of(jv report, const char *part)
+{
+	jv list = json_get(report, part);
+	struct buf b = BUF_INIT;
+
+	jv_array_foreach(list, i, f) {
+		buf_addf(&b, "%s%s", i ? "|" : "", json_get_str(f, "path"));
+		if (json_get_str(f, "reason"))
+			buf_addf(&b, ":%s", json_get_str(f, "reason"));
+		if (json_get_bool(f, "truncated", false))
+			buf_adds(&b, ":cut");
+		jv_free(f);
+	}
+	jv_free(list);
+	return buf_detach(&b, NULL);
+}
+
+static void test_instructions_files(void)
+{
+	char *text = NULL, *got;
+	jv report, touched;
+
+	CHECK(mkdtemp(repo_dir) && mkdtemp(outside_dir));
+	sh("cd '%s' && mkdir -p .github src/net docs && echo 'Use tabs.' > AGENTS.md && "
+	   "ln -s AGENTS.md CLAUDE.md && echo 'Copilot: be brief.' > .github/copilot-instructions.md && "
+	   "echo 'Network code: no blocking calls.' > src/net/AGENTS.md && echo 'docs' > docs/AGENTS.md && "
+	   "echo secret > '%s/secret.md'", repo_dir, outside_dir);
+	sh("ln -s '%s/secret.md' '%s/CONVENTIONS.md'", outside_dir, repo_dir);
+	touched = jv_parse("[\"src/net/http.c\", \"src/main.c\", \"../x/y.c\", \"/etc/z.c\", \"README\", 7]");
+	CHECK(context_instructions(&text, &report, repo_dir, touched, 4000) == 0);
+	got = paths_of(report, "files");
+	CHECK_STR(got, "AGENTS.md|.github/copilot-instructions.md|src/net/AGENTS.md");
+	free(got);
+	got = paths_of(report, "skipped");
+	CHECK_STR(got, "CLAUDE.md:the same file as AGENTS.md|"
+		       "CONVENTIONS.md:a symbolic link out of the repository (not followed)");
+	free(got);
+	CHECK(strncmp(text, "## Project instructions\n", 24) == 0);
+	CHECK(strstr(text, "\n### AGENTS.md\n\nUse tabs.\n") != NULL);
+	CHECK(strstr(text, "\n### src/net/AGENTS.md\n\nNetwork code: no blocking calls.\n") != NULL);
+	CHECK(strstr(text, "secret") == NULL && strstr(text, "docs") == NULL);
+	CHECK(json_get_num(report, "tokens", 0) == (double)tokens_estimate_str(text));
+	free(text);
+	jv_free(report);
+
+	/* 0 turns them off; a missing root reads nothing */
+	CHECK(context_instructions(&text, &report, repo_dir, touched, 0) == 0);
+	CHECK_STR(text, "");
+	CHECK(jv_array_length(json_get(report, "files")) == 0 && jv_array_length(json_get(report, "skipped")) == 0);
+	free(text);
+	jv_free(report);
+	CHECK(context_instructions(&text, &report, "/nonexistent/forge", jv_null(), 4000) == 0);
+	CHECK_STR(text, "");
+	free(text);
+	jv_free(report);
+	jv_free(touched);
+}
+
+static void test_instructions_budget(void)
+{
+	char *text = NULL, *got;
+	jv report;
+	struct buf big = BUF_INIT;
+
+	for (int i = 0; i < 400; i++)
+		buf_addf(&big, "Rule %d: write short functions with one cleanup label.\n", i);
+	FILE *f = NULL;
+	char path[256];
+
+	snprintf(path, sizeof path, "%s/AGENTS.md", repo_dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(big.buf, f);
+		fclose(f);
+	}
+	CHECK(context_instructions(&text, &report, repo_dir, jv_null(), 300) == 0);
+	CHECK(tokens_estimate_str(text) <= 300);
+	got = paths_of(report, "files");
+	CHECK_STR(got, "AGENTS.md:cut");
+	free(got);
+	got = paths_of(report, "skipped");
+	CHECK(strstr(got, ".github/copilot-instructions.md:no room left within context.instructions_tokens") != NULL);
+	free(got);
+	CHECK(strstr(text, "Rule 0:") != NULL && strstr(text, "Rule 399:") == NULL);
+	CHECK(strstr(text, "tokens omitted") != NULL);
+	CHECK(strstr(text, "(AGENTS.md was cut to fit context.instructions_tokens = 300.)") != NULL);
+	free(text);
+	jv_free(report);
+
+	/* never over the budget, whatever it is */
+	for (size_t budget = 0; budget < 700; budget += 7) {
+		CHECK(context_instructions(&text, &report, repo_dir, jv_null(), budget) == 0);
+		CHECK(tokens_estimate_str(text) <= budget);
+		free(text);
+		jv_free(report);
+	}
+	buf_release(&big);
+	sh("rm -rf '%s' '%s'", repo_dir, outside_dir);
+}
+
 int main(void)
 {
 	RUN(test_tokens_basic);
@@ -642,5 +764,7 @@ int main(void)
 	RUN(test_empty_and_bad_inputs);
 	RUN(test_render_sections);
 	RUN(test_property_never_over_budget);
+	RUN(test_instructions_files);
+	RUN(test_instructions_budget);
 	return unit_done();
 }
