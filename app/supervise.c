@@ -46,6 +46,8 @@ struct sup {
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
 	jv saved;                   /* the state last checkpointed, or null */
 	sqlite3_stmt *run_row;      /* the run's status and start (run_now), or NULL */
+	int level;                  /* the automation level (set_level) */
+	char level_from[600];       /* where it came from, for run.started / run.resumed */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -376,7 +378,6 @@ static void set_approval(struct sup *s, const char *name, const char *id, const 
 static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 {
 	const char *name = json_get_str(gate, "id");
-	int level = (int)config_get_num(s->o->cfg, "safety.automation_level");
 	char id[ULID_LEN + 1];
 	jv row;
 
@@ -401,7 +402,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 		snprintf(id, sizeof id, "%s", json_get_str(row, "id"));
 	jv_free(row);
 
-	enum gate_auto how = gate_auto_decision(gate, level, s->o->auto_approve);
+	enum gate_auto how = gate_auto_decision(s->o->cfg, gate, s->level, s->o->auto_approve);
 	if (!status) {
 		if (gate_request(id, s->o->store, s->trace, gate, phase) < 0)
 			return GATE_STOP;
@@ -461,7 +462,8 @@ static int gate_paused(struct sup *s, const char *reason)
 	return end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
 }
 
-/* Every gate that fires between `done` and `next`. */
+/* Every gate that fires between `done` and `next`: the configured ones,
+ * then the ladder's (gates.h). */
 static enum gate_outcome pass_gates(struct sup *s, const char *done, const char *next)
 {
 	jv fired;
@@ -471,6 +473,8 @@ static enum gate_outcome pass_gates(struct sup *s, const char *done, const char 
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return GATE_STOP;
 	}
+	bool others = jv_array_length(jv_copy(fired)) > 0;
+	fired = gates_ladder(fired, s->o->cfg, s->level, s->state, done, next, others);
 	jv_array_foreach(fired, i, g) {
 		if (r == GATE_PASS)
 			r = pass_gate(s, g, next ? next : done);
@@ -478,6 +482,27 @@ static enum gate_outcome pass_gates(struct sup *s, const char *done, const char 
 	}
 	jv_free(fired);
 	return r;
+}
+
+/* A bounce back to implement (d->bounce, borrowed): by itself where the
+ * ladder says so, else through its gate (approved: the bounce happens). */
+static enum gate_outcome pass_bounce(struct sup *s, jv bounce)
+{
+	jv gate = gate_for_bounce(s->o->cfg, s->level, bounce);
+	enum gate_outcome r = GATE_PASS;
+
+	if (jv_get_kind(gate) == JV_KIND_OBJECT)
+		r = pass_gate(s, gate, json_get_str(gate, "phase"));
+	jv_free(gate);
+	return r;
+}
+
+/* The run stops at a bounce's gate: paused (exit 4 or 130) or rejected. */
+static int bounce_stopped(struct sup *s, enum gate_outcome h)
+{
+	if (h == GATE_WAIT)
+		return gate_paused(s, "waiting for a human: back to implement?");
+	return end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
 }
 
 /* ---- running a phase ----------------------------------------------------- */
@@ -788,13 +813,19 @@ static int loop(struct sup *s, const char *done, const char *next)
 			next = d.next;
 			snprintf(s->step_reason, sizeof s->step_reason, "%s", d.reason);
 			break;
-		case PL_ACT_BOUNCE:
+		case PL_ACT_BOUNCE: {
+			enum gate_outcome h = pass_bounce(s, d.bounce);
+			if (h != GATE_PASS) {
+				jv_free(d.bounce);
+				return bounce_stopped(s, h);
+			}
 			snprintf(s->step_reason, sizeof s->step_reason, "bounce: %.500s", d.reason);
 			progress(s, "  ↩ back to implement: %s", d.reason);
 			add_bounce(s, d.bounce);
 			d.bounce = jv_null();
 			next = "implement";
 			break;
+		}
 		case PL_ACT_HUMAN: {
 			enum gate_outcome h = ask_human(s, done, d.reason);
 			if (h == GATE_WAIT)
@@ -991,6 +1022,40 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	stream_out_set_trace(&s->out, trace);
 }
 
+/*
+ * The run's automation level: --level, else run_level (the level a resumed
+ * run started with; < 0: none), else the configuration's; s->level_from
+ * says which.  The phases read it from FORGE_AUTOMATION_LEVEL.
+ */
+static void set_level(struct sup *s, int run_level)
+{
+	const char *layer = NULL, *source = NULL;
+	char num[16];
+
+	if (s->o->level_given) {
+		s->level = s->o->level;
+		snprintf(s->level_from, sizeof s->level_from, "--level");
+	} else if (run_level >= 0 && run_level <= 4) {
+		s->level = run_level;
+		snprintf(s->level_from, sizeof s->level_from, "the run");
+	} else {
+		s->level = (int)config_get_num(s->o->cfg, "safety.automation_level");
+		if (config_leaf_layer(s->o->cfg, "safety.automation_level", &layer, &source) == 0)
+			snprintf(s->level_from, sizeof s->level_from, "%s: %s", layer, source);
+		else
+			snprintf(s->level_from, sizeof s->level_from, "config");
+	}
+	snprintf(num, sizeof num, "%d", s->level);
+	setenv("FORGE_AUTOMATION_LEVEL", num, 1);
+}
+
+/* {"automation_level", "level_from"} for run.started and run.resumed. */
+static jv level_payload(struct sup *s, jv payload)
+{
+	payload = json_set(payload, "automation_level", jv_number(s->level));
+	return json_set(payload, "level_from", jv_string(s->level_from));
+}
+
 static void sup_release(struct sup *s)
 {
 	int logged = 0, copied = 0;
@@ -1181,13 +1246,16 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 
 	ulid_new(trace);
 	sup_init(&s, o, trace);
+	set_level(&s, -1);
 	jv task = json_set(json_set(json_set(jv_object(), "description", jv_string(task_text)),
 				    "repo", jv_string(o->repo)), "base_ref", jv_string(base));
 	if (env)
 		task = json_set(task, "environment", jv_string(env));
 	/* The run's row first: a run that cannot be recorded leaves nothing
 	 * behind (no worktree, no branch). */
-	if (store_run_create(o->store, trace, task_text, o->repo, config_effective(o->cfg)) < 0) {
+	jv conf = jv_setpath(config_effective(o->cfg), JV_ARRAY(jv_string("safety"), jv_string("automation_level")),
+			     jv_number(s.level));
+	if (store_run_create(o->store, trace, task_text, o->repo, conf) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		jv_free(task);
 		sup_release(&s);
@@ -1218,8 +1286,9 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	s.state = json_set(st, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
 						    "remaining_usd", jv_number(budget)));
 	progress(&s, "forge: run %s: %s", trace, task_text);
-	emit(&s, "run.started", json_set(json_set(jv_object(), "task", jv_string(task_text)),
-					 "dry_run", jv_bool(o->dry_run)));
+	progress(&s, "  automation level %d (%s)", s.level, s.level_from);
+	emit(&s, "run.started", level_payload(&s, json_set(json_set(jv_object(), "task", jv_string(task_text)),
+							   "dry_run", jv_bool(o->dry_run))));
 	if (strcmp(first_phase(o->phases), "implement") == 0) {
 		jv plan = plan_from_task(task_text);
 		emit(&s, "plan.from_task", json_set(jv_object(), "plan", jv_copy(plan)));
@@ -1281,6 +1350,10 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		jv_free(run);
 		return code;
 	}
+	jv run_conf = json_get(run, "config"), run_safety = json_get(run_conf, "safety");
+	int run_level = (int)json_get_num(run_safety, "automation_level", -1);
+	jv_free(run_safety);
+	jv_free(run_conf);
 	jv_free(run);
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0 || jv_get_kind(cp) != JV_KIND_OBJECT) {
 		jv_free(cp);
@@ -1288,6 +1361,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	sup_init(&s, o, trace);
+	set_level(&s, run_level);
 	s.state = cp;
 	s.saved = jv_copy(cp);
 	s.pl = PL_PAUSED;
@@ -1297,11 +1371,12 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		sup_release(&s);
 		return code;
 	}
-	emit(&s, "run.resumed", jv_object());
+	emit(&s, "run.resumed", level_payload(&s, jv_object()));
 	recover_worktree(&s);
 	const char *phase = json_get_str(s.state, "phase");
 	const char *st = json_get_str(s.state, "status");
-	progress(&s, "forge: resuming run %s after %s (%s)", trace, phase, st);
+	progress(&s, "forge: resuming run %s after %s (%s), automation level %d (%s)", trace, phase, st, s.level,
+		 s.level_from);
 	char done[32];
 	snprintf(done, sizeof done, "%s", phase ? phase : "init");
 	if (strcmp(done, "init") == 0) {
@@ -1322,7 +1397,17 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		code = -1;
 		switch (d.action) {
 		case PL_ACT_NEXT: next = d.next; break;
-		case PL_ACT_BOUNCE: add_bounce(&s, d.bounce); d.bounce = jv_null(); next = "implement"; break;
+		case PL_ACT_BOUNCE: {
+			enum gate_outcome h = pass_bounce(&s, d.bounce);
+			if (h != GATE_PASS) {
+				code = bounce_stopped(&s, h);
+				break;
+			}
+			add_bounce(&s, d.bounce);
+			d.bounce = jv_null();
+			next = "implement";
+			break;
+		}
 		case PL_ACT_HUMAN: {
 			enum gate_outcome h = ask_human(&s, done, d.reason);
 			if (h == GATE_WAIT)

@@ -22,6 +22,12 @@
  * it.  `forge cancel` marks the run cancelled and signals its holder: the
  * run stops at once (or before its next phase) with 130.  Breakers that
  * cannot read what they guard trip.
+ *
+ * The run's automation level (gates.h, the ladder) is --level when given,
+ * else for a resume the level the run started with (kept in its row's
+ * configuration), else safety.automation_level; run.started and run.resumed
+ * record it ({"automation_level", "level_from"}), and the phases get it as
+ * FORGE_AUTOMATION_LEVEL.
  */
 #ifndef FORGE_SUPERVISE_H
 #define FORGE_SUPERVISE_H
@@ -44,6 +50,8 @@ struct supervise_opts {
 	bool interactive;               /* a human at a terminal can answer gates */
 	bool progress;                  /* show progress on stderr */
 	double budget_usd;              /* < 0: budget.usd from the config */
+	bool level_given;               /* --level: level overrides the automation level */
+	int level;                      /* 0..4 when level_given */
 	struct config *cfg;             /* borrowed */
 	struct store *store;            /* borrowed */
 };

@@ -2,7 +2,9 @@
  * forge-config - the effective configuration (`forge config`).
  *
  *   forge-config                 the merged configuration as pretty JSON
- *   forge-config --explain       one line per leaf: where its value came from
+ *   forge-config --explain       what the automation level means (its row of
+ *                                safety.ladder) and where it came from, then
+ *                                one line per leaf: where its value came from
  *   forge-config get PATH        one value (strings raw); exit 1 when not set
  *   forge-config path            the files read and whether each exists
  *   forge-config init [--force]  write a commented starter .forge/config.json
@@ -22,6 +24,7 @@
 #include "core/forgedir.h"
 #include "core/json.h"
 #include "data/project.h"
+#include "engine/gates.h"
 #include "llm/llm.h"
 
 #include <errno.h>
@@ -39,7 +42,7 @@
 enum { OPT_EXPLAIN = 256, OPT_JSON, OPT_SET, OPT_FORCE, OPT_GLOBAL };
 
 static const struct cli_option options[] = {
-	{ "explain", 0, NULL, "show where every value comes from (layer and source)", OPT_EXPLAIN },
+	{ "explain", 0, NULL, "what the automation level means, and where every value comes from", OPT_EXPLAIN },
 	{ "json", 0, NULL, "JSON output: --explain as an array, get and path as JSON", OPT_JSON },
 	{ "set", 0, "PATH=VALUE", "override one value (VALUE is JSON, else a string); repeatable",
 	  OPT_SET },
@@ -174,6 +177,80 @@ static void print_compact(jv v)
 	free(s);
 }
 
+/*
+ * What automation level `level` means, from its row of safety.ladder:
+ * {"level", "name", "auto": [...], "ask": [...], "human": [...]}, each list
+ * the decision points with that rule ("approved_review.low" for a point
+ * decided by risk).  A new object.
+ */
+static jv level_meaning(const struct config *cfg, int level)
+{
+	static const char *const risks[] = { "low", "medium", "high", "critical" };
+	jv by_rule[3] = { jv_array(), jv_array(), jv_array() };
+	const char *name = ladder_level_name(cfg, level);
+
+	for (const struct ladder_point *p = ladder_points(); p->key; p++) {
+		for (int i = 0; i < (p->by_risk ? 4 : 1); i++) {
+			char key[96];
+			enum ladder_rule r = ladder_rule(cfg, level, p->key, p->by_risk ? risks[i] : NULL);
+
+			snprintf(key, sizeof key, "%s%s%s", p->key, p->by_risk ? "." : "", p->by_risk ? risks[i] : "");
+			by_rule[r] = jv_array_append(by_rule[r], jv_string(key));
+		}
+	}
+	jv m = json_set(json_set(jv_object(), "level", jv_number(level)), "name", json_str_or_null(name));
+	for (int r = LADDER_AUTO; r <= LADDER_HUMAN; r++)
+		m = json_set(m, ladder_rule_name((enum ladder_rule)r), by_rule[r]);
+	return m;
+}
+
+/* The points of one rule of a meaning (borrowed) in words, one a line; a
+ * point decided by risk once, with the risk levels it covers. */
+static void print_points(jv meaning, const char *rule, const char *heading)
+{
+	jv keys = json_get(meaning, rule);
+
+	if (jv_array_length(jv_copy(keys)) > 0)
+		printf("  %s\n", heading);
+	for (const struct ladder_point *p = ladder_points(); p->key; p++) {
+		struct buf risk = BUF_INIT;
+		bool any = false;
+		size_t n = strlen(p->key);
+
+		jv_array_foreach(keys, i, k) {
+			const char *key = jv_string_value(k);
+			if (strncmp(key, p->key, n) == 0 && (key[n] == '\0' || key[n] == '.')) {
+				any = true;
+				if (key[n] == '.')
+					buf_addf(&risk, "%s%s", risk.len ? ", " : "", key + n + 1);
+			}
+			jv_free(k);
+		}
+		if (any)
+			printf("    - %s%s%s%s\n", p->words, risk.len ? " (" : "", risk.len ? risk.buf : "",
+			       risk.len ? " risk)" : "");
+		buf_release(&risk);
+	}
+	jv_free(keys);
+}
+
+/* The automation level's paragraph of --explain. */
+static void print_level(const struct config *cfg)
+{
+	const char *layer = "default", *source = "built-in";
+	int level = (int)config_get_num(cfg, "safety.automation_level");
+	jv m = level_meaning(cfg, level);
+
+	config_leaf_layer(cfg, "safety.automation_level", &layer, &source);
+	printf("Automation level %d: %s (safety.automation_level, %s: %s; forge run --level N for one run)\n",
+	       level, json_get_str(m, "name") ? json_get_str(m, "name") : "?", layer, source);
+	print_points(m, "auto", "runs by itself:");
+	print_points(m, "ask", "asks a human (--auto-approve answers yes):");
+	print_points(m, "human", "always asks a human in person (--auto-approve does not):");
+	putchar('\n');
+	jv_free(m);
+}
+
 static void print_explain(const struct config *cfg, bool json)
 {
 	jv entries = config_explain(cfg), res = resolved_models(cfg);
@@ -194,9 +271,18 @@ static void print_explain(const struct config *cfg, bool json)
 	}
 	jv_free(res);
 	if (json) {
+		/* The level's entry carries what it means. */
+		jv_array_foreach(entries, i, e) {
+			if (!strcmp(json_get_str(e, "path"), "safety.automation_level"))
+				entries = jv_array_set(entries, i, json_set(e, "meaning", level_meaning(cfg,
+						(int)config_get_num(cfg, "safety.automation_level"))));
+			else
+				jv_free(e);
+		}
 		print_pretty(entries);
 		return;
 	}
+	print_level(cfg);
 	jv_array_foreach(entries, i, e) {
 		printf("%s = ", json_get_str(e, "path"));
 		print_compact(json_get(e, "value"));

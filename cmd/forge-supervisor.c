@@ -23,12 +23,13 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OPT_BASE, OPT_LIMIT };
+enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OPT_BASE, OPT_LIMIT, OPT_LEVEL };
 
 static const struct cli_option options[] = {
 	{ "phases", 0, "LIST", "run: only these phases, comma-separated (plan,implement,…)", OPT_PHASES },
 	{ "dry-run", 0, NULL, "run: stop after the plan", OPT_DRY_RUN },
-	{ "auto-approve", 0, NULL, "pass every gate that may pass unasked (never a production deploy)", OPT_AUTO_APPROVE },
+	{ "auto-approve", 0, NULL, "a human's yes to every gate that may pass unasked (never a production deploy)", OPT_AUTO_APPROVE },
+	{ "level", 0, "N", "run, resume: the automation level 0-4 for this run (default safety.automation_level; resume: the run's)", OPT_LEVEL },
 	{ "budget", 0, "USD", "run: the run's budget (default budget.usd)", OPT_BUDGET },
 	{ "base", 0, "REF", "run: the base ref of the run's branch (default HEAD)", OPT_BASE },
 	{ "json", 0, NULL, "JSON lines on stdout instead of text", OPT_JSON },
@@ -40,8 +41,8 @@ static const struct cli_option options[] = {
 static const struct {
 	const char *name, *synopsis;
 } commands[] = {
-	{ "run", "TASK [--phases LIST] [--dry-run] [--auto-approve] [--budget USD] [--base REF] [--json]" },
-	{ "resume", "TRACE [--auto-approve] [--json]" },
+	{ "run", "TASK [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]" },
+	{ "resume", "TRACE [--auto-approve] [--level N] [--json]" },
 	{ "status", "[TRACE] [--json]" },
 	{ "history", "[-n N] [--json]" },
 	{ "cancel", "TRACE" },
@@ -53,18 +54,21 @@ static const char *prog = "forge-supervisor";
 
 static struct cli_spec spec = {
 	.name = "forge-supervisor",
-	.synopsis = "run TASK [--phases LIST] [--dry-run] [--auto-approve] [--budget USD] [--base REF] [--json]\n"
-		    "resume TRACE [--auto-approve] [--json]\n"
+	.synopsis = "run TASK [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]\n"
+		    "resume TRACE [--auto-approve] [--level N] [--json]\n"
 		    "status [TRACE] [--json]\n"
 		    "history [-n N] [--json]\n"
 		    "cancel TRACE",
 	.description = "Carry a task through plan, implement, review, test and deploy: each phase runs as its\n"
 		       "own program with the state on its stdin; every event is stored, every state is a\n"
 		       "checkpoint; review and test failures go back to implement; gates ask a human;\n"
-		       "breakers stop a run that costs or takes too much.  A run waiting for a human exits 4:\n"
-		       "approve with `forge gate approve ID`, then `forge resume TRACE`.  At the terminal a\n"
-		       "gate takes y, n or e (a note, then approve) and asks again on anything else; Ctrl-D\n"
-		       "leaves it waiting (exit 4), Ctrl-C too but exits 130; resume asks again.\n"
+		       "breakers stop a run that costs or takes too much.  The automation level (0-4, a row\n"
+		       "of safety.ladder; `forge config --explain` says what it means) decides which gates\n"
+		       "ask; --level sets it for one run, and resume keeps the run's.  A run waiting for a\n"
+		       "human exits 4: approve with `forge gate approve ID`, then `forge resume TRACE`.\n"
+		       "At the terminal a gate takes y, n or e (a note, then approve) and asks again on\n"
+		       "anything else; Ctrl-D leaves it waiting (exit 4), Ctrl-C too but exits 130; resume\n"
+		       "asks again.\n"
 		       "resume continues any run not completed or cancelled (a failed one too); a run another\n"
 		       "live process holds is refused with exit 4.  cancel stops a live run (it exits 130) and\n"
 		       "it stays cancelled; it removes the run's worktree (uncommitted changes kept on\n"
@@ -76,6 +80,7 @@ static struct cli_spec spec = {
 	.extra_help = "Examples:\n"
 		      "  forge run \"add a --version flag\"\n"
 		      "  forge run --dry-run \"fix the crash in parse_date\"\n"
+		      "  forge run --level 1 \"…\"    (a human decides on each review and test failure)\n"
 		      "  forge run --auto-approve --budget 5 --json \"…\" > run.jsonl\n"
 		      "  forge status; forge history -n 5; forge resume 01JDB2…\n",
 };
@@ -84,6 +89,7 @@ struct args {
 	char *phases_text;
 	const char *phases[6];
 	bool dry_run, auto_approve, json;
+	long level;             /* -1: not given */
 	double budget;
 	const char *base;
 	long limit;
@@ -120,6 +126,10 @@ static int on_option(int id, const char *arg, void *payload)
 		return 0;
 	case OPT_LIMIT:
 		return forge_parse_long(&a->limit, arg, 1, 100000);
+	case OPT_LEVEL:
+		if (forge_parse_long(&a->level, arg, 0, 4) < 0)
+			return forge_error("--level wants an automation level from 0 to 4, not '%s'", arg);
+		return 0;
 	}
 	return forge_error("unhandled option");
 }
@@ -168,6 +178,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		.interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO),
 		.progress = !a->json && c->verbosity >= 0,
 		.budget_usd = a->budget, .cfg = e.cfg, .store = e.store,
+		.level_given = a->level >= 0, .level = (int)a->level,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -202,6 +213,22 @@ static jv shown(struct store *st, jv run)
 	return run;
 }
 
+/* The run's automation level (its configuration's, which records --level)
+ * as run.automation_level, when it has one.  Consumes run. */
+static jv with_level(jv run)
+{
+	jv conf = json_get(run, "config"), safety = json_get(conf, "safety");
+	jv level = json_get(safety, "automation_level");
+
+	if (jv_get_kind(level) == JV_KIND_NUMBER)
+		run = json_set(run, "automation_level", level);
+	else
+		jv_free(level);
+	jv_free(safety);
+	jv_free(conf);
+	return run;
+}
+
 /* Borrows all four; merged is the run.merged event or null. */
 static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 {
@@ -220,6 +247,8 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 	       json_get_num(run, "total_tokens", 0));
 	runview_local_time(when, sizeof when, json_get_str(run, "started_at"), true);
 	printf("started  %s\n", when);
+	if (json_has(run, "automation_level"))
+		printf("level    %.0f\n", json_get_num(run, "automation_level", 0));
 	if (json_get_str(run, "error") && *json_get_str(run, "error"))
 		printf("reason   %s\n", json_get_str(run, "error"));
 	jv task = json_get(checkpoint, "task");
@@ -252,8 +281,12 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 	}
 	if (!trace) {
 		jv runs;
-		if (store_runs_list(&runs, e.store, 1) == 0 && jv_array_length(jv_copy(runs)) > 0)
-			run = jv_array_get(jv_copy(runs), 0);
+		if (store_runs_list(&runs, e.store, 1) == 0 && jv_array_length(jv_copy(runs)) > 0) {
+			jv newest = jv_array_get(jv_copy(runs), 0);
+			/* the list leaves the configuration out: the row has it */
+			store_run_get(&run, e.store, json_get_str(newest, "trace_id"));
+			jv_free(newest);
+		}
 		jv_free(runs);
 	} else {
 		if ((code = runview_resolve(&resolved, e.store, prog, trace)) != 0)
@@ -265,7 +298,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		code = FORGE_EXIT_REJECTED;
 		goto out;
 	}
-	run = shown(e.store, run);
+	run = with_level(shown(e.store, run));
 	const char *id = json_get_str(run, "trace_id");
 	store_checkpoint_latest(&cp, e.store, id);
 	gate_list(&gates, e.store, id, true);
@@ -468,7 +501,7 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 int main(int argc, char **argv)
 {
 	struct cli_common common;
-	struct args a = { .budget = -1, .limit = 20 };
+	struct args a = { .budget = -1, .limit = 20, .level = -1 };
 	char name[64];
 	const char *cmd = NULL;
 

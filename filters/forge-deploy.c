@@ -7,6 +7,7 @@
  */
 #include "data/config.h"
 #include "deploy/deploy.h"
+#include "engine/gates.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "app/phase.h"
@@ -211,7 +212,11 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
 	req = json_set(req, "reason", jv_string(gate.why));
 	req = json_set(req, "timeout_s", jv_number(gate.timeout_s));
 	req = json_set(req, "automation_level", jv_number(level));
-	req = json_set(req, "auto_approvable", jv_false());
+	/* What the ladder says of this gate at this level: never "auto" for a
+	 * production deploy (the schema holds it "human"); critical_deploy is
+	 * not a ladder point and always asks. */
+	req = json_set(req, "auto_approvable", jv_bool(ladder_is_point(gate.id) &&
+						       ladder_rule(ph->cfg, level, gate.id, risk) == LADDER_AUTO));
 	req = json_set(req, "summary", jv_copy(summary));
 	phase_emit(ph, "gate.requested", req);
 

@@ -138,7 +138,7 @@ setup() {
 	run -0 --separate-stderr forge-config get llm.provider
 	assert_output anthropic
 	run -0 --separate-stderr forge-config get safety.automation_level
-	assert_output 1
+	assert_output 4
 	run -0 --separate-stderr forge-config get llm.base_url
 	assert_output null
 	run -0 --separate-stderr forge-config get gates.1.id

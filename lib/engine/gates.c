@@ -7,6 +7,7 @@
 #include "store/store.h"
 
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,20 +52,202 @@ int gates_fired(jv *out, const struct config *cfg, jv state, const char *done, c
 	return 0;
 }
 
-enum gate_auto gate_auto_decision(jv gate, int automation_level, bool auto_approve_flag)
+/* ---- the automation ladder ------------------------------------------- */
+
+static const struct ladder_point points[] = {
+	{ "phase_result", "a phase's result goes on to the next phase", false },
+	{ "review_changes", "a review that requests changes goes back to implement", false },
+	{ "test_failures", "failing tests with a confident fix go back to implement", false },
+	{ "approved_review", "an approved review goes on to the tests", true },
+	{ "staging_deploy", "a deploy to staging (any environment but production)", false },
+	{ "production_deploy", "a production deploy", false },
+	{ "security_findings", "a review with a critical security finding", false },
+	{ "architecture_approval", "a high or critical-risk plan goes on to implement", false },
+	{ NULL, NULL, false },
+};
+
+static const char *const risks[] = { "low", "medium", "high", "critical" };
+
+const struct ladder_point *ladder_points(void)
+{
+	return points;
+}
+
+bool ladder_is_point(const char *name)
+{
+	for (const struct ladder_point *p = points; name && p->key; p++)
+		if (strcmp(p->key, name) == 0)
+			return true;
+	return false;
+}
+
+static const char *const rule_names[] = { [LADDER_AUTO] = "auto", [LADDER_ASK] = "ask", [LADDER_HUMAN] = "human" };
+
+const char *ladder_rule_name(enum ladder_rule r)
+{
+	return (unsigned)r <= LADDER_HUMAN ? rule_names[r] : "human";
+}
+
+static bool known_risk(const char *risk)
+{
+	for (size_t i = 0; risk && i < sizeof risks / sizeof *risks; i++)
+		if (strcmp(risk, risks[i]) == 0)
+			return true;
+	return false;
+}
+
+enum ladder_rule ladder_rule(const struct config *cfg, int level, const char *point, const char *risk)
+{
+	char path[128];
+	const char *v;
+
+	if (!cfg || !ladder_is_point(point) || level < 0 || level > 4)
+		return LADDER_HUMAN;
+	snprintf(path, sizeof path, "safety.ladder.%d.%s", level, point);
+	jv at = config_get(cfg, path);
+	bool by_risk = jv_get_kind(at) == JV_KIND_OBJECT;
+	jv_free(at);
+	if (by_risk)
+		snprintf(path, sizeof path, "safety.ladder.%d.%s.%s", level, point, known_risk(risk) ? risk : "critical");
+	v = config_get_str(cfg, path);
+	for (int r = LADDER_AUTO; v && r <= LADDER_HUMAN; r++)
+		if (strcmp(v, rule_names[r]) == 0)
+			return (enum ladder_rule)r;
+	return LADDER_HUMAN;
+}
+
+const char *ladder_level_name(const struct config *cfg, int level)
+{
+	char path[64];
+
+	if (!cfg || level < 0 || level > 4)
+		return NULL;
+	snprintf(path, sizeof path, "safety.ladder.%d.name", level);
+	return config_get_str(cfg, path);
+}
+
+/* A gate of the ladder: {id, ladder, phase, prompt, timeout_s}.  A human
+ * has a day to answer, as for the escalations. */
+static jv ladder_gate(const char *id, const char *point, const char *phase, const char *prompt)
+{
+	jv g = json_set(json_set(jv_object(), "id", jv_string(id)), "ladder", jv_string(point));
+
+	g = json_set(json_set(g, "phase", jv_string(phase)), "prompt", jv_string(prompt));
+	return json_set(g, "timeout_s", jv_number(86400));
+}
+
+/* "base", or "base_N" for the Nth attempt. */
+static void attempt_id(char *out, size_t n, const char *base, int attempt)
+{
+	if (attempt > 1)
+		snprintf(out, n, "%s_%d", base, attempt);
+	else
+		snprintf(out, n, "%s", base);
+}
+
+/* The gate for the result of `done` (ok) before `next`, or jv_null(). */
+static jv result_gate(const struct config *cfg, int level, jv state, const char *done, const char *next)
+{
+	char id[64], base[48], prompt[256];
+	jv bounces = json_get(state, "bounces"), review = json_get(state, "review"), risk = json_get(review, "risk");
+	int attempt = 1 + (jv_get_kind(bounces) == JV_KIND_ARRAY ? jv_array_length(jv_copy(bounces)) : 0);
+	bool is_review = strcmp(done, "review") == 0;
+	const char *level_of_risk = json_get_str(risk, "level");
+	jv g = jv_null();
+
+	if (!known_risk(level_of_risk))
+		level_of_risk = "medium";       /* not assessed: not low */
+	if (strcmp(done, "plan") == 0)
+		attempt = 1;
+	enum ladder_rule rule = is_review ? ladder_rule(cfg, level, "approved_review", level_of_risk)
+					  : ladder_rule(cfg, level, "phase_result", NULL);
+	if (rule != LADDER_AUTO) {
+		if (is_review)
+			snprintf(base, sizeof base, "review_approved");
+		else
+			snprintf(base, sizeof base, "%s_result", done);
+		attempt_id(id, sizeof id, base, attempt);
+		if (is_review)
+			snprintf(prompt, sizeof prompt, "The review approved the changes (risk %s): approve to go on to %s.",
+				 level_of_risk, next);
+		else
+			snprintf(prompt, sizeof prompt, "%s finished: look at its result, then approve to go on to %s.",
+				 done, next);
+		g = ladder_gate(id, is_review ? "approved_review" : "phase_result", done, prompt);
+		if (is_review)
+			g = json_set(g, "risk", jv_string(level_of_risk));
+	}
+	jv_free(bounces);
+	jv_free(review);
+	jv_free(risk);
+	return g;
+}
+
+jv gates_ladder(jv fired, const struct config *cfg, int level, jv state, const char *done,
+		const char *next, bool others)
+{
+	jv task = json_get(state, "task");
+	const char *env = json_get_str(task, "environment");
+	const char *phase = json_get_str(state, "phase"), *status = json_get_str(state, "status");
+	bool asked = others;
+
+	if (next && strcmp(next, "deploy") == 0 && !(env && strcmp(env, "production") == 0) &&
+	    ladder_rule(cfg, level, "staging_deploy", NULL) != LADDER_AUTO) {
+		char prompt[256];
+		snprintf(prompt, sizeof prompt, "Approve deploying to %s.", env ? env : "staging");
+		fired = jv_array_append(fired, ladder_gate("staging_deploy", "staging_deploy", "deploy", prompt));
+		asked = true;
+	}
+	if (!asked && done && next && phase && strcmp(phase, done) == 0 && status && strcmp(status, "ok") == 0) {
+		jv g = result_gate(cfg, level, state, done, next);
+		if (jv_get_kind(g) == JV_KIND_OBJECT)
+			fired = jv_array_append(fired, g);
+		else
+			jv_free(g);
+	}
+	jv_free(task);
+	return fired;
+}
+
+jv gate_for_bounce(const struct config *cfg, int level, jv bounce)
+{
+	const char *from = json_get_str(bounce, "from");
+	bool review = from && strcmp(from, "review") == 0;
+	const char *point = review ? "review_changes" : "test_failures";
+	const char *reason = json_get_str(bounce, "reason");
+	char id[64], prompt[768];
+
+	if (ladder_rule(cfg, level, point, NULL) == LADDER_AUTO)
+		return jv_null();
+	attempt_id(id, sizeof id, point, (int)json_get_num(bounce, "n", 1));
+	snprintf(prompt, sizeof prompt, "%s: %s. Approve to send %s back to implement (the AI's proposal); "
+		 "reject to end the run.", review ? "The review requests changes" : "Tests failed",
+		 reason ? reason : "see the run's events", review ? "its findings" : "the failures");
+	return ladder_gate(id, point, review ? "review" : "test", prompt);
+}
+
+enum gate_auto gate_auto_decision(const struct config *cfg, jv gate, int automation_level,
+				  bool auto_approve_flag)
 {
 	const char *id = json_get_str(gate, "id");
-	jv level = json_get(gate, "auto_approve_level");
-	enum gate_auto d = GATE_ASK;
+	const char *point = json_get_str(gate, "ladder");
+	enum ladder_rule rule;
 
-	if (id && strcmp(id, "production_deploy") == 0)
-		d = GATE_ASK;
-	else if (auto_approve_flag)
-		d = GATE_AUTO_FLAG;
-	else if (jv_get_kind(level) == JV_KIND_NUMBER && automation_level >= jv_number_value(level))
-		d = GATE_AUTO_LEVEL;
-	jv_free(level);
-	return d;
+	if (!point && ladder_is_point(id))
+		point = id;
+	if (point) {
+		rule = ladder_rule(cfg, automation_level, point, json_get_str(gate, "risk"));
+	} else {
+		jv level = json_get(gate, "auto_approve_level");
+		rule = jv_get_kind(level) == JV_KIND_NUMBER && automation_level >= jv_number_value(level)
+		       ? LADDER_AUTO : LADDER_ASK;
+		jv_free(level);
+	}
+	if (rule == LADDER_HUMAN)
+		return GATE_ASK;
+	if (auto_approve_flag)
+		return GATE_AUTO_FLAG;
+	return rule == LADDER_AUTO ? GATE_AUTO_LEVEL : GATE_ASK;
 }
 
 /* ---- the gates table -------------------------------------------------- */

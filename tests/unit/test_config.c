@@ -105,7 +105,7 @@ static void test_defaults(void)
 	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
 	CHECK_STR(config_get_str(cfg, "llm.provider"), "anthropic");
 	CHECK_STR(config_get_str(cfg, "llm.model"), "claude-sonnet-4-5");
-	CHECK_INT(config_get_num(cfg, "safety.automation_level"), 1);
+	CHECK_INT(config_get_num(cfg, "safety.automation_level"), 4);
 	CHECK_INT(config_get_num(cfg, "bounces.review_max"), 3);
 	CHECK_INT(config_get_num(cfg, "bounces.test_max"), 2);
 	CHECK(config_get_num(cfg, "bounces.test_fix_confidence") == 0.7);

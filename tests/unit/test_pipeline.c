@@ -99,22 +99,22 @@ static void test_gates_fire_by_phase_and_condition(void)
 	CHECK_INT(jv_array_length(jv_copy(fired)), 1);
 	jv g = jv_array_get(jv_copy(fired), 0);
 	CHECK_STR(json_get_str(g, "id"), "architecture_approval");
-	CHECK(gate_auto_decision(g, 1, true) == GATE_AUTO_FLAG);
-	CHECK(gate_auto_decision(g, 4, false) == GATE_ASK);       /* auto_approve_level null */
+	CHECK(gate_auto_decision(cfg, g, 1, true) == GATE_AUTO_FLAG);
+	CHECK(gate_auto_decision(cfg, g, 4, false) == GATE_ASK);       /* auto_approve_level null */
 	jv_free(g);
 	jv_free(fired);
 	CHECK(gates_fired(&fired, cfg, s, "test", "deploy") == 0);
 	g = jv_array_get(jv_copy(fired), 0);
 	CHECK_STR(json_get_str(g, "id"), "production_deploy");
-	CHECK(gate_auto_decision(g, 4, true) == GATE_ASK);        /* never unasked */
+	CHECK(gate_auto_decision(cfg, g, 4, true) == GATE_ASK);        /* never unasked */
 	jv_free(g);
 	jv_free(fired);
 	s = json_set(s, "cost", json_set(jv_object(), "usd", jv_number(45)));
 	CHECK(gates_fired(&fired, cfg, s, "implement", "review") == 0);
 	g = jv_array_get(jv_copy(fired), 0);
 	CHECK_STR(json_get_str(g, "id"), "cost_overrun");
-	CHECK(gate_auto_decision(g, 4, false) == GATE_AUTO_LEVEL);
-	CHECK(gate_auto_decision(g, 3, false) == GATE_ASK);
+	CHECK(gate_auto_decision(cfg, g, 4, false) == GATE_AUTO_LEVEL);
+	CHECK(gate_auto_decision(cfg, g, 3, false) == GATE_ASK);
 	jv_free(g);
 	jv_free(fired);
 	jv_free(s);
@@ -165,6 +165,161 @@ static void test_gate_status(void)
 	CHECK_INT(gate_status_of(NULL), GATE_UNKNOWN);
 }
 
+/* The shipped table, level by level, as README's ladder says it. */
+static void test_ladder_rules(void)
+{
+	static const struct {
+		const char *point, *risk;
+		enum ladder_rule at[5];
+	} want[] = {
+		{ "phase_result", NULL, { LADDER_ASK, LADDER_AUTO, LADDER_AUTO, LADDER_AUTO, LADDER_AUTO } },
+		{ "review_changes", NULL, { LADDER_ASK, LADDER_ASK, LADDER_AUTO, LADDER_AUTO, LADDER_AUTO } },
+		{ "test_failures", NULL, { LADDER_ASK, LADDER_ASK, LADDER_AUTO, LADDER_AUTO, LADDER_AUTO } },
+		{ "approved_review", "low", { LADDER_ASK, LADDER_ASK, LADDER_AUTO, LADDER_AUTO, LADDER_AUTO } },
+		{ "approved_review", "medium", { LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_AUTO } },
+		{ "approved_review", "critical", { LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_AUTO } },
+		{ "staging_deploy", NULL, { LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_AUTO, LADDER_AUTO } },
+		{ "production_deploy", NULL, { LADDER_HUMAN, LADDER_HUMAN, LADDER_HUMAN, LADDER_HUMAN, LADDER_HUMAN } },
+		{ "security_findings", NULL, { LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_ASK } },
+		{ "architecture_approval", NULL, { LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_ASK, LADDER_ASK } },
+	};
+
+	CHECK_INT(config_get_num(cfg, "safety.automation_level"), 4);
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+		for (int level = 0; level <= 4; level++)
+			if (ladder_rule(cfg, level, want[i].point, want[i].risk) != want[i].at[level])
+				CHECK_MSG(false, "%s %s at level %d: %s", want[i].point, want[i].risk ? want[i].risk : "",
+					  level, ladder_rule_name(ladder_rule(cfg, level, want[i].point, want[i].risk)));
+	/* an unknown risk is the strictest, no rule at all is a human's */
+	CHECK(ladder_rule(cfg, 2, "approved_review", NULL) == LADDER_ASK);
+	CHECK(ladder_rule(cfg, 2, "approved_review", "huge") == LADDER_ASK);
+	CHECK(ladder_rule(cfg, 5, "phase_result", NULL) == LADDER_HUMAN);
+	CHECK(ladder_rule(cfg, -1, "phase_result", NULL) == LADDER_HUMAN);
+	CHECK(ladder_rule(cfg, 4, "no_such_point", NULL) == LADDER_HUMAN);
+	CHECK(ladder_rule(NULL, 4, "phase_result", NULL) == LADDER_HUMAN);
+	CHECK_STR(ladder_level_name(cfg, 1), "AI suggests, a human decides");
+	CHECK(ladder_level_name(cfg, 7) == NULL);
+}
+
+/* Gate ids of an array of gates (borrowed), comma-separated, in buf. */
+static const char *ids(char *buf, size_t n, jv gates)
+{
+	buf[0] = '\0';
+	jv_array_foreach(gates, i, g) {
+		size_t len = strlen(buf);
+		snprintf(buf + len, n - len, "%s%s", i ? "," : "", json_get_str(g, "id"));
+		jv_free(g);
+	}
+	return buf;
+}
+
+static void test_ladder_gates(void)
+{
+	char buf[256];
+	jv s = jv_parse("{\"phase\":\"plan\",\"status\":\"ok\",\"task\":{\"environment\":\"staging\"},"
+			"\"bounces\":[]}");
+	jv g;
+
+	/* level 0: every result waits; one gate per step */
+	g = gates_ladder(jv_array(), cfg, 0, s, "plan", "implement", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "plan_result");
+	jv g0 = jv_array_get(jv_copy(g), 0);
+	CHECK_STR(json_get_str(g0, "ladder"), "phase_result");
+	CHECK(gate_auto_decision(cfg, g0, 0, false) == GATE_ASK);
+	CHECK(gate_auto_decision(cfg, g0, 0, true) == GATE_AUTO_FLAG);
+	CHECK(gate_auto_decision(cfg, g0, 1, false) == GATE_AUTO_LEVEL);
+	jv_free(g0);
+	jv_free(g);
+	g = gates_ladder(jv_array(), cfg, 0, s, "plan", "implement", true);    /* another gate asks */
+	CHECK_STR(ids(buf, sizeof buf, g), "");
+	jv_free(g);
+	g = gates_ladder(jv_array(), cfg, 1, s, "plan", "implement", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "");
+	jv_free(g);
+	/* a failed phase has no result to pass on */
+	s = json_set(s, "status", jv_string("failed"));
+	g = gates_ladder(jv_array(), cfg, 0, s, "plan", "implement", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "");
+	jv_free(g);
+	/* an approved review by its risk, attempt 2 after a bounce */
+	s = json_set(json_set(s, "phase", jv_string("review")), "status", jv_string("ok"));
+	s = json_set(s, "bounces", jv_parse("[{\"from\":\"review\",\"n\":1}]"));
+	s = json_set(s, "review", jv_parse("{\"decision\":\"approve\",\"risk\":{\"level\":\"low\"}}"));
+	g = gates_ladder(jv_array(), cfg, 2, s, "review", "test", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "");
+	jv_free(g);
+	g = gates_ladder(jv_array(), cfg, 1, s, "review", "test", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "review_approved_2");
+	jv_free(g);
+	s = json_set(s, "review", jv_parse("{\"decision\":\"approve\",\"risk\":{\"level\":\"medium\"}}"));
+	g = gates_ladder(jv_array(), cfg, 3, s, "review", "test", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "review_approved_2");
+	jv_free(g);
+	g = gates_ladder(jv_array(), cfg, 4, s, "review", "test", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "");
+	jv_free(g);
+	/* staging deploys ask below 3, and then the tests' result is not asked again */
+	s = json_set(json_set(s, "phase", jv_string("test")), "status", jv_string("ok"));
+	g = gates_ladder(jv_array(), cfg, 0, s, "test", "deploy", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "staging_deploy");
+	jv_free(g);
+	g = gates_ladder(jv_array(), cfg, 2, s, "test", "deploy", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "staging_deploy");
+	jv_free(g);
+	g = gates_ladder(jv_array(), cfg, 3, s, "test", "deploy", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "");
+	jv_free(g);
+	/* production is the production_deploy gate's, not staging's */
+	s = json_set(s, "task", jv_parse("{\"environment\":\"production\"}"));
+	g = gates_ladder(jv_array(), cfg, 0, s, "test", "deploy", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "test_result_2");
+	jv_free(g);
+	jv_free(s);
+}
+
+static void test_ladder_bounces(void)
+{
+	jv b = jv_parse("{\"from\":\"review\",\"to\":\"implement\",\"n\":1,\"reason\":\"review requested changes (1 finding)\"}");
+	jv g;
+
+	g = gate_for_bounce(cfg, 2, b);
+	CHECK(jv_get_kind(g) == JV_KIND_NULL);
+	jv_free(g);
+	g = gate_for_bounce(cfg, 1, b);
+	CHECK_STR(json_get_str(g, "id"), "review_changes");
+	CHECK_STR(json_get_str(g, "phase"), "review");
+	CHECK(strstr(json_get_str(g, "prompt"), "review requested changes (1 finding)") != NULL);
+	CHECK(gate_auto_decision(cfg, g, 1, false) == GATE_ASK);
+	CHECK(gate_auto_decision(cfg, g, 1, true) == GATE_AUTO_FLAG);
+	jv_free(g);
+	b = json_set(json_set(b, "from", jv_string("test")), "n", jv_number(2));
+	g = gate_for_bounce(cfg, 0, b);
+	CHECK_STR(json_get_str(g, "id"), "test_failures_2");
+	jv_free(g);
+	g = gate_for_bounce(cfg, 4, b);
+	CHECK(jv_get_kind(g) == JV_KIND_NULL);
+	jv_free(g);
+	jv_free(b);
+}
+
+/* A configured gate named like a ladder point takes the ladder's rule, not
+ * its auto_approve_level; production_deploy never passes unasked. */
+static void test_ladder_overrides_auto_approve_level(void)
+{
+	jv g = jv_parse("{\"id\":\"production_deploy\",\"auto_approve_level\":0}");
+
+	CHECK(gate_auto_decision(cfg, g, 4, true) == GATE_ASK);
+	CHECK(gate_auto_decision(NULL, g, 4, true) == GATE_ASK);
+	jv_free(g);
+	g = jv_parse("{\"id\":\"architecture_approval\",\"auto_approve_level\":0}");
+	CHECK(gate_auto_decision(cfg, g, 4, false) == GATE_ASK);
+	jv_free(g);
+	g = jv_parse("{\"id\":\"my_gate\",\"auto_approve_level\":2}");
+	CHECK(gate_auto_decision(cfg, g, 2, false) == GATE_AUTO_LEVEL);
+	CHECK(gate_auto_decision(cfg, g, 1, false) == GATE_ASK);
+	jv_free(g);
+}
+
 int main(void)
 {
 	RUN(test_gate_status);
@@ -185,6 +340,10 @@ int main(void)
 	RUN(test_test_bounces_only_with_fixable_failures);
 	RUN(test_gates_fire_by_phase_and_condition);
 	RUN(test_gate_rows);
+	RUN(test_ladder_rules);
+	RUN(test_ladder_gates);
+	RUN(test_ladder_bounces);
+	RUN(test_ladder_overrides_auto_approve_level);
 	config_free(cfg);
 	rmdir(dir);
 	return unit_done();
