@@ -19,7 +19,8 @@ in_unit_range() {
 }
 
 @test "recall-score: forge and the FTS5 baseline on the set, every figure within [0,1], deterministic" {
-	run -0 --separate-stderr "$SCORE" --json
+	# (the first run is shared with recall-targets.bats, the second is this test's own)
+	run -0 --separate-stderr run_shared recall-score.json "$SCORE" --json
 	first=$output
 	[ "$(jq -r '.set.memories' <<<"$first")" -ge 450 ]
 	[ "$(jq -r '.set.queries' <<<"$first")" -ge 70 ]
