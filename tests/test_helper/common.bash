@@ -123,6 +123,16 @@ run_shared() {
 	return "$(cat "$dir/$name.rc")"
 }
 
+# skip_repeat_under_sanitizers: skip this test in the sanitizer suite
+# (FORGE_SUITE other than default: scripts/check's asan+ubsan) because it runs
+# the programs again on exactly the inputs another test of that suite runs
+# them on (deterministic runs: the same code paths, nothing new for ASan and
+# UBSan to find).  What it checks besides is checked in the default suite.
+skip_repeat_under_sanitizers() {
+	[ "${FORGE_SUITE:-default}" = default ] ||
+		skip "repeats runs another test makes under $FORGE_SUITE (checked in the default suite)"
+}
+
 # make_repo DIR: a git repository with one commit.
 make_repo() {
 	from_template hello "$1" make_repo_now
