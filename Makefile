@@ -21,6 +21,15 @@ BINDIR   ?= bin
 else
 BINDIR   ?= $(O)/bin
 endif
+# Missing build dependencies are installed (scripts/install-deps) before the
+# flags below are decided: they probe what is installed (static archives,
+# sonames), and a first `make` on a fresh machine that decided them without
+# libgit2-dev had every object of build/ rebuilt by the next make (new flags).
+# The stamp is an included makefile, so make makes it first and starts again.
+DEPS_STAMP ?= $(O)/.deps-ok
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+-include $(DEPS_STAMP)
+endif
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 DATADIR  ?= $(PREFIX)/share/forge
@@ -117,7 +126,6 @@ FUZZ_REPLAY := $(FUZZ_NAMES:%=$(O)/fuzz-replay/%)
 SRC_OBJ     := $(LIB_SRC:%.c=$(O)/obj/%.o) $(PROG_SRC:%.c=$(O)/obj/%.o) \
                $(UNIT_SRC:%.c=$(O)/obj/%.o) $(HELPER_SRC:%.c=$(O)/obj/%.o) \
                $(FUZZ_SRC:%.c=$(O)/obj/%.o) $(O)/obj/tests/fuzz/replay.o
-DEPS_STAMP  := $(O)/.deps-ok
 
 ifeq ($(V),1)
 Q :=
@@ -188,7 +196,8 @@ check-suite: $(PROGS) $(UNITS) $(HELPERS)
 # A sub-make builds build-asan/ once (asan-build); the steps that use it wait.
 ASAN_O    := build-asan
 # (make passes its jobserver only to recipe lines that name $(MAKE) itself.)
-ASAN_ARGS := --no-print-directory O=$(ASAN_O) SANITIZE=address,undefined
+# (and build/'s install-deps stamp: the dependencies are checked once.)
+ASAN_ARGS := --no-print-directory O=$(ASAN_O) SANITIZE=address,undefined DEPS_STAMP=$(DEPS_STAMP)
 NPROC      = $(shell nproc 2>/dev/null || echo 1)
 
 check:

@@ -12,8 +12,9 @@ setup_file() {
 	export FORGE_ROOT FORGE_BINDIR
 	export HOME="$BATS_FILE_TMPDIR/home" XDG_CONFIG_HOME="$BATS_FILE_TMPDIR/home/.config"
 	mkdir -p "$XDG_CONFIG_HOME"
-	"$FORGE_ROOT/scripts/recall-score" --json >"$BATS_FILE_TMPDIR/score.json" \
-		2>"$BATS_FILE_TMPDIR/score.err"
+	# (the set's score is shared with memory-recall.bats: run_shared)
+	run_shared recall-score.json "$FORGE_ROOT/scripts/recall-score" --json \
+		>"$BATS_FILE_TMPDIR/score.json" 2>"$BATS_FILE_TMPDIR/score.err"
 	"$FORGE_ROOT/scripts/recall-score" --json --queries heldout.jsonl \
 		>"$BATS_FILE_TMPDIR/heldout.json" 2>"$BATS_FILE_TMPDIR/heldout.err"
 }

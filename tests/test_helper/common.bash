@@ -101,6 +101,38 @@ from_template() {
 	fi
 }
 
+# run_shared NAME COMMAND [ARGS...]: print what COMMAND printed (stdout, then
+# stderr to stderr) and return its status, COMMAND run once per bats run for
+# every file that asks for NAME (kept in $BATS_RUN_TMPDIR/shared; a file that
+# asks while another file's run of it is under way waits for it).  For a
+# costly, deterministic command whose output several files check (the recall
+# set's score: ~80 forge processes).  COMMAND must not depend on the test's
+# own environment (HOME, FORGE_DB, its directory).
+run_shared() {
+	local name=$1 dir="${BATS_RUN_TMPDIR:-$BATS_FILE_TMPDIR}/shared"
+	shift
+	mkdir -p "$dir" || return
+	(
+		flock 9 || exit
+		[ -e "$dir/$name.rc" ] && exit 0
+		"$@" >"$dir/$name.out" 2>"$dir/$name.err" 9>&-
+		echo $? >"$dir/$name.rc"
+	) 9>"$dir/$name.lock" || return
+	cat "$dir/$name.out"
+	cat "$dir/$name.err" >&2
+	return "$(cat "$dir/$name.rc")"
+}
+
+# skip_repeat_under_sanitizers: skip this test in the sanitizer suite
+# (FORGE_SUITE other than default: scripts/check's asan+ubsan) because it runs
+# the programs again on exactly the inputs another test of that suite runs
+# them on (deterministic runs: the same code paths, nothing new for ASan and
+# UBSan to find).  What it checks besides is checked in the default suite.
+skip_repeat_under_sanitizers() {
+	[ "${FORGE_SUITE:-default}" = default ] ||
+		skip "repeats runs another test makes under $FORGE_SUITE (checked in the default suite)"
+}
+
 # make_repo DIR: a git repository with one commit.
 make_repo() {
 	from_template hello "$1" make_repo_now
