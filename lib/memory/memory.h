@@ -23,12 +23,13 @@
  *   lexical   SQLite FTS5 (BM25, porter stems) over content, context and
  *             tags, the query's 16 rarest words, very common ones left
  *             out; weight w
- *   vector    a weight-free local embedding (feature hashing of words, word
- *             pairs and character 3-grams into `dim` signed buckets,
- *             L2-normalised; cosine above 0.1), or, when an embedding
- *             provider is configured (llm.embeddings: openai or ollama), the
- *             API's vectors, cached in the database by model and text hash;
- *             weight 1 - w
+ *   vector    the candidates of the other lists by their cosine to the
+ *             query (not a scan of every vector): a weight-free local
+ *             embedding (feature hashing of words, word pairs and character
+ *             3-grams into `dim` signed buckets, L2-normalised; cosine above
+ *             0.1), or, when an embedding provider is configured
+ *             (llm.embeddings: openai or ollama), the API's vectors, cached
+ *             in the database by model and text hash; weight 1 - w
  *   concepts  FTS5 again, over the other terms of the groups of the concept
  *             thesaurus (share/forge/concepts.tsv and memory.thesaurus,
  *             memory_concepts.c) whose terms the query holds (at most 24);
@@ -51,8 +52,9 @@
  * added since are appended in place under flock(2); any other change
  * (edited text, deleted rows, another embedder) rebuilds the file from
  * SQLite into a temporary file renamed over it.  SQLite is the truth: the
- * file can be deleted at any time.  Candidates are the best by vector plus
- * the best by BM25; only they are read from SQLite and scored exactly.
+ * file can be deleted at any time.  Recall reads the rows of its
+ * candidates only (the best by BM25 and by the expansions); relationships
+ * of a new memory scan the whole file.
  *
  * JSON FORM of a memory (get, list, export, import):
  *   {"id","type","content","context","tags":[…],"confidence","source",

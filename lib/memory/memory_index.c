@@ -252,7 +252,9 @@ static int map_file(struct vindex *v, const char *path)
 		close(fd);
 		return 0;
 	}
-	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	/* Not populated: recall reads the rows of its few candidates only
+	 * (a 100K file is 27 MB of page tables to fill and tear down). */
+	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
 
 	close(fd);
 	if (p == MAP_FAILED)
@@ -592,27 +594,64 @@ int vindex_search(struct vhit **out, size_t *count, struct memory *m, const floa
 	return 0;
 }
 
+static int64_t seq_at(const struct vindex *v, size_t i)
+{
+	int64_t s;
+
+	memcpy(&s, v->data + i * stride_of(&v->h), sizeof s);
+	return s;
+}
+
+/*
+ * The first row whose seq is >= seq (count when none).  Seqs grow by one
+ * but for deleted and archived memories, so the row is near where the seqs
+ * were evenly spread: look there first, then halve (a few rows touched,
+ * not the 17 pages of a plain binary search over 100K rows).
+ */
+static size_t row_of(const struct vindex *v, int64_t seq)
+{
+	size_t lo = 0, hi = v->h.count;
+	int64_t first = seq_at(v, 0), last = seq_at(v, hi - 1);
+
+	if (seq <= first)
+		return 0;
+	if (seq > last)
+		return hi;
+	size_t guess = (size_t)((double)(seq - first) / (double)(last - first) * (double)(hi - 1));
+
+	/* bracket the row around the guess, widening by doubling */
+	for (size_t step = 1; ; step *= 2) {
+		size_t a = guess > step ? guess - step : 0, b = guess + step < hi ? guess + step : hi - 1;
+
+		/* (ends: at the widest, row 0 is below seq and the last not) */
+		if (seq_at(v, a) < seq && seq_at(v, b) >= seq) {
+			lo = a + 1;
+			hi = b + 1;
+			break;
+		}
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (seq_at(v, mid) < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim)
 {
 	struct vindex *v = m->idx;
 
 	if (!v || !v->data || v->h.dim != dim || v->h.count == 0)
 		return false;
-	size_t stride = stride_of(&v->h), lo = 0, hi = v->h.count;
+	size_t lo = row_of(v, seq);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int64_t s;
-
-		memcpy(&s, v->data + mid * stride, sizeof s);
-		if (s < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo >= v->h.count)
 		return false;
-	const uint8_t *row = v->data + lo * stride;
+	const uint8_t *row = v->data + lo * stride_of(&v->h);
 	int64_t s;
 	float rs;
 	double acc = 0;
