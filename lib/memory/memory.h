@@ -107,6 +107,7 @@ struct llm_client;
 #define MEMORY_RRF_K             60
 #define MEMORY_RRF_DEPTH         100
 #define MEMORY_CONCEPT_WEIGHT    0.9
+#define MEMORY_ASSOC_WEIGHT      0.15
 #define MEMORY_CONCEPT_COVER_LOW  0.35
 #define MEMORY_CONCEPT_COVER_HIGH 0.5
 #define MEMORY_BOOST_CONFIDENCE  0.6
