@@ -399,6 +399,10 @@ int mem_assoc_sync(struct memory *m, size_t memories)
 	m->assoc_ready = built >= 0;
 	if (built >= 0 && diff <= slack && -diff <= slack)
 		return 0;
+	/* the caller's transaction is open: the stale table (or none) serves,
+	 * the next handle rebuilds it */
+	if (!sqlite3_get_autocommit(m->db))
+		return 0;
 	return mem_assoc_build(m);
 }
 
