@@ -17,7 +17,7 @@
  *   relationships       on insert: cosine > 0.7 "related", > 0.9 "similar"
  *   patterns            3+ similar episodes are promoted with the LLM
  *
- * RECALL.  Three ranked lists of candidates, fused by their ranks, not
+ * RECALL.  Four ranked lists of candidates, fused by their ranks, not
  * their raw scores (reciprocal rank fusion: a memory scores the sum over
  * the lists it is in of weight / (60 + its rank there)):
  *   lexical   SQLite FTS5 (BM25, porter stems) over content, context and
@@ -38,6 +38,11 @@
  *             query's information (idf, stopwords aside), 0 from
  *             MEMORY_CONCEPT_COVER_HIGH, linear in between: paraphrases
  *             get it, a query that its word matches answer does not
+ *   associations  FTS5 over the 6 words the memories associate with at
+ *             least two of the query's (memory_assoc.c: pointwise mutual
+ *             information over the memories, kept in memory_assoc, rebuilt
+ *             by consolidation and when the memories moved by an eighth);
+ *             weight 0.15 w times the concepts' share
  * w = memory.lexical_weight (0.8).  Each list counts at most its first 100
  * memories that pass the filter.  A memory in none of the lists is never
  * returned.  Confidence and recency add at most 0.9 of the smallest step
