@@ -139,6 +139,9 @@ in_unit_range() {
 	# the held-out queries, scored apart
 	assert_line '-- held out (queries never used to tune recall)'
 	assert_line --regexp '^recall set: [0-9]+ memories, [0-9]+ held-out queries \([0-9]+ lexical, [0-9]+ paraphrase, [0-9]+ distractor\)$'
-	[ "$(grep -c '^fts5-porter ' <<<"$output")" -eq 2 ]
+	# R@10 and nDCG@10 per kind, and the CPU time of a search process next
+	# to that of a process that does nothing
+	assert_line --regexp '^forge +[01]\.[0-9]{3}( +[01]\.[0-9]{3}){7} +[0-9.]+/[0-9.]+ \([0-9.]+\)$'
+	[ "$(grep -c '^fts5-porter ' <<<"$output")" -eq 4 ]
 	refute_line --partial '100000 memories'
 }

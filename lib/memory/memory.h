@@ -17,18 +17,19 @@
  *   relationships       on insert: cosine > 0.7 "related", > 0.9 "similar"
  *   patterns            3+ similar episodes are promoted with the LLM
  *
- * RECALL.  Three ranked lists of candidates, fused by their ranks, not
+ * RECALL.  Four ranked lists of candidates, fused by their ranks, not
  * their raw scores (reciprocal rank fusion: a memory scores the sum over
  * the lists it is in of weight / (60 + its rank there)):
  *   lexical   SQLite FTS5 (BM25, porter stems) over content, context and
  *             tags, the query's 16 rarest words, very common ones left
  *             out; weight w
- *   vector    a weight-free local embedding (feature hashing of words, word
- *             pairs and character 3-grams into `dim` signed buckets,
- *             L2-normalised; cosine above 0.1), or, when an embedding
- *             provider is configured (llm.embeddings: openai or ollama), the
- *             API's vectors, cached in the database by model and text hash;
- *             weight 1 - w
+ *   vector    the candidates of the other lists by their cosine to the
+ *             query (not a scan of every vector): a weight-free local
+ *             embedding (feature hashing of words, word pairs and character
+ *             3-grams into `dim` signed buckets, L2-normalised; cosine above
+ *             0.1), or, when an embedding provider is configured
+ *             (llm.embeddings: openai or ollama), the API's vectors, cached
+ *             in the database by model and text hash; weight 1 - w
  *   concepts  FTS5 again, over the other terms of the groups of the concept
  *             thesaurus (share/forge/concepts.tsv and memory.thesaurus,
  *             memory_concepts.c) whose terms the query holds (at most 24);
@@ -37,6 +38,11 @@
  *             query's information (idf, stopwords aside), 0 from
  *             MEMORY_CONCEPT_COVER_HIGH, linear in between: paraphrases
  *             get it, a query that its word matches answer does not
+ *   associations  FTS5 over the 6 words the memories associate with at
+ *             least two of the query's (memory_assoc.c: pointwise mutual
+ *             information over the memories, kept in memory_assoc, rebuilt
+ *             by consolidation and when the memories moved by an eighth);
+ *             weight 0.15 w times the concepts' share
  * w = memory.lexical_weight (0.8).  Each list counts at most its first 100
  * memories that pass the filter.  A memory in none of the lists is never
  * returned.  Confidence and recency add at most 0.9 of the smallest step
@@ -51,8 +57,9 @@
  * added since are appended in place under flock(2); any other change
  * (edited text, deleted rows, another embedder) rebuilds the file from
  * SQLite into a temporary file renamed over it.  SQLite is the truth: the
- * file can be deleted at any time.  Candidates are the best by vector plus
- * the best by BM25; only they are read from SQLite and scored exactly.
+ * file can be deleted at any time.  Recall reads the rows of its
+ * candidates only (the best by BM25 and by the expansions); relationships
+ * of a new memory scan the whole file.
  *
  * JSON FORM of a memory (get, list, export, import):
  *   {"id","type","content","context","tags":[…],"confidence","source",
@@ -105,6 +112,7 @@ struct llm_client;
 #define MEMORY_RRF_K             60
 #define MEMORY_RRF_DEPTH         100
 #define MEMORY_CONCEPT_WEIGHT    0.9
+#define MEMORY_ASSOC_WEIGHT      0.15
 #define MEMORY_CONCEPT_COVER_LOW  0.35
 #define MEMORY_CONCEPT_COVER_HIGH 0.5
 #define MEMORY_BOOST_CONFIDENCE  0.6

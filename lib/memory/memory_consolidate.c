@@ -328,6 +328,10 @@ int memory_consolidate(jv *report, struct memory *m, struct llm_client *llm)
 	if ((r.merged || r.archived || r.conflicts) &&
 	    store_exec(m->st, "UPDATE memory_meta SET vec_gen = vec_gen + 1 WHERE k = 1") < 0)
 		note_error(&r, "vector file");
+	/* the word associations recall expands paraphrases with, learnt anew
+	 * from what is left */
+	if (mem_assoc_build(m) < 0)
+		note_error(&r, "associations");
 	jv o = jv_object();
 
 	o = json_set(o, "merged", jv_number((double)r.merged));

@@ -51,6 +51,8 @@ struct vindex {
 	size_t map_len;
 	uint8_t *heap;          /* in-process mode: header + rows */
 	size_t heap_cap;
+	int fd1;                /* the mapped file's descriptor + 1; 0 = none */
+	int64_t first, last;    /* the seqs of the first and last rows */
 };
 
 struct stamp {
@@ -76,6 +78,9 @@ static void unmap(struct vindex *v)
 {
 	if (v->map)
 		munmap(v->map, v->map_len);
+	if (v->fd1)
+		close(v->fd1 - 1);
+	v->fd1 = 0;
 	v->map = NULL;
 	v->map_len = 0;
 	v->data = v->heap ? v->heap + HDR : NULL;
@@ -252,23 +257,32 @@ static int map_file(struct vindex *v, const char *path)
 		close(fd);
 		return 0;
 	}
-	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	/* Not populated: recall reads the rows of its few candidates only
+	 * (a 100K file is 27 MB of page tables to fill and tear down). */
+	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
 
-	close(fd);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
+		close(fd);
 		return forge_error("cannot map '%s': %s", path, strerror(errno));
+	}
 	struct vhdr h;
 
 	memcpy(&h, p, HDR);
 	if (memcmp(h.magic, VMAGIC, 8) != 0 || h.vdim % 16 ||
 	    HDR + h.count * (ROWHDR + (uint64_t)h.vdim) > (uint64_t)sb.st_size) {
 		munmap(p, (size_t)sb.st_size);
+		close(fd);
 		return 0;
 	}
 	v->h = h;
 	v->map = p;
 	v->map_len = (size_t)sb.st_size;
 	v->data = (uint8_t *)p + HDR;
+	v->fd1 = fd + 1;        /* kept: a row is read with pread (see read_row) */
+	if (h.count) {
+		memcpy(&v->first, v->data, sizeof v->first);
+		memcpy(&v->last, v->data + (h.count - 1) * stride_of(&h), sizeof v->last);
+	}
 	return 1;
 }
 
@@ -592,27 +606,99 @@ int vindex_search(struct vhit **out, size_t *count, struct memory *m, const floa
 	return 0;
 }
 
-bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim)
+static int64_t seq_at(const struct vindex *v, size_t i)
 {
-	struct vindex *v = m->idx;
+	int64_t s;
 
-	if (!v || !v->data || v->h.dim != dim || v->h.count == 0)
-		return false;
-	size_t stride = stride_of(&v->h), lo = 0, hi = v->h.count;
+	memcpy(&s, v->data + i * stride_of(&v->h), sizeof s);
+	return s;
+}
 
+/*
+ * The first row whose seq is >= seq (count when none).  Seqs grow by one
+ * but for deleted and archived memories, so the row is near where the seqs
+ * were evenly spread: look there first, then halve (a few rows touched,
+ * not the 17 pages of a plain binary search over 100K rows).
+ */
+static size_t row_of(const struct vindex *v, int64_t seq)
+{
+	size_t lo = 0, hi = v->h.count;
+	int64_t first = seq_at(v, 0), last = seq_at(v, hi - 1);
+
+	if (seq <= first)
+		return 0;
+	if (seq > last)
+		return hi;
+	size_t guess = (size_t)((double)(seq - first) / (double)(last - first) * (double)(hi - 1));
+
+	/* bracket the row around the guess, widening by doubling */
+	for (size_t step = 1; ; step *= 2) {
+		size_t a = guess > step ? guess - step : 0, b = guess + step < hi ? guess + step : hi - 1;
+
+		/* (ends: at the widest, row 0 is below seq and the last not) */
+		if (seq_at(v, a) < seq && seq_at(v, b) >= seq) {
+			lo = a + 1;
+			hi = b + 1;
+			break;
+		}
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int64_t s;
 
-		memcpy(&s, v->data + mid * stride, sizeof s);
-		if (s < seq)
+		if (seq_at(v, mid) < seq)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo >= v->h.count)
+	return lo;
+}
+
+/*
+ * Row seq of a mapped file into buf (ROW_WINDOW rows of room), read with
+ * one pread of the rows around where it should be: a page fault per
+ * candidate costs more than a read on a virtual machine, and a search
+ * touches a few hundred rows of a file it does not scan.  NULL when the
+ * row is not there (look it up in the map).
+ */
+#define ROW_WINDOW 8
+static const uint8_t *read_row(const struct vindex *v, int64_t seq, uint8_t *buf, size_t cap)
+{
+	size_t stride = stride_of(&v->h), n = v->h.count, guess, at, k;
+
+	if (!v->fd1 || ROW_WINDOW * stride > cap || n == 0 || seq < v->first || seq > v->last)
+		return NULL;
+	guess = v->last == v->first ? 0 :
+		(size_t)((double)(seq - v->first) / (double)(v->last - v->first) * (double)(n - 1));
+	at = guess > ROW_WINDOW / 2 ? guess - ROW_WINDOW / 2 : 0;
+	k = n - at < ROW_WINDOW ? n - at : ROW_WINDOW;
+	ssize_t got = pread(v->fd1 - 1, buf, k * stride, (off_t)(HDR + at * stride));
+
+	for (size_t i = 0; got > 0 && i < (size_t)got / stride; i++) {
+		int64_t s;
+
+		memcpy(&s, buf + i * stride, sizeof s);
+		if (s == seq)
+			return buf + i * stride;
+	}
+	return NULL;
+}
+
+bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim)
+{
+	struct vindex *v = m->idx;
+	uint8_t buf[ROW_WINDOW * (ROWHDR + 2048)];
+
+	if (!v || !v->data || v->h.dim != dim || v->h.count == 0)
 		return false;
-	const uint8_t *row = v->data + lo * stride;
+	const uint8_t *row = read_row(v, seq, buf, sizeof buf);
+
+	if (!row) {
+		size_t lo = row_of(v, seq);
+
+		if (lo >= v->h.count)
+			return false;
+		row = v->data + lo * stride_of(&v->h);
+	}
 	int64_t s;
 	float rs;
 	double acc = 0;

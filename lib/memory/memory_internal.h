@@ -9,6 +9,7 @@
  *   memory_embed.c        embeddings (local and API, cached)
  *   memory_index.c        the vector file
  *   memory_concepts.c     words as FTS5 stems them, the concept thesaurus
+ *   memory_assoc.c        word associations learnt from the memories (PMI)
  *   memory_crud.c         adjust, archive, delete, relationships, listing
  *   memory_recall.c       recall and the relationships of a new memory
  *   memory_store.c        store, get, update, import of one memory
@@ -34,7 +35,7 @@ struct vindex;
 /* Statements prepared once per handle (the hot paths of recall). */
 enum mem_stmt {
 	MS_STAMP, MS_VOCAB, MS_FTS, MS_GET, MS_GET_SEQ, MS_TOUCH, MS_SEQ, MS_INSERT, MS_RELATE,
-	MS_TEXT, MS_CONCEPT_FIRST, MS_CONCEPT_GROUP, MS_COUNT
+	MS_TEXT, MS_CONCEPT_FIRST, MS_CONCEPT_GROUP, MS_ASSOC, MS_COUNT
 };
 
 struct memory {
@@ -57,6 +58,8 @@ struct memory {
 	char *thesaurus;          /* memory.thesaurus: the user's groups; NULL = none */
 	bool concepts_synced;     /* memory_concepts checked against its sources */
 	const char *concepts_schema;   /* where it is: "main" or "temp" (static) */
+	bool assoc_checked;       /* memory_assoc checked against the memories */
+	bool assoc_ready;         /* memory_assoc exists */
 };
 
 /* The columns of a memory row, in the order mem_row_json() reads them. */
@@ -147,6 +150,29 @@ struct mem_concept {
 int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *m,
 			const char *text, size_t max);
 void mem_concepts_free(struct mem_concept *c, size_t n);
+
+/* memory_assoc.c */
+/* Rebuild the word associations from every active memory (nothing on a
+ * read-only store). */
+int mem_assoc_build(struct memory *m);
+/* Checked once per handle: rebuilt when missing or when the number of
+ * active memories (`memories`) moved by more than an eighth (or 16) since
+ * it was built. */
+int mem_assoc_sync(struct memory *m, size_t memories);
+/* A word a query's words bring in: its stem, the form MATCH is given, its
+ * score. */
+struct mem_assoc {
+	char stem[MEM_TERM_LEN];
+	char surf[MEM_TERM_LEN];
+	double score;
+	int support;              /* the query's words that bring it in */
+};
+/* The associates of at least two of the query's words stems[0..n) (each
+ * weighed by idf[i]; 0 leaves a word out), the query's own words left out,
+ * the best max first:
+ * *out malloc'd (free()), *count of them.  None before the table exists. */
+int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m,
+		     const char *const *stems, const double *idf, size_t n, size_t max);
 
 /* memory_recall.c */
 /* Relationships of a new memory (called by memory_store before insert):

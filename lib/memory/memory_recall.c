@@ -158,7 +158,7 @@ static void fts_match(struct buf *out, struct terms *t, size_t use, long budget)
 
 /* ---- candidates and their ranks ---------------------------------------- */
 
-enum { L_LEX, L_VEC, L_CON, NLISTS };
+enum { L_LEX, L_VEC, L_CON, L_ASSOC, NLISTS };
 
 struct cand {
 	int64_t seq;
@@ -313,6 +313,60 @@ static void fuse(struct cands *cs, const double *w, double band)
 		qsort(cs->c, cs->n, sizeof *cs->c, fused_cmp);
 }
 
+/* ---- the vector list ------------------------------------------------- */
+
+static int cos_cmp(const void *a, const void *b)
+{
+	const struct cand *x = *(const struct cand *const *)a, *y = *(const struct cand *const *)b;
+
+	if (x->cos != y->cos)
+		return x->cos < y->cos ? 1 : -1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/*
+ * The vector list: the candidates, by their cosine to the query.  With the
+ * local embedding, only those the word lists found, whatever their cosine:
+ * a scan of every vector finds nothing the words miss (its features are
+ * the same words and their pieces) and costs a pass over the whole file per
+ * search (27 MB at 100K memories); it re-orders what the words found by
+ * how much of it is about the query.  With an API's vectors, which know
+ * the language, the `deep` best of all vectors too (cosine above
+ * m->vec_floor): a memory worded otherwise than the query.
+ */
+static int vector_list(struct cands *cs, struct memory *m, const float *qv, size_t dim,
+		       int type, size_t deep, int64_t now)
+{
+	struct vhit *hits = NULL;
+	struct cand **by;
+	size_t nh = 0, n = 0;
+
+	if (m->embed_provider) {
+		if (vindex_search(&hits, &nh, m, qv, dim, type, deep) < 0)
+			return -1;
+		for (size_t i = 0; i < nh && hits[i].cos > m->vec_floor; i++) {
+			if (!cand_get(cs, m, hits[i].seq, now)) {
+				free(hits);
+				return -1;
+			}
+		}
+		free(hits);
+	}
+	by = xcalloc(cs->n + 1, sizeof *by);
+	for (size_t i = 0; i < cs->n; i++) {
+		struct cand *c = &cs->c[i];
+
+		c->has_cos = vindex_cosine(&c->cos, m, c->seq, qv, dim);
+		if (c->has_cos && c->pass && (!m->embed_provider || c->cos > m->vec_floor))
+			by[n++] = c;
+	}
+	qsort(by, n, sizeof *by, cos_cmp);
+	for (size_t i = 0; i < n; i++)
+		cand_rank(cs, by[i], L_VEC, by[i]->cos);
+	free(by);
+	return 0;
+}
+
 /* ---- concepts (the thesaurus) ------------------------------------------ */
 
 #define CONCEPT_TERMS 24
@@ -455,6 +509,52 @@ static double concept_share(double cov)
 	return (hi - cov) / (hi - lo);
 }
 
+/* ---- associations (learnt from the memories) ---------------------------- */
+
+#define ASSOC_TERMS 6
+
+/*
+ * The association list into L_ASSOC: FTS5 over the words the memories
+ * associate with the query's (mem_assoc_expand, each query word weighed by
+ * its idf), in BM25 order.  Nothing when no word has associates.
+ */
+static int assoc_list(struct cands *cs, struct memory *m, const struct terms *qt, size_t deep,
+		      int64_t now)
+{
+	const char *stems[MAX_TERMS];
+	double idf[MAX_TERMS];
+	struct mem_assoc *as = NULL;
+	struct terms at = { 0 };
+	struct buf match = BUF_INIT;
+	size_t na = 0;
+	double best;
+	int rc = -1;
+
+	for (size_t i = 0; i < qt->n; i++) {
+		stems[i] = qt->t[i].stem;
+		idf[i] = word_idf(&qt->t[i], (double)vindex_rows(m));
+	}
+	if (mem_assoc_expand(&as, &na, m, stems, idf, qt->n, ASSOC_TERMS) < 0)
+		goto out;
+	for (size_t i = 0; i < na; i++)
+		term_add(&at, as[i].surf, strlen(as[i].surf), as[i].stem, strlen(as[i].stem));
+	if (!at.n) {
+		rc = 0;
+		goto out;
+	}
+	if (count_df(m, at.t, at.n, DF_TERM_MAX) < 0)
+		goto out;
+	fts_match(&match, &at, ASSOC_TERMS, DF_BUDGET);
+	if (fts_list(cs, &best, m, match.buf, L_ASSOC, deep, now) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(as);
+	terms_release(&at);
+	buf_release(&match);
+	return rc;
+}
+
 /* ---- recall ---------------------------------------------------------- */
 
 static int mem_get_seq(jv *out, struct memory *m, int64_t seq)
@@ -523,12 +623,12 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	struct cands cs = { 0 };
 	struct terms qt = { .max = MAX_TERMS };
 	struct buf match = BUF_INIT;
-	struct vhit *hits = NULL;
-	size_t nh = 0, dim = 0, nres = 0;
+	size_t dim = 0, nres = 0;
 	float *qv = NULL;
 	double best = 0;
 	/* the lists' weights: lexical, vector, concepts */
-	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_CONCEPT_WEIGHT };
+	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_CONCEPT_WEIGHT,
+			     m->lexw * MEMORY_ASSOC_WEIGHT };
 	double wmin = 1, wsum = 0;
 	int64_t now = memory_now(m);
 	bool reading = false;
@@ -544,11 +644,12 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	} else if (memory_embed(&qv, &dim, m, q->text) < 0) {
 		goto out;
 	}
-	if (vindex_sync(m, NULL) < 0 ||
-	    vindex_search(&hits, &nh, m, qv, dim, q->filter.type, deep) < 0)
+	if (vindex_sync(m, NULL) < 0)
 		goto out;
 	/* (the thesaurus may need writing: before the read transaction) */
 	if (!q->no_expand && w[L_CON] > 0 && mem_concepts_sync(m) < 0)
+		goto out;
+	if (!q->no_expand && w[L_ASSOC] > 0 && mem_assoc_sync(m, vindex_rows(m)) < 0)
 		goto out;
 	/* One read transaction for the many small reads below (a statement
 	 * alone takes and drops SQLite's locks each time); not when the caller
@@ -560,18 +661,6 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	}
 	if (mem_filter_stmt(&cs.filter, m, &q->filter) < 0)
 		goto out;
-	/* the vector list: what shares something with the query */
-	for (size_t i = 0; i < nh && w[L_VEC] > 0; i++) {
-		struct cand *c;
-
-		if (hits[i].cos <= m->vec_floor)
-			break;
-		if (!(c = cand_get(&cs, m, hits[i].seq, now)))
-			goto out;
-		c->cos = hits[i].cos;
-		c->has_cos = true;
-		cand_rank(&cs, c, L_VEC, c->cos);
-	}
 	/* the lexical list */
 	/* The query keeps its stopwords: BM25 weighs them by their rarity,
 	 * and the common ones are left out by fts_match(). */
@@ -589,9 +678,14 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		if (literal_coverage(&cov, m, &cs, &qt, vindex_rows(m)) < 0)
 			goto out;
 		w[L_CON] *= concept_share(cov);
+		w[L_ASSOC] *= concept_share(cov);
 		if (w[L_CON] > 0 && concept_list(&cs, m, q->text, deep, now) < 0)
 			goto out;
+		if (w[L_ASSOC] > 0 && assoc_list(&cs, m, &qt, deep, now) < 0)
+			goto out;
 	}
+	if (w[L_VEC] > 0 && vector_list(&cs, m, qv, dim, q->filter.type, deep, now) < 0)
+		goto out;
 	for (int l = 0; l < NLISTS; l++) {
 		wsum += w[l];
 		if (w[l] > 0 && w[l] < wmin)
@@ -629,6 +723,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		ranks = json_set(ranks, "lexical", rank_json(c->rank[L_LEX]));
 		ranks = json_set(ranks, "vector", rank_json(c->rank[L_VEC]));
 		ranks = json_set(ranks, "concepts", rank_json(c->rank[L_CON]));
+		ranks = json_set(ranks, "associations", rank_json(c->rank[L_ASSOC]));
 		o = json_set(o, "memory", c->mem);
 		c->mem = jv_invalid();
 		o = json_set(o, "relevance", jv_number(round6(c->rel / top)));
@@ -650,7 +745,6 @@ out:
 		store_rollback(m->st);
 	terms_release(&qt);
 	buf_release(&match);
-	free(hits);
 	free(qv);
 	if (rc < 0) {
 		jv_free(*out);

@@ -7,6 +7,11 @@
  *   bench-memory recall DB Q      Q recalls of generated queries: p50/p95 ms
  *   bench-memory consolidate DB   one consolidation (no LLM): seconds + report
  *   bench-memory embed N          local embedding throughput
+ *   bench-memory cold DB FILE R   each line of FILE as a query, R rounds: a
+ *                                 fresh store and memory handle per query (as a
+ *                                 `forge memory search` process has), --peek;
+ *                                 the median CPU time (this thread's) of open +
+ *                                 recall + close, and of recall alone
  *
  * The data is deterministic (a fixed PRNG): words drawn from a Zipf-like
  * distribution over a 20,000-word pseudo vocabulary, 20-60 words each.
@@ -229,6 +234,72 @@ static int cmd_recall(const char *db, long q)
 	return 0;
 }
 
+static double cpu_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int cmd_cold(const char *db, const char *file, long rounds)
+{
+	FILE *f = fopen(file, "r");
+	char line[2048];
+	size_t n = 0, cap = 0;
+	double *all = NULL, *rec = NULL;
+
+	if (!f) {
+		fprintf(stderr, "bench-memory: cannot read '%s'\n", file);
+		return 1;
+	}
+	for (long r = 0; r < rounds; r++) {
+		rewind(f);
+		while (fgets(line, sizeof line, f)) {
+			struct store *st;
+			struct memory *m;
+			struct memory_query mq;
+			jv out;
+
+			line[strcspn(line, "\n")] = 0;
+			if (!*line)
+				continue;
+			if (n == cap) {
+				cap = cap * 2 + 64;
+				all = xrealloc(all, cap * sizeof *all);
+				rec = xrealloc(rec, cap * sizeof *rec);
+			}
+			double t0 = cpu_ms();
+
+			if (open_all(&st, &m, db) < 0)
+				return 1;
+			memory_query_init(&mq, line);
+			mq.no_touch = true;
+			double t1 = cpu_ms();
+
+			if (memory_recall(&out, m, &mq) < 0) {
+				fprintf(stderr, "bench-memory: %s\n", forge_last_error());
+				return 1;
+			}
+			rec[n] = cpu_ms() - t1;
+			jv_free(out);
+			memory_free(m);
+			store_free(st);
+			all[n++] = cpu_ms() - t0;
+		}
+	}
+	fclose(f);
+	if (!n)
+		return 1;
+	qsort(all, n, sizeof *all, dbl_cmp);
+	qsort(rec, n, sizeof *rec, dbl_cmp);
+	printf("cold recall: CPU ms p50 %.2f p95 %.2f (open + recall + close), recall p50 %.2f p95 %.2f "
+	       "(%zu searches)\n", all[n / 2], all[(n * 95) / 100], rec[n / 2], rec[(n * 95) / 100], n);
+	free(all);
+	free(rec);
+	return 0;
+}
+
 static int cmd_consolidate(const char *db)
 {
 	struct store *st;
@@ -292,8 +363,11 @@ int main(int argc, char **argv)
 		return cmd_load(argv[2], n);
 	if (argc >= 4 && strcmp(argv[1], "recall") == 0 && forge_parse_long(&n, argv[3], 1, 1L << 30) == 0)
 		return cmd_recall(argv[2], n);
+	if (argc >= 5 && strcmp(argv[1], "cold") == 0 && forge_parse_long(&n, argv[4], 1, 1000) == 0)
+		return cmd_cold(argv[2], argv[3], n);
 	if (argc >= 3 && strcmp(argv[1], "consolidate") == 0)
 		return cmd_consolidate(argv[2]);
-	fprintf(stderr, "usage: bench-memory load DB N | recall DB Q | consolidate DB | embed N\n");
+	fprintf(stderr, "usage: bench-memory load DB N | recall DB Q | consolidate DB | embed N | "
+		"cold DB FILE ROUNDS\n");
 	return 2;
 }

@@ -210,9 +210,9 @@ static void test_recent_irrelevant_never_outranks(void)
 	close_mem();
 }
 
-/* The rank of id in recall's concept list for text, 0 when not in it (or
+/* The rank of id in recall's list `list` for text, 0 when not in it (or
  * not returned). */
-static int concept_rank(const char *text, const char *id)
+static int list_rank(const char *text, const char *id, const char *list)
 {
 	struct memory_query q;
 	int rank = 0;
@@ -228,7 +228,7 @@ static int concept_rank(const char *text, const char *id)
 		jv mem = json_get(r, "memory"), ranks = json_get(r, "ranks");
 
 		if (strcmp(json_get_str(mem, "id"), id) == 0)
-			rank = (int)json_get_num(ranks, "concepts", 0);
+			rank = (int)json_get_num(ranks, list, 0);
 		jv_free(mem);
 		jv_free(ranks);
 		jv_free(r);
@@ -236,6 +236,11 @@ static int concept_rank(const char *text, const char *id)
 	}
 	jv_free(out);
 	return rank;
+}
+
+static int concept_rank(const char *text, const char *id)
+{
+	return list_rank(text, id, "concepts");
 }
 
 /* The concept list finds a memory that says the same in other words, by a
@@ -257,6 +262,80 @@ static void test_concepts_find_paraphrase(void)
 	CHECK_INT(concept_rank("transactions waiting on each other forever", hit), 1);
 	free(plain);
 	free(con);
+	close_mem();
+}
+
+/* Three memories say "flapping" and "healthcheck" together with "quorum
+ * ensemble"; a fourth says only "quorum ensemble".  A query worded with the
+ * first two finds the fourth through the words the memories associate with
+ * them (PMI, learnt on the first recall), which no thesaurus holds. */
+static void put_flapping(char bridge[3][ULID_LEN + 1], char target[ULID_LEN + 1])
+{
+	fillers();
+	put(bridge[0], "The service kept flapping because the healthcheck hit a slow quorum ensemble",
+	    0.5, T0);
+	put(bridge[1], "Flapping replicas: a healthcheck timeout made the quorum ensemble fail", 0.5, T0);
+	put(bridge[2], "Healthcheck flapping again after the deploy, quorum ensemble threshold raised",
+	    0.5, T0);
+	put(target, "Set the quorum ensemble period to 10 s and its failure threshold to 3", 0.5, T0);
+}
+
+static void test_assoc_finds_paraphrase(void)
+{
+	char bridge[3][ULID_LEN + 1], target[ULID_LEN + 1];
+	const char *query = "dashboard flapping healthcheck overnight";
+
+	open_mem(":memory:");
+	put_flapping(bridge, target);
+	char *plain = recall_ids(query, false);
+	char *exp = recall_ids(query, true);
+
+	CHECK_MSG(pos_of(plain, target) < 0, "found by its words alone: %s", plain);
+	CHECK_MSG(pos_of(exp, target) >= 0, "%s (want %s in it)", exp, target);
+	CHECK_MSG(list_rank(query, target, "associations") >= 1, "not in the association list");
+	/* the memories that say the query's words stay ahead of it */
+	for (int i = 0; i < 3; i++)
+		CHECK_MSG(pos_of(exp, bridge[i]) >= 0 && pos_of(exp, bridge[i]) < pos_of(exp, target),
+			  "%s: %s not before %s", exp, bridge[i], target);
+	free(plain);
+	free(exp);
+	close_mem();
+}
+
+/* An associate of one query word only is that word's context, not the
+ * query's subject: two of the query's words must bring it in.  And the
+ * associations follow the memories: 20 new ones (more than 16) rebuild
+ * them. */
+static void test_assoc_needs_two_words(void)
+{
+	char bridge[3][ULID_LEN + 1], target[ULID_LEN + 1], id[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	put_flapping(bridge, target);
+	CHECK_INT(list_rank("dashboard flapping overnight", target, "associations"), 0);
+	close_mem();
+	/* no association before the words go together often enough */
+	open_mem(":memory:");
+	fillers();
+	put(bridge[0], "The service kept flapping because the healthcheck hit a slow quorum ensemble",
+	    0.5, T0);
+	put(target, "Set the quorum ensemble period to 10 s and its failure threshold to 3", 0.5, T0);
+	CHECK_INT(list_rank("dashboard flapping healthcheck overnight", target, "associations"), 0);
+	memory_free(m);
+	/* a new handle after 20 more memories learns them anew */
+	struct memory_options o;
+
+	memory_options_init(&o);
+	o.now = fake_now;
+	CHECK(memory_open(&m, st, &o) == 0);
+	for (int i = 0; i < 20; i++) {
+		char text[64];
+
+		snprintf(text, sizeof text, "the changelog of week %d is reviewed", i);
+		put(id, i == 0 ? "Healthcheck flapping, the quorum ensemble again" :
+		    i == 1 ? "Flapping pods: healthcheck versus quorum ensemble" : text, 0.5, T0);
+	}
+	CHECK(list_rank("dashboard flapping healthcheck overnight", target, "associations") >= 1);
 	close_mem();
 }
 
@@ -462,6 +541,8 @@ int main(void)
 	RUN(test_concepts_match_phrases);
 	RUN(test_user_thesaurus);
 	RUN(test_concepts_read_only);
+	RUN(test_assoc_finds_paraphrase);
+	RUN(test_assoc_needs_two_words);
 	RUN(test_stemming);
 	RUN(test_migration_rebuilds_index);
 	return unit_done();
