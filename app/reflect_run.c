@@ -190,8 +190,8 @@ static void add_bounce(struct buf *b, jv p, int n, jv *seen)
 	jv ev = json_get(p, json_has(p, "findings") ? "findings" : "failures");
 	jv keys = jv_array();
 
-	buf_addf(b, "%d. %s sent implement back (bounce %.0f from %s): ", n, from ? from : "?",
-		 json_get_num(p, "n", n), from ? from : "?");
+	buf_addf(b, "%d. %s sent implement back (%s bounce %.0f): ", n, from ? from : "?", from ? from : "?",
+		 json_get_num(p, "n", n));
 	add_text(b, json_get_str(p, "reason") ? json_get_str(p, "reason") : "(no reason)");
 	buf_addch(b, '\n');
 	if (jv_get_kind(ev) == JV_KIND_ARRAY) {

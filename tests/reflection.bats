@@ -200,3 +200,33 @@ last_state() {
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed" and .state.reflection.calls == 1' <<<"$output"
 }
+
+@test "a human who approves a gate over review's no fires \"human override\"; replayed from a cassette (reflect-fast)" {
+	# the demo's answers, and the reflection's as the replay provider finds it
+	{ cat "$FORGE_ROOT/demo/demo.cassette.jsonl"
+	  echo '{"phase":"reflect-fast","response":{"tool_calls":[{"id":"r1","name":"record_run_learnings","input":{"learnings":[{"type":"semantic","content":"Division by zero is already refused by calc_div: the review asks a human about it every time.","context":"reviewing calc division"}]}}],"usage":{"input_tokens":900,"output_tokens":60}}}'
+	} >"$BATS_TEST_TMPDIR/c.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
+	unset FORGE_BASE_URL
+	task="add a div operation that refuses division by zero"
+	run -4 --separate-stderr forge run "$task" </dev/null
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"gate escalation_review is waiting for a human"* ]]
+	# no trigger yet: a human approved the architecture, which was no "no"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.reflection")] == []' <<<"$output"
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)" --note "division by zero is handled"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.reflection") | .payload] | length == 2
+		and .[0].trigger == "human override" and .[0].phase == "review" and (.[0].learnings | length) == 1
+		and .[1] == {triggers: ["human override"], fired: ["human override"]}' <<<"$output"
+	# what the fast model read: the human's decision and note
+	run -0 sqlite3 "$FORGE_DB" "select request from llm_calls where trace_id = '$T' and phase = 'reflect-fast'"
+	jq -e '.messages[0].content | contains("Trigger: human override. What did we get wrong?")
+		and contains("gate escalation_review approved by a human, note: division by zero is handled")' <<<"$output"
+	run -0 forge memory list --json --tag trigger:human_override
+	jq -e '.source == "run_reflection" and .type == "semantic" and (.content | startswith("Division by zero"))' <<<"$output"
+}
