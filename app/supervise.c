@@ -654,7 +654,15 @@ static void reflect_now(struct sup *s, const char *at, bool end)
 	s->phase_cost = json_set(s->phase_cost, "reflect", jv_number(json_get_num(s->phase_cost, "reflect", 0) +
 								    json_get_num(cost, "usd", 0) - before));
 	jv_free(cost);
-	progress(s, "  reflected on the run (Loop 3)");
+	jv fired = json_get_path(s->state, "reflection.fired");
+	struct buf names = BUF_INIT;
+	jv_array_foreach(fired, i, f) {
+		buf_addf(&names, "%s%s", i ? ", " : "", jv_string_value(f));
+		jv_free(f);
+	}
+	progress(s, "  ✎ reflected on the run (Loop 3); triggers fired so far: %s", names.buf);
+	buf_release(&names);
+	jv_free(fired);
 	checkpoint(s, at);
 }
 

@@ -230,3 +230,15 @@ last_state() {
 	run -0 forge memory list --json --tag trigger:human_override
 	jq -e '.source == "run_reflection" and .type == "semantic" and (.content | startswith("Division by zero"))' <<<"$output"
 }
+
+@test "a script without a step for the reflection: the mock's default answer, no learning, the phases' steps untouched" {
+	script bounce2.json "$FIXED3"' | .steps |= map(select(.forced_tool | not))'
+	run -0 reflect_run --phases plan,implement,review,test
+	run -0 requests "$REFLECTION"
+	jq -e 'length == 1 and .[0].step == null and .[0].default == true' <<<"$output"
+	run -0 events run.reflection
+	jq -e -s '.[0].trigger == "2+ bounces" and .[0].learnings == []' <<<"$output"
+	last_state | jq -e '(.bounces | length) == 2 and .tests.summary.failed == 0 and .reflection.learnings == []'
+	run -0 requests "$IMPLEMENTER"
+	jq -e '[.[].branch] == ["else", "else", "else", "else", "then", "then"]' <<<"$output"
+}
