@@ -13,6 +13,7 @@
 #include "engine/pipeline.h"
 #include "os/proc.h"
 #include "app/prompt.h"
+#include "app/reflect_run.h"
 #include "store/store.h"
 #include "data/stream.h"
 
@@ -655,6 +656,42 @@ static const char *run_phase(struct sup *s, const char *phase)
 	return st;
 }
 
+/* Loop 3 (app/reflect_run.h): the triggers are checked after every phase
+ * result and at the end; a firing changes the state (what fired, what was
+ * learned, its cost), which is checkpointed so a resume does not fire it
+ * again and the next implement gets the learnings. */
+static void reflect_emit(void *payload, const char *type, jv event_payload)
+{
+	emit(payload, type, event_payload);
+}
+
+static void reflect_now(struct sup *s, const char *at, bool end)
+{
+	struct reflect_ctx c = { .cfg = s->o->cfg, .store = s->o->store, .trace = s->trace,
+				 .phase = end ? "end" : at, .emit = reflect_emit, .emit_payload = s };
+	jv cost = json_get(s->state, "cost");
+	double before = json_get_num(cost, "usd", 0);
+
+	jv_free(cost);
+	commit_batch(s);     /* memory and the model's log write in their own transactions */
+	if (reflect_run_check(&s->state, &c, end) == 0)
+		return;
+	cost = json_get(s->state, "cost");
+	s->phase_cost = json_set(s->phase_cost, "reflect", jv_number(json_get_num(s->phase_cost, "reflect", 0) +
+								    json_get_num(cost, "usd", 0) - before));
+	jv_free(cost);
+	jv fired = json_get_path(s->state, "reflection.fired");
+	struct buf names = BUF_INIT;
+	jv_array_foreach(fired, i, f) {
+		buf_addf(&names, "%s%s", i ? ", " : "", jv_string_value(f));
+		jv_free(f);
+	}
+	progress(s, "  ✎ reflected on the run (Loop 3); triggers fired so far: %s", names.buf);
+	buf_release(&names);
+	jv_free(fired);
+	checkpoint(s, at);
+}
+
 /* ---- the loop ------------------------------------------------------------ */
 
 static const char *first_phase(const char *const *phases)
@@ -774,6 +811,8 @@ static int loop(struct sup *s, const char *done, const char *next)
 	while (next && !interrupted) {
 		if (cancelled(s))
 			return stop_cancelled(s);
+		if (done)
+			reflect_now(s, done, false);
 		const char *tripped = breaker(s, why, sizeof why);
 		if (tripped) {
 			emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
@@ -873,9 +912,9 @@ static void reflect_on_run(struct sup *s)
 {
 	struct memory_options mo;
 	struct memory *m;
-	jv events = jv_array(), triggers = jv_array();
+	jv events = jv_array();
 	char id[ULID_LEN + 1];
-	long calls;
+	char at[32];
 
 	commit_batch(s);     /* memory writes in its own transactions */
 	memory_options_init(&mo);
@@ -897,32 +936,11 @@ static void reflect_on_run(struct sup *s)
 		}
 	}
 	jv_free(lessons);
-	/* Seed 000 §10.4: runs worth learning from. */
-	jv cost = json_get(s->state, "cost"), budget = json_get(s->state, "budget");
-	if (pipeline_bounces(s->state, "review") + pipeline_bounces(s->state, "test") >= 2)
-		triggers = jv_array_append(triggers, jv_string("2+ bounces"));
-	if (json_get_num(budget, "usd", 0) > 0 &&
-	    json_get_num(cost, "usd", 0) > 0.5 * json_get_num(budget, "usd", 0))
-		triggers = jv_array_append(triggers, jv_string(">50% of budget"));
-	if (error_rate(s, &calls) > 0.10)
-		triggers = jv_array_append(triggers, jv_string(">10% tool error rate"));
-	jv overrides;
-	if (gate_list(&overrides, s->o->store, s->trace, false) == 0) {
-		bool human = false;
-		jv_array_foreach(overrides, i, g) {
-			const char *by = json_get_str(g, "decided_by");
-			human = human || (by && strcmp(by, "human") == 0);
-			jv_free(g);
-		}
-		if (human)
-			triggers = jv_array_append(triggers, jv_string("human override"));
-	}
-	jv_free(overrides);
-	emit(s, "run.reflection", json_set(jv_object(), "triggers", triggers));
-	jv_free(cost);
-	jv_free(budget);
 	jv_free(events);
 	memory_free(m);
+	/* Seed 000 §10.4: runs worth learning from. */
+	snprintf(at, sizeof at, "%s", json_get_str(s->state, "phase") ? json_get_str(s->state, "phase") : "init");
+	reflect_now(s, at, true);
 }
 
 /* ---- the summary a person reads -------------------------------------- */

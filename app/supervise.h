@@ -12,8 +12,10 @@
  * `forge resume TRACE` continues from the last checkpoint without running a
  * finished phase again.  After a crash the run's worktree is brought back
  * to the checkpoint's commit, its partial changes saved under
- * refs/forge/TRACE/saved/N.  After every run an episode is recorded in
- * memory (Loop 3) and the reflection triggers of seed 000 §10.4 are checked.
+ * refs/forge/TRACE/saved/N.  After every run an episode and its lessons
+ * are recorded in memory; the reflection triggers of seed 000 §10.4 are
+ * checked after every phase result and at the end, and one that fires
+ * reflects with the fast model (Loop 3, reflect_run.h).
  *
  * A run and a resume hold the run's lease (store.h) while they work, passed
  * to the phases as $FORGE_LEASE; one that finds the run held by a living

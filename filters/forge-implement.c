@@ -313,6 +313,38 @@ static void bounce_text(struct buf *b, struct impl *im)
 	free(from);
 }
 
+/* What the run's reflection (Loop 3, forge-supervisor) learned so far:
+ * state.reflection.learnings, after the fixes (app/reflect_run.h). */
+static void reflection_text(struct buf *b, struct phase *ph)
+{
+	jv r = json_get(ph->state, "reflection"), learnings = json_get(r, "learnings");
+	int n = 0;
+
+	if (jv_get_kind(learnings) == JV_KIND_ARRAY) {
+		jv_array_foreach(learnings, i, l) {
+			const char *content = json_get_str(l, "content"), *context = json_get_str(l, "context");
+			if (content && *content) {
+				if (!n++)
+					buf_adds(b, "# What this run has learned so far\n\n"
+						    "A reflection on this run's earlier attempts (its bounces, failures and "
+						    "costs) concluded the following. Apply it in this attempt.\n\n");
+				buf_addf(b, "- %s", content);
+				if (context && *context)
+					buf_addf(b, " (applies to: %s)", context);
+				buf_addch(b, '\n');
+			}
+			jv_free(l);
+			(void)i;
+		}
+	}
+	if (n) {
+		buf_addch(b, '\n');
+		phase_emit(ph, "implement.reflection", json_set(jv_object(), "learnings", jv_number(n)));
+	}
+	jv_free(learnings);
+	jv_free(r);
+}
+
 static void strings_list(struct buf *b, const char *label, jv list)
 {
 	int n = 0;
@@ -391,6 +423,7 @@ static void build_context(struct impl *im, const char *build_cmd, const char *te
 	jv files = jv_null();
 
 	bounce_text(&b, im);
+	reflection_text(&b, ph);
 	env = json_set(env, "plan", jv_string(ptext));
 	buf_addf(&w, "You work in the run's git worktree on branch %s (base commit %.12s); this is "
 		     "attempt %d.\nBuild command: %s\nTest command: %s\n",

@@ -48,6 +48,15 @@ SCRIPT FORMAT
         matches, get deterministic feature-hashed vectors (never "exhausted").
     "times": N | "always"                           serve this step N times
                                                     (default 1) or forever
+    "forced_tool": "NAME"                           only requests that force the
+        model to call tool NAME (Anthropic tool_choice {"type":"tool","name"},
+        OpenAI {"type":"function","function":{"name"}})
+
+  Run reflection (forge-supervisor's Loop 3, app/reflect_run.h): a request
+  forcing "record_run_learnings" takes only steps whose "forced_tool" names it,
+  and with none left gets the answer {"learnings": []} (logged with "step":
+  null, "default": true) - so a script written for the phases needs no step
+  for it, and its steps are never taken by it.
 
   Answer step (normalised form, rendered in the provider's format, streamed or
   not as the request asks):
@@ -243,7 +252,7 @@ class State:
                 self.loaded += 1
             return len(self.steps)
 
-    def take_step(self, kind, provider, path, prompt=""):
+    def take_step(self, kind, provider, path, prompt="", forced=None):
         """The first matching step (index, step, branch): a conditional step
         resolves to its "then" or "else" step (branch "then"/"else"), or does
         not match when its condition fails and it has no "else"."""
@@ -254,6 +263,9 @@ class State:
                 if "provider" in step and step["provider"] != provider:
                     continue
                 if "path" in step and step["path"] != path:
+                    continue
+                want = step.get("forced_tool")
+                if (want is not None or forced in RESERVED_TOOLS) and want != forced:
                     continue
                 branch = None
                 if is_conditional(step):
@@ -299,6 +311,23 @@ class State:
                 self.log_file.seek(0)
 
 
+# Forced tools whose requests only take steps that name them ("forced_tool"),
+# else this answer (the input of the tool call).
+RESERVED_TOOLS = {"record_run_learnings": {"learnings": []}}
+
+
+def forced_tool(req):
+    """The tool a chat request forces the model to call, or None."""
+    tc = req.get("tool_choice") if isinstance(req, dict) else None
+    if not isinstance(tc, dict):
+        return None
+    if tc.get("type") == "tool":
+        return tc.get("name")
+    if tc.get("type") == "function" and isinstance(tc.get("function"), dict):
+        return tc["function"].get("name")
+    return None
+
+
 FAULTS = {"rate_limit", "quota", "server_error", "overloaded", "auth", "context_length",
           "bad_request", "not_found", "error", "malformed", "stream_error", "cut", "disconnect", "raw"}
 
@@ -319,6 +348,8 @@ def check_step(step, n):
             raise ValueError("step %d: tool call \"arguments\" must be a string" % n)
     if "text" in step and not isinstance(step["text"], str):
         raise ValueError("step %d: \"text\" must be a string" % n)
+    if "forced_tool" in step and not isinstance(step["forced_tool"], str):
+        raise ValueError("step %d: \"forced_tool\" must be a tool name" % n)
     if "wait_file" in step and not isinstance(step["wait_file"], str):
         raise ValueError("step %d: \"wait_file\" must be a path" % n)
     if is_conditional(step):
@@ -995,12 +1026,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_error_json(provider, status, at or ANTH_TYPE_BY_STATUS.get(status, "api_error"),
                                         ot, code, param, msg)
 
+        forced = forced_tool(req) if kind == "chat" else None
         index, step, branch = self.state.take_step(kind, provider, url.path,
-                                                   prompt_text(req) if kind == "chat" else "")
+                                                   prompt_text(req) if kind == "chat" else "", forced)
         if branch:
             entry["branch"] = branch
         if step is None and kind == "embed":
             step = {}
+        if step is None and forced in RESERVED_TOOLS:
+            step = {"tool_calls": [{"name": forced, "input": RESERVED_TOOLS[forced]}]}
+            entry["default"] = True
         if step is None:
             self.state.record(dict(entry, step=None, status=500))
             return self.send_error_json(
