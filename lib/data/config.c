@@ -281,18 +281,23 @@ static int validate(jv value, const char *source)
 	return 0;
 }
 
-/* Validate value, then keep it as the next layer and merge it in.
- * Consumes value. */
+/* Keep value as the next layer and merge it in.  Consumes value. */
+static void keep_layer(struct config *cfg, const char *name, const char *source, jv value)
+{
+	value = strip_notes(value);
+	cfg->layers = xrealloc(cfg->layers, (cfg->nlayers + 1) * sizeof *cfg->layers);
+	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), jv_copy(value) };
+	cfg->effective = jv_object_merge_recursive(cfg->effective, value);
+}
+
+/* Validate value, then keep it as the next layer.  Consumes value. */
 static int add_layer(struct config *cfg, const char *name, const char *source, jv value)
 {
 	if (validate(value, source) < 0) {
 		jv_free(value);
 		return -1;
 	}
-	value = strip_notes(value);
-	cfg->layers = xrealloc(cfg->layers, (cfg->nlayers + 1) * sizeof *cfg->layers);
-	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), jv_copy(value) };
-	cfg->effective = jv_object_merge_recursive(cfg->effective, value);
+	keep_layer(cfg, name, source, value);
 	return 0;
 }
 
@@ -335,7 +340,15 @@ static int add_defaults(struct config *cfg)
 		free(msg);
 		return -1;
 	}
-	return add_layer(cfg, "default", "built-in", v);
+	/* Not validated on its own: the built-in object is what the effective
+	 * configuration is validated on at the end (in every process: a third
+	 * of config_load's instructions), and test_config checks it alone. */
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		jv_free(v);
+		return forge_error("built-in '%s' is not an object", CONFIG_DEFAULTS);
+	}
+	keep_layer(cfg, "default", "built-in", v);
+	return 0;
 }
 
 /* $XDG_CONFIG_HOME/forge/config.json (the XDG spec ignores a relative

@@ -2,6 +2,8 @@
 #include "data/config.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/resource.h"
+#include "data/schema.h"
 #include "unit.h"
 
 #include <ftw.h>
@@ -122,6 +124,23 @@ static void test_defaults(void)
 	CHECK(!config_has(cfg, "llm.$comment"));
 	CHECK(!config_has(cfg, "gates.0.$comment"));
 	config_free(cfg);
+}
+
+/* config_load does not validate the built-in defaults alone (only as part
+ * of the effective configuration): here they are, notes and all. */
+static void test_defaults_valid_alone(void)
+{
+	const struct resource *r = resource_find("config.defaults.json");
+	const struct schema *s = schema_get("config.schema.json");
+	char *where = NULL;
+	jv v;
+
+	CHECK(r && s);
+	v = json_parse(r->data, r->len);
+	CHECK(json_is(v, JV_KIND_OBJECT));
+	CHECK_MSG(schema_validate(s, v) == 0, "%s", forge_last_error());
+	CHECK(json_find_nul(&where, v) == 0);
+	jv_free(v);
 }
 
 static void test_merge_is_recursive_arrays_replace(void)
@@ -502,6 +521,7 @@ static void test_every_key_read_has_a_default(void)
 int main(void)
 {
 	RUN(test_defaults);
+	RUN(test_defaults_valid_alone);
 	RUN(test_merge_is_recursive_arrays_replace);
 	RUN(test_each_layer_overrides);
 	RUN(test_missing_files);
