@@ -33,7 +33,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define CONFIG_SCHEMA "config.schema.json"
 #define CONFIG_DEFAULTS "config.defaults.json"
@@ -258,10 +261,172 @@ static jv strip_notes(jv v)
 	return v;
 }
 
+/* ---- what was valid before ---------------------------------------------
+ *
+ * Compiling the config schema and validating the merged configuration is
+ * ~6M instructions, in every process.  A value that validated once is valid
+ * again as long as the schema is the same, so the keys of values that passed
+ * (128 bits over the schema's text and the value's compact JSON) are kept
+ * in $XDG_CACHE_HOME/forge/config-valid (else ~/.cache/forge/...), the last
+ * CACHE_KEEP of them, one hex line each.  Only passes are kept: a value
+ * that fails is validated each time and fails with the same message.  The
+ * file is best effort: unreadable, damaged or unwritable, it only costs
+ * the validation.
+ */
+#define CACHE_KEEP 64
+#define KEY_HEX 32
+
+static struct {
+	bool loaded;
+	char (*keys)[KEY_HEX + 1];
+	size_t n;
+	bool dirty;
+	uint64_t schema_a, schema_b;    /* the schema text's hash: the seed */
+} vcache;
+static int full_validations;
+
+int config_full_validations(void)
+{
+	return full_validations;
+}
+
+static void hash_bytes(uint64_t *a, uint64_t *b, const char *p, size_t n)
+{
+	uint64_t x = *a, y = *b;
+
+	for (size_t i = 0; i < n; i++) {
+		x = (x ^ (unsigned char)p[i]) * 0x100000001b3ULL;          /* FNV-1a */
+		y = (y ^ (unsigned char)p[i]) * 0x9e3779b97f4a7c15ULL;
+		y ^= y >> 29;
+	}
+	*a = x;
+	*b = y;
+}
+
+static char *cache_path(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	struct buf b = BUF_INIT;
+
+	if (xdg && xdg[0] == '/')
+		buf_addf(&b, "%s/forge/config-valid", xdg);
+	else if (home && *home)
+		buf_addf(&b, "%s/.cache/forge/config-valid", home);
+	else
+		return NULL;
+	return buf_detach(&b, NULL);
+}
+
+static void cache_load(const struct resource *schema)
+{
+	char *path, line[KEY_HEX + 8];
+	FILE *f;
+
+	if (vcache.loaded)
+		return;
+	vcache.loaded = true;
+	vcache.schema_a = 0xcbf29ce484222325ULL;
+	vcache.schema_b = 0x6a09e667f3bcc909ULL;
+	hash_bytes(&vcache.schema_a, &vcache.schema_b, (const char *)schema->data, schema->len);
+	vcache.keys = xcalloc(CACHE_KEEP, sizeof *vcache.keys);
+	if (!(path = cache_path()))
+		return;
+	f = fopen(path, "re");
+	free(path);
+	if (!f)
+		return;
+	while (vcache.n < CACHE_KEEP && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(line) == KEY_HEX && strspn(line, "0123456789abcdef") == KEY_HEX)
+			memcpy(vcache.keys[vcache.n++], line, KEY_HEX + 1);
+	}
+	fclose(f);
+}
+
+/* The key of value (borrowed) under the loaded schema. */
+static void cache_key(char out[KEY_HEX + 1], jv value)
+{
+	char *text = json_dumps(jv_copy(value), false);
+	uint64_t a = vcache.schema_a, b = vcache.schema_b;
+
+	hash_bytes(&a, &b, text, strlen(text));
+	free(text);
+	snprintf(out, KEY_HEX + 1, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+static bool cache_has(const char *key)
+{
+	for (size_t i = 0; i < vcache.n; i++)
+		if (memcmp(vcache.keys[i], key, KEY_HEX) == 0)
+			return true;
+	return false;
+}
+
+static void cache_add(const char *key)
+{
+	if (vcache.n == CACHE_KEEP) {
+		memmove(vcache.keys, vcache.keys + 1, (CACHE_KEEP - 1) * sizeof *vcache.keys);
+		vcache.n--;
+	}
+	memcpy(vcache.keys[vcache.n++], key, KEY_HEX + 1);
+	vcache.dirty = true;
+}
+
+/* Make dir and its parents (mode 0700), as far as they are missing. */
+static void make_dirs(char *dir)
+{
+	for (char *p = strchr(dir + 1, '/');; p = strchr(p + 1, '/')) {
+		if (p)
+			*p = '\0';
+		(void)!mkdir(dir, 0700);
+		if (!p)
+			return;
+		*p = '/';
+	}
+}
+
+/* Write the keys out (a new file renamed over the old one), when any was
+ * added; errors are ignored. */
+static void cache_save(void)
+{
+	char *path = vcache.dirty ? cache_path() : NULL;
+	struct buf tmp = BUF_INIT;
+	FILE *f;
+
+	vcache.dirty = false;
+	if (!path)
+		return;
+	char *slash = strrchr(path, '/');
+
+	*slash = '\0';
+	make_dirs(path);
+	*slash = '/';
+	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	if ((f = fopen(tmp.buf, "we"))) {
+		for (size_t i = 0; i < vcache.n; i++)
+			fprintf(f, "%s\n", vcache.keys[i]);
+		if (fclose(f) != 0 || rename(tmp.buf, path) != 0)
+			unlink(tmp.buf);
+	}
+	buf_release(&tmp);
+	free(path);
+}
+
 /* Validate one layer (or the merged result) against the config schema.
  * Borrows value. */
 static int validate(jv value, const char *source)
 {
+	const struct resource *r = resource_find(CONFIG_SCHEMA);
+	char key[KEY_HEX + 1] = "";
+
+	if (r && jv_get_kind(value) == JV_KIND_OBJECT) {
+		cache_load(r);
+		cache_key(key, value);
+		if (cache_has(key))
+			return 0;
+	}
+	full_validations++;
 	const struct schema *s = schema_get(CONFIG_SCHEMA);
 
 	if (!s)
@@ -278,6 +443,8 @@ static int validate(jv value, const char *source)
 		free(where);
 		return -1;
 	}
+	if (*key)
+		cache_add(key);
 	return 0;
 }
 
@@ -451,6 +618,7 @@ int config_load(struct config **out, struct config_sources *src)
 	/* Each layer is valid on its own; check what they make together. */
 	if (validate(cfg->effective, "effective configuration") < 0)
 		goto fail;
+	cache_save();
 	*out = cfg;
 	return 0;
 fail:
