@@ -33,6 +33,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -265,15 +267,16 @@ static jv strip_notes(jv v)
  *
  * Compiling the config schema and validating the merged configuration is
  * ~6M instructions, in every process.  A value that validated once is valid
- * again as long as the schema is the same, so the keys of values that passed
- * (128 bits over the schema's text and the value's compact JSON) are kept
+ * again as long as the schema and the validator are the same, so the keys
+ * of values that passed (128 bits over the schema's text, the program's GNU
+ * build-id and the value's compact JSON) are kept
  * in $XDG_CACHE_HOME/forge/config-valid (else ~/.cache/forge/...), the last
  * CACHE_KEEP of them, one hex line each.  Only passes are kept: a value
  * that fails is validated each time and fails with the same message.  The
  * file is best effort: unreadable, damaged or unwritable, it only costs
  * the validation.
  */
-#define CACHE_KEEP 64
+#define CACHE_KEEP 256
 #define KEY_HEX 32
 
 static struct {
@@ -318,9 +321,40 @@ static char *cache_path(void)
 	return buf_detach(&b, NULL);
 }
 
+/* dl_iterate_phdr callback: hash the main program's GNU build-id note
+ * (first object) into the seed; 1 when found. */
+static int hash_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p, *end;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)(const void *)p;
+			const char *name = p + sizeof *nh;
+			const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 && desc + nh->n_descsz <= end) {
+				hash_bytes(&vcache.schema_a, &vcache.schema_b, desc, nh->n_descsz);
+				*(bool *)data = true;
+				return 1;
+			}
+			p = desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1;       /* only the first object: the program itself */
+}
+
 static void cache_load(const struct resource *schema)
 {
 	char *path, line[KEY_HEX + 8];
+	bool build_id = false;
 	FILE *f;
 
 	if (vcache.loaded)
@@ -329,6 +363,11 @@ static void cache_load(const struct resource *schema)
 	vcache.schema_a = 0xcbf29ce484222325ULL;
 	vcache.schema_b = 0x6a09e667f3bcc909ULL;
 	hash_bytes(&vcache.schema_a, &vcache.schema_b, (const char *)schema->data, schema->len);
+	/* The validator's code is part of what passed: keys are per build of
+	 * the program.  Without a build-id nothing is kept. */
+	dl_iterate_phdr(hash_build_id, &build_id);
+	if (!build_id)
+		return;
 	vcache.keys = xcalloc(CACHE_KEEP, sizeof *vcache.keys);
 	if (!(path = cache_path()))
 		return;
@@ -420,8 +459,7 @@ static int validate(jv value, const char *source)
 	const struct resource *r = resource_find(CONFIG_SCHEMA);
 	char key[KEY_HEX + 1] = "";
 
-	if (r && jv_get_kind(value) == JV_KIND_OBJECT) {
-		cache_load(r);
+	if (r && jv_get_kind(value) == JV_KIND_OBJECT && (cache_load(r), vcache.keys)) {
 		cache_key(key, value);
 		if (cache_has(key))
 			return 0;
