@@ -537,11 +537,25 @@ int cli_repo_root(char **out, const char *dir)
 	int rc = -1;
 
 	*out = NULL;
-	forge_git_init();
 	if (dir && !realpath(dir, resolved)) {
 		forge_error("cannot use repository '%s': %s", dir, strerror(errno));
 		goto out;
 	}
+	/* The plain cases without libgit2 (its initialisation alone is ~1.4M
+	 * instructions); libgit2 decides the others, and says why not. */
+	if (dir || getcwd(resolved, sizeof resolved)) {
+		int found = forge_git_find_root(out, resolved);
+
+		if (found > 0)
+			return 0;
+		if (found == 0) {
+			/* libgit2's words for it */
+			forge_error("'%s' is not in a git repository: could not find repository from '%s'",
+				    dir ? dir : ".", dir ? resolved : ".");
+			return -1;
+		}
+	}
+	forge_git_init();
 	if (git_repository_open_ext(&repo, dir ? resolved : ".", 0, NULL) < 0) {
 		const git_error *e = git_error_last();
 		forge_error("'%s' is not in a git repository%s%s", dir ? dir : ".",

@@ -12,76 +12,25 @@
 
 #include "app/cli.h"
 #include "data/config.h"
+#include "git/git.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
 #include "store/store.h"
 
-/* Whether path is a directory owned by this user holding a HEAD file (a
- * git directory libgit2 would open). */
-static bool git_dir_at(const char *path)
-{
-	struct stat sb;
-	struct buf head = BUF_INIT;
-	bool yes;
-
-	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid())
-		return false;
-	buf_addf(&head, "%s/HEAD", path);
-	yes = stat(head.buf, &sb) == 0 && S_ISREG(sb.st_mode);
-	buf_release(&head);
-	return yes;
-}
-
-/*
- * The repository holding the current directory, found the way libgit2 finds
- * it in the plain case but without loading libgit2 (with its TLS and SSH
- * libraries that costs a search several times over): the nearest directory
- * up with a .git directory.  1 with *root set (malloc'd), 0 when no
- * directory up has a .git or is a git directory, -1 when only libgit2 can
- * tell (a .git file: a linked worktree or a submodule; a git directory that
- * is not ours; the current directory inside a git directory).
- */
+/* The repository holding the current directory, found without libgit2
+ * (forge_git_find_root): 1 with *root set (malloc'd), 0 when not in a
+ * repository, -1 when only libgit2 can tell. */
 static int quick_repo_root(char **root)
 {
-	struct buf dir = BUF_INIT, p = BUF_INIT;
 	char *cwd = getcwd(NULL, 0);
-	int rc = -1;
+	int rc;
 
 	*root = NULL;
 	if (!cwd)
 		return -1;
-	buf_addf(&dir, "%s", cwd);
+	rc = forge_git_find_root(root, cwd);
 	free(cwd);
-	for (;;) {
-		struct stat sb;
-
-		buf_reset(&p);
-		buf_addf(&p, "%s/.git", dir.len > 1 ? dir.buf : "");
-		if (lstat(p.buf, &sb) == 0) {
-			if (S_ISDIR(sb.st_mode) && git_dir_at(p.buf)) {
-				*root = buf_detach(&dir, NULL);
-				rc = 1;
-			}
-			break;              /* a .git file, or not ours: libgit2 */
-		} else if (errno != ENOENT) {
-			break;
-		}
-		buf_reset(&p);
-		buf_addf(&p, "%s/objects", dir.buf);
-		if (git_dir_at(dir.buf) || stat(p.buf, &sb) == 0)
-			break;              /* inside a git directory, bare or not */
-		if (dir.len <= 1) {
-			rc = 0;
-			break;
-		}
-		char *slash = strrchr(dir.buf, '/');
-
-		dir.len = slash == dir.buf ? 1 : (size_t)(slash - dir.buf);
-		dir.buf[dir.len] = 0;
-	}
-	buf_release(&dir);
-	buf_release(&p);
 	return rc;
 }
 

@@ -140,6 +140,25 @@ row "session, implement.validate false" "$(med off 1)" "$(med off 2)" "$(mib "$(
 row "Forge's own cost: default - baseline" "$(diff_med default base 1)" "$(diff_med default base 2)" "-"
 row "Forge's own cost: off - baseline" "$(diff_med off base 1)" "$(diff_med off base 2)" "-"
 echo "  validation in the default session: $(cat "$tmp/default.validation")"
+# Instructions do not depend on how loaded the machine is: with valgrind
+# installed, one more default session under callgrind counts forge-implement's
+# own (its children are not followed), and how many of them loading and
+# initialising libcurl took.
+if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
+	d=$(new_repo callgrind)
+	cp "$tmp/template.db" "$tmp/callgrind.db"
+	state "$d" BENCH-callgrind >"$tmp/in.json"
+	curl -sS -f -X POST "$url/_mock/reset" >/dev/null
+	curl -sS -f -X POST -H 'content-type: application/json' --data-binary @"$tmp/script.json" \
+		"$url/_mock/script?replace=1" >/dev/null
+	(cd "$d" && FORGE_DB="$tmp/callgrind.db" valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+		forge-implement -q --config "$tmp/default.json" <"$tmp/in.json" >/dev/null 2>"$tmp/cg.err") ||
+		{ echo "bench-session: the callgrind session failed" >&2; tail -n 3 "$tmp/cg.err" >&2; exit 1; }
+	callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null | awk '
+		/PROGRAM TOTALS/ { gsub(",", "", $1); total = $1 }
+		/curl_lazy.c:curl_global_init / { gsub(",", "", $1); curl = $1 }
+		END { printf "  instructions of forge-implement (callgrind, one default session): %.1fM, of which loading and initialising libcurl %.1fM\n", total / 1e6, curl / 1e6 }'
+fi
 echo "  targets (issue 13): own cost <= 15 ms wall and CPU; peak RSS of forge-implement <= 10 MiB"
 echo "  for comparison, measured by the issue (not by this bench) on the same session: Claude Code 524 ms,"
 echo "  Codex 492 ms wall; Forge then 144 ms (default), 76 ms (validation off), baseline 42 ms"

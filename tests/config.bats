@@ -226,3 +226,34 @@ setup() {
 	run -2 --separate-stderr forge-config frobnicate
 	[[ "$stderr" == *"frobnicate"* ]]
 }
+
+@test "a configuration that passed is not validated again; a damaged or unwritable cache changes nothing" {
+	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache"
+	echo '{"llm":{"model":"cached"}}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
+	[ "$output" = cached ] && [ -z "$stderr" ]
+	# one key a line: the project layer and the whole
+	[ "$(grep -cE '^[0-9a-f]{32}$' "$XDG_CACHE_HOME/forge/config-valid")" = 2 ]
+	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
+	[ "$output" = cached ] && [ -z "$stderr" ]
+	[ "$(wc -l <"$XDG_CACHE_HOME/forge/config-valid")" = 2 ]
+	printf 'garbage\n\0\377\n' >"$XDG_CACHE_HOME/forge/config-valid"
+	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
+	[ "$output" = cached ] && [ -z "$stderr" ]
+	[ "$(grep -cE '^[0-9a-f]{32}$' "$XDG_CACHE_HOME/forge/config-valid")" = 2 ]
+	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/a-file"
+	: >"$XDG_CACHE_HOME"
+	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
+	[ "$output" = cached ] && [ -z "$stderr" ]
+}
+
+@test "a configuration that failed fails the same way every time (never cached)" {
+	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache"
+	echo '{"safety":{"automation_level":7}}' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	first=$stderr
+	[[ "$first" == "forge-config: $PROJECT_CFG: .safety.automation_level: "*7* ]]
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[ "$stderr" = "$first" ]
+	[ ! -e "$XDG_CACHE_HOME/forge/config-valid" ]
+}

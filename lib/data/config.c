@@ -33,7 +33,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define CONFIG_SCHEMA "config.schema.json"
 #define CONFIG_DEFAULTS "config.defaults.json"
@@ -258,10 +263,208 @@ static jv strip_notes(jv v)
 	return v;
 }
 
+/* ---- what was valid before ---------------------------------------------
+ *
+ * Compiling the config schema and validating the merged configuration is
+ * ~6M instructions, in every process.  A value that validated once is valid
+ * again as long as the schema and the validator are the same, so the keys
+ * of values that passed (128 bits over the schema's text, the program's GNU
+ * build-id and the value's compact JSON) are kept
+ * in $XDG_CACHE_HOME/forge/config-valid (else ~/.cache/forge/...), the last
+ * CACHE_KEEP of them, one hex line each.  Only passes are kept: a value
+ * that fails is validated each time and fails with the same message.  The
+ * file is best effort: unreadable, damaged or unwritable, it only costs
+ * the validation.
+ */
+#define CACHE_KEEP 256
+#define KEY_HEX 32
+
+static struct {
+	bool loaded;
+	char (*keys)[KEY_HEX + 1];
+	size_t n;
+	bool dirty;
+	uint64_t schema_a, schema_b;    /* the schema text's hash: the seed */
+} vcache;
+static int full_validations;
+
+int config_full_validations(void)
+{
+	return full_validations;
+}
+
+static void hash_bytes(uint64_t *a, uint64_t *b, const char *p, size_t n)
+{
+	uint64_t x = *a, y = *b;
+
+	for (size_t i = 0; i < n; i++) {
+		x = (x ^ (unsigned char)p[i]) * 0x100000001b3ULL;          /* FNV-1a */
+		y = (y ^ (unsigned char)p[i]) * 0x9e3779b97f4a7c15ULL;
+		y ^= y >> 29;
+	}
+	*a = x;
+	*b = y;
+}
+
+static char *cache_path(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	struct buf b = BUF_INIT;
+
+	if (xdg && xdg[0] == '/')
+		buf_addf(&b, "%s/forge/config-valid", xdg);
+	else if (home && *home)
+		buf_addf(&b, "%s/.cache/forge/config-valid", home);
+	else
+		return NULL;
+	return buf_detach(&b, NULL);
+}
+
+/* dl_iterate_phdr callback: hash the main program's GNU build-id note
+ * (first object) into the seed; 1 when found. */
+static int hash_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p, *end;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)(const void *)p;
+			const char *name = p + sizeof *nh;
+			const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 && desc + nh->n_descsz <= end) {
+				hash_bytes(&vcache.schema_a, &vcache.schema_b, desc, nh->n_descsz);
+				*(bool *)data = true;
+				return 1;
+			}
+			p = desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1;       /* only the first object: the program itself */
+}
+
+static void cache_load(const struct resource *schema)
+{
+	char *path, line[KEY_HEX + 8];
+	bool build_id = false;
+	FILE *f;
+
+	if (vcache.loaded)
+		return;
+	vcache.loaded = true;
+	vcache.schema_a = 0xcbf29ce484222325ULL;
+	vcache.schema_b = 0x6a09e667f3bcc909ULL;
+	hash_bytes(&vcache.schema_a, &vcache.schema_b, (const char *)schema->data, schema->len);
+	/* The validator's code is part of what passed: keys are per build of
+	 * the program.  Without a build-id nothing is kept. */
+	dl_iterate_phdr(hash_build_id, &build_id);
+	if (!build_id)
+		return;
+	vcache.keys = xcalloc(CACHE_KEEP, sizeof *vcache.keys);
+	if (!(path = cache_path()))
+		return;
+	f = fopen(path, "re");
+	free(path);
+	if (!f)
+		return;
+	while (vcache.n < CACHE_KEEP && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(line) == KEY_HEX && strspn(line, "0123456789abcdef") == KEY_HEX)
+			memcpy(vcache.keys[vcache.n++], line, KEY_HEX + 1);
+	}
+	fclose(f);
+}
+
+/* The key of value (borrowed) under the loaded schema. */
+static void cache_key(char out[KEY_HEX + 1], jv value)
+{
+	char *text = json_dumps(jv_copy(value), false);
+	uint64_t a = vcache.schema_a, b = vcache.schema_b;
+
+	hash_bytes(&a, &b, text, strlen(text));
+	free(text);
+	snprintf(out, KEY_HEX + 1, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+static bool cache_has(const char *key)
+{
+	for (size_t i = 0; i < vcache.n; i++)
+		if (memcmp(vcache.keys[i], key, KEY_HEX) == 0)
+			return true;
+	return false;
+}
+
+static void cache_add(const char *key)
+{
+	if (vcache.n == CACHE_KEEP) {
+		memmove(vcache.keys, vcache.keys + 1, (CACHE_KEEP - 1) * sizeof *vcache.keys);
+		vcache.n--;
+	}
+	memcpy(vcache.keys[vcache.n++], key, KEY_HEX + 1);
+	vcache.dirty = true;
+}
+
+/* Make dir and its parents (mode 0700), as far as they are missing. */
+static void make_dirs(char *dir)
+{
+	for (char *p = strchr(dir + 1, '/');; p = strchr(p + 1, '/')) {
+		if (p)
+			*p = '\0';
+		(void)!mkdir(dir, 0700);
+		if (!p)
+			return;
+		*p = '/';
+	}
+}
+
+/* Write the keys out (a new file renamed over the old one), when any was
+ * added; errors are ignored. */
+static void cache_save(void)
+{
+	char *path = vcache.dirty ? cache_path() : NULL;
+	struct buf tmp = BUF_INIT;
+	FILE *f;
+
+	vcache.dirty = false;
+	if (!path)
+		return;
+	char *slash = strrchr(path, '/');
+
+	*slash = '\0';
+	make_dirs(path);
+	*slash = '/';
+	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	if ((f = fopen(tmp.buf, "we"))) {
+		for (size_t i = 0; i < vcache.n; i++)
+			fprintf(f, "%s\n", vcache.keys[i]);
+		if (fclose(f) != 0 || rename(tmp.buf, path) != 0)
+			unlink(tmp.buf);
+	}
+	buf_release(&tmp);
+	free(path);
+}
+
 /* Validate one layer (or the merged result) against the config schema.
  * Borrows value. */
 static int validate(jv value, const char *source)
 {
+	const struct resource *r = resource_find(CONFIG_SCHEMA);
+	char key[KEY_HEX + 1] = "";
+
+	if (r && jv_get_kind(value) == JV_KIND_OBJECT && (cache_load(r), vcache.keys)) {
+		cache_key(key, value);
+		if (cache_has(key))
+			return 0;
+	}
+	full_validations++;
 	const struct schema *s = schema_get(CONFIG_SCHEMA);
 
 	if (!s)
@@ -278,6 +481,8 @@ static int validate(jv value, const char *source)
 		free(where);
 		return -1;
 	}
+	if (*key)
+		cache_add(key);
 	return 0;
 }
 
@@ -286,18 +491,23 @@ int config_layer_check(jv layer, const char *source)
 	return validate(layer, source);
 }
 
-/* Validate value, then keep it as the next layer and merge it in.
- * Consumes value. */
+/* Keep value as the next layer and merge it in.  Consumes value. */
+static void keep_layer(struct config *cfg, const char *name, const char *source, jv value)
+{
+	value = strip_notes(value);
+	cfg->layers = xrealloc(cfg->layers, (cfg->nlayers + 1) * sizeof *cfg->layers);
+	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), jv_copy(value) };
+	cfg->effective = jv_object_merge_recursive(cfg->effective, value);
+}
+
+/* Validate value, then keep it as the next layer.  Consumes value. */
 static int add_layer(struct config *cfg, const char *name, const char *source, jv value)
 {
 	if (validate(value, source) < 0) {
 		jv_free(value);
 		return -1;
 	}
-	value = strip_notes(value);
-	cfg->layers = xrealloc(cfg->layers, (cfg->nlayers + 1) * sizeof *cfg->layers);
-	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), jv_copy(value) };
-	cfg->effective = jv_object_merge_recursive(cfg->effective, value);
+	keep_layer(cfg, name, source, value);
 	return 0;
 }
 
@@ -340,7 +550,15 @@ static int add_defaults(struct config *cfg)
 		free(msg);
 		return -1;
 	}
-	return add_layer(cfg, "default", "built-in", v);
+	/* Not validated on its own: the built-in object is what the effective
+	 * configuration is validated on at the end (in every process: a third
+	 * of config_load's instructions), and test_config checks it alone. */
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		jv_free(v);
+		return forge_error("built-in '%s' is not an object", CONFIG_DEFAULTS);
+	}
+	keep_layer(cfg, "default", "built-in", v);
+	return 0;
 }
 
 /* $XDG_CONFIG_HOME/forge/config.json (the XDG spec ignores a relative
@@ -443,6 +661,7 @@ int config_load(struct config **out, struct config_sources *src)
 	/* Each layer is valid on its own; check what they make together. */
 	if (validate(cfg->effective, "effective configuration") < 0)
 		goto fail;
+	cache_save();
 	*out = cfg;
 	return 0;
 fail:

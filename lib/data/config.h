@@ -37,6 +37,19 @@ struct config_sources {
  * left as jv_null()).  -1 with a message naming the file, variable and path
  * at fault. */
 int config_load(struct config **out, struct config_sources *src);
+
+/*
+ * A value that passed validation once is not validated again while the
+ * schema and the program are the same: config_load keeps the keys of the
+ * values that passed (a 128-bit hash of the schema, the program's GNU
+ * build-id and the value's JSON; no build-id, no keys) in
+ * $XDG_CACHE_HOME/forge/config-valid when XDG_CACHE_HOME is absolute, else
+ * $HOME/.cache/forge/config-valid (the last 256; best effort: a file that
+ * cannot be read or written only costs the validation).  Values that fail
+ * are never kept, so their errors stay as they are.  How many values this
+ * process validated in full (for tests).
+ */
+int config_full_validations(void);
 void config_free(struct config *cfg);
 
 /*

@@ -588,7 +588,21 @@ static const char *local_fragment(const struct schema *s, const char *ref)
 	return NULL;
 }
 
-static int resolve_ref(struct schema *s, struct node *n)
+static int by_pointer(const void *a, const void *b)
+{
+	return strcmp((*(struct node *const *)a)->pointer, (*(struct node *const *)b)->pointer);
+}
+
+/* The node at pointer among the nodes sorted by pointer, or NULL. */
+static struct node *find_sorted(struct node **sorted, size_t n, const char *pointer)
+{
+	struct node key = { .pointer = (char *)pointer }, *kp = &key, **hit;
+
+	hit = bsearch(&kp, sorted, n, sizeof *sorted, by_pointer);
+	return hit ? *hit : NULL;
+}
+
+static int resolve_ref(struct schema *s, struct node **sorted, struct node *n)
 {
 	const char *frag = local_fragment(s, n->ref_text);
 
@@ -601,20 +615,33 @@ static int resolve_ref(struct schema *s, struct node *n)
 	if (percent_decode(&n->ref, frag + 1) < 0)
 		return forge_error("#%s: malformed percent-escape in $ref '%s'", n->pointer,
 				   n->ref_text);
-	n->ref_target = schema_find_pointer(s, n->ref);
+	n->ref_target = find_sorted(sorted, s->n, n->ref);
 	if (!n->ref_target)
 		return forge_error("#%s: $ref '%s' does not point to a schema in this document",
 				   n->pointer, n->ref_text);
 	return 0;
 }
 
-/* After the whole document is compiled, so refs may point forward. */
+/* After the whole document is compiled, so refs may point forward.  The
+ * targets are looked up in the nodes sorted by pointer (a linear search per
+ * $ref was a sixth of compiling the config schema). */
 static int resolve_refs(struct schema *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (s->nodes[i]->ref_text && resolve_ref(s, s->nodes[i]) < 0)
-			return -1;
-	return 0;
+	struct node **sorted = NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < s->n && rc == 0; i++) {
+		if (!s->nodes[i]->ref_text)
+			continue;
+		if (!sorted) {
+			sorted = xmalloc(s->n * sizeof *sorted);
+			memcpy(sorted, s->nodes, s->n * sizeof *sorted);
+			qsort(sorted, s->n, sizeof *sorted, by_pointer);
+		}
+		rc = resolve_ref(s, sorted, s->nodes[i]);
+	}
+	free(sorted);
+	return rc;
 }
 
 /*

@@ -67,6 +67,24 @@ int forge_git_tls_prepare(void);
 /* How often the CA bundle was really parsed in this process (for tests). */
 int forge_git_ca_loads(void);
 
+/*
+ * The main working tree of the repository that contains dir (absolute, as
+ * realpath(3) gives it), found without libgit2 by walking up from dir the
+ * way libgit2 does in the plain cases: the nearest directory with a .git
+ * directory that is a valid, non-bare git directory of this user; or with
+ * a .git file ("gitdir: PATH", a linked worktree) whose git directory
+ * names its common directory (commondir): then the parent of that.
+ * GIT_DIR and the other environment variables are not read (forge_git_open
+ * does not read them either).  Returns 1 with *out set (malloc'd, no
+ * trailing slash), 0 when no directory from dir up to / has a .git or is a
+ * git directory, and -1 (no message, *out NULL) when only libgit2 can tell:
+ * dir not absolute or not a directory, a .git symbolic link, a .git file
+ * without commondir (a submodule), a git directory that is not this user's
+ * or that may be bare, dir inside a git directory, a file system boundary
+ * on the way up.  Costs a few stat(2) calls, no libgit2 initialisation.
+ */
+int forge_git_find_root(char **out, const char *dir);
+
 struct forge_git;            /* an open repository (its main working tree) */
 struct forge_git_worktree;   /* one run's worktree */
 

@@ -2,6 +2,8 @@
 #include "data/config.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/resource.h"
+#include "data/schema.h"
 #include "unit.h"
 
 #include <ftw.h>
@@ -122,6 +124,58 @@ static void test_defaults(void)
 	CHECK(!config_has(cfg, "llm.$comment"));
 	CHECK(!config_has(cfg, "gates.0.$comment"));
 	config_free(cfg);
+}
+
+/* config_load does not validate the built-in defaults alone (only as part
+ * of the effective configuration): here they are, notes and all. */
+static void test_defaults_valid_alone(void)
+{
+	const struct resource *r = resource_find("config.defaults.json");
+	const struct schema *s = schema_get("config.schema.json");
+	char *where = NULL;
+	jv v;
+
+	CHECK(r && s);
+	v = json_parse(r->data, r->len);
+	CHECK(json_is(v, JV_KIND_OBJECT));
+	CHECK_MSG(schema_validate(s, v) == 0, "%s", forge_last_error());
+	CHECK(json_find_nul(&where, v) == 0);
+	jv_free(v);
+}
+
+/* A value that passed is not validated again; one that fails fails the
+ * same way each time; the keys land in $XDG_CACHE_HOME/forge/config-valid. */
+static void test_validation_cache(void)
+{
+	struct config *cfg = NULL;
+	char first[600];
+	int before;
+	struct stat st;
+
+	fresh();
+	setenv("XDG_CACHE_HOME", at("cache"), 1);
+	put("repo/.forge/config.json", "{\"llm\":{\"model\":\"cached-model\"}}");
+	before = config_full_validations();
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK(config_full_validations() == before + 2);     /* the project layer, the whole */
+	config_free(cfg);
+	cfg = NULL;
+	CHECK(stat(at("cache/forge/config-valid"), &st) == 0 && st.st_size >= 2 * 33 && st.st_size % 33 == 0);
+	before = config_full_validations();
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_full_validations(), before);
+	CHECK_STR(config_get_str(cfg, "llm.model"), "cached-model");
+	config_free(cfg);
+	cfg = NULL;
+	/* a value that fails is validated (and fails) every time */
+	put("repo/.forge/config.json", "{\"safety\":{\"automation_level\":7}}");
+	CHECK(load(&cfg, "repo", NULL, jv_null()) < 0);
+	snprintf(first, sizeof first, "%s", forge_last_error());
+	before = config_full_validations();
+	CHECK(load(&cfg, "repo", NULL, jv_null()) < 0);
+	CHECK_INT(config_full_validations(), before + 1);
+	CHECK_STR(forge_last_error(), first);
+	unsetenv("XDG_CACHE_HOME");
 }
 
 static void test_merge_is_recursive_arrays_replace(void)
@@ -502,6 +556,8 @@ static void test_every_key_read_has_a_default(void)
 int main(void)
 {
 	RUN(test_defaults);
+	RUN(test_defaults_valid_alone);
+	RUN(test_validation_cache);
 	RUN(test_merge_is_recursive_arrays_replace);
 	RUN(test_each_layer_overrides);
 	RUN(test_missing_files);

@@ -206,6 +206,67 @@ static void test_open_from_anywhere(void)
 	buf_release(&sub);
 }
 
+/* forge_git_find_root: without libgit2, the root forge_git_open finds. */
+static void test_find_root(void)
+{
+	const char *repo = make_repo(), *plain = fresh("plain"), *bare = fresh("bare");
+	const char *sub_repo = fresh("sub");
+	char real[4096], *root = NULL;
+	struct buf p = BUF_INIT;
+	struct stat a, b;
+
+	CHECK(repo);
+	snprintf(real, sizeof real, "%s", out("cd '%s' && pwd -P", repo));
+	/* the root, a subdirectory */
+	CHECK_INT(forge_git_find_root(&root, real), 1);
+	CHECK_STR(root, real);
+	free(root);
+	buf_addf(&p, "%s/deep/er", real);
+	CHECK(sh("mkdir -p '%s'", p.buf) == 0);
+	CHECK_INT(forge_git_find_root(&root, p.buf), 1);
+	CHECK_STR(root, real);
+	free(root);
+	/* a linked worktree (a .git file), and a directory in it */
+	CHECK(sh("git -C '%s' worktree add -q '%s/wt' -b wt", real, real) == 0);
+	buf_reset(&p);
+	buf_addf(&p, "%s/wt", real);
+	CHECK_INT(forge_git_find_root(&root, p.buf), 1);
+	CHECK_STR(root, real);
+	free(root);
+	CHECK(sh("mkdir -p '%s/wt/x/y'", real) == 0);
+	buf_adds(&p, "/x/y");
+	CHECK_INT(forge_git_find_root(&root, p.buf), 1);
+	CHECK_STR(root, real);
+	free(root);
+	/* GIT_DIR is not read (forge_git_open does not read it either) */
+	setenv("GIT_DIR", "/nonexistent", 1);
+	CHECK_INT(forge_git_find_root(&root, real), 1);
+	unsetenv("GIT_DIR");
+	CHECK_STR(root, real);
+	free(root);
+	/* not in a repository: 0, or -1 where a file system boundary is on the way */
+	CHECK(sh("mkdir -p '%s'", plain) == 0);
+	CHECK(stat(plain, &a) == 0 && stat("/", &b) == 0);
+	CHECK_INT(forge_git_find_root(&root, out("cd '%s' && pwd -P", plain)), a.st_dev == b.st_dev ? 0 : -1);
+	CHECK(root == NULL);
+	/* libgit2 decides: a bare repository, inside .git, a relative path, a .git
+	 * file without commondir (as in a submodule), core.bare set */
+	CHECK(sh("git init -q --bare '%s'", bare) == 0);
+	CHECK_INT(forge_git_find_root(&root, out("cd '%s' && pwd -P", bare)), -1);
+	buf_reset(&p);
+	buf_addf(&p, "%s/.git/refs", real);
+	CHECK_INT(forge_git_find_root(&root, p.buf), -1);
+	CHECK_INT(forge_git_find_root(&root, "relative/dir"), -1);
+	CHECK(sh("mkdir -p '%s' && printf 'gitdir: %s/.git\n' >'%s/.git'", sub_repo, real, sub_repo) == 0);
+	CHECK_INT(forge_git_find_root(&root, out("cd '%s' && pwd -P", sub_repo)), -1);
+	CHECK(sh("git -C '%s' config core.bare true", real) == 0);
+	CHECK_INT(forge_git_find_root(&root, real), -1);
+	CHECK(sh("git -C '%s' config core.bare false", real) == 0);
+	CHECK_INT(forge_git_find_root(&root, real), 1);
+	free(root);
+	buf_release(&p);
+}
+
 static void test_trace_names(void)
 {
 	struct forge_git *g = NULL;
@@ -879,6 +940,7 @@ int main(void)
 
 	RUN(test_open_errors);
 	RUN(test_open_from_anywhere);
+	RUN(test_find_root);
 	RUN(test_trace_names);
 	RUN(test_worktree_create);
 	RUN(test_worktrees_at_once);
