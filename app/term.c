@@ -184,7 +184,7 @@ static void spinner_draw(void)
 	const char *line;
 	size_t len;
 
-	buf_addf(&b, "%s %s · %.1f s · %zu tokens", frames[sp.frame++ % 10], sp.label,
+	buf_addf(&b, "%s %s · %.1f s · ~%zu tokens", frames[sp.frame++ % 10], sp.label,
 		 seconds_since(&sp.t0), (sp.bytes + 3) / 4);
 	last_line(&line, &len);
 	if (len) {
