@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +114,12 @@ static void draw(const char *text)
 		buf_adds(&b, "\r\033[K");
 		if (!empty) {
 			/* one column spare: a full line would wrap on some terminals */
+			size_t cut = term_cut(text, len, width > 1 ? width - 1 : 1);
 			buf_adds(&b, term_sgr(color, TERM_DIM));
-			buf_add(&b, text, term_cut(text, len, width > 1 ? width - 1 : 1));
+			/* the model's text may hold control characters: never sent
+			 * to the terminal as they are */
+			for (size_t i = 0; i < cut; i++)
+				buf_addch(&b, (unsigned char)text[i] < 0x20 || text[i] == 0x7f ? ' ' : text[i]);
 			buf_adds(&b, term_sgr(color, TERM_RESET));
 		}
 	}
@@ -224,7 +229,13 @@ void term_spinner_start(const char *label)
 	sp.bytes = sp.tail_len = 0;
 	sp.stop = false;
 	pthread_mutex_unlock(&lock);
+	/* Every signal blocked in the thread: they stay the main thread's
+	 * (the prompt's and the phases' handlers expect them there). */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	sp.running = pthread_create(&sp.thread, NULL, spin, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void term_spinner_text(const char *text, size_t len)

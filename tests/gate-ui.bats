@@ -151,14 +151,15 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[[ "$stderr" != *"tokens"* && "$stderr" != *$'\r'* && "$stderr" != *$'\001'* ]]
 }
 
-@test "a real provider's call streams on a terminal: the text as it arrives, its last line on the status line" {
+@test "a real provider's call streams on a terminal: its text's last line on the status line, control characters blanked" {
 	unset FORGE_PROVIDER FORGE_CASSETTE
 	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
 	mock_reset
-	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds calc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
+	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds \u001b[2Jcalc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
 	ANTHROPIC_API_KEY=sk-test run -0 on_tty -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
 	run -0 plain
-	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds calc_mul\.' <<<"$output"
+	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds  \[2Jcalc_mul\.' <<<"$output"
+	! grep -qF $'\e[2J' "$SHOWN"	# the model's control characters never reach the terminal
 	[[ "$output" != *"tokens · Reading the calculator. The plan"* ]]	# one line, the last
 	run -0 mock_streamed
 	[ "$output" = '[true]' ]
