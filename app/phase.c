@@ -1,5 +1,6 @@
 /* phase.c - the shared skeleton of the phase filters; see phase.h. */
 #include "app/phase.h"
+#include "app/term.h"
 #include "core/buf.h"
 #include "data/config.h"
 #include "data/project.h"
@@ -92,6 +93,7 @@ void phase_progress(struct phase *ph, const char *fmt, ...)
 
 	if (!ph->progress)
 		return;
+	term_status_clear();
 	fprintf(stderr, "%s: ", ph->spec->program);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -503,6 +505,62 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 	return 0;
 }
 
+/* The spinner of a model call (app/term.h): on a terminal, or relayed to
+ * forge-supervisor; not under -q. */
+static void agent_call(void *payload, bool start)
+{
+	struct phase *ph = payload;
+	char label[160];
+
+	if (!start) {
+		term_spinner_stop();
+		return;
+	}
+	snprintf(label, sizeof label, "%s: model", ph->spec->program);
+	term_spinner_start(label);
+}
+
+static void agent_text(void *payload, const char *text, size_t len)
+{
+	(void)payload;
+	term_spinner_text(text, len);
+}
+
+/* -v: a tool call's arguments and the head of its result (3 lines, 300
+ * bytes), redacted like everything shown (llm.h). */
+static void agent_tool(void *payload, const char *tool, jv input, bool ok, const char *result)
+{
+	struct phase *ph = payload;
+	bool color = term_color(STDERR_FILENO);
+	char *args = json_dumps(jv_copy(input), false);
+	struct buf head = BUF_INIT;
+	const char *r = result ? result : "";
+	size_t cut = 0;
+
+	if (ph->common.verbosity <= 0) {
+		free(args);
+		return;
+	}
+	for (int lines = 0; cut < 300 && r[cut] && lines < 3; cut++)
+		if (r[cut] == '\n')
+			lines++;
+	buf_add(&head, r, cut);
+	while (head.len && head.buf[head.len - 1] == '\n')
+		buf_truncate(&head, head.len - 1);
+	llm_redact(args);
+	llm_redact(head.buf);
+	term_status_clear();
+	fprintf(stderr, "%s: %s%s%s %s\n", ph->spec->program, term_sgr(color, ok ? TERM_CYAN : TERM_RED), tool,
+		term_sgr(color, TERM_RESET), args);
+	for (char *line = head.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		fprintf(stderr, "    %s→ %.*s%s%s\n", term_sgr(color, TERM_DIM), nl ? (int)(nl - line) : (int)strlen(line),
+			line, r[cut] ? (nl ? "" : " …") : "", term_sgr(color, TERM_RESET));
+	}
+	free(args);
+	buf_release(&head);
+}
+
 static void agent_progress(void *payload, int iteration, const char *tool, double cost)
 {
 	struct phase *ph = payload;
@@ -603,10 +661,13 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		agent_fast = NULL;	/* compression then falls back to a mechanical summary */
 	agent_fast_tried = true;
 
+	bool status = ph->common.verbosity >= 0 && term_status_enabled();
 	struct agent_env env = {
 		.llm = agent_llm, .fast = agent_fast, .out = &ph->out,
 		.exec = exec, .exec_payload = exec_payload,
 		.progress = ph->progress ? agent_progress : NULL, .progress_payload = ph,
+		.on_call = status ? agent_call : NULL, .on_text = status ? agent_text : NULL,
+		.on_tool = ph->common.verbosity > 0 ? agent_tool : NULL,
 		.remember = remember, .remember_payload = ph,
 	};
 	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect");

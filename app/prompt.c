@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -168,10 +169,70 @@ static enum prompt_answer from_read(enum read_result r)
 	return r == LINE_INTERRUPTED ? PROMPT_INTERRUPTED : r == LINE_TIMEOUT ? PROMPT_TIMEOUT : PROMPT_EOF;
 }
 
+/*
+ * [v]iew: text through $PAGER (default less, run by sh -c as git does) on
+ * the terminal fd; written straight to the terminal when the pager cannot
+ * be run (exit 127).  SIGPIPE is ignored meanwhile: a pager may quit before
+ * it has read everything.
+ */
+static void show_full(int fd, const char *text, const struct saved *sv)
+{
+	const char *pager = getenv("PAGER");
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	int p[2], st = 0;
+	pid_t pid;
+
+	if (!pager || !*pager)
+		pager = "less";
+	if (pipe2(p, O_CLOEXEC) < 0)
+		goto direct;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		goto direct;
+	}
+	if (pid == 0) {
+		if (dup2(p[0], STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0)
+			_exit(127);
+		pthread_sigmask(SIG_SETMASK, &sv->mask, NULL);
+		setenv("LESS", "FRX", 0);       /* as git: quit when it fits, keep colours */
+		execl("/bin/sh", "sh", "-c", pager, (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, &old);
+	tty_write(p[1], text);
+	close(p[1]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	sigaction(SIGPIPE, &old, NULL);
+	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 127))
+		return;
+direct:
+	tty_write(fd, text);
+	if (*text && text[strlen(text) - 1] != '\n')
+		tty_write(fd, "\n");
+}
+
+static const char help_text[] =
+	"  y, yes    approve: the run goes on\n"
+	"  n, no     reject: the run stops here\n"
+	"  e, edit   type a note, then approve; the note is kept with the decision\n"
+	"            and remembered for later runs\n"
+	"  v, view   everything about the decision (the whole plan, diff, findings)\n"
+	"            in $PAGER (less)\n"
+	"  ?, help   this help\n"
+	"  Ctrl-D    decide later: the run pauses (exit 4) with the gate pending;\n"
+	"            `forge gate approve|reject ID` then `forge resume TRACE`\n";
+
 enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o)
 {
-	const char *choices = o->note ? " [y]es / [n]o / [e]dit note and approve: " : " [y/n] ";
-	const char *again = o->note ? "  please answer y (yes), n (no) or e (add a note and approve)\n"
+	const char *choices = !o->note ? " [y/n] "
+			    : o->full ? " [y]es / [n]o / [e]dit note / [v]iew full / [?]: "
+				      : " [y]es / [n]o / [e]dit note / [?]: ";
+	const char *again = o->note ? "  please answer y, n, e, v or ? (help)\n"
 				    : "  please answer y (yes) or n (no)\n";
 	int64_t deadline = o->timeout_ms > 0 ? monotonic_ms() + o->timeout_ms : 0;
 	enum prompt_answer answer;
@@ -208,6 +269,14 @@ enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o)
 		if (is_word(a, "n", "no")) {
 			answer = PROMPT_REJECT;
 			break;
+		}
+		if (o->note && o->full && is_word(a, "v", "view")) {
+			show_full(fd, o->full, &sv);
+			continue;
+		}
+		if (o->note && is_word(a, "?", "help")) {
+			tty_write(fd, help_text);
+			continue;
 		}
 		if (o->note && is_word(a, "e", "edit")) {
 			tty_write(fd, "  note: ");

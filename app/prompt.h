@@ -7,7 +7,9 @@
  * before the prompt appeared answers it (typeahead is never flushed, and
  * nothing after the answer's line is read).  "y"/"yes" approves, "n"/"no"
  * rejects, and with a note offered "e"/"edit" asks for a note line and
- * approves; case and surrounding blanks do not matter.  Anything else -
+ * approves, "?"/"help" explains the keys and "v"/"view" shows the full text
+ * in a pager, both then asking again; case and surrounding blanks do not
+ * matter.  Anything else -
  * Enter alone, a typo - is not an answer: the question is asked again.
  *
  * End of input (Ctrl-D) and a signal (Ctrl-C's SIGINT, or SIGTERM) are not
@@ -43,7 +45,12 @@ struct prompt_opts {
 	const char *tty;
 	const char *text;           /* printed once before the question (may be NULL) */
 	const char *question;       /* "Approve production deployment." */
-	bool note;                  /* offer [e]dit: a note line, then approve */
+	bool note;                  /* a gate's prompt: offer [e]dit (a note line,
+				     * then approve) and [?] (help) */
+	/* With note: offer [v]iew, which shows this text in $PAGER (default
+	 * less; on the terminal when the pager cannot run), then asks again.
+	 * NULL: no [v]. */
+	const char *full;
 	long timeout_ms;            /* for the whole prompt; <= 0: no limit */
 };
 

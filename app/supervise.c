@@ -13,7 +13,9 @@
 #include "engine/pipeline.h"
 #include "os/proc.h"
 #include "app/prompt.h"
+#include "app/gateview.h"
 #include "app/reflect_run.h"
+#include "app/term.h"
 #include "store/store.h"
 #include "data/stream.h"
 
@@ -149,6 +151,7 @@ static void progress(struct sup *s, const char *fmt, ...)
 
 	if (!s->o->progress)
 		return;
+	term_status_clear();
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -334,14 +337,12 @@ static const char *breaker(struct sup *s, char *why, size_t n)
 
 /* ---- gates -------------------------------------------------------------- */
 
-/* Ask on the terminal (app/prompt.h); *note may receive a note. */
-static enum prompt_answer ask_terminal(jv gate, char **note)
+/* Ask on the terminal, showing what is decided (app/gateview.h); *note
+ * may receive a note. */
+static enum prompt_answer ask_terminal(struct sup *s, jv gate, char **note)
 {
-	char text[1024];
-	struct prompt_opts o = { .text = text, .question = "  approve?", .note = true };
-
-	snprintf(text, sizeof text, "\nforge: gate %s: %s", json_get_str(gate, "id"), json_get_str(gate, "prompt"));
-	return prompt_ask(note, &o);
+	term_status_clear();
+	return gateview_ask(gate, s->state, s->o->cfg, note);
 }
 
 static void remember_edit(struct sup *s, const char *gate, const char *note)
@@ -424,7 +425,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	if (s->o->interactive && !interrupted) {
 		char *note = NULL;
 		settle(s);      /* nothing held (the database's lock) while a human thinks */
-		ans = ask_terminal(gate, &note);
+		ans = ask_terminal(s, gate, &note);
 		if (ans == PROMPT_APPROVE || ans == PROMPT_APPROVE_WITH_NOTE || ans == PROMPT_REJECT) {
 			bool yes = ans != PROMPT_REJECT;
 			gate_decide(s->o->store, id, yes, "human", note);
@@ -517,6 +518,7 @@ static void show_event(struct sup *s, jv ev)
 		jv_free(payload);
 		return;
 	}
+	term_status_clear();
 	if (strcmp(type, "tool.executed") == 0 || strcmp(type, "tool.failed") == 0) {
 		s->tools_run++;
 		fprintf(stderr, "    %s %s\n", strcmp(type, "tool.failed") == 0 ? "✗" : "·",
@@ -557,8 +559,18 @@ static void on_stderr(void *payload, const char *line, size_t len, int cut)
 {
 	struct sup *s = payload;
 
-	/* Always shown: under -q the phases write only their errors. */
+	size_t mark = strlen(TERM_RELAY_MARK);
+
 	(void)cut;
+	/* The phase's status line (its model call's spinner), drawn here. */
+	if (len >= mark && memcmp(line, TERM_RELAY_MARK, mark) == 0) {
+		char text[1024];
+		snprintf(text, sizeof text, "  [%s] %.*s", s->running, (int)(len - mark), line + mark);
+		term_status(len > mark ? text : NULL);
+		return;
+	}
+	/* Always shown: under -q the phases write only their errors. */
+	term_status_clear();
 	fprintf(stderr, "  [%s] %.*s\n", s->running, (int)len, line);
 }
 
@@ -614,8 +626,12 @@ static const char *run_phase(struct sup *s, const char *phase)
 	s->tools_run = 0;
 	progress(s, "▶ %s", phase);
 	commit_batch(s);        /* the phase writes to the database too */
+	/* The phases' stderr is a pipe to us: they relay their status line. */
+	if (s->o->progress && isatty(STDERR_FILENO))
+		setenv(TERM_RELAY_ENV, "1", 1);
 	long long t0 = monotonic_ms();
 	int rc = proc_run(&pr, &po);
+	term_status_clear();
 	long long lifetime = monotonic_ms() - t0;
 	status = pr.exit_code;
 	proc_result_release(&pr);
@@ -650,8 +666,10 @@ static const char *run_phase(struct sup *s, const char *phase)
 	static char st[32];
 	snprintf(st, sizeof st, "%s", json_get_str(s->state, "status") ? json_get_str(s->state, "status") : "failed");
 	jv cost = json_get(s->state, "cost");
-	progress(s, "  %s %s  (%.1f s, %d tool calls, run cost $%.4f)", strcmp(st, "ok") == 0 ? "✓" : "✗",
-		 st, (double)(monotonic_ms() - t0) / 1000, s->tools_run, json_get_num(cost, "usd", 0));
+	bool color = term_color(STDERR_FILENO);
+	progress(s, "  %s%s%s %s  (%.1f s, %d tool calls, run cost $%.4f)",
+		 term_sgr(color, strcmp(st, "ok") == 0 ? TERM_GREEN : TERM_RED), strcmp(st, "ok") == 0 ? "✓" : "✗",
+		 term_sgr(color, TERM_RESET), st, (double)(monotonic_ms() - t0) / 1000, s->tools_run, json_get_num(cost, "usd", 0));
 	jv_free(cost);
 	return st;
 }

@@ -26,7 +26,7 @@ on_tty() {
 	"$TEST_PYTHON3" "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
 }
 
-QUESTION='approve? [y]es / [n]o / [e]dit note and approve: '
+QUESTION='approve? [y]es / [n]o / [e]dit note / [v]iew full / [?]: '
 
 last_trace() { forge history --json -n 1 | jq -r .trace_id; }
 run_status() { forge status --json "$1" | jq -r .run.status; }
@@ -36,7 +36,7 @@ events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t)
 @test "Enter and a typo ask again, then y approves: the run completes (exit 0)" {
 	run -0 on_tty --type '\nmaybe\ny\n' -- forge run --config "$CFG" "add a mul operation"
 	[ "$(grep -o 'approve? \[y\]es' "$SHOWN" | wc -l)" -eq 3 ]
-	[ "$(grep -c 'please answer y (yes), n (no) or e (add a note and approve)' "$SHOWN")" -eq 2 ]
+	[ "$(grep -c 'please answer y, n, e, v or ? (help)' "$SHOWN")" -eq 2 ]
 	T=$(last_trace)
 	[ "$(run_status "$T")" = completed ]
 	run -0 events_of "$T" gate.approved

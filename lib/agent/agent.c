@@ -374,6 +374,8 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 			a->res->tool_errors++;
 		window_add(w, agent_now(a), !o.ok);
 		emit(a, o.ok ? "tool.executed" : "tool.failed", tool_event(call->name, call->input, &o, attempts, ms));
+		if (a->env->on_tool)
+			a->env->on_tool(a->env->progress_payload, call->name, call->input, o.ok, o.text);
 		if (a->env->progress)
 			a->env->progress(a->env->progress_payload, a->res->iterations, call->name, a->res->cost_usd);
 		a->messages = jv_array_append(a->messages,
@@ -408,7 +410,16 @@ static int reason(struct agent *a, struct llm_response *resp)
 		req.tool_choice = LLM_TOOL_ANY;
 		req.max_tokens = a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192;
 		req.temperature = 0;
+		if (a->env->on_text) {
+			req.stream = true;
+			req.on_text = a->env->on_text;
+			req.payload = a->env->progress_payload;
+		}
+		if (a->env->on_call)
+			a->env->on_call(a->env->progress_payload, true);
 		rc = llm_call(resp, a->env->llm, &req);
+		if (a->env->on_call)
+			a->env->on_call(a->env->progress_payload, false);
 		llm_request_release(&req);
 		if (rc == 0 || tries > 0 || llm_client_error(a->env->llm) != LLM_ERR_CONTEXT)
 			return rc;

@@ -114,7 +114,15 @@ struct agent_env {
 	void *remember_payload;
 	/* Progress (iteration, last tool, cost so far) for a terminal; may be NULL. */
 	void (*progress)(void *payload, int iteration, const char *tool, double cost_usd);
-	void *progress_payload;
+	/* A model call starts (start true) or has ended; may be NULL. */
+	void (*on_call)(void *payload, bool start);
+	/* The model's text as it streams (borrowed); may be NULL.  When set,
+	 * the agent's calls stream (llm_request.stream). */
+	void (*on_text)(void *payload, const char *text, size_t len);
+	/* A tool call has run: its input and the head of its result (both
+	 * borrowed); may be NULL. */
+	void (*on_tool)(void *payload, const char *tool, jv input, bool ok, const char *result);
+	void *progress_payload;     /* for progress, on_call, on_text and on_tool */
 	/* Tests: replace sleeping between tool retries and the clock. */
 	void (*sleep_fn)(void *payload, double seconds);
 	long long (*clock_ms)(void *payload);

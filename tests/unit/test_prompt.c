@@ -116,6 +116,37 @@ static enum prompt_answer ask(char **note, struct pty *p, const char *typed, boo
 	return prompt_ask(note, &o);
 }
 
+/* [?] explains the keys, [v] shows the full text in $PAGER (or on the
+ * terminal when the pager cannot run); both ask again. */
+static void test_view_and_help(void)
+{
+	struct pty p;
+	char out[8192], *note;
+	struct prompt_opts o = {
+		.question = "Ship it?", .note = true, .full = "THE WHOLE PLAN\nits second line\n",
+	};
+
+	CHECK(pty_open(&p) == 0);
+	o.tty = p.path;
+	setenv("PAGER", "cat", 1);
+	CHECK(type_ahead(&p, "?\nv\ny\n"));
+	CHECK_INT(prompt_ask(&note, &o), PROMPT_APPROVE);
+	CHECK(note == NULL);
+	CHECK(shown(out, sizeof out, &p));
+	CHECK_INT(count(out, "Ship it? [y]es / [n]o / [e]dit note / [v]iew full / [?]: "), 3);
+	CHECK(strstr(out, "  ?, help   this help") != NULL);
+	CHECK(strstr(out, "THE WHOLE PLAN") != NULL);
+	CHECK(strstr(out, "its second line") != NULL);
+	/* a pager that cannot run: the text goes to the terminal */
+	setenv("PAGER", "exit 127", 1);
+	CHECK(type_ahead(&p, "view\nn\n"));
+	CHECK_INT(prompt_ask(&note, &o), PROMPT_REJECT);
+	CHECK(shown(out, sizeof out, &p));
+	CHECK(strstr(out, "its second line") != NULL);
+	unsetenv("PAGER");
+	pty_close(&p);
+}
+
 static void test_no_tty(void)
 {
 	char *note = (char *)"x";
@@ -173,7 +204,7 @@ static void test_note(void)
 	CHECK_STR(note, "keep the usage line in sync");
 	free(note);
 	CHECK(shown(out, sizeof out, &p));
-	CHECK(strstr(out, "Ship it? [y]es / [n]o / [e]dit note and approve: ") != NULL);
+	CHECK(strstr(out, "Ship it? [y]es / [n]o / [e]dit note / [?]: ") != NULL);
 	CHECK(strstr(out, "  note: ") != NULL);
 	/* an empty note approves without one */
 	CHECK_INT(ask(&note, &p, "E\n\n", true, 0), PROMPT_APPROVE);
@@ -322,7 +353,7 @@ static int ctrl_c_child(bool term)
 		enum prompt_answer a = prompt_ask(&note, &o);
 		_exit((int)a + (caller_saw ? 100 : 0));
 	}
-	if (pid < 0 || !read_until(out, sizeof out, p.master, "[e]dit note and approve: ")) {
+	if (pid < 0 || !read_until(out, sizeof out, p.master, "[e]dit note / [?]: ")) {
 		pty_close(&p);
 		return -1;
 	}
@@ -348,6 +379,7 @@ int main(void)
 	RUN(test_yes_no);
 	RUN(test_reasks);
 	RUN(test_note);
+	RUN(test_view_and_help);
 	RUN(test_eof);
 	RUN(test_typeahead_kept);
 	RUN(test_timeout);

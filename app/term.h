@@ -1,0 +1,65 @@
+/*
+ * term.h - what Forge draws on a terminal: colour, and the one status line
+ * (the spinner of a running model call) at the bottom of stderr.
+ *
+ * Colour: term_color(fd) is true when fd is a terminal, NO_COLOR is unset
+ * or empty and TERM is not "dumb"; every coloured string in app/ comes from
+ * term_sgr(), which gives "" when colour is off, so a piped or NO_COLOR
+ * output has no escape sequence at all.
+ *
+ * The status line: term_status() draws one line on stderr ("\r", the text
+ * cut to the terminal's width, erase to the end of the line), replaced by
+ * the next call and erased by term_status_clear(), which everything else
+ * that writes to stderr calls first.  When stderr is not a terminal but
+ * FORGE_STATUS_RELAY is set (forge-supervisor sets it for its phases when
+ * its own stderr is a terminal: their stderr comes to it through a pipe),
+ * the line is written as a record for the relay instead:
+ * TERM_RELAY_MARK, the text, "\n" (an empty text erases); the supervisor
+ * draws it with term_status().  Otherwise nothing is written.
+ *
+ * The spinner: term_spinner_start() begins a status line that a thread
+ * redraws every 200 ms (elapsed time, tokens streamed so far, the last line
+ * of the streamed text); term_spinner_text() adds streamed text;
+ * term_spinner_stop() erases it.  One spinner at a time, in one process;
+ * the functions are thread-safe with respect to the spinner's thread.
+ * Nothing here exits; write errors are ignored (a status line is not worth
+ * failing a run).
+ */
+#ifndef FORGE_TERM_H
+#define FORGE_TERM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TERM_RELAY_MARK "\001forge-status\t"
+#define TERM_RELAY_ENV "FORGE_STATUS_RELAY"
+
+enum term_style { TERM_RESET, TERM_BOLD, TERM_DIM, TERM_RED, TERM_GREEN, TERM_YELLOW, TERM_CYAN };
+
+/* Whether to colour what goes to fd (see above). */
+bool term_color(int fd);
+/* The escape sequence for style, or "" when on is false (static). */
+const char *term_sgr(bool on, enum term_style style);
+/* The terminal's width in columns (fd's, else 80). */
+int term_width(int fd);
+/* The length in bytes of s's first `cols` columns (one column per UTF-8
+ * character, which is never split). */
+size_t term_cut(const char *s, size_t len, size_t cols);
+
+/* Whether a status line would be drawn or relayed (see above). */
+bool term_status_enabled(void);
+/* Draw (or relay) text as the status line, replacing the last one; NULL
+ * or "" erases it. */
+void term_status(const char *text);
+/* Erase the status line when one is drawn (cheap otherwise). */
+void term_status_clear(void);
+
+/* Start the spinner with a label ("forge-plan: thinking"); nothing when
+ * term_status_enabled() is false.  label is copied. */
+void term_spinner_start(const char *label);
+/* Streamed text (borrowed) for the spinner; ignored when none runs. */
+void term_spinner_text(const char *text, size_t len);
+/* Stop the spinner and erase its line. */
+void term_spinner_stop(void);
+
+#endif

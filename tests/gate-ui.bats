@@ -1,0 +1,172 @@
+#!/usr/bin/env bats
+# gate-ui.bats - what the person at the terminal sees during `forge run`: the
+# gate that shows what is decided (app/gateview.h) with [y]es / [n]o /
+# [e]dit note / [v]iew full / [?], and the status line of a running model
+# call (app/term.h), relayed from the phases through forge-supervisor.  Driven
+# on a pseudo-terminal (tests/helpers/pty_run.py); answers are typed ahead, so
+# nothing waits on time, and only content is asserted, never durations.  The
+# high-risk cassette's plan fires architecture_approval (see
+# tests/fixtures/supervisor/high-risk.json).
+
+bats_require_minimum_version 1.5.0
+
+load test_helper/mock
+mock_per_file 120
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export BATS_TEST_TIMEOUT=120
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl"
+	CFG="$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	cd "$REPO"
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+	unset NO_COLOR PAGER
+}
+
+# on_tty STEP... -- COMMAND...: COMMAND on a terminal; what it showed is in $SHOWN.
+on_tty() {
+	test_python3
+	"$TEST_PYTHON3" "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
+}
+
+QUESTION='approve? [y]es / [n]o / [e]dit note / [v]iew full / [?]: '
+
+last_trace() { forge history --json -n 1 | jq -r .trace_id; }
+events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t) | .payload'; }
+# The terminal's text without colour (SGR) sequences.
+# The "stream" of each request the mock got since its reset.
+mock_streamed() { curl -sS -f "$MOCK_URL/_mock/requests" | jq -c '[.[].body.stream]'; }
+plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
+
+@test "the architecture gate shows the plan: summary, risk and reasons, estimate, tasks and files; y approves" {
+	run -0 on_tty --type 'y\n' -- forge run --config "$CFG" "add a mul operation"
+	run -0 plain
+	[[ "$output" == *"forge: gate architecture_approval: Review proposed architecture before implementation begins."* ]]
+	[[ "$output" == *"  Plan: Add a mul operation to calc: calc mul A B prints A times B."* ]]
+	[[ "$output" == *$'  Risk: high (score 0.60)\n    - changes the command-line interface\n'* ]]
+	[[ "$output" == *"  Estimate: complexity low, effort 15m"* ]]
+	[[ "$output" == *$'  Tasks (2):\n    t1  Add calc_mul and the mul operation\n        files: calc.c\n'* ]]
+	[[ "$output" == *$'    t2  Test mul\n        files: tests/check.sh\n'* ]]
+	[[ "$output" == *"$QUESTION"* ]]
+	# the summary leaves the descriptions and the JSON to [v]
+	[[ "$output" != *"The plan as JSON"* ]]
+	# colour on a terminal: the risk in red
+	grep -qF $'Risk: \e[31mhigh\e[0m' "$SHOWN"
+	T=$(last_trace)
+	events_of "$T" gate.approved | jq -e '.gate == "architecture_approval" and .by == "human" and .note == null'
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
+@test "n at the gate rejects it: the run fails (exit 1)" {
+	run -1 on_tty --type 'n\n' -- forge run --config "$CFG" "add a mul operation"
+	plain | grep -qF "  Plan: Add a mul operation to calc"
+	events_of "$(last_trace)" gate.rejected | jq -e '.gate == "architecture_approval" and .by == "human"'
+}
+
+@test "e at the gate asks for a note, recorded with the approval" {
+	run -0 on_tty --type 'e\nkeep the usage line in sync\n' -- forge run --config "$CFG" "add a mul operation"
+	grep -qF "  note: " "$SHOWN"
+	run -0 events_of "$(last_trace)" gate.approved
+	jq -e '.by == "human" and .note == "keep the usage line in sync"' <<<"$output"
+}
+
+@test "v shows the whole plan in \$PAGER (cat here), then asks again" {
+	PAGER=cat run -0 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
+	run -0 plain
+	[[ "$output" == *"        Add long calc_mul(long a, long b) beside calc_add and calc_sub"* ]]
+	[[ "$output" == *$'        after: t1\n        ✓ make check passes and checks mul\n'* ]]
+	[[ "$output" == *"  Architecture, components:"* ]]
+	[[ "$output" == *"  The plan as JSON:"* ]]
+	[ "$(grep -cF "$QUESTION" <<<"$output")" -eq 2 ]
+	events_of "$(last_trace)" gate.approved | jq -e '.by == "human"'
+}
+
+@test "v without a usable pager writes the plan to the terminal" {
+	PAGER='exit 127' run -0 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
+	grep -qF "  The plan as JSON:" "$SHOWN"
+}
+
+@test "? explains the keys, then asks again" {
+	run -0 on_tty --type '?\ny\n' -- forge run --config "$CFG" "add a mul operation"
+	grep -qF "  y, yes    approve: the run goes on" "$SHOWN"
+	grep -qF "  v, view   everything about the decision" "$SHOWN"
+	grep -qF "  Ctrl-D    decide later: the run pauses (exit 4)" "$SHOWN"
+	[ "$(grep -cF "$QUESTION" "$SHOWN")" -eq 2 ]
+}
+
+@test "Ctrl-D at the gate decides nothing: the run pauses (exit 4)" {
+	run -4 on_tty --type '\x04' -- forge run --config "$CFG" "add a mul operation"
+	plain | grep -qF "  Plan: Add a mul operation to calc"
+	grep -qF "gate architecture_approval is waiting for a human" "$SHOWN"
+}
+
+@test "a model call shows a status line on a terminal: the phase, tokens and the streamed text; erased after" {
+	run -0 on_tty --type 'y\n' -- forge run --config "$CFG" "add a mul operation"
+	run -0 plain
+	# drawn by the supervisor from the phase's relayed line
+	grep -E $'\r\e\\[K  \\[plan\\] [^ ]+ forge-plan: model · [0-9]+\\.[0-9] s · ~[0-9]+ tokens · Let me look at the' <<<"$output"
+	grep -E $'\\[implement\\] [^ ]+ forge-implement: model · [0-9.]+ s · ~[0-9]+ tokens · I will read' <<<"$output"
+	# erased before the next line: the tool lines start on a clean line
+	grep -qE $'\r\e\\[K    · read_file' <<<"$output"
+	# never a relay record on the terminal
+	! grep -qF $'\001forge-status' "$SHOWN"
+}
+
+@test "no status line and no colour when stderr is piped" {
+	run -0 --separate-stderr forge run --config "$CFG" --auto-approve "add a mul operation" </dev/null
+	[[ "$stderr" == *"▶ plan"* ]]
+	[[ "$stderr" != *"tokens ·"* ]]
+	[[ "$stderr" != *$'\e'* ]]
+	[[ "$stderr" != *$'\001'* ]]
+	[[ "$stderr" != *$'\r'* ]]
+}
+
+@test "NO_COLOR: the gate and progress without colour, the status line still drawn" {
+	run -0 on_tty --type 'y\n' -- env NO_COLOR=1 forge run --config "$CFG" "add a mul operation"
+	grep -qF "  Risk: high (score 0.60)" "$SHOWN"
+	grep -qF "  ✓ ok" "$SHOWN"
+	! grep -q $'\e\\[[0-9;]*m' "$SHOWN"
+	grep -qF "forge-plan: model · " "$SHOWN"
+}
+
+@test "-v shows each tool call's arguments and the head of its result" {
+	run -0 --separate-stderr forge run -v --config "$CFG" --auto-approve "add a mul operation" </dev/null
+	[[ "$stderr" == *'  [plan] forge-plan: read_file {"path":"calc.c"}'* ]]
+	[[ "$stderr" == *'  [plan]     → '* ]]
+	[[ "$stderr" == *'  [implement] forge-implement: edit_file {'* ]]
+	run -0 --separate-stderr forge run --config "$CFG" --auto-approve "add a mul operation" </dev/null
+	[[ "$stderr" != *'read_file {"path"'* ]]
+}
+
+@test "a phase alone draws its status line on a terminal stderr, and nothing when stderr is piped" {
+	run -0 on_tty -- sh -c 'forge-plan --task "add a mul operation" >plan.jsonl'
+	run -0 plain
+	grep -E $'\r\e\\[K[^ ]+ forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · Let me look at the calculator first\\.' <<<"$output"
+	grep -qE $'\r\e\\[Kforge-plan: iteration 1 · read_file' <<<"$output"
+	jq -se '.[-1].plan.risk.level == "high"' plan.jsonl
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	[[ "$stderr" != *"tokens"* && "$stderr" != *$'\r'* && "$stderr" != *$'\001'* ]]
+}
+
+@test "a real provider's call streams on a terminal: its text's last line on the status line, control characters blanked" {
+	unset FORGE_PROVIDER FORGE_CASSETTE
+	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
+	mock_reset
+	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds \u001b[2Jcalc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
+	ANTHROPIC_API_KEY=sk-test run -0 on_tty -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
+	run -0 plain
+	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds  \[2Jcalc_mul\.' <<<"$output"
+	! grep -qF $'\e[2J' "$SHOWN"	# the model's control characters never reach the terminal
+	[[ "$output" != *"tokens · Reading the calculator. The plan"* ]]	# one line, the last
+	run -0 mock_streamed
+	[ "$output" = '[true]' ]
+	# piped: no streaming asked for the status line
+	mock_reset
+	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"ok","tool_calls":[{"name":"finish","input":$f}]}]')"
+	ANTHROPIC_API_KEY=sk-test run -0 --separate-stderr forge-plan --base-url "$MOCK_URL" --task 'add a mul operation'
+	run -0 mock_streamed
+	[ "$output" = '[null]' ]
+}
