@@ -266,3 +266,36 @@ void runview_local_time(char *out, size_t n, const char *iso, bool with_date)
 	localtime_r(&t, &local);
 	strftime(out, n, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &local);
 }
+
+int runview_open(struct runview_open *v, const struct cli_common *common, const char *prog,
+		 const char *typed, bool with_patch)
+{
+	int status;
+
+	*v = (struct runview_open){ .view = jv_null() };
+	status = session_open(&v->ses, common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
+	if (status) {
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		return status;
+	}
+	status = runview_resolve(&v->trace, v->ses.store, prog, typed);
+	if (status)
+		return status;
+	if (v->ses.repo && forge_git_open(&v->g, v->ses.repo) < 0)
+		v->g = NULL;    /* the diff then comes from the checkpoint */
+	jv_free(v->view);
+	if (runview_load(&v->view, v->ses.store, v->g, v->trace, with_patch) < 0) {
+		v->view = jv_null();
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	return 0;
+}
+
+void runview_close(struct runview_open *v)
+{
+	jv_free(v->view);
+	forge_git_free(v->g);
+	free(v->trace);
+	session_close(&v->ses);
+}

@@ -9,8 +9,32 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "app/cli.h"
+
 struct store;
 struct forge_git;
+
+/*
+ * What `forge show`, `report` and `diff` start from: the session (config
+ * and the database, read-only), the repository (NULL when there is none),
+ * the whole trace id and the run's view (runview_load()).
+ */
+struct runview_open {
+	struct session ses;
+	struct forge_git *g;
+	char *trace;
+	jv view;
+};
+
+/*
+ * Open the session, resolve `typed` to a whole trace id, open the
+ * repository and load the view (with_patch as runview_load()).  Returns 0,
+ * or the exit status after printing "PROG: MESSAGE" on stderr.  Either way
+ * runview_close() releases what *v holds.
+ */
+int runview_open(struct runview_open *v, const struct cli_common *common, const char *prog,
+		 const char *typed, bool with_patch);
+void runview_close(struct runview_open *v);
 
 /*
  * The whole trace id for what a person typed (a unique prefix,

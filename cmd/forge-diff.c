@@ -97,32 +97,18 @@ int main(int argc, char **argv)
 	struct cli_common common;
 	bool stat = false;
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &stat);
-	struct session ses;
-	struct forge_git *g = NULL;
-	char *trace = NULL;
-	jv view = jv_null(), diff;
+	struct runview_open v;
+	jv diff;
 	int status;
 
 	if (argc - first != 1)
 		cli_usage_error(&spec, "one trace id is needed");
-	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
-	if (status) {
-		fprintf(stderr, "forge-diff: %s\n", forge_last_error());
-		return cli_finish("forge-diff", status);
-	}
-	status = runview_resolve(&trace, ses.store, "forge-diff", argv[first]);
+	status = runview_open(&v, &common, "forge-diff", argv[first], !stat);
 	if (status)
 		goto out;
-	if (ses.repo && forge_git_open(&g, ses.repo) < 0)
-		g = NULL;
-	if (runview_load(&view, ses.store, g, trace, !stat) < 0) {
-		fprintf(stderr, "forge-diff: %s\n", forge_last_error());
-		status = FORGE_EXIT_DEPENDENCY;
-		goto out;
-	}
-	diff = json_get(view, "diff");
+	diff = json_get(v.view, "diff");
 	if (jv_get_kind(diff) != JV_KIND_OBJECT) {
-		fprintf(stderr, "forge-diff: run %s has no branch and no recorded change\n", trace);
+		fprintf(stderr, "forge-diff: run %s has no branch and no recorded change\n", v.trace);
 		status = FORGE_EXIT_USAGE;
 	} else if (stat) {
 		print_stat(json_get(diff, "files"));
@@ -131,9 +117,6 @@ int main(int argc, char **argv)
 	}
 	jv_free(diff);
 out:
-	jv_free(view);
-	forge_git_free(g);
-	free(trace);
-	session_close(&ses);
+	runview_close(&v);
 	return cli_finish("forge-diff", status);
 }

@@ -290,34 +290,14 @@ int main(int argc, char **argv)
 {
 	struct cli_common common;
 	int first = cli_parse(&common, &spec, argc, argv, NULL, NULL);
-	struct session ses;
-	struct forge_git *g = NULL;
-	char *trace = NULL;
-	jv view = jv_null();
+	struct runview_open v;
 	int status;
 
 	if (argc - first != 1)
 		cli_usage_error(&spec, "one trace id is needed");
-	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
-	if (status) {
-		fprintf(stderr, "forge-report: %s\n", forge_last_error());
-		return cli_finish("forge-report", status);
-	}
-	status = runview_resolve(&trace, ses.store, "forge-report", argv[first]);
-	if (status)
-		goto out;
-	if (ses.repo && forge_git_open(&g, ses.repo) < 0)
-		g = NULL;
-	if (runview_load(&view, ses.store, g, trace, true) < 0) {
-		fprintf(stderr, "forge-report: %s\n", forge_last_error());
-		status = FORGE_EXIT_DEPENDENCY;
-		goto out;
-	}
-	page(view);
-out:
-	jv_free(view);
-	forge_git_free(g);
-	free(trace);
-	session_close(&ses);
+	status = runview_open(&v, &common, "forge-report", argv[first], true);
+	if (status == 0)
+		page(v.view);
+	runview_close(&v);
 	return cli_finish("forge-report", status);
 }

@@ -242,37 +242,16 @@ int main(int argc, char **argv)
 	struct cli_common common;
 	bool json = false;
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &json);
-	struct session ses;
-	struct forge_git *g = NULL;
-	char *trace = NULL;
-	jv view = jv_null();
+	struct runview_open v;
 	int status;
 
 	if (argc - first != 1)
 		cli_usage_error(&spec, "one trace id is needed");
-	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
-	if (status) {
-		fprintf(stderr, "forge-show: %s\n", forge_last_error());
-		return cli_finish("forge-show", status);
-	}
-	status = runview_resolve(&trace, ses.store, "forge-show", argv[first]);
-	if (status)
-		goto out;
-	if (ses.repo && forge_git_open(&g, ses.repo) < 0)
-		g = NULL;      /* the diff then comes from the checkpoint */
-	if (runview_load(&view, ses.store, g, trace, json) < 0) {
-		fprintf(stderr, "forge-show: %s\n", forge_last_error());
-		status = FORGE_EXIT_DEPENDENCY;
-		goto out;
-	}
-	if (json)
-		json_write_line(stdout, jv_copy(view), false);
-	else
-		print_view(ses.store, view);
-out:
-	jv_free(view);
-	forge_git_free(g);
-	free(trace);
-	session_close(&ses);
+	status = runview_open(&v, &common, "forge-show", argv[first], json);
+	if (status == 0 && json)
+		json_write_line(stdout, jv_copy(v.view), false);
+	else if (status == 0)
+		print_view(v.ses.store, v.view);
+	runview_close(&v);
 	return cli_finish("forge-show", status);
 }
