@@ -851,6 +851,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	stream_out_init(&ph.out, stdout, spec->program, spec->name);
 	stream_input_init(&ph.in);
 	ph.progress = isatty(STDERR_FILENO) && ph.common.verbosity >= 0;
+	ph.report = ph.common.verbosity >= 0 && !(getenv("FORGE_SUPERVISOR_PID") && *getenv("FORGE_SUPERVISOR_PID"));
 	struct session ses;
 	status = session_open(&ses, &ph.common, SESSION_CONFIG, jv_null());
 	if (status) {
@@ -897,7 +898,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
 		status = ph.interrupted ? FORGE_EXIT_INTERRUPTED : exit_code(st);
-		if (status && ph.reason[0] && ph.common.verbosity >= 0)
+		if (status && ph.reason[0] && ph.common.verbosity >= 0 && !ph.reported)
 			fprintf(stderr, "%s: %s: %s\n", spec->program, st, ph.reason);
 	}
 	ph.state = jv_null();

@@ -93,6 +93,14 @@ struct phase {
 	bool cost_known;
 	long tokens;
 	bool progress;                  /* stderr is a terminal and not -q */
+	/*
+	 * The filter tells a person what it found on stderr (app/human.h: the
+	 * findings, the failing tests): not -q, and not run by forge-supervisor
+	 * ($FORGE_SUPERVISOR_PID), whose summary says it once for the run.
+	 */
+	bool report;
+	bool reported;                  /* the filter printed its own closing line:
+					 * phase_main does not add "PROG: STATUS: REASON" */
 	char reason[1024];              /* why the phase ended as it did */
 	char lease[32];                 /* the lease this process took, or "" */
 	bool interrupted;               /* a human interrupted it (Ctrl-C at a prompt): exit 130 after the state */

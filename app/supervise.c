@@ -1,5 +1,6 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "app/supervise.h"
+#include "app/human.h"
 #include "app/runview.h"
 #include "core/buf.h"
 #include "data/config.h"
@@ -9,6 +10,7 @@
 #include "git/git.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "llm/llm.h"
 #include "memory/memory.h"
 #include "engine/pipeline.h"
 #include "os/proc.h"
@@ -974,7 +976,8 @@ static void summary(struct sup *s, int code)
 		[FORGE_EXIT_HUMAN] = "waiting for a human", [FORGE_EXIT_DEPENDENCY] = "failed",
 	};
 
-	printf("\nRun %s %s\n", s->trace, code >= 0 && code <= 5 ? outcome[code] : "interrupted");
+	printf("\nRun %s %s%s\n", s->trace, code >= 0 && code <= 5 ? outcome[code] : "interrupted",
+	       s->o->dry_run ? " (dry run: no worktree or branch was made)" : "");
 	printf("  task      %s\n", json_get_str(task, "description"));
 	jv files = json_get(ch, "files");
 	if (jv_get_kind(files) == JV_KIND_ARRAY) {
@@ -1006,7 +1009,9 @@ static void summary(struct sup *s, int code)
 		jv_free(findings);
 	}
 	jv sum = json_get(ts, "summary");
-	if (jv_get_kind(sum) == JV_KIND_OBJECT)
+	if (json_get_str(ts, "not_run"))
+		printf("  tests     none run: %s\n", json_get_str(ts, "not_run"));
+	else if (jv_get_kind(sum) == JV_KIND_OBJECT)
 		printf("  tests     %.0f passed, %.0f failed, %.0f skipped, %.0f flaky (%s)\n",
 		       json_get_num(sum, "passed", 0), json_get_num(sum, "failed", 0), json_get_num(sum, "skipped", 0),
 		       json_get_num(sum, "flaky", 0), json_get_str(ts, "command") ? json_get_str(ts, "command") : "?");
@@ -1176,6 +1181,18 @@ static void record_base_branch(jv *task, struct forge_git *g)
 	free(branch);
 }
 
+/* The run works from its base commit: changes to tracked files in the
+ * checkout are not in it.  One line on stderr (unless -q) and an event. */
+static void warn_dirty(struct sup *s, struct forge_git *g, const char *base)
+{
+	if (forge_git_checkout_dirty(g) != 1)
+		return;
+	if (!s->o->quiet)
+		fprintf(stderr, "forge: warning: the checkout has uncommitted changes to tracked files; the run "
+				"starts from %s and will not see them (commit or stash them first)\n", base);
+	emit(s, "run.checkout_dirty", json_set(jv_object(), "base_ref", jv_string(base)));
+}
+
 /* The run's worktree on its branch: created now, so every phase shares it. */
 static int make_worktree(struct sup *s, jv *task)
 {
@@ -1184,8 +1201,10 @@ static int make_worktree(struct sup *s, jv *task)
 	const char *base = json_get_str(*task, "base_ref");
 	int rc = -1;
 
-	if (forge_git_open(&g, s->o->repo) < 0 ||
-	    forge_git_worktree_open(&wt, g, s->trace, base) < 0)
+	if (forge_git_open(&g, s->o->repo) < 0)
+		goto out;
+	warn_dirty(s, g, base);
+	if (forge_git_worktree_open(&wt, g, s->trace, base) < 0)
 		goto out;
 	*task = json_set(*task, "worktree", jv_string(forge_git_worktree_path(wt)));
 	*task = json_set(*task, "branch", jv_string(forge_git_worktree_branch(wt)));
@@ -1257,29 +1276,113 @@ static void consolidate_if_due(struct sup *s)
 }
 
 /* The end of a run or a resume: reflect on an ended run, print the state
- * (--json) or the summary, release s; returns code. */
+ * (--json) or the summary, release s; returns code.  A dry run (s->o, see
+ * dry_opts) prints its plan: readable, or with --json the plan's JSON alone
+ * (nothing when the plan phase did not pass). */
 static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 {
+	jv plan = s->o->dry_run && code == FORGE_EXIT_OK ? json_get(s->state, "plan") : jv_null();
+
 	if (s->ended) {
 		reflect_on_run(s);
 		consolidate_if_due(s);
 	}
-	if (o->json)
+	if (s->o->dry_run && o->json) {
+		if (jv_get_kind(plan) == JV_KIND_OBJECT)
+			json_write_line(stdout, jv_copy(plan), false);
+	} else if (o->json) {
 		stream_write(&s->out, jv_copy(s->state));
-	else if (o->progress)
-		summary(s, code);
+	} else {
+		human_plan(stdout, plan, human_colour(stdout));
+		if (o->progress)
+			summary(s, code);
+	}
+	jv_free(plan);
 	sup_release(s);
 	return code;
+}
+
+/*
+ * A dry run runs the plan phase alone, on the checkout as it is (no
+ * worktree or branch is made), and writes only its plan on stdout: the
+ * events and the state stay in the database (json off in the copy the run
+ * works with; sup_finish() reads the caller's).
+ */
+static struct supervise_opts dry_opts(const struct supervise_opts *o)
+{
+	static const char *const plan_only[] = { "plan", NULL };
+	struct supervise_opts d = *o;
+
+	d.dry_run = true;
+	d.json = false;
+	d.phases = plan_only;
+	return d;
+}
+
+/* Whether trace was started as a dry run (its run.started event says so). */
+static bool started_dry(struct store *st, const char *trace)
+{
+	jv ev = jv_null(), payload;
+	bool dry = false;
+
+	if (store_event_last(&ev, st, trace, "run.started") == 0) {
+		payload = json_get(ev, "payload");
+		dry = json_get_bool(payload, "dry_run", false);
+		jv_free(payload);
+	}
+	jv_free(ev);
+	return dry;
+}
+
+/*
+ * Every phase the run will run that needs a model (plan, implement) can
+ * make its client: a provider and its key are set (llm_client_new sends
+ * nothing; a base URL that does not answer is found by the first call).
+ * Checked before anything is made.  0, or exit 2 with the variable to set.
+ */
+static int check_models(const struct supervise_opts *o)
+{
+	static const char *const need[] = { "plan", "implement" };
+
+	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+		struct llm_options opt;
+		struct llm_client *c = NULL;
+		bool runs = false;
+
+		for (const char *p = first_phase(o->phases); p && !runs; p = pipeline_next_phase(p, o->phases))
+			runs = strcmp(p, need[i]) == 0;
+		if (!runs)
+			continue;
+		llm_options_init(&opt);
+		llm_options_for(&opt, o->cfg, need[i], false);
+		int rc = llm_client_new(&c, &opt);
+		llm_client_free(c);
+		if (rc < 0) {
+			fprintf(stderr, "forge: the %s phase has no model: %s; nothing was started\n", need[i],
+				forge_last_error());
+			return FORGE_EXIT_USAGE;
+		}
+	}
+	return 0;
 }
 
 int supervise_run(const struct supervise_opts *o, const char *task_text)
 {
 	struct sup s;
+	struct supervise_opts dry;
+	const struct supervise_opts *caller = o;
 	char trace[ULID_LEN + 1];
 	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd");
 	const char *base = o->base_ref ? o->base_ref : "HEAD";
 	const char *env = config_get_str(o->cfg, "deploy.environment");
 
+	if (o->dry_run) {
+		dry = dry_opts(o);
+		o = &dry;       /* sup_finish() gets the caller's, for its --json */
+	}
+	int code = check_models(o);
+	if (code)
+		return code;
 	ulid_new(trace);
 	sup_init(&s, o, trace);
 	set_level(&s, -1);
@@ -1297,8 +1400,8 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 		sup_release(&s);
 		return FORGE_EXIT_DEPENDENCY;
 	}
-	int code = take_lease(&s);
-	if (code == 0 && make_worktree(&s, &task) < 0) {
+	code = take_lease(&s);
+	if (code == 0 && !o->dry_run && make_worktree(&s, &task) < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "cannot make the run's worktree: %s", forge_last_error());
 		fprintf(stderr, "forge: %s\n", why);
@@ -1332,7 +1435,7 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	}
 	checkpoint(&s, "init");
 	code = loop(&s, NULL, first_phase(o->phases));
-	return sup_finish(&s, o, code);
+	return sup_finish(&s, caller, code);
 }
 
 /* After a crash, bring the worktree back to the checkpoint's commit. */
@@ -1370,6 +1473,8 @@ static void recover_worktree(struct sup *s)
 int supervise_resume(const struct supervise_opts *o, const char *trace)
 {
 	struct sup s;
+	struct supervise_opts dry;
+	const struct supervise_opts *caller = o;
 	jv run, cp;
 	int code;
 
@@ -1395,6 +1500,11 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		jv_free(cp);
 		fprintf(stderr, "forge: run %s has no checkpoint to resume from\n", trace);
 		return FORGE_EXIT_DEPENDENCY;
+	}
+	/* A dry run stays one: it has no worktree for the phases after plan. */
+	if (started_dry(o->store, trace)) {
+		dry = dry_opts(o);
+		o = &dry;
 	}
 	sup_init(&s, o, trace);
 	set_level(&s, run_level);
@@ -1467,5 +1577,5 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		if (code < 0)
 			code = loop(&s, done, next);
 	}
-	return sup_finish(&s, o, code);
+	return sup_finish(&s, caller, code);
 }

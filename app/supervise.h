@@ -30,6 +30,16 @@
  * configuration), else safety.automation_level; run.started and run.resumed
  * record it ({"automation_level", "level_from"}), and the phases get it as
  * FORGE_AUTOMATION_LEVEL.
+ *
+ * Before a run makes anything (its row, worktree or branch), every phase
+ * it will run that needs a model (plan, implement) must be able to make its
+ * client (llm_client_new: a provider and its key; nothing is sent): else
+ * exit 2 naming what to set.  A checkout with uncommitted changes to
+ * tracked files gets a warning (the run starts from its base commit) and a
+ * run.checkout_dirty event.  A dry run (dry_run) runs the plan phase alone
+ * on the checkout, makes no worktree or branch, and prints the plan
+ * (human.h; its JSON alone with json); its run.started says dry_run, and a
+ * resume of it stays a dry run.
  */
 #ifndef FORGE_SUPERVISE_H
 #define FORGE_SUPERVISE_H
@@ -46,11 +56,13 @@ struct supervise_opts {
 	const char *const *phase_args;  /* more arguments for every phase (NULL-terminated) */
 	const char *const *phases;      /* the requested phases (NULL = all) */
 	const char *base_ref;           /* NULL = the config's or HEAD */
-	bool dry_run;
+	bool dry_run;                   /* the plan phase alone, no worktree: the plan
+					 * is the output (readable, or its JSON with json) */
 	bool auto_approve;
 	bool json;                      /* every record on stdout as JSON lines */
 	bool interactive;               /* a human at a terminal can answer gates */
 	bool progress;                  /* show progress on stderr */
+	bool quiet;                     /* -q: no warnings on stderr either */
 	double budget_usd;              /* < 0: budget.usd from the config */
 	bool level_given;               /* --level: level overrides the automation level */
 	int level;                      /* 0..4 when level_given */

@@ -27,7 +27,7 @@ enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OP
 
 static const struct cli_option options[] = {
 	{ "phases", 0, "LIST", "run: only these phases, comma-separated (plan,implement,…)", OPT_PHASES },
-	{ "dry-run", 0, NULL, "run: stop after the plan", OPT_DRY_RUN },
+	{ "dry-run", 0, NULL, "run: the plan phase alone, no worktree; print the plan (--json: its JSON)", OPT_DRY_RUN },
 	{ "auto-approve", 0, NULL, "a human's yes to every gate that may pass unasked (never a production deploy)", OPT_AUTO_APPROVE },
 	{ "level", 0, "N", "run, resume: the automation level 0-4 for this run (default safety.automation_level; resume: the run's)", OPT_LEVEL },
 	{ "budget", 0, "USD", "run: the run's budget (default budget.usd)", OPT_BUDGET },
@@ -74,6 +74,11 @@ static struct cli_spec spec = {
 		       "it stays cancelled; it removes the run's worktree (uncommitted changes kept on\n"
 		       "refs/forge/TRACE/saved/N) and its branch unless the branch has commits (forge gc\n"
 		       "removes those).  status and history show a run whose process died as interrupted.\n"
+		       "run checks each model phase's provider and key before it makes anything (exit 2 names\n"
+		       "the variable to set) and warns when the checkout has uncommitted changes the run will\n"
+		       "not see.  --dry-run runs the plan phase alone on the checkout as it is and prints the\n"
+		       "plan; the run is recorded (forge show TRACE) without a worktree or branch, and a resume\n"
+		       "of it stays a dry run.\n"
 		       "TRACE may be any unique prefix of a trace id.",
 	.options = options,
 	.flags = CLI_MODEL_OPTIONS,
@@ -176,7 +181,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		.phases = a->phases[0] ? a->phases : NULL, .base_ref = a->base,
 		.dry_run = a->dry_run, .auto_approve = a->auto_approve, .json = a->json,
 		.interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO),
-		.progress = !a->json && c->verbosity >= 0,
+		.progress = !a->json && c->verbosity >= 0, .quiet = c->verbosity < 0,
 		.budget_usd = a->budget, .cfg = e.cfg, .store = e.store,
 		.level_given = a->level >= 0, .level = (int)a->level,
 	};
@@ -545,6 +550,8 @@ int main(int argc, char **argv)
 		/* Before anything is made: no run, worktree or branch for a bad task. */
 		if (stream_task_check(task.buf, task.len) < 0)
 			cli_usage_error(&spec, "%s", forge_last_error());
+		if (a.dry_run && a.phases[0] && strcmp(a.phases[0], "plan") != 0)
+			cli_usage_error(&spec, "--dry-run runs the plan phase alone: --phases must start with plan");
 		status = cmd_run_or_resume(&common, &a, "run", task.buf);
 		buf_release(&task);
 	} else if (strcmp(cmd, "resume") == 0 && nargs == 1) {

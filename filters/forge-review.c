@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "llm/llm.h"
 #include "memory/memory.h"
+#include "app/human.h"
 #include "app/phase.h"
 #include "os/proc.h"
 #include "review/review.h"
@@ -586,8 +587,17 @@ static const char *run(struct phase *ph)
 	review = json_set(review, "summary", summary);
 	review = json_set(review, "files", jv_number((double)d->nfiles));
 	phase_set(ph, "review", review);
-	phase_reason(ph, "%s: %s (risk %s; %d critical, %d error, %d warning)", decision, why,
-		     review_level_name(risk.level), counts[3], counts[2], counts[1]);
+	char verdict[sizeof ph->reason];
+	snprintf(verdict, sizeof verdict, "%s (risk %s; %d critical, %d error, %d warning)", why,
+		 review_level_name(risk.level), counts[3], counts[2], counts[1]);
+	phase_reason(ph, "%s: %s", decision, verdict);
+	if (ph->report) {
+		/* run alone: what a person (or a CI log) reads, beside the JSON */
+		bool colour = human_colour(stderr);
+		human_findings(stderr, ph->spec->program, all, colour);
+		human_decision(stderr, ph->spec->program, decision, verdict, colour);
+		ph->reported = true;
+	}
 	status = strcmp(decision, "approve") == 0 ? "ok" :
 		 strcmp(decision, "request_changes") == 0 ? "rejected" : "escalated";
 out:
@@ -617,7 +627,10 @@ int main(int argc, char **argv)
 			       "tree against --base, or one --commit (with --no-input, or on a terminal: an "
 			       "empty stdin is bad input).  Layer 1 runs linters, layer 2 scans for "
 			       "secrets and insecure code, layer 3 asks a model when the risk is above low.  "
-			       "Exit 0 approve, 1 request_changes, 4 require_human.",
+			       "Exit 0 approve, 1 request_changes, 4 require_human.  Run alone (not by "
+			       "forge-supervisor) and without -q it also prints each finding on stderr as "
+			       "`file:line: severity: message [rule]`, then the decision on one line; stdout "
+			       "is the JSON lines alone.",
 		.extra_help = "Examples:\n  git diff main | forge-review\n  forge-review --base main --no-input --sarif review.sarif\n",
 		.options = options,
 		.on_option = on_option,

@@ -26,6 +26,7 @@
 #include "core/json.h"
 #include "testrun/junit.h"
 #include "llm/llm.h"
+#include "app/human.h"
 #include "app/phase.h"
 #include "os/proc.h"
 #include "data/project.h"
@@ -49,6 +50,8 @@ enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
 #define FAILURE_OUTPUT_MAX 8000     /* per failure in the state (its tail) */
 #define PROMPT_OUTPUT_MAX 4000      /* per failure in the prompt */
 #define PROMPT_MAX (120u << 10)
+/* tests.not_run, the run's summary and the warning when nothing ran */
+#define NOT_RUN "no test command (set tools.test_command)"
 
 struct analysis {
 	char *root_cause, *fix;
@@ -516,6 +519,8 @@ static jv tests_json(struct tst *t, jv coverage)
 	o = json_set(o, "report", json_str_or_null(t->report));
 	if (t->run.note[0])
 		o = json_set(o, "note", jv_string(t->run.note));
+	if (!t->command)
+		o = json_set(o, "not_run", jv_string(NOT_RUN));
 	return o;
 }
 
@@ -566,6 +571,13 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 	if (t->junit_out)
 		write_junit(ph, t);
 	phase_set(ph, "tests", tests_json(t, coverage));
+	if (!t->command && ph->common.verbosity >= 0)
+		fprintf(stderr, "%s: warning: nothing was tested: %s\n", ph->spec->program, NOT_RUN);
+	if (ph->report) {
+		jv tests = json_get(ph->state, "tests");
+		human_tests(stderr, ph->spec->program, tests, human_colour(stderr));
+		jv_free(tests);
+	}
 	long real = 0, env = 0;
 	for (size_t i = 0; i < t->run.ncases; i++) {
 		const struct testcase *c = &t->run.cases[i];
@@ -774,7 +786,10 @@ int main(int argc, char **argv)
 			"failure. Needs a state whose review approved the changes (or review.approved_by, a gate's "
 			"override, or --force); with --no-input "
 			"(or a terminal on stdin) it tests the repository or worktree it is run in, and an "
-			"empty stdin is bad input.",
+			"empty stdin is bad input.  Run alone (not by forge-supervisor) and without -q it "
+			"also prints each failing test on stderr (`file:line: FAIL name (classification)` "
+			"and the first lines of its output), then the counts; with no test command it says "
+			"that nothing was tested.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
 			      "did not hold, 2 bad input.\n",
 		.options = options,

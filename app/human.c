@@ -1,0 +1,354 @@
+/* human.c - text for a person beside the JSON lines; see human.h. */
+#include "app/human.h"
+
+#include "core/buf.h"
+#include "core/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LINE_MAX_BYTES 240      /* a line of test output shown, at most */
+
+#define SGR_RESET "\033[m"
+#define SGR_BOLD "\033[1m"
+
+bool human_colour(FILE *f)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	return isatty(fileno(f)) && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
+}
+
+static void sgr(FILE *f, bool colour, const char *code)
+{
+	if (colour)
+		fputs(code, f);
+}
+
+/*
+ * At most max bytes of s[0..n) on f, each control character (C0, DEL, and
+ * C1 as UTF-8 encodes it: C2 80..9F) a space, so no escape sequence from a
+ * linter, a test or a model reaches the terminal.  Cut on a UTF-8 boundary.
+ */
+static void put_clean(FILE *f, const char *s, size_t n, size_t max)
+{
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9F) {
+			fputc(' ', f);
+			i++;
+		} else {
+			fputc(c < 0x20 || c == 0x7F ? ' ' : c, f);
+		}
+	}
+}
+
+/* s on one line: its lines joined by spaces, surrounding blanks dropped. */
+static void put_one_line(FILE *f, const char *s)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	n = strlen(s);
+	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		n--;
+	put_clean(f, s, n, n);
+}
+
+static const char *severity_sgr(const char *sev)
+{
+	if (!strcmp(sev, "critical"))
+		return "\033[1;31m";
+	if (!strcmp(sev, "error"))
+		return "\033[31m";
+	if (!strcmp(sev, "warning"))
+		return "\033[35m";
+	return "\033[36m";
+}
+
+/* "file:line:" (bold), "file:" without a line, "prog:" without a file. */
+static void location(FILE *f, const char *prog, jv x, bool colour)
+{
+	const char *file = json_get_str(x, "file");
+	double line = json_get_num(x, "line", 0);
+
+	sgr(f, colour, SGR_BOLD);
+	if (file && *file) {
+		put_one_line(f, file);
+		if (line >= 1)
+			fprintf(f, ":%.0f", line);
+	} else {
+		fputs(prog, f);
+	}
+	fputc(':', f);
+	sgr(f, colour, SGR_RESET);
+}
+
+static void finding_line(FILE *f, const char *prog, jv x, bool colour)
+{
+	const char *sev = json_get_str(x, "severity") ? json_get_str(x, "severity") : "info";
+	const char *msg = json_get_str(x, "message"), *rule = json_get_str(x, "rule");
+
+	location(f, prog, x, colour);
+	fputc(' ', f);
+	sgr(f, colour, severity_sgr(sev));
+	put_one_line(f, sev);
+	sgr(f, colour, SGR_RESET);
+	fputs(": ", f);
+	put_one_line(f, msg ? msg : "");
+	if (rule && *rule) {
+		fputs(" [", f);
+		put_one_line(f, rule);
+		fputc(']', f);
+	}
+	fputc('\n', f);
+}
+
+void human_findings(FILE *f, const char *prog, jv findings, bool colour)
+{
+	if (jv_get_kind(findings) != JV_KIND_ARRAY)
+		return;
+	jv_array_foreach(findings, i, x) {
+		(void)i;
+		if (jv_get_kind(x) == JV_KIND_OBJECT)
+			finding_line(f, prog, x, colour);
+		jv_free(x);
+	}
+}
+
+void human_decision(FILE *f, const char *prog, const char *decision, const char *text, bool colour)
+{
+	const char *c = !strcmp(decision, "approve") ? "\033[32m" : !strcmp(decision, "request_changes")
+			? "\033[31m" : "\033[33m";
+
+	fprintf(f, "%s: ", prog);
+	sgr(f, colour, c);
+	fputs(decision, f);
+	sgr(f, colour, SGR_RESET);
+	fputs(": ", f);
+	put_one_line(f, text);
+	fputc('\n', f);
+}
+
+/*
+ * The first non-blank lines of text, indented, until *left lines have been
+ * shown; a line equal to `skip` (the message already shown) is left out.
+ */
+static void first_lines(FILE *f, const char *text, const char *skip, size_t skip_len, int *left)
+{
+	for (const char *p = text; p && *p && *left > 0;) {
+		size_t n = strcspn(p, "\n");
+		size_t a = 0, b = n;
+
+		while (a < b && (p[a] == ' ' || p[a] == '\t' || p[a] == '\r'))
+			a++;
+		while (b > a && (p[b - 1] == ' ' || p[b - 1] == '\t' || p[b - 1] == '\r'))
+			b--;
+		if (b > a && !(skip && b - a == skip_len && memcmp(p + a, skip, skip_len) == 0)) {
+			fputs("    ", f);
+			put_clean(f, p + a, b - a, LINE_MAX_BYTES);
+			fputc('\n', f);
+			(*left)--;
+		}
+		p += n + (p[n] == '\n');
+	}
+}
+
+static void test_line(FILE *f, const char *prog, jv t, bool colour)
+{
+	const char *name = json_get_str(t, "test"), *class = json_get_str(t, "classification");
+	bool flaky = class && !strcmp(class, "flaky");
+
+	location(f, prog, t, colour);
+	fputc(' ', f);
+	sgr(f, colour, flaky ? "\033[33m" : "\033[1;31m");
+	fputs(flaky ? "flaky" : "FAIL", f);
+	sgr(f, colour, SGR_RESET);
+	fputc(' ', f);
+	put_one_line(f, name ? name : "?");
+	if (flaky) {
+		fputs(" (failed, then passed on rerun)\n", f);
+		return;
+	}
+	fprintf(f, " (%s)\n", class ? class : "real");
+
+	/* the message's first line, then the output's first lines */
+	const char *msg = json_get_str(t, "message"), *out = json_get_str(t, "output");
+	int left = HUMAN_TEST_LINES;
+	size_t mlen = msg ? strcspn(msg, "\n") : 0;
+	while (msg && mlen > 0 && (msg[mlen - 1] == ' ' || msg[mlen - 1] == '\r'))
+		mlen--;
+	if (msg && mlen > 0) {
+		int one = 1;
+		first_lines(f, msg, NULL, 0, &one);
+		left--;
+	}
+	first_lines(f, out, msg, mlen, &left);
+}
+
+void human_tests(FILE *f, const char *prog, jv tests, bool colour)
+{
+	jv failures, sum;
+
+	if (jv_get_kind(tests) != JV_KIND_OBJECT || json_has(tests, "not_run"))
+		return;
+	failures = json_get(tests, "failures");
+	sum = json_get(tests, "summary");
+	if (jv_get_kind(failures) == JV_KIND_ARRAY) {
+		jv_array_foreach(failures, i, t) {
+			(void)i;
+			if (jv_get_kind(t) == JV_KIND_OBJECT)
+				test_line(f, prog, t, colour);
+			jv_free(t);
+		}
+	}
+	double passed = json_get_num(sum, "passed", 0), failed = json_get_num(sum, "failed", 0);
+	fprintf(f, "%s: ", prog);
+	sgr(f, colour && passed > 0, "\033[32m");
+	fprintf(f, "%.0f passed", passed);
+	sgr(f, colour && passed > 0, SGR_RESET);
+	fputs(", ", f);
+	sgr(f, colour && failed > 0, "\033[1;31m");
+	fprintf(f, "%.0f failed", failed);
+	sgr(f, colour && failed > 0, SGR_RESET);
+	fprintf(f, ", %.0f skipped, %.0f flaky", json_get_num(sum, "skipped", 0), json_get_num(sum, "flaky", 0));
+	if (json_get_str(tests, "command")) {
+		fputs(" (", f);
+		put_one_line(f, json_get_str(tests, "command"));
+		fputc(')', f);
+	}
+	fputc('\n', f);
+	jv_free(failures);
+	jv_free(sum);
+}
+
+/* ---- a plan ------------------------------------------------------------- */
+
+static void label(FILE *f, const char *name, bool colour)
+{
+	sgr(f, colour, SGR_BOLD);
+	fprintf(f, "%-9s", name);
+	sgr(f, colour, SGR_RESET);
+	fputc(' ', f);
+}
+
+/* A string or a number of an estimate; "?" otherwise. */
+static void put_scalar(FILE *f, jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_STRING)
+		put_one_line(f, jv_string_value(v));
+	else if (jv_get_kind(v) == JV_KIND_NUMBER)
+		fprintf(f, "%g", jv_number_value(v));
+	else
+		fputc('?', f);
+	jv_free(v);
+}
+
+static void plan_risk(FILE *f, jv risk, bool colour)
+{
+	const char *level = json_get_str(risk, "level");
+	jv reasons = json_get(risk, "reasons");
+
+	label(f, "risk", colour);
+	put_one_line(f, level ? level : "?");
+	if (json_has(risk, "score"))
+		fprintf(f, " (%.2f)", json_get_num(risk, "score", 0));
+	fputc('\n', f);
+	if (jv_get_kind(reasons) == JV_KIND_ARRAY) {
+		jv_array_foreach(reasons, i, r) {
+			(void)i;
+			if (jv_get_kind(r) == JV_KIND_STRING) {
+				fputs("          - ", f);
+				put_one_line(f, jv_string_value(r));
+				fputc('\n', f);
+			}
+			jv_free(r);
+		}
+	}
+	jv_free(reasons);
+}
+
+/* "a, b, c" of an array of strings into b. */
+static void join(struct buf *b, jv list)
+{
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		jv_array_foreach(list, i, x) {
+			if (jv_get_kind(x) == JV_KIND_STRING)
+				buf_addf(b, "%s%s", b->len ? ", " : "", jv_string_value(x));
+			jv_free(x);
+			(void)i;
+		}
+	}
+	jv_free(list);
+}
+
+static void plan_task(FILE *f, jv t, bool first, bool colour)
+{
+	const char *id = json_get_str(t, "id") ? json_get_str(t, "id") : "-";
+	struct buf files = BUF_INIT, after = BUF_INIT;
+
+	join(&files, json_get(t, "files"));
+	join(&after, json_get(t, "depends_on"));
+	if (first)
+		label(f, "tasks", colour);
+	else
+		fputs("          ", f);
+	put_one_line(f, id);
+	fputs("  ", f);
+	put_one_line(f, json_get_str(t, "title") ? json_get_str(t, "title") : "");
+	if (after.len) {
+		fputs(" (after ", f);
+		put_one_line(f, after.buf);
+		fputc(')', f);
+	}
+	fputc('\n', f);
+	if (files.len) {
+		fprintf(f, "%*sfiles: ", (int)(10 + strlen(id) + 2), "");
+		put_one_line(f, files.buf);
+		fputc('\n', f);
+	}
+	buf_release(&files);
+	buf_release(&after);
+}
+
+void human_plan(FILE *f, jv plan, bool colour)
+{
+	jv risk, est, tasks;
+
+	if (jv_get_kind(plan) != JV_KIND_OBJECT)
+		return;
+	risk = json_get(plan, "risk");
+	est = json_get(plan, "estimates");
+	tasks = json_get(plan, "tasks");
+	label(f, "plan", colour);
+	put_one_line(f, json_get_str(plan, "summary") ? json_get_str(plan, "summary") : "");
+	fputc('\n', f);
+	if (jv_get_kind(risk) == JV_KIND_OBJECT)
+		plan_risk(f, risk, colour);
+	if (jv_get_kind(est) == JV_KIND_OBJECT) {
+		label(f, "estimate", colour);
+		fputs("complexity ", f);
+		put_scalar(f, json_get(est, "complexity"));
+		fputs(", effort ", f);
+		put_scalar(f, json_get(est, "effort"));
+		fputc('\n', f);
+	}
+	if (jv_get_kind(tasks) == JV_KIND_ARRAY) {
+		jv_array_foreach(tasks, i, t) {
+			if (jv_get_kind(t) == JV_KIND_OBJECT)
+				plan_task(f, t, i == 0, colour);
+			jv_free(t);
+		}
+	}
+	jv_free(risk);
+	jv_free(est);
+	jv_free(tasks);
+}

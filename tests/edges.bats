@@ -1,0 +1,274 @@
+#!/usr/bin/env bats
+# edges.bats - what a person sees at the edges of a run (issue 15): forge-review
+# and forge-test run alone print findings and failing tests on stderr (colour on
+# a terminal only, none with NO_COLOR or when piped) while stdout stays the JSON
+# lines; forge-supervisor's phases do not; forge run --dry-run plans without a
+# worktree and prints the plan; a run checks the model's provider and key before
+# it makes anything; a dirty checkout is warned about; a run without a test
+# command says that nothing was tested.
+
+bats_require_minimum_version 1.5.0
+
+TOKEN=ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ
+FINDING="notes.txt:2: critical: possible GitHub token committed (ghp_…, 40 characters); remove it, rotate it, and load it from the environment or a secret store [secret/github-token]"
+DECISION="forge-review: require_human: a critical security finding needs a human (gate security_findings) (risk medium; 1 critical, 0 error, 0 warning)"
+PLAN_TEXT="plan      Add a mul operation to calc: calc mul A B prints A times B.
+risk      low (0.10)
+          - one small, local, tested change
+estimate  complexity low, effort 15m
+tasks     t1  Add calc_mul and the mul operation
+              files: calc.c
+          t2  Test mul (after t1)
+              files: tests/check.sh"
+NOT_TESTED="forge-test: warning: nothing was tested: no test command (set tools.test_command)"
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export BATS_TEST_TIMEOUT=120
+	unset NO_COLOR
+}
+
+# notes_repo: $REPO (the current directory) whose last commit adds notes.txt
+# holding a GitHub token: a file in no language with linters, so the built-in
+# secret rule alone finds something.
+notes_repo() {
+	REPO="$BATS_TEST_TMPDIR/notes"
+	make_repo "$REPO"
+	cd "$REPO"
+	printf 'deploy notes\ntoken %s\n' "$TOKEN" >notes.txt
+	git add -A && git commit -qm notes
+}
+
+# bats_repo BODY...: $REPO whose tests/t.bats holds the given tests.
+bats_repo() {
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	mkdir -p "$REPO/tests"
+	printf '%s\n' "$@" >"$REPO/tests/t.bats"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+}
+
+# ft ARG...: forge-test in $REPO without this bats' variables, functions and
+# fd 3, so the bats it runs as the test command is a fresh one (as test.bats).
+ft() {
+	cat >"$BATS_TEST_TMPDIR/ft" <<-'EOF'
+		#!/usr/bin/env bash
+		for v in $(compgen -e | grep '^BATS_'); do unset "$v"; done
+		for f in $(declare -Fx | awk '{print $3}'); do unset -f "$f"; done
+		PATH=$(tr ':' '\n' <<<"$PATH" | grep -v '/bats-core' | paste -sd: -)
+		cd "$1" && shift && exec forge-test "$@" 3>&-
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/ft"
+	"$BATS_TEST_TMPDIR/ft" "$REPO" "$@"
+}
+
+# The kinds and event types of JSON lines on stdin, one a line; fails on a
+# line that is not a record.
+record_types() {
+	jq -r 'if type == "object" and (.kind == "event" or .kind == "state") then (.type // .kind)
+	       else error("not a record") end'
+}
+
+# The calc fixture with the cassette of a clean run.
+calc_replay() {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+}
+
+last_trace() { forge history --json -n 1 | jq -r .trace_id; }
+
+# ---- forge-review alone ------------------------------------------------------
+
+@test "forge-review alone: each finding as file:line: severity: message [rule], then the decision; stdout unchanged" {
+	notes_repo
+	run -4 --separate-stderr bash -c 'git diff HEAD~1 | forge-review'
+	assert_equal "$stderr" "$FINDING"$'\n'"$DECISION"
+	loud=$(record_types <<<"$output")
+	# -q: the same records on stdout, nothing on stderr
+	run -4 --separate-stderr bash -c 'git diff HEAD~1 | forge-review -q'
+	assert_equal "$stderr" ""
+	assert_equal "$(record_types <<<"$output")" "$loud"
+	tail -n 1 <<<"$output" | jq -e '.review.decision == "require_human" and (.review.findings | length) == 1'
+	# an approval says so in one line
+	echo more >>README
+	run -0 --separate-stderr bash -c 'git diff | forge-review'
+	assert_equal "$stderr" "forge-review: approve: no blocking findings (risk low; 0 critical, 0 error, 0 warning)"
+}
+
+@test "forge-review: colour on a terminal only; none with NO_COLOR, none when piped" {
+	notes_repo
+	export TERM=xterm
+	run -4 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/tty" -- \
+		sh -c 'forge-review --no-input --commit HEAD >"$1"' _ "$BATS_TEST_TMPDIR/out.jsonl"
+	run -0 grep -cF $'\e[1mnotes.txt:2:\e[m \e[1;31mcritical\e[m: possible GitHub token' "$BATS_TEST_TMPDIR/tty"
+	assert_output 1
+	run -0 grep -cF $'forge-review: \e[33mrequire_human\e[m: ' "$BATS_TEST_TMPDIR/tty"
+	assert_output 1
+	# stdout, a file there, has no escape at all
+	run -1 grep -c $'\e' "$BATS_TEST_TMPDIR/out.jsonl"
+	# NO_COLOR: the same lines, plain
+	run -4 env NO_COLOR=1 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/plain" -- \
+		sh -c 'forge-review --no-input --commit HEAD >/dev/null'
+	run -1 grep -c $'\e' "$BATS_TEST_TMPDIR/plain"
+	run -0 grep -cxF "$FINDING" "$BATS_TEST_TMPDIR/plain"
+	assert_output 1
+	# piped stderr (the first test's exact lines): no escapes either
+	run -4 --separate-stderr forge-review --no-input --commit HEAD </dev/null
+	[[ "$stderr" != *$'\e'* ]]
+}
+
+@test "a finding's message cannot drive the terminal: control characters are printed as spaces" {
+	notes_repo
+	# a lint command (the configured layer 1) whose message carries an escape sequence
+	printf '%s\n' '#!/bin/sh' 'printf "notes.txt:1:1: warning: bad \033]0;pwned\007 title\n"' >lint.sh
+	chmod +x lint.sh
+	echo '{"tools":{"lint_command":"./lint.sh"}}' >"$BATS_TEST_TMPDIR/lint.json"
+	git add lint.sh && git commit -qm lint
+	run -4 --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/lint.json" --no-input --base HEAD~2 </dev/null
+	assert_equal "$(head -n 1 <<<"$stderr")" "notes.txt:1: warning: bad  ]0;pwned  title [lint/diagnostic]"
+	[[ "$stderr" != *$'\e'* ]]
+	[[ "$stderr" != *$'\a'* ]]
+}
+
+# ---- forge-test alone --------------------------------------------------------
+
+@test "forge-test alone: each failing test with its first lines, then the counts; stdout unchanged" {
+	bats_repo '@test "adds numbers" {' '  [ "$(( 2 - 2 ))" -eq 4 ]' '}' '@test "ok" { true; }' '@test "later" { skip "not yet"; }'
+	run -1 --separate-stderr ft --no-input </dev/null
+	assert_equal "$stderr" "tests/t.bats:2: FAIL adds numbers (real)
+    \`[ \"\$(( 2 - 2 ))\" -eq 4 ]' failed
+    (in test file tests/t.bats, line 2)
+forge-test: 1 passed, 1 failed, 1 skipped, 0 flaky (bats tests)
+forge-test: rejected: 1 of 3 tests failed (1 real, 0 environment)"
+	loud=$(record_types <<<"$output")
+	run -1 --separate-stderr ft -q --no-input </dev/null
+	assert_equal "$stderr" ""
+	assert_equal "$(record_types <<<"$output")" "$loud"
+}
+
+@test "forge-test alone: a passing suite prints its counts only" {
+	bats_repo '@test "one" { true; }' '@test "two" { true; }'
+	run -0 --separate-stderr ft --no-input </dev/null
+	assert_equal "$stderr" "forge-test: 2 passed, 0 failed, 0 skipped, 0 flaky (bats tests)"
+}
+
+@test "forge-test without a test command: nothing was tested, on stderr and in the state" {
+	make_repo "$BATS_TEST_TMPDIR/empty"
+	run -0 --separate-stderr forge-test --repo "$BATS_TEST_TMPDIR/empty" --no-input </dev/null
+	assert_equal "$stderr" "$NOT_TESTED"
+	tail -n 1 <<<"$output" | jq -e '.tests.not_run == "no test command (set tools.test_command)"
+		and .tests.summary.total == 0 and .tests.format == "none"'
+	# (exit 0: the state it wrote passed its schema check)
+	run -0 --separate-stderr forge-test -q --repo "$BATS_TEST_TMPDIR/empty" --no-input </dev/null
+	assert_equal "$stderr" ""
+}
+
+# ---- forge run ---------------------------------------------------------------
+
+@test "forge run without a test command: the summary and a stderr line say nothing was tested; phases print no report" {
+	calc_replay
+	sed -i 's/^check: calc/verify: calc/' Makefile
+	git commit -qam "no check target"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	assert_line "  tests     none run: no test command (set tools.test_command)"
+	[[ "$stderr" == *$'\n'"  [test] $NOT_TESTED"$'\n'* ]]
+	# under forge-supervisor the filters leave the telling to the summary
+	[[ "$stderr" != *"forge-review: approve"* ]]
+	[[ "$stderr" != *"passed, 0 failed"* ]]
+	run -0 forge status --json "$(last_trace)"
+	jq -e '.state.tests.not_run == "no test command (set tools.test_command)"' <<<"$output"
+}
+
+@test "forge run --dry-run: the plan, readable; no worktree, branch or change; recorded as a dry run" {
+	calc_replay
+	run -0 --separate-stderr forge run --dry-run -q "add a mul operation" </dev/null
+	assert_equal "$output" "$PLAN_TEXT"
+	T=$(last_trace)
+	[ -z "$(git branch --list 'forge/*')" ]
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+	[ "$(git rev-parse HEAD)" = "$BASE" ]
+	run -0 forge events replay "$T"
+	jq -se 'map(select(.type == "run.started"))[0].payload.dry_run == true' <<<"$output"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.phase == "plan" and .state.task.worktree == null' <<<"$output"
+	# without -q the run's summary follows the plan
+	run -0 --separate-stderr forge run --dry-run "add a mul operation" </dev/null
+	assert_equal "$(head -n 8 <<<"$output")" "$PLAN_TEXT"
+	assert_line "Run $(last_trace) completed (dry run: no worktree or branch was made)"
+}
+
+@test "forge run --dry-run --json: the plan's JSON alone" {
+	calc_replay
+	run -0 --separate-stderr forge run --dry-run --json "add a mul operation" </dev/null
+	[ "${#lines[@]}" -eq 1 ]
+	assert_equal "$(jq -c 'del(.version)' <<<"$output")" \
+		"$(grep -m1 '"name":"finish"' "$CASSETTES/run-clean.jsonl" | jq -c '.response.tool_calls[0].input')"
+	# --phases must start with plan
+	run -2 --separate-stderr forge run --dry-run --phases implement "add a mul operation" </dev/null
+	[[ "$stderr" == *"--dry-run runs the plan phase alone"* ]]
+}
+
+@test "a dry run whose plan failed stays a dry run when resumed" {
+	calc_setup
+	# a cassette without plan answers: the plan phase fails
+	grep -v '"phase":"plan"' "$CASSETTES/run-clean.jsonl" >"$BATS_TEST_TMPDIR/noplan.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/noplan.jsonl"
+	run -5 --separate-stderr forge run --dry-run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	export FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	assert_equal "$output" "$PLAN_TEXT"
+	run -0 forge events replay "$T"
+	[ "$(jq -r 'select(.type == "pipeline.state_changed") | .payload.to' <<<"$output" | tail -n 1)" = completed ]
+	[[ "$output" != *'"to":"implementing"'* ]]
+	[ -z "$(git branch --list 'forge/*')" ]
+}
+
+@test "no key for the configured provider: exit 2 naming the variable, before anything is made" {
+	calc_setup
+	run -2 --separate-stderr env FORGE_PROVIDER=anthropic forge run "add a mul operation" </dev/null
+	assert_equal "$stderr" "forge: the plan phase has no model: ANTHROPIC_API_KEY is not set (or put the key in a file named by FORGE_ANTHROPIC_KEY_FILE); nothing was started"
+	run -2 --separate-stderr env FORGE_PROVIDER=openai forge run --dry-run "add a mul operation" </dev/null
+	assert_equal "$stderr" "forge: the plan phase has no model: OPENAI_API_KEY is not set (or put the key in a file named by FORGE_OPENAI_KEY_FILE); nothing was started"
+	run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ "$stderr" == *"no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY"* ]]
+	# the implement phase's own provider is checked too
+	mkdir -p .forge
+	echo '{"llm":{"phases":{"implement":{"provider":"openai"}}}}' >.forge/config.json
+	run -2 --separate-stderr env FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl" \
+		forge run "add a mul operation" </dev/null
+	[[ "$stderr" == "forge: the implement phase has no model: OPENAI_API_KEY is not set"* ]]
+	# nothing was made: no run, no branch, no worktree
+	run -0 forge history --json
+	assert_output ""
+	[ -z "$(git branch --list 'forge/*')" ]
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+}
+
+@test "a compatible server on a loopback base URL needs no key: the first call finds it down (exit 5)" {
+	calc_setup
+	run -5 --separate-stderr env FORGE_PROVIDER=openai FORGE_BASE_URL=http://127.0.0.1:9/v1 FORGE_LLM_MAX_RETRIES=0 \
+		forge run --dry-run "add a mul operation" </dev/null
+	[[ "$stderr" != *"has no model"* ]]
+	[ -n "$(last_trace)" ]
+}
+
+@test "uncommitted changes to tracked files: one warning line and an event; not with -q, untracked files or a dry run" {
+	calc_replay
+	echo "/* local */" >>calc.c
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	assert_equal "$(head -n 1 <<<"$stderr")" "forge: warning: the checkout has uncommitted changes to tracked files; the run starts from HEAD and will not see them (commit or stash them first)"
+	[ "$(grep -c 'uncommitted' <<<"$stderr")" -eq 1 ]
+	run -0 forge events replay "$(last_trace)"
+	jq -se 'map(select(.type == "run.checkout_dirty"))[0].payload.base_ref == "HEAD"' <<<"$output"
+	run -0 --separate-stderr forge run -q --phases plan "add a mul operation" </dev/null
+	assert_equal "$stderr" ""
+	run -0 --separate-stderr forge run --dry-run "add a mul operation" </dev/null
+	[[ "$stderr" != *"uncommitted"* ]]
+	git checkout -q calc.c
+	echo new >untracked.txt
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	[[ "$stderr" != *"uncommitted"* ]]
+}
