@@ -1,5 +1,6 @@
 /* human.c - text for a person beside the JSON lines; see human.h. */
 #include "app/human.h"
+#include "app/term.h"
 
 #include "core/buf.h"
 #include "core/json.h"
@@ -15,9 +16,7 @@
 
 bool human_colour(FILE *f)
 {
-	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
-
-	return isatty(fileno(f)) && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
+	return term_color(fileno(f));
 }
 
 static void sgr(FILE *f, bool colour, const char *code)

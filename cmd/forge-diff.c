@@ -6,6 +6,7 @@
  */
 #include "app/cli.h"
 #include "app/runview.h"
+#include "app/term.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "git/git.h"
@@ -37,8 +38,7 @@ static const struct cli_spec spec = {
 
 static bool colour(void)
 {
-	const char *nc = getenv("NO_COLOR");
-	return isatty(STDOUT_FILENO) && !(nc && *nc);
+	return term_color(STDOUT_FILENO);
 }
 
 /* The patch, each line coloured as git colours it when colour is on. */

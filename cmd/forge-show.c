@@ -153,7 +153,9 @@ static void print_tests(jv tests, jv dp)
 {
 	jv sum = json_get(tests, "summary"), failures = json_get(tests, "failures");
 
-	if (jv_get_kind(sum) == JV_KIND_OBJECT)
+	if (json_get_str(tests, "not_run"))
+		printf("\ntests     none run: %s\n", json_get_str(tests, "not_run"));
+	else if (jv_get_kind(sum) == JV_KIND_OBJECT)
 		printf("\ntests     %.0f passed, %.0f failed, %.0f skipped (%s)\n", json_get_num(sum, "passed", 0),
 		       json_get_num(sum, "failed", 0), json_get_num(sum, "skipped", 0),
 		       json_get_str(tests, "command") ? json_get_str(tests, "command") : "?");

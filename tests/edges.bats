@@ -178,6 +178,8 @@ forge-test: rejected: 1 of 3 tests failed (1 real, 0 environment)"
 	[[ "$stderr" != *"passed, 0 failed"* ]]
 	run -0 forge status --json "$(last_trace)"
 	jq -e '.state.tests.not_run == "no test command (set tools.test_command)"' <<<"$output"
+	run -0 forge show "$(last_trace)"
+	assert_line "tests     none run: no test command (set tools.test_command)"
 }
 
 @test "forge run --dry-run: the plan, readable; no worktree, branch or change; recorded as a dry run" {
