@@ -12,7 +12,9 @@
  * input; 5 the database failed.
  */
 #include "app/cli.h"
+#include "app/runview.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "core/json.h"
 #include "memory/memory.h"
 #include "store/store.h"
@@ -26,7 +28,7 @@ enum { OPT_JSON = 256, OPT_TRACE, OPT_ALL, OPT_REASON };
 
 static const struct cli_option options[] = {
 	{ "json", 0, NULL, "JSON lines instead of text", OPT_JSON },
-	{ "trace", 0, "TRACE", "list: only the findings of this run", OPT_TRACE },
+	{ "trace", 0, "TRACE", "list: only the findings of this run (a unique prefix will do)", OPT_TRACE },
 	{ "all", 0, NULL, "list: dismissed findings too", OPT_ALL },
 	{ "limit", 'n', "N", "list: at most N, newest first (default 50)", 'n' },
 	{ "reason", 0, "TEXT", "dismiss: why (learnt as a memory)", OPT_REASON },
@@ -72,9 +74,21 @@ static int fail(int status)
 
 static int cmd_list(struct memory_cli *c, const struct args *a)
 {
+	char *trace = NULL;
 	jv out;
+	int rc;
 
-	if (findings_list(&out, c->st, a->trace, a->all, (int)a->limit) < 0)
+	/* --trace takes a unique prefix of a run's id, like every TRACE a person
+	 * types; a whole id is taken as it is (findings added outside a run
+	 * have a trace no run has) */
+	if (a->trace && strlen(a->trace) < ULID_LEN &&
+	    (rc = runview_resolve(&trace, c->st, "forge-findings", a->trace)) != 0)
+		return rc;
+	if (a->trace && !trace)
+		trace = xstrdup(a->trace);
+	rc = findings_list(&out, c->st, trace, a->all, (int)a->limit);
+	free(trace);
+	if (rc < 0)
 		return fail(FORGE_EXIT_DEPENDENCY);
 	jv_array_foreach(out, i, f) {
 		if (a->json) {

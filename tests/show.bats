@@ -131,6 +131,10 @@ setup() {
 	run -0 forge events replay --state "$short"
 	run -0 forge gate list --json "${T2:0:${#P}+1}"
 	[ "$(jq -r .trace_id <<<"$output")" = "$T2" ]
+	run -0 --separate-stderr forge findings list --json --trace "$short"
+	[ "$output" = "$(forge findings list --json --trace "$T1")" ]
+	run -2 --separate-stderr forge findings list --trace "$P"
+	[[ $stderr == *"'$P' matches 2 runs; give more of the trace id:"* ]]
 	# the prefix both share
 	for cmd in "status" "show" "diff" "merge" "report" "resume" "cancel" "events replay" "gate list"; do
 		# shellcheck disable=SC2086
