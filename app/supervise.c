@@ -1090,6 +1090,23 @@ static void set_level(struct sup *s, int run_level)
 	setenv("FORGE_AUTOMATION_LEVEL", num, 1);
 }
 
+/* See supervise.h. */
+int supervise_run_level(struct store *st, const char *trace, jv run)
+{
+	jv last = jv_null(), conf = json_get(run, "config"), safety = json_get(conf, "safety");
+	int level = (int)json_get_num(safety, "automation_level", -1);
+
+	if (store_event_last(&last, st, trace, "run.resumed") == 0 && jv_get_kind(last) == JV_KIND_OBJECT) {
+		jv payload = json_get(last, "payload");
+		level = (int)json_get_num(payload, "automation_level", level);
+		jv_free(payload);
+	}
+	jv_free(last);
+	jv_free(safety);
+	jv_free(conf);
+	return level;
+}
+
 /* {"automation_level", "level_from"} for run.started and run.resumed. */
 static jv level_payload(struct sup *s, jv payload)
 {
@@ -1491,10 +1508,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		jv_free(run);
 		return code;
 	}
-	jv run_conf = json_get(run, "config"), run_safety = json_get(run_conf, "safety");
-	int run_level = (int)json_get_num(run_safety, "automation_level", -1);
-	jv_free(run_safety);
-	jv_free(run_conf);
+	int run_level = supervise_run_level(o->store, trace, run);
 	jv_free(run);
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0 || jv_get_kind(cp) != JV_KIND_OBJECT) {
 		jv_free(cp);

@@ -44,6 +44,7 @@
 #ifndef FORGE_SUPERVISE_H
 #define FORGE_SUPERVISE_H
 
+#include <jv.h>
 #include <stdbool.h>
 
 struct config;
@@ -79,5 +80,14 @@ int supervise_resume(const struct supervise_opts *o, const char *trace);
 /* Forward SIGINT/SIGTERM to the running phase, then stop with 130.  For the
  * program's signal handler. */
 void supervise_interrupt(int sig);
+
+/*
+ * The automation level run `trace` goes on with: the one its last resume
+ * ran at (a `forge resume --level N` holds for the resumes after it), else
+ * the one it started with (run, its store_run_get() row, records it in its
+ * config); -1 when neither says.  Borrows run.
+ */
+struct store;
+int supervise_run_level(struct store *st, const char *trace, jv run);
 
 #endif

@@ -218,19 +218,14 @@ static jv shown(struct store *st, jv run)
 	return run;
 }
 
-/* The run's automation level (its configuration's, which records --level)
- * as run.automation_level, when it has one.  Consumes run. */
-static jv with_level(jv run)
+/* The run's automation level (supervise_run_level()) as
+ * run.automation_level, when it has one.  Consumes run. */
+static jv with_level(struct store *st, jv run)
 {
-	jv conf = json_get(run, "config"), safety = json_get(conf, "safety");
-	jv level = json_get(safety, "automation_level");
+	int level = supervise_run_level(st, json_get_str(run, "trace_id"), run);
 
-	if (jv_get_kind(level) == JV_KIND_NUMBER)
-		run = json_set(run, "automation_level", level);
-	else
-		jv_free(level);
-	jv_free(safety);
-	jv_free(conf);
+	if (level >= 0)
+		run = json_set(run, "automation_level", jv_number(level));
 	return run;
 }
 
@@ -303,7 +298,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		code = FORGE_EXIT_REJECTED;
 		goto out;
 	}
-	run = with_level(shown(e.store, run));
+	run = with_level(e.store, shown(e.store, run));
 	const char *id = json_get_str(run, "trace_id");
 	store_checkpoint_latest(&cp, e.store, id);
 	gate_list(&gates, e.store, id, true);

@@ -237,7 +237,7 @@ completed_once() {
 	stopped_at review_changes review rejected
 }
 
-@test "resume keeps the run's level (not the configured one); --level on resume overrides it; status shows it" {
+@test "resume keeps the run's level (not the configured one); --level on resume overrides it for later resumes too; status shows it" {
 	run -4 --separate-stderr forge run --level 1 "add a mul operation" </dev/null
 	T=$(last_trace)
 	stopped_at review_changes review rejected
@@ -249,10 +249,15 @@ completed_once() {
 	stopped_at review_approved_2 review ok
 	run -0 forge status --json "$T"
 	jq -e '.run.automation_level == 1' <<<"$output"
-	# a resume may raise it explicitly: nothing asks at 4
-	approve_and_resume 0 --level 4
+	# a resume may raise it explicitly: at 2 the staging deploy asks ...
+	approve_and_resume 4 --level 2
+	stopped_at staging_deploy test ok
+	run -0 forge status --json "$T"
+	jq -e '.run.automation_level == 2' <<<"$output"
+	# ... and the resumes after it keep what the last one ran at
+	approve_and_resume 0
 	run -0 events_of "$T" run.resumed
-	jq -e -s '[.[] | "\(.automation_level) \(.level_from)"] == ["1 the run", "4 --level"]' <<<"$output"
+	jq -e -s '[.[] | "\(.automation_level) \(.level_from)"] == ["1 the run", "2 --level", "2 the run"]' <<<"$output"
 }
 
 @test "forge config --explain says what the level means and where it came from, at two levels" {
