@@ -120,6 +120,7 @@ struct store {
 	bool readonly;                  /* opened by store_open_readonly() */
 	struct event_queue queue;
 	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
+	long events_added;              /* store_events_added() */
 };
 
 static int queue_flush(struct store *st);
@@ -757,10 +758,13 @@ static int event_step(struct store *st, sqlite3_stmt *s, const char *what, bool 
 {
 	int rc = 0;
 
-	if (sqlite3_step(s) != SQLITE_DONE)
+	if (sqlite3_step(s) != SQLITE_DONE) {
 		rc = store_fail(st, "cannot store %s", what);
-	else if (inserted)
-		*inserted = sqlite3_changes(st->db) > 0;
+	} else {
+		st->events_added += sqlite3_changes(st->db);
+		if (inserted)
+			*inserted = sqlite3_changes(st->db) > 0;
+	}
 	stmt_done(s);
 	return rc;
 }
@@ -957,6 +961,11 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 	rc = store_event_put_scanned(st, &cols, raw, raw_len, inserted);
 	jv_free(line);
 	return rc;
+}
+
+long store_events_added(struct store *st)
+{
+	return queue_flush(st) < 0 ? -1 : st->events_added;
 }
 
 int store_events_foreach(struct store *st, const char *trace_id,
