@@ -151,10 +151,12 @@ static char *event_put_many_sql(void)
 {
 	struct buf b = BUF_INIT;
 
-	buf_adds(&b, "INSERT INTO event_log (id, trace_id, ts, type, record) VALUES ");
+	/* OR IGNORE, not ON CONFLICT (id) DO NOTHING: then no constraint can
+	 * abort the statement halfway (the columns are never NULL), and SQLite
+	 * writes no statement journal to undo part of its 64 rows. */
+	buf_adds(&b, "INSERT OR IGNORE INTO event_log (id, trace_id, ts, type, record) VALUES ");
 	for (int i = 0; i < QUEUE_MAX; i++)
 		buf_adds(&b, i ? ",(?,?,?,?,?)" : "(?,?,?,?,?)");
-	buf_adds(&b, " ON CONFLICT (id) DO NOTHING");
 	return buf_detach(&b, NULL);
 }
 
