@@ -128,6 +128,20 @@ jv store_col_json(sqlite3_stmt *s, int i);
 int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted);
 
 /*
+ * Inside a transaction, a put with inserted NULL only queues the event: it
+ * is inserted with the next ones, 64 in one statement (far cheaper than
+ * one by one), at the latest before the store runs any other statement
+ * (store_db() included) or commits; an error of those inserts shows then
+ * (a put, or the commit, fails).  Ask *inserted only when the answer is
+ * needed: it inserts at once.
+ *
+ * store_events_added: rows the event puts of st have added since it was
+ * opened (the queue inserted first), counting those of transactions rolled
+ * back later; -1 when the queued events cannot be stored.
+ */
+long store_events_added(struct store *st);
+
+/*
  * The same for an event line that json_event_scan() (core/jsonscan.h) read
  * into ev, with no jv: what forge-events store persists.  raw is the line
  * ev was scanned from (required, kept as it is).  Borrows ev.

@@ -73,7 +73,7 @@ static double now_s(void)
 static double store_secs;
 
 /* Store one line (without its newline); 2 on a bad line, 5 on the db. */
-static int store_line(struct store *st, const char *line, size_t len, long lineno, bool *inserted)
+static int store_line(struct store *st, const char *line, size_t len, long lineno)
 {
 	jv ev = json_parse(line, len);
 	int rc = 0;
@@ -87,7 +87,7 @@ static int store_line(struct store *st, const char *line, size_t len, long linen
 		return FORGE_EXIT_USAGE;
 	}
 	t0 = now_s();
-	rc = store_event_put(st, ev, line, len, inserted);
+	rc = store_event_put(st, ev, line, len, NULL);   /* queued: new ones are counted at the end */
 	store_secs += now_s() - t0;
 	if (rc < 0) {
 		fprintf(stderr, "store-writer: line %ld: %s\n", lineno, forge_last_error());
@@ -121,17 +121,14 @@ static int run(struct store *st, const struct args *a, long *n_out, long *new_ou
 	int rc = 0;
 
 	while (rc == 0 && (len = getline(&line, &cap, stdin)) != -1) {
-		bool inserted = false;
-
 		if (len > 0 && line[len - 1] == '\n')
 			line[--len] = '\0';
 		if (len == 0)
 			continue;
 		if (in_batch == 0 && (rc = timed(store_begin, st)) != 0)
 			break;
-		rc = store_line(st, line, (size_t)len, *n_out + 1, &inserted);
+		rc = store_line(st, line, (size_t)len, *n_out + 1);
 		(*n_out)++;
-		*new_out += inserted;
 		if (rc == 0 && ++in_batch == a->batch) {
 			in_batch = 0;
 			rc = timed(store_commit, st);
@@ -141,6 +138,8 @@ static int run(struct store *st, const struct args *a, long *n_out, long *new_ou
 		rc = timed(store_commit, st);
 	if (rc != 0)
 		store_rollback(st);
+	else
+		*new_out = store_events_added(st);
 	free(line);
 	return rc;
 }

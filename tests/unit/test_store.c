@@ -497,6 +497,54 @@ static void test_events_table_upgraded(void)
 	store_free(st);
 }
 
+/*
+ * Events put inside a transaction wait in store's queue and go in 64 at a
+ * time: whatever reads the database in that transaction sees all of them
+ * (through the store and through store_db()'s handle), a duplicate id in
+ * the same batch is still a no-op, a rollback drops the queued ones with
+ * the rest, and a commit stores them.
+ */
+static void test_events_queued_in_transaction(void)
+{
+	struct store *st = NULL;
+	char id[32], ts[32];
+	sqlite3_stmt *s;
+
+	CHECK(store_open(&st, tmp_path("queue.db")) == 0);
+	for (int round = 0; round < 2; round++) {
+		CHECK(store_begin(st) == 0);
+		for (int i = 0; i < 150; i++) {
+			/* every tenth event repeats the one before it */
+			int k = i % 10 == 9 ? i - 1 : i;
+			snprintf(id, sizeof id, "E%04d", k);
+			snprintf(ts, sizeof ts, "2026-01-01T00:00:%02d.%03dZ", k / 1000, k % 1000);
+			CHECK(put(st, make_event(id, "TQ", ts, "q"), NULL) == 0);
+		}
+		/* the last 150 - 128 are still queued: a read flushes them */
+		CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE trace_id = 'TQ'"), 135);
+		CHECK(put(st, make_event("E9999", "TQ", "2026-01-01T00:00:59.000Z", "q"), NULL) == 0);
+		CHECK(sqlite3_prepare_v2(store_db(st), "SELECT count(*) FROM event_log", -1, &s, NULL) == SQLITE_OK);
+		CHECK(sqlite3_step(s) == SQLITE_ROW);
+		CHECK_INT(sqlite3_column_int(s, 0), 136);
+		sqlite3_finalize(s);
+		CHECK(put(st, make_event("E9998", "TQ", "2026-01-01T00:00:58.000Z", "q"), NULL) == 0);
+		if (round == 0) {
+			CHECK(store_rollback(st) == 0);
+			CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 0);
+		} else {
+			CHECK(store_commit(st) == 0);
+		}
+	}
+	/* 136 of the first round (the last one queued went with the rollback), 137 */
+	CHECK_INT(store_events_added(st), 273);
+	store_free(st);
+	CHECK(store_open(&st, tmp_path("queue.db")) == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 137);
+	CHECK_INT(query_int(st, "SELECT count(DISTINCT id) FROM events"), 137);
+	CHECK_INT(query_int(st, "SELECT id = 'E9999' FROM event_log ORDER BY ts DESC LIMIT 1"), 1);
+	store_free(st);
+}
+
 static void test_event_missing_field_refused(void)
 {
 	struct store *st = NULL;
@@ -1220,6 +1268,7 @@ int main(void)
 	RUN(test_event_line_kept_as_libjq_reads_it);
 	RUN(test_event_put_scanned);
 	RUN(test_events_table_upgraded);
+	RUN(test_events_queued_in_transaction);
 	RUN(test_event_missing_field_refused);
 	RUN(test_event_record_byte_identical);
 	RUN(test_events_ordered_by_ts_then_id);
