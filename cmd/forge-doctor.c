@@ -48,26 +48,66 @@
 
 extern char **environ;
 
-enum { OPT_JSON = 256 };
+enum { OPT_JSON = 256, OPT_ONLY };
 
 static const struct cli_option options[] = {
 	{ "json", 0, NULL, "print one JSON object instead of sections", OPT_JSON },
+	{ "only", 1, "LIST", "only these sections (comma-separated; see below)", OPT_ONLY },
 	{ NULL, 0, NULL, NULL, 0 }
 };
 
+/* The report's sections, in the order they are printed. */
+static const char *const section_names[] = {
+	"forge", "libraries", "config", "database", "provider", "sandbox", "tools", "project",
+};
+#define NSECTIONS (sizeof section_names / sizeof section_names[0])
+#define ALL_SECTIONS ((1u << NSECTIONS) - 1)
+
 struct args {
 	bool json;
+	unsigned sections;      /* bit i: section_names[i] is reported */
 };
+
+/* The bit of section `name` (len bytes); 0 when there is none. */
+static unsigned section_bit(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NSECTIONS; i++)
+		if (strlen(section_names[i]) == len && !strncmp(section_names[i], name, len))
+			return 1u << i;
+	return 0;
+}
+
+/* --only LIST: the sections named in it (several --only add up). */
+static int parse_only(struct args *a, const char *list)
+{
+	unsigned bits = 0;
+
+	for (const char *p = list;; p++) {
+		size_t len = strcspn(p, ",");
+		unsigned bit = section_bit(p, len);
+
+		if (!bit)
+			return forge_error("--only: unknown section '%.*s' (sections: forge, libraries, "
+					   "config, database, provider, sandbox, tools, project)", (int)len, p);
+		bits |= bit;
+		p += len;
+		if (!*p)
+			break;
+	}
+	a->sections = (a->sections == ALL_SECTIONS ? 0 : a->sections) | bits;
+	return 0;
+}
 
 static int on_option(int id, const char *arg, void *payload)
 {
 	struct args *a = payload;
 
-	(void)arg;
 	if (id == OPT_JSON) {
 		a->json = true;
 		return 0;
 	}
+	if (id == OPT_ONLY)
+		return parse_only(a, arg);
 	return forge_error("unhandled option");
 }
 
@@ -826,7 +866,6 @@ static void text_forge(struct buf *b, jv f)
 	kv(b, "libexec dir", str_or(f, "libexecdir", "-"));
 }
 
-/* Consumes l. */
 static void text_libraries(struct buf *b, jv l)
 {
 	buf_adds(b, "\nLibraries\n");
@@ -836,7 +875,6 @@ static void text_libraries(struct buf *b, jv l)
 		jv_free(k);
 		jv_free(v);
 	}
-	jv_free(l);
 }
 
 static void text_config(struct buf *b, jv cfg)
@@ -989,7 +1027,6 @@ static void text_tools(struct buf *b, jv tl)
 		}
 		jv_free(t);
 	}
-	jv_free(tl);
 }
 
 static void text_project(struct buf *b, jv p)
@@ -1041,25 +1078,29 @@ static void text_project(struct buf *b, jv p)
 }
 
 /* Borrows r. */
+/* Print section `name` of r with fn (which borrows it), when r has it (--only). */
+static void text_section(struct buf *b, jv r, const char *name, void (*fn)(struct buf *, jv))
+{
+	jv x = json_get(r, name);
+
+	if (jv_get_kind(x) != JV_KIND_NULL)
+		fn(b, x);
+	jv_free(x);
+}
+
 static char *render_text(jv r)
 {
 	struct buf b = BUF_INIT;
 	jv x;
 
-	text_forge(&b, x = json_get(r, "forge"));
-	jv_free(x);
-	text_libraries(&b, json_get(r, "libraries"));
-	text_config(&b, x = json_get(r, "config"));
-	jv_free(x);
-	text_database(&b, x = json_get(r, "database"));
-	jv_free(x);
-	text_provider(&b, x = json_get(r, "provider"));
-	jv_free(x);
-	text_sandbox(&b, x = json_get(r, "sandbox"));
-	jv_free(x);
-	text_tools(&b, json_get(r, "tools"));
-	text_project(&b, x = json_get(r, "project"));
-	jv_free(x);
+	text_section(&b, r, "forge", text_forge);
+	text_section(&b, r, "libraries", text_libraries);
+	text_section(&b, r, "config", text_config);
+	text_section(&b, r, "database", text_database);
+	text_section(&b, r, "provider", text_provider);
+	text_section(&b, r, "sandbox", text_sandbox);
+	text_section(&b, r, "tools", text_tools);
+	text_section(&b, r, "project", text_project);
 	x = json_get(r, "problems");
 	buf_adds(&b, "\nSummary\n");
 	if (jv_array_length(jv_copy(x)) == 0)
@@ -1074,12 +1115,18 @@ static char *render_text(jv r)
 
 /* ---------------------------------------------------------------- main */
 
-static jv report(struct cli_common *common)
+#define WANT(name) (sections & section_bit(name, strlen(name)))
+
+/* The report: the sections asked for (struct args) and the problems they
+ * found.  The configuration is loaded either way: the database, provider
+ * and sandbox sections read it. */
+static jv report(struct cli_common *common, unsigned sections)
 {
 	struct ctx c = { common, NULL, jv_null(), NULL, jv_array() };
 	char **env = probe_env();
-	struct tool_probe *tps = tools_start(env);
-	jv r = jv_object();
+	/* the tools are probed while the rest is checked: most of the time */
+	struct tool_probe *tps = WANT("tools") ? tools_start(env) : NULL;
+	jv r = jv_object(), cfg;
 
 	if (cli_repo_root(&c.root, common->repo) < 0) {
 		c.root = NULL;
@@ -1087,14 +1134,22 @@ static jv report(struct cli_common *common)
 		if (common->repo)
 			problem(&c, jv_string_fmt("--repo: %s", forge_last_error()));
 	}
-	r = json_set(r, "forge", check_forge());
-	r = json_set(r, "libraries", check_libraries(env));
-	r = json_set(r, "config", check_config(&c));
-	r = json_set(r, "database", check_database(&c));
-	r = json_set(r, "provider", check_provider(&c));
-	r = json_set(r, "sandbox", check_sandbox(&c));
-	r = json_set(r, "tools", tools_finish(tps));
-	r = json_set(r, "project", check_project(&c));
+	if (WANT("forge"))
+		r = json_set(r, "forge", check_forge());
+	if (WANT("libraries"))
+		r = json_set(r, "libraries", check_libraries(env));
+	cfg = check_config(&c);
+	r = WANT("config") ? json_set(r, "config", cfg) : (jv_free(cfg), r);
+	if (WANT("database"))
+		r = json_set(r, "database", check_database(&c));
+	if (WANT("provider"))
+		r = json_set(r, "provider", check_provider(&c));
+	if (WANT("sandbox"))
+		r = json_set(r, "sandbox", check_sandbox(&c));
+	if (tps)
+		r = json_set(r, "tools", tools_finish(tps));
+	if (WANT("project"))
+		r = json_set(r, "project", check_project(&c));
 	r = json_set(r, "problems", c.problems);
 	config_free(c.cfg);
 	free(c.root);
@@ -1107,7 +1162,7 @@ int main(int argc, char **argv)
 {
 	struct cli_spec spec = {
 		.name = PROG,
-		.synopsis = "[--json] [--repo DIR] [--db PATH] [--config PATH]",
+		.synopsis = "[--json] [--only LIST] [--repo DIR] [--db PATH] [--config PATH]",
 		.description = "Report what this machine gives Forge: linked libraries, the programs,\n"
 			       "the database, the model provider (whether a key is set, never the key),\n"
 			       "the sandbox walls this kernel gives run_command (namespaces, Landlock\n"
@@ -1115,17 +1170,21 @@ int main(int argc, char **argv)
 			       "are missing, linters and test runners on PATH, and the project.",
 		.options = options,
 		.flags = CLI_MODEL_OPTIONS,
-		.extra_help = "A check that cannot run is reported in its section; the exit status is\n"
+		.extra_help = "Sections: forge, libraries, config, database, provider, sandbox, tools\n"
+			      "(probing every linter and test runner on PATH: most of the time), project.\n"
+			      "--only provider,sandbox reports just those (and the configuration's\n"
+			      "problems, which every section depends on).\n"
+			      "A check that cannot run is reported in its section; the exit status is\n"
 			      "0 (2 for a usage error).\n",
 	};
 	struct cli_common common;
-	struct args a = { false };
+	struct args a = { false, ALL_SECTIONS };
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
 	char *out;
 
 	if (first < argc)
 		cli_usage_error(&spec, "unexpected argument '%s'", argv[first]);
-	jv r = report(&common);
+	jv r = report(&common, a.sections);
 	if (a.json) {
 		struct buf b = BUF_INIT;
 		char *s = json_dumps(jv_copy(r), false);

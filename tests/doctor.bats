@@ -73,12 +73,12 @@ setup() {
 @test "a canary ANTHROPIC_API_KEY is reported as set and never printed" {
 	cd "$REPO"
 	export ANTHROPIC_API_KEY=sk-ant-canary-123456789
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr forge-doctor --only provider
 	assert_output --partial "ANTHROPIC_API_KEY: set"
 	refute_output --partial "canary"
 	refute_output --partial "123456789"
 	[[ "$stderr" != *canary* ]]
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only provider
 	[ "$(jq -r '.provider.keys.ANTHROPIC_API_KEY' <<<"$output")" = set ]
 	[ "$(jq -r '.provider.provider' <<<"$output")" = anthropic ]
 	[ "$(jq -r '.provider.usable' <<<"$output")" = true ]
@@ -91,7 +91,7 @@ setup() {
 	printf 'sk-ant-canary-filekey-987654321\n' >"$BATS_TEST_TMPDIR/key"
 	chmod 600 "$BATS_TEST_TMPDIR/key"
 	export FORGE_ANTHROPIC_KEY_FILE="$BATS_TEST_TMPDIR/key"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only provider
 	[[ "$(jq -r '.provider.keys.ANTHROPIC_API_KEY' <<<"$output")" == set* ]]
 	refute_output --partial "canary"
 	refute_output --partial "987654321"
@@ -109,7 +109,7 @@ setup() {
 @test "the model options and a cassette are shown" {
 	cd "$REPO"
 	echo '{"interactions":[]}' >"$BATS_TEST_TMPDIR/c.json"
-	run -0 --separate-stderr forge-doctor --json --model my-model --cassette "$BATS_TEST_TMPDIR/c.json" \
+	run -0 --separate-stderr forge-doctor --json --only provider --model my-model --cassette "$BATS_TEST_TMPDIR/c.json" \
 		--base-url http://127.0.0.1:9/v1
 	[ "$(jq -r '.provider.model' <<<"$output")" = my-model ]
 	[ "$(jq -r '.provider.cassette' <<<"$output")" = "$BATS_TEST_TMPDIR/c.json" ]
@@ -130,7 +130,7 @@ setup() {
 	cd "$REPO"
 	mkdir -p .forge
 	echo '{"sandbox":{"namespaces":"require"}}' >.forge/config.json
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only sandbox
 	[ "$(jq -r '.sandbox.namespaces.mode' <<<"$output")" = require ]
 	[ "$(jq -r '.sandbox.namespaces.pid | type' <<<"$output")" = boolean ]
 	[ "$(jq -r '.sandbox.landlock.reads | type' <<<"$output")" = boolean ]
@@ -142,7 +142,7 @@ setup() {
 	else
 		[ "$(jq -r '[.problems[] | select(test("namespaces"))] | length' <<<"$output")" = 0 ]
 	fi
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr forge-doctor --only sandbox
 	assert_output --regexp "namespaces +(available|unavailable)"
 	assert_output --regexp "pids cgroup +(available|unavailable)"
 	assert_output --regexp "landlock walls +reads (yes|no), writes (yes|no), scope"
@@ -152,7 +152,7 @@ setup() {
 	cd "$REPO"
 	mkdir -p .forge
 	echo '{"sandbox":{"landlock":"require","network":"deny"}}' >.forge/config.json
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only sandbox
 	[ "$(jq -r '.sandbox.landlock.mode' <<<"$output")" = require ]
 	[ "$(jq -r '.sandbox.network_namespace.mode' <<<"$output")" = deny ]
 	if [ "$(jq -r '.sandbox.landlock.available' <<<"$output")" = false ]; then
@@ -177,10 +177,10 @@ setup() {
 @test "a tool missing from PATH is not found" {
 	cd "$REPO"
 	mkdir -p "$BATS_TEST_TMPDIR/empty"
-	run -0 --separate-stderr /usr/bin/env PATH="$BATS_TEST_TMPDIR/empty" "$FORGE_BINDIR/forge-doctor" --json
+	run -0 --separate-stderr /usr/bin/env PATH="$BATS_TEST_TMPDIR/empty" "$FORGE_BINDIR/forge-doctor" --json --only tools
 	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .found' <<<"$output")" = false ]
 	[ "$(jq -r '.tools[] | select(.name=="shellcheck") | .version' <<<"$output")" = null ]
-	run -0 --separate-stderr /usr/bin/env PATH="$BATS_TEST_TMPDIR/empty" "$FORGE_BINDIR/forge-doctor"
+	run -0 --separate-stderr /usr/bin/env PATH="$BATS_TEST_TMPDIR/empty" "$FORGE_BINDIR/forge-doctor" --only tools
 	assert_output --regexp "shellcheck +not found"
 }
 
@@ -196,18 +196,18 @@ setup() {
 			"$fake" "$1" "$fake" "$2" "$1" >"$fake/$1"
 		chmod +x "$fake/$1"
 	done
-	run -0 --separate-stderr /usr/bin/env PATH="$fake" "$FORGE_BINDIR/forge-doctor" --json
+	run -0 --separate-stderr /usr/bin/env PATH="$fake" "$FORGE_BINDIR/forge-doctor" --json --only tools
 	[ "$(jq -c '[.tools[] | select(.name == "cppcheck" or .name == "shellcheck") | .version]' <<<"$output")" = '["cppcheck 9.9","shellcheck 9.9"]' ]
 }
 
 @test "the database: path, schema version against the known one, size" {
 	cd "$REPO"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only database
 	[ "$(jq -r .database.path <<<"$output")" = "$FORGE_DB" ]
 	[ "$(jq -r .database.exists <<<"$output")" = false ]
 	[ ! -e "$FORGE_DB" ]   # doctor does not create it
 	forge-events list >/dev/null
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only database
 	[ "$(jq -r .database.exists <<<"$output")" = true ]
 	[ "$(jq -r '.database.schema_version == .database.schema_known' <<<"$output")" = true ]
 	[ "$(jq -r '.database.size_bytes > 0' <<<"$output")" = true ]
@@ -217,7 +217,7 @@ setup() {
 @test "a database that is not one is reported, not fatal" {
 	cd "$REPO"
 	echo "not a database at all, just text padding out a page of bytes" >"$FORGE_DB"
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only database
 	[ "$(jq -r .database.status <<<"$output")" = unreadable ]
 	[ "$(jq -r '.problems | length' <<<"$output")" -ge 1 ]
 }
@@ -226,17 +226,17 @@ setup() {
 	cd "$REPO"
 	printf 'check:\n\ttrue\n' >Makefile
 	echo 'int main(void){return 0;}' >main.c
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only project
 	[ "$(jq -r .project.languages.c <<<"$output")" = 1 ]
 	[ "$(jq -r .project.commands.test <<<"$output")" = "make check" ]
-	run -0 --separate-stderr forge-doctor
+	run -0 --separate-stderr forge-doctor --only project
 	assert_output --partial "make check (detected)"
 }
 
 @test "outside a repository the project is reported, not fatal" {
 	cd "$BATS_TEST_TMPDIR"
 	mkdir -p norepo && cd norepo
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only project
 	[ "$(jq -r .project.root <<<"$output")" = null ]
 	[ "$(jq -r '.project.error | type' <<<"$output")" = string ]
 }
@@ -245,9 +245,28 @@ setup() {
 	cd "$REPO"
 	mkdir -p .forge
 	echo '{"safety":{"automation_level":77}}' >.forge/config.json
-	run -0 --separate-stderr forge-doctor --json
+	run -0 --separate-stderr forge-doctor --json --only config
 	[ "$(jq -r .config.loaded <<<"$output")" = false ]
 	[ "$(jq -r '.config.error | test("automation_level")' <<<"$output")" = true ]
+}
+
+@test "--only: just the sections named (the configuration's problems too); an unknown one exits 2" {
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"safety":{"automation_level":77}}' >.forge/config.json
+	run -0 --separate-stderr forge-doctor --json --only provider,sandbox --only project
+	[ "$(jq -c 'keys' <<<"$output")" = '["problems","project","provider","sandbox"]' ]
+	[ "$(jq -r '[.problems[] | select(test("configuration does not load"))] | length' <<<"$output")" = 1 ]
+	run -0 --separate-stderr forge-doctor --only database
+	assert_output --partial "Database"
+	refute_output --partial "Tools on PATH"
+	refute_output --partial "Model provider"
+	assert_output --partial "Summary"
+	run -2 --separate-stderr forge-doctor --only provider,bogus
+	[ -z "$output" ]
+	[[ "$stderr" == *"unknown section 'bogus'"*"sandbox, tools, project"* ]]
+	run -2 --separate-stderr forge-doctor --only ""
+	[[ "$stderr" == *"unknown section ''"* ]]
 }
 
 @test "unknown option and extra operands exit 2" {
