@@ -9,6 +9,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "git/git.h"
+#include "review/toolcache.h"
 #include "store/store.h"
 
 #include <stdio.h>
@@ -31,6 +32,8 @@ static const struct cli_spec spec = {
 		       "paused, interrupted or completed but not merged (`forge merge`) are left alone,\n"
 		       "and so is anything of a trace the database does not know.  Each thing removed is\n"
 		       "printed.  The runs' records, events and checkpoints stay in the database.\n"
+		       "Also removes the reviews' kept linter and scanner runs (review.tool_cache)\n"
+		       "that were not used for 30 days.\n"
 		       "`forge clean` is the same command.",
 	.options = options,
 	.extra_help = "Exit status: 0 done (or nothing to do), 5 git or the database failed.",
@@ -85,6 +88,24 @@ static const char *collectable(struct store *st, const char *trace)
 	return why;
 }
 
+static size_t pruned;   /* tool cache entries removed (or that would be) */
+
+/* The tool cache's old entries; a line saying how many when there are any. */
+static int prune_tool_cache(bool dry_run)
+{
+	size_t bytes;
+
+	if (toolcache_prune(&pruned, &bytes, TOOLCACHE_KEEP_DAYS * 86400L, dry_run) < 0) {
+		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
+		return -1;
+	}
+	if (pruned)
+		printf("tool cache: %s %zu entr%s unused for %d days (%zu KiB)\n",
+		       dry_run ? "would remove" : "removed", pruned, pruned == 1 ? "y" : "ies",
+		       TOOLCACHE_KEEP_DAYS, (bytes + 1023) / 1024);
+	return 0;
+}
+
 static int gc(struct store *st, struct forge_git *g, bool dry_run)
 {
 	jv traces;
@@ -109,11 +130,13 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 		jv_free(t);
 	}
 	jv_free(traces);
-	if (!runs)
-		printf("nothing to remove\n");
-	else
+	if (runs)
 		printf("%s %d thing%s of %d run%s\n", dry_run ? "would remove" : "removed", things,
 		       things == 1 ? "" : "s", runs, runs == 1 ? "" : "s");
+	if (prune_tool_cache(dry_run) < 0 && rc == FORGE_EXIT_OK)
+		rc = FORGE_EXIT_DEPENDENCY;
+	if (!runs && !pruned && rc == FORGE_EXIT_OK)
+		printf("nothing to remove\n");
 	return rc;
 }
 

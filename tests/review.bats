@@ -50,6 +50,45 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 	assert_equal "$(grep -c 4kQ9zX2mV7 <<<"$(forge-review --no-input --commit HEAD 2>&1)")" 0
 }
 
+# The tools that ran, as "tool cached" lines (cached: true or false).
+tools_ran() { jq -r 'select(.type == "review.tool_ran") | "\(.payload.tool) \(.payload.cached // false)"' <<<"$OUT"; }
+findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | sort'; }
+
+@test "the same files reviewed again: the linters' and scanners' runs come from the tool cache, with the same findings" {
+	plant
+	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache"
+	run -4 --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	first=$(findings_of)
+	run -0 tools_ran
+	assert_line "cppcheck false"
+	refute_line --partial " true"
+	ran=$(tools_ran | wc -l)
+	[ -n "$(ls "$XDG_CACHE_HOME/forge/tools")" ]
+	run -4 --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	[ "$(findings_of)" = "$first" ]
+	run -0 tools_ran
+	assert_line "cppcheck true"
+	refute_line --partial " false"
+	[ "${#lines[@]}" -eq "$ran" ]
+	# other files: the tools run again
+	echo "int more;" >>src/copy.c
+	git commit -qam more
+	run --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	run -0 tools_ran
+	assert_line "cppcheck false"
+	# review.tool_cache false: every tool runs, also on files it has seen
+	mkdir -p .forge
+	echo '{"review":{"tool_cache":false}}' >.forge/config.json
+	run -4 --separate-stderr forge-review --no-input --commit HEAD~1
+	OUT=$output
+	run -0 tools_ran
+	assert_line "cppcheck false"
+	refute_line --partial " true"
+}
+
 @test "a diff on stdin maps linter lines onto the working tree's files" {
 	plant
 	run -4 --separate-stderr bash -c 'git diff HEAD~1 | forge-review'

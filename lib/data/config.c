@@ -24,6 +24,7 @@
  */
 #include "data/config.h"
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "core/resource.h"
@@ -306,19 +307,9 @@ static void hash_bytes(uint64_t *a, uint64_t *b, const char *p, size_t n)
 	*b = y;
 }
 
-static char *cache_path(void)
+static char *valid_cache_path(void)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	struct buf b = BUF_INIT;
-
-	if (xdg && xdg[0] == '/')
-		buf_addf(&b, "%s/forge/config-valid", xdg);
-	else if (home && *home)
-		buf_addf(&b, "%s/.cache/forge/config-valid", home);
-	else
-		return NULL;
-	return buf_detach(&b, NULL);
+	return cache_path("config-valid");
 }
 
 /* dl_iterate_phdr callback: hash the main program's GNU build-id note
@@ -369,7 +360,7 @@ static void cache_load(const struct resource *schema)
 	if (!build_id)
 		return;
 	vcache.keys = xcalloc(CACHE_KEEP, sizeof *vcache.keys);
-	if (!(path = cache_path()))
+	if (!(path = valid_cache_path()))
 		return;
 	f = fopen(path, "re");
 	free(path);
@@ -412,35 +403,18 @@ static void cache_add(const char *key)
 	vcache.dirty = true;
 }
 
-/* Make dir and its parents (mode 0700), as far as they are missing. */
-static void make_dirs(char *dir)
-{
-	for (char *p = strchr(dir + 1, '/');; p = strchr(p + 1, '/')) {
-		if (p)
-			*p = '\0';
-		(void)!mkdir(dir, 0700);
-		if (!p)
-			return;
-		*p = '/';
-	}
-}
-
 /* Write the keys out (a new file renamed over the old one), when any was
  * added; errors are ignored. */
 static void cache_save(void)
 {
-	char *path = vcache.dirty ? cache_path() : NULL;
+	char *path = vcache.dirty ? valid_cache_path() : NULL;
 	struct buf tmp = BUF_INIT;
 	FILE *f;
 
 	vcache.dirty = false;
 	if (!path)
 		return;
-	char *slash = strrchr(path, '/');
-
-	*slash = '\0';
-	make_dirs(path);
-	*slash = '/';
+	(void)cache_mkdirs(path);
 	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
 	if ((f = fopen(tmp.buf, "we"))) {
 		for (size_t i = 0; i < vcache.n; i++)

@@ -91,9 +91,13 @@ int review_lint(jv *out, struct review_ctx *ctx);
 
 /* Run a linter or scanner (argv[0] a path) in dir under the sandbox with
  * ctx->cfg's policy (sandbox_job.h), stdout and stderr merged, 4 MiB kept,
- * ctx->timeout_ms.  As sandbox_job_run(): *r always initialised. */
+ * ctx->timeout_ms.  As sandbox_job_run(): *r always initialised.  In
+ * ctx->workdir, unless review.tool_cache is false, a run of the same
+ * command on the same files is taken from the tool cache
+ * (review/toolcache.h): *cached (may be NULL) says so, r->exit_code and
+ * r->out are the kept ones. */
 struct proc_result;
-int review_run_tool(struct proc_result *r, struct review_ctx *ctx, const char *const *argv,
+int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx, const char *const *argv,
 		    const char *dir);
 
 /* Parsers, exposed for the unit tests.  Each appends to *acc (an array)

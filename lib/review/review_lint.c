@@ -26,6 +26,7 @@
 #include "data/project.h"
 #include "os/sandbox.h"
 #include "os/sandbox_job.h"
+#include "review/toolcache.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
@@ -270,22 +271,40 @@ void review_parse_shellcheck(jv *acc, const struct diff *d, const char *json_tex
 struct tool_run {
 	int exit_code;
 	bool timed_out;
+	bool cached;                    /* the output came from the tool cache */
 	char *out;                      /* stdout + stderr */
 };
 
-int review_run_tool(struct proc_result *r, struct review_ctx *ctx, const char *const *argv,
+/* Whether runs of tools in dir may come from the cache (review/toolcache.h):
+ * only in the review's private copy of the checked files (the project's own
+ * lint command runs in the worktree, which no key covers). */
+static bool cacheable(const struct review_ctx *ctx, const char *dir)
+{
+	return ctx->workdir && !strcmp(dir, ctx->workdir) &&
+	       (!ctx->cfg || config_get_bool(ctx->cfg, "review.tool_cache"));
+}
+
+int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx, const char *const *argv,
 		    const char *dir)
 {
 	struct sandbox_policy *policy = NULL;
 	struct buf cmd = BUF_INIT;
+	char key[65];
+	bool keyed = cacheable(ctx, dir) && toolcache_key(key, argv, dir) == 0;
 	int rc = -1;
 
-	if (sandbox_policy_from_config(&policy, ctx->cfg) < 0) {
-		memset(r, 0, sizeof *r);
-		buf_init(&r->out, 0);
-		buf_init(&r->err, 0);
-		return -1;
+	memset(r, 0, sizeof *r);
+	buf_init(&r->out, 0);
+	buf_init(&r->err, 0);
+	if (cached)
+		*cached = false;
+	if (keyed && toolcache_get(key, dir, &r->exit_code, &r->out)) {
+		if (cached)
+			*cached = true;
+		return 0;
 	}
+	if (sandbox_policy_from_config(&policy, ctx->cfg) < 0)
+		return -1;
 	sandbox_shell_join(&cmd, argv);
 	struct sandbox_job job = {
 		.policy = policy,
@@ -294,7 +313,10 @@ int review_run_tool(struct proc_result *r, struct review_ctx *ctx, const char *c
 		.timeout_ms = ctx->timeout_ms > 0 ? ctx->timeout_ms : 120000,
 		.output_cap = 4u << 20,
 	};
+	proc_result_release(r);
 	rc = sandbox_job_run(r, NULL, &job);
+	if (rc == 0 && keyed && !r->timed_out && !r->term_signal)
+		toolcache_put(key, dir, r->exit_code, r->out.buf, r->out.len);
 	buf_release(&cmd);
 	sandbox_policy_free(policy);
 	return rc;
@@ -303,7 +325,7 @@ int review_run_tool(struct proc_result *r, struct review_ctx *ctx, const char *c
 static int run(struct tool_run *tr, struct review_ctx *ctx, const char *const *argv, const char *cwd)
 {
 	struct proc_result r;
-	int rc = review_run_tool(&r, ctx, argv, cwd);
+	int rc = review_run_tool(&r, &tr->cached, ctx, argv, cwd);
 
 	tr->exit_code = r.exit_code;
 	tr->timed_out = r.timed_out;
@@ -321,6 +343,8 @@ static void ran(struct review_ctx *ctx, const char *tool, const struct tool_run 
 	e = json_set(e, "findings", jv_number(found));
 	if (tr->timed_out)
 		e = json_set(e, "timed_out", jv_true());
+	if (tr->cached)
+		e = json_set(e, "cached", jv_true());
 	review_emit(ctx, "review.tool_ran", e);
 }
 

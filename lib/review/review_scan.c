@@ -162,13 +162,16 @@ int review_scan(jv *out, struct review_ctx *ctx)
 			argv[a++] = files[i];
 		argv[a] = NULL;
 		/* in the sandbox, on the post-image copy (review_run_tool) */
-		if (review_run_tool(&r, ctx, argv, ctx->workdir) == 0 && !r.timed_out) {
+		bool cached;
+		if (review_run_tool(&r, &cached, ctx, argv, ctx->workdir) == 0 && !r.timed_out) {
 			int before = jv_array_length(jv_copy(*out));
 			S->parse(out, ctx->diff, r.out.buf);
 			jv e = json_set(jv_object(), "tool", jv_string(S->tool));
 			e = json_set(e, "files", jv_number((double)nf));
 			e = json_set(e, "exit_code", jv_number(r.exit_code));
 			e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(*out)) - before));
+			if (cached)
+				e = json_set(e, "cached", jv_true());
 			review_emit(ctx, "review.tool_ran", e);
 		} else {
 			review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(S->tool)),

@@ -50,6 +50,13 @@ forge_setup() {
 	export XDG_CONFIG_HOME="$HOME/.config"
 	mkdir -p "$XDG_CONFIG_HOME"
 	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	# One cache directory for the whole bats run: what is kept there is keyed
+	# by its whole input (SHA-256), so sharing it is sound.  A review's
+	# linter and scanner runs on files another test reviewed come from it
+	# (review.tool_cache: they are most of a whole run's CPU time), and a
+	# configuration validated once is not validated again.  Tests of the
+	# caches themselves set their own.
+	export XDG_CACHE_HOME="${BATS_RUN_TMPDIR:-$BATS_TEST_TMPDIR}/cache"
 	# Nothing from the developer's environment may steer a test.
 	local v
 	for v in "${!FORGE_@}"; do

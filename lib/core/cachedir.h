@@ -1,0 +1,17 @@
+/*
+ * cachedir.h - where Forge keeps what it can always compute again: the
+ * user's cache directory, $XDG_CACHE_HOME/forge (an absolute
+ * XDG_CACHE_HOME only, as the XDG spec says), else ~/.cache/forge.
+ */
+#ifndef FORGE_CACHEDIR_H
+#define FORGE_CACHEDIR_H
+
+/* The path of `name` in the cache directory (malloc'd), or NULL when
+ * neither XDG_CACHE_HOME nor HOME says where it is.  Nothing is created. */
+char *cache_path(const char *name);
+
+/* mkdir -p the directories above path (mode 0700 for new ones); 0, or -1
+ * with errno. */
+int cache_mkdirs(const char *path);
+
+#endif
