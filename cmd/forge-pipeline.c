@@ -172,6 +172,10 @@ static void node_details(const struct graph_node *nd, int pad)
 		if (bo->max_from && strcmp(bo->max_from, "file") != 0)
 			printf(" (%s)", bo->max_from);
 		printf(", then a human\n");
+		/* pipeline_decide's rule for tests, kept by the supervisor */
+		if (nd->phase && strcmp(nd->phase, "test") == 0)
+			printf("  %*s  (only failures with a confident fix go back: bounces.test_fix_confidence;"
+			       " none: a human)\n", pad, "");
 	}
 	if (nd->has_gate)
 		printf("  %*s  gate %s%s%s%s%s before it runs\n", pad, "", nd->gate.ladder,
@@ -345,8 +349,10 @@ static int cmd_check_or_show(const struct session *s, const char *sub, const cha
 
 	if (a->json)
 		print_pretty(check ? check_json(g) : json_set(graph_to_json(g), "errors", graph_errors_json(g)));
-	if (!ok)
+	if (!ok && !a->json)
 		print_errors(g);
+	else if (!ok)
+		;       /* the errors are in the JSON */
 	else if (check && !a->json)
 		summary(g);
 	else if (!check && a->dot)

@@ -61,6 +61,10 @@ static void add_error(struct build *b, size_t pos, const char *node, const char 
 	va_start(ap, fmt);
 	buf_vaddf(&m, fmt, ap);
 	va_end(ap);
+	/* one line each (libjq's messages have several) */
+	for (char *c = m.buf; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
 	g->errors = xrealloc(g->errors, (g->nerrors + 1) * sizeof *g->errors);
 	b->err_pos = xrealloc(b->err_pos, (g->nerrors + 1) * sizeof *b->err_pos);
 	g->errors[g->nerrors].node = node ? xstrdup(node) : NULL;

@@ -139,10 +139,10 @@ int graph_load(struct graph **out, const char *what, const char *repo, const str
 
 /*
  * The pipelines graph_load() finds by name, built-in first, then the
- * project's: an array of {"name","where":"built-in"|"project","path"
- * (project only),"description","overridden"(bool: a project file of the
- * same name is found first)}.  A project file that does not parse has
- * "error" instead of a description.  New reference.
+ * project's (by name): an array of {"name","where":"built-in"|"project",
+ * "path" (project only),"overridden" (a project file of the same name is
+ * found first),"description"}.  A project file that cannot be read or
+ * parsed has "error" instead of a description.  New reference.
  */
 jv graph_list(const char *repo);
 

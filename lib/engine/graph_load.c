@@ -120,6 +120,7 @@ static jv entry(const char *name, const char *where, const char *path, const cha
 
 	if (path)
 		e = json_set(e, "path", jv_string(path));
+	e = json_set(e, "overridden", jv_false());
 	if (!jv_is_valid(doc)) {
 		char *why = json_invalid_msg(doc);
 
@@ -129,7 +130,7 @@ static jv entry(const char *name, const char *where, const char *path, const cha
 	}
 	e = json_set(e, "description", json_str_or_null(json_get_str(doc, "description")));
 	jv_free(doc);
-	return json_set(e, "overridden", jv_false());
+	return e;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -192,9 +193,8 @@ jv graph_list(const char *repo)
 
 		buf_init(&text, MAX_FILE);
 		if (buf_read_file(&text, path) < 0)
-			out = jv_array_append(out, json_set(json_set(json_set(json_set(jv_object(), "name", jv_string(names[i])),
-						"where", jv_string("project")), "path", jv_string(path)),
-						"error", jv_string(forge_last_error())));
+			out = jv_array_append(out, json_set(entry(names[i], "project", path, "", 0), "error",
+							    jv_string(forge_last_error())));
 		else
 			out = jv_array_append(out, entry(names[i], "project", path, text.buf, text.len));
 		buf_release(&text);
