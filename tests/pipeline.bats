@@ -219,3 +219,12 @@ EOF
 	run -0 --separate-stderr forge help pipeline
 	assert_line --index 0 "usage: forge-pipeline check PIPELINE [--json]"
 }
+
+@test "bash completion: PIPELINE operands complete with the names forge pipeline list prints" {
+	run -0 bash -c 'source "$1" && shift && COMP_WORDS=("$@") && COMP_CWORD=$(($# - 1)) && _forge &&
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$FORGE_ROOT/share/completions/forge.bash" forge pipeline show rev
+	assert_output "review-and-test"
+	run -0 bash -c 'source "$1" && shift && COMP_WORDS=("$@") && COMP_CWORD=$(($# - 1)) && _forge &&
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$FORGE_ROOT/share/completions/forge.bash" forge pipeline ""
+	assert_output "$(printf '%s\n' check show list)"
+}
