@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #define SCHEMA "pipeline.schema.json"
+#define MAX_NODES 1000         /* the schema's nodes.maxItems */
 
 static const char *const status_names[NODE_NSTATUS] = {
 	"pending", "running", "done", "blocked", "failed", "skipped",
@@ -103,8 +104,10 @@ static char *in_dir(const char *dir, size_t dlen, const char *name)
 {
 	char path[PATH_MAX];
 
-	if (dlen == 0)
-		dir = ".", dlen = 1;
+	if (dlen == 0) {        /* an empty PATH entry is the current directory */
+		dir = ".";
+		dlen = 1;
+	}
 	if ((size_t)snprintf(path, sizeof path, "%.*s/%s", (int)dlen, dir, name) >= sizeof path)
 		return NULL;
 	return executable_file(path) ? xstrdup(path) : NULL;
@@ -537,25 +540,27 @@ static void sort_errors(struct build *b)
 		}
 }
 
-/* The top level against the schema, nodes left to read_nodes. */
+/* The top level against the schema (each node is read_nodes' business);
+ * true when there are nodes to read. */
 static bool check_top(struct build *b, jv doc)
 {
+	const struct schema *s = schema_get(SCHEMA);
+	bool ok = s && schema_validate(s, doc) == 0;
+
 	if (jv_get_kind(doc) != JV_KIND_OBJECT) {
 		add_error(b, 0, NULL, "a pipeline is a JSON object {\"pipeline\", \"version\", \"nodes\"}");
 		return false;
 	}
-	jv nodes = json_get(doc, "nodes");
-	bool array = jv_get_kind(nodes) == JV_KIND_ARRAY;
-	jv top = array ? json_set(jv_copy(doc), "nodes", jv_array()) : jv_copy(doc);
-	const struct schema *s = schema_get(SCHEMA);
-
-	if (!s || schema_validate(s, top) < 0)
+	if (!ok)
 		add_error(b, 0, NULL, "%s", forge_last_error());
-	if (array && jv_array_length(jv_copy(nodes)) == 0)
-		add_error(b, 0, NULL, "no nodes: a pipeline needs at least one (see forge pipeline show default)");
-	jv_free(top);
+	jv nodes = json_get(doc, "nodes");
+	int n = jv_get_kind(nodes) == JV_KIND_ARRAY ? jv_array_length(jv_copy(nodes)) : -1;
 	jv_free(nodes);
-	return array;
+	if (n == 0)
+		add_error(b, 0, NULL, "no nodes: a pipeline needs at least one (see forge pipeline show default)");
+	/* past the schema's maxItems (an error already): not read, the
+	 * ancestor matrix is n * n bytes */
+	return n > 0 && n <= MAX_NODES;
 }
 
 int graph_from_json(struct graph **out, jv doc, const char *source, const char *path,

@@ -238,6 +238,15 @@ static void test_each_error(void)
 			"{\"id\":\"c\",\"phase\":\"review\",\"needs\":[\"b\"]}]}",
 			"a", "cycle ('a' needs 'c', 'c' needs 'b', 'b' needs 'a')");
 	/* after a cycle: unreachable from the roots (and the cycle's own error) */
+	/* more nodes than the schema allows: one error, the nodes not read */
+	struct buf big = BUF_INIT;
+	buf_adds(&big, HEAD);
+	for (int i = 0; i < 1001; i++)
+		buf_addf(&big, "%s{\"id\":\"n%d\",\"phase\":\"plan\"}", i ? "," : "", i);
+	buf_adds(&big, "]}");
+	char *m = one_error(big.buf, NULL, ".nodes: expected at most 1000 items, got 1001");
+	buf_release(&big);
+	CHECK_MSG(!m, "%s", m);
 	struct graph *g = load(HEAD "{\"id\":\"r\",\"phase\":\"plan\"},"
 			       "{\"id\":\"a\",\"phase\":\"implement\",\"needs\":[\"b\",\"r\"]},"
 			       "{\"id\":\"b\",\"phase\":\"review\",\"needs\":[\"a\"]},"
