@@ -179,7 +179,7 @@ static void schema_error(struct build *b, size_t i, const char *msg)
 		NODE_ERR(b, i, "%s", msg);
 }
 
-/* First pass: ids, fields, the schema of each node. */
+/* First pass: ids, fields, the schema of each node.  Consumes nodes. */
 static void read_nodes(struct build *b, jv nodes)
 {
 	struct graph *g = b->g;
@@ -211,6 +211,7 @@ static void read_nodes(struct build *b, jv nodes)
 		}
 		jv_free(node);
 	}
+	jv_free(nodes);
 }
 
 /* phase or program, and where the program is. */
