@@ -176,7 +176,7 @@ static void schema_error(struct build *b, size_t i, const char *msg)
 		NODE_ERR(b, i, "unknown phase '%s': a phase is plan, implement, review, test or deploy; "
 			 "another program is given with \"program\"", b->g->nodes[i].phase);
 	else
-		NODE_ERR(b, i, "%s", msg);
+		NODE_ERR(b, i, "%s", strncmp(msg, ".: ", 3) == 0 ? msg + 3 : msg);   /* the node itself */
 }
 
 /* First pass: ids, fields, the schema of each node.  Consumes nodes. */
