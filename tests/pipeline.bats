@@ -110,7 +110,10 @@ pipeline() {
 	pipeline pl/p.json '{"id":"a","program":"./step.sh","args":["-x"]}' '{"id":"b","program":"cat","needs":["a"]}' \
 		'{"id":"c","program":"forge-review","needs":["b"],"result_key":"lint"}'
 	run -0 --separate-stderr forge pipeline check --json pl/p.json
-	[ "$(jq -r '.nodes[0].path' <<<"$output")" = "pl/./step.sh" ]
+	# absolute, so that it runs the same from the run's worktree
+	path=$(jq -r '.nodes[0].path' <<<"$output")
+	[[ "$path" == /*/pl/./step.sh ]]
+	[ "$path" -ef pl/step.sh ]
 	[[ "$(jq -r '.nodes[1].path' <<<"$output")" == */cat ]]
 	[ "$(jq -r '.nodes[2].path' <<<"$output")" -ef "$FORGE_BINDIR/forge-review" ]
 	chmod -x pl/step.sh

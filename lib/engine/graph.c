@@ -99,16 +99,25 @@ static bool executable_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* dir/name when it is an executable file (malloc'd), else NULL. */
+/* dir/name when it is an executable file, else NULL; absolute (without
+ * resolving symbolic links: a program may go by the name it is called),
+ * so that it runs the same from any directory.  malloc'd. */
 static char *in_dir(const char *dir, size_t dlen, const char *name)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], cwd[PATH_MAX];
+	int n;
 
 	if (dlen == 0) {        /* an empty PATH entry is the current directory */
 		dir = ".";
 		dlen = 1;
 	}
-	if ((size_t)snprintf(path, sizeof path, "%.*s/%s", (int)dlen, dir, name) >= sizeof path)
+	if (dir[0] == '/')
+		n = snprintf(path, sizeof path, "%.*s/%s", (int)dlen, dir, name);
+	else if (getcwd(cwd, sizeof cwd))
+		n = snprintf(path, sizeof path, "%s/%.*s/%s", cwd, (int)dlen, dir, name);
+	else
+		return NULL;
+	if (n < 0 || (size_t)n >= sizeof path)
 		return NULL;
 	return executable_file(path) ? xstrdup(path) : NULL;
 }

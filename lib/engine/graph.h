@@ -76,7 +76,7 @@ struct graph_node {
 	char *id;               /* "#N" (1-based position) when the file gives none */
 	char *phase;            /* a built-in phase, or NULL */
 	char *program;          /* as written, or NULL */
-	char *path;             /* the program found, or NULL */
+	char *path;             /* the program found (an absolute path), or NULL */
 	char **args;
 	size_t nargs;
 	size_t *needs;          /* indices of the known nodes it needs */
