@@ -15,6 +15,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "data/config.h"
 #include "engine/graph.h"
 #include "engine/pipeline.h"
 
@@ -183,7 +184,29 @@ static void node_details(const struct graph_node *nd, int pad)
 		       nd->gate.prompt ? ": " : "", nd->gate.prompt ? nd->gate.prompt : "");
 }
 
-static void show_text(const struct graph *g)
+/*
+ * The configured gates (config "gates") whose phase is `phase` ("*": those
+ * of every node), one line each: they apply to the phase nodes as they do
+ * to forge run's phases, checked before and after the phase.
+ */
+static void configured_gates(const struct config *cfg, const char *phase, const char *indent)
+{
+	jv gates = config_get(cfg, "gates");
+
+	if (jv_get_kind(gates) == JV_KIND_ARRAY) {
+		jv_array_foreach(gates, i, gate) {
+			const char *p = json_get_str(gate, "phase");
+
+			if (p && strcmp(p, phase) == 0)
+				printf("%sconfigured gate %s when %s\n", indent, json_get_str(gate, "id"),
+				       json_get_str(gate, "condition"));
+			jv_free(gate);
+		}
+	}
+	jv_free(gates);
+}
+
+static void show_text(const struct graph *g, const struct config *cfg)
 {
 	int pad = 0;
 
@@ -195,6 +218,7 @@ static void show_text(const struct graph *g)
 		printf(": %s", g->description);
 	printf("\nsource: %s\n", g->source);
 	flow_line(g);
+	configured_gates(cfg, "*", "at every node: ");
 	for (int l = 1; l <= g->nlayers; l++) {
 		size_t n = 0;
 
@@ -214,6 +238,12 @@ static void show_text(const struct graph *g)
 			putchar('\n');
 			buf_release(&b);
 			node_details(nd, pad);
+			if (nd->phase) {
+				char indent[80];
+
+				snprintf(indent, sizeof indent, "  %*s  ", pad, "");
+				configured_gates(cfg, nd->phase, indent);
+			}
 		}
 	}
 }
@@ -358,7 +388,7 @@ static int cmd_check_or_show(const struct session *s, const char *sub, const cha
 	else if (!check && a->dot)
 		show_dot(g);
 	else if (!check && !a->json)
-		show_text(g);
+		show_text(g, s->cfg);
 	graph_free(g);
 	free(bindir);
 	return ok ? FORGE_EXIT_OK : FORGE_EXIT_USAGE;

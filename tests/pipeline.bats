@@ -121,15 +121,17 @@ pipeline() {
 	assert_equal "$stderr" "pl/p.json: node 'a': program './step.sh' is not an executable file (a path with '/' is relative to pl)"
 }
 
-@test "show: default.json as text, layer by layer with its bounces" {
+@test "show: default.json as text, layer by layer with its bounces and the configured gates" {
 	run -0 --separate-stderr forge pipeline show default
 	assert_output "$(cat <<'EOF'
 pipeline default: plan, implement, review, test and deploy; review and test go back to implement
 source: default (built-in)
 flow: plan -> implement -> review -> test -> deploy
+at every node: configured gate cost_overrun when .cost.usd > .budget.usd * 0.8
 
 layer 1
   plan       phase plan
+             configured gate architecture_approval when .plan.risk.level == "high" or .plan.risk.level == "critical"
 
 layer 2
   implement  phase implement; needs plan
@@ -137,6 +139,7 @@ layer 2
 layer 3
   review     phase review; needs implement
              bounce back to implement when .review.decision == "request_changes" (bounces.review_condition), at most 3 times (bounces.review_max), then a human
+             configured gate security_findings when [.review.findings[]? | select(.severity == "critical" and .category == "security")] | length > 0
 
 layer 4
   test       phase test; needs review
@@ -145,6 +148,7 @@ layer 4
 
 layer 5
   deploy     phase deploy; needs test
+             configured gate production_deploy when .task.environment == "production"
 EOF
 )"
 	[ -z "$stderr" ]
