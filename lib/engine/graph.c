@@ -243,19 +243,63 @@ static void check_kind(struct build *b, size_t i)
 	}
 }
 
+/* Edit distance of a and b, capped at 9 (only small ones matter). */
+static int distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int row[65], prev;
+
+	if (la > 64 || lb > 64)
+		return 9;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int sub = prev + (a[i - 1] != b[j - 1]), best = row[j] + 1;
+
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			prev = row[j];
+			row[j] = sub < best ? sub : best;
+		}
+	}
+	return row[lb] < 9 ? row[lb] : 9;
+}
+
+/* " (did you mean 'x'?)" for the id nearest to an unknown one, when it is
+ * near (an edit for every 3 characters, at least 1) and not node `self`'s;
+ * else "".  Into hint (96 bytes), which it returns. */
+static const char *did_you_mean(char hint[96], const struct graph *g, size_t self, const char *unknown)
+{
+	int near = (int)strlen(unknown) / 3, best = (near > 1 ? near : 1) + 1;
+
+	hint[0] = '\0';
+	for (size_t j = 0; j < g->n; j++) {
+		int d = j == self ? 9 : distance(unknown, g->nodes[j].id);
+
+		if (d < best) {
+			best = d;
+			snprintf(hint, 96, " (did you mean '%.60s'?)", g->nodes[j].id);
+		}
+	}
+	return hint;
+}
+
 static void read_needs(struct build *b, size_t i, jv node)
 {
 	struct graph *g = b->g;
 	struct graph_node *nd = &g->nodes[i];
 	size_t n;
-	char **names = str_array(node, "needs", &n);
+	char **names = str_array(node, "needs", &n), hint[96];
 
 	nd->needs = xcalloc(n ? n : 1, sizeof *nd->needs);
 	for (size_t k = 0; k < n; k++) {
 		int j = graph_index(g, names[k]);
 
 		if (j < 0)
-			NODE_ERR(b, i, "needs unknown node '%s'", names[k]);
+			NODE_ERR(b, i, "needs unknown node '%s'%s", names[k], did_you_mean(hint, g, i, names[k]));
 		else if ((size_t)j == i)
 			NODE_ERR(b, i, "needs itself: to run a node again use retry, to go back use a bounce");
 		else
@@ -302,6 +346,7 @@ static void read_bounce(struct build *b, size_t i, jv node)
 	struct graph_node *nd = &b->g->nodes[i];
 	struct graph_bounce *bo = &nd->bounce;
 	jv bounce = json_get(node, "bounce");
+	char hint[96];
 
 	if (jv_get_kind(bounce) != JV_KIND_OBJECT) {
 		jv_free(bounce);
@@ -328,7 +373,7 @@ static void read_bounce(struct build *b, size_t i, jv node)
 	}
 	int to = graph_index(b->g, bo->to_id);
 	if (to < 0)
-		NODE_ERR(b, i, "bounce to unknown node '%s'", bo->to_id);
+		NODE_ERR(b, i, "bounce to unknown node '%s'%s", bo->to_id, did_you_mean(hint, b->g, i, bo->to_id));
 	else if ((size_t)to == i)
 		NODE_ERR(b, i, "bounce to itself: to run a node again use retry");
 	bo->to = to < 0 ? i : (size_t)to;

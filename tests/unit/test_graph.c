@@ -233,6 +233,8 @@ static void test_each_error(void)
 	CHECK_ONE_ERROR(HEAD "{\"id\":\"a\"}]}", "a", "neither a phase");
 	CHECK_ONE_ERROR(HEAD "{\"id\":\"a\",\"phase\":\"plan\",\"needs\":[\"y\"]}]}", "a", "needs unknown node 'y'");
 	CHECK_ONE_ERROR(HEAD "{\"id\":\"a\",\"phase\":\"plan\",\"needs\":[\"a\"]}]}", "a", "needs itself");
+	CHECK_ONE_ERROR(HEAD "{\"id\":\"review\",\"phase\":\"review\"},{\"id\":\"b\",\"phase\":\"plan\",\"needs\":[\"reveiw\"]}]}",
+			"b", "needs unknown node 'reveiw' (did you mean 'review'?)");
 	CHECK_ONE_ERROR(HEAD "{\"id\":\"a\",\"phase\":\"plan\",\"needs\":[\"c\"]},"
 			"{\"id\":\"b\",\"phase\":\"implement\",\"needs\":[\"a\"]},"
 			"{\"id\":\"c\",\"phase\":\"review\",\"needs\":[\"b\"]}]}",
@@ -260,7 +262,9 @@ static void test_each_error(void)
 			"{\"id\":\"c\",\"phase\":\"test\",\"needs\":[\"a\"],\"bounce\":{\"to\":\"b\"}}]}",
 			"c", "bounce to 'b', which is not before it");
 	CHECK_ONE_ERROR(HEAD "{\"id\":\"a\",\"phase\":\"review\",\"bounce\":{\"to\":\"q\"}}]}", "a",
-			"bounce to unknown node 'q'");
+			"bounce to unknown node 'q'\n");
+	CHECK_ONE_ERROR(HEAD "{\"id\":\"implement\",\"phase\":\"implement\"},{\"id\":\"r\",\"phase\":\"review\","
+			"\"needs\":[\"implement\"],\"bounce\":{\"to\":\"nowhere\"}}]}", "r", "bounce to unknown node 'nowhere'\n");
 	CHECK_ONE_ERROR(HEAD "{\"id\":\"a\",\"phase\":\"review\",\"bounce\":{\"to\":\"a\"}}]}", "a", "bounce to itself");
 	CHECK_ONE_ERROR(HEAD "{\"id\":\"a\",\"phase\":\"implement\"},"
 			"{\"id\":\"b\",\"program\":\"sh\",\"needs\":[\"a\"],\"bounce\":{\"to\":\"a\"}}]}",
