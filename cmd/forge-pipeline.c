@@ -179,7 +179,7 @@ static void node_details(const struct graph_node *nd, int pad)
 			       " none: a human)\n", pad, "");
 	}
 	if (nd->has_gate)
-		printf("  %*s  gate %s%s%s%s%s before it runs\n", pad, "", nd->gate.ladder,
+		printf("  %*s  gate %s before it runs%s%s%s%s\n", pad, "", nd->gate.ladder,
 		       nd->gate.when ? " when " : "", nd->gate.when ? nd->gate.when : "",
 		       nd->gate.prompt ? ": " : "", nd->gate.prompt ? nd->gate.prompt : "");
 }

@@ -166,7 +166,7 @@ EOF
 	assert_line "         result in .build"
 	assert_line "         retry on failed or rejected, at most 2 more times"
 	assert_line "         runs when .build.ok, else skipped"
-	assert_line "         gate staging_deploy when .task.environment != null: Ship it? before it runs"
+	assert_line "         gate staging_deploy before it runs when .task.environment != null: Ship it?"
 }
 
 @test "show --dot: Graphviz DOT that dot draws, with bounce edges and parallel ranks" {
