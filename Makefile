@@ -112,7 +112,7 @@ PROG_SRC    := $(sort $(wildcard cmd/*.c) $(wildcard filters/*.c))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 HELPER_SRC  := $(sort $(wildcard tests/helpers/*.c))
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-RESOURCES   := $(sort $(wildcard schemas/*.json schemas/*/*.json schemas/sql/*.sql schemas/prompts/*.md))
+RESOURCES   := $(sort $(wildcard schemas/*.json schemas/*/*.json schemas/sql/*.sql schemas/prompts/*.md pipelines/*.json))
 SHARE       := share/forge/concepts.tsv
 
 GEN_RES     := $(O)/gen/resources.c

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# make install: programs and schemas; an installed forge
+# make install: programs, schemas and pipelines; an installed forge
 # works without the source tree.
 
 load test_helper/common
@@ -19,6 +19,7 @@ setup() {
 	[ -x "$dest/opt/forge/bin/forge-events" ]
 	[ -f "$dest/opt/forge/share/forge/schemas/event.schema.json" ]
 	[ -f "$dest/opt/forge/share/forge/schemas/sql/001-core.sql" ]
+	[ -f "$dest/opt/forge/share/forge/pipelines/default.json" ]
 	run -0 --separate-stderr "$dest/opt/forge/bin/forge" --help
 	[[ "$output" == *"  events "* ]]
 	# Schemas and migrations are compiled in: no source tree needed at run time.
@@ -28,4 +29,8 @@ setup() {
 		'{"kind":"event","id":"01JDB3AAAAAAAAAAAAAAAAAAAA","trace_id":"t1","ts":"2026-11-21T21:30:00.000Z","source":"x","type":"a.b","payload":{}}' \
 		"$dest/opt/forge/bin/forge"
 	[ "$(sqlite3 "$BATS_TEST_TMPDIR/elsewhere/db" 'select count(*) from events')" -eq 1 ]
+	# and so are the shipped pipelines, found by name
+	run -0 --separate-stderr bash -c 'cd "$1" && "$2" pipeline check default' _ "$BATS_TEST_TMPDIR/elsewhere" \
+		"$dest/opt/forge/bin/forge"
+	[[ "$output" == "default (built-in): ok: "* ]]
 }

@@ -6,7 +6,8 @@
 # same tables as --help), so a new program or subcommand completes as soon as
 # it is installed.  Operands named TRACE complete with the trace ids of
 # `forge history --json`; PATH (forge config get|set) with the configuration's
-# keys; FILE and DIR with file names.
+# keys; PIPELINE with the names `forge pipeline list` prints and file names;
+# FILE and DIR with file names.
 
 # _forge_field KIND FIELD: FIELD (2 or 3) of the --help-words lines of KIND
 # in $_forge_words.
@@ -45,6 +46,12 @@ _forge_operand() {
 		local keys
 		keys=$("$forge" config --explain 2>/dev/null | sed -n 's/^\([^ ]*\) = .*/\1/p')
 		mapfile -t COMPREPLY < <(compgen -W "$keys" -- "$2")
+		;;
+	PIPELINE)
+		# forge pipeline check|show: the names it finds, and files
+		local names
+		names=$("$forge" pipeline list 2>/dev/null | sed 's/ .*//')
+		mapfile -t COMPREPLY < <(compgen -W "$names" -- "$2"; compgen -f -- "$2")
 		;;
 	FILE* | DIR*)
 		mapfile -t COMPREPLY < <(compgen -f -- "$2")
