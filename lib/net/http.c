@@ -7,8 +7,10 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/forge.h"
 
@@ -48,6 +50,71 @@ const char *http_header_get(const struct http_response *r, const char *name)
 			return r->headers[i].value;
 	return NULL;
 }
+
+#ifdef FORGE_CURL_STATIC
+/* libcurl is linked in (CURL_STATIC=1, see the Makefile).  This pulls from
+ * the archive the files that define what libcurl.a calls and loads only on
+ * first use: OpenSSL, libssh2, GSS-API, libidn2, libpsl, librtmp, OpenLDAP. */
+extern const int forge_curl_libs_lazy, forge_ssh2_lazy, forge_gss_lazy;
+__attribute__((used)) static const int *const lazy_linked[] = { &forge_curl_libs_lazy, &forge_ssh2_lazy,
+								 &forge_gss_lazy };
+
+/* curl_global_init() initialises the TLS library (OPENSSL_init_ssl: loading
+ * libssl and libcrypto, reading openssl.cnf) even for a program that only
+ * ever speaks http:// to a local server.  The linker sends that call
+ * here (-Wl,--wrap=Curl_ssl_init); the real one is made by tls_prepare()
+ * before the first request that may use TLS, as it would have been before
+ * any request. */
+int __real_Curl_ssl_init(void);
+int __wrap_Curl_ssl_init(void);
+
+int __wrap_Curl_ssl_init(void)
+{
+	return 1;
+}
+
+static int tls_ok;
+
+static void tls_init(void)
+{
+	tls_ok = __real_Curl_ssl_init();
+}
+
+/* Whether a request to url may use TLS: anything but http:// without a
+ * proxy (an https:// proxy speaks TLS for an http:// URL too; the variables
+ * are libcurl's). */
+static bool may_use_tls(const char *url)
+{
+	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+					       "all_proxy", "ALL_PROXY" };
+
+	if (strncasecmp(url, "http://", 7) != 0)
+		return true;
+	for (size_t i = 0; i < sizeof(proxies) / sizeof(*proxies); i++) {
+		const char *v = getenv(proxies[i]);
+
+		if (v && *v)
+			return true;
+	}
+	return false;
+}
+
+static int tls_prepare(const char *url)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (!may_use_tls(url))
+		return 0;
+	pthread_once(&once, tls_init);
+	return tls_ok ? 0 : forge_error("cannot initialise TLS for '%s'", url);
+}
+#else
+static int tls_prepare(const char *url)
+{
+	(void)url;
+	return 0;
+}
+#endif
 
 int http_client_init(struct http_client *c)
 {
@@ -360,6 +427,10 @@ int http_send(struct http_response *out, struct http_client *c, const struct htt
 	double start = now_ms();
 
 	http_response_init(out);
+	if (tls_prepare(req->url) < 0) {
+		snprintf(out->error, sizeof(out->error), "%s", forge_last_error());
+		return -1;
+	}
 	for (int n = 0;; n++) {
 		attempt(out, c, req);
 		if (out->status >= 200 && out->status < 300)
