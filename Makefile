@@ -90,6 +90,30 @@ LDLIBS   := -Wl,-Bstatic $(GIT2_STATIC_LIBS:%=-l%) -Wl,-Bdynamic $(LDLIBS)
 else
 LDFLAGS  += -Wl,--export-dynamic-symbol=mbedtls_x509_crt_parse_file
 endif
+# libcurl likewise (CURL_STATIC=1, the default where the archives of libcurl,
+# nghttp2, zstd, brotli and zlib and the -dev packages of the libraries
+# below are installed; CURL_STATIC= keeps the dlopen of lib/net/curl_lazy.c):
+# the first HTTP request then loads none of ~30 libraries.  What libcurl
+# needs only for some requests stays shared and is loaded by its first call
+# (lib/net/curl_libs_lazy.c, made by scripts/gen-lazy-curl): OpenSSL by the
+# first https:// request (linked in, its ~19000 relocations would cost every
+# program's --version), libidn2, libpsl, librtmp and OpenLDAP by what Forge
+# never asks (IDN host names, cookies, rtmp://, ldap://); libssh2 and
+# Kerberos share libgit2's lib/git/ssh2_lazy.c and gss_lazy.c.
+# curl_global_init() initialises OpenSSL even for http://: --wrap=Curl_ssl_init
+# lands that call in lib/net/http.c, which makes it before the first request
+# that may use TLS.
+CURL_STATIC_LIBS := curl nghttp2 zstd brotlidec brotlicommon z
+CURL_LAZY_DEV    := ssl idn2 psl rtmp ldap lber ssh2
+ifeq ($(origin CURL_STATIC),undefined)
+CURL_STATIC := $(if $(shell for l in $(CURL_STATIC_LIBS) $(CURL_LAZY_DEV); do \
+	[ -e "$$($(CC) -print-file-name=lib$$l.a)" ] || echo $$l; done),,1)
+endif
+ifeq ($(CURL_STATIC),1)
+CPPFLAGS += -DFORGE_CURL_STATIC
+LDFLAGS  += -Wl,--wrap=Curl_ssl_init
+LDLIBS   := -Wl,-Bstatic $(CURL_STATIC_LIBS:%=-l%) -Wl,-Bdynamic $(LDLIBS)
+endif
 
 ifdef SANITIZE
 CFLAGS   := -O1 -g1 -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -105,8 +129,13 @@ LDFLAGS  += $(FUSE_LD)
 LIB_SRC     := $(sort $(wildcard lib/*/*.c) $(wildcard app/*.c))
 ifeq ($(GIT2_STATIC),1)
 LIB_SRC     := $(filter-out lib/git/git2_lazy.c,$(LIB_SRC))
-else
+else ifneq ($(CURL_STATIC),1)
 LIB_SRC     := $(filter-out lib/git/gss_lazy.c lib/git/ssh2_lazy.c,$(LIB_SRC))
+endif
+ifeq ($(CURL_STATIC),1)
+LIB_SRC     := $(filter-out lib/net/curl_lazy.c,$(LIB_SRC))
+else
+LIB_SRC     := $(filter-out lib/net/curl_libs_lazy.c,$(LIB_SRC))
 endif
 PROG_SRC    := $(sort $(wildcard cmd/*.c) $(wildcard filters/*.c))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))

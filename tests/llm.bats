@@ -326,3 +326,65 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_failure 5
 	[[ $stderr == *"does not hold 2 vectors"* ]]
 }
+
+@test "https: the server's certificate is checked against the system's CAs (self-signed: exit 5, no retry)" {
+	local d=$BATS_TEST_TMPDIR
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$d/key.pem" -out "$d/cert.pem" 2>/dev/null
+	cat "$d/cert.pem" "$d/key.pem" >"$d/server.pem"
+	"$TEST_PYTHON3" "$MOCK" --port-file "$d/port" --tls-cert "$d/server.pem" 2>"$d/mock.err" 3>&- &
+	local pid=$!
+	for _ in $(seq 1200); do
+		[ -s "$d/port" ] || ! kill -0 $pid 2>/dev/null && break
+		sleep 0.05
+	done
+	local url="https://127.0.0.1:$(cat "$d/port")"
+	# the server speaks TLS: a client that trusts its certificate gets an answer
+	run -0 curl -sS -f --cacert "$d/cert.pem" "$url/_mock/requests"
+	# Forge trusts the system's CAs only: the handshake fails on the
+	# self-signed certificate (not retried), and nothing reaches the server
+	run --separate-stderr forge-llm --provider anthropic --base-url "$url" --model claude-haiku-4-5 hi
+	local requests
+	requests=$(curl -sS -f --cacert "$d/cert.pem" "$url/_mock/requests" | jq length)
+	kill $pid
+	assert_failure 5
+	[[ $stderr == *"SSL certificate problem: self-signed certificate"* ]]
+	[[ $stderr != *retries* ]]
+	[ "$requests" = 0 ]
+}
+
+@test "https: a server whose CA is in the system's hashed certificate directory is trusted (the bundle is not read)" {
+	[ "$(id -u)" = 0 ] && [ -d /etc/ssl/certs ] && unshare -m true 2>/dev/null ||
+		skip "needs root and unshare -m (a private view of /etc/ssl/certs)"
+	local d=$BATS_TEST_TMPDIR
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Forge Test CA" \
+		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 \
+		-keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1\n' >"$d/ext"
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+		-extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null
+	cat "$d/srv.pem" "$d/srv.key" >"$d/server.pem"
+	# the system's directory plus the test CA under its hash, and an empty
+	# bundle: read, it would fail every request
+	mkdir "$d/certs"
+	cp -a /etc/ssl/certs/. "$d/certs/"
+	rm -f "$d/certs/ca-certificates.crt"
+	: >"$d/certs/ca-certificates.crt"
+	cp "$d/ca.pem" "$d/certs/forge-test-ca.pem"
+	ln -s forge-test-ca.pem "$d/certs/$(openssl x509 -hash -noout -in "$d/ca.pem").0"
+	echo '[{"text":"hello over TLS"}]' >"$d/script.json"
+	"$TEST_PYTHON3" "$MOCK" --port-file "$d/port" --tls-cert "$d/server.pem" --script "$d/script.json" \
+		2>"$d/mock.err" 3>&- &
+	local pid=$!
+	for _ in $(seq 1200); do
+		[ -s "$d/port" ] || ! kill -0 $pid 2>/dev/null && break
+		sleep 0.05
+	done
+	run --separate-stderr unshare -m sh -c 'mount --bind "$1/certs" /etc/ssl/certs && shift && exec "$@"' _ "$d" \
+		forge-llm --provider anthropic --base-url "https://127.0.0.1:$(cat "$d/port")" --model claude-haiku-4-5 hi
+	kill $pid
+	assert_success
+	assert_output "hello over TLS"
+}
+

@@ -5,10 +5,13 @@
 
 #include <ctype.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/forge.h"
 
@@ -48,6 +51,71 @@ const char *http_header_get(const struct http_response *r, const char *name)
 			return r->headers[i].value;
 	return NULL;
 }
+
+#ifdef FORGE_CURL_STATIC
+/* libcurl is linked in (CURL_STATIC=1, see the Makefile).  This pulls from
+ * the archive the files that define what libcurl.a calls and loads only on
+ * first use: OpenSSL, libssh2, GSS-API, libidn2, libpsl, librtmp, OpenLDAP. */
+extern const int forge_curl_libs_lazy, forge_ssh2_lazy, forge_gss_lazy;
+__attribute__((used)) static const int *const lazy_linked[] = { &forge_curl_libs_lazy, &forge_ssh2_lazy,
+								 &forge_gss_lazy };
+
+/* curl_global_init() initialises the TLS library (OPENSSL_init_ssl: loading
+ * libssl and libcrypto, reading openssl.cnf) even for a program that only
+ * ever speaks http:// to a local server.  The linker sends that call
+ * here (-Wl,--wrap=Curl_ssl_init); the real one is made by tls_prepare()
+ * before the first request that may use TLS, as it would have been before
+ * any request. */
+int __real_Curl_ssl_init(void);
+int __wrap_Curl_ssl_init(void);
+
+int __wrap_Curl_ssl_init(void)
+{
+	return 1;
+}
+
+static int tls_ok;
+
+static void tls_init(void)
+{
+	tls_ok = __real_Curl_ssl_init();
+}
+
+/* Whether a request to url may use TLS: anything but http:// without a
+ * proxy (an https:// proxy speaks TLS for an http:// URL too; the variables
+ * are libcurl's). */
+static bool may_use_tls(const char *url)
+{
+	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+					       "all_proxy", "ALL_PROXY" };
+
+	if (strncasecmp(url, "http://", 7) != 0)
+		return true;
+	for (size_t i = 0; i < sizeof(proxies) / sizeof(*proxies); i++) {
+		const char *v = getenv(proxies[i]);
+
+		if (v && *v)
+			return true;
+	}
+	return false;
+}
+
+static int tls_prepare(const char *url)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (!may_use_tls(url))
+		return 0;
+	pthread_once(&once, tls_init);
+	return tls_ok ? 0 : forge_error("cannot initialise TLS for '%s'", url);
+}
+#else
+static int tls_prepare(const char *url)
+{
+	(void)url;
+	return 0;
+}
+#endif
 
 int http_client_init(struct http_client *c)
 {
@@ -169,6 +237,53 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *payload)
 	return n;
 }
 
+/* Whether dir holds OpenSSL's hashed names of certificates ("5ad8a5d6.0"). */
+static bool has_hashed_certs(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		const char *n = e->d_name;
+		size_t i = 0;
+
+		while (i < 8 && isxdigit((unsigned char)n[i]))
+			i++;
+		found = i == 8 && n[8] == '.' && isdigit((unsigned char)n[9]);
+	}
+	closedir(d);
+	return found;
+}
+
+/* The trust anchors of an https request: libcurl's directory of
+ * certificates instead of its bundle when the directory is there and
+ * hashed (Debian's /etc/ssl/certs, kept with the bundle by
+ * update-ca-certificates).  With the bundle OpenSSL parses every one of
+ * its ~150 certificates before the first handshake of a process (~236M
+ * instructions); with the directory it reads the ones the server's chain
+ * names.  The same certificates are trusted.  The directory is libcurl's
+ * built-in default, the same for every handle: looked at once. */
+static void set_trust(CURL *h)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static int hashed = -1;     /* not looked at yet */
+	char *dir = NULL;
+	int use_dir;
+
+	if (curl_easy_getinfo(h, CURLINFO_CAPATH, &dir) != CURLE_OK || !dir)
+		return;
+	pthread_mutex_lock(&lock);
+	if (hashed < 0)
+		hashed = has_hashed_certs(dir);
+	use_dir = hashed;
+	pthread_mutex_unlock(&lock);
+	if (use_dir)
+		curl_easy_setopt(h, CURLOPT_CAINFO, NULL);
+}
+
 static struct curl_slist *make_headers(const struct http_request *req)
 {
 	struct curl_slist *list = NULL;
@@ -201,6 +316,8 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, t);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
+	if (!strncasecmp(req->url, "https://", 8))
+		set_trust(h);
 	if (req->method && !strcmp(req->method, "GET")) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else {
@@ -360,6 +477,10 @@ int http_send(struct http_response *out, struct http_client *c, const struct htt
 	double start = now_ms();
 
 	http_response_init(out);
+	if (tls_prepare(req->url) < 0) {
+		snprintf(out->error, sizeof(out->error), "%s", forge_last_error());
+		return -1;
+	}
 	for (int n = 0;; n++) {
 		attempt(out, c, req);
 		if (out->status >= 200 && out->status < 300)

@@ -22,7 +22,11 @@
  *
  * Every request runs on the client's single handle (keep-alive);
  * CURLOPT_NOSIGNAL is set, so a program using this module ignores SIGPIPE
- * itself (c-style.md §2 rule 6).  curl_global_init() is called on first use.
+ * itself (c-style.md §2 rule 6).  curl_global_init() is called on first use;
+ * with libcurl linked in (FORGE_CURL_STATIC) its TLS library is initialised
+ * (and OpenSSL loaded) by the first request that may use TLS: an https://
+ * URL, or any URL while a *_proxy variable is set.  When that fails,
+ * http_send() fails with a message and out->status 0, out->error set.
  */
 #ifndef FORGE_HTTP_H
 #define FORGE_HTTP_H

@@ -194,6 +194,7 @@ import random
 import re
 import signal
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -1213,6 +1214,7 @@ def main(argv=None):
     ap.add_argument("--embed-dim", type=int, default=64, help="size of default embedding vectors")
     ap.add_argument("--lenient", action="store_true", help="do not validate requests")
     ap.add_argument("--verbose", action="store_true", help="log requests on stderr")
+    ap.add_argument("--tls-cert", help="serve https: PEM file with the certificate and its key")
     args = ap.parse_args(argv)
 
     state = State(args.log, args.embed_dim, args.lenient, args.verbose)
@@ -1225,6 +1227,10 @@ def main(argv=None):
             return 2
     Handler.state = state
     server = Server(("127.0.0.1", args.port), Handler)
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     port = server.server_address[1]
 
     def stop(signum, frame):

@@ -1,4 +1,5 @@
-/* test_llm_client.c - retry policy, secrets, pricing, cassettes, llm_calls. */
+/* test_llm_client.c - retry policy, secrets, pricing, cassettes, llm_calls,
+ * TLS loaded by the first https:// request. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,55 @@ static void test_connection_refused_retries(void)
 	llm_request_release(&req);
 	llm_client_free(c);
 	unsetenv("ANTHROPIC_API_KEY");
+}
+
+/* Whether a library whose file name contains name is mapped into this process. */
+static int mapped(const char *name)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, name) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* With libcurl linked in, OpenSSL is loaded and initialised by the first
+ * request that may use TLS, not by curl_global_init(): a plain http://
+ * request (to a closed port) leaves it out, an https:// one brings it in
+ * before connecting (the port is closed too: the error is the connection's). */
+static void test_tls_loaded_by_https(void)
+{
+	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+					       "all_proxy", "ALL_PROXY" };
+	struct http_client c;
+	struct http_request req = { "GET", "http://127.0.0.1:9/", NULL, NULL, 0, NULL, NULL, NULL, NULL, 0 };
+	struct http_response r;
+
+#ifndef FORGE_CURL_STATIC
+	SKIP("libcurl is loaded whole (CURL_STATIC=)");
+#endif
+	if (mapped("") < 0)
+		SKIP("no /proc/self/maps");
+	for (size_t i = 0; i < sizeof(proxies) / sizeof(*proxies); i++)
+		unsetenv(proxies[i]);
+	CHECK_INT(http_client_init(&c), 0);
+	c.retry.max_retries = 0;
+	CHECK_INT(http_send(&r, &c, &req), -1);
+	CHECK_INT(r.status, 0);
+	http_response_release(&r);
+	CHECK_INT(mapped("libssl.so"), 0);
+	req.url = "https://127.0.0.1:9/";
+	CHECK_INT(http_send(&r, &c, &req), -1);
+	CHECK_INT(r.status, 0);
+	CHECK_INT(r.transport_error, 7);   /* CURLE_COULDNT_CONNECT */
+	http_response_release(&r);
+	CHECK_INT(mapped("libssl.so"), 1);
+	http_client_release(&c);
 }
 
 static void test_missing_key_message(void)
@@ -433,6 +483,7 @@ int main(void)
 	RUN(test_retry_delay_vectors);
 	RUN(test_should_retry);
 	RUN(test_connection_refused_retries);
+	RUN(test_tls_loaded_by_https);
 	RUN(test_missing_key_message);
 	RUN(test_secrets);
 	RUN(test_pricing);
