@@ -107,8 +107,9 @@ jv json_str_or_null(const char *s)
  * included), numbers -- written straight into a buffer.  jq's copies every
  * string codepoint by codepoint through jv strings and reallocs: it was a
  * third of a session's user-space instructions (a request is serialised to
- * be sent and again to be logged).  Numbers other than integers below 1e17,
- * and invalid values, are left to jq's own formatting.
+ * be sent and again to be logged).  Numbers other than integers below 2^53
+ * and fractions of at most 15 digits (dump_short_double), and invalid
+ * values, are left to jq's own formatting.
  */
 static void dump_jq(struct buf *b, jv v)
 {
@@ -150,6 +151,31 @@ static void dump_string(struct buf *b, jv v)
 	buf_addch(b, '"');
 }
 
+/*
+ * A number that is not an integer, as jq 1.6 prints it -- the shortest
+ * digits that read back as d (jvp_dtoa_fmt), in fixed notation from 1e-4 to
+ * 1e15 -- when those are at most 15 digits: then they are %.15g's with its
+ * trailing zeros trimmed (a k-digit form that reads back is within half an
+ * ulp, less than half a unit of the 15th digit, so it is the correctly
+ * rounded 15-digit one).  false: leave it to jq (16 or 17 digits, an
+ * exponent, a locale's decimal comma).  ~1K instructions where jq takes 5K.
+ */
+static bool dump_short_double(struct buf *b, double d)
+{
+	double a = fabs(d);
+	char num[32];
+	int n;
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return false;
+	n = snprintf(num, sizeof num, "%.15g", d);
+	if (n <= 0 || n >= (int)sizeof num || strpbrk(num, "e,") || !strchr(num, '.') ||
+	    strtod(num, NULL) != d)
+		return false;
+	buf_add(b, num, (size_t)n);
+	return true;
+}
+
 /* Appends v (borrowed). */
 static void dump(struct buf *b, jv v, bool sorted)
 {
@@ -169,9 +195,10 @@ static void dump(struct buf *b, jv v, bool sorted)
 		char num[32];
 		int n, zeros = 0;
 
-		/* an integer jq prints in full: below 1e17, at most five trailing
-		 * zeros (1e+06 otherwise) */
-		if (d > -1e17 && d < 1e17 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
+		/* an integer jq prints in full: below 2^53 (above, its shortest
+		 * digits are not always the integer's: 99534459210317310 for
+		 * ...312), at most five trailing zeros (1e+06 otherwise) */
+		if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
 			n = snprintf(num, sizeof(num), "%lld", (long long)d);
 			while (d != 0 && zeros < n && num[n - 1 - zeros] == '0')
 				zeros++;
@@ -179,6 +206,8 @@ static void dump(struct buf *b, jv v, bool sorted)
 				buf_add(b, num, (size_t)n);
 				break;
 			}
+		} else if (dump_short_double(b, d)) {
+			break;
 		}
 		dump_jq(b, v);
 		break;

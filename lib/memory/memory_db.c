@@ -205,10 +205,12 @@ void mem_hash_hex(char out[33], const char *s, size_t len)
 /* 8 bytes of s as a little-endian word (the same stamp on every machine). */
 static uint64_t le64(const unsigned char *s)
 {
-	uint64_t w = 0;
+	uint64_t w;
 
-	for (int i = 7; i >= 0; i--)
-		w = w << 8 | s[i];
+	memcpy(&w, s, sizeof w);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
 	return w;
 }
 
