@@ -275,8 +275,8 @@ static void test_parse_as_jq(void)
 static void test_parse_without_notes(void)
 {
 	static const char *const texts[] = {
-		"{\"$comment\":\"a \\\"note\\\" \\u00e9\",\"a\":1,\"b\":{\"$c\":{\"x\":[1]},\"d\":\"$kept\"},"
-		"\"l\":[{\"$n\":null,\"e\":2},\"$s\"],\"$\":true}",
+		("{\"$comment\":\"a \\\"note\\\" \\u00e9\",\"a\":1,\"b\":{\"$c\":{\"x\":[1]},\"d\":\"$kept\"},"
+		 "\"l\":[{\"$n\":null,\"e\":2},\"$s\"],\"$\":true}"),
 		"{\"$c\":\"x\",\"a\":\"\\ud800\",\"b\":[{\"$d\":1,\"e\":2}]}",
 		"[{\"$only\":1}]",
 		"\"$plain string\"",
