@@ -177,12 +177,13 @@ $(foreach s,$(filter-out cmd/forge.c,$(PROG_SRC)),$(eval $(call prog_rule,$(s)))
 # error.c): where libc.a is installed it is linked static-pie (with ld.bfd:
 # gold cannot), so `forge CMD` pays no dynamic loader before the exec of
 # forge-CMD (forge --version: 137K -> 61K instructions, 53 -> 30 page
-# faults, less than /bin/true).  Not under a sanitizer (no static runtime).
+# faults, less than /bin/true).  Not under a sanitizer (no static runtime);
+# then dynamic, still without $(LDLIBS): libjq and the rest are not loaded.
 DISPATCH_STATIC := $(if $(SANITIZE),,$(if $(wildcard $(shell $(CC) -print-file-name=libc.a)),1))
 $(BINDIR)/forge: $(O)/obj/cmd/forge.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	$(Q)$(if $(DISPATCH_STATIC),$(CC) -static-pie -o $@ $^,$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS))
+	$(Q)$(if $(DISPATCH_STATIC),$(CC) -static-pie -o $@ $^,$(CC) $(LDFLAGS) -o $@ $^)
 
 $(UNITS): $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(@D)
