@@ -125,6 +125,11 @@ ifeq ($(origin FUSE_LD),undefined)
 FUSE_LD  := $(shell $(CC) -fuse-ld=gold -Wl,--version 2>/dev/null | grep -q '^GNU gold' && echo -fuse-ld=gold)
 endif
 LDFLAGS  += $(FUSE_LD)
+# Only the shared libraries a program uses are loaded at its start (gcc's
+# default on Debian, said here for compilers that do not default to it).
+ifndef SANITIZE
+LDFLAGS  += -Wl,--as-needed
+endif
 
 LIB_SRC     := $(sort $(wildcard lib/*/*.c) $(wildcard app/*.c))
 ifeq ($(GIT2_STATIC),1)
@@ -195,7 +200,19 @@ $(BINDIR)/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(LIB)
 	@echo "  LD      $$@"
 	$(Q)$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
 endef
-$(foreach s,$(PROG_SRC),$(eval $(call prog_rule,$(s))))
+$(foreach s,$(filter-out cmd/forge.c,$(PROG_SRC)),$(eval $(call prog_rule,$(s))))
+
+# forge, the dispatcher, needs only libc (app/cli_help.c, lib/core/buf.c,
+# error.c): where libc.a is installed it is linked static-pie (with ld.bfd:
+# gold cannot), so `forge CMD` pays no dynamic loader before the exec of
+# forge-CMD (forge --version: 137K -> 61K instructions, 53 -> 30 page
+# faults, less than /bin/true).  Not under a sanitizer (no static runtime);
+# then dynamic, still without $(LDLIBS): libjq and the rest are not loaded.
+DISPATCH_STATIC := $(if $(SANITIZE),,$(if $(wildcard $(shell $(CC) -print-file-name=libc.a)),1))
+$(BINDIR)/forge: $(O)/obj/cmd/forge.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(if $(DISPATCH_STATIC),$(CC) -static-pie -o $@ $^,$(CC) $(LDFLAGS) -o $@ $^)
 
 $(UNITS): $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(@D)

@@ -5,6 +5,7 @@
 #include "memory/memory_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,6 +82,16 @@ static int quick_session(struct session *s, const struct cli_common *common, boo
 	return 0;
 }
 
+/*
+ * The memory programs read the database through a mapping of the file
+ * (SQLite's mmap_size) rather than read(2) into page buffers: a search reads
+ * a few dozen 16 KiB pages once, and copying each into freshly allocated
+ * memory was most of its page faults (forge memory search at 600 memories
+ * 312 -> 251 faults, at 100K 765 -> 413; ~15% of its CPU).  Writes still go
+ * through write(2).  At most MEMORY_CLI_MMAP bytes of the file are mapped.
+ */
+#define MEMORY_CLI_MMAP (256LL << 20)
+
 static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common, bool readonly)
 {
 	struct memory_options mo;
@@ -97,6 +108,10 @@ static int cli_open(int *status, struct memory_cli *c, const struct cli_common *
 	c->st = ses.store;
 	free(ses.repo);
 	free(ses.db);
+	char pragma[64];
+
+	snprintf(pragma, sizeof pragma, "PRAGMA mmap_size = %lld", MEMORY_CLI_MMAP);
+	(void)store_exec(c->st, pragma);        /* without it, read(2) as before */
 	memory_options_from_config(&mo, c->cfg);
 	if (memory_open(&c->m, c->st, &mo) < 0) {
 		*status = FORGE_EXIT_USAGE;

@@ -37,6 +37,19 @@ setup() {
 	[[ "$stderr" == *"file=libcurl"* ]]
 }
 
+@test "forge, the dispatcher, loads neither libjq nor SQLite nor libgit2" {
+	# (app/cli_help.c holds all it uses; linked static-pie it loads nothing)
+	run -0 --separate-stderr env LD_DEBUG=files forge --version
+	[[ "$stderr" != *"file=libjq"* && "$stderr" != *"file=libonig"* ]]
+	if command -v nm >/dev/null; then
+		run -0 nm "$FORGE_BINDIR/forge"
+		[[ "$output" != *" jv_"* && "$output" != *" sqlite3_"* && "$output" != *" git_"* ]]
+	fi
+	# ... and a program that needs libjq loads it
+	run -0 --separate-stderr env LD_DEBUG=files forge-events --version
+	[[ "$stderr" == *"file=libjq"* ]]
+}
+
 @test "forge with no command prints usage on stderr and exits 2" {
 	run -2 --separate-stderr forge
 	[ -z "$output" ]

@@ -107,8 +107,9 @@ jv json_str_or_null(const char *s)
  * included), numbers -- written straight into a buffer.  jq's copies every
  * string codepoint by codepoint through jv strings and reallocs: it was a
  * third of a session's user-space instructions (a request is serialised to
- * be sent and again to be logged).  Numbers other than integers below 1e17,
- * and invalid values, are left to jq's own formatting.
+ * be sent and again to be logged).  Numbers other than integers below 2^53
+ * and fractions of at most 15 digits (dump_short_double), and invalid
+ * values, are left to jq's own formatting.
  */
 static void dump_jq(struct buf *b, jv v)
 {
@@ -150,6 +151,31 @@ static void dump_string(struct buf *b, jv v)
 	buf_addch(b, '"');
 }
 
+/*
+ * A number that is not an integer, as jq 1.6 prints it -- the shortest
+ * digits that read back as d (jvp_dtoa_fmt), in fixed notation from 1e-4 to
+ * 1e15 -- when those are at most 15 digits: then they are %.15g's with its
+ * trailing zeros trimmed (a k-digit form that reads back is within half an
+ * ulp, less than half a unit of the 15th digit, so it is the correctly
+ * rounded 15-digit one).  false: leave it to jq (16 or 17 digits, an
+ * exponent, a locale's decimal comma).  ~1K instructions where jq takes 5K.
+ */
+static bool dump_short_double(struct buf *b, double d)
+{
+	double a = fabs(d);
+	char num[32];
+	int n;
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return false;
+	n = snprintf(num, sizeof num, "%.15g", d);
+	if (n <= 0 || n >= (int)sizeof num || strpbrk(num, "e,") || !strchr(num, '.') ||
+	    strtod(num, NULL) != d)
+		return false;
+	buf_add(b, num, (size_t)n);
+	return true;
+}
+
 /* Appends v (borrowed). */
 static void dump(struct buf *b, jv v, bool sorted)
 {
@@ -169,9 +195,10 @@ static void dump(struct buf *b, jv v, bool sorted)
 		char num[32];
 		int n, zeros = 0;
 
-		/* an integer jq prints in full: below 1e17, at most five trailing
-		 * zeros (1e+06 otherwise) */
-		if (d > -1e17 && d < 1e17 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
+		/* an integer jq prints in full: below 2^53 (above, its shortest
+		 * digits are not always the integer's: 99534459210317310 for
+		 * ...312), at most five trailing zeros (1e+06 otherwise) */
+		if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
 			n = snprintf(num, sizeof(num), "%lld", (long long)d);
 			while (d != 0 && zeros < n && num[n - 1 - zeros] == '0')
 				zeros++;
@@ -179,6 +206,8 @@ static void dump(struct buf *b, jv v, bool sorted)
 				buf_add(b, num, (size_t)n);
 				break;
 			}
+		} else if (dump_short_double(b, d)) {
+			break;
 		}
 		dump_jq(b, v);
 		break;
@@ -360,6 +389,7 @@ static jv separator_error(const char *s, size_t at)
 struct fast {
 	const char *p, *end;
 	int depth;
+	bool drop_notes;        /* json_parse_without_notes() */
 };
 
 static void fast_ws(struct fast *f)
@@ -415,7 +445,8 @@ static void utf8_put(struct buf *b, unsigned cp)
 	buf_add(b, u, n);
 }
 
-/* A string at f->p (its opening quote); *out on success. */
+/* A string at f->p (its opening quote); *out on success (out NULL: only
+ * checked and skipped, a note's text). */
 static bool fast_string(struct fast *f, jv *out)
 {
 	const char *p = f->p + 1, *run = p;
@@ -466,7 +497,9 @@ static bool fast_string(struct fast *f, jv *out)
 		}
 		run = p;
 	}
-	if (plain) {
+	if (!out) {
+		/* nothing made */
+	} else if (plain) {
 		*out = jv_string_sized(f->p + 1, (int)(p - (f->p + 1)));
 	} else {
 		buf_add(&b, run, (size_t)(p - run));
@@ -595,11 +628,22 @@ static bool fast_value(struct fast *f, jv *out)
 				}
 				f->p++;
 				fast_ws(f);
-				if (!fast_value(f, &e)) {
+				if (f->drop_notes && jv_string_value(k)[0] == '$') {
+					/* a note: dropped, its text not even made */
+					bool text = f->p < f->end && *f->p == '"';
+
 					jv_free(k);
-					goto fail;
+					if (text ? !fast_string(f, NULL) : !fast_value(f, &e))
+						goto fail;
+					if (!text)
+						jv_free(e);
+				} else {
+					if (!fast_value(f, &e)) {
+						jv_free(k);
+						goto fail;
+					}
+					v = jv_object_set(v, k, e);
 				}
-				v = jv_object_set(v, k, e);
 				fast_ws(f);
 				if (f->p < f->end && *f->p == ',') {
 					f->p++;
@@ -624,9 +668,9 @@ fail:
 }
 
 /* The value of text when the strict parser takes all of it. */
-static bool fast_parse(jv *out, const char *text, size_t len)
+static bool fast_parse(jv *out, const char *text, size_t len, bool drop_notes)
 {
-	struct fast f = { text, text + len, 0 };
+	struct fast f = { text, text + len, 0, drop_notes };
 	const struct lconv *lc = localeconv();
 
 	if (!lc->decimal_point || strcmp(lc->decimal_point, "."))
@@ -651,7 +695,7 @@ jv json_parse(const char *text, size_t len)
 		return jv_invalid_with_msg(jv_string("input too large to parse"));
 	if (!json_utf8_valid(text, len))
 		return jv_invalid_with_msg(jv_string("invalid UTF-8"));
-	if (fast_parse(&fast, text, len))
+	if (fast_parse(&fast, text, len, false))
 		return fast;
 	if (lost_string(&open, &close, text, len)) {
 		/* Parse up to that string: an earlier error is the one to report. */
@@ -673,6 +717,50 @@ jv json_parse(const char *text, size_t len)
 		return jv_invalid_with_msg(jv_string("malformed JSON"));
 	}
 	return jv_invalid_with_msg(strip_parse_tail(msg));
+}
+
+/* v without the members whose key begins with '$', at any depth.  Consumes v. */
+static jv strip_notes(jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_OBJECT) {
+		jv out = jv_object();
+
+		jv_object_foreach(v, key, val) {
+			if (jv_string_value(key)[0] == '$') {
+				jv_free(key);
+				jv_free(val);
+			} else {
+				out = jv_object_set(out, key, strip_notes(val));
+			}
+		}
+		jv_free(v);
+		return out;
+	}
+	if (jv_get_kind(v) == JV_KIND_ARRAY) {
+		jv out = jv_array();
+
+		jv_array_foreach(v, i, item)
+			out = jv_array_append(out, strip_notes(item));
+		jv_free(v);
+		return out;
+	}
+	return v;
+}
+
+jv json_strip_notes(jv v)
+{
+	return strip_notes(v);
+}
+
+jv json_parse_without_notes(const char *text, size_t len)
+{
+	jv v;
+
+	if (len <= (size_t)INT32_MAX && json_utf8_valid(text, len) && fast_parse(&v, text, len, true))
+		return v;
+	/* what the strict parser leaves to jq's, which keeps the notes */
+	v = json_parse(text, len);
+	return jv_is_valid(v) ? strip_notes(v) : v;
 }
 
 jv json_parse_file(const char *path)

@@ -76,6 +76,16 @@ char *json_dumps(jv v, bool sorted);
  */
 jv json_parse(const char *text, size_t len);
 
+/*
+ * json_parse() without the notes: the object members whose key begins with
+ * '$' ("$comment", "$schema"), at any depth, as json_strip_notes() leaves
+ * it, in one pass (the built-in configuration is half notes).
+ */
+jv json_parse_without_notes(const char *text, size_t len);
+
+/* v without the members whose key begins with '$', at any depth.  Consumes v. */
+jv json_strip_notes(jv v);
+
 /* Read and parse a whole file; an invalid jv with a message on error. */
 jv json_parse_file(const char *path);
 

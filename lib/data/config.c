@@ -69,6 +69,8 @@ struct config {
 	jv effective;
 	struct layer *layers;   /* lowest first */
 	size_t nlayers;
+	struct buf inputs;      /* what the layers were made from: the effective
+				 * configuration's key in the validation cache */
 };
 
 const struct config_env_var *config_env_vars(void)
@@ -235,47 +237,24 @@ int config_flag_assign(jv *flags, const char *assignment)
 
 /* ---- layers --------------------------------------------------------- */
 
-/* v without the notes: keys beginning with '$' ("$comment", "$schema"),
- * at any depth.  Consumes v. */
-static jv strip_notes(jv v)
-{
-	if (jv_get_kind(v) == JV_KIND_OBJECT) {
-		jv out = jv_object();
-
-		jv_object_foreach(v, key, val) {
-			if (jv_string_value(key)[0] == '$') {
-				jv_free(key);
-				jv_free(val);
-			} else {
-				out = jv_object_set(out, key, strip_notes(val));
-			}
-		}
-		jv_free(v);
-		return out;
-	}
-	if (jv_get_kind(v) == JV_KIND_ARRAY) {
-		jv out = jv_array();
-
-		jv_array_foreach(v, i, item)
-			out = jv_array_append(out, strip_notes(item));
-		jv_free(v);
-		return out;
-	}
-	return v;
-}
-
 /* ---- what was valid before ---------------------------------------------
  *
  * Compiling the config schema and validating the merged configuration is
  * ~6M instructions, in every process.  A value that validated once is valid
  * again as long as the schema and the validator are the same, so the keys
- * of values that passed (128 bits over the schema's text, the program's GNU
- * build-id and the value's compact JSON) are kept
- * in $XDG_CACHE_HOME/forge/config-valid (else ~/.cache/forge/...), the last
- * CACHE_KEEP of them, one hex line each.  Only passes are kept: a value
- * that fails is validated each time and fails with the same message.  The
- * file is best effort: unreadable, damaged or unwritable, it only costs
- * the validation.
+ * of values that passed are kept in $XDG_CACHE_HOME/forge/config-valid
+ * (else ~/.cache/forge/...), the last CACHE_KEEP of them, one hex line
+ * each.  A key is 128 bits over the program's GNU build-id (which covers
+ * the validator, the embedded schema and the built-in defaults: it is a
+ * hash of the whole program) and what the value was made from: a file
+ * layer's text; for the effective configuration, the inputs of every layer
+ * in order (cfg->inputs: each file's text, each variable, the flags) --
+ * the same inputs make the same value, and neither the value's JSON nor
+ * the schema's text (~0.8M instructions) need hashing in every process.  A
+ * value known only as a value (config_layer_check) is keyed by its compact
+ * JSON.  Only passes are kept: a value that fails is validated each time
+ * and fails with the same message.  The file is best effort: unreadable,
+ * damaged or unwritable, it only costs the validation.
  */
 #define CACHE_KEEP 256
 #define KEY_HEX 32
@@ -285,7 +264,7 @@ static struct {
 	char (*keys)[KEY_HEX + 1];
 	size_t n;
 	bool dirty;
-	uint64_t schema_a, schema_b;    /* the schema text's hash: the seed */
+	uint64_t seed_a, seed_b;        /* the build-id's hash: the seed */
 } vcache;
 static int full_validations;
 
@@ -332,7 +311,7 @@ static int hash_build_id(struct dl_phdr_info *info, size_t size, void *data)
 
 			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
 			    memcmp(name, "GNU", 4) == 0 && desc + nh->n_descsz <= end) {
-				hash_bytes(&vcache.schema_a, &vcache.schema_b, desc, nh->n_descsz);
+				hash_bytes(&vcache.seed_a, &vcache.seed_b, desc, nh->n_descsz);
 				*(bool *)data = true;
 				return 1;
 			}
@@ -342,7 +321,7 @@ static int hash_build_id(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;       /* only the first object: the program itself */
 }
 
-static void cache_load(const struct resource *schema)
+static void cache_load(void)
 {
 	char *path, line[KEY_HEX + 8];
 	bool build_id = false;
@@ -351,11 +330,10 @@ static void cache_load(const struct resource *schema)
 	if (vcache.loaded)
 		return;
 	vcache.loaded = true;
-	vcache.schema_a = 0xcbf29ce484222325ULL;
-	vcache.schema_b = 0x6a09e667f3bcc909ULL;
-	hash_bytes(&vcache.schema_a, &vcache.schema_b, (const char *)schema->data, schema->len);
-	/* The validator's code is part of what passed: keys are per build of
-	 * the program.  Without a build-id nothing is kept. */
+	vcache.seed_a = 0xcbf29ce484222325ULL;
+	vcache.seed_b = 0x6a09e667f3bcc909ULL;
+	/* The validator's code and the schema are part of what passed: keys
+	 * are per build of the program.  Without a build-id nothing is kept. */
 	dl_iterate_phdr(hash_build_id, &build_id);
 	if (!build_id)
 		return;
@@ -374,14 +352,14 @@ static void cache_load(const struct resource *schema)
 	fclose(f);
 }
 
-/* The key of value (borrowed) under the loaded schema. */
-static void cache_key(char out[KEY_HEX + 1], jv value)
+/* The key of what a value was made from: kind ('L' a layer's text, 'E' the
+ * effective configuration's inputs, 'V' a value's compact JSON) and text. */
+static void cache_key(char out[KEY_HEX + 1], char kind, const char *text, size_t len)
 {
-	char *text = json_dumps(jv_copy(value), false);
-	uint64_t a = vcache.schema_a, b = vcache.schema_b;
+	uint64_t a = vcache.seed_a, b = vcache.seed_b;
 
-	hash_bytes(&a, &b, text, strlen(text));
-	free(text);
+	hash_bytes(&a, &b, &kind, 1);
+	hash_bytes(&a, &b, text, len);
 	snprintf(out, KEY_HEX + 1, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
@@ -427,14 +405,21 @@ static void cache_save(void)
 }
 
 /* Validate one layer (or the merged result) against the config schema.
- * Borrows value. */
-static int validate(jv value, const char *source)
+ * Borrows value.  kind and text[0..len): what it was made from, its key in
+ * the cache (cache_key); text NULL: its compact JSON. */
+static int validate(jv value, const char *source, char kind, const char *text, size_t len)
 {
-	const struct resource *r = resource_find(CONFIG_SCHEMA);
 	char key[KEY_HEX + 1] = "";
 
-	if (r && jv_get_kind(value) == JV_KIND_OBJECT && (cache_load(r), vcache.keys)) {
-		cache_key(key, value);
+	if (jv_get_kind(value) == JV_KIND_OBJECT && (cache_load(), vcache.keys)) {
+		if (text) {
+			cache_key(key, kind, text, len);
+		} else {
+			char *json = json_dumps(jv_copy(value), false);
+
+			cache_key(key, 'V', json, strlen(json));
+			free(json);
+		}
 		if (cache_has(key))
 			return 0;
 	}
@@ -462,26 +447,32 @@ static int validate(jv value, const char *source)
 
 int config_layer_check(jv layer, const char *source)
 {
-	return validate(layer, source);
+	return validate(layer, source, 'V', NULL, 0);
 }
 
-/* Keep value as the next layer and merge it in.  Consumes value. */
-static void keep_layer(struct config *cfg, const char *name, const char *source, jv value)
+/* Keep value (without notes) as the next layer and merge it in; text: what
+ * it was made from (cfg->inputs).  Consumes value. */
+static void keep_layer(struct config *cfg, const char *name, const char *source, jv value,
+		       const char *text, size_t len)
 {
-	value = strip_notes(value);
+	buf_addf(&cfg->inputs, "%s %zu:", name, len);
+	buf_add(&cfg->inputs, text, len);
 	cfg->layers = xrealloc(cfg->layers, (cfg->nlayers + 1) * sizeof *cfg->layers);
 	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), jv_copy(value) };
 	cfg->effective = jv_object_merge_recursive(cfg->effective, value);
 }
 
-/* Validate value, then keep it as the next layer.  Consumes value. */
-static int add_layer(struct config *cfg, const char *name, const char *source, jv value)
+/* Validate value, then keep it as the next layer; text[0..len): what it was
+ * made from (a file's text, "VARIABLE=value", the flags' JSON).  Consumes
+ * value. */
+static int add_layer(struct config *cfg, const char *name, const char *source, jv value,
+		     const char *text, size_t len)
 {
-	if (validate(value, source) < 0) {
+	if (validate(value, source, 'L', text, len) < 0) {
 		jv_free(value);
 		return -1;
 	}
-	keep_layer(cfg, name, source, value);
+	keep_layer(cfg, name, source, json_strip_notes(value), text, len);
 	return 0;
 }
 
@@ -496,18 +487,26 @@ static bool file_exists(const char *path)
 /* Add the layer in path.  A missing file is skipped unless required. */
 static int add_file(struct config *cfg, const char *name, const char *path, bool required)
 {
+	struct buf text = BUF_INIT;
+	int rc = -1;
+
 	if (!required && !file_exists(path))
 		return 0;
-	jv v = json_parse_file(path);
+	/* (json_parse_file, keeping the text: the layer's key in the cache) */
+	if (buf_read_file(&text, path) < 0)
+		goto out;
+	jv v = json_parse(text.buf, text.len);
 	if (!jv_is_valid(v)) {
-		/* json_parse_file's message already names the file. */
 		char *msg = json_invalid_msg(v);
 
-		forge_error("%s", msg);
+		forge_error("%s: %s", path, msg);
 		free(msg);
-		return -1;
+		goto out;
 	}
-	return add_layer(cfg, name, path, v);
+	rc = add_layer(cfg, name, path, v, text.buf, text.len);
+out:
+	buf_release(&text);
+	return rc;
 }
 
 static int add_defaults(struct config *cfg)
@@ -516,7 +515,7 @@ static int add_defaults(struct config *cfg)
 
 	if (!r)
 		return forge_error("built-in '%s' is missing", CONFIG_DEFAULTS);
-	jv v = json_parse(r->data, r->len);
+	jv v = json_parse_without_notes(r->data, r->len);
 	if (!jv_is_valid(v)) {
 		char *msg = json_invalid_msg(v);
 
@@ -531,7 +530,8 @@ static int add_defaults(struct config *cfg)
 		jv_free(v);
 		return forge_error("built-in '%s' is not an object", CONFIG_DEFAULTS);
 	}
-	keep_layer(cfg, "default", "built-in", v);
+	/* (its text is in the program: the build-id is its key) */
+	keep_layer(cfg, "default", "built-in", v, "", 0);
 	return 0;
 }
 
@@ -589,8 +589,15 @@ static int add_env(struct config *cfg)
 			jv_free(v);
 			return -1;
 		}
-		if (config_flag_set(&layer, var->path, v) < 0 ||
-		    add_layer(cfg, "env", var->name, layer) < 0)
+		if (config_flag_set(&layer, var->path, v) < 0)
+			return -1;
+		struct buf key = BUF_INIT;
+
+		buf_addf(&key, "%s=%s", var->name, text);
+		int rc = add_layer(cfg, "env", var->name, layer, key.buf, key.len);
+
+		buf_release(&key);
+		if (rc < 0)
 			return -1;
 	}
 	return 0;
@@ -619,6 +626,7 @@ int config_load(struct config **out, struct config_sources *src)
 
 	src->flags = jv_null();
 	cfg->effective = jv_object();
+	buf_init(&cfg->inputs, 0);
 	if (add_defaults(cfg) < 0 || add_user_and_project(cfg, src->repo) < 0)
 		goto fail;
 	if (src->file && add_file(cfg, "file", src->file, true) < 0)
@@ -626,14 +634,16 @@ int config_load(struct config **out, struct config_sources *src)
 	if (add_env(cfg) < 0)
 		goto fail;
 	if (jv_get_kind(flags) != JV_KIND_NULL) {
-		int rc = add_layer(cfg, "flags", "command line", flags);
+		char *text = json_dumps(jv_copy(flags), false);
+		int rc = add_layer(cfg, "flags", "command line", flags, text, strlen(text));
 
+		free(text);
 		flags = jv_null();
 		if (rc < 0)
 			goto fail;
 	}
 	/* Each layer is valid on its own; check what they make together. */
-	if (validate(cfg->effective, "effective configuration") < 0)
+	if (validate(cfg->effective, "effective configuration", 'E', cfg->inputs.buf, cfg->inputs.len) < 0)
 		goto fail;
 	cache_save();
 	*out = cfg;
@@ -654,6 +664,7 @@ void config_free(struct config *cfg)
 	}
 	free(cfg->layers);
 	jv_free(cfg->effective);
+	buf_release(&cfg->inputs);
 	free(cfg);
 }
 

@@ -465,7 +465,9 @@ struct memory_cli {
 /*
  * Load the configuration (repository layer when in one; the model options
  * of the command line as its flags layer), open the database and a memory
- * handle with the configured embedder.  On failure returns -1 after
+ * handle with the configured embedder.  The database is read through a
+ * mapping of the file (SQLite's mmap_size), not read(2): fewer page faults
+ * for a process that reads a few dozen pages once.  On failure returns -1 after
  * forge_error() and sets *status: FORGE_EXIT_USAGE for a bad configuration
  * or no database to use, FORGE_EXIT_DEPENDENCY when the database failed.
  */

@@ -230,9 +230,9 @@ int mem_concepts_sync(struct memory *m)
 		return 0;
 	if (read_user(&user, m->thesaurus) < 0)
 		goto out;
-	mem_hash_hex(h1, r ? r->data : "", r ? r->len : 0);
-	mem_hash_hex(h2, user.buf ? user.buf : "", user.len);
-	buf_addf(&stamp, "c1 %s %s %s", h1, h2, m->thesaurus ? m->thesaurus : "-");
+	mem_stamp_hex(h1, r ? r->data : "", r ? r->len : 0);
+	mem_stamp_hex(h2, user.buf ? user.buf : "", user.len);
+	buf_addf(&stamp, "c2 %s %s %s", h1, h2, m->thesaurus ? m->thesaurus : "-");
 	/* a read-only store uses the database's table when it is current,
 	 * else one of its own in temp */
 	for (int k = 0; k < 2 && !current; k++) {

@@ -202,6 +202,48 @@ void mem_hash_hex(char out[33], const char *s, size_t len)
 	snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
+/* 8 bytes of s as a little-endian word (the same stamp on every machine). */
+static uint64_t le64(const unsigned char *s)
+{
+	uint64_t w;
+
+	memcpy(&w, s, sizeof w);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+void mem_stamp_hex(char out[33], const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint64_t a = 0x9e3779b97f4a7c15ULL ^ len, b = 0xc2b2ae3d27d4eb4fULL + len;
+	unsigned char tail[8] = { 0 };
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w = le64(p + i);
+
+		a = (a ^ w) * 0x100000001b3ULL;
+		a ^= a >> 29;
+		b = (b + w) * 0x9e3779b97f4a7c15ULL;
+		b ^= b >> 31;
+	}
+	memcpy(tail, p + i, len - i);
+	a = mix64(a ^ le64(tail));
+	b = mix64(b + le64(tail) + a);
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
 void mem_embed_text(struct buf *out, const char *content, const char *context, const char *tags)
 {
 	buf_reset(out);

@@ -178,6 +178,62 @@ static void test_validation_cache(void)
 	unsetenv("XDG_CACHE_HOME");
 }
 
+/* The cache keys a configuration by what it is made from: another text of
+ * a layer, another variable or other flags is validated again (a value
+ * that fails is never taken for one that passed), the same ones are not. */
+static void test_validation_cache_inputs(void)
+{
+	struct config *cfg = NULL;
+	int before;
+
+	fresh();
+	setenv("XDG_CACHE_HOME", at("cache"), 1);
+	put("repo/.forge/config.json", "{\"llm\":{\"model\":\"a\"}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	config_free(cfg);
+	cfg = NULL;
+	before = config_full_validations();
+	put("repo/.forge/config.json", "{\"llm\":{\"model\":\"b\"}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_full_validations(), before + 2);       /* the project layer, the whole */
+	CHECK_STR(config_get_str(cfg, "llm.model"), "b");
+	config_free(cfg);
+	cfg = NULL;
+	/* back to the first text: both passed before */
+	before = config_full_validations();
+	put("repo/.forge/config.json", "{\"llm\":{\"model\":\"a\"}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_full_validations(), before);
+	CHECK_STR(config_get_str(cfg, "llm.model"), "a");
+	config_free(cfg);
+	cfg = NULL;
+	/* a variable: its own layer and the whole are new; a bad value fails */
+	setenv("FORGE_AUTOMATION_LEVEL", "2", 1);
+	before = config_full_validations();
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_full_validations(), before + 2);
+	config_free(cfg);
+	cfg = NULL;
+	setenv("FORGE_AUTOMATION_LEVEL", "7", 1);
+	CHECK(load(&cfg, "repo", NULL, jv_null()) < 0);
+	CHECK(strstr(forge_last_error(), "FORGE_AUTOMATION_LEVEL") != NULL);
+	unsetenv("FORGE_AUTOMATION_LEVEL");
+	/* flags: the same, by their JSON */
+	jv flags = jv_null();
+	CHECK(config_flag_set(&flags, "llm.model", jv_string("c")) == 0);
+	before = config_full_validations();
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_copy(flags)) == 0, "%s", forge_last_error());
+	CHECK_INT(config_full_validations(), before + 2);
+	CHECK_STR(config_get_str(cfg, "llm.model"), "c");
+	config_free(cfg);
+	cfg = NULL;
+	before = config_full_validations();
+	CHECK_MSG(load(&cfg, "repo", NULL, flags) == 0, "%s", forge_last_error());
+	CHECK_INT(config_full_validations(), before);
+	config_free(cfg);
+	unsetenv("XDG_CACHE_HOME");
+}
+
 static void test_merge_is_recursive_arrays_replace(void)
 {
 	struct config *cfg = NULL;
@@ -558,6 +614,7 @@ int main(void)
 	RUN(test_defaults);
 	RUN(test_defaults_valid_alone);
 	RUN(test_validation_cache);
+	RUN(test_validation_cache_inputs);
 	RUN(test_merge_is_recursive_arrays_replace);
 	RUN(test_each_layer_overrides);
 	RUN(test_missing_files);

@@ -5,6 +5,7 @@
 #include "core/json.h"
 #include "unit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,6 +190,51 @@ static void test_dumps_as_jq(void)
 	}
 }
 
+/* Numbers print as jq 1.6 prints them, over every magnitude and many digit
+ * counts: what recall's scores (six decimals) and costs look like, random
+ * doubles, and the edges of the range json.c prints without jq. */
+static void test_numbers_as_jq(void)
+{
+	static const double fixed[] = {
+		1e-4, -1e-4, 9.9999999999999e-5, 1.0000000000001e-4, 1e15 - 0.5, 999999999999999.9,
+		0.1 + 0.2, 1.0 / 3, 2.0 / 3, 0.834521, 0.5, 1e-3, 123.456, 0.30000000000000004,
+		4503599627370495.5, 1e15 + 0.5, 1234567.000001, 5e-324, 2.2250738585072014e-308,
+	};
+	unsigned long long x = 88172645463325252ULL;
+	int checked = 0;
+
+	for (int i = 0; i < 60000; i++) {
+		double d;
+
+		if (i < (int)(sizeof fixed / sizeof *fixed)) {
+			d = fixed[i];
+		} else {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			double unit = (double)(x >> 11) / 9007199254740992.0;    /* [0, 1) */
+			int scale = (int)(x % 40) - 20;
+
+			d = unit * pow(10, scale);
+			if (i % 3 == 0)          /* six decimals, as recall rounds its scores */
+				d = round(d * 1e6) / 1e6;
+			if (i % 5 == 0)
+				d = -d;
+		}
+		jv want = jv_dump_string(jv_number(d), 0);
+		char *got = json_dumps(jv_number(d), false);
+
+		if (strcmp(got, jv_string_value(want))) {
+			CHECK_MSG(false, "%.17g: got %s, jq %s", d, got, jv_string_value(want));
+			i = 60000;
+		}
+		checked++;
+		free(got);
+		jv_free(want);
+	}
+	CHECK(checked >= 60000);
+}
+
 /* json_parse's own parser gives what jq's gives (value and key order); what
  * it does not take, jq's parser still answers. */
 static void test_parse_as_jq(void)
@@ -222,10 +268,52 @@ static void test_parse_as_jq(void)
 	}
 }
 
+/* json_parse_without_notes: the value json_strip_notes(json_parse()) makes,
+ * notes dropped at any depth (in arrays too, whatever their value), by the
+ * strict parser and by jq's (a lone surrogate is left to it); errors as
+ * json_parse gives them. */
+static void test_parse_without_notes(void)
+{
+	static const char *const texts[] = {
+		("{\"$comment\":\"a \\\"note\\\" \\u00e9\",\"a\":1,\"b\":{\"$c\":{\"x\":[1]},\"d\":\"$kept\"},"
+		 "\"l\":[{\"$n\":null,\"e\":2},\"$s\"],\"$\":true}"),
+		"{\"$c\":\"x\",\"a\":\"\\ud800\",\"b\":[{\"$d\":1,\"e\":2}]}",
+		"[{\"$only\":1}]",
+		"\"$plain string\"",
+		"{\"a\":1,}",
+		"{\"$c\":\"unterminated}",
+	};
+
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+		jv want = json_parse(texts[i], strlen(texts[i]));
+		jv got = json_parse_without_notes(texts[i], strlen(texts[i]));
+
+		if (jv_is_valid(want)) {
+			want = json_strip_notes(want);
+			CHECK_MSG(jv_is_valid(got) && json_equal(got, want), "%s", texts[i]);
+			jv_free(got);
+			jv_free(want);
+			continue;
+		}
+		char *wm = json_invalid_msg(want), *gm = json_invalid_msg(got);
+
+		CHECK_STR(gm, wm);
+		free(wm);
+		free(gm);
+	}
+	jv v = json_parse_without_notes(texts[0], strlen(texts[0]));
+	char *s = json_dumps(v, false);
+
+	CHECK_STR(s, "{\"a\":1,\"b\":{\"d\":\"$kept\"},\"l\":[{\"e\":2},\"$s\"]}");
+	free(s);
+}
+
 int main(void)
 {
 	RUN(test_parse_as_jq);
+	RUN(test_parse_without_notes);
 	RUN(test_dumps_as_jq);
+	RUN(test_numbers_as_jq);
 	RUN(test_get_helpers);
 	RUN(test_parse_errors_are_short);
 	RUN(test_parse_separator_without_leak);

@@ -14,6 +14,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "memory/memory.h"
+#include "memory/memory_internal.h"
 #include "store/store.h"
 #include "unit.h"
 #include "memory_fixture.h"
@@ -492,6 +493,37 @@ static void test_stemming(void)
 }
 
 /* A database made before migration 008 gets the stemming index (and 009's events). */
+/* The thesaurus' stamp (mem_stamp_hex): any byte changed, added or taken
+ * away changes it, whatever its place in the 8-byte steps; the same text
+ * the same stamp, the same on every machine (a fixed value). */
+static void test_stamp_hash(void)
+{
+	char text[100], a[33], b[33];
+
+	for (size_t i = 0; i < sizeof text; i++)
+		text[i] = (char)('a' + i % 26);
+	mem_stamp_hex(a, text, sizeof text);
+	mem_stamp_hex(b, text, sizeof text);
+	CHECK_STR(a, b);
+	CHECK_INT((int)strlen(a), 32);
+	for (size_t i = 0; i < sizeof text; i++) {
+		text[i] ^= 1;
+		mem_stamp_hex(b, text, sizeof text);
+		CHECK_MSG(strcmp(a, b) != 0, "byte %zu changed, same stamp", i);
+		text[i] ^= 1;
+	}
+	for (size_t n = 0; n < sizeof text; n++) {
+		mem_stamp_hex(b, text, n);
+		CHECK_MSG(strcmp(a, b) != 0, "%zu bytes, the stamp of 100", n);
+	}
+	/* trailing zero bytes are not the end of the text */
+	mem_stamp_hex(a, "ab", 2);
+	mem_stamp_hex(b, "ab\0", 3);
+	CHECK(strcmp(a, b) != 0);
+	mem_stamp_hex(a, "", 0);
+	CHECK_STR(a, "9ca066f1a4ab2eeacd9729efc13f9168");
+}
+
 static void test_migration_rebuilds_index(void)
 {
 	char dir[] = "/tmp/forge-test-recall-XXXXXX", path[128], id[ULID_LEN + 1];
@@ -545,5 +577,6 @@ int main(void)
 	RUN(test_assoc_needs_two_words);
 	RUN(test_stemming);
 	RUN(test_migration_rebuilds_index);
+	RUN(test_stamp_hash);
 	return unit_done();
 }
