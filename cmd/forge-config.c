@@ -158,16 +158,6 @@ static jv effective(const struct config *cfg)
 	return all;
 }
 
-/* Print v as indented JSON and a newline.  Consumes v. */
-static void print_pretty(jv v)
-{
-	jv s = jv_dump_string(v, JV_PRINT_INDENT_FLAGS(2));
-
-	fputs(jv_string_value(s), stdout);
-	putchar('\n');
-	jv_free(s);
-}
-
 /* Print v compactly, without a newline.  Consumes v. */
 static void print_compact(jv v)
 {
@@ -279,7 +269,7 @@ static void print_explain(const struct config *cfg, bool json)
 			else
 				jv_free(e);
 		}
-		print_pretty(entries);
+		json_write_pretty(stdout, entries);
 		return;
 	}
 	print_level(cfg);
@@ -315,7 +305,7 @@ static int print_get(const struct config *cfg, const char *path, bool json)
 		printf("%s\n", jv_string_value(v));
 		jv_free(v);
 	} else {
-		print_pretty(v);
+		json_write_pretty(stdout, v);
 	}
 	return FORGE_EXIT_OK;
 }
@@ -325,7 +315,7 @@ static void print_paths(const struct config_sources *src, bool json)
 	jv files = config_files(src);
 
 	if (json) {
-		print_pretty(files);
+		json_write_pretty(stdout, files);
 		return;
 	}
 	jv_array_foreach(files, i, f) {
@@ -591,7 +581,7 @@ static int run(const struct cli_spec *spec, struct args *a, const struct cli_com
 	else if (a->explain)
 		print_explain(cfg, a->json);
 	else
-		print_pretty(effective(cfg));
+		json_write_pretty(stdout, effective(cfg));
 	goto out;
 fail:
 	fprintf(stderr, PROG ": %s\n", forge_last_error());

@@ -66,15 +66,6 @@ static int on_option(int id, const char *arg, void *payload)
 	return forge_error("unhandled option");
 }
 
-static void print_pretty(jv v)
-{
-	jv s = jv_dump_string(v, JV_PRINT_INDENT_FLAGS(2));
-
-	fputs(jv_string_value(s), stdout);
-	putchar('\n');
-	jv_free(s);
-}
-
 static void print_errors(const struct graph *g)
 {
 	for (size_t i = 0; i < g->nerrors; i++) {
@@ -363,7 +354,7 @@ static int cmd_list(const struct session *s, const struct args *a)
 	jv all = graph_list(s->repo);
 
 	if (a->json)
-		print_pretty(all);
+		json_write_pretty(stdout, all);
 	else
 		list_text(all);
 	return FORGE_EXIT_OK;
@@ -378,7 +369,7 @@ static int cmd_check_or_show(const struct session *s, const char *sub, const cha
 	bool check = strcmp(sub, "check") == 0;
 
 	if (a->json)
-		print_pretty(check ? check_json(g) : json_set(graph_to_json(g), "errors", graph_errors_json(g)));
+		json_write_pretty(stdout, check ? check_json(g) : json_set(graph_to_json(g), "errors", graph_errors_json(g)));
 	if (!ok && !a->json)
 		print_errors(g);
 	else if (!ok)

@@ -61,16 +61,6 @@ static int on_option(int id, const char *arg, void *payload)
 	return forge_error("unhandled option");
 }
 
-/* Print v as indented JSON.  Consumes v. */
-static void print_pretty(jv v)
-{
-	jv s = jv_dump_string(v, JV_PRINT_INDENT_FLAGS(2));
-
-	fputs(jv_string_value(s), stdout);
-	putchar('\n');
-	jv_free(s);
-}
-
 /* "implement,test", or "any" for a skill of every phase.  Consumes phases. */
 static char *phase_list(jv phases)
 {
@@ -93,7 +83,7 @@ static void list_all(const struct skill_set *set, bool json)
 	for (size_t i = 0; i < set->n; i++)
 		all = jv_array_append(all, skills_to_json(&set->items[i], 0));
 	if (json) {
-		print_pretty(all);
+		json_write_pretty(stdout, all);
 		return;
 	}
 	jv_array_foreach(all, i, s) {
@@ -113,7 +103,7 @@ static void list_matches(const struct skill_set *set, const char *phase, const s
 
 	skills_match(&m, set, phase, a->task, (size_t)a->limit);
 	if (a->json) {
-		print_pretty(m);
+		json_write_pretty(stdout, m);
 		return;
 	}
 	jv_array_foreach(m, i, s) {
@@ -133,7 +123,7 @@ static int show(const struct skill_set *set, const char *name, bool json)
 		return FORGE_EXIT_REJECTED;
 	}
 	if (json) {
-		print_pretty(skills_to_json(s, 1));
+		json_write_pretty(stdout, skills_to_json(s, 1));
 	} else {
 		size_t len = strlen(s->text);
 

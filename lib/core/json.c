@@ -297,6 +297,15 @@ int json_write_line(FILE *out, jv v, bool sorted)
 	return rc;
 }
 
+int json_write_pretty(FILE *out, jv v)
+{
+	jv s = jv_dump_string(v, JV_PRINT_INDENT_FLAGS(2));
+	int rc = fputs(jv_string_value(s), out) == EOF || putc('\n', out) == EOF ? -1 : 0;
+
+	jv_free(s);
+	return rc;
+}
+
 /* jq 1.6 appends " (while parsing '<input>')" to parse errors; cut it. */
 static jv strip_parse_tail(jv msg)
 {

@@ -66,6 +66,10 @@ jv json_str_or_null(const char *s);
  */
 int json_write_line(FILE *out, jv v, bool sorted);
 
+/* Write v indented by two spaces (jq's layout), then '\n': for a person
+ * reading it.  Consumes v.  Returns 0, or -1 with errno set. */
+int json_write_pretty(FILE *out, jv v);
+
 /* Serialise compactly into a malloc'd C string (free(3) it).  Consumes v. */
 char *json_dumps(jv v, bool sorted);
 
