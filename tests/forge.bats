@@ -19,22 +19,34 @@ setup() {
 	[[ "$output" =~ ^forge\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
 }
 
-@test "--version and --help of every program load neither libcurl nor libssh2; an HTTP request loads libcurl" {
+@test "--version and --help of every program load neither libcurl nor TLS nor libssh2; a request loads what it needs" {
 	local p opt n=0
 	for p in "$FORGE_BINDIR"/forge*; do
 		for opt in --version --help; do
 			run -0 --separate-stderr env LD_DEBUG=files "$p" "$opt"
-			[[ "$stderr" != *"file=libcurl"* && "$stderr" != *"file=libssh2"* && "$stderr" != *"file=libgit2"* ]] ||
-				{ echo "$p $opt loaded libcurl, libssh2 or a shared libgit2 at start"; return 1; }
+			[[ "$stderr" != *"file=libcurl"* && "$stderr" != *"file=libssh2"* && "$stderr" != *"file=libgit2"* &&
+			   "$stderr" != *"file=libssl"* && "$stderr" != *"file=libcrypto"* ]] ||
+				{ echo "$p $opt loaded libcurl, TLS, libssh2 or a shared libgit2 at start"; return 1; }
 			n=$((n + 1))
 		done
 	done
 	[ "$n" -ge 20 ]
-	# ... and loaded when needed: a model call (to a closed loopback port) loads libcurl
+	# ... and what a model call (to a closed loopback port) needs when it is made
 	echo '{"llm":{"max_retries":0}}' >"$BATS_TEST_TMPDIR/c.json"
-	run -5 --separate-stderr env LD_DEBUG=files forge-llm --config "$BATS_TEST_TMPDIR/c.json" \
-		--provider openai --base-url http://127.0.0.1:9/v1 --model m hi
-	[[ "$stderr" == *"file=libcurl"* ]]
+	llm() {
+		env LD_DEBUG=files forge-llm --config "$BATS_TEST_TMPDIR/c.json" --provider openai \
+			--base-url "$1" --model m hi
+	}
+	if nm "$FORGE_BINDIR/forge-llm" 2>/dev/null | grep -q ' T curl_easy_perform$'; then
+		# libcurl linked in (CURL_STATIC): plain http loads no TLS library, https does
+		run -5 --separate-stderr llm http://127.0.0.1:9/v1
+		[[ "$stderr" != *"file=libssl"* && "$stderr" != *"file=libcurl"* ]]
+		run -5 --separate-stderr llm https://127.0.0.1:9/v1
+		[[ "$stderr" == *"file=libssl"* ]]
+	else
+		run -5 --separate-stderr llm http://127.0.0.1:9/v1
+		[[ "$stderr" == *"file=libcurl"* ]]
+	fi
 }
 
 @test "forge, the dispatcher, loads neither libjq nor SQLite nor libgit2" {
