@@ -40,6 +40,14 @@
  * on the checkout, makes no worktree or branch, and prints the plan
  * (human.h; its JSON alone with json); its run.started says dry_run, and a
  * resume of it stays a dry run.
+ *
+ * With opts->graph the run follows that pipeline as data instead of the
+ * phase loop (app/supervise_graph.c; README "Running a pipeline"): its
+ * nodes when their needs are done, at most opts->jobs (else pipeline.jobs)
+ * at the same time, their statuses in state.nodes and node.status events.
+ * run.started records the pipeline ({"pipeline": {"name", "source",
+ * "path", "doc"}}), and a resume of such a run loads that record again
+ * (exit 2, its errors listed, when it no longer validates: a program gone).
  */
 #ifndef FORGE_SUPERVISE_H
 #define FORGE_SUPERVISE_H

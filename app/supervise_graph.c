@@ -42,7 +42,6 @@ struct gx {
 	char **why;                 /* why node i is pending again (malloc'd), or NULL */
 	jv runs;                    /* {id: {attempt, retries, status}} */
 	int jobs;
-	const char *last_phase;     /* the phase of the last phase node that ended (gates' "done") */
 	const char *last_node;      /* the last node that ended (reflection) */
 };
 
@@ -182,8 +181,10 @@ static bool retry(struct gx *x, size_t i, unsigned flag, const char *outcome)
 	return true;
 }
 
-/* A human decides on node i; approved, the node is done: the human's yes
- * stands over its no (running it again could only ask again). */
+/* A human decides on node i.  Approved, a program node is done: the human's
+ * yes stands over its no (running it again could only ask again); a phase
+ * node is done with its result and runs again without one, as in the
+ * phase loop. */
 static int human(struct gx *x, size_t i, const char *reason)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
@@ -193,7 +194,10 @@ static int human(struct gx *x, size_t i, const char *reason)
 		return sup_gate_paused(x->s, reason);
 	if (h == GATE_STOP)
 		return sup_end_run(x->s, "failed", "a human said no", FORGE_EXIT_REJECTED);
-	set_status(x, i, NODE_DONE, "a human approved it");
+	if (nd->phase && !json_has(x->s->state, nd->result_key))
+		again(x, i, "a human approved: it runs again");
+	else
+		set_status(x, i, NODE_DONE, "a human approved it");
 	sup_checkpoint(x->s, nd->id);
 	return -1;
 }
@@ -307,9 +311,9 @@ static int decide_program(struct gx *x, size_t i, const char *outcome)
 	}
 	if (retry(x, i, GRAPH_RETRY_REJECTED, outcome))
 		return -1;
-	if (nd->has_bounce)
-		return human(x, i, holds ? "it said no and its bounces ran out"
-					 : "it said no and its bounce condition does not hold");
+	/* Past its bound a human decides; a no its bounce does not cover ends the run. */
+	if (nd->has_bounce && holds)
+		return human(x, i, "it said no and its bounces ran out");
 	return fail(x, i, "said no", FORGE_EXIT_REJECTED);
 }
 
@@ -467,9 +471,12 @@ static void outcome_of(struct job *j)
 		snprintf(j->outcome, sizeof j->outcome, "%s", st ? st : "failed");
 		return;
 	}
-	if (j->rc == 0)
-		fprintf(stderr, "forge: node '%s' exited with status %d without a state\n",
-			j->x->g->nodes[j->node].id, j->exit_code);
+	const struct graph_node *nd = &j->x->g->nodes[j->node];
+
+	if (j->rc == 0 && nd->phase)
+		fprintf(stderr, "forge: forge-%s exited with status %d without a state\n", nd->phase, j->exit_code);
+	else if (j->rc == 0)
+		fprintf(stderr, "forge: node '%s' exited with status %d without a state\n", nd->id, j->exit_code);
 	/* Killed by a signal: it never finished; the run pauses and a resume runs it again. */
 	snprintf(j->outcome, sizeof j->outcome, "%s", sup_interrupted() ? "interrupted" :
 		 j->rc == 0 && j->exit_code > 128 ? "crashed" : "failed");
@@ -532,8 +539,10 @@ static void job_ended(struct gx *x, struct job *jobs, size_t take, size_t k, jv 
 	write_nodes(x);
 	jv cost = json_get(s->state, "cost");
 	bool color = term_color(STDERR_FILENO), ok = strcmp(j->outcome, "ok") == 0;
-	sup_progress(s, "  %s%s%s %s %s  (%.1f s, run cost $%.4f)", term_sgr(color, ok ? TERM_GREEN : TERM_RED),
-		     ok ? "✓" : "✗", term_sgr(color, TERM_RESET), nd->id, j->outcome, (double)j->ms / 1000,
+	/* A phase's line as the phase loop draws it; a program's names its node. */
+	sup_progress(s, "  %s%s%s %s%s%s  (%.1f s, %d tool calls, run cost $%.4f)",
+		     term_sgr(color, ok ? TERM_GREEN : TERM_RED), ok ? "✓" : "✗", term_sgr(color, TERM_RESET),
+		     nd->phase ? "" : nd->id, nd->phase ? "" : " ", j->outcome, (double)j->ms / 1000, s->tools_run,
 		     json_get_num(cost, "usd", 0));
 	jv_free(cost);
 	sup_checkpoint(s, nd->id);
@@ -558,16 +567,23 @@ static void start_wave(struct gx *x, const size_t *ready, size_t take)
 		buf_addf(&ids, "%s%s", k ? ", " : "", x->g->nodes[i].id);
 	}
 	sup_progress(s, "▶ %s%s", ids.buf, take > 1 ? " (at the same time)" : "");
-	buf_release(&ids);
-	sup_checkpoint(s, x->g->nodes[ready[0]].id);
+	/* A phase alone moves the run's state machine as the phase loop does
+	 * (planning, implementing, …); nodes at the same time have their statuses. */
+	if (take == 1 && x->g->nodes[ready[0]].phase)
+		sup_transition(s, pipeline_state_of(x->g->nodes[ready[0]].phase), ids.buf);
+	/* Labelled with what ended last: this state is that node's result. */
+	sup_checkpoint(s, x->last_node ? x->last_node : json_get_str(s->state, "phase") ? json_get_str(s->state, "phase")
+										      : "init");
 	store_run_update(s->o->store, s->trace, "running", x->g->nodes[ready[0]].id, NULL);
 	s->running = x->g->nodes[ready[0]].id;
+	s->tools_run = 0;
 	sup_commit_batch(s);        /* the phases write to the database too */
 	/* One status line on the terminal: relayed only when one node runs. */
 	if (take == 1 && s->o->progress && isatty(STDERR_FILENO))
 		setenv(TERM_RELAY_ENV, "1", 1);
 	else
 		unsetenv(TERM_RELAY_ENV);
+	buf_release(&ids);
 }
 
 /* Run ready[0..take) at the same time; decide each after all ended.  -1: go on, else the exit status. */
@@ -642,8 +658,6 @@ static int run_wave(struct gx *x, const size_t *ready, size_t take)
 	for (size_t k = 0; k < take && code < 0; k++) {
 		size_t i = jobs[k].node;
 
-		if (x->g->nodes[i].phase)
-			x->last_phase = x->g->nodes[i].phase;
 		/* A node a bounce before it sent back is pending again: nothing to decide. */
 		if (x->st[i] != NODE_PENDING && strcmp(jobs[k].outcome, "ok") != 0)
 			code = decide(x, i, jobs[k].outcome);
@@ -668,12 +682,17 @@ static enum gate_outcome node_gates(struct gx *x, size_t i)
 	enum gate_outcome r = GATE_PASS;
 	jv fired;
 
-	if (gates_fired(&fired, s->o->cfg, s->state, x->last_phase, label(nd)) < 0) {
+	/* The phase that ran last, as the state says (a resume has no other record). */
+	const char *done = json_get_str(s->state, "phase");
+
+	if (done && pipeline_state_of(done) == PL_NSTATES)
+		done = NULL;        /* "init" */
+	if (gates_fired(&fired, s->o->cfg, s->state, done, label(nd)) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return GATE_STOP;
 	}
 	if (nd->phase)
-		fired = gates_ladder(fired, s->o->cfg, s->level, s->state, x->last_phase, nd->phase,
+		fired = gates_ladder(fired, s->o->cfg, s->level, s->state, done, nd->phase,
 				     jv_array_length(jv_copy(fired)) > 0);
 	bool holds = true;
 	if (nd->has_gate && nd->gate.when && jqexpr_test(&holds, nd->gate.when, s->state) < 0) {

@@ -193,7 +193,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	/* The pipeline, checked before anything is made: its errors, as
 	 * `forge pipeline check` lists them, and exit 2. */
 	struct graph *graph = NULL;
-	if (a->pipeline) {
+	if (a->pipeline && strcmp(what, "run") == 0) {
 		struct graph_env env = { .cfg = e.cfg, .bindir = dir };
 
 		if (graph_load(&graph, a->pipeline, e.repo, &env) < 0) {

@@ -204,3 +204,53 @@ final_state() {
 	[[ "$stderr" == *"--jobs wants a number of nodes from 1 to 64, not '0'"* ]]
 	assert_equal "$(forge history --json | wc -l)" 0
 }
+
+@test "the built-in default pipeline through the graph executor: a clean run, a review bounce and a test bounce end as the phase loop's do" {
+	calc_setup
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -0 --separate-stderr forge run --pipeline default --json "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	T=$(jq -r .trace_id <<<"$last")
+	jq -e '.status == "ok" and .deployment.status == "healthy" and .review.decision == "approve" and .tests.summary.failed == 0
+		and .nodes == {"plan":"done","implement":"done","review":"done","test":"done","deploy":"done"}' <<<"$last"
+	assert_equal "$(forge events replay "$T" | jq -r 'select(.type == "pipeline.state_changed") | "\(.payload.from)>\(.payload.to)"' | tr '\n' ' ')" \
+		"idle>planning planning>implementing implementing>reviewing reviewing>testing testing>deploying deploying>completed "
+
+	export FORGE_CASSETTE="$CASSETTES/run-review-bounce.jsonl"
+	run -0 --separate-stderr forge run --pipeline default --json "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	T=$(jq -r .trace_id <<<"$last")
+	jq -e '.status == "ok" and .review.decision == "approve" and (.bounces | map([.from, .to, .n])) == [["review","implement",1]]' <<<"$last"
+	assert_equal "$(git -C "$REPO" log --reverse --format=%s "$BASE..forge/$T" | tr '\n' '|')" \
+		"forge: add a mul operation (attempt 1)|forge: add a mul operation (attempt 2)|"
+
+	export FORGE_CASSETTE="$CASSETTES/run-test-bounce.jsonl"
+	run -0 --separate-stderr forge run --pipeline default --json --config "$FORGE_ROOT/tests/fixtures/supervisor/no-validate.json" "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	jq -e '.tests.summary.failed == 0 and .deployment.status == "healthy" and (.bounces | map([.from, .to])) == [["test","implement"]]' <<<"$last"
+	jq -e '.node_runs.implement.attempt == 2 and .node_runs.test.attempt == 2 and .node_runs.plan.attempt == 1' <<<"$last"
+}
+
+@test "a bounce whose when does not hold: the run ends rejected (exit 1)" {
+	pipeline p.json "$(node build --key build)}" \
+		"$(node check --key check --status rejected),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":3,\"when\":\".build.by == \\\"nobody\\\"\"}}"
+	run -1 --separate-stderr forge run --pipeline p.json "no bounce"
+	T=$(last_trace)
+	assert_equal "$(starts build) $(starts check)" "1 1"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error, .state.bounces, .state.nodes.check]')" \
+		'["failed","node '"'"'check'"'"' said no",[],"blocked"]'
+}
+
+@test "two nodes at the same time changing one key differently: the run fails naming both" {
+	pipeline p.json "$(node one --key shared),\"result_key\":\"one\"}" "$(node two --key shared),\"result_key\":\"two\"}"
+	PAIR_WAIT=one,two run -5 --separate-stderr forge run --pipeline p.json --jobs 2 "conflict"
+	T=$(last_trace)
+	[[ "$stderr" == *"forge: key 'shared' was changed by both 'one' and 'two', which ran at the same time"* ]]
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error]')" \
+		'["failed","key '"'"'shared'"'"' was changed by both '"'"'one'"'"' and '"'"'two'"'"', which ran at the same time"]'
+	# one after the other there is no conflict: the second sees the first's value and replaces it
+	rm -f "$MARKS"/*
+	run -0 forge run --pipeline p.json --jobs 1 "no conflict"
+	assert_equal "$(forge status --json "$(last_trace)" | jq -c '.state.shared')" '{"by":"two"}'
+}
