@@ -27,7 +27,7 @@ static jv all_keys(jv base, const jv *ret, size_t n)
 
 		if (jv_get_kind(o) != JV_KIND_OBJECT)
 			continue;
-		jv_object_foreach(jv_copy(o), k, v) {
+		jv_object_foreach(o, k, v) {      /* borrows o */
 			keys = jv_object_set(keys, k, jv_true());
 			jv_free(v);
 		}
