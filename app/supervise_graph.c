@@ -225,7 +225,8 @@ static int bounce(struct gx *x, size_t i, jv rec, const char *reason)
 	return -1;
 }
 
-/* How many bounces from `from` the state records, against node i's bound. */
+/* Whether node i may bounce again: it has a bounce, and the state records
+ * fewer bounces from `from` than its bound. */
 static bool bounce_left(struct gx *x, size_t i, const char *from)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
@@ -719,7 +720,8 @@ static enum gate_outcome node_gates(struct gx *x, size_t i)
 	return r;
 }
 
-/* Ready nodes whose `when` does not hold are skipped: 1 when one was, 0, or an exit status < 0 - 1. */
+/* Ready nodes whose `when` does not hold are skipped.  1 when one was, 0 when
+ * none was, -1 when a condition did not evaluate (the run ended: *code). */
 static int skip_ready(struct gx *x, const size_t *ready, size_t n, int *code)
 {
 	int skipped = 0;
