@@ -1,11 +1,13 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "app/supervise.h"
+#include "app/supervise_int.h"
 #include "app/human.h"
 #include "app/runview.h"
 #include "core/buf.h"
 #include "data/config.h"
 #include "core/forge.h"
 #include "engine/gates.h"
+#include "engine/graph.h"
 #include "engine/snapshot.h"
 #include "git/git.h"
 #include "core/ids.h"
@@ -32,30 +34,12 @@
 
 #define BATCH_MAX 500           /* events per transaction at most */
 
-struct sup {
-	const struct supervise_opts *o;
-	struct stream_out out;      /* the supervisor's own events (stdout with --json) */
-	char trace[128];
-	jv state;                   /* the current state (owned) */
-	jv returned;                /* the state the running phase wrote, or null */
-	const char *running;        /* the phase being run */
-	enum pipeline_state pl;
-	long pending;               /* writes in the open batch (transaction) */
-	bool unsynced;              /* a checkpoint is committed, not yet synced */
-	bool deploy_approved;       /* a human approved the production deploy */
-	jv approval;                /* who passed the last gate: {by, gate, id, note} */
-	bool ended;                 /* the run completed or failed (not paused) */
-	char step_reason[512];      /* why the next transition happens */
-	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
-	int tools_run;              /* progress: tool calls of the running phase */
-	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
-	jv saved;                   /* the state last checkpointed, or null */
-	sqlite3_stmt *run_row;      /* the run's status and start (run_now), or NULL */
-	int level;                  /* the automation level (set_level) */
-	char level_from[600];       /* where it came from, for run.started / run.resumed */
-};
-
 static volatile sig_atomic_t interrupted;
+
+bool sup_interrupted(void)
+{
+	return interrupted != 0;
+}
 
 void supervise_interrupt(int sig)
 {
@@ -81,7 +65,7 @@ static void batch_open(struct sup *s)
 	s->pending++;
 }
 
-static void commit_batch(struct sup *s)
+void sup_commit_batch(struct sup *s)
 {
 	if (s->pending) {
 		store_commit(s->o->store);
@@ -97,14 +81,14 @@ static void commit_batch(struct sup *s)
  * so the sync overlaps the phase's start-up yet nothing acts on a state that
  * is not on disk; or before a human is asked, and at the end.
  */
-static void sync_checkpoint(struct sup *s)
+void sup_sync_checkpoint(struct sup *s)
 {
 	sqlite3_file *f = NULL;
 
 	if (!s->unsynced)
 		return;
 	s->unsynced = false;
-	commit_batch(s);
+	sup_commit_batch(s);
 	if (sqlite3_file_control(store_db(s->o->store), "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK ||
 	    !f || !f->pMethods)
 		return;     /* no log: not in WAL mode, where commits sync themselves */
@@ -114,40 +98,38 @@ static void sync_checkpoint(struct sup *s)
 }
 
 /* Everything written so far committed and synced. */
-static void settle(struct sup *s)
+void sup_settle(struct sup *s)
 {
-	commit_batch(s);
-	sync_checkpoint(s);
+	sup_commit_batch(s);
+	sup_sync_checkpoint(s);
 }
 
-static void persist(struct sup *s, jv ev, const char *line, size_t len)
+void sup_persist(struct sup *s, jv ev, const char *line, size_t len)
 {
 	batch_open(s);
 	store_event_put(s->o->store, ev, line, len, NULL);
 	if (s->pending >= BATCH_MAX)
-		commit_batch(s);
+		sup_commit_batch(s);
 }
 
 /* Persist one of the supervisor's own events (consumed) in the batch. */
-static void emit_event(struct sup *s, jv ev)
+void sup_emit_event(struct sup *s, jv ev)
 {
 	char *line = json_dumps(jv_copy(ev), false);
 
-	persist(s, ev, line, strlen(line));
+	sup_persist(s, ev, line, strlen(line));
 	if (s->o->json)
 		stream_write_raw(&s->out, line, strlen(line));
 	free(line);
 	jv_free(ev);
 }
 
-static void emit(struct sup *s, const char *type, jv payload)
+void sup_emit(struct sup *s, const char *type, jv payload)
 {
-	emit_event(s, stream_event_new(&s->out, type, payload));
+	sup_emit_event(s, stream_event_new(&s->out, type, payload));
 }
 
-static void progress(struct sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void progress(struct sup *s, const char *fmt, ...)
+void sup_progress(struct sup *s, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -160,17 +142,18 @@ static void progress(struct sup *s, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static bool transition(struct sup *s, enum pipeline_state to, const char *reason)
+bool sup_transition(struct sup *s, enum pipeline_state to, const char *reason)
 {
 	if (s->pl == to)
 		return true;
-	if (!pipeline_can_transition(s->pl, to)) {
-		emit(s, "pipeline.invalid_transition", json_set(json_set(json_set(jv_object(),
+	/* A graph run's order is its pipeline's: only the end is a move here. */
+	if (!s->graph && !pipeline_can_transition(s->pl, to)) {
+		sup_emit(s, "pipeline.invalid_transition", json_set(json_set(json_set(jv_object(),
 			"from", jv_string(pipeline_state_name(s->pl))), "to", jv_string(pipeline_state_name(to))),
 			"reason", jv_string(reason)));
 		return false;
 	}
-	emit(s, "pipeline.state_changed", json_set(json_set(json_set(jv_object(),
+	sup_emit(s, "pipeline.state_changed", json_set(json_set(json_set(jv_object(),
 		"from", jv_string(pipeline_state_name(s->pl))), "to", jv_string(pipeline_state_name(to))),
 		"reason", jv_string(reason)));
 	s->pl = to;
@@ -183,7 +166,7 @@ static bool transition(struct sup *s, enum pipeline_state to, const char *reason
  * phase gets it: sync_checkpoint), and the state.updated event that says
  * what changed since the last one (engine/snapshot.h), so the events alone
  * rebuild the state. */
-static void checkpoint(struct sup *s, const char *phase)
+void sup_checkpoint(struct sup *s, const char *phase)
 {
 	jv cost = json_get(s->state, "cost");
 	char *id = NULL;
@@ -195,7 +178,7 @@ static void checkpoint(struct sup *s, const char *phase)
 
 		ev = json_set(json_set(ev, "set", json_get(patch, "set")), "unset", json_get(patch, "unset"));
 		jv_free(patch);
-		emit(s, "state.updated", ev);
+		sup_emit(s, "state.updated", ev);
 		jv_free(s->saved);
 		s->saved = jv_copy(s->state);
 	}
@@ -236,7 +219,7 @@ static int run_now(struct sup *s, enum run_status *status, int64_t *started)
 }
 
 /* Whether `forge cancel` cancelled the run (it also signals us). */
-static bool cancelled(struct sup *s)
+bool sup_cancelled(struct sup *s)
 {
 	enum run_status st;
 	int64_t started;
@@ -245,26 +228,26 @@ static bool cancelled(struct sup *s)
 }
 
 /* The run was cancelled: stop where it is; its status stays cancelled. */
-static int stop_cancelled(struct sup *s)
+int sup_stop_cancelled(struct sup *s)
 {
 	s->ended = true;
 	fprintf(stderr, "forge: run %s was cancelled\n", s->trace);
 	return FORGE_EXIT_INTERRUPTED;
 }
 
-static int end_run(struct sup *s, const char *run_status, const char *error, int code)
+int sup_end_run(struct sup *s, const char *run_status, const char *error, int code)
 {
-	if (cancelled(s))
-		return stop_cancelled(s);
+	if (sup_cancelled(s))
+		return sup_stop_cancelled(s);
 	enum run_status rs = run_status_of(run_status);
 	enum pipeline_state to = rs == RUN_COMPLETED ? PL_COMPLETED : rs == RUN_PAUSED ? PL_PAUSED : PL_FAILED;
 
-	transition(s, to, error ? error : run_status);
+	sup_transition(s, to, error ? error : run_status);
 	s->ended = to != PL_PAUSED;
 	/* "" clears the reason an earlier pause left (NULL would keep it). */
 	store_run_update(s->o->store, s->trace, run_status, s->running, error ? error : "");
 	jv cost = json_get(s->state, "cost");
-	emit(s, rs == RUN_PAUSED ? "run.paused" : "run.completed",
+	sup_emit(s, rs == RUN_PAUSED ? "run.paused" : "run.completed",
 	     json_set(json_set(json_set(jv_object(), "status", jv_string(run_status)),
 			       "reason", json_str_or_null(error)), "cost", cost));
 	return code;
@@ -287,7 +270,7 @@ static double error_rate(struct sup *s, long *calls)
 }
 
 /* The run-level breaker that trips, or NULL; *why receives the reason. */
-static const char *breaker(struct sup *s, char *why, size_t n)
+const char *sup_breaker(struct sup *s, char *why, size_t n)
 {
 	jv cost = json_get(s->state, "cost");
 	double usd = json_get_num(cost, "usd", 0);
@@ -353,20 +336,18 @@ static void remember_edit(struct sup *s, const char *gate, const char *note)
 	struct memory *m;
 	char id[ULID_LEN + 1];
 
-	commit_batch(s);     /* memory writes in its own transactions */
+	sup_commit_batch(s);     /* memory writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
 	if (memory_open(&m, s->o->store, &mo) < 0)
 		return;
 	if (memory_record_gate_edit(id, m, gate, note, s->trace) == 0)
-		emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
+		sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
 						   jv_string("gate_edit")));
 	memory_free(m);
 }
 
-enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT };
-
-/* Remember who passed gate `name` (row `id`) for ask_human(). */
+/* Remember who passed gate `name` (row `id`) for sup_ask_human(). */
 static void set_approval(struct sup *s, const char *name, const char *id, const char *by, const char *note)
 {
 	jv a = json_set(json_set(jv_object(), "by", jv_string(by ? by : "human")), "gate", jv_string(name));
@@ -379,7 +360,7 @@ static void set_approval(struct sup *s, const char *name, const char *id, const 
 }
 
 /* One fired gate: decided before, passed unasked, asked, or waiting. */
-static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
+enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 {
 	const char *name = json_get_str(gate, "id");
 	char id[ULID_LEN + 1];
@@ -397,7 +378,7 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 		return GATE_PASS;
 	}
 	if (status && gate_status_of(status) != GATE_PENDING) {
-		emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
+		sup_emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
 						  "status", jv_string(status)));
 		jv_free(row);
 		return GATE_STOP;
@@ -410,28 +391,28 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 	if (!status) {
 		if (gate_request(id, s->o->store, s->trace, gate, phase) < 0)
 			return GATE_STOP;
-		emit(s, "gate.requested", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
+		sup_emit(s, "gate.requested", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
 			"id", jv_string(id)), "prompt", json_get(gate, "prompt")));
 	}
 	if (how != GATE_ASK) {
 		const char *by = how == GATE_AUTO_FLAG ? "flag" : "automation_level";
 		gate_decide(s->o->store, id, true, by, NULL);
 		set_approval(s, name, id, by, NULL);
-		emit(s, "gate.approved", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
+		sup_emit(s, "gate.approved", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
 			"id", jv_string(id)), "by", jv_string(by)));
-		progress(s, "  gate %s approved (%s)", name, how == GATE_AUTO_FLAG ? "--auto-approve" : "automation level");
+		sup_progress(s, "  gate %s approved (%s)", name, how == GATE_AUTO_FLAG ? "--auto-approve" : "automation level");
 		return GATE_PASS;
 	}
 	/* Ctrl-D, Ctrl-C or no terminal decide nothing: the gate stays pending. */
 	enum prompt_answer ans = PROMPT_NO_TTY;
 	if (s->o->interactive && !interrupted) {
 		char *note = NULL;
-		settle(s);      /* nothing held (the database's lock) while a human thinks */
+		sup_settle(s);      /* nothing held (the database's lock) while a human thinks */
 		ans = ask_terminal(s, gate, &note);
 		if (ans == PROMPT_APPROVE || ans == PROMPT_APPROVE_WITH_NOTE || ans == PROMPT_REJECT) {
 			bool yes = ans != PROMPT_REJECT;
 			gate_decide(s->o->store, id, yes, "human", note);
-			emit(s, yes ? "gate.approved" : "gate.rejected",
+			sup_emit(s, yes ? "gate.approved" : "gate.rejected",
 			     json_set(json_set(json_set(json_set(jv_object(), "gate", jv_string(name)), "id",
 				jv_string(id)), "by", jv_string("human")), "note", json_str_or_null(note)));
 			if (yes && note && *note)
@@ -459,11 +440,11 @@ static enum gate_outcome pass_gate(struct sup *s, jv gate, const char *phase)
 
 /* A gate left the run waiting: paused for a human (exit 4), or by Ctrl-C
  * at its prompt (exit 130); either way `forge resume` continues. */
-static int gate_paused(struct sup *s, const char *reason)
+int sup_gate_paused(struct sup *s, const char *reason)
 {
 	if (interrupted)
-		return end_run(s, "paused", "interrupted", FORGE_EXIT_INTERRUPTED);
-	return end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
+		return sup_end_run(s, "paused", "interrupted", FORGE_EXIT_INTERRUPTED);
+	return sup_end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
 }
 
 /* Every gate that fires between `done` and `next`: the configured ones,
@@ -481,7 +462,7 @@ static enum gate_outcome pass_gates(struct sup *s, const char *done, const char 
 	fired = gates_ladder(fired, s->o->cfg, s->level, s->state, done, next, others);
 	jv_array_foreach(fired, i, g) {
 		if (r == GATE_PASS)
-			r = pass_gate(s, g, next ? next : done);
+			r = sup_pass_gate(s, g, next ? next : done);
 		jv_free(g);
 	}
 	jv_free(fired);
@@ -490,28 +471,28 @@ static enum gate_outcome pass_gates(struct sup *s, const char *done, const char 
 
 /* A bounce back to implement (d->bounce, borrowed): by itself where the
  * ladder says so, else through its gate (approved: the bounce happens). */
-static enum gate_outcome pass_bounce(struct sup *s, jv bounce)
+enum gate_outcome sup_pass_bounce(struct sup *s, jv bounce)
 {
 	jv gate = gate_for_bounce(s->o->cfg, s->level, bounce);
 	enum gate_outcome r = GATE_PASS;
 
 	if (jv_get_kind(gate) == JV_KIND_OBJECT)
-		r = pass_gate(s, gate, json_get_str(gate, "phase"));
+		r = sup_pass_gate(s, gate, json_get_str(gate, "phase"));
 	jv_free(gate);
 	return r;
 }
 
 /* The run stops at a bounce's gate: paused (exit 4 or 130) or rejected. */
-static int bounce_stopped(struct sup *s, enum gate_outcome h)
+int sup_bounce_stopped(struct sup *s, enum gate_outcome h)
 {
 	if (h == GATE_WAIT)
-		return gate_paused(s, "waiting for a human: back to implement?");
-	return end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+		return sup_gate_paused(s, "waiting for a human: back to implement?");
+	return sup_end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
 }
 
 /* ---- running a phase ----------------------------------------------------- */
 
-static void show_event(struct sup *s, jv ev)
+void sup_show_event(struct sup *s, jv ev)
 {
 	const char *type = json_get_str(ev, "type");
 	jv payload = json_get(ev, "payload");
@@ -544,8 +525,8 @@ static void on_stdout(void *payload, const char *line, size_t len, int cut)
 	}
 	const char *kind = json_get_str(rec, "kind");
 	if (kind && strcmp(kind, "event") == 0) {
-		persist(s, rec, line, len);
-		show_event(s, rec);
+		sup_persist(s, rec, line, len);
+		sup_show_event(s, rec);
 		if (s->o->json)
 			stream_write_raw(&s->out, line, len);
 	} else if (kind && strcmp(kind, "state") == 0) {
@@ -578,12 +559,12 @@ static void on_stderr(void *payload, const char *line, size_t len, int cut)
 
 static void on_idle(void *payload)
 {
-	commit_batch(payload);
+	sup_commit_batch(payload);
 }
 
 static void on_started(void *payload)
 {
-	sync_checkpoint(payload);
+	sup_sync_checkpoint(payload);
 }
 
 /* Run one phase filter; returns its status string (static). */
@@ -626,8 +607,8 @@ static const char *run_phase(struct sup *s, const char *phase)
 	s->running = phase;
 	s->returned = jv_null();
 	s->tools_run = 0;
-	progress(s, "▶ %s", phase);
-	commit_batch(s);        /* the phase writes to the database too */
+	sup_progress(s, "▶ %s", phase);
+	sup_commit_batch(s);        /* the phase writes to the database too */
 	/* The phases' stderr is a pipe to us: they relay their status line. */
 	if (s->o->progress && isatty(STDERR_FILENO))
 		setenv(TERM_RELAY_ENV, "1", 1);
@@ -644,7 +625,7 @@ static const char *run_phase(struct sup *s, const char *phase)
 		jv ev = stream_event_new(&s->out, "phase.exited", json_set(json_set(jv_object(),
 			"phase", jv_string(phase)), "exit_code", jv_number(status)));
 		ev = json_set(ev, "duration_ms", jv_number((double)lifetime));
-		emit_event(s, ev);
+		sup_emit_event(s, ev);
 	}
 	if (rc < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
@@ -669,7 +650,7 @@ static const char *run_phase(struct sup *s, const char *phase)
 	snprintf(st, sizeof st, "%s", json_get_str(s->state, "status") ? json_get_str(s->state, "status") : "failed");
 	jv cost = json_get(s->state, "cost");
 	bool color = term_color(STDERR_FILENO);
-	progress(s, "  %s%s%s %s  (%.1f s, %d tool calls, run cost $%.4f)",
+	sup_progress(s, "  %s%s%s %s  (%.1f s, %d tool calls, run cost $%.4f)",
 		 term_sgr(color, strcmp(st, "ok") == 0 ? TERM_GREEN : TERM_RED), strcmp(st, "ok") == 0 ? "✓" : "✗",
 		 term_sgr(color, TERM_RESET), st, (double)(monotonic_ms() - t0) / 1000, s->tools_run, json_get_num(cost, "usd", 0));
 	jv_free(cost);
@@ -682,10 +663,10 @@ static const char *run_phase(struct sup *s, const char *phase)
  * again and the next implement gets the learnings. */
 static void reflect_emit(void *payload, const char *type, jv event_payload)
 {
-	emit(payload, type, event_payload);
+	sup_emit(payload, type, event_payload);
 }
 
-static void reflect_now(struct sup *s, const char *at, bool end)
+void sup_reflect_now(struct sup *s, const char *at, bool end)
 {
 	struct reflect_ctx c = { .cfg = s->o->cfg, .store = s->o->store, .trace = s->trace,
 				 .phase = end ? "end" : at, .emit = reflect_emit, .emit_payload = s };
@@ -693,7 +674,7 @@ static void reflect_now(struct sup *s, const char *at, bool end)
 	double before = json_get_num(cost, "usd", 0);
 
 	jv_free(cost);
-	commit_batch(s);     /* memory and the model's log write in their own transactions */
+	sup_commit_batch(s);     /* memory and the model's log write in their own transactions */
 	if (reflect_run_check(&s->state, &c, end) == 0)
 		return;
 	cost = json_get(s->state, "cost");
@@ -706,10 +687,10 @@ static void reflect_now(struct sup *s, const char *at, bool end)
 		buf_addf(&names, "%s%s", i ? ", " : "", jv_string_value(f));
 		jv_free(f);
 	}
-	progress(s, "  ✎ reflected on the run (Loop 3); triggers fired so far: %s", names.buf);
+	sup_progress(s, "  ✎ reflected on the run (Loop 3); triggers fired so far: %s", names.buf);
 	buf_release(&names);
 	jv_free(fired);
-	checkpoint(s, at);
+	sup_checkpoint(s, at);
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -724,7 +705,7 @@ static const char *first_phase(const char *const *phases)
  * becomes a one-task plan.  Its risk was not assessed, so it is "medium"
  * (gates for high risk do not pass it silently, nor does low-risk auto
  * approval). */
-static jv plan_from_task(const char *task_text)
+jv sup_plan_from_task(const char *task_text)
 {
 	jv item = json_set(json_set(json_set(jv_object(), "id", jv_string("t1")), "title", jv_string(task_text)),
 			   "description", jv_string(task_text));
@@ -751,6 +732,9 @@ static jv bounce_evidence(struct sup *s, jv ev)
 {
 	const char *from = json_get_str(ev, "from");
 	bool review = from && strcmp(from, "review") == 0;
+
+	if (!review && (!from || strcmp(from, "test") != 0))
+		return ev;      /* a program's bounce: its own state says why */
 	jv part = json_get(s->state, review ? "review" : "tests");
 	jv all = json_get(part, review ? "findings" : "failures"), pick = jv_array();
 
@@ -782,7 +766,7 @@ static jv bounce_evidence(struct sup *s, jv ev)
 	return json_set(ev, review ? "findings" : "failures", pick);
 }
 
-static void add_bounce(struct sup *s, jv bounce)
+void sup_add_bounce(struct sup *s, jv bounce)
 {
 	jv bounces = json_get(s->state, "bounces");
 
@@ -790,12 +774,12 @@ static void add_bounce(struct sup *s, jv bounce)
 		jv_free(bounces);
 		bounces = jv_array();
 	}
-	emit(s, "loop.phase_bounce", bounce_evidence(s, jv_copy(bounce)));
+	sup_emit(s, "loop.phase_bounce", bounce_evidence(s, jv_copy(bounce)));
 	s->state = json_set(s->state, "bounces", jv_array_append(bounces, bounce));
 }
 
 /* A human decides after `phase` said it needs one (or bounces ran out). */
-static enum gate_outcome ask_human(struct sup *s, const char *phase, const char *reason)
+enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason)
 {
 	jv gate = jv_object();
 	char id[64];
@@ -804,20 +788,20 @@ static enum gate_outcome ask_human(struct sup *s, const char *phase, const char 
 	gate = json_set(gate, "id", jv_string(id));
 	gate = json_set(gate, "prompt", jv_string(reason));
 	gate = json_set(gate, "timeout_s", jv_number(86400));
-	enum gate_outcome r = pass_gate(s, gate, phase);
+	enum gate_outcome r = sup_pass_gate(s, gate, phase);
 	jv_free(gate);
 	if (r != GATE_PASS)
 		return r;
-	emit(s, "human.override", json_set(json_set(jv_object(), "phase", jv_string(phase)),
+	sup_emit(s, "human.override", json_set(json_set(jv_object(), "phase", jv_string(phase)),
 					   "reason", jv_string(reason)));
 	/* The override is part of the state, so the guards of the phases after
 	 * this one (forge-test, forge-deploy) accept it, in this process or
 	 * after `forge resume`. */
-	const char *key = pipeline_result_key(phase);
+	const char *key = result_key;
 	jv part = json_get(s->state, key);
 	if (jv_get_kind(part) == JV_KIND_OBJECT && jv_get_kind(s->approval) == JV_KIND_OBJECT) {
 		s->state = json_set(s->state, key, json_set(part, "approved_by", jv_copy(s->approval)));
-		checkpoint(s, phase);
+		sup_checkpoint(s, phase);
 	} else {
 		jv_free(part);
 	}
@@ -829,26 +813,26 @@ static int loop(struct sup *s, const char *done, const char *next)
 	char why[512];
 
 	while (next && !interrupted) {
-		if (cancelled(s))
-			return stop_cancelled(s);
+		if (sup_cancelled(s))
+			return sup_stop_cancelled(s);
 		if (done)
-			reflect_now(s, done, false);
-		const char *tripped = breaker(s, why, sizeof why);
+			sup_reflect_now(s, done, false);
+		const char *tripped = sup_breaker(s, why, sizeof why);
 		if (tripped) {
-			emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
+			sup_emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
 							    "reason", jv_string(why)));
-			checkpoint(s, done ? done : "init");
+			sup_checkpoint(s, done ? done : "init");
 			fprintf(stderr, "forge: breaker %s tripped: %s\n", tripped, why);
-			return end_run(s, "failed", why, FORGE_EXIT_TRIPPED);
+			return sup_end_run(s, "failed", why, FORGE_EXIT_TRIPPED);
 		}
 		enum gate_outcome g = pass_gates(s, done, next);
 		if (g == GATE_STOP)
-			return end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
+			return sup_end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
 		if (g == GATE_WAIT)
-			return gate_paused(s, "waiting for a human at a gate");
-		if (!transition(s, pipeline_state_of(next), s->step_reason[0] ? s->step_reason
+			return sup_gate_paused(s, "waiting for a human at a gate");
+		if (!sup_transition(s, pipeline_state_of(next), s->step_reason[0] ? s->step_reason
 							     : done ? "next phase" : "starting"))
-			return end_run(s, "failed", "invalid transition", FORGE_EXIT_DEPENDENCY);
+			return sup_end_run(s, "failed", "invalid transition", FORGE_EXIT_DEPENDENCY);
 		store_run_update(s->o->store, s->trace, "running", next, NULL);
 
 		const char *st = run_phase(s, next);
@@ -856,15 +840,15 @@ static int loop(struct sup *s, const char *done, const char *next)
 			break;
 		if (strcmp(st, "crashed") == 0) {
 			snprintf(why, sizeof why, "forge-%s was killed by a signal; resume runs it again", next);
-			return end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
+			return sup_end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
 		}
 		s->step_reason[0] = '\0';
-		checkpoint(s, next);
+		sup_checkpoint(s, next);
 
 		struct pipeline_decision d;
 		if (pipeline_decide(&d, s->o->cfg, s->state, next, st, s->o->phases, s->o->dry_run) < 0) {
 			fprintf(stderr, "forge: %s\n", forge_last_error());
-			return end_run(s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
+			return sup_end_run(s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
 		}
 		done = next;
 		switch (d.action) {
@@ -873,49 +857,49 @@ static int loop(struct sup *s, const char *done, const char *next)
 			snprintf(s->step_reason, sizeof s->step_reason, "%s", d.reason);
 			break;
 		case PL_ACT_BOUNCE: {
-			enum gate_outcome h = pass_bounce(s, d.bounce);
+			enum gate_outcome h = sup_pass_bounce(s, d.bounce);
 			if (h != GATE_PASS) {
 				jv_free(d.bounce);
-				return bounce_stopped(s, h);
+				return sup_bounce_stopped(s, h);
 			}
 			snprintf(s->step_reason, sizeof s->step_reason, "bounce: %.500s", d.reason);
-			progress(s, "  ↩ back to implement: %s", d.reason);
-			add_bounce(s, d.bounce);
+			sup_progress(s, "  ↩ back to implement: %s", d.reason);
+			sup_add_bounce(s, d.bounce);
 			d.bounce = jv_null();
 			next = "implement";
 			break;
 		}
 		case PL_ACT_HUMAN: {
-			enum gate_outcome h = ask_human(s, done, d.reason);
+			enum gate_outcome h = sup_ask_human(s, done, pipeline_result_key(done), d.reason);
 			if (h == GATE_WAIT)
-				return gate_paused(s, d.reason);
+				return sup_gate_paused(s, d.reason);
 			if (h == GATE_STOP)
-				return end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+				return sup_end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
 			/* Approved: a phase without its result runs again, else on. */
 			bool has_result = json_has(s->state, pipeline_result_key(done));
 			next = has_result ? pipeline_next_phase(done, s->o->phases) : done;
 			break;
 		}
 		case PL_ACT_DONE:
-			return end_run(s, "completed", NULL, FORGE_EXIT_OK);
+			return sup_end_run(s, "completed", NULL, FORGE_EXIT_OK);
 		case PL_ACT_REJECTED:
-			return end_run(s, "failed", d.reason, FORGE_EXIT_REJECTED);
+			return sup_end_run(s, "failed", d.reason, FORGE_EXIT_REJECTED);
 		case PL_ACT_TRIPPED:
-			return end_run(s, "failed", d.reason, FORGE_EXIT_TRIPPED);
+			return sup_end_run(s, "failed", d.reason, FORGE_EXIT_TRIPPED);
 		case PL_ACT_FAILED:
-			return end_run(s, "failed", d.reason, FORGE_EXIT_DEPENDENCY);
+			return sup_end_run(s, "failed", d.reason, FORGE_EXIT_DEPENDENCY);
 		}
 		jv_free(d.bounce);
 	}
-	if (cancelled(s))
-		return stop_cancelled(s);
+	if (sup_cancelled(s))
+		return sup_stop_cancelled(s);
 	if (interrupted) {
 		fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
 		store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
-		emit(s, "run.paused", json_set(jv_object(), "reason", jv_string("interrupted")));
+		sup_emit(s, "run.paused", json_set(jv_object(), "reason", jv_string("interrupted")));
 		return FORGE_EXIT_INTERRUPTED;
 	}
-	return end_run(s, "completed", NULL, FORGE_EXIT_OK);
+	return sup_end_run(s, "completed", NULL, FORGE_EXIT_OK);
 }
 
 /* ---- after the run: Loop 3 ----------------------------------------------- */
@@ -936,21 +920,21 @@ static void reflect_on_run(struct sup *s)
 	char id[ULID_LEN + 1];
 	char at[32];
 
-	commit_batch(s);     /* memory writes in its own transactions */
+	sup_commit_batch(s);     /* memory writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
 	if (memory_open(&m, s->o->store, &mo) < 0)
 		return;
 	store_events_foreach(s->o->store, s->trace, collect, &events);
 	if (memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
-		emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
+		sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
 						   jv_string("run_episode")));
 	/* What each bounce taught: recalled into the next similar task's prompt. */
 	jv lessons;
-	commit_batch(s);
+	sup_commit_batch(s);
 	if (memory_record_lessons(&lessons, m, s->trace, jv_copy(events)) >= 0) {
 		jv_array_foreach(lessons, i, lid) {
-			emit(s, "memory.stored", json_set(json_set(jv_object(), "id", lid), "source",
+			sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", lid), "source",
 							   jv_string("run_lesson")));
 			(void)i;
 		}
@@ -960,7 +944,7 @@ static void reflect_on_run(struct sup *s)
 	memory_free(m);
 	/* Seed 000 §10.4: runs worth learning from. */
 	snprintf(at, sizeof at, "%s", json_get_str(s->state, "phase") ? json_get_str(s->state, "phase") : "init");
-	reflect_now(s, at, true);
+	sup_reflect_now(s, at, true);
 }
 
 /* ---- the summary a person reads -------------------------------------- */
@@ -1059,6 +1043,7 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	s->saved = jv_null();
 	s->pl = PL_IDLE;
 	snprintf(s->trace, sizeof s->trace, "%s", trace);
+	pthread_mutex_init(&s->lock, NULL);
 	stream_out_init(&s->out, stdout, "forge-supervisor", NULL);
 	stream_out_set_trace(&s->out, trace);
 }
@@ -1118,7 +1103,7 @@ static void sup_release(struct sup *s)
 {
 	int logged = 0, copied = 0;
 
-	commit_batch(s);
+	sup_commit_batch(s);
 	if (s->holder[0]) {
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
@@ -1135,13 +1120,14 @@ static void sup_release(struct sup *s)
 	if (sqlite3_wal_checkpoint_v2(store_db(s->o->store), NULL, SQLITE_CHECKPOINT_PASSIVE, &logged,
 				      &copied) == SQLITE_OK && logged >= 0 && copied == logged)
 		s->unsynced = false;
-	sync_checkpoint(s);
+	sup_sync_checkpoint(s);
 	jv_free(s->state);
 	jv_free(s->returned);
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
 	jv_free(s->saved);
 	sqlite3_finalize(s->run_row);
+	pthread_mutex_destroy(&s->lock);
 }
 
 /*
@@ -1156,7 +1142,7 @@ static int take_lease(struct sup *s)
 	jv held;
 
 	ulid_new(holder);
-	commit_batch(s);        /* the lease is its own transaction */
+	sup_commit_batch(s);        /* the lease is its own transaction */
 	int r = store_lease_take(&held, s->o->store, s->trace, holder, "forge-supervisor");
 	if (r < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
@@ -1174,9 +1160,9 @@ static int take_lease(struct sup *s)
 	snprintf(s->holder, sizeof s->holder, "%s", holder);
 	setenv("FORGE_LEASE", holder, 1);
 	if (r == STORE_LEASE_STOLEN) {
-		progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
+		sup_progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
 			 json_get_num(held, "pid", 0));
-		emit(s, "run.lease_taken_over", json_set(json_set(jv_object(), "pid", json_get(held, "pid")),
+		sup_emit(s, "run.lease_taken_over", json_set(json_set(jv_object(), "pid", json_get(held, "pid")),
 							 "since", json_get(held, "acquired_at")));
 	}
 	jv_free(held);
@@ -1207,7 +1193,7 @@ static void warn_dirty(struct sup *s, struct forge_git *g, const char *base)
 	if (!s->o->quiet)
 		fprintf(stderr, "forge: warning: the checkout has uncommitted changes to tracked files; the run "
 				"starts from %s and will not see them (commit or stash them first)\n", base);
-	emit(s, "run.checkout_dirty", json_set(jv_object(), "base_ref", jv_string(base)));
+	sup_emit(s, "run.checkout_dirty", json_set(jv_object(), "base_ref", jv_string(base)));
 }
 
 /* The run's worktree on its branch: created now, so every phase shares it. */
@@ -1249,7 +1235,7 @@ static void consolidate_if_due(struct sup *s)
 	char why[256], prog[4096];
 	int due;
 
-	commit_batch(s);     /* memory reads and writes in its own transactions */
+	sup_commit_batch(s);     /* memory reads and writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
 	if (memory_open(&m, s->o->store, &mo) < 0)
@@ -1288,7 +1274,7 @@ static void consolidate_if_due(struct sup *s)
 	if (pid > 0) {
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		emit(s, "memory.consolidation_started", json_set(jv_object(), "reason", jv_string(why)));
+		sup_emit(s, "memory.consolidation_started", json_set(jv_object(), "reason", jv_string(why)));
 	}
 }
 
@@ -1351,6 +1337,76 @@ static bool started_dry(struct store *st, const char *trace)
 	return dry;
 }
 
+void supervise_graph_errors(const struct graph *g)
+{
+	for (size_t i = 0; i < g->nerrors; i++) {
+		if (g->errors[i].node)
+			fprintf(stderr, "%s: node '%s': %s\n", g->source, g->errors[i].node, g->errors[i].message);
+		else
+			fprintf(stderr, "%s: %s\n", g->source, g->errors[i].message);
+	}
+}
+
+/*
+ * The pipeline a graph run recorded in its run.started, loaded again (the
+ * programs found as they are now): *out NULL for a run of the phase loop.
+ * 0, or exit 2 with the pipeline's errors listed.
+ */
+static int recorded_graph(struct graph **out, const struct supervise_opts *o, const char *trace)
+{
+	jv ev = jv_null();
+	int rc = 0;
+
+	*out = NULL;
+	if (store_event_last(&ev, o->store, trace, "run.started") < 0 || jv_get_kind(ev) != JV_KIND_OBJECT) {
+		jv_free(ev);
+		return 0;
+	}
+	jv payload = json_get(ev, "payload"), p = json_get(payload, "pipeline");
+	if (jv_get_kind(p) == JV_KIND_OBJECT) {
+		struct graph_env env = { .cfg = o->cfg, .bindir = o->bindir };
+
+		if (graph_from_json(out, json_get(p, "doc"), json_get_str(p, "source"), json_get_str(p, "path"),
+				    &env) < 0) {
+			fprintf(stderr, "forge: run %s's pipeline cannot run now:\n", trace);
+			supervise_graph_errors(*out);
+			graph_free(*out);
+			*out = NULL;
+			rc = FORGE_EXIT_USAGE;
+		}
+	}
+	jv_free(p);
+	jv_free(payload);
+	jv_free(ev);
+	return rc;
+}
+
+/* Whether a node of g runs the built-in phase. */
+static bool graph_has_phase(const struct graph *g, const char *phase)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->nodes[i].phase && strcmp(g->nodes[i].phase, phase) == 0)
+			return true;
+	return false;
+}
+
+/* How many nodes may run at once: --jobs, else pipeline.jobs, at least 1. */
+static int jobs_of(const struct supervise_opts *o)
+{
+	int jobs = o->jobs > 0 ? o->jobs : (int)config_get_num(o->cfg, "pipeline.jobs");
+
+	return jobs > 0 ? jobs : 1;
+}
+
+/* What run.started records of a graph run's pipeline: enough to load it
+ * again as it was ({"name","source","path","doc"}). */
+static jv pipeline_record(const struct graph *g)
+{
+	jv p = json_set(json_set(jv_object(), "name", json_str_or_null(g->name)), "source", jv_string(g->source));
+
+	return json_set(json_set(p, "path", json_str_or_null(g->path)), "doc", jv_copy(g->doc));
+}
+
 /*
  * Every phase the run will run that needs a model (plan, implement) can
  * make its client: a provider and its key are set (llm_client_new sends
@@ -1366,7 +1422,10 @@ static int check_models(const struct supervise_opts *o)
 		struct llm_client *c = NULL;
 		bool runs = false;
 
-		for (const char *p = first_phase(o->phases); p && !runs; p = pipeline_next_phase(p, o->phases))
+		if (o->graph)
+			runs = graph_has_phase(o->graph, need[i]);
+		for (const char *p = o->graph ? NULL : first_phase(o->phases); p && !runs;
+		     p = pipeline_next_phase(p, o->phases))
 			runs = strcmp(p, need[i]) == 0;
 		if (!runs)
 			continue;
@@ -1441,17 +1500,21 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	st = json_set(st, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
 	s.state = json_set(st, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
 						    "remaining_usd", jv_number(budget)));
-	progress(&s, "forge: run %s: %s", trace, task_text);
-	progress(&s, "  automation level %d (%s)", s.level, s.level_from);
-	emit(&s, "run.started", level_payload(&s, json_set(json_set(jv_object(), "task", jv_string(task_text)),
-							   "dry_run", jv_bool(o->dry_run))));
-	if (strcmp(first_phase(o->phases), "implement") == 0) {
-		jv plan = plan_from_task(task_text);
-		emit(&s, "plan.from_task", json_set(jv_object(), "plan", jv_copy(plan)));
+	sup_progress(&s, "forge: run %s: %s", trace, task_text);
+	sup_progress(&s, "  automation level %d (%s)", s.level, s.level_from);
+	jv started = json_set(json_set(jv_object(), "task", jv_string(task_text)), "dry_run", jv_bool(o->dry_run));
+	s.graph = o->graph;
+	if (o->graph)
+		started = json_set(started, "pipeline", pipeline_record(o->graph));
+	sup_emit(&s, "run.started", level_payload(&s, started));
+	if (o->graph ? !graph_has_phase(o->graph, "plan") && graph_has_phase(o->graph, "implement")
+		     : strcmp(first_phase(o->phases), "implement") == 0) {
+		jv plan = sup_plan_from_task(task_text);
+		sup_emit(&s, "plan.from_task", json_set(jv_object(), "plan", jv_copy(plan)));
 		s.state = json_set(s.state, "plan", plan);
 	}
-	checkpoint(&s, "init");
-	code = loop(&s, NULL, first_phase(o->phases));
+	sup_checkpoint(&s, "init");
+	code = o->graph ? sup_graph_run(&s, jobs_of(o)) : loop(&s, NULL, first_phase(o->phases));
 	return sup_finish(&s, caller, code);
 }
 
@@ -1475,7 +1538,7 @@ static void recover_worktree(struct sup *s)
 		bool dirty = jv_get_kind(status) == JV_KIND_ARRAY && jv_array_length(jv_copy(status)) > 0;
 		if ((dirty || (head && strcmp(head, commit) != 0)) &&
 		    forge_git_save_and_reset(&saved, wt, commit) == 0)
-			emit(s, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref", json_str_or_null(saved)),
+			sup_emit(s, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref", json_str_or_null(saved)),
 							       "reset_to", jv_string(commit)));
 		free(head);
 		jv_free(status);
@@ -1520,7 +1583,13 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		dry = dry_opts(o);
 		o = &dry;
 	}
+	struct graph *graph = NULL;
+	if ((code = recorded_graph(&graph, o, trace)) != 0) {
+		jv_free(cp);
+		return code;
+	}
 	sup_init(&s, o, trace);
+	s.graph = graph;
 	set_level(&s, run_level);
 	s.state = cp;
 	s.saved = jv_copy(cp);
@@ -1529,28 +1598,32 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	code = take_lease(&s);
 	if (code) {
 		sup_release(&s);
+		graph_free(graph);
 		return code;
 	}
-	emit(&s, "run.resumed", level_payload(&s, jv_object()));
+	sup_emit(&s, "run.resumed", level_payload(&s, jv_object()));
 	recover_worktree(&s);
 	const char *phase = json_get_str(s.state, "phase");
 	const char *st = json_get_str(s.state, "status");
-	progress(&s, "forge: resuming run %s after %s (%s), automation level %d (%s)", trace, phase, st, s.level,
+	sup_progress(&s, "forge: resuming run %s after %s (%s), automation level %d (%s)", trace, phase, st, s.level,
 		 s.level_from);
 	char done[32];
 	snprintf(done, sizeof done, "%s", phase ? phase : "init");
-	if (strcmp(done, "init") == 0) {
+	if (graph) {
+		code = sup_graph_run(&s, jobs_of(o));
+	} else if (strcmp(done, "init") == 0) {
 		code = loop(&s, NULL, first_phase(o->phases));
 	} else if (st && strcmp(st, "failed") == 0 && pipeline_state_of(done) != PL_NSTATES) {
 		/* The phase itself failed (its model or git was down, a bug): it
 		 * runs again on its own last state; the phases before it are done. */
-		progress(&s, "  %s failed last time: running it again", done);
+		sup_progress(&s, "  %s failed last time: running it again", done);
 		code = loop(&s, phase_before(done, o->phases), done);
 	} else {
 		struct pipeline_decision d;
 		if (pipeline_decide(&d, o->cfg, s.state, done, st ? st : "failed", o->phases, o->dry_run) < 0) {
 			fprintf(stderr, "forge: %s\n", forge_last_error());
 			sup_release(&s);
+			graph_free(graph);
 			return FORGE_EXIT_USAGE;
 		}
 		const char *next = NULL;
@@ -1558,38 +1631,40 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		switch (d.action) {
 		case PL_ACT_NEXT: next = d.next; break;
 		case PL_ACT_BOUNCE: {
-			enum gate_outcome h = pass_bounce(&s, d.bounce);
+			enum gate_outcome h = sup_pass_bounce(&s, d.bounce);
 			if (h != GATE_PASS) {
-				code = bounce_stopped(&s, h);
+				code = sup_bounce_stopped(&s, h);
 				break;
 			}
-			add_bounce(&s, d.bounce);
+			sup_add_bounce(&s, d.bounce);
 			d.bounce = jv_null();
 			next = "implement";
 			break;
 		}
 		case PL_ACT_HUMAN: {
-			enum gate_outcome h = ask_human(&s, done, d.reason);
+			enum gate_outcome h = sup_ask_human(&s, done, pipeline_result_key(done), d.reason);
 			if (h == GATE_WAIT)
-				code = gate_paused(&s, d.reason);
+				code = sup_gate_paused(&s, d.reason);
 			else if (h == GATE_STOP)
-				code = end_run(&s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+				code = sup_end_run(&s, "failed", "a human said no", FORGE_EXIT_REJECTED);
 			else {
 				bool has = json_has(s.state, pipeline_result_key(done));
 				next = has ? pipeline_next_phase(done, o->phases) : done;
 				if (!next)
-					code = end_run(&s, "completed", NULL, FORGE_EXIT_OK);
+					code = sup_end_run(&s, "completed", NULL, FORGE_EXIT_OK);
 			}
 			break;
 		}
-		case PL_ACT_DONE: code = end_run(&s, "completed", NULL, FORGE_EXIT_OK); break;
-		case PL_ACT_REJECTED: code = end_run(&s, "failed", d.reason, FORGE_EXIT_REJECTED); break;
-		case PL_ACT_TRIPPED: code = end_run(&s, "failed", d.reason, FORGE_EXIT_TRIPPED); break;
-		case PL_ACT_FAILED: code = end_run(&s, "failed", d.reason, FORGE_EXIT_DEPENDENCY); break;
+		case PL_ACT_DONE: code = sup_end_run(&s, "completed", NULL, FORGE_EXIT_OK); break;
+		case PL_ACT_REJECTED: code = sup_end_run(&s, "failed", d.reason, FORGE_EXIT_REJECTED); break;
+		case PL_ACT_TRIPPED: code = sup_end_run(&s, "failed", d.reason, FORGE_EXIT_TRIPPED); break;
+		case PL_ACT_FAILED: code = sup_end_run(&s, "failed", d.reason, FORGE_EXIT_DEPENDENCY); break;
 		}
 		jv_free(d.bounce);
 		if (code < 0)
 			code = loop(&s, done, next);
 	}
-	return sup_finish(&s, caller, code);
+	code = sup_finish(&s, caller, code);
+	graph_free(graph);
+	return code;
 }

@@ -40,6 +40,14 @@
  * on the checkout, makes no worktree or branch, and prints the plan
  * (human.h; its JSON alone with json); its run.started says dry_run, and a
  * resume of it stays a dry run.
+ *
+ * With opts->graph the run follows that pipeline as data instead of the
+ * phase loop (app/supervise_graph.c; README "Running a pipeline"): its
+ * nodes when their needs are done, at most opts->jobs (else pipeline.jobs)
+ * at the same time, their statuses in state.nodes and node.status events.
+ * run.started records the pipeline ({"pipeline": {"name", "source",
+ * "path", "doc"}}), and a resume of such a run loads that record again
+ * (exit 2, its errors listed, when it no longer validates: a program gone).
  */
 #ifndef FORGE_SUPERVISE_H
 #define FORGE_SUPERVISE_H
@@ -48,6 +56,7 @@
 #include <stdbool.h>
 
 struct config;
+struct graph;
 struct store;
 
 struct supervise_opts {
@@ -67,6 +76,9 @@ struct supervise_opts {
 	double budget_usd;              /* < 0: budget.usd from the config */
 	bool level_given;               /* --level: level overrides the automation level */
 	int level;                      /* 0..4 when level_given */
+	const struct graph *graph;      /* run: the pipeline (engine/graph.h, without errors), or
+					 * NULL: the default phase loop; resume loads the run's own */
+	int jobs;                       /* nodes at once; 0: pipeline.jobs */
 	struct config *cfg;             /* borrowed */
 	struct store *store;            /* borrowed */
 };
@@ -76,6 +88,10 @@ int supervise_run(const struct supervise_opts *o, const char *task);
 
 /* Continue a run from its last checkpoint.  Returns the exit status. */
 int supervise_resume(const struct supervise_opts *o, const char *trace);
+
+/* A pipeline's errors on stderr, one a line as `forge pipeline check` lists
+ * them ("FILE: node 'x': needs unknown node 'y'"). */
+void supervise_graph_errors(const struct graph *g);
 
 /* Forward SIGINT/SIGTERM to the running phase, then stop with 130.  For the
  * program's signal handler. */

@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "data/stream.h"
 #include "app/supervise.h"
+#include "engine/graph.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OPT_BASE, OPT_LIMIT, OPT_LEVEL };
+enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OPT_BASE, OPT_LIMIT, OPT_LEVEL, OPT_PIPELINE, OPT_JOBS };
 
 static const struct cli_option options[] = {
 	{ "phases", 0, "LIST", "run: only these phases, comma-separated (plan,implement,…)", OPT_PHASES },
@@ -32,6 +33,8 @@ static const struct cli_option options[] = {
 	{ "level", 0, "N", "run, resume: the automation level 0-4 for this run (default safety.automation_level; resume: the run's)", OPT_LEVEL },
 	{ "budget", 0, "USD", "run: the run's budget (default budget.usd)", OPT_BUDGET },
 	{ "base", 0, "REF", "run: the base ref of the run's branch (default HEAD)", OPT_BASE },
+	{ "pipeline", 0, "FILE|NAME", "run: the pipeline to run (a path, or a name: .forge/pipelines/NAME.json, else a built-in one; forge pipeline list)", OPT_PIPELINE },
+	{ "jobs", 'j', "N", "run, resume: at most N pipeline nodes at the same time (default pipeline.jobs)", OPT_JOBS },
 	{ "json", 0, NULL, "JSON lines on stdout instead of text", OPT_JSON },
 	{ "limit", 'n', "N", "history: at most N runs (default 20)", OPT_LIMIT },
 	{ NULL, 0, NULL, NULL, 0 }
@@ -41,8 +44,8 @@ static const struct cli_option options[] = {
 static const struct {
 	const char *name, *synopsis;
 } commands[] = {
-	{ "run", "TASK [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]" },
-	{ "resume", "TRACE [--auto-approve] [--level N] [--json]" },
+	{ "run", "TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]" },
+	{ "resume", "TRACE [--jobs N] [--auto-approve] [--level N] [--json]" },
 	{ "status", "[TRACE] [--json]" },
 	{ "history", "[-n N] [--json]" },
 	{ "cancel", "TRACE" },
@@ -54,8 +57,9 @@ static const char *prog = "forge-supervisor";
 
 static struct cli_spec spec = {
 	.name = "forge-supervisor",
-	.synopsis = "run TASK [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]\n"
-		    "resume TRACE [--auto-approve] [--level N] [--json]\n"
+	.synopsis = "run TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N]\n"
+		    "    [--budget USD] [--base REF] [--json]\n"
+		    "resume TRACE [--jobs N] [--auto-approve] [--level N] [--json]\n"
 		    "status [TRACE] [--json]\n"
 		    "history [-n N] [--json]\n"
 		    "cancel TRACE",
@@ -79,6 +83,10 @@ static struct cli_spec spec = {
 		       "not see.  --dry-run runs the plan phase alone on the checkout as it is and prints the\n"
 		       "plan; the run is recorded (forge show TRACE) without a worktree or branch, and a resume\n"
 		       "of it stays a dry run.\n"
+		       "--pipeline runs a pipeline as data (forge pipeline show NAME draws it): its nodes run\n"
+		       "when what they need is done, those ready together at the same time (at most --jobs);\n"
+		       "a pipeline with errors is refused (exit 2) before the run exists, and resume runs the\n"
+		       "pipeline the run recorded when it started.\n"
 		       "TRACE may be any unique prefix of a trace id.",
 	.options = options,
 	.flags = CLI_MODEL_OPTIONS,
@@ -91,6 +99,8 @@ static struct cli_spec spec = {
 };
 
 struct args {
+	const char *pipeline;   /* --pipeline, or NULL */
+	long jobs;              /* 0: not given */
 	char *phases_text;
 	const char *phases[6];
 	bool dry_run, auto_approve, json;
@@ -121,6 +131,11 @@ static int on_option(int id, const char *arg, void *payload)
 		a->phases[n] = NULL;
 		return n ? 0 : forge_error("--phases: no phase given");
 	}
+	case OPT_PIPELINE: a->pipeline = arg; return 0;
+	case OPT_JOBS:
+		if (forge_parse_long(&a->jobs, arg, 1, 64) < 0)
+			return forge_error("--jobs wants a number of nodes from 1 to 64, not '%s'", arg);
+		return 0;
 	case OPT_DRY_RUN: a->dry_run = true; return 0;
 	case OPT_AUTO_APPROVE: a->auto_approve = true; return 0;
 	case OPT_JSON: a->json = true; return 0;
@@ -175,6 +190,22 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 
 	if (!dir)
 		dir = xstrdup(".");
+	/* The pipeline, checked before anything is made: its errors, as
+	 * `forge pipeline check` lists them, and exit 2. */
+	struct graph *graph = NULL;
+	if (a->pipeline && strcmp(what, "run") == 0) {
+		struct graph_env env = { .cfg = e.cfg, .bindir = dir };
+
+		if (graph_load(&graph, a->pipeline, e.repo, &env) < 0) {
+			supervise_graph_errors(graph);
+			fprintf(stderr, "%s: the pipeline has %zu error%s: nothing was started\n", prog, graph->nerrors,
+				graph->nerrors == 1 ? "" : "s");
+			graph_free(graph);
+			free(dir);
+			session_close(&e);
+			return FORGE_EXIT_USAGE;
+		}
+	}
 	const char **pargs = phase_args(c);
 	struct supervise_opts o = {
 		.repo = e.repo, .db_path = e.db, .bindir = dir, .phase_args = pargs,
@@ -184,6 +215,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		.progress = !a->json && c->verbosity >= 0, .quiet = c->verbosity < 0,
 		.budget_usd = a->budget, .cfg = e.cfg, .store = e.store,
 		.level_given = a->level >= 0, .level = (int)a->level,
+		.graph = graph, .jobs = (int)a->jobs,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -194,6 +226,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	free(pargs);
 	free(dir);
 	free(resolved);
+	graph_free(graph);
 	session_close(&e);
 	return code;
 }
@@ -547,9 +580,13 @@ int main(int argc, char **argv)
 			cli_usage_error(&spec, "%s", forge_last_error());
 		if (a.dry_run && a.phases[0] && strcmp(a.phases[0], "plan") != 0)
 			cli_usage_error(&spec, "--dry-run runs the plan phase alone: --phases must start with plan");
+		if (a.pipeline && (a.phases[0] || a.dry_run))
+			cli_usage_error(&spec, "--pipeline runs the pipeline's own nodes: not with --phases or --dry-run");
 		status = cmd_run_or_resume(&common, &a, "run", task.buf);
 		buf_release(&task);
 	} else if (strcmp(cmd, "resume") == 0 && nargs == 1) {
+		if (a.pipeline)
+			cli_usage_error(&spec, "resume runs the pipeline the run started with: no --pipeline");
 		status = cmd_run_or_resume(&common, &a, "resume", rest[0]);
 	} else if (strcmp(cmd, "status") == 0 && nargs <= 1) {
 		status = cmd_status(&common, &a, nargs ? rest[0] : NULL);

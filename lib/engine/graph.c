@@ -628,6 +628,7 @@ int graph_from_json(struct graph **out, jv doc, const char *source, const char *
 	*out = g;
 	g->source = xstrdup(source ? source : "pipeline");
 	g->path = dup_or_null(path);
+	g->doc = jv_copy(doc);
 	b.dir = b.env->base_dir ? xstrdup(b.env->base_dir) : dir_of(path);
 	if (check_top(&b, doc)) {
 		jv nodes = json_get(doc, "nodes");
@@ -858,5 +859,6 @@ void graph_free(struct graph *g)
 	free(g->description);
 	free(g->source);
 	free(g->path);
+	jv_free(g->doc);
 	free(g);
 }

@@ -110,6 +110,8 @@ struct graph {
 	size_t nbounces;
 	struct graph_error *errors;
 	size_t nerrors;
+	jv doc;                 /* the document as given (what a run records, so a resume
+				 * runs the same pipeline); jv_null() when none was read */
 };
 
 /* What validation looks at besides the file.  Every field may be NULL. */
@@ -189,5 +191,21 @@ jv graph_to_json(const struct graph *g);
 jv graph_errors_json(const struct graph *g);
 
 void graph_free(struct graph *g);
+
+/*
+ * Merge the states that nodes run at the same time returned, each from the
+ * same input `base` (borrowed): returned[0..n) (borrowed; a jv that is not
+ * an object is left out), names[i] naming who returned it in messages.
+ * A top-level key no node changed keeps base's value; a key one node
+ * changed (set, replaced or removed) takes that node's value; a key two
+ * nodes changed to different values is a conflict.  The accumulators
+ * (cost, budget, usage) add up: each number in them is base's plus every
+ * node's change to it (other values in them merge as keys do).  phase and
+ * status are the last returned state's.  *out is the merged state (new
+ * reference) and 0, or -1 with why ("key 'x' was changed by both 'a' and
+ * 'b'") and *out jv_null().
+ */
+int graph_merge_states(jv *out, jv base, const jv *returned, const char *const *names, size_t n,
+		       char *why, size_t whylen);
 
 #endif

@@ -50,6 +50,7 @@ static int load_error(struct graph **out, const char *source, const char *path, 
 
 	g->source = xstrdup(source);
 	g->path = path ? xstrdup(path) : NULL;
+	g->doc = jv_null();
 	g->errors = xcalloc(1, sizeof *g->errors);
 	g->errors[0].message = xstrdup(msg);
 	g->nerrors = 1;

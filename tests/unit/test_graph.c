@@ -436,6 +436,73 @@ static void test_json(void)
 	graph_free(g);
 }
 
+/* merge(base, the returned states as one JSON array) as compact JSON, or "error: WHY". */
+static char *merge_of(const char *base, const char *returned)
+{
+	jv b = json_parse(base, strlen(base)), r = json_parse(returned, strlen(returned));
+	int n = jv_array_length(jv_copy(r));
+	jv rets[8], out;
+	const char *names[8] = { "a", "b", "c", "d", "e", "f", "g", "h" };
+	char why[300] = "", *text;
+
+	for (int i = 0; i < n && i < 8; i++)
+		rets[i] = jv_array_get(jv_copy(r), i);
+	if (graph_merge_states(&out, b, rets, names, (size_t)n, why, sizeof why) == 0) {
+		text = json_dumps(out, true);
+	} else {
+		/* *out is null on an error: anything else shows in the text */
+		const char *leak = jv_get_kind(out) == JV_KIND_NULL ? "" : " (and *out set)";
+		size_t len = strlen(why) + 32;
+
+		jv_free(out);
+		text = malloc(len);
+		snprintf(text, len, "error: %s%s", why, leak);
+	}
+	for (int i = 0; i < n && i < 8; i++)
+		jv_free(rets[i]);
+	jv_free(b);
+	jv_free(r);
+	return text;
+}
+
+#define CHECK_MERGE(base, returned, want) do { \
+	char *got_ = merge_of(base, returned); \
+	CHECK_STR(got_, want); \
+	free(got_); \
+} while (0)
+
+static void test_merge_parallel_states(void)
+{
+	const char *base = "{\"phase\":\"init\",\"status\":\"ok\",\"task\":{\"d\":\"t\"},"
+			   "\"cost\":{\"tokens\":10,\"usd\":1},\"budget\":{\"usd\":5,\"remaining_usd\":4}}";
+
+	/* each node's result side by side; the costs add up; the last's status */
+	CHECK_MERGE(base,
+		    "[{\"phase\":\"review\",\"status\":\"rejected\",\"task\":{\"d\":\"t\"},\"review\":{\"x\":1},"
+		    "\"cost\":{\"tokens\":15,\"usd\":1.5},\"budget\":{\"usd\":5,\"remaining_usd\":3.5}},"
+		    "{\"phase\":\"test\",\"status\":\"ok\",\"task\":{\"d\":\"t\"},\"tests\":{\"y\":2},"
+		    "\"cost\":{\"tokens\":30,\"usd\":2},\"budget\":{\"usd\":5,\"remaining_usd\":3}}]",
+		    "{\"budget\":{\"remaining_usd\":2.5,\"usd\":5},\"cost\":{\"tokens\":35,\"usd\":2.5},"
+		    "\"phase\":\"test\",\"review\":{\"x\":1},\"status\":\"ok\",\"task\":{\"d\":\"t\"},\"tests\":{\"y\":2}}");
+	/* one node: its state as it is */
+	CHECK_MERGE("{\"a\":1,\"b\":2}", "[{\"a\":1,\"c\":3}]", "{\"a\":1,\"c\":3}");
+	/* a key both changed to different values is an error; to the same value is not */
+	CHECK_MERGE("{\"k\":1}", "[{\"k\":2},{\"k\":3}]",
+		    "error: key 'k' was changed by both 'a' and 'b', which ran at the same time");
+	CHECK_MERGE("{\"k\":1}", "[{\"k\":2},{\"k\":2}]", "{\"k\":2}");
+	/* a removal is a change too; a node that changed nothing changes nothing */
+	CHECK_MERGE("{\"k\":1,\"j\":1}", "[{\"j\":1},{\"k\":1,\"j\":1}]", "{\"j\":1}");
+	CHECK_MERGE("{\"k\":1}", "[{},{\"k\":5}]", "error: key 'k' was changed by both 'a' and 'b', which ran at the same time");
+	/* inside an accumulator, numbers add up, other values merge as keys do */
+	CHECK_MERGE("{\"usage\":{\"calls\":1,\"model\":\"m\"}}",
+		    "[{\"usage\":{\"calls\":3,\"model\":\"m\"}},{\"usage\":{\"calls\":2,\"model\":\"n\",\"new\":4}}]",
+		    "{\"usage\":{\"calls\":4,\"model\":\"n\",\"new\":4}}");
+	CHECK_MERGE("{\"cost\":{\"usd\":0}}", "[{\"cost\":{\"usd\":1,\"by\":\"x\"}},{\"cost\":{\"usd\":1,\"by\":\"y\"}}]",
+		    "error: key 'cost.by' was changed by both 'a' and 'b', which ran at the same time");
+	/* a node that wrote no state is left out */
+	CHECK_MERGE("{\"k\":1}", "[null,{\"k\":2}]", "{\"k\":2}");
+}
+
 int main(void)
 {
 	struct config_sources src = { .flags = jv_null() };
@@ -460,6 +527,7 @@ int main(void)
 	RUN(test_schema_lists_match_the_code);
 	RUN(test_load_by_name_and_list);
 	RUN(test_json);
+	RUN(test_merge_parallel_states);
 	config_free(cfg);
 	rmdir(tmp);
 	return unit_done();

@@ -1,0 +1,824 @@
+/*
+ * supervise_graph.c - a pipeline as data run by the supervisor (issue 16,
+ * seed 004 §2); see supervise_int.h.
+ *
+ * The nodes ready together (graph_ready) run as one wave, at most `jobs` of
+ * them at a time, each in a thread of its own that runs its process
+ * (proc_run) with the same input state; everything they stream goes
+ * through sup->lock, so the store, its batch and stdout have one writer.
+ * As each node ends its state is merged into the run's (graph_merge_states:
+ * their results side by side, costs added up), its status set and the state
+ * checkpointed.  When the wave has ended, each node that did not end ok is
+ * decided in file order: retried, bounced back (graph_rerun), handed to a
+ * human, or the end of the run.  Phase nodes keep pipeline_decide()'s rules
+ * (the test bounce only with a confident fix, …); the graph says where a
+ * bounce goes and bounds it.
+ *
+ * The state records every node's status (state.nodes: {id: status}) and
+ * its runs (state.node_runs: {id: {attempt, retries, status}}); each change
+ * of status is a node.status event.
+ */
+#include "app/supervise_int.h"
+#include "app/term.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/jqexpr.h"
+#include "core/json.h"
+#include "data/config.h"
+#include "engine/gates.h"
+#include "engine/graph.h"
+#include "os/proc.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct gx {
+	struct sup *s;
+	const struct graph *g;
+	enum node_status *st;
+	char **why;                 /* why node i is pending again (malloc'd), or NULL */
+	jv runs;                    /* {id: {attempt, retries, status}} */
+	int jobs;
+	const char *last_node;      /* the last node that ended (reflection) */
+};
+
+struct job {
+	struct gx *x;
+	size_t node;
+	const char *input;
+	size_t input_len;
+	const char *cwd;
+	jv returned;                /* the state it wrote, or jv_null() */
+	int exit_code;
+	int rc;                     /* proc_run's */
+	long long ms;
+	bool finished, taken;
+	pthread_cond_t *cond;
+	char outcome[32];           /* its status, "crashed", "interrupted" */
+};
+
+/* ---- node statuses ----------------------------------------------------- */
+
+static const char *label(const struct graph_node *nd)
+{
+	return nd->phase ? nd->phase : nd->id;
+}
+
+static jv run_of(struct gx *x, size_t i)
+{
+	jv r = json_get(x->runs, x->g->nodes[i].id);
+
+	return jv_get_kind(r) == JV_KIND_OBJECT ? r : (jv_free(r), jv_object());
+}
+
+static void set_run(struct gx *x, size_t i, const char *key, jv val)
+{
+	x->runs = json_set(x->runs, x->g->nodes[i].id, json_set(run_of(x, i), key, val));
+}
+
+/* state.nodes and state.node_runs as the executor has them. */
+static void write_nodes(struct gx *x)
+{
+	jv nodes = jv_object();
+
+	for (size_t i = 0; i < x->g->n; i++)
+		nodes = json_set(nodes, x->g->nodes[i].id, jv_string(node_status_name(x->st[i])));
+	x->s->state = json_set(json_set(x->s->state, "nodes", nodes), "node_runs", jv_copy(x->runs));
+}
+
+/* Node i goes to `to` (a node.status event), for `reason`. */
+static void set_status(struct gx *x, size_t i, enum node_status to, const char *reason)
+{
+	enum node_status from = x->st[i];
+	jv run = run_of(x, i);
+
+	if (from == to)
+		return (void)jv_free(run);
+	x->st[i] = to;
+	write_nodes(x);
+	sup_emit(x->s, "node.status", json_set(json_set(json_set(json_set(json_set(jv_object(),
+		"node", jv_string(x->g->nodes[i].id)), "status", jv_string(node_status_name(to))),
+		"from", jv_string(node_status_name(from))), "attempt", jv_number(json_get_num(run, "attempt", 0))),
+		"reason", jv_string(reason)));
+	jv_free(run);
+}
+
+/* Node i is pending again (why: copied, for the event when it starts). */
+static void again(struct gx *x, size_t i, const char *why)
+{
+	free(x->why[i]);
+	x->why[i] = xstrdup(why);
+	set_status(x, i, NODE_PENDING, why);
+}
+
+/*
+ * The statuses a state records.  A node found running (the supervisor
+ * stopped while it ran) or failed runs again; a blocked one is decided
+ * again (sup_graph_run).
+ */
+static void read_nodes(struct gx *x)
+{
+	jv nodes = json_get(x->s->state, "nodes");
+	jv runs = json_get(x->s->state, "node_runs");
+
+	x->runs = jv_get_kind(runs) == JV_KIND_OBJECT ? runs : (jv_free(runs), jv_object());
+	for (size_t i = 0; i < x->g->n; i++) {
+		enum node_status st = node_status_of(json_get_str(nodes, x->g->nodes[i].id));
+
+		x->st[i] = st == NODE_NSTATUS ? NODE_PENDING : st;
+	}
+	jv_free(nodes);
+	write_nodes(x);
+	for (size_t i = 0; i < x->g->n; i++) {
+		if (x->st[i] == NODE_RUNNING)
+			again(x, i, "it was running when the run stopped: it runs again");
+		else if (x->st[i] == NODE_FAILED)
+			again(x, i, "it failed last time: it runs again");
+	}
+}
+
+/* ---- the end of a run ---------------------------------------------------- */
+
+static int interrupted_end(struct sup *s)
+{
+	if (sup_cancelled(s))
+		return sup_stop_cancelled(s);
+	fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
+	store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
+	sup_emit(s, "run.paused", json_set(jv_object(), "reason", jv_string("interrupted")));
+	return FORGE_EXIT_INTERRUPTED;
+}
+
+static int fail(struct gx *x, size_t i, const char *what, int code)
+{
+	char why[700];
+
+	snprintf(why, sizeof why, "node '%s' %s", x->g->nodes[i].id, what);
+	return sup_end_run(x->s, "failed", why, code);
+}
+
+/* ---- deciding after a node ---------------------------------------------- */
+
+/* Retried when its policy covers `flag` and retries are left. */
+static bool retry(struct gx *x, size_t i, unsigned flag, const char *outcome)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+	jv run = run_of(x, i);
+	int used = (int)json_get_num(run, "retries", 0);
+	char why[200];
+
+	jv_free(run);
+	if (!(nd->retry_on & flag) || used >= nd->retry_max)
+		return false;
+	set_run(x, i, "retries", jv_number(used + 1));
+	snprintf(why, sizeof why, "retry %d of %d: it ended %s", used + 1, nd->retry_max, outcome);
+	sup_progress(x->s, "  ↻ %s: %s", nd->id, why);
+	again(x, i, why);
+	sup_checkpoint(x->s, nd->id);
+	return true;
+}
+
+/* A human decides on node i.  Approved, a program node is done: the human's
+ * yes stands over its no (running it again could only ask again); a phase
+ * node is done with its result and runs again without one, as in the
+ * phase loop. */
+static int human(struct gx *x, size_t i, const char *reason)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+	enum gate_outcome h = sup_ask_human(x->s, label(nd), nd->result_key, reason);
+
+	if (h == GATE_WAIT)
+		return sup_gate_paused(x->s, reason);
+	if (h == GATE_STOP)
+		return sup_end_run(x->s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+	if (nd->phase && !json_has(x->s->state, nd->result_key))
+		again(x, i, "a human approved: it runs again");
+	else
+		set_status(x, i, NODE_DONE, "a human approved it");
+	sup_checkpoint(x->s, nd->id);
+	return -1;
+}
+
+/* Back to the bounce's node with every node after it (rec consumed). */
+static int bounce(struct gx *x, size_t i, jv rec, const char *reason)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+	size_t list[x->g->n ? x->g->n : 1];
+	char why[700];
+
+	rec = json_set(rec, "to", jv_string(nd->bounce.to_id));
+	enum gate_outcome h = sup_pass_bounce(x->s, rec);
+	if (h != GATE_PASS) {
+		jv_free(rec);
+		return sup_bounce_stopped(x->s, h);
+	}
+	sup_progress(x->s, "  ↩ back to %s: %s", nd->bounce.to_id, reason);
+	sup_add_bounce(x->s, rec);
+	snprintf(why, sizeof why, "bounce from %s: %.600s", nd->id, reason);
+	size_t n = graph_rerun(x->g, nd->bounce.to, list);
+	for (size_t k = 0; k < n; k++)
+		again(x, list[k], why);
+	sup_checkpoint(x->s, nd->id);
+	return -1;
+}
+
+/* Whether node i may bounce again: it has a bounce, and the state records
+ * fewer bounces from `from` than its bound. */
+static bool bounce_left(struct gx *x, size_t i, const char *from)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+
+	return nd->has_bounce && pipeline_bounces(x->s->state, from) < nd->bounce.max;
+}
+
+/* A built-in phase: pipeline_decide()'s rules; the graph says where a bounce goes. */
+static int decide_phase(struct gx *x, size_t i, const char *outcome)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+	struct pipeline_decision d;
+	int code = -1;
+
+	if (pipeline_decide(&d, x->s->o->cfg, x->s->state, nd->phase, outcome, NULL, false) < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		return sup_end_run(x->s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
+	}
+	switch (d.action) {
+	case PL_ACT_NEXT:
+	case PL_ACT_DONE:
+		set_status(x, i, NODE_DONE, "it ended ok");
+		break;
+	case PL_ACT_BOUNCE:
+		if (bounce_left(x, i, nd->phase)) {
+			code = bounce(x, i, d.bounce, d.reason);
+			d.bounce = jv_null();
+		} else if (!retry(x, i, GRAPH_RETRY_REJECTED, outcome)) {
+			code = human(x, i, nd->has_bounce ? "it said no and its bounces ran out"
+							  : "it said no and the pipeline has no bounce for it");
+		}
+		break;
+	case PL_ACT_HUMAN:
+		code = human(x, i, d.reason);
+		break;
+	case PL_ACT_REJECTED:
+		if (!retry(x, i, GRAPH_RETRY_REJECTED, outcome))
+			code = sup_end_run(x->s, "failed", d.reason, FORGE_EXIT_REJECTED);
+		break;
+	case PL_ACT_TRIPPED:
+		code = sup_end_run(x->s, "failed", d.reason, FORGE_EXIT_TRIPPED);
+		break;
+	case PL_ACT_FAILED:
+		if (!retry(x, i, GRAPH_RETRY_FAILED, outcome))
+			code = sup_end_run(x->s, "failed", d.reason, FORGE_EXIT_DEPENDENCY);
+		break;
+	}
+	jv_free(d.bounce);
+	return code;
+}
+
+/* A program: ok, skipped, rejected (bounce, retry, a human or the end), escalated, tripped, failed. */
+static int decide_program(struct gx *x, size_t i, const char *outcome)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+
+	if (strcmp(outcome, "ok") == 0) {
+		set_status(x, i, NODE_DONE, "it ended ok");
+		return -1;
+	}
+	if (strcmp(outcome, "skipped") == 0) {
+		set_status(x, i, NODE_SKIPPED, "it said it had nothing to do");
+		return -1;
+	}
+	if (strcmp(outcome, "escalated") == 0)
+		return human(x, i, "it asked for a human");
+	if (strcmp(outcome, "tripped") == 0)
+		return fail(x, i, "tripped a breaker", FORGE_EXIT_TRIPPED);
+	if (strcmp(outcome, "rejected") != 0)
+		return retry(x, i, GRAPH_RETRY_FAILED, outcome) ? -1 : fail(x, i, "failed", FORGE_EXIT_DEPENDENCY);
+	bool holds = true;
+	if (nd->has_bounce && nd->bounce.when && jqexpr_test(&holds, nd->bounce.when, x->s->state) < 0) {
+		fprintf(stderr, "forge: node '%s': bounce when: %s\n", nd->id, forge_last_error());
+		return fail(x, i, "has a bounce condition that does not evaluate", FORGE_EXIT_USAGE);
+	}
+	if (holds && bounce_left(x, i, nd->id)) {
+		jv rec = json_set(json_set(jv_object(), "from", jv_string(nd->id)), "n",
+				  jv_number(pipeline_bounces(x->s->state, nd->id) + 1));
+		char reason[300];
+
+		snprintf(reason, sizeof reason, "node '%s' said no", nd->id);
+		return bounce(x, i, json_set(rec, "reason", jv_string(reason)), reason);
+	}
+	if (retry(x, i, GRAPH_RETRY_REJECTED, outcome))
+		return -1;
+	/* Past its bound a human decides; a no its bounce does not cover ends the run. */
+	if (nd->has_bounce && holds)
+		return human(x, i, "it said no and its bounces ran out");
+	return fail(x, i, "said no", FORGE_EXIT_REJECTED);
+}
+
+static int decide(struct gx *x, size_t i, const char *outcome)
+{
+	if (x->g->nodes[i].phase)
+		return decide_phase(x, i, outcome);
+	return decide_program(x, i, outcome);
+}
+
+/* ---- running a node ------------------------------------------------------ */
+
+static void job_stdout(void *payload, const char *line, size_t len, int cut)
+{
+	struct job *j = payload;
+	struct sup *s = j->x->s;
+
+	pthread_mutex_lock(&s->lock);
+	jv rec = cut ? jv_invalid() : json_parse(line, len);
+	const char *kind = jv_get_kind(rec) == JV_KIND_OBJECT ? json_get_str(rec, "kind") : NULL;
+
+	if (jv_get_kind(rec) != JV_KIND_OBJECT) {
+		fprintf(stderr, "forge: node '%s' wrote a line that is not a record (ignored)\n",
+			j->x->g->nodes[j->node].id);
+	} else if (kind && strcmp(kind, "event") == 0) {
+		sup_persist(s, rec, line, len);
+		sup_show_event(s, rec);
+		if (s->o->json)
+			stream_write_raw(&s->out, line, len);
+	} else if (kind && strcmp(kind, "state") == 0) {
+		jv_free(j->returned);
+		j->returned = jv_copy(rec);
+	} else if (s->o->json) {
+		stream_write_raw(&s->out, line, len);
+	}
+	jv_free(rec);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void job_stderr(void *payload, const char *line, size_t len, int cut)
+{
+	struct job *j = payload;
+	struct sup *s = j->x->s;
+	size_t mark = strlen(TERM_RELAY_MARK);
+	const char *id = j->x->g->nodes[j->node].id;
+
+	(void)cut;
+	pthread_mutex_lock(&s->lock);
+	if (len >= mark && memcmp(line, TERM_RELAY_MARK, mark) == 0) {
+		char text[1024];
+
+		snprintf(text, sizeof text, "  [%s] %.*s", id, (int)(len - mark), line + mark);
+		term_status(len > mark ? text : NULL);
+	} else {
+		term_status_clear();
+		fprintf(stderr, "  [%s] %.*s\n", id, (int)len, line);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void job_idle(void *payload)
+{
+	struct sup *s = ((struct job *)payload)->x->s;
+
+	pthread_mutex_lock(&s->lock);
+	sup_commit_batch(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void job_started(void *payload)
+{
+	struct sup *s = ((struct job *)payload)->x->s;
+
+	pthread_mutex_lock(&s->lock);
+	sup_sync_checkpoint(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Run node j->node to its end: a phase is forge-PHASE beside the
+ * supervisor, a program its path from the run's worktree; both get the
+ * common options (--repo, --db, the phases' own) and then the node's args.
+ */
+static void run_job(struct job *j)
+{
+	const struct graph_node *nd = &j->x->g->nodes[j->node];
+	const struct supervise_opts *o = j->x->s->o;
+	const char **argv = xcalloc(16 + nd->nargs + 64, sizeof *argv);
+	char program[4096];
+	size_t argc = 0;
+
+	if (nd->phase)
+		snprintf(program, sizeof program, "%s/forge-%s", o->bindir, nd->phase);
+	else
+		snprintf(program, sizeof program, "%s", nd->path);
+	argv[argc++] = program;
+	argv[argc++] = "--repo";
+	argv[argc++] = o->repo;
+	if (o->db_path) {
+		argv[argc++] = "--db";
+		argv[argc++] = o->db_path;
+	}
+	for (const char *const *a = o->phase_args; a && *a && argc < 60; a++)
+		argv[argc++] = *a;
+	for (size_t k = 0; k < nd->nargs; k++)
+		argv[argc++] = nd->args[k];
+	if (nd->phase && strcmp(nd->phase, "deploy") == 0 && j->x->s->deploy_approved)
+		argv[argc++] = "--approve";
+	argv[argc] = NULL;
+
+	struct proc_opts po = PROC_OPTS_INIT;
+	struct proc_result pr;
+	po.argv = argv;
+	po.cwd = nd->phase ? NULL : j->cwd;
+	po.input = j->input;
+	po.input_len = j->input_len;
+	po.keep_pgrp = true;
+	po.on_stdout = job_stdout;
+	po.on_stderr = job_stderr;
+	po.on_idle = job_idle;
+	po.on_started = job_started;
+	po.payload = j;
+	long long t0 = monotonic_ms();
+	j->rc = proc_run(&pr, &po);
+	j->ms = monotonic_ms() - t0;
+	j->exit_code = pr.exit_code;
+	if (j->rc < 0) {
+		pthread_mutex_lock(&j->x->s->lock);
+		fprintf(stderr, "forge: node '%s': %s\n", nd->id, forge_last_error());
+		pthread_mutex_unlock(&j->x->s->lock);
+	}
+	proc_result_release(&pr);
+	free(argv);
+}
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	struct sup *s = j->x->s;
+
+	run_job(j);
+	pthread_mutex_lock(&s->lock);
+	j->finished = true;
+	pthread_cond_signal(j->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* The node's outcome: its state's status, or how its process ended. */
+static void outcome_of(struct job *j)
+{
+	const char *st = json_get_str(j->returned, "status");
+
+	if (j->rc == 0 && jv_get_kind(j->returned) == JV_KIND_OBJECT) {
+		snprintf(j->outcome, sizeof j->outcome, "%s", st ? st : "failed");
+		return;
+	}
+	const struct graph_node *nd = &j->x->g->nodes[j->node];
+
+	if (j->rc == 0 && nd->phase)
+		fprintf(stderr, "forge: forge-%s exited with status %d without a state\n", nd->phase, j->exit_code);
+	else if (j->rc == 0)
+		fprintf(stderr, "forge: node '%s' exited with status %d without a state\n", nd->id, j->exit_code);
+	/* Killed by a signal: it never finished; the run pauses and a resume runs it again. */
+	snprintf(j->outcome, sizeof j->outcome, "%s", sup_interrupted() ? "interrupted" :
+		 j->rc == 0 && j->exit_code > 128 ? "crashed" : "failed");
+}
+
+/* What node j's end means before the wave is decided, and the status it shows. */
+static enum node_status status_after(const char *outcome)
+{
+	if (strcmp(outcome, "ok") == 0)
+		return NODE_DONE;
+	if (strcmp(outcome, "rejected") == 0 || strcmp(outcome, "escalated") == 0)
+		return NODE_BLOCKED;
+	if (strcmp(outcome, "crashed") == 0 || strcmp(outcome, "interrupted") == 0)
+		return NODE_RUNNING;
+	return NODE_FAILED;
+}
+
+/*
+ * One node of the wave ended (lock held): its state merged with those of
+ * the nodes of the wave that ended before it (rets, in file order), its
+ * status, a checkpoint.  *conflict receives a merge's error.
+ */
+static void job_ended(struct gx *x, struct job *jobs, size_t take, size_t k, jv base, char *conflict,
+		      size_t conflict_len)
+{
+	struct sup *s = x->s;
+	struct job *j = &jobs[k];
+	const struct graph_node *nd = &x->g->nodes[j->node];
+	jv rets[take];
+	const char *names[take];
+
+	outcome_of(j);
+	if (j->rc == 0) {
+		jv ev = stream_event_new(&s->out, "phase.exited", json_set(json_set(json_set(jv_object(),
+			"phase", jv_string(label(nd))), "node", jv_string(nd->id)), "exit_code", jv_number(j->exit_code)));
+		sup_emit_event(s, json_set(ev, "duration_ms", jv_number((double)j->ms)));
+	}
+	if (jv_get_kind(j->returned) == JV_KIND_OBJECT) {
+		jv before = json_get(base, "cost"), after = json_get(j->returned, "cost");
+		double spent = json_get_num(after, "usd", 0) - json_get_num(before, "usd", 0);
+
+		s->phase_cost = json_set(s->phase_cost, nd->id, jv_number(json_get_num(s->phase_cost, nd->id, 0) + spent));
+		jv_free(before);
+		jv_free(after);
+	}
+	for (size_t m = 0; m < take; m++) {
+		rets[m] = jobs[m].taken ? jobs[m].returned : jv_null();
+		names[m] = x->g->nodes[jobs[m].node].id;
+	}
+	jv merged;
+	if (!conflict[0] && graph_merge_states(&merged, base, rets, names, take, conflict, conflict_len) == 0) {
+		jv_free(s->state);
+		s->state = merged;
+	}
+	write_nodes(x);
+	set_run(x, j->node, "status", jv_string(j->outcome));
+	char ended[64];
+	snprintf(ended, sizeof ended, "it ended %s", j->outcome);
+	set_status(x, j->node, status_after(j->outcome), ended);
+	write_nodes(x);
+	jv cost = json_get(s->state, "cost");
+	bool color = term_color(STDERR_FILENO), ok = strcmp(j->outcome, "ok") == 0;
+	/* A phase's line as the phase loop draws it; a program's names its node. */
+	sup_progress(s, "  %s%s%s %s%s%s  (%.1f s, %d tool calls, run cost $%.4f)",
+		     term_sgr(color, ok ? TERM_GREEN : TERM_RED), ok ? "✓" : "✗", term_sgr(color, TERM_RESET),
+		     nd->phase ? "" : nd->id, nd->phase ? "" : " ", j->outcome, (double)j->ms / 1000, s->tools_run,
+		     json_get_num(cost, "usd", 0));
+	jv_free(cost);
+	sup_checkpoint(s, nd->id);
+}
+
+/* Start the wave's nodes (ready[0..take)): running, checkpointed, one input for all. */
+static void start_wave(struct gx *x, const size_t *ready, size_t take)
+{
+	struct sup *s = x->s;
+	struct buf ids = BUF_INIT;
+
+	for (size_t k = 0; k < take; k++) {
+		size_t i = ready[k];
+		jv run = run_of(x, i);
+		int attempt = (int)json_get_num(run, "attempt", 0) + 1;
+
+		jv_free(run);
+		set_run(x, i, "attempt", jv_number(attempt));
+		set_status(x, i, NODE_RUNNING, x->why[i] ? x->why[i] : "its needs are done");
+		free(x->why[i]);
+		x->why[i] = NULL;
+		buf_addf(&ids, "%s%s", k ? ", " : "", x->g->nodes[i].id);
+	}
+	sup_progress(s, "▶ %s%s", ids.buf, take > 1 ? " (at the same time)" : "");
+	/* A phase alone moves the run's state machine as the phase loop does
+	 * (planning, implementing, …); nodes at the same time have their statuses. */
+	if (take == 1 && x->g->nodes[ready[0]].phase)
+		sup_transition(s, pipeline_state_of(x->g->nodes[ready[0]].phase), ids.buf);
+	/* Labelled with what ended last: this state is that node's result. */
+	sup_checkpoint(s, x->last_node ? x->last_node : json_get_str(s->state, "phase") ? json_get_str(s->state, "phase")
+										      : "init");
+	store_run_update(s->o->store, s->trace, "running", x->g->nodes[ready[0]].id, NULL);
+	s->running = x->g->nodes[ready[0]].id;
+	s->tools_run = 0;
+	sup_commit_batch(s);        /* the phases write to the database too */
+	/* One status line on the terminal: relayed only when one node runs. */
+	if (take == 1 && s->o->progress && isatty(STDERR_FILENO))
+		setenv(TERM_RELAY_ENV, "1", 1);
+	else
+		unsetenv(TERM_RELAY_ENV);
+	buf_release(&ids);
+}
+
+/* Run ready[0..take) at the same time; decide each after all ended.  -1: go on, else the exit status. */
+static int run_wave(struct gx *x, const size_t *ready, size_t take)
+{
+	struct sup *s = x->s;
+	struct job *jobs = xcalloc(take, sizeof *jobs);
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	char conflict[600] = "";
+	int code = -1;
+
+	start_wave(x, ready, take);
+	char *input = json_dumps(jv_copy(s->state), false);
+	size_t len = strlen(input);
+	jv task = json_get(s->state, "task"), base = jv_copy(s->state);
+	input = xrealloc(input, len + 2);
+	memcpy(input + len, "\n", 2);
+	for (size_t k = 0; k < take; k++)
+		jobs[k] = (struct job){ .x = x, .node = ready[k], .input = input, .input_len = len + 1,
+					.cwd = json_get_str(task, "worktree"), .returned = jv_null(), .cond = &cond };
+	if (take == 1) {
+		run_job(&jobs[0]);
+		jobs[0].finished = jobs[0].taken = true;
+		job_ended(x, jobs, take, 0, base, conflict, sizeof conflict);
+	} else {
+		pthread_t th[take];
+		bool started[take];
+
+		for (size_t k = 0; k < take; k++) {
+			started[k] = pthread_create(&th[k], NULL, job_thread, &jobs[k]) == 0;
+			if (!started[k]) {
+				run_job(&jobs[k]);      /* no thread: it runs here, alone */
+				jobs[k].finished = true;
+			}
+		}
+		pthread_mutex_lock(&s->lock);
+		for (size_t done = 0; done < take;) {
+			size_t k = 0;
+
+			while (k < take && !(jobs[k].finished && !jobs[k].taken))
+				k++;
+			if (k == take) {
+				pthread_cond_wait(&cond, &s->lock);
+				continue;
+			}
+			jobs[k].taken = true;
+			job_ended(x, jobs, take, k, base, conflict, sizeof conflict);
+			done++;
+		}
+		pthread_mutex_unlock(&s->lock);
+		for (size_t k = 0; k < take; k++)
+			if (started[k])
+				pthread_join(th[k], NULL);
+	}
+	x->last_node = x->g->nodes[ready[take - 1]].id;
+	for (size_t k = 0; k < take && code < 0; k++) {
+		const char *oc = jobs[k].outcome;
+
+		if (conflict[0]) {
+			fprintf(stderr, "forge: %s\n", conflict);
+			code = sup_end_run(s, "failed", conflict, FORGE_EXIT_DEPENDENCY);
+		} else if (strcmp(oc, "interrupted") == 0 || sup_interrupted()) {
+			code = interrupted_end(s);
+		} else if (strcmp(oc, "crashed") == 0) {
+			char why[400];
+
+			snprintf(why, sizeof why, "node '%s' was killed by a signal; resume runs it again",
+				 x->g->nodes[jobs[k].node].id);
+			code = sup_end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
+		}
+	}
+	for (size_t k = 0; k < take && code < 0; k++) {
+		size_t i = jobs[k].node;
+
+		/* A node a bounce before it sent back is pending again: nothing to decide. */
+		if (x->st[i] != NODE_PENDING && strcmp(jobs[k].outcome, "ok") != 0)
+			code = decide(x, i, jobs[k].outcome);
+	}
+	for (size_t k = 0; k < take; k++)
+		jv_free(jobs[k].returned);
+	jv_free(base);
+	jv_free(task);
+	free(input);
+	free(jobs);
+	pthread_cond_destroy(&cond);
+	return code;
+}
+
+/* ---- gates and the loop -------------------------------------------------- */
+
+/* The gates before node i: the configured ones, the ladder's (phases), its own. */
+static enum gate_outcome node_gates(struct gx *x, size_t i)
+{
+	struct sup *s = x->s;
+	const struct graph_node *nd = &x->g->nodes[i];
+	enum gate_outcome r = GATE_PASS;
+	jv fired;
+
+	/* The phase that ran last, as the state says (a resume has no other record). */
+	const char *done = json_get_str(s->state, "phase");
+
+	if (done && pipeline_state_of(done) == PL_NSTATES)
+		done = NULL;        /* "init" */
+	if (gates_fired(&fired, s->o->cfg, s->state, done, label(nd)) < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		return GATE_STOP;
+	}
+	if (nd->phase)
+		fired = gates_ladder(fired, s->o->cfg, s->level, s->state, done, nd->phase,
+				     jv_array_length(jv_copy(fired)) > 0);
+	bool holds = true;
+	if (nd->has_gate && nd->gate.when && jqexpr_test(&holds, nd->gate.when, s->state) < 0) {
+		fprintf(stderr, "forge: node '%s': gate when: %s\n", nd->id, forge_last_error());
+		jv_free(fired);
+		return GATE_STOP;
+	}
+	if (nd->has_gate && holds) {
+		char id[300], prompt[400];
+
+		snprintf(id, sizeof id, "%s_%s", nd->gate.ladder, nd->id);
+		snprintf(prompt, sizeof prompt, "node '%s' is about to run (%s)", nd->id, nd->gate.ladder);
+		fired = jv_array_append(fired, json_set(json_set(json_set(json_set(json_set(jv_object(),
+			"id", jv_string(id)), "ladder", jv_string(nd->gate.ladder)), "phase", jv_string(nd->id)),
+			"prompt", jv_string(nd->gate.prompt ? nd->gate.prompt : prompt)), "timeout_s", jv_number(86400)));
+	}
+	jv_array_foreach(fired, k, gate) {
+		if (r == GATE_PASS)
+			r = sup_pass_gate(s, gate, label(nd));
+		jv_free(gate);
+		(void)k;
+	}
+	jv_free(fired);
+	return r;
+}
+
+/* Ready nodes whose `when` does not hold are skipped.  1 when one was, 0 when
+ * none was, -1 when a condition did not evaluate (the run ended: *code). */
+static int skip_ready(struct gx *x, const size_t *ready, size_t n, int *code)
+{
+	int skipped = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct graph_node *nd = &x->g->nodes[ready[k]];
+		bool holds;
+		char why[600];
+
+		if (!nd->when)
+			continue;
+		if (jqexpr_test(&holds, nd->when, x->s->state) < 0) {
+			fprintf(stderr, "forge: node '%s': when: %s\n", nd->id, forge_last_error());
+			*code = fail(x, ready[k], "has a when that does not evaluate", FORGE_EXIT_USAGE);
+			return -1;
+		}
+		if (holds)
+			continue;
+		snprintf(why, sizeof why, "its when does not hold: %.500s", nd->when);
+		set_status(x, ready[k], NODE_SKIPPED, why);
+		sup_progress(x->s, "  – %s skipped: %s", nd->id, why);
+		skipped = 1;
+	}
+	if (skipped)
+		sup_checkpoint(x->s, x->g->nodes[ready[0]].id);
+	return skipped;
+}
+
+/* One step: the next wave, or the end.  -1: go on, else the exit status. */
+static int step(struct gx *x)
+{
+	struct sup *s = x->s;
+	size_t ready[x->g->n ? x->g->n : 1];
+	char why[512];
+	int code = -1;
+
+	if (sup_interrupted())
+		return interrupted_end(s);
+	if (sup_cancelled(s))
+		return sup_stop_cancelled(s);
+	if (graph_is_complete(x->g, x->st))
+		return sup_end_run(s, "completed", NULL, FORGE_EXIT_OK);
+	size_t n = graph_ready(x->g, x->st, ready);
+	int sk = skip_ready(x, ready, n, &code);
+	if (sk != 0)
+		return sk < 0 ? code : -1;
+	if (n == 0)
+		return sup_end_run(s, "failed", "no node can run: a node it needs did not end ok",
+				   FORGE_EXIT_DEPENDENCY);
+	if (x->last_node)
+		sup_reflect_now(s, x->last_node, false);
+	const char *tripped = sup_breaker(s, why, sizeof why);
+	if (tripped) {
+		sup_emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
+							 "reason", jv_string(why)));
+		sup_checkpoint(s, x->last_node ? x->last_node : "init");
+		fprintf(stderr, "forge: breaker %s tripped: %s\n", tripped, why);
+		return sup_end_run(s, "failed", why, FORGE_EXIT_TRIPPED);
+	}
+	size_t take = n < (size_t)x->jobs ? n : (size_t)x->jobs;
+	for (size_t k = 0; k < take; k++) {
+		enum gate_outcome g = node_gates(x, ready[k]);
+
+		if (g == GATE_STOP)
+			return sup_end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
+		if (g == GATE_WAIT)
+			return sup_gate_paused(s, "waiting for a human at a gate");
+	}
+	return run_wave(x, ready, take);
+}
+
+int sup_graph_run(struct sup *s, int jobs)
+{
+	struct gx x = { .s = s, .g = s->graph, .jobs = jobs > 0 ? jobs : 1 };
+	int code = -1;
+
+	x.st = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.st);
+	x.why = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.why);
+	read_nodes(&x);
+	/* A node left blocked (a human was asked) is decided again on its last outcome. */
+	for (size_t i = 0; i < x.g->n && code < 0; i++) {
+		if (x.st[i] != NODE_BLOCKED)
+			continue;
+		jv run = run_of(&x, i);
+		char outcome[32];
+
+		snprintf(outcome, sizeof outcome, "%s", json_get_str(run, "status") ? json_get_str(run, "status")
+										  : "rejected");
+		jv_free(run);
+		code = decide(&x, i, outcome);
+	}
+	while (code < 0)
+		code = step(&x);
+	for (size_t i = 0; i < x.g->n; i++)
+		free(x.why[i]);
+	free(x.why);
+	free(x.st);
+	jv_free(x.runs);
+	return code;
+}

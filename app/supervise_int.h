@@ -1,0 +1,104 @@
+/*
+ * supervise_int.h - what the supervisor's files share (app/supervise.c, the
+ * phase loop of the default pipeline; app/supervise_graph.c, the executor
+ * of pipelines as data): the run's working record and the steps both take.
+ * Not for other callers: supervise.h is the interface.
+ *
+ * Threads: while the graph executor runs nodes at the same time, every
+ * function here is called with sup->lock held (the run's store connection,
+ * its batch and stdout have one writer at a time).
+ */
+#ifndef FORGE_SUPERVISE_INT_H
+#define FORGE_SUPERVISE_INT_H
+
+#include "app/supervise.h"
+#include "core/ids.h"
+#include "data/stream.h"
+#include "engine/pipeline.h"
+
+#include <jv.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct graph;
+
+struct sup {
+	const struct supervise_opts *o;
+	struct stream_out out;      /* the supervisor's own events (stdout with --json) */
+	char trace[128];
+	jv state;                   /* the current state (owned) */
+	jv returned;                /* the state the running phase wrote, or null */
+	const char *running;        /* the phase being run */
+	enum pipeline_state pl;
+	long pending;               /* writes in the open batch (transaction) */
+	bool unsynced;              /* a checkpoint is committed, not yet synced */
+	bool deploy_approved;       /* a human approved the production deploy */
+	jv approval;                /* who passed the last gate: {by, gate, id, note} */
+	bool ended;                 /* the run completed or failed (not paused) */
+	char step_reason[512];      /* why the next transition happens */
+	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
+	int tools_run;              /* progress: tool calls of the running phase */
+	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
+	jv saved;                   /* the state last checkpointed, or null */
+	sqlite3_stmt *run_row;      /* the run's status and start (run_now), or NULL */
+	int level;                  /* the automation level (set_level) */
+	char level_from[600];       /* where it came from, for run.started / run.resumed */
+	const struct graph *graph;  /* the pipeline run as data, or NULL: the phase loop */
+	pthread_mutex_t lock;       /* held around everything above while nodes run at once */
+};
+
+enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT };
+
+/* True once SIGINT or SIGTERM arrived (supervise_interrupt). */
+bool sup_interrupted(void);
+
+/* The batch (one write transaction) and the checkpoint's sync. */
+void sup_commit_batch(struct sup *s);
+void sup_sync_checkpoint(struct sup *s);
+void sup_settle(struct sup *s);
+/* Persist an event (borrowed; its line as given) in the batch. */
+void sup_persist(struct sup *s, jv ev, const char *line, size_t len);
+/* One of the supervisor's own events: the whole event / type and payload (consumed). */
+void sup_emit_event(struct sup *s, jv ev);
+void sup_emit(struct sup *s, const char *type, jv payload);
+void sup_progress(struct sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A move of the run's state machine, checked (not for a graph run), as pipeline.state_changed. */
+bool sup_transition(struct sup *s, enum pipeline_state to, const char *reason);
+/* The state as the run's checkpoint, labelled `phase` (a phase or a node). */
+void sup_checkpoint(struct sup *s, const char *phase);
+bool sup_cancelled(struct sup *s);
+int sup_stop_cancelled(struct sup *s);
+/* The run ends with run_status ("completed", "failed", "paused"); returns code. */
+int sup_end_run(struct sup *s, const char *run_status, const char *error, int code);
+/* The run-level breaker that trips, or NULL; *why receives the reason. */
+const char *sup_breaker(struct sup *s, char *why, size_t n);
+/* One fired gate (borrowed), for phase (or node) `phase`. */
+enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase);
+int sup_gate_paused(struct sup *s, const char *reason);
+/* A bounce's gate (bounce borrowed: {"from","to","n","reason"}). */
+enum gate_outcome sup_pass_bounce(struct sup *s, jv bounce);
+int sup_bounce_stopped(struct sup *s, enum gate_outcome h);
+/* Progress lines for a phase's event (borrowed). */
+void sup_show_event(struct sup *s, jv ev);
+/* Record a bounce (consumed) in state.bounces and as loop.phase_bounce. */
+void sup_add_bounce(struct sup *s, jv bounce);
+/* A human decides after `phase` (a phase or a node) said it needs one; an
+ * approval goes into the state's result_key part (when it is an object). */
+enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason);
+/* Loop 3's triggers after `at`, or at the end. */
+void sup_reflect_now(struct sup *s, const char *at, bool end);
+/* A one-task plan made of the task itself (no plan phase runs).  New reference. */
+jv sup_plan_from_task(const char *task_text);
+
+/*
+ * Run the pipeline s->graph from the state in s->state (a new run: no
+ * state.nodes yet; a resume: the checkpoint's, where a node found running
+ * or failed runs again) until it completes, fails, pauses or is
+ * interrupted.  jobs: how many nodes may run at once (>= 1).  Returns the
+ * exit status (DESIGN.md §2).  app/supervise_graph.c.
+ */
+int sup_graph_run(struct sup *s, int jobs);
+
+#endif

@@ -1,0 +1,256 @@
+#!/usr/bin/env bats
+# forge run --pipeline: the supervisor runs a pipeline as data.  The nodes are
+# tests/fixtures/pipelines/node.sh, which speaks the stream contract and
+# leaves marks ($MARKS/ID.start, ID.end, a log of starts and ends), so the
+# tests see what ran, how often and in which order without any timing: a
+# node of a parallel pair waits (bounded) for its partner's start mark.
+
+load test_helper/common
+
+setup() {
+	forge_setup
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$REPO"
+	NODE="$FORGE_ROOT/tests/fixtures/pipelines/node.sh"
+	PAIR="$FORGE_ROOT/tests/fixtures/pipelines/pair.json"
+	export MARKS="$BATS_TEST_TMPDIR/marks"
+	mkdir -p "$MARKS"
+}
+
+# pipeline FILE NODES...: FILE is a pipeline of the given node objects; $NODE
+# in them is the fixture's path.
+pipeline() {
+	local file=$1 IFS=,
+	shift
+	printf '{"pipeline":"t","version":1,"nodes":[%s]}\n' "$*" >"$file"
+}
+
+# node ID [ARGS...]: a node object running node.sh --id ID ARGS (JSON array
+# items), without the closing brace, so more members can follow.
+node() {
+	local id=$1 args=""
+	shift
+	for a in "$@"; do args+=",\"$a\""; done
+	printf '{"id":"%s","program":"%s","args":["--id","%s"%s]' "$id" "$NODE" "$id" "$args"
+}
+
+last_trace() {
+	forge history --json | head -1 | jq -r .trace_id
+}
+
+# The payloads of events of type $2 of run $1, one compact line each.
+events_of() {
+	forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t) | .payload'
+}
+
+# How many times node $1 started.
+starts() {
+	if [ -e "$MARKS/$1.start" ]; then wc -l <"$MARKS/$1.start"; else echo 0; fi
+}
+
+# The run's final state without what differs from run to run.
+final_state() {
+	forge status --json "$1" | jq -cS '.state | del(.trace_id, .task)'
+}
+
+@test "a parallel pair runs at the same time, then the node that needs both; node.status events, state.nodes" {
+	# each of the pair ends only once the other has started: both were running at once
+	PAIR_WAIT=left,right run -0 --separate-stderr forge run --pipeline "$PAIR" --jobs 2 "a pair"
+	T=$(last_trace)
+	assert_equal "$(head -2 "$MARKS/log" | sort | tr '\n' ' ')" "start left start right "
+	assert_equal "$(tail -2 "$MARKS/log" | tr '\n' ' ')" "start join end join "
+	assert_equal "$(forge status --json "$T" | jq -c '.state.nodes')" '{"left":"done","right":"done","join":"done"}'
+	assert_equal "$(forge status --json "$T" | jq -c '.state.joined')" '{"by":"join","saw":["left","right"]}'
+	assert_equal "$(forge status --json "$T" | jq -c '[.state.left_out, .state.right_out]')" '[{"by":"left"},{"by":"right"}]'
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "join") | "\(.from)>\(.status) \(.attempt) \(.reason)"' | tr '\n' '|')" \
+		"pending>running 1 its needs are done|running>done 1 it ended ok|"
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node != "join") | "\(.node) \(.from)>\(.status)"' | sort | tr '\n' '|')" \
+		"left pending>running|left running>done|right pending>running|right running>done|"
+	# the node's own events are stored with the run's
+	assert_equal "$(events_of "$T" node.work | jq -r .node | sort | tr '\n' ' ')" "join left right "
+	# the run records the pipeline it ran
+	assert_equal "$(events_of "$T" run.started | jq -c '[.pipeline.name, (.pipeline.doc.nodes | length)]')" '["pair",3]'
+	[[ "$stderr" == *"▶ left, right (at the same time)"* ]]
+}
+
+@test "--jobs 1 runs the pair one after the other, with the same final state; pipeline.jobs is the default" {
+	PAIR_WAIT=left,right run -0 forge run --pipeline "$PAIR" --jobs 2 "a pair"
+	parallel=$(final_state "$(last_trace)")
+	rm -f "$MARKS"/*
+	run -0 forge run --pipeline "$PAIR" --jobs 1 "a pair"
+	assert_equal "$(tr '\n' ' ' <"$MARKS/log")" "start left end left start right end right start join end join "
+	assert_equal "$(final_state "$(last_trace)")" "$parallel"
+	# without --jobs: pipeline.jobs (1 by default, here 2)
+	rm -f "$MARKS"/*
+	mkdir -p .forge
+	echo '{"pipeline":{"jobs":2}}' >.forge/config.json
+	PAIR_WAIT=left,right run -0 forge run --pipeline "$PAIR" "a pair"
+	assert_equal "$(head -2 "$MARKS/log" | sort | tr '\n' ' ')" "start left start right "
+	assert_equal "$(final_state "$(last_trace)")" "$parallel"
+}
+
+@test "a bounce edge: a node that says no once sends the run back; its bound, then a human" {
+	pipeline p.json "$(node build --key built)}" \
+		"$(node check --key checked --reject-once),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":2}}"
+	run -0 forge run --pipeline p.json --auto-approve "bounce once"
+	T=$(last_trace)
+	assert_equal "$(starts build) $(starts check)" "2 2"
+	assert_equal "$(forge status --json "$T" | jq -c '.state.bounces | map([.from, .to, .n])')" '[["check","build",1]]'
+	assert_equal "$(events_of "$T" loop.phase_bounce | jq -c '[.from, .to]')" '["check","build"]'
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "check") | "\(.from)>\(.status)"' | tr '\n' ' ')" \
+		"pending>running running>blocked blocked>pending pending>running running>done "
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "build" and .from == "done") | .reason')" \
+		"bounce from check: node 'check' said no"
+	assert_equal "$(forge status --json "$T" | jq -c '.state.node_runs.check')" '{"attempt":2,"status":"ok"}'
+
+	# a node that always says no: at most max bounces, then a human (no terminal: the run waits)
+	rm -f "$MARKS"/*
+	pipeline q.json "$(node build --key build)}" \
+		"$(node check --key check --status rejected),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":1}}"
+	run -4 --separate-stderr forge run --pipeline q.json "always no"
+	T=$(last_trace)
+	assert_equal "$(starts build) $(starts check)" "2 2"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, (.state.bounces | length), .state.nodes.check]')" '["paused",1,"blocked"]'
+	[[ "$stderr" == *"gate escalation_check is waiting for a human: it said no and its bounces ran out"* ]]
+	# approved: the node's result stands (it is not run again) and the run goes on
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 forge resume "$T"
+	assert_equal "$(starts check)" 2
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes.check, .state.check.approved_by.by]')" '["completed","done","human"]'
+}
+
+@test "retry: a node that fails runs again up to retry.max; without a retry the run fails" {
+	pipeline p.json "$(node flaky --key flaked --fail-once),\"retry\":{\"max\":2}}" \
+		"$(node after --key later),\"needs\":[\"flaky\"]}"
+	run -0 forge run --pipeline p.json "flaky"
+	T=$(last_trace)
+	assert_equal "$(starts flaky) $(starts after)" "2 1"
+	assert_equal "$(forge status --json "$T" | jq -c '.state.node_runs.flaky')" '{"attempt":2,"status":"ok","retries":1}'
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "flaky" and .from == "failed") | .reason')" \
+		"retry 1 of 2: it ended failed"
+
+	rm -f "$MARKS"/*
+	pipeline q.json "$(node flaky --key flaked --fail-once)}" "$(node after --key later),\"needs\":[\"flaky\"]}"
+	run -5 --separate-stderr forge run --pipeline q.json "flaky, no retry"
+	T=$(last_trace)
+	assert_equal "$(starts flaky) $(starts after)" "1 0"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error, .state.nodes]')" \
+		'["failed","node '"'"'flaky'"'"' failed",{"flaky":"failed","after":"pending"}]'
+	# a failed run resumes: the failed node runs again (it passes the second time)
+	run -0 forge resume "$T"
+	assert_equal "$(starts flaky) $(starts after)" "2 1"
+}
+
+@test "when: a node whose condition does not hold is skipped, and the nodes after it still run" {
+	pipeline p.json "$(node first --key one)}" \
+		"$(node maybe --key two),\"needs\":[\"first\"],\"when\":\".one.by == \\\"nobody\\\"\"}" \
+		"$(node last --key three),\"needs\":[\"maybe\"]}"
+	run -0 forge run --pipeline p.json "skip one"
+	T=$(last_trace)
+	assert_equal "$(starts first) $(starts maybe) $(starts last)" "1 0 1"
+	assert_equal "$(forge status --json "$T" | jq -c '[.state.nodes, has("two")]')" '[{"first":"done","maybe":"skipped","last":"done"},false]'
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "maybe") | "\(.from)>\(.status) \(.reason)"')" \
+		'pending>skipped its when does not hold: .one.by == "nobody"'
+}
+
+@test "resume after kill -9 in a parallel section: the nodes that were running run again, the run completes" {
+	HOLD=1 forge run --pipeline "$PAIR" --jobs 2 "killed" >/dev/null 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do
+		[ -e "$MARKS/left.start" ] && [ -e "$MARKS/right.start" ] && break
+		sleep 0.05
+	done
+	[ -e "$MARKS/left.start" ] && [ -e "$MARKS/right.start" ]
+	kill -9 "$pid"
+	wait "$pid" || true
+	T=$(last_trace)
+	assert_equal "$(forge status --json "$T" | jq -c '.state.nodes')" '{"left":"running","right":"running","join":"pending"}'
+	touch "$MARKS/release"     # the orphaned nodes end too
+	HOLD=1 run -0 --separate-stderr forge resume --jobs 2 "$T"
+	assert_equal "$(starts left) $(starts right) $(starts join)" "2 2 1"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.joined]')" \
+		'["completed",{"left":"done","right":"done","join":"done"},{"by":"join","saw":["left","right"]}]'
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.from == "running" and .status == "pending") | "\(.node) \(.reason)"' | sort | tr '\n' '|')" \
+		"left it was running when the run stopped: it runs again|right it was running when the run stopped: it runs again|"
+}
+
+@test "resume runs the pipeline the run recorded, even when its file changed since" {
+	pipeline p.json "$(node solo --key one --status escalated)}"
+	run -4 forge run --pipeline p.json "recorded"
+	T=$(last_trace)
+	# the file now says something else: the resume still runs the recorded one
+	pipeline p.json "$(node other --key x)}"
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 forge resume "$T"
+	assert_equal "$(starts solo) $(starts other)" "1 0"
+	assert_equal "$(forge status --json "$T" | jq -c '.state.nodes')" '{"solo":"done"}'
+}
+
+@test "a pipeline with errors: exit 2 before any run exists, every error listed as forge pipeline check does" {
+	pipeline bad.json "$(node a)}" "$(node a)}" '{"id":"b","program":"./no-such-node","needs":["zz"]}'
+	run -2 --separate-stderr forge pipeline check bad.json
+	check=$stderr
+	run -2 --separate-stderr forge run --pipeline bad.json "bad"
+	[ -z "$output" ]
+	assert_equal "$(sed '$d' <<<"$stderr")" "$check"
+	assert_equal "$(tail -1 <<<"$stderr")" "forge run: the pipeline has 3 errors: nothing was started"
+	assert_equal "$(forge history --json | wc -l)" 0
+	run -2 --separate-stderr forge run --pipeline no-such-pipeline "bad"
+	assert_equal "$(head -1 <<<"$stderr")" "no-such-pipeline: no pipeline named 'no-such-pipeline' (forge pipeline list shows them; a file is named by its path)"
+	run -2 --separate-stderr forge run --pipeline "$PAIR" --phases plan "bad"
+	[[ "$stderr" == *"--pipeline runs the pipeline's own nodes: not with --phases or --dry-run"* ]]
+	run -2 --separate-stderr forge run --pipeline "$PAIR" --jobs 0 "bad"
+	[[ "$stderr" == *"--jobs wants a number of nodes from 1 to 64, not '0'"* ]]
+	assert_equal "$(forge history --json | wc -l)" 0
+}
+
+@test "the built-in default pipeline through the graph executor: a clean run, a review bounce and a test bounce end as the phase loop's do" {
+	calc_setup
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -0 --separate-stderr forge run --pipeline default --json "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	T=$(jq -r .trace_id <<<"$last")
+	jq -e '.status == "ok" and .deployment.status == "healthy" and .review.decision == "approve" and .tests.summary.failed == 0
+		and .nodes == {"plan":"done","implement":"done","review":"done","test":"done","deploy":"done"}' <<<"$last"
+	assert_equal "$(forge events replay "$T" | jq -r 'select(.type == "pipeline.state_changed") | "\(.payload.from)>\(.payload.to)"' | tr '\n' ' ')" \
+		"idle>planning planning>implementing implementing>reviewing reviewing>testing testing>deploying deploying>completed "
+
+	export FORGE_CASSETTE="$CASSETTES/run-review-bounce.jsonl"
+	run -0 --separate-stderr forge run --pipeline default --json "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	T=$(jq -r .trace_id <<<"$last")
+	jq -e '.status == "ok" and .review.decision == "approve" and (.bounces | map([.from, .to, .n])) == [["review","implement",1]]' <<<"$last"
+	assert_equal "$(git -C "$REPO" log --reverse --format=%s "$BASE..forge/$T" | tr '\n' '|')" \
+		"forge: add a mul operation (attempt 1)|forge: add a mul operation (attempt 2)|"
+
+	export FORGE_CASSETTE="$CASSETTES/run-test-bounce.jsonl"
+	run -0 --separate-stderr forge run --pipeline default --json --config "$FORGE_ROOT/tests/fixtures/supervisor/no-validate.json" "add a mul operation" </dev/null
+	last=$(tail -n 1 <<<"$output")
+	jq -e '.tests.summary.failed == 0 and .deployment.status == "healthy" and (.bounces | map([.from, .to])) == [["test","implement"]]' <<<"$last"
+	jq -e '.node_runs.implement.attempt == 2 and .node_runs.test.attempt == 2 and .node_runs.plan.attempt == 1' <<<"$last"
+}
+
+@test "a bounce whose when does not hold: the run ends rejected (exit 1)" {
+	pipeline p.json "$(node build --key build)}" \
+		"$(node check --key check --status rejected),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":3,\"when\":\".build.by == \\\"nobody\\\"\"}}"
+	run -1 --separate-stderr forge run --pipeline p.json "no bounce"
+	T=$(last_trace)
+	assert_equal "$(starts build) $(starts check)" "1 1"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error, .state.bounces, .state.nodes.check]')" \
+		'["failed","node '"'"'check'"'"' said no",[],"blocked"]'
+}
+
+@test "two nodes at the same time changing one key differently: the run fails naming both" {
+	pipeline p.json "$(node one --key shared),\"result_key\":\"one\"}" "$(node two --key shared),\"result_key\":\"two\"}"
+	PAIR_WAIT=one,two run -5 --separate-stderr forge run --pipeline p.json --jobs 2 "conflict"
+	T=$(last_trace)
+	[[ "$stderr" == *"forge: key 'shared' was changed by both 'one' and 'two', which ran at the same time"* ]]
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error]')" \
+		'["failed","key '"'"'shared'"'"' was changed by both '"'"'one'"'"' and '"'"'two'"'"', which ran at the same time"]'
+	# one after the other there is no conflict: the second sees the first's value and replaces it
+	rm -f "$MARKS"/*
+	run -0 forge run --pipeline p.json --jobs 1 "no conflict"
+	assert_equal "$(forge status --json "$(last_trace)" | jq -c '.state.shared')" '{"by":"two"}'
+}
