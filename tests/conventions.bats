@@ -204,7 +204,7 @@ event() {
 	assert_output --partial "forge-config set [--global] PATH VALUE"
 	assert_output --partial "--force"
 	run -0 --separate-stderr env GROFF_NO_SGR=1 groff -man -Tascii -P-cbou "$out/forge-run.1"
-	assert_output --partial "forge run TASK [--phases LIST]"
+	assert_output --partial "forge run TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST]"
 	run -0 --separate-stderr env GROFF_NO_SGR=1 groff -man -Tascii -P-cbou "$out/forge.1"
 	assert_output --partial "memory       inspect and manage what forge has learned"
 	if command -v man >/dev/null; then
