@@ -1,5 +1,6 @@
 /* prompt.c - a yes/no question on a terminal; see prompt.h. */
 #include "app/prompt.h"
+#include "app/term.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/ids.h"
@@ -74,17 +75,7 @@ static void release_signals(struct saved *sv)
 
 static void tty_write(int fd, const char *s)
 {
-	size_t len = s ? strlen(s) : 0;
-
-	while (len > 0) {
-		ssize_t w = write(fd, s, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		s += w;
-		len -= (size_t)w;
-	}
+	term_write(fd, s, s ? strlen(s) : 0);
 }
 
 static int open_tty(const char *path)

@@ -63,10 +63,10 @@ size_t term_cut(const char *s, size_t len, size_t cols)
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool drawn;              /* a status line is on the screen (or relayed) */
 
-static void put(const char *s, size_t len)
+void term_write(int fd, const char *s, size_t len)
 {
 	while (len > 0) {
-		ssize_t w = write(STDERR_FILENO, s, len);
+		ssize_t w = write(fd, s, len);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -123,7 +123,7 @@ static void draw(const char *text)
 			buf_adds(&b, term_sgr(color, TERM_RESET));
 		}
 	}
-	put(b.buf, b.len);
+	term_write(STDERR_FILENO, b.buf, b.len);
 	drawn = !empty;
 	buf_release(&b);
 }

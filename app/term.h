@@ -38,6 +38,11 @@ enum term_style { TERM_RESET, TERM_BOLD, TERM_DIM, TERM_RED, TERM_GREEN, TERM_YE
 
 /* Whether to colour what goes to fd (see above). */
 bool term_color(int fd);
+
+/* Write all len bytes of s to fd, again after EINTR and short writes;
+ * gives up silently on an error (what a terminal did not take is not worth
+ * failing for). */
+void term_write(int fd, const char *s, size_t len);
 /* The escape sequence for style, or "" when on is false (static). */
 const char *term_sgr(bool on, enum term_style style);
 /* The terminal's width in columns (fd's, else 80). */

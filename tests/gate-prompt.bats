@@ -11,19 +11,7 @@ bats_require_minimum_version 1.5.0
 setup() {
 	load test_helper/common
 	forge_setup
-	export BATS_TEST_TIMEOUT=120
-	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl"
-	CFG="$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json"
-	REPO="$BATS_TEST_TMPDIR/calc"
-	calc_repo "$REPO"
-	cd "$REPO"
-	SHOWN="$BATS_TEST_TMPDIR/terminal"
-}
-
-# on_tty STEP... -- COMMAND...: COMMAND on a terminal; what it showed is in $SHOWN.
-on_tty() {
-	test_python3
-	"$TEST_PYTHON3" "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
+	gate_tty_setup
 }
 
 QUESTION='approve? [y]es / [n]o / [e]dit note / [v]iew full / [?]: '

@@ -177,3 +177,24 @@ calc_repo_now() {
 	git -C "$dir" add -A
 	git -C "$dir" commit -q -m "calc"
 }
+
+# gate_tty_setup: the calc fixture as $REPO (the current directory), replaying
+# the high-risk cassette whose plan fires architecture_approval ($CFG makes it
+# the run's only stop), and on_tty to run a command on a pseudo-terminal
+# (tests/helpers/pty_run.py) with what it showed in $SHOWN.  For the files
+# that drive a gate at the terminal (gate-prompt, gate-ui).
+gate_tty_setup() {
+	export BATS_TEST_TIMEOUT=120
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl"
+	CFG="$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json"
+	REPO="$BATS_TEST_TMPDIR/calc"
+	calc_repo "$REPO"
+	cd "$REPO" || return
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+}
+
+# on_tty STEP... -- COMMAND...: COMMAND on a terminal; what it showed is in $SHOWN.
+on_tty() {
+	test_python3
+	"$TEST_PYTHON3" "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
+}
