@@ -2,6 +2,7 @@
 #include "core/json.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/jsonscan.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -407,158 +408,42 @@ static void fast_ws(struct fast *f)
 		f->p++;
 }
 
-static int fast_hex4(const char *p)
-{
-	int v = 0;
-
-	for (int i = 0; i < 4; i++) {
-		int c = (unsigned char)p[i], d;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
-			return -1;
-		v = v * 16 + d;
-	}
-	return v;
-}
-
-static void utf8_put(struct buf *b, unsigned cp)
-{
-	char u[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xc0 | cp >> 6);
-		u[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xe0 | cp >> 12);
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | cp >> 18);
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	buf_add(b, u, n);
-}
-
 /* A string at f->p (its opening quote); *out on success (out NULL: only
  * checked and skipped, a note's text). */
 static bool fast_string(struct fast *f, jv *out)
 {
-	const char *p = f->p + 1, *run = p;
-	struct buf b = BUF_INIT;
-	bool plain = true;
+	bool escaped;
+	const char *body = f->p + 1, *past = json_scan_string(f->p, f->end, &escaped);
+	size_t len;
 
-	for (;;) {
-		if (p >= f->end || (unsigned char)*p < 0x20)
-			goto fail;
-		if (*p == '"')
-			break;
-		if (*p != '\\') {
-			p++;
-			continue;
-		}
-		plain = false;
-		buf_add(&b, run, (size_t)(p - run));
-		if (p + 1 >= f->end)
-			goto fail;
-		switch (p[1]) {
-		case '"': case '\\': case '/': buf_addch(&b, p[1]); p += 2; break;
-		case 'b': buf_addch(&b, '\b'); p += 2; break;
-		case 'f': buf_addch(&b, '\f'); p += 2; break;
-		case 'n': buf_addch(&b, '\n'); p += 2; break;
-		case 'r': buf_addch(&b, '\r'); p += 2; break;
-		case 't': buf_addch(&b, '\t'); p += 2; break;
-		case 'u': {
-			int hi, lo;
+	if (!past)
+		return false;
+	len = (size_t)(past - 1 - body);
+	if (out && !escaped) {
+		*out = jv_string_sized(body, (int)len);
+	} else if (out) {
+		struct buf b = BUF_INIT;
 
-			if (f->end - p < 6 || (hi = fast_hex4(p + 2)) < 0)
-				goto fail;
-			p += 6;
-			if (hi >= 0xdc00 && hi <= 0xdfff)
-				goto fail;
-			if (hi >= 0xd800 && hi <= 0xdbff) {
-				if (f->end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
-				    (lo = fast_hex4(p + 2)) < 0xdc00 || lo > 0xdfff)
-					goto fail;
-				p += 6;
-				utf8_put(&b, 0x10000u + (((unsigned)hi - 0xd800u) << 10) + ((unsigned)lo - 0xdc00u));
-			} else {
-				utf8_put(&b, (unsigned)hi);
-			}
-			break;
-		}
-		default:
-			goto fail;
-		}
-		run = p;
+		json_scan_unescape(&b, body, len);
+		*out = jv_string_sized(b.buf ? b.buf : "", (int)b.len);
+		buf_release(&b);
 	}
-	if (!out) {
-		/* nothing made */
-	} else if (plain) {
-		*out = jv_string_sized(f->p + 1, (int)(p - (f->p + 1)));
-	} else {
-		buf_add(&b, run, (size_t)(p - run));
-		*out = jv_string_sized(b.buf, (int)b.len);
-	}
-	buf_release(&b);
-	f->p = p + 1;
+	f->p = past;
 	return true;
-fail:
-	buf_release(&b);
-	return false;
 }
 
 static bool fast_number(struct fast *f, jv *out)
 {
-	const char *p = f->p;
+	const char *past = json_scan_number(f->p, f->end);
 	char tmp[64];
 	size_t n;
 
-	if (p < f->end && *p == '-')
-		p++;
-	if (p < f->end && *p == '0')
-		p++;
-	else if (p < f->end && *p >= '1' && *p <= '9')
-		while (p < f->end && *p >= '0' && *p <= '9')
-			p++;
-	else
-		return false;
-	if (p < f->end && *p == '.') {
-		if (++p >= f->end || *p < '0' || *p > '9')
-			return false;
-		while (p < f->end && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p < f->end && (*p == 'e' || *p == 'E')) {
-		p++;
-		if (p < f->end && (*p == '+' || *p == '-'))
-			p++;
-		if (p >= f->end || *p < '0' || *p > '9')
-			return false;
-		while (p < f->end && *p >= '0' && *p <= '9')
-			p++;
-	}
-	n = (size_t)(p - f->p);
-	if (n >= sizeof(tmp))
+	if (!past || (n = (size_t)(past - f->p)) >= sizeof(tmp))
 		return false;
 	memcpy(tmp, f->p, n);
 	tmp[n] = '\0';
 	*out = jv_number(strtod(tmp, NULL));
-	f->p = p;
+	f->p = past;
 	return true;
 }
 

@@ -1,5 +1,6 @@
 /* jsonscan.c - a strict JSON checker that makes no jv; see jsonscan.h. */
 #include "core/jsonscan.h"
+#include "core/buf.h"
 #include "core/json.h"
 
 #include <math.h>
@@ -136,6 +137,87 @@ static const unsigned char *scan_number(const unsigned char *p, const unsigned c
 			return NULL;
 	}
 	return p;
+}
+
+const char *json_scan_string(const char *p, const char *end, bool *escaped)
+{
+	struct scan s = { .end = (const unsigned char *)end };
+	const unsigned char *q = scan_string(&s, (const unsigned char *)p);
+
+	*escaped = s.escaped;
+	return (const char *)q;
+}
+
+const char *json_scan_number(const char *p, const char *end)
+{
+	return (const char *)scan_number((const unsigned char *)p, (const unsigned char *)end);
+}
+
+static void utf8_put(struct buf *b, unsigned long cp)
+{
+	char u[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xc0 | cp >> 6);
+		u[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		u[0] = (char)(0xe0 | cp >> 12);
+		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		u[0] = (char)(0xf0 | cp >> 18);
+		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	buf_add(b, u, n);
+}
+
+/* The body was accepted by scan_string: every escape is complete and every
+ * high surrogate has its low half, so nothing here can fail. */
+void json_scan_unescape(struct buf *out, const char *body, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)body, *end = p + len, *run = p;
+
+	while (p < end) {
+		if (*p != '\\') {
+			p++;
+			continue;
+		}
+		buf_add(out, run, (size_t)(p - run));
+		switch (p[1]) {
+		case 'b': buf_addch(out, '\b'); break;
+		case 'f': buf_addch(out, '\f'); break;
+		case 'n': buf_addch(out, '\n'); break;
+		case 'r': buf_addch(out, '\r'); break;
+		case 't': buf_addch(out, '\t'); break;
+		case 'u': {
+			unsigned long u = (unsigned long)unit(p + 1, end);
+
+			if (u >= 0xD800 && u <= 0xDBFF) {
+				u = 0x10000 + ((u - 0xD800) << 10) + ((unsigned long)unit(p + 7, end) - 0xDC00);
+				p += 6;
+			}
+			utf8_put(out, u);
+			p += 6;
+			run = p;
+			continue;
+		}
+		default:        /* '"', '\\', '/' */
+			buf_addch(out, (char)p[1]);
+			break;
+		}
+		p += 2;
+		run = p;
+	}
+	buf_add(out, run, (size_t)(p - run));
 }
 
 static const unsigned char *literal(const unsigned char *p, const unsigned char *end, const char *word,

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct buf;
+
 #define JSON_SCAN_MAX_DEPTH 128
 
 enum json_scan_kind {
@@ -50,6 +52,19 @@ struct json_member {
  */
 enum json_scan_kind json_scan(const char *text, size_t len,
 			      void (*member)(const struct json_member *m, void *payload), void *payload);
+
+/*
+ * The lexical pieces, shared with json.c's parser that builds jv (one
+ * tokenizer for both).  json_scan_string: past the string whose opening
+ * quote is at p (strict, as above), or NULL; *escaped says whether it
+ * holds an escape.  json_scan_number: past the number at p
+ * (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), or NULL.
+ * json_scan_unescape: appends to out the UTF-8 text of a string body
+ * (between its quotes) that json_scan_string accepted.
+ */
+const char *json_scan_string(const char *p, const char *end, bool *escaped);
+const char *json_scan_number(const char *p, const char *end);
+void json_scan_unescape(struct buf *out, const char *body, size_t len);
 
 /*
  * The fields of an event record (DESIGN.md section 2) that the stream and
