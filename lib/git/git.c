@@ -292,6 +292,43 @@ int forge_git_resolve(char **out, struct forge_git *g, const char *rev)
 	return 0;
 }
 
+int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, const char *path)
+{
+	git_oid id;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_tree_entry *entry = NULL;
+	git_blob *blob = NULL;
+	int rc = -1;
+
+	if (forge_git_peel(&id, NULL, g->repo, rev) < 0)
+		return -1;
+	if (git_commit_lookup(&commit, g->repo, &id) < 0 || git_commit_tree(&tree, commit) < 0) {
+		forge_git_fail("cannot read the tree of '%s'", rev);
+		goto out;
+	}
+	if (git_tree_entry_bypath(&entry, tree, path) < 0) {
+		forge_git_fail("'%s' is not in '%s'", path, rev);
+		goto out;
+	}
+	if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) {
+		forge_error("'%s' is not a file in '%s'", path, rev);
+		goto out;
+	}
+	if (git_blob_lookup(&blob, g->repo, git_tree_entry_id(entry)) < 0) {
+		forge_git_fail("cannot read '%s' in '%s'", path, rev);
+		goto out;
+	}
+	buf_add(out, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
+	rc = 0;
+out:
+	git_blob_free(blob);
+	git_tree_entry_free(entry);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	return rc;
+}
+
 bool forge_git_trace_valid(const char *trace)
 {
 	size_t n;

@@ -85,6 +85,7 @@ int forge_git_ca_loads(void);
  */
 int forge_git_find_root(char **out, const char *dir);
 
+struct buf;
 struct forge_git;            /* an open repository (its main working tree) */
 struct forge_git_worktree;   /* one run's worktree */
 
@@ -102,6 +103,14 @@ const char *forge_git_root(const struct forge_git *g);
 
 /* The commit `rev` names, as a 40-hex SHA. */
 int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
+
+/*
+ * The bytes of `path` (relative to the repository's root, '/'-separated) in
+ * the commit `rev` names, appended to *out: git show REV:PATH without a
+ * process.  -1 with a message when rev does not resolve, or path is not a
+ * file (a blob) in it.
+ */
+int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, const char *path);
 
 /* True when `trace` may name a run (letters, digits, '-', '_'; 1-100
  * characters, starting with a letter or digit). */

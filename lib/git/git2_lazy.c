@@ -42,6 +42,30 @@ int git_libgit2_opts(int option, ...)
 	return rc;
 }
 
+void git_blob_free(git_blob *blob)
+{
+	LAZY(git_blob_free)
+	p_git_blob_free(blob);
+}
+
+int git_blob_lookup(git_blob **blob, git_repository *repo, const git_oid *id)
+{
+	LAZY(git_blob_lookup)
+	return p_git_blob_lookup(blob, repo, id);
+}
+
+const void * git_blob_rawcontent(const git_blob *blob)
+{
+	LAZY(git_blob_rawcontent)
+	return p_git_blob_rawcontent(blob);
+}
+
+git_object_size_t git_blob_rawsize(const git_blob *blob)
+{
+	LAZY(git_blob_rawsize)
+	return p_git_blob_rawsize(blob);
+}
+
 int git_branch_create(git_reference **out, git_repository *repo, const char *branch_name, const git_commit *target, int force)
 {
 	LAZY(git_branch_create)
@@ -586,6 +610,30 @@ void git_strarray_dispose(git_strarray *array)
 {
 	LAZY(git_strarray_dispose)
 	p_git_strarray_dispose(array);
+}
+
+int git_tree_entry_bypath(git_tree_entry **out, const git_tree *root, const char *path)
+{
+	LAZY(git_tree_entry_bypath)
+	return p_git_tree_entry_bypath(out, root, path);
+}
+
+void git_tree_entry_free(git_tree_entry *entry)
+{
+	LAZY(git_tree_entry_free)
+	p_git_tree_entry_free(entry);
+}
+
+const git_oid * git_tree_entry_id(const git_tree_entry *entry)
+{
+	LAZY(git_tree_entry_id)
+	return p_git_tree_entry_id(entry);
+}
+
+git_object_t git_tree_entry_type(const git_tree_entry *entry)
+{
+	LAZY(git_tree_entry_type)
+	return p_git_tree_entry_type(entry);
 }
 
 size_t git_tree_entrycount(const git_tree *tree)

@@ -2,6 +2,7 @@
 #include "review/review.h"
 #include "core/buf.h"
 #include "git/diff.h"
+#include "git/git.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "os/proc.h"
@@ -77,36 +78,16 @@ static void skip_file(struct review_ctx *ctx, const char *path, const char *why)
 						  "reason", jv_string(why)));
 }
 
-/* The post-image text of f into *b: from ctx->commit, else the file. */
-static int read_post_image(struct buf *b, struct review_ctx *ctx, const struct diff_file *f)
+/* The post-image text of f into *b: from the commit (g: ctx->commit's
+ * repository, opened by the caller), else the file. */
+static int read_post_image(struct buf *b, struct review_ctx *ctx, struct forge_git *g,
+			   const struct diff_file *f)
 {
-	if (ctx->commit) {
-		char *git = review_which("git");
-		struct proc_opts o = PROC_OPTS_INIT;
-		struct proc_result r;
-		char spec[4200];
-		int rc = -1;
-
-		if (!git)
-			return forge_error("'git' is not installed");
-		snprintf(spec, sizeof spec, "%s:%s", ctx->commit, f->path);
-		const char *argv[] = { git, "show", spec, NULL };
-		o.argv = argv;
-		o.cwd = ctx->root;
-		o.timeout_ms = 60000;
-		if (proc_run(&r, &o) == 0 && r.exit_code == 0) {
-			buf_add(b, r.out.buf, r.out.len);
-			rc = 0;
-		} else {
-			forge_error("git show '%s' failed", spec);
-		}
-		proc_result_release(&r);
-		free(git);
-		return rc;
-	}
 	struct buf path = BUF_INIT;
 	int rc;
 
+	if (ctx->commit)
+		return g ? forge_git_read_blob(b, g, ctx->commit, f->path) : -1;
 	buf_addf(&path, "%s/%s", ctx->root ? ctx->root : ".", f->path);
 	rc = buf_read_file(b, path.buf);
 	buf_release(&path);
@@ -183,10 +164,16 @@ static bool safe_path(const char *p)
 int review_prepare(struct review_ctx *ctx)
 {
 	struct buf b = BUF_INIT, dst = BUF_INIT;
+	struct forge_git *g = NULL;
 
 	ctx->checked = jv_array();
 	if (tmpdir_make(&ctx->workdir, "forge-review") < 0)
 		return -1;
+	/* A failure to open leaves g NULL: each file is then skipped with this message. */
+	if (ctx->commit && forge_git_open(&g, ctx->root ? ctx->root : ".") < 0) {
+		forge_git_free(g);
+		g = NULL;
+	}
 	for (size_t i = 0; i < ctx->diff->nfiles; i++) {
 		const struct diff_file *f = &ctx->diff->files[i];
 
@@ -197,7 +184,7 @@ int review_prepare(struct review_ctx *ctx)
 			continue;
 		}
 		buf_reset(&b);
-		if (read_post_image(&b, ctx, f) < 0) {
+		if (read_post_image(&b, ctx, g, f) < 0) {
 			skip_file(ctx, f->path, forge_last_error());
 			continue;
 		}
@@ -222,6 +209,7 @@ int review_prepare(struct review_ctx *ctx)
 	}
 	buf_release(&b);
 	buf_release(&dst);
+	forge_git_free(g);
 	return 0;
 }
 

@@ -34,7 +34,7 @@ struct review_ctx {
 	const struct config *cfg;       /* borrowed; may be NULL */
 	const char *root;               /* the directory holding the post-image files
 	                                   (worktree, repository or cwd); borrowed */
-	const char *commit;             /* post-image from this commit (git show), or NULL */
+	const char *commit;             /* post-image from this commit (read with libgit2), or NULL */
 	long timeout_ms;                /* per tool; 0 = 120000 */
 	/* Events (type, payload consumed); may be NULL. */
 	void (*emit)(void *payload, const char *type, jv data);

@@ -174,6 +174,33 @@ static void test_open_errors(void)
 	forge_git_worktree_free(NULL);
 }
 
+/* read_blob: git show REV:PATH without a process. */
+static void test_read_blob(void)
+{
+	struct forge_git *g = NULL;
+	struct buf b = BUF_INIT;
+	const char *dir = make_repo();
+
+	CHECK(dir && sh("set -e; cd '%s'; mkdir -p sub; printf 'deep\\n' >sub/x.c; git add sub;"
+			"git commit -q -m third", dir) == 0);
+	CHECK_INT(forge_git_open(&g, dir), 0);
+	CHECK_INT(forge_git_read_blob(&b, g, "HEAD", "sub/x.c"), 0);
+	CHECK_STR(b.buf, "deep\n");
+	buf_reset(&b);
+	CHECK_INT(forge_git_read_blob(&b, g, "v1", "a.txt"), 0);
+	CHECK_STR(b.buf, "one\ntwo\nthree\n");
+	buf_reset(&b);
+	CHECK_INT(forge_git_read_blob(&b, g, "v1", "gone.txt"), -1);      /* added after v1 */
+	CHECK_MSG(contains(forge_last_error(), "gone.txt"), "%s", forge_last_error());
+	CHECK_INT(forge_git_read_blob(&b, g, "HEAD", "sub"), -1);         /* a directory */
+	CHECK_MSG(contains(forge_last_error(), "is not a file"), "%s", forge_last_error());
+	CHECK_INT(forge_git_read_blob(&b, g, "no-such-ref", "a.txt"), -1);
+	CHECK_MSG(contains(forge_last_error(), "no-such-ref"), "%s", forge_last_error());
+	CHECK_INT((int)b.len, 0);
+	buf_release(&b);
+	forge_git_free(g);
+}
+
 static void test_open_from_anywhere(void)
 {
 	const char *repo = make_repo();
@@ -949,6 +976,7 @@ int main(void)
 	RUN(test_commit);
 	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);
+	RUN(test_read_blob);
 	RUN(test_empty_repository);
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
