@@ -11,6 +11,7 @@
  * FORGE_DB) the file is still written and the event has no version.
  */
 #include "app/cli.h"
+#include "app/cli_tables.h"
 #include "app/stage.h"
 #include "compile/docs.h"
 #include "core/forge.h"
@@ -119,26 +120,77 @@ static const struct cli_spec overall = {
 		      "\nExample:\n  forge-stage flows --cassette spec.jsonl < state.json\n",
 };
 
+/* Whether option word w ("--repo", "-q") takes the next word as its value:
+ * a common or model option with an argument, or a stage's own. */
+static bool takes_value(const char *w)
+{
+	const struct cli_option *const tables[] = { cli_common_options, cli_model_options };
+
+	if (strncmp(w, "--", 2) != 0 || strchr(w, '='))
+		return false;
+	for (size_t t = 0; t < 2; t++)
+		for (const struct cli_option *o = tables[t]; o->name; o++)
+			if (o->arg && strcmp(o->name, w + 2) == 0)
+				return true;
+	for (size_t i = 0; i < NSTAGES; i++)
+		for (const struct cli_option *o = stages[i].spec->options; o && o->name; o++)
+			if (o->arg && strcmp(o->name, w + 2) == 0)
+				return true;
+	return false;
+}
+
+/*
+ * Where the stage's name is: first (forge-stage flows --cassette F), or
+ * after the options forge-supervisor puts first (forge-stage --repo R
+ * --db D flows): the first word that names a stage and is no option's
+ * value.  -1 when none does.
+ */
+static int stage_at(int argc, char **argv, size_t *which)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return -1;
+		if (argv[i][0] == '-') {
+			i += takes_value(argv[i]);
+			continue;
+		}
+		for (size_t k = 0; k < NSTAGES; k++) {
+			if (strcmp(argv[i], stages[k].spec->name) == 0) {
+				*which = k;
+				return i;
+			}
+		}
+		return -1;      /* an operand that is not a stage */
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argv[1][0] == '-') {
+	size_t k = 0;
+	int at = stage_at(argc, argv, &k);
+
+	if (at < 0) {
 		struct cli_common common;
 		/* --help, --version, --help-man and unknown options, as every program */
 		int first = cli_parse(&common, &overall, argc, argv, NULL, NULL);
 		if (first >= argc)
 			cli_usage_error(&overall, "a stage is needed: interview, change, flows, contracts, rules, "
 						  "schema, tests, code, integrate or review");
-		cli_usage_error(&overall, "the stage comes first: forge-stage %s [OPTIONS]", argv[first]);
+		cli_usage_error(&overall, "unknown stage '%s' (interview, change, flows, contracts, rules, schema, "
+					  "tests, code, integrate, review)", argv[first]);
 	}
-	for (size_t i = 0; i < NSTAGES; i++) {
-		if (strcmp(argv[1], stages[i].spec->name) == 0) {
-			struct phase_spec spec = *stages[i].spec;
-			current = i;
-			spec.run = run_and_keep;
-			return phase_main(&spec, argc - 1, argv + 1, NULL);
-		}
-	}
-	cli_usage_error(&overall, "unknown stage '%s' (interview, change, flows, contracts, rules, schema, tests, "
-				  "code, integrate, review)", argv[1]);
-	return FORGE_EXIT_USAGE;
+	/* the stage's own argv: its name first, then every other word in order */
+	char **args = xcalloc((size_t)argc + 1, sizeof *args);
+	int n = 0;
+	args[n++] = argv[at];
+	for (int i = 1; i < argc; i++)
+		if (i != at)
+			args[n++] = argv[i];
+	struct phase_spec spec = *stages[k].spec;
+	current = k;
+	spec.run = run_and_keep;
+	int code = phase_main(&spec, n, args, NULL);
+	free(args);
+	return code;
 }
