@@ -90,6 +90,7 @@ static struct cli_spec spec = {
 
 struct args {
 	const char *dir, *lang, *answers, *edit, *show, *pipeline;
+	jv answer_list;         /* --answers read, or jv_null() */
 	bool auto_approve, json, docs;
 	long level, version;
 	double budget;
@@ -153,7 +154,7 @@ static int ensure_repo(const char *dir)
 
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 		return forge_error("cannot make %s: %s", dir, strerror(errno));
-	if (forge_git_find_root(&root, dir) == 0) {
+	if (cli_repo_root(&root, dir) == 0) {
 		free(root);
 		return 0;
 	}
@@ -270,15 +271,8 @@ static int initial_state(jv *out, struct session *e, const struct args *a, const
 			compile = json_set(compile, "language", jv_string(a->lang));
 		else if (config_get_str(e->cfg, "compile.language"))
 			compile = json_set(compile, "language_default", jv_string(config_get_str(e->cfg, "compile.language")));
-		if (a->answers) {
-			jv answers;
-			if (read_answers(&answers, a->answers) < 0) {
-				jv_free(compile);
-				jv_free(st);
-				return -1;
-			}
-			compile = json_set(compile, "answers", answers);
-		}
+		if (jv_get_kind(a->answer_list) == JV_KIND_ARRAY)
+			compile = json_set(compile, "answers", jv_copy(a->answer_list));
 	}
 	*out = json_set(st, "compile", compile);
 	return 0;
@@ -296,7 +290,15 @@ static int run_compile(const struct cli_common *common, const struct args *a, co
 	int code;
 
 	c.repo = a->dir ? a->dir : ".";
-	if (!a->edit && ensure_repo(c.repo) < 0) {
+	if (a->edit) {
+		char *root = NULL;
+		if (cli_repo_root(&root, c.repo) < 0) {
+			fprintf(stderr, "forge compile: %s is not a compiled project: not a git repository "
+					"(forge compile IDEA makes one)\n", c.repo);
+			return FORGE_EXIT_USAGE;
+		}
+		free(root);
+	} else if (ensure_repo(c.repo) < 0) {
 		fprintf(stderr, "forge compile: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
 	}
@@ -427,7 +429,7 @@ static int show_docs(const struct cli_common *common, const struct args *a)
 int main(int argc, char **argv)
 {
 	struct cli_common common;
-	struct args a = { .level = -1, .budget = -1 };
+	struct args a = { .level = -1, .budget = -1, .answer_list = jv_null() };
 	struct buf idea = BUF_INIT;
 	int status;
 
@@ -449,12 +451,13 @@ int main(int argc, char **argv)
 			cli_usage_error(&spec, "--edit changes a compiled project: give the change, not a new idea");
 		if (a.edit && a.answers)
 			cli_usage_error(&spec, "--answers are for the interview, which an edit does not have");
-		if (a.answers && access(a.answers, R_OK) < 0)
-			cli_usage_error(&spec, "--answers: cannot read %s: %s", a.answers, strerror(errno));
+		if (a.answers && read_answers(&a.answer_list, a.answers) < 0)
+			cli_usage_error(&spec, "%s", forge_last_error());
 		if (idea.len && stream_task_check(idea.buf, idea.len) < 0)
 			cli_usage_error(&spec, "%s", forge_last_error());
 		status = run_compile(&common, &a, idea.buf);
 	}
 	buf_release(&idea);
+	jv_free(a.answer_list);
 	return cli_finish("forge compile", status);
 }
