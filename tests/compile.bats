@@ -107,6 +107,26 @@ want() {
 	assert_output 4
 }
 
+@test "change and rules alone in edit mode: the delta, its blast radius, the rules with R7; an unknown rule id fails" {
+	stage_setup
+	edit() {
+		state intent flows contracts rules db_schema |
+			jq -c '.compile += {"mode": "edit", "request": "items get an optional due date"} | del(.compile.answers)'
+	}
+	export FORGE_CASSETTE="$FIX/spec-edit.jsonl"
+	run -0 --separate-stderr forge-stage change < <(edit)
+	last_state | jq -e '.delta.rerun == ["rules","schema","tests","code","integrate","review"] and .delta.new[0].id == "R7"'
+	last_state >"$BATS_TEST_TMPDIR/delta.json"
+	run -0 --separate-stderr forge-stage rules <"$BATS_TEST_TMPDIR/delta.json"
+	last_state | jq -e '[.rules.rules[].id] == ["R1","R2","R3","R4","R5","R6","R7"] and .rules.rules[6].entity == "todo.due"'
+	run -0 events_of compile.rules_applied
+	[[ "$output" == '{"rules":7,'* ]]
+	export FORGE_CASSETTE="$FIX/spec-edit-bad.jsonl"
+	run -5 --separate-stderr forge-stage change < <(edit)
+	[[ "$stderr" == *"delta: change names rule R9, which the rule set does not have (it has R1, R2, R3, R4, R5, R6)"* ]]
+	last_state | jq -e '.status == "failed" and (has("delta") | not)'
+}
+
 @test "a document that fails its schema goes back to the model with the errors, and the fixed one is kept" {
 	stage_setup
 	export FORGE_CASSETTE="$FIX/spec-malformed.jsonl"
