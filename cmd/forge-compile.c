@@ -141,7 +141,7 @@ static void on_signal(int sig)
 
 /* ---- the project ---------------------------------------------------------- */
 
-/* DIR made a git repository with an empty initial commit, unless it is in one. */
+/* DIR made a git repository with an empty initial commit, unless it is the root of one. */
 static int ensure_repo(const char *dir)
 {
 	git_repository *repo = NULL;
@@ -154,10 +154,14 @@ static int ensure_repo(const char *dir)
 
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 		return forge_error("cannot make %s: %s", dir, strerror(errno));
-	if (cli_repo_root(&root, dir) == 0) {
+	/* DIR itself, not a repository above it: a new project inside a checkout is its own */
+	char real[PATH_MAX];
+	if (cli_repo_root(&root, dir) == 0 && realpath(dir, real) && strcmp(root, real) == 0) {
 		free(root);
 		return 0;
 	}
+	free(root);
+	root = NULL;
 	forge_git_init();
 	if (git_repository_init(&repo, dir, 0) < 0 || git_treebuilder_new(&tb, repo, NULL) < 0 ||
 	    git_treebuilder_write(&tree_id, tb) < 0 || git_tree_lookup(&tree, repo, &tree_id) < 0)

@@ -145,6 +145,7 @@ want() {
 	# an empty initial commit, and the run's branch from it
 	run -0 git -C "$PROJECT" log --format=%s HEAD
 	assert_output "forge compile: initial commit"
+	[ "$(git -C "$PROJECT" rev-parse --show-toplevel)" = "$PROJECT" ]
 	T=$(last_trace)
 	run -0 --separate-stderr forge --repo "$PROJECT" status --json "$T"
 	jq -e '.run.status == "paused" and .state.nodes.rules == "done" and (.state | has("db_schema") | not)' <<<"$output"
@@ -286,4 +287,14 @@ want() {
 	[ ! -e "$PROJECT" ]
 	run -0 forge-compile --help
 	assert_line --index 0 "usage: forge-compile IDEA [--dir DIR] [--lang c|python] [--answers FILE] [--auto-approve] [--level N] [--json]"
+}
+
+@test "--dir inside a checkout: the new project is a repository of its own, not the checkout's" {
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$REPO"
+	run -0 --separate-stderr forge compile --auto-approve --pipeline "$SPEC" --dir todo --answers "$ANSWERS" "a todo-list HTTP API"
+	[ "$(git -C todo rev-parse --show-toplevel)" = "$REPO/todo" ]
+	[ -f todo/.forge/compile/db_schema.json ]
+	[ ! -e .forge/compile ]
 }
