@@ -296,6 +296,40 @@ enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o)
 	return answer;
 }
 
+enum prompt_answer prompt_line(char **out, const struct prompt_opts *o)
+{
+	int64_t deadline = o->timeout_ms > 0 ? monotonic_ms() + o->timeout_ms : 0;
+	enum prompt_answer answer = PROMPT_APPROVE;
+	struct buf line;
+	struct saved sv;
+	int fd;
+
+	*out = NULL;
+	fd = open_tty(o->tty);
+	if (fd < 0)
+		return PROMPT_NO_TTY;
+	buf_init(&line, 0);
+	catch_signals(&sv);
+	if (o->text && *o->text) {
+		tty_write(fd, o->text);
+		if (o->text[strlen(o->text) - 1] != '\n')
+			tty_write(fd, "\n");
+	}
+	tty_write(fd, o->question);
+	tty_write(fd, "\n> ");
+	enum read_result r = read_line(&line, fd, &sv, deadline);
+	if (r == LINE_READ)
+		*out = xstrdup(trim(line.buf));
+	else
+		answer = from_read(r);
+	if (answer == PROMPT_EOF || answer == PROMPT_INTERRUPTED)
+		tty_write(fd, "\n");
+	release_signals(&sv);
+	buf_release(&line);
+	close(fd);
+	return answer;
+}
+
 const char *prompt_answer_name(enum prompt_answer a)
 {
 	switch (a) {

@@ -61,6 +61,15 @@ struct prompt_opts {
  */
 enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o);
 
+/*
+ * A free-text question (forge compile's interview): print o->text (may be
+ * NULL) and o->question, then read one line.  PROMPT_APPROVE with *out the
+ * line without surrounding blanks (malloc'd; may be empty: the human
+ * chose not to answer), or PROMPT_EOF, PROMPT_INTERRUPTED, PROMPT_TIMEOUT
+ * or PROMPT_NO_TTY with *out NULL.  o->note and o->full are not used.
+ */
+enum prompt_answer prompt_line(char **out, const struct prompt_opts *o);
+
 /* "approve", "reject", "approve_with_note", "eof", "interrupted",
  * "timeout", "no_tty". */
 const char *prompt_answer_name(enum prompt_answer a);

@@ -1034,6 +1034,10 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	/* The phases stop when the supervisor dies (phase.c). */
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());
 	setenv("FORGE_SUPERVISOR_PID", pid, 1);
+	if (o->interactive)
+		setenv("FORGE_INTERACTIVE", "1", 1);
+	else
+		unsetenv("FORGE_INTERACTIVE");
 	memset(s, 0, sizeof *s);
 	s->o = o;
 	s->state = jv_null();
@@ -1500,6 +1504,8 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	st = json_set(st, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
 	s.state = json_set(st, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
 						    "remaining_usd", jv_number(budget)));
+	if (jv_get_kind(o->initial) == JV_KIND_OBJECT)
+		s.state = jv_object_merge(jv_copy(o->initial), s.state);
 	sup_progress(&s, "forge: run %s: %s", trace, task_text);
 	sup_progress(&s, "  automation level %d (%s)", s.level, s.level_from);
 	jv started = json_set(json_set(jv_object(), "task", jv_string(task_text)), "dry_run", jv_bool(o->dry_run));

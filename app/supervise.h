@@ -29,7 +29,9 @@
  * else for a resume the level the run started with (kept in its row's
  * configuration), else safety.automation_level; run.started and run.resumed
  * record it ({"automation_level", "level_from"}), and the phases get it as
- * FORGE_AUTOMATION_LEVEL.
+ * FORGE_AUTOMATION_LEVEL.  The phases see FORGE_INTERACTIVE=1 when the
+ * supervisor has a human at a terminal (opts->interactive): a stage that asks
+ * questions (forge compile's interview) asks them on /dev/tty then.
  *
  * Before a run makes anything (its row, worktree or branch), every phase
  * it will run that needs a model (plan, implement) must be able to make its
@@ -79,6 +81,9 @@ struct supervise_opts {
 	const struct graph *graph;      /* run: the pipeline (engine/graph.h, without errors), or
 					 * NULL: the default phase loop; resume loads the run's own */
 	int jobs;                       /* nodes at once; 0: pipeline.jobs */
+	jv initial;                     /* run: more of the first state (an object, borrowed:
+					 * forge compile's `compile` and documents); another
+					 * kind (a zeroed jv is invalid): nothing */
 	struct config *cfg;             /* borrowed */
 	struct store *store;            /* borrowed */
 };

@@ -32,6 +32,8 @@ static const struct {
 	{ "merge", NULL, "merge a completed run's branch into the branch it started from" },
 	{ "gc", NULL, "remove worktrees and branches of cancelled, failed and merged runs" },
 	{ "report", NULL, "a run as one self-contained HTML page" },
+	{ "compile", NULL, "the product compiler: an idea becomes a product through typed documents" },
+	{ "stage", NULL, "one stage of forge compile as a filter (interview, flows, contracts, rules, …)" },
 	{ "plan", NULL, "phase filter: task -> plan" },
 	{ "implement", NULL, "phase filter: plan -> changes in the run's worktree" },
 	{ "review", NULL, "phase filter: changes or a diff -> findings and a decision" },

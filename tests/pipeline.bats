@@ -190,7 +190,8 @@ EOF
 
 @test "list: the built-in pipelines and the project's, which come first by name" {
 	run -0 --separate-stderr forge pipeline list
-	assert_output "$(printf '%-20s %-9s %s\n' default built-in "plan, implement, review, test and deploy; review and test go back to implement" \
+	assert_output "$(printf '%-20s %-9s %s\n' compile built-in "forge compile: interview (or change), flows, contracts, rules, gate, schema, gate, tests, code, integrate, review" \
+		default built-in "plan, implement, review, test and deploy; review and test go back to implement" \
 		review-and-test built-in "plan and implement, then review and test of the same commit in parallel, then deploy")"
 	mkdir -p .forge/pipelines
 	printf '{"pipeline":"default","version":1,"description":"ours","nodes":[{"id":"p","phase":"plan"}]}' >.forge/pipelines/default.json
@@ -200,16 +201,16 @@ EOF
 	assert_line --regexp '^broken +project +malformed JSON: '
 	assert_line --regexp '^default +project +ours$'
 	run -0 --separate-stderr forge pipeline list --json
-	[ "$(jq -c '[.[] | [.name, .where, .overridden]]' <<<"$output")" = '[["default","built-in",true],["review-and-test","built-in",false],["broken","project",false],["default","project",false]]' ]
+	[ "$(jq -c '[.[] | [.name, .where, .overridden]]' <<<"$output")" = '[["compile","built-in",false],["default","built-in",true],["review-and-test","built-in",false],["broken","project",false],["default","project",false]]' ]
 	# by name, the project's file
 	run -0 --separate-stderr forge pipeline check default
 	assert_output "$REPO/.forge/pipelines/default.json: ok: pipeline 'default', 1 node in 1 layer (at most 1 at once), 0 edges, 0 bounces"
 	# outside a repository: the built-in ones (--repo names one)
 	cd "$BATS_TEST_TMPDIR"
 	run -0 --separate-stderr forge pipeline list
-	[ "${#lines[@]}" -eq 2 ]
+	[ "${#lines[@]}" -eq 3 ]
 	run -0 --separate-stderr forge pipeline --repo "$REPO" list
-	[ "${#lines[@]}" -eq 4 ]
+	[ "${#lines[@]}" -eq 5 ]
 }
 
 @test "usage: subcommands and options; forge --help lists the command" {

@@ -1,0 +1,247 @@
+/* docs.c - the documents of forge compile, versioned in SQLite and kept in the project; see docs.h. */
+#include "compile/docs.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const docs_kinds[] = { "intent", "delta", "flows", "contracts", "rules", "db_schema", "test_suite",
+				   "implementation", "integration", "compile_review", NULL };
+
+static int latest_version(int *out, struct store *st, const char *project, const char *kind)
+{
+	static const char sql[] = "SELECT max(version) FROM compile_docs WHERE project = ?1 AND kind = ?2";
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+
+	*out = 0;
+	if (store_prepare(&s, st, sql) < 0)
+		return -1;
+	store_bind_text(s, 1, project);
+	store_bind_text(s, 2, kind);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		*out = sqlite3_column_int(s, 0);
+		rc = 0;
+	} else {
+		store_fail(st, "compile documents: cannot read");
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int docs_append(int *out_version, struct store *st, const char *project, const char *kind, const char *trace,
+		jv doc)
+{
+	static const char sql[] =
+		"INSERT INTO compile_docs (id, project, kind, version, trace_id, content, created_at) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+	sqlite3_stmt *s = NULL;
+	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
+	char *text = NULL;
+	int version = 0, rc = -1;
+
+	*out_version = 0;
+	if (jv_get_kind(doc) != JV_KIND_OBJECT)
+		return forge_error("compile documents: the %s document is not an object", kind);
+	if (store_begin(st) < 0)
+		return -1;
+	if (latest_version(&version, st, project, kind) < 0)
+		goto out;
+	version++;
+	ulid_new(id);
+	timestamp_now(ts);
+	text = json_dumps(jv_copy(doc), false);
+	if (store_prepare(&s, st, sql) < 0)
+		goto out;
+	store_bind_text(s, 1, id);
+	store_bind_text(s, 2, project);
+	store_bind_text(s, 3, kind);
+	sqlite3_bind_int(s, 4, version);
+	store_bind_text(s, 5, trace);
+	store_bind_text(s, 6, text);
+	store_bind_text(s, 7, ts);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		store_fail(st, "compile documents: cannot insert");
+		goto out;
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (store_commit(st) < 0)
+		goto out;
+	*out_version = version;
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	if (rc < 0)
+		store_rollback(st);
+	free(text);
+	return rc;
+}
+
+int docs_get(jv *out, struct store *st, const char *project, const char *kind, int version)
+{
+	static const char sql[] =
+		"SELECT kind, version, trace_id, created_at, content FROM compile_docs "
+		"WHERE project = ?1 AND kind = ?2 AND (?3 = 0 OR version = ?3) ORDER BY version DESC LIMIT 1";
+	sqlite3_stmt *s = NULL;
+	int rc = -1, step;
+
+	*out = jv_null();
+	if (store_prepare(&s, st, sql) < 0)
+		return -1;
+	store_bind_text(s, 1, project);
+	store_bind_text(s, 2, kind);
+	sqlite3_bind_int(s, 3, version);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		jv row = json_set(jv_object(), "kind", store_col_str(s, 0));
+		row = json_set(row, "version", jv_number(sqlite3_column_int(s, 1)));
+		row = json_set(row, "trace_id", store_col_str(s, 2));
+		row = json_set(row, "created_at", store_col_str(s, 3));
+		*out = json_set(row, "doc", store_col_json(s, 4));
+		rc = 0;
+	} else if (step == SQLITE_DONE) {
+		rc = 0;
+	} else {
+		store_fail(st, "compile documents: cannot read");
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int docs_list(jv *out, struct store *st, const char *project)
+{
+	/* the stages' order first (the position in docs_kinds), then by name */
+	static const char sql[] =
+		"SELECT kind, version, trace_id, created_at FROM compile_docs WHERE project = ?1 "
+		"ORDER BY CASE kind WHEN 'intent' THEN 0 WHEN 'delta' THEN 1 WHEN 'flows' THEN 2 "
+		"WHEN 'contracts' THEN 3 WHEN 'rules' THEN 4 WHEN 'db_schema' THEN 5 WHEN 'test_suite' THEN 6 "
+		"WHEN 'implementation' THEN 7 WHEN 'integration' THEN 8 WHEN 'compile_review' THEN 9 ELSE 10 END, "
+		"kind, version";
+	sqlite3_stmt *s = NULL;
+	jv list = jv_array();
+	int step;
+
+	*out = jv_null();
+	if (store_prepare(&s, st, sql) < 0) {
+		jv_free(list);
+		return -1;
+	}
+	store_bind_text(s, 1, project);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		jv row = json_set(jv_object(), "kind", store_col_str(s, 0));
+		row = json_set(row, "version", jv_number(sqlite3_column_int(s, 1)));
+		row = json_set(row, "trace_id", store_col_str(s, 2));
+		list = jv_array_append(list, json_set(row, "created_at", store_col_str(s, 3)));
+	}
+	sqlite3_finalize(s);
+	if (step != SQLITE_DONE) {
+		jv_free(list);
+		return store_fail(st, "compile documents: cannot read");
+	}
+	*out = list;
+	return 0;
+}
+
+/* kind is a plain name (no '/', no dots): it becomes a file name. */
+static int check_kind(const char *kind)
+{
+	if (!kind || !*kind || strspn(kind, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(kind))
+		return forge_error("compile documents: '%s' is not a document kind", kind ? kind : "");
+	return 0;
+}
+
+/* mkdir <root>/.forge and <root>/.forge/compile (dir) when absent. */
+static int make_dir(const char *dir)
+{
+	char *parent = xstrdup(dir);
+	char *slash = strrchr(parent, '/');
+	int rc = 0;
+
+	if (slash)
+		*slash = '\0';
+	if ((mkdir(parent, 0755) < 0 && errno != EEXIST) || (mkdir(dir, 0755) < 0 && errno != EEXIST))
+		rc = forge_error("cannot make %s: %s", dir, strerror(errno));
+	free(parent);
+	return rc;
+}
+
+int docs_write_file(const char *root, const char *kind, jv doc)
+{
+	struct buf dir = BUF_INIT, path = BUF_INIT, tmp = BUF_INIT;
+	char *text = NULL;
+	FILE *f = NULL;
+	int rc = -1;
+
+	if (check_kind(kind) < 0)
+		return -1;
+	buf_addf(&dir, "%s/.forge/compile", root);
+	buf_addf(&path, "%s/%s.json", dir.buf, kind);
+	buf_addf(&tmp, "%s.tmp.%ld", path.buf, (long)getpid());
+	if (make_dir(dir.buf) < 0)
+		goto out;
+	jv pretty = jv_dump_string(jv_copy(doc), JV_PRINT_INDENT_FLAGS(2));
+	text = xstrdup(jv_string_value(pretty));
+	jv_free(pretty);
+	/* written whole, then renamed: a reader never sees half a document */
+	f = fopen(tmp.buf, "w");
+	if (!f || fputs(text, f) == EOF || fputc('\n', f) == EOF) {
+		forge_error("cannot write %s: %s", tmp.buf, strerror(errno));
+		goto out;
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		forge_error("cannot write %s: %s", tmp.buf, strerror(errno));
+		goto out;
+	}
+	f = NULL;
+	if (rename(tmp.buf, path.buf) < 0) {
+		forge_error("cannot write %s: %s", path.buf, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (f)
+		fclose(f);
+	if (rc < 0)
+		unlink(tmp.buf);
+	free(text);
+	buf_release(&dir);
+	buf_release(&path);
+	buf_release(&tmp);
+	return rc;
+}
+
+int docs_read_file(jv *out, const char *root, const char *kind)
+{
+	struct buf path = BUF_INIT;
+	int rc = 0;
+
+	*out = jv_null();
+	if (check_kind(kind) < 0)
+		return -1;
+	buf_addf(&path, "%s/.forge/compile/%s.json", root, kind);
+	if (access(path.buf, F_OK) == 0) {
+		jv v = json_parse_file(path.buf);
+		if (jv_get_kind(v) == JV_KIND_OBJECT) {
+			*out = v;
+		} else {
+			char *msg = jv_is_valid(v) ? xstrdup("not a JSON object") : json_invalid_msg(jv_copy(v));
+			rc = forge_error("%s: %s", path.buf, msg);
+			free(msg);
+			jv_free(v);
+		}
+	}
+	buf_release(&path);
+	return rc;
+}
