@@ -316,7 +316,7 @@ int compile_run_tests(jv *out, const struct compile_lang *l, const char *dir,
 		testrun_add_synthetic(&tr, "(the test command)", msg, NULL);
 	}
 	testrun_count(&tr);
-	jv o = json_set(jv_object(), "command", jv_string(command));
+	jv o = json_set(jv_object(), "command", jv_string(l->test_command));
 	o = json_set(o, "exit_status", jv_number(r.exit_code));
 	o = json_set(o, "timed_out", jv_bool(r.timed_out));
 	o = json_set(o, "duration_ms", jv_number((double)r.duration_ms));
@@ -435,7 +435,7 @@ int compile_run_tools(jv *tools, jv *findings, const struct compile_lang *l, con
 			free(command);
 			return -1;
 		}
-		jv one = json_set(json_set(jv_object(), "name", jv_string(t->name)), "command", jv_string(command));
+		jv one = json_set(json_set(jv_object(), "name", jv_string(t->name)), "command", jv_string(t->command));
 		one = json_set(one, "exit_status", jv_number(r.exit_code));
 		free(command);
 		if (r.exit_code == 127) {
