@@ -111,7 +111,9 @@ int compile_run_tests(jv *out, const struct compile_lang *l, const char *dir,
 /*
  * Parse a static tool's output into findings [{tool, severity, file, line,
  * message}]: every line "FILE:LINE[:COL]: [error|warning|note|style…:] MSG"
- * (gcc, cppcheck --template=gcc, pyflakes); "note:" lines are left out.
+ * (gcc; cppcheck with --template='{file}:{line}:{column}: {severity}:
+ * {message}', which keeps its severities; pyflakes); "note:" lines are
+ * left out.
  * When the tool failed (exit_status != 0) and no line was read, one finding
  * with the tool's severity and the head of its output.  A new array.
  */
