@@ -243,8 +243,12 @@ static bool red_reason(struct buf *b, struct red_check *c)
 static jv suite_document(struct stage_work *w, jv doc, jv run, jv ids)
 {
 	jv model = json_get(doc, "tests"), results = json_get(run, "results"), tests = jv_array();
-	jv files = jv_array();
+	jv files = jv_array(), prev = json_get_path(w->ph->state, "test_suite.tests");
 	int n = 0;
+
+	/* edit mode: the model names the tests it wrote, the last suite the others */
+	if (jv_get_kind(prev) == JV_KIND_ARRAY)
+		model = jv_array_concat(model, jv_copy(prev));
 
 	jv_array_foreach(results, i, r) {
 		const char *rule = json_get_str(r, "rule"), *name = json_get_str(r, "test");
@@ -278,6 +282,7 @@ static jv suite_document(struct stage_work *w, jv doc, jv run, jv ids)
 	out = json_set(out, "run", jv_copy(run));
 	jv_free(files);
 	jv_free(model);
+	jv_free(prev);
 	jv_free(results);
 	return out;
 }

@@ -190,3 +190,42 @@ ok 2 - r2: an empty or NULL string is refused"
 	  any(.findings[]; .tool == "cppcheck" and .severity == "error" and .file == "src/bad.c" and .line == 4)'
 	[ "$(reason)" = "not passed: 1 error-level finding" ]
 }
+
+@test "edit mode: only the new rule's test is written (and fails), the removed rule's test is gone, then code makes all pass" {
+	replay todo-build.jsonl
+	state todo-docs.json | forge-stage tests | forge-stage code | tail -n 1 >"$BATS_TEST_TMPDIR/green.json"
+	jq -e '.implementation.passed' "$BATS_TEST_TMPDIR/green.json"
+	# the change: R6 (delete) goes, R7 (completing twice is a conflict) comes
+	jq -c '.compile += {mode:"edit", request:"completing a done item is a conflict; no more deleting"} |
+	  .delta = {request:.compile.request, preserve:["R1","R2","R3","R4","R5"], change:[],
+		    new:[{id:"R7", if:"a client completes an item that is done already", then:"the answer is 409"}],
+		    remove:["R6"], rerun:["tests","code"]} |
+	  .rules.rules = ([.rules.rules[] | select(.id != "R6")] +
+			  [{id:"R7", if:"a client completes an item that is done already", then:"the answer is 409", contract:"C3", entity:"todo"}])' \
+		"$BATS_TEST_TMPDIR/green.json" >"$BATS_TEST_TMPDIR/edit.json"
+	replay build-todo-edit.jsonl
+	run -0 --separate-stderr forge-stage tests <"$BATS_TEST_TMPDIR/edit.json"
+	last_state | jq -e '
+	  .test_suite | ([.tests[] | .rule + " " + .status] ==
+	    ["R1 passing", "R2 passing", "R3 passing", "R4 passing", "R5 passing", "R7 failing"]) and
+	  ([.tests[].file] | unique == ["tests/test_todo_api.py"]) and .run.failed == 1 and .run.passed == 5'
+	[ "$(reason)" = "6 tests for 6 rules, 1 failing as they must" ]
+	! grep -q test_r6 tests/test_todo_api.py
+	last_state >"$BATS_TEST_TMPDIR/red2.json"
+	run -0 --separate-stderr forge-stage code <"$BATS_TEST_TMPDIR/red2.json"
+	last_state | jq -e '.implementation.passed and (.implementation.results | length) == 6'
+}
+
+@test "edit mode: a test of a removed rule left in place fails the tests stage" {
+	replay todo-build.jsonl
+	state todo-docs.json | forge-stage tests | forge-stage code | tail -n 1 >"$BATS_TEST_TMPDIR/green.json"
+	jq -c '.compile.mode = "edit" | .delta = {request:"no more deleting", preserve:["R1","R2","R3","R4","R5"],
+	  change:[], new:[], remove:["R6"], rerun:["tests"]} | .rules.rules |= map(select(.id != "R6"))' \
+		"$BATS_TEST_TMPDIR/green.json" >"$BATS_TEST_TMPDIR/edit.json"
+	# the model writes nothing and finishes
+	printf '%s\n' '{"phase":"tests","response":{"tool_calls":[{"id":"t1","name":"finish","input":{"language":"python","framework":"pytest","command":"pytest","tests":[]}}]}}' \
+		>"$BATS_TEST_TMPDIR/c.jsonl"
+	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
+	run -5 --separate-stderr forge-stage tests <"$BATS_TEST_TMPDIR/edit.json"
+	[ "$(reason)" = "the tests are not a failing suite: tests of removed rules: test_r6_delete_removes_the_item" ]
+}
