@@ -196,9 +196,10 @@ static void check_red(struct red_check *c, jv run, jv ids, jv red, jv removed, j
 		if (f && !has_id(seen, f)) {
 			seen = jv_array_append(seen, jv_string(f));
 			jv one = jv_array_append(jv_array(), jv_string(f));
-			jv got = compile_digests(dir, one);
-			if (jv_get_kind(json_get(got, f)) == JV_KIND_NULL)
+			jv got = compile_digests(dir, one), digest = json_get(got, f);
+			if (jv_get_kind(digest) == JV_KIND_NULL)
 				c->absent = jv_array_append(c->absent, jv_string(f));
+			jv_free(digest);
 			jv_free(got);
 			jv_free(one);
 		}
@@ -408,7 +409,8 @@ static char *code_prompt(struct stage_work *w)
 	jv last = json_get_path(w->ph->state, "implementation.results");
 
 	if (jv_get_kind(last) == JV_KIND_ARRAY) {
-		jv f = failing(json_set(jv_object(), "results", jv_copy(last)));
+		jv run = json_set(jv_object(), "results", jv_copy(last)), f = failing(run);
+		jv_free(run);
 		if (jv_array_length(jv_copy(f)) > 0) {
 			buf_adds(&b, "# Still failing after the last attempt\n\n");
 			stage_list(&b, f, 50);

@@ -230,10 +230,12 @@ static jv verdicts(struct phase *ph, jv doc, jv run, jv *violated)
 		const char *test = failing_test(run, rule, &msg);
 		jv v = judged(model, rule);
 		if (test) {
+			jv_free(v);
 			v = json_set(json_set(jv_object(), "id", jv_copy(id)), "status", jv_string("violated"));
 			v = json_set(v, "evidence", jv_string_fmt("the test %s fails%s%s", test, msg ? ": " : "",
 							  msg ? msg : ""));
 		} else if (jv_get_kind(v) == JV_KIND_NULL) {
+			jv_free(v);
 			v = json_set(json_set(jv_object(), "id", jv_copy(id)), "status", jv_string("unclear"));
 			v = json_set(v, "evidence", jv_string("the review did not judge this rule"));
 		}
@@ -243,6 +245,7 @@ static jv verdicts(struct phase *ph, jv doc, jv run, jv *violated)
 		out = jv_array_append(out, v);
 		jv_free(id);
 	}
+	jv_free(ids);
 	jv_free(model);
 	return out;
 }
