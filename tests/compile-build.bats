@@ -229,3 +229,15 @@ ok 2 - r2: an empty or NULL string is refused"
 	run -5 --separate-stderr forge-stage tests <"$BATS_TEST_TMPDIR/edit.json"
 	[ "$(reason)" = "the tests are not a failing suite: tests of removed rules: test_r6_delete_removes_the_item" ]
 }
+
+@test "integrate: a file the document names that does not exist, or the profile's build file missing, fails the stage" {
+	replay todo-build.jsonl
+	state todo-docs.json | forge-stage tests | forge-stage code | tail -n 1 >"$BATS_TEST_TMPDIR/green.json"
+	# the model names files it never wrote
+	printf '%s\n' '{"phase":"integrate","response":{"tool_calls":[{"id":"i1","name":"finish","input":{"entry_point":"todo_api/__main__.py","run_command":"python3 -m todo_api","build_files":["pyproject.toml"],"readme":"README.md"}}]}}' \
+		>"$BATS_TEST_TMPDIR/c.jsonl"
+	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
+	run -5 --separate-stderr forge-stage integrate <"$BATS_TEST_TMPDIR/green.json"
+	[ "$(reason)" = "files that do not exist: todo_api/__main__.py, README.md, pyproject.toml, requirements.txt" ]
+	last_state | jq -e '.status == "failed" and (has("integration") | not)'
+}
