@@ -34,4 +34,14 @@ extern const struct phase_spec stage_interview, stage_change, stage_flows, stage
 	stage_rules, stage_schema;
 extern const struct phase_spec stage_tests, stage_code, stage_integrate, stage_review;
 
+/*
+ * schemas/compile/KIND.schema.json (at $defs/DEF when def is not NULL) as
+ * the model is shown it: one self-contained schema (every "#/$defs/NAME"
+ * $ref inlined; no $schema, $id, $defs, title, $comment), and for the
+ * intent, the languages of the configuration (compile.languages) as the
+ * language's enum.  The same file checks the document.  ph may be NULL
+ * (then the intent offers no language).  0, or -1 with a message.
+ */
+int stage_doc_schema(jv *out, struct phase *ph, const char *kind, const char *def);
+
 #endif

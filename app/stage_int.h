@@ -10,10 +10,6 @@
 #include <jv.h>
 #include <stdbool.h>
 
-/* schemas/compile/KIND.schema.json as a result schema for the model
- * (without $schema, $id, title), or jv_null() when there is none. */
-jv stage_doc_schema(const char *kind);
-
 /* compile.mode is "edit". */
 bool stage_edit_mode(struct phase *ph);
 

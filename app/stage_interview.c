@@ -131,8 +131,8 @@ static jv interview_env(struct phase *ph)
 	if (lang)
 		buf_addf(&b, "The language is decided: %s (the intent's language must be it).\n", lang);
 	else
-		buf_addf(&b, "The language is not decided: c or python, from what the person says "
-			     "(%s when nothing points to the other).\n",
+		buf_addf(&b, "The language is not decided: one the intent's schema offers, from what the person "
+			     "says (%s when nothing points to another).\n",
 			 json_get_str(c, "language_default") ? json_get_str(c, "language_default") : "python");
 	jv env = json_set(jv_object(), "idea", jv_string(b.buf));
 	buf_release(&b);

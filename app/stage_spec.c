@@ -25,22 +25,6 @@
 
 /* ---- shared by the spec stages -------------------------------------------- */
 
-jv stage_doc_schema(const char *kind)
-{
-	char name[128];
-
-	snprintf(name, sizeof name, "compile/%s.schema.json", kind);
-	const struct resource *r = resource_find(name);
-	if (!r)
-		return jv_null();
-	jv s = json_parse(r->data, r->len);
-	static const char *const drop[] = { "$schema", "$id", "title", "$comment", NULL };
-	for (size_t i = 0; drop[i] && jv_get_kind(s) == JV_KIND_OBJECT; i++)
-		if (json_has(s, drop[i]))
-			s = jv_object_delete(s, jv_string(drop[i]));
-	return jv_get_kind(s) == JV_KIND_OBJECT ? s : (jv_free(s), jv_null());
-}
-
 bool stage_edit_mode(struct phase *ph)
 {
 	jv c = json_get(ph->state, "compile");
@@ -142,7 +126,11 @@ const char *stage_run_doc(struct phase *ph, const char *kind, jv env, jv tools, 
 	snprintf(name, sizeof name, "compile/%s.schema.json", kind);
 	cfg.system_prompt = system;
 	cfg.tools = jv_get_kind(tools) == JV_KIND_ARRAY ? tools : (jv_free(tools), jv_array());
-	cfg.result_schema = stage_doc_schema(kind);
+	if (stage_doc_schema(&cfg.result_schema, ph, kind, NULL) < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		jv_free(cfg.tools);
+		goto out;
+	}
 	cfg.result_schema_name = name;
 	status = phase_run_agent(&res, ph, &cfg, prompt, exec ? exec : exec_none, payload);
 	if (state_status_of(status) == STATE_OK)

@@ -2,7 +2,7 @@
  * forge-compile - `forge compile`: an idea becomes a product (issue 16 part
  * C; seed 004 §6, the product compiler).
  *
- *   forge compile IDEA [--dir DIR] [--lang c|python] [--answers FILE] …
+ *   forge compile IDEA [--dir DIR] [--lang LANG] [--answers FILE] …
  *   forge compile --edit REQUEST [--dir DIR] …
  *   forge compile --show KIND [--doc-version N] [--dir DIR]
  *   forge compile --docs [--dir DIR] [--json]
@@ -19,6 +19,7 @@
 #include "app/cli.h"
 #include "app/supervise.h"
 #include "compile/docs.h"
+#include "compile/lang.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
@@ -29,7 +30,6 @@
 #include "store/store.h"
 
 #include <errno.h>
-#include <git2.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,7 +43,7 @@ enum { OPT_DIR = 256, OPT_LANG, OPT_ANSWERS, OPT_EDIT, OPT_AUTO_APPROVE, OPT_LEV
 
 static const struct cli_option options[] = {
 	{ "dir", 0, "DIR", "the project (default: the current directory; made a git repository when it is not one)", OPT_DIR },
-	{ "lang", 0, "c|python", "the product's language (default: the interview's, else compile.language)", OPT_LANG },
+	{ "lang", 0, "LANG", "the product's language: c, python or another of compile.languages (default: the interview's, else compile.language)", OPT_LANG },
 	{ "answers", 0, "FILE", "answers to the interview's questions, in order: a JSON array of strings, or one a line", OPT_ANSWERS },
 	{ "edit", 0, "REQUEST", "change a compiled project: only the stages the change affects run again", OPT_EDIT },
 	{ "auto-approve", 0, NULL, "a human's yes to the gates (the rule set, the database schema)", OPT_AUTO_APPROVE },
@@ -59,7 +59,7 @@ static const struct cli_option options[] = {
 
 static struct cli_spec spec = {
 	.name = "forge-compile",
-	.synopsis = "IDEA [--dir DIR] [--lang c|python] [--answers FILE] [--auto-approve] [--level N] [--json]\n"
+	.synopsis = "IDEA [--dir DIR] [--lang LANG] [--answers FILE] [--auto-approve] [--level N] [--json]\n"
 		    "--edit REQUEST [--dir DIR] [--auto-approve] [--level N] [--json]\n"
 		    "--show KIND [--doc-version N] [--dir DIR] [--json]\n"
 		    "--docs [--dir DIR] [--json]",
@@ -103,9 +103,7 @@ static int on_option(int id, const char *arg, void *payload)
 	switch (id) {
 	case OPT_DIR: a->dir = arg; return 0;
 	case OPT_LANG:
-		if (strcmp(arg, "c") != 0 && strcmp(arg, "python") != 0)
-			return forge_error("--lang: unknown language '%s' (c or python)", arg);
-		a->lang = arg;
+		a->lang = arg;          /* checked against compile.languages once the config is loaded */
 		return 0;
 	case OPT_ANSWERS: a->answers = arg; return 0;
 	case OPT_EDIT:
@@ -144,43 +142,17 @@ static void on_signal(int sig)
 /* DIR made a git repository with an empty initial commit, unless it is the root of one. */
 static int ensure_repo(const char *dir)
 {
-	git_repository *repo = NULL;
-	git_signature *sig = NULL;
-	git_treebuilder *tb = NULL;
-	git_oid tree_id, commit_id;
-	git_tree *tree = NULL;
-	char *root = NULL;
-	int rc = -1;
+	char *root = NULL, real[PATH_MAX];
 
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 		return forge_error("cannot make %s: %s", dir, strerror(errno));
 	/* DIR itself, not a repository above it: a new project inside a checkout is its own */
-	char real[PATH_MAX];
 	if (cli_repo_root(&root, dir) == 0 && realpath(dir, real) && strcmp(root, real) == 0) {
 		free(root);
 		return 0;
 	}
 	free(root);
-	root = NULL;
-	forge_git_init();
-	if (git_repository_init(&repo, dir, 0) < 0 || git_treebuilder_new(&tb, repo, NULL) < 0 ||
-	    git_treebuilder_write(&tree_id, tb) < 0 || git_tree_lookup(&tree, repo, &tree_id) < 0)
-		goto out;
-	if (git_signature_default(&sig, repo) < 0 && git_signature_now(&sig, "forge", "forge@localhost") < 0)
-		goto out;
-	if (git_commit_create_v(&commit_id, repo, "HEAD", sig, sig, NULL, "forge compile: initial commit", tree, 0) < 0)
-		goto out;
-	rc = 0;
-out:
-	if (rc < 0) {
-		const git_error *e = git_error_last();
-		forge_error("cannot make %s a git repository: %s", dir, e && e->message ? e->message : "libgit2 failed");
-	}
-	git_tree_free(tree);
-	git_treebuilder_free(tb);
-	git_signature_free(sig);
-	git_repository_free(repo);
-	return rc;
+	return forge_git_init_repo(dir, "forge compile: initial commit");
 }
 
 /* The project's newest document of kind: the database's, else its file.  jv_null() when none. */
@@ -284,6 +256,27 @@ static int initial_state(jv *out, struct session *e, const struct args *a, const
 
 /* ---- run ------------------------------------------------------------------ */
 
+/* lang has a profile in the configuration of the project (or, before the
+ * project exists, of the user): checked before anything is made. */
+static int check_language(const struct cli_common *common, const char *lang)
+{
+	struct cli_common c = *common;
+	struct session e;
+	struct compile_lang *l = NULL;
+	char *root = NULL;
+	int rc;
+
+	if (cli_repo_root(&root, c.repo) < 0)
+		c.repo = NULL;          /* not made yet: the user's layers only */
+	free(root);
+	if (session_open(&e, &c, SESSION_CONFIG, jv_null()) != 0)
+		return -1;
+	rc = compile_lang_load(&l, e.cfg, lang);
+	compile_lang_free(l);
+	session_close(&e);
+	return rc;
+}
+
 static int run_compile(const struct cli_common *common, const struct args *a, const char *idea)
 {
 	struct cli_common c = *common;
@@ -294,6 +287,10 @@ static int run_compile(const struct cli_common *common, const struct args *a, co
 	int code;
 
 	c.repo = a->dir ? a->dir : ".";
+	if (a->lang && check_language(&c, a->lang) < 0) {
+		fprintf(stderr, "forge compile: --lang: %s\n", forge_last_error());
+		return FORGE_EXIT_USAGE;
+	}
 	if (a->edit) {
 		char *root = NULL;
 		if (cli_repo_root(&root, c.repo) < 0) {

@@ -292,6 +292,34 @@ int forge_git_resolve(char **out, struct forge_git *g, const char *rev)
 	return 0;
 }
 
+int forge_git_init_repo(const char *dir, const char *message)
+{
+	git_repository *repo = NULL;
+	git_signature *sig = NULL;
+	git_treebuilder *tb = NULL;
+	git_oid tree_id, commit_id;
+	git_tree *tree = NULL;
+	int rc = -1;
+
+	forge_git_init();
+	if (git_repository_init(&repo, dir, 0) < 0 || git_treebuilder_new(&tb, repo, NULL) < 0 ||
+	    git_treebuilder_write(&tree_id, tb) < 0 || git_tree_lookup(&tree, repo, &tree_id) < 0)
+		goto out;
+	if (git_signature_default(&sig, repo) < 0 && git_signature_now(&sig, "forge", "forge@localhost") < 0)
+		goto out;
+	if (git_commit_create(&commit_id, repo, "HEAD", sig, sig, NULL, message, tree, 0, NULL) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		forge_git_fail("cannot make %s a git repository", dir);
+	git_tree_free(tree);
+	git_treebuilder_free(tb);
+	git_signature_free(sig);
+	git_repository_free(repo);
+	return rc;
+}
+
 int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, const char *path)
 {
 	git_oid id;

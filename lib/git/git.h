@@ -98,6 +98,13 @@ struct forge_git_worktree;   /* one run's worktree */
 int forge_git_open(struct forge_git **out, const char *path);
 void forge_git_free(struct forge_git *g);
 
+/*
+ * Make dir (which exists) a new git repository whose HEAD branch has one
+ * empty commit with `message`, by the user's user.name/user.email, else
+ * Forge's.  -1 with a message naming dir.
+ */
+int forge_git_init_repo(const char *dir, const char *message);
+
 /* The main working tree, absolute, without a trailing slash.  Borrowed. */
 const char *forge_git_root(const struct forge_git *g);
 

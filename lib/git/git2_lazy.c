@@ -510,6 +510,12 @@ int git_repository_index(git_index **out, git_repository *repo)
 	return p_git_repository_index(out, repo);
 }
 
+int git_repository_init(git_repository **out, const char *path, unsigned is_bare)
+{
+	LAZY(git_repository_init)
+	return p_git_repository_init(out, path, is_bare);
+}
+
 int git_repository_is_bare(const git_repository *repo)
 {
 	LAZY(git_repository_is_bare)
