@@ -328,7 +328,7 @@ static const char *tests_run(struct phase *ph)
 	phase_reason(ph, "%d tests for %d rules, %d failing as they must", jv_array_length(json_get(suite, "tests")),
 		     jv_array_length(jv_copy(ids)), (int)json_get_num(run, "failed", 0));
 	phase_set(ph, "test_suite", suite);
-	status = "ok";
+	status = stage_commit(&w, "forge compile: the tests, one per rule, failing") < 0 ? "failed" : "ok";
 out:
 	free(prompt);
 	jv_free(ids);
@@ -473,7 +473,7 @@ static const char *code_run(struct phase *ph)
 	phase_set(ph, "implementation", impl);
 	if (passed) {
 		phase_reason(ph, "all %d tests pass", (int)json_get_num(run, "passed", 0));
-		status = "ok";
+		status = stage_commit(&w, "forge compile: the code, every test passing") < 0 ? "failed" : "ok";
 	} else {
 		struct buf b = BUF_INIT;
 		if (jv_array_length(jv_copy(fail)) > 0) {

@@ -141,7 +141,7 @@ static const char *integrate_run(struct phase *ph)
 		goto out;
 	}
 	phase_reason(ph, "%s starts it; %d tests pass", json_get_str(doc, "run_command"), passed);
-	status = "ok";
+	status = stage_commit(&w, "forge compile: entry point, build files, README") < 0 ? "failed" : "ok";
 out:
 	buf_release(&why);
 	free(prompt);
@@ -309,8 +309,12 @@ static const char *review_run(struct phase *ph)
 	review = json_set(review, "tests", run_summary(run));
 	phase_set(ph, "compile_review", review);
 	if (passed) {
-		phase_reason(ph, "passed: every rule holds, %d finding%s, none an error",
-			     jv_array_length(jv_copy(findings)), jv_array_length(jv_copy(findings)) == 1 ? "" : "s");
+		struct buf landed = BUF_INIT;
+		stage_land(&w, &landed);
+		phase_reason(ph, "passed: every rule holds, %d finding%s, none an error%s",
+			     jv_array_length(jv_copy(findings)), jv_array_length(jv_copy(findings)) == 1 ? "" : "s",
+			     landed.len ? landed.buf : "");
+		buf_release(&landed);
 		status = "ok";
 	} else {
 		struct buf b = BUF_INIT;

@@ -84,4 +84,23 @@ void stage_list(struct buf *b, jv names, int max);
 /* The state's key is an object (guard helper). */
 bool stage_has(struct phase *ph, const char *key);
 
+/*
+ * Commit the project's files on the run's branch (forge/TRACE) with
+ * `message` and emit compile.committed {stage, branch, commit}, when w
+ * works in the run's worktree; a stage run by hand leaves the files as
+ * they are.  Nothing to commit is fine.  0, or -1 with the phase's reason
+ * set.
+ */
+int stage_commit(struct stage_work *w, const char *message);
+
+/*
+ * A new product whose review passed lands on the project's branch: the
+ * branch the project's checkout is on fast-forwarded to the run's
+ * (forge_git_merge_ff), event compile.landed {from, branch, commit}, or
+ * {from, refused} when it cannot be (the checkout has changes, the branch
+ * moved).  An edit stays on the run's branch for forge merge.  What became
+ * of it is appended to note ("; …") for the stage's reason.
+ */
+void stage_land(struct stage_work *w, struct buf *note);
+
 #endif

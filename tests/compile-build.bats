@@ -241,3 +241,52 @@ ok 2 - r2: an empty or NULL string is refused"
 	[ "$(reason)" = "files that do not exist: todo_api/__main__.py, README.md, pyproject.toml, requirements.txt" ]
 	last_state | jq -e '.status == "failed" and (has("integration") | not)'
 }
+
+# The end to end run of issue 16: forge compile on the todo-list HTTP API from
+# one cassette (todo-spec.jsonl then todo-build.jsonl), both gates paused and
+# approved; the generated tests really fail after `tests` and really pass at
+# the end; the product lands on the project's branch, where pytest passes.
+@test "forge compile end to end: a todo-list HTTP API, gates paused then approved, red then green, landed" {
+	cat "$FIX/todo-spec.jsonl" "$FIX/todo-build.jsonl" >"$BATS_TEST_TMPDIR/todo.jsonl"
+	replay "$BATS_TEST_TMPDIR/todo.jsonl"
+	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/todo.jsonl"
+	jq -r '.compile.answers[]' "$FIX/todo-docs.json" >"$BATS_TEST_TMPDIR/answers.txt"
+	P="$BATS_TEST_TMPDIR/todo"
+	cd "$BATS_TEST_TMPDIR"
+	run -4 --separate-stderr forge compile --dir "$P" --lang python --answers answers.txt "a todo-list HTTP API"
+	[[ "$stderr" == *"Gate 1: approve the rule set"* ]]
+	cd "$P"
+	T=$(forge history --json | head -1 | jq -r .trace_id)
+	run -0 --separate-stderr forge status "$T" --json
+	G=$(jq -r '.pending_gates[0].id' <<<"$output")
+	run -0 forge gate approve "$G"
+	run -4 --separate-stderr forge resume "$T"
+	[[ "$stderr" == *"Gate 2: approve the database schema"* ]]
+	run -0 --separate-stderr forge status "$T" --json
+	run -0 forge gate approve "$(jq -r '.pending_gates[0].id' <<<"$output")"
+	run -0 --separate-stderr forge resume "$T"
+	# red first, green at the end: the real test runs of each stage
+	run -0 --separate-stderr forge events replay "$T"
+	runs=$(jq -c 'select(.type == "compile.tests_run") | [.payload.stage, .payload.passed, .payload.failed]' <<<"$output")
+	assert_equal "$runs" '["tests",0,6]
+["code",6,0]
+["integrate",6,0]
+["review",6,0]'
+	landed=$(jq -c 'select(.type == "compile.landed") | .payload' <<<"$output")
+	[[ "$landed" == *"\"branch\":\"main\""* || "$landed" == *"\"branch\":\"master\""* ]] || { echo "$landed"; false; }
+	# the run's state: a failing suite, then code and review passed
+	run -0 --separate-stderr forge events replay --state "$T"
+	jq -e '.status == "ok" and ([.test_suite.tests[].status] | unique) == ["failing"]
+		and .implementation.passed and .compile_review.passed and .compile_review.rules_violated == []
+		and .rules.approved_by != null' <<<"$output" >/dev/null
+	# the product is the project's: three stage commits on its branch, its tests pass for real
+	run -0 git log --format=%s
+	assert_line --index 0 "forge compile: entry point, build files, README"
+	assert_line --index 2 "forge compile: the tests, one per rule, failing"
+	[ -f todo_api/app.py ] && [ -f README.md ] && [ -f requirements.txt ]
+	run -0 pytest -q -p no:cacheprovider
+	assert_output --partial "6 passed"
+	# every stage's document is kept, version 1
+	run -0 --separate-stderr forge compile --docs --json
+	assert_equal "$(jq -s 'map(select(.version == 1)) | length' <<<"$output")" 9
+}

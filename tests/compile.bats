@@ -273,8 +273,15 @@ want() {
 	cd "$BATS_TEST_TMPDIR"
 	run -2 --separate-stderr forge compile
 	[[ "$stderr" == *"an idea is needed"* ]]
-	run -2 --separate-stderr forge compile --lang cobol "a todo-list HTTP API"
-	[[ "$stderr" == *"--lang: unknown language 'cobol' (c or python)"* ]]
+	run -2 --separate-stderr forge compile --dir "$PROJECT" --lang cobol "a todo-list HTTP API"
+	[[ "$stderr" == *"--lang: no profile for the language 'cobol' (compile.languages has: c, python)"* ]]
+	[ ! -e "$PROJECT" ]
+	# a language the configuration adds is one
+	jq -n '{compile: {languages: {cobol: {framework: "tap", test_command: "make test", output: "tap",
+		layout: "COBOL", test_name: "r1: …", build_files: ["Makefile"], static_tools: []}}}}' >"$BATS_TEST_TMPDIR/cobol.json"
+	run -2 --separate-stderr forge compile --config "$BATS_TEST_TMPDIR/cobol.json" --dir "$BATS_TEST_TMPDIR/cobol" \
+		--lang cobol --pipeline "$BATS_TEST_TMPDIR/none.json" "a todo-list HTTP API"
+	[[ "$stderr" == *"none.json: no such file"* && "$stderr" != *"--lang"* ]]
 	run -2 --separate-stderr forge compile --answers "$BATS_TEST_TMPDIR/nope.txt" "a todo-list HTTP API"
 	[[ "$stderr" == *"--answers: cannot read"* ]]
 	run -2 --separate-stderr forge compile --edit "x" "an idea too"
@@ -286,7 +293,7 @@ want() {
 	[[ "$stderr" == *"is not a JSON array of strings"* ]]
 	[ ! -e "$PROJECT" ]
 	run -0 forge-compile --help
-	assert_line --index 0 "usage: forge-compile IDEA [--dir DIR] [--lang c|python] [--answers FILE] [--auto-approve] [--level N] [--json]"
+	assert_line --index 0 "usage: forge-compile IDEA [--dir DIR] [--lang LANG] [--answers FILE] [--auto-approve] [--level N] [--json]"
 }
 
 @test "--dir inside a checkout: the new project is a repository of its own, not the checkout's" {
