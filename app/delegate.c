@@ -82,6 +82,7 @@ static int child_worktree(char **base, const char *root, const char *dir)
 {
 	static const char script[] =
 		"set -e; cd \"$1\"; idx=$(mktemp); trap 'rm -f \"$idx\"' EXIT; "
+		"cp \"$(git rev-parse --git-path index)\" \"$idx\" 2>/dev/null || rm -f \"$idx\"; "
 		"GIT_INDEX_FILE=$idx git add -A; tree=$(GIT_INDEX_FILE=$idx git write-tree); "
 		"if head=$(git rev-parse -q --verify HEAD^{commit}); then p=\"-p $head\"; else p=; fi; "
 		"c=$(git -c user.name=Forge -c user.email=forge@localhost commit-tree $p -m 'forge: sub-agent base' \"$tree\"); "

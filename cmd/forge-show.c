@@ -194,6 +194,20 @@ static void print_cost(jv v)
 	jv_free(cost);
 }
 
+/* The sub-agents as a tree under their phases, when there were any. */
+static void print_subagents(jv v)
+{
+	jv list = json_get(v, "subagents");
+	struct buf b = BUF_INIT;
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY && jv_array_length(jv_copy(list)) > 0) {
+		runview_subagent_tree(&b, list);
+		printf("\nsubagents\n%s", b.buf);
+	}
+	buf_release(&b);
+	jv_free(list);
+}
+
 static void print_timeline(jv timeline)
 {
 	printf("\ntimeline\n");
@@ -217,6 +231,7 @@ static void print_view(struct store *st, jv v)
 	print_findings(review);
 	print_tests(tests, dp);
 	print_cost(v);
+	print_subagents(v);
 	print_timeline(tl);
 	runview_next(&next, st, json_get_str(v, "trace_id"));
 	printf("\nnext      %s\n", next.buf);
