@@ -171,6 +171,29 @@ events_of() {
 	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
 }
 
+@test "write mode: a diff that does not apply is named as a conflict and changes nothing" {
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	cp "$FORGE_BINDIR/forge-implement" "$BATS_TEST_TMPDIR/bin/"
+	# a helper whose diff was made against other text than the file holds
+	cat >"$BATS_TEST_TMPDIR/bin/forge-agent" <<-'EOF'
+		#!/bin/sh
+		span=$(jq -r .span)
+		diff='diff --git a/calc.c b/calc.c\n--- a/calc.c\n+++ b/calc.c\n@@ -1,1 +1,1 @@\n-no such line\n+other line\n'
+		printf '{"kind":"subagent_result","span":"%s","status":"ok","summary":"s","output":"o","diff":"%s","cost":{"usd":0.5,"tokens":7},"iterations":1}\n' "$span" "$diff"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/forge-agent"
+	cassette "$(call implement "" delegate '{"task":"Edit.","mode":"write"}')" "$(call implement "" finish "$FINISH")"
+	plan_state T9 >"$BATS_TEST_TMPDIR/in.json"
+	run -0 --separate-stderr "$BATS_TEST_TMPDIR/bin/forge-implement" --config "$CFG" <"$BATS_TEST_TMPDIR/in.json"
+	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == false and .files == ["calc.c"] and
+	  (.conflict | contains("patch failed: calc.c:1")) and .cost_usd == 0.5 and .tokens == 7'
+	events_of tool.failed | jq -e '.payload.tool == "delegate" and (.payload.error | contains("\"conflict\":"))'
+	# nothing changed; the helper's 0.5 USD is the phase's all the same
+	tail -n 1 <<<"$output" | jq -e '.changes.files == [] and .cost.usd > 0.5'
+	run -0 git worktree list --porcelain
+	[ "$(grep -c '^worktree ' <<<"$output")" -eq 2 ]
+}
+
 @test "tools the parent lacks, and writes for a planner, are refused: nothing starts" {
 	plan=$(sed -n 3p "$CASSETTES/plan-calc.jsonl")
 	cassette "$(call plan "" delegate '{"task":"Build it.","tools":["run_command"]}')" \

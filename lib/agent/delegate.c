@@ -70,12 +70,13 @@ static bool parent_writes(jv parent)
 int delegate_tools(jv *out, jv requested, jv parent, bool write_mode, bool nest)
 {
 	bool explicit = jv_get_kind(requested) == JV_KIND_ARRAY;
-	jv names = jv_array();
+	jv names;
 
 	*out = jv_null();
 	if (write_mode && !parent_writes(parent))
 		return forge_error("delegate: refused: mode \"write\" needs tools that change files, and this "
 				   "agent has none; use mode \"read\"");
+	names = jv_array();
 	if (explicit) {
 		jv_array_foreach(requested, i, v) {
 			const char *name = jv_string_value(v);
