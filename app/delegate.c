@@ -211,7 +211,7 @@ static int spawn(struct proc_result *r, struct child *c, jv doc, int number)
 	char *dir = cli_self_dir(), *program, *owned = NULL;
 	struct buf path = BUF_INIT;
 	struct proc_opts o = PROC_OPTS_INIT;
-	char *input = json_dumps(doc, false);
+	char *input = json_dumps(jv_copy(doc), false);
 	int n = 0, rc;
 
 	buf_addf(&path, "%s/forge-agent", dir ? dir : ".");
@@ -226,10 +226,14 @@ static int spawn(struct proc_result *r, struct child *c, jv doc, int number)
 	o.on_stdout = on_child_line;
 	o.payload = c;
 	o.out_cap = STDERR_KEPT;
+	/* its own time breaker ends it first; this is for one that hangs */
+	if (json_has(doc, "time_s"))
+		o.timeout_ms = (long)(json_get_num(doc, "time_s", 0) * 1000) + 30000;
 	rc = proc_run(r, &o);
 	free(env);
 	free(owned);
 	free(input);
+	jv_free(doc);
 	free(program);
 	free(dir);
 	return rc;
@@ -289,6 +293,10 @@ static jv task_doc(struct delegate *d, struct run *u, jv input)
 	doc = json_set(doc, "budget_usd", u->budget < 0 ? jv_null() : jv_number(u->budget));
 	if (json_has(input, "max_iterations"))
 		doc = json_set(doc, "max_iterations", json_get(input, "max_iterations"));
+	if (d->deadline_ms) {
+		long long left = d->deadline_ms - monotonic_ms();
+		doc = json_set(doc, "time_s", jv_number(left > 1000 ? (double)(left / 1000) : 1));
+	}
 	doc = json_set(doc, "span", jv_string(u->span));
 	doc = json_set(doc, "phase", jv_string(ph->out.phase ? ph->out.phase : ph->spec->name));
 	doc = json_set(doc, "call_phase", jv_string(call));
@@ -361,6 +369,8 @@ static char *crash_reason(const struct proc_result *r, bool started)
 
 	if (!started)
 		buf_addf(&b, "the sub-agent could not be started: %s", forge_last_error());
+	else if (r->timed_out)
+		buf_addf(&b, "the sub-agent did not end in time (the delegating agent's time limit) and was killed");
 	else if (r->term_signal)
 		buf_addf(&b, "the sub-agent crashed: killed by signal %d (%s)", r->term_signal,
 			 strsignal(r->term_signal));
@@ -557,6 +567,7 @@ void delegate_hook(struct delegate *d, struct phase *ph, struct agent_config *cf
 	d->limit_usd = cfg->max_cost_usd > 0 ? cfg->max_cost_usd : -1;
 	if (cfg->budget_remaining_usd >= 0 && (d->limit_usd < 0 || cfg->budget_remaining_usd < d->limit_usd))
 		d->limit_usd = cfg->budget_remaining_usd;
+	d->deadline_ms = cfg->max_time_ms > 0 ? monotonic_ms() + cfg->max_time_ms : 0;
 	d->tools = tool_names(cfg->tools);
 	/* A sub-agent below the deepest level, or one not given delegate, is
 	 * not offered it; a call is still answered, with the reason. */

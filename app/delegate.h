@@ -58,6 +58,7 @@ struct delegate {
 	void *exec_payload;
 	const struct agent_result *live;    /* the loop's running totals */
 	double limit_usd;                   /* the loop's cost limit; < 0 none */
+	long long deadline_ms;              /* monotonic end of the loop's time; 0 none */
 	jv tools;                           /* this agent's tool names */
 	struct delegate_limits lim;
 	bool offered;                       /* the tool is among this agent's */

@@ -234,6 +234,7 @@ static int run(struct phase *ph, jv doc)
 	cfg.tools = tool_defs(c.tools);
 	cfg.result_schema = json_parse(result_schema, sizeof result_schema - 1);
 	cfg.max_iterations = (int)json_get_num(doc, "max_iterations", 0);
+	cfg.max_time_ms = (long long)(json_get_num(doc, "time_s", 0) * 1000);
 	const char *status = phase_run_agent(&res, ph, &cfg, prompt, exec_given, &c);
 	if (json_get_str(doc, "base") && delegate_diff(&diff, c.ctx.root, json_get_str(doc, "base")) < 0) {
 		fprintf(stderr, "forge-agent: %s\n", forge_last_error());

@@ -122,6 +122,22 @@ events_of() {
 	  .[-1].cost.tokens == 4200' <<<"$output"
 }
 
+@test "budget: a child that would spend past its share is stopped by its own cost breaker; the parent goes on" {
+	# implement may spend $0.01: after the parent's first call ($0.00375) the
+	# child gets half of the rest, $0.003125, and its first call costs more
+	echo '{"safety":{"cost":{"per_phase":{"implement":0.01}}}}' >"$CFG"
+	cassette "$(call implement "" delegate "$READ_TASK")" \
+		"$(call implement-sub 1 read_file '{"path":"calc.c"}')" \
+		"$(call implement-sub 1 finish "$CHILD_FINISH")" \
+		"$(call implement "" finish "$FINISH")"
+	implement T8 -0
+	events_of subagent.started | jq -e '.payload.budget_usd == 0.003125'
+	span=$(events_of subagent.started | jq -r .payload.span)
+	events_of breaker.tripped | jq -e --arg s "$span" '.span == $s and .payload.breaker == "cost"'
+	events_of subagent.completed | jq -e '.payload | .status == "tripped" and .iterations == 1 and .cost_usd == 0.00375'
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .cost.usd == 0.01125'
+}
+
 @test "depth: with max_depth 1 a child is not given delegate, and its call is refused without a process" {
 	echo '{"agent":{"subagents":{"max_depth":1}}}' >"$CFG"
 	cassette "$(call implement "" delegate '{"task":"Look around."}')" \
@@ -157,7 +173,7 @@ events_of() {
 	cp "$FORGE_BINDIR/forge-implement" "$BATS_TEST_TMPDIR/bin/"
 	cat >"$BATS_TEST_TMPDIR/bin/forge-agent" <<-'EOF'
 		#!/bin/sh
-		cat >/dev/null
+		cat >"${0%/*}/doc.json"
 		echo "forge-agent: something broke" >&2
 		kill -KILL $$
 	EOF
@@ -169,6 +185,13 @@ events_of() {
 	  (.reason | contains("the sub-agent crashed: killed by signal 9") and contains("something broke"))'
 	events_of tool.failed | jq -e '.payload.tool == "delegate" and (.payload.error | contains("crashed"))'
 	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+	# what it was given (subagent.schema.json $defs/task): the parent's
+	# worktree to read, half the phase's budget, the time the phase has left
+	jq -e --arg wt "$REPO/.forge/worktrees/T6" '.root == $wt and .mode == "read" and
+	  .tools == ["read_file","grep"] and .phase == "implement" and .call_phase == "implement-sub" and
+	  .number == 1 and .parent == {"trace_id":"T6","span":null,"depth":0} and
+	  .budget_usd > 4.99 and .budget_usd <= 5 and .time_s > 3000 and .time_s <= 3600 and (has("base") | not)' \
+		"$BATS_TEST_TMPDIR/bin/doc.json"
 }
 
 @test "write mode: a diff that does not apply is named as a conflict and changes nothing" {
