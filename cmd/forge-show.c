@@ -1,6 +1,6 @@
 /*
  * forge-show - one run, all of it: summary, plan, diff stat, findings,
- * tests, deployment, cost per phase, timeline, and what to do next.
+ * tests, deployment, cost per phase, sub-agents, timeline, and what to do next.
  *
  *   forge show TRACE [--json]
  */
@@ -29,7 +29,8 @@ static const struct cli_spec spec = {
 	.description = "Show a run: its task, status, branch, worktree and base; the plan (tasks, risk,\n"
 		       "estimate); the diff stat of its branch against the commit it started from; the\n"
 		       "review's findings; the tests (failing ones by name); the deployment; the cost of\n"
-		       "each phase; a timeline of phases, model calls, gates and bounces (local times);\n"
+		       "each phase; the sub-agents its agents delegated to, as a tree under their phase;\n"
+		       "a timeline of phases, model calls, gates and bounces (local times);\n"
 		       "and the next command to run.  TRACE may be any unique prefix of a trace id.",
 	.options = options,
 	.extra_help = "Exit status: 0 shown, 2 no run or several match TRACE, 5 the database failed.",

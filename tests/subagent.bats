@@ -252,18 +252,18 @@ delegate: refused: the sub-agent cannot have 'edit_file': this agent does not ha
 	run -0 --separate-stderr forge run --config "$CFG" "add a mul operation"
 	trace=$(forge history --json -n 1 | jq -r .trace_id)
 	run -0 forge status "$trace" --json
-	status=$output
+	st_json=$output
 	jq -e '.run.status == "completed" and (.subagents | length) == 2 and
 	  (.subagents[0] | .phase == "implement" and .depth == 1 and .parent_span == null and .status == "ok") and
 	  (.subagents[1] | .depth == 2 and .status == "ok" and .task == "Check the tests.") and
-	  .subagents[1].parent_span == .subagents[0].span' <<<"$status"
+	  .subagents[1].parent_span == .subagents[0].span' <<<"$st_json"
 	# the run's total is every model call's, the children's included
 	total=$(sqlite3 "$FORGE_DB" "SELECT sum(cost_usd) FROM events WHERE trace_id = '$trace' AND type = 'llm.called'")
 	sub=$(sqlite3 "$FORGE_DB" "SELECT sum(cost_usd) FROM events WHERE trace_id = '$trace' AND type = 'llm.called' AND record ->> '\$.span' IS NOT NULL")
 	jq -e --argjson t "$total" --argjson s "$sub" '$s > 0 and (.run.total_cost_usd - $t | fabs) < 1e-9 and
-	  (.state.cost.usd - $t | fabs) < 1e-9' <<<"$status"
-	s1=$(jq -r '.subagents[0].span[-8:]' <<<"$status")
-	s2=$(jq -r '.subagents[1].span[-8:]' <<<"$status")
+	  (.state.cost.usd - $t | fabs) < 1e-9' <<<"$st_json"
+	s1=$(jq -r '.subagents[0].span[-8:]' <<<"$st_json")
+	s2=$(jq -r '.subagents[1].span[-8:]' <<<"$st_json")
 	run -0 forge status "$trace"
 	assert_output --regexp "
 subagents
@@ -274,4 +274,6 @@ subagents
 	assert_output --partial "subagents
   implement
     └ ok "
+	run -0 forge show "$trace" --json
+	jq -e --argjson st "$st_json" '.subagents == $st.subagents' <<<"$output"
 }
