@@ -432,6 +432,12 @@ static char *result_text(jv done, jv result)
 								output, strlen(output) - OUTPUT_MAX));
 	else
 		shown = json_set(shown, "output", json_get(result, "output"));
+	/* a diff that did not apply comes back for the agent to use by hand */
+	const char *diff = json_get_str(result, "diff");
+	if (json_has(done, "conflict") && diff)
+		shown = json_set(shown, "diff", strlen(diff) > OUTPUT_MAX
+				 ? jv_string_fmt("%.*s\n[… %zu more bytes]", (int)OUTPUT_MAX, diff, strlen(diff) - OUTPUT_MAX)
+				 : jv_string(diff));
 	return json_dumps(shown, false);
 }
 

@@ -205,12 +205,19 @@ events_of() {
 		printf '{"kind":"subagent_result","span":"%s","status":"ok","summary":"s","output":"o","diff":"%s","cost":{"usd":0.5,"tokens":7},"iterations":1}\n' "$span" "$diff"
 	EOF
 	chmod +x "$BATS_TEST_TMPDIR/bin/forge-agent"
-	cassette "$(call implement "" delegate '{"task":"Edit.","mode":"write"}')" "$(call implement "" finish "$FINISH")"
+	echo '{"memory":{"reflect":false}}' >"$CFG"   # no reflection call on the tool error
+	mock_script '[{"tool_calls":[{"name":"delegate","input":{"task":"Edit.","mode":"write"}}]},
+		{"tool_calls":[{"name":"finish","input":{"summary":"done"}}]}]'
+	unset FORGE_CASSETTE
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
 	plan_state T9 >"$BATS_TEST_TMPDIR/in.json"
 	run -0 --separate-stderr "$BATS_TEST_TMPDIR/bin/forge-implement" --config "$CFG" <"$BATS_TEST_TMPDIR/in.json"
 	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == false and .files == ["calc.c"] and
 	  (.conflict | contains("patch failed: calc.c:1")) and .cost_usd == 0.5 and .tokens == 7'
 	events_of tool.failed | jq -e '.payload.tool == "delegate" and (.payload.error | contains("\"conflict\":"))'
+	# the model gets the conflict and the diff, to use by hand
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.messages | tostring |
+	  contains("patch failed: calc.c:1") and contains("-no such line") and contains("+other line")'
 	# nothing changed; the helper's 0.5 USD is the phase's all the same
 	tail -n 1 <<<"$output" | jq -e '.changes.files == [] and .cost.usd > 0.5'
 	run -0 git worktree list --porcelain
