@@ -441,6 +441,57 @@ static char *result_text(jv done, jv result)
 	return json_dumps(shown, false);
 }
 
+/* How the sub-agent ended, added to done (consumed, returned): its
+ * result's status and what came of its diff, or why it has none; its
+ * spend into out. */
+static jv how_it_ended(struct agent_tool_outcome *out, struct run *u, const struct child *c,
+		       const struct proc_result *r, bool ran, jv done)
+{
+	jv res = c->result;
+	const char *status = json_get_str(res, "status");
+
+	if (!status) {
+		char *why = crash_reason(r, ran);
+		out->cost_usd = c->event_usd;
+		out->tokens = c->event_tokens;
+		out->cost_unknown = c->event_unpriced;
+		done = json_set(json_set(done, "status", jv_string("crashed")), "reason", jv_string(why));
+		free(why);
+		return done;
+	}
+	jv cost = json_get(res, "cost");
+	out->cost_usd = json_get_num(cost, "usd", 0);
+	out->tokens = (long)json_get_num(cost, "tokens", 0);
+	out->cost_unknown = !json_get_bool(cost, "known", true);
+	jv_free(cost);
+	done = json_set(done, "status", jv_string(status));
+	if (json_get_str(res, "reason"))
+		done = json_set(done, "reason", json_get(res, "reason"));
+	done = json_set(done, "iterations", json_get(res, "iterations"));
+	if (u->write && json_get_str(res, "diff"))
+		done = json_set(done, "files", diff_files(json_get_str(res, "diff")));
+	if (u->write && strcmp(status, "ok") == 0)
+		merge_back(&done, u, res);
+	else if (u->write)
+		done = json_set(done, "applied", jv_false());
+	return done;
+}
+
+/* subagent.started (common's fields and what it was given), and a line on
+ * a terminal.  Consumes common. */
+static void announce(struct phase *ph, const struct run *u, jv input, jv common)
+{
+	jv started = json_set(common, "number", jv_number(u->number));
+
+	started = json_set(started, "task", task_shown(json_get_str(input, "task")));
+	started = json_set(started, "mode", jv_string(u->write ? "write" : "read"));
+	started = json_set(started, "tools", jv_copy(u->tools));
+	started = json_set(started, "budget_usd", u->budget < 0 ? jv_null() : jv_number(u->budget));
+	phase_emit(ph, "subagent.started", started);
+	phase_progress(ph, "%*s↳ sub-agent %d (%s): %.60s", 2 * self.depth, "", u->number,
+		       u->write ? "write" : "read", json_get_str(input, "task"));
+}
+
 static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv input)
 {
 	struct phase *ph = d->ph;
@@ -460,43 +511,12 @@ static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv i
 	jv common = json_set(json_set(jv_object(), "span", jv_string(u.span)), "parent_span",
 			     json_str_or_null(self.span));
 	common = json_set(common, "depth", jv_number(self.depth + 1));
-	jv started = json_set(jv_copy(common), "number", jv_number(u.number));
-	started = json_set(started, "task", task_shown(json_get_str(input, "task")));
-	started = json_set(started, "mode", jv_string(u.write ? "write" : "read"));
-	started = json_set(started, "tools", jv_copy(u.tools));
-	phase_emit(ph, "subagent.started", json_set(started, "budget_usd", u.budget < 0 ? jv_null()
-										: jv_number(u.budget)));
-	phase_progress(ph, "%*s↳ sub-agent %d (%s): %.60s", 2 * self.depth, "", u.number,
-		       u.write ? "write" : "read", json_get_str(input, "task"));
+	announce(ph, &u, input, jv_copy(common));
 
 	bool ran = spawn(&r, &c, task_doc(d, &u, input), u.number) == 0;
-	jv done = jv_copy(common), res = c.result;
+	jv res = c.result, done = how_it_ended(out, &u, &c, &r, ran, jv_copy(common));
 	const char *status = json_get_str(res, "status");
-	char *why = NULL;
 
-	if (status) {
-		jv cost = json_get(res, "cost");
-		out->cost_usd = json_get_num(cost, "usd", 0);
-		out->tokens = (long)json_get_num(cost, "tokens", 0);
-		out->cost_unknown = !json_get_bool(cost, "known", true);
-		jv_free(cost);
-		done = json_set(done, "status", jv_string(status));
-		if (json_get_str(res, "reason"))
-			done = json_set(done, "reason", json_get(res, "reason"));
-		done = json_set(done, "iterations", json_get(res, "iterations"));
-		if (u.write && json_get_str(res, "diff"))
-			done = json_set(done, "files", diff_files(json_get_str(res, "diff")));
-		if (u.write && strcmp(status, "ok") == 0)
-			merge_back(&done, &u, res);
-		else if (u.write)
-			done = json_set(done, "applied", jv_false());
-	} else {
-		out->cost_usd = c.event_usd;
-		out->tokens = c.event_tokens;
-		out->cost_unknown = c.event_unpriced;
-		why = crash_reason(&r, ran);
-		done = json_set(json_set(done, "status", jv_string("crashed")), "reason", jv_string(why));
-	}
 	done = json_set(done, "cost_usd", jv_number(out->cost_usd));
 	done = json_set(done, "tokens", jv_number((double)out->tokens));
 	done = json_set(done, "duration_ms", jv_number((double)(monotonic_ms() - t0)));
@@ -508,7 +528,6 @@ static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv i
 		       json_get_str(done, "status"), out->cost_usd);
 	phase_emit(ph, "subagent.completed", json_set(done, "summary", json_get_str(res, "summary")
 			   ? json_get(res, "summary") : jv_null()));
-	free(why);
 	jv_free(res);
 	jv_free(common);
 	proc_result_release(&r);
@@ -583,7 +602,6 @@ void delegate_hook(struct delegate *d, struct phase *ph, struct agent_config *cf
 									     false, NULL }, jv_null()));
 		d->tools = jv_array_append(d->tools, jv_string("delegate"));
 	}
-	d->hooked = true;
 	*exec = delegate_exec;
 	*payload = d;
 }
@@ -592,5 +610,4 @@ void delegate_unhook(struct delegate *d)
 {
 	jv_free(d->tools);
 	d->tools = jv_null();
-	d->hooked = false;
 }

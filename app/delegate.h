@@ -62,7 +62,6 @@ struct delegate {
 	jv tools;                           /* this agent's tool names */
 	struct delegate_limits lim;
 	bool offered;                       /* the tool is among this agent's */
-	bool hooked;
 };
 
 /*
