@@ -1,5 +1,6 @@
 /* phase.c - the shared skeleton of the phase filters; see phase.h. */
 #include "app/phase.h"
+#include "app/delegate.h"
 #include "app/term.h"
 #include "core/buf.h"
 #include "data/config.h"
@@ -661,6 +662,8 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		agent_fast = NULL;	/* compression then falls back to a mechanical summary */
 	agent_fast_tried = true;
 
+	struct delegate dg;	/* the delegate tool, when sub-agents are on (app/delegate.h) */
+	delegate_hook(&dg, ph, cfg, out, &exec, &exec_payload);
 	bool status = ph->common.verbosity >= 0 && term_status_enabled();
 	struct agent_env env = {
 		.llm = agent_llm, .fast = agent_fast, .out = &ph->out,
@@ -672,6 +675,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 	};
 	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect");
 	agent_run(out, cfg, &env, prompt);
+	delegate_unhook(&dg);
 	ph->cost_usd += out->cost_usd;
 	ph->tokens += out->tokens;
 	if (!out->cost_known)

@@ -48,7 +48,123 @@ struct walk {
 	jv phase_cost;      /* {"plan": {"usd","tokens","calls"}, ...} */
 	jv order;           /* phase names in the order first seen */
 	jv timeline;
+	jv subagents;       /* [{span, ...}] in the order started */
 };
+
+/* ---- sub-agents (app/delegate.h) --------------------------------------- */
+
+/* subagent.started adds one; subagent.completed fills in how it ended. */
+static void add_subagent(jv *list, const char *type, const char *phase, jv ev, jv p)
+{
+	const char *span = json_get_str(p, "span");
+	static const char *const ended[] = { "status", "reason", "summary", "cost_usd", "tokens", "iterations",
+					     "duration_ms", "applied", "conflict", "files" };
+
+	if (!span)
+		return;
+	if (!strcmp(type, "subagent.started")) {
+		jv a = json_set(jv_object(), "span", jv_string(span));
+		a = json_set(a, "parent_span", json_get(p, "parent_span"));
+		a = json_set(a, "phase", jv_string(phase));
+		static const char *const begun[] = { "depth", "number", "task", "mode", "tools", "budget_usd" };
+		for (size_t i = 0; i < sizeof begun / sizeof *begun; i++)
+			a = json_set(a, begun[i], json_get(p, begun[i]));
+		a = json_set(a, "started_at", json_get(ev, "ts"));
+		*list = jv_array_append(*list, json_set(a, "status", jv_string("running")));
+		return;
+	}
+	jv_array_foreach(*list, i, a) {
+		const char *s = json_get_str(a, "span");
+		if (s && !strcmp(s, span)) {
+			for (size_t k = 0; k < sizeof ended / sizeof *ended; k++)
+				if (json_has(p, ended[k]))
+					a = json_set(a, ended[k], json_get(p, ended[k]));
+			*list = jv_array_set(*list, i, jv_copy(a));
+		}
+		jv_free(a);
+	}
+}
+
+static int on_subagent_event(const char *line, size_t len, void *payload)
+{
+	jv *list = payload;
+	jv ev;
+
+	if (!memmem(line, len, "\"subagent.", 10))
+		return 0;
+	ev = jv_parse_sized(line, (int)len);
+	const char *type = json_get_str(ev, "type");
+	if (type && !strncmp(type, "subagent.", 9)) {
+		jv p = json_get(ev, "payload");
+		add_subagent(list, type, json_get_str(ev, "phase") ? json_get_str(ev, "phase") : "run", ev, p);
+		jv_free(p);
+	}
+	jv_free(ev);
+	return 0;
+}
+
+int runview_subagents(jv *out, struct store *st, const char *trace)
+{
+	*out = jv_array();
+	if (store_events_foreach(st, trace, on_subagent_event, out) < 0) {
+		jv_free(*out);
+		*out = jv_null();
+		return -1;
+	}
+	return 0;
+}
+
+/* The last 8 characters of a's span: a ULID's random part (its first ones
+ * are the time, the same as the run's trace id). */
+static const char *span_tail(jv a)
+{
+	const char *span = json_get_str(a, "span");
+	size_t n = span ? strlen(span) : 0;
+
+	return n > 8 ? span + n - 8 : span ? span : "?";
+}
+
+/* The sub-agents whose parent is `parent` (NULL: the phase's agent) in
+ * `phase`, and theirs below them. */
+static void tree_level(struct buf *out, jv list, const char *phase, const char *parent, int depth)
+{
+	jv_array_foreach(list, i, a) {
+		const char *ps = json_get_str(a, "parent_span"), *ph = json_get_str(a, "phase");
+		bool mine = ph && !strcmp(ph, phase) && (parent ? ps && !strcmp(ps, parent) : !ps);
+		if (mine) {
+			buf_addf(out, "  %*s└ %-8s $%.4f  %-5s %.8s  %s\n", 2 * depth, "",
+				 json_get_str(a, "status") ? json_get_str(a, "status") : "?",
+				 json_get_num(a, "cost_usd", 0),
+				 json_get_str(a, "mode") ? json_get_str(a, "mode") : "?", span_tail(a),
+				 json_get_str(a, "task") ? json_get_str(a, "task") : "");
+			tree_level(out, list, phase, json_get_str(a, "span"), depth + 1);
+		}
+		jv_free(a);
+	}
+}
+
+void runview_subagent_tree(struct buf *out, jv list)
+{
+	jv phases = jv_array();
+
+	jv_array_foreach(list, i, a) {
+		const char *ph = json_get_str(a, "phase");
+		bool seen = false;
+		jv_array_foreach(phases, k, p) {
+			seen = seen || (ph && !strcmp(jv_string_value(p), ph));
+			jv_free(p);
+		}
+		if (ph && !seen)
+			phases = jv_array_append(phases, jv_string(ph));
+		jv_free(a);
+	}
+	jv_array_foreach(phases, i, p) {
+		buf_addf(out, "  %s\n", jv_string_value(p));
+		tree_level(out, list, jv_string_value(p), NULL, 1);
+		jv_free(p);
+	}
+	jv_free(phases);
+}
 
 static void add_cost(struct walk *w, const char *phase, jv ev)
 {
@@ -127,6 +243,8 @@ static int on_event(const char *line, size_t len, void *payload)
 	phase = str_or(ev, "phase", "run");
 	p = json_get(ev, "payload");
 	add_cost(w, phase, ev);
+	if (!strncmp(type, "subagent.", 9))
+		add_subagent(&w->subagents, type, phase, ev, p);
 	if (describe(&text, type, phase, ev, p)) {
 		jv e = json_set(jv_object(), "ts", json_get(ev, "ts"));
 		e = json_set(e, "phase", jv_string(phase));
@@ -184,7 +302,7 @@ static jv diff_of(struct store *st, struct forge_git *g, const char *trace, jv s
 int runview_load(jv *out, struct store *st, struct forge_git *g, const char *trace, bool with_patch)
 {
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), v;
-	struct walk w = { jv_object(), jv_array(), jv_array() };
+	struct walk w = { jv_object(), jv_array(), jv_array(), jv_array() };
 	static const char *const from_state[] = { "task", "plan", "review", "tests", "deployment", "bounces", "cost" };
 	int rc = -1;
 
@@ -205,6 +323,7 @@ int runview_load(jv *out, struct store *st, struct forge_git *g, const char *tra
 	v = json_set(v, "diff", diff_of(st, g, trace, cp, with_patch));
 	v = json_set(v, "phase_cost", phase_cost_list(&w));
 	v = json_set(v, "timeline", jv_copy(w.timeline));
+	v = json_set(v, "subagents", jv_copy(w.subagents));
 	*out = json_set(v, "gates", jv_copy(gates));
 	rc = 0;
 out:
@@ -215,6 +334,7 @@ out:
 	jv_free(w.phase_cost);
 	jv_free(w.order);
 	jv_free(w.timeline);
+	jv_free(w.subagents);
 	return rc;
 }
 

@@ -57,11 +57,29 @@ int runview_resolve(char **out, struct store *st, const char *prog, const char *
  *   phase_cost [{"phase","usd","tokens","calls"}] summed from the events,
  *   timeline [{"ts","phase","type","text"}]: run start and end, phase
  *     start and end, model calls, gates, bounces, breakers, merge,
- *   gates (every gate row of the run, newest first).
+ *   gates (every gate row of the run, newest first),
+ *   subagents (runview_subagents()).
  * g may be NULL.  Returns 0, or -1 with forge_error() (the database).
  * *out is the caller's.
  */
 int runview_load(jv *out, struct store *st, struct forge_git *g, const char *trace, bool with_patch);
+
+/*
+ * The run's sub-agents (app/delegate.h), from its subagent.started and
+ * subagent.completed events, in the order they started: [{span,
+ * parent_span (null: started by the phase's own agent), phase, depth,
+ * number, task, mode, tools, budget_usd, started_at, status ("running"
+ * until it ended; then ok|escalated|tripped|failed|crashed), reason,
+ * summary, cost_usd, tokens, iterations, duration_ms, applied, conflict,
+ * files}].  0, or -1 with forge_error() (the database).
+ */
+int runview_subagents(jv *out, struct store *st, const char *trace);
+
+/* The sub-agents as a tree, a line each: under each phase the ones its
+ * agent started, each one's own below it, indented by depth: mode, status,
+ * cost, the span's last 8 characters, the task.  Borrows list. */
+struct buf;
+void runview_subagent_tree(struct buf *out, jv list);
 
 /* The run's branch and base commit as the store knows them (the newest
  * checkpoint's task, else forge/TRACE and refs/forge/TRACE/base): malloc'd

@@ -1,6 +1,6 @@
 /*
  * forge-show - one run, all of it: summary, plan, diff stat, findings,
- * tests, deployment, cost per phase, timeline, and what to do next.
+ * tests, deployment, cost per phase, sub-agents, timeline, and what to do next.
  *
  *   forge show TRACE [--json]
  */
@@ -29,7 +29,8 @@ static const struct cli_spec spec = {
 	.description = "Show a run: its task, status, branch, worktree and base; the plan (tasks, risk,\n"
 		       "estimate); the diff stat of its branch against the commit it started from; the\n"
 		       "review's findings; the tests (failing ones by name); the deployment; the cost of\n"
-		       "each phase; a timeline of phases, model calls, gates and bounces (local times);\n"
+		       "each phase; the sub-agents its agents delegated to, as a tree under their phase;\n"
+		       "a timeline of phases, model calls, gates and bounces (local times);\n"
 		       "and the next command to run.  TRACE may be any unique prefix of a trace id.",
 	.options = options,
 	.extra_help = "Exit status: 0 shown, 2 no run or several match TRACE, 5 the database failed.",
@@ -194,6 +195,20 @@ static void print_cost(jv v)
 	jv_free(cost);
 }
 
+/* The sub-agents as a tree under their phases, when there were any. */
+static void print_subagents(jv v)
+{
+	jv list = json_get(v, "subagents");
+	struct buf b = BUF_INIT;
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY && jv_array_length(jv_copy(list)) > 0) {
+		runview_subagent_tree(&b, list);
+		printf("\nsubagents\n%s", b.buf);
+	}
+	buf_release(&b);
+	jv_free(list);
+}
+
 static void print_timeline(jv timeline)
 {
 	printf("\ntimeline\n");
@@ -217,6 +232,7 @@ static void print_view(struct store *st, jv v)
 	print_findings(review);
 	print_tests(tests, dp);
 	print_cost(v);
+	print_subagents(v);
 	print_timeline(tl);
 	runview_next(&next, st, json_get_str(v, "trace_id"));
 	printf("\nnext      %s\n", next.buf);

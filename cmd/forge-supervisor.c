@@ -301,10 +301,23 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 	}
 }
 
+/* The run's sub-agents as a tree under their phases (runview.h); nothing
+ * when there were none.  Borrows list. */
+static void print_subagents(jv list)
+{
+	struct buf b = BUF_INIT;
+
+	if (jv_get_kind(list) != JV_KIND_ARRAY || jv_array_length(jv_copy(list)) == 0)
+		return;
+	runview_subagent_tree(&b, list);
+	printf("subagents\n%s", b.buf);
+	buf_release(&b);
+}
+
 static int cmd_status(const struct cli_common *c, const struct args *a, const char *trace)
 {
 	struct session e;
-	jv run = jv_null(), cp = jv_null(), gates = jv_null(), merged = jv_null();
+	jv run = jv_null(), cp = jv_null(), gates = jv_null(), merged = jv_null(), subs = jv_null();
 	char *resolved = NULL;
 	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
@@ -336,16 +349,20 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 	store_checkpoint_latest(&cp, e.store, id);
 	gate_list(&gates, e.store, id, true);
 	store_event_last(&merged, e.store, id, "run.merged");
+	runview_subagents(&subs, e.store, id);
 	if (a->json) {
 		jv o = json_set(json_set(json_set(jv_object(), "run", jv_copy(run)), "state", jv_copy(cp)),
 				"pending_gates", jv_copy(gates));
+		o = json_set(o, "subagents", jv_copy(subs));
 		json_write_line(stdout, json_set(o, "merged", json_get(merged, "payload")), false);
 	} else {
 		print_run(run, cp, gates, merged);
+		print_subagents(subs);
 	}
 out:
 	free(resolved);
 	jv_free(merged);
+	jv_free(subs);
 	jv_free(run);
 	jv_free(cp);
 	jv_free(gates);

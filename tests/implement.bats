@@ -141,7 +141,7 @@ checkout_untouched() {
 	assert_output --partial "[t1] Add calc_mul and the mul operation"
 	# the implementer's tools, rooted at the worktree
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[0].body.tools[].name]'"
-	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","finish","ask_human"]'
+	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","delegate","finish","ask_human"]'
 }
 
 @test "a test bounce puts only the failures with a confident suggested fix first" {

@@ -96,7 +96,7 @@ event_types() {
 	assert_output --partial "test command: make check"
 	assert_output --partial "languages: c"
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[0].body.tools[].name]'"
-	assert_output '["read_file","list_files","grep","finish","ask_human"]'
+	assert_output '["read_file","list_files","grep","delegate","finish","ask_human"]'   # delegate: read-only helpers (subagent.bats)
 	# the finish schema is the state schema's plan, self-contained
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[3].input_schema |
 		[.required, (.. | objects | has(\"\$ref\")) ] | flatten | unique'"

@@ -370,6 +370,10 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 		llm_redact(o.text);
 		o.event = llm_redact_jv(o.event);
 		a->res->tool_calls++;
+		a->res->cost_usd += o.cost_usd;
+		a->res->tokens += o.tokens;
+		if (o.cost_unknown)
+			a->res->cost_known = false;
 		if (!o.ok)
 			a->res->tool_errors++;
 		window_add(w, agent_now(a), !o.ok);

@@ -69,6 +69,11 @@ struct agent_tool_outcome {
 	char *text;             /* for the model (malloc'd; the agent frees it) */
 	char *gate;             /* non-NULL: needs human approval, why (malloc'd) */
 	jv event;               /* extra fields for tool.executed/tool.failed, or jv_null() */
+	/* What the tool spent on models (a delegated sub-agent): added to the
+	 * loop's cost and tokens, so its breakers and the phase count it. */
+	double cost_usd;
+	long tokens;
+	bool cost_unknown;      /* some of that spend had no price */
 };
 
 /*

@@ -1,0 +1,286 @@
+#!/usr/bin/env bats
+# subagent.bats - the delegate tool (README "Subagents"): a phase's agent
+# hands a sub-task to forge-agent, a process of its own.  Read mode (the
+# result reaches the parent's next model call, asserted on the mock
+# provider's request log), write mode (the child's diff lands in the
+# parent's worktree and its commit), the child's cost in the phase's and the
+# run's, the depth and count limits, a crashing child, tools the parent
+# lacks, and the tree in `forge status` and `forge show`.  The children's
+# model calls are the cassette phase implement-sub (plan-sub), attempt = the
+# child's number.
+
+bats_require_minimum_version 1.5.0
+
+load test_helper/mock
+mock_per_file 180
+
+setup() {
+	load test_helper/common
+	forge_setup
+	calc_setup
+	CFG="$BATS_TEST_TMPDIR/config.json"
+	echo '{}' >"$CFG"
+}
+
+# cassette LINE...: the lines are the cassette the model answers from.
+cassette() {
+	printf '%s\n' "$@" >"$BATS_TEST_TMPDIR/cassette.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/cassette.jsonl"
+}
+
+# A cassette line: answer PHASE [ATTEMPT] with one call of TOOL with INPUT.
+call() {
+	local phase=$1 attempt=$2 tool=$3 input=$4
+	printf '{"phase":"%s"%s,"response":{"tool_calls":[{"name":"%s","input":%s}],"usage":{"input_tokens":1000,"output_tokens":50}}}' \
+		"$phase" "${attempt:+,\"attempt\":$attempt}" "$tool" "$input"
+}
+
+FINISH='{"summary":"done"}'
+READ_TASK='{"task":"Read calc.c and say which operations it has.","tools":["read_file","grep"]}'
+CHILD_FINISH='{"summary":"calc has add and sub","output":"OPS: add, sub"}'
+
+# A state with the plan of plan-calc.jsonl for trace $1.
+plan_state() {
+	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c --arg t "$1" --arg r "$REPO" \
+		'{kind:"state", v:1, trace_id:$t, phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}'
+}
+
+implement() {
+	plan_state "$1" >"$BATS_TEST_TMPDIR/in.json"
+	shift
+	run "$@" --separate-stderr forge-implement --config "$CFG" <"$BATS_TEST_TMPDIR/in.json"
+}
+
+events_of() {
+	jq -c "select(.kind == \"event\" and .type == \"$1\")" <<<"$output"
+}
+
+@test "read mode: the child gets only the tools asked for, its events carry its span, its result reaches the parent's next model call" {
+	mock_script "$(jq -nc --argjson read "$READ_TASK" --argjson fin "$CHILD_FINISH" '[
+		{tool_calls:[{name:"delegate", input:$read}]},
+		{tool_calls:[{name:"read_file", input:{path:"calc.c"}}]},
+		{tool_calls:[{name:"finish", input:$fin}]},
+		{tool_calls:[{name:"finish", input:{summary:"nothing to do"}}]}]')"
+	unset FORGE_CASSETTE
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	implement T1 -0
+	stream=$output
+	# the requests in order: parent, child, child, parent
+	requests=$(curl -sS -f "$MOCK_URL/_mock/requests")
+	jq -e 'length == 4' <<<"$requests"
+	# the child: its own context, the sub-agent prompt, exactly the tools asked for
+	jq -e '.[1].body | (.system | tostring | contains("You are a helper agent of Forge")) and
+	       ([.tools[].name] == ["read_file","grep","finish","ask_human"]) and
+	       (.messages[0].content | tostring | contains("Read calc.c and say which operations it has."))' <<<"$requests"
+	# the parent's next call has the child's result as the delegate tool's result
+	jq -e '.[3].body.messages | tostring | contains("OPS: add, sub") and contains("calc has add and sub")' <<<"$requests"
+	jq -e '.[0].body.tools | map(.name) | index("delegate") != null' <<<"$requests"
+	# events: started and completed under the parent (no span), the child's under its span
+	span=$(events_of subagent.started | jq -r .payload.span)
+	events_of subagent.started | jq -e '(has("span") | not) and (.payload | .parent_span == null and
+	  .depth == 1 and .number == 1 and .mode == "read" and .tools == ["read_file","grep"])'
+	events_of subagent.completed | jq -e --arg s "$span" '(has("span") | not) and .payload.span == $s and
+	  .payload.status == "ok" and .payload.iterations == 2 and .payload.summary == "calc has add and sub"'
+	run -0 jq -sc --arg s "$span" '[.[] | select(.kind == "event" and .span == $s) |
+	  [.source, .phase, .type, .parent_span]] | unique' <<<"$stream"
+	assert_output '[["forge-agent","implement","agent.iteration",null],["forge-agent","implement","context.window",null],["forge-agent","implement","llm.called",null],["forge-agent","implement","tool.executed",null]]'
+	# every event of the stream keeps the parent's trace
+	run -0 jq -sc '[.[] | .trace_id] | unique' <<<"$stream"
+	assert_output '["T1"]'
+}
+
+@test "write mode: the child's diff lands in the parent's worktree and commit; its worktree is gone" {
+	cassette "$(call implement "" delegate '{"task":"Change the usage text.","mode":"write","tools":["read_file","edit_file"]}')" \
+		"$(call implement-sub 1 edit_file '{"path":"calc.c","old":"usage: calc add|sub A B","new":"usage: calc add|sub|mul A B"}')" \
+		"$(call implement-sub 1 finish '{"summary":"usage updated","output":"done"}')" \
+		"$(call implement "" finish "$FINISH")"
+	implement T2 -0
+	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == true and .files == ["calc.c"]'
+	tail -n 1 <<<"$output" | jq -e '.changes.files == [{"path":"calc.c","action":"modify","additions":1,"deletions":1}]'
+	run -0 git show forge/T2:calc.c
+	assert_output --partial "usage: calc add|sub|mul A B"
+	# the child's worktree was removed; the user's checkout is untouched
+	run -0 git worktree list --porcelain
+	[ "$(grep -c '^worktree ' <<<"$output")" -eq 2 ]
+	run -0 git status --porcelain
+	assert_output ""
+}
+
+@test "the child's cost is the phase's: phase state cost = parent's calls + child's calls" {
+	cassette "$(call implement "" delegate "$READ_TASK")" \
+		"$(call implement-sub 1 read_file '{"path":"calc.c"}')" \
+		"$(call implement-sub 1 finish "$CHILD_FINISH")" \
+		"$(call implement "" finish "$FINISH")"
+	implement T3 -0
+	jq -se '[.[] | select(.type == "llm.called")] as $calls |
+	  ($calls | map(select(has("span"))) | map(.cost.usd) | add) as $child |
+	  ($calls | map(select(has("span") | not)) | map(.cost.usd) | add) as $parent |
+	  (.[-1].cost.usd - ($child + $parent) | fabs) < 1e-9 and $child > 0 and
+	  ([.[] | select(.type == "subagent.completed")][0].payload.cost_usd - $child | fabs) < 1e-9 and
+	  .[-1].cost.tokens == 4200' <<<"$output"
+}
+
+@test "budget: a child that would spend past its share is stopped by its own cost breaker; the parent goes on" {
+	# implement may spend $0.01: after the parent's first call ($0.00375) the
+	# child gets half of the rest, $0.003125, and its first call costs more
+	echo '{"safety":{"cost":{"per_phase":{"implement":0.01}}}}' >"$CFG"
+	cassette "$(call implement "" delegate "$READ_TASK")" \
+		"$(call implement-sub 1 read_file '{"path":"calc.c"}')" \
+		"$(call implement-sub 1 finish "$CHILD_FINISH")" \
+		"$(call implement "" finish "$FINISH")"
+	implement T8 -0
+	events_of subagent.started | jq -e '.payload.budget_usd == 0.003125'
+	span=$(events_of subagent.started | jq -r .payload.span)
+	events_of breaker.tripped | jq -e --arg s "$span" '.span == $s and .payload.breaker == "cost"'
+	events_of subagent.completed | jq -e '.payload | .status == "tripped" and .iterations == 1 and .cost_usd == 0.00375'
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .cost.usd == 0.01125'
+}
+
+@test "depth: with max_depth 1 a child is not given delegate, and its call is refused without a process" {
+	echo '{"agent":{"subagents":{"max_depth":1}}}' >"$CFG"
+	cassette "$(call implement "" delegate '{"task":"Look around."}')" \
+		"$(call implement-sub 1 delegate '{"task":"Look deeper."}')" \
+		"$(call implement-sub 1 finish "$CHILD_FINISH")" \
+		"$(call implement "" finish "$FINISH")"
+	implement T4 -0
+	[ "$(events_of subagent.started | wc -l)" -eq 1 ]
+	span=$(events_of subagent.started | jq -r .payload.span)
+	events_of subagent.started | jq -e '.payload.tools | index("delegate") == null'
+	events_of tool.failed | jq -e --arg s "$span" 'select(.payload.tool == "delegate") | .span == $s and
+	  (.payload.error | contains("sub-agent at depth 1 and sub-agents nest at most 1 deep (agent.subagents.max_depth)"))'
+	# with the default (2) the child is given delegate
+	echo '{}' >"$CFG"
+	implement T4b -0
+	events_of subagent.started | jq -se '.[0].payload.tools | index("delegate") != null'
+}
+
+@test "count: past max_count the tool refuses; the parent goes on" {
+	echo '{"agent":{"subagents":{"max_count":1}}}' >"$CFG"
+	cassette '{"phase":"implement","response":{"tool_calls":[{"name":"delegate","input":{"task":"One."}},{"name":"delegate","input":{"task":"Two."}}],"usage":{"input_tokens":1000,"output_tokens":50}}}' \
+		"$(call implement-sub 1 finish "$CHILD_FINISH")" \
+		"$(call implement "" finish "$FINISH")"
+	implement T5 -0
+	[ "$(events_of subagent.started | wc -l)" -eq 1 ]
+	events_of tool.failed | jq -e '.payload.tool == "delegate" and
+	  (.payload.error | contains("already started 1 sub-agent, the limit (agent.subagents.max_count)"))'
+	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+}
+
+@test "a child that crashes: the tool result says so and the parent finishes" {
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	cp "$FORGE_BINDIR/forge-implement" "$BATS_TEST_TMPDIR/bin/"
+	cat >"$BATS_TEST_TMPDIR/bin/forge-agent" <<-'EOF'
+		#!/bin/sh
+		cat >"${0%/*}/doc.json"
+		echo "forge-agent: something broke" >&2
+		kill -KILL $$
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/forge-agent"
+	cassette "$(call implement "" delegate "$READ_TASK")" "$(call implement "" finish "$FINISH")"
+	plan_state T6 >"$BATS_TEST_TMPDIR/in.json"
+	run -0 --separate-stderr "$BATS_TEST_TMPDIR/bin/forge-implement" --config "$CFG" <"$BATS_TEST_TMPDIR/in.json"
+	events_of subagent.completed | jq -e '.payload | .status == "crashed" and .cost_usd == 0 and
+	  (.reason | contains("the sub-agent crashed: killed by signal 9") and contains("something broke"))'
+	events_of tool.failed | jq -e '.payload.tool == "delegate" and (.payload.error | contains("crashed"))'
+	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+	# what it was given (subagent.schema.json $defs/task): the parent's
+	# worktree to read, half the phase's budget, the time the phase has left
+	jq -e --arg wt "$REPO/.forge/worktrees/T6" '.root == $wt and .mode == "read" and
+	  .tools == ["read_file","grep"] and .phase == "implement" and .call_phase == "implement-sub" and
+	  .number == 1 and .parent == {"trace_id":"T6","span":null,"depth":0} and
+	  .budget_usd > 4.99 and .budget_usd <= 5 and .time_s > 3000 and .time_s <= 3600 and (has("base") | not)' \
+		"$BATS_TEST_TMPDIR/bin/doc.json"
+}
+
+@test "write mode: a diff that does not apply is named as a conflict and changes nothing" {
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	cp "$FORGE_BINDIR/forge-implement" "$BATS_TEST_TMPDIR/bin/"
+	# a helper whose diff was made against other text than the file holds
+	cat >"$BATS_TEST_TMPDIR/bin/forge-agent" <<-'EOF'
+		#!/bin/sh
+		span=$(jq -r .span)
+		diff='diff --git a/calc.c b/calc.c\n--- a/calc.c\n+++ b/calc.c\n@@ -1,1 +1,1 @@\n-no such line\n+other line\n'
+		printf '{"kind":"subagent_result","span":"%s","status":"ok","summary":"s","output":"o","diff":"%s","cost":{"usd":0.5,"tokens":7},"iterations":1}\n' "$span" "$diff"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/forge-agent"
+	echo '{"memory":{"reflect":false}}' >"$CFG"   # no reflection call on the tool error
+	mock_script '[{"tool_calls":[{"name":"delegate","input":{"task":"Edit.","mode":"write"}}]},
+		{"tool_calls":[{"name":"finish","input":{"summary":"done"}}]}]'
+	unset FORGE_CASSETTE
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	plan_state T9 >"$BATS_TEST_TMPDIR/in.json"
+	run -0 --separate-stderr "$BATS_TEST_TMPDIR/bin/forge-implement" --config "$CFG" <"$BATS_TEST_TMPDIR/in.json"
+	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == false and .files == ["calc.c"] and
+	  (.conflict | contains("patch failed: calc.c:1")) and .cost_usd == 0.5 and .tokens == 7'
+	events_of tool.failed | jq -e '.payload.tool == "delegate" and (.payload.error | contains("\"conflict\":"))'
+	# the model gets the conflict and the diff, to use by hand
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.messages | tostring |
+	  contains("patch failed: calc.c:1") and contains("-no such line") and contains("+other line")'
+	# nothing changed; the helper's 0.5 USD is the phase's all the same
+	tail -n 1 <<<"$output" | jq -e '.changes.files == [] and .cost.usd > 0.5'
+	run -0 git worktree list --porcelain
+	[ "$(grep -c '^worktree ' <<<"$output")" -eq 2 ]
+}
+
+@test "tools the parent lacks, and writes for a planner, are refused: nothing starts" {
+	plan=$(sed -n 3p "$CASSETTES/plan-calc.jsonl")
+	cassette "$(call plan "" delegate '{"task":"Build it.","tools":["run_command"]}')" \
+		"$(call plan "" delegate '{"task":"Fix it.","mode":"write"}')" \
+		"$(call plan "" delegate '{"task":"Edit it.","tools":["read_file","edit_file"]}')" \
+		"$plan"
+	run -0 --separate-stderr forge-plan --config "$CFG" --task "add a mul operation"
+	[ "$(events_of subagent.started | wc -l)" -eq 0 ]
+	run -0 jq -rs '.[] | select(.type == "tool.failed") | .payload.error' <<<"$output"
+	assert_output "delegate: refused: the sub-agent cannot have 'run_command': this agent does not have it
+delegate: refused: mode \"write\" needs tools that change files, and this agent has none; use mode \"read\"
+delegate: refused: the sub-agent cannot have 'edit_file': this agent does not have it"
+}
+
+@test "off: agent.subagents.enabled false offers no delegate tool" {
+	echo '{"agent":{"subagents":{"enabled":false}}}' >"$CFG"
+	cassette "$(call implement "" delegate "$READ_TASK")" "$(call implement "" finish "$FINISH")"
+	implement T7 -0
+	[ "$(events_of subagent.started | wc -l)" -eq 0 ]
+	events_of tool.failed | jq -e '.payload.error == "this tool is not available to the implementer"'
+}
+
+@test "forge run: the child's cost is in the run's total; forge status and forge show draw the tree" {
+	{
+		grep '"phase": *"plan"' "$CASSETTES/run-clean.jsonl"
+		call implement "" delegate '{"task":"Read calc.c and say which operations it has.","tools":["read_file","grep","delegate"]}'; echo
+		call implement-sub 1 delegate '{"task":"Check the tests.","tools":["read_file"]}'; echo
+		call implement-sub-sub 1 finish '{"summary":"tests check add and sub"}'; echo
+		call implement-sub 1 finish "$CHILD_FINISH"; echo
+		grep '"phase": *"implement"' "$CASSETTES/run-clean.jsonl"
+	} >"$BATS_TEST_TMPDIR/run.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/run.jsonl"
+	run -0 --separate-stderr forge run --config "$CFG" "add a mul operation"
+	trace=$(forge history --json -n 1 | jq -r .trace_id)
+	run -0 forge status "$trace" --json
+	st_json=$output
+	jq -e '.run.status == "completed" and (.subagents | length) == 2 and
+	  (.subagents[0] | .phase == "implement" and .depth == 1 and .parent_span == null and .status == "ok") and
+	  (.subagents[1] | .depth == 2 and .status == "ok" and .task == "Check the tests.") and
+	  .subagents[1].parent_span == .subagents[0].span' <<<"$st_json"
+	# the run's total is every model call's, the children's included
+	total=$(sqlite3 "$FORGE_DB" "SELECT sum(cost_usd) FROM events WHERE trace_id = '$trace' AND type = 'llm.called'")
+	sub=$(sqlite3 "$FORGE_DB" "SELECT sum(cost_usd) FROM events WHERE trace_id = '$trace' AND type = 'llm.called' AND record ->> '\$.span' IS NOT NULL")
+	jq -e --argjson t "$total" --argjson s "$sub" '$s > 0 and (.run.total_cost_usd - $t | fabs) < 1e-9 and
+	  (.state.cost.usd - $t | fabs) < 1e-9' <<<"$st_json"
+	s1=$(jq -r '.subagents[0].span[-8:]' <<<"$st_json")
+	s2=$(jq -r '.subagents[1].span[-8:]' <<<"$st_json")
+	run -0 forge status "$trace"
+	assert_output --regexp "
+subagents
+  implement
+    └ ok       \\\$0\.[0-9]{4}  read  $s1  Read calc\.c and say which operations it has\.
+      └ ok       \\\$0\.[0-9]{4}  read  $s2  Check the tests\.\$"
+	run -0 forge show "$trace"
+	assert_output --partial "subagents
+  implement
+    └ ok "
+	run -0 forge show "$trace" --json
+	jq -e --argjson st "$st_json" '.subagents == $st.subagents' <<<"$output"
+}
