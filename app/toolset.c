@@ -195,8 +195,7 @@ static void server_failed(struct toolset *ts, struct server *s, const char *duri
 		ev = json_set(ev, "during", jv_string(during));
 	ev = json_set(ev, "stderr", stderr_tail(s->c));
 	emit(ts, "mcp.server.failed", ev);
-	warn(ts, "MCP server '%s' %s: %s; going on without its tools", s->name,
-	     during ? "failed during a call" : "did not start", why);
+	warn(ts, "%s%s; going on without its tools", during ? "during a call: " : "", why);
 	free(s->error);
 	s->error = xstrdup(why);
 	if (s->c) {
