@@ -375,6 +375,8 @@ static void start(struct toolset *ts, struct server *s)
 	o.envp = env;
 	o.cwd = ts->root;     /* the run's worktree is where a server works */
 	o.timeout_ms = (long)(json_get_num(s->conf, "timeout_s", 30) * 1000);
+	/* starting (node, npx, python) may take longer than a call */
+	o.init_timeout_ms = o.timeout_ms > 30000 ? o.timeout_ms : 30000;
 	o.client_version = FORGE_VERSION;
 	if (mcp_open(&s->c, &o) < 0 || mcp_tools(&s->tools, s->c) < 0) {
 		char why[4096];

@@ -2,11 +2,13 @@
 """mcp_server.py - a scripted MCP stdio server for Forge's tests (faults included).
 
     mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
-                  [--stderr TEXT]
+                  [--stderr TEXT] [--env-out FILE]
 
 One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
 Every message received is appended to --log (one JSON line each), so a test
 can see notifications/initialized and notifications/cancelled arrive.
+--env-out writes the server's environment (NAME=value lines) and its cwd
+(a line PWD_IS=...) at its start.
 
 Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   echo {text}          -> the text back
@@ -27,7 +29,8 @@ import os
 import sys
 
 args = sys.argv[1:]
-opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None}
+opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
+        "env-out": None}
 while args:
     k = args.pop(0)
     if not k.startswith("--") or k[2:] not in opts or not args:
@@ -120,6 +123,11 @@ def call(id_, name, a):
 
 
 def main():
+    if opts["env-out"]:
+        with open(opts["env-out"], "w") as f:
+            for k, v in sorted(os.environ.items()):
+                f.write("%s=%s\n" % (k, v))
+            f.write("PWD_IS=%s\n" % os.getcwd())
     if opts["stderr"]:
         sys.stderr.write(opts["stderr"] + "\n")
         sys.stderr.flush()
