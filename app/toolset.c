@@ -575,7 +575,11 @@ int toolset_exec_fn(struct agent_tool_outcome *out, const char *name, jv input, 
 
 	memset(out, 0, sizeof *out);
 	out->event = jv_null();
-	switch (toolset_permission(ts->cfg, ts->phase, name, is_own(ts, name) || m, &rule)) {
+	bool own = is_own(ts, name);
+	/* a tool the phase does not have at all: its executor says so in its words */
+	if (!own && !m)
+		return x->inner(out, name, input, x->inner_payload);
+	switch (toolset_permission(ts->cfg, ts->phase, name, true, &rule)) {
 	case TOOL_DENY:
 		outcome(out, false, "denied", xasprintf("%s: refused: the tool is not allowed in %s (%s)", name,
 			ts->phase, rule), json_set(jv_object(), "rule", jv_string(rule)));
@@ -588,7 +592,7 @@ int toolset_exec_fn(struct agent_tool_outcome *out, const char *name, jv input, 
 	case TOOL_ALLOW:
 		break;
 	}
-	if (m && !is_own(ts, name)) {
+	if (m && !own) {
 		call_mcp(out, ts, m, input);
 		return 0;
 	}
