@@ -471,9 +471,44 @@ static struct mtool *find_tool(struct toolset *ts, const char *name)
 	return NULL;
 }
 
+/* A running server's tools again when it said they changed
+ * (notifications/tools/list_changed): the next agent run sees the new set. */
+static void refresh(struct toolset *ts, struct server *s)
+{
+	jv now;
+
+	if (!s->c || mcp_tools(&now, s->c) < 0)
+		return;     /* a dead server fails its calls; nothing to offer */
+	if (json_equal(now, s->tools)) {
+		jv_free(now);
+		return;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < ts->ntools; i++) {
+		struct mtool *m = &ts->tools[i];
+		if (m->srv == s) {
+			free(m->name);
+			free(m->tool);
+			jv_free(m->spec);
+			schema_free(m->schema);
+		} else {
+			ts->tools[k++] = *m;
+		}
+	}
+	ts->ntools = k;
+	jv_free(s->tools);
+	s->tools = now;
+	add_tools(ts, s);
+	emit(ts, "mcp.tools.changed", json_set(json_set(jv_object(), "server", jv_string(s->name)), "tools",
+					       jv_number(jv_array_length(jv_copy(s->tools)))));
+}
+
 jv toolset_specs(struct toolset *ts, jv builtin)
 {
 	jv out = jv_array();
+
+	for (size_t i = 0; i < ts->nsrv; i++)
+		refresh(ts, &ts->srv[i]);
 
 	jv_free(ts->own);
 	ts->own = jv_array();
