@@ -313,3 +313,24 @@ reference_server() {
 	run -0 tool_answer
 	assert_output '[true,"everything__get-env: refused: the tool is not allowed in plan (tools.permissions.default.deny)"]'
 }
+
+@test "forge-implement: its servers run in the run's worktree and its model calls their tools beside the edit tools" {
+	servers "$(scripted '[]' '{"phases":["implement"]}')"
+	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c --arg r "$REPO" \
+		'{kind:"state", v:1, trace_id:"T1", phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"s__echo","input":{"text":"in the worktree"}}]},{"tool_calls":[{"name":"finish","input":{"summary":"nothing to do"}}]}]'
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	EVENTS=$output
+	event tool.executed | jq -e '.tool == "s__echo" and .data.server == "s"'
+	grep -qx "PWD_IS=$REPO/.forge/worktrees/T1" "$SENV"
+	run -0 offered
+	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+	# a plan phase does not start an implement-only server
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	rm -f "$SENV"
+	plan 0
+	[ ! -e "$SENV" ]
+	[ -z "$(event mcp.server.started)" ]
+}
