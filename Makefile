@@ -10,6 +10,7 @@
 #   make install      PREFIX=/usr/local DESTDIR=: programs, schemas, man pages, completions
 #   make uninstall    removes exactly what make install put (same PREFIX and DESTDIR)
 #   make man          the man pages into $(O)/man (scripts/gen-man, from each program's --help)
+#   make mcp-ref      the MCP reference server for tests/mcp.bats (npm; scripts/mcp-ref)
 #   make clean
 #
 # Objects go to $(O) (default build/); `make O=build-asan SANITIZE=address,undefined`
@@ -322,6 +323,12 @@ uninstall:
 
 man: all
 	$(Q)scripts/gen-man $(O)/man $(PROGS)
+
+# The official MCP reference server tests/mcp.bats runs, installed once with
+# npm ci into ~/.cache/forge-test (scripts/mcp-ref; the tests also run it).
+mcp-ref:
+	$(Q)scripts/mcp-ref >/dev/null
+.PHONY: mcp-ref
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz $(PROGS)

@@ -2,6 +2,7 @@
 #include "app/phase.h"
 #include "app/delegate.h"
 #include "app/term.h"
+#include "app/toolset.h"
 #include "core/buf.h"
 #include "data/config.h"
 #include "data/project.h"
@@ -625,6 +626,38 @@ static size_t context_window(struct phase *ph, struct llm_client *llm)
 static struct llm_client *agent_llm, *agent_fast;
 static bool agent_fast_tried;
 
+/* The phase's MCP servers (app/toolset.h), started by the first
+ * phase_run_agent() in the run's worktree and stopped when the phase's
+ * work ends, so the loop's later runs reuse them. */
+static struct toolset *agent_tools;
+static bool agent_tools_tried;
+
+static struct toolset *phase_toolset(struct phase *ph)
+{
+	if (!agent_tools_tried) {
+		jv task = json_get(ph->state, "task");
+		const char *wt = json_get_str(task, "worktree");
+		char *root = wt ? xstrdup(wt) : phase_repo(ph);
+		struct toolset_opts o = {
+			.phase = ph->spec->name, .cfg = ph->cfg, .root = root, .out = &ph->out,
+			.warn = warn_once, .warn_payload = ph,
+		};
+		agent_tools_tried = true;
+		if (toolset_open(&agent_tools, &o) < 0)
+			agent_tools = NULL;
+		free(root);
+		jv_free(task);
+	}
+	return agent_tools;
+}
+
+static void phase_toolset_close(void)
+{
+	toolset_close(agent_tools);
+	agent_tools = NULL;
+	agent_tools_tried = false;
+}
+
 const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct agent_config *cfg,
 			    const char *prompt, agent_exec_fn exec, void *exec_payload)
 {
@@ -664,10 +697,14 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 
 	struct delegate dg;	/* the delegate tool, when sub-agents are on (app/delegate.h) */
 	delegate_hook(&dg, ph, cfg, out, &exec, &exec_payload);
+	/* every phase's tools pass one policy, and MCP tools join them here */
+	struct toolset_exec tools = { phase_toolset(ph), exec, exec_payload };
+	if (tools.ts)
+		cfg->tools = toolset_specs(tools.ts, cfg->tools);
 	bool status = ph->common.verbosity >= 0 && term_status_enabled();
 	struct agent_env env = {
 		.llm = agent_llm, .fast = agent_fast, .out = &ph->out,
-		.exec = exec, .exec_payload = exec_payload,
+		.exec = tools.ts ? toolset_exec_fn : exec, .exec_payload = tools.ts ? (void *)&tools : exec_payload,
 		.progress = ph->progress ? agent_progress : NULL, .progress_payload = ph,
 		.on_call = status ? agent_call : NULL, .on_text = status ? agent_text : NULL,
 		.on_tool = ph->common.verbosity > 0 ? agent_tool : NULL,
@@ -885,6 +922,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	jv_free(task);
 
 	const char *st = run_phase(&ph);
+	phase_toolset_close();
 	if (strcmp(st, "bad_input") == 0) {
 		status = cli_reject(&ph.out, NULL, ph.reason[0] ? ph.reason : "bad input");
 		goto out;
@@ -914,6 +952,7 @@ out:
 	llm_client_free(agent_llm);
 	agent_fast = agent_llm = NULL;
 	agent_fast_tried = false;
+	phase_toolset_close();
 	jv_free(ph.state);
 	stream_input_release(&ph.in);
 	store_free(ph.store);

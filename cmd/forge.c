@@ -47,6 +47,7 @@ static const struct {
 	{ "findings", NULL, "list and dismiss review findings" },
 	{ "feedback", NULL, "production feedback: anomalies and errors after a deploy" },
 	{ "skills", NULL, "list the skills offered to a phase" },
+	{ "mcp", NULL, "list the configured MCP servers and their tools; call one tool" },
 	{ "pipeline", NULL, "check, draw and list pipelines: graphs of phases and programs" },
 	{ "metrics", NULL, "feedback-loop figures" },
 	{ "doctor", NULL, "what this machine gives forge" },

@@ -615,6 +615,7 @@ int tools_agent_exec(struct agent_tool_outcome *out, const char *name, jv input,
 	if (r.kind == TOOL_ASK)
 		out->gate = xstrdup(r.error ? r.error : "approval needed");
 	ev = json_set(jv_object(), "kind", jv_string(tool_kind_name(r.kind)));
+	ev = json_set(ev, "output_bytes", jv_number((double)strlen(out->text)));
 	ev = json_set(ev, "data", tool_input_sanitize(r.data));
 	out->event = ev;
 	tool_result_release(&r);

@@ -1,0 +1,725 @@
+/*
+ * mcp.c - the MCP stdio client: a child process, one poll() loop that reads
+ * its stdout into lines and its stderr into a bounded tail, and JSON-RPC
+ * requests that wait for their answer.  See mcp.h.
+ */
+#include "mcp/mcp.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "os/spawn.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const mcp_protocol_versions[] = { MCP_PROTOCOL_VERSION, "2025-03-26", "2024-11-05", NULL };
+
+#define DEFAULT_TIMEOUT_MS 30000
+#define DEFAULT_MAX_LINE (8u << 20)
+#define DEFAULT_STDERR_CAP (64u << 10)
+#define MAX_PAGES 1000
+
+struct mcp_client {
+	char *name;
+	pid_t pid;
+	int in_fd, out_fd, err_fd;     /* -1 once closed */
+	struct buf line;               /* stdout read but not yet a whole line */
+	struct buf err;                /* stderr: at most 2 * err_cap, trimmed to the tail */
+	size_t err_dropped;            /* stderr bytes trimmed off the front */
+	char *err_view;                /* mcp_stderr()'s string */
+	size_t max_line, err_cap;
+	long timeout_ms, grace_ms;
+	long next_id;
+	bool dead;
+	char death[512];
+	int status;                    /* exit status once reaped; -1 before */
+	bool tools_stale;              /* list_changed came since the last listing */
+	jv tools;                      /* the last listing, or null */
+	char *protocol, *instructions;
+	jv server_info;
+};
+
+/* ---- process ------------------------------------------------------------- */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Start the server with pipes to its stdio.  0 or -1 with a message. */
+static int spawn(struct mcp_client *c, const struct mcp_opts *o)
+{
+	struct spawn_opts so = { .argv = o->argv, .envp = o->envp, .cwd = o->cwd };
+	struct spawned sp;
+
+	if (proc_spawn(&sp, &so) < 0)
+		return forge_error_prefix("%s", c->name);
+	c->pid = sp.pid;
+	c->in_fd = sp.in_fd;
+	c->out_fd = sp.out_fd;
+	c->err_fd = sp.err_fd;
+	return 0;
+}
+
+/* Reap the child if it has exited (wait: block up to ms).  True once reaped. */
+static bool reap(struct mcp_client *c, long ms)
+{
+	long long end = monotonic_ms() + ms;
+	int st;
+
+	if (!c->pid)
+		return true;
+	for (;;) {
+		pid_t r = waitpid(c->pid, &st, WNOHANG);
+		if (r == c->pid) {
+			c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			c->pid = 0;
+			return true;
+		}
+		if (r < 0 && errno != EINTR) {
+			c->pid = 0;
+			return true;
+		}
+		if (monotonic_ms() >= end)
+			return false;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static void add_stderr(struct mcp_client *c, const char *p, size_t n)
+{
+	buf_add(&c->err, p, n);
+	if (c->err.len > 2 * c->err_cap) {
+		size_t drop = c->err.len - c->err_cap;
+		memmove(c->err.buf, c->err.buf + drop, c->err.len - drop);
+		buf_truncate(&c->err, c->err.len - drop);
+		c->err_dropped += drop;
+	}
+}
+
+/* Mark the server dead (first reason wins).  Returns MCP_EDEAD. */
+static int die(struct mcp_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int die(struct mcp_client *c, const char *fmt, ...)
+{
+	if (!c->dead) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->death, sizeof c->death, fmt, ap);
+		va_end(ap);
+		c->dead = true;
+	}
+	const char *tail = mcp_stderr(c);
+	size_t tn = strlen(tail);
+	while (tn && tail[tn - 1] == '\n')
+		tn--;
+	if (tn > 2000)
+		tail += tn - 2000, tn = 2000;
+	forge_error("MCP server '%s' %s%s%.*s", c->name, c->death, tn ? "; its stderr: " : "", (int)tn, tail);
+	return MCP_EDEAD;
+}
+
+/* Why stdout ended: the exit status when it has one by now. */
+static int died_eof(struct mcp_client *c)
+{
+	if (reap(c, 500)) {
+		if (c->status > 128)
+			return die(c, "was killed by signal %d (%s)", c->status - 128, strsignal(c->status - 128));
+		return die(c, "exited with status %d", c->status);
+	}
+	return die(c, "closed its stdout");
+}
+
+/*
+ * Wait up to the deadline (monotonic ms; 0 = do not wait) for output and
+ * read what is there.  Returns 0, MCP_ETIMEOUT when the deadline passed
+ * with nothing read, or MCP_EDEAD when stdout ended or a line is too long.
+ * With want_write, also returns 0 as soon as the server's stdin takes data.
+ */
+static int pump(struct mcp_client *c, long long deadline, bool want_write)
+{
+	struct pollfd pf[3];
+	int nf = 0, io = -1, ie = -1, iw = -1;
+	char chunk[65536];
+	long long now = monotonic_ms();
+	int wait = deadline <= now ? 0 : (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now);
+
+	if (c->out_fd >= 0)
+		io = nf, pf[nf++] = (struct pollfd){ .fd = c->out_fd, .events = POLLIN };
+	if (c->err_fd >= 0)
+		ie = nf, pf[nf++] = (struct pollfd){ .fd = c->err_fd, .events = POLLIN };
+	if (want_write && c->in_fd >= 0)
+		iw = nf, pf[nf++] = (struct pollfd){ .fd = c->in_fd, .events = POLLOUT };
+	if (io < 0)
+		return died_eof(c);
+	int r = poll(pf, (nfds_t)nf, wait);
+	if (r < 0)
+		return errno == EINTR ? 0 : die(c, "cannot be read: poll: %s", strerror(errno));
+	if (r == 0)
+		return MCP_ETIMEOUT;
+	if (ie >= 0 && (pf[ie].revents & (POLLIN | POLLHUP | POLLERR))) {
+		ssize_t n = read(c->err_fd, chunk, sizeof chunk);
+		if (n > 0)
+			add_stderr(c, chunk, (size_t)n);
+		else if (n == 0 || errno != EINTR)
+			close_fd(&c->err_fd);
+	}
+	if (pf[io].revents & (POLLIN | POLLHUP | POLLERR)) {
+		ssize_t n = read(c->out_fd, chunk, sizeof chunk);
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+			close_fd(&c->out_fd);
+			/* take the last words on stderr too */
+			while (c->err_fd >= 0 && (n = read(c->err_fd, chunk, sizeof chunk)) > 0)
+				add_stderr(c, chunk, (size_t)n);
+			return died_eof(c);
+		}
+		if (n > 0 && buf_add(&c->line, chunk, (size_t)n) < 0)
+			return die(c, "wrote a message longer than %zu bytes", c->max_line);
+		if (!memchr(c->line.buf, '\n', c->line.len) && c->line.len > c->max_line)
+			return die(c, "wrote a message longer than %zu bytes", c->max_line);
+	}
+	(void)iw;
+	return 0;
+}
+
+/*
+ * The next whole line of stdout as a JSON object in *msg: 1, or 0 when no
+ * whole line is buffered, or MCP_EDEAD for a line that is not a JSON
+ * object.  Blank lines are skipped.
+ */
+static int next_message(struct mcp_client *c, jv *msg)
+{
+	for (;;) {
+		char *nl = memchr(c->line.buf, '\n', c->line.len);
+		if (!nl)
+			return 0;
+		size_t n = (size_t)(nl - c->line.buf);
+		if (n > c->max_line)
+			return die(c, "wrote a message longer than %zu bytes", c->max_line);
+		size_t len = n;
+		if (len && c->line.buf[len - 1] == '\r')
+			len--;
+		bool blank = strspn(c->line.buf, " \t\r") >= len;
+		jv v = blank ? jv_null() : json_parse(c->line.buf, len);
+		char head[120];
+		snprintf(head, sizeof head, "%.*s", (int)(len < 100 ? len : 100), c->line.buf);
+		memmove(c->line.buf, nl + 1, c->line.len - n - 1);
+		buf_truncate(&c->line, c->line.len - n - 1);
+		if (blank)
+			continue;
+		if (jv_get_kind(v) != JV_KIND_OBJECT) {
+			jv_free(v);
+			return die(c, "wrote something that is not a JSON-RPC message on stdout: '%s%s'", head,
+				   len > 100 ? "…" : "");
+		}
+		*msg = v;
+		return 1;
+	}
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+/* Write everything to the server's stdin, reading its output meanwhile (it
+ * may not read before it has written).  0, MCP_ETIMEOUT or MCP_EDEAD. */
+static int send_all(struct mcp_client *c, const char *p, size_t n, long long deadline)
+{
+	sigset_t set, saved, pend;
+	struct timespec zero = { 0, 0 };
+	int rc = 0;
+
+	if (c->in_fd < 0)
+		return die(c, "has its stdin closed");
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigpending(&pend);
+	bool was_pending = sigismember(&pend, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &saved);
+	while (n && rc == 0) {
+		ssize_t w = write(c->in_fd, p, n);
+		if (w > 0) {
+			p += w, n -= (size_t)w;
+		} else if (w < 0 && errno == EPIPE) {
+			if (!was_pending)
+				sigtimedwait(&set, NULL, &zero);
+			close_fd(&c->in_fd);
+			rc = died_eof(c);
+		} else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+			rc = pump(c, deadline, true);
+		} else {
+			rc = die(c, "cannot be written to: %s", strerror(errno));
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return rc;
+}
+
+static int send_msg(struct mcp_client *c, jv msg, long long deadline)
+{
+	msg = json_set(msg, "jsonrpc", jv_string("2.0"));
+	char *s = json_dumps(msg, false);
+	struct buf b = BUF_INIT;
+	buf_adds(&b, s);
+	buf_addch(&b, '\n');
+	int rc = send_all(c, b.buf, b.len, deadline);
+	buf_release(&b);
+	free(s);
+	return rc;
+}
+
+static int notify(struct mcp_client *c, const char *method, jv params, long long deadline)
+{
+	jv m = json_set(jv_object(), "method", jv_string(method));
+	if (jv_get_kind(params) != JV_KIND_NULL)
+		m = json_set(m, "params", params);
+	else
+		jv_free(params);
+	return send_msg(c, m, deadline);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* A message that is not the answer we wait for: a request of the server's,
+ * a notification, or a late answer (dropped). */
+static int handle_other(struct mcp_client *c, jv msg, long long deadline)
+{
+	const char *method = json_get_str(msg, "method");
+	jv id = json_get(msg, "id");
+	int rc = 0;
+
+	if (method && jv_get_kind(id) != JV_KIND_NULL && jv_get_kind(id) != JV_KIND_INVALID) {
+		jv reply = json_set(jv_object(), "id", jv_copy(id));
+		if (!strcmp(method, "ping"))
+			reply = json_set(reply, "result", jv_object());
+		else
+			reply = json_set(reply, "error", json_set(json_set(jv_object(), "code", jv_number(-32601)),
+								  "message", jv_string_fmt("method not found: %s", method)));
+		rc = send_msg(c, reply, deadline);
+	} else if (method && !strcmp(method, "notifications/tools/list_changed")) {
+		c->tools_stale = true;
+	}
+	jv_free(id);
+	jv_free(msg);
+	return rc;
+}
+
+static bool same_id(jv id, long want)
+{
+	return jv_get_kind(id) == JV_KIND_NUMBER && jv_number_value(id) == (double)want;
+}
+
+/* The JSON-RPC error of an answer as a message; MCP_ERPC. */
+static int rpc_error(struct mcp_client *c, const char *method, jv err)
+{
+	const char *m = json_get_str(err, "message");
+	jv data = json_get(err, "data");
+	char *d = jv_get_kind(data) == JV_KIND_INVALID || jv_get_kind(data) == JV_KIND_NULL ? NULL
+		 : json_dumps(jv_copy(data), false);
+
+	forge_error("MCP server '%s': %s failed: %s (JSON-RPC error %.0f)%s%.300s", c->name, method,
+		    m ? m : "no message", json_get_num(err, "code", 0), d ? ": " : "", d ? d : "");
+	free(d);
+	jv_free(data);
+	return MCP_ERPC;
+}
+
+static int request_timed(jv *result, struct mcp_client *c, const char *method, jv params, long timeout_ms)
+{
+	long long deadline = monotonic_ms() + timeout_ms;
+	long id = ++c->next_id;
+	int rc;
+
+	*result = jv_null();
+	if (c->dead) {
+		jv_free(params);
+		return die(c, "%s", c->death);
+	}
+	jv m = json_set(json_set(jv_object(), "id", jv_number((double)id)), "method", jv_string(method));
+	if (jv_get_kind(params) != JV_KIND_NULL)
+		m = json_set(m, "params", params);
+	else
+		jv_free(params);
+	if ((rc = send_msg(c, m, deadline)) < 0)
+		goto timeout;
+	for (;;) {
+		jv msg;
+		while ((rc = next_message(c, &msg)) == 1) {
+			jv got = json_get(msg, "id");
+			bool mine = same_id(got, id) && !json_has(msg, "method");
+			jv_free(got);
+			if (!mine) {
+				if ((rc = handle_other(c, msg, deadline)) < 0)
+					goto timeout;
+				continue;
+			}
+			if (json_has(msg, "error")) {
+				jv err = json_get(msg, "error");
+				rc = rpc_error(c, method, err);
+				jv_free(err);
+			} else {
+				*result = json_get(msg, "result");
+				rc = 0;
+			}
+			jv_free(msg);
+			return rc;
+		}
+		if (rc < 0)
+			return rc;
+		if ((rc = pump(c, deadline, false)) < 0)
+			break;
+	}
+timeout:
+	if (rc == MCP_ETIMEOUT) {
+		/* cancel it; its late answer will not match a request we wait for */
+		char why[96];
+		snprintf(why, sizeof why, "no answer within %.3g s", (double)timeout_ms / 1000);
+		jv p = json_set(json_set(jv_object(), "requestId", jv_number((double)id)), "reason", jv_string(why));
+		notify(c, "notifications/cancelled", p, monotonic_ms() + 1000);
+		forge_error("MCP server '%s': %s: %s; cancelled", c->name, method, why);
+	}
+	return rc;
+}
+
+int mcp_request(jv *result, struct mcp_client *c, const char *method, jv params)
+{
+	return request_timed(result, c, method, params, c->timeout_ms);
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static bool supported(const char *v)
+{
+	for (size_t i = 0; v && mcp_protocol_versions[i]; i++)
+		if (!strcmp(v, mcp_protocol_versions[i]))
+			return true;
+	return false;
+}
+
+static int initialize(struct mcp_client *c, const struct mcp_opts *o)
+{
+	jv info = json_set(json_set(jv_object(), "name", jv_string("forge")), "version",
+			   jv_string(o->client_version ? o->client_version : "0"));
+	jv params = json_set(jv_object(), "protocolVersion", jv_string(MCP_PROTOCOL_VERSION));
+	params = json_set(params, "capabilities", jv_object());
+	params = json_set(params, "clientInfo", info);
+	jv res;
+	int rc = request_timed(&res, c, "initialize", params, o->init_timeout_ms ? o->init_timeout_ms : c->timeout_ms);
+
+	if (rc < 0)
+		return rc;
+	const char *v = json_get_str(res, "protocolVersion");
+	if (!supported(v)) {
+		forge_error("MCP server '%s' speaks protocol version '%s', which Forge does not support "
+			    "(Forge asked for %s and accepts %s, %s, %s)", c->name, v ? v : "(none)",
+			    MCP_PROTOCOL_VERSION, mcp_protocol_versions[0], mcp_protocol_versions[1],
+			    mcp_protocol_versions[2]);
+		jv_free(res);
+		return MCP_EFAIL;
+	}
+	c->protocol = xstrdup(v);
+	c->server_info = json_get(res, "serverInfo");
+	if (jv_get_kind(c->server_info) == JV_KIND_INVALID)
+		c->server_info = jv_null();
+	if (json_get_str(res, "instructions"))
+		c->instructions = xstrdup(json_get_str(res, "instructions"));
+	jv_free(res);
+	return notify(c, "notifications/initialized", jv_null(), monotonic_ms() + c->timeout_ms);
+}
+
+int mcp_open(struct mcp_client **out, const struct mcp_opts *o)
+{
+	struct mcp_client *c = xcalloc(1, sizeof *c);
+	int rc;
+
+	*out = NULL;
+	c->name = xstrdup(o->name ? o->name : "mcp");
+	c->in_fd = c->out_fd = c->err_fd = -1;
+	c->status = -1;
+	c->max_line = o->max_line ? o->max_line : DEFAULT_MAX_LINE;
+	c->err_cap = o->stderr_cap ? o->stderr_cap : DEFAULT_STDERR_CAP;
+	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+	c->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : 2000;
+	c->tools = jv_null();
+	c->server_info = jv_null();
+	buf_init(&c->line, c->max_line + 65536 + 1);
+	buf_init(&c->err, 0);
+	if (!o->argv || !o->argv[0] || !*o->argv[0]) {
+		rc = forge_error("MCP server '%s': no command", c->name);
+		goto fail;
+	}
+	if ((rc = spawn(c, o)) < 0)
+		goto fail;
+	if ((rc = initialize(c, o)) < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	{
+		char why[2048];
+		snprintf(why, sizeof why, "%s", forge_last_error());
+		mcp_close(c);
+		forge_error("%s", why);
+	}
+	return rc;
+}
+
+/* One tools/list page after cursor (NULL: the first). */
+static int list_page(jv *tools, char **next, struct mcp_client *c, const char *cursor)
+{
+	jv res;
+	jv params = cursor ? json_set(jv_object(), "cursor", jv_string(cursor)) : jv_null();
+	int rc = mcp_request(&res, c, "tools/list", params);
+
+	*next = NULL;
+	if (rc < 0)
+		return rc;
+	jv page = json_get(res, "tools");
+	if (jv_get_kind(page) != JV_KIND_ARRAY) {
+		jv_free(page);
+		jv_free(res);
+		forge_error("MCP server '%s': tools/list answered without a tools array", c->name);
+		return MCP_ERPC;
+	}
+	jv_array_foreach(page, i, t) {
+		if (json_get_str(t, "name"))
+			*tools = jv_array_append(*tools, t);
+		else
+			jv_free(t);
+		(void)i;
+	}
+	if (json_get_str(res, "nextCursor") && *json_get_str(res, "nextCursor"))
+		*next = xstrdup(json_get_str(res, "nextCursor"));
+	jv_free(page);
+	jv_free(res);
+	return 0;
+}
+
+int mcp_tools(jv *out, struct mcp_client *c)
+{
+	*out = jv_null();
+	if (jv_get_kind(c->tools) == JV_KIND_ARRAY && !c->tools_stale) {
+		*out = jv_copy(c->tools);
+		return 0;
+	}
+	jv tools = jv_array();
+	char *cursor = NULL, *next = NULL;
+	int rc = 0, pages = 0;
+
+	c->tools_stale = false;
+	do {
+		rc = list_page(&tools, &next, c, cursor);
+		if (rc == 0 && next && cursor && !strcmp(next, cursor))
+			rc = forge_error("MCP server '%s': tools/list gave the same nextCursor twice", c->name);
+		free(cursor);
+		cursor = next;
+		next = NULL;
+	} while (rc == 0 && cursor && ++pages < MAX_PAGES);
+	free(cursor);
+	if (rc < 0) {
+		jv_free(tools);
+		return rc;
+	}
+	jv_free(c->tools);
+	c->tools = tools;
+	*out = jv_copy(tools);
+	return 0;
+}
+
+/* The content array as text for a model. */
+static char *content_text(jv content, jv structured)
+{
+	struct buf b = BUF_INIT;
+	bool texts = false;
+
+	if (jv_get_kind(content) == JV_KIND_ARRAY) {
+		jv_array_foreach(content, i, item) {
+			const char *type = json_get_str(item, "type");
+			const char *mime = json_get_str(item, "mimeType");
+			if (b.len)
+				buf_addch(&b, '\n');
+			if (type && !strcmp(type, "text") && json_get_str(item, "text")) {
+				buf_adds(&b, json_get_str(item, "text"));
+				texts = true;
+			} else if (type && (!strcmp(type, "image") || !strcmp(type, "audio"))) {
+				const char *data = json_get_str(item, "data");
+				buf_addf(&b, "[%s: %s, %zu bytes of base64]", type, mime ? mime : "?",
+					 data ? strlen(data) : 0);
+			} else if (type && !strcmp(type, "resource")) {
+				jv r = json_get(item, "resource");
+				const char *t = json_get_str(r, "text"), *uri = json_get_str(r, "uri");
+				if (t)
+					buf_addf(&b, "[resource %s]\n%s", uri ? uri : "", t);
+				else
+					buf_addf(&b, "[resource %s (binary)]", uri ? uri : "");
+				jv_free(r);
+			} else if (type && !strcmp(type, "resource_link")) {
+				buf_addf(&b, "[resource link %s]", json_get_str(item, "uri") ? json_get_str(item, "uri") : "");
+			} else {
+				buf_addf(&b, "[%s content]", type ? type : "unknown");
+			}
+			jv_free(item);
+			(void)i;
+		}
+	}
+	if (!texts && jv_get_kind(structured) == JV_KIND_OBJECT) {
+		char *s = json_dumps(jv_copy(structured), false);
+		if (b.len)
+			buf_addch(&b, '\n');
+		buf_adds(&b, s);
+		free(s);
+	}
+	return buf_detach(&b, NULL);
+}
+
+int mcp_call(struct mcp_call_result *out, struct mcp_client *c, const char *name, jv arguments)
+{
+	long long t0 = monotonic_ms();
+	jv res, tools;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	out->content = jv_null();
+	out->structured = jv_null();
+	if (c->tools_stale) {
+		if ((rc = mcp_tools(&tools, c)) < 0)
+			return rc;
+		jv_free(tools);
+	}
+	jv params = json_set(jv_object(), "name", jv_string(name));
+	params = json_set(params, "arguments",
+			  jv_get_kind(arguments) == JV_KIND_OBJECT ? jv_copy(arguments) : jv_object());
+	if ((rc = mcp_request(&res, c, "tools/call", params)) < 0)
+		return rc;
+	out->is_error = json_get_bool(res, "isError", false);
+	out->content = json_get(res, "content");
+	out->structured = json_get(res, "structuredContent");
+	if (jv_get_kind(out->structured) == JV_KIND_INVALID)
+		out->structured = jv_null();
+	if (jv_get_kind(out->content) == JV_KIND_INVALID)
+		out->content = jv_null();
+	out->text = content_text(out->content, out->structured);
+	out->duration_ms = monotonic_ms() - t0;
+	jv_free(res);
+	return 0;
+}
+
+void mcp_call_result_release(struct mcp_call_result *r)
+{
+	if (!r)
+		return;
+	free(r->text);
+	jv_free(r->content);
+	jv_free(r->structured);
+	memset(r, 0, sizeof *r);
+	r->content = r->structured = jv_null();
+}
+
+const char *mcp_protocol(const struct mcp_client *c)
+{
+	return c->protocol;
+}
+
+jv mcp_server_info(const struct mcp_client *c)
+{
+	return c->server_info;
+}
+
+const char *mcp_instructions(const struct mcp_client *c)
+{
+	return c->instructions;
+}
+
+void mcp_set_timeout(struct mcp_client *c, long ms)
+{
+	if (ms > 0)
+		c->timeout_ms = ms;
+}
+
+bool mcp_alive(const struct mcp_client *c)
+{
+	return !c->dead;
+}
+
+const char *mcp_death(const struct mcp_client *c)
+{
+	return c->dead ? c->death : "";
+}
+
+int mcp_pid(const struct mcp_client *c)
+{
+	return (int)c->pid;
+}
+
+const char *mcp_stderr(struct mcp_client *c)
+{
+	char chunk[65536];
+	ssize_t n;
+
+	/* whatever is there now, without waiting */
+	while (c->err_fd >= 0) {
+		struct pollfd pf = { .fd = c->err_fd, .events = POLLIN };
+		if (poll(&pf, 1, 0) <= 0)
+			break;
+		n = read(c->err_fd, chunk, sizeof chunk);
+		if (n <= 0) {
+			close_fd(&c->err_fd);
+			break;
+		}
+		add_stderr(c, chunk, (size_t)n);
+	}
+	struct buf b = BUF_INIT;
+	size_t skip = c->err.len > c->err_cap ? c->err.len - c->err_cap : 0;
+	if (skip + c->err_dropped)
+		buf_addf(&b, "[… %zu bytes omitted …]\n", skip + c->err_dropped);
+	buf_add(&b, c->err.buf + skip, c->err.len - skip);
+	free(c->err_view);
+	c->err_view = buf_detach(&b, NULL);
+	return c->err_view;
+}
+
+void mcp_close_status(struct mcp_client *c, int *status)
+{
+	if (status)
+		*status = -1;
+	if (!c)
+		return;
+	close_fd(&c->in_fd);
+	if (c->pid && !reap(c, c->grace_ms)) {
+		kill(c->pid, SIGTERM);
+		if (!reap(c, c->grace_ms)) {
+			kill(c->pid, SIGKILL);
+			reap(c, 10000);
+		}
+	}
+	if (status)
+		*status = c->status;
+	close_fd(&c->out_fd);
+	close_fd(&c->err_fd);
+	buf_release(&c->line);
+	buf_release(&c->err);
+	jv_free(c->tools);
+	jv_free(c->server_info);
+	free(c->err_view);
+	free(c->protocol);
+	free(c->instructions);
+	free(c->name);
+	free(c);
+}
+
+void mcp_close(struct mcp_client *c)
+{
+	mcp_close_status(c, NULL);
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""mcp_server.py - a scripted MCP stdio server for Forge's tests (faults included).
+
+    mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
+                  [--stderr TEXT] [--env-out FILE]
+
+One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
+Every message received is appended to --log (one JSON line each), so a test
+can see notifications/initialized and notifications/cancelled arrive.
+--env-out writes the server's environment (NAME=value lines) and its cwd
+(a line PWD_IS=...) at its start.
+
+Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
+  echo {text}          -> the text back
+  add {a, b}           -> structuredContent {"sum": a+b} and its JSON as text
+  fail {}              -> isError with a message
+  env {name?}          -> the server's environment (NAME=value lines), or one variable
+  hang {}              -> never answers (the client's timeout cancels it)
+  crash {}             -> writes to stderr and exits 3 in the middle of the call
+  rpc_error {}         -> a JSON-RPC error -32000
+  garbage {}           -> writes a line that is not JSON
+  change {}            -> adds the tool `added`, sends notifications/tools/list_changed
+  big {bytes}          -> a text of that many 'x'
+  ping_me {}           -> sends the client a ping request first, answers after the pong
+  added {}             -> exists only after `change`
+"""
+import json
+import os
+import sys
+
+args = sys.argv[1:]
+opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
+        "env-out": None}
+while args:
+    k = args.pop(0)
+    if not k.startswith("--") or k[2:] not in opts or not args:
+        sys.stderr.write("mcp_server.py: bad argument %r\n" % k)
+        sys.exit(2)
+    opts[k[2:]] = args.pop(0)
+
+TOOLS = [
+    {"name": "echo", "description": "Echo the text back.",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"name": "add", "description": "Add two numbers.",
+     "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                     "required": ["a", "b"]},
+     "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}}},
+    {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object"}},
+    {"name": "env", "description": "The server's environment.",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+    {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
+    {"name": "crash", "description": "Exits mid-call.", "inputSchema": {"type": "object"}},
+    {"name": "rpc_error", "description": "A JSON-RPC error.", "inputSchema": {"type": "object"}},
+    {"name": "garbage", "description": "Writes garbage.", "inputSchema": {"type": "object"}},
+    {"name": "change", "description": "Changes the tool list.", "inputSchema": {"type": "object"}},
+    {"name": "big", "description": "A long text.",
+     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+    {"name": "ping_me", "description": "Pings the client first.", "inputSchema": {"type": "object"}},
+]
+ADDED = {"name": "added", "description": "Added by change.", "inputSchema": {"type": "object"}}
+
+
+def log(msg):
+    if opts["log"]:
+        with open(opts["log"], "a") as f:
+            f.write(json.dumps(msg) + "\n")
+
+
+def send(msg):
+    msg["jsonrpc"] = "2.0"
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def result(id_, res):
+    send({"id": id_, "result": res})
+
+
+def text(s):
+    return {"content": [{"type": "text", "text": s}]}
+
+
+def call(id_, name, a):
+    if name == "echo":
+        result(id_, text(a.get("text", "")))
+    elif name == "add":
+        s = {"sum": a["a"] + a["b"]}
+        result(id_, {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s})
+    elif name == "fail":
+        result(id_, {"content": [{"type": "text", "text": "the tool failed on purpose"}], "isError": True})
+    elif name == "env":
+        if a.get("name"):
+            result(id_, text(os.environ.get(a["name"], "(unset)")))
+        else:
+            result(id_, text("\n".join("%s=%s" % kv for kv in sorted(os.environ.items()))))
+    elif name == "hang":
+        pass
+    elif name == "crash":
+        sys.stderr.write("mcp_server.py: crashing as asked\n")
+        sys.stderr.flush()
+        os._exit(3)
+    elif name == "rpc_error":
+        send({"id": id_, "error": {"code": -32000, "message": "the server refuses", "data": {"why": "asked to"}}})
+    elif name == "garbage":
+        sys.stdout.write("this is not json\n")
+        sys.stdout.flush()
+    elif name == "change":
+        if ADDED not in TOOLS:
+            TOOLS.append(ADDED)
+        send({"method": "notifications/tools/list_changed"})
+        result(id_, text("changed"))
+    elif name == "big":
+        result(id_, text("x" * int(a.get("bytes", 1000))))
+    elif name == "ping_me":
+        send({"id": "srv-1", "method": "ping"})
+        pong = json.loads(sys.stdin.readline())
+        log(pong)
+        result(id_, text("pong: %s" % json.dumps(pong.get("result"))))
+    elif name == "added" and ADDED in TOOLS:
+        result(id_, text("the added tool"))
+    else:
+        send({"id": id_, "error": {"code": -32602, "message": "unknown tool: %s" % name}})
+
+
+def main():
+    if opts["env-out"]:
+        with open(opts["env-out"], "w") as f:
+            for k, v in sorted(os.environ.items()):
+                f.write("%s=%s\n" % (k, v))
+            f.write("PWD_IS=%s\n" % os.getcwd())
+    if opts["stderr"]:
+        sys.stderr.write(opts["stderr"] + "\n")
+        sys.stderr.flush()
+    page = int(opts["page-size"])
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        log(msg)
+        method, id_ = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            how = opts["on-init"]
+            if how == "crash":
+                sys.stderr.write("mcp_server.py: cannot start: no configuration\n")
+                sys.exit(1)
+            if how == "hang":
+                continue
+            if how == "garbage":
+                sys.stdout.write("Starting server... done!\n")
+                sys.stdout.flush()
+                continue
+            if how == "huge":
+                sys.stdout.write("{\"pad\":\"" + "y" * (1 << 20) + "\"}\n")
+                sys.stdout.flush()
+                continue
+            result(id_, {"protocolVersion": opts["protocol"], "capabilities": {"tools": {"listChanged": True}},
+                         "serverInfo": {"name": "scripted", "version": "1.0"},
+                         "instructions": "A scripted server for tests."})
+        elif method == "tools/list":
+            start = int((msg.get("params") or {}).get("cursor") or 0)
+            res = {"tools": TOOLS[start:start + page]}
+            if start + page < len(TOOLS):
+                res["nextCursor"] = str(start + page)
+            result(id_, res)
+        elif method == "tools/call":
+            p = msg.get("params") or {}
+            call(id_, p.get("name"), p.get("arguments") or {})
+        elif method == "ping":
+            result(id_, {})
+        elif id_ is not None and method:
+            send({"id": id_, "error": {"code": -32601, "message": "method not found"}})
+
+
+main()

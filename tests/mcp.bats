@@ -1,0 +1,337 @@
+#!/usr/bin/env bats
+# mcp.bats - MCP servers (mcp.servers): forge mcp list / call; a phase whose
+# model calls an MCP tool (through the mock model, on the real wire format)
+# and gets its result; a server that crashes, hangs or does not start (the
+# phase goes on, with an event); tools.permissions deny / ask for MCP and
+# built-in tools; no API key in a server's environment; ${VAR} only from the
+# user's own configuration.  Against tests/helpers/mcp_server.py (scripted
+# faults) and the official reference server @modelcontextprotocol/server-everything
+# (scripts/mcp-ref installs it with npm; its tests are skipped without npm).
+
+bats_require_minimum_version 1.5.0
+
+load test_helper/mock
+mock_per_file 120
+
+setup() {
+	load test_helper/common
+	forge_setup
+	calc_setup
+	SERVER="$FORGE_ROOT/tests/helpers/mcp_server.py"
+	SLOG="$BATS_TEST_TMPDIR/server.log"
+	SENV="$BATS_TEST_TMPDIR/server.env"
+	mkdir -p .forge
+}
+
+# servers JSON [MORE-JSON]: .forge/config.json with mcp.servers = JSON, MORE merged over it;
+# no reflections (a tool error would ask the mock model for one).
+servers() {
+	jq -n --argjson s "$1" --argjson more "${2:-{\}}" '{mcp: {servers: $s}, memory: {reflect: false}} * $more' \
+		>.forge/config.json
+}
+
+# scripted [ARGS-JSON] [EXTRA-KEYS-JSON]: the scripted server as "s", for plan.
+scripted() {
+	jq -n --arg cmd "$SERVER" --arg log "$SLOG" --arg envout "$SENV" --argjson args "${1:-[]}" \
+		--argjson extra "${2:-{\}}" \
+		'{s: ({command: $cmd, args: (["--log", $log, "--env-out", $envout] + $args), phases: ["plan"]} + $extra)}'
+}
+
+mock() {
+	mock_script "$1"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=sk-ant-mcp-test-key-0123456789
+}
+
+good_plan() {
+	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c '.response.tool_calls[0].input'
+}
+
+# call_then_finish TOOL INPUT: the model calls TOOL, then finishes with a good plan.
+call_then_finish() {
+	mock "[{\"tool_calls\":[{\"name\":\"$1\",\"input\":$2}]},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+}
+
+# The tool names offered in the model's first request.
+offered() {
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -c '[.[0].body.tools[].name]'
+}
+
+# What the model got back for its tool call: [is_error, text].
+tool_answer() {
+	curl -sS -f "$MOCK_URL/_mock/requests" |
+		jq -c '.[1].body.messages | last | .content[0] | [(.is_error // false), (.content | if type == "array" then map(.text) | join("") else . end)]'
+}
+
+# plan STATUS: forge-plan on the task, its stdout kept in $EVENTS for `event`.
+plan() {
+	run "-$1" --separate-stderr forge-plan --task "add a mul operation"
+	EVENTS=$output
+}
+
+# event TYPE: the payloads of the events of that type of the last plan (or of $output).
+event() {
+	jq -c "select(.kind == \"event\" and .type == \"$1\") | .payload" <<<"${EVENTS:-$output}"
+}
+
+received() {
+	jq -r '.method // "(answer)"' "$SLOG" | paste -sd' '
+}
+
+reference_server() {
+	command -v npm >/dev/null || skip "npm is not installed: the reference MCP server cannot be installed"
+	# one copy for every test and run (forge_setup gave the tests a HOME of their own)
+	FORGE_TEST_CACHE=${FORGE_TEST_CACHE:-$(getent passwd "$(id -u)" | cut -d: -f6)/.cache/forge-test}
+	export FORGE_TEST_CACHE
+	REF=$("$FORGE_ROOT/scripts/mcp-ref")
+}
+
+# ---- forge mcp ---------------------------------------------------------------
+
+@test "forge mcp list: each server's state and its tools as the model sees them" {
+	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, broken: {command: $cmd, args: ["--on-init", "crash"]},
+		off: {command: "nowhere", enabled: false}}')"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].name == "s" and .[0].state == "running" and .[0].protocol == "2025-06-18"
+		and (.[0].tools | length) == 11 and .[0].tools[0] == {"name":"s__echo","tool":"echo","description":"Echo the text back."}'
+	echo "$output" | jq -e '.[1].state == "failed" and (.[1].error | test("exited with status 1; its stderr: mcp_server.py: cannot start: no configuration"))'
+	echo "$output" | jq -e '.[2].state == "disabled" and .[2].tools == []'
+	[[ "$stderr" == *"warning: MCP server 'broken' exited with status 1"*"going on without its tools"* ]]
+	run -0 --separate-stderr forge mcp list
+	assert_line --index 0 "s  running (protocol 2025-06-18)"
+	assert_output --partial "  s__add                           Add two numbers."
+	assert_output --partial "off  disabled"
+	rm .forge/config.json
+	run -0 forge mcp list
+	assert_output "no MCP servers configured (mcp.servers)"
+}
+
+@test "forge mcp call: text and structured results; exit 1 for a tool error, 2 for bad input, 5 for a failed server" {
+	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
+	run -0 --separate-stderr forge mcp call s echo '{"text":"hello"}'
+	assert_output "hello"
+	run -0 --separate-stderr forge mcp call s s__add '{"a":2,"b":40}' --json
+	echo "$output" | jq -e '.structuredContent == {"sum":42} and .isError == false'
+	run -1 --separate-stderr forge mcp call s fail
+	assert_output "the tool failed on purpose"
+	[ "$stderr" = "forge-mcp: s__fail reported an error" ]
+	run -2 --separate-stderr forge mcp call s echo '[1,2]'
+	[ "$stderr" = "forge-mcp: the arguments must be a JSON object: not an object" ]
+	run -2 --separate-stderr forge mcp call s nope
+	[[ "$stderr" == "forge-mcp: MCP server 's' has no tool 'nope'; its tools: echo, add, fail,"* ]]
+	run -2 --separate-stderr forge mcp call t echo
+	[ "$stderr" = "forge-mcp: no MCP server called 't' in mcp.servers (forge mcp list shows them)" ]
+	run -2 --separate-stderr forge mcp call s
+	run -5 --separate-stderr forge mcp call s crash
+	[[ "$stderr" == "forge-mcp: MCP server 's' exited with status 3; its stderr: mcp_server.py: crashing as asked" ]]
+	run -5 --separate-stderr forge mcp call h hang
+	[ "$stderr" = "forge-mcp: MCP server 'h': tools/call: no answer within 0.5 s; cancelled" ]
+	run -5 --separate-stderr forge mcp call s rpc_error
+	[[ "$stderr" == *"tools/call failed: the server refuses (JSON-RPC error -32000)"* ]]
+}
+
+# ---- a phase calling MCP tools -------------------------------------------------
+
+@test "forge-plan: the model calls an MCP tool and gets its result; events say which server, how long, how big" {
+	servers "$(scripted)"
+	call_then_finish s__echo '{"text":"from the server"}'
+	plan 0
+	run -0 offered
+	assert_output '["read_file","list_files","grep","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+	run -0 tool_answer
+	assert_output '[false,"from the server"]'
+	event mcp.server.started | jq -e '.server == "s" and .protocol == "2025-06-18" and .tools == 11 and .server_info.name == "scripted"'
+	event tool.executed | jq -e '.tool == "s__echo" and .kind == "ok" and .output_bytes == 15
+		and .data.server == "s" and .data.tool == "echo" and .data.truncated == false and (.duration_ms | type) == "number"'
+	event mcp.server.stopped | jq -e '.server == "s" and .status == 0'
+	# the server ran in the repository (plan has no worktree) and was told we are initialized
+	grep -qx "PWD_IS=$REPO" "$SENV"
+	[[ "$(received)" == "initialize notifications/initialized tools/list"*"tools/call" ]]
+}
+
+@test "forge-plan: structured content reaches the model; an MCP tool error is a tool error; long output is capped like run_command's" {
+	servers "$(scripted)" '{"sandbox":{"output_cap_bytes":2000}}'
+	call_then_finish s__add '{"a":1,"b":2}'
+	plan 0
+	run -0 tool_answer
+	assert_output '[false,"{\"sum\": 3}"]'
+	call_then_finish s__fail '{}'
+	plan 0
+	event tool.failed | jq -e '.tool == "s__fail" and .kind == "failed" and .error == "the tool failed on purpose"'
+	call_then_finish s__big '{"bytes":5000}'
+	plan 0
+	event tool.executed | jq -e '.tool == "s__big" and .data.output_bytes == 5000 and .data.truncated == true'
+	run -0 tool_answer
+	[[ "$output" == *"[… 3000 bytes omitted …]"* ]]
+	# input checked against the server's schema before the call
+	rm "$SLOG"
+	call_then_finish s__add '{"a":"one"}'
+	plan 0
+	event tool.failed | jq -e '.kind == "input" and (.error | startswith("s__add: invalid input: "))'
+	! grep -q '"tools/call"' "$SLOG"
+}
+
+@test "forge-plan: a server that crashes mid-call is reported and the phase goes on without it" {
+	servers "$(scripted)"
+	mock "[{\"tool_calls\":[{\"name\":\"s__crash\",\"input\":{}}]},{\"tool_calls\":[{\"name\":\"s__echo\",\"input\":{\"text\":\"again\"}}]},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	event mcp.server.failed | jq -e '.server == "s" and .during == "crash" and .error == "MCP server '"'s'"' exited with status 3; its stderr: mcp_server.py: crashing as asked"
+		and .stderr == "mcp_server.py: crashing as asked\n"'
+	event tool.failed | jq -s -e '.[0].tool == "s__crash" and .[0].data.error == "dead"
+		and .[1].tool == "s__echo" and (.[1].error | test("the MCP server .s. is not running: MCP server .s. exited with status 3"))'
+	[[ "$stderr" == *"forge-plan: warning: during a call: MCP server 's' exited with status 3"*"going on without its tools"* ]]
+	[ "$(tail -n 1 <<<"$output" | jq -r .status)" = ok ]
+	[ -z "$(event mcp.server.stopped)" ]
+}
+
+@test "forge-plan: a server that does not start, or speaks an unknown protocol version, leaves the phase without its tools" {
+	servers "$(scripted '["--on-init","garbage"]')"
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	event mcp.server.failed | jq -e '.error | test("wrote something that is not a JSON-RPC message on stdout: .Starting server... done!.")'
+	run -0 offered
+	assert_output '["read_file","list_files","grep","finish","ask_human"]'
+	servers "$(scripted '["--protocol","1999-01-01"]')"
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	event mcp.server.failed | jq -e '.error | test("speaks protocol version .1999-01-01., which Forge does not support")'
+}
+
+@test "forge-plan: a hanging call times out (timeout_s), is cancelled, and the server stays usable" {
+	# long enough for any answer of a loaded machine, short enough for a test
+	servers "$(scripted '[]' '{"timeout_s":2}')"
+	mock "[{\"tool_calls\":[{\"name\":\"s__hang\",\"input\":{}}]},{\"tool_calls\":[{\"name\":\"s__echo\",\"input\":{\"text\":\"still here\"}}]},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	event tool.failed | jq -e '.tool == "s__hang" and .data.error == "timeout" and (.error | test("no answer within 2 s; cancelled"))'
+	event tool.executed | jq -e '.tool == "s__echo"'
+	[[ "$(received)" == *"tools/call notifications/cancelled tools/call"* ]]
+	jq -s -e 'map(select(.method == "notifications/cancelled")) | length == 1
+		and .[0].params.requestId == 8 and .[0].params.reason == "no answer within 2 s"' "$SLOG"
+}
+
+# ---- permissions ------------------------------------------------------------------
+
+@test "tools.permissions: a denied MCP tool is not offered and a call to it is refused; glob deny of a built-in tool" {
+	servers "$(scripted)" '{"tools":{"permissions":{"plan":{"deny":["s__env","s__h*","grep"]}}}}'
+	call_then_finish s__env '{}'
+	plan 0
+	run -0 offered
+	assert_output '["read_file","list_files","s__echo","s__add","s__fail","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+	run -0 tool_answer
+	assert_output '[true,"s__env: refused: the tool is not allowed in plan (tools.permissions.plan.deny)"]'
+	event tool.failed | jq -e '.tool == "s__env" and .kind == "denied"'
+	! grep -q '"tools/call"' "$SLOG"
+}
+
+@test "tools.permissions: an allow list allows only what it names; default applies to every phase; deny wins over ask over allow" {
+	servers "$(scripted)" '{"tools":{"permissions":{"default":{"deny":["s__fail"]},"plan":{"allow":["read_file","s__*"],"ask":["s__add"]}}}}'
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	run -0 offered
+	assert_output '["read_file","s__echo","s__add","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+}
+
+@test "tools.permissions: an ask tool's call waits for a human: the phase escalates (exit 4) without running it" {
+	servers "$(scripted)" '{"tools":{"permissions":{"plan":{"ask":["s__echo"]}}}}'
+	call_then_finish s__echo '{"text":"x"}'
+	plan 4
+	event agent.escalated | jq -e '.tool == "s__echo" and .gate == "s__echo matches tools.permissions.plan.ask"'
+	! grep -q '"tools/call"' "$SLOG"
+}
+
+@test "config: mcp.servers and tools.permissions are checked against the schema" {
+	servers '{"bad name": {"command": "x"}}'
+	run -2 --separate-stderr forge mcp list
+	[[ "$stderr" == *".mcp.servers: unexpected property 'bad name'"* ]]
+	servers '{"s": {"args": []}}'
+	run -2 --separate-stderr forge mcp list
+	[[ "$stderr" == *"command"* ]]
+	echo '{"tools":{"permissions":{"plan":{"deny":"grep"}}}}' >.forge/config.json
+	run -2 --separate-stderr forge mcp list
+	[[ "$stderr" == *"permissions.plan.deny"* ]]
+}
+
+# ---- the server's environment --------------------------------------------------
+
+@test "no API key reaches a server's environment; its env is added; \${VAR} only from the user's own configuration" {
+	export GITHUB_TOKEN=ghp-secret-from-forge-env
+	servers "$(scripted '[]' '{"env":{"MCP_GREETING":"hello"}}')"
+	call_then_finish s__echo '{"text":"x"}'
+	plan 0
+	grep -qx "MCP_GREETING=hello" "$SENV"
+	run -1 grep -E "ANTHROPIC_API_KEY|sk-ant-mcp|GITHUB_TOKEN|ghp-secret" "$SENV"
+	grep -q "^HOME=/" "$SENV"
+	# ${VAR} in the repository's config: refused, the server does not start
+	servers "$(scripted '[]' '{"env":{"GH":"${GITHUB_TOKEN}"}}')"
+	rm -f "$SENV"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "failed" and (.[0].error | test("env.GH names \\$\\{GITHUB_TOKEN\\}: only your own configuration"))'
+	[ ! -e "$SENV" ]
+	# in a --config file of the user's: expanded
+	scripted '[]' '{"env":{"GH":"token ${GITHUB_TOKEN}"}}' | jq '{mcp: {servers: .}}' >"$BATS_TEST_TMPDIR/mine.json"
+	rm .forge/config.json
+	run -0 --separate-stderr forge mcp list --config "$BATS_TEST_TMPDIR/mine.json" --json
+	echo "$output" | jq -e '.[0].state == "running"'
+	grep -qx "GH=token ghp-secret-from-forge-env" "$SENV"
+}
+
+# ---- the official reference server --------------------------------------------
+
+@test "reference server (server-everything): forge mcp list and call" {
+	reference_server
+	servers "$(jq -n --arg e "$REF" '{everything: {command: "node", args: [$e, "stdio"]}}')"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "running" and (.[0].tools | map(.name) | index("everything__echo") and index("everything__get-sum"))'
+	run -0 --separate-stderr forge mcp call everything get-sum '{"a":2,"b":5}'
+	assert_output "The sum of 2 and 5 is 7."
+	run -0 --separate-stderr forge mcp call everything everything__echo '{"message":"hi"}'
+	assert_output "Echo: hi"
+	# structured content
+	run -0 --separate-stderr forge mcp call everything get-structured-content '{"location":"New York"}' --json
+	echo "$output" | jq -e '.structuredContent | type == "object"'
+	# no API key in its environment (its own get-env tool)
+	ANTHROPIC_API_KEY=sk-ant-ref-test-0123456789 OPENAI_API_KEY=sk-openai-ref run -0 --separate-stderr forge mcp call everything get-env
+	echo "$output" | jq -e 'has("PATH") and (has("ANTHROPIC_API_KEY") | not) and (has("OPENAI_API_KEY") | not)'
+	refute_output --partial "sk-ant-ref"
+}
+
+@test "reference server: forge-plan's model calls everything__echo and gets its answer" {
+	reference_server
+	servers "$(jq -n --arg e "$REF" '{everything: {command: "node", args: [$e, "stdio"], phases: ["plan", "implement"]}}')"
+	call_then_finish everything__echo '{"message":"through the phase"}'
+	plan 0
+	run -0 tool_answer
+	assert_output '[false,"Echo: through the phase"]'
+	event tool.executed | jq -e '.tool == "everything__echo" and .data.server == "everything" and .data.output_bytes == 23'
+	event mcp.server.started | jq -e '.server_info.name | test("everything")'
+	# denied: not offered, a forced call refused
+	servers "$(jq -n --arg e "$REF" '{everything: {command: "node", args: [$e, "stdio"]}}')" \
+		'{"tools":{"permissions":{"default":{"deny":["everything__get-env"]}}}}'
+	call_then_finish everything__get-env '{}'
+	plan 0
+	run -0 offered
+	refute_output --partial '"everything__get-env"'
+	assert_output --partial '"everything__echo"'
+	run -0 tool_answer
+	assert_output '[true,"everything__get-env: refused: the tool is not allowed in plan (tools.permissions.default.deny)"]'
+}
+
+@test "forge-implement: its servers run in the run's worktree and its model calls their tools beside the edit tools" {
+	servers "$(scripted '[]' '{"phases":["implement"]}')"
+	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c --arg r "$REPO" \
+		'{kind:"state", v:1, trace_id:"T1", phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"s__echo","input":{"text":"in the worktree"}}]},{"tool_calls":[{"name":"finish","input":{"summary":"nothing to do"}}]}]'
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	EVENTS=$output
+	event tool.executed | jq -e '.tool == "s__echo" and .data.server == "s"'
+	grep -qx "PWD_IS=$REPO/.forge/worktrees/T1" "$SENV"
+	run -0 offered
+	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+	# a plan phase does not start an implement-only server
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	rm -f "$SENV"
+	plan 0
+	[ ! -e "$SENV" ]
+	[ -z "$(event mcp.server.started)" ]
+}
