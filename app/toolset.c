@@ -351,6 +351,49 @@ static void add_tools(struct toolset *ts, struct server *s)
 	}
 }
 
+/* Whether the leaf path (or, for an object, any leaf under it) was set by
+ * the repository's .forge/config.json. */
+static bool from_project(const struct config *cfg, const char *path)
+{
+	const char *layer = NULL, *src = NULL;
+	jv v = config_get(cfg, path);
+	bool project = false;
+
+	if (jv_get_kind(v) == JV_KIND_OBJECT) {
+		jv_object_foreach(v, k, item) {
+			char sub[512];
+			snprintf(sub, sizeof sub, "%s.%s", path, jv_string_value(k));
+			project = project || from_project(cfg, sub);
+			jv_free(k);
+			jv_free(item);
+		}
+	} else if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL) {
+		project = config_leaf_layer(cfg, path, &layer, &src) == 0 && layer && strcmp(layer, "project") == 0;
+	}
+	jv_free(v);
+	return project;
+}
+
+/*
+ * A server runs as the person, outside the sandbox, so what it runs must
+ * be theirs: a server whose command, arguments or environment come from
+ * the repository's .forge/config.json (a repository someone else wrote)
+ * starts only when the person's own configuration says mcp.trust_project.
+ */
+static int server_allowed(struct toolset *ts, struct server *s)
+{
+	char path[256];
+
+	snprintf(path, sizeof path, "mcp.servers.%s", s->name);
+	if (!from_project(ts->cfg, path))
+		return 0;
+	if (config_get_bool(ts->cfg, "mcp.trust_project") && !from_project(ts->cfg, "mcp.trust_project"))
+		return 0;
+	return forge_error("the repository's .forge/config.json defines or changes this server, and a server "
+			   "runs unconfined as you: set mcp.trust_project to true in your own configuration "
+			   "(~/.config/forge/config.json) to allow the repository's servers, or copy the entry there");
+}
+
 static void start(struct toolset *ts, struct server *s)
 {
 	jv args = json_get(s->conf, "args");
@@ -361,6 +404,10 @@ static void start(struct toolset *ts, struct server *s)
 	struct mcp_opts o = MCP_OPTS_INIT;
 
 	argv[0] = command;
+	if (server_allowed(ts, s) < 0) {
+		server_failed(ts, s, NULL, forge_last_error());
+		goto out;
+	}
 	for (size_t i = 0; i < nargs; i++) {
 		jv a = jv_array_get(jv_copy(args), (int)i);
 		argv[i + 1] = jv_string_value(a);   /* args keeps it alive */

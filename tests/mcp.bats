@@ -20,7 +20,9 @@ setup() {
 	SERVER="$FORGE_ROOT/tests/helpers/mcp_server.py"
 	SLOG="$BATS_TEST_TMPDIR/server.log"
 	SENV="$BATS_TEST_TMPDIR/server.env"
-	mkdir -p .forge
+	mkdir -p .forge "$XDG_CONFIG_HOME/forge"
+	# the tests' servers are in the repository's config: the user trusts it
+	echo '{"mcp":{"trust_project":true}}' >"$XDG_CONFIG_HOME/forge/config.json"
 }
 
 # servers JSON [MORE-JSON]: .forge/config.json with mcp.servers = JSON, MORE merged over it;
@@ -327,11 +329,38 @@ reference_server() {
 	event tool.executed | jq -e '.tool == "s__echo" and .data.server == "s"'
 	grep -qx "PWD_IS=$REPO/.forge/worktrees/T1" "$SENV"
 	run -0 offered
-	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","delegate","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
 	# a plan phase does not start an implement-only server
 	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
 	rm -f "$SENV"
 	plan 0
 	[ ! -e "$SENV" ]
 	[ -z "$(event mcp.server.started)" ]
+}
+
+@test "a server the repository's config defines or changes starts only when the user's own config trusts it" {
+	rm "$XDG_CONFIG_HOME/forge/config.json"
+	servers "$(scripted)"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "failed" and (.[0].error | test("mcp.trust_project"))'
+	[ ! -e "$SLOG" ]
+	# the repository cannot trust itself
+	servers "$(scripted)" '{"mcp":{"trust_project":true}}'
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "failed"'
+	[ ! -e "$SLOG" ]
+	# a server of the user's whose arguments the repository changes is refused too
+	scripted | jq '{mcp: {servers: .}}' >"$XDG_CONFIG_HOME/forge/config.json"
+	jq -n --arg cmd "$SERVER" '{mcp: {servers: {s: {command: $cmd, args: ["--evil"]}}}}' >.forge/config.json
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "failed" and (.[0].error | test("trust_project"))'
+	# the user's own server, untouched by the repository: runs
+	rm .forge/config.json
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "running"'
+	# trusted by the user: the repository's server runs
+	echo '{"mcp":{"trust_project":true}}' >"$XDG_CONFIG_HOME/forge/config.json"
+	servers "$(scripted)"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "running"'
 }
