@@ -98,10 +98,10 @@ event_types() {
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[0].body.tools[].name]'"
 	assert_output '["read_file","list_files","grep","delegate","finish","ask_human"]'   # delegate: read-only helpers (subagent.bats)
 	# the finish schema is the state schema's plan, self-contained
-	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[3].input_schema |
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[] | select(.name == \"finish\") | .input_schema |
 		[.required, (.. | objects | has(\"\$ref\")) ] | flatten | unique'"
 	assert_output '[false,"risk","summary","tasks"]'
-	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[3].input_schema.properties | keys'"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[] | select(.name == \"finish\") | .input_schema.properties | keys'"
 	assert_output '["architecture","estimates","risk","summary","tasks","tests_wrong"]'
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.system'"
 	assert_output --partial "planner of Forge"
