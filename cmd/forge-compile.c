@@ -72,7 +72,9 @@ static struct cli_spec spec = {
 		       "(a run waiting at a gate exits 4: forge gate approve ID, then forge resume TRACE).\n"
 		       "The interview asks on the terminal when there is one, else takes --answers in order,\n"
 		       "else the model decides and says what it assumed.  DIR becomes a git repository (an\n"
-		       "empty initial commit) when it is not one; the product is built on the run's branch.\n"
+		       "empty initial commit) when it is not one; the product is built on the run's branch, one\n"
+		       "commit a stage, and a new product whose review passed lands on DIR's branch (an edit\n"
+		       "stays on the run's branch: forge merge TRACE).\n"
 		       "Every document is kept as a version in the database and in DIR/.forge/compile/.\n"
 		       "--edit changes a compiled project: the change stage says which rules are preserved,\n"
 		       "changed, new or removed, and only the stages that affects run again.",
