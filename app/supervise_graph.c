@@ -115,6 +115,38 @@ static void again(struct gx *x, size_t i, const char *why)
 }
 
 /*
+ * A checkpoint of the phase loop (before every run followed a pipeline; it
+ * has no state.nodes): the phase it names ended with the state's status,
+ * and every node before it is done.  Ok: done; failed: it runs again; any
+ * other status (rejected, escalated, tripped, …) leaves it blocked, to be
+ * decided again as the loop would have.
+ */
+static void read_phase_loop(struct gx *x)
+{
+	const char *phase = json_get_str(x->s->state, "phase");
+	const char *status = json_get_str(x->s->state, "status");
+	size_t before[x->g->n ? x->g->n : 1];
+	size_t at = x->g->n;
+
+	for (size_t i = 0; phase && i < x->g->n && at == x->g->n; i++)
+		if (x->g->nodes[i].phase && strcmp(x->g->nodes[i].phase, phase) == 0)
+			at = i;
+	if (at == x->g->n)
+		return;         /* "init": nothing ran */
+	size_t n = graph_path_to_root(x->g, at, before);
+	for (size_t k = 0; k < n; k++)
+		x->st[before[k]] = NODE_DONE;
+	if (!status || strcmp(status, "ok") == 0) {
+		x->st[at] = NODE_DONE;
+	} else if (strcmp(status, "failed") == 0) {
+		x->st[at] = NODE_FAILED;
+	} else {
+		x->st[at] = NODE_BLOCKED;
+		set_run(x, at, "status", jv_string(status));
+	}
+}
+
+/*
  * The statuses a state records.  A node found running (the supervisor
  * stopped while it ran) or failed runs again; a blocked one is decided
  * again (sup_graph_run).
@@ -123,6 +155,7 @@ static void read_nodes(struct gx *x)
 {
 	jv nodes = json_get(x->s->state, "nodes");
 	jv runs = json_get(x->s->state, "node_runs");
+	bool legacy = jv_get_kind(nodes) != JV_KIND_OBJECT;
 
 	x->runs = jv_get_kind(runs) == JV_KIND_OBJECT ? runs : (jv_free(runs), jv_object());
 	for (size_t i = 0; i < x->g->n; i++) {
@@ -131,12 +164,16 @@ static void read_nodes(struct gx *x)
 		x->st[i] = st == NODE_NSTATUS ? NODE_PENDING : st;
 	}
 	jv_free(nodes);
+	if (legacy)
+		read_phase_loop(x);
 	write_nodes(x);
 	for (size_t i = 0; i < x->g->n; i++) {
 		if (x->st[i] == NODE_RUNNING)
 			again(x, i, "it was running when the run stopped: it runs again");
-		else if (x->st[i] == NODE_FAILED)
+		else if (x->st[i] == NODE_FAILED) {
+			sup_progress(x->s, "  %s failed last time: running it again", x->g->nodes[i].id);
 			again(x, i, "it failed last time: it runs again");
+		}
 	}
 }
 
