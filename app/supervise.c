@@ -1321,7 +1321,7 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 		sup_emit(&s, "plan.from_task", json_set(jv_object(), "plan", jv_copy(plan)));
 		s.state = json_set(s.state, "plan", plan);
 	}
-	sup_checkpoint(&s, "init");
+	/* The first checkpoint ("init") is the executor's, as the first nodes start. */
 	code = sup_graph_run(&s, jobs_of(o));
 	return sup_finish(&s, caller, code);
 }

@@ -74,6 +74,38 @@ final_state() {
 	[[ "$stderr" == *"▶ left, right (at the same time)"* ]]
 }
 
+@test "a node starts as soon as it is ready: slow, fast, then what needs fast starts while slow still runs" {
+	# slow ends only once after_fast has started: with waves (after_fast waiting for
+	# slow's end) it would give up waiting and fail
+	pipeline p.json "$(node slow --key slow_out --wait-for after_fast)}" "$(node fast --key fast_out)}" \
+		"$(node after_fast --key after_out --saw fast_out),\"needs\":[\"fast\"]}" \
+		"$(node last --key last_out --saw slow_out,after_out),\"needs\":[\"slow\",\"after_fast\"]}"
+	run -0 --separate-stderr forge run --pipeline p.json --jobs 2 "no waves"
+	T=$(last_trace)
+	# after_fast started before slow ended; last after both
+	assert_equal "$(grep -n . "$MARKS/log" | grep -E 'start after_fast|end slow' | cut -d: -f2 | tr '\n' '|')" "start after_fast|end slow|"
+	assert_equal "$(tail -2 "$MARKS/log" | tr '\n' ' ')" "start last end last "
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.last_out, .state.after_out]')" \
+		'["completed",{"slow":"done","fast":"done","after_fast":"done","last":"done"},{"by":"last","saw":["slow","after_fast"]},{"by":"after_fast","saw":["fast"]}]'
+	[[ "$stderr" == *"▶ after_fast (while slow runs)"* ]]
+	# the merge kept what each node wrote; a checkpoint as nodes started or ended
+	assert_equal "$(forge status --json "$T" | jq -c '[.state.slow_out, .state.fast_out]')" '[{"by":"slow"},{"by":"fast"}]'
+}
+
+@test "a node that ends while another runs is decided at once: its retry starts while the other still runs" {
+	# slow ends only once flaky has started twice: with waves flaky's retry would
+	# wait for slow's end
+	pipeline p.json "$(node slow --key slow_out --wait-for flaky:2)}" \
+		"$(node flaky --key flaky_out --fail-once),\"retry\":{\"max\":1}}"
+	run -0 --separate-stderr forge run --pipeline p.json --jobs 2 "decided at once"
+	T=$(last_trace)
+	assert_equal "$(starts slow) $(starts flaky)" "1 2"
+	assert_equal "$(grep -E 'slow' "$MARKS/log" | tr '\n' '|')" "start slow|end slow|"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.node_runs.flaky]')" \
+		'["completed",{"slow":"done","flaky":"done"},{"attempt":2,"status":"ok","retries":1}]'
+	[[ "$stderr" == *"↻ flaky: retry 1 of 1: it ended failed"* ]]
+}
+
 @test "--jobs 1 runs the pair one after the other, with the same final state; pipeline.jobs is the default" {
 	PAIR_WAIT=left,right run -0 forge run --pipeline "$PAIR" --jobs 2 "a pair"
 	parallel=$(final_state "$(last_trace)")
