@@ -242,8 +242,7 @@ static bool retry(struct gx *x, size_t i, unsigned flag, const char *outcome)
 
 /* A human decides on node i.  Approved, a program node is done: the human's
  * yes stands over its no (running it again could only ask again); a phase
- * node is done with its result and runs again without one, as in the
- * phase loop. */
+ * node is done with its result and runs again without one. */
 static int human(struct gx *x, size_t i, const char *reason)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
@@ -291,14 +290,27 @@ static bool bounce_left(struct gx *x, size_t i, const char *from)
 	return nd->has_bounce && pipeline_bounces(x->s->state, from) < nd->bounce.max;
 }
 
-/* A built-in phase: pipeline_decide()'s rules; the graph says where a bounce goes. */
+static int decide_rejected(struct gx *x, size_t i, const char *outcome);
+
+/*
+ * A built-in phase: pipeline_decide()'s rules, with the bounce's when and
+ * max the pipeline gives (graph.h: the file's, else the configuration's
+ * bounces.*); the graph says where a bounce goes.  A phase other than
+ * review and test that says no takes its bounce as a program's does.
+ */
 static int decide_phase(struct gx *x, size_t i, const char *outcome)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
 	struct pipeline_decision d;
 	int code = -1;
 
-	if (pipeline_decide(&d, x->s->o->cfg, x->s->state, nd->phase, outcome, NULL, false) < 0) {
+	struct pipeline_bounce_rule rule = { .when = nd->has_bounce ? nd->bounce.when : NULL,
+					     .max = nd->has_bounce ? nd->bounce.max : -1 };
+
+	if (nd->has_bounce && strcmp(outcome, "rejected") == 0 && strcmp(nd->phase, "review") != 0 &&
+	    strcmp(nd->phase, "test") != 0)
+		return decide_rejected(x, i, outcome);
+	if (pipeline_decide_with(&d, x->s->o->cfg, x->s->state, nd->phase, outcome, &rule) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return sup_end_run(x->s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
 	}
@@ -338,8 +350,6 @@ static int decide_phase(struct gx *x, size_t i, const char *outcome)
 /* A program: ok, skipped, rejected (bounce, retry, a human or the end), escalated, tripped, failed. */
 static int decide_program(struct gx *x, size_t i, const char *outcome)
 {
-	const struct graph_node *nd = &x->g->nodes[i];
-
 	if (strcmp(outcome, "ok") == 0) {
 		set_status(x, i, NODE_DONE, "it ended ok");
 		return -1;
@@ -354,6 +364,14 @@ static int decide_program(struct gx *x, size_t i, const char *outcome)
 		return fail(x, i, "tripped a breaker", FORGE_EXIT_TRIPPED);
 	if (strcmp(outcome, "rejected") != 0)
 		return retry(x, i, GRAPH_RETRY_FAILED, outcome) ? -1 : fail(x, i, "failed", FORGE_EXIT_DEPENDENCY);
+	return decide_rejected(x, i, outcome);
+}
+
+/* A node said no: its bounce while its when holds and bounces are left, a
+ * retry, past the bound a human; a no its bounce does not cover ends the run. */
+static int decide_rejected(struct gx *x, size_t i, const char *outcome)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
 	bool holds = true;
 	if (nd->has_bounce && nd->bounce.when && jqexpr_test(&holds, nd->bounce.when, x->s->state) < 0) {
 		fprintf(stderr, "forge: node '%s': bounce when: %s\n", nd->id, forge_last_error());
@@ -369,7 +387,6 @@ static int decide_program(struct gx *x, size_t i, const char *outcome)
 	}
 	if (retry(x, i, GRAPH_RETRY_REJECTED, outcome))
 		return -1;
-	/* Past its bound a human decides; a no its bounce does not cover ends the run. */
 	if (nd->has_bounce && holds)
 		return human(x, i, "it said no and its bounces ran out");
 	return fail(x, i, "said no", FORGE_EXIT_REJECTED);
@@ -711,7 +728,7 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 	set_status(x, j->node, status_after(j->outcome), ended);
 	jv cost = json_get(s->state, "cost");
 	bool color = term_color(STDERR_FILENO), ok = strcmp(j->outcome, "ok") == 0;
-	/* A phase's line as the phase loop drew it; a program's names its node. */
+	/* A phase's line (✓ ok); a program's names its node. */
 	sup_progress(s, "  %s%s%s %s%s%s  (%.1f s, %d tool calls, run cost $%.4f)",
 		     term_sgr(color, ok ? TERM_GREEN : TERM_RED), ok ? "✓" : "✗", term_sgr(color, TERM_RESET),
 		     nd->phase ? "" : nd->id, nd->phase ? "" : " ", j->outcome, (double)j->ms / 1000, s->tools_run,

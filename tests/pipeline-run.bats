@@ -286,3 +286,54 @@ final_state() {
 	run -0 forge run --pipeline p.json --jobs 1 "no conflict"
 	assert_equal "$(forge status --json "$(last_trace)" | jq -c '.state.shared')" '{"by":"two"}'
 }
+
+@test "a phase node's bounce.when and bounce.max in the pipeline file replace the configuration's bounces.*" {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-review-bounce.jsonl"
+	# review requests changes, but the file's condition does not hold: no bounce, the run ends rejected
+	jq '(.nodes[] | select(.id == "review") | .bounce.when) = ".review.decision == \"never\""' \
+		"$FORGE_ROOT/pipelines/default.json" >"$BATS_TEST_TMPDIR/when.json"
+	run -1 --separate-stderr forge run --pipeline "$BATS_TEST_TMPDIR/when.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error, .state.bounces, .state.nodes.review]')" \
+		'["failed","review said no and its bounce condition does not hold",[],"blocked"]'
+	# max 0 (the configuration allows 2): no bounce, a human decides at once
+	jq '(.nodes[] | select(.id == "review") | .bounce.max) = 0' \
+		"$FORGE_ROOT/pipelines/default.json" >"$BATS_TEST_TMPDIR/max.json"
+	run -4 --separate-stderr forge run --pipeline "$BATS_TEST_TMPDIR/max.json" "add a mul operation" </dev/null
+	[[ "$stderr" == *"gate escalation_review is waiting for a human: review still requests changes after 0 bounces (limit 0)"* ]]
+	assert_equal "$(forge status --json "$(last_trace)" | jq -c '[.run.status, .state.bounces, .state.nodes.review]')" \
+		'["paused",[],"blocked"]'
+}
+
+@test "forge status shows each node's status on one line, in the pipeline's order" {
+	pipeline p.json "$(node first --key one)}" "$(node asks --key two --status escalated),\"needs\":[\"first\"]}" \
+		"$(node maybe --key three),\"needs\":[\"first\"],\"when\":\"false\"}" "$(node last --key four),\"needs\":[\"asks\"]}"
+	run -4 forge run --pipeline p.json "status"
+	T=$(last_trace)
+	run -0 forge status "$T"
+	assert_line "nodes    first ✓  asks ✗ blocked  maybe – skipped  last ·"
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 forge resume "$T"
+	run -0 forge status "$T"
+	assert_line "nodes    first ✓  asks ✓  maybe – skipped  last ✓"
+}
+
+@test "a run the phase loop recorded (no pipeline in run.started, no state.nodes) resumes as the default pipeline" {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl"
+	run -4 --separate-stderr forge run --config "$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	# what the phase loop left: its run.started names no pipeline, its checkpoints have no nodes
+	sqlite3 "$FORGE_DB" "DROP TRIGGER events_no_update;
+		UPDATE event_log SET record = json_remove(record, '\$.payload.pipeline') WHERE type = 'run.started';
+		UPDATE checkpoints SET state = json_remove(state, '\$.nodes', '\$.node_runs')"
+	assert_equal "$(forge status --json "$T" | jq -c '[.state.phase, .state.status, .state.nodes]')" '["plan","ok",null]'
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	run -0 --separate-stderr forge resume --config "$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json" "$T" </dev/null
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.deployment.status]')" \
+		'["completed",{"plan":"done","implement":"done","review":"done","test":"done","deploy":"done"},"healthy"]'
+	# plan ran once, before the pause
+	assert_equal "$(forge events replay "$T" | jq -r 'select(.type == "phase.started") | .source' | tr '\n' ' ')" \
+		"forge-plan forge-implement forge-review forge-test forge-deploy "
+}
