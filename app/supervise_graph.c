@@ -76,6 +76,7 @@ struct job {
 	bool stale;                 /* a bounce sent its node back while it ran: its result is dropped */
 	pthread_t th;
 	struct buf overlap;         /* ids of the nodes that ended while it ran, for a merge's message */
+	size_t first_overlap;       /* the first of them in the pipeline's order */
 	char outcome[32];           /* its status, "crashed", "interrupted" */
 };
 
@@ -675,14 +676,23 @@ static void merge_result(struct gx *x, struct job *j, char *conflict, size_t len
 			if (json_has(ret, spent[k]))
 				only = json_set(only, spent[k], json_get(ret, spent[k]));
 		jv_free(ret);
-		ret = only;
+		/* what the run's state says, not what the dropped node started from */
+		only = json_set(only, "phase", json_get(s->state, "phase"));
+		ret = json_set(only, "status", json_get(s->state, "status"));
 	}
-	jv both[2] = { s->state, ret };
-	const char *names[2] = { j->overlap.len ? j->overlap.buf : "the supervisor", x->g->nodes[j->node].id };
+	/* A conflict's message names the nodes in the pipeline's order, whichever ended first. */
+	bool first = j->overlap.len && j->first_overlap > j->node;
+	jv both[2] = { first ? ret : s->state, first ? s->state : ret };
+	const char *other = j->overlap.len ? j->overlap.buf : "the supervisor", *id = x->g->nodes[j->node].id;
+	const char *names[2] = { first ? id : other, first ? other : id };
 
 	if (graph_merge_states(&merged, j->base, both, names, 2, conflict, len) == 0) {
 		jv_free(s->state);
 		s->state = merged;
+		if (first && jv_get_kind(ret) == JV_KIND_OBJECT) {  /* phase and status: the node's */
+			s->state = json_set(s->state, "phase", json_get(ret, "phase"));
+			s->state = json_set(s->state, "status", json_get(ret, "status"));
+		}
 	}
 	jv_free(ret);
 }
@@ -709,9 +719,15 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 		jv_free(after);
 	}
 	merge_result(x, j, conflict, len);
-	for (size_t i = 0; i < x->g->n; i++)
-		if (x->busy[i] && x->busy[i] != j)
-			buf_addf(&x->busy[i]->overlap, "%s%s", x->busy[i]->overlap.len ? ", " : "", nd->id);
+	for (size_t i = 0; i < x->g->n; i++) {
+		struct job *o = x->busy[i];
+
+		if (!o || o == j)
+			continue;
+		if (!o->overlap.len || j->node < o->first_overlap)
+			o->first_overlap = j->node;
+		buf_addf(&o->overlap, "%s%s", o->overlap.len ? ", " : "", nd->id);
+	}
 	x->busy[j->node] = NULL;
 	x->nactive--;
 	x->dirty = true;

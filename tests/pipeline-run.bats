@@ -337,3 +337,19 @@ final_state() {
 	assert_equal "$(forge events replay "$T" | jq -r 'select(.type == "phase.started") | .source' | tr '\n' ' ')" \
 		"forge-plan forge-implement forge-review forge-test forge-deploy "
 }
+
+@test "a bounce sends back a node that is still running: its result is dropped and it runs again after its needs" {
+	# check says no once while slow (which needs build too) still runs; slow ends only
+	# once build has started again, so it is still running when the bounce happens
+	pipeline p.json "$(node build --key built)}" \
+		"$(node check --key checked --reject-once),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":1}}" \
+		"$(node slow --key slowed --wait-for build:2),\"needs\":[\"build\"]}"
+	run -0 --separate-stderr forge run --pipeline p.json --jobs 2 "stale"
+	T=$(last_trace)
+	assert_equal "$(starts build) $(starts check) $(starts slow)" "2 2 2"
+	[[ "$stderr" == *"– slow ended ok: dropped, a bounce sent it back"* ]]
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.node_runs.slow.attempt]')" \
+		'["completed",{"build":"done","check":"done","slow":"done"},2]'
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "slow") | "\(.from)>\(.status)"' | tr '\n' ' ')" \
+		"pending>running running>pending pending>running running>done "
+}
