@@ -805,8 +805,9 @@ static int job_done(struct gx *x, struct job *j, int code)
 
 /* ---- starting nodes ------------------------------------------------------- */
 
-/* Node i starts in a thread of its own (lock held), from the state as it is. */
-static void launch(struct gx *x, size_t i)
+/* Node i starts in a thread of its own (lock held), from the state as it
+ * is; alone (the only node running, and no other ready), in this one. */
+static void launch(struct gx *x, size_t i, bool alone)
 {
 	struct sup *s = x->s;
 	struct job *j = xcalloc(1, sizeof *j);
@@ -827,9 +828,10 @@ static void launch(struct gx *x, size_t i)
 	jv_free(task);
 	x->busy[i] = j;
 	x->nactive++;
-	j->threaded = pthread_create(&j->th, NULL, job_thread, j) == 0;
+	j->threaded = !alone && pthread_create(&j->th, NULL, job_thread, j) == 0;
 	if (!j->threaded) {
-		/* No thread: it runs here, alone (its output takes the lock). */
+		/* It runs here (its output takes the lock): alone, nothing else
+		 * can start before it ends; or no thread could be made. */
 		pthread_mutex_unlock(&s->lock);
 		run_job(j);
 		pthread_mutex_lock(&s->lock);
@@ -837,8 +839,9 @@ static void launch(struct gx *x, size_t i)
 	}
 }
 
-/* Start ready[0..take) (lock held): running, the state checkpointed, then their processes. */
-static void start_nodes(struct gx *x, const size_t *ready, size_t take)
+/* Start ready[0..take) of all_ready (lock held): running, the state
+ * checkpointed, then their processes. */
+static void start_nodes(struct gx *x, const size_t *ready, size_t take, size_t all_ready)
 {
 	struct sup *s = x->s;
 	struct buf ids = BUF_INIT, others = BUF_INIT;
@@ -878,8 +881,9 @@ static void start_nodes(struct gx *x, const size_t *ready, size_t take)
 		else
 			unsetenv(TERM_RELAY_ENV);
 	}
+	/* Only one ready and none running: none can start before it ends. */
 	for (size_t k = 0; k < take; k++)
-		launch(x, ready[k]);
+		launch(x, ready[k], take == 1 && !before && all_ready == 1);
 	buf_release(&ids);
 	buf_release(&others);
 }
@@ -962,7 +966,7 @@ static int start_ready(struct gx *x, bool *started)
 		if (g == GATE_WAIT)
 			return sup_gate_paused(s, "waiting for a human at a gate");
 	}
-	start_nodes(x, ready, take);
+	start_nodes(x, ready, take, n);
 	*started = true;
 	return -1;
 }
