@@ -142,22 +142,14 @@ void sup_progress(struct sup *s, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-bool sup_transition(struct sup *s, enum pipeline_state to, const char *reason)
+void sup_transition(struct sup *s, enum pipeline_state to, const char *reason)
 {
 	if (s->pl == to)
-		return true;
-	/* A graph run's order is its pipeline's: only the end is a move here. */
-	if (!s->graph && !pipeline_can_transition(s->pl, to)) {
-		sup_emit(s, "pipeline.invalid_transition", json_set(json_set(json_set(jv_object(),
-			"from", jv_string(pipeline_state_name(s->pl))), "to", jv_string(pipeline_state_name(to))),
-			"reason", jv_string(reason)));
-		return false;
-	}
+		return;
 	sup_emit(s, "pipeline.state_changed", json_set(json_set(json_set(jv_object(),
 		"from", jv_string(pipeline_state_name(s->pl))), "to", jv_string(pipeline_state_name(to))),
 		"reason", jv_string(reason)));
 	s->pl = to;
-	return true;
 }
 
 /* ---- the run's record ---------------------------------------------------- */
@@ -447,28 +439,6 @@ int sup_gate_paused(struct sup *s, const char *reason)
 	return sup_end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
 }
 
-/* Every gate that fires between `done` and `next`: the configured ones,
- * then the ladder's (gates.h). */
-static enum gate_outcome pass_gates(struct sup *s, const char *done, const char *next)
-{
-	jv fired;
-	enum gate_outcome r = GATE_PASS;
-
-	if (gates_fired(&fired, s->o->cfg, s->state, done, next) < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
-		return GATE_STOP;
-	}
-	bool others = jv_array_length(jv_copy(fired)) > 0;
-	fired = gates_ladder(fired, s->o->cfg, s->level, s->state, done, next, others);
-	jv_array_foreach(fired, i, g) {
-		if (r == GATE_PASS)
-			r = sup_pass_gate(s, g, next ? next : done);
-		jv_free(g);
-	}
-	jv_free(fired);
-	return r;
-}
-
 /* A bounce back to implement (d->bounce, borrowed): by itself where the
  * ladder says so, else through its gate (approved: the bounce happens). */
 enum gate_outcome sup_pass_bounce(struct sup *s, jv bounce)
@@ -513,150 +483,6 @@ void sup_show_event(struct sup *s, jv ev)
 	jv_free(payload);
 }
 
-static void on_stdout(void *payload, const char *line, size_t len, int cut)
-{
-	struct sup *s = payload;
-	jv rec = cut ? jv_invalid() : json_parse(line, len);
-
-	if (jv_get_kind(rec) != JV_KIND_OBJECT) {
-		fprintf(stderr, "forge: %s wrote a line that is not a record (ignored)\n", s->running);
-		jv_free(rec);
-		return;
-	}
-	const char *kind = json_get_str(rec, "kind");
-	if (kind && strcmp(kind, "event") == 0) {
-		sup_persist(s, rec, line, len);
-		sup_show_event(s, rec);
-		if (s->o->json)
-			stream_write_raw(&s->out, line, len);
-	} else if (kind && strcmp(kind, "state") == 0) {
-		jv_free(s->returned);
-		s->returned = jv_copy(rec);
-	} else if (s->o->json) {
-		stream_write_raw(&s->out, line, len);
-	}
-	jv_free(rec);
-}
-
-static void on_stderr(void *payload, const char *line, size_t len, int cut)
-{
-	struct sup *s = payload;
-
-	size_t mark = strlen(TERM_RELAY_MARK);
-
-	(void)cut;
-	/* The phase's status line (its model call's spinner), drawn here. */
-	if (len >= mark && memcmp(line, TERM_RELAY_MARK, mark) == 0) {
-		char text[1024];
-		snprintf(text, sizeof text, "  [%s] %.*s", s->running, (int)(len - mark), line + mark);
-		term_status(len > mark ? text : NULL);
-		return;
-	}
-	/* Always shown: under -q the phases write only their errors. */
-	term_status_clear();
-	fprintf(stderr, "  [%s] %.*s\n", s->running, (int)len, line);
-}
-
-static void on_idle(void *payload)
-{
-	sup_commit_batch(payload);
-}
-
-static void on_started(void *payload)
-{
-	sup_sync_checkpoint(payload);
-}
-
-/* Run one phase filter; returns its status string (static). */
-static const char *run_phase(struct sup *s, const char *phase)
-{
-	char program[4096];
-	const char *argv[64];
-	int argc = 0, status;
-
-	snprintf(program, sizeof program, "%s/forge-%s", s->o->bindir, phase);
-	argv[argc++] = program;
-	argv[argc++] = "--repo";
-	argv[argc++] = s->o->repo;
-	if (s->o->db_path) {
-		argv[argc++] = "--db";
-		argv[argc++] = s->o->db_path;
-	}
-	for (const char *const *a = s->o->phase_args; a && *a && argc < 56; a++)
-		argv[argc++] = *a;
-	if (s->deploy_approved && strcmp(phase, "deploy") == 0)
-		argv[argc++] = "--approve";
-	argv[argc] = NULL;
-
-	char *input = json_dumps(jv_copy(s->state), false);
-	struct buf in = BUF_INIT;
-	buf_adds(&in, input);
-	buf_addch(&in, '\n');
-	free(input);
-	struct proc_opts po = PROC_OPTS_INIT;
-	struct proc_result pr;
-	po.argv = argv;
-	po.input = in.buf;
-	po.input_len = in.len;
-	po.keep_pgrp = true;
-	po.on_stdout = on_stdout;
-	po.on_stderr = on_stderr;
-	po.on_idle = on_idle;
-	po.on_started = on_started;
-	po.payload = s;
-	s->running = phase;
-	s->returned = jv_null();
-	s->tools_run = 0;
-	sup_progress(s, "▶ %s", phase);
-	sup_commit_batch(s);        /* the phase writes to the database too */
-	/* The phases' stderr is a pipe to us: they relay their status line. */
-	if (s->o->progress && isatty(STDERR_FILENO))
-		setenv(TERM_RELAY_ENV, "1", 1);
-	long long t0 = monotonic_ms();
-	int rc = proc_run(&pr, &po);
-	term_status_clear();
-	long long lifetime = monotonic_ms() - t0;
-	status = pr.exit_code;
-	proc_result_release(&pr);
-	buf_release(&in);
-	/* The process's whole life, start-up and exit included: with the
-	 * phase's own phase.completed, where the time between phases goes. */
-	if (rc == 0) {
-		jv ev = stream_event_new(&s->out, "phase.exited", json_set(json_set(jv_object(),
-			"phase", jv_string(phase)), "exit_code", jv_number(status)));
-		ev = json_set(ev, "duration_ms", jv_number((double)lifetime));
-		sup_emit_event(s, ev);
-	}
-	if (rc < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
-		return "failed";
-	}
-	if (jv_get_kind(s->returned) != JV_KIND_OBJECT) {
-		fprintf(stderr, "forge: forge-%s exited with status %d without a state\n", phase, status);
-		/* Killed by a signal (status 128+N): the phase never finished, so the
-		 * run pauses at its last checkpoint and `forge resume` runs it again. */
-		return interrupted ? "interrupted" : status > 128 ? "crashed" : "failed";
-	}
-	jv before = json_get(s->state, "cost"), after = json_get(s->returned, "cost");
-	double spent = json_get_num(after, "usd", 0) - json_get_num(before, "usd", 0);
-	s->phase_cost = json_set(s->phase_cost, phase,
-				 jv_number(json_get_num(s->phase_cost, phase, 0) + spent));
-	jv_free(before);
-	jv_free(after);
-	jv_free(s->state);
-	s->state = s->returned;
-	s->returned = jv_null();
-	static char st[32];
-	snprintf(st, sizeof st, "%s", json_get_str(s->state, "status") ? json_get_str(s->state, "status") : "failed");
-	jv cost = json_get(s->state, "cost");
-	bool color = term_color(STDERR_FILENO);
-	sup_progress(s, "  %s%s%s %s  (%.1f s, %d tool calls, run cost $%.4f)",
-		 term_sgr(color, strcmp(st, "ok") == 0 ? TERM_GREEN : TERM_RED), strcmp(st, "ok") == 0 ? "✓" : "✗",
-		 term_sgr(color, TERM_RESET), st, (double)(monotonic_ms() - t0) / 1000, s->tools_run, json_get_num(cost, "usd", 0));
-	jv_free(cost);
-	return st;
-}
-
 /* Loop 3 (app/reflect_run.h): the triggers are checked after every phase
  * result and at the end; a firing changes the state (what fired, what was
  * learned, its cost), which is checkpointed so a resume does not fire it
@@ -693,12 +519,7 @@ void sup_reflect_now(struct sup *s, const char *at, bool end)
 	sup_checkpoint(s, at);
 }
 
-/* ---- the loop ------------------------------------------------------------ */
-
-static const char *first_phase(const char *const *phases)
-{
-	return phases && phases[0] ? phases[0] : "plan";
-}
+/* ---- bounces and humans -------------------------------------------------- */
 
 /* A run that starts at implement (`--phases implement,…`) has no plan phase
  * to write one, and forge-implement's guard needs a plan: the task itself
@@ -713,16 +534,6 @@ jv sup_plan_from_task(const char *task_text)
 			   JV_ARRAY(jv_string("no plan phase ran: the risk was not assessed")));
 	return json_set(json_set(json_set(jv_object(), "summary", jv_string(task_text)), "tasks", JV_ARRAY(item)),
 			"risk", risk);
-}
-
-/* The requested phase before `phase`, or NULL when it is the first. */
-static const char *phase_before(const char *phase, const char *const *phases)
-{
-	const char *prev = NULL;
-
-	for (const char *p = first_phase(phases); p && strcmp(p, phase) != 0; p = pipeline_next_phase(p, phases))
-		prev = p;
-	return prev;
 }
 
 /* The bounce's event with what sent it back: the review's blocking findings
@@ -806,100 +617,6 @@ enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *re
 		jv_free(part);
 	}
 	return r;
-}
-
-static int loop(struct sup *s, const char *done, const char *next)
-{
-	char why[512];
-
-	while (next && !interrupted) {
-		if (sup_cancelled(s))
-			return sup_stop_cancelled(s);
-		if (done)
-			sup_reflect_now(s, done, false);
-		const char *tripped = sup_breaker(s, why, sizeof why);
-		if (tripped) {
-			sup_emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
-							    "reason", jv_string(why)));
-			sup_checkpoint(s, done ? done : "init");
-			fprintf(stderr, "forge: breaker %s tripped: %s\n", tripped, why);
-			return sup_end_run(s, "failed", why, FORGE_EXIT_TRIPPED);
-		}
-		enum gate_outcome g = pass_gates(s, done, next);
-		if (g == GATE_STOP)
-			return sup_end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
-		if (g == GATE_WAIT)
-			return sup_gate_paused(s, "waiting for a human at a gate");
-		if (!sup_transition(s, pipeline_state_of(next), s->step_reason[0] ? s->step_reason
-							     : done ? "next phase" : "starting"))
-			return sup_end_run(s, "failed", "invalid transition", FORGE_EXIT_DEPENDENCY);
-		store_run_update(s->o->store, s->trace, "running", next, NULL);
-
-		const char *st = run_phase(s, next);
-		if (strcmp(st, "interrupted") == 0 || interrupted)
-			break;
-		if (strcmp(st, "crashed") == 0) {
-			snprintf(why, sizeof why, "forge-%s was killed by a signal; resume runs it again", next);
-			return sup_end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
-		}
-		s->step_reason[0] = '\0';
-		sup_checkpoint(s, next);
-
-		struct pipeline_decision d;
-		if (pipeline_decide(&d, s->o->cfg, s->state, next, st, s->o->phases, s->o->dry_run) < 0) {
-			fprintf(stderr, "forge: %s\n", forge_last_error());
-			return sup_end_run(s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
-		}
-		done = next;
-		switch (d.action) {
-		case PL_ACT_NEXT:
-			next = d.next;
-			snprintf(s->step_reason, sizeof s->step_reason, "%s", d.reason);
-			break;
-		case PL_ACT_BOUNCE: {
-			enum gate_outcome h = sup_pass_bounce(s, d.bounce);
-			if (h != GATE_PASS) {
-				jv_free(d.bounce);
-				return sup_bounce_stopped(s, h);
-			}
-			snprintf(s->step_reason, sizeof s->step_reason, "bounce: %.500s", d.reason);
-			sup_progress(s, "  ↩ back to implement: %s", d.reason);
-			sup_add_bounce(s, d.bounce);
-			d.bounce = jv_null();
-			next = "implement";
-			break;
-		}
-		case PL_ACT_HUMAN: {
-			enum gate_outcome h = sup_ask_human(s, done, pipeline_result_key(done), d.reason);
-			if (h == GATE_WAIT)
-				return sup_gate_paused(s, d.reason);
-			if (h == GATE_STOP)
-				return sup_end_run(s, "failed", "a human said no", FORGE_EXIT_REJECTED);
-			/* Approved: a phase without its result runs again, else on. */
-			bool has_result = json_has(s->state, pipeline_result_key(done));
-			next = has_result ? pipeline_next_phase(done, s->o->phases) : done;
-			break;
-		}
-		case PL_ACT_DONE:
-			return sup_end_run(s, "completed", NULL, FORGE_EXIT_OK);
-		case PL_ACT_REJECTED:
-			return sup_end_run(s, "failed", d.reason, FORGE_EXIT_REJECTED);
-		case PL_ACT_TRIPPED:
-			return sup_end_run(s, "failed", d.reason, FORGE_EXIT_TRIPPED);
-		case PL_ACT_FAILED:
-			return sup_end_run(s, "failed", d.reason, FORGE_EXIT_DEPENDENCY);
-		}
-		jv_free(d.bounce);
-	}
-	if (sup_cancelled(s))
-		return sup_stop_cancelled(s);
-	if (interrupted) {
-		fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
-		store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
-		sup_emit(s, "run.paused", json_set(jv_object(), "reason", jv_string("interrupted")));
-		return FORGE_EXIT_INTERRUPTED;
-	}
-	return sup_end_run(s, "completed", NULL, FORGE_EXIT_OK);
 }
 
 /* ---- after the run: Loop 3 ----------------------------------------------- */
@@ -1041,7 +758,6 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	memset(s, 0, sizeof *s);
 	s->o = o;
 	s->state = jv_null();
-	s->returned = jv_null();
 	s->approval = jv_null();
 	s->phase_cost = jv_object();
 	s->saved = jv_null();
@@ -1126,7 +842,6 @@ static void sup_release(struct sup *s)
 		s->unsynced = false;
 	sup_sync_checkpoint(s);
 	jv_free(s->state);
-	jv_free(s->returned);
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
 	jv_free(s->saved);
@@ -1353,7 +1068,8 @@ void supervise_graph_errors(const struct graph *g)
 
 /*
  * The pipeline a graph run recorded in its run.started, loaded again (the
- * programs found as they are now): *out NULL for a run of the phase loop.
+ * programs found as they are now): *out NULL for a run that recorded none
+ * (the phase loop's before every run was a pipeline's).
  * 0, or exit 2 with the pipeline's errors listed.
  */
 static int recorded_graph(struct graph **out, const struct supervise_opts *o, const char *trace)
@@ -1383,6 +1099,112 @@ static int recorded_graph(struct graph **out, const struct supervise_opts *o, co
 	jv_free(payload);
 	jv_free(ev);
 	return rc;
+}
+
+/* Into *out (an array), what node `id` of byid ({id: node}) needs among
+ * the kept nodes: its own needs that are kept, and for each that is not,
+ * what that one needs, as far back as it goes (depth bounds a cycle, which
+ * validation reports). */
+static jv kept_needs(jv out, jv byid, jv kept, const char *id, int depth)
+{
+	jv node = json_get(byid, id), needs = json_get(node, "needs");
+
+	if (jv_get_kind(needs) == JV_KIND_ARRAY && depth > 0) {
+		jv_array_foreach(needs, k, need) {
+			const char *nid = jv_get_kind(need) == JV_KIND_STRING ? jv_string_value(need) : "";
+			bool seen = false;
+
+			jv_array_foreach(out, m, have) {
+				seen = seen || (jv_get_kind(have) == JV_KIND_STRING && strcmp(jv_string_value(have), nid) == 0);
+				jv_free(have);
+				(void)m;
+			}
+			if (json_has(kept, nid) && !seen)
+				out = jv_array_append(out, jv_copy(need));
+			else if (!json_has(kept, nid))
+				out = kept_needs(out, byid, kept, nid, depth - 1);
+			jv_free(need);
+			(void)k;
+		}
+	}
+	jv_free(needs);
+	jv_free(node);
+	return out;
+}
+
+/*
+ * `--phases LIST` (and a dry run's plan alone) on a pipeline document
+ * (consumed): only its nodes of those phases, each needing what it needed
+ * among them (directly, or through the nodes left out); a bounce to a node
+ * left out is gone.  New reference.
+ */
+static jv only_phases(jv doc, const char *const *phases)
+{
+	jv nodes = json_get(doc, "nodes"), byid = jv_object(), kept = jv_object(), out = jv_array();
+
+	jv_array_foreach(nodes, i, nd) {
+		const char *id = json_get_str(nd, "id"), *phase = json_get_str(nd, "phase");
+		bool want = false;
+
+		for (const char *const *p = phases; phase && *p && !want; p++)
+			want = strcmp(*p, phase) == 0;
+		if (id && want)
+			kept = json_set(kept, id, jv_true());
+		if (id)
+			byid = json_set(byid, id, jv_copy(nd));
+		jv_free(nd);
+		(void)i;
+	}
+	jv_array_foreach(nodes, i, nd) {
+		const char *id = json_get_str(nd, "id");
+		jv bounce = json_get(nd, "bounce");
+
+		if (!id || !json_has(kept, id)) {
+			jv_free(bounce);
+			jv_free(nd);
+			continue;
+		}
+		jv needs = kept_needs(jv_array(), byid, kept, id, jv_array_length(jv_copy(nodes)));
+		nd = jv_array_length(jv_copy(needs)) ? json_set(nd, "needs", needs)
+						      : (jv_free(needs), jv_object_delete(nd, jv_string("needs")));
+		if (jv_get_kind(bounce) == JV_KIND_OBJECT && !json_has(kept, json_get_str(bounce, "to") ?
+								 json_get_str(bounce, "to") : ""))
+			nd = jv_object_delete(nd, jv_string("bounce"));
+		jv_free(bounce);
+		out = jv_array_append(out, nd);
+		(void)i;
+	}
+	jv_free(nodes);
+	jv_free(byid);
+	jv_free(kept);
+	return json_set(doc, "nodes", out);
+}
+
+/*
+ * The pipeline a run follows without --pipeline: the default one (the
+ * project's .forge/pipelines/default.json, else the built-in), with only
+ * the phases o->phases asks for.  0, or exit 2 with its errors listed.
+ */
+static int default_graph(struct graph **out, const struct supervise_opts *o)
+{
+	struct graph_env env = { .cfg = o->cfg, .bindir = o->bindir };
+	int rc = graph_load(out, "default", o->repo, &env);
+
+	if (rc == 0 && o->phases) {
+		struct graph *all = *out;
+
+		rc = graph_from_json(out, only_phases(jv_copy(all->doc), o->phases), all->source, all->path, &env);
+		graph_free(all);
+	}
+	if (rc < 0) {
+		supervise_graph_errors(*out);
+		fprintf(stderr, "forge: the default pipeline has %zu error%s: nothing was started\n", (*out)->nerrors,
+			(*out)->nerrors == 1 ? "" : "s");
+		graph_free(*out);
+		*out = NULL;
+		return FORGE_EXIT_USAGE;
+	}
+	return 0;
 }
 
 /* Whether a node of g runs the built-in phase. */
@@ -1424,14 +1246,8 @@ static int check_models(const struct supervise_opts *o)
 	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
 		struct llm_options opt;
 		struct llm_client *c = NULL;
-		bool runs = false;
 
-		if (o->graph)
-			runs = graph_has_phase(o->graph, need[i]);
-		for (const char *p = o->graph ? NULL : first_phase(o->phases); p && !runs;
-		     p = pipeline_next_phase(p, o->phases))
-			runs = strcmp(p, need[i]) == 0;
-		if (!runs)
+		if (!graph_has_phase(o->graph, need[i]))
 			continue;
 		llm_options_init(&opt);
 		llm_options_for(&opt, o->cfg, need[i], false);
@@ -1446,20 +1262,14 @@ static int check_models(const struct supervise_opts *o)
 	return 0;
 }
 
-int supervise_run(const struct supervise_opts *o, const char *task_text)
+/* A new run of o->graph (caller: the options as given, for sup_finish). */
+static int start_run(const struct supervise_opts *o, const struct supervise_opts *caller, const char *task_text)
 {
 	struct sup s;
-	struct supervise_opts dry;
-	const struct supervise_opts *caller = o;
 	char trace[ULID_LEN + 1];
 	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd");
 	const char *base = o->base_ref ? o->base_ref : "HEAD";
 	const char *env = config_get_str(o->cfg, "deploy.environment");
-
-	if (o->dry_run) {
-		dry = dry_opts(o);
-		o = &dry;       /* sup_finish() gets the caller's, for its --json */
-	}
 	int code = check_models(o);
 	if (code)
 		return code;
@@ -1510,18 +1320,32 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	sup_progress(&s, "  automation level %d (%s)", s.level, s.level_from);
 	jv started = json_set(json_set(jv_object(), "task", jv_string(task_text)), "dry_run", jv_bool(o->dry_run));
 	s.graph = o->graph;
-	if (o->graph)
-		started = json_set(started, "pipeline", pipeline_record(o->graph));
+	started = json_set(started, "pipeline", pipeline_record(o->graph));
 	sup_emit(&s, "run.started", level_payload(&s, started));
-	if (o->graph ? !graph_has_phase(o->graph, "plan") && graph_has_phase(o->graph, "implement")
-		     : strcmp(first_phase(o->phases), "implement") == 0) {
+	if (!graph_has_phase(o->graph, "plan") && graph_has_phase(o->graph, "implement")) {
 		jv plan = sup_plan_from_task(task_text);
 		sup_emit(&s, "plan.from_task", json_set(jv_object(), "plan", jv_copy(plan)));
 		s.state = json_set(s.state, "plan", plan);
 	}
-	sup_checkpoint(&s, "init");
-	code = o->graph ? sup_graph_run(&s, jobs_of(o)) : loop(&s, NULL, first_phase(o->phases));
+	/* The first checkpoint ("init") is the executor's, as the first nodes start. */
+	code = sup_graph_run(&s, jobs_of(o));
 	return sup_finish(&s, caller, code);
+}
+
+int supervise_run(const struct supervise_opts *o, const char *task_text)
+{
+	/* A dry run's copy: sup_finish() gets the caller's, for its --json. */
+	struct supervise_opts mine = o->dry_run ? dry_opts(o) : *o;
+	struct graph *own = NULL;
+	int code = 0;
+
+	if (!mine.graph && (code = default_graph(&own, &mine)) != 0)
+		return code;
+	if (own)
+		mine.graph = own;
+	code = start_run(&mine, o, task_text);
+	graph_free(own);
+	return code;
 }
 
 /* After a crash, bring the worktree back to the checkpoint's commit. */
@@ -1589,8 +1413,10 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		dry = dry_opts(o);
 		o = &dry;
 	}
+	/* The pipeline it recorded; a run of the phase loop before it (no
+	 * pipeline recorded) followed the default one. */
 	struct graph *graph = NULL;
-	if ((code = recorded_graph(&graph, o, trace)) != 0) {
+	if ((code = recorded_graph(&graph, o, trace)) != 0 || (!graph && (code = default_graph(&graph, o)) != 0)) {
 		jv_free(cp);
 		return code;
 	}
@@ -1613,63 +1439,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	const char *st = json_get_str(s.state, "status");
 	sup_progress(&s, "forge: resuming run %s after %s (%s), automation level %d (%s)", trace, phase, st, s.level,
 		 s.level_from);
-	char done[32];
-	snprintf(done, sizeof done, "%s", phase ? phase : "init");
-	if (graph) {
-		code = sup_graph_run(&s, jobs_of(o));
-	} else if (strcmp(done, "init") == 0) {
-		code = loop(&s, NULL, first_phase(o->phases));
-	} else if (st && strcmp(st, "failed") == 0 && pipeline_state_of(done) != PL_NSTATES) {
-		/* The phase itself failed (its model or git was down, a bug): it
-		 * runs again on its own last state; the phases before it are done. */
-		sup_progress(&s, "  %s failed last time: running it again", done);
-		code = loop(&s, phase_before(done, o->phases), done);
-	} else {
-		struct pipeline_decision d;
-		if (pipeline_decide(&d, o->cfg, s.state, done, st ? st : "failed", o->phases, o->dry_run) < 0) {
-			fprintf(stderr, "forge: %s\n", forge_last_error());
-			sup_release(&s);
-			graph_free(graph);
-			return FORGE_EXIT_USAGE;
-		}
-		const char *next = NULL;
-		code = -1;
-		switch (d.action) {
-		case PL_ACT_NEXT: next = d.next; break;
-		case PL_ACT_BOUNCE: {
-			enum gate_outcome h = sup_pass_bounce(&s, d.bounce);
-			if (h != GATE_PASS) {
-				code = sup_bounce_stopped(&s, h);
-				break;
-			}
-			sup_add_bounce(&s, d.bounce);
-			d.bounce = jv_null();
-			next = "implement";
-			break;
-		}
-		case PL_ACT_HUMAN: {
-			enum gate_outcome h = sup_ask_human(&s, done, pipeline_result_key(done), d.reason);
-			if (h == GATE_WAIT)
-				code = sup_gate_paused(&s, d.reason);
-			else if (h == GATE_STOP)
-				code = sup_end_run(&s, "failed", "a human said no", FORGE_EXIT_REJECTED);
-			else {
-				bool has = json_has(s.state, pipeline_result_key(done));
-				next = has ? pipeline_next_phase(done, o->phases) : done;
-				if (!next)
-					code = sup_end_run(&s, "completed", NULL, FORGE_EXIT_OK);
-			}
-			break;
-		}
-		case PL_ACT_DONE: code = sup_end_run(&s, "completed", NULL, FORGE_EXIT_OK); break;
-		case PL_ACT_REJECTED: code = sup_end_run(&s, "failed", d.reason, FORGE_EXIT_REJECTED); break;
-		case PL_ACT_TRIPPED: code = sup_end_run(&s, "failed", d.reason, FORGE_EXIT_TRIPPED); break;
-		case PL_ACT_FAILED: code = sup_end_run(&s, "failed", d.reason, FORGE_EXIT_DEPENDENCY); break;
-		}
-		jv_free(d.bounce);
-		if (code < 0)
-			code = loop(&s, done, next);
-	}
+	code = sup_graph_run(&s, jobs_of(o));
 	code = sup_finish(&s, caller, code);
 	graph_free(graph);
 	return code;

@@ -43,13 +43,17 @@
  * (human.h; its JSON alone with json); its run.started says dry_run, and a
  * resume of it stays a dry run.
  *
- * With opts->graph the run follows that pipeline as data instead of the
- * phase loop (app/supervise_graph.c; README "Running a pipeline"): its
- * nodes when their needs are done, at most opts->jobs (else pipeline.jobs)
- * at the same time, their statuses in state.nodes and node.status events.
+ * Every run follows a pipeline as data (app/supervise_graph.c; README
+ * "Running a pipeline"): opts->graph, else the one named default (the
+ * project's .forge/pipelines/default.json, else the built-in), with only
+ * the phases opts->phases names (a dry run: plan).  Its nodes start as soon
+ * as their needs are done, at most opts->jobs (else pipeline.jobs) at the
+ * same time, their statuses in state.nodes and node.status events.
  * run.started records the pipeline ({"pipeline": {"name", "source",
  * "path", "doc"}}), and a resume of such a run loads that record again
- * (exit 2, its errors listed, when it no longer validates: a program gone).
+ * (exit 2, its errors listed, when it no longer validates: a program gone);
+ * a run recorded before (no pipeline in its run.started) resumes as the
+ * default pipeline.  A default pipeline with errors: exit 2, nothing made.
  */
 #ifndef FORGE_SUPERVISE_H
 #define FORGE_SUPERVISE_H
@@ -79,7 +83,7 @@ struct supervise_opts {
 	bool level_given;               /* --level: level overrides the automation level */
 	int level;                      /* 0..4 when level_given */
 	const struct graph *graph;      /* run: the pipeline (engine/graph.h, without errors), or
-					 * NULL: the default phase loop; resume loads the run's own */
+					 * NULL: the default one; resume loads the run's own */
 	int jobs;                       /* nodes at once; 0: pipeline.jobs */
 	jv initial;                     /* run: more of the first state (an object, borrowed:
 					 * forge compile's `compile` and documents); another

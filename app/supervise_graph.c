@@ -1,22 +1,30 @@
 /*
- * supervise_graph.c - a pipeline as data run by the supervisor (issue 16,
- * seed 004 §2); see supervise_int.h.
+ * supervise_graph.c - the pipeline every run follows, run by the supervisor
+ * (issue 16, seed 004 §2); see supervise_int.h.  A plain `forge run` runs
+ * the default pipeline (pipelines/default.json) through it.
  *
- * The nodes ready together (graph_ready) run as one wave, at most `jobs` of
- * them at a time, each in a thread of its own that runs its process
- * (proc_run) with the same input state; everything they stream goes
- * through sup->lock, so the store, its batch and stdout have one writer.
- * As each node ends its state is merged into the run's (graph_merge_states:
- * their results side by side, costs added up), its status set and the state
- * checkpointed.  When the wave has ended, each node that did not end ok is
- * decided in file order: retried, bounced back (graph_rerun), handed to a
- * human, or the end of the run.  Phase nodes keep pipeline_decide()'s rules
- * (the test bounce only with a confident fix, …); the graph says where a
- * bounce goes and bounds it.
+ * A node starts as soon as it is ready (graph_ready: its needs done or
+ * skipped), at most `jobs` at a time, each in a thread of its own that runs
+ * its process (proc_run) with the state as it was when it started;
+ * everything they stream goes through sup->lock, so the store, its batch
+ * and stdout have one writer.  The main thread holds the lock except while
+ * it waits for a node to end.  When a node ends its state is merged into
+ * the run's (graph_merge_states, three ways: what the node changed since it
+ * started beside what the nodes that ended meanwhile changed, costs added
+ * up), its status set, and it is decided at once: retried, bounced back
+ * (graph_rerun), handed to a human, or the end of the run; the nodes that
+ * became ready start while slower ones keep running.  Phase nodes keep
+ * pipeline_decide()'s rules (the test bounce only with a confident fix, …)
+ * with the bounce's when and max from the pipeline (the configuration's
+ * bounces.* when the file gives none); the graph says where a bounce goes.
+ * A run that ends (fails, pauses) while nodes still run starts none after:
+ * it waits for them and records how they ended, for a resume to decide.
  *
  * The state records every node's status (state.nodes: {id: status}) and
  * its runs (state.node_runs: {id: {attempt, retries, status}}); each change
- * of status is a node.status event.
+ * of status is a node.status event.  The state is checkpointed once per
+ * step, just before nodes start (a phase gets the checkpoint of the one
+ * before it), when a node did not end ok, and at the end.
  */
 #include "app/supervise_int.h"
 #include "app/term.h"
@@ -35,28 +43,40 @@
 #include <string.h>
 #include <unistd.h>
 
+struct job;
+
 struct gx {
 	struct sup *s;
 	const struct graph *g;
 	enum node_status *st;
 	char **why;                 /* why node i is pending again (malloc'd), or NULL */
+	struct job **busy;          /* the job running node i, or NULL */
+	size_t nactive;             /* jobs running */
 	jv runs;                    /* {id: {attempt, retries, status}} */
 	int jobs;
-	const char *last_node;      /* the last node that ended (reflection) */
+	const char *last_node;      /* the last node that ended (reflection, checkpoint labels) */
+	bool dirty;                 /* the state changed since its last checkpoint */
+	bool reflect_due;           /* a node ended since the last reflection */
+	pthread_cond_t ended;       /* a job finished (with sup->lock) */
 };
 
 struct job {
 	struct gx *x;
 	size_t node;
-	const char *input;
+	char *input;                /* the state it started from, a line (owned) */
 	size_t input_len;
-	const char *cwd;
+	char *cwd;                  /* the run's worktree (owned), or NULL */
+	jv base;                    /* the state it started from (owned) */
 	jv returned;                /* the state it wrote, or jv_null() */
 	int exit_code;
 	int rc;                     /* proc_run's */
 	long long ms;
-	bool finished, taken;
-	pthread_cond_t *cond;
+	bool finished;              /* its process ended (with sup->lock) */
+	bool threaded;              /* th was started */
+	bool stale;                 /* a bounce sent its node back while it ran: its result is dropped */
+	pthread_t th;
+	struct buf overlap;         /* ids of the nodes that ended while it ran, for a merge's message */
+	size_t first_overlap;       /* the first of them in the pipeline's order */
 	char outcome[32];           /* its status, "crashed", "interrupted" */
 };
 
@@ -98,6 +118,7 @@ static void set_status(struct gx *x, size_t i, enum node_status to, const char *
 	if (from == to)
 		return (void)jv_free(run);
 	x->st[i] = to;
+	x->dirty = true;
 	write_nodes(x);
 	sup_emit(x->s, "node.status", json_set(json_set(json_set(json_set(json_set(jv_object(),
 		"node", jv_string(x->g->nodes[i].id)), "status", jv_string(node_status_name(to))),
@@ -106,12 +127,47 @@ static void set_status(struct gx *x, size_t i, enum node_status to, const char *
 	jv_free(run);
 }
 
-/* Node i is pending again (why: copied, for the event when it starts). */
+/* Node i is pending again (why: copied, for the event when it starts); a
+ * run of it still going on is dropped when it ends. */
 static void again(struct gx *x, size_t i, const char *why)
 {
+	if (x->busy[i])
+		x->busy[i]->stale = true;
 	free(x->why[i]);
 	x->why[i] = xstrdup(why);
 	set_status(x, i, NODE_PENDING, why);
+}
+
+/*
+ * A checkpoint of the phase loop (before every run followed a pipeline; it
+ * has no state.nodes): the phase it names ended with the state's status,
+ * and every node before it is done.  Ok: done; failed: it runs again; any
+ * other status (rejected, escalated, tripped, …) leaves it blocked, to be
+ * decided again as the loop would have.
+ */
+static void read_phase_loop(struct gx *x)
+{
+	const char *phase = json_get_str(x->s->state, "phase");
+	const char *status = json_get_str(x->s->state, "status");
+	size_t before[x->g->n ? x->g->n : 1];
+	size_t at = x->g->n;
+
+	for (size_t i = 0; phase && i < x->g->n && at == x->g->n; i++)
+		if (x->g->nodes[i].phase && strcmp(x->g->nodes[i].phase, phase) == 0)
+			at = i;
+	if (at == x->g->n)
+		return;         /* "init": nothing ran */
+	size_t n = graph_path_to_root(x->g, at, before);
+	for (size_t k = 0; k < n; k++)
+		x->st[before[k]] = NODE_DONE;
+	if (!status || strcmp(status, "ok") == 0) {
+		x->st[at] = NODE_DONE;
+	} else if (strcmp(status, "failed") == 0) {
+		x->st[at] = NODE_FAILED;
+	} else {
+		x->st[at] = NODE_BLOCKED;
+		set_run(x, at, "status", jv_string(status));
+	}
 }
 
 /*
@@ -123,6 +179,7 @@ static void read_nodes(struct gx *x)
 {
 	jv nodes = json_get(x->s->state, "nodes");
 	jv runs = json_get(x->s->state, "node_runs");
+	bool legacy = jv_get_kind(nodes) != JV_KIND_OBJECT;
 
 	x->runs = jv_get_kind(runs) == JV_KIND_OBJECT ? runs : (jv_free(runs), jv_object());
 	for (size_t i = 0; i < x->g->n; i++) {
@@ -131,12 +188,16 @@ static void read_nodes(struct gx *x)
 		x->st[i] = st == NODE_NSTATUS ? NODE_PENDING : st;
 	}
 	jv_free(nodes);
+	if (legacy)
+		read_phase_loop(x);
 	write_nodes(x);
 	for (size_t i = 0; i < x->g->n; i++) {
 		if (x->st[i] == NODE_RUNNING)
 			again(x, i, "it was running when the run stopped: it runs again");
-		else if (x->st[i] == NODE_FAILED)
+		else if (x->st[i] == NODE_FAILED) {
+			sup_progress(x->s, "  %s failed last time: running it again", x->g->nodes[i].id);
 			again(x, i, "it failed last time: it runs again");
+		}
 	}
 }
 
@@ -177,14 +238,12 @@ static bool retry(struct gx *x, size_t i, unsigned flag, const char *outcome)
 	snprintf(why, sizeof why, "retry %d of %d: it ended %s", used + 1, nd->retry_max, outcome);
 	sup_progress(x->s, "  ↻ %s: %s", nd->id, why);
 	again(x, i, why);
-	sup_checkpoint(x->s, nd->id);
 	return true;
 }
 
 /* A human decides on node i.  Approved, a program node is done: the human's
  * yes stands over its no (running it again could only ask again); a phase
- * node is done with its result and runs again without one, as in the
- * phase loop. */
+ * node is done with its result and runs again without one. */
 static int human(struct gx *x, size_t i, const char *reason)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
@@ -198,7 +257,6 @@ static int human(struct gx *x, size_t i, const char *reason)
 		again(x, i, "a human approved: it runs again");
 	else
 		set_status(x, i, NODE_DONE, "a human approved it");
-	sup_checkpoint(x->s, nd->id);
 	return -1;
 }
 
@@ -221,7 +279,6 @@ static int bounce(struct gx *x, size_t i, jv rec, const char *reason)
 	size_t n = graph_rerun(x->g, nd->bounce.to, list);
 	for (size_t k = 0; k < n; k++)
 		again(x, list[k], why);
-	sup_checkpoint(x->s, nd->id);
 	return -1;
 }
 
@@ -234,14 +291,27 @@ static bool bounce_left(struct gx *x, size_t i, const char *from)
 	return nd->has_bounce && pipeline_bounces(x->s->state, from) < nd->bounce.max;
 }
 
-/* A built-in phase: pipeline_decide()'s rules; the graph says where a bounce goes. */
+static int decide_rejected(struct gx *x, size_t i, const char *outcome);
+
+/*
+ * A built-in phase: pipeline_decide()'s rules, with the bounce's when and
+ * max the pipeline gives (graph.h: the file's, else the configuration's
+ * bounces.*); the graph says where a bounce goes.  A phase other than
+ * review and test that says no takes its bounce as a program's does.
+ */
 static int decide_phase(struct gx *x, size_t i, const char *outcome)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
 	struct pipeline_decision d;
 	int code = -1;
 
-	if (pipeline_decide(&d, x->s->o->cfg, x->s->state, nd->phase, outcome, NULL, false) < 0) {
+	struct pipeline_bounce_rule rule = { .when = nd->has_bounce ? nd->bounce.when : NULL,
+					     .max = nd->has_bounce ? nd->bounce.max : -1 };
+
+	if (nd->has_bounce && strcmp(outcome, "rejected") == 0 && strcmp(nd->phase, "review") != 0 &&
+	    strcmp(nd->phase, "test") != 0)
+		return decide_rejected(x, i, outcome);
+	if (pipeline_decide_with(&d, x->s->o->cfg, x->s->state, nd->phase, outcome, &rule) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return sup_end_run(x->s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
 	}
@@ -281,8 +351,6 @@ static int decide_phase(struct gx *x, size_t i, const char *outcome)
 /* A program: ok, skipped, rejected (bounce, retry, a human or the end), escalated, tripped, failed. */
 static int decide_program(struct gx *x, size_t i, const char *outcome)
 {
-	const struct graph_node *nd = &x->g->nodes[i];
-
 	if (strcmp(outcome, "ok") == 0) {
 		set_status(x, i, NODE_DONE, "it ended ok");
 		return -1;
@@ -297,6 +365,14 @@ static int decide_program(struct gx *x, size_t i, const char *outcome)
 		return fail(x, i, "tripped a breaker", FORGE_EXIT_TRIPPED);
 	if (strcmp(outcome, "rejected") != 0)
 		return retry(x, i, GRAPH_RETRY_FAILED, outcome) ? -1 : fail(x, i, "failed", FORGE_EXIT_DEPENDENCY);
+	return decide_rejected(x, i, outcome);
+}
+
+/* A node said no: its bounce while its when holds and bounces are left, a
+ * retry, past the bound a human; a no its bounce does not cover ends the run. */
+static int decide_rejected(struct gx *x, size_t i, const char *outcome)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
 	bool holds = true;
 	if (nd->has_bounce && nd->bounce.when && jqexpr_test(&holds, nd->bounce.when, x->s->state) < 0) {
 		fprintf(stderr, "forge: node '%s': bounce when: %s\n", nd->id, forge_last_error());
@@ -312,7 +388,6 @@ static int decide_program(struct gx *x, size_t i, const char *outcome)
 	}
 	if (retry(x, i, GRAPH_RETRY_REJECTED, outcome))
 		return -1;
-	/* Past its bound a human decides; a no its bounce does not cover ends the run. */
 	if (nd->has_bounce && holds)
 		return human(x, i, "it said no and its bounces ran out");
 	return fail(x, i, "said no", FORGE_EXIT_REJECTED);
@@ -458,7 +533,7 @@ static void *job_thread(void *arg)
 	run_job(j);
 	pthread_mutex_lock(&s->lock);
 	j->finished = true;
-	pthread_cond_signal(j->cond);
+	pthread_cond_signal(&j->x->ended);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
@@ -483,7 +558,7 @@ static void outcome_of(struct job *j)
 		 j->rc == 0 && j->exit_code > 128 ? "crashed" : "failed");
 }
 
-/* What node j's end means before the wave is decided, and the status it shows. */
+/* The status a node's end shows before it is decided. */
 static enum node_status status_after(const char *outcome)
 {
 	if (strcmp(outcome, "ok") == 0)
@@ -493,184 +568,6 @@ static enum node_status status_after(const char *outcome)
 	if (strcmp(outcome, "crashed") == 0 || strcmp(outcome, "interrupted") == 0)
 		return NODE_RUNNING;
 	return NODE_FAILED;
-}
-
-/*
- * One node of the wave ended (lock held): its state merged with those of
- * the nodes of the wave that ended before it (rets, in file order), its
- * status, a checkpoint.  *conflict receives a merge's error.
- */
-static void job_ended(struct gx *x, struct job *jobs, size_t take, size_t k, jv base, char *conflict,
-		      size_t conflict_len)
-{
-	struct sup *s = x->s;
-	struct job *j = &jobs[k];
-	const struct graph_node *nd = &x->g->nodes[j->node];
-	jv rets[take];
-	const char *names[take];
-
-	outcome_of(j);
-	if (j->rc == 0) {
-		jv ev = stream_event_new(&s->out, "phase.exited", json_set(json_set(json_set(jv_object(),
-			"phase", jv_string(label(nd))), "node", jv_string(nd->id)), "exit_code", jv_number(j->exit_code)));
-		sup_emit_event(s, json_set(ev, "duration_ms", jv_number((double)j->ms)));
-	}
-	if (jv_get_kind(j->returned) == JV_KIND_OBJECT) {
-		jv before = json_get(base, "cost"), after = json_get(j->returned, "cost");
-		double spent = json_get_num(after, "usd", 0) - json_get_num(before, "usd", 0);
-
-		s->phase_cost = json_set(s->phase_cost, nd->id, jv_number(json_get_num(s->phase_cost, nd->id, 0) + spent));
-		jv_free(before);
-		jv_free(after);
-	}
-	for (size_t m = 0; m < take; m++) {
-		rets[m] = jobs[m].taken ? jobs[m].returned : jv_null();
-		names[m] = x->g->nodes[jobs[m].node].id;
-	}
-	jv merged;
-	if (!conflict[0] && graph_merge_states(&merged, base, rets, names, take, conflict, conflict_len) == 0) {
-		jv_free(s->state);
-		s->state = merged;
-	}
-	write_nodes(x);
-	set_run(x, j->node, "status", jv_string(j->outcome));
-	char ended[64];
-	snprintf(ended, sizeof ended, "it ended %s", j->outcome);
-	set_status(x, j->node, status_after(j->outcome), ended);
-	write_nodes(x);
-	jv cost = json_get(s->state, "cost");
-	bool color = term_color(STDERR_FILENO), ok = strcmp(j->outcome, "ok") == 0;
-	/* A phase's line as the phase loop draws it; a program's names its node. */
-	sup_progress(s, "  %s%s%s %s%s%s  (%.1f s, %d tool calls, run cost $%.4f)",
-		     term_sgr(color, ok ? TERM_GREEN : TERM_RED), ok ? "✓" : "✗", term_sgr(color, TERM_RESET),
-		     nd->phase ? "" : nd->id, nd->phase ? "" : " ", j->outcome, (double)j->ms / 1000, s->tools_run,
-		     json_get_num(cost, "usd", 0));
-	jv_free(cost);
-	sup_checkpoint(s, nd->id);
-}
-
-/* Start the wave's nodes (ready[0..take)): running, checkpointed, one input for all. */
-static void start_wave(struct gx *x, const size_t *ready, size_t take)
-{
-	struct sup *s = x->s;
-	struct buf ids = BUF_INIT;
-
-	for (size_t k = 0; k < take; k++) {
-		size_t i = ready[k];
-		jv run = run_of(x, i);
-		int attempt = (int)json_get_num(run, "attempt", 0) + 1;
-
-		jv_free(run);
-		set_run(x, i, "attempt", jv_number(attempt));
-		set_status(x, i, NODE_RUNNING, x->why[i] ? x->why[i] : "its needs are done");
-		free(x->why[i]);
-		x->why[i] = NULL;
-		buf_addf(&ids, "%s%s", k ? ", " : "", x->g->nodes[i].id);
-	}
-	sup_progress(s, "▶ %s%s", ids.buf, take > 1 ? " (at the same time)" : "");
-	/* A phase alone moves the run's state machine as the phase loop does
-	 * (planning, implementing, …); nodes at the same time have their statuses. */
-	if (take == 1 && x->g->nodes[ready[0]].phase)
-		sup_transition(s, pipeline_state_of(x->g->nodes[ready[0]].phase), ids.buf);
-	/* Labelled with what ended last: this state is that node's result. */
-	sup_checkpoint(s, x->last_node ? x->last_node : json_get_str(s->state, "phase") ? json_get_str(s->state, "phase")
-										      : "init");
-	store_run_update(s->o->store, s->trace, "running", x->g->nodes[ready[0]].id, NULL);
-	s->running = x->g->nodes[ready[0]].id;
-	s->tools_run = 0;
-	sup_commit_batch(s);        /* the phases write to the database too */
-	/* One status line on the terminal: relayed only when one node runs. */
-	if (take == 1 && s->o->progress && isatty(STDERR_FILENO))
-		setenv(TERM_RELAY_ENV, "1", 1);
-	else
-		unsetenv(TERM_RELAY_ENV);
-	buf_release(&ids);
-}
-
-/* Run ready[0..take) at the same time; decide each after all ended.  -1: go on, else the exit status. */
-static int run_wave(struct gx *x, const size_t *ready, size_t take)
-{
-	struct sup *s = x->s;
-	struct job *jobs = xcalloc(take, sizeof *jobs);
-	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-	char conflict[600] = "";
-	int code = -1;
-
-	start_wave(x, ready, take);
-	char *input = json_dumps(jv_copy(s->state), false);
-	size_t len = strlen(input);
-	jv task = json_get(s->state, "task"), base = jv_copy(s->state);
-	input = xrealloc(input, len + 2);
-	memcpy(input + len, "\n", 2);
-	for (size_t k = 0; k < take; k++)
-		jobs[k] = (struct job){ .x = x, .node = ready[k], .input = input, .input_len = len + 1,
-					.cwd = json_get_str(task, "worktree"), .returned = jv_null(), .cond = &cond };
-	if (take == 1) {
-		run_job(&jobs[0]);
-		jobs[0].finished = jobs[0].taken = true;
-		job_ended(x, jobs, take, 0, base, conflict, sizeof conflict);
-	} else {
-		pthread_t th[take];
-		bool started[take];
-
-		for (size_t k = 0; k < take; k++) {
-			started[k] = pthread_create(&th[k], NULL, job_thread, &jobs[k]) == 0;
-			if (!started[k]) {
-				run_job(&jobs[k]);      /* no thread: it runs here, alone */
-				jobs[k].finished = true;
-			}
-		}
-		pthread_mutex_lock(&s->lock);
-		for (size_t done = 0; done < take;) {
-			size_t k = 0;
-
-			while (k < take && !(jobs[k].finished && !jobs[k].taken))
-				k++;
-			if (k == take) {
-				pthread_cond_wait(&cond, &s->lock);
-				continue;
-			}
-			jobs[k].taken = true;
-			job_ended(x, jobs, take, k, base, conflict, sizeof conflict);
-			done++;
-		}
-		pthread_mutex_unlock(&s->lock);
-		for (size_t k = 0; k < take; k++)
-			if (started[k])
-				pthread_join(th[k], NULL);
-	}
-	x->last_node = x->g->nodes[ready[take - 1]].id;
-	for (size_t k = 0; k < take && code < 0; k++) {
-		const char *oc = jobs[k].outcome;
-
-		if (conflict[0]) {
-			fprintf(stderr, "forge: %s\n", conflict);
-			code = sup_end_run(s, "failed", conflict, FORGE_EXIT_DEPENDENCY);
-		} else if (strcmp(oc, "interrupted") == 0 || sup_interrupted()) {
-			code = interrupted_end(s);
-		} else if (strcmp(oc, "crashed") == 0) {
-			char why[400];
-
-			snprintf(why, sizeof why, "node '%s' was killed by a signal; resume runs it again",
-				 x->g->nodes[jobs[k].node].id);
-			code = sup_end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
-		}
-	}
-	for (size_t k = 0; k < take && code < 0; k++) {
-		size_t i = jobs[k].node;
-
-		/* A node a bounce before it sent back is pending again: nothing to decide. */
-		if (x->st[i] != NODE_PENDING && strcmp(jobs[k].outcome, "ok") != 0)
-			code = decide(x, i, jobs[k].outcome);
-	}
-	for (size_t k = 0; k < take; k++)
-		jv_free(jobs[k].returned);
-	jv_free(base);
-	jv_free(task);
-	free(input);
-	free(jobs);
-	pthread_cond_destroy(&cond);
-	return code;
 }
 
 /* ---- gates and the loop -------------------------------------------------- */
@@ -745,62 +642,397 @@ static int skip_ready(struct gx *x, const size_t *ready, size_t n, int *code)
 		sup_progress(x->s, "  – %s skipped: %s", nd->id, why);
 		skipped = 1;
 	}
-	if (skipped)
-		sup_checkpoint(x->s, x->g->nodes[ready[0]].id);
 	return skipped;
 }
 
-/* One step: the next wave, or the end.  -1: go on, else the exit status. */
-static int step(struct gx *x)
+/* The state as a checkpoint when it changed, labelled with the node that
+ * ended last (its result), else the phase the state names, else "init". */
+static void flush(struct gx *x)
+{
+	const char *phase = json_get_str(x->s->state, "phase");
+
+	if (!x->dirty)
+		return;
+	x->dirty = false;
+	sup_checkpoint(x->s, x->last_node ? x->last_node : phase ? phase : "init");
+}
+
+/* ---- a node's end ----------------------------------------------------------- */
+
+/* The run's state with job j's result merged in (conflict: why it cannot
+ * be, the state unchanged): what j changed since it started beside what
+ * changed meanwhile (the nodes that ended, the supervisor's own records).
+ * A stale job's result is dropped but for what it cost. */
+static void merge_result(struct gx *x, struct job *j, char *conflict, size_t len)
 {
 	struct sup *s = x->s;
-	size_t ready[x->g->n ? x->g->n : 1];
+	jv ret = jv_copy(j->returned), merged;
+
+	if (j->stale && jv_get_kind(ret) == JV_KIND_OBJECT) {
+		static const char *const spent[] = { "cost", "budget", "usage" };
+		jv only = jv_copy(j->base);
+
+		for (size_t k = 0; k < sizeof spent / sizeof spent[0]; k++)
+			if (json_has(ret, spent[k]))
+				only = json_set(only, spent[k], json_get(ret, spent[k]));
+		jv_free(ret);
+		/* what the run's state says, not what the dropped node started from */
+		only = json_set(only, "phase", json_get(s->state, "phase"));
+		ret = json_set(only, "status", json_get(s->state, "status"));
+	}
+	/* A conflict's message names the nodes in the pipeline's order, whichever ended first. */
+	bool first = j->overlap.len && j->first_overlap > j->node;
+	jv both[2] = { first ? ret : s->state, first ? s->state : ret };
+	const char *other = j->overlap.len ? j->overlap.buf : "the supervisor", *id = x->g->nodes[j->node].id;
+	const char *names[2] = { first ? id : other, first ? other : id };
+
+	if (graph_merge_states(&merged, j->base, both, names, 2, conflict, len) == 0) {
+		jv_free(s->state);
+		s->state = merged;
+		if (first && jv_get_kind(ret) == JV_KIND_OBJECT) {  /* phase and status: the node's */
+			s->state = json_set(s->state, "phase", json_get(ret, "phase"));
+			s->state = json_set(s->state, "status", json_get(ret, "status"));
+		}
+	}
+	jv_free(ret);
+}
+
+/* Node j ended (lock held): its result merged, its status, and the nodes
+ * still running told who ended (their merges' messages). */
+static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
+{
+	struct sup *s = x->s;
+	const struct graph_node *nd = &x->g->nodes[j->node];
+
+	outcome_of(j);
+	if (j->rc == 0) {
+		jv ev = stream_event_new(&s->out, "phase.exited", json_set(json_set(json_set(jv_object(),
+			"phase", jv_string(label(nd))), "node", jv_string(nd->id)), "exit_code", jv_number(j->exit_code)));
+		sup_emit_event(s, json_set(ev, "duration_ms", jv_number((double)j->ms)));
+	}
+	if (jv_get_kind(j->returned) == JV_KIND_OBJECT) {
+		jv before = json_get(j->base, "cost"), after = json_get(j->returned, "cost");
+		double spent = json_get_num(after, "usd", 0) - json_get_num(before, "usd", 0);
+
+		s->phase_cost = json_set(s->phase_cost, nd->id, jv_number(json_get_num(s->phase_cost, nd->id, 0) + spent));
+		jv_free(before);
+		jv_free(after);
+	}
+	merge_result(x, j, conflict, len);
+	for (size_t i = 0; i < x->g->n; i++) {
+		struct job *o = x->busy[i];
+
+		if (!o || o == j)
+			continue;
+		if (!o->overlap.len || j->node < o->first_overlap)
+			o->first_overlap = j->node;
+		buf_addf(&o->overlap, "%s%s", o->overlap.len ? ", " : "", nd->id);
+	}
+	x->busy[j->node] = NULL;
+	x->nactive--;
+	x->dirty = true;
+	x->last_node = nd->id;
+	x->reflect_due = true;
+	write_nodes(x);
+	if (j->stale) {
+		sup_progress(s, "  – %s ended %s: dropped, a bounce sent it back", nd->id, j->outcome);
+		return;
+	}
+	set_run(x, j->node, "status", jv_string(j->outcome));
+	char ended[64];
+	snprintf(ended, sizeof ended, "it ended %s", j->outcome);
+	set_status(x, j->node, status_after(j->outcome), ended);
+	jv cost = json_get(s->state, "cost");
+	bool color = term_color(STDERR_FILENO), ok = strcmp(j->outcome, "ok") == 0;
+	/* A phase's line (✓ ok); a program's names its node. */
+	sup_progress(s, "  %s%s%s %s%s%s  (%.1f s, %d tool calls, run cost $%.4f)",
+		     term_sgr(color, ok ? TERM_GREEN : TERM_RED), ok ? "✓" : "✗", term_sgr(color, TERM_RESET),
+		     nd->phase ? "" : nd->id, nd->phase ? "" : " ", j->outcome, (double)j->ms / 1000, s->tools_run,
+		     json_get_num(cost, "usd", 0));
+	jv_free(cost);
+}
+
+static void job_free(struct job *j)
+{
+	free(j->input);
+	free(j->cwd);
+	jv_free(j->base);
+	jv_free(j->returned);
+	buf_release(&j->overlap);
+	free(j);
+}
+
+/*
+ * Job j ended (lock held; its thread joined): recorded, and decided at once
+ * unless the run has ended already (code >= 0: it only records, a resume
+ * decides).  A result that is not ok is checkpointed before it is decided.
+ * Returns code, or the run's end.
+ */
+static int job_done(struct gx *x, struct job *j, int code)
+{
+	struct sup *s = x->s;
+	size_t i = j->node;
+	char conflict[600] = "";
+	bool stale = j->stale;
+
+	record_end(x, j, conflict, sizeof conflict);
+	char outcome[32];
+	snprintf(outcome, sizeof outcome, "%s", j->outcome);
+	job_free(j);
+	if (stale)
+		return code;
+	if (strcmp(outcome, "ok") != 0 || conflict[0])
+		flush(x);
+	if (code >= 0)
+		return code;
+	if (conflict[0]) {
+		fprintf(stderr, "forge: %s\n", conflict);
+		return sup_end_run(s, "failed", conflict, FORGE_EXIT_DEPENDENCY);
+	}
+	if (strcmp(outcome, "interrupted") == 0 || sup_interrupted())
+		return -1;      /* the run pauses once every node has stopped */
+	if (strcmp(outcome, "crashed") == 0) {
+		char why[400];
+
+		snprintf(why, sizeof why, "node '%s' was killed by a signal; resume runs it again", x->g->nodes[i].id);
+		return sup_end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
+	}
+	/* A node a bounce sent back is pending again: nothing to decide. */
+	if (x->st[i] != NODE_PENDING && strcmp(outcome, "ok") != 0)
+		return decide(x, i, outcome);
+	return -1;
+}
+
+/* ---- starting nodes ------------------------------------------------------- */
+
+/* Node i starts in a thread of its own (lock held), from the state as it
+ * is; alone (the only node running, and no other ready), in this one. */
+static void launch(struct gx *x, size_t i, bool alone)
+{
+	struct sup *s = x->s;
+	struct job *j = xcalloc(1, sizeof *j);
+	jv task = json_get(s->state, "task");
+	const char *wt = json_get_str(task, "worktree");
+	char *line = json_dumps(jv_copy(s->state), false);
+	size_t len = strlen(line);
+
+	j->x = x;
+	j->node = i;
+	j->input = xrealloc(line, len + 2);
+	memcpy(j->input + len, "\n", 2);
+	j->input_len = len + 1;
+	j->cwd = wt ? xstrdup(wt) : NULL;
+	j->base = jv_copy(s->state);
+	j->returned = jv_null();
+	j->overlap = (struct buf)BUF_INIT;
+	jv_free(task);
+	x->busy[i] = j;
+	x->nactive++;
+	j->threaded = !alone && pthread_create(&j->th, NULL, job_thread, j) == 0;
+	if (!j->threaded) {
+		/* It runs here (its output takes the lock): alone, nothing else
+		 * can start before it ends; or no thread could be made. */
+		pthread_mutex_unlock(&s->lock);
+		run_job(j);
+		pthread_mutex_lock(&s->lock);
+		j->finished = true;
+	}
+}
+
+/* Start ready[0..take) of all_ready (lock held): running, the state
+ * checkpointed, then their processes. */
+static void start_nodes(struct gx *x, const size_t *ready, size_t take, size_t all_ready)
+{
+	struct sup *s = x->s;
+	struct buf ids = BUF_INIT, others = BUF_INIT;
+	size_t before = x->nactive;
+
+	for (size_t i = 0; i < x->g->n; i++)
+		if (x->busy[i])
+			buf_addf(&others, "%s%s", others.len ? ", " : "", x->g->nodes[i].id);
+	for (size_t k = 0; k < take; k++) {
+		size_t i = ready[k];
+		jv run = run_of(x, i);
+		int attempt = (int)json_get_num(run, "attempt", 0) + 1;
+
+		jv_free(run);
+		set_run(x, i, "attempt", jv_number(attempt));
+		set_status(x, i, NODE_RUNNING, x->why[i] ? x->why[i] : "its needs are done");
+		free(x->why[i]);
+		x->why[i] = NULL;
+		buf_addf(&ids, "%s%s", k ? ", " : "", x->g->nodes[i].id);
+	}
+	sup_progress(s, "▶ %s%s%s%s%s", ids.buf, take > 1 ? " (at the same time)" : "", before ? " (while " : "",
+		     others.len ? others.buf : "", before ? (before == 1 ? " runs)" : " run)") : "");
+	/* A phase alone moves the run's state machine (planning, implementing,
+	 * …); nodes at the same time have their statuses. */
+	if (take == 1 && !before && x->g->nodes[ready[0]].phase)
+		sup_transition(s, pipeline_state_of(x->g->nodes[ready[0]].phase), ids.buf);
+	flush(x);
+	store_run_update(s->o->store, s->trace, "running", x->g->nodes[ready[0]].id, NULL);
+	s->running = x->g->nodes[ready[0]].id;
+	s->tools_run = 0;
+	sup_commit_batch(s);        /* the phases write to the database too */
+	/* One status line on the terminal: relayed only when one node runs.
+	 * The environment changes only while no thread runs a process. */
+	if (!before) {
+		if (take == 1 && s->o->progress && isatty(STDERR_FILENO))
+			setenv(TERM_RELAY_ENV, "1", 1);
+		else
+			unsetenv(TERM_RELAY_ENV);
+	}
+	/* Only one ready and none running: none can start before it ends. */
+	for (size_t k = 0; k < take; k++)
+		launch(x, ready[k], take == 1 && !before && all_ready == 1);
+	buf_release(&ids);
+	buf_release(&others);
+}
+
+/* The run's end before anything more starts: interrupted, cancelled,
+ * complete.  -1 when it goes on. */
+static int stop_or_end(struct gx *x)
+{
+	struct sup *s = x->s;
+
+	if (sup_interrupted()) {
+		flush(x);
+		return x->nactive ? -1 : interrupted_end(s);
+	}
+	if (x->nactive)
+		return -1;
+	if (sup_cancelled(s)) {
+		flush(x);
+		return sup_stop_cancelled(s);
+	}
+	if (graph_is_complete(x->g, x->st)) {
+		flush(x);
+		return sup_end_run(s, "completed", NULL, FORGE_EXIT_OK);
+	}
+	return -1;
+}
+
+/*
+ * Start what is ready, as much as --jobs leaves room for, after the
+ * reflection, the breakers and the gates (lock held).  -1: go on (*started
+ * says whether anything did), else the exit status.
+ */
+static int start_ready(struct gx *x, bool *started)
+{
+	struct sup *s = x->s;
+	size_t ready[x->g->n ? x->g->n : 1], n = 0, all;
 	char why[512];
 	int code = -1;
 
-	if (sup_interrupted())
-		return interrupted_end(s);
-	if (sup_cancelled(s))
-		return sup_stop_cancelled(s);
-	if (graph_is_complete(x->g, x->st))
-		return sup_end_run(s, "completed", NULL, FORGE_EXIT_OK);
-	size_t n = graph_ready(x->g, x->st, ready);
+	*started = false;
+	if ((code = stop_or_end(x)) >= 0 || sup_interrupted())
+		return code;
+	all = graph_ready(x->g, x->st, ready);
+	for (size_t k = 0; k < all; k++)
+		if (!x->busy[ready[k]])     /* a node sent back while it runs waits for its end */
+			ready[n++] = ready[k];
 	int sk = skip_ready(x, ready, n, &code);
-	if (sk != 0)
+	if (sk != 0) {
+		*started = sk > 0;          /* something changed: look again */
 		return sk < 0 ? code : -1;
-	if (n == 0)
-		return sup_end_run(s, "failed", "no node can run: a node it needs did not end ok",
-				   FORGE_EXIT_DEPENDENCY);
-	if (x->last_node)
+	}
+	if (n == 0 && !x->nactive) {
+		flush(x);
+		return sup_end_run(s, "failed", "no node can run: a node it needs did not end ok", FORGE_EXIT_DEPENDENCY);
+	}
+	size_t room = x->nactive < (size_t)x->jobs ? (size_t)x->jobs - x->nactive : 0;
+	size_t take = n < room ? n : room;
+	if (take == 0)
+		return -1;
+	if (x->reflect_due && x->last_node) {
+		x->reflect_due = false;
 		sup_reflect_now(s, x->last_node, false);
+	}
 	const char *tripped = sup_breaker(s, why, sizeof why);
 	if (tripped) {
 		sup_emit(s, "breaker.tripped", json_set(json_set(jv_object(), "breaker", jv_string(tripped)),
 							 "reason", jv_string(why)));
-		sup_checkpoint(s, x->last_node ? x->last_node : "init");
+		x->dirty = true;
+		flush(x);
 		fprintf(stderr, "forge: breaker %s tripped: %s\n", tripped, why);
 		return sup_end_run(s, "failed", why, FORGE_EXIT_TRIPPED);
 	}
-	size_t take = n < (size_t)x->jobs ? n : (size_t)x->jobs;
 	for (size_t k = 0; k < take; k++) {
 		enum gate_outcome g = node_gates(x, ready[k]);
 
+		if (g != GATE_PASS)
+			flush(x);
 		if (g == GATE_STOP)
 			return sup_end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
 		if (g == GATE_WAIT)
 			return sup_gate_paused(s, "waiting for a human at a gate");
 	}
-	return run_wave(x, ready, take);
+	start_nodes(x, ready, take, n);
+	*started = true;
+	return -1;
+}
+
+/* Wait (lock held) until a running job has finished; it is taken off, its thread joined. */
+static struct job *next_finished(struct gx *x)
+{
+	for (;;) {
+		for (size_t i = 0; i < x->g->n; i++) {
+			struct job *j = x->busy[i];
+
+			if (j && j->finished) {
+				if (j->threaded)
+					pthread_join(j->th, NULL);
+				return j;
+			}
+		}
+		pthread_cond_wait(&x->ended, &x->s->lock);
+	}
+}
+
+/* Until the run ends and no node runs any more.  Returns the exit status. */
+static int schedule(struct gx *x)
+{
+	struct sup *s = x->s;
+	int code = -1;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		bool started = false;
+
+		if (code < 0)
+			code = start_ready(x, &started);
+		if (started)
+			continue;
+		if (!x->nactive) {
+			if (code >= 0)
+				break;
+			code = stop_or_end(x);
+			if (code >= 0)
+				break;
+			continue;       /* cannot happen: with nothing running, start_ready starts or ends */
+		}
+		code = job_done(x, next_finished(x), code);
+	}
+	flush(x);
+	pthread_mutex_unlock(&s->lock);
+	return code;
 }
 
 int sup_graph_run(struct sup *s, int jobs)
 {
-	struct gx x = { .s = s, .g = s->graph, .jobs = jobs > 0 ? jobs : 1 };
+	struct gx x = { .s = s, .g = s->graph, .jobs = jobs > 0 ? jobs : 1, .dirty = true };
 	int code = -1;
 
 	x.st = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.st);
 	x.why = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.why);
+	x.busy = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.busy);
+	pthread_cond_init(&x.ended, NULL);
 	read_nodes(&x);
+	/* A resume reflects first on what ended last, as after any node's end. */
+	int last = graph_index(x.g, json_get_str(s->state, "phase") ? json_get_str(s->state, "phase") : "");
+	if (last >= 0) {
+		x.last_node = x.g->nodes[last].id;
+		x.reflect_due = true;
+	}
 	/* A node left blocked (a human was asked) is decided again on its last outcome. */
 	for (size_t i = 0; i < x.g->n && code < 0; i++) {
 		if (x.st[i] != NODE_BLOCKED)
@@ -813,12 +1045,16 @@ int sup_graph_run(struct sup *s, int jobs)
 		jv_free(run);
 		code = decide(&x, i, outcome);
 	}
-	while (code < 0)
-		code = step(&x);
+	if (code < 0)
+		code = schedule(&x);
+	else
+		flush(&x);
 	for (size_t i = 0; i < x.g->n; i++)
 		free(x.why[i]);
 	free(x.why);
+	free(x.busy);
 	free(x.st);
 	jv_free(x.runs);
+	pthread_cond_destroy(&x.ended);
 	return code;
 }

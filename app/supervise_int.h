@@ -1,7 +1,8 @@
 /*
- * supervise_int.h - what the supervisor's files share (app/supervise.c, the
- * phase loop of the default pipeline; app/supervise_graph.c, the executor
- * of pipelines as data): the run's working record and the steps both take.
+ * supervise_int.h - what the supervisor's files share (app/supervise.c: a
+ * run's start, resume, gates, breakers, record and end; app/supervise_graph.c:
+ * the executor of the pipeline every run follows): the run's working record
+ * and the steps both take.
  * Not for other callers: supervise.h is the interface.
  *
  * Threads: while the graph executor runs nodes at the same time, every
@@ -29,7 +30,6 @@ struct sup {
 	struct stream_out out;      /* the supervisor's own events (stdout with --json) */
 	char trace[128];
 	jv state;                   /* the current state (owned) */
-	jv returned;                /* the state the running phase wrote, or null */
 	const char *running;        /* the phase being run */
 	enum pipeline_state pl;
 	long pending;               /* writes in the open batch (transaction) */
@@ -37,7 +37,6 @@ struct sup {
 	bool deploy_approved;       /* a human approved the production deploy */
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
-	char step_reason[512];      /* why the next transition happens */
 	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
 	int tools_run;              /* progress: tool calls of the running phase */
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
@@ -45,7 +44,7 @@ struct sup {
 	sqlite3_stmt *run_row;      /* the run's status and start (run_now), or NULL */
 	int level;                  /* the automation level (set_level) */
 	char level_from[600];       /* where it came from, for run.started / run.resumed */
-	const struct graph *graph;  /* the pipeline run as data, or NULL: the phase loop */
+	const struct graph *graph;  /* the pipeline the run follows (borrowed) */
 	pthread_mutex_t lock;       /* held around everything above while nodes run at once */
 };
 
@@ -64,8 +63,9 @@ void sup_persist(struct sup *s, jv ev, const char *line, size_t len);
 void sup_emit_event(struct sup *s, jv ev);
 void sup_emit(struct sup *s, const char *type, jv payload);
 void sup_progress(struct sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A move of the run's state machine, checked (not for a graph run), as pipeline.state_changed. */
-bool sup_transition(struct sup *s, enum pipeline_state to, const char *reason);
+/* A move of the run's state machine (planning, …, completed), as pipeline.state_changed;
+ * the pipeline decides the order, so it is not checked against pipeline.h's table. */
+void sup_transition(struct sup *s, enum pipeline_state to, const char *reason);
 /* The state as the run's checkpoint, labelled `phase` (a phase or a node). */
 void sup_checkpoint(struct sup *s, const char *phase);
 bool sup_cancelled(struct sup *s);

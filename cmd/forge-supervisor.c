@@ -83,10 +83,11 @@ static struct cli_spec spec = {
 		       "not see.  --dry-run runs the plan phase alone on the checkout as it is and prints the\n"
 		       "plan; the run is recorded (forge show TRACE) without a worktree or branch, and a resume\n"
 		       "of it stays a dry run.\n"
-		       "--pipeline runs a pipeline as data (forge pipeline show NAME draws it): its nodes run\n"
-		       "when what they need is done, those ready together at the same time (at most --jobs);\n"
-		       "a pipeline with errors is refused (exit 2) before the run exists, and resume runs the\n"
-		       "pipeline the run recorded when it started.\n"
+		       "A run follows a pipeline as data (forge pipeline show NAME draws it): --pipeline's,\n"
+		       "else the one named default (.forge/pipelines/default.json, else the built-in one;\n"
+		       "--phases keeps only those phases of it).  A node starts as soon as what it needs is\n"
+		       "done, at most --jobs at a time; a pipeline with errors is refused (exit 2) before the\n"
+		       "run exists, and resume runs the pipeline the run recorded when it started.\n"
 		       "TRACE may be any unique prefix of a trace id.",
 	.options = options,
 	.flags = CLI_MODEL_OPTIONS,
@@ -262,6 +263,39 @@ static jv with_level(struct store *st, jv run)
 	return run;
 }
 
+/* The nodes line of a run's status: each node of state.nodes (borrowed),
+ * in the pipeline's order, with its status as a mark ("plan ✓  implement
+ * ✓  review …  test ·  deploy ·"); nothing for a state without nodes. */
+static void print_nodes(jv checkpoint)
+{
+	static const struct { const char *status, *mark; } marks[] = {
+		{ "done", "✓" }, { "running", "…" }, { "pending", "·" },
+		{ "blocked", "✗ blocked" }, { "failed", "✗ failed" }, { "skipped", "– skipped" },
+	};
+	jv nodes = json_get(checkpoint, "nodes");
+	bool first = true;
+
+	if (jv_get_kind(nodes) != JV_KIND_OBJECT || jv_object_length(jv_copy(nodes)) == 0) {
+		jv_free(nodes);
+		return;
+	}
+	printf("nodes    ");
+	jv_object_foreach(nodes, id, st) {
+		const char *status = jv_get_kind(st) == JV_KIND_STRING ? jv_string_value(st) : "?";
+		const char *mark = status;
+
+		for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++)
+			if (strcmp(marks[k].status, status) == 0)
+				mark = marks[k].mark;
+		printf("%s%s %s", first ? "" : "  ", jv_string_value(id), mark);
+		first = false;
+		jv_free(id);
+		jv_free(st);
+	}
+	putchar('\n');
+	jv_free(nodes);
+}
+
 /* Borrows all four; merged is the run.merged event or null. */
 static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 {
@@ -294,6 +328,7 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 	if (jv_get_kind(bounces) == JV_KIND_ARRAY && jv_array_length(jv_copy(bounces)) > 0)
 		printf("bounces  %d\n", jv_array_length(jv_copy(bounces)));
 	jv_free(bounces);
+	print_nodes(checkpoint);
 	jv_array_foreach(gates, i, g) {
 		printf("gate     %s %s (%s): forge gate approve %s\n", json_get_str(g, "gate"),
 		       json_get_str(g, "status"), json_get_str(g, "prompt"), json_get_str(g, "id"));

@@ -74,6 +74,38 @@ final_state() {
 	[[ "$stderr" == *"▶ left, right (at the same time)"* ]]
 }
 
+@test "a node starts as soon as it is ready: slow, fast, then what needs fast starts while slow still runs" {
+	# slow ends only once after_fast has started: with waves (after_fast waiting for
+	# slow's end) it would give up waiting and fail
+	pipeline p.json "$(node slow --key slow_out --wait-for after_fast)}" "$(node fast --key fast_out)}" \
+		"$(node after_fast --key after_out --saw fast_out),\"needs\":[\"fast\"]}" \
+		"$(node last --key last_out --saw slow_out,after_out),\"needs\":[\"slow\",\"after_fast\"]}"
+	run -0 --separate-stderr forge run --pipeline p.json --jobs 2 "no waves"
+	T=$(last_trace)
+	# after_fast started before slow ended; last after both
+	assert_equal "$(grep -n . "$MARKS/log" | grep -E 'start after_fast|end slow' | cut -d: -f2 | tr '\n' '|')" "start after_fast|end slow|"
+	assert_equal "$(tail -2 "$MARKS/log" | tr '\n' ' ')" "start last end last "
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.last_out, .state.after_out]')" \
+		'["completed",{"slow":"done","fast":"done","after_fast":"done","last":"done"},{"by":"last","saw":["slow","after_fast"]},{"by":"after_fast","saw":["fast"]}]'
+	[[ "$stderr" == *"▶ after_fast (while slow runs)"* ]]
+	# the merge kept what each node wrote; a checkpoint as nodes started or ended
+	assert_equal "$(forge status --json "$T" | jq -c '[.state.slow_out, .state.fast_out]')" '[{"by":"slow"},{"by":"fast"}]'
+}
+
+@test "a node that ends while another runs is decided at once: its retry starts while the other still runs" {
+	# slow ends only once flaky has started twice: with waves flaky's retry would
+	# wait for slow's end
+	pipeline p.json "$(node slow --key slow_out --wait-for flaky:2)}" \
+		"$(node flaky --key flaky_out --fail-once),\"retry\":{\"max\":1}}"
+	run -0 --separate-stderr forge run --pipeline p.json --jobs 2 "decided at once"
+	T=$(last_trace)
+	assert_equal "$(starts slow) $(starts flaky)" "1 2"
+	assert_equal "$(grep -E 'slow' "$MARKS/log" | tr '\n' '|')" "start slow|end slow|"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.node_runs.flaky]')" \
+		'["completed",{"slow":"done","flaky":"done"},{"attempt":2,"status":"ok","retries":1}]'
+	[[ "$stderr" == *"↻ flaky: retry 1 of 1: it ended failed"* ]]
+}
+
 @test "--jobs 1 runs the pair one after the other, with the same final state; pipeline.jobs is the default" {
 	PAIR_WAIT=left,right run -0 forge run --pipeline "$PAIR" --jobs 2 "a pair"
 	parallel=$(final_state "$(last_trace)")
@@ -253,4 +285,71 @@ final_state() {
 	rm -f "$MARKS"/*
 	run -0 forge run --pipeline p.json --jobs 1 "no conflict"
 	assert_equal "$(forge status --json "$(last_trace)" | jq -c '.state.shared')" '{"by":"two"}'
+}
+
+@test "a phase node's bounce.when and bounce.max in the pipeline file replace the configuration's bounces.*" {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-review-bounce.jsonl"
+	# review requests changes, but the file's condition does not hold: no bounce, the run ends rejected
+	jq '(.nodes[] | select(.id == "review") | .bounce.when) = ".review.decision == \"never\""' \
+		"$FORGE_ROOT/pipelines/default.json" >"$BATS_TEST_TMPDIR/when.json"
+	run -1 --separate-stderr forge run --pipeline "$BATS_TEST_TMPDIR/when.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error, .state.bounces, .state.nodes.review]')" \
+		'["failed","review said no and its bounce condition does not hold",[],"blocked"]'
+	# max 0 (the configuration allows 2): no bounce, a human decides at once
+	jq '(.nodes[] | select(.id == "review") | .bounce.max) = 0' \
+		"$FORGE_ROOT/pipelines/default.json" >"$BATS_TEST_TMPDIR/max.json"
+	run -4 --separate-stderr forge run --pipeline "$BATS_TEST_TMPDIR/max.json" "add a mul operation" </dev/null
+	[[ "$stderr" == *"gate escalation_review is waiting for a human: review still requests changes after 0 bounces (limit 0)"* ]]
+	assert_equal "$(forge status --json "$(last_trace)" | jq -c '[.run.status, .state.bounces, .state.nodes.review]')" \
+		'["paused",[],"blocked"]'
+}
+
+@test "forge status shows each node's status on one line, in the pipeline's order" {
+	pipeline p.json "$(node first --key one)}" "$(node asks --key two --status escalated),\"needs\":[\"first\"]}" \
+		"$(node maybe --key three),\"needs\":[\"first\"],\"when\":\"false\"}" "$(node last --key four),\"needs\":[\"asks\"]}"
+	run -4 forge run --pipeline p.json "status"
+	T=$(last_trace)
+	run -0 forge status "$T"
+	assert_line "nodes    first ✓  asks ✗ blocked  maybe – skipped  last ·"
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 forge resume "$T"
+	run -0 forge status "$T"
+	assert_line "nodes    first ✓  asks ✓  maybe – skipped  last ✓"
+}
+
+@test "a run the phase loop recorded (no pipeline in run.started, no state.nodes) resumes as the default pipeline" {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl"
+	run -4 --separate-stderr forge run --config "$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	# what the phase loop left: its run.started names no pipeline, its checkpoints have no nodes
+	sqlite3 "$FORGE_DB" "DROP TRIGGER events_no_update;
+		UPDATE event_log SET record = json_remove(record, '\$.payload.pipeline') WHERE type = 'run.started';
+		UPDATE checkpoints SET state = json_remove(state, '\$.nodes', '\$.node_runs')"
+	assert_equal "$(forge status --json "$T" | jq -c '[.state.phase, .state.status, .state.nodes]')" '["plan","ok",null]'
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	run -0 --separate-stderr forge resume --config "$FORGE_ROOT/tests/fixtures/supervisor/high-risk.json" "$T" </dev/null
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.deployment.status]')" \
+		'["completed",{"plan":"done","implement":"done","review":"done","test":"done","deploy":"done"},"healthy"]'
+	# plan ran once, before the pause
+	assert_equal "$(forge events replay "$T" | jq -r 'select(.type == "phase.started") | .source' | tr '\n' ' ')" \
+		"forge-plan forge-implement forge-review forge-test forge-deploy "
+}
+
+@test "a bounce sends back a node that is still running: its result is dropped and it runs again after its needs" {
+	# check says no once while slow (which needs build too) still runs; slow ends only
+	# once build has started again, so it is still running when the bounce happens
+	pipeline p.json "$(node build --key built)}" \
+		"$(node check --key checked --reject-once),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":1}}" \
+		"$(node slow --key slowed --wait-for build:2),\"needs\":[\"build\"]}"
+	run -0 --separate-stderr forge run --pipeline p.json --jobs 2 "stale"
+	T=$(last_trace)
+	assert_equal "$(starts build) $(starts check) $(starts slow)" "2 2 2"
+	[[ "$stderr" == *"– slow ended ok: dropped, a bounce sent it back"* ]]
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes, .state.node_runs.slow.attempt]')" \
+		'["completed",{"build":"done","check":"done","slow":"done"},2]'
+	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "slow") | "\(.from)>\(.status)"' | tr '\n' ' ')" \
+		"pending>running running>pending pending>running running>done "
 }

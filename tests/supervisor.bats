@@ -112,7 +112,7 @@ branch_log() {
 	run -0 forge events replay "$T"
 	printf '%s\n' "$output" | jq -se 'map(select(.type == "state.updated") | .payload)
 	  | map(.phase) == ["init", "plan", "implement", "review", "test", "deploy"]
-	  and (.[1].set | has("plan")) and (.[5].set | keys) == ["deployment", "phase"] and all(.[]; .unset == [])'
+	  and (.[1].set | has("plan")) and (.[5].set | keys) == ["deployment", "node_runs", "nodes", "phase"] and all(.[]; .unset == [])'
 	first=$(printf '%s\n' "$output" | jq -r 'select(.type == "state.updated") | .payload.checkpoint' | head -n 1)
 	# from the newest snapshot
 	run -0 --separate-stderr forge events replay "$T" --state -v

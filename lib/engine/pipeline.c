@@ -130,20 +130,28 @@ static int fixable_failures(jv state, double threshold)
 	return n;
 }
 
-static int condition(bool *out, const struct config *cfg, const char *key, const char *dflt, jv state)
+static int condition(bool *out, const struct config *cfg, const char *key, const char *dflt, jv state,
+		     const struct pipeline_bounce_rule *rule)
 {
-	const char *expr = config_get_str(cfg, key);
+	const char *expr = rule && rule->when ? rule->when : config_get_str(cfg, key);
 
 	return jqexpr_test(out, expr ? expr : dflt, state);
 }
 
-static int decide_review(struct pipeline_decision *d, const struct config *cfg, jv state)
+static int bound(const struct config *cfg, const char *key, const struct pipeline_bounce_rule *rule)
+{
+	return rule && rule->max >= 0 ? rule->max : (int)config_get_num(cfg, key);
+}
+
+static int decide_review(struct pipeline_decision *d, const struct config *cfg, jv state,
+			 const struct pipeline_bounce_rule *rule)
 {
 	bool again;
-	int max = (int)config_get_num(cfg, "bounces.review_max");
+	int max = bound(cfg, "bounces.review_max", rule);
 	int done = pipeline_bounces(state, "review");
 
-	if (condition(&again, cfg, "bounces.review_condition", ".review.decision == \"request_changes\"", state) < 0)
+	if (condition(&again, cfg, "bounces.review_condition", ".review.decision == \"request_changes\"", state,
+		      rule) < 0)
 		return -1;
 	if (!again) {
 		d->action = PL_ACT_REJECTED;
@@ -168,14 +176,15 @@ static int decide_review(struct pipeline_decision *d, const struct config *cfg, 
 	return 0;
 }
 
-static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv state)
+static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv state,
+		       const struct pipeline_bounce_rule *rule)
 {
 	bool again;
-	int max = (int)config_get_num(cfg, "bounces.test_max");
+	int max = bound(cfg, "bounces.test_max", rule);
 	int done = pipeline_bounces(state, "test");
 	double threshold = config_get_num(cfg, "bounces.test_fix_confidence");
 
-	if (condition(&again, cfg, "bounces.test_condition", ".tests.summary.failed > 0", state) < 0)
+	if (condition(&again, cfg, "bounces.test_condition", ".tests.summary.failed > 0", state, rule) < 0)
 		return -1;
 	if (!again) {
 		d->action = PL_ACT_REJECTED;
@@ -202,8 +211,8 @@ static int decide_test(struct pipeline_decision *d, const struct config *cfg, jv
 	return 0;
 }
 
-int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv state,
-		    const char *phase, const char *status, const char *const *phases, bool dry_run)
+static int decide(struct pipeline_decision *d, const struct config *cfg, jv state, const char *phase,
+		  const char *status, const char *const *phases, bool dry_run, const struct pipeline_bounce_rule *rule)
 {
 	enum state_status st = state_status_of(status);
 
@@ -218,9 +227,9 @@ int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv st
 	}
 	if (st == STATE_REJECTED) {
 		if (strcmp(phase, "review") == 0)
-			return decide_review(d, cfg, state);
+			return decide_review(d, cfg, state, rule);
 		if (strcmp(phase, "test") == 0)
-			return decide_test(d, cfg, state);
+			return decide_test(d, cfg, state, rule);
 		d->action = PL_ACT_REJECTED;
 		snprintf(d->reason, sizeof d->reason, "%s said no", phase);
 		return 0;
@@ -244,4 +253,16 @@ int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv st
 	d->action = PL_ACT_FAILED;
 	snprintf(d->reason, sizeof d->reason, "%s failed", phase);
 	return 0;
+}
+
+int pipeline_decide(struct pipeline_decision *d, const struct config *cfg, jv state,
+		    const char *phase, const char *status, const char *const *phases, bool dry_run)
+{
+	return decide(d, cfg, state, phase, status, phases, dry_run, NULL);
+}
+
+int pipeline_decide_with(struct pipeline_decision *d, const struct config *cfg, jv state,
+			 const char *phase, const char *status, const struct pipeline_bounce_rule *rule)
+{
+	return decide(d, cfg, state, phase, status, NULL, false, rule);
 }

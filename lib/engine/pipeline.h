@@ -77,6 +77,20 @@ struct pipeline_decision {
 int pipeline_decide(struct pipeline_decision *out, const struct config *cfg, jv state,
 		    const char *phase, const char *status, const char *const *phases, bool dry_run);
 
+/*
+ * A bounce rule that replaces the configuration's for review and test (a
+ * pipeline file's bounce.when and bounce.max): when NULL or max < 0 keep
+ * bounces.PHASE_condition / bounces.PHASE_max.
+ */
+struct pipeline_bounce_rule {
+	const char *when;
+	int max;
+};
+
+/* pipeline_decide() (all phases, not a dry run) with the bounce rule `rule` (NULL: the configuration's). */
+int pipeline_decide_with(struct pipeline_decision *out, const struct config *cfg, jv state,
+			 const char *phase, const char *status, const struct pipeline_bounce_rule *rule);
+
 /* How many bounces from `from` the state records.  Borrows state. */
 int pipeline_bounces(jv state, const char *from);
 

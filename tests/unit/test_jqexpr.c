@@ -166,11 +166,27 @@ static void test_one_compile(void)
 	CHECK_MSG(jqexpr_compiles() == before + 2, "%lu compiles", jqexpr_compiles() - before);
 }
 
+/* Checking an expression of the subset compiles nothing with libjq (a
+ * pipeline's conditions are checked on every run); anything else is still
+ * compiled, and its errors are libjq's. */
+static void test_check_subset_without_libjq(void)
+{
+	unsigned long before = jqexpr_compiles();
+
+	for (size_t e = 0; e < 6; e++)
+		CHECK_MSG(jqexpr_check(subset[e]) == 0, "%s: %s", subset[e], forge_last_error());
+	CHECK_MSG(jqexpr_compiles() == before, "%lu compiles", jqexpr_compiles() - before);
+	CHECK(jqexpr_check("[paths] | length > 3") == 0);
+	CHECK(jqexpr_check(".a == ") == -1);
+	CHECK_MSG(jqexpr_compiles() == before + 2, "%lu compiles", jqexpr_compiles() - before);
+}
+
 int main(void)
 {
 	RUN(test_truthiness);
 	RUN(test_errors_are_reported);
 	RUN(test_native_matches_libjq);
 	RUN(test_one_compile);
+	RUN(test_check_subset_without_libjq);
 	return unit_done();
 }
