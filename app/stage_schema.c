@@ -7,43 +7,10 @@
 #include "core/json.h"
 #include "core/resource.h"
 #include "data/config.h"
+#include "data/schema.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* node with every "#/$defs/NAME" $ref replaced by the definition (defs
- * borrowed, node consumed), and without $schema, $id and $defs: one
- * self-contained schema for the model. */
-static jv inline_refs(jv node, jv defs, int depth)
-{
-	if (depth > 32)
-		return node;
-	if (jv_get_kind(node) == JV_KIND_ARRAY) {
-		jv out = jv_array();
-		jv_array_foreach(node, i, item)
-			out = jv_array_append(out, inline_refs(item, defs, depth + 1));
-		jv_free(node);
-		return out;
-	}
-	if (jv_get_kind(node) != JV_KIND_OBJECT)
-		return node;
-	const char *ref = json_get_str(node, "$ref");
-	if (ref && strncmp(ref, "#/$defs/", 8) == 0) {
-		jv def = json_get(defs, ref + 8);
-		node = jv_object_merge(def, jv_object_delete(node, jv_string("$ref")));
-	}
-	jv out = jv_object();
-	jv_object_foreach(node, key, value) {
-		const char *k = jv_string_value(key);
-		if (strcmp(k, "$schema") != 0 && strcmp(k, "$id") != 0 && strcmp(k, "$defs") != 0)
-			out = jv_object_set(out, jv_copy(key), inline_refs(value, defs, depth + 1));
-		else
-			jv_free(value);
-		jv_free(key);
-	}
-	jv_free(node);
-	return out;
-}
 
 /* The language names of compile.languages, as an array. */
 static jv language_names(const struct config *cfg)
@@ -77,7 +44,7 @@ int stage_doc_schema(jv *out, struct phase *ph, const char *kind, const char *de
 	}
 	jv defs = json_get(doc, "$defs");
 	jv node = def ? json_get(defs, def) : jv_copy(doc);
-	*out = inline_refs(node, defs, 0);
+	*out = schema_inline(node, defs);
 	jv_free(defs);
 	jv_free(doc);
 	static const char *const drop[] = { "title", "$comment", NULL };

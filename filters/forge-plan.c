@@ -13,6 +13,7 @@
  */
 #include "core/buf.h"
 #include "data/config.h"
+#include "data/schema.h"
 #include "core/forge.h"
 #include "git/git.h"
 #include "core/ids.h"
@@ -33,50 +34,10 @@
 #define FILES_MAX 300           /* tracked files listed in the prompt */
 #define README_MAX 4000         /* bytes of the README's head */
 #define BUILD_FILE_MAX 3000     /* bytes of each build file */
-#define REF_DEPTH_MAX 32
 
 static const char *const plan_tools[] = { "read_file", "list_files", "grep", NULL };
 
 /* ---- the result schema ---------------------------------------------------- */
-
-/* node with every "#/$defs/NAME" $ref of the same document replaced by the
- * definition itself, so the model gets one self-contained schema.  Consumes
- * node, borrows defs. */
-static jv inline_refs(jv node, jv defs, int depth)
-{
-	if (depth > REF_DEPTH_MAX)
-		return node;
-	if (jv_get_kind(node) == JV_KIND_ARRAY) {
-		jv out = jv_array();
-		jv_array_foreach(node, i, item)
-			out = jv_array_append(out, inline_refs(item, defs, depth + 1));
-		jv_free(node);
-		return out;
-	}
-	if (jv_get_kind(node) != JV_KIND_OBJECT)
-		return node;
-	const char *ref = json_get_str(node, "$ref");
-	if (ref && strncmp(ref, "#/$defs/", 8) == 0) {
-		jv def = json_get(defs, ref + 8);
-		if (jv_get_kind(def) == JV_KIND_OBJECT) {
-			jv rest = jv_object_delete(node, jv_string("$ref"));
-			node = jv_object_merge(def, rest);
-		} else {
-			jv_free(def);
-		}
-	}
-	jv out = jv_object();
-	jv_object_foreach(node, key, value) {
-		const char *k = jv_string_value(key);
-		if (strcmp(k, "$comment") != 0)
-			out = jv_object_set(out, jv_copy(key), inline_refs(value, defs, depth + 1));
-		else
-			jv_free(value);
-		jv_free(key);
-	}
-	jv_free(node);
-	return out;
-}
 
 /* state.schema.json $defs/plan as one schema without $refs (or jv_null()). */
 static jv plan_schema(void)
@@ -90,7 +51,7 @@ static jv plan_schema(void)
 		return jv_null();
 	}
 	jv defs = json_get(doc, "$defs");
-	jv plan = inline_refs(json_get(defs, "plan"), defs, 0);
+	jv plan = schema_inline(json_get(defs, "plan"), defs);
 	jv_free(defs);
 	jv_free(doc);
 	/* the version is Forge's to set, not the model's */

@@ -66,4 +66,12 @@ int schema_validate_def(const char *name, const char *def, jv instance);
 
 void schema_free(struct schema *s);
 
+/*
+ * A schema as a model is shown it: node with every "#/$defs/NAME" $ref of
+ * its document replaced by that definition of defs (a $ref to a missing
+ * one is left as it is), and without $comment, $schema, $id and $defs at
+ * any depth: one self-contained schema.  Consumes node, borrows defs.
+ */
+jv schema_inline(jv node, jv defs);
+
 #endif
