@@ -12,6 +12,7 @@
  */
 #include "app/stage.h"
 #include "app/stage_int.h"
+#include "app/stage_work.h"
 #include "compile/delta.h"
 #include "core/buf.h"
 #include "core/forge.h"
@@ -281,9 +282,33 @@ static void note_approval(struct phase *ph)
 	jv_free(row);
 }
 
+/* The delta names stage in its rerun list. */
+static bool rerun_has(struct phase *ph, const char *stage)
+{
+	jv rerun = json_get_path(ph->state, "delta.rerun");
+	bool has = false;
+
+	if (jv_get_kind(rerun) == JV_KIND_ARRAY)
+		jv_array_foreach(rerun, i, r) {
+			has = has || (jv_get_kind(r) == JV_KIND_STRING && strcmp(jv_string_value(r), stage) == 0);
+			jv_free(r);
+		}
+	jv_free(rerun);
+	return has;
+}
+
+/*
+ * The node runs in edit mode too, so gate 1 before it always asks about
+ * the changed rules; the database is designed again only when the delta
+ * says so, else the project's schema is kept as it is.
+ */
 static const char *schema_run(struct phase *ph)
 {
 	note_approval(ph);
+	if (stage_edit_mode(ph) && !rerun_has(ph, "schema") && stage_has(ph, "db_schema")) {
+		phase_reason(ph, "kept: the change names no entity or field the schema lacks");
+		return "ok";
+	}
 	return doc_stage(ph, "db_schema", schema_needs, "tables");
 }
 

@@ -89,8 +89,13 @@ static const char *run_and_keep(struct phase *ph)
 {
 	const char *status = stages[current].spec->run(ph);
 
-	if (state_status_of(status) == STATE_OK)
+	if (state_status_of(status) == STATE_OK) {
 		keep_document(ph, stages[current].key);
+		/* gate 1's approval, which the schema stage writes into the rules,
+		 * makes the approved rule set a version of its own */
+		if (strcmp(stages[current].key, "db_schema") == 0)
+			keep_document(ph, "rules");
+	}
 	return status;
 }
 

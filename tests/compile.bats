@@ -165,7 +165,9 @@ want() {
 		"answers":["one user, no login","title required, at most 200 characters","JSON over HTTP on port 8080, kept in SQLite"]}' <<<"$output"
 	run -0 --separate-stderr forge compile --docs
 	assert_line --index 0 --regexp '^KIND +VERSION +TRACE +CREATED$'
-	assert_line --index 5 --regexp "^db_schema +1  $T  20"
+	assert_line --index 4 --regexp "^rules +1  $T  20"
+	assert_line --index 5 --regexp "^rules +2  $T  20"      # approved at gate 1
+	assert_line --index 6 --regexp "^db_schema +1  $T  20"
 }
 
 @test "--auto-approve passes both gates; gate 2 stops before the tests without it" {
@@ -209,24 +211,30 @@ want() {
 	assert_output "$(printf '%s\n' 'terminal|just me' 'terminal|required, 200 at most' 'answers|one user, no login')"
 }
 
-@test "documents are versioned: an edit makes rules and db_schema version 2, --show gives either" {
+@test "documents are versioned: the approved rule set is a version of its own; an edit makes new rules and db_schema; --show gives any" {
 	run -0 --separate-stderr forge compile --auto-approve --pipeline "$SPEC" --dir "$PROJECT" --answers "$ANSWERS" "a todo-list HTTP API"
 	cd "$PROJECT"
 	export FORGE_CASSETTE="$FIX/spec-edit.jsonl"
 	run -0 --separate-stderr forge compile --auto-approve --pipeline "$SPEC" --edit "items get an optional due date"
 	run -0 --separate-stderr forge compile --docs --json
 	run -0 jq -r '"\(.kind) \(.version)"' <<<"$output"
-	assert_output "$(printf '%s\n' 'intent 1' 'delta 1' 'flows 1' 'contracts 1' 'rules 1' 'rules 2' 'db_schema 1' 'db_schema 2')"
+	# rules: 1 the rules stage's, 2 approved at gate 1, 3 the edit's, 4 the edit's approved
+	assert_output "$(printf '%s\n' 'intent 1' 'delta 1' 'flows 1' 'contracts 1' 'rules 1' 'rules 2' 'rules 3' 'rules 4' 'db_schema 1' 'db_schema 2')"
 	run -0 --separate-stderr forge compile --show rules --doc-version 1
+	[ "$(jq -cS . <<<"$output")" = "$(want rules)" ]
+	run -0 --separate-stderr forge compile --show rules --doc-version 2
 	[ "$(jq -cS 'del(.approved_at, .approved_by)' <<<"$output")" = "$(want rules)" ]
+	jq -e '.approved_by != null and .approved_at != null' <<<"$output"
+	run -0 --separate-stderr forge compile --show rules --doc-version 3
+	jq -e '(.rules | length) == 7 and (has("approved_by") | not)' <<<"$output"
 	run -0 --separate-stderr forge compile --show rules
 	jq -e '[.rules[].id] == ["R1","R2","R3","R4","R5","R6","R7"] and .rules[6].entity == "todo.due"' <<<"$output"
-	jq -e 'has("approved_by") | not' <<<"$output"
+	jq -e '.approved_by != null' <<<"$output"
 	run -0 --separate-stderr forge compile --show db_schema --json
 	jq -e '.version == 2 and (.doc.tables[0].columns | map(.name)) == ["id","title","done","due"]' <<<"$output"
 	[ "$(jq -c '[.rules[].id]' .forge/compile/rules.json)" = '["R1","R2","R3","R4","R5","R6","R7"]' ]
-	run -1 --separate-stderr forge compile --show rules --doc-version 3
-	[[ "$stderr" == *"has no version 3 of rules"* ]]
+	run -1 --separate-stderr forge compile --show rules --doc-version 5
+	[[ "$stderr" == *"has no version 5 of rules"* ]]
 }
 
 @test "edit mode: the delta names the stages to rerun; the unaffected ones are skipped, their documents kept" {
@@ -264,7 +272,29 @@ want() {
 	export FORGE_CASSETTE="$FIX/spec-edit.jsonl"
 	run -0 --separate-stderr forge compile --auto-approve --pipeline "$SPEC" --dir "$PROJECT" --edit "items get an optional due date"
 	run -0 --separate-stderr forge compile --dir "$PROJECT" --show rules --json
-	jq -e '.version == 1 and (.doc.rules | length) == 7' <<<"$output"
+	jq -e '.version == 2 and (.doc.rules | length) == 7 and .doc.approved_by != null' <<<"$output"
+}
+
+@test "an edit that leaves the schema alone still asks gate 1 about the changed rules, and keeps the schema" {
+	run -0 --separate-stderr forge compile --auto-approve --pipeline "$SPEC" --dir "$PROJECT" --answers "$ANSWERS" "a todo-list HTTP API"
+	export FORGE_CASSETTE="$FIX/spec-edit-rules.jsonl"
+	run -4 --separate-stderr forge compile --pipeline "$SPEC" --dir "$PROJECT" --edit "a title is trimmed before it is checked"
+	[[ "$stderr" == *"Gate 1: approve the rule set"* ]]
+	T=$(last_trace)
+	cd "$PROJECT"
+	run -0 --separate-stderr forge status --json "$T"
+	jq -e '.state.delta.rerun == ["rules","tests","code","integrate","review"]' <<<"$output"
+	jq -e '.state.rules.rules[1].if | test("once trimmed")' <<<"$output"
+	run -0 forge gate approve "$(jq -r '.pending_gates[0].id' <<<"$output")"
+	run -0 --separate-stderr forge resume "$T"
+	run -0 --separate-stderr forge status --json "$T"
+	jq -e '.state.nodes.schema == "done" and .state.rules.approved_by != null' <<<"$output"
+	[ "$(jq -cS .state.db_schema <<<"$output")" = "$(want db_schema)" ]
+	# no model call for the schema, and no new version of it
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from llm_calls where trace_id = '$T' and phase = 'schema'"
+	assert_output 0
+	run -0 --separate-stderr forge compile --show db_schema --json
+	jq -e '.version == 1' <<<"$output"
 }
 
 @test "forge pipeline check compile; bad input is exit 2 before anything is made" {

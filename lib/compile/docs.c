@@ -18,19 +18,31 @@
 const char *const docs_kinds[] = { "intent", "delta", "flows", "contracts", "rules", "db_schema", "test_suite",
 				   "implementation", "integration", "compile_review", NULL };
 
-static int latest_version(int *out, struct store *st, const char *project, const char *kind)
+/* The newest version of (project, kind): its number (0 when none) and
+ * whether its content is doc (borrowed). */
+static int latest_version(int *out, bool *same, struct store *st, const char *project, const char *kind, jv doc)
 {
-	static const char sql[] = "SELECT max(version) FROM compile_docs WHERE project = ?1 AND kind = ?2";
+	static const char sql[] = "SELECT version, content FROM compile_docs WHERE project = ?1 AND kind = ?2 "
+				  "ORDER BY version DESC LIMIT 1";
 	sqlite3_stmt *s = NULL;
-	int rc = -1;
+	int rc = -1, step;
 
 	*out = 0;
+	*same = false;
 	if (store_prepare(&s, st, sql) < 0)
 		return -1;
 	store_bind_text(s, 1, project);
 	store_bind_text(s, 2, kind);
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(s, 1);
+		jv old = text ? json_parse(text, strlen(text)) : jv_invalid();
+
 		*out = sqlite3_column_int(s, 0);
+		*same = jv_is_valid(old) && json_equal(old, doc);
+		jv_free(old);
+		rc = 0;
+	} else if (step == SQLITE_DONE) {
 		rc = 0;
 	} else {
 		store_fail(st, "compile documents: cannot read");
@@ -55,8 +67,14 @@ int docs_append(int *out_version, struct store *st, const char *project, const c
 		return forge_error("compile documents: the %s document is not an object", kind);
 	if (store_begin(st) < 0)
 		return -1;
-	if (latest_version(&version, st, project, kind) < 0)
+	bool same;
+	if (latest_version(&version, &same, st, project, kind, doc) < 0)
 		goto out;
+	if (same) {             /* nothing to write: end the transaction */
+		store_rollback(st);
+		*out_version = version;
+		return 0;
+	}
 	version++;
 	ulid_new(id);
 	timestamp_now(ts);

@@ -26,8 +26,9 @@ extern const char *const docs_kinds[];
 
 /*
  * Append doc (an object) as the next version of (project, kind), in one
- * BEGIN IMMEDIATE transaction.  *out_version gets its number.  trace may be
- * NULL.
+ * BEGIN IMMEDIATE transaction.  *out_version gets its number.  A document
+ * equal to the newest version is not appended again: *out_version is that
+ * version's.  trace may be NULL.
  */
 int docs_append(int *out_version, struct store *st, const char *project, const char *kind, const char *trace,
 		jv doc);
