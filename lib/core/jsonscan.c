@@ -347,18 +347,18 @@ struct event_scan {
 };
 
 enum { K_KIND, K_ID, K_TRACE, K_TS, K_SOURCE, K_PHASE, K_TYPE, K_PAYLOAD, K_COST, K_DURATION,
-       K_TOKENS, K_USD, K_NONE };
+       K_SPAN, K_PARENT_SPAN, K_TOKENS, K_USD, K_NONE };
 
 static int key_of(const char *k, size_t n)
 {
 	static const char *const names[] = {
 		[K_KIND] = "kind", [K_ID] = "id", [K_TRACE] = "trace_id", [K_TS] = "ts",
 		[K_SOURCE] = "source", [K_PHASE] = "phase", [K_TYPE] = "type", [K_PAYLOAD] = "payload",
-		[K_COST] = "cost", [K_DURATION] = "duration_ms",
+		[K_COST] = "cost", [K_DURATION] = "duration_ms", [K_SPAN] = "span", [K_PARENT_SPAN] = "parent_span",
 	};
 	static const unsigned char lens[] = {
 		[K_KIND] = 4, [K_ID] = 2, [K_TRACE] = 8, [K_TS] = 2, [K_SOURCE] = 6, [K_PHASE] = 5,
-		[K_TYPE] = 4, [K_PAYLOAD] = 7, [K_COST] = 4, [K_DURATION] = 11,
+		[K_TYPE] = 4, [K_PAYLOAD] = 7, [K_COST] = 4, [K_DURATION] = 11, [K_SPAN] = 4, [K_PARENT_SPAN] = 11,
 	};
 
 	for (int i = 0; i < K_TOKENS; i++)
@@ -464,6 +464,16 @@ static void event_member(const struct json_member *m, void *payload)
 		ev->has_duration = true;
 		e->bad |= (ev->duration_ms = plain_int(m)) < 0;
 		break;
+	case K_SPAN:
+		ev->span = str;
+		ev->span_len = m->value_len;
+		ev->span_kind = m->kind;
+		break;
+	case K_PARENT_SPAN:
+		ev->parent_span = str;
+		ev->parent_span_len = m->value_len;
+		ev->parent_span_kind = m->kind;
+		break;
 	}
 }
 
@@ -473,10 +483,10 @@ bool json_event_scan(struct json_event *ev, const char *line, size_t len)
 
 	memset(ev, 0, sizeof *ev);
 	ev->usd = NAN;
-	ev->phase_kind = JSON_SCAN_INVALID;
+	ev->phase_kind = ev->span_kind = ev->parent_span_kind = JSON_SCAN_INVALID;
 	if (json_scan(line, len, event_member, &e) != JSON_SCAN_OBJECT || e.bad) {
 		memset(ev, 0, sizeof *ev);
-		ev->phase_kind = JSON_SCAN_INVALID;
+		ev->phase_kind = ev->span_kind = ev->parent_span_kind = JSON_SCAN_INVALID;
 		return false;
 	}
 	if (ev->payload && !ev->payload_object && ev->payload_len == 4 && memcmp(ev->payload, "null", 4) == 0)

@@ -84,6 +84,11 @@ struct json_event {
 	double usd;
 	bool has_duration;        /* duration_ms, an integer in [0, 10^15) */
 	int64_t duration_ms;
+	/* span and parent_span (a sub-agent's events): their kinds
+	 * (JSON_SCAN_INVALID when absent) and, for strings, their text */
+	const char *span, *parent_span;
+	size_t span_len, parent_span_len;
+	enum json_scan_kind span_kind, parent_span_kind;
 };
 
 /*

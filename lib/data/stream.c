@@ -206,7 +206,7 @@ static int task_from_bare(jv *out, jv rec)
  * to the validator.  It was written for one version of the schema: when the
  * embedded schema's text differs (its hash), it is not used.
  */
-#define EVENT_SCHEMA_FNV 0x05c2bae6d33c62ffULL
+#define EVENT_SCHEMA_FNV 0xd129ccd7b3499fc0ULL
 
 /* Whether every byte of s[0..n) is one of those of a 256-entry table. */
 static bool all_in(const char *s, size_t n, const bool *table)
@@ -374,6 +374,10 @@ static bool event_member_ok(unsigned *seen, const char *name, jv v)
 		return cost_shape(v);
 	if (strcmp(name, "duration_ms") == 0)
 		return count_shape(v);
+	if (strcmp(name, "span") == 0)
+		return str && n == 26 && all_of(str, n, "0123456789ABCDEFGHJKMNPQRSTVWXYZ");
+	if (strcmp(name, "parent_span") == 0)
+		return kind == JV_KIND_NULL || (str && n == 26 && all_of(str, n, "0123456789ABCDEFGHJKMNPQRSTVWXYZ"));
 	return true;	/* other members are open */
 }
 
@@ -413,6 +417,11 @@ bool stream_event_scan_surely_valid(const struct json_event *ev)
 		ev->phase_kind == JSON_SCAN_NULL) &&
 	       ev->type && type_shape(ev->type, ev->type_len) &&
 	       ev->payload && ev->payload_object &&
+	       (ev->span_kind == JSON_SCAN_INVALID ||
+		(ev->span_kind == JSON_SCAN_STRING && ev->span_len == 26 && all_in(ev->span, 26, ulid_chars))) &&
+	       (ev->parent_span_kind == JSON_SCAN_INVALID || ev->parent_span_kind == JSON_SCAN_NULL ||
+		(ev->parent_span_kind == JSON_SCAN_STRING && ev->parent_span_len == 26 &&
+		 all_in(ev->parent_span, 26, ulid_chars))) &&
 	       /* json_event_scan() read tokens and duration_ms as plain integers */
 	       (!ev->has_usd || isnan(ev->usd) || ev->usd >= 0);
 }

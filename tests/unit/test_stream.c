@@ -367,6 +367,11 @@ static void test_event_check_agrees_with_schema(void)
 		{ "cost", "{\"tokens\":-1}" }, { "cost", "{\"usd\":null}" }, { "cost", "{\"usd\":-0.1}" },
 		{ "cost", "{\"usd\":\"1\"}" }, { "cost", "[]" }, { "duration_ms", "1.0" }, { "duration_ms", "-3" },
 		{ "duration_ms", "\"4\"" }, { "extra", "{\"any\":[1]}" },
+		/* a sub-agent's events (README "Subagents") */
+		{ "span", "\"01JDB3000000000000000000AC\"" }, { "span", "\"01JDB3000000000000000000AI\"" },
+		{ "span", "null" }, { "span", "7" }, { "parent_span", "null" },
+		{ "parent_span", "\"01JDB3000000000000000000AD\"" }, { "parent_span", "\"short\"" },
+		{ "parent_span", "[]" },
 	};
 	const struct schema *sc = schema_get("event.schema.json");
 	jv ev = jv_parse(base);
