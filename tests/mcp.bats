@@ -138,7 +138,7 @@ reference_server() {
 	call_then_finish s__echo '{"text":"from the server"}'
 	plan 0
 	run -0 offered
-	assert_output '["read_file","list_files","grep","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+	assert_output '["read_file","list_files","grep","delegate","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
 	run -0 tool_answer
 	assert_output '[false,"from the server"]'
 	event mcp.server.started | jq -e '.server == "s" and .protocol == "2025-06-18" and .tools == 11 and .server_info.name == "scripted"'
@@ -191,7 +191,7 @@ reference_server() {
 	plan 0
 	event mcp.server.failed | jq -e '.error | test("wrote something that is not a JSON-RPC message on stdout: .Starting server... done!.")'
 	run -0 offered
-	assert_output '["read_file","list_files","grep","finish","ask_human"]'
+	assert_output '["read_file","list_files","grep","delegate","finish","ask_human"]'
 	servers "$(scripted '["--protocol","1999-01-01"]')"
 	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
 	plan 0
@@ -217,7 +217,7 @@ reference_server() {
 	call_then_finish s__env '{}'
 	plan 0
 	run -0 offered
-	assert_output '["read_file","list_files","s__echo","s__add","s__fail","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
+	assert_output '["read_file","list_files","delegate","s__echo","s__add","s__fail","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
 	run -0 tool_answer
 	assert_output '[true,"s__env: refused: the tool is not allowed in plan (tools.permissions.plan.deny)"]'
 	event tool.failed | jq -e '.tool == "s__env" and .kind == "denied"'
