@@ -25,26 +25,34 @@
 #include "app/human.h"
 #include "app/phase.h"
 #include "os/proc.h"
+#include "review/github.h"
 #include "review/review.h"
 #include "review/sarif.h"
 #include "store/store.h"
 #include "data/stream.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-enum { OPT_BASE = 256, OPT_COMMIT, OPT_SARIF };
+enum { OPT_BASE = 256, OPT_COMMIT, OPT_SARIF, OPT_PR, OPT_DRY_RUN };
 
 struct review_args {
 	char *raw;                      /* a diff from stdin (validated) */
 	const char *base, *commit, *sarif;
+	int pr;                         /* --pr N (0: none) */
+	bool dry_run;
+	struct github gh;               /* --pr: the API client (open when gh.api) */
+	char *pr_head;                  /* --pr: the head commit */
 };
 
 static const struct cli_option options[] = {
 	{ "base", 0, "REF", "review the working tree's changes against REF (git diff REF)", OPT_BASE },
 	{ "commit", 0, "SHA", "review one commit (against its first parent)", OPT_COMMIT },
 	{ "sarif", 0, "FILE", "also write the findings as SARIF 2.1.0 to FILE", OPT_SARIF },
+	{ "pr", 0, "N", "review GitHub pull request N and post the result as one PR review", OPT_PR },
+	{ "dry-run", 0, NULL, "with --pr: print the requests that would post the review, send none", OPT_DRY_RUN },
 	{ NULL, 0, NULL, NULL, 0 },
 };
 
@@ -65,6 +73,19 @@ static int on_option(struct phase *ph, int id, const char *arg)
 		return 0;
 	case OPT_SARIF:
 		a->sarif = arg;
+		return 0;
+	case OPT_PR: {
+		char *end = NULL;
+		errno = 0;
+		long n = strtol(arg, &end, 10);
+		if (errno || !end || *end || n <= 0 || n > 1000000000)
+			return forge_error("--pr wants a pull request number, not '%s'", arg);
+		a->pr = (int)n;
+		spec.needs_input = false;
+		return 0;
+	}
+	case OPT_DRY_RUN:
+		a->dry_run = true;
 		return 0;
 	}
 	return forge_error("unknown option");
@@ -94,7 +115,7 @@ static const char *guard(struct phase *ph)
 {
 	struct review_args *a = ph->payload;
 	jv ch = changes_of(ph);
-	bool ok = a->raw || a->base || a->commit || json_get_str(ch, "diff") ||
+	bool ok = a->raw || a->base || a->commit || a->pr || json_get_str(ch, "diff") ||
 		  (json_get_str(ch, "commit") && json_get_str(ch, "base_commit"));
 
 	jv_free(ch);
@@ -153,6 +174,154 @@ out:
 	return rc;
 }
 
+/* The token from GITHUB_TOKEN, else GH_TOKEN; NULL when neither is set. */
+static const char *github_token(void)
+{
+	const char *t = getenv("GITHUB_TOKEN");
+
+	return t && *t ? t : getenv("GH_TOKEN") && *getenv("GH_TOKEN") ? getenv("GH_TOKEN") : NULL;
+}
+
+/* The commit sha, fetching ref from origin into local when it is not in
+ * the repository yet.  *out the full SHA. */
+static int have_commit(char **out, struct phase *ph, struct forge_git *g, const char *sha,
+		       const char *ref, const char *local)
+{
+	struct buf refspec = BUF_INIT;
+	int rc;
+
+	if (forge_git_resolve(out, g, sha) == 0)
+		return 0;
+	buf_addf(&refspec, "+%s:%s", ref, local);
+	phase_progress(ph, "fetching %s from origin", ref);
+	rc = forge_git_fetch(g, "origin", refspec.buf);
+	if (rc == 0) {
+		phase_emit(ph, "review.github.fetched", json_set(json_set(jv_object(), "ref", jv_string(ref)),
+								"commit", jv_string(sha)));
+		rc = forge_git_resolve(out, g, sha);
+		if (rc < 0)
+			forge_error("origin's %s does not hold commit %s", ref, sha);
+	}
+	buf_release(&refspec);
+	return rc;
+}
+
+/*
+ * --pr N: the API client, the pull request's base and head (the head
+ * fetched as refs/pull/N/head when absent), and the diff base...head.
+ * -2 for bad input (no token, no repository), -1 otherwise.
+ */
+static int pr_source(char **text, char **commit, struct phase *ph, const char *root)
+{
+	struct review_args *a = ph->payload;
+	const char *token = github_token(), *env_repo = getenv("GITHUB_REPOSITORY");
+	struct forge_git *g = NULL;
+	char *slug = NULL, *url = NULL, *head = NULL, *base = NULL, *mb = NULL;
+	struct buf path = BUF_INIT, ref = BUF_INIT, local = BUF_INIT;
+	jv pull = jv_null();
+	int rc = -2;
+
+	if (!token) {
+		forge_error("--pr needs a GitHub token in GITHUB_TOKEN or GH_TOKEN");
+		goto out;
+	}
+	if (forge_git_open(&g, root) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (env_repo && *env_repo)
+		slug = xstrdup(env_repo);
+	else if (forge_git_remote_url(&url, g, "origin") < 0 || github_repo_from_url(&slug, url) < 0)
+		goto out;
+	if (github_open(&a->gh, getenv("GITHUB_API_URL"), slug, token,
+			config_get_num(ph->cfg, "review.github.max_wait_s")) < 0)
+		goto out;
+	rc = -1;
+	buf_addf(&path, "/repos/%s/pulls/%d", slug, a->pr);
+	phase_progress(ph, "reading pull request #%d of %s", a->pr, slug);
+	if (github_call(&pull, NULL, &a->gh, "GET", path.buf, jv_invalid()) < 0)
+		goto out;
+	jv hs = json_get_path(pull, "head.sha"), bs = json_get_path(pull, "base.sha"),
+	   bref = json_get_path(pull, "base.ref");
+	if (jv_get_kind(hs) != JV_KIND_STRING || jv_get_kind(bs) != JV_KIND_STRING) {
+		forge_error("GitHub GET %s: no head.sha or base.sha in the answer", path.buf);
+		jv_free(hs);
+		jv_free(bs);
+		jv_free(bref);
+		goto out;
+	}
+	buf_addf(&ref, "refs/pull/%d/head", a->pr);
+	buf_addf(&local, "refs/forge/pull/%d/head", a->pr);
+	int h = have_commit(&head, ph, g, jv_string_value(hs), ref.buf, local.buf);
+	buf_reset(&ref);
+	buf_reset(&local);
+	buf_addf(&ref, "refs/heads/%s", jv_get_kind(bref) == JV_KIND_STRING ? jv_string_value(bref) : "main");
+	buf_addf(&local, "refs/forge/pull/%d/base", a->pr);
+	int b = h < 0 ? -1 : have_commit(&base, ph, g, jv_string_value(bs), ref.buf, local.buf);
+	jv e = json_set(json_set(jv_object(), "number", jv_number(a->pr)), "repository", jv_string(slug));
+	e = json_set(json_set(e, "head", hs), "base", bs);
+	phase_emit(ph, "review.github.pull", e);
+	jv_free(bref);
+	if (h < 0 || b < 0 || forge_git_merge_base(&mb, g, base, head) < 0)
+		goto out;
+	const char *args[] = { "diff", "--no-color", "--no-ext-diff", mb, head, NULL };
+	rc = git_out(text, root, args);
+	if (rc == 0) {
+		*commit = xstrdup(head);
+		a->pr_head = xstrdup(head);
+	}
+out:
+	jv_free(pull);
+	forge_git_free(g);
+	buf_release(&path);
+	buf_release(&ref);
+	buf_release(&local);
+	free(slug);
+	free(url);
+	free(head);
+	free(base);
+	free(mb);
+	return rc;
+}
+
+/* Post the review to the pull request (or, with --dry-run, print what would
+ * be posted).  -1 with a message when GitHub refused. */
+static int pr_publish(struct phase *ph, jv all, const struct diff *d, const char *decision,
+		      const char *verdict)
+{
+	struct review_args *a = ph->payload;
+	struct buf key = BUF_INIT, summary = BUF_INIT;
+	struct github_review rv = { .pr = a->pr, .commit = a->pr_head, .findings = all, .diff = d,
+				    .dry_run = a->dry_run };
+	jv report = jv_null();
+	int rc;
+
+	buf_addf(&key, "review.github.event.%s", decision);
+	rv.event = config_get_str(ph->cfg, key.buf);
+	if (!rv.event)
+		rv.event = !strcmp(decision, "request_changes") ? "REQUEST_CHANGES" : "COMMENT";
+	buf_addf(&summary, "**%s**: %s", decision, verdict);
+	rv.summary = summary.buf;
+	phase_progress(ph, "posting the review to pull request #%d", a->pr);
+	rc = github_review_publish(&report, &a->gh, &rv);
+	if (rc == 0) {
+		report = json_set(report, "number", jv_number(a->pr));
+		report = json_set(report, "dry_run", jv_bool(a->dry_run));
+		report = json_set(report, "rate_limit_waits", jv_number(a->gh.waits));
+		if (a->dry_run && ph->common.verbosity >= 0) {
+			jv reqs = json_get(report, "requests");
+			fprintf(stderr, "%s: --dry-run: would send to %s:\n", ph->spec->program, a->gh.api);
+			json_write_pretty(stderr, reqs);
+		}
+		phase_emit(ph, "review.github.posted", report);
+	} else {
+		jv_free(report);
+	}
+	buf_release(&key);
+	buf_release(&summary);
+	return rc;
+}
+
 /* The diff to review, the directory of its post-image and, when the
  * post-image is a commit, that commit. */
 static int diff_source(char **text, char **root, char **commit, struct phase *ph)
@@ -164,6 +333,10 @@ static int diff_source(char **text, char **root, char **commit, struct phase *ph
 
 	*text = *commit = NULL;
 	*root = xstrdup(is_dir(wt) ? wt : ph->repo ? ph->repo : ".");
+	if (a->pr) {
+		rc = pr_source(text, commit, ph, *root);
+		goto out;
+	}
 	if (a->commit || a->base) {
 		struct forge_git *g = NULL;
 		char *sha = NULL;
@@ -590,6 +763,10 @@ static const char *run(struct phase *ph)
 	char verdict[sizeof ph->reason];
 	snprintf(verdict, sizeof verdict, "%s (risk %s; %d critical, %d error, %d warning)", why,
 		 review_level_name(risk.level), counts[3], counts[2], counts[1]);
+	if (a->pr && pr_publish(ph, all, d, decision, verdict) < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		goto out;
+	}
 	phase_reason(ph, "%s: %s", decision, verdict);
 	if (ph->report) {
 		/* run alone: what a person (or a CI log) reads, beside the JSON */
@@ -622,7 +799,8 @@ int main(int argc, char **argv)
 		.name = "review",
 		.program = "forge-review",
 		.synopsis = "[--sarif FILE] [OPTION]... < diff-or-state\n"
-			    "(--base REF | --commit SHA) --no-input [--sarif FILE] [OPTION]...",
+			    "(--base REF | --commit SHA) --no-input [--sarif FILE] [OPTION]...\n"
+			    "--pr N [--dry-run] [--sarif FILE] [OPTION]...",
 		.description = "Review changes: the state's changes, a unified diff on stdin, the working "
 			       "tree against --base, or one --commit (with --no-input, or on a terminal: an "
 			       "empty stdin is bad input).  Layer 1 runs linters, layer 2 scans for "
@@ -630,8 +808,12 @@ int main(int argc, char **argv)
 			       "Exit 0 approve, 1 request_changes, 4 require_human.  Run alone (not by "
 			       "forge-supervisor) and without -q it also prints each finding on stderr as "
 			       "`file:line: severity: message [rule]`, then the decision on one line; stdout "
-			       "is the JSON lines alone.",
-		.extra_help = "Examples:\n  git diff main | forge-review\n  forge-review --base main --no-input --sarif review.sarif\n",
+			       "is the JSON lines alone.  --pr N reviews GitHub pull request N "
+			       "(GITHUB_TOKEN or GH_TOKEN; GITHUB_API_URL; GITHUB_REPOSITORY, else the "
+			       "origin remote) and posts one PR review with inline comments; a run "
+			       "again updates Forge's comments instead of adding more.",
+		.extra_help = "Examples:\n  git diff main | forge-review\n  forge-review --base main --no-input --sarif review.sarif\n"
+			      "  GITHUB_TOKEN=… forge-review --pr 42 --no-input\n",
 		.options = options,
 		.on_option = on_option,
 		.raw_hook = raw_hook,
@@ -643,5 +825,8 @@ int main(int argc, char **argv)
 	};
 	rc = phase_main(&spec, argc, argv, &args);
 	free(args.raw);
+	free(args.pr_head);
+	if (args.gh.api)
+		github_close(&args.gh);
 	return rc;
 }

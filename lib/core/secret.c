@@ -17,7 +17,7 @@
 
 const char *const llm_secret_env_names[] = {
 	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-	"OPENROUTER_API_KEY", "FORGE_EMBED_API_KEY", NULL,
+	"OPENROUTER_API_KEY", "FORGE_EMBED_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", NULL,
 };
 
 static char **secrets;

@@ -582,7 +582,7 @@ static int on_push_update(const char *refname, const char *status, void *payload
  * PCRE2 match data on every call (fixed upstream by libgit2 PR #6382), and
  * every forge test runs under LeakSanitizer; insteadOf is not applied.
  */
-static int remote_url(struct buf *out, git_repository *repo, const char *remote)
+static int remote_url(struct buf *out, git_repository *repo, const char *remote, bool push)
 {
 	git_config *cfg = NULL;
 	git_buf value = GIT_BUF_INIT;
@@ -595,7 +595,7 @@ static int remote_url(struct buf *out, git_repository *repo, const char *remote)
 			goto out;
 		}
 		static const char *const keys[] = { "pushurl", "url" };
-		for (size_t i = 0; i < 2; i++) {
+		for (size_t i = push ? 0 : 1; i < 2; i++) {
 			buf_reset(&key);
 			buf_addf(&key, "remote.%s.%s", remote, keys[i]);
 			if (git_config_get_string_buf(&value, cfg, key.buf) == 0) {
@@ -650,7 +650,7 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 		buf_addch(&spec, ':');
 		add_full_ref(&spec, src, strlen(src));
 	}
-	if (remote_url(&url, g->repo, remote) < 0)
+	if (remote_url(&url, g->repo, remote, true) < 0)
 		goto out;
 	/* TLS needs the CA bundle (an http URL may redirect to https) */
 	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
@@ -679,5 +679,56 @@ out:
 	buf_release(&url);
 	buf_release(&spec);
 	buf_release(&st.rejected);
+	return rc;
+}
+
+int forge_git_remote_url(char **out, struct forge_git *g, const char *remote)
+{
+	struct buf url = BUF_INIT;
+
+	*out = NULL;
+	if (remote_url(&url, g->repo, remote, false) < 0) {
+		buf_release(&url);
+		return -1;
+	}
+	*out = buf_detach(&url, NULL);
+	return 0;
+}
+
+int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec)
+{
+	git_remote *r = NULL;
+	git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
+	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
+	struct buf url = BUF_INIT;
+	char *specs[1];
+	git_strarray arr = { specs, 1 };
+	int rc = -1;
+
+	if (!refspec || !*refspec || !remote || !*remote) {
+		forge_error("fetch needs a remote and a refspec");
+		goto out;
+	}
+	if (remote_url(&url, g->repo, remote, false) < 0)
+		goto out;
+	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
+	    forge_git_tls_prepare() < 0)
+		goto out;
+	copts.repository = g->repo;
+	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
+		forge_git_fail("cannot use remote '%s'", remote);
+		goto out;
+	}
+	specs[0] = (char *)refspec;
+	opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+	if (git_remote_fetch(r, &arr, &opts, NULL) < 0) {
+		forge_git_fail("cannot fetch '%s' from '%s'", refspec, remote);
+		goto out;
+	}
+	rc = 0;
+out:
+	git_remote_free(r);
+	buf_release(&url);
 	return rc;
 }

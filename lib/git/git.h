@@ -299,4 +299,13 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
  */
 int forge_git_push(struct forge_git *g, const char *remote, const char *refspec);
 
+/*
+ * Fetch `refspec` ("+refs/pull/7/head:refs/forge/pull/7/head", full ref
+ * names) from `remote` (a configured remote's name, a URL or a path) into
+ * the repository, no tags.  remote_url: remote.NAME.url of a configured
+ * remote (insteadOf not applied), else `remote` itself.
+ */
+int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec);
+int forge_git_remote_url(char **out, struct forge_git *g, const char *remote);
+
 #endif

@@ -462,6 +462,12 @@ int git_remote_create_with_opts(git_remote **out, const char *url, const git_rem
 	return p_git_remote_create_with_opts(out, url, opts);
 }
 
+int git_remote_fetch(git_remote *remote, const git_strarray *refspecs, const git_fetch_options *opts, const char *reflog_message)
+{
+	LAZY(git_remote_fetch)
+	return p_git_remote_fetch(remote, refspecs, opts, reflog_message);
+}
+
 void git_remote_free(git_remote *remote)
 {
 	LAZY(git_remote_free)

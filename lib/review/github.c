@@ -1,0 +1,568 @@
+/*
+ * github.c - the GitHub REST calls of forge-review --pr (github.h).
+ */
+#include "review/github.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "core/secret.h"
+#include "git/diff.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_WAITS 5
+
+static char *dup_range(const char *s, size_t n)
+{
+	return xstrndup(s, n);
+}
+
+int github_repo_from_url(char **out, const char *url)
+{
+	const char *p = url, *path = NULL;
+	size_t n;
+
+	*out = NULL;
+	if (!url)
+		return forge_error("no remote URL to take the repository from");
+	if (!strncmp(p, "https://", 8) || !strncmp(p, "http://", 7) || !strncmp(p, "ssh://", 6) ||
+	    !strncmp(p, "git://", 6)) {
+		p = strstr(p, "://") + 3;
+		path = strchr(p, '/');
+	} else if (strchr(p, ':') && !strchr(p, '/') ? true : (strchr(p, ':') && strchr(p, ':') < strchr(p, '/'))) {
+		path = strchr(p, ':');	/* scp-like user@host:owner/name */
+	}
+	if (!path)
+		return forge_error("cannot tell the GitHub repository from the remote URL '%s' "
+				   "(set GITHUB_REPOSITORY=owner/name)", url);
+	path++;
+	n = strlen(path);
+	while (n && path[n - 1] == '/')
+		n--;
+	if (n > 4 && !strncmp(path + n - 4, ".git", 4))
+		n -= 4;
+	const char *slash = memchr(path, '/', n);
+	if (!slash || slash == path || slash + 1 == path + n || memchr(slash + 1, '/', (size_t)(path + n - slash - 1)))
+		return forge_error("cannot tell the GitHub repository from the remote URL '%s' "
+				   "(set GITHUB_REPOSITORY=owner/name)", url);
+	*out = dup_range(path, n);
+	return 0;
+}
+
+int github_open(struct github *gh, const char *api, const char *repo, const char *token,
+		double max_wait_s)
+{
+	struct buf b = BUF_INIT;
+	size_t n;
+
+	memset(gh, 0, sizeof *gh);
+	if (!repo || !strchr(repo, '/') || strchr(repo, '/') == repo || strchr(strchr(repo, '/') + 1, '/') ||
+	    !strchr(repo, '/')[1])
+		return forge_error("'%s' is not a GitHub repository (owner/name)", repo ? repo : "");
+	if (!token || !*token)
+		return forge_error("no GitHub token");
+	if (http_client_init(&gh->http) < 0)
+		return -1;
+	gh->http.retry.max_retries = 0;	/* rate limits are waited out here */
+	gh->http.timeout_ms = 120000;
+	api = api && *api ? api : "https://api.github.com";
+	n = strlen(api);
+	while (n && api[n - 1] == '/')
+		n--;
+	gh->api = dup_range(api, n);
+	gh->repo = xstrdup(repo);
+	llm_secret_add(token);
+	buf_addf(&b, "Authorization: Bearer %s", token);
+	gh->auth = buf_detach(&b, NULL);
+	gh->max_wait_s = max_wait_s;
+	return 0;
+}
+
+void github_close(struct github *gh)
+{
+	if (gh->auth)
+		memset(gh->auth, 0, strlen(gh->auth));
+	free(gh->auth);
+	free(gh->api);
+	free(gh->repo);
+	http_client_release(&gh->http);
+	memset(gh, 0, sizeof *gh);
+}
+
+static void do_sleep(struct github *gh, double s)
+{
+	if (gh->sleep_fn) {
+		gh->sleep_fn(gh->sleep_payload, s);
+		return;
+	}
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	while (nanosleep(&ts, &ts) < 0)
+		;
+}
+
+/* Seconds GitHub asks to wait before trying again; -1 when r is not a rate
+ * limit answer. */
+static double rate_limit_wait(const struct http_response *r)
+{
+	const char *ra = http_header_get(r, "retry-after");
+	const char *rem = http_header_get(r, "x-ratelimit-remaining");
+	const char *reset = http_header_get(r, "x-ratelimit-reset");
+
+	if (r->status != 403 && r->status != 429)
+		return -1;
+	if (ra && isdigit((unsigned char)*ra))
+		return strtod(ra, NULL);
+	if (rem && !strcmp(rem, "0") && reset && isdigit((unsigned char)*reset)) {
+		double w = strtod(reset, NULL) - (double)time(NULL);
+		return w < 1 ? 1 : w;
+	}
+	return r->status == 429 ? 60 : -1;
+}
+
+/* The rel="next" URL of a Link header, malloc'd, or NULL. */
+static char *link_next(const char *link)
+{
+	const char *p = link;
+
+	while (p && (p = strchr(p, '<'))) {
+		const char *e = strchr(p, '>');
+		if (!e)
+			break;
+		const char *semi = e + 1, *comma = strchr(semi, ',');
+		const char *rel = strstr(semi, "rel=\"next\"");
+		if (rel && (!comma || rel < comma))
+			return dup_range(p + 1, (size_t)(e - p - 1));
+		p = comma;
+	}
+	return NULL;
+}
+
+static int http_fail(const struct github *gh, const char *method, const char *path,
+		     const struct http_response *r)
+{
+	jv body = json_parse(r->body.buf ? r->body.buf : "", r->body.len);
+	const char *msg = jv_is_valid(body) ? json_get_str(body, "message") : NULL;
+	char *text;
+	int rc;
+
+	(void)gh;
+	if (r->status == 0)
+		rc = forge_error("GitHub %s %s: %s", method, path, r->error[0] ? r->error : "no answer");
+	else {
+		text = llm_redact(xstrdup(msg ? msg : r->body.buf ? r->body.buf : ""));
+		if (strlen(text) > 300)
+			text[300] = '\0';
+		rc = forge_error("GitHub %s %s: HTTP %ld%s%s", method, path, r->status, *text ? ": " : "", text);
+		free(text);
+	}
+	jv_free(body);
+	return rc;
+}
+
+int github_call(jv *out, char **next, struct github *gh, const char *method, const char *path,
+		jv body)
+{
+	struct buf url = BUF_INIT;
+	struct http_response r;
+	char *text = NULL;
+	const char *headers[] = { gh->auth, "Accept: application/vnd.github+json",
+				  "X-GitHub-Api-Version: 2022-11-28", "User-Agent: forge-review",
+				  "Content-Type: application/json", NULL };
+	struct http_request req = { .method = method, .headers = headers };
+	int rc = -1, waits = 0;
+
+	*out = jv_null();
+	if (next)
+		*next = NULL;
+	http_response_init(&r);
+	if (!strncmp(path, "http://", 7) || !strncmp(path, "https://", 8))
+		buf_adds(&url, path);
+	else
+		buf_addf(&url, "%s%s", gh->api, path);
+	req.url = url.buf;
+	if (jv_is_valid(body)) {
+		text = json_dumps(body, false);
+		req.body = text;
+		req.body_len = strlen(text);
+	} else {
+		jv_free(body);
+	}
+	for (;;) {
+		http_response_release(&r);
+		gh->requests++;
+		if (http_send(&r, &gh->http, &req) == 0)
+			break;
+		double w = rate_limit_wait(&r);
+		if (w < 0) {
+			http_fail(gh, method, path, &r);
+			goto out;
+		}
+		if (w > gh->max_wait_s || waits >= MAX_WAITS) {
+			forge_error("GitHub rate limit on %s %s: asked to wait %.0f s, more than "
+				    "review.github.max_wait_s (%.0f s)%s", method, path, w, gh->max_wait_s,
+				    waits >= MAX_WAITS ? " or too often" : "");
+			goto out;
+		}
+		waits++;
+		gh->waits++;
+		do_sleep(gh, w);
+	}
+	if (r.body.len) {
+		jv v = json_parse(r.body.buf, r.body.len);
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			forge_error("GitHub %s %s: the answer is not JSON", method, path);
+			goto out;
+		}
+		*out = v;
+	}
+	if (next && http_header_get(&r, "link"))
+		*next = link_next(http_header_get(&r, "link"));
+	rc = 0;
+out:
+	http_response_release(&r);
+	buf_release(&url);
+	free(text);
+	return rc;
+}
+
+int github_list(jv *out, struct github *gh, const char *path)
+{
+	struct buf first = BUF_INIT;
+	char *url, *next = NULL;
+	int pages = 0, rc = -1;
+
+	*out = jv_array();
+	buf_addf(&first, "%s%cper_page=100", path, strchr(path, '?') ? '&' : '?');
+	url = buf_detach(&first, NULL);
+	while (url && pages++ < 100) {
+		jv page;
+		if (github_call(&page, &next, gh, "GET", url, jv_invalid()) < 0)
+			goto out;
+		if (jv_get_kind(page) != JV_KIND_ARRAY) {
+			jv_free(page);
+			forge_error("GitHub GET %s: not a list", path);
+			goto out;
+		}
+		jv_array_foreach(page, i, x) {
+			(void)i;
+			*out = jv_array_append(*out, x);
+		}
+		jv_free(page);
+		free(url);
+		url = next;
+		next = NULL;
+	}
+	rc = 0;
+out:
+	free(url);
+	free(next);
+	return rc;
+}
+
+/* ---- the review ---------------------------------------------------------- */
+
+/* The fingerprint a Forge marker in body names (malloc'd), or NULL. */
+static char *marker_fp(const char *body, const char *kind)
+{
+	char tag[32];
+	const char *p, *e;
+
+	if (!body)
+		return NULL;
+	snprintf(tag, sizeof tag, "<!-- forge:%s=", kind);
+	p = strstr(body, tag);
+	if (!p)
+		return NULL;
+	p += strlen(tag);
+	e = strstr(p, " -->");
+	return e ? dup_range(p, (size_t)(e - p)) : NULL;
+}
+
+char *github_comment_body(jv f)
+{
+	struct buf b = BUF_INIT;
+	const char *fix = json_get_str(f, "fix"), *rule = json_get_str(f, "rule");
+
+	buf_addf(&b, "**%s** %s", json_get_str(f, "severity") ? json_get_str(f, "severity") : "info",
+		 json_get_str(f, "message") ? json_get_str(f, "message") : "");
+	if (rule)
+		buf_addf(&b, " `[%s]`", rule);
+	if (fix && *fix && json_get_bool(f, "fixable", false)) {
+		size_t n = strlen(fix);
+		buf_addf(&b, "\n\n```suggestion\n%s%s```", fix, fix[n - 1] == '\n' ? "" : "\n");
+	}
+	buf_addf(&b, "\n\n<!-- forge:fp=%s -->", json_get_str(f, "fingerprint") ? json_get_str(f, "fingerprint") : "");
+	return buf_detach(&b, NULL);
+}
+
+static bool inline_place(const struct diff *d, jv f)
+{
+	const char *file = json_get_str(f, "file");
+	int line = (int)json_get_num(f, "line", 0);
+	const struct diff_file *df = file && d ? diff_find(d, file) : NULL;
+
+	return df && line > 0 && diff_new_line(df, line) != NULL;
+}
+
+struct publish {
+	struct github *gh;
+	const struct github_review *rv;
+	jv report;
+	jv requests;
+	struct buf outside;             /* findings not on a diff line, for the summary */
+};
+
+static void count(struct publish *p, const char *key)
+{
+	p->report = json_set(p->report, key, jv_number(json_get_num(p->report, key, 0) + 1));
+}
+
+/* A write request: sent, or only recorded with dry_run.  *out (may be
+ * NULL) gets the answer (null when not sent). */
+static int write_req(jv *out, struct publish *p, const char *method, const char *path, jv body)
+{
+	jv rec = json_set(json_set(jv_object(), "method", jv_string(method)), "path", jv_string(path));
+	jv ans = jv_null();
+	int rc = 0;
+
+	p->requests = jv_array_append(p->requests, json_set(rec, "body", jv_copy(body)));
+	if (p->rv->dry_run)
+		jv_free(body);
+	else
+		rc = github_call(&ans, NULL, p->gh, method, path, body);
+	if (out)
+		*out = ans;
+	else
+		jv_free(ans);
+	return rc;
+}
+
+/* Edit, keep or resolve Forge's earlier comments; *fresh gets the findings
+ * that need a new comment. */
+static int sync_comments(jv *fresh, struct publish *p, jv findings)
+{
+	struct buf path = BUF_INIT;
+	jv old = jv_null();
+	int rc = -1;
+
+	*fresh = jv_array();
+	buf_addf(&path, "/repos/%s/pulls/%d/comments", p->gh->repo, p->rv->pr);
+	if (github_list(&old, p->gh, path.buf) < 0)
+		goto out;
+	jv_array_foreach(findings, i, f) {
+		(void)i;
+		char *body = github_comment_body(f);
+		const char *fp = json_get_str(f, "fingerprint");
+		bool found = false;
+		jv_array_foreach(old, j, c) {
+			(void)j;
+			char *cfp = marker_fp(json_get_str(c, "body"), "fp");
+			if (!found && cfp && fp && !strcmp(cfp, fp)) {
+				found = true;
+				if (!strcmp(json_get_str(c, "body") ? json_get_str(c, "body") : "", body)) {
+					count(p, "kept");
+				} else {
+					struct buf e = BUF_INIT;
+					buf_addf(&e, "/repos/%s/pulls/comments/%.0f", p->gh->repo,
+						 json_get_num(c, "id", 0));
+					int w = write_req(NULL, p, "PATCH", e.buf,
+							  json_set(jv_object(), "body", jv_string(body)));
+					buf_release(&e);
+					if (w < 0) {
+						free(cfp);
+						free(body);
+						jv_free(c);
+						jv_free(f);
+						goto out;
+					}
+					count(p, "updated");
+				}
+			}
+			free(cfp);
+			jv_free(c);
+		}
+		if (!found)
+			*fresh = jv_array_append(*fresh, jv_copy(f));
+		free(body);
+		jv_free(f);
+	}
+	/* the comments whose finding is gone: one reply each */
+	jv_array_foreach(old, j, c) {
+		(void)j;
+		char *cfp = marker_fp(json_get_str(c, "body"), "fp");
+		bool live = false, replied = false;
+		if (cfp) {
+			jv_array_foreach(findings, i, f) {
+				(void)i;
+				const char *fp = json_get_str(f, "fingerprint");
+				live = live || (fp && !strcmp(fp, cfp));
+				jv_free(f);
+			}
+			jv_array_foreach(old, k, r) {
+				(void)k;
+				char *rfp = marker_fp(json_get_str(r, "body"), "resolved");
+				replied = replied || (rfp && !strcmp(rfp, cfp));
+				free(rfp);
+				jv_free(r);
+			}
+		}
+		if (cfp && !live && !replied) {
+			struct buf e = BUF_INIT, b = BUF_INIT;
+			buf_addf(&e, "/repos/%s/pulls/%d/comments/%.0f/replies", p->gh->repo, p->rv->pr,
+				 json_get_num(c, "id", 0));
+			buf_addf(&b, "Resolved: Forge no longer finds this.\n\n<!-- forge:resolved=%s -->", cfp);
+			int w = write_req(NULL, p, "POST", e.buf, json_set(jv_object(), "body", jv_string(b.buf)));
+			buf_release(&e);
+			buf_release(&b);
+			if (w < 0) {
+				free(cfp);
+				jv_free(c);
+				goto out;
+			}
+			count(p, "resolved");
+		}
+		free(cfp);
+		jv_free(c);
+	}
+	rc = 0;
+out:
+	jv_free(old);
+	buf_release(&path);
+	return rc;
+}
+
+static const char *state_of(const char *event)
+{
+	return !strcmp(event, "APPROVE") ? "APPROVED" : !strcmp(event, "REQUEST_CHANGES") ? "CHANGES_REQUESTED" :
+	       "COMMENTED";
+}
+
+/* Forge's newest summary review among the pull request's reviews, or null. */
+static int find_summary(jv *out, struct publish *p)
+{
+	struct buf path = BUF_INIT;
+	jv all;
+	int rc;
+
+	*out = jv_null();
+	buf_addf(&path, "/repos/%s/pulls/%d/reviews", p->gh->repo, p->rv->pr);
+	rc = github_list(&all, p->gh, path.buf);
+	if (rc == 0) {
+		jv_array_foreach(all, i, r) {
+			(void)i;
+			const char *b = json_get_str(r, "body");
+			if (b && strstr(b, "<!-- forge:summary -->")) {
+				jv_free(*out);
+				*out = r;
+			} else {
+				jv_free(r);
+			}
+		}
+	}
+	jv_free(all);
+	buf_release(&path);
+	return rc;
+}
+
+static char *summary_body(struct publish *p)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "### Forge review\n\n%s\n", p->rv->summary ? p->rv->summary : "");
+	if (p->outside.len)
+		buf_addf(&b, "\nFindings outside the diff's lines:\n\n%s", p->outside.buf);
+	buf_adds(&b, "\n<!-- forge:summary -->");
+	return buf_detach(&b, NULL);
+}
+
+int github_review_publish(jv *report, struct github *gh, const struct github_review *rv)
+{
+	struct publish p = { gh, rv, jv_object(), jv_array(), BUF_INIT };
+	jv placed = jv_array(), fresh = jv_null(), prev = jv_null(), comments = jv_array();
+	char *body = NULL;
+	int rc = -1;
+
+	*report = jv_null();
+	static const char *const keys[] = { "posted", "updated", "kept", "resolved", "outside" };
+	for (size_t i = 0; i < 5; i++)
+		p.report = json_set(p.report, keys[i], jv_number(0));
+	jv_array_foreach(rv->findings, i, f) {
+		(void)i;
+		if (inline_place(rv->diff, f)) {
+			placed = jv_array_append(placed, f);
+			continue;
+		}
+		const char *file = json_get_str(f, "file");
+		buf_addf(&p.outside, "- **%s** %s%s%s%s (%s)\n", json_get_str(f, "severity"),
+			 file ? "`" : "", file ? file : "", file ? "`: " : "", json_get_str(f, "message"),
+			 json_get_str(f, "rule") ? json_get_str(f, "rule") : "");
+		count(&p, "outside");
+		jv_free(f);
+	}
+	if (sync_comments(&fresh, &p, placed) < 0 || find_summary(&prev, &p) < 0)
+		goto out;
+	jv_array_foreach(fresh, i, f) {
+		(void)i;
+		char *cb = github_comment_body(f);
+		jv c = json_set(jv_object(), "path", jv_string(json_get_str(f, "file")));
+		c = json_set(c, "line", jv_number(json_get_num(f, "line", 1)));
+		c = json_set(c, "side", jv_string("RIGHT"));
+		comments = jv_array_append(comments, json_set(c, "body", jv_string(cb)));
+		free(cb);
+		count(&p, "posted");
+		jv_free(f);
+	}
+	body = summary_body(&p);
+	const char *pstate = json_get_str(prev, "state");
+	bool new_review = jv_array_length(jv_copy(comments)) > 0 || !pstate ||
+			  strcmp(pstate, state_of(rv->event)) != 0;
+	struct buf path = BUF_INIT;
+	jv ans = jv_null();
+	if (new_review) {
+		jv req = json_set(jv_object(), "commit_id", jv_string(rv->commit));
+		req = json_set(req, "body", jv_string(body));
+		req = json_set(req, "event", jv_string(rv->event));
+		req = json_set(req, "comments", jv_copy(comments));
+		buf_addf(&path, "/repos/%s/pulls/%d/reviews", gh->repo, rv->pr);
+		rc = write_req(&ans, &p, "POST", path.buf, req);
+		if (rc == 0 && pstate) {
+			/* the earlier summary says where the current one is */
+			jv_free(ans);
+			ans = jv_null();
+			buf_reset(&path);
+			buf_addf(&path, "/repos/%s/pulls/%d/reviews/%.0f", gh->repo, rv->pr, json_get_num(prev, "id", 0));
+			jv old = json_set(jv_object(), "body", jv_string("Superseded by a newer Forge review."));
+			if (write_req(NULL, &p, "PUT", path.buf, old) < 0)
+				rc = -1;
+		}
+	} else {
+		buf_addf(&path, "/repos/%s/pulls/%d/reviews/%.0f", gh->repo, rv->pr, json_get_num(prev, "id", 0));
+		rc = write_req(&ans, &p, "PUT", path.buf, json_set(jv_object(), "body", jv_string(body)));
+		p.report = json_set(p.report, "review_id", json_get(prev, "id"));
+	}
+	if (json_has(ans, "id"))
+		p.report = json_set(p.report, "review_id", json_get(ans, "id"));
+	jv_free(ans);
+	buf_release(&path);
+	if (rc < 0)
+		goto out;
+	p.report = json_set(p.report, "event", jv_string(rv->event));
+	p.report = json_set(p.report, "new_review", jv_bool(new_review));
+	*report = json_set(jv_copy(p.report), "requests", jv_copy(p.requests));
+	rc = 0;
+out:
+	free(body);
+	jv_free(placed);
+	jv_free(fresh);
+	jv_free(prev);
+	jv_free(comments);
+	jv_free(p.report);
+	jv_free(p.requests);
+	buf_release(&p.outside);
+	return rc;
+}
