@@ -324,6 +324,9 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
 				 (curl_off_t)(req->body ? req->body_len : 0));
+		/* PUT, PATCH, DELETE: a body sent as POST sends it, under this verb */
+		if (req->method && strcmp(req->method, "POST") != 0)
+			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
 	}
 }
 

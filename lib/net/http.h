@@ -63,7 +63,8 @@ void http_response_release(struct http_response *r);   /* NULL-safe; reusable af
 const char *http_header_get(const struct http_response *r, const char *name);
 
 struct http_request {
-	const char *method;           /* "POST" or "GET" */
+	const char *method;           /* "GET", "POST", or another verb with a body
+	                                 (PUT, PATCH: sent as POST is, under that verb) */
 	const char *url;
 	const char *const *headers;   /* "Name: value", NULL-terminated; may be NULL */
 	const char *body;             /* may be NULL */
