@@ -245,6 +245,12 @@ posted() { jq -c 'select(.type == "review.github.posted") | .payload' <<<"$OUT";
 	assert_equal "$(gh_state | jq -c '[.requests[] | select(.[0] != "GET")]')" "[]"
 	assert_equal "$(posted | jq -r '.requests[0] | "\(.method) \(.path) \(.body.event)"')" "POST /repos/octo/hello/pulls/7/reviews REQUEST_CHANGES"
 	[[ $stderr == *"--dry-run: would send"* ]]
+	# the same through forge
+	GITHUB_TOKEN=$TOKEN ANTHROPIC_API_KEY=$KEY run -1 --separate-stderr forge review --no-input --provider anthropic \
+		--base-url "$MOCK_URL" --pr 7 --dry-run
+	OUT=$output
+	assert_equal "$(posted | jq -r .dry_run)" true
+	assert_equal "$(gh_state | jq -c '[.requests[] | select(.[0] != "GET")]')" "[]"
 }
 
 @test "requests and answers are checked against GitHub's OpenAPI description" {
