@@ -52,7 +52,7 @@ static const struct cli_option options[] = {
 	{ "commit", 0, "SHA", "review one commit (against its first parent)", OPT_COMMIT },
 	{ "sarif", 0, "FILE", "also write the findings as SARIF 2.1.0 to FILE", OPT_SARIF },
 	{ "pr", 0, "N", "review GitHub pull request N and post the result as one PR review", OPT_PR },
-	{ "dry-run", 0, NULL, "with --pr: print the requests that would post the review, send none", OPT_DRY_RUN },
+	{ "dry-run", 0, NULL, "with --pr: print the requests that would post the review; send no write request", OPT_DRY_RUN },
 	{ NULL, 0, NULL, NULL, 0 },
 };
 

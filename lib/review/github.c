@@ -33,8 +33,10 @@ int github_repo_from_url(char **out, const char *url)
 	    !strncmp(p, "git://", 6)) {
 		p = strstr(p, "://") + 3;
 		path = strchr(p, '/');
-	} else if (strchr(p, ':') && !strchr(p, '/') ? true : (strchr(p, ':') && strchr(p, ':') < strchr(p, '/'))) {
-		path = strchr(p, ':');	/* scp-like user@host:owner/name */
+	} else {
+		const char *colon = strchr(p, ':'), *slash = strchr(p, '/');
+		if (colon && (!slash || colon < slash))
+			path = colon;	/* scp-like user@host:owner/name */
 	}
 	if (!path)
 		return forge_error("cannot tell the GitHub repository from the remote URL '%s' "
