@@ -265,3 +265,22 @@ posted() { jq -c 'select(.type == "review.github.posted") | .payload' <<<"$OUT";
 	kill "$(cat "$T/gh.pid")"
 	rm -f "$T/gh.port"
 }
+
+@test "a finding whose text changed edits its comment (PATCH) instead of adding one" {
+	run -1 --separate-stderr review --pr 7
+	id=$(gh_state | jq '.comments[] | select(.body | contains("empty-token")) | .id')
+	n=$(gh_state | jq '.comments | length')
+	mock_reset
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[
+		{"file":"src/auth.c","line":3,"severity":"error","category":"security","rule":"empty-token",
+		 "message":"an empty or NULL token is accepted","confidence":0.9,"fixable":false}]}}]}]'
+	run -1 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	assert_equal "$(jq '.comments | length' <<<"$S")" "$n"
+	assert_equal "$(jq -c '[.requests[] | select(.[0] == "PATCH")]' <<<"$S")" "[[\"PATCH\",\"/repos/octo/hello/pulls/comments/$id\"]]"
+	run jq -r ".comments[] | select(.id == $id) | .body" <<<"$S"
+	assert_output --partial "an empty or NULL token is accepted"
+	refute_output --partial suggestion
+	assert_equal "$(posted | jq -r '[.updated, .posted] | join(" ")')" "1 0"
+}

@@ -351,6 +351,9 @@ static int sync_comments(jv *fresh, struct publish *p, jv findings)
 	struct buf path = BUF_INIT;
 	jv old = jv_null();
 	int rc = -1;
+	/* two findings of one rule on equal lines of a file share a fingerprint:
+	 * each earlier comment answers for one finding only */
+	jv used = jv_object();
 
 	*fresh = jv_array();
 	buf_addf(&path, "/repos/%s/pulls/%d/comments", p->gh->repo, p->rv->pr);
@@ -364,8 +367,11 @@ static int sync_comments(jv *fresh, struct publish *p, jv findings)
 		jv_array_foreach(old, j, c) {
 			(void)j;
 			char *cfp = marker_fp(json_get_str(c, "body"), "fp");
-			if (!found && cfp && fp && !strcmp(cfp, fp)) {
+			char cid[32];
+			snprintf(cid, sizeof cid, "%.0f", json_get_num(c, "id", 0));
+			if (!found && cfp && fp && !strcmp(cfp, fp) && !json_has(used, cid)) {
 				found = true;
+				used = json_set(used, cid, jv_true());
 				if (!strcmp(json_get_str(c, "body") ? json_get_str(c, "body") : "", body)) {
 					count(p, "kept");
 				} else {
@@ -434,6 +440,7 @@ static int sync_comments(jv *fresh, struct publish *p, jv findings)
 	rc = 0;
 out:
 	jv_free(old);
+	jv_free(used);
 	buf_release(&path);
 	return rc;
 }
