@@ -11,6 +11,7 @@
 #   make uninstall    removes exactly what make install put (same PREFIX and DESTDIR)
 #   make man          the man pages into $(O)/man (scripts/gen-man, from each program's --help)
 #   make mcp-ref      the MCP reference server for tests/mcp.bats (npm; scripts/mcp-ref)
+#   make github-openapi  GitHub's OpenAPI description for tests/pr-review.bats (npm)
 #   make clean
 #
 # Objects go to $(O) (default build/); `make O=build-asan SANITIZE=address,undefined`
@@ -329,6 +330,12 @@ man: all
 mcp-ref:
 	$(Q)scripts/mcp-ref >/dev/null
 .PHONY: mcp-ref
+
+# GitHub's OpenAPI description tests/pr-review.bats checks its GitHub server
+# against (scripts/github-openapi; the tests also run it).
+github-openapi:
+	$(Q)scripts/github-openapi >/dev/null
+.PHONY: github-openapi
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz $(PROGS)
