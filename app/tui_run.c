@@ -75,8 +75,8 @@ static void summary(jv *l, jv view, jv cp)
 	}
 	jv_array_foreach(gates, i, g) {
 		bool pending = !strcmp(str_or(g, "status", ""), "pending");
-		line(l, pending ? TUI_WARN : TUI_DIM, "gate     %s %s: %s%s", str_or(g, "gate", "?"), str_or(g, "status", "?"),
-		     str_or(g, "prompt", ""), pending ? "  (g answers it)" : "");
+		line(l, pending ? TUI_WARN : TUI_DIM, "gate     %s %s%s: %s", str_or(g, "gate", "?"), str_or(g, "status", "?"),
+		     pending ? " (g answers it)" : "", str_or(g, "prompt", ""));
 		jv_free(g);
 	}
 	buf_release(&b);

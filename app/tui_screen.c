@@ -137,7 +137,7 @@ void tui_footer(const struct tui *t, const char *keys)
 	int room = COLS - n - 1;
 
 	tui_put(t, LINES - 1, 0, COLS, TUI_SELECTED, keys);
-	if (n && room > 20)
+	if (n && room > (int)strlen(keys) + 1)
 		tui_put(t, LINES - 1, room, n + 1, TUI_SELECTED, t->msg);
 	else if (n)
 		tui_put(t, LINES - 2, 0, COLS, TUI_WARN, t->msg);
