@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 struct session;
+struct cli_common;
 
 /* What a drawn line means, for its colour (or attribute under NO_COLOR). */
 enum tui_attr { TUI_PLAIN, TUI_HEAD, TUI_DIM, TUI_OK, TUI_BAD, TUI_WARN, TUI_SELECTED };
@@ -34,6 +35,7 @@ enum { TUI_MIN_COLS = 60, TUI_MIN_ROWS = 12 };
 
 struct tui {
 	struct session *ses;    /* borrowed: config, repository, store */
+	const struct cli_common *common;   /* borrowed: the command line (--config) */
 	const char *bindir;     /* borrowed: where the forge programs are */
 	bool color;
 	enum tui_screen screen;

@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 {
 	struct cli_common common;
 	struct session ses;
-	struct tui t = { .ses = &ses, .runs = jv_null(), .lines = jv_null() };
+	struct tui t = { .ses = &ses, .common = &common, .runs = jv_null(), .lines = jv_null() };
 	int first = cli_parse(&common, &spec, argc, argv, NULL, NULL), status;
 
 	if (first < argc)

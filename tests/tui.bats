@@ -224,3 +224,35 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	run -2 --separate-stderr forge tui extra
 	[[ "$stderr" == *"no operands expected"* ]]
 }
+
+@test "m picks a phase's provider and model and writes them to .forge/config.json (validated); the picker then shows them" {
+	MODEL=$(jq -r '.models | keys_unsorted | map(select(startswith("claude-") | not)) | .[0]' "$FORGE_ROOT/schemas/pricing.json")
+	tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui m
+	wait_for "model picker: the phase"
+	# review, openai, the first openai model of the price table
+	tm send-keys -t tui Down Down Enter
+	wait_for "the provider"
+	tm send-keys -t tui Down Enter
+	wait_for "$MODEL"
+	tm send-keys -t tui Enter
+	wait_for "review: openai / $MODEL in $REPO/.forge/config.json"
+	jq -e --arg m "$MODEL" '.llm.phases.review == {"provider": "openai", "model": $m}' "$REPO/.forge/config.json"
+	[ "$(forge config get llm.phases.review.model)" = "$MODEL" ]
+	tm send-keys -t tui m
+	wait_for "review     openai / $MODEL"
+}
+
+@test "the model picker refuses to write over a project configuration that is not valid JSON" {
+	tui_start
+	wait_for "forge tui: 0 runs"
+	# broken while the TUI is open (it would not start on it)
+	mkdir -p "$REPO/.forge"
+	echo '{"llm": ' >"$REPO/.forge/config.json"
+	tm send-keys -t tui m
+	wait_for "model picker: the phase"
+	tm send-keys -t tui Enter Enter Enter
+	wait_for "config.json: Unfinished JSON term"
+	[ "$(cat "$REPO/.forge/config.json")" = '{"llm": ' ]
+}
