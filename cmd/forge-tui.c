@@ -17,7 +17,7 @@
 
 static const struct cli_spec spec = {
 	.name = "forge-tui",
-	.synopsis = "",
+	.synopsis = "[--repo DIR] [--db PATH] [--config PATH]",
 	.description = "A full-screen terminal interface on the runs of the database: the list of runs\n"
 		       "(status, phase, cost, age, a waiting gate), a live view of one run (its nodes, phase\n"
 		       "timeline, the model's replies and tool calls, findings, tests, cost against budget),\n"
