@@ -56,6 +56,13 @@ paused_run() {
 
 pending_gate() { forge gate list --json "$1" | jq -r .id; }
 
+# quit_ok: q ends forge tui with status 0 (under ASan: nothing leaked).
+quit_ok() {
+	tm send-keys -t tui q
+	wait_for "tui exited "
+	wait_for "tui exited 0"
+}
+
 @test "the run list shows the store's runs: trace, status, a waiting gate, phase, cost, task" {
 	paused_run
 	tui_start
@@ -84,6 +91,7 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	# Esc goes back to the list
 	tm send-keys -t tui Escape
 	wait_for "TRACE                       STATUS"
+	quit_ok
 }
 
 @test "g shows what the gate needs (the plan) and y approves it in the store; forge resume then completes the run, and the list follows" {
@@ -107,6 +115,7 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	# resumed in another process: the run moves on the screen
 	run -0 --separate-stderr forge resume --config "$CFG" "$T" </dev/null
 	wait_for "$T  completed"
+	quit_ok
 }
 
 @test "n rejects the gate with a note, e approves with one (remembered like forge gate's)" {
@@ -136,6 +145,7 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	wait_for "approved $G2"
 	forge gate list --all --json "$T" | jq -e '.status == "approved" and .note == "keep the usage line in sync"'
 	forge memory list --json | jq -se 'map(tostring) | any(contains("keep the usage line in sync"))'
+	quit_ok
 }
 
 @test "Esc at the gate leaves it waiting; g on a run without a gate says so" {
@@ -151,6 +161,7 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	wait_for "$T  paused         plan"
 	tm send-keys -t tui g
 	wait_for "no gate is waiting in run $T"
+	quit_ok
 }
 
 @test "a run started in another process while the TUI is open appears in the list" {
@@ -216,6 +227,7 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	tm send-keys -t tui Enter
 	wait_for "forge show exited 0"
 	wait_for "TRACE                       STATUS"
+	quit_ok
 }
 
 @test "forge tui wants a terminal (exit 2) and takes no operands" {
@@ -242,6 +254,9 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	[ "$(forge config get llm.phases.review.model)" = "$MODEL" ]
 	tm send-keys -t tui m
 	wait_for "review     openai / $MODEL"
+	tm send-keys -t tui Escape
+	wait_for "TRACE                       STATUS"
+	quit_ok
 }
 
 @test "the model picker refuses to write over a project configuration that is not valid JSON" {
@@ -255,4 +270,5 @@ pending_gate() { forge gate list --json "$1" | jq -r .id; }
 	tm send-keys -t tui Enter Enter Enter
 	wait_for "config.json: Unfinished JSON term"
 	[ "$(cat "$REPO/.forge/config.json")" = '{"llm": ' ]
+	quit_ok
 }
