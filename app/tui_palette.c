@@ -5,6 +5,7 @@
  */
 #include "app/tui.h"
 
+#include "app/cli.h"
 #include "core/buf.h"
 #include "core/forge.h"
 
@@ -112,22 +113,25 @@ void tui_palette(struct tui *t)
 
 	if (i < 0)
 		goto out;
-	char *argv[4] = { "forge", (char *)commands[i].name, NULL, NULL };
+	/* forge CMD, the options forge tui was given (--repo, --db, --config,
+	 * -q/-v: the same store and configuration), the operand */
+	const char *argv[24] = { "forge", commands[i].name };
+	int n = 2 + cli_common_argv(argv + 2, 20, t->common, true);
 	if (commands[i].trace) {
 		if (!copy) {
 			tui_say(t, "%s needs a run: select one first", commands[i].name);
 			goto out;
 		}
-		argv[2] = copy;
+		argv[n] = copy;
 	} else if (i == 0) {
 		task = tui_read_line(t, "task: ");
 		if (!task || !*task) {
 			tui_say(t, "no task: nothing started");
 			goto out;
 		}
-		argv[2] = task;
+		argv[n] = task;
 	}
-	int status = run_forge(t, argv);
+	int status = run_forge(t, (char *const *)argv);
 	tui_say(t, "forge %s exited %d", commands[i].name, status);
 out:
 	free(task);

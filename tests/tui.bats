@@ -24,13 +24,13 @@ teardown() {
 
 tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
 
-# tui_start [ENV=VALUE...]: forge tui in a 100x30 terminal; when it ends the
+# tui_start [ENV=VALUE...]: forge tui $TUI_ARGS in a 100x30 terminal; when it ends the
 # pane shows "tui exited N" and whether the terminal is back in canonical
 # mode with echo (the modes curses changed), and stays open.
 tui_start() {
 	local after="echo \"tui exited \$?\"; stty -a | tr ' ;' '\\n\\n' |"
 	after+=" grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '; echo; exec sleep 600"
-	tm new-session -d -x 100 -y 30 -s tui "env LC_ALL=C.UTF-8 $* forge tui; $after"
+	tm new-session -d -x 100 -y 30 -s tui "env LC_ALL=C.UTF-8 $* forge tui ${TUI_ARGS:-}; $after"
 }
 
 screen() { tm capture-pane -p -t tui "$@"; }
@@ -110,7 +110,7 @@ quit_ok() {
 	# the store says so, as after `forge gate approve`
 	forge gate list --all --json "$T" | jq -e --arg g "$G" 'select(.id == $g) | .status == "approved" and .decided_by == "human"'
 	[ "$(forge status --json "$T" | jq -c .pending_gates)" = "[]" ]
-	forge events replay "$T" | jq -e 'select(.type == "gate.approved") | .payload | .by == "human" and .note == null' >/dev/null
+	forge events replay "$T" | jq -se 'map(select(.type == "gate.approved")) | length == 1 and .[0].payload.by == "human" and .[0].payload.note == null' >/dev/null
 	[ "$(forge events replay "$T" | jq -r 'select(.type == "gate.approved") | .source')" = forge-tui ]
 	# resumed in another process: the run moves on the screen
 	run -0 --separate-stderr forge resume --config "$CFG" "$T" </dev/null
@@ -227,6 +227,26 @@ quit_ok() {
 	tm send-keys -t tui Enter
 	wait_for "forge show exited 0"
 	wait_for "TRACE                       STATUS"
+	quit_ok
+}
+
+@test "the palette's run asks for the task and runs forge run on the terminal with forge tui's options: its gate asks there" {
+	TUI_ARGS="--config $CFG" tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui :
+	wait_for "commands"
+	tm send-keys -t tui Enter
+	wait_for "task:"
+	tm send-keys -t tui -l "add a mul operation"
+	tm send-keys -t tui Enter
+	wait_for "\$ forge run --config $CFG add a mul operation"
+	wait_for "approve? [y]es / [n]o"
+	tm send-keys -t tui y Enter
+	wait_for "[forge run exited 0; press Enter to return]"
+	tm send-keys -t tui Enter
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	wait_for "$T  completed"
+	forge events replay "$T" | jq -se 'map(select(.type == "gate.approved")) | length == 1 and .[0].payload.by == "human"' >/dev/null
 	quit_ok
 }
 
