@@ -196,11 +196,15 @@ $(LIB): $(LIB_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# A program's own libraries, linked into it alone: LDLIBS_forge-NAME.
+# forge tui's curses (the wide-character one: task texts are UTF-8).
+LDLIBS_forge-tui := $(or $(shell pkg-config --libs ncursesw 2>/dev/null),-lncursesw)
+
 define prog_rule
 $(BINDIR)/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(LIB)
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
-	$(Q)$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS_$(basename $(notdir $(1)))) $(LDLIBS)
 endef
 $(foreach s,$(filter-out cmd/forge.c,$(PROG_SRC)),$(eval $(call prog_rule,$(s))))
 

@@ -328,58 +328,6 @@ static void print_paths(const struct config_sources *src, bool json)
 
 /* ---- init and set ------------------------------------------------------- */
 
-/* mkdir -p for the directory of path. */
-static int make_parent(const char *path)
-{
-	char *copy = xstrdup(path);
-	char *dir = dirname(copy);
-	int rc = 0;
-
-	for (char *p = dir + 1; *p && rc == 0; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
-		*p = '/';
-	}
-	if (rc == 0 && mkdir(dir, 0755) < 0 && errno != EEXIST)
-		rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
-	free(copy);
-	return rc;
-}
-
-/* Write text to path through a temporary file beside it and a rename, so
- * a reader sees the old file or the new one, never half of one. */
-static int write_atomic(const char *path, const char *text, size_t len)
-{
-	struct buf tmp = BUF_INIT;
-	int rc = -1, fd;
-
-	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
-		goto out;
-	}
-	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
-		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
-		close(fd);
-		unlink(tmp.buf);
-		goto out;
-	}
-	close(fd);
-	if (rename(tmp.buf, path) < 0) {
-		forge_error("cannot replace '%s': %s", path, strerror(errno));
-		unlink(tmp.buf);
-		goto out;
-	}
-	rc = 0;
-out:
-	buf_release(&tmp);
-	return rc;
-}
-
 /* A JSON string literal for s.  malloc'd. */
 static char *json_quote(const char *s)
 {
@@ -447,13 +395,13 @@ static int cmd_init(const struct args *a, const struct cli_common *common)
 
 	jv_free(v);
 	status = FORGE_EXIT_DEPENDENCY;
-	if (bad || make_parent(path) < 0)
+	if (bad || config_make_parent(path) < 0)
 		goto out;
 	char *dir = xstrdup(path);
 	int ign = forge_dir_ignore(dirname(dir));
 
 	free(dir);
-	if (ign < 0 || write_atomic(path, text, strlen(text)) < 0)
+	if (ign < 0 || config_write_file(path, text, strlen(text)) < 0)
 		goto out;
 	if (common->verbosity >= 0)
 		fprintf(stderr, PROG ": wrote %s\n", path);
@@ -487,50 +435,25 @@ static int set_target(char **out, const struct args *a, const struct cli_common 
 static int cmd_set(const struct args *a, const struct cli_common *common, const char *key, const char *value)
 {
 	char *path = NULL;
-	jv file = jv_null(), v;
+	jv v;
 	int status = set_target(&path, a, common);
-	struct stat st;
 
 	if (status)
 		goto out;
-	status = FORGE_EXIT_USAGE;
-	if (stat(path, &st) == 0) {
-		file = json_parse_file(path);
-		if (!jv_is_valid(file)) {
-			char *msg = json_invalid_msg(file);
-
-			file = jv_null();
-			forge_error("%s", msg);
-			free(msg);
-			goto out;
-		}
-		if (jv_get_kind(file) != JV_KIND_OBJECT) {
-			forge_error("%s: expected an object", path);
-			goto out;
-		}
-	}
 	v = json_parse(value, strlen(value));
 	if (!jv_is_valid(v)) {
 		/* not JSON: a bare word like claude-haiku-4-5 is meant as a string */
 		jv_free(v);
 		v = jv_string(value);
 	}
-	if (config_flag_set(&file, key, v) < 0 || config_layer_check(file, path) < 0)
-		goto out;
-	jv pretty = jv_dump_string(jv_copy(file), JV_PRINT_INDENT_FLAGS(2));
-	struct buf b = BUF_INIT;
-
-	buf_adds(&b, jv_string_value(pretty));
-	buf_addch(&b, '\n');
-	jv_free(pretty);
-	status = FORGE_EXIT_DEPENDENCY;
-	if (make_parent(path) == 0 && write_atomic(path, b.buf, b.len) == 0)
-		status = FORGE_EXIT_OK;
-	buf_release(&b);
+	switch (config_file_set(path, key, v)) {
+	case 0: status = FORGE_EXIT_OK; break;
+	case CONFIG_FILE_UNWRITTEN: status = FORGE_EXIT_DEPENDENCY; break;
+	default: status = FORGE_EXIT_USAGE; break;
+	}
 	if (status == FORGE_EXIT_OK && common->verbosity >= 0)
 		fprintf(stderr, PROG ": %s = %s in %s\n", key, value, path);
 out:
-	jv_free(file);
 	free(path);
 	return status;
 }

@@ -9,14 +9,13 @@
  * human wanted changed), so later runs learn from it.
  */
 #include "app/cli.h"
+#include "app/gatedecide.h"
 #include "app/runview.h"
 #include "data/config.h"
 #include "core/forge.h"
 #include "engine/gates.h"
 #include "core/json.h"
-#include "memory/memory.h"
 #include "store/store.h"
-#include "data/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,45 +76,14 @@ static int list(struct store *st, const char *trace, const struct args *a)
 	return FORGE_EXIT_OK;
 }
 
-static void remember(struct store *st, const struct config *cfg, jv gate, const char *note)
-{
-	struct memory_options mo;
-	struct memory *m;
-	char id[ULID_LEN + 1];
-
-	memory_options_init(&mo);
-	memory_options_from_config(&mo, cfg);
-	if (memory_open(&m, st, &mo) == 0) {
-		memory_record_gate_edit(id, m, json_get_str(gate, "gate"), note, json_get_str(gate, "trace_id"));
-		memory_free(m);
-	}
-}
-
 static int decide(struct store *st, const struct config *cfg, const char *id, bool approve, const char *note)
 {
 	jv gate;
 
-	if (gate_get(&gate, st, id) < 0 || jv_get_kind(gate) != JV_KIND_OBJECT) {
-		jv_free(gate);
-		fprintf(stderr, "forge-gate: no gate '%s' (see `forge gate list`)\n", id);
-		return FORGE_EXIT_REJECTED;
-	}
-	if (gate_decide(st, id, approve, "human", note) < 0) {
+	if (gatedecide_human(&gate, st, cfg, "forge-gate", id, approve, note) < 0) {
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
-		jv_free(gate);
 		return FORGE_EXIT_REJECTED;
 	}
-	/* The decision is an event of the run, like everything else. */
-	struct stream_out out;
-	stream_out_init(&out, stdout, "forge-gate", NULL);
-	stream_out_set_trace(&out, json_get_str(gate, "trace_id"));
-	jv ev = stream_event_new(&out, approve ? "gate.approved" : "gate.rejected",
-				 json_set(json_set(json_set(json_set(jv_object(), "gate", json_get(gate, "gate")),
-					  "id", jv_string(id)), "by", jv_string("human")), "note", json_str_or_null(note)));
-	store_event_put(st, ev, NULL, 0, NULL);
-	jv_free(ev);
-	if (approve && note && *note)
-		remember(st, cfg, gate, note);
 	printf("%s %s; continue with: forge resume %s\n", approve ? "approved" : "rejected", id,
 	       json_get_str(gate, "trace_id"));
 	jv_free(gate);

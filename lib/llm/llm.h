@@ -362,4 +362,12 @@ struct llm_call_log {
 };
 int llm_log_call(struct store *st, const struct llm_call_log *rec);
 
+/*
+ * The model's replies in trace's llm_calls rows, the newest `limit` (<= 0:
+ * all) oldest first: [{"id","ts","phase","model","text" (null when none),
+ * "tool_calls" ([{"id","name","input"}] or null),"cost_usd","error"}].
+ * *out is the caller's.  0, or -1 with forge_error() (the database).
+ */
+int llm_log_replies(jv *out, struct store *st, const char *trace_id, int limit);
+
 #endif

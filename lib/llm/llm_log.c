@@ -69,3 +69,38 @@ out:
 	free(err);
 	return rc;
 }
+
+int llm_log_replies(jv *out, struct store *st, const char *trace_id, int limit)
+{
+	/* the newest `limit`, given back oldest first */
+	static const char sql[] =
+		"SELECT * FROM (SELECT id, ts, phase, model, json_extract(response, '$.text'),"
+		" json_extract(response, '$.tool_calls'), cost_usd, error FROM llm_calls"
+		" WHERE trace_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id";
+	static const char *const cols[] = { "id", "ts", "phase", "model", "text", "tool_calls", "cost_usd", "error" };
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	*out = jv_null();
+	if (store_prepare(&s, st, sql) < 0)
+		return -1;
+	store_bind_text(s, 1, trace_id);
+	sqlite3_bind_int(s, 2, limit > 0 ? limit : -1);
+	jv list = jv_array();
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		jv r = jv_object();
+		for (int i = 0; i < 8; i++)
+			r = json_set(r, cols[i], i == 5 ? store_col_json(s, i) :
+				     i == 0 || i == 6 ? store_col_num(s, i) : store_col_str(s, i));
+		list = jv_array_append(list, r);
+	}
+	if (rc != SQLITE_DONE) {
+		jv_free(list);
+		rc = store_fail(st, "reading the model's replies");
+		sqlite3_finalize(s);
+		return rc;
+	}
+	sqlite3_finalize(s);
+	*out = list;
+	return 0;
+}

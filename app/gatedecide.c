@@ -1,0 +1,61 @@
+/*
+ * gatedecide.c - a human's decision on a pending gate (gatedecide.h).
+ */
+#include "app/gatedecide.h"
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "data/stream.h"
+#include "engine/gates.h"
+#include "memory/memory.h"
+#include "store/store.h"
+
+#include <stdio.h>
+
+static void remember(struct store *st, const struct config *cfg, jv gate, const char *note)
+{
+	struct memory_options mo;
+	struct memory *m;
+	char id[ULID_LEN + 1];
+
+	memory_options_init(&mo);
+	memory_options_from_config(&mo, cfg);
+	if (memory_open(&m, st, &mo) == 0) {
+		memory_record_gate_edit(id, m, json_get_str(gate, "gate"), note, json_get_str(gate, "trace_id"));
+		memory_free(m);
+	}
+}
+
+int gatedecide_human(jv *out, struct store *st, const struct config *cfg, const char *source,
+		     const char *id, bool approve, const char *note)
+{
+	jv gate;
+
+	if (out)
+		*out = jv_null();
+	if (gate_get(&gate, st, id) < 0 || jv_get_kind(gate) != JV_KIND_OBJECT) {
+		jv_free(gate);
+		return forge_error("no gate '%s' (see `forge gate list`)", id);
+	}
+	if (gate_decide(st, id, approve, "human", note) < 0) {
+		jv_free(gate);
+		return -1;
+	}
+	/* The decision is an event of the run, like everything else; the
+	 * stream is only the event's maker here: nothing is written to it. */
+	struct stream_out so;
+	stream_out_init(&so, stdout, source, NULL);
+	stream_out_set_trace(&so, json_get_str(gate, "trace_id"));
+	jv p = json_set(json_set(jv_object(), "gate", json_get(gate, "gate")), "id", jv_string(id));
+	p = json_set(json_set(p, "by", jv_string("human")), "note", json_str_or_null(note));
+	jv ev = stream_event_new(&so, approve ? "gate.approved" : "gate.rejected", p);
+	store_event_put(st, ev, NULL, 0, NULL);
+	jv_free(ev);
+	if (approve && note && *note)
+		remember(st, cfg, gate, note);
+	if (out)
+		*out = gate;
+	else
+		jv_free(gate);
+	return 0;
+}

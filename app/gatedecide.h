@@ -1,0 +1,26 @@
+/*
+ * gatedecide.h - a human's decision on a pending gate, the one way
+ * `forge gate approve|reject` and `forge tui` make it (gatedecide.c).
+ */
+#ifndef FORGE_GATEDECIDE_H
+#define FORGE_GATEDECIDE_H
+
+#include <jv.h>
+#include <stdbool.h>
+
+struct config;
+struct store;
+
+/*
+ * Approve or reject gate row `id` as "human" with an optional note
+ * (gate_decide()), store the gate.approved / gate.rejected event of its run
+ * (source `source`), and remember an approval's note as a procedural memory
+ * (cfg's memory options) so later runs learn from it.  Prints nothing.
+ * Returns 0 with *gate (may be NULL) the gate row as it was before (the
+ * caller frees it), or -1 with forge_error(): no such gate, or it is
+ * decided already.
+ */
+int gatedecide_human(jv *gate, struct store *st, const struct config *cfg, const char *source,
+		     const char *id, bool approve, const char *note);
+
+#endif

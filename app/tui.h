@@ -1,0 +1,116 @@
+/*
+ * tui.h - `forge tui`, the full-screen terminal interface (cmd/forge-tui.c)
+ * on ncurses, split by concern:
+ *   tui_screen.c  the terminal: start and restore it, colours (none under
+ *                 NO_COLOR), the size check, drawing a line, reading a line;
+ *   tui_list.c    the run list, read from the store;
+ *   tui_run.c     the selected run: nodes, phase timeline, the model's
+ *                 replies and tool calls, findings, tests, cost and budget;
+ *   tui_gate.c    a pending gate answered in place (gatedecide.h);
+ *   tui_palette.c the command palette: the existing commands, run as
+ *                 processes on the terminal;
+ *   tui_models.c  the model picker: llm.phases.PHASE.{provider,model}
+ *                 written to the project's .forge/config.json.
+ * Everything is read again from the store on each tick, so runs started
+ * elsewhere (another terminal, CI on the same database) appear and move.
+ * Nothing here holds ncurses state but the screen itself (stdscr).
+ */
+#ifndef FORGE_TUI_H
+#define FORGE_TUI_H
+
+#include <jv.h>
+#include <signal.h>
+#include <stdbool.h>
+
+struct session;
+struct cli_common;
+
+/* What a drawn line means, for its colour (or attribute under NO_COLOR). */
+enum tui_attr { TUI_PLAIN, TUI_HEAD, TUI_DIM, TUI_OK, TUI_BAD, TUI_WARN, TUI_SELECTED };
+
+enum tui_screen { TUI_LIST, TUI_RUN };
+
+/* The smallest terminal the screens fit. */
+enum { TUI_MIN_COLS = 60, TUI_MIN_ROWS = 12 };
+
+struct tui {
+	struct session *ses;    /* borrowed: config, repository, store */
+	const struct cli_common *common;   /* borrowed: the command line (--config) */
+	const char *bindir;     /* borrowed: where the forge programs are */
+	bool color;
+	enum tui_screen screen;
+	jv runs;                /* store_runs_list(), each with "pending_gate" (an id or null) */
+	int sel, top;           /* the selected run's index, the first row shown */
+	char *trace;            /* the selected run (the run view), malloc'd */
+	jv lines;               /* the run view: [[attr, text], ...] */
+	int scroll;             /* the run view's first line shown */
+	char msg[512];          /* the status line: the last thing done or failed */
+};
+
+/* Set by the handler of SIGINT, SIGTERM and SIGHUP: the loop ends, the
+ * terminal is restored. */
+extern volatile sig_atomic_t tui_stop;
+
+/* ---- tui_screen.c ----------------------------------------------------- */
+
+/* Start curses on the terminal (raw keys, no echo, keypad, a 1 s read
+ * timeout for polling) with colours unless NO_COLOR is set and not empty,
+ * and the signal handlers.  -1 with forge_error() when the terminal cannot
+ * be used. */
+int tui_screen_open(struct tui *t);
+/* The handlers of SIGINT, SIGTERM, SIGHUP again (after a command ran). */
+void tui_screen_open_signals(void);
+/* Restore the terminal (endwin); safe to call twice. */
+void tui_screen_close(void);
+/* Whether the terminal is too small; then it has said so on the screen. */
+bool tui_too_small(void);
+/* text at row y from column x, at most w columns (cut at a whole UTF-8
+ * character, the rest of the w columns cleared). */
+void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const char *text);
+/* The bottom line: keys (left) and the message of t (right). */
+void tui_footer(const struct tui *t, const char *keys);
+/* Ask for one line at the bottom after prompt; NULL when Esc or Ctrl-C
+ * cancelled it, else malloc'd (may be empty). */
+char *tui_read_line(const struct tui *t, const char *prompt);
+/* Set t->msg. */
+void tui_say(struct tui *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- tui_list.c ------------------------------------------------------- */
+
+/* Read the runs again (the selection follows its run).  -1 with
+ * forge_error() on a database error. */
+int tui_list_load(struct tui *t);
+void tui_list_draw(struct tui *t);
+/* The selected run's trace id, borrowed from t->runs, or NULL. */
+const char *tui_list_selected(const struct tui *t);
+/* Move the selection by delta rows. */
+void tui_list_move(struct tui *t, int delta);
+
+/* ---- tui_run.c -------------------------------------------------------- */
+
+/* Read run t->trace again into t->lines. */
+int tui_run_load(struct tui *t);
+void tui_run_draw(struct tui *t);
+void tui_run_scroll(struct tui *t, int delta);
+
+/* ---- tui_gate.c ------------------------------------------------------- */
+
+/* The gate dialog for run trace's newest pending gate: what it needs (the
+ * gate's full view: plan, diff, findings, ...), then y approve, n reject
+ * with a note, e approve with a note, Esc back.  Says what happened in
+ * t->msg (also that there is no pending gate). */
+void tui_gate_dialog(struct tui *t, const char *trace);
+
+/* ---- tui_palette.c ---------------------------------------------------- */
+
+/* The command palette: run (asks for the task), resume, cancel, show,
+ * merge, gc, each run as `forge CMD [TRACE]` on the terminal. */
+void tui_palette(struct tui *t);
+
+/* ---- tui_models.c ----------------------------------------------------- */
+
+/* The model picker: a phase, a provider, a model, written as
+ * llm.phases.PHASE.{provider,model} to the project's configuration. */
+void tui_models(struct tui *t);
+
+#endif

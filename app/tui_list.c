@@ -1,0 +1,160 @@
+/*
+ * tui_list.c - the run list of `forge tui` (tui.h): every run of the store,
+ * newest first, with its status, phase, cost, age and whether a gate waits.
+ */
+#include "app/tui.h"
+
+#include "app/cli.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "engine/gates.h"
+#include "store/store.h"
+
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* How long ago iso ("2026-11-28T07:29:54.209Z") was: "12s", "5m", "3h", "2d". */
+static void age(char *out, size_t n, const char *iso)
+{
+	struct tm tm = { 0 };
+	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	long s;
+
+	if (!end) {
+		snprintf(out, n, "-");
+		return;
+	}
+	s = (long)difftime(time(NULL), timegm(&tm));
+	if (s < 0)
+		s = 0;
+	if (s < 60)
+		snprintf(out, n, "%lds", s);
+	else if (s < 3600)
+		snprintf(out, n, "%ldm", s / 60);
+	else if (s < 86400)
+		snprintf(out, n, "%ldh", s / 3600);
+	else
+		snprintf(out, n, "%ldd", s / 86400);
+}
+
+/* Each run of runs (consumed) with "pending_gate": the id of its newest
+ * pending gate (gates, borrowed, newest first), or null. */
+static jv with_gates(jv runs, jv gates)
+{
+	jv out = jv_array();
+
+	jv_array_foreach(runs, i, r) {
+		jv gate = jv_null();
+		jv_array_foreach(gates, k, g) {
+			const char *tr = json_get_str(g, "trace_id");
+			if (jv_get_kind(gate) == JV_KIND_NULL && tr && !strcmp(tr, json_get_str(r, "trace_id")))
+				gate = json_get(g, "id");
+			jv_free(g);
+		}
+		out = jv_array_append(out, json_set(r, "pending_gate", gate));
+	}
+	jv_free(runs);
+	return out;
+}
+
+int tui_list_load(struct tui *t)
+{
+	jv runs, gates;
+	char *keep = tui_list_selected(t) ? xstrdup(tui_list_selected(t)) : NULL;
+
+	if (store_runs_list(&runs, t->ses->store, 500) < 0) {
+		free(keep);
+		return -1;
+	}
+	if (gate_list(&gates, t->ses->store, NULL, true) < 0) {
+		jv_free(runs);
+		free(keep);
+		return -1;
+	}
+	jv_free(t->runs);
+	t->runs = with_gates(runs, gates);
+	jv_free(gates);
+	/* the selection stays on its run when new runs come in above it */
+	jv_array_foreach(t->runs, i, r) {
+		if (keep && !strcmp(json_get_str(r, "trace_id"), keep))
+			t->sel = i;
+		jv_free(r);
+	}
+	free(keep);
+	tui_list_move(t, 0);
+	return 0;
+}
+
+const char *tui_list_selected(const struct tui *t)
+{
+	if (jv_get_kind(t->runs) != JV_KIND_ARRAY || t->sel < 0 || t->sel >= jv_array_length(jv_copy(t->runs)))
+		return NULL;
+	/* the array holds the object: the string stays while t->runs does */
+	jv r = jv_array_get(jv_copy(t->runs), t->sel);
+	const char *trace = json_get_str(r, "trace_id");
+	jv_free(r);
+	return trace;
+}
+
+void tui_list_move(struct tui *t, int delta)
+{
+	int n = jv_get_kind(t->runs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->runs)) : 0;
+	int rows = LINES - 3;
+
+	t->sel += delta;
+	if (t->sel >= n)
+		t->sel = n - 1;
+	if (t->sel < 0)
+		t->sel = 0;
+	if (t->sel < t->top)
+		t->top = t->sel;
+	if (rows > 0 && t->sel >= t->top + rows)
+		t->top = t->sel - rows + 1;
+}
+
+static enum tui_attr status_attr(const char *status, bool gate)
+{
+	enum run_status s = run_status_of(status);
+
+	if (gate)
+		return TUI_WARN;
+	if (s == RUN_COMPLETED)
+		return TUI_OK;
+	if (s == RUN_FAILED || s == RUN_CANCELLED)
+		return TUI_BAD;
+	return TUI_PLAIN;
+}
+
+static void draw_row(const struct tui *t, int y, jv r, bool selected)
+{
+	char line[1024], when[32];
+	bool gate = json_get_str(r, "pending_gate") != NULL;
+	const char *status = json_get_str(r, "status") ? json_get_str(r, "status") : "?";
+
+	age(when, sizeof when, json_get_str(r, "started_at"));
+	snprintf(line, sizeof line, "%-26s  %-9s %-4s %-10s %9.4f  %4s  %s", json_get_str(r, "trace_id"), status,
+		 gate ? "gate" : "", json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
+		 json_get_num(r, "total_cost_usd", 0), when, json_get_str(r, "task") ? json_get_str(r, "task") : "");
+	tui_put(t, y, 0, COLS, selected ? TUI_SELECTED : status_attr(status, gate), line);
+}
+
+void tui_list_draw(struct tui *t)
+{
+	char head[256];
+	int n = jv_get_kind(t->runs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->runs)) : 0;
+
+	snprintf(head, sizeof head, "forge tui: %d run%s in %s", n, n == 1 ? "" : "s", store_path(t->ses->store));
+	tui_put(t, 0, 0, COLS, TUI_HEAD, head);
+	tui_put(t, 1, 0, COLS, TUI_DIM, "TRACE                       STATUS         PHASE           COST   AGE  TASK");
+	if (n == 0)
+		tui_put(t, 2, 0, COLS, TUI_PLAIN, "no runs yet: : opens the palette, run starts one");
+	for (int i = t->top, y = 2; i < n && y < LINES - 1; i++, y++) {
+		jv r = jv_array_get(jv_copy(t->runs), i);
+		draw_row(t, y, r, i == t->sel);
+		jv_free(r);
+	}
+	tui_footer(t, " q quit  Enter open  g gate  : commands  m models");
+}

@@ -1,0 +1,235 @@
+/*
+ * tui_run.c - the run view of `forge tui` (tui.h): the selected run as
+ * runview_load() (runview.h) reads it, with the newest checkpoint's nodes
+ * and budget and the model's replies (llm_log_replies()), as lines.
+ */
+#include "app/tui.h"
+
+#include "app/cli.h"
+#include "app/runview.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+#include "llm/llm.h"
+#include "store/store.h"
+
+#include <curses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { REPLIES = 40 };   /* the model's newest replies shown */
+
+__attribute__((format(printf, 3, 4)))
+static void line(jv *lines, enum tui_attr a, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	/* one screen line per text line */
+	for (char *p = b.buf, *nl; p; p = nl ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		*lines = jv_array_append(*lines, JV_ARRAY(jv_number(a), jv_string(p)));
+	}
+	buf_release(&b);
+}
+
+static const char *str_or(jv v, const char *key, const char *dflt)
+{
+	return json_get_str(v, key) ? json_get_str(v, key) : dflt;
+}
+
+/* run, status at phase, cost against the budget, nodes, pending gates. */
+static void summary(jv *l, jv view, jv cp)
+{
+	jv run = json_get(view, "run"), nodes = json_get(cp, "nodes"), gates = json_get(view, "gates");
+	jv bu = json_get_path(cp, "budget.usd");
+	double budget = jv_get_kind(bu) == JV_KIND_NUMBER ? jv_number_value(bu) : -1;
+	struct buf b = BUF_INIT;
+
+	line(l, TUI_HEAD, "run      %s", str_or(view, "trace_id", "?"));
+	line(l, TUI_PLAIN, "task     %s", str_or(run, "task", ""));
+	line(l, TUI_PLAIN, "status   %s%s%s", str_or(view, "status", "?"), json_get_str(run, "current_phase") ? " at " : "",
+	     str_or(run, "current_phase", ""));
+	if (budget >= 0)
+		buf_addf(&b, " of $%.2f budget", budget);
+	line(l, TUI_PLAIN, "cost     $%.4f%s (%.0f tokens)", json_get_num(run, "total_cost_usd", 0), b.buf,
+	     json_get_num(run, "total_tokens", 0));
+	if (json_get_str(run, "error") && *json_get_str(run, "error"))
+		line(l, TUI_PLAIN, "reason   %s", json_get_str(run, "error"));
+	buf_reset(&b);
+	if (jv_get_kind(nodes) == JV_KIND_OBJECT) {
+		jv_object_foreach(nodes, id, st) {
+			buf_addf(&b, "%s%s %s", b.len ? "  " : "", jv_string_value(id),
+				 jv_get_kind(st) == JV_KIND_STRING ? jv_string_value(st) : "?");
+			jv_free(id);
+			jv_free(st);
+		}
+		line(l, TUI_PLAIN, "nodes    %s", b.buf);
+	}
+	jv_array_foreach(gates, i, g) {
+		bool pending = !strcmp(str_or(g, "status", ""), "pending");
+		line(l, pending ? TUI_WARN : TUI_DIM, "gate     %s %s%s: %s", str_or(g, "gate", "?"), str_or(g, "status", "?"),
+		     pending ? " (g answers it)" : "", str_or(g, "prompt", ""));
+		jv_free(g);
+	}
+	buf_release(&b);
+	jv_free(bu);
+	jv_free(run);
+	jv_free(nodes);
+	jv_free(gates);
+}
+
+/* Each phase's cost and the timeline (runview_load()'s). */
+static void timeline(jv *l, jv view)
+{
+	jv pc = json_get(view, "phase_cost"), tl = json_get(view, "timeline");
+	char when[32];
+
+	line(l, TUI_HEAD, "phases");
+	jv_array_foreach(pc, i, p) {
+		line(l, TUI_PLAIN, "  %-10s $%.4f  %.0f calls  %.0f tokens", str_or(p, "phase", "?"), json_get_num(p, "usd", 0),
+		     json_get_num(p, "calls", 0), json_get_num(p, "tokens", 0));
+		jv_free(p);
+	}
+	line(l, TUI_HEAD, "timeline");
+	jv_array_foreach(tl, i, e) {
+		const char *type = str_or(e, "type", "");
+		runview_local_time(when, sizeof when, json_get_str(e, "ts"), false);
+		line(l, strstr(type, "failed") || strstr(type, "tripped") ? TUI_BAD : TUI_PLAIN, "  %s %-9s %s", when,
+		     str_or(e, "phase", ""), str_or(e, "text", ""));
+		jv_free(e);
+	}
+	jv_free(pc);
+	jv_free(tl);
+}
+
+/* text, each of its lines indented under its reply's heading. */
+static void indented(jv *l, const char *text)
+{
+	char *copy = xstrdup(text);
+
+	for (char *p = copy, *nl; p; p = nl ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		line(l, TUI_PLAIN, "    %s", p);
+	}
+	free(copy);
+}
+
+/* The model's text and the tools it called, reply by reply. */
+static void replies(jv *l, jv list)
+{
+	char when[32];
+
+	line(l, TUI_HEAD, "model");
+	jv_array_foreach(list, i, r) {
+		jv calls = json_get(r, "tool_calls");
+		runview_local_time(when, sizeof when, json_get_str(r, "ts"), false);
+		line(l, TUI_DIM, "  %s %-9s %s", when, str_or(r, "phase", ""), str_or(r, "model", ""));
+		if (json_get_str(r, "text") && *json_get_str(r, "text"))
+			indented(l, json_get_str(r, "text"));
+		if (json_get_str(r, "error"))
+			line(l, TUI_BAD, "  error: %s", json_get_str(r, "error"));
+		jv_array_foreach(calls, k, c) {
+			char *input = json_dumps(json_get(c, "input"), false);
+			line(l, TUI_OK, "  -> %s %.200s", str_or(c, "name", "?"), input);
+			free(input);
+			jv_free(c);
+		}
+		jv_free(calls);
+		jv_free(r);
+	}
+}
+
+/* The review's findings and the tests' results, from the view. */
+static void findings_tests(jv *l, jv view)
+{
+	jv review = json_get(view, "review"), found = json_get(review, "findings"), tests = json_get(view, "tests");
+	jv sum = json_get(tests, "summary"), failures = json_get(tests, "failures");
+
+	if (jv_get_kind(review) == JV_KIND_OBJECT) {
+		line(l, TUI_HEAD, "findings (review: %s)", str_or(review, "decision", "?"));
+		jv_array_foreach(found, i, f) {
+			const char *sev = str_or(f, "severity", "?");
+			line(l, !strcmp(sev, "error") || !strcmp(sev, "critical") ? TUI_BAD : TUI_PLAIN, "  %s:%.0f: %s: %s",
+			     str_or(f, "file", "-"), json_get_num(f, "line", 0), sev, str_or(f, "message", ""));
+			jv_free(f);
+		}
+	}
+	if (jv_get_kind(sum) == JV_KIND_OBJECT) {
+		line(l, TUI_HEAD, "tests");
+		line(l, json_get_num(sum, "failed", 0) > 0 ? TUI_BAD : TUI_OK, "  %.0f passed, %.0f failed of %.0f",
+		     json_get_num(sum, "passed", 0), json_get_num(sum, "failed", 0), json_get_num(sum, "total", 0));
+		jv_array_foreach(failures, i, f) {
+			line(l, TUI_BAD, "  %s: %s", str_or(f, "name", "?"), str_or(f, "message", ""));
+			jv_free(f);
+		}
+	}
+	jv_free(review);
+	jv_free(found);
+	jv_free(tests);
+	jv_free(sum);
+	jv_free(failures);
+}
+
+int tui_run_load(struct tui *t)
+{
+	jv view = jv_null(), cp = jv_null(), list = jv_null(), l = jv_array();
+	int rc = -1;
+
+	if (!t->trace)
+		return 0;
+	if (runview_load(&view, t->ses->store, NULL, t->trace, false) < 0 ||
+	    store_checkpoint_latest(&cp, t->ses->store, t->trace) < 0 ||
+	    llm_log_replies(&list, t->ses->store, t->trace, REPLIES) < 0)
+		goto out;
+	summary(&l, view, cp);
+	timeline(&l, view);
+	findings_tests(&l, view);
+	replies(&l, list);
+	jv_free(t->lines);
+	t->lines = l;
+	l = jv_null();
+	rc = 0;
+out:
+	jv_free(l);
+	jv_free(view);
+	jv_free(cp);
+	jv_free(list);
+	return rc;
+}
+
+void tui_run_scroll(struct tui *t, int delta)
+{
+	int n = jv_get_kind(t->lines) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->lines)) : 0;
+	int rows = LINES - 1;
+
+	t->scroll += delta;
+	if (t->scroll > n - rows)
+		t->scroll = n - rows;
+	if (t->scroll < 0)
+		t->scroll = 0;
+}
+
+void tui_run_draw(struct tui *t)
+{
+	int n = jv_get_kind(t->lines) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->lines)) : 0;
+
+	for (int i = t->scroll, y = 0; i < n && y < LINES - 1; i++, y++) {
+		jv e = jv_array_get(jv_copy(t->lines), i);
+		jv a = jv_array_get(jv_copy(e), 0), s = jv_array_get(jv_copy(e), 1);
+		tui_put(t, y, 0, COLS, (enum tui_attr)jv_number_value(a), jv_string_value(s));
+		jv_free(a);
+		jv_free(s);
+		jv_free(e);
+	}
+	tui_footer(t, " q quit  Esc back  g gate  : commands  arrows/PgUp/PgDn scroll");
+}

@@ -1,0 +1,192 @@
+/*
+ * tui_screen.c - the terminal of `forge tui` (tui.h): curses started and
+ * restored, colours, the size check, lines drawn and read.
+ */
+#include "app/tui.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+
+#include <curses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+volatile sig_atomic_t tui_stop;
+
+static bool started;
+
+static void on_signal(int sig)
+{
+	tui_stop = sig;
+}
+
+/* The colour pairs, by enum tui_attr (0: the terminal's own). */
+static void colours(void)
+{
+	start_color();
+	use_default_colors();
+	init_pair(TUI_HEAD, COLOR_CYAN, -1);
+	init_pair(TUI_DIM, COLOR_BLUE, -1);
+	init_pair(TUI_OK, COLOR_GREEN, -1);
+	init_pair(TUI_BAD, COLOR_RED, -1);
+	init_pair(TUI_WARN, COLOR_YELLOW, -1);
+	init_pair(TUI_SELECTED, COLOR_BLACK, COLOR_CYAN);
+}
+
+int tui_screen_open(struct tui *t)
+{
+	const char *no_color = getenv("NO_COLOR");
+
+	if (!newterm(NULL, stdout, stdin))
+		return forge_error("cannot use the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
+	started = true;
+	raw();          /* Ctrl-C is a key: the loop ends and restores the terminal */
+	noecho();
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	set_escdelay(25);   /* Esc goes back at once, not after a second */
+	timeout(1000);  /* the store is read again on each tick */
+	t->color = !(no_color && *no_color) && has_colors();
+	if (t->color)
+		colours();
+	tui_screen_open_signals();
+	return 0;
+}
+
+void tui_screen_open_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+void tui_screen_close(void)
+{
+	if (!started)
+		return;
+	started = false;
+	endwin();
+}
+
+bool tui_too_small(void)
+{
+	char text[128];
+
+	if (COLS >= TUI_MIN_COLS && LINES >= TUI_MIN_ROWS)
+		return false;
+	erase();
+	snprintf(text, sizeof text, "terminal too small (%dx%d): forge tui needs %dx%d", COLS, LINES,
+		 TUI_MIN_COLS, TUI_MIN_ROWS);
+	mvaddnstr(0, 0, text, COLS);
+	if (LINES > 1)
+		mvaddnstr(1, 0, "q quits", COLS);
+	refresh();
+	return true;
+}
+
+static attr_t attr_of(const struct tui *t, enum tui_attr a)
+{
+	if (a == TUI_SELECTED)
+		return t->color ? COLOR_PAIR(TUI_SELECTED) : A_REVERSE;
+	if (a == TUI_HEAD)
+		return A_BOLD | (t->color ? COLOR_PAIR(TUI_HEAD) : 0);
+	if (!t->color)
+		return a == TUI_BAD ? A_BOLD : A_NORMAL;
+	return a == TUI_PLAIN ? A_NORMAL : COLOR_PAIR(a);
+}
+
+/* How many bytes of text fit in w columns: whole UTF-8 sequences, one
+ * column each (an approximation that never cuts a character). */
+static int fit(const char *text, int w)
+{
+	int cols = 0;
+	size_t i = 0;
+
+	while (text[i] && text[i] != '\n' && cols < w) {
+		size_t n = 1;
+		while ((text[i + n] & 0xC0) == 0x80)
+			n++;
+		cols++;
+		i += n;
+	}
+	return (int)i;
+}
+
+void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const char *text)
+{
+	attr_t at = attr_of(t, a);
+
+	if (y < 0 || y >= LINES || x >= COLS || w <= 0)
+		return;
+	if (x + w > COLS)
+		w = COLS - x;
+	attron(at);
+	mvhline(y, x, ' ', w);
+	mvaddnstr(y, x, text, fit(text, w));
+	attroff(at);
+}
+
+void tui_footer(const struct tui *t, const char *keys)
+{
+	int n = (int)strlen(t->msg);
+	int room = COLS - n - 1;
+
+	tui_put(t, LINES - 1, 0, COLS, TUI_SELECTED, keys);
+	if (n && room > (int)strlen(keys) + 1)
+		tui_put(t, LINES - 1, room, n + 1, TUI_SELECTED, t->msg);
+	else if (n)
+		tui_put(t, LINES - 2, 0, COLS, TUI_WARN, t->msg);
+}
+
+void tui_say(struct tui *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+	va_end(ap);
+}
+
+char *tui_read_line(const struct tui *t, const char *prompt)
+{
+	struct buf b = BUF_INIT;
+	int plen = (int)strlen(prompt);
+	bool cancelled = false;
+
+	curs_set(1);
+	timeout(-1);
+	for (;;) {
+		int start = b.len + plen + 1 > (size_t)COLS ? (int)b.len + plen + 1 - COLS : 0;
+		tui_put(t, LINES - 1, 0, COLS, TUI_PLAIN, prompt);
+		tui_put(t, LINES - 1, plen, COLS - plen, TUI_PLAIN, b.buf + start);
+		move(LINES - 1, plen + (int)b.len - start < COLS ? plen + (int)b.len - start : COLS - 1);
+		refresh();
+		int c = getch();
+		if (c == 27 || c == 3 || tui_stop) {
+			cancelled = true;
+			break;
+		}
+		if (c == '\n' || c == '\r' || c == KEY_ENTER)
+			break;
+		if ((c == KEY_BACKSPACE || c == 127 || c == 8) && b.len > 0) {
+			do
+				b.len--;
+			while (b.len > 0 && (b.buf[b.len] & 0xC0) == 0x80);
+			b.buf[b.len] = '\0';
+		} else if (c >= 32 && c < 256 && c != 127) {
+			buf_addch(&b, (char)c);
+		}
+	}
+	curs_set(0);
+	timeout(1000);
+	if (cancelled) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}

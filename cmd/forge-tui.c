@@ -1,0 +1,155 @@
+/*
+ * forge-tui - `forge tui`: the runs of the store on a full-screen terminal
+ * interface (app/tui.h), watched live: runs started elsewhere appear and
+ * move, pending gates are answered in place.
+ */
+#include "app/cli.h"
+#include "app/tui.h"
+#include "core/forge.h"
+#include "store/store.h"
+
+#include <curses.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct cli_spec spec = {
+	.name = "forge-tui",
+	.synopsis = "[--repo DIR] [--db PATH] [--config PATH]",
+	.description = "A full-screen terminal interface on the runs of the database: the list of runs\n"
+		       "(status, phase, cost, age, a waiting gate), a live view of one run (its nodes, phase\n"
+		       "timeline, the model's replies and tool calls, findings, tests, cost against budget),\n"
+		       "pending gates answered in place, a command palette that runs the forge commands\n"
+		       "and a model picker that writes llm.phases.PHASE.{provider,model} to the project's\n"
+		       ".forge/config.json.  It reads the store again every second, so runs started\n"
+		       "elsewhere (another terminal, CI on the same database) appear and move.  NO_COLOR\n"
+		       "turns colours off.",
+	.extra_help = "Keys:\n"
+		      "  Up/Down j/k   choose a run; PgUp/PgDn scroll the run view\n"
+		      "  Enter         open the selected run; Esc or Left goes back\n"
+		      "  g             the run's pending gate: y approve, n reject, e approve with a note\n"
+		      "  : or Ctrl-P   commands: run, resume, cancel, show, merge, gc\n"
+		      "  m             the model of each phase\n"
+		      "  q or Ctrl-C   quit (the terminal is restored)\n"
+		      "Exit status: 0 on quit, 2 when stdin or stdout is not a terminal, 5 when the\n"
+		      "database cannot be read.\n",
+};
+
+static void draw(struct tui *t)
+{
+	erase();
+	if (tui_too_small())
+		return;
+	if (t->screen == TUI_RUN)
+		tui_run_draw(t);
+	else
+		tui_list_draw(t);
+	refresh();
+}
+
+/* Read the store again: the list, and the run on the run view. */
+static void reload(struct tui *t)
+{
+	if (tui_list_load(t) < 0 || (t->screen == TUI_RUN && tui_run_load(t) < 0))
+		tui_say(t, "%s", forge_last_error());
+}
+
+static void open_run(struct tui *t)
+{
+	const char *trace = tui_list_selected(t);
+
+	if (!trace)
+		return;
+	free(t->trace);
+	t->trace = xstrdup(trace);
+	t->screen = TUI_RUN;
+	t->scroll = 0;
+	if (tui_run_load(t) < 0)
+		tui_say(t, "%s", forge_last_error());
+}
+
+/* One key; false to quit. */
+static bool on_key(struct tui *t, int c)
+{
+	bool run = t->screen == TUI_RUN;
+
+	switch (c) {
+	case 'q': case 3: return false;
+	case KEY_UP: case 'k': run ? tui_run_scroll(t, -1) : tui_list_move(t, -1); break;
+	case KEY_DOWN: case 'j': run ? tui_run_scroll(t, 1) : tui_list_move(t, 1); break;
+	case KEY_PPAGE: run ? tui_run_scroll(t, -(LINES - 2)) : tui_list_move(t, -(LINES - 3)); break;
+	case KEY_NPAGE: run ? tui_run_scroll(t, LINES - 2) : tui_list_move(t, LINES - 3); break;
+	case '\n': case '\r': case KEY_ENTER: case KEY_RIGHT:
+		if (!run)
+			open_run(t);
+		break;
+	case 27: case KEY_LEFT: case 'h': case KEY_BACKSPACE: t->screen = TUI_LIST; break;
+	case 'g':
+		tui_gate_dialog(t, run ? t->trace : tui_list_selected(t));
+		reload(t);
+		break;
+	case ':': case 16:  /* Ctrl-P */
+		tui_palette(t);
+		reload(t);
+		break;
+	case 'm':
+		tui_models(t);
+		break;
+	case ERR:           /* a tick: read the store again */
+	case 'r':
+		reload(t);
+		break;
+	}
+	return true;
+}
+
+static int loop(struct tui *t)
+{
+	reload(t);
+	while (!tui_stop) {
+		draw(t);
+		int c = getch();
+		if (tui_stop || !on_key(t, c))
+			break;
+	}
+	return FORGE_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	struct session ses;
+	struct tui t = { .ses = &ses, .common = &common, .runs = jv_null(), .lines = jv_null() };
+	int first = cli_parse(&common, &spec, argc, argv, NULL, NULL), status;
+
+	if (first < argc)
+		cli_usage_error(&spec, "no operands expected");
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "forge-tui: stdin and stdout must be a terminal\n");
+		return FORGE_EXIT_USAGE;
+	}
+	/* read-write: a gate answered here is written to the store */
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE, jv_null());
+	if (status) {
+		fprintf(stderr, "forge-tui: %s\n", forge_last_error());
+		return status;
+	}
+	setlocale(LC_ALL, "");    /* curses draws UTF-8 task texts whole */
+	char *dir = cli_self_dir();
+	t.bindir = dir ? dir : ".";
+	if (tui_screen_open(&t) < 0) {
+		fprintf(stderr, "forge-tui: %s\n", forge_last_error());
+		status = FORGE_EXIT_USAGE;
+	} else {
+		status = loop(&t);
+		tui_screen_close();
+	}
+	jv_free(t.runs);
+	jv_free(t.lines);
+	free(t.trace);
+	free(dir);
+	session_close(&ses);
+	return status;
+}

@@ -1,0 +1,113 @@
+/*
+ * config_file.c - writing a configuration file: one key set in it, checked
+ * as config_load() checks a layer, written whole or not at all (config.h).
+ */
+#include "data/config.h"
+
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int config_make_parent(const char *path)
+{
+	char *copy = xstrdup(path);
+	char *dir = dirname(copy);
+	int rc = 0;
+
+	for (char *p = dir + 1; *p && rc == 0; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
+		*p = '/';
+	}
+	if (rc == 0 && mkdir(dir, 0755) < 0 && errno != EEXIST)
+		rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
+	free(copy);
+	return rc;
+}
+
+int config_write_file(const char *path, const char *text, size_t len)
+{
+	struct buf tmp = BUF_INIT;
+	int rc = -1, fd;
+
+	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
+		goto out;
+	}
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
+		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
+		close(fd);
+		unlink(tmp.buf);
+		goto out;
+	}
+	close(fd);
+	if (rename(tmp.buf, path) < 0) {
+		forge_error("cannot replace '%s': %s", path, strerror(errno));
+		unlink(tmp.buf);
+		goto out;
+	}
+	rc = 0;
+out:
+	buf_release(&tmp);
+	return rc;
+}
+
+/* The file at path as an object (jv_null() when it does not exist), or
+ * invalid after forge_error(). */
+static jv read_layer(const char *path)
+{
+	struct stat st;
+	jv file;
+
+	if (stat(path, &st) < 0)
+		return jv_null();
+	file = json_parse_file(path);
+	if (!jv_is_valid(file)) {
+		char *msg = json_invalid_msg(file);
+		forge_error("%s", msg);
+		free(msg);
+		return jv_invalid();
+	}
+	if (jv_get_kind(file) != JV_KIND_OBJECT) {
+		jv_free(file);
+		forge_error("%s: expected an object", path);
+		return jv_invalid();
+	}
+	return file;
+}
+
+int config_file_set(const char *path, const char *key, jv value)
+{
+	jv file = read_layer(path);
+	struct buf b = BUF_INIT;
+	int rc = CONFIG_FILE_BAD;
+
+	if (!jv_is_valid(file)) {
+		jv_free(value);
+		return rc;
+	}
+	if (config_flag_set(&file, key, value) < 0 || config_layer_check(file, path) < 0)
+		goto out;
+	jv pretty = jv_dump_string(jv_copy(file), JV_PRINT_INDENT_FLAGS(2));
+	buf_adds(&b, jv_string_value(pretty));
+	buf_addch(&b, '\n');
+	jv_free(pretty);
+	rc = config_make_parent(path) == 0 && config_write_file(path, b.buf, b.len) == 0 ? 0 : CONFIG_FILE_UNWRITTEN;
+out:
+	buf_release(&b);
+	jv_free(file);
+	return rc;
+}

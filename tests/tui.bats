@@ -1,0 +1,294 @@
+#!/usr/bin/env bats
+# tui.bats - `forge tui` (app/tui.h) driven under tmux: it runs in a
+# detached session of its own server (a socket in the test's directory) with
+# a fixed size; keys go in with send-keys and the screen comes out with
+# capture-pane.  Runs are made with the high-risk cassette, which pauses at
+# the architecture_approval gate (tests/fixtures/supervisor/high-risk.json).
+# Nothing waits on time: each step waits for what it expects on the screen
+# (a bounded poll) and fails showing what was there.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load test_helper/common
+	forge_setup
+	gate_tty_setup
+	command -v tmux >/dev/null || skip "tmux is not installed (scripts/install-deps)"
+	SOCK="$BATS_TEST_TMPDIR/tmux.sock"
+	unset NO_COLOR
+}
+
+teardown() {
+	tmux -S "$SOCK" kill-server 2>/dev/null || true
+}
+
+tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
+
+# tui_start [ENV=VALUE...]: forge tui $TUI_ARGS in a 100x30 terminal; when it ends the
+# pane shows "tui exited N" and whether the terminal is back in canonical
+# mode with echo (the modes curses changed), and stays open.
+tui_start() {
+	local after="echo \"tui exited \$?\"; stty -a | tr ' ;' '\\n\\n' |"
+	after+=" grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '; echo; exec sleep 600"
+	tm new-session -d -x 100 -y 30 -s tui "env LC_ALL=C.UTF-8 $* forge tui ${TUI_ARGS:-}; $after"
+}
+
+screen() { tm capture-pane -p -t tui "$@"; }
+
+# wait_for TEXT: the screen shows TEXT within 60 s (polled every 0.1 s),
+# else fail with the screen.
+wait_for() {
+	local i
+	for i in $(seq 600); do
+		screen | grep -qF -- "$1" && return 0
+		sleep 0.1
+	done
+	echo "never on the screen: $1" >&2
+	screen >&2
+	return 1
+}
+
+# A run that waits at the architecture gate (forge run exits 4); $T its trace.
+paused_run() {
+	run -4 --separate-stderr forge run --config "$CFG" "add a mul operation" </dev/null
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+}
+
+pending_gate() { forge gate list --json "$1" | jq -r .id; }
+
+# quit_ok: q ends forge tui with status 0 (under ASan: nothing leaked).
+quit_ok() {
+	tm send-keys -t tui q
+	wait_for "tui exited "
+	wait_for "tui exited 0"
+}
+
+@test "the run list shows the store's runs: trace, status, a waiting gate, phase, cost, task" {
+	paused_run
+	tui_start
+	wait_for "forge tui: 1 run in $FORGE_DB"
+	run -0 screen
+	[[ "$output" == *"TRACE                       STATUS         PHASE           COST   AGE  TASK"* ]]
+	[[ "$output" =~ $T"  paused    gate plan          0.0191 "+[0-9]+[smhd]"  add a mul operation" ]]
+}
+
+@test "Enter opens the run: cost against the budget, nodes, the gate, each phase's cost, the timeline, the model's replies" {
+	paused_run
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui Enter
+	wait_for "run      $T"
+	run -0 screen
+	[[ "$output" == *"status   paused at plan"* ]]
+	[[ "$output" == *'cost     $0.0191 of $50.00 budget (4870 tokens)'* ]]
+	[[ "$output" == *"nodes    plan done  implement pending  review pending  test pending  deploy pending"* ]]
+	[[ "$output" == *"gate     architecture_approval pending (g answers it): Review proposed architecture before"* ]]
+	[[ "$output" == *'  plan       $0.0191  3 calls  4870 tokens'* ]]
+	[[ "$output" == *"plan      plan ok in "*" ms: plan v1: 2 tasks, risk high"* ]]
+	# the model's text and the tools it called
+	[[ "$output" == *"    Let me look at the calculator first."* ]]
+	[[ "$output" == *'  -> read_file {"path":"calc.c"}'* ]]
+	# Esc goes back to the list
+	tm send-keys -t tui Escape
+	wait_for "TRACE                       STATUS"
+	quit_ok
+}
+
+@test "g shows what the gate needs (the plan) and y approves it in the store; forge resume then completes the run, and the list follows" {
+	paused_run
+	G=$(pending_gate "$T")
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui g
+	wait_for "Plan: Add a mul operation to calc: calc mul A B prints A times B."
+	run -0 screen
+	[[ "$output" == *"gate architecture_approval ($G) of run $T"* ]]
+	[[ "$output" == *"Risk: high (score 0.60)"* ]]
+	[[ "$output" == *"y approve  n reject (a note)  e approve with a note  Esc back"* ]]
+	tm send-keys -t tui y
+	wait_for "approved $G; continue with: forge resume $T"
+	# the store says so, as after `forge gate approve`
+	forge gate list --all --json "$T" | jq -e --arg g "$G" 'select(.id == $g) | .status == "approved" and .decided_by == "human"'
+	[ "$(forge status --json "$T" | jq -c .pending_gates)" = "[]" ]
+	forge events replay "$T" | jq -se 'map(select(.type == "gate.approved")) | length == 1 and .[0].payload.by == "human" and .[0].payload.note == null' >/dev/null
+	[ "$(forge events replay "$T" | jq -r 'select(.type == "gate.approved") | .source')" = forge-tui ]
+	# resumed in another process: the run moves on the screen
+	run -0 --separate-stderr forge resume --config "$CFG" "$T" </dev/null
+	wait_for "$T  completed"
+	quit_ok
+}
+
+@test "n rejects the gate with a note, e approves with one (remembered like forge gate's)" {
+	paused_run
+	G=$(pending_gate "$T")
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui g
+	wait_for "Risk: high"
+	tm send-keys -t tui n
+	wait_for "why rejected"
+	tm send-keys -t tui -l "too risky"
+	tm send-keys -t tui Enter
+	wait_for "rejected $G"
+	forge gate list --all --json "$T" | jq -e '.status == "rejected" and .note == "too risky"'
+	# a second run, approved with a note
+	paused_run
+	G2=$(pending_gate "$T")
+	wait_for "$T"
+	# the selection stayed on its run; the new one is above it
+	tm send-keys -t tui Up g
+	wait_for "($G2)"
+	tm send-keys -t tui e
+	wait_for "note (Enter approves"
+	tm send-keys -t tui -l "keep the usage line in sync"
+	tm send-keys -t tui Enter
+	wait_for "approved $G2"
+	forge gate list --all --json "$T" | jq -e '.status == "approved" and .note == "keep the usage line in sync"'
+	forge memory list --json | jq -se 'map(tostring) | any(contains("keep the usage line in sync"))'
+	quit_ok
+}
+
+@test "Esc at the gate leaves it waiting; g on a run without a gate says so" {
+	paused_run
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui g
+	wait_for "Risk: high"
+	tm send-keys -t tui Escape
+	wait_for "TRACE                       STATUS"
+	[ "$(forge gate list --json "$T" | jq -r .status)" = pending ]
+	forge gate approve "$(pending_gate "$T")" >/dev/null
+	wait_for "$T  paused         plan"
+	tm send-keys -t tui g
+	wait_for "no gate is waiting in run $T"
+	quit_ok
+}
+
+@test "a run started in another process while the TUI is open appears in the list" {
+	tui_start
+	wait_for "forge tui: 0 runs"
+	wait_for "no runs yet"
+	paused_run
+	wait_for "forge tui: 1 run in"
+	wait_for "$T  paused    gate plan"
+}
+
+@test "colours by default; NO_COLOR: none at all" {
+	paused_run
+	sgr_colour=$'\e\\[([0-9;]*;)?[34][0-7](;[0-9;]*)?m'
+	tui_start
+	wait_for "$T"
+	screen -e | grep -qE "$sgr_colour"
+	tm kill-server
+	tui_start NO_COLOR=1
+	wait_for "$T"
+	run -0 screen -e
+	! grep -qE "$sgr_colour" <<<"$output"
+	# the selection still shows, in reverse video
+	grep -qF $'\e[7m'"$T" <<<"$output"
+}
+
+@test "a terminal too small says so; resized back, the list returns" {
+	paused_run
+	tui_start
+	wait_for "$T"
+	tm resize-window -t tui -x 50 -y 10
+	wait_for "terminal too small (50x10): forge tui needs 60x12"
+	tm resize-window -t tui -x 100 -y 30
+	wait_for "$T"
+	run -0 screen
+	[[ "$output" != *"too small"* ]]
+}
+
+@test "q exits with status 0 and the terminal restored; so does Ctrl-C" {
+	tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui q
+	wait_for "tui exited 0"
+	wait_for "icanon echo"
+	[[ "$(screen)" != *"forge tui:"* ]]   # the alternate screen is gone
+	tm kill-server
+	tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui C-c
+	wait_for "tui exited 0"
+	wait_for "icanon echo"
+}
+
+@test "the palette runs the command as a process: show of the selected run, then back" {
+	paused_run
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui :
+	wait_for "commands (the selected run: $T"
+	tm send-keys -t tui s Enter
+	wait_for "[forge show exited 0; press Enter to return]"
+	wait_for "next      forge gate approve"
+	tm send-keys -t tui Enter
+	wait_for "forge show exited 0"
+	wait_for "TRACE                       STATUS"
+	quit_ok
+}
+
+@test "the palette's run asks for the task and runs forge run on the terminal with forge tui's options: its gate asks there" {
+	TUI_ARGS="--config $CFG" tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui :
+	wait_for "commands"
+	tm send-keys -t tui Enter
+	wait_for "task:"
+	tm send-keys -t tui -l "add a mul operation"
+	tm send-keys -t tui Enter
+	wait_for "\$ forge run --config $CFG add a mul operation"
+	wait_for "approve? [y]es / [n]o"
+	tm send-keys -t tui y Enter
+	wait_for "[forge run exited 0; press Enter to return]"
+	tm send-keys -t tui Enter
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	wait_for "$T  completed"
+	forge events replay "$T" | jq -se 'map(select(.type == "gate.approved")) | length == 1 and .[0].payload.by == "human"' >/dev/null
+	quit_ok
+}
+
+@test "forge tui wants a terminal (exit 2) and takes no operands" {
+	run -2 --separate-stderr forge tui </dev/null
+	[ "$stderr" = "forge-tui: stdin and stdout must be a terminal" ]
+	run -2 --separate-stderr forge tui extra
+	[[ "$stderr" == *"no operands expected"* ]]
+}
+
+@test "m picks a phase's provider and model and writes them to .forge/config.json (validated); the picker then shows them" {
+	MODEL=$(jq -r '.models | keys_unsorted | map(select(startswith("claude-") | not)) | .[0]' "$FORGE_ROOT/schemas/pricing.json")
+	tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui m
+	wait_for "model picker: the phase"
+	# review, openai, the first openai model of the price table
+	tm send-keys -t tui Down Down Enter
+	wait_for "the provider"
+	tm send-keys -t tui Down Enter
+	wait_for "$MODEL"
+	tm send-keys -t tui Enter
+	wait_for "review: openai / $MODEL in $REPO/.forge/config.json"
+	jq -e --arg m "$MODEL" '.llm.phases.review == {"provider": "openai", "model": $m}' "$REPO/.forge/config.json"
+	[ "$(forge config get llm.phases.review.model)" = "$MODEL" ]
+	tm send-keys -t tui m
+	wait_for "review     openai / $MODEL"
+	tm send-keys -t tui Escape
+	wait_for "TRACE                       STATUS"
+	quit_ok
+}
+
+@test "the model picker refuses to write over a project configuration that is not valid JSON" {
+	tui_start
+	wait_for "forge tui: 0 runs"
+	# broken while the TUI is open (it would not start on it)
+	mkdir -p "$REPO/.forge"
+	echo '{"llm": ' >"$REPO/.forge/config.json"
+	tm send-keys -t tui m
+	wait_for "model picker: the phase"
+	tm send-keys -t tui Enter Enter Enter
+	wait_for "config.json: Unfinished JSON term"
+	[ "$(cat "$REPO/.forge/config.json")" = '{"llm": ' ]
+	quit_ok
+}
