@@ -267,6 +267,14 @@ got=()
 _forge
 print -rl -- ${(M)got:#${PREFIX}*}
 ZSH
+	# zsh sends SIGCONT to a child it waits for (jobs.c: waitforpid).  SIGCONT
+	# discards a pending SIGSTOP, and LeakSanitizer's exit-time check stops the
+	# process with PTRACE_ATTACH's SIGSTOP and waits for it: when the two meet,
+	# the ASan forge hangs for ever (seen twice, once in CI).  The leak check of
+	# `forge --list-commands` is done here, started from bash.
+	run -0 --separate-stderr forge --list-commands
+	[[ $output == *$'\nrun\t'* ]]
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 	run -0 zsh -f "$BATS_TEST_TMPDIR/drive.zsh" "$FORGE_ROOT/share/completions/_forge" forge ru
 	assert_output "run"
 	run -0 zsh -f "$BATS_TEST_TMPDIR/drive.zsh" "$FORGE_ROOT/share/completions/_forge" forge memory ""
