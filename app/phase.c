@@ -885,8 +885,10 @@ static int adopt_run(struct phase *ph)
 	rc = runshare_adopt(&ph->state, &ev, root, remote);
 	if (rc == 0) {
 		phase_emit(ph, "run.adopted", ev);
-	} else if (rc > 0 && !json_get_str(changes, "commit")) {
-		if (!runshare_is_dir(task_repo))   /* the first implement makes the branch here */
+	} else if (!json_get_str(changes, "commit")) {
+		/* nothing committed yet (nor fetched: the remote may be out of
+		 * reach): the first implement makes the branch here */
+		if (!runshare_is_dir(task_repo))
 			ph->state = json_set(ph->state, "task", json_set(jv_copy(task), "repo", jv_string(root)));
 		rc = 0;
 	} else if (rc > 0) {

@@ -144,6 +144,20 @@ implementer_called() {
 	[[ $stderr != *"cannot push"* ]]
 }
 
+@test "forge-implement run alone with an unreachable git.push_remote: implements all the same, a warning and run.push_failed" {
+	calc_setup
+	export FORGE_PUSH_REMOTE="$BATS_TEST_TMPDIR/no-such-remote.git"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	[[ $stderr == *"forge-implement: warning: cannot push the run's branch to '$FORGE_PUSH_REMOTE': "* ]]
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and (.changes.commit | length) == 40'
+	jq -e -s --arg r "$FORGE_PUSH_REMOTE" --arg t "$T" '[.[] | select(.type == "run.push_failed") | .payload]
+		| length == 1 and .[0].remote == $r and .[0].branch == "forge/" + $t and (.[0].error | length) > 0' <<<"$output"
+	jq -e -s '[.[] | select(.type == "run.adopted" or .type == "run.pushed")] == []' <<<"$output"
+}
+
 @test "a phase given a state whose commit is in no clone it can reach: it fails naming the branch (exit 5)" {
 	shared_remote
 	export FORGE_PUSH_REMOTE=origin
