@@ -2,11 +2,12 @@
 # git.push_remote: what pushing the run's branch after each checkpoint costs
 # a whole run (README "Runs on several machines").  The pipeline of
 # bench-supervisor.sh (the calc fixture, a cassette, build and test = true)
-# run BENCH_RUNS times without a push remote and BENCH_RUNS times with a
+# run BENCH_RUNS times without a push remote and BENCH_RUNS times (interleaved) with a
 # local bare repository as the remote (a path: libgit2's local transport, so
 # the figure is forge's work, not a network's); wall and CPU (user+sys of
 # every process of the run) as medians, and the pushes a run made.
 set -euo pipefail
+# shellcheck source=scripts/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -34,7 +35,7 @@ new_repo() {
 	echo "$d"
 }
 
-# timed_run DIR [REMOTE]: one run; appends "wall cpu" to $tmp/times.
+# timed_run DIR [REMOTE]: one run; appends "wall cpu" and a newline to $tmp/times.
 timed_run() {
 	TIMEFORMAT='%3R %3U %3S'
 	if ! { time FORGE_PUSH_REMOTE="${2:-}" forge run -q --repo "$1" --config "$cfg" "add a mul operation" \
@@ -45,18 +46,25 @@ timed_run() {
 	awk '{ printf "%s %.3f\n", $1, $2 + $3 }' "$tmp/time" >>"$tmp/times"
 }
 
+# The two kinds of run interleaved, round by round (the machine's load
+# drifts); "mode wall cpu" lines in $tmp/times.
 timed_run "$(new_repo warm)"
-for mode in none push; do
-	: >"$tmp/times"
-	for ((r = 1; r <= BENCH_RUNS; r++)); do
+: >"$tmp/times"
+for ((r = 1; r <= BENCH_RUNS; r++)); do
+	for mode in none push; do
 		d=$(new_repo "$mode$r")
+		printf '%s ' "$mode" >>"$tmp/times"
 		timed_run "$d" "$([ "$mode" = push ] && echo "$tmp/remote-$mode$r.git")"
 	done
-	# shellcheck disable=SC2207
-	walls=($(cut -d' ' -f1 "$tmp/times")) cpus=($(cut -d' ' -f2 "$tmp/times"))
-	printf -v "wall_$mode" '%s' "$(median "${walls[@]}")"
-	printf -v "cpu_$mode" '%s' "$(median "${cpus[@]}")"
 done
+# med MODE FIELD: the median of FIELD (2 wall, 3 cpu) of MODE's runs.
+med() {
+	local v
+	mapfile -t v < <(awk -v m="$1" -v f="$2" '$1 == m { print $f }' "$tmp/times")
+	median "${v[@]}"
+}
+wall_none=$(med none 2) cpu_none=$(med none 3)
+wall_push=$(med push 2) cpu_push=$(med push 3)
 trace=$(forge history --json -n 1 | jq -r .trace_id)
 pushes=$(forge events replay "$trace" | jq -s '[.[] | select(.type == "run.pushed")] | length')
 echo "forge run without git.push_remote: wall $wall_none s, CPU $cpu_none s (median of $BENCH_RUNS)"

@@ -14,7 +14,7 @@
 
 int forge_git_run_push(struct forge_git *g, const char *remote, const char *trace)
 {
-	struct buf spec = BUF_INIT;
+	struct buf base = BUF_INIT, branch = BUF_INIT, what = BUF_INIT;
 	int rc = -1;
 
 	if (!forge_git_trace_valid(trace)) {
@@ -22,14 +22,15 @@ int forge_git_run_push(struct forge_git *g, const char *remote, const char *trac
 		goto out;
 	}
 	/* forced: a resume may reset the branch to its checkpoint's commit */
-	buf_addf(&spec, "+refs/forge/%s/base:refs/forge/%s/base", trace, trace);
-	if (forge_git_push(g, remote, spec.buf) < 0)
-		goto out;
-	buf_reset(&spec);
-	buf_addf(&spec, "+refs/heads/forge/%s:refs/heads/forge/%s", trace, trace);
-	rc = forge_git_push(g, remote, spec.buf);
+	buf_addf(&base, "+refs/forge/%s/base:refs/forge/%s/base", trace, trace);
+	buf_addf(&branch, "+refs/heads/forge/%s:refs/heads/forge/%s", trace, trace);
+	buf_addf(&what, "forge/%s", trace);
+	const char *specs[] = { base.buf, branch.buf };
+	rc = forge_git_push_refspecs(g, remote, specs, 2, what.buf);
 out:
-	buf_release(&spec);
+	buf_release(&base);
+	buf_release(&branch);
+	buf_release(&what);
 	return rc;
 }
 
