@@ -292,6 +292,12 @@ clang-syntax: $(CLANG_OK)
 demo: all
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" scripts/demo
 
+# The CI pipeline (.github/workflows/forge-pipeline.yml) simulated here: a
+# fresh clone per job, only the artifacts and the database (DB=PATH-or-URI)
+# shared; CI_SIM_WORK=DIR keeps the results there.
+ci-sim: all
+	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" $(if $(DB),DB="$(DB)") scripts/ci-sim $(if $(CI_SIM_WORK),--work "$(CI_SIM_WORK)")
+
 bench: all $(HELPERS)
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" scripts/bench
 
@@ -402,6 +408,6 @@ fuzz:
 	done
 
 -include $(SRC_OBJ:.o=.d) $(CLANG_OK:.ok=.d)
-.PHONY: all check check-all check-default check-suite check-build asan-build check-asan-suite check-fuzz clang-check clang-syntax demo bench lint \
+.PHONY: all check check-all check-default check-suite check-build asan-build check-asan-suite check-fuzz clang-check clang-syntax demo ci-sim bench lint \
         install uninstall man clean FORCE fuzz fuzz-check fuzz-replay fuzz-targets
 .DELETE_ON_ERROR:

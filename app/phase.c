@@ -1,5 +1,6 @@
 /* phase.c - the shared skeleton of the phase filters; see phase.h. */
 #include "app/phase.h"
+#include "app/runshare.h"
 #include "app/delegate.h"
 #include "app/term.h"
 #include "app/toolset.h"
@@ -862,9 +863,52 @@ static int take_lease(struct phase *ph)
 	return 0;
 }
 
+/*
+ * A state made in another clone (a CI job's artifact, another machine):
+ * its task.worktree is not here.  With git.push_remote set, the run's
+ * branch is fetched from there when this repository lacks it, and the
+ * state's task is pointed at the run's worktree in this clone (runshare.h).
+ * A branch that is nowhere is fine before the run's first commit (the
+ * first forge-implement makes it), an error after.  Returns 0 or -1.
+ */
+static int adopt_run(struct phase *ph)
+{
+	const char *remote = config_get_str(ph->cfg, "git.push_remote");
+	jv task = json_get(ph->state, "task"), changes = json_get(ph->state, "changes"), ev;
+	const char *task_repo = json_get_str(task, "repo");
+	const char *root = ph->common.repo || !runshare_is_dir(task_repo) ? ph->repo : task_repo;
+	int rc = 0;
+
+	if (!remote || !*remote || jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root ||
+	    !json_get_str(task, "branch") || runshare_is_dir(json_get_str(task, "worktree")))
+		goto out;
+	rc = runshare_adopt(&ph->state, &ev, root, remote);
+	if (rc == 0) {
+		phase_emit(ph, "run.adopted", ev);
+	} else if (!json_get_str(changes, "commit")) {
+		/* nothing committed yet (nor fetched: the remote may be out of
+		 * reach): the first implement makes the branch here */
+		if (!runshare_is_dir(task_repo))
+			ph->state = json_set(ph->state, "task", json_set(jv_copy(task), "repo", jv_string(root)));
+		rc = 0;
+	} else if (rc > 0) {
+		forge_error("the run's branch %s is neither in %s nor on the remote '%s' (git.push_remote)",
+			    json_get_str(task, "branch"), root, remote);
+		rc = -1;
+	}
+out:
+	jv_free(task);
+	jv_free(changes);
+	return rc;
+}
+
 /* The phase itself, between the input and the final state. */
 static const char *run_phase(struct phase *ph)
 {
+	if (adopt_run(ph) < 0) {
+		phase_reason(ph, "%s", forge_last_error());
+		return "failed";
+	}
 	const char *why = ph->spec->guard ? ph->spec->guard(ph) : NULL;
 
 	if (why) {

@@ -1,6 +1,7 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "app/supervise.h"
 #include "app/supervise_int.h"
+#include "app/runshare.h"
 #include "app/human.h"
 #include "app/runview.h"
 #include "core/buf.h"
@@ -74,6 +75,32 @@ void sup_commit_batch(struct sup *s)
 }
 
 /*
+ * With git.push_remote set, the run's branch goes to that remote after each
+ * checkpoint is on disk, so `forge resume` can carry the run on in another
+ * clone (runshare.h).  Outside any transaction: a push may take a while.  A
+ * push that fails is a warning and an event; the run goes on.
+ */
+static void push_run(struct sup *s)
+{
+	const char *remote = config_get_str(s->o->cfg, "git.push_remote");
+	jv ev;
+
+	if (!s->unpushed)
+		return;
+	s->unpushed = false;
+	if (runshare_push(&ev, s->o->repo, remote, s->trace) == 0) {
+		sup_emit(s, "run.pushed", ev);
+		sup_commit_batch(s);    /* nothing held while a human may be asked next */
+		return;
+	}
+	if (!s->o->quiet)
+		fprintf(stderr, "forge: warning: cannot push the run's branch to '%s': %s; the run goes on\n",
+			remote, json_get_str(ev, "error"));
+	sup_emit(s, "run.push_failed", ev);
+	sup_commit_batch(s);
+}
+
+/*
  * Sync the write-ahead log, where the committed checkpoint is (the store
  * commits with synchronous = NORMAL, which syncs only at the log's own
  * checkpoints): `forge resume` starts from it after a power loss too.  Done
@@ -81,7 +108,7 @@ void sup_commit_batch(struct sup *s)
  * so the sync overlaps the phase's start-up yet nothing acts on a state that
  * is not on disk; or before a human is asked, and at the end.
  */
-void sup_sync_checkpoint(struct sup *s)
+static void sync_log(struct sup *s)
 {
 	sqlite3_file *f = NULL;
 
@@ -95,6 +122,12 @@ void sup_sync_checkpoint(struct sup *s)
 	if (f->pMethods->xSync(f, SQLITE_SYNC_NORMAL) != SQLITE_OK)
 		fprintf(stderr, "forge: warning: cannot sync the database '%s' to disk: the last checkpoint "
 				"may not survive a power loss\n", store_path(s->o->store));
+}
+
+void sup_sync_checkpoint(struct sup *s)
+{
+	sync_log(s);
+	push_run(s);
 }
 
 /* Everything written so far committed and synced. */
@@ -176,6 +209,8 @@ void sup_checkpoint(struct sup *s, const char *phase)
 	}
 	free(id);
 	s->unsynced = true;
+	s->unpushed = !s->o->dry_run && config_get_str(s->o->cfg, "git.push_remote") &&
+		      *config_get_str(s->o->cfg, "git.push_remote");
 	store_run_set_cost(s->o->store, s->trace, (int64_t)json_get_num(cost, "tokens", 0),
 			   json_get_num(cost, "usd", 0));
 	jv_free(cost);
@@ -823,6 +858,7 @@ static void sup_release(struct sup *s)
 {
 	int logged = 0, copied = 0;
 
+	push_run(s);
 	sup_commit_batch(s);
 	if (s->holder[0]) {
 		store_lease_release(s->o->store, s->trace, s->holder);
@@ -1348,6 +1384,37 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 	return code;
 }
 
+/*
+ * `forge resume` in another clone than the run's (another machine): with
+ * git.push_remote set, the run's branch is fetched from there when this
+ * repository lacks it, and the state is pointed at this clone's worktree
+ * (runshare.h).  Returns 0, or exit 5 when the branch is nowhere to be had.
+ */
+static int adopt_clone(struct sup *s)
+{
+	const char *remote = config_get_str(s->o->cfg, "git.push_remote");
+	jv task = json_get(s->state, "task"), ev;
+	const char *repo = json_get_str(task, "repo");
+	int rc = 0;
+
+	if (!remote || !*remote || !json_get_str(task, "branch") ||
+	    (repo && strcmp(repo, s->o->repo) == 0 && runshare_is_dir(json_get_str(task, "worktree"))))
+		goto out;
+	rc = runshare_adopt(&s->state, &ev, s->o->repo, remote);
+	if (rc == 0) {
+		sup_emit(s, "run.adopted", ev);
+		goto out;
+	}
+	if (rc > 0)
+		forge_error("the run's branch %s is neither in %s nor on the remote '%s' (git.push_remote)",
+			    json_get_str(task, "branch"), s->o->repo, remote);
+	fprintf(stderr, "forge: %s\n", forge_last_error());
+	rc = FORGE_EXIT_DEPENDENCY;
+out:
+	jv_free(task);
+	return rc;
+}
+
 /* After a crash, bring the worktree back to the checkpoint's commit. */
 static void recover_worktree(struct sup *s)
 {
@@ -1434,6 +1501,11 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		return code;
 	}
 	sup_emit(&s, "run.resumed", level_payload(&s, jv_object()));
+	if (!o->dry_run && (code = adopt_clone(&s)) != 0) {
+		sup_release(&s);
+		graph_free(graph);
+		return code;
+	}
 	recover_worktree(&s);
 	const char *phase = json_get_str(s.state, "phase");
 	const char *st = json_get_str(s.state, "status");

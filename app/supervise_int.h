@@ -34,6 +34,7 @@ struct sup {
 	enum pipeline_state pl;
 	long pending;               /* writes in the open batch (transaction) */
 	bool unsynced;              /* a checkpoint is committed, not yet synced */
+	bool unpushed;              /* a checkpoint's branch not yet pushed (git.push_remote) */
 	bool deploy_approved;       /* a human approved the production deploy */
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */

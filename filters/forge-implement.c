@@ -41,6 +41,7 @@
 #include "git/git.h"
 #include "core/json.h"
 #include "app/phase.h"
+#include "app/runshare.h"
 #include "data/project.h"
 #include "os/sandbox.h"
 #include "agent/tools.h"
@@ -1106,6 +1107,30 @@ static const char *guard(struct phase *ph)
 	return ok ? NULL : "no plan in the state: forge-implement needs a plan (pipe forge-plan's output)";
 }
 
+/*
+ * With git.push_remote set, run alone (forge-supervisor pushes at each
+ * checkpoint itself): push the run's branch, so that the next phase can run
+ * in another clone (a later CI job).  A push that fails is a warning, as in
+ * forge-supervisor: the commits are here and the phase's result stands.
+ */
+static void share_branch(struct impl *im)
+{
+	const char *remote = config_get_str(im->ph->cfg, "git.push_remote");
+	const char *sup = getenv("FORGE_SUPERVISOR_PID");
+	jv ev;
+
+	if (!remote || !*remote || (sup && *sup) || !im->wt)
+		return;
+	if (runshare_push(&ev, forge_git_root(im->g), remote, forge_git_worktree_trace(im->wt)) == 0) {
+		phase_emit(im->ph, "run.pushed", ev);
+		return;
+	}
+	if (im->ph->common.verbosity >= 0)
+		fprintf(stderr, "forge-implement: warning: cannot push the run's branch to '%s': %s\n", remote,
+			json_get_str(ev, "error"));
+	phase_emit(im->ph, "run.push_failed", ev);
+}
+
 /* Open (or reopen) the run's worktree and record it in the state's task. */
 static int open_worktree(struct impl *im, const char *root)
 {
@@ -1186,6 +1211,7 @@ static const char *implement_run(struct phase *ph)
 		snprintf(ph->reason + n, sizeof ph->reason - n, "; nothing new to commit");
 	}
 	phase_progress(ph, "%s", ph->reason);
+	share_branch(&im);
 out:
 	jv_free(im.validation);
 	forget_tested(&im);

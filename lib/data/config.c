@@ -14,6 +14,7 @@
  *   FORGE_DEPLOY_STRATEGY   deploy.strategy
  *   FORGE_TEST_COMMAND      tools.test_command
  *   FORGE_LINT_COMMAND      tools.lint_command
+ *   FORGE_PUSH_REMOTE       git.push_remote
  *
  * An empty variable counts as unset, as it does for most Unix tools; a
  * number variable that does not parse is an error naming the variable.
@@ -56,6 +57,7 @@ static const struct config_env_var env_vars[] = {
 	{ "FORGE_DEPLOY_STRATEGY", "deploy.strategy", false },
 	{ "FORGE_TEST_COMMAND", "tools.test_command", false },
 	{ "FORGE_LINT_COMMAND", "tools.lint_command", false },
+	{ "FORGE_PUSH_REMOTE", "git.push_remote", false },
 	{ NULL, NULL, false }
 };
 

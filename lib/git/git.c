@@ -619,17 +619,51 @@ out:
 	return rc;
 }
 
-int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
+int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char *const *specs, size_t n,
+			    const char *what)
 {
 	git_remote *r = NULL;
 	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
 	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
 	struct buf url = BUF_INIT;
 	struct push_state st = { BUF_INIT };
+	git_strarray arr = { (char **)specs, n };
+	int rc = -1;
+
+	if (remote_url(&url, g->repo, remote, true) < 0)
+		goto out;
+	/* TLS needs the CA bundle (an http URL may redirect to https) */
+	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
+	    forge_git_tls_prepare() < 0)
+		goto out;
+	copts.repository = g->repo;
+	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
+		forge_git_fail("cannot use remote '%s'", remote);
+		goto out;
+	}
+	opts.callbacks.push_update_reference = on_push_update;
+	opts.callbacks.payload = &st;
+	if (git_remote_push(r, &arr, &opts) < 0) {
+		forge_git_fail("cannot push '%s' to '%s'", what, remote);
+		goto out;
+	}
+	if (st.rejected.len) {
+		forge_error("push of '%s' to '%s' failed: %s", what, remote, st.rejected.buf);
+		goto out;
+	}
+	rc = 0;
+out:
+	git_remote_free(r);
+	buf_release(&url);
+	buf_release(&st.rejected);
+	return rc;
+}
+
+int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
+{
 	struct buf spec = BUF_INIT;
 	const char *src = refspec, *colon;
-	char *specs[1];
-	git_strarray arr = { specs, 1 };
 	int rc = -1;
 
 	if (!refspec || !*refspec || !remote || !*remote) {
@@ -650,35 +684,10 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 		buf_addch(&spec, ':');
 		add_full_ref(&spec, src, strlen(src));
 	}
-	if (remote_url(&url, g->repo, remote, true) < 0)
-		goto out;
-	/* TLS needs the CA bundle (an http URL may redirect to https) */
-	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
-	    forge_git_tls_prepare() < 0)
-		goto out;
-	copts.repository = g->repo;
-	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
-		forge_git_fail("cannot use remote '%s'", remote);
-		goto out;
-	}
-	specs[0] = spec.buf;
-	opts.callbacks.push_update_reference = on_push_update;
-	opts.callbacks.payload = &st;
-	if (git_remote_push(r, &arr, &opts) < 0) {
-		forge_git_fail("cannot push '%s' to '%s'", refspec, remote);
-		goto out;
-	}
-	if (st.rejected.len) {
-		forge_error("push of '%s' to '%s' failed: %s", refspec, remote, st.rejected.buf);
-		goto out;
-	}
-	rc = 0;
+	const char *specs[] = { spec.buf };
+	rc = forge_git_push_refspecs(g, remote, specs, 1, refspec);
 out:
-	git_remote_free(r);
-	buf_release(&url);
 	buf_release(&spec);
-	buf_release(&st.rejected);
 	return rc;
 }
 

@@ -308,4 +308,15 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec);
 int forge_git_remote_url(char **out, struct forge_git *g, const char *remote);
 
+/*
+ * A run's refs through a shared remote (a configured remote's name, a URL
+ * or a path), so that another clone can carry the run on (git_share.c).
+ * forge_git_run_push: force-pushes refs/forge/TRACE/base and forge/TRACE.
+ * forge_git_run_fetch: when the repository lacks forge/TRACE, fetches both
+ * (no worktree is made); 0 when forge/TRACE is here now, 1 when the remote
+ * does not have it either, -1 with a message.
+ */
+int forge_git_run_push(struct forge_git *g, const char *remote, const char *trace);
+int forge_git_run_fetch(struct forge_git *g, const char *remote, const char *trace);
+
 #endif

@@ -47,4 +47,9 @@ char *forge_git_path(const char *a, const char *b);
  * list) of diff; either may be NULL.  On failure *out_files is invalid. */
 int forge_git_diff_output(char **out_patch, jv *out_files, git_diff *diff);
 
+/* Push the full refspecs specs[0..n-1] ("+refs/a:refs/b") to `remote` in
+ * one connection; messages name `what`.  See forge_git_push(). */
+int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char *const *specs, size_t n,
+			    const char *what);
+
 #endif

@@ -1,0 +1,38 @@
+/*
+ * runshare.h - a run carried on in another clone (another machine, a later
+ * CI job): the run's branch shared through the remote `git.push_remote`
+ * names (README "Runs on several machines").  Used by forge-supervisor
+ * (push after each checkpoint, fetch before a resume) and by the phase
+ * filters (app/phase.c: fetch before a phase given a state made elsewhere;
+ * forge-implement run alone pushes after its commits).
+ */
+#ifndef FORGE_RUNSHARE_H
+#define FORGE_RUNSHARE_H
+
+#include <jv.h>
+#include <stdbool.h>
+
+/*
+ * Push the run's branch forge/TRACE and refs/forge/TRACE/base of the
+ * repository at `repo` to `remote`.  *event (set on success and on failure)
+ * gets the payload of run.pushed {remote, branch, commit} or of
+ * run.push_failed {remote, branch, error}.  Returns 0, or -1 with a message.
+ */
+int runshare_push(jv *event, const char *repo, const char *remote, const char *trace);
+
+/*
+ * Make the run of *state workable in the repository `repo`: when it lacks
+ * the branch forge/TRACE, fetch it (and the run's base) from `remote`; then
+ * open the run's worktree there and point task.repo and task.worktree at
+ * this clone's (*state is replaced; the other task fields stay).  *event
+ * gets the payload of run.adopted {remote, branch, commit, fetched, repo,
+ * worktree, was: {repo, worktree}} (jv_null() when nothing was done).
+ * Returns 0, 1 when the branch is neither here nor on the remote (the
+ * state is left as it was), -1 with a message.
+ */
+int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote);
+
+/* True when `path` is a directory (NULL: false). */
+bool runshare_is_dir(const char *path);
+
+#endif

@@ -1,0 +1,228 @@
+#!/usr/bin/env bats
+# ci.bats - runs spread over clones (machines, CI jobs) through a shared
+# remote (git.push_remote) and one database: forge-supervisor pushes the
+# run's branch after each checkpoint and `forge resume` in another clone
+# fetches it; each phase as a CI job of its own (scripts/ci-sim, the local
+# simulation of .github/workflows/forge-pipeline.yml and .gitlab-ci.yml);
+# the shape of those two files.
+
+bats_require_minimum_version 1.5.0
+
+load test_helper/mock
+mock_per_file 180
+
+setup() {
+	load test_helper/common
+	forge_setup
+	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	mock_reset
+	if [ ! -s "$BATS_FILE_TMPDIR/impl.json" ]; then
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/plan-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/plan.json"
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/implement-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/impl.json"
+	fi
+	PLAN=$(<"$BATS_FILE_TMPDIR/plan.json")
+	IMPL=$(<"$BATS_FILE_TMPDIR/impl.json")
+}
+
+teardown() {
+	[ -s "$BATS_TEST_TMPDIR/sup.pid" ] && kill -9 -- "-$(cat "$BATS_TEST_TMPDIR/sup.pid")" 2>/dev/null
+	true
+}
+
+# shared_remote: a bare repository $REMOTE holding the calc project on main,
+# and two clones of it, $A and $B; $BASE is main's commit.
+shared_remote() {
+	REMOTE="$BATS_TEST_TMPDIR/remote.git"
+	git init -q --bare -b main "$REMOTE"
+	calc_repo "$BATS_TEST_TMPDIR/seed"
+	git -C "$BATS_TEST_TMPDIR/seed" push -q "$REMOTE" main
+	BASE=$(git -C "$BATS_TEST_TMPDIR/seed" rev-parse HEAD)
+	A="$BATS_TEST_TMPDIR/a"
+	B="$BATS_TEST_TMPDIR/b"
+	git clone -q "$REMOTE" "$A"
+	git clone -q "$REMOTE" "$B"
+}
+
+until_true() {
+	local i
+	for i in $(seq 400); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+trace_of_run() {
+	sqlite3 "$FORGE_DB" "select id from runs order by started_at desc limit 1" 2>/dev/null
+}
+
+implementer_called() {
+	mock_logged "You are the implementer"
+}
+
+@test "a run killed in clone A is resumed in clone B: the branch comes through the remote, B finishes it and pushes it" {
+	shared_remote
+	export FORGE_PUSH_REMOTE=origin
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	cd "$A"
+	setsid forge run -q "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" \
+		2>"$BATS_TEST_TMPDIR/run.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true implementer_called
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	# clone A pushed the branch at its checkpoints (init, plan): the remote has it, B does not
+	[ "$(git -C "$REMOTE" rev-parse "forge/$T")" = "$BASE" ]
+	[ "$(git -C "$REMOTE" rev-parse "refs/forge/$T/base")" = "$BASE" ]
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T' and type = 'run.pushed'"
+	[ "$output" -ge 2 ]
+	run -1 git -C "$B" rev-parse --verify -q "forge/$T"
+
+	# clone B, the same database: resume fetches the branch and finishes the run
+	mock_steps "$IMPL"
+	cd "$B"
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e --arg b "$B" --arg t "$T" '.run.status == "completed" and .state.deployment.status == "healthy"
+		and .state.task.repo == $b and .state.task.worktree == ($b + "/.forge/worktrees/" + $t)' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -e -s --arg a "$A" --arg b "$B" '[.[] | select(.type == "run.adopted") | .payload] | length == 1 and
+		.[0].fetched == true and .[0].was.repo == $a and .[0].repo == $b and .[0].remote == "origin"' <<<"$output"
+	# implement ran in B, on the branch from the remote; B pushed the result
+	run -0 git -C "$B" log --format=%s "$BASE..forge/$T"
+	assert_output "forge: add a mul operation (attempt 1)"
+	git -C "$B" show "forge/$T:calc.c" | grep -q 'return a \* b'
+	[ "$(git -C "$REMOTE" rev-parse "forge/$T")" = "$(git -C "$B" rev-parse "forge/$T")" ]
+	run -0 forge status --json "$T"
+	[ "$(jq -r .state.changes.commit <<<"$output")" = "$(git -C "$REMOTE" rev-parse "forge/$T")" ]
+}
+
+@test "forge resume in another clone without git.push_remote, or when the remote lacks the branch: exit 5, nothing run" {
+	shared_remote
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	cd "$A"
+	# no git.push_remote in A: the branch stays in A
+	setsid forge run -q "add a mul operation" </dev/null >/dev/null 2>"$BATS_TEST_TMPDIR/run.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true implementer_called
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	run -1 git -C "$REMOTE" rev-parse --verify -q "forge/$T"
+	cd "$B"
+	FORGE_PUSH_REMOTE=origin run -5 --separate-stderr forge resume -q "$T" </dev/null
+	assert_output ""
+	[ "$stderr" = "forge: the run's branch forge/$T is neither in $B nor on the remote 'origin' (git.push_remote)" ]
+	run -0 sqlite3 "$FORGE_DB" "select status from runs where id = '$T'"
+	assert_output "running"
+}
+
+@test "a push that fails is a warning and an event: the run goes on and completes" {
+	calc_setup
+	export FORGE_PUSH_REMOTE="$BATS_TEST_TMPDIR/no-such-remote.git"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ $stderr == *"forge: warning: cannot push the run's branch to '$FORGE_PUSH_REMOTE': "*"; the run goes on"* ]]
+	T=$(trace_of_run)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T' and type = 'run.push_failed'
+		and json_extract(payload, '\$.remote') = '$FORGE_PUSH_REMOTE' and json_extract(payload, '\$.error') <> ''"
+	[ "$output" -ge 2 ]
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T' and type = 'run.pushed'"
+	assert_output 0
+	# -q: the warning is not printed, the event is still there
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	run -0 --separate-stderr forge run -q "add a mul operation" </dev/null
+	[[ $stderr != *"cannot push"* ]]
+}
+
+@test "forge-implement run alone with an unreachable git.push_remote: implements all the same, a warning and run.push_failed" {
+	calc_setup
+	export FORGE_PUSH_REMOTE="$BATS_TEST_TMPDIR/no-such-remote.git"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	[[ $stderr == *"forge-implement: warning: cannot push the run's branch to '$FORGE_PUSH_REMOTE': "* ]]
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and (.changes.commit | length) == 40'
+	jq -e -s --arg r "$FORGE_PUSH_REMOTE" --arg t "$T" '[.[] | select(.type == "run.push_failed") | .payload]
+		| length == 1 and .[0].remote == $r and .[0].branch == "forge/" + $t and (.[0].error | length) > 0' <<<"$output"
+	jq -e -s '[.[] | select(.type == "run.adopted" or .type == "run.pushed")] == []' <<<"$output"
+}
+
+@test "a phase given a state whose commit is in no clone it can reach: it fails naming the branch (exit 5)" {
+	shared_remote
+	export FORGE_PUSH_REMOTE=origin
+	cd "$A"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	# implement in A without pushing (no remote for it), then test in B
+	FORGE_PUSH_REMOTE= forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/impl.jsonl"
+	rm -rf "$A"
+	cd "$B"
+	run -5 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/impl.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -r .trace_id)
+	tail -n 1 <<<"$output" | jq -e --arg t "$T" '.status == "failed" and .phase == "test"'
+	[[ $stderr == *"the run's branch forge/$T is neither in $B nor on the remote 'origin' (git.push_remote)"* ]]
+}
+
+@test "scripts/ci-sim (make ci-sim): five jobs in fresh clones, only the artifacts and the database shared; one trace, deploy on implement's commit" {
+	W="$BATS_TEST_TMPDIR/sim"
+	DB="$BATS_TEST_TMPDIR/ci.db" run -0 --separate-stderr "$FORGE_ROOT/scripts/ci-sim" --work "$W"
+	[[ $stderr == *"ci-sim: job deploy: exit 0"* ]]
+	run -0 cat "$W/status"
+	assert_output "$(printf '%s=0\n' plan implement review test deploy)"
+	# every job's clone is gone; each artifact's last line is its phase's state, ok
+	run -0 ls "$W/jobs"
+	assert_output "$(printf '%s.log\n' deploy implement plan review test)"
+	local p
+	for p in plan implement review test deploy; do
+		tail -n 1 "$W/artifacts/$p.jsonl" | jq -e --arg p "$p" '.kind == "state" and .phase == $p and .status == "ok"'
+	done
+	T=$(tail -n 1 "$W/artifacts/deploy.jsonl" | jq -r .trace_id)
+	# the events of all five jobs, in the one database, under the one trace
+	run -0 sqlite3 "$BATS_TEST_TMPDIR/ci.db" "select distinct trace_id from events"
+	assert_output "$T"
+	run -0 sqlite3 "$BATS_TEST_TMPDIR/ci.db" "select source from events where type = 'phase.completed'
+		and json_extract(payload, '\$.status') = 'ok' order by id"
+	assert_output "$(printf 'forge-%s\n' plan implement review test deploy)"
+	# review, test and deploy each fetched the branch implement pushed
+	run -0 sqlite3 "$BATS_TEST_TMPDIR/ci.db" "select source from events where type = 'run.adopted'
+		and json_extract(payload, '\$.fetched') order by id"
+	assert_output "$(printf 'forge-%s\n' review test deploy)"
+	# the deploy ran on the commit implement made, which the tests passed on
+	local commit
+	commit=$(tail -n 1 "$W/artifacts/implement.jsonl" | jq -r .changes.commit)
+	[ "${#commit}" = 40 ]
+	tail -n 1 "$W/artifacts/deploy.jsonl" | jq -e --arg c "$commit" '.deployment.commit == $c and
+		.deployment.status == "healthy" and .tests.summary.failed == 0 and .tests.summary.passed > 0'
+	[ "$(git -C "$W/remote.git" rev-parse "forge/$T")" = "$commit" ]
+	git -C "$W/remote.git" show "$commit:calc.c" | grep -q 'return a \* b'
+}
+
+@test "the GitHub workflow and the GitLab file: plan → implement → review → test → deploy, the artifacts line up" {
+	test_python3
+	local check="$FORGE_ROOT/tests/helpers/ci_files.py"
+	run -0 "$TEST_PYTHON3" "$check" github "$FORGE_ROOT/.github/workflows/forge-pipeline.yml"
+	assert_output "ok"
+	run -0 "$TEST_PYTHON3" "$check" gitlab "$FORGE_ROOT/.gitlab-ci.yml"
+	assert_output "ok"
+	# the checks catch a job that downloads the wrong artifact or needs the wrong job
+	sed '0,/name: forge-review$/! s/name: forge-review$/name: forge-revue/; s/needs: test$/needs: review/' \
+		"$FORGE_ROOT/.github/workflows/forge-pipeline.yml" >"$BATS_TEST_TMPDIR/gh.yml"
+	run -1 "$TEST_PYTHON3" "$check" github "$BATS_TEST_TMPDIR/gh.yml"
+	assert_line --partial "test: downloads ['forge-revue'], not ['forge-review'] (uploaded by review)"
+	assert_line --partial "deploy: needs 'review', not 'test'"
+	sed 's/>implement.jsonl/>impl.jsonl/' "$FORGE_ROOT/.gitlab-ci.yml" \
+		>"$BATS_TEST_TMPDIR/gl.yml"
+	run -1 "$TEST_PYTHON3" "$check" gitlab "$BATS_TEST_TMPDIR/gl.yml"
+	assert_line --partial "implement: its output is not written to implement.jsonl"
+}
