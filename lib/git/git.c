@@ -619,12 +619,40 @@ out:
 	return rc;
 }
 
+/*
+ * An anonymous remote for `remote` (a configured remote's name, a URL or a
+ * path; its pushurl first when `push`), the TLS CA bundle prepared for an
+ * http(s) URL (an http URL may redirect to https).  The caller frees *out
+ * with git_remote_free().  The one set-up push and fetch share.
+ */
+static int open_remote(git_remote **out, struct forge_git *g, const char *remote, bool push)
+{
+	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
+	struct buf url = BUF_INIT;
+	int rc = -1;
+
+	*out = NULL;
+	if (remote_url(&url, g->repo, remote, push) < 0)
+		goto out;
+	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
+	    forge_git_tls_prepare() < 0)
+		goto out;
+	copts.repository = g->repo;
+	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	if (git_remote_create_with_opts(out, url.buf, &copts) < 0) {
+		forge_git_fail("cannot use remote '%s'", remote);
+		goto out;
+	}
+	rc = 0;
+out:
+	buf_release(&url);
+	return rc;
+}
+
 int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 {
 	git_remote *r = NULL;
 	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
-	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
-	struct buf url = BUF_INIT;
 	struct push_state st = { BUF_INIT };
 	struct buf spec = BUF_INIT;
 	const char *src = refspec, *colon;
@@ -650,18 +678,8 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 		buf_addch(&spec, ':');
 		add_full_ref(&spec, src, strlen(src));
 	}
-	if (remote_url(&url, g->repo, remote, true) < 0)
+	if (open_remote(&r, g, remote, true) < 0)
 		goto out;
-	/* TLS needs the CA bundle (an http URL may redirect to https) */
-	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
-	    forge_git_tls_prepare() < 0)
-		goto out;
-	copts.repository = g->repo;
-	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
-		forge_git_fail("cannot use remote '%s'", remote);
-		goto out;
-	}
 	specs[0] = spec.buf;
 	opts.callbacks.push_update_reference = on_push_update;
 	opts.callbacks.payload = &st;
@@ -676,7 +694,6 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 	rc = 0;
 out:
 	git_remote_free(r);
-	buf_release(&url);
 	buf_release(&spec);
 	buf_release(&st.rejected);
 	return rc;
@@ -699,8 +716,6 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 {
 	git_remote *r = NULL;
 	git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
-	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
-	struct buf url = BUF_INIT;
 	char *specs[1];
 	git_strarray arr = { specs, 1 };
 	int rc = -1;
@@ -709,17 +724,8 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 		forge_error("fetch needs a remote and a refspec");
 		goto out;
 	}
-	if (remote_url(&url, g->repo, remote, false) < 0)
+	if (open_remote(&r, g, remote, false) < 0)
 		goto out;
-	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
-	    forge_git_tls_prepare() < 0)
-		goto out;
-	copts.repository = g->repo;
-	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
-		forge_git_fail("cannot use remote '%s'", remote);
-		goto out;
-	}
 	specs[0] = (char *)refspec;
 	opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 	if (git_remote_fetch(r, &arr, &opts, NULL) < 0) {
@@ -729,6 +735,5 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 	rc = 0;
 out:
 	git_remote_free(r);
-	buf_release(&url);
 	return rc;
 }
