@@ -737,3 +737,42 @@ out:
 	git_remote_free(r);
 	return rc;
 }
+
+int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max)
+{
+	git_repository *repo = NULL;
+	git_index *index = NULL;
+	int rc = -1;
+
+	*out = jv_null();
+	*total = 0;
+	forge_git_init();
+	if (git_repository_open(&repo, dir) < 0 || git_repository_index(&index, repo) < 0) {
+		forge_git_fail("cannot read the index of '%s'", dir);
+		goto out;
+	}
+	*out = jv_array();
+	*total = git_index_entrycount(index);
+	for (size_t i = 0; i < *total && i < max; i++) {
+		const git_index_entry *e = git_index_get_byindex(index, i);
+
+		if (e && GIT_INDEX_ENTRY_STAGE(e) == 0)
+			*out = jv_array_append(*out, jv_string(e->path));
+	}
+	rc = 0;
+out:
+	git_index_free(index);
+	git_repository_free(repo);
+	return rc;
+}
+
+char *forge_git_library_version(void)
+{
+	int maj = 0, min = 0, rev = 0;
+	struct buf b = BUF_INIT;
+
+	if (git_libgit2_version(&maj, &min, &rev) != 0)
+		return NULL;
+	buf_addf(&b, "%d.%d.%d", maj, min, rev);
+	return buf_detach(&b, NULL);
+}
