@@ -238,8 +238,24 @@ ok 2 - r2: an empty or NULL string is refused"
 		>"$BATS_TEST_TMPDIR/c.jsonl"
 	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
 	run -5 --separate-stderr forge-stage integrate <"$BATS_TEST_TMPDIR/green.json"
-	[ "$(reason)" = "files that do not exist: todo_api/__main__.py, README.md, pyproject.toml, requirements.txt" ]
+	[ "$(reason)" = "files that do not exist: todo_api/__main__.py, README.md, pyproject.toml; no build file: the python profile needs pyproject.toml or requirements.txt" ]
 	last_state | jq -e '.status == "failed" and (has("integration") | not)'
+}
+
+@test "integrate (python): pyproject.toml without requirements.txt is the build file" {
+	replay todo-build.jsonl
+	state todo-docs.json | forge-stage tests | forge-stage code | tail -n 1 >"$BATS_TEST_TMPDIR/green.json"
+	# the cassette's integrate stage, writing pyproject.toml where it wrote requirements.txt
+	jq -c 'select(.phase == "integrate") |
+	  .response.tool_calls |= map(
+	    if .name == "write_file" and .input.path == "requirements.txt" then
+	      .input = {path:"pyproject.toml", content:"[project]\nname = \"todo-api\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\n"}
+	    elif .name == "finish" then .input.build_files = ["pyproject.toml"] else . end)' \
+		"$FIX/todo-build.jsonl" >"$BATS_TEST_TMPDIR/c.jsonl"
+	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
+	run -0 --separate-stderr forge-stage integrate <"$BATS_TEST_TMPDIR/green.json"
+	last_state | jq -e '.status == "ok" and .integration.build_files == ["pyproject.toml"] and .integration.tests.passed == 6'
+	[ -f pyproject.toml ] && [ ! -e requirements.txt ]
 }
 
 # The end to end run of issue 16: forge compile on the todo-list HTTP API from
