@@ -313,6 +313,8 @@ static const char *review_run(struct phase *ph)
 	phase_set(ph, "compile_review", review);
 	if (passed) {
 		struct buf landed = BUF_INIT;
+		if (stage_commit(&w, "forge compile: the review, every rule holding") < 0)
+			goto out;
 		stage_land(&w, &landed);
 		phase_reason(ph, "passed: every rule holds, %d finding%s, none an error%s",
 			     jv_array_length(jv_copy(findings)), jv_array_length(jv_copy(findings)) == 1 ? "" : "s",
