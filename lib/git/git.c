@@ -622,16 +622,22 @@ out:
 /*
  * An anonymous remote for `remote` (a configured remote's name, a URL or a
  * path; its pushurl first when `push`), the TLS CA bundle prepared for an
- * http(s) URL (an http URL may redirect to https).  The caller frees *out
- * with git_remote_free().  The one set-up push and fetch share.
+ * http(s) URL (an http URL may redirect to https), after checking that
+ * both remote and refspec are given.  The caller frees *out with
+ * git_remote_free().  The one set-up push and fetch share.
  */
-static int open_remote(git_remote **out, struct forge_git *g, const char *remote, bool push)
+static int open_remote(git_remote **out, struct forge_git *g, const char *remote, const char *refspec,
+		       bool push)
 {
 	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
 	struct buf url = BUF_INIT;
 	int rc = -1;
 
 	*out = NULL;
+	if (!refspec || !*refspec || !remote || !*remote) {
+		forge_error("%s needs a remote and a refspec", push ? "push" : "fetch");
+		goto out;
+	}
 	if (remote_url(&url, g->repo, remote, push) < 0)
 		goto out;
 	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
@@ -660,10 +666,8 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 	git_strarray arr = { specs, 1 };
 	int rc = -1;
 
-	if (!refspec || !*refspec || !remote || !*remote) {
-		forge_error("push needs a remote and a refspec");
+	if (open_remote(&r, g, remote, refspec, true) < 0)
 		goto out;
-	}
 	if (*src == '+') {
 		buf_addch(&spec, '+');
 		src++;
@@ -678,8 +682,6 @@ int forge_git_push(struct forge_git *g, const char *remote, const char *refspec)
 		buf_addch(&spec, ':');
 		add_full_ref(&spec, src, strlen(src));
 	}
-	if (open_remote(&r, g, remote, true) < 0)
-		goto out;
 	specs[0] = spec.buf;
 	opts.callbacks.push_update_reference = on_push_update;
 	opts.callbacks.payload = &st;
@@ -720,11 +722,7 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 	git_strarray arr = { specs, 1 };
 	int rc = -1;
 
-	if (!refspec || !*refspec || !remote || !*remote) {
-		forge_error("fetch needs a remote and a refspec");
-		goto out;
-	}
-	if (open_remote(&r, g, remote, false) < 0)
+	if (open_remote(&r, g, remote, refspec, false) < 0)
 		goto out;
 	specs[0] = (char *)refspec;
 	opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;

@@ -925,6 +925,13 @@ static void test_push(void)
 	CHECK_INT(forge_git_push(g, out("echo '%s/nowhere.git'", tmpdir), "forge/P1"), -1);
 	CHECK_INT(forge_git_push(g, "upstream", "forge/P1"), -1);
 	CHECK_MSG(contains(forge_last_error(), "no remote 'upstream'"), "%s", forge_last_error());
+	/* push and fetch check their words the one way */
+	CHECK_INT(forge_git_push(g, "origin", ""), -1);
+	CHECK_STR(forge_last_error(), "push needs a remote and a refspec");
+	CHECK_INT(forge_git_fetch(g, NULL, "refs/heads/main"), -1);
+	CHECK_STR(forge_last_error(), "fetch needs a remote and a refspec");
+	CHECK_INT(forge_git_fetch(g, "upstream", "refs/heads/main"), -1);
+	CHECK_MSG(contains(forge_last_error(), "no remote 'upstream'"), "%s", forge_last_error());
 	free(sha);
 	free(sha2);
 	free(remote_path);
