@@ -16,8 +16,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <getopt.h>
-#include <git2.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,15 +137,12 @@ jv cli_model_flags(const struct cli_common *c)
 
 int cli_repo_root(char **out, const char *dir)
 {
-	git_repository *repo = NULL;
+	struct forge_git *g = NULL;
 	char resolved[PATH_MAX];
-	int rc = -1;
 
 	*out = NULL;
-	if (dir && !realpath(dir, resolved)) {
-		forge_error("cannot use repository '%s': %s", dir, strerror(errno));
-		goto out;
-	}
+	if (dir && !realpath(dir, resolved))
+		return forge_error("cannot use repository '%s': %s", dir, strerror(errno));
 	/* The plain cases without libgit2 (its initialisation alone is ~1.4M
 	 * instructions); libgit2 decides the others, and says why not. */
 	if (dir || getcwd(resolved, sizeof resolved)) {
@@ -162,31 +157,13 @@ int cli_repo_root(char **out, const char *dir)
 			return -1;
 		}
 	}
-	forge_git_init();
-	if (git_repository_open_ext(&repo, dir ? resolved : ".", 0, NULL) < 0) {
-		const git_error *e = git_error_last();
-		forge_error("'%s' is not in a git repository%s%s", dir ? dir : ".",
-			    e ? ": " : "", e ? e->message : "");
-		goto out;
-	}
-	if (git_repository_is_bare(repo)) {
-		forge_error("'%s' is a bare repository; forge needs a working tree", dir ? dir : ".");
-		goto out;
-	}
-	/*
-	 * The common directory is the main repository's .git even from a linked
-	 * worktree, so every worktree of a run shares one .forge/ and database.
-	 */
-	char *common = xstrdup(git_repository_commondir(repo));
-	size_t len = strlen(common);
-	while (len > 1 && common[len - 1] == '/')
-		common[--len] = '\0';
-	*out = xstrdup(dirname(common));
-	free(common);
-	rc = 0;
-out:
-	git_repository_free(repo);
-	return rc;
+	/* forge_git_open() opens the main repository even from a linked
+	 * worktree, so every worktree of a run shares one .forge/ and database. */
+	if (forge_git_open(&g, dir) < 0)
+		return -1;
+	*out = xstrdup(forge_git_root(g));
+	forge_git_free(g);
+	return 0;
 }
 
 /* ---- session ------------------------------------------------------------ */

@@ -218,6 +218,61 @@ static const char help_text[] =
 	"  Ctrl-D    decide later: the run pauses (exit 4) with the gate pending;\n"
 	"            `forge gate approve|reject ID` then `forge resume TRACE`\n";
 
+/* A prompt in progress: the terminal, the caller's signal set-up, the line. */
+struct session {
+	int fd;
+	struct saved sv;
+	struct buf line;
+	int64_t deadline;           /* monotonic ms; 0: no limit */
+};
+
+/*
+ * Open the terminal o->tty names, catch SIGINT and SIGTERM and print o->text
+ * on a line of its own: the set-up prompt_ask and prompt_line share.  -1
+ * when there is no terminal (nothing to end); else session_end() ends it.
+ */
+static int session_begin(struct session *s, const struct prompt_opts *o)
+{
+	s->deadline = o->timeout_ms > 0 ? monotonic_ms() + o->timeout_ms : 0;
+	s->fd = open_tty(o->tty);
+	if (s->fd < 0)
+		return -1;
+	buf_init(&s->line, 0);
+	catch_signals(&s->sv);
+	if (o->text && *o->text) {
+		tty_write(s->fd, o->text);
+		if (o->text[strlen(o->text) - 1] != '\n')
+			tty_write(s->fd, "\n");
+	}
+	return 0;
+}
+
+/* Leave the terminal on a fresh line when the prompt ended without one, put
+ * the caller's signal set-up back and close the terminal. */
+static enum prompt_answer session_end(struct session *s, enum prompt_answer answer)
+{
+	if (answer == PROMPT_EOF || answer == PROMPT_INTERRUPTED)
+		tty_write(s->fd, "\n");
+	else if (answer == PROMPT_TIMEOUT)
+		tty_write(s->fd, "\n  (no answer in time)\n");
+	release_signals(&s->sv);
+	buf_release(&s->line);
+	close(s->fd);
+	return answer;
+}
+
+/* One line of input as an answer: PROMPT_APPROVE with *out the trimmed line,
+ * else what ended the read, with *out untouched. */
+static enum prompt_answer session_read(struct session *s, char **out)
+{
+	enum read_result r = read_line(&s->line, s->fd, &s->sv, s->deadline);
+
+	if (r != LINE_READ)
+		return from_read(r);
+	*out = trim(s->line.buf);
+	return PROMPT_APPROVE;
+}
+
 enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o)
 {
 	const char *choices = !o->note ? " [y/n] "
@@ -225,109 +280,66 @@ enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o)
 				      : " [y]es / [n]o / [e]dit note / [?]: ";
 	const char *again = o->note ? "  please answer y, n, e, v or ? (help)\n"
 				    : "  please answer y (yes) or n (no)\n";
-	int64_t deadline = o->timeout_ms > 0 ? monotonic_ms() + o->timeout_ms : 0;
 	enum prompt_answer answer;
-	struct buf line, ask;
-	struct saved sv;
-	int fd;
+	struct buf ask;
+	struct session s;
+	char *a;
 
 	*note = NULL;
-	fd = open_tty(o->tty);
-	if (fd < 0)
+	if (session_begin(&s, o) < 0)
 		return PROMPT_NO_TTY;
-	buf_init(&line, 0);
-	catch_signals(&sv);
-	if (o->text && *o->text) {
-		tty_write(fd, o->text);
-		if (o->text[strlen(o->text) - 1] != '\n')
-			tty_write(fd, "\n");
-	}
 	buf_init(&ask, 0);
 	buf_adds(&ask, o->question);
 	buf_adds(&ask, choices);
 	for (;;) {
-		tty_write(fd, ask.buf);	/* one write: an echo does not split it */
-		enum read_result r = read_line(&line, fd, &sv, deadline);
-		if (r != LINE_READ) {
-			answer = from_read(r);
+		tty_write(s.fd, ask.buf);	/* one write: an echo does not split it */
+		if ((answer = session_read(&s, &a)) != PROMPT_APPROVE)
 			break;
-		}
-		char *a = trim(line.buf);
-		if (is_word(a, "y", "yes")) {
-			answer = PROMPT_APPROVE;
+		if (is_word(a, "y", "yes"))
 			break;
-		}
 		if (is_word(a, "n", "no")) {
 			answer = PROMPT_REJECT;
 			break;
 		}
 		if (o->note && o->full && is_word(a, "v", "view")) {
-			show_full(fd, o->full, &sv);
+			show_full(s.fd, o->full, &s.sv);
 			continue;
 		}
 		if (o->note && is_word(a, "?", "help")) {
-			tty_write(fd, help_text);
+			tty_write(s.fd, help_text);
 			continue;
 		}
 		if (o->note && is_word(a, "e", "edit")) {
-			tty_write(fd, "  note: ");
-			r = read_line(&line, fd, &sv, deadline);
-			if (r != LINE_READ) {
-				answer = from_read(r);
+			tty_write(s.fd, "  note: ");
+			if ((answer = session_read(&s, &a)) != PROMPT_APPROVE)
 				break;
-			}
-			a = trim(line.buf);
-			if (*a)
+			if (*a) {
 				*note = xstrdup(a);
-			answer = *a ? PROMPT_APPROVE_WITH_NOTE : PROMPT_APPROVE;
+				answer = PROMPT_APPROVE_WITH_NOTE;
+			}
 			break;
 		}
-		tty_write(fd, again);
+		tty_write(s.fd, again);
 	}
-	/* Leave the terminal on a fresh line when the prompt ended without one. */
-	if (answer == PROMPT_EOF || answer == PROMPT_INTERRUPTED)
-		tty_write(fd, "\n");
-	else if (answer == PROMPT_TIMEOUT)
-		tty_write(fd, "\n  (no answer in time)\n");
-	release_signals(&sv);
-	buf_release(&line);
 	buf_release(&ask);
-	close(fd);
-	return answer;
+	return session_end(&s, answer);
 }
 
 enum prompt_answer prompt_line(char **out, const struct prompt_opts *o)
 {
-	int64_t deadline = o->timeout_ms > 0 ? monotonic_ms() + o->timeout_ms : 0;
-	enum prompt_answer answer = PROMPT_APPROVE;
-	struct buf line;
-	struct saved sv;
-	int fd;
+	enum prompt_answer answer;
+	struct session s;
+	char *a;
 
 	*out = NULL;
-	fd = open_tty(o->tty);
-	if (fd < 0)
+	if (session_begin(&s, o) < 0)
 		return PROMPT_NO_TTY;
-	buf_init(&line, 0);
-	catch_signals(&sv);
-	if (o->text && *o->text) {
-		tty_write(fd, o->text);
-		if (o->text[strlen(o->text) - 1] != '\n')
-			tty_write(fd, "\n");
-	}
-	tty_write(fd, o->question);
-	tty_write(fd, "\n> ");
-	enum read_result r = read_line(&line, fd, &sv, deadline);
-	if (r == LINE_READ)
-		*out = xstrdup(trim(line.buf));
-	else
-		answer = from_read(r);
-	if (answer == PROMPT_EOF || answer == PROMPT_INTERRUPTED)
-		tty_write(fd, "\n");
-	release_signals(&sv);
-	buf_release(&line);
-	close(fd);
-	return answer;
+	tty_write(s.fd, o->question);
+	tty_write(s.fd, "\n> ");
+	answer = session_read(&s, &a);
+	if (answer == PROMPT_APPROVE)
+		*out = xstrdup(a);
+	return session_end(&s, answer);
 }
 
 const char *prompt_answer_name(enum prompt_answer a)

@@ -1,9 +1,11 @@
 /*
  * stage_land.c - the compiled project in git: each writing stage's work
- * committed on the run's branch, and a new product landed on the project's
+ * committed on the run's branch with the documents so far
+ * (.forge/compile/KIND.json), and a new product landed on the project's
  * branch once its review passed; see app/stage_work.h.
  */
 #include "app/stage_work.h"
+#include "compile/docs.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "git/git.h"
@@ -37,6 +39,15 @@ int stage_commit(struct stage_work *w, const char *message)
 
 	if (!wt)
 		goto out;       /* by hand: the files are the person's to commit */
+	/* the documents so far, this stage's too: in a run only the commits
+	 * write them (filters/forge-stage.c), so a resume that reset the
+	 * worktree loses none */
+	if (docs_write_files(w->dir, w->ph->state) < 0) {
+		phase_reason(w->ph, "cannot write the %s stage's documents: %s", w->ph->spec->name,
+			     forge_last_error());
+		rc = -1;
+		goto out;
+	}
 	rc = forge_git_commit_all(&sha, wt, message);
 	if (rc < 0) {
 		phase_reason(w->ph, "cannot commit the %s stage's work: %s", w->ph->spec->name, forge_last_error());

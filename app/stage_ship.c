@@ -68,8 +68,6 @@ static jv missing_files(struct stage_work *w, jv doc)
 		missing = check_exists(missing, w->dir, jv_get_kind(f) == JV_KIND_STRING ? jv_string_value(f) : NULL);
 		jv_free(f);
 	}
-	for (char **f = w->lang->build_files; f && *f; f++)
-		missing = check_exists(missing, w->dir, *f);
 	jv_free(build);
 	return missing;
 }
@@ -81,8 +79,7 @@ static char *integrate_prompt(struct stage_work *w)
 
 	buf_adds(&b, "# Integrate the product: entry point, build files, README\n\n");
 	buf_adds(&b, "The build files the language needs: ");
-	for (char **f = w->lang->build_files; f && *f; f++)
-		buf_addf(&b, "%s%s", f == w->lang->build_files ? "" : ", ", *f);
+	compile_lang_build_files_text(&b, w->lang);
 	buf_adds(&b, "\n\n");
 	stage_context(&b, w, docs);
 	jv files = json_get_path(w->ph->state, "implementation.files");
@@ -118,10 +115,16 @@ static const char *integrate_run(struct phase *ph)
 		goto out;
 	status = "failed";
 	jv missing = missing_files(&w, doc), changed = stage_changed_tests(&w);
+	jv no_build = compile_lang_missing_build_files(w.lang, w.dir);
 	if (jv_array_length(jv_copy(missing)) > 0) {
 		buf_adds(&why, "files that do not exist: ");
 		stage_list(&why, missing, LIST_MAX);
 	}
+	if (jv_array_length(jv_copy(no_build)) > 0) {
+		buf_addf(&why, "%sno build file: the %s profile needs ", why.len ? "; " : "", w.lang->name);
+		stage_list(&why, no_build, LIST_MAX);
+	}
+	jv_free(no_build);
 	if (jv_array_length(jv_copy(changed)) > 0) {
 		buf_addf(&why, "%sthe integrate stage changed the tests: ", why.len ? "; " : "");
 		stage_list(&why, changed, LIST_MAX);
@@ -310,6 +313,8 @@ static const char *review_run(struct phase *ph)
 	phase_set(ph, "compile_review", review);
 	if (passed) {
 		struct buf landed = BUF_INIT;
+		if (stage_commit(&w, "forge compile: the review, every rule holding") < 0)
+			goto out;
 		stage_land(&w, &landed);
 		phase_reason(ph, "passed: every rule holds, %d finding%s, none an error%s",
 			     jv_array_length(jv_copy(findings)), jv_array_length(jv_copy(findings)) == 1 ? "" : "s",

@@ -15,8 +15,7 @@
  * A check that cannot run is reported in its section, never fatal: the
  * exit status is 0, or 2 for a usage error.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-
+#include "agent/skills.h"
 #include "core/buf.h"
 #include "app/cli.h"
 #include "data/config.h"
@@ -25,14 +24,14 @@
 #include "llm/llm.h"
 #include "os/proc.h"
 #include "data/project.h"
+#include "data/schema.h"
+#include "git/git.h"
+#include "net/http.h"
 #include "os/sandbox.h"
 #include "store/store.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
-#include <git2.h>
 #include <limits.h>
-#include <pcre2.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -40,7 +39,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #define PROG "forge-doctor"
 #define TOOL_TIMEOUT_MS 5000
@@ -348,30 +346,25 @@ static jv jq_version(char **env)
 	return jv_string("1.6 (linked)");
 }
 
+/* A malloc'd version string (consumed) as a jv string, NULL as null. */
+static jv version_json(char *v)
+{
+	jv j = v ? jv_string(v) : jv_null();
+
+	free(v);
+	return j;
+}
+
 static jv check_libraries(char **env)
 {
 	jv l = jv_object();
-	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
-	int maj = 0, min = 0, rev = 0;
-	char pcre[64] = "";
 
 	l = json_set(l, "sqlite3", jv_string(sqlite3_libversion()));
-	if (cv && cv->version)
-		l = json_set(l, "curl", cv->ssl_version
-			     ? jv_string_fmt("%s (%s)", cv->version, cv->ssl_version)
-			     : jv_string(cv->version));
-	else
-		l = json_set(l, "curl", jv_null());
-	if (git_libgit2_version(&maj, &min, &rev) == 0)
-		l = json_set(l, "libgit2", jv_string_fmt("%d.%d.%d", maj, min, rev));
-	else
-		l = json_set(l, "libgit2", jv_null());
+	l = json_set(l, "curl", version_json(http_library_version()));
+	l = json_set(l, "libgit2", version_json(forge_git_library_version()));
 	l = json_set(l, "jq", jq_version(env));
-	if (pcre2_config(PCRE2_CONFIG_VERSION, pcre) > 0)
-		l = json_set(l, "pcre2", jv_string(pcre));
-	else
-		l = json_set(l, "pcre2", jv_null());
-	l = json_set(l, "libyaml", jv_string(yaml_get_version_string()));
+	l = json_set(l, "pcre2", schema_regex_version());
+	l = json_set(l, "libyaml", jv_string(skills_yaml_version()));
 	return l;
 }
 

@@ -26,7 +26,6 @@
 #include "store/store.h"
 #include "agent/tools.h"
 
-#include <git2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,30 +103,23 @@ static char *read_head(const char *root, const char *name, size_t max)
  * FILES_MAX; NULL when root is not a git repository. */
 static char *tracked_files(const char *root)
 {
-	git_repository *repo = NULL;
-	git_index *index = NULL;
 	struct buf b = BUF_INIT;
-	char *text = NULL;
+	size_t n;
+	jv paths;
 
-	forge_git_init();
-	if (git_repository_open(&repo, root) < 0 || git_repository_index(&index, repo) < 0)
-		goto out;
-	size_t n = git_index_entrycount(index);
-	for (size_t i = 0; i < n && i < FILES_MAX; i++) {
-		const git_index_entry *e = git_index_get_byindex(index, i);
-		if (e && GIT_INDEX_ENTRY_STAGE(e) == 0)
-			buf_addf(&b, "%s\n", e->path);
+	if (forge_git_tracked_files(&paths, &n, root, FILES_MAX) < 0)
+		return NULL;
+	jv_array_foreach(paths, i, p) {
+		buf_addf(&b, "%s\n", jv_string_value(p));
+		jv_free(p);
+		(void)i;
 	}
+	jv_free(paths);
 	if (n > FILES_MAX)
 		buf_addf(&b, "[… and %zu more files]\n", n - FILES_MAX);
 	if (n == 0)
 		buf_adds(&b, "(no tracked files yet)\n");
-	text = buf_detach(&b, NULL);
-out:
-	buf_release(&b);
-	git_index_free(index);
-	git_repository_free(repo);
-	return text;
+	return buf_detach(&b, NULL);
 }
 
 /* "c (12), shell (3)" from project_describe's languages. */

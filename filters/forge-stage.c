@@ -51,7 +51,25 @@ static char *project_root(struct phase *ph)
 	return out;
 }
 
-/* Keep the stage's document: the database's next version, the project's file. */
+/* Whether the stage runs in a run's worktree (task.worktree): then the
+ * documents' files are the stages' commits' to write (stage_commit()). */
+static bool in_run(struct phase *ph)
+{
+	jv task = json_get(ph->state, "task");
+	bool yes = json_get_str(task, "worktree") != NULL;
+
+	jv_free(task);
+	return yes;
+}
+
+/*
+ * Keep the stage's document: the database's next version; by hand, the
+ * project's file too.  In a run the file is written in the run's worktree
+ * and committed by the stages that commit (stage_commit(): the tests,
+ * code, integrate and review stages, each with every document so far), so
+ * it reaches the project with the product, never as an untracked file in
+ * the person's checkout.
+ */
 static void keep_document(struct phase *ph, const char *kind)
 {
 	jv doc = json_get(ph->state, kind);
@@ -73,7 +91,9 @@ static void keep_document(struct phase *ph, const char *kind)
 			ev = json_set(ev, "version", jv_number(version));
 	}
 	free(dbpath);
-	if (docs_write_file(root, kind, doc) < 0) {
+	if (in_run(ph)) {
+		;       /* the stages' commits write it */
+	} else if (docs_write_file(root, kind, doc) < 0) {
 		ev = json_set(ev, "file_error", jv_string(forge_last_error()));
 	} else {
 		char path[64];

@@ -238,8 +238,24 @@ ok 2 - r2: an empty or NULL string is refused"
 		>"$BATS_TEST_TMPDIR/c.jsonl"
 	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
 	run -5 --separate-stderr forge-stage integrate <"$BATS_TEST_TMPDIR/green.json"
-	[ "$(reason)" = "files that do not exist: todo_api/__main__.py, README.md, pyproject.toml, requirements.txt" ]
+	[ "$(reason)" = "files that do not exist: todo_api/__main__.py, README.md, pyproject.toml; no build file: the python profile needs pyproject.toml or requirements.txt" ]
 	last_state | jq -e '.status == "failed" and (has("integration") | not)'
+}
+
+@test "integrate (python): pyproject.toml without requirements.txt is the build file" {
+	replay todo-build.jsonl
+	state todo-docs.json | forge-stage tests | forge-stage code | tail -n 1 >"$BATS_TEST_TMPDIR/green.json"
+	# the cassette's integrate stage, writing pyproject.toml where it wrote requirements.txt
+	jq -c 'select(.phase == "integrate") |
+	  .response.tool_calls |= map(
+	    if .name == "write_file" and .input.path == "requirements.txt" then
+	      .input = {path:"pyproject.toml", content:"[project]\nname = \"todo-api\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\n"}
+	    elif .name == "finish" then .input.build_files = ["pyproject.toml"] else . end)' \
+		"$FIX/todo-build.jsonl" >"$BATS_TEST_TMPDIR/c.jsonl"
+	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
+	run -0 --separate-stderr forge-stage integrate <"$BATS_TEST_TMPDIR/green.json"
+	last_state | jq -e '.status == "ok" and .integration.build_files == ["pyproject.toml"] and .integration.tests.passed == 6'
+	[ -f pyproject.toml ] && [ ! -e requirements.txt ]
 }
 
 # The end to end run of issue 16: forge compile on the todo-list HTTP API from
@@ -279,11 +295,23 @@ ok 2 - r2: an empty or NULL string is refused"
 	jq -e '.status == "ok" and ([.test_suite.tests[].status] | unique) == ["failing"]
 		and .implementation.passed and .compile_review.passed and .compile_review.rules_violated == []
 		and .rules.approved_by != null' <<<"$output" >/dev/null
-	# the product is the project's: three stage commits on its branch, its tests pass for real
+	# the product is the project's: four stage commits on its branch, its tests pass for real
 	run -0 git log --format=%s
-	assert_line --index 0 "forge compile: entry point, build files, README"
-	assert_line --index 2 "forge compile: the tests, one per rule, failing"
+	assert_line --index 0 "forge compile: the review, every rule holding"
+	assert_line --index 1 "forge compile: entry point, build files, README"
+	assert_line --index 3 "forge compile: the tests, one per rule, failing"
 	[ -f todo_api/app.py ] && [ -f README.md ] && [ -f requirements.txt ]
+	# the documents too, each in the commit of the stage that made it, nothing left untracked
+	run -0 git ls-files .forge/compile
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" ".forge/compile/compile_review.json .forge/compile/contracts.json .forge/compile/db_schema.json .forge/compile/flows.json .forge/compile/implementation.json .forge/compile/integration.json .forge/compile/intent.json .forge/compile/rules.json .forge/compile/test_suite.json "
+	run -0 git show --name-only --format= HEAD~3
+	assert_line ".forge/compile/test_suite.json"
+	assert_line ".forge/compile/intent.json"
+	run -0 git show --name-only --format= HEAD
+	assert_output ".forge/compile/compile_review.json"
+	jq -e '.passed and .rules_violated == []' .forge/compile/compile_review.json
+	jq -e '.approved_by != null' .forge/compile/rules.json
+	[ -z "$(git status --porcelain --untracked-files=all -- .forge/compile)" ]
 	run -0 pytest -q -p no:cacheprovider
 	assert_output --partial "6 passed"
 	# every stage's document is kept, version 1

@@ -779,3 +779,8 @@ char *skills_render(jv matched)
 	}
 	return buf_detach(&b, NULL);
 }
+
+const char *skills_yaml_version(void)
+{
+	return yaml_get_version_string();
+}

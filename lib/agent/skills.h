@@ -125,4 +125,7 @@ jv skills_to_json(const struct skill *s, int with_text);
  */
 char *skills_render(jv matched);
 
+/* libyaml's version ("0.2.5"), the parser of a skill's front matter; static. */
+const char *skills_yaml_version(void);
+
 #endif

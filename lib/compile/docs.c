@@ -240,6 +240,20 @@ out:
 	return rc;
 }
 
+int docs_write_files(const char *root, jv state)
+{
+	int rc = 0;
+
+	for (const char *const *k = docs_kinds; *k && rc == 0; k++) {
+		jv doc = json_get(state, *k);
+
+		if (jv_get_kind(doc) == JV_KIND_OBJECT)
+			rc = docs_write_file(root, *k, doc);
+		jv_free(doc);
+	}
+	return rc;
+}
+
 int docs_read_file(jv *out, const char *root, const char *kind)
 {
 	struct buf path = BUF_INIT;

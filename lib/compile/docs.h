@@ -2,7 +2,8 @@
  * docs.h - the documents `forge compile` makes, stored and versioned (issue
  * 16 part C): table compile_docs of schemas/sql/010-compile-docs.sql, and a
  * copy of the newest of each kind in the project, <root>/.forge/compile/KIND.json,
- * so a project carries its spec.
+ * so a project carries its spec: in a run, <root> is the run's worktree,
+ * and the stages' commits carry the files (app/stage_land.c).
  *
  * A document belongs to a project (its repository root, as given: callers
  * pass the real path) and has a kind (the stage's result key: intent,
@@ -47,6 +48,11 @@ int docs_list(jv *out, struct store *st, const char *project);
 /* Write doc as <root>/.forge/compile/KIND.json (pretty, replacing it;
  * the directories are made). */
 int docs_write_file(const char *root, const char *kind, jv doc);
+
+/* Every document state holds (each docs_kinds key whose value is an
+ * object; state borrowed) written by docs_write_file(): what a stage's
+ * commit carries, its own document included. */
+int docs_write_files(const char *root, jv state);
 
 /* <root>/.forge/compile/KIND.json: *out the document, or jv_null() when
  * there is no such file; -1 when it exists but is not a JSON object. */

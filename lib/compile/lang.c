@@ -86,6 +86,59 @@ static int load_tools(struct compile_lang *l, jv tools)
 	return 0;
 }
 
+/* One build_files entry as text: its alternatives joined by " or ". */
+static void build_file_text(struct buf *b, const char *entry)
+{
+	for (const char *p = entry; *p; p++) {
+		if (*p == '|')
+			buf_adds(b, " or ");
+		else
+			buf_addch(b, *p);
+	}
+}
+
+void compile_lang_build_files_text(struct buf *b, const struct compile_lang *l)
+{
+	for (char **f = l->build_files; f && *f; f++) {
+		if (f != l->build_files)
+			buf_adds(b, ", ");
+		build_file_text(b, *f);
+	}
+}
+
+/* Whether one of entry's alternatives is a file or directory under dir. */
+static bool build_file_present(const char *dir, const char *entry)
+{
+	struct buf path = BUF_INIT;
+	bool found = false;
+
+	for (const char *p = entry; !found && *p;) {
+		size_t n = strcspn(p, "|");
+
+		buf_reset(&path);
+		buf_addf(&path, "%s/%.*s", dir, (int)n, p);
+		found = n > 0 && access(path.buf, F_OK) == 0;
+		p += n + (p[n] == '|');
+	}
+	buf_release(&path);
+	return found;
+}
+
+jv compile_lang_missing_build_files(const struct compile_lang *l, const char *dir)
+{
+	jv missing = jv_array();
+
+	for (char **f = l->build_files; f && *f; f++) {
+		if (build_file_present(dir, *f))
+			continue;
+		struct buf b = BUF_INIT;
+		build_file_text(&b, *f);
+		missing = jv_array_append(missing, jv_string(b.buf));
+		buf_release(&b);
+	}
+	return missing;
+}
+
 int compile_lang_from_json(struct compile_lang **out, const char *name, jv profile)
 {
 	struct compile_lang *l = xcalloc(1, sizeof *l);

@@ -14,7 +14,9 @@
  *   layout        where sources, tests and build files go (for the model)
  *   test_name     how a test names its rule (for the model)
  *   timeout_s     the test command's and each tool's time limit
- *   build_files   the build files the integrate stage must leave
+ *   build_files   the build files the integrate stage must leave; an entry
+ *                 "a|b" is alternatives, one of which must be there
+ *                 ("pyproject.toml|requirements.txt")
  *   static_tools  [{name, command, severity}]: run by the review stage in
  *                 the project's directory ({tmp} as above); severity is
  *                 what a finding of the tool is when its line does not
@@ -55,7 +57,7 @@ struct compile_lang {
 	long timeout_ms;        /* timeout_s; 0 = the sandbox policy's */
 	char *layout;
 	char *test_name;
-	char **build_files;     /* NULL-terminated */
+	char **build_files;     /* NULL-terminated; "a|b": either */
 	struct compile_tool *tools;
 	size_t ntools;
 };
@@ -69,6 +71,17 @@ int compile_lang_load(struct compile_lang **out, const struct config *cfg, const
 int compile_lang_from_json(struct compile_lang **out, const char *name, jv profile);
 
 void compile_lang_free(struct compile_lang *l);
+
+struct buf;
+
+/* The profile's build files as the model is told them, appended to b:
+ * "Makefile", "pyproject.toml or requirements.txt", joined by ", ". */
+void compile_lang_build_files_text(struct buf *b, const struct compile_lang *l);
+
+/* The profile's build files that are not in dir: each entry none of whose
+ * alternatives exists there, as compile_lang_build_files_text() says it.
+ * A new array of strings (empty when all are there). */
+jv compile_lang_missing_build_files(const struct compile_lang *l, const char *dir);
 
 /* The rule id a test name carries, upper-cased ("R1"), into out; 0, or -1
  * (no message) when the name carries none. */

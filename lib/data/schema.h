@@ -74,4 +74,8 @@ void schema_free(struct schema *s);
  */
 jv schema_inline(jv node, jv defs);
 
+/* PCRE2's version ("10.42 2022-12-11"), the engine of "pattern": a new
+ * jv string, or jv_null() when PCRE2 cannot tell. */
+jv schema_regex_version(void);
+
 #endif

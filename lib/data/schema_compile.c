@@ -735,3 +735,13 @@ const struct schema *schema_get(const char *name)
 	cache[ncache].schema = s;
 	return cache[ncache++].schema;
 }
+
+jv schema_regex_version(void)
+{
+	char v[64] = "";
+
+	/* PCRE2_CONFIG_VERSION writes a string of at most 24 code units */
+	if (pcre2_config(PCRE2_CONFIG_VERSION, v) <= 0)
+		return jv_null();
+	return jv_string(v);
+}

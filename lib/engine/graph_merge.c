@@ -48,8 +48,10 @@ static bool same(jv a, jv b)
 	return json_equal(a, b);
 }
 
-static int merge_value(jv *out, jv base, const jv *vals, const char *const *names, size_t n,
-		       const char *path, bool acc, char *why, size_t whylen);
+static int merge_object(jv *out, jv base, const jv *vals, const char *const *names, size_t n,
+			const char *path, bool top, char *why, size_t whylen);
+static int merge_plain(jv *out, jv base, const jv *vals, const char *const *names, size_t n,
+		       const char *path, char *why, size_t whylen);
 
 /*
  * One key of an accumulator: numbers add their changes up, objects merge
@@ -79,8 +81,8 @@ static int merge_acc(jv *out, jv base, const jv *vals, const char *const *names,
 		return 0;
 	}
 	if (any && objects)
-		return merge_value(out, base, vals, names, n, path, true, why, whylen);
-	return merge_value(out, base, vals, names, n, path, false, why, whylen);
+		return merge_object(out, base, vals, names, n, path, false, why, whylen);
+	return merge_plain(out, base, vals, names, n, path, why, whylen);
 }
 
 /* The value of one key (path names it): see graph_merge_states(). */
@@ -105,14 +107,30 @@ static int merge_plain(jv *out, jv base, const jv *vals, const char *const *name
 }
 
 /*
- * Merge objects key by key (acc: their keys are accumulators' parts), or
- * one plain value.  *out may be an invalid jv: the key is gone.
+ * One key's value (path names it): at the top of the state phase and status
+ * are the last node's, the accumulators add up and any other key is plain;
+ * inside an accumulator every key is an accumulator's part.
  */
-static int merge_value(jv *out, jv base, const jv *vals, const char *const *names, size_t n,
-		       const char *path, bool acc, char *why, size_t whylen)
+static int merge_key(jv *out, jv base, const jv *vals, const char *const *names, size_t n,
+		     const char *key, const char *path, bool top, char *why, size_t whylen)
 {
-	if (!acc)
-		return merge_plain(out, base, vals, names, n, path, why, whylen);
+	if (top && last_wins(key)) {
+		*out = jv_copy(jv_is_valid(vals[n - 1]) ? vals[n - 1] : base);
+		return 0;
+	}
+	if (!top || accumulator(key))
+		return merge_acc(out, base, vals, names, n, path, why, whylen);
+	return merge_plain(out, base, vals, names, n, path, why, whylen);
+}
+
+/*
+ * Merge objects key by key (top: the states themselves, else the objects in
+ * an accumulator at path), each key by merge_key().  *out is the merged
+ * object and 0, or -1 with why.  Borrows everything.
+ */
+static int merge_object(jv *out, jv base, const jv *vals, const char *const *names, size_t n,
+			const char *path, bool top, char *why, size_t whylen)
+{
 	jv keys = all_keys(base, vals, n), res = jv_object();
 	jv sub[n ? n : 1];
 	int rc = 0;
@@ -120,16 +138,16 @@ static int merge_value(jv *out, jv base, const jv *vals, const char *const *name
 	jv_array_foreach(keys, ki, k) {
 		const char *key = jv_string_value(k);
 		char sub_path[512];
-		jv b = member(base, key), v;
+		jv b = member(base, key), v = jv_invalid();
 
-		snprintf(sub_path, sizeof sub_path, "%s.%s", path, key);
+		snprintf(sub_path, sizeof sub_path, "%s%s%s", path, top ? "" : ".", key);
 		for (size_t i = 0; i < n; i++)
 			sub[i] = member(vals[i], key);
-		if (rc == 0 && merge_acc(&v, b, sub, names, n, sub_path, why, whylen) < 0)
+		if (rc == 0 && merge_key(&v, b, sub, names, n, key, sub_path, top, why, whylen) < 0)
 			rc = -1;
-		else if (rc == 0 && jv_is_valid(v))
+		if (rc == 0 && jv_is_valid(v))
 			res = jv_object_set(res, jv_copy(k), v);
-		else if (rc == 0)
+		else
 			jv_free(v);
 		for (size_t i = 0; i < n; i++)
 			jv_free(sub[i]);
@@ -152,7 +170,6 @@ int graph_merge_states(jv *out, jv base, const jv *returned, const char *const *
 	jv vals[n ? n : 1];
 	const char *who[n ? n : 1];
 	size_t m = 0;
-	int rc = 0;
 
 	*out = jv_null();
 	for (size_t i = 0; i < n; i++) {
@@ -165,37 +182,9 @@ int graph_merge_states(jv *out, jv base, const jv *returned, const char *const *
 		*out = jv_copy(base);
 		return 0;
 	}
-	jv keys = all_keys(base, vals, m), res = jv_object();
-	jv sub[m];
-
-	jv_array_foreach(keys, ki, k) {
-		const char *key = jv_string_value(k);
-		jv b = member(base, key), v = jv_invalid();
-
-		for (size_t i = 0; i < m; i++)
-			sub[i] = member(vals[i], key);
-		if (rc < 0)
-			;
-		else if (last_wins(key))
-			v = jv_copy(jv_is_valid(sub[m - 1]) ? sub[m - 1] : b);
-		else if (accumulator(key) ? merge_acc(&v, b, sub, who, m, key, why, whylen) < 0
-					  : merge_value(&v, b, sub, who, m, key, false, why, whylen) < 0)
-			rc = -1;
-		if (rc == 0 && jv_is_valid(v))
-			res = jv_object_set(res, jv_copy(k), v);
-		else
-			jv_free(v);
-		for (size_t i = 0; i < m; i++)
-			jv_free(sub[i]);
-		jv_free(b);
-		jv_free(k);
-		(void)ki;
-	}
-	jv_free(keys);
-	if (rc < 0) {
-		jv_free(res);
+	if (merge_object(out, base, vals, who, m, "", true, why, whylen) < 0) {
+		*out = jv_null();
 		return -1;
 	}
-	*out = res;
 	return 0;
 }

@@ -619,29 +619,53 @@ out:
 	return rc;
 }
 
-int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char *const *specs, size_t n,
-			    const char *what)
+/*
+ * An anonymous remote for `remote` (a configured remote's name, a URL or a
+ * path; its pushurl first when `push`), the TLS CA bundle prepared for an
+ * http(s) URL (an http URL may redirect to https), after checking that
+ * both remote and refspec are given.  The caller frees *out with
+ * git_remote_free().  The one set-up push and fetch share.
+ */
+static int open_remote(git_remote **out, struct forge_git *g, const char *remote, const char *refspec,
+		       bool push)
 {
-	git_remote *r = NULL;
-	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
 	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
 	struct buf url = BUF_INIT;
-	struct push_state st = { BUF_INIT };
-	git_strarray arr = { (char **)specs, n };
 	int rc = -1;
 
-	if (remote_url(&url, g->repo, remote, true) < 0)
+	*out = NULL;
+	if (!refspec || !*refspec || !remote || !*remote) {
+		forge_error("%s needs a remote and a refspec", push ? "push" : "fetch");
 		goto out;
-	/* TLS needs the CA bundle (an http URL may redirect to https) */
+	}
+	if (remote_url(&url, g->repo, remote, push) < 0)
+		goto out;
 	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
 	    forge_git_tls_prepare() < 0)
 		goto out;
 	copts.repository = g->repo;
 	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
+	if (git_remote_create_with_opts(out, url.buf, &copts) < 0) {
 		forge_git_fail("cannot use remote '%s'", remote);
 		goto out;
 	}
+	rc = 0;
+out:
+	buf_release(&url);
+	return rc;
+}
+
+int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char *const *specs, size_t n,
+			    const char *what)
+{
+	git_remote *r = NULL;
+	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+	struct push_state st = { BUF_INIT };
+	git_strarray arr = { (char **)specs, n };
+	int rc = -1;
+
+	if (open_remote(&r, g, remote, what, true) < 0)
+		goto out;
 	opts.callbacks.push_update_reference = on_push_update;
 	opts.callbacks.payload = &st;
 	if (git_remote_push(r, &arr, &opts) < 0) {
@@ -655,7 +679,6 @@ int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char 
 	rc = 0;
 out:
 	git_remote_free(r);
-	buf_release(&url);
 	buf_release(&st.rejected);
 	return rc;
 }
@@ -708,27 +731,12 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 {
 	git_remote *r = NULL;
 	git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
-	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
-	struct buf url = BUF_INIT;
 	char *specs[1];
 	git_strarray arr = { specs, 1 };
 	int rc = -1;
 
-	if (!refspec || !*refspec || !remote || !*remote) {
-		forge_error("fetch needs a remote and a refspec");
+	if (open_remote(&r, g, remote, refspec, false) < 0)
 		goto out;
-	}
-	if (remote_url(&url, g->repo, remote, false) < 0)
-		goto out;
-	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
-	    forge_git_tls_prepare() < 0)
-		goto out;
-	copts.repository = g->repo;
-	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	if (git_remote_create_with_opts(&r, url.buf, &copts) < 0) {
-		forge_git_fail("cannot use remote '%s'", remote);
-		goto out;
-	}
 	specs[0] = (char *)refspec;
 	opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 	if (git_remote_fetch(r, &arr, &opts, NULL) < 0) {
@@ -738,6 +746,44 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 	rc = 0;
 out:
 	git_remote_free(r);
-	buf_release(&url);
 	return rc;
+}
+
+int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max)
+{
+	git_repository *repo = NULL;
+	git_index *index = NULL;
+	int rc = -1;
+
+	*out = jv_null();
+	*total = 0;
+	forge_git_init();
+	if (git_repository_open(&repo, dir) < 0 || git_repository_index(&index, repo) < 0) {
+		forge_git_fail("cannot read the index of '%s'", dir);
+		goto out;
+	}
+	*out = jv_array();
+	*total = git_index_entrycount(index);
+	for (size_t i = 0; i < *total && i < max; i++) {
+		const git_index_entry *e = git_index_get_byindex(index, i);
+
+		if (e && GIT_INDEX_ENTRY_STAGE(e) == 0)
+			*out = jv_array_append(*out, jv_string(e->path));
+	}
+	rc = 0;
+out:
+	git_index_free(index);
+	git_repository_free(repo);
+	return rc;
+}
+
+char *forge_git_library_version(void)
+{
+	int maj = 0, min = 0, rev = 0;
+	struct buf b = BUF_INIT;
+
+	if (git_libgit2_version(&maj, &min, &rev) != 0)
+		return NULL;
+	buf_addf(&b, "%d.%d.%d", maj, min, rev);
+	return buf_detach(&b, NULL);
 }

@@ -319,4 +319,16 @@ int forge_git_remote_url(char **out, struct forge_git *g, const char *remote);
 int forge_git_run_push(struct forge_git *g, const char *remote, const char *trace);
 int forge_git_run_fetch(struct forge_git *g, const char *remote, const char *trace);
 
+/*
+ * The paths in the index of the repository at `dir` itself (a linked
+ * worktree's own index; no search upwards), the files git tracks: the
+ * first `max` stage-0 entries in index order into *out (a new array of
+ * strings), the index's entry count into *total.  -1 with forge_error (and
+ * *out jv_null()) when dir is not a repository.
+ */
+int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max);
+
+/* libgit2's version ("1.5.1"), malloc'd; NULL when libgit2 cannot tell. */
+char *forge_git_library_version(void);
+
 #endif

@@ -508,3 +508,16 @@ int http_send(struct http_response *out, struct http_client *c, const struct htt
 		return forge_error("HTTP %ld from '%s'", out->status, req->url);
 	return forge_error("cannot reach '%s': %s", req->url, out->error);
 }
+
+char *http_library_version(void)
+{
+	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+	struct buf b = BUF_INIT;
+
+	if (!cv || !cv->version)
+		return NULL;
+	buf_adds(&b, cv->version);
+	if (cv->ssl_version)
+		buf_addf(&b, " (%s)", cv->ssl_version);
+	return buf_detach(&b, NULL);
+}

@@ -112,6 +112,10 @@ void http_client_release(struct http_client *c);
  */
 int http_send(struct http_response *out, struct http_client *c, const struct http_request *req);
 
+/* libcurl's version with its TLS library's ("8.5.0 (OpenSSL/3.0.13)"),
+ * malloc'd; NULL when libcurl cannot tell. */
+char *http_library_version(void);
+
 /* The policy's pieces, exported for tests.  transport_failed: no HTTP
  * response arrived (r->status is 0). */
 bool http_should_retry(const struct http_response *r);

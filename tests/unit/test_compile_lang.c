@@ -192,6 +192,54 @@ static void test_digests(void)
 	tmpdir_remove(dir);
 }
 
+/* A file in dir. */
+static void touch(const char *dir, const char *name)
+{
+	struct buf path = BUF_INIT;
+	FILE *f;
+
+	buf_addf(&path, "%s/%s", dir, name);
+	f = fopen(path.buf, "w");
+	CHECK(f);
+	if (f)
+		fclose(f);
+	buf_release(&path);
+}
+
+/* build_files: "a|b" is either; the missing ones as the model is told them. */
+static void test_build_files(void)
+{
+	struct compile_lang *l = profile("python",
+		"{\"framework\":\"pytest\",\"test_command\":\"pytest --junitxml={junit}\",\"output\":\"junit\","
+		"\"layout\":\"l\",\"test_name\":\"t\",\"build_files\":[\"pyproject.toml|requirements.txt\",\"README.md\"]}");
+	struct buf text = BUF_INIT;
+	char *dir = NULL, *s;
+
+	CHECK(l);
+	CHECK(tmpdir_make(&dir, "unit-compile") == 0);
+	compile_lang_build_files_text(&text, l);
+	CHECK_STR(text.buf, "pyproject.toml or requirements.txt, README.md");
+	s = json_dumps(compile_lang_missing_build_files(l, dir), false);
+	CHECK_STR(s, "[\"pyproject.toml or requirements.txt\",\"README.md\"]");
+	free(s);
+	/* pyproject.toml alone will do, requirements.txt alone too */
+	touch(dir, "pyproject.toml");
+	touch(dir, "README.md");
+	s = json_dumps(compile_lang_missing_build_files(l, dir), false);
+	CHECK_STR(s, "[]");
+	free(s);
+	tmpdir_remove(dir);
+	dir = NULL;
+	CHECK(tmpdir_make(&dir, "unit-compile") == 0);
+	touch(dir, "requirements.txt");
+	s = json_dumps(compile_lang_missing_build_files(l, dir), false);
+	CHECK_STR(s, "[\"README.md\"]");
+	free(s);
+	tmpdir_remove(dir);
+	buf_release(&text);
+	compile_lang_free(l);
+}
+
 int main(void)
 {
 	RUN(test_rule_of);
@@ -201,5 +249,6 @@ int main(void)
 	RUN(test_tool_findings);
 	RUN(test_expand);
 	RUN(test_digests);
+	RUN(test_build_files);
 	return unit_done();
 }

@@ -233,6 +233,41 @@ static void test_open_from_anywhere(void)
 	buf_release(&sub);
 }
 
+/* forge_git_tracked_files: the index of the repository at dir itself (a
+ * linked worktree's own), at most max paths, the entry count. */
+static void test_tracked_files(void)
+{
+	const char *repo = make_repo();
+	jv files;
+	size_t total;
+	char *s;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_tracked_files(&files, &total, repo, 100));
+	s = json_dumps(files, false);
+	CHECK_STR(s, "[\"README\",\"a.txt\",\"gone.txt\"]");
+	free(s);
+	CHECK_INT((int)total, 3);
+	CHECK_OK(forge_git_tracked_files(&files, &total, repo, 2));
+	s = json_dumps(files, false);
+	CHECK_STR(s, "[\"README\",\"a.txt\"]");
+	free(s);
+	CHECK_INT((int)total, 3);
+	CHECK(sh("set -e; git -C '%s' worktree add -q ../tracked%d -b tracked; cd '%s'/../tracked%d;"
+		 "echo new >new.txt; git add new.txt", repo, repo_seq, repo, repo_seq) == 0);
+	CHECK_OK(forge_git_tracked_files(&files, &total, out("echo '%s'/../tracked%d", repo, repo_seq), 100));
+	s = json_dumps(files, false);
+	CHECK_STR(s, "[\"README\",\"a.txt\",\"gone.txt\",\"new.txt\"]");
+	free(s);
+	CHECK_INT(forge_git_tracked_files(&files, &total, tmpdir, 100), -1);
+	CHECK(jv_get_kind(files) == JV_KIND_NULL);
+	CHECK_MSG(contains(forge_last_error(), "cannot read the index of"), "%s", forge_last_error());
+	s = forge_git_library_version();
+	int maj = -1, min = -1, rev = -1;
+	CHECK(s && sscanf(s, "%d.%d.%d", &maj, &min, &rev) == 3 && maj >= 1);
+	free(s);
+}
+
 /* forge_git_find_root: without libgit2, the root forge_git_open finds. */
 static void test_find_root(void)
 {
@@ -890,6 +925,13 @@ static void test_push(void)
 	CHECK_INT(forge_git_push(g, out("echo '%s/nowhere.git'", tmpdir), "forge/P1"), -1);
 	CHECK_INT(forge_git_push(g, "upstream", "forge/P1"), -1);
 	CHECK_MSG(contains(forge_last_error(), "no remote 'upstream'"), "%s", forge_last_error());
+	/* push and fetch check their words the one way */
+	CHECK_INT(forge_git_push(g, "origin", ""), -1);
+	CHECK_STR(forge_last_error(), "push needs a remote and a refspec");
+	CHECK_INT(forge_git_fetch(g, NULL, "refs/heads/main"), -1);
+	CHECK_STR(forge_last_error(), "fetch needs a remote and a refspec");
+	CHECK_INT(forge_git_fetch(g, "upstream", "refs/heads/main"), -1);
+	CHECK_MSG(contains(forge_last_error(), "no remote 'upstream'"), "%s", forge_last_error());
 	free(sha);
 	free(sha2);
 	free(remote_path);
@@ -977,6 +1019,7 @@ int main(void)
 	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);
 	RUN(test_read_blob);
+	RUN(test_tracked_files);
 	RUN(test_empty_repository);
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);

@@ -261,6 +261,35 @@ static void test_timeout(void)
 	pty_close(&p);
 }
 
+/* prompt_line shares prompt_ask's session: the text, then the question and
+ * a "> " line; the answer trimmed; a timeout ends on the same note. */
+static void test_line(void)
+{
+	struct pty p;
+	struct prompt_opts o = { .text = "forge: an interview", .question = "Which database?" };
+	char out[8192], *line;
+
+	CHECK(pty_open(&p) == 0);
+	o.tty = p.path;
+	CHECK(type_ahead(&p, "  SQLite  \n"));
+	CHECK_INT(prompt_line(&line, &o), PROMPT_APPROVE);
+	CHECK_STR(line, "SQLite");
+	free(line);
+	CHECK(shown(out, sizeof out, &p));
+	CHECK(strstr(out, "forge: an interview") != NULL);
+	CHECK(strstr(out, "Which database?") != NULL);
+	CHECK(strstr(out, "> ") != NULL);
+	o.timeout_ms = 50;
+	CHECK_INT(prompt_line(&line, &o), PROMPT_TIMEOUT);
+	CHECK(line == NULL);
+	CHECK(shown(out, sizeof out, &p));
+	CHECK(strstr(out, "no answer in time") != NULL);
+	pty_close(&p);
+	o.tty = "/nonexistent/tty";
+	CHECK_INT(prompt_line(&line, &o), PROMPT_NO_TTY);
+	CHECK(line == NULL);
+}
+
 static volatile sig_atomic_t caller_saw;
 
 static void caller_handler(int sig)
@@ -383,6 +412,7 @@ int main(void)
 	RUN(test_eof);
 	RUN(test_typeahead_kept);
 	RUN(test_timeout);
+	RUN(test_line);
 	RUN(test_interrupted_pending);
 	RUN(test_ignored_signal);
 	RUN(test_ctrl_c);
