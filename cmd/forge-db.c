@@ -71,21 +71,23 @@ static void print_status(jv st, bool json)
 	jv_free(pending);
 }
 
-/* Apply what is pending; *st is the status after. */
-static int migrate(jv *after, const char *db, jv before, bool json)
+/* Apply what is pending (what another process applied meanwhile is not
+ * this one's); *after is the status then. */
+static int migrate(jv *after, const char *db, bool json)
 {
 	struct store *store = NULL;
-	int v0 = (int)json_get_num(before, "version", 0);
 
 	if (store_open(&store, db) < 0)
 		return -1;
+	int applied = store_migrations_applied(store);
+
 	store_free(store);
 	if (store_db_status(after, db) < 0)
 		return -1;
 	if (json)
 		return 0;
-	int v1 = (int)json_get_num(*after, "version", 0);
-	if (v1 == v0)
+	int v1 = (int)json_get_num(*after, "version", 0), v0 = v1 - applied;
+	if (!applied)
 		printf("%s is up to date (schema version %d)\n", json_get_str(*after, "database"), v1);
 	else
 		printf("migrated %s: schema version %d -> %d\n", json_get_str(*after, "database"), v0, v1);
@@ -119,7 +121,7 @@ int main(int argc, char **argv)
 	status = FORGE_EXIT_DEPENDENCY;
 	if (store_db_status(&st, db) < 0)
 		goto fail;
-	if (strcmp(cmd, "migrate") == 0 && migrate(&after, db, st, json) < 0)
+	if (strcmp(cmd, "migrate") == 0 && migrate(&after, db, json) < 0)
 		goto fail;
 	if (strcmp(cmd, "status") == 0 || json)
 		print_status(jv_is_valid(after) ? after : st, json);

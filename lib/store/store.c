@@ -410,7 +410,10 @@ static int migrate_one(struct store *st, int v)
 		return -1;
 	}
 	snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
-	return store_exec(st, pragma);
+	if (store_exec(st, pragma) < 0)
+		return -1;
+	st->applied++;
+	return 0;
 }
 
 /*
@@ -499,9 +502,10 @@ static int pg_migrate_one(struct store *st, int v)
 	db_bind_int64(s, 1, v + 1);
 	db_bind_text(s, 2, m->name);
 	db_bind_text(s, 3, now);
-	if (db_step_done(st, s, "cannot record migration '%s'", m->name) < 0)
+	if (db_step_done(st, s, "cannot record migration '%s'", m->name) < 0 || store_commit(st) < 0)
 		goto fail;
-	return store_commit(st);
+	st->applied++;
+	return 0;
 fail:
 	store_rollback(st);
 	return -1;
@@ -1802,6 +1806,11 @@ static int sqlite_file_version(int *v, const char *path)
 		forge_error("cannot open database '%s': file is not a database (not SQLite, or damaged)",
 			    path);
 	return rc;
+}
+
+int store_migrations_applied(const struct store *st)
+{
+	return st->applied;
 }
 
 int store_db_status(jv *out, const char *path)

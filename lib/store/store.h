@@ -88,6 +88,10 @@ int store_require_sqlite(struct store *st, const char *what);
  */
 int store_db_status(jv *out, const char *path);
 
+/* How many migrations opening st applied (0: the schema was up to date,
+ * or another process migrated it while this one waited). */
+int store_migrations_applied(const struct store *st);
+
 /* The path the store was opened with, for messages; borrowed. */
 const char *store_path(struct store *st);
 

@@ -44,6 +44,7 @@ struct store {
 	struct event_queue queue;
 	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
 	long events_added;              /* store_events_added() */
+	int applied;                    /* migrations this open applied */
 };
 
 /* Insert the queued events (SQLite); store.c. */
