@@ -58,6 +58,9 @@ setup() {
 	run -0 --separate-stderr forge db status --json
 	jq -e '.backend == "postgresql" and .version == 1 and .known == 1 and .pending == []' <<<"$output"
 	[ "$(psql_q 'select version, name from forge_schema')" = "1|pg/001-core.sql" ]
+	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 1
+		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
 	assert_line "schema:   version 1 of 1 (up to date)"

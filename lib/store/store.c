@@ -1044,13 +1044,13 @@ static int event_insert(struct store *st, const struct json_event *ev, const cha
 	const char *col[EVENT_COLS] = { ev->id, ev->trace_id, ev->ts, ev->type, raw };
 	const size_t n[EVENT_COLS] = { ev->id_len, ev->trace_id_len, ev->ts_len, ev->type_len, raw_len };
 
+	if (st->backend == DB_SQLITE && !inserted && !sqlite3_get_autocommit(st->db)) {
+		rc = queue_event(st, col, n);
+		goto out;
+	}
 	snprintf(id, sizeof id, "event '%.*s'", (int)(ev->id_len < 40 ? ev->id_len : 40), ev->id);
 	if (st->backend == DB_POSTGRES) {
 		rc = pg_event_insert(st, col, n, id, inserted);
-		goto out;
-	}
-	if (!inserted && !sqlite3_get_autocommit(st->db)) {
-		rc = queue_event(st, col, n);
 		goto out;
 	}
 	if (store_queue_flush(st) < 0 || stmt_get(&s, st, S_EVENT_PUT) < 0)
