@@ -159,6 +159,10 @@ setup() {
 	assert_line --regexp "^status +completed"
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed" and .state.review.decision == "approve" and .pending_gates == []' <<<"$output"
+	run -0 --separate-stderr forge show "$T"
+	assert_output --partial "add a mul operation"
+	run -0 --separate-stderr forge diff "$T"
+	assert_output --partial "calc_mul"
 	run -0 forge events replay "$T"
 	[ "$(jq -r 'select(.type == "pipeline.state_changed") | "\(.payload.from)>\(.payload.to)"' <<<"$output" | tr '\n' ' ')" = \
 		"idle>planning planning>implementing implementing>reviewing reviewing>testing testing>deploying deploying>completed " ]
