@@ -194,16 +194,16 @@ int db_prepare(struct db_stmt **out, struct store *st, const char *sql)
 
 	*out = NULL;
 	s->st = st;
+	if (store_queue_flush(st) < 0) {
+		free(s);
+		return -1;
+	}
 	if (st->backend == DB_POSTGRES) {
 		s->sql = pg_sql(sql, &s->nval);
 		s->val = xcalloc((size_t)s->nval + 1, sizeof *s->val);
 		s->row = -1;
 		*out = s;
 		return 0;
-	}
-	if (store_queue_flush(st) < 0) {
-		free(s);
-		return -1;
 	}
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s->lite, NULL) != SQLITE_OK) {
 		free(s);

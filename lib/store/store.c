@@ -830,10 +830,10 @@ int store_exec(struct store *st, const char *sql)
 {
 	char *err = NULL;
 
-	if (st->backend == DB_POSTGRES)
-		return db_pg_exec(st, sql);
 	if (store_queue_flush(st) < 0)
 		return -1;
+	if (st->backend == DB_POSTGRES)
+		return db_pg_exec(st, sql);
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
 		forge_error("database '%s': '%s' failed: %s (sqlite code %d)", st->path, sql,
 			    err ? err : sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
@@ -939,6 +939,38 @@ static int event_step(struct store *st, sqlite3_stmt *s, const char *what, bool 
 
 /* Insert the queued events (QUEUE_MAX in one statement, fewer one by one)
  * and empty the queue, also when that fails. */
+/*
+ * PostgreSQL: the queued events in one multi-row INSERT, one round trip to
+ * the server instead of one per event (q->count is already 0: the
+ * statement's own flush finds nothing to do).
+ */
+static int pg_queue_flush(struct store *st, int count)
+{
+	struct event_queue *q = &st->queue;
+	struct buf sql = BUF_INIT;
+	struct db_stmt *s;
+	int rc = 0;
+
+	buf_adds(&sql, "INSERT INTO event_log (id, trace_id, ts, type, record) VALUES ");
+	for (int j = 0; j < count; j++)
+		buf_adds(&sql, j ? ",(?,?,?,?,?)" : "(?,?,?,?,?)");
+	buf_adds(&sql, " ON CONFLICT (id) DO NOTHING");
+	if (db_prepare(&s, st, sql.buf) < 0) {
+		buf_release(&sql);
+		return -1;
+	}
+	for (int j = 0; j < count; j++)
+		for (int c = 0; c < EVENT_COLS; c++)
+			db_bind_textn(s, 1 + j * EVENT_COLS + c, q->text + q->off[j][c], q->n[j][c]);
+	if (db_step(s) != DB_DONE)
+		rc = store_fail(st, "cannot store events");
+	else
+		st->events_added += db_changes(s);
+	db_finalize(s);
+	buf_release(&sql);
+	return rc;
+}
+
 int store_queue_flush(struct store *st)
 {
 	struct event_queue *q = &st->queue;
@@ -947,6 +979,11 @@ int store_queue_flush(struct store *st)
 	int rc = 0, count = q->count;
 
 	q->count = 0;
+	if (count && st->backend == DB_POSTGRES) {
+		rc = pg_queue_flush(st, count);
+		q->len = 0;
+		return rc;
+	}
 	for (int i = 0; i < count && rc == 0; i++) {
 		bool many = count == QUEUE_MAX;
 
@@ -1044,7 +1081,7 @@ static int event_insert(struct store *st, const struct json_event *ev, const cha
 	const char *col[EVENT_COLS] = { ev->id, ev->trace_id, ev->ts, ev->type, raw };
 	const size_t n[EVENT_COLS] = { ev->id_len, ev->trace_id_len, ev->ts_len, ev->type_len, raw_len };
 
-	if (st->backend == DB_SQLITE && !inserted && !sqlite3_get_autocommit(st->db)) {
+	if (!inserted && in_transaction(st)) {
 		rc = queue_event(st, col, n);
 		goto out;
 	}

@@ -160,7 +160,8 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 /*
  * Inside a transaction, a put with inserted NULL only queues the event: it
  * is inserted with the next ones, 64 in one statement (far cheaper than
- * one by one), at the latest before the store runs any other statement
+ * one by one; on PostgreSQL one round trip to the server for them all),
+ * at the latest before the store runs any other statement
  * (store_db() included) or commits; an error of those inserts shows then
  * (a put, or the commit, fails).  Ask *inserted only when the answer is
  * needed: it inserts at once.
