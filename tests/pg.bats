@@ -6,8 +6,8 @@
 # on PostgreSQL, forge-events store (a re-sent event is not duplicated; 8
 # writers at once stay consistent), a whole forge run with a recorded model
 # and a gate approved then resumed, and the commands not on PostgreSQL yet
-# refused (exit 2).  Skipped, saying why, only when PostgreSQL is not
-# installed.
+# refused (exit 2); forge llm against the mock provider logs its call there.
+# Skipped, saying why, only when PostgreSQL is not installed.
 
 bats_require_minimum_version 1.5.0
 
@@ -19,6 +19,11 @@ setup_file() {
 teardown_file() {
 	load test_helper/pg
 	pg_teardown_file
+}
+
+# The mock model server of a test that started one goes with it.
+teardown() {
+	if declare -f mock_stop >/dev/null; then mock_stop || true; fi
 }
 
 setup() {
@@ -207,4 +212,20 @@ setup() {
 	run -2 --separate-stderr forge memory list --db "postgres://forge@/$DBNAME?host=$PG_SOCK"
 	[[ "$stderr" == *"not supported on PostgreSQL yet"* ]]
 	[ -z "$(find "$BATS_TEST_TMPDIR" -name 'postgres*')" ]
+}
+
+@test "forge llm against the mock provider logs the call in PostgreSQL, its key redacted" {
+	load test_helper/mock
+	mock_start
+	mock_reset
+	mock_steps '[{"provider":"anthropic","text":"Hello from the mock"}]'
+	CANARY=sk-ant-CANARY-7f3a9c1e5b2d4680bbbb
+	run -0 --separate-stderr env ANTHROPIC_API_KEY=$CANARY \
+		forge-llm --provider anthropic --base-url "$MOCK_URL" --model claude-haiku-4-5 "say hi $CANARY"
+	mock_stop
+	[ "$output" = "Hello from the mock" ]
+	[ "$(psql_q "select provider || '/' || model || '/' || input_tokens from llm_calls")" = \
+		"anthropic/claude-haiku-4-5/$(psql_q "select input_tokens from llm_calls")" ]
+	[ "$(psql_q "select response::json ->> 'text' from llm_calls")" = "Hello from the mock" ]
+	[ "$(psql_q "select count(*) from llm_calls where request like '%CANARY%' or response like '%CANARY%'")" -eq 0 ]
 }
