@@ -642,8 +642,10 @@ static void reflect_on_run(struct sup *s)
 	sup_commit_batch(s);     /* memory writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
-	if (memory_open(&m, s->o->store, &mo) < 0)
+	if (memory_open(&m, s->o->store, &mo) < 0) {
+		jv_free(events);     /* no memory (a PostgreSQL store, say): nothing to record */
 		return;
+	}
 	store_events_foreach(s->o->store, s->trace, collect, &events);
 	if (memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
 		sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
