@@ -18,6 +18,7 @@
 #include "core/json.h"
 #include "llm/llm.h"
 #include "store/store.h"
+#include "store/db.h"
 
 /* The repository holding the current directory, found without libgit2
  * (forge_git_find_root): 1 with *root set (malloc'd), 0 when not in a
@@ -74,8 +75,12 @@ static int quick_session(struct session *s, const struct cli_common *common, boo
 		session_close(s);
 		return FORGE_EXIT_USAGE;
 	}
-	if (store_resolve_path(&s->db, common->db, s->repo) < 0 ||
-	    (readonly ? store_open_readonly : store_open)(&s->store, s->db) < 0) {
+	if (store_resolve_path(&s->db, common->db, s->repo) == 0 && db_is_postgres(s->db)) {
+		session_refuse_pg(s->db);
+		session_close(s);
+		return FORGE_EXIT_USAGE;
+	}
+	if (!s->db || (readonly ? store_open_readonly : store_open)(&s->store, s->db) < 0) {
 		session_close(s);
 		return FORGE_EXIT_DEPENDENCY;
 	}

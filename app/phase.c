@@ -285,6 +285,7 @@ static jv recall(struct phase *ph, const char *task)
 
 	if (!m) {
 		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
+		jv_free(withheld);
 		return out;
 	}
 	memory_query_init(&q, task);

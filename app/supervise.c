@@ -116,6 +116,8 @@ static void sync_log(struct sup *s)
 		return;
 	s->unsynced = false;
 	sup_commit_batch(s);
+	if (!store_db(s->o->store))
+		return;     /* PostgreSQL: each commit is durable */
 	if (sqlite3_file_control(store_db(s->o->store), "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK ||
 	    !f || !f->pMethods)
 		return;     /* no log: not in WAL mode, where commits sync themselves */
@@ -227,21 +229,21 @@ static int run_now(struct sup *s, enum run_status *status, int64_t *started)
 	int rc = -1;
 
 	*status = RUN_UNKNOWN;
-	if (!s->run_row && store_prepare(&s->run_row, s->o->store,
-					 "SELECT status, started_at FROM runs WHERE id = ?1") < 0)
+	if (!s->run_row && db_prepare(&s->run_row, s->o->store,
+				      "SELECT status, started_at FROM runs WHERE id = ?1") < 0)
 		return -1;
-	store_bind_text(s->run_row, 1, s->trace);
-	int step = sqlite3_step(s->run_row);
-	if (step == SQLITE_ROW) {
-		*status = run_status_of((const char *)sqlite3_column_text(s->run_row, 0));
-		const char *at = (const char *)sqlite3_column_text(s->run_row, 1);
+	db_bind_text(s->run_row, 1, s->trace);
+	int step = db_step(s->run_row);
+	if (step == DB_ROW) {
+		*status = run_status_of(db_col_text(s->run_row, 0));
+		const char *at = db_col_text(s->run_row, 1);
 		rc = at && timestamp_parse(started, at) == 0 ? 0 : 1;
-	} else if (step == SQLITE_DONE) {
+	} else if (step == DB_DONE) {
 		rc = 1;
 	} else {
 		store_fail(s->o->store, "cannot read run '%s'", s->trace);
 	}
-	sqlite3_reset(s->run_row);
+	db_reset(s->run_row);
 	return rc;
 }
 
@@ -675,8 +677,10 @@ static void reflect_on_run(struct sup *s)
 	sup_commit_batch(s);     /* memory writes in its own transactions */
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, s->o->cfg);
-	if (memory_open(&m, s->o->store, &mo) < 0)
+	if (memory_open(&m, s->o->store, &mo) < 0) {
+		jv_free(events);     /* no memory (a PostgreSQL store, say): nothing to record */
 		return;
+	}
 	store_events_foreach(s->o->store, s->trace, collect, &events);
 	if (memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
 		sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
@@ -873,7 +877,7 @@ static void sup_release(struct sup *s)
 	 * log and then letting the close copy it.
 	 */
 	s->unsynced = true;
-	if (sqlite3_wal_checkpoint_v2(store_db(s->o->store), NULL, SQLITE_CHECKPOINT_PASSIVE, &logged,
+	if (store_db(s->o->store) && sqlite3_wal_checkpoint_v2(store_db(s->o->store), NULL, SQLITE_CHECKPOINT_PASSIVE, &logged,
 				      &copied) == SQLITE_OK && logged >= 0 && copied == logged)
 		s->unsynced = false;
 	sup_sync_checkpoint(s);
@@ -881,7 +885,7 @@ static void sup_release(struct sup *s)
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
 	jv_free(s->saved);
-	sqlite3_finalize(s->run_row);
+	db_finalize(s->run_row);
 	pthread_mutex_destroy(&s->lock);
 }
 

@@ -16,6 +16,7 @@
 #include "core/ids.h"
 #include "data/stream.h"
 #include "engine/pipeline.h"
+#include "store/db.h"
 
 #include <jv.h>
 #include <pthread.h>
@@ -42,7 +43,7 @@ struct sup {
 	int tools_run;              /* progress: tool calls of the running phase */
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
 	jv saved;                   /* the state last checkpointed, or null */
-	sqlite3_stmt *run_row;      /* the run's status and start (run_now), or NULL */
+	struct db_stmt *run_row;    /* the run's status and start (run_now), or NULL */
 	int level;                  /* the automation level (set_level) */
 	char level_from[600];       /* where it came from, for run.started / run.resumed */
 	const struct graph *graph;  /* the pipeline the run follows (borrowed) */

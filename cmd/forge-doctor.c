@@ -29,6 +29,7 @@
 #include "net/http.h"
 #include "os/sandbox.h"
 #include "store/store.h"
+#include "store/db.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -411,6 +412,34 @@ static jv check_config(struct ctx *c)
 
 /* ---------------------------------------------------------------- database */
 
+/* A PostgreSQL database: reachable, and its schema against this forge's. */
+static jv check_postgres(struct ctx *c, jv d, const char *path)
+{
+	char *shown = db_display_path(path);
+	jv st;
+
+	d = json_set(d, "path", jv_string(shown));
+	d = json_set(d, "backend", jv_string("postgresql"));
+	if (store_db_status(&st, path) < 0) {
+		d = json_set(d, "status", jv_string("unreadable"));
+		d = json_set(d, "error", jv_string(forge_last_error()));
+		problem(c, jv_string_fmt("%s", forge_last_error()));
+	} else {
+		int v = (int)json_get_num(st, "version", 0), known = (int)json_get_num(st, "known", 0);
+
+		d = json_set(d, "schema_known", jv_number(known));
+		d = json_set(d, "schema_version", jv_number(v));
+		d = json_set(d, "status", jv_string(v == known ? "current" : v < known ?
+						    "older (migrated when next opened)" : "newer than this forge"));
+		if (v > known)
+			problem(c, jv_string_fmt("database '%s' has schema %d, newer than this forge "
+						 "knows (%d): upgrade forge", shown, v, known));
+		jv_free(st);
+	}
+	free(shown);
+	return d;
+}
+
 static jv check_database(struct ctx *c)
 {
 	jv d = jv_object();
@@ -426,6 +455,11 @@ static jv check_database(struct ctx *c)
 		d = json_set(d, "path", jv_null());
 		d = json_set(d, "status", jv_string("none"));
 		d = json_set(d, "error", jv_string("not in a repository and FORGE_DB is not set"));
+		return d;
+	}
+	if (db_is_postgres(path)) {
+		d = check_postgres(c, d, path);
+		free(path);
 		return d;
 	}
 	d = json_set(d, "path", jv_string(path));

@@ -51,6 +51,7 @@ static const struct {
 	{ "pipeline", NULL, "check, draw and list pipelines: graphs of phases and programs" },
 	{ "metrics", NULL, "feedback-loop figures" },
 	{ "doctor", NULL, "what this machine gives forge" },
+	{ "db", NULL, "the database: backend, schema version, pending migrations; migrate" },
 	{ "tui", NULL, "a full-screen terminal interface: runs, live views, gates, commands, models" },
 	{ "supervisor", NULL, "run whole pipelines (used by run/resume/...)" },
 };

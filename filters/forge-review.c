@@ -441,12 +441,13 @@ done:
 static jv drop_dismissed(struct phase *ph, jv findings)
 {
 	struct store *st = phase_store(ph);
-	jv all = jv_null(), out = jv_array();
+	jv all = jv_null(), out;
 
 	if (!st || findings_list(&all, st, NULL, true, 5000) < 0) {
 		jv_free(all);
 		return findings;
 	}
+	out = jv_array();
 	jv_array_foreach(findings, i, f) {
 		(void)i;
 		bool gone = false;

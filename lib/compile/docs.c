@@ -63,6 +63,8 @@ int docs_append(int *out_version, struct store *st, const char *project, const c
 	int version = 0, rc = -1;
 
 	*out_version = 0;
+	if (store_require_sqlite(st, "forge compile's documents") < 0)
+		return -1;
 	if (jv_get_kind(doc) != JV_KIND_OBJECT)
 		return forge_error("compile documents: the %s document is not an object", kind);
 	if (store_begin(st) < 0)
@@ -115,6 +117,8 @@ int docs_get(jv *out, struct store *st, const char *project, const char *kind, i
 	int rc = -1, step;
 
 	*out = jv_null();
+	if (store_require_sqlite(st, "forge compile's documents") < 0)
+		return -1;
 	if (store_prepare(&s, st, sql) < 0)
 		return -1;
 	store_bind_text(s, 1, project);
@@ -151,6 +155,8 @@ int docs_list(jv *out, struct store *st, const char *project)
 	int step;
 
 	*out = jv_null();
+	if (store_require_sqlite(st, "forge compile's documents") < 0)
+		return -1;
 	if (store_prepare(&s, st, sql) < 0) {
 		jv_free(list);
 		return -1;

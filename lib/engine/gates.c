@@ -5,8 +5,8 @@
 #include "core/jqexpr.h"
 #include "core/json.h"
 #include "store/store.h"
+#include "store/db.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,7 +255,7 @@ enum gate_auto gate_auto_decision(const struct config *cfg, jv gate, int automat
 static const char columns[] =
 	"id, trace_id, gate, phase, prompt, status, decided_by, note, requested_at, expires_at, decided_at";
 
-static jv row_json(sqlite3_stmt *s)
+static jv row_json(struct db_stmt *s)
 {
 	static const char *const names[] = {
 		"id", "trace_id", "gate", "phase", "prompt", "status", "decided_by", "note",
@@ -264,7 +264,7 @@ static jv row_json(sqlite3_stmt *s)
 	jv o = jv_object();
 
 	for (int i = 0; i < 11; i++) {
-		const char *v = (const char *)sqlite3_column_text(s, i);
+		const char *v = db_col_text(s, i);
 		o = json_set(o, names[i], json_str_or_null(v));
 	}
 	return o;
@@ -275,38 +275,38 @@ int gate_request(char id_out[ULID_LEN + 1], struct store *st, const char *trace_
 {
 	char now[TIMESTAMP_LEN + 1], expires[TIMESTAMP_LEN + 1];
 	double timeout_s = json_get_num(gate, "timeout_s", 0);
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
 	ulid_new(id_out);
 	timestamp_now(now);
 	timestamp_format(expires, now_ms() + (int64_t)(timeout_s * 1000));
-	if (store_prepare(&s, st, "INSERT INTO gates (id, trace_id, gate, phase, prompt, requested_at, expires_at) "
+	if (db_prepare(&s, st, "INSERT INTO gates (id, trace_id, gate, phase, prompt, requested_at, expires_at) "
 			    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") < 0)
 		return -1;
-	store_bind_text(s, 1, id_out);
-	store_bind_text(s, 2, trace_id);
-	store_bind_text(s, 3, json_get_str(gate, "id") ? json_get_str(gate, "id") : "gate");
-	store_bind_text(s, 4, phase ? phase : "*");
-	store_bind_text(s, 5, json_get_str(gate, "prompt") ? json_get_str(gate, "prompt") : "");
-	store_bind_text(s, 6, now);
+	db_bind_text(s, 1, id_out);
+	db_bind_text(s, 2, trace_id);
+	db_bind_text(s, 3, json_get_str(gate, "id") ? json_get_str(gate, "id") : "gate");
+	db_bind_text(s, 4, phase ? phase : "*");
+	db_bind_text(s, 5, json_get_str(gate, "prompt") ? json_get_str(gate, "prompt") : "");
+	db_bind_text(s, 6, now);
 	if (timeout_s > 0)
-		store_bind_text(s, 7, expires);
-	return store_step_done(st, s, "gates: cannot write");
+		db_bind_text(s, 7, expires);
+	return db_step_done(st, s, "gates: cannot write");
 }
 
 int gate_get(jv *out, struct store *st, const char *id)
 {
 	char sql[256];
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
 	*out = jv_null();
 	snprintf(sql, sizeof sql, "SELECT %s FROM gates WHERE id = ?1", columns);
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		return -1;
-	store_bind_text(s, 1, id);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, id);
+	if (db_step(s) == DB_ROW)
 		*out = row_json(s);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return 0;
 }
 
@@ -314,7 +314,7 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 {
 	char now[TIMESTAMP_LEN + 1];
 	jv row;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
 	if (gate_get(&row, st, id) < 0)
 		return -1;
@@ -328,73 +328,81 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 	}
 	jv_free(row);
 	timestamp_now(now);
-	if (store_prepare(&s, st, "UPDATE gates SET status = ?2, decided_by = ?3, note = ?4, decided_at = ?5 "
+	if (db_prepare(&s, st, "UPDATE gates SET status = ?2, decided_by = ?3, note = ?4, decided_at = ?5 "
 			    "WHERE id = ?1 AND status = 'pending'") < 0)
 		return -1;
-	store_bind_text(s, 1, id);
-	sqlite3_bind_text(s, 2, gate_status_name(approve ? GATE_APPROVED : GATE_REJECTED), -1, SQLITE_STATIC);
-	store_bind_text(s, 3, by ? by : "human");
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, gate_status_name(approve ? GATE_APPROVED : GATE_REJECTED));
+	db_bind_text(s, 3, by ? by : "human");
 	if (note)
-		store_bind_text(s, 4, note);
-	store_bind_text(s, 5, now);
-	return store_step_done(st, s, "gates: cannot write");
+		db_bind_text(s, 4, note);
+	db_bind_text(s, 5, now);
+	/* Decided from another machine since gate_get(): its decision stands. */
+	if (db_step(s) != DB_DONE) {
+		db_finalize(s);
+		return store_fail(st, "gates: cannot write");
+	}
+	long changed = db_changes(s);
+
+	db_finalize(s);
+	return changed ? 0 : forge_error("gate '%s' is already decided", id);
 }
 
 /* Mark pending gates past their expiry as expired. */
 static int expire(struct store *st)
 {
 	char now[TIMESTAMP_LEN + 1];
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
 	timestamp_now(now);
-	if (store_prepare(&s, st, "UPDATE gates SET status = 'expired', decided_by = 'timeout', decided_at = ?1 "
+	if (db_prepare(&s, st, "UPDATE gates SET status = 'expired', decided_by = 'timeout', decided_at = ?1 "
 			    "WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at < ?1") < 0)
 		return -1;
-	store_bind_text(s, 1, now);
-	return store_step_done(st, s, "gates: cannot write");
+	db_bind_text(s, 1, now);
+	return db_step_done(st, s, "gates: cannot write");
 }
 
 int gate_latest(jv *out, struct store *st, const char *trace_id, const char *gate)
 {
 	char sql[256];
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
 	*out = jv_null();
 	if (expire(st) < 0)
 		return -1;
 	snprintf(sql, sizeof sql, "SELECT %s FROM gates WHERE trace_id = ?1 AND gate = ?2 "
 		 "ORDER BY requested_at DESC, id DESC LIMIT 1", columns);
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		return -1;
-	store_bind_text(s, 1, trace_id);
-	store_bind_text(s, 2, gate);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, gate);
+	if (db_step(s) == DB_ROW)
 		*out = row_json(s);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return 0;
 }
 
 int gate_list(jv *out, struct store *st, const char *trace_id, bool pending_only)
 {
 	char sql[384];
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc;
 
 	*out = jv_array();
 	/* A read-only database cannot record expiries: list what it holds. */
 	if (!store_readonly(st) && expire(st) < 0)
 		return -1;
-	snprintf(sql, sizeof sql, "SELECT %s FROM gates WHERE (?1 IS NULL OR trace_id = ?1) %s "
+	snprintf(sql, sizeof sql, "SELECT %s FROM gates WHERE (CAST(?1 AS TEXT) IS NULL OR trace_id = ?1) %s "
 		 "ORDER BY requested_at DESC, id DESC", columns, pending_only ? "AND status = 'pending'" : "");
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		return -1;
 	if (trace_id)
-		store_bind_text(s, 1, trace_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		db_bind_text(s, 1, trace_id);
+	while ((rc = db_step(s)) == DB_ROW)
 		*out = jv_array_append(*out, row_json(s));
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return forge_error("gates: %s", sqlite3_errmsg(store_db(st)));
+	db_finalize(s);
+	if (rc != DB_DONE)
+		return store_fail(st, "gates: cannot read");
 	return 0;
 }
 

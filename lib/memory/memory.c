@@ -53,6 +53,8 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 	    strcmp(opt->embed_provider, "ollama"))
 		return forge_error("unknown embedding provider '%s': use openai, ollama or none",
 				   opt->embed_provider);
+	if (store_require_sqlite(st, "memory") < 0)
+		return -1;
 	m = xcalloc(1, sizeof *m);
 	m->st = st;
 	m->db = store_db(st);

@@ -5,8 +5,8 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "store/store.h"
+#include "store/db.h"
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,27 +23,27 @@ static int latest_row(int *out_version, jv *out_plan, struct store *st, const ch
 	static const char sql[] =
 		"SELECT version, content FROM plan_versions WHERE trace_id = ?1 AND kind = 'plan' "
 		"ORDER BY version DESC LIMIT 1";
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int rc = -1, step;
 
 	*out_version = 0;
 	if (out_plan)
 		*out_plan = jv_null();
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		goto out;
-	store_bind_text(s, 1, trace_id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		*out_version = sqlite3_column_int(s, 0);
+	db_bind_text(s, 1, trace_id);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		*out_version = (int)db_col_int64(s, 0);
 		if (out_plan)
-			*out_plan = store_col_json(s, 1);
-	} else if (step != SQLITE_DONE) {
+			*out_plan = db_col_json(s, 1);
+	} else if (step != DB_DONE) {
 		sql_fail(st, "cannot read");
 		goto out;
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -58,7 +58,7 @@ int plans_append(int *out_version, char *out_id, struct store *st, const char *t
 	static const char sql[] =
 		"INSERT INTO plan_versions (id, trace_id, kind, version, content, changelog, created_at) "
 		"VALUES (?1, ?2, 'plan', ?3, ?4, ?5, ?6)";
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
 	char *text = NULL;
 	int version = 0, rc = -1;
@@ -74,19 +74,19 @@ int plans_append(int *out_version, char *out_id, struct store *st, const char *t
 	ulid_new(id);
 	timestamp_now(ts);
 	text = json_dumps(jv_copy(plan), false);
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		goto out;
-	store_bind_text(s, 1, id);
-	store_bind_text(s, 2, trace_id);
-	sqlite3_bind_int(s, 3, version);
-	store_bind_text(s, 4, text);
-	store_bind_text(s, 5, changelog);
-	store_bind_text(s, 6, ts);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, trace_id);
+	db_bind_int64(s, 3, version);
+	db_bind_text(s, 4, text);
+	db_bind_text(s, 5, changelog);
+	db_bind_text(s, 6, ts);
+	if (db_step(s) != DB_DONE) {
 		sql_fail(st, "cannot insert");
 		goto out;
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	s = NULL;
 	if (store_commit(st) < 0)
 		goto out;
@@ -95,7 +95,7 @@ int plans_append(int *out_version, char *out_id, struct store *st, const char *t
 		memcpy(out_id, id, sizeof id);
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (rc < 0)
 		store_rollback(st);
 	free(text);
@@ -107,25 +107,25 @@ int plans_list(jv *out, struct store *st, const char *trace_id)
 	static const char sql[] =
 		"SELECT id, trace_id, version, content, changelog, created_at FROM plan_versions "
 		"WHERE trace_id = ?1 AND kind = 'plan' ORDER BY version";
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	jv list = jv_array();
 	int rc = -1, step;
 
 	*out = jv_null();
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		goto out;
-	store_bind_text(s, 1, trace_id);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_text(s, 1, trace_id);
+	while ((step = db_step(s)) == DB_ROW) {
 		jv row = jv_object();
-		row = json_set(row, "id", store_col_str(s, 0));
-		row = json_set(row, "trace_id", store_col_str(s, 1));
-		row = json_set(row, "version", jv_number(sqlite3_column_int(s, 2)));
-		row = json_set(row, "plan", store_col_json(s, 3));
-		row = json_set(row, "changelog", store_col_str(s, 4));
-		row = json_set(row, "created_at", store_col_str(s, 5));
+		row = json_set(row, "id", db_col_str(s, 0));
+		row = json_set(row, "trace_id", db_col_str(s, 1));
+		row = json_set(row, "version", jv_number((int)db_col_int64(s, 2)));
+		row = json_set(row, "plan", db_col_json(s, 3));
+		row = json_set(row, "changelog", db_col_str(s, 4));
+		row = json_set(row, "created_at", db_col_str(s, 5));
 		list = jv_array_append(list, row);
 	}
-	if (step != SQLITE_DONE) {
+	if (step != DB_DONE) {
 		sql_fail(st, "cannot read");
 		goto out;
 	}
@@ -134,7 +134,7 @@ int plans_list(jv *out, struct store *st, const char *trace_id)
 	rc = 0;
 out:
 	jv_free(list);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 

@@ -1,5 +1,7 @@
 /* store.c - the SQLite database of Forge; see store.h for the contract. */
 #include "store/store.h"
+#include "store/db.h"
+#include "store/store_int.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/forgedir.h"
@@ -26,23 +28,7 @@
 /* Long enough to outlast a burst of concurrent batch writers. */
 #define BUSY_TIMEOUT_MS 10000
 
-/* The prepared statements a store keeps; prepared on first use. */
-enum stmt_id {
-	S_EVENT_PUT,
-	S_EVENT_PUT_MANY,
-	S_EVENTS_OF_TRACE,
-	S_TRACES,
-	S_RUN_CREATE,
-	S_RUN_UPDATE,
-	S_RUN_SET_COST,
-	S_RUN_GET,
-	S_CKPT_SAVE,
-	S_CKPT_LATEST,
-	S_CKPT_LOAD,
-	S_CKPT_LIST,
-	S_COUNT
-};
-
+/* The statements of the SQLite event path, kept prepared (store_int.h). */
 static const char *const stmt_sql[S_COUNT] = {
 	/* The view events reads the other columns from the record (009-events-lean). */
 	[S_EVENT_PUT] =
@@ -50,48 +36,6 @@ static const char *const stmt_sql[S_COUNT] = {
 		" ON CONFLICT (id) DO NOTHING",
 	/* QUEUE_MAX rows of S_EVENT_PUT's five columns: built by stmt_get(). */
 	[S_EVENT_PUT_MANY] = NULL,
-	[S_EVENTS_OF_TRACE] =
-		"SELECT record FROM event_log WHERE trace_id = ?1 ORDER BY ts, id",
-	[S_TRACES] =
-		"WITH ev AS (SELECT trace_id, count(*) AS n, min(ts) AS first_ts,"
-		"            max(ts) AS last_ts FROM event_log GROUP BY trace_id),"
-		" ids AS (SELECT trace_id FROM ev UNION SELECT id FROM runs)"
-		" SELECT ids.trace_id, coalesce(ev.n, 0),"
-		"  coalesce(ev.first_ts, r.started_at) AS first_ts,"
-		"  coalesce(ev.last_ts, r.updated_at) AS last_ts, r.task, r.status"
-		" FROM ids LEFT JOIN ev ON ev.trace_id = ids.trace_id"
-		" LEFT JOIN runs r ON r.id = ids.trace_id"
-		" ORDER BY last_ts DESC, ids.trace_id DESC LIMIT ?1",
-	[S_RUN_CREATE] =
-		"INSERT INTO runs (id, task, repo, status, config, started_at, updated_at)"
-		" VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?5)",
-	/* A cancelled run stays cancelled: a live run's own updates lose. */
-	[S_RUN_UPDATE] =
-		"UPDATE runs SET status = CASE WHEN status = 'cancelled' THEN status ELSE coalesce(?2, status) END,"
-		" current_phase = coalesce(?3, current_phase),"
-		" error = CASE WHEN status = 'cancelled' THEN error ELSE coalesce(?4, error) END, updated_at = ?5,"
-		" completed_at = CASE WHEN status = 'cancelled' THEN completed_at"
-		"  WHEN coalesce(?2, status) IN ('completed', 'failed', 'cancelled')"
-		"  THEN coalesce(completed_at, ?5) ELSE NULL END"
-		" WHERE id = ?1",
-	[S_RUN_SET_COST] =
-		"UPDATE runs SET total_tokens = ?2, total_cost_usd = ?3, updated_at = ?4"
-		" WHERE id = ?1",
-	[S_RUN_GET] =
-		"SELECT id, task, repo, status, current_phase, config, started_at,"
-		" updated_at, completed_at, total_cost_usd, total_tokens, error"
-		" FROM runs WHERE id = ?1",
-	[S_CKPT_SAVE] =
-		"INSERT INTO checkpoints (id, trace_id, phase, status, ts, state)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	[S_CKPT_LATEST] =
-		"SELECT state FROM checkpoints WHERE trace_id = ?1"
-		" ORDER BY ts DESC, id DESC LIMIT 1",
-	[S_CKPT_LOAD] =
-		"SELECT id, trace_id, phase, status, ts, state FROM checkpoints WHERE id = ?1",
-	[S_CKPT_LIST] =
-		"SELECT id, trace_id, phase, status, ts FROM checkpoints"
-		" WHERE trace_id = ?1 ORDER BY ts, id",
 };
 
 /*
@@ -101,29 +45,51 @@ static const char *const stmt_sql[S_COUNT] = {
  * row that goes after it (ids and timestamps increase along a stream) is
  * placed without a search from the root of each B-tree: about half the
  * CPU time of an insert.  The queue is flushed before any other statement
- * runs on the connection, and at commit.
+ * runs on the connection, and at commit.  (struct event_queue and struct
+ * store: store_int.h.)
  */
-#define QUEUE_MAX 64
-#define EVENT_COLS 5
 
-struct event_queue {
-	char *text;                     /* the columns' bytes, one after another */
-	size_t len, cap;
-	size_t off[QUEUE_MAX][EVENT_COLS], n[QUEUE_MAX][EVENT_COLS];
-	int count;
-};
+/* The statements of the run store (runs, checkpoints, traces), written
+ * once for both backends (db.h). */
+static const char sql_traces[] =
+	"WITH ev AS (SELECT trace_id, count(*) AS n, min(ts) AS first_ts,"
+	"            max(ts) AS last_ts FROM event_log GROUP BY trace_id),"
+	" ids AS (SELECT trace_id FROM ev UNION SELECT id FROM runs)"
+	" SELECT ids.trace_id, coalesce(ev.n, 0),"
+	"  coalesce(ev.first_ts, r.started_at) AS first_ts,"
+	"  coalesce(ev.last_ts, r.updated_at) AS last_ts, r.task, r.status"
+	" FROM ids LEFT JOIN ev ON ev.trace_id = ids.trace_id"
+	" LEFT JOIN runs r ON r.id = ids.trace_id"
+	" ORDER BY last_ts DESC, ids.trace_id DESC LIMIT ?1";
+static const char sql_run_create[] =
+	"INSERT INTO runs (id, task, repo, status, config, started_at, updated_at)"
+	" VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?5)";
+/* A cancelled run stays cancelled: a live run's own updates lose. */
+static const char sql_run_update[] =
+	"UPDATE runs SET status = CASE WHEN status = 'cancelled' THEN status ELSE coalesce(CAST(?2 AS TEXT), status) END,"
+	" current_phase = coalesce(CAST(?3 AS TEXT), current_phase),"
+	" error = CASE WHEN status = 'cancelled' THEN error ELSE coalesce(CAST(?4 AS TEXT), error) END, updated_at = ?5,"
+	" completed_at = CASE WHEN status = 'cancelled' THEN completed_at"
+	"  WHEN coalesce(CAST(?2 AS TEXT), status) IN ('completed', 'failed', 'cancelled')"
+	"  THEN coalesce(completed_at, ?5) ELSE NULL END"
+	" WHERE id = ?1";
+static const char sql_run_set_cost[] =
+	"UPDATE runs SET total_tokens = ?2, total_cost_usd = ?3, updated_at = ?4 WHERE id = ?1";
+static const char sql_run_get[] =
+	"SELECT id, task, repo, status, current_phase, config, started_at,"
+	" updated_at, completed_at, total_cost_usd, total_tokens, error"
+	" FROM runs WHERE id = ?1";
+static const char sql_ckpt_save[] =
+	"INSERT INTO checkpoints (id, trace_id, phase, status, ts, state)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+static const char sql_ckpt_latest[] =
+	"SELECT state FROM checkpoints WHERE trace_id = ?1 ORDER BY ts DESC, id DESC LIMIT 1";
+static const char sql_ckpt_load[] =
+	"SELECT id, trace_id, phase, status, ts, state FROM checkpoints WHERE id = ?1";
+static const char sql_ckpt_list[] =
+	"SELECT id, trace_id, phase, status, ts FROM checkpoints WHERE trace_id = ?1 ORDER BY ts, id";
 
-struct store {
-	sqlite3 *db;
-	char *path;                     /* as given, for messages */
-	sqlite3_stmt *stmt[S_COUNT];    /* NULL until first use */
-	bool readonly;                  /* opened by store_open_readonly() */
-	struct event_queue queue;
-	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
-	long events_added;              /* store_events_added() */
-};
 
-static int queue_flush(struct store *st);
 
 /* ---- errors -------------------------------------------------------- */
 
@@ -135,6 +101,10 @@ int store_fail(struct store *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
+	if (st->backend == DB_POSTGRES)
+		return forge_error("database '%s': %s: %s%s%s%s", st->path, what,
+				   st->pg_msg ? st->pg_msg : "unknown PostgreSQL error",
+				   st->pg_state[0] ? " (SQLSTATE " : "", st->pg_state, st->pg_state[0] ? ")" : "");
 	if ((sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_FULL)
 		return forge_error("database '%s': %s: the disk is full (or the database reached its size "
 				   "limit): free some space and try again (sqlite code %d)", st->path, what,
@@ -163,7 +133,7 @@ static char *event_put_many_sql(void)
 static int stmt_get(sqlite3_stmt **out, struct store *st, enum stmt_id id)
 {
 	assert(id < S_COUNT);
-	if (id != S_EVENT_PUT && id != S_EVENT_PUT_MANY && queue_flush(st) < 0)
+	if (id != S_EVENT_PUT && id != S_EVENT_PUT_MANY && store_queue_flush(st) < 0)
 		return -1;
 	if (!st->stmt[id]) {
 		char *many = id == S_EVENT_PUT_MANY ? event_put_many_sql() : NULL;
@@ -230,10 +200,29 @@ jv store_col_num(sqlite3_stmt *s, int i)
 	return jv_number(sqlite3_column_double(s, i));
 }
 
+/* What a module that keeps SQLite statements says on PostgreSQL. */
+static int not_on_postgres(struct store *st)
+{
+	return forge_error("database '%s': this is not supported on PostgreSQL yet (there: runs, "
+			   "events, checkpoints, gates, leases, plans and the model-call log); use a "
+			   "SQLite --db FILE for it", st->path);
+}
+
+int store_require_sqlite(struct store *st, const char *what)
+{
+	if (st->backend == DB_SQLITE)
+		return 0;
+	return forge_error("%s is not supported on PostgreSQL yet (database '%s'; there: runs, "
+			   "events, checkpoints, gates, leases, plans and the model-call log); use a "
+			   "SQLite --db FILE for it", what, st->path);
+}
+
 int store_prepare(sqlite3_stmt **out, struct store *st, const char *sql)
 {
 	*out = NULL;
-	if (queue_flush(st) < 0)
+	if (st->backend == DB_POSTGRES)
+		return not_on_postgres(st);
+	if (store_queue_flush(st) < 0)
 		return -1;
 	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK) {
 		*out = NULL;
@@ -322,32 +311,61 @@ static int create_private(const char *path)
 	return 0;
 }
 
-static bool is_migration(const char *name)
+/* Migrations: schemas/sql/NNN-name.sql (SQLite), schemas/pg/NNN-name.sql
+ * (PostgreSQL), embedded as "sql/..." and "pg/...". */
+static const char *migration_dir(enum db_backend b)
 {
-	size_t n = strlen(name);
+	return b == DB_POSTGRES ? "pg/" : "sql/";
+}
 
-	return n > 12 && strncmp(name, "sql/", 4) == 0 &&
-	       name[4] >= '0' && name[4] <= '9' && name[5] >= '0' && name[5] <= '9' &&
-	       name[6] >= '0' && name[6] <= '9' && name[7] == '-' &&
+static bool is_migration(const char *name, const char *dir)
+{
+	size_t n = strlen(name), d = strlen(dir);
+
+	return n > d + 8 && strncmp(name, dir, d) == 0 &&
+	       name[d] >= '0' && name[d] <= '9' && name[d + 1] >= '0' && name[d + 1] <= '9' &&
+	       name[d + 2] >= '0' && name[d + 2] <= '9' && name[d + 3] == '-' &&
 	       strcmp(name + n - 4, ".sql") == 0;
 }
 
-/* The n-th (1-based) migration in name order, or NULL. */
-static const struct resource *migration_nth(int n)
+/* The n-th (1-based) migration of dir in name order, or NULL. */
+static const struct resource *migration_nth(const char *dir, int n)
 {
 	for (const struct resource *r = resource_all(); r->name; r++)
-		if (is_migration(r->name) && --n == 0)
+		if (is_migration(r->name, dir) && --n == 0)
 			return r;
 	return NULL;
 }
 
-int store_schema_version_known(void)
+static int migrations_known(enum db_backend b)
 {
+	const char *dir = migration_dir(b);
 	int n = 0;
 
 	for (const struct resource *r = resource_all(); r->name; r++)
-		n += is_migration(r->name);
+		n += is_migration(r->name, dir);
 	return n;
+}
+
+int store_schema_version_known(void)
+{
+	return migrations_known(DB_SQLITE);
+}
+
+/* Migration v+1 of dir, checked to be numbered so. */
+static const struct resource *migration_next(struct store *st, const char *dir, int v)
+{
+	const struct resource *m = migration_nth(dir, v + 1);
+	size_t d = strlen(dir);
+
+	assert(m && is_migration(m->name, dir));
+	int num = (m->name[d] - '0') * 100 + (m->name[d + 1] - '0') * 10 + (m->name[d + 2] - '0');
+	if (num != v + 1) {
+		forge_error("database '%s': migration '%s' is out of sequence: expected number %03d",
+			    st->path, m->name, v + 1);
+		return NULL;
+	}
+	return m;
 }
 
 static int user_version(int *out, struct store *st)
@@ -379,15 +397,12 @@ static int refuse_newer(struct store *st, int version, int known)
 /* Apply migration number v+1 and record it; inside the caller's transaction. */
 static int migrate_one(struct store *st, int v)
 {
-	const struct resource *m = migration_nth(v + 1);
+	const struct resource *m = migration_next(st, "sql/", v);
 	char pragma[64];
 	char *err = NULL;
 
-	assert(m && is_migration(m->name));
-	int num = (m->name[4] - '0') * 100 + (m->name[5] - '0') * 10 + (m->name[6] - '0');
-	if (num != v + 1)
-		return forge_error("database '%s': migration '%s' is out of sequence: expected "
-				   "number %03d", st->path, m->name, v + 1);
+	if (!m)
+		return -1;
 	if (sqlite3_exec(st->db, m->data, NULL, NULL, &err) != SQLITE_OK) {
 		forge_error("database '%s': migration '%s' failed: %s", st->path, m->name,
 			    err ? err : sqlite3_errmsg(st->db));
@@ -395,7 +410,10 @@ static int migrate_one(struct store *st, int v)
 		return -1;
 	}
 	snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
-	return store_exec(st, pragma);
+	if (store_exec(st, pragma) < 0)
+		return -1;
+	st->applied++;
+	return 0;
 }
 
 /*
@@ -427,6 +445,120 @@ static int migrate(struct store *st)
 fail:
 	store_rollback(st);
 	return -1;
+}
+
+/* ---- PostgreSQL: schema and opening ------------------------------------ */
+
+/* The advisory lock that serialises migrations of one PostgreSQL database
+ * (from any number of machines): "forge" in ASCII. */
+#define PG_MIGRATE_LOCK "435459175015"
+
+/* One integer out of a query without parameters; -1 on failure. */
+static int pg_int(long long *out, struct store *st, const char *sql)
+{
+	struct db_stmt *s;
+	int rc = -1;
+
+	if (db_prepare(&s, st, sql) < 0)
+		return -1;
+	if (db_step(s) == DB_ROW) {
+		*out = db_col_int64(s, 0);
+		rc = 0;
+	} else {
+		store_fail(st, "cannot read the schema version");
+	}
+	db_finalize(s);
+	return rc;
+}
+
+/* The applied migrations (forge_schema's newest), 0 for a new database. */
+static int pg_version(int *out, struct store *st)
+{
+	long long exists = 0, v = 0;
+
+	if (pg_int(&exists, st, "SELECT CAST(to_regclass('forge_schema') IS NOT NULL AS integer)") < 0 ||
+	    (exists && pg_int(&v, st, "SELECT coalesce(max(version), 0) FROM forge_schema") < 0))
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* Apply migration v+1 in a transaction of its own and record it. */
+static int pg_migrate_one(struct store *st, int v)
+{
+	const struct resource *m = migration_next(st, "pg/", v);
+	struct db_stmt *s = NULL;
+	char now[TIMESTAMP_LEN + 1];
+
+	if (!m || store_begin(st) < 0)
+		return -1;
+	if (db_pg_exec(st, m->data) < 0) {
+		forge_error("database '%s': migration '%s' failed: %s", st->path, m->name, st->pg_msg);
+		goto fail;
+	}
+	timestamp_now(now);
+	if (db_prepare(&s, st, "INSERT INTO forge_schema (version, name, applied_at) VALUES (?1, ?2, ?3)") < 0)
+		goto fail;
+	db_bind_int64(s, 1, v + 1);
+	db_bind_text(s, 2, m->name);
+	db_bind_text(s, 3, now);
+	if (db_step_done(st, s, "cannot record migration '%s'", m->name) < 0 || store_commit(st) < 0)
+		goto fail;
+	st->applied++;
+	return 0;
+fail:
+	store_rollback(st);
+	return -1;
+}
+
+/*
+ * Bring a PostgreSQL schema up to date.  The session's advisory lock
+ * serialises forges on any number of machines migrating one database: the
+ * second one waits, then reads the version the first one wrote.
+ */
+static int pg_migrate(struct store *st)
+{
+	int known = migrations_known(DB_POSTGRES), v, rc = -1;
+
+	if (pg_version(&v, st) < 0)
+		return -1;
+	if (v > known)
+		return refuse_newer(st, v, known);
+	if (v == known)
+		return 0;
+	if (db_pg_exec(st, "SELECT pg_advisory_lock(" PG_MIGRATE_LOCK ")") < 0)
+		return -1;
+	if (db_pg_exec(st, "CREATE TABLE IF NOT EXISTS forge_schema (version integer PRIMARY KEY,"
+		       " name text NOT NULL, applied_at text NOT NULL)") < 0 || pg_version(&v, st) < 0)
+		goto out;
+	if (v > known) {
+		refuse_newer(st, v, known);
+		goto out;
+	}
+	for (; v < known; v++)
+		if (pg_migrate_one(st, v) < 0)
+			goto out;
+	rc = 0;
+out:
+	if (db_pg_exec(st, "SELECT pg_advisory_unlock(" PG_MIGRATE_LOCK ")") < 0)
+		rc = -1;
+	return rc;
+}
+
+/* Connect to a PostgreSQL database; migrate unless only looking. */
+static int pg_open(struct store **out, const char *conninfo, bool migrate_it)
+{
+	struct store *st = xcalloc(1, sizeof *st);
+
+	*out = NULL;
+	st->backend = DB_POSTGRES;
+	st->path = db_display_path(conninfo);
+	if (db_pg_connect(st, conninfo) < 0 || (migrate_it && pg_migrate(st) < 0)) {
+		store_free(st);
+		return -1;
+	}
+	*out = st;
+	return 0;
 }
 
 /* Sleep a few milliseconds, varied so that waiting processes spread out. */
@@ -526,6 +658,10 @@ int store_open(struct store **out, const char *path)
 	int rc = -1;
 
 	*out = NULL;
+	if (db_is_postgres(path)) {
+		free(st);
+		return pg_open(out, path, true);
+	}
 	st->path = xstrdup(path);
 	if (!*path) {
 		forge_error("database path is empty");
@@ -605,7 +741,8 @@ int store_open_readonly(struct store **out, const char *path)
 	int sqlrc, rc;
 
 	*out = NULL;
-	if (strcmp(path, ":memory:") == 0 || !*path || access(path, F_OK) != 0)
+	/* PostgreSQL: the server's grants decide what this user may do. */
+	if (strcmp(path, ":memory:") == 0 || !*path || db_is_postgres(path) || access(path, F_OK) != 0)
 		return store_open(out, path);
 	st = xcalloc(1, sizeof *st);
 	st->path = xstrdup(path);
@@ -654,6 +791,9 @@ void store_free(struct store *st)
 	 * not finalize keeps the connection alive (and shows up as a leak)
 	 * instead of making the close fail. */
 	sqlite3_close_v2(st->db);
+	if (st->pg)
+		PQfinish(st->pg);
+	free(st->pg_msg);
 	free(st->queue.text);
 	free(st->path);
 	free(st);
@@ -661,9 +801,11 @@ void store_free(struct store *st)
 
 sqlite3 *store_db(struct store *st)
 {
+	if (st->backend == DB_POSTGRES)
+		return NULL;
 	/* A module's own statement sees the queued events (a failure shows at
 	 * the next store call: the commit). */
-	if (queue_flush(st) < 0)
+	if (store_queue_flush(st) < 0)
 		st->queue_failed = true;
 	return st->db;
 }
@@ -677,6 +819,8 @@ int store_schema_version(struct store *st)
 {
 	int v;
 
+	if (st->backend == DB_POSTGRES)
+		return pg_version(&v, st) < 0 ? -1 : v;
 	return user_version(&v, st) < 0 ? -1 : v;
 }
 
@@ -686,8 +830,10 @@ int store_exec(struct store *st, const char *sql)
 {
 	char *err = NULL;
 
-	if (queue_flush(st) < 0)
+	if (store_queue_flush(st) < 0)
 		return -1;
+	if (st->backend == DB_POSTGRES)
+		return db_pg_exec(st, sql);
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
 		forge_error("database '%s': '%s' failed: %s (sqlite code %d)", st->path, sql,
 			    err ? err : sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
@@ -697,11 +843,21 @@ int store_exec(struct store *st, const char *sql)
 	return 0;
 }
 
+/* Whether a transaction is open (also a failed one on PostgreSQL). */
+static bool in_transaction(struct store *st)
+{
+	if (st->backend == DB_POSTGRES)
+		return PQtransactionStatus(st->pg) != PQTRANS_IDLE;
+	return !sqlite3_get_autocommit(st->db);
+}
+
 int store_begin(struct store *st)
 {
-	if (!sqlite3_get_autocommit(st->db))
+	if (in_transaction(st))
 		return forge_error("database '%s': a transaction is already open", st->path);
-	return store_exec(st, "BEGIN IMMEDIATE");
+	/* PostgreSQL: READ COMMITTED; what must not interleave takes a lock
+	 * of its own (leases, migrations). */
+	return store_exec(st, st->backend == DB_POSTGRES ? "BEGIN" : "BEGIN IMMEDIATE");
 }
 
 int store_commit(struct store *st)
@@ -712,12 +868,22 @@ int store_commit(struct store *st)
 		return forge_error("database '%s': events of this transaction could not be stored; "
 				   "it is rolled back", st->path);
 	}
+	/* PostgreSQL answers COMMIT of a failed transaction with a ROLLBACK. */
+	if (st->backend == DB_POSTGRES && PQtransactionStatus(st->pg) == PQTRANS_INERROR) {
+		store_rollback(st);
+		return forge_error("database '%s': a statement of this transaction failed; it is "
+				   "rolled back", st->path);
+	}
 	if (store_exec(st, "COMMIT") == 0)   /* store_exec flushes the queue first */
 		return 0;
 	/* A failed COMMIT can leave the transaction open; close it so the
 	 * connection stays usable, keeping the COMMIT's message. */
-	if (!sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	if (in_transaction(st)) {
+		if (st->backend == DB_POSTGRES)
+			PQclear(PQexec(st->pg, "ROLLBACK"));
+		else
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	}
 	return -1;
 }
 
@@ -725,7 +891,7 @@ int store_rollback(struct store *st)
 {
 	st->queue.count = 0;	/* what waited goes with the transaction */
 	st->queue.len = 0;
-	if (sqlite3_get_autocommit(st->db))
+	if (!in_transaction(st))
 		return 0;   /* nothing open: sqlite may already have rolled back */
 	return store_exec(st, "ROLLBACK");
 }
@@ -773,7 +939,39 @@ static int event_step(struct store *st, sqlite3_stmt *s, const char *what, bool 
 
 /* Insert the queued events (QUEUE_MAX in one statement, fewer one by one)
  * and empty the queue, also when that fails. */
-static int queue_flush(struct store *st)
+/*
+ * PostgreSQL: the queued events in one multi-row INSERT, one round trip to
+ * the server instead of one per event (q->count is already 0: the
+ * statement's own flush finds nothing to do).
+ */
+static int pg_queue_flush(struct store *st, int count)
+{
+	struct event_queue *q = &st->queue;
+	struct buf sql = BUF_INIT;
+	struct db_stmt *s;
+	int rc = 0;
+
+	buf_adds(&sql, "INSERT INTO event_log (id, trace_id, ts, type, record) VALUES ");
+	for (int j = 0; j < count; j++)
+		buf_adds(&sql, j ? ",(?,?,?,?,?)" : "(?,?,?,?,?)");
+	buf_adds(&sql, " ON CONFLICT (id) DO NOTHING");
+	if (db_prepare(&s, st, sql.buf) < 0) {
+		buf_release(&sql);
+		return -1;
+	}
+	for (int j = 0; j < count; j++)
+		for (int c = 0; c < EVENT_COLS; c++)
+			db_bind_textn(s, 1 + j * EVENT_COLS + c, q->text + q->off[j][c], q->n[j][c]);
+	if (db_step(s) != DB_DONE)
+		rc = store_fail(st, "cannot store events");
+	else
+		st->events_added += db_changes(s);
+	db_finalize(s);
+	buf_release(&sql);
+	return rc;
+}
+
+int store_queue_flush(struct store *st)
 {
 	struct event_queue *q = &st->queue;
 	const char *col[EVENT_COLS];
@@ -781,6 +979,11 @@ static int queue_flush(struct store *st)
 	int rc = 0, count = q->count;
 
 	q->count = 0;
+	if (count && st->backend == DB_POSTGRES) {
+		rc = pg_queue_flush(st, count);
+		q->len = 0;
+		return rc;
+	}
 	for (int i = 0; i < count && rc == 0; i++) {
 		bool many = count == QUEUE_MAX;
 
@@ -820,8 +1023,34 @@ static int queue_event(struct store *st, const char *const col[EVENT_COLS], cons
 		q->len += n[c];
 	}
 	if (++q->count == QUEUE_MAX)
-		return queue_flush(st);
+		return store_queue_flush(st);
 	return 0;
+}
+
+/*
+ * The event's row on PostgreSQL: one INSERT (idempotent by id: ON
+ * CONFLICT DO NOTHING, so a row already there does not abort the caller's
+ * transaction either).
+ */
+static int pg_event_insert(struct store *st, const char *const col[EVENT_COLS],
+			   const size_t n[EVENT_COLS], const char *what, bool *inserted)
+{
+	struct db_stmt *s;
+	int rc = 0;
+
+	if (db_prepare(&s, st, stmt_sql[S_EVENT_PUT]) < 0)
+		return -1;
+	for (int c = 0; c < EVENT_COLS; c++)
+		db_bind_textn(s, c + 1, col[c], n[c]);
+	if (db_step(s) != DB_DONE) {
+		rc = store_fail(st, "cannot store %s", what);
+	} else {
+		st->events_added += db_changes(s);
+		if (inserted)
+			*inserted = db_changes(s) > 0;
+	}
+	db_finalize(s);
+	return rc;
 }
 
 /*
@@ -852,11 +1081,16 @@ static int event_insert(struct store *st, const struct json_event *ev, const cha
 	const char *col[EVENT_COLS] = { ev->id, ev->trace_id, ev->ts, ev->type, raw };
 	const size_t n[EVENT_COLS] = { ev->id_len, ev->trace_id_len, ev->ts_len, ev->type_len, raw_len };
 
-	if (!inserted && !sqlite3_get_autocommit(st->db)) {
+	if (!inserted && in_transaction(st)) {
 		rc = queue_event(st, col, n);
 		goto out;
 	}
-	if (queue_flush(st) < 0 || stmt_get(&s, st, S_EVENT_PUT) < 0)
+	snprintf(id, sizeof id, "event '%.*s'", (int)(ev->id_len < 40 ? ev->id_len : 40), ev->id);
+	if (st->backend == DB_POSTGRES) {
+		rc = pg_event_insert(st, col, n, id, inserted);
+		goto out;
+	}
+	if (store_queue_flush(st) < 0 || stmt_get(&s, st, S_EVENT_PUT) < 0)
 		goto out;
 	bind_event(s, 1, col, n);
 	/*
@@ -864,7 +1098,6 @@ static int event_insert(struct store *st, const struct json_event *ev, const cha
 	 * lock before reading, so it waits on the busy handler like BEGIN
 	 * IMMEDIATE; inside store_begin() it joins the caller's batch.
 	 */
-	snprintf(id, sizeof id, "event '%.*s'", (int)(ev->id_len < 40 ? ev->id_len : 40), ev->id);
 	rc = event_step(st, s, id, inserted);
 out:
 	free(clean);
@@ -967,79 +1200,62 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 
 long store_events_added(struct store *st)
 {
-	return queue_flush(st) < 0 ? -1 : st->events_added;
+	return store_queue_flush(st) < 0 ? -1 : st->events_added;
 }
 
 int store_events_foreach(struct store *st, const char *trace_id,
 			 int (*fn)(const char *line, size_t len, void *payload), void *payload)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0, step;
 
-	if (stmt_get(&s, st, S_EVENTS_OF_TRACE) < 0)
+	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 ORDER BY ts, id") < 0)
 		return -1;
-	if (sqlite3_stmt_busy(s))
-		return forge_error("database '%s': store_events_foreach called from its own "
-				   "callback", st->path);
-	store_bind_text(s, 1, trace_id);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *line = (const char *)sqlite3_column_text(s, 0);
-		size_t len = (size_t)sqlite3_column_bytes(s, 0);
+	db_bind_text(s, 1, trace_id);
+	while ((step = db_step(s)) == DB_ROW) {
+		const char *line = db_col_text(s, 0);
 
-		rc = fn(line ? line : "", len, payload);
+		rc = fn(line ? line : "", db_col_bytes(s, 0), payload);
 		if (rc != 0)
 			break;
 	}
-	if (rc == 0 && step != SQLITE_DONE)
+	if (rc == 0 && step != DB_DONE)
 		rc = store_fail(st, "cannot read events of trace '%s'", trace_id);
-	stmt_done(s);   /* ends the read transaction, also after an early stop */
+	db_finalize(s);   /* ends the read transaction, also after an early stop */
 	return rc;
 }
 
 int store_traces(jv *out, struct store *st, int limit)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	jv list = jv_array();
-	int step, rc = -1;
+	int step;
 
 	*out = jv_null();
-	if (stmt_get(&s, st, S_TRACES) < 0) {
+	if (db_prepare(&s, st, sql_traces) < 0) {
 		jv_free(list);
 		return -1;
 	}
-	sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_int64(s, 1, limit > 0 ? limit : DB_LIMIT_ALL);
+	while ((step = db_step(s)) == DB_ROW) {
 		jv t = jv_object();
 
-		t = json_set(t, "trace_id", store_col_str(s, 0));
-		t = json_set(t, "events", store_col_num(s, 1));
-		t = json_set(t, "first_ts", store_col_str(s, 2));
-		t = json_set(t, "last_ts", store_col_str(s, 3));
-		t = json_set(t, "task", store_col_str(s, 4));
-		t = json_set(t, "status", store_col_str(s, 5));
+		t = json_set(t, "trace_id", db_col_str(s, 0));
+		t = json_set(t, "events", db_col_num(s, 1));
+		t = json_set(t, "first_ts", db_col_str(s, 2));
+		t = json_set(t, "last_ts", db_col_str(s, 3));
+		t = json_set(t, "task", db_col_str(s, 4));
+		t = json_set(t, "status", db_col_str(s, 5));
 		list = jv_array_append(list, t);
 	}
-	if (step != SQLITE_DONE) {
+	if (step != DB_DONE) {
 		store_fail(st, "cannot list traces");
-		goto out;
+		jv_free(list);
+	} else {
+		*out = list;
 	}
-	*out = list;
-	list = jv_invalid();
-	rc = 0;
-out:
-	stmt_done(s);
-	jv_free(list);
-	return rc;
-}
-
-/* sqlite3_prepare_v2 of a statement that must see the queued events. */
-static int prepare_flushed(struct store *st, const char *sql, int n, sqlite3_stmt **s, const char **tail)
-{
-	if (queue_flush(st) < 0) {
-		*s = NULL;
-		return SQLITE_ERROR;
-	}
-	return sqlite3_prepare_v2(st->db, sql, n, s, tail);
+	db_finalize(s);
+	return step == DB_DONE ? 0 : -1;
 }
 
 /* ---- runs ---------------------------------------------------------- */
@@ -1059,23 +1275,23 @@ static bool run_status_valid(const char *status)
 int store_run_create(struct store *st, const char *trace_id, const char *task,
 		     const char *repo, jv config)
 {
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	char now[TIMESTAMP_LEN + 1];
 	int rc = -1;
 
 	assert(trace_id && task);
 	if (jv_get_kind(config) != JV_KIND_NULL)
 		config = jv_dump_string(config, 0);
-	if (stmt_get(&s, st, S_RUN_CREATE) < 0)
+	if (db_prepare(&s, st, sql_run_create) < 0)
 		goto out;
 	timestamp_now(now);
-	store_bind_text(s, 1, trace_id);
-	store_bind_text(s, 2, task);
-	store_bind_text(s, 3, repo);
-	store_bind_jv_text(s, 4, config);
-	store_bind_text(s, 5, now);
-	if (sqlite3_step(s) != SQLITE_DONE) {
-		if (sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, task);
+	db_bind_text(s, 3, repo);
+	db_bind_text(s, 4, jv_get_kind(config) == JV_KIND_STRING ? jv_string_value(config) : NULL);
+	db_bind_text(s, 5, now);
+	if (db_step(s) != DB_DONE) {
+		if (db_unique_violation(st))
 			forge_error("database '%s': run '%s' already exists", st->path, trace_id);
 		else
 			store_fail(st, "cannot create run '%s'", trace_id);
@@ -1083,64 +1299,63 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 	}
 	rc = 0;
 out:
-	if (s)
-		stmt_done(s);
+	db_finalize(s);
 	jv_free(config);
 	return rc;
 }
 
 /* Run the bound UPDATE s of run trace_id; exactly one row must change. */
-static int run_update_step(struct store *st, sqlite3_stmt *s, const char *trace_id)
+static int run_update_step(struct store *st, struct db_stmt *s, const char *trace_id)
 {
 	int rc = 0;
 
-	if (sqlite3_step(s) != SQLITE_DONE)
+	if (db_step(s) != DB_DONE)
 		rc = store_fail(st, "cannot update run '%s'", trace_id);
-	else if (sqlite3_changes(st->db) == 0)
+	else if (db_changes(s) == 0)
 		rc = forge_error("database '%s': no run '%s'", st->path, trace_id);
-	stmt_done(s);
+	db_finalize(s);
 	return rc;
 }
 
 int store_run_update(struct store *st, const char *trace_id, const char *status,
 		     const char *phase, const char *error)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	char now[TIMESTAMP_LEN + 1];
 
 	assert(trace_id);
 	if (status && !run_status_valid(status))
 		return forge_error("database '%s': invalid run status '%s' (want pending, running, "
 				   "paused, completed, failed or cancelled)", st->path, status);
-	if (stmt_get(&s, st, S_RUN_UPDATE) < 0)
+	if (db_prepare(&s, st, sql_run_update) < 0)
 		return -1;
 	timestamp_now(now);
-	store_bind_text(s, 1, trace_id);
-	store_bind_text(s, 2, status);
-	store_bind_text(s, 3, phase);
-	store_bind_text(s, 4, error);
-	store_bind_text(s, 5, now);
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, status);
+	db_bind_text(s, 3, phase);
+	db_bind_text(s, 4, error);
+	db_bind_text(s, 5, now);
 	return run_update_step(st, s, trace_id);
 }
 
 int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	char now[TIMESTAMP_LEN + 1];
 
 	assert(trace_id);
-	if (stmt_get(&s, st, S_RUN_SET_COST) < 0)
+	if (db_prepare(&s, st, sql_run_set_cost) < 0)
 		return -1;
 	timestamp_now(now);
-	store_bind_text(s, 1, trace_id);
-	sqlite3_bind_int64(s, 2, tokens);
-	sqlite3_bind_double(s, 3, usd);
-	store_bind_text(s, 4, now);
+	db_bind_text(s, 1, trace_id);
+	db_bind_int64(s, 2, tokens);
+	db_bind_double(s, 3, usd);
+	db_bind_text(s, 4, now);
 	return run_update_step(st, s, trace_id);
 }
 
-/* The current row of S_RUN_GET as an object. */
-static jv run_row(sqlite3_stmt *s)
+/* The current row of sql_run_get as an object. */
+static jv run_row(struct db_stmt *s)
 {
 	static const char *const keys[] = {
 		"trace_id", "task", "repo", "status", "current_phase", "config", "started_at",
@@ -1152,11 +1367,11 @@ static jv run_row(sqlite3_stmt *s)
 		jv v;
 
 		if (i == 5)
-			v = store_col_json(s, i);
+			v = db_col_json(s, i);
 		else if (i == 9 || i == 10)
-			v = store_col_num(s, i);
+			v = db_col_num(s, i);
 		else
-			v = store_col_str(s, i);
+			v = db_col_str(s, i);
 		run = json_set(run, keys[i], v);
 	}
 	return run;
@@ -1164,48 +1379,66 @@ static jv run_row(sqlite3_stmt *s)
 
 int store_run_get(jv *out, struct store *st, const char *trace_id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step, rc = 0;
 
 	*out = jv_null();
-	if (stmt_get(&s, st, S_RUN_GET) < 0)
+	if (db_prepare(&s, st, sql_run_get) < 0)
 		return -1;
-	store_bind_text(s, 1, trace_id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW)
+	db_bind_text(s, 1, trace_id);
+	step = db_step(s);
+	if (step == DB_ROW)
 		*out = run_row(s);
-	else if (step != SQLITE_DONE)
+	else if (step != DB_DONE)
 		rc = store_fail(st, "cannot read run '%s'", trace_id);
-	stmt_done(s);
+	db_finalize(s);
 	return rc;
 }
 
 int store_runs_list(jv *out, struct store *st, int limit)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step;
 
 	*out = jv_array();
-	if (prepare_flushed(st,
-			       "SELECT id, task, repo, status, current_phase, NULL, started_at,"
-			       " updated_at, completed_at, total_cost_usd, total_tokens, error"
-			       " FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1", -1, &s, NULL) != SQLITE_OK)
-		return store_fail(st, "cannot list runs");
-	sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+	if (db_prepare(&s, st,
+		       "SELECT id, task, repo, status, current_phase, NULL, started_at,"
+		       " updated_at, completed_at, total_cost_usd, total_tokens, error"
+		       " FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1") < 0)
+		return -1;
+	db_bind_int64(s, 1, limit > 0 ? limit : DB_LIMIT_ALL);
+	while ((step = db_step(s)) == DB_ROW)
 		*out = jv_array_append(*out, run_row(s));
-	sqlite3_finalize(s);
-	if (step != SQLITE_DONE)
+	db_finalize(s);
+	if (step != DB_DONE)
 		return store_fail(st, "cannot list runs");
 	return 0;
 }
 
 /* ---- checkpoints --------------------------------------------------- */
 
+/* Insert the bound checkpoint s; alone on SQLite, synced to disk. */
+static int checkpoint_step(struct store *st, struct db_stmt *s)
+{
+	/* `forge resume` starts from the last checkpoint: alone, it is synced
+	 * to disk when it commits (synchronous = NORMAL syncs the WAL only at
+	 * its checkpoints, so a power loss could drop the latest rows).
+	 * PostgreSQL syncs every commit. */
+	bool alone = st->backend == DB_SQLITE && sqlite3_get_autocommit(st->db) && !st->readonly;
+	int step;
+
+	if (alone)
+		store_exec(st, "PRAGMA synchronous = FULL");
+	step = db_step(s);
+	if (alone)
+		store_exec(st, "PRAGMA synchronous = NORMAL");
+	return step;
+}
+
 int store_checkpoint_save(struct store *st, const char *trace_id, const char *phase,
 			  jv state, char **id_out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
 	jv text = jv_invalid();
 	int rc = -1;
@@ -1216,7 +1449,7 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 	if (jv_get_kind(state) != JV_KIND_OBJECT)
 		return forge_error("database '%s': cannot save checkpoint of trace '%s': state is "
 				   "not an object", st->path, trace_id);
-	if (stmt_get(&s, st, S_CKPT_SAVE) < 0)
+	if (db_prepare(&s, st, sql_ckpt_save) < 0)
 		return -1;
 	ulid_new(id);
 	timestamp_format(ts, ulid_ms(id));
@@ -1225,22 +1458,13 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 		jv_free(text);
 		text = jv_dump_string(llm_redact_jv(jv_copy(state)), 0);
 	}
-	store_bind_text(s, 1, id);
-	store_bind_text(s, 2, trace_id);
-	store_bind_text(s, 3, phase ? phase : json_get_str(state, "phase"));
-	store_bind_text(s, 4, json_get_str(state, "status"));
-	store_bind_text(s, 5, ts);
-	store_bind_jv_text(s, 6, text);
-	/* `forge resume` starts from the last checkpoint: alone, it is synced
-	 * to disk when it commits (synchronous = NORMAL syncs the WAL only at
-	 * its checkpoints, so a power loss could drop the latest rows). */
-	bool alone = sqlite3_get_autocommit(st->db) && !st->readonly;
-	if (alone)
-		store_exec(st, "PRAGMA synchronous = FULL");
-	int step = sqlite3_step(s);
-	if (alone)
-		store_exec(st, "PRAGMA synchronous = NORMAL");
-	if (step != SQLITE_DONE) {
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, trace_id);
+	db_bind_text(s, 3, phase ? phase : json_get_str(state, "phase"));
+	db_bind_text(s, 4, json_get_str(state, "status"));
+	db_bind_text(s, 5, ts);
+	db_bind_textn(s, 6, jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)));
+	if (checkpoint_step(st, s) != DB_DONE) {
 		store_fail(st, "cannot save checkpoint of trace '%s'", trace_id);
 		goto out;
 	}
@@ -1248,17 +1472,17 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 		*id_out = xstrdup(id);
 	rc = 0;
 out:
-	stmt_done(s);
+	db_finalize(s);
 	jv_free(text);
 	return rc;
 }
 
 /* Column i of s as JSON; the message names the checkpoint ("what 'name'"). */
-static int col_state(jv *out, struct store *st, sqlite3_stmt *s, int i, const char *what,
+static int col_state(jv *out, struct store *st, struct db_stmt *s, int i, const char *what,
 		     const char *name)
 {
-	const unsigned char *t = sqlite3_column_text(s, i);
-	jv v = t ? json_parse((const char *)t, (size_t)sqlite3_column_bytes(s, i)) : jv_null();
+	const char *t = db_col_text(s, i);
+	jv v = t ? json_parse(t, db_col_bytes(s, i)) : jv_null();
 
 	if (!jv_is_valid(v)) {
 		char *msg = json_invalid_msg(v);
@@ -1274,78 +1498,78 @@ static int col_state(jv *out, struct store *st, sqlite3_stmt *s, int i, const ch
 
 int store_checkpoint_latest(jv *out, struct store *st, const char *trace_id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step, rc = 0;
 
 	*out = jv_null();
-	if (stmt_get(&s, st, S_CKPT_LATEST) < 0)
+	if (db_prepare(&s, st, sql_ckpt_latest) < 0)
 		return -1;
-	store_bind_text(s, 1, trace_id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW)
+	db_bind_text(s, 1, trace_id);
+	step = db_step(s);
+	if (step == DB_ROW)
 		rc = col_state(out, st, s, 0, "the latest checkpoint of trace", trace_id);
-	else if (step != SQLITE_DONE)
+	else if (step != DB_DONE)
 		rc = store_fail(st, "cannot read the latest checkpoint of trace '%s'", trace_id);
-	stmt_done(s);
+	db_finalize(s);
 	return rc;
 }
 
 /* The first columns id, trace_id, phase, status, ts of a checkpoint row. */
-static jv checkpoint_head(sqlite3_stmt *s)
+static jv checkpoint_head(struct db_stmt *s)
 {
 	jv c = jv_object();
 
-	c = json_set(c, "id", store_col_str(s, 0));
-	c = json_set(c, "trace_id", store_col_str(s, 1));
-	c = json_set(c, "phase", store_col_str(s, 2));
-	c = json_set(c, "status", store_col_str(s, 3));
-	c = json_set(c, "ts", store_col_str(s, 4));
+	c = json_set(c, "id", db_col_str(s, 0));
+	c = json_set(c, "trace_id", db_col_str(s, 1));
+	c = json_set(c, "phase", db_col_str(s, 2));
+	c = json_set(c, "status", db_col_str(s, 3));
+	c = json_set(c, "ts", db_col_str(s, 4));
 	return c;
 }
 
 int store_checkpoint_load(jv *out, struct store *st, const char *id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	jv state;
 	int step, rc = 0;
 
 	*out = jv_null();
-	if (stmt_get(&s, st, S_CKPT_LOAD) < 0)
+	if (db_prepare(&s, st, sql_ckpt_load) < 0)
 		return -1;
-	store_bind_text(s, 1, id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
+	db_bind_text(s, 1, id);
+	step = db_step(s);
+	if (step == DB_ROW) {
 		rc = col_state(&state, st, s, 5, "checkpoint", id);
 		if (rc == 0)
 			*out = json_set(checkpoint_head(s), "state", state);
-	} else if (step != SQLITE_DONE) {
+	} else if (step != DB_DONE) {
 		rc = store_fail(st, "cannot read checkpoint '%s'", id);
 	}
-	stmt_done(s);
+	db_finalize(s);
 	return rc;
 }
 
 int store_checkpoint_list(jv *out, struct store *st, const char *trace_id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	jv list = jv_array();
 	int step, rc = 0;
 
 	*out = jv_null();
-	if (stmt_get(&s, st, S_CKPT_LIST) < 0) {
+	if (db_prepare(&s, st, sql_ckpt_list) < 0) {
 		jv_free(list);
 		return -1;
 	}
-	store_bind_text(s, 1, trace_id);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+	db_bind_text(s, 1, trace_id);
+	while ((step = db_step(s)) == DB_ROW)
 		list = jv_array_append(list, checkpoint_head(s));
-	if (step != SQLITE_DONE) {
+	if (step != DB_DONE) {
 		rc = store_fail(st, "cannot list checkpoints of trace '%s'", trace_id);
 		jv_free(list);
 	} else {
 		*out = list;
 	}
-	stmt_done(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -1382,45 +1606,45 @@ int store_resolve_path(char **out, const char *flag, const char *repo)
 
 int store_cost_on_day(double *usd, struct store *st, const char *day, const char *except_trace)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step;
 
 	*usd = 0;
-	if (prepare_flushed(st, "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs"
-			       " WHERE substr(started_at, 1, 10) = ?1 AND id IS NOT ?2", -1, &s, NULL) != SQLITE_OK)
-		return store_fail(st, "cannot sum the cost of the runs of %s", day);
-	store_bind_text(s, 1, day);
-	store_bind_text(s, 2, except_trace);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW)
-		*usd = sqlite3_column_double(s, 0);
+	if (db_prepare(&s, st, "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs"
+		       " WHERE substr(started_at, 1, 10) = ?1 AND id IS DISTINCT FROM CAST(?2 AS TEXT)") < 0)
+		return forge_error_prefix("cannot sum the cost of the runs of %s", day);
+	db_bind_text(s, 1, day);
+	db_bind_text(s, 2, except_trace);
+	step = db_step(s);
+	if (step == DB_ROW)
+		*usd = db_col_double(s, 0);
 	else
 		store_fail(st, "cannot sum the cost of the runs of %s", day);
-	sqlite3_finalize(s);
-	return step == SQLITE_ROW ? 0 : -1;
+	db_finalize(s);
+	return step == DB_ROW ? 0 : -1;
 }
 
 int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step;
 
 	*calls = *failed = 0;
-	if (prepare_flushed(st, "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
-			       " AND type IN ('tool.executed', 'tool.failed') GROUP BY type", -1, &s, NULL) != SQLITE_OK)
-		return store_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
-	store_bind_text(s, 1, trace_id);
-	store_bind_text(s, 2, since);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		long n = (long)sqlite3_column_int64(s, 1);
+	if (db_prepare(&s, st, "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
+		       " AND type IN ('tool.executed', 'tool.failed') GROUP BY type") < 0)
+		return forge_error_prefix("cannot count the tool calls of trace '%s'", trace_id);
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, since);
+	while ((step = db_step(s)) == DB_ROW) {
+		long n = (long)db_col_int64(s, 1);
 		*calls += n;
-		if (strcmp((const char *)sqlite3_column_text(s, 0), "tool.failed") == 0)
+		if (strcmp(db_col_text(s, 0), "tool.failed") == 0)
 			*failed = n;
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		store_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
-	sqlite3_finalize(s);
-	return step == SQLITE_DONE ? 0 : -1;
+	db_finalize(s);
+	return step == DB_DONE ? 0 : -1;
 }
 
 /* ---- leases -------------------------------------------------------- */
@@ -1451,27 +1675,27 @@ bool store_lease_alive(jv lease)
 /* The lease row of trace, or null. */
 static int lease_row(jv *out, struct store *st, const char *trace_id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step;
 
 	*out = jv_null();
-	if (prepare_flushed(st, "SELECT holder, pid, host, program, acquired_at FROM leases"
-			       " WHERE trace_id = ?1", -1, &s, NULL) != SQLITE_OK)
-		return store_fail(st, "cannot read the lease of trace '%s'", trace_id);
-	store_bind_text(s, 1, trace_id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
+	if (db_prepare(&s, st, "SELECT holder, pid, host, program, acquired_at FROM leases"
+		       " WHERE trace_id = ?1") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	step = db_step(s);
+	if (step == DB_ROW) {
 		jv o = json_set(jv_object(), "trace_id", jv_string(trace_id));
-		o = json_set(o, "holder", store_col_str(s, 0));
-		o = json_set(o, "pid", store_col_num(s, 1));
-		o = json_set(o, "host", store_col_str(s, 2));
-		o = json_set(o, "program", store_col_str(s, 3));
-		*out = json_set(o, "acquired_at", store_col_str(s, 4));
-	} else if (step != SQLITE_DONE) {
+		o = json_set(o, "holder", db_col_str(s, 0));
+		o = json_set(o, "pid", db_col_num(s, 1));
+		o = json_set(o, "host", db_col_str(s, 2));
+		o = json_set(o, "program", db_col_str(s, 3));
+		*out = json_set(o, "acquired_at", db_col_str(s, 4));
+	} else if (step != DB_DONE) {
 		store_fail(st, "cannot read the lease of trace '%s'", trace_id);
 	}
-	sqlite3_finalize(s);
-	return step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -1;
+	db_finalize(s);
+	return step == DB_ROW || step == DB_DONE ? 0 : -1;
 }
 
 int store_lease_get(jv *out, struct store *st, const char *trace_id)
@@ -1483,20 +1707,57 @@ int store_lease_get(jv *out, struct store *st, const char *trace_id)
 	return 0;
 }
 
+/* Serialise the takers of trace's lease until the transaction ends: on
+ * SQLite BEGIN IMMEDIATE did; on PostgreSQL (READ COMMITTED) an advisory
+ * lock on the trace id, so that two machines do not both find it free. */
+static int lease_lock(struct store *st, const char *trace_id)
+{
+	struct db_stmt *s;
+
+	if (st->backend != DB_POSTGRES)
+		return 0;
+	if (db_prepare(&s, st, "SELECT pg_advisory_xact_lock(hashtext(CAST(?1 AS TEXT)))") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	int step = db_step(s);
+
+	db_finalize(s);
+	return step == DB_ROW ? 0 : store_fail(st, "cannot lock the lease of trace '%s'", trace_id);
+}
+
+/* Write holder's lease of trace (taking it over from a dead holder). */
+static int lease_write(struct store *st, const char *trace_id, const char *holder, const char *program)
+{
+	char host[256], now[32];
+	struct db_stmt *s;
+
+	host_name(host);
+	timestamp_now(now);
+	if (db_prepare(&s, st, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (trace_id) DO UPDATE SET"
+		       " holder = excluded.holder, pid = excluded.pid, host = excluded.host,"
+		       " program = excluded.program, acquired_at = excluded.acquired_at") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, holder);
+	db_bind_int64(s, 3, (int64_t)getpid());
+	db_bind_text(s, 4, host);
+	db_bind_text(s, 5, program);
+	db_bind_text(s, 6, now);
+	return db_step_done(st, s, "cannot take the lease of trace '%s'", trace_id);
+}
+
 int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
 		     const char *program)
 {
-	char host[256], now[32];
-	sqlite3_stmt *s = NULL;
 	jv row = jv_null();
 	int rc = -1;
 
 	assert(trace_id && holder);
 	*held = jv_null();
-	host_name(host);
 	if (store_begin(st) < 0)
 		return -1;
-	if (lease_row(&row, st, trace_id) < 0)
+	if (lease_lock(st, trace_id) < 0 || lease_row(&row, st, trace_id) < 0)
 		goto out;
 	if (jv_get_kind(row) == JV_KIND_OBJECT) {
 		const char *had = json_get_str(row, "holder");
@@ -1510,23 +1771,7 @@ int store_lease_take(jv *held, struct store *st, const char *trace_id, const cha
 			goto out;
 		}
 	}
-	timestamp_now(now);
-	if (prepare_flushed(st, "INSERT OR REPLACE INTO leases (trace_id, holder, pid, host, program,"
-			       " acquired_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &s, NULL) != SQLITE_OK) {
-		store_fail(st, "cannot take the lease of trace '%s'", trace_id);
-		goto out;
-	}
-	store_bind_text(s, 1, trace_id);
-	store_bind_text(s, 2, holder);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)getpid());
-	store_bind_text(s, 4, host);
-	store_bind_text(s, 5, program);
-	store_bind_text(s, 6, now);
-	if (sqlite3_step(s) != SQLITE_DONE) {
-		store_fail(st, "cannot take the lease of trace '%s'", trace_id);
-		goto out;
-	}
-	if (store_commit(st) < 0)
+	if (lease_write(st, trace_id, holder, program) < 0 || store_commit(st) < 0)
 		goto out;
 	if (jv_get_kind(row) == JV_KIND_OBJECT) {
 		*held = json_set(jv_copy(row), "alive", jv_false());
@@ -1535,7 +1780,6 @@ int store_lease_take(jv *held, struct store *st, const char *trace_id, const cha
 		rc = STORE_LEASE_TAKEN;
 	}
 out:
-	sqlite3_finalize(s);
 	store_rollback(st);
 	jv_free(row);
 	return rc;
@@ -1543,14 +1787,13 @@ out:
 
 int store_lease_release(struct store *st, const char *trace_id, const char *holder)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
-	if (prepare_flushed(st, "DELETE FROM leases WHERE trace_id = ?1 AND holder = ?2", -1, &s,
-			       NULL) != SQLITE_OK)
-		return store_fail(st, "cannot release the lease of trace '%s'", trace_id);
-	store_bind_text(s, 1, trace_id);
-	store_bind_text(s, 2, holder);
-	return store_step_done(st, s, "cannot release the lease of trace '%s'", trace_id);
+	if (db_prepare(&s, st, "DELETE FROM leases WHERE trace_id = ?1 AND holder = ?2") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, holder);
+	return db_step_done(st, s, "cannot release the lease of trace '%s'", trace_id);
 }
 
 static const char *const run_status_names[] = {
@@ -1575,4 +1818,70 @@ enum run_status run_status_of(const char *name)
 bool run_status_terminal(enum run_status s)
 {
 	return s == RUN_COMPLETED || s == RUN_FAILED || s == RUN_CANCELLED;
+}
+
+/* ---- forge db status ----------------------------------------------- */
+
+/* The schema version of the SQLite file path without changing it: 0 when
+ * the file does not exist yet. */
+static int sqlite_file_version(int *v, const char *path)
+{
+	struct store st = { .backend = DB_SQLITE, .path = (char *)path };
+	int rc = 0;
+
+	*v = 0;
+	if (strcmp(path, ":memory:") == 0 || access(path, F_OK) != 0)
+		return 0;
+	if (sqlite3_open_v2(path, &st.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		rc = store_fail(&st, "cannot open");
+	} else {
+		sqlite3_busy_timeout(st.db, BUSY_TIMEOUT_MS);
+		rc = user_version(v, &st);
+	}
+	sqlite3_close_v2(st.db);
+	if (rc < 0 && strstr(forge_last_error(), "not a database"))
+		forge_error("cannot open database '%s': file is not a database (not SQLite, or damaged)",
+			    path);
+	return rc;
+}
+
+int store_migrations_applied(const struct store *st)
+{
+	return st->applied;
+}
+
+int store_db_status(jv *out, const char *path)
+{
+	enum db_backend b = db_is_postgres(path) ? DB_POSTGRES : DB_SQLITE;
+	int known = migrations_known(b), v = 0;
+	char *shown = db_display_path(path);
+	jv pending = jv_array();
+
+	*out = jv_null();
+	if (b == DB_POSTGRES) {
+		struct store *st;
+
+		if (pg_open(&st, path, false) < 0)
+			goto fail;
+		int rc = pg_version(&v, st);
+
+		store_free(st);
+		if (rc < 0)
+			goto fail;
+	} else if (sqlite_file_version(&v, path) < 0) {
+		goto fail;
+	}
+	for (int i = v + 1; i <= known; i++)
+		pending = jv_array_append(pending, jv_string(migration_nth(migration_dir(b), i)->name));
+	*out = json_set(jv_object(), "backend", jv_string(b == DB_POSTGRES ? "postgresql" : "sqlite"));
+	*out = json_set(*out, "database", jv_string(shown));
+	*out = json_set(*out, "version", jv_number(v));
+	*out = json_set(*out, "known", jv_number(known));
+	*out = json_set(*out, "pending", pending);
+	free(shown);
+	return 0;
+fail:
+	jv_free(pending);
+	free(shown);
+	return -1;
 }

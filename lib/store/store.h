@@ -1,6 +1,16 @@
 /*
- * store.h - the SQLite database of Forge: runs, events, checkpoints (and,
- * from later modules, findings, memories, llm_calls, ...).
+ * store.h - the database of Forge: runs, events, checkpoints (and, from
+ * later modules, findings, memories, llm_calls, ...).
+ *
+ * Two backends (db.h): a SQLite file (the default; what follows describes
+ * it) and PostgreSQL, when the path is a postgres:// or postgresql:// URI
+ * or a libpq conninfo string.  On PostgreSQL the same functions work for
+ * the run store (events, runs, checkpoints, leases, traces; gates, plans
+ * and the model-call log through db.h); the migrations are schemas/pg/,
+ * recorded in the table forge_schema and applied under an advisory lock,
+ * and every write is its own transaction unless inside store_begin().
+ * Modules that still keep SQLite statements (store_prepare(), store_db())
+ * fail on PostgreSQL with a message saying so.
  *
  * One connection per process: WAL journal, busy timeout, foreign keys on.
  * Every write runs in BEGIN IMMEDIATE so concurrent writers queue on the
@@ -58,9 +68,29 @@ int store_open_readonly(struct store **out, const char *path);
 bool store_readonly(const struct store *st);
 void store_free(struct store *st);   /* NULL-safe; finalizes statements */
 
-/* The raw handle, for modules that keep their own prepared statements
- * (finalize them before store_free()). */
+/* The raw SQLite handle, for modules that keep their own prepared
+ * statements (finalize them before store_free()); NULL on PostgreSQL,
+ * where such modules are not supported yet (store_require_sqlite()). */
 sqlite3 *store_db(struct store *st);
+
+/*
+ * 0 when st is a SQLite store; else -1 with "WHAT is not supported on
+ * PostgreSQL yet (...)": what the modules that still keep SQLite
+ * statements (memory, findings, compile docs) say before they start.
+ */
+int store_require_sqlite(struct store *st, const char *what);
+
+/*
+ * What `forge db status` shows, without changing the database:
+ * {"backend":"sqlite"|"postgresql","database" (a URI's password hidden),
+ * "version","known","pending":[migration names]}.  A SQLite file that
+ * does not exist yet has version 0.
+ */
+int store_db_status(jv *out, const char *path);
+
+/* How many migrations opening st applied (0: the schema was up to date,
+ * or another process migrated it while this one waited). */
+int store_migrations_applied(const struct store *st);
 
 /* The path the store was opened with, for messages; borrowed. */
 const char *store_path(struct store *st);
@@ -130,7 +160,8 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 /*
  * Inside a transaction, a put with inserted NULL only queues the event: it
  * is inserted with the next ones, 64 in one statement (far cheaper than
- * one by one), at the latest before the store runs any other statement
+ * one by one; on PostgreSQL one round trip to the server for them all),
+ * at the latest before the store runs any other statement
  * (store_db() included) or commits; an error of those inserts shows then
  * (a put, or the commit, fails).  Ask *inserted only when the answer is
  * needed: it inserts at once.

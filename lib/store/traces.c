@@ -3,8 +3,9 @@
  * trace id) and reading single events of a run (store.h).
  */
 #include "store/store.h"
-
+#include "store/db.h"
 #include "core/buf.h"
+
 #include "core/forge.h"
 #include "core/json.h"
 
@@ -17,30 +18,32 @@
 
 /* The trace ids (runs, and traces with events) that start with prefix, at
  * most limit of them, sorted; borrows prefix (letters, digits, '-', '_'
- * only, so it is a GLOB pattern with no special character). */
+ * only, so it is a GLOB pattern with no special character).  SQLite's GLOB
+ * of a prefix uses the index; PostgreSQL has starts_with(). */
 static int matching(jv *out, struct store *st, const char *prefix, int limit)
 {
-	sqlite3_stmt *s;
-	struct buf pat = BUF_INIT;
+	static const char lite[] =
+		"SELECT id FROM runs WHERE id GLOB ?1 || '*'"
+		" UNION SELECT trace_id FROM event_log WHERE trace_id GLOB ?1 || '*'"
+		" ORDER BY 1 LIMIT ?2";
+	static const char pg[] =
+		"SELECT id FROM runs WHERE starts_with(id, ?1)"
+		" UNION SELECT trace_id FROM event_log WHERE starts_with(trace_id, ?1)"
+		" ORDER BY 1 LIMIT ?2";
+	struct db_stmt *s;
 	int step;
 
 	*out = jv_array();
-	buf_addf(&pat, "%s*", prefix);
-	if (store_prepare(&s, st, "SELECT id FROM runs WHERE id GLOB ?1"
-			  " UNION SELECT trace_id FROM event_log WHERE trace_id GLOB ?1"
-			  " ORDER BY 1 LIMIT ?2") < 0) {
-		buf_release(&pat);
+	if (db_prepare(&s, st, store_backend(st) == DB_POSTGRES ? pg : lite) < 0)
 		return -1;
-	}
-	store_bind_text(s, 1, pat.buf);
-	sqlite3_bind_int(s, 2, limit);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW)
-		*out = jv_array_append(*out, store_col_str(s, 0));
-	if (step != SQLITE_DONE)
+	db_bind_text(s, 1, prefix);
+	db_bind_int64(s, 2, limit);
+	while ((step = db_step(s)) == DB_ROW)
+		*out = jv_array_append(*out, db_col_str(s, 0));
+	if (step != DB_DONE)
 		store_fail(st, "cannot look up run '%s'", prefix);
-	sqlite3_finalize(s);
-	buf_release(&pat);
-	return step == SQLITE_DONE ? 0 : -1;
+	db_finalize(s);
+	return step == DB_DONE ? 0 : -1;
 }
 
 static bool prefix_valid(const char *p)
@@ -122,20 +125,20 @@ int store_resolve_trace(char **out, struct store *st, const char *prefix)
 
 int store_event_last(jv *out, struct store *st, const char *trace_id, const char *type)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step;
 
 	*out = jv_null();
-	if (store_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 AND type = ?2"
-			  " ORDER BY ts DESC, id DESC LIMIT 1") < 0)
+	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 AND type = ?2"
+		       " ORDER BY ts DESC, id DESC LIMIT 1") < 0)
 		return -1;
-	store_bind_text(s, 1, trace_id);
-	store_bind_text(s, 2, type);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW)
-		*out = store_col_json(s, 0);
-	else if (step != SQLITE_DONE)
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, type);
+	step = db_step(s);
+	if (step == DB_ROW)
+		*out = db_col_json(s, 0);
+	else if (step != DB_DONE)
 		store_fail(st, "cannot read the events of trace '%s'", trace_id);
-	sqlite3_finalize(s);
-	return step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -1;
+	db_finalize(s);
+	return step == DB_ROW || step == DB_DONE ? 0 : -1;
 }

@@ -1,0 +1,439 @@
+/* db.c - the statement interface over SQLite and PostgreSQL; see db.h. */
+#include "store/db.h"
+#include "store/store_int.h"
+#include "core/buf.h"
+#include "core/forge.h"
+#include "core/json.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct db_stmt {
+	struct store *st;
+	sqlite3_stmt *lite;             /* DB_SQLITE */
+	/* DB_POSTGRES: the SQL with $N, the parameters as text (NULL: SQL
+	 * NULL), the whole result once run; row is the current one. */
+	char *sql;
+	char **val;
+	int nval;
+	PGresult *res;
+	int row, nrows;
+	long changes;
+};
+
+/* ---- what names a PostgreSQL database --------------------------------- */
+
+bool db_is_postgres(const char *path)
+{
+	static const char *const keys[] = {
+		"host=", "hostaddr=", "port=", "dbname=", "user=", "password=", "service=",
+		"sslmode=", "connect_timeout=", "application_name=", "options=", "passfile=",
+	};
+
+	if (!path)
+		return false;
+	if (strncmp(path, "postgres://", 11) == 0 || strncmp(path, "postgresql://", 13) == 0)
+		return true;
+	while (*path == ' ')
+		path++;
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (strncmp(path, keys[i], strlen(keys[i])) == 0)
+			return true;
+	return false;
+}
+
+enum db_backend store_backend(const struct store *st)
+{
+	return st->backend;
+}
+
+/* Append the text of a password at p (up to its end) as "***"; returns
+ * what follows it.  Quoted conninfo values ('a b') end at their quote. */
+static const char *hide_value(struct buf *b, const char *p, const char *stops)
+{
+	buf_adds(b, "***");
+	if (*p == '\'') {
+		for (p++; *p && *p != '\''; p++)
+			if (*p == '\\' && p[1])
+				p++;
+		return *p ? p + 1 : p;
+	}
+	while (*p && !strchr(stops, *p))
+		p++;
+	return p;
+}
+
+char *db_display_path(const char *path)
+{
+	struct buf b = BUF_INIT;
+	const char *p = path, *scheme = strstr(path, "://");
+	bool uri = scheme && db_is_postgres(path);
+
+	if (uri) {
+		const char *host = scheme + 3, *at = strchr(host, '@'), *slash = strchr(host, '/');
+		const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+
+		if (at && (!slash || at < slash) && colon) {
+			buf_add(&b, path, (size_t)(colon + 1 - path));
+			buf_adds(&b, "***");
+			p = at;
+		}
+	}
+	while (*p) {
+		const char *key = strstr(p, "password=");
+
+		if (!key || (key > path && !strchr(uri ? "?&" : " ", key[-1]))) {
+			if (!key) {
+				buf_adds(&b, p);
+				break;
+			}
+			buf_add(&b, p, (size_t)(key + 9 - p));
+			p = key + 9;
+			continue;
+		}
+		buf_add(&b, p, (size_t)(key + 9 - p));
+		p = hide_value(&b, key + 9, uri ? "&#" : " ");
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* ---- PostgreSQL connection --------------------------------------------- */
+
+/* NOTICEs (CREATE ... IF NOT EXISTS, say) are not the user's business. */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+void db_pg_error(struct store *st, const PGresult *res)
+{
+	const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(st->pg);
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	size_t n;
+
+	free(st->pg_msg);
+	st->pg_msg = xstrdup(msg && *msg ? msg : "unknown PostgreSQL error");
+	n = strlen(st->pg_msg);
+	while (n > 0 && isspace((unsigned char)st->pg_msg[n - 1]))
+		st->pg_msg[--n] = '\0';
+	snprintf(st->pg_state, sizeof st->pg_state, "%s", state ? state : "");
+}
+
+int db_pg_connect(struct store *st, const char *conninfo)
+{
+	st->backend = DB_POSTGRES;
+	st->pg = PQconnectdb(conninfo);
+	if (!st->pg)
+		return forge_error("cannot connect to database '%s': out of memory", st->path);
+	if (PQstatus(st->pg) != CONNECTION_OK) {
+		db_pg_error(st, NULL);
+		return forge_error("cannot connect to database '%s': %s", st->path, st->pg_msg);
+	}
+	PQsetNoticeProcessor(st->pg, quiet, NULL);
+	return 0;
+}
+
+int db_pg_exec(struct store *st, const char *sql)
+{
+	PGresult *res = PQexec(st->pg, sql);
+	ExecStatusType t = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	int rc = 0;
+
+	if (t != PGRES_COMMAND_OK && t != PGRES_TUPLES_OK) {
+		db_pg_error(st, res);
+		rc = forge_error("database '%s': '%.60s' failed: %s", st->path, sql, st->pg_msg);
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* ---- statements -------------------------------------------------------- */
+
+/* sql with ?N (and bare ?, numbered on) as $N outside '...' and "...";
+ * *max the highest parameter number.  malloc'd. */
+static char *pg_sql(const char *sql, int *max)
+{
+	struct buf b = BUF_INIT;
+	int next = 1;
+	char quote = 0;
+
+	*max = 0;
+	for (const char *p = sql; *p; p++) {
+		if (quote) {
+			quote = *p == quote ? 0 : quote;
+			buf_addch(&b, *p);
+		} else if (*p == '\'' || *p == '"') {
+			quote = *p;
+			buf_addch(&b, *p);
+		} else if (*p == '?') {
+			int n = 0;
+
+			while (isdigit((unsigned char)p[1]) && n < 10000)
+				n = n * 10 + (*++p - '0');
+			if (!n)
+				n = next;
+			next = n + 1;
+			if (n > *max)
+				*max = n;
+			buf_addf(&b, "$%d", n);
+		} else {
+			buf_addch(&b, *p);
+		}
+	}
+	return buf_detach(&b, NULL);
+}
+
+int db_prepare(struct db_stmt **out, struct store *st, const char *sql)
+{
+	struct db_stmt *s = xcalloc(1, sizeof *s);
+
+	*out = NULL;
+	s->st = st;
+	if (store_queue_flush(st) < 0) {
+		free(s);
+		return -1;
+	}
+	if (st->backend == DB_POSTGRES) {
+		s->sql = pg_sql(sql, &s->nval);
+		s->val = xcalloc((size_t)s->nval + 1, sizeof *s->val);
+		s->row = -1;
+		*out = s;
+		return 0;
+	}
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s->lite, NULL) != SQLITE_OK) {
+		free(s);
+		return store_fail(st, "cannot prepare '%.60s'", sql);
+	}
+	*out = s;
+	return 0;
+}
+
+/* The text slot of parameter i (PostgreSQL), freed of its old value. */
+static char **pg_slot(struct db_stmt *s, int i)
+{
+	if (i < 1 || i > s->nval)
+		return NULL;
+	free(s->val[i - 1]);
+	s->val[i - 1] = NULL;
+	return &s->val[i - 1];
+}
+
+void db_bind_textn(struct db_stmt *s, int i, const char *text, size_t n)
+{
+	if (s->lite) {
+		sqlite3_bind_text64(s->lite, i, text, (sqlite3_uint64)n, SQLITE_TRANSIENT, SQLITE_UTF8);
+		return;
+	}
+	char **slot = pg_slot(s, i);
+
+	if (slot)
+		*slot = xstrndup(text, n);
+}
+
+void db_bind_text(struct db_stmt *s, int i, const char *text)
+{
+	if (!text)
+		db_bind_null(s, i);
+	else
+		db_bind_textn(s, i, text, strlen(text));
+}
+
+void db_bind_int64(struct db_stmt *s, int i, int64_t v)
+{
+	char text[32];
+
+	if (s->lite) {
+		sqlite3_bind_int64(s->lite, i, v);
+		return;
+	}
+	snprintf(text, sizeof text, "%" PRId64, v);
+	db_bind_text(s, i, text);
+}
+
+void db_bind_double(struct db_stmt *s, int i, double v)
+{
+	char text[40];
+
+	if (s->lite) {
+		sqlite3_bind_double(s->lite, i, v);
+		return;
+	}
+	snprintf(text, sizeof text, "%.17g", v);
+	db_bind_text(s, i, text);
+}
+
+void db_bind_null(struct db_stmt *s, int i)
+{
+	if (s->lite)
+		sqlite3_bind_null(s->lite, i);
+	else
+		(void)pg_slot(s, i);
+}
+
+/* Run the statement (PostgreSQL): the whole result is kept. */
+static int pg_run(struct db_stmt *s)
+{
+	struct store *st = s->st;
+	ExecStatusType t;
+
+	s->res = PQexecParams(st->pg, s->sql, s->nval, NULL, (const char *const *)s->val, NULL, NULL, 0);
+	t = s->res ? PQresultStatus(s->res) : PGRES_FATAL_ERROR;
+	if (t == PGRES_TUPLES_OK) {
+		s->nrows = PQntuples(s->res);
+	} else if (t == PGRES_COMMAND_OK) {
+		const char *n = PQcmdTuples(s->res);
+
+		s->changes = n && *n ? strtol(n, NULL, 10) : 0;
+	} else {
+		db_pg_error(st, s->res);
+		PQclear(s->res);
+		s->res = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int db_step(struct db_stmt *s)
+{
+	if (s->lite) {
+		int rc = sqlite3_step(s->lite);
+
+		return rc == SQLITE_ROW ? DB_ROW : rc == SQLITE_DONE ? DB_DONE : -1;
+	}
+	if (!s->res && pg_run(s) < 0)
+		return -1;
+	s->row++;
+	return s->row < s->nrows ? DB_ROW : DB_DONE;
+}
+
+long db_changes(struct db_stmt *s)
+{
+	return s->lite ? sqlite3_changes(s->st->db) : s->changes;
+}
+
+bool db_unique_violation(struct store *st)
+{
+	if (st->backend == DB_POSTGRES)
+		return strcmp(st->pg_state, "23505") == 0;
+	int ext = sqlite3_extended_errcode(st->db);
+
+	return ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE;
+}
+
+bool db_col_null(struct db_stmt *s, int i)
+{
+	if (s->lite)
+		return sqlite3_column_type(s->lite, i) == SQLITE_NULL;
+	return !s->res || s->row >= s->nrows || PQgetisnull(s->res, s->row, i);
+}
+
+const char *db_col_text(struct db_stmt *s, int i)
+{
+	if (s->lite)
+		return (const char *)sqlite3_column_text(s->lite, i);
+	return db_col_null(s, i) ? NULL : PQgetvalue(s->res, s->row, i);
+}
+
+size_t db_col_bytes(struct db_stmt *s, int i)
+{
+	if (s->lite)
+		return (size_t)sqlite3_column_bytes(s->lite, i);
+	return db_col_null(s, i) ? 0 : (size_t)PQgetlength(s->res, s->row, i);
+}
+
+int64_t db_col_int64(struct db_stmt *s, int i)
+{
+	const char *t;
+
+	if (s->lite)
+		return sqlite3_column_int64(s->lite, i);
+	t = db_col_text(s, i);
+	return t ? (int64_t)strtod(t, NULL) : 0;
+}
+
+double db_col_double(struct db_stmt *s, int i)
+{
+	const char *t;
+
+	if (s->lite)
+		return sqlite3_column_double(s->lite, i);
+	t = db_col_text(s, i);
+	return t ? strtod(t, NULL) : 0;
+}
+
+jv db_col_str(struct db_stmt *s, int i)
+{
+	const char *t = db_col_text(s, i);
+
+	return t ? jv_string_sized(t, (int)db_col_bytes(s, i)) : jv_null();
+}
+
+jv db_col_num(struct db_stmt *s, int i)
+{
+	return db_col_null(s, i) ? jv_null() : jv_number(db_col_double(s, i));
+}
+
+jv db_col_json(struct db_stmt *s, int i)
+{
+	const char *t = db_col_text(s, i);
+
+	if (!t)
+		return jv_null();
+	jv v = json_parse(t, db_col_bytes(s, i));
+
+	return jv_is_valid(v) ? v : (jv_free(v), jv_null());
+}
+
+void db_reset(struct db_stmt *s)
+{
+	if (s->lite) {
+		sqlite3_reset(s->lite);
+		sqlite3_clear_bindings(s->lite);
+		return;
+	}
+	PQclear(s->res);
+	s->res = NULL;
+	s->row = -1;
+	s->nrows = 0;
+	s->changes = 0;
+	for (int i = 0; i < s->nval; i++) {
+		free(s->val[i]);
+		s->val[i] = NULL;
+	}
+}
+
+void db_finalize(struct db_stmt *s)
+{
+	if (!s)
+		return;
+	if (s->lite) {
+		sqlite3_finalize(s->lite);
+	} else {
+		db_reset(s);
+		free(s->val);
+		free(s->sql);
+	}
+	free(s);
+}
+
+int db_step_done(struct store *st, struct db_stmt *s, const char *fmt, ...)
+{
+	int rc = 0;
+
+	if (db_step(s) != DB_DONE) {
+		char what[512];
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof what, fmt, ap);
+		va_end(ap);
+		rc = store_fail(st, "%s", what);
+	}
+	db_finalize(s);
+	return rc;
+}

@@ -1,0 +1,61 @@
+/*
+ * store_int.h - what store.c and db.c share about a store (not for other
+ * modules: they use store.h and db.h).
+ */
+#ifndef FORGE_STORE_INT_H
+#define FORGE_STORE_INT_H
+
+#include "store/db.h"
+#include "store/store.h"
+
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
+/* The prepared statements a SQLite store keeps; prepared on first use. */
+enum stmt_id {
+	S_EVENT_PUT,
+	S_EVENT_PUT_MANY,
+	S_COUNT
+};
+
+/*
+ * Events put inside a transaction wait in a queue and are inserted
+ * QUEUE_MAX at a time by one statement (SQLite; see store.c).
+ */
+#define QUEUE_MAX 64
+#define EVENT_COLS 5
+
+struct event_queue {
+	char *text;                     /* the columns' bytes, one after another */
+	size_t len, cap;
+	size_t off[QUEUE_MAX][EVENT_COLS], n[QUEUE_MAX][EVENT_COLS];
+	int count;
+};
+
+struct store {
+	enum db_backend backend;
+	sqlite3 *db;                    /* DB_SQLITE */
+	PGconn *pg;                     /* DB_POSTGRES */
+	char *pg_msg;                   /* the last PostgreSQL error, or NULL */
+	char pg_state[6];               /* its SQLSTATE */
+	char *path;                     /* as given, for messages (password hidden) */
+	sqlite3_stmt *stmt[S_COUNT];    /* NULL until first use */
+	bool readonly;                  /* opened by store_open_readonly() */
+	struct event_queue queue;
+	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
+	long events_added;              /* store_events_added() */
+	int applied;                    /* migrations this open applied */
+};
+
+/* Insert the queued events (SQLite); store.c. */
+int store_queue_flush(struct store *st);
+
+/* Connect st (path already set) to the PostgreSQL database conninfo;
+ * db.c.  Run one statement with no parameters (several, ';'-separated,
+ * when multi). */
+int db_pg_connect(struct store *st, const char *conninfo);
+int db_pg_exec(struct store *st, const char *sql);
+/* Record the PostgreSQL error of res (or of the connection when NULL). */
+void db_pg_error(struct store *st, const PGresult *res);
+
+#endif

@@ -1,0 +1,231 @@
+#!/usr/bin/env bats
+# pg.bats - the store on PostgreSQL (lib/store/db.h), against a throwaway
+# cluster started once for this file (test_helper/pg.bash: initdb + pg_ctl,
+# a Unix socket in a temporary directory, no TCP), one database per test:
+# forge db status/migrate (also several at once), the run store's unit test
+# on PostgreSQL, forge-events store (a re-sent event is not duplicated; 8
+# writers at once stay consistent), a whole forge run with a recorded model
+# and a gate approved then resumed, and the commands not on PostgreSQL yet
+# refused (exit 2); forge llm against the mock provider logs its call there.
+# Skipped, saying why, only when PostgreSQL is not installed.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/pg
+	pg_setup_file
+}
+
+teardown_file() {
+	load test_helper/pg
+	pg_teardown_file
+}
+
+# The mock model server of a test that started one goes with it.
+teardown() {
+	if declare -f mock_stop >/dev/null; then mock_stop || true; fi
+}
+
+setup() {
+	load test_helper/common
+	load test_helper/pg
+	forge_setup
+	pg_require
+	export BATS_TEST_TIMEOUT=180
+	FORGE_DB=$(pg_newdb)
+	export FORGE_DB
+	# psql's database name: the URI's path without its query
+	DBNAME=${FORGE_DB#postgresql://forge@/}
+	DBNAME=${DBNAME%%\?*}
+	psql_q() { "$PG_BIN/psql" -X -At -h "$PG_SOCK" -U forge -d "$DBNAME" -c "$1"; }
+	# events N TRACE C: N events of TRACE, ids 01JPG C then a number
+	events() {
+		local n=$1 trace=$2 c=$3 i
+		for ((i = 1; i <= n; i++)); do
+			printf '{"kind":"event","id":"01JPG%s%020d","trace_id":"%s","ts":"2026-11-21T21:30:%02d.%03dZ","source":"test","phase":"plan","type":"agent.iteration","payload":{"i":%d,"s":"caf\\u00e9"}}\n' \
+				"$c" "$i" "$trace" $((i / 1000 % 60)) $((i % 1000)) "$i"
+		done
+	}
+}
+
+@test "forge db status and migrate: backend, URI without its password, version, pending; idempotent" {
+	URI="postgresql://forge:s3cret@/$DBNAME?host=$PG_SOCK"
+	run -0 --separate-stderr forge db status --db "$URI"
+	assert_line "backend:  postgresql"
+	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
+	assert_line "schema:   version 0 of 1"
+	assert_line "pending:  pg/001-core.sql"
+	[[ "$output" != *s3cret* ]]
+	run -0 --separate-stderr forge db migrate --db "$URI"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 1"
+	run -0 --separate-stderr forge db migrate --db "$URI"
+	assert_output --partial "is up to date (schema version 1)"
+	run -0 --separate-stderr forge db status --json
+	jq -e '.backend == "postgresql" and .version == 1 and .known == 1 and .pending == []' <<<"$output"
+	[ "$(psql_q 'select version, name from forge_schema')" = "1|pg/001-core.sql" ]
+	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 1
+		and (.database.path | test("s3cret") | not)' <<<"$output"
+	# a libpq conninfo string names the same database (host= a socket directory)
+	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
+	assert_line "schema:   version 1 of 1 (up to date)"
+	# SQLite: the same command, a file not created by looking
+	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
+	assert_line "backend:  sqlite"
+	[ ! -e "$BATS_TEST_TMPDIR/x.db" ]
+	run -0 --separate-stderr forge db migrate --db "$BATS_TEST_TMPDIR/x.db"
+	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db" --json
+	jq -e '.backend == "sqlite" and .version == .known and .pending == []' <<<"$output"
+}
+
+@test "forge db migrate from several processes at once: one applies, the others wait; one schema" {
+	pids=()
+	for i in 1 2 3 4 5 6; do
+		forge db migrate >"$BATS_TEST_TMPDIR/out$i" 2>&1 &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid"; done
+	cat "$BATS_TEST_TMPDIR"/out*
+	[ "$(grep -l 'schema version 0 -> 1' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq 1 ]
+}
+
+@test "a database that cannot be reached, or a bad command: clear errors with their exit status" {
+	run -5 --separate-stderr forge db status --db "postgresql://forge@/no_such_db?host=$PG_SOCK"
+	[[ "$stderr" == *"cannot connect to database 'postgresql://forge@/no_such_db"*'database "no_such_db" does not exist'* ]]
+	run -5 --separate-stderr forge-events list --db "postgresql://forge@/no_such_db?host=$PG_SOCK"
+	[[ "$stderr" == *"cannot connect to database"* ]]
+	run -2 --separate-stderr forge db frobnicate
+	run -2 --separate-stderr forge db
+}
+
+@test "the run store's unit test on PostgreSQL (URI and conninfo forms)" {
+	run -0 env FORGE_TEST_DB="$FORGE_DB" "$FORGE_TESTBIN/test_store_backend"
+	refute_output --partial "not ok"
+	run -0 env FORGE_TEST_DB="host=$PG_SOCK user=forge dbname=$DBNAME" "$FORGE_TESTBIN/test_store_backend"
+	refute_output --partial "not ok"
+}
+
+@test "forge-events store on PostgreSQL: passes the stream through, a re-sent event is not duplicated, replay gives it back" {
+	events 30 01JPGTRACEAAAAAAAAAAAAAAAA A >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr forge-events store <"$BATS_TEST_TMPDIR/in"
+	diff -u "$BATS_TEST_TMPDIR/in" <(printf '%s\n' "${lines[@]}")
+	# sent again, and half of it once more with new ones: only the new ones are added
+	{ cat "$BATS_TEST_TMPDIR/in"; head -n 15 "$BATS_TEST_TMPDIR/in"; events 5 01JPGTRACEAAAAAAAAAAAAAAAA B; } |
+		forge-events store --batch 7 >/dev/null
+	[ "$(psql_q 'select count(*) from event_log')" -eq 35 ]
+	run -0 --separate-stderr forge-events replay 01JPGTRACEAAAAAAAAAAAAAAAA
+	[ "${#lines[@]}" -eq 35 ]
+	diff -u "$BATS_TEST_TMPDIR/in" <(printf '%s\n' "${lines[@]}" | grep '"id":"01JPGA')
+	# the events view reads the record's fields
+	[ "$(psql_q "select phase || '/' || (payload::json ->> 's') from events where id = '01JPGA00000000000000000001'")" = "plan/café" ]
+	# append-only
+	run -1 psql_q "delete from event_log"
+	run -0 --separate-stderr forge-events list --json
+	jq -e '.trace_id == "01JPGTRACEAAAAAAAAAAAAAAAA" and .events == 35' <<<"$output"
+	# a prefix is enough, as on SQLite
+	run -0 --separate-stderr forge-events replay 01jpgtrace
+	[ "${#lines[@]}" -eq 35 ]
+}
+
+@test "8 forge-events store writers into one PostgreSQL at once, overlapping: nothing lost, nothing twice" {
+	for p in 1 2 3 4 5 6 7 8; do
+		# each writer: 200 events of its own trace, and the first 50 of writer 1's
+		{ events 200 "01JPGTRACE${p}AAAAAAAAAAAAAAA" "$p"; events 50 01JPGTRACE1AAAAAAAAAAAAAAA 1; } >"$BATS_TEST_TMPDIR/in$p"
+	done
+	pids=()
+	for p in 1 2 3 4 5 6 7 8; do
+		forge-events store --batch 25 <"$BATS_TEST_TMPDIR/in$p" >/dev/null 2>"$BATS_TEST_TMPDIR/err$p" &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid"; done
+	cat "$BATS_TEST_TMPDIR"/err*
+	[ -z "$(cat "$BATS_TEST_TMPDIR"/err*)" ]
+	[ "$(psql_q 'select count(*) from event_log')" -eq 1600 ]
+	[ "$(psql_q 'select count(distinct id) from event_log')" -eq 1600 ]
+	[ "$(psql_q 'select count(distinct trace_id) from event_log')" -eq 8 ]
+	for p in 1 2 3 4 5 6 7 8; do
+		forge-events replay "01JPGTRACE${p}AAAAAAAAAAAAAAA" >"$BATS_TEST_TMPDIR/out$p"
+		diff -u <(head -n 200 "$BATS_TEST_TMPDIR/in$p") "$BATS_TEST_TMPDIR/out$p"
+	done
+}
+
+@test "forge run on PostgreSQL: all five phases, then status, history, events; a gate approved, then resumed" {
+	CONFIGS="$FORGE_ROOT/tests/fixtures/supervisor"
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	assert_output --partial "completed"
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	[ -n "$T" ] && [ "$T" != null ]
+	[ "$(git -C "$REPO" log --format=%s "$BASE..forge/$T")" = "forge: add a mul operation (attempt 1)" ]
+	run -0 forge status "$T"
+	assert_line --regexp "^status +completed"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.review.decision == "approve" and .pending_gates == []' <<<"$output"
+	run -0 --separate-stderr forge show "$T"
+	assert_output --partial "add a mul operation"
+	run -0 --separate-stderr forge diff "$T"
+	assert_output --partial "calc_mul"
+	run -0 forge events replay "$T"
+	[ "$(jq -r 'select(.type == "pipeline.state_changed") | "\(.payload.from)>\(.payload.to)"' <<<"$output" | tr '\n' ' ')" = \
+		"idle>planning planning>implementing implementing>reviewing reviewing>testing testing>deploying deploying>completed " ]
+	# in the database: the run, its checkpoints, its model calls, its plan, no lease left, no SQLite file
+	[ "$(psql_q "select status from runs where id = '$T'")" = completed ]
+	[ "$(psql_q "select count(*) >= 5 from checkpoints where trace_id = '$T'")" = t ]
+	[ "$(psql_q "select count(*) > 0 from llm_calls where trace_id = '$T'")" = t ]
+	[ "$(psql_q "select count(*) from plan_versions where trace_id = '$T'")" -ge 1 ]
+	[ "$(psql_q "select count(*) from leases")" -eq 0 ]
+	[ "$(psql_q "select count(*) from event_log where trace_id = '$T'")" -eq "$(forge events replay "$T" | wc -l)" ]
+	run ls -a "$REPO" "$REPO/.forge"
+	refute_output --partial "postgres"
+	refute_output --partial "forge.db"
+
+	# a gate: the run pauses (exit 4), the gate is approved from the database, resume completes it
+	export FORGE_CASSETTE="$CASSETTES/run-highrisk.jsonl"
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T2=$(forge history --json -n 1 | jq -r .trace_id)
+	run -0 forge gate list
+	assert_line --regexp "architecture_approval +pending .* run $T2"
+	G=$(forge gate list --json | jq -r .id)
+	run -0 forge gate approve "$G" --note "keep the usage line in sync"
+	run -1 --separate-stderr forge gate approve "$G"
+	[[ "$stderr" == *"already approved"* ]]
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T2" </dev/null
+	run -0 forge status --json "$T2"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 forge history
+	assert_line --regexp "^$T2 +completed"
+	assert_line --regexp "^$T +completed"
+}
+
+@test "commands whose tables are not on PostgreSQL yet say so (exit 2); nothing named after the URI is created" {
+	cd "$BATS_TEST_TMPDIR"
+	git init -q repo && cd repo
+	run -2 --separate-stderr forge memory list
+	[[ "$stderr" == *"forge memory is not supported on PostgreSQL yet (database 'postgresql://forge@/$DBNAME"* ]]
+	run -2 --separate-stderr forge findings list
+	[[ "$stderr" == *"forge findings is not supported on PostgreSQL yet"* ]]
+	run -2 --separate-stderr forge gc --dry-run
+	[[ "$stderr" == *"forge gc is not supported on PostgreSQL yet"* ]]
+	run -2 --separate-stderr forge memory list --db "postgres://forge@/$DBNAME?host=$PG_SOCK"
+	[[ "$stderr" == *"not supported on PostgreSQL yet"* ]]
+	[ -z "$(find "$BATS_TEST_TMPDIR" -name 'postgres*')" ]
+}
+
+@test "forge llm against the mock provider logs the call in PostgreSQL, its key redacted" {
+	load test_helper/mock
+	mock_start
+	mock_reset
+	mock_steps '[{"provider":"anthropic","text":"Hello from the mock"}]'
+	CANARY=sk-ant-CANARY-7f3a9c1e5b2d4680bbbb
+	run -0 --separate-stderr env ANTHROPIC_API_KEY=$CANARY \
+		forge-llm --provider anthropic --base-url "$MOCK_URL" --model claude-haiku-4-5 "say hi $CANARY"
+	mock_stop
+	[ "$output" = "Hello from the mock" ]
+	[ "$(psql_q "select provider || '/' || model || '/' || input_tokens from llm_calls")" = \
+		"anthropic/claude-haiku-4-5/$(psql_q "select input_tokens from llm_calls")" ]
+	[ "$(psql_q "select response::json ->> 'text' from llm_calls")" = "Hello from the mock" ]
+	[ "$(psql_q "select count(*) from llm_calls where request like '%CANARY%' or response like '%CANARY%'")" -eq 0 ]
+}
