@@ -173,6 +173,29 @@ quit_ok() {
 	wait_for "$T  paused    gate plan"
 }
 
+@test "a run left running by a dead process is interrupted in the list and in the run view, as forge status and show say" {
+	paused_run
+	# as if its process had died while it ran (lifecycle.bats does the same)
+	true & dead=$!
+	wait "$dead"
+	sqlite3 "$FORGE_DB" "update runs set status = 'running' where id = '$T';
+		insert into leases values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at plan"
+	run -0 forge show "$T"
+	assert_line --regexp "^status +interrupted at plan"
+	tui_start
+	wait_for "$T  interrupted gate plan"
+	tm send-keys -t tui Enter
+	wait_for "status   interrupted at plan"
+	tm send-keys -t tui Escape
+	wait_for "TRACE                       STATUS"
+	# a living holder: running again, in both
+	sqlite3 "$FORGE_DB" "update leases set pid = $$ where trace_id = '$T'"
+	wait_for "$T  running   gate plan"
+	quit_ok
+}
+
 @test "colours by default; NO_COLOR: none at all" {
 	paused_run
 	sgr_colour=$'\e\\[([0-9;]*;)?[34][0-7](;[0-9;]*)?m'
