@@ -19,6 +19,11 @@ void store_live_init(struct store_live *w, struct store *st)
 	w->text = (struct buf)BUF_INIT;
 }
 
+static int64_t clock_of(const struct store_live *w)
+{
+	return w->clock_ms ? w->clock_ms() : monotonic_ms();
+}
+
 /* Replace the row's text with the text so far; a failure turns w off. */
 static void flush(struct store_live *w)
 {
@@ -36,7 +41,7 @@ static void flush(struct store_live *w)
 	if (store_step_done(w->st, s, "cannot write the live text") < 0)
 		w->st = NULL;
 	w->written = w->text.len;
-	w->last_ms = monotonic_ms();
+	w->last_ms = clock_of(w);
 	w->writes++;
 }
 
@@ -70,7 +75,7 @@ void store_live_begin(struct store_live *w, const char *trace, const char *phase
 		w->st = NULL;
 		w->call[0] = '\0';
 	}
-	w->last_ms = 0;	/* the first text is written at once */
+	w->last_ms = INT64_MIN / 2;	/* the first text is written at once */
 }
 
 void store_live_add(struct store_live *w, const char *text, size_t len)
@@ -78,7 +83,7 @@ void store_live_add(struct store_live *w, const char *text, size_t len)
 	if (!w->st || !w->call[0] || !len)
 		return;
 	buf_add(&w->text, text, len);
-	if (monotonic_ms() - w->last_ms >= STORE_LIVE_INTERVAL_MS)
+	if (clock_of(w) - w->last_ms >= STORE_LIVE_INTERVAL_MS)
 		flush(w);
 }
 

@@ -34,6 +34,7 @@ struct store_live {
 	size_t written;                 /* text.len at the last write */
 	int64_t last_ms;                /* monotonic_ms() of the last write */
 	int writes;                     /* UPDATEs made (for measurements) */
+	int64_t (*clock_ms)(void);      /* NULL: monotonic_ms(); a test's own clock */
 };
 
 /* A writer on st (borrowed; NULL makes it do nothing). */
