@@ -15,6 +15,7 @@
 #include "memory/memory.h"
 #include "os/proc.h"
 #include "agent/skills.h"
+#include "store/live.h"
 #include "store/store.h"
 #include "core/tmpdir.h"
 
@@ -509,13 +510,25 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 	return 0;
 }
 
-/* The spinner of a model call (app/term.h): on a terminal, or relayed to
- * forge-supervisor; not under -q. */
+/* What a model call's progress goes to: the spinner (app/term.h: on a
+ * terminal, or relayed to forge-supervisor; not under -q) and the store's
+ * live text (store/live.h, agent.live_text: forge tui shows it, wherever
+ * the run was started).  One phase a process: one of each. */
+static bool agent_spinner;
+static struct store_live agent_live;
+static struct llm_client *agent_llm, *agent_fast;
+
 static void agent_call(void *payload, bool start)
 {
 	struct phase *ph = payload;
 	char label[160];
 
+	if (start)
+		store_live_begin(&agent_live, ph->out.trace_id, ph->spec->name, llm_client_model(agent_llm));
+	else
+		store_live_end(&agent_live);
+	if (!agent_spinner)
+		return;
 	if (!start) {
 		term_spinner_stop();
 		return;
@@ -527,7 +540,9 @@ static void agent_call(void *payload, bool start)
 static void agent_text(void *payload, const char *text, size_t len)
 {
 	(void)payload;
-	term_spinner_text(text, len);
+	store_live_add(&agent_live, text, len);
+	if (agent_spinner)
+		term_spinner_text(text, len);
 }
 
 /* -v: a tool call's arguments and the head of its result (3 lines, 300
@@ -625,7 +640,6 @@ static size_t context_window(struct phase *ph, struct llm_client *llm)
  * until phase_main() ends, so a phase that runs the loop more than once
  * (forge-implement's TDD runs) goes on counting cassette calls within the
  * process instead of replaying call 1 again. */
-static struct llm_client *agent_llm, *agent_fast;
 static bool agent_fast_tried;
 
 /* The phase's MCP servers (app/toolset.h), started by the first
@@ -703,7 +717,12 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 	struct toolset_exec tools = { phase_toolset(ph), exec, exec_payload };
 	if (tools.ts)
 		cfg->tools = toolset_specs(tools.ts, cfg->tools);
-	bool status = ph->common.verbosity >= 0 && term_status_enabled();
+	agent_spinner = ph->common.verbosity >= 0 && term_status_enabled();
+	/* a call streams for either: the live text needs a trace to file it under */
+	bool live = config_get_bool(ph->cfg, "agent.live_text") && ph->out.trace_id[0] && phase_store(ph) &&
+		    !store_readonly(phase_store(ph));
+	bool status = agent_spinner || live;
+	store_live_init(&agent_live, live ? phase_store(ph) : NULL);
 	struct agent_env env = {
 		.llm = agent_llm, .fast = agent_fast, .out = &ph->out,
 		.exec = tools.ts ? toolset_exec_fn : exec, .exec_payload = tools.ts ? (void *)&tools : exec_payload,
@@ -714,6 +733,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 	};
 	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect");
 	agent_run(out, cfg, &env, prompt);
+	store_live_release(&agent_live);
 	delegate_unhook(&dg);
 	ph->cost_usd += out->cost_usd;
 	ph->tokens += out->tokens;

@@ -299,6 +299,20 @@ static jv diff_of(struct store *st, struct forge_git *g, const char *trace, jv s
 
 /* ---- the whole view -------------------------------------------------- */
 
+jv runview_shown(struct store *st, jv run)
+{
+	enum run_status s = run_status_of(json_get_str(run, "status"));
+	jv lease;
+
+	if (s != RUN_RUNNING && s != RUN_PENDING)
+		return run;
+	/* no lease at all (null) is as dead as a dead holder's */
+	if (store_lease_get(&lease, st, json_get_str(run, "trace_id")) == 0 && !json_get_bool(lease, "alive", false))
+		run = json_set(run, "status", jv_string("interrupted"));
+	jv_free(lease);
+	return run;
+}
+
 int runview_load(jv *out, struct store *st, struct forge_git *g, const char *trace, bool with_patch)
 {
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), v;
@@ -312,7 +326,7 @@ int runview_load(jv *out, struct store *st, struct forge_git *g, const char *tra
 	    store_events_foreach(st, trace, on_event, &w) < 0)
 		goto out;
 	if (jv_get_kind(run) == JV_KIND_OBJECT)
-		run = json_set(run, "config", jv_null());
+		run = runview_shown(st, json_set(run, "config", jv_null()));
 	v = json_set(jv_object(), "trace_id", jv_string(trace));
 	v = json_set(v, "run", jv_copy(run));
 	v = json_set(v, "status", jv_get_kind(merged) == JV_KIND_OBJECT ? jv_string("merged") :

@@ -45,9 +45,20 @@ void runview_close(struct runview_open *v);
 int runview_resolve(char **out, struct store *st, const char *prog, const char *typed);
 
 /*
+ * The status a person is shown for a run: the run row's own, but
+ * "interrupted" when the row says pending or running and no living process
+ * holds its lease (none, or its holder died: killed, the machine went down,
+ * its failure could not be written); `forge resume` continues it.  What
+ * forge status, forge history, forge show and forge tui show.  run is a
+ * store_run_get() or store_runs_list() row; consumed, returned with
+ * "status" replaced when so (as it was on a database error).
+ */
+jv runview_shown(struct store *st, jv run);
+
+/*
  * Everything known about run `trace` (a whole id), as one object:
- *   trace_id, run (store_run_get() without config), status (the run's,
- *   "merged" when a run.merged event says so), merged (that event's
+ *   trace_id, run (store_run_get() without config), status (the run's as
+ *   runview_shown() says, "merged" when a run.merged event says so), merged (that event's
  *   payload or null), task, plan, review, tests, deployment, bounces,
  *   cost (from the newest checkpoint; null when absent),
  *   diff {"base","head","files","patch","from"} -- "from" is "git" (the

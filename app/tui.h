@@ -5,7 +5,9 @@
  *                 NO_COLOR), the size check, drawing a line, reading a line;
  *   tui_list.c    the run list, read from the store;
  *   tui_run.c     the selected run: nodes, phase timeline, the model's
- *                 replies and tool calls, findings, tests, cost and budget;
+ *                 text of a call in flight (store/live.h: as it streams,
+ *                 from whichever process makes the call), its replies and
+ *                 tool calls, findings, tests, cost and budget;
  *   tui_gate.c    a pending gate answered in place (gatedecide.h);
  *   tui_palette.c the command palette: the existing commands, run as
  *                 processes on the terminal;
@@ -44,6 +46,7 @@ struct tui {
 	char *trace;            /* the selected run (the run view), malloc'd */
 	jv lines;               /* the run view: [[attr, text], ...] */
 	int scroll;             /* the run view's first line shown */
+	bool live;              /* the run view shows a model call in flight: poll faster */
 	char msg[512];          /* the status line: the last thing done or failed */
 };
 
@@ -88,7 +91,8 @@ void tui_list_move(struct tui *t, int delta);
 
 /* ---- tui_run.c -------------------------------------------------------- */
 
-/* Read run t->trace again into t->lines. */
+/* Read run t->trace again into t->lines; t->live says whether a model
+ * call of it is in flight. */
 int tui_run_load(struct tui *t);
 void tui_run_draw(struct tui *t);
 void tui_run_scroll(struct tui *t, int delta);

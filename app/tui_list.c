@@ -5,6 +5,7 @@
 #include "app/tui.h"
 
 #include "app/cli.h"
+#include "app/runview.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "engine/gates.h"
@@ -40,9 +41,11 @@ static void age(char *out, size_t n, const char *iso)
 		snprintf(out, n, "%ldd", s / 86400);
 }
 
-/* Each run of runs (consumed) with "pending_gate": the id of its newest
- * pending gate (gates, borrowed, newest first), or null. */
-static jv with_gates(jv runs, jv gates)
+/* Each run of runs (consumed) with the status forge status shows
+ * (runview_shown(): "interrupted" when its process is gone) and
+ * "pending_gate": the id of its newest pending gate (gates, borrowed,
+ * newest first), or null. */
+static jv with_gates(struct store *st, jv runs, jv gates)
 {
 	jv out = jv_array();
 
@@ -54,7 +57,7 @@ static jv with_gates(jv runs, jv gates)
 				gate = json_get(g, "id");
 			jv_free(g);
 		}
-		out = jv_array_append(out, json_set(r, "pending_gate", gate));
+		out = jv_array_append(out, json_set(runview_shown(st, r), "pending_gate", gate));
 	}
 	jv_free(runs);
 	return out;
@@ -75,7 +78,7 @@ int tui_list_load(struct tui *t)
 		return -1;
 	}
 	jv_free(t->runs);
-	t->runs = with_gates(runs, gates);
+	t->runs = with_gates(t->ses->store, runs, gates);
 	jv_free(gates);
 	/* the selection stays on its run when new runs come in above it */
 	jv_array_foreach(t->runs, i, r) {
@@ -119,8 +122,8 @@ static enum tui_attr status_attr(const char *status, bool gate)
 {
 	enum run_status s = run_status_of(status);
 
-	if (gate)
-		return TUI_WARN;
+	if (gate || !strcmp(status, "interrupted"))
+		return TUI_WARN;   /* waits for a person: a gate, forge resume */
 	if (s == RUN_COMPLETED)
 		return TUI_OK;
 	if (s == RUN_FAILED || s == RUN_CANCELLED)

@@ -11,6 +11,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
+#include "store/live.h"
 #include "store/store.h"
 
 #include <curses.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 
 enum { REPLIES = 40 };   /* the model's newest replies shown */
+enum { LIVE_LINES = 8 }; /* the last lines of a call in flight shown */
 
 __attribute__((format(printf, 3, 4)))
 static void line(jv *lines, enum tui_attr a, const char *fmt, ...)
@@ -149,6 +151,31 @@ static void replies(jv *l, jv list)
 	}
 }
 
+/* The model's text of each call in flight (its process alive), its last
+ * LIVE_LINES lines as it streams; how many were shown. */
+static int live_calls(jv *l, jv list)
+{
+	int shown = 0;
+
+	jv_array_foreach(list, i, c) {
+		const char *text = str_or(c, "text", "");
+		if (!json_get_bool(c, "alive", false)) {
+			jv_free(c);
+			continue;   /* its process died in the call */
+		}
+		line(l, TUI_HEAD, "model now (%s, %s)", str_or(c, "phase", "?"), str_or(c, "model", "?"));
+		/* the start of the last LIVE_LINES lines */
+		const char *from = text + strlen(text);
+		for (int n = 0; from > text && n <= LIVE_LINES;)
+			if (*--from == '\n' && ++n > LIVE_LINES)
+				from++;
+		indented(l, *from ? from : "...");
+		shown++;
+		jv_free(c);
+	}
+	return shown;
+}
+
 /* The review's findings and the tests' results, from the view. */
 static void findings_tests(jv *l, jv view)
 {
@@ -182,16 +209,19 @@ static void findings_tests(jv *l, jv view)
 
 int tui_run_load(struct tui *t)
 {
-	jv view = jv_null(), cp = jv_null(), list = jv_null(), l = jv_array();
+	jv view = jv_null(), cp = jv_null(), list = jv_null(), live = jv_null(), l = jv_array();
 	int rc = -1;
 
 	if (!t->trace)
 		return 0;
 	if (runview_load(&view, t->ses->store, NULL, t->trace, false) < 0 ||
 	    store_checkpoint_latest(&cp, t->ses->store, t->trace) < 0 ||
-	    llm_log_replies(&list, t->ses->store, t->trace, REPLIES) < 0)
+	    llm_log_replies(&list, t->ses->store, t->trace, REPLIES) < 0 ||
+	    store_live_list(&live, t->ses->store, t->trace) < 0)
 		goto out;
 	summary(&l, view, cp);
+	/* under the summary: in sight without scrolling */
+	t->live = live_calls(&l, live) > 0;
 	timeline(&l, view);
 	findings_tests(&l, view);
 	replies(&l, list);
@@ -204,6 +234,7 @@ out:
 	jv_free(view);
 	jv_free(cp);
 	jv_free(list);
+	jv_free(live);
 	return rc;
 }
 

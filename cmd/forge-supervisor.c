@@ -232,26 +232,6 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	return code;
 }
 
-/*
- * A run recorded as pending or running whose process is gone (no lease, or
- * its holder died: killed, the machine went down, its failure could not be
- * written) is shown as "interrupted"; `forge resume` continues it.
- * Consumes run.
- */
-static jv shown(struct store *st, jv run)
-{
-	const char *status = json_get_str(run, "status");
-	jv lease;
-
-	if (run_status_of(status) != RUN_RUNNING && run_status_of(status) != RUN_PENDING)
-		return run;
-	if (store_lease_get(&lease, st, json_get_str(run, "trace_id")) == 0 &&
-	    !json_get_bool(lease, "alive", false))
-		run = json_set(run, "status", jv_string("interrupted"));
-	jv_free(lease);
-	return run;
-}
-
 /* The run's automation level (supervise_run_level()) as
  * run.automation_level, when it has one.  Consumes run. */
 static jv with_level(struct store *st, jv run)
@@ -379,7 +359,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		code = FORGE_EXIT_REJECTED;
 		goto out;
 	}
-	run = with_level(e.store, shown(e.store, run));
+	run = with_level(e.store, runview_shown(e.store, run));
 	const char *id = json_get_str(run, "trace_id");
 	store_checkpoint_latest(&cp, e.store, id);
 	gate_list(&gates, e.store, id, true);
@@ -473,7 +453,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 	if (!a->json && jv_array_length(jv_copy(runs)) > 0)
 		printf("%-26s  %-9s  %-9s  %9s  %-19s  %s\n", "TRACE", "STATUS", "PHASE", "COST", "STARTED", "TASK");
 	jv_array_foreach(runs, i, r) {
-		r = shown(e.store, r);
+		r = runview_shown(e.store, r);
 		if (a->json) {
 			json_write_line(stdout, r, false);
 			continue;

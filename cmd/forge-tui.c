@@ -110,6 +110,8 @@ static int loop(struct tui *t)
 	reload(t);
 	while (!tui_stop) {
 		draw(t);
+		/* a model call in flight on the run view: its text as it streams */
+		timeout(t->screen == TUI_RUN && t->live ? 150 : 1000);
 		int c = getch();
 		if (tui_stop || !on_key(t, c))
 			break;

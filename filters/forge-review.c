@@ -284,6 +284,29 @@ out:
 	return rc;
 }
 
+/* An event for each earlier review that requested changes and was
+ * dismissed, and for each GitHub refused to dismiss (403, 422: the token may
+ * not dismiss, branch protection) with a warning: the review is posted, the
+ * old request for changes stays for a person to dismiss.  Borrows report. */
+static void pr_dismissals(struct phase *ph, jv report)
+{
+	struct review_args *a = ph->payload;
+	jv done = json_get(report, "dismissed"), failed = json_get(report, "dismiss_failed");
+
+	jv_array_foreach(done, i, id) {
+		jv e = json_set(json_set(jv_object(), "number", jv_number(a->pr)), "review_id", id);
+		e = json_set(e, "commit", jv_string(a->pr_head));
+		phase_emit(ph, "review.github.dismissed", json_set(e, "dry_run", jv_bool(a->dry_run)));
+	}
+	jv_array_foreach(failed, i, f) {
+		fprintf(stderr, "%s: warning: the earlier review %.0f that requested changes is not dismissed: %s\n",
+			ph->spec->program, json_get_num(f, "review_id", 0), json_get_str(f, "error"));
+		phase_emit(ph, "review.github.dismiss_failed", json_set(f, "number", jv_number(a->pr)));
+	}
+	jv_free(done);
+	jv_free(failed);
+}
+
 /* Post the review to the pull request (or, with --dry-run, print what would
  * be posted).  -1 with a message when GitHub refused. */
 static int pr_publish(struct phase *ph, jv all, const struct diff *d, const char *decision,
@@ -313,6 +336,7 @@ static int pr_publish(struct phase *ph, jv all, const struct diff *d, const char
 			fprintf(stderr, "%s: --dry-run: would send to %s:\n", ph->spec->program, a->gh.api);
 			json_write_pretty(stderr, reqs);
 		}
+		pr_dismissals(ph, report);
 		phase_emit(ph, "review.github.posted", report);
 	} else {
 		jv_free(report);

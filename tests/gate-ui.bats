@@ -151,10 +151,13 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[[ "$output" != *"tokens · Reading the calculator. The plan"* ]]	# one line, the last
 	run -0 mock_streamed
 	[ "$output" = '[true]' ]
-	# piped: no streaming asked for the status line
+	# piped: no streaming asked for the status line (nor, with agent.live_text
+	# false, for forge tui's live text: tui.bats)
 	mock_reset
 	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"ok","tool_calls":[{"name":"finish","input":$f}]}]')"
-	ANTHROPIC_API_KEY=sk-test run -0 --separate-stderr forge-plan --base-url "$MOCK_URL" --task 'add a mul operation'
+	echo '{"agent": {"live_text": false}}' >"$BATS_TEST_TMPDIR/nolive.json"
+	ANTHROPIC_API_KEY=sk-test run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/nolive.json" \
+		--base-url "$MOCK_URL" --task 'add a mul operation'
 	run -0 mock_streamed
 	[ "$output" = '[null]' ]
 }

@@ -284,3 +284,116 @@ posted() { jq -c 'select(.type == "review.github.posted") | .payload' <<<"$OUT";
 	refute_output --partial suggestion
 	assert_equal "$(posted | jq -r '[.updated, .posted] | join(" ")')" "1 0"
 }
+
+# fixed_head: the pull request's new head copies without strcpy, and the
+# model finds nothing in it: the review no longer requests changes.
+fixed_head() {
+	printf '#include <string.h>\nvoid put(char *d, const char *s)\n{\n\tmemmove(d, s, strlen(s) + 1);\n}\n' >"$T/src/src/copy.c"
+	git -C "$T/src" commit -q --allow-empty -am "no strcpy"
+	git -C "$T/src" push -q -f "$T/origin.git" feature:refs/pull/7/head
+	FIXED_SHA=$(git -C "$T/src" rev-parse HEAD)
+	mock_reset
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+}
+
+@test "a later run that no longer requests changes dismisses Forge's earlier REQUEST_CHANGES review, naming the commit" {
+	run -1 --separate-stderr review --pr 7
+	old=$(gh_state | jq '.reviews[0].id')
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	assert_equal "$(jq -r '[.reviews[] | .state] | join(" ")' <<<"$S")" "DISMISSED COMMENTED"
+	assert_equal "$(jq -r --arg id "$old" '.dismissals[$id]' <<<"$S")" \
+		"Resolved by $FIXED_SHA: Forge's review of that commit no longer requests changes."
+	assert_equal "$(jq -c '[.requests[] | select(.[1] | endswith("/dismissals"))]' <<<"$S")" \
+		"[[\"PUT\",\"/repos/octo/hello/pulls/7/reviews/$old/dismissals\"]]"
+	run jq -c 'select(.type == "review.github.dismissed") | .payload' <<<"$OUT"
+	assert_output "{\"number\":7,\"review_id\":$old,\"commit\":\"$FIXED_SHA\",\"dry_run\":false}"
+	assert_equal "$(posted | jq -c '[.event, .dismissed, .dismiss_failed]')" "[\"COMMENT\",[$old],[]]"
+	# a third run finds nothing left to dismiss
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	assert_equal "$(gh_state | jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length')" 1
+}
+
+@test "no dismissal when Forge's earlier review was a COMMENT" {
+	# the earlier review is a COMMENT (review.github.event): nothing to dismiss
+	echo '{"review": {"github": {"event": {"request_changes": "COMMENT"}}}}' >"$T/cfg.json"
+	run -1 --separate-stderr review --pr 7 --config "$T/cfg.json"
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	# (a new review: the new head has new findings) and the old one is left as it is
+	assert_equal "$(jq -r '[.reviews[] | .state] | join(" ")' <<<"$S")" "COMMENTED COMMENTED"
+	assert_equal "$(jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length' <<<"$S")" 0
+	run jq -c 'select(.type // "" | startswith("review.github.dismiss"))' <<<"$OUT"
+	assert_output ""
+}
+
+@test "no dismissal while the new run still requests changes" {
+	run -1 --separate-stderr review --pr 7
+	# a new push, the same problem in it: a new finding, a new REQUEST_CHANGES review
+	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\nint other(void) { return 0; }\n' >"$T/src/src/auth.c"
+	git -C "$T/src" commit -q -am "more"
+	git -C "$T/src" push -q -f "$T/origin.git" feature:refs/pull/7/head
+	mock_reset
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[
+		{"file":"src/auth.c","line":3,"severity":"error","category":"security","rule":"empty-token",
+		 "message":"an empty token is accepted","confidence":0.9,"fixable":false},
+		{"file":"src/auth.c","line":5,"severity":"error","category":"correctness","rule":"unused",
+		 "message":"other is never called","confidence":0.9,"fixable":false}]}}]}]'
+	run -1 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	assert_equal "$(jq -r '[.reviews[] | .state] | join(" ")' <<<"$S")" "CHANGES_REQUESTED CHANGES_REQUESTED"
+	assert_equal "$(jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length' <<<"$S")" 0
+	assert_equal "$(posted | jq -c '[.event, .dismissed]')" '["REQUEST_CHANGES",[]]'
+	# both are dismissed once a run no longer requests changes
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	assert_equal "$(gh_state | jq -r '[.reviews[] | .state] | join(" ")')" "DISMISSED DISMISSED COMMENTED"
+}
+
+@test "a dismissal GitHub refuses (403, 422) is a warning: the review is posted, the exit status is the review's" {
+	run -1 --separate-stderr review --pr 7
+	old=$(gh_state | jq '.reviews[0].id')
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"PUT","path":".*/dismissals","status":403,"count":1,"message":"Resource not accessible by integration"}' >/dev/null
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	assert_equal "$(jq -r '[.reviews[] | .state] | join(" ")' <<<"$S")" "CHANGES_REQUESTED COMMENTED"
+	[[ $stderr == *"forge-review: warning: the earlier review $old that requested changes is not dismissed: GitHub PUT /repos/octo/hello/pulls/7/reviews/$old/dismissals: HTTP 403: Resource not accessible by integration"* ]]
+	run jq -c 'select(.type == "review.github.dismiss_failed") | .payload | [.review_id, .status, .number]' <<<"$OUT"
+	assert_output "[$old,403,7]"
+	assert_equal "$(posted | jq -c '[.dismissed, (.dismiss_failed | length)]')" "[[],1]"
+	# no retry of a 403 that is not a rate limit
+	assert_equal "$(jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length' <<<"$S")" 1
+	# a 422 (GitHub: the review cannot be dismissed) the same way
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"PUT","path":".*/dismissals","status":422,"count":1,"message":"Validation Failed"}' >/dev/null
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	[[ $stderr == *"forge-review: warning: the earlier review $old that requested changes is not dismissed: "*"HTTP 422: Validation Failed"* ]]
+	# the next run tries again (the review still requests changes) and dismisses it
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	assert_equal "$(gh_state | jq -r '[.reviews[] | .state] | join(" ")')" "DISMISSED COMMENTED"
+	assert_equal "$(gh_state | jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length')" 3
+}
+
+@test "a dismissal that fails otherwise (a 500) fails the review (exit 5); a rate limit on it is waited out" {
+	run -1 --separate-stderr review --pr 7
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"PUT","path":".*/dismissals","status":500,"count":1,"message":"Server Error"}' >/dev/null
+	fixed_head
+	run -5 --separate-stderr review --pr 7
+	[[ $stderr == *"/dismissals: HTTP 500: Server Error"* ]]
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"PUT","path":".*/dismissals","status":403,"headers":{"retry-after":"1"},"count":1}' >/dev/null
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	OUT=$output
+	assert_equal "$(gh_state | jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length')" 3
+	assert_equal "$(gh_state | jq -r '[.reviews[] | .state] | join(" ")')" "DISMISSED COMMENTED"
+	assert_equal "$(posted | jq .rate_limit_waits)" 1
+}

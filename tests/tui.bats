@@ -20,6 +20,10 @@ setup() {
 
 teardown() {
 	tmux -S "$SOCK" kill-server 2>/dev/null || true
+	[ -s "$BATS_TEST_TMPDIR/run.pid" ] && kill -- "-$(cat "$BATS_TEST_TMPDIR/run.pid")" 2>/dev/null
+	# the mock of a test that started one (its files go: the next test starts its own)
+	[ -f "$BATS_FILE_TMPDIR/mock.pid" ] && mock_stop && rm -f "$BATS_FILE_TMPDIR/mock.pid" "$BATS_FILE_TMPDIR/port"
+	true
 }
 
 tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
@@ -171,6 +175,85 @@ quit_ok() {
 	paused_run
 	wait_for "forge tui: 1 run in"
 	wait_for "$T  paused    gate plan"
+}
+
+@test "a run left running by a dead process is interrupted in the list and in the run view, as forge status and show say" {
+	paused_run
+	# as if its process had died while it ran (lifecycle.bats does the same)
+	true & dead=$!
+	wait "$dead"
+	sqlite3 "$FORGE_DB" "update runs set status = 'running' where id = '$T';
+		insert into leases values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at plan"
+	run -0 forge show "$T"
+	assert_line --regexp "^status +interrupted at plan"
+	tui_start
+	wait_for "$T  interrupted gate plan"
+	tm send-keys -t tui Enter
+	wait_for "status   interrupted at plan"
+	tm send-keys -t tui Escape
+	wait_for "TRACE                       STATUS"
+	# a living holder: running again, in both
+	sqlite3 "$FORGE_DB" "update leases set pid = $$ where trace_id = '$T'"
+	wait_for "$T  running   gate plan"
+	quit_ok
+}
+
+@test "the model's text shows as it streams, from a run in another process, while the call is open" {
+	load test_helper/mock
+	mock_start
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	unset FORGE_CASSETTE
+	# plan's answers; the first one's text is sent, then the stream waits
+	# (mock_llm pause_after: message_start, block start, ping, the text) until
+	# $GO exists
+	GO="$BATS_TEST_TMPDIR/go"
+	mock_steps "$(jq -sc --arg go "$GO" '[.[].response | {text: (.text // ""), tool_calls, usage}]
+	  | .[0] += {text: "Reading calc.c to see\nhow operations are added.", chunk: 1000, pause_after: 4, pause_file: $go}' \
+	  "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl")"
+	setsid forge run -q --phases plan "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" 2>&1 3>&- &
+	echo $! >"$BATS_TEST_TMPDIR/run.pid"
+	tui_start
+	wait_for "  add a mul operation"
+	tm send-keys -t tui Enter
+	wait_for "model now (plan, "
+	run -0 screen
+	[[ "$output" == *$'    Reading calc.c to see\n    how operations are added.'* ]]
+	# the row is the store's, while the call is open
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	[ "$(sqlite3 "$FORGE_DB" "select text from live_text where trace_id = '$T'")" = $'Reading calc.c to see\nhow operations are added.' ]
+	# the answer completes: the live row is gone, the reply is in the model's replies
+	touch "$GO"
+	wait "$(cat "$BATS_TEST_TMPDIR/run.pid")"
+	rm "$BATS_TEST_TMPDIR/run.pid"
+	wait_for "$T"
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from live_text"
+	assert_output 0
+	tm send-keys -t tui r
+	run -0 screen
+	[[ "$output" != *"model now"* ]]
+	# nothing of it went to the events (the finished reply is in llm_calls)
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from events where payload like '%how operations are added%'"
+	assert_output 0
+	quit_ok
+}
+
+@test "a piped phase's calls stream for the live text (agent.live_text, on by default); false: they do not" {
+	load test_helper/mock
+	mock_start
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	unset FORGE_CASSETTE
+	mock_steps "$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl")"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq -c '[.[].body.stream] | unique')" = '[true]' ]
+	# each call's row went when it ended
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from live_text")" -eq 0 ]
+	mock_reset
+	mock_steps "$(jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl")"
+	forge config set agent.live_text false >/dev/null
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq -c '[.[].body.stream] | unique')" = '[null]' ]
 }
 
 @test "colours by default; NO_COLOR: none at all" {

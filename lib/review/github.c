@@ -15,6 +15,10 @@
 #include <time.h>
 
 #define MAX_WAITS 5
+/* The markers of Forge's summary review and of one a newer review replaced
+ * (that may still request changes: dismiss_blocking() looks for both). */
+#define SUMMARY "<!-- forge:summary -->"
+#define SUPERSEDED "<!-- forge:superseded -->"
 
 static char *dup_range(const char *s, size_t n)
 {
@@ -193,10 +197,13 @@ int github_call(jv *out, char **next, struct github *gh, const char *method, con
 	} else {
 		jv_free(body);
 	}
+	gh->rate_limited = false;
 	for (;;) {
 		http_response_release(&r);
 		gh->requests++;
-		if (http_send(&r, &gh->http, &req) == 0)
+		int sent = http_send(&r, &gh->http, &req);
+		gh->status = r.status;
+		if (sent == 0)
 			break;
 		double w = rate_limit_wait(&r);
 		if (w < 0) {
@@ -204,6 +211,7 @@ int github_call(jv *out, char **next, struct github *gh, const char *method, con
 			goto out;
 		}
 		if (w > gh->max_wait_s || waits >= MAX_WAITS) {
+			gh->rate_limited = true;
 			forge_error("GitHub rate limit on %s %s: asked to wait %.0f s, more than "
 				    "review.github.max_wait_s (%.0f s)%s", method, path, w, gh->max_wait_s,
 				    waits >= MAX_WAITS ? " or too often" : "");
@@ -451,21 +459,27 @@ static const char *state_of(const char *event)
 	       "COMMENTED";
 }
 
-/* Forge's newest summary review among the pull request's reviews, or null. */
-static int find_summary(jv *out, struct publish *p)
+/* Forge's newest summary review among the pull request's reviews, or
+ * null; *blocking: the ids of Forge's reviews (summaries and superseded
+ * ones) whose state is CHANGES_REQUESTED. */
+static int find_summary(jv *out, jv *blocking, struct publish *p)
 {
 	struct buf path = BUF_INIT;
 	jv all;
 	int rc;
 
 	*out = jv_null();
+	*blocking = jv_array();
 	buf_addf(&path, "/repos/%s/pulls/%d/reviews", p->gh->repo, p->rv->pr);
 	rc = github_list(&all, p->gh, path.buf);
 	if (rc == 0) {
 		jv_array_foreach(all, i, r) {
 			(void)i;
-			const char *b = json_get_str(r, "body");
-			if (b && strstr(b, "<!-- forge:summary -->")) {
+			const char *b = json_get_str(r, "body"), *state = json_get_str(r, "state");
+			bool ours = b && (strstr(b, SUMMARY) || strstr(b, SUPERSEDED));
+			if (ours && state && !strcmp(state, "CHANGES_REQUESTED"))
+				*blocking = jv_array_append(*blocking, json_get(r, "id"));
+			if (b && strstr(b, SUMMARY)) {
 				jv_free(*out);
 				*out = r;
 			} else {
@@ -478,6 +492,45 @@ static int find_summary(jv *out, struct publish *p)
 	return rc;
 }
 
+/*
+ * Dismiss each review of ids (borrowed): this run no longer requests
+ * changes.  403 and 422 (not a rate limit) are listed in
+ * report.dismiss_failed and leave the publish going; any other failure is
+ * -1.
+ */
+static int dismiss_blocking(struct publish *p, jv ids)
+{
+	struct buf path = BUF_INIT, msg = BUF_INIT;
+	jv dismissed = jv_array(), failed = jv_array();
+	int rc = 0;
+
+	buf_addf(&msg, "Resolved by %s: Forge's review of that commit no longer requests changes.", p->rv->commit);
+	jv_array_foreach(ids, i, id) {
+		(void)i;
+		buf_reset(&path);
+		buf_addf(&path, "/repos/%s/pulls/%d/reviews/%.0f/dismissals", p->gh->repo, p->rv->pr,
+			 jv_number_value(id));
+		jv body = json_set(json_set(jv_object(), "message", jv_string(msg.buf)), "event", jv_string("DISMISS"));
+		if (write_req(NULL, p, "PUT", path.buf, body) == 0) {
+			dismissed = jv_array_append(dismissed, id);
+			continue;
+		}
+		if (p->gh->rate_limited || (p->gh->status != 403 && p->gh->status != 422)) {
+			jv_free(id);
+			rc = -1;
+			break;
+		}
+		jv f = json_set(jv_object(), "review_id", id);
+		f = json_set(f, "status", jv_number((double)p->gh->status));
+		failed = jv_array_append(failed, json_set(f, "error", jv_string(forge_last_error())));
+	}
+	p->report = json_set(p->report, "dismissed", dismissed);
+	p->report = json_set(p->report, "dismiss_failed", failed);
+	buf_release(&path);
+	buf_release(&msg);
+	return rc;
+}
+
 static char *summary_body(struct publish *p)
 {
 	struct buf b = BUF_INIT;
@@ -485,14 +538,14 @@ static char *summary_body(struct publish *p)
 	buf_addf(&b, "### Forge review\n\n%s\n", p->rv->summary ? p->rv->summary : "");
 	if (p->outside.len)
 		buf_addf(&b, "\nFindings outside the diff's lines:\n\n%s", p->outside.buf);
-	buf_adds(&b, "\n<!-- forge:summary -->");
+	buf_adds(&b, "\n" SUMMARY);
 	return buf_detach(&b, NULL);
 }
 
 int github_review_publish(jv *report, struct github *gh, const struct github_review *rv)
 {
 	struct publish p = { gh, rv, jv_object(), jv_array(), BUF_INIT };
-	jv placed = jv_array(), fresh = jv_null(), prev = jv_null(), comments = jv_array();
+	jv placed = jv_array(), fresh = jv_null(), prev = jv_null(), blocking = jv_null(), comments = jv_array();
 	char *body = NULL;
 	int rc = -1;
 
@@ -500,6 +553,7 @@ int github_review_publish(jv *report, struct github *gh, const struct github_rev
 	static const char *const keys[] = { "posted", "updated", "kept", "resolved", "outside" };
 	for (size_t i = 0; i < 5; i++)
 		p.report = json_set(p.report, keys[i], jv_number(0));
+	p.report = json_set(json_set(p.report, "dismissed", jv_array()), "dismiss_failed", jv_array());
 	jv_array_foreach(rv->findings, i, f) {
 		(void)i;
 		if (inline_place(rv->diff, f)) {
@@ -513,7 +567,7 @@ int github_review_publish(jv *report, struct github *gh, const struct github_rev
 		count(&p, "outside");
 		jv_free(f);
 	}
-	if (sync_comments(&fresh, &p, placed) < 0 || find_summary(&prev, &p) < 0)
+	if (sync_comments(&fresh, &p, placed) < 0 || find_summary(&prev, &blocking, &p) < 0)
 		goto out;
 	jv_array_foreach(fresh, i, f) {
 		(void)i;
@@ -545,7 +599,7 @@ int github_review_publish(jv *report, struct github *gh, const struct github_rev
 			ans = jv_null();
 			buf_reset(&path);
 			buf_addf(&path, "/repos/%s/pulls/%d/reviews/%.0f", gh->repo, rv->pr, json_get_num(prev, "id", 0));
-			jv old = json_set(jv_object(), "body", jv_string("Superseded by a newer Forge review."));
+			jv old = json_set(jv_object(), "body", jv_string("Superseded by a newer Forge review.\n\n" SUPERSEDED));
 			if (write_req(NULL, &p, "PUT", path.buf, old) < 0)
 				rc = -1;
 		}
@@ -560,6 +614,10 @@ int github_review_publish(jv *report, struct github *gh, const struct github_rev
 	buf_release(&path);
 	if (rc < 0)
 		goto out;
+	if (strcmp(rv->event, "REQUEST_CHANGES") != 0 && dismiss_blocking(&p, blocking) < 0) {
+		rc = -1;
+		goto out;
+	}
 	p.report = json_set(p.report, "event", jv_string(rv->event));
 	p.report = json_set(p.report, "new_review", jv_bool(new_review));
 	*report = json_set(jv_copy(p.report), "requests", jv_copy(p.requests));
@@ -569,6 +627,7 @@ out:
 	jv_free(placed);
 	jv_free(fresh);
 	jv_free(prev);
+	jv_free(blocking);
 	jv_free(comments);
 	jv_free(p.report);
 	jv_free(p.requests);

@@ -36,6 +36,8 @@ struct github {
 	double max_wait_s;              /* longest rate-limit wait made */
 	int waits;                      /* rate-limit waits made so far */
 	int requests;                   /* requests sent (each attempt) */
+	long status;                    /* the last answer's HTTP status (0: none arrived) */
+	bool rate_limited;              /* the last github_call() gave up on a rate limit */
 	struct http_client http;
 	/* Sleeping, injectable for tests (NULL: nanosleep). */
 	void (*sleep_fn)(void *payload, double seconds);
@@ -87,9 +89,16 @@ struct github_review {
  * one reply "resolved" (marked "<!-- forge:resolved=FP -->").  A new
  * review is posted when there are new comments, when there is no earlier
  * summary, or when the event changed; else the summary's body is updated.
+ * When the event is not REQUEST_CHANGES, each of Forge's earlier summary
+ * reviews whose state is CHANGES_REQUESTED is dismissed (PUT .../dismissals,
+ * a message naming rv->commit): a COMMENT from the same account would not
+ * lift it.  A dismissal GitHub refuses with 403 or 422 (no permission to
+ * dismiss, branch protection; not a rate limit) does not fail the publish:
+ * it is listed in "dismiss_failed" for the caller to warn about.
  * *report: {"posted","updated","kept","resolved","outside","review_id",
- * "event","requests":[{"method","path","body"}]} (the write requests, made
- * or, with dry_run, planned).
+ * "event","dismissed":[ID...],"dismiss_failed":[{"review_id","status",
+ * "error"}],"requests":[{"method","path","body"}]} (the write requests,
+ * made or, with dry_run, planned).
  */
 int github_review_publish(jv *report, struct github *gh, const struct github_review *rv);
 

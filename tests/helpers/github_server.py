@@ -17,6 +17,8 @@ Endpoints (each needs "Authorization: Bearer TOKEN", else 401):
     GET   /repos/O/R/pulls/N/reviews                  pulls/list-reviews (paged, Link)
     POST  /repos/O/R/pulls/N/reviews                  pulls/create-review
     PUT   /repos/O/R/pulls/N/reviews/ID               pulls/update-review
+    PUT   /repos/O/R/pulls/N/reviews/ID/dismissals    pulls/dismiss-review (422 unless the
+                                                      review is APPROVED or CHANGES_REQUESTED)
     PATCH /repos/O/R/pulls/comments/ID                pulls/update-review-comment
     POST  /repos/O/R/pulls/N/comments/ID/replies      pulls/create-reply-for-review-comment
 
@@ -28,9 +30,11 @@ list.  Answers are built from the description's own examples
 (components/examples) with the fields that matter set.
 
 Control (no token needed):
-    GET  /_gh/state        {"reviews", "comments", "requests": [[METHOD, PATH], ...], "violations"}
-    POST /_gh/fault        {"method", "path" (regex), "status", "headers", "count"}: the next
-                           count matching requests get that answer (a rate limit)
+    GET  /_gh/state        {"reviews", "comments", "dismissals": {ID: MESSAGE},
+                            "requests": [[METHOD, PATH], ...], "violations"}
+    POST /_gh/fault        {"method", "path" (regex), "status", "headers", "count", "message"}:
+                           the next count matching requests get that answer (a rate
+                           limit; "message" replaces the secondary rate limit's)
 """
 
 import argparse
@@ -50,6 +54,8 @@ OPS = [
     ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "reviews"),
     ("POST", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "create_review"),
     ("PUT", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews/(\d+)", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}", "update_review"),
+    ("PUT", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews/(\d+)/dismissals",
+     "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals", "dismiss_review"),
     ("PATCH", r"/repos/([^/]+)/([^/]+)/pulls/comments/(\d+)", "/repos/{owner}/{repo}/pulls/comments/{comment_id}", "update_comment"),
     ("POST", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/comments/(\d+)/replies",
      "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", "reply"),
@@ -121,6 +127,7 @@ class State:
         self.comments = []
         self.requests = []
         self.violations = []
+        self.dismissals = {}
         self.faults = []
         self.next_id = 1000
 
@@ -197,7 +204,7 @@ def make_handler(st):
                 for f in st.faults:
                     if f["count"] > 0 and f["method"] == method and re.fullmatch(f["path"], url.path):
                         f["count"] -= 1
-                        return self.send(f["status"], {"message": "You have exceeded a secondary rate limit.",
+                        return self.send(f["status"], {"message": f.get("message", "You have exceeded a secondary rate limit."),
                                                        "documentation_url": "https://docs.github.com/rest"}, f.get("headers"))
                 for m, rx, oapath, name in OPS:
                     g = re.fullmatch(rx, url.path)
@@ -224,7 +231,8 @@ def make_handler(st):
             with st.lock:
                 if method == "GET" and path == "/_gh/state":
                     return self.send(200, {"reviews": st.reviews, "comments": st.comments,
-                                           "requests": st.requests, "violations": st.violations})
+                                           "dismissals": st.dismissals, "requests": st.requests,
+                                           "violations": st.violations})
                 if method == "POST" and path == "/_gh/fault":
                     st.faults.append(json.loads(raw))
                     return self.send(200, {})
@@ -300,6 +308,17 @@ def make_handler(st):
             for r in st.reviews:
                 if r["id"] == int(ids[1]):
                     r["body"] = body["body"]
+                    return self.send(200, r, None, oapath)
+            return self.send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, None, oapath)
+
+        def op_dismiss_review(self, oapath, ids, body, q):
+            for r in st.reviews:
+                if r["id"] == int(ids[1]):
+                    if r["state"] not in ("APPROVED", "CHANGES_REQUESTED"):
+                        return self.send(422, {"message": "Can not dismiss a %s pull request review" % r["state"].lower(),
+                                               "documentation_url": "https://docs.github.com/rest"}, None, oapath)
+                    r["state"] = "DISMISSED"
+                    st.dismissals[str(r["id"])] = body["message"]
                     return self.send(200, r, None, oapath)
             return self.send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, None, oapath)
 

@@ -108,6 +108,9 @@ SCRIPT FORMAT
                            (default: words for text, 7 chars for JSON)
     "dribble": N           SSE: write the stream N bytes at a time (tests the
                            client's buffering; may split UTF-8 sequences)
+    "pause_after": N       SSE: after N events, wait until "pause_file" exists (at
+    "pause_file": PATH     most 120 s) before the rest: a test sees the call in
+                           flight with part of its answer sent
     "cut_after": N         SSE: close the connection after N events without
                            message_stop / [DONE]; non-streaming: send half the
                            body and close (Content-Length says more)
@@ -353,6 +356,10 @@ def check_step(step, n):
         raise ValueError("step %d: \"forced_tool\" must be a tool name" % n)
     if "wait_file" in step and not isinstance(step["wait_file"], str):
         raise ValueError("step %d: \"wait_file\" must be a path" % n)
+    if "pause_file" in step and not isinstance(step["pause_file"], str):
+        raise ValueError("step %d: \"pause_file\" must be a path" % n)
+    if "pause_after" in step and not isinstance(step["pause_after"], int):
+        raise ValueError("step %d: \"pause_after\" must be a number of events" % n)
     if is_conditional(step):
         for c in ("when_prompt_contains", "when_prompt_lacks"):
             v = step.get(c, "")
@@ -810,6 +817,10 @@ class Handler(BaseHTTPRequestHandler):
             if cut_after is not None and n >= cut_after:
                 self.abort_connection()
                 return
+            if step.get("pause_file") and n == step.get("pause_after", 0):
+                limit = time.monotonic() + 120
+                while not os.path.exists(step["pause_file"]) and time.monotonic() < limit:
+                    time.sleep(0.02)
             self.write_chunk(ev.encode("utf-8"), dribble)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

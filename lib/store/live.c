@@ -1,0 +1,137 @@
+/*
+ * live.c - the live_text table (live.h).
+ */
+#include "store/live.h"
+
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/store.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void store_live_init(struct store_live *w, struct store *st)
+{
+	memset(w, 0, sizeof *w);
+	w->st = st;
+	w->text = (struct buf)BUF_INIT;
+}
+
+static int64_t clock_of(const struct store_live *w)
+{
+	return w->clock_ms ? w->clock_ms() : monotonic_ms();
+}
+
+/* Replace the row's text with the text so far; a failure turns w off. */
+static void flush(struct store_live *w)
+{
+	sqlite3_stmt *s;
+	char now[TIMESTAMP_LEN + 1];
+
+	timestamp_now(now);
+	if (store_prepare(&s, w->st, "UPDATE live_text SET text = ?1, updated_at = ?2 WHERE call_id = ?3") < 0) {
+		w->st = NULL;
+		return;
+	}
+	sqlite3_bind_text(s, 1, w->text.buf ? w->text.buf : "", (int)w->text.len, SQLITE_STATIC);
+	store_bind_text(s, 2, now);
+	store_bind_text(s, 3, w->call);
+	if (store_step_done(w->st, s, "cannot write the live text") < 0)
+		w->st = NULL;
+	w->written = w->text.len;
+	w->last_ms = clock_of(w);
+	w->writes++;
+}
+
+void store_live_begin(struct store_live *w, const char *trace, const char *phase, const char *model)
+{
+	sqlite3_stmt *s;
+	char now[TIMESTAMP_LEN + 1], host[256];
+
+	store_live_end(w);
+	if (!w->st || !trace || !*trace)
+		return;
+	ulid_new(w->call);
+	timestamp_now(now);
+	if (gethostname(host, sizeof host - 1) < 0)
+		snprintf(host, sizeof host, "%s", "localhost");
+	host[sizeof host - 1] = '\0';
+	if (store_prepare(&s, w->st, "INSERT INTO live_text (call_id, trace_id, phase, model, pid, host,"
+			  " started_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)") < 0) {
+		w->st = NULL;
+		w->call[0] = '\0';
+		return;
+	}
+	store_bind_text(s, 1, w->call);
+	store_bind_text(s, 2, trace);
+	store_bind_text(s, 3, phase);
+	store_bind_text(s, 4, model);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)getpid());
+	store_bind_text(s, 6, host);
+	store_bind_text(s, 7, now);
+	if (store_step_done(w->st, s, "cannot start the live text") < 0) {
+		w->st = NULL;
+		w->call[0] = '\0';
+	}
+	w->last_ms = INT64_MIN / 2;	/* the first text is written at once */
+}
+
+void store_live_add(struct store_live *w, const char *text, size_t len)
+{
+	if (!w->st || !w->call[0] || !len)
+		return;
+	buf_add(&w->text, text, len);
+	if (clock_of(w) - w->last_ms >= STORE_LIVE_INTERVAL_MS)
+		flush(w);
+}
+
+void store_live_end(struct store_live *w)
+{
+	sqlite3_stmt *s;
+
+	if (w->st && w->call[0] && store_prepare(&s, w->st, "DELETE FROM live_text WHERE call_id = ?1") == 0) {
+		store_bind_text(s, 1, w->call);
+		if (store_step_done(w->st, s, "cannot end the live text") < 0)
+			w->st = NULL;
+	}
+	w->call[0] = '\0';
+	buf_reset(&w->text);
+	w->written = 0;
+}
+
+void store_live_release(struct store_live *w)
+{
+	store_live_end(w);
+	buf_release(&w->text);
+}
+
+int store_live_list(jv *out, struct store *st, const char *trace)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	*out = jv_array();
+	if (store_prepare(&s, st, "SELECT call_id, phase, model, pid, host, text, started_at, updated_at"
+			  " FROM live_text WHERE trace_id = ?1 ORDER BY started_at, call_id") < 0)
+		return -1;
+	store_bind_text(s, 1, trace);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		static const char *const cols[] = { "call_id", "phase", "model", "pid", "host", "text",
+						    "started_at", "updated_at" };
+		jv o = jv_object();
+		for (int i = 0; i < 8; i++)
+			o = json_set(o, cols[i], i == 3 ? store_col_num(s, i) : store_col_str(s, i));
+		*out = jv_array_append(*out, json_set(o, "alive", jv_bool(store_lease_alive(o))));
+	}
+	if (step != SQLITE_DONE) {
+		store_fail(st, "cannot read the live text of trace '%s'", trace);
+		sqlite3_finalize(s);
+		jv_free(*out);
+		*out = jv_null();
+		return -1;
+	}
+	sqlite3_finalize(s);
+	return 0;
+}

@@ -1,0 +1,189 @@
+/* test_live.c - unit tests of lib/store/live.c: the model's text of a call
+ * in flight (table live_text), its writes throttled, its row gone when the
+ * call ends, a dead writer's row told apart, a failed write never fatal. */
+#include "core/forge.h"
+#include "core/json.h"
+#include "store/live.h"
+#include "store/store.h"
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+/* The writer's clock: moved by hand, so no check depends on timing. */
+static int64_t fake_now = 1000;
+static int64_t fake_clock(void) { return fake_now; }
+
+static const char *db_path(const char *name)
+{
+	static char path[512];
+
+	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+	return path;
+}
+
+/* The live calls of trace as one compact JSON text (malloc'd). */
+static char *listed(struct store *st, const char *trace)
+{
+	jv l;
+
+	if (store_live_list(&l, st, trace) < 0)
+		return NULL;
+	return json_dumps(l, false);
+}
+
+static void test_begin_add_end(void)
+{
+	struct store *st = NULL, *reader = NULL;
+	struct store_live w;
+	jv l = jv_null();
+
+	CHECK_MSG(store_open(&st, db_path("a.db")) == 0, "%s", forge_last_error());
+	CHECK(store_open_readonly(&reader, db_path("a.db")) == 0);
+	store_live_init(&w, st);
+	w.clock_ms = fake_clock;
+	store_live_begin(&w, "T1", "plan", "claude-x");
+	store_live_add(&w, "Hello", 5);
+	/* the first text is written at once, seen by another connection */
+	CHECK(store_live_list(&l, reader, "T1") == 0);
+	CHECK_INT(jv_array_length(jv_copy(l)), 1);
+	jv c = jv_array_get(jv_copy(l), 0);
+	CHECK_STR(json_get_str(c, "text"), "Hello");
+	CHECK_STR(json_get_str(c, "phase"), "plan");
+	CHECK_STR(json_get_str(c, "model"), "claude-x");
+	CHECK(json_get_bool(c, "alive", false));
+	CHECK_INT((int)json_get_num(c, "pid", 0), (int)getpid());
+	jv_free(c);
+	jv_free(l);
+	/* many fragments within the interval: kept in memory, not written */
+	for (int i = 0; i < 1000; i++)
+		store_live_add(&w, " x", 2);
+	CHECK_INT(w.writes, 1);
+	CHECK_INT((int)w.text.len, 5 + 2000);
+	char *seen = listed(reader, "T1");
+	CHECK(strstr(seen, "\"text\":\"Hello\"") != NULL);
+	free(seen);
+	/* the interval passed: the next fragment writes the whole text so far */
+	fake_now += STORE_LIVE_INTERVAL_MS;
+	store_live_add(&w, "!", 1);
+	CHECK_INT(w.writes, 2);
+	CHECK(store_live_list(&l, reader, "T1") == 0);
+	c = jv_array_get(jv_copy(l), 0);
+	CHECK_INT((int)strlen(json_get_str(c, "text")), 5 + 2000 + 1);
+	jv_free(c);
+	jv_free(l);
+	/* another trace sees nothing */
+	char *other = listed(reader, "T2");
+	CHECK_STR(other, "[]");
+	free(other);
+	store_live_end(&w);
+	char *after = listed(reader, "T1");
+	CHECK_STR(after, "[]");
+	free(after);
+	/* a second call of the same writer starts empty, its first text at once */
+	store_live_begin(&w, "T1", "plan", NULL);
+	store_live_add(&w, "again", 5);
+	CHECK(store_live_list(&l, reader, "T1") == 0);
+	c = jv_array_get(jv_copy(l), 0);
+	CHECK_STR(json_get_str(c, "text"), "again");
+	jv_free(c);
+	jv_free(l);
+	/* release ends the open call */
+	store_live_release(&w);
+	after = listed(reader, "T1");
+	CHECK_STR(after, "[]");
+	free(after);
+	store_free(reader);
+	store_free(st);
+}
+
+/* A row whose writer died in the call is listed with alive false. */
+static void test_dead_writer(void)
+{
+	struct store *st = NULL;
+	pid_t pid;
+	int status;
+	jv l = jv_null();
+
+	CHECK(store_open(&st, db_path("b.db")) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct store *child = NULL;
+		struct store_live w;
+		if (store_open(&child, db_path("b.db")) < 0)
+			_exit(1);
+		store_live_init(&w, child);
+		store_live_begin(&w, "T1", "implement", "m");
+		store_live_add(&w, "half an answer", 14);
+		_exit(0);   /* dies in the call: the row stays */
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(store_live_list(&l, st, "T1") == 0);
+	CHECK_INT(jv_array_length(jv_copy(l)), 1);
+	jv c = jv_array_get(jv_copy(l), 0);
+	CHECK_STR(json_get_str(c, "text"), "half an answer");
+	CHECK(!json_get_bool(c, "alive", true));
+	jv_free(c);
+	jv_free(l);
+	store_free(st);
+}
+
+/* No store, no trace, a read-only store: nothing written, nothing fails. */
+static void test_off_and_failing(void)
+{
+	struct store *st = NULL, *ro = NULL;
+	struct store_live w;
+	char *l;
+
+	store_live_init(&w, NULL);
+	store_live_begin(&w, "T1", "plan", "m");
+	store_live_add(&w, "x", 1);
+	store_live_release(&w);
+	CHECK_INT(w.writes, 0);
+
+	CHECK(store_open(&st, db_path("c.db")) == 0);
+	store_live_init(&w, st);
+	store_live_begin(&w, "", "plan", "m");
+	store_live_add(&w, "x", 1);
+	CHECK_INT(w.writes, 0);
+	store_live_release(&w);
+
+	CHECK(store_open_readonly(&ro, db_path("c.db")) == 0);
+	store_live_init(&w, ro);
+	store_live_begin(&w, "T1", "plan", "m");   /* refused: the writer turns off */
+	CHECK(w.st == NULL);
+	store_live_add(&w, "x", 1);
+	store_live_release(&w);
+	l = listed(st, "T1");
+	CHECK_STR(l, "[]");
+	free(l);
+	store_free(ro);
+	store_free(st);
+}
+
+int main(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof tmpdir, "%s/test_live.XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	unsetenv("FORGE_DB");
+	RUN(test_begin_add_end);
+	RUN(test_dead_writer);
+	RUN(test_off_and_failing);
+	int rc = unit_done();
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		rc = 1;
+	return rc;
+}
