@@ -5,9 +5,9 @@
 
 #include "core/forge.h"
 #include "core/json.h"
+#include "store/db.h"
 #include "store/store.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,18 +27,18 @@ static int64_t clock_of(const struct store_live *w)
 /* Replace the row's text with the text so far; a failure turns w off. */
 static void flush(struct store_live *w)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	char now[TIMESTAMP_LEN + 1];
 
 	timestamp_now(now);
-	if (store_prepare(&s, w->st, "UPDATE live_text SET text = ?1, updated_at = ?2 WHERE call_id = ?3") < 0) {
+	if (db_prepare(&s, w->st, "UPDATE live_text SET text = ?1, updated_at = ?2 WHERE call_id = ?3") < 0) {
 		w->st = NULL;
 		return;
 	}
-	sqlite3_bind_text(s, 1, w->text.buf ? w->text.buf : "", (int)w->text.len, SQLITE_STATIC);
-	store_bind_text(s, 2, now);
-	store_bind_text(s, 3, w->call);
-	if (store_step_done(w->st, s, "cannot write the live text") < 0)
+	db_bind_textn(s, 1, w->text.buf ? w->text.buf : "", w->text.len);
+	db_bind_text(s, 2, now);
+	db_bind_text(s, 3, w->call);
+	if (db_step_done(w->st, s, "cannot write the live text") < 0)
 		w->st = NULL;
 	w->written = w->text.len;
 	w->last_ms = clock_of(w);
@@ -47,7 +47,7 @@ static void flush(struct store_live *w)
 
 void store_live_begin(struct store_live *w, const char *trace, const char *phase, const char *model)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	char now[TIMESTAMP_LEN + 1], host[256];
 
 	store_live_end(w);
@@ -58,20 +58,20 @@ void store_live_begin(struct store_live *w, const char *trace, const char *phase
 	if (gethostname(host, sizeof host - 1) < 0)
 		snprintf(host, sizeof host, "%s", "localhost");
 	host[sizeof host - 1] = '\0';
-	if (store_prepare(&s, w->st, "INSERT INTO live_text (call_id, trace_id, phase, model, pid, host,"
+	if (db_prepare(&s, w->st, "INSERT INTO live_text (call_id, trace_id, phase, model, pid, host,"
 			  " started_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)") < 0) {
 		w->st = NULL;
 		w->call[0] = '\0';
 		return;
 	}
-	store_bind_text(s, 1, w->call);
-	store_bind_text(s, 2, trace);
-	store_bind_text(s, 3, phase);
-	store_bind_text(s, 4, model);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)getpid());
-	store_bind_text(s, 6, host);
-	store_bind_text(s, 7, now);
-	if (store_step_done(w->st, s, "cannot start the live text") < 0) {
+	db_bind_text(s, 1, w->call);
+	db_bind_text(s, 2, trace);
+	db_bind_text(s, 3, phase);
+	db_bind_text(s, 4, model);
+	db_bind_int64(s, 5, (int64_t)getpid());
+	db_bind_text(s, 6, host);
+	db_bind_text(s, 7, now);
+	if (db_step_done(w->st, s, "cannot start the live text") < 0) {
 		w->st = NULL;
 		w->call[0] = '\0';
 	}
@@ -89,11 +89,11 @@ void store_live_add(struct store_live *w, const char *text, size_t len)
 
 void store_live_end(struct store_live *w)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
-	if (w->st && w->call[0] && store_prepare(&s, w->st, "DELETE FROM live_text WHERE call_id = ?1") == 0) {
-		store_bind_text(s, 1, w->call);
-		if (store_step_done(w->st, s, "cannot end the live text") < 0)
+	if (w->st && w->call[0] && db_prepare(&s, w->st, "DELETE FROM live_text WHERE call_id = ?1") == 0) {
+		db_bind_text(s, 1, w->call);
+		if (db_step_done(w->st, s, "cannot end the live text") < 0)
 			w->st = NULL;
 	}
 	w->call[0] = '\0';
@@ -109,29 +109,29 @@ void store_live_release(struct store_live *w)
 
 int store_live_list(jv *out, struct store *st, const char *trace)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step;
 
 	*out = jv_array();
-	if (store_prepare(&s, st, "SELECT call_id, phase, model, pid, host, text, started_at, updated_at"
+	if (db_prepare(&s, st, "SELECT call_id, phase, model, pid, host, text, started_at, updated_at"
 			  " FROM live_text WHERE trace_id = ?1 ORDER BY started_at, call_id") < 0)
 		return -1;
-	store_bind_text(s, 1, trace);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_text(s, 1, trace);
+	while ((step = db_step(s)) == DB_ROW) {
 		static const char *const cols[] = { "call_id", "phase", "model", "pid", "host", "text",
 						    "started_at", "updated_at" };
 		jv o = jv_object();
 		for (int i = 0; i < 8; i++)
-			o = json_set(o, cols[i], i == 3 ? store_col_num(s, i) : store_col_str(s, i));
+			o = json_set(o, cols[i], i == 3 ? db_col_num(s, i) : db_col_str(s, i));
 		*out = jv_array_append(*out, json_set(o, "alive", jv_bool(store_lease_alive(o))));
 	}
-	if (step != SQLITE_DONE) {
+	if (step != DB_DONE) {
 		store_fail(st, "cannot read the live text of trace '%s'", trace);
-		sqlite3_finalize(s);
+		db_finalize(s);
 		jv_free(*out);
 		*out = jv_null();
 		return -1;
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * live.h - the model's text while a call streams (table live_text,
- * schemas/sql/011-live-text.sql): written by the process that makes the
+ * schemas/sql/011-live-text.sql, schemas/pg/002-live-text.sql on
+ * PostgreSQL): written by the process that makes the
  * call, read by forge tui, which so shows the text as it comes for runs
  * started in any process on the database.  Never events: the finished
  * reply is in llm_calls.

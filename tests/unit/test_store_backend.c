@@ -12,6 +12,7 @@
 #include "engine/gates.h"
 #include "llm/llm.h"
 #include "store/db.h"
+#include "store/live.h"
 #include "store/plans.h"
 #include "store/store.h"
 #include "unit.h"
@@ -435,6 +436,39 @@ static void test_display_path(void)
 	free(p);
 }
 
+/* The live text of a streaming call: written, read back from another
+ * connection (another process's view), gone when the call ends. */
+static void test_live_text(void)
+{
+	struct store *st = open_db(), *reader = open_db();
+	struct store_live w;
+	char trace[ULID_LEN + 1];
+	jv list = jv_null(), row;
+
+	new_trace(trace);
+	store_live_init(&w, st);
+	store_live_begin(&w, trace, "implement", "m-1");
+	CHECK(w.st != NULL);
+	store_live_add(&w, "Hello, ", 7);	/* the first text is written at once */
+	CHECK(store_live_list(&list, reader, trace) == 0);
+	CHECK(jv_array_length(jv_copy(list)) == 1);
+	row = jv_array_get(jv_copy(list), 0);
+	CHECK_STR(json_get_str(row, "text"), "Hello, ");
+	CHECK_STR(json_get_str(row, "phase"), "implement");
+	CHECK(json_get_num(row, "pid", 0) == (double)getpid());
+	CHECK(jv_equal(json_get(row, "alive"), jv_true()));
+	jv_free(row);
+	jv_free(list);
+	store_live_end(&w);
+	CHECK(w.st != NULL);
+	CHECK(store_live_list(&list, reader, trace) == 0);
+	CHECK(jv_array_length(jv_copy(list)) == 0);
+	jv_free(list);
+	store_live_release(&w);
+	store_free(reader);
+	store_free(st);
+}
+
 int main(void)
 {
 	const char *db = getenv("FORGE_TEST_DB");
@@ -462,6 +496,7 @@ int main(void)
 	RUN(test_gates);
 	RUN(test_plans_and_llm_log);
 	RUN(test_breaker_reads);
+	RUN(test_live_text);
 	if (!(db && *db)) {
 		char side[600];
 
