@@ -426,13 +426,11 @@ int db_step_done(struct store *st, struct db_stmt *s, const char *fmt, ...)
 	int rc = 0;
 
 	if (db_step(s) != DB_DONE) {
-		char what[512];
 		va_list ap;
 
 		va_start(ap, fmt);
-		vsnprintf(what, sizeof what, fmt, ap);
+		rc = store_failv(st, fmt, ap);
 		va_end(ap);
-		rc = store_fail(st, "%s", what);
 	}
 	db_finalize(s);
 	return rc;

@@ -95,12 +95,20 @@ static const char sql_ckpt_list[] =
 
 int store_fail(struct store *st, const char *fmt, ...)
 {
-	char what[512];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
+	rc = store_failv(st, fmt, ap);
 	va_end(ap);
+	return rc;
+}
+
+int store_failv(struct store *st, const char *fmt, va_list ap)
+{
+	char what[512];
+
+	vsnprintf(what, sizeof what, fmt, ap);
 	if (st->backend == DB_POSTGRES)
 		return forge_error("database '%s': %s: %s%s%s%s", st->path, what,
 				   st->pg_msg ? st->pg_msg : "unknown PostgreSQL error",
@@ -236,13 +244,11 @@ int store_step_done(struct store *st, sqlite3_stmt *s, const char *fmt, ...)
 	int rc = 0;
 
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		char what[512];
 		va_list ap;
 
 		va_start(ap, fmt);
-		vsnprintf(what, sizeof what, fmt, ap);
+		rc = store_failv(st, fmt, ap);
 		va_end(ap);
-		rc = store_fail(st, "%s", what);
 	}
 	sqlite3_finalize(s);
 	return rc;

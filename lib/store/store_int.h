@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 
 /* The prepared statements a SQLite store keeps; prepared on first use. */
 enum stmt_id {
@@ -46,6 +47,11 @@ struct store {
 	long events_added;              /* store_events_added() */
 	int applied;                    /* migrations this open applied */
 };
+
+/* store_fail() with a va_list (store.c): what db_step_done() and
+ * store_step_done() report a failed step with. */
+__attribute__((format(printf, 2, 0)))
+int store_failv(struct store *st, const char *fmt, va_list ap);
 
 /* Insert the queued events (SQLite); store.c. */
 int store_queue_flush(struct store *st);
