@@ -60,4 +60,12 @@ void store_live_end(struct store_live *w);
  */
 int store_live_list(jv *out, struct store *st, const char *trace);
 
+/*
+ * Rows whose writer is gone (forge gc): on this host, its process no longer
+ * runs (store_lease_alive()); on another host, whose liveness cannot be told,
+ * the row was not written for stale_ms.  Deleted unless dry_run; *removed
+ * says how many (would be).  0, or -1 with forge_error() (the database).
+ */
+int store_live_prune(size_t *removed, struct store *st, int64_t stale_ms, bool dry_run);
+
 #endif

@@ -134,6 +134,62 @@ static void test_dead_writer(void)
 	store_free(st);
 }
 
+/* gc's prune: a dead writer's row on this host goes, a live one stays; on
+ * another host only a row not written for stale_ms goes. */
+static void test_prune(void)
+{
+	struct store *st = NULL;
+	struct store_live w;
+	pid_t pid;
+	int status;
+	size_t n = 99;
+	char *l;
+
+	CHECK(store_open(&st, db_path("d.db")) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct store *child = NULL;
+		struct store_live cw;
+		if (store_open(&child, db_path("d.db")) < 0)
+			_exit(1);
+		store_live_init(&cw, child);
+		store_live_begin(&cw, "DEAD", "plan", "m");
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	store_live_init(&w, st);
+	store_live_begin(&w, "ALIVE", "plan", "m");
+	/* two rows of another host: one written long ago, one just now */
+	CHECK(store_exec(st, "INSERT INTO live_text (call_id, trace_id, pid, host, started_at, updated_at) VALUES"
+			 " ('c-old', 'FAR', 1, 'elsewhere.invalid', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z')") == 0);
+	char now[TIMESTAMP_LEN + 1], sql[400];
+	timestamp_now(now);
+	snprintf(sql, sizeof sql, "INSERT INTO live_text (call_id, trace_id, pid, host, started_at, updated_at) VALUES"
+		 " ('c-new', 'NEAR', 1, 'elsewhere.invalid', '%s', '%s')", now, now);
+	CHECK(store_exec(st, sql) == 0);
+	CHECK_MSG(store_live_prune(&n, st, 86400 * 1000, true) == 0, "%s", forge_last_error());
+	CHECK_INT((int)n, 2);
+	l = listed(st, "DEAD");
+	CHECK(strcmp(l, "[]") != 0);   /* a dry run: still there */
+	free(l);
+	CHECK(store_live_prune(&n, st, 86400 * 1000, false) == 0);
+	CHECK_INT((int)n, 2);
+	const char *gone[] = { "DEAD", "FAR" }, *kept[] = { "ALIVE", "NEAR" };
+	for (int i = 0; i < 2; i++) {
+		l = listed(st, gone[i]);
+		CHECK_STR(l, "[]");
+		free(l);
+		l = listed(st, kept[i]);
+		CHECK(strcmp(l, "[]") != 0);
+		free(l);
+	}
+	CHECK(store_live_prune(&n, st, 86400 * 1000, false) == 0);
+	CHECK_INT((int)n, 0);
+	store_live_release(&w);
+	store_free(st);
+}
+
 /* No store, no trace, a read-only store: nothing written, nothing fails. */
 static void test_off_and_failing(void)
 {
@@ -180,6 +236,7 @@ int main(void)
 	RUN(test_begin_add_end);
 	RUN(test_dead_writer);
 	RUN(test_off_and_failing);
+	RUN(test_prune);
 	int rc = unit_done();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
