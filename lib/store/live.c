@@ -87,6 +87,12 @@ void store_live_add(struct store_live *w, const char *text, size_t len)
 		flush(w);
 }
 
+void store_live_flush(struct store_live *w)
+{
+	if (w->st && w->call[0] && w->text.len > w->written)
+		flush(w);
+}
+
 void store_live_end(struct store_live *w)
 {
 	struct db_stmt *s;

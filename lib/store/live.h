@@ -49,6 +49,10 @@ void store_live_begin(struct store_live *w, const char *trace, const char *phase
 /* Text arrived (len bytes, borrowed): kept, and written when the interval
  * has passed since the last write. */
 void store_live_add(struct store_live *w, const char *text, size_t len);
+/* The text so far is a whole block (the model's text block ended, a tool
+ * call follows): written now if some of it is not yet, whatever the interval,
+ * so the row holds the whole text of a finished block. */
+void store_live_flush(struct store_live *w);
 /* The call ended (either way): its row deleted. */
 void store_live_end(struct store_live *w);
 

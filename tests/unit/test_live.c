@@ -102,6 +102,37 @@ static void test_begin_add_end(void)
 	store_free(st);
 }
 
+/* Text within the interval of the last write waits, unless the block ends:
+ * then the row holds all of it at once (a tool call's JSON may follow). */
+static void test_flush_at_block_end(void)
+{
+	struct store *st = NULL;
+	struct store_live w;
+	jv l = jv_null();
+
+	CHECK(store_open(&st, db_path("e.db")) == 0);
+	store_live_init(&w, st);
+	w.clock_ms = fake_clock;
+	store_live_begin(&w, "T1", "implement", "m");
+	store_live_add(&w, "Let me look", 11);
+	store_live_add(&w, " at calc.c.", 11);   /* same instant: kept in memory */
+	CHECK_INT(w.writes, 1);
+	store_live_flush(&w);
+	CHECK_INT(w.writes, 2);
+	CHECK(store_live_list(&l, st, "T1") == 0);
+	jv c = jv_array_get(jv_copy(l), 0);
+	CHECK_STR(json_get_str(c, "text"), "Let me look at calc.c.");
+	jv_free(c);
+	jv_free(l);
+	/* nothing new: no write */
+	store_live_flush(&w);
+	CHECK_INT(w.writes, 2);
+	store_live_release(&w);
+	store_live_flush(&w);   /* between calls: nothing to do */
+	CHECK_INT(w.writes, 2);
+	store_free(st);
+}
+
 /* A row whose writer died in the call is listed with alive false. */
 static void test_dead_writer(void)
 {
@@ -234,6 +265,7 @@ int main(void)
 	}
 	unsetenv("FORGE_DB");
 	RUN(test_begin_add_end);
+	RUN(test_flush_at_block_end);
 	RUN(test_dead_writer);
 	RUN(test_off_and_failing);
 	RUN(test_prune);
