@@ -72,8 +72,8 @@ quit_ok() {
 	tui_start
 	wait_for "forge tui: 1 run in $FORGE_DB"
 	run -0 screen
-	[[ "$output" == *"TRACE                       STATUS         PHASE           COST   AGE  TASK"* ]]
-	[[ "$output" =~ $T"  paused    gate plan          0.0191 "+[0-9]+[smhd]"  add a mul operation" ]]
+	[[ "$output" == *"TRACE                       STATUS           PHASE           COST   AGE  TASK"* ]]
+	[[ "$output" =~ $T"  paused      gate plan          0.0191 "+[0-9]+[smhd]"  add a mul operation" ]]
 }
 
 @test "Enter opens the run: cost against the budget, nodes, the gate, each phase's cost, the timeline, the model's replies" {
@@ -162,7 +162,7 @@ quit_ok() {
 	wait_for "TRACE                       STATUS"
 	[ "$(forge gate list --json "$T" | jq -r .status)" = pending ]
 	forge gate approve "$(pending_gate "$T")" >/dev/null
-	wait_for "$T  paused         plan"
+	wait_for "$T  paused           plan"
 	tm send-keys -t tui g
 	wait_for "no gate is waiting in run $T"
 	quit_ok
@@ -174,7 +174,7 @@ quit_ok() {
 	wait_for "no runs yet"
 	paused_run
 	wait_for "forge tui: 1 run in"
-	wait_for "$T  paused    gate plan"
+	wait_for "$T  paused      gate plan"
 }
 
 @test "a run left running by a dead process is interrupted in the list and in the run view, as forge status and show say" {
@@ -196,7 +196,7 @@ quit_ok() {
 	wait_for "TRACE                       STATUS"
 	# a living holder: running again, in both
 	sqlite3 "$FORGE_DB" "update leases set pid = $$ where trace_id = '$T'"
-	wait_for "$T  running   gate plan"
+	wait_for "$T  running     gate plan"
 	quit_ok
 }
 
@@ -276,7 +276,15 @@ quit_ok() {
 	tui_start
 	wait_for "$T"
 	tm resize-window -t tui -x 50 -y 10
-	wait_for "terminal too small (50x10): forge tui needs 60x12"
+	wait_for "terminal too small (50x10): forge tui needs 65x12"
+	tm resize-window -t tui -x 64 -y 12
+	wait_for "terminal too small (64x12): forge tui needs 65x12"
+	# the smallest size: a row holds its run up to the cost, the footer whole
+	tm resize-window -t tui -x 65 -y 12
+	wait_for "$T  paused      gate plan          0.0191"
+	wait_for " q quit  Enter open  g gate  : commands  m models"
+	run -0 screen
+	[[ "$output" == *"TRACE                       STATUS           PHASE           COST"* ]]
 	tm resize-window -t tui -x 100 -y 30
 	wait_for "$T"
 	run -0 screen
