@@ -239,6 +239,34 @@ quit_ok() {
 	quit_ok
 }
 
+@test "a text block that ended is whole in the live row while the call goes on (its tool call's JSON still to come)" {
+	load test_helper/mock
+	mock_start
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	unset FORGE_CASSETTE
+	# the text in 10 pieces sent at once, the block's end, then the stream
+	# waits before the tool call (message_start, block start, ping, 10 pieces,
+	# content_block_stop: 14 events) until $GO exists; the pieces after the
+	# first come within the write interval, so only the block's end writes them
+	GO="$BATS_TEST_TMPDIR/go"
+	mock_steps "$(jq -sc --arg go "$GO" '[.[].response | {text: (.text // ""), tool_calls, usage}]
+	  | .[0] += {text: "Reading calc.c to see\nhow operations are added.", chunk: 5, pause_after: 14, pause_file: $go}' \
+	  "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl")"
+	setsid forge run -q --phases plan "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" 2>&1 3>&- &
+	echo $! >"$BATS_TEST_TMPDIR/run.pid"
+	want=$'Reading calc.c to see\nhow operations are added.'
+	for i in $(seq 300); do
+		got=$(sqlite3 "$FORGE_DB" "select text from live_text" 2>/dev/null || true)
+		[ "$got" = "$want" ] && break
+		sleep 0.1
+	done
+	[ "$got" = "$want" ]
+	touch "$GO"
+	wait "$(cat "$BATS_TEST_TMPDIR/run.pid")"
+	rm "$BATS_TEST_TMPDIR/run.pid"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from live_text")" -eq 0 ]
+}
+
 @test "a piped phase's calls stream for the live text (agent.live_text, on by default); false: they do not" {
 	load test_helper/mock
 	mock_start
