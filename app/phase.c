@@ -540,6 +540,10 @@ static void agent_call(void *payload, bool start)
 static void agent_text(void *payload, const char *text, size_t len)
 {
 	(void)payload;
+	if (!len) {	/* a text block is whole: the row gets all of it now */
+		store_live_flush(&agent_live);
+		return;
+	}
 	store_live_add(&agent_live, text, len);
 	if (agent_spinner)
 		term_spinner_text(text, len);

@@ -32,8 +32,9 @@ enum tui_attr { TUI_PLAIN, TUI_HEAD, TUI_DIM, TUI_OK, TUI_BAD, TUI_WARN, TUI_SEL
 
 enum tui_screen { TUI_LIST, TUI_RUN };
 
-/* The smallest terminal the screens fit. */
-enum { TUI_MIN_COLS = 60, TUI_MIN_ROWS = 12 };
+/* The smallest terminal the screens fit: 65 columns hold a run's row of the
+ * list up to its cost (trace, status "interrupted", gate, phase, cost). */
+enum { TUI_MIN_COLS = 65, TUI_MIN_ROWS = 12 };
 
 struct tui {
 	struct session *ses;    /* borrowed: config, repository, store */

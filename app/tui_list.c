@@ -138,7 +138,7 @@ static void draw_row(const struct tui *t, int y, jv r, bool selected)
 	const char *status = json_get_str(r, "status") ? json_get_str(r, "status") : "?";
 
 	age(when, sizeof when, json_get_str(r, "started_at"));
-	snprintf(line, sizeof line, "%-26s  %-9s %-4s %-10s %9.4f  %4s  %s", json_get_str(r, "trace_id"), status,
+	snprintf(line, sizeof line, "%-26s  %-11s %-4s %-10s %9.4f  %4s  %s", json_get_str(r, "trace_id"), status,
 		 gate ? "gate" : "", json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
 		 json_get_num(r, "total_cost_usd", 0), when, json_get_str(r, "task") ? json_get_str(r, "task") : "");
 	tui_put(t, y, 0, COLS, selected ? TUI_SELECTED : status_attr(status, gate), line);
@@ -151,7 +151,7 @@ void tui_list_draw(struct tui *t)
 
 	snprintf(head, sizeof head, "forge tui: %d run%s in %s", n, n == 1 ? "" : "s", store_path(t->ses->store));
 	tui_put(t, 0, 0, COLS, TUI_HEAD, head);
-	tui_put(t, 1, 0, COLS, TUI_DIM, "TRACE                       STATUS         PHASE           COST   AGE  TASK");
+	tui_put(t, 1, 0, COLS, TUI_DIM, "TRACE                       STATUS           PHASE           COST   AGE  TASK");
 	if (n == 0)
 		tui_put(t, 2, 0, COLS, TUI_PLAIN, "no runs yet: : opens the palette, run starts one");
 	for (int i = t->top, y = 2; i < n && y < LINES - 1; i++, y++) {

@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "git/git.h"
 #include "review/toolcache.h"
+#include "store/live.h"
 #include "store/store.h"
 
 #include <stdio.h>
@@ -33,7 +34,8 @@ static const struct cli_spec spec = {
 		       "and so is anything of a trace the database does not know.  Each thing removed is\n"
 		       "printed.  The runs' records, events and checkpoints stay in the database.\n"
 		       "Also removes the reviews' kept linter and scanner runs (review.tool_cache)\n"
-		       "that were not used for 30 days.\n"
+		       "that were not used for 30 days, and the live text (forge tui) of model calls\n"
+		       "whose process is gone (on another host: not written for a day).\n"
 		       "`forge clean` is the same command.",
 	.options = options,
 	.extra_help = "Exit status: 0 done (or nothing to do), 5 git or the database failed.",
@@ -106,6 +108,22 @@ static int prune_tool_cache(bool dry_run)
 	return 0;
 }
 
+enum { LIVE_STALE_MS = 86400 * 1000 };	/* another host's live text: gone after a day */
+static size_t dead_live;   /* live_text rows removed (or that would be) */
+
+/* The live text left by calls whose process died; a line saying how many. */
+static int prune_live_text(struct store *st, bool dry_run)
+{
+	if (store_live_prune(&dead_live, st, LIVE_STALE_MS, dry_run) < 0) {
+		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
+		return -1;
+	}
+	if (dead_live)
+		printf("live text: %s %zu row%s of calls whose process is gone\n",
+		       dry_run ? "would remove" : "removed", dead_live, dead_live == 1 ? "" : "s");
+	return 0;
+}
+
 static int gc(struct store *st, struct forge_git *g, bool dry_run)
 {
 	jv traces;
@@ -135,7 +153,9 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 		       things == 1 ? "" : "s", runs, runs == 1 ? "" : "s");
 	if (prune_tool_cache(dry_run) < 0 && rc == FORGE_EXIT_OK)
 		rc = FORGE_EXIT_DEPENDENCY;
-	if (!runs && !pruned && rc == FORGE_EXIT_OK)
+	if (prune_live_text(st, dry_run) < 0 && rc == FORGE_EXIT_OK)
+		rc = FORGE_EXIT_DEPENDENCY;
+	if (!runs && !pruned && !dead_live && rc == FORGE_EXIT_OK)
 		printf("nothing to remove\n");
 	return rc;
 }
@@ -161,7 +181,7 @@ int main(int argc, char **argv)
 
 	if (first != argc)
 		cli_usage_error(&spec, "no operand is taken ('%s')", argv[first]);
-	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY |
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE |
 			      SESSION_NEED_REPO, jv_null());
 	if (status) {
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());

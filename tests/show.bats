@@ -292,6 +292,23 @@ setup() {
 	run -2 --separate-stderr forge gc extra
 }
 
+@test "forge gc removes the live text of calls whose process is gone (another host's after a day)" {
+	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	sqlite3 "$FORGE_DB" "insert into live_text (call_id, trace_id, pid, host, started_at, updated_at) values
+		('dead', '$T1', 999999999, '$(hostname)', '$now', '$now'),
+		('alive', '$T1', $$, '$(hostname)', '$now', '$now'),
+		('far-old', '$T1', 1, 'elsewhere.invalid', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'),
+		('far-new', '$T1', 1, 'elsewhere.invalid', '$now', '$now')"
+	run -0 forge gc --dry-run
+	assert_output "live text: would remove 2 rows of calls whose process is gone"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from live_text")" -eq 4 ]
+	run -0 forge gc
+	assert_output "live text: removed 2 rows of calls whose process is gone"
+	[ "$(sqlite3 "$FORGE_DB" "select group_concat(call_id) from (select call_id from live_text order by call_id)")" = "alive,far-new" ]
+	run -0 forge gc
+	assert_output "nothing to remove"
+}
+
 @test "forge cancel removes the run's worktree; a branch without commits goes, uncommitted work is kept on a ref" {
 	wt2="$REPO/.forge/worktrees/$T2"
 	echo "half done" >"$wt2/WIP"

@@ -91,6 +91,32 @@ events_of() {
 	assert_output '["T1"]'
 }
 
+@test "the child's model call writes its live text under the run (phase implement-sub), for forge tui" {
+	GO="$BATS_TEST_TMPDIR/go"
+	# the child's first answer: its text, then the stream waits (message_start,
+	# block start, ping, the text, the block's end: 5 events) until $GO exists
+	mock_script "$(jq -nc --argjson read "$READ_TASK" --argjson fin "$CHILD_FINISH" --arg go "$GO" '[
+		{tool_calls:[{name:"delegate", input:$read}]},
+		{text:"Reading calc.c for its operations.", chunk:1000, pause_after:5, pause_file:$go,
+		 tool_calls:[{name:"read_file", input:{path:"calc.c"}}]},
+		{tool_calls:[{name:"finish", input:$fin}]},
+		{tool_calls:[{name:"finish", input:{summary:"nothing to do"}}]}]')"
+	unset FORGE_CASSETTE
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	plan_state T1 >"$BATS_TEST_TMPDIR/in.json"
+	forge-implement --config "$CFG" <"$BATS_TEST_TMPDIR/in.json" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	for i in $(seq 300); do
+		got=$(sqlite3 "$FORGE_DB" "select phase || '|' || text from live_text where trace_id = 'T1' and text != ''" 2>/dev/null || true)
+		[ -n "$got" ] && break
+		sleep 0.1
+	done
+	touch "$GO"
+	wait "$pid"
+	[ "$got" = "implement-sub|Reading calc.c for its operations." ]
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from live_text")" -eq 0 ]
+}
+
 @test "write mode: the child's diff lands in the parent's worktree and commit; its worktree is gone" {
 	cassette "$(call implement "" delegate '{"task":"Change the usage text.","mode":"write","tools":["read_file","edit_file"]}')" \
 		"$(call implement-sub 1 edit_file '{"path":"calc.c","old":"usage: calc add|sub A B","new":"usage: calc add|sub|mul A B"}')" \

@@ -72,8 +72,8 @@ quit_ok() {
 	tui_start
 	wait_for "forge tui: 1 run in $FORGE_DB"
 	run -0 screen
-	[[ "$output" == *"TRACE                       STATUS         PHASE           COST   AGE  TASK"* ]]
-	[[ "$output" =~ $T"  paused    gate plan          0.0191 "+[0-9]+[smhd]"  add a mul operation" ]]
+	[[ "$output" == *"TRACE                       STATUS           PHASE           COST   AGE  TASK"* ]]
+	[[ "$output" =~ $T"  paused      gate plan          0.0191 "+[0-9]+[smhd]"  add a mul operation" ]]
 }
 
 @test "Enter opens the run: cost against the budget, nodes, the gate, each phase's cost, the timeline, the model's replies" {
@@ -162,7 +162,7 @@ quit_ok() {
 	wait_for "TRACE                       STATUS"
 	[ "$(forge gate list --json "$T" | jq -r .status)" = pending ]
 	forge gate approve "$(pending_gate "$T")" >/dev/null
-	wait_for "$T  paused         plan"
+	wait_for "$T  paused           plan"
 	tm send-keys -t tui g
 	wait_for "no gate is waiting in run $T"
 	quit_ok
@@ -174,7 +174,7 @@ quit_ok() {
 	wait_for "no runs yet"
 	paused_run
 	wait_for "forge tui: 1 run in"
-	wait_for "$T  paused    gate plan"
+	wait_for "$T  paused      gate plan"
 }
 
 @test "a run left running by a dead process is interrupted in the list and in the run view, as forge status and show say" {
@@ -196,7 +196,7 @@ quit_ok() {
 	wait_for "TRACE                       STATUS"
 	# a living holder: running again, in both
 	sqlite3 "$FORGE_DB" "update leases set pid = $$ where trace_id = '$T'"
-	wait_for "$T  running   gate plan"
+	wait_for "$T  running     gate plan"
 	quit_ok
 }
 
@@ -239,6 +239,34 @@ quit_ok() {
 	quit_ok
 }
 
+@test "a text block that ended is whole in the live row while the call goes on (its tool call's JSON still to come)" {
+	load test_helper/mock
+	mock_start
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	unset FORGE_CASSETTE
+	# the text in 10 pieces sent at once, the block's end, then the stream
+	# waits before the tool call (message_start, block start, ping, 10 pieces,
+	# content_block_stop: 14 events) until $GO exists; the pieces after the
+	# first come within the write interval, so only the block's end writes them
+	GO="$BATS_TEST_TMPDIR/go"
+	mock_steps "$(jq -sc --arg go "$GO" '[.[].response | {text: (.text // ""), tool_calls, usage}]
+	  | .[0] += {text: "Reading calc.c to see\nhow operations are added.", chunk: 5, pause_after: 14, pause_file: $go}' \
+	  "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl")"
+	setsid forge run -q --phases plan "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" 2>&1 3>&- &
+	echo $! >"$BATS_TEST_TMPDIR/run.pid"
+	want=$'Reading calc.c to see\nhow operations are added.'
+	for i in $(seq 300); do
+		got=$(sqlite3 "$FORGE_DB" "select text from live_text" 2>/dev/null || true)
+		[ "$got" = "$want" ] && break
+		sleep 0.1
+	done
+	[ "$got" = "$want" ]
+	touch "$GO"
+	wait "$(cat "$BATS_TEST_TMPDIR/run.pid")"
+	rm "$BATS_TEST_TMPDIR/run.pid"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from live_text")" -eq 0 ]
+}
+
 @test "a piped phase's calls stream for the live text (agent.live_text, on by default); false: they do not" {
 	load test_helper/mock
 	mock_start
@@ -276,7 +304,15 @@ quit_ok() {
 	tui_start
 	wait_for "$T"
 	tm resize-window -t tui -x 50 -y 10
-	wait_for "terminal too small (50x10): forge tui needs 60x12"
+	wait_for "terminal too small (50x10): forge tui needs 65x12"
+	tm resize-window -t tui -x 64 -y 12
+	wait_for "terminal too small (64x12): forge tui needs 65x12"
+	# the smallest size: a row holds its run up to the cost, the footer whole
+	tm resize-window -t tui -x 65 -y 12
+	wait_for "$T  paused      gate plan          0.0191"
+	wait_for " q quit  Enter open  g gate  : commands  m models"
+	run -0 screen
+	[[ "$output" == *"TRACE                       STATUS           PHASE           COST"* ]]
 	tm resize-window -t tui -x 100 -y 30
 	wait_for "$T"
 	run -0 screen

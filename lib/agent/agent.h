@@ -121,8 +121,9 @@ struct agent_env {
 	void (*progress)(void *payload, int iteration, const char *tool, double cost_usd);
 	/* A model call starts (start true) or has ended; may be NULL. */
 	void (*on_call)(void *payload, bool start);
-	/* The model's text as it streams (borrowed); may be NULL.  When set,
-	 * the agent's calls stream (llm_request.stream). */
+	/* The model's text as it streams (borrowed), len 0 when a text block
+	 * is whole (llm_request.on_text); may be NULL.  When set, the agent's
+	 * calls stream (llm_request.stream). */
 	void (*on_text)(void *payload, const char *text, size_t len);
 	/* A tool call has run: its input and the head of its result (both
 	 * borrowed); may be NULL. */

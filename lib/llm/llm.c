@@ -588,8 +588,10 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 		enum llm_error kind = LLM_OK;
 		rc = llm_cassette_answer(out, &kind, c->cassette, c->phase, c->attempt, c->calls, reqj);
 		c->last = rc < 0 ? kind : LLM_OK;
-		if (rc == 0 && req->stream && req->on_text && *out->text)
+		if (rc == 0 && req->stream && req->on_text && *out->text) {
 			req->on_text(req->payload, out->text, strlen(out->text));
+			req->on_text(req->payload, "", 0);	/* the whole text at once */
+		}
 	} else {
 		rc = provider_call(out, c, req);
 	}

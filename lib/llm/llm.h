@@ -141,7 +141,9 @@ struct llm_request {
 	jv stop;                       /* array of strings or jv_null(); borrowed */
 	bool stream;                   /* use SSE (progress, stall detection) */
 	/* Streaming progress: called with each text fragment as it arrives
-	 * (borrowed for the call).  May be NULL. */
+	 * (borrowed for the call), and with len 0 when the text so far is a
+	 * whole block: the text block ended, a tool call starts or the answer
+	 * ended (once a block, only after text).  May be NULL. */
 	void (*on_text)(void *payload, const char *text, size_t len);
 	void *payload;
 };

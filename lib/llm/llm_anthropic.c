@@ -270,6 +270,7 @@ static void block_start(struct llm_stream *s, jv ev)
 	struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(ev, "index", 0), true);
 
 	if (type && !strcmp(type, "tool_use")) {
+		llm_stream_text_end(s);
 		b->is_tool = true;
 		b->id = llm_strdup_or_null(json_get_str(cb, "id"));
 		b->name = llm_strdup_or_null(json_get_str(cb, "name"));
@@ -320,6 +321,8 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 		block_start(s, ev);
 	} else if (!strcmp(type, "content_block_delta")) {
 		block_delta(s, ev);
+	} else if (!strcmp(type, "content_block_stop")) {
+		llm_stream_text_end(s);
 	} else if (!strcmp(type, "message_delta")) {
 		sub = json_get(ev, "delta");
 		take_stop(s->resp, sub);
@@ -328,6 +331,7 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 		take_usage(s->resp, sub);
 		jv_free(sub);
 	} else if (!strcmp(type, "message_stop")) {
+		llm_stream_text_end(s);
 		s->done = true;
 	} else if (!strcmp(type, "error")) {
 		stream_fault(s, ev);

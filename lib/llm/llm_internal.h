@@ -40,6 +40,7 @@ struct llm_stream {
 	size_t nblocks;
 	bool done;                     /* message_stop / [DONE] seen */
 	bool failed;                   /* a mid-stream error event */
+	bool text_open;                /* text came since the last llm_stream_text_end() */
 	struct llm_fault fault;
 	void (*on_text)(void *payload, const char *text, size_t len);
 	void *payload;
@@ -47,6 +48,9 @@ struct llm_stream {
 void llm_stream_init(struct llm_stream *s, struct llm_response *resp);
 void llm_stream_release(struct llm_stream *s);
 void llm_stream_text(struct llm_stream *s, const char *text, size_t len);
+/* The text so far is a whole block (it ended, a tool call starts, or the
+ * answer ended): on_text(payload, "", 0) once, when text came since. */
+void llm_stream_text_end(struct llm_stream *s);
 struct llm_stream_block *llm_stream_block(struct llm_stream *s, long index, bool create);
 /* Move the text and tool calls into resp (parsing each tool's JSON). */
 int llm_stream_finish(struct llm_stream *s);

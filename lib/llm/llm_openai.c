@@ -303,11 +303,14 @@ static void choice_delta(struct llm_stream *s, jv c)
 	if ((t = json_get_str(d, "refusal")))
 		set_refusal(s->resp, t);
 	if (jv_get_kind(calls) == JV_KIND_ARRAY) {
+		llm_stream_text_end(s);	/* the text before a tool call is whole */
 		jv_array_foreach(calls, i, tc) {
 			tool_delta(s, tc);
 			jv_free(tc);
 		}
 	}
+	if (json_get_str(c, "finish_reason"))
+		llm_stream_text_end(s);
 	if ((t = json_get_str(c, "finish_reason")) && s->resp->stop != LLM_STOP_REFUSAL)
 		s->resp->stop = map_finish(t, LLM_STOP_END_TURN);
 	jv_free(calls);

@@ -39,8 +39,18 @@ void llm_stream_text(struct llm_stream *s, const char *text, size_t len)
 	if (!len)
 		return;
 	buf_add(&s->text, text, len);
+	s->text_open = true;
 	if (s->on_text)
 		s->on_text(s->payload, text, len);
+}
+
+void llm_stream_text_end(struct llm_stream *s)
+{
+	if (!s->text_open)
+		return;
+	s->text_open = false;
+	if (s->on_text)
+		s->on_text(s->payload, "", 0);
 }
 
 struct llm_stream_block *llm_stream_block(struct llm_stream *s, long index, bool create)
@@ -64,6 +74,7 @@ int llm_stream_finish(struct llm_stream *s)
 {
 	struct llm_response *r = s->resp;
 
+	llm_stream_text_end(s);
 	free(r->text);
 	r->text = buf_detach(&s->text, NULL);
 	for (size_t i = 0; i < s->nblocks; i++) {

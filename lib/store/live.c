@@ -87,6 +87,12 @@ void store_live_add(struct store_live *w, const char *text, size_t len)
 		flush(w);
 }
 
+void store_live_flush(struct store_live *w)
+{
+	if (w->st && w->call[0] && w->text.len > w->written)
+		flush(w);
+}
+
 void store_live_end(struct store_live *w)
 {
 	struct db_stmt *s;
@@ -134,4 +140,64 @@ int store_live_list(jv *out, struct store *st, const char *trace)
 	}
 	db_finalize(s);
 	return 0;
+}
+
+/* Whether row {pid, host, updated_at} was left by a writer that is gone. */
+static bool writer_gone(jv row, const char *self_host, int64_t now, int64_t stale_ms)
+{
+	const char *h = json_get_str(row, "host");
+	int64_t at;
+
+	if (h && !strcmp(h, self_host))
+		return !store_lease_alive(row);
+	return timestamp_parse(&at, json_get_str(row, "updated_at")) < 0 || now - at >= stale_ms;
+}
+
+/* Delete the row of call. */
+static int delete_call(struct store *st, const char *call)
+{
+	struct db_stmt *s;
+
+	if (db_prepare(&s, st, "DELETE FROM live_text WHERE call_id = ?1") < 0)
+		return -1;
+	db_bind_text(s, 1, call);
+	return db_step_done(st, s, "cannot remove the live text of call '%s'", call);
+}
+
+int store_live_prune(size_t *removed, struct store *st, int64_t stale_ms, bool dry_run)
+{
+	struct db_stmt *s;
+	char host[256];
+	jv gone = jv_array();
+	int step, rc = 0;
+	int64_t now = now_ms();
+
+	*removed = 0;
+	if (gethostname(host, sizeof host - 1) < 0)
+		snprintf(host, sizeof host, "%s", "localhost");
+	host[sizeof host - 1] = '\0';
+	if (db_prepare(&s, st, "SELECT call_id, pid, host, updated_at FROM live_text ORDER BY call_id") < 0) {
+		jv_free(gone);
+		return -1;
+	}
+	while ((step = db_step(s)) == DB_ROW) {
+		jv row = json_set(json_set(json_set(jv_object(), "pid", db_col_num(s, 1)), "host", db_col_str(s, 2)),
+				  "updated_at", db_col_str(s, 3));
+		if (writer_gone(row, host, now, stale_ms))
+			gone = jv_array_append(gone, db_col_str(s, 0));
+		jv_free(row);
+	}
+	if (step != DB_DONE)
+		rc = store_fail(st, "cannot read the live text");
+	db_finalize(s);
+	/* deleted after the SELECT is done: a statement open on the table is not written under */
+	jv_array_foreach(gone, i, c) {
+		if (rc == 0 && (dry_run || delete_call(st, jv_string_value(c)) == 0))
+			(*removed)++;
+		else
+			rc = -1;
+		jv_free(c);
+	}
+	jv_free(gone);
+	return rc;
 }

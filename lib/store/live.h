@@ -49,6 +49,10 @@ void store_live_begin(struct store_live *w, const char *trace, const char *phase
 /* Text arrived (len bytes, borrowed): kept, and written when the interval
  * has passed since the last write. */
 void store_live_add(struct store_live *w, const char *text, size_t len);
+/* The text so far is a whole block (the model's text block ended, a tool
+ * call follows): written now if some of it is not yet, whatever the interval,
+ * so the row holds the whole text of a finished block. */
+void store_live_flush(struct store_live *w);
 /* The call ended (either way): its row deleted. */
 void store_live_end(struct store_live *w);
 
@@ -59,5 +63,13 @@ void store_live_end(struct store_live *w);
  * 0, or -1 with forge_error() (the database).
  */
 int store_live_list(jv *out, struct store *st, const char *trace);
+
+/*
+ * Rows whose writer is gone (forge gc): on this host, its process no longer
+ * runs (store_lease_alive()); on another host, whose liveness cannot be told,
+ * the row was not written for stale_ms.  Deleted unless dry_run; *removed
+ * says how many (would be).  0, or -1 with forge_error() (the database).
+ */
+int store_live_prune(size_t *removed, struct store *st, int64_t stale_ms, bool dry_run);
 
 #endif

@@ -102,6 +102,37 @@ static void test_begin_add_end(void)
 	store_free(st);
 }
 
+/* Text within the interval of the last write waits, unless the block ends:
+ * then the row holds all of it at once (a tool call's JSON may follow). */
+static void test_flush_at_block_end(void)
+{
+	struct store *st = NULL;
+	struct store_live w;
+	jv l = jv_null();
+
+	CHECK(store_open(&st, db_path("e.db")) == 0);
+	store_live_init(&w, st);
+	w.clock_ms = fake_clock;
+	store_live_begin(&w, "T1", "implement", "m");
+	store_live_add(&w, "Let me look", 11);
+	store_live_add(&w, " at calc.c.", 11);   /* same instant: kept in memory */
+	CHECK_INT(w.writes, 1);
+	store_live_flush(&w);
+	CHECK_INT(w.writes, 2);
+	CHECK(store_live_list(&l, st, "T1") == 0);
+	jv c = jv_array_get(jv_copy(l), 0);
+	CHECK_STR(json_get_str(c, "text"), "Let me look at calc.c.");
+	jv_free(c);
+	jv_free(l);
+	/* nothing new: no write */
+	store_live_flush(&w);
+	CHECK_INT(w.writes, 2);
+	store_live_release(&w);
+	store_live_flush(&w);   /* between calls: nothing to do */
+	CHECK_INT(w.writes, 2);
+	store_free(st);
+}
+
 /* A row whose writer died in the call is listed with alive false. */
 static void test_dead_writer(void)
 {
@@ -131,6 +162,62 @@ static void test_dead_writer(void)
 	CHECK(!json_get_bool(c, "alive", true));
 	jv_free(c);
 	jv_free(l);
+	store_free(st);
+}
+
+/* gc's prune: a dead writer's row on this host goes, a live one stays; on
+ * another host only a row not written for stale_ms goes. */
+static void test_prune(void)
+{
+	struct store *st = NULL;
+	struct store_live w;
+	pid_t pid;
+	int status;
+	size_t n = 99;
+	char *l;
+
+	CHECK(store_open(&st, db_path("d.db")) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct store *child = NULL;
+		struct store_live cw;
+		if (store_open(&child, db_path("d.db")) < 0)
+			_exit(1);
+		store_live_init(&cw, child);
+		store_live_begin(&cw, "DEAD", "plan", "m");
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	store_live_init(&w, st);
+	store_live_begin(&w, "ALIVE", "plan", "m");
+	/* two rows of another host: one written long ago, one just now */
+	CHECK(store_exec(st, "INSERT INTO live_text (call_id, trace_id, pid, host, started_at, updated_at) VALUES"
+			 " ('c-old', 'FAR', 1, 'elsewhere.invalid', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z')") == 0);
+	char now[TIMESTAMP_LEN + 1], sql[400];
+	timestamp_now(now);
+	snprintf(sql, sizeof sql, "INSERT INTO live_text (call_id, trace_id, pid, host, started_at, updated_at) VALUES"
+		 " ('c-new', 'NEAR', 1, 'elsewhere.invalid', '%s', '%s')", now, now);
+	CHECK(store_exec(st, sql) == 0);
+	CHECK_MSG(store_live_prune(&n, st, 86400 * 1000, true) == 0, "%s", forge_last_error());
+	CHECK_INT((int)n, 2);
+	l = listed(st, "DEAD");
+	CHECK(strcmp(l, "[]") != 0);   /* a dry run: still there */
+	free(l);
+	CHECK(store_live_prune(&n, st, 86400 * 1000, false) == 0);
+	CHECK_INT((int)n, 2);
+	const char *gone[] = { "DEAD", "FAR" }, *kept[] = { "ALIVE", "NEAR" };
+	for (int i = 0; i < 2; i++) {
+		l = listed(st, gone[i]);
+		CHECK_STR(l, "[]");
+		free(l);
+		l = listed(st, kept[i]);
+		CHECK(strcmp(l, "[]") != 0);
+		free(l);
+	}
+	CHECK(store_live_prune(&n, st, 86400 * 1000, false) == 0);
+	CHECK_INT((int)n, 0);
+	store_live_release(&w);
 	store_free(st);
 }
 
@@ -178,8 +265,10 @@ int main(void)
 	}
 	unsetenv("FORGE_DB");
 	RUN(test_begin_add_end);
+	RUN(test_flush_at_block_end);
 	RUN(test_dead_writer);
 	RUN(test_off_and_failing);
+	RUN(test_prune);
 	int rc = unit_done();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -34,9 +34,10 @@ static int on_event(void *payload, const char *event, const char *data, size_t l
 	return c->p->event(&c->s, event, data, len);
 }
 
+/* The text as it came, "|" where a block was said to be whole (len 0). */
 static void on_text(void *payload, const char *t, size_t len)
 {
-	buf_add(&((struct ctx *)payload)->progress, t, len);
+	buf_add(&((struct ctx *)payload)->progress, len ? t : "|", len ? len : 1);
 }
 
 /* Stream a fixture through the SSE parser in `step`-byte pieces. */
@@ -76,7 +77,7 @@ static void test_anth_stream_basic(void)
 
 	CHECK_INT(stream(&r, &llm_anthropic, "tests/fixtures/llm/anth_basic.sse", 5, &prog), 0);
 	CHECK_STR(r.text, "Hello there!");
-	CHECK_STR(prog, "Hello there!");
+	CHECK_STR(prog, "Hello there!|");   /* whole once: content_block_stop (message_stop adds none) */
 	CHECK_INT(r.ncalls, 0);
 	CHECK_INT(r.stop, LLM_STOP_END_TURN);
 	CHECK_INT(r.usage.input_tokens, 11);
@@ -101,6 +102,8 @@ static void test_anth_stream_tool_use(void)
 	CHECK_INT(r.usage.input_tokens, 377);
 	CHECK_INT(r.usage.output_tokens, 65);
 	CHECK_INT(r.usage.cache_read_tokens, 0);
+	/* the text is whole before the tool call's JSON streams, and said so once */
+	CHECK_STR(prog, "I'll check the current weather in Paris for you.|");
 	free(prog);
 	llm_response_release(&r);
 }
@@ -125,7 +128,8 @@ static void test_oai_stream_text(void)
 
 	CHECK_INT(stream(&r, &llm_openai, "tests/fixtures/llm/oai_e2aad469b71d.sse", 13, &prog), 0);
 	CHECK(strncmp(r.text, "I'm", 3) == 0);
-	CHECK_STR(prog, r.text);
+	CHECK(strlen(prog) == strlen(r.text) + 1 && !strncmp(prog, r.text, strlen(r.text)));
+	CHECK_STR(prog + strlen(r.text), "|");   /* whole at finish_reason */
 	CHECK_INT(r.stop, LLM_STOP_END_TURN);
 	CHECK_INT(r.usage.input_tokens, 14);
 	CHECK_INT(r.usage.output_tokens, 30);
@@ -148,6 +152,7 @@ static void test_oai_stream_tool(void)
 	CHECK_INT(r.stop, LLM_STOP_TOOL_USE);
 	CHECK_INT(r.usage.input_tokens, 76);
 	CHECK_INT(r.usage.output_tokens, 24);
+	CHECK_STR(prog, "");   /* no text, so no block to call whole */
 	free(prog);
 	llm_response_release(&r);
 }
