@@ -53,23 +53,24 @@ setup() {
 	run -0 --separate-stderr forge db status --db "$URI"
 	assert_line "backend:  postgresql"
 	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
-	assert_line "schema:   version 0 of 2"
+	assert_line "schema:   version 0 of 3"
 	assert_line "pending:  pg/001-core.sql"
 	assert_line "pending:  pg/002-live-text.sql"
+	assert_line "pending:  pg/003-lease-renewal.sql"
 	[[ "$output" != *s3cret* ]]
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 2"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 3"
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output --partial "is up to date (schema version 2)"
+	assert_output --partial "is up to date (schema version 3)"
 	run -0 --separate-stderr forge db status --json
-	jq -e '.backend == "postgresql" and .version == 2 and .known == 2 and .pending == []' <<<"$output"
-	[ "$(psql_q 'select version, name from forge_schema order by version')" = "$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql')" ]
+	jq -e '.backend == "postgresql" and .version == 3 and .known == 3 and .pending == []' <<<"$output"
+	[ "$(psql_q 'select version, name from forge_schema order by version')" = "$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql')" ]
 	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
-	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 2
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 3
 		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
-	assert_line "schema:   version 2 of 2 (up to date)"
+	assert_line "schema:   version 3 of 3 (up to date)"
 	# SQLite: the same command, a file not created by looking
 	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
 	assert_line "backend:  sqlite"
@@ -87,7 +88,7 @@ setup() {
 	done
 	for pid in "${pids[@]}"; do wait "$pid"; done
 	cat "$BATS_TEST_TMPDIR"/out*
-	[ "$(grep -l 'schema version 0 -> 2' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l 'schema version 0 -> 3' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
 	[ "$(psql_q 'select count(*) from forge_schema')" -eq 2 ]
 }

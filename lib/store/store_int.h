@@ -45,6 +45,7 @@ struct store {
 	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
 	long events_added;              /* store_events_added() */
 	int applied;                    /* migrations this open applied */
+	double lease_ttl_s;             /* store_set_lease_ttl(); 0: STORE_LEASE_TTL_S */
 };
 
 /* Insert the queued events (SQLite); store.c. */

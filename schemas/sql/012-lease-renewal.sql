@@ -1,0 +1,8 @@
+-- 012-lease-renewal: a lease's holder renews it while it works
+-- (forge-supervisor every supervisor.lease_renew_s, from a thread of its
+-- own, whatever its phase says or does not say), so that a lease held on
+-- another host whose renewal stopped for supervisor.lease_ttl_s (its machine
+-- went down) can be taken by another machine's `forge resume`.  NULL (a
+-- lease written before this migration, or by a phase run by hand): the time
+-- it was acquired counts.  Times as in 001-core.
+ALTER TABLE leases ADD COLUMN renewed_at TEXT;
