@@ -1574,8 +1574,24 @@ static int adopt_clone(struct sup *s)
 	const char *repo = json_get_str(task, "repo");
 	int rc = 0;
 
-	if (!remote || !*remote || !json_get_str(task, "branch") ||
-	    (repo && strcmp(repo, s->o->repo) == 0 && runshare_is_dir(json_get_str(task, "worktree"))))
+	if (!remote || !*remote || !json_get_str(task, "branch"))
+		goto out;
+	/* a clone left behind (the run went on elsewhere, A -> B -> A) catches up first */
+	rc = runshare_catch_up(&ev, s->o->repo, remote, s->trace);
+	if (rc == 2) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		rc = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (rc < 0 && !s->o->quiet)
+		fprintf(stderr, "forge: warning: the run's branch on '%s' cannot be compared with this clone's: %s\n",
+			remote, forge_last_error());
+	if (rc == 0 && jv_get_kind(ev) == JV_KIND_OBJECT)
+		sup_emit(s, "run.caught_up", ev);
+	else
+		jv_free(ev);
+	rc = 0;
+	if (repo && strcmp(repo, s->o->repo) == 0 && runshare_is_dir(json_get_str(task, "worktree")))
 		goto out;
 	rc = runshare_adopt(&s->state, &ev, s->o->repo, remote);
 	if (rc == 0) {
