@@ -256,6 +256,9 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 		if (
 		    ((flags & SESSION_READONLY) ? store_open_readonly : store_open)(&s->store, s->db) < 0)
 			goto fail;
+		/* whose lease of another host still lives (forge status's interrupted) */
+		if (s->cfg)
+			store_set_lease_ttl(s->store, config_get_num(s->cfg, "supervisor.lease_ttl_s"));
 	}
 	jv_free(config_flags);
 	return 0;

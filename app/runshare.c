@@ -90,3 +90,74 @@ out:
 	jv_free(task);
 	return rc;
 }
+
+/* The tips of forge/TRACE here (*local) and as fetched into refs/forge/TRACE/remote. */
+static int fetch_remote_tip(char **local, char **theirs, struct forge_git *g, const char *remote, const char *trace)
+{
+	char spec[400], ref[192];
+
+	*local = *theirs = NULL;
+	snprintf(ref, sizeof ref, "refs/heads/forge/%s", trace);
+	if (forge_git_resolve(local, g, ref) < 0)
+		return 1;               /* not here: runshare_adopt fetches it */
+	snprintf(spec, sizeof spec, "+refs/heads/forge/%s:refs/forge/%s/remote", trace, trace);
+	if (forge_git_fetch(g, remote, spec) < 0)
+		return -1;
+	snprintf(ref, sizeof ref, "refs/forge/%s/remote", trace);
+	return forge_git_resolve(theirs, g, ref) < 0 ? -1 : 0;
+}
+
+int runshare_catch_up(jv *event, const char *repo, const char *remote, const char *trace)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *local = NULL, *theirs = NULL, *saved = NULL;
+	bool behind = false, ahead = false;
+	int rc = -1;
+
+	*event = jv_null();
+	if (!forge_git_trace_valid(trace)) {
+		forge_error("'%s' is not a valid trace id", trace ? trace : "");
+		return -1;
+	}
+	if (forge_git_open(&g, repo) < 0)
+		goto out;
+	rc = fetch_remote_tip(&local, &theirs, g, remote, trace);
+	if (rc != 0) {
+		rc = rc > 0 ? 0 : -1;
+		goto out;
+	}
+	rc = -1;
+	if (strcmp(local, theirs) == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (forge_git_contains(&behind, g, theirs, local) < 0 || forge_git_contains(&ahead, g, local, theirs) < 0)
+		goto out;
+	if (ahead) {
+		rc = 0;         /* this clone is ahead (its push failed): it goes on from here */
+		goto out;
+	}
+	if (!behind) {
+		forge_error("the run's branch forge/%s here (%.12s) and on the remote '%s' (%.12s) have diverged: "
+			    "not resumed; keep one of them (git push --force, or git branch -f forge/%s) and resume again",
+			    trace, local, remote, theirs, trace);
+		rc = 2;
+		goto out;
+	}
+	/* behind: the run moved on in another clone; its worktree follows (what
+	 * it held uncommitted is kept on refs/forge/TRACE/saved/N) */
+	if (forge_git_worktree_open(&wt, g, trace, NULL) < 0 || forge_git_save_and_reset(&saved, wt, theirs) < 0)
+		goto out;
+	*event = json_set(json_set(json_set(jv_object(), "remote", jv_string(remote)), "from", jv_string(local)),
+			  "to", jv_string(theirs));
+	*event = json_set(*event, "saved_ref", json_str_or_null(saved));
+	rc = 0;
+out:
+	free(local);
+	free(theirs);
+	free(saved);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+	return rc;
+}

@@ -32,6 +32,18 @@ int runshare_push(jv *event, const char *repo, const char *remote, const char *t
  */
 int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote);
 
+/*
+ * Before a resume: when forge/TRACE is here and the remote's is ahead of it
+ * (the run moved on in another clone), fetch it and fast-forward the branch
+ * and the run's worktree to it (forge_git_save_and_reset: uncommitted files
+ * are kept on refs/forge/TRACE/saved/N).  *event gets {remote, from, to,
+ * saved_ref} when it moved, else jv_null().  Returns 0 (also when the
+ * branch is not here, is the remote's, or is ahead of it), 2 when the two
+ * have diverged (a message says so; nothing changed), -1 with a message
+ * when the remote cannot be read.
+ */
+int runshare_catch_up(jv *event, const char *repo, const char *remote, const char *trace);
+
 /* True when `path` is a directory (NULL: false). */
 bool runshare_is_dir(const char *path);
 

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BATCH_MAX 500           /* events per transaction at most */
@@ -858,12 +859,15 @@ static jv level_payload(struct sup *s, jv payload)
 	return json_set(payload, "level_from", jv_string(s->level_from));
 }
 
+static void heartbeat_stop(struct sup *s);
+
 static void sup_release(struct sup *s)
 {
 	int logged = 0, copied = 0;
 
 	push_run(s);
 	sup_commit_batch(s);
+	heartbeat_stop(s);
 	if (s->holder[0]) {
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
@@ -890,41 +894,210 @@ static void sup_release(struct sup *s)
 }
 
 /*
+ * The lease's heartbeat: a thread of its own, with its own connection to
+ * the database, renews the lease every supervisor.lease_renew_s, whatever
+ * the phases do (one may say nothing for minutes while tests run, a gate
+ * may wait for a human at the terminal with the run's lock held), so that
+ * another machine tells a live run from one whose machine went down.
+ */
+struct heartbeat {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;          /* signalled by heartbeat_stop */
+	bool stop;
+	struct store *st;           /* owned */
+	char trace[128], holder[ULID_LEN + 1];
+	double every_s;
+};
+
+static void *heartbeat_main(void *arg)
+{
+	struct heartbeat *h = arg;
+	struct timespec at;
+
+	pthread_mutex_lock(&h->mu);
+	while (!h->stop) {
+		pthread_mutex_unlock(&h->mu);
+		/* a failed renewal (the server is down a moment): the next beat tries again */
+		store_lease_renew(h->st, h->trace, h->holder);
+		pthread_mutex_lock(&h->mu);
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		long long ns = at.tv_nsec + (long long)(h->every_s * 1e9);
+		at.tv_sec += (time_t)(ns / 1000000000LL);
+		at.tv_nsec = (long)(ns % 1000000000LL);
+		while (!h->stop && pthread_cond_timedwait(&h->cv, &h->mu, &at) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* Start renewing s's lease; without a database of its own (in memory) or
+ * when it cannot start, a warning: the lease stays never renewed, which
+ * another host takes to be alive (as a Forge before renewals). */
+static void heartbeat_start(struct sup *s, double every_s)
+{
+	struct heartbeat *h = xcalloc(1, sizeof *h);
+	pthread_condattr_t ca;
+	sigset_t all, was;
+
+	if (!s->o->db_path || strcmp(s->o->db_path, ":memory:") == 0) {
+		free(h);
+		return;
+	}
+	if (store_open(&h->st, s->o->db_path) < 0) {
+		if (!s->o->quiet)
+			fprintf(stderr, "forge: warning: the run's lease is not renewed: %s\n", forge_last_error());
+		free(h);
+		return;
+	}
+	snprintf(h->trace, sizeof h->trace, "%s", s->trace);
+	snprintf(h->holder, sizeof h->holder, "%s", s->holder);
+	h->every_s = every_s;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	/* signals go to the supervisor's own thread, never to the heartbeat */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	int rc = pthread_create(&h->th, NULL, heartbeat_main, h);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (rc != 0) {
+		pthread_cond_destroy(&h->cv);
+		pthread_mutex_destroy(&h->mu);
+		store_free(h->st);
+		free(h);
+		return;
+	}
+	s->beat = h;
+}
+
+static void heartbeat_stop(struct sup *s)
+{
+	struct heartbeat *h = s->beat;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stop = true;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	pthread_join(h->th, NULL);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	store_free(h->st);
+	free(h);
+	s->beat = NULL;
+}
+
+/* "last renewed at T" or "never renewed", for messages. */
+static const char *renewal_words(jv lease, char *buf, size_t n)
+{
+	const char *at = json_get_str(lease, "renewed_at");
+
+	if (!at)
+		return "never renewed";
+	snprintf(buf, n, "last renewed at %s", at);
+	return buf;
+}
+
+/* Exit 4 and why: a living process holds the run's lease (held, borrowed). */
+static int lease_refused(struct sup *s, jv held)
+{
+	const char *prog = json_get_str(held, "program");
+	char when[128];
+
+	if (store_lease_local(held) && s->o->steal)
+		fprintf(stderr, "forge: run %s is held by a live process of this host: %s, pid %.0f, since %s; "
+				"--steal takes only another host's lease; wait for it or stop it with "
+				"`forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
+			json_get_num(held, "pid", 0), json_get_str(held, "acquired_at"), s->trace);
+	else if (store_lease_local(held))
+		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s; wait for it "
+				"or stop it with `forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
+			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
+			s->trace);
+	else
+		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s, %s; wait for it, "
+				"stop it with `forge cancel %s`, or, when that machine is gone, take it with "
+				"`forge resume --steal %s`\n", s->trace, prog ? prog : "a forge program",
+			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
+			renewal_words(held, when, sizeof when), s->trace, s->trace);
+	return FORGE_EXIT_HUMAN;
+}
+
+/* The lease taken from another (held, borrowed): said and recorded. */
+static void lease_taken(struct sup *s, jv held)
+{
+	char when[128];
+	jv who = jv_object();
+
+	who = json_set(who, "holder", json_get(held, "holder"));
+	who = json_set(who, "host", json_get(held, "host"));
+	who = json_set(who, "pid", json_get(held, "pid"));
+	who = json_set(who, "since", json_get(held, "acquired_at"));
+	who = json_set(who, "renewed_at", json_get(held, "renewed_at"));
+	if (json_get_bool(held, "alive", false)) {
+		/* always said, -q too: a person took a live lease */
+		fprintf(stderr, "forge: took run %s's lease from %s (holder %s), pid %.0f on %s, %s\n", s->trace,
+			json_get_str(held, "program") ? json_get_str(held, "program") : "a forge program",
+			json_get_str(held, "holder"), json_get_num(held, "pid", 0), json_get_str(held, "host"),
+			renewal_words(held, when, sizeof when));
+		sup_emit(s, "run.lease_stolen", who);
+		return;
+	}
+	if (store_lease_local(held))
+		sup_progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
+			     json_get_num(held, "pid", 0));
+	else
+		sup_progress(s, "forge: run %s was left by pid %.0f on %s, %s: taking it over", s->trace,
+			     json_get_num(held, "pid", 0), json_get_str(held, "host"),
+			     renewal_words(held, when, sizeof when));
+	sup_emit(s, "run.lease_taken_over", who);
+}
+
+/*
  * Take the run's lease: one process at a time works on a run.  The phases
- * get it as FORGE_LEASE, so they do not refuse their own supervisor.
- * Returns 0, or the exit status: 4 when a living process holds it (a
- * human decides: wait for it, or `forge cancel` it), 5 on a database error.
+ * get it as FORGE_LEASE, so they do not refuse their own supervisor; the
+ * heartbeat renews it until sup_release.  Returns 0, or the exit status: 4
+ * when a living process holds it (a human decides: wait for it, or `forge
+ * cancel` it, or --steal it from a machine that is gone), 2 when the
+ * renewal and TTL settings do not fit, 5 on a database error.
  */
 static int take_lease(struct sup *s)
 {
 	char holder[ULID_LEN + 1];
+	double every = config_get_num(s->o->cfg, "supervisor.lease_renew_s");
+	double ttl = config_get_num(s->o->cfg, "supervisor.lease_ttl_s");
 	jv held;
 
+	if (!(every > 0) || !(ttl > 2 * every)) {
+		fprintf(stderr, "forge: supervisor.lease_ttl_s (%g) must be more than twice "
+				"supervisor.lease_renew_s (%g), which must be more than 0\n", ttl, every);
+		return FORGE_EXIT_USAGE;
+	}
+	store_set_lease_ttl(s->o->store, ttl);
 	ulid_new(holder);
 	sup_commit_batch(s);        /* the lease is its own transaction */
-	int r = store_lease_take(&held, s->o->store, s->trace, holder, "forge-supervisor");
+	int r = store_lease_take_steal(&held, s->o->store, s->trace, holder, "forge-supervisor", s->o->steal);
 	if (r < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	if (r == STORE_LEASE_HELD) {
-		const char *prog = json_get_str(held, "program");
-		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s; wait for it "
-				"or stop it with `forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
-			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
-			s->trace);
+		int code = lease_refused(s, held);
+
 		jv_free(held);
-		return FORGE_EXIT_HUMAN;
+		return code;
 	}
 	snprintf(s->holder, sizeof s->holder, "%s", holder);
 	setenv("FORGE_LEASE", holder, 1);
-	if (r == STORE_LEASE_STOLEN) {
-		sup_progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
-			 json_get_num(held, "pid", 0));
-		sup_emit(s, "run.lease_taken_over", json_set(json_set(jv_object(), "pid", json_get(held, "pid")),
-							 "since", json_get(held, "acquired_at")));
-	}
+	if (r == STORE_LEASE_STOLEN)
+		lease_taken(s, held);
 	jv_free(held);
+	heartbeat_start(s, every);
 	return 0;
 }
 
@@ -1401,8 +1574,24 @@ static int adopt_clone(struct sup *s)
 	const char *repo = json_get_str(task, "repo");
 	int rc = 0;
 
-	if (!remote || !*remote || !json_get_str(task, "branch") ||
-	    (repo && strcmp(repo, s->o->repo) == 0 && runshare_is_dir(json_get_str(task, "worktree"))))
+	if (!remote || !*remote || !json_get_str(task, "branch"))
+		goto out;
+	/* a clone left behind (the run went on elsewhere, A -> B -> A) catches up first */
+	rc = runshare_catch_up(&ev, s->o->repo, remote, s->trace);
+	if (rc == 2) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		rc = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (rc < 0 && !s->o->quiet)
+		fprintf(stderr, "forge: warning: the run's branch on '%s' cannot be compared with this clone's: %s\n",
+			remote, forge_last_error());
+	if (rc == 0 && jv_get_kind(ev) == JV_KIND_OBJECT)
+		sup_emit(s, "run.caught_up", ev);
+	else
+		jv_free(ev);
+	rc = 0;
+	if (repo && strcmp(repo, s->o->repo) == 0 && runshare_is_dir(json_get_str(task, "worktree")))
 		goto out;
 	rc = runshare_adopt(&s->state, &ev, s->o->repo, remote);
 	if (rc == 0) {

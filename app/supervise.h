@@ -85,6 +85,7 @@ struct supervise_opts {
 	const struct graph *graph;      /* run: the pipeline (engine/graph.h, without errors), or
 					 * NULL: the default one; resume loads the run's own */
 	int jobs;                       /* nodes at once; 0: pipeline.jobs */
+	bool steal;                     /* resume: take the lease of a live holder on another host */
 	jv initial;                     /* run: more of the first state (an object, borrowed:
 					 * forge compile's `compile` and documents); another
 					 * kind (a zeroed jv is invalid): nothing */

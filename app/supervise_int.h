@@ -40,6 +40,7 @@ struct sup {
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
 	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
+	struct heartbeat *beat;     /* renews the lease (supervise.c), or NULL */
 	int tools_run;              /* progress: tool calls of the running phase */
 	jv phase_cost;              /* {"plan": usd, …} summed over bounces */
 	jv saved;                   /* the state last checkpointed, or null */

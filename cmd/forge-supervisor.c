@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OPT_BASE, OPT_LIMIT, OPT_LEVEL, OPT_PIPELINE, OPT_JOBS };
+enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OPT_BASE, OPT_LIMIT, OPT_LEVEL, OPT_PIPELINE, OPT_JOBS, OPT_STEAL };
 
 static const struct cli_option options[] = {
 	{ "phases", 0, "LIST", "run: only these phases, comma-separated (plan,implement,…)", OPT_PHASES },
@@ -35,6 +35,7 @@ static const struct cli_option options[] = {
 	{ "base", 0, "REF", "run: the base ref of the run's branch (default HEAD)", OPT_BASE },
 	{ "pipeline", 0, "FILE|NAME", "run: the pipeline to run (a path, or a name: .forge/pipelines/NAME.json, else a built-in one; forge pipeline list)", OPT_PIPELINE },
 	{ "jobs", 'j', "N", "run, resume: at most N pipeline nodes at the same time (default pipeline.jobs)", OPT_JOBS },
+	{ "steal", 0, NULL, "resume: take the run's lease from a process on another host even when it was renewed lately (its machine is gone); never from a live process of this host", OPT_STEAL },
 	{ "json", 0, NULL, "JSON lines on stdout instead of text", OPT_JSON },
 	{ "limit", 'n', "N", "history: at most N runs (default 20)", OPT_LIMIT },
 	{ NULL, 0, NULL, NULL, 0 }
@@ -45,7 +46,7 @@ static const struct {
 	const char *name, *synopsis;
 } commands[] = {
 	{ "run", "TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]" },
-	{ "resume", "TRACE [--jobs N] [--auto-approve] [--level N] [--json]" },
+	{ "resume", "TRACE [--jobs N] [--auto-approve] [--level N] [--steal] [--json]" },
 	{ "status", "[TRACE] [--json]" },
 	{ "history", "[-n N] [--json]" },
 	{ "cancel", "TRACE" },
@@ -59,7 +60,7 @@ static struct cli_spec spec = {
 	.name = "forge-supervisor",
 	.synopsis = "run TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N]\n"
 		    "    [--budget USD] [--base REF] [--json]\n"
-		    "resume TRACE [--jobs N] [--auto-approve] [--level N] [--json]\n"
+		    "resume TRACE [--jobs N] [--auto-approve] [--level N] [--steal] [--json]\n"
 		    "status [TRACE] [--json]\n"
 		    "history [-n N] [--json]\n"
 		    "cancel TRACE",
@@ -74,8 +75,8 @@ static struct cli_spec spec = {
 		       "anything else; Ctrl-D leaves it waiting (exit 4), Ctrl-C too but exits 130; resume\n"
 		       "asks again.\n"
 		       "resume continues any run not completed or cancelled (a failed one too); a run another\n"
-		       "live process holds is refused with exit 4.  cancel stops a live run (it exits 130) and\n"
-		       "it stays cancelled; it removes the run's worktree (uncommitted changes kept on\n"
+		       "live process holds is refused with exit 4 (--steal takes it from another host's,\n"
+		       "whose machine is gone).  cancel stops a live run (it exits 130) and it stays cancelled; it removes the run's worktree (uncommitted changes kept on\n"
 		       "refs/forge/TRACE/saved/N) and its branch unless the branch has commits (forge gc\n"
 		       "removes those).  status and history show a run whose process died as interrupted.\n"
 		       "run checks each model phase's provider and key before it makes anything (exit 2 names\n"
@@ -104,7 +105,7 @@ struct args {
 	long jobs;              /* 0: not given */
 	char *phases_text;
 	const char *phases[6];
-	bool dry_run, auto_approve, json;
+	bool dry_run, auto_approve, json, steal;
 	long level;             /* -1: not given */
 	double budget;
 	const char *base;
@@ -138,6 +139,7 @@ static int on_option(int id, const char *arg, void *payload)
 			return forge_error("--jobs wants a number of nodes from 1 to 64, not '%s'", arg);
 		return 0;
 	case OPT_DRY_RUN: a->dry_run = true; return 0;
+	case OPT_STEAL: a->steal = true; return 0;
 	case OPT_AUTO_APPROVE: a->auto_approve = true; return 0;
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_BASE: a->base = arg; return 0;
@@ -216,7 +218,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		.progress = !a->json && c->verbosity >= 0, .quiet = c->verbosity < 0,
 		.budget_usd = a->budget, .cfg = e.cfg, .store = e.store,
 		.level_given = a->level >= 0, .level = (int)a->level,
-		.graph = graph, .jobs = (int)a->jobs,
+		.graph = graph, .jobs = (int)a->jobs, .steal = a->steal,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -614,6 +616,8 @@ int main(int argc, char **argv)
 			cli_usage_error(&spec, "--dry-run runs the plan phase alone: --phases must start with plan");
 		if (a.pipeline && (a.phases[0] || a.dry_run))
 			cli_usage_error(&spec, "--pipeline runs the pipeline's own nodes: not with --phases or --dry-run");
+		if (a.steal)
+			cli_usage_error(&spec, "--steal is for resume: a new run has no lease to take");
 		status = cmd_run_or_resume(&common, &a, "run", task.buf);
 		buf_release(&task);
 	} else if (strcmp(cmd, "resume") == 0 && nargs == 1) {

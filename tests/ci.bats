@@ -103,6 +103,49 @@ implementer_called() {
 	[ "$(jq -r .state.changes.commit <<<"$output")" = "$(git -C "$REMOTE" rev-parse "forge/$T")" ]
 }
 
+@test "A -> B -> A: a clone left behind fast-forwards the run's branch from the remote before it resumes; diverged: exit 5" {
+	shared_remote
+	export FORGE_PUSH_REMOTE=origin
+	# a gate before review: the run stops (exit 4) after implement's commit
+	jq -n '{gates: [{id: "look_first", phase: "review", condition: "true", prompt: "look at it",
+		auto_approve_level: null}]}' >"$BATS_TEST_TMPDIR/gate.json"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	cd "$A"
+	setsid forge run -q --config "$BATS_TEST_TMPDIR/gate.json" "add a mul operation" </dev/null \
+		>"$BATS_TEST_TMPDIR/run.out" 2>"$BATS_TEST_TMPDIR/run.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true implementer_called
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	[ "$(git -C "$A" rev-parse "forge/$T")" = "$BASE" ]
+	# B carries it through implement, pushes, and stops at the gate
+	mock_steps "$IMPL"
+	cd "$B"
+	run -4 --separate-stderr forge resume -q --config "$BATS_TEST_TMPDIR/gate.json" "$T" </dev/null
+	MOVED=$(git -C "$REMOTE" rev-parse "forge/$T")
+	[ "$MOVED" != "$BASE" ] && [ "$MOVED" = "$(git -C "$B" rev-parse "forge/$T")" ]
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# back in A, whose branch has a commit of its own: diverged, nothing run
+	cd "$A"
+	OWN=$(git -C "$A" commit-tree -p "$BASE" -m "a commit of A's own" "$BASE^{tree}")
+	git -C "$A" update-ref "refs/heads/forge/$T" "$OWN"
+	run -5 --separate-stderr forge resume -q --config "$BATS_TEST_TMPDIR/gate.json" "$T" </dev/null
+	[[ "$stderr" == *"the run's branch forge/$T here ("*") and on the remote 'origin' ("*") have diverged: not resumed"* ]]
+	[ "$(git -C "$A" rev-parse "forge/$T")" = "$OWN" ]
+	# behind (an ancestor of the remote's): fast-forwarded, and the run completes in A
+	git -C "$A" update-ref "refs/heads/forge/$T" "$BASE"
+	run -0 --separate-stderr forge resume -q --config "$BATS_TEST_TMPDIR/gate.json" "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e --arg a "$A" '.run.status == "completed" and .state.task.repo == $a' <<<"$output"
+	git -C "$A" merge-base --is-ancestor "$MOVED" "forge/$T"
+	git -C "$A" show "forge/$T:calc.c" | grep -q 'return a \* b'
+	run -0 forge events replay "$T"
+	jq -e -s --arg from "$BASE" --arg to "$MOVED" '[.[] | select(.type == "run.caught_up") | .payload] | length == 1 and
+		.[0].from == $from and .[0].to == $to and .[0].remote == "origin"' <<<"$output"
+}
+
 @test "forge resume in another clone without git.push_remote, or when the remote lacks the branch: exit 5, nothing run" {
 	shared_remote
 	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"

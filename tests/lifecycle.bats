@@ -228,7 +228,7 @@ until_true() {
 	true & dead=$!
 	wait "$dead"
 	sqlite3 "$FORGE_DB" "update runs set status = 'running', completed_at = null where id = '$T';
-		insert into leases values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+		insert into leases (trace_id, holder, pid, host, program, acquired_at) values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
 	run -0 forge status "$T"
 	assert_line --regexp "^status +interrupted at implement"
 	run -0 forge history --json
@@ -251,7 +251,7 @@ until_true() {
 	# alone it takes the lease and gives it back
 	run -0 --separate-stderr forge-test <<<"$state"
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
-	sqlite3 "$FORGE_DB" "insert into leases values ('t1', 'HOLDER1', $$, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	sqlite3 "$FORGE_DB" "insert into leases (trace_id, holder, pid, host, program, acquired_at) values ('t1', 'HOLDER1', $$, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
 	run -4 --separate-stderr forge-test <<<"$state"
 	[[ "$stderr" == *"trace t1 is already being worked on: forge-supervisor, pid $$"* ]]
 	[ -z "$output" ]

@@ -5,7 +5,8 @@
 # forge db status/migrate (also several at once), the run store's unit test
 # on PostgreSQL, forge-events store (a re-sent event is not duplicated; 8
 # writers at once stay consistent), a whole forge run with a recorded model
-# and a gate approved then resumed, and the commands not on PostgreSQL yet
+# and a gate approved then resumed, a lease another host stopped renewing
+# taken over by resume, and the commands not on PostgreSQL yet
 # refused (exit 2); forge llm against the mock provider logs its call there.
 # Skipped, saying why, only when PostgreSQL is not installed.
 
@@ -53,23 +54,24 @@ setup() {
 	run -0 --separate-stderr forge db status --db "$URI"
 	assert_line "backend:  postgresql"
 	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
-	assert_line "schema:   version 0 of 2"
+	assert_line "schema:   version 0 of 3"
 	assert_line "pending:  pg/001-core.sql"
 	assert_line "pending:  pg/002-live-text.sql"
+	assert_line "pending:  pg/003-lease-renewal.sql"
 	[[ "$output" != *s3cret* ]]
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 2"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 3"
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output --partial "is up to date (schema version 2)"
+	assert_output --partial "is up to date (schema version 3)"
 	run -0 --separate-stderr forge db status --json
-	jq -e '.backend == "postgresql" and .version == 2 and .known == 2 and .pending == []' <<<"$output"
-	[ "$(psql_q 'select version, name from forge_schema order by version')" = "$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql')" ]
+	jq -e '.backend == "postgresql" and .version == 3 and .known == 3 and .pending == []' <<<"$output"
+	[ "$(psql_q 'select version, name from forge_schema order by version')" = "$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql')" ]
 	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
-	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 2
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 3
 		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
-	assert_line "schema:   version 2 of 2 (up to date)"
+	assert_line "schema:   version 3 of 3 (up to date)"
 	# SQLite: the same command, a file not created by looking
 	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
 	assert_line "backend:  sqlite"
@@ -87,9 +89,9 @@ setup() {
 	done
 	for pid in "${pids[@]}"; do wait "$pid"; done
 	cat "$BATS_TEST_TMPDIR"/out*
-	[ "$(grep -l 'schema version 0 -> 2' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l 'schema version 0 -> 3' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
-	[ "$(psql_q 'select count(*) from forge_schema')" -eq 2 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq 3 ]
 }
 
 @test "a database that cannot be reached, or a bad command: clear errors with their exit status" {
@@ -199,6 +201,30 @@ setup() {
 	run -0 forge history
 	assert_line --regexp "^$T2 +completed"
 	assert_line --regexp "^$T +completed"
+}
+
+@test "on PostgreSQL, a lease another host stopped renewing is taken over by forge resume; a fresh one is refused (exit 4)" {
+	CONFIGS="$FORGE_ROOT/tests/fixtures/supervisor"
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-highrisk.jsonl"
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# the machine that held it went down in the middle of the run: its lease stays behind
+	at=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	psql_q "insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
+		values ('$T', 'FAR', 4242, 'far.example', 'forge-supervisor', '2026-01-01T00:00:00.000Z', '$at')" >/dev/null
+	run -4 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	[[ "$stderr" == *"pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, last renewed at $at;"* ]]
+	psql_q "update leases set renewed_at = '2026-01-01T00:05:00.000Z' where trace_id = '$T'" >/dev/null
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	[[ "$stderr" == *"was left by pid 4242 on far.example, last renewed at 2026-01-01T00:05:00.000Z: taking it over"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.lease_taken_over") | .payload] == [{holder: "FAR", host: "far.example", pid: 4242,
+		since: "2026-01-01T00:00:00.000Z", renewed_at: "2026-01-01T00:05:00.000Z"}]' <<<"$output"
+	[ "$(psql_q "select count(*) from leases")" -eq 0 ]
 }
 
 @test "commands whose tables are not on PostgreSQL yet say so (exit 2); nothing named after the URI is created" {

@@ -183,7 +183,7 @@ quit_ok() {
 	true & dead=$!
 	wait "$dead"
 	sqlite3 "$FORGE_DB" "update runs set status = 'running' where id = '$T';
-		insert into leases values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+		insert into leases (trace_id, holder, pid, host, program, acquired_at) values ('$T', 'GONE', $dead, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
 	run -0 forge status "$T"
 	assert_line --regexp "^status +interrupted at plan"
 	run -0 forge show "$T"

@@ -1662,7 +1662,19 @@ static void host_name(char out[static 256])
 	out[255] = '\0';
 }
 
-bool store_lease_alive(jv lease)
+/* Whether a holder on another host renewed lease within ttl_s of now_ms: a
+ * lease it never renews (renewed_at null: an older Forge, a phase run by
+ * hand) cannot be told dead, so it lives. */
+static bool renewed_lately(jv lease, double ttl_s, int64_t now_ms)
+{
+	int64_t at;
+
+	if (timestamp_parse(&at, json_get_str(lease, "renewed_at")) < 0)
+		return true;
+	return (double)(now_ms - at) < ttl_s * 1000.0;
+}
+
+bool store_lease_alive_at(jv lease, double ttl_s, int64_t now_ms)
 {
 	char host[256];
 	const char *h = json_get_str(lease, "host");
@@ -1672,10 +1684,25 @@ bool store_lease_alive(jv lease)
 		return false;
 	host_name(host);
 	if (!h || strcmp(h, host) != 0)
-		return true;	/* another machine's process: cannot tell, so it lives */
+		return renewed_lately(lease, ttl_s > 0 ? ttl_s : STORE_LEASE_TTL_S, now_ms);
 	if (pid < 1 || pid > 1 << 30)
 		return false;
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+bool store_lease_alive(jv lease)
+{
+	return store_lease_alive_at(lease, STORE_LEASE_TTL_S, now_ms());
+}
+
+void store_set_lease_ttl(struct store *st, double ttl_s)
+{
+	st->lease_ttl_s = ttl_s > 0 ? ttl_s : 0;
+}
+
+static bool lease_alive(const struct store *st, jv lease)
+{
+	return store_lease_alive_at(lease, st->lease_ttl_s, now_ms());
 }
 
 /* The lease row of trace, or null. */
@@ -1685,7 +1712,7 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 	int step;
 
 	*out = jv_null();
-	if (db_prepare(&s, st, "SELECT holder, pid, host, program, acquired_at FROM leases"
+	if (db_prepare(&s, st, "SELECT holder, pid, host, program, acquired_at, renewed_at FROM leases"
 		       " WHERE trace_id = ?1") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
@@ -1696,7 +1723,8 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 		o = json_set(o, "pid", db_col_num(s, 1));
 		o = json_set(o, "host", db_col_str(s, 2));
 		o = json_set(o, "program", db_col_str(s, 3));
-		*out = json_set(o, "acquired_at", db_col_str(s, 4));
+		o = json_set(o, "acquired_at", db_col_str(s, 4));
+		*out = json_set(o, "renewed_at", db_col_str(s, 5));
 	} else if (step != DB_DONE) {
 		store_fail(st, "cannot read the lease of trace '%s'", trace_id);
 	}
@@ -1709,7 +1737,7 @@ int store_lease_get(jv *out, struct store *st, const char *trace_id)
 	if (lease_row(out, st, trace_id) < 0)
 		return -1;
 	if (jv_get_kind(*out) == JV_KIND_OBJECT)
-		*out = json_set(*out, "alive", jv_bool(store_lease_alive(*out)));
+		*out = json_set(*out, "alive", jv_bool(lease_alive(st, *out)));
 	return 0;
 }
 
@@ -1742,7 +1770,8 @@ static int lease_write(struct store *st, const char *trace_id, const char *holde
 	if (db_prepare(&s, st, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at)"
 		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (trace_id) DO UPDATE SET"
 		       " holder = excluded.holder, pid = excluded.pid, host = excluded.host,"
-		       " program = excluded.program, acquired_at = excluded.acquired_at") < 0)
+		       " program = excluded.program, acquired_at = excluded.acquired_at,"
+		       " renewed_at = NULL") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, holder);
@@ -1753,10 +1782,11 @@ static int lease_write(struct store *st, const char *trace_id, const char *holde
 	return db_step_done(st, s, "cannot take the lease of trace '%s'", trace_id);
 }
 
-int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
-		     const char *program)
+int store_lease_take_steal(jv *held, struct store *st, const char *trace_id, const char *holder,
+			   const char *program, bool steal)
 {
 	jv row = jv_null();
+	bool alive = false;
 	int rc = -1;
 
 	assert(trace_id && holder);
@@ -1771,7 +1801,9 @@ int store_lease_take(jv *held, struct store *st, const char *trace_id, const cha
 			rc = STORE_LEASE_TAKEN;	/* ours already (a phase of our supervisor) */
 			goto out;
 		}
-		if (store_lease_alive(row)) {
+		alive = lease_alive(st, row);
+		/* a living process of this host is never taken: its pid says it works */
+		if (alive && (!steal || store_lease_local(row))) {
 			*held = json_set(jv_copy(row), "alive", jv_true());
 			rc = STORE_LEASE_HELD;
 			goto out;
@@ -1780,7 +1812,7 @@ int store_lease_take(jv *held, struct store *st, const char *trace_id, const cha
 	if (lease_write(st, trace_id, holder, program) < 0 || store_commit(st) < 0)
 		goto out;
 	if (jv_get_kind(row) == JV_KIND_OBJECT) {
-		*held = json_set(jv_copy(row), "alive", jv_false());
+		*held = json_set(jv_copy(row), "alive", jv_bool(alive));
 		rc = STORE_LEASE_STOLEN;
 	} else {
 		rc = STORE_LEASE_TAKEN;
@@ -1789,6 +1821,35 @@ out:
 	store_rollback(st);
 	jv_free(row);
 	return rc;
+}
+
+int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
+		     const char *program)
+{
+	return store_lease_take_steal(held, st, trace_id, holder, program, false);
+}
+
+bool store_lease_local(jv lease)
+{
+	char host[256];
+	const char *h = json_get_str(lease, "host");
+
+	host_name(host);
+	return h && strcmp(h, host) == 0;
+}
+
+int store_lease_renew(struct store *st, const char *trace_id, const char *holder)
+{
+	char now[TIMESTAMP_LEN + 1];
+	struct db_stmt *s;
+
+	timestamp_now(now);
+	if (db_prepare(&s, st, "UPDATE leases SET renewed_at = ?3 WHERE trace_id = ?1 AND holder = ?2") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, holder);
+	db_bind_text(s, 3, now);
+	return db_step_done(st, s, "cannot renew the lease of trace '%s'", trace_id);
 }
 
 int store_lease_release(struct store *st, const char *trace_id, const char *holder)

@@ -246,25 +246,44 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 /*
  * Leases: one process at a time works on a trace (forge-supervisor's run or
  * resume, or a phase filter run by hand on a state).  A lease is
- * {"trace_id","holder","pid","host","program","acquired_at"}; holder is an
- * id the taker made.
+ * {"trace_id","holder","pid","host","program","acquired_at","renewed_at"};
+ * holder is an id the taker made; renewed_at is null until its holder
+ * renews it (forge-supervisor does, every supervisor.lease_renew_s).
+ *
+ * Alive: on this host, while its pid lives; on another host (no pid can be
+ * checked there), while it was renewed within the store's TTL
+ * (store_set_lease_ttl, supervisor.lease_ttl_s, default STORE_LEASE_TTL_S),
+ * and always when never renewed (a holder that does not renew cannot be
+ * told dead).
  *
  * take: in one BEGIN IMMEDIATE transaction (fails when one is open):
  * STORE_LEASE_TAKEN when it was free or holder holds it already (then it is
- * left as it is); STORE_LEASE_STOLEN when its holder was dead (same host,
- * pid gone; *held receives that lease); STORE_LEASE_HELD when a living
+ * left as it is); STORE_LEASE_STOLEN when its holder was dead (*held
+ * receives that lease, "alive": false); STORE_LEASE_HELD when a living
  * process holds it (*held receives its lease, "alive": true); -1 on error.
- * *held is null otherwise.  A holder on another host is taken to be alive.
+ * *held is null otherwise (caller frees *held).
+ * take_steal with steal: a living holder on another host is taken too
+ * (STORE_LEASE_STOLEN, *held "alive": true); one on this host never.
+ * renew: sets renewed_at to now when holder holds it (else nothing).
  * release: drops the lease when holder holds it (else nothing).
  * get: the lease with "alive", or null when none.
- * alive: whether the lease's process lives (borrows lease).
+ * alive: whether the lease's holder lives, with the default TTL (borrows
+ * lease); alive_at: with ttl_s (<= 0: the default) at now_ms (ms since the
+ * epoch).  local: whether the lease's host is this one (borrows).
  */
+#define STORE_LEASE_TTL_S 120.0
 enum { STORE_LEASE_TAKEN = 0, STORE_LEASE_HELD = 1, STORE_LEASE_STOLEN = 2 };
 int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
 		     const char *program);
+int store_lease_take_steal(jv *held, struct store *st, const char *trace_id, const char *holder,
+			   const char *program, bool steal);
+int store_lease_renew(struct store *st, const char *trace_id, const char *holder);
 int store_lease_release(struct store *st, const char *trace_id, const char *holder);
 int store_lease_get(jv *out, struct store *st, const char *trace_id);
+void store_set_lease_ttl(struct store *st, double ttl_s);
 bool store_lease_alive(jv lease);
+bool store_lease_alive_at(jv lease, double ttl_s, int64_t now_ms);
+bool store_lease_local(jv lease);
 
 /*
  * The trace a person typed (traces.c): `prefix` is a whole trace id or the

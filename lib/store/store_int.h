@@ -46,6 +46,7 @@ struct store {
 	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
 	long events_added;              /* store_events_added() */
 	int applied;                    /* migrations this open applied */
+	double lease_ttl_s;             /* store_set_lease_ttl(); 0: STORE_LEASE_TTL_S */
 };
 
 /* store_fail() with a va_list (store.c): what db_step_done() and

@@ -1039,7 +1039,7 @@ static void test_leases(void)
 
 	/* a dead holder's lease is taken over */
 	long dead = dead_pid();
-	snprintf(sql, sizeof sql, "INSERT INTO leases VALUES ('T3', 'GONE', %ld, '%s', 'forge-supervisor', "
+	snprintf(sql, sizeof sql, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at) VALUES ('T3', 'GONE', %ld, '%s', 'forge-supervisor', "
 		 "'2026-01-01T00:00:00.000Z')", dead, host);
 	CHECK(store_exec(st, sql) == 0);
 	CHECK(store_lease_get(&lease, st, "T3") == 0);
@@ -1053,16 +1053,76 @@ static void test_leases(void)
 	CHECK_STR(json_get_str(lease, "holder"), "H4");
 	jv_free(lease);
 	/* on another host it cannot be told dead: it is held */
-	snprintf(sql, sizeof sql, "INSERT INTO leases VALUES ('T4', 'FAR', %ld, 'elsewhere.example', NULL, "
+	snprintf(sql, sizeof sql, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at) VALUES ('T4', 'FAR', %ld, 'elsewhere.example', NULL, "
 		 "'2026-01-01T00:00:00.000Z')", dead);
 	CHECK(store_exec(st, sql) == 0);
 	CHECK_INT(store_lease_take(&held, st, "T4", "H5", NULL), STORE_LEASE_HELD);
 	jv_free(held);
+	/* --steal takes it; it says it was alive */
+	CHECK_INT(store_lease_take_steal(&held, st, "T4", "H5", "forge-supervisor", true), STORE_LEASE_STOLEN);
+	CHECK_STR(json_get_str(held, "holder"), "FAR");
+	CHECK(json_get_bool(held, "alive", false));
+	jv_free(held);
+	/* but never a live holder of this host */
+	CHECK_INT(store_lease_take(&held, st, "T6", "H7", NULL), STORE_LEASE_TAKEN);
+	CHECK_INT(store_lease_take_steal(&held, st, "T6", "H8", NULL, true), STORE_LEASE_HELD);
+	CHECK_STR(json_get_str(held, "holder"), "H7");
+	jv_free(held);
+	/* renewed lately on another host: alive; not renewed for the TTL: dead, taken over */
+	snprintf(sql, sizeof sql, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)"
+		 " VALUES ('T7', 'OLD', 1, 'elsewhere.example', NULL, '2026-01-01T00:00:00.000Z',"
+		 " '2026-01-01T00:00:00.000Z')");
+	CHECK(store_exec(st, sql) == 0);
+	CHECK_INT(store_lease_take(&held, st, "T7", "H9", "forge-supervisor"), STORE_LEASE_STOLEN);
+	CHECK(!json_get_bool(held, "alive", true));
+	CHECK_STR(json_get_str(held, "renewed_at"), "2026-01-01T00:00:00.000Z");
+	jv_free(held);
+	/* the new holder's lease is not renewed until it renews it */
+	CHECK(store_lease_get(&lease, st, "T7") == 0);
+	CHECK(json_get_str(lease, "holder") && !json_get_str(lease, "renewed_at"));
+	jv_free(lease);
+	CHECK(store_lease_renew(st, "T7", "NOT-HOLDER") == 0);
+	CHECK(store_lease_get(&lease, st, "T7") == 0);
+	CHECK(json_get_str(lease, "holder") && !json_get_str(lease, "renewed_at"));
+	jv_free(lease);
+	CHECK(store_lease_renew(st, "T7", "H9") == 0);
+	CHECK(store_lease_get(&lease, st, "T7") == 0);
+	CHECK(json_get_str(lease, "renewed_at") != NULL);
+	jv_free(lease);
 	/* inside an open transaction it cannot be taken atomically: an error */
 	CHECK(store_begin(st) == 0);
 	CHECK_INT(store_lease_take(&held, st, "T5", "H6", NULL), -1);
 	CHECK(store_rollback(st) == 0);
 	store_free(st);
+}
+
+/* Another host's lease lives while renewed within the TTL, on an injected clock. */
+static void test_lease_ttl(void)
+{
+	char host[256] = "";
+	int64_t at;
+
+	gethostname(host, sizeof host - 1);
+	CHECK(timestamp_parse(&at, "2026-01-01T00:00:00.000Z") == 0);
+	jv far = json_set(json_set(json_set(jv_object(), "host", jv_string("elsewhere.example")), "pid", jv_number(1)),
+			  "renewed_at", jv_string("2026-01-01T00:00:00.000Z"));
+	CHECK(store_lease_alive_at(far, 120, at));
+	CHECK(store_lease_alive_at(far, 120, at + 119999));
+	CHECK(!store_lease_alive_at(far, 120, at + 120000));
+	CHECK(store_lease_alive_at(far, 600, at + 120000));
+	CHECK(!store_lease_alive_at(far, 0, at + (int64_t)(STORE_LEASE_TTL_S * 1000)));  /* 0: the default */
+	/* never renewed: cannot be told dead */
+	jv never = json_set(jv_copy(far), "renewed_at", jv_null());
+	CHECK(store_lease_alive_at(never, 120, at + 86400000));
+	/* this host: the pid tells, whatever the clock */
+	jv here = json_set(json_set(jv_copy(far), "host", jv_string(host)), "pid", jv_number((double)getpid()));
+	CHECK(store_lease_alive_at(here, 120, at + 86400000));
+	here = json_set(here, "pid", jv_number((double)dead_pid()));
+	CHECK(!store_lease_alive_at(here, 120, at));
+	CHECK(store_lease_local(here) && !store_lease_local(far));
+	jv_free(far);
+	jv_free(never);
+	jv_free(here);
 }
 
 /* Four processes take one lease at once: exactly one gets it.  Each holds
@@ -1283,6 +1343,7 @@ int main(void)
 	RUN(test_resolve_path);
 	RUN(test_run_cancel_sticks);
 	RUN(test_leases);
+	RUN(test_lease_ttl);
 	RUN(test_lease_race);
 	RUN(test_breaker_reads);
 	RUN(test_disk_full_message);

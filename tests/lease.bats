@@ -1,0 +1,184 @@
+#!/usr/bin/env bats
+# lease.bats - a run's lease across machines: the supervisor renews it
+# (supervisor.lease_renew_s) while a phase is silent; a lease of another host
+# not renewed for supervisor.lease_ttl_s is dead and `forge resume` takes it
+# over; a fresh one is refused (exit 4, naming the host and the renewal)
+# unless `forge resume --steal`; a live one of this host never.  Another
+# host's lease is faked by writing its row (sqlite3).
+
+bats_require_minimum_version 1.5.0
+
+load test_helper/mock
+mock_per_file
+
+setup() {
+	load test_helper/common
+	forge_setup
+	export BATS_TEST_TIMEOUT=120
+	calc_setup
+}
+
+teardown() {
+	[ -s "$BATS_TEST_TMPDIR/r1.pid" ] && kill -9 -- "-$(cat "$BATS_TEST_TMPDIR/r1.pid")" 2>/dev/null
+	true
+}
+
+last_trace() {
+	forge history --json -n 1 | jq -r .trace_id
+}
+
+events_of() {
+	forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t) | .payload'
+}
+
+use_mock() {
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	local c=$FORGE_ROOT/tests/fixtures/cassettes
+	if [ ! -s "$BATS_FILE_TMPDIR/impl.json" ]; then
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/plan-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/plan.json"
+		jq -sc '[.[].response | {text: (.text // ""), tool_calls, usage}]' "$c/implement-calc.jsonl" \
+			>"$BATS_FILE_TMPDIR/impl.json"
+	fi
+	PLAN=$(<"$BATS_FILE_TMPDIR/plan.json")
+	IMPL=$(<"$BATS_FILE_TMPDIR/impl.json")
+}
+
+script() {
+	printf '%s' "$1" | curl -sS -f -X POST -H 'content-type: application/json' \
+		--data-binary @- "$MOCK_URL/_mock/script?replace=1" >/dev/null
+}
+
+# A run that failed at implement (the model down), recorded as still running
+# under a lease of HOST (pid 4242) renewed at RENEWED ("null": never).
+left_on_host() {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "server_error", times: "always"}]')"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	local r=$2
+	[ "$r" = null ] || r="'$r'"
+	sqlite3 "$FORGE_DB" "update runs set status = 'running', completed_at = null where id = '$T';
+		insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
+		values ('$T', 'FAR', 4242, '$1', 'forge-supervisor', '2026-01-01T00:00:00.000Z', $r)"
+	script "$IMPL"
+}
+
+now_iso() {
+	date -u +%Y-%m-%dT%H:%M:%S.000Z
+}
+
+@test "another host's lease not renewed for lease_ttl_s is dead: forge status says interrupted, resume takes it over" {
+	left_on_host far.example '2026-01-01T00:05:00.000Z'
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"run $T was left by pid 4242 on far.example, last renewed at 2026-01-01T00:05:00.000Z: taking it over"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 events_of "$T" run.lease_taken_over
+	jq -e '.holder == "FAR" and .host == "far.example" and .pid == 4242 and .renewed_at == "2026-01-01T00:05:00.000Z"' <<<"$output"
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+}
+
+@test "another host's fresh lease is refused (exit 4, the host and the renewal named); --steal takes it and records whose it was" {
+	at=$(now_iso)
+	left_on_host far.example "$at"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +running at implement"
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"run $T is already running: forge-supervisor, pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, last renewed at $at;"* ]]
+	[[ "$stderr" == *"forge resume --steal $T"* ]]
+	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = '$T'")" = FAR ]
+	# a longer TTL in the config keeps a renewal of ten minutes ago alive
+	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_ttl_s": 86400}}' >.forge/config.json
+	at=$(date -u -d '-10 minutes' +%Y-%m-%dT%H:%M:%S.000Z)
+	sqlite3 "$FORGE_DB" "update leases set renewed_at = '$at'"
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"last renewed at $at;"* ]]
+	run -0 --separate-stderr forge resume -q --steal "$T" </dev/null
+	[[ "$stderr" == *"took run $T's lease from forge-supervisor (holder FAR), pid 4242 on far.example, last renewed at $at"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 events_of "$T" run.lease_stolen
+	jq -e '.holder == "FAR" and .host == "far.example" and .pid == 4242
+		and .renewed_at == $at and .since == "2026-01-01T00:00:00.000Z"' --arg at "$at" <<<"$output"
+}
+
+@test "a lease of another host that is never renewed (a phase run by hand there) counts as alive" {
+	left_on_host far.example null
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, never renewed;"* ]]
+}
+
+@test "--steal never takes the lease of a live process of this host (exit 4, saying why); --steal is for resume only" {
+	left_on_host "$(hostname)" null
+	sqlite3 "$FORGE_DB" "update leases set pid = $$"
+	run -4 --separate-stderr forge resume --steal "$T" </dev/null
+	[[ "$stderr" == *"run $T is held by a live process of this host: forge-supervisor, pid $$, since 2026-01-01T00:00:00.000Z; --steal takes only another host's lease"* ]]
+	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = '$T'")" = FAR ]
+	run -2 --separate-stderr forge run --steal "a task"
+	[[ "$stderr" == *"--steal is for resume"* ]]
+}
+
+@test "supervisor.lease_ttl_s must be more than twice supervisor.lease_renew_s (exit 2)" {
+	left_on_host far.example '2026-01-01T00:05:00.000Z'
+	echo '{"supervisor": {"lease_renew_s": 60, "lease_ttl_s": 120}}' >.forge/config.json
+	run -2 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"supervisor.lease_ttl_s (120) must be more than twice supervisor.lease_renew_s (60)"* ]]
+	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = '$T'")" = FAR ]
+}
+
+renewed_at() {
+	sqlite3 "$FORGE_DB" "select coalesce(renewed_at, '') from leases where trace_id = '$T'"
+}
+
+renewed_after() {
+	local r
+	r=$(renewed_at) && [ -n "$r" ] && [ -n "$1" ] && [[ "$r" > "$1" ]]
+}
+
+renewed_once() {
+	[ -n "$(renewed_at)" ]
+}
+
+# until_true CMD...: poll until CMD succeeds (it waits on a change, not a time).
+until_true() {
+	local i
+	for i in $(seq 1200); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+@test "the supervisor renews its lease while its phase says nothing (a model call paused)" {
+	left_on_host "$(hostname)" null
+	true & dead=$!
+	wait "$dead"
+	sqlite3 "$FORGE_DB" "update leases set pid = $dead"
+	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_renew_s": 0.1, "lease_ttl_s": 1}}' >.forge/config.json
+	# implement's first model call stops after its first event until the file exists
+	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"
+	setsid forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r1.out" 2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true renewed_once
+	first=$(renewed_at)
+	[ "$(sqlite3 "$FORGE_DB" "select pid from leases where trace_id = '$T'")" -eq "$R1" ]
+	until_true renewed_after "$first"
+	second=$(renewed_at)
+	until_true renewed_after "$second"
+	# the phase was silent all along: still at implement
+	run -0 forge status "$T"
+	assert_line --regexp "^status +running at implement"
+	touch "$BATS_TEST_TMPDIR/go"
+	rc=0; wait "$R1" || rc=$?
+	[ "$rc" -eq 0 ]
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+}
