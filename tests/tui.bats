@@ -218,6 +218,9 @@ quit_ok() {
 	wait_for "  add a mul operation"
 	tm send-keys -t tui Enter
 	wait_for "model now (plan, "
+	# the row is made when the call starts, its text written as it comes:
+	# wait for the text, not just the heading
+	wait_for "    how operations are added."
 	run -0 screen
 	[[ "$output" == *$'    Reading calc.c to see\n    how operations are added.'* ]]
 	# the row is the store's, while the call is open
