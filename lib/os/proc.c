@@ -225,6 +225,7 @@ struct child_plan {
 	bool ns;                 /* this attempt makes namespaces */
 	const struct nsview *view; /* NULL: the host's files, a fresh /proc */
 	int go_fd;               /* the parent has put the child in its cgroup: one byte, or -1 */
+	int parent_fds[2];       /* the parent's ends of the go and report pipes, or -1 */
 	int status_fd;           /* PID 1 writes the command's wait status here */
 };
 
@@ -248,10 +249,17 @@ static void wait_go(const struct child_plan *p)
 {
 	char c;
 
+	ssize_t n;
+
 	if (p->go_fd < 0)
 		return;
-	while (read(p->go_fd, &c, 1) < 0 && errno == EINTR)
+	while ((n = read(p->go_fd, &c, 1)) < 0 && errno == EINTR)
 		;
+	/* end of file: the parent died before it let us go; nobody would
+	 * wait for the command, so it does not run (an orphan blocked here
+	 * for ever was seen when a test killed forge-test at that moment) */
+	if (n != 1)
+		_exit(127);
 }
 
 static int apply_landlock(const struct child_plan *p)
@@ -339,6 +347,11 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 
 	if (!o->keep_pgrp)
 		setpgid(0, 0);
+	/* the parent's ends: with them open here, the go pipe never reads
+	 * end of file when the parent dies (wait_go) */
+	for (int i = 0; i < 2; i++)
+		if (p->parent_fds[i] >= 0)
+			close(p->parent_fds[i]);
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	for (int s = 1; s < NSIG; s++)
@@ -554,6 +567,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.gid = getgid();
 	plan.envp = o->envp ? o->envp : environ;
 	plan.go_fd = -1;
+	plan.parent_fds[0] = plan.parent_fds[1] = -1;
 	plan.status_fd = status_pipe[1];
 	add_limit(&plan, RLIMIT_CPU, o->limits.cpu_s, true);
 	add_limit(&plan, RLIMIT_AS, o->limits.as_bytes, false);
@@ -578,6 +592,8 @@ attempt:
 	}
 	plan.rep_fd = rep_pipe[1];
 	plan.go_fd = go_pipe[0];
+	plan.parent_fds[0] = rep_pipe[0];
+	plan.parent_fds[1] = go_pipe[1];
 	fflush(NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
