@@ -59,6 +59,22 @@ mock() {
 		"phase.started test.started test.ran test.parsed phase.completed "
 }
 
+@test "forge-test killed between starting its test command and letting it go: the command does not stay behind" {
+	[ "${FORGE_SUITE:-default}" = default ] || skip "a preloaded library cannot come before the sanitizers' runtime"
+	[ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/pids ] || skip "the go pipe exists with the pids cgroup, as root"
+	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/kill.so" "$FORGE_ROOT/tests/fixtures/preload/kill-at-cgroup-write.c" -ldl
+	bats_repo '@test "one" { true; }'
+	run -137 bash -c "cd '$REPO' && LD_PRELOAD='$BATS_TEST_TMPDIR/kill.so' exec forge-test --no-input --repo '$REPO' </dev/null >'$BATS_TEST_TMPDIR/out' 2>&1"
+	# the child forked for the test command still has forge-test's command
+	# line; it must end (the go pipe's end of file), not wait for ever (its
+	# output goes to a file: a child left behind would hold run's pipe)
+	for i in $(seq 200); do
+		pgrep -f -- "--repo $REPO" >/dev/null || break
+		sleep 0.1
+	done
+	run -1 pgrep -af -- "--repo $REPO"
+}
+
 @test "an empty stdin is bad input (exit 2): no test runs; --no-input runs them" {
 	bats_repo '@test "one" { touch "$BATS_TEST_DIRNAME/../ran"; }'
 	run -2 --separate-stderr bash -c "cd '$REPO' && ft </dev/null"
