@@ -58,7 +58,7 @@ STATIC_LIBS ?= $(foreach l,sqlite3 yaml expat,$(if $(wildcard $(shell $(CC) -pri
 BSTATIC  := -Wl,-Bstatic
 BDYNAMIC := -Wl,-Bdynamic
 LDLIBS   += $(if $(STATIC_LIBS),$(BSTATIC) $(STATIC_LIBS:%=-l%) $(BDYNAMIC)) \
-            $(filter-out $(STATIC_LIBS:%=-l%),-lsqlite3 -lyaml -lexpat) -ljq -lpcre2-8 -lm -lpthread -ldl
+            $(filter-out $(STATIC_LIBS:%=-l%),-lsqlite3 -lyaml -lexpat) -lpcre2-8 -lm -lpthread -ldl
 # libgit2 and libcurl are not linked: they (and the ~40 libraries they bring)
 # are loaded on first use (lib/core/lazylib.h; lib/git/git2_lazy.c, made by
 # scripts/gen-lazy-git2, and lib/net/curl_lazy.c), by the soname of the
@@ -67,7 +67,12 @@ LDLIBS   += $(if $(STATIC_LIBS),$(BSTATIC) $(STATIC_LIBS:%=-l%) $(BDYNAMIC)) \
 soname    = $(shell readelf -d "$$($(CC) -print-file-name=$(1))" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 GIT2_SONAME := $(call soname,libgit2.so)
 CURL_SONAME := $(call soname,libcurl.so)
+# libjq (and libonig) too (lib/core/jq_lazy.c, made by scripts/gen-lazy-jq;
+# there is no libjq.a to link in): their relocations were ~80% of a
+# program's --version.
+JQ_SONAME   := $(call soname,libjq.so)
 CPPFLAGS += $(if $(GIT2_SONAME),-DFORGE_GIT2_SONAME='"$(GIT2_SONAME)"') \
+            $(if $(JQ_SONAME),-DFORGE_JQ_SONAME='"$(JQ_SONAME)"') \
             $(if $(CURL_SONAME),-DFORGE_CURL_SONAME='"$(CURL_SONAME)"')
 # libpq (--db postgres://...) is not linked either: lib/store/pq_lazy.c
 # loads it on the first connection (with it loaded at start, ~24

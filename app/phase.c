@@ -946,7 +946,7 @@ static const char *run_phase(struct phase *ph)
 
 int phase_main(const struct phase_spec *spec, int argc, char **argv, void *payload)
 {
-	struct phase ph = { .spec = spec, .payload = payload, .state = jv_null(), .cost_known = true };
+	struct phase ph = { .spec = spec, .payload = payload, .state = JSON_NULL, .cost_known = true };
 	struct cli_option *options = merge_options(spec);
 	struct cli_spec cs = {
 		.name = spec->program, .synopsis = spec->synopsis, .description = spec->description,

@@ -432,7 +432,7 @@ static int show_docs(const struct cli_common *common, const struct args *a)
 int main(int argc, char **argv)
 {
 	struct cli_common common;
-	struct args a = { .level = -1, .budget = -1, .answer_list = jv_null() };
+	struct args a = { .level = -1, .budget = -1, .answer_list = JSON_NULL };
 	struct buf idea = BUF_INIT;
 	int status;
 

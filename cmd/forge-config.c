@@ -528,7 +528,7 @@ int main(int argc, char **argv)
 		.extra_help = help,
 	};
 	struct cli_common common;
-	struct args a = { .flags = jv_null() };
+	struct args a = { .flags = JSON_NULL };
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
 	int status;
 

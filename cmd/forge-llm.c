@@ -202,7 +202,7 @@ static void check_provider(const struct cli_spec *sp, const char *name)
 
 int main(int argc, char **argv)
 {
-	struct args a = { NULL, NULL, false, false, jv_null() };
+	struct args a = { NULL, NULL, false, false, JSON_NULL };
 	struct cli_common common;
 	struct llm_options opt;
 	struct llm_client *c = NULL;

@@ -6,6 +6,7 @@
 #include "app/cli.h"
 #include "app/tui.h"
 #include "core/forge.h"
+#include "core/json.h"
 #include "store/store.h"
 
 #include <curses.h>
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
 {
 	struct cli_common common;
 	struct session ses;
-	struct tui t = { .ses = &ses, .common = &common, .runs = jv_null(), .lines = jv_null() };
+	struct tui t = { .ses = &ses, .common = &common, .runs = JSON_NULL, .lines = JSON_NULL };
 	int first = cli_parse(&common, &spec, argc, argv, NULL, NULL), status;
 
 	if (first < argc)

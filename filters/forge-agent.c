@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 		.extra_help = "Exit status: 0 done, 2 bad input, 3 breaker, 4 human needed, 5 model failed.\n",
 	};
 	struct phase_spec spec = { .program = "forge-agent" };
-	struct phase ph = { .spec = &spec, .state = jv_null(), .cost_known = true };
+	struct phase ph = { .spec = &spec, .state = JSON_NULL, .cost_known = true };
 	struct session ses = { 0 };
 	jv doc;
 	int code;

@@ -800,7 +800,7 @@ int main(int argc, char **argv)
 	.lease = true,
 		.run = run_phase,
 	};
-	struct tst t = { .rerun = jv_null() };
+	struct tst t = { .rerun = JSON_NULL };
 
 	int status = phase_main(&spec, argc, argv, &t);
 	for (size_t i = 0; t.an && i < t.run.ncases; i++) {

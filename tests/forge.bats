@@ -19,14 +19,15 @@ setup() {
 	[[ "$output" =~ ^forge\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
 }
 
-@test "--version and --help of every program load neither libcurl nor TLS nor libssh2; a request loads what it needs" {
+@test "--version and --help of every program load neither libjq nor libcurl nor TLS nor libssh2; a request loads what it needs" {
 	local p opt n=0
 	for p in "$FORGE_BINDIR"/forge*; do
 		for opt in --version --help; do
 			run -0 --separate-stderr env LD_DEBUG=files "$p" "$opt"
 			[[ "$stderr" != *"file=libcurl"* && "$stderr" != *"file=libssh2"* && "$stderr" != *"file=libgit2"* &&
-			   "$stderr" != *"file=libssl"* && "$stderr" != *"file=libcrypto"* ]] ||
-				{ echo "$p $opt loaded libcurl, TLS, libssh2 or a shared libgit2 at start"; return 1; }
+			   "$stderr" != *"file=libssl"* && "$stderr" != *"file=libcrypto"* &&
+			   "$stderr" != *"file=libjq"* && "$stderr" != *"file=libonig"* ]] ||
+				{ echo "$p $opt loaded libjq, libcurl, TLS, libssh2 or a shared libgit2 at start"; return 1; }
 			n=$((n + 1))
 		done
 	done
@@ -57,9 +58,12 @@ setup() {
 		run -0 nm "$FORGE_BINDIR/forge"
 		[[ "$output" != *" jv_"* && "$output" != *" sqlite3_"* && "$output" != *" git_"* ]]
 	fi
-	# ... and a program that needs libjq loads it
+	# ... and a program loads libjq (core/jq_lazy.c) when it first handles JSON
 	run -0 --separate-stderr env LD_DEBUG=files forge-events --version
-	[[ "$stderr" == *"file=libjq"* ]]
+	[[ "$stderr" != *"file=libjq"* ]]
+	run -0 --separate-stderr env LD_DEBUG=files forge-config get llm.max_tokens
+	[ "$output" = 8192 ]
+	[[ "$stderr" == *"file=libjq"* && "$stderr" == *"file=libonig"* ]]
 }
 
 @test "forge with no command prints usage on stderr and exits 2" {

@@ -27,6 +27,12 @@
 #include <stdio.h>
 #include <stddef.h>
 
+/* The value jv_null() returns, made without calling libjq, which is loaded
+ * on its first call (core/jq_lazy.c): for initialisers that run before a
+ * program reads its options, so --version and --help do not load it.  The
+ * layout is jv.h's public struct; test_json checks it equals jv_null(). */
+#define JSON_NULL ((jv){ .kind_flags = JV_KIND_NULL })
+
 /* obj.key as a new reference, or jv_null() when obj is not an object or has
  * no such key.  Borrows obj. */
 jv json_get(jv obj, const char *key);

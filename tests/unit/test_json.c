@@ -310,8 +310,23 @@ static void test_parse_without_notes(void)
 	free(s);
 }
 
+/* JSON_NULL is what jv_null() returns, and behaves as it does. */
+static void test_json_null_constant(void)
+{
+	jv a = JSON_NULL, b = jv_null();
+
+	CHECK(jv_get_kind(a) == JV_KIND_NULL);
+	CHECK(memcmp(&a, &b, sizeof a) == 0);
+	CHECK(jv_equal(jv_copy(a), jv_copy(b)));
+	char *text = json_dumps(a, false);
+	CHECK_STR(text, "null");
+	free(text);
+	jv_free(b);
+}
+
 int main(void)
 {
+	RUN(test_json_null_constant);
 	RUN(test_parse_as_jq);
 	RUN(test_parse_without_notes);
 	RUN(test_dumps_as_jq);
