@@ -1168,7 +1168,7 @@ static const char *event_str(size_t *len, jv ev, const char *key)
 int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bool *inserted)
 {
 	struct json_event cols;
-	jv line = jv_invalid();
+	char *line = NULL;
 	int rc;
 
 	if (inserted)
@@ -1189,9 +1189,9 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 		raw = NULL;	/* libjq took it: kept as libjq writes it */
 	}
 	if (!raw) {
-		line = jv_dump_string(jv_copy(ev), 0);
-		raw = jv_string_value(line);
-		raw_len = (size_t)jv_string_length_bytes(jv_copy(line));
+		line = json_dumps(jv_copy(ev), false);   /* jq 1.6's text, byte for byte */
+		raw = line;
+		raw_len = strlen(line);
 	}
 	/* The columns from ev: a string written with an escape, say. */
 	memset(&cols, 0, sizeof cols);
@@ -1200,7 +1200,7 @@ int store_event_put(struct store *st, jv ev, const char *raw, size_t raw_len, bo
 	cols.ts = event_str(&cols.ts_len, ev, "ts");
 	cols.type = event_str(&cols.type_len, ev, "type");
 	rc = store_event_put_scanned(st, &cols, raw, raw_len, inserted);
-	jv_free(line);
+	free(line);
 	return rc;
 }
 
@@ -1282,19 +1282,21 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 		     const char *repo, jv config)
 {
 	struct db_stmt *s = NULL;
-	char now[TIMESTAMP_LEN + 1];
+	char now[TIMESTAMP_LEN + 1], *config_text = NULL;
 	int rc = -1;
 
 	assert(trace_id && task);
 	if (jv_get_kind(config) != JV_KIND_NULL)
-		config = jv_dump_string(config, 0);
+		config_text = json_dumps(config, false);
+	else
+		jv_free(config);
 	if (db_prepare(&s, st, sql_run_create) < 0)
 		goto out;
 	timestamp_now(now);
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, task);
 	db_bind_text(s, 3, repo);
-	db_bind_text(s, 4, jv_get_kind(config) == JV_KIND_STRING ? jv_string_value(config) : NULL);
+	db_bind_text(s, 4, config_text);
 	db_bind_text(s, 5, now);
 	if (db_step(s) != DB_DONE) {
 		if (db_unique_violation(st))
@@ -1306,7 +1308,7 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 	rc = 0;
 out:
 	db_finalize(s);
-	jv_free(config);
+	free(config_text);
 	return rc;
 }
 
@@ -1446,7 +1448,7 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 {
 	struct db_stmt *s;
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
-	jv text = jv_invalid();
+	char *text = NULL;
 	int rc = -1;
 
 	assert(trace_id);
@@ -1459,17 +1461,17 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 		return -1;
 	ulid_new(id);
 	timestamp_format(ts, ulid_ms(id));
-	text = jv_dump_string(jv_copy(state), 0);
-	if (llm_secret_in(jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)))) {
-		jv_free(text);
-		text = jv_dump_string(llm_redact_jv(jv_copy(state)), 0);
+	text = json_dumps(jv_copy(state), false);
+	if (llm_secret_in(text, strlen(text))) {
+		free(text);
+		text = json_dumps(llm_redact_jv(jv_copy(state)), false);
 	}
 	db_bind_text(s, 1, id);
 	db_bind_text(s, 2, trace_id);
 	db_bind_text(s, 3, phase ? phase : json_get_str(state, "phase"));
 	db_bind_text(s, 4, json_get_str(state, "status"));
 	db_bind_text(s, 5, ts);
-	db_bind_textn(s, 6, jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)));
+	db_bind_textn(s, 6, text, strlen(text));
 	if (checkpoint_step(st, s) != DB_DONE) {
 		store_fail(st, "cannot save checkpoint of trace '%s'", trace_id);
 		goto out;
@@ -1479,7 +1481,7 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 	rc = 0;
 out:
 	db_finalize(s);
-	jv_free(text);
+	free(text);
 	return rc;
 }
 
