@@ -28,6 +28,7 @@
 #include "review/github.h"
 #include "review/review.h"
 #include "review/sarif.h"
+#include "store/findings.h"
 #include "store/store.h"
 #include "data/stream.h"
 

@@ -1741,10 +1741,7 @@ int store_lease_get(jv *out, struct store *st, const char *trace_id)
 	return 0;
 }
 
-/* Serialise the takers of trace's lease until the transaction ends: on
- * SQLite BEGIN IMMEDIATE did; on PostgreSQL (READ COMMITTED) an advisory
- * lock on the trace id, so that two machines do not both find it free. */
-static int lease_lock(struct store *st, const char *trace_id)
+int store_lock(struct store *st, const char *key)
 {
 	struct db_stmt *s;
 
@@ -1752,11 +1749,18 @@ static int lease_lock(struct store *st, const char *trace_id)
 		return 0;
 	if (db_prepare(&s, st, "SELECT pg_advisory_xact_lock(hashtext(CAST(?1 AS TEXT)))") < 0)
 		return -1;
-	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 1, key);
 	int step = db_step(s);
 
 	db_finalize(s);
-	return step == DB_ROW ? 0 : store_fail(st, "cannot lock the lease of trace '%s'", trace_id);
+	return step == DB_ROW ? 0 : store_fail(st, "cannot lock '%s'", key);
+}
+
+/* Serialise the takers of trace's lease until the transaction ends, so
+ * that two machines do not both find it free (store_lock on the trace id). */
+static int lease_lock(struct store *st, const char *trace_id)
+{
+	return store_lock(st, trace_id);
 }
 
 /* Write holder's lease of trace (taking it over from a dead holder). */

@@ -109,6 +109,15 @@ int store_begin(struct store *st);
 int store_commit(struct store *st);
 int store_rollback(struct store *st);
 
+/*
+ * Inside a transaction: serialise the transactions that take the same key
+ * until this one ends, so a read-then-write (the next version number, a
+ * free lease) is not interleaved.  SQLite: nothing to do (BEGIN IMMEDIATE
+ * already serialises writers); PostgreSQL (READ COMMITTED): an advisory
+ * transaction lock on hashtext(key).
+ */
+int store_lock(struct store *st, const char *key);
+
 /* Run SQL with no result rows (DDL, pragmas). */
 int store_exec(struct store *st, const char *sql);
 
