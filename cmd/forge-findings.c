@@ -182,9 +182,14 @@ static int dismiss(jv *out, struct session *c, const char *id, const char *reaso
 			*status = FORGE_EXIT_USAGE;
 			return -1;
 		}
-		fprintf(stderr, "forge-findings: warning: %s; the dismissal is marked, not remembered\n",
-			forge_last_error());
-		return dismiss_unremembered(out, c->store, id, reason);
+		char *why = xstrdup(forge_last_error());
+
+		rc = dismiss_unremembered(out, c->store, id, reason);
+		if (rc == 0 && !json_get_bool(*out, "already_dismissed", false))
+			fprintf(stderr, "forge-findings: warning: the dismissal is marked but not remembered: %s\n",
+				why);
+		free(why);
+		return rc;
 	}
 	rc = memory_dismiss_finding(out, m, id, reason);
 	memory_free(m);

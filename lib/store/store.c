@@ -212,8 +212,8 @@ jv store_col_num(sqlite3_stmt *s, int i)
 static int not_on_postgres(struct store *st)
 {
 	return forge_error("database '%s': this is not supported on PostgreSQL yet (there: runs, "
-			   "events, checkpoints, gates, leases, plans and the model-call log); use a "
-			   "SQLite --db FILE for it", st->path);
+			   "events, checkpoints, gates, leases, plans, the model-call log, findings and "
+			   "compile documents); use a SQLite --db FILE for it", st->path);
 }
 
 int store_require_sqlite(struct store *st, const char *what)
@@ -221,8 +221,8 @@ int store_require_sqlite(struct store *st, const char *what)
 	if (st->backend == DB_SQLITE)
 		return 0;
 	return forge_error("%s is not supported on PostgreSQL yet (database '%s'; there: runs, "
-			   "events, checkpoints, gates, leases, plans and the model-call log); use a "
-			   "SQLite --db FILE for it", what, st->path);
+			   "events, checkpoints, gates, leases, plans, the model-call log, findings and "
+			   "compile documents); use a SQLite --db FILE for it", what, st->path);
 }
 
 int store_prepare(sqlite3_stmt **out, struct store *st, const char *sql)

@@ -76,7 +76,7 @@ sqlite3 *store_db(struct store *st);
 /*
  * 0 when st is a SQLite store; else -1 with "WHAT is not supported on
  * PostgreSQL yet (...)": what the modules that still keep SQLite
- * statements (memory, findings, compile docs) say before they start.
+ * statements (memory) say before they start.
  */
 int store_require_sqlite(struct store *st, const char *what);
 
