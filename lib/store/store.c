@@ -816,6 +816,36 @@ sqlite3 *store_db(struct store *st)
 	return st->db;
 }
 
+/* (store_db() gives the handle: queued events are written first.) */
+int store_sync_log(struct store *st)
+{
+	sqlite3 *db = store_db(st);
+	sqlite3_file *f = NULL;
+
+	if (!db)
+		return 0;       /* PostgreSQL: each commit is durable */
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || !f ||
+	    !f->pMethods)
+		return 0;       /* no log: not in WAL mode, where commits sync themselves */
+	if (f->pMethods->xSync(f, SQLITE_SYNC_NORMAL) != SQLITE_OK)
+		return forge_error("database '%s': cannot sync the write-ahead log to disk", st->path);
+	return 0;
+}
+
+bool store_checkpoint_log(struct store *st)
+{
+	sqlite3 *db = store_db(st);
+	int logged = 0, copied = 0;
+
+	return db && sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &logged, &copied) == SQLITE_OK &&
+	       logged >= 0 && copied == logged;
+}
+
+const char *store_sqlite_version(void)
+{
+	return sqlite3_libversion();
+}
+
 const char *store_path(struct store *st)
 {
 	return st->path;
