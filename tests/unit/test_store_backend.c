@@ -6,10 +6,10 @@
  * findings and their dismissal, forge compile's documents, and what is
  * refused on PostgreSQL.  Every test works on trace ids of its
  * own, so one database serves them all. */
+#include "compile/docs.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/ids.h"
-#include "compile/docs.h"
 #include "core/json.h"
 #include "engine/gates.h"
 #include "llm/llm.h"
@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dbpath[512];
@@ -627,6 +628,81 @@ static void test_compile_docs(void)
 	store_free(st);
 }
 
+/* Writers of one document kind at once, each its own connection (a forked
+ * process): every version is taken once, none fails (on PostgreSQL the
+ * advisory lock of docs_append; on SQLite BEGIN IMMEDIATE). */
+static void test_compile_docs_concurrent(void)
+{
+	enum { WRITERS = 4, EACH = 10 };
+	char project[64], trace[ULID_LEN + 1];
+	pid_t pids[WRITERS];
+	jv list = jv_null();
+
+	new_trace(trace);
+	snprintf(project, sizeof project, "/tmp/concurrent-%s", trace);
+	for (int w = 0; w < WRITERS; w++) {
+		pids[w] = fork();
+		CHECK(pids[w] >= 0);
+		if (pids[w] == 0) {
+			struct store *st = open_db();
+			int bad = 0;
+
+			for (int i = 0; i < EACH; i++) {
+				char text[64];
+				int v;
+
+				snprintf(text, sizeof text, "{\"writer\":%d,\"i\":%d}", w, i);
+				jv doc = P(text);
+				if (docs_append(&v, st, project, "flows", NULL, doc) < 0) {
+					fprintf(stderr, "writer %d: %s\n", w, forge_last_error());
+					bad = 1;
+				}
+				jv_free(doc);
+			}
+			store_free(st);
+			_exit(bad);
+		}
+	}
+	for (int w = 0; w < WRITERS; w++) {
+		int status = -1;
+
+		CHECK(waitpid(pids[w], &status, 0) == pids[w]);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status %d", w, status);
+	}
+	struct store *st = open_db();
+
+	CHECK(docs_list(&list, st, project) == 0);
+	CHECK_INT(jv_array_length(jv_copy(list)), WRITERS * EACH);
+	jv_array_foreach(list, i, r) {
+		double v = json_get_num(r, "version", 0);
+
+		jv_free(r);
+		CHECK_INT(v, i + 1);
+	}
+	jv_free(list);
+	store_free(st);
+}
+
+/* The write-ahead log's durability calls: no-ops on PostgreSQL; on SQLite
+ * a passive checkpoint after a write copies the whole log. */
+static void test_log_durability(void)
+{
+	struct store *st = open_db();
+	char trace[ULID_LEN + 1], id[ULID_LEN + 1];
+
+	new_trace(trace);
+	ulid_new(id);
+	char *line = event_line(trace, id, 1);
+
+	CHECK(put_line(st, line, NULL) == 0);
+	free(line);
+	CHECK(store_sync_log(st) == 0);
+	CHECK(store_checkpoint_log(st) == !db_is_postgres(dbpath));
+	CHECK(store_sync_log(st) == 0);
+	CHECK(strchr(store_sqlite_version(), '.') != NULL);
+	store_free(st);
+}
+
 int main(void)
 {
 	const char *db = getenv("FORGE_TEST_DB");
@@ -657,6 +733,8 @@ int main(void)
 	RUN(test_live_text);
 	RUN(test_findings);
 	RUN(test_compile_docs);
+	RUN(test_compile_docs_concurrent);
+	RUN(test_log_durability);
 	if (!(db && *db)) {
 		char side[600];
 
