@@ -220,6 +220,24 @@ int findings_list(jv *out, struct store *st, const char *trace_id, bool include_
 	return rc;
 }
 
+int findings_list_dismissed(jv *out, struct store *st, int limit)
+{
+	struct db_stmt *s;
+	int step, rc = 0;
+
+	*out = jv_array();
+	if (db_prepare(&s, st, "SELECT " FINDING_COLS " FROM findings WHERE dismissed = 1 "
+		       "ORDER BY dismissed_at DESC, id DESC LIMIT ?1") < 0)
+		return -1;
+	db_bind_int64(s, 1, limit > 0 ? limit : DB_LIMIT_ALL);
+	while ((step = db_step(s)) == DB_ROW)
+		*out = jv_array_append(*out, finding_json(s));
+	if (step != DB_DONE)
+		rc = store_fail(st, "cannot read findings");
+	db_finalize(s);
+	return rc;
+}
+
 /* Whether finding id exists: 1 yes, 0 no, -1 error. */
 static int finding_exists(struct store *st, const char *id)
 {

@@ -54,6 +54,10 @@ int findings_get(jv *out, struct store *st, const char *id);
 int findings_list(jv *out, struct store *st, const char *trace_id, bool include_dismissed,
 		  int limit);
 
+/* The dismissed findings of every trace, the latest dismissal first (what
+ * a review leaves out); limit <= 0 = all. */
+int findings_list_dismissed(jv *out, struct store *st, int limit);
+
 /*
  * Mark finding id dismissed by `by` (e.g. "human") at time `at` (ISO-8601
  * text) with reason (may be NULL), once: 0 marked now,

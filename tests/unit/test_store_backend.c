@@ -556,6 +556,17 @@ static void test_findings(void)
 	CHECK_INT(jv_array_length(list), 1);
 	CHECK(findings_list(&list, st, trace, true, 0) == 0);
 	CHECK_INT(jv_array_length(list), 2);
+	/* the dismissed ones of every trace: this database's other tests' too */
+	CHECK(findings_list_dismissed(&list, st, 0) == 0);
+	CHECK(jv_array_length(jv_copy(list)) >= 1);
+	jv_array_foreach(list, i, d) {
+		CHECK(jv_equal(json_get(d, "dismissed"), jv_true()));
+		jv_free(d);
+		(void)i;
+	}
+	jv_free(list);
+	CHECK(findings_list_dismissed(&list, st, 1) == 0);
+	CHECK_INT(jv_array_length(list), 1);
 
 	/* bad findings: a clear error, nothing stored */
 	CHECK(findings_put(NULL, st, P("{\"severity\":\"warning\"}")) == -1);
