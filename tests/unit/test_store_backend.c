@@ -599,7 +599,9 @@ static void test_compile_docs(void)
 	CHECK(docs_append(&v, st, project, "intent", trace, doc1) == 0);
 	CHECK_INT(v, 1);
 	CHECK(docs_append(&v, st, project, "zz_custom", trace, doc1) == 0);
-	CHECK(docs_append(&v, st, project, "flows", trace, jv_array()) == -1);
+	jv not_object = jv_array();      /* borrowed */
+	CHECK(docs_append(&v, st, project, "flows", trace, not_object) == -1);
+	jv_free(not_object);
 
 	CHECK(docs_get(&row, st, project, "flows", 0) == 0);
 	CHECK(json_get_num(row, "version", -1) == 2);
