@@ -1,5 +1,5 @@
 /*
- * memory_cli.c - what forge-memory, forge-findings and forge-metrics share:
+ * memory_cli.c - what forge-memory, forge-feedback and forge-metrics share:
  * configuration, database and memory handle from the common options.
  */
 #include "memory/memory_internal.h"

@@ -111,18 +111,11 @@ static void push_run(struct sup *s)
  */
 static void sync_log(struct sup *s)
 {
-	sqlite3_file *f = NULL;
-
 	if (!s->unsynced)
 		return;
 	s->unsynced = false;
 	sup_commit_batch(s);
-	if (!store_db(s->o->store))
-		return;     /* PostgreSQL: each commit is durable */
-	if (sqlite3_file_control(store_db(s->o->store), "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK ||
-	    !f || !f->pMethods)
-		return;     /* no log: not in WAL mode, where commits sync themselves */
-	if (f->pMethods->xSync(f, SQLITE_SYNC_NORMAL) != SQLITE_OK)
+	if (store_sync_log(s->o->store) < 0)     /* a no-op on PostgreSQL: each commit is durable */
 		fprintf(stderr, "forge: warning: cannot sync the database '%s' to disk: the last checkpoint "
 				"may not survive a power loss\n", store_path(s->o->store));
 }
@@ -863,8 +856,6 @@ static void heartbeat_stop(struct sup *s);
 
 static void sup_release(struct sup *s)
 {
-	int logged = 0, copied = 0;
-
 	push_run(s);
 	sup_commit_batch(s);
 	heartbeat_stop(s);
@@ -881,8 +872,7 @@ static void sup_release(struct sup *s)
 	 * log and then letting the close copy it.
 	 */
 	s->unsynced = true;
-	if (store_db(s->o->store) && sqlite3_wal_checkpoint_v2(store_db(s->o->store), NULL, SQLITE_CHECKPOINT_PASSIVE, &logged,
-				      &copied) == SQLITE_OK && logged >= 0 && copied == logged)
+	if (store_checkpoint_log(s->o->store))
 		s->unsynced = false;
 	sup_sync_checkpoint(s);
 	jv_free(s->state);

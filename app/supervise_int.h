@@ -20,7 +20,6 @@
 
 #include <jv.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -34,7 +34,6 @@
 #include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,7 +359,7 @@ static jv check_libraries(char **env)
 {
 	jv l = jv_object();
 
-	l = json_set(l, "sqlite3", jv_string(sqlite3_libversion()));
+	l = json_set(l, "sqlite3", jv_string(store_sqlite_version()));
 	l = json_set(l, "curl", version_json(http_library_version()));
 	l = json_set(l, "libgit2", version_json(forge_git_library_version()));
 	l = json_set(l, "jq", jq_version(env));
@@ -413,13 +412,13 @@ static jv check_config(struct ctx *c)
 /* ---------------------------------------------------------------- database */
 
 /* A PostgreSQL database: reachable, and its schema against this forge's. */
-static jv check_postgres(struct ctx *c, jv d, const char *path)
+/* The schema of the database at path (either backend), as store_db_status()
+ * reads it without creating or migrating anything, into d. */
+static jv check_schema(struct ctx *c, jv d, const char *path)
 {
 	char *shown = db_display_path(path);
 	jv st;
 
-	d = json_set(d, "path", jv_string(shown));
-	d = json_set(d, "backend", jv_string("postgresql"));
 	if (store_db_status(&st, path) < 0) {
 		d = json_set(d, "status", jv_string("unreadable"));
 		d = json_set(d, "error", jv_string(forge_last_error()));
@@ -445,11 +444,8 @@ static jv check_database(struct ctx *c)
 	jv d = jv_object();
 	char *path = NULL;
 	struct stat st;
-	sqlite3 *db = NULL;
-	sqlite3_stmt *q = NULL;
-	int known = store_schema_version_known();
 
-	d = json_set(d, "schema_known", jv_number(known));
+	d = json_set(d, "schema_known", jv_number(store_schema_version_known()));
 	d = json_set(d, "schema_version", jv_null());
 	if (store_resolve_path(&path, c->common->db, c->root) < 0) {
 		d = json_set(d, "path", jv_null());
@@ -458,43 +454,24 @@ static jv check_database(struct ctx *c)
 		return d;
 	}
 	if (db_is_postgres(path)) {
-		d = check_postgres(c, d, path);
-		free(path);
-		return d;
-	}
-	d = json_set(d, "path", jv_string(path));
-	if (stat(path, &st) != 0) {
-		d = json_set(d, "exists", jv_false());
-		d = json_set(d, "status", jv_string("not created yet (the first run creates it)"));
-		d = json_set(d, "size_bytes", jv_number(0));
-		free(path);
-		return d;
-	}
-	d = json_set(d, "exists", jv_true());
-	d = json_set(d, "size_bytes", jv_number((double)st.st_size));
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK ||
-	    sqlite3_step(q) != SQLITE_ROW) {
-		const char *msg = db ? sqlite3_errmsg(db) : "out of memory";
-		d = json_set(d, "status", jv_string("unreadable"));
-		d = json_set(d, "error", jv_string(msg));
-		problem(c, jv_string_fmt("database '%s' cannot be read: %s", path, msg));
-	} else {
-		int v = sqlite3_column_int(q, 0);
+		char *shown = db_display_path(path);
 
-		d = json_set(d, "schema_version", jv_number(v));
-		if (v == known) {
-			d = json_set(d, "status", jv_string("current"));
-		} else if (v < known) {
-			d = json_set(d, "status", jv_string("older (migrated when next opened)"));
-		} else {
-			d = json_set(d, "status", jv_string("newer than this forge"));
-			problem(c, jv_string_fmt("database '%s' has schema %d, newer than this "
-						 "forge knows (%d): upgrade forge", path, v, known));
+		d = json_set(d, "path", jv_string(shown));
+		d = json_set(d, "backend", jv_string("postgresql"));
+		free(shown);
+	} else {
+		d = json_set(d, "path", jv_string(path));
+		if (stat(path, &st) != 0) {
+			d = json_set(d, "exists", jv_false());
+			d = json_set(d, "status", jv_string("not created yet (the first run creates it)"));
+			d = json_set(d, "size_bytes", jv_number(0));
+			free(path);
+			return d;
 		}
+		d = json_set(d, "exists", jv_true());
+		d = json_set(d, "size_bytes", jv_number((double)st.st_size));
 	}
-	sqlite3_finalize(q);
-	sqlite3_close(db);
+	d = check_schema(c, d, path);
 	free(path);
 	return d;
 }

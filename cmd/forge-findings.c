@@ -8,8 +8,11 @@
  *
  * dismiss marks the finding, lowers the confidence of the semantic memories
  * that match it by 0.2, and stores the dismissal as a semantic memory
- * (confidence 0.7).  Exit status: 0 done; 1 no such finding; 2 usage or bad
- * input; 5 the database failed.
+ * (confidence 0.7).  The findings are the store's (store/findings.h), on
+ * SQLite or PostgreSQL; where the memory cannot be opened on PostgreSQL
+ * (not ported there yet), dismiss marks the finding and records the event
+ * only, with a warning.  Exit status: 0 done; 1 no such finding; 2 usage or
+ * bad input; 5 the database failed.
  */
 #include "app/cli.h"
 #include "app/runview.h"
@@ -17,6 +20,8 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "memory/memory.h"
+#include "store/db.h"
+#include "store/findings.h"
 #include "store/store.h"
 
 #include <signal.h>
@@ -72,7 +77,7 @@ static int fail(int status)
 	return status;
 }
 
-static int cmd_list(struct memory_cli *c, const struct args *a)
+static int cmd_list(struct session *c, const struct args *a)
 {
 	char *trace = NULL;
 	jv out;
@@ -82,11 +87,11 @@ static int cmd_list(struct memory_cli *c, const struct args *a)
 	 * types; a whole id is taken as it is (findings added outside a run
 	 * have a trace no run has) */
 	if (a->trace && strlen(a->trace) < ULID_LEN &&
-	    (rc = runview_resolve(&trace, c->st, "forge-findings", a->trace)) != 0)
+	    (rc = runview_resolve(&trace, c->store, "forge-findings", a->trace)) != 0)
 		return rc;
 	if (a->trace && !trace)
 		trace = xstrdup(a->trace);
-	rc = findings_list(&out, c->st, trace, a->all, (int)a->limit);
+	rc = findings_list(&out, c->store, trace, a->all, (int)a->limit);
 	free(trace);
 	if (rc < 0)
 		return fail(FORGE_EXIT_DEPENDENCY);
@@ -107,13 +112,98 @@ static int cmd_list(struct memory_cli *c, const struct args *a)
 	return 0;
 }
 
-static int cmd_dismiss(struct memory_cli *c, const struct args *a, const char *id)
+/* The feedback.human_dismissed event under finding f's trace (none
+ * without one), as memory_dismiss_finding() stores it. */
+static int dismissed_event(struct store *st, jv f, const char *reason)
+{
+	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
+	const char *trace = json_get_str(f, "trace_id");
+	jv ev, p;
+	int rc;
+
+	if (!trace)
+		return 0;
+	ulid_new(id);
+	timestamp_now(ts);
+	p = json_set(jv_object(), "finding_id", json_get(f, "id"));
+	p = json_set(p, "reason", json_str_or_null(reason));
+	ev = json_set(jv_object(), "kind", jv_string("event"));
+	ev = json_set(ev, "id", jv_string(id));
+	ev = json_set(ev, "trace_id", jv_string(trace));
+	ev = json_set(ev, "ts", jv_string(ts));
+	ev = json_set(ev, "source", jv_string("forge-findings"));
+	ev = json_set(ev, "phase", json_get(f, "phase"));
+	ev = json_set(ev, "type", jv_string("feedback.human_dismissed"));
+	ev = json_set(ev, "payload", p);
+	rc = store_event_put(st, ev, NULL, 0, NULL);
+	jv_free(ev);
+	return rc;
+}
+
+/*
+ * Dismiss without a memory to learn from it (PostgreSQL before memory is
+ * ported there): the mark and the event.  *out as memory_dismiss_finding()
+ * gives it, memory_id null, nothing lowered; MEMORY_NOT_FOUND likewise.
+ */
+static int dismiss_unremembered(jv *out, struct store *st, const char *id, const char *reason)
+{
+	char ts[TIMESTAMP_LEN + 1];
+	jv f = jv_null(), o;
+	int rc;
+
+	*out = jv_null();
+	timestamp_now(ts);
+	rc = findings_dismiss(st, id, "human", reason, ts);
+	if (rc == FINDINGS_NOT_FOUND)
+		return MEMORY_NOT_FOUND;
+	if (rc < 0 || findings_get(&f, st, id) < 0 || (rc == 0 && dismissed_event(st, f, reason) < 0)) {
+		jv_free(f);
+		return -1;
+	}
+	o = json_set(jv_object(), "finding", f);
+	o = json_set(o, "memory_id", jv_null());
+	o = json_set(o, "lowered", jv_array());
+	*out = json_set(o, "already_dismissed", jv_bool(rc == FINDINGS_ALREADY_DISMISSED));
+	return 0;
+}
+
+/* memory_dismiss_finding() with the configured memory; on PostgreSQL, where
+ * the memory may not open, dismiss_unremembered() after a warning. */
+static int dismiss(jv *out, struct session *c, const char *id, const char *reason, int *status)
+{
+	struct memory_options mo;
+	struct memory *m = NULL;
+	int rc;
+
+	memory_options_init(&mo);
+	memory_options_from_config(&mo, c->cfg);
+	if (memory_open(&m, c->store, &mo) < 0) {
+		if (store_backend(c->store) != DB_POSTGRES) {
+			*status = FORGE_EXIT_USAGE;
+			return -1;
+		}
+		char *why = xstrdup(forge_last_error());
+
+		rc = dismiss_unremembered(out, c->store, id, reason);
+		if (rc == 0 && !json_get_bool(*out, "already_dismissed", false))
+			fprintf(stderr, "forge-findings: warning: the dismissal is marked but not remembered: %s\n",
+				why);
+		free(why);
+		return rc;
+	}
+	rc = memory_dismiss_finding(out, m, id, reason);
+	memory_free(m);
+	return rc;
+}
+
+static int cmd_dismiss(struct session *c, const struct args *a, const char *id)
 {
 	jv out;
-	int rc = memory_dismiss_finding(&out, c->m, id, a->reason);
+	int status = FORGE_EXIT_DEPENDENCY;
+	int rc = dismiss(&out, c, id, a->reason, &status);
 
 	if (rc < 0)
-		return fail(FORGE_EXIT_DEPENDENCY);
+		return fail(status);
 	if (rc == MEMORY_NOT_FOUND) {
 		fprintf(stderr, "forge-findings: no finding '%s'\n", id);
 		return FORGE_EXIT_REJECTED;
@@ -124,6 +214,8 @@ static int cmd_dismiss(struct memory_cli *c, const struct args *a, const char *i
 	}
 	if (json_get_bool(out, "already_dismissed", false)) {
 		printf("%s was already dismissed\n", id);
+	} else if (!json_get_str(out, "memory_id")) {
+		printf("dismissed %s; not remembered (no memory on this database)\n", id);
 	} else {
 		jv low = json_get(out, "lowered");
 
@@ -136,7 +228,7 @@ static int cmd_dismiss(struct memory_cli *c, const struct args *a, const char *i
 	return 0;
 }
 
-static int cmd_add(struct memory_cli *c)
+static int cmd_add(struct session *c)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -158,7 +250,7 @@ static int cmd_add(struct memory_cli *c)
 			fprintf(stderr, "forge-findings: line %ld: not JSON: %s\n", lineno, msg);
 			free(msg);
 			status = FORGE_EXIT_USAGE;
-		} else if (findings_put(id, c->st, f) < 0) {
+		} else if (findings_put(id, c->store, f) < 0) {
 			fprintf(stderr, "forge-findings: line %ld: %s\n", lineno, forge_last_error());
 			status = strstr(forge_last_error(), "database") ? FORGE_EXIT_DEPENDENCY : FORGE_EXIT_USAGE;
 		} else {
@@ -173,7 +265,7 @@ int main(int argc, char **argv)
 {
 	struct cli_common common;
 	struct args a = { .limit = 50 };
-	struct memory_cli c;
+	struct session c;
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &a), status;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -187,16 +279,16 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "dismiss needs exactly one finding ID");
 	if (strcmp(cmd, "dismiss") && argc - first != 0)
 		cli_usage_error(&spec, "%s takes no operands", cmd);
-	if ((strcmp(cmd, "list") ? memory_cli_open : memory_cli_open_readonly)(&status, &c, &common) < 0) {
-		memory_cli_close(&c);
+	status = session_open(&c, &common, SESSION_PG | SESSION_CONFIG | SESSION_STORE |
+			      (strcmp(cmd, "list") ? 0 : SESSION_READONLY), jv_null());
+	if (status)
 		return cli_finish("forge-findings", fail(status));
-	}
 	if (!strcmp(cmd, "list"))
 		status = cmd_list(&c, &a);
 	else if (!strcmp(cmd, "dismiss"))
 		status = cmd_dismiss(&c, &a, argv[first]);
 	else
 		status = cmd_add(&c);
-	memory_cli_close(&c);
+	session_close(&c);
 	return cli_finish("forge-findings", status);
 }

@@ -28,6 +28,7 @@
 #include "review/github.h"
 #include "review/review.h"
 #include "review/sarif.h"
+#include "store/findings.h"
 #include "store/store.h"
 #include "data/stream.h"
 
@@ -461,13 +462,15 @@ done:
 	return out;
 }
 
-/* Drop the findings a human dismissed before (same rule, file and message). */
+/* Drop the findings a human dismissed before (same rule, file and message):
+ * the dismissed ones of every trace (on a shared database, every machine's),
+ * not the newest findings, among which an old dismissal would be lost. */
 static jv drop_dismissed(struct phase *ph, jv findings)
 {
 	struct store *st = phase_store(ph);
 	jv all = jv_null(), out;
 
-	if (!st || findings_list(&all, st, NULL, true, 5000) < 0) {
+	if (!st || findings_list_dismissed(&all, st, 5000) < 0) {
 		jv_free(all);
 		return findings;
 	}

@@ -31,7 +31,7 @@ setup() {
 }
 
 @test "check-layers: an EXTERNAL entry no file uses fails (delete it)" {
-	sed -i '/#include <sqlite3.h>/d' "$T/cmd/forge-doctor.c"
+	sed -i '/#include <curses.h>/d' "$T/cmd/forge-tui.c"
 	run -1 --separate-stderr "$T/scripts/check-layers"
-	[[ "$stderr" == *"external sqlite3.h (EXTERNAL allows it in cmd/forge-doctor.c, which includes it nowhere: delete that)"* ]]
+	[[ "$stderr" == *"external curses.h (EXTERNAL allows it in cmd/forge-tui.c, which includes it nowhere: delete that)"* ]]
 }

@@ -6,8 +6,10 @@
 # on PostgreSQL, forge-events store (a re-sent event is not duplicated; 8
 # writers at once stay consistent), a whole forge run with a recorded model
 # and a gate approved then resumed, a lease another host stopped renewing
-# taken over by resume, and the commands not on PostgreSQL yet
-# refused (exit 2); forge llm against the mock provider logs its call there.
+# taken over by resume, findings stored by forge-review, dismissed from
+# another clone and left out of the next review, forge compile's documents,
+# forge merge and gc, and the commands not on PostgreSQL yet refused (exit
+# 2); forge llm against the mock provider logs its call there.
 # Skipped, saying why, only when PostgreSQL is not installed.
 
 bats_require_minimum_version 1.5.0
@@ -54,24 +56,27 @@ setup() {
 	run -0 --separate-stderr forge db status --db "$URI"
 	assert_line "backend:  postgresql"
 	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
-	assert_line "schema:   version 0 of 3"
+	assert_line "schema:   version 0 of 5"
 	assert_line "pending:  pg/001-core.sql"
 	assert_line "pending:  pg/002-live-text.sql"
 	assert_line "pending:  pg/003-lease-renewal.sql"
+	assert_line "pending:  pg/004-memory.sql"
+	assert_line "pending:  pg/005-findings-docs.sql"
 	[[ "$output" != *s3cret* ]]
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 3"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 5"
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output --partial "is up to date (schema version 3)"
+	assert_output --partial "is up to date (schema version 5)"
 	run -0 --separate-stderr forge db status --json
-	jq -e '.backend == "postgresql" and .version == 3 and .known == 3 and .pending == []' <<<"$output"
-	[ "$(psql_q 'select version, name from forge_schema order by version')" = "$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql')" ]
+	jq -e '.backend == "postgresql" and .version == 5 and .known == 5 and .pending == []' <<<"$output"
+	[ "$(psql_q 'select version, name from forge_schema order by version')" = \
+		"$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql\n4|pg/004-memory.sql\n5|pg/005-findings-docs.sql')" ]
 	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
-	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 3
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 5
 		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
-	assert_line "schema:   version 3 of 3 (up to date)"
+	assert_line "schema:   version 5 of 5 (up to date)"
 	# SQLite: the same command, a file not created by looking
 	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
 	assert_line "backend:  sqlite"
@@ -89,9 +94,9 @@ setup() {
 	done
 	for pid in "${pids[@]}"; do wait "$pid"; done
 	cat "$BATS_TEST_TMPDIR"/out*
-	[ "$(grep -l 'schema version 0 -> 3' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l 'schema version 0 -> 5' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
-	[ "$(psql_q 'select count(*) from forge_schema')" -eq 3 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq 5 ]
 }
 
 @test "a database that cannot be reached, or a bad command: clear errors with their exit status" {
@@ -232,13 +237,146 @@ setup() {
 	git init -q repo && cd repo
 	run -2 --separate-stderr forge memory list
 	[[ "$stderr" == *"forge memory is not supported on PostgreSQL yet (database 'postgresql://forge@/$DBNAME"* ]]
-	run -2 --separate-stderr forge findings list
-	[[ "$stderr" == *"forge findings is not supported on PostgreSQL yet"* ]]
-	run -2 --separate-stderr forge gc --dry-run
-	[[ "$stderr" == *"forge gc is not supported on PostgreSQL yet"* ]]
 	run -2 --separate-stderr forge memory list --db "postgres://forge@/$DBNAME?host=$PG_SOCK"
 	[[ "$stderr" == *"not supported on PostgreSQL yet"* ]]
 	[ -z "$(find "$BATS_TEST_TMPDIR" -name 'postgres*')" ]
+}
+
+@test "forge-review on PostgreSQL stores its findings; one dismissed from another clone is left out of the next review" {
+	REPO="$BATS_TEST_TMPDIR/a"
+	make_repo "$REPO"
+	cp -r "$FORGE_ROOT/tests/fixtures/review/planted/." "$REPO/"
+	git -C "$REPO" add -A
+	git -C "$REPO" commit -q -m planted
+	cd "$REPO"
+	# exit 4: the planted token is a critical finding; memory (not on PostgreSQL yet) fails nothing
+	run -4 --separate-stderr forge-review --no-input --commit HEAD
+	first=$(tail -n 1 <<<"$output")
+	T1=$(jq -r .trace_id <<<"$first")
+	n=$(jq '.review.findings | length' <<<"$first")
+	[ "$n" -ge 2 ]
+	[ -z "$(jq -c 'select(.type == "findings.not_stored")' <<<"$output")" ]
+	[ "$(psql_q "select count(*) from findings where trace_id = '$T1' and phase = 'review'")" -eq "$n" ]
+	id=$(jq -r '.review.findings[] | select(.rule == "insecure/c-strcpy") | .id' <<<"$first")
+	[ "$(psql_q "select file || ':' || line || ' ' || severity || ' ' || dismissed from findings where id = '$id'")" = \
+		"src/copy.c:9 warning 0" ]
+	# another machine: a clone of its own, the same database
+	git clone -q "$REPO" "$BATS_TEST_TMPDIR/b"
+	cd "$BATS_TEST_TMPDIR/b"
+	run -0 --separate-stderr forge findings list --json
+	[ "${#lines[@]}" -eq "$n" ]
+	run -0 --separate-stderr forge findings list --trace "$T1"
+	assert_line --regexp "^$id  warning  security +src/copy.c:9  unbounded string copy"
+	run -0 --separate-stderr forge findings dismiss "$id" --reason "the buffer is sized for it"
+	assert_output "dismissed $id; not remembered (no memory on this database)"
+	[[ "$stderr" == *"warning: the dismissal is marked but not remembered: memory is not supported on PostgreSQL yet"* ]]
+	run -0 --separate-stderr forge findings dismiss "$id" --json
+	jq -e '.already_dismissed and .memory_id == null and .finding.dismissed_reason == "the buffer is sized for it"' <<<"$output"
+	[ -z "$stderr" ]
+	run -1 --separate-stderr forge findings dismiss 01JNOSUCHFINDING0000000000
+	[[ "$stderr" == *"no finding '01JNOSUCHFINDING0000000000'"* ]]
+	[ "$(psql_q "select dismissed || ' ' || dismissed_by || ' ' || dismissed_reason from findings where id = '$id'")" = \
+		"1 human the buffer is sized for it" ]
+	[ "$(psql_q "select count(*) from event_log where trace_id = '$T1' and type = 'feedback.human_dismissed'")" -eq 1 ]
+	run -0 --separate-stderr forge findings list --json
+	[ "${#lines[@]}" -eq $((n - 1)) ]
+	[ ! -e .forge/forge.db ]
+	# 5000 newer findings of other runs since: the dismissal still counts
+	psql_q "insert into findings (id, trace_id, severity, category, message, fingerprint, created_at)
+		select 'N' || i, 'OTHER', 'info', 'style', 'other ' || i, 'fp' || i, '2099-01-01T00:00:00.000Z'
+		from generate_series(1, 5000) i" >/dev/null
+	# the next review, back on the first machine, leaves it out and says so
+	cd "$REPO"
+	run -4 --separate-stderr forge-review --no-input --commit HEAD
+	second=$(tail -n 1 <<<"$output")
+	[ "$(jq -r .trace_id <<<"$second")" != "$T1" ]
+	[ "$(jq '.review.findings | length' <<<"$second")" -eq $((n - 1)) ]
+	jq -e '[.review.findings[].rule] | index("insecure/c-strcpy") == null' <<<"$second"
+	[ "$(jq -r 'select(.type == "finding.suppressed") | .payload.rule' <<<"$output")" = "insecure/c-strcpy" ]
+}
+
+@test "the same finding from 8 writers at once into one trace on PostgreSQL: one row, one id" {
+	line='{"trace_id":"01JPGFINDINGAAAAAAAAAAAAAA","layer":"static","severity":"warning","category":"style","rule":"no-tabs","message":"tabs used for indentation","file":"src/main.c","line":12}'
+	pids=()
+	for i in 1 2 3 4 5 6 7 8; do
+		printf '%s\n' "$line" | forge-findings add >"$BATS_TEST_TMPDIR/id$i" 2>"$BATS_TEST_TMPDIR/err$i" &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid"; done
+	cat "$BATS_TEST_TMPDIR"/err*
+	[ -z "$(cat "$BATS_TEST_TMPDIR"/err*)" ]
+	[ "$(sort -u "$BATS_TEST_TMPDIR"/id* | wc -l)" -eq 1 ]
+	[ "$(psql_q 'select count(*) from findings')" -eq 1 ]
+	[ "$(psql_q 'select id from findings')" = "$(cat "$BATS_TEST_TMPDIR/id1")" ]
+	# the database itself keeps one row per trace and fingerprint
+	run -1 psql_q "insert into findings (id, trace_id, severity, category, message, fingerprint, created_at)
+		select 'X', trace_id, 'info', 'style', 'again', fingerprint, created_at from findings"
+	[[ "$output" == *findings_trace_fingerprint* ]]
+}
+
+@test "forge compile on PostgreSQL: the stages' documents are versioned there; --docs and --show read them" {
+	FIX="$FORGE_ROOT/tests/fixtures/compile"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FIX/todo-spec.jsonl"
+	SPEC="$BATS_TEST_TMPDIR/spec.json"
+	jq '.nodes |= map(select(.id as $i | ["interview","change","flows","contracts","rules","schema"] | index($i)))' \
+		"$FORGE_ROOT/pipelines/compile.json" >"$SPEC"
+	jq -r '.compile.answers[]' "$FIX/todo-docs.json" >"$BATS_TEST_TMPDIR/answers.txt"
+	PROJECT="$BATS_TEST_TMPDIR/todo"
+	run -0 --separate-stderr forge compile --auto-approve --pipeline "$SPEC" --dir "$PROJECT" \
+		--answers "$BATS_TEST_TMPDIR/answers.txt" "a todo-list HTTP API"
+	cd "$PROJECT"
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	run -0 --separate-stderr forge compile --docs --json
+	run -0 jq -r '"\(.kind) \(.version) \(.trace_id)"' <<<"$output"
+	assert_output "$(printf "%s $T\n" 'intent 1' 'flows 1' 'contracts 1' 'rules 1' 'rules 2' 'db_schema 1')"
+	[ "$(psql_q "select kind || ' ' || version || ' ' || trace_id from compile_docs order by kind, version")" = \
+		"$(printf "%s $T\n" 'contracts 1' 'db_schema 1' 'flows 1' 'intent 1' 'rules 1' 'rules 2')" ]
+	run -0 --separate-stderr forge compile --show rules --doc-version 1
+	[ "$(jq -cS . <<<"$output")" = "$(jq -cS .rules "$FIX/todo-docs.json")" ]
+	run -0 --separate-stderr forge compile --show db_schema --json
+	jq -e --arg t "$T" '.version == 1 and .trace_id == $t and .doc == (.doc | objects)' <<<"$output"
+	[ "$(jq -cS .doc <<<"$output")" = "$(jq -cS .db_schema "$FIX/todo-docs.json")" ]
+	run -1 --separate-stderr forge compile --show rules --doc-version 5
+	[[ "$stderr" == *"has no version 5 of rules"* ]]
+	# append-only there too
+	run -1 psql_q "delete from compile_docs"
+	[[ "$output" == *"compile documents are append-only: DELETE refused"* ]]
+	[ ! -e "$PROJECT/.forge/forge.db" ]
+}
+
+@test "forge merge and forge gc on PostgreSQL: the merge recorded there; gc --dry-run says what would go, gc removes it" {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	wt="$REPO/.forge/worktrees/$T"
+	[ -d "$wt" ]
+	run -0 --separate-stderr forge gc --dry-run
+	assert_output "nothing to remove"
+	run -0 --separate-stderr forge merge "$T"
+	assert_output --regexp "^merged forge/$T into main \\(fast-forward\\) at [0-9a-f]{12}$"
+	[ "$(psql_q "select count(*) from event_log where trace_id = '$T' and type = 'run.merged'")" -eq 1 ]
+	run -0 --separate-stderr forge merge "$T"
+	assert_output "run $T is merged already"
+	# the live text of a call whose process is gone
+	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	psql_q "insert into live_text (call_id, trace_id, pid, host, started_at, updated_at)
+		values ('dead', '$T', 999999999, '$(hostname)', '$now', '$now')" >/dev/null
+	run -0 --separate-stderr forge gc --dry-run
+	assert_output "$(printf '%s\n' "run $T (merged):" "would remove worktree $wt" "would delete refs/heads/forge/$T" \
+		"would delete refs/forge/$T/base" "would remove 3 things of 1 run" \
+		"live text: would remove 1 row of calls whose process is gone")"
+	[ -d "$wt" ]
+	[ "$(psql_q 'select count(*) from live_text')" -eq 1 ]
+	run -0 --separate-stderr forge gc
+	assert_line "removed worktree $wt"
+	assert_line "live text: removed 1 row of calls whose process is gone"
+	[ ! -e "$wt" ]
+	[ "$(psql_q 'select count(*) from live_text')" -eq 0 ]
+	run -0 --separate-stderr forge gc
+	assert_output "nothing to remove"
+	# the run's records stay
+	[ "$(psql_q "select status from runs where id = '$T'")" = completed ]
 }
 
 @test "forge llm against the mock provider logs the call in PostgreSQL, its key redacted" {

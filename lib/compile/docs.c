@@ -1,13 +1,14 @@
-/* docs.c - the documents of forge compile, versioned in SQLite and kept in the project; see docs.h. */
+/* docs.c - the documents of forge compile, versioned in the store (SQLite or PostgreSQL, through
+ * db.h) and kept in the project; see docs.h. */
 #include "compile/docs.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "store/db.h"
 #include "store/store.h"
 
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,30 +25,43 @@ static int latest_version(int *out, bool *same, struct store *st, const char *pr
 {
 	static const char sql[] = "SELECT version, content FROM compile_docs WHERE project = ?1 AND kind = ?2 "
 				  "ORDER BY version DESC LIMIT 1";
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int rc = -1, step;
 
 	*out = 0;
 	*same = false;
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		return -1;
-	store_bind_text(s, 1, project);
-	store_bind_text(s, 2, kind);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		const char *text = (const char *)sqlite3_column_text(s, 1);
-		jv old = text ? json_parse(text, strlen(text)) : jv_invalid();
+	db_bind_text(s, 1, project);
+	db_bind_text(s, 2, kind);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		jv old = db_col_json(s, 1);
 
-		*out = sqlite3_column_int(s, 0);
-		*same = jv_is_valid(old) && json_equal(old, doc);
+		*out = (int)db_col_int64(s, 0);
+		*same = jv_get_kind(old) != JV_KIND_NULL && json_equal(old, doc);
 		jv_free(old);
 		rc = 0;
-	} else if (step == SQLITE_DONE) {
+	} else if (step == DB_DONE) {
 		rc = 0;
 	} else {
 		store_fail(st, "compile documents: cannot read");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
+	return rc;
+}
+
+/* Serialise the writers of (project, kind) until the transaction ends (on
+ * PostgreSQL; SQLite's BEGIN IMMEDIATE already does): two stages at once
+ * would otherwise both take the same next version. */
+static int lock_kind(struct store *st, const char *project, const char *kind)
+{
+	struct buf key = BUF_INIT;
+	int rc;
+
+	buf_addf(&key, "compile_docs\n%s\n%s", project, kind);
+	rc = store_lock(st, key.buf);
+	buf_release(&key);
 	return rc;
 }
 
@@ -57,20 +71,18 @@ int docs_append(int *out_version, struct store *st, const char *project, const c
 	static const char sql[] =
 		"INSERT INTO compile_docs (id, project, kind, version, trace_id, content, created_at) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
 	char *text = NULL;
 	int version = 0, rc = -1;
+	bool same;
 
 	*out_version = 0;
-	if (store_require_sqlite(st, "forge compile's documents") < 0)
-		return -1;
 	if (jv_get_kind(doc) != JV_KIND_OBJECT)
 		return forge_error("compile documents: the %s document is not an object", kind);
 	if (store_begin(st) < 0)
 		return -1;
-	bool same;
-	if (latest_version(&version, &same, st, project, kind, doc) < 0)
+	if (lock_kind(st, project, kind) < 0 || latest_version(&version, &same, st, project, kind, doc) < 0)
 		goto out;
 	if (same) {             /* nothing to write: end the transaction */
 		store_rollback(st);
@@ -81,27 +93,27 @@ int docs_append(int *out_version, struct store *st, const char *project, const c
 	ulid_new(id);
 	timestamp_now(ts);
 	text = json_dumps(jv_copy(doc), false);
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		goto out;
-	store_bind_text(s, 1, id);
-	store_bind_text(s, 2, project);
-	store_bind_text(s, 3, kind);
-	sqlite3_bind_int(s, 4, version);
-	store_bind_text(s, 5, trace);
-	store_bind_text(s, 6, text);
-	store_bind_text(s, 7, ts);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, project);
+	db_bind_text(s, 3, kind);
+	db_bind_int64(s, 4, version);
+	db_bind_text(s, 5, trace);
+	db_bind_text(s, 6, text);
+	db_bind_text(s, 7, ts);
+	if (db_step(s) != DB_DONE) {
 		store_fail(st, "compile documents: cannot insert");
 		goto out;
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	s = NULL;
 	if (store_commit(st) < 0)
 		goto out;
 	*out_version = version;
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (rc < 0)
 		store_rollback(st);
 	free(text);
@@ -112,32 +124,31 @@ int docs_get(jv *out, struct store *st, const char *project, const char *kind, i
 {
 	static const char sql[] =
 		"SELECT kind, version, trace_id, created_at, content FROM compile_docs "
-		"WHERE project = ?1 AND kind = ?2 AND (?3 = 0 OR version = ?3) ORDER BY version DESC LIMIT 1";
-	sqlite3_stmt *s = NULL;
+		"WHERE project = ?1 AND kind = ?2 AND (CAST(?3 AS INTEGER) = 0 OR version = ?3) "
+		"ORDER BY version DESC LIMIT 1";
+	struct db_stmt *s = NULL;
 	int rc = -1, step;
 
 	*out = jv_null();
-	if (store_require_sqlite(st, "forge compile's documents") < 0)
+	if (db_prepare(&s, st, sql) < 0)
 		return -1;
-	if (store_prepare(&s, st, sql) < 0)
-		return -1;
-	store_bind_text(s, 1, project);
-	store_bind_text(s, 2, kind);
-	sqlite3_bind_int(s, 3, version);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		jv row = json_set(jv_object(), "kind", store_col_str(s, 0));
-		row = json_set(row, "version", jv_number(sqlite3_column_int(s, 1)));
-		row = json_set(row, "trace_id", store_col_str(s, 2));
-		row = json_set(row, "created_at", store_col_str(s, 3));
-		*out = json_set(row, "doc", store_col_json(s, 4));
+	db_bind_text(s, 1, project);
+	db_bind_text(s, 2, kind);
+	db_bind_int64(s, 3, version);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		jv row = json_set(jv_object(), "kind", db_col_str(s, 0));
+		row = json_set(row, "version", jv_number((double)db_col_int64(s, 1)));
+		row = json_set(row, "trace_id", db_col_str(s, 2));
+		row = json_set(row, "created_at", db_col_str(s, 3));
+		*out = json_set(row, "doc", db_col_json(s, 4));
 		rc = 0;
-	} else if (step == SQLITE_DONE) {
+	} else if (step == DB_DONE) {
 		rc = 0;
 	} else {
 		store_fail(st, "compile documents: cannot read");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -150,26 +161,24 @@ int docs_list(jv *out, struct store *st, const char *project)
 		"WHEN 'contracts' THEN 3 WHEN 'rules' THEN 4 WHEN 'db_schema' THEN 5 WHEN 'test_suite' THEN 6 "
 		"WHEN 'implementation' THEN 7 WHEN 'integration' THEN 8 WHEN 'compile_review' THEN 9 ELSE 10 END, "
 		"kind, version";
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	jv list = jv_array();
 	int step;
 
 	*out = jv_null();
-	if (store_require_sqlite(st, "forge compile's documents") < 0)
-		return -1;
-	if (store_prepare(&s, st, sql) < 0) {
+	if (db_prepare(&s, st, sql) < 0) {
 		jv_free(list);
 		return -1;
 	}
-	store_bind_text(s, 1, project);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		jv row = json_set(jv_object(), "kind", store_col_str(s, 0));
-		row = json_set(row, "version", jv_number(sqlite3_column_int(s, 1)));
-		row = json_set(row, "trace_id", store_col_str(s, 2));
-		list = jv_array_append(list, json_set(row, "created_at", store_col_str(s, 3)));
+	db_bind_text(s, 1, project);
+	while ((step = db_step(s)) == DB_ROW) {
+		jv row = json_set(jv_object(), "kind", db_col_str(s, 0));
+		row = json_set(row, "version", jv_number((double)db_col_int64(s, 1)));
+		row = json_set(row, "trace_id", db_col_str(s, 2));
+		list = jv_array_append(list, json_set(row, "created_at", db_col_str(s, 3)));
 	}
-	sqlite3_finalize(s);
-	if (step != SQLITE_DONE) {
+	db_finalize(s);
+	if (step != DB_DONE) {
 		jv_free(list);
 		return store_fail(st, "compile documents: cannot read");
 	}

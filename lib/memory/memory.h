@@ -423,19 +423,6 @@ int memory_stats(jv *out, struct memory *m);
 
 /* ---- findings and human feedback (seed 000 section 10.5) ---------------- */
 
-/* Store a finding (forge-review's form: id optional, severity, category,
- * message required; layer, rule, file, line, confidence, fixable, fix,
- * phase, trace_id, run_id).  Consumes finding.  The fingerprint is the
- * finding's own, else made from rule, file and message.  A trace keeps one
- * row per fingerprint: a finding its trace has already is not stored again
- * and id_out receives the kept row's id. */
-int findings_put(char id_out[ULID_LEN + 1], struct store *st, jv finding);
-/* A finding as JSON, or jv_null(). */
-int findings_get(jv *out, struct store *st, const char *id);
-/* Newest first; trace_id may be NULL; limit <= 0 = all. */
-int findings_list(jv *out, struct store *st, const char *trace_id, bool include_dismissed,
-		  int limit);
-
 /*
  * A human dismissed finding id (reason may be NULL): the finding is marked,
  * the semantic memories that match it (not themselves dismissals) lose 0.2

@@ -212,8 +212,8 @@ jv store_col_num(sqlite3_stmt *s, int i)
 static int not_on_postgres(struct store *st)
 {
 	return forge_error("database '%s': this is not supported on PostgreSQL yet (there: runs, "
-			   "events, checkpoints, gates, leases, plans and the model-call log); use a "
-			   "SQLite --db FILE for it", st->path);
+			   "events, checkpoints, gates, leases, plans, the model-call log, findings and "
+			   "compile documents); use a SQLite --db FILE for it", st->path);
 }
 
 int store_require_sqlite(struct store *st, const char *what)
@@ -221,8 +221,8 @@ int store_require_sqlite(struct store *st, const char *what)
 	if (st->backend == DB_SQLITE)
 		return 0;
 	return forge_error("%s is not supported on PostgreSQL yet (database '%s'; there: runs, "
-			   "events, checkpoints, gates, leases, plans and the model-call log); use a "
-			   "SQLite --db FILE for it", what, st->path);
+			   "events, checkpoints, gates, leases, plans, the model-call log, findings and "
+			   "compile documents); use a SQLite --db FILE for it", what, st->path);
 }
 
 int store_prepare(sqlite3_stmt **out, struct store *st, const char *sql)
@@ -814,6 +814,36 @@ sqlite3 *store_db(struct store *st)
 	if (store_queue_flush(st) < 0)
 		st->queue_failed = true;
 	return st->db;
+}
+
+/* (store_db() gives the handle: queued events are written first.) */
+int store_sync_log(struct store *st)
+{
+	sqlite3 *db = store_db(st);
+	sqlite3_file *f = NULL;
+
+	if (!db)
+		return 0;       /* PostgreSQL: each commit is durable */
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || !f ||
+	    !f->pMethods)
+		return 0;       /* no log: not in WAL mode, where commits sync themselves */
+	if (f->pMethods->xSync(f, SQLITE_SYNC_NORMAL) != SQLITE_OK)
+		return forge_error("database '%s': cannot sync the write-ahead log to disk", st->path);
+	return 0;
+}
+
+bool store_checkpoint_log(struct store *st)
+{
+	sqlite3 *db = store_db(st);
+	int logged = 0, copied = 0;
+
+	return db && sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &logged, &copied) == SQLITE_OK &&
+	       logged >= 0 && copied == logged;
+}
+
+const char *store_sqlite_version(void)
+{
+	return sqlite3_libversion();
 }
 
 const char *store_path(struct store *st)
@@ -1743,10 +1773,7 @@ int store_lease_get(jv *out, struct store *st, const char *trace_id)
 	return 0;
 }
 
-/* Serialise the takers of trace's lease until the transaction ends: on
- * SQLite BEGIN IMMEDIATE did; on PostgreSQL (READ COMMITTED) an advisory
- * lock on the trace id, so that two machines do not both find it free. */
-static int lease_lock(struct store *st, const char *trace_id)
+int store_lock(struct store *st, const char *key)
 {
 	struct db_stmt *s;
 
@@ -1754,11 +1781,18 @@ static int lease_lock(struct store *st, const char *trace_id)
 		return 0;
 	if (db_prepare(&s, st, "SELECT pg_advisory_xact_lock(hashtext(CAST(?1 AS TEXT)))") < 0)
 		return -1;
-	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 1, key);
 	int step = db_step(s);
 
 	db_finalize(s);
-	return step == DB_ROW ? 0 : store_fail(st, "cannot lock the lease of trace '%s'", trace_id);
+	return step == DB_ROW ? 0 : store_fail(st, "cannot lock '%s'", key);
+}
+
+/* Serialise the takers of trace's lease until the transaction ends, so
+ * that two machines do not both find it free (store_lock on the trace id). */
+static int lease_lock(struct store *st, const char *trace_id)
+{
+	return store_lock(st, trace_id);
 }
 
 /* Write holder's lease of trace (taking it over from a dead holder). */

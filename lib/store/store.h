@@ -74,9 +74,26 @@ void store_free(struct store *st);   /* NULL-safe; finalizes statements */
 sqlite3 *store_db(struct store *st);
 
 /*
+ * The durability of a SQLite store's write-ahead log; no-ops on PostgreSQL,
+ * where each commit is durable when it returns.
+ * store_sync_log: sync the log to disk now (the store commits with
+ * synchronous = NORMAL, which syncs it only at its checkpoints): 0 done or
+ * nothing to do (no log: not in WAL mode, where commits sync themselves),
+ * -1 when the sync failed.
+ * store_checkpoint_log: copy the log into the database now (a passive
+ * checkpoint: it syncs the log, then the database); true when all of it
+ * was copied, so nothing is left to sync (false on PostgreSQL).
+ */
+int store_sync_log(struct store *st);
+bool store_checkpoint_log(struct store *st);
+
+/* The SQLite library's version ("3.46.1"). */
+const char *store_sqlite_version(void);
+
+/*
  * 0 when st is a SQLite store; else -1 with "WHAT is not supported on
  * PostgreSQL yet (...)": what the modules that still keep SQLite
- * statements (memory, findings, compile docs) say before they start.
+ * statements (memory) say before they start.
  */
 int store_require_sqlite(struct store *st, const char *what);
 
@@ -108,6 +125,15 @@ int store_schema_version(struct store *st);
 int store_begin(struct store *st);
 int store_commit(struct store *st);
 int store_rollback(struct store *st);
+
+/*
+ * Inside a transaction: serialise the transactions that take the same key
+ * until this one ends, so a read-then-write (the next version number, a
+ * free lease) is not interleaved.  SQLite: nothing to do (BEGIN IMMEDIATE
+ * already serialises writers); PostgreSQL (READ COMMITTED): an advisory
+ * transaction lock on hashtext(key).
+ */
+int store_lock(struct store *st, const char *key);
 
 /* Run SQL with no result rows (DDL, pragmas). */
 int store_exec(struct store *st, const char *sql);

@@ -3,8 +3,10 @@
  * or a libpq conninfo: tests/pg.bats runs it so), else a new SQLite file.
  * Events (idempotent by id, replayed byte for byte), runs, checkpoints,
  * traces, leases, gates, plans, the model-call log, the breakers' reads,
- * and what is refused on PostgreSQL.  Every test works on trace ids of its
+ * findings and their dismissal, forge compile's documents, and what is
+ * refused on PostgreSQL.  Every test works on trace ids of its
  * own, so one database serves them all. */
+#include "compile/docs.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/ids.h"
@@ -12,6 +14,7 @@
 #include "engine/gates.h"
 #include "llm/llm.h"
 #include "store/db.h"
+#include "store/findings.h"
 #include "store/live.h"
 #include "store/plans.h"
 #include "store/store.h"
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dbpath[512];
@@ -469,6 +473,249 @@ static void test_live_text(void)
 	store_free(st);
 }
 
+/* A finding of trace as JSON text's object (f's fields over the defaults). */
+static jv finding(const char *trace, const char *message, const char *extra)
+{
+	char text[512];
+
+	snprintf(text, sizeof text, "{\"severity\":\"warning\",\"category\":\"style\",\"rule\":\"R1\","
+		 "\"file\":\"a.c\",\"line\":7,\"message\":\"%s\",\"trace_id\":\"%s\"%s%s}", message, trace,
+		 extra ? "," : "", extra ? extra : "");
+	return P(text);
+}
+
+/* Findings: stored once per (trace, fingerprint), read back with their
+ * types, listed newest first by trace or run, dismissed once. */
+static void test_findings(void)
+{
+	struct store *st = open_db();
+	char trace[ULID_LEN + 1], other[ULID_LEN + 1], id1[ULID_LEN + 1], id2[ULID_LEN + 1];
+	char id3[ULID_LEN + 1], again[ULID_LEN + 1];
+	jv f = jv_null(), list = jv_null(), first;
+
+	new_trace(trace);
+	new_trace(other);
+	CHECK(findings_put(id1, st, finding(trace, "unused variable x",
+					   "\"confidence\":0.75,\"fixable\":true,\"layer\":\"static\"")) == 0);
+	CHECK(findings_put(id2, st, finding(trace, "caf\u00e9 'quoted' ?1", NULL)) == 0);
+	CHECK(strcmp(id1, id2) != 0);
+	/* found again in the same trace (a bounce): the first row's id, no new row */
+	CHECK(findings_put(again, st, finding(trace, "unused variable x", NULL)) == 0);
+	CHECK_STR(again, id1);
+	/* the same in another trace is another row; a run_id stands for the trace */
+	CHECK(findings_put(id3, st, P("{\"severity\":\"error\",\"category\":\"bug\","
+				       "\"message\":\"unused variable x\",\"rule\":\"R1\",\"file\":\"a.c\","
+				       "\"run_id\":\"RUN-1\",\"fingerprint\":\"fp-own\"}")) == 0);
+	CHECK(findings_put(NULL, st, finding(other, "unused variable x", NULL)) == 0);
+
+	CHECK(findings_get(&f, st, id1) == 0);
+	CHECK_STR(json_get_str(f, "trace_id"), trace);
+	CHECK_STR(json_get_str(f, "phase"), "review");
+	CHECK_STR(json_get_str(f, "layer"), "static");
+	CHECK(json_get_num(f, "line", -1) == 7);
+	CHECK(json_get_num(f, "confidence", -1) == 0.75);
+	CHECK(jv_equal(json_get(f, "fixable"), jv_true()));
+	CHECK(jv_equal(json_get(f, "dismissed"), jv_false()));
+	CHECK(jv_equal(json_get(f, "fix"), jv_null()));
+	CHECK_INT(strlen(json_get_str(f, "fingerprint")), 32);
+	jv_free(f);
+	CHECK(findings_get(&f, st, id3) == 0);
+	CHECK_STR(json_get_str(f, "trace_id"), "RUN-1");
+	CHECK_STR(json_get_str(f, "fingerprint"), "fp-own");
+	CHECK(jv_equal(json_get(f, "line"), jv_null()));
+	CHECK(jv_equal(json_get(f, "fixable"), jv_false()));
+	jv_free(f);
+	CHECK(findings_get(&f, st, "01NOSUCHFINDING00000000000") == 0);
+	CHECK(jv_get_kind(f) == JV_KIND_NULL);
+
+	CHECK(findings_list(&list, st, trace, false, 0) == 0);
+	CHECK_INT(jv_array_length(jv_copy(list)), 2);
+	first = jv_array_get(jv_copy(list), 0);     /* newest first */
+	CHECK_STR(json_get_str(first, "id"), id2);
+	CHECK_STR(json_get_str(first, "message"), "caf\u00e9 'quoted' ?1");
+	jv_free(first);
+	jv_free(list);
+	CHECK(findings_list(&list, st, trace, false, 1) == 0);
+	CHECK_INT(jv_array_length(list), 1);
+	CHECK(findings_list(&list, st, "RUN-1", false, 0) == 0);
+	CHECK_INT(jv_array_length(list), 1);
+
+	/* dismissed once: the first reason is kept; listed only with the dismissed */
+	CHECK_INT(findings_dismiss(st, id1, "human", "not a bug", "2026-11-21T10:00:00.000Z"), 0);
+	CHECK_INT(findings_dismiss(st, id1, "human", "again", "2026-11-21T11:00:00.000Z"),
+		  FINDINGS_ALREADY_DISMISSED);
+	CHECK_INT(findings_dismiss(st, "01NOSUCHFINDING00000000000", "human", NULL, "2026-11-21T11:00:00.000Z"),
+		  FINDINGS_NOT_FOUND);
+	CHECK(findings_get(&f, st, id1) == 0);
+	CHECK(jv_equal(json_get(f, "dismissed"), jv_true()));
+	CHECK_STR(json_get_str(f, "dismissed_by"), "human");
+	CHECK_STR(json_get_str(f, "dismissed_reason"), "not a bug");
+	CHECK_STR(json_get_str(f, "dismissed_at"), "2026-11-21T10:00:00.000Z");
+	jv_free(f);
+	CHECK(findings_list(&list, st, trace, false, 0) == 0);
+	CHECK_INT(jv_array_length(list), 1);
+	CHECK(findings_list(&list, st, trace, true, 0) == 0);
+	CHECK_INT(jv_array_length(list), 2);
+	/* the dismissed ones of every trace: this database's other tests' too */
+	CHECK(findings_list_dismissed(&list, st, 0) == 0);
+	CHECK(jv_array_length(jv_copy(list)) >= 1);
+	jv_array_foreach(list, i, d) {
+		CHECK(jv_equal(json_get(d, "dismissed"), jv_true()));
+		jv_free(d);
+		(void)i;
+	}
+	jv_free(list);
+	CHECK(findings_list_dismissed(&list, st, 1) == 0);
+	CHECK_INT(jv_array_length(list), 1);
+
+	/* bad findings: a clear error, nothing stored */
+	CHECK(findings_put(NULL, st, P("{\"severity\":\"warning\"}")) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "needs severity, category and message"), "%s", forge_last_error());
+	CHECK(findings_put(NULL, st, finding(trace, "bad severity", "\"severity\":\"loud\"")) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "cannot store a finding"), "%s", forge_last_error());
+	CHECK(findings_put(NULL, st, jv_string("not an object")) == -1);
+	store_free(st);
+}
+
+/* forge compile's documents: versions per (project, kind), an equal one not
+ * appended again, read back by version, listed in the stages' order, never
+ * updated or deleted. */
+static void test_compile_docs(void)
+{
+	struct store *st = open_db();
+	char project[64], trace[ULID_LEN + 1];
+	jv row = jv_null(), list = jv_null(), doc1 = P("{\"flows\":[\"sign in\"],\"s\":\"caf\u00e9\"}");
+	jv doc2 = P("{\"flows\":[\"sign in\",\"sign out\"]}");
+	int v = 0;
+
+	new_trace(trace);
+	snprintf(project, sizeof project, "/tmp/project-%s", trace);
+	CHECK(docs_append(&v, st, project, "flows", trace, doc1) == 0);
+	CHECK_INT(v, 1);
+	CHECK(docs_append(&v, st, project, "flows", trace, doc1) == 0);
+	CHECK_INT(v, 1);
+	CHECK(docs_append(&v, st, project, "flows", NULL, doc2) == 0);
+	CHECK_INT(v, 2);
+	CHECK(docs_append(&v, st, project, "intent", trace, doc1) == 0);
+	CHECK_INT(v, 1);
+	CHECK(docs_append(&v, st, project, "zz_custom", trace, doc1) == 0);
+	jv not_object = jv_array();      /* borrowed */
+	CHECK(docs_append(&v, st, project, "flows", trace, not_object) == -1);
+	jv_free(not_object);
+
+	CHECK(docs_get(&row, st, project, "flows", 0) == 0);
+	CHECK(json_get_num(row, "version", -1) == 2);
+	CHECK(jv_equal(json_get(row, "trace_id"), jv_null()));
+	jv got = json_get(row, "doc");
+	CHECK(json_equal(got, doc2));
+	jv_free(got);
+	jv_free(row);
+	CHECK(docs_get(&row, st, project, "flows", 1) == 0);
+	CHECK_STR(json_get_str(row, "trace_id"), trace);
+	got = json_get(row, "doc");
+	CHECK(json_equal(got, doc1));
+	jv_free(got);
+	jv_free(row);
+	CHECK(docs_get(&row, st, project, "flows", 9) == 0);
+	CHECK(jv_get_kind(row) == JV_KIND_NULL);
+
+	CHECK(docs_list(&list, st, project) == 0);
+	CHECK_INT(jv_array_length(jv_copy(list)), 4);
+	const char *want[] = { "intent/1", "flows/1", "flows/2", "zz_custom/1" };
+	jv_array_foreach(list, i, r) {
+		char kv[64];
+
+		snprintf(kv, sizeof kv, "%s/%.0f", json_get_str(r, "kind"), json_get_num(r, "version", 0));
+		jv_free(r);
+		CHECK_STR(kv, want[i]);
+	}
+	jv_free(list);
+	/* append-only */
+	CHECK(store_exec(st, "DELETE FROM compile_docs") == -1);
+	CHECK(store_exec(st, "UPDATE compile_docs SET version = 7") == -1);
+	CHECK(docs_get(&row, st, project, "intent", 0) == 0);
+	CHECK(json_get_num(row, "version", -1) == 1);
+	jv_free(row);
+	jv_free(doc1);
+	jv_free(doc2);
+	store_free(st);
+}
+
+/* Writers of one document kind at once, each its own connection (a forked
+ * process): every version is taken once, none fails (on PostgreSQL the
+ * advisory lock of docs_append; on SQLite BEGIN IMMEDIATE). */
+static void test_compile_docs_concurrent(void)
+{
+	enum { WRITERS = 4, EACH = 10 };
+	char project[64], trace[ULID_LEN + 1];
+	pid_t pids[WRITERS];
+	jv list = jv_null();
+
+	new_trace(trace);
+	snprintf(project, sizeof project, "/tmp/concurrent-%s", trace);
+	for (int w = 0; w < WRITERS; w++) {
+		pids[w] = fork();
+		CHECK(pids[w] >= 0);
+		if (pids[w] == 0) {
+			struct store *st = open_db();
+			int bad = 0;
+
+			for (int i = 0; i < EACH; i++) {
+				char text[64];
+				int v;
+
+				snprintf(text, sizeof text, "{\"writer\":%d,\"i\":%d}", w, i);
+				jv doc = P(text);
+				if (docs_append(&v, st, project, "flows", NULL, doc) < 0) {
+					fprintf(stderr, "writer %d: %s\n", w, forge_last_error());
+					bad = 1;
+				}
+				jv_free(doc);
+			}
+			store_free(st);
+			_exit(bad);
+		}
+	}
+	for (int w = 0; w < WRITERS; w++) {
+		int status = -1;
+
+		CHECK(waitpid(pids[w], &status, 0) == pids[w]);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status %d", w, status);
+	}
+	struct store *st = open_db();
+
+	CHECK(docs_list(&list, st, project) == 0);
+	CHECK_INT(jv_array_length(jv_copy(list)), WRITERS * EACH);
+	jv_array_foreach(list, i, r) {
+		double v = json_get_num(r, "version", 0);
+
+		jv_free(r);
+		CHECK_INT(v, i + 1);
+	}
+	jv_free(list);
+	store_free(st);
+}
+
+/* The write-ahead log's durability calls: no-ops on PostgreSQL; on SQLite
+ * a passive checkpoint after a write copies the whole log. */
+static void test_log_durability(void)
+{
+	struct store *st = open_db();
+	char trace[ULID_LEN + 1], id[ULID_LEN + 1];
+
+	new_trace(trace);
+	ulid_new(id);
+	char *line = event_line(trace, id, 1);
+
+	CHECK(put_line(st, line, NULL) == 0);
+	free(line);
+	CHECK(store_sync_log(st) == 0);
+	CHECK(store_checkpoint_log(st) == !db_is_postgres(dbpath));
+	CHECK(store_sync_log(st) == 0);
+	CHECK(strchr(store_sqlite_version(), '.') != NULL);
+	store_free(st);
+}
+
 int main(void)
 {
 	const char *db = getenv("FORGE_TEST_DB");
@@ -497,6 +744,10 @@ int main(void)
 	RUN(test_plans_and_llm_log);
 	RUN(test_breaker_reads);
 	RUN(test_live_text);
+	RUN(test_findings);
+	RUN(test_compile_docs);
+	RUN(test_compile_docs_concurrent);
+	RUN(test_log_durability);
 	if (!(db && *db)) {
 		char side[600];
 
