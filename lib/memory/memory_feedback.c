@@ -195,21 +195,21 @@ int findings_list(jv *out, struct store *st, const char *trace_id, bool include_
 static int mark_dismissed(struct memory *m, const char *id, const char *reason)
 {
 	char ts[TIMESTAMP_LEN + 1];
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc;
 
 	timestamp_format(ts, memory_now(m));
 	if (mem_prepare(&s, m, "UPDATE findings SET dismissed = 1, dismissed_by = 'human', "
 			"dismissed_reason = ?, dismissed_at = ? WHERE id = ? AND dismissed = 0") < 0)
 		return -1;
-	store_bind_text(s, 1, reason);
-	store_bind_text(s, 2, ts);
-	store_bind_text(s, 3, id);
-	if (sqlite3_step(s) != SQLITE_DONE)
+	db_bind_text(s, 1, reason);
+	db_bind_text(s, 2, ts);
+	db_bind_text(s, 3, id);
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot dismiss finding '%s'", id);
 	else
-		rc = sqlite3_changes(m->db) ? 0 : 1;
-	sqlite3_finalize(s);
+		rc = db_changes(s) ? 0 : 1;
+	db_finalize(s);
 	return rc;
 }
 

@@ -97,20 +97,20 @@ void vindex_free(struct vindex *v)
 
 static int read_stamp(struct stamp *st, struct memory *m)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (mem_cached(&s, m, MS_STAMP, "SELECT db_id, vec_gen, (SELECT coalesce(max(seq), 0) "
 		       "FROM memories) FROM memory_meta WHERE k = 1") < 0)
 		return -1;
-	if (sqlite3_step(s) == SQLITE_ROW) {
-		st->db = hash_str((const char *)sqlite3_column_text(s, 0));
-		st->gen = sqlite3_column_int64(s, 1);
-		st->max_seq = sqlite3_column_int64(s, 2);
+	if (db_step(s) == DB_ROW) {
+		st->db = hash_str(db_col_text(s, 0));
+		st->gen = db_col_int64(s, 1);
+		st->max_seq = db_col_int64(s, 2);
 	} else {
 		rc = mem_fail(m, "cannot read the memory stamp");
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
@@ -152,7 +152,7 @@ static int type_code(const char *t)
 static int load_rows(struct buf *rows, size_t *nrows, uint32_t *dim, struct memory *m,
 		     int64_t after, int64_t upto, bool active)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	const char *texts[CHUNK];
 	size_t lens[CHUNK], n = 0;
 	int64_t seqs[CHUNK];
@@ -167,24 +167,24 @@ static int load_rows(struct buf *rows, size_t *nrows, uint32_t *dim, struct memo
 		return -1;
 	for (int i = 0; i < CHUNK; i++)
 		buf_init(&tb[i], 0);
-	sqlite3_bind_int64(s, 1, after);
-	sqlite3_bind_int64(s, 2, upto);
+	db_bind_int64(s, 1, after);
+	db_bind_int64(s, 2, upto);
 	do {
-		step = sqlite3_step(s);
-		if (step == SQLITE_ROW) {
-			seqs[n] = sqlite3_column_int64(s, 0);
-			types[n] = type_code((const char *)sqlite3_column_text(s, 1));
-			mem_embed_text(&tb[n], (const char *)sqlite3_column_text(s, 2),
-				       (const char *)sqlite3_column_text(s, 3),
-				       (const char *)sqlite3_column_text(s, 4));
+		step = db_step(s);
+		if (step == DB_ROW) {
+			seqs[n] = db_col_int64(s, 0);
+			types[n] = type_code(db_col_text(s, 1));
+			mem_embed_text(&tb[n], db_col_text(s, 2),
+				       db_col_text(s, 3),
+				       db_col_text(s, 4));
 			texts[n] = tb[n].buf;
 			lens[n] = tb[n].len;
 			n++;
-		} else if (step != SQLITE_DONE) {
+		} else if (step != DB_DONE) {
 			rc = mem_fail(m, "cannot read memories for the vector file");
 			break;
 		}
-		if (n == CHUNK || (step == SQLITE_DONE && n)) {
+		if (n == CHUNK || (step == DB_DONE && n)) {
 			float *v;
 			size_t d;
 
@@ -213,8 +213,8 @@ static int load_rows(struct buf *rows, size_t *nrows, uint32_t *dim, struct memo
 			*nrows += n;
 			n = 0;
 		}
-	} while (step == SQLITE_ROW && rc == 0);
-	sqlite3_finalize(s);
+	} while (step == DB_ROW && rc == 0);
+	db_finalize(s);
 	for (int i = 0; i < CHUNK; i++)
 		buf_release(&tb[i]);
 	return rc;

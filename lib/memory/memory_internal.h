@@ -28,6 +28,7 @@
 
 #include "core/buf.h"
 #include "memory/memory.h"
+#include "store/db.h"
 #include "store/store.h"
 
 struct vindex;
@@ -40,7 +41,7 @@ enum mem_stmt {
 
 struct memory {
 	struct store *st;
-	sqlite3 *db;
+	bool pg;                  /* the store is on PostgreSQL */
 	int64_t (*now)(void *payload);
 	void *now_payload;
 	char *embed_provider;     /* NULL = local */
@@ -52,9 +53,10 @@ struct memory {
 	float vec_floor;          /* the vector list: cosines above it */
 	char *vec_path;           /* NULL = in-process index only */
 	struct vindex *idx;
-	sqlite3_stmt *stmt[MS_COUNT];   /* cached statements (mem_cached) */
+	struct db_stmt *stmt[MS_COUNT]; /* cached statements (mem_cached) */
 	fts5_tokenizer stem_api;  /* FTS5's porter tokenizer (memory_recall.c), */
 	Fts5Tokenizer *stem;      /* made on first use; NULL = not yet */
+	sqlite3 *stem_db;         /* PostgreSQL: the in-memory SQLite whose FTS5 stems */
 	char *thesaurus;          /* memory.thesaurus: the user's groups; NULL = none */
 	bool concepts_synced;     /* memory_concepts checked against its sources */
 	const char *concepts_schema;   /* where it is: "main" or "temp" (static) */
@@ -70,11 +72,11 @@ struct memory {
 
 /* memory_db.c */
 int mem_fail(struct memory *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql);
+int mem_prepare(struct db_stmt **out, struct memory *m, const char *sql);
 /* A cached statement, reset and unbound; the caller resets it after use
  * (never finalizes it), so no read transaction stays open. */
-int mem_cached(sqlite3_stmt **out, struct memory *m, enum mem_stmt which, const char *sql);
-jv mem_row_json(sqlite3_stmt *s, int first);
+int mem_cached(struct db_stmt **out, struct memory *m, enum mem_stmt which, const char *sql);
+jv mem_row_json(struct db_stmt *s, int first);
 jv mem_time_json(int64_t ms);
 int mem_time_parse(int64_t *out, jv v);   /* borrows v: ISO string or number of ms */
 /* The text that is embedded for a memory: content, context, tags. */
