@@ -784,16 +784,17 @@ int memory_pattern_update(struct memory *m, const char *id, bool applied, int su
 		delta = MEMORY_DELTA_APPLIED;
 	else if (applied && success == 0)
 		delta = MEMORY_DELTA_DISMISSED;
-	/* success_rate: the running mean over frequency uses; unchanged when unknown */
+	/* success_rate: the running mean over frequency uses; unchanged when unknown
+	 * (0.0: a pattern without one must not divide as integers on SQLite) */
 	/* (PostgreSQL: greatest/least, round() of a numeric) */
 	if (mem_prepare(&s, m, m->pg ? "UPDATE patterns SET "
 			"success_rate = CASE WHEN ?1 < 0 THEN success_rate ELSE "
-			"(coalesce(success_rate, 0) * frequency + ?1) / (frequency + 1) END, "
+			"(coalesce(success_rate, 0.0) * frequency + ?1) / (frequency + 1) END, "
 			"frequency = frequency + 1, confidence = round(CAST(greatest(0, least(1, "
 			"confidence + CAST(?2 AS DOUBLE PRECISION))) AS NUMERIC), 6), last_seen = ?3 "
 			"WHERE id = ?4" : "UPDATE patterns SET "
 			"success_rate = CASE WHEN ?1 < 0 THEN success_rate ELSE "
-			"(coalesce(success_rate, 0) * frequency + ?1) / (frequency + 1) END, "
+			"(coalesce(success_rate, 0.0) * frequency + ?1) / (frequency + 1) END, "
 			"frequency = frequency + 1, "
 			"confidence = round(max(0, min(1, confidence + ?2)), 6), last_seen = ?3 "
 			"WHERE id = ?4") < 0)

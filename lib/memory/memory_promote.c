@@ -272,7 +272,7 @@ static int extend_pattern(struct memory *m, const char *pid, struct ep *e, const
 		ok += e[mem[i]].success;
 	if (mem_begin(m) < 0)
 		return -1;
-	if (mem_prepare(&s, m, "UPDATE patterns SET success_rate = (coalesce(success_rate, 0) * "
+	if (mem_prepare(&s, m, "UPDATE patterns SET success_rate = (coalesce(success_rate, 0.0) * "
 			"frequency + ?1) / (frequency + ?2), frequency = frequency + ?2, last_seen = ?3 "
 			"WHERE id = ?4") < 0)
 		goto out;
