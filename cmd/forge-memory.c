@@ -527,10 +527,10 @@ int main(int argc, char **argv)
 	bool only_reads = false;
 	for (int i = 0; reads[i]; i++)
 		only_reads = only_reads || !strcmp(cmd, reads[i]);
-	int rc = (only_reads ? memory_cli_open_readonly : memory_cli_open)(&status, &c, &common);
+	int rc = memory_cli_open_pg(&status, &c, &common, only_reads);
 	if (rc < 0 && !strcmp(cmd, "search") && status == FORGE_EXIT_DEPENDENCY) {
 		memory_cli_close(&c);
-		rc = memory_cli_open_readonly(&status, &c, &common);
+		rc = memory_cli_open_pg(&status, &c, &common, true);
 	}
 	if (rc < 0) {
 		memory_cli_close(&c);

@@ -7,7 +7,10 @@
 # writers at once stay consistent), a whole forge run with a recorded model
 # and a gate approved then resumed, a lease another host stopped renewing
 # taken over by resume, and the commands not on PostgreSQL yet
-# refused (exit 2); forge llm against the mock provider logs its call there.
+# refused (exit 2); forge llm against the mock provider logs its call there;
+# memory: lib/memory's unit test, the forge memory commands, a query full of
+# tsquery syntax, two writers at once, export/import between SQLite and
+# PostgreSQL, a run's episode recorded there and recalled by the next run.
 # Skipped, saying why, only when PostgreSQL is not installed.
 
 bats_require_minimum_version 1.5.0
@@ -54,24 +57,25 @@ setup() {
 	run -0 --separate-stderr forge db status --db "$URI"
 	assert_line "backend:  postgresql"
 	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
-	assert_line "schema:   version 0 of 3"
+	assert_line "schema:   version 0 of 4"
 	assert_line "pending:  pg/001-core.sql"
 	assert_line "pending:  pg/002-live-text.sql"
 	assert_line "pending:  pg/003-lease-renewal.sql"
+	assert_line "pending:  pg/004-memory.sql"
 	[[ "$output" != *s3cret* ]]
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 3"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 4"
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output --partial "is up to date (schema version 3)"
+	assert_output --partial "is up to date (schema version 4)"
 	run -0 --separate-stderr forge db status --json
-	jq -e '.backend == "postgresql" and .version == 3 and .known == 3 and .pending == []' <<<"$output"
-	[ "$(psql_q 'select version, name from forge_schema order by version')" = "$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql')" ]
+	jq -e '.backend == "postgresql" and .version == 4 and .known == 4 and .pending == []' <<<"$output"
+	[ "$(psql_q 'select version, name from forge_schema order by version')" = "$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql\n4|pg/004-memory.sql')" ]
 	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
-	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 3
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 4
 		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
-	assert_line "schema:   version 3 of 3 (up to date)"
+	assert_line "schema:   version 4 of 4 (up to date)"
 	# SQLite: the same command, a file not created by looking
 	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
 	assert_line "backend:  sqlite"
@@ -89,9 +93,9 @@ setup() {
 	done
 	for pid in "${pids[@]}"; do wait "$pid"; done
 	cat "$BATS_TEST_TMPDIR"/out*
-	[ "$(grep -l 'schema version 0 -> 3' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l 'schema version 0 -> 4' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
-	[ "$(psql_q 'select count(*) from forge_schema')" -eq 3 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq 4 ]
 }
 
 @test "a database that cannot be reached, or a bad command: clear errors with their exit status" {
@@ -184,6 +188,12 @@ setup() {
 	run ls -a "$REPO" "$REPO/.forge"
 	refute_output --partial "postgres"
 	refute_output --partial "forge.db"
+	# the run's episode is in PostgreSQL's memory (its words searchable there)
+	[ "$(psql_q "select count(*) from memories where type = 'episodic' and source = '$T'")" -eq 1 ]
+	[ "$(psql_q "select count(*) from memories where source = '$T' and tsv @@ to_tsquery('english', 'mul')")" -ge 1 ]
+	run -0 forge events replay "$T"
+	refute_output --partial '"memory.unavailable"'
+	assert_output --partial '"memory.stored"'
 
 	# a gate: the run pauses (exit 4), the gate is approved from the database, resume completes it
 	export FORGE_CASSETTE="$CASSETTES/run-highrisk.jsonl"
@@ -198,6 +208,10 @@ setup() {
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T2" </dev/null
 	run -0 forge status --json "$T2"
 	jq -e '.run.status == "completed"' <<<"$output"
+	# its phases recalled the first run's memories from PostgreSQL
+	run -0 forge events replay "$T2"
+	refute_output --partial '"memory.unavailable"'
+	jq -e -s 'map(select(.type == "memory.recalled" or .type == "memory.withheld")) | length > 0' <<<"$output"
 	run -0 forge history
 	assert_line --regexp "^$T2 +completed"
 	assert_line --regexp "^$T +completed"
@@ -230,13 +244,11 @@ setup() {
 @test "commands whose tables are not on PostgreSQL yet say so (exit 2); nothing named after the URI is created" {
 	cd "$BATS_TEST_TMPDIR"
 	git init -q repo && cd repo
-	run -2 --separate-stderr forge memory list
-	[[ "$stderr" == *"forge memory is not supported on PostgreSQL yet (database 'postgresql://forge@/$DBNAME"* ]]
 	run -2 --separate-stderr forge findings list
-	[[ "$stderr" == *"forge findings is not supported on PostgreSQL yet"* ]]
+	[[ "$stderr" == *"forge findings is not supported on PostgreSQL yet (database 'postgresql://forge@/$DBNAME"* ]]
 	run -2 --separate-stderr forge gc --dry-run
 	[[ "$stderr" == *"forge gc is not supported on PostgreSQL yet"* ]]
-	run -2 --separate-stderr forge memory list --db "postgres://forge@/$DBNAME?host=$PG_SOCK"
+	run -2 --separate-stderr forge findings list --db "postgres://forge@/$DBNAME?host=$PG_SOCK"
 	[[ "$stderr" == *"not supported on PostgreSQL yet"* ]]
 	[ -z "$(find "$BATS_TEST_TMPDIR" -name 'postgres*')" ]
 }
@@ -255,4 +267,110 @@ setup() {
 		"anthropic/claude-haiku-4-5/$(psql_q "select input_tokens from llm_calls")" ]
 	[ "$(psql_q "select response::json ->> 'text' from llm_calls")" = "Hello from the mock" ]
 	[ "$(psql_q "select count(*) from llm_calls where request like '%CANARY%' or response like '%CANARY%'")" -eq 0 ]
+}
+
+@test "lib/memory's unit test on PostgreSQL: store, update, list, archive, delete, recall, signals, patterns, consolidation" {
+	run -0 env FORGE_TEST_DB="$FORGE_DB" "$FORGE_TESTBIN/test_memory_backend"
+	refute_output --partial "not ok"
+}
+
+@test "forge memory on PostgreSQL: add, show, search, list, signal, forget, forget --hard; words stemmed by tsvector" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge memory add --tags go,postgres --context "ledger" \
+		"Always lock the account rows in ascending id order so transfers cannot deadlock"
+	A=$output
+	run -0 --separate-stderr forge memory add --type procedural "Pin GitHub actions to a commit SHA, never a tag"
+	B=$output
+	[ "$(psql_q "select count(*) from memories")" -eq 2 ]
+	[ "$(psql_q "select tsv @@ to_tsquery('english', 'transfer & lock') from memories where id = '$A'")" = t ]
+	run -0 --separate-stderr forge memory show "$A" --json
+	jq -e '.content | test("ascending id order")' <<<"$output"
+	# "deadlocks"/"locking": the stems match
+	run -0 --separate-stderr forge memory search --json "deadlocks when locking rows"
+	[ "$(head -n 1 <<<"$output" | jq -r .memory.id)" = "$A" ]
+	head -n 1 <<<"$output" | jq -e '.ranks.lexical == 1'
+	run -0 --separate-stderr forge memory list --json --type procedural
+	[ "$(jq -r .id <<<"$output")" = "$B" ]
+	run -0 --separate-stderr forge memory list --json --tag postgres
+	[ "$(jq -r .id <<<"$output")" = "$A" ]
+	run -0 --separate-stderr forge memory signal "$A" confirmed
+	[ "$(psql_q "select confidence from memories where id = '$A'")" = 0.7 ]
+	run -0 --separate-stderr forge memory forget "$B" --reason "moved to the wiki"
+	[ "$(psql_q "select archived_reason from memories where id = '$B'")" = "moved to the wiki" ]
+	run -0 --separate-stderr forge memory list --json
+	[ "$(jq -r .id <<<"$output")" = "$A" ]
+	run -0 --separate-stderr forge memory forget "$B" --hard
+	[ "$(psql_q "select count(*) from memories")" -eq 1 ]
+	run -1 --separate-stderr forge memory show "$B"
+	# stats: the vector index in this process (no file beside a server), pgvector absent
+	run -0 --separate-stderr forge memory stats --json
+	jq -e '.total == 1 and .active == 1 and .vector_file.path == null and .vector_file.rows == 1
+		and .pgvector == false' <<<"$output"
+	[ -z "$(find "$BATS_TEST_TMPDIR" -name '*.vectors*' -o -name 'postgres*')" ]
+}
+
+@test "forge memory search on PostgreSQL: quotes, colons, ampersands, backslashes are words, not tsquery syntax" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge memory add "The wombat's burrow: use & escape backslashes in C:\\paths"
+	A=$output
+	for q in "wombat's" "burrow:" "a & b | !c" 'back\slash' "'quoted':*" '"double"' "(a <-> b)" ":*" "&" "\\" "wombat's burrow: & | ! \\ 'x':* <2>"; do
+		run -0 --separate-stderr forge memory search --json "$q"
+		[ -z "$stderr" ]
+	done
+	run -0 --separate-stderr forge memory search --json "wombat's & burrow: \\"
+	[ "$(head -n 1 <<<"$output" | jq -r .memory.id)" = "$A" ]
+}
+
+@test "two processes storing memories into PostgreSQL at once: none lost, none twice" {
+	cd "$BATS_TEST_TMPDIR"
+	forge db migrate >/dev/null
+	for p in 1 2; do
+		for i in $(seq 1 15); do
+			printf '{"type":"semantic","content":"writer %s memory %s about topic %s","tags":["w%s"]}\n' "$p" "$i" "$i" "$p"
+		done >"in$p.jsonl"
+		# the same 5 memories (ids) from both writers
+		for i in 1 2 3 4 5; do
+			printf '{"id":"01JPGSHARED0000000000000%02d","type":"semantic","content":"shared memory %s","created_at":"2026-11-01T12:00:00.000Z"}\n' "$i" "$i"
+		done >"shared$p.jsonl"
+	done
+	pids=()
+	for p in 1 2; do
+		( for i in $(seq 1 15); do
+			forge memory add --tags "w$p" "writer $p memory $i about topic $i" >/dev/null || exit 1
+		  done
+		  forge memory import "shared$p.jsonl" >/dev/null ) 2>"err$p" &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid"; done
+	cat err1 err2
+	[ -z "$(cat err1 err2)" ]
+	[ "$(psql_q "select count(*) from memories")" -eq 35 ]
+	[ "$(psql_q "select count(distinct content) from memories")" -eq 35 ]
+	[ "$(psql_q "select count(*) from memories where id like '01JPGSHARED%'")" -eq 5 ]
+	run -0 --separate-stderr forge memory list --json --tag w2 -n 100
+	[ "${#lines[@]}" -eq 15 ]
+}
+
+@test "forge memory export from SQLite, import into PostgreSQL and back: same ids, contents, confidences; same first search result" {
+	cd "$BATS_TEST_TMPDIR"
+	LITE="$BATS_TEST_TMPDIR/lite.db"
+	jq -c 'del(.key)' "$FORGE_ROOT/tests/fixtures/recall/memories.jsonl" | head -n 120 >set.jsonl
+	run -0 --separate-stderr forge memory import --db "$LITE" set.jsonl
+	run -0 --separate-stderr forge memory signal --db "$LITE" "$(head -n 1 set.jsonl | jq -r .id)" confirmed
+	run -0 --separate-stderr forge memory export --db "$LITE" lite.jsonl
+	run -0 --separate-stderr forge memory import lite.jsonl
+	[ "$(psql_q "select count(*) from memories")" -eq 120 ]
+	run -0 --separate-stderr forge memory export pg.jsonl
+	key='[.id, .type, .content, .context, .tags, .confidence, .source, .created_at, .relationships]'
+	diff <(jq -c "$key" lite.jsonl | sort) <(jq -c "$key" pg.jsonl | sort)
+	# and back into a new SQLite file
+	run -0 --separate-stderr forge memory import --db "$BATS_TEST_TMPDIR/back.db" pg.jsonl
+	run -0 --separate-stderr forge memory export --db "$BATS_TEST_TMPDIR/back.db" back.jsonl
+	diff <(jq -c "$key" lite.jsonl | sort) <(jq -c "$key" back.jsonl | sort)
+	for q in "deadlock when locking account rows in concurrent transfers" "CREATE INDEX CONCURRENTLY on a large table" \
+		"terraform state lock stuck after a cancelled job"; do
+		a=$(forge memory search --db "$LITE" --peek --json "$q" | head -n 1 | jq -r .memory.id)
+		b=$(forge memory search --peek --json "$q" | head -n 1 | jq -r .memory.id)
+		[ -n "$a" ] && [ "$a" = "$b" ]
+	done
 }

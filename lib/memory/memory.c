@@ -56,6 +56,7 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 	m = xcalloc(1, sizeof *m);
 	m->st = st;
 	m->pg = store_backend(st) == DB_POSTGRES;
+	m->pgvector = -1;
 	m->now = opt->now;
 	m->now_payload = opt->now_payload;
 	m->embed_provider = dup_or_null(opt->embed_provider);

@@ -475,6 +475,11 @@ int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *
 /* The same for a command that only reads: the database is opened with
  * store_open_readonly(), and recall does not record accesses. */
 int memory_cli_open_readonly(int *status, struct memory_cli *c, const struct cli_common *common);
+/* Either of them for a program whose tables are all on PostgreSQL too
+ * (forge memory); the two above refuse a PostgreSQL database (exit 2,
+ * session_refuse_pg()): forge findings, feedback and metrics read tables
+ * that are not there yet. */
+int memory_cli_open_pg(int *status, struct memory_cli *c, const struct cli_common *common, bool readonly);
 /* A model client for the fast model as llm_choose() resolves it (so
  * --model M, a flags layer, makes M the fast model too);
  * -1 with the reason when none can be made (no key, no provider). */

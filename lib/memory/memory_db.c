@@ -376,3 +376,19 @@ jv mem_row_json(struct db_stmt *s, int c)
 	o = put_opt(o, "archived_reason", db_col_str(s, c + 18));
 	return o;
 }
+
+bool mem_pgvector(struct memory *m)
+{
+	struct db_stmt *s = NULL;
+
+	if (!m->pg)
+		return false;
+	if (m->pgvector < 0) {
+		m->pgvector = 0;
+		if (db_prepare(&s, m->st, "SELECT count(*) FROM pg_extension WHERE extname = 'vector'") == 0 &&
+		    db_step(s) == DB_ROW)
+			m->pgvector = db_col_int64(s, 0) > 0;
+		db_finalize(s);
+	}
+	return m->pgvector > 0;
+}

@@ -42,6 +42,7 @@ enum mem_stmt {
 struct memory {
 	struct store *st;
 	bool pg;                  /* the store is on PostgreSQL */
+	int pgvector;             /* PostgreSQL: the vector extension is there (1), not (0), not asked (-1) */
 	int64_t (*now)(void *payload);
 	void *now_payload;
 	char *embed_provider;     /* NULL = local */
@@ -97,6 +98,9 @@ int mem_signal_log(struct memory *m, const char *id, const char *kind, double de
 int mem_seq_of(int64_t *seq, struct memory *m, const char *id);
 /* Tags array (borrowed) → compact JSON text, validated: array of strings. */
 int mem_tags_text(char **out, jv tags);
+/* Whether the database has pgvector (the `vector` extension created in it;
+ * asked once per handle); false on SQLite. */
+bool mem_pgvector(struct memory *m);
 
 /* memory_embed.c */
 /* Embed n texts with the configured embedder into n × *dim floats (malloc'd,

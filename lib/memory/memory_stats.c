@@ -111,6 +111,14 @@ int memory_stats(jv *out, struct memory *m)
 	o = json_set(o, "database_bytes", jv_number(pages * psize));
 	o = json_set(o, "embedder", jv_string(m->embedder_id));
 	o = json_set(o, "vector_file", vindex_info(m));
+	if (m->pg) {
+		/* pgvector: detected, not required; without it the vectors are
+		 * ranked in this process */
+		bool pgv = mem_pgvector(m);
+
+		o = json_set(o, "pgvector", jv_bool(pgv));
+		o = json_set(o, "vector_ranking", jv_string(pgv && m->embed_provider ? "pgvector" : "client"));
+	}
 	by_type = hist = tags = jv_null();
 	*out = o;
 	rc = 0;
