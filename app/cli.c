@@ -210,7 +210,7 @@ void session_refuse_pg(const char *db)
 		prog += 6;
 	forge_error("forge %s is not supported on PostgreSQL yet (database '%s'); on PostgreSQL: "
 		    "forge run, resume, status, history, cancel, show, diff, report, events, gate, "
-		    "llm, tui and db; use a SQLite --db FILE for this command", prog, shown);
+		    "llm, tui, memory and db; use a SQLite --db FILE for this command", prog, shown);
 	free(shown);
 }
 
