@@ -109,8 +109,12 @@ static int count_df(struct memory *m, struct term *t, size_t n, long cap)
 {
 	struct db_stmt *s;
 
-	if (mem_cached(&s, m, MS_VOCAB, m->pg ? "SELECT count(*) FROM (SELECT 1 FROM memories WHERE "
-		       "tsv @@ phraseto_tsquery('english', CAST(?1 AS TEXT)) LIMIT ?2) x" :
+	/* (PostgreSQL: a word its configuration leaves out, a stopword, is
+	 * counted as in more rows than the cap, as common words are: then it
+	 * is no term of a list and tells nothing; -1 from the query) */
+	if (mem_cached(&s, m, MS_VOCAB, m->pg ? "SELECT CASE WHEN numnode(t.q) = 0 THEN -1 ELSE "
+		       "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE tsv @@ t.q LIMIT ?2) x) END "
+		       "FROM phraseto_tsquery('english', CAST(?1 AS TEXT)) AS t (q)" :
 		       "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE "
 		       "memories_fts MATCH ? LIMIT ?)") < 0)
 		return -1;
@@ -125,6 +129,8 @@ static int count_df(struct memory *m, struct term *t, size_t n, long cap)
 		db_bind_text(s, 1, q);
 		db_bind_int64(s, 2, (int64_t)cap + 1);
 		t[i].df = db_step(s) == DB_ROW ? db_col_int64(s, 0) : 0;
+		if (t[i].df < 0)
+			t[i].df = cap + 1;
 	}
 	db_reset(s);
 	return 0;

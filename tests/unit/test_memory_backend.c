@@ -64,7 +64,8 @@ static bool archived(const char *id)
 	return a;
 }
 
-/* Whether the JSON array of memories (or of recall results) holds id. */
+/* Whether the JSON array of memories (or of recall results) holds id;
+ * consumes list. */
 static bool holds(jv list, const char *id)
 {
 	bool yes = false;
@@ -78,6 +79,7 @@ static bool holds(jv list, const char *id)
 		jv_free(e);
 		(void)i;
 	}
+	jv_free(list);
 	return yes;
 }
 
