@@ -374,3 +374,36 @@ setup() {
 		[ -n "$a" ] && [ "$a" = "$b" ]
 	done
 }
+
+@test "API embeddings on PostgreSQL: cached as bytea, the vector list ranked in the client without pgvector" {
+	cd "$BATS_TEST_TMPDIR"
+	# one scripted vector per embedding request: the two memories, then the
+	# query, which shares no word with either
+	cat >script.json <<-'JSON'
+	[{"kind": "embed", "embeddings": [[1, 0, 0, 0]]},
+	 {"kind": "embed", "embeddings": [[0, 1, 0, 0]]},
+	 {"kind": "embed", "embeddings": [[0.6, 0.8, 0, 0]]}]
+	JSON
+	python3 "$FORGE_ROOT/tests/helpers/mock_llm.py" --script script.json --port-file port --log log.jsonl 3>&- &
+	MOCK_PID=$!
+	for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	printf '{"llm":{"embeddings":{"provider":"openai","model":"text-embedding-3-small","base_url":"http://127.0.0.1:%s/v1"}}}' \
+		"$(cat port)" >"$XDG_CONFIG_HOME/forge/config.json"
+	export OPENAI_API_KEY=sk-test-not-a-real-key
+	a=$(forge memory add "Stripe webhooks are verified with the signing secret")
+	b=$(forge memory add "Payment provider events arrive twice; handlers are idempotent")
+	run -0 --separate-stderr forge memory search --json --peek how do we trust incoming callbacks
+	kill "$MOCK_PID"
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
+	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"concepts":null,"associations":null}' ]
+	[ "$(jq -r .cosine <<<"${lines[0]}")" = 0.8 ]
+	[ "$(jq -r .memory.id <<<"${lines[1]}")" = "$a" ]
+	# three vectors of 4 float32s in the cache, as bytea; the mock is gone, the cache serves
+	[ "$(psql_q "select count(*) || '/' || min(octet_length(vec)) || '/' || max(dim) from memory_embeddings")" = "3/16/4" ]
+	run -0 --separate-stderr forge memory search --json --peek how do we trust incoming callbacks
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
+	run -0 --separate-stderr forge memory stats --json
+	jq -e '.pgvector == false and .vector_ranking == "client" and .embedder == "openai:text-embedding-3-small"' <<<"$output"
+}

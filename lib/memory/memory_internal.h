@@ -125,6 +125,11 @@ int vindex_sync(struct memory *m, bool *rebuilt);
  * all); *out malloc'd, best first; *count the number found. */
 int vindex_search(struct vhit **out, size_t *count, struct memory *m, const float *q,
 		  size_t dim, int type, size_t n);
+/* vindex_search in the server (pgvector; memory_index.c says how): 1 done
+ * (*out malloc'd, *count found), 0 not here (SQLite, no pgvector, a local
+ * embedder, no transaction open, or any failure: the client ranks). */
+int vindex_pg_search(struct vhit **out, size_t *count, struct memory *m, const float *q,
+		     size_t dim, int type, size_t n);
 /* Cosine of q to row seq; false when the row is not in the index. */
 bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim);
 /* Rows in the index (0 before the first sync). */

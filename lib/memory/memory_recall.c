@@ -431,7 +431,8 @@ static int vector_list(struct cands *cs, struct memory *m, const float *qv, size
 	size_t nh = 0, n = 0;
 
 	if (m->embed_provider) {
-		if (vindex_search(&hits, &nh, m, qv, dim, type, deep) < 0)
+		if (!vindex_pg_search(&hits, &nh, m, qv, dim, type, deep) &&
+		    vindex_search(&hits, &nh, m, qv, dim, type, deep) < 0)
 			return -1;
 		for (size_t i = 0; i < nh && hits[i].cos > m->vec_floor; i++) {
 			if (!cand_get(cs, m, hits[i].seq, now)) {

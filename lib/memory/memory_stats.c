@@ -112,8 +112,8 @@ int memory_stats(jv *out, struct memory *m)
 	o = json_set(o, "embedder", jv_string(m->embedder_id));
 	o = json_set(o, "vector_file", vindex_info(m));
 	if (m->pg) {
-		/* pgvector: detected, not required; without it the vectors are
-		 * ranked in this process */
+		/* pgvector: detected, not required; without it (or with the
+		 * local embedder) the vectors are ranked in this process */
 		bool pgv = mem_pgvector(m);
 
 		o = json_set(o, "pgvector", jv_bool(pgv));
