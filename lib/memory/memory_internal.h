@@ -7,7 +7,7 @@
  *   memory_db.c           the rules, the types, statements, transactions,
  *                         errors, times, hashes, rows as JSON
  *   memory_embed.c        embeddings (local and API, cached)
- *   memory_index.c        the vector file
+ *   memory_index.c        the vector file (on PostgreSQL in-process; pgvector)
  *   memory_concepts.c     words as FTS5 stems them, the concept thesaurus
  *   memory_assoc.c        word associations learnt from the memories (PMI)
  *   memory_crud.c         adjust, archive, delete, relationships, listing
