@@ -210,8 +210,8 @@ void session_refuse_pg(const char *db)
 		prog += 6;
 	forge_error("forge %s is not supported on PostgreSQL yet (database '%s'); on PostgreSQL: "
 		    "forge run, resume, status, history, cancel, show, diff, report, events, gate, "
-		    "llm, tui, db, findings, compile, stage, gc and merge; use a SQLite --db FILE for "
-		    "this command", prog, shown);
+		    "llm, tui, db, memory, findings, compile, stage, gc and merge; use a SQLite --db "
+		    "FILE for this command", prog, shown);
 	free(shown);
 }
 

@@ -75,12 +75,8 @@ static int quick_session(struct session *s, const struct cli_common *common, boo
 		session_close(s);
 		return FORGE_EXIT_USAGE;
 	}
-	if (store_resolve_path(&s->db, common->db, s->repo) == 0 && db_is_postgres(s->db)) {
-		session_refuse_pg(s->db);
-		session_close(s);
-		return FORGE_EXIT_USAGE;
-	}
-	if (!s->db || (readonly ? store_open_readonly : store_open)(&s->store, s->db) < 0) {
+	if (store_resolve_path(&s->db, common->db, s->repo) < 0 || !s->db ||
+	    (readonly ? store_open_readonly : store_open)(&s->store, s->db) < 0) {
 		session_close(s);
 		return FORGE_EXIT_DEPENDENCY;
 	}
@@ -105,7 +101,7 @@ static int cli_open(int *status, struct memory_cli *c, const struct cli_common *
 	memset(c, 0, sizeof *c);
 	*status = quick_session(&ses, common, readonly);
 	if (*status == 1)
-		*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE |
+		*status = session_open(&ses, common, SESSION_PG | SESSION_CONFIG | SESSION_STORE |
 				       (readonly ? SESSION_READONLY : 0), jv_null());
 	if (*status)
 		return -1;
@@ -116,7 +112,8 @@ static int cli_open(int *status, struct memory_cli *c, const struct cli_common *
 	char pragma[64];
 
 	snprintf(pragma, sizeof pragma, "PRAGMA mmap_size = %lld", MEMORY_CLI_MMAP);
-	(void)store_exec(c->st, pragma);        /* without it, read(2) as before */
+	if (store_backend(c->st) == DB_SQLITE)
+		(void)store_exec(c->st, pragma);        /* without it, read(2) as before */
 	memory_options_from_config(&mo, c->cfg);
 	if (memory_open(&c->m, c->st, &mo) < 0) {
 		*status = FORGE_EXIT_USAGE;

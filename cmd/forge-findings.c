@@ -112,63 +112,8 @@ static int cmd_list(struct session *c, const struct args *a)
 	return 0;
 }
 
-/* The feedback.human_dismissed event under finding f's trace (none
- * without one), as memory_dismiss_finding() stores it. */
-static int dismissed_event(struct store *st, jv f, const char *reason)
-{
-	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
-	const char *trace = json_get_str(f, "trace_id");
-	jv ev, p;
-	int rc;
-
-	if (!trace)
-		return 0;
-	ulid_new(id);
-	timestamp_now(ts);
-	p = json_set(jv_object(), "finding_id", json_get(f, "id"));
-	p = json_set(p, "reason", json_str_or_null(reason));
-	ev = json_set(jv_object(), "kind", jv_string("event"));
-	ev = json_set(ev, "id", jv_string(id));
-	ev = json_set(ev, "trace_id", jv_string(trace));
-	ev = json_set(ev, "ts", jv_string(ts));
-	ev = json_set(ev, "source", jv_string("forge-findings"));
-	ev = json_set(ev, "phase", json_get(f, "phase"));
-	ev = json_set(ev, "type", jv_string("feedback.human_dismissed"));
-	ev = json_set(ev, "payload", p);
-	rc = store_event_put(st, ev, NULL, 0, NULL);
-	jv_free(ev);
-	return rc;
-}
-
-/*
- * Dismiss without a memory to learn from it (PostgreSQL before memory is
- * ported there): the mark and the event.  *out as memory_dismiss_finding()
- * gives it, memory_id null, nothing lowered; MEMORY_NOT_FOUND likewise.
- */
-static int dismiss_unremembered(jv *out, struct store *st, const char *id, const char *reason)
-{
-	char ts[TIMESTAMP_LEN + 1];
-	jv f = jv_null(), o;
-	int rc;
-
-	*out = jv_null();
-	timestamp_now(ts);
-	rc = findings_dismiss(st, id, "human", reason, ts);
-	if (rc == FINDINGS_NOT_FOUND)
-		return MEMORY_NOT_FOUND;
-	if (rc < 0 || findings_get(&f, st, id) < 0 || (rc == 0 && dismissed_event(st, f, reason) < 0)) {
-		jv_free(f);
-		return -1;
-	}
-	o = json_set(jv_object(), "finding", f);
-	o = json_set(o, "memory_id", jv_null());
-	o = json_set(o, "lowered", jv_array());
-	*out = json_set(o, "already_dismissed", jv_bool(rc == FINDINGS_ALREADY_DISMISSED));
-	return 0;
-}
-
-/* memory_dismiss_finding() with the configured memory; on PostgreSQL, where
- * the memory may not open, dismiss_unremembered() after a warning. */
+/* memory_dismiss_finding() with the configured memory: the mark, the
+ * feedback.human_dismissed event and what the memory learns from it. */
 static int dismiss(jv *out, struct session *c, const char *id, const char *reason, int *status)
 {
 	struct memory_options mo;
@@ -178,18 +123,8 @@ static int dismiss(jv *out, struct session *c, const char *id, const char *reaso
 	memory_options_init(&mo);
 	memory_options_from_config(&mo, c->cfg);
 	if (memory_open(&m, c->store, &mo) < 0) {
-		if (store_backend(c->store) != DB_POSTGRES) {
-			*status = FORGE_EXIT_USAGE;
-			return -1;
-		}
-		char *why = xstrdup(forge_last_error());
-
-		rc = dismiss_unremembered(out, c->store, id, reason);
-		if (rc == 0 && !json_get_bool(*out, "already_dismissed", false))
-			fprintf(stderr, "forge-findings: warning: the dismissal is marked but not remembered: %s\n",
-				why);
-		free(why);
-		return rc;
+		*status = FORGE_EXIT_USAGE;
+		return -1;
 	}
 	rc = memory_dismiss_finding(out, m, id, reason);
 	memory_free(m);
@@ -214,8 +149,6 @@ static int cmd_dismiss(struct session *c, const struct args *a, const char *id)
 	}
 	if (json_get_bool(out, "already_dismissed", false)) {
 		printf("%s was already dismissed\n", id);
-	} else if (!json_get_str(out, "memory_id")) {
-		printf("dismissed %s; not remembered (no memory on this database)\n", id);
 	} else {
 		jv low = json_get(out, "lowered");
 

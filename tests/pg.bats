@@ -9,7 +9,10 @@
 # taken over by resume, findings stored by forge-review, dismissed from
 # another clone and left out of the next review, forge compile's documents,
 # forge merge and gc, and the commands not on PostgreSQL yet refused (exit
-# 2); forge llm against the mock provider logs its call there.
+# 2); forge llm against the mock provider logs its call there; memory:
+# lib/memory's unit test, the forge memory commands, a query full of
+# tsquery syntax, two writers at once, export/import between SQLite and
+# PostgreSQL, a run's episode recorded there and recalled by the next run.
 # Skipped, saying why, only when PostgreSQL is not installed.
 
 bats_require_minimum_version 1.5.0
@@ -189,6 +192,12 @@ setup() {
 	run ls -a "$REPO" "$REPO/.forge"
 	refute_output --partial "postgres"
 	refute_output --partial "forge.db"
+	# the run's episode is in PostgreSQL's memory (its words searchable there)
+	[ "$(psql_q "select count(*) from memories where type = 'episodic' and source = '$T'")" -eq 1 ]
+	[ "$(psql_q "select count(*) from memories where source = '$T' and tsv @@ to_tsquery('english', 'mul')")" -ge 1 ]
+	run -0 forge events replay "$T"
+	refute_output --partial '"memory.unavailable"'
+	assert_output --partial '"memory.stored"'
 
 	# a gate: the run pauses (exit 4), the gate is approved from the database, resume completes it
 	export FORGE_CASSETTE="$CASSETTES/run-highrisk.jsonl"
@@ -203,6 +212,10 @@ setup() {
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T2" </dev/null
 	run -0 forge status --json "$T2"
 	jq -e '.run.status == "completed"' <<<"$output"
+	# its phases recalled the first run's memories from PostgreSQL
+	run -0 forge events replay "$T2"
+	refute_output --partial '"memory.unavailable"'
+	jq -e -s 'map(select(.type == "memory.recalled" or .type == "memory.withheld")) | length > 0' <<<"$output"
 	run -0 forge history
 	assert_line --regexp "^$T2 +completed"
 	assert_line --regexp "^$T +completed"
@@ -232,14 +245,20 @@ setup() {
 	[ "$(psql_q "select count(*) from leases")" -eq 0 ]
 }
 
-@test "commands whose tables are not on PostgreSQL yet say so (exit 2); nothing named after the URI is created" {
+@test "every command opens PostgreSQL, forge metrics and feedback too; nothing named after the URI is created" {
 	cd "$BATS_TEST_TMPDIR"
 	git init -q repo && cd repo
-	run -2 --separate-stderr forge memory list
-	[[ "$stderr" == *"forge memory is not supported on PostgreSQL yet (database 'postgresql://forge@/$DBNAME"* ]]
-	run -2 --separate-stderr forge memory list --db "postgres://forge@/$DBNAME?host=$PG_SOCK"
-	[[ "$stderr" == *"not supported on PostgreSQL yet"* ]]
+	run -0 --separate-stderr forge metrics --json
+	jq -e '.finding_dismissal_rate.n == 0 and .by_week == []' <<<"$output"
+	# a production error: stored as an event and a production memory, in PostgreSQL
+	run -0 --separate-stderr forge feedback production --json <<<'{"kind":"error","stack":"E","frequency":1,"related_commit":"0000000"}'
+	M=$(jq -r .memory_id <<<"$output")
+	E=$(jq -r .event_id <<<"$output")
+	[ "$(psql_q "select type || ' ' || source from memories where id = '$M'")" = "episodic production" ]
+	[ "$(psql_q "select type from event_log where id = '$E'")" = production.error ]
+	run -0 --separate-stderr forge memory list --db "postgres://forge@/$DBNAME?host=$PG_SOCK"
 	[ -z "$(find "$BATS_TEST_TMPDIR" -name 'postgres*')" ]
+	[ ! -e .forge/forge.db ]
 }
 
 @test "forge-review on PostgreSQL stores its findings; one dismissed from another clone is left out of the next review" {
@@ -249,7 +268,7 @@ setup() {
 	git -C "$REPO" add -A
 	git -C "$REPO" commit -q -m planted
 	cd "$REPO"
-	# exit 4: the planted token is a critical finding; memory (not on PostgreSQL yet) fails nothing
+	# exit 4: the planted token is a critical finding
 	run -4 --separate-stderr forge-review --no-input --commit HEAD
 	first=$(tail -n 1 <<<"$output")
 	T1=$(jq -r .trace_id <<<"$first")
@@ -268,16 +287,21 @@ setup() {
 	run -0 --separate-stderr forge findings list --trace "$T1"
 	assert_line --regexp "^$id  warning  security +src/copy.c:9  unbounded string copy"
 	run -0 --separate-stderr forge findings dismiss "$id" --reason "the buffer is sized for it"
-	assert_output "dismissed $id; not remembered (no memory on this database)"
-	[[ "$stderr" == *"warning: the dismissal is marked but not remembered: memory is not supported on PostgreSQL yet"* ]]
+	assert_output --regexp "^dismissed $id; remembered as [0-9A-Z]{26}; lowered [0-9]+ related memor(y|ies)$"
+	[ -z "$stderr" ]
+	mid=$(sed -n 's/.*remembered as \([0-9A-Z]*\);.*/\1/p' <<<"$output")
+	# the memory of the dismissal is in the shared database
+	[ "$(psql_q "select count(*) from memories where id = '$mid' and tags like '%dismissal%'")" -eq 1 ]
 	run -0 --separate-stderr forge findings dismiss "$id" --json
-	jq -e '.already_dismissed and .memory_id == null and .finding.dismissed_reason == "the buffer is sized for it"' <<<"$output"
+	jq -e '.already_dismissed and .finding.dismissed_reason == "the buffer is sized for it"' <<<"$output"
 	[ -z "$stderr" ]
 	run -1 --separate-stderr forge findings dismiss 01JNOSUCHFINDING0000000000
 	[[ "$stderr" == *"no finding '01JNOSUCHFINDING0000000000'"* ]]
 	[ "$(psql_q "select dismissed || ' ' || dismissed_by || ' ' || dismissed_reason from findings where id = '$id'")" = \
 		"1 human the buffer is sized for it" ]
 	[ "$(psql_q "select count(*) from event_log where trace_id = '$T1' and type = 'feedback.human_dismissed'")" -eq 1 ]
+	run -0 --separate-stderr forge metrics --json
+	jq -e '.finding_dismissal_rate.value > 0 and .finding_dismissal_rate.n > 0' <<<"$output"
 	run -0 --separate-stderr forge findings list --json
 	[ "${#lines[@]}" -eq $((n - 1)) ]
 	[ ! -e .forge/forge.db ]
@@ -393,4 +417,143 @@ setup() {
 		"anthropic/claude-haiku-4-5/$(psql_q "select input_tokens from llm_calls")" ]
 	[ "$(psql_q "select response::json ->> 'text' from llm_calls")" = "Hello from the mock" ]
 	[ "$(psql_q "select count(*) from llm_calls where request like '%CANARY%' or response like '%CANARY%'")" -eq 0 ]
+}
+
+@test "lib/memory's unit test on PostgreSQL: store, update, list, archive, delete, recall, signals, patterns, consolidation" {
+	run -0 env FORGE_TEST_DB="$FORGE_DB" "$FORGE_TESTBIN/test_memory_backend"
+	refute_output --partial "not ok"
+}
+
+@test "forge memory on PostgreSQL: add, show, search, list, signal, forget, forget --hard; words stemmed by tsvector" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge memory add --tags go,postgres --context "ledger" \
+		"Always lock the account rows in ascending id order so transfers cannot deadlock"
+	A=$output
+	run -0 --separate-stderr forge memory add --type procedural "Pin GitHub actions to a commit SHA, never a tag"
+	B=$output
+	[ "$(psql_q "select count(*) from memories")" -eq 2 ]
+	[ "$(psql_q "select tsv @@ to_tsquery('english', 'transfer & lock') from memories where id = '$A'")" = t ]
+	run -0 --separate-stderr forge memory show "$A" --json
+	jq -e '.content | test("ascending id order")' <<<"$output"
+	# "deadlocks"/"locking": the stems match
+	run -0 --separate-stderr forge memory search --json "deadlocks when locking rows"
+	[ "$(head -n 1 <<<"$output" | jq -r .memory.id)" = "$A" ]
+	head -n 1 <<<"$output" | jq -e '.ranks.lexical == 1'
+	run -0 --separate-stderr forge memory list --json --type procedural
+	[ "$(jq -r .id <<<"$output")" = "$B" ]
+	run -0 --separate-stderr forge memory list --json --tag postgres
+	[ "$(jq -r .id <<<"$output")" = "$A" ]
+	run -0 --separate-stderr forge memory signal "$A" confirmed
+	[ "$(psql_q "select confidence from memories where id = '$A'")" = 0.7 ]
+	run -0 --separate-stderr forge memory forget "$B" --reason "moved to the wiki"
+	[ "$(psql_q "select archived_reason from memories where id = '$B'")" = "moved to the wiki" ]
+	run -0 --separate-stderr forge memory list --json
+	[ "$(jq -r .id <<<"$output")" = "$A" ]
+	run -0 --separate-stderr forge memory forget "$B" --hard
+	[ "$(psql_q "select count(*) from memories")" -eq 1 ]
+	run -1 --separate-stderr forge memory show "$B"
+	# stats: the vector index in this process (no file beside a server), pgvector absent
+	run -0 --separate-stderr forge memory stats --json
+	jq -e '.total == 1 and .active == 1 and .vector_file.path == null and .vector_file.rows == 1
+		and .pgvector == false' <<<"$output"
+	[ -z "$(find "$BATS_TEST_TMPDIR" -name '*.vectors*' -o -name 'postgres*')" ]
+}
+
+@test "forge memory search on PostgreSQL: quotes, colons, ampersands, backslashes are words, not tsquery syntax" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge memory add "The wombat's burrow: use & escape backslashes in C:\\paths"
+	A=$output
+	for q in "wombat's" "burrow:" "a & b | !c" 'back\slash' "'quoted':*" '"double"' "(a <-> b)" ":*" "&" "\\" "wombat's burrow: & | ! \\ 'x':* <2>"; do
+		run -0 --separate-stderr forge memory search --json "$q"
+		[ -z "$stderr" ]
+	done
+	run -0 --separate-stderr forge memory search --json "wombat's & burrow: \\"
+	[ "$(head -n 1 <<<"$output" | jq -r .memory.id)" = "$A" ]
+}
+
+@test "two processes storing memories into PostgreSQL at once: none lost, none twice" {
+	cd "$BATS_TEST_TMPDIR"
+	forge db migrate >/dev/null
+	for p in 1 2; do
+		for i in $(seq 1 15); do
+			printf '{"type":"semantic","content":"writer %s memory %s about topic %s","tags":["w%s"]}\n' "$p" "$i" "$i" "$p"
+		done >"in$p.jsonl"
+		# the same 5 memories (ids) from both writers
+		for i in 1 2 3 4 5; do
+			printf '{"id":"01JPGSHARED0000000000000%02d","type":"semantic","content":"shared memory %s","created_at":"2026-11-01T12:00:00.000Z"}\n' "$i" "$i"
+		done >"shared$p.jsonl"
+	done
+	pids=()
+	for p in 1 2; do
+		( for i in $(seq 1 15); do
+			forge memory add --tags "w$p" "writer $p memory $i about topic $i" >/dev/null || exit 1
+		  done
+		  forge memory import "shared$p.jsonl" >/dev/null ) 2>"err$p" &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid"; done
+	cat err1 err2
+	[ -z "$(cat err1 err2)" ]
+	[ "$(psql_q "select count(*) from memories")" -eq 35 ]
+	[ "$(psql_q "select count(distinct content) from memories")" -eq 35 ]
+	[ "$(psql_q "select count(*) from memories where id like '01JPGSHARED%'")" -eq 5 ]
+	run -0 --separate-stderr forge memory list --json --tag w2 -n 100
+	[ "${#lines[@]}" -eq 15 ]
+}
+
+@test "forge memory export from SQLite, import into PostgreSQL and back: same ids, contents, confidences; same first search result" {
+	cd "$BATS_TEST_TMPDIR"
+	LITE="$BATS_TEST_TMPDIR/lite.db"
+	jq -c 'del(.key)' "$FORGE_ROOT/tests/fixtures/recall/memories.jsonl" | head -n 120 >set.jsonl
+	run -0 --separate-stderr forge memory import --db "$LITE" set.jsonl
+	run -0 --separate-stderr forge memory signal --db "$LITE" "$(head -n 1 set.jsonl | jq -r .id)" confirmed
+	run -0 --separate-stderr forge memory export --db "$LITE" lite.jsonl
+	run -0 --separate-stderr forge memory import lite.jsonl
+	[ "$(psql_q "select count(*) from memories")" -eq 120 ]
+	run -0 --separate-stderr forge memory export pg.jsonl
+	key='[.id, .type, .content, .context, .tags, .confidence, .source, .created_at, .relationships]'
+	diff <(jq -c "$key" lite.jsonl | sort) <(jq -c "$key" pg.jsonl | sort)
+	# and back into a new SQLite file
+	run -0 --separate-stderr forge memory import --db "$BATS_TEST_TMPDIR/back.db" pg.jsonl
+	run -0 --separate-stderr forge memory export --db "$BATS_TEST_TMPDIR/back.db" back.jsonl
+	diff <(jq -c "$key" lite.jsonl | sort) <(jq -c "$key" back.jsonl | sort)
+	for q in "deadlock when locking account rows in concurrent transfers" "CREATE INDEX CONCURRENTLY on a large table" \
+		"terraform state lock stuck after a cancelled job"; do
+		a=$(forge memory search --db "$LITE" --peek --json "$q" | head -n 1 | jq -r .memory.id)
+		b=$(forge memory search --peek --json "$q" | head -n 1 | jq -r .memory.id)
+		[ -n "$a" ] && [ "$a" = "$b" ]
+	done
+}
+
+@test "API embeddings on PostgreSQL: cached as bytea, the vector list ranked in the client without pgvector" {
+	cd "$BATS_TEST_TMPDIR"
+	# one scripted vector per embedding request: the two memories, then the
+	# query, which shares no word with either
+	cat >script.json <<-'JSON'
+	[{"kind": "embed", "embeddings": [[1, 0, 0, 0]]},
+	 {"kind": "embed", "embeddings": [[0, 1, 0, 0]]},
+	 {"kind": "embed", "embeddings": [[0.6, 0.8, 0, 0]]}]
+	JSON
+	python3 "$FORGE_ROOT/tests/helpers/mock_llm.py" --script script.json --port-file port --log log.jsonl 3>&- &
+	MOCK_PID=$!
+	for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	printf '{"llm":{"embeddings":{"provider":"openai","model":"text-embedding-3-small","base_url":"http://127.0.0.1:%s/v1"}}}' \
+		"$(cat port)" >"$XDG_CONFIG_HOME/forge/config.json"
+	export OPENAI_API_KEY=sk-test-not-a-real-key
+	a=$(forge memory add "Stripe webhooks are verified with the signing secret")
+	b=$(forge memory add "Payment provider events arrive twice; handlers are idempotent")
+	run -0 --separate-stderr forge memory search --json --peek how do we trust incoming callbacks
+	kill "$MOCK_PID"
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
+	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"concepts":null,"associations":null}' ]
+	[ "$(jq -r .cosine <<<"${lines[0]}")" = 0.8 ]
+	[ "$(jq -r .memory.id <<<"${lines[1]}")" = "$a" ]
+	# three vectors of 4 float32s in the cache, as bytea; the mock is gone, the cache serves
+	[ "$(psql_q "select count(*) || '/' || min(octet_length(vec)) || '/' || max(dim) from memory_embeddings")" = "3/16/4" ]
+	run -0 --separate-stderr forge memory search --json --peek how do we trust incoming callbacks
+	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
+	run -0 --separate-stderr forge memory stats --json
+	jq -e '.pgvector == false and .vector_ranking == "client" and .embedder == "openai:text-embedding-3-small"' <<<"$output"
 }

@@ -53,11 +53,10 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 	    strcmp(opt->embed_provider, "ollama"))
 		return forge_error("unknown embedding provider '%s': use openai, ollama or none",
 				   opt->embed_provider);
-	if (store_require_sqlite(st, "memory") < 0)
-		return -1;
 	m = xcalloc(1, sizeof *m);
 	m->st = st;
-	m->db = store_db(st);
+	m->pg = store_backend(st) == DB_POSTGRES;
+	m->pgvector = -1;
 	m->now = opt->now;
 	m->now_payload = opt->now_payload;
 	m->embed_provider = dup_or_null(opt->embed_provider);
@@ -74,7 +73,7 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 	m->thesaurus = dup_or_null(opt->thesaurus);
 	if (opt->vector_path) {
 		m->vec_path = dup_or_null(opt->vector_path);
-	} else if (strcmp(store_path(st), ":memory:") != 0 && *store_path(st) && !store_readonly(st)) {
+	} else if (!m->pg && strcmp(store_path(st), ":memory:") != 0 && *store_path(st) && !store_readonly(st)) {
 		/* (A read-only store keeps its vectors in memory: the file and its
 		 * lock may not be writable where the database is.) */
 		buf_addf(&b, "%s.vectors", store_path(st));
@@ -91,8 +90,9 @@ void memory_free(struct memory *m)
 	vindex_free(m->idx);
 	if (m->stem)
 		m->stem_api.xDelete(m->stem);
+	sqlite3_close(m->stem_db);
 	for (int i = 0; i < MS_COUNT; i++)
-		sqlite3_finalize(m->stmt[i]);
+		db_finalize(m->stmt[i]);
 	free(m->embed_provider);
 	free(m->embed_model);
 	free(m->embed_base_url);

@@ -203,7 +203,7 @@ struct corpus {
 
 static int read_corpus(struct corpus *c, struct vocab *v, struct memory *m)
 {
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	struct buf text = BUF_INIT;
 	int step, rc = 0;
 
@@ -212,12 +212,12 @@ static int read_corpus(struct corpus *c, struct vocab *v, struct memory *m)
 	if (mem_prepare(&s, m, "SELECT content, context, tags FROM memories WHERE archived_at IS NULL "
 			"ORDER BY seq DESC LIMIT 20000") < 0)
 		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((step = db_step(s)) == DB_ROW) {
 		struct doc_words d = { .v = v };
 
 		buf_reset(&text);
 		for (int k = 0; k < 3; k++)
-			buf_addf(&text, "%s\n", (const char *)sqlite3_column_text(s, k));
+			buf_addf(&text, "%s\n", db_col_text(s, k));
 		if (mem_stems(m, text.buf, text.len, false, doc_word, &d) < 0) {
 			rc = -1;
 			break;
@@ -237,11 +237,11 @@ static int read_corpus(struct corpus *c, struct vocab *v, struct memory *m)
 		for (size_t i = 0; i < d.n; i++)
 			v->w[d.ids[i]].df++;
 	}
-	if (rc == 0 && step != SQLITE_DONE)
+	if (rc == 0 && step != DB_DONE)
 		rc = mem_fail(m, "cannot read memories for the word associations");
 	if (c->start)
 		c->start[c->ndocs] = c->nids;
-	sqlite3_finalize(s);
+	db_finalize(s);
 	buf_release(&text);
 	return rc;
 }
@@ -292,15 +292,18 @@ static size_t score_pairs(struct assoc **out, const struct pairs *p, const struc
 
 static int store_assoc(struct memory *m, const struct assoc *as, size_t n, const struct vocab *v)
 {
-	sqlite3_stmt *ins = NULL, *st = NULL;
+	struct db_stmt *ins = NULL, *st = NULL;
 	int rc = -1;
 
-	if (sqlite3_exec(m->db, "CREATE TABLE IF NOT EXISTS memory_assoc (stem TEXT NOT NULL, "
-			 "other TEXT NOT NULL, surf TEXT NOT NULL, weight REAL NOT NULL); "
-			 "CREATE INDEX IF NOT EXISTS memory_assoc_stem ON memory_assoc (stem); "
-			 "CREATE TABLE IF NOT EXISTS memory_assoc_stamp (memories INTEGER NOT NULL); "
-			 "DELETE FROM memory_assoc; DELETE FROM memory_assoc_stamp",
-			 NULL, NULL, NULL) != SQLITE_OK) {
+	/* (on PostgreSQL the tables come from schemas/pg/004-memory.sql; the
+	 * lock makes a second process rebuilding at once wait for the first) */
+	if (store_exec(m->st, m->pg ? "LOCK TABLE memory_assoc_stamp IN EXCLUSIVE MODE; "
+		       "DELETE FROM memory_assoc; DELETE FROM memory_assoc_stamp" :
+		       "CREATE TABLE IF NOT EXISTS memory_assoc (stem TEXT NOT NULL, "
+		       "other TEXT NOT NULL, surf TEXT NOT NULL, weight REAL NOT NULL); "
+		       "CREATE INDEX IF NOT EXISTS memory_assoc_stem ON memory_assoc (stem); "
+		       "CREATE TABLE IF NOT EXISTS memory_assoc_stamp (memories INTEGER NOT NULL); "
+		       "DELETE FROM memory_assoc; DELETE FROM memory_assoc_stamp") < 0) {
 		mem_fail(m, "cannot make the word association table");
 		return -1;
 	}
@@ -312,24 +315,24 @@ static int store_assoc(struct memory *m, const struct assoc *as, size_t n, const
 		kept = i && as[i].a == as[i - 1].a ? kept + 1 : 0;
 		if (kept >= ASSOC_PER_WORD)
 			continue;
-		sqlite3_reset(ins);
-		sqlite3_bind_text(ins, 1, v->w[as[i].a].stem, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 2, v->w[as[i].b].stem, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 3, v->w[as[i].b].surf, -1, SQLITE_STATIC);
-		sqlite3_bind_double(ins, 4, as[i].w);
-		if (sqlite3_step(ins) != SQLITE_DONE) {
+		db_reset(ins);
+		db_bind_text(ins, 1, v->w[as[i].a].stem);
+		db_bind_text(ins, 2, v->w[as[i].b].stem);
+		db_bind_text(ins, 3, v->w[as[i].b].surf);
+		db_bind_double(ins, 4, as[i].w);
+		if (db_step(ins) != DB_DONE) {
 			mem_fail(m, "cannot store the word associations");
 			goto out;
 		}
 	}
-	if (sqlite3_step(st) != SQLITE_DONE) {
+	if (db_step(st) != DB_DONE) {
 		mem_fail(m, "cannot store the word associations");
 		goto out;
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(ins);
-	sqlite3_finalize(st);
+	db_finalize(ins);
+	db_finalize(st);
 	return rc;
 }
 
@@ -388,16 +391,25 @@ out:
 
 int mem_assoc_sync(struct memory *m, size_t memories)
 {
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
+	sqlite3_stmt *lite = NULL;
 	long built = -1;
 
 	if (m->assoc_checked)
 		return 0;
 	m->assoc_checked = true;
-	if (sqlite3_prepare_v2(m->db, "SELECT memories FROM memory_assoc_stamp", -1, &s, NULL) == SQLITE_OK &&
-	    sqlite3_step(s) == SQLITE_ROW)
-		built = (long)sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+	/* (no table yet on SQLite: a failed prepare, nothing said) */
+	if (m->pg) {
+		if (db_prepare(&s, m->st, "SELECT memories FROM memory_assoc_stamp") < 0)
+			return -1;
+		if (db_step(s) == DB_ROW)
+			built = (long)db_col_int64(s, 0);
+		db_finalize(s);
+	} else if (sqlite3_prepare_v2(store_db(m->st), "SELECT memories FROM memory_assoc_stamp", -1,
+				      &lite, NULL) == SQLITE_OK && sqlite3_step(lite) == SQLITE_ROW) {
+		built = (long)sqlite3_column_int64(lite, 0);
+	}
+	sqlite3_finalize(lite);
 	long diff = built - (long)memories, slack = built / 8 > 16 ? built / 8 : 16;
 
 	m->assoc_ready = built >= 0;
@@ -405,7 +417,7 @@ int mem_assoc_sync(struct memory *m, size_t memories)
 		return 0;
 	/* the caller's transaction is open: the stale table (or none) serves,
 	 * the next handle rebuilds it */
-	if (!sqlite3_get_autocommit(m->db))
+	if (db_in_transaction(m->st))
 		return 0;
 	return mem_assoc_build(m);
 }
@@ -421,7 +433,7 @@ int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m, co
 {
 	struct mem_assoc *a = NULL;
 	size_t na = 0, cap = 0;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
 	*out = NULL;
 	*count = 0;
@@ -432,11 +444,11 @@ int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m, co
 	for (size_t i = 0; i < n; i++) {
 		if (idf[i] <= 0)
 			continue;
-		sqlite3_reset(s);
-		sqlite3_bind_text(s, 1, stems[i], -1, SQLITE_STATIC);
-		while (sqlite3_step(s) == SQLITE_ROW) {
-			const char *o = (const char *)sqlite3_column_text(s, 0);
-			const char *surf = (const char *)sqlite3_column_text(s, 1);
+		db_reset(s);
+		db_bind_text(s, 1, stems[i]);
+		while (db_step(s) == DB_ROW) {
+			const char *o = db_col_text(s, 0);
+			const char *surf = db_col_text(s, 1);
 			bool mine = false;
 			size_t k;
 
@@ -456,11 +468,11 @@ int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m, co
 				snprintf(a[na].surf, sizeof a[na].surf, "%s", surf);
 				na++;
 			}
-			a[k].score += idf[i] * sqlite3_column_double(s, 2);
+			a[k].score += idf[i] * db_col_double(s, 2);
 			a[k].support++;
 		}
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	/* one query word's associates are that word's context (its project,
 	 * its stack); what two of them share is about the query */
 	size_t kept = 0;

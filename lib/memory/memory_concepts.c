@@ -34,11 +34,17 @@ static int stem_init(struct memory *m)
 	static const char *const args[] = { "unicode61", "remove_diacritics", "2" };
 	fts5_api *api = NULL;
 	sqlite3_stmt *s = NULL;
+	sqlite3 *db;
 	void *ud = NULL;
 
 	if (m->stem)
 		return 0;
-	if (sqlite3_prepare_v2(m->db, "SELECT fts5(?1)", -1, &s, NULL) != SQLITE_OK)
+	/* on PostgreSQL, FTS5 of a connection to no file (stemming is a text
+	 * function here, not storage) */
+	if (m->pg && !m->stem_db && sqlite3_open(":memory:", &m->stem_db) != SQLITE_OK)
+		return forge_error("cannot reach FTS5 (an in-memory SQLite database)");
+	db = m->pg ? m->stem_db : store_db(m->st);
+	if (sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &s, NULL) != SQLITE_OK)
 		return mem_fail(m, "cannot reach FTS5");
 	sqlite3_bind_pointer(s, 1, (void *)&api, "fts5_api_ptr", NULL);
 	sqlite3_step(s);
@@ -113,7 +119,7 @@ static void add_stem(const char *surf, size_t ns, const char *stem, size_t nst, 
 }
 
 /* Store the groups of text (a thesaurus; name for messages) from group *grp on. */
-static int load_text(struct memory *m, sqlite3_stmt *ins, const char *text, size_t len,
+static int load_text(struct memory *m, struct db_stmt *ins, const char *text, size_t len,
 		     long *grp, const char *name)
 {
 	struct buf term = BUF_INIT, stems = BUF_INIT;
@@ -157,17 +163,17 @@ static int load_text(struct memory *m, sqlite3_stmt *ins, const char *text, size
 				continue;
 			size_t first = strcspn(stems.buf, " ");
 
-			sqlite3_reset(ins);
-			sqlite3_bind_text(ins, 1, stems.buf, (int)first, SQLITE_TRANSIENT);
-			sqlite3_bind_text(ins, 2, stems.buf, (int)stems.len, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(ins, 3, *grp);
-			sqlite3_bind_text(ins, 4, term.buf, (int)term.len, SQLITE_TRANSIENT);
-			if (sqlite3_step(ins) != SQLITE_DONE)
+			db_reset(ins);
+			db_bind_textn(ins, 1, stems.buf, first);
+			db_bind_textn(ins, 2, stems.buf, stems.len);
+			db_bind_int64(ins, 3, *grp);
+			db_bind_textn(ins, 4, term.buf, term.len);
+			if (db_step(ins) != DB_DONE)
 				rc = mem_fail(m, "cannot store the thesaurus %s", name);
 		}
 		p = eol + 1;
 	}
-	sqlite3_reset(ins);
+	db_reset(ins);
 	buf_release(&term);
 	buf_release(&stems);
 	return rc;
@@ -196,21 +202,59 @@ static int read_user(struct buf *text, const char *path)
 	return 0;
 }
 
-/* Make the tables in schema (main or temp), empty. */
+/* Make the tables in schema (main or temp; on PostgreSQL those of
+ * schemas/pg/004-memory.sql, locked against another process rebuilding
+ * them at once), empty. */
 static int make_tables(struct memory *m, const char *schema)
 {
 	struct buf sql = BUF_INIT;
 	int rc = 0;
 
-	buf_addf(&sql, "CREATE TABLE IF NOT EXISTS %s.memory_concepts (first TEXT NOT NULL, "
-		 "stems TEXT NOT NULL, grp INTEGER NOT NULL, term TEXT NOT NULL); "
-		 "CREATE INDEX IF NOT EXISTS %s.memory_concepts_first ON memory_concepts (first); "
-		 "CREATE INDEX IF NOT EXISTS %s.memory_concepts_grp ON memory_concepts (grp); "
-		 "CREATE TABLE IF NOT EXISTS %s.memory_concepts_stamp (stamp TEXT NOT NULL); "
-		 "DELETE FROM %s.memory_concepts; DELETE FROM %s.memory_concepts_stamp",
-		 schema, schema, schema, schema, schema, schema);
-	if (sqlite3_exec(m->db, sql.buf, NULL, NULL, NULL) != SQLITE_OK)
+	if (m->pg)
+		buf_adds(&sql, "LOCK TABLE memory_concepts_stamp IN EXCLUSIVE MODE; "
+			 "DELETE FROM memory_concepts; DELETE FROM memory_concepts_stamp");
+	else
+		buf_addf(&sql, "CREATE TABLE IF NOT EXISTS %s.memory_concepts (first TEXT NOT NULL, "
+			 "stems TEXT NOT NULL, grp INTEGER NOT NULL, term TEXT NOT NULL); "
+			 "CREATE INDEX IF NOT EXISTS %s.memory_concepts_first ON memory_concepts (first); "
+			 "CREATE INDEX IF NOT EXISTS %s.memory_concepts_grp ON memory_concepts (grp); "
+			 "CREATE TABLE IF NOT EXISTS %s.memory_concepts_stamp (stamp TEXT NOT NULL); "
+			 "DELETE FROM %s.memory_concepts; DELETE FROM %s.memory_concepts_stamp",
+			 schema, schema, schema, schema, schema, schema);
+	if (store_exec(m->st, sql.buf) < 0)
 		rc = mem_fail(m, "cannot make the thesaurus table");
+	buf_release(&sql);
+	return rc;
+}
+
+/* Whether <schema>.memory_concepts_stamp holds stamp: 0 (*current set),
+ * -1.  On SQLite a missing table is no error (nothing said): the statement
+ * is SQLite's own, as a failed db_prepare() would name the failure. */
+static int read_stamp(struct memory *m, const char *schema, const char *stamp, bool *current)
+{
+	struct buf sql = BUF_INIT;
+	int rc = 0;
+
+	if (m->pg) {
+		struct db_stmt *s = NULL;
+
+		if (db_prepare(&s, m->st, "SELECT stamp FROM memory_concepts_stamp") < 0)
+			return -1;
+		int step = db_step(s);
+
+		if (step == DB_ROW && db_col_text(s, 0))
+			*current = strcmp(db_col_text(s, 0), stamp) == 0;
+		rc = step < 0 ? mem_fail(m, "cannot read the thesaurus stamp") : 0;
+		db_finalize(s);
+		return rc;
+	}
+	sqlite3_stmt *s = NULL;
+
+	buf_addf(&sql, "SELECT stamp FROM %s.memory_concepts_stamp", schema);
+	if (sqlite3_prepare_v2(store_db(m->st), sql.buf, -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		*current = strcmp((const char *)sqlite3_column_text(s, 0), stamp) == 0;
+	sqlite3_finalize(s);
 	buf_release(&sql);
 	return rc;
 }
@@ -220,7 +264,7 @@ int mem_concepts_sync(struct memory *m)
 	const struct resource *r = resource_find(MEM_CONCEPTS_RESOURCE);
 	const char *schema = "main";
 	struct buf user = BUF_INIT, stamp = BUF_INIT, sql = BUF_INIT;
-	sqlite3_stmt *s = NULL, *ins = NULL;
+	struct db_stmt *s = NULL, *ins = NULL;
 	char h1[33], h2[33];
 	long grp = 0;
 	bool current = false;
@@ -239,13 +283,10 @@ int mem_concepts_sync(struct memory *m)
 		if (k && !store_readonly(m->st))
 			break;
 		schema = k ? "temp" : "main";
-		buf_reset(&sql);
-		buf_addf(&sql, "SELECT stamp FROM %s.memory_concepts_stamp", schema);
-		if (sqlite3_prepare_v2(m->db, sql.buf, -1, &s, NULL) == SQLITE_OK &&
-		    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-			current = strcmp((const char *)sqlite3_column_text(s, 0), stamp.buf) == 0;
-		sqlite3_finalize(s);
-		s = NULL;
+		if (read_stamp(m, schema, stamp.buf, &current) < 0)
+			goto out;
+		if (m->pg)
+			break;     /* (no temp tables: one connection's, not the pool's) */
 	}
 	m->concepts_schema = schema;
 	if (current) {
@@ -258,8 +299,8 @@ int mem_concepts_sync(struct memory *m)
 	if (make_tables(m, schema) < 0)
 		goto fail;
 	buf_reset(&sql);
-	buf_addf(&sql, "INSERT INTO %s.memory_concepts (first, stems, grp, term) VALUES (?, ?, ?, ?)",
-		 schema);
+	buf_addf(&sql, "INSERT INTO %s%smemory_concepts (first, stems, grp, term) VALUES (?, ?, ?, ?)",
+		 m->pg ? "" : schema, m->pg ? "" : ".");
 	if (mem_prepare(&ins, m, sql.buf) < 0)
 		goto fail;
 	if (r && load_text(m, ins, r->data, r->len, &grp, "built in") < 0)
@@ -267,11 +308,12 @@ int mem_concepts_sync(struct memory *m)
 	if (user.len && load_text(m, ins, user.buf, user.len, &grp, m->thesaurus) < 0)
 		goto fail;
 	buf_reset(&sql);
-	buf_addf(&sql, "INSERT INTO %s.memory_concepts_stamp (stamp) VALUES (?)", schema);
+	buf_addf(&sql, "INSERT INTO %s%smemory_concepts_stamp (stamp) VALUES (?)", m->pg ? "" : schema,
+		 m->pg ? "" : ".");
 	if (mem_prepare(&s, m, sql.buf) < 0)
 		goto fail;
-	sqlite3_bind_text(s, 1, stamp.buf, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+	db_bind_text(s, 1, stamp.buf);
+	if (db_step(s) != DB_DONE) {
 		mem_fail(m, "cannot store the thesaurus stamp");
 		goto fail;
 	}
@@ -284,8 +326,8 @@ fail:
 out:
 	if (rc == 0)
 		m->concepts_synced = true;
-	sqlite3_finalize(s);
-	sqlite3_finalize(ins);
+	db_finalize(s);
+	db_finalize(ins);
 	buf_release(&user);
 	buf_release(&stamp);
 	buf_release(&sql);
@@ -366,7 +408,7 @@ int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *
 	size_t take[GROUPS_MAX] = { 0 };
 	long groups[GROUPS_MAX];
 	size_t ng = 0, n = 0;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	struct buf sql = BUF_INIT;
 	int rc = -1;
 
@@ -375,18 +417,19 @@ int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *
 	if (mem_concepts_sync(m) < 0 || mem_stems(m, text, strlen(text), true, query_stem, q) < 0)
 		goto out;
 	schema = m->concepts_schema;
-	buf_addf(&sql, "SELECT grp, stems FROM %s.memory_concepts WHERE first = ? ORDER BY grp", schema);
+	buf_addf(&sql, "SELECT grp, stems FROM %s%smemory_concepts WHERE first = ? ORDER BY grp",
+		 m->pg ? "" : schema, m->pg ? "" : ".");
 	if (mem_cached(&s, m, MS_CONCEPT_FIRST, sql.buf) < 0)
 		goto out;
 	/* the groups of the terms the query holds, in the order of its words */
 	for (size_t i = 0; i < q->n && ng < GROUPS_MAX; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_text(s, 1, q->stem[i], -1, SQLITE_STATIC);
-		while (sqlite3_step(s) == SQLITE_ROW && ng < GROUPS_MAX) {
-			long g = (long)sqlite3_column_int64(s, 0);
+		db_reset(s);
+		db_bind_text(s, 1, q->stem[i]);
+		while (db_step(s) == DB_ROW && ng < GROUPS_MAX) {
+			long g = (long)db_col_int64(s, 0);
 			bool seen = false;
 
-			if (!stems_at(q, i, (const char *)sqlite3_column_text(s, 1)))
+			if (!stems_at(q, i, db_col_text(s, 1)))
 				continue;
 			for (size_t k = 0; k < ng && !seen; k++)
 				seen = groups[k] == g;
@@ -394,10 +437,11 @@ int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *
 				groups[ng++] = g;
 		}
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	buf_reset(&sql);
-	buf_addf(&sql, "SELECT term, stems FROM %s.memory_concepts WHERE grp = ? ORDER BY rowid",
-		 schema);
+	/* (in the order the thesaurus lists them: rowid, or the identity) */
+	buf_addf(&sql, "SELECT term, stems FROM %s%smemory_concepts WHERE grp = ? ORDER BY %s",
+		 m->pg ? "" : schema, m->pg ? "" : ".", m->pg ? "id" : "rowid");
 	if (ng && mem_cached(&s, m, MS_CONCEPT_GROUP, sql.buf) < 0)
 		goto out;
 	/* their other terms, round-robin over the groups so that each has its
@@ -411,11 +455,11 @@ int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *
 			size_t row = 0;
 			int step;
 
-			sqlite3_reset(s);
-			sqlite3_bind_int64(s, 1, groups[k]);
-			while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-				const char *t = (const char *)sqlite3_column_text(s, 0);
-				const char *st = (const char *)sqlite3_column_text(s, 1);
+			db_reset(s);
+			db_bind_int64(s, 1, groups[k]);
+			while ((step = db_step(s)) == DB_ROW) {
+				const char *t = db_col_text(s, 0);
+				const char *st = db_col_text(s, 1);
 				bool dup = stems_in_query(q, st);
 
 				if (row++ < take[k])
@@ -432,15 +476,15 @@ int mem_concepts_expand(struct mem_concept **out, size_t *count, struct memory *
 				more = true;
 				break;
 			}
-			if (step != SQLITE_ROW && step != SQLITE_DONE) {
-				sqlite3_reset(s);
+			if (step != DB_ROW && step != DB_DONE) {
+				db_reset(s);
 				rc = mem_fail(m, "cannot read the thesaurus");
 				goto out;
 			}
 		}
 	}
 	if (ng)
-		sqlite3_reset(s);
+		db_reset(s);
 	*out = c;
 	*count = n;
 	c = NULL;

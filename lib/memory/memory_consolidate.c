@@ -45,24 +45,24 @@ struct pairs {
 
 static int load_pairs(struct pairs *p, struct memory *m, const char *sql)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step, rc = 0;
 
 	if (mem_prepare(&s, m, sql) < 0)
 		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((step = db_step(s)) == DB_ROW) {
 		if (p->n == p->cap) {
 			p->cap = p->cap * 2 + 64;
 			p->a = xrealloc(p->a, p->cap * sizeof *p->a);
 			p->b = xrealloc(p->b, p->cap * sizeof *p->b);
 		}
-		snprintf(p->a[p->n], sizeof p->a[0], "%s", (const char *)sqlite3_column_text(s, 0));
-		snprintf(p->b[p->n], sizeof p->b[0], "%s", (const char *)sqlite3_column_text(s, 1));
+		snprintf(p->a[p->n], sizeof p->a[0], "%s", db_col_text(s, 0));
+		snprintf(p->b[p->n], sizeof p->b[0], "%s", db_col_text(s, 1));
 		p->n++;
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		rc = mem_fail(m, "cannot read memory relationships");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -79,26 +79,26 @@ struct row {
 	bool active;
 };
 
-static int read_row(struct row *r, sqlite3_stmt *s, const char *id)
+static int read_row(struct row *r, struct db_stmt *s, const char *id)
 {
-	sqlite3_reset(s);
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	db_reset(s);
+	db_bind_text(s, 1, id);
 	memset(r, 0, sizeof *r);
-	if (sqlite3_step(s) != SQLITE_ROW)
+	if (db_step(s) != DB_ROW)
 		return 0;
-	r->conf = sqlite3_column_double(s, 0);
-	r->created = sqlite3_column_int64(s, 1);
-	r->last = sqlite3_column_int64(s, 2);
-	r->access = sqlite3_column_int64(s, 3);
-	r->freq = sqlite3_column_type(s, 4) == SQLITE_NULL ? 1 : sqlite3_column_int64(s, 4);
-	r->tags = xstrdup((const char *)sqlite3_column_text(s, 5));
-	r->active = sqlite3_column_type(s, 6) == SQLITE_NULL;
+	r->conf = db_col_double(s, 0);
+	r->created = db_col_int64(s, 1);
+	r->last = db_col_int64(s, 2);
+	r->access = db_col_int64(s, 3);
+	r->freq = db_col_null(s, 4) ? 1 : db_col_int64(s, 4);
+	r->tags = xstrdup(db_col_text(s, 5));
+	r->active = db_col_null(s, 6);
 	return 1;
 }
 
 /* ---- 1. merge -------------------------------------------------------- */
 
-static int merge_pair(struct memory *m, sqlite3_stmt *get, sqlite3_stmt *upd, const char *a,
+static int merge_pair(struct memory *m, struct db_stmt *get, struct db_stmt *upd, const char *a,
 		      const char *b, long *merged)
 {
 	struct row ra, rb;
@@ -106,7 +106,7 @@ static int merge_pair(struct memory *m, sqlite3_stmt *get, sqlite3_stmt *upd, co
 
 	read_row(&ra, get, a);
 	read_row(&rb, get, b);
-	sqlite3_reset(get);
+	db_reset(get);
 	if (ra.active && rb.active) {
 		/* keep the more confident one (then the more used, then the older) */
 		bool keep_a = ra.conf != rb.conf ? ra.conf > rb.conf :
@@ -130,16 +130,16 @@ static int merge_pair(struct memory *m, sqlite3_stmt *get, sqlite3_stmt *upd, co
 		}
 		jv_free(td);
 		tags = json_dumps(tk, false);
-		sqlite3_reset(upd);
-		sqlite3_bind_text(upd, 1, tags, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_double(upd, 2, memory_clamp(k->conf + 0.05));
-		sqlite3_bind_int64(upd, 3, d->access);
-		sqlite3_bind_int64(upd, 4, k->freq + d->freq);
-		sqlite3_bind_int64(upd, 5, d->last > k->last ? d->last : k->last);
-		sqlite3_bind_int64(upd, 6, memory_now(m));
-		sqlite3_bind_text(upd, 7, keep, -1, SQLITE_STATIC);
+		db_reset(upd);
+		db_bind_text(upd, 1, tags);
+		db_bind_double(upd, 2, memory_clamp(k->conf + 0.05));
+		db_bind_int64(upd, 3, d->access);
+		db_bind_int64(upd, 4, k->freq + d->freq);
+		db_bind_int64(upd, 5, d->last > k->last ? d->last : k->last);
+		db_bind_int64(upd, 6, memory_now(m));
+		db_bind_text(upd, 7, keep);
 		free(tags);
-		if (sqlite3_step(upd) != SQLITE_DONE) {
+		if (db_step(upd) != DB_DONE) {
 			rc = mem_fail(m, "cannot merge memory '%s'", drop);
 		} else {
 			struct buf why = BUF_INIT;
@@ -153,7 +153,7 @@ static int merge_pair(struct memory *m, sqlite3_stmt *get, sqlite3_stmt *upd, co
 			buf_release(&why);
 			(*merged)++;
 		}
-		sqlite3_reset(upd);
+		db_reset(upd);
 	}
 	free(ra.tags);
 	free(rb.tags);
@@ -163,7 +163,7 @@ static int merge_pair(struct memory *m, sqlite3_stmt *get, sqlite3_stmt *upd, co
 static int merge_similar(struct memory *m, struct report *r)
 {
 	struct pairs p = { 0 };
-	sqlite3_stmt *get = NULL, *upd = NULL;
+	struct db_stmt *get = NULL, *upd = NULL;
 	int rc = -1;
 
 	if (load_pairs(&p, m, "SELECT r.memory_a_id, r.memory_b_id FROM memory_relationships r "
@@ -194,8 +194,8 @@ static int merge_similar(struct memory *m, struct report *r)
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(get);
-	sqlite3_finalize(upd);
+	db_finalize(get);
+	db_finalize(upd);
 	pairs_release(&p);
 	return rc;
 }
@@ -204,48 +204,58 @@ out:
 
 static int ranged(long *changed, struct memory *m, const char *sql, int64_t now)
 {
-	sqlite3_stmt *s = NULL, *mx = NULL;
+	struct db_stmt *s = NULL, *mx = NULL;
 	int64_t max = 0;
 	int rc = -1;
 
 	if (mem_prepare(&mx, m, "SELECT coalesce(max(seq), 0) FROM memories") < 0 ||
-	    sqlite3_step(mx) != SQLITE_ROW)
+	    db_step(mx) != DB_ROW)
 		goto out;
-	max = sqlite3_column_int64(mx, 0);
+	max = db_col_int64(mx, 0);
 	if (mem_prepare(&s, m, sql) < 0)
 		goto out;
 	for (int64_t lo = 0; lo < max; lo += BATCH_ROWS) {
 		if (mem_begin(m) < 0)
 			goto out;
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, now);
-		sqlite3_bind_int64(s, 2, lo);
-		sqlite3_bind_int64(s, 3, lo + BATCH_ROWS);
-		if (sqlite3_step(s) != SQLITE_DONE) {
+		db_reset(s);
+		db_bind_int64(s, 1, now);
+		db_bind_int64(s, 2, lo);
+		db_bind_int64(s, 3, lo + BATCH_ROWS);
+		if (db_step(s) != DB_DONE) {
 			mem_fail(m, "cannot consolidate memories");
 			mem_rollback(m);
 			goto out;
 		}
-		*changed += sqlite3_changes(m->db);
-		sqlite3_reset(s);
+		*changed += db_changes(s);
+		db_reset(s);
 		if (mem_commit(m) < 0)
 			goto out;
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(s);
-	sqlite3_finalize(mx);
+	db_finalize(s);
+	db_finalize(mx);
 	return rc;
 }
 
 /* The SQL twin of memory_decay(): whole weeks since max(last_accessed,
- * decayed_through). */
+ * decayed_through).  (PostgreSQL: greatest(), and round() of a numeric.) */
 #define FROM "max(last_accessed, coalesce(decayed_through, 0))"
 #define WEEKS "((?1 - " FROM ") / 604800000)"
 static const char decay_sql[] =
 	"UPDATE memories SET confidence = round(max(0, confidence - 0.05 * " WEEKS "), 6), "
 	"decayed_through = " FROM " + " WEEKS " * 604800000 "
 	"WHERE seq > ?2 AND seq <= ?3 AND archived_at IS NULL AND ?1 - " FROM " >= 604800000";
+#undef FROM
+#undef WEEKS
+#define FROM "greatest(last_accessed, coalesce(decayed_through, 0))"
+#define WEEKS "((CAST(?1 AS BIGINT) - " FROM ") / 604800000)"
+static const char decay_sql_pg[] =
+	"UPDATE memories SET confidence = round(CAST(greatest(0, confidence - 0.05 * " WEEKS
+	") AS NUMERIC), 6), decayed_through = " FROM " + " WEEKS " * 604800000 "
+	"WHERE seq > ?2 AND seq <= ?3 AND archived_at IS NULL AND ?1 - " FROM " >= 604800000";
+#undef FROM
+#undef WEEKS
 
 static const char archive_sql[] =
 	"UPDATE memories SET archived_at = ?1, archived_reason = CASE WHEN confidence < 0.2 "
@@ -258,7 +268,7 @@ static const char archive_sql[] =
 static int resolve_conflicts(struct memory *m, struct report *r)
 {
 	struct pairs p = { 0 };
-	sqlite3_stmt *get = NULL;
+	struct db_stmt *get = NULL;
 	int rc = -1;
 
 	if (load_pairs(&p, m, "SELECT r.memory_a_id, r.memory_b_id FROM memory_relationships r "
@@ -276,7 +286,7 @@ static int resolve_conflicts(struct memory *m, struct report *r)
 			goto out;
 		read_row(&ra, get, p.a[i]);
 		read_row(&rb, get, p.b[i]);
-		sqlite3_reset(get);
+		db_reset(get);
 		if (ra.active && rb.active) {
 			/* keep the highest confidence; on a tie the newer one */
 			bool keep_a = ra.conf != rb.conf ? ra.conf > rb.conf : ra.created > rb.created;
@@ -298,7 +308,7 @@ static int resolve_conflicts(struct memory *m, struct report *r)
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(get);
+	db_finalize(get);
 	pairs_release(&p);
 	return rc;
 }
@@ -317,7 +327,7 @@ int memory_consolidate(jv *report, struct memory *m, struct llm_client *llm)
 		note_error(&r, "merge");
 	if (mem_promote(m, llm, &r.promoted, &r.updated, &r.skipped, &r.errors) < 0)
 		note_error(&r, "promote");
-	if (ranged(&r.decayed, m, decay_sql, now) < 0)
+	if (ranged(&r.decayed, m, m->pg ? decay_sql_pg : decay_sql, now) < 0)
 		note_error(&r, "decay");
 	if (ranged(&r.archived, m, archive_sql, now) < 0)
 		note_error(&r, "archive");
@@ -382,11 +392,11 @@ int memory_consolidation_record(struct memory *m, jv report, const char *trigger
 {
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
 	long total = 0;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 
-	if (mem_prepare(&s, m, "SELECT count(*) FROM memories") == 0 && sqlite3_step(s) == SQLITE_ROW)
-		total = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+	if (mem_prepare(&s, m, "SELECT count(*) FROM memories") == 0 && db_step(s) == DB_ROW)
+		total = db_col_int64(s, 0);
+	db_finalize(s);
 	ulid_new(id);
 	timestamp_format(ts, memory_now(m));
 	report = json_set(report, "trigger", jv_string(trigger ? trigger : "manual"));
@@ -410,7 +420,7 @@ int memory_consolidation_due(char *why, size_t n, struct memory *m, int64_t inte
 	jv last;
 	int64_t since = 0, now = memory_now(m);
 	long grown = 0, total = 0;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int rc = 0;
 
 	*why = '\0';
@@ -424,18 +434,19 @@ int memory_consolidation_due(char *why, size_t n, struct memory *m, int64_t inte
 		jv_free(at);
 	}
 	/* never consolidated: the interval counts from the oldest memory */
-	if (mem_prepare(&s, m, "SELECT count(*), min(created_at), sum(created_at > ?1) FROM memories") < 0) {
+	if (mem_prepare(&s, m, "SELECT count(*), min(created_at), "
+			"sum(CASE WHEN created_at > ?1 THEN 1 ELSE 0 END) FROM memories") < 0) {
 		jv_free(last);
 		return -1;
 	}
-	sqlite3_bind_int64(s, 1, since);
-	if (sqlite3_step(s) == SQLITE_ROW) {
-		total = sqlite3_column_int64(s, 0);
+	db_bind_int64(s, 1, since);
+	if (db_step(s) == DB_ROW) {
+		total = db_col_int64(s, 0);
 		if (!since)
-			since = sqlite3_column_int64(s, 1);
-		grown = sqlite3_column_int64(s, 2);
+			since = db_col_int64(s, 1);
+		grown = db_col_int64(s, 2);
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (grown > 0 && new_memories > 0 && grown >= new_memories) {
 		snprintf(why, n, "%ld new memories since the last consolidation (memory.consolidate_new_memories %ld)",
 			 grown, new_memories);

@@ -15,7 +15,7 @@
 int memory_adjust(double *after, struct memory *m, const char *id, double delta,
 		  const char *kind, const char *note)
 {
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int rc = -1, step;
 	bool txn = false;
 
@@ -24,32 +24,32 @@ int memory_adjust(double *after, struct memory *m, const char *id, double delta,
 	txn = true;
 	if (mem_prepare(&s, m, "SELECT confidence FROM memories WHERE id = ?") < 0)
 		goto out;
-	store_bind_text(s, 1, id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_DONE) {
+	db_bind_text(s, 1, id);
+	step = db_step(s);
+	if (step == DB_DONE) {
 		rc = MEMORY_NOT_FOUND;
 		goto out;
 	}
-	if (step != SQLITE_ROW) {
+	if (step != DB_ROW) {
 		mem_fail(m, "cannot read memory '%s'", id);
 		goto out;
 	}
-	double before = sqlite3_column_double(s, 0);
+	double before = db_col_double(s, 0);
 	double now_c = memory_clamp(before + delta);
 
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (mem_prepare(&s, m, "UPDATE memories SET confidence = ?, updated_at = ? WHERE id = ?") < 0)
 		goto out;
-	sqlite3_bind_double(s, 1, now_c);
-	sqlite3_bind_int64(s, 2, memory_now(m));
-	store_bind_text(s, 3, id);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+	db_bind_double(s, 1, now_c);
+	db_bind_int64(s, 2, memory_now(m));
+	db_bind_text(s, 3, id);
+	if (db_step(s) != DB_DONE) {
 		mem_fail(m, "cannot update memory '%s'", id);
 		goto out;
 	}
 	if (mem_signal_log(m, id, kind ? kind : "adjusted", now_c - before, note) < 0)
 		goto out;
-	sqlite3_finalize(s);
+	db_finalize(s);
 	s = NULL;
 	txn = false;
 	if (mem_commit(m) < 0)
@@ -58,7 +58,7 @@ int memory_adjust(double *after, struct memory *m, const char *id, double delta,
 		*after = now_c;
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (txn)
 		mem_rollback(m);
 	return rc;
@@ -81,19 +81,19 @@ int memory_signal(double *after, struct memory *m, const char *id, enum memory_s
 static int exec_on_id(struct memory *m, const char *sql, const char *id, int64_t t,
 		      const char *text, const char *what)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc;
 
 	if (mem_prepare(&s, m, sql) < 0)
 		return -1;
-	sqlite3_bind_int64(s, 1, t);
-	store_bind_text(s, 2, text);
-	store_bind_text(s, 3, id);
-	if (sqlite3_step(s) != SQLITE_DONE)
+	db_bind_int64(s, 1, t);
+	db_bind_text(s, 2, text);
+	db_bind_text(s, 3, id);
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot %s memory '%s'", what, id);
 	else
-		rc = sqlite3_changes(m->db) ? 0 : MEMORY_NOT_FOUND;
-	sqlite3_finalize(s);
+		rc = db_changes(s) ? 0 : MEMORY_NOT_FOUND;
+	db_finalize(s);
 	return rc;
 }
 
@@ -124,11 +124,11 @@ int memory_delete(struct memory *m, const char *id)
 
 	if (mem_begin(m) < 0)
 		return -1;
-	rc = exec_on_id(m, "DELETE FROM memory_relationships WHERE ?1 = ?1 AND ?2 IS NULL AND "
-			"(memory_a_id = ?3 OR memory_b_id = ?3)", id, 0, NULL, "delete");
+	/* (?1 and ?2 are not named: bound, unused) */
+	rc = exec_on_id(m, "DELETE FROM memory_relationships WHERE memory_a_id = ?3 OR "
+			"memory_b_id = ?3", id, 0, NULL, "delete");
 	if (rc >= 0)
-		rc = exec_on_id(m, "DELETE FROM memories WHERE ?1 = ?1 AND ?2 IS NULL AND id = ?3",
-				id, 0, NULL, "delete");
+		rc = exec_on_id(m, "DELETE FROM memories WHERE id = ?3", id, 0, NULL, "delete");
 	if (rc == 0 || rc == MEMORY_NOT_FOUND) {
 		if (mem_commit(m) < 0)
 			return -1;
@@ -142,7 +142,7 @@ static const char *const kinds[] = { "related", "similar", "contradicts", "exten
 
 int memory_relate(struct memory *m, const char *a, const char *b, const char *kind, double sim)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	char id[ULID_LEN + 1];
 	bool ok = false;
 	int rc = 0;
@@ -155,51 +155,52 @@ int memory_relate(struct memory *m, const char *a, const char *b, const char *ki
 	if (!a || !b || strcmp(a, b) == 0)
 		return forge_error("a relationship needs two different memories");
 	/* Only between memories that exist; a pair keeps its first edge of a kind. */
-	if (mem_cached(&s, m, MS_RELATE, "INSERT OR IGNORE INTO memory_relationships (id, memory_a_id, "
-			"memory_b_id, relationship, similarity, created_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6 "
+	if (mem_cached(&s, m, MS_RELATE, "INSERT INTO memory_relationships (id, memory_a_id, "
+			"memory_b_id, relationship, similarity, created_at) SELECT ?1, ?2, ?3, ?4, "
+			"CAST(?5 AS DOUBLE PRECISION), CAST(?6 AS BIGINT) "
 			"WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?2) AND "
-			"EXISTS (SELECT 1 FROM memories WHERE id = ?3)") < 0)
+			"EXISTS (SELECT 1 FROM memories WHERE id = ?3) ON CONFLICT DO NOTHING") < 0)
 		return -1;
 	ulid_new(id);
-	store_bind_text(s, 1, id);
-	store_bind_text(s, 2, a);
-	store_bind_text(s, 3, b);
-	store_bind_text(s, 4, kind);
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, a);
+	db_bind_text(s, 3, b);
+	db_bind_text(s, 4, kind);
 	if (sim >= 0)
-		sqlite3_bind_double(s, 5, sim);
-	sqlite3_bind_int64(s, 6, memory_now(m));
-	if (sqlite3_step(s) != SQLITE_DONE)
+		db_bind_double(s, 5, sim);
+	db_bind_int64(s, 6, memory_now(m));
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot relate memories '%s' and '%s'", a, b);
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
 int memory_relations(jv *out, struct memory *m, const char *id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step, rc = 0;
 
 	*out = jv_array();
 	if (mem_prepare(&s, m, "SELECT id, memory_b_id, relationship, similarity, 'out' FROM "
 			"memory_relationships WHERE memory_a_id = ?1 UNION ALL SELECT id, memory_a_id, "
 			"relationship, similarity, 'in' FROM memory_relationships WHERE memory_b_id = ?1 "
-			"ORDER BY 4 DESC") < 0)
+			"ORDER BY 4 DESC NULLS LAST") < 0)
 		return -1;
-	store_bind_text(s, 1, id);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_text(s, 1, id);
+	while ((step = db_step(s)) == DB_ROW) {
 		jv e = jv_object();
 
-		e = json_set(e, "id", jv_string((const char *)sqlite3_column_text(s, 0)));
-		e = json_set(e, "other", jv_string((const char *)sqlite3_column_text(s, 1)));
-		e = json_set(e, "relationship", jv_string((const char *)sqlite3_column_text(s, 2)));
-		e = json_set(e, "similarity", sqlite3_column_type(s, 3) == SQLITE_NULL ? jv_null() :
-			     jv_number(sqlite3_column_double(s, 3)));
-		e = json_set(e, "direction", jv_string((const char *)sqlite3_column_text(s, 4)));
+		e = json_set(e, "id", jv_string(db_col_text(s, 0)));
+		e = json_set(e, "other", jv_string(db_col_text(s, 1)));
+		e = json_set(e, "relationship", jv_string(db_col_text(s, 2)));
+		e = json_set(e, "similarity", db_col_null(s, 3) ? jv_null() :
+			     jv_number(db_col_double(s, 3)));
+		e = json_set(e, "direction", jv_string(db_col_text(s, 4)));
 		*out = jv_array_append(*out, e);
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		rc = mem_fail(m, "cannot read relationships of '%s'", id);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -218,7 +219,7 @@ void memory_query_init(struct memory_query *q, const char *text)
 
 /* Bind a filter's WHERE clause built by filter_sql: type, min confidence,
  * tags (from index i on). */
-static void filter_sql(struct buf *sql, const struct memory_filter *f)
+static void filter_sql(struct buf *sql, const struct memory_filter *f, bool pg)
 {
 	if (f->only_archived)
 		buf_adds(sql, " AND archived_at IS NOT NULL");
@@ -229,33 +230,35 @@ static void filter_sql(struct buf *sql, const struct memory_filter *f)
 	if (f->min_confidence > 0)
 		buf_adds(sql, " AND confidence >= ?2");
 	for (size_t i = 0; i < f->ntags; i++)
-		buf_addf(sql, " AND EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?%zu)",
-			 i + 10);
+		buf_addf(sql, pg ? " AND memories.tags::jsonb @> jsonb_build_array(CAST(?%zu AS TEXT))" :
+			 " AND EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?%zu)", i + 10);
 }
 
-static void filter_bind(sqlite3_stmt *s, const struct memory_filter *f)
+void mem_filter_bind(struct db_stmt *s, const struct memory_filter *f);
+void mem_filter_bind(struct db_stmt *s, const struct memory_filter *f)
 {
 	if (f->type != MEMORY_ANY)
-		sqlite3_bind_text(s, 1, memory_type_name(f->type), -1, SQLITE_STATIC);
+		db_bind_text(s, 1, memory_type_name(f->type));
 	if (f->min_confidence > 0)
-		sqlite3_bind_double(s, 2, f->min_confidence);
+		db_bind_double(s, 2, f->min_confidence);
 	for (size_t i = 0; i < f->ntags; i++)
-		store_bind_text(s, (int)(i + 10), f->tags[i]);
+		db_bind_text(s, (int)(i + 10), f->tags[i]);
 }
 
 /* Shared with memory_recall.c: "SELECT confidence, last_accessed" of the
- * row with seq ?3 when it passes the filter. */
-int mem_filter_stmt(sqlite3_stmt **out, struct memory *m, const struct memory_filter *f);
-int mem_filter_stmt(sqlite3_stmt **out, struct memory *m, const struct memory_filter *f)
+ * row with seq ?3 when it passes the filter (bound; mem_filter_bind binds
+ * it again after a db_reset). */
+int mem_filter_stmt(struct db_stmt **out, struct memory *m, const struct memory_filter *f);
+int mem_filter_stmt(struct db_stmt **out, struct memory *m, const struct memory_filter *f)
 {
 	struct buf sql = BUF_INIT;
 	int rc;
 
 	buf_adds(&sql, "SELECT confidence, last_accessed FROM memories WHERE seq = ?3");
-	filter_sql(&sql, f);
+	filter_sql(&sql, f, m->pg);
 	rc = mem_prepare(out, m, sql.buf);
 	if (rc == 0)
-		filter_bind(*out, f);
+		mem_filter_bind(*out, f);
 	buf_release(&sql);
 	return rc;
 }
@@ -263,12 +266,12 @@ int mem_filter_stmt(sqlite3_stmt **out, struct memory *m, const struct memory_fi
 int memory_list(jv *out, struct memory *m, const struct memory_filter *f)
 {
 	struct buf sql = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int rc = 0, step;
 
 	*out = jv_array();
-	buf_adds(&sql, "SELECT " MEM_COLS " FROM memories WHERE 1");
-	filter_sql(&sql, f);
+	buf_adds(&sql, "SELECT " MEM_COLS " FROM memories WHERE true");
+	filter_sql(&sql, f, m->pg);
 	buf_adds(&sql, " ORDER BY seq DESC");
 	if (f->limit > 0)
 		buf_addf(&sql, " LIMIT %d", f->limit);
@@ -276,13 +279,13 @@ int memory_list(jv *out, struct memory *m, const struct memory_filter *f)
 		rc = -1;
 		goto out;
 	}
-	filter_bind(s, f);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+	mem_filter_bind(s, f);
+	while ((step = db_step(s)) == DB_ROW)
 		*out = jv_array_append(*out, mem_row_json(s, 0));
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		rc = mem_fail(m, "cannot list memories");
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	buf_release(&sql);
 	return rc;
 }

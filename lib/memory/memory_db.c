@@ -105,11 +105,10 @@ int mem_fail(struct memory *m, const char *fmt, ...)
 	return -1;
 }
 
-int mem_cached(sqlite3_stmt **out, struct memory *m, enum mem_stmt which, const char *sql)
+int mem_cached(struct db_stmt **out, struct memory *m, enum mem_stmt which, const char *sql)
 {
 	if (m->stmt[which]) {
-		sqlite3_reset(m->stmt[which]);
-		sqlite3_clear_bindings(m->stmt[which]);
+		db_reset(m->stmt[which]);   /* (the bindings too) */
 		*out = m->stmt[which];
 		return 0;
 	}
@@ -119,18 +118,25 @@ int mem_cached(sqlite3_stmt **out, struct memory *m, enum mem_stmt which, const 
 	return 0;
 }
 
-int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql)
+int mem_prepare(struct db_stmt **out, struct memory *m, const char *sql)
 {
-	if (sqlite3_prepare_v2(m->db, sql, -1, out, NULL) != SQLITE_OK) {
-		*out = NULL;
-		return mem_fail(m, "cannot prepare a memory query");
-	}
-	return 0;
+	/* db_prepare names the failure (store_fail) */
+	return db_prepare(out, m->st, sql);
 }
 
 int mem_begin(struct memory *m)
 {
-	return store_begin(m->st);
+	if (store_begin(m->st) < 0)
+		return -1;
+	/* PostgreSQL: memory writers one at a time, as BEGIN IMMEDIATE makes
+	 * them on SQLite (a content hash looked up then inserted, the
+	 * thesaurus and associations rebuilt), the lock held to the end of
+	 * the transaction */
+	if (m->pg && store_exec(m->st, "SELECT pg_advisory_xact_lock(4242001)") < 0) {
+		store_rollback(m->st);
+		return -1;
+	}
+	return 0;
 }
 
 int mem_commit(struct memory *m)
@@ -290,42 +296,42 @@ int mem_tags_text(char **out, jv tags)
 
 int mem_signal_log(struct memory *m, const char *id, const char *kind, double delta, const char *note)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (mem_prepare(&s, m, "INSERT INTO memory_signals (ts, memory_id, kind, delta, note) "
 			"VALUES (?, ?, ?, ?, ?)") < 0)
 		return -1;
-	sqlite3_bind_int64(s, 1, memory_now(m));
-	store_bind_text(s, 2, id);
-	store_bind_text(s, 3, kind);
+	db_bind_int64(s, 1, memory_now(m));
+	db_bind_text(s, 2, id);
+	db_bind_text(s, 3, kind);
 	if (isnan(delta))
-		sqlite3_bind_null(s, 4);
+		db_bind_null(s, 4);
 	else
-		sqlite3_bind_double(s, 4, delta);
-	store_bind_text(s, 5, note);
-	if (sqlite3_step(s) != SQLITE_DONE)
+		db_bind_double(s, 4, delta);
+	db_bind_text(s, 5, note);
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot record a memory signal");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
 int mem_seq_of(int64_t *seq, struct memory *m, const char *id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = MEMORY_NOT_FOUND, step;
 
 	if (mem_cached(&s, m, MS_SEQ, "SELECT seq FROM memories WHERE id = ?") < 0)
 		return -1;
-	store_bind_text(s, 1, id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		*seq = sqlite3_column_int64(s, 0);
+	db_bind_text(s, 1, id);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		*seq = db_col_int64(s, 0);
 		rc = 0;
-	} else if (step != SQLITE_DONE) {
+	} else if (step != DB_DONE) {
 		rc = mem_fail(m, "cannot read memory '%s'", id);
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
@@ -340,33 +346,49 @@ static jv put_opt(jv obj, const char *key, jv val)
 	return jv_object_set(obj, jv_string(key), val);
 }
 
-jv mem_row_json(sqlite3_stmt *s, int c)
+jv mem_row_json(struct db_stmt *s, int c)
 {
 	jv o = jv_object();
 
-	o = jv_object_set(o, jv_string("id"), store_col_str(s, c + 0));
-	o = jv_object_set(o, jv_string("type"), store_col_str(s, c + 1));
-	o = jv_object_set(o, jv_string("content"), store_col_str(s, c + 2));
-	o = jv_object_set(o, jv_string("context"), store_col_str(s, c + 3));
-	jv tags = store_col_json(s, c + 4);
+	o = jv_object_set(o, jv_string("id"), db_col_str(s, c + 0));
+	o = jv_object_set(o, jv_string("type"), db_col_str(s, c + 1));
+	o = jv_object_set(o, jv_string("content"), db_col_str(s, c + 2));
+	o = jv_object_set(o, jv_string("context"), db_col_str(s, c + 3));
+	jv tags = db_col_json(s, c + 4);
 	o = jv_object_set(o, jv_string("tags"), jv_get_kind(tags) == JV_KIND_ARRAY ? tags :
 			  (jv_free(tags), jv_array()));
-	o = jv_object_set(o, jv_string("confidence"), jv_number(sqlite3_column_double(s, c + 5)));
-	o = put_opt(o, "source", store_col_str(s, c + 6));
-	o = jv_object_set(o, jv_string("created_at"), mem_time_json(sqlite3_column_int64(s, c + 7)));
-	o = jv_object_set(o, jv_string("updated_at"), mem_time_json(sqlite3_column_int64(s, c + 8)));
-	o = jv_object_set(o, jv_string("last_accessed"), mem_time_json(sqlite3_column_int64(s, c + 9)));
-	o = jv_object_set(o, jv_string("access_count"), jv_number((double)sqlite3_column_int64(s, c + 10)));
-	o = put_opt(o, "episode", store_col_json(s, c + 11));
-	if (sqlite3_column_type(s, c + 12) != SQLITE_NULL)
-		o = jv_object_set(o, jv_string("frequency"), jv_number((double)sqlite3_column_int64(s, c + 12)));
-	if (sqlite3_column_type(s, c + 13) != SQLITE_NULL)
-		o = jv_object_set(o, jv_string("success_rate"), jv_number(sqlite3_column_double(s, c + 13)));
-	o = put_opt(o, "trigger", store_col_str(s, c + 14));
-	o = put_opt(o, "steps", store_col_json(s, c + 15));
-	o = put_opt(o, "pattern_id", store_col_str(s, c + 16));
-	if (sqlite3_column_type(s, c + 17) != SQLITE_NULL)
-		o = jv_object_set(o, jv_string("archived_at"), mem_time_json(sqlite3_column_int64(s, c + 17)));
-	o = put_opt(o, "archived_reason", store_col_str(s, c + 18));
+	o = jv_object_set(o, jv_string("confidence"), jv_number(db_col_double(s, c + 5)));
+	o = put_opt(o, "source", db_col_str(s, c + 6));
+	o = jv_object_set(o, jv_string("created_at"), mem_time_json(db_col_int64(s, c + 7)));
+	o = jv_object_set(o, jv_string("updated_at"), mem_time_json(db_col_int64(s, c + 8)));
+	o = jv_object_set(o, jv_string("last_accessed"), mem_time_json(db_col_int64(s, c + 9)));
+	o = jv_object_set(o, jv_string("access_count"), jv_number((double)db_col_int64(s, c + 10)));
+	o = put_opt(o, "episode", db_col_json(s, c + 11));
+	if (!db_col_null(s, c + 12))
+		o = jv_object_set(o, jv_string("frequency"), jv_number((double)db_col_int64(s, c + 12)));
+	if (!db_col_null(s, c + 13))
+		o = jv_object_set(o, jv_string("success_rate"), jv_number(db_col_double(s, c + 13)));
+	o = put_opt(o, "trigger", db_col_str(s, c + 14));
+	o = put_opt(o, "steps", db_col_json(s, c + 15));
+	o = put_opt(o, "pattern_id", db_col_str(s, c + 16));
+	if (!db_col_null(s, c + 17))
+		o = jv_object_set(o, jv_string("archived_at"), mem_time_json(db_col_int64(s, c + 17)));
+	o = put_opt(o, "archived_reason", db_col_str(s, c + 18));
 	return o;
+}
+
+bool mem_pgvector(struct memory *m)
+{
+	struct db_stmt *s = NULL;
+
+	if (!m->pg)
+		return false;
+	if (m->pgvector < 0) {
+		m->pgvector = 0;
+		if (db_prepare(&s, m->st, "SELECT count(*) FROM pg_extension WHERE extname = 'vector'") == 0 &&
+		    db_step(s) == DB_ROW)
+			m->pgvector = db_col_int64(s, 0) > 0;
+		db_finalize(s);
+	}
+	return m->pgvector > 0;
 }

@@ -168,50 +168,50 @@ static void normalise(float *v, size_t dim)
 
 /* ---- API embeddings with the cache ------------------------------------ */
 
-static int cache_get(float *out, size_t *dim, struct memory *m, sqlite3_stmt *s, const char *hash)
+static int cache_get(float *out, size_t *dim, struct memory *m, struct db_stmt *s, const char *hash)
 {
 	int step, rc = 0;
 
-	sqlite3_reset(s);
-	sqlite3_bind_text(s, 1, m->embedder_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, hash, -1, SQLITE_STATIC);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		size_t d = (size_t)sqlite3_column_int(s, 0);
-		size_t bytes = (size_t)sqlite3_column_bytes(s, 1);
+	db_reset(s);
+	db_bind_text(s, 1, m->embedder_id);
+	db_bind_text(s, 2, hash);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		size_t d = (size_t)(int)db_col_int64(s, 0), bytes;
+		const void *vec = db_col_blob(s, 1, &bytes);
 
 		if (bytes != d * sizeof(float) || (*dim && d != *dim))
 			return forge_error("cached embedding of size %zu, expected %zu: delete the "
 					   "memory_embeddings rows of '%s'", d, *dim, m->embedder_id);
 		*dim = d;
 		if (out)
-			memcpy(out, sqlite3_column_blob(s, 1), bytes);
+			memcpy(out, vec, bytes);
 		rc = 1;
-	} else if (step != SQLITE_DONE) {
+	} else if (step != DB_DONE) {
 		rc = mem_fail(m, "cannot read the embedding cache");
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
 static int cache_put(struct memory *m, const char *hash, const float *v, size_t dim)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (store_readonly(m->st))
 		return 0;	/* a command that only reads: the cache stays as it is */
-	if (mem_prepare(&s, m, "INSERT OR IGNORE INTO memory_embeddings (model, hash, dim, vec, "
-			"created_at) VALUES (?, ?, ?, ?, ?)") < 0)
+	if (mem_prepare(&s, m, "INSERT INTO memory_embeddings (model, hash, dim, vec, created_at) "
+			"VALUES (?, ?, ?, ?, ?) ON CONFLICT (model, hash) DO NOTHING") < 0)
 		return -1;
-	sqlite3_bind_text(s, 1, m->embedder_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, hash, -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 3, (int)dim);
-	sqlite3_bind_blob(s, 4, v, (int)(dim * sizeof *v), SQLITE_STATIC);
-	sqlite3_bind_int64(s, 5, memory_now(m));
-	if (sqlite3_step(s) != SQLITE_DONE)
+	db_bind_text(s, 1, m->embedder_id);
+	db_bind_text(s, 2, hash);
+	db_bind_int64(s, 3, (int)dim);
+	db_bind_blob(s, 4, v, dim * sizeof *v);
+	db_bind_int64(s, 5, memory_now(m));
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot write the embedding cache");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -229,7 +229,7 @@ static int embed_api(float **out, size_t *dim, struct memory *m, const char *con
 	char (*hash)[33] = xcalloc(n ? n : 1, sizeof *hash);
 	size_t *missing = xcalloc(n ? n : 1, sizeof *missing), nmiss = 0;
 	float *res = NULL, *tmp = NULL;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	size_t d = 0;
 	int rc = -1;
 
@@ -293,7 +293,7 @@ static int embed_api(float **out, size_t *dim, struct memory *m, const char *con
 	res = NULL;
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	free(res);
 	free(tmp);
 	free(hash);

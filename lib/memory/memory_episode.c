@@ -743,7 +743,7 @@ int memory_record_gate_edit(char id_out[ULID_LEN + 1], struct memory *m, const c
 
 int memory_patterns(jv *out, struct memory *m, int limit)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step, rc = 0;
 
 	*out = jv_array();
@@ -751,32 +751,32 @@ int memory_patterns(jv *out, struct memory *m, int limit)
 			"success_rate, confidence, last_seen, memory_id FROM patterns "
 			"ORDER BY confidence DESC, frequency DESC, id LIMIT ?") < 0)
 		return -1;
-	sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_int64(s, 1, limit > 0 ? limit : -1);
+	while ((step = db_step(s)) == DB_ROW) {
 		jv p = jv_object();
 
-		p = json_set(p, "id", jv_string((const char *)sqlite3_column_text(s, 0)));
-		p = json_set(p, "type", jv_string((const char *)sqlite3_column_text(s, 1)));
-		p = json_set(p, "trigger", jv_string((const char *)sqlite3_column_text(s, 2)));
-		p = json_set(p, "pattern", jv_string((const char *)sqlite3_column_text(s, 3)));
-		p = json_set(p, "resolution", json_str_or_null((const char *)sqlite3_column_text(s, 4)));
-		p = json_set(p, "frequency", jv_number(sqlite3_column_int(s, 5)));
-		p = json_set(p, "success_rate", sqlite3_column_type(s, 6) == SQLITE_NULL ? jv_null() :
-			     jv_number(sqlite3_column_double(s, 6)));
-		p = json_set(p, "confidence", jv_number(sqlite3_column_double(s, 7)));
-		p = json_set(p, "last_seen", mem_time_json(sqlite3_column_int64(s, 8)));
-		p = json_set(p, "memory_id", json_str_or_null((const char *)sqlite3_column_text(s, 9)));
+		p = json_set(p, "id", jv_string(db_col_text(s, 0)));
+		p = json_set(p, "type", jv_string(db_col_text(s, 1)));
+		p = json_set(p, "trigger", jv_string(db_col_text(s, 2)));
+		p = json_set(p, "pattern", jv_string(db_col_text(s, 3)));
+		p = json_set(p, "resolution", json_str_or_null(db_col_text(s, 4)));
+		p = json_set(p, "frequency", jv_number((int)db_col_int64(s, 5)));
+		p = json_set(p, "success_rate", db_col_null(s, 6) ? jv_null() :
+			     jv_number(db_col_double(s, 6)));
+		p = json_set(p, "confidence", jv_number(db_col_double(s, 7)));
+		p = json_set(p, "last_seen", mem_time_json(db_col_int64(s, 8)));
+		p = json_set(p, "memory_id", json_str_or_null(db_col_text(s, 9)));
 		*out = jv_array_append(*out, p);
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		rc = mem_fail(m, "cannot list patterns");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
 int memory_pattern_update(struct memory *m, const char *id, bool applied, int success)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	double delta = 0;
 	int rc = 0;
 
@@ -784,22 +784,29 @@ int memory_pattern_update(struct memory *m, const char *id, bool applied, int su
 		delta = MEMORY_DELTA_APPLIED;
 	else if (applied && success == 0)
 		delta = MEMORY_DELTA_DISMISSED;
-	/* success_rate: the running mean over frequency uses; unchanged when unknown */
-	if (mem_prepare(&s, m, "UPDATE patterns SET "
+	/* success_rate: the running mean over frequency uses; unchanged when unknown
+	 * (0.0: a pattern without one must not divide as integers on SQLite) */
+	/* (PostgreSQL: greatest/least, round() of a numeric) */
+	if (mem_prepare(&s, m, m->pg ? "UPDATE patterns SET "
 			"success_rate = CASE WHEN ?1 < 0 THEN success_rate ELSE "
-			"(coalesce(success_rate, 0) * frequency + ?1) / (frequency + 1) END, "
+			"(coalesce(success_rate, 0.0) * frequency + ?1) / (frequency + 1) END, "
+			"frequency = frequency + 1, confidence = round(CAST(greatest(0, least(1, "
+			"confidence + CAST(?2 AS DOUBLE PRECISION))) AS NUMERIC), 6), last_seen = ?3 "
+			"WHERE id = ?4" : "UPDATE patterns SET "
+			"success_rate = CASE WHEN ?1 < 0 THEN success_rate ELSE "
+			"(coalesce(success_rate, 0.0) * frequency + ?1) / (frequency + 1) END, "
 			"frequency = frequency + 1, "
 			"confidence = round(max(0, min(1, confidence + ?2)), 6), last_seen = ?3 "
 			"WHERE id = ?4") < 0)
 		return -1;
-	sqlite3_bind_int(s, 1, success);
-	sqlite3_bind_double(s, 2, delta);
-	sqlite3_bind_int64(s, 3, memory_now(m));
-	store_bind_text(s, 4, id);
-	if (sqlite3_step(s) != SQLITE_DONE)
+	db_bind_int64(s, 1, success);
+	db_bind_double(s, 2, delta);
+	db_bind_int64(s, 3, memory_now(m));
+	db_bind_text(s, 4, id);
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot update pattern '%s'", id);
-	else if (!sqlite3_changes(m->db))
+	else if (!db_changes(s))
 		rc = MEMORY_NOT_FOUND;
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }

@@ -13,28 +13,6 @@
 #include "store/findings.h"
 #include "store/store.h"
 
-/* Mark it; 1 when it already was. */
-static int mark_dismissed(struct memory *m, const char *id, const char *reason)
-{
-	char ts[TIMESTAMP_LEN + 1];
-	sqlite3_stmt *s;
-	int rc;
-
-	timestamp_format(ts, memory_now(m));
-	if (mem_prepare(&s, m, "UPDATE findings SET dismissed = 1, dismissed_by = 'human', "
-			"dismissed_reason = ?, dismissed_at = ? WHERE id = ? AND dismissed = 0") < 0)
-		return -1;
-	store_bind_text(s, 1, reason);
-	store_bind_text(s, 2, ts);
-	store_bind_text(s, 3, id);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = mem_fail(m, "cannot dismiss finding '%s'", id);
-	else
-		rc = sqlite3_changes(m->db) ? 0 : 1;
-	sqlite3_finalize(s);
-	return rc;
-}
-
 static int store_event(struct memory *m, jv finding, const char *reason)
 {
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
@@ -68,7 +46,7 @@ int memory_dismiss_finding(jv *out, struct memory *m, const char *finding_id, co
 {
 	struct buf q = BUF_INIT, b = BUF_INIT;
 	struct memory_query mq;
-	char mid[ULID_LEN + 1] = "";
+	char mid[ULID_LEN + 1] = "", ts[TIMESTAMP_LEN + 1];
 	jv f = jv_null(), hits = jv_null(), lowered = jv_array();
 	int rc = -1, marked;
 	const char *dismissal = "dismissal";
@@ -80,7 +58,8 @@ int memory_dismiss_finding(jv *out, struct memory *m, const char *finding_id, co
 		rc = MEMORY_NOT_FOUND;
 		goto out;
 	}
-	marked = mark_dismissed(m, finding_id, reason);
+	timestamp_format(ts, memory_now(m));
+	marked = findings_dismiss(m->st, finding_id, "human", reason, ts);
 	if (marked < 0)
 		goto out;
 	if (marked == 0) {
@@ -160,7 +139,7 @@ int memory_dismiss_finding(jv *out, struct memory *m, const char *finding_id, co
 	o = json_set(o, "memory_id", *mid ? jv_string(mid) : jv_null());
 	o = json_set(o, "lowered", lowered);
 	lowered = jv_null();
-	o = json_set(o, "already_dismissed", jv_bool(marked == 1));
+	o = json_set(o, "already_dismissed", jv_bool(marked == FINDINGS_ALREADY_DISMISSED));
 	*out = o;
 	rc = 0;
 out:

@@ -97,20 +97,20 @@ void vindex_free(struct vindex *v)
 
 static int read_stamp(struct stamp *st, struct memory *m)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (mem_cached(&s, m, MS_STAMP, "SELECT db_id, vec_gen, (SELECT coalesce(max(seq), 0) "
 		       "FROM memories) FROM memory_meta WHERE k = 1") < 0)
 		return -1;
-	if (sqlite3_step(s) == SQLITE_ROW) {
-		st->db = hash_str((const char *)sqlite3_column_text(s, 0));
-		st->gen = sqlite3_column_int64(s, 1);
-		st->max_seq = sqlite3_column_int64(s, 2);
+	if (db_step(s) == DB_ROW) {
+		st->db = hash_str(db_col_text(s, 0));
+		st->gen = db_col_int64(s, 1);
+		st->max_seq = db_col_int64(s, 2);
 	} else {
 		rc = mem_fail(m, "cannot read the memory stamp");
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
@@ -152,7 +152,7 @@ static int type_code(const char *t)
 static int load_rows(struct buf *rows, size_t *nrows, uint32_t *dim, struct memory *m,
 		     int64_t after, int64_t upto, bool active)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	const char *texts[CHUNK];
 	size_t lens[CHUNK], n = 0;
 	int64_t seqs[CHUNK];
@@ -167,24 +167,24 @@ static int load_rows(struct buf *rows, size_t *nrows, uint32_t *dim, struct memo
 		return -1;
 	for (int i = 0; i < CHUNK; i++)
 		buf_init(&tb[i], 0);
-	sqlite3_bind_int64(s, 1, after);
-	sqlite3_bind_int64(s, 2, upto);
+	db_bind_int64(s, 1, after);
+	db_bind_int64(s, 2, upto);
 	do {
-		step = sqlite3_step(s);
-		if (step == SQLITE_ROW) {
-			seqs[n] = sqlite3_column_int64(s, 0);
-			types[n] = type_code((const char *)sqlite3_column_text(s, 1));
-			mem_embed_text(&tb[n], (const char *)sqlite3_column_text(s, 2),
-				       (const char *)sqlite3_column_text(s, 3),
-				       (const char *)sqlite3_column_text(s, 4));
+		step = db_step(s);
+		if (step == DB_ROW) {
+			seqs[n] = db_col_int64(s, 0);
+			types[n] = type_code(db_col_text(s, 1));
+			mem_embed_text(&tb[n], db_col_text(s, 2),
+				       db_col_text(s, 3),
+				       db_col_text(s, 4));
 			texts[n] = tb[n].buf;
 			lens[n] = tb[n].len;
 			n++;
-		} else if (step != SQLITE_DONE) {
+		} else if (step != DB_DONE) {
 			rc = mem_fail(m, "cannot read memories for the vector file");
 			break;
 		}
-		if (n == CHUNK || (step == SQLITE_DONE && n)) {
+		if (n == CHUNK || (step == DB_DONE && n)) {
 			float *v;
 			size_t d;
 
@@ -213,8 +213,8 @@ static int load_rows(struct buf *rows, size_t *nrows, uint32_t *dim, struct memo
 			*nrows += n;
 			n = 0;
 		}
-	} while (step == SQLITE_ROW && rc == 0);
-	sqlite3_finalize(s);
+	} while (step == DB_ROW && rc == 0);
+	db_finalize(s);
 	for (int i = 0; i < CHUNK; i++)
 		buf_release(&tb[i]);
 	return rc;
@@ -729,4 +729,158 @@ jv vindex_info(struct memory *m)
 	o = json_set(o, "dim", jv_number(v ? v->h.dim : 0));
 	o = json_set(o, "bytes", jv_number(v ? (double)(HDR + v->h.count * stride_of(&v->h)) : 0));
 	return o;
+}
+
+/* ---- pgvector (PostgreSQL, when the server has it) ---------------------- */
+
+/*
+ * With pgvector (the `vector` extension created in the database) and an
+ * API embedder, the deep vector search runs in the server: memory_vectors
+ * holds each active memory's vector (made when missing or older than the
+ * memory's text), ranked by cosine distance (<=>).  Everything runs under
+ * a savepoint: any failure (no extension after all, vectors of another
+ * size, a table made by another process at the same moment) rolls back to
+ * it and the client ranks as without pgvector.
+ *
+ * NOT RUN: the test machines (Debian bookworm) have no pgvector package;
+ * tests/pg.bats only checks the "absent" side.
+ */
+#define PGV_BATCH 256
+
+static void pgv_text(struct buf *b, const float *v, size_t dim)
+{
+	buf_reset(b);
+	buf_addch(b, '[');
+	for (size_t i = 0; i < dim; i++)
+		buf_addf(b, "%s%.9g", i ? "," : "", (double)v[i]);
+	buf_addch(b, ']');
+}
+
+/* Vectors of the active memories that have none (or an older one): 1 when
+ * more may be left, 0 done, -1. */
+static int pgv_fill(struct memory *m)
+{
+	struct db_stmt *s = NULL, *ins = NULL;
+	struct buf tb[PGV_BATCH], vt = BUF_INIT;
+	const char *texts[PGV_BATCH];
+	size_t lens[PGV_BATCH], n = 0, d = 0;
+	int64_t seqs[PGV_BATCH], made[PGV_BATCH];
+	float *v = NULL;
+	int rc = -1;
+
+	for (int i = 0; i < PGV_BATCH; i++)
+		buf_init(&tb[i], 0);
+	/* (made_at: the text's updated_at, so that a row done is not chosen again) */
+	if (mem_prepare(&s, m, "SELECT m.seq, m.content, m.context, m.tags, m.updated_at FROM memories m "
+			"LEFT JOIN memory_vectors v ON v.seq = m.seq WHERE m.archived_at IS NULL AND "
+			"(v.seq IS NULL OR v.embedder <> ?1 OR v.made_at < m.updated_at) "
+			"ORDER BY m.seq LIMIT 256") < 0)
+		goto out;
+	db_bind_text(s, 1, m->embedder_id);
+	while (n < PGV_BATCH && db_step(s) == DB_ROW) {
+		seqs[n] = db_col_int64(s, 0);
+		made[n] = db_col_int64(s, 4);
+		mem_embed_text(&tb[n], db_col_text(s, 1), db_col_text(s, 2), db_col_text(s, 3));
+		texts[n] = tb[n].buf;
+		lens[n] = tb[n].len;
+		n++;
+	}
+	if (n && mem_embed_many(&v, &d, m, texts, lens, n) < 0)
+		goto out;
+	if (n && mem_prepare(&ins, m, "INSERT INTO memory_vectors (seq, embedder, made_at, vec) "
+			     "VALUES (?1, ?2, ?3, CAST(?4 AS vector)) ON CONFLICT (seq) DO UPDATE SET "
+			     "embedder = excluded.embedder, made_at = excluded.made_at, vec = excluded.vec") < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		db_reset(ins);
+		pgv_text(&vt, v + i * d, d);
+		db_bind_int64(ins, 1, seqs[i]);
+		db_bind_text(ins, 2, m->embedder_id);
+		db_bind_int64(ins, 3, made[i]);
+		db_bind_text(ins, 4, vt.buf);
+		if (db_step(ins) != DB_DONE) {
+			mem_fail(m, "cannot store a vector in memory_vectors");
+			goto out;
+		}
+	}
+	rc = n == PGV_BATCH ? 1 : 0;
+out:
+	db_finalize(s);
+	db_finalize(ins);
+	for (int i = 0; i < PGV_BATCH; i++)
+		buf_release(&tb[i]);
+	buf_release(&vt);
+	free(v);
+	return rc;
+}
+
+static int pgv_query(struct vhit **out, size_t *count, struct memory *m, const float *q, size_t dim,
+		     int type, size_t n)
+{
+	struct db_stmt *s = NULL;
+	struct buf qt = BUF_INIT;
+	size_t got = 0;
+	int step, rc = -1;
+
+	if (mem_prepare(&s, m, "SELECT v.seq, 1 - (v.vec <=> CAST(?1 AS vector)) FROM memory_vectors v "
+			"JOIN memories m ON m.seq = v.seq WHERE v.embedder = ?2 AND m.archived_at IS NULL "
+			"AND (CAST(?3 AS INTEGER) < 0 OR m.type = ?4) "
+			"ORDER BY v.vec <=> CAST(?1 AS vector), v.seq LIMIT ?5") < 0)
+		return -1;
+	pgv_text(&qt, q, dim);
+	db_bind_text(s, 1, qt.buf);
+	db_bind_text(s, 2, m->embedder_id);
+	db_bind_int64(s, 3, type);
+	db_bind_text(s, 4, type >= 0 ? memory_type_name((enum memory_type)type) : "");
+	db_bind_int64(s, 5, (int64_t)(n ? n : 1));
+	*out = xcalloc(n + 1, sizeof **out);
+	while ((step = db_step(s)) == DB_ROW && got < n) {
+		(*out)[got].seq = db_col_int64(s, 0);
+		(*out)[got].cos = (float)db_col_double(s, 1);
+		got++;
+	}
+	if (step == DB_ROW || step == DB_DONE) {
+		*count = got;
+		rc = 0;
+	} else {
+		mem_fail(m, "cannot rank vectors with pgvector");
+	}
+	db_finalize(s);
+	buf_release(&qt);
+	return rc;
+}
+
+int vindex_pg_search(struct vhit **out, size_t *count, struct memory *m, const float *q, size_t dim,
+		     int type, size_t n)
+{
+	int more = 0, rounds = 0;
+
+	*out = NULL;
+	*count = 0;
+	if (!m->pg || !m->embed_provider || !mem_pgvector(m) || !db_in_transaction(m->st))
+		return 0;
+	if (store_exec(m->st, "SAVEPOINT forge_pgvector") < 0)
+		return 0;
+	if (!store_readonly(m->st)) {
+		if (store_exec(m->st, "CREATE TABLE IF NOT EXISTS memory_vectors (seq bigint PRIMARY KEY "
+			       "REFERENCES memories (seq) ON DELETE CASCADE, embedder text NOT NULL, "
+			       "made_at bigint NOT NULL, vec vector NOT NULL)") < 0)
+			goto fallback;
+		while ((more = pgv_fill(m)) == 1 && ++rounds < 4096)
+			;
+		if (more < 0)
+			goto fallback;
+	}
+	if (pgv_query(out, count, m, q, dim, type, n) < 0)
+		goto fallback;
+	if (store_exec(m->st, "RELEASE SAVEPOINT forge_pgvector") < 0)
+		goto fallback;
+	return 1;
+fallback:
+	free(*out);
+	*out = NULL;
+	*count = 0;
+	(void)store_exec(m->st, "ROLLBACK TO SAVEPOINT forge_pgvector");
+	(void)store_exec(m->st, "RELEASE SAVEPOINT forge_pgvector");
+	return 0;
 }

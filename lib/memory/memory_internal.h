@@ -7,7 +7,7 @@
  *   memory_db.c           the rules, the types, statements, transactions,
  *                         errors, times, hashes, rows as JSON
  *   memory_embed.c        embeddings (local and API, cached)
- *   memory_index.c        the vector file
+ *   memory_index.c        the vector file (on PostgreSQL in-process; pgvector)
  *   memory_concepts.c     words as FTS5 stems them, the concept thesaurus
  *   memory_assoc.c        word associations learnt from the memories (PMI)
  *   memory_crud.c         adjust, archive, delete, relationships, listing
@@ -28,6 +28,7 @@
 
 #include "core/buf.h"
 #include "memory/memory.h"
+#include "store/db.h"
 #include "store/store.h"
 
 struct vindex;
@@ -40,7 +41,8 @@ enum mem_stmt {
 
 struct memory {
 	struct store *st;
-	sqlite3 *db;
+	bool pg;                  /* the store is on PostgreSQL */
+	int pgvector;             /* PostgreSQL: the vector extension is there (1), not (0), not asked (-1) */
 	int64_t (*now)(void *payload);
 	void *now_payload;
 	char *embed_provider;     /* NULL = local */
@@ -52,9 +54,10 @@ struct memory {
 	float vec_floor;          /* the vector list: cosines above it */
 	char *vec_path;           /* NULL = in-process index only */
 	struct vindex *idx;
-	sqlite3_stmt *stmt[MS_COUNT];   /* cached statements (mem_cached) */
+	struct db_stmt *stmt[MS_COUNT]; /* cached statements (mem_cached) */
 	fts5_tokenizer stem_api;  /* FTS5's porter tokenizer (memory_recall.c), */
 	Fts5Tokenizer *stem;      /* made on first use; NULL = not yet */
+	sqlite3 *stem_db;         /* PostgreSQL: the in-memory SQLite whose FTS5 stems */
 	char *thesaurus;          /* memory.thesaurus: the user's groups; NULL = none */
 	bool concepts_synced;     /* memory_concepts checked against its sources */
 	const char *concepts_schema;   /* where it is: "main" or "temp" (static) */
@@ -70,11 +73,11 @@ struct memory {
 
 /* memory_db.c */
 int mem_fail(struct memory *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int mem_prepare(sqlite3_stmt **out, struct memory *m, const char *sql);
+int mem_prepare(struct db_stmt **out, struct memory *m, const char *sql);
 /* A cached statement, reset and unbound; the caller resets it after use
  * (never finalizes it), so no read transaction stays open. */
-int mem_cached(sqlite3_stmt **out, struct memory *m, enum mem_stmt which, const char *sql);
-jv mem_row_json(sqlite3_stmt *s, int first);
+int mem_cached(struct db_stmt **out, struct memory *m, enum mem_stmt which, const char *sql);
+jv mem_row_json(struct db_stmt *s, int first);
 jv mem_time_json(int64_t ms);
 int mem_time_parse(int64_t *out, jv v);   /* borrows v: ISO string or number of ms */
 /* The text that is embedded for a memory: content, context, tags. */
@@ -95,6 +98,9 @@ int mem_signal_log(struct memory *m, const char *id, const char *kind, double de
 int mem_seq_of(int64_t *seq, struct memory *m, const char *id);
 /* Tags array (borrowed) → compact JSON text, validated: array of strings. */
 int mem_tags_text(char **out, jv tags);
+/* Whether the database has pgvector (the `vector` extension created in it;
+ * asked once per handle); false on SQLite. */
+bool mem_pgvector(struct memory *m);
 
 /* memory_embed.c */
 /* Embed n texts with the configured embedder into n × *dim floats (malloc'd,
@@ -119,6 +125,11 @@ int vindex_sync(struct memory *m, bool *rebuilt);
  * all); *out malloc'd, best first; *count the number found. */
 int vindex_search(struct vhit **out, size_t *count, struct memory *m, const float *q,
 		  size_t dim, int type, size_t n);
+/* vindex_search in the server (pgvector; memory_index.c says how): 1 done
+ * (*out malloc'd, *count found), 0 not here (SQLite, no pgvector, a local
+ * embedder, no transaction open, or any failure: the client ranks). */
+int vindex_pg_search(struct vhit **out, size_t *count, struct memory *m, const float *q,
+		     size_t dim, int type, size_t n);
 /* Cosine of q to row seq; false when the row is not in the index. */
 bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim);
 /* Rows in the index (0 before the first sync). */

@@ -89,32 +89,32 @@ out:
 
 static int mem_max_seq(int64_t *out, struct memory *m)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (mem_prepare(&s, m, "SELECT coalesce(max(seq), 0) FROM memories") < 0)
 		return -1;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		*out = sqlite3_column_int64(s, 0);
+	if (db_step(s) == DB_ROW)
+		*out = db_col_int64(s, 0);
 	else
 		rc = mem_fail(m, "cannot read memories");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
 /* Index the rows after seq `first` for FTS5 in one statement (bulk load). */
 static int fts_catch_up(struct memory *m, int64_t first)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (mem_prepare(&s, m, "INSERT INTO memories_fts (rowid, content, context, tags) "
 			"SELECT seq, content, context, tags FROM memories WHERE seq > ? ORDER BY seq") < 0)
 		return -1;
-	sqlite3_bind_int64(s, 1, first);
-	if (sqlite3_step(s) != SQLITE_DONE)
+	db_bind_int64(s, 1, first);
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot index memories for search");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (rc == 0)
 		rc = store_exec(m->st, "UPDATE memory_meta SET fts_deferred = 0 WHERE k = 1");
 	return rc;
@@ -136,7 +136,8 @@ int memory_store_batch(long *stored, long *skipped, struct memory *m, jv items, 
 
 	if (mem_begin(m) < 0)
 		goto out;
-	if (n > 16 && (mem_max_seq(&first, m) < 0 ||
+	/* (PostgreSQL: memories.tsv is a generated column, nothing to defer) */
+	if (n > 16 && !m->pg && (mem_max_seq(&first, m) < 0 ||
 		       store_exec(m->st, "UPDATE memory_meta SET fts_deferred = 1 WHERE k = 1") < 0))
 		goto fail;
 	for (int i = 0; i < n; i++) {
@@ -167,7 +168,7 @@ int memory_store_batch(long *stored, long *skipped, struct memory *m, jv items, 
 		if (erc < 0)
 			goto fail;
 	}
-	if (n > 16 && fts_catch_up(m, first) < 0)
+	if (n > 16 && !m->pg && fts_catch_up(m, first) < 0)
 		goto fail;
 	if (mem_commit(m) < 0)
 		goto out;
@@ -251,14 +252,14 @@ out:
 
 long memory_export(struct memory *m, FILE *f, bool include_archived)
 {
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	long n = 0;
 	int step;
 
 	if (mem_prepare(&s, m, include_archived ? "SELECT " MEM_COLS " FROM memories ORDER BY seq" :
 			"SELECT " MEM_COLS " FROM memories WHERE archived_at IS NULL ORDER BY seq") < 0)
 		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((step = db_step(s)) == DB_ROW) {
 		jv o = mem_row_json(s, 0), rels, out = jv_array();
 
 		if (memory_relations(&rels, m, json_get_str(o, "id")) < 0) {
@@ -289,8 +290,8 @@ long memory_export(struct memory *m, FILE *f, bool include_archived)
 		}
 		n++;
 	}
-	if (n >= 0 && step != SQLITE_DONE)
+	if (n >= 0 && step != DB_DONE)
 		n = mem_fail(m, "cannot export memories");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return n;
 }

@@ -83,24 +83,29 @@ static int run_of_commit(char **trace, struct store *st, const char *prefix)
 		" WHERE substr(json_extract(state, '$.deployment.commit'), 1, ?2) = ?1"
 		"    OR substr(json_extract(state, '$.changes.commit'), 1, ?2) = ?1"
 		" ORDER BY ts DESC, id DESC LIMIT 1";
-	sqlite3_stmt *s = NULL;
+	static const char sql_pg[] =
+		"SELECT trace_id FROM checkpoints"
+		" WHERE substr(state::jsonb #>> '{deployment,commit}', 1, CAST(?2 AS INTEGER)) = ?1"
+		"    OR substr(state::jsonb #>> '{changes,commit}', 1, CAST(?2 AS INTEGER)) = ?1"
+		" ORDER BY ts DESC, id DESC LIMIT 1";
+	struct db_stmt *s = NULL;
 	char lower[65];
 	size_t n = strlen(prefix);
 	int rc;
 
 	for (size_t i = 0; i <= n; i++)
 		lower[i] = (char)tolower((unsigned char)prefix[i]);
-	if (store_prepare(&s, st, sql) < 0)
+	if (db_prepare(&s, st, store_backend(st) == DB_POSTGRES ? sql_pg : sql) < 0)
 		return -1;
-	sqlite3_bind_text(s, 1, lower, (int)n, SQLITE_TRANSIENT);
-	sqlite3_bind_int(s, 2, (int)n);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*trace = xstrdup((const char *)sqlite3_column_text(s, 0));
-	else if (rc != SQLITE_DONE)
+	db_bind_textn(s, 1, lower, n);
+	db_bind_int64(s, 2, (int)n);
+	rc = db_step(s);
+	if (rc == DB_ROW)
+		*trace = xstrdup(db_col_text(s, 0));
+	else if (rc != DB_DONE)
 		rc = store_fail(st, "finding the run of commit %s", prefix);
-	sqlite3_finalize(s);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+	db_finalize(s);
+	return rc == DB_ROW || rc == DB_DONE ? 0 : -1;
 }
 
 static int run_exists(bool *yes, struct store *st, const char *trace)

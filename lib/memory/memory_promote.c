@@ -55,58 +55,65 @@ static int index_of(struct ep *e, size_t n, const char *id)
 
 static int load_episodes(struct ep **out, size_t *n, struct memory *m)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	size_t cap = 0;
 	int step, rc = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (mem_prepare(&s, m, "SELECT id, content, pattern_id, "
+	/* (json_extract gives a JSON true as 1) */
+	if (mem_prepare(&s, m, m->pg ? "SELECT id, content, pattern_id, "
+			"CASE WHEN episode::jsonb #>> '{outcome,success}' IN ('true', '1') THEN 1 ELSE 0 END "
+			"FROM memories "
+			"WHERE type = 'episodic' AND archived_at IS NULL AND id IN (SELECT memory_a_id "
+			"FROM memory_relationships WHERE relationship IN ('related', 'similar') UNION "
+			"SELECT memory_b_id FROM memory_relationships WHERE relationship IN "
+			"('related', 'similar')) ORDER BY id" : "SELECT id, content, pattern_id, "
 			"coalesce(json_extract(episode, '$.outcome.success'), 0) FROM memories "
 			"WHERE type = 'episodic' AND archived_at IS NULL AND id IN (SELECT memory_a_id "
 			"FROM memory_relationships WHERE relationship IN ('related', 'similar') UNION "
 			"SELECT memory_b_id FROM memory_relationships WHERE relationship IN "
 			"('related', 'similar')) ORDER BY id") < 0)
 		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((step = db_step(s)) == DB_ROW) {
 		if (*n == cap) {
 			cap = cap * 2 + 32;
 			*out = xrealloc(*out, cap * sizeof **out);
 		}
 		struct ep *e = &(*out)[*n];
 
-		snprintf(e->id, sizeof e->id, "%s", (const char *)sqlite3_column_text(s, 0));
-		e->content = xstrdup((const char *)sqlite3_column_text(s, 1));
-		e->pattern = sqlite3_column_type(s, 2) == SQLITE_NULL ? NULL :
-			     xstrdup((const char *)sqlite3_column_text(s, 2));
-		e->success = sqlite3_column_int(s, 3) != 0;
+		snprintf(e->id, sizeof e->id, "%s", db_col_text(s, 0));
+		e->content = xstrdup(db_col_text(s, 1));
+		e->pattern = db_col_null(s, 2) ? NULL :
+			     xstrdup(db_col_text(s, 2));
+		e->success = (int)db_col_int64(s, 3) != 0;
 		e->parent = (int)*n;
 		(*n)++;
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		rc = mem_fail(m, "cannot read episodes");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
 static int join_edges(struct ep *e, size_t n, struct memory *m)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step, rc = 0;
 
 	if (mem_prepare(&s, m, "SELECT memory_a_id, memory_b_id FROM memory_relationships WHERE "
 			"relationship IN ('related', 'similar')") < 0)
 		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		int a = index_of(e, n, (const char *)sqlite3_column_text(s, 0));
-		int b = index_of(e, n, (const char *)sqlite3_column_text(s, 1));
+	while ((step = db_step(s)) == DB_ROW) {
+		int a = index_of(e, n, db_col_text(s, 0));
+		int b = index_of(e, n, db_col_text(s, 1));
 
 		if (a >= 0 && b >= 0)
 			e[find(e, a)].parent = find(e, b);
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		rc = mem_fail(m, "cannot read memory relationships");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -180,20 +187,20 @@ out:
 
 static int mark(struct memory *m, const char *episode, const char *pattern)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
 	if (mem_prepare(&s, m, "UPDATE memories SET pattern_id = ? WHERE id = ?") < 0)
 		return -1;
-	store_bind_text(s, 1, pattern);
-	store_bind_text(s, 2, episode);
-	return store_step_done(m->st, s, "cannot mark episode '%s'", episode);
+	db_bind_text(s, 1, pattern);
+	db_bind_text(s, 2, episode);
+	return db_step_done(m->st, s, "cannot mark episode '%s'", episode);
 }
 
 static int store_pattern(struct memory *m, jv p, struct ep *e, const int *mem, int k)
 {
 	char pid[ULID_LEN + 1], mid[ULID_LEN + 1];
 	struct buf b = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int ok = 0, rc = -1;
 	const char *res = json_get_str(p, "resolution");
 
@@ -224,18 +231,18 @@ static int store_pattern(struct memory *m, jv p, struct ep *e, const int *mem, i
 			"frequency, success_rate, confidence, last_seen, created_at, memory_id) "
 			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") < 0)
 		goto fail;
-	store_bind_text(s, 1, pid);
-	store_bind_text(s, 2, json_get_str(p, "type"));
-	store_bind_text(s, 3, json_get_str(p, "trigger"));
-	store_bind_text(s, 4, json_get_str(p, "pattern"));
-	store_bind_text(s, 5, res);
-	sqlite3_bind_int(s, 6, k);
-	sqlite3_bind_double(s, 7, rate);
-	sqlite3_bind_double(s, 8, MEMORY_CONF_LLM);
-	sqlite3_bind_int64(s, 9, memory_now(m));
-	sqlite3_bind_int64(s, 10, memory_now(m));
-	store_bind_text(s, 11, mid);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+	db_bind_text(s, 1, pid);
+	db_bind_text(s, 2, json_get_str(p, "type"));
+	db_bind_text(s, 3, json_get_str(p, "trigger"));
+	db_bind_text(s, 4, json_get_str(p, "pattern"));
+	db_bind_text(s, 5, res);
+	db_bind_int64(s, 6, k);
+	db_bind_double(s, 7, rate);
+	db_bind_double(s, 8, MEMORY_CONF_LLM);
+	db_bind_int64(s, 9, memory_now(m));
+	db_bind_int64(s, 10, memory_now(m));
+	db_bind_text(s, 11, mid);
+	if (db_step(s) != DB_DONE) {
 		mem_fail(m, "cannot store a pattern");
 		goto fail;
 	}
@@ -250,7 +257,7 @@ static int store_pattern(struct memory *m, jv p, struct ep *e, const int *mem, i
 fail:
 	mem_rollback(m);
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	buf_release(&b);
 	return rc;
 }
@@ -258,22 +265,22 @@ out:
 /* Episodes that joined a cluster whose others already fed pattern pid. */
 static int extend_pattern(struct memory *m, const char *pid, struct ep *e, const int *mem, int k)
 {
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int rc = -1, ok = 0;
 
 	for (int i = 0; i < k; i++)
 		ok += e[mem[i]].success;
 	if (mem_begin(m) < 0)
 		return -1;
-	if (mem_prepare(&s, m, "UPDATE patterns SET success_rate = (coalesce(success_rate, 0) * "
+	if (mem_prepare(&s, m, "UPDATE patterns SET success_rate = (coalesce(success_rate, 0.0) * "
 			"frequency + ?1) / (frequency + ?2), frequency = frequency + ?2, last_seen = ?3 "
 			"WHERE id = ?4") < 0)
 		goto out;
-	sqlite3_bind_int(s, 1, ok);
-	sqlite3_bind_int(s, 2, k);
-	sqlite3_bind_int64(s, 3, memory_now(m));
-	store_bind_text(s, 4, pid);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+	db_bind_int64(s, 1, ok);
+	db_bind_int64(s, 2, k);
+	db_bind_int64(s, 3, memory_now(m));
+	db_bind_text(s, 4, pid);
+	if (db_step(s) != DB_DONE) {
 		mem_fail(m, "cannot update pattern '%s'", pid);
 		goto out;
 	}
@@ -283,7 +290,7 @@ static int extend_pattern(struct memory *m, const char *pid, struct ep *e, const
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (rc == 0)
 		return mem_commit(m);
 	mem_rollback(m);

@@ -12,7 +12,8 @@
 #include "core/json.h"
 #include "store/store.h"
 
-int mem_filter_stmt(sqlite3_stmt **out, struct memory *m, const struct memory_filter *f);
+int mem_filter_stmt(struct db_stmt **out, struct memory *m, const struct memory_filter *f);
+void mem_filter_bind(struct db_stmt *s, const struct memory_filter *f);
 
 /* ---- negation, for "contradicts" ------------------------------------- */
 
@@ -45,6 +46,7 @@ bool mem_negated(const char *text)
 #define DF_BUDGET 2000       /* rows the word list ranks (see fts_match) */
 #define DF_TERM_MAX 2000
 #define MIN_TERMS 3
+#define PG_TERMS 32          /* terms of a list on PostgreSQL, at most (fts_sql_pg) */
 
 struct term {
 	char surf[TERM_LEN];     /* a form as written (what MATCH is given) */
@@ -99,24 +101,38 @@ static void query_term(const char *surf, size_t ns, const char *stem, size_t nst
 
 
 /* Document frequencies, counted up to cap + 1 by an unranked lookup
- * (fts5vocab has no index on term in SQLite 3.40: it scans). */
+ * (fts5vocab has no index on term in SQLite 3.40: it scans).  On
+ * PostgreSQL the same count through the GIN index of memories.tsv, the
+ * term as written made a tsquery by the server (phraseto_tsquery: no
+ * syntax of the user's reaches the tsquery parser; a stopword counts 0). */
 static int count_df(struct memory *m, struct term *t, size_t n, long cap)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 
-	if (mem_cached(&s, m, MS_VOCAB, "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE "
+	/* (PostgreSQL: a word its configuration leaves out, a stopword, is
+	 * counted as in more rows than the cap, as common words are: then it
+	 * is no term of a list and tells nothing; -1 from the query) */
+	if (mem_cached(&s, m, MS_VOCAB, m->pg ? "SELECT CASE WHEN numnode(t.q) = 0 THEN -1 ELSE "
+		       "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE tsv @@ t.q LIMIT ?2) x) END "
+		       "FROM phraseto_tsquery('english', CAST(?1 AS TEXT)) AS t (q)" :
+		       "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE "
 		       "memories_fts MATCH ? LIMIT ?)") < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		char q[TERM_LEN + 3];
 
-		snprintf(q, sizeof q, "\"%s\"", t[i].surf);
-		sqlite3_reset(s);
-		sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(s, 2, (sqlite3_int64)cap + 1);
-		t[i].df = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+		if (m->pg)
+			snprintf(q, sizeof q, "%s", t[i].surf);
+		else
+			snprintf(q, sizeof q, "\"%s\"", t[i].surf);
+		db_reset(s);
+		db_bind_text(s, 1, q);
+		db_bind_int64(s, 2, (int64_t)cap + 1);
+		t[i].df = db_step(s) == DB_ROW ? db_col_int64(s, 0) : 0;
+		if (t[i].df < 0)
+			t[i].df = cap + 1;
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	return 0;
 }
 
@@ -133,9 +149,10 @@ static int df_cmp(const void *a, const void *b)
  * (ranked FTS5 costs ~1.5 us per matching row), but always the MIN_TERMS
  * rarest; a word in more than DF_TERM_MAX memories is left out (it tells
  * little, and the vectors cover it).  Empty when no term is useful.  Sorts
- * t.
+ * t.  On PostgreSQL (pg) the same terms, a line each: "DF TERM\n" (what
+ * fts_list_pg() reads).
  */
-static void fts_match(struct buf *out, struct terms *t, size_t use, long budget)
+static void fts_match(struct buf *out, struct terms *t, size_t use, long budget, bool pg)
 {
 	long rows = 0;
 	size_t used = 0;
@@ -151,7 +168,10 @@ static void fts_match(struct buf *out, struct terms *t, size_t use, long budget)
 		if (used >= MIN_TERMS && rows + t->t[i].df > budget)
 			break;
 		rows += t->t[i].df;
-		buf_addf(out, "%s\"%s\"", used ? " OR " : "", t->t[i].surf);
+		if (pg)
+			buf_addf(out, "%ld %s\n", t->t[i].df, t->t[i].surf);
+		else
+			buf_addf(out, "%s\"%s\"", used ? " OR " : "", t->t[i].surf);
 		used++;
 	}
 }
@@ -174,7 +194,8 @@ struct cand {
 struct cands {
 	struct cand *c;
 	size_t n, cap;
-	sqlite3_stmt *filter;    /* "SELECT confidence, last_accessed" of a passing row */
+	struct db_stmt *filter;  /* "SELECT confidence, last_accessed" of a passing row */
+	const struct memory_filter *f;   /* its bindings (db_reset clears them) */
 	int count[NLISTS];       /* memories ranked in each list so far */
 	int last_rank[NLISTS];   /* the rank and score of the last one: */
 	double last_score[NLISTS];   /* equal scores share a rank */
@@ -201,19 +222,20 @@ static struct cand *cand_get(struct cands *cs, struct memory *m, int64_t seq, in
 	memset(c, 0, sizeof *c);
 	c->seq = seq;
 	c->mem = jv_invalid();
-	sqlite3_reset(cs->filter);
-	sqlite3_bind_int64(cs->filter, 3, seq);
-	step = sqlite3_step(cs->filter);
-	if (step == SQLITE_ROW) {
+	db_reset(cs->filter);
+	mem_filter_bind(cs->filter, cs->f);
+	db_bind_int64(cs->filter, 3, seq);
+	step = db_step(cs->filter);
+	if (step == DB_ROW) {
 		c->pass = true;
-		c->conf = sqlite3_column_double(cs->filter, 0);
-		c->rec = memory_recency(sqlite3_column_int64(cs->filter, 1), now);
-	} else if (step != SQLITE_DONE) {
-		sqlite3_reset(cs->filter);
+		c->conf = db_col_double(cs->filter, 0);
+		c->rec = memory_recency(db_col_int64(cs->filter, 1), now);
+	} else if (step != DB_DONE) {
+		db_reset(cs->filter);
 		mem_fail(m, "cannot read memories");
 		return NULL;
 	}
-	sqlite3_reset(cs->filter);
+	db_reset(cs->filter);
 	return c;
 }
 
@@ -232,28 +254,93 @@ static void cand_rank(struct cands *cs, struct cand *c, int l, double score)
 	c->rank[l] = cs->last_rank[l];
 }
 
+/*
+ * The lexical list on PostgreSQL: the rows of memories.tsv matching any of
+ * the terms (fts_match's lines), scored like BM25 from what is at hand:
+ * the idf of each term matched (its document frequency counted by
+ * count_df, n the rows), times BM25's length saturation with the length of
+ * the row's tsvector against the mean over the matching rows (k1 1.2, b
+ * 0.75), plus ts_rank_cd (proximity, repeats) as a small tie-breaker.
+ * Each term is bound as text and made a tsquery by phraseto_tsquery: no
+ * user text reaches the tsquery parser.
+ */
+static int fts_sql_pg(struct buf *sql, struct db_stmt **out, struct memory *m, const char *match,
+		      size_t limit)
+{
+	const double n = (double)(vindex_rows(m) > 0 ? vindex_rows(m) : 1);
+	struct buf any = BUF_INIT, sum = BUF_INIT;
+	const char *p = match;
+	int k = 0, rc;
+	double idf[PG_TERMS];
+	const char *term[PG_TERMS];
+	size_t len[PG_TERMS];
+
+	while (*p && k < (int)(sizeof idf / sizeof idf[0])) {
+		char *end;
+		double df = strtod(p, &end);
+		const char *eol = strchr(end, '\n');
+
+		if (!eol)
+			break;
+		double x = log((n - df + 0.5) / (df + 0.5));
+
+		idf[k] = x > 1e-6 ? x : 1e-6;
+		term[k] = end + 1;
+		len[k] = (size_t)(eol - end - 1);
+		buf_addf(&any, "%sq%d.q", k ? " || " : "", k);
+		buf_addf(&sum, "%sCASE WHEN tsv @@ q%d.q THEN CAST(?%d AS DOUBLE PRECISION) ELSE 0 END",
+			 k ? " + " : "", k, 2 * k + 2);
+		k++;
+		p = eol + 1;
+	}
+	buf_reset(sql);
+	buf_addf(sql, "SELECT seq, (%s) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(tsv) / "
+		 "greatest(1, avg(length(tsv)) OVER ()))) + 0.01 * ts_rank_cd(tsv, %s) AS score FROM memories",
+		 sum.buf, any.buf);
+	for (int i = 0; i < k; i++)
+		buf_addf(sql, ", phraseto_tsquery('english', CAST(?%d AS TEXT)) AS q%d (q)", 2 * i + 1, i);
+	buf_addf(sql, " WHERE tsv @@ (%s) ORDER BY score DESC, seq DESC LIMIT %zu", any.buf, limit);
+	rc = mem_prepare(out, m, sql->buf);
+	for (int i = 0; rc == 0 && i < k; i++) {
+		db_bind_textn(*out, 2 * i + 1, term[i], len[i]);
+		db_bind_double(*out, 2 * i + 2, idf[i]);
+	}
+	buf_release(&any);
+	buf_release(&sum);
+	return rc;
+}
+
 /* The ranked FTS5 list for match into list l; *best the top BM25 score. */
 static int fts_list(struct cands *cs, double *best, struct memory *m, const char *match, int l,
 		    size_t limit, int64_t now)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s, *own = NULL;
+	struct buf sql = BUF_INIT;
 	int rc = 0, step;
 
 	*best = 0;
 	if (!*match)
 		return 0;
-	if (mem_cached(&s, m, MS_FTS, "SELECT rowid, -bm25(memories_fts) AS score "
-		       "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?") < 0)
+	if (m->pg) {
+		if (fts_sql_pg(&sql, &own, m, match, limit) < 0) {
+			buf_release(&sql);
+			return -1;
+		}
+		s = own;
+	} else if (mem_cached(&s, m, MS_FTS, "SELECT rowid, -bm25(memories_fts) AS score "
+		       "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?") < 0) {
 		return -1;
-	sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		double score = sqlite3_column_double(s, 1);
-		struct cand *c = cand_get(cs, m, sqlite3_column_int64(s, 0), now);
+	} else {
+		db_bind_text(s, 1, match);
+		db_bind_int64(s, 2, (int64_t)limit);
+	}
+	while ((step = db_step(s)) == DB_ROW) {
+		double score = db_col_double(s, 1);
+		struct cand *c = cand_get(cs, m, db_col_int64(s, 0), now);
 
 		if (!c) {
-			sqlite3_reset(s);
-			return -1;
+			rc = -1;
+			break;
 		}
 		if (score > *best)
 			*best = score;
@@ -261,9 +348,11 @@ static int fts_list(struct cands *cs, double *best, struct memory *m, const char
 			c->bm25 = score;
 		cand_rank(cs, c, l, score);
 	}
-	if (step != SQLITE_DONE)
+	if (rc == 0 && step != DB_DONE)
 		rc = mem_fail(m, "cannot search memories for '%s'", match);
-	sqlite3_reset(s);
+	db_reset(s);
+	db_finalize(own);
+	buf_release(&sql);
 	return rc;
 }
 
@@ -342,7 +431,8 @@ static int vector_list(struct cands *cs, struct memory *m, const float *qv, size
 	size_t nh = 0, n = 0;
 
 	if (m->embed_provider) {
-		if (vindex_search(&hits, &nh, m, qv, dim, type, deep) < 0)
+		if (!vindex_pg_search(&hits, &nh, m, qv, dim, type, deep) &&
+		    vindex_search(&hits, &nh, m, qv, dim, type, deep) < 0)
 			return -1;
 		for (size_t i = 0; i < nh && hits[i].cos > m->vec_floor; i++) {
 			if (!cand_get(cs, m, hits[i].seq, now)) {
@@ -399,7 +489,7 @@ static int concept_list(struct cands *cs, struct memory *m, const char *text, si
 	}
 	if (count_df(m, ct.t, ct.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &ct, CONCEPT_TERMS, DF_BUDGET);
+	fts_match(&match, &ct, CONCEPT_TERMS, DF_BUDGET, m->pg);
 	if (fts_list(cs, &best, m, match.buf, L_CON, deep, now) < 0)
 		goto out;
 	rc = 0;
@@ -453,7 +543,7 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 			    const struct terms *qt, size_t ndocs)
 {
 	struct buf text = BUF_INIT;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	double total = 0, n = (double)ndocs;
 	int rc = -1;
 
@@ -471,16 +561,16 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 
 		if (!c->pass || !c->rank[L_LEX] || c->rank[L_LEX] > COVER_DOCS)
 			continue;
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, c->seq);
-		if (sqlite3_step(s) != SQLITE_ROW) {
+		db_reset(s);
+		db_bind_int64(s, 1, c->seq);
+		if (db_step(s) != DB_ROW) {
 			mem_fail(m, "cannot read memory %lld", (long long)c->seq);
 			goto out;
 		}
 		buf_reset(&text);
 		for (int k = 0; k < 3; k++)
-			buf_addf(&text, "%s\n", (const char *)sqlite3_column_text(s, k));
-		sqlite3_reset(s);
+			buf_addf(&text, "%s\n", db_col_text(s, k));
+		db_reset(s);
 		if (mem_stems(m, text.buf, text.len, true, cover_term, &cv) < 0)
 			goto out;
 		for (size_t k = 0; k < qt->n; k++)
@@ -490,7 +580,7 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 	}
 	rc = 0;
 out:
-	sqlite3_reset(s);
+	db_reset(s);
 	buf_release(&text);
 	return rc;
 }
@@ -544,7 +634,7 @@ static int assoc_list(struct cands *cs, struct memory *m, const struct terms *qt
 	}
 	if (count_df(m, at.t, at.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &at, ASSOC_TERMS, DF_BUDGET);
+	fts_match(&match, &at, ASSOC_TERMS, DF_BUDGET, m->pg);
 	if (fts_list(cs, &best, m, match.buf, L_ASSOC, deep, now) < 0)
 		goto out;
 	rc = 0;
@@ -559,43 +649,45 @@ out:
 
 static int mem_get_seq(jv *out, struct memory *m, int64_t seq)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	*out = jv_null();
 	if (mem_cached(&s, m, MS_GET_SEQ, "SELECT " MEM_COLS " FROM memories WHERE seq = ?") < 0)
 		return -1;
-	sqlite3_bind_int64(s, 1, seq);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_int64(s, 1, seq);
+	if (db_step(s) == DB_ROW)
 		*out = mem_row_json(s, 0);
 	else
 		rc = mem_fail(m, "cannot read memory %lld", (long long)seq);
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
 static int touch(struct memory *m, const struct cand *r, size_t n, int64_t now)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (!n)
 		return 0;
 	if (mem_begin(m) < 0)
 		return -1;
-	if (mem_cached(&s, m, MS_TOUCH, "UPDATE memories SET access_count = access_count + 1, "
+	if (mem_cached(&s, m, MS_TOUCH, m->pg ? "UPDATE memories SET access_count = access_count + 1, "
+		       "last_accessed = greatest(last_accessed, CAST(?1 AS BIGINT)) WHERE id = ?2" :
+		       "UPDATE memories SET access_count = access_count + 1, "
 		       "last_accessed = max(last_accessed, ?) WHERE id = ?") < 0) {
 		mem_rollback(m);
 		return -1;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, now);
-		store_bind_text(s, 2, json_get_str(r[i].mem, "id"));
-		if (sqlite3_step(s) != SQLITE_DONE)
+		db_reset(s);
+		db_bind_int64(s, 1, now);
+		db_bind_text(s, 2, json_get_str(r[i].mem, "id"));
+		if (db_step(s) != DB_DONE)
 			rc = mem_fail(m, "cannot record an access");
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 	if (rc < 0) {
 		mem_rollback(m);
 		return -1;
@@ -654,11 +746,12 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	/* One read transaction for the many small reads below (a statement
 	 * alone takes and drops SQLite's locks each time); not when the caller
 	 * has one open. */
-	if (sqlite3_get_autocommit(m->db)) {
+	if (!db_in_transaction(m->st)) {
 		if (store_exec(m->st, "BEGIN") < 0)
 			goto out;
 		reading = true;
 	}
+	cs.f = &q->filter;
 	if (mem_filter_stmt(&cs.filter, m, &q->filter) < 0)
 		goto out;
 	/* the lexical list */
@@ -667,7 +760,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	if (mem_stems(m, q->text, strlen(q->text), true, query_term, &qt) < 0 ||
 	    count_df(m, qt.t, qt.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &qt, USE_TERMS, DF_BUDGET);
+	fts_match(&match, &qt, USE_TERMS, DF_BUDGET, m->pg);
 	if (fts_list(&cs, &best, m, match.buf, L_LEX, deep, now) < 0)
 		goto out;
 	/* the concept list: the other terms of the query's concepts, weighed
@@ -703,7 +796,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 			goto out;
 		nres++;
 	}
-	sqlite3_finalize(cs.filter);
+	db_finalize(cs.filter);
 	cs.filter = NULL;
 	if (reading) {
 		reading = false;
@@ -740,7 +833,7 @@ out:
 	for (size_t i = 0; i < cs.n; i++)
 		jv_free(cs.c[i].mem);
 	free(cs.c);
-	sqlite3_finalize(cs.filter);
+	db_finalize(cs.filter);
 	if (reading)
 		store_rollback(m->st);
 	terms_release(&qt);
@@ -761,7 +854,7 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 {
 	struct vhit *hits = NULL;
 	size_t nh = 0, k = 0;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	struct buf tb[RELATE_CANDIDATES];
 	const char *texts[RELATE_CANDIDATES];
 	size_t lens[RELATE_CANDIDATES];
@@ -782,15 +875,15 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 		goto out;
 	/* The int8 cosine is within ~1%: look again at everything near the threshold. */
 	for (size_t i = 0; i < nh && hits[i].cos > MEMORY_RELATED_ABOVE - 0.03; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, hits[i].seq);
-		if (sqlite3_step(s) != SQLITE_ROW)
+		db_reset(s);
+		db_bind_int64(s, 1, hits[i].seq);
+		if (db_step(s) != DB_ROW)
 			continue;
-		snprintf(ids[k], sizeof ids[k], "%s", (const char *)sqlite3_column_text(s, 0));
-		mem_embed_text(&tb[k], (const char *)sqlite3_column_text(s, 1),
-			       (const char *)sqlite3_column_text(s, 2),
-			       (const char *)sqlite3_column_text(s, 3));
-		neg[k] = mem_negated((const char *)sqlite3_column_text(s, 1));
+		snprintf(ids[k], sizeof ids[k], "%s", db_col_text(s, 0));
+		mem_embed_text(&tb[k], db_col_text(s, 1),
+			       db_col_text(s, 2),
+			       db_col_text(s, 3));
+		neg[k] = mem_negated(db_col_text(s, 1));
 		texts[k] = tb[k].buf;
 		lens[k] = tb[k].len;
 		k++;
@@ -814,7 +907,7 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	for (int i = 0; i < RELATE_CANDIDATES; i++)
 		buf_release(&tb[i]);
 	free(vs);

@@ -13,22 +13,22 @@
 #include "core/json.h"
 #include "store/store.h"
 
-/* One number from a query on db (NAN when NULL or no row). */
-static int scalar(double *out, sqlite3 *db, const char *sql)
+/* One number from a query on st (NAN when NULL or no row). */
+static int scalar(double *out, struct store *st, const char *sql)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	*out = NAN;
-	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-		return forge_error("cannot compute '%.60s': %s", sql, sqlite3_errmsg(db));
-	int step = sqlite3_step(s);
+	if (db_prepare(&s, st, sql) < 0)
+		return forge_error_prefix("cannot compute '%.60s'", sql);
+	int step = db_step(s);
 
-	if (step == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-		*out = sqlite3_column_double(s, 0);
-	else if (step != SQLITE_ROW && step != SQLITE_DONE)
-		rc = forge_error("cannot compute '%.60s': %s", sql, sqlite3_errmsg(db));
-	sqlite3_finalize(s);
+	if (step == DB_ROW && !db_col_null(s, 0))
+		*out = db_col_double(s, 0);
+	else if (step != DB_ROW && step != DB_DONE)
+		rc = store_fail(st, "cannot compute '%.60s'", sql);
+	db_finalize(s);
 	return rc;
 }
 
@@ -37,27 +37,28 @@ static jv num_or_null(double v)
 	return isnan(v) ? jv_null() : jv_number(round(v * 1e6) / 1e6);
 }
 
-static int pairs_obj(jv *out, sqlite3 *db, const char *sql)
+static int pairs_obj(jv *out, struct store *st, const char *sql)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step;
 
 	*out = jv_object();
-	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-		return forge_error("cannot compute statistics: %s", sqlite3_errmsg(db));
-	while ((step = sqlite3_step(s)) == SQLITE_ROW)
-		*out = json_set(*out, (const char *)sqlite3_column_text(s, 0),
-				jv_number(sqlite3_column_double(s, 1)));
-	sqlite3_finalize(s);
-	return step == SQLITE_DONE ? 0 : forge_error("cannot compute statistics: %s", sqlite3_errmsg(db));
+	if (db_prepare(&s, st, sql) < 0)
+		return forge_error_prefix("cannot compute statistics");
+	while ((step = db_step(s)) == DB_ROW)
+		*out = json_set(*out, db_col_text(s, 0),
+				jv_number(db_col_double(s, 1)));
+	step = step == DB_DONE ? 0 : store_fail(st, "cannot compute statistics");
+	db_finalize(s);
+	return step;
 }
 
 int memory_stats(jv *out, struct memory *m)
 {
-	sqlite3 *db = m->db;
+	struct store *db = m->st;
 	double total, active, avg, pats, rels, pages, psize;
 	jv by_type = jv_null(), hist = jv_null(), tags = jv_array();
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int rc = -1;
 
 	*out = jv_null();
@@ -68,24 +69,32 @@ int memory_stats(jv *out, struct memory *m)
 	    scalar(&avg, db, "SELECT avg(confidence) FROM memories WHERE archived_at IS NULL") < 0 ||
 	    scalar(&pats, db, "SELECT count(*) FROM patterns") < 0 ||
 	    scalar(&rels, db, "SELECT count(*) FROM memory_relationships") < 0 ||
-	    scalar(&pages, db, "PRAGMA page_count") < 0 || scalar(&psize, db, "PRAGMA page_size") < 0 ||
+	    scalar(&pages, db, m->pg ? "SELECT pg_database_size(current_database())" :
+		   "PRAGMA page_count") < 0 ||
+	    scalar(&psize, db, m->pg ? "SELECT 1" : "PRAGMA page_size") < 0 ||
 	    pairs_obj(&by_type, db, "SELECT type, count(*) FROM memories WHERE archived_at IS NULL "
 		      "GROUP BY type ORDER BY type") < 0 ||
-	    pairs_obj(&hist, db, "SELECT printf('%.1f-%.1f', b / 10.0, b / 10.0 + 0.1), count(*) FROM "
+	    pairs_obj(&hist, db, m->pg ? "SELECT to_char(b / 10.0, 'FM0.0') || '-' || "
+		      "to_char(b / 10.0 + 0.1, 'FM0.0'), count(*) FROM (SELECT least(9, CAST(floor("
+		      "confidence * 10) AS INTEGER)) AS b FROM memories WHERE archived_at IS NULL) x "
+		      "GROUP BY b ORDER BY b" :
+		      "SELECT printf('%.1f-%.1f', b / 10.0, b / 10.0 + 0.1), count(*) FROM "
 		      "(SELECT min(9, CAST(confidence * 10 AS INTEGER)) AS b FROM memories WHERE "
 		      "archived_at IS NULL) GROUP BY b ORDER BY b") < 0)
 		goto out;
-	if (sqlite3_prepare_v2(db, "SELECT j.value, count(*) AS n FROM memories, json_each(memories.tags) j "
-			       "WHERE archived_at IS NULL GROUP BY j.value ORDER BY n DESC, j.value LIMIT 10",
-			       -1, &s, NULL) != SQLITE_OK) {
+	if (db_prepare(&s, db, m->pg ? "SELECT j.value, count(*) AS n FROM memories, "
+		       "jsonb_array_elements_text(memories.tags::jsonb) j (value) WHERE archived_at IS NULL "
+		       "GROUP BY j.value ORDER BY n DESC, j.value COLLATE \"C\" LIMIT 10" :
+		       "SELECT j.value, count(*) AS n FROM memories, json_each(memories.tags) j "
+		       "WHERE archived_at IS NULL GROUP BY j.value ORDER BY n DESC, j.value LIMIT 10") < 0) {
 		mem_fail(m, "cannot count tags");
 		goto out;
 	}
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	while (db_step(s) == DB_ROW) {
 		jv t = jv_object();
 
-		t = json_set(t, "tag", jv_string((const char *)sqlite3_column_text(s, 0)));
-		t = json_set(t, "count", jv_number(sqlite3_column_int(s, 1)));
+		t = json_set(t, "tag", jv_string(db_col_text(s, 0)));
+		t = json_set(t, "count", jv_number((int)db_col_int64(s, 1)));
 		tags = jv_array_append(tags, t);
 	}
 	jv o = jv_object();
@@ -102,11 +111,19 @@ int memory_stats(jv *out, struct memory *m)
 	o = json_set(o, "database_bytes", jv_number(pages * psize));
 	o = json_set(o, "embedder", jv_string(m->embedder_id));
 	o = json_set(o, "vector_file", vindex_info(m));
+	if (m->pg) {
+		/* pgvector: detected, not required; without it (or with the
+		 * local embedder) the vectors are ranked in this process */
+		bool pgv = mem_pgvector(m);
+
+		o = json_set(o, "pgvector", jv_bool(pgv));
+		o = json_set(o, "vector_ranking", jv_string(pgv && m->embed_provider ? "pgvector" : "client"));
+	}
 	by_type = hist = tags = jv_null();
 	*out = o;
 	rc = 0;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	jv_free(by_type);
 	jv_free(hist);
 	jv_free(tags);
@@ -120,19 +137,22 @@ struct metric {
 	const char *value;      /* SQL giving the value (NULL when no data) */
 	const char *n;          /* SQL giving the basis (count) */
 	const char *note;
+	const char *value_pg;   /* PostgreSQL's, when value is not */
 };
 
 static const struct metric metrics[] = {
 	{ "avg_iterations_per_phase",
 	  "SELECT avg(c) FROM (SELECT count(*) AS c FROM events WHERE type = 'agent.iteration' "
-	  "GROUP BY trace_id, phase)",
-	  "SELECT count(*) FROM (SELECT 1 FROM events WHERE type = 'agent.iteration' GROUP BY trace_id, phase)",
+	  "GROUP BY trace_id, phase) x",
+	  "SELECT count(*) FROM (SELECT 1 FROM events WHERE type = 'agent.iteration' GROUP BY trace_id, phase) x",
 	  "agent.iteration events per (run, phase); trending down = agents getting smarter" },
 	{ "tool_success_rate",
 	  "SELECT avg(CASE WHEN type = 'tool.failed' OR json_extract(payload, '$.ok') = 0 THEN 0.0 "
 	  "ELSE 1.0 END) FROM events WHERE type IN ('tool.executed', 'tool.failed')",
 	  "SELECT count(*) FROM events WHERE type IN ('tool.executed', 'tool.failed')",
-	  "tool.executed (payload.ok) and tool.failed events" },
+	  "tool.executed (payload.ok) and tool.failed events",
+	  "SELECT avg(CASE WHEN type = 'tool.failed' OR payload::jsonb ->> 'ok' IN ('false', '0') "
+	  "THEN 0.0 ELSE 1.0 END) FROM events WHERE type IN ('tool.executed', 'tool.failed')" },
 	{ "avg_bounces_per_run",
 	  "SELECT CAST((SELECT count(*) FROM events WHERE type = 'loop.phase_bounce') AS REAL) / "
 	  "nullif((SELECT count(*) FROM runs), 0)",
@@ -165,14 +185,20 @@ static const struct metric metrics[] = {
 	  "SELECT avg(CASE WHEN type = 'gate.rejected' OR json_extract(payload, '$.edited') = 1 "
 	  "THEN 1.0 ELSE 0.0 END) FROM events WHERE type IN ('gate.approved', 'gate.rejected')",
 	  "SELECT count(*) FROM events WHERE type IN ('gate.approved', 'gate.rejected')",
-	  "gate decisions that rejected or edited" },
+	  "gate decisions that rejected or edited",
+	  "SELECT avg(CASE WHEN type = 'gate.rejected' OR payload::jsonb ->> 'edited' IN ('true', '1') "
+	  "THEN 1.0 ELSE 0.0 END) FROM events WHERE type IN ('gate.approved', 'gate.rejected')" },
 	{ "time_to_human_response_s",
 	  "SELECT avg((julianday(d.ts) - julianday(r.ts)) * 86400) FROM events r JOIN events d ON "
 	  "d.trace_id = r.trace_id AND d.type IN ('gate.approved', 'gate.rejected') AND "
 	  "json_extract(d.payload, '$.gate_id') = json_extract(r.payload, '$.gate_id') "
 	  "WHERE r.type = 'gate.requested'",
 	  "SELECT count(*) FROM events WHERE type IN ('gate.approved', 'gate.rejected')",
-	  "gate.requested to gate.approved/rejected, by gate_id" },
+	  "gate.requested to gate.approved/rejected, by gate_id",
+	  "SELECT avg(extract(epoch FROM CAST(d.ts AS timestamptz) - CAST(r.ts AS timestamptz))) "
+	  "FROM events r JOIN events d ON d.trace_id = r.trace_id AND d.type IN ('gate.approved', "
+	  "'gate.rejected') AND d.payload::jsonb ->> 'gate_id' = r.payload::jsonb ->> 'gate_id' "
+	  "WHERE r.type = 'gate.requested'" },
 	{ "cost_per_run_usd", "SELECT avg(total_cost_usd) FROM runs", "SELECT count(*) FROM runs",
 	  "runs.total_cost_usd" },
 	{ "success_rate",
@@ -185,19 +211,25 @@ static const struct metric metrics[] = {
 	  "b.type = 'loop.phase_bounce' AND json_extract(b.payload, '$.from') = 'review') THEN 1.0 "
 	  "ELSE 0.0 END) FROM (SELECT DISTINCT trace_id FROM events WHERE phase = 'review') t",
 	  "SELECT count(DISTINCT trace_id) FROM events WHERE phase = 'review'",
-	  "runs reviewed without a review bounce" },
+	  "runs reviewed without a review bounce",
+	  "SELECT avg(CASE WHEN NOT EXISTS (SELECT 1 FROM events b WHERE b.trace_id = t.trace_id AND "
+	  "b.type = 'loop.phase_bounce' AND b.payload::jsonb ->> 'from' = 'review') THEN 1.0 "
+	  "ELSE 0.0 END) FROM (SELECT DISTINCT trace_id FROM events WHERE phase = 'review') t" },
 };
 
 int memory_metrics(jv *out, struct store *st)
 {
-	sqlite3 *db = store_db(st);
+	struct store *db = st;
+	bool pg = store_backend(st) == DB_POSTGRES;
 	jv o = jv_object();
 
 	*out = jv_null();
 	for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
 		double v, n;
 
-		if (scalar(&v, db, metrics[i].value) < 0 || scalar(&n, db, metrics[i].n) < 0) {
+		const char *value = pg && metrics[i].value_pg ? metrics[i].value_pg : metrics[i].value;
+
+		if (scalar(&v, db, value) < 0 || scalar(&n, db, metrics[i].n) < 0) {
 			jv_free(o);
 			return forge_error_prefix("metric '%s'", metrics[i].name);
 		}
@@ -209,23 +241,29 @@ int memory_metrics(jv *out, struct store *st)
 		o = json_set(o, metrics[i].name, e);
 	}
 	/* success rate over time: completed / finished runs per ISO week */
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	jv weeks = jv_array();
 
-	if (sqlite3_prepare_v2(db, "SELECT strftime('%Y-W%W', started_at) AS w, avg(CASE WHEN status = "
-			       "'completed' THEN 1.0 ELSE 0.0 END), count(*), avg(total_cost_usd) FROM runs "
-			       "WHERE status IN ('completed', 'failed', 'cancelled') GROUP BY w ORDER BY w",
-			       -1, &s, NULL) == SQLITE_OK) {
-		while (sqlite3_step(s) == SQLITE_ROW) {
+	/* (PostgreSQL: strftime's %W, the week of the year from its first Monday) */
+	if (db_prepare(&s, db, pg ? "SELECT to_char(t, 'YYYY') || '-W' || lpad(CAST((CAST(extract(doy "
+		       "FROM t) AS INTEGER) + 6 - (CAST(extract(dow FROM t) AS INTEGER) + 6) % 7) / 7 AS TEXT), "
+		       "2, '0') AS w, avg(CASE WHEN status = 'completed' THEN 1.0 ELSE 0.0 END), count(*), "
+		       "avg(total_cost_usd) FROM (SELECT CAST(started_at AS timestamptz) AT TIME ZONE 'UTC' "
+		       "AS t, status, total_cost_usd FROM runs WHERE status IN ('completed', 'failed', "
+		       "'cancelled')) r GROUP BY w ORDER BY w COLLATE \"C\"" :
+		       "SELECT strftime('%Y-W%W', started_at) AS w, avg(CASE WHEN status = "
+		       "'completed' THEN 1.0 ELSE 0.0 END), count(*), avg(total_cost_usd) FROM runs "
+		       "WHERE status IN ('completed', 'failed', 'cancelled') GROUP BY w ORDER BY w") == 0) {
+		while (db_step(s) == DB_ROW) {
 			jv w = jv_object();
 
-			w = json_set(w, "week", jv_string((const char *)sqlite3_column_text(s, 0)));
-			w = json_set(w, "success_rate", num_or_null(sqlite3_column_double(s, 1)));
-			w = json_set(w, "runs", jv_number(sqlite3_column_int(s, 2)));
-			w = json_set(w, "cost_per_run_usd", num_or_null(sqlite3_column_double(s, 3)));
+			w = json_set(w, "week", jv_string(db_col_text(s, 0)));
+			w = json_set(w, "success_rate", num_or_null(db_col_double(s, 1)));
+			w = json_set(w, "runs", jv_number((int)db_col_int64(s, 2)));
+			w = json_set(w, "cost_per_run_usd", num_or_null(db_col_double(s, 3)));
 			weeks = jv_array_append(weeks, w);
 		}
-		sqlite3_finalize(s);
+		db_finalize(s);
 	}
 	o = json_set(o, "by_week", weeks);
 	*out = o;

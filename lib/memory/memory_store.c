@@ -148,7 +148,7 @@ static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_id
 /* Insert the row (inside the caller's transaction). */
 static int insert_row(struct memory *m, const struct fields *f, const char *id, const char *hash)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc = 0;
 
 	if (mem_cached(&s, m, MS_INSERT, "INSERT INTO memories (id, type, content, context, tags, confidence, "
@@ -156,32 +156,32 @@ static int insert_row(struct memory *m, const struct fields *f, const char *id, 
 			"episode, frequency, success_rate, trigger_text, steps, pattern_id, archived_at, "
 			"archived_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") < 0)
 		return -1;
-	store_bind_text(s, 1, id);
-	store_bind_text(s, 2, f->type);
-	store_bind_text(s, 3, f->content);
-	store_bind_text(s, 4, f->context ? f->context : "");
-	store_bind_text(s, 5, f->tags);
-	sqlite3_bind_double(s, 6, f->confidence);
-	store_bind_text(s, 7, f->source);
-	store_bind_text(s, 8, hash);
-	sqlite3_bind_int64(s, 9, f->created_at);
-	sqlite3_bind_int64(s, 10, f->updated_at);
-	sqlite3_bind_int64(s, 11, f->last_accessed);
-	sqlite3_bind_int64(s, 12, f->access_count);
-	store_bind_text(s, 13, f->episode);
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, f->type);
+	db_bind_text(s, 3, f->content);
+	db_bind_text(s, 4, f->context ? f->context : "");
+	db_bind_text(s, 5, f->tags);
+	db_bind_double(s, 6, f->confidence);
+	db_bind_text(s, 7, f->source);
+	db_bind_text(s, 8, hash);
+	db_bind_int64(s, 9, f->created_at);
+	db_bind_int64(s, 10, f->updated_at);
+	db_bind_int64(s, 11, f->last_accessed);
+	db_bind_int64(s, 12, f->access_count);
+	db_bind_text(s, 13, f->episode);
 	if (f->frequency >= 0)
-		sqlite3_bind_int64(s, 14, f->frequency);
+		db_bind_int64(s, 14, f->frequency);
 	if (f->success_rate >= 0)
-		sqlite3_bind_double(s, 15, f->success_rate);
-	store_bind_text(s, 16, f->trigger);
-	store_bind_text(s, 17, f->steps);
-	store_bind_text(s, 18, f->pattern_id);
+		db_bind_double(s, 15, f->success_rate);
+	db_bind_text(s, 16, f->trigger);
+	db_bind_text(s, 17, f->steps);
+	db_bind_text(s, 18, f->pattern_id);
 	if (f->archived_at)
-		sqlite3_bind_int64(s, 19, f->archived_at);
-	store_bind_text(s, 20, f->archived_reason);
-	if (sqlite3_step(s) != SQLITE_DONE)
+		db_bind_int64(s, 19, f->archived_at);
+	db_bind_text(s, 20, f->archived_reason);
+	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot store memory '%s'", id);
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
@@ -287,19 +287,19 @@ int mem_import_one(char id_out[ULID_LEN + 1], struct memory *m, jv mem, bool lin
 
 int memory_get(jv *out, struct memory *m, const char *id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int step, rc = 0;
 
 	*out = jv_null();
 	if (mem_cached(&s, m, MS_GET, "SELECT " MEM_COLS " FROM memories WHERE id = ?") < 0)
 		return -1;
-	store_bind_text(s, 1, id);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW)
+	db_bind_text(s, 1, id);
+	step = db_step(s);
+	if (step == DB_ROW)
 		*out = mem_row_json(s, 0);
-	else if (step != SQLITE_DONE)
+	else if (step != DB_DONE)
 		rc = mem_fail(m, "cannot read memory '%s'", id);
-	sqlite3_reset(s);
+	db_reset(s);
 	return rc;
 }
 
@@ -313,7 +313,7 @@ int memory_update(struct memory *m, const char *id, jv changes)
 	struct fields f = { .src = jv_null() };
 	struct buf text = BUF_INIT;
 	char hash[33];
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	jv cur = jv_null();
 	int rc = -1;
 
@@ -355,28 +355,28 @@ int memory_update(struct memory *m, const char *id, jv changes)
 			"confidence = ?, source = ?, episode = ?, frequency = ?, success_rate = ?, "
 			"trigger_text = ?, steps = ?, content_hash = ?, updated_at = ? WHERE id = ?") < 0)
 		goto out;
-	store_bind_text(s, 1, f.content);
-	store_bind_text(s, 2, f.context ? f.context : "");
-	store_bind_text(s, 3, f.tags);
-	sqlite3_bind_double(s, 4, f.confidence);
-	store_bind_text(s, 5, f.source);
-	store_bind_text(s, 6, f.episode);
+	db_bind_text(s, 1, f.content);
+	db_bind_text(s, 2, f.context ? f.context : "");
+	db_bind_text(s, 3, f.tags);
+	db_bind_double(s, 4, f.confidence);
+	db_bind_text(s, 5, f.source);
+	db_bind_text(s, 6, f.episode);
 	if (f.frequency >= 0)
-		sqlite3_bind_int64(s, 7, f.frequency);
+		db_bind_int64(s, 7, f.frequency);
 	if (f.success_rate >= 0)
-		sqlite3_bind_double(s, 8, f.success_rate);
-	store_bind_text(s, 9, f.trigger);
-	store_bind_text(s, 10, f.steps);
-	store_bind_text(s, 11, hash);
-	sqlite3_bind_int64(s, 12, memory_now(m));
-	store_bind_text(s, 13, id);
-	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_bind_double(s, 8, f.success_rate);
+	db_bind_text(s, 9, f.trigger);
+	db_bind_text(s, 10, f.steps);
+	db_bind_text(s, 11, hash);
+	db_bind_int64(s, 12, memory_now(m));
+	db_bind_text(s, 13, id);
+	if (db_step(s) != DB_DONE) {
 		mem_fail(m, "cannot update memory '%s'", id);
 		goto out;
 	}
-	rc = sqlite3_changes(m->db) ? 0 : MEMORY_NOT_FOUND;
+	rc = db_changes(s) ? 0 : MEMORY_NOT_FOUND;
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	buf_release(&text);
 	fields_release(&f);
 	jv_free(cur);

@@ -20,9 +20,11 @@ struct db_stmt {
 	char *sql;
 	char **val;
 	int nval;
+	Oid *types;                     /* 0 (inferred), or text for a $N the SQL leaves out */
 	PGresult *res;
 	int row, nrows;
 	long changes;
+	unsigned char *blob;            /* the last db_col_blob, decoded */
 };
 
 /* ---- what names a PostgreSQL database --------------------------------- */
@@ -155,9 +157,12 @@ int db_pg_exec(struct store *st, const char *sql)
 /* ---- statements -------------------------------------------------------- */
 
 /* sql with ?N (and bare ?, numbered on) as $N outside '...' and "...";
- * *max the highest parameter number.  malloc'd. */
-static char *pg_sql(const char *sql, int *max)
+ * *max the highest parameter number; (*used)[n - 1] whether $n occurs
+ * (malloc'd, *max of them).  malloc'd. */
+static char *pg_sql(const char *sql, int *max, bool **used)
 {
+	size_t cap = 0;
+
 	struct buf b = BUF_INIT;
 	int next = 1;
 	char quote = 0;
@@ -180,6 +185,14 @@ static char *pg_sql(const char *sql, int *max)
 			next = n + 1;
 			if (n > *max)
 				*max = n;
+			if ((size_t)n > cap) {
+				size_t old = cap;
+
+				cap = (size_t)n * 2;
+				*used = xrealloc(*used, cap * sizeof **used);
+				memset(*used + old, 0, (cap - old) * sizeof **used);
+			}
+			(*used)[n - 1] = true;
 			buf_addf(&b, "$%d", n);
 		} else {
 			buf_addch(&b, *p);
@@ -199,8 +212,16 @@ int db_prepare(struct db_stmt **out, struct store *st, const char *sql)
 		return -1;
 	}
 	if (st->backend == DB_POSTGRES) {
-		s->sql = pg_sql(sql, &s->nval);
+		bool *used = NULL;
+
+		s->sql = pg_sql(sql, &s->nval, &used);
 		s->val = xcalloc((size_t)s->nval + 1, sizeof *s->val);
+		/* PostgreSQL cannot tell the type of a parameter the SQL does
+		 * not name (?3 used, ?1 not): it goes as text */
+		s->types = xcalloc((size_t)s->nval + 1, sizeof *s->types);
+		for (int i = 0; i < s->nval; i++)
+			s->types[i] = used[i] ? 0 : 25;   /* 25: text's type id */
+		free(used);
 		s->row = -1;
 		*out = s;
 		return 0;
@@ -275,13 +296,39 @@ void db_bind_null(struct db_stmt *s, int i)
 		(void)pg_slot(s, i);
 }
 
+void db_bind_blob(struct db_stmt *s, int i, const void *data, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = data;
+
+	if (s->lite) {
+		sqlite3_bind_blob64(s->lite, i, data, (sqlite3_uint64)n, SQLITE_TRANSIENT);
+		return;
+	}
+	char **slot = pg_slot(s, i);
+
+	if (!slot)
+		return;
+	/* bytea's hex input form: \x then two digits a byte */
+	char *t = xmalloc(2 * n + 3);
+
+	t[0] = '\\';
+	t[1] = 'x';
+	for (size_t k = 0; k < n; k++) {
+		t[2 + 2 * k] = hex[p[k] >> 4];
+		t[3 + 2 * k] = hex[p[k] & 15];
+	}
+	t[2 * n + 2] = '\0';
+	*slot = t;
+}
+
 /* Run the statement (PostgreSQL): the whole result is kept. */
 static int pg_run(struct db_stmt *s)
 {
 	struct store *st = s->st;
 	ExecStatusType t;
 
-	s->res = PQexecParams(st->pg, s->sql, s->nval, NULL, (const char *const *)s->val, NULL, NULL, 0);
+	s->res = PQexecParams(st->pg, s->sql, s->nval, s->types, (const char *const *)s->val, NULL, NULL, 0);
 	t = s->res ? PQresultStatus(s->res) : PGRES_FATAL_ERROR;
 	if (t == PGRES_TUPLES_OK) {
 		s->nrows = PQntuples(s->res);
@@ -366,6 +413,49 @@ double db_col_double(struct db_stmt *s, int i)
 	return t ? strtod(t, NULL) : 0;
 }
 
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+const void *db_col_blob(struct db_stmt *s, int i, size_t *n)
+{
+	const char *t;
+	size_t len;
+
+	*n = 0;
+	if (s->lite) {
+		const void *b = sqlite3_column_blob(s->lite, i);
+
+		*n = b ? (size_t)sqlite3_column_bytes(s->lite, i) : 0;
+		return b;
+	}
+	t = db_col_text(s, i);
+	if (!t)
+		return NULL;
+	len = db_col_bytes(s, i);
+	free(s->blob);
+	s->blob = xmalloc(len / 2 + 1);
+	if (len >= 2 && t[0] == '\\' && t[1] == 'x') {
+		for (size_t k = 2; k + 1 < len; k += 2) {
+			int hi = hexval(t[k]), lo = hexval(t[k + 1]);
+
+			if (hi < 0 || lo < 0)
+				break;
+			s->blob[(*n)++] = (unsigned char)(hi << 4 | lo);
+		}
+	}
+	return s->blob;
+}
+
+bool db_in_transaction(struct store *st)
+{
+	if (st->backend == DB_POSTGRES)
+		return PQtransactionStatus(st->pg) != PQTRANS_IDLE;
+	return !sqlite3_get_autocommit(st->db);
+}
+
 jv db_col_str(struct db_stmt *s, int i)
 {
 	const char *t = db_col_text(s, i);
@@ -398,6 +488,8 @@ void db_reset(struct db_stmt *s)
 	}
 	PQclear(s->res);
 	s->res = NULL;
+	free(s->blob);
+	s->blob = NULL;
 	s->row = -1;
 	s->nrows = 0;
 	s->changes = 0;
@@ -416,6 +508,7 @@ void db_finalize(struct db_stmt *s)
 	} else {
 		db_reset(s);
 		free(s->val);
+		free(s->types);
 		free(s->sql);
 	}
 	free(s);

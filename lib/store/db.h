@@ -12,7 +12,9 @@
  * writes must mean the same on both: ON CONFLICT ... DO NOTHING/DO UPDATE
  * (not INSERT OR IGNORE/REPLACE), IS DISTINCT FROM (not IS NOT), CAST(? AS
  * TEXT) where PostgreSQL cannot tell a parameter's type, LIMIT with a
- * positive count (DB_LIMIT_ALL for "no limit").  What differs in the
+ * positive count (DB_LIMIT_ALL for "no limit").  A parameter the SQL
+ * does not name (?3 named, ?1 and ?2 not) may still be bound: it goes to
+ * PostgreSQL as text, which it ignores.  What differs in the
  * schema (types, triggers, JSON operators) lives in the migrations:
  * schemas/sql/ for SQLite, schemas/pg/ for PostgreSQL, same tables, same
  * columns, same append-only rules.  The SQLite hot path (events streamed
@@ -65,12 +67,17 @@ void db_bind_textn(struct db_stmt *s, int i, const char *text, size_t n);
 void db_bind_int64(struct db_stmt *s, int i, int64_t v);
 void db_bind_double(struct db_stmt *s, int i, double v);
 void db_bind_null(struct db_stmt *s, int i);
+/* Bytes (SQLite BLOB, PostgreSQL bytea: sent as hex text); copied. */
+void db_bind_blob(struct db_stmt *s, int i, const void *data, size_t n);
 
 /* DB_ROW (a row to read), DB_DONE, or -1 (the message: store_fail()). */
 int db_step(struct db_stmt *s);
 
 /* Rows the last INSERT/UPDATE/DELETE step changed. */
 long db_changes(struct db_stmt *s);
+
+/* Whether a transaction is open on st (also a failed one on PostgreSQL). */
+bool db_in_transaction(struct store *st);
 
 /* Whether the last failure was a UNIQUE/PRIMARY KEY violation. */
 bool db_unique_violation(struct store *st);
@@ -81,6 +88,9 @@ const char *db_col_text(struct db_stmt *s, int i);
 size_t db_col_bytes(struct db_stmt *s, int i);
 int64_t db_col_int64(struct db_stmt *s, int i);
 double db_col_double(struct db_stmt *s, int i);
+/* A BLOB / bytea column: its bytes (*n of them; NULL and 0 for SQL NULL),
+ * borrowed like text (on PostgreSQL decoded from its hex text). */
+const void *db_col_blob(struct db_stmt *s, int i, size_t *n);
 /* As jv: a string / a number / parsed JSON, null for SQL NULL (and for
  * text that is not JSON). */
 jv db_col_str(struct db_stmt *s, int i);
