@@ -1,5 +1,6 @@
 /* phase.c - the shared skeleton of the phase filters; see phase.h. */
 #include "app/phase.h"
+#include "app/heartbeat.h"
 #include "app/runshare.h"
 #include "app/delegate.h"
 #include "app/term.h"
@@ -868,6 +869,16 @@ static int take_lease(struct phase *ph)
 		if (ours)
 			return 0;
 	}
+	double every = config_get_num(ph->cfg, "supervisor.lease_renew_s");
+	double ttl = config_get_num(ph->cfg, "supervisor.lease_ttl_s");
+
+	if (!(every > 0) || !(ttl > 2 * every)) {
+		fprintf(stderr, "%s: supervisor.lease_ttl_s (%g) must be more than twice "
+				"supervisor.lease_renew_s (%g), which must be more than 0\n", ph->spec->program, ttl,
+			every);
+		return FORGE_EXIT_USAGE;
+	}
+	store_set_lease_ttl(st, ttl);
 	ulid_new(holder);
 	int r = store_lease_take(&held, st, trace, holder, ph->spec->program);
 	if (r == STORE_LEASE_HELD) {
@@ -885,6 +896,13 @@ static int take_lease(struct phase *ph)
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	snprintf(ph->lease, sizeof ph->lease, "%s", holder);
+	/* renewed like a supervisor's, so that another machine (a CI job's
+	 * retry) takes over the lease of a job that was killed */
+	char *db = NULL;
+
+	if (store_resolve_path(&db, ph->common.db, ph->repo) == 0)
+		heartbeat_start(&ph->beat, db, trace, holder, every, ph->spec->program, ph->common.verbosity < 0);
+	free(db);
 	return 0;
 }
 
@@ -1014,6 +1032,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	}
 	ph.state = jv_null();
 out:
+	heartbeat_stop(ph.beat);
 	if (ph.lease[0])
 		store_lease_release(ph.store, json_get_str(ph.state, "trace_id") ? json_get_str(ph.state, "trace_id")
 				    : json_get_str(ph.in.state, "trace_id"), ph.lease);

@@ -77,6 +77,8 @@ struct phase_spec {
 	const char *(*run)(struct phase *ph);
 };
 
+struct heartbeat;
+
 struct phase {
 	const struct phase_spec *spec;
 	struct cli_common common;
@@ -103,6 +105,7 @@ struct phase {
 					 * phase_main does not add "PROG: STATUS: REASON" */
 	char reason[1024];              /* why the phase ended as it did */
 	char lease[32];                 /* the lease this process took, or "" */
+	struct heartbeat *beat;         /* renews it (app/heartbeat.h), or NULL */
 	bool interrupted;               /* a human interrupted it (Ctrl-C at a prompt): exit 130 after the state */
 	void *payload;                  /* the filter's own */
 };

@@ -1,5 +1,6 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "app/supervise.h"
+#include "app/heartbeat.h"
 #include "app/supervise_int.h"
 #include "app/runshare.h"
 #include "app/human.h"
@@ -852,13 +853,12 @@ static jv level_payload(struct sup *s, jv payload)
 	return json_set(payload, "level_from", jv_string(s->level_from));
 }
 
-static void heartbeat_stop(struct sup *s);
-
 static void sup_release(struct sup *s)
 {
 	push_run(s);
 	sup_commit_batch(s);
-	heartbeat_stop(s);
+	heartbeat_stop(s->beat);
+	s->beat = NULL;
 	if (s->holder[0]) {
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
@@ -881,105 +881,6 @@ static void sup_release(struct sup *s)
 	jv_free(s->saved);
 	db_finalize(s->run_row);
 	pthread_mutex_destroy(&s->lock);
-}
-
-/*
- * The lease's heartbeat: a thread of its own, with its own connection to
- * the database, renews the lease every supervisor.lease_renew_s, whatever
- * the phases do (one may say nothing for minutes while tests run, a gate
- * may wait for a human at the terminal with the run's lock held), so that
- * another machine tells a live run from one whose machine went down.
- */
-struct heartbeat {
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;          /* signalled by heartbeat_stop */
-	bool stop;
-	struct store *st;           /* owned */
-	char trace[128], holder[ULID_LEN + 1];
-	double every_s;
-};
-
-static void *heartbeat_main(void *arg)
-{
-	struct heartbeat *h = arg;
-	struct timespec at;
-
-	pthread_mutex_lock(&h->mu);
-	while (!h->stop) {
-		pthread_mutex_unlock(&h->mu);
-		/* a failed renewal (the server is down a moment): the next beat tries again */
-		store_lease_renew(h->st, h->trace, h->holder);
-		pthread_mutex_lock(&h->mu);
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		long long ns = at.tv_nsec + (long long)(h->every_s * 1e9);
-		at.tv_sec += (time_t)(ns / 1000000000LL);
-		at.tv_nsec = (long)(ns % 1000000000LL);
-		while (!h->stop && pthread_cond_timedwait(&h->cv, &h->mu, &at) != ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&h->mu);
-	return NULL;
-}
-
-/* Start renewing s's lease; without a database of its own (in memory) or
- * when it cannot start, a warning: the lease stays never renewed, which
- * another host takes to be alive (as a Forge before renewals). */
-static void heartbeat_start(struct sup *s, double every_s)
-{
-	struct heartbeat *h = xcalloc(1, sizeof *h);
-	pthread_condattr_t ca;
-	sigset_t all, was;
-
-	if (!s->o->db_path || strcmp(s->o->db_path, ":memory:") == 0) {
-		free(h);
-		return;
-	}
-	if (store_open(&h->st, s->o->db_path) < 0) {
-		if (!s->o->quiet)
-			fprintf(stderr, "forge: warning: the run's lease is not renewed: %s\n", forge_last_error());
-		free(h);
-		return;
-	}
-	snprintf(h->trace, sizeof h->trace, "%s", s->trace);
-	snprintf(h->holder, sizeof h->holder, "%s", s->holder);
-	h->every_s = every_s;
-	pthread_mutex_init(&h->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	/* signals go to the supervisor's own thread, never to the heartbeat */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &was);
-	int rc = pthread_create(&h->th, NULL, heartbeat_main, h);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
-	if (rc != 0) {
-		pthread_cond_destroy(&h->cv);
-		pthread_mutex_destroy(&h->mu);
-		store_free(h->st);
-		free(h);
-		return;
-	}
-	s->beat = h;
-}
-
-static void heartbeat_stop(struct sup *s)
-{
-	struct heartbeat *h = s->beat;
-
-	if (!h)
-		return;
-	pthread_mutex_lock(&h->mu);
-	h->stop = true;
-	pthread_cond_signal(&h->cv);
-	pthread_mutex_unlock(&h->mu);
-	pthread_join(h->th, NULL);
-	pthread_cond_destroy(&h->cv);
-	pthread_mutex_destroy(&h->mu);
-	store_free(h->st);
-	free(h);
-	s->beat = NULL;
 }
 
 /* "last renewed at T" or "never renewed", for messages. */
@@ -1087,7 +988,7 @@ static int take_lease(struct sup *s)
 	if (r == STORE_LEASE_STOLEN)
 		lease_taken(s, held);
 	jv_free(held);
-	heartbeat_start(s, every);
+	heartbeat_start(&s->beat, s->o->db_path, s->trace, s->holder, every, "forge", s->o->quiet);
 	return 0;
 }
 

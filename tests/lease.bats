@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# lease.bats - a run's lease across machines: the supervisor renews it
-# (supervisor.lease_renew_s) while a phase is silent; a lease of another host
+# lease.bats - a run's lease across machines: the supervisor, and a phase
+# filter run by hand on a state, renew it (supervisor.lease_renew_s) while
+# silent; a lease of another host
 # not renewed for supervisor.lease_ttl_s is dead and `forge resume` takes it
 # over; a fresh one is refused (exit 4, naming the host and the renewal)
 # unless `forge resume --steal`; a live one of this host never.  Another
@@ -108,7 +109,7 @@ now_iso() {
 		and .renewed_at == $at and .since == "2026-01-01T00:00:00.000Z"' --arg at "$at" <<<"$output"
 }
 
-@test "a lease of another host that is never renewed (a phase run by hand there) counts as alive" {
+@test "a lease of another host that is never renewed (a Forge from before renewals) counts as alive" {
 	left_on_host far.example null
 	run -4 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, never renewed;"* ]]
@@ -181,4 +182,31 @@ until_true() {
 	rc=0; wait "$R1" || rc=$?
 	[ "$rc" -eq 0 ]
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+}
+
+@test "a phase filter run by hand on a state takes the run's lease, renews it while silent and releases it at its end" {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_renew_s": 0.1, "lease_ttl_s": 1}}' >.forge/config.json
+	script "$PLAN"
+	forge-plan -q --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/plan.jsonl" | jq -r .trace_id)
+	[ -n "$T" ] && [ "$T" != null ]
+	# implement's first model call stops after its first event until the file exists
+	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"
+	setsid forge-implement -q <"$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/r1.out" \
+		2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true renewed_once
+	first=$(renewed_at)
+	[ "$(sqlite3 "$FORGE_DB" "select program || ' ' || pid from leases where trace_id = '$T'")" = \
+		"forge-implement $R1" ]
+	until_true renewed_after "$first"
+	touch "$BATS_TEST_TMPDIR/go"
+	rc=0; wait "$R1" || rc=$?
+	[ "$rc" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/r1.err"; false; }
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+	tail -n 1 "$BATS_TEST_TMPDIR/r1.out" | jq -e --arg t "$T" '.kind == "state" and .trace_id == $t' >/dev/null
 }

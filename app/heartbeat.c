@@ -1,0 +1,103 @@
+/* heartbeat.c - a run's lease renewed from a thread of its own; see heartbeat.h. */
+#include "app/heartbeat.h"
+#include "core/forge.h"
+#include "core/ids.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct heartbeat {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;          /* signalled by heartbeat_stop */
+	bool stop;
+	struct store *st;           /* owned: the thread's own connection */
+	char trace[128], holder[ULID_LEN + 1];
+	double every_s;
+};
+
+static void *beat(void *arg)
+{
+	struct heartbeat *h = arg;
+	struct timespec at;
+
+	pthread_mutex_lock(&h->mu);
+	while (!h->stop) {
+		pthread_mutex_unlock(&h->mu);
+		store_lease_renew(h->st, h->trace, h->holder);
+		pthread_mutex_lock(&h->mu);
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		long long ns = at.tv_nsec + (long long)(h->every_s * 1e9);
+		at.tv_sec += (time_t)(ns / 1000000000LL);
+		at.tv_nsec = (long)(ns % 1000000000LL);
+		while (!h->stop && pthread_cond_timedwait(&h->cv, &h->mu, &at) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, const char *holder,
+		     double every_s, const char *program, bool quiet)
+{
+	struct heartbeat *h;
+	pthread_condattr_t ca;
+	sigset_t all, was;
+
+	*out = NULL;
+	if (!db || strcmp(db, ":memory:") == 0)
+		return;
+	h = xcalloc(1, sizeof *h);
+	if (store_open(&h->st, db) < 0) {
+		if (!quiet)
+			fprintf(stderr, "%s: warning: the run's lease is not renewed: %s\n", program,
+				forge_last_error());
+		free(h);
+		return;
+	}
+	snprintf(h->trace, sizeof h->trace, "%s", trace);
+	snprintf(h->holder, sizeof h->holder, "%s", holder);
+	h->every_s = every_s;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	/* signals go to the program's own thread, never to the heartbeat */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	int rc = pthread_create(&h->th, NULL, beat, h);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (rc != 0) {
+		if (!quiet)
+			fprintf(stderr, "%s: warning: the run's lease is not renewed: cannot start a thread: %s\n",
+				program, strerror(rc));
+		pthread_cond_destroy(&h->cv);
+		pthread_mutex_destroy(&h->mu);
+		store_free(h->st);
+		free(h);
+		return;
+	}
+	*out = h;
+}
+
+void heartbeat_stop(struct heartbeat *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stop = true;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	pthread_join(h->th, NULL);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	store_free(h->st);
+	free(h);
+}
