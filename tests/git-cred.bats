@@ -93,6 +93,21 @@ last_trace() {
 	no_password_anywhere
 }
 
+@test "credential.helper store then cache: the cache daemon forge's approve starts outlives the run and holds the credential" {
+	SOCK="$BATS_TEST_TMPDIR/cache/s"
+	echo "http://forge:$PASSWORD@127.0.0.1:$PORT" >"$BATS_TEST_TMPDIR/creds"
+	git -C "$REPO" config credential.helper "store --file=$BATS_TEST_TMPDIR/creds"
+	git -C "$REPO" config --add credential.helper "cache --timeout=600 --socket=$SOCK"
+	to_files 0 env FORGE_PUSH_REMOTE=$URL forge run "add a mul operation"
+	T=$(last_trace)
+	[ "$(git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse "forge/$T")" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
+	run -0 git credential-cache --socket "$SOCK" get <<<"$(printf 'protocol=http\nhost=127.0.0.1:%s\n' "$PORT")"
+	git credential-cache --socket "$SOCK" exit
+	assert_line "username=forge"
+	assert_line "password=$PASSWORD"
+	no_password_anywhere
+}
+
 @test "credential.helper store with a wrong password: each push fails naming the remote, the helper forgets it, the run completes" {
 	echo "http://forge:not-the-password-00@127.0.0.1:$PORT" >"$BATS_TEST_TMPDIR/creds"
 	git -C "$REPO" config credential.helper "store --file=$BATS_TEST_TMPDIR/creds"

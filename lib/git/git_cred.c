@@ -63,14 +63,22 @@ void forge_git_cred_release(struct forge_git_cred *c)
 	forget(c);
 }
 
-/* `git credential ACTION` in c->dir with `input` on its stdin (git's
- * credential protocol); never prompts on the terminal. */
+/*
+ * `git credential ACTION` in c->dir with `input` on its stdin (git's
+ * credential protocol); never prompts on the terminal.  approve and reject
+ * run in a session of their own with stderr to /dev/null: a helper may
+ * start a daemon that outlives them (credential-cache--daemon), which must
+ * neither hold our pipe (proc_run would wait for it) nor be in a process
+ * group that forge kills when the run's programs end.
+ */
 static int helper(struct forge_git_cred *c, const char *action, const char *input, struct proc_result *r)
 {
-	const char *argv[] = { "/usr/bin/env", "GIT_TERMINAL_PROMPT=0", "git", "credential", action, NULL };
+	const char *fill[] = { "/usr/bin/env", "GIT_TERMINAL_PROMPT=0", "git", "credential", action, NULL };
+	const char *tell[] = { "/usr/bin/env", "GIT_TERMINAL_PROMPT=0", "setsid", "sh", "-c",
+			       "exec git credential \"$0\" 2>/dev/null", action, NULL };
 	struct proc_opts o = PROC_OPTS_INIT;
 
-	o.argv = argv;
+	o.argv = strcmp(action, "fill") == 0 ? fill : tell;
 	o.cwd = c->dir;
 	o.input = input;
 	o.input_len = strlen(input);
