@@ -5,8 +5,10 @@
 # tests/helpers/git_http_server.py).  Forge asks git's own credential
 # helpers (`git credential fill`, then approve, or reject when refused), takes
 # a password in the URL, and never lets a password reach stderr, an event or
-# the database.  A push that fails is a warning and a run.push_failed event:
-# the run goes on (README "Runs on several machines").
+# the database.  Over ssh (an sshd of the test's own on loopback, when
+# openssh-server is installed): the SSH agent, then ~/.ssh's keys, the host
+# key checked against known_hosts.  A push that fails is a warning and a
+# run.push_failed event: the run goes on (README "Runs on several machines").
 
 bats_require_minimum_version 1.5.0
 
@@ -37,6 +39,7 @@ setup() {
 
 teardown() {
 	[ -z "${SERVER_PID:-}" ] || kill "$SERVER_PID" 2>/dev/null || true
+	ssh_teardown
 }
 
 # A helper that answers from $BATS_TEST_TMPDIR/password and logs what git
@@ -178,4 +181,109 @@ last_trace() {
 	[ "$(git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse "forge/$T")" = "$(git -C "$B" rev-parse "forge/$T")" ]
 	[ "$(grep -c '^action=get$' "$BATS_TEST_TMPDIR/helper.log")" -ge 2 ]
 	no_password_anywhere
+}
+
+# sshd_start: an sshd of this test's own on 127.0.0.1 ($SSH_PORT: random
+# ports tried until one binds; sshd returns once it listens; its pid from
+# ss), accepting the
+# key $BATS_TEST_TMPDIR/userkey for this user, serving the bare repository
+# as $SSH_URL.  Skips, saying why, without sshd.
+sshd_start() {
+	[ -x /usr/sbin/sshd ] || skip "no sshd (openssh-server; scripts/install-deps installs it)"
+	if [ ! -d /run/sshd ]; then
+		[ "$(id -u)" -eq 0 ] || skip "sshd needs its privilege separation directory /run/sshd"
+		mkdir -p /run/sshd
+	fi
+	local d="$BATS_TEST_TMPDIR/sshd" i
+	mkdir -p "$d"
+	ssh-keygen -q -t ed25519 -N '' -f "$d/hostkey"
+	ssh-keygen -q -t ed25519 -N '' -f "$BATS_TEST_TMPDIR/userkey"
+	cp "$BATS_TEST_TMPDIR/userkey.pub" "$d/authorized_keys"
+	for i in $(seq 20); do
+		SSH_PORT=$((20000 + RANDOM % 40000))
+		cat >"$d/config" <<-CONF
+			Port $SSH_PORT
+			ListenAddress 127.0.0.1
+			HostKey $d/hostkey
+			PidFile $d/pid
+			AuthorizedKeysFile $d/authorized_keys
+			StrictModes no
+			UsePAM no
+			PasswordAuthentication no
+			KbdInteractiveAuthentication no
+			PermitRootLogin prohibit-password
+		CONF
+		/usr/sbin/sshd -f "$d/config" -E "$d/log" && break
+	done
+	# the daemon that holds the listening socket (its pid file comes a moment later)
+	SSHD_PID=$(ss -ltnpH "sport = :$SSH_PORT" | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+	[ -n "$SSHD_PID" ]
+	SSH_URL="ssh://$(id -un)@127.0.0.1:$SSH_PORT$BATS_TEST_TMPDIR/srv/calc.git"
+	mkdir -p "$HOME/.ssh"
+	chmod 700 "$HOME/.ssh"
+}
+
+# known: the server's host key in ~/.ssh/known_hosts, hashed as ssh's HashKnownHosts writes it
+known() {
+	{ printf '[127.0.0.1]:%s ' "$SSH_PORT"; cut -d' ' -f1,2 "$BATS_TEST_TMPDIR/sshd/hostkey.pub"; } >"$HOME/.ssh/known_hosts"
+	ssh-keygen -q -H -f "$HOME/.ssh/known_hosts" >/dev/null 2>&1
+	rm -f "$HOME/.ssh/known_hosts.old"
+	! grep -q 127.0.0.1 "$HOME/.ssh/known_hosts"
+}
+
+ssh_teardown() {
+	[ -z "${SSHD_PID:-}" ] || kill "$SSHD_PID" 2>/dev/null || true
+	[ -z "${AGENT_PID:-}" ] || kill "$AGENT_PID" 2>/dev/null || true
+}
+
+@test "ssh: the key in ~/.ssh/id_ed25519 pushes, the host checked against a hashed known_hosts; an unknown host is refused, the run goes on" {
+	sshd_start
+	unset SSH_AUTH_SOCK
+	cp "$BATS_TEST_TMPDIR/userkey" "$HOME/.ssh/id_ed25519"
+	cp "$BATS_TEST_TMPDIR/userkey.pub" "$HOME/.ssh/id_ed25519.pub"
+	# no known_hosts: refused, and the run goes on
+	to_files 0 env FORGE_PUSH_REMOTE=$SSH_URL forge run "add a mul operation"
+	T=$(last_trace)
+	grep -q "host key verification failed: \[127.0.0.1\]:$SSH_PORT is not in ~/.ssh/known_hosts (connect once with ssh, or: ssh-keyscan -p $SSH_PORT 127.0.0.1 >> ~/.ssh/known_hosts); the run goes on" \
+		"$BATS_TEST_TMPDIR/err"
+	run -1 git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse --verify -q "forge/$T"
+	# another key under that name: refused too
+	ssh-keygen -q -t ed25519 -N '' -f "$BATS_TEST_TMPDIR/otherhost"
+	{ printf '[127.0.0.1]:%s ' "$SSH_PORT"; cut -d' ' -f1,2 "$BATS_TEST_TMPDIR/otherhost.pub"; } >"$HOME/.ssh/known_hosts"
+	to_files 0 env FORGE_PUSH_REMOTE=$SSH_URL forge run "add a mul operation"
+	grep -q "host key verification failed: the key of \[127.0.0.1\]:$SSH_PORT is not the one in known_hosts" "$BATS_TEST_TMPDIR/err"
+	# known: pushed with the key file
+	known
+	to_files 0 env FORGE_PUSH_REMOTE=$SSH_URL forge run "add a mul operation"
+	T=$(last_trace)
+	! grep -q warning "$BATS_TEST_TMPDIR/err"
+	[ "$(git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse "forge/$T")" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
+	grep -q "Accepted publickey" "$BATS_TEST_TMPDIR/sshd/log"
+	ssh_teardown
+}
+
+@test "ssh: the SSH agent's key when ~/.ssh has none; a resume in another clone fetches over ssh" {
+	sshd_start
+	known
+	eval "$(ssh-agent -s -a "$BATS_TEST_TMPDIR/agent.sock")" >/dev/null
+	AGENT_PID=$SSH_AGENT_PID
+	ssh-add -q "$BATS_TEST_TMPDIR/userkey" 2>/dev/null
+	export FORGE_CASSETTE="$CASSETTES/run-highrisk.jsonl"
+	to_files 4 env FORGE_PUSH_REMOTE=$SSH_URL forge run --config "$CONFIGS/high-risk.json" "add a mul operation"
+	T=$(last_trace)
+	[ "$(git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse "forge/$T")" = "$BASE" ]
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	B="$BATS_TEST_TMPDIR/b"
+	git clone -q "$BATS_TEST_TMPDIR/srv/calc.git" "$B"
+	cd "$B"
+	to_files 0 env FORGE_PUSH_REMOTE=$SSH_URL forge resume --config "$CONFIGS/high-risk.json" "$T"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.adopted") | .payload] | length == 1 and .[0].fetched == true' <<<"$output"
+	[ "$(git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse "forge/$T")" = "$(git -C "$B" rev-parse "forge/$T")" ]
+	# without the agent (nor a key file): a clear error
+	unset SSH_AUTH_SOCK
+	export FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	to_files 0 env FORGE_PUSH_REMOTE=$SSH_URL forge run "add a mul operation"
+	grep -q "authentication failed: no key of the SSH agent or of ~/.ssh (id_ed25519, id_ecdsa, id_rsa) was accepted" "$BATS_TEST_TMPDIR/err"
+	ssh_teardown
 }

@@ -652,7 +652,7 @@ static void hide_url_password(const char *url)
  * git_remote_free().  The one set-up push and fetch share.
  */
 static int open_remote(git_remote **out, struct forge_git *g, const char *remote, const char *refspec,
-		       bool push)
+		       bool push, struct forge_git_cred *cred)
 {
 	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
 	struct buf url = BUF_INIT;
@@ -669,6 +669,7 @@ static int open_remote(git_remote **out, struct forge_git *g, const char *remote
 	    forge_git_tls_prepare() < 0)
 		goto out;
 	hide_url_password(url.buf);
+	forge_git_cred_url(cred, url.buf);
 	copts.repository = g->repo;
 	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
 	if (git_remote_create_with_opts(out, url.buf, &copts) < 0) {
@@ -695,10 +696,11 @@ int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char 
 	int rc = -1;
 
 	forge_git_cred_init(&st.cred, g->root, remote);
-	if (open_remote(&r, g, remote, what, true) < 0)
+	if (open_remote(&r, g, remote, what, true, &st.cred) < 0)
 		goto out;
 	opts.callbacks.push_update_reference = on_push_update;
 	opts.callbacks.credentials = forge_git_cred_acquire;
+	opts.callbacks.certificate_check = forge_git_cred_check_host;
 	opts.callbacks.payload = &st;
 	if (git_remote_push(r, &arr, &opts) < 0) {
 		forge_git_fail("cannot push '%s' to '%s'", what, shown);
@@ -773,11 +775,12 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 	int rc = -1;
 
 	forge_git_cred_init(&cred, g->root, remote);
-	if (open_remote(&r, g, remote, refspec, false) < 0)
+	if (open_remote(&r, g, remote, refspec, false, &cred) < 0)
 		goto out;
 	specs[0] = (char *)refspec;
 	opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 	opts.callbacks.credentials = forge_git_cred_acquire;
+	opts.callbacks.certificate_check = forge_git_cred_check_host;
 	opts.callbacks.payload = &cred;
 	if (git_remote_fetch(r, &arr, &opts, NULL) < 0) {
 		forge_git_fail("cannot fetch '%s' from '%s'", refspec, shown);

@@ -313,7 +313,9 @@ int forge_git_remote_url(char **out, struct forge_git *g, const char *remote);
  * (https://user:token@host/...), else, over http(s), git's credential
  * helpers (`git credential fill`, approve after a push or fetch that
  * worked, reject when the server refused them; never a terminal prompt),
- * over ssh the SSH agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa.  A
+ * over ssh the SSH agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa, the
+ * server's host key checked against ~/.ssh/known_hosts and
+ * /etc/ssh/ssh_known_hosts (an unknown or changed key fails).  A
  * failure's message names the remote as forge_git_url_display() shows it
  * and never holds a password.
  *

@@ -5,6 +5,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/secret.h"
+#include "core/sha256.h"
 #include "os/proc.h"
 
 #include <pwd.h>
@@ -255,4 +256,139 @@ int forge_git_cred_acquire(git_credential **out, const char *url, const char *us
 	if (allowed & GIT_CREDENTIAL_USERNAME)
 		return git_credential_username_new(out, user && *user ? user : local_user());
 	return GIT_PASSTHROUGH;
+}
+
+/* ---- ssh host keys ------------------------------------------------------- */
+
+void forge_git_cred_url(struct forge_git_cred *c, const char *url)
+{
+	const char *scheme = strstr(url, "://"), *host, *end, *colon;
+
+	c->port = 22;
+	if (!scheme || strncmp(url, "ssh", 3) != 0)
+		return;
+	host = scheme + 3;
+	end = host + strcspn(host, "/?#");
+	if (memrchr(host, '@', (size_t)(end - host)))
+		host = (const char *)memrchr(host, '@', (size_t)(end - host)) + 1;
+	colon = *host == '[' ? memchr(host, ']', (size_t)(end - host)) : host;
+	colon = colon ? memchr(colon, ':', (size_t)(end - colon)) : NULL;
+	if (colon && colon + 1 < end)
+		c->port = (int)strtol(colon + 1, NULL, 10);
+}
+
+/* base64 of one known_hosts key into out (at most cap bytes); its length, or -1. */
+static long unbase64(unsigned char *out, size_t cap, const char *in, size_t n)
+{
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned long acc = 0;
+	size_t len = 0;
+	int bits = 0;
+
+	for (size_t i = 0; i < n && in[i] != '='; i++) {
+		const char *p = strchr(abc, in[i]);
+
+		if (!p || !in[i])
+			return -1;
+		acc = (acc << 6) | (unsigned long)(p - abc);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (len == cap)
+				return -1;
+			out[len++] = (unsigned char)(acc >> bits);
+		}
+	}
+	return (long)len;
+}
+
+/* Whether a line `ssh-keygen -F` printed holds the key whose SHA-256 is sha. */
+static bool line_has_key(const char *line, size_t n, const unsigned char sha[32])
+{
+	unsigned char key[8192], got[32];
+	const char *f[3];
+	size_t fl[3], k = 0, i = 0;
+
+	if (!n || *line == '#' || *line == '@')
+		return false;   /* comments, @cert-authority and @revoked lines */
+	while (i < n && k < 3) {
+		while (i < n && (line[i] == ' ' || line[i] == '\t'))
+			i++;
+		f[k] = line + i;
+		while (i < n && line[i] != ' ' && line[i] != '\t')
+			i++;
+		fl[k] = (size_t)(line + i - f[k]);
+		k += fl[k] > 0;
+	}
+	long len = k == 3 ? unbase64(key, sizeof key, f[2], fl[2]) : -1;
+	struct sha256 h;
+
+	if (len <= 0)
+		return false;
+	sha256_init(&h);
+	sha256_update(&h, key, (size_t)len);
+	sha256_final(got, &h);
+	return memcmp(got, sha, 32) == 0;
+}
+
+/* 1: a known_hosts file has host's key, 0: it has others for host, -1: none. */
+static int known_host(const char *file, const char *host, const unsigned char sha[32])
+{
+	const char *argv[] = { "/usr/bin/env", "ssh-keygen", "-F", host, "-f", file, NULL };
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	int found = -1;
+
+	o.argv = argv;
+	o.timeout_ms = 10000;
+	o.out_cap = 1 << 20;
+	if (access(file, R_OK) == 0 && proc_run(&r, &o) == 0 && r.exit_code == 0) {
+		for (const char *p = r.out.buf; p && *p;) {
+			size_t n = strcspn(p, "\n");
+
+			if (n && *p != '#')
+				found = found == 1 || line_has_key(p, n, sha) ? 1 : 0;
+			p += n + (p[n] == '\n');
+		}
+	}
+	if (access(file, R_OK) == 0)
+		proc_result_release(&r);
+	return found;
+}
+
+int forge_git_cred_check_host(git_cert *cert, int valid, const char *host, void *payload)
+{
+	struct forge_git_cred *c = payload;
+	const git_cert_hostkey *k = (const git_cert_hostkey *)cert;
+	const char *home = getenv("HOME");
+	char name[300], file[4096], msg[700];
+	int mine = -1, sys;
+
+	if (cert->cert_type != GIT_CERT_HOSTKEY_LIBSSH2)
+		return GIT_PASSTHROUGH;         /* TLS: libgit2's own check */
+	(void)valid;
+	if (c->port == 22)
+		snprintf(name, sizeof name, "%s", host);
+	else
+		snprintf(name, sizeof name, "[%s]:%d", host, c->port);
+	if (!(k->type & GIT_CERT_SSH_SHA256)) {
+		git_error_set_str(GIT_ERROR_SSH, "host key verification failed: no SHA-256 of the host key");
+		return GIT_ECERTIFICATE;
+	}
+	if (home && *home) {
+		snprintf(file, sizeof file, "%s/.ssh/known_hosts", home);
+		mine = known_host(file, name, k->hash_sha256);
+	}
+	sys = mine == 1 ? 1 : known_host("/etc/ssh/ssh_known_hosts", name, k->hash_sha256);
+	if (mine == 1 || sys == 1)
+		return 0;
+	if (mine == 0 || sys == 0)
+		snprintf(msg, sizeof msg, "host key verification failed: the key of %s is not the one in known_hosts "
+			 "(~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts)", name);
+	else
+		snprintf(msg, sizeof msg, "host key verification failed: %s is not in ~/.ssh/known_hosts "
+			 "(connect once with ssh, or: ssh-keyscan%s%.0d %s >> ~/.ssh/known_hosts)",
+			 name, c->port == 22 ? "" : " -p ", c->port == 22 ? 0 : c->port, host);
+	git_error_set_str(GIT_ERROR_SSH, msg);
+	return GIT_ECERTIFICATE;
 }

@@ -75,12 +75,20 @@ struct forge_git_cred {
 	int userpass_tries;
 	int ssh_step;           /* 0: the agent; 1..3: a key file */
 	bool filled;            /* username/password came from the helpers */
+	int port;               /* an ssh URL's port (22) */
 };
 
 void forge_git_cred_init(struct forge_git_cred *c, const char *dir, const char *remote);
 int forge_git_cred_acquire(git_credential **out, const char *url, const char *user, unsigned int allowed,
 			   void *payload);
 void forge_git_cred_done(struct forge_git_cred *c, bool ok);
+/* The URL the remote resolved to: an ssh URL's port, for the host key. */
+void forge_git_cred_url(struct forge_git_cred *c, const char *url);
+/* libgit2's certificate_check (payload: the same struct forge_git_cred):
+ * an ssh host key must be in ~/.ssh/known_hosts or /etc/ssh/ssh_known_hosts
+ * (`ssh-keygen -F`, so hashed entries count; "[host]:port" off port 22),
+ * as ssh's StrictHostKeyChecking=yes; TLS is left to libgit2. */
+int forge_git_cred_check_host(git_cert *cert, int valid, const char *host, void *payload);
 void forge_git_cred_release(struct forge_git_cred *c);
 
 #endif
