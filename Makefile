@@ -4,7 +4,9 @@
 #                     (cmd/*.c, filters/*.c) into bin/
 #   make check        lint, clang's warnings, unit tests and bats suites, then again under
 #                     ASan+UBSan, and the fuzz corpora replayed under ASan+UBSan (make
-#                     fuzz-check); FORGE_JOBS jobs at once.  make fuzz: libFuzzer, 60 s each
+#                     fuzz-check), and lease.bats on PostgreSQL; make check-pg: the
+#                     end-to-end files (PG_FILES) on PostgreSQL;
+#                     FORGE_JOBS jobs at once.  make fuzz: libFuzzer, 60 s each
 #   make demo         a whole forge run, offline, on the sample project
 #   make bench        benchmarks (medians)
 #   make install      PREFIX=/usr/local DESTDIR=: programs, schemas, man pages, completions
@@ -266,10 +268,25 @@ NPROC      = $(shell nproc 2>/dev/null || echo 1)
 check:
 	$(Q)$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(or $(FORGE_JOBS),$(NPROC))) check-all
 
-check-all: check-default lint clang-check check-asan-suite check-fuzz
+check-all: check-default check-pg-suite lint clang-check check-asan-suite check-fuzz
 
 check-default: SUITE_NAME = default
 check-default: check-suite
+
+# The end-to-end files that run on both backends, again with FORGE_DB a new
+# database of a throwaway PostgreSQL cluster for each test (make check-pg;
+# skipped, saying why, when PostgreSQL is not installed).  make check runs
+# the cheapest of them so (lease: ~29 CPU-s with the server's; all three
+# ~140 CPU-s, measured with PG_CPU_LOG, README "Both backends").
+PG_FILES       := supervisor crash lease
+PG_CHECK_FILES := lease
+check-pg: $(PROGS) $(UNITS) $(HELPERS)
+	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" FORGE_SUITE=postgres \
+	    FORGE_TEST_BACKEND=postgres FORGE_CHECK_FILES="$(PG_FILES)" scripts/check
+
+# (in make check: after the default suite, beside the ASan+UBSan one)
+check-pg-suite: | check-default
+	$(Q)$(MAKE) --no-print-directory PG_FILES="$(PG_CHECK_FILES)" check-pg
 
 asan-build: | $(DEPS_STAMP)
 	$(Q)nice -n 10 $(MAKE) $(ASAN_ARGS) check-build
@@ -419,6 +436,6 @@ fuzz:
 	done
 
 -include $(SRC_OBJ:.o=.d) $(CLANG_OK:.ok=.d)
-.PHONY: all check check-all check-default check-suite check-build asan-build check-asan-suite check-fuzz clang-check clang-syntax demo ci-sim bench lint \
+.PHONY: all check check-all check-default check-pg check-pg-suite check-suite check-build asan-build check-asan-suite check-fuzz clang-check clang-syntax demo ci-sim bench lint \
         install uninstall man clean FORCE fuzz fuzz-check fuzz-replay fuzz-targets
 .DELETE_ON_ERROR:

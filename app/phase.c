@@ -8,6 +8,7 @@
 #include "core/buf.h"
 #include "data/config.h"
 #include "data/project.h"
+#include "git/git.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -935,8 +936,11 @@ static int adopt_run(struct phase *ph)
 			ph->state = json_set(ph->state, "task", json_set(jv_copy(task), "repo", jv_string(root)));
 		rc = 0;
 	} else if (rc > 0) {
+		char *shown = forge_git_url_display(remote);
+
 		forge_error("the run's branch %s is neither in %s nor on the remote '%s' (git.push_remote)",
-			    json_get_str(task, "branch"), root, remote);
+			    json_get_str(task, "branch"), root, shown);
+		free(shown);
 		rc = -1;
 	}
 out:

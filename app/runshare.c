@@ -17,6 +17,16 @@ bool runshare_is_dir(const char *path)
 	return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The remote as events and messages show it: a URL's password as ***. */
+static jv shown_remote(const char *remote)
+{
+	char *shown = forge_git_url_display(remote);
+	jv v = jv_string(shown ? shown : "");
+
+	free(shown);
+	return v;
+}
+
 int runshare_push(jv *event, const char *repo, const char *remote, const char *trace)
 {
 	struct forge_git *g = NULL;
@@ -24,7 +34,7 @@ int runshare_push(jv *event, const char *repo, const char *remote, const char *t
 	int rc = -1;
 
 	snprintf(branch, sizeof branch, "forge/%s", trace ? trace : "");
-	*event = json_set(json_set(jv_object(), "remote", jv_string(remote)), "branch", jv_string(branch));
+	*event = json_set(json_set(jv_object(), "remote", shown_remote(remote)), "branch", jv_string(branch));
 	if (forge_git_open(&g, repo) == 0 && forge_git_resolve(&tip, g, branch) == 0 &&
 	    forge_git_run_push(g, remote, trace) == 0) {
 		*event = json_set(*event, "commit", jv_string(tip));
@@ -78,7 +88,7 @@ int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 	    forge_git_worktree_head(&tip, wt) < 0)
 		goto out;
 	*event = relocate(state, g, wt);
-	*event = json_set(*event, "remote", jv_string(remote));
+	*event = json_set(*event, "remote", shown_remote(remote));
 	*event = json_set(*event, "branch", jv_string(forge_git_worktree_branch(wt)));
 	*event = json_set(*event, "commit", jv_string(tip));
 	*event = json_set(*event, "fetched", jv_bool(!here));
@@ -139,9 +149,12 @@ int runshare_catch_up(jv *event, const char *repo, const char *remote, const cha
 		goto out;
 	}
 	if (!behind) {
+		char *shown = forge_git_url_display(remote);
+
 		forge_error("the run's branch forge/%s here (%.12s) and on the remote '%s' (%.12s) have diverged: "
 			    "not resumed; keep one of them (git push --force, or git branch -f forge/%s) and resume again",
-			    trace, local, remote, theirs, trace);
+			    trace, local, shown, theirs, trace);
+		free(shown);
 		rc = 2;
 		goto out;
 	}
@@ -149,7 +162,7 @@ int runshare_catch_up(jv *event, const char *repo, const char *remote, const cha
 	 * it held uncommitted is kept on refs/forge/TRACE/saved/N) */
 	if (forge_git_worktree_open(&wt, g, trace, NULL) < 0 || forge_git_save_and_reset(&saved, wt, theirs) < 0)
 		goto out;
-	*event = json_set(json_set(json_set(jv_object(), "remote", jv_string(remote)), "from", jv_string(local)),
+	*event = json_set(json_set(json_set(jv_object(), "remote", shown_remote(remote)), "from", jv_string(local)),
 			  "to", jv_string(theirs));
 	*event = json_set(*event, "saved_ref", json_str_or_null(saved));
 	rc = 0;

@@ -97,7 +97,7 @@ static void push_run(struct sup *s)
 	}
 	if (!s->o->quiet)
 		fprintf(stderr, "forge: warning: cannot push the run's branch to '%s': %s; the run goes on\n",
-			remote, json_get_str(ev, "error"));
+			json_get_str(ev, "remote"), json_get_str(ev, "error"));
 	sup_emit(s, "run.push_failed", ev);
 	sup_commit_batch(s);
 }
@@ -1463,10 +1463,12 @@ static int adopt_clone(struct sup *s)
 	const char *remote = config_get_str(s->o->cfg, "git.push_remote");
 	jv task = json_get(s->state, "task"), ev;
 	const char *repo = json_get_str(task, "repo");
+	char *shown = NULL;
 	int rc = 0;
 
 	if (!remote || !*remote || !json_get_str(task, "branch"))
 		goto out;
+	shown = forge_git_url_display(remote);
 	/* a clone left behind (the run went on elsewhere, A -> B -> A) catches up first */
 	rc = runshare_catch_up(&ev, s->o->repo, remote, s->trace);
 	if (rc == 2) {
@@ -1476,7 +1478,7 @@ static int adopt_clone(struct sup *s)
 	}
 	if (rc < 0 && !s->o->quiet)
 		fprintf(stderr, "forge: warning: the run's branch on '%s' cannot be compared with this clone's: %s\n",
-			remote, forge_last_error());
+			shown, forge_last_error());
 	if (rc == 0 && jv_get_kind(ev) == JV_KIND_OBJECT)
 		sup_emit(s, "run.caught_up", ev);
 	else
@@ -1491,10 +1493,11 @@ static int adopt_clone(struct sup *s)
 	}
 	if (rc > 0)
 		forge_error("the run's branch %s is neither in %s nor on the remote '%s' (git.push_remote)",
-			    json_get_str(task, "branch"), s->o->repo, remote);
+			    json_get_str(task, "branch"), s->o->repo, shown);
 	fprintf(stderr, "forge: %s\n", forge_last_error());
 	rc = FORGE_EXIT_DEPENDENCY;
 out:
+	free(shown);
 	jv_free(task);
 	return rc;
 }

@@ -11,6 +11,7 @@
 bats_require_minimum_version 1.5.0
 
 load test_helper/mock
+MOCK_BACKENDS=1   # make check-pg: also on PostgreSQL
 mock_per_file 120
 
 setup() {
@@ -97,32 +98,33 @@ until_true() {
 }
 
 trace_of_run() {
-	sqlite3 "$FORGE_DB" "select id from runs order by started_at desc limit 1" 2>/dev/null
+	db_q "select id from runs order by started_at desc limit 1" 2>/dev/null
 }
 
 # db_has SQL-CONDITION: an event of the newest run matches it.
 db_has() {
 	local t
 	t=$(trace_of_run) && [ -n "$t" ] &&
-		[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$t' and ($1)" 2>/dev/null)" -gt 0 ]
+		[ "$(db_q "select count(*) from events where trace_id = '$t' and ($1)" 2>/dev/null)" -gt 0 ]
 }
 
 # finished PHASE: the run has a checkpoint of PHASE's own state with status ok.
 finished() {
-	[ "$(sqlite3 "$FORGE_DB" "select count(*) from checkpoints where trace_id = '$T' and status = 'ok' and
-		json_extract(state, '\$.phase') = '$1'")" -gt 0 ]
+	local phase="json_extract(state, '\$.phase')"
+	[[ $FORGE_DB != postgres* ]] || phase="state::jsonb ->> 'phase'"
+	[ "$(db_q "select count(*) from checkpoints where trace_id = '$T' and status = 'ok' and
+		$phase = '$1'")" -gt 0 ]
 }
 
 event_ids() {
-	sqlite3 "$FORGE_DB" "select id from events where trace_id = '$T' order by id"
+	db_q "select id from events where trace_id = '$T' order by id"
 }
 
 # After a kill: load the answers the unfinished phases need, resume, and check
 # everything the brief promises.  Uses $T, $BASE; the kill was at request $KILL_SEQ.
 resume_and_check() {
 	local plan_done=0 impl_done=0 steps='[]'
-	run -0 sqlite3 "$FORGE_DB" "pragma integrity_check"
-	assert_output "ok"
+	db_intact
 	event_ids >"$BATS_TEST_TMPDIR/before"
 	local n_before
 	n_before=$(wc -l <"$BATS_TEST_TMPDIR/before")
@@ -156,8 +158,7 @@ resume_and_check() {
 	[ "$p_after" -eq $((plan_done ? 0 : 3)) ]
 	[ "$i_after" -eq $((impl_done ? 0 : 7)) ]
 	[ "$PLANNER_CALLS" -ge 3 ]
-	run -0 sqlite3 "$FORGE_DB" "pragma integrity_check"
-	assert_output "ok"
+	db_intact
 }
 
 @test "kill -9 the run (supervisor and phase) while implement waits for the model; resume completes it" {
@@ -169,12 +170,12 @@ resume_and_check() {
 	rc=0; wait "$SUP" || rc=$?
 	[ "$rc" -eq 137 ]
 	T=$(trace_of_run)
-	run -0 sqlite3 "$FORGE_DB" "select status, current_phase from runs where id = '$T'"
+	run -0 db_q "select status, current_phase from runs where id = '$T'"
 	assert_output "running|implement"
 	# its process is gone: shown as interrupted
 	run -0 forge status "$T"
 	assert_line --regexp "^status +interrupted at implement"
-	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
+	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
 	finished plan
 	! finished implement
 	resume_and_check
@@ -199,8 +200,8 @@ resume_and_check() {
 		kill -9 -- "-$SUP" 2>/dev/null || true
 		wait "$SUP" || true
 		T=$(trace_of_run)
-		SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
-		status=$(sqlite3 "$FORGE_DB" "select status from runs where id = '$T'")
+		SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
+		status=$(db_q "select status from runs where id = '$T'")
 		if [ "$status" = completed ]; then
 			continue        # the kill came too late to matter: nothing to resume
 		fi
@@ -225,7 +226,7 @@ resume_and_check() {
 	touch "$BATS_TEST_TMPDIR/answer"
 	until_true eval '! kill -0 '"$child"' 2>/dev/null'
 	T=$(trace_of_run)
-	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
+	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
 	resume_and_check
 	[ "$PLANNER_CALLS" -eq 3 ]
 }
@@ -246,7 +247,7 @@ resume_and_check() {
 	jq -e '.run.status == "paused" and .state.phase == "plan" and (.run.error | test("killed"))' <<<"$output"
 	run -0 forge events replay "$T"
 	jq -e -s '[.[] | select(.type == "pipeline.state_changed") | .payload.to] | last == "paused"' <<<"$output"
-	SEEN_EVENTS=$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '$T'")
+	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
 	resume_and_check
 	[ "$PLANNER_CALLS" -eq 3 ]
 	[ "$IMPLEMENTER_CALLS" -eq 8 ]

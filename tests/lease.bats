@@ -5,11 +5,13 @@
 # not renewed for supervisor.lease_ttl_s is dead and `forge resume` takes it
 # over; a fresh one is refused (exit 4, naming the host and the renewal)
 # unless `forge resume --steal`; a live one of this host never.  Another
-# host's lease is faked by writing its row (sqlite3).
+# host's lease is faked by writing its row (db_q).  make check-pg runs it on
+# PostgreSQL too.
 
 bats_require_minimum_version 1.5.0
 
 load test_helper/mock
+MOCK_BACKENDS=1   # make check-pg: also on PostgreSQL
 mock_per_file
 
 setup() {
@@ -62,7 +64,7 @@ left_on_host() {
 	T=$(last_trace)
 	local r=$2
 	[ "$r" = null ] || r="'$r'"
-	sqlite3 "$FORGE_DB" "update runs set status = 'running', completed_at = null where id = '$T';
+	db_q "update runs set status = 'running', completed_at = null where id = '$T';
 		insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
 		values ('$T', 'FAR', 4242, '$1', 'forge-supervisor', '2026-01-01T00:00:00.000Z', $r)"
 	script "$IMPL"
@@ -82,7 +84,7 @@ now_iso() {
 	jq -e '.run.status == "completed"' <<<"$output"
 	run -0 events_of "$T" run.lease_taken_over
 	jq -e '.holder == "FAR" and .host == "far.example" and .pid == 4242 and .renewed_at == "2026-01-01T00:05:00.000Z"' <<<"$output"
-	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 }
 
 @test "another host's fresh lease is refused (exit 4, the host and the renewal named); --steal takes it and records whose it was" {
@@ -93,11 +95,11 @@ now_iso() {
 	run -4 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"run $T is already running: forge-supervisor, pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, last renewed at $at;"* ]]
 	[[ "$stderr" == *"forge resume --steal $T"* ]]
-	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = '$T'")" = FAR ]
+	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
 	# a longer TTL in the config keeps a renewal of ten minutes ago alive
 	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_ttl_s": 86400}}' >.forge/config.json
 	at=$(date -u -d '-10 minutes' +%Y-%m-%dT%H:%M:%S.000Z)
-	sqlite3 "$FORGE_DB" "update leases set renewed_at = '$at'"
+	db_q "update leases set renewed_at = '$at'"
 	run -4 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"last renewed at $at;"* ]]
 	run -0 --separate-stderr forge resume -q --steal "$T" </dev/null
@@ -117,10 +119,10 @@ now_iso() {
 
 @test "--steal never takes the lease of a live process of this host (exit 4, saying why); --steal is for resume only" {
 	left_on_host "$(hostname)" null
-	sqlite3 "$FORGE_DB" "update leases set pid = $$"
+	db_q "update leases set pid = $$"
 	run -4 --separate-stderr forge resume --steal "$T" </dev/null
 	[[ "$stderr" == *"run $T is held by a live process of this host: forge-supervisor, pid $$, since 2026-01-01T00:00:00.000Z; --steal takes only another host's lease"* ]]
-	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = '$T'")" = FAR ]
+	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
 	run -2 --separate-stderr forge run --steal "a task"
 	[[ "$stderr" == *"--steal is for resume"* ]]
 }
@@ -130,11 +132,11 @@ now_iso() {
 	echo '{"supervisor": {"lease_renew_s": 60, "lease_ttl_s": 120}}' >.forge/config.json
 	run -2 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"supervisor.lease_ttl_s (120) must be more than twice supervisor.lease_renew_s (60)"* ]]
-	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = '$T'")" = FAR ]
+	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
 }
 
 renewed_at() {
-	sqlite3 "$FORGE_DB" "select coalesce(renewed_at, '') from leases where trace_id = '$T'"
+	db_q "select coalesce(renewed_at, '') from leases where trace_id = '$T'"
 }
 
 renewed_after() {
@@ -161,7 +163,7 @@ until_true() {
 	left_on_host "$(hostname)" null
 	true & dead=$!
 	wait "$dead"
-	sqlite3 "$FORGE_DB" "update leases set pid = $dead"
+	db_q "update leases set pid = $dead"
 	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_renew_s": 0.1, "lease_ttl_s": 1}}' >.forge/config.json
 	# implement's first model call stops after its first event until the file exists
 	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
@@ -171,7 +173,7 @@ until_true() {
 	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
 	until_true renewed_once
 	first=$(renewed_at)
-	[ "$(sqlite3 "$FORGE_DB" "select pid from leases where trace_id = '$T'")" -eq "$R1" ]
+	[ "$(db_q "select pid from leases where trace_id = '$T'")" -eq "$R1" ]
 	until_true renewed_after "$first"
 	second=$(renewed_at)
 	until_true renewed_after "$second"
@@ -181,7 +183,7 @@ until_true() {
 	touch "$BATS_TEST_TMPDIR/go"
 	rc=0; wait "$R1" || rc=$?
 	[ "$rc" -eq 0 ]
-	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 }
 
 @test "a phase filter run by hand on a state takes the run's lease, renews it while silent and releases it at its end" {

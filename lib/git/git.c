@@ -5,6 +5,7 @@
 
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/secret.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -559,7 +560,10 @@ static void add_full_ref(struct buf *b, const char *s, size_t n)
 	buf_add(b, s, n);
 }
 
+/* The payload of a push's callbacks: the credential state first, so that
+ * forge_git_cred_acquire() takes it as its own. */
 struct push_state {
+	struct forge_git_cred cred;
 	struct buf rejected;
 };
 
@@ -619,6 +623,27 @@ out:
 	return rc;
 }
 
+/* A password in url's userinfo is a secret: redacted wherever secrets are
+ * (llm_secret_add), as a helper's is. */
+static void hide_url_password(const char *url)
+{
+	const char *scheme = strstr(url, "://");
+
+	if (!scheme)
+		return;
+	const char *host = scheme + 3, *end = host + strcspn(host, "/?#");
+	const char *at = memrchr(host, '@', (size_t)(end - host));
+	const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+
+	if (colon) {
+		char *pw = strndup(colon + 1, (size_t)(at - colon - 1));
+
+		if (pw)
+			llm_secret_add(pw);
+		free(pw);
+	}
+}
+
 /*
  * An anonymous remote for `remote` (a configured remote's name, a URL or a
  * path; its pushurl first when `push`), the TLS CA bundle prepared for an
@@ -627,7 +652,7 @@ out:
  * git_remote_free().  The one set-up push and fetch share.
  */
 static int open_remote(git_remote **out, struct forge_git *g, const char *remote, const char *refspec,
-		       bool push)
+		       bool push, struct forge_git_cred *cred)
 {
 	git_remote_create_options copts = GIT_REMOTE_CREATE_OPTIONS_INIT;
 	struct buf url = BUF_INIT;
@@ -643,10 +668,15 @@ static int open_remote(git_remote **out, struct forge_git *g, const char *remote
 	if ((strncmp(url.buf, "https://", 8) == 0 || strncmp(url.buf, "http://", 7) == 0) &&
 	    forge_git_tls_prepare() < 0)
 		goto out;
+	hide_url_password(url.buf);
+	forge_git_cred_url(cred, url.buf);
 	copts.repository = g->repo;
 	copts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
 	if (git_remote_create_with_opts(out, url.buf, &copts) < 0) {
-		forge_git_fail("cannot use remote '%s'", remote);
+		char *shown = forge_git_url_display(remote);
+
+		forge_git_fail("cannot use remote '%s'", shown);
+		free(shown);
 		goto out;
 	}
 	rc = 0;
@@ -660,26 +690,33 @@ int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char 
 {
 	git_remote *r = NULL;
 	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
-	struct push_state st = { BUF_INIT };
+	struct push_state st = { .rejected = BUF_INIT };
 	git_strarray arr = { (char **)specs, n };
+	char *shown = forge_git_url_display(remote);
 	int rc = -1;
 
-	if (open_remote(&r, g, remote, what, true) < 0)
+	forge_git_cred_init(&st.cred, g->root, remote);
+	if (open_remote(&r, g, remote, what, true, &st.cred) < 0)
 		goto out;
 	opts.callbacks.push_update_reference = on_push_update;
+	opts.callbacks.credentials = forge_git_cred_acquire;
+	opts.callbacks.certificate_check = forge_git_cred_check_host;
 	opts.callbacks.payload = &st;
 	if (git_remote_push(r, &arr, &opts) < 0) {
-		forge_git_fail("cannot push '%s' to '%s'", what, remote);
+		forge_git_fail("cannot push '%s' to '%s'", what, shown);
 		goto out;
 	}
+	forge_git_cred_done(&st.cred, true);
 	if (st.rejected.len) {
-		forge_error("push of '%s' to '%s' failed: %s", what, remote, st.rejected.buf);
+		forge_error("push of '%s' to '%s' failed: %s", what, shown, st.rejected.buf);
 		goto out;
 	}
 	rc = 0;
 out:
 	git_remote_free(r);
 	buf_release(&st.rejected);
+	forge_git_cred_release(&st.cred);
+	free(shown);
 	return rc;
 }
 
@@ -733,19 +770,28 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 	git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
 	char *specs[1];
 	git_strarray arr = { specs, 1 };
+	struct forge_git_cred cred;
+	char *shown = forge_git_url_display(remote);
 	int rc = -1;
 
-	if (open_remote(&r, g, remote, refspec, false) < 0)
+	forge_git_cred_init(&cred, g->root, remote);
+	if (open_remote(&r, g, remote, refspec, false, &cred) < 0)
 		goto out;
 	specs[0] = (char *)refspec;
 	opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+	opts.callbacks.credentials = forge_git_cred_acquire;
+	opts.callbacks.certificate_check = forge_git_cred_check_host;
+	opts.callbacks.payload = &cred;
 	if (git_remote_fetch(r, &arr, &opts, NULL) < 0) {
-		forge_git_fail("cannot fetch '%s' from '%s'", refspec, remote);
+		forge_git_fail("cannot fetch '%s' from '%s'", refspec, shown);
 		goto out;
 	}
+	forge_git_cred_done(&cred, true);
 	rc = 0;
 out:
 	git_remote_free(r);
+	forge_git_cred_release(&cred);
+	free(shown);
 	return rc;
 }
 

@@ -309,6 +309,23 @@ int forge_git_fetch(struct forge_git *g, const char *remote, const char *refspec
 int forge_git_remote_url(char **out, struct forge_git *g, const char *remote);
 
 /*
+ * Credentials of forge_git_push() and forge_git_fetch(): the URL's own
+ * (https://user:token@host/...), else, over http(s), git's credential
+ * helpers (`git credential fill`, approve after a push or fetch that
+ * worked, reject when the server refused them; never a terminal prompt),
+ * over ssh the SSH agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa, the
+ * server's host key checked against ~/.ssh/known_hosts and
+ * /etc/ssh/ssh_known_hosts (an unknown or changed key fails).  A
+ * failure's message names the remote as forge_git_url_display() shows it
+ * and never holds a password.
+ *
+ * forge_git_url_display: a malloc'd copy of url (a remote's name, a path or
+ * a URL) with the password of its userinfo shown as "***"
+ * (https://me:***@host/x); NULL for NULL.  For messages and events.
+ */
+char *forge_git_url_display(const char *url);
+
+/*
  * A run's refs through a shared remote (a configured remote's name, a URL
  * or a path), so that another clone can carry the run on (git_share.c).
  * forge_git_run_push: force-pushes refs/forge/TRACE/base and forge/TRACE.

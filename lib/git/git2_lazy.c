@@ -156,6 +156,30 @@ int git_config_get_string_buf(git_buf *out, const git_config *cfg, const char *n
 	return p_git_config_get_string_buf(out, cfg, name);
 }
 
+int git_credential_ssh_key_from_agent(git_credential **out, const char *username)
+{
+	LAZY(git_credential_ssh_key_from_agent)
+	return p_git_credential_ssh_key_from_agent(out, username);
+}
+
+int git_credential_ssh_key_new(git_credential **out, const char *username, const char *publickey, const char *privatekey, const char *passphrase)
+{
+	LAZY(git_credential_ssh_key_new)
+	return p_git_credential_ssh_key_new(out, username, publickey, privatekey, passphrase);
+}
+
+int git_credential_username_new(git_credential **out, const char *username)
+{
+	LAZY(git_credential_username_new)
+	return p_git_credential_username_new(out, username);
+}
+
+int git_credential_userpass_plaintext_new(git_credential **out, const char *username, const char *password)
+{
+	LAZY(git_credential_userpass_plaintext_new)
+	return p_git_credential_userpass_plaintext_new(out, username, password);
+}
+
 void git_diff_free(git_diff *diff)
 {
 	LAZY(git_diff_free)
@@ -196,6 +220,12 @@ const git_error * git_error_last(void)
 {
 	LAZY(git_error_last)
 	return p_git_error_last();
+}
+
+int git_error_set_str(int error_class, const char *string)
+{
+	LAZY(git_error_set_str)
+	return p_git_error_set_str(error_class, string);
 }
 
 int git_graph_descendant_of(git_repository *repo, const git_oid *commit, const git_oid *ancestor)

@@ -4,6 +4,7 @@
 #ifndef FORGE_GIT_INTERNAL_H
 #define FORGE_GIT_INTERNAL_H
 
+#include "core/buf.h"
 #include "git/git.h"
 
 #include <git2.h>
@@ -51,5 +52,43 @@ int forge_git_diff_output(char **out_patch, jv *out_files, git_diff *diff);
  * one connection; messages name `what`.  See forge_git_push(). */
 int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char *const *specs, size_t n,
 			    const char *what);
+
+/*
+ * Credentials for one push or fetch (git_cred.c): the payload of
+ * forge_git_cred_acquire(), libgit2's credential callback.  Over http(s) it
+ * asks git's own credential helpers (`git credential fill` run in `dir`,
+ * so credential.helper of the repository, the user and the system apply:
+ * store, cache, osxkeychain, manager ...; never a terminal prompt), once;
+ * called again for the same operation (the server refused them) it tells
+ * the helpers (`git credential reject`) and fails.  Over ssh: the agent
+ * (SSH_AUTH_SOCK), then ~/.ssh/id_ed25519, id_ecdsa, id_rsa, the URL's
+ * user or the local one.  forge_git_cred_done(c, ok) after the operation
+ * tells the helpers a credential worked (`git credential approve`).  The
+ * password is registered with llm_secret_add() (redacted wherever secrets
+ * are) and wiped on release.  `dir` and `remote` are borrowed.
+ */
+struct forge_git_cred {
+	const char *dir;        /* where `git credential` runs; NULL: the caller's */
+	const char *remote;     /* as the user named it */
+	struct buf desc;        /* protocol=, host=, path=, username= lines */
+	char *username, *password;
+	int userpass_tries;
+	int ssh_step;           /* 0: the agent; 1..3: a key file */
+	bool filled;            /* username/password came from the helpers */
+	int port;               /* an ssh URL's port (22) */
+};
+
+void forge_git_cred_init(struct forge_git_cred *c, const char *dir, const char *remote);
+int forge_git_cred_acquire(git_credential **out, const char *url, const char *user, unsigned int allowed,
+			   void *payload);
+void forge_git_cred_done(struct forge_git_cred *c, bool ok);
+/* The URL the remote resolved to: an ssh URL's port, for the host key. */
+void forge_git_cred_url(struct forge_git_cred *c, const char *url);
+/* libgit2's certificate_check (payload: the same struct forge_git_cred):
+ * an ssh host key must be in ~/.ssh/known_hosts or /etc/ssh/ssh_known_hosts
+ * (`ssh-keygen -F`, so hashed entries count; "[host]:port" off port 22),
+ * as ssh's StrictHostKeyChecking=yes; TLS is left to libgit2. */
+int forge_git_cred_check_host(git_cert *cert, int valid, const char *host, void *payload);
+void forge_git_cred_release(struct forge_git_cred *c);
 
 #endif

@@ -50,6 +50,9 @@ forge_setup() {
 	export XDG_CONFIG_HOME="$HOME/.config"
 	mkdir -p "$XDG_CONFIG_HOME"
 	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	# FORGE_TEST_BACKEND=postgres (make check-pg): a file that started a
+	# cluster (pg_backend_setup_file) gives each test a database of its own
+	backend_db || return
 	# One cache directory for the whole bats run: what is kept there is keyed
 	# by its whole input (SHA-256), so sharing it is sound.  A review's
 	# linter and scanner runs on files another test reviewed come from it
@@ -65,6 +68,55 @@ forge_setup() {
 	unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENAI_BASE_URL
 	export GIT_AUTHOR_NAME=test GIT_AUTHOR_EMAIL=test@example.com
 	export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
+}
+
+# backend_db: with FORGE_TEST_BACKEND=postgres and a cluster started by
+# the file (test_helper/pg.bash: pg_backend_setup_file), FORGE_DB becomes a
+# new database of it; the test is skipped, saying why, when PostgreSQL is
+# not installed.  Otherwise (SQLite, the default) nothing changes.
+backend_db() {
+	[ "${FORGE_TEST_BACKEND:-sqlite}" = postgres ] || return 0
+	[ -z "${PG_SKIP:-}" ] || skip "$PG_SKIP"
+	[ -n "${PG_SOCK:-}" ] || return 0
+	local name="t${BATS_SUITE_TEST_NUMBER:-0}_$$_$RANDOM"
+	"$PG_BIN/createdb" -h "$PG_SOCK" -U forge "$name" || return
+	FORGE_DB="postgresql://forge@/$name?host=$PG_SOCK"
+}
+
+# db_q SQL: SQL run against $FORGE_DB, SQLite's or PostgreSQL's (psql),
+# its rows printed as sqlite3 prints them (columns joined by |).
+db_q() {
+	case $FORGE_DB in
+	postgres://* | postgresql://*) "$PG_BIN/psql" -X -At -q -v ON_ERROR_STOP=1 -d "$FORGE_DB" -c "$1" ;;
+	*) sqlite3 "$FORGE_DB" "$1" ;;
+	esac
+}
+
+# db_dump: everything in $FORGE_DB as SQL text (sqlite3 .dump, pg_dump).
+db_dump() {
+	case $FORGE_DB in
+	postgres://* | postgresql://*) "$PG_BIN/pg_dump" -d "$FORGE_DB" ;;
+	*) sqlite3 "$FORGE_DB" .dump ;;
+	esac
+}
+
+# db_intact: the SQLite file passes its integrity check (after a kill -9);
+# on PostgreSQL there is no file of ours to check: the server's own.
+db_intact() {
+	case $FORGE_DB in postgres://* | postgresql://*) return 0 ;; esac
+	[ "$(sqlite3 "$FORGE_DB" "pragma integrity_check")" = ok ]
+}
+
+# skip_on_postgres WHY: skip the test on PostgreSQL (FORGE_TEST_BACKEND=postgres),
+# saying WHY: it looks at the SQLite file itself, or at what is not on
+# PostgreSQL yet (memories, findings).  on_postgres: whether FORGE_DB is one.
+on_postgres() {
+	case $FORGE_DB in postgres://* | postgresql://*) return 0 ;; esac
+	return 1
+}
+
+skip_on_postgres() {
+	! on_postgres || skip "not on PostgreSQL: $1"
 }
 
 # json_quote STRING: STRING as a JSON string in $REPLY, without starting a jq

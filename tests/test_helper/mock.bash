@@ -60,7 +60,9 @@ mock_reset() {
 
 # mock_per_file [SECONDS]: at the top level of a bats file whose tests share
 # one mock server: its setup_file starts the mock (and sets BATS_TEST_TIMEOUT
-# to SECONDS when given), its teardown_file stops it.
+# to SECONDS when given), its teardown_file stops it.  With MOCK_BACKENDS=1
+# set before, they also start and stop the PostgreSQL cluster of
+# FORGE_TEST_BACKEND=postgres (test_helper/pg.bash: pg_backend_setup_file).
 #
 #	load test_helper/mock
 #	mock_per_file 120
@@ -69,9 +71,11 @@ mock_per_file() {
 	setup_file() {
 		[ -z "$MOCK_FILE_TIMEOUT" ] || export BATS_TEST_TIMEOUT=$MOCK_FILE_TIMEOUT
 		mock_start
+		[ -z "${MOCK_BACKENDS:-}" ] || { load test_helper/pg && pg_backend_setup_file; }
 	}
 	teardown_file() {
 		mock_stop
+		[ -z "${MOCK_BACKENDS:-}" ] || { load test_helper/pg && pg_backend_teardown_file; }
 	}
 }
 

@@ -12,7 +12,14 @@
 # directories would keep it out of.  When the PostgreSQL binaries are not
 # installed, PG_SKIP says so and pg_require skips the test with it.
 # pg_newdb [NAME]: a new database of the cluster, its URI on stdout.
-# pg_teardown_file: stop the server (immediate) and remove its files.
+# pg_teardown_file: stop the server (immediate) and remove its files; with
+# PG_CPU_LOG=FILE it first appends "BATS-FILE SECONDS", the CPU time the
+# server and its finished backends used (how make check-pg's cost was
+# measured: the server is no child of bats, so `time bats` misses it).
+# pg_backend_setup_file / pg_backend_teardown_file: the same, only with
+# FORGE_TEST_BACKEND=postgres: for the end-to-end files that run on both
+# backends (make check-pg); forge_setup (common.bash) then gives each test a
+# new database of the cluster as FORGE_DB.
 # PG_BINDIR may name the binaries' directory (default: the newest
 # /usr/lib/postgresql/*/bin, else initdb on PATH).
 
@@ -84,7 +91,19 @@ pg_newdb() {
 
 pg_teardown_file() {
 	[ -n "${PG_TOP:-}" ] || return 0
+	if [ -n "${PG_CPU_LOG:-}" ]; then
+		local pm; pm=$(head -n1 "$PG_TOP/data/postmaster.pid")
+		awk -v f="$BATS_TEST_FILENAME" -v hz="$(getconf CLK_TCK)" '{ print f, ($14+$15+$16+$17)/hz }' /proc/$pm/stat >>"$PG_CPU_LOG"
+	fi
 	pg_as "$PG_BIN/pg_ctl" -D "$PG_TOP/data" -m immediate -w stop >/dev/null 2>&1 || true
 	[ ! -f "$PG_TOP/sockdir" ] || rm -rf "$(cat "$PG_TOP/sockdir")"
 	rm -rf "$PG_TOP"
+}
+
+pg_backend_setup_file() {
+	[ "${FORGE_TEST_BACKEND:-sqlite}" != postgres ] || pg_setup_file
+}
+
+pg_backend_teardown_file() {
+	[ "${FORGE_TEST_BACKEND:-sqlite}" != postgres ] || pg_teardown_file
 }
