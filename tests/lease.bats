@@ -203,12 +203,12 @@ until_true() {
 	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
 	until_true renewed_once
 	first=$(renewed_at)
-	[ "$(sqlite3 "$FORGE_DB" "select program || ' ' || pid from leases where trace_id = '$T'")" = \
+	[ "$(db_q "select program || ' ' || pid from leases where trace_id = '$T'")" = \
 		"forge-implement $R1" ]
 	until_true renewed_after "$first"
 	touch "$BATS_TEST_TMPDIR/go"
 	rc=0; wait "$R1" || rc=$?
 	[ "$rc" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/r1.err"; false; }
-	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 	tail -n 1 "$BATS_TEST_TMPDIR/r1.out" | jq -e --arg t "$T" '.kind == "state" and .trace_id == $t' >/dev/null
 }
