@@ -12,7 +12,6 @@
 #include "git/git.h"
 #include "llm/llm.h"
 #include "store/store.h"
-#include "store/db.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -201,20 +200,6 @@ static int session_model_flags(jv *flags, const struct cli_common *common)
 	return rc;
 }
 
-void session_refuse_pg(const char *db)
-{
-	char *shown = db_display_path(db);
-	const char *prog = program_invocation_short_name;
-
-	if (strncmp(prog, "forge-", 6) == 0)
-		prog += 6;
-	forge_error("forge %s is not supported on PostgreSQL yet (database '%s'); on PostgreSQL: "
-		    "forge run, resume, status, history, cancel, show, diff, report, events, gate, "
-		    "llm, tui, db, memory, findings, compile, stage, gc and merge; use a SQLite --db "
-		    "FILE for this command", prog, shown);
-	free(shown);
-}
-
 int session_open(struct session *s, const struct cli_common *common, unsigned flags,
 		 jv config_flags)
 {
@@ -249,10 +234,6 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 	if (want_store) {
 		if (store_resolve_path(&s->db, common->db, s->repo) < 0)
 			goto fail;
-		if (db_is_postgres(s->db) && !(flags & SESSION_PG)) {
-			session_refuse_pg(s->db);
-			goto fail;
-		}
 		status = FORGE_EXIT_DEPENDENCY;
 		if (
 		    ((flags & SESSION_READONLY) ? store_open_readonly : store_open)(&s->store, s->db) < 0)

@@ -173,9 +173,8 @@ int cli_repo_root(char **out, const char *dir);
  * db and store (SESSION_STORE, or SESSION_STORE_IF_NAMED when --db or
  * FORGE_DB names one): store_resolve_path() and store_open(), or
  * store_open_readonly() with SESSION_READONLY; FORGE_EXIT_DEPENDENCY on
- * error.  A PostgreSQL database (db.h) without SESSION_PG is refused with
- * FORGE_EXIT_USAGE, the message naming the program: its tables are not on
- * PostgreSQL yet.
+ * error.  The database may be a SQLite file or PostgreSQL (db.h): every
+ * program's tables are on both.
  *
  * Returns 0, or the exit status with forge_error() set (the program prints
  * "PROG: MESSAGE"), everything released (s as session_close() leaves it).
@@ -187,7 +186,6 @@ enum session_flags {
 	SESSION_STORE = 1 << 2,
 	SESSION_STORE_IF_NAMED = 1 << 3,
 	SESSION_READONLY = 1 << 4,
-	SESSION_PG = 1 << 5,        /* the program's store code works on PostgreSQL */
 };
 
 struct session {
@@ -200,8 +198,5 @@ struct session {
 int session_open(struct session *s, const struct cli_common *common, unsigned flags,
 		 jv config_flags);
 void session_close(struct session *s);
-/* forge_error(): this program does not work on the PostgreSQL database db
- * yet (session_open() without SESSION_PG); the caller exits FORGE_EXIT_USAGE. */
-void session_refuse_pg(const char *db);
 
 #endif

@@ -101,7 +101,7 @@ static int cli_open(int *status, struct memory_cli *c, const struct cli_common *
 	memset(c, 0, sizeof *c);
 	*status = quick_session(&ses, common, readonly);
 	if (*status == 1)
-		*status = session_open(&ses, common, SESSION_PG | SESSION_CONFIG | SESSION_STORE |
+		*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE |
 				       (readonly ? SESSION_READONLY : 0), jv_null());
 	if (*status)
 		return -1;

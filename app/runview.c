@@ -407,7 +407,7 @@ int runview_open(struct runview_open *v, const struct cli_common *common, const 
 	int status;
 
 	*v = (struct runview_open){ .view = jv_null() };
-	status = session_open(&v->ses, common, SESSION_PG | SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
+	status = session_open(&v->ses, common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 	if (status) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 		return status;

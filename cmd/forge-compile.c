@@ -305,7 +305,7 @@ static int run_compile(const struct cli_common *common, const struct args *a, co
 		fprintf(stderr, "forge compile: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
 	}
-	if ((code = session_open(&e, &c, SESSION_PG | SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO,
+	if ((code = session_open(&e, &c, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO,
 				 jv_null())) != 0) {
 		fprintf(stderr, "forge compile: %s\n", forge_last_error());
 		return code;
@@ -359,7 +359,7 @@ static int show_docs(const struct cli_common *common, const struct args *a)
 	int code;
 
 	c.repo = a->dir ? a->dir : (common->repo ? common->repo : ".");
-	if ((code = session_open(&e, &c, SESSION_PG | SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO |
+	if ((code = session_open(&e, &c, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO |
 				 SESSION_READONLY, jv_null())) != 0) {
 		fprintf(stderr, "forge compile: %s\n", forge_last_error());
 		return code;

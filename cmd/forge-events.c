@@ -80,7 +80,7 @@ static int on_option(int id, const char *arg, void *payload)
 static int open_store(struct store **out, const struct cli_common *common, bool readonly)
 {
 	struct session ses;
-	int status = session_open(&ses, common, SESSION_PG | SESSION_STORE | (readonly ? SESSION_READONLY : 0),
+	int status = session_open(&ses, common, SESSION_STORE | (readonly ? SESSION_READONLY : 0),
 				  jv_null());
 
 	if (status)

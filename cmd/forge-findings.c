@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "dismiss needs exactly one finding ID");
 	if (strcmp(cmd, "dismiss") && argc - first != 0)
 		cli_usage_error(&spec, "%s takes no operands", cmd);
-	status = session_open(&c, &common, SESSION_PG | SESSION_CONFIG | SESSION_STORE |
+	status = session_open(&c, &common, SESSION_CONFIG | SESSION_STORE |
 			      (strcmp(cmd, "list") ? 0 : SESSION_READONLY), jv_null());
 	if (status)
 		return cli_finish("forge-findings", fail(status));

@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 	if (is_decide && nargs != 1)
 		cli_usage_error(&spec, "%s needs one gate id", cmd);
 
-	status = session_open(&ses, &common, SESSION_PG | SESSION_CONFIG | SESSION_STORE |
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE |
 			      (is_decide ? 0 : SESSION_READONLY), jv_null());
 	if (status) {
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());

@@ -181,7 +181,7 @@ int main(int argc, char **argv)
 
 	if (first != argc)
 		cli_usage_error(&spec, "no operand is taken ('%s')", argv[first]);
-	status = session_open(&ses, &common, SESSION_PG | SESSION_CONFIG | SESSION_STORE |
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE |
 			      SESSION_NEED_REPO, jv_null());
 	if (status) {
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());

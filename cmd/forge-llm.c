@@ -214,7 +214,7 @@ int main(int argc, char **argv)
 	first = cli_parse(&common, &spec, argc, argv, on_option, &a);
 	check_provider(&spec, common.provider);
 	/* the database only when one is named: model calls are logged there */
-	status = session_open(&ses, &common, SESSION_PG | SESSION_CONFIG | SESSION_STORE_IF_NAMED, a.flags);
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE_IF_NAMED, a.flags);
 	a.flags = jv_null();
 	if (status) {
 		fprintf(stderr, "forge-llm: %s\n", forge_last_error());

@@ -175,7 +175,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 			     const char *arg)
 {
 	struct session e;
-	int code = session_open(&e, c, SESSION_PG | SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO, jv_null());
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO, jv_null());
 
 	if (code) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
@@ -336,7 +336,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 	struct session e;
 	jv run = jv_null(), cp = jv_null(), gates = jv_null(), merged = jv_null(), subs = jv_null();
 	char *resolved = NULL;
-	int code = session_open(&e, c, SESSION_PG | SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
 	if (code) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
@@ -441,7 +441,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 	struct session e;
 	jv runs;
 	int width = task_width();
-	int code = session_open(&e, c, SESSION_PG | SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
 	if (code) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
@@ -496,7 +496,7 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 	jv run, gates;
 	char *trace = NULL;
 	bool alive = false;
-	int code = session_open(&e, c, SESSION_PG | SESSION_CONFIG | SESSION_STORE, jv_null());
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE, jv_null());
 
 	if (code) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());

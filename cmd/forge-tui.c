@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 		return FORGE_EXIT_USAGE;
 	}
 	/* read-write: a gate answered here is written to the store */
-	status = session_open(&ses, &common, SESSION_PG | SESSION_CONFIG | SESSION_STORE, jv_null());
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE, jv_null());
 	if (status) {
 		fprintf(stderr, "forge-tui: %s\n", forge_last_error());
 		return status;
