@@ -29,11 +29,7 @@ setup() {
 	forge_setup
 	pg_require
 	export BATS_TEST_TIMEOUT=600
-	FORGE_DB=$(pg_newdb)
-	export FORGE_DB
-	DBNAME=${FORGE_DB#postgresql://forge@/}
-	DBNAME=${DBNAME%%\?*}
-	psql_q() { "$PG_BIN/psql" -X -At -h "$PG_SOCK" -U forge -d "$DBNAME" -c "$1"; }
+	pg_test_db
 }
 
 # machines N: a bare repository $REMOTE holding the calc project on main,

@@ -38,12 +38,7 @@ setup() {
 	forge_setup
 	pg_require
 	export BATS_TEST_TIMEOUT=180
-	FORGE_DB=$(pg_newdb)
-	export FORGE_DB
-	# psql's database name: the URI's path without its query
-	DBNAME=${FORGE_DB#postgresql://forge@/}
-	DBNAME=${DBNAME%%\?*}
-	psql_q() { "$PG_BIN/psql" -X -At -h "$PG_SOCK" -U forge -d "$DBNAME" -c "$1"; }
+	pg_test_db
 	# events N TRACE C: N events of TRACE, ids 01JPG C then a number
 	events() {
 		local n=$1 trace=$2 c=$3 i

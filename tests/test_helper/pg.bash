@@ -12,6 +12,7 @@
 # directories would keep it out of.  When the PostgreSQL binaries are not
 # installed, PG_SKIP says so and pg_require skips the test with it.
 # pg_newdb [NAME]: a new database of the cluster, its URI on stdout.
+# pg_test_db: pg_newdb as FORGE_DB, its name DBNAME, and psql_q SQL.
 # pg_teardown_file: stop the server (immediate) and remove its files; with
 # PG_CPU_LOG=FILE it first appends "BATS-FILE SECONDS", the CPU time the
 # server and its finished backends used (how make check-pg's cost was
@@ -87,6 +88,16 @@ pg_newdb() {
 	local name=${1:-t$(date +%s%N)$RANDOM}
 	"$PG_BIN/createdb" -h "$PG_SOCK" -U forge "$name" >&2 || return 1
 	echo "postgresql://forge@/$name?host=$PG_SOCK"
+}
+
+# pg_test_db: a new database of the cluster as FORGE_DB (exported), its
+# name in DBNAME, and psql_q SQL to query it (rows bare, columns joined by |).
+pg_test_db() {
+	FORGE_DB=$(pg_newdb) || return
+	export FORGE_DB
+	DBNAME=${FORGE_DB#postgresql://forge@/}
+	DBNAME=${DBNAME%%\?*}
+	psql_q() { "$PG_BIN/psql" -X -At -h "$PG_SOCK" -U forge -d "$DBNAME" -c "$1"; }
 }
 
 pg_teardown_file() {

@@ -7,11 +7,13 @@
 #ifndef FORGE_TEST_MEMORY_FIXTURE_H
 #define FORGE_TEST_MEMORY_FIXTURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/forge.h"
+#include "core/json.h"
 #include "memory/memory.h"
 #include "store/store.h"
 
@@ -48,6 +50,30 @@ static void close_mem(void)
 	store_free(st);
 	m = NULL;
 	st = NULL;
+}
+
+/* Memory id's confidence, -1 when there is none. */
+static inline double conf_of(const char *id)
+{
+	jv mem;
+	double c = -1;
+
+	if (memory_get(&mem, m, id) == 0)
+		c = json_get_num(mem, "confidence", -1);
+	jv_free(mem);
+	return c;
+}
+
+/* Whether memory id is archived. */
+static inline bool archived(const char *id)
+{
+	jv mem;
+	bool a = false;
+
+	if (memory_get(&mem, m, id) == 0)
+		a = json_has(mem, "archived_at");
+	jv_free(mem);
+	return a;
 }
 
 #endif

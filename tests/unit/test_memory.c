@@ -27,28 +27,6 @@ static jv mk(const char *type, const char *content, const char *context, double 
 	return o;
 }
 
-static double conf_of(const char *id)
-{
-	jv mem;
-	double c = -1;
-
-	if (memory_get(&mem, m, id) == 0)
-		c = json_get_num(mem, "confidence", -1);
-	jv_free(mem);
-	return c;
-}
-
-static bool archived(const char *id)
-{
-	jv mem;
-	bool a = false;
-
-	if (memory_get(&mem, m, id) == 0)
-		a = json_has(mem, "archived_at");
-	jv_free(mem);
-	return a;
-}
-
 static void test_initial_confidence(void)
 {
 	CHECK(memory_initial_confidence(NULL) == 0.5);

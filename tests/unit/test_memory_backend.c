@@ -42,28 +42,6 @@ static jv P(const char *text)
 	return json_parse(text, strlen(text));
 }
 
-static double conf_of(const char *id)
-{
-	jv mem;
-	double c = -1;
-
-	if (memory_get(&mem, m, id) == 0)
-		c = json_get_num(mem, "confidence", -1);
-	jv_free(mem);
-	return c;
-}
-
-static bool archived(const char *id)
-{
-	jv mem;
-	bool a = false;
-
-	if (memory_get(&mem, m, id) == 0)
-		a = json_has(mem, "archived_at");
-	jv_free(mem);
-	return a;
-}
-
 /* Whether the JSON array of memories (or of recall results) holds id;
  * consumes list. */
 static bool holds(jv list, const char *id)
