@@ -28,6 +28,14 @@ teardown() {
 
 tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
 
+# tm_fresh: kill the server and use a new socket: kill-server returns before
+# the server is gone, and a session started at once on the same socket may
+# reach the exiting server ("server exited unexpectedly", seen in CI).
+tm_fresh() {
+	tm kill-server
+	SOCK="$BATS_TEST_TMPDIR/tmux.$RANDOM$RANDOM.sock"
+}
+
 # tui_start [ENV=VALUE...]: forge tui $TUI_ARGS in a 100x30 terminal; when it ends the
 # pane shows "tui exited N" and whether the terminal is back in canonical
 # mode with echo (the modes curses changed), and stays open.
@@ -293,7 +301,7 @@ quit_ok() {
 	tui_start
 	wait_for "$T"
 	screen -e | grep -qE "$sgr_colour"
-	tm kill-server
+	tm_fresh
 	tui_start NO_COLOR=1
 	wait_for "$T"
 	run -0 screen -e
@@ -329,7 +337,7 @@ quit_ok() {
 	wait_for "tui exited 0"
 	wait_for "icanon echo"
 	[[ "$(screen)" != *"forge tui:"* ]]   # the alternate screen is gone
-	tm kill-server
+	tm_fresh
 	tui_start
 	wait_for "forge tui: 0 runs"
 	tm send-keys -t tui C-c
