@@ -43,6 +43,11 @@ void delegate_self(const char *span, int depth, bool may_delegate, const char *c
 	self.child = true;
 }
 
+const char *delegate_self_span(void)
+{
+	return self.span;
+}
+
 /* ---- git, as the git command does it --------------------------------- */
 
 /* Run `sh -c script sh ARGS...` in no particular directory; stdout into

@@ -51,6 +51,9 @@ struct phase;
  * its model calls count as ("implement-sub").  Strings are copied.
  */
 void delegate_self(const char *span, int depth, bool may_delegate, const char *call_phase);
+/* This process's agent's span: a sub-agent's (delegate_self()), NULL for a
+ * phase's own agent.  Borrowed, valid until the next delegate_self(). */
+const char *delegate_self_span(void);
 
 struct delegate {
 	struct phase *ph;

@@ -526,7 +526,8 @@ static void agent_call(void *payload, bool start)
 	char label[160];
 
 	if (start)
-		store_live_begin(&agent_live, ph->out.trace_id, ph->spec->name, llm_client_model(agent_llm));
+		store_live_begin(&agent_live, ph->out.trace_id, ph->spec->name, llm_client_model(agent_llm),
+				 delegate_self_span());
 	else
 		store_live_end(&agent_live);
 	if (!agent_spinner)

@@ -151,6 +151,26 @@ static void replies(jv *l, jv list)
 	}
 }
 
+/* The heading of call c in flight: "model now (PHASE, MODEL)"; a
+ * sub-agent's (its span set) as "model now (PHASE › sub-agent SPAN8, MODEL)",
+ * PHASE without the "-sub" its calls count under and SPAN8 the span's last 8
+ * characters as forge status shows them, so two sub-agents of one phase
+ * streaming at once are told apart. */
+static void live_heading(jv *l, jv c)
+{
+	const char *phase = str_or(c, "phase", "?"), *span = json_get_str(c, "span");
+	size_t n = strlen(phase), sn = span ? strlen(span) : 0;
+
+	if (!span) {
+		line(l, TUI_HEAD, "model now (%s, %s)", phase, str_or(c, "model", "?"));
+		return;
+	}
+	while (n > 4 && !strncmp(phase + n - 4, "-sub", 4))
+		n -= 4;
+	line(l, TUI_HEAD, "model now (%.*s › sub-agent %s, %s)", (int)n, phase, sn > 8 ? span + sn - 8 : span,
+	     str_or(c, "model", "?"));
+}
+
 /* The model's text of each call in flight (its process alive), its last
  * LIVE_LINES lines as it streams; how many were shown. */
 static int live_calls(jv *l, jv list)
@@ -163,7 +183,7 @@ static int live_calls(jv *l, jv list)
 			jv_free(c);
 			continue;   /* its process died in the call */
 		}
-		line(l, TUI_HEAD, "model now (%s, %s)", str_or(c, "phase", "?"), str_or(c, "model", "?"));
+		live_heading(l, c);
 		/* the start of the last LIVE_LINES lines */
 		const char *from = text + strlen(text);
 		for (int n = 0; from > text && n <= LIVE_LINES;)

@@ -54,27 +54,28 @@ setup() {
 	run -0 --separate-stderr forge db status --db "$URI"
 	assert_line "backend:  postgresql"
 	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
-	assert_line "schema:   version 0 of 5"
+	assert_line "schema:   version 0 of 6"
 	assert_line "pending:  pg/001-core.sql"
 	assert_line "pending:  pg/002-live-text.sql"
 	assert_line "pending:  pg/003-lease-renewal.sql"
 	assert_line "pending:  pg/004-memory.sql"
 	assert_line "pending:  pg/005-findings-docs.sql"
+	assert_line "pending:  pg/006-live-span.sql"
 	[[ "$output" != *s3cret* ]]
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 5"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 6"
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output --partial "is up to date (schema version 5)"
+	assert_output --partial "is up to date (schema version 6)"
 	run -0 --separate-stderr forge db status --json
-	jq -e '.backend == "postgresql" and .version == 5 and .known == 5 and .pending == []' <<<"$output"
+	jq -e '.backend == "postgresql" and .version == 6 and .known == 6 and .pending == []' <<<"$output"
 	[ "$(psql_q 'select version, name from forge_schema order by version')" = \
-		"$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql\n4|pg/004-memory.sql\n5|pg/005-findings-docs.sql')" ]
+		"$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql\n4|pg/004-memory.sql\n5|pg/005-findings-docs.sql\n6|pg/006-live-span.sql')" ]
 	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
-	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 5
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 6
 		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
-	assert_line "schema:   version 5 of 5 (up to date)"
+	assert_line "schema:   version 6 of 6 (up to date)"
 	# SQLite: the same command, a file not created by looking
 	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
 	assert_line "backend:  sqlite"
@@ -92,9 +93,9 @@ setup() {
 	done
 	for pid in "${pids[@]}"; do wait "$pid"; done
 	cat "$BATS_TEST_TMPDIR"/out*
-	[ "$(grep -l 'schema version 0 -> 5' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l 'schema version 0 -> 6' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
-	[ "$(psql_q 'select count(*) from forge_schema')" -eq 5 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq 6 ]
 }
 
 @test "a database that cannot be reached, or a bad command: clear errors with their exit status" {

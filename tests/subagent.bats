@@ -91,7 +91,7 @@ events_of() {
 	assert_output '["T1"]'
 }
 
-@test "the child's model call writes its live text under the run (phase implement-sub), for forge tui" {
+@test "the child's model call writes its live text under the run (phase implement-sub, its span), for forge tui" {
 	GO="$BATS_TEST_TMPDIR/go"
 	# the child's first answer: its text, then the stream waits (message_start,
 	# block start, ping, the text, the block's end: 5 events) until $GO exists
@@ -107,13 +107,17 @@ events_of() {
 	forge-implement --config "$CFG" <"$BATS_TEST_TMPDIR/in.json" >"$BATS_TEST_TMPDIR/out" 2>&1 &
 	pid=$!
 	for i in $(seq 300); do
-		got=$(sqlite3 "$FORGE_DB" "select phase || '|' || text from live_text where trace_id = 'T1' and text != ''" 2>/dev/null || true)
+		got=$(sqlite3 "$FORGE_DB" "select phase || '|' || coalesce(span_id, '-') || '|' || text from live_text
+			where trace_id = 'T1' and text != ''" 2>/dev/null || true)
 		[ -n "$got" ] && break
 		sleep 0.1
 	done
 	touch "$GO"
 	wait "$pid"
-	[ "$got" = "implement-sub|Reading calc.c for its operations." ]
+	# the row is the child's: its span, as its subagent.started event says
+	span=$(jq -Rr 'fromjson? | select(.kind == "event" and .type == "subagent.started") | .payload.span' "$BATS_TEST_TMPDIR/out")
+	[[ "$span" =~ ^[0-9A-Z]{26}$ ]]
+	[ "$got" = "implement-sub|$span|Reading calc.c for its operations." ]
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from live_text")" -eq 0 ]
 }
 

@@ -250,6 +250,42 @@ quit_ok() {
 	quit_ok
 }
 
+@test "two sub-agents of one phase streaming at once: each call headed by its span, their texts apart" {
+	paused_run
+	# the rows two sub-agents' processes write while their calls stream
+	# (span_id: each one's span, phase the calls count under), and the
+	# phase's own; alive: this shell's pid on this host
+	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	host=$(hostname)
+	for r in "c1|implement||Handing out the reading." \
+		 "c2|implement-sub|01JSUBAGENTAAAAAAAAAAAAAAA|Reading calc.c now." \
+		 "c3|implement-sub|01JSUBAGENTBBBBBBBBBBBBBBB|Reading calc.h now."; do
+		IFS='|' read -r id phase span text <<<"$r"
+		sqlite3 "$FORGE_DB" "insert into live_text (call_id, trace_id, phase, model, span_id, pid, host, text,
+			started_at, updated_at) values ('$id', '$T', '$phase', 'm-1', nullif('$span', ''), $$, '$host',
+			'$text', '$now', '$now')"
+	done
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui Enter
+	wait_for "model now (implement › sub-agent BBBBBBBB, m-1)"
+	run -0 screen
+	[[ "$output" == *$'model now (implement, m-1)\n    Handing out the reading.\n'* ]]
+	[[ "$output" == *$'model now (implement › sub-agent AAAAAAAA, m-1)\n    Reading calc.c now.\n'* ]]
+	[[ "$output" == *$'model now (implement › sub-agent BBBBBBBB, m-1)\n    Reading calc.h now.\n'* ]]
+	# one ends: its row goes by its own id, the other sub-agent's stays
+	sqlite3 "$FORGE_DB" "delete from live_text where call_id = 'c2'"
+	tm send-keys -t tui r
+	for i in $(seq 600); do
+		screen | grep -qF "sub-agent AAAAAAAA" || break
+		sleep 0.1
+	done
+	run -0 screen
+	[[ "$output" != *"sub-agent AAAAAAAA"* ]]
+	[[ "$output" == *$'model now (implement › sub-agent BBBBBBBB, m-1)\n    Reading calc.h now.\n'* ]]
+	quit_ok
+}
+
 @test "a text block that ended is whole in the live row while the call goes on (its tool call's JSON still to come)" {
 	load test_helper/mock
 	mock_start

@@ -45,7 +45,8 @@ static void flush(struct store_live *w)
 	w->writes++;
 }
 
-void store_live_begin(struct store_live *w, const char *trace, const char *phase, const char *model)
+void store_live_begin(struct store_live *w, const char *trace, const char *phase, const char *model,
+		      const char *span)
 {
 	struct db_stmt *s;
 	char now[TIMESTAMP_LEN + 1], host[256];
@@ -59,7 +60,7 @@ void store_live_begin(struct store_live *w, const char *trace, const char *phase
 		snprintf(host, sizeof host, "%s", "localhost");
 	host[sizeof host - 1] = '\0';
 	if (db_prepare(&s, w->st, "INSERT INTO live_text (call_id, trace_id, phase, model, pid, host,"
-			  " started_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)") < 0) {
+			  " started_at, updated_at, span_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)") < 0) {
 		w->st = NULL;
 		w->call[0] = '\0';
 		return;
@@ -71,6 +72,7 @@ void store_live_begin(struct store_live *w, const char *trace, const char *phase
 	db_bind_int64(s, 5, (int64_t)getpid());
 	db_bind_text(s, 6, host);
 	db_bind_text(s, 7, now);
+	db_bind_text(s, 8, span);
 	if (db_step_done(w->st, s, "cannot start the live text") < 0) {
 		w->st = NULL;
 		w->call[0] = '\0';
@@ -119,16 +121,16 @@ int store_live_list(jv *out, struct store *st, const char *trace)
 	int step;
 
 	*out = jv_array();
-	if (db_prepare(&s, st, "SELECT call_id, phase, model, pid, host, text, started_at, updated_at"
+	if (db_prepare(&s, st, "SELECT call_id, phase, model, span_id, pid, host, text, started_at, updated_at"
 			  " FROM live_text WHERE trace_id = ?1 ORDER BY started_at, call_id") < 0)
 		return -1;
 	db_bind_text(s, 1, trace);
 	while ((step = db_step(s)) == DB_ROW) {
-		static const char *const cols[] = { "call_id", "phase", "model", "pid", "host", "text",
+		static const char *const cols[] = { "call_id", "phase", "model", "span", "pid", "host", "text",
 						    "started_at", "updated_at" };
 		jv o = jv_object();
-		for (int i = 0; i < 8; i++)
-			o = json_set(o, cols[i], i == 3 ? db_col_num(s, i) : db_col_str(s, i));
+		for (int i = 0; i < 9; i++)
+			o = json_set(o, cols[i], i == 4 ? db_col_num(s, i) : db_col_str(s, i));
 		*out = jv_array_append(*out, json_set(o, "alive", jv_bool(store_lease_alive(o))));
 	}
 	if (step != DB_DONE) {

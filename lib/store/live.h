@@ -1,7 +1,7 @@
 /*
  * live.h - the model's text while a call streams (table live_text,
- * schemas/sql/011-live-text.sql, schemas/pg/002-live-text.sql on
- * PostgreSQL): written by the process that makes the
+ * schemas/sql/011-live-text.sql and 013-live-span.sql,
+ * schemas/pg/002-live-text.sql and 006-live-span.sql on PostgreSQL): written by the process that makes the
  * call, read by forge tui, which so shows the text as it comes for runs
  * started in any process on the database.  Never events: the finished
  * reply is in llm_calls.
@@ -43,9 +43,12 @@ void store_live_init(struct store_live *w, struct store *st);
 /* End a call still open (its row deleted) and free the text. */
 void store_live_release(struct store_live *w);
 
-/* A call starts: a new row for trace (phase, model may be NULL), with this
- * process's pid and host.  A call still open is ended first. */
-void store_live_begin(struct store_live *w, const char *trace, const char *phase, const char *model);
+/* A call starts: a new row for trace (phase, model and span may be NULL;
+ * span: the sub-agent's span whose call it is, NULL for a phase's own
+ * agent), with this process's pid and host.  A call still open is ended
+ * first.  Strings are borrowed. */
+void store_live_begin(struct store_live *w, const char *trace, const char *phase, const char *model,
+		      const char *span);
 /* Text arrived (len bytes, borrowed): kept, and written when the interval
  * has passed since the last write. */
 void store_live_add(struct store_live *w, const char *text, size_t len);
@@ -57,8 +60,9 @@ void store_live_flush(struct store_live *w);
 void store_live_end(struct store_live *w);
 
 /*
- * The live calls of trace, oldest first: [{"call_id","phase","model","pid",
- * "host","text","started_at","updated_at","alive"}], alive false when the
+ * The live calls of trace, oldest first: [{"call_id","phase","model","span",
+ * "pid","host","text","started_at","updated_at","alive"}] (span null for
+ * a phase's own agent), alive false when the
  * writer's process is gone (store_lease_alive()).  *out is the caller's.
  * 0, or -1 with forge_error() (the database).
  */

@@ -47,7 +47,7 @@ static void test_begin_add_end(void)
 	CHECK(store_open_readonly(&reader, db_path("a.db")) == 0);
 	store_live_init(&w, st);
 	w.clock_ms = fake_clock;
-	store_live_begin(&w, "T1", "plan", "claude-x");
+	store_live_begin(&w, "T1", "plan", "claude-x", NULL);
 	store_live_add(&w, "Hello", 5);
 	/* the first text is written at once, seen by another connection */
 	CHECK(store_live_list(&l, reader, "T1") == 0);
@@ -57,6 +57,7 @@ static void test_begin_add_end(void)
 	CHECK_STR(json_get_str(c, "phase"), "plan");
 	CHECK_STR(json_get_str(c, "model"), "claude-x");
 	CHECK(json_get_bool(c, "alive", false));
+	CHECK(json_has(c, "span") && !json_get_str(c, "span"));   /* the phase's own agent: null */
 	CHECK_INT((int)json_get_num(c, "pid", 0), (int)getpid());
 	jv_free(c);
 	jv_free(l);
@@ -86,7 +87,7 @@ static void test_begin_add_end(void)
 	CHECK_STR(after, "[]");
 	free(after);
 	/* a second call of the same writer starts empty, its first text at once */
-	store_live_begin(&w, "T1", "plan", NULL);
+	store_live_begin(&w, "T1", "plan", NULL, NULL);
 	store_live_add(&w, "again", 5);
 	CHECK(store_live_list(&l, reader, "T1") == 0);
 	c = jv_array_get(jv_copy(l), 0);
@@ -113,7 +114,7 @@ static void test_flush_at_block_end(void)
 	CHECK(store_open(&st, db_path("e.db")) == 0);
 	store_live_init(&w, st);
 	w.clock_ms = fake_clock;
-	store_live_begin(&w, "T1", "implement", "m");
+	store_live_begin(&w, "T1", "implement", "m", NULL);
 	store_live_add(&w, "Let me look", 11);
 	store_live_add(&w, " at calc.c.", 11);   /* same instant: kept in memory */
 	CHECK_INT(w.writes, 1);
@@ -150,7 +151,7 @@ static void test_dead_writer(void)
 		if (store_open(&child, db_path("b.db")) < 0)
 			_exit(1);
 		store_live_init(&w, child);
-		store_live_begin(&w, "T1", "implement", "m");
+		store_live_begin(&w, "T1", "implement", "m", NULL);
 		store_live_add(&w, "half an answer", 14);
 		_exit(0);   /* dies in the call: the row stays */
 	}
@@ -185,12 +186,12 @@ static void test_prune(void)
 		if (store_open(&child, db_path("d.db")) < 0)
 			_exit(1);
 		store_live_init(&cw, child);
-		store_live_begin(&cw, "DEAD", "plan", "m");
+		store_live_begin(&cw, "DEAD", "plan", "m", NULL);
 		_exit(0);
 	}
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	store_live_init(&w, st);
-	store_live_begin(&w, "ALIVE", "plan", "m");
+	store_live_begin(&w, "ALIVE", "plan", "m", NULL);
 	/* two rows of another host: one written long ago, one just now */
 	CHECK(store_exec(st, "INSERT INTO live_text (call_id, trace_id, pid, host, started_at, updated_at) VALUES"
 			 " ('c-old', 'FAR', 1, 'elsewhere.invalid', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z')") == 0);
@@ -221,6 +222,48 @@ static void test_prune(void)
 	store_free(st);
 }
 
+/* Two sub-agents of one phase streaming at once: two rows under the same
+ * phase, told apart by their spans; each call's end deletes its own row. */
+static void test_two_subagents(void)
+{
+	static const char span_a[] = "01JSUBAGENTAAAAAAAAAAAAAAA", span_b[] = "01JSUBAGENTBBBBBBBBBBBBBBB";
+	struct store *st = NULL;
+	struct store_live a, b;
+	jv l = jv_null();
+
+	CHECK(store_open(&st, db_path("f.db")) == 0);
+	store_live_init(&a, st);
+	store_live_init(&b, st);
+	store_live_begin(&a, "T1", "implement-sub", "m", span_a);
+	store_live_begin(&b, "T1", "implement-sub", "m", span_b);
+	store_live_add(&a, "reading calc.c", 14);
+	store_live_add(&b, "reading calc.h", 14);
+	CHECK(store_live_list(&l, st, "T1") == 0);
+	CHECK_INT(jv_array_length(jv_copy(l)), 2);
+	jv_array_foreach(l, i, c) {
+		const char *span = json_get_str(c, "span");
+		CHECK_STR(json_get_str(c, "phase"), "implement-sub");
+		CHECK(span && (!strcmp(span, span_a) || !strcmp(span, span_b)));
+		CHECK_STR(json_get_str(c, "text"), !strcmp(span ? span : "", span_a) ? "reading calc.c" : "reading calc.h");
+		jv_free(c);
+	}
+	jv_free(l);
+	store_live_end(&a);
+	CHECK(store_live_list(&l, st, "T1") == 0);
+	CHECK_INT(jv_array_length(jv_copy(l)), 1);
+	jv c = jv_array_get(jv_copy(l), 0);
+	CHECK_STR(json_get_str(c, "span"), span_b);
+	CHECK_STR(json_get_str(c, "text"), "reading calc.h");
+	jv_free(c);
+	jv_free(l);
+	store_live_release(&a);
+	store_live_release(&b);
+	char *after = listed(st, "T1");
+	CHECK_STR(after, "[]");
+	free(after);
+	store_free(st);
+}
+
 /* No store, no trace, a read-only store: nothing written, nothing fails. */
 static void test_off_and_failing(void)
 {
@@ -229,21 +272,21 @@ static void test_off_and_failing(void)
 	char *l;
 
 	store_live_init(&w, NULL);
-	store_live_begin(&w, "T1", "plan", "m");
+	store_live_begin(&w, "T1", "plan", "m", NULL);
 	store_live_add(&w, "x", 1);
 	store_live_release(&w);
 	CHECK_INT(w.writes, 0);
 
 	CHECK(store_open(&st, db_path("c.db")) == 0);
 	store_live_init(&w, st);
-	store_live_begin(&w, "", "plan", "m");
+	store_live_begin(&w, "", "plan", "m", NULL);
 	store_live_add(&w, "x", 1);
 	CHECK_INT(w.writes, 0);
 	store_live_release(&w);
 
 	CHECK(store_open_readonly(&ro, db_path("c.db")) == 0);
 	store_live_init(&w, ro);
-	store_live_begin(&w, "T1", "plan", "m");   /* refused: the writer turns off */
+	store_live_begin(&w, "T1", "plan", "m", NULL);   /* refused: the writer turns off */
 	CHECK(w.st == NULL);
 	store_live_add(&w, "x", 1);
 	store_live_release(&w);
@@ -269,6 +312,7 @@ int main(void)
 	RUN(test_dead_writer);
 	RUN(test_off_and_failing);
 	RUN(test_prune);
+	RUN(test_two_subagents);
 	int rc = unit_done();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -542,8 +542,9 @@ static void test_migration_rebuilds_index(void)
 			 "NOT NULL, trace_id TEXT NOT NULL, ts TEXT NOT NULL, source TEXT, phase TEXT, type "
 			 "TEXT NOT NULL, payload TEXT, tokens INTEGER, cost_usd REAL, duration_ms INTEGER, "
 			 "record TEXT NOT NULL) STRICT; "
-			 /* ... and the leases table as migration 007 made it */
-			 "ALTER TABLE leases DROP COLUMN renewed_at; PRAGMA user_version = 7") == 0);
+			 /* ... and the leases and live_text tables as 007 and 011 made them */
+			 "ALTER TABLE leases DROP COLUMN renewed_at; ALTER TABLE live_text DROP COLUMN span_id; "
+			 "PRAGMA user_version = 7") == 0);
 	close_mem();
 	open_mem(path);
 	CHECK_INT(store_schema_version(st), store_schema_version_known());

@@ -441,17 +441,21 @@ static void test_display_path(void)
 }
 
 /* The live text of a streaming call: written, read back from another
- * connection (another process's view), gone when the call ends. */
+ * connection (another process's view), gone when the call ends; a
+ * sub-agent's row (migration 013 / pg 006) carries its span, the phase's
+ * own agent's none. */
 static void test_live_text(void)
 {
 	struct store *st = open_db(), *reader = open_db();
-	struct store_live w;
-	char trace[ULID_LEN + 1];
+	struct store_live w, sub;
+	char trace[ULID_LEN + 1], span[ULID_LEN + 1];
 	jv list = jv_null(), row;
 
 	new_trace(trace);
+	ulid_new(span);
 	store_live_init(&w, st);
-	store_live_begin(&w, trace, "implement", "m-1");
+	store_live_init(&sub, st);
+	store_live_begin(&w, trace, "implement", "m-1", NULL);
 	CHECK(w.st != NULL);
 	store_live_add(&w, "Hello, ", 7);	/* the first text is written at once */
 	CHECK(store_live_list(&list, reader, trace) == 0);
@@ -459,16 +463,29 @@ static void test_live_text(void)
 	row = jv_array_get(jv_copy(list), 0);
 	CHECK_STR(json_get_str(row, "text"), "Hello, ");
 	CHECK_STR(json_get_str(row, "phase"), "implement");
+	CHECK(json_has(row, "span") && !json_get_str(row, "span"));
 	CHECK(json_get_num(row, "pid", 0) == (double)getpid());
 	CHECK(jv_equal(json_get(row, "alive"), jv_true()));
 	jv_free(row);
 	jv_free(list);
+	store_live_begin(&sub, trace, "implement-sub", "m-1", span);
+	CHECK(sub.st != NULL);
+	store_live_add(&sub, "sub", 3);
 	store_live_end(&w);
 	CHECK(w.st != NULL);
+	CHECK(store_live_list(&list, reader, trace) == 0);
+	CHECK(jv_array_length(jv_copy(list)) == 1);
+	row = jv_array_get(jv_copy(list), 0);
+	CHECK_STR(json_get_str(row, "span"), span);
+	CHECK_STR(json_get_str(row, "text"), "sub");
+	jv_free(row);
+	jv_free(list);
+	store_live_end(&sub);
 	CHECK(store_live_list(&list, reader, trace) == 0);
 	CHECK(jv_array_length(jv_copy(list)) == 0);
 	jv_free(list);
 	store_live_release(&w);
+	store_live_release(&sub);
 	store_free(reader);
 	store_free(st);
 }
