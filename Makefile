@@ -100,7 +100,9 @@ GIT2_STATIC := $(if $(strip $(foreach l,$(GIT2_STATIC_LIBS),$(if $(wildcard $(sh
 endif
 ifeq ($(GIT2_STATIC),1)
 CPPFLAGS += -DFORGE_GIT2_STATIC
-LDFLAGS  += -Wl,--wrap=mbedtls_x509_crt_parse_file
+LDFLAGS  += -Wl,--wrap=mbedtls_x509_crt_parse_file \
+            -Wl,--wrap=git_mbedtls_stream_global_init -Wl,--wrap=git_mbedtls_stream_new \
+            -Wl,--wrap=git_mbedtls_stream_wrap -Wl,--wrap=git_mbedtls__set_cert_location
 LDLIBS   := -Wl,-Bstatic $(GIT2_STATIC_LIBS:%=-l%) -Wl,-Bdynamic $(LDLIBS)
 else
 LDFLAGS  += -Wl,--export-dynamic-symbol=mbedtls_x509_crt_parse_file

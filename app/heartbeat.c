@@ -17,10 +17,28 @@ struct heartbeat {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;          /* signalled by heartbeat_stop */
 	bool stop;
-	struct store *st;           /* owned: the thread's own connection */
-	char trace[128], holder[ULID_LEN + 1];
+	struct store *st;           /* owned: the thread's own connection, opened at its first beat */
+	char *db;                   /* owned */
+	char trace[128], holder[ULID_LEN + 1], program[64];
 	double every_s;
+	bool quiet, warned;
 };
+
+/* Renew the lease, opening the connection first if need be.  The lease was
+ * taken (or renewed) just before the thread started, so the first renewal
+ * waits a whole interval: a phase shorter than that opens no second
+ * connection (its schema read alone is ~1.7M instructions). */
+static void renew(struct heartbeat *h)
+{
+	if (!h->st && store_open(&h->st, h->db) < 0) {
+		if (!h->quiet && !h->warned)
+			fprintf(stderr, "%s: warning: the run's lease is not renewed: %s\n", h->program,
+				forge_last_error());
+		h->warned = true;
+		return;
+	}
+	store_lease_renew(h->st, h->trace, h->holder);
+}
 
 static void *beat(void *arg)
 {
@@ -29,15 +47,17 @@ static void *beat(void *arg)
 
 	pthread_mutex_lock(&h->mu);
 	while (!h->stop) {
-		pthread_mutex_unlock(&h->mu);
-		store_lease_renew(h->st, h->trace, h->holder);
-		pthread_mutex_lock(&h->mu);
 		clock_gettime(CLOCK_MONOTONIC, &at);
 		long long ns = at.tv_nsec + (long long)(h->every_s * 1e9);
 		at.tv_sec += (time_t)(ns / 1000000000LL);
 		at.tv_nsec = (long)(ns % 1000000000LL);
 		while (!h->stop && pthread_cond_timedwait(&h->cv, &h->mu, &at) != ETIMEDOUT)
 			;
+		if (h->stop)
+			break;
+		pthread_mutex_unlock(&h->mu);
+		renew(h);
+		pthread_mutex_lock(&h->mu);
 	}
 	pthread_mutex_unlock(&h->mu);
 	return NULL;
@@ -54,13 +74,9 @@ void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, 
 	if (!db || strcmp(db, ":memory:") == 0)
 		return;
 	h = xcalloc(1, sizeof *h);
-	if (store_open(&h->st, db) < 0) {
-		if (!quiet)
-			fprintf(stderr, "%s: warning: the run's lease is not renewed: %s\n", program,
-				forge_last_error());
-		free(h);
-		return;
-	}
+	h->db = xstrdup(db);
+	snprintf(h->program, sizeof h->program, "%s", program);
+	h->quiet = quiet;
 	snprintf(h->trace, sizeof h->trace, "%s", trace);
 	snprintf(h->holder, sizeof h->holder, "%s", holder);
 	h->every_s = every_s;
@@ -81,6 +97,7 @@ void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, 
 		pthread_cond_destroy(&h->cv);
 		pthread_mutex_destroy(&h->mu);
 		store_free(h->st);
+		free(h->db);
 		free(h);
 		return;
 	}
@@ -99,5 +116,6 @@ void heartbeat_stop(struct heartbeat *h)
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
 	store_free(h->st);
+	free(h->db);
 	free(h);
 }

@@ -19,13 +19,15 @@ struct heartbeat;
 
 /*
  * Start renewing holder's lease of trace in the database at db (a path or
- * a PostgreSQL URI, opened again by the thread) every every_s seconds, the
- * first renewal at once.  *out is the caller's (heartbeat_stop()), or NULL
+ * a PostgreSQL URI, opened again by the thread at its first renewal) every
+ * every_s seconds, the first after every_s: the caller has just taken or
+ * renewed the lease.  *out is the caller's (heartbeat_stop()), or NULL
  * when there is nothing to renew (db NULL or ":memory:") or the thread
  * cannot start; then, unless quiet, a warning on stderr prefixed with
  * program: the lease stays never renewed, which another host takes to be
- * alive.  A failed renewal (the server away a moment) is tried again at the
- * next beat.
+ * alive.  The same warning, once, when the thread cannot open the
+ * database.  A failed renewal (the server away a moment) is tried again at
+ * the next beat.
  */
 void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, const char *holder,
 		     double every_s, const char *program, bool quiet);

@@ -448,7 +448,6 @@ int toolset_open(struct toolset **out, const struct toolset_opts *o)
 {
 	struct toolset *ts = xcalloc(1, sizeof *ts);
 	jv servers = config_get(o->cfg, "mcp.servers");
-	struct sandbox_policy *policy = NULL;
 
 	*out = NULL;
 	ts->phase = xstrdup(o->phase ? o->phase : "");
@@ -458,10 +457,9 @@ int toolset_open(struct toolset **out, const struct toolset_opts *o)
 	ts->warn = o->warn;
 	ts->warn_payload = o->warn_payload;
 	ts->own = jv_array();
-	ts->output_cap = 65536;
-	if (sandbox_policy_from_config(&policy, o->cfg) == 0)
-		ts->output_cap = policy->output_cap;
-	sandbox_policy_free(policy);
+	/* The sandbox's own cap, read directly: a whole policy (its patterns
+	 * compiled) only for this number cost more than the session's tools. */
+	ts->output_cap = o->cfg ? (size_t)config_get_num(o->cfg, "sandbox.output_cap_bytes") : 65536;
 	if (jv_get_kind(servers) == JV_KIND_OBJECT) {
 		ts->srv = xcalloc((size_t)jv_object_length(jv_copy(servers)) + 1, sizeof *ts->srv);
 		jv_object_foreach(servers, k, v) {

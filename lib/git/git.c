@@ -48,6 +48,64 @@ static bool ca_deferring;
 static char *ca_deferred;   /* the bundle libgit2 wanted, until read */
 static int ca_loads;
 
+#ifdef FORGE_GIT2_STATIC
+/*
+ * libgit2's whole mbedtls set-up waits for TLS too: git_libgit2_init()
+ * seeds a random generator from the system's entropy and fills an SSL
+ * configuration (~1.4M instructions, 13% of a forge-deploy that never
+ * pushes).  Linked statically, the linker routes libgit2's four ways into
+ * its mbedtls stream here (-Wl,--wrap=...): the set-up is skipped while
+ * libgit2 initialises and made, once, before the first of the other three
+ * (a TLS stream, a wrapped proxy stream, CA locations), from whichever
+ * thread comes first (pthread_once).
+ */
+struct git_stream;
+int __real_git_mbedtls_stream_global_init(void);
+int __real_git_mbedtls_stream_new(struct git_stream **out, const char *host, const char *port);
+int __real_git_mbedtls_stream_wrap(struct git_stream **out, struct git_stream *in, const char *host);
+int __real_git_mbedtls__set_cert_location(const char *file, const char *path);
+int __wrap_git_mbedtls_stream_global_init(void);
+int __wrap_git_mbedtls_stream_new(struct git_stream **out, const char *host, const char *port);
+int __wrap_git_mbedtls_stream_wrap(struct git_stream **out, struct git_stream *in, const char *host);
+int __wrap_git_mbedtls__set_cert_location(const char *file, const char *path);
+
+static int tls_init_rc;
+
+static void tls_init_once(void)
+{
+	tls_init_rc = __real_git_mbedtls_stream_global_init();
+}
+
+/* The deferred set-up: 0, or libgit2's error (it set the message). */
+static int tls_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, tls_init_once);
+	return tls_init_rc;
+}
+
+int __wrap_git_mbedtls_stream_global_init(void)
+{
+	return ca_deferring ? 0 : tls_init();
+}
+
+int __wrap_git_mbedtls_stream_new(struct git_stream **out, const char *host, const char *port)
+{
+	return tls_init() < 0 ? -1 : __real_git_mbedtls_stream_new(out, host, port);
+}
+
+int __wrap_git_mbedtls_stream_wrap(struct git_stream **out, struct git_stream *in, const char *host)
+{
+	return tls_init() < 0 ? -1 : __real_git_mbedtls_stream_wrap(out, in, host);
+}
+
+int __wrap_git_mbedtls__set_cert_location(const char *file, const char *path)
+{
+	return tls_init() < 0 ? -1 : __real_git_mbedtls__set_cert_location(file, path);
+}
+#endif
+
 int CA_PARSE_FILE(struct mbedtls_x509_crt *chain, const char *path)
 {
 	static parse_fn *real;

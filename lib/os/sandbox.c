@@ -743,12 +743,45 @@ static jv pick(jv section, jv defaults, const char *key)
 	return json_get(defaults, key);
 }
 
+/* True when section has every key the policy reads.  A configuration's
+ * section always has (its defaults layer gives them all), so the built-in
+ * file, 25 KiB of JSON, is parsed only for a partial section (unit tests,
+ * tools run without a configuration). */
+static bool section_complete(jv section /* borrows */)
+{
+	static const char *const keys[] = {
+		"command_timeout_s", "output_cap_bytes", "landlock", "network", "namespaces",
+		"read_anywhere", "read_paths", "limits", "writable", "env",
+		"deny", "deny_extra", "ask", "ask_extra",
+	};
+
+	static const char *const limit_keys[] = { "memory_mb", "file_size_mb", "open_files",
+						   "processes" };
+	bool complete = true;
+
+	for (size_t i = 0; i < sizeof keys / sizeof *keys && complete; i++)
+		complete = json_has(section, keys[i]);
+	if (complete) {
+		jv lim = json_get(section, "limits");
+		for (size_t i = 0; i < sizeof limit_keys / sizeof *limit_keys && complete; i++)
+			complete = json_has(lim, limit_keys[i]);
+		jv_free(lim);
+	}
+	return complete;
+}
+
 int sandbox_policy_new(struct sandbox_policy **out, jv section)
 {
-	const struct resource *res = resource_find("config.defaults.json");
+	const struct resource *res = NULL;
 	struct sandbox_policy *p = xcalloc(1, sizeof(*p));
-	jv all = res ? json_parse(res->data, res->len) : jv_null();
-	jv defs = json_get(all, "sandbox");
+	jv all = jv_null(), defs;
+	if (section_complete(section)) {
+		defs = jv_copy(section);
+	} else {
+		res = resource_find("config.defaults.json");
+		all = res ? json_parse(res->data, res->len) : jv_null();
+		defs = json_get(all, "sandbox");
+	}
 	jv lim, v;
 	int rc = -1;
 

@@ -15,6 +15,7 @@
 struct db_stmt {
 	struct store *st;
 	sqlite3_stmt *lite;             /* DB_SQLITE */
+	struct db_cached *cached;       /* the cache slot lite belongs to, or NULL */
 	/* DB_POSTGRES: the SQL with $N, the parameters as text (NULL: SQL
 	 * NULL), the whole result once run; row is the current one. */
 	char *sql;
@@ -201,6 +202,60 @@ static char *pg_sql(const char *sql, int *max, bool **used)
 	return buf_detach(&b, NULL);
 }
 
+/* s->lite from the cache when a free statement of sql is there: 0, or -1. */
+static int cache_take(struct db_stmt *s, struct store *st, const char *sql)
+{
+	for (int i = 0; i < DB_STMT_CACHE; i++) {
+		struct db_cached *c = &st->cache[i];
+
+		if (c->sql && !c->busy && strcmp(c->sql, sql) == 0) {
+			c->busy = true;
+			c->used = ++st->cache_clock;
+			s->lite = c->lite;
+			s->cached = c;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Keep s->lite, just prepared from sql, in a free slot or in place of the
+ * least recently used idle one; when every slot is busy, s stays its own. */
+static void cache_put(struct db_stmt *s, struct store *st, const char *sql)
+{
+	struct db_cached *victim = NULL;
+
+	for (int i = 0; i < DB_STMT_CACHE; i++) {
+		struct db_cached *c = &st->cache[i];
+
+		if (!c->sql) {
+			victim = c;
+			break;
+		}
+		if (!c->busy && (!victim || c->used < victim->used))
+			victim = c;
+	}
+	if (!victim)
+		return;
+	if (victim->sql) {
+		sqlite3_finalize(victim->lite);
+		free(victim->sql);
+	}
+	*victim = (struct db_cached){ xstrdup(sql), s->lite, true, ++st->cache_clock };
+	s->cached = victim;
+}
+
+void db_cache_free(struct store *st)
+{
+	for (int i = 0; i < DB_STMT_CACHE; i++) {
+		struct db_cached *c = &st->cache[i];
+
+		sqlite3_finalize(c->lite);
+		free(c->sql);
+		*c = (struct db_cached){ 0 };
+	}
+}
+
 int db_prepare(struct db_stmt **out, struct store *st, const char *sql)
 {
 	struct db_stmt *s = xcalloc(1, sizeof *s);
@@ -226,10 +281,14 @@ int db_prepare(struct db_stmt **out, struct store *st, const char *sql)
 		*out = s;
 		return 0;
 	}
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s->lite, NULL) != SQLITE_OK) {
+	if (cache_take(s, st, sql) == 0)
+		goto done;
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->lite, NULL) != SQLITE_OK) {
 		free(s);
 		return store_fail(st, "cannot prepare '%.60s'", sql);
 	}
+	cache_put(s, st, sql);
+done:
 	*out = s;
 	return 0;
 }
@@ -503,7 +562,12 @@ void db_finalize(struct db_stmt *s)
 {
 	if (!s)
 		return;
-	if (s->lite) {
+	if (s->cached) {
+		/* back to the cache: unbound, reset, no lock held */
+		sqlite3_reset(s->lite);
+		sqlite3_clear_bindings(s->lite);
+		s->cached->busy = false;
+	} else if (s->lite) {
 		sqlite3_finalize(s->lite);
 	} else {
 		db_reset(s);

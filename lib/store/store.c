@@ -793,6 +793,7 @@ void store_free(struct store *st)
 		return;
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
+	db_cache_free(st);
 	/* close_v2: a statement another module prepared on store_db() and did
 	 * not finalize keeps the connection alive (and shows up as a leak)
 	 * instead of making the close fail. */

@@ -33,6 +33,21 @@ struct event_queue {
 	int count;
 };
 
+/*
+ * SQLite statements db_prepare() made, kept for the next db_prepare() of the
+ * same text: a query a long-lived process runs again and again (the
+ * supervisor's checkpoints and gates, every model call's log row) is parsed
+ * once.  busy: handed out, not db_finalize()d yet (then another
+ * db_prepare() of the same text gets a statement of its own).
+ */
+#define DB_STMT_CACHE 32
+struct db_cached {
+	char *sql;                      /* owned; NULL: a free slot */
+	sqlite3_stmt *lite;
+	bool busy;
+	unsigned long used;             /* when last handed out (least recent goes first) */
+};
+
 struct store {
 	enum db_backend backend;
 	sqlite3 *db;                    /* DB_SQLITE */
@@ -47,7 +62,12 @@ struct store {
 	long events_added;              /* store_events_added() */
 	int applied;                    /* migrations this open applied */
 	double lease_ttl_s;             /* store_set_lease_ttl(); 0: STORE_LEASE_TTL_S */
+	struct db_cached cache[DB_STMT_CACHE];
+	unsigned long cache_clock;
 };
+
+/* Finalize the cached statements (before the connection closes); db.c. */
+void db_cache_free(struct store *st);
 
 /* store_fail() with a va_list (store.c): what db_step_done() and
  * store_step_done() report a failed step with. */
