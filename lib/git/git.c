@@ -69,10 +69,11 @@ int __wrap_git_mbedtls_stream_new(struct git_stream **out, const char *host, con
 int __wrap_git_mbedtls_stream_wrap(struct git_stream **out, struct git_stream *in, const char *host);
 int __wrap_git_mbedtls__set_cert_location(const char *file, const char *path);
 
-static int tls_init_rc;
+static int tls_init_rc, tls_inits;
 
 static void tls_init_once(void)
 {
+	tls_inits++;
 	tls_init_rc = __real_git_mbedtls_stream_global_init();
 }
 
@@ -164,6 +165,15 @@ int forge_git_tls_prepare(void)
 int forge_git_ca_loads(void)
 {
 	return ca_loads;
+}
+
+int forge_git_tls_inits(void)
+{
+#ifdef FORGE_GIT2_STATIC
+	return tls_inits;
+#else
+	return -1;
+#endif
 }
 
 /* ---- errors ---------------------------------------------------------------- */

@@ -67,6 +67,12 @@ int forge_git_tls_prepare(void);
 /* How often the CA bundle was really parsed in this process (for tests). */
 int forge_git_ca_loads(void);
 
+/* How often libgit2's TLS set-up (mbedtls: entropy, a seeded random
+ * generator, the SSL configuration) ran in this process: 0 until the first
+ * TLS stream, then 1; -1 when libgit2 is a shared library, whose set-up
+ * runs in forge_git_init() (for tests). */
+int forge_git_tls_inits(void);
+
 /*
  * The main working tree of the repository that contains dir (absolute, as
  * realpath(3) gives it), found without libgit2 by walking up from dir the

@@ -916,12 +916,19 @@ static void test_push(void)
 	buf_addf(&spec, "+refs/heads/forge/P1:refs/heads/forge/P1");
 	CHECK_OK(forge_git_push(g, "origin", spec.buf));
 	CHECK_STR(out("git -C '%s' rev-parse refs/heads/forge/P1", remote_path), sha2);
-	/* local work never read the CA bundle; an https remote reads it (once) */
+	/* local work never read the CA bundle nor set TLS up; an https remote
+	 * does both (once) */
 	CHECK_INT(forge_git_ca_loads(), 0);
+	if (forge_git_tls_inits() >= 0)
+		CHECK_INT(forge_git_tls_inits(), 0);
 	CHECK_INT(forge_git_push(g, "https://127.0.0.1:1/none.git", "forge/P1"), -1);
 	CHECK_INT(forge_git_ca_loads(), 1);
+	if (forge_git_tls_inits() >= 0)
+		CHECK_INT(forge_git_tls_inits(), 1);
 	CHECK_INT(forge_git_push(g, "https://127.0.0.1:1/none.git", "forge/P1"), -1);
 	CHECK_INT(forge_git_ca_loads(), 1);
+	if (forge_git_tls_inits() >= 0)
+		CHECK_INT(forge_git_tls_inits(), 1);
 	CHECK_INT(forge_git_push(g, out("echo '%s/nowhere.git'", tmpdir), "forge/P1"), -1);
 	CHECK_INT(forge_git_push(g, "upstream", "forge/P1"), -1);
 	CHECK_MSG(contains(forge_last_error(), "no remote 'upstream'"), "%s", forge_last_error());

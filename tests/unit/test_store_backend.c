@@ -733,6 +733,78 @@ static void test_log_durability(void)
 	store_free(st);
 }
 
+/* Run sql (no parameters, no row) on st. */
+static int exec_sql(struct store *st, const char *sql)
+{
+	struct db_stmt *s;
+
+	return db_prepare(&s, st, sql) < 0 ? -1 : db_step_done(st, s, "running '%s'", sql);
+}
+
+/* The integer the one-column query sql gives with ?1 = arg (or unbound
+ * when arg < 0); -1 for NULL or no row. */
+static long long query_int(struct store *st, const char *sql, long long arg)
+{
+	struct db_stmt *s;
+	long long v = -1;
+
+	if (db_prepare(&s, st, sql) < 0)
+		return -2;
+	if (arg >= 0)
+		db_bind_int64(s, 1, arg);
+	if (db_step(s) == DB_ROW && !db_col_null(s, 0))
+		v = db_col_int64(s, 0);
+	db_finalize(s);
+	return v;
+}
+
+/* db_prepare() keeps SQLite statements for the next prepare of the same
+ * text: a kept one comes back reset and unbound, a second prepare while the
+ * first is out gets its own, and more texts than the store keeps still run. */
+static void test_statement_reuse(void)
+{
+	struct store *st = open_db();
+	struct db_stmt *a, *b;
+	char sql[64];
+
+	CHECK_INT(exec_sql(st, "CREATE TEMP TABLE reuse_t (x INTEGER)"), 0);
+	for (int i = 1; i <= 50; i++) {
+		CHECK_INT(db_prepare(&a, st, "INSERT INTO reuse_t (x) VALUES (?1)"), 0);
+		db_bind_int64(a, 1, i);
+		CHECK_INT(db_step_done(st, a, "inserting %d", i), 0);
+	}
+	CHECK_INT(query_int(st, "SELECT count(*) FROM reuse_t WHERE ?1 = 1", 1), 50);
+	CHECK_INT(query_int(st, "SELECT sum(x) FROM reuse_t WHERE ?1 = 1", 1), 1275);
+	/* bindings do not outlive db_finalize() */
+	CHECK_INT(query_int(st, "SELECT ?1", 7), 7);
+	CHECK_INT(query_int(st, "SELECT ?1", -1), -1);
+	/* left mid-result, it starts again from the first row */
+	CHECK_INT(db_prepare(&a, st, "SELECT x FROM reuse_t ORDER BY x"), 0);
+	CHECK_INT(db_step(a), DB_ROW);
+	CHECK_INT(db_step(a), DB_ROW);
+	CHECK_INT(db_col_int64(a, 0), 2);
+	/* the same text while a is out: a statement of its own */
+	CHECK_INT(db_prepare(&b, st, "SELECT x FROM reuse_t ORDER BY x"), 0);
+	CHECK_INT(db_step(b), DB_ROW);
+	CHECK_INT(db_col_int64(b, 0), 1);
+	CHECK_INT(db_step(a), DB_ROW);
+	CHECK_INT(db_col_int64(a, 0), 3);
+	db_finalize(a);
+	db_finalize(b);
+	CHECK_INT(db_prepare(&a, st, "SELECT x FROM reuse_t ORDER BY x"), 0);
+	CHECK_INT(db_step(a), DB_ROW);
+	CHECK_INT(db_col_int64(a, 0), 1);
+	db_finalize(a);
+	/* more texts than are kept, twice over */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 80; i++) {
+			snprintf(sql, sizeof sql, "SELECT ?1 + %d", i);
+			CHECK_INT(query_int(st, sql, 1000), 1000 + i);
+		}
+	CHECK_INT(exec_sql(st, "DROP TABLE reuse_t"), 0);
+	store_free(st);
+}
+
 int main(void)
 {
 	const char *db = getenv("FORGE_TEST_DB");
@@ -765,6 +837,7 @@ int main(void)
 	RUN(test_compile_docs);
 	RUN(test_compile_docs_concurrent);
 	RUN(test_log_durability);
+	RUN(test_statement_reuse);
 	if (!(db && *db)) {
 		char side[600];
 
