@@ -204,6 +204,18 @@ static int kw_string_annotation(struct compiler *c, struct node *n, jv val, cons
 	return 0;
 }
 
+/* "format" is an annotation, except "regex", which this validator asserts:
+ * a string that is not a PCRE2 pattern fails (config's sandbox rules, so a
+ * bad one is refused when the configuration is read, and the validation
+ * cache spares the programs that run on it compiling them all up front). */
+static int kw_format(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+{
+	if (kw_string_annotation(c, n, val, kw, depth) < 0)
+		return -1;
+	n->format_regex = strcmp(jv_string_value(val), "regex") == 0;
+	return 0;
+}
+
 /* $id only names the document: below the root it would start an embedded
  * resource with its own base URI, which changes what "#/..." refers to. */
 static int kw_id(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
@@ -499,7 +511,7 @@ static const struct {
 } keywords[] = {
 	{ "$schema", kw_string_annotation }, { "$id", kw_id },
 	{ "$comment", kw_string_annotation }, { "title", kw_string_annotation },
-	{ "description", kw_string_annotation }, { "format", kw_string_annotation },
+	{ "description", kw_string_annotation }, { "format", kw_format },
 	{ "default", kw_annotation }, { "examples", kw_annotation },
 	{ "deprecated", kw_annotation }, { "readOnly", kw_annotation },
 	{ "writeOnly", kw_annotation },

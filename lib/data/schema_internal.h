@@ -77,6 +77,7 @@ struct node {
 	struct node_list prefix;
 	struct node *items;
 	struct regex *pattern;
+	bool format_regex;      /* "format": "regex": the string must compile (PCRE2) */
 	struct node_list all_of, any_of, one_of;
 	struct node *not_;
 	char *ref;              /* the $ref pointer, percent-decoded, without '#' */

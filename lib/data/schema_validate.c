@@ -335,6 +335,24 @@ static bool check_array(struct vctx *v, const struct node *n, jv x)
 	return true;
 }
 
+/* "format": "regex": x compiles as a PCRE2 pattern. */
+static bool check_regex(struct vctx *v, jv x)
+{
+	int err;
+	PCRE2_SIZE off;
+	pcre2_code *code = pcre2_compile((PCRE2_SPTR)jv_string_value(x),
+					 (PCRE2_SIZE)jv_string_length_bytes(jv_copy(x)), 0, &err, &off, NULL);
+	PCRE2_UCHAR text[256];
+
+	if (code) {
+		pcre2_code_free(code);
+		return true;
+	}
+	pcre2_get_error_message(err, text, sizeof text);
+	return fail(v, "'%s' is not a regular expression: %s at offset %zu", jv_string_value(x),
+		    (const char *)text, (size_t)off);
+}
+
 static bool check_string(struct vctx *v, const struct node *n, jv x)
 {
 	if (n->has & ((1u << L_MIN_LENGTH) | (1u << L_MAX_LENGTH))) {
@@ -347,6 +365,8 @@ static bool check_string(struct vctx *v, const struct node *n, jv x)
 	if (n->pattern && !schema_regex_search(n->pattern, jv_string_value(x),
 					 (size_t)jv_string_length_bytes(jv_copy(x))))
 		return fail(v, "string does not match pattern '%s'", n->pattern->source);
+	if (n->format_regex)
+		return check_regex(v, x);
 	return true;
 }
 

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <pcre2.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -661,15 +662,19 @@ out:
 
 struct sandbox_rule {
 	char *src;
-	pcre2_code *code;
+	pcre2_code *code;       /* NULL until compiled, or when it did not compile */
 };
+
+/* Lazily compiled policies may be checked from several threads. */
+static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define CMDPOS "(?:^|[;&|(`{\\n]|\\$\\(|\\b(?:then|do|else|sudo|exec|command|nohup|time|nice|env|xargs|builtin)\\s)\\s*(?:(?:-\\S+|\\w+=\\S*)\\s+)*(?:\\S*/)?"
 
-static int rule_compile(struct sandbox_rule *r, const char *src)
+/* Compile r->src into r->code: 0, or -1 with a message. */
+static int rule_compile(struct sandbox_rule *r)
 {
 	struct buf b = BUF_INIT;
-	const char *p = src, *q;
+	const char *src = r->src, *p = src, *q;
 	int err;
 	PCRE2_SIZE off;
 
@@ -679,7 +684,6 @@ static int rule_compile(struct sandbox_rule *r, const char *src)
 		p = q + 5;
 	}
 	buf_adds(&b, p);
-	r->src = xstrdup(src);
 	r->code = pcre2_compile((PCRE2_SPTR)b.buf, b.len, 0, &err, &off, NULL);
 	buf_release(&b);
 	if (!r->code) {
@@ -691,7 +695,8 @@ static int rule_compile(struct sandbox_rule *r, const char *src)
 	return 0;
 }
 
-static int rules_add(struct sandbox_rule **rules, size_t *n, jv list /* borrows */)
+/* Add list's patterns to rules, compiled unless lazy. */
+static int rules_add(struct sandbox_rule **rules, size_t *n, jv list /* borrows */, bool lazy)
 {
 	if (!json_is(list, JV_KIND_ARRAY))
 		return 0;
@@ -701,7 +706,8 @@ static int rules_add(struct sandbox_rule **rules, size_t *n, jv list /* borrows 
 		if (json_is(s, JV_KIND_STRING)) {
 			*rules = xrealloc(*rules, (*n + 1) * sizeof(**rules));
 			memset(&(*rules)[*n], 0, sizeof(**rules));
-			rc = rule_compile(&(*rules)[*n], jv_string_value(s));
+			(*rules)[*n].src = xstrdup(jv_string_value(s));
+			rc = lazy ? 0 : rule_compile(&(*rules)[*n]);
 			(*n)++;
 		}
 		jv_free(s);
@@ -770,7 +776,7 @@ static bool section_complete(jv section /* borrows */)
 	return complete;
 }
 
-int sandbox_policy_new(struct sandbox_policy **out, jv section)
+static int policy_build(struct sandbox_policy **out, jv section, bool lazy_rules)
 {
 	const struct resource *res = NULL;
 	struct sandbox_policy *p = xcalloc(1, sizeof(*p));
@@ -827,14 +833,15 @@ int sandbox_policy_new(struct sandbox_policy **out, jv section)
 	for (int i = 0; i < 2; i++) {
 		int r1, r2;
 		v = pick(section, defs, deny_keys[i]);
-		r1 = rules_add(&p->deny, &p->ndeny, v);
+		r1 = rules_add(&p->deny, &p->ndeny, v, lazy_rules);
 		jv_free(v);
 		v = pick(section, defs, ask_keys[i]);
-		r2 = rules_add(&p->ask, &p->nask, v);
+		r2 = rules_add(&p->ask, &p->nask, v, lazy_rules);
 		jv_free(v);
 		if (r1 < 0 || r2 < 0)
 			goto out;
 	}
+	p->rules_compiled = !lazy_rules;
 	*out = p;
 	p = NULL;
 	rc = 0;
@@ -845,12 +852,31 @@ out:
 	return rc;
 }
 
+int sandbox_policy_new(struct sandbox_policy **out, jv section)
+{
+	return policy_build(out, section, false);
+}
+
 int sandbox_policy_from_config(struct sandbox_policy **out, const struct config *cfg)
 {
 	jv section = cfg ? config_get(cfg, "sandbox") : jv_null();
-	int rc = sandbox_policy_new(out, section);
+	int rc = policy_build(out, section, cfg != NULL);
 	jv_free(section);
 	return rc;
+}
+
+/* Compile p's rules, once; a pattern that fails keeps code NULL. */
+static void rules_compile_all(const struct sandbox_policy *p)
+{
+	pthread_mutex_lock(&rules_lock);
+	if (!p->rules_compiled) {
+		for (size_t i = 0; i < p->ndeny; i++)
+			(void)rule_compile(&p->deny[i]);
+		for (size_t i = 0; i < p->nask; i++)
+			(void)rule_compile(&p->ask[i]);
+		((struct sandbox_policy *)p)->rules_compiled = true;
+	}
+	pthread_mutex_unlock(&rules_lock);
 }
 
 static void rules_free(struct sandbox_rule *r, size_t n)
@@ -919,6 +945,8 @@ static const char *rules_match(const struct sandbox_rule *rules, size_t n, const
 			       const char *b)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (!rules[i].code)
+			return rules[i].src;    /* did not compile: fail closed */
 		pcre2_match_data *md = pcre2_match_data_create_from_pattern(rules[i].code, NULL);
 		bool hit = pcre2_match(rules[i].code, (PCRE2_SPTR)a, strlen(a), 0, 0, md, NULL) >= 0 ||
 			   pcre2_match(rules[i].code, (PCRE2_SPTR)b, strlen(b), 0, 0, md, NULL) >= 0;
@@ -935,6 +963,8 @@ enum sandbox_verdict sandbox_check_command(const struct sandbox_policy *p, const
 	char *a = normalise(cmd, false), *b = normalise(cmd, true);
 	enum sandbox_verdict v = SANDBOX_ALLOW;
 	const char *hit;
+
+	rules_compile_all(p);
 
 	if ((hit = rules_match(p->deny, p->ndeny, a, b)))
 		v = SANDBOX_DENY;

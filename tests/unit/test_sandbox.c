@@ -1,6 +1,7 @@
 /* test_sandbox.c - path confinement, command policy, environment (lib/os/sandbox.h). */
 #include "core/forge.h"
 #include "core/json.h"
+#include "data/config.h"
 #include "llm/llm.h"
 #include "os/nsview.h"
 #include "os/sandbox.h"
@@ -254,6 +255,54 @@ static void test_policy_config(void)
 	CHECK(p == NULL);
 }
 
+/* A configuration's patterns are checked when it is read ("format":
+ * "regex"), and its policy compiles them at its first command check. */
+static void test_policy_from_config(void)
+{
+	char home[256];
+	struct config *cfg = NULL;
+	struct sandbox_policy *p = NULL;
+	const char *rule = NULL;
+	const char *ok = "{\"sandbox\":{\"deny_extra\":[\"\\\\bmake\\\\s+nuke\\\\b\"]}}";
+	const char *bad = "{\"sandbox\":{\"ask_extra\":[\"(unclosed\"]}}";
+	const char *broken = "{\"sandbox\":{\"deny_extra\":[\"\\\\{cmd}x\"]}}";
+	struct config_sources src = { NULL, NULL, jv_null() };
+
+	snprintf(home, sizeof home, "%s/home", dir);
+	setenv("XDG_CONFIG_HOME", home, 1);
+	setenv("XDG_CACHE_HOME", home, 1);
+	src.flags = json_parse(ok, strlen(ok));
+	CHECK_INT(config_load(&cfg, &src), 0);
+	CHECK_INT(sandbox_policy_from_config(&p, cfg), 0);
+	CHECK(p && !p->rules_compiled);
+	CHECK_INT(sandbox_check_command(p, "make nuke", &rule), SANDBOX_DENY);
+	CHECK_STR(rule, "\\bmake\\s+nuke\\b");
+	CHECK(p->rules_compiled);
+	CHECK_INT(verdict(p, "rm -rf /"), SANDBOX_DENY);      /* the built-in ones too */
+	CHECK_INT(verdict(p, "make test"), SANDBOX_ALLOW);
+	sandbox_policy_free(p);
+	config_free(cfg);
+	cfg = NULL;
+
+	/* a pattern that does not compile: the configuration is refused */
+	src.flags = json_parse(bad, strlen(bad));
+	CHECK(config_load(&cfg, &src) < 0);
+	CHECK_MSG(strstr(forge_last_error(), "'(unclosed' is not a regular expression"), "%s",
+		  forge_last_error());
+	CHECK(cfg == NULL);
+
+	/* one that compiles only until {cmd} is put in: every command denied */
+	src.flags = json_parse(broken, strlen(broken));
+	CHECK_INT(config_load(&cfg, &src), 0);
+	CHECK_INT(sandbox_policy_from_config(&p, cfg), 0);
+	CHECK_INT(sandbox_check_command(p, "ls", &rule), SANDBOX_DENY);
+	CHECK_STR(rule, "\\{cmd}x");
+	sandbox_policy_free(p);
+	config_free(cfg);
+	unsetenv("XDG_CONFIG_HOME");
+	unsetenv("XDG_CACHE_HOME");
+}
+
 static void test_env(void)
 {
 	struct sandbox_policy *p;
@@ -413,6 +462,7 @@ int main(void)
 	RUN(test_txn_all_or_nothing);
 	RUN(test_policy_defaults);
 	RUN(test_policy_config);
+	RUN(test_policy_from_config);
 	RUN(test_env);
 	RUN(test_walls);
 	RUN(test_features);
