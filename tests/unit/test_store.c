@@ -445,6 +445,46 @@ static int migrate_to(sqlite3 *db, int n)
 }
 
 /*
+ * A database of schema 13 opens: llm_calls and checkpoints keep every row
+ * and their indexes, and no longer parse the JSON they are given (the
+ * writers make it; 014-json-unchecked.sql says why).
+ */
+static void test_json_checks_dropped(void)
+{
+	const char *path = tmp_path("v13.db");
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(migrate_to(db, 13) == 0);
+	CHECK(sqlite3_exec(db,
+		"INSERT INTO llm_calls (id, ts, trace_id, phase, provider, model, request, response,"
+		" input_tokens, cost_usd) VALUES"
+		" (7, '2026-01-01T00:00:01.000Z', 'T13', 'plan', 'anthropic', 'm', '{\"a\":1}', NULL, 12, 0.5),"
+		" (9, '2026-01-01T00:00:02.000Z', 'T13', 'implement', 'openai', 'n', NULL, '{\"b\":[2]}', 3, NULL);"
+		"INSERT INTO checkpoints (id, trace_id, phase, status, ts, state) VALUES"
+		" ('C1', 'T13', 'plan', 'ok', '2026-01-01T00:00:03.000Z', '{\"kind\":\"state\"}');"
+		"INSERT INTO llm_calls (ts, provider, request) VALUES ('t', 'p', 'not json');",
+		NULL, NULL, NULL) == SQLITE_CONSTRAINT);    /* schema 13 still checks */
+	sqlite3_close(db);
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM llm_calls"), 2);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM llm_calls WHERE id = 7 AND trace_id = 'T13'"
+			    " AND phase = 'plan' AND request = '{\"a\":1}' AND response IS NULL"
+			    " AND input_tokens = 12 AND cost_usd = 0.5"), 1);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM llm_calls WHERE id = 9 AND response = '{\"b\":[2]}'"), 1);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM checkpoints WHERE id = 'C1' AND state = '{\"kind\":\"state\"}'"), 1);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_schema WHERE name IN"
+			    " ('llm_calls_trace', 'checkpoints_trace_ts') AND type = 'index'"), 2);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_schema WHERE sql LIKE '%json_valid%'"
+			    " AND name IN ('llm_calls', 'checkpoints')"), 0);
+	CHECK(store_exec(st, "INSERT INTO llm_calls (ts, provider, request) VALUES ('t', 'p', '{}')") == 0);
+	CHECK_INT(query_int(st, "SELECT max(id) FROM llm_calls"), 10);
+	store_free(st);
+}
+
+/*
  * A database of schema 8 (events in one table with their columns copied
  * out) opens: its events move to event_log, keep their bytes, and read
  * the same through the view; a record SQLite cannot read is rebuilt.
@@ -1328,6 +1368,7 @@ int main(void)
 	RUN(test_event_line_kept_as_libjq_reads_it);
 	RUN(test_event_put_scanned);
 	RUN(test_events_table_upgraded);
+	RUN(test_json_checks_dropped);
 	RUN(test_events_queued_in_transaction);
 	RUN(test_event_missing_field_refused);
 	RUN(test_event_record_byte_identical);
