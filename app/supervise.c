@@ -142,6 +142,14 @@ void sup_persist(struct sup *s, jv ev, const char *line, size_t len)
 		sup_commit_batch(s);
 }
 
+void sup_persist_scanned(struct sup *s, const struct json_event *ev, const char *line, size_t len)
+{
+	batch_open(s);
+	store_event_put_scanned(s->o->store, ev, line, len, NULL);
+	if (s->pending >= BATCH_MAX)
+		sup_commit_batch(s);
+}
+
 /* Persist one of the supervisor's own events (consumed) in the batch. */
 void sup_emit_event(struct sup *s, jv ev)
 {

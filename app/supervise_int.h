@@ -14,6 +14,7 @@
 
 #include "app/supervise.h"
 #include "core/ids.h"
+#include "core/jsonscan.h"
 #include "data/stream.h"
 #include "engine/pipeline.h"
 #include "store/db.h"
@@ -61,6 +62,8 @@ void sup_sync_checkpoint(struct sup *s);
 void sup_settle(struct sup *s);
 /* Persist an event (borrowed; its line as given) in the batch. */
 void sup_persist(struct sup *s, jv ev, const char *line, size_t len);
+/* The same for an event line json_event_scan() read (no jv made). */
+void sup_persist_scanned(struct sup *s, const struct json_event *ev, const char *line, size_t len);
 /* One of the supervisor's own events: the whole event / type and payload (consumed). */
 void sup_emit_event(struct sup *s, jv ev);
 void sup_emit(struct sup *s, const char *type, jv payload);
