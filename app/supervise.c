@@ -502,15 +502,11 @@ int sup_bounce_stopped(struct sup *s, enum gate_outcome h)
 
 /* ---- running a phase ----------------------------------------------------- */
 
-void sup_show_event(struct sup *s, jv ev)
+/* The progress line of an event of type (its payload borrowed). */
+static void show(struct sup *s, const char *type, jv payload)
 {
-	const char *type = json_get_str(ev, "type");
-	jv payload = json_get(ev, "payload");
-
-	if (!type || !s->o->progress) {
-		jv_free(payload);
+	if (!type || !s->o->progress)
 		return;
-	}
 	term_status_clear();
 	if (strcmp(type, "tool.executed") == 0 || strcmp(type, "tool.failed") == 0) {
 		s->tools_run++;
@@ -520,6 +516,29 @@ void sup_show_event(struct sup *s, jv ev)
 		   strcmp(type, "agent.escalated") == 0) {
 		fprintf(stderr, "    %s\n", type);
 	}
+}
+
+void sup_show_event(struct sup *s, jv ev)
+{
+	jv payload = json_get(ev, "payload");
+
+	show(s, json_get_str(ev, "type"), payload);
+	jv_free(payload);
+}
+
+void sup_show_scanned(struct sup *s, const struct json_event *ev)
+{
+	char type[64];
+
+	if (!s->o->progress || !ev->type || ev->type_len >= sizeof type)
+		return;
+	memcpy(type, ev->type, ev->type_len);
+	type[ev->type_len] = '\0';
+	/* only a tool's line says more than the type: its payload alone is parsed */
+	jv payload = strncmp(type, "tool.", 5) == 0 && ev->payload ? json_parse(ev->payload, ev->payload_len)
+								       : jv_null();
+
+	show(s, type, payload);
 	jv_free(payload);
 }
 

@@ -410,18 +410,13 @@ static void job_stdout(void *payload, const char *line, size_t len, int cut)
 	struct json_event scanned;
 
 	pthread_mutex_lock(&s->lock);
-	/* Most lines are events the supervisor only stores and passes on: read
-	 * in place, no jv made (the line's parse was 9% of its instructions),
-	 * unless the terminal shows them. */
+	/* Most lines are events the supervisor only stores, shows and passes
+	 * on: read in place, no jv made (the line's parse was 9% of its
+	 * instructions). */
 	if (!cut && json_event_scan(&scanned, line, len) && scanned.kind && scanned.kind_len == 5 &&
 	    memcmp(scanned.kind, "event", 5) == 0) {
 		sup_persist_scanned(s, &scanned, line, len);
-		if (s->o->progress) {
-			jv ev = json_parse(line, len);
-
-			sup_show_event(s, ev);
-			jv_free(ev);
-		}
+		sup_show_scanned(s, &scanned);
 		if (s->o->json)
 			stream_write_raw(&s->out, line, len);
 		pthread_mutex_unlock(&s->lock);

@@ -87,6 +87,7 @@ enum gate_outcome sup_pass_bounce(struct sup *s, jv bounce);
 int sup_bounce_stopped(struct sup *s, enum gate_outcome h);
 /* Progress lines for a phase's event (borrowed). */
 void sup_show_event(struct sup *s, jv ev);
+void sup_show_scanned(struct sup *s, const struct json_event *ev);
 /* Record a bounce (consumed) in state.bounces and as loop.phase_bounce. */
 void sup_add_bounce(struct sup *s, jv bounce);
 /* A human decides after `phase` (a phase or a node) said it needs one; an
