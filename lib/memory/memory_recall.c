@@ -170,8 +170,10 @@ static void fts_match(struct buf *out, struct buf *dfs, struct terms *t, size_t 
 			break;
 		if (used >= MIN_TERMS && rows + t->t[i].df > budget)
 			break;
+		int64_t df = t->t[i].df;
+
 		rows += t->t[i].df;
-		buf_add(dfs, &(int64_t){ t->t[i].df }, sizeof(int64_t));
+		buf_add(dfs, &df, sizeof df);
 		if (pg)
 			buf_addf(out, "%ld %s\n", t->t[i].df, t->t[i].surf);
 		else
