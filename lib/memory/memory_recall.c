@@ -100,33 +100,33 @@ static void query_term(const char *surf, size_t ns, const char *stem, size_t nst
 }
 
 
-/* Document frequencies, counted up to cap + 1 by an unranked lookup
- * (fts5vocab has no index on term in SQLite 3.40: it scans).  On
+/* Document frequencies, counted up to cap + 1: on SQLite by forge_df, one
+ * query for all the terms whose FTS5 function walks each term's rows
+ * (count_df_fts5; one "SELECT count(*) ... LIMIT" a term cost ~1M more
+ * instructions at 100K memories; fts5vocab has no index on term in SQLite
+ * 3.40: it scans).  On
  * PostgreSQL the same count through the GIN index of memories.tsv, the
  * term as written made a tsquery by the server (phraseto_tsquery: no
  * syntax of the user's reaches the tsquery parser; a stopword counts 0). */
+static int rank_init(struct memory *m);
+static int count_df_fts5(struct memory *m, struct term *t, size_t n, long cap);
+
 static int count_df(struct memory *m, struct term *t, size_t n, long cap)
 {
 	struct db_stmt *s;
 
+	if (!m->pg)
+		return count_df_fts5(m, t, n, cap);
 	/* (PostgreSQL: a word its configuration leaves out, a stopword, is
 	 * counted as in more rows than the cap, as common words are: then it
 	 * is no term of a list and tells nothing; -1 from the query) */
-	if (mem_cached(&s, m, MS_VOCAB, m->pg ? "SELECT CASE WHEN numnode(t.q) = 0 THEN -1 ELSE "
+	if (mem_cached(&s, m, MS_VOCAB, "SELECT CASE WHEN numnode(t.q) = 0 THEN -1 ELSE "
 		       "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE tsv @@ t.q LIMIT ?2) x) END "
-		       "FROM phraseto_tsquery('english', CAST(?1 AS TEXT)) AS t (q)" :
-		       "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE "
-		       "memories_fts MATCH ? LIMIT ?)") < 0)
+		       "FROM phraseto_tsquery('english', CAST(?1 AS TEXT)) AS t (q)") < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		char q[TERM_LEN + 3];
-
-		if (m->pg)
-			snprintf(q, sizeof q, "%s", t[i].surf);
-		else
-			snprintf(q, sizeof q, "\"%s\"", t[i].surf);
 		db_reset(s);
-		db_bind_text(s, 1, q);
+		db_bind_text(s, 1, t[i].surf);
 		db_bind_int64(s, 2, (int64_t)cap + 1);
 		t[i].df = db_step(s) == DB_ROW ? db_col_int64(s, 0) : 0;
 		if (t[i].df < 0)
@@ -423,6 +423,83 @@ static void rank_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
 	sqlite3_result_double(ctx, -1.0 * score);
 }
 
+/* forge_df(memories_fts, CAP) on a row of '"t1" OR "t2" ...': each
+ * phrase's rows counted up to CAP, int64_t each, in a blob. */
+struct df_count {
+	sqlite3_int64 n, cap;
+};
+
+static int df_count_cb(const Fts5ExtensionApi *api, Fts5Context *fts, void *p)
+{
+	struct df_count *c = p;
+
+	(void)api;
+	(void)fts;
+	return ++c->n >= c->cap ? SQLITE_DONE : SQLITE_OK;
+}
+
+static void df_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+		  int nval, sqlite3_value **val)
+{
+	int n = api->xPhraseCount(fts), rc = SQLITE_OK;
+	sqlite3_int64 *out = sqlite3_malloc64((size_t)(n ? n : 1) * sizeof *out);
+
+	if (!out) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	for (int i = 0; rc == SQLITE_OK && i < n; i++) {
+		struct df_count c = { 0, nval > 0 ? sqlite3_value_int64(val[0]) : 1 };
+
+		rc = api->xQueryPhrase(fts, i, &c, df_count_cb);
+		out[i] = c.n;
+	}
+	if (rc != SQLITE_OK) {
+		sqlite3_free(out);
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	sqlite3_result_blob(ctx, out, (int)((size_t)n * sizeof *out), sqlite3_free);
+}
+
+static int count_df_fts5(struct memory *m, struct term *t, size_t n, long cap)
+{
+	struct db_stmt *s;
+	struct buf match = BUF_INIT;
+	int step;
+
+	for (size_t i = 0; i < n; i++) {
+		t[i].df = 0;
+		buf_addf(&match, "%s\"%s\"", i ? " OR " : "", t[i].surf);
+	}
+	if (!n) {
+		buf_release(&match);
+		return 0;
+	}
+	if (rank_init(m) < 0 || mem_cached(&s, m, MS_VOCAB, "SELECT forge_df(memories_fts, ?2) FROM memories_fts "
+					  "WHERE memories_fts MATCH ?1 LIMIT 1") < 0) {
+		buf_release(&match);
+		return -1;
+	}
+	db_bind_text(s, 1, match.buf);
+	db_bind_int64(s, 2, (int64_t)cap + 1);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		size_t len = 0;
+		const void *b = db_col_blob(s, 0, &len);
+
+		len /= sizeof(int64_t);
+
+		for (size_t i = 0; b && i < n && i < len; i++)
+			memcpy(&t[i].df, (const char *)b + i * sizeof(int64_t), sizeof(int64_t));
+	}
+	db_reset(s);
+	buf_release(&match);
+	if (step != DB_ROW && step != DB_DONE)
+		return mem_fail(m, "cannot count the memories with the query's words");
+	return 0;
+}
+
 /* forge_bm25 on the store's connection, once per handle. */
 static int rank_init(struct memory *m)
 {
@@ -437,8 +514,9 @@ static int rank_init(struct memory *m)
 	sqlite3_bind_pointer(s, 1, (void *)&api, "fts5_api_ptr", NULL);
 	sqlite3_step(s);
 	sqlite3_finalize(s);
-	if (!api || api->xCreateFunction(api, "forge_bm25", NULL, rank_fn, NULL) != SQLITE_OK)
-		return forge_error("cannot add forge_bm25 to FTS5");
+	if (!api || api->xCreateFunction(api, "forge_bm25", NULL, rank_fn, NULL) != SQLITE_OK ||
+	    api->xCreateFunction(api, "forge_df", NULL, df_fn, NULL) != SQLITE_OK)
+		return forge_error("cannot add forge_bm25 and forge_df to FTS5");
 	m->rank_ready = true;
 	return 0;
 }

@@ -339,7 +339,8 @@ static int64_t df_of(const char *term)
  * Recall's forge_bm25 (memory_recall.c) gives FTS5's bm25() bit for bit on
  * every matching row, with the phrases' document counts given (all of them,
  * some, none: the rest counted as bm25() does), so that recall ranks as it
- * did with bm25().
+ * did with bm25(); forge_df counts each phrase's rows up to a cap, as
+ * count_df's one query per term did.
  */
 static void test_recall_bm25(void)
 {
@@ -386,6 +387,22 @@ static void test_recall_bm25(void)
 			sqlite3_finalize(s);
 			CHECK_MSG(rows > 10 && same == rows, "%s, %d counts given: %d of %d rows the same",
 				  match, given, same, rows);
+		}
+		/* forge_df: each phrase's rows, counted up to the cap given */
+		for (int64_t cap = 1; cap <= 64; cap *= 4) {
+			sqlite3_stmt *s = NULL;
+			const int64_t *got = NULL;
+
+			CHECK(sqlite3_prepare_v2(store_db(st), "SELECT forge_df(memories_fts, ?2) FROM memories_fts "
+						 "WHERE memories_fts MATCH ?1 LIMIT 1", -1, &s, NULL) == SQLITE_OK);
+			sqlite3_bind_text(s, 1, match, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(s, 2, cap);
+			CHECK(sqlite3_step(s) == SQLITE_ROW && sqlite3_column_bytes(s, 0) == 3 * (int)sizeof dfs[0]);
+			got = sqlite3_column_blob(s, 0);
+			for (int k = 0; got && k < 3; k++)
+				CHECK_MSG(got[k] == (dfs[k] < cap ? dfs[k] : cap), "'%s' up to %lld: %lld of %lld",
+					  terms[t][k], (long long)cap, (long long)got[k], (long long)dfs[k]);
+			sqlite3_finalize(s);
 		}
 	}
 	close_mem();
