@@ -136,6 +136,25 @@ embeddings_mock() {
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/file.jsonl")" -eq 3 ]
 }
 
+@test "a large import leaves the word index in one segment; search finds by it as before" {
+	# 4000 memories of 40 words out of 20000 flush as several FTS5
+	# segments (7 unmerged); the import merges them (memory_io.c).
+	python3 -c '
+import random
+r = random.Random(7)
+for i in range(4000):
+    words = " ".join("w%d" % r.randrange(20000) for _ in range(40))
+    print("{\"type\":\"semantic\",\"content\":\"note %d: %s\"}" % (i, words))
+print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
+' >"$BATS_TEST_TMPDIR/big.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/big.jsonl"
+	assert_output "imported 4001, skipped 0 (already present)"
+	run -0 sqlite3 "$FORGE_DB" "SELECT count(DISTINCT segid) FROM memories_fts_idx"
+	assert_output 1
+	run -0 forge-memory search --json --peek zyzzyva
+	[ "$(jq -r .memory.content <<<"$output")" = "the needle zyzzyva is here" ]
+}
+
 @test "a malformed import line imports nothing and names the line" {
 	run -2 --separate-stderr forge-memory import "$FIX/bad-line3.jsonl"
 	[[ $stderr == *"line 3"*"content"* ]]

@@ -63,6 +63,7 @@ struct memory {
 	const char *concepts_schema;   /* where it is: "main" or "temp" (static) */
 	bool assoc_checked;       /* memory_assoc checked against the memories */
 	bool assoc_ready;         /* memory_assoc exists */
+	bool rank_ready;          /* forge_bm25 is on the store's connection (memory_recall.c) */
 };
 
 /* The columns of a memory row, in the order mem_row_json() reads them. */

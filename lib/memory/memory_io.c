@@ -191,6 +191,23 @@ out:
 	return rc;
 }
 
+/*
+ * After a large import, the word index merged into one segment (FTS5's
+ * 'optimize'): the rows came in one transaction, flushed as many segments,
+ * and every later search walked all of them per term (forge memory search
+ * at 100K imported memories: 31.4M -> 29.2M instructions).  The same
+ * documents and lengths: BM25's scores, and so the ranks, do not change.
+ * Best effort: the import is committed, an index left unmerged only costs
+ * time (FTS5 merges it by itself as rows come).  Not on PostgreSQL (GIN).
+ */
+#define FTS_OPTIMIZE_MIN 1000
+
+static void fts_optimize(struct memory *m)
+{
+	if (!m->pg)
+		(void)store_exec(m->st, "INSERT INTO memories_fts (memories_fts) VALUES ('optimize')");
+}
+
 int memory_import(long *imported, long *skipped, struct memory *m, FILE *f, const char *name)
 {
 	char *line = NULL;
@@ -244,6 +261,8 @@ int memory_import(long *imported, long *skipped, struct memory *m, FILE *f, cons
 	items = jv_invalid();
 	if (rc < 0)
 		forge_error_prefix("%s", name);
+	else if (imported && *imported >= FTS_OPTIMIZE_MIN)
+		fts_optimize(m);
 out:
 	jv_free(items);
 	free(line);

@@ -100,33 +100,33 @@ static void query_term(const char *surf, size_t ns, const char *stem, size_t nst
 }
 
 
-/* Document frequencies, counted up to cap + 1 by an unranked lookup
- * (fts5vocab has no index on term in SQLite 3.40: it scans).  On
+/* Document frequencies, counted up to cap + 1: on SQLite by forge_df, one
+ * query for all the terms whose FTS5 function walks each term's rows
+ * (count_df_fts5; one "SELECT count(*) ... LIMIT" a term cost ~1M more
+ * instructions at 100K memories; fts5vocab has no index on term in SQLite
+ * 3.40: it scans).  On
  * PostgreSQL the same count through the GIN index of memories.tsv, the
  * term as written made a tsquery by the server (phraseto_tsquery: no
  * syntax of the user's reaches the tsquery parser; a stopword counts 0). */
+static int rank_init(struct memory *m);
+static int count_df_fts5(struct memory *m, struct term *t, size_t n, long cap);
+
 static int count_df(struct memory *m, struct term *t, size_t n, long cap)
 {
 	struct db_stmt *s;
 
+	if (!m->pg)
+		return count_df_fts5(m, t, n, cap);
 	/* (PostgreSQL: a word its configuration leaves out, a stopword, is
 	 * counted as in more rows than the cap, as common words are: then it
 	 * is no term of a list and tells nothing; -1 from the query) */
-	if (mem_cached(&s, m, MS_VOCAB, m->pg ? "SELECT CASE WHEN numnode(t.q) = 0 THEN -1 ELSE "
+	if (mem_cached(&s, m, MS_VOCAB, "SELECT CASE WHEN numnode(t.q) = 0 THEN -1 ELSE "
 		       "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE tsv @@ t.q LIMIT ?2) x) END "
-		       "FROM phraseto_tsquery('english', CAST(?1 AS TEXT)) AS t (q)" :
-		       "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE "
-		       "memories_fts MATCH ? LIMIT ?)") < 0)
+		       "FROM phraseto_tsquery('english', CAST(?1 AS TEXT)) AS t (q)") < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		char q[TERM_LEN + 3];
-
-		if (m->pg)
-			snprintf(q, sizeof q, "%s", t[i].surf);
-		else
-			snprintf(q, sizeof q, "\"%s\"", t[i].surf);
 		db_reset(s);
-		db_bind_text(s, 1, q);
+		db_bind_text(s, 1, t[i].surf);
 		db_bind_int64(s, 2, (int64_t)cap + 1);
 		t[i].df = db_step(s) == DB_ROW ? db_col_int64(s, 0) : 0;
 		if (t[i].df < 0)
@@ -149,15 +149,18 @@ static int df_cmp(const void *a, const void *b)
  * (ranked FTS5 costs ~1.5 us per matching row), but always the MIN_TERMS
  * rarest; a word in more than DF_TERM_MAX memories is left out (it tells
  * little, and the vectors cover it).  Empty when no term is useful.  Sorts
- * t.  On PostgreSQL (pg) the same terms, a line each: "DF TERM\n" (what
+ * t.  *dfs: the terms' document frequencies, int64_t each in MATCH's order
+ * (exact: each at most DF_TERM_MAX, below count_df's cap).  On PostgreSQL (pg) the same terms, a line each: "DF TERM\n" (what
  * fts_list_pg() reads).
  */
-static void fts_match(struct buf *out, struct terms *t, size_t use, long budget, bool pg)
+static void fts_match(struct buf *out, struct buf *dfs, struct terms *t, size_t use, long budget,
+		      bool pg)
 {
 	long rows = 0;
 	size_t used = 0;
 
 	buf_reset(out);
+	buf_reset(dfs);
 	if (t->n)
 		qsort(t->t, t->n, sizeof *t->t, df_cmp);
 	for (size_t i = 0; i < t->n && used < use; i++) {
@@ -167,7 +170,10 @@ static void fts_match(struct buf *out, struct terms *t, size_t use, long budget,
 			break;
 		if (used >= MIN_TERMS && rows + t->t[i].df > budget)
 			break;
+		int64_t df = t->t[i].df;
+
 		rows += t->t[i].df;
+		buf_add(dfs, &df, sizeof df);
 		if (pg)
 			buf_addf(out, "%ld %s\n", t->t[i].df, t->t[i].surf);
 		else
@@ -310,9 +316,215 @@ static int fts_sql_pg(struct buf *sql, struct db_stmt **out, struct memory *m, c
 	return rc;
 }
 
-/* The ranked FTS5 list for match into list l; *best the top BM25 score. */
-static int fts_list(struct cands *cs, double *best, struct memory *m, const char *match, int l,
-		    size_t limit, int64_t now)
+/*
+ * forge_bm25(memories_fts, DFS): FTS5's bm25() (SQLite's fts5Bm25Function,
+ * the same arithmetic in the same order: the same doubles) but for where
+ * each phrase's document count comes from.  bm25() counts it on the first
+ * row by walking every row of each phrase again (xQueryPhrase: 3.6M of a
+ * search's 29M instructions at 100K memories); count_df has just counted
+ * them, exactly (fts_match), and they come in DFS, int64_t each, phrase by
+ * phrase.  A phrase DFS does not cover is counted as bm25() does.
+ */
+static int rank_count(const Fts5ExtensionApi *api, Fts5Context *fts, void *p)
+{
+	(void)api;
+	(void)fts;
+	(*(sqlite3_int64 *)p)++;
+	return SQLITE_OK;
+}
+
+struct rank_data {
+	int nphrase;
+	double avgdl;
+	double *idf, *freq;
+};
+
+static void rank_data_free(void *p)
+{
+	sqlite3_free(p);
+}
+
+static int rank_data(struct rank_data **out, const Fts5ExtensionApi *api, Fts5Context *fts,
+		     sqlite3_value *dfs)
+{
+	struct rank_data *p = api->xGetAuxdata(fts, 0);
+	sqlite3_int64 nrow = 0, ntoken = 0;
+	int n, ndf, rc;
+	const void *blob;
+
+	if (p) {
+		*out = p;
+		return SQLITE_OK;
+	}
+	n = api->xPhraseCount(fts);
+	p = sqlite3_malloc64(sizeof *p + (size_t)n * 2 * sizeof(double));
+	if (!p)
+		return SQLITE_NOMEM;
+	memset(p, 0, sizeof *p + (size_t)n * 2 * sizeof(double));
+	p->nphrase = n;
+	p->idf = (double *)&p[1];
+	p->freq = &p->idf[n];
+	rc = api->xRowCount(fts, &nrow);
+	if (rc == SQLITE_OK)
+		rc = api->xColumnTotalSize(fts, -1, &ntoken);
+	if (rc == SQLITE_OK)
+		p->avgdl = (double)ntoken / (double)nrow;
+	blob = sqlite3_value_blob(dfs);
+	ndf = sqlite3_value_bytes(dfs) / (int)sizeof(int64_t);
+	for (int i = 0; rc == SQLITE_OK && i < n; i++) {
+		sqlite3_int64 nhit = 0;
+		double idf;
+
+		if (blob && i < ndf)
+			memcpy(&nhit, (const char *)blob + i * sizeof(int64_t), sizeof nhit);
+		else
+			rc = api->xQueryPhrase(fts, i, &nhit, rank_count);
+		idf = log((nrow - nhit + 0.5) / (nhit + 0.5));
+		p->idf[i] = idf <= 0.0 ? 1e-6 : idf;
+	}
+	if (rc == SQLITE_OK)
+		rc = api->xSetAuxdata(fts, p, rank_data_free);
+	else
+		sqlite3_free(p);
+	*out = rc == SQLITE_OK ? p : NULL;
+	return rc;
+}
+
+static void rank_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+		    int nval, sqlite3_value **val)
+{
+	const double k1 = 1.2, b = 0.75;
+	struct rank_data *p = NULL;
+	double score = 0.0, d = 0.0;
+	int rc, ninst = 0, ntok;
+
+	rc = rank_data(&p, api, fts, nval > 0 ? val[0] : NULL);
+	if (rc == SQLITE_OK) {
+		memset(p->freq, 0, sizeof(double) * (size_t)p->nphrase);
+		rc = api->xInstCount(fts, &ninst);
+	}
+	for (int i = 0; rc == SQLITE_OK && i < ninst; i++) {
+		int ip, ic, io;
+
+		rc = api->xInst(fts, i, &ip, &ic, &io);
+		if (rc == SQLITE_OK)
+			p->freq[ip] += 1.0;
+	}
+	if (rc == SQLITE_OK) {
+		rc = api->xColumnSize(fts, -1, &ntok);
+		d = (double)ntok;
+	}
+	if (rc != SQLITE_OK) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	for (int i = 0; i < p->nphrase; i++)
+		score += p->idf[i] * ((p->freq[i] * (k1 + 1.0)) / (p->freq[i] + k1 * (1 - b + b * d / p->avgdl)));
+	sqlite3_result_double(ctx, -1.0 * score);
+}
+
+/* forge_df(memories_fts, CAP) on a row of '"t1" OR "t2" ...': each
+ * phrase's rows counted up to CAP, int64_t each, in a blob. */
+struct df_count {
+	sqlite3_int64 n, cap;
+};
+
+static int df_count_cb(const Fts5ExtensionApi *api, Fts5Context *fts, void *p)
+{
+	struct df_count *c = p;
+
+	(void)api;
+	(void)fts;
+	return ++c->n >= c->cap ? SQLITE_DONE : SQLITE_OK;
+}
+
+static void df_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+		  int nval, sqlite3_value **val)
+{
+	int n = api->xPhraseCount(fts), rc = SQLITE_OK;
+	sqlite3_int64 *out = sqlite3_malloc64((size_t)(n ? n : 1) * sizeof *out);
+
+	if (!out) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	for (int i = 0; rc == SQLITE_OK && i < n; i++) {
+		struct df_count c = { 0, nval > 0 ? sqlite3_value_int64(val[0]) : 1 };
+
+		rc = api->xQueryPhrase(fts, i, &c, df_count_cb);
+		out[i] = c.n;
+	}
+	if (rc != SQLITE_OK) {
+		sqlite3_free(out);
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	sqlite3_result_blob(ctx, out, (int)((size_t)n * sizeof *out), sqlite3_free);
+}
+
+static int count_df_fts5(struct memory *m, struct term *t, size_t n, long cap)
+{
+	struct db_stmt *s;
+	struct buf match = BUF_INIT;
+	int step;
+
+	for (size_t i = 0; i < n; i++) {
+		t[i].df = 0;
+		buf_addf(&match, "%s\"%s\"", i ? " OR " : "", t[i].surf);
+	}
+	if (!n) {
+		buf_release(&match);
+		return 0;
+	}
+	if (rank_init(m) < 0 || mem_cached(&s, m, MS_VOCAB, "SELECT forge_df(memories_fts, ?2) FROM memories_fts "
+					  "WHERE memories_fts MATCH ?1 LIMIT 1") < 0) {
+		buf_release(&match);
+		return -1;
+	}
+	db_bind_text(s, 1, match.buf);
+	db_bind_int64(s, 2, (int64_t)cap + 1);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		size_t len = 0;
+		const void *b = db_col_blob(s, 0, &len);
+
+		len /= sizeof(int64_t);
+
+		for (size_t i = 0; b && i < n && i < len; i++)
+			memcpy(&t[i].df, (const char *)b + i * sizeof(int64_t), sizeof(int64_t));
+	}
+	db_reset(s);
+	buf_release(&match);
+	if (step != DB_ROW && step != DB_DONE)
+		return mem_fail(m, "cannot count the memories with the query's words");
+	return 0;
+}
+
+/* forge_bm25 on the store's connection, once per handle. */
+static int rank_init(struct memory *m)
+{
+	fts5_api *api = NULL;
+	sqlite3_stmt *s = NULL;
+	sqlite3 *db = store_db(m->st);
+
+	if (m->rank_ready)
+		return 0;
+	if (sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &s, NULL) != SQLITE_OK)
+		return mem_fail(m, "cannot reach FTS5");
+	sqlite3_bind_pointer(s, 1, (void *)&api, "fts5_api_ptr", NULL);
+	sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (!api || api->xCreateFunction(api, "forge_bm25", NULL, rank_fn, NULL) != SQLITE_OK ||
+	    api->xCreateFunction(api, "forge_df", NULL, df_fn, NULL) != SQLITE_OK)
+		return forge_error("cannot add forge_bm25 and forge_df to FTS5");
+	m->rank_ready = true;
+	return 0;
+}
+
+/* The ranked FTS5 list for match (its terms' document frequencies dfs, see
+ * fts_match) into list l; *best the top BM25 score. */
+static int fts_list(struct cands *cs, double *best, struct memory *m, const char *match,
+		    const struct buf *dfs, int l, size_t limit, int64_t now)
 {
 	struct db_stmt *s, *own = NULL;
 	struct buf sql = BUF_INIT;
@@ -327,12 +539,13 @@ static int fts_list(struct cands *cs, double *best, struct memory *m, const char
 			return -1;
 		}
 		s = own;
-	} else if (mem_cached(&s, m, MS_FTS, "SELECT rowid, -bm25(memories_fts) AS score "
-		       "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?") < 0) {
+	} else if (rank_init(m) < 0 || mem_cached(&s, m, MS_FTS, "SELECT rowid, -forge_bm25(memories_fts, ?3) "
+		       "AS score FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY score DESC LIMIT ?2") < 0) {
 		return -1;
 	} else {
 		db_bind_text(s, 1, match);
 		db_bind_int64(s, 2, (int64_t)limit);
+		db_bind_blob(s, 3, dfs->buf ? dfs->buf : "", dfs->len);
 	}
 	while ((step = db_step(s)) == DB_ROW) {
 		double score = db_col_double(s, 1);
@@ -471,7 +684,7 @@ static int concept_list(struct cands *cs, struct memory *m, const char *text, si
 {
 	struct mem_concept *con = NULL;
 	struct terms ct = { 0 };
-	struct buf match = BUF_INIT;
+	struct buf match = BUF_INIT, dfs = BUF_INIT;
 	size_t ncon = 0;
 	double best;
 	int rc = -1;
@@ -489,14 +702,15 @@ static int concept_list(struct cands *cs, struct memory *m, const char *text, si
 	}
 	if (count_df(m, ct.t, ct.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &ct, CONCEPT_TERMS, DF_BUDGET, m->pg);
-	if (fts_list(cs, &best, m, match.buf, L_CON, deep, now) < 0)
+	fts_match(&match, &dfs, &ct, CONCEPT_TERMS, DF_BUDGET, m->pg);
+	if (fts_list(cs, &best, m, match.buf, &dfs, L_CON, deep, now) < 0)
 		goto out;
 	rc = 0;
 out:
 	mem_concepts_free(con, ncon);
 	terms_release(&ct);
 	buf_release(&match);
+	buf_release(&dfs);
 	return rc;
 }
 
@@ -615,7 +829,7 @@ static int assoc_list(struct cands *cs, struct memory *m, const struct terms *qt
 	double idf[MAX_TERMS];
 	struct mem_assoc *as = NULL;
 	struct terms at = { 0 };
-	struct buf match = BUF_INIT;
+	struct buf match = BUF_INIT, dfs = BUF_INIT;
 	size_t na = 0;
 	double best;
 	int rc = -1;
@@ -634,14 +848,15 @@ static int assoc_list(struct cands *cs, struct memory *m, const struct terms *qt
 	}
 	if (count_df(m, at.t, at.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &at, ASSOC_TERMS, DF_BUDGET, m->pg);
-	if (fts_list(cs, &best, m, match.buf, L_ASSOC, deep, now) < 0)
+	fts_match(&match, &dfs, &at, ASSOC_TERMS, DF_BUDGET, m->pg);
+	if (fts_list(cs, &best, m, match.buf, &dfs, L_ASSOC, deep, now) < 0)
 		goto out;
 	rc = 0;
 out:
 	free(as);
 	terms_release(&at);
 	buf_release(&match);
+	buf_release(&dfs);
 	return rc;
 }
 
@@ -714,7 +929,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		      q->filter.min_confidence > 0 ? want * 4 : want;
 	struct cands cs = { 0 };
 	struct terms qt = { .max = MAX_TERMS };
-	struct buf match = BUF_INIT;
+	struct buf match = BUF_INIT, dfs = BUF_INIT;
 	size_t dim = 0, nres = 0;
 	float *qv = NULL;
 	double best = 0;
@@ -760,8 +975,8 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	if (mem_stems(m, q->text, strlen(q->text), true, query_term, &qt) < 0 ||
 	    count_df(m, qt.t, qt.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &qt, USE_TERMS, DF_BUDGET, m->pg);
-	if (fts_list(&cs, &best, m, match.buf, L_LEX, deep, now) < 0)
+	fts_match(&match, &dfs, &qt, USE_TERMS, DF_BUDGET, m->pg);
+	if (fts_list(&cs, &best, m, match.buf, &dfs, L_LEX, deep, now) < 0)
 		goto out;
 	/* the concept list: the other terms of the query's concepts, weighed
 	 * by how little of the query the best word matches explain */
@@ -838,6 +1053,7 @@ out:
 		store_rollback(m->st);
 	terms_release(&qt);
 	buf_release(&match);
+	buf_release(&dfs);
 	free(qv);
 	if (rc < 0) {
 		jv_free(*out);

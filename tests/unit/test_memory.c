@@ -3,6 +3,7 @@
  * and the vector file (lib/memory/memory.h), with an injected clock.
  */
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -316,6 +317,97 @@ static void test_recall_ranking(void)
 	close_mem();
 }
 
+/* Rows matching phrase "term" (the document frequency count_df gives). */
+static int64_t df_of(const char *term)
+{
+	sqlite3_stmt *s = NULL;
+	char q[64];
+	int64_t n = -1;
+
+	snprintf(q, sizeof q, "\"%s\"", term);
+	if (sqlite3_prepare_v2(store_db(st), "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+			       -1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			n = sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
+/*
+ * Recall's forge_bm25 (memory_recall.c) gives FTS5's bm25() bit for bit on
+ * every matching row, with the phrases' document counts given (all of them,
+ * some, none: the rest counted as bm25() does), so that recall ranks as it
+ * did with bm25(); forge_df counts each phrase's rows up to a cap, as
+ * count_df's one query per term did.
+ */
+static void test_recall_bm25(void)
+{
+	static const char *const terms[][3] = {
+		{ "token", "pool", "deploy" }, { "auth", "mock", "the" }, { "errors", "in", "a" },
+	};
+	char id[ULID_LEN + 1], text[160];
+	struct memory_query mq;
+	jv out;
+
+	open_mem(":memory:");
+	for (int i = 0; i < 8; i++)
+		CHECK(memory_store(id, m, mk("semantic", corpus[i][1], corpus[i][2], -1)) == 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(text, sizeof text, "note %d: the %s token pool %s in a deploy %s", i,
+			 i % 3 ? "auth" : "mock", i % 5 ? "errors" : "", i % 7 ? "" : "token token");
+		CHECK(memory_store(id, m, mk("semantic", text, "notes", -1)) == 0);
+	}
+	memory_query_init(&mq, "token pool deploy");   /* forge_bm25 is made on first use */
+	CHECK(memory_recall(&out, m, &mq) == 0);
+	jv_free(out);
+	for (size_t t = 0; t < sizeof terms / sizeof terms[0]; t++) {
+		int64_t dfs[3];
+		char match[128];
+
+		snprintf(match, sizeof match, "\"%s\" OR \"%s\" OR \"%s\"", terms[t][0], terms[t][1], terms[t][2]);
+		for (int k = 0; k < 3; k++)
+			dfs[k] = df_of(terms[t][k]);
+		for (int given = 0; given <= 3; given++) {
+			sqlite3_stmt *s = NULL;
+			int rows = 0, same = 0;
+
+			CHECK(sqlite3_prepare_v2(store_db(st), "SELECT bm25(memories_fts), forge_bm25(memories_fts, ?2) "
+						 "FROM memories_fts WHERE memories_fts MATCH ?1", -1, &s, NULL) == SQLITE_OK);
+			sqlite3_bind_text(s, 1, match, -1, SQLITE_TRANSIENT);
+			if (given)
+				sqlite3_bind_blob(s, 2, dfs, (int)(given * sizeof dfs[0]), SQLITE_TRANSIENT);
+			while (sqlite3_step(s) == SQLITE_ROW) {
+				double a = sqlite3_column_double(s, 0), b = sqlite3_column_double(s, 1);
+
+				rows++;
+				same += memcmp(&a, &b, sizeof a) == 0;
+			}
+			sqlite3_finalize(s);
+			CHECK_MSG(rows > 10 && same == rows, "%s, %d counts given: %d of %d rows the same",
+				  match, given, same, rows);
+		}
+		/* forge_df: each phrase's rows, counted up to the cap given */
+		for (int64_t cap = 1; cap <= 64; cap *= 4) {
+			sqlite3_stmt *s = NULL;
+			const int64_t *got = NULL;
+
+			CHECK(sqlite3_prepare_v2(store_db(st), "SELECT forge_df(memories_fts, ?2) FROM memories_fts "
+						 "WHERE memories_fts MATCH ?1 LIMIT 1", -1, &s, NULL) == SQLITE_OK);
+			sqlite3_bind_text(s, 1, match, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(s, 2, cap);
+			CHECK(sqlite3_step(s) == SQLITE_ROW && sqlite3_column_bytes(s, 0) == 3 * (int)sizeof dfs[0]);
+			got = sqlite3_column_blob(s, 0);
+			for (int k = 0; got && k < 3; k++)
+				CHECK_MSG(got[k] == (dfs[k] < cap ? dfs[k] : cap), "'%s' up to %lld: %lld of %lld",
+					  terms[t][k], (long long)cap, (long long)got[k], (long long)dfs[k]);
+			sqlite3_finalize(s);
+		}
+	}
+	close_mem();
+}
+
 static void test_recall_filters(void)
 {
 	char a[ULID_LEN + 1], b[ULID_LEN + 1];
@@ -446,6 +538,7 @@ int main(void)
 	RUN(test_conflicts);
 	RUN(test_promote);
 	RUN(test_recall_ranking);
+	RUN(test_recall_bm25);
 	RUN(test_recall_filters);
 	RUN(test_vector_file);
 	RUN(test_episode);
