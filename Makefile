@@ -215,17 +215,11 @@ $(LIB): $(LIB_OBJ)
 # forge tui's curses (the wide-character one: task texts are UTF-8).
 LDLIBS_forge-tui := $(or $(shell pkg-config --libs ncursesw 2>/dev/null),-lncursesw)
 
-# A program's own link flags: LDFLAGS_forge-NAME.  forge-memory (what an agent
-# runs for each recall) is not position-independent: its ~4800 relative
-# relocations, applied at every start, were 96K instructions and 18 page
-# faults of each `forge memory search` (~1 ms on a virtual machine).
-LDFLAGS_forge-memory := $(if $(SANITIZE),,-no-pie)
-
 define prog_rule
 $(BINDIR)/$(basename $(notdir $(1))): $(O)/obj/$(basename $(1)).o $(LIB)
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
-	$(Q)$(CC) $(LDFLAGS) $(LDFLAGS_$(basename $(notdir $(1)))) -o $$@ $$^ $(LDLIBS_$(basename $(notdir $(1)))) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS_$(basename $(notdir $(1)))) $(LDLIBS)
 endef
 $(foreach s,$(filter-out cmd/forge.c,$(PROG_SRC)),$(eval $(call prog_rule,$(s))))
 
