@@ -126,6 +126,7 @@ enum sandbox_mode { SANDBOX_AUTO, SANDBOX_REQUIRE, SANDBOX_OFF };
 enum sandbox_verdict { SANDBOX_ALLOW, SANDBOX_ASK, SANDBOX_DENY };
 
 struct sandbox_rule;
+struct sandbox_any;
 
 struct sandbox_policy {
 	long timeout_ms;             /* default and ceiling of run_command */
@@ -141,6 +142,7 @@ struct sandbox_policy {
 	struct sandbox_rule *deny, *ask;
 	size_t ndeny, nask;
 	bool rules_compiled;         /* deny and ask compiled (at the first check, from a config) */
+	struct sandbox_any *any_deny, *any_ask;   /* private to sandbox.c */
 };
 
 /*
