@@ -17,11 +17,6 @@ setup() {
 	forge_setup
 	test_python3
 	export BATS_TEST_TIMEOUT=180
-	# Under the sanitizers, allocation stacks come from the slow unwinder:
-	# libgit2.a is built without frame pointers, so the fast one may stop
-	# in it and tests/lsan.supp's libgit2 entry then matches nothing (seen
-	# in a clean CI run: a stack of stdalloc__realloc alone).
-	[ -z "${ASAN_OPTIONS:-}" ] || export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
 	CASSETTES="$FORGE_ROOT/tests/fixtures/cassettes"
 	CONFIGS="$FORGE_ROOT/tests/fixtures/supervisor"
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
@@ -195,6 +190,12 @@ last_trace() {
 # as $SSH_URL.  Skips, saying why, without sshd.
 sshd_start() {
 	[ -x /usr/sbin/sshd ] || skip "no sshd (openssh-server; scripts/install-deps installs it)"
+	# Under the sanitizers, allocation stacks come from the slow unwinder:
+	# libgit2.a is built without frame pointers, so the fast one may stop
+	# in it and tests/lsan.supp's libgit2 ssh entry then matches nothing
+	# (seen in a clean CI run: a stack of stdalloc__realloc alone).  Only
+	# for the ssh tests: it costs a forge run ~40% more CPU under ASan.
+	[ -z "${ASAN_OPTIONS:-}" ] || export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
 	if [ ! -d /run/sshd ]; then
 		[ "$(id -u)" -eq 0 ] || skip "sshd needs its privilege separation directory /run/sshd"
 		mkdir -p /run/sshd

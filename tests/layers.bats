@@ -5,6 +5,10 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
+	# scripts/check-layers reads the sources, it runs no program of the
+	# tree under test: checked once, in the default suite (~17 CPU-s).
+	[ "${FORGE_SUITE:-default}" = default ] ||
+		skip "runs no program of the tree under test: check-layers is checked once, in the default suite"
 	ROOT=${BATS_TEST_DIRNAME%/*}
 	T=$BATS_TEST_TMPDIR/tree
 	mkdir -p "$T/scripts"

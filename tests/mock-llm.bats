@@ -12,6 +12,9 @@ setup_file() {
 	MOCK_REAL_HOME=$HOME # npm keeps its cache and config there
 	export MOCK_FIX MOCK_REAL_HOME
 	load test_helper/mock
+	# Only the mock (Python) and the SDKs run here, no program of the tree
+	# under test: checked once, in the default suite (~37 CPU-s).
+	[ "${FORGE_SUITE:-default}" = default ] || return 0
 	mock_start
 }
 
@@ -20,6 +23,8 @@ teardown_file() {
 }
 
 setup() {
+	[ "${FORGE_SUITE:-default}" = default ] ||
+		skip "runs no program of the tree under test: the mock LLM is checked once, in the default suite"
 	load test_helper/common
 	forge_setup
 	H="$BATS_TEST_TMPDIR/headers"
