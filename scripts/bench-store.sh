@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-store - events persisted per second by lib/store (tests/helpers/
 # store-writer): BENCH_EVENTS events (default 1M) in transactions of
-# BENCH_BATCH (default 1000) into a fresh database, then the same events again
+# BENCH_BATCH (default 1000) into a fresh database (each line read as
+# `forge-events store` reads it: scanned, no jv), then the same events again
 # (all duplicates: the idempotent path).  Medians of BENCH_RUNS runs.
 #   FORGE_TESTBIN  where store-writer is (default build/tests)
 #

@@ -252,10 +252,10 @@ static bool digits_in(const char *s, int lo, int hi)
 /* ^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)\.[0-9]{3}Z$ */
 static bool timestamp_shape(const char *s, size_t n)
 {
-	return n == 24 && all_of(s, 4, "0123456789") && s[4] == '-' && digits_in(s + 5, 1, 12) && s[7] == '-' &&
+	return n == 24 && digits_in(s, 0, 99) && digits_in(s + 2, 0, 99) && s[4] == '-' && digits_in(s + 5, 1, 12) && s[7] == '-' &&
 	       digits_in(s + 8, 1, 31) && s[10] == 'T' && digits_in(s + 11, 0, 23) && s[13] == ':' &&
 	       digits_in(s + 14, 0, 59) && s[16] == ':' && digits_in(s + 17, 0, 60) && s[19] == '.' &&
-	       all_of(s + 20, 3, "0123456789") && s[23] == 'Z';
+	       digits_in(s + 20, 0, 99) && s[22] >= '0' && s[22] <= '9' && s[23] == 'Z';
 }
 
 /* ^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$, at most 128 characters */

@@ -12,10 +12,14 @@
 #include <sqlite3.h>
 #include <stdarg.h>
 
-/* The prepared statements a SQLite store keeps; prepared on first use. */
+/*
+ * The prepared statements a SQLite store keeps; prepared on first use.
+ * S_EVENT_PUT inserts one event; S_EVENT_PUT + k inserts 2^k queued events
+ * in one statement, up to S_EVENT_PUT_MANY's QUEUE_MAX.
+ */
 enum stmt_id {
 	S_EVENT_PUT,
-	S_EVENT_PUT_MANY,
+	S_EVENT_PUT_MANY = S_EVENT_PUT + 6,
 	S_COUNT
 };
 
@@ -23,7 +27,7 @@ enum stmt_id {
  * Events put inside a transaction wait in a queue and are inserted
  * QUEUE_MAX at a time by one statement (SQLite; see store.c).
  */
-#define QUEUE_MAX 64
+#define QUEUE_MAX (1 << (S_EVENT_PUT_MANY - S_EVENT_PUT))
 #define EVENT_COLS 5
 
 struct event_queue {

@@ -193,6 +193,46 @@ static void test_event_left_to_libjq(void)
 	CHECK(event_scan(&ev, EVENT_HEAD ",\"payload\":{\"k\":\"\\u00e9\"}}"));
 }
 
+/*
+ * Strings are read 8 bytes a step: a byte that is not plain ASCII (a
+ * quote, a backslash, a control character, UTF-8, a byte that is not
+ * UTF-8) is found at every place in and across those steps, and the
+ * answer is libjq's (and the byte-by-byte reading's) at each.
+ */
+static void test_string_steps(void)
+{
+	static const struct { const char *bytes; bool valid; } odd[] = {
+		{ "\\n", true }, { "\\u00e9", true }, { "\\\"", true }, { "\xc3\xa9", true },
+		{ "\xe2\x82\xac", true }, { "\xf0\x9f\x98\x80", true }, { "\x7f", true }, { " ", true },
+		{ "\x01", false }, { "\x1f", false }, { "\n", false }, { "\xc3", false },
+		{ "\x80", false }, { "\xff", false }, { "\xc0\xaf", false }, { "\\x", false },
+		{ "\xed\xa0\x80", false },
+	};
+	char text[64];
+
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		for (int at = 0; at <= 20; at++) {
+			for (int after = 0; after <= 9; after += 3) {
+				int n = snprintf(text, sizeof text, "\"%.*s%s%.*s\"", at,
+						 "abcdefghijklmnopqrstuvwxyz", odd[i].bytes, after, "ABCDEFGHIJ");
+				bool escaped = false;
+				const char *past = json_scan_string(text, text + n, &escaped);
+
+				CHECK_MSG((json_scan(text, (size_t)n, NULL, NULL) == JSON_SCAN_STRING) == odd[i].valid,
+					  "odd byte %zu at %d, %d after: %s", i, at, after, text);
+				CHECK_MSG(!odd[i].valid || past == text + n, "not past the string: %s", text);
+				CHECK_MSG(!odd[i].valid || escaped == (odd[i].bytes[0] == '\\'), "escape: %s", text);
+				if (odd[i].valid)
+					CHECK_MSG(jq_takes(text, (size_t)n), "libjq refuses: %s", text);
+			}
+			/* the closing quote, and a string cut short, at every place */
+			int n = snprintf(text, sizeof text, "\"%.*s\"", at, "abcdefghijklmnopqrstuvwxyz");
+			CHECK_MSG(json_scan(text, (size_t)n, NULL, NULL) == JSON_SCAN_STRING, "refused: %s", text);
+			CHECK_MSG(json_scan(text, (size_t)n - 1, NULL, NULL) == JSON_SCAN_INVALID, "took: %.*s", n - 1, text);
+		}
+	}
+}
+
 int main(void)
 {
 	RUN(test_valid_texts);
@@ -201,5 +241,6 @@ int main(void)
 	RUN(test_members);
 	RUN(test_event_fields);
 	RUN(test_event_left_to_libjq);
+	RUN(test_string_steps);
 	return unit_done();
 }

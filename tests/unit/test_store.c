@@ -585,6 +585,42 @@ static void test_events_queued_in_transaction(void)
 	store_free(st);
 }
 
+/*
+ * A commit finds fewer than 64 events queued and inserts them 2^k at a
+ * time (32 + 16 + ...): every size from 1 to 130 events in a transaction,
+ * each with an id stored before (in an earlier transaction) and one
+ * repeated within the queue, stores each new event once, in its columns.
+ */
+static void test_events_queued_every_count(void)
+{
+	struct store *st = NULL;
+	char id[32], ts[32];
+	long added = 0, want = 0;
+
+	CHECK(store_open(&st, tmp_path("queue-count.db")) == 0);
+	for (int n = 1, next = 0; n <= 130; n++) {
+		CHECK(store_begin(st) == 0);
+		for (int i = 0; i < n; i++) {
+			/* the first repeats the last event stored; every seventh the one before it */
+			int k = i == 0 && next > 0 ? next - 1 : i % 7 == 6 ? next - 1 : next++;
+			snprintf(id, sizeof id, "E%06d", k);
+			snprintf(ts, sizeof ts, "2026-01-01T%02d:%02d:%02d.000Z", k / 3600, k / 60 % 60, k % 60);
+			CHECK(put(st, make_event(id, "TC", ts, "q.count"), NULL) == 0);
+		}
+		CHECK(store_commit(st) == 0);
+		want = next;
+		added = store_events_added(st);
+		CHECK_MSG(added == want, "%d in a transaction: %ld stored, want %ld", n, added, want);
+	}
+	CHECK_INT(query_int(st, "SELECT count(*) FROM event_log"), (int)want);
+	CHECK_INT(query_int(st, "SELECT count(DISTINCT id) FROM event_log"), (int)want);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM event_log WHERE trace_id = 'TC' AND type = 'q.count'"
+			    " AND ts = printf('2026-01-01T%02d:%02d:%02d.000Z', CAST(substr(id, 2) AS INTEGER) / 3600,"
+			    " CAST(substr(id, 2) AS INTEGER) / 60 % 60, CAST(substr(id, 2) AS INTEGER) % 60)"
+			    " AND record ->> '$.id' = id"), (int)want);
+	store_free(st);
+}
+
 static void test_event_missing_field_refused(void)
 {
 	struct store *st = NULL;
@@ -1370,6 +1406,7 @@ int main(void)
 	RUN(test_events_table_upgraded);
 	RUN(test_json_checks_dropped);
 	RUN(test_events_queued_in_transaction);
+	RUN(test_events_queued_every_count);
 	RUN(test_event_missing_field_refused);
 	RUN(test_event_record_byte_identical);
 	RUN(test_events_ordered_by_ts_then_id);
