@@ -257,3 +257,17 @@ setup() {
 	[ "$stderr" = "$first" ]
 	[ ! -e "$XDG_CACHE_HOME/forge/config-valid" ]
 }
+
+@test "a sandbox rule that is not a regular expression is refused when the configuration is read, by every program" {
+	echo '{"sandbox":{"deny_extra":["rm\\s+(-rf"]}}' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO" get sandbox.deny_extra
+	[ -z "$output" ]
+	[[ "$stderr" == *"$PROJECT_CFG: .sandbox.deny_extra[0]: 'rm\\s+(-rf' is not a regular expression: missing closing parenthesis at offset 9"* ]]
+	cd "$REPO"
+	run -2 --separate-stderr forge-review </dev/null
+	[[ "$stderr" == *".sandbox.deny_extra[0]: 'rm\\s+(-rf' is not a regular expression"* ]]
+	# the same pattern made valid: read, and kept as written
+	echo '{"sandbox":{"deny_extra":["rm\\s+(-rf)"]}}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --repo "$REPO" get sandbox.deny_extra
+	[ "$(jq -r '.[0]' <<<"$output")" = 'rm\s+(-rf)' ]
+}
