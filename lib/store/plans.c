@@ -1,6 +1,7 @@
 /* plans.c - append-only plan versions; see plans.h. */
 #include "store/plans.h"
 #include "core/buf.h"
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -52,6 +53,21 @@ int plans_latest(int *out_version, jv *out_plan, struct store *st, const char *t
 	return latest_row(out_version, out_plan, st, trace_id);
 }
 
+/* Serialise the writers of trace_id's plan until the transaction ends (on
+ * PostgreSQL; SQLite's BEGIN IMMEDIATE already does): two at once would
+ * both take the same next version, and the second fail on the unique
+ * (trace_id, kind, version). */
+static int lock_trace(struct store *st, const char *trace_id)
+{
+	struct buf key = BUF_INIT;
+	int rc;
+
+	buf_addf(&key, "plan_versions\n%s", trace_id);
+	rc = store_lock(st, key.buf);
+	buf_release(&key);
+	return rc;
+}
+
 int plans_append(int *out_version, char *out_id, struct store *st, const char *trace_id,
 		 jv plan, const char *changelog)
 {
@@ -68,7 +84,7 @@ int plans_append(int *out_version, char *out_id, struct store *st, const char *t
 		return forge_error("plan versions: the plan of '%s' is not an object", trace_id);
 	if (store_begin(st) < 0)
 		return -1;
-	if (latest_row(&version, NULL, st, trace_id) < 0)
+	if (lock_trace(st, trace_id) < 0 || latest_row(&version, NULL, st, trace_id) < 0)
 		goto out;
 	version++;
 	ulid_new(id);

@@ -661,6 +661,60 @@ static void test_compile_docs(void)
 /* Writers of one document kind at once, each its own connection (a forked
  * process): every version is taken once, none fails (on PostgreSQL the
  * advisory lock of docs_append; on SQLite BEGIN IMMEDIATE). */
+/* Plan versions appended by several processes at once to one trace: each
+ * gets its own next number (on PostgreSQL, store_lock; without it two take
+ * the same number and the second fails on the unique version). */
+static void test_plans_concurrent(void)
+{
+	enum { WRITERS = 4, EACH = 10 };
+	char trace[ULID_LEN + 1];
+	pid_t pids[WRITERS];
+	jv list = jv_null();
+
+	new_trace(trace);
+	for (int w = 0; w < WRITERS; w++) {
+		pids[w] = fork();
+		CHECK(pids[w] >= 0);
+		if (pids[w] == 0) {
+			struct store *st = open_db();
+			int bad = 0;
+
+			for (int i = 0; i < EACH; i++) {
+				char text[64];
+				int v;
+
+				snprintf(text, sizeof text, "{\"writer\":%d,\"i\":%d}", w, i);
+				jv plan = P(text);
+				if (plans_append(&v, NULL, st, trace, plan, "concurrent") < 0) {
+					fprintf(stderr, "writer %d: %s\n", w, forge_last_error());
+					bad = 1;
+				}
+				jv_free(plan);
+			}
+			store_free(st);
+			_exit(bad);
+		}
+	}
+	for (int w = 0; w < WRITERS; w++) {
+		int status = -1;
+
+		CHECK(waitpid(pids[w], &status, 0) == pids[w]);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status %d", w, status);
+	}
+	struct store *st = open_db();
+
+	CHECK(plans_list(&list, st, trace) == 0);
+	CHECK_INT(jv_array_length(jv_copy(list)), WRITERS * EACH);
+	jv_array_foreach(list, i, r) {
+		double v = json_get_num(r, "version", 0);
+
+		jv_free(r);
+		CHECK_INT(v, i + 1);
+	}
+	jv_free(list);
+	store_free(st);
+}
+
 static void test_compile_docs_concurrent(void)
 {
 	enum { WRITERS = 4, EACH = 10 };
@@ -836,6 +890,7 @@ int main(void)
 	RUN(test_findings);
 	RUN(test_compile_docs);
 	RUN(test_compile_docs_concurrent);
+	RUN(test_plans_concurrent);
 	RUN(test_log_durability);
 	RUN(test_statement_reuse);
 	if (!(db && *db)) {
