@@ -61,6 +61,10 @@ OPS = [
      "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", "reply"),
 ]
 
+# the description's components/examples the answers are built from
+# (OPS and EXAMPLES are all github_openapi_trim.py keeps of the description)
+EXAMPLES = ("pull-request", "pull-request-review", "pull-request-review-comment")
+
 
 def nullable(s):
     """OpenAPI 3.0 schema -> JSON Schema: nullable: true becomes a null alternative."""
