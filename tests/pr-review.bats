@@ -7,10 +7,13 @@
 #
 # The server checks every request body and answer against GitHub's published
 # OpenAPI description (@octokit/openapi, installed by scripts/github-openapi
-# with npm); each test's teardown fails on a violation.  Without npm (or
-# Python's jsonschema) the server runs unchecked and the test that asks for
-# the check is skipped, saying so.  No assertion is on timing: rate limits
-# are asserted by the requests the server counted.
+# with npm; the part of it the server uses, cut out once by
+# tests/helpers/github_openapi_trim.py); each test's teardown fails on a
+# violation.  Without npm (or Python's jsonschema) the server runs unchecked
+# and the test that asks for the check is skipped, saying so.  One server
+# and one set of repositories are made per file; each test copies the
+# repositories and resets the server.  No assertion is on timing: rate
+# limits are asserted by the requests the server counted.
 
 bats_require_minimum_version 1.5.0
 
@@ -20,6 +23,7 @@ KEY=sk-ant-PRREVIEWTEST-000000000000000
 load test_helper/mock
 
 teardown_file() {
+	[ -f "$BATS_FILE_TMPDIR/gh.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/gh.pid")" 2>/dev/null
 	mock_stop
 }
 
@@ -34,8 +38,53 @@ setup_file() {
 		OPENAPI_WHY="Python's jsonschema is not installed"
 	else
 		OPENAPI=$("$BATS_TEST_DIRNAME/../scripts/github-openapi")
+		# the operations the server implements and what they reference, made
+		# once and cached next to the description: the server reads ~100 KB
+		# instead of 13 MB (github_openapi_trim.py says why its checks are
+		# the full description's)
+		OPENAPI=$("$TEST_PYTHON3" "$BATS_TEST_DIRNAME/helpers/github_openapi_trim.py" "$OPENAPI")
 	fi
 	export OPENAPI OPENAPI_WHY
+	repos_template "$BATS_FILE_TMPDIR/repos"
+	# One loopback GitHub for the file's tests (they run one at a time:
+	# mock_start): each test's setup resets it to a new server's state for
+	# its own repositories (POST /_gh/reset), so no test sees another's.
+	local d=$BATS_FILE_TMPDIR
+	echo '{"owner": "octo", "repo": "hello", "token": "", "pulls": {}}' >"$d/gh.json"
+	"$TEST_PYTHON3" "$BATS_TEST_DIRNAME/helpers/github_server.py" --port-file "$d/gh.port" --config "$d/gh.json" \
+		${OPENAPI:+--openapi "$OPENAPI"} 2>"$d/gh.err" 3>&- &
+	echo $! >"$d/gh.pid"
+	for _ in $(seq 1200); do
+		[ -s "$d/gh.port" ] || ! kill -0 "$(cat "$d/gh.pid")" 2>/dev/null && break
+		sleep 0.05
+	done
+	[ -s "$d/gh.port" ] || { cat "$d/gh.err" >&2; return 1; }
+	export GH="http://127.0.0.1:$(cat "$d/gh.port")"
+}
+
+# repos_template DIR: the repositories every test starts from, made once
+# (each test copies them): DIR/src with main (one commit) and feature (the
+# pull request: src/auth.c, src/copy.c), DIR/origin.git (a bare clone of
+# main, the pull request's head only as refs/pull/7/head) and DIR/work (a
+# clone of origin.git, where forge-review runs)
+repos_template() {
+	(
+		export HOME="$1.home" LC_ALL=C
+		export GIT_AUTHOR_NAME=test GIT_AUTHOR_EMAIL=test@example.com
+		export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
+		mkdir -p "$HOME"
+		git init -q -b main "$1/src"
+		echo hello >"$1/src/README"
+		git -C "$1/src" add -A && git -C "$1/src" commit -q -m initial
+		git clone -q --bare "$1/src" "$1/origin.git"
+		git clone -q "$1/origin.git" "$1/work"
+		git -C "$1/src" checkout -q -b feature
+		mkdir -p "$1/src/src"
+		printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >"$1/src/src/auth.c"
+		printf '#include <string.h>\nvoid put(char *d, const char *s)\n{\n\tstrcpy(d, s);\n}\n' >"$1/src/src/copy.c"
+		git -C "$1/src" add -A && git -C "$1/src" commit -q -m feature
+		git -C "$1/src" push -q "$1/origin.git" feature:refs/pull/7/head
+	)
 }
 
 setup() {
@@ -44,31 +93,14 @@ setup() {
 	mock_reset
 	unset GITHUB_TOKEN GH_TOKEN GITHUB_API_URL GITHUB_REPOSITORY
 	T=$BATS_TEST_TMPDIR
-	# origin: main with one commit; the pull request's head only as refs/pull/7/head
-	git init -q -b main "$T/src"
-	echo hello >"$T/src/README"
-	git -C "$T/src" add -A && git -C "$T/src" commit -q -m initial
-	git clone -q --bare "$T/src" "$T/origin.git"
-	git clone -q "$T/origin.git" "$T/work"
-	git -C "$T/src" checkout -q -b feature
-	mkdir -p "$T/src/src"
-	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >"$T/src/src/auth.c"
-	printf '#include <string.h>\nvoid put(char *d, const char *s)\n{\n\tstrcpy(d, s);\n}\n' >"$T/src/src/copy.c"
-	git -C "$T/src" add -A && git -C "$T/src" commit -q -m feature
-	git -C "$T/src" push -q "$T/origin.git" feature:refs/pull/7/head
+	cp -a "$BATS_FILE_TMPDIR/repos/." "$T/"
+	git -C "$T/work" remote set-url origin "$T/origin.git"
 	HEAD_SHA=$(git -C "$T/src" rev-parse HEAD)
 	cat >"$T/gh.json" <<-EOF
 	{"owner": "octo", "repo": "hello", "token": "$TOKEN", "page_size": 2,
 	 "pulls": {"7": {"repo_dir": "$T/origin.git", "base_ref": "main"}}}
 	EOF
-	"$TEST_PYTHON3" "$FORGE_ROOT/tests/helpers/github_server.py" --port-file "$T/gh.port" --config "$T/gh.json" \
-		${OPENAPI:+--openapi "$OPENAPI"} 2>"$T/gh.err" 3>&- &
-	echo $! >"$T/gh.pid"
-	for _ in $(seq 1200); do
-		[ -s "$T/gh.port" ] || ! kill -0 "$(cat "$T/gh.pid")" 2>/dev/null && break
-		sleep 0.05
-	done
-	GH="http://127.0.0.1:$(cat "$T/gh.port")"
+	gh_reset
 	export GITHUB_API_URL=$GH GITHUB_REPOSITORY=octo/hello
 	# the AI layer (src/auth.c makes the risk medium) finds one fixable problem
 	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[
@@ -84,16 +116,18 @@ setup() {
 
 teardown() {
 	local v
-	if [ -s "$T/gh.port" ]; then
-		v=$(curl -sS "$GH/_gh/state" | jq -c .violations)
-		kill "$(cat "$T/gh.pid")" 2>/dev/null || true
-		if [ "$v" != "[]" ]; then
-			echo "GitHub OpenAPI violations: $v" >&2
-			return 1
-		fi
+	v=$(curl -sS "$GH/_gh/state" | jq -c .violations)
+	if [ "$v" != "[]" ]; then
+		echo "GitHub OpenAPI violations: $v" >&2
+		return 1
 	fi
 }
 
+# gh_reset: the loopback GitHub as new, serving this test's $T/gh.json
+gh_reset() {
+	curl -sS -f -X POST --data-binary @"$T/gh.json" "$GH/_gh/reset" >/dev/null ||
+		{ cat "$BATS_FILE_TMPDIR/gh.err" >&2; return 1; }
+}
 gh_state() { curl -sS "$GH/_gh/state"; }
 # review ARGS...: forge-review --pr 7 with the mock model and the token
 review() { GITHUB_TOKEN=$TOKEN ANTHROPIC_API_KEY=$KEY forge-review --no-input --provider anthropic \
@@ -261,9 +295,64 @@ posted() { jq -c 'select(.type == "review.github.posted") | .payload' <<<"$OUT";
 	assert_output 422
 	run bash -c "curl -sS '$GH/_gh/state' | jq -r '.violations[0]'"
 	assert_output --partial "request POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews"
-	# (the teardown would fail on it: clear the record by restarting nothing - check and leave)
-	kill "$(cat "$T/gh.pid")"
-	rm -f "$T/gh.port"
+	# with the trimmed description (setup_file), as strict as the full one:
+	# a comment without its body (required inside comments[]), a dismissal
+	# without its message
+	[[ $OPENAPI == *.trimmed-*.json ]]
+	run curl -sS -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" \
+		"$GH/repos/octo/hello/pulls/7/reviews" -d '{"event":"COMMENT","body":"b","comments":[{"path":"src/auth.c","line":3}]}'
+	assert_output 422
+	run curl -sS -o /dev/null -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOKEN" \
+		"$GH/repos/octo/hello/pulls/7/reviews/1/dismissals" -d '{"event":"DISMISS"}'
+	assert_output 422
+	run bash -c "curl -sS '$GH/_gh/state' | jq -r '.violations[]'"
+	assert_output --partial "request POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews: 'body' is a required property at comments/0"
+	assert_output --partial "request PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals: 'message' is a required property"
+	assert_equal "$(gh_state | jq '.reviews | length')" 0
+	# (the teardown would fail on them: forget them)
+	gh_reset
+}
+
+@test "the loopback GitHub's reset forgets reviews, comments, requests, violations and faults: each test starts from a new server" {
+	run curl -sS -f -X POST -H "Authorization: Bearer $TOKEN" "$GH/repos/octo/hello/pulls/7/reviews" \
+		-d '{"event":"COMMENT","body":"b","comments":[{"path":"src/auth.c","line":3,"body":"c"}]}'
+	assert_equal "$(jq .id <<<"$output")" 1001
+	curl -sS -f -X POST "$GH/_gh/fault" -d '{"method":"GET","path":".*","status":500,"count":1}' >/dev/null
+	curl -sS -X PUT -H "Authorization: Bearer $TOKEN" "$GH/repos/octo/hello/pulls/7/reviews/1001/dismissals" -d '{"message":5}' >/dev/null
+	gh_state | jq -e '[.reviews, .comments, .requests] | map(length) == [1, 1, 2]'
+	[ -z "$OPENAPI" ] || gh_state | jq -e '.violations | length == 1'
+	gh_reset
+	assert_equal "$(gh_state | jq -c '[.reviews, .comments, .dismissals, .requests, .violations]')" '[[],[],{},[],[]]'
+	# the fault is gone too, and the ids start again
+	run curl -sS -f -H "Authorization: Bearer $TOKEN" "$GH/repos/octo/hello/pulls/7"
+	assert_equal "$(jq -r .head.sha <<<"$output")" "$HEAD_SHA"
+	run curl -sS -f -X POST -H "Authorization: Bearer $TOKEN" "$GH/repos/octo/hello/pulls/7/reviews" -d '{"event":"COMMENT","body":"b"}'
+	assert_equal "$(jq .id <<<"$output")" 1001
+}
+
+@test "the trimmed description: the operations asked for and every component they reach, nothing else; a \$ref it cannot follow is refused" {
+	run -0 "$TEST_PYTHON3" -c '
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from github_openapi_trim import trim
+doc = {"openapi": "3.0.3", "info": {"title": "t"},
+       "paths": {"/a": {"get": {"responses": {"200": {"$ref": "#/components/responses/r"}}},
+                        "post": {"responses": {"200": {"$ref": "#/components/responses/unused"}}}},
+                 "/b": {"get": {}}},
+       "components": {"responses": {"r": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/x"}}}},
+                                    "unused": {}},
+                      "schemas": {"x": {"properties": {"y": {"items": [{"$ref": "#/components/schemas/y"}]}}},
+                                  "y": {"$ref": "#/components/schemas/z"}, "z": {"type": "integer"}, "unused": {}},
+                      "examples": {"e": {"value": {"id": 1}}, "unused": {}}}}
+print(json.dumps(trim(doc, [("GET", "/a")], ["e"]), sort_keys=True))
+doc["components"]["schemas"]["z"] = {"$ref": "#/components/schemas/x/properties/y"}
+try:
+    trim(doc, [("GET", "/a")], [])
+except ValueError as e:
+    print(e)
+' "$BATS_TEST_DIRNAME/helpers"
+	assert_line --index 0 '{"components": {"examples": {"e": {"value": {"id": 1}}}, "responses": {"r": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/x"}}}}}, "schemas": {"x": {"properties": {"y": {"items": [{"$ref": "#/components/schemas/y"}]}}}, "y": {"$ref": "#/components/schemas/z"}, "z": {"type": "integer"}}}, "info": {"title": "t"}, "openapi": "3.0.3", "paths": {"/a": {"get": {"responses": {"200": {"$ref": "#/components/responses/r"}}}}}}'
+	assert_line --index 1 'a $ref that is not #/components/KIND/NAME: #/components/schemas/x/properties/y'
 }
 
 @test "a finding whose text changed edits its comment (PATCH) instead of adding one" {

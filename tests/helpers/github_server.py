@@ -35,6 +35,10 @@ Control (no token needed):
     POST /_gh/fault        {"method", "path" (regex), "status", "headers", "count", "message"}:
                            the next count matching requests get that answer (a rate
                            limit; "message" replaces the secondary rate limit's)
+    POST /_gh/reset        CONFIG (as --config's): forget every review, comment,
+                           dismissal, request, violation and fault and serve CONFIG
+                           from now on, as a new server would (the description is
+                           kept: one server serves a bats file's tests one by one)
 """
 
 import argparse
@@ -60,6 +64,10 @@ OPS = [
     ("POST", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/comments/(\d+)/replies",
      "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", "reply"),
 ]
+
+# the description's components/examples the answers are built from
+# (OPS and EXAMPLES are all github_openapi_trim.py keeps of the description)
+EXAMPLES = ("pull-request", "pull-request-review", "pull-request-review-comment")
 
 
 def nullable(s):
@@ -120,9 +128,13 @@ FALLBACK = {
 
 class State:
     def __init__(self, cfg, spec):
-        self.cfg = cfg
         self.spec = spec
         self.lock = threading.Lock()
+        self.reset(cfg)
+
+    def reset(self, cfg):
+        """Forget everything but the description: a new server for cfg."""
+        self.cfg = cfg
         self.reviews = []
         self.comments = []
         self.requests = []
@@ -235,6 +247,9 @@ def make_handler(st):
                                            "violations": st.violations})
                 if method == "POST" and path == "/_gh/fault":
                     st.faults.append(json.loads(raw))
+                    return self.send(200, {})
+                if method == "POST" and path == "/_gh/reset":
+                    st.reset(json.loads(raw))
                     return self.send(200, {})
             return self.send(404, {"message": "no such control"})
 
