@@ -661,17 +661,14 @@ static void test_compile_docs(void)
 /* Writers of one document kind at once, each its own connection (a forked
  * process): every version is taken once, none fails (on PostgreSQL the
  * advisory lock of docs_append; on SQLite BEGIN IMMEDIATE). */
-/* Plan versions appended by several processes at once to one trace: each
- * gets its own next number (on PostgreSQL, store_lock; without it two take
- * the same number and the second fails on the unique version). */
-static void test_plans_concurrent(void)
-{
-	enum { WRITERS = 4, EACH = 10 };
-	char trace[ULID_LEN + 1];
-	pid_t pids[WRITERS];
-	jv list = jv_null();
+enum { WRITERS = 4, EACH = 10 };
 
-	new_trace(trace);
+/* append(st, key, doc) WRITERS processes at once, EACH documents
+ * {"writer":W,"i":I} each; checks they all succeeded. */
+static void concurrent_appends(int (*append)(struct store *st, const char *key, jv doc), const char *key)
+{
+	pid_t pids[WRITERS];
+
 	for (int w = 0; w < WRITERS; w++) {
 		pids[w] = fork();
 		CHECK(pids[w] >= 0);
@@ -681,63 +678,10 @@ static void test_plans_concurrent(void)
 
 			for (int i = 0; i < EACH; i++) {
 				char text[64];
-				int v;
-
-				snprintf(text, sizeof text, "{\"writer\":%d,\"i\":%d}", w, i);
-				jv plan = P(text);
-				if (plans_append(&v, NULL, st, trace, plan, "concurrent") < 0) {
-					fprintf(stderr, "writer %d: %s\n", w, forge_last_error());
-					bad = 1;
-				}
-				jv_free(plan);
-			}
-			store_free(st);
-			_exit(bad);
-		}
-	}
-	for (int w = 0; w < WRITERS; w++) {
-		int status = -1;
-
-		CHECK(waitpid(pids[w], &status, 0) == pids[w]);
-		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status %d", w, status);
-	}
-	struct store *st = open_db();
-
-	CHECK(plans_list(&list, st, trace) == 0);
-	CHECK_INT(jv_array_length(jv_copy(list)), WRITERS * EACH);
-	jv_array_foreach(list, i, r) {
-		double v = json_get_num(r, "version", 0);
-
-		jv_free(r);
-		CHECK_INT(v, i + 1);
-	}
-	jv_free(list);
-	store_free(st);
-}
-
-static void test_compile_docs_concurrent(void)
-{
-	enum { WRITERS = 4, EACH = 10 };
-	char project[64], trace[ULID_LEN + 1];
-	pid_t pids[WRITERS];
-	jv list = jv_null();
-
-	new_trace(trace);
-	snprintf(project, sizeof project, "/tmp/concurrent-%s", trace);
-	for (int w = 0; w < WRITERS; w++) {
-		pids[w] = fork();
-		CHECK(pids[w] >= 0);
-		if (pids[w] == 0) {
-			struct store *st = open_db();
-			int bad = 0;
-
-			for (int i = 0; i < EACH; i++) {
-				char text[64];
-				int v;
 
 				snprintf(text, sizeof text, "{\"writer\":%d,\"i\":%d}", w, i);
 				jv doc = P(text);
-				if (docs_append(&v, st, project, "flows", NULL, doc) < 0) {
+				if (append(st, key, doc) < 0) {
 					fprintf(stderr, "writer %d: %s\n", w, forge_last_error());
 					bad = 1;
 				}
@@ -753,9 +697,11 @@ static void test_compile_docs_concurrent(void)
 		CHECK(waitpid(pids[w], &status, 0) == pids[w]);
 		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status %d", w, status);
 	}
-	struct store *st = open_db();
+}
 
-	CHECK(docs_list(&list, st, project) == 0);
+/* Checks list (consumed) holds versions 1..WRITERS*EACH in order. */
+static void check_versions(jv list)
+{
 	CHECK_INT(jv_array_length(jv_copy(list)), WRITERS * EACH);
 	jv_array_foreach(list, i, r) {
 		double v = json_get_num(r, "version", 0);
@@ -764,6 +710,51 @@ static void test_compile_docs_concurrent(void)
 		CHECK_INT(v, i + 1);
 	}
 	jv_free(list);
+}
+
+static int append_plan(struct store *st, const char *trace, jv plan)
+{
+	int v;
+
+	return plans_append(&v, NULL, st, trace, plan, "concurrent");
+}
+
+static int append_flows(struct store *st, const char *project, jv doc)
+{
+	int v;
+
+	return docs_append(&v, st, project, "flows", NULL, doc);
+}
+
+/* Plan versions appended by several processes at once to one trace: each
+ * gets its own next number (on PostgreSQL, store_lock; without it two take
+ * the same number and the second fails on the unique version). */
+static void test_plans_concurrent(void)
+{
+	char trace[ULID_LEN + 1];
+	jv list = jv_null();
+
+	new_trace(trace);
+	concurrent_appends(append_plan, trace);
+	struct store *st = open_db();
+
+	CHECK(plans_list(&list, st, trace) == 0);
+	check_versions(list);
+	store_free(st);
+}
+
+static void test_compile_docs_concurrent(void)
+{
+	char project[64], trace[ULID_LEN + 1];
+	jv list = jv_null();
+
+	new_trace(trace);
+	snprintf(project, sizeof project, "/tmp/concurrent-%s", trace);
+	concurrent_appends(append_flows, project);
+	struct store *st = open_db();
+
+	CHECK(docs_list(&list, st, project) == 0);
+	check_versions(list);
 	store_free(st);
 }
 
