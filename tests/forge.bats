@@ -50,6 +50,15 @@ setup() {
 	fi
 }
 
+@test "forge-tui --version loads no curses library (ncursesw linked static where its archive is installed)" {
+	local a
+	a=$(${CC:-cc} -print-file-name=libncursesw.a)
+	[ -e "$a" ] || skip "libncursesw.a is not installed: forge-tui links ncursesw dynamically"
+	run -0 --separate-stderr env LD_DEBUG=files forge-tui --version
+	[[ "$output" == "forge-tui (forge) "* ]]
+	[[ "$stderr" != *"file=libncurses"* && "$stderr" != *"file=libtinfo"* ]]
+}
+
 @test "forge, the dispatcher, loads neither libjq nor SQLite nor libgit2" {
 	# (app/cli_help.c holds all it uses; linked static-pie it loads nothing)
 	run -0 --separate-stderr env LD_DEBUG=files forge --version
