@@ -1082,7 +1082,11 @@ static const char *rules_match(struct sandbox_rule *rules, size_t n, const struc
 	for (size_t i = 0; i < n; i++) {
 		if (rules[i].in_any && !any_hit)
 			continue;
-		if (!rules[i].tried) {
+		if (rules[i].in_any) {
+			/* Compiled at its list's first hit, maybe by another
+			 * thread right now: tried and code are read under the
+			 * lock (the others were compiled by rules_compile_all,
+			 * under it too, before this check began). */
 			pthread_mutex_lock(&rules_lock);
 			if (!rules[i].tried)
 				(void)rule_compile(&rules[i]);

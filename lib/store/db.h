@@ -58,7 +58,14 @@ enum db_backend store_backend(const struct store *st);
 char *db_display_path(const char *path);
 
 /* Prepare sql (SQLite dialect, ?N placeholders) on st; the caller
- * db_finalize()s *out.  Events queued in a transaction are inserted first. */
+ * db_finalize()s *out.  Events queued in a transaction are inserted first.
+ * On SQLite the compiled statement is kept per connection (the 32 last used
+ * texts): a later db_prepare() of the same text takes it back, reset and
+ * with no value bound, instead of compiling it again; one that finds it in
+ * use (not yet finalized) compiles a statement of its own.  db_finalize()
+ * gives a kept statement back; store_free() frees them all.  So sql must be
+ * the same text for the same query: build it with values as ?N parameters,
+ * never printed into it. */
 int db_prepare(struct db_stmt **out, struct store *st, const char *sql);
 
 /* Bind parameter i (1-based); copied.  text NULL binds SQL NULL. */
