@@ -128,6 +128,10 @@ size_t schema_ptr_push(struct buf *b, const char *token)
 	size_t old = b->len;
 
 	buf_addch(b, '/');
+	if (!strpbrk(token, "~/")) {
+		buf_adds(b, token);
+		return old;
+	}
 	for (const char *p = token; *p; p++) {
 		if (*p == '~')
 			buf_adds(b, "~0");
@@ -513,6 +517,10 @@ static int percent_decode(char **out, const char *s)
 {
 	struct buf b = BUF_INIT;
 
+	if (!strchr(s, '%')) {
+		*out = xstrdup(s);
+		return 0;
+	}
 	for (const char *p = s; *p; p++) {
 		if (*p != '%') {
 			buf_addch(&b, *p);
@@ -710,7 +718,7 @@ static const struct {
 static int keyword_index(const char *kw)
 {
 	for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-		if (strcmp(kw, keywords[i].name) == 0)
+		if (kw[0] == keywords[i].name[0] && strcmp(kw, keywords[i].name) == 0)
 			return (int)i;
 	return -1;
 }
@@ -722,6 +730,17 @@ static int compile_keyword(struct compiler *c, struct node *n, const char *kw, j
 	if (i < 0)
 		return compile_error(c, "unsupported keyword '%s'", kw);
 	return keywords[i].fn(c, n, val, kw, depth);
+}
+
+/* The value at off as json_parse() would make it, a plain string (most:
+ * "type", "$ref", "pattern") without parsing it. */
+static jv lazy_value(const struct compiler *c, size_t off, size_t len)
+{
+	const char *v = text_at(c, off);
+
+	if (v[0] == '"' && !memchr(v + 1, '\\', len - 2))
+		return jv_string_sized(v + 1, (int)len - 2);
+	return json_parse(v, len);
 }
 
 /* One member of a lazy node: the subschema keywords read their text; the
@@ -744,7 +763,7 @@ static int lazy_keyword(struct compiler *c, struct node *n, const char *kw, size
 		return 0;
 	if (keywords[i].fn == kw_string_annotation)
 		return *text_at(c, off) == '"' ? 0 : compile_error(c, "'%s' must be a string", kw);
-	jv val = json_parse(text_at(c, off), len);
+	jv val = lazy_value(c, off, len);
 	rc = keywords[i].fn(c, n, val, kw, n->depth);
 	jv_free(val);
 	return rc;
