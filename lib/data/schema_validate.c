@@ -73,12 +73,23 @@ static size_t path_push_key(struct vctx *v, jv key)
 	return old;
 }
 
+/* Extend the path with [i] (.[i] at the top), without printf's cost. */
 static size_t path_push_index(struct vctx *v, int i)
 {
 	size_t old = v->path.len;
+	char digits[16], *p = digits + sizeof digits;
+	unsigned u = (unsigned)i;
 
-	if (!v->quiet)
-		buf_addf(&v->path, "%s[%d]", v->path.len ? "" : ".", i);
+	if (v->quiet)
+		return old;
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (!v->path.len)
+		buf_addch(&v->path, '.');
+	buf_addch(&v->path, '[');
+	buf_add(&v->path, p, (size_t)(digits + sizeof digits - p));
+	buf_addch(&v->path, ']');
 	return old;
 }
 
@@ -277,7 +288,8 @@ static bool check_object(struct vctx *v, const struct node *n, jv x)
 {
 	bool ok = true;
 
-	if (!check_count(v, n, jv_object_length(jv_copy(x)), L_MIN_PROPS, L_MAX_PROPS, "properties"))
+	if ((n->has & ((1u << L_MIN_PROPS) | (1u << L_MAX_PROPS))) &&
+	    !check_count(v, n, jv_object_length(jv_copy(x)), L_MIN_PROPS, L_MAX_PROPS, "properties"))
 		return false;
 	if (jv_get_kind(n->required) == JV_KIND_ARRAY) {
 		jv_array_foreach(n->required, i, name) {
@@ -362,8 +374,13 @@ static bool check_regex(struct vctx *v, jv x)
 static bool check_string(struct vctx *v, const struct node *n, jv x)
 {
 	if (n->has & ((1u << L_MIN_LENGTH) | (1u << L_MAX_LENGTH))) {
-		/* JSON Schema counts characters (code points), not bytes. */
-		int cps = jv_string_length_codepoints(jv_copy(x));
+		/* JSON Schema counts characters (code points), not bytes: in the
+		 * valid UTF-8 of a jv string, the bytes that start one. */
+		const char *str = jv_string_value(x);
+		int len = jv_string_length_bytes(jv_copy(x)), cps = 0;
+
+		for (int i = 0; i < len; i++)
+			cps += ((unsigned char)str[i] & 0xC0) != 0x80;
 
 		if (!check_count(v, n, cps, L_MIN_LENGTH, L_MAX_LENGTH, "characters"))
 			return false;

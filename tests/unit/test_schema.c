@@ -254,6 +254,7 @@ static void test_arrays(void)
 	CHECK_STR(check(s, "[\"x\",2,3]"), "");
 	CHECK_STR(check(s, "[\"x\",\"y\"]"), ".[1]: expected integer, got string");
 	CHECK_STR(check(s, "{\"0\":1}"), "");
+	CHECK_STR(check(s, "[\"x\",1,2,3,4,5,6,7,8,9,10,11,12,\"z\"]"), ".[13]: expected integer, got string");
 	schema_free(s);
 
 	s = compile("{\"prefixItems\":[{},{}],\"items\":false}");
