@@ -40,10 +40,33 @@ struct schema;
 int schema_compile(struct schema **out, jv doc);
 
 /*
- * Compile the embedded schema called name (resource.h: "event.schema.json").
- * The result is cached for the life of the process and shared: do not free
- * it.  Returns NULL with a message when there is no such schema or it does
- * not compile.
+ * Like schema_compile, lazily: text (borrowed: it must outlive the schema)
+ * is checked as JSON and its root compiled now; every other subschema is
+ * compiled from its own text when validation first reaches it (by the same
+ * rules, with the same messages), its $ref resolved then.  A part of the
+ * document that no validation reaches is never judged; when one that is
+ * reached is bad, that validation and every later one fail with its message
+ * ("#/$defs/x: unsupported keyword 'if'").  schema_validate* and
+ * schema_free take it like any other.
+ */
+int schema_compile_lazy(struct schema **out, const char *text, size_t len);
+
+/*
+ * Compile every part of a lazy schema not compiled yet, so a bad part is
+ * reported now, as schema_compile() would have (the eager path, for checking
+ * a whole document).  Returns 0, or -1 with the first error.  A no-op on a
+ * schema from schema_compile().
+ */
+int schema_compile_rest(struct schema *s);
+
+/*
+ * The embedded schema called name (resource.h: "event.schema.json"),
+ * compiled lazily (schema_compile_lazy): a process pays for the parts its
+ * validations reach.  The result is cached for the life of the process and
+ * shared: do not free it (validating it may compile more of it: one thread).
+ * Returns NULL with a message when there is no such schema or its text or
+ * root is bad; tests/unit/test_schema.c compiles every embedded schema
+ * whole.
  */
 const struct schema *schema_get(const char *name);
 

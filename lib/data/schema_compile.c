@@ -7,8 +7,15 @@
  * know says "valid" to data the schema author meant to reject.  Every node is
  * also registered under its JSON pointer, which is how local $refs are
  * resolved (after the whole document is compiled, so forward references
- * work) and how schema_validate_def() finds "#/$defs/<name>".  Embedded
- * schemas (resource.h) are compiled once and cached for the process.
+ * work) and how schema_validate_def() finds "#/$defs/<name>".
+ *
+ * Embedded schemas (resource.h) are compiled lazily, once per process: their
+ * text is indexed, not parsed, and a node is compiled from its own text when
+ * validation first reaches it, with the same keyword handlers and messages
+ * (its $ref resolved then, the nodes on the pointer's way compiled; the
+ * cycle check run over what it reaches in place).  A phase process that
+ * validates one state never compiles the definitions that state does not
+ * use.  schema_compile() stays eager: it judges a whole document.
  */
 #include "data/schema_internal.h"
 #include "core/forge.h"
@@ -34,8 +41,8 @@ static struct node *node_new(struct compiler *c)
 
 	n->enum_vals = jv_null();
 	n->const_val = jv_null();
-	n->prop_index = jv_null();
 	n->required = jv_null();
+	n->owner = c->s;
 	n->pointer = xstrdup(c->ptr.buf);
 	if (c->s->n == c->s->alloc) {
 		c->s->alloc = c->s->alloc ? c->s->alloc * 2 : 16;
@@ -59,9 +66,10 @@ static void node_free(struct node *n)
 {
 	jv_free(n->enum_vals);
 	jv_free(n->const_val);
-	jv_free(n->prop_index);
 	jv_free(n->required);
-	free(n->props.v);
+	for (size_t i = 0; i < n->nprops; i++)
+		free(n->props[i].name);
+	free(n->props);
 	for (size_t i = 0; i < n->npprops; i++)
 		regex_release(&n->pprops[i].re);
 	free(n->pprops);
@@ -87,6 +95,9 @@ void schema_free(struct schema *s)
 		node_free(s->nodes[i]);
 	free(s->nodes);
 	free(s->id);
+	schema_text_release(&s->text);
+	free(s->name);
+	free(s->error);
 	free(s);
 }
 
@@ -117,6 +128,10 @@ size_t schema_ptr_push(struct buf *b, const char *token)
 	size_t old = b->len;
 
 	buf_addch(b, '/');
+	if (!strpbrk(token, "~/")) {
+		buf_adds(b, token);
+		return old;
+	}
 	for (const char *p = token; *p; p++) {
 		if (*p == '~')
 			buf_adds(b, "~0");
@@ -362,6 +377,20 @@ static int kw_pattern(struct compiler *c, struct node *n, jv val, const char *kw
 			     (size_t)jv_string_length_bytes(jv_copy(val)));
 }
 
+/* Where the subschema of additionalProperties, items or not goes. */
+static struct node **schema_slot(struct node *n, const char *kw)
+{
+	return strcmp(kw, "additionalProperties") == 0 ? &n->additional :
+	       strcmp(kw, "items") == 0 ? &n->items : &n->not_;
+}
+
+static struct node_list *schema_list(struct node *n, const char *kw)
+{
+	return strcmp(kw, "allOf") == 0 ? &n->all_of :
+	       strcmp(kw, "anyOf") == 0 ? &n->any_of :
+	       strcmp(kw, "oneOf") == 0 ? &n->one_of : &n->prefix;
+}
+
 /* A keyword whose value is one subschema. */
 static int kw_schema(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
 {
@@ -369,21 +398,14 @@ static int kw_schema(struct compiler *c, struct node *n, jv val, const char *kw,
 
 	if (!sub)
 		return -1;
-	if (strcmp(kw, "additionalProperties") == 0)
-		n->additional = sub;
-	else if (strcmp(kw, "items") == 0)
-		n->items = sub;
-	else
-		n->not_ = sub;
+	*schema_slot(n, kw) = sub;
 	return 0;
 }
 
 /* A keyword whose value is an array of subschemas. */
 static int kw_schema_array(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
 {
-	struct node_list *list = strcmp(kw, "allOf") == 0 ? &n->all_of :
-				 strcmp(kw, "anyOf") == 0 ? &n->any_of :
-				 strcmp(kw, "oneOf") == 0 ? &n->one_of : &n->prefix;
+	struct node_list *list = schema_list(n, kw);
 	int len;
 
 	if (jv_get_kind(val) != JV_KIND_ARRAY || (len = jv_array_length(jv_copy(val))) == 0)
@@ -405,6 +427,36 @@ static int kw_schema_array(struct compiler *c, struct node *n, jv val, const cha
 	return 0;
 }
 
+static void prop_add(struct node *n, const char *name, size_t len, struct node *child)
+{
+	struct prop *p = &n->props[n->nprops++];
+
+	p->name = xmalloc(len + 1);
+	memcpy(p->name, name, len);
+	p->name[len] = '\0';
+	p->len = len;
+	p->schema = child;
+}
+
+static int prop_cmp(const void *a, const void *b)
+{
+	const struct prop *x = a, *y = b;
+	int r = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+
+	return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Sorted for bsearch at validation (a jv object cost an allocation a name). */
+static int props_sort(struct compiler *c, struct node *n)
+{
+	qsort(n->props, n->nprops, sizeof *n->props, prop_cmp);
+	for (size_t i = 1; i < n->nprops; i++)
+		if (prop_cmp(&n->props[i - 1], &n->props[i]) == 0)
+			return compile_error(c, "duplicate property '%s' in 'properties'",
+					     n->props[i].name);
+	return 0;
+}
+
 /* properties, patternProperties, $defs and definitions: name -> subschema. */
 static int kw_schema_map(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
 {
@@ -415,10 +467,8 @@ static int kw_schema_map(struct compiler *c, struct node *n, jv val, const char 
 	if (jv_get_kind(val) != JV_KIND_OBJECT)
 		return compile_error(c, "'%s' must be an object of schemas", kw);
 	int len = jv_object_length(jv_copy(val));
-	if (is_props) {
-		n->props.v = xcalloc((size_t)len, sizeof *n->props.v);
-		n->prop_index = jv_object();
-	}
+	if (is_props)
+		n->props = xcalloc((size_t)len, sizeof *n->props);
 	if (is_pattern)
 		n->pprops = xcalloc((size_t)len, sizeof *n->pprops);
 	size_t old = schema_ptr_push(&c->ptr, kw);
@@ -429,9 +479,8 @@ static int kw_schema_map(struct compiler *c, struct node *n, jv val, const char 
 			if (!child) {
 				rc = -1;
 			} else if (is_props) {
-				n->prop_index = jv_object_set(n->prop_index, jv_copy(key),
-							      jv_number((double)n->props.n));
-				n->props.v[n->props.n++] = child;
+				prop_add(n, jv_string_value(key),
+					 (size_t)jv_string_length_bytes(jv_copy(key)), child);
 			} else if (is_pattern) {
 				struct pattern_prop *pp = &n->pprops[n->npprops];
 
@@ -449,7 +498,7 @@ static int kw_schema_map(struct compiler *c, struct node *n, jv val, const char 
 		jv_free(sub);
 	}
 	buf_truncate(&c->ptr, old);
-	return rc;
+	return rc == 0 && is_props ? props_sort(c, n) : rc;
 }
 
 static int hex_value(char c)
@@ -468,6 +517,10 @@ static int percent_decode(char **out, const char *s)
 {
 	struct buf b = BUF_INIT;
 
+	if (!strchr(s, '%')) {
+		*out = xstrdup(s);
+		return 0;
+	}
 	for (const char *p = s; *p; p++) {
 		if (*p != '%') {
 			buf_addch(&b, *p);
@@ -505,36 +558,215 @@ static int kw_items(struct compiler *c, struct node *n, jv val, const char *kw, 
 	return kw_schema(c, n, val, kw, depth);
 }
 
+/* ---- the same keywords read lazily from the document's text ---- */
+
+typedef int (*lazy_fn)(struct compiler *c, struct node *n, const char *kw, size_t off, int depth);
+
+static const char *text_at(const struct compiler *c, size_t off)
+{
+	return c->s->text.text + off;
+}
+
+/* The subschema whose text starts at off: a boolean one now, an object one
+ * as a lazy node.  NULL with a message (at the current pointer). */
+static struct node *lazy_node(struct compiler *c, size_t off, int depth)
+{
+	char ch = *text_at(c, off);
+	struct node *n;
+
+	if (depth > MAX_SCHEMA_DEPTH) {
+		compile_error(c, "schema nested deeper than %d levels", MAX_SCHEMA_DEPTH);
+		return NULL;
+	}
+	if (ch != '{' && ch != 't' && ch != 'f') {
+		compile_error(c, "a schema must be an object or a boolean");
+		return NULL;
+	}
+	n = node_new(c);
+	n->depth = depth;
+	n->is_bool = ch != '{';
+	n->bool_value = ch == 't';
+	n->state = ch == '{' ? NODE_LAZY : NODE_READY;
+	n->text_off = off;
+	return n;
+}
+
+static struct node *lazy_child(struct compiler *c, size_t off, const char *key, int depth)
+{
+	size_t old = schema_ptr_push(&c->ptr, key);
+	struct node *n = lazy_node(c, off, depth + 1);
+
+	buf_truncate(&c->ptr, old);
+	return n;
+}
+
+static int lz_schema(struct compiler *c, struct node *n, const char *kw, size_t off, int depth)
+{
+	struct node *sub = lazy_child(c, off, kw, depth);
+
+	if (!sub)
+		return -1;
+	*schema_slot(n, kw) = sub;
+	return 0;
+}
+
+static int lz_items(struct compiler *c, struct node *n, const char *kw, size_t off, int depth)
+{
+	if (*text_at(c, off) == '[')
+		return compile_error(c, "unsupported 'items' array (draft 2019-09 and older); "
+				     "use 'prefixItems'");
+	return lz_schema(c, n, kw, off, depth);
+}
+
+static int lz_schema_array(struct compiler *c, struct node *n, const char *kw, size_t off, int depth)
+{
+	struct node_list *list = schema_list(n, kw);
+	struct text_iter it;
+	size_t len, ioff, ilen;
+
+	if (*text_at(c, off) != '[' || (len = schema_text_count(&c->s->text, off)) == 0)
+		return compile_error(c, "'%s' must be a non-empty array of schemas", kw);
+	list->v = xcalloc(len, sizeof *list->v);
+	size_t old = schema_ptr_push(&c->ptr, kw);
+	schema_text_iter(&it, &c->s->text, off);
+	while (schema_text_next(&it, NULL, &ioff, &ilen)) {
+		size_t mid = ptr_push_index(&c->ptr, list->n);
+		struct node *sub = lazy_node(c, ioff, depth + 1);
+
+		buf_truncate(&c->ptr, mid);
+		if (!sub) {
+			buf_truncate(&c->ptr, old);
+			return -1;
+		}
+		list->v[list->n++] = sub;
+	}
+	buf_truncate(&c->ptr, old);
+	return 0;
+}
+
+static int lz_schema_map(struct compiler *c, struct node *n, const char *kw, size_t off, int depth)
+{
+	int is_props = strcmp(kw, "properties") == 0;
+	int is_pattern = strcmp(kw, "patternProperties") == 0;
+	struct buf key = BUF_INIT;
+	struct text_iter it;
+	size_t len, voff, vlen;
+	int rc = 0;
+
+	if (*text_at(c, off) != '{')
+		return compile_error(c, "'%s' must be an object of schemas", kw);
+	len = schema_text_count(&c->s->text, off);
+	if (is_props)
+		n->props = xcalloc(len, sizeof *n->props);
+	if (is_pattern)
+		n->pprops = xcalloc(len, sizeof *n->pprops);
+	size_t old = schema_ptr_push(&c->ptr, kw);
+	schema_text_iter(&it, &c->s->text, off);
+	while (rc == 0 && schema_text_next(&it, &key, &voff, &vlen)) {
+		struct node *child = lazy_child(c, voff, key.buf, depth);
+
+		if (!child) {
+			rc = -1;
+		} else if (is_props) {
+			prop_add(n, key.buf, key.len, child);
+		} else if (is_pattern) {
+			struct pattern_prop *pp = &n->pprops[n->npprops];
+			size_t mid = schema_ptr_push(&c->ptr, key.buf);
+
+			pp->schema = child;
+			rc = regex_compile(c, &pp->re, key.buf, key.len);
+			buf_truncate(&c->ptr, mid);
+			if (rc == 0)
+				n->npprops++;
+		}
+	}
+	buf_truncate(&c->ptr, old);
+	buf_release(&key);
+	return rc == 0 && is_props ? props_sort(c, n) : rc;
+}
+
 static const struct {
 	const char *name;
 	keyword_fn fn;
+	lazy_fn lazy;           /* reads its value's text: the subschema keywords */
 } keywords[] = {
-	{ "$schema", kw_string_annotation }, { "$id", kw_id },
-	{ "$comment", kw_string_annotation }, { "title", kw_string_annotation },
-	{ "description", kw_string_annotation }, { "format", kw_format },
-	{ "default", kw_annotation }, { "examples", kw_annotation },
-	{ "deprecated", kw_annotation }, { "readOnly", kw_annotation },
-	{ "writeOnly", kw_annotation },
-	{ "type", kw_type }, { "enum", kw_enum }, { "const", kw_const },
-	{ "properties", kw_schema_map }, { "patternProperties", kw_schema_map },
-	{ "$defs", kw_schema_map }, { "definitions", kw_schema_map },
-	{ "additionalProperties", kw_schema }, { "not", kw_schema },
-	{ "items", kw_items }, { "prefixItems", kw_schema_array },
-	{ "allOf", kw_schema_array }, { "anyOf", kw_schema_array }, { "oneOf", kw_schema_array },
-	{ "required", kw_required }, { "pattern", kw_pattern }, { "uniqueItems", kw_unique },
-	{ "minItems", kw_limit }, { "maxItems", kw_limit }, { "minLength", kw_limit },
-	{ "maxLength", kw_limit }, { "minProperties", kw_limit }, { "maxProperties", kw_limit },
-	{ "minimum", kw_limit }, { "maximum", kw_limit }, { "exclusiveMinimum", kw_limit },
-	{ "exclusiveMaximum", kw_limit }, { "multipleOf", kw_limit },
-	{ "$ref", kw_ref },
+	{ "$schema", kw_string_annotation, NULL }, { "$id", kw_id, NULL },
+	{ "$comment", kw_string_annotation, NULL }, { "title", kw_string_annotation, NULL },
+	{ "description", kw_string_annotation, NULL }, { "format", kw_format, NULL },
+	{ "default", kw_annotation, NULL }, { "examples", kw_annotation, NULL },
+	{ "deprecated", kw_annotation, NULL }, { "readOnly", kw_annotation, NULL },
+	{ "writeOnly", kw_annotation, NULL },
+	{ "type", kw_type, NULL }, { "enum", kw_enum, NULL }, { "const", kw_const, NULL },
+	{ "properties", kw_schema_map, lz_schema_map },
+	{ "patternProperties", kw_schema_map, lz_schema_map },
+	{ "$defs", kw_schema_map, lz_schema_map }, { "definitions", kw_schema_map, lz_schema_map },
+	{ "additionalProperties", kw_schema, lz_schema }, { "not", kw_schema, lz_schema },
+	{ "items", kw_items, lz_items }, { "prefixItems", kw_schema_array, lz_schema_array },
+	{ "allOf", kw_schema_array, lz_schema_array }, { "anyOf", kw_schema_array, lz_schema_array },
+	{ "oneOf", kw_schema_array, lz_schema_array },
+	{ "required", kw_required, NULL }, { "pattern", kw_pattern, NULL },
+	{ "uniqueItems", kw_unique, NULL },
+	{ "minItems", kw_limit, NULL }, { "maxItems", kw_limit, NULL },
+	{ "minLength", kw_limit, NULL }, { "maxLength", kw_limit, NULL },
+	{ "minProperties", kw_limit, NULL }, { "maxProperties", kw_limit, NULL },
+	{ "minimum", kw_limit, NULL }, { "maximum", kw_limit, NULL },
+	{ "exclusiveMinimum", kw_limit, NULL }, { "exclusiveMaximum", kw_limit, NULL },
+	{ "multipleOf", kw_limit, NULL },
+	{ "$ref", kw_ref, NULL },
 };
+
+static int keyword_index(const char *kw)
+{
+	for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
+		if (kw[0] == keywords[i].name[0] && strcmp(kw, keywords[i].name) == 0)
+			return (int)i;
+	return -1;
+}
 
 static int compile_keyword(struct compiler *c, struct node *n, const char *kw, jv val, int depth)
 {
-	for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-		if (strcmp(kw, keywords[i].name) == 0)
-			return keywords[i].fn(c, n, val, kw, depth);
-	return compile_error(c, "unsupported keyword '%s'", kw);
+	int i = keyword_index(kw);
+
+	if (i < 0)
+		return compile_error(c, "unsupported keyword '%s'", kw);
+	return keywords[i].fn(c, n, val, kw, depth);
+}
+
+/* The value at off as json_parse() would make it, a plain string (most:
+ * "type", "$ref", "pattern") without parsing it. */
+static jv lazy_value(const struct compiler *c, size_t off, size_t len)
+{
+	const char *v = text_at(c, off);
+
+	if (v[0] == '"' && !memchr(v + 1, '\\', len - 2))
+		return jv_string_sized(v + 1, (int)len - 2);
+	return json_parse(v, len);
+}
+
+/* One member of a lazy node: the subschema keywords read their text; the
+ * annotations need no value; the rest get theirs parsed (small values). */
+static int lazy_keyword(struct compiler *c, struct node *n, const char *kw, size_t off, size_t len,
+			uint64_t *seen)
+{
+	int i = keyword_index(kw);
+	int rc;
+
+	if (i < 0)
+		return compile_error(c, "unsupported keyword '%s'", kw);
+	/* libjq keeps the last of two equal keys; the text would show both */
+	if (*seen & (UINT64_C(1) << i))
+		return compile_error(c, "duplicate keyword '%s'", kw);
+	*seen |= UINT64_C(1) << i;
+	if (keywords[i].lazy)
+		return keywords[i].lazy(c, n, kw, off, n->depth);
+	if (keywords[i].fn == kw_annotation)
+		return 0;
+	if (keywords[i].fn == kw_string_annotation)
+		return *text_at(c, off) == '"' ? 0 : compile_error(c, "'%s' must be a string", kw);
+	jv val = lazy_value(c, off, len);
+	rc = keywords[i].fn(c, n, val, kw, n->depth);
+	jv_free(val);
+	return rc;
 }
 
 /* Compile one subschema.  Consumes doc.  NULL with a message on error. */
@@ -554,6 +786,7 @@ static struct node *compile_node(struct compiler *c, jv doc, int depth)
 		n = node_new(c);
 		n->is_bool = 1;
 		n->bool_value = jv_get_kind(doc) == JV_KIND_TRUE;
+		n->depth = depth;
 		jv_free(doc);
 		return n;
 	case JV_KIND_OBJECT:
@@ -564,6 +797,7 @@ static struct node *compile_node(struct compiler *c, jv doc, int depth)
 		return NULL;
 	}
 	n = node_new(c);
+	n->depth = depth;
 	jv_object_foreach(doc, key, val) {
 		if (rc == 0)
 			rc = compile_keyword(c, n, jv_string_value(key), val, depth);
@@ -574,12 +808,90 @@ static struct node *compile_node(struct compiler *c, jv doc, int depth)
 	return rc == 0 ? n : NULL;
 }
 
-struct node *schema_find_pointer(const struct schema *s, const char *pointer)
+/* A lazy schema's first error, whole, kept: every later validation reports it. */
+static int lazy_failed(struct schema *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	struct buf b = BUF_INIT;
+
+	if (s->error)
+		return forge_error("%s", s->error);
+	if (s->name)
+		buf_addf(&b, "schema '%s': ", s->name);
+	buf_adds(&b, forge_last_error());
+	s->error = buf_detach(&b, NULL);
+	return -1;
+}
+
+static int resolve_ref(struct schema *s, struct node **sorted, struct node *n);
+
+/* Compile a lazy node from its text: its keywords, its subschemas as lazy
+ * nodes (its children, made together), then its $ref. */
+static int compile_lazy(struct node *n)
+{
+	struct schema *s = n->owner;
+	struct compiler c = { s, BUF_INIT };
+	struct buf key = BUF_INIT;
+	struct text_iter it;
+	uint64_t seen = 0;
+	size_t off, len;
+	int rc = 0;
+
+	buf_adds(&c.ptr, n->pointer);
+	n->first_child = s->n;
+	schema_text_iter(&it, &s->text, n->text_off);
+	while (rc == 0 && schema_text_next(&it, &key, &off, &len))
+		rc = lazy_keyword(&c, n, key.buf, off, len, &seen);
+	n->nchildren = s->n - n->first_child;
+	/* ready before its $ref is followed: the ref may lead through it */
+	n->state = rc == 0 ? NODE_READY : NODE_BAD;
+	if (rc == 0 && n->ref_text && resolve_ref(s, NULL, n) < 0) {
+		n->state = NODE_BAD;
+		rc = -1;
+	}
+	buf_release(&key);
+	buf_release(&c.ptr);
+	return rc < 0 ? lazy_failed(s) : 0;
+}
+
+/* In a lazy schema: from the root down the children whose pointer starts
+ * the one sought, compiling them on the way. */
+static int find_lazy(struct node **out, struct schema *s, const char *pointer)
+{
+	struct node *cur = s->nodes[0];
+
+	*out = NULL;
+	while (strcmp(cur->pointer, pointer) != 0) {
+		struct node *next = NULL;
+
+		if (cur->state == NODE_LAZY && compile_lazy(cur) < 0)
+			return -1;
+		if (cur->state == NODE_BAD)
+			return lazy_failed(s);
+		for (size_t i = 0; i < cur->nchildren && !next; i++) {
+			struct node *ch = s->nodes[cur->first_child + i];
+			size_t plen = strlen(ch->pointer);
+
+			if (strncmp(ch->pointer, pointer, plen) == 0 &&
+			    (pointer[plen] == '/' || pointer[plen] == '\0'))
+				next = ch;
+		}
+		if (!next)
+			return 0;
+		cur = next;
+	}
+	*out = cur;
+	return 0;
+}
+
+int schema_find_pointer(struct node **out, struct schema *s, const char *pointer)
+{
+	if (s->lazy)
+		return find_lazy(out, s, pointer);
+	*out = NULL;
+	for (size_t i = 0; i < s->n && !*out; i++)
 		if (strcmp(s->nodes[i]->pointer, pointer) == 0)
-			return s->nodes[i];
-	return NULL;
+			*out = s->nodes[i];
+	return 0;
 }
 
 /*
@@ -627,7 +939,10 @@ static int resolve_ref(struct schema *s, struct node **sorted, struct node *n)
 	if (percent_decode(&n->ref, frag + 1) < 0)
 		return forge_error("#%s: malformed percent-escape in $ref '%s'", n->pointer,
 				   n->ref_text);
-	n->ref_target = find_sorted(sorted, s->n, n->ref);
+	if (sorted)
+		n->ref_target = find_sorted(sorted, s->n, n->ref);
+	else if (find_lazy(&n->ref_target, s, n->ref) < 0)
+		return -1;
 	if (!n->ref_target)
 		return forge_error("#%s: $ref '%s' does not point to a schema in this document",
 				   n->pointer, n->ref_text);
@@ -659,39 +974,52 @@ static int resolve_refs(struct schema *s)
 /*
  * $ref, allOf, anyOf, oneOf and not apply their subschemas to the same
  * instance; a cycle made only of those edges would recurse forever on any
- * input, so it is refused here (depth-first search, 1 = on the stack).
+ * input, so it is refused here (depth-first search over node.mark, 1 = on
+ * the stack).  In a lazy schema the nodes it reaches are compiled on the way.
  */
-static int check_cycles_from(const struct schema *s, struct node *n, unsigned char *state)
+static int check_cycles_from(struct node *n)
 {
+	if (n->mark == 2)
+		return 0;
+	if (n->mark == 1)
+		return forge_error("#%s: $ref cycle that never descends into the instance",
+				   n->pointer);
+	if (n->state == NODE_LAZY && compile_lazy(n) < 0)
+		return -1;
+	if (n->state == NODE_BAD)
+		return lazy_failed(n->owner);
+
 	const struct node_list *lists[] = { &n->all_of, &n->any_of, &n->one_of };
 	struct node *single[] = { n->ref_target, n->not_ };
 
-	if (state[n->index] == 2)
-		return 0;
-	if (state[n->index] == 1)
-		return forge_error("#%s: $ref cycle that never descends into the instance",
-				   n->pointer);
-	state[n->index] = 1;
+	n->mark = 1;
 	for (size_t i = 0; i < 2; i++)
-		if (single[i] && check_cycles_from(s, single[i], state) < 0)
+		if (single[i] && check_cycles_from(single[i]) < 0)
 			return -1;
 	for (size_t l = 0; l < 3; l++)
 		for (size_t i = 0; i < lists[l]->n; i++)
-			if (check_cycles_from(s, lists[l]->v[i], state) < 0)
+			if (check_cycles_from(lists[l]->v[i]) < 0)
 				return -1;
-	state[n->index] = 2;
+	n->mark = 2;
 	return 0;
 }
 
 static int check_cycles(const struct schema *s)
 {
-	unsigned char *state = xcalloc(s->n, 1);
 	int rc = 0;
 
 	for (size_t i = 0; i < s->n && rc == 0; i++)
-		rc = check_cycles_from(s, s->nodes[i], state);
-	free(state);
+		rc = check_cycles_from(s->nodes[i]);
 	return rc;
+}
+
+int schema_node_ready(struct node *n)
+{
+	if (n->mark == 2)
+		return 0;
+	if (check_cycles_from(n) < 0)
+		return lazy_failed(n->owner);
+	return 0;
 }
 
 int schema_compile(struct schema **out, jv doc)
@@ -706,6 +1034,34 @@ int schema_compile(struct schema **out, jv doc)
 	}
 	buf_release(&c.ptr);
 	*out = c.s;
+	return 0;
+}
+
+int schema_compile_lazy(struct schema **out, const char *text, size_t len)
+{
+	struct compiler c = { xcalloc(1, sizeof *c.s), BUF_INIT };
+	struct node *root = NULL;
+
+	*out = NULL;
+	c.s->lazy = true;
+	if (schema_text_index(&c.s->text, text, len) == 0)
+		root = lazy_node(&c, schema_text_start(&c.s->text), 0);
+	buf_release(&c.ptr);
+	/* the root now: its $id says which $refs stay in the document */
+	if (!root || (root->state == NODE_LAZY && compile_lazy(root) < 0)) {
+		schema_free(c.s);
+		return -1;
+	}
+	*out = c.s;
+	return 0;
+}
+
+int schema_compile_rest(struct schema *s)
+{
+	/* s->n grows as the loop compiles: each new node is reached too */
+	for (size_t i = 0; i < s->n; i++)
+		if (schema_node_ready(s->nodes[i]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -730,18 +1086,11 @@ const struct schema *schema_get(const char *name)
 		forge_error("no embedded schema '%s'", name);
 		return NULL;
 	}
-	jv doc = json_parse(r->data, r->len);
-	if (!jv_is_valid(doc)) {
-		char *m = json_invalid_msg(doc);
-
-		forge_error("schema '%s': %s", name, m);
-		free(m);
-		return NULL;
-	}
-	if (schema_compile(&s, doc) < 0) {
+	if (schema_compile_lazy(&s, r->data, r->len) < 0) {
 		forge_error_prefix("schema '%s'", name);
 		return NULL;
 	}
+	s->name = xstrdup(name);
 	cache = xrealloc(cache, (ncache + 1) * sizeof *cache);
 	cache[ncache].name = xstrdup(name);
 	cache[ncache].schema = s;

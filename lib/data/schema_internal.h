@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Deeper than any sane schema; guards the C stack against hostile input. */
 #define MAX_SCHEMA_DEPTH 256
@@ -55,10 +56,20 @@ struct pattern_prop {
 	struct node *schema;
 };
 
+/* A member of "properties"; node.props is sorted by name (bytes, then length). */
+struct prop {
+	char *name;
+	size_t len;
+	struct node *schema;
+};
+
 struct node_list {
 	struct node **v;
 	size_t n;
 };
+
+/* A lazy node is compiled when validation first reaches it (schema_get). */
+enum node_state { NODE_READY, NODE_LAZY, NODE_BAD };
 
 struct node {
 	int is_bool;            /* a boolean schema: true or false */
@@ -68,8 +79,8 @@ struct node {
 	unsigned has;           /* 1 << enum limit */
 	int has_enum, has_const, unique;
 	jv enum_vals, const_val;
-	jv prop_index;          /* object: name -> index into props (or null) */
-	struct node_list props;
+	struct prop *props;     /* sorted, no two alike */
+	size_t nprops;
 	struct pattern_prop *pprops;
 	size_t npprops;
 	struct node *additional;
@@ -85,12 +96,35 @@ struct node {
 	struct node *ref_target;
 	char *pointer;          /* where this node is in the document ("" = root) */
 	size_t index;           /* position in schema.nodes */
+	struct schema *owner;
+	int depth;              /* of nesting in the document, for MAX_SCHEMA_DEPTH */
+	enum node_state state;
+	unsigned char mark;     /* cycle check: 0 not yet, 1 on the stack, 2 done (and compiled) */
+	size_t text_off;        /* lazy: where its object starts in owner->text */
+	size_t first_child, nchildren;  /* lazy: the nodes its compilation made */
+};
+
+/* A document's JSON text, indexed for walking it in place (schema_text.c). */
+struct schema_text {
+	const char *text;       /* borrowed: outlives the schema */
+	size_t len;
+	uint32_t *close;        /* at the offset of each '{' and '[': past its partner */
+};
+
+struct text_iter {
+	const struct schema_text *t;
+	size_t p, end;
+	bool object;
 };
 
 struct schema {
 	struct node **nodes;    /* every node, owned; nodes[0] is the root */
 	size_t n, alloc;
 	char *id;               /* the root's $id, or NULL */
+	bool lazy;              /* nodes compiled from text as validation reaches them */
+	struct schema_text text;
+	char *name;             /* for messages ("state.schema.json"), or NULL */
+	char *error;            /* a lazy compile's first error, the whole message */
 };
 
 struct compiler {
@@ -98,11 +132,29 @@ struct compiler {
 	struct buf ptr;         /* JSON pointer of the node being compiled */
 };
 
+/* Check text (strict JSON) and index its brackets; -1 with a message. */
+int schema_text_index(struct schema_text *t, const char *text, size_t len);
+void schema_text_release(struct schema_text *t);
+/* The offset of the document's value. */
+size_t schema_text_start(const struct schema_text *t);
+/* Step through the members (object) or items (array) whose bracket is at
+ * offset container: each value's offset and length, and for an object the
+ * key, unescaped, in key when key is not NULL. */
+void schema_text_iter(struct text_iter *it, const struct schema_text *t, size_t container);
+bool schema_text_next(struct text_iter *it, struct buf *key, size_t *off, size_t *len);
+size_t schema_text_count(const struct schema_text *t, size_t container);
+
+/* Make n ready for validation: compiled (a lazy node now) and free of
+ * in-place $ref cycles.  -1 when its part of the document is bad; the
+ * message is then in n->owner->error. */
+int schema_node_ready(struct node *n);
+
 /* Unanchored search of s[0..len) (JSON Schema patterns are not anchored). */
 bool schema_regex_search(const struct regex *re, const char *s, size_t len);
 
-/* The node registered under a JSON pointer ("" = root), or NULL.  Borrowed. */
-struct node *schema_find_pointer(const struct schema *s, const char *pointer);
+/* The node registered under a JSON pointer ("" = root), or NULL.  Borrowed.
+ * A lazy schema compiles the nodes on the way; -1 when one is bad. */
+int schema_find_pointer(struct node **out, struct schema *s, const char *pointer);
 
 /* Append "/token" (escaped as a JSON pointer) to b; returns the old length. */
 size_t schema_ptr_push(struct buf *b, const char *token);

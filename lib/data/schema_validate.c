@@ -73,12 +73,23 @@ static size_t path_push_key(struct vctx *v, jv key)
 	return old;
 }
 
+/* Extend the path with [i] (.[i] at the top), without printf's cost. */
 static size_t path_push_index(struct vctx *v, int i)
 {
 	size_t old = v->path.len;
+	char digits[16], *p = digits + sizeof digits;
+	unsigned u = (unsigned)i;
 
-	if (!v->quiet)
-		buf_addf(&v->path, "%s[%d]", v->path.len ? "" : ".", i);
+	if (v->quiet)
+		return old;
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (!v->path.len)
+		buf_addch(&v->path, '.');
+	buf_addch(&v->path, '[');
+	buf_add(&v->path, p, (size_t)(digits + sizeof digits - p));
+	buf_addch(&v->path, ']');
 	return old;
 }
 
@@ -215,6 +226,14 @@ static bool validate_at_index(struct vctx *v, const struct node *n, int i, jv x)
 	return ok;
 }
 
+static int prop_cmp(const void *a, const void *b)
+{
+	const struct prop *x = a, *y = b;
+	int r = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+
+	return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
 /* One member of an object: properties, then patternProperties, and
  * additionalProperties only when neither named it. */
 static bool check_member(struct vctx *v, const struct node *n, jv key, jv val)
@@ -223,17 +242,15 @@ static bool check_member(struct vctx *v, const struct node *n, jv key, jv val)
 	const char *k = jv_string_value(key);
 	size_t klen = (size_t)jv_string_length_bytes(jv_copy(key));
 
-	if (jv_get_kind(n->prop_index) == JV_KIND_OBJECT) {
-		jv idx = jv_object_get(jv_copy(n->prop_index), jv_copy(key));
+	if (n->nprops) {
+		struct prop want = { (char *)k, klen, NULL };
+		const struct prop *p = bsearch(&want, n->props, n->nprops, sizeof *n->props, prop_cmp);
 
-		if (jv_get_kind(idx) == JV_KIND_NUMBER) {
+		if (p) {
 			matched = true;
-			if (!validate_at_key(v, n->props.v[(size_t)jv_number_value(idx)], key, val)) {
-				jv_free(idx);
+			if (!validate_at_key(v, p->schema, key, val))
 				return false;
-			}
 		}
-		jv_free(idx);
 	}
 	for (size_t i = 0; i < n->npprops; i++) {
 		if (!schema_regex_search(&n->pprops[i].re, k, klen))
@@ -271,7 +288,8 @@ static bool check_object(struct vctx *v, const struct node *n, jv x)
 {
 	bool ok = true;
 
-	if (!check_count(v, n, jv_object_length(jv_copy(x)), L_MIN_PROPS, L_MAX_PROPS, "properties"))
+	if ((n->has & ((1u << L_MIN_PROPS) | (1u << L_MAX_PROPS))) &&
+	    !check_count(v, n, jv_object_length(jv_copy(x)), L_MIN_PROPS, L_MAX_PROPS, "properties"))
 		return false;
 	if (jv_get_kind(n->required) == JV_KIND_ARRAY) {
 		jv_array_foreach(n->required, i, name) {
@@ -282,7 +300,7 @@ static bool check_object(struct vctx *v, const struct node *n, jv x)
 		if (!ok)
 			return false;
 	}
-	if (!n->props.n && !n->npprops && !n->additional)
+	if (!n->nprops && !n->npprops && !n->additional)
 		return true;
 	for (int it = jv_object_iter(x); ok && jv_object_iter_valid(x, it);
 	     it = jv_object_iter_next(x, it)) {
@@ -356,8 +374,13 @@ static bool check_regex(struct vctx *v, jv x)
 static bool check_string(struct vctx *v, const struct node *n, jv x)
 {
 	if (n->has & ((1u << L_MIN_LENGTH) | (1u << L_MAX_LENGTH))) {
-		/* JSON Schema counts characters (code points), not bytes. */
-		int cps = jv_string_length_codepoints(jv_copy(x));
+		/* JSON Schema counts characters (code points), not bytes: in the
+		 * valid UTF-8 of a jv string, the bytes that start one. */
+		const char *str = jv_string_value(x);
+		int len = jv_string_length_bytes(jv_copy(x)), cps = 0;
+
+		for (int i = 0; i < len; i++)
+			cps += ((unsigned char)str[i] & 0xC0) != 0x80;
 
 		if (!check_count(v, n, cps, L_MIN_LENGTH, L_MAX_LENGTH, "characters"))
 			return false;
@@ -457,6 +480,9 @@ static bool validate(struct vctx *v, const struct node *n, jv x)
 {
 	bool ok;
 
+	/* a lazy schema's node is compiled the first time it is reached */
+	if (n->mark != 2 && schema_node_ready((struct node *)n) < 0)
+		return false;
 	if (n->is_bool)
 		return n->bool_value ? true : fail(v, "no value is allowed here");
 	if (v->depth >= MAX_VALIDATE_DEPTH)
@@ -476,8 +502,13 @@ int schema_validate_node(const struct node *n, jv instance)
 {
 	struct vctx v = { 0, 0, BUF_INIT, NULL };
 	int rc = 0;
+	bool ok = validate(&v, n, instance);
 
-	if (!validate(&v, n, instance)) {
+	/* a bad part of a lazy schema, met on the way: the schema's error */
+	if (n->owner->error) {
+		forge_error("%s", n->owner->error);
+		rc = -1;
+	} else if (!ok) {
 		forge_error("%s", v.msg ? v.msg : ".: value is not valid");
 		rc = -1;
 	}
@@ -495,21 +526,25 @@ bool schema_is_valid(const struct schema *s, jv instance)
 {
 	struct vctx v = { 1, 0, BUF_INIT, NULL };
 
-	return validate(&v, s->nodes[0], instance);
+	return validate(&v, s->nodes[0], instance) && !s->error;
 }
 
 int schema_validate_def(const char *name, const char *def, jv instance)
 {
-	const struct schema *s = schema_get(name);
+	/* schema_get's schema is the cache's; finding a node may compile it */
+	struct schema *s = (struct schema *)schema_get(name);
 	struct buf ptr = BUF_INIT;
-	const struct node *n;
+	struct node *n;
+	int rc;
 
 	if (!s)
 		return -1;
 	buf_adds(&ptr, "/$defs");
 	schema_ptr_push(&ptr, def);
-	n = schema_find_pointer(s, ptr.buf);
+	rc = schema_find_pointer(&n, s, ptr.buf);
 	buf_release(&ptr);
+	if (rc < 0)
+		return -1;
 	if (!n)
 		return forge_error("schema '%s' has no definition '%s'", name, def);
 	return schema_validate_node(n, instance);

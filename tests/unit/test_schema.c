@@ -2,6 +2,7 @@
 #include "data/schema.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/resource.h"
 #include "unit.h"
 
 #include <stdlib.h>
@@ -253,6 +254,7 @@ static void test_arrays(void)
 	CHECK_STR(check(s, "[\"x\",2,3]"), "");
 	CHECK_STR(check(s, "[\"x\",\"y\"]"), ".[1]: expected integer, got string");
 	CHECK_STR(check(s, "{\"0\":1}"), "");
+	CHECK_STR(check(s, "[\"x\",1,2,3,4,5,6,7,8,9,10,11,12,\"z\"]"), ".[13]: expected integer, got string");
 	schema_free(s);
 
 	s = compile("{\"prefixItems\":[{},{}],\"items\":false}");
@@ -495,6 +497,148 @@ static void test_validate_def(void)
 	CHECK_INT(schema_validate_def("nope.json", "plan", jv_null()), -1);
 }
 
+/* text (a literal: it outlives the schema) compiled lazily; NULL when refused. */
+static struct schema *lazy(const char *text)
+{
+	struct schema *s = NULL;
+
+	if (schema_compile_lazy(&s, text, strlen(text)) < 0)
+		return NULL;
+	return s;
+}
+
+/* The message schema_compile() refuses text with, in a static buffer. */
+static const char *eager_refusal(const char *text)
+{
+	static char msg[1024];
+	struct schema *s = compile(text);
+
+	snprintf(msg, sizeof msg, "%s", s ? "(accepted)" : forge_last_error());
+	schema_free(s);
+	return msg;
+}
+
+/* A bad definition no instance reaches costs nothing and fails nothing;
+ * reached, it fails with the message schema_compile() gives for it, and
+ * keeps failing; schema_compile_rest() finds it without an instance. */
+static void test_lazy_unreached_bad_part(void)
+{
+	static const char text[] =
+		"{\"properties\":{\"a\":{\"$ref\":\"#/$defs/ok\"},\"b\":{\"$ref\":\"#/$defs/bad\"}},"
+		"\"$defs\":{\"ok\":{\"type\":\"integer\"},\"bad\":{\"type\":\"string\",\"pattern\":\"(\"}}}";
+	char want[1024];
+	struct schema *s;
+
+	snprintf(want, sizeof want, "%s", eager_refusal(text));
+	CHECK(strncmp(want, "#/$defs/bad: invalid regular expression '(' at offset 1: ", 56) == 0);
+	s = lazy(text);
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"a\":1}"), "");
+	CHECK_STR(check(s, "{\"a\":\"x\"}"), ".a: expected integer, got string");
+	CHECK_STR(check(s, "{\"b\":\"x\"}"), want);
+	CHECK_STR(check(s, "{\"a\":1}"), want);    /* the schema is known bad now */
+	schema_free(s);
+
+	s = lazy(text);
+	CHECK_INT(schema_compile_rest(s), -1);
+	CHECK_STR(forge_last_error(), want);
+	schema_free(s);
+
+	/* unsupported keywords too, in an array of subschemas */
+	static const char kw[] = "{\"anyOf\":[{\"type\":\"null\"}],"
+				 "\"$defs\":{\"x\":{\"oneOf\":[true,{\"if\":true}]}}}";
+	snprintf(want, sizeof want, "%s", eager_refusal(kw));
+	CHECK_STR(want, "#/$defs/x/oneOf/1: unsupported keyword 'if'");
+	s = lazy(kw);
+	CHECK_STR(check(s, "null"), "");
+	CHECK_INT(schema_compile_rest(s), -1);
+	CHECK_STR(forge_last_error(), want);
+	schema_free(s);
+}
+
+/* A $ref resolved when first followed: forward, deep, through nodes not
+ * compiled yet, to a missing target, into a cycle: as schema_compile(). */
+static void test_lazy_refs(void)
+{
+	static const char deep[] =
+		"{\"properties\":{\"x\":{\"$ref\":\"#/$defs/a/properties/b\"}},"
+		"\"$defs\":{\"a\":{\"properties\":{\"b\":{\"$ref\":\"#/$defs/c\"}}},"
+		"\"c\":{\"type\":\"integer\",\"minimum\":3}}}";
+	static const char missing[] = "{\"properties\":{\"x\":{\"$ref\":\"#/$defs/missing\"}}}";
+	static const char cycle[] =
+		"{\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"}},"
+		"\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"anyOf\":[{\"$ref\":\"#/$defs/a\"}]}}}";
+	struct schema *s = lazy(deep), *e = compile(deep);
+	char want[1024];
+
+	CHECK_MSG(s && e, "%s", forge_last_error());
+	CHECK_STR(check(s, "{\"x\":1}"), ".x: 1 is less than the minimum 3");
+	CHECK_STR(check(e, "{\"x\":1}"), ".x: 1 is less than the minimum 3");
+	CHECK_STR(check(s, "{\"x\":\"s\"}"), ".x: expected integer, got string");
+	CHECK_STR(check(s, "{\"x\":4}"), "");
+	schema_free(s);
+	schema_free(e);
+
+	snprintf(want, sizeof want, "%s", eager_refusal(missing));
+	CHECK_STR(want, "#/properties/x: $ref '#/$defs/missing' does not point to a schema in this document");
+	s = lazy(missing);
+	CHECK_STR(check(s, "{}"), "");
+	CHECK_STR(check(s, "{\"x\":1}"), want);
+	schema_free(s);
+
+	snprintf(want, sizeof want, "%s", eager_refusal(cycle));
+	CHECK_STR(want, "#/$defs/a: $ref cycle that never descends into the instance");
+	s = lazy(cycle);
+	CHECK_STR(check(s, "{\"y\":1}"), "");
+	CHECK_STR(check(s, "{\"x\":1}"), want);
+	schema_free(s);
+}
+
+/* What libjq would hide, the text shows: refused rather than guessed. */
+static void test_lazy_refuses(void)
+{
+	CHECK(lazy("{\"type\":") == NULL);
+	CHECK_STR(forge_last_error(), "a schema must be one JSON text");
+	CHECK(lazy("[]") == NULL);
+	CHECK_STR(forge_last_error(), "#: a schema must be an object or a boolean");
+	CHECK(lazy("{\"type\":\"string\",\"type\":\"null\"}") == NULL);
+	CHECK_STR(forge_last_error(), "#: duplicate keyword 'type'");
+	CHECK(lazy("{\"properties\":{\"a\":{},\"a\":true}}") == NULL);
+	CHECK_STR(forge_last_error(), "#: duplicate property 'a' in 'properties'");
+
+	struct schema *s = lazy(" true ");
+	CHECK_STR(check(s, "[1]"), "");
+	schema_free(s);
+	s = lazy("{\"properties\":{\"a\\u0062\":{\"type\":\"null\"}}}");  /* an escaped key */
+	CHECK_STR(check(s, "{\"ab\":1}"), ".ab: expected null, got number");
+	schema_free(s);
+}
+
+/* The embedded schemas are compiled lazily by schema_get(): each must be a
+ * schema whole, eagerly and lazily, so no process meets a bad part late. */
+static void test_embedded_schemas_whole(void)
+{
+	int n = 0;
+
+	for (const struct resource *r = resource_all(); r->name; r++) {
+		size_t len = strlen(r->name);
+		bool schema = (len > 12 && strcmp(r->name + len - 12, ".schema.json") == 0) ||
+			      strncmp(r->name, "tools/", 6) == 0;
+		struct schema *e = NULL, *s = NULL;
+
+		if (!schema)
+			continue;
+		n++;
+		CHECK_MSG(schema_compile(&e, json_parse(r->data, r->len)) == 0, "%s: %s", r->name,
+			  forge_last_error());
+		CHECK_MSG(schema_compile_lazy(&s, r->data, r->len) == 0 && schema_compile_rest(s) == 0,
+			  "%s: %s", r->name, forge_last_error());
+		schema_free(e);
+		schema_free(s);
+	}
+	CHECK(n >= 20);
+}
+
 int main(void)
 {
 	RUN(test_refuses_unsupported_keyword);
@@ -512,5 +656,9 @@ int main(void)
 	RUN(test_event_schema);
 	RUN(test_state_schema);
 	RUN(test_validate_def);
+	RUN(test_lazy_unreached_bad_part);
+	RUN(test_lazy_refs);
+	RUN(test_lazy_refuses);
+	RUN(test_embedded_schemas_whole);
 	return unit_done();
 }

@@ -8,6 +8,11 @@
  * any refusal is a failure.  A refusal for any other reason (a "malformed"
  * schema the suite says is fine) is always a failure.
  *
+ * Every group also runs through schema_compile_lazy() (the path of the
+ * embedded schemas): each case must get the same answer and the same
+ * message as from schema_compile(), and a schema refused eagerly must be
+ * refused by schema_compile_rest() too.
+ *
  * Where the suite is:
  *   $FORGE_SCHEMA_SUITE (a tests/draft2020-12 directory, or a draft7 one),
  *   else tests/fixtures/json-schema-test-suite/draft2020-12 (run from the
@@ -112,8 +117,24 @@ static const char *str_or(jv obj, const char *key, const char *dflt)
 	return s ? s : dflt;
 }
 
-/* Run the cases of one group; borrows group.  Returns failures. */
-static int run_cases(const struct schema *s, jv group, int *passed)
+/* The lazy schema gives case t the answer and message the eager one gave. */
+static bool lazy_agrees(const struct schema *lazy, jv t, bool got, const char *msg)
+{
+	jv data = json_get(t, "data");
+	bool lazy_got = schema_validate(lazy, data) == 0;
+	bool same = lazy_got == got && schema_is_valid(lazy, data) == got &&
+		    (got || strcmp(msg, forge_last_error()) == 0);
+
+	if (!same)
+		printf("# %s: lazily %s (%s), eagerly %s (%s)\n", str_or(t, "description", "?"),
+		       lazy_got ? "valid" : "invalid", lazy_got ? "" : forge_last_error(),
+		       got ? "valid" : "invalid", msg);
+	jv_free(data);
+	return same;
+}
+
+/* Run the cases of one group on s and lazy; borrows group.  Returns failures. */
+static int run_cases(const struct schema *s, const struct schema *lazy, jv group, int *passed)
 {
 	jv tests = json_get(group, "tests");
 	int failed = 0;
@@ -128,18 +149,22 @@ static int run_cases(const struct schema *s, jv group, int *passed)
 		bool want = json_get_bool(t, "valid", false);
 		bool got_quiet = schema_is_valid(s, data);
 		bool got = schema_validate(s, data) == 0;
+		char *msg = xstrdup(got ? "" : forge_last_error());
 
-		if (got == want && got_quiet == want) {
+		if (!lazy_agrees(lazy, t, got, msg)) {
+			failed++;
+		} else if (got == want && got_quiet == want) {
 			(*passed)++;
 		} else {
 			failed++;
 			printf("# %s / %s: expected %s, got %s%s%s\n",
 			       str_or(group, "description", "?"), str_or(t, "description", "?"),
 			       want ? "valid" : "invalid", got ? "valid" : "invalid",
-			       got ? "" : ": ", got ? "" : forge_last_error());
+			       got ? "" : ": ", msg);
 			if (got_quiet != got)
 				printf("#   schema_is_valid() and schema_validate() disagree\n");
 		}
+		free(msg);
 		jv_free(data);
 		jv_free(t);
 	}
@@ -152,31 +177,46 @@ static void run_group(const struct suite_file *f, jv group, bool draft7, int *pa
 		      int *cases, struct totals *tot, int *failed)
 {
 	const char *desc = str_or(group, "description", "?");
-	struct schema *s;
+	char *text = json_dumps(json_get(group, "schema"), false);
+	struct schema *s, *lazy = NULL;
+	bool lazy_ok = schema_compile_lazy(&lazy, text, strlen(text)) == 0 &&
+		       schema_compile_rest(lazy) == 0;
 
 	if (draft7 && listed(draft7_only, desc)) {
 		tot->skipped++;
 		printf("# skipped (draft7 semantics): %s\n", desc);
-		return;
+		goto out;
 	}
 	if (schema_compile(&s, json_get(group, "schema")) < 0) {
 		const char *why = forge_last_error();
 
-		if (!f->strict && strstr(why, "unsupported")) {
+		if (lazy_ok) {
+			(*failed)++;
+			printf("# %s: refused (%s) but lazily accepted\n", desc, why);
+		} else if (!f->strict && strstr(why, "unsupported")) {
 			tot->unsupported++;
 			printf("# unsupported: %s (%s)\n", desc, why);
 		} else {
 			(*failed)++;
 			printf("# %s: schema refused: %s\n", desc, why);
 		}
-		return;
+		goto out;
+	}
+	if (!lazy_ok) {
+		(*failed)++;
+		printf("# %s: lazily refused: %s\n", desc, forge_last_error());
+		schema_free(s);
+		goto out;
 	}
 	jv tests = json_get(group, "tests");
 	if (jv_get_kind(tests) == JV_KIND_ARRAY)
 		*cases += jv_array_length(jv_copy(tests));
 	jv_free(tests);
-	*failed += run_cases(s, group, passed);
+	*failed += run_cases(s, lazy, group, passed);
 	schema_free(s);
+out:
+	schema_free(lazy);
+	free(text);
 }
 
 static void run_file(int num, const char *dir, const struct suite_file *f, bool draft7,
