@@ -68,6 +68,15 @@ struct layer {
 	jv value;               /* the object this layer contributed */
 };
 
+/* A top-level section as read: its name and effective value (jv_invalid()
+ * when no layer has it).  A short array searched by name: a read costs no
+ * jv key (a configuration has ~20 sections). */
+struct section {
+	char *key;
+	size_t key_len;
+	jv value;
+};
+
 /* A top-level member of the built-in defaults' text. */
 struct section_span {
 	const char *key, *value;        /* into the resource: static */
@@ -83,12 +92,14 @@ struct section_span {
  * read (sections).  The other layers are parsed and checked at load, as
  * before, so their errors come at the same point.  What needs the whole
  * configuration (config_effective, config_explain, validating the merged
- * result when the cache does not know it) parses all of the defaults and
- * merges every layer as before (effective).
+ * result when the cache does not know it) parses the sections not read yet
+ * and merges every layer as before (effective).
  */
 struct config {
 	jv effective;           /* the whole merged configuration; jv_invalid() until needed */
-	jv sections;            /* section name -> [merged value], or [] when no layer has it */
+	struct section *sections;       /* the sections read so far */
+	size_t nsections;
+	jv dsections;           /* section name -> the defaults' value, as parsed */
 	struct layer *layers;   /* lowest first; layers[0] is the defaults, whose
 				 * value is jv_invalid() until the whole is built */
 	size_t nlayers;
@@ -96,7 +107,7 @@ struct config {
 	size_t nspans;
 	const char *defaults;   /* the defaults' text (static) */
 	size_t defaults_len;
-	int sections_parsed;    /* defaults' sections parsed on their own */
+	int sections_parsed;    /* defaults' sections parsed (dsections) */
 	struct buf inputs;      /* what the layers were made from: the effective
 				 * configuration's key in the validation cache */
 };
@@ -554,24 +565,35 @@ static int add_defaults(struct config *cfg)
 	return 0;
 }
 
-/* The whole effective configuration, built as config_load did before the
- * sections were lazy: every layer merged in order, the defaults parsed
- * whole.  -1 with a message when the built-in text does not parse (it
- * does: json_scan accepted it at load). */
+static jv default_section(struct config *cfg, const char *key, size_t n);
+
+/* The whole effective configuration, as config_load built it before the
+ * sections were lazy: the defaults' object, then every layer merged in
+ * order.  The defaults' object is made of their sections in the order of
+ * the text (a parser's order; the sections read so far are not parsed
+ * again).  -1 with a message when a built-in section does not parse
+ * (test_config sees that they do). */
 static int build_whole(struct config *cfg)
 {
 	if (jv_is_valid(cfg->effective))
 		return 0;
-	jv v = json_parse_without_notes(cfg->defaults, cfg->defaults_len);
-	if (!jv_is_valid(v)) {
-		char *msg = json_invalid_msg(v);
+	jv d = jv_object();
+	for (size_t i = 0; i < cfg->nspans; i++) {
+		const struct section_span *sp = &cfg->spans[i];
 
-		forge_error("built-in '%s': %s", CONFIG_DEFAULTS, msg);
-		free(msg);
-		return -1;
+		if (sp->key_len > 0 && sp->key[0] == '$')
+			continue;
+		jv v = default_section(cfg, sp->key, sp->key_len);
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			jv_free(d);
+			return forge_error("built-in '%s': '%.*s' does not parse", CONFIG_DEFAULTS,
+					   (int)sp->key_len, sp->key);
+		}
+		d = jv_object_set(d, jv_string_sized(sp->key, (int)sp->key_len), v);
 	}
 	jv_free(cfg->layers[0].value);
-	cfg->layers[0].value = v;
+	cfg->layers[0].value = d;
 	cfg->effective = jv_object();
 	for (size_t i = 0; i < cfg->nlayers; i++)
 		cfg->effective = jv_object_merge_recursive(cfg->effective, jv_copy(cfg->layers[i].value));
@@ -591,21 +613,36 @@ static jv whole(const struct config *ccfg)
 	return jv_copy(cfg->effective);
 }
 
-/* The defaults' section key[0..n) parsed on its own, or an invalid jv when
- * the defaults have no such member (the last one of that name, as a parser
- * keeps it; '$' keys are notes). */
+/* The defaults' section key[0..n) (new reference), parsed on its own the
+ * first time and kept, or an invalid jv when the defaults have no such
+ * member (the last one of that name, as a parser keeps it; '$' keys are
+ * notes) or it does not parse. */
 static jv default_section(struct config *cfg, const char *key, size_t n)
 {
 	if (n == 0 || key[0] == '$')
 		return jv_invalid();
+	jv k = jv_string_sized(key, (int)n);
+	jv v = jv_object_get(jv_copy(cfg->dsections), jv_copy(k));
+
+	if (jv_is_valid(v)) {
+		jv_free(k);
+		return v;
+	}
+	jv_free(v);
 	for (size_t i = cfg->nspans; i-- > 0;) {
 		const struct section_span *sp = &cfg->spans[i];
 
 		if (sp->key_len == n && memcmp(sp->key, key, n) == 0) {
 			cfg->sections_parsed++;
-			return json_parse_without_notes(sp->value, sp->value_len);
+			v = json_parse_without_notes(sp->value, sp->value_len);
+			if (jv_is_valid(v))
+				cfg->dsections = jv_object_set(cfg->dsections, k, jv_copy(v));
+			else
+				jv_free(k);
+			return v;
 		}
 	}
+	jv_free(k);
 	return jv_invalid();
 }
 
@@ -636,36 +673,22 @@ static jv merge_section(struct config *cfg, const char *key, size_t n)
 }
 
 /* The effective value of the top-level member key[0..n) (new reference),
- * or an invalid jv when absent: from the whole configuration once it is
- * built, else merged and kept the first time it is asked for. */
+ * or an invalid jv when absent: kept the first time it is asked for, from
+ * the whole configuration once that is built, else merged. */
 static jv section(const struct config *ccfg, const char *key, size_t n)
 {
 	struct config *cfg = (struct config *)ccfg;
+	jv v;
 
-	if (jv_is_valid(cfg->effective)) {
-		jv k = jv_string_sized(key, (int)n);
-
-		if (!jv_object_has(jv_copy(cfg->effective), jv_copy(k))) {
-			jv_free(k);
-			return jv_invalid();
-		}
-		return jv_object_get(jv_copy(cfg->effective), k);
-	}
-	jv k = jv_string_sized(key, (int)n);
-	jv kept = jv_object_get(jv_copy(cfg->sections), jv_copy(k));
-
-	if (jv_get_kind(kept) != JV_KIND_ARRAY) {
-		jv v = merge_section(cfg, key, n);
-
-		jv_free(kept);
-		kept = jv_is_valid(v) ? JV_ARRAY(v) : (jv_free(v), jv_array());
-		cfg->sections = jv_object_set(cfg->sections, k, jv_copy(kept));
-	} else {
-		jv_free(k);
-	}
-	jv v = jv_array_length(jv_copy(kept)) ? jv_array_get(jv_copy(kept), 0) : jv_invalid();
-
-	jv_free(kept);
+	for (size_t i = 0; i < cfg->nsections; i++)
+		if (cfg->sections[i].key_len == n && memcmp(cfg->sections[i].key, key, n) == 0)
+			return jv_copy(cfg->sections[i].value);
+	if (jv_is_valid(cfg->effective))
+		v = path_step(jv_copy(cfg->effective), key, n);
+	else
+		v = merge_section(cfg, key, n);
+	cfg->sections = xrealloc(cfg->sections, (cfg->nsections + 1) * sizeof *cfg->sections);
+	cfg->sections[cfg->nsections++] = (struct section){ xstrndup(key, n), n, jv_copy(v) };
 	return v;
 }
 
@@ -778,7 +801,7 @@ int config_load(struct config **out, struct config_sources *src)
 
 	src->flags = jv_null();
 	cfg->effective = jv_invalid();
-	cfg->sections = jv_object();
+	cfg->dsections = jv_object();
 	buf_init(&cfg->inputs, 0);
 	if (add_defaults(cfg) < 0 || add_user_and_project(cfg, src->repo) < 0)
 		goto fail;
@@ -820,7 +843,12 @@ void config_free(struct config *cfg)
 	}
 	free(cfg->layers);
 	free(cfg->spans);
-	jv_free(cfg->sections);
+	for (size_t i = 0; i < cfg->nsections; i++) {
+		free(cfg->sections[i].key);
+		jv_free(cfg->sections[i].value);
+	}
+	free(cfg->sections);
+	jv_free(cfg->dsections);
 	jv_free(cfg->effective);
 	buf_release(&cfg->inputs);
 	free(cfg);

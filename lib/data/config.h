@@ -65,8 +65,8 @@ void config_free(struct config *cfg);
  * queries below, though they take a const configuration, may parse: a
  * configuration is used from one thread at a time (as its jv values
  * already require).  For tests: how many sections of the defaults this
- * configuration has parsed on their own, and whether it has built the
- * whole.
+ * configuration has parsed (each at most once: building the whole parses
+ * those not read yet), and whether it has built the whole.
  */
 void config_parse_counts(const struct config *cfg, int *sections, bool *whole);
 

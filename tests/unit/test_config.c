@@ -719,6 +719,9 @@ static void test_lazy_sections(void)
 	CHECK_STR(got, want);
 	config_parse_counts(lazy, &sections, &whole);
 	CHECK(whole);
+	CHECK_INT(sections, nsections);         /* none parsed again for the whole */
+	config_parse_counts(eager, &sections, &whole);
+	CHECK_INT(sections, nsections);
 	free(got);
 	free(want);
 	jv_free(eff);
