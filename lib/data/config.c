@@ -87,7 +87,7 @@ struct section_span {
  * The built-in defaults are ~25 KB of JSON, and parsing them into jv was
  * nearly all of config_load's cost in every process, which reads a few
  * sections of them.  So the defaults are kept as text with the place of
- * each top-level member (json_scan at load), and a top-level section is
+ * each top-level member (json_skim_members at load), and a top-level section is
  * parsed and merged across the layers the first time a key under it is
  * read (sections).  The other layers are parsed and checked at load, as
  * before, so their errors come at the same point.  What needs the whole
@@ -602,8 +602,8 @@ static int build_whole(struct config *cfg)
 
 /* The whole configuration of a query that needs it (the accessors take a
  * const configuration: building it is a cache, not a change).  The
- * built-in text parsed at load, so this does not fail but on memory, which
- * aborts; an empty object if it ever did. */
+ * built-in sections parse (test_config), so this does not fail; an empty
+ * object if it ever did. */
 static jv whole(const struct config *ccfg)
 {
 	struct config *cfg = (struct config *)ccfg;
@@ -648,7 +648,8 @@ static jv default_section(struct config *cfg, const char *key, size_t n)
 
 /* Top-level section key[0..n) merged across the layers as the whole merge
  * would (objects recursively, anything else replaced), or an invalid jv
- * when no layer has it. */
+ * when no layer has it.  The layers above the defaults are parsed: only
+ * the defaults' section may be parsed here. */
 static jv merge_section(struct config *cfg, const char *key, size_t n)
 {
 	jv cur = default_section(cfg, key, n);
