@@ -373,6 +373,93 @@ enum json_scan_kind json_scan(const char *text, size_t len,
 	return kind;
 }
 
+/* ---- skimming trusted text ---------------------------------------------- */
+
+/* Past the string whose opening quote is at p, or NULL: its closing quote
+ * is the first one not escaped (preceded by an even run of backslashes). */
+static const char *skim_string(const char *p, const char *end)
+{
+	const char *q = p + 1;
+
+	for (;;) {
+		const char *b;
+
+		if (!(q = memchr(q, '"', (size_t)(end - q))))
+			return NULL;
+		for (b = q; b > p + 1 && b[-1] == '\\'; b--)
+			;
+		if ((q - b) % 2 == 0)
+			return q + 1;
+		q++;
+	}
+}
+
+/* Past the value at p, or NULL; a container ends at its matching bracket
+ * (brackets inside strings skipped). */
+static const char *skim_value(const char *p, const char *end)
+{
+	int depth = 0;
+
+	if (*p == '"')
+		return skim_string(p, end);
+	if (*p != '{' && *p != '[') {
+		p += strcspn(p, ",}] \t\r\n");
+		return p <= end ? p : NULL;
+	}
+	for (;;) {
+		p += strcspn(p, "\"{}[]");
+		if (p >= end || *p == '\0')    /* (a NUL inside text: not JSON) */
+			return NULL;
+		if (*p == '"') {
+			if (!(p = skim_string(p, end)))
+				return NULL;
+			continue;
+		}
+		depth += *p == '{' || *p == '[' ? 1 : -1;
+		p++;
+		if (depth == 0)
+			return p;
+	}
+}
+
+int json_skim_members(const char *text, size_t len,
+		      void (*member)(const char *key, size_t key_len, const char *value,
+				     size_t value_len, void *payload),
+		      void *payload)
+{
+	const char *end = text + len, *p;
+
+	if (text[len] != '\0')
+		return -1;
+	p = (const char *)skip_ws((const unsigned char *)text, (const unsigned char *)end);
+	if (p >= end || *p != '{')
+		return -1;
+	p = (const char *)skip_ws((const unsigned char *)p + 1, (const unsigned char *)end);
+	if (p < end && *p == '}')
+		return 0;
+	for (;;) {
+		const char *key = p + 1, *value;
+
+		if (p >= end || *p != '"' || !(p = skim_string(p, end)))
+			return -1;
+		size_t key_len = (size_t)(p - 1 - key);
+
+		p = (const char *)skip_ws((const unsigned char *)p, (const unsigned char *)end);
+		if (p >= end || *p != ':')
+			return -1;
+		value = p = (const char *)skip_ws((const unsigned char *)p + 1, (const unsigned char *)end);
+		if (p >= end || !(p = skim_value(p, end)) || p == value)
+			return -1;
+		member(key, key_len, value, (size_t)(p - value), payload);
+		p = (const char *)skip_ws((const unsigned char *)p, (const unsigned char *)end);
+		if (p < end && *p == '}')
+			return 0;
+		if (p >= end || *p != ',')
+			return -1;
+		p = (const char *)skip_ws((const unsigned char *)p + 1, (const unsigned char *)end);
+	}
+}
+
 /* ---- event records --------------------------------------------------- */
 
 struct event_scan {

@@ -54,6 +54,23 @@ enum json_scan_kind json_scan(const char *text, size_t len,
 			      void (*member)(const struct json_member *m, void *payload), void *payload);
 
 /*
+ * The top-level members of an object known to be valid JSON (the program's
+ * own resources, which a test checks with json_scan), found without
+ * checking them: strings are skipped with memchr and the rest with
+ * strcspn, several times faster than json_scan.  text[0..len) must be
+ * followed by a NUL (text[len] == '\0', as resources are).  member(key,
+ * key_len, value, value_len, payload) for each member in order; key is the
+ * bytes between the quotes as written, value the value's whole text
+ * (quotes and brackets included).  0, or -1 when text is not shaped like
+ * an object; on text that is not valid JSON the members reported are
+ * unspecified (but lie within text).
+ */
+int json_skim_members(const char *text, size_t len,
+		      void (*member)(const char *key, size_t key_len, const char *value,
+				     size_t value_len, void *payload),
+		      void *payload);
+
+/*
  * The lexical pieces, shared with json.c's parser that builds jv (one
  * tokenizer for both).  json_scan_string: past the string whose opening
  * quote is at p (strict, as above), or NULL; *escaped says whether it

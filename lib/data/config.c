@@ -28,6 +28,7 @@
 #include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/jsonscan.h"
 #include "core/resource.h"
 #include "data/schema.h"
 
@@ -67,10 +68,46 @@ struct layer {
 	jv value;               /* the object this layer contributed */
 };
 
+/* A top-level section as read: its name and effective value (jv_invalid()
+ * when no layer has it).  A short array searched by name: a read costs no
+ * jv key (a configuration has ~20 sections). */
+struct section {
+	char *key;
+	size_t key_len;
+	jv value;
+};
+
+/* A top-level member of the built-in defaults' text. */
+struct section_span {
+	const char *key, *value;        /* into the resource: static */
+	size_t key_len, value_len;
+};
+
+/*
+ * The built-in defaults are ~25 KB of JSON, and parsing them into jv was
+ * nearly all of config_load's cost in every process, which reads a few
+ * sections of them.  So the defaults are kept as text with the place of
+ * each top-level member (json_skim_members at load), and a top-level section is
+ * parsed and merged across the layers the first time a key under it is
+ * read (sections).  The other layers are parsed and checked at load, as
+ * before, so their errors come at the same point.  What needs the whole
+ * configuration (config_effective, config_explain, validating the merged
+ * result when the cache does not know it) parses the sections not read yet
+ * and merges every layer as before (effective).
+ */
 struct config {
-	jv effective;
-	struct layer *layers;   /* lowest first */
+	jv effective;           /* the whole merged configuration; jv_invalid() until needed */
+	struct section *sections;       /* the sections read so far */
+	size_t nsections;
+	jv dsections;           /* section name -> the defaults' value, as parsed */
+	struct layer *layers;   /* lowest first; layers[0] is the defaults, whose
+				 * value is jv_invalid() until the whole is built */
 	size_t nlayers;
+	struct section_span *spans;     /* the defaults' top-level members, in order */
+	size_t nspans;
+	const char *defaults;   /* the defaults' text (static) */
+	size_t defaults_len;
+	int sections_parsed;    /* defaults' sections parsed (dsections) */
 	struct buf inputs;      /* what the layers were made from: the effective
 				 * configuration's key in the validation cache */
 };
@@ -127,24 +164,6 @@ static jv path_step(jv cur, const char *p, size_t n)
 	}
 	jv_free(cur);
 	return next;
-}
-
-/* The value at a dotted path, or an invalid jv when absent.  Borrows root. */
-static jv path_lookup(jv root, const char *path)
-{
-	jv cur = jv_copy(root);
-	const char *p = path;
-
-	if (!*path)
-		return cur;
-	for (;;) {
-		size_t n = strcspn(p, ".");
-
-		cur = path_step(cur, p, n);
-		if (!jv_is_valid(cur) || p[n] == '\0')
-			return cur;
-		p += n + 1;
-	}
 }
 
 /* True when every key of the path array exists in root.  Borrows both. */
@@ -452,16 +471,15 @@ int config_layer_check(jv layer, const char *source)
 	return validate(layer, source, 'V', NULL, 0);
 }
 
-/* Keep value (without notes) as the next layer and merge it in; text: what
- * it was made from (cfg->inputs).  Consumes value. */
+/* Keep value (without notes) as the next layer (merged when read); text:
+ * what it was made from (cfg->inputs).  Consumes value. */
 static void keep_layer(struct config *cfg, const char *name, const char *source, jv value,
 		       const char *text, size_t len)
 {
 	buf_addf(&cfg->inputs, "%s %zu:", name, len);
 	buf_add(&cfg->inputs, text, len);
 	cfg->layers = xrealloc(cfg->layers, (cfg->nlayers + 1) * sizeof *cfg->layers);
-	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), jv_copy(value) };
-	cfg->effective = jv_object_merge_recursive(cfg->effective, value);
+	cfg->layers[cfg->nlayers++] = (struct layer){ name, xstrdup(source), value };
 }
 
 /* Validate value, then keep it as the next layer; text[0..len): what it was
@@ -511,30 +529,174 @@ out:
 	return rc;
 }
 
+/* json_skim_members' callback: keep where each top-level member is. */
+static void keep_span(const char *key, size_t key_len, const char *value, size_t value_len,
+		      void *payload)
+{
+	struct config *cfg = payload;
+
+	cfg->spans = xrealloc(cfg->spans, (cfg->nspans + 1) * sizeof *cfg->spans);
+	cfg->spans[cfg->nspans++] = (struct section_span){ key, value, key_len, value_len };
+}
+
+/* The defaults layer, kept as text (see struct config): only where its
+ * sections are, read without building a value. */
 static int add_defaults(struct config *cfg)
 {
 	const struct resource *r = resource_find(CONFIG_DEFAULTS);
 
 	if (!r)
 		return forge_error("built-in '%s' is missing", CONFIG_DEFAULTS);
-	jv v = json_parse_without_notes(r->data, r->len);
-	if (!jv_is_valid(v)) {
-		char *msg = json_invalid_msg(v);
-
-		forge_error("built-in '%s': %s", CONFIG_DEFAULTS, msg);
-		free(msg);
-		return -1;
-	}
+	/* Skimmed, not checked: the text is the program's own, and
+	 * test_config checks that it is strict JSON, an object, with no
+	 * escape in a top-level key, and that json_scan finds the same
+	 * members: that test is what keeps a broken built-in section (it
+	 * would read as absent) from shipping. */
+	if (json_skim_members(r->data, r->len, keep_span, cfg) < 0)
+		return forge_error("built-in '%s' is not a JSON object", CONFIG_DEFAULTS);
+	cfg->defaults = r->data;
+	cfg->defaults_len = r->len;
 	/* Not validated on its own: the built-in object is what the effective
-	 * configuration is validated on at the end (in every process: a third
-	 * of config_load's instructions), and test_config checks it alone. */
-	if (jv_get_kind(v) != JV_KIND_OBJECT) {
-		jv_free(v);
-		return forge_error("built-in '%s' is not an object", CONFIG_DEFAULTS);
-	}
-	/* (its text is in the program: the build-id is its key) */
-	keep_layer(cfg, "default", "built-in", v, "", 0);
+	 * configuration is validated on (a third of config_load's
+	 * instructions, when the cache does not know it), and test_config
+	 * checks it alone.  Its text is in the program: the build-id is its
+	 * key in the cache. */
+	keep_layer(cfg, "default", "built-in", jv_invalid(), "", 0);
 	return 0;
+}
+
+static jv default_section(struct config *cfg, const char *key, size_t n);
+
+/* The whole effective configuration, as config_load built it before the
+ * sections were lazy: the defaults' object, then every layer merged in
+ * order.  The defaults' object is made of their sections in the order of
+ * the text (a parser's order; the sections read so far are not parsed
+ * again).  -1 with a message when a built-in section does not parse
+ * (test_config sees that they do). */
+static int build_whole(struct config *cfg)
+{
+	if (jv_is_valid(cfg->effective))
+		return 0;
+	jv d = jv_object();
+	for (size_t i = 0; i < cfg->nspans; i++) {
+		const struct section_span *sp = &cfg->spans[i];
+
+		if (sp->key_len > 0 && sp->key[0] == '$')
+			continue;
+		jv v = default_section(cfg, sp->key, sp->key_len);
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			jv_free(d);
+			return forge_error("built-in '%s': '%.*s' does not parse", CONFIG_DEFAULTS,
+					   (int)sp->key_len, sp->key);
+		}
+		d = jv_object_set(d, jv_string_sized(sp->key, (int)sp->key_len), v);
+	}
+	jv_free(cfg->layers[0].value);
+	cfg->layers[0].value = d;
+	cfg->effective = jv_object();
+	for (size_t i = 0; i < cfg->nlayers; i++)
+		cfg->effective = jv_object_merge_recursive(cfg->effective, jv_copy(cfg->layers[i].value));
+	return 0;
+}
+
+/* The whole configuration of a query that needs it (the accessors take a
+ * const configuration: building it is a cache, not a change).  The
+ * built-in sections parse (test_config), so this does not fail; an empty
+ * object if it ever did. */
+static jv whole(const struct config *ccfg)
+{
+	struct config *cfg = (struct config *)ccfg;
+
+	if (build_whole(cfg) < 0)
+		return jv_object();
+	return jv_copy(cfg->effective);
+}
+
+/* The defaults' section key[0..n) (new reference), parsed on its own the
+ * first time and kept, or an invalid jv when the defaults have no such
+ * member (the last one of that name, as a parser keeps it; '$' keys are
+ * notes) or it does not parse. */
+static jv default_section(struct config *cfg, const char *key, size_t n)
+{
+	if (n == 0 || key[0] == '$')
+		return jv_invalid();
+	jv k = jv_string_sized(key, (int)n);
+	jv v = jv_object_get(jv_copy(cfg->dsections), jv_copy(k));
+
+	if (jv_is_valid(v)) {
+		jv_free(k);
+		return v;
+	}
+	jv_free(v);
+	for (size_t i = cfg->nspans; i-- > 0;) {
+		const struct section_span *sp = &cfg->spans[i];
+
+		if (sp->key_len == n && memcmp(sp->key, key, n) == 0) {
+			cfg->sections_parsed++;
+			v = json_parse_without_notes(sp->value, sp->value_len);
+			if (jv_is_valid(v))
+				cfg->dsections = jv_object_set(cfg->dsections, k, jv_copy(v));
+			else
+				jv_free(k);
+			return v;
+		}
+	}
+	jv_free(k);
+	return jv_invalid();
+}
+
+/* Top-level section key[0..n) merged across the layers as the whole merge
+ * would (objects recursively, anything else replaced), or an invalid jv
+ * when no layer has it.  The layers above the defaults are parsed: only
+ * the defaults' section may be parsed here. */
+static jv merge_section(struct config *cfg, const char *key, size_t n)
+{
+	jv cur = default_section(cfg, key, n);
+	jv k = jv_string_sized(key, (int)n);
+
+	for (size_t i = 1; i < cfg->nlayers; i++) {
+		jv layer = cfg->layers[i].value;
+
+		if (!jv_object_has(jv_copy(layer), jv_copy(k)))
+			continue;
+		jv v = jv_object_get(jv_copy(layer), jv_copy(k));
+
+		if (jv_get_kind(cur) == JV_KIND_OBJECT && jv_get_kind(v) == JV_KIND_OBJECT) {
+			cur = jv_object_merge_recursive(cur, v);
+		} else {
+			jv_free(cur);
+			cur = v;
+		}
+	}
+	jv_free(k);
+	return cur;
+}
+
+/* The effective value of the top-level member key[0..n) (new reference),
+ * or an invalid jv when absent: kept the first time it is asked for, from
+ * the whole configuration once that is built, else merged. */
+static jv section(const struct config *ccfg, const char *key, size_t n)
+{
+	struct config *cfg = (struct config *)ccfg;
+	jv v;
+
+	for (size_t i = 0; i < cfg->nsections; i++)
+		if (cfg->sections[i].key_len == n && memcmp(cfg->sections[i].key, key, n) == 0)
+			return jv_copy(cfg->sections[i].value);
+	if (jv_is_valid(cfg->effective))
+		v = path_step(jv_copy(cfg->effective), key, n);
+	else
+		v = merge_section(cfg, key, n);
+	cfg->sections = xrealloc(cfg->sections, (cfg->nsections + 1) * sizeof *cfg->sections);
+	cfg->sections[cfg->nsections++] = (struct section){ xstrndup(key, n), n, jv_copy(v) };
+	return v;
+}
+
+void config_parse_counts(const struct config *cfg, int *sections, bool *whole_built)
+{
+	*sections = cfg->sections_parsed;
+	*whole_built = jv_is_valid(cfg->effective);
 }
 
 /* $XDG_CONFIG_HOME/forge/config.json (the XDG spec ignores a relative
@@ -621,13 +783,26 @@ static int add_user_and_project(struct config *cfg, const char *repo)
 	return rc;
 }
 
+/* True when the validation cache says these inputs made a valid whole. */
+static bool effective_known_valid(const struct config *cfg)
+{
+	char key[KEY_HEX + 1];
+
+	cache_load();
+	if (!vcache.keys)
+		return false;
+	cache_key(key, 'E', cfg->inputs.buf, cfg->inputs.len);
+	return cache_has(key);
+}
+
 int config_load(struct config **out, struct config_sources *src)
 {
 	struct config *cfg = xcalloc(1, sizeof *cfg);
 	jv flags = src->flags;
 
 	src->flags = jv_null();
-	cfg->effective = jv_object();
+	cfg->effective = jv_invalid();
+	cfg->dsections = jv_object();
 	buf_init(&cfg->inputs, 0);
 	if (add_defaults(cfg) < 0 || add_user_and_project(cfg, src->repo) < 0)
 		goto fail;
@@ -644,8 +819,11 @@ int config_load(struct config **out, struct config_sources *src)
 		if (rc < 0)
 			goto fail;
 	}
-	/* Each layer is valid on its own; check what they make together. */
-	if (validate(cfg->effective, "effective configuration", 'E', cfg->inputs.buf, cfg->inputs.len) < 0)
+	/* Each layer is valid on its own; check what they make together (the
+	 * whole is built for it only when the cache does not know it). */
+	if (!effective_known_valid(cfg) &&
+	    (build_whole(cfg) < 0 ||
+	     validate(cfg->effective, "effective configuration", 'E', cfg->inputs.buf, cfg->inputs.len) < 0))
 		goto fail;
 	cache_save();
 	*out = cfg;
@@ -665,6 +843,13 @@ void config_free(struct config *cfg)
 		jv_free(cfg->layers[i].value);
 	}
 	free(cfg->layers);
+	free(cfg->spans);
+	for (size_t i = 0; i < cfg->nsections; i++) {
+		free(cfg->sections[i].key);
+		jv_free(cfg->sections[i].value);
+	}
+	free(cfg->sections);
+	jv_free(cfg->dsections);
 	jv_free(cfg->effective);
 	buf_release(&cfg->inputs);
 	free(cfg);
@@ -672,9 +857,28 @@ void config_free(struct config *cfg)
 
 /* ---- queries -------------------------------------------------------- */
 
+/* The value at a dotted path (new reference), or an invalid jv when
+ * absent: its first segment is a section (section()), the rest steps into
+ * it; "" is the whole. */
+static jv lookup(const struct config *cfg, const char *path)
+{
+	if (!*path)
+		return whole(cfg);
+	size_t n = strcspn(path, ".");
+	jv cur = section(cfg, path, n);
+
+	for (const char *p = path + n; jv_is_valid(cur) && *p;) {
+		p++;
+		n = strcspn(p, ".");
+		cur = path_step(cur, p, n);
+		p += n;
+	}
+	return cur;
+}
+
 jv config_get(const struct config *cfg, const char *path)
 {
-	jv v = path_lookup(cfg->effective, path);
+	jv v = lookup(cfg, path);
 
 	if (jv_is_valid(v))
 		return v;
@@ -684,7 +888,7 @@ jv config_get(const struct config *cfg, const char *path)
 
 bool config_has(const struct config *cfg, const char *path)
 {
-	jv v = path_lookup(cfg->effective, path);
+	jv v = lookup(cfg, path);
 	bool found = jv_is_valid(v);
 
 	jv_free(v);
@@ -693,8 +897,9 @@ bool config_has(const struct config *cfg, const char *path)
 
 const char *config_get_str(const struct config *cfg, const char *path)
 {
-	jv v = path_lookup(cfg->effective, path);
-	/* cfg->effective still holds the string after our reference goes. */
+	jv v = lookup(cfg, path);
+	/* cfg (its sections or its whole) still holds the string after our
+	 * reference goes. */
 	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
 
 	jv_free(v);
@@ -703,7 +908,7 @@ const char *config_get_str(const struct config *cfg, const char *path)
 
 double config_get_num(const struct config *cfg, const char *path)
 {
-	jv v = path_lookup(cfg->effective, path);
+	jv v = lookup(cfg, path);
 	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
 
 	jv_free(v);
@@ -712,20 +917,16 @@ double config_get_num(const struct config *cfg, const char *path)
 
 bool config_get_bool(const struct config *cfg, const char *path)
 {
-	jv v = path_lookup(cfg->effective, path);
-	bool b = false;
+	jv v = lookup(cfg, path);
+	bool b = jv_get_kind(v) == JV_KIND_TRUE;
 
-	if (jv_get_kind(v) == JV_KIND_TRUE)
-		b = true;
-	else if (jv_get_kind(v) == JV_KIND_FALSE)
-		b = false;
 	jv_free(v);
 	return b;
 }
 
 jv config_effective(const struct config *cfg)
 {
-	return jv_copy(cfg->effective);
+	return whole(cfg);
 }
 
 /* ---- explain -------------------------------------------------------- */
@@ -745,18 +946,43 @@ static jv leaf_paths(jv acc, jv value, jv prefix)
 }
 
 /* The highest layer that names the leaf: a later layer either replaced the
- * value there or did not touch it. */
+ * value there or did not touch it.  None of the layers above the defaults
+ * (the defaults, unparsed, are not asked: they are the answer then). */
 static const struct layer *leaf_origin(const struct config *cfg, jv keys)
 {
-	for (size_t i = cfg->nlayers; i-- > 0;)
+	for (size_t i = cfg->nlayers; i-- > 1;)
 		if (path_exists(cfg->layers[i].value, keys))
 			return &cfg->layers[i];
 	return NULL;
 }
 
+/* The value at the object path keys (each a key of an object, as
+ * path_exists() reads them), or an invalid jv.  Borrows keys. */
+static jv lookup_keys(const struct config *cfg, jv keys)
+{
+	jv first = jv_array_get(jv_copy(keys), 0);
+	jv cur = section(cfg, jv_string_value(first), (size_t)jv_string_length_bytes(jv_copy(first)));
+	int n = jv_array_length(jv_copy(keys));
+
+	jv_free(first);
+	for (int i = 1; i < n && jv_is_valid(cur); i++) {
+		jv k = jv_array_get(jv_copy(keys), i);
+
+		if (jv_get_kind(cur) == JV_KIND_OBJECT && jv_object_has(jv_copy(cur), jv_copy(k))) {
+			cur = jv_object_get(cur, k);
+		} else {
+			jv_free(cur);
+			jv_free(k);
+			cur = jv_invalid();
+		}
+	}
+	return cur;
+}
+
 jv config_explain(const struct config *cfg)
 {
-	jv leaves = leaf_paths(jv_array(), cfg->effective, jv_array());
+	jv all = whole(cfg);
+	jv leaves = leaf_paths(jv_array(), all, jv_array());
 	jv entries = jv_array();
 	jv sort_keys = jv_array();
 
@@ -766,7 +992,7 @@ jv config_explain(const struct config *cfg)
 		jv e = jv_object();
 
 		e = json_set(e, "path", jv_string(path));
-		e = json_set(e, "value", jv_getpath(jv_copy(cfg->effective), jv_copy(keys)));
+		e = json_set(e, "value", jv_getpath(jv_copy(all), jv_copy(keys)));
 		e = json_set(e, "layer", jv_string(l ? l->name : "default"));
 		e = json_set(e, "source", jv_string(l ? l->source : "built-in"));
 		entries = jv_array_append(entries, e);
@@ -775,6 +1001,7 @@ jv config_explain(const struct config *cfg)
 		jv_free(keys);
 	}
 	jv_free(leaves);
+	jv_free(all);
 	return jv_sort(entries, sort_keys);
 }
 
@@ -789,8 +1016,8 @@ int config_leaf_layer(const struct config *cfg, const char *path, const char **l
 		jv_free(keys);
 		return -1;
 	}
-	v = path_exists(cfg->effective, keys) ? jv_getpath(jv_copy(cfg->effective), jv_copy(keys))
-					      : jv_invalid();
+	/* (as the path of an object: no segment indexes an array here) */
+	v = lookup_keys(cfg, keys);
 	leaf = jv_is_valid(v) && (jv_get_kind(v) != JV_KIND_OBJECT || jv_object_length(jv_copy(v)) == 0);
 	jv_free(v);
 	if (!leaf) {

@@ -54,6 +54,23 @@ int config_full_validations(void);
 void config_free(struct config *cfg);
 
 /*
+ * A process pays for the configuration it reads: config_load parses and
+ * checks the user, project, --config, environment and flag layers (so
+ * their errors come at load, as ever) but keeps the built-in defaults as
+ * text; a top-level section ("llm", "memory", ...) is parsed and merged
+ * across the layers the first time a path under it is read, with the same
+ * result as merging everything.  What needs the whole configuration
+ * (config_effective, config_explain, config_get of "", and validating the
+ * merged result when the cache does not know it) builds it whole.  So the
+ * queries below, though they take a const configuration, may parse: a
+ * configuration is used from one thread at a time (as its jv values
+ * already require).  For tests: how many sections of the defaults this
+ * configuration has parsed (each at most once: building the whole parses
+ * those not read yet), and whether it has built the whole.
+ */
+void config_parse_counts(const struct config *cfg, int *sections, bool *whole);
+
+/*
  * Paths are dotted keys ("llm.model"); a segment of digits indexes an array
  * ("gates.0.id"); "" is the whole configuration.  Keys that contain a '.'
  * cannot be addressed.

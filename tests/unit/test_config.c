@@ -1,7 +1,9 @@
 /* test_config.c - layering, validation and explain of lib/config. */
 #include "data/config.h"
 #include "core/forge.h"
+#include "core/buf.h"
 #include "core/json.h"
+#include "core/jsonscan.h"
 #include "core/resource.h"
 #include "data/schema.h"
 #include "unit.h"
@@ -609,6 +611,195 @@ static void test_every_key_read_has_a_default(void)
 	config_free(scan_cfg);
 }
 
+/* Put every layer in place: user, project, --config file, two variables
+ * and flags, touching sections in each way a merge can (an object merged,
+ * an array replaced, a scalar replaced, a section only a layer has). */
+static jv lazy_layers(void)
+{
+	jv flags = jv_null();
+
+	put("home/.config/forge/config.json",
+	    "{\"$comment\":\"mine\",\"llm\":{\"model\":\"user\",\"max_tokens\":100},"
+	    "\"memory\":{\"embedding_dim\":64},\"budget\":{\"usd\":20}}");
+	put("repo/.forge/config.json",
+	    "{\"llm\":{\"phases\":{\"plan\":{\"model\":\"big\"}}},"
+	    "\"gates\":[{\"id\":\"only\",\"phase\":\"*\",\"condition\":\"true\"}],"
+	    "\"sandbox\":{\"command_timeout_s\":9}}");
+	put("extra.json", "{\"review\":{\"$comment\":\"x\",\"min_confidence\":0.25}}");
+	setenv("FORGE_MODEL", "env", 1);
+	setenv("FORGE_AUTOMATION_LEVEL", "2", 1);
+	if (config_flag_set(&flags, "deploy.strategy", jv_string("merge")) < 0 ||
+	    config_flag_set(&flags, "llm.fast_model", jv_string("flags")) < 0)
+		abort();
+	return flags;
+}
+
+/* A section is parsed when a path under it is first read, once; a section
+ * never read is never parsed; every section read lazily equals the eager
+ * merge's, and so does the whole built afterwards, byte for byte. */
+static void test_lazy_sections(void)
+{
+	struct config *eager = NULL, *lazy = NULL;
+	int sections;
+	bool whole;
+
+	fresh();
+	setenv("XDG_CACHE_HOME", at("cache"), 1);
+	/* The first load validates the whole, so builds it: the eager result. */
+	CHECK_MSG(load(&eager, "repo", "extra.json", lazy_layers()) == 0, "%s", forge_last_error());
+	config_parse_counts(eager, &sections, &whole);
+	CHECK(whole);
+	/* The second one knows the inputs are valid: nothing parsed yet. */
+	CHECK_MSG(load(&lazy, "repo", "extra.json", lazy_layers()) == 0, "%s", forge_last_error());
+	config_parse_counts(lazy, &sections, &whole);
+	CHECK_INT(sections, 0);
+	CHECK(!whole);
+	CHECK_STR(config_get_str(lazy, "llm.model"), "env");
+	CHECK_INT(config_get_num(lazy, "llm.max_tokens"), 100);
+	CHECK_STR(config_get_str(lazy, "llm.fast_model"), "flags");
+	CHECK_STR(config_get_str(lazy, "llm.phases.plan.model"), "big");
+	CHECK_STR(config_get_str(lazy, "llm.provider"), "anthropic");
+	config_parse_counts(lazy, &sections, &whole);
+	CHECK_INT(sections, 1);
+	CHECK_INT(config_get_num(lazy, "safety.automation_level"), 2);
+	CHECK_STR(config_get_str(lazy, "gates.0.id"), "only");
+	CHECK(!config_has(lazy, "gates.1"));
+	CHECK(!config_has(lazy, "nothing.at.all"));
+	CHECK(!config_has(lazy, "$comment"));
+	CHECK(!config_has(lazy, "review.$comment"));
+	CHECK(config_get_num(lazy, "review.min_confidence") == 0.25);
+	config_parse_counts(lazy, &sections, &whole);
+	CHECK_INT(sections, 4);         /* llm, safety, gates, review */
+	CHECK(!whole);
+
+	/* config_leaf_layer answers lazily what config_explain says */
+	jv all = config_explain(eager);
+	bool same = true;
+
+	jv_array_foreach(all, i, x) {
+		const char *p = json_get_str(x, "path"), *layer, *source;
+
+		if (config_leaf_layer(lazy, p, &layer, &source) < 0 || strcmp(layer, json_get_str(x, "layer")) ||
+		    strcmp(source, json_get_str(x, "source"))) {
+			printf("#   config_leaf_layer differs at %s\n", p);
+			same = false;
+		}
+		jv_free(x);
+	}
+	jv_free(all);
+	CHECK(same);
+	config_parse_counts(lazy, &sections, &whole);
+	CHECK(!whole);
+
+	/* every section as the eager merge has it */
+	jv eff = config_effective(eager);
+	int nsections = 0;
+
+	same = true;
+	jv_object_foreach(eff, key, val) {
+		jv got = config_get(lazy, jv_string_value(key));
+
+		if (!json_equal(got, val)) {
+			printf("#   section %s differs\n", jv_string_value(key));
+			same = false;
+		}
+		nsections++;
+		jv_free(got);
+		jv_free(key);
+		jv_free(val);
+	}
+	CHECK(same);
+	config_parse_counts(lazy, &sections, &whole);
+	CHECK_INT(sections, nsections);         /* each once, whatever layer set it */
+	CHECK(!whole);
+	/* and the whole, key order and all */
+	char *want = json_dumps(jv_copy(eff), false);
+	char *got = json_dumps(config_effective(lazy), false);
+
+	CHECK_STR(got, want);
+	config_parse_counts(lazy, &sections, &whole);
+	CHECK(whole);
+	CHECK_INT(sections, nsections);         /* none parsed again for the whole */
+	config_parse_counts(eager, &sections, &whole);
+	CHECK_INT(sections, nsections);
+	free(got);
+	free(want);
+	jv_free(eff);
+	config_free(eager);
+	config_free(lazy);
+	unsetenv("XDG_CACHE_HOME");
+	unsetenv("FORGE_MODEL");
+	unsetenv("FORGE_AUTOMATION_LEVEL");
+}
+
+/* Strings read before the whole is built stay valid after it is. */
+static void test_lazy_strings_outlive_whole(void)
+{
+	struct config *cfg = NULL;
+
+	fresh();
+	setenv("XDG_CACHE_HOME", at("cache"), 1);
+	CHECK(load(&cfg, NULL, NULL, jv_null()) == 0);
+	config_free(cfg);
+	CHECK(load(&cfg, NULL, NULL, jv_null()) == 0);
+	const char *model = config_get_str(cfg, "llm.model");
+	jv all = config_effective(cfg);
+
+	jv_free(all);
+	CHECK_STR(model, "claude-sonnet-4-5");
+	CHECK_STR(config_get_str(cfg, "llm.model"), "claude-sonnet-4-5");
+	config_free(cfg);
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* config_load finds the defaults' sections by skimming, trusting the text:
+ * here it is checked strictly, the same members found both ways, no
+ * escape in a top-level key, each section parsing on its own. */
+struct members_seen {
+	struct buf b;
+	const char *base;
+};
+
+static void note_scanned(const struct json_member *m, void *payload)
+{
+	struct members_seen *ms = payload;
+	bool str = m->kind == JSON_SCAN_STRING;
+
+	if (m->key_escaped)
+		buf_adds(&ms->b, "(escaped key)");
+	buf_addf(&ms->b, "%.*s@%zu+%zu;", (int)m->key_len, m->key, (size_t)(m->key - ms->base),
+		 m->value_len + (str ? 2 : 0));
+}
+
+static void note_skimmed(const char *key, size_t key_len, const char *value, size_t value_len,
+			 void *payload)
+{
+	struct members_seen *ms = payload;
+	jv v = json_parse_without_notes(value, value_len);
+
+	if (!jv_is_valid(v))
+		buf_adds(&ms->b, "(does not parse)");
+	jv_free(v);
+	buf_addf(&ms->b, "%.*s@%zu+%zu;", (int)key_len, key, (size_t)(key - ms->base), value_len);
+}
+
+static void test_defaults_skimmed(void)
+{
+	const struct resource *r = resource_find("config.defaults.json");
+
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	struct members_seen scanned = { BUF_INIT, r->data }, skimmed = { BUF_INIT, r->data };
+
+	CHECK_INT(json_scan(r->data, r->len, note_scanned, &scanned), JSON_SCAN_OBJECT);
+	CHECK_INT(json_skim_members(r->data, r->len, note_skimmed, &skimmed), 0);
+	CHECK(scanned.b.len > 100);
+	CHECK_STR(skimmed.b.buf, scanned.b.buf);
+	buf_release(&scanned.b);
+	buf_release(&skimmed.b);
+}
+
 int main(void)
 {
 	RUN(test_defaults);
@@ -626,6 +817,9 @@ int main(void)
 	RUN(test_explain_sorted_and_complete);
 	RUN(test_files);
 	RUN(test_every_key_read_has_a_default);
+	RUN(test_lazy_sections);
+	RUN(test_lazy_strings_outlive_whole);
+	RUN(test_defaults_skimmed);
 	if (tmp[0])
 		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return unit_done();

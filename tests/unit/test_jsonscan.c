@@ -1,5 +1,6 @@
 /* test_jsonscan.c - the strict JSON scanner (core/jsonscan.h): what it
  * accepts libjq accepts, and the fields of an event it reads. */
+#include "core/buf.h"
 #include "core/json.h"
 #include "core/jsonscan.h"
 #include "unit.h"
@@ -233,6 +234,68 @@ static void test_string_steps(void)
 	}
 }
 
+/* json_scan's members as note_skim writes them: a string with its quotes. */
+static void note_scan(const struct json_member *m, void *payload)
+{
+	const char *q = m->kind == JSON_SCAN_STRING ? "\"" : "";
+
+	buf_addf(payload, "%.*s=%s%.*s%s;", (int)m->key_len, m->key, q, (int)m->value_len, m->value, q);
+}
+
+/* json_skim_members: "key=value;" for each member. */
+static void note_skim(const char *key, size_t key_len, const char *value, size_t value_len,
+		      void *payload)
+{
+	struct buf *b = payload;
+
+	buf_addf(b, "%.*s=%.*s;", (int)key_len, key, (int)value_len, value);
+}
+
+static int skim(struct buf *out, const char *text, size_t len)
+{
+	buf_reset(out);
+	return json_skim_members(text, len, note_skim, out);
+}
+
+/* The skimmer finds what the strict scanner finds on valid text, strings
+ * holding quotes, brackets and backslashes included; text not shaped like
+ * an object, or not followed by a NUL, is refused. */
+static void test_skim_members(void)
+{
+	static const char *const texts[] = {
+		"{}", " { } ",
+		"{\"a\":1,\"b\":\"x\",\"c\":null,\"d\":true,\"e\":-1.5e3}",
+		"{\"a\":{\"x\":[1,{\"y\":\"}]\"}],\"z\":\"{\"},\"b\":[]}",
+		"{\"k\\\"ey\":\"v\\\\\",\"n\":\"a\\\\\\\"]}\"}",
+		"{\n  \"s\": {\n    \"$comment\": \"[not {a} bracket\",\n    \"v\": [ 1 , 2 ]\n  } ,\n  \"t\" : 0\n}\n",
+	};
+	struct buf got = BUF_INIT;
+
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		struct buf want = BUF_INIT;
+
+		CHECK_MSG(json_scan(texts[i], strlen(texts[i]), NULL, NULL) == JSON_SCAN_OBJECT, "%s", texts[i]);
+		CHECK_MSG(skim(&got, texts[i], strlen(texts[i])) == 0, "%s", texts[i]);
+		/* json_scan's members, with a string's quotes put back */
+		json_scan(texts[i], strlen(texts[i]), note_scan, &want);
+		CHECK_MSG(strcmp(got.len ? got.buf : "", want.len ? want.buf : "") == 0, "%s: %s vs %s",
+			  texts[i], got.buf, want.buf);
+		buf_release(&want);
+	}
+	const char *t = "{\"a\":[1,{\"b\":\"]\"}],\"c\":\"x\\\"y\"}";
+
+	CHECK(skim(&got, t, strlen(t)) == 0);
+	CHECK_STR(got.buf, "a=[1,{\"b\":\"]\"}];c=\"x\\\"y\";");
+	CHECK(skim(&got, "[1]", 3) == -1);
+	CHECK(skim(&got, "{\"a\" 1}", 7) == -1);
+	CHECK(skim(&got, "{\"a\":[1}", 8) == -1);       /* an unclosed bracket */
+	CHECK(skim(&got, "{\"a\":\"x}", 8) == -1);      /* an unclosed string */
+	CHECK(skim(&got, "{\"a\":1 \"b\":2}", 13) == -1);
+	CHECK(skim(&got, "{}x", 2) == -1);            /* not followed by a NUL */
+	CHECK(skim(&got, "{\"a\":[\0]}", 8) == -1);     /* a NUL inside */
+	buf_release(&got);
+}
+
 int main(void)
 {
 	RUN(test_valid_texts);
@@ -242,5 +305,6 @@ int main(void)
 	RUN(test_event_fields);
 	RUN(test_event_left_to_libjq);
 	RUN(test_string_steps);
+	RUN(test_skim_members);
 	return unit_done();
 }
