@@ -63,7 +63,9 @@ int schema_compile_rest(struct schema *s);
  * The embedded schema called name (resource.h: "event.schema.json"),
  * compiled lazily (schema_compile_lazy): a process pays for the parts its
  * validations reach.  The result is cached for the life of the process and
- * shared: do not free it (validating it may compile more of it: one thread).
+ * shared: do not free it.  Validating it may compile more of it: like the
+ * validation of any schema, that holds one process-wide lock, so threads
+ * may validate at once (one after the other).
  * Returns NULL with a message when there is no such schema or its text or
  * root is bad; tests/unit/test_schema.c compiles every embedded schema
  * whole.

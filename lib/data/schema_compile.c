@@ -1056,13 +1056,18 @@ int schema_compile_lazy(struct schema **out, const char *text, size_t len)
 	return 0;
 }
 
+pthread_mutex_t schema_mutex = PTHREAD_MUTEX_INITIALIZER;
+
 int schema_compile_rest(struct schema *s)
 {
+	int rc = 0;
+
+	pthread_mutex_lock(&schema_mutex);
 	/* s->n grows as the loop compiles: each new node is reached too */
-	for (size_t i = 0; i < s->n; i++)
-		if (schema_node_ready(s->nodes[i]) < 0)
-			return -1;
-	return 0;
+	for (size_t i = 0; i < s->n && rc == 0; i++)
+		rc = schema_node_ready(s->nodes[i]);
+	pthread_mutex_unlock(&schema_mutex);
+	return rc;
 }
 
 /* ----------------------------------------------------- embedded schemas -- */
@@ -1076,25 +1081,31 @@ static size_t ncache;
 const struct schema *schema_get(const char *name)
 {
 	const struct resource *r;
-	struct schema *s;
+	struct schema *s = NULL;
 
+	pthread_mutex_lock(&schema_mutex);
 	for (size_t i = 0; i < ncache; i++)
-		if (strcmp(cache[i].name, name) == 0)
-			return cache[i].schema;
+		if (strcmp(cache[i].name, name) == 0) {
+			s = cache[i].schema;
+			goto out;
+		}
 	r = resource_find(name);
 	if (!r) {
 		forge_error("no embedded schema '%s'", name);
-		return NULL;
+		goto out;
 	}
 	if (schema_compile_lazy(&s, r->data, r->len) < 0) {
 		forge_error_prefix("schema '%s'", name);
-		return NULL;
+		s = NULL;
+		goto out;
 	}
 	s->name = xstrdup(name);
 	cache = xrealloc(cache, (ncache + 1) * sizeof *cache);
 	cache[ncache].name = xstrdup(name);
-	cache[ncache].schema = s;
-	return cache[ncache++].schema;
+	cache[ncache++].schema = s;
+out:
+	pthread_mutex_unlock(&schema_mutex);
+	return s;
 }
 
 jv schema_regex_version(void)

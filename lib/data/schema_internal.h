@@ -12,6 +12,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <pthread.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -151,6 +153,12 @@ int schema_node_ready(struct node *n);
 
 /* Unanchored search of s[0..len) (JSON Schema patterns are not anchored). */
 bool schema_regex_search(const struct regex *re, const char *s, size_t len);
+
+/* Held by each public entry that compiles or validates (schema.h): a lazy
+ * schema compiles more of itself as validation reaches it, and a regex's
+ * match data is reused, so one thread at a time works on schemas.  The
+ * functions of this header take it not: their callers hold it. */
+extern pthread_mutex_t schema_mutex;
 
 /* The node registered under a JSON pointer ("" = root), or NULL.  Borrowed.
  * A lazy schema compiles the nodes on the way; -1 when one is bad. */

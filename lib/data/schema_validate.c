@@ -519,14 +519,23 @@ int schema_validate_node(const struct node *n, jv instance)
 
 int schema_validate(const struct schema *s, jv instance)
 {
-	return schema_validate_node(s->nodes[0], instance);
+	int rc;
+
+	pthread_mutex_lock(&schema_mutex);
+	rc = schema_validate_node(s->nodes[0], instance);
+	pthread_mutex_unlock(&schema_mutex);
+	return rc;
 }
 
 bool schema_is_valid(const struct schema *s, jv instance)
 {
 	struct vctx v = { 1, 0, BUF_INIT, NULL };
+	bool ok;
 
-	return validate(&v, s->nodes[0], instance) && !s->error;
+	pthread_mutex_lock(&schema_mutex);
+	ok = validate(&v, s->nodes[0], instance) && !s->error;
+	pthread_mutex_unlock(&schema_mutex);
+	return ok;
 }
 
 int schema_validate_def(const char *name, const char *def, jv instance)
@@ -541,11 +550,13 @@ int schema_validate_def(const char *name, const char *def, jv instance)
 		return -1;
 	buf_adds(&ptr, "/$defs");
 	schema_ptr_push(&ptr, def);
+	pthread_mutex_lock(&schema_mutex);
 	rc = schema_find_pointer(&n, s, ptr.buf);
+	if (rc == 0 && !n)
+		rc = forge_error("schema '%s' has no definition '%s'", name, def);
+	else if (rc == 0)
+		rc = schema_validate_node(n, instance);
+	pthread_mutex_unlock(&schema_mutex);
 	buf_release(&ptr);
-	if (rc < 0)
-		return -1;
-	if (!n)
-		return forge_error("schema '%s' has no definition '%s'", name, def);
-	return schema_validate_node(n, instance);
+	return rc;
 }

@@ -5,6 +5,7 @@
 #include "core/resource.h"
 #include "unit.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 static jv parse(const char *text)
@@ -639,8 +640,49 @@ static void test_embedded_schemas_whole(void)
 	CHECK(n >= 20);
 }
 
+/* Threads that validate against embedded schemas at once, the first
+ * validations of this process (so each compiles parts of them as it goes),
+ * all get the single-threaded answers: schema_mutex serialises them. */
+static void *validate_many(void *arg)
+{
+	const char *task_text = "{\"description\":\"x\"}";
+	jv good = json_parse(good_state, strlen(good_state));
+	jv bad = json_set(jv_copy(good), "status", jv_string("done"));
+	jv task = json_parse(task_text, strlen(task_text));
+	long wrong = 0;
+
+	for (int i = 0; i < 50; i++) {
+		/* the threads start on different schemas, then meet */
+		bool state_first = (i + (intptr_t)arg) % 2;
+		const struct schema *state = schema_get(state_first ? "state.schema.json" : "event.schema.json");
+
+		if (!state_first)
+			state = schema_get("state.schema.json");
+		wrong += !state || schema_validate(state, good) != 0 || schema_is_valid(state, bad);
+		wrong += schema_validate_def("state.schema.json", "task", task) != 0;
+	}
+	jv_free(good);
+	jv_free(bad);
+	jv_free(task);
+	return (void *)wrong;
+}
+
+static void test_threads_validate(void)
+{
+	pthread_t th[4];
+	void *wrong;
+
+	for (intptr_t i = 0; i < 4; i++)
+		CHECK(pthread_create(&th[i], NULL, validate_many, (void *)i) == 0);
+	for (int i = 0; i < 4; i++) {
+		CHECK(pthread_join(th[i], &wrong) == 0);
+		CHECK_INT((long)wrong, 0);
+	}
+}
+
 int main(void)
 {
+	RUN(test_threads_validate);
 	RUN(test_refuses_unsupported_keyword);
 	RUN(test_refuses_malformed);
 	RUN(test_refuses_ref_cycles);
