@@ -125,8 +125,8 @@ static void test_migrations_create_schema(void)
 			    " AND tbl_name IN ('events', 'event_log')"), 5);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
 	CHECK_INT(query_int(st, "PRAGMA foreign_keys"), 1);
-	CHECK_INT(query_int(st, "PRAGMA page_size"), 16384);
-	CHECK_INT(query_int(st, "PRAGMA wal_autocheckpoint"), 2048);	/* 32 MiB */
+	CHECK_INT(query_int(st, "PRAGMA page_size"), 8192);
+	CHECK_INT(query_int(st, "PRAGMA wal_autocheckpoint"), 4096);	/* 32 MiB */
 	CHECK_INT(query_int(st, "PRAGMA busy_timeout"), 10000);
 	store_free(st);
 	CHECK(stat(tmp_path("new/sub"), &sb) == 0);
