@@ -647,8 +647,8 @@ static int lazy_keyword(struct compiler *c, struct node *n, const char *kw, size
 	if (!keywords[i].value)
 		return 0;
 	jv val = lazy_value(c, off, len);
-	if (!jv_is_valid(val)) {
-		/* valid JSON, but deeper than libjq parses (SCHEMA_TEXT_MAX_DEPTH) */
+	if ((*text_at(c, off) == '[' || *text_at(c, off) == '{') && !jv_is_valid(val)) {
+		/* valid JSON (json_scan_depth), deeper than libjq parses */
 		char *why = json_invalid_msg(val);
 
 		rc = compile_error(c, "'%s' cannot be read: %s", kw, why);
