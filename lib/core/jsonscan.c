@@ -10,6 +10,7 @@
 struct scan {
 	const unsigned char *end;
 	bool escaped;             /* the last string read held an escape */
+	int max_depth;            /* JSON_SCAN_MAX_DEPTH, or json_scan_depth()'s */
 };
 
 static const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end)
@@ -276,7 +277,7 @@ static const unsigned char *scan_container(struct scan *s, const unsigned char *
 	enum json_scan_kind kind;
 
 	depth += object ? 2 : 1;
-	if (depth > JSON_SCAN_MAX_DEPTH)
+	if (depth > s->max_depth)
 		return NULL;
 	p = skip_ws(p + 1, end);
 	if (p < end && *p == close)
@@ -354,11 +355,12 @@ static const unsigned char *scan_value(struct scan *s, const unsigned char *p, i
 	}
 }
 
-enum json_scan_kind json_scan(const char *text, size_t len,
-			      void (*member)(const struct json_member *m, void *payload), void *payload)
+static enum json_scan_kind scan_text(const char *text, size_t len, int max_depth,
+				     void (*member)(const struct json_member *m, void *payload),
+				     void *payload)
 {
 	const unsigned char *p = (const unsigned char *)text, *end = p + len;
-	struct scan s = { .end = end };
+	struct scan s = { .end = end, .max_depth = max_depth };
 	enum json_scan_kind kind = JSON_SCAN_INVALID;
 
 	p = skip_ws(p, end);
@@ -371,6 +373,17 @@ enum json_scan_kind json_scan(const char *text, size_t len,
 	if (!p || skip_ws(p, end) != end)
 		return JSON_SCAN_INVALID;
 	return kind;
+}
+
+enum json_scan_kind json_scan(const char *text, size_t len,
+			      void (*member)(const struct json_member *m, void *payload), void *payload)
+{
+	return scan_text(text, len, JSON_SCAN_MAX_DEPTH, member, payload);
+}
+
+enum json_scan_kind json_scan_depth(const char *text, size_t len, int max_depth)
+{
+	return scan_text(text, len, max_depth, NULL, NULL);
 }
 
 /* ---- skimming trusted text ---------------------------------------------- */

@@ -54,6 +54,14 @@ enum json_scan_kind json_scan(const char *text, size_t len,
 			      void (*member)(const struct json_member *m, void *payload), void *payload);
 
 /*
+ * json_scan() with another nesting limit, counted the same way (an array
+ * 1, an object 2), for texts that may nest deeper than events do: a JSON
+ * Schema (schema_compile).  The scan recurses once per level: the caller
+ * picks a limit its stack affords.
+ */
+enum json_scan_kind json_scan_depth(const char *text, size_t len, int max_depth);
+
+/*
  * The top-level members of an object known to be valid JSON (the program's
  * own resources, which a test checks with json_scan), found without
  * checking them: strings are skipped with memchr and the rest with

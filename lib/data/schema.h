@@ -35,27 +35,33 @@ struct schema;
  * Check that `doc` is a schema this validator fully understands and keep it
  * for validation.  Consumes doc.  Returns 0 and *out, or -1 with a message
  * naming the path of the first unsupported keyword or malformed part
- * ("#/properties/x: unsupported keyword 'dependentRequired'").
+ * ("#/properties/x: unsupported keyword 'dependentRequired'").  It is
+ * schema_compile_lazy() over doc's JSON text (json_dumps, kept by the
+ * schema), then schema_compile_rest(): the one compiler, run to the end.
+ * A schema may nest MAX_SCHEMA_DEPTH (256) levels; its text 1028 in
+ * json_scan's count (an object 2, an array 1), more than libjq parses.
  */
 int schema_compile(struct schema **out, jv doc);
 
 /*
  * Like schema_compile, lazily: text (borrowed: it must outlive the schema)
  * is checked as JSON and its root compiled now; every other subschema is
- * compiled from its own text when validation first reaches it (by the same
- * rules, with the same messages), its $ref resolved then.  A part of the
- * document that no validation reaches is never judged; when one that is
- * reached is bad, that validation and every later one fail with its message
- * ("#/$defs/x: unsupported keyword 'if'").  schema_validate* and
- * schema_free take it like any other.
+ * compiled from its own text when first reached (by validation, a $ref, or
+ * schema_compile_rest), its $ref resolved then.  Two equal keys in one
+ * object of the text are refused ("#: duplicate keyword 'type'"), not
+ * guessed at as libjq would.  A part of the document that nothing reaches
+ * is never judged; when one that validation reaches is bad, that validation
+ * and every later one fail with its message ("#/$defs/x: unsupported
+ * keyword 'if'").  schema_validate* and schema_free take it like any other.
  */
 int schema_compile_lazy(struct schema **out, const char *text, size_t len);
 
 /*
  * Compile every part of a lazy schema not compiled yet, so a bad part is
- * reported now, as schema_compile() would have (the eager path, for checking
- * a whole document).  Returns 0, or -1 with the first error.  A no-op on a
- * schema from schema_compile().
+ * reported now (for checking a whole document; schema_compile() ends with
+ * it).  Returns 0, or -1 with the first error met in the order of the nodes
+ * made: a schema with several bad parts names the one this order reaches
+ * first.  A no-op on a schema from schema_compile().
  */
 int schema_compile_rest(struct schema *s);
 

@@ -1,21 +1,19 @@
 /*
  * schema_compile.c - JSON Schema document -> node graph (see schema.h).
  *
- * schema_compile() turns the document into a graph of `struct node`, one per
- * subschema, after checking every keyword: anything this file does not
- * implement is refused, because a validator that skips a keyword it does not
- * know says "valid" to data the schema author meant to reject.  Every node is
- * also registered under its JSON pointer, which is how local $refs are
- * resolved (after the whole document is compiled, so forward references
- * work) and how schema_validate_def() finds "#/$defs/<name>".
+ * A schema is a graph of `struct node`, one per subschema, each compiled from
+ * its own part of the document's text after checking every keyword: anything
+ * this file does not implement is refused, because a validator that skips a
+ * keyword it does not know says "valid" to data the schema author meant to
+ * reject.  The text is indexed, not parsed (schema_text.c); a node is
+ * compiled when first reached: its keywords read, its subschemas made lazy
+ * nodes, its $ref resolved by walking the pointer from the root (compiling
+ * the nodes on the way), the $ref cycle check run over what it reaches.
  *
- * Embedded schemas (resource.h) are compiled lazily, once per process: their
- * text is indexed, not parsed, and a node is compiled from its own text when
- * validation first reaches it, with the same keyword handlers and messages
- * (its $ref resolved then, the nodes on the pointer's way compiled; the
- * cycle check run over what it reaches in place).  A phase process that
- * validates one state never compiles the definitions that state does not
- * use.  schema_compile() stays eager: it judges a whole document.
+ * Embedded schemas (schema_get) compile so as validation reaches them: a
+ * phase process that validates one state never compiles the definitions that
+ * state does not use.  schema_compile() serialises its document and compiles
+ * every node at once (schema_compile_rest), so it judges a whole document.
  */
 #include "data/schema_internal.h"
 #include "core/forge.h"
@@ -23,6 +21,7 @@
 #include "core/resource.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +95,7 @@ void schema_free(struct schema *s)
 	free(s->nodes);
 	free(s->id);
 	schema_text_release(&s->text);
+	free(s->text_owned);
 	free(s->name);
 	free(s->error);
 	free(s);
@@ -103,17 +103,22 @@ void schema_free(struct schema *s)
 
 /* ------------------------------------------------------------- compiling -- */
 
-/* "#/properties/x" for messages: the pointer of the node being compiled plus
- * an optional keyword. */
+/* "#/properties/x: ..." for messages: the pointer of the node being compiled
+ * (its middle elided when long, so a message about a deep schema still fits
+ * forge_last_error's buffer). */
 static int compile_error(struct compiler *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 static int compile_error(struct compiler *c, const char *fmt, ...)
 {
 	struct buf msg = BUF_INIT;
+	size_t len = c->ptr.len;
 	va_list ap;
 
-	buf_addf(&msg, "#%s: ", c->ptr.buf);
+	if (len <= 400)
+		buf_addf(&msg, "#%s: ", c->ptr.buf);
+	else
+		buf_addf(&msg, "#%.200s...%s: ", c->ptr.buf, c->ptr.buf + len - 100);
 	va_start(ap, fmt);
 	buf_vaddf(&msg, fmt, ap);
 	va_end(ap);
@@ -151,18 +156,6 @@ static size_t ptr_push_index(struct buf *b, size_t i)
 	return old;
 }
 
-static struct node *compile_node(struct compiler *c, jv doc, int depth);
-
-/* Compile doc[key] (a subschema) with the pointer extended by `key`. */
-static struct node *compile_child(struct compiler *c, jv sub, const char *key, int depth)
-{
-	size_t old = schema_ptr_push(&c->ptr, key);
-	struct node *n = compile_node(c, sub, depth + 1);
-
-	buf_truncate(&c->ptr, old);
-	return n;
-}
-
 static bool is_nonneg_integer(jv v)
 {
 	if (jv_get_kind(v) != JV_KIND_NUMBER)
@@ -195,25 +188,12 @@ bool schema_regex_search(const struct regex *re, const char *s, size_t len)
 	return pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, re->md, NULL) >= 0;
 }
 
-/* ---- keyword handlers: each checks its value and fills the node. ---- */
+/* ---- keywords given their value parsed: each checks it and fills the node. ---- */
 
-typedef int (*keyword_fn)(struct compiler *c, struct node *n, jv val, const char *kw, int depth);
+typedef int (*value_fn)(struct compiler *c, struct node *n, jv val, const char *kw);
 
-static int kw_annotation(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int string_value(struct compiler *c, jv val, const char *kw)
 {
-	(void)c;
-	(void)n;
-	(void)val;
-	(void)kw;
-	(void)depth;
-	return 0;
-}
-
-static int kw_string_annotation(struct compiler *c, struct node *n, jv val, const char *kw,
-				int depth)
-{
-	(void)n;
-	(void)depth;
 	if (jv_get_kind(val) != JV_KIND_STRING)
 		return compile_error(c, "'%s' must be a string", kw);
 	return 0;
@@ -223,9 +203,9 @@ static int kw_string_annotation(struct compiler *c, struct node *n, jv val, cons
  * a string that is not a PCRE2 pattern fails (config's sandbox rules, so a
  * bad one is refused when the configuration is read, and the validation
  * cache spares the programs that run on it compiling them all up front). */
-static int kw_format(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_format(struct compiler *c, struct node *n, jv val, const char *kw)
 {
-	if (kw_string_annotation(c, n, val, kw, depth) < 0)
+	if (string_value(c, val, kw) < 0)
 		return -1;
 	n->format_regex = strcmp(jv_string_value(val), "regex") == 0;
 	return 0;
@@ -233,9 +213,10 @@ static int kw_format(struct compiler *c, struct node *n, jv val, const char *kw,
 
 /* $id only names the document: below the root it would start an embedded
  * resource with its own base URI, which changes what "#/..." refers to. */
-static int kw_id(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_id(struct compiler *c, struct node *n, jv val, const char *kw)
 {
-	if (kw_string_annotation(c, n, val, kw, depth) < 0)
+	(void)n;
+	if (string_value(c, val, kw) < 0)
 		return -1;
 	if (c->ptr.len != 0)
 		return compile_error(c, "unsupported keyword '$id' below the root "
@@ -261,12 +242,11 @@ static int type_bit(unsigned *out, jv name)
 	return -1;
 }
 
-static int kw_type(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_type(struct compiler *c, struct node *n, jv val, const char *kw)
 {
 	unsigned bit;
 
 	(void)kw;
-	(void)depth;
 	if (jv_get_kind(val) == JV_KIND_STRING) {
 		if (type_bit(&bit, val) < 0)
 			return compile_error(c, "unknown type '%s'", jv_string_value(val));
@@ -287,10 +267,9 @@ static int kw_type(struct compiler *c, struct node *n, jv val, const char *kw, i
 	return 0;
 }
 
-static int kw_enum(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_enum(struct compiler *c, struct node *n, jv val, const char *kw)
 {
 	(void)kw;
-	(void)depth;
 	if (jv_get_kind(val) != JV_KIND_ARRAY)
 		return compile_error(c, "'enum' must be an array");
 	n->has_enum = 1;
@@ -298,11 +277,10 @@ static int kw_enum(struct compiler *c, struct node *n, jv val, const char *kw, i
 	return 0;
 }
 
-static int kw_const(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_const(struct compiler *c, struct node *n, jv val, const char *kw)
 {
 	(void)c;
 	(void)kw;
-	(void)depth;
 	n->has_const = 1;
 	n->const_val = jv_copy(val);
 	return 0;
@@ -321,9 +299,8 @@ static const struct {
 	{ "multipleOf", L_MULTIPLE_OF, 0 },
 };
 
-static int kw_limit(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_limit(struct compiler *c, struct node *n, jv val, const char *kw)
 {
-	(void)depth;
 	for (size_t i = 0; i < sizeof limit_keywords / sizeof limit_keywords[0]; i++) {
 		if (strcmp(kw, limit_keywords[i].name) != 0)
 			continue;
@@ -340,20 +317,18 @@ static int kw_limit(struct compiler *c, struct node *n, jv val, const char *kw, 
 	return compile_error(c, "unsupported keyword '%s'", kw);
 }
 
-static int kw_unique(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_unique(struct compiler *c, struct node *n, jv val, const char *kw)
 {
 	(void)kw;
-	(void)depth;
 	if (jv_get_kind(val) != JV_KIND_TRUE && jv_get_kind(val) != JV_KIND_FALSE)
 		return compile_error(c, "'uniqueItems' must be a boolean");
 	n->unique = jv_get_kind(val) == JV_KIND_TRUE;
 	return 0;
 }
 
-static int kw_required(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_required(struct compiler *c, struct node *n, jv val, const char *kw)
 {
 	(void)kw;
-	(void)depth;
 	if (jv_get_kind(val) != JV_KIND_ARRAY)
 		return compile_error(c, "'required' must be an array of strings");
 	jv_array_foreach(val, i, name) {
@@ -366,10 +341,9 @@ static int kw_required(struct compiler *c, struct node *n, jv val, const char *k
 	return 0;
 }
 
-static int kw_pattern(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_pattern(struct compiler *c, struct node *n, jv val, const char *kw)
 {
 	(void)kw;
-	(void)depth;
 	if (jv_get_kind(val) != JV_KIND_STRING)
 		return compile_error(c, "'pattern' must be a string");
 	n->pattern = xcalloc(1, sizeof *n->pattern);
@@ -389,42 +363,6 @@ static struct node_list *schema_list(struct node *n, const char *kw)
 	return strcmp(kw, "allOf") == 0 ? &n->all_of :
 	       strcmp(kw, "anyOf") == 0 ? &n->any_of :
 	       strcmp(kw, "oneOf") == 0 ? &n->one_of : &n->prefix;
-}
-
-/* A keyword whose value is one subschema. */
-static int kw_schema(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
-{
-	struct node *sub = compile_child(c, jv_copy(val), kw, depth);
-
-	if (!sub)
-		return -1;
-	*schema_slot(n, kw) = sub;
-	return 0;
-}
-
-/* A keyword whose value is an array of subschemas. */
-static int kw_schema_array(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
-{
-	struct node_list *list = schema_list(n, kw);
-	int len;
-
-	if (jv_get_kind(val) != JV_KIND_ARRAY || (len = jv_array_length(jv_copy(val))) == 0)
-		return compile_error(c, "'%s' must be a non-empty array of schemas", kw);
-	list->v = xcalloc((size_t)len, sizeof *list->v);
-	size_t old = schema_ptr_push(&c->ptr, kw);
-	for (int i = 0; i < len; i++) {
-		size_t mid = ptr_push_index(&c->ptr, (size_t)i);
-		struct node *sub = compile_node(c, jv_array_get(jv_copy(val), i), depth + 1);
-
-		buf_truncate(&c->ptr, mid);
-		if (!sub) {
-			buf_truncate(&c->ptr, old);
-			return -1;
-		}
-		list->v[list->n++] = sub;
-	}
-	buf_truncate(&c->ptr, old);
-	return 0;
 }
 
 static void prop_add(struct node *n, const char *name, size_t len, struct node *child)
@@ -455,50 +393,6 @@ static int props_sort(struct compiler *c, struct node *n)
 			return compile_error(c, "duplicate property '%s' in 'properties'",
 					     n->props[i].name);
 	return 0;
-}
-
-/* properties, patternProperties, $defs and definitions: name -> subschema. */
-static int kw_schema_map(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
-{
-	int rc = 0;
-	int is_props = strcmp(kw, "properties") == 0;
-	int is_pattern = strcmp(kw, "patternProperties") == 0;
-
-	if (jv_get_kind(val) != JV_KIND_OBJECT)
-		return compile_error(c, "'%s' must be an object of schemas", kw);
-	int len = jv_object_length(jv_copy(val));
-	if (is_props)
-		n->props = xcalloc((size_t)len, sizeof *n->props);
-	if (is_pattern)
-		n->pprops = xcalloc((size_t)len, sizeof *n->pprops);
-	size_t old = schema_ptr_push(&c->ptr, kw);
-	jv_object_foreach(val, key, sub) {
-		if (rc == 0) {
-			struct node *child = compile_child(c, jv_copy(sub), jv_string_value(key), depth);
-
-			if (!child) {
-				rc = -1;
-			} else if (is_props) {
-				prop_add(n, jv_string_value(key),
-					 (size_t)jv_string_length_bytes(jv_copy(key)), child);
-			} else if (is_pattern) {
-				struct pattern_prop *pp = &n->pprops[n->npprops];
-
-				size_t mid = schema_ptr_push(&c->ptr, jv_string_value(key));
-
-				pp->schema = child;
-				rc = regex_compile(c, &pp->re, jv_string_value(key),
-						   (size_t)jv_string_length_bytes(jv_copy(key)));
-				buf_truncate(&c->ptr, mid);
-				if (rc == 0)
-					n->npprops++;
-			}
-		}
-		jv_free(key);
-		jv_free(sub);
-	}
-	buf_truncate(&c->ptr, old);
-	return rc == 0 && is_props ? props_sort(c, n) : rc;
 }
 
 static int hex_value(char c)
@@ -540,31 +434,30 @@ static int percent_decode(char **out, const char *s)
 	return 0;
 }
 
-static int kw_ref(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
+static int kw_ref(struct compiler *c, struct node *n, jv val, const char *kw)
 {
 	(void)kw;
-	(void)depth;
 	if (jv_get_kind(val) != JV_KIND_STRING)
 		return compile_error(c, "'$ref' must be a string");
 	n->ref_text = xstrdup(jv_string_value(val));
 	return 0;
 }
 
-static int kw_items(struct compiler *c, struct node *n, jv val, const char *kw, int depth)
-{
-	if (jv_get_kind(val) == JV_KIND_ARRAY)
-		return compile_error(c, "unsupported 'items' array (draft 2019-09 and older); "
-				     "use 'prefixItems'");
-	return kw_schema(c, n, val, kw, depth);
-}
+/* ---- keywords that read their value's text: subschemas, string annotations ---- */
 
-/* ---- the same keywords read lazily from the document's text ---- */
-
-typedef int (*lazy_fn)(struct compiler *c, struct node *n, const char *kw, size_t off, int depth);
+typedef int (*text_fn)(struct compiler *c, struct node *n, const char *kw, size_t off, int depth);
 
 static const char *text_at(const struct compiler *c, size_t off)
 {
 	return c->s->text.text + off;
+}
+
+/* $schema, $comment, title, description: checked, not kept. */
+static int lz_string(struct compiler *c, struct node *n, const char *kw, size_t off, int depth)
+{
+	(void)n;
+	(void)depth;
+	return *text_at(c, off) == '"' ? 0 : compile_error(c, "'%s' must be a string", kw);
 }
 
 /* The subschema whose text starts at off: a boolean one now, an object one
@@ -685,34 +578,34 @@ static int lz_schema_map(struct compiler *c, struct node *n, const char *kw, siz
 	return rc == 0 && is_props ? props_sort(c, n) : rc;
 }
 
+/* Neither handler: an annotation, whatever its value. */
 static const struct {
 	const char *name;
-	keyword_fn fn;
-	lazy_fn lazy;           /* reads its value's text: the subschema keywords */
+	text_fn text;           /* reads its value's text */
+	value_fn value;         /* gets its value parsed (small values) */
 } keywords[] = {
-	{ "$schema", kw_string_annotation, NULL }, { "$id", kw_id, NULL },
-	{ "$comment", kw_string_annotation, NULL }, { "title", kw_string_annotation, NULL },
-	{ "description", kw_string_annotation, NULL }, { "format", kw_format, NULL },
-	{ "default", kw_annotation, NULL }, { "examples", kw_annotation, NULL },
-	{ "deprecated", kw_annotation, NULL }, { "readOnly", kw_annotation, NULL },
-	{ "writeOnly", kw_annotation, NULL },
-	{ "type", kw_type, NULL }, { "enum", kw_enum, NULL }, { "const", kw_const, NULL },
-	{ "properties", kw_schema_map, lz_schema_map },
-	{ "patternProperties", kw_schema_map, lz_schema_map },
-	{ "$defs", kw_schema_map, lz_schema_map }, { "definitions", kw_schema_map, lz_schema_map },
-	{ "additionalProperties", kw_schema, lz_schema }, { "not", kw_schema, lz_schema },
-	{ "items", kw_items, lz_items }, { "prefixItems", kw_schema_array, lz_schema_array },
-	{ "allOf", kw_schema_array, lz_schema_array }, { "anyOf", kw_schema_array, lz_schema_array },
-	{ "oneOf", kw_schema_array, lz_schema_array },
-	{ "required", kw_required, NULL }, { "pattern", kw_pattern, NULL },
-	{ "uniqueItems", kw_unique, NULL },
-	{ "minItems", kw_limit, NULL }, { "maxItems", kw_limit, NULL },
-	{ "minLength", kw_limit, NULL }, { "maxLength", kw_limit, NULL },
-	{ "minProperties", kw_limit, NULL }, { "maxProperties", kw_limit, NULL },
-	{ "minimum", kw_limit, NULL }, { "maximum", kw_limit, NULL },
-	{ "exclusiveMinimum", kw_limit, NULL }, { "exclusiveMaximum", kw_limit, NULL },
-	{ "multipleOf", kw_limit, NULL },
-	{ "$ref", kw_ref, NULL },
+	{ "$schema", lz_string, NULL }, { "$id", NULL, kw_id },
+	{ "$comment", lz_string, NULL }, { "title", lz_string, NULL },
+	{ "description", lz_string, NULL }, { "format", NULL, kw_format },
+	{ "default", NULL, NULL }, { "examples", NULL, NULL },
+	{ "deprecated", NULL, NULL }, { "readOnly", NULL, NULL },
+	{ "writeOnly", NULL, NULL },
+	{ "type", NULL, kw_type }, { "enum", NULL, kw_enum }, { "const", NULL, kw_const },
+	{ "properties", lz_schema_map, NULL }, { "patternProperties", lz_schema_map, NULL },
+	{ "$defs", lz_schema_map, NULL }, { "definitions", lz_schema_map, NULL },
+	{ "additionalProperties", lz_schema, NULL }, { "not", lz_schema, NULL },
+	{ "items", lz_items, NULL }, { "prefixItems", lz_schema_array, NULL },
+	{ "allOf", lz_schema_array, NULL }, { "anyOf", lz_schema_array, NULL },
+	{ "oneOf", lz_schema_array, NULL },
+	{ "required", NULL, kw_required }, { "pattern", NULL, kw_pattern },
+	{ "uniqueItems", NULL, kw_unique },
+	{ "minItems", NULL, kw_limit }, { "maxItems", NULL, kw_limit },
+	{ "minLength", NULL, kw_limit }, { "maxLength", NULL, kw_limit },
+	{ "minProperties", NULL, kw_limit }, { "maxProperties", NULL, kw_limit },
+	{ "minimum", NULL, kw_limit }, { "maximum", NULL, kw_limit },
+	{ "exclusiveMinimum", NULL, kw_limit }, { "exclusiveMaximum", NULL, kw_limit },
+	{ "multipleOf", NULL, kw_limit },
+	{ "$ref", NULL, kw_ref },
 };
 
 static int keyword_index(const char *kw)
@@ -721,15 +614,6 @@ static int keyword_index(const char *kw)
 		if (kw[0] == keywords[i].name[0] && strcmp(kw, keywords[i].name) == 0)
 			return (int)i;
 	return -1;
-}
-
-static int compile_keyword(struct compiler *c, struct node *n, const char *kw, jv val, int depth)
-{
-	int i = keyword_index(kw);
-
-	if (i < 0)
-		return compile_error(c, "unsupported keyword '%s'", kw);
-	return keywords[i].fn(c, n, val, kw, depth);
 }
 
 /* The value at off as json_parse() would make it, a plain string (most:
@@ -744,7 +628,8 @@ static jv lazy_value(const struct compiler *c, size_t off, size_t len)
 }
 
 /* One member of a lazy node: the subschema keywords read their text; the
- * annotations need no value; the rest get theirs parsed (small values). */
+ * annotations need no value; the rest get theirs parsed (small values).
+ * (Text from schema_compile() is json_dumps' and has no duplicate keys.) */
 static int lazy_keyword(struct compiler *c, struct node *n, const char *kw, size_t off, size_t len,
 			uint64_t *seen)
 {
@@ -757,55 +642,22 @@ static int lazy_keyword(struct compiler *c, struct node *n, const char *kw, size
 	if (*seen & (UINT64_C(1) << i))
 		return compile_error(c, "duplicate keyword '%s'", kw);
 	*seen |= UINT64_C(1) << i;
-	if (keywords[i].lazy)
-		return keywords[i].lazy(c, n, kw, off, n->depth);
-	if (keywords[i].fn == kw_annotation)
+	if (keywords[i].text)
+		return keywords[i].text(c, n, kw, off, n->depth);
+	if (!keywords[i].value)
 		return 0;
-	if (keywords[i].fn == kw_string_annotation)
-		return *text_at(c, off) == '"' ? 0 : compile_error(c, "'%s' must be a string", kw);
 	jv val = lazy_value(c, off, len);
-	rc = keywords[i].fn(c, n, val, kw, n->depth);
+	if ((*text_at(c, off) == '[' || *text_at(c, off) == '{') && !jv_is_valid(val)) {
+		/* valid JSON (json_scan_depth), deeper than libjq parses */
+		char *why = json_invalid_msg(val);
+
+		rc = compile_error(c, "'%s' cannot be read: %s", kw, why);
+		free(why);
+		return rc;
+	}
+	rc = keywords[i].value(c, n, val, kw);
 	jv_free(val);
 	return rc;
-}
-
-/* Compile one subschema.  Consumes doc.  NULL with a message on error. */
-static struct node *compile_node(struct compiler *c, jv doc, int depth)
-{
-	struct node *n;
-	int rc = 0;
-
-	if (depth > MAX_SCHEMA_DEPTH) {
-		jv_free(doc);
-		compile_error(c, "schema nested deeper than %d levels", MAX_SCHEMA_DEPTH);
-		return NULL;
-	}
-	switch (jv_get_kind(doc)) {
-	case JV_KIND_TRUE:
-	case JV_KIND_FALSE:
-		n = node_new(c);
-		n->is_bool = 1;
-		n->bool_value = jv_get_kind(doc) == JV_KIND_TRUE;
-		n->depth = depth;
-		jv_free(doc);
-		return n;
-	case JV_KIND_OBJECT:
-		break;
-	default:
-		jv_free(doc);
-		compile_error(c, "a schema must be an object or a boolean");
-		return NULL;
-	}
-	n = node_new(c);
-	n->depth = depth;
-	jv_object_foreach(doc, key, val) {
-		if (rc == 0)
-			rc = compile_keyword(c, n, jv_string_value(key), val, depth);
-		jv_free(key);
-		jv_free(val);
-	}
-	jv_free(doc);
-	return rc == 0 ? n : NULL;
 }
 
 /* A lazy schema's first error, whole, kept: every later validation reports it. */
@@ -822,7 +674,7 @@ static int lazy_failed(struct schema *s)
 	return -1;
 }
 
-static int resolve_ref(struct schema *s, struct node **sorted, struct node *n);
+static int resolve_ref(struct schema *s, struct node *n);
 
 /* Compile a lazy node from its text: its keywords, its subschemas as lazy
  * nodes (its children, made together), then its $ref. */
@@ -844,7 +696,7 @@ static int compile_lazy(struct node *n)
 	n->nchildren = s->n - n->first_child;
 	/* ready before its $ref is followed: the ref may lead through it */
 	n->state = rc == 0 ? NODE_READY : NODE_BAD;
-	if (rc == 0 && n->ref_text && resolve_ref(s, NULL, n) < 0) {
+	if (rc == 0 && n->ref_text && resolve_ref(s, n) < 0) {
 		n->state = NODE_BAD;
 		rc = -1;
 	}
@@ -853,9 +705,9 @@ static int compile_lazy(struct node *n)
 	return rc < 0 ? lazy_failed(s) : 0;
 }
 
-/* In a lazy schema: from the root down the children whose pointer starts
- * the one sought, compiling them on the way. */
-static int find_lazy(struct node **out, struct schema *s, const char *pointer)
+/* From the root down the children whose pointer starts the one sought,
+ * compiling them on the way. */
+int schema_find_pointer(struct node **out, struct schema *s, const char *pointer)
 {
 	struct node *cur = s->nodes[0];
 
@@ -883,17 +735,6 @@ static int find_lazy(struct node **out, struct schema *s, const char *pointer)
 	return 0;
 }
 
-int schema_find_pointer(struct node **out, struct schema *s, const char *pointer)
-{
-	if (s->lazy)
-		return find_lazy(out, s, pointer);
-	*out = NULL;
-	for (size_t i = 0; i < s->n && !*out; i++)
-		if (strcmp(s->nodes[i]->pointer, pointer) == 0)
-			*out = s->nodes[i];
-	return 0;
-}
-
 /*
  * The fragment of a $ref that stays inside this document: "#..." itself, or
  * the part after the root's own $id ("urn:x#/$defs/a" in a schema whose $id
@@ -912,21 +753,8 @@ static const char *local_fragment(const struct schema *s, const char *ref)
 	return NULL;
 }
 
-static int by_pointer(const void *a, const void *b)
-{
-	return strcmp((*(struct node *const *)a)->pointer, (*(struct node *const *)b)->pointer);
-}
-
-/* The node at pointer among the nodes sorted by pointer, or NULL. */
-static struct node *find_sorted(struct node **sorted, size_t n, const char *pointer)
-{
-	struct node key = { .pointer = (char *)pointer }, *kp = &key, **hit;
-
-	hit = bsearch(&kp, sorted, n, sizeof *sorted, by_pointer);
-	return hit ? *hit : NULL;
-}
-
-static int resolve_ref(struct schema *s, struct node **sorted, struct node *n)
+/* Resolve n's $ref, compiling the nodes on the pointer's way. */
+static int resolve_ref(struct schema *s, struct node *n)
 {
 	const char *frag = local_fragment(s, n->ref_text);
 
@@ -939,9 +767,7 @@ static int resolve_ref(struct schema *s, struct node **sorted, struct node *n)
 	if (percent_decode(&n->ref, frag + 1) < 0)
 		return forge_error("#%s: malformed percent-escape in $ref '%s'", n->pointer,
 				   n->ref_text);
-	if (sorted)
-		n->ref_target = find_sorted(sorted, s->n, n->ref);
-	else if (find_lazy(&n->ref_target, s, n->ref) < 0)
+	if (schema_find_pointer(&n->ref_target, s, n->ref) < 0)
 		return -1;
 	if (!n->ref_target)
 		return forge_error("#%s: $ref '%s' does not point to a schema in this document",
@@ -949,33 +775,11 @@ static int resolve_ref(struct schema *s, struct node **sorted, struct node *n)
 	return 0;
 }
 
-/* After the whole document is compiled, so refs may point forward.  The
- * targets are looked up in the nodes sorted by pointer (a linear search per
- * $ref was a sixth of compiling the config schema). */
-static int resolve_refs(struct schema *s)
-{
-	struct node **sorted = NULL;
-	int rc = 0;
-
-	for (size_t i = 0; i < s->n && rc == 0; i++) {
-		if (!s->nodes[i]->ref_text)
-			continue;
-		if (!sorted) {
-			sorted = xmalloc(s->n * sizeof *sorted);
-			memcpy(sorted, s->nodes, s->n * sizeof *sorted);
-			qsort(sorted, s->n, sizeof *sorted, by_pointer);
-		}
-		rc = resolve_ref(s, sorted, s->nodes[i]);
-	}
-	free(sorted);
-	return rc;
-}
-
 /*
  * $ref, allOf, anyOf, oneOf and not apply their subschemas to the same
  * instance; a cycle made only of those edges would recurse forever on any
  * input, so it is refused here (depth-first search over node.mark, 1 = on
- * the stack).  In a lazy schema the nodes it reaches are compiled on the way.
+ * the stack).  The nodes it reaches are compiled on the way.
  */
 static int check_cycles_from(struct node *n)
 {
@@ -1004,15 +808,6 @@ static int check_cycles_from(struct node *n)
 	return 0;
 }
 
-static int check_cycles(const struct schema *s)
-{
-	int rc = 0;
-
-	for (size_t i = 0; i < s->n && rc == 0; i++)
-		rc = check_cycles_from(s->nodes[i]);
-	return rc;
-}
-
 int schema_node_ready(struct node *n)
 {
 	if (n->mark == 2)
@@ -1022,28 +817,12 @@ int schema_node_ready(struct node *n)
 	return 0;
 }
 
-int schema_compile(struct schema **out, jv doc)
-{
-	struct compiler c = { xcalloc(1, sizeof *c.s), BUF_INIT };
-
-	*out = NULL;
-	if (!compile_node(&c, doc, 0) || resolve_refs(c.s) < 0 || check_cycles(c.s) < 0) {
-		buf_release(&c.ptr);
-		schema_free(c.s);
-		return -1;
-	}
-	buf_release(&c.ptr);
-	*out = c.s;
-	return 0;
-}
-
 int schema_compile_lazy(struct schema **out, const char *text, size_t len)
 {
 	struct compiler c = { xcalloc(1, sizeof *c.s), BUF_INIT };
 	struct node *root = NULL;
 
 	*out = NULL;
-	c.s->lazy = true;
 	if (schema_text_index(&c.s->text, text, len) == 0)
 		root = lazy_node(&c, schema_text_start(&c.s->text), 0);
 	buf_release(&c.ptr);
@@ -1068,6 +847,27 @@ int schema_compile_rest(struct schema *s)
 		rc = schema_node_ready(s->nodes[i]);
 	pthread_mutex_unlock(&schema_mutex);
 	return rc;
+}
+
+/* The lazy compiler over the document's own text, then the rest of it:
+ * eager, every error reported now. */
+int schema_compile(struct schema **out, jv doc)
+{
+	char *text = json_dumps(doc, false);
+	struct schema *s;
+
+	*out = NULL;
+	if (schema_compile_lazy(&s, text, strlen(text)) < 0) {
+		free(text);
+		return -1;
+	}
+	s->text_owned = text;
+	if (schema_compile_rest(s) < 0) {
+		schema_free(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
 }
 
 /* ----------------------------------------------------- embedded schemas -- */

@@ -20,6 +20,12 @@
 
 /* Deeper than any sane schema; guards the C stack against hostile input. */
 #define MAX_SCHEMA_DEPTH 256
+/* How deep a schema's text may nest, in json_scan's count (an object 2, an
+ * array 1): a schema MAX_SCHEMA_DEPTH levels deep fits whichever keywords
+ * nest it ("properties": two objects a level), and so does every document
+ * json_parse() makes (libjq 1.6 stops at 256); json_scan recurses a frame
+ * or two a level. */
+#define SCHEMA_TEXT_MAX_DEPTH (4 * (MAX_SCHEMA_DEPTH + 1))
 #define MAX_VALIDATE_DEPTH 2048
 
 enum type_bit {
@@ -70,7 +76,8 @@ struct node_list {
 	size_t n;
 };
 
-/* A lazy node is compiled when validation first reaches it (schema_get). */
+/* A lazy node is compiled when first reached (by validation, a $ref,
+ * schema_compile_rest). */
 enum node_state { NODE_READY, NODE_LAZY, NODE_BAD };
 
 struct node {
@@ -123,8 +130,8 @@ struct schema {
 	struct node **nodes;    /* every node, owned; nodes[0] is the root */
 	size_t n, alloc;
 	char *id;               /* the root's $id, or NULL */
-	bool lazy;              /* nodes compiled from text as validation reaches them */
 	struct schema_text text;
+	char *text_owned;       /* schema_compile()'s serialised document, or NULL */
 	char *name;             /* for messages ("state.schema.json"), or NULL */
 	char *error;            /* a lazy compile's first error, the whole message */
 };
@@ -160,8 +167,8 @@ bool schema_regex_search(const struct regex *re, const char *s, size_t len);
  * functions of this header take it not: their callers hold it. */
 extern pthread_mutex_t schema_mutex;
 
-/* The node registered under a JSON pointer ("" = root), or NULL.  Borrowed.
- * A lazy schema compiles the nodes on the way; -1 when one is bad. */
+/* The node at a JSON pointer ("" = root), or NULL.  Borrowed.  The nodes on
+ * the way are compiled; -1 when one is bad. */
 int schema_find_pointer(struct node **out, struct schema *s, const char *pointer);
 
 /* Append "/token" (escaped as a JSON pointer) to b; returns the old length. */

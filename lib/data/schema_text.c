@@ -1,9 +1,10 @@
 /*
- * schema_text.c - walking a schema's JSON text in place, for the lazy
- * compiler (schema_compile_lazy): the members of one object and the items of
- * one array, without building a jv of the document.
+ * schema_text.c - walking a schema's JSON text in place, for the compiler
+ * (schema_compile.c): the members of one object and the items of one array,
+ * without building a jv of the document.
  *
- * The text is checked once (json_scan: strict JSON) and indexed once: for
+ * The text is checked once (json_scan_depth: strict JSON, nested at most
+ * SCHEMA_TEXT_MAX_DEPTH deep) and indexed once: for
  * every '{' and '[' the offset past its partner, so stepping over a nested
  * subschema costs nothing however large it is.
  */
@@ -22,19 +23,48 @@ static size_t skip_ws(const struct schema_text *t, size_t p)
 	return p;
 }
 
+/* Whether text nests deeper than max in json_scan's count, read loosely
+ * (brackets in strings skipped, pairs not matched): only to say why
+ * json_scan refused it. */
+static bool nests_deeper(const char *text, size_t len, int max)
+{
+	int depth = 0;
+
+	for (size_t p = 0; p < len; p++) {
+		char ch = text[p];
+
+		if (ch == '"') {
+			for (p++; p < len && text[p] != '"'; p++)
+				p += text[p] == '\\';
+		} else if (ch == '{' || ch == '[') {
+			depth += ch == '{' ? 2 : 1;
+			if (depth > max)
+				return true;
+		} else if (ch == '}' || ch == ']') {
+			depth -= ch == '}' ? 2 : 1;
+		}
+	}
+	return false;
+}
+
 int schema_text_index(struct schema_text *t, const char *text, size_t len)
 {
-	uint32_t open[JSON_SCAN_MAX_DEPTH + 1];
+	uint32_t open[SCHEMA_TEXT_MAX_DEPTH + 1];
 	size_t depth = 0;
 	bool esc;
 
-	if (len >= UINT32_MAX || json_scan(text, len, NULL, NULL) == JSON_SCAN_INVALID)
+	if (len >= UINT32_MAX)
 		return forge_error("a schema must be one JSON text");
+	if (json_scan_depth(text, len, SCHEMA_TEXT_MAX_DEPTH) == JSON_SCAN_INVALID)
+		return nests_deeper(text, len, SCHEMA_TEXT_MAX_DEPTH) ?
+		       forge_error("#: schema nested deeper than %d (an object counts 2, an array 1)",
+				   SCHEMA_TEXT_MAX_DEPTH) :
+		       forge_error("a schema must be one JSON text");
 	t->text = text;
 	t->len = len;
 	t->close = xmalloc((len ? len : 1) * sizeof *t->close);
 	/* json_scan accepted it: strings are well formed, brackets balance and
-	 * nest at most JSON_SCAN_MAX_DEPTH deep. */
+	 * nest at most SCHEMA_TEXT_MAX_DEPTH deep. */
 	for (size_t p = 0; p < len; p++) {
 		char ch = text[p];
 

@@ -91,6 +91,17 @@ static void test_depth(void)
 		if (taken)
 			CHECK(jq_takes(text, n));
 	}
+	/* json_scan_depth: another limit by the same count (a schema's text) */
+	for (int depth = 1; depth <= 1100; depth += 99) {
+		size_t n = 0;
+		for (int i = 0; i < depth; i++)
+			text[n++] = '[';
+		for (int i = 0; i < depth; i++)
+			text[n++] = ']';
+		CHECK(json_scan_depth(text, n, 1000) == (depth <= 1000 ? JSON_SCAN_ARRAY : JSON_SCAN_INVALID));
+		CHECK(json_scan_depth(text, n, depth) == JSON_SCAN_ARRAY);
+		CHECK(json_scan_depth(text, n, depth - 1) == JSON_SCAN_INVALID);
+	}
 }
 
 struct members {

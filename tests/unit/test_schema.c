@@ -1,5 +1,6 @@
 /* test_schema.c - unit tests of lib/schema (the validator and schemas/). */
 #include "data/schema.h"
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "core/resource.h"
@@ -615,6 +616,97 @@ static void test_lazy_refuses(void)
 	schema_free(s);
 }
 
+/* n copies of open, then inner, then n copies of close: a new string. */
+static char *nested(const char *open, const char *inner, const char *close, int n)
+{
+	struct buf b = BUF_INIT;
+
+	for (int i = 0; i < n; i++)
+		buf_adds(&b, open);
+	buf_adds(&b, inner);
+	for (int i = 0; i < n; i++)
+		buf_adds(&b, close);
+	return buf_detach(&b, NULL);
+}
+
+/* {"items": ... {"type":"integer"} ...} with n "items" around the innermost. */
+static jv items_chain(int n)
+{
+	jv doc = parse("{\"type\":\"integer\"}");
+
+	for (int i = 0; i < n; i++)
+		doc = json_set(jv_object(), "items", doc);
+	return doc;
+}
+
+/* A schema may nest 256 levels (MAX_SCHEMA_DEPTH), deeper than json_scan
+ * lets an event nest: an MCP server's tool schema as deep as json_parse()
+ * takes compiles, a level more is refused with the path; a text nested past
+ * what a 256-level schema needs is refused before any node is made. */
+static void test_depth_limits(void)
+{
+	struct schema *s = NULL;
+	char *text, *deep;
+
+	CHECK_INT(schema_compile(&s, items_chain(256)), 0);
+	text = nested("[", "1", "]", 256);
+	CHECK_STR(check(s, text), "");
+	free(text);
+	text = nested("[", "\"x\"", "]", 256);
+	CHECK(strstr(check(s, text), "[0][0]: expected integer, got string"));
+	free(text);
+	schema_free(s);
+	/* the pointer's middle elided: the message fits forge_last_error() */
+	CHECK_INT(schema_compile(&s, items_chain(257)), -1);
+	text = nested("/items", "", "", 34);
+	deep = nested("/items", ": schema nested deeper than 256 levels", "", 16);
+	CHECK(strncmp(forge_last_error(), "#", 1) == 0 &&
+	      strncmp(forge_last_error() + 1, text, 200) == 0);
+	CHECK(strncmp(forge_last_error() + 201, "...tems/", 8) == 0);
+	CHECK_STR(forge_last_error() + 208, deep);
+	free(deep);
+	free(text);
+
+	/* "properties" nests two objects a level: 256 levels fit the text too */
+	text = nested("{\"properties\":{\"a\":", "true", "}}", 256);
+	s = lazy(text);
+	CHECK_MSG(s && schema_compile_rest(s) == 0, "%s", forge_last_error());
+	schema_free(s);
+	free(text);
+
+	/* as deep as libjq parses (an MCP reply): beyond json_scan's events */
+	text = nested("{\"not\":", "false", "}", 127);
+	jv doc = parse(text);
+	CHECK_MSG(jv_is_valid(doc), "libjq took %s", "127 levels");
+	CHECK_INT(schema_compile(&s, doc), 0);
+	CHECK_STR(check(s, "1"), "");
+	schema_free(s);
+	free(text);
+
+	/* the text's own limit: 1028 in json_scan's count (here 2 + the arrays) */
+	text = nested("[", "", "]", 1026);
+	deep = nested("{\"default\":", text, "}", 1);
+	s = lazy(deep);
+	CHECK_MSG(s && schema_compile_rest(s) == 0, "%s", forge_last_error());
+	schema_free(s);
+	free(deep);
+	free(text);
+	text = nested("[", "", "]", 1027);
+	deep = nested("{\"default\":", text, "}", 1);
+	CHECK(lazy(deep) == NULL);
+	CHECK_STR(forge_last_error(), "#: schema nested deeper than 1028 (an object counts 2, an array 1)");
+	free(deep);
+	free(text);
+
+	/* a value the compiler parses, deeper than libjq parses */
+	text = nested("[", "", "]", 300);
+	deep = nested("{\"const\":", text, "}", 1);
+	CHECK(lazy(deep) == NULL);
+	CHECK(strncmp(forge_last_error(), "#: 'const' cannot be read: ", 27) == 0);
+	free(deep);
+	free(text);
+}
+
 /* The embedded schemas are compiled lazily by schema_get(): each must be a
  * schema whole, eagerly and lazily, so no process meets a bad part late. */
 static void test_embedded_schemas_whole(void)
@@ -701,6 +793,7 @@ int main(void)
 	RUN(test_lazy_unreached_bad_part);
 	RUN(test_lazy_refs);
 	RUN(test_lazy_refuses);
+	RUN(test_depth_limits);
 	RUN(test_embedded_schemas_whole);
 	return unit_done();
 }
