@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,43 @@ static void dump_jq(struct buf *b, jv v)
 	jv_free(s);
 }
 
+/* Whether a JSON string holds byte c as it is (jq escapes DEL too). */
+static inline bool verbatim(unsigned char c)
+{
+	return c >= 0x20 && c != '"' && c != '\\' && c != 0x7f;
+}
+
+/*
+ * How many of the 8 bytes at p are verbatim() before the first that is
+ * not: 8 when all are.  Eight bytes a step instead of one: a dump is mostly
+ * strings (prompts, files, tool output).  A byte's high bit in `flagged`
+ * is set when it is below 0x20, or equal to '"', '\\' or DEL (x - 1 & ~x
+ * of its xor); a borrow runs upwards only, from a byte flagged itself, so
+ * the lowest flagged byte is exactly the first to escape.  Bytes of 0x80
+ * and above (UTF-8) are verbatim.  Byte by byte on a big-endian machine.
+ */
+static size_t verbatim_prefix8(const unsigned char *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint64_t ones = 0x0101010101010101u;
+	uint64_t w, q, bs, del, flagged;
+
+	memcpy(&w, p, sizeof w);
+	q = w ^ (ones * '"');
+	bs = w ^ (ones * '\\');
+	del = w ^ (ones * 0x7f);
+	flagged = (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | ((del - ones) & ~del)) &
+		  0x8080808080808080u;
+	return flagged ? (size_t)__builtin_ctzll(flagged) / 8 : 8;
+#else
+	size_t n = 0;
+
+	while (n < 8 && verbatim(p[n]))
+		n++;
+	return n;
+#endif
+}
+
 static void dump_string(struct buf *b, jv v)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -128,8 +166,15 @@ static void dump_string(struct buf *b, jv v)
 
 	buf_addch(b, '"');
 	while (p < end) {
-		for (run = p; p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f; p++)
+		size_t n = 8;
+
+		for (run = p; end - p >= 8 && (n = verbatim_prefix8(p)) == 8; p += 8)
 			;
+		if (n < 8)
+			p += n;
+		else
+			while (p < end && verbatim(*p))
+				p++;
 		buf_add(b, run, (size_t)(p - run));
 		if (p == end)
 			break;

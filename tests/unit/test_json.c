@@ -190,6 +190,51 @@ static void test_dumps_as_jq(void)
 	}
 }
 
+/* Strings print as jq prints them with the byte to escape at every place
+ * of a string up to 24 bytes: json.c scans 8 bytes a step, and the first
+ * byte to escape in a step must be found exactly, whatever comes after it
+ * (a borrow from it may flag the next byte) and whatever comes before
+ * (UTF-8 bytes above 0x80, ' ' and '!' just above the control range). */
+static void test_dumps_strings_as_jq(void)
+{
+	static const unsigned char specials[] = { '"', '\\', '\n', 0x01, 0x1f, 0x7f, 0x00 };
+	static const unsigned char fillers[][2] = { { 'a', 'z' }, { ' ', '!' }, { 0xc3, 0xa9 }, { '~', '#' } };
+	int compared = 0;
+
+	for (size_t f = 0; f < sizeof fillers / sizeof *fillers; f++) {
+		bool utf8 = fillers[f][0] == 0xc3;
+
+		for (size_t len = 1; len <= 24; len++) {
+			for (size_t at = 0; at < len; at++) {
+				if (utf8 && at % 2)
+					continue;    /* whole characters only */
+				for (size_t k = 0; k < sizeof specials; k++) {
+					unsigned char text[32];
+
+					for (size_t i = 0; i < len; i++)
+						text[i] = fillers[f][i % 2];
+					if (utf8 && len % 2)
+						text[len - 1] = 'x';
+					text[at] = specials[k];
+					if (utf8 && at + 1 < len)
+						text[at + 1] = specials[(k + 1) % sizeof specials];
+					jv v = jv_string_sized((const char *)text, (int)len);
+					jv want = jv_dump_string(jv_copy(v), 0);
+					char *got = json_dumps(v, false);
+
+					CHECK_MSG(!strcmp(got, jv_string_value(want)),
+						  "filler %zu, %zu bytes, byte %zu: got %s, jq %s", f, len, at, got,
+						  jv_string_value(want));
+					compared++;
+					free(got);
+					jv_free(want);
+				}
+			}
+		}
+	}
+	CHECK(compared > 2000);
+}
+
 /* Numbers print as jq 1.6 prints them, over every magnitude and many digit
  * counts: what recall's scores (six decimals) and costs look like, random
  * doubles, and the edges of the range json.c prints without jq. */
@@ -330,6 +375,7 @@ int main(void)
 	RUN(test_parse_as_jq);
 	RUN(test_parse_without_notes);
 	RUN(test_dumps_as_jq);
+	RUN(test_dumps_strings_as_jq);
 	RUN(test_numbers_as_jq);
 	RUN(test_get_helpers);
 	RUN(test_parse_errors_are_short);
