@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -555,6 +557,42 @@ static void test_kill_running(void)
 	unlink(fifo);
 }
 
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/* A child without namespaces shares our memory until it execs
+ * (CLONE_VM|CLONE_VFORK): none of our pages turns copy-on-write, so
+ * writing a megabyte of them again afterwards takes no page fault (after
+ * a fork() it took one per page, 256).  Under ASan proc.c forks. */
+static void test_child_leaves_our_pages_alone(void)
+{
+	const size_t size = 1 << 20;
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char *mem;
+
+#if defined(__SANITIZE_ADDRESS__)
+	SKIP("proc.c forks under ASan");
+#endif
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(mem != MAP_FAILED);
+	memset(mem, 1, size);
+	CHECK(sh(&r, &o, "exit 3") == 0);
+	CHECK_INT(r.exit_code, 3);
+	proc_result_release(&r);
+	long before = minor_faults();
+	for (size_t i = 0; i < size; i += 4096)
+		mem[i] = 2;
+	long faults = minor_faults() - before;
+	CHECK_MSG(faults < 16, "%ld page faults writing 1 MiB again after a child ran", faults);
+	munmap(mem, size);
+}
+
 int main(void)
 {
 	char t[] = "/tmp/forge-proc-XXXXXX";
@@ -574,6 +612,7 @@ int main(void)
 	RUN(test_streaming_lines);
 	RUN(test_on_started);
 	RUN(test_kill_running);
+	RUN(test_child_leaves_our_pages_alone);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
 		return 1;
