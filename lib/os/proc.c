@@ -4,6 +4,7 @@
  */
 #include "os/proc.h"
 #include "core/forge.h"
+#include "os/clonevm.h"
 #include "os/landlock.h"
 #include "os/nsview.h"
 
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -415,59 +415,12 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	child_fail(p->rep_fd, ST_EXEC, errno);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SHARED_SPAWN 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SHARED_SPAWN 0
-#endif
-#endif
-#ifndef SHARED_SPAWN
-#define SHARED_SPAWN 1
-#endif
-
-#if SHARED_SPAWN
+/* child_main for clone_shared() (os/clonevm.h): it makes system calls
+ * only, and sets every signal's disposition to SIG_DFL before it unblocks
+ * them, as clone_shared() asks. */
 static int shared_child(void *plan)
 {
 	child_main(plan);
-}
-#endif
-
-/*
- * Start child_main in a process that shares this one's memory until it
- * execs (CLONE_VM | CLONE_VFORK, as posix_spawn does), on a stack of its
- * own.  After a fork(), every page of ours is copy-on-write: each one the
- * parent writes again takes a fault (about 15 us on a paravirtualised
- * machine), and the supervisor wrote hundreds after each phase it started.
- * The calling thread sleeps until the exec or the child's exit; child_main
- * makes system calls only.  -1 (errno set) when the stack or the clone
- * fails, or when this build keeps fork(): under ASan, whose checks at the
- * child's noreturn calls do not know its stack.
- *
- * Not for namespaces (a user namespace refuses a shared address space, and
- * PID 1 forks again) nor for a cgroup's go pipe (the child would wait for a
- * parent that sleeps until it execs): the caller forks then.
- */
-static pid_t spawn_shared(struct child_plan *plan)
-{
-#if SHARED_SPAWN
-	const size_t size = 256 * 1024;	/* reserved; the child touches a few pages */
-	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	pid_t pid;
-	int e;
-
-	if (stack == MAP_FAILED)
-		return -1;
-	pid = clone(shared_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, plan);
-	e = errno;
-	munmap(stack, size);
-	errno = e;
-	return pid;
-#else
-	(void)plan;
-	errno = ENOSYS;
-	return -1;
-#endif
 }
 
 static const char *stage_name(int stage)
@@ -668,7 +621,9 @@ attempt:
 			plan.ns = false;
 			pid = fork();
 		}
-	} else if (o->new_netns || plan.go_fd >= 0 || (pid = spawn_shared(&plan)) < 0) {
+	} else if (o->new_netns || plan.go_fd >= 0 || (pid = clone_shared(shared_child, &plan)) < 0) {
+		/* a network namespace may be a user namespace too; the go pipe
+		 * would have the child wait for a parent asleep until it execs */
 		pid = fork();
 	}
 	if (pid == 0)

@@ -2,9 +2,11 @@
 #include "os/spawn.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "os/clonevm.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,27 +42,45 @@ static char *resolve(const char *prog)
 	return NULL;
 }
 
-/* In the child: async-signal-safe calls only.  Never returns. */
-static void child(const char *prog, const struct spawn_opts *o, pid_t parent, int in, int out, int err,
-		  int ex)
+/* What the child needs, made before it starts. */
+struct child_plan {
+	const char *prog;
+	const struct spawn_opts *o;
+	pid_t parent;
+	int in, out, err, ex;
+};
+
+/*
+ * In the child, started with every signal blocked (by clone_shared(), or
+ * by fork() when it cannot): system calls only, and every disposition is
+ * SIG_DFL before a signal is unblocked (os/clonevm.h).  Never returns.
+ */
+static int child(void *arg)
 {
 	static char *const empty_env[] = { NULL };
+	const struct child_plan *c = arg;
+	const struct spawn_opts *o = c->o;
+	struct sigaction dfl;
 	sigset_t none;
 	int e;
 
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	if (getppid() != parent)
+	if (getppid() != c->parent)
 		_exit(127);
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || (o->cwd && chdir(o->cwd) < 0)) {
+	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->err, 2) < 0 || (o->cwd && chdir(o->cwd) < 0)) {
 		e = errno;
 	} else {
-		execve(prog, (char *const *)o->argv, o->envp ? o->envp : empty_env);
+		execve(c->prog, (char *const *)o->argv, o->envp ? o->envp : empty_env);
 		e = errno;
 	}
-	if (write(ex, &e, sizeof e) < 0) {
+	if (write(c->ex, &e, sizeof e) < 0) {
 		/* nothing more to say */
 	}
 	_exit(127);
@@ -85,14 +105,20 @@ int proc_spawn(struct spawned *s, const struct spawn_opts *o)
 		forge_error("pipe: %s", strerror(errno));
 		goto out;
 	}
-	s->pid = fork();
+	struct child_plan plan = { prog, o, parent, in[0], out[1], err[1], ex[1] };
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if ((s->pid = clone_shared(child, &plan)) < 0 && (s->pid = fork()) == 0)
+		child(&plan);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (s->pid < 0) {
-		forge_error("fork: %s", strerror(errno));
+		forge_error("fork: %s", strerror(e));
 		s->pid = 0;
 		goto out;
 	}
-	if (s->pid == 0)
-		child(prog, o, parent, in[0], out[1], err[1], ex[1]);
 	close_fd(&ex[1]);
 	while ((n = read(ex[0], &e, sizeof e)) < 0 && errno == EINTR)
 		;

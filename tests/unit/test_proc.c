@@ -4,6 +4,7 @@
 #include "os/landlock.h"
 #include "os/nsview.h"
 #include "os/proc.h"
+#include "os/spawn.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -593,6 +594,46 @@ static void test_child_leaves_our_pages_alone(void)
 	munmap(mem, size);
 }
 
+/* proc_spawn (os/spawn.h): pipes to the child's stdio, default signal
+ * dispositions (one the parent ignores included), and, as for proc_run,
+ * none of our pages made copy-on-write by starting it. */
+static void test_spawn_pipes_signals_pages(void)
+{
+	const char *argv[] = { "/bin/sh", "-c", "read line; echo \"got $line\"; kill -USR2 $$; echo alive", NULL };
+	struct spawn_opts so = { .argv = argv };
+	const size_t size = 1 << 20;
+	struct spawned sp;
+	char out[64];
+	size_t n = 0;
+	ssize_t got;
+	int st = 0;
+	char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(mem != MAP_FAILED);
+	memset(mem, 1, size);
+	signal(SIGUSR2, SIG_IGN);
+	CHECK(proc_spawn(&sp, &so) == 0);
+	signal(SIGUSR2, SIG_DFL);
+	long before = minor_faults();
+	for (size_t i = 0; i < size; i += 4096)
+		mem[i] = 2;
+	long faults = minor_faults() - before;
+#if !defined(__SANITIZE_ADDRESS__)
+	CHECK_MSG(faults < 16, "%ld page faults writing 1 MiB again after proc_spawn", faults);
+#endif
+	munmap(mem, size);
+	CHECK(write(sp.in_fd, "hello\n", 6) == 6);
+	close(sp.in_fd);
+	while (n < sizeof out - 1 && (got = read(sp.out_fd, out + n, sizeof out - 1 - n)) > 0)
+		n += (size_t)got;
+	out[n] = '\0';
+	CHECK_STR(out, "got hello\n");
+	CHECK(waitpid(sp.pid, &st, 0) == sp.pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGUSR2);
+	close(sp.out_fd);
+	close(sp.err_fd);
+}
+
 int main(void)
 {
 	char t[] = "/tmp/forge-proc-XXXXXX";
@@ -613,6 +654,7 @@ int main(void)
 	RUN(test_on_started);
 	RUN(test_kill_running);
 	RUN(test_child_leaves_our_pages_alone);
+	RUN(test_spawn_pipes_signals_pages);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
 		return 1;
