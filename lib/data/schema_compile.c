@@ -781,13 +781,20 @@ static int resolve_ref(struct schema *s, struct node *n)
  * input, so it is refused here (depth-first search over node.mark, 1 = on
  * the stack).  The nodes it reaches are compiled on the way.
  */
-static int check_cycles_from(struct node *n)
+static int check_cycles_from(struct node *n, int depth)
 {
 	if (n->mark == 2)
 		return 0;
 	if (n->mark == 1)
 		return forge_error("#%s: $ref cycle that never descends into the instance",
 				   n->pointer);
+	/* a chain of these is as long as the document makes it ($defs d0 ->
+	 * d1 -> ... in a shallow text): bounded here, as validation bounds its
+	 * recursion, so that a hostile schema (an MCP server's) cannot overflow
+	 * the stack */
+	if (depth >= MAX_VALIDATE_DEPTH)
+		return forge_error("#%s: $ref, allOf, anyOf, oneOf and not chained deeper than %d levels",
+				   n->pointer, MAX_VALIDATE_DEPTH);
 	if (n->state == NODE_LAZY && compile_lazy(n) < 0)
 		return -1;
 	if (n->state == NODE_BAD)
@@ -798,11 +805,11 @@ static int check_cycles_from(struct node *n)
 
 	n->mark = 1;
 	for (size_t i = 0; i < 2; i++)
-		if (single[i] && check_cycles_from(single[i]) < 0)
+		if (single[i] && check_cycles_from(single[i], depth + 1) < 0)
 			return -1;
 	for (size_t l = 0; l < 3; l++)
 		for (size_t i = 0; i < lists[l]->n; i++)
-			if (check_cycles_from(lists[l]->v[i]) < 0)
+			if (check_cycles_from(lists[l]->v[i], depth + 1) < 0)
 				return -1;
 	n->mark = 2;
 	return 0;
@@ -812,7 +819,7 @@ int schema_node_ready(struct node *n)
 {
 	if (n->mark == 2)
 		return 0;
-	if (check_cycles_from(n) < 0)
+	if (check_cycles_from(n, 0) < 0)
 		return lazy_failed(n->owner);
 	return 0;
 }

@@ -713,6 +713,49 @@ static void test_depth_limits(void)
 	free(text);
 }
 
+/* {"$defs":{"d0":{"$ref":"#/$defs/d1"},...,"dN":{"type":"string"}},"$ref":"#/$defs/d0"}:
+ * a chain of N $refs in a text three levels deep (malloc'd). */
+static char *ref_chain(int n)
+{
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, "{\"$defs\":{");
+	for (int i = 0; i < n; i++)
+		buf_addf(&b, "\"d%d\":{\"$ref\":\"#/$defs/d%d\"},", i, i + 1);
+	buf_addf(&b, "\"d%d\":{\"type\":\"string\"}},\"$ref\":\"#/$defs/d0\"}", n);
+	return buf_detach(&b, NULL);
+}
+
+/* Subschemas applied to the same instance chain at most 2048 deep, as deep
+ * as validation recurses: a longer chain (its text shallow, so the text's
+ * limit does not see it) is refused with its place, lazily and eagerly,
+ * where 200,000 $refs overflowed the stack. */
+static void test_ref_chain_limit(void)
+{
+	struct schema *s;
+	char *text = ref_chain(2046);
+
+	s = lazy(text);
+	CHECK_MSG(s && schema_compile_rest(s) == 0, "%s", forge_last_error());
+	CHECK_STR(check(s, "\"x\""), "");
+	CHECK(strstr(check(s, "1"), "expected string, got number"));
+	schema_free(s);
+	free(text);
+
+	const char *want = "#/$defs/d2047: $ref, allOf, anyOf, oneOf and not chained deeper than 2048 levels";
+	for (int n = 2047; n <= 200000; n = n == 2047 ? 200000 : n + 1) {
+		text = ref_chain(n);
+		s = lazy(text);
+		CHECK(s != NULL);
+		CHECK_STR(check(s, "\"x\""), want);
+		CHECK_INT(schema_compile_rest(s), -1);
+		CHECK_STR(forge_last_error(), want);
+		schema_free(s);
+		CHECK_STR(eager_refusal(text), want);
+		free(text);
+	}
+}
+
 /* The embedded schemas are compiled lazily by schema_get(): each must be a
  * schema whole, eagerly and lazily, so no process meets a bad part late. */
 static void test_embedded_schemas_whole(void)
@@ -800,6 +843,7 @@ int main(void)
 	RUN(test_lazy_refs);
 	RUN(test_lazy_refuses);
 	RUN(test_depth_limits);
+	RUN(test_ref_chain_limit);
 	RUN(test_embedded_schemas_whole);
 	return unit_done();
 }
