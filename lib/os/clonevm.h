@@ -29,8 +29,9 @@
  * and have fn set every disposition to SIG_DFL before it unblocks any (a
  * handler would run on the caller's memory); unblock them after it
  * returns.  The child must not wait for the caller (the caller sleeps
- * until the exec) nor make a user namespace (the kernel refuses one to a
- * process sharing its memory).
+ * until the exec) nor unshare(CLONE_NEWUSER) (the kernel refuses it to a
+ * process sharing its memory).  errno is shared too: the caller may find
+ * it changed by the child's calls, and reads it only after a failure.
  *
  * Returns the child's pid, or -1 with errno set: the clone or its stack
  * failed, or ENOSYS in an ASan build, whose checks at the child's noreturn
