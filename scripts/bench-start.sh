@@ -67,7 +67,7 @@ add "forge-memory --help" "$bin/forge-memory --help"
 add "forge memory --help (dispatcher + program)" "$bin/forge memory --help"
 for n in $sizes; do
 	prepare "$n"
-	add "forge memory search, $n memories" "env FORGE_DB=$tmp/m$n.db $bin/forge memory search --json --limit 10 --peek $query"
+	add "forge memory search, $n memories" "$bin/forge memory search --db $tmp/m$n.db --json --limit 10 --peek $query"
 done
 
 # one run of command i: its CPU ms (rusage-run: user + sys, children included)

@@ -198,6 +198,59 @@ static void dump_string(struct buf *b, jv v)
 }
 
 /*
+ * dump_short_double's common case without snprintf and strtod: the fewest
+ * decimals k such that m / 10^k is d for an integer m below 10^15 (IEEE
+ * division rounds correctly, so the text "m with k decimals" reads back as
+ * d; fewer decimals are fewer digits, so it is the shortest).  When a
+ * neighbour of the rounded m also reads back as d, or reads back where m
+ * does not, which digits jq picks is left to the careful path: false.
+ * Recall's scores (six decimals) print so at ~200 instructions, not 2K.
+ */
+static bool dump_scaled_double(struct buf *b, double d, double a)
+{
+	static const double p10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+				      1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
+	char digits[24], *p = digits + sizeof digits;
+	unsigned long long m = 0;
+	int k, len;
+
+	for (k = 1; k <= 15; k++) {
+		double scaled = a * p10[k], r = nearbyint(scaled);
+
+		if (r >= 1e15)
+			return false;
+		bool here = r / p10[k] == a, below = r >= 1 && (r - 1) / p10[k] == a,
+		     above = (r + 1) / p10[k] == a;
+
+		if (below || above)
+			return false;
+		if (here) {
+			m = (unsigned long long)r;
+			break;
+		}
+	}
+	if (k > 15)
+		return false;
+	do
+		*--p = (char)('0' + m % 10);
+	while ((m /= 10) != 0);
+	len = (int)(digits + sizeof digits - p);
+	if (d < 0)
+		buf_addch(b, '-');
+	if (len > k) {
+		buf_add(b, p, (size_t)(len - k));
+		buf_addch(b, '.');
+		buf_add(b, p + len - k, (size_t)k);
+	} else {
+		buf_add(b, "0.", 2);
+		for (int z = len; z < k; z++)
+			buf_addch(b, '0');
+		buf_add(b, p, (size_t)len);
+	}
+	return true;
+}
+
+/*
  * A number that is not an integer, as jq 1.6 prints it -- the shortest
  * digits that read back as d (jvp_dtoa_fmt), in fixed notation from 1e-4 to
  * 1e15 -- when those are at most 15 digits: then they are %.15g's with its
@@ -214,6 +267,8 @@ static bool dump_short_double(struct buf *b, double d)
 
 	if (!(a >= 1e-4 && a < 1e15))
 		return false;
+	if (dump_scaled_double(b, d, a))
+		return true;
 	n = snprintf(num, sizeof num, "%.15g", d);
 	if (n <= 0 || n >= (int)sizeof num || strpbrk(num, "e,") || !strchr(num, '.') ||
 	    strtod(num, NULL) != d)

@@ -243,6 +243,9 @@ static int lock_file(int *fd, const char *path)
 	return 0;
 }
 
+/* Files up to this size are mapped whole and read from the map. */
+#define VINDEX_MAP_WHOLE (512u << 10)
+
 /* Map the file at path; false (no error) when it is missing or not ours. */
 static int map_file(struct vindex *v, const char *path)
 {
@@ -257,9 +260,13 @@ static int map_file(struct vindex *v, const char *path)
 		close(fd);
 		return 0;
 	}
-	/* Not populated: recall reads the rows of its few candidates only
-	 * (a 100K file is 27 MB of page tables to fill and tear down). */
-	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	/* A large file is not populated: recall reads the rows of its few
+	 * candidates only (a 100K file is 27 MB of page tables to fill and
+	 * tear down), each with a pread (read_row).  A small one is mapped
+	 * whole in one call and read from the map: 600 memories are 160 KB,
+	 * 40 pages, where a search made 100 preads. */
+	bool whole = (size_t)sb.st_size <= VINDEX_MAP_WHOLE;
+	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED | (whole ? MAP_POPULATE : 0), fd, 0);
 
 	if (p == MAP_FAILED) {
 		close(fd);
@@ -278,7 +285,10 @@ static int map_file(struct vindex *v, const char *path)
 	v->map = p;
 	v->map_len = (size_t)sb.st_size;
 	v->data = (uint8_t *)p + HDR;
-	v->fd1 = fd + 1;        /* kept: a row is read with pread (see read_row) */
+	if (whole)
+		close(fd);
+	else
+		v->fd1 = fd + 1;        /* kept: a row is read with pread (see read_row) */
 	if (h.count) {
 		memcpy(&v->first, v->data, sizeof v->first);
 		memcpy(&v->last, v->data + (h.count - 1) * stride_of(&h), sizeof v->last);

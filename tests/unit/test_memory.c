@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
@@ -358,6 +359,19 @@ static void test_recall_bm25(void)
 		snprintf(text, sizeof text, "note %d: the %s token pool %s in a deploy %s", i,
 			 i % 3 ? "auth" : "mock", i % 5 ? "errors" : "", i % 7 ? "" : "token token");
 		CHECK(memory_store(id, m, mk("semantic", text, "notes", -1)) == 0);
+	}
+	/* long ones too: a column of 130, 300 and 17,000 tokens is a varint of
+	 * 2 or 3 bytes in FTS5's docsize row, which forge_bm25 reads itself */
+	static const int words[] = { 130, 300, 17000 };
+
+	for (int i = 0; i < 3; i++) {
+		struct buf long_text = BUF_INIT;
+
+		for (int w = 0; w < words[i]; w++)
+			buf_adds(&long_text, w % 9 ? "lorem " : "token ");
+		buf_adds(&long_text, i == 1 ? "pool deploy" : "errors");
+		CHECK(memory_store(id, m, mk("semantic", long_text.buf, i == 2 ? "auth in a mock" : "notes", -1)) == 0);
+		buf_release(&long_text);
 	}
 	memory_query_init(&mq, "token pool deploy");   /* forge_bm25 is made on first use */
 	CHECK(memory_recall(&out, m, &mq) == 0);
