@@ -188,6 +188,68 @@ EOF
 	sockets_cut user
 }
 
+# ---------------------------------------------------------------- network
+
+# loopback_only MODE [TOOL-RUN OPTIONS]: inside the command, a server on
+# 127.0.0.1 answers the command's own client (a test suite's servers work);
+# a server listening on the host's 127.0.0.1 does not answer (the network
+# namespace has its own loopback device, up, and nothing else).
+loopback_only() {
+	as "$1"
+	shift
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .network_namespace.available <<<"$output")" = true ] || skip "no network namespaces"
+	python3 - "$UD/host.port" <<'EOF' &
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, _ = s.accept()
+    c.sendall(b"host-answered\n")
+    c.close()
+EOF
+	echo $! >"$UD/server.pid"
+	for _ in $(seq 200); do [ -s "$UD/host.port" ] && break; sleep 0.05; done
+	[ -s "$UD/host.port" ]
+	cat >"$UD/wt/probe.py" <<'EOF'
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+c = socket.create_connection(s.getsockname(), timeout=5)
+a, _ = s.accept()
+a.sendall(b"inside-answered")
+print(c.recv(20).decode())
+try:
+    h = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    print(h.recv(20).decode().strip())
+except OSError as e:
+    print("host: %s" % e.strerror)
+EOF
+	[ "$MODE" = user ] && chown 65534:65534 "$UD/wt/probe.py"
+	tool "$@" "/usr/bin/python3 probe.py $(cat "$UD/host.port")"
+	[[ "$text" == *inside-answered* ]]
+	[[ "$text" != *host-answered* ]]
+	[[ "$text" == *"host: Connection refused"* ]]
+	[[ "$(jq -r '.data.unconfined // [] | join(" ")' <<<"$output")" != *loopback* ]]
+}
+
+@test "root: loopback answers inside the command; the host's does not" {
+	loopback_only root
+}
+
+@test "unprivileged: loopback answers inside the command; the host's does not" {
+	loopback_only user
+}
+
+@test "without namespaces (the network cut alone): loopback answers inside; the host's does not" {
+	loopback_only root --sandbox '{"namespaces":"off"}'
+}
+
 # ---------------------------------------------------------------- processes
 
 nothing_outlives() {

@@ -11,12 +11,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -217,6 +220,26 @@ int netns_enter_child(bool privileged, uid_t uid, gid_t gid)
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
 		return -errno;
 	return nsview_maps_child(uid, gid);
+}
+
+int netns_loopback_up_child(void)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof ifr);
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		rc = -errno;
+	} else if (!(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			rc = -errno;
+	}
+	close(fd);
+	return rc;
 }
 
 bool netns_privileged(void)

@@ -87,13 +87,23 @@ bool netns_available(const char **why);
 
 /*
  * In the child: move the calling process into a new, empty network
- * namespace (only a loopback device, down).  A process with CAP_SYS_ADMIN
+ * namespace (only a loopback device, down until netns_loopback_up_child).  A process with CAP_SYS_ADMIN
  * unshares CLONE_NEWNET alone; otherwise it also creates a user namespace
  * and maps uid and gid (the caller's real ids, passed in because
  * getuid() is called before fork) onto themselves, so files and `id` look
  * the same inside.  Async-signal-safe.  Returns 0 or -errno.
  */
 int netns_enter_child(bool privileged, uid_t uid, gid_t gid);
+
+/*
+ * In the child, in a network namespace of its own: bring its loopback
+ * device up, as bubblewrap does, so that a test suite's servers on
+ * 127.0.0.1 and ::1 answer the command's own processes; nothing outside the
+ * namespace is reachable either way.  Needs CAP_NET_ADMIN in the user
+ * namespace that owns the network namespace.  Async-signal-safe.  Returns
+ * 0 or -errno.
+ */
+int netns_loopback_up_child(void);
 
 /* True when the process has CAP_SYS_ADMIN in its user namespace (it may
  * unshare a network namespace without a user namespace). */

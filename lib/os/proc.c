@@ -207,7 +207,7 @@ static void lines_flush(struct lines *s, void *payload)
 /* ---- the child ---- */
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
-enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS,
+enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
        ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
@@ -379,6 +379,10 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		if (r < 0)
 			child_fail(p->rep_fd, ST_NS + NSV_MAPS, -r);
+		/* the clone made the network namespace with the user namespace,
+		 * whose root this process is */
+		if (o->new_netns && (r = netns_loopback_up_child()) < 0)
+			child_report(p->rep_fd, REC_WARN, ST_LOOPBACK, -r);
 		if (p->view) {
 			r = nsview_enter_child(p->view, &stage);
 		} else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
@@ -405,6 +409,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 			if (o->netns_required)
 				child_fail(p->rep_fd, ST_NETNS, -r);
 			child_report(p->rep_fd, REC_WARN, ST_NETNS, -r);
+		} else if ((r = netns_loopback_up_child()) < 0) {
+			child_report(p->rep_fd, REC_WARN, ST_LOOPBACK, -r);
 		}
 	}
 	apply_landlock(p);
@@ -433,6 +439,7 @@ static const char *stage_name(int stage)
 	case ST_DUP: return "dup2";
 	case ST_RLIMIT: return "setrlimit";
 	case ST_CAPS: return "drop capabilities";
+	case ST_LOOPBACK: return "loopback (127.0.0.1 and ::1 unreachable)";
 	}
 	if (stage > ST_NS)
 		return nsview_stage_name(stage - ST_NS);
