@@ -157,3 +157,40 @@ tool() {
 	# a directory merely named like it elsewhere is fine
 	run -0 tool write_file '{"path":"docs/.forge/note","content":"x"}'
 }
+
+@test "a rustup-managed cargo finds its toolchain: RUSTUP_HOME and CARGO_HOME, read-only" {
+	local cargo home
+	cargo=$(command -v cargo) || skip "cargo is not installed"
+	[[ "$cargo" == */.cargo/bin/cargo ]] && [ "$(basename "$(readlink -f "$cargo")")" = rustup ] ||
+		skip "cargo is not rustup's proxy in a .cargo/bin"
+	home=${cargo%/.cargo/bin/cargo}
+	RUSTUP_HOME="$home/.rustup" cargo --version >/dev/null 2>&1 || skip "rustup has no default toolchain here"
+	mkdir -p "$WT/src"
+	printf '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n' >"$WT/Cargo.toml"
+	printf 'fn main() {}\n#[cfg(test)]\nmod t {\n    #[test]\n    fn adds() { assert_eq!(2 + 2, 4); }\n}\n' >"$WT/src/main.rs"
+	# (HOME is the command's temp dir: before, rustup looked for ~/.rustup there)
+	run -0 tool run_command '{"command":"cargo test 2>&1 | grep \"test result\"; echo \"homes $RUSTUP_HOME $CARGO_HOME\"; touch \"$RUSTUP_HOME/forge-probe\" 2>&1 | grep -c Read-only"}'
+	out=$(jq -r .output <<<"$output")
+	[[ "$out" == *"test result: ok. 1 passed"* ]]
+	[[ "$out" == *"homes $home/.rustup $home/.cargo"* ]]
+	[ "$(sed -n 3p <<<"$out")" = 1 ]
+	[ ! -e "$home/.rustup/forge-probe" ]
+}
+
+@test "a toolchain home's secrets are not readable: .cargo/credentials.toml" {
+	local th="$BATS_TEST_TMPDIR/th" ns
+	mkdir -p "$th/.cargo/bin" "$th/.rustup"
+	printf '#!/bin/sh\necho fake-cargo\n' >"$th/.cargo/bin/fakecargo"
+	chmod +x "$th/.cargo/bin/fakecargo"
+	echo 'token = "cio-canary-77"' >"$th/.cargo/credentials.toml"
+	echo 'token = "cio-canary-78"' >"$th/.cargo/credentials"
+	for ns in auto off; do
+		PATH="$th/.cargo/bin:$PATH" run -0 tool --sandbox "{\"namespaces\":\"$ns\"}" run_command \
+			'{"command":"fakecargo; echo \"homes $CARGO_HOME $RUSTUP_HOME\"; cat $CARGO_HOME/credentials.toml $CARGO_HOME/credentials; ls $CARGO_HOME | tr \"\\n\" \" \""}'
+		out=$(jq -r .output <<<"$output")
+		[[ "$out" == *fake-cargo* ]]
+		[[ "$out" == *"homes $th/.cargo $th/.rustup"* ]]
+		[[ "$out" != *canary* ]]
+		[[ "$out" == *"bin "* ]] || [[ "$out" == *"Permission denied"* ]]
+	done
+}

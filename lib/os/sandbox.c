@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -1231,6 +1232,69 @@ static bool name_allowed(const struct sandbox_policy *p, const char *name, size_
 	return false;
 }
 
+/* The value of name in env (NAME=VALUE strings), or NULL. */
+static const char *env_value(char *const *env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], name, n) && env[i][n] == '=')
+			return env[i] + n + 1;
+	return NULL;
+}
+
+/*
+ * rustup's proxies (~/.cargo/bin/cargo, rustc, ...) find their toolchains
+ * through RUSTUP_HOME, by default ~/.rustup of HOME: with HOME the
+ * command's temp dir, every `cargo test` said "rustup could not choose a
+ * version of cargo to run".  When PATH runs through a toolchain's
+ * .cargo/bin, the command gets RUSTUP_HOME and CARGO_HOME as Forge has them
+ * (from its environment, else that .cargo and the .rustup beside it);
+ * sandbox_walls_build() makes them readable, never writable: the installed
+ * toolchains and cached crates serve, and a download needs the network and
+ * sandbox.writable anyway.  Appends to env at *k (room for two).
+ */
+static void add_rust_homes(char **env, size_t *k, char *const *src)
+{
+	const char *path = env_value(env, "PATH"), *cargo = NULL;
+	size_t cargo_len = 0;
+	struct buf b = BUF_INIT;
+	struct stat st;
+
+	while (path && *path && !cargo) {
+		size_t n = strcspn(path, ":");
+
+		if (n > 11 && path[0] == '/' && !strncmp(path + n - 11, "/.cargo/bin", 11)) {
+			cargo = path;
+			cargo_len = n - 4;
+		}
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	if (!cargo)
+		return;
+	if (!env_value(env, "CARGO_HOME")) {
+		if (env_value(src, "CARGO_HOME"))
+			buf_addf(&b, "CARGO_HOME=%s", env_value(src, "CARGO_HOME"));
+		else
+			buf_addf(&b, "CARGO_HOME=%.*s", (int)cargo_len, cargo);
+		env[(*k)++] = buf_detach(&b, NULL);
+	}
+	if (!env_value(env, "RUSTUP_HOME")) {
+		if (env_value(src, "RUSTUP_HOME")) {
+			buf_addf(&b, "RUSTUP_HOME=%s", env_value(src, "RUSTUP_HOME"));
+		} else {
+			buf_addf(&b, "RUSTUP_HOME=%.*s/.rustup", (int)(cargo_len - 7), cargo);
+			if (stat(b.buf + 12, &st) < 0 || !S_ISDIR(st.st_mode))
+				buf_reset(&b);
+		}
+		if (b.len)
+			env[(*k)++] = buf_detach(&b, NULL);
+	}
+	buf_release(&b);
+}
+
 char **sandbox_build_env(const struct sandbox_policy *p, char *const *base, const char *tmp)
 {
 	char *const *src = base ? base : environ;
@@ -1252,6 +1316,8 @@ char **sandbox_build_env(const struct sandbox_policy *p, char *const *base, cons
 	}
 	if (!have_path)
 		env[k++] = xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	env[k] = NULL;
+	add_rust_homes(env, &k, src);
 	buf_addf(&b, "HOME=%s", tmp ? tmp : "/tmp");
 	env[k++] = buf_detach(&b, NULL);
 	buf_addf(&b, "TMPDIR=%s", tmp ? tmp : "/tmp");

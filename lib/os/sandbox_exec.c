@@ -38,6 +38,11 @@ static const char *const private_dots[] = {
 	".gcloud", ".netrc", ".git-credentials", ".forge", NULL,
 };
 
+/* Files in a toolchain's home that hold a secret: crates.io's token. */
+static const char *const home_secrets[] = {
+	"*/.cargo/credentials", "*/.cargo/credentials.toml", NULL,
+};
+
 struct list {
 	char **v;
 	size_t n, cap;
@@ -183,9 +188,49 @@ out:
 	buf_release(&path);
 }
 
+static bool home_secret(const char *path)
+{
+	for (size_t i = 0; home_secrets[i]; i++)
+		if (!fnmatch(home_secrets[i], path, 0))   /* (the * spans the home's path) */
+			return true;
+	return false;
+}
+
+/* A toolchain's home, readable: whole, or entry by entry when a secret is
+ * in it (the secret to hidden: covered in the view, no Landlock rule). */
+static void add_home(struct list *readable, struct list *hidden, const char *dir)
+{
+	char path[PATH_MAX];
+	bool secret = false;
+
+	for (size_t i = 0; home_secrets[i] && !secret; i++) {
+		const char *base = strrchr(home_secrets[i], '/');
+
+		if (snprintf(path, sizeof(path), "%s%s", dir, base) < (int)sizeof(path) &&
+		    home_secret(path) && access(path, F_OK) == 0)
+			secret = true;
+	}
+	if (!secret) {
+		list_add(readable, dir);
+		return;
+	}
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		list_add(home_secret(path) ? hidden : readable, path);
+	}
+	closedir(d);
+}
+
 /* The directories of PATH, and the dot-directory toolchain each lives in
  * (~/.cargo/bin -> ~/.cargo, ~/.pyenv/shims -> ~/.pyenv). */
-static void add_path_dirs(struct list *readable, char *const *env)
+static void add_path_dirs(struct list *readable, struct list *hidden, char *const *env)
 {
 	const char *val = NULL;
 
@@ -209,13 +254,35 @@ static void add_path_dirs(struct list *readable, char *const *env)
 					*slash = '\0';
 					slash = strrchr(dir, '/');
 					if (slash && slash[1] == '.')
-						list_add(readable, dir);
+						add_home(readable, hidden, dir);
 				}
 			}
 		}
 		val += n;
 		if (*val == ':')
 			val++;
+	}
+}
+
+/* The toolchain homes the command's environment names (sandbox_build_env:
+ * RUSTUP_HOME, CARGO_HOME), read-only, unless private or missing. */
+static void add_env_homes(struct list *readable, struct list *hidden, char *const *env)
+{
+	static const char *const names[] = { "RUSTUP_HOME=", "CARGO_HOME=", NULL };
+
+	for (size_t i = 0; env && env[i]; i++) {
+		for (size_t n = 0; names[n]; n++) {
+			const char *dir = env[i] + strlen(names[n]);
+			bool private = false;
+
+			if (strncmp(env[i], names[n], strlen(names[n])) || dir[0] != '/')
+				continue;
+			for (size_t d = 0; private_dots[d]; d++)
+				if (strstr(dir, private_dots[d]))
+					private = true;
+			if (!private && access(dir, X_OK) == 0)
+				add_home(readable, hidden, dir);
+		}
 	}
 }
 
@@ -261,7 +328,8 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		add_dir_except(&readable, &hidden, "/etc");
 	}
 	list_add(&viewro, "/etc");
-	add_path_dirs(&readable, env);
+	add_path_dirs(&readable, &hidden, env);
+	add_env_homes(&readable, &hidden, env);
 	add_git_common(&readable, cmd->root);
 	for (size_t i = 0; p->read_paths && p->read_paths[i]; i++)
 		list_add(&readable, p->read_paths[i]);
