@@ -145,27 +145,44 @@ reads_confined() {
 	reads_confined user
 }
 
+# serve WHERE REPLY READY: a server in the background that answers REPLY to
+# each connection, on the unix socket WHERE or, for WHERE "tcp", on a free
+# port of the host's 127.0.0.1; READY is made once it listens (holding the
+# port for tcp).
+serve() {
+	/usr/bin/python3 - "$@" <<'EOF' 3>&- &
+import os, socket, sys
+where, reply, ready = sys.argv[1:4]
+if where == "tcp":
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    what = str(s.getsockname()[1])
+else:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(where)
+    os.chmod(where, 0o777)
+    what = ""
+s.listen(8)
+with open(ready + ".tmp", "w") as f:
+    f.write(what)
+os.rename(ready + ".tmp", ready)
+while True:
+    c, _ = s.accept()
+    c.sendall(reply.encode() + b"\n")
+    c.close()
+EOF
+	echo $! >"$UD/server.pid"
+	for _ in $(seq 200); do [ -e "$3" ] && break; sleep 0.05; done
+	[ -e "$3" ]
+}
+
 # ---------------------------------------------------------------- sockets
 
 sockets_cut() {
 	as "$1"
 	namespaces_or_skip
 	local sock="$UD/sock"
-	/usr/bin/python3 - "$sock" "$UD/ready" <<'EOF' 3>&- &
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1])
-os.chmod(sys.argv[1], 0o777)
-s.listen(8)
-open(sys.argv[2], "w").close()
-while True:
-    c, _ = s.accept()
-    c.sendall(b"pong\n")
-    c.close()
-EOF
-	echo $! >"$UD/server.pid"
-	for _ in $(seq 200); do [ -e "$UD/ready" ] && break; sleep 0.05; done
-	[ -e "$UD/ready" ]
+	serve "$sock" pong "$UD/ready"
 	client="/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(9).decode().strip())' $sock"
 	# the socket answers outside the sandbox ...
 	if [ "$MODE" = user ]; then
@@ -199,22 +216,7 @@ loopback_only() {
 	shift
 	run -0 "$FORGE_TESTBIN/tool-run" --features
 	[ "$(jq -r .network_namespace.available <<<"$output")" = true ] || skip "no network namespaces"
-	python3 - "$UD/host.port" <<'EOF' &
-import os, socket, sys
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(8)
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write(str(s.getsockname()[1]))
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-while True:
-    c, _ = s.accept()
-    c.sendall(b"host-answered\n")
-    c.close()
-EOF
-	echo $! >"$UD/server.pid"
-	for _ in $(seq 200); do [ -s "$UD/host.port" ] && break; sleep 0.05; done
-	[ -s "$UD/host.port" ]
+	serve tcp host-answered "$UD/host.port"
 	cat >"$UD/wt/probe.py" <<'EOF'
 import socket, sys
 s = socket.socket()
