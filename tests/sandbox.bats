@@ -194,3 +194,23 @@ tool() {
 		[[ "$out" == *"bin "* ]] || [[ "$out" == *"Permission denied"* ]]
 	done
 }
+
+@test "a ~/.local/bin program runs; keyrings, shell histories and ~/.local/state are not readable" {
+	local th="$BATS_TEST_TMPDIR/lh" l ns
+	l="$th/.local"
+	mkdir -p "$l/bin" "$l/lib/py" "$l/share/pipx/venvs/x/bin" "$l/share/keyrings" "$l/share/fish" "$l/state"
+	printf '#!/bin/sh\necho pipx-tool; cat %s\n' "$l/lib/py/mod" >"$l/share/pipx/venvs/x/bin/tool"
+	chmod +x "$l/share/pipx/venvs/x/bin/tool"
+	ln -s ../share/pipx/venvs/x/bin/tool "$l/bin/tool"
+	echo user-site >"$l/lib/py/mod"
+	echo canary-keyring >"$l/share/keyrings/login.keyring"
+	echo canary-history >"$l/share/fish/fish_history"
+	echo canary-state >"$l/state/lesshst"
+	for ns in auto off; do
+		PATH="$l/bin:$PATH" run -0 tool --sandbox "{\"namespaces\":\"$ns\"}" run_command \
+			"{\"command\":\"tool; cat $l/share/keyrings/login.keyring $l/share/fish/fish_history $l/state/lesshst; true\"}"
+		out=$(jq -r .output <<<"$output")
+		[[ "$out" == *pipx-tool*user-site* ]]
+		[[ "$out" != *canary* ]]
+	done
+}

@@ -38,9 +38,18 @@ static const char *const private_dots[] = {
 	".gcloud", ".netrc", ".git-credentials", ".forge", NULL,
 };
 
-/* Files in a toolchain's home that hold a secret: crates.io's token. */
-static const char *const home_secrets[] = {
-	"*/.cargo/credentials", "*/.cargo/credentials.toml", NULL,
+/*
+ * What a toolchain's home holds that is a secret, by the home's name and
+ * the path beneath it: crates.io's token, and what ~/.local (the home of
+ * ~/.local/bin) keeps besides programs: keyrings and wallets, shell
+ * histories (fish, zsh, atuin's database) and ~/.local/state.
+ */
+static const struct { const char *home, *path; } home_secrets[] = {
+	{ ".cargo", "credentials" },  { ".cargo", "credentials.toml" },
+	{ ".local", "share/keyrings" }, { ".local", "share/kwalletd" },
+	{ ".local", "share/fish" },    { ".local", "share/zsh" },
+	{ ".local", "share/atuin" },   { ".local", "state" },
+	{ NULL, NULL },
 };
 
 struct list {
@@ -188,44 +197,61 @@ out:
 	buf_release(&path);
 }
 
-static bool home_secret(const char *path)
+/* Add dir's entries to readable but the secrets (to hidden), entering the
+ * directories that hold one.  secrets: n full paths. */
+static void add_except(struct list *readable, struct list *hidden, const char *dir,
+		       char secrets[][PATH_MAX], size_t n)
 {
-	for (size_t i = 0; home_secrets[i]; i++)
-		if (!fnmatch(home_secrets[i], path, 0))   /* (the * spans the home's path) */
-			return true;
-	return false;
-}
-
-/* A toolchain's home, readable: whole, or entry by entry when a secret is
- * in it (the secret to hidden: covered in the view, no Landlock rule). */
-static void add_home(struct list *readable, struct list *hidden, const char *dir)
-{
-	char path[PATH_MAX];
-	bool secret = false;
-
-	for (size_t i = 0; home_secrets[i] && !secret; i++) {
-		const char *base = strrchr(home_secrets[i], '/');
-
-		if (snprintf(path, sizeof(path), "%s%s", dir, base) < (int)sizeof(path) &&
-		    home_secret(path) && access(path, F_OK) == 0)
-			secret = true;
-	}
-	if (!secret) {
-		list_add(readable, dir);
-		return;
-	}
 	DIR *d = opendir(dir);
 	struct dirent *e;
+	char path[PATH_MAX];
 
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
+		bool secret = false, holds = false, is_dir = e->d_type == DT_DIR;
+		struct stat st;
+		size_t len;
+
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
-		list_add(home_secret(path) ? hidden : readable, path);
+		if (e->d_type == DT_UNKNOWN)
+			is_dir = lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+		len = strlen(path);
+		for (size_t i = 0; i < n; i++) {
+			secret = secret || !strcmp(secrets[i], path);
+			holds = holds || (!strncmp(secrets[i], path, len) && secrets[i][len] == '/');
+		}
+		if (secret)
+			list_add(hidden, path);
+		else if (holds && is_dir)
+			add_except(readable, hidden, path, secrets, n);
+		else if (!holds)
+			list_add(readable, path);
 	}
 	closedir(d);
+}
+
+/* A toolchain's home, readable: whole, or around the secrets it holds
+ * (home_secrets; hidden: covered in the view, no Landlock rule). */
+static void add_home(struct list *readable, struct list *hidden, const char *dir)
+{
+	char secrets[sizeof home_secrets / sizeof *home_secrets][PATH_MAX];
+	const char *name = strrchr(dir, '/');
+	struct stat st;
+	size_t n = 0;
+
+	name = name ? name + 1 : dir;
+	for (size_t i = 0; home_secrets[i].home; i++)
+		if (!strcmp(home_secrets[i].home, name) &&
+		    snprintf(secrets[n], PATH_MAX, "%s/%s", dir, home_secrets[i].path) < PATH_MAX &&
+		    lstat(secrets[n], &st) == 0)
+			n++;
+	if (n)
+		add_except(readable, hidden, dir, secrets, n);
+	else
+		list_add(readable, dir);
 }
 
 /* The directories of PATH, and the dot-directory toolchain each lives in
