@@ -20,6 +20,11 @@ tool() {
 	"$TOOL" -C "$WT" "$@"
 }
 
+# namespaces_available: true when commands get their namespaces here.
+namespaces_available() {
+	"$TOOL" --features | jq -r .namespaces.available
+}
+
 @test "path traversal, absolute paths and .git are refused" {
 	run -1 tool read_file '{"path":"../outside/canary"}'
 	[ "$(jq -r .kind <<<"$output")" = denied ]
@@ -192,6 +197,8 @@ tool() {
 		[[ "$out" == *"homes $th/.cargo $th/.rustup"* ]]
 		[[ "$out" != *canary* ]]
 		[[ "$out" == *"bin "* ]] || [[ "$out" == *"Permission denied"* ]]
+		# and the view still stands (it is not given up for Landlock alone)
+		[ "$ns" = off ] || [ "$(namespaces_available)" != true ] || [ "$(jq -r .data.unconfined <<<"$output")" = null ]
 	done
 }
 
@@ -212,5 +219,6 @@ tool() {
 		out=$(jq -r .output <<<"$output")
 		[[ "$out" == *pipx-tool*user-site* ]]
 		[[ "$out" != *canary* ]]
+		[ "$ns" = off ] || [ "$(namespaces_available)" != true ] || [ "$(jq -r .data.unconfined <<<"$output")" = null ]
 	done
 }

@@ -298,10 +298,13 @@ static void add_env_homes(struct list *readable, struct list *hidden, char *cons
 
 	for (size_t i = 0; env && env[i]; i++) {
 		for (size_t n = 0; names[n]; n++) {
-			const char *dir = env[i] + strlen(names[n]);
+			const char *dir;
 			bool private = false;
 
-			if (strncmp(env[i], names[n], strlen(names[n])) || dir[0] != '/')
+			if (strncmp(env[i], names[n], strlen(names[n])))
+				continue;
+			dir = env[i] + strlen(names[n]);
+			if (dir[0] != '/')
 				continue;
 			for (size_t d = 0; private_dots[d]; d++)
 				if (strstr(dir, private_dots[d]))
