@@ -222,3 +222,16 @@ namespaces_available() {
 		[ "$ns" = off ] || [ "$(namespaces_available)" != true ] || [ "$(jq -r .data.unconfined <<<"$output")" = null ]
 	done
 }
+
+@test "a version manager's toolchain runs: nvm's npm, a symlink into its ../lib" {
+	local n="$BATS_TEST_TMPDIR/vh/.nvm/versions/node/v20.1.0" ns
+	mkdir -p "$n/bin" "$n/lib/node_modules/npm/bin"
+	printf '#!/bin/sh\necho nvm-npm-ran\n' >"$n/lib/node_modules/npm/bin/npm-cli.js"
+	chmod +x "$n/lib/node_modules/npm/bin/npm-cli.js"
+	ln -s ../lib/node_modules/npm/bin/npm-cli.js "$n/bin/npm"
+	for ns in auto off; do
+		# (with the bin alone readable, the shell skipped it for another npm)
+		PATH="$n/bin:$PATH" run -0 tool --sandbox "{\"namespaces\":\"$ns\"}" run_command '{"command":"npm"}'
+		[ "$(jq -r .output <<<"$output")" = "$(printf 'nvm-npm-ran\n[exit status 0]')" ]
+	done
+}

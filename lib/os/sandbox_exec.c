@@ -254,6 +254,35 @@ static void add_home(struct list *readable, struct list *hidden, const char *dir
 		list_add(readable, dir);
 }
 
+/*
+ * Version managers that keep a toolchain deeper than its home's bin: nvm's
+ * ~/.nvm/versions/node/v20/bin/npm is a symlink to ../lib/node_modules/...,
+ * so with the bin alone readable the command's shell skipped it and ran
+ * another npm (or none).  A PATH directory beneath one of these homes
+ * makes the whole home readable (add_home: around its secrets).
+ */
+static const char *const manager_homes[] = {
+	".nvm", ".volta", ".fnm", ".bun", ".deno", ".rbenv", ".pyenv", ".asdf", ".sdkman",
+	".ghcup", ".opam", ".juliaup", ".dotnet", ".nimble", NULL,
+};
+
+static void add_manager_home(struct list *readable, struct list *hidden, const char *dir)
+{
+	for (const char *p = strstr(dir, "/."); p; p = strstr(p + 1, "/.")) {
+		size_t n = strcspn(p + 1, "/");
+
+		for (size_t i = 0; manager_homes[i]; i++) {
+			if (strlen(manager_homes[i]) == n && !strncmp(p + 1, manager_homes[i], n)) {
+				char home[PATH_MAX];
+
+				snprintf(home, sizeof home, "%.*s", (int)(p + 1 + n - dir), dir);
+				add_home(readable, hidden, home);
+				return;
+			}
+		}
+	}
+}
+
 /* The directories of PATH, and the dot-directory toolchain each lives in
  * (~/.cargo/bin -> ~/.cargo, ~/.pyenv/shims -> ~/.pyenv). */
 static void add_path_dirs(struct list *readable, struct list *hidden, char *const *env)
@@ -275,6 +304,7 @@ static void add_path_dirs(struct list *readable, struct list *hidden, char *cons
 					private = true;
 			if (!private && access(dir, X_OK) == 0) {
 				list_add(readable, dir);
+				add_manager_home(readable, hidden, dir);
 				slash = strrchr(dir, '/');
 				if (slash && slash > dir) {
 					*slash = '\0';
