@@ -12,6 +12,7 @@
 #include "git/git.h"
 #include "llm/llm.h"
 #include "os/heap.h"
+#include "os/sandbox.h"
 #include "store/store.h"
 
 #include <assert.h>
@@ -216,6 +217,8 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 	memset(s, 0, sizeof *s);
 	if (flags & (SESSION_CONFIG | SESSION_STORE | SESSION_STORE_IF_NAMED))
 		heap_warm(SESSION_HEAP_WARM);
+	/* commands commit as git would here (asked only when one runs) */
+	sandbox_set_identity_source(forge_git_identity);
 	if (cli_repo_root(&s->repo, common->repo) < 0) {
 		s->repo = NULL;
 		if (common->repo || (flags & SESSION_NEED_REPO))

@@ -235,3 +235,20 @@ namespaces_available() {
 		[ "$(jq -r .output <<<"$output")" = "$(printf 'nvm-npm-ran\n[exit status 0]')" ]
 	done
 }
+
+@test "a command's commits are by who git says here: [user] alone in its HOME's .gitconfig" {
+	git -C "$WT" config user.name "Wt Person"
+	git -C "$WT" config user.email wt@example.com
+	# what the user's own config holds besides must not reach the command
+	git config --global url."https://tok-canary@example.com/".insteadOf "https://example.com/"
+	git config --global credential.helper "store --file $BATS_TEST_TMPDIR/creds"
+	run -0 tool run_command '{"command":"d=$(mktemp -d) && cd $d && git init -q && git commit -q --allow-empty -m x && git log -1 --format=\"%an <%ae>\" && git config user.name Inner && git commit -q --allow-empty -m y && git log -1 --format=%an; git config --global --list"}'
+	out=$(jq -r .output <<<"$output")
+	# (before, HOME had no .gitconfig: "Author identity unknown")
+	[ "$(sed -n 1p <<<"$out")" = "Wt Person <wt@example.com>" ]
+	# a repository's own identity still wins, as over a global config
+	[ "$(sed -n 2p <<<"$out")" = Inner ]
+	[[ "$out" == *"user.name=Wt Person"* ]]
+	[[ "$out" != *canary* ]]
+	[[ "$out" != *credential* ]]
+}

@@ -389,6 +389,24 @@ out:
 	return rc;
 }
 
+int forge_git_identity(char **name, char **email, const char *dir)
+{
+	git_repository *repo = NULL;
+	git_signature *sig = NULL;
+	int rc = -1;
+
+	*name = *email = NULL;
+	forge_git_init();
+	if (git_repository_open_ext(&repo, dir, 0, NULL) == 0 && git_signature_default(&sig, repo) == 0) {
+		*name = xstrdup(sig->name);
+		*email = xstrdup(sig->email);
+		rc = 0;
+	}
+	git_signature_free(sig);
+	git_repository_free(repo);
+	return rc;
+}
+
 int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, const char *path)
 {
 	git_oid id;

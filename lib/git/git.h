@@ -111,6 +111,15 @@ void forge_git_free(struct forge_git *g);
  */
 int forge_git_init_repo(const char *dir, const char *message);
 
+/*
+ * Who commits in the repository at or above dir, as git would say it
+ * (user.name and user.email from its configuration: the repository's, the
+ * user's, the system's).  *name and *email are the caller's to free.
+ * 0, or -1 (no repository, or no identity configured) without an error
+ * message.
+ */
+int forge_git_identity(char **name, char **email, const char *dir);
+
 /* The main working tree, absolute, without a trailing slash.  Borrowed. */
 const char *forge_git_root(const struct forge_git *g);
 

@@ -1346,6 +1346,75 @@ static char *abs_path(const char *path)
 static bool ns_broken;
 static char ns_broken_why[256];
 
+static sandbox_identity_fn identity_source;
+static pthread_mutex_t identity_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *identity_root, *identity_name, *identity_email;
+
+void sandbox_set_identity_source(sandbox_identity_fn fn)
+{
+	identity_source = fn;
+}
+
+/* v as a git config value: quoted, with \ " and newlines escaped. */
+static void add_config_value(struct buf *b, const char *v)
+{
+	buf_addch(b, '"');
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			buf_addch(b, '\\');
+		if (*v == '\n')
+			buf_adds(b, "\\n");
+		else
+			buf_addch(b, *v);
+	}
+	buf_addch(b, '"');
+}
+
+/* tmp/.gitconfig with the identity for root (sandbox_set_identity_source),
+ * unless the file exists or there is none.  Best effort. */
+static void write_identity(const char *tmp, const char *root)
+{
+	struct buf path = BUF_INIT, text = BUF_INIT;
+	struct stat st;
+	int fd;
+
+	if (!identity_source || !tmp || !root)
+		return;
+	buf_addf(&path, "%s/.gitconfig", tmp);
+	if (lstat(path.buf, &st) == 0)
+		goto out;
+	pthread_mutex_lock(&identity_lock);
+	if (!identity_root || strcmp(identity_root, root)) {
+		free(identity_root);
+		free(identity_name);
+		free(identity_email);
+		identity_name = identity_email = NULL;
+		identity_root = xstrdup(root);
+		if (identity_source(&identity_name, &identity_email, root) < 0) {
+			free(identity_name);
+			free(identity_email);
+			identity_name = identity_email = NULL;
+		}
+	}
+	if (identity_name && identity_email) {
+		buf_adds(&text, "# written by Forge: who this command's git commits are by\n[user]\n\tname = ");
+		add_config_value(&text, identity_name);
+		buf_adds(&text, "\n\temail = ");
+		add_config_value(&text, identity_email);
+		buf_addch(&text, '\n');
+	}
+	pthread_mutex_unlock(&identity_lock);
+	if (!text.len || (fd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		goto out;
+	if (write(fd, text.buf, text.len) != (ssize_t)text.len) {
+		/* a short write leaves a config git reports; it is the temp dir's */
+	}
+	close(fd);
+out:
+	buf_release(&path);
+	buf_release(&text);
+}
+
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd)
 {
@@ -1372,6 +1441,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	abs.tmp = tmp_abs = cmd->tmp ? abs_path(cmd->tmp) : NULL;
 	cmd = &abs;
 	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
+	write_identity(cmd->tmp, cmd->root);
 again:
 	o = (struct proc_opts)PROC_OPTS_INIT;
 	jv_free(notes);

@@ -202,6 +202,21 @@ struct sandbox_cmd {
 };
 
 /*
+ * Where a command's git identity comes from.  HOME is the command's temp
+ * dir, with no ~/.gitconfig: a test suite that commits in a repository of
+ * its own said "Author identity unknown".  With a source set, sandbox_run()
+ * writes tmp/.gitconfig holding only [user] name and email as fn answers
+ * for the command's root (fn: 0 and two strings the callee frees, or -1
+ * for none) -- never a copy of the user's file, which may hold credential
+ * helpers or tokens in url.insteadOf.  Lowest precedence, as a global
+ * config is: a repository's own user.name wins.  The answer is kept per
+ * root for the process.  The program sets fn (it may use libgit2; this
+ * layer does not); NULL: none.
+ */
+typedef int (*sandbox_identity_fn)(char **name, char **email, const char *root);
+void sandbox_set_identity_source(sandbox_identity_fn fn);
+
+/*
  * Run a command under the policy's confinement: its own process group,
  * timeout, rlimits, output cap, a clean environment, and the kernel walls:
  * - namespaces (sandbox.namespaces): own user, PID, mount and IPC

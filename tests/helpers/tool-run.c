@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "os/sandbox.h"
 #include "agent/tools.h"
+#include "git/git.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	sandbox_set_identity_source(forge_git_identity);   /* as session_open() does */
 	rc = sandbox_policy_new(&policy, sec);
 	jv_free(sec);
 	if (rc < 0) {
