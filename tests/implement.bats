@@ -410,3 +410,16 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	[ -z "$(events_of tdd.tests_changed)" ]
 	! git show "forge/T22:tests/check.sh" | grep -q "mul"
 }
+
+@test "the agent's commands commit as git says here, not as an unknown author" {
+	git -C "$REPO" config user.name "Impl Person"
+	git -C "$REPO" config user.email impl@example.com
+	plan_state T30 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"d=$(mktemp -d) && cd $d && git init -q && git commit -q --allow-empty -m x && git log -1 --format=\"%an <%ae>\""}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	# what the model was told the command printed (session_open() set the source)
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -r '.[1].body.messages | tostring' >"$BATS_TEST_TMPDIR/told"
+	grep -q 'Impl Person <impl@example.com>' "$BATS_TEST_TMPDIR/told"
+	! grep -q 'Author identity unknown' "$BATS_TEST_TMPDIR/told"
+}
