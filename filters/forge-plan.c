@@ -122,21 +122,43 @@ static char *tracked_files(const char *root)
 	return buf_detach(&b, NULL);
 }
 
+struct lang_count {
+	const char *name;	/* borrowed from the languages object */
+	int count;
+};
+
+/* Most files first; a tie by name, so that the line does not depend on the
+ * order the file system lists a directory in (tmpfs and ext4 differ). */
+static int lang_cmp(const void *a, const void *b)
+{
+	const struct lang_count *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 /* "c (12), shell (3)" from project_describe's languages. */
 static void languages_line(struct buf *b, jv langs)
 {
-	int n = 0;
+	jv keys = jv_get_kind(langs) == JV_KIND_OBJECT ? jv_keys(jv_copy(langs)) : jv_array();
+	int n = jv_array_length(jv_copy(keys));
+	struct lang_count *counts = xcalloc(n ? (size_t)n : 1, sizeof(*counts));
 
-	if (jv_get_kind(langs) == JV_KIND_OBJECT) {
-		jv_object_foreach(langs, k, v) {
-			buf_addf(b, "%s%s (%d)", n++ ? ", " : "", jv_string_value(k),
-				 (int)(jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0));
-			jv_free(k);
-			jv_free(v);
-		}
+	for (int i = 0; i < n; i++) {
+		jv k = jv_array_get(jv_copy(keys), i);	/* kept alive by keys */
+
+		counts[i].name = jv_string_value(k);
+		counts[i].count = (int)json_get_num(langs, counts[i].name, 0);
+		jv_free(k);
 	}
+	qsort(counts, (size_t)n, sizeof(*counts), lang_cmp);
+	for (int i = 0; i < n; i++)
+		buf_addf(b, "%s%s (%d)", i ? ", " : "", counts[i].name, counts[i].count);
 	if (!n)
 		buf_adds(b, "unknown");
+	free(counts);
+	jv_free(keys);
 }
 
 /* The repository's parts of the prompt, most important first. */

@@ -94,7 +94,7 @@ event_types() {
 	assert_output --partial "sh tests/check.sh ./calc" # the Makefile's text
 	assert_output --partial "A tiny command-line calculator" # README head
 	assert_output --partial "test command: make check"
-	assert_output --partial "languages: c"
+	assert_output --partial "languages: c (1), shell (1)"
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[0].body.tools[].name]'"
 	assert_output '["read_file","list_files","grep","delegate","finish","ask_human"]'   # delegate: read-only helpers (subagent.bats)
 	# the finish schema is the state schema's plan, self-contained
@@ -105,6 +105,16 @@ event_types() {
 	assert_output '["architecture","estimates","risk","summary","tasks","tests_wrong"]'
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.system'"
 	assert_output --partial "planner of Forge"
+}
+
+@test "the prompt's languages: most files first, a tie by name, whatever order the directory lists them in" {
+	mkdir -p "$REPO/lib"
+	touch "$REPO/lib/a.go" "$REPO/lib/b.go" "$REPO/z.rb" "$REPO/y.py" "$REPO/lib/x.js" "$REPO/w.rs" "$REPO/lib/v.php"
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content' | grep '^languages: '"
+	# (before, the order was readdir's: ext4 lists by name hash, tmpfs newest first)
+	assert_output "languages: go (2), c (1), javascript (1), php (1), python (1), ruby (1), rust (1), shell (1)"
 }
 
 @test "a re-plan of the same trace appends version 2 with a changelog of what changed" {

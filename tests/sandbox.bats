@@ -252,3 +252,16 @@ namespaces_available() {
 	[[ "$out" != *canary* ]]
 	[[ "$out" != *credential* ]]
 }
+
+@test "a worktree under /dev (a tmpfs such as /dev/shm) is in the command's view, not covered by its /dev" {
+	[ -d /dev/shm ] && [ -w /dev/shm ] || skip "no writable /dev/shm"
+	[ "$(namespaces_available)" = true ] || skip "no namespaces: the view is what this tests"
+	SHM=$(mktemp -d /dev/shm/forge-sandbox-test.XXXXXX)
+	make_repo "$SHM/wt"
+	# (before, the view's /dev tmpfs was mounted after the binds: "cannot run in '/dev/shm/...'")
+	run "$TOOL" -C "$SHM/wt" run_command '{"command":"echo made > new.txt && cat new.txt && ls /dev/null"}'
+	rm -rf "$SHM"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .output <<<"$output")" = "$(printf 'made\n/dev/null\n[exit status 0]')" ]
+}

@@ -233,6 +233,55 @@ static int bind_ro(const char *dst, unsigned long locked)
 #define FAIL(st) do { *stage = (st); return -errno; } while (0)
 #define CHECK_RC(st, expr) do { int r_ = (expr); if (r_ < 0) { *stage = (st); return r_; } } while (0)
 
+/* Whether dst lies beneath the view's /dev, which is a tmpfs of its own. */
+static bool under_dev(const char *dst)
+{
+	return strncmp(dst, "/newroot/dev/", 13) == 0;
+}
+
+/* Carry out one op of the view (a bind, a hidden path or a symbolic link). */
+static int apply_op(const struct nsview_op *op, int *stage)
+{
+	const char *src = op->src;
+
+	if (op->kind == NSVIEW_LINK) {
+		char parent[PATH_MAX];
+		size_t n = strlen(op->dst);
+		if (n >= sizeof(parent))
+			return 0;
+		memcpy(parent, op->dst, n + 1);
+		while (n > 1 && parent[n - 1] != '/')
+			n--;
+		parent[n - 1] = '\0';
+		CHECK_RC(NSV_BIND, mkdirs(parent));
+		if (symlink(op->src, op->dst) < 0 && errno != EEXIST)
+			FAIL(NSV_BIND);
+		return 0;
+	}
+	if (op->kind == NSVIEW_HIDE) {
+		struct stat st;
+		if (stat(op->dst, &st) < 0)
+			return 0;	/* not in the view anyway */
+		/* A directory is covered with an empty tmpfs (paths may be
+		 * bound beneath it later), a file with an empty file. */
+		if (op->is_dir) {
+			if (mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV,
+				  "mode=0755,size=1m") < 0)
+				FAIL(NSV_BIND);
+			return 0;
+		}
+		src = "/empty-file";
+	} else {
+		CHECK_RC(NSV_BIND, op->is_dir ? mkdirs(op->dst) : touch(op->dst));
+	}
+	if (mount(src, op->dst, NULL, MS_BIND | (op->kind == NSVIEW_HIDE ? 0 : MS_REC), NULL) < 0)
+		FAIL(NSV_BIND);
+	/* A hidden file is an empty one nobody may read, in a private tmpfs. */
+	if (op->kind == NSVIEW_RO)
+		CHECK_RC(NSV_BIND, bind_ro(op->dst, op->flags));
+	return 0;
+}
+
 int nsview_enter_child(const struct nsview *v, int *stage)
 {
 	static const char *const devs[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
@@ -240,7 +289,7 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 		{ "/proc/self/fd", "/newroot/dev/fd" }, { "/proc/self/fd/0", "/newroot/dev/stdin" },
 		{ "/proc/self/fd/1", "/newroot/dev/stdout" }, { "/proc/self/fd/2", "/newroot/dev/stderr" },
 	};
-	int fd;
+	int fd, rc;
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		FAIL(NSV_PRIVATE);
@@ -256,45 +305,12 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
 		FAIL(NSV_PIVOT);
 
-	for (size_t i = 0; i < v->n; i++) {
-		const struct nsview_op *op = &v->ops[i];
-		const char *src = op->src;
-		if (op->kind == NSVIEW_LINK) {
-			char parent[PATH_MAX];
-			size_t n = strlen(op->dst);
-			if (n >= sizeof(parent))
-				continue;
-			memcpy(parent, op->dst, n + 1);
-			while (n > 1 && parent[n - 1] != '/')
-				n--;
-			parent[n - 1] = '\0';
-			CHECK_RC(NSV_BIND, mkdirs(parent));
-			if (symlink(op->src, op->dst) < 0 && errno != EEXIST)
-				FAIL(NSV_BIND);
-			continue;
-		}
-		if (op->kind == NSVIEW_HIDE) {
-			struct stat st;
-			if (stat(op->dst, &st) < 0)
-				continue;	/* not in the view anyway */
-			/* A directory is covered with an empty tmpfs (paths may be
-			 * bound beneath it later), a file with an empty file. */
-			if (op->is_dir) {
-				if (mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV,
-					  "mode=0755,size=1m") < 0)
-					FAIL(NSV_BIND);
-				continue;
-			}
-			src = "/empty-file";
-		} else {
-			CHECK_RC(NSV_BIND, op->is_dir ? mkdirs(op->dst) : touch(op->dst));
-		}
-		if (mount(src, op->dst, NULL, MS_BIND | (op->kind == NSVIEW_HIDE ? 0 : MS_REC), NULL) < 0)
-			FAIL(NSV_BIND);
-		/* A hidden file is an empty one nobody may read, in a private tmpfs. */
-		if (op->kind == NSVIEW_RO)
-			CHECK_RC(NSV_BIND, bind_ro(op->dst, op->flags));
-	}
+	/* The binds in order, parents first; those beneath /dev after the
+	 * view's own /dev is mounted, or its tmpfs would cover them (a
+	 * worktree in /dev/shm). */
+	for (size_t i = 0; i < v->n; i++)
+		if (!under_dev(v->ops[i].dst) && (rc = apply_op(&v->ops[i], stage)) < 0)
+			return rc;
 
 	CHECK_RC(NSV_DEV, mkdirs("/newroot/dev"));
 	if (mount("tmpfs", "/newroot/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") < 0)
@@ -314,6 +330,9 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i][0], links[i][1]) < 0 && errno != EEXIST)
 			FAIL(NSV_DEV);
+	for (size_t i = 0; i < v->n; i++)
+		if (under_dev(v->ops[i].dst) && (rc = apply_op(&v->ops[i], stage)) < 0)
+			return rc;
 
 	CHECK_RC(NSV_PROC, mkdirs("/newroot/proc"));
 	if (mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
