@@ -265,3 +265,16 @@ namespaces_available() {
 	[ "$status" -eq 0 ]
 	[ "$(jq -r .output <<<"$output")" = "$(printf 'made\n/dev/null\n[exit status 0]')" ]
 }
+
+@test "without namespaces, what a command detaches (setsid, a double fork) ends with it" {
+	# the escapees write their pids, and the command waits for both files
+	run -0 tool --sandbox '{"namespaces":"off"}' run_command '{"command":"setsid sh -c \"echo \\$\\$ > a.t && mv a.t a.pid && exec sleep 60\" >/dev/null 2>&1 & (sh -c \"echo \\$\\$ > b.t && mv b.t b.pid && exec sleep 60\" >/dev/null 2>&1 &); while [ ! -s a.pid ] || [ ! -s b.pid ]; do sleep 0.01; done; echo both started"}'
+	[ "$(jq -r .output <<<"$output")" = "$(printf 'both started\n[exit status 0]')" ]
+	a=$(cat "$WT/a.pid") b=$(cat "$WT/b.pid")
+	# (before, both went on sleeping as children of init: the command could
+	# still write the worktree after review and tests had passed it)
+	run kill -0 "$a"
+	[ "$status" -ne 0 ] || { kill "$a" "$b"; false; }
+	run kill -0 "$b"
+	[ "$status" -ne 0 ] || { kill "$a" "$b"; false; }
+}

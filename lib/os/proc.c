@@ -7,6 +7,7 @@
 #include "os/clonevm.h"
 #include "os/landlock.h"
 #include "os/nsview.h"
+#include "os/reaper.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,7 +209,7 @@ static void lines_flush(struct lines *s, void *payload)
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
 enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
-       ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
+       ST_REAPER, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
 	int kind, stage, err;
@@ -339,6 +340,94 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
+/* The reaper's command (its own process group) and the seconds it gets
+ * between SIGTERM and SIGKILL. */
+static pid_t reaper_cmd;
+static unsigned reaper_grace_s;
+
+/* SIGTERM and the like go on to the command's group; SIGALRM, the grace
+ * after a SIGTERM running out, ends it. */
+static void reaper_pass_on(int sig)
+{
+	if (reaper_cmd <= 0)
+		return;
+	kill(-reaper_cmd, sig == SIGALRM ? SIGKILL : sig);
+	if (sig == SIGTERM)
+		alarm(reaper_grace_s);
+}
+
+/*
+ * Without a PID namespace (o->contain): the command's parent, a child
+ * subreaper (os/reaper.h), stays until the command exits, then ends
+ * whatever it left running (setsid and double forks included) and exits
+ * with its status.  The command leads a process group of its own; the
+ * caller's signals reach this process's group, and it passes them on.
+ * It is not in the Landlock domain (it reads /proc to find its children;
+ * the command cannot signal it where Landlock scopes signals), and dies
+ * with the caller by ending the command.
+ */
+static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
+{
+	const struct proc_opts *o = p->o;
+	struct sigaction sa, dfl;
+	sigset_t all, none;
+	pid_t cmd;
+	int st = 0, r;
+
+	if ((r = reaper_become()) < 0)
+		child_report(p->rep_fd, REC_WARN, ST_REAPER, -r);
+	reaper_grace_s = o->kill_grace_ms > 0 ? (unsigned)((o->kill_grace_ms + 999) / 1000) : 1;
+	sigfillset(&all);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = reaper_pass_on;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &sa, NULL);
+	sigaction(SIGALRM, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (cmd < 0)
+		child_fail(p->rep_fd, ST_EXEC, errno);
+	if (cmd == 0) {
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+			sigaction(forwarded[i], &dfl, NULL);
+		sigaction(SIGALRM, &dfl, NULL);
+		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+		setpgid(0, 0);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		apply_landlock(p);
+		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		execve(o->argv[0], (char *const *)o->argv, p->envp);
+		child_fail(p->rep_fd, ST_EXEC, errno);
+	}
+	setpgid(cmd, cmd);	/* before any signal is passed on to its group */
+	reaper_cmd = cmd;
+	close(p->rep_fd);
+	for (int fd = 0; fd < 3; fd++)
+		close(fd);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (;;) {
+		int s = 0;
+		pid_t w = waitpid(-1, &s, 0);
+		if (w == cmd) {
+			st = s;
+			break;
+		}
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	reaper_cmd = 0;
+	reaper_end_children();
+	if (write(p->status_fd, &st, sizeof(st)) < 0) {
+		/* the parent then sees the exit status below */
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 /* Runs between fork and exec: async-signal-safe calls only. */
 static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 {
@@ -413,8 +502,10 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 			child_report(p->rep_fd, REC_WARN, ST_LOOPBACK, -r);
 		}
 	}
-	apply_landlock(p);
 	wait_go(p);
+	if (o->contain)
+		reaper_main(p);
+	apply_landlock(p);
 	/* Everything above fd 2 closes at exec (the report pipe included). */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	execve(o->argv[0], (char *const *)o->argv, p->envp);
@@ -440,6 +531,7 @@ static const char *stage_name(int stage)
 	case ST_RLIMIT: return "setrlimit";
 	case ST_CAPS: return "drop capabilities";
 	case ST_LOOPBACK: return "loopback (127.0.0.1 and ::1 unreachable)";
+	case ST_REAPER: return "reaper (what the command starts may outlive it)";
 	}
 	if (stage > ST_NS)
 		return nsview_stage_name(stage - ST_NS);
@@ -570,7 +662,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 		goto out;
 	}
 	if (pipe2(out_pipe, O_CLOEXEC) < 0 || (!o->merge_stderr && pipe2(err_pipe, O_CLOEXEC) < 0) ||
-	    (o->new_ns && pipe2(status_pipe, O_CLOEXEC) < 0)) {
+	    ((o->new_ns || o->contain) && pipe2(status_pipe, O_CLOEXEC) < 0)) {
 		forge_error("proc: pipe: %s", strerror(errno));
 		goto out;
 	}
@@ -628,9 +720,11 @@ attempt:
 			plan.ns = false;
 			pid = fork();
 		}
-	} else if (o->new_netns || plan.go_fd >= 0 || (pid = clone_shared(shared_child, &plan)) < 0) {
+	} else if (o->new_netns || o->contain || plan.go_fd >= 0 ||
+		   (pid = clone_shared(shared_child, &plan)) < 0) {
 		/* a network namespace may be a user namespace too; the go pipe
-		 * would have the child wait for a parent asleep until it execs */
+		 * would have the child wait for a parent asleep until it execs;
+		 * the reaper never execs */
 		pid = fork();
 	}
 	if (pid == 0)
@@ -746,6 +840,10 @@ attempt:
 			kill(target, SIGTERM);
 			killed_term = true;
 			kill_at = t + (o->kill_grace_ms > 0 ? o->kill_grace_ms : 0);
+			/* a reaper ends the command after the grace itself, and
+			 * what it left with it: it goes first */
+			if (o->contain && !plan.ns)
+				kill_at += 3000;
 		}
 		if (!exited && killed_term && t >= kill_at) {
 			kill(target, SIGKILL);

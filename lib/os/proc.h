@@ -51,7 +51,13 @@
  *   group gets SIGTERM, then SIGKILL after kill_grace_ms; when the child
  *   exits normally, whatever it left running in its group (background jobs)
  *   is killed too, so nothing outlives proc_run().  Processes that leave
- *   the group (setsid) are not tracked, but they lose the pipes.
+ *   the group (setsid) are not tracked, but they lose the pipes -- unless
+ *   `contain`: then, where there is no PID namespace, the child is a small
+ *   reaper (a child subreaper, os/reaper.h) that runs the command in a
+ *   group of its own, passes the caller's signals on to it, and when it
+ *   exits kills whatever it left (setsid and double forks included) before
+ *   it exits with the command's status.  On timeout it sends SIGKILL
+ *   after kill_grace_ms itself; the caller kills the reaper only 3 s later.
  * - Signals: the child starts with every signal at its default disposition
  *   and an empty signal mask.  The parent's SIGPIPE handling is unchanged
  *   (writes to a dead child's stdin are caught, never raise SIGPIPE).
@@ -137,6 +143,8 @@ struct proc_opts {
 	bool ns_no_fallback;          /* namespaces fail (not required): -1 and r.ns_failed,
 					 nothing run, instead of running without them */
 	bool keep_pgrp;               /* stay in the caller's process group */
+	bool contain;                 /* nothing the command starts outlives it, also
+					 without namespaces (a reaper: os/reaper.h) */
 	/* Streaming: a complete line of stdout / stderr (NULL = capture). */
 	void (*on_stdout)(void *payload, const char *line, size_t len, int cut);
 	void (*on_stderr)(void *payload, const char *line, size_t len, int cut);

@@ -1461,7 +1461,7 @@ again:
 				goto out;
 			}
 			struct buf b = BUF_INIT;
-			buf_addf(&b, "namespaces: none (%s); the command sees every process, the host's files and sockets, .forge is writable, and what it starts may outlive it",
+			buf_addf(&b, "namespaces: none (%s); the command sees every process, the host's files and sockets, and .forge is writable",
 				 why);
 			notes = jv_array_append(notes, jv_string(b.buf));
 			buf_release(&b);
@@ -1516,6 +1516,7 @@ again:
 	}
 	o.argv = argv;
 	o.envp = env;
+	o.contain = true;	/* with or without a PID namespace */
 	o.cwd = cmd->cwd ? cmd->cwd : cmd->root;
 	o.merge_stderr = true;
 	o.out_cap = p->output_cap;

@@ -140,6 +140,83 @@ static void test_leftovers_killed_on_exit(void)
 	CHECK(!alive(pf));
 }
 
+/* The pid in pidfile, or 0. */
+static pid_t pid_in(const char *pidfile)
+{
+	FILE *f = fopen(pidfile, "r");
+	long pid = 0;
+
+	if (f) {
+		if (fscanf(f, "%ld", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	return (pid_t)pid;
+}
+
+/*
+ * contain without namespaces: what the command detaches (setsid, a double
+ * fork) is ended, and reaped, before proc_run() returns -- no wait needed.
+ * Each escapee writes its pid and the command waits for the file, so the
+ * escapees exist when the command ends.
+ */
+static void test_contain_ends_detached(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char cmd[2400], a[200], b[200];
+
+	snprintf(a, sizeof(a), "%s/setsid.pid", tmp);
+	snprintf(b, sizeof(b), "%s/double.pid", tmp);
+	unlink(a);
+	unlink(b);
+	snprintf(cmd, sizeof(cmd),
+		 "setsid sh -c 'echo $$ > %s.t && mv %s.t %s && exec sleep 30' >/dev/null 2>&1 & "
+		 "(sh -c 'echo $$ > %s.t && mv %s.t %s && exec sleep 30' >/dev/null 2>&1 &); "
+		 "while [ ! -s %s ] || [ ! -s %s ]; do sleep 0.01; done; echo started; exit 3",
+		 a, a, a, b, b, b, a, b);
+	o.contain = true;
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK_STR(r.out.buf, "started\n");
+	CHECK_INT(r.exit_code, 3);	/* the command's status, through the reaper */
+	proc_result_release(&r);
+	CHECK(pid_in(a) > 0 && pid_in(b) > 0);
+	/* (without the reaper both keep sleeping, children of init) */
+	CHECK_MSG(kill(pid_in(a), 0) < 0 && errno == ESRCH, "the setsid one is alive");
+	CHECK_MSG(kill(pid_in(b), 0) < 0 && errno == ESRCH, "the double-forked one is alive");
+
+	/* a signal that ends the command is its status too */
+	CHECK(sh(&r, &o, "kill -9 $$") == 0);
+	CHECK_INT(r.term_signal, SIGKILL);
+	CHECK_INT(r.exit_code, 128 + SIGKILL);
+	proc_result_release(&r);
+}
+
+/* contain, timed out: SIGTERM on to the command, SIGKILL after the grace,
+ * and what it detached (ignoring SIGTERM too) ends with it. */
+static void test_contain_timeout(void)
+{
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	char cmd[1200], a[200];
+
+	snprintf(a, sizeof(a), "%s/stubborn.pid", tmp);
+	unlink(a);
+	snprintf(cmd, sizeof(cmd),
+		 "trap '' TERM; setsid sh -c 'trap \"\" TERM; echo $$ > %s.t && mv %s.t %s && exec sleep 30' & "
+		 "while [ ! -s %s ]; do sleep 0.01; done; sleep 30",
+		 a, a, a, a);
+	o.contain = true;
+	o.timeout_ms = 300;
+	o.kill_grace_ms = 200;
+	CHECK(sh(&r, &o, cmd) == 0);
+	CHECK(r.timed_out);
+	CHECK_INT(r.term_signal, SIGKILL);	/* the shell ignored SIGTERM */
+	proc_result_release(&r);
+	CHECK(pid_in(a) > 0);
+	CHECK_MSG(kill(pid_in(a), 0) < 0 && errno == ESRCH, "the detached one is alive");
+}
+
 static void test_output_cap_head_tail(void)
 {
 	struct proc_opts o = PROC_OPTS_INIT;
@@ -646,6 +723,8 @@ int main(void)
 	RUN(test_stdin_and_env);
 	RUN(test_timeout_kills_group);
 	RUN(test_leftovers_killed_on_exit);
+	RUN(test_contain_ends_detached);
+	RUN(test_contain_timeout);
 	RUN(test_output_cap_head_tail);
 	RUN(test_exec_failure);
 	RUN(test_rlimits);
