@@ -2,6 +2,7 @@
  * tui_screen.c - the terminal of `forge tui` (tui.h): curses started and
  * restored, colours, the size check, lines drawn and read.
  */
+#include "app/cli.h"
 #include "app/tui.h"
 
 #include "core/buf.h"
@@ -143,6 +144,24 @@ void tui_footer(const struct tui *t, const char *keys)
 		tui_put(t, LINES - 2, 0, COLS, TUI_WARN, t->msg);
 }
 
+/* Drop every "REPO/" from msg: the status line is one screen line, and a
+ * file named by its absolute path was cut before its name. */
+static void relative_to_repo(char *msg, const char *repo)
+{
+	size_t rlen = repo ? strlen(repo) : 0;
+	char *at = msg;
+
+	if (rlen < 2)
+		return;
+	while ((at = strstr(at, repo)) != NULL) {
+		if (at[rlen] != '/') {
+			at += rlen;
+			continue;
+		}
+		memmove(at, at + rlen + 1, strlen(at + rlen + 1) + 1);
+	}
+}
+
 void tui_say(struct tui *t, const char *fmt, ...)
 {
 	va_list ap;
@@ -150,6 +169,7 @@ void tui_say(struct tui *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(t->msg, sizeof t->msg, fmt, ap);
 	va_end(ap);
+	relative_to_repo(t->msg, t->ses ? t->ses->repo : NULL);
 }
 
 char *tui_read_line(const struct tui *t, const char *prompt)

@@ -435,7 +435,8 @@ quit_ok() {
 	tm send-keys -t tui Down Enter
 	wait_for "$MODEL"
 	tm send-keys -t tui Enter
-	wait_for "review: openai / $MODEL in $REPO/.forge/config.json"
+	# (the file relative to the repository: its absolute path was cut at the screen's edge)
+	wait_for "review: openai / $MODEL in .forge/config.json"
 	jq -e --arg m "$MODEL" '.llm.phases.review == {"provider": "openai", "model": $m}' "$REPO/.forge/config.json"
 	[ "$(forge config get llm.phases.review.model)" = "$MODEL" ]
 	tm send-keys -t tui m
@@ -454,7 +455,7 @@ quit_ok() {
 	tm send-keys -t tui m
 	wait_for "model picker: the phase"
 	tm send-keys -t tui Enter Enter Enter
-	wait_for "config.json: Unfinished JSON term"
+	wait_for ".forge/config.json: Unfinished JSON term"
 	[ "$(cat "$REPO/.forge/config.json")" = '{"llm": ' ]
 	quit_ok
 }
