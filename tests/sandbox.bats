@@ -278,3 +278,22 @@ namespaces_available() {
 	run kill -0 "$b"
 	[ "$status" -ne 0 ] || { kill "$a" "$b"; false; }
 }
+
+@test "a file the model writes where git ignores it: the result says it will not be committed" {
+	printf 'gen/\n*.log\n' >"$WT/.gitignore"
+	echo kept >"$WT/tracked.log"
+	git -C "$WT" add .gitignore
+	git -C "$WT" add -f tracked.log
+	git -C "$WT" commit -qm ignore
+	run -0 tool write_file '{"path":"gen/table.h","content":"int t;\n"}'
+	# (before, the commit left it out without a word: "nothing to commit", run completed)
+	[ "$(jq -c .data.ignored <<<"$output")" = '["gen/table.h"]' ]
+	[[ "$(jq -r .output <<<"$output")" == *"Note: git ignores gen/table.h (.gitignore), so it is not part of the change and will not be committed."* ]]
+	run -0 tool apply_patch '{"patch":"*** Begin Patch\n*** Add File: gen/b.h\n+b\n*** Add File: c.h\n+c\n*** End Patch\n"}'
+	[ "$(jq -c .data.ignored <<<"$output")" = '["gen/b.h"]' ]
+	# tracked, though .gitignore matches it: committed as ever, no note
+	run -0 tool edit_file '{"path":"tracked.log","old":"kept","new":"changed"}'
+	[ "$(jq -c .data.ignored <<<"$output")" = null ]
+	run -0 tool write_file '{"path":"src.c","content":"int x;\n"}'
+	[ "$(jq -c .data.ignored <<<"$output")" = null ]
+}

@@ -550,6 +550,58 @@ int tool_validate(const struct tool *t, jv input)
 	return 0;
 }
 
+/* The paths a file tool's result says it wrote (not those it deleted). */
+static jv written_paths(jv data /* borrowed */)
+{
+	jv files = json_get(data, "files"), paths = jv_array();
+	const char *one = json_get_str(data, "path");
+
+	if (one)
+		paths = jv_array_append(paths, jv_string(one));
+	if (jv_get_kind(files) == JV_KIND_ARRAY) {
+		jv_array_foreach(files, i, f) {
+			const char *path = json_get_str(f, "path"), *action = json_get_str(f, "action");
+
+			if (path && !(action && !strcmp(action, "delete")))
+				paths = jv_array_append(paths, jv_string(path));
+			jv_free(f);
+		}
+	}
+	jv_free(files);
+	return paths;
+}
+
+/*
+ * A file the model wrote where git ignores it is not part of the change:
+ * the commit takes what git tracks or would add.  Say so in the result,
+ * or the work is dropped without a word ("nothing to commit") while the
+ * run reports success.
+ */
+static void note_ignored(struct tool_result *out, const char *root)
+{
+	jv paths = written_paths(out->data), ignored;
+	struct buf text = BUF_INIT;
+
+	forge_git_ignored_paths(&ignored, root, paths);
+	jv_free(paths);
+	if (jv_array_length(jv_copy(ignored)) == 0) {
+		jv_free(ignored);
+		return;
+	}
+	buf_adds(&text, out->output ? out->output : "ok");
+	buf_adds(&text, "\nNote: git ignores ");
+	jv_array_foreach(ignored, i, p) {
+		buf_addf(&text, "%s%s", i ? ", " : "", jv_string_value(p));
+		jv_free(p);
+	}
+	buf_adds(&text, " (.gitignore), so it is not part of the change and will not be committed. "
+		      "If it belongs in the change, write it elsewhere or change .gitignore; if it is "
+		      "generated, change what generates it.");
+	free(out->output);
+	out->output = buf_detach(&text, NULL);
+	out->data = json_set(out->data, "ignored", ignored);
+}
+
 void tool_execute(struct tool_result *out, const struct tool *t, const struct tool_ctx *ctx,
 		  jv input)
 {
@@ -582,6 +634,9 @@ void tool_execute(struct tool_result *out, const struct tool *t, const struct to
 		}
 	}
 	t->run(out, ctx, root, input);
+	if (out->ok && (!strcmp(t->name, "write_file") || !strcmp(t->name, "edit_file") ||
+			!strcmp(t->name, "apply_patch")))
+		note_ignored(out, ctx->root);
 	sandbox_root_free(root);
 }
 

@@ -909,6 +909,27 @@ out:
 	return rc;
 }
 
+void forge_git_ignored_paths(jv *out, const char *dir, jv paths)
+{
+	git_repository *repo = NULL;
+
+	*out = jv_array();
+	forge_git_init();
+	if (jv_get_kind(paths) != JV_KIND_ARRAY || git_repository_open(&repo, dir) < 0)
+		return;
+	jv_array_foreach(paths, i, p) {
+		unsigned int flags = 0;
+
+		/* GIT_STATUS_IGNORED only for a path the index does not hold:
+		 * a tracked file matching .gitignore is still committed */
+		if (jv_get_kind(p) == JV_KIND_STRING &&
+		    git_status_file(&flags, repo, jv_string_value(p)) == 0 && (flags & GIT_STATUS_IGNORED))
+			*out = jv_array_append(*out, jv_copy(p));
+		jv_free(p);
+	}
+	git_repository_free(repo);
+}
+
 char *forge_git_library_version(void)
 {
 	int maj = 0, min = 0, rev = 0;

@@ -360,6 +360,14 @@ int forge_git_run_fetch(struct forge_git *g, const char *remote, const char *tra
  */
 int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max);
 
+/*
+ * Of `paths` (borrowed: an array of paths relative to the repository at
+ * `dir`, no search upwards), those git ignores and does not track: what a
+ * commit of the work tree leaves out.  *out is a new array (empty when
+ * none, or when dir is not a repository: nothing to say then).
+ */
+void forge_git_ignored_paths(jv *out, const char *dir, jv paths);
+
 /* libgit2's version ("1.5.1"), malloc'd; NULL when libgit2 cannot tell. */
 char *forge_git_library_version(void);
 
