@@ -72,6 +72,7 @@ void stage_land(struct stage_work *w, struct buf *note)
 	struct forge_git_worktree *wt = run_worktree(&g, w);
 	char *base = NULL, *tip = NULL;
 	const char *run = wt ? forge_git_worktree_branch(wt) : NULL;
+	int merged = -1;
 	jv ev = jv_object();
 
 	if (!wt)
@@ -82,7 +83,8 @@ void stage_land(struct stage_work *w, struct buf *note)
 		buf_addf(note, "; the change is on %s: forge merge %s takes it", run, forge_git_worktree_trace(wt));
 		goto out;
 	}
-	if (forge_git_head_branch(&base, g) < 0 || forge_git_merge_ff(&tip, g, base, run) < 0) {
+	if (forge_git_head_branch(&base, g) < 0 || (merged = forge_git_merge_ff(&tip, g, base, run)) < 0 ||
+	    merged == FORGE_GIT_BLOCKED) {
 		ev = json_set(ev, "refused", jv_string(forge_last_error()));
 		phase_emit(w->ph, "compile.landed", jv_copy(ev));
 		buf_addf(note, "; the product stays on %s (%s): forge merge %s", run, forge_last_error(),

@@ -163,9 +163,10 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	e = no_ff ? forge_git_merge_commit(&commit, g, t.branch, t.run_branch, msg.buf)
 		  : forge_git_merge_ff(&commit, g, t.branch, t.run_branch);
 	buf_release(&msg);
-	if (e < 0 || e == FORGE_GIT_CONFLICT) {
+	if (e < 0 || e == FORGE_GIT_CONFLICT || e == FORGE_GIT_BLOCKED) {
 		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
-		rc = e == FORGE_GIT_CONFLICT ? FORGE_EXIT_REJECTED : FORGE_EXIT_DEPENDENCY;
+		rc = e == FORGE_GIT_CONFLICT ? FORGE_EXIT_REJECTED
+		   : e == FORGE_GIT_BLOCKED ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
 		goto out;
 	}
 	if (!commit)

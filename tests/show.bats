@@ -261,6 +261,27 @@ setup() {
 	[ "$(jq -s '[.[] | select(.type == "run.merged")] | length' <<<"$output")" -eq 0 ]
 }
 
+@test "forge merge: a file git does not track in the way is named, exit 2, nothing changed; then it merges" {
+	# the run's branch adds NOTES.md; the checkout has one of its own, untracked
+	git -C "$REPO/.forge/worktrees/$T1" checkout -q "forge/$T1" 2>/dev/null || true
+	echo "from the run" >"$REPO/.forge/worktrees/$T1/NOTES.md"
+	git -C "$REPO/.forge/worktrees/$T1" add NOTES.md
+	git -C "$REPO/.forge/worktrees/$T1" commit -q -m notes
+	echo "my own notes" >NOTES.md
+	run -2 --separate-stderr forge merge "$T1"
+	# (before: exit 5 and libgit2's "1 conflict prevents checkout")
+	[[ $stderr == *"cannot fast-forward 'main': 1 file in '$REPO' that git does not track would be overwritten: NOTES.md; move or remove it (or commit it), then try again" ]]
+	[ "$(cat NOTES.md)" = "my own notes" ]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	! grep -q calc_mul calc.c
+	run -2 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"cannot merge into 'main': 1 file in '$REPO' that git does not track would be overwritten: NOTES.md"* ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	mv NOTES.md ../mine.md
+	run -0 --separate-stderr forge merge "$T1"
+	[ "$(cat NOTES.md)" = "from the run" ]
+}
+
 @test "forge gc: only cancelled, failed and merged runs; --dry-run removes nothing; forge clean is the same" {
 	wt1="$REPO/.forge/worktrees/$T1" wt2="$REPO/.forge/worktrees/$T2"
 	[ -d "$wt1" ] && [ -d "$wt2" ]

@@ -145,8 +145,10 @@ static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *c
 		}
 	}
 	int rc = forge_git_merge_ff(&merged, g, base, tip);
-	if (rc < 0) {
+	if (rc < 0 || rc == FORGE_GIT_BLOCKED) {
 		reason(ctx, "cannot merge '%s' into '%s': %s", ctx->branch, base, forge_last_error());
+		if (rc == FORGE_GIT_BLOCKED)
+			status = "rejected";	/* the person's files: theirs to move */
 		goto out;
 	}
 	*d = json_set(*d, "status", jv_string("healthy"));

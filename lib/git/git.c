@@ -532,13 +532,58 @@ int forge_git_checkout_dirty(struct forge_git *g)
 	return dirty;
 }
 
+/* The checkout's notify callback: the paths in the way, up to 5. */
+struct in_the_way {
+	struct buf paths;
+	int n;
+};
+
+static int note_in_the_way(git_checkout_notify_t why, const char *path, const git_diff_file *baseline,
+			   const git_diff_file *target, const git_diff_file *workdir, void *payload)
+{
+	struct in_the_way *w = payload;
+
+	(void)why;
+	(void)baseline;
+	(void)target;
+	(void)workdir;
+	if (w->n++ < 5)
+		buf_addf(&w->paths, "%s%s", w->n > 1 ? ", " : "", path);
+	return 0;	/* go on: the checkout counts them and fails */
+}
+
+int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const char *what)
+{
+	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
+	struct in_the_way w = { BUF_INIT, 0 };
+	int rc = 0;
+
+	copts.checkout_strategy = GIT_CHECKOUT_SAFE;
+	copts.notify_flags = GIT_CHECKOUT_NOTIFY_CONFLICT;
+	copts.notify_cb = note_in_the_way;
+	copts.notify_payload = &w;
+	if (git_checkout_tree(g->repo, (const git_object *)commit, &copts) < 0) {
+		if (w.n) {
+			forge_error("%s: %d file%s in '%s' that git does not track would be overwritten: %s%s; "
+				    "move or remove %s (or commit %s), then try again", what, w.n,
+				    w.n == 1 ? "" : "s", g->root, w.paths.buf, w.n > 5 ? ", …" : "",
+				    w.n == 1 ? "it" : "them", w.n == 1 ? "it" : "them");
+			rc = FORGE_GIT_BLOCKED;
+		} else {
+			rc = forge_git_fail("%s: updating the files of '%s' failed", what, g->root);
+		}
+	}
+	buf_release(&w.paths);
+	return rc;
+}
+
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev)
 {
 	git_reference *ref = NULL, *head = NULL, *moved = NULL;
 	git_commit *commit = NULL;
-	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
 	struct buf name = BUF_INIT;
 	git_oid target;
+	char what[300];
 	const char *head_target = NULL;
 	bool in_main;
 	int e, rc = -1;
@@ -611,10 +656,9 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 			forge_git_fail("cannot read commit '%s'", rev);
 			goto out;
 		}
-		copts.checkout_strategy = GIT_CHECKOUT_SAFE;
-		if (git_checkout_tree(g->repo, (const git_object *)commit, &copts) < 0) {
-			forge_git_fail("cannot fast-forward '%s': updating the files of '%s' failed",
-				       base_branch, g->root);
+		snprintf(what, sizeof what, "cannot fast-forward '%s'", base_branch);
+		if ((e = forge_git_checkout_commit(g, commit, what)) != 0) {
+			rc = e;
 			goto out;
 		}
 	}

@@ -48,6 +48,9 @@
 #define FORGE_GIT_NOTHING 1
 /* Returned by forge_git_merge_commit() when the changes conflict. */
 #define FORGE_GIT_CONFLICT 2
+/* Returned by the merges when files in the checkout that git does not track
+ * are in the way: nothing changed, the message names them. */
+#define FORGE_GIT_BLOCKED 3
 
 /*
  * Initialise libgit2 once per process (later calls cost nothing); it is
@@ -266,7 +269,8 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * and when the branch is checked out in a linked worktree.  When it is
  * checked out in the main checkout, that checkout must have no changes to
  * tracked files; its files and index are updated safely (an untracked file
- * in the way stops it before anything moves).  An unborn base branch
+ * in the way stops it before anything moves: FORGE_GIT_BLOCKED, the
+ * message naming the files).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
  * the branch is already at `rev`.
  */
@@ -293,7 +297,8 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
  * files; its files and index are updated safely (GIT_CHECKOUT_SAFE).
  * FORGE_GIT_NOTHING when `rev` is in the branch already,
  * FORGE_GIT_CONFLICT (nothing changed, the message names up to 5 paths)
- * when the two sides conflict.  *out (may be NULL) gets the new commit.
+ * when the two sides conflict, FORGE_GIT_BLOCKED when untracked files
+ * are in the way (as forge_git_merge_ff()).  *out (may be NULL) gets the new commit.
  */
 /* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
 int forge_git_checkout_dirty(struct forge_git *g);

@@ -30,6 +30,15 @@ struct forge_git_worktree {
  * one; returns -1. */
 int forge_git_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Bring the main checkout's files and index to `commit` safely
+ * (GIT_CHECKOUT_SAFE).  When files there that git does not track would be
+ * overwritten, nothing changes and FORGE_GIT_BLOCKED is returned, with a
+ * message naming them (up to 5) after `what` ("cannot fast-forward
+ * 'main'"); -1 on another failure.
+ */
+int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const char *what);
+
 /* A malloc'd 40-hex copy of id. */
 char *forge_git_hex(const git_oid *id);
 

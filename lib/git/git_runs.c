@@ -245,7 +245,7 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 {
 	git_reference *ref = NULL, *moved = NULL;
 	git_commit *commit = NULL;
-	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
+	char what[300];
 	struct buf name = BUF_INIT;
 	git_oid theirs, merge;
 	char *head = NULL;
@@ -289,9 +289,9 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 		forge_git_fail("cannot read the merge commit");
 		goto out;
 	}
-	copts.checkout_strategy = GIT_CHECKOUT_SAFE;
-	if (git_checkout_tree(g->repo, (const git_object *)commit, &copts) < 0) {
-		forge_git_fail("cannot merge into '%s': updating the files of '%s' failed", base_branch, g->root);
+	snprintf(what, sizeof what, "cannot merge into '%s'", base_branch);
+	if ((e = forge_git_checkout_commit(g, commit, what)) != 0) {
+		rc = e;
 		goto out;
 	}
 	if (git_reference_set_target(&moved, ref, &merge, "forge: merge") < 0) {
