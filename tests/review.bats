@@ -50,6 +50,22 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 	assert_equal "$(grep -c 4kQ9zX2mV7 <<<"$(forge-review --no-input --commit HEAD 2>&1)")" 0
 }
 
+@test "a linter's findings on a file whose name is not ASCII, under LC_ALL=C as in many containers" {
+	command -v shellcheck >/dev/null || skip "shellcheck is not installed (scripts/install-deps)"
+	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache"
+	mkdir -p scripts
+	printf '#!/bin/sh\nX="1"\nrm -rf $X/*\n' >"scripts/déploiement.sh"
+	git add -A && git commit -q -m "a script"
+	# (before, shellcheck printed the name mangled, its findings matched no
+	# file and the review approved; the cache then kept that empty result)
+	LC_ALL=C run -0 --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	[ "$(finding scripts/déploiement.sh 3 shellcheck/SC2115)" = security ]
+	LC_ALL=C.UTF-8 run -0 --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	[ "$(finding scripts/déploiement.sh 3 shellcheck/SC2115)" = security ]
+}
+
 # The tools that ran, as "tool cached" lines (cached: true or false).
 tools_ran() { jq -r 'select(.type == "review.tool_ran") | "\(.payload.tool) \(.payload.cached // false)"' <<<"$OUT"; }
 findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | sort'; }

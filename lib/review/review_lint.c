@@ -28,6 +28,7 @@
 #include "os/sandbox_job.h"
 #include "review/toolcache.h"
 
+#include <locale.h>
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,13 +285,52 @@ static bool cacheable(const struct review_ctx *ctx, const char *dir)
 	       (!ctx->cfg || config_get_bool(ctx->cfg, "review.tool_cache"));
 }
 
+/*
+ * The locale the tools run in: C.UTF-8 where the system has it, whatever
+ * the caller's.  Their output is parsed (the same English everywhere), and
+ * under C a tool may mangle a file name that is not ASCII (shellcheck
+ * printed "d\xef\xbf\xbd..." for "déploiement.sh": its findings matched no
+ * file and were lost).  NULL: leave the caller's.
+ */
+static const char *tool_locale(void)
+{
+	static int have = -1;
+
+	if (have < 0) {
+		locale_t l = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+
+		have = l != (locale_t)0;
+		if (l)
+			freelocale(l);
+	}
+	return have ? "LC_ALL=C.UTF-8" : NULL;
+}
+
+/* The cache key of argv run in dir: the locale is part of what ran. */
+static bool tool_key(char key[65], const char *const *argv, const char *dir, const char *locale)
+{
+	size_t n = 0;
+	const char **with;
+	bool ok;
+
+	while (argv[n])
+		n++;
+	with = xcalloc(n + 2, sizeof(*with));
+	memcpy(with, argv, n * sizeof(*with));
+	with[n] = locale ? locale : "(the caller's locale)";
+	ok = toolcache_key(key, with, dir) == 0;
+	free(with);
+	return ok;
+}
+
 int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx, const char *const *argv,
 		    const char *dir)
 {
 	struct sandbox_policy *policy = NULL;
 	struct buf cmd = BUF_INIT;
+	const char *locale = tool_locale();
 	char key[65];
-	bool keyed = cacheable(ctx, dir) && toolcache_key(key, argv, dir) == 0;
+	bool keyed = cacheable(ctx, dir) && tool_key(key, argv, dir, locale);
 	int rc = -1;
 
 	memset(r, 0, sizeof *r);
@@ -305,6 +345,8 @@ int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx,
 	}
 	if (sandbox_policy_from_config(&policy, ctx->cfg) < 0)
 		return -1;
+	if (locale)
+		buf_addf(&cmd, "%s ", locale);	/* an assignment: not quoted */
 	sandbox_shell_join(&cmd, argv);
 	struct sandbox_job job = {
 		.policy = policy,
