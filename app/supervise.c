@@ -1046,6 +1046,28 @@ static void warn_dirty(struct sup *s, struct forge_git *g, const char *base)
 	sup_emit(s, "run.checkout_dirty", json_set(jv_object(), "base_ref", jv_string(base)));
 }
 
+/* What git would have done in the worktree and libgit2 does not (submodules,
+ * filter drivers such as git-lfs): a line each on stderr (unless -q) and
+ * one event, before any model is asked. */
+static void warn_limits(struct sup *s, struct forge_git_worktree *wt)
+{
+	jv notes;
+
+	if (forge_git_worktree_reopened(wt))
+		return;	/* said when the run started */
+	forge_git_worktree_limits(&notes, wt);
+	if (jv_array_length(jv_copy(notes)) == 0) {
+		jv_free(notes);
+		return;
+	}
+	jv_array_foreach(notes, i, n) {
+		if (!s->o->quiet)
+			fprintf(stderr, "forge: warning: %s\n", jv_string_value(n));
+		jv_free(n);
+	}
+	sup_emit(s, "run.worktree_limits", json_set(jv_object(), "notes", notes));
+}
+
 /* The run's worktree on its branch: created now, so every phase shares it. */
 static int make_worktree(struct sup *s, jv *task)
 {
@@ -1063,6 +1085,7 @@ static int make_worktree(struct sup *s, jv *task)
 	*task = json_set(*task, "branch", jv_string(forge_git_worktree_branch(wt)));
 	*task = json_set(*task, "base_commit", jv_string(forge_git_worktree_base(wt)));
 	record_base_branch(task, g);
+	warn_limits(s, wt);
 	rc = 0;
 out:
 	forge_git_worktree_free(wt);

@@ -366,6 +366,30 @@ branch_log() {
 	assert_output "forge: add a mul operation (attempt 1)"
 }
 
+@test "a repository with submodules or a filter driver (git-lfs): the run says what its worktree lacks" {
+	replay run-clean.jsonl
+	lib="$BATS_TEST_TMPDIR/lib"
+	git init -q -b main "$lib" && echo 'rules' >"$lib/rules.mk"
+	git -C "$lib" add -A && git -C "$lib" commit -q -m lib
+	git -c protocol.file.allow=always submodule -q add "$lib" vendor/lib
+	git config filter.lfs.clean 'git-lfs clean -- %f'
+	git config filter.lfs.smudge 'git-lfs smudge -- %f'
+	echo '*.bin filter=lfs diff=lfs merge=lfs -text' >.gitattributes
+	git add -A && git commit -q -m "a submodule and lfs"
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	# (before, nothing said so: the worktree's vendor/lib was empty, LFS files were pointers)
+	[[ $stderr == *"forge: warning: submodules are not checked out in the run's worktree (vendor/lib)"* ]]
+	[[ $stderr == *"forge: warning: the git filter 'lfs' (.gitattributes) does not run in the run's worktree"* ]]
+	run -0 forge events replay "$(last_trace)"
+	[ "$(jq -s '[.[] | select(.type == "run.worktree_limits") | .payload.notes | length] | add' <<<"$output")" -eq 2 ]
+	# nothing to say for a plain repository
+	calc_repo "$BATS_TEST_TMPDIR/plain" && cd "$BATS_TEST_TMPDIR/plain"
+	run --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ $stderr != *"warning"* ]]
+}
+
 @test "--phases implement,review,test: a run without a plan starts at implement" {
 	# the task becomes a one-task plan of unassessed (medium) risk, so the AI
 	# review runs: run-clean's answers plus a clean fast review

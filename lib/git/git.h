@@ -162,6 +162,17 @@ const char *forge_git_worktree_base(const struct forge_git_worktree *wt);
 /* True when forge_git_worktree_open() found the worktree already there. */
 bool forge_git_worktree_reopened(const struct forge_git_worktree *wt);
 
+/*
+ * What the run's worktree lacks that a checkout made by git has, as one-
+ * line notes appended to *out (a new array; empty when nothing): its
+ * submodules (.gitmodules) are not checked out, and a filter driver that
+ * the root .gitattributes names and the configuration defines
+ * (filter.NAME.clean, .smudge or .process: git-lfs) does not run -- libgit2
+ * runs neither, so such files are as stored in git (LFS pointer files) and
+ * what the agent writes is committed without the clean filter.
+ */
+void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt);
+
 /* The SHA of the worktree's HEAD (the tip of forge/TRACE). */
 int forge_git_worktree_head(char **out, struct forge_git_worktree *wt);
 

@@ -383,6 +383,90 @@ const char *forge_git_worktree_base(const struct forge_git_worktree *wt)
 	return wt->base;
 }
 
+static int count_submodule(git_submodule *sm, const char *name, void *payload)
+{
+	struct buf *names = payload;
+
+	(void)sm;
+	buf_addf(names, "%s%s", names->len ? ", " : "", name);
+	return names->len > 200;	/* enough to name some */
+}
+
+/* The filter names of a .gitattributes text ("filter=lfs"), each once. */
+static void filter_names(jv *out, const char *text)
+{
+	for (const char *p = text; (p = strstr(p, "filter=")) != NULL; ) {
+		size_t n;
+
+		p += 7;
+		n = strcspn(p, " \t\r\n");
+		if (n == 0 || n > 64)
+			continue;
+		jv name = jv_string_sized(p, (int)n);
+		bool seen = false;
+		jv_array_foreach(*out, i, x) {
+			seen = seen || jv_equal(jv_copy(x), jv_copy(name));
+			jv_free(x);
+		}
+		*out = seen ? (jv_free(name), *out) : jv_array_append(*out, name);
+	}
+}
+
+/* Whether the configuration defines filter.NAME (clean, smudge or process). */
+static bool filter_defined(git_config *cfg, const char *name)
+{
+	static const char *const keys[] = { "clean", "smudge", "process" };
+	bool found = false;
+
+	for (size_t i = 0; i < 3 && !found; i++) {
+		struct buf key = BUF_INIT;
+		git_config_entry *e = NULL;
+
+		buf_addf(&key, "filter.%s.%s", name, keys[i]);
+		found = git_config_get_entry(&e, cfg, key.buf) == 0;
+		git_config_entry_free(e);
+		buf_release(&key);
+	}
+	return found;
+}
+
+void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt)
+{
+	struct buf names = BUF_INIT, attrs = BUF_INIT, note = BUF_INIT;
+	git_config *cfg = NULL;
+	char *path = forge_git_path(wt->path, ".gitattributes");
+	jv filters = jv_array();
+
+	*out = jv_array();
+	git_submodule_foreach(wt->repo, count_submodule, &names);
+	if (names.len) {
+		buf_addf(&note, "submodules are not checked out in the run's worktree (%s): what needs "
+			 "them fails there, and the agent's changes inside them are not committed", names.buf);
+		*out = jv_array_append(*out, jv_string(note.buf));
+	}
+	attrs.max = 1u << 20;
+	if (buf_read_file(&attrs, path) == 0 && git_repository_config(&cfg, wt->repo) == 0) {
+		filter_names(&filters, attrs.buf);
+		jv_array_foreach(filters, i, f) {
+			if (filter_defined(cfg, jv_string_value(f))) {
+				buf_reset(&note);
+				buf_addf(&note, "the git filter '%s' (.gitattributes) does not run in the run's "
+					 "worktree: the files it manages are as stored in git (for git-lfs, pointer "
+					 "files), and files the agent writes there are committed without it",
+					 jv_string_value(f));
+				*out = jv_array_append(*out, jv_string(note.buf));
+			}
+			jv_free(f);
+		}
+	}
+	jv_free(filters);
+	git_config_free(cfg);
+	free(path);
+	buf_release(&names);
+	buf_release(&attrs);
+	buf_release(&note);
+}
+
 bool forge_git_worktree_reopened(const struct forge_git_worktree *wt)
 {
 	return wt->reopened;
