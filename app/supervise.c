@@ -1076,8 +1076,13 @@ static int make_worktree(struct sup *s, jv *task)
 	const char *base = json_get_str(*task, "base_ref");
 	int rc = -1;
 
-	if (forge_git_open(&g, s->o->repo) < 0)
-		goto out;
+	if (forge_git_open(&g, s->o->checkout) < 0 || strcmp(forge_git_root(g), s->o->repo) != 0) {
+		/* (elsewhere with --repo: the repository is what counts) */
+		forge_git_free(g);
+		g = NULL;
+		if (forge_git_open(&g, s->o->repo) < 0)
+			goto out;
+	}
 	warn_dirty(s, g, base);
 	if (forge_git_worktree_open(&wt, g, s->trace, base) < 0)
 		goto out;

@@ -67,6 +67,9 @@ struct store;
 
 struct supervise_opts {
 	const char *repo;               /* the repository root (required) */
+	const char *checkout;           /* where the person is (NULL: the current
+					 * directory): a linked worktree of theirs is
+					 * where the run starts from (git/git.h) */
 	const char *db_path;            /* passed to the phases as --db */
 	const char *bindir;             /* where forge-<phase> are */
 	const char *const *phase_args;  /* more arguments for every phase (NULL-terminated) */

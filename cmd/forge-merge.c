@@ -142,7 +142,7 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	if ((e = forge_git_checkout_dirty(g)) != 0) {
 		if (e > 0)
 			fprintf(stderr, "forge-merge: '%s' has uncommitted changes to tracked files: commit or "
-					"stash them (git stash), then forge merge %s\n", forge_git_root(g), trace);
+					"stash them (git stash), then forge merge %s\n", forge_git_checkout(g), trace);
 		else
 			fprintf(stderr, "forge-merge: %s\n", forge_last_error());
 		rc = e > 0 ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
@@ -218,7 +218,9 @@ int main(int argc, char **argv)
 	status = runview_resolve(&trace, ses.store, "forge-merge", argv[first]);
 	if (status)
 		goto out;
-	if (forge_git_open(&g, ses.repo) < 0) {
+	/* the checkout named or the one here: a linked worktree's branch and
+	 * files are its own (git/git.h) */
+	if (forge_git_open(&g, common.repo) < 0) {
 		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 		goto out;

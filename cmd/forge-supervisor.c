@@ -211,7 +211,7 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	}
 	const char **pargs = phase_args(c);
 	struct supervise_opts o = {
-		.repo = e.repo, .db_path = e.db, .bindir = dir, .phase_args = pargs,
+		.repo = e.repo, .checkout = c->repo, .db_path = e.db, .bindir = dir, .phase_args = pargs,
 		.phases = a->phases[0] ? a->phases : NULL, .base_ref = a->base,
 		.dry_run = a->dry_run, .auto_approve = a->auto_approve, .json = a->json,
 		.interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO),

@@ -347,6 +347,18 @@ static int pr_publish(struct phase *ph, jv all, const struct diff *d, const char
 	return rc;
 }
 
+/* Without a run's worktree: the working tree the person is in, a linked
+ * worktree of theirs included (its index and HEAD are what --base and
+ * --commit mean there; git/git.h), else the repository. */
+static char *checkout_dir(struct phase *ph)
+{
+	struct forge_git *g = NULL;
+	char *dir = forge_git_open(&g, ph->common.repo) == 0 ? xstrdup(forge_git_checkout(g)) : NULL;
+
+	forge_git_free(g);
+	return dir ? dir : xstrdup(ph->repo ? ph->repo : ".");
+}
+
 /* The diff to review, the directory of its post-image and, when the
  * post-image is a commit, that commit. */
 static int diff_source(char **text, char **root, char **commit, struct phase *ph)
@@ -357,7 +369,7 @@ static int diff_source(char **text, char **root, char **commit, struct phase *ph
 	int rc = -1;
 
 	*text = *commit = NULL;
-	*root = xstrdup(is_dir(wt) ? wt : ph->repo ? ph->repo : ".");
+	*root = is_dir(wt) ? xstrdup(wt) : checkout_dir(ph);
 	if (a->pr) {
 		rc = pr_source(text, commit, ph, *root);
 		goto out;

@@ -390,6 +390,32 @@ branch_log() {
 	[[ $stderr != *"warning"* ]]
 }
 
+@test "in a linked worktree of the person's (git worktree add): the run starts from its HEAD, merges into its branch" {
+	replay run-clean.jsonl
+	git worktree add -q -b feature "$BATS_TEST_TMPDIR/feat"
+	cd "$BATS_TEST_TMPDIR/feat"
+	echo "FEATURE WORK" >>README.md && git commit -q -am "feature work"
+	feature=$(git rev-parse HEAD)
+	echo "/* not committed */" >>calc.c
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	# (before: the main checkout's HEAD, its dirty state and its branch)
+	[[ $stderr == *"forge: warning: the checkout has uncommitted changes to tracked files"* ]]
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e --arg f "$feature" '.state.task.base_commit == $f and .state.task.base_branch == "feature"' <<<"$output"
+	[ -d "$REPO/.forge/worktrees/$T" ]        # .forge stays in the main working tree
+	git checkout -q calc.c
+	run -0 --separate-stderr forge merge "$T"
+	[[ $output == "merged forge/$T into feature (fast-forward) at "* ]]
+	[ "$(git rev-parse feature)" = "$(git rev-parse "forge/$T")" ]
+	[ "$(git -C "$REPO" rev-parse main)" != "$(git rev-parse feature)" ]
+	grep -q calc_mul calc.c
+	# a single phase there reviews that worktree's staged change
+	echo 'AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"' >creds.sh && git add creds.sh
+	run -1 --separate-stderr forge-review --base main --no-input
+	tail -n 1 <<<"$output" | jq -e '[.review.findings[].file] | index("creds.sh") != null'
+}
+
 @test "--phases implement,review,test: a run without a plan starts at implement" {
 	# the task becomes a one-task plan of unassessed (medium) risk, so the AI
 	# review runs: run-clean's answers plus a clean fast review

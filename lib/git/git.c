@@ -282,6 +282,15 @@ static void strip_slash(char *s)
 		s[--n] = '\0';
 }
 
+/* Whether dir is one of Forge's run worktrees of the main tree root
+ * (<root>/.forge/worktrees/TRACE). */
+static bool is_run_worktree(const char *root, const char *dir)
+{
+	size_t n = strlen(root);
+
+	return strncmp(dir, root, n) == 0 && strncmp(dir + n, "/.forge/worktrees/", 18) == 0;
+}
+
 int forge_git_open(struct forge_git **out, const char *path)
 {
 	struct forge_git *g = xcalloc(1, sizeof *g);
@@ -315,15 +324,25 @@ int forge_git_open(struct forge_git **out, const char *path)
 		if (slash && slash != common)
 			*slash = '\0';
 		g->root = common;
-		if (git_repository_open_ext(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH,
-					    NULL) < 0) {
+		g->checkout = xstrdup(git_repository_workdir(found));
+		strip_slash(g->checkout);
+		if (!is_run_worktree(g->root, g->checkout)) {
+			/* the person's own: its HEAD and files are what counts */
+			g->repo = found;
+			found = NULL;
+		} else if (git_repository_open_ext(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH,
+						   NULL) < 0) {
 			forge_git_fail("cannot open the main repository of '%s' at '%s'",
 				       shown, g->root);
 			goto out;
+		} else {
+			free(g->checkout);
+			g->checkout = xstrdup(g->root);
 		}
 	} else {
 		g->root = xstrdup(git_repository_workdir(found));
 		strip_slash(g->root);
+		g->checkout = xstrdup(g->root);
 		g->repo = found;
 		found = NULL;
 	}
@@ -342,12 +361,18 @@ void forge_git_free(struct forge_git *g)
 		return;
 	git_repository_free(g->repo);
 	free(g->root);
+	free(g->checkout);
 	free(g);
 }
 
 const char *forge_git_root(const struct forge_git *g)
 {
 	return g->root;
+}
+
+const char *forge_git_checkout(const struct forge_git *g)
+{
+	return g->checkout ? g->checkout : g->root;
 }
 
 int forge_git_resolve(char **out, struct forge_git *g, const char *rev)
@@ -526,7 +551,7 @@ int forge_git_checkout_dirty(struct forge_git *g)
 	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
 	opts.flags = GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
 	if (git_status_list_new(&list, g->repo, &opts) < 0)
-		return forge_git_fail("cannot read the status of '%s'", g->root);
+		return forge_git_fail("cannot read the status of '%s'", forge_git_checkout(g));
 	dirty = git_status_list_entrycount(list) > 0;
 	git_status_list_free(list);
 	return dirty;
@@ -566,11 +591,11 @@ int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const cha
 		if (w.n) {
 			forge_error("%s: %d file%s in '%s' that git does not track would be overwritten: %s%s; "
 				    "move or remove %s (or commit %s), then try again", what, w.n,
-				    w.n == 1 ? "" : "s", g->root, w.paths.buf, w.n > 5 ? ", …" : "",
+				    w.n == 1 ? "" : "s", forge_git_checkout(g), w.paths.buf, w.n > 5 ? ", …" : "",
 				    w.n == 1 ? "it" : "them", w.n == 1 ? "it" : "them");
 			rc = FORGE_GIT_BLOCKED;
 		} else {
-			rc = forge_git_fail("%s: updating the files of '%s' failed", what, g->root);
+			rc = forge_git_fail("%s: updating the files of '%s' failed", what, forge_git_checkout(g));
 		}
 	}
 	buf_release(&w.paths);
@@ -649,7 +674,7 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 			goto out;
 		if (e > 0) {
 			forge_error("cannot fast-forward '%s': '%s' has uncommitted changes to tracked "
-				    "files; commit or stash them first", base_branch, g->root);
+				    "files; commit or stash them first", base_branch, forge_git_checkout(g));
 			goto out;
 		}
 		if (git_commit_lookup(&commit, g->repo, &target) < 0) {

@@ -99,10 +99,15 @@ struct forge_git;            /* an open repository (its main working tree) */
 struct forge_git_worktree;   /* one run's worktree */
 
 /*
- * Open the repository that contains `path` (NULL: the current directory):
- * the main checkout or any linked worktree (including a run's), either way
- * the main repository is opened.  Fails with a clear message for a path
- * that is not in a repository and for a bare repository.
+ * Open the repository that contains `path` (NULL: the current directory).
+ * Its root (forge_git_root) is always the main working tree, where .forge
+ * is, also from a linked worktree.  Its checkout (forge_git_checkout) is
+ * the working tree path is in: HEAD, the index, the files and the branch
+ * checked out -- what a run starts from and a merge goes into -- are that
+ * worktree's when it is a linked worktree of the person's (`git worktree
+ * add`), and the main working tree's from a run's own worktree
+ * (.forge/worktrees/TRACE) or the main one.  Fails with a clear message
+ * for a path that is not in a repository and for a bare repository.
  */
 int forge_git_open(struct forge_git **out, const char *path);
 void forge_git_free(struct forge_git *g);
@@ -125,6 +130,8 @@ int forge_git_identity(char **name, char **email, const char *dir);
 
 /* The main working tree, absolute, without a trailing slash.  Borrowed. */
 const char *forge_git_root(const struct forge_git *g);
+/* The working tree whose HEAD and files count (see forge_git_open). */
+const char *forge_git_checkout(const struct forge_git *g);
 
 /* The commit `rev` names, as a 40-hex SHA. */
 int forge_git_resolve(char **out, struct forge_git *g, const char *rev);

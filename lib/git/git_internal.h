@@ -11,8 +11,10 @@
 #include <stdbool.h>
 
 struct forge_git {
-	git_repository *repo;   /* the main repository, opened on its working tree */
-	char *root;             /* the main working tree, no trailing slash */
+	git_repository *repo;   /* opened on the checkout: HEAD, index and files are its */
+	char *root;             /* the main working tree (.forge), no trailing slash */
+	char *checkout;         /* the working tree a person is in: root, or a linked
+				 * worktree of theirs; no trailing slash */
 };
 
 struct forge_git_worktree {

@@ -120,13 +120,13 @@ int forge_git_head_branch(char **out, struct forge_git *g)
 
 	*out = NULL;
 	if (git_reference_lookup(&head, g->repo, "HEAD") < 0)
-		return forge_git_fail("cannot read HEAD of '%s'", g->root);
+		return forge_git_fail("cannot read HEAD of '%s'", forge_git_checkout(g));
 	target = git_reference_symbolic_target(head);
 	if (target && strncmp(target, "refs/heads/", 11) == 0) {
 		*out = xstrdup(target + 11);
 		rc = 0;
 	} else {
-		rc = forge_error("'%s' is not on a branch (detached HEAD)", g->root);
+		rc = forge_error("'%s' is not on a branch (detached HEAD)", forge_git_checkout(g));
 	}
 	git_reference_free(head);
 	return rc;
@@ -257,7 +257,7 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 	if (forge_git_head_branch(&head, g) < 0)
 		goto out;
 	if (strcmp(head, base_branch) != 0) {
-		forge_error("'%s' is not checked out in '%s' (it is on '%s')", base_branch, g->root, head);
+		forge_error("'%s' is not checked out in '%s' (it is on '%s')", base_branch, forge_git_checkout(g), head);
 		goto out;
 	}
 	if (forge_git_peel(&theirs, NULL, g->repo, rev) < 0)
@@ -279,7 +279,7 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 	if (e != 0) {
 		if (e > 0)
 			forge_error("cannot merge into '%s': '%s' has uncommitted changes to tracked "
-				    "files; commit or stash them first", base_branch, g->root);
+				    "files; commit or stash them first", base_branch, forge_git_checkout(g));
 		goto out;
 	}
 	if ((rc = make_merge_commit(&merge, g, tip, &theirs, message)) != 0)
