@@ -279,6 +279,29 @@ static int apply_landlock(const struct child_plan *p)
 	return 0;
 }
 
+/* Reap children until cmd exits: its wait status (0 when it cannot be had). */
+static int wait_command(pid_t cmd)
+{
+	for (;;) {
+		int st = 0;
+		pid_t w = waitpid(-1, &st, 0);
+
+		if (w == cmd)
+			return st;
+		if (w < 0 && errno != EINTR)
+			return 0;
+	}
+}
+
+/* Hand the command's wait status to the parent and exit with it. */
+static __attribute__((noreturn)) void pass_status(const struct child_plan *p, int st)
+{
+	if (write(p->status_fd, &st, sizeof(st)) < 0) {
+		/* the parent then sees the exit status below */
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 /* PID 1 of the namespace forwards these to every process in it. */
 static void init_forward(int sig)
 {
@@ -294,7 +317,6 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 	const struct proc_opts *o = p->o;
 	struct sigaction sa;
 	pid_t cmd;
-	int st = 0;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = init_forward;
@@ -324,20 +346,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 	close(p->rep_fd);
 	for (int fd = 0; fd < 3; fd++)
 		close(fd);
-	for (;;) {
-		int s = 0;
-		pid_t w = waitpid(-1, &s, 0);
-		if (w == cmd) {
-			st = s;
-			break;
-		}
-		if (w < 0 && errno != EINTR)
-			break;
-	}
-	if (write(p->status_fd, &st, sizeof(st)) < 0) {
-		/* the parent then sees the exit status below */
-	}
-	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	pass_status(p, wait_command(cmd));
 }
 
 /* The reaper's command (its own process group) and the seconds it gets
@@ -372,7 +381,7 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 	struct sigaction sa, dfl;
 	sigset_t all, none;
 	pid_t cmd;
-	int st = 0, r;
+	int st, r;
 
 	if ((r = reaper_become()) < 0)
 		child_report(p->rep_fd, REC_WARN, ST_REAPER, -r);
@@ -410,22 +419,10 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 	for (int fd = 0; fd < 3; fd++)
 		close(fd);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (;;) {
-		int s = 0;
-		pid_t w = waitpid(-1, &s, 0);
-		if (w == cmd) {
-			st = s;
-			break;
-		}
-		if (w < 0 && errno != EINTR)
-			break;
-	}
+	st = wait_command(cmd);
 	reaper_cmd = 0;
 	reaper_end_children();
-	if (write(p->status_fd, &st, sizeof(st)) < 0) {
-		/* the parent then sees the exit status below */
-	}
-	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	pass_status(p, st);
 }
 
 /* Runs between fork and exec: async-signal-safe calls only. */
