@@ -38,6 +38,7 @@
 #include "core/buf.h"
 #include "data/config.h"
 #include "core/forge.h"
+#include "git/diff.h"
 #include "git/git.h"
 #include "core/json.h"
 #include "app/phase.h"
@@ -768,14 +769,16 @@ static void set_changes(struct impl *im, bool summarise)
 	changes = json_set(changes, "files", files);
 	size_t plen = patch ? strlen(patch) : 0;
 	if (plen > DIFF_MAX) {
-		size_t cut = DIFF_MAX;
-		while (cut > 0 && patch[cut - 1] != '\n')
-			cut--;
-		struct buf d = BUF_INIT;
-		buf_add(&d, patch, cut);
-		buf_addf(&d, "[… diff cut: %zu more bytes …]\n", plen - cut);
-		changes = json_set(changes, "diff", jv_string(d.buf));
-		buf_release(&d);
+		/* Cut between files, not inside a hunk, so the text stays a diff a
+		 * reader can parse; the files left out are named at its end (and
+		 * forge-review diffs base_commit..commit itself when it can). */
+		char *cut = diff_cut(patch, plen, DIFF_MAX);
+		jv e = json_set(jv_object(), "bytes", jv_number((double)plen));
+		e = json_set(e, "kept_bytes", jv_number((double)strlen(cut)));
+		e = json_set(e, "max_bytes", jv_number(DIFF_MAX));
+		phase_emit(im->ph, "implement.diff_cut", e);
+		changes = json_set(changes, "diff", jv_string(cut));
+		free(cut);
 	} else {
 		changes = json_set(changes, "diff", jv_string(patch ? patch : ""));
 	}

@@ -359,9 +359,31 @@ static char *checkout_dir(struct phase *ph)
 	return dir ? dir : xstrdup(ph->repo ? ph->repo : ".");
 }
 
+/*
+ * The state's change as git has it, base_commit..commit in the repository
+ * at root (libgit2, as forge-implement made its diff): for a state whose
+ * diff text was cut to keep the state line small.  -1 when the repository
+ * or either commit is not there.
+ */
+static int changes_from_git(char **text, const char *root, jv ch)
+{
+	const char *base = json_get_str(ch, "base_commit"), *head = json_get_str(ch, "commit");
+	struct forge_git *g = NULL;
+	int rc = -1;
+
+	*text = NULL;
+	if (!base || !head)
+		return forge_error("the state's changes name no base_commit and commit");
+	if (forge_git_open(&g, root) == 0)
+		rc = forge_git_diff_revs(text, NULL, g, base, head);
+	forge_git_free(g);
+	return rc;
+}
+
 /* The diff to review, the directory of its post-image and, when the
- * post-image is a commit, that commit. */
-static int diff_source(char **text, char **root, char **commit, struct phase *ph)
+ * post-image is a commit, that commit; *source says where the diff came
+ * from (the review's "source"). */
+static int diff_source(char **text, char **root, char **commit, const char **source, struct phase *ph)
 {
 	struct review_args *a = ph->payload;
 	jv task = json_get(ph->state, "task"), ch = changes_of(ph);
@@ -370,6 +392,7 @@ static int diff_source(char **text, char **root, char **commit, struct phase *ph
 
 	*text = *commit = NULL;
 	*root = is_dir(wt) ? xstrdup(wt) : checkout_dir(ph);
+	*source = a->pr ? "pull_request" : a->commit ? "commit" : a->base ? "base" : a->raw ? "stdin" : "state";
 	if (a->pr) {
 		rc = pr_source(text, commit, ph, *root);
 		goto out;
@@ -405,13 +428,34 @@ static int diff_source(char **text, char **root, char **commit, struct phase *ph
 		rc = 0;
 		goto out;
 	}
-	if (json_get_str(ch, "diff")) {
-		*text = xstrdup(json_get_str(ch, "diff"));
+	const char *diff = json_get_str(ch, "diff");
+	if (diff) {
 		if (json_get_str(ch, "commit"))
 			*commit = xstrdup(json_get_str(ch, "commit"));
 		rc = 0;
+		if (!diff_is_cut(diff, strlen(diff))) {
+			*text = xstrdup(diff);
+			goto out;
+		}
+		/* The text was cut (a lock file, a generated file): the commits
+		 * hold the whole change, so review that when they are here. */
+		jv e = json_set(jv_object(), "base_commit", json_get(ch, "base_commit"));
+		e = json_set(e, "commit", json_get(ch, "commit"));
+		e = json_set(e, "state_bytes", jv_number((double)strlen(diff)));
+		if (changes_from_git(text, *root, ch) == 0) {
+			*source = "git";
+			e = json_set(e, "bytes", jv_number((double)strlen(*text)));
+			phase_emit(ph, "review.full_diff", e);
+		} else {
+			/* no repository here (another machine): the cut text, and
+			 * what it left out reported as not reviewed */
+			e = json_set(e, "error", jv_string(forge_last_error()));
+			phase_emit(ph, "review.full_diff_unavailable", e);
+			*text = xstrdup(diff);
+		}
 		goto out;
 	}
+	*source = "git";
 	const char *args[] = { "diff", "--no-color", "--no-ext-diff", json_get_str(ch, "base_commit"),
 			       json_get_str(ch, "commit"), NULL };
 	rc = git_out(text, *root, args);
@@ -587,6 +631,71 @@ out:
 	buf_release(&line);
 }
 
+/*
+ * What a cut diff did not show: a warning finding (forge/not-reviewed) for
+ * each file it left out or showed only in part, and one for the files it
+ * left out without naming them, so a reviewer never passes over them in
+ * silence; *list the review's not_reviewed [{path, bytes} | {path, part:
+ * true} | {more: N}], and a line on stderr (unless -q).  An empty array
+ * when the diff was whole.
+ */
+static jv not_reviewed(jv *list, struct phase *ph, const struct diff *d)
+{
+	jv out = jv_array();
+	struct buf msg = BUF_INIT;
+	size_t n = 0;
+
+	*list = jv_array();
+	if (!d->cut)
+		return out;
+	for (size_t i = 0; i < d->nomitted; i++, n++) {
+		buf_reset(&msg);
+		buf_addf(&msg, "not reviewed: the diff was cut to keep the state small and this file's part "
+			 "(%zu bytes) was left out; review the commits themselves (forge-review --commit, or "
+			 "in the run's repository)", d->omitted[i].bytes);
+		out = jv_array_append(out, review_finding("static", "warning", "correctness", "forge/not-reviewed",
+							  d->omitted[i].path, 0, msg.buf));
+		*list = jv_array_append(*list, json_set(json_set(jv_object(), "path", jv_string(d->omitted[i].path)),
+							"bytes", jv_number((double)d->omitted[i].bytes)));
+	}
+	for (size_t i = 0; i < d->nfiles; i++) {
+		if (!d->files[i].cut)
+			continue;
+		out = jv_array_append(out, review_finding("static", "warning", "correctness", "forge/not-reviewed",
+							  d->files[i].path, 0,
+							  "reviewed only in part: the diff was cut inside this file"));
+		*list = jv_array_append(*list, json_set(json_set(jv_object(), "path", jv_string(d->files[i].path)),
+							"part", jv_true()));
+		n++;
+	}
+	if (d->omitted_total > d->nomitted) {
+		size_t more = d->omitted_total - d->nomitted;
+		buf_reset(&msg);
+		buf_addf(&msg, "%zu more file%s not reviewed: the diff was cut before them and does not name them "
+			 "(the state's changes.files lists every file)", more, more == 1 ? "" : "s");
+		out = jv_array_append(out, review_finding("static", "warning", "correctness", "forge/not-reviewed",
+							  NULL, 0, msg.buf));
+		*list = jv_array_append(*list, json_set(jv_object(), "more", jv_number((double)more)));
+		n += more;
+	}
+	if (n == 0) {
+		/* a cut that names nothing (an older one between hunks) */
+		out = jv_array_append(out, review_finding("static", "warning", "correctness", "forge/not-reviewed",
+							  NULL, 0, "the diff was cut: what came after the cut was not reviewed"));
+		*list = jv_array_append(*list, json_set(jv_object(), "more", jv_null()));
+	}
+	if (ph->common.verbosity >= 0) {
+		if (n)
+			fprintf(stderr, "%s: warning: the diff was cut: %zu file%s not reviewed (see the not-reviewed findings)\n",
+				ph->spec->program, n, n == 1 ? "" : "s");
+		else
+			fprintf(stderr, "%s: warning: the diff was cut: what came after the cut was not reviewed\n",
+				ph->spec->program);
+	}
+	buf_release(&msg);
+	return out;
+}
+
 /* Layer 3.  0, or -1 when the model call failed (the phase fails). */
 static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 {
@@ -690,6 +799,8 @@ static const char *run(struct phase *ph)
 	struct review_risk risk = { .reasons = jv_null() };
 	struct diff *d = NULL;
 	char *text = NULL, *root = NULL, *commit = NULL;
+	const char *source = "state";
+	jv unreviewed = jv_array();
 	enum review_level ai_min = REVIEW_MEDIUM, human_min = REVIEW_HIGH;
 	double min_conf = config_get_num(ph->cfg, "review.min_confidence");
 	const char *status = "failed", *decision, *why;
@@ -698,7 +809,7 @@ static const char *run(struct phase *ph)
 
 	review_level_parse(&ai_min, config_get_str(ph->cfg, "review.ai_min_risk"));
 	review_level_parse(&human_min, config_get_str(ph->cfg, "review.human_min_risk"));
-	int src = diff_source(&text, &root, &commit, ph);
+	int src = diff_source(&text, &root, &commit, &source, ph);
 	if (src < 0) {
 		phase_reason(ph, "%s", forge_last_error());
 		if (src == -2)
@@ -718,6 +829,10 @@ static const char *run(struct phase *ph)
 	jv started = json_set(jv_object(), "files", jv_number((double)d->nfiles));
 	started = json_set(started, "additions", jv_number(d->additions));
 	started = json_set(started, "deletions", jv_number(d->deletions));
+	started = json_set(started, "source", jv_string(source));
+	jv cut_findings = not_reviewed(&unreviewed, ph, d);
+	if (d->cut)
+		started = json_set(started, "not_reviewed", jv_copy(unreviewed));
 	phase_emit(ph, "review.diff", started);
 
 	ctx.diff = d;
@@ -735,6 +850,7 @@ static const char *run(struct phase *ph)
 	t0 = monotonic_ms();
 	phase_progress(ph, "static analysis");
 	review_lint(&lint, &ctx);
+	lint = concat(lint, cut_findings);
 	layer_event(ph, "static", jv_copy(lint), monotonic_ms() - t0);
 	/* layer 2 */
 	t0 = monotonic_ms();
@@ -799,6 +915,10 @@ static const char *run(struct phase *ph)
 	summary = json_set(summary, "info", jv_number(counts[0]));
 	review = json_set(review, "summary", summary);
 	review = json_set(review, "files", jv_number((double)d->nfiles));
+	/* which diff was reviewed, and what of the change it did not show */
+	review = json_set(review, "source", jv_string(source));
+	if (d->cut)
+		review = json_set(review, "not_reviewed", jv_copy(unreviewed));
 	phase_set(ph, "review", review);
 	char verdict[sizeof ph->reason];
 	snprintf(verdict, sizeof verdict, "%s (risk %s; %d critical, %d error, %d warning)", why,
@@ -819,6 +939,7 @@ static const char *run(struct phase *ph)
 		 strcmp(decision, "request_changes") == 0 ? "rejected" : "escalated";
 out:
 	review_ctx_release(&ctx);
+	jv_free(unreviewed);
 	jv_free(risk.reasons);
 	jv_free(det);
 	jv_free(all);

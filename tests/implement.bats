@@ -423,3 +423,42 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	grep -q 'Impl Person <impl@example.com>' "$BATS_TEST_TMPDIR/told"
 	! grep -q 'Author identity unknown' "$BATS_TEST_TMPDIR/told"
 }
+
+@test "a change over the state's diff limit: cut between files, and forge-review reviews the commits, or says what it did not see" {
+	echo '{"tools":{"build_command":"true","test_command":"true"},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T31 >"$BATS_TEST_TMPDIR/plan.json"
+	# a generated file of 150000 short lines (a lock file) and a small one after it
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"seq 1 150000 | sed \"s/^/entry /\" >data.lock && echo hi >notes.txt"}}]},
+	       '"$FINISH"']'
+	export CFG="$BATS_TEST_TMPDIR/c.json"
+	# the review without a model: layers 1 and 2 decide
+	run -0 --separate-stderr bash -c 'forge-implement --config "$CFG" <"$BATS_TEST_TMPDIR/plan.json" |
+		env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY forge-review --config "$CFG"'
+	state=$(last_state)
+	# the state's diff stays under the limit and is still a diff: notes.txt
+	# whole, data.lock named with its size
+	jq -e '(.changes.diff | length) < 921600 and (.changes.diff | contains("+++ b/notes.txt\n@@ -0,0 +1 @@\n+hi\n")) and
+	       (.changes.diff | test("\n\\[… diff cut: 1 file not shown \\([0-9]+ bytes\\) …\\]\n\\[… not shown: data.lock \\([0-9]+ bytes\\) …\\]\n$"))' <<<"$state"
+	events_of implement.diff_cut | jq -e '.bytes > 921600 and .kept_bytes < 921600'
+	# forge-review had the repository: it reviewed base_commit..commit, both files
+	jq -e '.phase == "review" and .review.source == "git" and .review.files == 2 and
+	       (.review | has("not_reviewed") | not) and
+	       ([.review.findings[] | select(.rule == "forge/not-reviewed")] == [])' <<<"$state"
+	events_of review.full_diff | jq -e '.bytes > 1000000 and .state_bytes < 921600'
+	events_of review.diff | jq -e '.source == "git" and .files == 2 and .additions == 150001'
+
+	# the same state where the commits are not (another machine): the cut
+	# text is reviewed, and data.lock is said not to be
+	jq -c 'select(.kind == "state") | .task.worktree = "/nonexistent" | del(.review) | .phase = "implement"' \
+		<<<"$state" >"$BATS_TEST_TMPDIR/cut.json"
+	mkdir "$BATS_TEST_TMPDIR/elsewhere"
+	git -C "$BATS_TEST_TMPDIR/elsewhere" init -q
+	run -0 --separate-stderr env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY \
+		forge-review --config "$CFG" --repo "$BATS_TEST_TMPDIR/elsewhere" <"$BATS_TEST_TMPDIR/cut.json"
+	state=$(last_state)
+	jq -e '.review.source == "state" and .review.files == 1 and
+	       (.review.not_reviewed | length == 1 and .[0].path == "data.lock" and .[0].bytes > 921600) and
+	       ([.review.findings[] | select(.rule == "forge/not-reviewed") | [.file, .severity]] == [["data.lock", "warning"]])' <<<"$state"
+	events_of review.full_diff_unavailable | jq -e '.error | length > 0'
+	[[ "$stderr" == *"forge-review: warning: the diff was cut: 1 file not reviewed"* ]]
+}

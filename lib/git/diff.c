@@ -1,9 +1,16 @@
 /* diff.c - unified diff parser; see diff.h. */
 #include "git/diff.h"
+#include "core/buf.h"
 #include "core/forge.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The lines diff_cut writes (and an older cut wrote inside a hunk). */
+#define CUT_MARK "[\u2026 diff cut: "
+#define OMIT_MARK "[\u2026 not shown: "
+#define MORE_MARK "[\u2026 and "
+#define MARK_END " \u2026]"
 
 static bool starts(const char *s, size_t n, const char *prefix)
 {
@@ -20,7 +27,8 @@ bool diff_looks_like(const char *text, size_t len)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (starts(p, n, "diff --git ") || starts(p, n, "Index: ") || starts(p, n, "@@ -"))
+		if (starts(p, n, "diff --git ") || starts(p, n, "Index: ") || starts(p, n, "@@ -") ||
+		    starts(p, n, CUT_MARK))
 			return true;
 		if (starts(p, n, "--- ") && nl && starts(nl + 1, (size_t)(end - nl - 1), "+++ "))
 			return true;
@@ -165,6 +173,69 @@ static void add_line(struct diff_hunk *h, char kind, const char *s, size_t n, in
 	l->new_line = kind == '-' ? 0 : new_line;
 }
 
+/* A size or count at s ("123 "), moving s past it; false when none. */
+static bool read_size(size_t *out, const char **s, const char *end)
+{
+	size_t v = 0;
+	const char *p = *s;
+
+	while (p < end && *p >= '0' && *p <= '9' && v < ((size_t)-1) / 10 - 10)
+		v = v * 10 + (size_t)(*p++ - '0');
+	if (p == *s)
+		return false;
+	*out = v;
+	*s = p;
+	return true;
+}
+
+/* A line diff_cut wrote: the cut, a file left out, or the count of the
+ * ones not named.  False when the line only starts like one. */
+static bool read_mark(struct diff *d, const char *s, size_t n)
+{
+	const char *end = s + n, *p;
+	size_t v = 0;
+
+	while (end > s && end[-1] == '\r')
+		end--;
+	n = (size_t)(end - s);
+	if (n < strlen(MARK_END) || memcmp(end - strlen(MARK_END), MARK_END, strlen(MARK_END)) != 0)
+		return false;
+	end -= strlen(MARK_END);
+	if (starts(s, n, CUT_MARK)) {
+		/* "N files not shown (B bytes)", or an older "N more bytes" */
+		p = s + strlen(CUT_MARK);
+		if (read_size(&v, &p, end) && starts(p, (size_t)(end - p), " file"))
+			d->omitted_total += v;
+		d->cut = true;
+		return true;
+	}
+	if (starts(s, n, MORE_MARK)) {
+		p = s + strlen(MORE_MARK);
+		return read_size(&v, &p, end) && starts(p, (size_t)(end - p), " more file");
+	}
+	/* "[… not shown: PATH (B bytes) …]": the size from the right, so a
+	 * path may hold " (" */
+	static const char bytes[] = " bytes)";
+	size_t bn = strlen(bytes);
+	p = s + strlen(OMIT_MARK);
+	if ((size_t)(end - p) < bn + 3 || memcmp(end - bn, bytes, bn) != 0)
+		return false;
+	const char *q = end - bn;
+	while (q > p && q[-1] >= '0' && q[-1] <= '9')
+		q--;
+	const char *digits = q;
+	if (q - p < 3 || q[-1] != '(' || q[-2] != ' ' || !read_size(&v, &digits, end - bn))
+		return false;
+	d->omitted = xrealloc(d->omitted, (d->nomitted + 1) * sizeof *d->omitted);
+	d->omitted[d->nomitted].path = header_path(p, (size_t)(q - 2 - p), "");
+	d->omitted[d->nomitted].bytes = v;
+	d->nomitted++;
+	if (d->omitted_total < d->nomitted)
+		d->omitted_total = d->nomitted;
+	d->cut = true;
+	return true;
+}
+
 int diff_parse(struct diff **out, const char *text, size_t len)
 {
 	struct diff *d = xcalloc(1, sizeof *d);
@@ -188,6 +259,15 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 
 			if (c == '\\')
 				continue;
+			if (starts(s, n, CUT_MARK)) {
+				/* cut inside this hunk: it ends where the text does */
+				h->old_count -= rem_old;
+				h->new_count -= rem_new;
+				rem_old = rem_new = 0;
+				f->cut = d->cut = true;
+				after_hunk = true;
+				continue;
+			}
 			if (c != ' ' && c != '+' && c != '-') {
 				forge_error("line %lu: hunk ends early: %d more old and %d more new lines expected",
 					    lineno, rem_old, rem_new);
@@ -215,6 +295,10 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 			}
 			after_hunk = rem_old == 0 && rem_new == 0;
 			continue;
+		}
+		if (starts(s, n, CUT_MARK) || starts(s, n, OMIT_MARK) || starts(s, n, MORE_MARK)) {
+			if (read_mark(d, s, n))
+				continue;
 		}
 		if (binary_data) {
 			if (n == 0 || starts(s, n, "diff --git "))
@@ -312,7 +396,7 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 			    lineno, rem_old, rem_new);
 		goto fail;
 	}
-	if (d->nfiles == 0) {
+	if (d->nfiles == 0 && !d->cut) {
 		forge_error("not a unified diff: no file header (\"diff --git\" or \"---\"/\"+++\") found");
 		goto fail;
 	}
@@ -349,6 +433,9 @@ void diff_free(struct diff *d)
 		free(f->old_path);
 	}
 	free(d->files);
+	for (size_t i = 0; i < d->nomitted; i++)
+		free(d->omitted[i].path);
+	free(d->omitted);
 	free(d);
 }
 
@@ -397,5 +484,157 @@ bool diff_in_hunk(const struct diff_file *f, int line)
 	for (size_t j = 0; f && j < f->nhunks; j++)
 		if (line >= f->hunks[j].new_start && line < f->hunks[j].new_start + f->hunks[j].new_count)
 			return true;
+	return false;
+}
+
+/* ---- cutting a diff to a size ---------------------------------------------- */
+
+/* One file's part of a patch: text[off, off + len). */
+struct part {
+	size_t off, len;
+	bool keep;
+};
+
+/* The path of the file whose part starts at s: its header parsed alone
+ * (the header ends at the first hunk or binary patch). */
+static char *part_path(const char *s, size_t n)
+{
+	const char *e = s;
+	struct diff *d = NULL;
+	char *path = NULL;
+
+	while ((size_t)(e - s) < n) {
+		const char *nl = memchr(e, '\n', n - (size_t)(e - s));
+
+		if (!nl)
+			break;
+		e = nl + 1;
+		if (starts(e, n - (size_t)(e - s), "@@ ") || starts(e, n - (size_t)(e - s), "GIT binary patch"))
+			break;
+	}
+	if ((size_t)(e - s) >= n)
+		e = s + n;
+	if (diff_parse(&d, s, (size_t)(e - s)) == 0 && d->nfiles > 0)
+		path = xstrdup(d->files[0].path);
+	diff_free(d);
+	if (!path) {
+		/* a header this parser cannot split: git's own line */
+		const char *nl = memchr(s, '\n', n);
+		path = xstrndup(s + 11, nl ? (size_t)(nl - s) - 11 : n - 11);
+	}
+	return path;
+}
+
+/* path as the marker lines write it: as it is, or in C quotes when a
+ * quote, backslash, control character or an edge space would make it
+ * ambiguous (header_path reads either). */
+static void add_path(struct buf *b, const char *path)
+{
+	size_t n = strlen(path);
+	bool quote = n == 0 || path[0] == ' ' || path[n - 1] == ' ';
+
+	for (size_t i = 0; i < n && !quote; i++)
+		quote = (unsigned char)path[i] < 0x20 || path[i] == 0x7f || path[i] == '"' || path[i] == '\\';
+	if (!quote) {
+		buf_add(b, path, n);
+		return;
+	}
+	buf_addch(b, '"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c == '"' || c == '\\')
+			buf_addf(b, "\\%c", c);
+		else if (c == '\n')
+			buf_adds(b, "\\n");
+		else if (c == '\t')
+			buf_adds(b, "\\t");
+		else if (c < 0x20 || c == 0x7f)
+			buf_addf(b, "\\%03o", c);
+		else
+			buf_addch(b, (char)c);
+	}
+	buf_addch(b, '"');
+}
+
+char *diff_cut(const char *text, size_t len, size_t max)
+{
+	struct part *parts = NULL;
+	size_t nparts = 0, used = 0, left = 0, left_bytes = 0;
+	struct buf out = BUF_INIT, marks = BUF_INIT, line = BUF_INIT;
+
+	if (max < 4096)
+		max = 4096;
+	if (len <= max)
+		return xstrndup(text, len);
+	/* the parts: text before the first header (if any), then one per file */
+	for (size_t off = 0; off < len;) {
+		size_t start = off;
+
+		do {
+			const char *nl = memchr(text + off, '\n', len - off);
+			off = nl ? (size_t)(nl - text) + 1 : len;
+		} while (off < len && !starts(text + off, len - off, "diff --git "));
+		parts = xrealloc(parts, (nparts + 1) * sizeof *parts);
+		parts[nparts++] = (struct part){ .off = start, .len = off - start };
+	}
+	/* a sixteenth (at least 1 KiB) is kept back for the lines that name
+	 * what was left out, so the whole stays under max */
+	size_t reserve = max / 16 < 1024 ? 1024 : max / 16;
+	for (size_t i = 0; i < nparts; i++) {
+		if (used + parts[i].len <= max - reserve) {
+			parts[i].keep = true;
+			used += parts[i].len;
+			buf_add(&out, text + parts[i].off, parts[i].len);
+		} else {
+			/* text before the first file is not a file: its bytes are counted */
+			left += starts(text + parts[i].off, parts[i].len, "diff --git ");
+			left_bytes += parts[i].len;
+		}
+	}
+	if (out.len && out.buf[out.len - 1] != '\n')
+		buf_addch(&out, '\n');
+	buf_addf(&out, CUT_MARK "%zu file%s not shown (%zu bytes)" MARK_END "\n", left, left == 1 ? "" : "s",
+		 left_bytes);
+	size_t named = 0;
+	for (size_t i = 0; i < nparts; i++) {
+		if (parts[i].keep)
+			continue;
+		if (!starts(text + parts[i].off, parts[i].len, "diff --git "))
+			continue;
+		char *path = part_path(text + parts[i].off, parts[i].len);
+		buf_reset(&line);
+		buf_adds(&line, OMIT_MARK);
+		add_path(&line, path);
+		buf_addf(&line, " (%zu bytes)" MARK_END "\n", parts[i].len);
+		free(path);
+		/* room for this line and the "and N more" one after it */
+		if (out.len + marks.len + line.len + 64 > max)
+			break;
+		buf_add(&marks, line.buf, line.len);
+		named++;
+	}
+	if (marks.len)
+		buf_add(&out, marks.buf, marks.len);
+	if (named < left)
+		buf_addf(&out, MORE_MARK "%zu more file%s not shown" MARK_END "\n", left - named,
+			 left - named == 1 ? "" : "s");
+	buf_release(&marks);
+	buf_release(&line);
+	free(parts);
+	return buf_detach(&out, NULL);
+}
+
+bool diff_is_cut(const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (starts(p, (size_t)(end - p), CUT_MARK))
+			return true;
+		p = nl ? nl + 1 : end;
+	}
 	return false;
 }

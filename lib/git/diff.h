@@ -17,6 +17,12 @@
  * header, a line inside a hunk that is not ' ', '+', '-' or '\' - is an
  * error naming the line number; so is text with no file in it at all.
  *
+ * A diff cut to a size (diff_cut) is not malformed: its "[… diff cut: …]"
+ * and "[… not shown: …]" lines are read into struct diff's cut fields, so
+ * a reader can say which files it did not see.  An older cut that fell
+ * inside a hunk ("[… diff cut: N more bytes …]" as a hunk line) ends that
+ * hunk where the text does and marks its file `cut`.
+ *
  * Ownership: struct diff and everything it points to belong to the diff;
  * diff_free() releases it.  Strings returned by the accessors are borrowed.
  */
@@ -44,15 +50,26 @@ struct diff_file {
 	char *path;             /* the new path; the old one for a deletion */
 	char *old_path;         /* the old path (== path unless renamed/created) */
 	bool created, deleted, renamed, binary;
+	bool cut;               /* the text ends inside this file: only a part is shown */
 	int additions, deletions;
 	struct diff_hunk *hunks;
 	size_t nhunks;
+};
+
+/* A file a cut left out, as its "[… not shown: PATH (N bytes) …]" line names it. */
+struct diff_omitted {
+	char *path;
+	size_t bytes;           /* the size of its part of the full diff */
 };
 
 struct diff {
 	struct diff_file *files;
 	size_t nfiles;
 	int additions, deletions;
+	bool cut;               /* the text was cut: some of the change is not in it */
+	size_t omitted_total;   /* files left out, named or not (the marker's count) */
+	struct diff_omitted *omitted;   /* the ones named (at most omitted_total) */
+	size_t nomitted;
 };
 
 /* True when text looks like a unified diff (a "diff --git ", "--- "/"+++ "
@@ -60,6 +77,7 @@ struct diff {
 bool diff_looks_like(const char *text, size_t len);
 
 /* Parse text[0..len).  -1 with a message ("line 12: hunk header …"). */
+/* (A cut diff may hold no file at all: only its markers.) */
 int diff_parse(struct diff **out, const char *text, size_t len);
 void diff_free(struct diff *d);   /* NULL-safe */
 
@@ -76,5 +94,23 @@ const char *diff_new_line(const struct diff_file *f, int line);
 
 /* True when `line` of the post-image lies inside one of f's hunks. */
 bool diff_in_hunk(const struct diff_file *f, int line);
+
+/*
+ * A patch as git writes it (each file's part starting with "diff --git"),
+ * at most about `max` bytes and still a valid diff: the files whose parts
+ * fit are kept whole, in order (a big file further on does not hide the
+ * small ones after it), and the rest are left out and named at the end,
+ * "[… diff cut: N files not shown (B bytes) …]" then one
+ * "[… not shown: PATH (B bytes) …]" line each (a path with a quote,
+ * backslash or control character in C quotes, as git quotes it), and
+ * "[… and N more files not shown …]" when naming them all would pass max.
+ * Text under max is returned as it is.  The result is malloc'd and at
+ * most max bytes long (max at least 4096).
+ */
+char *diff_cut(const char *text, size_t len, size_t max);
+
+/* True when text holds a "[… diff cut: " line (diff_cut's, or an older
+ * cut's): some of the change is not in it. */
+bool diff_is_cut(const char *text, size_t len);
 
 #endif

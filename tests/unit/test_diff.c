@@ -1,8 +1,10 @@
 /* test_diff.c - the unified diff parser (lib/git/diff.h). */
 #include "git/diff.h"
+#include "core/buf.h"
 #include "core/forge.h"
 #include "unit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,11 +123,104 @@ static void test_looks_like(void)
 	CHECK(!diff_looks_like("--- just dashes\n", 16));
 }
 
+/* A git patch of `n` files: f0.txt with `big` lines, the others with 2. */
+static char *patch_of(size_t n, size_t big, const char *odd)
+{
+	struct buf b = BUF_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		char name[64];
+		size_t lines = i == 0 ? big : 2;
+
+		if (i == n - 1 && odd)
+			snprintf(name, sizeof name, "%s", odd);
+		else
+			snprintf(name, sizeof name, "f%zu.txt", i);
+		buf_addf(&b, "diff --git a/%s b/%s\nnew file mode 100644\nindex 0000000..1111111\n"
+			 "--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%zu @@\n", name, name, name, lines);
+		for (size_t k = 0; k < lines; k++)
+			buf_addf(&b, "+line %zu of %s\n", k, name);
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* A cut keeps whole files (the small ones after a big one too), names the
+ * rest, stays under its size and parses back, saying what was left out. */
+static void test_cut(void)
+{
+	char *p = patch_of(4, 5000, "sp ace\"q.txt"), *c;
+	struct diff *d = NULL;
+
+	c = diff_cut(p, strlen(p), 1u << 20);
+	CHECK_STR(c, p);                        /* under max: as it is */
+	free(c);
+	c = diff_cut(p, strlen(p), 8192);
+	CHECK(strlen(c) <= 8192);
+	CHECK_MSG(diff_parse(&d, c, strlen(c)) == 0, "%s", forge_last_error());
+	CHECK(d && d->cut);
+	CHECK_INT(d->nfiles, 3);                /* f1, f2 and the odd one: f0 is too big */
+	CHECK_STR(d->files[0].path, "f1.txt");
+	CHECK_STR(d->files[2].path, "sp ace\"q.txt");
+	CHECK_INT(d->omitted_total, 1);
+	CHECK_INT(d->nomitted, 1);
+	CHECK_STR(d->omitted[0].path, "f0.txt");
+	CHECK(d->omitted[0].bytes > 8192);
+	CHECK(strstr(c, "[\u2026 not shown: f0.txt (") != NULL);
+	diff_free(d);
+	free(c);
+	free(p);
+
+	/* one file alone over max: only the markers, still a diff */
+	p = patch_of(1, 5000, NULL);
+	c = diff_cut(p, strlen(p), 4096);
+	CHECK(diff_looks_like(c, strlen(c)));
+	CHECK_MSG(diff_parse(&d, c, strlen(c)) == 0, "%s", forge_last_error());
+	CHECK(d && d->cut && d->nfiles == 0 && d->nomitted == 1);
+	diff_free(d);
+	free(c);
+	free(p);
+
+	/* more files left out than can be named: the count says the rest */
+	struct buf b = BUF_INIT;
+	for (int i = 0; i < 400; i++)
+		buf_addf(&b, "diff --git a/dir/a-long-file-name-%03d.txt b/dir/a-long-file-name-%03d.txt\n"
+			 "--- a/dir/a-long-file-name-%03d.txt\n+++ b/dir/a-long-file-name-%03d.txt\n"
+			 "@@ -1 +1 @@\n-%0200d\n+%0200d\n", i, i, i, i, i, i + 1);
+	c = diff_cut(b.buf, b.len, 4096);
+	CHECK(strlen(c) <= 4096);
+	CHECK_MSG(diff_parse(&d, c, strlen(c)) == 0, "%s", forge_last_error());
+	CHECK(d && d->nfiles > 0 && d->nomitted > 0);
+	CHECK_INT(d->nfiles + d->omitted_total, 400);
+	CHECK(d->nomitted < d->omitted_total);
+	CHECK(strstr(c, "more files not shown") != NULL);
+	diff_free(d);
+	free(c);
+	buf_release(&b);
+}
+
+/* An older cut, inside a hunk, ends the hunk there: the file is marked cut. */
+static void test_cut_inside_hunk(void)
+{
+	const char *t = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,4 @@\n a\n+b\n"
+			"[\u2026 diff cut: 1234 more bytes \u2026]\n";
+	struct diff *d = NULL;
+
+	CHECK_MSG(diff_parse(&d, t, strlen(t)) == 0, "%s", forge_last_error());
+	CHECK(d && d->cut && d->files[0].cut);
+	CHECK_INT(d->omitted_total, 0);
+	CHECK_INT(d->files[0].hunks[0].new_count, 2);
+	CHECK_STR(diff_added_line(&d->files[0], 2), "b");
+	CHECK(!diff_in_hunk(&d->files[0], 3));
+	diff_free(d);
+}
+
 int main(void)
 {
 	RUN(test_git_diff);
 	RUN(test_plain_and_rename);
 	RUN(test_malformed);
 	RUN(test_looks_like);
+	RUN(test_cut);
+	RUN(test_cut_inside_hunk);
 	return unit_done();
 }
