@@ -624,7 +624,7 @@ static const char *status_of(enum agent_outcome o)
 /* The working memory's size: the model's context window (llm.h:
  * llm_context_window), else llm.phases.PHASE.context_window or
  * llm.context_window.  Said once per process in a context.window event. */
-static size_t context_window(struct phase *ph, struct llm_client *llm)
+size_t phase_context_window(struct phase *ph, struct llm_client *llm)
 {
 	static bool said;
 	char key[128];
@@ -713,7 +713,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		return "failed";
 	}
 	if (!cfg->context_tokens)
-		cfg->context_tokens = context_window(ph, agent_llm);
+		cfg->context_tokens = phase_context_window(ph, agent_llm);
 	if (!agent_fast_tried && phase_llm(&agent_fast, ph, true) < 0)
 		agent_fast = NULL;	/* compression then falls back to a mechanical summary */
 	agent_fast_tried = true;

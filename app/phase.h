@@ -177,6 +177,11 @@ int phase_previous_runs(const struct phase *ph);
  * one containing the cwd.  malloc'd, or NULL when there is none. */
 char *phase_repo(struct phase *ph);
 
+/* The context window of llm's model in tokens (llm_context_window(), else
+ * llm.phases.PHASE.context_window or llm.context_window); the first call
+ * of a process emits a context.window event saying which. */
+size_t phase_context_window(struct phase *ph, struct llm_client *llm);
+
 /* Emit an event from the phase.  Consumes payload. */
 void phase_emit(struct phase *ph, const char *type, jv payload);
 

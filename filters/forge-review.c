@@ -20,6 +20,7 @@
 #include "core/forge.h"
 #include "git/git.h"
 #include "core/json.h"
+#include "core/tokens.h"
 #include "llm/llm.h"
 #include "memory/memory.h"
 #include "app/human.h"
@@ -696,6 +697,24 @@ static jv not_reviewed(jv *list, struct phase *ph, const struct diff *d)
 	return out;
 }
 
+/* The files the model was not shown, its window being too small for them
+ * (consumes not_shown): an event and a line on stderr.  The other layers
+ * saw them; the model's silence on them is not an approval. */
+static void ai_not_shown(struct phase *ph, jv not_shown, long budget)
+{
+	int n = jv_get_kind(not_shown) == JV_KIND_ARRAY ? jv_array_length(jv_copy(not_shown)) : 0;
+
+	if (n > 0) {
+		if (ph->common.verbosity >= 0)
+			fprintf(stderr, "%s: warning: the AI review did not see %d file%s (too large for the "
+					"model's context window: %ld tokens for the diff); the other layers did\n",
+				ph->spec->program, n, n == 1 ? "" : "s", budget);
+		phase_emit(ph, "review.ai_not_shown", json_set(json_set(jv_object(), "files", jv_copy(not_shown)),
+							       "diff_tokens", jv_number((double)budget)));
+	}
+	jv_free(not_shown);
+}
+
 /* Layer 3.  0, or -1 when the model call failed (the phase fails). */
 static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 {
@@ -721,6 +740,12 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	in.findings = det;
 	in.dismissed = dismissed_memories(ph, d, det);
 	in.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens");
+	/* the rest of the request (instructions, findings, the tool) and the
+	 * answer from the window: what the diff may take, at least 1000 */
+	long window = (long)phase_context_window(ph, llm);
+	long rest = in.max_tokens + (long)tokens_estimate_str(system) + (long)tokens_estimate_jv(det) +
+		    (long)tokens_estimate_jv(in.dismissed) + 2000;
+	in.max_diff_tokens = window > rest + 1000 ? window - rest : 1000;
 	jv_free(*out);
 	phase_progress(ph, "AI review (%s)", llm_client_model(llm));
 	if (review_ai(out, &res, llm, d, &in) < 0) {
@@ -739,6 +764,7 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 		cost = json_set(cost, "usd", res.cost_known ? jv_number(res.cost_usd) : jv_null());
 		stream_emit_full(&ph->out, "review.layer", e, cost, monotonic_ms() - t0);
 	}
+	ai_not_shown(ph, res.not_shown, in.max_diff_tokens);
 	jv_free(in.dismissed);
 out:
 	free(system);

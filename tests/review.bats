@@ -193,6 +193,26 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_output $'1\ntool\nreport_findings\ntrue'
 }
 
+@test "a diff larger than the model's window: the AI review sees the files that fit and is told which it does not" {
+	mkdir -p src
+	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
+	seq 1 20000 | sed 's/^/const int generated_/; s/$/ = 1;/' >src/table.c
+	git add -A
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	# a model the price table does not know: llm.context_window is its window
+	echo '{"llm":{"context_window":16384}}' >"$BATS_TEST_TMPDIR/small.json"
+	run -4 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --model mock-small --base-url '$MOCK_URL' --config '$BATS_TEST_TMPDIR/small.json'"
+	# (before, the whole diff went to the model: over its window, a real one refuses, exit 5)
+	[[ $stderr == *"warning: the AI review did not see 1 file (too large for the model's context window"* ]]
+	# a change that large is a human's to decide (risk high), not the model's
+	tail -n 1 <<<"$output" | jq -e '.review.risk.level == "high" and .review.decision == "require_human"'
+	jq -s -e '[.[] | select(.type == "review.ai_not_shown") | .payload.files] == [["src/table.c"]]' <<<"$output"
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content | tostring'"
+	[[ $output == *"## File: src/auth.c"* ]]
+	[[ $output != *"## File: src/table.c"* ]]
+	[[ $output == *"Not shown here, too large for this review (report nothing on them): src/table.c"* ]]
+}
+
 @test "a dismissed finding is put in the AI prompt as a known false positive" {
 	mkdir -p src
 	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c

@@ -137,6 +137,8 @@ struct review_ai_input {
 	jv findings;                    /* the other layers' findings (borrowed) */
 	jv dismissed;                   /* texts of dismissed-finding memories (borrowed array) */
 	int max_tokens;                 /* 0 = 4096 */
+	long max_diff_tokens;           /* what the rendered diff may take (tokens_estimate);
+					 * files past it are left out and named; 0 = no bound */
 };
 
 struct review_ai_result {
@@ -144,13 +146,19 @@ struct review_ai_result {
 	bool cost_known;
 	long tokens;
 	int dropped;                    /* findings not on a line of the diff */
+	jv not_shown;                   /* files left out for max_diff_tokens: an array
+					 * of paths, owned by the caller (jv_free) */
 };
 
 /* The diff as the model sees it: per file "## File: path", each hunk with
  * new-file line numbers on added and context lines; lines that carry a
  * "secret/..." finding of `findings` (borrowed; may be jv_null()) are
- * replaced by "[redacted: possible secret]".  malloc'd. */
-char *review_ai_render(const struct diff *d, jv findings);
+ * replaced by "[redacted: possible secret]".  malloc'd.  With max_tokens
+ * > 0 the files are taken whole, in order, while they fit that many
+ * tokens (tokens_estimate); each that does not is left out and appended
+ * to *not_shown (a new array, when not NULL), so a large generated file
+ * does not push the smaller ones after it out. */
+char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *not_shown);
 
 /* One structured call (forced tool "report_findings"); *out the findings
  * it reported that lie inside the diff's hunks (layer "ai").  -1 when the

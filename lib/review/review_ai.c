@@ -5,6 +5,7 @@
  */
 #include "review/review.h"
 #include "core/buf.h"
+#include "core/tokens.h"
 #include "git/diff.h"
 #include "core/forge.h"
 #include "core/json.h"
@@ -31,42 +32,61 @@ static bool secret_on(jv findings, const char *file, int line)
 	return hit;
 }
 
-char *review_ai_render(const struct diff *d, jv findings)
+/* One file as review_ai_render shows it, appended to b. */
+static void render_file(struct buf *b, const struct diff_file *f, jv findings)
 {
-	struct buf b = BUF_INIT;
+	buf_addf(b, "## File: %s", f->path);
+	if (f->created)
+		buf_adds(b, " (new file)");
+	else if (f->deleted)
+		buf_adds(b, " (deleted)");
+	else if (f->renamed)
+		buf_addf(b, " (renamed from %s)", f->old_path);
+	buf_addch(b, '\n');
+	if (f->binary)
+		buf_adds(b, "(binary file)\n");
+	for (size_t j = 0; j < f->nhunks; j++) {
+		const struct diff_hunk *h = &f->hunks[j];
 
-	for (size_t i = 0; i < d->nfiles; i++) {
-		const struct diff_file *f = &d->files[i];
+		buf_addf(b, "@@ -%d,%d +%d,%d @@%s%s\n", h->old_start, h->old_count, h->new_start,
+			 h->new_count, *h->section ? " " : "", h->section);
+		for (size_t k = 0; k < h->nlines; k++) {
+			const struct diff_line *l = &h->lines[k];
+			const char *text = l->text;
 
-		buf_addf(&b, "## File: %s", f->path);
-		if (f->created)
-			buf_adds(&b, " (new file)");
-		else if (f->deleted)
-			buf_adds(&b, " (deleted)");
-		else if (f->renamed)
-			buf_addf(&b, " (renamed from %s)", f->old_path);
-		buf_addch(&b, '\n');
-		if (f->binary)
-			buf_adds(&b, "(binary file)\n");
-		for (size_t j = 0; j < f->nhunks; j++) {
-			const struct diff_hunk *h = &f->hunks[j];
-
-			buf_addf(&b, "@@ -%d,%d +%d,%d @@%s%s\n", h->old_start, h->old_count, h->new_start,
-				 h->new_count, *h->section ? " " : "", h->section);
-			for (size_t k = 0; k < h->nlines; k++) {
-				const struct diff_line *l = &h->lines[k];
-				const char *text = l->text;
-
-				if (l->kind == '+' && secret_on(findings, f->path, l->new_line))
-					text = "[redacted: possible secret]";
-				if (l->kind == '-')
-					buf_addf(&b, "%6s - %s\n", "", text);
-				else
-					buf_addf(&b, "%6d %c %s\n", l->new_line, l->kind, text);
-			}
+			if (l->kind == '+' && secret_on(findings, f->path, l->new_line))
+				text = "[redacted: possible secret]";
+			if (l->kind == '-')
+				buf_addf(b, "%6s - %s\n", "", text);
+			else
+				buf_addf(b, "%6d %c %s\n", l->new_line, l->kind, text);
 		}
-		buf_addch(&b, '\n');
 	}
+	buf_addch(b, '\n');
+}
+
+char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *not_shown)
+{
+	struct buf b = BUF_INIT, one = BUF_INIT;
+	long used = 0;
+
+	if (not_shown)
+		*not_shown = jv_array();
+	for (size_t i = 0; i < d->nfiles; i++) {
+		long cost;
+
+		buf_reset(&one);
+		render_file(&one, &d->files[i], findings);
+		cost = (long)tokens_estimate(one.buf, one.len);
+		if (max_tokens > 0 && used + cost > max_tokens) {
+			if (not_shown)
+				*not_shown = jv_array_append(*not_shown, jv_string(d->files[i].path));
+			continue;
+		}
+		buf_add(&b, one.buf, one.len);
+		used += cost;
+	}
+	buf_release(&one);
 	return buf_detach(&b, NULL);
 }
 
@@ -94,10 +114,10 @@ static jv tool_definition(void)
 	return JV_ARRAY(json_set(t, "input_schema", json_parse(schema, sizeof schema - 1)));
 }
 
-static char *user_message(const struct diff *d, const struct review_ai_input *in)
+static char *user_message(const struct diff *d, const struct review_ai_input *in, jv *not_shown)
 {
 	struct buf b = BUF_INIT;
-	char *diff = review_ai_render(d, in->findings);
+	char *diff = review_ai_render(d, in->findings, in->max_diff_tokens, not_shown);
 
 	if (in->task && *in->task)
 		buf_addf(&b, "Task the change was made for: %s\n\n", in->task);
@@ -125,6 +145,14 @@ static char *user_message(const struct diff *d, const struct review_ai_input *in
 	}
 	buf_adds(&b, "The diff (new-file line numbers on added '+' and context lines):\n\n");
 	buf_adds(&b, diff);
+	if (jv_array_length(jv_copy(*not_shown)) > 0) {
+		buf_adds(&b, "Not shown here, too large for this review (report nothing on them):");
+		jv_array_foreach(*not_shown, i, p) {
+			buf_addf(&b, "%s %s", i ? "," : "", jv_string_value(p));
+			jv_free(p);
+		}
+		buf_adds(&b, "\n\n");
+	}
 	buf_adds(&b, "Call report_findings once with every real problem on the added lines.\n");
 	free(diff);
 	return buf_detach(&b, NULL);
@@ -146,11 +174,12 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 	struct llm_request req;
 	struct llm_response resp;
 	struct buf rule = BUF_INIT;
-	char *msg = user_message(d, in);
+	char *msg;
 	int rc = -1;
 
 	*out = jv_array();
 	memset(res, 0, sizeof *res);
+	msg = user_message(d, in, &res->not_shown);
 	res->cost_known = true;
 	llm_request_init(&req);
 	req.system = in->system;

@@ -342,7 +342,7 @@ static void test_ai_render(void)
 	jv secret = JV_ARRAY(review_finding("security", "critical", "security", "secret/x", "a.c", 3, "m"));
 
 	CHECK(diff_parse(&d, two_files, strlen(two_files)) == 0);
-	char *text = review_ai_render(d, secret);
+	char *text = review_ai_render(d, secret, 0, NULL);
 	CHECK(strstr(text, "## File: a.c\n") != NULL);
 	CHECK(strstr(text, "     2 + int y;\n") != NULL);
 	CHECK(strstr(text, "     3 + [redacted: possible secret]\n") != NULL);
