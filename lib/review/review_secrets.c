@@ -234,6 +234,17 @@ int review_secrets(jv *out, const struct diff *d)
 			forge_error("insecure-pattern rule '%s' does not compile", insecure_rules[r].id);
 			goto out;
 		}
+	/* A file a cut left out is named: the change still touches .forge. */
+	for (size_t i = 0; i < d->nomitted; i++) {
+		if (!sandbox_path_is_forge(d->omitted[i].path))
+			continue;
+		buf_reset(&msg);
+		buf_addf(&msg, "the change touches Forge's own configuration (%s), in a part of the diff "
+			 "that was cut: on the branch it would govern the next runs (sandbox, test command, "
+			 "gates); a human must check it", d->omitted[i].path);
+		*out = jv_array_append(*out, review_finding("security", "critical", "security",
+							    "forge/config-changed", d->omitted[i].path, 0, msg.buf));
+	}
 	for (size_t i = 0; i < d->nfiles; i++) {
 		const struct diff_file *f = &d->files[i];
 		const char *lang = project_language(f->path);

@@ -143,6 +143,30 @@ static void test_insecure_c(void)
 	diff_free(d);
 }
 
+/* A .forge file a cut left out (named by the marker) is still a critical
+ * forge/config-changed finding. */
+static void test_config_change_in_a_cut(void)
+{
+	static const char text[] =
+		"--- a/a.c\n+++ b/a.c\n@@ -1 +1,2 @@\n int x;\n+int y;\n"
+		"[\u2026 diff cut: 1 file not shown (900000 bytes) \u2026]\n"
+		"[\u2026 not shown: .forge/config.json (900000 bytes) \u2026]\n";
+	struct diff *d = NULL;
+	jv out;
+
+	CHECK(diff_parse(&d, text, sizeof text - 1) == 0);
+	CHECK(d->nomitted == 1);
+	CHECK(review_secrets(&out, d) == 0);
+	CHECK_INT(jv_array_length(jv_copy(out)), 1);
+	jv f = jv_array_get(jv_copy(out), 0);
+	CHECK_STR(json_get_str(f, "rule"), "forge/config-changed");
+	CHECK_STR(json_get_str(f, "file"), ".forge/config.json");
+	CHECK_STR(json_get_str(f, "severity"), "critical");
+	jv_free(f);
+	jv_free(out);
+	diff_free(d);
+}
+
 static const char *two_files =
 	"--- a/a.c\n+++ b/a.c\n@@ -1,2 +1,4 @@\n int x;\n+int y;\n+int z;\n int w;\n"
 	"--- a/s.sh\n+++ b/s.sh\n@@ -1,2 +1,2 @@\n #!/bin/sh\n-echo \"$1\"\n+echo $1\n";
@@ -357,6 +381,7 @@ int main(void)
 	RUN(test_entropy_and_placeholders);
 	RUN(test_secret_rules);
 	RUN(test_insecure_c);
+	RUN(test_config_change_in_a_cut);
 	RUN(test_parsers_keep_added_lines);
 	RUN(test_fingerprint);
 	RUN(test_synthesize);
