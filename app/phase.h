@@ -177,6 +177,12 @@ int phase_previous_runs(const struct phase *ph);
  * one containing the cwd.  malloc'd, or NULL when there is none. */
 char *phase_repo(struct phase *ph);
 
+/* The tree the phase's agent reads and works in: the run's worktree
+ * (task.worktree) when the state has one, so every phase of a run sees the
+ * run's base and its commits, not the user's checkout; else phase_repo()
+ * (a phase run by hand on a checkout).  malloc'd, or NULL when neither. */
+char *phase_workdir(struct phase *ph);
+
 /* Emit an event from the phase.  Consumes payload. */
 void phase_emit(struct phase *ph, const char *type, jv payload);
 
