@@ -2,8 +2,9 @@
  * forge-plan - task → plan (DESIGN.md §3; seed 000 §7.1).
  *
  * Reads a task (a state, {"task": …}, plain text, or --task), looks at the
- * repository (tracked files, build files, README, languages and commands;
- * memories and skills through phase_perceive) and runs the agent loop with
+ * repository - the run's worktree when the state has one, else the checkout
+ * - (tracked files, build files, README, languages and commands; memories
+ * and skills through phase_perceive) and runs the agent loop with
  * read-only tools (read_file, list_files, grep).  The agent's `finish`
  * input is the plan, checked against state.schema.json $defs/plan (a plan
  * that does not match goes back to the model with the error).  Every plan
