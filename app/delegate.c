@@ -254,16 +254,6 @@ static jv task_shown(const char *task)
 	return cut < n ? jv_string_fmt("%.*s…", (int)cut, task) : jv_string(task);
 }
 
-/* The directory this agent's tools work in: the state's worktree, else the
- * repository.  malloc'd or NULL. */
-static char *agent_root(struct phase *ph)
-{
-	jv wt = json_get_path(ph->state, "task.worktree");
-	char *root = jv_get_kind(wt) == JV_KIND_STRING ? xstrdup(jv_string_value(wt)) : phase_repo(ph);
-
-	jv_free(wt);
-	return root;
-}
 
 /* A refusal: a tool error for the model, nothing started. */
 static int refuse(struct agent_tool_outcome *out, const char *why)
@@ -340,7 +330,7 @@ static int prepare(struct delegate *d, struct run *u, jv input)
 	u->budget = delegate_budget(json_get_num(input, "budget_share", 0), d->lim.budget_share_max, remaining);
 	if (remaining == 0)
 		return forge_error("delegate: refused: this agent has no budget left to share");
-	if (!(u->root = agent_root(d->ph)))
+	if (!(u->root = phase_workdir(d->ph)))
 		return forge_error("delegate: refused: this agent has no directory to work in");
 	ulid_new(u->span);
 	if (u->write) {

@@ -124,6 +124,15 @@ char *phase_repo(struct phase *ph)
 	return root;
 }
 
+char *phase_workdir(struct phase *ph)
+{
+	jv wt = json_get_path(ph->state, "task.worktree");
+	char *root = jv_get_kind(wt) == JV_KIND_STRING ? xstrdup(jv_string_value(wt)) : phase_repo(ph);
+
+	jv_free(wt);
+	return root;
+}
+
 struct store *phase_store(struct phase *ph)
 {
 	char *path = NULL;
@@ -658,9 +667,7 @@ static bool agent_tools_tried;
 static struct toolset *phase_toolset(struct phase *ph)
 {
 	if (!agent_tools_tried) {
-		jv task = json_get(ph->state, "task");
-		const char *wt = json_get_str(task, "worktree");
-		char *root = wt ? xstrdup(wt) : phase_repo(ph);
+		char *root = phase_workdir(ph);
 		struct toolset_opts o = {
 			.phase = ph->spec->name, .cfg = ph->cfg, .root = root, .out = &ph->out,
 			.warn = warn_once, .warn_payload = ph,
@@ -669,7 +676,6 @@ static struct toolset *phase_toolset(struct phase *ph)
 		if (toolset_open(&agent_tools, &o) < 0)
 			agent_tools = NULL;
 		free(root);
-		jv_free(task);
 	}
 	return agent_tools;
 }

@@ -182,6 +182,12 @@ char *phase_repo(struct phase *ph);
  * of a process emits a context.window event saying which. */
 size_t phase_context_window(struct phase *ph, struct llm_client *llm);
 
+/* The tree the phase's agent reads and works in: the run's worktree
+ * (task.worktree) when the state has one, so every phase of a run sees the
+ * run's base and its commits, not the user's checkout; else phase_repo()
+ * (a phase run by hand on a checkout).  malloc'd, or NULL when neither. */
+char *phase_workdir(struct phase *ph);
+
 /* Emit an event from the phase.  Consumes payload. */
 void phase_emit(struct phase *ph, const char *type, jv payload);
 

@@ -1421,6 +1421,29 @@ static int check_models(const struct supervise_opts *o)
 	return 0;
 }
 
+/*
+ * The run's base can be worked from: a repository with no commits yet
+ * whose checkout holds files would give the run an empty worktree, and
+ * every phase would work on nothing (forge_git_base_check).  Checked
+ * before anything is made, like check_models; a dry run plans on the
+ * checkout itself and needs no base.  0, or exit 2 saying what to do.
+ */
+static int check_base(const struct supervise_opts *o, const char *base)
+{
+	struct forge_git *g = NULL;
+	int rc = 0;
+
+	/* a repository that cannot be opened is make_worktree()'s to report */
+	if (o->dry_run || forge_git_open(&g, o->repo) < 0)
+		return 0;
+	if (forge_git_base_check(g, base) > 0) {
+		fprintf(stderr, "forge: %s; nothing was started\n", forge_last_error());
+		rc = FORGE_EXIT_USAGE;
+	}
+	forge_git_free(g);
+	return rc;
+}
+
 /* A new run of o->graph (caller: the options as given, for sup_finish). */
 static int start_run(const struct supervise_opts *o, const struct supervise_opts *caller, const char *task_text)
 {
@@ -1430,6 +1453,8 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	const char *base = o->base_ref ? o->base_ref : "HEAD";
 	const char *env = config_get_str(o->cfg, "deploy.environment");
 	int code = check_models(o);
+	if (!code)
+		code = check_base(o, base);
 	if (code)
 		return code;
 	ulid_new(trace);

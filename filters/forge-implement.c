@@ -1134,7 +1134,9 @@ static void share_branch(struct impl *im)
 	phase_emit(im->ph, "run.push_failed", ev);
 }
 
-/* Open (or reopen) the run's worktree and record it in the state's task. */
+/* Open (or reopen) the run's worktree and record it in the state's task.
+ * 0, -1 with a message, or 1 with a message when its base cannot be
+ * worked from (forge_git_base_check: no commits yet, files in the checkout). */
 static int open_worktree(struct impl *im, const char *root)
 {
 	struct phase *ph = im->ph;
@@ -1147,6 +1149,12 @@ static int open_worktree(struct impl *im, const char *root)
 		goto out;
 	if (!forge_git_trace_valid(trace)) {
 		forge_error("trace id '%s' cannot name a worktree", trace);
+		goto out;
+	}
+	/* A new worktree only: one already made has its base. */
+	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base);
+	if (usable != 0) {
+		rc = usable;
 		goto out;
 	}
 	if (forge_git_worktree_open(&im->wt, im->g, trace, base) < 0)
@@ -1182,7 +1190,14 @@ static const char *implement_run(struct phase *ph)
 		phase_reason(ph, "no repository: run in a git repository or pass --repo");
 		goto out;
 	}
-	if (open_worktree(&im, root) < 0 || sandbox_policy_from_config(&im.policy, ph->cfg) < 0 ||
+	int opened = open_worktree(&im, root);
+	if (opened > 0) {
+		/* what the user gave cannot be worked from: exit 2, before any model call */
+		phase_reason(ph, "%s", forge_last_error());
+		status = "bad_input";
+		goto out;
+	}
+	if (opened < 0 || sandbox_policy_from_config(&im.policy, ph->cfg) < 0 ||
 	    phase_system_prompt(&im.system, ph, root, "implement") < 0) {
 		phase_reason(ph, "%s", forge_last_error());
 		goto out;

@@ -2,8 +2,9 @@
  * forge-plan - task → plan (DESIGN.md §3; seed 000 §7.1).
  *
  * Reads a task (a state, {"task": …}, plain text, or --task), looks at the
- * repository (tracked files, build files, README, languages and commands;
- * memories and skills through phase_perceive) and runs the agent loop with
+ * repository - the run's worktree when the state has one, else the checkout
+ * - (tracked files, build files, README, languages and commands; memories
+ * and skills through phase_perceive) and runs the agent loop with
  * read-only tools (read_file, list_files, grep).  The agent's `finish`
  * input is the plan, checked against state.schema.json $defs/plan (a plan
  * that does not match goes back to the model with the error).  Every plan
@@ -19,6 +20,7 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "app/phase.h"
+#include "app/runshare.h"
 #include "store/plans.h"
 #include "data/project.h"
 #include "core/resource.h"
@@ -332,16 +334,31 @@ static const char *plan_run(struct phase *ph)
 	struct store *st = NULL;
 	char *system = NULL, *prompt = NULL;
 	const char *status = "failed";
-	char *root = phase_repo(ph);
+	/*
+	 * The plan is read from the tree implement will work on: the run's
+	 * worktree (its base commit) under a supervisor, which makes it before
+	 * the first phase; the checkout only when run by hand or by a dry run.
+	 * Instructions and prompt overlays still come from the checkout
+	 * (phase_repo), as for every phase.
+	 */
+	char *root = phase_workdir(ph), *repo = phase_repo(ph);
 	jv previous = jv_null();
 	int previous_version = 0;
 
 	agent_result_init(&res);
+	jv wt = json_get_path(ph->state, "task.worktree");
+	bool gone = jv_get_kind(wt) == JV_KIND_STRING && !runshare_is_dir(jv_string_value(wt));
+	jv_free(wt);
+	if (gone) {
+		/* not the checkout instead: it is not the tree implement works on */
+		phase_reason(ph, "the run's worktree %s is not here (forge resume makes it again)", root);
+		goto out;
+	}
 	if (versions_store(&st, ph) < 0 || previous_plan(&previous, &previous_version, ph, st) < 0) {
 		phase_reason(ph, "cannot read the plan versions: %s", forge_last_error());
 		goto out;
 	}
-	if (phase_system_prompt(&system, ph, root, "plan") < 0) {
+	if (phase_system_prompt(&system, ph, repo, "plan") < 0) {
 		phase_reason(ph, "%s", forge_last_error());
 		goto out;
 	}
@@ -389,6 +406,7 @@ out:
 	free(system);
 	free(prompt);
 	free(root);
+	free(repo);
 	return status;
 }
 

@@ -311,6 +311,25 @@ forge: add a mul operation (attempt 1)"
 	checkout_untouched
 }
 
+@test "a repository with files but no commit yet: exit 2 saying to commit them, before any model call; nothing made" {
+	REPO="$BATS_TEST_TMPDIR/fresh"
+	mkdir "$REPO"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc/." "$REPO"
+	cd "$REPO"
+	git init -q -b main
+	plan_state T10 >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	assert_equal "$stderr" "forge-implement: no commits yet on main: a run starts from the last commit and would not see the files here; commit your files first (git add -A && git commit)"
+	events_of input.rejected | jq -e '.reason | startswith("no commits yet on main")'
+	[ "$(last_state | jq -r .kind)" = event ]   # no state written
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+	[ -z "$(git branch --list 'forge/*')" ]
+	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+	run -0 git status --porcelain --untracked-files=no
+	assert_output ""
+}
+
 # ---- the working memory is sized to the model (issue 20, item 4) ----------
 
 # local_model [CONFIG-JSON]: the mock as an OpenAI-compatible server of the

@@ -117,6 +117,49 @@ event_types() {
 	assert_output "languages: go (2), c (1), javascript (1), php (1), python (1), ruby (1), rust (1), shell (1)"
 }
 
+# tool_result N: the text of the tool result the mock got in request N.
+tool_result() {
+	requests | jq -r ".[$1].body.messages[-1].content[] | select(.type == \"tool_result\") |
+		.content | if type == \"array\" then .[0].text else . end"
+}
+
+@test "under forge run the plan reads the run's base in its worktree, not the checkout; a dry run reads the checkout" {
+	echo "only in a later commit" >LATER.md
+	git add LATER.md && git commit -qm later
+	echo UNCOMMITTED_EDIT >>README.md   # a change to a tracked file
+	echo staged >STAGED.md && git add STAGED.md
+	echo untracked >UNTRACKED.md
+	steps="[{\"tool_calls\":[{\"name\":\"list_files\",\"input\":{\"path\":\".\"}}]},
+		{\"tool_calls\":[{\"name\":\"read_file\",\"input\":{\"path\":\"README.md\"}}]},
+		{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	mock "$steps"
+	run -0 --separate-stderr forge run --base HEAD~1 --phases plan "add a mul operation" </dev/null
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	# what implement will start from: the files of HEAD~1, as committed there
+	run -0 tool_result 1
+	assert_output "$(printf '%s\n' .gitignore Makefile README.md calc.c tests/check.sh)"
+	run -0 tool_result 2
+	refute_output --partial UNCOMMITTED_EDIT
+	assert_output --partial "make check"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content'"
+	assert_output --partial "root: $REPO/.forge/worktrees/$T"
+	assert_output --partial "tests/check.sh"
+	refute_output --partial STAGED.md
+	refute_output --partial LATER.md
+	# the checkout is as it was
+	run -0 git status --porcelain
+	assert_output "$(printf '%s\n' ' M README.md' 'A  STAGED.md' '?? UNTRACKED.md')"
+	# a dry run plans on the checkout as it is (README): everything in it
+	mock "$steps"
+	run -0 --separate-stderr forge run --dry-run "add a mul operation" </dev/null
+	run -0 tool_result 1
+	assert_output --partial LATER.md
+	assert_output --partial STAGED.md
+	assert_output --partial UNTRACKED.md
+	run -0 tool_result 2
+	assert_output --partial UNCOMMITTED_EDIT
+}
+
 @test "a re-plan of the same trace appends version 2 with a changelog of what changed" {
 	replay plan-calc.jsonl
 	run -0 --separate-stderr forge-plan --task "add a mul operation"

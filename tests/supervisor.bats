@@ -607,6 +607,34 @@ nothing_made() {
 	fi
 }
 
+@test "a repository with files but no commit yet: exit 2 saying to commit them, before a run, worktree or branch exists" {
+	replay run-clean.jsonl
+	REPO="$BATS_TEST_TMPDIR/fresh"
+	mkdir "$REPO"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc/." "$REPO"
+	cd "$REPO"
+	git init -q -b main
+	run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	assert_equal "$stderr" "forge: no commits yet on main: a run starts from the last commit and would not see the files here; commit your files first (git add -A && git commit); nothing was started"
+	run -0 forge history --json
+	assert_output ""
+	nothing_made
+	# staged files are not a commit either; a dry run plans on the checkout as it is
+	git add -A
+	run -2 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	[[ "$stderr" == "forge: no commits yet on main"* ]]
+	nothing_made
+	run -0 --separate-stderr forge run --dry-run --json "add a mul operation" </dev/null
+	jq -e '(.tasks | length) == 2' <<<"$output"
+	# a repository with nothing in it yet starts from an empty base commit
+	EMPTY="$BATS_TEST_TMPDIR/empty"
+	git init -q -b main "$EMPTY"
+	cd "$EMPTY"
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	run -0 git log --format=%s "forge/$(last_trace)"
+	assert_output "forge: empty base commit"
+}
+
 @test "a blank or oversized task: exit 2 before a run, worktree or branch exists" {
 	replay run-clean.jsonl
 	run -2 --separate-stderr forge run '' </dev/null

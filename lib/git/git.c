@@ -602,6 +602,56 @@ int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const cha
 	return rc;
 }
 
+/* The path a status entry is about (its new side in the index, else in
+ * the working files). */
+static const char *status_path(const git_status_entry *e)
+{
+	if (e->head_to_index && e->head_to_index->new_file.path)
+		return e->head_to_index->new_file.path;
+	if (e->index_to_workdir && e->index_to_workdir->new_file.path)
+		return e->index_to_workdir->new_file.path;
+	return NULL;
+}
+
+int forge_git_base_check(struct forge_git *g, const char *base)
+{
+	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+	git_status_list *list = NULL;
+	git_reference *head = NULL;
+	const char *branch = "HEAD";
+	bool files = false;
+	size_t n;
+
+	base = base ? base : "HEAD";
+	if (!names_unborn_head(g->repo, base))
+		return 0;
+	/* Untracked directories as one entry each: the first file is enough. */
+	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if (git_status_list_new(&list, g->repo, &opts) < 0)
+		return forge_git_fail("cannot read the status of '%s'", forge_git_checkout(g));
+	n = git_status_list_entrycount(list);
+	for (size_t i = 0; i < n && !files; i++) {
+		const char *p = status_path(git_status_byindex(list, i));
+
+		/* Forge's own directory (config, skills, prompts) is read from
+		 * the checkout, not from the run's base. */
+		files = p && strcmp(p, ".forge") != 0 && strncmp(p, ".forge/", 7) != 0;
+	}
+	if (!files) {
+		git_status_list_free(list);
+		return 0;
+	}
+	if (git_reference_lookup(&head, g->repo, "HEAD") == 0 && git_reference_symbolic_target(head) &&
+	    strncmp(git_reference_symbolic_target(head), "refs/heads/", 11) == 0)
+		branch = git_reference_symbolic_target(head) + 11;
+	forge_error("no commits yet on %s: a run starts from the last commit and would not see the files "
+		    "here; commit your files first (git add -A && git commit)", branch);
+	git_reference_free(head);
+	git_status_list_free(list);
+	return 1;
+}
+
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev)
 {
 	git_reference *ref = NULL, *head = NULL, *moved = NULL;

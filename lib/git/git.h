@@ -320,6 +320,16 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
  */
 /* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
 int forge_git_checkout_dirty(struct forge_git *g);
+/*
+ * Whether a run can start from `base` (NULL: HEAD): 1, with a message
+ * saying what to do, when base is an unborn HEAD (no commits yet) while the
+ * checkout holds files (untracked or staged, outside .forge/), which the
+ * run's empty base commit would not have; 0 when it can (a repository
+ * with no files at all starts from the empty base; a base that does not
+ * resolve is left to forge_git_worktree_open() to report); -1 when the
+ * status cannot be read.
+ */
+int forge_git_base_check(struct forge_git *g, const char *base);
 int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, const char *from,
 			const char *to);
 int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace);

@@ -750,6 +750,34 @@ static void test_empty_repository(void)
 	forge_git_free(g);
 }
 
+/* A run from an unborn HEAD is refused only when the checkout holds files
+ * its empty base would not have. */
+static void test_base_check(void)
+{
+	const char *repo = fresh("unborn");
+	struct forge_git *g = NULL;
+
+	CHECK(sh("git init -q -b main '%s'", repo) == 0);
+	CHECK_OK(forge_git_open(&g, repo));
+	/* nothing yet, or Forge's own directory alone: the empty base will do */
+	CHECK(forge_git_base_check(g, NULL) == 0);
+	CHECK(sh("mkdir '%s/.forge' && echo '{}' >'%s/.forge/config.json'", repo, repo) == 0);
+	CHECK(forge_git_base_check(g, "main") == 0);
+	/* a file, untracked, then staged */
+	CHECK(sh("echo x >'%s/a.c'", repo) == 0);
+	CHECK(forge_git_base_check(g, NULL) == 1);
+	CHECK_MSG(contains(forge_last_error(), "no commits yet on main:") &&
+		  contains(forge_last_error(), "(git add -A && git commit)"), "%s", forge_last_error());
+	CHECK(sh("git -C '%s' add a.c", repo) == 0);
+	CHECK(forge_git_base_check(g, "main") == 1);
+	/* a base that names no unborn HEAD is forge_git_worktree_open()'s to judge */
+	CHECK(forge_git_base_check(g, "no-such-ref") == 0);
+	CHECK(sh("git -C '%s' commit -qm init", repo) == 0);
+	CHECK(forge_git_base_check(g, NULL) == 0);
+	CHECK(forge_git_base_check(g, "main") == 0);
+	forge_git_free(g);
+}
+
 static void test_list_and_remove(void)
 {
 	const char *repo = make_repo();
@@ -1028,6 +1056,7 @@ int main(void)
 	RUN(test_read_blob);
 	RUN(test_tracked_files);
 	RUN(test_empty_repository);
+	RUN(test_base_check);
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
 	RUN(test_push);
