@@ -42,17 +42,11 @@ static void put(const char *rel, const char *text)
 	}
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
-}
-
 /* Start every test from nothing: an empty HOME, no FORGE_* variables. */
 static void fresh(void)
 {
 	if (tmp[0])
-		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		unit_rmtree(tmp);
 	const char *base = getenv("TMPDIR");
 
 	snprintf(tmp, sizeof tmp, "%s/forge-test-config.XXXXXX", base && *base ? base : "/tmp");
@@ -821,6 +815,6 @@ int main(void)
 	RUN(test_lazy_strings_outlive_whole);
 	RUN(test_defaults_skimmed);
 	if (tmp[0])
-		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		unit_rmtree(tmp);
 	return unit_done();
 }

@@ -82,6 +82,7 @@ static void test_canary_config(void)
 	CHECK(mkdtemp(dir) != NULL);
 	setenv("HOME", dir, 1);
 	setenv("XDG_CONFIG_HOME", dir, 1);
+	setenv("XDG_CACHE_HOME", dir, 1);	/* the tests after it make none there */
 	jv flags = jv_null();
 	CHECK(config_flag_assign(&flags, "deploy.canary.medium=[10,50,100]") == 0);
 	struct config_sources src = { .repo = NULL, .file = NULL, .flags = flags };
@@ -91,7 +92,9 @@ static void test_canary_config(void)
 	CHECK(deploy_canary_steps(&s, cfg, "high") == 0);	/* the default ladder */
 	CHECK(steps_are(s, "[5,10,25,50,100]"));
 	config_free(cfg);
-	rmdir(dir);
+	unit_rmtree(dir);
+	unsetenv("XDG_CACHE_HOME");
+	setenv("HOME", "/nonexistent", 1);	/* nothing is written under a removed one */
 }
 
 static void test_percentile(void)

@@ -226,6 +226,6 @@ int main(void)
 	RUN(test_deploy);
 	RUN(test_other);
 	config_free(cfg);
-	rmdir(home);
+	unit_rmtree(home);
 	return unit_done();
 }

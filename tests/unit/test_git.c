@@ -975,13 +975,6 @@ static void test_push(void)
 	forge_git_free(g);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return type == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 /* Linked statically, libgit2's libssh2 and GSS-API stay unloaded until a
  * call needs them; the first libssh2 call loads the library and makes the
  * libssh2_init() libgit2 asked for. */
@@ -1064,6 +1057,6 @@ int main(void)
 	RUN(test_static_lazy_parts);
 #endif
 
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(tmpdir);
 	return unit_done();
 }

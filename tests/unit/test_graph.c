@@ -529,6 +529,6 @@ int main(void)
 	RUN(test_json);
 	RUN(test_merge_parallel_states);
 	config_free(cfg);
-	rmdir(tmp);
+	unit_rmtree(tmp);
 	return unit_done();
 }

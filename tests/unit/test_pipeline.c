@@ -345,6 +345,6 @@ int main(void)
 	RUN(test_ladder_bounces);
 	RUN(test_ladder_overrides_auto_approve_level);
 	config_free(cfg);
-	rmdir(dir);
+	unit_rmtree(dir);
 	return unit_done();
 }

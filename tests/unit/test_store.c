@@ -1038,13 +1038,6 @@ static void test_resolve_path(void)
 	CHECK_MSG(strstr(forge_last_error(), "--db"), "%s", forge_last_error());
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
 
 
 /* A cancelled run stays cancelled whatever its live process writes after. */
@@ -1427,6 +1420,6 @@ int main(void)
 	RUN(test_disk_full_message);
 	RUN(test_run_status);
 	RUN(test_resolve_trace);
-	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	unit_rmtree(tmpdir);
 	return unit_done();
 }

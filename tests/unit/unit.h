@@ -21,9 +21,11 @@
 #ifndef FORGE_UNIT_H
 #define FORGE_UNIT_H
 
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int unit_count, unit_failed, unit_current_failed;
 static char unit_skip_reason[256];
@@ -43,6 +45,21 @@ static inline void __attribute__((format(printf, 1, 2))) unit_skip(const char *f
 	va_end(ap);
 	if (!unit_skip_reason[0])
 		snprintf(unit_skip_reason, sizeof(unit_skip_reason), "skipped");
+}
+
+static inline int unit_rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Remove the directory tree at path, a test's temporary directory (what a
+ * program under test left in it included: a .cache, say). */
+static inline void unit_rmtree(const char *path)
+{
+	nftw(path, unit_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #define CHECK(cond) do { \
