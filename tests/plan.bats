@@ -160,6 +160,21 @@ tool_result() {
 	assert_output --partial UNCOMMITTED_EDIT
 }
 
+@test "a tool call whose arguments are not JSON goes back to the model as the tool's error; the phase goes on" {
+	for prov in anthropic openai; do
+		mock "[{\"tool_calls\":[{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\"}]},
+		       {\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+		url=$MOCK_URL
+		[ $prov = openai ] && url=$MOCK_URL/v1
+		# (before: exit 5, "the model could not be reached: tool call 'read_file': tool input is not a JSON object")
+		FORGE_PROVIDER=$prov FORGE_BASE_URL=$url OPENAI_API_KEY=test-key \
+			run -0 --separate-stderr forge-plan --task "add a mul operation"
+		jq -s -e '[.[] | select(.type == "tool.failed") | .payload] | length == 1 and .[0].tool == "read_file" and .[0].kind == "input"' <<<"$output"
+		run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages | last | tostring | test(\"read_file: tool input is not a JSON object.*call it again with the arguments as one JSON object\")'"
+		assert_output true
+	done
+}
+
 @test "a re-plan of the same trace appends version 2 with a changelog of what changed" {
 	replay plan-calc.jsonl
 	run -0 --separate-stderr forge-plan --task "add a mul operation"

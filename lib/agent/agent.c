@@ -328,6 +328,27 @@ static int take_finish(struct agent *a, jv input, char **error)
 
 enum turn { TURN_CONTINUE, TURN_END };
 
+/* A call whose arguments were not a JSON object: nothing runs; the model is
+ * told, as for input that fails the tool's schema, and it counts as a tool
+ * error (the breakers see a model that keeps doing it). */
+static void bad_arguments(struct agent *a, const struct llm_tool_call *call, struct call_window *w)
+{
+	struct buf b = BUF_INIT;
+	struct agent_tool_outcome o = { 0 };
+
+	buf_addf(&b, "%s: %s; call it again with the arguments as one JSON object matching its schema",
+		 call->name, call->input_error);
+	o.text = buf_detach(&b, NULL);
+	o.event = json_set(json_set(jv_object(), "kind", jv_string("input")),
+			   "error", jv_string(call->input_error));
+	a->res->tool_calls++;
+	a->res->tool_errors++;
+	window_add(w, agent_now(a), true);
+	emit(a, "tool.failed", tool_event(call->name, call->input, &o, 1, 0));
+	a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, o.text, true));
+	outcome_release(&o);	/* a slip of the model's, no lesson: not reflected on */
+}
+
 /* Act on every tool call of one answer; appends the tool results. */
 static enum turn act(struct agent *a, const struct llm_response *resp, struct call_window *w)
 {
@@ -335,6 +356,10 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 		const struct llm_tool_call *call = &resp->calls[i];
 		char *error = NULL;
 
+		if (call->input_error) {
+			bad_arguments(a, call, w);
+			continue;
+		}
 		if (strcmp(call->name, "finish") == 0) {
 			if (take_finish(a, call->input, &error) == 0) {
 				a->messages = jv_array_append(a->messages,

@@ -169,6 +169,9 @@ struct llm_tool_call {
 	char *id;
 	char *name;
 	jv input;                      /* always an object */
+	char *input_error;             /* the model's arguments were not a JSON object: why
+					 * (malloc'd; input is then {}), for the agent to send
+					 * back as the tool's error; NULL when they were */
 };
 
 struct llm_usage {

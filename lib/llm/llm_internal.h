@@ -78,6 +78,9 @@ extern const struct llm_provider llm_openai;
 
 /* Helpers shared by the providers. */
 void llm_response_add_call(struct llm_response *r, const char *id, const char *name, jv input);
+/* A call whose arguments did not parse (llm_parse_input failed: its message
+ * is taken as input_error), kept so that the model hears why. */
+void llm_response_add_bad_call(struct llm_response *r, const char *id, const char *name);
 int llm_error_parse(enum llm_error *out, const char *name);   /* -1 when unknown */
 enum llm_error llm_fault_from_status(long status);
 char *llm_strdup_or_null(const char *s);

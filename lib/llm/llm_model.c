@@ -164,6 +164,7 @@ void llm_response_release(struct llm_response *r)
 		free(r->calls[i].id);
 		free(r->calls[i].name);
 		jv_free(r->calls[i].input);
+		free(r->calls[i].input_error);
 	}
 	free(r->calls);
 	free(r->stop_detail);
@@ -180,7 +181,16 @@ void llm_response_add_call(struct llm_response *r, const char *id, const char *n
 	r->calls[r->ncalls].id = xstrdup(id ? id : "");
 	r->calls[r->ncalls].name = xstrdup(name ? name : "");
 	r->calls[r->ncalls].input = input;
+	r->calls[r->ncalls].input_error = NULL;
 	r->ncalls++;
+}
+
+void llm_response_add_bad_call(struct llm_response *r, const char *id, const char *name)
+{
+	char *why = xstrdup(forge_last_error());
+
+	llm_response_add_call(r, id, name, jv_object());
+	r->calls[r->ncalls - 1].input_error = why;
 }
 
 jv llm_response_to_json(const struct llm_response *r)

@@ -221,8 +221,12 @@ static int take_calls(struct llm_response *out, jv calls)
 			input = a;
 			a = jv_null();
 		} else if (llm_parse_input(&input, args ? args : "", args ? strlen(args) : 0) < 0) {
-			rc = forge_error_prefix("tool call '%s'", json_get_str(fn, "name") ?
-						json_get_str(fn, "name") : "?");
+			/* the model's mistake, not the server's: it hears why */
+			llm_response_add_bad_call(out, json_get_str(c, "id"), json_get_str(fn, "name"));
+			jv_free(a);
+			jv_free(fn);
+			jv_free(c);
+			continue;
 		}
 		jv_free(a);
 		if (rc == 0)

@@ -84,8 +84,9 @@ int llm_stream_finish(struct llm_stream *s)
 		if (!b->is_tool)
 			continue;
 		if (llm_parse_input(&input, b->args.buf, b->args.len) < 0)
-			return forge_error_prefix("tool call '%s'", b->name ? b->name : "?");
-		llm_response_add_call(r, b->id, b->name, input);
+			llm_response_add_bad_call(r, b->id, b->name);	/* the model hears why */
+		else
+			llm_response_add_call(r, b->id, b->name, input);
 	}
 	return 0;
 }
