@@ -10,6 +10,7 @@
 #include "core/forge.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -390,21 +391,38 @@ void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...)
 	exit(FORGE_EXIT_USAGE);
 }
 
+/* Whether standard output is a pipe whose reader has gone (poll(2) says
+ * POLLERR for a pipe without readers): after a write that failed earlier,
+ * errno no longer says EPIPE. */
+static bool reader_gone(void)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 int cli_finish(const char *name, int status)
 {
-	if (fflush(stdout) == EOF || ferror(stdout)) {
-		if (errno == EPIPE)
-			return FORGE_EXIT_PIPE;
-		fprintf(stderr, "%s: cannot write to standard output: %s\n", name, strerror(errno));
-		return FORGE_EXIT_DEPENDENCY;
-	}
-	if (fclose(stdout) == EOF) {
-		if (errno == EPIPE)
-			return FORGE_EXIT_PIPE;
-		fprintf(stderr, "%s: cannot write to standard output: %s\n", name, strerror(errno));
-		return FORGE_EXIT_DEPENDENCY;
-	}
-	return status;
+	int e = 0;
+
+	errno = 0;
+	if (fflush(stdout) == EOF)
+		e = errno ? errno : EIO;
+	else if (ferror(stdout))
+		e = -1;		/* an earlier write failed: its errno is gone */
+	else if (fclose(stdout) == EOF)
+		e = errno ? errno : EIO;
+	if (e == 0)
+		return status;
+	if (status == FORGE_EXIT_PIPE || e == EPIPE || reader_gone())
+		return FORGE_EXIT_PIPE;		/* nothing is printed for it */
+	if (e < 0 && status == FORGE_EXIT_DEPENDENCY)
+		return status;			/* said where the write failed */
+	if (e < 0)
+		fprintf(stderr, "%s: cannot write to standard output\n", name);
+	else
+		fprintf(stderr, "%s: cannot write to standard output: %s\n", name, strerror(e));
+	return FORGE_EXIT_DEPENDENCY;
 }
 
 char *cli_self_dir(void)

@@ -1034,7 +1034,8 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	ph.state = json_set(ph.state, "phase", jv_string(spec->name));
 	ph.state = json_set(ph.state, "status", jv_string(st));
 	if (stream_write_state(&ph.out, ph.state) < 0) {
-		fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
+		if (!ph.out.failed)	/* a failed output is said once, by cli_out_status */
+			fprintf(stderr, "%s: %s\n", spec->program, forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
 		status = ph.interrupted ? FORGE_EXIT_INTERRUPTED : exit_code(st);

@@ -274,3 +274,33 @@ forge-test: rejected: 1 of 3 tests failed (1 real, 0 environment)"
 	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
 	[[ "$stderr" != *"uncommitted"* ]]
 }
+
+# ---- the reader of stdout gone -------------------------------------------------
+
+# no_reader CMD...: run CMD with stdout a pipe whose read end is closed before
+# it starts (no race with a reader that exits); prints "STATUS" then stderr.
+no_reader() {
+	python3 - "$@" <<-'PY'
+		import os, subprocess, sys
+		r, w = os.pipe()
+		os.close(r)
+		p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+		print(p.returncode)
+		sys.stdout.write(p.stderr.decode(errors="replace"))
+	PY
+}
+
+@test "every phase ends with 141 and says nothing when the reader of its stdout has gone" {
+	calc_replay
+	# (before: exit 5 and lines such as "cannot write to standard output: Success")
+	run -0 no_reader forge-plan --task "add a mul operation"
+	assert_output "141"
+	echo "/* x */" >>calc.c
+	run -0 no_reader sh -c 'git diff | forge-review -q'
+	assert_output "141"
+	run -0 no_reader forge-test -q --no-input
+	assert_output "141"
+	forge-plan -q --task "add a mul operation" | forge events store >"$BATS_TEST_TMPDIR/plan.out"
+	run -0 no_reader forge-events replay "$(tail -n 1 "$BATS_TEST_TMPDIR/plan.out" | jq -r .trace_id)"
+	assert_output "141"
+}
