@@ -137,3 +137,20 @@ expect_rejected() {
 	[ "${lines[0]}" = "$ev1" ]
 	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
 }
+
+@test "a byte order mark before the first record is skipped: the records are read and forwarded as they are" {
+	# (before, the stream was taken as one raw task: "no plan in the state", no event forwarded)
+	run -0 --separate-stderr "$filter" --phase implement --need plan < <(printf '\xef\xbb\xbf%s\n%s\n%s\n' "$ev1" "$state" "$ev2")
+	[ "${lines[0]}" = "$ev1" ]
+	[ "${lines[1]}" = "$ev2" ]
+	jq -e '.kind == "state" and .task.description == "do it"' <<<"${lines[-1]}"
+	# a task given as text loses it too
+	run -0 --separate-stderr "$filter" < <(printf '\xef\xbb\xbfadd a flag\n')
+	jq -e '.task.description == "add a flag"' <<<"${lines[-1]}"
+}
+
+@test "bad input: invalid UTF-8 in a text input names the line it is on" {
+	# (before: always "line 1")
+	run -2 --separate-stderr "$filter" < <(printf 'add a flag\nto the tool\nnamed caf\xe9\n')
+	expect_rejected 3 "invalid UTF-8"
+}

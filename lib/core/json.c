@@ -823,18 +823,25 @@ const unsigned char *json_utf8_seq(const unsigned char *p, const unsigned char *
 	return p + n + 1;
 }
 
-bool json_utf8_valid(const char *s, size_t len)
+size_t json_utf8_invalid_at(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	const unsigned char *end = p + len;
+	const unsigned char *end = p + len, *next;
 
 	while (p < end) {
 		if (*p < 0x80)
 			p++;
-		else if (!(p = json_utf8_seq(p, end)))
-			return false;
+		else if (!(next = json_utf8_seq(p, end)))
+			return (size_t)(p - (const unsigned char *)s);
+		else
+			p = next;
 	}
-	return true;
+	return len;
+}
+
+bool json_utf8_valid(const char *s, size_t len)
+{
+	return json_utf8_invalid_at(s, len) == len;
 }
 
 static bool str_has_nul(jv s)

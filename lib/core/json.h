@@ -108,6 +108,8 @@ bool json_equal(jv a, jv b);
 
 /* True when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
 bool json_utf8_valid(const char *s, size_t len);
+/* The offset of the first byte of s[0..len) that is not valid UTF-8, or len. */
+size_t json_utf8_invalid_at(const char *s, size_t len);
 /* The end of the one multi-byte UTF-8 sequence at p (*p >= 0x80, p < end),
  * or NULL when it is not well-formed (overlong, surrogate, cut short). */
 const unsigned char *json_utf8_seq(const unsigned char *p, const unsigned char *end);

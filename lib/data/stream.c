@@ -566,14 +566,16 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 	} while (fill(r));
 	if (r->error)
 		return forge_error("cannot read the input: %s", strerror(errno));
-	if (!json_utf8_valid(text->buf, text->len))
-		return forge_error("invalid UTF-8");
-	const char *nul = memchr(text->buf, '\0', text->len);
-	if (nul) {
-		/* Name the line it is on: text starts at line in->lines. */
-		for (const char *p = text->buf; p < nul; p++)
+	/* A bad byte or a NUL: name the line it is on (text starts at line in->lines). */
+	size_t bad = json_utf8_invalid_at(text->buf, text->len);
+	const char *nul = memchr(text->buf, '\0', bad);
+	if (nul || bad < text->len) {
+		const char *at = nul ? nul : text->buf + bad;
+
+		for (const char *p = text->buf; p < at; p++)
 			in->lines += *p == '\n';
-		return forge_error("NUL byte in the text input: a task or a diff cannot hold one");
+		return nul ? forge_error("NUL byte in the text input: a task or a diff cannot hold one")
+			   : forge_error("invalid UTF-8");
 	}
 	if (opt->raw_hook) {
 		int took = opt->raw_hook(text->buf, text->len, opt->payload);
@@ -623,6 +625,11 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		if (st == LINE_TOO_LONG) {
 			rc = forge_error("record is longer than the limit of %zu bytes (stream.max_line_bytes)", max);
 			break;
+		}
+		/* A byte order mark some editors put first: not part of the records. */
+		if (in->lines == 1 && line.len >= 3 && memcmp(line.buf, "\xEF\xBB\xBF", 3) == 0) {
+			memmove(line.buf, line.buf + 3, line.len - 3);
+			buf_truncate(&line, line.len - 3);
 		}
 		if (is_blank(line.buf, line.len))
 			continue;
