@@ -146,6 +146,17 @@ static int on_scanned_event(const struct json_event *ev, const char *line, size_
 	return persist(payload, ev, jv_null(), line, len);
 }
 
+/* Text that is not JSON lines is not a stream to store: refused, where it
+ * used to be taken as a task and dropped with exit 0. */
+static int refuse_text(const char *text, size_t len, void *payload)
+{
+	(void)text;
+	(void)len;
+	(void)payload;
+	return forge_error("not JSON lines: forge events store reads events and states, one JSON object "
+			   "a line");
+}
+
 static int cmd_store(const struct cli_common *common, const struct args *a)
 {
 	struct stream_out out;
@@ -157,6 +168,7 @@ static int cmd_store(const struct cli_common *common, const struct args *a)
 		.on_record = on_event,
 		.on_event = on_scanned_event,
 		.on_idle = on_idle,
+		.raw_hook = refuse_text,
 		.payload = &b,
 	};
 	int status;

@@ -131,6 +131,17 @@ setup() {
 	[ "$(sqlite3 "$FORGE_DB" 'select count(*) from events')" -eq 3 ]
 }
 
+@test "store refuses text that is not JSON lines (exit 2); a byte order mark before the records is skipped" {
+	# (before: exit 0, nothing on stdout or stderr, nothing stored)
+	run -2 --separate-stderr forge-events store < <(printf 'plain text\nmore\n')
+	[[ "$stderr" == "forge-events: line 1: not JSON lines: forge events store reads events and states"* ]]
+	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
+	events 2 01JDB2TRACEBOMAAAAAAAAAAAA >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr forge-events store < <(printf '\xef\xbb\xbf'; cat "$BATS_TEST_TMPDIR/in")
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/in")" ]
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '01JDB2TRACEBOMAAAAAAAAAAAA'")" -eq 2 ]
+}
+
 @test "the database defaults to .forge/forge.db in the repository" {
 	unset FORGE_DB
 	make_repo "$BATS_TEST_TMPDIR/repo"
