@@ -838,6 +838,16 @@ static int take_input(struct phase *ph)
 	if (ph->in.empty)
 		return cli_reject(&ph->out, &ph->in,
 				     "empty input: expected a state on stdin; to work on the repository alone, pass --no-input");
+	/* Events alone (a stream cut before its state, say): nothing says what
+	 * to work on, and making up a task would work on the wrong thing. */
+	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && jv_get_kind(ph->in.task) != JV_KIND_OBJECT &&
+	    jv_get_kind(ph->in.raw) != JV_KIND_STRING)
+		return cli_reject(&ph->out, &ph->in,
+				  ph->spec->needs_input
+				  ? "no state in the input, only events: pipe a phase's whole output (its last line "
+				    "is the state), or what this phase reads alone (see --help)"
+				  : "no state in the input, only events: pipe a phase's whole output (its last line "
+				    "is the state); to work on the repository alone, pass --no-input");
 	return 0;
 }
 

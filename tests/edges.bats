@@ -304,3 +304,18 @@ no_reader() {
 	run -0 no_reader forge-events replay "$(tail -n 1 "$BATS_TEST_TMPDIR/plan.out" | jq -r .trace_id)"
 	assert_output "141"
 }
+
+@test "events alone, with no state and no task: refused (exit 2) before any model is asked, the events forwarded" {
+	calc_replay
+	forge-plan -q --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.out"
+	head -n 3 "$BATS_TEST_TMPDIR/plan.out" >"$BATS_TEST_TMPDIR/events"
+	# (before: forge-plan made up the task "forge-plan on the repository" and planned it)
+	run -2 --separate-stderr forge-plan <"$BATS_TEST_TMPDIR/events"
+	[[ $stderr == "forge-plan: no state in the input, only events: pipe a phase's whole output (its last line is the state)"* ]]
+	[ "$(head -n 3 <<<"$output")" = "$(cat "$BATS_TEST_TMPDIR/events")" ]
+	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
+	[ "${#lines[@]}" -eq 4 ]		# the three events and the rejection: no model call
+	# a phase that can work alone says how
+	run -2 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/events"
+	[[ $stderr == *"no state in the input, only events"*"to work on the repository alone, pass --no-input" ]]
+}
