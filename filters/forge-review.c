@@ -826,7 +826,7 @@ static const char *run(struct phase *ph)
 	struct diff *d = NULL;
 	char *text = NULL, *root = NULL, *commit = NULL;
 	const char *source = "state";
-	jv unreviewed = jv_array();
+	jv unreviewed = jv_null();	/* not_reviewed() makes it */
 	enum review_level ai_min = REVIEW_MEDIUM, human_min = REVIEW_HIGH;
 	double min_conf = config_get_num(ph->cfg, "review.min_confidence");
 	const char *status = "failed", *decision, *why;

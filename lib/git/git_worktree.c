@@ -383,13 +383,34 @@ const char *forge_git_worktree_base(const struct forge_git_worktree *wt)
 	return wt->base;
 }
 
-static int count_submodule(git_submodule *sm, const char *name, void *payload)
+/* The submodules' paths in a .gitmodules text ("\tpath = vendor/lib"),
+ * ", "-joined into names; read as text: libgit2's submodule walk matches
+ * config names with a regex whose every miss leaks its match data (1.5). */
+static void submodule_paths(struct buf *names, const char *text)
 {
-	struct buf *names = payload;
+	for (const char *line = text; *line; ) {
+		const char *end = strchr(line, '\n'), *p = line;
+		size_t n = end ? (size_t)(end - line) : strlen(line);
 
-	(void)sm;
-	buf_addf(names, "%s%s", names->len ? ", " : "", name);
-	return names->len > 200;	/* enough to name some */
+		while (p < line + n && (*p == ' ' || *p == '\t'))
+			p++;
+		if ((size_t)(line + n - p) > 4 && strncmp(p, "path", 4) == 0) {
+			p += 4;
+			while (p < line + n && (*p == ' ' || *p == '\t'))
+				p++;
+			if (p < line + n && *p == '=') {
+				const char *v = p + 1, *e = line + n;
+
+				while (v < e && (*v == ' ' || *v == '\t'))
+					v++;
+				while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+					e--;
+				if (e > v && names->len < 200)
+					buf_addf(names, "%s%.*s", names->len ? ", " : "", (int)(e - v), v);
+			}
+		}
+		line = end ? end + 1 : line + n;
+	}
 }
 
 /* The filter names of a .gitattributes text ("filter=lfs"), each once. */
@@ -432,13 +453,16 @@ static bool filter_defined(git_config *cfg, const char *name)
 
 void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt)
 {
-	struct buf names = BUF_INIT, attrs = BUF_INIT, note = BUF_INIT;
+	struct buf names = BUF_INIT, attrs = BUF_INIT, note = BUF_INIT, modules = BUF_INIT;
 	git_config *cfg = NULL;
 	char *path = forge_git_path(wt->path, ".gitattributes");
+	char *gitmodules = forge_git_path(wt->path, ".gitmodules");
 	jv filters = jv_array();
 
 	*out = jv_array();
-	git_submodule_foreach(wt->repo, count_submodule, &names);
+	modules.max = 1u << 20;
+	if (buf_read_file(&modules, gitmodules) == 0)
+		submodule_paths(&names, modules.buf);
 	if (names.len) {
 		buf_addf(&note, "submodules are not checked out in the run's worktree (%s): what needs "
 			 "them fails there, and the agent's changes inside them are not committed", names.buf);
@@ -462,6 +486,8 @@ void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt)
 	jv_free(filters);
 	git_config_free(cfg);
 	free(path);
+	free(gitmodules);
+	buf_release(&modules);
 	buf_release(&names);
 	buf_release(&attrs);
 	buf_release(&note);
