@@ -258,6 +258,22 @@ setup() {
 	[ ! -e "$XDG_CACHE_HOME/forge/config-valid" ]
 }
 
+@test "a gate or bounce condition that is not jq is refused when the configuration is read, before any phase runs" {
+	echo '{"gates":[{"id":"g1","phase":"test","condition":".tests.summary.failed >"}]}' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[[ "$stderr" == "forge-config: $PROJECT_CFG: .gates[0].condition: jq expression '.tests.summary.failed >' does not compile: "* ]]
+	cd "$REPO"
+	# (before: found at the gate, after plan, implement and review had run and paid; exit 1)
+	run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ "$stderr" == *".gates[0].condition: jq expression"* ]]
+	[ "$(forge history --json | wc -l)" -eq 0 ]
+	echo '{"bounces":{"review_condition":".review.decision =="}}' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[[ "$stderr" == *"$PROJECT_CFG: .bounces.review_condition: jq expression"* ]]
+	echo '{"gates":[{"id":"g1","phase":"test","condition":".tests.summary.failed > 0"}]}' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --repo "$REPO" get gates
+}
+
 @test "a sandbox rule that is not a regular expression is refused when the configuration is read, by every program" {
 	echo '{"sandbox":{"deny_extra":["rm\\s+(-rf"]}}' >"$PROJECT_CFG"
 	run -2 --separate-stderr forge-config --repo "$REPO" get sandbox.deny_extra

@@ -28,6 +28,7 @@
 #include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/jqexpr.h"
 #include "core/jsonscan.h"
 #include "core/resource.h"
 #include "data/schema.h"
@@ -428,6 +429,50 @@ static void cache_save(void)
 /* Validate one layer (or the merged result) against the config schema.
  * Borrows value.  kind and text[0..len): what it was made from, its key in
  * the cache (cache_key); text NULL: its compact JSON. */
+/* One jq expression of a layer: it must compile (libjq's message, where). */
+static int check_jq(const char *source, const char *where, jv expr /* borrowed */)
+{
+	if (jv_get_kind(expr) != JV_KIND_STRING || jqexpr_check(jv_string_value(expr)) == 0)
+		return 0;
+	return forge_error_prefix("%s: %s", source, where);
+}
+
+/*
+ * The jq expressions a layer holds (the schema's $defs/jq: gates[].condition,
+ * bounces.*_condition) compile, or the layer is refused when it is read --
+ * not when the run reaches the gate, after its phases have run and paid.
+ * Only on a validation the cache does not know: a compile costs ~1 ms.
+ */
+static int check_expressions(jv value, const char *source)
+{
+	jv gates = json_get(value, "gates"), bounces = json_get(value, "bounces");
+	char where[64];
+	int rc = 0;
+
+	if (jv_get_kind(gates) == JV_KIND_ARRAY) {
+		jv_array_foreach(gates, i, g) {
+			jv cond = json_get(g, "condition");
+
+			snprintf(where, sizeof where, ".gates[%d].condition", i);
+			if (rc == 0)
+				rc = check_jq(source, where, cond);
+			jv_free(cond);
+			jv_free(g);
+		}
+	}
+	static const char *const keys[] = { "review_condition", "test_condition" };
+	for (size_t i = 0; i < 2 && rc == 0 && jv_get_kind(bounces) == JV_KIND_OBJECT; i++) {
+		jv e = json_get(bounces, keys[i]);
+
+		snprintf(where, sizeof where, ".bounces.%s", keys[i]);
+		rc = check_jq(source, where, e);
+		jv_free(e);
+	}
+	jv_free(gates);
+	jv_free(bounces);
+	return rc;
+}
+
 static int validate(jv value, const char *source, char kind, const char *text, size_t len)
 {
 	char key[KEY_HEX + 1] = "";
@@ -461,6 +506,8 @@ static int validate(jv value, const char *source, char kind, const char *text, s
 		free(where);
 		return -1;
 	}
+	if (check_expressions(value, source) < 0)
+		return -1;
 	if (*key)
 		cache_add(key);
 	return 0;
