@@ -99,6 +99,13 @@ checkout_untouched() {
 	run -0 make -s -C "$BATS_TEST_TMPDIR/out" check
 	assert_output --partial "ok - calc mul -2 4 = -8"
 	checkout_untouched
+	# the model-call log keeps the agent's tools once: the later calls name
+	# the row that has them (they were 80% of every row)
+	run -0 sqlite3 "$FORGE_DB" "select call, json_type(request, '\$.tools'), json_extract(request, '\$.tools.as_in.call')
+		from llm_calls where phase = 'implement' order by call"
+	[ "${lines[0]}" = "1|array|" ]
+	[ "${#lines[@]}" -gt 1 ]
+	for l in "${lines[@]:1}"; do [[ "$l" == *"|object|1" ]]; done
 }
 
 @test "forge-implement alone on a state file; run again, the worktree is reopened and nothing new is committed" {

@@ -357,6 +357,20 @@ jv jv_getpath(jv a0, jv a1)
 	return p_jv_getpath(a0, a1);
 }
 
+static int first_jv_identical(jv a0, jv a1);
+static int (*p_jv_identical)(jv, jv) = first_jv_identical;
+
+static int first_jv_identical(jv a0, jv a1)
+{
+	LAZY(jv_identical)
+	return p_jv_identical(a0, a1);
+}
+
+int jv_identical(jv a0, jv a1)
+{
+	return p_jv_identical(a0, a1);
+}
+
 static jv first_jv_invalid(void);
 static jv (*p_jv_invalid)(void) = first_jv_invalid;
 

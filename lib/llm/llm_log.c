@@ -12,12 +12,54 @@
 #include "store/db.h"
 #include "core/ids.h"
 
+#include <pthread.h>
+
 /* Compact JSON with secrets scrubbed, or NULL for null.  Borrows v. */
 static char *scrubbed(jv v)
 {
 	if (jv_get_kind(v) == JV_KIND_NULL || jv_get_kind(v) == JV_KIND_INVALID)
 		return NULL;
 	return llm_redact(json_dumps(jv_copy(v), false));
+}
+
+/*
+ * The tools of the last request this process logged with them, and where:
+ * an agent sends the same tools (the same jv) with every call, about 12 KB
+ * of schemas that were 80% of each row.  A request whose tools are that
+ * very object is logged with {"as_in": {trace_id, phase, attempt, call}}
+ * instead: the row that has them.  Calls may come from several threads.
+ */
+static pthread_mutex_t tools_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct store *tools_store;
+static jv tools_logged;
+static jv tools_where;
+
+/* rec's request, its tools replaced by where they were logged when they are
+ * the same object as last time (else remembered as the new last).  New jv. */
+static jv request_to_log(const struct store *st, const struct llm_call_log *rec)
+{
+	jv tools = json_get(rec->request, "tools");
+	jv req = jv_copy(rec->request);
+
+	if (jv_get_kind(tools) != JV_KIND_ARRAY || jv_array_length(jv_copy(tools)) == 0) {
+		jv_free(tools);
+		return req;
+	}
+	pthread_mutex_lock(&tools_lock);
+	if (tools_store == st && jv_is_valid(tools_where) && jv_identical(jv_copy(tools), jv_copy(tools_logged))) {
+		req = json_set(req, "tools", json_set(jv_object(), "as_in", jv_copy(tools_where)));
+	} else if (rec->trace_id && rec->phase) {
+		if (tools_store)
+			jv_free(tools_logged), jv_free(tools_where);
+		tools_store = st;
+		tools_logged = jv_copy(tools);
+		tools_where = json_set(json_set(json_set(json_set(jv_object(), "trace_id",
+			jv_string(rec->trace_id)), "phase", jv_string(rec->phase)),
+			"attempt", jv_number(rec->attempt)), "call", jv_number(rec->call));
+	}
+	pthread_mutex_unlock(&tools_lock);
+	jv_free(tools);
+	return req;
 }
 
 int llm_log_call(struct store *st, const struct llm_call_log *rec)
@@ -37,7 +79,9 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 	if (db_prepare(&s, st, sql) < 0)
 		goto out;
 	timestamp_now(ts);
-	req = scrubbed(rec->request);
+	jv logged = request_to_log(st, rec);
+	req = scrubbed(logged);
+	jv_free(logged);
 	resp = scrubbed(rec->response);
 	err = rec->error ? llm_redact(xstrdup(rec->error)) : NULL;
 	db_bind_text(s, 1, ts);
