@@ -38,6 +38,7 @@
 #include "os/proc.h"
 #include "store/store.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,21 @@ struct job {
 	struct buf overlap;         /* ids of the nodes that ended while it ran, for a merge's message */
 	size_t first_overlap;       /* the first of them in the pipeline's order */
 	char outcome[32];           /* its status, "crashed", "interrupted" */
+	double spent_usd;           /* what its llm.called events cost: counted when */
+	double spent_tokens;        /* it ends without a state to say so */
 };
+
+/* An llm.called event's cost, added to j's (lock held). */
+static void count_call(struct job *j, const char *type, size_t type_len, bool has_usd, double usd,
+		       bool has_tokens, double tokens)
+{
+	if (type_len != 10 || memcmp(type, "llm.called", 10) != 0)
+		return;
+	if (has_usd && isfinite(usd))
+		j->spent_usd += usd;
+	if (has_tokens)
+		j->spent_tokens += tokens;
+}
 
 /* ---- node statuses ----------------------------------------------------- */
 
@@ -417,6 +432,9 @@ static void job_stdout(void *payload, const char *line, size_t len, int cut)
 	    memcmp(scanned.kind, "event", 5) == 0) {
 		sup_persist_scanned(s, &scanned, line, len);
 		sup_show_scanned(s, &scanned);
+		if (scanned.type)
+			count_call(j, scanned.type, scanned.type_len, scanned.has_usd, scanned.usd,
+				   scanned.has_tokens, (double)scanned.tokens);
 		if (s->o->json)
 			stream_write_raw(&s->out, line, len);
 		pthread_mutex_unlock(&s->lock);
@@ -429,8 +447,15 @@ static void job_stdout(void *payload, const char *line, size_t len, int cut)
 		fprintf(stderr, "forge: node '%s' wrote a line that is not a record (ignored)\n",
 			j->x->g->nodes[j->node].id);
 	} else if (kind && strcmp(kind, "event") == 0) {
+		const char *type = json_get_str(rec, "type");
+		jv cost = json_get(rec, "cost");
+
 		sup_persist(s, rec, line, len);
 		sup_show_event(s, rec);
+		if (type)
+			count_call(j, type, strlen(type), json_has(cost, "usd"), json_get_num(cost, "usd", 0),
+				   json_has(cost, "tokens"), json_get_num(cost, "tokens", 0));
+		jv_free(cost);
 		if (s->o->json)
 			stream_write_raw(&s->out, line, len);
 	} else if (kind && strcmp(kind, "state") == 0) {
@@ -731,6 +756,16 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 		s->phase_cost = json_set(s->phase_cost, nd->id, jv_number(json_get_num(s->phase_cost, nd->id, 0) + spent));
 		jv_free(before);
 		jv_free(after);
+	} else if (j->spent_usd > 0 || j->spent_tokens > 0) {
+		/* Interrupted or killed, it wrote no state: what its calls cost
+		 * still counts (the budget breakers read the run's cost). */
+		jv cost = json_get(s->state, "cost");
+
+		cost = json_set(cost, "usd", jv_number(json_get_num(cost, "usd", 0) + j->spent_usd));
+		cost = json_set(cost, "tokens", jv_number(json_get_num(cost, "tokens", 0) + j->spent_tokens));
+		s->state = json_set(s->state, "cost", cost);
+		s->phase_cost = json_set(s->phase_cost, nd->id,
+					 jv_number(json_get_num(s->phase_cost, nd->id, 0) + j->spent_usd));
 	}
 	merge_result(x, j, conflict, len);
 	for (size_t i = 0; i < x->g->n; i++) {

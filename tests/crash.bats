@@ -252,3 +252,36 @@ resume_and_check() {
 	[ "$PLANNER_CALLS" -eq 3 ]
 	[ "$IMPLEMENTER_CALLS" -eq 8 ]
 }
+
+# cost_agrees: the run's cost (state and runs row) is what its llm.called events cost.
+cost_agrees() {
+	local events state
+	run -0 forge events replay "$T"
+	events=$(jq -s '[.[] | select(.type == "llm.called") | .cost.usd] | add * 1e6 | round' <<<"$output")
+	run -0 forge status --json "$T"
+	state=$(jq '.state.cost.usd * 1e6 | round' <<<"$output")
+	echo "events $events state $state"
+	[ "$events" -gt 0 ] && [ "$state" -eq "$events" ]
+}
+
+@test "a phase killed after paid model calls: what they cost stays in the run's cost, before and after resume" {
+	new_repo d
+	# implement's second answer is held: the first call is made and paid for
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0], $i[1] + {delay_ms: 30000}]')"
+	start_run
+	until_true db_has "source = 'forge-implement' and type = 'llm.called'"
+	until_true eval '[ "$(calls implementer)" -ge 2 ]'
+	child=$(pgrep -P "$SUP" -f forge-implement)
+	[ -n "$child" ]
+	kill -9 "$child"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 5 ]
+	T=$(trace_of_run)
+	# (before: the killed attempt's calls dropped out of the run's cost, so a
+	# run interrupted again and again could spend past safety.cost.per_run)
+	cost_agrees
+	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
+	resume_and_check
+	cost_agrees
+}
+
