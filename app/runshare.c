@@ -80,6 +80,10 @@ int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 	bool here = forge_git_resolve(&tip, g, ref) == 0;
 	free(tip);
 	tip = NULL;
+	if (!here && !remote) {
+		rc = 1;		/* nowhere to fetch it from */
+		goto out;
+	}
 	if (!here && (fetched = forge_git_run_fetch(g, remote, trace)) != 0) {
 		rc = fetched;
 		goto out;
@@ -88,7 +92,7 @@ int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 	    forge_git_worktree_head(&tip, wt) < 0)
 		goto out;
 	*event = relocate(state, g, wt);
-	*event = json_set(*event, "remote", shown_remote(remote));
+	*event = json_set(*event, "remote", remote ? shown_remote(remote) : jv_null());
 	*event = json_set(*event, "branch", jv_string(forge_git_worktree_branch(wt)));
 	*event = json_set(*event, "commit", jv_string(tip));
 	*event = json_set(*event, "fetched", jv_bool(!here));

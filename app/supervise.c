@@ -1546,8 +1546,27 @@ static int adopt_clone(struct sup *s)
 	char *shown = NULL;
 	int rc = 0;
 
-	if (!remote || !*remote || !json_get_str(task, "branch"))
+	if (!json_get_str(task, "branch"))
 		goto out;
+	if (!remote || !*remote) {
+		/* The repository moved or was copied: the state's paths are the
+		 * old ones; the branch here is the run's. */
+		if (!repo || strcmp(repo, s->o->repo) == 0 || runshare_is_dir(json_get_str(task, "worktree")))
+			goto out;
+		rc = runshare_adopt(&s->state, &ev, s->o->repo, NULL);
+		if (rc == 0) {
+			sup_emit(s, "run.adopted", ev);
+			goto out;
+		}
+		if (rc > 0)
+			fprintf(stderr, "forge: the run's repository was '%s' and its branch %s is not in %s: "
+					"resume it there, or set git.push_remote to fetch it\n", repo,
+				json_get_str(task, "branch"), s->o->repo);
+		else
+			fprintf(stderr, "forge: %s\n", forge_last_error());
+		rc = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
 	shown = forge_git_url_display(remote);
 	/* a clone left behind (the run went on elsewhere, A -> B -> A) catches up first */
 	rc = runshare_catch_up(&ev, s->o->repo, remote, s->trace);
@@ -1601,9 +1620,15 @@ static void recover_worktree(struct sup *s)
 		forge_git_status(&status, wt);
 		bool dirty = jv_get_kind(status) == JV_KIND_ARRAY && jv_array_length(jv_copy(status)) > 0;
 		if ((dirty || (head && strcmp(head, commit) != 0)) &&
-		    forge_git_save_and_reset(&saved, wt, commit) == 0)
+		    forge_git_save_and_reset(&saved, wt, commit) == 0) {
 			sup_emit(s, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref", json_str_or_null(saved)),
 							       "reset_to", jv_string(commit)));
+			/* a person's edit or commit there is not lost: say where it is */
+			if (!s->o->quiet && saved)
+				fprintf(stderr, "forge: the run's worktree had changes its last checkpoint does not "
+						"have: kept on %s; the run goes on from %.12s (git diff %.12s %s shows "
+						"them)\n", saved, commit, commit, saved);
+		}
 		free(head);
 		jv_free(status);
 	}

@@ -416,6 +416,36 @@ branch_log() {
 	tail -n 1 <<<"$output" | jq -e '[.review.findings[].file] | index("creds.sh") != null'
 }
 
+@test "a paused run of a repository that moved resumes in its new place" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
+	cd "$BATS_TEST_TMPDIR" && mv "$REPO" "$BATS_TEST_TMPDIR/moved" && cd "$BATS_TEST_TMPDIR/moved"
+	# (before: exit 5 on every resume, "cannot use repository '<old path>'")
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e --arg r "$BATS_TEST_TMPDIR/moved" '.run.status == "completed" and .state.task.repo == $r and
+		.state.task.worktree == $r + "/.forge/worktrees/" + .state.trace_id' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -s -e --arg r "$BATS_TEST_TMPDIR/moved" '[.[] | select(.type == "run.adopted") | .payload.repo] == [$r]' <<<"$output"
+	[ "$(git log --format=%s -1 "forge/$T")" = "forge: add a mul operation (attempt 1)" ]
+}
+
+@test "an edit made in a paused run's worktree is kept on a ref and named on stderr when the run resumes" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
+	echo "my note" >"$REPO/.forge/worktrees/$T/NOTE"
+	git -C "$REPO/.forge/worktrees/$T" add NOTE
+	git -C "$REPO/.forge/worktrees/$T" commit -q -m "a person's commit"
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	# (before: only a worktree.recovered event said where it went)
+	[[ $stderr == *"forge: the run's worktree had changes its last checkpoint does not have: kept on refs/forge/$T/saved/1"* ]]
+	[ "$(git show "refs/forge/$T/saved/1:NOTE")" = "my note" ]
+}
+
 @test "--phases implement,review,test: a run without a plan starts at implement" {
 	# the task becomes a one-task plan of unassessed (medium) risk, so the AI
 	# review runs: run-clean's answers plus a clean fast review

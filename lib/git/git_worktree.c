@@ -268,6 +268,63 @@ static int lookup_worktree(git_worktree **out, git_repository *repo, const char 
 	return git_worktree_lookup(out, repo, name);
 }
 
+/* Write text to path (a new file renamed over it): 0, or -1. */
+static int write_small(const char *path, const char *text)
+{
+	struct buf tmp = BUF_INIT;
+	FILE *f;
+	int rc = -1;
+
+	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	if ((f = fopen(tmp.buf, "we"))) {
+		bool ok = fputs(text, f) >= 0;
+
+		if (fclose(f) == 0 && ok && rename(tmp.buf, path) == 0)
+			rc = 0;
+		else
+			unlink(tmp.buf);
+	}
+	buf_release(&tmp);
+	return rc;
+}
+
+/*
+ * The repository moved (or was copied) with its .forge: the run's worktree
+ * is where it should be, but the links git keeps between it and its admin
+ * entry (gitdir, commondir, the worktree's .git file) name the old places.  Point them at the new ones, as `git
+ * worktree repair` does.  0 when both were written.
+ */
+static int repair_links(struct forge_git *g, const char *path, const char *trace)
+{
+	char *admin = forge_git_path(git_repository_commondir(g->repo), "worktrees");
+	char *entry = forge_git_path(admin, trace);
+	char *gitdir = forge_git_path(entry, "gitdir"), *commondir = forge_git_path(entry, "commondir");
+	char *dotgit = forge_git_path(path, ".git");
+	struct buf text = BUF_INIT;
+	struct stat st;
+	int rc = -1;
+
+	if (stat(entry, &st) == 0 && S_ISDIR(st.st_mode) && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode)) {
+		buf_addf(&text, "%s\n", dotgit);
+		if (write_small(gitdir, text.buf) == 0) {
+			buf_reset(&text);
+			buf_addf(&text, "%s\n", git_repository_commondir(g->repo));
+			if (write_small(commondir, text.buf) == 0) {
+				buf_reset(&text);
+				buf_addf(&text, "gitdir: %s\n", entry);
+				rc = write_small(dotgit, text.buf);
+			}
+		}
+	}
+	buf_release(&text);
+	free(admin);
+	free(entry);
+	free(gitdir);
+	free(commondir);
+	free(dotgit);
+	return rc;
+}
+
 int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
 			    const char *trace, const char *base)
 {
@@ -290,6 +347,10 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	wt->branch = xstrdup(n.branch.buf);
 
 	e = lookup_worktree(&w, g->repo, trace);
+	if (e == 0 && git_worktree_validate(w) < 0 && repair_links(g, wt->path, trace) == 0) {
+		git_worktree_free(w);
+		e = lookup_worktree(&w, g->repo, trace);
+	}
 	if (e == 0 && git_worktree_validate(w) == 0) {
 		if (git_repository_open_from_worktree(&wt->repo, w) < 0) {
 			forge_git_fail("cannot open worktree '%s'", wt->path);
