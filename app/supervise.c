@@ -1533,9 +1533,10 @@ int supervise_run(const struct supervise_opts *o, const char *task_text)
 }
 
 /*
- * `forge resume` in another clone than the run's (another machine): with
- * git.push_remote set, the run's branch is fetched from there when this
- * repository lacks it, and the state is pointed at this clone's worktree
+ * `forge resume` in another repository than the run's: another clone (with
+ * git.push_remote set, the run's branch is fetched from there when this one
+ * lacks it), or the run's repository moved or copied elsewhere (the branch
+ * is here).  The state is pointed at this repository's worktree
  * (runshare.h).  Returns 0, or exit 5 when the branch is nowhere to be had.
  */
 static int adopt_clone(struct sup *s)
@@ -1548,51 +1549,43 @@ static int adopt_clone(struct sup *s)
 
 	if (!json_get_str(task, "branch"))
 		goto out;
-	if (!remote || !*remote) {
-		/* The repository moved or was copied: the state's paths are the
-		 * old ones; the branch here is the run's. */
-		if (!repo || strcmp(repo, s->o->repo) == 0 || runshare_is_dir(json_get_str(task, "worktree")))
-			goto out;
-		rc = runshare_adopt(&s->state, &ev, s->o->repo, NULL);
-		if (rc == 0) {
-			sup_emit(s, "run.adopted", ev);
+	if (remote && !*remote)
+		remote = NULL;
+	if (remote) {
+		shown = forge_git_url_display(remote);
+		/* a clone left behind (the run went on elsewhere, A -> B -> A) catches up first */
+		rc = runshare_catch_up(&ev, s->o->repo, remote, s->trace);
+		if (rc == 2) {
+			fprintf(stderr, "forge: %s\n", forge_last_error());
+			rc = FORGE_EXIT_DEPENDENCY;
 			goto out;
 		}
-		if (rc > 0)
-			fprintf(stderr, "forge: the run's repository was '%s' and its branch %s is not in %s: "
-					"resume it there, or set git.push_remote to fetch it\n", repo,
-				json_get_str(task, "branch"), s->o->repo);
+		if (rc < 0 && !s->o->quiet)
+			fprintf(stderr, "forge: warning: the run's branch on '%s' cannot be compared with this clone's: %s\n",
+				shown, forge_last_error());
+		if (rc == 0 && jv_get_kind(ev) == JV_KIND_OBJECT)
+			sup_emit(s, "run.caught_up", ev);
 		else
-			fprintf(stderr, "forge: %s\n", forge_last_error());
-		rc = FORGE_EXIT_DEPENDENCY;
-		goto out;
+			jv_free(ev);
+		rc = 0;
 	}
-	shown = forge_git_url_display(remote);
-	/* a clone left behind (the run went on elsewhere, A -> B -> A) catches up first */
-	rc = runshare_catch_up(&ev, s->o->repo, remote, s->trace);
-	if (rc == 2) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
-		rc = FORGE_EXIT_DEPENDENCY;
-		goto out;
-	}
-	if (rc < 0 && !s->o->quiet)
-		fprintf(stderr, "forge: warning: the run's branch on '%s' cannot be compared with this clone's: %s\n",
-			shown, forge_last_error());
-	if (rc == 0 && jv_get_kind(ev) == JV_KIND_OBJECT)
-		sup_emit(s, "run.caught_up", ev);
-	else
-		jv_free(ev);
-	rc = 0;
-	if (repo && strcmp(repo, s->o->repo) == 0 && runshare_is_dir(json_get_str(task, "worktree")))
+	/* The run's own repository: its worktree, or (without a remote) one made
+	 * again there by the resume.  Another place -- a clone, or the repository
+	 * moved or copied -- takes the run over. */
+	if (repo && strcmp(repo, s->o->repo) == 0 && (!remote || runshare_is_dir(json_get_str(task, "worktree"))))
 		goto out;
 	rc = runshare_adopt(&s->state, &ev, s->o->repo, remote);
 	if (rc == 0) {
 		sup_emit(s, "run.adopted", ev);
 		goto out;
 	}
-	if (rc > 0)
+	if (rc > 0 && remote)
 		forge_error("the run's branch %s is neither in %s nor on the remote '%s' (git.push_remote)",
 			    json_get_str(task, "branch"), s->o->repo, shown);
+	else if (rc > 0)
+		forge_error("the run's repository was '%s' and its branch %s is not in %s: resume it there, "
+			    "or set git.push_remote to fetch it", repo ? repo : "?", json_get_str(task, "branch"),
+			    s->o->repo);
 	fprintf(stderr, "forge: %s\n", forge_last_error());
 	rc = FORGE_EXIT_DEPENDENCY;
 out:

@@ -432,6 +432,21 @@ branch_log() {
 	[ "$(git log --format=%s -1 "forge/$T")" = "forge: add a mul operation (attempt 1)" ]
 }
 
+@test "a paused run resumed in a copy of its repository works in the copy, not in the original" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
+	orig=$(git rev-parse "forge/$T")
+	cp -a "$REPO" "$BATS_TEST_TMPDIR/copy" && cd "$BATS_TEST_TMPDIR/copy"
+	# (before: the copy's worktree links named the original's, and the run went on there)
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	[ "$(git -C "$REPO" rev-parse "forge/$T")" = "$orig" ]
+	[ "$(git log --format=%s -1 "forge/$T")" = "forge: add a mul operation (attempt 1)" ]
+	run -0 forge status --json "$T"
+	jq -e --arg r "$BATS_TEST_TMPDIR/copy" '.run.status == "completed" and .state.task.repo == $r' <<<"$output"
+}
+
 @test "an edit made in a paused run's worktree is kept on a ref and named on stderr when the run resumes" {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null

@@ -268,6 +268,18 @@ static int lookup_worktree(git_worktree **out, git_repository *repo, const char 
 	return git_worktree_lookup(out, repo, name);
 }
 
+/* Whether a and b name one directory (a trailing slash aside). */
+static bool same_dir(const char *a, const char *b)
+{
+	size_t na = a ? strlen(a) : 0, nb = strlen(b);
+
+	while (na > 1 && a[na - 1] == '/')
+		na--;
+	while (nb > 1 && b[nb - 1] == '/')
+		nb--;
+	return na == nb && strncmp(a, b, na) == 0;
+}
+
 /* Write text to path (a new file renamed over it): 0, or -1. */
 static int write_small(const char *path, const char *text)
 {
@@ -347,7 +359,10 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	wt->branch = xstrdup(n.branch.buf);
 
 	e = lookup_worktree(&w, g->repo, trace);
-	if (e == 0 && git_worktree_validate(w) < 0 && repair_links(g, wt->path, trace) == 0) {
+	/* Moved (links to nowhere) or copied (links to the original's worktree):
+	 * the worktree in this repository's .forge is the run's. */
+	if (e == 0 && (git_worktree_validate(w) < 0 || !same_dir(git_worktree_path(w), wt->path)) &&
+	    repair_links(g, wt->path, trace) == 0) {
 		git_worktree_free(w);
 		e = lookup_worktree(&w, g->repo, trace);
 	}
