@@ -3,10 +3,12 @@
 #include "core/forge.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char buf_slop[1];
 
@@ -140,4 +142,37 @@ char *buf_detach(struct buf *b, size_t *len_out)
 	s = b->alloc ? b->buf : xstrdup("");
 	buf_init(b, b->max);
 	return s;
+}
+
+int buf_replace_file(const char *path, const char *data, size_t len)
+{
+	struct buf tmp = BUF_INIT;
+	size_t off = 0;
+	int fd, rc = 0;
+
+	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = forge_error("cannot create '%s': %s", tmp.buf, strerror(errno));
+		goto out;
+	}
+	while (rc == 0 && off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			rc = forge_error("cannot write '%s': %s", tmp.buf, n < 0 ? strerror(errno) : "short write");
+		else
+			off += (size_t)n;
+	}
+	if (close(fd) < 0 && rc == 0)
+		rc = forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
+	if (rc == 0 && rename(tmp.buf, path) < 0)
+		rc = forge_error("cannot replace '%s': %s", path, strerror(errno));
+	if (rc < 0)
+		unlink(tmp.buf);
+out:
+	buf_release(&tmp);
+	return rc;
 }

@@ -40,6 +40,14 @@ int buf_vaddf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(
  */
 int buf_read_file(struct buf *b, const char *path);
 
+/*
+ * Replace the file at path with data[0..len): written to a new file beside
+ * it (mode 0644, less the umask), then renamed over it, so a reader sees
+ * the old file or the new one, never a part.  0, or -1 with a message
+ * naming the file; the new file is removed on failure.
+ */
+int buf_replace_file(const char *path, const char *data, size_t len);
+
 /* Hand the string to the caller (free(3) it); b is reset to empty. */
 char *buf_detach(struct buf *b, size_t *len_out);
 

@@ -79,28 +79,10 @@ static bool is_old(const char *path)
 	return false;
 }
 
-/* Replace path with forge_dir_gitignore: a temporary file renamed over it. */
+/* Replace path with forge_dir_gitignore. */
 static int upgrade(const char *path)
 {
-	struct buf tmp = BUF_INIT;
-	int fd, rc = -1;
-
-	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		forge_error("cannot create '%s': %s", tmp.buf, strerror(errno));
-		goto out;
-	}
-	rc = write_all(fd, tmp.buf);
-	if (close(fd) < 0 && rc == 0)
-		rc = forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
-	if (rc == 0 && rename(tmp.buf, path) < 0)
-		rc = forge_error("cannot replace '%s': %s", path, strerror(errno));
-	if (rc < 0)
-		unlink(tmp.buf);
-out:
-	buf_release(&tmp);
-	return rc;
+	return buf_replace_file(path, forge_dir_gitignore, sizeof forge_dir_gitignore - 1);
 }
 
 int forge_dir_ignore(const char *dir)

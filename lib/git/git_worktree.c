@@ -280,31 +280,12 @@ static bool same_dir(const char *a, const char *b)
 	return na == nb && strncmp(a, b, na) == 0;
 }
 
-/* Write text to path (a new file renamed over it): 0, or -1. */
-static int write_small(const char *path, const char *text)
-{
-	struct buf tmp = BUF_INIT;
-	FILE *f;
-	int rc = -1;
-
-	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	if ((f = fopen(tmp.buf, "we"))) {
-		bool ok = fputs(text, f) >= 0;
-
-		if (fclose(f) == 0 && ok && rename(tmp.buf, path) == 0)
-			rc = 0;
-		else
-			unlink(tmp.buf);
-	}
-	buf_release(&tmp);
-	return rc;
-}
-
 /*
  * The repository moved (or was copied) with its .forge: the run's worktree
  * is where it should be, but the links git keeps between it and its admin
- * entry (gitdir, commondir, the worktree's .git file) name the old places.  Point them at the new ones, as `git
- * worktree repair` does.  0 when both were written.
+ * entry (gitdir, commondir, the worktree's .git file) name the old places.
+ * Point them at the new ones, as `git worktree repair` does.  0 when all
+ * three were written.
  */
 static int repair_links(struct forge_git *g, const char *path, const char *trace)
 {
@@ -318,13 +299,13 @@ static int repair_links(struct forge_git *g, const char *path, const char *trace
 
 	if (stat(entry, &st) == 0 && S_ISDIR(st.st_mode) && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode)) {
 		buf_addf(&text, "%s\n", dotgit);
-		if (write_small(gitdir, text.buf) == 0) {
+		if (buf_replace_file(gitdir, text.buf, text.len) == 0) {
 			buf_reset(&text);
 			buf_addf(&text, "%s\n", git_repository_commondir(g->repo));
-			if (write_small(commondir, text.buf) == 0) {
+			if (buf_replace_file(commondir, text.buf, text.len) == 0) {
 				buf_reset(&text);
 				buf_addf(&text, "gitdir: %s\n", entry);
-				rc = write_small(dotgit, text.buf);
+				rc = buf_replace_file(dotgit, text.buf, text.len);
 			}
 		}
 	}
@@ -505,7 +486,10 @@ static void filter_names(jv *out, const char *text)
 			seen = seen || jv_equal(jv_copy(x), jv_copy(name));
 			jv_free(x);
 		}
-		*out = seen ? (jv_free(name), *out) : jv_array_append(*out, name);
+		if (seen)
+			jv_free(name);
+		else
+			*out = jv_array_append(*out, name);
 	}
 }
 

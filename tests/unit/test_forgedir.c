@@ -1,6 +1,7 @@
 /* test_forgedir.c - unit tests of lib/forgedir: the .gitignore of .forge/
  * (written, upgraded from an older Forge's "*", a user's own left alone) and
  * what git then ignores. */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/forgedir.h"
 #include "unit.h"
@@ -141,6 +142,26 @@ static void test_error_names_the_file(void)
 	CHECK(strstr(forge_last_error(), "no-such-dir/.forge/.gitignore") != NULL);
 }
 
+/* buf_replace_file (core/buf.h), which the upgrade uses: the whole new
+ * content or an error naming the file, and no temporary file left. */
+static void test_replace_file(void)
+{
+	const char *path = tmp_path("replaced");
+	struct buf b = BUF_INIT;
+	struct stat st;
+	char tmp[600];
+
+	CHECK(buf_replace_file(path, "old\n", 4) == 0);
+	CHECK(buf_replace_file(path, "new text\n", 9) == 0);
+	CHECK(buf_read_file(&b, path) == 0);
+	CHECK_STR(b.buf, "new text\n");
+	buf_release(&b);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	CHECK(stat(tmp, &st) < 0);
+	CHECK_INT(buf_replace_file(tmp_path("no-such-dir/f"), "x", 1), -1);
+	CHECK(strstr(forge_last_error(), "no-such-dir/f.tmp.") != NULL);
+}
+
 /* What git sees: what Forge makes is ignored, the project's files are not. */
 static void test_git_sees_the_project_files(void)
 {
@@ -176,6 +197,7 @@ int main(void)
 	RUN(test_old_upgraded);
 	RUN(test_user_file_left_alone);
 	RUN(test_error_names_the_file);
+	RUN(test_replace_file);
 	RUN(test_git_sees_the_project_files);
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
