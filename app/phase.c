@@ -698,8 +698,9 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		cfg->max_iterations = (int)config_phase_num(ph, "safety.iterations");
 	if (!cfg->max_cost_usd)
 		cfg->max_cost_usd = config_phase_num(ph, "safety.cost.per_phase");
+	/* (-1: no budget; an overspent one leaves nothing, not no limit) */
 	cfg->budget_remaining_usd = json_has(budget, "remaining_usd")
-		? json_get_num(budget, "remaining_usd", -1) : -1;
+		? fmax(0, json_get_num(budget, "remaining_usd", 0)) : -1;
 	jv_free(budget);
 	if (!cfg->max_time_ms)
 		cfg->max_time_ms = (long long)(config_phase_num(ph, "safety.time_s") * 1000);

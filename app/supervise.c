@@ -316,6 +316,16 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 		snprintf(why, n, "the run has cost $%.4f (limit per run $%.2f)", usd, per_run);
 		return "cost_per_run";
 	}
+	/* The run's own budget (--budget, budget.usd): spent, nothing more
+	 * starts (a phase's agent stops itself at what remains of it). */
+	jv budget = json_get(s->state, "budget");
+	double allowed = json_get_num(budget, "usd", -1);
+	jv_free(budget);
+	if (allowed >= 0 && usd >= allowed) {
+		snprintf(why, n, "the run has cost $%.4f, its budget is $%.2f (forge resume --budget USD "
+			 "gives it more)", usd, allowed);
+		return "budget";
+	}
 	/* A breaker that cannot read what it guards trips (fails closed). */
 	char today[TIMESTAMP_LEN + 1];
 	double others;
@@ -1632,6 +1642,18 @@ static void recover_worktree(struct sup *s)
 	jv_free(changes);
 }
 
+/* state with its budget set to usd, what remains of it counted again
+ * (forge resume --budget).  Consumes state. */
+static jv with_budget(jv state, double usd)
+{
+	jv cost = json_get(state, "cost");
+	double spent = json_get_num(cost, "usd", 0);
+
+	jv_free(cost);
+	return json_set(state, "budget", json_set(json_set(jv_object(), "usd", jv_number(usd)),
+						   "remaining_usd", jv_number(usd - spent)));
+}
+
 int supervise_resume(const struct supervise_opts *o, const char *trace)
 {
 	struct sup s;
@@ -1675,8 +1697,8 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	sup_init(&s, o, trace);
 	s.graph = graph;
 	set_level(&s, run_level);
-	s.state = cp;
-	s.saved = jv_copy(cp);
+	s.state = o->budget_usd >= 0 ? with_budget(cp, o->budget_usd) : cp;
+	s.saved = jv_copy(s.state);
 	s.pl = PL_PAUSED;
 	/* Before the worktree is touched: another process may be working in it. */
 	code = take_lease(&s);

@@ -82,7 +82,7 @@ struct supervise_opts {
 	bool interactive;               /* a human at a terminal can answer gates */
 	bool progress;                  /* show progress on stderr */
 	bool quiet;                     /* -q: no warnings on stderr either */
-	double budget_usd;              /* < 0: budget.usd from the config */
+	double budget_usd;              /* < 0: budget.usd from the config (resume: the run's own) */
 	bool level_given;               /* --level: level overrides the automation level */
 	int level;                      /* 0..4 when level_given */
 	const struct graph *graph;      /* run: the pipeline (engine/graph.h, without errors), or

@@ -31,7 +31,7 @@ static const struct cli_option options[] = {
 	{ "dry-run", 0, NULL, "run: the plan phase alone, no worktree; print the plan (--json: its JSON)", OPT_DRY_RUN },
 	{ "auto-approve", 0, NULL, "a human's yes to every gate that may pass unasked (never a production deploy)", OPT_AUTO_APPROVE },
 	{ "level", 0, "N", "run, resume: the automation level 0-4 for this run (default safety.automation_level; resume: the run's)", OPT_LEVEL },
-	{ "budget", 0, "USD", "run: the run's budget (default budget.usd)", OPT_BUDGET },
+	{ "budget", 0, "USD", "run: the run's budget (default budget.usd); resume: a new budget for the run", OPT_BUDGET },
 	{ "base", 0, "REF", "run: the base ref of the run's branch (default HEAD)", OPT_BASE },
 	{ "pipeline", 0, "FILE|NAME", "run: the pipeline to run (a path, or a name: .forge/pipelines/NAME.json, else a built-in one; forge pipeline list)", OPT_PIPELINE },
 	{ "jobs", 'j', "N", "run, resume: at most N pipeline nodes at the same time (default pipeline.jobs)", OPT_JOBS },
@@ -46,7 +46,7 @@ static const struct {
 	const char *name, *synopsis;
 } commands[] = {
 	{ "run", "TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]" },
-	{ "resume", "TRACE [--jobs N] [--auto-approve] [--level N] [--steal] [--json]" },
+	{ "resume", "TRACE [--jobs N] [--auto-approve] [--level N] [--budget USD] [--steal] [--json]" },
 	{ "status", "[TRACE] [--json]" },
 	{ "history", "[-n N] [--json]" },
 	{ "cancel", "TRACE" },
@@ -60,7 +60,7 @@ static struct cli_spec spec = {
 	.name = "forge-supervisor",
 	.synopsis = "run TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N]\n"
 		    "    [--budget USD] [--base REF] [--json]\n"
-		    "resume TRACE [--jobs N] [--auto-approve] [--level N] [--steal] [--json]\n"
+		    "resume TRACE [--jobs N] [--auto-approve] [--level N] [--budget USD] [--steal] [--json]\n"
 		    "status [TRACE] [--json]\n"
 		    "history [-n N] [--json]\n"
 		    "cancel TRACE",

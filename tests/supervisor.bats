@@ -343,6 +343,40 @@ branch_log() {
 	[[ "$stderr" == *"breaker cost_per_run tripped"* ]]
 }
 
+@test "--budget is a limit: the phase that reaches it trips (exit 3), resume trips again until --budget gives more" {
+	# (before: --budget 0.01 fed only the cost_overrun gate, passed by itself
+	# at level 4, and the run spent $0.0694 and completed)
+	replay run-clean.jsonl
+	run -3 --separate-stderr forge run --budget 0.03 "add a mul operation" </dev/null
+	T=$(last_trace)
+	# plan cost $0.0191; implement's agent stopped at what remained ($0.0109)
+	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0109"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.status == "tripped" and .state.budget.usd == 0.03' <<<"$output"
+	# overspent: nothing more starts, and the way on is named
+	run -3 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"breaker budget tripped: the run has cost \$0.0335, its budget is \$0.03 (forge resume --budget USD gives it more)"* ]]
+	run -0 events_of "$T" breaker.tripped
+	jq -e -s 'map(select(.breaker == "budget")) | length == 1' <<<"$output"
+	run -0 --separate-stderr forge resume --budget 1 "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.budget.usd == 1 and
+		.state.budget.remaining_usd == 1 - .state.cost.usd' <<<"$output"
+}
+
+@test "an overspent budget leaves a phase nothing, not no limit: its agent stops before its first call" {
+	# a state whose budget is spent (remaining < 0), through forge-implement alone
+	replay run-clean.jsonl
+	forge run --dry-run --json "add a mul operation" </dev/null >/dev/null
+	T=$(last_trace)
+	state=$(forge status --json "$T" | jq -c --arg r "$REPO" '.state | .budget = {usd: 0.01, remaining_usd: -0.0091}')
+	run -3 --separate-stderr forge-implement <<<"$state"
+	[[ "$stderr" == *"reached the limit of \$0.0000"* ]]
+	# nothing was spent: the state's cost is the plan's
+	jq -e -s --argjson in "$state" 'map(select(.kind == "state")) | last |
+		.status == "tripped" and .cost == $in.cost' <<<"$output"
+}
+
 @test "--dry-run runs only the plan" {
 	replay run-clean.jsonl
 	run -0 --separate-stderr forge run --dry-run --json "add a mul operation" </dev/null
