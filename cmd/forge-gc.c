@@ -8,6 +8,7 @@
 #include "app/runclean.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/tmpdir.h"
 #include "git/git.h"
 #include "review/toolcache.h"
 #include "store/live.h"
@@ -35,7 +36,9 @@ static const struct cli_spec spec = {
 		       "printed.  The runs' records, events and checkpoints stay in the database.\n"
 		       "Also removes the reviews' kept linter and scanner runs (review.tool_cache)\n"
 		       "that were not used for 30 days, and the live text (forge tui) of model calls\n"
-		       "whose process is gone (on another host: not written for a day).\n"
+		       "whose process is gone (on another host: not written for a day), and the\n"
+		       "temporary directories (TMPDIR/forge-*) of Forge processes that were killed\n"
+		       "with SIGKILL.\n"
 		       "`forge clean` is the same command.",
 	.options = options,
 	.extra_help = "Exit status: 0 done (or nothing to do), 5 git or the database failed.",
@@ -124,6 +127,26 @@ static int prune_live_text(struct store *st, bool dry_run)
 	return 0;
 }
 
+static int dead_tmp;   /* temporary directories of killed processes */
+
+static void say_tmpdir(const char *path, void *payload)
+{
+	printf("temporary directory %s: %s (its process was killed)\n", path,
+	       *(bool *)payload ? "would remove" : "removed");
+}
+
+/* What processes killed with SIGKILL left in TMPDIR (core/tmpdir.h). */
+static int sweep_tmpdirs(bool dry_run)
+{
+	dead_tmp = tmpdir_sweep(dry_run, say_tmpdir, &dry_run);
+	if (dead_tmp < 0) {
+		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
+		dead_tmp = 0;
+		return -1;
+	}
+	return 0;
+}
+
 static int gc(struct store *st, struct forge_git *g, bool dry_run)
 {
 	jv traces;
@@ -155,7 +178,9 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 		rc = FORGE_EXIT_DEPENDENCY;
 	if (prune_live_text(st, dry_run) < 0 && rc == FORGE_EXIT_OK)
 		rc = FORGE_EXIT_DEPENDENCY;
-	if (!runs && !pruned && !dead_live && rc == FORGE_EXIT_OK)
+	if (sweep_tmpdirs(dry_run) < 0 && rc == FORGE_EXIT_OK)
+		rc = FORGE_EXIT_DEPENDENCY;
+	if (!runs && !pruned && !dead_live && !dead_tmp && rc == FORGE_EXIT_OK)
 		printf("nothing to remove\n");
 	return rc;
 }

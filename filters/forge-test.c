@@ -24,6 +24,7 @@
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/tmpdir.h"
 #include "testrun/junit.h"
 #include "llm/llm.h"
 #include "app/human.h"
@@ -74,6 +75,7 @@ struct tst {
 	long duration_ms;
 	char *report;               /* the JUnit report read, or NULL */
 	jv rerun;                   /* {command, by_name, exit_code, duration_ms} or null */
+	jv reports;                 /* the JUnit reports read (an array), or null */
 	char guard_msg[256];
 	struct sandbox_policy *policy;  /* the test command's sandbox */
 	char *tmp;                      /* its HOME and TMPDIR, shared by the rerun */
@@ -157,35 +159,46 @@ static int run(struct phase *ph, struct proc_result *res, const char *command, c
 	return rc;
 }
 
-/* Read the results of a run that started at `since`: a fresh JUnit report,
- * else the output.  1 parsed, 0 not; *report_out the report used. */
-static int read_results(struct testrun *out, char **report_out, struct phase *ph, const char *dir,
-			const struct proc_result *res, time_t since)
+/* Read the results of a run: the JUnit reports it wrote (not in `before`,
+ * the reports' stamps before it ran; consumed), all of them as one, else
+ * its output.  1 parsed, 0 not; *report_out the first report used, and
+ * *reports_out (may be NULL) all of them (an array). */
+static int read_results(struct testrun *out, char **report_out, jv *reports_out, struct phase *ph,
+			const struct tst *t, const struct proc_result *res, jv before)
 {
-	char *report = NULL;
+	jv reports = testrun_find_junit(t->dir, config_get_str(ph->cfg, "tools.test_report"), before,
+					t->junit_out);
+	int n = jv_array_length(jv_copy(reports));
+	struct buf xml = BUF_INIT;
 
 	*report_out = NULL;
 	testrun_init(out);
-	testrun_find_junit(&report, dir, config_get_str(ph->cfg, "tools.test_report"), since);
-	if (report) {
-		FILE *f = fopen(report, "rb");
-		struct buf xml = BUF_INIT;
+	buf_init(&xml, 64u << 20);
+	jv_array_foreach(reports, i, path) {
+		FILE *f = fopen(jv_string_value(path), "rb");
 		char chunk[65536];
-		size_t n;
-		buf_init(&xml, 64u << 20);
-		while (f && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-			if (buf_add(&xml, chunk, n) < 0)
+		size_t got;
+		while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+			if (buf_add(&xml, chunk, got) < 0)
 				break;
 		if (f)
 			fclose(f);
-		if (junit_parse(out, xml.buf, xml.len) == 1) {
-			buf_release(&xml);
-			*report_out = report;
-			return 1;
-		}
-		buf_release(&xml);
-		free(report);
+		buf_addch(&xml, '\n');   /* (the next document starts on a line of its own) */
+		jv_free(path);
 	}
+	if (n > 0 && junit_parse(out, xml.buf, xml.len) == 1) {
+		jv first = jv_array_get(jv_copy(reports), 0);
+		*report_out = xstrdup(jv_string_value(first));
+		jv_free(first);
+		if (reports_out)
+			*reports_out = reports;
+		else
+			jv_free(reports);
+		buf_release(&xml);
+		return 1;
+	}
+	jv_free(reports);
+	buf_release(&xml);
 	return testrun_parse(out, res->out.buf, res->out.len);
 }
 
@@ -245,13 +258,14 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 	char *by_name = all_named && n > 0 ? testrun_rerun_command(t->command, names, n) : NULL;
 	const char *cmd = by_name ? by_name : t->command;
 	struct proc_result res;
-	time_t since = time(NULL);
+	jv before = testrun_junit_snapshot(t->dir, config_get_str(ph->cfg, "tools.test_report"));
 	struct testrun again;
 	char *report = NULL;
 
 	phase_progress(ph, "rerunning %zu failing test%s", n, n == 1 ? "" : "s");
 	int rc = run(ph, &res, cmd, t->dir, t->timeout_ms);
-	bool parsed = rc == 0 && read_results(&again, &report, ph, t->dir, &res, since) == 1;
+	bool parsed = rc == 0 && read_results(&again, &report, NULL, ph, t, &res, jv_copy(before)) == 1;
+	jv_free(before);
 	if (!parsed && rc == 0)
 		testrun_release(&again);
 	if (rc != 0)
@@ -299,6 +313,9 @@ static void classify(struct tst *t, const struct proc_result *res)
 {
 	for (size_t i = 0; i < t->run.ncases; i++) {
 		struct testcase *c = &t->run.cases[i];
+		/* a report's own flaky ones (<flakyFailure>: failed, passed on its rerun) */
+		if (c->flaky && !c->classification)
+			c->classification = "flaky";
 		if (!failing(c))
 			continue;
 		c->classification = t->timed_out && c->synthetic ? "environment"
@@ -517,6 +534,8 @@ static jv tests_json(struct tst *t, jv coverage)
 	o = json_set(o, "coverage", coverage);
 	o = json_set(o, "rerun", jv_copy(t->rerun));
 	o = json_set(o, "report", json_str_or_null(t->report));
+	if (jv_get_kind(t->reports) == JV_KIND_ARRAY && jv_array_length(jv_copy(t->reports)) > 1)
+		o = json_set(o, "reports", jv_copy(t->reports));
 	if (t->run.note[0])
 		o = json_set(o, "note", jv_string(t->run.note));
 	if (!t->command)
@@ -652,13 +671,15 @@ static const char *run_phase(struct phase *ph)
 		phase_reason(ph, "bad sandbox configuration: %s", forge_last_error());
 		return "failed";
 	}
-	if (!(t->tmp = sandbox_tmpdir_new("forge-test"))) {
+	if (tmpdir_make(&t->tmp, "forge-test") < 0) {
 		phase_reason(ph, "%s", forge_last_error());
 		return "failed";
 	}
+	jv before = testrun_junit_snapshot(t->dir, config_get_str(ph->cfg, "tools.test_report"));
 	if (run(ph, &res, t->command, t->dir, t->timeout_ms) < 0) {
 		phase_reason(ph, "cannot run the test command: %s", forge_last_error());
 		proc_result_release(&res);
+		jv_free(before);
 		return "failed";
 	}
 	t->exit_code = res.exit_code;
@@ -670,7 +691,7 @@ static const char *run_phase(struct phase *ph)
 	ev = json_set(ev, "output_bytes", jv_number((double)res.out_bytes));
 	stream_emit_full(&ph->out, "test.ran", ev, jv_null(), res.duration_ms);
 
-	t->parsed = read_results(&t->run, &t->report, ph, t->dir, &res, since) == 1;
+	t->parsed = read_results(&t->run, &t->report, &t->reports, ph, t, &res, before) == 1;
 	if (t->parsed) {
 		ev = jv_object();
 		ev = json_set(ev, "format", jv_string(t->run.format));
@@ -800,7 +821,7 @@ int main(int argc, char **argv)
 	.lease = true,
 		.run = run_phase,
 	};
-	struct tst t = { .rerun = JSON_NULL };
+	struct tst t = { .rerun = JSON_NULL, .reports = JSON_NULL };
 
 	int status = phase_main(&spec, argc, argv, &t);
 	for (size_t i = 0; t.an && i < t.run.ncases; i++) {
@@ -810,10 +831,11 @@ int main(int argc, char **argv)
 	free(t.an);
 	testrun_release(&t.run);
 	jv_free(t.rerun);
+	jv_free(t.reports);
 	free(t.report);
 	free(t.command);
 	free(t.dir);
 	sandbox_policy_free(t.policy);
-	sandbox_tmpdir_remove(t.tmp);
+	tmpdir_remove(t.tmp);
 	return status;
 }

@@ -234,7 +234,9 @@ resume_and_check() {
 @test "kill -9 a phase: the run pauses (exit 5) at its last checkpoint; resume runs the phase again" {
 	new_repo c
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
-	start_run
+	# (a TMPDIR of the test's own: what the killed phase leaves there is seen)
+	mkdir "$BATS_TEST_TMPDIR/tmp"
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" start_run
 	until_true implementer_called
 	child=$(pgrep -P "$SUP" -f forge-implement)
 	[ -n "$child" ]
@@ -242,6 +244,20 @@ resume_and_check() {
 	rc=0; wait "$SUP" || rc=$?
 	[ "$rc" -eq 5 ]
 	grep -q "forge-implement exited with status 137 without a state" "$BATS_TEST_TMPDIR/run.err"
+	# its temporary directory stays (nothing runs in a killed process); once
+	# it is older than a minute (its process might have made it just now),
+	# forge gc removes it (before: nothing ever did)
+	left=("$BATS_TEST_TMPDIR"/tmp/forge-implement-*)
+	[ "${#left[@]}" -eq 1 ] && [ -d "${left[0]}" ]
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" run -0 --separate-stderr forge gc
+	[ -d "${left[0]}" ]
+	touch -d '2 minutes ago' "${left[0]}"
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" run -0 --separate-stderr forge gc --dry-run
+	assert_line "temporary directory ${left[0]}: would remove (its process was killed)"
+	[ -d "${left[0]}" ]
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" run -0 --separate-stderr forge gc
+	assert_line "temporary directory ${left[0]}: removed (its process was killed)"
+	[ ! -e "${left[0]}" ]
 	T=$(trace_of_run)
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "paused" and .state.phase == "plan" and (.run.error | test("killed"))' <<<"$output"

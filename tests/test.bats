@@ -172,6 +172,46 @@ mock() {
 	assert_equal "$(tests_of '[.format, .report]')" "[\"junit\",\"$REPO/junit.xml\"]"
 }
 
+# junit_case NAME [BODY]: a <testcase> of class T.
+junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcase>\n' "$1" "${2:-}"; }
+
+@test "JUnit reports: every file of a directory of them (Surefire's, one a class), and a <flakyFailure> is flaky" {
+	make_repo "$REPO"
+	mkdir -p "$REPO/fixtures"
+	{ echo '<testsuite name="A" tests="2">'; junit_case a1 '<failure message="a1 broke">at A</failure>'; junit_case a2; echo '</testsuite>'; } \
+		>"$REPO/fixtures/TEST-A.xml"
+	# Surefire's rerunFailingTestsCount: failed, then passed on its rerun
+	{ echo '<testsuite name="B" tests="2" flakes="1">'; junit_case b1 '<flakyFailure message="once">at B</flakyFailure>'
+	  junit_case b2 '<failure message="b2 broke">at B</failure>'; echo '</testsuite>'; } >"$REPO/fixtures/TEST-B.xml"
+	printf 'target/\n' >"$REPO/.gitignore"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm reports
+	# (before: only the first file was read -- a1 or b2 lost -- and the flaky
+	# case crashed forge-test: SIGSEGV, no state)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "mkdir -p target/surefire-reports && cp fixtures/TEST-*.xml target/surefire-reports/; exit 1" </dev/null
+	assert_equal "$(tests_of '.summary')" '{"total":4,"passed":2,"failed":2,"skipped":0,"flaky":1}'
+	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" '[["a1","real"],["b1","flaky"],["b2","real"]]'
+	assert_equal "$(tests_of '[.report, .reports]')" \
+		"[\"$REPO/target/surefire-reports/TEST-A.xml\",[\"$REPO/target/surefire-reports/TEST-A.xml\",\"$REPO/target/surefire-reports/TEST-B.xml\"]]"
+}
+
+@test "a report left from before the run is not its results, even from the same second; --junit's own output never is" {
+	bats_repo '@test "one" { true; }'
+	# a junit.xml the run does not write, its time in the run's second or
+	# after (the second is all a time stamp told before: a report of a run
+	# just before, or one whose clock is ahead)
+	{ echo '<testsuite name="old" tests="1">'; junit_case stale '<failure message="old">x</failure>'; echo '</testsuite>'; } >"$REPO/junit.xml"
+	touch -d '+1 minute' "$REPO/junit.xml"
+	run -0 --separate-stderr ft --repo "$REPO" --no-input </dev/null
+	assert_equal "$(tests_of '[.format, .report, .summary.passed, .summary.failed]')" '["tap",null,1,0]'
+	# forge-test --junit report.xml twice: the second run's results are its own
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --junit report.xml --no-input </dev/null"
+	[ -s "$REPO/report.xml" ]
+	touch -d '+1 minute' "$REPO/report.xml"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --junit report.xml --no-input </dev/null"
+	assert_equal "$(tests_of '[.format, .report]')" '["tap",null]'
+}
+
 @test "output in no known format: the exit status decides, and says so" {
 	make_repo "$REPO"
 	run -1 --separate-stderr ft --repo "$REPO" --command 'echo checking; exit 3' --no-input </dev/null

@@ -7,22 +7,32 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
  * The list: a slot's path is written before `used` is set and `used`
  * cleared before the path is freed, so a signal handler that interrupts
- * either sees a whole path or none.
+ * either sees a whole path or none.  `lock` orders the threads that make
+ * and remove directories; the signal handler takes no lock.  Each
+ * directory is held open with an flock(2) on it while it is listed: the
+ * kernel drops the lock however the process ends, which is how
+ * tmpdir_sweep() tells a killed process's directory from a live one's.
  */
 static struct {
 	char path[PATH_MAX];
+	int fd;
 	volatile sig_atomic_t used;
 } slots[TMPDIR_MAX];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool at_exit_set;
 
 /* Depth of the trees removed; deeper parts are left (32 x 2 KiB of stack). */
@@ -78,6 +88,7 @@ void tmpdir_remove_all_signal_safe(void)
 		if (slots[i].used) {
 			remove_tree(slots[i].path);
 			slots[i].used = 0;
+			close(slots[i].fd);
 		}
 }
 
@@ -86,48 +97,131 @@ static void remove_all_at_exit(void)
 	tmpdir_remove_all_signal_safe();
 }
 
-int tmpdir_make(char **out, const char *prefix)
+/* $TMPDIR when it is absolute, else /tmp. */
+static const char *tmp_parent(void)
 {
 	const char *tmp = getenv("TMPDIR");
+
+	return tmp && *tmp == '/' ? tmp : "/tmp";
+}
+
+int tmpdir_make(char **out, const char *prefix)
+{
 	struct buf b = BUF_INIT;
 	size_t i;
+	int fd, rc = -1;
 
 	*out = NULL;
+	pthread_mutex_lock(&lock);
 	for (i = 0; i < TMPDIR_MAX && slots[i].used; i++)
 		;
-	if (i == TMPDIR_MAX)
-		return forge_error("more than %d temporary directories at once", TMPDIR_MAX);
-	buf_addf(&b, "%s/%s-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp", prefix);
+	if (i == TMPDIR_MAX) {
+		forge_error("more than %d temporary directories at once", TMPDIR_MAX);
+		goto out;
+	}
+	buf_addf(&b, "%s/%s-XXXXXX", tmp_parent(), prefix);
 	if (b.len >= sizeof slots[i].path) {
-		buf_release(&b);
-		return forge_error("TMPDIR '%s' is too long", tmp);
+		forge_error("TMPDIR '%s' is too long", tmp_parent());
+		goto out;
 	}
 	if (!mkdtemp(b.buf)) {
-		int e = errno;
-		forge_error("cannot make a temporary directory '%s': %s", b.buf, strerror(e));
-		buf_release(&b);
-		return -1;
+		forge_error("cannot make a temporary directory '%s': %s", b.buf, strerror(errno));
+		goto out;
+	}
+	fd = open(b.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		forge_error("cannot hold the temporary directory '%s': %s", b.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		(void)rmdir(b.buf);
+		goto out;
 	}
 	if (!at_exit_set) {
 		atexit(remove_all_at_exit);
 		at_exit_set = true;
 	}
 	memcpy(slots[i].path, b.buf, b.len + 1);
+	slots[i].fd = fd;
 	slots[i].used = 1;
 	*out = buf_detach(&b, NULL);
-	return 0;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&lock);
+	buf_release(&b);
+	return rc;
 }
 
 void tmpdir_remove(char *path)
 {
 	if (!path)
 		return;
+	pthread_mutex_lock(&lock);
 	/* Removed before it is unlisted: a signal meanwhile removes the rest. */
 	remove_tree(path);
 	for (size_t i = 0; i < TMPDIR_MAX; i++)
 		if (slots[i].used && !strcmp(slots[i].path, path)) {
 			slots[i].used = 0;
+			close(slots[i].fd);
 			break;
 		}
+	pthread_mutex_unlock(&lock);
 	free(path);
+}
+
+/* The prefixes of tmpdir_make(): a sweep touches nothing else. */
+static const char *const prefixes[] = { TMPDIR_PREFIXES, NULL };
+
+static bool known_prefix(const char *prefix, size_t n)
+{
+	for (size_t i = 0; prefixes[i]; i++)
+		if (strlen(prefixes[i]) == n && !strncmp(prefixes[i], prefix, n))
+			return true;
+	return false;
+}
+
+/* Whether name is one tmpdir_make() gives: "PREFIX-XXXXXX". */
+static bool made_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 7 && name[n - 7] == '-' && known_prefix(name, n - 7);
+}
+
+int tmpdir_sweep(bool dry_run, tmpdir_found_fn found, void *payload)
+{
+	const char *parent = tmp_parent();
+	DIR *d = opendir(parent);
+	struct dirent *e;
+	time_t now = time(NULL);
+	int n = 0;
+
+	if (!d)
+		return forge_error("cannot read the temporary directory '%s': %s", parent, strerror(errno));
+	while ((e = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		if (!made_name(e->d_name))
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* another user's, a young one (made, not yet locked), or held
+		 * by a live process: left */
+		if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || st.st_mtime > now - TMPDIR_SWEEP_AGE_S ||
+		    flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd);
+			continue;
+		}
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+		if (found)
+			found(path, payload);
+		if (!dry_run)
+			remove_at(dirfd(d), e->d_name, 0);
+		close(fd);
+		n++;
+	}
+	closedir(d);
+	return n;
 }

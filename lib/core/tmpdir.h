@@ -10,16 +10,31 @@
  * no memory allocation.  A breaker, a stagnation, a failure or a signal
  * then leaves nothing behind in TMPDIR.
  *
+ * What only SIGKILL (or a machine going down) leaves behind,
+ * tmpdir_sweep() finds and removes: a listed directory is held with an
+ * flock(2) that ends with its process.
+ *
  * At most TMPDIR_MAX directories are listed at once; paths must fit in
- * PATH_MAX.  Not thread-safe: create and remove them from one thread.
+ * PATH_MAX.  Thread-safe, except against tmpdir_remove_all_signal_safe().
  */
 #ifndef FORGE_TMPDIR_H
 #define FORGE_TMPDIR_H
 
-#define TMPDIR_MAX 16
+#include <stdbool.h>
 
-/* Create and list a new directory (mode 0700).  *out is malloc'd.  -1 with
- * a message naming the path when it cannot be made or the list is full. */
+#define TMPDIR_MAX 64
+
+/* A directory no lock holds is another process's only when younger than
+ * this: it made it and has not locked it yet. */
+#define TMPDIR_SWEEP_AGE_S 60
+
+/* Forge's prefixes: the only names tmpdir_sweep() removes. */
+#define TMPDIR_PREFIXES "forge-cmd", "forge-test", "forge-review", "forge-mcp", "forge-sub", \
+	"forge-stage", "forge-implement", "forge-agent"
+
+/* Create and list a new directory (mode 0700), PREFIX-XXXXXX (Forge's are
+ * TMPDIR_PREFIXES).  *out is malloc'd.  -1 with a message naming the path
+ * when it cannot be made or the list is full. */
 int tmpdir_make(char **out, const char *prefix);
 
 /* Remove the tree at path (best effort), unlist it and free path.  NULL-safe. */
@@ -27,5 +42,16 @@ void tmpdir_remove(char *path);
 
 /* Remove every listed tree; for signal handlers (see above). */
 void tmpdir_remove_all_signal_safe(void);
+
+typedef void (*tmpdir_found_fn)(const char *path, void *payload);
+
+/*
+ * The directories tmpdir_make() made in $TMPDIR (else /tmp) whose process
+ * is gone: named PREFIX-XXXXXX (TMPDIR_PREFIXES), this user's, no lock on them and
+ * not changed for TMPDIR_SWEEP_AGE_S.  Each is passed to found (may be
+ * NULL), then removed unless dry_run.  Returns how many, or -1 with a
+ * message when the temporary directory cannot be read.
+ */
+int tmpdir_sweep(bool dry_run, tmpdir_found_fn found, void *payload);
 
 #endif

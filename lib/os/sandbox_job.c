@@ -1,22 +1,12 @@
 /* sandbox_job.c - worktree commands in the sandbox; see sandbox_job.h. */
 #include "os/sandbox_job.h"
 #include "core/forge.h"
+#include "core/tmpdir.h"
 #include "os/sandbox.h"
 
-#include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	(void)remove(path);     /* best effort: go on with the rest */
-	return 0;
-}
 
 /* policy->env_extra followed by pass_env, copied; NULL-terminated. */
 static char **merged_names(const struct sandbox_policy *p, const char *const *pass)
@@ -35,27 +25,6 @@ static char **merged_names(const struct sandbox_policy *p, const char *const *pa
 		v[k++] = xstrdup(pass[i]);
 	v[k] = NULL;
 	return v;
-}
-
-char *sandbox_tmpdir_new(const char *prefix)
-{
-	struct buf tmp = BUF_INIT;
-	const char *tmpdir = getenv("TMPDIR");
-
-	buf_addf(&tmp, "%s/%s-XXXXXX", tmpdir && *tmpdir == '/' ? tmpdir : "/tmp", prefix);
-	if (!mkdtemp(tmp.buf)) {
-		forge_error("cannot make a temp dir '%s': %s", tmp.buf, strerror(errno));
-		buf_release(&tmp);
-		return NULL;
-	}
-	return buf_detach(&tmp, NULL);
-}
-
-void sandbox_tmpdir_remove(char *dir)
-{
-	if (dir)
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
 }
 
 int sandbox_job_run(struct proc_result *out, jv *unconfined, const struct sandbox_job *job)
@@ -80,7 +49,7 @@ int sandbox_job_run(struct proc_result *out, jv *unconfined, const struct sandbo
 		names = merged_names(&p, job->pass_env);
 		p.env_extra = names;
 	}
-	if (!job->tmp && !(tmp = sandbox_tmpdir_new("forge-cmd")))
+	if (!job->tmp && tmpdir_make(&tmp, "forge-cmd") < 0)
 		goto out;
 	struct sandbox_cmd cmd = {
 		.command = job->command,
@@ -92,7 +61,7 @@ int sandbox_job_run(struct proc_result *out, jv *unconfined, const struct sandbo
 	};
 	rc = sandbox_run(out, unconfined, &p, &cmd);
 out:
-	sandbox_tmpdir_remove(tmp);
+	tmpdir_remove(tmp);
 	for (size_t i = 0; names && names[i]; i++)
 		free(names[i]);
 	free(names);

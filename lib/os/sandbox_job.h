@@ -56,13 +56,6 @@ struct sandbox_job {
  */
 int sandbox_job_run(struct proc_result *out, jv *unconfined, const struct sandbox_job *job);
 
-/* A new private temp dir under $TMPDIR (else /tmp) named PREFIX-XXXXXX
- * (malloc'd), or NULL with a message. */
-char *sandbox_tmpdir_new(const char *prefix);
-/* Remove dir and everything in it (best effort), then free it.  NULL is
- * fine. */
-void sandbox_tmpdir_remove(char *dir);
-
 /* Append argv to b as one shell command line, every word single-quoted
  * ('it'\''s'), so a program and its arguments can go through /bin/sh -c. */
 void sandbox_shell_join(struct buf *b, const char *const *argv);

@@ -152,11 +152,21 @@ int testrun_cobertura_percent(double *out, const char *xml, size_t len);
 int testrun_coverage(jv *out, const char *dir, time_t since);
 
 /*
- * Look for a JUnit XML report written at or after `since`: `configured`
- * (relative to dir, may be NULL) first, then the usual places (junit.xml,
- * report.xml, test-results.xml, build/junit.xml, test-results/ *.xml,
- * target/surefire-reports/TEST-*.xml, …).  *out malloc'd path, or NULL.
+ * JUnit XML reports: `configured` (a path or a glob, relative to dir; may
+ * be NULL) first, then the usual places (junit.xml, report.xml,
+ * test-results.xml, build/junit.xml, test-results/ *.xml,
+ * target/surefire-reports/TEST-*.xml, …).  A report is this run's when it
+ * is not in the snapshot taken before the run or has changed since (time
+ * to the nanosecond, size, inode: a report of the same second before is
+ * not taken, on a file system of coarse times either).
+ *
+ * testrun_junit_snapshot(): every candidate's stamp now (an object).
+ * testrun_find_junit(): the fresh files of the first place that has any,
+ * sorted by name -- all of them: Surefire and Gradle write a file a test
+ * class -- as an array of path strings (empty: none); `exclude` (may be
+ * NULL) is never one (forge-test's own --junit output).  Consumes before.
  */
-int testrun_find_junit(char **out, const char *dir, const char *configured, time_t since);
+jv testrun_junit_snapshot(const char *dir, const char *configured);
+jv testrun_find_junit(const char *dir, const char *configured, jv before, const char *exclude);
 
 #endif

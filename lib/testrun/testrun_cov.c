@@ -162,40 +162,101 @@ int testrun_coverage(jv *out, const char *dir, time_t since)
 	return 0;
 }
 
-int testrun_find_junit(char **out, const char *dir, const char *configured, time_t since)
+static const char *const junit_places[] = {
+	"junit.xml", "report.xml", "test-results.xml", "test-report.xml", "junit/*.xml",
+	"build/junit.xml", "build/test-results/*.xml", "build/test-results/*/*.xml",
+	"test-results/*.xml", "test-reports/*.xml", "reports/junit.xml", "reports/*.xml",
+	"target/surefire-reports/TEST-*.xml", "target/nextest/*/junit.xml", "target/junit.xml",
+};
+
+/* What tells one version of a file from another: change time to the
+ * nanosecond, size and inode ("" when it is not a regular file). */
+static jv file_stamp(const char *path)
 {
-	static const char *const places[] = {
-		"junit.xml", "report.xml", "test-results.xml", "test-report.xml", "junit/*.xml",
-		"build/junit.xml", "build/test-results/*.xml", "build/test-results/*/*.xml",
-		"test-results/*.xml", "test-reports/*.xml", "reports/junit.xml", "reports/*.xml",
-		"target/surefire-reports/TEST-*.xml", "target/nextest/*/junit.xml", "target/junit.xml",
-	};
 	struct stat st;
 
-	*out = NULL;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return jv_string("");
+	return jv_string_fmt("%lld.%09ld:%lld:%llu", (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+			     (long long)st.st_size, (unsigned long long)st.st_ino);
+}
+
+/* The regular files of pattern (relative to dir, or absolute), sorted by
+ * name, each with its stamp, into *files (an object). */
+static void add_matches(jv *files, const char *dir, const char *pattern)
+{
+	struct buf pat = BUF_INIT;
+	glob_t g;
+
+	if (pattern[0] == '/')
+		buf_adds(&pat, pattern);
+	else
+		buf_addf(&pat, "%s/%s", dir, pattern);
+	if (glob(pat.buf, 0, NULL, &g) == 0) {
+		for (size_t k = 0; k < g.gl_pathc; k++) {
+			jv stamp = file_stamp(g.gl_pathv[k]);
+			if (jv_string_length_bytes(jv_copy(stamp)) > 0)
+				*files = jv_object_set(*files, jv_string(g.gl_pathv[k]), stamp);
+			else
+				jv_free(stamp);
+		}
+		globfree(&g);
+	}
+	buf_release(&pat);
+}
+
+/* Each place's files: an array of objects, path -> stamp, in the places' order. */
+static jv junit_candidates(const char *dir, const char *configured)
+{
+	jv all = jv_array();
+
 	if (configured && *configured) {
-		struct buf p = BUF_INIT;
-		if (configured[0] == '/')
-			buf_adds(&p, configured);
-		else
-			buf_addf(&p, "%s/%s", dir, configured);
-		if (stat(p.buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since) {
-			*out = buf_detach(&p, NULL);
-			return 0;
-		}
-		buf_release(&p);
+		jv files = jv_object();
+		add_matches(&files, dir, configured);
+		all = jv_array_append(all, files);
 	}
-	for (size_t i = 0; i < sizeof places / sizeof places[0] && !*out; i++) {
-		struct buf pat = BUF_INIT;
-		glob_t g;
-		buf_addf(&pat, "%s/%s", dir, places[i]);
-		if (glob(pat.buf, GLOB_NOSORT, NULL, &g) == 0) {
-			for (size_t k = 0; k < g.gl_pathc && !*out; k++)
-				if (stat(g.gl_pathv[k], &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since)
-					*out = xstrdup(g.gl_pathv[k]);
-			globfree(&g);
-		}
-		buf_release(&pat);
+	for (size_t i = 0; i < sizeof junit_places / sizeof junit_places[0]; i++) {
+		jv files = jv_object();
+		add_matches(&files, dir, junit_places[i]);
+		all = jv_array_append(all, files);
 	}
-	return 0;
+	return all;
+}
+
+jv testrun_junit_snapshot(const char *dir, const char *configured)
+{
+	jv places = junit_candidates(dir, configured), seen = jv_object();
+
+	jv_array_foreach(places, i, files) {
+		seen = jv_object_merge(seen, files);
+	}
+	jv_free(places);
+	return seen;
+}
+
+jv testrun_find_junit(const char *dir, const char *configured, jv before, const char *exclude)
+{
+	jv places = junit_candidates(dir, configured), out = jv_array();
+	char *skip = exclude ? realpath(exclude, NULL) : NULL;
+
+	jv_array_foreach(places, i, files) {
+		if (jv_array_length(jv_copy(out)) == 0) {
+			jv_object_foreach(files, path, stamp) {
+				jv was = jv_object_get(jv_copy(before), jv_copy(path));
+				char *real = realpath(jv_string_value(path), NULL);
+				bool fresh = !(jv_get_kind(was) == JV_KIND_STRING && jv_equal(jv_copy(was), jv_copy(stamp)));
+				if (fresh && !(skip && real && strcmp(real, skip) == 0))
+					out = jv_array_append(out, jv_copy(path));
+				free(real);
+				jv_free(was);
+				jv_free(path);
+				jv_free(stamp);
+			}
+		}
+		jv_free(files);
+	}
+	jv_free(places);
+	jv_free(before);
+	free(skip);
+	return out;
 }

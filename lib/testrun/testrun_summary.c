@@ -110,6 +110,15 @@ static void drop_parents(struct testrun *r)
 
 /* ---- go test -json ---------------------------------------------------------------- */
 
+#define UNFINISHED "the test did not finish: its process ended under it (a panic, os.Exit or the -timeout)"
+
+static void mark_ended(struct buf *ended, size_t i)
+{
+	while (ended->len <= i)
+		buf_addch(ended, 0);
+	ended->buf[i] = 1;
+}
+
 int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 {
 	struct tr_lines it;
@@ -117,6 +126,7 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 	size_t n;
 	jv index = jv_object(), pkgs = jv_object();
 	long events = 0;
+	struct buf ended = BUF_INIT;   /* a byte a case: it got pass, fail or skip */
 
 	tr_lines_init(&it, text, len);
 	while (tr_next_line(&it, &line, &n)) {
@@ -159,10 +169,13 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 				}
 			} else if (strcmp(action, "fail") == 0) {
 				c->status = TC_FAIL;
+				mark_ended(&ended, (size_t)(c - out->cases));
 			} else if (strcmp(action, "skip") == 0) {
 				c->status = TC_SKIP;
+				mark_ended(&ended, (size_t)(c - out->cases));
 			} else if (strcmp(action, "pass") == 0) {
 				c->status = TC_PASS;
+				mark_ended(&ended, (size_t)(c - out->cases));
 			}
 			double el = json_get_num(ev, "Elapsed", -1);
 			if (el >= 0)
@@ -173,8 +186,20 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 	jv_free(index);
 	if (events == 0) {
 		jv_free(pkgs);
+		buf_release(&ended);
 		return 0;
 	}
+	/* A test that started and never ended: its process died under it (a
+	 * panic in another goroutine, os.Exit, go test's -timeout), and go
+	 * test -json says so only of the package.  It did not pass. */
+	for (size_t i = 0; i < out->ncases; i++)
+		if (i >= ended.len || !ended.buf[i]) {
+			struct testcase *c = &out->cases[i];
+			c->status = TC_FAIL;
+			c->error = true;
+			testcase_set(&c->message, UNFINISHED, strlen(UNFINISHED));
+		}
+	buf_release(&ended);
 	drop_parents(out);
 	for (size_t i = 0; i < out->ncases; i++)
 		if (out->cases[i].status != TC_FAIL) {

@@ -5,6 +5,7 @@
  * failures; reruns by name; environment signatures; coverage reports;
  * garbage never crashes a parser.
  */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "testrun/junit.h"
@@ -204,6 +205,18 @@ static void test_go(void)
 	CHECK(c && c->line == 13 && c->file && strcmp(c->file, "calc_test.go") == 0);
 	testrun_release(&r);
 
+	/* a panic in a goroutine ends the test binary: TestPanics has a run
+	 * action and no result (only its package fails); before, it counted
+	 * as passed and a "package ex/p" failure stood for it */
+	CHECK(parse_fixture(&r, "go_json_panic.txt") == 0);
+	COUNTS(r, "go", 2, 1, 1, 0);
+	c = testrun_find(&r, "TestPanics");
+	CHECK(c && c->status == TC_FAIL && c->error);
+	CHECK(c->message && strstr(c->message, "did not finish"));
+	CHECK(c->output && strstr(c->output, "panic: panicing in a goroutine"));
+	CHECK(testrun_find(&r, "TestOK")->status == TC_PASS);
+	testrun_release(&r);
+
 	CHECK(parse_fixture(&r, "go_plain.txt") == 0);
 	COUNTS(r, "go", 2, 0, 2, 0);
 	c = testrun_find(&r, "TestSub/two");
@@ -345,21 +358,91 @@ static void test_coverage(void)
 	/* a report older than the run is not this run's */
 	testrun_coverage(&cov, dir, time(NULL) + 60);
 	CHECK(jv_get_kind(cov) == JV_KIND_NULL);
-	char *junit = NULL;
-	snprintf(path, sizeof path, "%s/junit.xml", dir);
-	f = fopen(path, "w");
-	CHECK(f);
-	fputs("<testsuites/>", f);
-	fclose(f);
-	testrun_find_junit(&junit, dir, NULL, time(NULL) - 5);
-	CHECK(junit && strstr(junit, "/junit.xml"));
-	free(junit);
-	testrun_find_junit(&junit, dir, "nope.xml", time(NULL) + 60);
-	CHECK(junit == NULL);
-	unlink(path);
 	snprintf(path, sizeof path, "%s/lcov.info", dir);
 	unlink(path);
 	rmdir(dir);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs(text, f);
+	CHECK(fclose(f) == 0);
+}
+
+/* The names (after dir/) of found, space-separated. */
+static char *names_of(jv found, const char *dir)
+{
+	struct buf b = BUF_INIT;
+
+	jv_array_foreach(found, i, p) {
+		buf_addf(&b, "%s%s", i ? " " : "", jv_string_value(p) + strlen(dir) + 1);
+		jv_free(p);
+	}
+	jv_free(found);
+	buf_addch(&b, 0);
+	return buf_detach(&b, NULL);
+}
+
+/* JUnit reports of this run: by what changed since the snapshot (not by
+ * the second), every file of a directory of them, never the excluded one. */
+static void test_find_junit(void)
+{
+	char dir[] = "/tmp/forge-junit-XXXXXX", path[512], *names;
+	jv before;
+
+	CHECK(mkdtemp(dir));
+	before = testrun_junit_snapshot(dir, NULL);
+	write_file(dir, "junit.xml", "<testsuites/>");
+	names = names_of(testrun_find_junit(dir, NULL, before, NULL), dir);
+	CHECK_STR(names, "junit.xml");
+	free(names);
+	/* written again within the same second: still this run's only when it changed */
+	before = testrun_junit_snapshot(dir, NULL);
+	names = names_of(testrun_find_junit(dir, NULL, jv_copy(before), NULL), dir);
+	CHECK_STR(names, "");
+	free(names);
+	write_file(dir, "junit.xml", "<testsuites></testsuites>");
+	names = names_of(testrun_find_junit(dir, NULL, before, NULL), dir);
+	CHECK_STR(names, "junit.xml");
+	free(names);
+	/* a configured name that is not there: the usual places */
+	before = testrun_junit_snapshot(dir, "nope.xml");
+	write_file(dir, "junit.xml", "<testsuites/>");
+	names = names_of(testrun_find_junit(dir, "nope.xml", before, NULL), dir);
+	CHECK_STR(names, "junit.xml");
+	free(names);
+	snprintf(path, sizeof path, "%s/junit.xml", dir);
+	unlink(path);
+	/* Surefire's directory: a file a test class, all of them, by name;
+	 * a configured glob the same */
+	snprintf(path, sizeof path, "mkdir -p '%s/target/surefire-reports'", dir);
+	CHECK(system(path) == 0);
+	before = testrun_junit_snapshot(dir, NULL);
+	write_file(dir, "target/surefire-reports/TEST-b.BTest.xml", "<testsuite/>");
+	write_file(dir, "target/surefire-reports/TEST-a.ATest.xml", "<testsuite/>");
+	write_file(dir, "target/surefire-reports/notes.txt", "x");
+	names = names_of(testrun_find_junit(dir, NULL, jv_copy(before), NULL), dir);
+	CHECK_STR(names, "target/surefire-reports/TEST-a.ATest.xml target/surefire-reports/TEST-b.BTest.xml");
+	free(names);
+	names = names_of(testrun_find_junit(dir, "target/surefire-reports/*.xml", jv_copy(before), NULL), dir);
+	CHECK_STR(names, "target/surefire-reports/TEST-a.ATest.xml target/surefire-reports/TEST-b.BTest.xml");
+	free(names);
+	jv_free(before);
+	/* forge-test's own --junit output is never an input */
+	before = testrun_junit_snapshot(dir, NULL);
+	write_file(dir, "report.xml", "<testsuites/>");
+	snprintf(path, sizeof path, "%s/report.xml", dir);
+	names = names_of(testrun_find_junit(dir, NULL, before, path), dir);
+	CHECK_STR(names, "");
+	free(names);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
 }
 
 /* Every fixture, cut at every length (stepped) and with bytes flipped,
@@ -416,6 +499,7 @@ int main(void)
 	RUN(test_rerun_commands);
 	RUN(test_env_signatures);
 	RUN(test_coverage);
+	RUN(test_find_junit);
 	RUN(test_garbage);
 	return unit_done();
 }

@@ -5,11 +5,14 @@
 #include "core/tmpdir.h"
 #include "unit.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char base[256];
@@ -92,6 +95,86 @@ static void test_full(void)
 	CHECK(entries() == 0);
 }
 
+static void collect(const char *path, void *payload)
+{
+	char *list = payload;
+	const char *name = strrchr(path, '/') + 1;
+
+	CHECK(strncmp(path, base, strlen(base)) == 0);
+	strncat(list, name, 255 - strlen(list));
+	strncat(list, " ", 255 - strlen(list));
+}
+
+/* path's modification time set to an hour ago. */
+static void age(const char *path)
+{
+	struct timespec t[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+
+	CHECK(utimensat(AT_FDCWD, path, t, 0) == 0);
+}
+
+static void test_sweep(void)
+{
+	char *live = NULL, path[512], found[256] = "";
+	pid_t pid;
+	int status;
+
+	/* a live directory (held by this process), aged */
+	CHECK(tmpdir_make(&live, "forge-cmd") == 0);
+	age(live);
+	/* a killed process's: made and held by a child that dies by SIGKILL */
+	int pipefd[2];
+	CHECK(pipe(pipefd) == 0);
+	pid = fork();
+	if (pid == 0) {
+		char *d = NULL;
+		if (tmpdir_make(&d, "forge-implement") == 0) {
+			fill(d);
+			(void)!write(pipefd[1], d, strlen(d) + 1);
+		}
+		pause();
+		_exit(0);
+	}
+	char dead[512] = "";
+	CHECK(read(pipefd[0], dead, sizeof dead - 1) > 0);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
+	close(pipefd[0]);
+	close(pipefd[1]);
+	/* a dead one that is young: its maker may not have locked it yet */
+	snprintf(path, sizeof path, "%s/forge-test-young1", base);
+	CHECK(mkdir(path, 0700) == 0);
+	/* names that are not Forge's, aged: a user's, not touched */
+	snprintf(path, sizeof path, "%s/forge-mine-abcdef", base);
+	CHECK(mkdir(path, 0700) == 0);
+	age(path);
+	snprintf(path, sizeof path, "%s/forge-cmd-toolong1", base);
+	CHECK(mkdir(path, 0700) == 0);
+	age(path);
+	/* (the dead one's tree changed when it was filled: aged after) */
+	age(dead);
+
+	/* a dry run names it and removes nothing */
+	CHECK_INT(tmpdir_sweep(true, collect, found), 1);
+	char expect[256];
+	snprintf(expect, sizeof expect, "%s ", strrchr(dead, '/') + 1);
+	CHECK_STR(found, expect);
+	CHECK(access(dead, F_OK) == 0);
+	found[0] = '\0';
+	CHECK_INT(tmpdir_sweep(false, collect, found), 1);
+	CHECK(access(dead, F_OK) != 0);
+	CHECK(access(live, F_OK) == 0);
+	snprintf(path, sizeof path, "%s/forge-test-young1", base);
+	CHECK(access(path, F_OK) == 0 && rmdir(path) == 0);
+	snprintf(path, sizeof path, "%s/forge-mine-abcdef", base);
+	CHECK(access(path, F_OK) == 0 && rmdir(path) == 0);
+	snprintf(path, sizeof path, "%s/forge-cmd-toolong1", base);
+	CHECK(access(path, F_OK) == 0 && rmdir(path) == 0);
+	CHECK_INT(tmpdir_sweep(false, NULL, NULL), 0);
+	tmpdir_remove(live);
+	CHECK(entries() == 0);
+}
+
 int main(void)
 {
 	char t[] = "/tmp/forge-tmpdir-test-XXXXXX";
@@ -102,6 +185,7 @@ int main(void)
 	RUN(test_signal_sweep);
 	RUN(test_at_exit);
 	RUN(test_full);
+	RUN(test_sweep);
 	rmdir(base);
 	return unit_done();
 }
