@@ -227,6 +227,42 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output '[2,1]'
 }
 
+@test "a slow answer that is not streamed is waited for: the stall watch starts with the response (one request)" {
+	# a server sends nothing, not its headers either, until the whole answer
+	# is ready (before: "stalled" after llm.stall_timeout_s, retried twice --
+	# three billed generations -- then exit 5)
+	mock_steps '[{"text":"worth the wait","delay_ms":1500,"times":3}]'
+	echo '{"llm":{"stall_timeout_s":0.5,"max_retries":2}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	run -0 --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" hi
+	assert_output "worth the wait"
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 1
+}
+
+@test "openai: a stream that ends after its finish_reason without [DONE] is complete (older llama.cpp, TGI)" {
+	mock_steps '[{"text":"Hello world.","no_done":true}]'
+	run -0 --separate-stderr oai --stream hi
+	assert_output "Hello world."
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].stream]'"
+	assert_output '[true]'
+	# one cut before its finish_reason still fails
+	mock_steps '[{"text":"Hello world.","no_done":true,"cut_after":2}]'
+	echo '{"llm":{"max_retries":0}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	run -5 --separate-stderr oai --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
+}
+
+@test "a stream is complete at [DONE] / message_stop: a server that keeps the connection open after it does not fail it" {
+	# (before: the client read on and gave up after llm.stall_timeout_s: exit 5,
+	# the whole answer lost)
+	echo '{"llm":{"stall_timeout_s":1,"max_retries":0}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	mock_steps '[{"text":"Complete answer.","hold_open":true}]'
+	run -0 --separate-stderr oai --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
+	assert_output "Complete answer."
+	mock_steps '[{"text":"Complete answer.","hold_open":true}]'
+	run -0 --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
+	assert_output "Complete answer."
+}
+
 @test "stall: a stream that stops after its first event is not retried" {
 	mock_steps "$(cat "$BATS_TEST_DIRNAME/fixtures/llm/mock_stall_stream.json")"
 	echo '{"llm":{"stall_timeout_s":1,"max_retries":2}}' >"$BATS_TEST_TMPDIR/cfg.json"

@@ -213,11 +213,16 @@ static int on_sse(void *payload, const char *event, const char *data, size_t len
 	return st->p->event(&st->s, event, data, len) < 0 ? -1 : 0;
 }
 
+/* The stream's bytes; once its end is seen ([DONE], message_stop) the
+ * transfer ends there: a server or proxy that then keeps the connection
+ * open, or drops it, does not fail a whole answer. */
 static int on_bytes(void *payload, const char *data, size_t len)
 {
 	struct streaming *st = payload;
 
-	return sse_feed(&st->sse, data, len);
+	if (sse_feed(&st->sse, data, len) < 0)
+		return -1;
+	return st->s.done ? HTTP_SINK_DONE : 0;
 }
 
 static bool veto_retry(void *payload, const struct http_response *r)
@@ -287,7 +292,10 @@ static int finish_stream(struct llm_client *c, struct streaming *st, const struc
 		return (c->last = LLM_ERR_PROTOCOL, forge_error_prefix("%s stream", c->provider));
 	if (st->s.failed)
 		return report(c, st->s.fault.kind, r, &st->s.fault);
-	if (!st->s.done) {
+	/* (an OpenAI-compatible server that leaves out [DONE] -- older
+	 * llama.cpp, TGI -- ends a whole answer with finish_reason and the
+	 * end of the body, which is all the official SDK reads) */
+	if (!st->s.done && !st->s.finished) {
 		const char *ct = http_header_get(r, "content-type");
 		c->last = LLM_ERR_PROTOCOL;
 		if (ct && !llm_is_event_stream(ct))

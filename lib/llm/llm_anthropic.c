@@ -48,6 +48,15 @@ static jv assistant_blocks(jv m)
 	return blocks;
 }
 
+/* Whether an assistant message m (borrowed) has neither text nor a tool call. */
+static bool empty_answer(jv m)
+{
+	jv blocks = assistant_blocks(m);
+	bool empty = jv_array_length(blocks) == 0;
+
+	return empty;
+}
+
 static jv tool_result_block(jv m)
 {
 	jv b = json_set(jv_object(), "type", jv_string("tool_result"));
@@ -76,6 +85,12 @@ static jv convert_messages(jv msgs)
 		} else if (role && !strcmp(role, "user") && jv_get_kind(pending) == JV_KIND_ARRAY) {
 			pending = jv_array_append(pending, json_set(json_set(jv_object(), "type",
 				jv_string("text")), "text", json_get(m, "content")));
+		} else if (role && !strcmp(role, "assistant") && empty_answer(m)) {
+			/* The API answers with no content at times (stop_reason
+			 * end_turn, "particularly after tool results"), and refuses
+			 * it sent back: "all messages must have non-empty content
+			 * except for the optional final assistant message".  Left
+			 * out; the user turns around it are taken as one. */
 		} else {
 			if (jv_get_kind(pending) == JV_KIND_ARRAY)
 				out = jv_array_append(out, json_set(json_set(jv_object(), "role",

@@ -39,6 +39,7 @@ struct llm_stream {
 	struct llm_stream_block *blocks;
 	size_t nblocks;
 	bool done;                     /* message_stop / [DONE] seen */
+	bool finished;                 /* a finish_reason seen: a clean end of the body completes it */
 	bool failed;                   /* a mid-stream error event */
 	bool text_open;                /* text came since the last llm_stream_text_end() */
 	struct llm_fault fault;

@@ -313,8 +313,10 @@ static void choice_delta(struct llm_stream *s, jv c)
 			jv_free(tc);
 		}
 	}
-	if (json_get_str(c, "finish_reason"))
+	if (json_get_str(c, "finish_reason")) {
 		llm_stream_text_end(s);
+		s->finished = true;
+	}
 	if ((t = json_get_str(c, "finish_reason")) && s->resp->stop != LLM_STOP_REFUSAL)
 		s->resp->stop = map_finish(t, LLM_STOP_END_TURN);
 	jv_free(calls);

@@ -157,6 +157,8 @@ struct transfer {
 	CURL *h;
 	size_t max;
 	int sink_failed;
+	bool sink_done;               /* the sink said the body is complete */
+	bool answered;                /* a status line came */
 	long stall_ms;                /* give up after this long without a byte */
 	curl_off_t seen;              /* bytes moved so far (both ways) */
 	double last_ms;               /* when seen last changed */
@@ -176,6 +178,11 @@ static int on_progress(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl
 
 	(void)dltotal;
 	(void)ultotal;
+	/* Not streamed: a server sends nothing, not even its headers, until
+	 * the answer is whole -- which takes as long as the answer does
+	 * (the total timeout bounds it).  A body that stops after them stalls. */
+	if (!t->req->sink && !t->answered)
+		return 0;
 	if (dlnow + ulnow != t->seen || t->last_ms == 0) {
 		t->seen = dlnow + ulnow;
 		t->last_ms = now;
@@ -196,6 +203,10 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *payload)
 	const char *colon, *v, *end = data + n;
 
 	if (n >= 5 && !memcmp(data, "HTTP/", 5)) {   /* a new response (after 1xx or redirects) */
+		if (!t->answered) {
+			t->answered = true;
+			t->last_ms = now_ms();   /* the stall watch starts here */
+		}
 		headers_clear(r);
 		return n;
 	}
@@ -225,11 +236,12 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *payload)
 	curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &status);
 	if (t->req->sink && status >= 200 && status < 300) {
 		t->resp->streamed = true;
-		if (t->req->sink(t->req->sink_payload, data, n) != 0) {
+		int rc = t->req->sink(t->req->sink_payload, data, n);
+		if (rc == HTTP_SINK_DONE)
+			t->sink_done = true;
+		else if (rc != 0)
 			t->sink_failed = 1;
-			return 0;
-		}
-		return n;
+		return rc == 0 ? n : 0;
 	}
 	if (t->resp->body.len + n > t->max)
 		return 0;   /* CURLE_WRITE_ERROR: body too large */
@@ -333,7 +345,7 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 /* One attempt: fills r (status 0 on a transport failure). */
 static void attempt(struct http_response *r, struct http_client *c, const struct http_request *req)
 {
-	struct transfer t = { r, req, c->curl, req->max_body ? req->max_body : HTTP_MAX_BODY, 0,
+	struct transfer t = { r, req, c->curl, req->max_body ? req->max_body : HTTP_MAX_BODY, 0, false, false,
 			      c->stall_ms > 0 ? c->stall_ms : 60000, 0, 0, false };
 	struct curl_slist *hdrs = make_headers(req);
 	CURLcode rc;
@@ -347,6 +359,8 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	setup(c, req, &t, hdrs);
 	rc = curl_easy_perform(c->curl);
 	curl_slist_free_all(hdrs);
+	if (t.sink_done && rc == CURLE_WRITE_ERROR)
+		rc = CURLE_OK;   /* ended by us: the body was complete */
 	r->transport_error = (int)rc;
 	if (rc == CURLE_OK) {
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);

@@ -62,6 +62,8 @@ void http_response_release(struct http_response *r);   /* NULL-safe; reusable af
 /* The header's value (name in lowercase), borrowed from r, or NULL. */
 const char *http_header_get(const struct http_response *r, const char *name);
 
+#define HTTP_SINK_DONE 1
+
 struct http_request {
 	const char *method;           /* "GET", "POST", or another verb with a body
 	                                 (PUT, PATCH: sent as POST is, under that verb) */
@@ -70,7 +72,12 @@ struct http_request {
 	const char *body;             /* may be NULL */
 	size_t body_len;
 	/* When set, the body of a 2xx response goes here as it arrives instead
-	 * of into r->body; a non-zero return aborts the transfer. */
+	 * of into r->body; a negative return aborts the transfer (a failure),
+	 * HTTP_SINK_DONE ends it as a success: the body is complete, and what
+	 * the server sends after it is not read.  Such a request is watched
+	 * for stalls (stall_ms without a byte) from the start; one without a
+	 * sink only once its response began: a response that is not streamed
+	 * sends nothing, not its headers either, until it is whole. */
 	int (*sink)(void *payload, const char *data, size_t len);
 	void *sink_payload;
 	/* Optional veto: true = do not retry this (retryable-looking) response. */

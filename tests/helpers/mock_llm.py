@@ -111,6 +111,12 @@ SCRIPT FORMAT
     "pause_after": N       SSE: after N events, wait until "pause_file" exists (at
     "pause_file": PATH     most 120 s) before the rest: a test sees the call in
                            flight with part of its answer sent
+    "no_done": true        OpenAI SSE: no "data: [DONE]" line; the body ends
+                           after the finish_reason (and usage) chunks, as older
+                           llama.cpp and TGI servers end it
+    "hold_open": true      SSE: after the last event ([DONE] / message_stop)
+                           neither end the body nor close: wait (at most 30 s)
+                           until the client closes the connection
     "cut_after": N         SSE: close the connection after N events without
                            message_stop / [DONE]; non-streaming: send half the
                            body and close (Content-Length says more)
@@ -195,6 +201,7 @@ import math
 import os
 import random
 import re
+import select
 import signal
 import socket
 import ssl
@@ -822,8 +829,25 @@ class Handler(BaseHTTPRequestHandler):
                 while not os.path.exists(step["pause_file"]) and time.monotonic() < limit:
                     time.sleep(0.02)
             self.write_chunk(ev.encode("utf-8"), dribble)
+        if step.get("hold_open"):
+            self.wfile.flush()
+            self.wait_client_close(30)
+            self.close_connection = True
+            return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def wait_client_close(self, limit_s):
+        """Block until the client closes its end (or limit_s passes)."""
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self.connection], [], [], 0.1)
+            if ready:
+                try:
+                    if not self.connection.recv(4096):
+                        return
+                except OSError:
+                    return
 
     # -- headers as the real servers send them ------------------------------
 
@@ -1097,7 +1121,8 @@ class Handler(BaseHTTPRequestHandler):
             if stream:
                 so = req.get("stream_options") or {}
                 events = ["data: %s\n\n" % c for c in ans.oai_chunks(bool(so.get("include_usage")))]
-                events.append("data: [DONE]\n\n")
+                if not step.get("no_done"):
+                    events.append("data: [DONE]\n\n")
                 if tail_error is not None:
                     events = events[:tail_error] + ["data: %s\n\n" % jdump({"error": {
                         "message": "The server had an error while processing your request. Sorry about that!",

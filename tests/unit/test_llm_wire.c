@@ -238,6 +238,46 @@ static void test_anth_nonstream_tool_loop(void)
 	CHECK(key_hdr);
 }
 
+/* An empty answer (content [], end_turn: the API gives one at times) is
+ * not sent back: the API refuses "all messages must have non-empty
+ * content except for the optional final assistant message". */
+static void test_anth_empty_answer_left_out(void)
+{
+	const char *empty = "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":"
+			    "\"claude-haiku-4-5\",\"content\":[],\"stop_reason\":\"end_turn\",\"usage\":"
+			    "{\"input_tokens\":10,\"output_tokens\":2}}";
+	struct llm_response r;
+	struct llm_request req;
+	struct llm_wire w;
+
+	llm_response_init(&r);
+	CHECK(llm_anthropic.parse(&r, empty, strlen(empty)) == 0);
+	llm_request_init(&req);
+	req.messages = jv_array();
+	req.messages = jv_array_append(req.messages, llm_msg_user("do the task"));
+	req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
+	req.messages = jv_array_append(req.messages, llm_msg_user("use the tools"));
+	req.max_tokens = 1024;
+	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
+	jv got = json_parse(w.body, w.body_len);
+	jv roles = jv_array(), msgs = json_get(got, "messages");
+	jv_array_foreach(msgs, i, m) {
+		jv content = json_get(m, "content");
+		CHECK(!(jv_get_kind(content) == JV_KIND_ARRAY && jv_array_length(jv_copy(content)) == 0));
+		roles = jv_array_append(roles, json_get(m, "role"));
+		jv_free(content);
+		jv_free(m);
+	}
+	char *r_s = json_dumps(roles, false);
+	CHECK_STR(r_s, "[\"user\",\"user\"]");
+	free(r_s);
+	jv_free(msgs);
+	jv_free(got);
+	llm_wire_release(&w);
+	llm_request_release(&req);
+	llm_response_release(&r);
+}
+
 static void test_anth_errors(void)
 {
 	jv c = cassette("tests/fixtures/llm/anth_cassette_429_then_200.json");
@@ -414,6 +454,7 @@ int main(void)
 	RUN(test_oai_stream_tool);
 	RUN(test_oai_stream_parallel_tools);
 	RUN(test_anth_nonstream_tool_loop);
+	RUN(test_anth_empty_answer_left_out);
 	RUN(test_anth_errors);
 	RUN(test_oai_nonstream_and_errors);
 	RUN(test_oai_build);
