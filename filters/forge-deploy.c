@@ -353,8 +353,10 @@ static const char *run(struct phase *ph)
 	/* What: the run's branch, or the checkout's when run on the repository alone. */
 	ctx.repo = json_get_str(task, "repo") ? json_get_str(task, "repo") : ph->repo;
 	if (!ctx.repo) {
-		phase_reason(ph, "not in a git repository: use --repo DIR");
-		d = skipped(sname, ph->reason);
+		/* nothing to deploy from: a usage error (exit 2), as --repo DIR
+		 * naming a directory that is no repository is */
+		phase_reason(ph, "'.' is not in a git repository: run it in one, or use --repo DIR");
+		status = "bad_input";
 		goto out;
 	}
 	ctx.branch = json_get_str(task, "branch");
@@ -425,7 +427,8 @@ out:
 		phase_set(ph, "deployment", d);
 	} else {
 		jv_free(d);
-		if (!json_has(ph->state, "deployment") || strcmp(status, "failed") == 0)
+		if (strcmp(status, "bad_input") != 0 &&
+		    (!json_has(ph->state, "deployment") || strcmp(status, "failed") == 0))
 			phase_set(ph, "deployment", skipped(sname, ph->reason));
 	}
 	jv_free(gate);

@@ -403,7 +403,10 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 		char *sha = NULL;
 
 		if (forge_git_open(&g, *root) < 0) {
+			/* --base/--commit outside a repository: a usage error,
+			 * as --repo naming no repository is */
 			forge_git_free(g);
+			rc = -2;
 			goto out;
 		}
 		if (forge_git_resolve(&sha, g, a->commit ? a->commit : a->base) < 0) {

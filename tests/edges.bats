@@ -319,3 +319,17 @@ no_reader() {
 	run -2 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/events"
 	[[ $stderr == *"no state in the input, only events"*"to work on the repository alone, pass --no-input" ]]
 }
+
+@test "outside a git repository, forge-review --base/--commit and forge-deploy are a usage error (exit 2) as with --repo ." {
+	# (before: exit 5, "dependency failed", with a failed state, when --repo
+	# was left to its default; exit 2 with --repo .)
+	mkdir "$BATS_TEST_TMPDIR/plain"
+	cd "$BATS_TEST_TMPDIR/plain"
+	for cmd in "forge-review --base HEAD" "forge-review --commit HEAD" "forge-deploy"; do
+		run -2 --separate-stderr $cmd --no-input
+		[[ $stderr == *"'.' is not in a git repository"* ]]
+		jq -e -s 'map(select(.kind == "state")) | length == 0' <<<"$output"
+		jq -e -s 'any(.[]; .type == "input.rejected")' <<<"$output"
+		run -2 --separate-stderr $cmd --no-input --repo .
+	done
+}
