@@ -1134,6 +1134,36 @@ static void share_branch(struct impl *im)
 	phase_emit(im->ph, "run.push_failed", ev);
 }
 
+/*
+ * A reopened worktree that is not at the state's commit (changes.commit,
+ * else the task's base), or has changes: an earlier forge-implement of
+ * this state was interrupted or killed mid-edit.  What it left is kept on
+ * refs/forge/TRACE/saved/N and the worktree reset, as `forge resume`
+ * does, so that this run starts from the state and not from half an edit.
+ * task: borrowed.
+ */
+static void recover_worktree(struct impl *im, jv task)
+{
+	jv changes = json_get(im->ph->state, "changes");
+	const char *commit = json_get_str(changes, "commit");
+	char *saved = NULL;
+
+	if (!commit)
+		commit = json_get_str(task, "base_commit");
+	if (!commit)
+		commit = forge_git_worktree_base(im->wt);
+	if (forge_git_save_and_reset(&saved, im->wt, commit) == 0 && saved) {
+		phase_emit(im->ph, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref", jv_string(saved)),
+								   "reset_to", jv_string(commit)));
+		if (im->ph->common.verbosity >= 0)
+			fprintf(stderr, "forge-implement: the run's worktree had changes its state does not have "
+					"(an earlier run of the phase was stopped?): kept on %s; starting again from "
+					"%.12s\n", saved, commit);
+	}
+	free(saved);
+	jv_free(changes);
+}
+
 /* Open (or reopen) the run's worktree and record it in the state's task.
  * 0, -1 with a message, or 1 with a message when its base cannot be
  * worked from (forge_git_base_check: no commits yet, files in the checkout). */
@@ -1168,6 +1198,8 @@ static int open_worktree(struct impl *im, const char *root)
 	ev = json_set(ev, "base_commit", jv_string(forge_git_worktree_base(im->wt)));
 	ev = json_set(ev, "reopened", jv_bool(forge_git_worktree_reopened(im->wt)));
 	phase_emit(ph, "worktree.opened", ev);
+	if (forge_git_worktree_reopened(im->wt))
+		recover_worktree(im, task);
 	rc = 0;
 out:
 	jv_free(task);

@@ -63,6 +63,30 @@ checkout_untouched() {
 	grep -q 'calc add|sub A B' "$REPO/calc.c"
 }
 
+@test "forge-implement run again on a state whose worktree an earlier run left mid-edit: kept on a ref, started from the state" {
+	# (before: an interrupted forge-implement left its edits in the
+	# worktree, and the next run of the same state edited on top of them:
+	# calc_mul twice, the build broken)
+	replay plan-calc.jsonl implement-calc.jsonl implement-calc.jsonl
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl" 2>/dev/null
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	trace=$(jq -r .trace_id <<<"$(last_state)")
+	wt="$REPO/.forge/worktrees/$trace"
+	# what a stopped run leaves: an edit not committed
+	echo "int half_done;" >>"$wt/calc.c"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	[[ $stderr == *"forge-implement: the run's worktree had changes its state does not have"*"kept on refs/forge/$trace/saved/1; starting again from ${BASE:0:12}"* ]]
+	jq -e -s --arg t "$trace" --arg base "$BASE" 'map(select(.type == "worktree.recovered")) |
+		length == 1 and .[0].payload.saved_ref == "refs/forge/\($t)/saved/1" and .[0].payload.reset_to == $base' <<<"$output"
+	# the edit is kept there, and not in the new change
+	git show "refs/forge/$trace/saved/1:calc.c" | grep -q "int half_done;"
+	! git show "forge/$trace:calc.c" | grep -q "int half_done;"
+	# one change on the branch: the first run's commit went to the ref too
+	[ "$(git log --format=%s "$BASE..forge/$trace")" = "forge: add a mul operation (attempt 1)" ]
+	run -0 git -C "$wt" status --porcelain
+	assert_output ""
+}
+
 @test "forge-plan | forge-implement: the change is committed on forge/TRACE and make check passes there" {
 	replay plan-calc.jsonl implement-calc.jsonl
 	run -0 --separate-stderr bash -c 'forge-plan --task "add a mul operation" | forge-implement'
