@@ -175,6 +175,21 @@ tool_result() {
 	done
 }
 
+@test "a tool call cut by the token limit: the model is told so, and to make smaller calls, not to call it again" {
+	for prov in anthropic openai; do
+		mock "[{\"tool_calls\":[{\"name\":\"write_file\",\"arguments\":\"{\\\"path\\\":\\\"a.c\\\",\\\"content\\\":\\\"int\"}],\"stop_reason\":\"max_tokens\"},
+		       {\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+		url=$MOCK_URL
+		[ $prov = openai ] && url=$MOCK_URL/v1
+		echo '{"llm":{"max_tokens":1000}}' >"$BATS_TEST_TMPDIR/cfg.json"
+		FORGE_PROVIDER=$prov FORGE_BASE_URL=$url OPENAI_API_KEY=test-key \
+			run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/cfg.json" --task "add a mul operation"
+		# (before: "call it again with the arguments as one JSON object": the same cut again)
+		run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages | last | tostring | test(\"write_file: your answer reached the limit of 1000 output tokens before this call.s arguments were complete.*Make the change in smaller calls\")'"
+		assert_output true
+	done
+}
+
 @test "a re-plan of the same trace appends version 2 with a changelog of what changed" {
 	replay plan-calc.jsonl
 	run -0 --separate-stderr forge-plan --task "add a mul operation"

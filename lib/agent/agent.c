@@ -331,13 +331,20 @@ enum turn { TURN_CONTINUE, TURN_END };
 /* A call whose arguments were not a JSON object: nothing runs; the model is
  * told, as for input that fails the tool's schema, and it counts as a tool
  * error (the breakers see a model that keeps doing it). */
-static void bad_arguments(struct agent *a, const struct llm_tool_call *call, struct call_window *w)
+static void bad_arguments(struct agent *a, const struct llm_tool_call *call, bool cut, struct call_window *w)
 {
 	struct buf b = BUF_INIT;
 	struct agent_tool_outcome o = { 0 };
 
-	buf_addf(&b, "%s: %s; call it again with the arguments as one JSON object matching its schema",
-		 call->name, call->input_error);
+	/* Cut by the token limit: the same call again would be cut again. */
+	if (cut)
+		buf_addf(&b, "%s: your answer reached the limit of %d output tokens before this call's "
+			 "arguments were complete (%s); nothing was done.  Make the change in smaller calls: "
+			 "edit_file on a part of the file, or a shorter text", call->name,
+			 a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192, call->input_error);
+	else
+		buf_addf(&b, "%s: %s; call it again with the arguments as one JSON object matching its schema",
+			 call->name, call->input_error);
 	o.text = buf_detach(&b, NULL);
 	o.event = json_set(json_set(jv_object(), "kind", jv_string("input")),
 			   "error", jv_string(call->input_error));
@@ -357,7 +364,7 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 		char *error = NULL;
 
 		if (call->input_error) {
-			bad_arguments(a, call, w);
+			bad_arguments(a, call, resp->stop == LLM_STOP_MAX_TOKENS, w);
 			continue;
 		}
 		if (strcmp(call->name, "finish") == 0) {
