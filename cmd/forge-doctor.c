@@ -50,7 +50,7 @@ enum { OPT_JSON = 256, OPT_ONLY };
 
 static const struct cli_option options[] = {
 	{ "json", 0, NULL, "print one JSON object instead of sections", OPT_JSON },
-	{ "only", 1, "LIST", "only these sections (comma-separated; see below)", OPT_ONLY },
+	{ "only", 0, "LIST", "only these sections (comma-separated; see below)", OPT_ONLY },
 	{ NULL, 0, NULL, NULL, 0 }
 };
 

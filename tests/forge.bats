@@ -109,6 +109,8 @@ setup() {
 		run -0 --separate-stderr "$p" --help
 		[[ "$output" == *"usage: $name"* ]] || { echo "$name --help: $output"; false; }
 		[ -z "$stderr" ]
+		# nothing but text (before: forge-doctor's --only showed as '-^A, --only')
+		! LC_ALL=C grep -q '[[:cntrl:]]' <<<"${output//$'\t'/ }" || { echo "$name --help: a control character"; false; }
 		run -0 --separate-stderr "$p" --version
 		[[ "$output" == "$name"* || "$output" == "forge "* ]] || { echo "$name --version: $output"; false; }
 		run -2 --separate-stderr "$p" --no-such-option

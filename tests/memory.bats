@@ -168,6 +168,26 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	run -2 forge-memory import "$BATS_TEST_TMPDIR/missing.jsonl"
 }
 
+@test "an import line with a time that is no time is refused, naming it (before: stored, then every list aborted)" {
+	# (before: 253402300800000 was stored and every later list or export of
+	# the database aborted, exit 134; -5 exported as a time the import
+	# refused; month 13 rolled over into another date)
+	for t in 253402300800000 1e30 -5 1.5 '"2026-13-45T99:99:99Z"' '"2026-02-30T10:00:00Z"'; do
+		printf '{"type":"semantic","content":"ok"}\n{"type":"semantic","content":"x","created_at":%s}\n' "$t" \
+			>"$BATS_TEST_TMPDIR/t.jsonl"
+		run -2 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR/t.jsonl"
+		[[ $stderr == *"line 2: 'created_at': "*"not a time"* ]]
+	done
+	run -0 forge-memory list --json --all
+	[ -z "$output" ]
+	# the ends of the range are times, and come back as written
+	printf '{"type":"semantic","content":"first","created_at":"1970-01-01T00:00:00.000Z"}\n{"type":"semantic","content":"last","created_at":253402300799999}\n' \
+		>"$BATS_TEST_TMPDIR/t.jsonl"
+	run -0 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR/t.jsonl"
+	run -0 forge-memory export
+	jq -e -s 'map(.created_at) | sort == ["1970-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"]' <<<"$output"
+}
+
 @test "consolidate without a model: decay, archive, idempotent" {
 	run -0 forge-memory import "$FIX/good.jsonl"
 	run -0 forge-memory consolidate --no-llm --json
@@ -176,6 +196,27 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	jq -e '.decayed == 0 and .archived == 0' <<<"$output"
 	run -0 forge-memory consolidate --no-llm
 	assert_output --partial "merged 0"
+}
+
+@test "consolidate waits for another writer as every writer does (busy timeout), not exit 5 'database is locked'" {
+	skip_on_postgres "holds SQLite's write lock"
+	forge memory add "a memory about caching" >/dev/null
+	test_python3
+	# another process holds the write lock for two seconds
+	"$TEST_PYTHON3" - "$FORGE_DB" "$BATS_TEST_TMPDIR/locked" <<-'EOF' 3>&- &
+		import sqlite3, sys, time
+		c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+		c.execute("BEGIN IMMEDIATE")
+		open(sys.argv[2], "w").close()
+		time.sleep(2)
+		c.execute("COMMIT")
+	EOF
+	holder=$!
+	for _ in $(seq 200); do [ -e "$BATS_TEST_TMPDIR/locked" ] && break; sleep 0.05; done
+	# (before: its read of max(seq) was left open, so BEGIN IMMEDIATE could
+	# not wait: "decay/archive: 'BEGIN IMMEDIATE' failed: database is locked")
+	run -0 --separate-stderr forge memory consolidate --no-llm
+	wait "$holder"
 }
 
 @test "consolidate promotes 3 similar episodes with one model call (cassette)" {

@@ -113,10 +113,16 @@ int64_t monotonic_ms(void)
 
 void timestamp_format(char out[TIMESTAMP_LEN + 1], int64_t ms)
 {
-	time_t secs = (time_t)(ms / 1000);
 	struct tm tm;
 	size_t n;
 
+	/* a time out of range (a database written by hand, an older import)
+	 * is shown at the nearest end rather than ending the process */
+	if (ms < 0)
+		ms = 0;
+	if (ms > TIMESTAMP_MAX_MS)
+		ms = TIMESTAMP_MAX_MS;
+	time_t secs = (time_t)(ms / 1000);
 	gmtime_r(&secs, &tm);
 	n = strftime(out, TIMESTAMP_LEN + 1, "%Y-%m-%dT%H:%M:%S", &tm);
 	/* Four-digit years only: 19 characters, then ".mmmZ". */

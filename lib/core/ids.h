@@ -18,6 +18,9 @@
 
 #define ULID_LEN 26
 #define TIMESTAMP_LEN 24   /* 2026-11-21T21:30:00.123Z */
+/* The times a timestamp can write: 1970-01-01T00:00:00.000Z to
+ * 9999-12-31T23:59:59.999Z, in milliseconds since the epoch. */
+#define TIMESTAMP_MAX_MS 253402300799999LL
 
 /* Write a new ULID and its NUL into out[ULID_LEN + 1]. */
 void ulid_new(char out[ULID_LEN + 1]);
@@ -36,7 +39,8 @@ int64_t now_ms(void);
 int64_t monotonic_ms(void);
 
 /* ISO-8601 UTC with milliseconds, "2026-11-21T21:30:00.123Z", into
- * out[TIMESTAMP_LEN + 1]. */
+ * out[TIMESTAMP_LEN + 1]; ms outside 0..TIMESTAMP_MAX_MS is taken as the
+ * nearest end of that range. */
 void timestamp_format(char out[TIMESTAMP_LEN + 1], int64_t ms);
 void timestamp_now(char out[TIMESTAMP_LEN + 1]);
 

@@ -212,6 +212,11 @@ static int ranged(long *changed, struct memory *m, const char *sql, int64_t now)
 	    db_step(mx) != DB_ROW)
 		goto out;
 	max = db_col_int64(mx, 0);
+	/* the read ends here: with it open, BEGIN IMMEDIATE below would not
+	 * wait for another writer (SQLite cannot wait while this connection
+	 * holds a read that an earlier write may have outdated) -- it failed
+	 * at once with "database is locked" */
+	db_reset(mx);
 	if (mem_prepare(&s, m, sql) < 0)
 		goto out;
 	for (int64_t lo = 0; lo < max; lo += BATCH_ROWS) {

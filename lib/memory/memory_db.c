@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/forge.h"
+#include "core/ids.h"
 #include "core/json.h"
 #include "store/store.h"
 
@@ -160,7 +161,11 @@ jv mem_time_json(int64_t ms)
 int mem_time_parse(int64_t *out, jv v)
 {
 	if (jv_get_kind(v) == JV_KIND_NUMBER) {
-		*out = (int64_t)jv_number_value(v);
+		double x = jv_number_value(v);
+		if (!(x >= 0 && x <= (double)TIMESTAMP_MAX_MS) || x != floor(x))
+			return forge_error("%.17g is not a time: milliseconds since 1970 up to the year 9999, "
+					   "or an ISO-8601 string", x);
+		*out = (int64_t)x;
 		return 0;
 	}
 	if (jv_get_kind(v) != JV_KIND_STRING)
@@ -187,7 +192,15 @@ int mem_time_parse(int64_t *out, jv v)
 		return forge_error("'%s' is not an ISO-8601 UTC time ending in Z", jv_string_value(v));
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
-	*out = (int64_t)timegm(&tm) * 1000 + ms;
+	/* timegm() rolls a 13th month or a 99th hour into another date: a time
+	 * must come back as it was written */
+	struct tm given = tm;   /* (timegm() normalises its argument) */
+	time_t t = timegm(&tm);
+	if (t < 0 || given.tm_year != tm.tm_year || given.tm_mon != tm.tm_mon || given.tm_mday != tm.tm_mday ||
+	    given.tm_hour != tm.tm_hour || given.tm_min != tm.tm_min || given.tm_sec != tm.tm_sec)
+		return forge_error("'%s' is not a time (a field is out of range, or before 1970)",
+				   jv_string_value(v));
+	*out = (int64_t)t * 1000 + ms;
 	return 0;
 }
 

@@ -141,6 +141,15 @@ static void test_timestamp(void)
 	CHECK_STR(ts, "2026-11-21T21:30:00.123Z");
 	timestamp_format(ts, 0);
 	CHECK_STR(ts, "1970-01-01T00:00:00.000Z");
+	/* out of range (a database written by hand): the nearest end, not an abort */
+	timestamp_format(ts, TIMESTAMP_MAX_MS);
+	CHECK_STR(ts, "9999-12-31T23:59:59.999Z");
+	timestamp_format(ts, TIMESTAMP_MAX_MS + 1);
+	CHECK_STR(ts, "9999-12-31T23:59:59.999Z");
+	timestamp_format(ts, INT64_MAX);
+	CHECK_STR(ts, "9999-12-31T23:59:59.999Z");
+	timestamp_format(ts, -5);
+	CHECK_STR(ts, "1970-01-01T00:00:00.000Z");
 	int64_t ms;
 	CHECK(timestamp_parse(&ms, "2026-11-21T21:30:00.123Z") == 0 && ms == 1795296600123LL);
 	CHECK(timestamp_parse(&ms, "2026-11-21T21:30:00Z") == 0 && ms == 1795296600000LL);
