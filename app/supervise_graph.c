@@ -626,7 +626,7 @@ static enum gate_outcome node_gates(struct gx *x, size_t i)
 		done = NULL;        /* "init" */
 	if (gates_fired(&fired, s->o->cfg, s->state, done, label(nd)) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
-		return GATE_STOP;
+		return GATE_ERROR;
 	}
 	if (nd->phase)
 		fired = gates_ladder(fired, s->o->cfg, s->level, s->state, done, nd->phase,
@@ -635,7 +635,7 @@ static enum gate_outcome node_gates(struct gx *x, size_t i)
 	if (nd->has_gate && nd->gate.when && jqexpr_test(&holds, nd->gate.when, s->state) < 0) {
 		fprintf(stderr, "forge: node '%s': gate when: %s\n", nd->id, forge_last_error());
 		jv_free(fired);
-		return GATE_STOP;
+		return GATE_ERROR;
 	}
 	if (nd->has_gate && holds) {
 		char id[300], prompt[400];
@@ -1012,6 +1012,11 @@ static int start_ready(struct gx *x, bool *started)
 			flush(x);
 		if (g == GATE_STOP)
 			return sup_end_run(s, "failed", "a gate was rejected", FORGE_EXIT_REJECTED);
+		/* (as a node's own when that does not evaluate: the pipeline's
+		 * or the configuration's mistake, exit 2; before: exit 1, "a gate
+		 * was rejected", though no one was asked) */
+		if (g == GATE_ERROR)
+			return fail(x, ready[k], "has a gate condition that does not evaluate", FORGE_EXIT_USAGE);
 		if (g == GATE_WAIT)
 			return sup_gate_paused(s, "waiting for a human at a gate");
 	}

@@ -51,7 +51,8 @@ struct sup {
 	pthread_mutex_t lock;       /* held around everything above while nodes run at once */
 };
 
-enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT };
+/* GATE_ERROR: a gate's condition could not be evaluated (no one said no) */
+enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT, GATE_ERROR };
 
 /* True once SIGINT or SIGTERM arrived (supervise_interrupt). */
 bool sup_interrupted(void);

@@ -365,6 +365,7 @@ setup() {
 }
 
 @test "forge merge and forge gc on PostgreSQL: the merge recorded there; gc --dry-run says what would go, gc removes it" {
+	own_tmpdir
 	calc_setup
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null

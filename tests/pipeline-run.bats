@@ -353,3 +353,13 @@ final_state() {
 	assert_equal "$(events_of "$T" node.status | jq -r 'select(.node == "slow") | "\(.from)>\(.status)"' | tr '\n' ' ')" \
 		"pending>running running>pending pending>running running>done "
 }
+
+@test "a gate condition that does not evaluate on the state fails the run as the pipeline's mistake (exit 2), not as a gate rejected (exit 1)" {
+	# (before: exit 1, run.error "a gate was rejected", though nothing was asked)
+	pipeline g.json "$(node a),\"gate\":{\"ladder\":\"phase_result\",\"when\":\".task.description | tonumber > 3\"}}"
+	run -2 --separate-stderr forge run --pipeline g.json "ship it"
+	[[ $stderr == *"node 'a': gate when: jq expression '.task.description | tonumber > 3' failed"* ]]
+	run -0 forge status --json "$(last_trace)"
+	jq -e '.run.status == "failed" and .run.error == "node '"'a'"' has a gate condition that does not evaluate"' <<<"$output"
+	[ "$(starts a)" -eq 0 ]
+}

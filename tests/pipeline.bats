@@ -69,6 +69,21 @@ pipeline() {
 	[ "${#stderr_lines[@]}" -eq 11 ]
 }
 
+@test "check: a result key the executor writes (nodes, node_runs) or adds up (usage) is refused; a debug or an import in a condition neither crashes nor aborts" {
+	# (before: accepted, and the node's result was overwritten at run time)
+	for key in nodes node_runs usage; do
+		pipeline rk.json '{"id":"a","program":"true","result_key":"'$key'"}'
+		run -2 --separate-stderr forge pipeline check rk.json
+		assert_equal "$stderr" "rk.json: node 'a': result_key '$key' is the state's own: choose another"
+	done
+	# (before: `debug` crashed the run, SIGSEGV; `include` aborted, SIGABRT)
+	pipeline dbg.json '{"id":"a","program":"true","when":"debug | .task != null"}'
+	run -0 --separate-stderr forge pipeline check dbg.json
+	pipeline inc.json '{"id":"a","program":"true","when":"include \"x\"; true"}'
+	run -2 --separate-stderr forge pipeline check inc.json
+	[[ $stderr == "inc.json: node 'a': when: jq expression 'include \"x\"; true' does not compile: "*"module not found: x"* ]]
+}
+
 @test "check: malformed JSON, no nodes, a missing file, an unknown name, a wrong version: exit 2" {
 	printf '{"pipeline":\n' >broken.json
 	run -2 --separate-stderr forge pipeline check broken.json

@@ -283,6 +283,7 @@ setup() {
 }
 
 @test "forge gc: only cancelled, failed and merged runs; --dry-run removes nothing; forge clean is the same" {
+	own_tmpdir
 	wt1="$REPO/.forge/worktrees/$T1" wt2="$REPO/.forge/worktrees/$T2"
 	[ -d "$wt1" ] && [ -d "$wt2" ]
 	# completed-unmerged and paused: left alone
@@ -314,6 +315,7 @@ setup() {
 }
 
 @test "forge gc removes the live text of calls whose process is gone (another host's after a day)" {
+	own_tmpdir
 	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
 	sqlite3 "$FORGE_DB" "insert into live_text (call_id, trace_id, pid, host, started_at, updated_at) values
 		('dead', '$T1', 999999999, '$(hostname)', '$now', '$now'),
@@ -348,6 +350,7 @@ setup() {
 }
 
 @test "forge cancel keeps a branch with commits (forge diff shows them; gc removes it)" {
+	own_tmpdir
 	wt2="$REPO/.forge/worktrees/$T2"
 	echo "a commit" >"$wt2/DONE"
 	git -C "$wt2" add DONE && git -C "$wt2" commit -q -m done

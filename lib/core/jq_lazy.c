@@ -77,6 +77,34 @@ jv jq_next(jq_state * a0)
 	return p_jq_next(a0);
 }
 
+static void first_jq_set_attr(jq_state * a0, jv a1, jv a2);
+static void (*p_jq_set_attr)(jq_state *, jv, jv) = first_jq_set_attr;
+
+static void first_jq_set_attr(jq_state * a0, jv a1, jv a2)
+{
+	LAZY(jq_set_attr)
+	p_jq_set_attr(a0, a1, a2);
+}
+
+void jq_set_attr(jq_state * a0, jv a1, jv a2)
+{
+	p_jq_set_attr(a0, a1, a2);
+}
+
+static void first_jq_set_debug_cb(jq_state * a0, jq_msg_cb a1, void * a2);
+static void (*p_jq_set_debug_cb)(jq_state *, jq_msg_cb, void *) = first_jq_set_debug_cb;
+
+static void first_jq_set_debug_cb(jq_state * a0, jq_msg_cb a1, void * a2)
+{
+	LAZY(jq_set_debug_cb)
+	p_jq_set_debug_cb(a0, a1, a2);
+}
+
+void jq_set_debug_cb(jq_state * a0, jq_msg_cb a1, void * a2)
+{
+	p_jq_set_debug_cb(a0, a1, a2);
+}
+
 static void first_jq_set_error_cb(jq_state * a0, jq_msg_cb a1, void * a2);
 static void (*p_jq_set_error_cb)(jq_state *, jq_msg_cb, void *) = first_jq_set_error_cb;
 

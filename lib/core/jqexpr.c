@@ -42,6 +42,12 @@ static int compile(jq_state **out, const char *expr, struct buf *errors)
 	if (!jq)
 		return forge_error("cannot start libjq");
 	jq_set_error_cb(jq, collect_error, errors);
+	/* libjq 1.6 calls a debug callback without checking that there is one
+	 * (`debug` in a condition crashed the process), and looks for modules
+	 * (`import`, `include`) in a library path it asserts is set: no
+	 * module is taken from anywhere, and `debug` says nothing. */
+	jq_set_debug_cb(jq, ignore_error, NULL);
+	jq_set_attr(jq, jv_string("JQ_LIBRARY_PATH"), jv_array());
 	if (!jq_compile(jq, expr)) {
 		forge_error("jq expression '%s' does not compile: %s", expr,
 			    errors->len ? errors->buf : "syntax error");

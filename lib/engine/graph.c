@@ -401,8 +401,10 @@ static void read_gate(struct build *b, size_t i, jv node)
 /* Keys of the state a node's result must not replace. */
 static bool reserved_key(const char *key)
 {
+	/* the record's own, and what the executor writes (nodes, node_runs)
+	 * or adds up (usage) there */
 	static const char *const keys[] = { "kind", "v", "trace_id", "phase", "status", "task", "bounces",
-					    "cost", "budget", NULL };
+					    "cost", "budget", "usage", "nodes", "node_runs", NULL };
 
 	for (const char *const *k = keys; *k; k++)
 		if (strcmp(*k, key) == 0)

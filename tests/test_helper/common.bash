@@ -192,6 +192,14 @@ skip_repeat_under_sanitizers() {
 		skip "repeats runs another test makes under $FORGE_SUITE (checked in the default suite)"
 }
 
+# own_tmpdir: TMPDIR of this test alone, for a test that runs forge gc and
+# checks what it says: gc also removes the temporary directories that
+# processes killed by other tests (crash.bats) left in a shared TMPDIR.
+own_tmpdir() {
+	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
+	mkdir -p "$TMPDIR"
+}
+
 # make_repo DIR: a git repository with one commit.
 make_repo() {
 	from_template hello "$1" make_repo_now

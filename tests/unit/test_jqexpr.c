@@ -36,6 +36,12 @@ static void test_errors_are_reported(void)
 	CHECK(jqexpr_test(&b, ".cost.usd | keys", s) == -1);
 	CHECK(jqexpr_check(".a | .b") == 0);
 	CHECK(jqexpr_check(".a |") == -1);
+	/* libjq 1.6's debug callback and module search: a crash (SIGSEGV) and
+	 * an abort before, on an expression a user may write */
+	CHECK(jqexpr_test(&b, "debug | .plan != null", s) == 0 && b);
+	CHECK(jqexpr_check("include \"x\"; true") == -1);
+	CHECK_MSG(strstr(forge_last_error(), "module not found") != NULL, "%s", forge_last_error());
+	CHECK(jqexpr_check("import \"x\" as x; true") == -1);
 	jv_free(s);
 }
 
