@@ -131,6 +131,18 @@ reference_server() {
 	[[ "$stderr" == *"tools/call failed: the server refuses (JSON-RPC error -32000)"* ]]
 }
 
+@test "forge mcp call: a server that dies while a process it left holds its stderr open: exit 5 at once, not a hang" {
+	# a launcher that leaves a helper behind (shells, npx): the helper holds
+	# the server's stderr (before: forge read stderr to its end, for ever)
+	printf '#!/bin/sh\nsleep 300 </dev/null >/dev/null &\necho $! >"%s/helper.pid"\nexec "%s"\n' \
+		"$BATS_TEST_TMPDIR" "$SERVER" >"$BATS_TEST_TMPDIR/wrap.sh"
+	chmod +x "$BATS_TEST_TMPDIR/wrap.sh"
+	servers "$(jq -n --arg cmd "$BATS_TEST_TMPDIR/wrap.sh" '{w: {command: $cmd, timeout_s: 60}}')"
+	run -5 --separate-stderr timeout 30 forge mcp call w crash
+	[[ "$stderr" == "forge-mcp: MCP server 'w' exited with status 3; its stderr: mcp_server.py: crashing as asked" ]]
+	kill "$(cat "$BATS_TEST_TMPDIR/helper.pid")" 2>/dev/null || true
+}
+
 # ---- a phase calling MCP tools -------------------------------------------------
 
 @test "forge-plan: the model calls an MCP tool and gets its result; events say which server, how long, how big" {

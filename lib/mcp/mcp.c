@@ -150,6 +150,30 @@ static int died_eof(struct mcp_client *c)
  * with nothing read, or MCP_EDEAD when stdout ended or a line is too long.
  * With want_write, also returns 0 as soon as the server's stdin takes data.
  */
+/* What the server said on stderr as it went: what is there, or comes
+ * within LAST_WORDS_MS.  Not until stderr's end: a process the server
+ * left behind (a wrapper's helper) may hold it open for ever, and a read
+ * to its end then never returned. */
+#define LAST_WORDS_MS 200
+static void last_words(struct mcp_client *c)
+{
+	long long until = monotonic_ms() + LAST_WORDS_MS;
+	char chunk[65536];
+
+	while (c->err_fd >= 0) {
+		long long left = until - monotonic_ms();
+		struct pollfd pf = { .fd = c->err_fd, .events = POLLIN };
+
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+			return;
+		ssize_t n = read(c->err_fd, chunk, sizeof chunk);
+		if (n > 0)
+			add_stderr(c, chunk, (size_t)n);
+		else if (n == 0 || errno != EINTR)
+			close_fd(&c->err_fd);
+	}
+}
+
 static int pump(struct mcp_client *c, long long deadline, bool want_write)
 {
 	struct pollfd pf[3];
@@ -182,9 +206,7 @@ static int pump(struct mcp_client *c, long long deadline, bool want_write)
 		ssize_t n = read(c->out_fd, chunk, sizeof chunk);
 		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
 			close_fd(&c->out_fd);
-			/* take the last words on stderr too */
-			while (c->err_fd >= 0 && (n = read(c->err_fd, chunk, sizeof chunk)) > 0)
-				add_stderr(c, chunk, (size_t)n);
+			last_words(c);
 			return died_eof(c);
 		}
 		if (n > 0 && buf_add(&c->line, chunk, (size_t)n) < 0)
