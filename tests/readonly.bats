@@ -71,3 +71,55 @@ ro() {
 	run -0 --separate-stderr forge status --json "$T"
 	[ "$(jq -r .run.status <<<"$output")" != cancelled ]
 }
+
+# other_user CMD...: CMD as nobody, on the database in a directory of root's
+# it may read and not write (HOME its own).
+other_user() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env HOME="$BATS_TEST_TMPDIR/nb" XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/nb/.config" \
+		XDG_CACHE_HOME="$BATS_TEST_TMPDIR/nb/.cache" FORGE_DB="$FORGE_DB" "$@"
+}
+
+@test "another user's database, in a directory they may not write: the reads answer, closed cleanly or still open" {
+	[ "$(id -u)" = 0 ] || skip "needs root to switch to nobody"
+	setpriv --reuid=65534 --regid=65534 --clear-groups true || skip "cannot switch to nobody here"
+	forge memory search multiplication >/dev/null   # its vector file made by the owner
+	mkdir -p "$BATS_TEST_TMPDIR/nb" && chown 65534 "$BATS_TEST_TMPDIR/nb"
+	# (bats makes its directories 700: nobody may pass through them)
+	local d="$BATS_TEST_TMPDIR"
+	while [ "$d" != / ] && [ -n "$d" ]; do chmod a+x "$d"; d=${d%/*}; done
+	chmod 755 "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/db"
+	chmod 644 "$BATS_TEST_TMPDIR"/db/*
+	cd /
+	# closed cleanly: no -wal or -shm to read it through (before: exit 5,
+	# "sqlite code 1544", from every read command)
+	[ ! -e "$FORGE_DB-wal" ]
+	run -0 --separate-stderr other_user forge history --json
+	[ "$(jq -r .trace_id <<<"$output")" = "$T" ]
+	run -0 --separate-stderr other_user forge memory list
+	[[ "$output" == *"multiplication lives in calc.c"* ]]
+	run -0 --separate-stderr other_user forge memory search multiplication
+	[[ "$output" == *"multiplication lives in calc.c"* ]]
+	run -0 --separate-stderr other_user forge metrics
+	# still open by its owner: -wal and -shm there (before: a search failed on
+	# the vector file's lock, or on recording the access)
+	test_python3
+	"$TEST_PYTHON3" - "$FORGE_DB" "$BATS_TEST_TMPDIR/open" "$BATS_TEST_TMPDIR/done" <<-'PY' 3>&- &
+		import os, sqlite3, sys, time
+		c = sqlite3.connect(sys.argv[1])
+		c.execute("select count(*) from memories").fetchall()
+		open(sys.argv[2], "w").close()
+		deadline = time.time() + 60
+		[time.sleep(0.05) for _ in iter(lambda: os.path.exists(sys.argv[3]) or time.time() > deadline, True)]
+	PY
+	holder=$!
+	for _ in $(seq 200); do [ -e "$BATS_TEST_TMPDIR/open" ] && break; sleep 0.05; done
+	chmod 644 "$BATS_TEST_TMPDIR"/db/*
+	[ -e "$FORGE_DB-wal" ]
+	run -0 --separate-stderr other_user forge memory search multiplication
+	[[ "$output" == *"multiplication lives in calc.c"* ]]
+	run -0 --separate-stderr other_user forge memory search --peek multiplication
+	run -0 --separate-stderr other_user forge memory list
+	touch "$BATS_TEST_TMPDIR/done"
+	wait "$holder"
+}

@@ -222,6 +222,8 @@ static int load_rows(struct buf *rows, size_t *nrows, uint32_t *dim, struct memo
 
 /* ---- file mode ------------------------------------------------------- */
 
+/* 0, -1 with a message, or 1 when the lock cannot be had for want of
+ * permission (a directory or a file this user may not write). */
 static int lock_file(int *fd, const char *path)
 {
 	struct buf p = BUF_INIT;
@@ -229,9 +231,10 @@ static int lock_file(int *fd, const char *path)
 	buf_addf(&p, "%s.lock", path);
 	*fd = open(p.buf, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (*fd < 0) {
-		forge_error("cannot open '%s': %s", p.buf, strerror(errno));
+		int e = errno;
+		forge_error("cannot open '%s': %s", p.buf, strerror(e));
 		buf_release(&p);
-		return -1;
+		return e == EACCES || e == EPERM || e == EROFS ? 1 : -1;
 	}
 	buf_release(&p);
 	while (flock(*fd, LOCK_EX) < 0) {
@@ -391,13 +394,23 @@ out:
 	return rc;
 }
 
+static int sync_heap(struct memory *m, const struct stamp *st, uint64_t emb, bool *rebuilt);
+
 static int sync_file(struct memory *m, const struct stamp *st, uint64_t emb, bool *rebuilt)
 {
 	struct vindex *v = m->idx;
 	bool rebuild = true;
 	int lock, rc, mapped;
 
-	if (lock_file(&lock, m->vec_path) < 0)
+	rc = lock_file(&lock, m->vec_path);
+	if (rc > 0) {
+		/* another user's database (README: a read answers there): the
+		 * vectors in this process's memory, as for a read-only store */
+		free(m->vec_path);
+		m->vec_path = NULL;
+		return sync_heap(m, st, emb, rebuilt);
+	}
+	if (rc < 0)
 		return -1;
 	rc = -1;
 	mapped = map_file(v, m->vec_path);

@@ -696,6 +696,11 @@ int store_open(struct store **out, const char *path)
 	}
 	if (configure(st) < 0 || migrate(st) < 0)
 		goto out;
+	/* SQLite opens a file this user may not write for reading only (a
+	 * database in another user's directory, its -wal and -shm there): a
+	 * store that says so, so that a reader does not try to write */
+	if (!memory && sqlite3_db_readonly(st->db, "main") == 1)
+		st->readonly = true;
 	*out = st;
 	st = NULL;
 	rc = 0;
@@ -767,7 +772,7 @@ int store_open_readonly(struct store **out, const char *path)
 	rc = open_ro(st, "mode=ro", &sqlrc);
 	/* A WAL database whose -shm cannot be made (a read-only directory):
 	 * nothing can be writing to it there, so read the file as it is. */
-	if (rc == 0 && (sqlrc & 0xff) == SQLITE_CANTOPEN)
+	if (rc == 0 && ((sqlrc & 0xff) == SQLITE_CANTOPEN || sqlrc == SQLITE_READONLY_DIRECTORY))
 		rc = open_ro(st, "immutable=1", &sqlrc);
 	if (rc == 0 && sqlrc == SQLITE_OK) {
 		/* An older schema: migrate it when the file can be written. */

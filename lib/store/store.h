@@ -64,7 +64,8 @@ int store_open(struct store **out, const char *path);
  */
 int store_open_readonly(struct store **out, const char *path);
 
-/* Whether st was opened read-only (false for NULL). */
+/* Whether st was opened read-only, or is read-only because this user may
+ * not write its file (false for NULL). */
 bool store_readonly(const struct store *st);
 void store_free(struct store *st);   /* NULL-safe; finalizes statements */
 
