@@ -401,7 +401,7 @@ static int cmd_init(const struct args *a, const struct cli_common *common)
 	int ign = forge_dir_ignore(dirname(dir));
 
 	free(dir);
-	if (ign < 0 || config_write_file(path, text, strlen(text)) < 0)
+	if (ign < 0 || buf_replace_file(path, text, strlen(text)) < 0)
 		goto out;
 	if (common->verbosity >= 0)
 		fprintf(stderr, PROG ": wrote %s\n", path);

@@ -157,6 +157,21 @@ event() {
 	[[ "$stderr" == *"is not in a git repository"* ]]
 }
 
+@test "forge config set writes through a symbolic link (a dotfiles repository's file) and keeps the file's mode" {
+	# (before: the link was replaced by a new file of mode 644, and the
+	# dotfiles file never got the change)
+	mkdir -p "$BATS_TEST_TMPDIR/dotfiles" "$XDG_CONFIG_HOME/forge"
+	echo '{"llm":{"model":"gpt-4.1"}}' >"$BATS_TEST_TMPDIR/dotfiles/forge.json"
+	chmod 600 "$BATS_TEST_TMPDIR/dotfiles/forge.json"
+	ln -s ../../../dotfiles/forge.json "$XDG_CONFIG_HOME/forge/config.json"
+	[ "$(readlink -f "$XDG_CONFIG_HOME/forge/config.json")" = "$BATS_TEST_TMPDIR/dotfiles/forge.json" ]
+	run -0 --separate-stderr forge config set --global llm.provider openai
+	[ -L "$XDG_CONFIG_HOME/forge/config.json" ]
+	jq -e '. == {"llm":{"model":"gpt-4.1","provider":"openai"}}' "$BATS_TEST_TMPDIR/dotfiles/forge.json"
+	[ "$(stat -c %a "$BATS_TEST_TMPDIR/dotfiles/forge.json")" = 600 ]
+	[ -z "$(ls "$BATS_TEST_TMPDIR/dotfiles" | grep -v '^forge.json$')" ]
+}
+
 @test "forge config set KEY VALUE: checked against the schema, the file untouched on error; --global" {
 	run -0 --separate-stderr forge config set llm.model gpt-4.1
 	[ "$stderr" = "forge-config: llm.model = gpt-4.1 in $REPO/.forge/config.json" ]

@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 char buf_slop[1];
@@ -144,18 +146,47 @@ char *buf_detach(struct buf *b, size_t *len_out)
 	return s;
 }
 
+/* The file a replacement of path goes to: path, or what the symbolic links
+ * at path lead to (a dotfiles repository's file, say), resolved one at a
+ * time so that one to a file not made yet resolves too.  Malloc'd. */
+static char *link_target(const char *path)
+{
+	char *cur = xstrdup(path);
+
+	for (int hops = 0; hops < 40; hops++) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(cur, target, sizeof target - 1);
+
+		if (n < 0)
+			break;
+		target[n] = '\0';
+		struct buf next = BUF_INIT;
+		const char *slash = strrchr(cur, '/');
+		if (target[0] != '/' && slash)
+			buf_add(&next, cur, (size_t)(slash - cur + 1));
+		buf_adds(&next, target);
+		free(cur);
+		cur = buf_detach(&next, NULL);
+	}
+	return cur;
+}
+
 int buf_replace_file(const char *path, const char *data, size_t len)
 {
 	struct buf tmp = BUF_INIT;
+	char *real = link_target(path);
+	struct stat st;
+	mode_t mode = stat(real, &st) == 0 ? st.st_mode & 07777 : 0644;
 	size_t off = 0;
 	int fd, rc = 0;
 
-	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	buf_addf(&tmp, "%s.tmp.%ld", real, (long)getpid());
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0) {
 		rc = forge_error("cannot create '%s': %s", tmp.buf, strerror(errno));
 		goto out;
 	}
+	(void)fchmod(fd, mode);   /* the file's own mode, not the umask's */
 	while (rc == 0 && off < len) {
 		ssize_t n = write(fd, data + off, len - off);
 
@@ -166,13 +197,16 @@ int buf_replace_file(const char *path, const char *data, size_t len)
 		else
 			off += (size_t)n;
 	}
+	if (rc == 0 && fsync(fd) < 0)
+		rc = forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
 	if (close(fd) < 0 && rc == 0)
 		rc = forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
-	if (rc == 0 && rename(tmp.buf, path) < 0)
-		rc = forge_error("cannot replace '%s': %s", path, strerror(errno));
+	if (rc == 0 && rename(tmp.buf, real) < 0)
+		rc = forge_error("cannot replace '%s': %s", real, strerror(errno));
 	if (rc < 0)
 		unlink(tmp.buf);
 out:
 	buf_release(&tmp);
+	free(real);
 	return rc;
 }

@@ -42,9 +42,11 @@ int buf_read_file(struct buf *b, const char *path);
 
 /*
  * Replace the file at path with data[0..len): written to a new file beside
- * it (mode 0644, less the umask), then renamed over it, so a reader sees
- * the old file or the new one, never a part.  0, or -1 with a message
- * naming the file; the new file is removed on failure.
+ * it (synced, with the old file's mode, else 0644 less the umask), then
+ * renamed over it, so a reader sees the old file or the new one, never a
+ * part.  A symbolic link at path stays: the file it leads to is the one
+ * replaced.  0, or -1 with a message naming the file; the new file is
+ * removed on failure.
  */
 int buf_replace_file(const char *path, const char *data, size_t len);
 

@@ -164,8 +164,7 @@ int config_layer_check(jv layer, const char *source);
 /*
  * Writing configuration files (config_file.c).
  * config_make_parent: mkdir -p of path's directory (0755).
- * config_write_file: text to path through a temporary file beside it and a
- * rename, so a reader sees the old file or the new one, never half of one.
+ * (The file is written with buf_replace_file(), core/buf.h.)
  * config_file_set: set key (dotted, as config_flag_set()) to value
  * (consumed) in the file at path (created when missing, its parent too),
  * after checking the whole file as a layer (config_layer_check()); written
@@ -175,7 +174,6 @@ int config_layer_check(jv layer, const char *source);
  */
 enum { CONFIG_FILE_BAD = -1, CONFIG_FILE_UNWRITTEN = -2 };
 int config_make_parent(const char *path);
-int config_write_file(const char *path, const char *text, size_t len);
 int config_file_set(const char *path, const char *key, jv value);
 
 #endif

@@ -36,35 +36,6 @@ int config_make_parent(const char *path)
 	return rc;
 }
 
-int config_write_file(const char *path, const char *text, size_t len)
-{
-	struct buf tmp = BUF_INIT;
-	int rc = -1, fd;
-
-	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
-		goto out;
-	}
-	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
-		forge_error("cannot write '%s': %s", tmp.buf, strerror(errno));
-		close(fd);
-		unlink(tmp.buf);
-		goto out;
-	}
-	close(fd);
-	if (rename(tmp.buf, path) < 0) {
-		forge_error("cannot replace '%s': %s", path, strerror(errno));
-		unlink(tmp.buf);
-		goto out;
-	}
-	rc = 0;
-out:
-	buf_release(&tmp);
-	return rc;
-}
-
 /* The file at path as an object (jv_null() when it does not exist), or
  * invalid after forge_error(). */
 static jv read_layer(const char *path)
@@ -105,7 +76,7 @@ int config_file_set(const char *path, const char *key, jv value)
 	buf_adds(&b, jv_string_value(pretty));
 	buf_addch(&b, '\n');
 	jv_free(pretty);
-	rc = config_make_parent(path) == 0 && config_write_file(path, b.buf, b.len) == 0 ? 0 : CONFIG_FILE_UNWRITTEN;
+	rc = config_make_parent(path) == 0 && buf_replace_file(path, b.buf, b.len) == 0 ? 0 : CONFIG_FILE_UNWRITTEN;
 out:
 	buf_release(&b);
 	jv_free(file);
