@@ -136,6 +136,27 @@ embeddings_mock() {
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/file.jsonl")" -eq 3 ]
 }
 
+@test "an exported memory carries the decay already counted: its copy consolidates as the original does" {
+	# unused for ten weeks: consolidation decays it once (0.8 -> 0.3)
+	ago=$(date -u -d '70 days ago' +%Y-%m-%dT%H:%M:%S.000Z)
+	printf '{"id":"01JDB3M0000000000000000009","type":"semantic","content":"old lesson","confidence":0.8,"created_at":"%s"}\n' \
+		"$ago" >"$BATS_TEST_TMPDIR/m.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/m.jsonl"
+	run -0 forge-memory consolidate --no-llm
+	run -0 forge-memory show --json 01JDB3M0000000000000000009
+	jq -e '.confidence < 0.8 and .decayed_through != null and .archived_at == null' <<<"$output"
+	a=$(jq -c '[.confidence, .decayed_through]' <<<"$output")
+	run -0 forge-memory export
+	echo "$output" >"$BATS_TEST_TMPDIR/out.jsonl"
+	# (before: the copy was decayed for the same weeks again, and archived)
+	export FORGE_DB="$BATS_TEST_TMPDIR/copy.db"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/out.jsonl"
+	run -0 forge-memory consolidate --no-llm
+	run -0 forge-memory show --json 01JDB3M0000000000000000009
+	[ "$(jq -c '[.confidence, .decayed_through]' <<<"$output")" = "$a" ]
+	jq -e '.archived_at == null' <<<"$output"
+}
+
 @test "a large import leaves the word index in one segment; search finds by it as before" {
 	# 4000 memories of 40 words out of 20000 flush as several FTS5
 	# segments (7 unmerged); the import merges them (memory_io.c).

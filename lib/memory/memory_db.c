@@ -387,6 +387,10 @@ jv mem_row_json(struct db_stmt *s, int c)
 	if (!db_col_null(s, c + 17))
 		o = jv_object_set(o, jv_string("archived_at"), mem_time_json(db_col_int64(s, c + 17)));
 	o = put_opt(o, "archived_reason", db_col_str(s, c + 18));
+	/* what decay has counted already: an export carries it, so that an
+	 * import does not decay the same weeks again */
+	if (!db_col_null(s, c + 20))
+		o = jv_object_set(o, jv_string("decayed_through"), mem_time_json(db_col_int64(s, c + 20)));
 	return o;
 }
 

@@ -20,7 +20,7 @@ struct fields {
 	const char *id, *type, *content, *context, *source, *trigger;
 	char *tags, *episode, *steps;
 	double confidence;
-	int64_t created_at, updated_at, last_accessed, archived_at;
+	int64_t created_at, updated_at, last_accessed, archived_at, decayed_through;
 	long access_count, frequency;
 	double success_rate;
 	const char *archived_reason, *pattern_id;
@@ -137,7 +137,8 @@ static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_id
 	if (opt_time(&f->created_at, src, "created_at", now) < 0 ||
 	    opt_time(&f->updated_at, src, "updated_at", f->created_at) < 0 ||
 	    opt_time(&f->last_accessed, src, "last_accessed", f->created_at) < 0 ||
-	    opt_time(&f->archived_at, src, "archived_at", 0) < 0)
+	    opt_time(&f->archived_at, src, "archived_at", 0) < 0 ||
+	    opt_time(&f->decayed_through, src, "decayed_through", 0) < 0)
 		return -1;
 	if (opt_num(&d, src, "access_count", 0, 1e15, 0) < 0)
 		return -1;
@@ -154,7 +155,7 @@ static int insert_row(struct memory *m, const struct fields *f, const char *id, 
 	if (mem_cached(&s, m, MS_INSERT, "INSERT INTO memories (id, type, content, context, tags, confidence, "
 			"source, content_hash, created_at, updated_at, last_accessed, access_count, "
 			"episode, frequency, success_rate, trigger_text, steps, pattern_id, archived_at, "
-			"archived_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") < 0)
+			"archived_reason, decayed_through) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") < 0)
 		return -1;
 	db_bind_text(s, 1, id);
 	db_bind_text(s, 2, f->type);
@@ -179,6 +180,8 @@ static int insert_row(struct memory *m, const struct fields *f, const char *id, 
 	if (f->archived_at)
 		db_bind_int64(s, 19, f->archived_at);
 	db_bind_text(s, 20, f->archived_reason);
+	if (f->decayed_through)
+		db_bind_int64(s, 21, f->decayed_through);
 	if (db_step(s) != DB_DONE)
 		rc = mem_fail(m, "cannot store memory '%s'", id);
 	db_reset(s);
