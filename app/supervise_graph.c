@@ -27,6 +27,7 @@
  * before it), when a node did not end ok, and at the end.
  */
 #include "app/supervise_int.h"
+#include "data/stream.h"
 #include "app/term.h"
 #include "core/buf.h"
 #include "core/forge.h"
@@ -577,9 +578,37 @@ static void *job_thread(void *arg)
 	return NULL;
 }
 
+/* A program node's state is another program's word (Forge's own phases
+ * check what they write): one a reader refuses -- a newer protocol, not
+ * the state's shape, another run's -- is no state.  True when it is taken. */
+static bool node_state_taken(struct job *j)
+{
+	const struct graph_node *nd = &j->x->g->nodes[j->node];
+	const char *trace = json_get_str(j->returned, "trace_id");
+	char why[600];
+
+	if (nd->phase || jv_get_kind(j->returned) != JV_KIND_OBJECT)
+		return true;
+	if (stream_state_check(j->returned) < 0)
+		snprintf(why, sizeof why, "%s", forge_last_error());
+	else if (!trace || strcmp(trace, j->x->s->trace) != 0)
+		snprintf(why, sizeof why, "its trace_id is %s%s%s, not this run's %s", trace ? "'" : "",
+			 trace ? trace : "missing", trace ? "'" : "", j->x->s->trace);
+	else
+		return true;
+	fprintf(stderr, "forge: node '%s' wrote a state that cannot be taken: %s\n", nd->id, why);
+	jv_free(j->returned);
+	j->returned = jv_null();
+	return false;
+}
+
 /* The node's outcome: its state's status, or how its process ended. */
 static void outcome_of(struct job *j)
 {
+	if (!node_state_taken(j)) {
+		snprintf(j->outcome, sizeof j->outcome, "failed");
+		return;
+	}
 	const char *st = json_get_str(j->returned, "status");
 
 	if (j->rc == 0 && jv_get_kind(j->returned) == JV_KIND_OBJECT) {

@@ -363,3 +363,19 @@ final_state() {
 	jq -e '.run.status == "failed" and .run.error == "node '"'a'"' has a gate condition that does not evaluate"' <<<"$output"
 	[ "$(starts a)" -eq 0 ]
 }
+
+@test "a program node's state a reader would refuse (a newer v, not a state's shape, another run's) fails the node (exit 5); the run's state stays its own" {
+	# (before: merged into the run's state, checkpointed, and the run completed)
+	for bad in '.v = 2' 'del(.task)' '.trace_id = "01JDB2ZZZZZZZZZZZZZZZZZZZZ"'; do
+		printf 'select(.kind == "state") | %s\n' "$bad" >"$BATS_TEST_TMPDIR/bad.jq"
+		printf '#!/bin/sh\nexec jq -c -f "%s"\n' "$BATS_TEST_TMPDIR/bad.jq" >"$BATS_TEST_TMPDIR/bad.sh"
+		chmod +x "$BATS_TEST_TMPDIR/bad.sh"
+		pipeline b.json "{\"id\":\"a\",\"program\":\"$BATS_TEST_TMPDIR/bad.sh\",\"result_key\":\"lint\"}"
+		run -5 --separate-stderr forge run --pipeline b.json "ship it"
+		[[ $stderr == *"forge: node 'a' wrote a state that cannot be taken: "* ]]
+		T=$(last_trace)
+		run -0 forge status --json "$T"
+		jq -e --arg t "$T" '.run.status == "failed" and .state.v == 1 and .state.trace_id == $t and
+			(.state.task | type) == "object"' <<<"$output"
+	done
+}

@@ -746,6 +746,20 @@ int stream_write(struct stream_out *out, jv rec)
 	return rc;
 }
 
+int stream_state_check(jv state)
+{
+	jv v = json_get(state, "v");
+	double version = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
+
+	jv_free(v);
+	if (version > FORGE_PROTOCOL_VERSION)
+		return forge_error("a state of protocol version %g; this forge speaks version %d", version,
+				   FORGE_PROTOCOL_VERSION);
+	if (check_schema("state.schema.json", state, true) < 0)
+		return forge_error_prefix("the state does not match its schema");
+	return 0;
+}
+
 int stream_write_state(struct stream_out *out, jv state)
 {
 	if (check_schema("state.schema.json", state, true) < 0) {

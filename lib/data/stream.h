@@ -135,6 +135,13 @@ int stream_write(struct stream_out *out, jv rec);
 int stream_write_state(struct stream_out *out, jv state);
 
 /*
+ * Whether state (borrowed) is one a reader takes: of this protocol version
+ * or older, matching state.schema.json.  0, or -1 with why (the version,
+ * or the JSON path of the first error).
+ */
+int stream_state_check(jv state);
+
+/*
  * Whether event record rec (borrowed) surely matches event.schema.json: the
  * schema's checks written out, for the hot path of stream_read().  False
  * when it does not, or when this cannot tell (then the schema validator
