@@ -25,10 +25,12 @@
 #include "memory/memory.h"
 #include "store/store.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { OPT_JSON = 256, OPT_TAG, OPT_MINCONF, OPT_ARCHIVED, OPT_ALL, OPT_PEEK,
@@ -441,6 +443,8 @@ static int cmd_export(struct memory_cli *c, const struct args *a, const char *fi
 		return fail(FORGE_EXIT_USAGE);
 	}
 	n = memory_export(c->m, f, a->all);
+	if (n < 0 && f == stdout && errno == EPIPE)
+		return FORGE_EXIT_PIPE;   /* `| head`: as SIGPIPE would, nothing said */
 	if (f != stdout && fclose(f) != 0 && n >= 0)
 		n = forge_error("cannot write '%s'", file);
 	if (n < 0)
@@ -456,8 +460,16 @@ static int cmd_import(struct memory_cli *c, const char *file)
 	long imported, skipped;
 	int rc;
 
+	struct stat st;
+
 	if (strcmp(file, "-") && !(f = fopen(file, "r"))) {
-		forge_error("cannot read '%s'", file);
+		forge_error("cannot read '%s': %s", file, strerror(errno));
+		return fail(FORGE_EXIT_USAGE);
+	}
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		forge_error("'%s' is a directory: give a file of JSON lines (forge memory export's), or - for stdin",
+			    file);
+		fclose(f);
 		return fail(FORGE_EXIT_USAGE);
 	}
 	rc = memory_import(&imported, &skipped, c->m, f, strcmp(file, "-") ? file : "stdin");

@@ -157,6 +157,17 @@ embeddings_mock() {
 	jq -e '.archived_at == null' <<<"$output"
 }
 
+@test "forge memory export | head: exit 141 and nothing said, as SIGPIPE would" {
+	# more than a pipe holds, so that the export is still writing when head has gone
+	for i in $(seq 600); do
+		printf '{"type":"semantic","content":"lesson %d: %s"}\n' "$i" "$(printf '%0200d' 0)"
+	done >"$BATS_TEST_TMPDIR/many.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/many.jsonl"
+	# (before: "forge-memory: cannot write the export" on stderr)
+	run -141 --separate-stderr bash -c 'forge-memory export | head -n 1 >/dev/null; exit "${PIPESTATUS[0]}"'
+	[ -z "$stderr" ]
+}
+
 @test "a large import leaves the word index in one segment; search finds by it as before" {
 	# 4000 memories of 40 words out of 20000 flush as several FTS5
 	# segments (7 unmerged); the import merges them (memory_io.c).
@@ -187,6 +198,14 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	run -0 forge-memory list --json --all
 	[ -z "$output" ]
 	run -2 forge-memory import "$BATS_TEST_TMPDIR/missing.jsonl"
+	# a directory is no file of lines (before: exit 5, "read error")
+	run -2 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR"
+	[[ $stderr == *"is a directory: give a file of JSON lines"* ]]
+	# nan and inf are no amounts (before: --confidence nan was stored as 0.5)
+	run -2 --separate-stderr forge-memory add --confidence nan "a lesson"
+	run -2 --separate-stderr forge-memory add --confidence inf "a lesson"
+	run -0 forge-memory list --json --all
+	[ -z "$output" ]
 }
 
 @test "an import line with a time that is no time is refused, naming it (before: stored, then every list aborted)" {

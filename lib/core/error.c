@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -138,7 +139,7 @@ int forge_parse_double(double *out, const char *s)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (!*s || *end || errno == ERANGE)
+	if (!*s || *end || errno == ERANGE || !isfinite(v))   /* (nan, inf: no amount) */
 		return forge_error("'%s' is not a number", s);
 	*out = v;
 	return 0;

@@ -4,6 +4,7 @@
  */
 #include "memory/memory_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,7 +305,9 @@ long memory_export(struct memory *m, FILE *f, bool include_archived)
 		jv_free(rels);
 		o = json_set(o, "relationships", out);
 		if (json_write_line(f, o, false) < 0) {
-			n = forge_error("cannot write the export");
+			int e = errno;
+			n = forge_error("cannot write the export: %s", strerror(e));
+			errno = e;   /* (EPIPE: the reader went away) */
 			break;
 		}
 		n++;
