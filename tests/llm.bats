@@ -157,9 +157,11 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	mock_steps '[{"fault":"stream_error","text":"partial"},{"fault":"cut","text":"a b c d e f g","cut_after":3}]'
 	run --separate-stderr anth --stream hi
 	assert_failure 5
-	[[ $stderr == *overloaded* ]]
+	# (before: "HTTP 200 overloaded_error", and "cannot reach" a server that answered)
+	[[ $stderr == *"anthropic: the stream ended with an error: overloaded_error: Overloaded"* ]]
 	run --separate-stderr anth --stream hi
 	assert_failure 5
+	[[ $stderr == *"anthropic: the answer from $MOCK_URL broke off: "* ]]
 }
 
 @test "--record writes a cassette that replays strictly; a changed prompt names the field" {

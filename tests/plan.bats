@@ -188,6 +188,10 @@ tool_result() {
 		run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages | last | tostring | test(\"write_file: your answer reached the limit of 1000 output tokens before this call.s arguments were complete.*Make the change in smaller calls\")'"
 		assert_output true
 	done
+	# the call log says what was wrong with it (before: a call with input {})
+	skip_on_postgres "reads llm_calls"
+	run -0 db_q "select response from llm_calls where response like '%max_tokens%' order by rowid desc limit 1"
+	jq -e '.tool_calls[0].name == "write_file" and (.tool_calls[0].input_error | type) == "string"' <<<"$output"
 }
 
 @test "a re-plan of the same trace appends version 2 with a changelog of what changed" {

@@ -264,8 +264,12 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 		buf_addf(&b, "unknown model '%s'", c->model);
 	else if (kind == LLM_ERR_CONTEXT)
 		buf_addf(&b, "the prompt does not fit the context window of '%s'", c->model);
+	else if (r && r->streamed && f)   /* an error event in an answer under way (HTTP 200) */
+		buf_addf(&b, "the stream ended with an error%s%s", f->type ? ": " : "", f->type ? f->type : "");
 	else if (r && r->status)
 		buf_addf(&b, "HTTP %ld%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "");
+	else if (r && r->streamed)   /* reached: the answer stopped coming */
+		buf_addf(&b, "the answer from %s broke off: %s", c->base_url, r->error);
 	else if (r)
 		buf_addf(&b, "%s %s: %s", r->timed_out ? "no answer from" : "cannot reach", c->base_url,
 			 r->error);

@@ -198,7 +198,14 @@ jv llm_response_to_json(const struct llm_response *r)
 	jv j = json_set(jv_object(), "text", jv_string(r->text ? r->text : ""));
 	jv u = jv_object();
 
-	j = json_set(j, "tool_calls", calls_to_json(r));
+	jv calls = calls_to_json(r);
+	/* a call whose arguments did not parse (cut by the token limit, say)
+	 * says so, rather than showing as a call with {} */
+	for (size_t i = 0; i < r->ncalls; i++)
+		if (r->calls[i].input_error)
+			calls = jv_array_set(calls, (int)i, json_set(jv_array_get(jv_copy(calls), (int)i),
+						   "input_error", jv_string(r->calls[i].input_error)));
+	j = json_set(j, "tool_calls", calls);
 	j = json_set(j, "stop_reason", jv_string(llm_stop_name(r->stop)));
 	if (r->stop_detail)
 		j = json_set(j, "stop_detail", jv_string(r->stop_detail));
