@@ -149,7 +149,14 @@ static jv task_from_text(const char *s, size_t n)
 		s++;
 		n--;
 	}
-	return json_set(jv_object(), "description", jv_string_sized(s, (int)n));
+	/* a file written on Windows: its lines end in \r\n, the task's in \n */
+	struct buf d = BUF_INIT;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] == '\r' && i + 1 < n && s[i + 1] == '\n'))
+			buf_addch(&d, s[i]);
+	jv task = json_set(jv_object(), "description", jv_string_sized(d.buf ? d.buf : "", (int)d.len));
+	buf_release(&d);
+	return task;
 }
 
 /* -1 with "WHOSE'task.PATH' holds a NUL character (\u0000)WHY" when a

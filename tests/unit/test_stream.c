@@ -107,6 +107,12 @@ static void test_bare_task_and_plain_text(void)
 	CHECK_STR(json_get_str(r.in.task, "description"), "fix the crash\nin parse_date");
 	done(&r);
 
+	/* a task written on Windows: CRLF line ends are LF (before: the \r stayed) */
+	run_text(&r, "fix the crash\r\nin parse_date\r\n");
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	CHECK_STR(json_get_str(r.in.task, "description"), "fix the crash\nin parse_date");
+	done(&r);
+
 	run_text(&r, "{\"task\":\"\"}\n");
 	CHECK(r.rc == -1);
 	done(&r);
