@@ -27,6 +27,7 @@
 #include "data/config.h"
 #include "engine/graph.h"
 #include "git/git.h"
+#include "llm/llm.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -279,6 +280,42 @@ static int check_language(const struct cli_common *common, const char *lang)
 	return rc;
 }
 
+/*
+ * Before a new project is made: a model to compile it with (the
+ * configuration as it is outside the project: the user's, the
+ * environment's, the flags).  Every stage asks one; without it the
+ * repository, the run and its worktree were made and the interview failed,
+ * exit 5.  0, or exit 2 saying what is missing.
+ */
+static int check_model(const struct cli_common *c)
+{
+	struct cli_common outside = *c;
+	struct session ses;
+	struct llm_options opt;
+	struct llm_client *client = NULL;
+	int code;
+
+	char *root = NULL;
+	bool project = cli_repo_root(&root, c->repo) == 0;
+
+	free(root);
+	if (project)
+		return 0;   /* a project already: its own configuration decides, later */
+	outside.repo = NULL;
+	if ((code = session_open(&ses, &outside, SESSION_CONFIG, jv_null())) != 0) {
+		fprintf(stderr, "forge compile: %s\n", forge_last_error());
+		return code;
+	}
+	llm_options_init(&opt);
+	llm_options_for(&opt, ses.cfg, "implement", false);
+	code = llm_client_new(&client, &opt) < 0 ? FORGE_EXIT_USAGE : 0;
+	if (code)
+		fprintf(stderr, "forge compile: no model to compile with: %s; nothing was made\n", forge_last_error());
+	llm_client_free(client);
+	session_close(&ses);
+	return code;
+}
+
 static int run_compile(const struct cli_common *common, const struct args *a, const char *idea)
 {
 	struct cli_common c = *common;
@@ -301,6 +338,8 @@ static int run_compile(const struct cli_common *common, const struct args *a, co
 			return FORGE_EXIT_USAGE;
 		}
 		free(root);
+	} else if ((code = check_model(&c)) != 0) {
+		return code;
 	} else if (ensure_repo(c.repo) < 0) {
 		fprintf(stderr, "forge compile: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;

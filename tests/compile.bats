@@ -313,6 +313,12 @@ want() {
 	run -2 --separate-stderr forge compile --config "$BATS_TEST_TMPDIR/cobol.json" --dir "$BATS_TEST_TMPDIR/cobol" \
 		--lang cobol --pipeline "$BATS_TEST_TMPDIR/none.json" "a todo-list HTTP API"
 	[[ "$stderr" == *"none.json: no such file"* && "$stderr" != *"--lang"* ]]
+	# no model: nothing is made (before: the repository, a run and its
+	# worktree, then exit 5 in the interview)
+	(unset FORGE_PROVIDER FORGE_CASSETTE ANTHROPIC_API_KEY OPENAI_API_KEY
+	 run -2 --separate-stderr forge compile --dir "$PROJECT" "a todo-list HTTP API"
+	 [[ "$stderr" == "forge compile: no model to compile with: "*"; nothing was made" ]])
+	[ ! -e "$PROJECT" ]
 	run -2 --separate-stderr forge compile --answers "$BATS_TEST_TMPDIR/nope.txt" "a todo-list HTTP API"
 	[[ "$stderr" == *"--answers: cannot read"* ]]
 	run -2 --separate-stderr forge compile --edit "x" "an idea too"
