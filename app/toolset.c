@@ -135,10 +135,20 @@ int toolset_tool_name(char out[65], const char *server, const char *tool)
 {
 	struct buf b = BUF_INIT;
 
-	buf_addf(&b, "%s__%s", server, tool);
+	if (!tool || !*tool)
+		return forge_error("the tool has no name");
+	buf_addf(&b, "%s__", server);
+	/* one '_' a character the model's names do not allow: a UTF-8
+	 * sequence is one character ("café" -> "caf_", not "caf__") */
+	for (const unsigned char *p = (const unsigned char *)tool; *p; p++) {
+		if (isalnum(*p) || *p == '_' || *p == '-')
+			buf_addch(&b, (char)*p);
+		else if ((*p & 0xC0) != 0x80)
+			buf_addch(&b, '_');
+	}
 	for (size_t i = 0; i < b.len; i++)
 		if (!isalnum((unsigned char)b.buf[i]) && b.buf[i] != '_' && b.buf[i] != '-')
-			b.buf[i] = '_';
+			b.buf[i] = '_';   /* (the server's name is checked by the schema; to be sure) */
 	if (b.len > 64) {
 		forge_error("the name %s is longer than the 64 characters a model allows", b.buf);
 		buf_release(&b);
@@ -323,8 +333,8 @@ static void add_tools(struct toolset *ts, struct server *s)
 		}
 		if (clash) {
 			emit(ts, "mcp.tool.refused", json_set(json_set(json_set(jv_object(), "server", jv_string(s->name)),
-				"tool", jv_string(tool)), "reason", jv_string(clash)));
-			warn(ts, "MCP server '%s': tool '%s' is left out: %s", s->name, tool, clash);
+				"tool", json_str_or_null(tool)), "reason", jv_string(clash)));
+			warn(ts, "MCP server '%s': tool '%s' is left out: %s", s->name, tool ? tool : "", clash);
 			jv_free(t);
 			continue;
 		}

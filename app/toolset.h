@@ -66,7 +66,9 @@ const char *tool_permission_name(enum tool_permission p);
 enum tool_permission toolset_permission(const struct config *cfg, const char *phase, const char *name,
 					bool own, const char **rule);
 
-/* SERVER__TOOL sanitised into out (65 bytes); -1 with a message when too long. */
+/* SERVER__TOOL into out (65 bytes), each character a model's name does not
+ * allow one "_" (a UTF-8 sequence is one character); -1 with a message
+ * when it is longer than 64 or the tool has no name (NULL or ""). */
 int toolset_tool_name(char out[65], const char *server, const char *tool);
 
 struct toolset_opts {
