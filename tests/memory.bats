@@ -201,6 +201,11 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	# a directory is no file of lines (before: exit 5, "read error")
 	run -2 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR"
 	[[ $stderr == *"is a directory: give a file of JSON lines"* ]]
+	# a NUL in the content (before: "a\u0000b" was stored as "a", and
+	# "\u0000b" refused as "missing or empty")
+	printf '{"type":"semantic","content":"a\\u0000b"}\n' >"$BATS_TEST_TMPDIR/nul.jsonl"
+	run -2 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR/nul.jsonl"
+	[[ $stderr == *"line 1: 'content' holds a NUL character"* ]]
 	# nan and inf are no amounts (before: --confidence nan was stored as 0.5)
 	run -2 --separate-stderr forge-memory add --confidence nan "a lesson"
 	run -2 --separate-stderr forge-memory add --confidence inf "a lesson"

@@ -89,6 +89,18 @@ static int opt_num(double *out, jv src, const char *key, double lo, double hi, d
 	return 0;
 }
 
+/* Whether src's string at key (borrowed) holds a NUL: json_get_str()
+ * gives the C string, cut there ("a\\u0000b" would be stored as "a"). */
+static bool json_has_nul(jv src, const char *key)
+{
+	jv v = json_get(src, key);
+	bool nul = jv_get_kind(v) == JV_KIND_STRING &&
+		   strlen(jv_string_value(v)) != (size_t)jv_string_length_bytes(jv_copy(v));
+
+	jv_free(v);
+	return nul;
+}
+
 static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_ids)
 {
 	enum memory_type t;
@@ -105,6 +117,8 @@ static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_id
 	if (memory_type_parse(&t, f->type) < 0)
 		return -1;
 	f->content = json_get_str(src, "content");
+	if (json_has_nul(src, "content"))
+		return forge_error("'content' holds a NUL character (\\u0000): a memory is text");
 	if (!f->content || !*f->content)
 		return forge_error("'content' is missing or empty");
 	if (opt_str(&f->context, src, "context") < 0 || opt_str(&f->source, src, "source") < 0 ||
