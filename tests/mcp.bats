@@ -129,6 +129,9 @@ reference_server() {
 	[ "$stderr" = "forge-mcp: MCP server 'h': tools/call: no answer within 0.5 s; cancelled" ]
 	run -5 --separate-stderr forge mcp call s rpc_error
 	[[ "$stderr" == *"tools/call failed: the server refuses (JSON-RPC error -32000)"* ]]
+	# a reply whose result is null said nothing (before: an empty answer, exit 0)
+	run -5 --separate-stderr forge mcp call s rpc_error '{"null_result":true}'
+	[ "$stderr" = "forge-mcp: MCP server 's': tools/call answered without a result object" ]
 }
 
 @test "forge mcp call: a server that dies while a process it left holds its stderr open: exit 5 at once, not a hang" {

@@ -394,6 +394,15 @@ static int request_timed(jv *result, struct mcp_client *c, const char *method, j
 			} else {
 				*result = json_get(msg, "result");
 				rc = 0;
+				/* every MCP result is an object: null, a string or no
+				 * result at all said nothing (before: an empty answer, exit 0) */
+				if (jv_get_kind(*result) != JV_KIND_OBJECT) {
+					jv_free(*result);
+					*result = jv_null();
+					forge_error("MCP server '%s': %s answered without a result object",
+						    c->name, method);
+					rc = MCP_ERPC;
+				}
 			}
 			jv_free(msg);
 			return rc;

@@ -17,7 +17,8 @@ Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   env {name?}          -> the server's environment (NAME=value lines), or one variable
   hang {}              -> never answers (the client's timeout cancels it)
   crash {}             -> writes to stderr and exits 3 in the middle of the call
-  rpc_error {}         -> a JSON-RPC error -32000
+  rpc_error {}         -> a JSON-RPC error -32000 ({"null_result": true}: a reply
+                          whose result is null, which no MCP result is)
   garbage {}           -> writes a line that is not JSON
   change {}            -> adds the tool `added`, sends notifications/tools/list_changed
   big {bytes}          -> a text of that many 'x'
@@ -99,6 +100,8 @@ def call(id_, name, a):
         sys.stderr.write("mcp_server.py: crashing as asked\n")
         sys.stderr.flush()
         os._exit(3)
+    elif name == "rpc_error" and a.get("null_result"):
+        send({"id": id_, "result": None})
     elif name == "rpc_error":
         send({"id": id_, "error": {"code": -32000, "message": "the server refuses", "data": {"why": "asked to"}}})
     elif name == "garbage":
