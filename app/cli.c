@@ -207,6 +207,21 @@ static int session_model_flags(jv *flags, const struct cli_common *common)
  * one call took a whole run from 3113 to 2070 page faults. */
 #define SESSION_HEAP_WARM (1u << 20)
 
+int session_open_store(struct session *s, const struct cli_common *common, unsigned flags)
+{
+	bool reads = (flags & SESSION_READONLY) ||
+		     ((flags & SESSION_READ_IF_ABSENT) && store_file_absent(s->db));
+
+	if ((reads ? store_open_readonly : store_open)(&s->store, s->db) < 0)
+		return -1;
+	/* (--db only: FORGE_DB is set once for many commands, some before
+	 * anything is recorded; a path typed on the command line is checked) */
+	if (store_absent(s->store) && common->db)
+		fprintf(stderr, "%s: no database at '%s': nothing has been recorded there yet "
+			"(read as empty; check --db or FORGE_DB)\n", program_invocation_short_name, s->db);
+	return 0;
+}
+
 int session_open(struct session *s, const struct cli_common *common, unsigned flags,
 		 jv config_flags)
 {
@@ -246,8 +261,7 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 		if (store_resolve_path(&s->db, common->db, s->repo) < 0)
 			goto fail;
 		status = FORGE_EXIT_DEPENDENCY;
-		if (
-		    ((flags & SESSION_READONLY) ? store_open_readonly : store_open)(&s->store, s->db) < 0)
+		if (session_open_store(s, common, flags) < 0)
 			goto fail;
 		/* whose lease of another host still lives (forge status's interrupted) */
 		if (s->cfg)

@@ -172,8 +172,12 @@ int cli_repo_root(char **out, const char *dir);
  * FORGE_EXIT_USAGE on error.
  * db and store (SESSION_STORE, or SESSION_STORE_IF_NAMED when --db or
  * FORGE_DB names one): store_resolve_path() and store_open(), or
- * store_open_readonly() with SESSION_READONLY; FORGE_EXIT_DEPENDENCY on
- * error.  The database may be a SQLite file or PostgreSQL (db.h): every
+ * store_open_readonly() with SESSION_READONLY, or with
+ * SESSION_READ_IF_ABSENT when the file does not exist (a command that
+ * writes only to what is there: nothing to write, nothing made);
+ * FORGE_EXIT_DEPENDENCY on error.  A database file that does not exist is
+ * read as an empty one (store_absent()) and, when --db named it, stderr
+ * says so: a mistyped path shows.  The database may be a SQLite file or PostgreSQL (db.h): every
  * program's tables are on both.
  *
  * Returns 0, or the exit status with forge_error() set (the program prints
@@ -186,6 +190,7 @@ enum session_flags {
 	SESSION_STORE = 1 << 2,
 	SESSION_STORE_IF_NAMED = 1 << 3,
 	SESSION_READONLY = 1 << 4,
+	SESSION_READ_IF_ABSENT = 1 << 5,
 };
 
 struct session {
@@ -197,6 +202,11 @@ struct session {
 
 int session_open(struct session *s, const struct cli_common *common, unsigned flags,
 		 jv config_flags);
+/* session_open()'s database: store_open(), or store_open_readonly() as
+ * flags say (SESSION_READONLY, SESSION_READ_IF_ABSENT), and the line on
+ * stderr for a --db that does not exist.  For a program that
+ * finds its repository and configuration another way (memory_cli.c). */
+int session_open_store(struct session *s, const struct cli_common *common, unsigned flags);
 void session_close(struct session *s);
 
 #endif

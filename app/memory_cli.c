@@ -41,7 +41,7 @@ static int quick_repo_root(char **root)
  * repository is found by quick_repo_root() when it can be: 0 opened, 1 not
  * decided (use session_open), else the exit status.
  */
-static int quick_session(struct session *s, const struct cli_common *common, bool readonly)
+static int quick_session(struct session *s, const struct cli_common *common, unsigned open_flags)
 {
 	bool db_named = common->db || (getenv("FORGE_DB") && *getenv("FORGE_DB"));
 	jv flags = jv_null(), llm;
@@ -76,7 +76,7 @@ static int quick_session(struct session *s, const struct cli_common *common, boo
 		return FORGE_EXIT_USAGE;
 	}
 	if (store_resolve_path(&s->db, common->db, s->repo) < 0 || !s->db ||
-	    (readonly ? store_open_readonly : store_open)(&s->store, s->db) < 0) {
+	    session_open_store(s, common, open_flags) < 0) {
 		session_close(s);
 		return FORGE_EXIT_DEPENDENCY;
 	}
@@ -93,16 +93,16 @@ static int quick_session(struct session *s, const struct cli_common *common, boo
  */
 #define MEMORY_CLI_MMAP (256LL << 20)
 
-static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common, bool readonly)
+static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common,
+		    unsigned open_flags)
 {
 	struct memory_options mo;
 	struct session ses;
 
 	memset(c, 0, sizeof *c);
-	*status = quick_session(&ses, common, readonly);
+	*status = quick_session(&ses, common, open_flags);
 	if (*status == 1)
-		*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE |
-				       (readonly ? SESSION_READONLY : 0), jv_null());
+		*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE | open_flags, jv_null());
 	if (*status)
 		return -1;
 	c->cfg = ses.cfg;
@@ -124,12 +124,17 @@ static int cli_open(int *status, struct memory_cli *c, const struct cli_common *
 
 int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *common)
 {
-	return cli_open(status, c, common, false);
+	return cli_open(status, c, common, 0);
 }
 
 int memory_cli_open_readonly(int *status, struct memory_cli *c, const struct cli_common *common)
 {
-	return cli_open(status, c, common, true);
+	return cli_open(status, c, common, SESSION_READONLY);
+}
+
+int memory_cli_open_existing(int *status, struct memory_cli *c, const struct cli_common *common)
+{
+	return cli_open(status, c, common, SESSION_READ_IF_ABSENT);
 }
 
 int memory_cli_llm(struct memory_cli *c, const struct cli_common *common)

@@ -75,6 +75,9 @@ static void catch_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* past a file-size limit (ulimit -f) a write fails with EFBIG and is
+	 * reported; the default SIGXFSZ killed the phase without a word */
+	signal(SIGXFSZ, SIG_IGN);
 	die_with_supervisor();
 }
 
@@ -173,7 +176,6 @@ int phase_previous_runs(const struct phase *ph)
 static jv new_state(struct phase *ph, jv task)
 {
 	char trace[ULID_LEN + 1];
-	jv s = jv_object();
 	double budget = config_get_num(ph->cfg, "budget.usd");
 
 	ulid_new(trace);
@@ -183,16 +185,7 @@ static jv new_state(struct phase *ph, jv task)
 		task = json_set(task, "base_ref", jv_string("HEAD"));
 	if (!json_has(task, "branch"))
 		task = json_set(task, "branch", jv_string_fmt("forge/%s", trace));
-	s = json_set(s, "kind", jv_string("state"));
-	s = json_set(s, "v", jv_number(FORGE_PROTOCOL_VERSION));
-	s = json_set(s, "trace_id", jv_string(trace));
-	s = json_set(s, "phase", jv_string("init"));
-	s = json_set(s, "status", jv_string("ok"));
-	s = json_set(s, "task", task);
-	s = json_set(s, "bounces", jv_array());
-	s = json_set(s, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
-	return json_set(s, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
-					      "remaining_usd", jv_number(budget)));
+	return stream_state_initial(trace, task, budget);
 }
 
 /* Add this phase's spend to the state's totals and remaining budget. */
@@ -687,6 +680,32 @@ static void phase_toolset_close(void)
 	agent_tools_tried = false;
 }
 
+/* The questions this phase asked a human earlier in the run, with their
+ * answers (state.answers, made by the supervisor), for its prompt. */
+static void answers_text(struct buf *b, struct phase *ph)
+{
+	jv answers = json_get(ph->state, "answers");
+	int n = 0;
+
+	if (jv_get_kind(answers) == JV_KIND_ARRAY) {
+		jv_array_foreach(answers, i, a) {
+			const char *p = json_get_str(a, "phase"), *q = json_get_str(a, "question");
+			const char *ans = json_get_str(a, "answer");
+			if (p && q && strcmp(p, ph->spec->name) == 0) {
+				if (!n++)
+					buf_adds(b, "\n\n# Your questions and a human's answers\n\n"
+						    "Earlier in this run you stopped to ask a human. Go on from "
+						    "their answer; do not ask the same again.\n");
+				buf_addf(b, "\n- You asked: %s\n  The human answered: %s\n", q,
+					 ans && *ans ? ans : "(no answer: they approved going on; use your best judgement)");
+			}
+			jv_free(a);
+			(void)i;
+		}
+	}
+	jv_free(answers);
+}
+
 const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct agent_config *cfg,
 			    const char *prompt, agent_exec_fn exec, void *exec_payload)
 {
@@ -746,7 +765,16 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		.remember = remember, .remember_payload = ph,
 	};
 	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect");
-	agent_run(out, cfg, &env, prompt);
+	struct buf asked = BUF_INIT;
+	buf_adds(&asked, prompt);
+	answers_text(&asked, ph);
+	agent_run(out, cfg, &env, asked.buf);
+	buf_release(&asked);
+	/* the question, in the state: the supervisor asks a human and runs
+	 * the phase again with the answer (state.answers) */
+	if (out->outcome == AGENT_ESCALATED && out->question)
+		ph->state = json_set(ph->state, "question", json_set(json_set(jv_object(),
+			"phase", jv_string(ph->spec->name)), "text", jv_string(out->question)));
 	store_live_release(&agent_live);
 	delegate_unhook(&dg);
 	ph->cost_usd += out->cost_usd;

@@ -32,14 +32,15 @@ static void on_signal(int sig)
 /* The caller's signal setup, put back by release(). */
 struct saved {
 	sigset_t mask;              /* the caller's mask */
-	sigset_t wait;              /* the mask while waiting: SIGINT and SIGTERM open */
-	struct sigaction old[2];
-	bool set[2];
+	sigset_t wait;              /* the mask while waiting: the signals open */
+	struct sigaction old[3];
+	bool set[3];
 };
 
-static const int signals[2] = { SIGINT, SIGTERM };
+/* (SIGHUP: the terminal closed, as a person's Ctrl-C) */
+static const int signals[3] = { SIGINT, SIGTERM, SIGHUP };
 
-/* Block SIGINT and SIGTERM and catch them with our handler (no SA_RESTART);
+/* Block the signals and catch them with our handler (no SA_RESTART);
  * they are let through only inside ppoll(), so none is lost between the
  * check of `caught` and the wait. */
 static void catch_signals(struct saved *sv)
@@ -48,17 +49,17 @@ static void catch_signals(struct saved *sv)
 	struct sigaction sa;
 
 	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
+	for (int i = 0; i < 3; i++)
+		sigaddset(&block, signals[i]);
 	pthread_sigmask(SIG_BLOCK, &block, &sv->mask);
 	sv->wait = sv->mask;
-	sigdelset(&sv->wait, SIGINT);
-	sigdelset(&sv->wait, SIGTERM);
+	for (int i = 0; i < 3; i++)
+		sigdelset(&sv->wait, signals[i]);
 	caught = 0;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		sv->set[i] = sigaction(signals[i], NULL, &sv->old[i]) == 0 &&
 			     sv->old[i].sa_handler != SIG_IGN &&
 			     sigaction(signals[i], &sa, NULL) == 0;
@@ -67,7 +68,7 @@ static void catch_signals(struct saved *sv)
 
 static void release_signals(struct saved *sv)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (sv->set[i])
 			sigaction(signals[i], &sv->old[i], NULL);
 	pthread_sigmask(SIG_SETMASK, &sv->mask, NULL);

@@ -364,6 +364,10 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 	gate_list(&gates, st, trace, true);
 	enum run_status s = run_status_of(json_get_str(run, "status"));
 	jv commit = json_get_path(cp, "changes.commit");
+	jv files = json_get_path(cp, "changes.files");
+	/* a run that changed nothing has nothing to diff or merge */
+	bool changed = jv_get_kind(commit) == JV_KIND_STRING &&
+		       (jv_get_kind(files) != JV_KIND_ARRAY || jv_array_length(jv_copy(files)) > 0);
 
 	if (jv_get_kind(gates) == JV_KIND_ARRAY && jv_array_length(jv_copy(gates)) > 0 && s != RUN_CANCELLED) {
 		jv g = jv_array_get(jv_copy(gates), 0);
@@ -372,7 +376,7 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 	} else if (s == RUN_CANCELLED || jv_get_kind(merged) == JV_KIND_OBJECT) {
 		buf_adds(out, "forge gc");
 	} else if (s == RUN_COMPLETED) {
-		if (jv_get_kind(commit) == JV_KIND_STRING)
+		if (changed)
 			buf_addf(out, "forge diff %s && forge merge %s", trace, trace);
 		else
 			buf_addf(out, "forge show %s", trace);
@@ -380,6 +384,7 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 		buf_addf(out, "forge resume %s", trace);
 	}
 	jv_free(commit);
+	jv_free(files);
 	jv_free(run);
 	jv_free(cp);
 	jv_free(merged);

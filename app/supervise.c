@@ -61,17 +61,39 @@ void supervise_interrupt(int sig)
  * before a phase starts (it writes to the database too), before a human is
  * asked, before memory is written (its own transactions) and at the end.
  */
+/* A write of the run's record failed (forge_last_error() says why): the
+ * first one is kept, and the run stops before its next step (a disk that
+ * filled up: before, the run went on to exit 0 "completed" with nothing
+ * recorded after that point, a deploy included). */
+static void store_failed(struct sup *s)
+{
+	if (!s->store_error[0])
+		snprintf(s->store_error, sizeof s->store_error, "%s", forge_last_error());
+}
+
+int sup_store_stop(struct sup *s)
+{
+	if (!s->store_error[0])
+		return -1;
+	fprintf(stderr, "forge: the run cannot be recorded: %s; it stops here (forge resume %s when the "
+		"database can be written again)\n", s->store_error, s->trace);
+	return sup_end_run(s, "paused", "the database could not be written", FORGE_EXIT_DEPENDENCY);
+}
+
 static void batch_open(struct sup *s)
 {
-	if (!s->pending && store_begin(s->o->store) < 0)
+	if (!s->pending && store_begin(s->o->store) < 0) {
+		store_failed(s);
 		return;
+	}
 	s->pending++;
 }
 
 void sup_commit_batch(struct sup *s)
 {
 	if (s->pending) {
-		store_commit(s->o->store);
+		if (store_commit(s->o->store) < 0)
+			store_failed(s);
 		s->pending = 0;
 	}
 }
@@ -137,7 +159,8 @@ void sup_settle(struct sup *s)
 void sup_persist(struct sup *s, jv ev, const char *line, size_t len)
 {
 	batch_open(s);
-	store_event_put(s->o->store, ev, line, len, NULL);
+	if (store_event_put(s->o->store, ev, line, len, NULL) < 0)
+		store_failed(s);
 	if (s->pending >= BATCH_MAX)
 		sup_commit_batch(s);
 }
@@ -145,7 +168,8 @@ void sup_persist(struct sup *s, jv ev, const char *line, size_t len)
 void sup_persist_scanned(struct sup *s, const struct json_event *ev, const char *line, size_t len)
 {
 	batch_open(s);
-	store_event_put_scanned(s->o->store, ev, line, len, NULL);
+	if (store_event_put_scanned(s->o->store, ev, line, len, NULL) < 0)
+		store_failed(s);
 	if (s->pending >= BATCH_MAX)
 		sup_commit_batch(s);
 }
@@ -211,13 +235,16 @@ void sup_checkpoint(struct sup *s, const char *phase)
 		sup_emit(s, "state.updated", ev);
 		jv_free(s->saved);
 		s->saved = jv_copy(s->state);
+	} else {
+		store_failed(s);
 	}
 	free(id);
 	s->unsynced = true;
 	s->unpushed = !s->o->dry_run && config_get_str(s->o->cfg, "git.push_remote") &&
 		      *config_get_str(s->o->cfg, "git.push_remote");
-	store_run_set_cost(s->o->store, s->trace, (int64_t)json_get_num(cost, "tokens", 0),
-			   json_get_num(cost, "usd", 0));
+	if (store_run_set_cost(s->o->store, s->trace, (int64_t)json_get_num(cost, "tokens", 0),
+			       json_get_num(cost, "usd", 0)) < 0)
+		store_failed(s);
 	jv_free(cost);
 }
 
@@ -313,7 +340,7 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 
 	jv_free(cost);
 	if (usd >= per_run) {
-		snprintf(why, n, "the run has cost $%.4f (limit per run $%.2f)", usd, per_run);
+		snprintf(why, n, "the run has cost $%.4f (limit per run $%g)", usd, per_run);
 		return "cost_per_run";
 	}
 	/* The run's own budget (--budget, budget.usd): spent, nothing more
@@ -322,7 +349,7 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 	double allowed = json_get_num(budget, "usd", -1);
 	jv_free(budget);
 	if (allowed >= 0 && usd >= allowed) {
-		snprintf(why, n, "the run has cost $%.4f, its budget is $%.2f (forge resume --budget USD "
+		snprintf(why, n, "the run has cost $%.4f, its budget is $%g (forge resume --budget USD "
 			 "gives it more)", usd, allowed);
 		return "budget";
 	}
@@ -336,7 +363,7 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 		return "cost_per_day";
 	}
 	if (usd + others >= per_day) {
-		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%.2f)", usd + others, per_day);
+		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%g)", usd + others, per_day);
 		return "cost_per_day";
 	}
 	enum run_status status;
@@ -1497,17 +1524,7 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 		sup_release(&s);
 		return code;
 	}
-	jv st = jv_object();
-	st = json_set(st, "kind", jv_string("state"));
-	st = json_set(st, "v", jv_number(FORGE_PROTOCOL_VERSION));
-	st = json_set(st, "trace_id", jv_string(trace));
-	st = json_set(st, "phase", jv_string("init"));
-	st = json_set(st, "status", jv_string("ok"));
-	st = json_set(st, "task", task);
-	st = json_set(st, "bounces", jv_array());
-	st = json_set(st, "cost", json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0)));
-	s.state = json_set(st, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget)),
-						    "remaining_usd", jv_number(budget)));
+	s.state = stream_state_initial(trace, task, budget);
 	if (jv_get_kind(o->initial) == JV_KIND_OBJECT)
 		s.state = jv_object_merge(jv_copy(o->initial), s.state);
 	sup_progress(&s, "forge: run %s: %s", trace, task_text);
@@ -1642,6 +1659,33 @@ static void recover_worktree(struct sup *s)
 	jv_free(changes);
 }
 
+/*
+ * The model calls made after the run's last checkpoint (a supervisor
+ * killed with its phase: kill -9, SIGHUP to the group, a machine that went
+ * down) into the state's cost, so the budget breakers read what was spent
+ * (before: they dropped out of the run's cost at each such resume).
+ */
+static void count_unrecorded_spend(struct sup *s)
+{
+	double usd = 0, tokens = 0;
+	long calls = 0;
+
+	if (store_spent_since_checkpoint(&usd, &tokens, &calls, s->o->store, s->trace) < 0) {
+		fprintf(stderr, "forge: warning: %s; the run's cost may leave out its last calls\n", forge_last_error());
+		return;
+	}
+	if (calls == 0)
+		return;
+	jv cost = json_get(s->state, "cost");
+	cost = json_set(cost, "usd", jv_number(json_get_num(cost, "usd", 0) + usd));
+	cost = json_set(cost, "tokens", jv_number(json_get_num(cost, "tokens", 0) + tokens));
+	s->state = json_set(s->state, "cost", cost);
+	sup_emit(s, "run.cost_recovered", json_set(json_set(json_set(jv_object(), "calls", jv_number((double)calls)),
+		"usd", jv_number(usd)), "tokens", jv_number(tokens)));
+	sup_progress(s, "  %ld model call%s after the last checkpoint cost $%.4f: counted in the run's cost", calls,
+		     calls == 1 ? "" : "s", usd);
+}
+
 /* state with its budget set to usd, what remains of it counted again
  * (forge resume --budget).  Consumes state. */
 static jv with_budget(jv state, double usd)
@@ -1708,6 +1752,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		return code;
 	}
 	sup_emit(&s, "run.resumed", level_payload(&s, jv_object()));
+	count_unrecorded_spend(&s);
 	if (!o->dry_run && (code = adopt_clone(&s)) != 0) {
 		sup_release(&s);
 		graph_free(graph);

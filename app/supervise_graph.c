@@ -224,6 +224,9 @@ static int interrupted_end(struct sup *s)
 	if (sup_cancelled(s))
 		return sup_stop_cancelled(s);
 	fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
+	/* (the state machine too: resumed runs read paused>implementing
+	 * without an implementing>paused before it) */
+	sup_transition(s, PL_PAUSED, "interrupted");
 	store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
 	sup_emit(s, "run.paused", json_set(jv_object(), "reason", jv_string("interrupted")));
 	return FORGE_EXIT_INTERRUPTED;
@@ -269,6 +272,28 @@ static int human(struct gx *x, size_t i, const char *reason)
 		return sup_gate_paused(x->s, reason);
 	if (h == GATE_STOP)
 		return sup_end_run(x->s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+	/* The phase asked a question (ask_human): it runs again with the
+	 * human's answer, the approval's note (before: approving moved on to
+	 * the next phase, the answer unused and the work not done). */
+	jv q = json_get(x->s->state, "question");
+	const char *asker = json_get_str(q, "phase"), *text = json_get_str(q, "text");
+	if (nd->phase && asker && text && strcmp(asker, nd->phase) == 0) {
+		jv answers = json_get(x->s->state, "answers");
+		const char *note = json_get_str(x->s->approval, "note"), *by = json_get_str(x->s->approval, "by");
+		jv a = json_set(json_set(json_set(json_set(jv_object(), "phase", jv_string(asker)),
+			"question", jv_string(text)), "answer", json_str_or_null(note)), "by", json_str_or_null(by));
+
+		if (jv_get_kind(answers) != JV_KIND_ARRAY) {
+			jv_free(answers);
+			answers = jv_array();
+		}
+		x->s->state = json_set(jv_object_delete(x->s->state, jv_string("question")), "answers",
+				       jv_array_append(answers, a));
+		jv_free(q);
+		again(x, i, "a human answered its question: it runs again");
+		return -1;
+	}
+	jv_free(q);
 	if (nd->phase && !json_has(x->s->state, nd->result_key))
 		again(x, i, "a human approved: it runs again");
 	else
@@ -641,6 +666,8 @@ static enum node_status status_after(const char *outcome)
 /* ---- gates and the loop -------------------------------------------------- */
 
 /* The gates before node i: the configured ones, the ladder's (phases), its own. */
+static void flush(struct gx *x);
+
 static enum gate_outcome node_gates(struct gx *x, size_t i)
 {
 	struct sup *s = x->s;
@@ -674,6 +701,16 @@ static enum gate_outcome node_gates(struct gx *x, size_t i)
 		fired = jv_array_append(fired, json_set(json_set(json_set(json_set(json_set(jv_object(),
 			"id", jv_string(id)), "ladder", jv_string(nd->gate.ladder)), "phase", jv_string(nd->id)),
 			"prompt", jv_string(nd->gate.prompt ? nd->gate.prompt : prompt)), "timeout_s", jv_number(86400)));
+	}
+	/* The state the last node left, checkpointed before a human may be
+	 * asked (a crash or a closed terminal at the prompt lost it: the
+	 * phase ran, and was paid, again on resume, and the approval then
+	 * passed a plan no one saw). */
+	if (jv_array_length(jv_copy(fired)) > 0)
+		flush(x);
+	if (s->store_error[0]) {        /* no one asked: the run stops (sup_store_stop) */
+		jv_free(fired);
+		return GATE_PASS;
 	}
 	jv_array_foreach(fired, k, gate) {
 		if (r == GATE_PASS)
@@ -1002,6 +1039,8 @@ static int start_ready(struct gx *x, bool *started)
 	int code = -1;
 
 	*started = false;
+	if ((code = sup_store_stop(s)) >= 0)
+		return code;
 	if ((code = stop_or_end(x)) >= 0 || sup_interrupted())
 		return code;
 	all = graph_ready(x->g, x->st, ready);
@@ -1049,6 +1088,8 @@ static int start_ready(struct gx *x, bool *started)
 		if (g == GATE_WAIT)
 			return sup_gate_paused(s, "waiting for a human at a gate");
 	}
+	if ((code = sup_store_stop(s)) >= 0)
+		return code;
 	start_nodes(x, ready, take, n);
 	*started = true;
 	return -1;
@@ -1096,6 +1137,12 @@ static int schedule(struct gx *x)
 		code = job_done(x, next_finished(x), code);
 	}
 	flush(x);
+	sup_commit_batch(s);
+	/* the end itself not recorded: not a success */
+	if (code == FORGE_EXIT_OK && s->store_error[0]) {
+		fprintf(stderr, "forge: the run's end cannot be recorded: %s\n", s->store_error);
+		code = FORGE_EXIT_DEPENDENCY;
+	}
 	pthread_mutex_unlock(&s->lock);
 	return code;
 }

@@ -39,6 +39,7 @@ struct sup {
 	bool deploy_approved;       /* a human approved the production deploy */
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
+	char store_error[512];      /* the first write to the database that failed, or "" */
 	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
 	struct heartbeat *beat;     /* renews the lease (supervise.c), or NULL */
 	int tools_run;              /* progress: tool calls of the running phase */
@@ -80,6 +81,9 @@ int sup_stop_cancelled(struct sup *s);
 int sup_end_run(struct sup *s, const char *run_status, const char *error, int code);
 /* The run-level breaker that trips, or NULL; *why receives the reason. */
 const char *sup_breaker(struct sup *s, char *why, size_t n);
+/* When a write of the run's record failed (s->store_error): the run
+ * paused there, exit 5 (what went unrecorded must not look done); else -1. */
+int sup_store_stop(struct sup *s);
 /* One fired gate (borrowed), for phase (or node) `phase`. */
 enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase);
 int sup_gate_paused(struct sup *s, const char *reason);

@@ -317,6 +317,36 @@ static int server_env(char ***out, struct toolset *ts, struct server *s)
 	return 0;
 }
 
+int toolset_input_schema(jv *out, jv tool)
+{
+	jv schema = json_get(tool, "inputSchema"), type;
+
+	*out = jv_null();
+	if (jv_get_kind(schema) != JV_KIND_OBJECT) {
+		jv_free(schema);
+		*out = json_set(jv_object(), "type", jv_string("object"));
+		return 0;
+	}
+	type = json_get(schema, "type");
+	if (jv_get_kind(type) == JV_KIND_NULL) {
+		jv_free(type);
+		*out = json_set(schema, "type", jv_string("object"));
+		return 0;
+	}
+	if (jv_get_kind(type) != JV_KIND_STRING || strcmp(jv_string_value(type), "object") != 0) {
+		jv shown = jv_dump_string(type, 0);
+
+		forge_error("its input schema is of type %s, not object (a model's tools take an "
+			    "object of arguments)", jv_string_value(shown));
+		jv_free(shown);
+		jv_free(schema);
+		return -1;
+	}
+	jv_free(type);
+	*out = schema;
+	return 0;
+}
+
 /* Register the server's tools under their model names. */
 static void add_tools(struct toolset *ts, struct server *s)
 {
@@ -324,6 +354,7 @@ static void add_tools(struct toolset *ts, struct server *s)
 		const char *tool = json_get_str(t, "name");
 		char name[65];
 		const char *clash = NULL;
+		jv schema = jv_null();
 		if (toolset_tool_name(name, s->name, tool) < 0) {
 			clash = forge_last_error();
 		} else {
@@ -331,17 +362,14 @@ static void add_tools(struct toolset *ts, struct server *s)
 				if (!strcmp(ts->tools[j].name, name))
 					clash = "another MCP tool has that name";
 		}
+		if (!clash && toolset_input_schema(&schema, t) < 0)
+			clash = forge_last_error();
 		if (clash) {
 			emit(ts, "mcp.tool.refused", json_set(json_set(json_set(jv_object(), "server", jv_string(s->name)),
 				"tool", json_str_or_null(tool)), "reason", jv_string(clash)));
 			warn(ts, "MCP server '%s': tool '%s' is left out: %s", s->name, tool ? tool : "", clash);
 			jv_free(t);
 			continue;
-		}
-		jv schema = json_get(t, "inputSchema");
-		if (jv_get_kind(schema) != JV_KIND_OBJECT) {
-			jv_free(schema);
-			schema = json_set(jv_object(), "type", jv_string("object"));
 		}
 		struct mtool *m;
 		ts->tools = xrealloc(ts->tools, (ts->ntools + 1) * sizeof *ts->tools);

@@ -71,6 +71,14 @@ enum tool_permission toolset_permission(const struct config *cfg, const char *ph
  * when it is longer than 64 or the tool has no name (NULL or ""). */
 int toolset_tool_name(char out[65], const char *server, const char *tool);
 
+/* The input schema offered to the model for an MCP tool (borrowed): its
+ * inputSchema, with "type": "object" added when it names no type (the
+ * providers refuse a tool schema without it, and a whole request with
+ * it), or {"type": "object"} when it has none (a tool that takes no
+ * input).  -1 with a message when it is an object schema of another type
+ * ("array", "string"): no provider takes one. */
+int toolset_input_schema(jv *out, jv tool);
+
 struct toolset_opts {
 	const char *phase;              /* "plan"; NULL with `server` (forge mcp) */
 	const struct config *cfg;       /* borrowed */

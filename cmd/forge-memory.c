@@ -539,7 +539,8 @@ int main(int argc, char **argv)
 	bool only_reads = false;
 	for (int i = 0; reads[i]; i++)
 		only_reads = only_reads || !strcmp(cmd, reads[i]);
-	int rc = (only_reads ? memory_cli_open_readonly : memory_cli_open)(&status, &c, &common);
+	int rc = (only_reads ? memory_cli_open_readonly
+		  : !strcmp(cmd, "search") ? memory_cli_open_existing : memory_cli_open)(&status, &c, &common);
 	if (rc < 0 && !strcmp(cmd, "search") && status == FORGE_EXIT_DEPENDENCY) {
 		memory_cli_close(&c);
 		rc = memory_cli_open_readonly(&status, &c, &common);

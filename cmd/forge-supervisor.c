@@ -224,7 +224,14 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* the terminal or the ssh session closed: paused as for SIGTERM
+	 * (before: exit 129, the run left "running", nothing said) */
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* a file-size limit (ulimit -f) reached by the database: a write that
+	 * fails (EFBIG), which stops the run saying so (sup_store_stop), not a
+	 * kill that left it "running" with nothing said */
+	signal(SIGXFSZ, SIG_IGN);
 	code = strcmp(what, "run") == 0 ? supervise_run(&o, arg) : supervise_resume(&o, arg);
 	free(pargs);
 	free(dir);
@@ -424,7 +431,13 @@ static void history_line(struct store *st, jv r, int width)
 	jv merged = jv_null();
 	char when[64];
 	bool cut;
-	const char *task = json_get_str(r, "task") ? json_get_str(r, "task") : "";
+	const char *raw = json_get_str(r, "task") ? json_get_str(r, "task") : "";
+	/* one line a run: a task's newlines (and any control character, which
+	 * could drive the terminal) as spaces */
+	char *task = xstrdup(raw);
+	for (char *p = task; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
 	int n = fit(task, width, &cut);
 
 	store_event_last(&merged, st, json_get_str(r, "trace_id"), "run.merged");
@@ -433,6 +446,7 @@ static void history_line(struct store *st, jv r, int width)
 	       jv_get_kind(merged) == JV_KIND_OBJECT ? "merged" : json_get_str(r, "status"),
 	       json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
 	       json_get_num(r, "total_cost_usd", 0), when, n, task, cut ? "…" : "");
+	free(task);
 	jv_free(merged);
 }
 

@@ -127,7 +127,16 @@ static const char *guard(struct phase *ph)
 
 static void emit_cb(void *payload, const char *type, jv data)
 {
-	phase_emit(payload, type, data);
+	struct phase *ph = payload;
+
+	/* a file the linters and scanners never saw is said where a person
+	 * looks, not in an event alone (before: the review approved and said
+	 * nothing, e.g. for a diff of an older commit piped in) */
+	if (strcmp(type, "review.file_skipped") == 0 && ph->common.verbosity >= 0)
+		fprintf(stderr, "%s: warning: %s was not linted or scanned: %s (review it with --commit, or "
+			"a diff of the working tree)\n", ph->spec->program, json_get_str(data, "file"),
+			json_get_str(data, "reason"));
+	phase_emit(ph, type, data);
 }
 
 static bool is_dir(const char *p)

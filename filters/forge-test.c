@@ -278,7 +278,12 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 		if (!failing(c))
 			continue;
 		const struct testcase *a = parsed && !c->synthetic ? testrun_find(&again, c->name) : NULL;
-		bool passed = a ? a->status == TC_PASS : clean;
+		/* A rerun by name that ran no test at all says nothing of this
+		 * one: a name the runner's filter does not select (cargo's
+		 * "x - should panic", a ctest name with a space) exits 0 with
+		 * "0 passed", and was counted a pass: a real failure, flaky. */
+		bool ran_none = by_name && (!parsed || again.total - again.skipped <= 0);
+		bool passed = a ? a->status == TC_PASS : clean && !ran_none;
 		if (passed) {
 			c->status = TC_PASS;
 			c->flaky = true;

@@ -280,6 +280,25 @@ cost_agrees() {
 	[ "$events" -gt 0 ] && [ "$state" -eq "$events" ]
 }
 
+@test "the whole run killed after paid model calls (kill -9 of the group): resume counts what they cost" {
+	new_repo d
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0], $i[1] + {delay_ms: 30000}]')"
+	start_run
+	until_true db_has "source = 'forge-implement' and type = 'llm.called'"
+	until_true eval '[ "$(calls implementer)" -ge 2 ]'
+	kill -9 -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 137 ]
+	T=$(trace_of_run)
+	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
+	# (before: the killed attempt's calls, after the last checkpoint, were
+	# never counted: the resumed run's cost left them out)
+	resume_and_check
+	cost_agrees
+	run -0 forge events replay "$T"
+	[ "$(jq -s '[.[] | select(.type == "run.cost_recovered")] | length' <<<"$output")" -eq 1 ]
+}
+
 @test "a phase killed after paid model calls: what they cost stays in the run's cost, before and after resume" {
 	new_repo d
 	# implement's second answer is held: the first call is made and paid for

@@ -207,6 +207,8 @@ setup() {
 	[ "$(jq -r .database.exists <<<"$output")" = false ]
 	[ ! -e "$FORGE_DB" ]   # doctor does not create it
 	forge-events list >/dev/null
+	[ ! -e "$FORGE_DB" ]   # nor does a command that only reads
+	forge-db migrate >/dev/null
 	run -0 --separate-stderr forge-doctor --json --only database
 	[ "$(jq -r .database.exists <<<"$output")" = true ]
 	[ "$(jq -r '.database.schema_version == .database.schema_known' <<<"$output")" = true ]

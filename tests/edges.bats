@@ -333,3 +333,34 @@ no_reader() {
 		run -2 --separate-stderr $cmd --no-input --repo .
 	done
 }
+
+@test "a read command given a database that does not exist creates nothing: it reads as empty and says where it looked" {
+	local gone="$BATS_TEST_TMPDIR/no-such-dir/forge.db"
+	local said="no database at '$gone': nothing has been recorded there yet (read as empty; check --db or FORGE_DB)"
+	export FORGE_DB="$gone"
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	cd "$BATS_TEST_TMPDIR/repo"
+	for cmd in "history" "status" "metrics" "memory list" "memory stats" "memory search foo" \
+		"memory export" "findings list" "gate list"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr forge $cmd --db "$gone"
+		[[ "$stderr" == *"$said"* ]] || { echo "$cmd: $stderr"; false; }
+		[ ! -e "$BATS_TEST_TMPDIR/no-such-dir" ] || { echo "$cmd made it"; false; }
+	done
+	run -0 --separate-stderr forge memory search --json foo --db "$gone"
+	[ -z "$output" ]
+	# FORGE_DB (set once for many commands): nothing made, nothing said
+	run -0 --separate-stderr forge memory list
+	[ -z "$stderr" ]
+	[ ! -e "$BATS_TEST_TMPDIR/no-such-dir" ]
+	# the repository's own database, not there yet: nothing made, nothing said
+	unset FORGE_DB
+	run -0 --separate-stderr forge history
+	run -0 --separate-stderr forge memory search foo
+	[ -z "$stderr" ]
+	[ ! -e .forge/forge.db ]
+	# a command that records still makes it
+	run -0 forge memory add "a lesson about foo"
+	run -0 forge memory search foo
+	[[ "$output" == *"a lesson about foo"* ]]
+}

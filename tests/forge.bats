@@ -132,7 +132,11 @@ setup() {
 	# the database of the repository --repo names
 	run -1 --separate-stderr forge --repo "$REPO" status
 	[ "$stderr" = "forge status: no runs yet" ]
+	[ ! -e "$REPO/.forge/forge.db" ]	# (a read makes no database)
+	run -0 forge --repo "$REPO" memory add "a lesson"
 	[ -f "$REPO/.forge/forge.db" ]
+	run -0 --separate-stderr forge --repo "$REPO" memory list
+	[[ "$output" == *"a lesson"* ]]
 	run -0 --separate-stderr forge --repo="$REPO" -q history --json
 	[ -z "$output" ]
 	run -0 --separate-stderr forge -v --db "$BATS_TEST_TMPDIR/x.db" --config /dev/null events list --json

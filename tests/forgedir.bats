@@ -34,7 +34,7 @@ setup() {
 @test "the '*' .gitignore an older forge wrote is upgraded; a user's own is left alone" {
 	mkdir .forge
 	printf '*\n' >.forge/.gitignore
-	run -0 --separate-stderr forge history
+	run -0 --separate-stderr forge-db migrate
 	grep -qx '[*].db' .forge/.gitignore
 	[ "$(grep -cx '[*]' .forge/.gitignore)" -eq 0 ]
 	echo '{}' >.forge/config.json
@@ -42,6 +42,7 @@ setup() {
 	[ "$output" = "?? .forge/config.json" ]
 
 	printf '*\n!config.json\n' >.forge/.gitignore
-	run -0 --separate-stderr forge history
+	rm -f .forge/forge.db*
+	run -0 --separate-stderr forge-db migrate
 	[ "$(cat .forge/.gitignore)" = "$(printf '*\n!config.json')" ]
 }

@@ -54,6 +54,26 @@ events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t)
 	[ "$(git -C "$REPO" log --format=%s "main..forge/$T")" = "forge: add a mul operation (attempt 1)" ]
 }
 
+@test "killed while the question is on the terminal: the plan was checkpointed first; resume asks again, the plan not run again" {
+	run -137 on_tty --wait "$QUESTION" --kill -- forge run --config "$CFG" "add a mul operation"
+	T=$(last_trace)
+	# (before: the plan's checkpoint came after the answer; resume ran and
+	# paid for the plan again)
+	[[ ",$(db_q "select group_concat(phase) from checkpoints where trace_id = '$T'")," == *,plan,* ]]
+	run -0 on_tty --type 'y\n' -- forge resume --config "$CFG" "$T"
+	[ "$(run_status "$T")" = completed ]
+	[ "$(forge events replay "$T" | jq -s '[.[] | select(.type == "phase.completed" and .source == "forge-plan")] | length')" -eq 1 ]
+}
+
+@test "the terminal closing at the prompt pauses the run as Ctrl-C does (exit 130), gate pending" {
+	# (before: exit 129, the run left "running", nothing recorded)
+	run -130 on_tty --wait "$QUESTION" --hup -- forge run --config "$CFG" "add a mul operation"
+	T=$(last_trace)
+	[ "$(run_status "$T")" = paused ]
+	[ -n "$(pending_gate)" ]
+	[ -n "$(events_of "$T" run.paused)" ]
+}
+
 @test "Ctrl-C at the prompt pauses the run (exit 130), gate pending; forge resume asks again and e approves with a note" {
 	run -130 on_tty --wait "$QUESTION" --intr -- forge run --config "$CFG" "add a mul operation"
 	T=$(last_trace)

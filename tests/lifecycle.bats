@@ -163,6 +163,39 @@ fail_implement() {
 	T=$(last_trace)
 }
 
+@test "the implementer asks a human: approved with an answer, it runs again with the answer in its prompt" {
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "ask_human", input: {question: "Call it mul or times?"}}]}]')"
+	run -4 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ "$(forge status --json "$T" | jq -r .state.question.text)" = "Call it mul or times?" ]
+	G=$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .id')
+	run -0 forge gate approve "$G" --note "mul, as the other operations"
+	script "$IMPL"
+	AFTER=$(last_seq)
+	# (before: approving moved on to review with nothing implemented, and
+	# the run "completed" with no change)
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	[ "$(calls implementer "$AFTER")" -ge 1 ]
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e --argjson a "$AFTER" '[.[] | select(.seq > $a) | .body.messages[0].content |
+		tostring | select(test("You asked: Call it mul or times\\?")) | select(test("answered: mul, as the other operations"))] | length > 0'
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and (.state.changes.files | length) > 0 and (.state | has("question") | not) and
+		.state.answers == [{"phase": "implement", "question": "Call it mul or times?", "answer": "mul, as the other operations", "by": "human"}]' <<<"$output"
+}
+
+@test "a run that completes without changing anything points to forge show, not to forge diff and merge" {
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "read_file", input: {path: "calc.c"}}]},
+		{tool_calls: [{name: "finish", input: {summary: "nothing to change"}}]}]')"
+	run -0 --separate-stderr forge run --auto-approve "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ "$(forge status --json "$T" | jq '.state.changes.files | length')" -eq 0 ]
+	[[ "$output" == *"next      forge show $T"* ]]
+	run -0 forge show "$T"
+	assert_line "next      forge show $T"
+}
+
 implementer_called_after() {
 	mock_logged "You are the implementer" "$1" && [ "$(calls implementer "$1")" -ge 1 ]
 }
@@ -261,8 +294,25 @@ until_true() {
 	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = 't1'")" = "HOLDER1" ]
 }
 
+@test "a write of the run's record that fails mid-run stops it there (exit 5), not a completed run" {
+	forge-db migrate >/dev/null
+	# the checkpoint after the plan cannot be written (as on a full disk)
+	sqlite3 "$FORGE_DB" "create trigger no_room before insert on checkpoints when new.phase = 'plan' begin select raise(abort, 'database or disk is full'); end"
+	demo_replay
+	run -5 --separate-stderr forge run "$TASK" </dev/null
+	# (before: exit 0, "completed", review, test and deploy run unrecorded)
+	[[ "$stderr" == *"forge: the run cannot be recorded: "*"database or disk is full"*"; it stops here (forge resume "* ]]
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
+	[ -z "$(git -C "$REPO" log --oneline "main..forge/$T" 2>/dev/null)" ]
+	# the disk has room again: resume carries it on
+	sqlite3 "$FORGE_DB" "drop trigger no_room"
+	run -0 --separate-stderr forge resume --auto-approve "$T" </dev/null
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
 @test "a run whose row cannot be written leaves no worktree and no branch (exit 5)" {
-	forge history >/dev/null   # makes the database
+	forge-db migrate >/dev/null   # makes the database
 	sqlite3 "$FORGE_DB" "create trigger no_runs before insert on runs begin select raise(abort, 'no room for runs'); end"
 	demo_replay
 	run -5 --separate-stderr forge run "$TASK" </dev/null

@@ -66,6 +66,36 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 	[ "$(finding scripts/déploiement.sh 3 shellcheck/SC2115)" = security ]
 }
 
+@test "every file is linted: a name that starts with '-', and the files past the 512th of a language" {
+	command -v shellcheck >/dev/null || skip "shellcheck is not installed (scripts/install-deps)"
+	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache"
+	mkdir -p -- -dash many
+	printf '#!/bin/sh\nX="1"\nrm -rf $X/*\n' >"-dash/x.sh"
+	for i in $(seq -w 1 520); do printf '#!/bin/sh\necho %s\n' "$i" >"many/s$i.sh"; done
+	printf '#!/bin/sh\nX="1"\nrm -rf $X/*\n' >"many/s520.sh"
+	git add -A && git commit -q -m "scripts"
+	# (before: shellcheck took "-dash/x.sh" for an option and checked
+	# nothing, and the files after the 512th were left out; both silently)
+	run -0 --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	[ "$(finding -dash/x.sh 3 shellcheck/SC2115)" = security ]
+	[ "$(finding many/s520.sh 3 shellcheck/SC2115)" = security ]
+	[ "$(jq -s '[.[] | select(.type == "review.tool_ran" and .payload.tool == "shellcheck") | .payload.files] | add' <<<"$OUT")" = 521 ]
+}
+
+@test "a line that is not UTF-8 (a Latin-1 comment) is still searched for secrets, from stdin and from a commit" {
+	# (before: the secret rules skipped such a line, the review approved;
+	# from stdin the diff was refused as "invalid UTF-8")
+	printf '# caf\351\ntoken = "ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ"  # r\351sum\351\n' >conf.py
+	git add -A && git commit -q -m conf
+	run -4 --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	[ "$(finding conf.py 2 secret/github-token)" = security ]
+	run -4 --separate-stderr bash -c 'git show HEAD | forge-review'
+	OUT=$output
+	[ "$(finding conf.py 2 secret/github-token)" = security ]
+}
+
 # The tools that ran, as "tool cached" lines (cached: true or false).
 tools_ran() { jq -r 'select(.type == "review.tool_ran") | "\(.payload.tool) \(.payload.cached // false)"' <<<"$OUT"; }
 findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | sort'; }
@@ -116,12 +146,13 @@ findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | so
 	assert_output 0
 }
 
-@test "a file that differs from the diff is not linted, with an event" {
+@test "a file that differs from the diff is not linted, with an event and a line on stderr" {
 	plant
 	git diff HEAD~1 >"$BATS_TEST_TMPDIR/d.diff"
 	echo "/* changed */" >src/copy.c
 	run -4 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/d.diff"
 	OUT=$output
+	[[ "$stderr" == *"forge-review: warning: src/copy.c was not linted or scanned: the file's content differs from the diff"* ]]
 	run jq -r 'select(.type == "review.file_skipped") | .payload.file' <<<"$OUT"
 	assert_output src/copy.c
 }

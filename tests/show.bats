@@ -167,6 +167,12 @@ setup() {
 	run -0 forge history --json
 	[ "$(jq -r --arg t "$T2" 'select(.trace_id == $t) | .task' <<<"$output")" = "$task" ]
 	[ "$(jq -r --arg t "$T2" 'select(.trace_id == $t) | .started_at' <<<"$output")" = "$started" ]
+	# a task of several lines (or with an escape) is one line of the table
+	sqlite3 "$FORGE_DB" "update runs set task = 'fix the parser' || char(10) || char(10) || 'Steps:' || char(27) || '[2J' where id = '$T2'"
+	run -0 forge history
+	[ "${#lines[@]}" -eq 3 ]
+	line=$(grep "^$T2" <<<"$output")
+	[[ $line == *"  fix the parser  Steps: [2J" ]] || { echo "$line"; false; }
 }
 
 @test "forge diff: the run's branch against its base as a patch git applies; --stat; colour only on a terminal" {
@@ -280,6 +286,21 @@ setup() {
 	mv NOTES.md ../mine.md
 	run -0 --separate-stderr forge merge "$T1"
 	[ "$(cat NOTES.md)" = "from the run" ]
+}
+
+@test "forge merge: an ignored file of the person's in the way is not overwritten either (exit 2)" {
+	# the person ignores settings.json (.git/info/exclude) and has one; the
+	# run adds its own (before: merged, the person's file overwritten)
+	echo settings.json >>"$(git rev-parse --git-common-dir)/info/exclude"
+	echo '{"my": "local settings"}' >settings.json
+	[ -z "$(git status --porcelain)" ]
+	wt="$REPO/.forge/worktrees/$T1"
+	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
+	echo '{"default": true}' >"$wt/settings.json"
+	git -C "$wt" add -f settings.json && git -C "$wt" commit -q -m settings
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"1 file in '$REPO' that git does not track would be overwritten: settings.json"* ]]
+	[ "$(cat settings.json)" = '{"my": "local settings"}' ]
 }
 
 @test "forge gc: only cancelled, failed and merged runs; --dry-run removes nothing; forge clean is the same" {

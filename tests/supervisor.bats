@@ -331,7 +331,7 @@ branch_log() {
 @test "a cost breaker trips before implement: exit 3, breaker.tripped, the run failed" {
 	replay run-clean.jsonl
 	run -3 --separate-stderr forge run --config "$CONFIGS/breaker.json" "add a mul operation" </dev/null
-	[[ "$stderr" == *"breaker cost_per_run tripped"* ]]
+	[[ "$stderr" == *"breaker cost_per_run tripped"*"(limit per run \$0.015)"* ]]
 	T=$(last_trace)
 	run -0 events_of "$T" breaker.tripped
 	jq -e '.breaker == "cost_per_run"' <<<"$output"
@@ -732,4 +732,17 @@ nothing_made() {
 	# the phases' --task too
 	run -2 --separate-stderr forge-plan --task ' ' </dev/null
 	[[ "$stderr" == *"--task: the task is empty"* ]]
+}
+
+@test "a shallow clone (CI's depth 1): the run's branch fast-forwards into it" {
+	git -C "$REPO" commit -q --allow-empty -m "a second commit, cut off by the shallow clone"
+	git clone -q --depth 1 "file://$REPO" "$BATS_TEST_TMPDIR/shallow"
+	cd "$BATS_TEST_TMPDIR/shallow"
+	[ "$(git rev-parse --is-shallow-repository)" = true ]
+	replay run-clean.jsonl
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	# (before: exit 5, "object not found", from libgit2's walk past the cut)
+	run -0 --separate-stderr forge merge "$T"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T")" ]
 }

@@ -135,6 +135,28 @@ mock() {
 		'[true,["flaky on first run"],["real failure"]]'
 }
 
+@test "a failure that a rerun by name does not run again stays real; cargo's test mode is not part of the name" {
+	make_repo "$REPO"
+	# a cargo whose rerun by name selects no test, as libtest's --exact did
+	# with the name "tests::p - should panic" (before: "0 passed" counted as
+	# a pass, the failure flaky, exit 0)
+	cat >"$REPO/cargo" <<-'EOF'
+		#!/bin/sh
+		case "$*" in *--exact*)
+			printf 'running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 2 filtered out\n'
+			exit 0 ;;
+		esac
+		printf 'running 2 tests\ntest tests::p - should panic ... FAILED\ntest tests::q ... ok\n\n'
+		printf 'test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n'
+		exit 101
+	EOF
+	chmod +x "$REPO/cargo"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm cargo
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input --command './cargo test' </dev/null"
+	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, [.failures[] | [.test, .classification]], .rerun.command]')" \
+		"[1,0,[[\"tests::p\",\"real\"]],\"./cargo test -- --exact 'tests::p'\"]"
+}
+
 @test "only a flaky failure: exit 0, the flaky test reported" {
 	cp -r "$FORGE_ROOT/tests/fixtures/repos/flaky" "$REPO"
 	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture

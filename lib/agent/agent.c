@@ -31,6 +31,7 @@ void agent_result_release(struct agent_result *r)
 	jv_free(r->result);
 	jv_free(r->messages);
 	free(r->reason);
+	free(r->question);
 	agent_result_init(r);
 }
 
@@ -384,6 +385,8 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 				llm_msg_tool_result(call->id, "Waiting for a human.", false));
 			emit(a, "agent.escalated", json_set(jv_object(), "question", jv_string(q ? q : "")));
 			finish_with(a, AGENT_ESCALATED, NULL, "the agent asks: %s", q ? q : "(no question)");
+			free(a->res->question);
+			a->res->question = xstrdup(q && *q ? q : "(no question)");
 			agent_reflect(a, "escalation", a->res->reason);
 			return TURN_END;
 		}

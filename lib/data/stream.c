@@ -68,7 +68,7 @@ static bool fill(struct line_reader *r)
 
 static enum line_status read_line(struct line_reader *r, struct buf *line, size_t max)
 {
-	bool too_long = false, any = false;
+	bool too_long = false, any = false, newline = false;
 
 	buf_reset(line);
 	for (;;) {
@@ -80,14 +80,21 @@ static enum line_status read_line(struct line_reader *r, struct buf *line, size_
 		char *nl = memchr(start, '\n', avail);
 		size_t n = nl ? (size_t)(nl - start) : avail;
 
-		if (!too_long && line->len + n > max)
+		/* (max + 1: a CRLF line's CR is not part of the record) */
+		if (!too_long && line->len + n > max + 1)
 			too_long = true;
 		if (!too_long)
 			buf_add(line, start, n);
 		r->pos += n + (nl ? 1 : 0);
-		if (nl)
-			return too_long ? LINE_TOO_LONG : LINE_OK;
+		if (nl) {
+			newline = true;
+			break;
+		}
 	}
+	if (!too_long && line->len > max && line->buf[line->len - 1] != '\r')
+		too_long = true;
+	if (newline)
+		return too_long ? LINE_TOO_LONG : LINE_OK;
 	if (r->error)
 		return LINE_READ_ERROR;
 	if (!any)
@@ -573,9 +580,22 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 	} while (fill(r));
 	if (r->error)
 		return forge_error("cannot read the input: %s", strerror(errno));
-	/* A bad byte or a NUL: name the line it is on (text starts at line in->lines). */
+	/* A bad byte or a NUL: name the line it is on (text starts at line in->lines).
+	 * A text the hook takes (a diff) may hold bytes that are not UTF-8:
+	 * the files it changes may be Latin-1. */
 	size_t bad = json_utf8_invalid_at(text->buf, text->len);
-	const char *nul = memchr(text->buf, '\0', bad);
+	const char *nul = memchr(text->buf, '\0', text->len);
+	int took = 0;
+	if (!nul && opt->raw_hook) {
+		took = opt->raw_hook(text->buf, text->len, opt->payload);
+		if (took < 0)
+			return -1;
+		if (took > 0) {
+			/* (in JSON, a byte that is not UTF-8 is U+FFFD) */
+			in->raw = jv_string_sized(text->buf, (int)text->len);
+			return 0;
+		}
+	}
 	if (nul || bad < text->len) {
 		const char *at = nul ? nul : text->buf + bad;
 
@@ -584,19 +604,16 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 		return nul ? forge_error("NUL byte in the text input: a task or a diff cannot hold one")
 			   : forge_error("invalid UTF-8");
 	}
-	if (opt->raw_hook) {
-		int took = opt->raw_hook(text->buf, text->len, opt->payload);
-		if (took < 0)
-			return -1;
-		if (took > 0) {
-			in->raw = jv_string_sized(text->buf, (int)text->len);
-			return 0;
-		}
-	}
-	if (text->len > STREAM_TASK_MAX)
-		return forge_error("the task is %zu bytes, more than the limit of %u bytes", text->len,
+	/* the limit is the task's, as --task and {"task": …} count it: not
+	 * the line end echo adds, nor a CR of each CRLF */
+	jv task = task_from_text(text->buf, text->len);
+	size_t len = (size_t)jv_string_length_bytes(json_get(task, "description"));
+	if (len > STREAM_TASK_MAX) {
+		jv_free(task);
+		return forge_error("the task is %zu bytes, more than the limit of %u bytes", len,
 				   STREAM_TASK_MAX);
-	in->task = task_from_text(text->buf, text->len);
+	}
+	in->task = task;
 	return 0;
 }
 
@@ -765,6 +782,22 @@ int stream_state_check(jv state)
 	if (check_schema("state.schema.json", state, true) < 0)
 		return forge_error_prefix("the state does not match its schema");
 	return 0;
+}
+
+jv stream_state_initial(const char *trace_id, jv task, double budget_usd)
+{
+	jv s = jv_object(), zero = json_set(json_set(jv_object(), "tokens", jv_number(0)), "usd", jv_number(0));
+
+	s = json_set(s, "kind", jv_string("state"));
+	s = json_set(s, "v", jv_number(FORGE_PROTOCOL_VERSION));
+	s = json_set(s, "trace_id", jv_string(trace_id));
+	s = json_set(s, "phase", jv_string("init"));
+	s = json_set(s, "status", jv_string("ok"));
+	s = json_set(s, "task", task);
+	s = json_set(s, "bounces", jv_array());
+	s = json_set(s, "cost", zero);
+	return json_set(s, "budget", json_set(json_set(jv_object(), "usd", jv_number(budget_usd)),
+					      "remaining_usd", jv_number(budget_usd)));
 }
 
 int stream_write_state(struct stream_out *out, jv state)

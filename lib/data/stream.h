@@ -142,6 +142,14 @@ int stream_write_state(struct stream_out *out, jv state);
 int stream_state_check(jv state);
 
 /*
+ * A run's first state: phase "init", status ok, trace_id, task (consumed)
+ * as given, no bounces, nothing spent, and a budget of budget_usd with all
+ * of it remaining.  The one shape a run starts from, whether a phase run
+ * alone starts it (a task on stdin) or the supervisor does.
+ */
+jv stream_state_initial(const char *trace_id, jv task, double budget_usd);
+
+/*
  * Whether event record rec (borrowed) surely matches event.schema.json: the
  * schema's checks written out, for the hot path of stream_read().  False
  * when it does not, or when this cannot tell (then the schema validator

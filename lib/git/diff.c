@@ -86,32 +86,98 @@ static struct diff_file *new_file(struct diff *d)
 	return f;
 }
 
-/* "diff --git a/x b/x": the paths, when they can be told apart. */
+/* The prefixes git gives the two sides of a diff: a/ b/, or with
+ * diff.mnemonicPrefix i/ w/ (index, work tree), c/ w/, c/ i/, o/ w/,
+ * 1/ 2/ (--no-index).  Whether old and new carry such a pair. */
+static bool side_prefixes(const char *old, const char *new)
+{
+	static const char pairs[][2] = { { 'a', 'b' }, { 'i', 'w' }, { 'c', 'w' }, { 'c', 'i' },
+					 { 'o', 'w' }, { '1', '2' } };
+
+	if (!old[0] || old[1] != '/' || !new[0] || new[1] != '/')
+		return false;
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+		if (old[0] == pairs[i][0] && new[0] == pairs[i][1])
+			return true;
+	return false;
+}
+
+/* Drop the side prefixes of old and new (see side_prefixes) in place. */
+static void drop_side_prefixes(char *old, char *new)
+{
+	if (strcmp(old, "/dev/null") == 0 || strcmp(new, "/dev/null") == 0 ||
+	    !side_prefixes(old, new))
+		return;
+	memmove(old, old + 2, strlen(old + 2) + 1);
+	memmove(new, new + 2, strlen(new + 2) + 1);
+}
+
+/* The length of the C-quoted path at s (s[0] == '"'), closing quote
+ * included; 0 when it does not close. */
+static size_t quoted_len(const char *s, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* "diff --git a/x b/x": the paths, when they can be told apart.  A path
+ * git quotes ("a/\303\251.png": a byte that is not ASCII, a quote) is
+ * unquoted; the prefixes may be mnemonic ones (i/ w/, c/ i/, ...). */
 static void git_header_paths(struct diff_file *f, const char *s, size_t n)
 {
 	const char *rest = s + 11;
 	size_t rn = n - 11;
+	char *old = NULL, *new = NULL;
 
-	if (rn > 2 && rest[0] == 'a' && rest[1] == '/') {
-		/* "a/P b/P": split in the middle when both halves are equal */
+	while (rn > 0 && (rest[rn - 1] == '\r' || rest[rn - 1] == ' '))
+		rn--;
+	if (rn > 0 && rest[0] == '"') {
+		size_t q = quoted_len(rest, rn);
+
+		if (q && q + 1 < rn && rest[q] == ' ') {
+			old = header_path(rest, q, "");
+			new = header_path(rest + q + 1, rn - q - 1, "");
+		}
+	} else if (rn % 2 == 1 && rest[(rn - 1) / 2] == ' ' &&
+		   memcmp(rest, rest + (rn + 1) / 2, (rn - 1) / 2) == 0) {
+		/* "P P" (diff.noprefix): the same path twice */
+		f->old_path = xstrndup(rest, (rn - 1) / 2);
+		f->path = xstrndup(rest, (rn - 1) / 2);
+		return;
+	} else if (rn > 2 && rest[1] == '/') {
+		const char *b = NULL;
+
+		/* "X/P Y/P": split in the middle when both halves are equal */
 		if (rn % 2 == 1) {
 			size_t half = (rn - 1) / 2;
-			if (rest[half] == ' ' && rest[half + 1] == 'b' &&
-			    memcmp(rest + 2, rest + half + 3, half - 2) == 0) {
-				f->old_path = xstrndup(rest + 2, half - 2);
-				f->path = xstrndup(rest + 2, half - 2);
-				return;
-			}
+			if (rest[half] == ' ' && rest[half + 2] == '/' &&
+			    memcmp(rest + 2, rest + half + 3, half - 2) == 0)
+				b = rest + half;
 		}
-		const char *b = NULL;
-		for (size_t i = 0; i + 3 < rn; i++)
-			if (rest[i] == ' ' && rest[i + 1] == 'b' && rest[i + 2] == '/')
+		for (size_t i = 0; !b && i + 1 < rn; i++)
+			if (rest[i] == ' ' && rest[i + 1] == '"')
+				b = rest + i;
+		for (size_t i = 0; !b && i + 3 < rn; i++)
+			if (rest[i] == ' ' && rest[i + 2] == '/' && side_prefixes(rest, rest + i + 1))
 				b = rest + i;
 		if (b) {
-			f->old_path = xstrndup(rest + 2, (size_t)(b - rest - 2));
-			f->path = xstrndup(b + 3, (size_t)(rest + rn - b - 3));
+			old = xstrndup(rest, (size_t)(b - rest));
+			new = header_path(b + 1, (size_t)(rest + rn - b - 1), "");
 		}
 	}
+	if (old && new && side_prefixes(old, new)) {
+		drop_side_prefixes(old, new);
+		f->old_path = old;
+		f->path = new;
+		return;
+	}
+	free(old);
+	free(new);
 }
 
 static int parse_range(int *start, int *count, const char **p)
@@ -306,6 +372,11 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 			if (n == 0)
 				continue;
 		}
+		if (starts(s, n, "diff --cc ") || starts(s, n, "diff --combined ") || starts(s, n, "@@@ ")) {
+			forge_error("line %lu: a combined diff (of a merge, 'diff --cc'): review the merge "
+				    "against one parent instead (git diff M^1 M, or forge-review --commit M)", lineno);
+			goto fail;
+		}
 		if (starts(s, n, "diff --git ")) {
 			f = new_file(d);
 			h = NULL;
@@ -321,13 +392,24 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 			}
 			git_header = false;
 			after_hunk = false;
-			char *old = header_path(s + 4, n - 4, "a/");
+			char *old = header_path(s + 4, n - 4, "");
 			free(f->old_path);
 			f->old_path = old;
 			continue;
 		}
 		if (starts(s, n, "+++ ") && f && !h && f->old_path) {
-			char *np = header_path(s + 4, n - 4, "b/");
+			char *np = header_path(s + 4, n - 4, "");
+
+			/* a/ and b/ (or git's mnemonic i/ w/, c/ w/ ...) go as a
+			 * pair; one alone was stripped before: "a/x" against
+			 * /dev/null */
+			if (!strcmp(f->old_path, "/dev/null") && np[0] && strchr("bwi2", np[0]) && np[1] == '/')
+				memmove(np, np + 2, strlen(np + 2) + 1);
+			else if (!strcmp(np, "/dev/null") && f->old_path[0] && strchr("acio1", f->old_path[0]) &&
+				 f->old_path[1] == '/')
+				memmove(f->old_path, f->old_path + 2, strlen(f->old_path + 2) + 1);
+			else
+				drop_side_prefixes(f->old_path, np);
 			if (strcmp(np, "/dev/null") == 0) {
 				f->deleted = true;
 				free(np);

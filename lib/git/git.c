@@ -583,7 +583,9 @@ int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const cha
 	struct in_the_way w = { BUF_INIT, 0 };
 	int rc = 0;
 
-	copts.checkout_strategy = GIT_CHECKOUT_SAFE;
+	/* An ignored file is the person's too (.env, local settings), and
+	 * not in git: the change does not overwrite it (git merge would). */
+	copts.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_DONT_OVERWRITE_IGNORED;
 	copts.notify_flags = GIT_CHECKOUT_NOTIFY_CONFLICT;
 	copts.notify_cb = note_in_the_way;
 	copts.notify_payload = &w;
@@ -701,7 +703,7 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 			rc = FORGE_GIT_NOTHING;
 			goto out;
 		}
-		e = git_graph_descendant_of(g->repo, &target, tip);
+		e = forge_git_descendant_of(g->repo, &target, tip);
 		if (e < 0) {
 			forge_git_fail("cannot compare '%s' with '%s'", rev, base_branch);
 			goto out;

@@ -132,6 +132,51 @@ int forge_git_head_branch(char **out, struct forge_git *g)
 	return rc;
 }
 
+/* The walk of forge_git_descendant_of() when libgit2's failed: parents
+ * breadth first from commit, a missing one a root; at most WALK_MAX (a
+ * shallow clone's history is short). */
+#define WALK_MAX 10000
+
+static int walk_to(git_repository *repo, const git_oid *commit, const git_oid *ancestor)
+{
+	git_oid *queue = xcalloc(WALK_MAX, sizeof *queue);
+	size_t head = 0, tail = 0;
+	int found = 0;
+
+	git_oid_cpy(&queue[tail++], commit);
+	while (head < tail && !found) {
+		git_commit *c = NULL;
+
+		if (git_commit_lookup(&c, repo, &queue[head++]) < 0)
+			continue;       /* beyond a shallow clone's history */
+		for (unsigned i = 0; i < git_commit_parentcount(c) && !found; i++) {
+			const git_oid *p = git_commit_parent_id(c, i);
+			bool seen = false;
+
+			if (git_oid_equal(p, ancestor)) {
+				found = 1;
+				break;
+			}
+			for (size_t k = 0; k < tail && !seen; k++)
+				seen = git_oid_equal(&queue[k], p);
+			if (!seen && tail < WALK_MAX)
+				git_oid_cpy(&queue[tail++], p);
+		}
+		git_commit_free(c);
+	}
+	free(queue);
+	return found;
+}
+
+int forge_git_descendant_of(git_repository *repo, const git_oid *commit, const git_oid *ancestor)
+{
+	int e = git_graph_descendant_of(repo, commit, ancestor);
+
+	if (e != GIT_ENOTFOUND)
+		return e;
+	return walk_to(repo, commit, ancestor);
+}
+
 int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const char *ancestor)
 {
 	git_oid a, b;
@@ -144,7 +189,7 @@ int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const ch
 		*out = true;
 		return 0;
 	}
-	e = git_graph_descendant_of(g->repo, &a, &b);
+	e = forge_git_descendant_of(g->repo, &a, &b);
 	if (e < 0)
 		return forge_git_fail("cannot compare '%s' with '%s'", rev, ancestor);
 	*out = e == 1;
@@ -212,7 +257,7 @@ static int make_merge_commit(git_oid *out, struct forge_git *g, const git_oid *t
 		forge_git_fail("cannot read the commits to merge");
 		goto out;
 	}
-	e = git_graph_descendant_of(g->repo, theirs, tip);
+	e = forge_git_descendant_of(g->repo, theirs, tip);
 	if (e < 0) {
 		forge_git_fail("cannot compare the commits to merge");
 		goto out;
@@ -267,7 +312,7 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 		goto out;
 	}
 	const git_oid *tip = git_reference_target(ref);
-	e = git_oid_equal(tip, &theirs) ? 1 : git_graph_descendant_of(g->repo, tip, &theirs);
+	e = git_oid_equal(tip, &theirs) ? 1 : forge_git_descendant_of(g->repo, tip, &theirs);
 	if (e != 0) {
 		if (e < 0)
 			forge_git_fail("cannot compare '%s' with '%s'", rev, base_branch);

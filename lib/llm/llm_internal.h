@@ -89,7 +89,8 @@ char *llm_strdup_or_null(const char *s);
 const char *llm_jstr(jv v);
 /* Build "Name: value" (malloc'd). */
 char *llm_header(const char *name, const char *value);
-/* Join base URL and path, without doubling a slash. */
+/* Join base URL and path, without doubling a slash, nor the path's first
+ * part when the base ends with it ("…/v1" + "/v1/messages"). */
 char *llm_url(const char *base, const char *path);
 /* True when a Content-Type names text/event-stream, whatever its parameters
  * or case ("text/event-stream; charset=utf-8" included). */

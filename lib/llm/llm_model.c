@@ -345,6 +345,15 @@ char *llm_url(const char *base, const char *path)
 
 	while (n > 0 && base[n - 1] == '/')
 		n--;
+	/* a base that already ends with the path's first part ("…/v1" for
+	 * Anthropic's "/v1/messages", as OpenAI base URLs are written): not
+	 * twice (POST /v1/v1/messages was a 404, "unknown model") */
+	const char *seg_end = path[0] == '/' ? strchr(path + 1, '/') : NULL;
+	if (seg_end) {
+		size_t seg = (size_t)(seg_end - path);
+		if (n >= seg && memcmp(base + n - seg, path, seg) == 0)
+			path = seg_end;
+	}
 	buf_add(&b, base, n);
 	buf_adds(&b, path);
 	return buf_detach(&b, NULL);

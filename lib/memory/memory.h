@@ -462,6 +462,9 @@ int memory_cli_open(int *status, struct memory_cli *c, const struct cli_common *
 /* The same for a command that only reads: the database is opened with
  * store_open_readonly(), and recall does not record accesses. */
 int memory_cli_open_readonly(int *status, struct memory_cli *c, const struct cli_common *common);
+/* memory_cli_open(), or memory_cli_open_readonly() when the database file
+ * does not exist (search: nothing to find, nothing to make). */
+int memory_cli_open_existing(int *status, struct memory_cli *c, const struct cli_common *common);
 /* A model client for the fast model as llm_choose() resolves it (so
  * --model M, a flags layer, makes M the fast model too);
  * -1 with the reason when none can be made (no key, no provider). */

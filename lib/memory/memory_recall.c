@@ -1006,6 +1006,11 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	*out = jv_array();
 	if (!q->text)
 		return forge_error("recall needs a query text");
+	/* a database that does not exist (store_open_readonly's stand-in):
+	 * nothing to find, and no thesaurus to build where nothing may be
+	 * written */
+	if (store_absent(m->st))
+		return 0;
 	if (q->embedding) {
 		dim = q->embedding_dim;
 		qv = xcalloc(dim + 1, sizeof *qv);

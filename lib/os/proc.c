@@ -81,6 +81,15 @@ void proc_kill_running(int sig)
 	errno = saved;
 }
 
+size_t proc_running_count(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < MAX_RUNNING; i++)
+		n += __atomic_load_n(&running[i], __ATOMIC_SEQ_CST) != 0;
+	return n;
+}
+
 /* ---- capture: keep the head and the tail of a stream ---- */
 
 struct capture {

@@ -183,4 +183,9 @@ void proc_result_release(struct proc_result *r);
  */
 void proc_kill_running(int sig);
 
+/* How many children proc_kill_running() would signal now.  A child is
+ * counted from just after it was started: a test waits for it before it
+ * signals, as a command may have begun its work a moment before that. */
+size_t proc_running_count(void);
+
 #endif

@@ -32,9 +32,23 @@ static bool secret_on(jv findings, const char *file, int line)
 	return hit;
 }
 
-/* One file as review_ai_render shows it, appended to b. */
+/* Whether a line opens or closes a PEM private key ("-----BEGIN RSA
+ * PRIVATE KEY-----", "-----END PRIVATE KEY-----"). */
+static bool key_edge(const char *text, const char *edge)
+{
+	const char *at = strstr(text, edge);
+
+	return at && strstr(at, "PRIVATE KEY-----") != NULL;
+}
+
+/* One file as review_ai_render shows it, appended to b.  Added lines with
+ * a secret finding are redacted, and every line of a private key block,
+ * whatever its side: the secret rule marks its BEGIN line only, and the
+ * key's body went to the model. */
 static void render_file(struct buf *b, const struct diff_file *f, jv findings)
 {
+	bool in_key = false;
+
 	buf_addf(b, "## File: %s", f->path);
 	if (f->created)
 		buf_adds(b, " (new file)");
@@ -54,8 +68,12 @@ static void render_file(struct buf *b, const struct diff_file *f, jv findings)
 			const struct diff_line *l = &h->lines[k];
 			const char *text = l->text;
 
-			if (l->kind == '+' && secret_on(findings, f->path, l->new_line))
+			if (key_edge(text, "-----BEGIN "))
+				in_key = true;
+			if (in_key || (l->kind == '+' && secret_on(findings, f->path, l->new_line)))
 				text = "[redacted: possible secret]";
+			if (in_key && key_edge(l->text, "-----END "))
+				in_key = false;
 			if (l->kind == '-')
 				buf_addf(b, "%6s - %s\n", "", text);
 			else

@@ -396,18 +396,25 @@ static void skipped(struct review_ctx *ctx, const char *tool, const char *why)
 						  "reason", jv_string(why)));
 }
 
-/* The checked files of a language ("c" also takes "cpp"). */
-static size_t files_of(const char **files, size_t max, struct review_ctx *ctx, const char *lang)
+/* The checked files of a language ("c" also takes "cpp"), from the
+ * `skip`-th on, at most max; *more whether there are others after them. */
+static size_t files_of(const char **files, size_t max, size_t skip, bool *more, struct review_ctx *ctx,
+		       const char *lang)
 {
-	size_t n = 0;
+	size_t n = 0, seen = 0;
 
+	*more = false;
 	jv_array_foreach(ctx->checked, i, p) {
 		(void)i;
 		const char *l = project_language(jv_string_value(p));
 		bool match = l && (strcmp(l, lang) == 0 || (strcmp(lang, "c") == 0 && strcmp(l, "cpp") == 0) ||
 				   (strcmp(lang, "javascript") == 0 && strcmp(l, "typescript") == 0));
-		if (match && n < max)
-			files[n++] = jv_string_value(p);	/* borrowed from ctx->checked */
+		if (match && seen++ >= skip) {
+			if (n < max)
+				files[n++] = jv_string_value(p);	/* borrowed from ctx->checked */
+			else
+				*more = true;
+		}
 		jv_free(p);
 	}
 	return n;
@@ -443,38 +450,39 @@ static const struct linter linters[] = {
 	{ "eslint", "javascript", eslint_args, NULL, P_GCC },
 };
 
+/* Files a linter is given at once; a larger change is linted in batches. */
 #define MAX_FILES 512
 
-static int run_linter(jv *acc, struct review_ctx *ctx, const struct linter *L, bool *python_done)
+/* One run of linter L (program prog) over files; its findings into *acc. */
+static void lint_batch(jv *acc, struct review_ctx *ctx, const struct linter *L, const char *prog,
+		       const char **files, size_t nf)
 {
-	const char *files[MAX_FILES];
-	size_t nf = files_of(files, MAX_FILES, ctx, L->lang);
 	const char *argv[MAX_FILES + 32];
-	size_t a = 0;
+	char *dotted[MAX_FILES];
+	size_t a = 0, nd = 0;
 	struct tool_run tr = { 0 };
-	char *prog;
 
-	if (nf == 0)
-		return 0;
-	if (strcmp(L->lang, "python") == 0 && *python_done)
-		return 0;
-	prog = review_which(L->tool);
-	if (!prog) {
-		review_tool_missing(ctx, L->tool, "static", L->lang);
-		return 0;
-	}
 	argv[a++] = prog;
 	for (size_t i = 0; L->args[i]; i++)
 		argv[a++] = L->args[i];
-	for (size_t i = 0; i < nf; i++)
-		argv[a++] = files[i];
+	/* A name that starts with '-' as "./-name": an option to every linter
+	 * otherwise, which then checked nothing (the parsers strip "./"). */
+	for (size_t i = 0; i < nf; i++) {
+		if (files[i][0] == '-') {
+			struct buf b = BUF_INIT;
+
+			buf_addf(&b, "./%s", files[i]);
+			argv[a++] = dotted[nd++] = buf_detach(&b, NULL);
+		} else {
+			argv[a++] = files[i];
+		}
+	}
 	for (size_t i = 0; L->tail && L->tail[i]; i++)
 		argv[a++] = L->tail[i];
 	argv[a] = NULL;
 	if (run(&tr, ctx, argv, ctx->workdir) < 0) {
 		skipped(ctx, L->tool, forge_last_error());
-		free(prog);
-		return 0;
+		goto out;
 	}
 	int before = jv_array_length(jv_copy(*acc));
 	if (tr.timed_out)
@@ -486,9 +494,37 @@ static int run_linter(jv *acc, struct review_ctx *ctx, const struct linter *L, b
 	else
 		parse_gcc_in(acc, ctx->diff, L->tool, tr.out, ctx->workdir);
 	ran(ctx, L->tool, &tr, (int)nf, jv_array_length(jv_copy(*acc)) - before);
+	free(tr.out);
+out:
+	for (size_t i = 0; i < nd; i++)
+		free(dotted[i]);
+}
+
+static int run_linter(jv *acc, struct review_ctx *ctx, const struct linter *L, bool *python_done)
+{
+	const char *files[MAX_FILES];
+	bool more = false;
+	size_t nf = files_of(files, MAX_FILES, 0, &more, ctx, L->lang);
+	char *prog;
+
+	if (nf == 0)
+		return 0;
+	if (strcmp(L->lang, "python") == 0 && *python_done)
+		return 0;
+	prog = review_which(L->tool);
+	if (!prog) {
+		review_tool_missing(ctx, L->tool, "static", L->lang);
+		return 0;
+	}
+	/* every file, MAX_FILES at a time (before: the files past the 512th
+	 * of a language were not linted, and nothing said so) */
+	for (size_t done = 0; nf > 0; ) {
+		lint_batch(acc, ctx, L, prog, files, nf);
+		done += nf;
+		nf = more ? files_of(files, MAX_FILES, done, &more, ctx, L->lang) : 0;
+	}
 	if (strcmp(L->lang, "python") == 0)
 		*python_done = true;
-	free(tr.out);
 	free(prog);
 	return 0;
 }

@@ -166,7 +166,12 @@ static pcre2_code *compile(const char *pattern)
 	int err;
 	PCRE2_SIZE off;
 
-	return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &err, &off, NULL);
+	/* PCRE2_MATCH_INVALID_UTF: a line that is not UTF-8 (a Latin-1
+	 * comment) is still searched, its invalid bytes matching nothing;
+	 * without it pcre2_match() refused the whole line, which was read as
+	 * "no secret here" */
+	return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
+			     &err, &off, NULL);
 }
 
 static bool suppressed(const char *text)

@@ -757,12 +757,47 @@ static int open_ro(struct store *st, const char *query, int *sqlrc)
 	return rc;
 }
 
+bool store_file_absent(const char *path)
+{
+	return path && *path && strcmp(path, ":memory:") != 0 && !db_is_postgres(path) &&
+	       access(path, F_OK) != 0 && errno == ENOENT;
+}
+
+/* The store a read of a database that does not exist reads: an empty one
+ * in memory, named as the file, read-only; the file is not made (a read
+ * command given a mistyped --db made the file and its directories). */
+static int open_absent(struct store **out, const char *path)
+{
+	struct store *st;
+
+	if (store_open(&st, ":memory:") < 0)
+		return -1;
+	/* read-only as a read-only file is: writes fail with SQLITE_READONLY */
+	if (store_exec(st, "PRAGMA query_only = 1") < 0) {
+		store_free(st);
+		return -1;
+	}
+	free(st->path);
+	st->path = xstrdup(path);
+	st->readonly = true;
+	st->absent = true;
+	*out = st;
+	return 0;
+}
+
+bool store_absent(const struct store *st)
+{
+	return st && st->absent;
+}
+
 int store_open_readonly(struct store **out, const char *path)
 {
 	struct store *st;
 	int sqlrc, rc;
 
 	*out = NULL;
+	if (store_file_absent(path))
+		return open_absent(out, path);
 	/* PostgreSQL: the server's grants decide what this user may do. */
 	if (strcmp(path, ":memory:") == 0 || !*path || db_is_postgres(path) || access(path, F_OK) != 0)
 		return store_open(out, path);
@@ -1703,6 +1738,35 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 	}
 	if (step != DB_DONE)
 		store_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
+	db_finalize(s);
+	return step == DB_DONE ? 0 : -1;
+}
+
+int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struct store *st,
+				 const char *trace_id)
+{
+	struct db_stmt *s;
+	int step;
+
+	*usd = *tokens = 0;
+	*calls = 0;
+	/* (the records parsed here, not in SQL: the same on both backends) */
+	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' AND ts > "
+		       "(SELECT coalesce(max(ts), '') FROM checkpoints WHERE trace_id = ?1)") < 0)
+		return forge_error_prefix("cannot read the model calls of trace '%s'", trace_id);
+	db_bind_text(s, 1, trace_id);
+	while ((step = db_step(s)) == DB_ROW) {
+		const char *text = db_col_text(s, 0);
+		jv rec = json_parse(text, strlen(text)), cost = json_get(rec, "cost");
+
+		*usd += json_get_num(cost, "usd", 0);
+		*tokens += json_get_num(cost, "tokens", 0);
+		(*calls)++;
+		jv_free(cost);
+		jv_free(rec);
+	}
+	if (step != DB_DONE)
+		store_fail(st, "cannot read the model calls of trace '%s'", trace_id);
 	db_finalize(s);
 	return step == DB_DONE ? 0 : -1;
 }

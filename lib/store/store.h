@@ -58,11 +58,20 @@ int store_open(struct store **out, const char *path);
  * and memory lists, metrics, gate list): read-only, so that a database in
  * a read-only place (a read-only mount, another user's files) still
  * serves them; a WAL database whose -shm cannot be created there is read
- * as an immutable file.  A missing file, or one whose schema is older than
- * this program's, is opened with store_open() instead (created or
- * migrated).  Writes through a read-only store fail with SQLITE_READONLY.
+ * as an immutable file.  A file that does not exist is read as an empty
+ * database (in memory, store_absent()); nothing is created.  One whose
+ * schema is older than this program's is opened with store_open() instead
+ * (migrated).  Writes through a read-only store fail with SQLITE_READONLY.
  */
 int store_open_readonly(struct store **out, const char *path);
+
+/* Whether st is the empty stand-in store_open_readonly() gives for a file
+ * that does not exist (false for NULL). */
+bool store_absent(const struct store *st);
+
+/* Whether path names a SQLite file (not ":memory:", not PostgreSQL) that
+ * does not exist. */
+bool store_file_absent(const char *path);
 
 /* Whether st was opened read-only, or is read-only because this user may
  * not write its file (false for NULL). */
@@ -269,6 +278,15 @@ int store_checkpoint_list(jv *out, struct store *st, const char *trace_id);
  */
 int store_cost_on_day(double *usd, struct store *st, const char *day, const char *except_trace);
 int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since);
+
+/*
+ * What the model calls of trace cost after its last checkpoint: the
+ * llm.called events recorded since then (*calls of them, *usd, *tokens).
+ * A run whose supervisor died (kill -9, a machine that went down) wrote no
+ * state after them; its resume adds them to the run's cost.
+ */
+int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struct store *st,
+				 const char *trace_id);
 
 /*
  * Leases: one process at a time works on a trace (forge-supervisor's run or

@@ -61,6 +61,7 @@ struct store {
 	char *path;                     /* as given, for messages (password hidden) */
 	sqlite3_stmt *stmt[S_COUNT];    /* NULL until first use */
 	bool readonly;                  /* opened by store_open_readonly() */
+	bool absent;                    /* its file does not exist: an empty one in memory */
 	struct event_queue queue;
 	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
 	long events_added;              /* store_events_added() */

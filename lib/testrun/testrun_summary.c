@@ -379,6 +379,18 @@ int testrun_parse_cargo(struct testrun *out, const char *text, size_t len)
 				const char *name = line + 5;
 				size_t nn = (size_t)(dots - name);
 				const char *st = dots + 5;
+				/* libtest writes a test's mode after its name
+				 * ("x - should panic", "x - compile fail"): the
+				 * name is what --exact selects */
+				static const char *const modes[] = { " - should panic", " - compile fail",
+								     " - compile", NULL };
+				for (int k = 0; modes[k]; k++) {
+					size_t ml = strlen(modes[k]);
+					if (nn > ml && !memcmp(name + nn - ml, modes[k], ml)) {
+						nn -= ml;
+						break;
+					}
+				}
 				size_t stn = n - (size_t)(st - line);
 				enum tc_status s = tr_prefix(st, stn, "ok") ? TC_PASS
 						 : tr_prefix(st, stn, "FAILED") ? TC_FAIL
@@ -541,11 +553,13 @@ int testrun_parse_pytest(struct testrun *out, const char *text, size_t len)
 
 	tr_lines_init(&it, text, len);
 	while (tr_next_line(&it, &line, &n)) {
+		/* one summary a session: a command that runs pytest twice
+		 * has both counted (before: the last one alone) */
 		if (pytest_summary(line, n, counts)) {
 			found = true;
-			out->failed = counts[0];
-			out->passed = counts[1];
-			out->skipped = counts[2];
+			out->failed += counts[0];
+			out->passed += counts[1];
+			out->skipped += counts[2];
 		}
 	}
 	if (!found)
@@ -676,9 +690,16 @@ int testrun_parse_ctest(struct testrun *out, const char *text, size_t len)
 			if (!colon)
 				continue;
 			const char *name = colon + 2;
-			size_t nn = 0;
-			while (name + nn < s + sn && name[nn] != ' ')
-				nn++;
+			size_t left = sn - (size_t)(name - s), nn = 0;
+			/* the name runs to ctest's dots (it may hold spaces:
+			 * add_test(NAME "parse fails" ...)), else to a space */
+			const char *dots = tr_find(name, left, " ..");
+			if (dots) {
+				nn = (size_t)(dots - name);
+			} else {
+				while (nn < left && name[nn] != ' ')
+					nn++;
+			}
 			const char *rest = name + nn;
 			size_t rl = sn - (size_t)(rest - s);
 			enum tc_status st = TC_FAIL;

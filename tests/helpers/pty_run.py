@@ -13,6 +13,9 @@ in order:
     --wait TEXT   wait until TEXT appears on the terminal (after the previous
                   --wait's match): a readiness signal, not a delay
     --intr        type Ctrl-C (the terminal sends SIGINT to the command)
+    --kill        SIGKILL the command's process group (a crash, a machine
+                  that went down)
+    --hup         SIGHUP to the command's process group (the terminal closed)
 
 Then everything the command writes is read until it exits.  The exit status
 is the command's (128+N when killed by signal N); 124 when it has not ended
@@ -53,6 +56,9 @@ def main(argv):
         elif a == "--intr":
             steps.append(("type", b"\x03"))
             i += 1
+        elif a in ("--kill", "--hup"):
+            steps.append((a[2:], b""))
+            i += 1
         else:
             usage("unknown option %r" % a)
     cmd = argv[i + 1:]
@@ -88,6 +94,9 @@ def main(argv):
     for kind, text in steps:
         if kind == "type":
             os.write(master, text)
+            continue
+        if kind in ("kill", "hup"):
+            os.killpg(pid, signal.SIGKILL if kind == "kill" else signal.SIGHUP)
             continue
         while text not in seen[mark:]:
             if done or time.monotonic() > deadline:

@@ -115,6 +115,52 @@ static void test_malformed(void)
 	CHECK(strstr(forge_last_error(), "line 5") != NULL);
 }
 
+/* The paths of the diffs git writes with its other settings: a name it
+ * quotes in a header with no ---/+++ (a binary or mode change), the
+ * mnemonic prefixes, no prefixes; a combined diff is refused, not read
+ * as nothing (before: a file without a path, or paths with "w/"). */
+static void test_header_paths(void)
+{
+	struct diff *d = NULL;
+	static const char quoted[] =
+		"diff --git \"a/logo \\303\\251.png\" \"b/logo \\303\\251.png\"\n"
+		"index e69de29..0c1b2d3 100644\nBinary files \"a/logo \\303\\251.png\" and "
+		"\"b/logo \\303\\251.png\" differ\n"
+		"diff --git a/run.sh \"b/d\\303\\251ploy.sh\"\nsimilarity index 100%\n"
+		"rename from run.sh\nrename to \"d\\303\\251ploy.sh\"\n";
+	CHECK_MSG(diff_parse(&d, quoted, strlen(quoted)) == 0, "%s", forge_last_error());
+	CHECK(d && d->nfiles == 2);
+	CHECK_STR(d->files[0].path, "logo \xc3\xa9.png");
+	CHECK(d->files[0].binary);
+	CHECK_STR(d->files[1].path, "d\xc3\xa9ploy.sh");
+	CHECK_STR(d->files[1].old_path, "run.sh");
+	diff_free(d);
+
+	static const char mnemonic[] =
+		"diff --git i/x.sh w/x.sh\nold mode 100644\nnew mode 100755\n"
+		"diff --git c/y.c w/y.c\nindex 1..2 100644\n--- c/y.c\n+++ w/y.c\n@@ -1 +1 @@\n-a\n+b\n"
+		"diff --git c/n.c w/n.c\nnew file mode 100644\n--- /dev/null\n+++ w/n.c\n@@ -0,0 +1 @@\n+n\n";
+	CHECK_MSG(diff_parse(&d, mnemonic, strlen(mnemonic)) == 0, "%s", forge_last_error());
+	CHECK(d && d->nfiles == 3);
+	CHECK_STR(d->files[0].path, "x.sh");
+	CHECK_STR(d->files[1].path, "y.c");
+	CHECK_STR(d->files[1].old_path, "y.c");
+	CHECK_STR(d->files[2].path, "n.c");
+	diff_free(d);
+
+	static const char noprefix[] = "diff --git x.sh x.sh\nold mode 100644\nnew mode 100755\n";
+	CHECK_MSG(diff_parse(&d, noprefix, strlen(noprefix)) == 0, "%s", forge_last_error());
+	CHECK(d && d->nfiles == 1);
+	CHECK_STR(d->files[0].path, "x.sh");
+	diff_free(d);
+
+	static const char combined[] =
+		"diff --cc a.c\nindex 1,2..3\n--- a/a.c\n+++ b/a.c\n@@@ -1,1 -1,1 +1,2 @@@\n  a\n++b\n";
+	CHECK(diff_parse(&d, combined, strlen(combined)) < 0);
+	CHECK(d == NULL);
+	CHECK(strstr(forge_last_error(), "line 1: a combined diff") != NULL);
+}
+
 static void test_looks_like(void)
 {
 	CHECK(diff_looks_like("diff --git a/x b/x\n", 19));
@@ -219,6 +265,7 @@ int main(void)
 	RUN(test_git_diff);
 	RUN(test_plain_and_rename);
 	RUN(test_malformed);
+	RUN(test_header_paths);
 	RUN(test_looks_like);
 	RUN(test_cut);
 	RUN(test_cut_inside_hunk);

@@ -70,6 +70,25 @@ static int stream(struct llm_response *out, const struct llm_provider *p, const 
 	return text ? rc : -1;
 }
 
+/* A base URL written with the path's first part is not doubled. */
+static void test_url_join(void)
+{
+	char *u;
+
+	u = llm_url("https://api.anthropic.com", "/v1/messages");
+	CHECK_STR(u, "https://api.anthropic.com/v1/messages");
+	free(u);
+	u = llm_url("https://api.anthropic.com/v1/", "/v1/messages");
+	CHECK_STR(u, "https://api.anthropic.com/v1/messages");
+	free(u);
+	u = llm_url("http://127.0.0.1:8080/v1", "/chat/completions");
+	CHECK_STR(u, "http://127.0.0.1:8080/v1/chat/completions");
+	free(u);
+	u = llm_url("http://proxy/v10", "/v1/messages");
+	CHECK_STR(u, "http://proxy/v10/v1/messages");
+	free(u);
+}
+
 static void test_anth_stream_basic(void)
 {
 	struct llm_response r;
@@ -447,6 +466,7 @@ static void test_event_stream_type(void)
 
 int main(void)
 {
+	RUN(test_url_join);
 	RUN(test_anth_stream_basic);
 	RUN(test_anth_stream_tool_use);
 	RUN(test_anth_stream_refusal);

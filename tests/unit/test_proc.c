@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,6 +620,11 @@ static void test_kill_running(void)
 	CHECK(fgets(line, sizeof(line), f) != NULL);
 	fclose(f);
 	CHECK_STR(line, "ready\n");
+	/* (the command may say so before proc_run has it in its table: wait
+	 * for that, or the signal missed it and the run waited for its
+	 * timeout, as seen on a loaded machine) */
+	while (proc_running_count() == 0)
+		sched_yield();
 	proc_kill_running(SIGTERM);
 	CHECK(pthread_join(th, NULL) == 0);
 	CHECK_INT(b.rc, 0);

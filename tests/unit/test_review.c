@@ -374,6 +374,27 @@ static void test_ai_render(void)
 	free(text);
 	jv_free(secret);
 	diff_free(d);
+
+	/* every line of a private key, not only its BEGIN line (the one the
+	 * secret rule marks), and nothing after its END */
+	static const char key[] =
+		"diff --git a/k.pem b/k.pem\nnew file mode 100644\n--- /dev/null\n+++ b/k.pem\n"
+		"@@ -0,0 +1,5 @@\n"
+		"+-----BEGIN OPENSSH PRIVATE KEY-----\n"
+		"+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+		"+QyNTUxOQAAACBNn4mXq0a2AAAA\n"
+		"+-----END OPENSSH PRIVATE KEY-----\n"
+		"+after\n";
+	secret = JV_ARRAY(review_finding("security", "critical", "security", "secret/private-key", "k.pem", 1, "m"));
+	CHECK(diff_parse(&d, key, strlen(key)) == 0);
+	text = review_ai_render(d, secret, 0, NULL);
+	CHECK(strstr(text, "b3BlbnNzaC1rZXkt") == NULL && strstr(text, "QyNTUxOQ") == NULL);
+	CHECK(strstr(text, "PRIVATE KEY") == NULL);
+	CHECK(strstr(text, "     4 + [redacted: possible secret]\n") != NULL);
+	CHECK(strstr(text, "     5 + after\n") != NULL);
+	free(text);
+	jv_free(secret);
+	diff_free(d);
 }
 
 int main(void)

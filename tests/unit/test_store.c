@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <errno.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -224,7 +225,8 @@ static void test_unopenable_path(void)
 }
 
 /* store_open_readonly: reads, refuses writes, leaves the file alone; a
- * missing file is created, an older schema migrated, a newer one refused. */
+ * missing file reads as empty and is not made, an older schema is
+ * migrated, a newer one refused. */
 static void test_open_readonly(void)
 {
 	const char *path = tmp_path("ro.db"), *odd = tmp_path("ro ?#%.db");
@@ -246,13 +248,26 @@ static void test_open_readonly(void)
 	st = NULL;
 	CHECK(stat(path, &after) == 0);
 	CHECK(before.st_mtime == after.st_mtime && before.st_size == after.st_size);
+	/* missing: an empty database, read-only, named as the file; neither the
+	 * file nor its directory is made */
+	const char *gone = tmp_path("no-such-dir/ro.db");
+	CHECK(store_file_absent(gone));
+	CHECK_MSG(store_open_readonly(&st, gone) == 0, "%s", forge_last_error());
+	CHECK(store_absent(st) && store_readonly(st));
+	CHECK_STR(store_path(st), gone);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 0);
+	CHECK(put(st, make_event("E3", "T1", "2026-01-01T00:00:00.002Z", "x"), NULL) < 0);
+	store_free(st);
+	st = NULL;
+	CHECK(access(tmp_path("no-such-dir"), F_OK) != 0 && errno == ENOENT);
+	CHECK(!store_file_absent(path) && !store_file_absent(":memory:") &&
+	      !store_file_absent("postgresql://u@h/db") && !store_file_absent(""));
 	/* a path with characters a URI means something by */
-	CHECK(store_open_readonly(&st, odd) == 0);	/* missing: created */
-	CHECK(!store_readonly(st));
+	CHECK(store_open(&st, odd) == 0);
 	store_free(st);
 	st = NULL;
 	CHECK_MSG(store_open_readonly(&st, odd) == 0, "%s", forge_last_error());
-	CHECK(store_readonly(st));
+	CHECK(store_readonly(st) && !store_absent(st));
 	store_free(st);
 	st = NULL;
 	/* an older schema is migrated (opened writable) */

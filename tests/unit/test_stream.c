@@ -352,6 +352,30 @@ static void test_state_status(void)
 	CHECK_STR(state_status_name(STATE_UNKNOWN), "unknown");
 }
 
+/* A run's first state is one every reader takes, with the task as given. */
+static void test_state_initial(void)
+{
+	jv task = json_set(json_set(jv_object(), "description", jv_string("add mul")),
+			   "repo", jv_string("/r"));
+	jv st = stream_state_initial("01JDB2AAAAAAAAAAAAAAAAAAAA", task, 2.5);
+
+	CHECK_MSG(stream_state_check(st) == 0, "%s", forge_last_error());
+	CHECK_STR(json_get_str(st, "phase"), "init");
+	CHECK_STR(json_get_str(st, "status"), "ok");
+	CHECK_STR(json_get_str(st, "trace_id"), "01JDB2AAAAAAAAAAAAAAAAAAAA");
+	jv t = json_get(st, "task"), b = json_get(st, "bounces"), budget = json_get(st, "budget");
+	CHECK_STR(json_get_str(t, "description"), "add mul");
+	CHECK_INT(jv_array_length(jv_copy(b)), 0);
+	CHECK(json_get_num(budget, "usd", -1) == 2.5 && json_get_num(budget, "remaining_usd", -1) == 2.5);
+	jv cost = json_get(st, "cost");
+	CHECK(json_get_num(cost, "usd", -1) == 0 && json_get_num(cost, "tokens", -1) == 0);
+	jv_free(cost);
+	jv_free(t);
+	jv_free(b);
+	jv_free(budget);
+	jv_free(st);
+}
+
 /* The event schema's checks written out agree with the validator: whatever
  * they accept, it accepts; and ordinary events take the short way. */
 static void test_event_check_agrees_with_schema(void)
@@ -419,6 +443,7 @@ static void test_event_check_agrees_with_schema(void)
 int main(void)
 {
 	RUN(test_state_status);
+	RUN(test_state_initial);
 	RUN(test_forwards_events_byte_for_byte);
 	RUN(test_last_state_wins);
 	RUN(test_bare_task_and_plain_text);

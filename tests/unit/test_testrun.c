@@ -137,6 +137,12 @@ static void test_pytest(void)
 	COUNTS(r, "pytest", 1, 1, 0, 0);
 	testrun_release(&r);
 
+	/* a command that runs pytest twice: both sessions counted (before:
+	 * the last summary alone, "0 of 1 failed" beside a named failure) */
+	CHECK(parse_fixture(&r, "pytest_twice.txt") == 0);
+	COUNTS(r, "pytest", 8, 3, 3, 2);
+	testrun_release(&r);
+
 	CHECK(parse_fixture(&r, "pytest_junit.xml") == 0);
 	COUNTS(r, "junit", 7, 2, 3, 2);
 	c = testrun_find(&r, "test_fail");
@@ -236,6 +242,33 @@ static void test_cargo_ctest_make(void)
 	CHECK_STR(c->file, "src/lib.rs");
 	CHECK_INT(c->line, 9);
 	CHECK_STR(c->message, "assertion `left == right` failed: math");
+	testrun_release(&r);
+
+	/* a test's mode after its name is not part of it: the name is what a
+	 * rerun by name selects (before: "t - should panic", which selects
+	 * nothing, and the failure passed as flaky) */
+	static const char cargo_modes[] =
+		"running 2 tests\n"
+		"test tests::p - should panic ... FAILED\n"
+		"test tests::q ... ok\n\n"
+		"test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
+	testrun_init(&r);
+	CHECK(testrun_parse_cargo(&r, cargo_modes, strlen(cargo_modes)) == 1);
+	c = testrun_find(&r, "tests::p");
+	CHECK(c && c->status == TC_FAIL);
+	testrun_release(&r);
+
+	/* a ctest name holds spaces up to the dots (before: "parse") */
+	static const char ctest_spaces[] =
+		"    Start 1: parse fails\n"
+		"1/2 Test #1: parse fails ......................***Failed    0.01 sec\n"
+		"2/2 Test #2: ok ...............................   Passed    0.00 sec\n\n"
+		"50% tests passed, 1 tests failed out of 2\n";
+	testrun_init(&r);
+	CHECK(testrun_parse_ctest(&r, ctest_spaces, strlen(ctest_spaces)) == 1);
+	c = testrun_find(&r, "parse fails");
+	CHECK(c && c->status == TC_FAIL);
+	CHECK(testrun_find(&r, "ok") && testrun_find(&r, "ok")->status == TC_PASS);
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "ctest.txt") == 0);

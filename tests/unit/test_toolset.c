@@ -1,6 +1,7 @@
 /* test_toolset.c - the names MCP tools get before the model (app/toolset.h). */
 #include "app/toolset.h"
 #include "core/forge.h"
+#include "core/json.h"
 #include "unit.h"
 
 #include <string.h>
@@ -30,8 +31,42 @@ static void test_tool_names(void)
 	CHECK(strstr(forge_last_error(), "longer than the 64") != NULL);
 }
 
+/* A tool's input schema as offered to the model: an object schema; none
+ * or one without a type made one; one of another type refused (before:
+ * passed through, and the provider refused the whole request). */
+static void test_input_schemas(void)
+{
+	jv out, tool;
+
+	tool = json_set(jv_object(), "inputSchema", jv_parse("{\"type\":\"object\",\"required\":[\"a\"]}"));
+	CHECK(toolset_input_schema(&out, tool) == 0);
+	CHECK(jv_equal(jv_copy(out), jv_parse("{\"type\":\"object\",\"required\":[\"a\"]}")));
+	jv_free(out);
+	jv_free(tool);
+	tool = json_set(jv_object(), "inputSchema", jv_parse("{\"properties\":{\"a\":{\"type\":\"string\"}}}"));
+	CHECK(toolset_input_schema(&out, tool) == 0);
+	CHECK_STR(json_get_str(out, "type"), "object");
+	CHECK(json_has(out, "properties"));
+	jv_free(out);
+	jv_free(tool);
+	tool = json_set(jv_object(), "name", jv_string("x"));
+	CHECK(toolset_input_schema(&out, tool) == 0);
+	CHECK(jv_equal(jv_copy(out), jv_parse("{\"type\":\"object\"}")));
+	jv_free(out);
+	jv_free(tool);
+	tool = json_set(jv_object(), "inputSchema", jv_parse("{\"type\":\"array\"}"));
+	CHECK(toolset_input_schema(&out, tool) == -1);
+	CHECK(strstr(forge_last_error(), "of type \"array\", not object") != NULL);
+	CHECK(jv_get_kind(out) == JV_KIND_NULL);
+	jv_free(tool);
+	tool = json_set(jv_object(), "inputSchema", jv_parse("{\"type\":[\"object\",\"null\"]}"));
+	CHECK(toolset_input_schema(&out, tool) == -1);
+	jv_free(tool);
+}
+
 int main(void)
 {
 	RUN(test_tool_names);
+	RUN(test_input_schemas);
 	return unit_done();
 }
