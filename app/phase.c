@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 enum { OPT_TASK = 1100, OPT_NO_INPUT };
@@ -831,6 +833,24 @@ static struct cli_option *merge_options(const struct phase_spec *spec)
 }
 
 /* Read the input; returns 0, or an exit status. */
+/* Bytes waiting on standard input now (a pipe's, or what is left of a
+ * file); 0 when none can be seen yet, or for a terminal. */
+static long stdin_waiting(void)
+{
+	struct stat st;
+	int n = 0;
+
+	if (fstat(STDIN_FILENO, &st) < 0)
+		return 0;
+	if (S_ISREG(st.st_mode)) {
+		off_t at = lseek(STDIN_FILENO, 0, SEEK_CUR);
+		return at >= 0 && st.st_size > at ? (long)(st.st_size - at) : 0;
+	}
+	if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && ioctl(STDIN_FILENO, FIONREAD, &n) == 0)
+		return n;
+	return 0;
+}
+
 static int take_input(struct phase *ph)
 {
 	struct stream_options opt = {
@@ -841,6 +861,12 @@ static int take_input(struct phase *ph)
 	};
 
 	if (ph->task_text) {
+		/* --task is instead of stdin: what was piped there is not read,
+		 * and is said so (before: its events dropped without a word) */
+		long waiting = stdin_waiting();
+		if (waiting > 0 && ph->common.verbosity >= 0)
+			fprintf(stderr, "%s: warning: --task given: standard input is not read (%ld bytes there); "
+				"pipe {\"task\": …} instead to pass its records on\n", ph->spec->program, waiting);
 		ph->in.task = json_set(jv_object(), "description", jv_string(ph->task_text));
 		return 0;
 	}

@@ -369,9 +369,15 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 	enum run_status status;
 	int64_t started;
 	if (run_now(s, &status, &started) == 0) {
-		double elapsed = (double)(now_ms() - started) / 1000;
+		/* time paused (at a gate, interrupted) is not the run's: a plan
+		 * approved the next morning tripped every resume */
+		int64_t paused = 0, now = now_ms();
+		if ((double)(now - started) / 1000 >= total_s)
+			(void)store_paused_ms(&paused, s->o->store, s->trace, now);
+		double elapsed = (double)(now - started - paused) / 1000;
 		if (elapsed >= 0 && elapsed >= total_s) {
-			snprintf(why, n, "the run has taken %.0f s (limit %.0f s)", elapsed, total_s);
+			snprintf(why, n, "the run has taken %.0f s, time paused aside (limit %.0f s)", elapsed,
+				 total_s);
 			return "time";
 		}
 	}
@@ -447,6 +453,11 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 		return GATE_PASS;
 	}
 	if (status && gate_status_of(status) != GATE_PENDING) {
+		/* expired: no one said no, and the person is told how to go on
+		 * (before: "a gate was rejected", nothing on stderr) */
+		if (gate_status_of(status) == GATE_EXPIRED)
+			fprintf(stderr, "forge: gate %s (%s) expired without a decision (its timeout_s): it counts "
+				"as rejected and the run stops\n", name, json_get_str(row, "id"));
 		sup_emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
 						  "status", jv_string(status)));
 		jv_free(row);
@@ -1753,6 +1764,16 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	}
 	sup_emit(&s, "run.resumed", level_payload(&s, jv_object()));
 	count_unrecorded_spend(&s);
+	/* the summary's cost by phase: the attempts before this resume too
+	 * (before: the phases run since the resume alone, not adding up to
+	 * the total) */
+	jv by_phase;
+	if (store_cost_by_phase(&by_phase, o->store, trace) == 0) {
+		jv_free(s.phase_cost);
+		s.phase_cost = by_phase;
+	} else {
+		jv_free(by_phase);
+	}
 	if (!o->dry_run && (code = adopt_clone(&s)) != 0) {
 		sup_release(&s);
 		graph_free(graph);

@@ -648,6 +648,7 @@ static void outcome_of(struct job *j)
 		fprintf(stderr, "forge: node '%s' exited with status %d without a state\n", nd->id, j->exit_code);
 	/* Killed by a signal: it never finished; the run pauses and a resume runs it again. */
 	snprintf(j->outcome, sizeof j->outcome, "%s", sup_interrupted() ? "interrupted" :
+		 j->rc == 0 && j->exit_code == FORGE_EXIT_INTERRUPTED ? "stopped" :
 		 j->rc == 0 && j->exit_code > 128 ? "crashed" : "failed");
 }
 
@@ -658,7 +659,8 @@ static enum node_status status_after(const char *outcome)
 		return NODE_DONE;
 	if (strcmp(outcome, "rejected") == 0 || strcmp(outcome, "escalated") == 0)
 		return NODE_BLOCKED;
-	if (strcmp(outcome, "crashed") == 0 || strcmp(outcome, "interrupted") == 0)
+	if (strcmp(outcome, "crashed") == 0 || strcmp(outcome, "interrupted") == 0 ||
+	    strcmp(outcome, "stopped") == 0)
 		return NODE_RUNNING;
 	return NODE_FAILED;
 }
@@ -911,6 +913,15 @@ static int job_done(struct gx *x, struct job *j, int code)
 
 		snprintf(why, sizeof why, "node '%s' was killed by a signal; resume runs it again", x->g->nodes[i].id);
 		return sup_end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
+	}
+	/* the phase alone was sent SIGINT or SIGTERM and stopped itself (exit
+	 * 130): an interruption, as of the run (before: "crashed", exit 5) */
+	if (strcmp(outcome, "stopped") == 0) {
+		char why[400];
+
+		snprintf(why, sizeof why, "node '%s' was interrupted; resume runs it again", x->g->nodes[i].id);
+		fprintf(stderr, "forge: %s (forge resume %s)\n", why, s->trace);
+		return sup_end_run(s, "paused", why, FORGE_EXIT_INTERRUPTED);
 	}
 	/* A node a bounce sent back is pending again: nothing to decide. */
 	if (x->st[i] != NODE_PENDING && strcmp(outcome, "ok") != 0)

@@ -112,6 +112,20 @@ int main(int argc, char **argv)
 		status = FORGE_EXIT_USAGE;
 	} else if (stat) {
 		print_stat(json_get(diff, "files"));
+	} else if (!strcmp(json_get_str(diff, "from") ? json_get_str(diff, "from") : "", "git") && v.g) {
+		/* from git itself, not the view's JSON text: a binary file's
+		 * change as a binary patch, Latin-1 bytes as they are (before:
+		 * "Binary files differ" and U+FFFD, a patch git apply refused) */
+		char *patch = NULL;
+		size_t len = 0;
+
+		if (forge_git_patch_revs(&patch, &len, v.g, json_get_str(diff, "base"), json_get_str(diff, "head")) < 0) {
+			fprintf(stderr, "forge-diff: %s\n", forge_last_error());
+			status = FORGE_EXIT_DEPENDENCY;
+		} else {
+			print_patch(patch, colour());
+		}
+		free(patch);
 	} else {
 		print_patch(json_get_str(diff, "patch") ? json_get_str(diff, "patch") : "", colour());
 	}

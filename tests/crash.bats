@@ -299,6 +299,23 @@ cost_agrees() {
 	[ "$(jq -s '[.[] | select(.type == "run.cost_recovered")] | length' <<<"$output")" -eq 1 ]
 }
 
+@test "SIGINT to the phase alone: it stops itself, the run pauses as interrupted (exit 130), not crashed" {
+	new_repo d
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0], $i[1] + {delay_ms: 30000}]')"
+	start_run
+	until_true eval '[ "$(calls implementer)" -ge 2 ]'
+	child=$(pgrep -P "$SUP" -f forge-implement)
+	[ -n "$child" ]
+	kill -INT "$child"
+	rc=0; wait "$SUP" || rc=$?
+	# (before: exit 5, "crashed", "killed by a signal")
+	[ "$rc" -eq 130 ]
+	grep -q "forge: node 'implement' was interrupted; resume runs it again" "$BATS_TEST_TMPDIR/run.err"
+	T=$(trace_of_run)
+	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
+	cost_agrees
+}
+
 @test "a phase killed after paid model calls: what they cost stays in the run's cost, before and after resume" {
 	new_repo d
 	# implement's second answer is held: the first call is made and paid for

@@ -364,3 +364,16 @@ no_reader() {
 	run -0 forge memory search foo
 	[[ "$output" == *"a lesson about foo"* ]]
 }
+
+@test "--task is instead of stdin: what is waiting there is not read, and a warning says so" {
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	cd "$BATS_TEST_TMPDIR/repo"
+	printf '{"kind":"event","id":"01JDB2AAAAAAAAAAAAAAAAAAAA","type":"x"}\n' >"$BATS_TEST_TMPDIR/events.jsonl"
+	# (before: the events were dropped without a word)
+	run --separate-stderr forge-plan --task "add a mul operation" --provider replay \
+		--cassette "$BATS_TEST_TMPDIR/none.jsonl" <"$BATS_TEST_TMPDIR/events.jsonl"
+	[[ "$stderr" == *"forge-plan: warning: --task given: standard input is not read (62 bytes there)"* ]]
+	run --separate-stderr forge-plan --task "add a mul operation" --provider replay \
+		--cassette "$BATS_TEST_TMPDIR/none.jsonl" </dev/null
+	[[ "$stderr" != *"is not read"* ]]
+}

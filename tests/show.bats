@@ -175,6 +175,22 @@ setup() {
 	[[ $line == *"  fix the parser  Steps: [2J" ]] || { echo "$line"; false; }
 }
 
+@test "forge diff: a binary file and a Latin-1 one in the patch as git apply takes them" {
+	wt="$REPO/.forge/worktrees/$T1"
+	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
+	printf '\x00\x01\x02\xff binary' >"$wt/logo.bin"
+	printf 'caf\351 au lait\n' >"$wt/latin1.txt"
+	git -C "$wt" add logo.bin latin1.txt && git -C "$wt" commit -q -m "binary and latin-1"
+	forge diff "$T1" >"$BATS_TEST_TMPDIR/run.patch"
+	# (before: "Binary files … differ" and U+FFFD for the byte 0xE9: git
+	# apply refused the patch)
+	grep -q '^GIT binary patch' "$BATS_TEST_TMPDIR/run.patch"
+	git worktree add -q --detach "$BATS_TEST_TMPDIR/check" "$BASE"
+	git -C "$BATS_TEST_TMPDIR/check" apply "$BATS_TEST_TMPDIR/run.patch"
+	cmp "$wt/logo.bin" "$BATS_TEST_TMPDIR/check/logo.bin"
+	cmp "$wt/latin1.txt" "$BATS_TEST_TMPDIR/check/latin1.txt"
+}
+
 @test "forge diff: the run's branch against its base as a patch git applies; --stat; colour only on a terminal" {
 	run -0 --separate-stderr forge diff "$T1"
 	[[ ${lines[0]} == "diff --git a/calc.c b/calc.c" ]]

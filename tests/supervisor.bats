@@ -281,6 +281,8 @@ branch_log() {
 	run -0 forge gate list
 	assert_output ""
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	# the summary's cost by phase has the plan, paid before the resume
+	[[ "$output" == *"  cost      plan \$"*" · implement \$"* ]] || { echo "$output"; false; }
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"' <<<"$output"
 	run -0 branch_log "$T"
@@ -745,4 +747,42 @@ nothing_made() {
 	# (before: exit 5, "object not found", from libgit2's walk past the cut)
 	run -0 --separate-stderr forge merge "$T"
 	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T")" ]
+}
+
+@test "time paused at a gate is not the run's: approved two hours later, the run goes on under a one-hour limit" {
+	skip_on_postgres "it writes an event into the SQLite file by hand"
+	replay run-highrisk.jsonl
+	jq '. + {safety: {time_s: {total: 3600}}}' "$CONFIGS/high-risk.json" >"$BATS_TEST_TMPDIR/limit.json"
+	run -4 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/limit.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	# two hours ago it started, and paused a second later (no test waits)
+	started=$(date -u -d '-2 hours' +%Y-%m-%dT%H:%M:%S.000Z)
+	paused=$(date -u -d '-2 hours +1 second' +%Y-%m-%dT%H:%M:%S.000Z)
+	db_q "update runs set started_at = '$started' where id = '$T'"
+	db_q "insert into events (id, trace_id, ts, type, record) values ('01JTIMEPAUSEDAAAAAAAAAAAAA', '$T', '$paused', 'run.paused',
+		'{\"kind\":\"event\",\"id\":\"01JTIMEPAUSEDAAAAAAAAAAAAA\",\"trace_id\":\"$T\",\"ts\":\"$paused\",\"source\":\"forge-supervisor\",\"type\":\"run.paused\",\"payload\":{}}')"
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# (before: exit 3, "breaker time tripped: the run has taken 7200 s", at every resume)
+	run -0 --separate-stderr forge resume --config "$BATS_TEST_TMPDIR/limit.json" "$T" </dev/null
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
+@test "a gate past its timeout: listed expired, refused to a late approval, and resume says why the run stops" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json | jq -r .id)
+	db_q "update gates set expires_at = '2000-01-01T00:00:00.000Z' where id = '$G'"
+	# (before: still "pending" in the lists; resume failed the run as "a
+	# gate was rejected" with nothing said)
+	[ -z "$(forge gate list --json)" ]
+	[ "$(forge gate list --all --json | jq -r .status)" = expired ]
+	# approving it now is refused as after the expiry is recorded (before:
+	# accepted until a supervisor recorded it)
+	run -1 --separate-stderr forge gate approve "$G"
+	[[ "$stderr" == *"gate '$G' expired at 2000-01-01T00:00:00.000Z without a decision (its timeout_s): it counts as rejected"* ]]
+	run -1 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	[[ "$stderr" == *"forge: gate architecture_approval ($G) expired without a decision (its timeout_s): it counts as rejected and the run stops"* ]]
+	run -1 --separate-stderr forge gate approve "$G"
+	[ "$(forge status --json "$T" | jq -r .run.status)" = failed ]
 }

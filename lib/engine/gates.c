@@ -320,14 +320,24 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 		return -1;
 	if (jv_get_kind(row) == JV_KIND_NULL)
 		return forge_error("no gate '%s'", id);
-	const char *status = json_get_str(row, "status");
+	const char *status = json_get_str(row, "status"), *exp = json_get_str(row, "expires_at");
+	timestamp_now(now);
+	/* past its timeout a gate counts as rejected, whether or not a
+	 * supervisor has recorded it yet (before: approving it then worked,
+	 * and after the record did not) */
+	if (gate_status_of(status) == GATE_EXPIRED ||
+	    (gate_status_of(status) == GATE_PENDING && exp && strcmp(exp, now) < 0)) {
+		int rc = forge_error("gate '%s' expired at %s without a decision (its timeout_s): it counts as "
+				     "rejected; a new run asks again", id, exp ? exp : "?");
+		jv_free(row);
+		return rc;
+	}
 	if (gate_status_of(status) != GATE_PENDING) {
 		int rc = forge_error("gate '%s' is already %s", id, status);
 		jv_free(row);
 		return rc;
 	}
 	jv_free(row);
-	timestamp_now(now);
 	if (db_prepare(&s, st, "UPDATE gates SET status = ?2, decided_by = ?3, note = ?4, decided_at = ?5 "
 			    "WHERE id = ?1 AND status = 'pending'") < 0)
 		return -1;
@@ -398,8 +408,23 @@ int gate_list(jv *out, struct store *st, const char *trace_id, bool pending_only
 		return -1;
 	if (trace_id)
 		db_bind_text(s, 1, trace_id);
-	while ((rc = db_step(s)) == DB_ROW)
-		*out = jv_array_append(*out, row_json(s));
+	char now[TIMESTAMP_LEN + 1];
+	timestamp_now(now);
+	while ((rc = db_step(s)) == DB_ROW) {
+		jv row = row_json(s);
+		const char *exp = json_get_str(row, "expires_at");
+
+		/* past its expiry, as expire() records it (a read-only store
+		 * cannot: it said "pending" after the timeout) */
+		if (gate_status_of(json_get_str(row, "status")) == GATE_PENDING && exp && strcmp(exp, now) < 0) {
+			if (pending_only) {
+				jv_free(row);
+				continue;
+			}
+			row = json_set(json_set(row, "status", jv_string("expired")), "decided_by", jv_string("timeout"));
+		}
+		*out = jv_array_append(*out, row);
+	}
 	db_finalize(s);
 	if (rc != DB_DONE)
 		return store_fail(st, "gates: cannot read");

@@ -121,7 +121,7 @@ int gate_request(char id_out[ULID_LEN + 1], struct store *st, const char *trace_
 /*
  * Decide a pending gate: approve or reject, by whom ("human", "auto",
  * "flag"), with an optional note.  -1 with a message when the gate is
- * unknown or already decided.
+ * unknown, already decided, or past its expiry (it counts as rejected).
  */
 int gate_decide(struct store *st, const char *id, bool approve, const char *by, const char *note);
 
@@ -137,7 +137,8 @@ int gate_latest(jv *out, struct store *st, const char *trace_id, const char *gat
 int gate_get(jv *out, struct store *st, const char *id);
 
 /* Gate rows, newest first; trace_id NULL = every trace; only pending ones
- * when pending_only. */
+ * when pending_only.  A pending row past its expiry is listed "expired"
+ * (recorded so too, unless the store is read-only). */
 int gate_list(jv *out, struct store *st, const char *trace_id, bool pending_only);
 
 /* A gate row's status: one enum, the strings the store keeps. */

@@ -126,6 +126,12 @@ int git_commit_lookup(git_commit **commit, git_repository *repo, const git_oid *
 	return p_git_commit_lookup(commit, repo, id);
 }
 
+const git_oid * git_commit_parent_id(const git_commit *commit, unsigned int n)
+{
+	LAZY(git_commit_parent_id)
+	return p_git_commit_parent_id(commit, n);
+}
+
 unsigned int git_commit_parentcount(const git_commit *commit)
 {
 	LAZY(git_commit_parentcount)
@@ -144,10 +150,22 @@ const git_oid * git_commit_tree_id(const git_commit *commit)
 	return p_git_commit_tree_id(commit);
 }
 
+void git_config_entry_free(git_config_entry *entry)
+{
+	LAZY(git_config_entry_free)
+	p_git_config_entry_free(entry);
+}
+
 void git_config_free(git_config *cfg)
 {
 	LAZY(git_config_free)
 	p_git_config_free(cfg);
+}
+
+int git_config_get_entry(git_config_entry **out, const git_config *cfg, const char *name)
+{
+	LAZY(git_config_get_entry)
+	return p_git_config_get_entry(out, cfg, name);
 }
 
 int git_config_get_string_buf(git_buf *out, const git_config *cfg, const char *name)
@@ -522,6 +540,12 @@ const char * git_repository_commondir(const git_repository *repo)
 	return p_git_repository_commondir(repo);
 }
 
+int git_repository_config(git_config **out, git_repository *repo)
+{
+	LAZY(git_repository_config)
+	return p_git_repository_config(out, repo);
+}
+
 int git_repository_config_snapshot(git_config **out, git_repository *repo)
 {
 	LAZY(git_repository_config_snapshot)
@@ -556,6 +580,12 @@ int git_repository_is_bare(const git_repository *repo)
 {
 	LAZY(git_repository_is_bare)
 	return p_git_repository_is_bare(repo);
+}
+
+int git_repository_is_shallow(git_repository *repo)
+{
+	LAZY(git_repository_is_shallow)
+	return p_git_repository_is_shallow(repo);
 }
 
 int git_repository_is_worktree(const git_repository *repo)
@@ -622,6 +652,12 @@ const git_status_entry * git_status_byindex(git_status_list *statuslist, size_t 
 {
 	LAZY(git_status_byindex)
 	return p_git_status_byindex(statuslist, idx);
+}
+
+int git_status_file(unsigned int *status_flags, git_repository *repo, const char *path)
+{
+	LAZY(git_status_file)
+	return p_git_status_file(status_flags, repo, path);
 }
 
 size_t git_status_list_entrycount(git_status_list *statuslist)

@@ -33,9 +33,9 @@ struct forge_git_worktree {
 int forge_git_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* git_graph_descendant_of() (1 yes, 0 no, <0 error), also in a shallow
- * clone: where a parent is not in the repository (the history was cut
- * there), libgit2 1.5 fails with "object not found"; then the walk from
- * commit goes as far as the history goes. */
+ * clone, where libgit2 1.5 fails with "object not found" at the cut in
+ * the history: there the walk from commit goes as far as the history
+ * goes. */
 int forge_git_descendant_of(git_repository *repo, const git_oid *commit, const git_oid *ancestor);
 
 /*

@@ -55,6 +55,41 @@ out:
 	return rc;
 }
 
+int forge_git_patch_revs(char **out, size_t *len, struct forge_git *g, const char *from, const char *to)
+{
+	git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+	git_tree *a = NULL, *b = NULL;
+	git_diff *diff = NULL;
+	git_buf text = GIT_BUF_INIT;
+	int rc = -1;
+
+	*out = NULL;
+	*len = 0;
+	opts.flags |= GIT_DIFF_SHOW_BINARY;
+	if (rev_tree(&a, g->repo, from) < 0 || rev_tree(&b, g->repo, to) < 0)
+		goto out;
+	if (git_diff_tree_to_tree(&diff, g->repo, a, b, &opts) < 0) {
+		forge_git_fail("cannot diff '%s' with '%s'", from, to);
+		goto out;
+	}
+	if (git_diff_to_buf(&text, diff, GIT_DIFF_FORMAT_PATCH) < 0) {
+		forge_git_fail("cannot format a diff");
+		goto out;
+	}
+	*len = text.size;
+	*out = xmalloc(text.size + 1);
+	if (text.size)
+		memcpy(*out, text.ptr, text.size);
+	(*out)[text.size] = '\0';
+	rc = 0;
+out:
+	git_buf_dispose(&text);
+	git_diff_free(diff);
+	git_tree_free(a);
+	git_tree_free(b);
+	return rc;
+}
+
 int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace)
 {
 	static const char *const globs[] = { "refs/heads/forge/*", "refs/forge/*" };
@@ -170,11 +205,11 @@ static int walk_to(git_repository *repo, const git_oid *commit, const git_oid *a
 
 int forge_git_descendant_of(git_repository *repo, const git_oid *commit, const git_oid *ancestor)
 {
-	int e = git_graph_descendant_of(repo, commit, ancestor);
-
-	if (e != GIT_ENOTFOUND)
-		return e;
-	return walk_to(repo, commit, ancestor);
+	/* (libgit2's own walk is not tried there: it fails, and leaks on the
+	 * way out) */
+	if (git_repository_is_shallow(repo) == 1)
+		return walk_to(repo, commit, ancestor);
+	return git_graph_descendant_of(repo, commit, ancestor);
 }
 
 int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const char *ancestor)

@@ -1742,32 +1742,106 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 	return step == DB_DONE ? 0 : -1;
 }
 
-int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struct store *st,
-				 const char *trace_id)
+/* Each llm.called event of trace (after its last checkpoint when
+ * since_checkpoint) to fn: its record, parsed (borrowed). */
+static int each_model_call(struct store *st, const char *trace_id, bool since_checkpoint,
+			   void (*fn)(jv rec, void *payload), void *payload)
 {
 	struct db_stmt *s;
 	int step;
 
-	*usd = *tokens = 0;
-	*calls = 0;
 	/* (the records parsed here, not in SQL: the same on both backends) */
-	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' AND ts > "
-		       "(SELECT coalesce(max(ts), '') FROM checkpoints WHERE trace_id = ?1)") < 0)
+	if (db_prepare(&s, st, since_checkpoint
+		       ? "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' AND ts > "
+			 "(SELECT coalesce(max(ts), '') FROM checkpoints WHERE trace_id = ?1) ORDER BY ts, id"
+		       : "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' "
+			 "ORDER BY ts, id") < 0)
 		return forge_error_prefix("cannot read the model calls of trace '%s'", trace_id);
 	db_bind_text(s, 1, trace_id);
 	while ((step = db_step(s)) == DB_ROW) {
 		const char *text = db_col_text(s, 0);
-		jv rec = json_parse(text, strlen(text)), cost = json_get(rec, "cost");
+		jv rec = json_parse(text, strlen(text));
 
-		*usd += json_get_num(cost, "usd", 0);
-		*tokens += json_get_num(cost, "tokens", 0);
-		(*calls)++;
-		jv_free(cost);
+		fn(rec, payload);
 		jv_free(rec);
 	}
 	if (step != DB_DONE)
 		store_fail(st, "cannot read the model calls of trace '%s'", trace_id);
 	db_finalize(s);
+	return step == DB_DONE ? 0 : -1;
+}
+
+struct spent {
+	double usd, tokens;
+	long calls;
+};
+
+static void add_spent(jv rec, void *payload)
+{
+	struct spent *sp = payload;
+	jv cost = json_get(rec, "cost");
+
+	sp->usd += json_get_num(cost, "usd", 0);
+	sp->tokens += json_get_num(cost, "tokens", 0);
+	sp->calls++;
+	jv_free(cost);
+}
+
+int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struct store *st,
+				 const char *trace_id)
+{
+	struct spent sp = { 0 };
+	int rc = each_model_call(st, trace_id, true, add_spent, &sp);
+
+	*usd = sp.usd;
+	*tokens = sp.tokens;
+	*calls = sp.calls;
+	return rc;
+}
+
+static void add_phase_cost(jv rec, void *payload)
+{
+	jv *out = payload, cost = json_get(rec, "cost");
+	const char *phase = json_get_str(rec, "phase");
+
+	if (phase && *phase)
+		*out = json_set(*out, phase, jv_number(json_get_num(*out, phase, 0) + json_get_num(cost, "usd", 0)));
+	jv_free(cost);
+}
+
+int store_cost_by_phase(jv *out, struct store *st, const char *trace_id)
+{
+	*out = jv_object();
+	return each_model_call(st, trace_id, false, add_phase_cost, out);
+}
+
+int store_paused_ms(int64_t *out, struct store *st, const char *trace_id, int64_t now_ms)
+{
+	struct db_stmt *s;
+	int64_t since = -1, at;
+	int step;
+
+	*out = 0;
+	if (db_prepare(&s, st, "SELECT type, ts FROM event_log WHERE trace_id = ?1 AND type IN "
+		       "('run.paused', 'run.resumed') ORDER BY ts, id") < 0)
+		return forge_error_prefix("cannot read the pauses of trace '%s'", trace_id);
+	db_bind_text(s, 1, trace_id);
+	while ((step = db_step(s)) == DB_ROW) {
+		if (timestamp_parse(&at, db_col_text(s, 1)) < 0)
+			continue;
+		if (strcmp(db_col_text(s, 0), "run.paused") == 0) {
+			if (since < 0)
+				since = at;
+		} else if (since >= 0) {
+			*out += at > since ? at - since : 0;
+			since = -1;
+		}
+	}
+	if (step != DB_DONE)
+		store_fail(st, "cannot read the pauses of trace '%s'", trace_id);
+	db_finalize(s);
+	if (step == DB_DONE && since >= 0 && now_ms > since)
+		*out += now_ms - since;
 	return step == DB_DONE ? 0 : -1;
 }
 

@@ -288,6 +288,14 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struct store *st,
 				 const char *trace_id);
 
+/* What trace's model calls have cost so far by phase: {"plan": usd, …}
+ * from its llm.called events (their "phase"). */
+int store_cost_by_phase(jv *out, struct store *st, const char *trace_id);
+
+/* How long trace has been paused, in ms: from each run.paused event to the
+ * run.resumed after it (the last pause, when not resumed yet, to now_ms). */
+int store_paused_ms(int64_t *out, struct store *st, const char *trace_id, int64_t now_ms);
+
 /*
  * Leases: one process at a time works on a trace (forge-supervisor's run or
  * resume, or a phase filter run by hand on a state).  A lease is

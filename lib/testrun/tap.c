@@ -359,8 +359,10 @@ static void trailer(struct tap *t, const char *s, size_t n)
 			const char *p = s + strlen(keys[i]);
 			size_t left = n - strlen(keys[i]);
 			long v;
+			/* one trailer a run: a command that runs node --test
+			 * twice has both counted (before: the last one alone) */
 			if (tr_number(&p, &left, &v) && left == 0) {
-				t->trailer[i] = v;
+				t->trailer[i] += v;
 				t->has_trailer[i] = true;
 			}
 		}

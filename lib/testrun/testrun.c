@@ -195,6 +195,31 @@ void testrun_strip_ansi(char *s, size_t *len)
 	*len = w;
 }
 
+/* The named failures of `from` that `to` has not, into `to` (counted). */
+static void take_failures(struct testrun *to, const struct testrun *from)
+{
+	for (size_t i = 0; i < from->ncases; i++) {
+		const struct testcase *c = &from->cases[i];
+		struct testcase *n;
+
+		if (c->status != TC_FAIL || c->synthetic || testrun_find(to, c->name))
+			continue;
+		n = testrun_add(to, c->name, strlen(c->name), TC_FAIL);
+		if (!n)
+			return;
+		n->error = c->error;
+		n->line = c->line;
+		if (c->message)
+			testcase_set(&n->message, c->message, strlen(c->message));
+		if (c->output)
+			testcase_set(&n->output, c->output, strlen(c->output));
+		if (c->file)
+			testcase_set(&n->file, c->file, strlen(c->file));
+		to->failed++;
+		to->total++;
+	}
+}
+
 int testrun_parse(struct testrun *out, const char *text, size_t len)
 {
 	typedef int (*parser)(struct testrun *, const char *, size_t);
@@ -210,12 +235,24 @@ int testrun_parse(struct testrun *out, const char *text, size_t len)
 	memcpy(copy, text, len);
 	copy[len] = '\0';
 	testrun_strip_ansi(copy, &len);
-	for (size_t i = 0; i < sizeof parsers / sizeof parsers[0]; i++) {
+	size_t i;
+	for (i = 0; i < sizeof parsers / sizeof parsers[0]; i++) {
 		if (parsers[i](out, copy, len) == 1) {
 			found = 1;
 			break;
 		}
 		testrun_release(out);
+	}
+	/* One command may run two kinds of test (a TAP script, then pytest):
+	 * the failures the other formats name are the run's too (before: the
+	 * first format that matched was all, the others' failures lost). */
+	for (size_t k = i + 1; found && k < sizeof parsers / sizeof parsers[0]; k++) {
+		struct testrun other;
+
+		testrun_init(&other);
+		if (parsers[k](&other, copy, len) == 1)
+			take_failures(out, &other);
+		testrun_release(&other);
 	}
 	free(copy);
 	return found;

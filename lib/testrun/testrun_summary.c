@@ -757,11 +757,24 @@ int testrun_parse_node_spec(struct testrun *out, const char *text, size_t len)
 	struct testcase *collecting = NULL;
 	bool in_failing_list = false;
 
+	/* the suites open ("▶ name" at an indent): the "✖ name" that closes
+	 * one is the suite's, not a failing test of its own */
+	struct { const char *name; size_t len, indent; } suites[32];
+	size_t nsuites = 0;
+
 	tr_lines_init(&it, text, len);
 	while (tr_next_line(&it, &line, &n)) {
 		const char *s = line;
 		size_t sn = n;
 		tr_skip_ws(&s, &sn);
+		size_t indent = n - sn;
+		if (tr_prefix(s, sn, "▶ ") && nsuites < sizeof suites / sizeof suites[0]) {
+			suites[nsuites].name = s + strlen("▶ ");
+			suites[nsuites].len = sn - strlen("▶ ");
+			suites[nsuites++].indent = indent;
+			collecting = NULL;
+			continue;
+		}
 		for (int k = 0; k < 6; k++) {
 			if (tr_prefix(s, sn, keys[k])) {
 				const char *p = s + strlen(keys[k]);
@@ -782,11 +795,22 @@ int testrun_parse_node_spec(struct testrun *out, const char *text, size_t len)
 				paren = p;
 			if (paren)
 				nn = (size_t)(paren - name);
+			if (nsuites && suites[nsuites - 1].indent == indent && suites[nsuites - 1].len == nn &&
+			    !memcmp(suites[nsuites - 1].name, name, nn)) {
+				nsuites--;
+				collecting = NULL;
+				continue;
+			}
 			bool todo = tr_find(s, sn, "# TODO") != NULL;
 			collecting = testrun_add(out, name, nn, todo ? TC_SKIP : TC_FAIL);
 			continue;
 		}
 		if (tr_prefix(s, sn, "✔ ") || tr_prefix(s, sn, "﹣ ") || tr_prefix(s, sn, "ℹ ")) {
+			/* (a suite that passed closes too) */
+			if (tr_prefix(s, sn, "✔ ") && nsuites && suites[nsuites - 1].indent == indent &&
+			    sn - strlen("✔ ") >= suites[nsuites - 1].len &&
+			    !memcmp(suites[nsuites - 1].name, s + strlen("✔ "), suites[nsuites - 1].len))
+				nsuites--;
 			collecting = NULL;
 			continue;
 		}

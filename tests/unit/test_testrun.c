@@ -137,6 +137,20 @@ static void test_pytest(void)
 	COUNTS(r, "pytest", 1, 1, 0, 0);
 	testrun_release(&r);
 
+	/* a TAP script, then a passing pytest: the TAP failure is the run's
+	 * too (before: pytest's output alone was read, the failure lost) */
+	static const char mixed[] =
+		"1..2\nok 1 cli accepts good input\nnot ok 2 cli rejects bad input\n"
+		"============================= test session starts ==============================\n"
+		"collected 2 items\n\ntests/test_a.py ..                                                       [100%]\n\n"
+		"============================== 2 passed in 0.01s ===============================\n";
+	CHECK(testrun_parse(&r, mixed, strlen(mixed)) == 1);
+	CHECK_STR(r.format, "pytest");
+	CHECK_INT(r.failed, 1);
+	c = testrun_find(&r, "cli rejects bad input");
+	CHECK(c && c->status == TC_FAIL);
+	testrun_release(&r);
+
 	/* a command that runs pytest twice: both sessions counted (before:
 	 * the last summary alone, "0 of 1 failed" beside a named failure) */
 	CHECK(parse_fixture(&r, "pytest_twice.txt") == 0);
@@ -159,6 +173,12 @@ static void test_node(void)
 	struct testrun r;
 	struct testcase *c;
 
+	/* node --test run twice by one command: both trailers counted
+	 * (before: the last one's counts alone) */
+	CHECK(parse_fixture(&r, "node_tap_twice.txt") == 0);
+	COUNTS(r, "node", 16, 6, 6, 4);
+	testrun_release(&r);
+
 	CHECK(parse_fixture(&r, "node_tap.txt") == 0);
 	COUNTS(r, "node", 8, 3, 3, 2);
 	c = testrun_find(&r, "fails");
@@ -175,6 +195,14 @@ static void test_node(void)
 
 	CHECK(parse_fixture(&r, "npm_test.txt") == 0);
 	COUNTS(r, "node", 8, 3, 3, 2);
+	testrun_release(&r);
+
+	/* a describe() suite: its closing "✖ math" is not a failing test of
+	 * its own (before: failures "adds" and "math", one failed) */
+	CHECK(parse_fixture(&r, "node_spec_suite.txt") == 0);
+	COUNTS(r, "node", 2, 1, 1, 0);
+	CHECK_INT(r.ncases, 1);
+	CHECK(testrun_find(&r, "adds") && !testrun_find(&r, "math"));
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "node_spec.txt") == 0);
