@@ -171,10 +171,16 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 				c->status = TC_FAIL;
 				mark_ended(&ended, (size_t)(c - out->cases));
 			} else if (strcmp(action, "skip") == 0) {
-				c->status = TC_SKIP;
+				if (c->status != TC_FAIL)
+					c->status = TC_SKIP;
 				mark_ended(&ended, (size_t)(c - out->cases));
 			} else if (strcmp(action, "pass") == 0) {
-				c->status = TC_PASS;
+				/* (go test -count=N runs a test N times: one that
+				 * failed once has failed, whatever comes after;
+				 * before: the last run's pass hid it, and the
+				 * package's fail was "build failure?") */
+				if (c->status != TC_FAIL)
+					c->status = TC_PASS;
 				mark_ended(&ended, (size_t)(c - out->cases));
 			}
 			double el = json_get_num(ev, "Elapsed", -1);

@@ -222,6 +222,14 @@ static void test_go(void)
 	struct testrun r;
 	struct testcase *c;
 
+	/* go test -count=2: a test that failed once and then passed has
+	 * failed (before: the pass hid it; "build failure?" instead) */
+	CHECK(parse_fixture(&r, "go_json_count2.txt") == 0);
+	COUNTS(r, "go", 1, 0, 1, 0);
+	c = testrun_find(&r, "TestAdd");
+	CHECK(c && c->status == TC_FAIL && c->line == 9);
+	testrun_release(&r);
+
 	CHECK(parse_fixture(&r, "go_json.txt") == 0);
 	COUNTS(r, "go", 5, 2, 2, 1);
 	c = testrun_find(&r, "TestBroken");
