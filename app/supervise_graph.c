@@ -908,20 +908,18 @@ static int job_done(struct gx *x, struct job *j, int code)
 	}
 	if (strcmp(outcome, "interrupted") == 0 || sup_interrupted())
 		return -1;      /* the run pauses once every node has stopped */
-	if (strcmp(outcome, "crashed") == 0) {
+	/* Killed, or (stopped) sent SIGINT or SIGTERM alone and stopped
+	 * itself with exit 130: an interruption, as of the run (before:
+	 * "crashed", exit 5).  The run pauses; a resume runs the node again. */
+	bool stopped = strcmp(outcome, "stopped") == 0;
+	if (stopped || strcmp(outcome, "crashed") == 0) {
 		char why[400];
 
-		snprintf(why, sizeof why, "node '%s' was killed by a signal; resume runs it again", x->g->nodes[i].id);
-		return sup_end_run(s, "paused", why, FORGE_EXIT_DEPENDENCY);
-	}
-	/* the phase alone was sent SIGINT or SIGTERM and stopped itself (exit
-	 * 130): an interruption, as of the run (before: "crashed", exit 5) */
-	if (strcmp(outcome, "stopped") == 0) {
-		char why[400];
-
-		snprintf(why, sizeof why, "node '%s' was interrupted; resume runs it again", x->g->nodes[i].id);
-		fprintf(stderr, "forge: %s (forge resume %s)\n", why, s->trace);
-		return sup_end_run(s, "paused", why, FORGE_EXIT_INTERRUPTED);
+		snprintf(why, sizeof why, "node '%s' was %s; resume runs it again", x->g->nodes[i].id,
+			 stopped ? "interrupted" : "killed by a signal");
+		if (stopped)
+			fprintf(stderr, "forge: %s (forge resume %s)\n", why, s->trace);
+		return sup_end_run(s, "paused", why, stopped ? FORGE_EXIT_INTERRUPTED : FORGE_EXIT_DEPENDENCY);
 	}
 	/* A node a bounce sent back is pending again: nothing to decide. */
 	if (x->st[i] != NODE_PENDING && strcmp(outcome, "ok") != 0)

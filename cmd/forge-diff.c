@@ -92,6 +92,37 @@ static int on_option(int id, const char *arg, void *payload)
 	return forge_error("unhandled option");
 }
 
+/* The patch: from git itself when the run's branch is there, not the
+ * view's JSON text (a binary file's change as a binary patch, Latin-1
+ * bytes as they are; before: "Binary files differ" and U+FFFD, a patch git
+ * apply refused); else the diff the newest checkpoint recorded. */
+static int show_patch(struct runview_open *v, jv diff)
+{
+	const char *from = json_get_str(diff, "from");
+	char *patch = NULL;
+	jv cp = jv_null();
+	int status = 0;
+
+	if (from && !strcmp(from, "git") && v->g) {
+		if (forge_git_patch_revs(&patch, v->g, json_get_str(diff, "base"), json_get_str(diff, "head")) < 0) {
+			fprintf(stderr, "forge-diff: %s\n", forge_last_error());
+			status = FORGE_EXIT_DEPENDENCY;
+		} else {
+			print_patch(patch, colour());
+		}
+	} else if (store_checkpoint_latest(&cp, v->ses.store, v->trace) < 0) {
+		fprintf(stderr, "forge-diff: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+	} else {
+		jv ch = json_get(cp, "changes");
+		print_patch(json_get_str(ch, "diff") ? json_get_str(ch, "diff") : "", colour());
+		jv_free(ch);
+	}
+	free(patch);
+	jv_free(cp);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_common common;
@@ -103,7 +134,8 @@ int main(int argc, char **argv)
 
 	if (argc - first != 1)
 		cli_usage_error(&spec, "one trace id is needed");
-	status = runview_open(&v, &common, "forge-diff", argv[first], !stat);
+	/* (the view without its patch: show_patch() makes it, once) */
+	status = runview_open(&v, &common, "forge-diff", argv[first], false);
 	if (status)
 		goto out;
 	diff = json_get(v.view, "diff");
@@ -112,22 +144,8 @@ int main(int argc, char **argv)
 		status = FORGE_EXIT_USAGE;
 	} else if (stat) {
 		print_stat(json_get(diff, "files"));
-	} else if (!strcmp(json_get_str(diff, "from") ? json_get_str(diff, "from") : "", "git") && v.g) {
-		/* from git itself, not the view's JSON text: a binary file's
-		 * change as a binary patch, Latin-1 bytes as they are (before:
-		 * "Binary files differ" and U+FFFD, a patch git apply refused) */
-		char *patch = NULL;
-		size_t len = 0;
-
-		if (forge_git_patch_revs(&patch, &len, v.g, json_get_str(diff, "base"), json_get_str(diff, "head")) < 0) {
-			fprintf(stderr, "forge-diff: %s\n", forge_last_error());
-			status = FORGE_EXIT_DEPENDENCY;
-		} else {
-			print_patch(patch, colour());
-		}
-		free(patch);
 	} else {
-		print_patch(json_get_str(diff, "patch") ? json_get_str(diff, "patch") : "", colour());
+		status = show_patch(&v, diff);
 	}
 	jv_free(diff);
 out:

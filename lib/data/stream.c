@@ -585,9 +585,8 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 	 * the files it changes may be Latin-1. */
 	size_t bad = json_utf8_invalid_at(text->buf, text->len);
 	const char *nul = memchr(text->buf, '\0', text->len);
-	int took = 0;
 	if (!nul && opt->raw_hook) {
-		took = opt->raw_hook(text->buf, text->len, opt->payload);
+		int took = opt->raw_hook(text->buf, text->len, opt->payload);
 		if (took < 0)
 			return -1;
 		if (took > 0) {

@@ -310,6 +310,15 @@ int gate_get(jv *out, struct store *st, const char *id)
 	return 0;
 }
 
+/* Whether a gate row (borrowed) is pending past its expiry at now: it
+ * counts as expired whether or not expire() has recorded it yet. */
+static bool past_expiry(jv row, const char *now)
+{
+	const char *exp = json_get_str(row, "expires_at");
+
+	return gate_status_of(json_get_str(row, "status")) == GATE_PENDING && exp && strcmp(exp, now) < 0;
+}
+
 int gate_decide(struct store *st, const char *id, bool approve, const char *by, const char *note)
 {
 	char now[TIMESTAMP_LEN + 1];
@@ -325,8 +334,7 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 	/* past its timeout a gate counts as rejected, whether or not a
 	 * supervisor has recorded it yet (before: approving it then worked,
 	 * and after the record did not) */
-	if (gate_status_of(status) == GATE_EXPIRED ||
-	    (gate_status_of(status) == GATE_PENDING && exp && strcmp(exp, now) < 0)) {
+	if (gate_status_of(status) == GATE_EXPIRED || past_expiry(row, now)) {
 		int rc = forge_error("gate '%s' expired at %s without a decision (its timeout_s): it counts as "
 				     "rejected; a new run asks again", id, exp ? exp : "?");
 		jv_free(row);
@@ -412,11 +420,10 @@ int gate_list(jv *out, struct store *st, const char *trace_id, bool pending_only
 	timestamp_now(now);
 	while ((rc = db_step(s)) == DB_ROW) {
 		jv row = row_json(s);
-		const char *exp = json_get_str(row, "expires_at");
 
 		/* past its expiry, as expire() records it (a read-only store
 		 * cannot: it said "pending" after the timeout) */
-		if (gate_status_of(json_get_str(row, "status")) == GATE_PENDING && exp && strcmp(exp, now) < 0) {
+		if (past_expiry(row, now)) {
 			if (pending_only) {
 				jv_free(row);
 				continue;

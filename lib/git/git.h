@@ -334,8 +334,8 @@ int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, co
 			const char *to);
 /* The patch from one revision to another as `git apply` takes it: a
  * binary file's change as a binary patch, bytes that are not UTF-8 kept
- * (*out malloc'd, NUL-terminated; *len its bytes). */
-int forge_git_patch_revs(char **out, size_t *len, struct forge_git *g, const char *from, const char *to);
+ * (*out malloc'd; a patch holds no NUL). */
+int forge_git_patch_revs(char **out, struct forge_git *g, const char *from, const char *to);
 int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace);
 int forge_git_ref_delete(struct forge_git *g, const char *name);
 int forge_git_head_branch(char **out, struct forge_git *g);

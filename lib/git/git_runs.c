@@ -55,7 +55,7 @@ out:
 	return rc;
 }
 
-int forge_git_patch_revs(char **out, size_t *len, struct forge_git *g, const char *from, const char *to)
+int forge_git_patch_revs(char **out, struct forge_git *g, const char *from, const char *to)
 {
 	git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
 	git_tree *a = NULL, *b = NULL;
@@ -64,7 +64,6 @@ int forge_git_patch_revs(char **out, size_t *len, struct forge_git *g, const cha
 	int rc = -1;
 
 	*out = NULL;
-	*len = 0;
 	opts.flags |= GIT_DIFF_SHOW_BINARY;
 	if (rev_tree(&a, g->repo, from) < 0 || rev_tree(&b, g->repo, to) < 0)
 		goto out;
@@ -76,11 +75,7 @@ int forge_git_patch_revs(char **out, size_t *len, struct forge_git *g, const cha
 		forge_git_fail("cannot format a diff");
 		goto out;
 	}
-	*len = text.size;
-	*out = xmalloc(text.size + 1);
-	if (text.size)
-		memcpy(*out, text.ptr, text.size);
-	(*out)[text.size] = '\0';
+	*out = text.ptr ? xstrndup(text.ptr, text.size) : xstrdup("");
 	rc = 0;
 out:
 	git_buf_dispose(&text);
