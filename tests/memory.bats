@@ -51,6 +51,27 @@ embeddings_mock() {
 	run -2 forge-memory frobnicate
 }
 
+@test "search counts its accesses beside the database: the database is not written, a write folds them in" {
+	id=$(add --context "auth implementation" "Authentication uses JWT tokens signed with RS256")
+	add "Database uses PostgreSQL with pgbouncer" >/dev/null
+	run -0 forge-memory search --peek warm up the thesaurus and the vector file
+	before=$(sha256sum "$FORGE_DB")
+	run -0 forge-memory search authentication tokens
+	run -0 forge-memory search --json authentication tokens
+	# (no write transaction: no WAL was made, the file is unchanged)
+	[ "$(sha256sum "$FORGE_DB")" = "$before" ]
+	[ ! -e "$FORGE_DB-wal" ]
+	[ "$(sqlite3 "$FORGE_DB" "SELECT access_count FROM memories WHERE id = '$id'")" = 0 ]
+	[ "$(grep -c "^$id " "$FORGE_DB.accesses")" = 2 ]
+	run -0 forge-memory show --json "$id"
+	[ "$(jq -r .access_count <<<"$output")" = 2 ]
+	run -0 add "a write folds the accesses into the rows"
+	[ "$(sqlite3 "$FORGE_DB" "SELECT access_count FROM memories WHERE id = '$id'")" = 2 ]
+	[ ! -s "$FORGE_DB.accesses" ]
+	run -0 forge-memory show --json "$id"
+	[ "$(jq -r .access_count <<<"$output")" = 2 ]
+}
+
 @test "search ranks the relevant memory first and counts the access" {
 	add --context "database setup" "Database uses PostgreSQL with pgbouncer" >/dev/null
 	id=$(add --context "auth implementation" --tags auth "Authentication uses JWT tokens signed with RS256")

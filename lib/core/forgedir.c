@@ -27,14 +27,29 @@ const char forge_dir_gitignore[] =
 	"*.vectors\n"
 	"*.vectors.lock\n"
 	"*.vectors.tmp.*\n"
+	"*.accesses\n"
 	"/worktrees/\n"
 	"/logs/\n"
 	"/*.log\n";
 
-/* What older versions of Forge wrote: the store and the git layer each. */
+/* What older versions of Forge wrote, replaced by the list above: the
+ * store's and the git layer's, then the list before "*.accesses". */
 static const char *const old_gitignores[] = {
 	"*\n",
 	"# written by forge: nothing in .forge/ is tracked\n*\n",
+	"# written by forge: what forge makes as it runs stays out of git;\n"
+	"# config.json, skills/ and prompts/ can be committed.\n"
+	"/.gitignore\n"
+	"*.db\n"
+	"*.db-wal\n"
+	"*.db-shm\n"
+	"*.db-journal\n"
+	"*.vectors\n"
+	"*.vectors.lock\n"
+	"*.vectors.tmp.*\n"
+	"/worktrees/\n"
+	"/logs/\n"
+	"/*.log\n",
 };
 
 static int write_all(int fd, const char *path)
@@ -57,7 +72,7 @@ static int write_all(int fd, const char *path)
 /* Is the file at path exactly one of old_gitignores?  false when unreadable. */
 static bool is_old(const char *path)
 {
-	char text[128];
+	char text[1024];
 	size_t len = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 

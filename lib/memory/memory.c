@@ -79,6 +79,11 @@ int memory_open(struct memory **out, struct store *st, const struct memory_optio
 		buf_addf(&b, "%s.vectors", store_path(st));
 		m->vec_path = buf_detach(&b, NULL);
 	}
+	/* (read-only too: a read shows the accesses recorded beside the rows) */
+	if (!m->pg && strcmp(store_path(st), ":memory:") != 0 && *store_path(st)) {
+		buf_addf(&b, "%s.accesses", store_path(st));
+		m->acc_path = buf_detach(&b, NULL);
+	}
 	*out = m;
 	return 0;
 }
@@ -98,6 +103,8 @@ void memory_free(struct memory *m)
 	free(m->embed_base_url);
 	free(m->embedder_id);
 	free(m->vec_path);
+	free(m->acc_path);
+	mem_access_free(m->acc);
 	free(m->thesaurus);
 	free(m);
 }

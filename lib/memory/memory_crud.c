@@ -245,8 +245,8 @@ void mem_filter_bind(struct db_stmt *s, const struct memory_filter *f)
 		db_bind_text(s, (int)(i + 10), f->tags[i]);
 }
 
-/* Shared with memory_recall.c: "SELECT confidence, last_accessed" of the
- * row with seq ?3 when it passes the filter (bound; mem_filter_bind binds
+/* Shared with memory_recall.c: "SELECT confidence, last_accessed, id" of
+ * the row with seq ?3 when it passes the filter (bound; mem_filter_bind binds
  * it again after a db_reset). */
 int mem_filter_stmt(struct db_stmt **out, struct memory *m, const struct memory_filter *f);
 int mem_filter_stmt(struct db_stmt **out, struct memory *m, const struct memory_filter *f)
@@ -254,7 +254,7 @@ int mem_filter_stmt(struct db_stmt **out, struct memory *m, const struct memory_
 	struct buf sql = BUF_INIT;
 	int rc;
 
-	buf_adds(&sql, "SELECT confidence, last_accessed FROM memories WHERE seq = ?3");
+	buf_adds(&sql, "SELECT confidence, last_accessed, id FROM memories WHERE seq = ?3");
 	filter_sql(&sql, f, m->pg);
 	rc = mem_prepare(out, m, sql.buf);
 	if (rc == 0)
@@ -270,6 +270,7 @@ int memory_list(jv *out, struct memory *m, const struct memory_filter *f)
 	int rc = 0, step;
 
 	*out = jv_array();
+	mem_access_refresh(m);
 	buf_adds(&sql, "SELECT " MEM_COLS " FROM memories WHERE true");
 	filter_sql(&sql, f, m->pg);
 	buf_adds(&sql, " ORDER BY seq DESC");
@@ -281,7 +282,7 @@ int memory_list(jv *out, struct memory *m, const struct memory_filter *f)
 	}
 	mem_filter_bind(s, f);
 	while ((step = db_step(s)) == DB_ROW)
-		*out = jv_array_append(*out, mem_row_json(s, 0));
+		*out = jv_array_append(*out, mem_row_json(m, s, 0));
 	if (step != DB_DONE)
 		rc = mem_fail(m, "cannot list memories");
 out:

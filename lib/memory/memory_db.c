@@ -137,6 +137,10 @@ int mem_begin(struct memory *m)
 		store_rollback(m->st);
 		return -1;
 	}
+	if (mem_access_fold(m) < 0) {
+		store_rollback(m->st);
+		return -1;
+	}
 	return 0;
 }
 
@@ -359,9 +363,16 @@ static jv put_opt(jv obj, const char *key, jv val)
 	return jv_object_set(obj, jv_string(key), val);
 }
 
-jv mem_row_json(struct db_stmt *s, int c)
+jv mem_row_json(const struct memory *m, struct db_stmt *s, int c)
 {
+	int64_t last = db_col_int64(s, c + 9), pending_last;
+	long count = (long)db_col_int64(s, c + 10), pending;
 	jv o = jv_object();
+
+	if (mem_access_pending(m, db_col_text(s, c + 0), &pending, &pending_last)) {
+		count += pending;
+		last = pending_last > last ? pending_last : last;
+	}
 
 	o = jv_object_set(o, jv_string("id"), db_col_str(s, c + 0));
 	o = jv_object_set(o, jv_string("type"), db_col_str(s, c + 1));
@@ -374,8 +385,8 @@ jv mem_row_json(struct db_stmt *s, int c)
 	o = put_opt(o, "source", db_col_str(s, c + 6));
 	o = jv_object_set(o, jv_string("created_at"), mem_time_json(db_col_int64(s, c + 7)));
 	o = jv_object_set(o, jv_string("updated_at"), mem_time_json(db_col_int64(s, c + 8)));
-	o = jv_object_set(o, jv_string("last_accessed"), mem_time_json(db_col_int64(s, c + 9)));
-	o = jv_object_set(o, jv_string("access_count"), jv_number((double)db_col_int64(s, c + 10)));
+	o = jv_object_set(o, jv_string("last_accessed"), mem_time_json(last));
+	o = jv_object_set(o, jv_string("access_count"), jv_number((double)count));
 	o = put_opt(o, "episode", db_col_json(s, c + 11));
 	if (!db_col_null(s, c + 12))
 		o = jv_object_set(o, jv_string("frequency"), jv_number((double)db_col_int64(s, c + 12)));

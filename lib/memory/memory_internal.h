@@ -4,6 +4,7 @@
  * The files call each other bottom-up only (no circles; scripts/check-layers
  * checks it): a file calls only the files listed before it.
  *
+ *   memory_access.c       recall's accesses recorded beside the database
  *   memory_db.c           the rules, the types, statements, transactions,
  *                         errors, times, hashes, rows as JSON
  *   memory_embed.c        embeddings (local and API, cached)
@@ -32,6 +33,7 @@
 #include "store/store.h"
 
 struct vindex;
+struct mem_access;
 
 /* Statements prepared once per handle (the hot paths of recall). */
 enum mem_stmt {
@@ -54,6 +56,8 @@ struct memory {
 	float vec_floor;          /* the vector list: cosines above it */
 	char *vec_path;           /* NULL = in-process index only */
 	struct vindex *idx;
+	char *acc_path;           /* "<db>.accesses" (memory_access.c); NULL = the rows directly */
+	struct mem_access *acc;   /* what that file held when last read; NULL = not read */
 	struct db_stmt *stmt[MS_COUNT]; /* cached statements (mem_cached) */
 	fts5_tokenizer stem_api;  /* FTS5's porter tokenizer (memory_recall.c), */
 	Fts5Tokenizer *stem;      /* made on first use; NULL = not yet */
@@ -72,13 +76,30 @@ struct memory {
 	"trigger_text, steps, pattern_id, archived_at, archived_reason, seq, decayed_through"
 #define MEM_NCOLS 21
 
+/* memory_access.c */
+/* Record that recall returned the n memories ids[] at now: appended to
+ * m->acc_path.  1 recorded; 0 not (no file, it is full, or it cannot be
+ * written: the caller writes the rows); -1 error. */
+int mem_access_record(struct memory *m, const char *const *ids, size_t n, int64_t now);
+/* In the write transaction mem_begin opened: the recorded accesses added to
+ * their rows and the file emptied (its lines put back on failure). */
+int mem_access_fold(struct memory *m);
+/* Read the file again when it changed since this handle last read it (once
+ * per public read: what mem_access_pending answers from). */
+void mem_access_refresh(struct memory *m);
+/* The recorded accesses of id not yet in its row: how many, the newest. */
+bool mem_access_pending(const struct memory *m, const char *id, long *count, int64_t *last);
+void mem_access_free(struct mem_access *acc);   /* NULL-safe */
+
 /* memory_db.c */
 int mem_fail(struct memory *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int mem_prepare(struct db_stmt **out, struct memory *m, const char *sql);
 /* A cached statement, reset and unbound; the caller resets it after use
  * (never finalizes it), so no read transaction stays open. */
 int mem_cached(struct db_stmt **out, struct memory *m, enum mem_stmt which, const char *sql);
-jv mem_row_json(struct db_stmt *s, int first);
+/* The row's memory as JSON, its recorded accesses (mem_access_pending)
+ * added to access_count and last_accessed. */
+jv mem_row_json(const struct memory *m, struct db_stmt *s, int first);
 jv mem_time_json(int64_t ms);
 int mem_time_parse(int64_t *out, jv v);   /* borrows v: ISO string or number of ms */
 /* The text that is embedded for a memory: content, context, tags. */

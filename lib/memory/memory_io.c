@@ -276,11 +276,12 @@ long memory_export(struct memory *m, FILE *f, bool include_archived)
 	long n = 0;
 	int step;
 
+	mem_access_refresh(m);
 	if (mem_prepare(&s, m, include_archived ? "SELECT " MEM_COLS " FROM memories ORDER BY seq" :
 			"SELECT " MEM_COLS " FROM memories WHERE archived_at IS NULL ORDER BY seq") < 0)
 		return -1;
 	while ((step = db_step(s)) == DB_ROW) {
-		jv o = mem_row_json(s, 0), rels, out = jv_array();
+		jv o = mem_row_json(m, s, 0), rels, out = jv_array();
 
 		if (memory_relations(&rels, m, json_get_str(o, "id")) < 0) {
 			jv_free(o);

@@ -200,7 +200,7 @@ struct cand {
 struct cands {
 	struct cand *c;
 	size_t n, cap;
-	struct db_stmt *filter;  /* "SELECT confidence, last_accessed" of a passing row */
+	struct db_stmt *filter;  /* "SELECT confidence, last_accessed, id" of a passing row */
 	const struct memory_filter *f;   /* its bindings (db_reset clears them) */
 	int count[NLISTS];       /* memories ranked in each list so far */
 	int last_rank[NLISTS];   /* the rank and score of the last one: */
@@ -233,9 +233,15 @@ static struct cand *cand_get(struct cands *cs, struct memory *m, int64_t seq, in
 	db_bind_int64(cs->filter, 3, seq);
 	step = db_step(cs->filter);
 	if (step == DB_ROW) {
+		int64_t last = db_col_int64(cs->filter, 1), pending_last;
+		long pending;
+
+		if (mem_access_pending(m, db_col_text(cs->filter, 2), &pending, &pending_last) &&
+		    pending_last > last)
+			last = pending_last;
 		c->pass = true;
 		c->conf = db_col_double(cs->filter, 0);
-		c->rec = memory_recency(db_col_int64(cs->filter, 1), now);
+		c->rec = memory_recency(last, now);
 	} else if (step != DB_DONE) {
 		db_reset(cs->filter);
 		mem_fail(m, "cannot read memories");
@@ -934,20 +940,30 @@ static int mem_get_seq(jv *out, struct memory *m, int64_t seq)
 		return -1;
 	db_bind_int64(s, 1, seq);
 	if (db_step(s) == DB_ROW)
-		*out = mem_row_json(s, 0);
+		*out = mem_row_json(m, s, 0);
 	else
 		rc = mem_fail(m, "cannot read memory %lld", (long long)seq);
 	db_reset(s);
 	return rc;
 }
 
+/* Count an access to each of the n memories r[] (memory_access.c: beside
+ * the database when it can, else in their rows). */
 static int touch(struct memory *m, const struct cand *r, size_t n, int64_t now)
 {
+	const char *ids[64];
 	struct db_stmt *s;
 	int rc = 0;
 
 	if (!n)
 		return 0;
+	if (n <= sizeof ids / sizeof *ids) {
+		for (size_t i = 0; i < n; i++)
+			ids[i] = json_get_str(r[i].mem, "id");
+		rc = mem_access_record(m, ids, n, now);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
 	if (mem_begin(m) < 0)
 		return -1;
 	if (mem_cached(&s, m, MS_TOUCH, m->pg ? "UPDATE memories SET access_count = access_count + 1, "
@@ -1011,6 +1027,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	 * written */
 	if (store_absent(m->st))
 		return 0;
+	mem_access_refresh(m);
 	if (q->embedding) {
 		dim = q->embedding_dim;
 		qv = xcalloc(dim + 1, sizeof *qv);

@@ -308,12 +308,13 @@ int memory_get(jv *out, struct memory *m, const char *id)
 	int step, rc = 0;
 
 	*out = jv_null();
+	mem_access_refresh(m);
 	if (mem_cached(&s, m, MS_GET, "SELECT " MEM_COLS " FROM memories WHERE id = ?") < 0)
 		return -1;
 	db_bind_text(s, 1, id);
 	step = db_step(s);
 	if (step == DB_ROW)
-		*out = mem_row_json(s, 0);
+		*out = mem_row_json(m, s, 0);
 	else if (step != DB_DONE)
 		rc = mem_fail(m, "cannot read memory '%s'", id);
 	db_reset(s);

@@ -97,9 +97,13 @@ static void test_old_upgraded(void)
 {
 	static const char *const olds[] = {
 		"*\n", "# written by forge: nothing in .forge/ is tracked\n*\n",
+		"# written by forge: what forge makes as it runs stays out of git;\n"
+		"# config.json, skills/ and prompts/ can be committed.\n"
+		"/.gitignore\n*.db\n*.db-wal\n*.db-shm\n*.db-journal\n*.vectors\n*.vectors.lock\n"
+		"*.vectors.tmp.*\n/worktrees/\n/logs/\n/*.log\n",
 	};
 
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof olds / sizeof *olds; i++) {
 		char name[32], path[600];
 		const char *dir;
 

@@ -482,6 +482,88 @@ static void test_vector_file(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* Read the integer column of one row: -1 when there is none. */
+static long long row_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	long long v = -1;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+		if (sqlite3_step(q) == SQLITE_ROW)
+			v = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
+static long file_size(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	long n = -1;
+
+	if (f && fseek(f, 0, SEEK_END) == 0)
+		n = ftell(f);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* A recall counts its memories beside the database (memory_access.c): the
+ * rows are not written, a read shows the counts, the next write folds
+ * them in; a torn line is skipped; a full file is folded by the recall. */
+static void test_access_file(void)
+{
+	char dir[] = "/tmp/forge-test-mem-XXXXXX", path[128], acc[160], sql[200], id[ULID_LEN + 1];
+	struct memory_query mq;
+	jv out, mem;
+
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/f.db", dir);
+	snprintf(acc, sizeof acc, "%s.accesses", path);
+	open_mem(path);
+	CHECK(memory_store(id, m, mk("semantic", "migrations run with alembic upgrade head", "db", -1)) == 0);
+	snprintf(sql, sizeof sql, "SELECT access_count FROM memories WHERE id = '%s'", id);
+	clock_ms = T0 + DAY;
+	memory_query_init(&mq, "alembic migrations");
+	CHECK(memory_recall(&out, m, &mq) == 0 && jv_array_length(jv_copy(out)) == 1);
+	jv_free(out);
+	CHECK(memory_recall(&out, m, &mq) == 0);
+	jv_free(out);
+	CHECK(file_size(acc) > 0);
+	CHECK(row_int(path, sql) == 0);                       /* the row is not written */
+	CHECK(memory_get(&mem, m, id) == 0 && json_get_num(mem, "access_count", 0) == 2);
+	CHECK(!strcmp(json_get_str(mem, "last_accessed"), "2026-01-02T00:00:00.000Z"));
+	jv_free(mem);
+	/* another process's torn line (no newline yet) is not counted */
+	FILE *f = fopen(acc, "a");
+
+	CHECK(f && fprintf(f, "%s 17", id) > 0 && fclose(f) == 0);
+	CHECK(memory_get(&mem, m, id) == 0 && json_get_num(mem, "access_count", 0) == 2);
+	jv_free(mem);
+	/* a write folds the file into the rows */
+	CHECK(memory_store(NULL, m, mk("semantic", "another memory", "x", -1)) == 0);
+	CHECK(row_int(path, sql) == 2 && file_size(acc) == 0);
+	CHECK(memory_get(&mem, m, id) == 0 && json_get_num(mem, "access_count", 0) == 2);
+	jv_free(mem);
+	/* a file at its limit: the recall writes the rows itself */
+	f = fopen(acc, "w");
+	CHECK(f != NULL);
+	for (int i = 0; f && i < 2000; i++)
+		fprintf(f, "01JDB3AAAAAAAAAAAAAAAAAAAA %lld\n", (long long)T0);
+	CHECK(f && fclose(f) == 0);
+	CHECK(memory_recall(&out, m, &mq) == 0);
+	jv_free(out);
+	CHECK(row_int(path, sql) == 3 && file_size(acc) == 0);
+	close_mem();
+	char cmd[200];
+
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
 static void test_episode(void)
 {
 	char id[ULID_LEN + 1];
@@ -555,6 +637,7 @@ int main(void)
 	RUN(test_recall_bm25);
 	RUN(test_recall_filters);
 	RUN(test_vector_file);
+	RUN(test_access_file);
 	RUN(test_episode);
 	RUN(test_bad_input);
 	return unit_done();
