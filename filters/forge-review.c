@@ -760,17 +760,21 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	in.max_diff_tokens = window > rest + 1000 ? window - rest : 1000;
 	jv_free(*out);
 	phase_progress(ph, "AI review (%s)", llm_client_model(llm));
-	if (review_ai(out, &res, llm, d, &in) < 0) {
+	rc = review_ai(out, &res, llm, d, &in);
+	/* (what the calls cost counts also when the answer was no use) */
+	ph->cost_usd += res.cost_usd;
+	ph->tokens += res.tokens;
+	if (!res.cost_known)
+		ph->cost_known = false;
+	if (rc < 0) {
 		*out = jv_array();
 		rc = forge_error_prefix("AI review");
 	} else {
-		ph->cost_usd += res.cost_usd;
-		ph->tokens += res.tokens;
-		if (!res.cost_known)
-			ph->cost_known = false;
 		jv e = json_set(jv_object(), "layer", jv_string("ai"));
 		e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(*out))));
 		e = json_set(e, "dropped", jv_number(res.dropped));
+		if (res.attempts > 1)
+			e = json_set(e, "attempts", jv_number(res.attempts));
 		e = json_set(e, "model", jv_string(llm_client_model(llm)));
 		jv cost = json_set(jv_object(), "tokens", jv_number((double)res.tokens));
 		cost = json_set(cost, "usd", res.cost_known ? jv_number(res.cost_usd) : jv_null());

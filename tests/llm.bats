@@ -285,6 +285,21 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr == *"answered with 'application/json', not text/event-stream"* ]]
 }
 
+@test "usage figures an answer does not carry, or cannot have, are estimated from the sizes, never taken as \$0 or a negative cost" {
+	no_usage='{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"an answer of some words"},"finish_reason":"stop"}]}'
+	negative='{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","usage":{"input_tokens":-100000000,"output_tokens":1e20}}'
+	mock_steps "[{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":\"application/json\"},\"body\":$(jq -Rs . <<<"$no_usage")},
+		{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":\"application/json\"},\"body\":$(jq -Rs . <<<"$negative")}]"
+	run --separate-stderr oai --json "a prompt of several words to count"
+	assert_success
+	jq -e '.usage.estimated == true and .usage.input_tokens > 5 and .usage.output_tokens > 2 and .cost_usd > 0' <<<"$output"
+	[[ $stderr == *"warning: the answers of model 'gpt-4o-mini' carry no usage figures: their tokens, and so their cost, are estimated"* ]]
+	run --separate-stderr anth --json hi
+	assert_success
+	jq -e '.usage.estimated == true and .usage.input_tokens > 0 and .usage.output_tokens < 100 and .cost_usd > 0' <<<"$output"
+	[[ $stderr == *"carry impossible (negative or huge) usage figures"* ]]
+}
+
 @test "rate-limit headers are normalised into --json (anthropic and openai)" {
 	mock_steps '[{"text":"a"},{"text":"b"}]'
 	run --separate-stderr anth --json hi

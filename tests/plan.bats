@@ -268,3 +268,17 @@ tool_result() {
 	last_state | jq -e '.status == "escalated"'
 	[[ $stderr == *"mul of what?"* ]]
 }
+
+@test "a model that never calls a tool, or whose answers are all cut, escalates saying so; a content filter's stop is named" {
+	mock '[{"text":"Here is the plan: add calc_mul.","stop_reason":"end_turn","times":"always"}]'
+	run -4 --separate-stderr forge-plan --task "add a mul operation"
+	[[ $stderr == *"the model answered 4 times without calling a tool (does it support tool calls?)"* ]]
+	mock '[{"text":"Here is the plan: first","stop_reason":"max_tokens","times":"always"}]'
+	run -4 --separate-stderr forge-plan --task "add a mul operation"
+	[[ $stderr == *"every answer was cut at llm.max_tokens (8192) before it was whole; raise llm.max_tokens"* ]]
+	chunk='{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}'
+	body=$(printf 'data: %s\n\ndata: [DONE]\n\n' "$chunk")
+	mock "[{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":\"text/event-stream\"},\"body\":$(jq -Rs . <<<"$body")}]"
+	run -4 --separate-stderr env FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key forge-plan --task "add a mul operation"
+	[[ $stderr == *"the model refused: the provider's content filter stopped the answer (finish_reason content_filter)"* ]]
+}

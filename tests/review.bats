@@ -224,6 +224,39 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_output $'1\ntool\nreport_findings\ntrue'
 }
 
+@test "an AI review answer that cannot be used is not an approval: asked again once, told why; cut, refused or wrong twice fails (exit 5)" {
+	mkdir -p src
+	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
+	git add -A
+	finding='{"file":"src/auth.c","line":3,"severity":"Error","category":"Security","message":"an empty token is accepted"}'
+	as_string=$(jq -c -n --arg s "[$finding]" '$s')
+	review() { run "$@" --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"; }
+	# findings sent as a JSON string, then as they should be ("Error" is the enum's "error")
+	mock_steps "[{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":$as_string}}]},
+		{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":[$finding]}}]}]"
+	review -1
+	tail -n 1 <<<"$output" | jq -e '.review.decision == "request_changes" and .review.findings[0].severity == "error" and .review.findings[0].category == "security"'
+	jq -s -e '[.[] | select(.type == "review.layer" and .payload.layer == "ai") | .payload.attempts] == [2]' <<<"$output"
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[1].body.messages[2].content[0] | [.type, .is_error, (.content | test(\".findings: expected array, got string\"))] | map(tostring) | join(\" \")'"
+	assert_output "tool_result true true"
+	# wrong twice: no review, exit 5, the calls still paid for in the state
+	mock_steps "[{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":$as_string}}]},
+		{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":$as_string}}]}]"
+	review -5
+	[[ $stderr == *"AI review: the model gave no usable review when asked again: report_findings' input does not match its schema: .findings: expected array, got string"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "failed" and .cost.usd > 0'
+	# cut at max_tokens: not asked again (it would be cut again)
+	cut=$(jq -c -n --arg s "{\"findings\":[${finding:0:60}" '$s')
+	mock_steps "[{\"tool_calls\":[{\"name\":\"report_findings\",\"arguments\":$cut}],\"stop_reason\":\"max_tokens\"}]"
+	before=$(curl -sS "$MOCK_URL/_mock/requests" | jq length)
+	review -5
+	[[ $stderr == *"the answer was cut at llm.max_tokens ("*") before report_findings was whole; raise llm.max_tokens"* ]]
+	assert_equal "$(curl -sS "$MOCK_URL/_mock/requests" | jq length)" $((before + 1))
+	mock_steps '[{"text":"I cannot help with that.","stop_reason":"refusal"}]'
+	review -5
+	[[ $stderr == *"AI review: the model gave no usable review: the model refused: "* ]]
+}
+
 @test "a diff larger than the model's window: the AI review sees the files that fit and is told which it does not" {
 	mkdir -p src
 	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c

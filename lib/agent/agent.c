@@ -482,6 +482,8 @@ static void emit_llm_called(struct agent *a, const struct llm_response *resp)
 	p = json_set(p, "stop_reason", jv_string(llm_stop_name(resp->stop)));
 	p = json_set(p, "input_tokens", jv_number((double)resp->usage.input_tokens));
 	p = json_set(p, "output_tokens", jv_number((double)resp->usage.output_tokens));
+	if (resp->usage.estimated)
+		p = json_set(p, "usage_estimated", jv_true());
 	p = json_set(p, "tool_calls", jv_number((double)resp->ncalls));
 	p = json_set(p, "retries", jv_number(resp->retries));
 	p = json_set(p, "request_id", json_str_or_null(resp->request_id));
@@ -509,11 +511,31 @@ static void nudge(struct agent *a, const struct llm_response *resp)
 
 /* ---- the loop ----------------------------------------------------------- */
 
+/* Escalate a loop stuck on the same step `same` times, naming the cause
+ * when the answers show one: the last `cut` were cut at max_tokens, the
+ * last `silent` called no tool. */
+static void stagnation(struct agent *a, int same, int cut, int silent)
+{
+	int max_tokens = a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192;
+
+	if (cut >= same)
+		finish_with(a, AGENT_ESCALATED, NULL, "stagnation: the same step %d times running: every "
+			    "answer was cut at llm.max_tokens (%d) before it was whole; raise llm.max_tokens",
+			    same, max_tokens);
+	else if (silent >= same)
+		finish_with(a, AGENT_ESCALATED, NULL, "stagnation: the same step %d times running: the "
+			    "model answered %d times without calling a tool (does it support tool calls?)",
+			    same, silent);
+	else
+		finish_with(a, AGENT_ESCALATED, NULL,
+			    "stagnation: the same step %d times running without progress", same);
+}
+
 static void loop(struct agent *a)
 {
 	struct call_window w = { 0 };
 	unsigned long long last_hash = 0;
-	int same = 0;
+	int same = 0, cut = 0, silent = 0;   /* answers running: the same, cut, without a call */
 	int threshold = a->cfg->stagnation_threshold > 0 ? a->cfg->stagnation_threshold : 3;
 
 	for (;;) {
@@ -538,11 +560,14 @@ static void loop(struct agent *a)
 		a->messages = jv_array_append(a->messages, llm_msg_assistant(&resp));
 		if (resp.stop == LLM_STOP_REFUSAL && resp.ncalls == 0) {
 			finish_with(a, AGENT_ESCALATED, NULL, "the model refused: %s",
-				    resp.stop_detail ? resp.stop_detail : resp.text);
+				    resp.stop_detail && *resp.stop_detail ? resp.stop_detail :
+				    *resp.text ? resp.text : "(it gave no reason)");
 			llm_response_release(&resp);
 			break;
 		}
 		enum turn t = TURN_CONTINUE;
+		cut = resp.stop == LLM_STOP_MAX_TOKENS ? cut + 1 : 0;
+		silent = resp.ncalls == 0 ? silent + 1 : 0;
 		if (resp.ncalls == 0)
 			nudge(a, &resp);
 		else
@@ -558,8 +583,7 @@ static void loop(struct agent *a)
 		if (same >= threshold) {
 			emit(a, "agent.stagnation_detected", json_set(jv_object(), "iterations",
 				jv_number(a->res->iterations)));
-			finish_with(a, AGENT_ESCALATED, NULL,
-				    "stagnation: the same step %d times running without progress", same);
+			stagnation(a, same, cut, silent);
 			agent_reflect(a, "error", "the agent appeared stuck");
 			break;
 		}

@@ -14,6 +14,7 @@
 #include "core/forge.h"
 #include "net/http.h"
 #include "core/json.h"
+#include "core/tokens.h"
 #include "llm/llm_internal.h"
 #include "net/sse.h"
 
@@ -583,6 +584,36 @@ static void log_call(struct llm_client *c, jv reqj, const struct llm_response *o
 	jv_free(resp);
 }
 
+/* An answer without believable usage figures (llm_usage.estimated): its
+ * tokens from the sizes of the request (as normalised: what was sent,
+ * near enough) and of the answer, said once per client and model. */
+static void estimate_usage(struct llm_client *c, struct llm_response *out, jv reqj)
+{
+	const char *model = out->model ? out->model : c->model;
+	struct buf key = BUF_INIT;
+	long output = (long)tokens_estimate_str(out->text);
+
+	for (size_t i = 0; i < out->ncalls; i++)
+		output += (long)tokens_estimate_jv(out->calls[i].input) + 8;
+	memset(&out->usage, 0, sizeof out->usage);
+	out->usage.input_tokens = (long)tokens_estimate_jv(reqj);
+	out->usage.output_tokens = output;
+	out->usage.estimated = true;
+	buf_addf(&key, "\nusage:%s\n", model);
+	if (!strstr(c->warned.buf, key.buf)) {
+		buf_adds(&c->warned, key.buf);
+		if (c->warn) {
+			struct buf msg = BUF_INIT;
+			buf_addf(&msg, "the answers of model '%s' carry %s usage figures: their tokens, and "
+				 "so their cost, are estimated from the sizes of the request and the answer",
+				 model, out->usage_bad ? "impossible (negative or huge)" : "no");
+			c->warn(c->warn_payload, msg.buf);
+			buf_release(&msg);
+		}
+	}
+	buf_release(&key);
+}
+
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
 {
 	jv reqj = llm_request_to_json(req);
@@ -606,6 +637,8 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 		}
 	} else {
 		rc = provider_call(out, c, req);
+		if (rc == 0 && (!out->usage_seen || out->usage_bad))
+			estimate_usage(c, out, reqj);
 	}
 	if (rc == 0)
 		price(c, out);

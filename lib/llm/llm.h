@@ -179,7 +179,16 @@ struct llm_usage {
 	long output_tokens;
 	long cache_read_tokens;
 	long cache_write_tokens;
+	/* The answer carried no usage figures, or impossible ones (negative,
+	 * over LLM_USAGE_MAX): the figures above are estimated from the sizes
+	 * of the request and the answer (tokens_estimate), so that a cost and
+	 * its limits still hold.  Never for a cassette's answer. */
+	bool estimated;
 };
+
+/* More tokens than one call can use (the largest windows hold ~2M): a
+ * figure past it is not believed. */
+#define LLM_USAGE_MAX 100000000L
 
 struct llm_response {
 	char *text;                    /* never NULL ("" when none) */
@@ -188,6 +197,8 @@ struct llm_response {
 	enum llm_stop stop;
 	char *stop_detail;             /* refusal explanation, matched stop sequence; may be NULL */
 	struct llm_usage usage;
+	bool usage_seen;               /* (providers) the answer carried usage figures */
+	bool usage_bad;                /* (providers) one of them was impossible */
 	bool cost_known;
 	double cost_usd;               /* valid when cost_known */
 	char *model;                   /* as the server named it; may be NULL */

@@ -22,13 +22,23 @@
 
 /* ---- request ----------------------------------------------------------- */
 
+/* Whether text has anything but white space: the API refuses a text block
+ * without ("text content blocks must contain non-whitespace text"). */
+static bool visible_text(const char *text)
+{
+	for (; text && *text; text++)
+		if (!strchr(" \t\r\n\v\f", *text))
+			return true;
+	return false;
+}
+
 static jv assistant_blocks(jv m)
 {
 	jv blocks = jv_array();
 	const char *text = json_get_str(m, "content");
 	jv calls = json_get(m, "tool_calls");
 
-	if (text && *text)
+	if (visible_text(text))
 		blocks = jv_array_append(blocks, json_set(json_set(jv_object(), "type", jv_string("text")),
 							  "text", jv_string(text)));
 	if (jv_get_kind(calls) == JV_KIND_ARRAY) {
@@ -198,12 +208,10 @@ static void take_usage(struct llm_response *r, jv u)
 {
 	if (jv_get_kind(u) != JV_KIND_OBJECT)
 		return;
-	r->usage.input_tokens = (long)json_get_num(u, "input_tokens", (double)r->usage.input_tokens);
-	r->usage.output_tokens = (long)json_get_num(u, "output_tokens", (double)r->usage.output_tokens);
-	r->usage.cache_read_tokens = (long)json_get_num(u, "cache_read_input_tokens",
-							(double)r->usage.cache_read_tokens);
-	r->usage.cache_write_tokens = (long)json_get_num(u, "cache_creation_input_tokens",
-							 (double)r->usage.cache_write_tokens);
+	llm_usage_take(&r->usage.input_tokens, r, u, "input_tokens");
+	llm_usage_take(&r->usage.output_tokens, r, u, "output_tokens");
+	llm_usage_take(&r->usage.cache_read_tokens, r, u, "cache_read_input_tokens");
+	llm_usage_take(&r->usage.cache_write_tokens, r, u, "cache_creation_input_tokens");
 }
 
 static void take_stop(struct llm_response *r, jv obj)

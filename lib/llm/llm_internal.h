@@ -85,6 +85,10 @@ void llm_response_add_bad_call(struct llm_response *r, const char *id, const cha
 int llm_error_parse(enum llm_error *out, const char *name);   /* -1 when unknown */
 enum llm_error llm_fault_from_status(long status);
 char *llm_strdup_or_null(const char *s);
+/* Usage figure key of u (an answer's usage object) into *out when it is
+ * there: a number in [0, LLM_USAGE_MAX] sets r->usage_seen, anything else
+ * r->usage_bad (and leaves *out).  Borrows u. */
+void llm_usage_take(long *out, struct llm_response *r, jv u, const char *key);
 /* A jv string's value or NULL when v is not a string.  Borrows v. */
 const char *llm_jstr(jv v);
 /* Build "Name: value" (malloc'd). */

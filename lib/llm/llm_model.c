@@ -213,6 +213,8 @@ jv llm_response_to_json(const struct llm_response *r)
 	u = json_set(u, "output_tokens", jv_number((double)r->usage.output_tokens));
 	u = json_set(u, "cache_read_tokens", jv_number((double)r->usage.cache_read_tokens));
 	u = json_set(u, "cache_write_tokens", jv_number((double)r->usage.cache_write_tokens));
+	if (r->usage.estimated)
+		u = json_set(u, "estimated", jv_true());
 	j = json_set(j, "usage", u);
 	j = json_set(j, "cost_usd", r->cost_known ? jv_number(r->cost_usd) : jv_null());
 	j = json_set(j, "model", json_str_or_null(r->model));
@@ -323,6 +325,25 @@ out:
 char *llm_strdup_or_null(const char *s)
 {
 	return s ? xstrdup(s) : NULL;
+}
+
+void llm_usage_take(long *out, struct llm_response *r, jv u, const char *key)
+{
+	jv v = json_get(u, key);
+
+	if (jv_get_kind(v) == JV_KIND_NUMBER) {
+		double n = jv_number_value(v);
+
+		if (n >= 0 && n <= (double)LLM_USAGE_MAX) {
+			*out = (long)n;
+			r->usage_seen = true;
+		} else {
+			r->usage_bad = true;
+		}
+	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
+		r->usage_bad = true;
+	}
+	jv_free(v);
 }
 
 const char *llm_jstr(jv v)

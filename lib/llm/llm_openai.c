@@ -169,22 +169,36 @@ static enum llm_stop map_finish(const char *f, enum llm_stop dflt)
 	return LLM_STOP_END_TURN;
 }
 
+/* The stop of finish_reason f on r, unless a refusal set it; a
+ * content-filter stop without a refusal's words says what stopped it. */
+static void take_finish(struct llm_response *r, const char *f)
+{
+	if (r->stop != LLM_STOP_REFUSAL)      /* (a refusal's message said so already) */
+		r->stop = map_finish(f, LLM_STOP_END_TURN);
+	if (f && !strcmp(f, "content_filter") && !r->stop_detail)
+		r->stop_detail = xstrdup("the provider's content filter stopped the answer "
+					 "(finish_reason content_filter)");
+}
+
 static void take_usage(struct llm_response *r, jv u)
 {
 	jv pd;
-	double prompt, cached, written;
+	long prompt = 0, cached = 0, written = 0, completion = 0;
 
 	if (jv_get_kind(u) != JV_KIND_OBJECT)
 		return;
 	pd = json_get(u, "prompt_tokens_details");
-	prompt = json_get_num(u, "prompt_tokens", 0);
-	cached = json_get_num(pd, "cached_tokens", 0);
-	written = json_get_num(pd, "cache_write_tokens", 0);
+	llm_usage_take(&prompt, r, u, "prompt_tokens");
+	llm_usage_take(&completion, r, u, "completion_tokens");
+	if (jv_get_kind(pd) == JV_KIND_OBJECT) {
+		llm_usage_take(&cached, r, pd, "cached_tokens");
+		llm_usage_take(&written, r, pd, "cache_write_tokens");
+	}
 	jv_free(pd);
-	r->usage.input_tokens = prompt - cached - written > 0 ? (long)(prompt - cached - written) : 0;
-	r->usage.cache_read_tokens = (long)cached;
-	r->usage.cache_write_tokens = (long)written;
-	r->usage.output_tokens = (long)json_get_num(u, "completion_tokens", 0);
+	r->usage.input_tokens = prompt - cached - written > 0 ? prompt - cached - written : 0;
+	r->usage.cache_read_tokens = cached;
+	r->usage.cache_write_tokens = written;
+	r->usage.output_tokens = completion;
 }
 
 static void take_header(struct llm_response *r, jv j)
@@ -264,11 +278,11 @@ static int parse(struct llm_response *out, const char *body, size_t len)
 	}
 	if (jv_get_kind(calls) == JV_KIND_ARRAY)
 		rc = take_calls(out, jv_copy(calls));
-	out->stop = map_finish(json_get_str(c0, "finish_reason"), LLM_STOP_END_TURN);
-	if (out->ncalls && out->stop == LLM_STOP_END_TURN)
-		out->stop = LLM_STOP_TOOL_USE;        /* some servers say "stop" */
 	if (json_get_str(m, "refusal"))
 		set_refusal(out, json_get_str(m, "refusal"));
+	take_finish(out, json_get_str(c0, "finish_reason"));
+	if (out->ncalls && out->stop == LLM_STOP_END_TURN)
+		out->stop = LLM_STOP_TOOL_USE;        /* some servers say "stop" */
 out:
 	jv_free(calls);
 	jv_free(u);
@@ -318,7 +332,7 @@ static void choice_delta(struct llm_stream *s, jv c)
 		s->finished = true;
 	}
 	if ((t = json_get_str(c, "finish_reason")) && s->resp->stop != LLM_STOP_REFUSAL)
-		s->resp->stop = map_finish(t, LLM_STOP_END_TURN);
+		take_finish(s->resp, t);
 	jv_free(calls);
 	jv_free(d);
 }

@@ -146,6 +146,7 @@ struct review_ai_result {
 	bool cost_known;
 	long tokens;
 	int dropped;                    /* findings not on a line of the diff */
+	int attempts;                   /* calls it took to get a usable answer */
 	jv not_shown;                   /* files left out for max_diff_tokens: an array
 					 * of paths, owned by the caller (jv_free) */
 };
@@ -161,8 +162,12 @@ struct review_ai_result {
 char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *not_shown);
 
 /* One structured call (forced tool "report_findings"); *out the findings
- * it reported that lie inside the diff's hunks (layer "ai").  -1 when the
- * call failed. */
+ * it reported that lie inside the diff's hunks (layer "ai").  An answer
+ * that cannot be used (no call, arguments cut at max_tokens or not the
+ * tool's schema, a refusal) is not an empty review: the model is asked once
+ * more, told what was wrong (not after a cut or a refusal), and then it is
+ * an error.  -1 when the call failed or gave no usable answer; res holds
+ * the cost of every call made, also then. */
 int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 	      const struct diff *d, const struct review_ai_input *in);
 

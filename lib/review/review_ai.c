@@ -10,6 +10,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
+#include "data/schema.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,28 +109,31 @@ char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *n
 	return buf_detach(&b, NULL);
 }
 
+/* report_findings' input: what the tool declares, and what an answer is
+ * checked against before its findings are taken. */
+static const char findings_schema[] =
+	"{\"type\":\"object\",\"required\":[\"findings\"],\"properties\":{"
+	"\"findings\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+	"\"required\":[\"file\",\"line\",\"severity\",\"category\",\"message\"],\"properties\":{"
+	"\"file\":{\"type\":\"string\",\"description\":\"the path as in the diff's '## File:' line\"},"
+	"\"line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"the new-file line number shown in the diff\"},"
+	"\"severity\":{\"enum\":[\"info\",\"warning\",\"error\",\"critical\"]},"
+	"\"category\":{\"enum\":[\"style\",\"security\",\"correctness\",\"performance\"]},"
+	"\"rule\":{\"type\":\"string\",\"description\":\"a short kebab-case name for the kind of problem\"},"
+	"\"message\":{\"type\":\"string\",\"minLength\":1},"
+	"\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"
+	"\"fixable\":{\"type\":\"boolean\"},"
+	"\"fix\":{\"type\":\"string\",\"description\":\"the corrected line(s), when simple\"}}}},"
+	"\"summary\":{\"type\":\"string\"}}}";
+
 static jv tool_definition(void)
 {
-	static const char schema[] =
-		"{\"type\":\"object\",\"required\":[\"findings\"],\"properties\":{"
-		"\"findings\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
-		"\"required\":[\"file\",\"line\",\"severity\",\"category\",\"message\"],\"properties\":{"
-		"\"file\":{\"type\":\"string\",\"description\":\"the path as in the diff's '## File:' line\"},"
-		"\"line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"the new-file line number shown in the diff\"},"
-		"\"severity\":{\"enum\":[\"info\",\"warning\",\"error\",\"critical\"]},"
-		"\"category\":{\"enum\":[\"style\",\"security\",\"correctness\",\"performance\"]},"
-		"\"rule\":{\"type\":\"string\",\"description\":\"a short kebab-case name for the kind of problem\"},"
-		"\"message\":{\"type\":\"string\",\"minLength\":1},"
-		"\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"
-		"\"fixable\":{\"type\":\"boolean\"},"
-		"\"fix\":{\"type\":\"string\",\"description\":\"the corrected line(s), when simple\"}}}},"
-		"\"summary\":{\"type\":\"string\"}}}";
 	jv t = jv_object();
 
 	t = json_set(t, "name", jv_string("report_findings"));
 	t = json_set(t, "description", jv_string("Report the problems found on the added lines of the diff "
 						 "(an empty list when there are none)."));
-	return JV_ARRAY(json_set(t, "input_schema", json_parse(schema, sizeof schema - 1)));
+	return JV_ARRAY(json_set(t, "input_schema", json_parse(findings_schema, sizeof findings_schema - 1)));
 }
 
 static char *user_message(const struct diff *d, const struct review_ai_input *in, jv *not_shown)
@@ -184,18 +188,159 @@ static const char *one_of(const char *v, const char *const *allowed, const char 
 	return dflt;
 }
 
-int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
-	      const struct diff *d, const struct review_ai_input *in)
+/* f with its key (a string) in lower case: "Error" is the enum's "error". */
+static jv lower_key(jv f, const char *key)
+{
+	const char *v = json_get_str(f, key);
+	char low[32];
+	size_t n;
+
+	if (!v || (n = strlen(v)) >= sizeof low)
+		return f;
+	for (size_t i = 0; i <= n; i++)
+		low[i] = v[i] >= 'A' && v[i] <= 'Z' ? (char)(v[i] - 'A' + 'a') : v[i];
+	return json_set(f, key, jv_string(low));
+}
+
+/* What an answer must be: one report_findings call whose input, its
+ * severities and categories in lower case, matches findings_schema.
+ * 0 with *input (owned) that input; -1 with why (an unusable answer: cut,
+ * refused, no call, input of another shape) and *call the call to answer
+ * with the error (NULL when there is none). */
+static int usable_answer(jv *input, const struct llm_tool_call **call, struct buf *why,
+			 const struct llm_response *resp)
+{
+	static struct schema *schema;
+	const struct llm_tool_call *c = NULL;
+
+	*input = jv_invalid();
+	*call = NULL;
+	for (size_t i = 0; i < resp->ncalls && !c; i++)
+		if (strcmp(resp->calls[i].name, "report_findings") == 0)
+			c = &resp->calls[i];
+	if (resp->stop == LLM_STOP_REFUSAL && !c) {
+		buf_addf(why, "the model refused: %s", resp->stop_detail && *resp->stop_detail ?
+			 resp->stop_detail : *resp->text ? resp->text : "(no reason given)");
+		return -1;
+	}
+	if (!c) {
+		buf_adds(why, "the model answered without calling report_findings");
+		return -1;
+	}
+	*call = c;
+	if (c->input_error) {
+		buf_addf(why, "report_findings' arguments: %s", c->input_error);
+		return -1;
+	}
+	if (!schema && schema_compile(&schema, json_parse(findings_schema, sizeof findings_schema - 1)) < 0)
+		return forge_error("report_findings' schema: %s", forge_last_error());
+	jv in = jv_copy(c->input), list = json_get(in, "findings");
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		jv norm = jv_array();
+
+		jv_array_foreach(list, i, f) {
+			(void)i;
+			if (jv_get_kind(f) == JV_KIND_OBJECT)
+				f = lower_key(lower_key(f, "severity"), "category");
+			norm = jv_array_append(norm, f);
+		}
+		in = json_set(in, "findings", norm);
+	}
+	jv_free(list);
+	if (schema_validate(schema, in) < 0) {
+		buf_addf(why, "report_findings' input does not match its schema: %s", forge_last_error());
+		jv_free(in);
+		return -1;
+	}
+	*input = in;
+	return 0;
+}
+
+/* usable_answer, and an answer cut at max_tokens said so: whatever is
+ * wrong with it, the cut is why. */
+static int usable(jv *input, const struct llm_tool_call **call, struct buf *why,
+		  const struct llm_response *resp, int max_tokens)
+{
+	int rc = usable_answer(input, call, why, resp);
+
+	if (rc < 0 && why->len && resp->stop == LLM_STOP_MAX_TOKENS) {
+		buf_reset(why);
+		buf_addf(why, "the answer was cut at llm.max_tokens (%d) before report_findings was whole; "
+			 "raise llm.max_tokens or review a smaller change", max_tokens);
+	}
+	return rc;
+}
+
+/* The findings of a usable input that lie on the diff's hunks, appended to
+ * *out (layer "ai"); the others counted in res->dropped. */
+static void take_findings(jv *out, struct review_ai_result *res, const struct diff *d, jv input)
 {
 	static const char *const severities[] = { "info", "warning", "error", "critical", NULL };
 	static const char *const categories[] = { "style", "security", "correctness", "performance", NULL };
+	struct buf rule = BUF_INIT;
+	jv list = json_get(input, "findings");
+
+	jv_array_foreach(list, i, f) {
+		(void)i;
+		const char *file = json_get_str(f, "file"), *text = json_get_str(f, "message");
+		int line = (int)json_get_num(f, "line", 0);
+		const struct diff_file *df = diff_find(d, file);
+
+		if (!df || !text || !*text || !diff_in_hunk(df, line)) {
+			res->dropped++;
+			jv_free(f);
+			continue;
+		}
+		const char *cat = one_of(json_get_str(f, "category"), categories, "correctness");
+		buf_reset(&rule);
+		buf_addf(&rule, "ai/%s", json_get_str(f, "rule") && *json_get_str(f, "rule")
+			 ? json_get_str(f, "rule") : cat);
+		jv fi = review_finding("ai", one_of(json_get_str(f, "severity"), severities, "warning"),
+				       cat, rule.buf, df->path, line, text);
+		double conf = json_get_num(f, "confidence", 0.7);
+		fi = json_set(fi, "confidence", jv_number(conf < 0 ? 0 : conf > 1 ? 1 : conf));
+		fi = json_set(fi, "fixable", jv_bool(json_get_bool(f, "fixable", false)));
+		if (json_get_str(f, "fix"))
+			fi = json_set(fi, "fix", jv_string(json_get_str(f, "fix")));
+		*out = jv_array_append(*out, fi);
+		jv_free(f);
+	}
+	jv_free(list);
+	buf_release(&rule);
+}
+
+/* The conversation once more with the unusable answer and what was wrong
+ * with it, for the model to answer again. */
+static void ask_again(struct llm_request *req, const struct llm_response *resp,
+		      const struct llm_tool_call *call, const char *why)
+{
+	struct buf text = BUF_INIT;
+
+	buf_addf(&text, "That answer cannot be used: %s.  Call report_findings again, once, with input "
+		 "that matches its schema (severity one of info, warning, error, critical; line an "
+		 "integer).", why);
+	req->messages = jv_array_append(req->messages, llm_msg_assistant(resp));
+	req->messages = jv_array_append(req->messages, call ? llm_msg_tool_result(call->id, text.buf, true)
+						       : llm_msg_user(text.buf));
+	buf_release(&text);
+}
+
+/* Attempts at a usable answer: the first, and one more told what was wrong
+ * with it (not after a cut or a refusal, which would come again). */
+#define REVIEW_AI_ATTEMPTS 2
+
+int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
+	      const struct diff *d, const struct review_ai_input *in)
+{
 	struct llm_request req;
 	struct llm_response resp;
-	struct buf rule = BUF_INIT;
+	struct buf why = BUF_INIT;
 	char *msg;
 	int rc = -1;
 
 	*out = jv_array();
+	llm_response_init(&resp);
 	memset(res, 0, sizeof *res);
 	msg = user_message(d, in, &res->not_shown);
 	res->cost_known = true;
@@ -207,51 +352,40 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 	req.tool_name = "report_findings";
 	req.max_tokens = in->max_tokens > 0 ? in->max_tokens : 4096;
 	req.temperature = 0;
-	if (llm_call(&resp, llm, &req) < 0)
-		goto out;
-	res->cost_known = resp.cost_known;
-	res->cost_usd = resp.cost_known ? resp.cost_usd : 0;
-	res->tokens = resp.usage.input_tokens + resp.usage.output_tokens + resp.usage.cache_read_tokens +
-		      resp.usage.cache_write_tokens;
-	for (size_t c = 0; c < resp.ncalls; c++) {
-		if (strcmp(resp.calls[c].name, "report_findings") != 0)
-			continue;
-		jv list = json_get(resp.calls[c].input, "findings");
-		if (jv_get_kind(list) == JV_KIND_ARRAY) {
-			jv_array_foreach(list, i, f) {
-				(void)i;
-				const char *file = json_get_str(f, "file"), *text = json_get_str(f, "message");
-				int line = (int)json_get_num(f, "line", 0);
-				const struct diff_file *df = diff_find(d, file);
+	for (int attempt = 1;; attempt++) {
+		const struct llm_tool_call *call;
+		jv input;
 
-				if (!df || !text || !*text || !diff_in_hunk(df, line)) {
-					res->dropped++;
-					jv_free(f);
-					continue;
-				}
-				const char *cat = one_of(json_get_str(f, "category"), categories, "correctness");
-				buf_reset(&rule);
-				buf_addf(&rule, "ai/%s", json_get_str(f, "rule") && *json_get_str(f, "rule")
-					 ? json_get_str(f, "rule") : cat);
-				jv fi = review_finding("ai", one_of(json_get_str(f, "severity"), severities, "warning"),
-						       cat, rule.buf, df->path, line, text);
-				double conf = json_get_num(f, "confidence", 0.7);
-				fi = json_set(fi, "confidence", jv_number(conf < 0 ? 0 : conf > 1 ? 1 : conf));
-				fi = json_set(fi, "fixable", jv_bool(json_get_bool(f, "fixable", false)));
-				if (json_get_str(f, "fix"))
-					fi = json_set(fi, "fix", jv_string(json_get_str(f, "fix")));
-				*out = jv_array_append(*out, fi);
-				jv_free(f);
-			}
+		llm_response_release(&resp);
+		if (llm_call(&resp, llm, &req) < 0)
+			goto out;
+		if (!resp.cost_known)
+			res->cost_known = false;
+		res->cost_usd += resp.cost_known ? resp.cost_usd : 0;
+		res->tokens += resp.usage.input_tokens + resp.usage.output_tokens +
+			       resp.usage.cache_read_tokens + resp.usage.cache_write_tokens;
+		buf_reset(&why);
+		if (usable(&input, &call, &why, &resp, req.max_tokens) == 0) {
+			take_findings(out, res, d, input);
+			jv_free(input);
+			res->attempts = attempt;
+			break;
 		}
-		jv_free(list);
-		break;
+		if (!why.len)
+			goto out;        /* (an error of ours, already said) */
+		if (attempt == REVIEW_AI_ATTEMPTS || resp.stop == LLM_STOP_MAX_TOKENS ||
+		    resp.stop == LLM_STOP_REFUSAL) {
+			forge_error("the model gave no usable review%s: %s",
+				    attempt > 1 ? " when asked again" : "", why.buf);
+			goto out;
+		}
+		ask_again(&req, &resp, call, why.buf);
 	}
 	rc = 0;
 out:
 	llm_response_release(&resp);
 	llm_request_release(&req);
-	buf_release(&rule);
+	buf_release(&why);
 	free(msg);
 	if (rc < 0) {
 		jv_free(*out);

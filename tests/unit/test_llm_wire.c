@@ -257,44 +257,86 @@ static void test_anth_nonstream_tool_loop(void)
 	CHECK(key_hdr);
 }
 
-/* An empty answer (content [], end_turn: the API gives one at times) is
- * not sent back: the API refuses "all messages must have non-empty
- * content except for the optional final assistant message". */
+/* An empty answer (content [], end_turn: the API gives one at times), or
+ * one of white space only, is not sent back: the API refuses "all messages
+ * must have non-empty content except for the optional final assistant
+ * message" and "text content blocks must contain non-whitespace text". */
 static void test_anth_empty_answer_left_out(void)
 {
-	const char *empty = "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":"
-			    "\"claude-haiku-4-5\",\"content\":[],\"stop_reason\":\"end_turn\",\"usage\":"
-			    "{\"input_tokens\":10,\"output_tokens\":2}}";
-	struct llm_response r;
-	struct llm_request req;
-	struct llm_wire w;
+	static const char *const answers[] = {
+		"{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":"
+		"\"claude-haiku-4-5\",\"content\":[],\"stop_reason\":\"end_turn\",\"usage\":"
+		"{\"input_tokens\":10,\"output_tokens\":2}}",
+		"{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":"
+		"\"claude-haiku-4-5\",\"content\":[{\"type\":\"text\",\"text\":\"\\n\\n \"}],"
+		"\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}",
+	};
 
-	llm_response_init(&r);
-	CHECK(llm_anthropic.parse(&r, empty, strlen(empty)) == 0);
-	llm_request_init(&req);
-	req.messages = jv_array();
-	req.messages = jv_array_append(req.messages, llm_msg_user("do the task"));
-	req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
-	req.messages = jv_array_append(req.messages, llm_msg_user("use the tools"));
-	req.max_tokens = 1024;
-	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
-	jv got = json_parse(w.body, w.body_len);
-	jv roles = jv_array(), msgs = json_get(got, "messages");
-	jv_array_foreach(msgs, i, m) {
-		jv content = json_get(m, "content");
-		CHECK(!(jv_get_kind(content) == JV_KIND_ARRAY && jv_array_length(jv_copy(content)) == 0));
-		roles = jv_array_append(roles, json_get(m, "role"));
-		jv_free(content);
-		jv_free(m);
+	for (size_t a = 0; a < sizeof answers / sizeof *answers; a++) {
+		struct llm_response r;
+		struct llm_request req;
+		struct llm_wire w;
+
+		llm_response_init(&r);
+		CHECK(llm_anthropic.parse(&r, answers[a], strlen(answers[a])) == 0);
+		llm_request_init(&req);
+		req.messages = jv_array();
+		req.messages = jv_array_append(req.messages, llm_msg_user("do the task"));
+		req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
+		req.messages = jv_array_append(req.messages, llm_msg_user("use the tools"));
+		req.max_tokens = 1024;
+		llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
+		jv got = json_parse(w.body, w.body_len);
+		jv roles = jv_array(), msgs = json_get(got, "messages");
+		jv_array_foreach(msgs, i, m) {
+			jv content = json_get(m, "content");
+			CHECK(!(jv_get_kind(content) == JV_KIND_ARRAY && jv_array_length(jv_copy(content)) == 0));
+			roles = jv_array_append(roles, json_get(m, "role"));
+			jv_free(content);
+			jv_free(m);
+		}
+		char *r_s = json_dumps(roles, false);
+		CHECK_MSG(!strcmp(r_s, "[\"user\",\"user\"]"), "answer %zu: roles %s", a, r_s);
+		free(r_s);
+		jv_free(msgs);
+		jv_free(got);
+		llm_wire_release(&w);
+		llm_request_release(&req);
+		llm_response_release(&r);
 	}
-	char *r_s = json_dumps(roles, false);
-	CHECK_STR(r_s, "[\"user\",\"user\"]");
-	free(r_s);
-	jv_free(msgs);
-	jv_free(got);
-	llm_wire_release(&w);
-	llm_request_release(&req);
-	llm_response_release(&r);
+}
+
+/* Usage figures a call cannot have (negative, past LLM_USAGE_MAX, not a
+ * number) or none at all are not taken: the client estimates them. */
+static void test_usage_believed_or_not(void)
+{
+	static const struct {
+		const char *usage;
+		bool seen, bad;
+		long input;
+	} cases[] = {
+		{ ",\"usage\":{\"input_tokens\":10,\"output_tokens\":2}", true, false, 10 },
+		{ ",\"usage\":{\"input_tokens\":-100000000,\"output_tokens\":2}", true, true, 0 },
+		{ ",\"usage\":{\"input_tokens\":1e20,\"output_tokens\":2}", true, true, 0 },
+		{ ",\"usage\":{\"input_tokens\":\"10\",\"output_tokens\":2}", true, true, 0 },
+		{ "", false, false, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct llm_response r;
+		struct buf body = BUF_INIT;
+
+		buf_addf(&body, "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\","
+			 "\"model\":\"claude-haiku-4-5\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],"
+			 "\"stop_reason\":\"end_turn\"%s}", cases[i].usage);
+		llm_response_init(&r);
+		CHECK(llm_anthropic.parse(&r, body.buf, body.len) == 0);
+		CHECK_MSG(r.usage_seen == cases[i].seen && r.usage_bad == cases[i].bad &&
+			  r.usage.input_tokens == cases[i].input, "case %zu: seen %d bad %d input %ld", i,
+			  r.usage_seen, r.usage_bad, r.usage.input_tokens);
+		llm_response_release(&r);
+		buf_release(&body);
+	}
 }
 
 static void test_anth_errors(void)
@@ -475,6 +517,7 @@ int main(void)
 	RUN(test_oai_stream_parallel_tools);
 	RUN(test_anth_nonstream_tool_loop);
 	RUN(test_anth_empty_answer_left_out);
+	RUN(test_usage_believed_or_not);
 	RUN(test_anth_errors);
 	RUN(test_oai_nonstream_and_errors);
 	RUN(test_oai_build);
