@@ -831,14 +831,19 @@ static const char *implement(struct impl *im, const char *build_cmd, const char 
 
 /* ---- the TDD guard -------------------------------------------------------- */
 
+/* path of the worktree into b, as the file tools read: beneath the
+ * worktree only (a symlink the model put there to a file outside is not
+ * followed out).  -1 when it cannot be read so. */
 static int read_in_worktree(struct buf *b, struct impl *im, const char *path)
 {
-	char full[4096];
+	struct sandbox_root *root;
+	int rc;
 
-	if ((size_t)snprintf(full, sizeof full, "%s/%s", forge_git_worktree_path(im->wt), path) >= sizeof full)
+	if (sandbox_root_open(&root, forge_git_worktree_path(im->wt)) < 0)
 		return -1;
-	b->max = TDD_TEST_MAX;
-	return buf_read_file(b, full);
+	rc = sandbox_read_file(b, root, path, TDD_TEST_MAX) < 0 ? -1 : 0;
+	sandbox_root_free(root);
+	return rc;
 }
 
 /* The files the red step committed (changed since `before`), {path: content}. */
@@ -889,48 +894,28 @@ static jv red_tests_changed(struct impl *im, jv red)
 	return out;
 }
 
-/* mkdir -p of dir's components below the worktree root `root`. */
-static int mkdirs_below(const char *root, char *dir)
-{
-	if (strlen(dir) <= strlen(root))
-		return 0;
-	for (char *p = dir + strlen(root) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		int rc = mkdir(dir, 0755);
-		*p = '/';
-		if (rc < 0 && errno != EEXIST)
-			return -1;
-	}
-	return mkdir(dir, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* Put the red tests back as they were committed; -1 with a message. */
+/* Put the red tests back as they were committed; -1 with a message.  As
+ * the file tools write (a transaction beneath the worktree): the model
+ * may have put a symlink where a test or its directory was, and this
+ * process is not confined -- a write through it would land anywhere. */
 static int red_tests_restore(struct impl *im, jv red)
 {
-	int rc = 0;
+	struct sandbox_root *root;
+	struct sandbox_txn *t;
+	int rc;
 
+	if (sandbox_root_open(&root, forge_git_worktree_path(im->wt)) < 0)
+		return -1;
+	t = sandbox_txn_new(root);
 	jv_object_foreach(red, path, content) {
-		char full[4096];
-		FILE *f = NULL;
-
-		if ((size_t)snprintf(full, sizeof full, "%s/%s", forge_git_worktree_path(im->wt),
-				     jv_string_value(path)) < sizeof full) {
-			char *slash = strrchr(full, '/');
-
-			*slash = '\0';
-			if (mkdirs_below(forge_git_worktree_path(im->wt), full) == 0) {
-				*slash = '/';
-				f = fopen(full, "wb");
-			}
-		}
-		if (!f || fwrite(jv_string_value(content), 1, (size_t)jv_string_length_bytes(jv_copy(content)), f) !=
-			       (size_t)jv_string_length_bytes(jv_copy(content)))
-			rc = forge_error("cannot restore %s: %s", jv_string_value(path), strerror(errno));
-		if (f && fclose(f) != 0)
-			rc = forge_error("cannot restore %s: %s", jv_string_value(path), strerror(errno));
+		sandbox_txn_write(t, jv_string_value(path), jv_string_value(content),
+				  (size_t)jv_string_length_bytes(jv_copy(content)));
 		jv_free(path);
 		jv_free(content);
 	}
+	rc = sandbox_txn_commit(t) < 0 ? forge_error_prefix("cannot restore the red tests") : 0;
+	sandbox_txn_free(t);
+	sandbox_root_free(root);
 	return rc;
 }
 

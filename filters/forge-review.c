@@ -20,6 +20,7 @@
 #include "core/forge.h"
 #include "git/git.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "core/tokens.h"
 #include "llm/llm.h"
 #include "memory/memory.h"
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum { OPT_BASE = 256, OPT_COMMIT, OPT_SARIF, OPT_PR, OPT_DRY_RUN };
 
@@ -146,13 +148,35 @@ static bool is_dir(const char *p)
 	return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Run git in root; *out its stdout.  -1 with git's message. */
+extern char **environ;
+
+/* The environment without the keys (llm_scrub_env): malloc'd array of
+ * environ's strings (borrowed). */
+static char **env_without_keys(void)
+{
+	size_t n = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = xcalloc(n + 1, sizeof *env);
+	memcpy(env, environ, n * sizeof *env);
+	llm_scrub_env(env);
+	return env;
+}
+
+/* Run git in root; *out its stdout.  -1 with git's message.  The
+ * repository may be a run's worktree, whose files a model wrote: git runs
+ * without the keys in its environment, and without what would run a
+ * program the repository names (an fsmonitor, hooks; callers pass
+ * --no-textconv and --no-ext-diff). */
 static int git_out(char **out, const char *root, const char *const *args)
 {
 	char *git = review_which("git");
-	const char *argv[16];
+	const char *argv[24];
 	struct proc_opts o = PROC_OPTS_INIT;
 	struct proc_result r;
+	char **env = NULL;
 	size_t n = 0;
 	int rc = -1;
 
@@ -160,10 +184,16 @@ static int git_out(char **out, const char *root, const char *const *args)
 	if (!git)
 		return forge_error("'git' is not installed");
 	argv[n++] = git;
-	for (size_t i = 0; args[i] && n < 15; i++)
+	argv[n++] = "-c";
+	argv[n++] = "core.fsmonitor=false";
+	argv[n++] = "-c";
+	argv[n++] = "core.hooksPath=/dev/null";
+	for (size_t i = 0; args[i] && n < 23; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
+	env = env_without_keys();
 	o.argv = argv;
+	o.envp = env;
 	o.cwd = root;
 	o.timeout_ms = 120000;
 	if (proc_run(&r, &o) < 0)
@@ -181,6 +211,7 @@ static int git_out(char **out, const char *root, const char *const *args)
 	rc = 0;
 out:
 	proc_result_release(&r);
+	free(env);
 	free(git);
 	return rc;
 }
@@ -275,7 +306,7 @@ static int pr_source(char **text, char **commit, struct phase *ph, const char *r
 	jv_free(bref);
 	if (h < 0 || b < 0 || forge_git_merge_base(&mb, g, base, head) < 0)
 		goto out;
-	const char *args[] = { "diff", "--no-color", "--no-ext-diff", mb, head, NULL };
+	const char *args[] = { "diff", "--no-color", "--no-ext-diff", "--no-textconv", mb, head, NULL };
 	rc = git_out(text, root, args);
 	if (rc == 0) {
 		*commit = xstrdup(head);
@@ -425,12 +456,12 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 		}
 		forge_git_free(g);
 		if (a->commit) {
-			const char *args[] = { "show", "--format=", "--no-color", "--no-ext-diff", "-m",
+			const char *args[] = { "show", "--format=", "--no-color", "--no-ext-diff", "--no-textconv", "-m",
 					       "--first-parent", sha, NULL };
 			rc = git_out(text, *root, args);
 			*commit = sha;
 		} else {
-			const char *args[] = { "diff", "--no-color", "--no-ext-diff", sha, NULL };
+			const char *args[] = { "diff", "--no-color", "--no-ext-diff", "--no-textconv", sha, NULL };
 			rc = git_out(text, *root, args);
 			free(sha);
 		}
@@ -469,7 +500,7 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 		goto out;
 	}
 	*source = "git";
-	const char *args[] = { "diff", "--no-color", "--no-ext-diff", json_get_str(ch, "base_commit"),
+	const char *args[] = { "diff", "--no-color", "--no-ext-diff", "--no-textconv", json_get_str(ch, "base_commit"),
 			       json_get_str(ch, "commit"), NULL };
 	rc = git_out(text, *root, args);
 	*commit = xstrdup(json_get_str(ch, "commit"));

@@ -461,6 +461,22 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	! git show "forge/T22:tests/check.sh" | grep -q "mul"
 }
 
+@test "TDD guard: a green step that puts a symlink where a red test was does not make Forge write outside the worktree" {
+	plan_state T23 >"$BATS_TEST_TMPDIR/plan.json"
+	outside="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$outside"
+	echo ORIGINAL >"$outside/victim"
+	# the red step commits tests/check.sh; the green one makes tests/ a link
+	# to a directory outside, holding a file of the same name
+	swap="{\"tool_calls\":[{\"name\":\"run_command\",\"input\":{\"command\":\"mv tests tests.old && ln -s $outside tests\"}}]}"
+	mock "[$RED_MUL,$FINISH,$swap,$FINISH,$swap,$FINISH]"
+	run --separate-stderr forge-implement --tdd <"$BATS_TEST_TMPDIR/plan.json"
+	[ "$status" -ne 0 ]
+	[ ! -e "$outside/check.sh" ]
+	[ "$(cat "$outside/victim")" = ORIGINAL ]
+	[ "$(ls "$outside")" = victim ]
+}
+
 @test "the agent's commands commit as git says here, not as an unknown author" {
 	git -C "$REPO" config user.name "Impl Person"
 	git -C "$REPO" config user.email impl@example.com

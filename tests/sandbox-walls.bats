@@ -371,6 +371,46 @@ EOF
 	build_works user
 }
 
+# git_link_kept MODE: a command cannot point the worktree's .git elsewhere
+# for the next one (the whole host readable through "gitdir: /", or a git
+# directory of its own): with the view it is read-only; without, the next
+# command's walls do not believe it and it is put back after the command.
+git_link_kept() {
+	as "$1"
+	local before
+	before=$(cat "$UD/wt/.git")
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	if [ "$(jq -r .namespaces.available <<<"$output")" = true ]; then
+		tool 'printf "gitdir: /\n" >.git; echo rc=$?'
+		[[ "$text" == *"Read-only file system"* ]]
+		[ "$(cat "$UD/wt/.git")" = "$before" ]
+	fi
+	[ "$(jq -r .landlock.available <<<"$output")" = true ] || return 0
+	tool --sandbox '{"namespaces":"off"}' 'printf "gitdir: /\n" >.git; echo rc=$?'
+	[[ "$text" == *rc=0* ]]
+	[[ "$(jq -r '.data.unconfined | join(" ")' <<<"$output")" == *"the command changed $UD/wt/.git, which only Forge may write"*"it is put back"* ]]
+	[ "$(cat "$UD/wt/.git")" = "$before" ]
+	# what the file says is not believed unless git's records agree: a
+	# .git found saying "gitdir: /" (written before Forge ran, say) does
+	# not open the host to the command
+	printf 'gitdir: /\n' >"$UD/wt/.git"
+	tool --sandbox '{"namespaces":"off"}' "cat $UD/outside/sec?et; echo rc=\$?"
+	printf '%s\n' "$before" >"$UD/wt/.git"
+	[[ "$text" != *SECRET-OUTSIDE* ]]
+	[[ "$text" == *rc=1* ]]
+	# and git still works where the file is right
+	tool --sandbox '{"namespaces":"off"}' 'git log --oneline | wc -l'
+	[ "$(jq -r .ok <<<"$output")" = true ]
+}
+
+@test "root: a command cannot point the worktree's .git elsewhere" {
+	git_link_kept root
+}
+
+@test "unprivileged: a command cannot point the worktree's .git elsewhere" {
+	git_link_kept user
+}
+
 @test "a view that cannot be built: the command runs under Landlock alone, secrets still unreadable" {
 	as root
 	namespaces_or_skip

@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <pcre2.h>
@@ -1341,6 +1342,73 @@ static char *abs_path(const char *path)
 	return r ? r : xstrdup(path);
 }
 
+/*
+ * root/.git as it was before a command, when it is a file (a linked
+ * worktree's "gitdir: ..."): a command run without a mount view may
+ * rewrite it, and what it names is where git -- also git run later
+ * outside any sandbox, by Forge or by a person in the worktree -- takes
+ * its configuration (hooks, fsmonitor, textconv) from.  Put back after the
+ * command when it changed.
+ */
+struct git_link {
+	char path[PATH_MAX];
+	char text[1024];
+	ssize_t len;              /* -1: not a regular file of at most sizeof text */
+};
+
+/* The content of path when it is a regular file of less than size bytes
+ * (not followed through a symlink): its length, or -1. */
+static ssize_t small_file(char *text, size_t size, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	ssize_t n = -1;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size < size)
+		n = read(fd, text, size);
+	close(fd);
+	return n >= 0 && (size_t)n < size ? n : -1;
+}
+
+static void git_link_save(struct git_link *g, const char *root)
+{
+	snprintf(g->path, sizeof g->path, "%s/.git", root);
+	g->len = small_file(g->text, sizeof g->text, g->path);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Put root/.git back when the command changed it: true when it did. */
+static bool git_link_restore(const struct git_link *g)
+{
+	char now[sizeof g->text], tmp[PATH_MAX + 32];
+	struct stat st;
+	int fd;
+
+	if (g->len < 0 || (small_file(now, sizeof now, g->path) == g->len &&
+			   memcmp(now, g->text, (size_t)g->len) == 0))
+		return false;
+	if (lstat(g->path, &st) == 0 && S_ISDIR(st.st_mode))
+		(void)nftw(g->path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	snprintf(tmp, sizeof tmp, "%s.forge-%ld", g->path, (long)getpid());
+	(void)unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd >= 0) {
+		bool ok = write(fd, g->text, (size_t)g->len) == g->len;
+
+		if (close(fd) < 0 || !ok || rename(tmp, g->path) < 0)
+			(void)unlink(tmp);
+	}
+	return true;
+}
+
 /* Namespaces that failed at run time (a mount refused: /proc masked in a
  * container) are not tried again by this process. */
 static bool ns_broken;
@@ -1422,6 +1490,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	struct landlock_ruleset *rs = NULL;
 	struct sandbox_walls walls;
 	struct sandbox_cmd abs;
+	struct git_link git_link;
 	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
 	char **env = NULL;
@@ -1442,6 +1511,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	cmd = &abs;
 	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
 	write_identity(cmd->tmp, cmd->root);
+	git_link_save(&git_link, cmd->root);
 again:
 	o = (struct proc_opts)PROC_OPTS_INIT;
 	jv_free(notes);
@@ -1538,6 +1608,13 @@ again:
 	}
 	if (rc == 0 && out->unconfined[0])
 		notes = jv_array_append(notes, jv_string(out->unconfined));
+	if (git_link_restore(&git_link)) {
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "the command changed %s, which only Forge may write (it names the git "
+			 "directory): it is put back", git_link.path);
+		notes = jv_array_append(notes, jv_string(b.buf));
+		buf_release(&b);
+	}
 out:
 	if (unconfined && jv_array_length(jv_copy(notes)) > 0) {
 		*unconfined = notes;

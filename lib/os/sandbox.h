@@ -253,6 +253,7 @@ struct sandbox_walls {
 	char **writable;          /* Landlock write allow-list */
 	char **viewro, **hidden;  /* the view's read-only binds, the covered secrets */
 	char *forge_dir;          /* root/.forge (bound read-only) */
+	char *git_link;           /* root/.git (bound read-only when it is there) */
 	struct nsview_bind *view; /* the mount view (strings borrowed from above) */
 	size_t nview;
 };

@@ -10,11 +10,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,48 +154,117 @@ static void add_dir_except(struct list *readable, struct list *hidden, const cha
 	closedir(d);
 }
 
-/* The main repository's .git a linked worktree's ".git" file points to. */
-static void add_git_common(struct list *readable, const char *root)
+/* The first line of path (a small file, not followed through a symlink),
+ * without its newline, into line; false when there is none. */
+static bool first_line(char *line, size_t size, const char *path)
 {
-	struct buf b = BUF_INIT, path = BUF_INIT;
-	char *real = NULL;
-	FILE *f;
-	char line[PATH_MAX + 16];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	ssize_t n;
 
-	buf_addf(&path, "%s/.git", root);
-	f = fopen(path.buf, "re");
-	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "gitdir: ", 8))
-		goto out;
-	line[strcspn(line, "\n")] = '\0';
-	if (line[8] == '/')
-		buf_adds(&b, line + 8);
-	else
-		buf_addf(&b, "%s/%s", root, line + 8);
-	fclose(f);
-	f = NULL;
-	buf_reset(&path);
-	buf_addf(&path, "%s/commondir", b.buf);
-	if ((f = fopen(path.buf, "re")) && fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		buf_reset(&path);
-		if (line[0] == '/')
-			buf_adds(&path, line);
-		else
-			buf_addf(&path, "%s/%s", b.buf, line);
-	} else {
-		buf_reset(&path);
-		buf_add(&path, b.buf, b.len);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (n = read(fd, line, size - 1)) <= 0) {
+		close(fd);
+		return false;
 	}
-	if ((real = realpath(path.buf, NULL)))
-		list_add(readable, real);
-	free(real);
-	if ((real = realpath(b.buf, NULL)))
-		list_add(readable, real);
-out:
+	close(fd);
+	line[n] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	return true;
+}
+
+/* path as a real path (malloc'd), or NULL. */
+static char *real_of(const char *base, const char *path)
+{
+	struct buf b = BUF_INIT;
+	char *real;
+
+	if (path[0] == '/')
+		buf_adds(&b, path);
+	else
+		buf_addf(&b, "%s/%s", base, path);
+	real = realpath(b.buf, NULL);
+	buf_release(&b);
+	return real;
+}
+
+/* Whether the git directory gitdir's config sets core.worktree to root
+ * (what git writes for a submodule's checkout). */
+static bool core_worktree_is(const char *gitdir, const char *root)
+{
+	struct buf path = BUF_INIT;
+	char line[PATH_MAX + 64], *real_root = realpath(root, NULL), *real;
+	bool core = false, found = false;
+	FILE *f;
+
+	buf_addf(&path, "%s/config", gitdir);
+	f = real_root ? fopen(path.buf, "re") : NULL;
+	while (f && !found && fgets(line, sizeof line, f)) {
+		char *p = line + strspn(line, " \t"), *v;
+
+		p[strcspn(p, "\r\n")] = '\0';
+		if (*p == '[') {
+			core = !strncasecmp(p, "[core]", 6);
+		} else if (core && !strncasecmp(p, "worktree", 8) && (v = strchr(p, '='))) {
+			v += 1 + strspn(v + 1, " \t");
+			real = real_of(gitdir, v);
+			found = real && !strcmp(real, real_root);
+			free(real);
+		}
+	}
 	if (f)
 		fclose(f);
-	free(real);
-	buf_release(&b);
+	free(real_root);
+	buf_release(&path);
+	return found;
+}
+
+/*
+ * The main repository's .git a linked worktree's ".git" file points to,
+ * added to readable.  That file lies in the worktree, which commands may
+ * write (without a mount view it is not covered): what it says is believed
+ * only when git's own records agree -- the directory it names is
+ * <common>/worktrees/<name> and its "gitdir" file names this worktree's
+ * .git back.  "gitdir: /" (the whole host readable) or the git directory
+ * of another repository is not.
+ */
+static void add_git_common(struct list *readable, const char *root)
+{
+	struct buf path = BUF_INIT;
+	char line[PATH_MAX + 16];
+	char *gitdir = NULL, *common = NULL, *back = NULL, *dotgit = NULL;
+	size_t n;
+
+	buf_addf(&path, "%s/.git", root);
+	if (!first_line(line, sizeof line, path.buf) || strncmp(line, "gitdir: ", 8) ||
+	    !(dotgit = realpath(path.buf, NULL)) || !(gitdir = real_of(root, line + 8)))
+		goto out;
+	buf_reset(&path);
+	buf_addf(&path, "%s/commondir", gitdir);
+	common = first_line(line, sizeof line, path.buf) ? real_of(gitdir, line) : NULL;
+	if (!common) {
+		/* a submodule's checkout: its git directory names it back */
+		if (core_worktree_is(gitdir, root))
+			list_add(readable, gitdir);
+		goto out;
+	}
+	buf_reset(&path);
+	buf_addf(&path, "%s/gitdir", gitdir);
+	back = first_line(line, sizeof line, path.buf) ? real_of(gitdir, line) : NULL;
+	if (!common || !back || strcmp(back, dotgit) != 0)
+		goto out;
+	n = strlen(common);
+	if (strncmp(gitdir, common, n) != 0 || strncmp(gitdir + n, "/worktrees/", 11) != 0 ||
+	    !gitdir[n + 11] || strchr(gitdir + n + 11, '/'))
+		goto out;
+	list_add(readable, common);
+	list_add(readable, gitdir);
+out:
+	free(gitdir);
+	free(common);
+	free(back);
+	free(dotgit);
 	buf_release(&path);
 }
 
@@ -432,6 +503,16 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		/* a read-only worktree, or a file named .forge: nothing to guard */
 	}
 	view_add(w, w->forge_dir, NULL, NSVIEW_RO);
+	/* So is the worktree's .git (a linked worktree's file naming its git
+	 * directory): a command that rewrote it would point the next one's
+	 * walls, or git run later outside any sandbox, where it likes. */
+	buf_addf(&b, "%s/.git", cmd->root);
+	w->git_link = buf_detach(&b, NULL);
+	struct stat gst;
+
+	if (p->namespaces != SANDBOX_OFF && lstat(w->git_link, &gst) == 0 &&
+	    (S_ISREG(gst.st_mode) || S_ISDIR(gst.st_mode)))
+		view_add(w, w->git_link, NULL, NSVIEW_RO);
 
 	w->readable = readable.v;
 	w->writable = writable.v;
@@ -459,6 +540,7 @@ void sandbox_walls_release(struct sandbox_walls *w)
 	strv_release(w->viewro);
 	strv_release(w->hidden);
 	free(w->forge_dir);
+	free(w->git_link);
 	free(w->view);
 	memset(w, 0, sizeof(*w));
 }
