@@ -1490,7 +1490,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	struct landlock_ruleset *rs = NULL;
 	struct sandbox_walls walls;
 	struct sandbox_cmd abs;
-	struct git_link git_link;
+	struct git_link git_link = { .len = -1 };
 	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
 	char **env = NULL;

@@ -421,9 +421,10 @@ static void test_walls(void)
 	snprintf(toolbin, sizeof(toolbin), "%s/bin", tool);
 	snprintf(sshbin, sizeof(sshbin), "%s/home/.ssh/bin", outside);
 	{
-		char c[1600];
-		snprintf(c, sizeof(c), "mkdir -p %s/worktrees/wt %s %s %s && echo ../.. > %s/worktrees/wt/commondir",
-			 main_git, wt, toolbin, sshbin, main_git);
+		char c[2400];
+		snprintf(c, sizeof(c), "mkdir -p %s/worktrees/wt %s %s %s && echo ../.. > %s/worktrees/wt/commondir"
+			 " && echo %s/.git > %s/worktrees/wt/gitdir",
+			 main_git, wt, toolbin, sshbin, main_git, wt, main_git);
 		run(c);
 	}
 	snprintf(gitfile, sizeof(gitfile), "%s/.git", wt);
@@ -467,7 +468,27 @@ static void test_walls(void)
 	CHECK(view_has(&w, "/etc", NULL, NSVIEW_RO));
 	CHECK(view_has(&w, wt, NULL, NSVIEW_RW));
 	CHECK(view_has(&w, w.forge_dir, NULL, NSVIEW_RO));
+	CHECK(view_has(&w, w.git_link, NULL, NSVIEW_RO));
 	sandbox_walls_release(&w);
+	/* a .git that says what git's records do not (the host's root, another
+	 * repository's git directory) opens nothing */
+	static const char *const lies[] = { "gitdir: /\n", "gitdir: /tmp\n", "gitdir: ../main/.git\n" };
+	for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+		f = fopen(gitfile, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fputs(lies[i], f);
+			fclose(f);
+		}
+		sandbox_walls_build(&w, p, &cmd, env, false);
+		CHECK_MSG(!has(w.readable, "/") && !has(w.readable, "/tmp"), "%s", lies[i]);
+		{
+			char real[PATH_MAX];
+			CHECK(realpath(main_git, real) != NULL);
+			CHECK_MSG(!has(w.readable, real), "%s", lies[i]);
+		}
+		sandbox_walls_release(&w);
+	}
 	/* with the mount view covering the secrets, /etc is one entry */
 	sandbox_walls_build(&w, p, &cmd, env, true);
 	CHECK(has(w.readable, "/etc"));
