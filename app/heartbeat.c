@@ -24,20 +24,39 @@ struct heartbeat {
 	bool quiet, warned;
 };
 
-/* Renew the lease, opening the connection first if need be.  The lease was
- * taken (or renewed) just before the thread started, so the first renewal
- * waits a whole interval: a phase shorter than that opens no second
- * connection (its schema read alone is ~1.7M instructions). */
+/* One renewal on the thread's connection, opened first if need be; a
+ * connection a renewal failed on is closed, for the next to open anew. */
+static int renew_once(struct heartbeat *h)
+{
+	if (!h->st && store_open(&h->st, h->db) < 0)
+		return -1;
+	if (store_lease_renew(h->st, h->trace, h->holder) == 0)
+		return 0;
+	store_free(h->st);
+	h->st = NULL;
+	return -1;
+}
+
+/* Renew the lease.  The lease was taken (or renewed) just before the
+ * thread started, so the first renewal waits a whole interval: a phase
+ * shorter than that opens no second connection (its schema read alone is
+ * ~1.7M instructions).  A renewal that fails (the database restarted, a
+ * connection dropped) is tried again at once on a new connection, and at
+ * every beat after: a lease not renewed for its TTL is another host's to
+ * take over while this run still works.  Said once a failing streak, and
+ * when it renews again. */
 static void renew(struct heartbeat *h)
 {
-	if (!h->st && store_open(&h->st, h->db) < 0) {
-		if (!h->quiet && !h->warned)
-			fprintf(stderr, "%s: warning: the run's lease is not renewed: %s\n", h->program,
-				forge_last_error());
-		h->warned = true;
+	if (renew_once(h) == 0 || renew_once(h) == 0) {
+		if (h->warned && !h->quiet)
+			fprintf(stderr, "%s: the run's lease is renewed again\n", h->program);
+		h->warned = false;
 		return;
 	}
-	store_lease_renew(h->st, h->trace, h->holder);
+	if (!h->quiet && !h->warned)
+		fprintf(stderr, "%s: warning: the run's lease is not renewed (trying again every %gs): %s\n",
+			h->program, h->every_s, forge_last_error());
+	h->warned = true;
 }
 
 static void *beat(void *arg)

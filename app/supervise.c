@@ -22,6 +22,7 @@
 #include "app/gateview.h"
 #include "app/reflect_run.h"
 #include "app/term.h"
+#include "store/db.h"
 #include "store/store.h"
 #include "data/stream.h"
 
@@ -1175,7 +1176,7 @@ static void consolidate_if_due(struct sup *s)
 	const char *argv[40] = { "forge-memory", "consolidate", "--json", "--trigger", why };
 	int n = 5;
 
-	if (s->o->db_path) {
+	if (s->o->db_path && !db_is_postgres(s->o->db_path)) {   /* (FORGE_DB: run_job) */
 		argv[n++] = "--db";
 		argv[n++] = s->o->db_path;
 	}

@@ -37,6 +37,7 @@
 #include "engine/gates.h"
 #include "engine/graph.h"
 #include "os/proc.h"
+#include "store/db.h"
 #include "store/store.h"
 
 #include <math.h>
@@ -553,7 +554,10 @@ static void run_job(struct job *j)
 	argv[argc++] = program;
 	argv[argc++] = "--repo";
 	argv[argc++] = o->repo;
-	if (o->db_path) {
+	/* (a PostgreSQL URI may hold a password: the phases take it from
+	 * FORGE_DB, which supervise_db_env() set, not from a command line any
+	 * user can read in ps) */
+	if (o->db_path && !db_is_postgres(o->db_path)) {
 		argv[argc++] = "--db";
 		argv[argc++] = o->db_path;
 	}

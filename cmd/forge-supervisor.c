@@ -12,11 +12,13 @@
 #include "core/forge.h"
 #include "engine/gates.h"
 #include "core/json.h"
+#include "store/db.h"
 #include "store/store.h"
 #include "data/stream.h"
 #include "app/supervise.h"
 #include "engine/graph.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -210,6 +212,14 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		}
 	}
 	const char **pargs = phase_args(c);
+	/* The phases are given a PostgreSQL URI (it may hold a password) in
+	 * their environment, not on a command line ps shows to every user. */
+	if (e.db && db_is_postgres(e.db) && setenv("FORGE_DB", e.db, 1) < 0) {
+		fprintf(stderr, "%s: cannot pass the database to the phases: %s\n", prog, strerror(errno));
+		free(dir);
+		session_close(&e);
+		return FORGE_EXIT_DEPENDENCY;
+	}
 	struct supervise_opts o = {
 		.repo = e.repo, .checkout = c->repo, .db_path = e.db, .bindir = dir, .phase_args = pargs,
 		.phases = a->phases[0] ? a->phases : NULL, .base_ref = a->base,

@@ -554,3 +554,18 @@ setup() {
 	run -0 --separate-stderr forge memory stats --json
 	jq -e '.pgvector == false and .vector_ranking == "client" and .embedder == "openai:text-embedding-3-small"' <<<"$output"
 }
+
+@test "forge run gives the phases a PostgreSQL URI in their environment, never on a command line ps shows" {
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	cd "$BATS_TEST_TMPDIR/repo"
+	# (the test cluster trusts its socket: the password is taken and not checked)
+	export FORGE_DB="postgresql://forge:S3CRET-PW-42@/$DBNAME?host=$PG_SOCK"
+	printf '#!/bin/sh\nprintf "%%s\\n" "$0" "$@" >"%s/args"\nprintf "%%s\\n" "$FORGE_DB" >"%s/env"\nexec jq -c "select(.kind == \\"state\\")"\n' \
+		"$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/node.sh"
+	chmod +x "$BATS_TEST_TMPDIR/node.sh"
+	printf '{"pipeline":"t","version":1,"nodes":[{"id":"a","program":"%s"}]}\n' "$BATS_TEST_TMPDIR/node.sh" >p.json
+	run -0 --separate-stderr forge run --pipeline p.json "look"
+	[ -s "$BATS_TEST_TMPDIR/args" ]
+	run ! grep -q S3CRET "$BATS_TEST_TMPDIR/args"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/env")" "$FORGE_DB"
+}
