@@ -33,13 +33,18 @@ int gatedecide_human(jv *out, struct store *st, const struct config *cfg, const 
 
 	if (out)
 		*out = jv_null();
-	if (gate_get(&gate, st, id) < 0 || jv_get_kind(gate) != JV_KIND_OBJECT) {
-		jv_free(gate);
-		return forge_error("no gate '%s' (see `forge gate list`)", id);
-	}
-	if (gate_decide(st, id, approve, "human", note) < 0) {
-		jv_free(gate);
+	if (gate_get(&gate, st, id) < 0)
 		return -1;
+	if (jv_get_kind(gate) != JV_KIND_OBJECT) {
+		jv_free(gate);
+		forge_error("no gate '%s' (see `forge gate list`)", id);
+		return GATE_REFUSED;
+	}
+	int rc = gate_decide(st, id, approve, "human", note);
+
+	if (rc < 0) {
+		jv_free(gate);
+		return rc;
 	}
 	/* The decision is an event of the run, like everything else; the
 	 * stream is only the event's maker here: nothing is written to it. */

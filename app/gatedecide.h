@@ -17,8 +17,8 @@ struct store;
  * (source `source`), and remember an approval's note as a procedural memory
  * (cfg's memory options) so later runs learn from it.  Prints nothing.
  * Returns 0 with *gate (may be NULL) the gate row as it was before (the
- * caller frees it), or -1 with forge_error(): no such gate, or it is
- * decided already.
+ * caller frees it); GATE_REFUSED with forge_error() when there is no such
+ * gate or it is decided or expired already; -1 when the database failed.
  */
 int gatedecide_human(jv *gate, struct store *st, const struct config *cfg, const char *source,
 		     const char *id, bool approve, const char *note);

@@ -80,9 +80,16 @@ static int decide(struct store *st, const struct config *cfg, const char *id, bo
 {
 	jv gate;
 
-	if (gatedecide_human(&gate, st, cfg, "forge-gate", id, approve, note) < 0) {
+	if (note && !json_utf8_valid(note, strlen(note))) {
+		fprintf(stderr, "forge-gate: the note is not valid UTF-8 (a terminal in another encoding?); "
+			"nothing was decided\n");
+		return FORGE_EXIT_USAGE;
+	}
+	int rc = gatedecide_human(&gate, st, cfg, "forge-gate", id, approve, note);
+
+	if (rc < 0) {
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
-		return FORGE_EXIT_REJECTED;
+		return rc == GATE_REFUSED ? FORGE_EXIT_REJECTED : FORGE_EXIT_DEPENDENCY;
 	}
 	printf("%s %s; continue with: forge resume %s\n", approve ? "approved" : "rejected", id,
 	       json_get_str(gate, "trace_id"));

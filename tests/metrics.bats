@@ -31,5 +31,13 @@ setup() {
 	jq -e '.tool_success_rate.value == 0.5 and .tool_success_rate.n == 2' <<<"$output"
 	jq -e '.finding_dismissal_rate.value == 0.5' <<<"$output"
 	jq -e '.first_pass_approval_rate.value == 0 and .first_pass_approval_rate.n == 1' <<<"$output"
+	# a human's answer to a gate, matched to its question by the gate's id
+	# (payload.id, as the supervisor writes them): 4 s after it was asked
+	{
+		ev 01JDB3AAAAAAAAAAAAAAAAAAA5 1 plan gate.requested '{"id":"01JDB4GATE0000000000000001","gate":"plan_approval"}'
+		ev 01JDB3AAAAAAAAAAAAAAAAAAA6 5 plan gate.approved '{"id":"01JDB4GATE0000000000000001","gate":"plan_approval"}'
+	} | forge-events store >/dev/null
+	run -0 forge-metrics --json
+	jq -e '.time_to_human_response_s.value == 4 and .time_to_human_response_s.n == 1' <<<"$output"
 	run -2 forge-metrics extra
 }

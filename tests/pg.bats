@@ -215,6 +215,11 @@ setup() {
 	run -0 forge history
 	assert_line --regexp "^$T2 +completed"
 	assert_line --regexp "^$T +completed"
+	# the figures of the two runs, as on SQLite: the week's success rate, the
+	# human's answer to the gate matched to its question
+	run -0 --separate-stderr forge metrics --json
+	jq -e '(.by_week | length) == 1 and .by_week[0].runs == 2 and .by_week[0].success_rate == 1' <<<"$output"
+	jq -e '.time_to_human_response_s.n == 1 and .time_to_human_response_s.value > 0' <<<"$output"
 }
 
 @test "on PostgreSQL, a lease another host stopped renewing is taken over by forge resume; a fresh one is refused (exit 4)" {

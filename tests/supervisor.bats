@@ -767,6 +767,23 @@ nothing_made() {
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
+@test "forge gate approve: a note that is not UTF-8 is bad input (2), a database that refuses the decision is 5, not 'rejected' (1)" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	G=$(forge gate list --json | jq -r .id)
+	run -2 --separate-stderr forge gate approve "$G" --note $'looks good \xe9'
+	[[ "$stderr" == *"the note is not valid UTF-8"* ]]
+	db_q "create trigger no_decisions before update on gates begin select raise(abort, 'read-only here'); end"
+	run -5 --separate-stderr forge gate approve "$G"
+	[[ "$stderr" == *"read-only here"* ]]
+	db_q "drop trigger no_decisions"
+	[ "$(forge gate list --json | jq -r .status)" = pending ]
+	run -0 --separate-stderr forge gate approve "$G"
+	run -1 --separate-stderr forge gate approve "$G"
+	[[ "$stderr" == *"already approved"* ]]
+	run -1 --separate-stderr forge gate approve 01JDB2ZZZZZZZZZZZZZZZZZZZZ
+}
+
 @test "a gate past its timeout: listed expired, refused to a late approval, and resume says why the run stops" {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null

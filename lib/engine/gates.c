@@ -304,10 +304,12 @@ int gate_get(jv *out, struct store *st, const char *id)
 	if (db_prepare(&s, st, sql) < 0)
 		return -1;
 	db_bind_text(s, 1, id);
-	if (db_step(s) == DB_ROW)
+	int step = db_step(s);
+
+	if (step == DB_ROW)
 		*out = row_json(s);
 	db_finalize(s);
-	return 0;
+	return step == DB_ROW || step == DB_DONE ? 0 : store_fail(st, "gates: cannot read gate '%s'", id);
 }
 
 /* Whether a gate row (borrowed) is pending past its expiry at now: it
@@ -327,23 +329,25 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 
 	if (gate_get(&row, st, id) < 0)
 		return -1;
-	if (jv_get_kind(row) == JV_KIND_NULL)
-		return forge_error("no gate '%s'", id);
+	if (jv_get_kind(row) == JV_KIND_NULL) {
+		forge_error("no gate '%s'", id);
+		return GATE_REFUSED;
+	}
 	const char *status = json_get_str(row, "status"), *exp = json_get_str(row, "expires_at");
 	timestamp_now(now);
 	/* past its timeout a gate counts as rejected, whether or not a
 	 * supervisor has recorded it yet (before: approving it then worked,
 	 * and after the record did not) */
 	if (gate_status_of(status) == GATE_EXPIRED || past_expiry(row, now)) {
-		int rc = forge_error("gate '%s' expired at %s without a decision (its timeout_s): it counts as "
-				     "rejected; a new run asks again", id, exp ? exp : "?");
+		forge_error("gate '%s' expired at %s without a decision (its timeout_s): it counts as "
+			    "rejected; a new run asks again", id, exp ? exp : "?");
 		jv_free(row);
-		return rc;
+		return GATE_REFUSED;
 	}
 	if (gate_status_of(status) != GATE_PENDING) {
-		int rc = forge_error("gate '%s' is already %s", id, status);
+		forge_error("gate '%s' is already %s", id, status);
 		jv_free(row);
-		return rc;
+		return GATE_REFUSED;
 	}
 	jv_free(row);
 	if (db_prepare(&s, st, "UPDATE gates SET status = ?2, decided_by = ?3, note = ?4, decided_at = ?5 "
@@ -363,7 +367,11 @@ int gate_decide(struct store *st, const char *id, bool approve, const char *by, 
 	long changed = db_changes(s);
 
 	db_finalize(s);
-	return changed ? 0 : forge_error("gate '%s' is already decided", id);
+	if (!changed) {
+		forge_error("gate '%s' is already decided", id);
+		return GATE_REFUSED;
+	}
+	return 0;
 }
 
 /* Mark pending gates past their expiry as expired. */

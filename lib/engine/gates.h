@@ -120,9 +120,11 @@ int gate_request(char id_out[ULID_LEN + 1], struct store *st, const char *trace_
 
 /*
  * Decide a pending gate: approve or reject, by whom ("human", "auto",
- * "flag"), with an optional note.  -1 with a message when the gate is
- * unknown, already decided, or past its expiry (it counts as rejected).
+ * "flag"), with an optional note.  GATE_REFUSED (< 0) with a message when
+ * the gate is unknown, already decided, or past its expiry (it counts as
+ * rejected); -1 with a message when the database failed.
  */
+#define GATE_REFUSED (-2)
 int gate_decide(struct store *st, const char *id, bool approve, const char *by, const char *note);
 
 /*

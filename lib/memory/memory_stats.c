@@ -189,15 +189,16 @@ static const struct metric metrics[] = {
 	  "SELECT avg(CASE WHEN type = 'gate.rejected' OR payload::jsonb ->> 'edited' IN ('true', '1') "
 	  "THEN 1.0 ELSE 0.0 END) FROM events WHERE type IN ('gate.approved', 'gate.rejected')" },
 	{ "time_to_human_response_s",
-	  "SELECT avg((julianday(d.ts) - julianday(r.ts)) * 86400) FROM events r JOIN events d ON "
+	  "SELECT round(avg((julianday(d.ts) - julianday(r.ts)) * 86400), 3) FROM events r JOIN events d ON "
 	  "d.trace_id = r.trace_id AND d.type IN ('gate.approved', 'gate.rejected') AND "
-	  "json_extract(d.payload, '$.gate_id') = json_extract(r.payload, '$.gate_id') "
+	  "json_extract(d.payload, '$.id') = json_extract(r.payload, '$.id') "
 	  "WHERE r.type = 'gate.requested'",
 	  "SELECT count(*) FROM events WHERE type IN ('gate.approved', 'gate.rejected')",
-	  "gate.requested to gate.approved/rejected, by gate_id",
-	  "SELECT avg(extract(epoch FROM CAST(d.ts AS timestamptz) - CAST(r.ts AS timestamptz))) "
+	  "gate.requested to gate.approved/rejected of the same gate (payload.id)",
+	  "SELECT round(CAST(avg(extract(epoch FROM CAST(d.ts AS timestamptz) - CAST(r.ts AS timestamptz))) "
+	  "AS numeric), 3) "
 	  "FROM events r JOIN events d ON d.trace_id = r.trace_id AND d.type IN ('gate.approved', "
-	  "'gate.rejected') AND d.payload::jsonb ->> 'gate_id' = r.payload::jsonb ->> 'gate_id' "
+	  "'gate.rejected') AND d.payload::jsonb ->> 'id' = r.payload::jsonb ->> 'id' "
 	  "WHERE r.type = 'gate.requested'" },
 	{ "cost_per_run_usd", "SELECT avg(total_cost_usd) FROM runs", "SELECT count(*) FROM runs",
 	  "runs.total_cost_usd" },
@@ -245,16 +246,20 @@ int memory_metrics(jv *out, struct store *st)
 	jv weeks = jv_array();
 
 	/* (PostgreSQL: strftime's %W, the week of the year from its first Monday) */
-	if (db_prepare(&s, db, pg ? "SELECT to_char(t, 'YYYY') || '-W' || lpad(CAST((CAST(extract(doy "
+	/* (an output column's name takes no COLLATE in PostgreSQL's ORDER BY:
+	 * the weeks are a subquery's rows) */
+	if (db_prepare(&s, db, pg ? "SELECT * FROM (SELECT to_char(t, 'YYYY') || '-W' || lpad(CAST((CAST(extract(doy "
 		       "FROM t) AS INTEGER) + 6 - (CAST(extract(dow FROM t) AS INTEGER) + 6) % 7) / 7 AS TEXT), "
 		       "2, '0') AS w, avg(CASE WHEN status = 'completed' THEN 1.0 ELSE 0.0 END), count(*), "
 		       "avg(total_cost_usd) FROM (SELECT CAST(started_at AS timestamptz) AT TIME ZONE 'UTC' "
 		       "AS t, status, total_cost_usd FROM runs WHERE status IN ('completed', 'failed', "
-		       "'cancelled')) r GROUP BY w ORDER BY w COLLATE \"C\"" :
+		       "'cancelled')) r GROUP BY 1) weeks ORDER BY w COLLATE \"C\"" :
 		       "SELECT strftime('%Y-W%W', started_at) AS w, avg(CASE WHEN status = "
 		       "'completed' THEN 1.0 ELSE 0.0 END), count(*), avg(total_cost_usd) FROM runs "
 		       "WHERE status IN ('completed', 'failed', 'cancelled') GROUP BY w ORDER BY w") == 0) {
-		while (db_step(s) == DB_ROW) {
+		int step;
+
+		while ((step = db_step(s)) == DB_ROW) {
 			jv w = jv_object();
 
 			w = json_set(w, "week", jv_string(db_col_text(s, 0)));
@@ -264,6 +269,15 @@ int memory_metrics(jv *out, struct store *st)
 			weeks = jv_array_append(weeks, w);
 		}
 		db_finalize(s);
+		if (step != DB_DONE) {
+			jv_free(weeks);
+			jv_free(o);
+			return forge_error_prefix("the success rate by week");
+		}
+	} else {
+		jv_free(weeks);
+		jv_free(o);
+		return -1;
 	}
 	o = json_set(o, "by_week", weeks);
 	*out = o;
