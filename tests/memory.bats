@@ -141,6 +141,11 @@ embeddings_mock() {
 	assert_output --partial "2 active"
 }
 
+@test "a tag holding a NUL character is bad input (PostgreSQL's tag filter could not read it)" {
+	run -2 --separate-stderr forge-memory import - <<<'{"type":"semantic","content":"x","tags":["a\u0000b"]}'
+	[[ $stderr == *"'tags' item 0 holds a NUL character"* ]]
+}
+
 @test "export and import round-trip as JSON lines" {
 	run -0 forge-memory import "$FIX/good.jsonl"
 	assert_output --partial "imported 3"

@@ -295,6 +295,13 @@ int mem_tags_text(char **out, jv tags)
 			jv_free(t);
 			continue;
 		}
+		/* (a NUL character: PostgreSQL's jsonb, which the tag filter
+		 * reads them as, cannot hold one; a tag of a word is no loss) */
+		if (strlen(jv_string_value(t)) != (size_t)jv_string_length_bytes(jv_copy(t))) {
+			rc = forge_error("'tags' item %d holds a NUL character (\\u0000)", i);
+			jv_free(t);
+			continue;
+		}
 		bool seen = false;
 
 		jv_array_foreach(clean, j, c) {

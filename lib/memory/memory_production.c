@@ -85,8 +85,10 @@ static int run_of_commit(char **trace, struct store *st, const char *prefix)
 		" ORDER BY ts DESC, id DESC LIMIT 1";
 	static const char sql_pg[] =
 		"SELECT trace_id FROM checkpoints"
-		" WHERE substr(state::jsonb #>> '{deployment,commit}', 1, CAST(?2 AS INTEGER)) = ?1"
-		"    OR substr(state::jsonb #>> '{changes,commit}', 1, CAST(?2 AS INTEGER)) = ?1"
+		" WHERE substr(replace(state, '\\u0000', '\\ufffd')::jsonb #>> '{deployment,commit}', 1, "
+		"CAST(?2 AS INTEGER)) = ?1"
+		"    OR substr(replace(state, '\\u0000', '\\ufffd')::jsonb #>> '{changes,commit}', 1, "
+		"CAST(?2 AS INTEGER)) = ?1"
 		" ORDER BY ts DESC, id DESC LIMIT 1";
 	struct db_stmt *s = NULL;
 	char lower[65];
