@@ -96,7 +96,7 @@ setup() {
 	cat "$BATS_TEST_TMPDIR"/out*
 	[ "$(grep -l 'schema version 0 -> 7' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
-	[ "$(psql_q 'select count(*) from forge_schema')" -eq 6 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq 7 ]
 }
 
 @test "a database that cannot be reached, or a bad command: clear errors with their exit status" {
@@ -584,4 +584,23 @@ setup() {
 	[ -s "$BATS_TEST_TMPDIR/args" ]
 	run ! grep -q S3CRET "$BATS_TEST_TMPDIR/args"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/env")" "$FORGE_DB"
+}
+
+@test "a role that may only read (SELECT) on PostgreSQL: the reading commands answer, as on a read-only SQLite file" {
+	run -0 --separate-stderr forge memory add "row locks are taken in primary key order"
+	# the owner's search counts its access (not read-only)
+	run -0 --separate-stderr forge memory search row locks
+	[ "$(psql_q "select access_count from memories")" = 1 ]
+	run -0 --separate-stderr forge db status
+	psql_q "do \$\$ begin if not exists (select from pg_roles where rolname = 'reader') then create role reader login; end if; end \$\$;
+		grant usage on schema public to reader; grant select on all tables in schema public to reader" >/dev/null
+	export FORGE_DB="postgresql://reader@/$DBNAME?host=$PG_SOCK"
+	cd "$BATS_TEST_TMPDIR"
+	run -0 --separate-stderr forge memory search row locks
+	assert_output --partial "primary key order"
+	run -0 --separate-stderr forge gate list
+	run -0 --separate-stderr forge history
+	run -0 --separate-stderr forge metrics --json
+	# a write is still the server's to refuse, with the dependency's status
+	run -5 --separate-stderr forge memory add "a reader cannot write"
 }

@@ -293,6 +293,14 @@ int mem_concepts_sync(struct memory *m)
 		rc = 0;
 		goto out;
 	}
+	/* PostgreSQL, read-only (a role that may only read): the shared table
+	 * is not this process's to build, and there is no temp table to build
+	 * instead; recall goes without the concept list */
+	if (m->pg && store_readonly(m->st)) {
+		m->concepts_missing = true;
+		rc = 0;
+		goto out;
+	}
 	/* (temp needs no write lock on the database: a read-only store can) */
 	if ((strcmp(schema, "temp") ? mem_begin(m) : store_exec(m->st, "BEGIN")) < 0)
 		goto out;

@@ -64,6 +64,7 @@ struct memory {
 	sqlite3 *stem_db;         /* PostgreSQL: the in-memory SQLite whose FTS5 stems */
 	char *thesaurus;          /* memory.thesaurus: the user's groups; NULL = none */
 	bool concepts_synced;     /* memory_concepts checked against its sources */
+	bool concepts_missing;    /* not current and not buildable here (read-only PostgreSQL) */
 	const char *concepts_schema;   /* where it is: "main" or "temp" (static) */
 	bool assoc_checked;       /* memory_assoc checked against the memories */
 	bool assoc_ready;         /* memory_assoc exists */

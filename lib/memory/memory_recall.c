@@ -1040,6 +1040,8 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	/* (the thesaurus may need writing: before the read transaction) */
 	if (!q->no_expand && w[L_CON] > 0 && mem_concepts_sync(m) < 0)
 		goto out;
+	if (m->concepts_missing)
+		w[L_CON] = 0;
 	if (!q->no_expand && w[L_ASSOC] > 0 && mem_assoc_sync(m, vindex_rows(m)) < 0)
 		goto out;
 	/* One read transaction for the many small reads below (a statement
@@ -1102,8 +1104,11 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		if (store_exec(m->st, "COMMIT") < 0)
 			goto out;
 	}
-	if (!q->no_touch && !store_readonly(m->st) && touch(m, cs.c, nres, now) < 0)
-		goto out;
+	/* (an access that cannot be counted -- a role that may only read, a
+	 * database locked past its timeout -- does not fail the search: they
+	 * are counts of use, not data) */
+	if (!q->no_touch && !store_readonly(m->st))
+		(void)touch(m, cs.c, nres, now);
 	double top = wsum / (MEMORY_RRF_K + 1) + memory_relevance(0, memory_rrf_band(wmin), 1, 1);
 
 	for (size_t i = 0; i < nres; i++) {

@@ -562,6 +562,16 @@ static int pg_open(struct store **out, const char *conninfo, bool migrate_it)
 		store_free(st);
 		return -1;
 	}
+	/* A role that may not write (a dashboard's, an auditor's): a store
+	 * that says so, as SQLite's of a file this user may not write, so that
+	 * a reader does not try to (a gate's expiry, a memory access) */
+	struct db_stmt *s = NULL;
+
+	if (migrate_it && db_prepare(&s, st, "SELECT CAST(has_table_privilege('event_log', 'INSERT') AND "
+				     "has_table_privilege('memories', 'UPDATE') AS INTEGER)") == 0 &&
+	    db_step(s) == DB_ROW && !db_col_null(s, 0) && db_col_int64(s, 0) == 0)
+		st->readonly = true;
+	db_finalize(s);
 	*out = st;
 	return 0;
 }
@@ -798,8 +808,18 @@ int store_open_readonly(struct store **out, const char *path)
 	*out = NULL;
 	if (store_file_absent(path))
 		return open_absent(out, path);
-	/* PostgreSQL: the server's grants decide what this user may do. */
-	if (strcmp(path, ":memory:") == 0 || !*path || db_is_postgres(path) || access(path, F_OK) != 0)
+	/* PostgreSQL: opened as any store (the server's grants decide what
+	 * this user may do), and read-only to Forge's own writes on the way
+	 * (a gate's expiry recorded, a memory access counted), which a
+	 * dashboard's or auditor's SELECT-only role may not make: what the
+	 * commands that only read skip on a read-only SQLite file. */
+	if (db_is_postgres(path)) {
+		if (store_open(out, path) < 0)
+			return -1;
+		(*out)->readonly = true;
+		return 0;
+	}
+	if (strcmp(path, ":memory:") == 0 || !*path || access(path, F_OK) != 0)
 		return store_open(out, path);
 	st = xcalloc(1, sizeof *st);
 	st->path = xstrdup(path);
