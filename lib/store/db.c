@@ -30,23 +30,62 @@ struct db_stmt {
 
 /* ---- what names a PostgreSQL database --------------------------------- */
 
+/* libpq's connection keywords (PostgreSQL 16's list): a conninfo string
+ * is "keyword = value ...", and one that starts with any of them names a
+ * server, whatever its spacing ("dbname = x" is libpq's too). */
+static const char *const conninfo_keys[] = {
+	"host", "hostaddr", "port", "dbname", "user", "password", "passfile", "channel_binding",
+	"connect_timeout", "client_encoding", "options", "application_name",
+	"fallback_application_name", "keepalives", "keepalives_idle", "keepalives_interval",
+	"keepalives_count", "tcp_user_timeout", "replication", "gssencmode", "sslmode",
+	"requiressl", "sslcompression", "sslcert", "sslkey", "sslpassword", "sslcertmode",
+	"sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer", "require_auth",
+	"ssl_min_protocol_version", "ssl_max_protocol_version", "krbsrvname", "gsslib",
+	"gssdelegation", "service", "target_session_attrs", "load_balance_hosts",
+};
+
+static bool conninfo_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* The length of the keyword at p when it is one of libpq's followed by
+ * "=" (spaces allowed before it), and in *value where its value starts
+ * (after the spaces that may follow "="); 0 when it is not. */
+static size_t conninfo_key(const char *p, const char **value)
+{
+	size_t n = 0;
+
+	while ((p[n] >= 'a' && p[n] <= 'z') || p[n] == '_')
+		n++;
+	for (size_t i = 0; n && i < sizeof conninfo_keys / sizeof *conninfo_keys; i++) {
+		if (strlen(conninfo_keys[i]) != n || strncmp(p, conninfo_keys[i], n) != 0)
+			continue;
+		const char *q = p + n;
+
+		while (conninfo_space(*q))
+			q++;
+		if (*q != '=')
+			return 0;
+		q++;
+		while (conninfo_space(*q))
+			q++;
+		if (value)
+			*value = q;
+		return n;
+	}
+	return 0;
+}
+
 bool db_is_postgres(const char *path)
 {
-	static const char *const keys[] = {
-		"host=", "hostaddr=", "port=", "dbname=", "user=", "password=", "service=",
-		"sslmode=", "connect_timeout=", "application_name=", "options=", "passfile=",
-	};
-
 	if (!path)
 		return false;
 	if (strncmp(path, "postgres://", 11) == 0 || strncmp(path, "postgresql://", 13) == 0)
 		return true;
-	while (*path == ' ')
+	while (conninfo_space(*path))
 		path++;
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (strncmp(path, keys[i], strlen(keys[i])) == 0)
-			return true;
-	return false;
+	return conninfo_key(path, NULL) > 0;
 }
 
 enum db_backend store_backend(const struct store *st)
@@ -85,21 +124,49 @@ char *db_display_path(const char *path)
 			buf_adds(&b, "***");
 			p = at;
 		}
-	}
-	while (*p) {
-		const char *key = strstr(p, "password=");
+		/* and a password=... of the query */
+		while (*p) {
+			const char *key = strstr(p, "password=");
 
-		if (!key || (key > path && !strchr(uri ? "?&" : " ", key[-1]))) {
-			if (!key) {
-				buf_adds(&b, p);
-				break;
+			if (!key || (key > path && !strchr("?&", key[-1]))) {
+				if (!key) {
+					buf_adds(&b, p);
+					break;
+				}
+				buf_add(&b, p, (size_t)(key + 9 - p));
+				p = key + 9;
+				continue;
 			}
 			buf_add(&b, p, (size_t)(key + 9 - p));
-			p = key + 9;
+			p = hide_value(&b, key + 9, "&#");
+		}
+		return buf_detach(&b, NULL);
+	}
+	if (!db_is_postgres(path))
+		return xstrdup(path);
+	/* a conninfo string: "key = value" pairs, values quoted or up to a space */
+	while (*p) {
+		const char *value;
+		size_t n;
+
+		if (conninfo_space(*p) || (p > path && !conninfo_space(p[-1])) || !(n = conninfo_key(p, &value))) {
+			buf_addch(&b, *p++);
 			continue;
 		}
-		buf_add(&b, p, (size_t)(key + 9 - p));
-		p = hide_value(&b, key + 9, uri ? "&#" : " ");
+		buf_add(&b, p, (size_t)(value - p));
+		if (n == 8 && strncmp(p, "password", 8) == 0) {
+			p = hide_value(&b, value, " \t\n\r\f\v");
+		} else if (*value == '\'') {
+			const char *q = value + 1;
+
+			while (*q && *q != '\'')
+				q += *q == '\\' && q[1] ? 2 : 1;
+			q += *q == '\'';
+			buf_add(&b, value, (size_t)(q - value));
+			p = q;
+		} else {
+			p = value;
+		}
 	}
 	return buf_detach(&b, NULL);
 }

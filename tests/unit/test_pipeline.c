@@ -134,12 +134,12 @@ static void test_gate_rows(void)
 	CHECK(gate_list(&row, st, NULL, true) == 0 && jv_array_length(jv_copy(row)) == 1);
 	jv_free(row);
 	CHECK(gate_decide(st, id, true, "human", "ship it") == 0);
-	CHECK(gate_decide(st, id, false, "human", NULL) == -1);   /* decided once */
+	CHECK(gate_decide(st, id, false, "human", NULL) == GATE_REFUSED);   /* decided once */
 	CHECK(strstr(forge_last_error(), "already approved") != NULL);
 	CHECK(gate_get(&row, st, id) == 0);
 	CHECK_STR(json_get_str(row, "note"), "ship it");
 	jv_free(row);
-	CHECK(gate_decide(st, "NOPE", true, "human", NULL) == -1);
+	CHECK(gate_decide(st, "NOPE", true, "human", NULL) == GATE_REFUSED);
 	/* A gate past its timeout expires. */
 	jv quick = jv_parse("{\"id\":\"cost_overrun\",\"prompt\":\"p\",\"timeout_s\":0.001}");
 	CHECK(gate_request(id, st, "T1", quick, "*") == 0);

@@ -306,7 +306,7 @@ static void test_gates(void)
 	CHECK_INT(jv_array_length(jv_copy(out)), 1);
 	jv_free(out);
 	CHECK(gate_decide(st, id, true, "human", "fine") == 0);
-	CHECK(gate_decide(st, id, false, "human", NULL) == -1);
+	CHECK(gate_decide(st, id, false, "human", NULL) == GATE_REFUSED);
 	CHECK(gate_list(&out, st, trace, true) == 0);
 	CHECK_INT(jv_array_length(jv_copy(out)), 0);
 	jv_free(out);
@@ -437,6 +437,18 @@ static void test_display_path(void)
 	free(p);
 	p = db_display_path("/tmp/forge.db");
 	CHECK_STR(p, "/tmp/forge.db");
+	free(p);
+	/* libpq's spacing and any of its keywords first (before: read as a
+	 * SQLite file named after the string, its password in the name) */
+	CHECK(db_is_postgres("dbname = forge host=/tmp password=Pw"));
+	CHECK(db_is_postgres("\ttarget_session_attrs=read-write host=/tmp dbname=forge"));
+	CHECK(db_is_postgres("sslrootcert=/etc/ca.pem dbname=forge"));
+	CHECK(!db_is_postgres("dbnames=forge") && !db_is_postgres("host") && !db_is_postgres("my host=x"));
+	p = db_display_path("dbname = forge password = Pw user=me\tpassword='x y'");
+	CHECK_STR(p, "dbname = forge password = *** user=me\tpassword=***");
+	free(p);
+	p = db_display_path("host=/tmp dbname='pass word=1' password=Pw");
+	CHECK_STR(p, "host=/tmp dbname='pass word=1' password=***");
 	free(p);
 }
 
