@@ -252,6 +252,15 @@ EOF
 	loopback_only root --sandbox '{"namespaces":"off"}'
 }
 
+# (as a user, Forge's own probe of network namespaces failed -- a
+# non-dumpable process may not write its id maps -- so the network was not
+# cut, and network "deny" refused every command)
+@test "unprivileged, without namespaces: the network is cut all the same; network deny runs the command" {
+	loopback_only user --sandbox '{"namespaces":"off"}'
+	tool --sandbox '{"namespaces":"off","network":"deny"}' 'echo ran'
+	[[ "$text" == *ran* ]]
+}
+
 # ---------------------------------------------------------------- processes
 
 nothing_outlives() {

@@ -32,6 +32,38 @@ static bool looks_binary(const char *p, size_t n)
 	return memchr(p, '\0', n < 8000 ? n : 8000) != NULL;
 }
 
+/*
+ * The next line of f, its newline included, like getline(); but only its
+ * first keep bytes are kept in *line (NUL-terminated), however long the
+ * line is: a file of one 900 MB line (minified, generated) held whole in
+ * this unconfined process's memory otherwise.  Returns the line's whole
+ * length, -1 at the end; *ends how many of its last bytes are its end of
+ * line ("\n" 1, "\r\n" 2, none 0).
+ */
+static ssize_t line_bounded(char **line, size_t *cap, FILE *f, size_t keep, int *ends)
+{
+	size_t total = 0, kept = 0;
+	int c, prev = EOF;
+
+	if (*cap < keep + 1) {
+		*line = xrealloc(*line, keep + 1);
+		*cap = keep + 1;
+	}
+	*ends = 0;
+	while ((c = getc_unlocked(f)) != EOF) {
+		if (kept < keep)
+			(*line)[kept++] = (char)c;
+		total++;
+		if (c == '\n') {
+			*ends = prev == '\r' ? 2 : 1;
+			break;
+		}
+		prev = c;
+	}
+	(*line)[kept] = '\0';
+	return total ? (ssize_t)total : -1;
+}
+
 void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 		    const struct sandbox_root *root, jv input)
 {
@@ -49,6 +81,7 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	char *line = NULL;
 	size_t lcap = 0;
 	ssize_t len;
+	int ends;
 
 	if (end < start) {
 		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "read_file: end_line %ld is before start_line %ld",
@@ -82,21 +115,24 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 		}
 		rewind(f);
 	}
-	while ((len = getline(&line, &lcap, f)) >= 0) {
+	while ((len = line_bounded(&line, &lcap, f, LINE_CUT + 2, &ends)) >= 0) {
+		size_t kept = (size_t)len < lcap ? (size_t)len : lcap - 1;
+
 		lineno++;
 		if (lineno < start || lineno > end || cut)
 			continue;
-		if (len && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len && line[len - 1] == '\r')
-			line[--len] = '\0';
-		if (body.len + (size_t)len + 16 > cap) {
+		len -= ends;
+		if (kept > (size_t)len) {
+			kept = (size_t)len;
+			line[kept] = '\0';
+		}
+		if (body.len + (kept > LINE_CUT ? LINE_CUT + 40 : kept) + 16 > cap) {
 			cut = true;
 			continue;
 		}
 		buf_addf(&body, "%6ld\t", lineno);
-		tool_text_add(&body, line, len > LINE_CUT ? LINE_CUT : (size_t)len);
-		if (len > LINE_CUT)
+		tool_text_add(&body, line, kept > LINE_CUT ? LINE_CUT : kept);
+		if ((size_t)len > LINE_CUT)
 			buf_addf(&body, "\xe2\x80\xa6 [line cut: %zd chars]", len);
 		buf_addch(&body, '\n');
 		shown_last = lineno;

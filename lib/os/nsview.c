@@ -161,8 +161,15 @@ static int write_map(const char *path, unsigned long id)
 
 int nsview_maps_child(uid_t uid, gid_t gid)
 {
-	int fd, rc;
+	/* An unprivileged process may write its own maps only while it is
+	 * dumpable (/proc/self belongs to root otherwise), and every Forge
+	 * program makes itself non-dumpable at start (the keys): dumpable for
+	 * the writes, then as it was.  (Before, the probes of a user said
+	 * "namespaces unavailable" where the kernel offered them.) */
+	int was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), fd, rc;
 
+	if (was == 0)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		if (write(fd, "deny", 4) < 0) {
@@ -170,9 +177,12 @@ int nsview_maps_child(uid_t uid, gid_t gid)
 		}
 		close(fd);
 	}
-	if ((rc = write_map("/proc/self/uid_map", uid)) < 0)
-		return rc;
-	return write_map("/proc/self/gid_map", gid);
+	rc = write_map("/proc/self/uid_map", uid);
+	if (rc == 0)
+		rc = write_map("/proc/self/gid_map", gid);
+	if (was == 0)
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	return rc;
 }
 
 /* mkdir -p, async-signal-safe. */

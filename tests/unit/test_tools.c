@@ -153,6 +153,22 @@ static void test_read_file(void)
 	call(&r, "read_file", "{\"path\":\".git/HEAD\"}");
 	CHECK_INT(r.kind, TOOL_ERR_DENIED);
 	tool_result_release(&r);
+	/* a line longer than the read cap (minified, one-line JSON) is shown
+	 * cut, as any long line, and the lines after it too (before: nothing
+	 * shown, and "call again with start_line=1", the same call) */
+	char cmd[600];
+
+	snprintf(cmd, sizeof cmd, "cd %s && head -c 300000 /dev/zero | tr '\\0' a > min.js && "
+		 "printf '\\nsecond line\\n' >> min.js", repo);
+	run(cmd);
+	call(&r, "read_file", "{\"path\":\"min.js\"}");
+	CHECK(r.ok);
+	CHECK_MSG(r.output && strstr(r.output, "[line cut: 300000 chars]") && strstr(r.output, "     2\tsecond line"),
+		  "%s", r.output ? r.output + (strlen(r.output) > 100 ? strlen(r.output) - 100 : 0) : r.error);
+	CHECK(!json_get_bool(r.data, "truncated", true));
+	tool_result_release(&r);
+	snprintf(cmd, sizeof cmd, "rm %s/min.js", repo);
+	run(cmd);
 }
 
 static void test_list_files_respects_gitignore(void)
