@@ -412,6 +412,30 @@ git_link_kept() {
 	[ "$(jq -r .ok <<<"$output")" = true ]
 }
 
+# git_config_covered MODE: the repository's credentials (a CI checkout's
+# token in http.*.extraheader, a token in a remote's URL) are not in the
+# config a command reads; git works on the rest.
+git_config_covered() {
+	git -C "$UD/main" config http.https://github.com/.extraheader "AUTHORIZATION: basic SECRET-HEADER-B64"
+	git -C "$UD/main" remote add origin "https://x-access-token:SECRET-URL-TOKEN@github.com/o/r.git"
+	as "$1"
+	namespaces_or_skip
+	tool 'cat "$(git rev-parse --git-common-dir)/config"; git remote -v; git log --oneline | wc -l'
+	[[ "$text" != *SECRET-* ]]
+	[[ "$text" == *"https://github.com/o/r.git (fetch)"* ]]
+	[ "$(jq -r .ok <<<"$output")" = true ]
+	# the repository's own file is as it was
+	grep -q SECRET-URL-TOKEN "$UD/main/.git/config"
+}
+
+@test "root: the repository's credentials are not in the git config a command reads" {
+	git_config_covered root
+}
+
+@test "unprivileged: the repository's credentials are not in the git config a command reads" {
+	git_config_covered user
+}
+
 @test "root: a command cannot point the worktree's .git elsewhere" {
 	git_link_kept root
 }

@@ -227,13 +227,14 @@ static bool core_worktree_is(const char *gitdir, const char *root)
  * only when git's own records agree -- the directory it names is
  * <common>/worktrees/<name> and its "gitdir" file names this worktree's
  * .git back.  "gitdir: /" (the whole host readable) or the git directory
- * of another repository is not.
+ * of another repository is not.  Returns the common directory (malloc'd)
+ * when it added one, else NULL.
  */
-static void add_git_common(struct list *readable, const char *root)
+static char *add_git_common(struct list *readable, const char *root)
 {
 	struct buf path = BUF_INIT;
 	char line[PATH_MAX + 16];
-	char *gitdir = NULL, *common = NULL, *back = NULL, *dotgit = NULL;
+	char *gitdir = NULL, *common = NULL, *back = NULL, *dotgit = NULL, *found = NULL;
 	size_t n;
 
 	buf_addf(&path, "%s/.git", root);
@@ -260,12 +261,15 @@ static void add_git_common(struct list *readable, const char *root)
 		goto out;
 	list_add(readable, common);
 	list_add(readable, gitdir);
+	found = common;
+	common = NULL;
 out:
 	free(gitdir);
 	free(common);
 	free(back);
 	free(dotgit);
 	buf_release(&path);
+	return found;
 }
 
 /* Add dir's entries to readable but the secrets (to hidden), entering the
@@ -431,6 +435,90 @@ static bool beneath(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
+/* Whether a git config line (key = value, trimmed) names a credential. */
+static bool credential_key(const char *line)
+{
+	static const char *const words[] = { "extraheader", "password", "token", "helper", "secret", NULL };
+	char key[128];
+	size_t n = 0;
+
+	while (line[n] && line[n] != '=' && line[n] != ' ' && line[n] != '\t' && n < sizeof key - 1) {
+		key[n] = (char)(line[n] >= 'A' && line[n] <= 'Z' ? line[n] - 'A' + 'a' : line[n]);
+		n++;
+	}
+	key[n] = '\0';
+	for (size_t i = 0; words[i]; i++)
+		if (strstr(key, words[i]))
+			return true;
+	return false;
+}
+
+/* line without the user:password@ of a URL in it (appended to out). */
+static void add_without_userinfo(struct buf *out, const char *line)
+{
+	const char *scheme = strstr(line, "://"), *at, *end;
+
+	if (!scheme) {
+		buf_adds(out, line);
+		return;
+	}
+	end = scheme + 3 + strcspn(scheme + 3, "/ \t\"\n");
+	at = memchr(scheme + 3, '@', (size_t)(end - scheme - 3));
+	if (!at) {
+		buf_adds(out, line);
+		return;
+	}
+	buf_add(out, line, (size_t)(scheme + 3 - line));
+	buf_adds(out, at + 1);
+}
+
+/*
+ * Bind over config (malloc'd; the walls own it) a copy in tmp without its
+ * credentials: the lines of keys that hold one (extraheader, password,
+ * token, credential helpers) and the user:password@ of URLs.  Nothing when
+ * config cannot be read or the copy cannot be written.
+ */
+static void cover_git_config(struct sandbox_walls *w, char *config, const char *tmp)
+{
+	struct buf text = BUF_INIT, out = BUF_INIT, copy = BUF_INIT;
+	FILE *f;
+	char line[8192];
+	int fd;
+
+	f = fopen(config, "re");
+	if (!f) {
+		free(config);
+		return;
+	}
+	while (fgets(line, sizeof line, f)) {
+		const char *t = line + strspn(line, " \t");
+
+		if (*t != '[' && *t != '#' && *t != ';' && credential_key(t))
+			buf_adds(&out, "\t# (a credential: not shown to commands)\n");
+		else
+			add_without_userinfo(&out, line);
+	}
+	fclose(f);
+	buf_addf(&copy, "%s/.forge-git-config-%zu", tmp, w->ncovers);
+	fd = open(copy.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || write(fd, out.buf ? out.buf : "", out.len) != (ssize_t)out.len) {
+		if (fd >= 0)
+			close(fd);
+		free(config);
+		buf_release(&copy);
+		buf_release(&out);
+		return;
+	}
+	close(fd);
+	w->covers = xrealloc(w->covers, (w->ncovers + 1) * 2 * sizeof *w->covers);
+	w->covers[w->ncovers * 2] = buf_detach(&copy, NULL);
+	w->covers[w->ncovers * 2 + 1] = config;
+	view_add(w, w->covers[w->ncovers * 2], config, NSVIEW_RO);
+	w->ncovers++;
+	buf_release(&out);
+	buf_release(&text);
+}
+
 void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
 			 const struct sandbox_cmd *cmd, char *const *env, bool view)
 {
@@ -460,7 +548,7 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 	list_add(&viewro, "/etc");
 	add_path_dirs(&readable, &hidden, env);
 	add_env_homes(&readable, &hidden, env);
-	add_git_common(&readable, cmd->root);
+	char *common = add_git_common(&readable, cmd->root);
 	for (size_t i = 0; p->read_paths && p->read_paths[i]; i++)
 		list_add(&readable, p->read_paths[i]);
 	/* Everything readable but not a system path or /etc entry is bound as is. */
@@ -513,6 +601,20 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 	if (p->namespaces != SANDBOX_OFF && lstat(w->git_link, &gst) == 0 &&
 	    (S_ISREG(gst.st_mode) || S_ISDIR(gst.st_mode)))
 		view_add(w, w->git_link, NULL, NSVIEW_RO);
+	/* The repository's config is covered by a copy without its
+	 * credentials (a CI checkout's token in http.*.extraheader, a token in
+	 * a remote's URL): what the command reads of it reaches the model. */
+	if (p->namespaces != SANDBOX_OFF && cmd->tmp) {
+		if (common) {
+			buf_addf(&b, "%s/config", common);
+			cover_git_config(w, buf_detach(&b, NULL), cmd->tmp);
+		}
+		if (lstat(w->git_link, &gst) == 0 && S_ISDIR(gst.st_mode)) {
+			buf_addf(&b, "%s/config", w->git_link);
+			cover_git_config(w, buf_detach(&b, NULL), cmd->tmp);
+		}
+	}
+	free(common);
 
 	w->readable = readable.v;
 	w->writable = writable.v;
@@ -541,6 +643,9 @@ void sandbox_walls_release(struct sandbox_walls *w)
 	strv_release(w->hidden);
 	free(w->forge_dir);
 	free(w->git_link);
+	for (size_t i = 0; i < w->ncovers * 2; i++)
+		free(w->covers[i]);
+	free(w->covers);
 	free(w->view);
 	memset(w, 0, sizeof(*w));
 }
