@@ -11,6 +11,7 @@
 #include "data/config.h"
 #include "data/schema.h"
 #include "data/stream.h"
+#include "git/diff.h"
 #include "os/proc.h"
 
 #include <stdio.h>
@@ -398,21 +399,23 @@ static void merge_back(jv *done, struct run *u, jv result)
 	*done = json_set(*done, "conflict", jv_string(forge_last_error()));
 }
 
-/* The files a diff touches ("diff --git a/X b/X" lines). */
+/* The files a diff touches, as git's own diff reader would name them
+ * (git/diff.h: quoted names, spaces, renames by both names). */
 static jv diff_files(const char *diff)
 {
 	jv files = jv_array();
+	struct diff *d = NULL;
 
-	for (const char *p = diff; p && *p;) {
-		const char *e = strchr(p, '\n');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len > 13 && strncmp(p, "diff --git a/", 13) == 0) {
-			const char *b = memchr(p + 13, ' ', len - 13);
-			if (b)
-				files = jv_array_append(files, jv_string_sized(p + 13, (int)(b - p - 13)));
-		}
-		p = e ? e + 1 : NULL;
+	if (!diff || diff_parse(&d, diff, strlen(diff)) < 0)
+		return files;
+	for (size_t i = 0; i < d->nfiles; i++) {
+		const struct diff_file *f = &d->files[i];
+
+		if (f->renamed && f->old_path)
+			files = jv_array_append(files, jv_string(f->old_path));
+		files = jv_array_append(files, jv_string(f->path));
 	}
+	diff_free(d);
 	return files;
 }
 

@@ -400,6 +400,9 @@ fixed_head() {
 	run jq -c 'select(.type == "review.github.dismissed") | .payload' <<<"$OUT"
 	assert_output "{\"number\":7,\"review_id\":$old,\"commit\":\"$FIXED_SHA\",\"dry_run\":false}"
 	assert_equal "$(posted | jq -c '[.event, .dismissed, .dismiss_failed]')" "[\"COMMENT\",[$old],[]]"
+	# the event names the review this run posted (before: none, once the
+	# earlier summary was marked superseded)
+	assert_equal "$(posted | jq '.review_id')" "$(jq '.reviews[1].id' <<<"$S")"
 	# a third run finds nothing left to dismiss
 	fixed_head
 	run -0 --separate-stderr review --pr 7

@@ -121,6 +121,17 @@ events_of() {
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from live_text")" -eq 0 ]
 }
 
+@test "write mode: subagent.completed names the files as git does: a space in a name, a name git quotes" {
+	cassette "$(call implement "" delegate '{"task":"Add two notes.","mode":"write","tools":["write_file"]}')" \
+		"$(call implement-sub 1 write_file '{"path":"my file.txt","content":"a note\n"}')" \
+		"$(call implement-sub 1 write_file '{"path":"café.txt","content":"une note\n"}')" \
+		"$(call implement-sub 1 finish '{"summary":"notes added","output":"done"}')" \
+		"$(call implement "" finish "$FINISH")"
+	implement T9 -0
+	# (before: ["my"], the quoted name left out)
+	events_of subagent.completed | jq -e '.payload | .applied == true and .files == ["café.txt", "my file.txt"]'
+}
+
 @test "write mode: the child's diff lands in the parent's worktree and commit; its worktree is gone" {
 	cassette "$(call implement "" delegate '{"task":"Change the usage text.","mode":"write","tools":["read_file","edit_file"]}')" \
 		"$(call implement-sub 1 edit_file '{"path":"calc.c","old":"usage: calc add|sub A B","new":"usage: calc add|sub|mul A B"}')" \

@@ -594,9 +594,8 @@ int github_review_publish(jv *report, struct github *gh, const struct github_rev
 		buf_addf(&path, "/repos/%s/pulls/%d/reviews", gh->repo, rv->pr);
 		rc = write_req(&ans, &p, "POST", path.buf, req);
 		if (rc == 0 && pstate) {
-			/* the earlier summary says where the current one is */
-			jv_free(ans);
-			ans = jv_null();
+			/* the earlier summary says where the current one is (the
+			 * new review's id, in ans, is what this run reports) */
 			buf_reset(&path);
 			buf_addf(&path, "/repos/%s/pulls/%d/reviews/%.0f", gh->repo, rv->pr, json_get_num(prev, "id", 0));
 			jv old = json_set(jv_object(), "body", jv_string("Superseded by a newer Forge review.\n\n" SUPERSEDED));
