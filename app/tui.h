@@ -36,6 +36,10 @@ enum tui_screen { TUI_LIST, TUI_RUN };
  * list up to its cost (trace, status "interrupted", gate, phase, cost). */
 enum { TUI_MIN_COLS = 65, TUI_MIN_ROWS = 12 };
 
+/* The newest runs the list loads (and the older ones a gate waits in):
+ * it is read again every second or so. */
+#define TUI_RUNS_SHOWN 500
+
 struct tui {
 	struct session *ses;    /* borrowed: config, repository, store */
 	const struct cli_common *common;   /* borrowed: the command line (--config) */
@@ -43,6 +47,7 @@ struct tui {
 	bool color;
 	enum tui_screen screen;
 	jv runs;                /* store_runs_list(), each with "pending_gate" (an id or null) */
+	long runs_total;        /* the runs of the store: more than runs when it is cut */
 	int sel, top;           /* the selected run's index, the first row shown */
 	char *trace;            /* the selected run (the run view), malloc'd */
 	jv lines;               /* the run view: [[attr, text], ...] */

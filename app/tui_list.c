@@ -63,12 +63,37 @@ static jv with_gates(struct store *st, jv runs, jv gates)
 	return out;
 }
 
+/* runs (consumed) with, after them, the older runs a pending gate of
+ * gates (borrowed) waits in: the list shows the newest TUI_RUNS_SHOWN,
+ * and a run waiting for an answer must not fall off its end. */
+static jv with_waiting(struct store *st, jv runs, jv gates)
+{
+	jv_array_foreach(gates, k, g) {
+		const char *tr = json_get_str(g, "trace_id");
+		bool listed = !tr;
+
+		jv_array_foreach(runs, i, r) {
+			listed = listed || !strcmp(json_get_str(r, "trace_id"), tr);
+			jv_free(r);
+		}
+		jv run = jv_null();
+
+		if (!listed && store_run_get(&run, st, tr) == 0 && jv_get_kind(run) == JV_KIND_OBJECT)
+			runs = jv_array_append(runs, run);
+		else
+			jv_free(run);
+		jv_free(g);
+	}
+	return runs;
+}
+
 int tui_list_load(struct tui *t)
 {
 	jv runs, gates;
 	char *keep = tui_list_selected(t) ? xstrdup(tui_list_selected(t)) : NULL;
 
-	if (store_runs_list(&runs, t->ses->store, 500) < 0) {
+	if (store_runs_list(&runs, t->ses->store, TUI_RUNS_SHOWN) < 0 ||
+	    store_runs_count(&t->runs_total, t->ses->store) < 0) {
 		free(keep);
 		return -1;
 	}
@@ -77,6 +102,7 @@ int tui_list_load(struct tui *t)
 		free(keep);
 		return -1;
 	}
+	runs = with_waiting(t->ses->store, runs, gates);
 	jv_free(t->runs);
 	t->runs = with_gates(t->ses->store, runs, gates);
 	jv_free(gates);
@@ -149,7 +175,12 @@ void tui_list_draw(struct tui *t)
 	char head[256];
 	int n = jv_get_kind(t->runs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->runs)) : 0;
 
-	snprintf(head, sizeof head, "forge tui: %d run%s in %s", n, n == 1 ? "" : "s", store_path(t->ses->store));
+	if (t->runs_total > n)
+		snprintf(head, sizeof head, "forge tui: %d of %ld runs (the newest, and those at a gate) in %s",
+			 n, t->runs_total, store_path(t->ses->store));
+	else
+		snprintf(head, sizeof head, "forge tui: %d run%s in %s", n, n == 1 ? "" : "s",
+			 store_path(t->ses->store));
 	tui_put(t, 0, 0, COLS, TUI_HEAD, head);
 	tui_put(t, 1, 0, COLS, TUI_DIM, "TRACE                       STATUS           PHASE           COST   AGE  TASK");
 	if (n == 0)

@@ -324,6 +324,7 @@ static int run_compile(const struct cli_common *common, const struct args *a, co
 	jv initial = jv_null();
 	char *dir = NULL, task[1200];
 	int code;
+	struct stat dst;
 
 	c.repo = a->dir ? a->dir : ".";
 	if (a->lang && check_language(&c, a->lang) < 0) {
@@ -340,6 +341,12 @@ static int run_compile(const struct cli_common *common, const struct args *a, co
 		free(root);
 	} else if ((code = check_model(&c)) != 0) {
 		return code;
+	} else if (stat(c.repo, &dst) == 0 && !S_ISDIR(dst.st_mode)) {
+		/* bad input, before anything is made (before: "failed to make
+		 * directory: directory exists", exit 5) */
+		fprintf(stderr, "forge compile: --dir %s is not a directory (name a new directory, or a "
+			"project's)\n", c.repo);
+		return FORGE_EXIT_USAGE;
 	} else if (ensure_repo(c.repo) < 0) {
 		fprintf(stderr, "forge compile: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;

@@ -82,6 +82,8 @@ static bool on_key(struct tui *t, int c)
 	case KEY_DOWN: case 'j': run ? tui_run_scroll(t, 1) : tui_list_move(t, 1); break;
 	case KEY_PPAGE: run ? tui_run_scroll(t, -(LINES - 2)) : tui_list_move(t, -(LINES - 3)); break;
 	case KEY_NPAGE: run ? tui_run_scroll(t, LINES - 2) : tui_list_move(t, LINES - 3); break;
+	case KEY_HOME: run ? tui_run_scroll(t, -1000000) : tui_list_move(t, -1000000); break;
+	case KEY_END: case 'G': run ? tui_run_scroll(t, 1000000) : tui_list_move(t, 1000000); break;
 	case '\n': case '\r': case KEY_ENTER: case KEY_RIGHT:
 		if (!run)
 			open_run(t);

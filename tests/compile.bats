@@ -329,6 +329,11 @@ want() {
 	run -2 --separate-stderr forge compile --dir "$PROJECT" --answers "$BATS_TEST_TMPDIR/bad.json" "a todo-list HTTP API"
 	[[ "$stderr" == *"is not a JSON array of strings"* ]]
 	[ ! -e "$PROJECT" ]
+	# a --dir that is a file (before: "directory exists", exit 5)
+	echo notes >"$BATS_TEST_TMPDIR/notes.txt"
+	run -2 --separate-stderr forge compile --dir "$BATS_TEST_TMPDIR/notes.txt" --answers "$ANSWERS" "a todo-list HTTP API"
+	[[ "$stderr" == *"--dir $BATS_TEST_TMPDIR/notes.txt is not a directory"* ]]
+	[ "$(cat "$BATS_TEST_TMPDIR/notes.txt")" = notes ]
 	run -0 forge-compile --help
 	assert_line --index 0 "usage: forge-compile IDEA [--dir DIR] [--lang LANG] [--answers FILE] [--auto-approve] [--level N] [--json]"
 }

@@ -212,6 +212,14 @@ event_ok() {
 	[ ! -e "$R/feature.txt" ]
 }
 
+@test "merge: uncommitted changes in the checkout are in the way, as untracked files are: rejected (exit 1), not a failed dependency" {
+	echo "a local edit" >>"$R/README"
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and .deployment.status == "skipped" and (.deployment.reason | test("uncommitted changes"))'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	grep -q "a local edit" "$R/README"
+}
+
 @test "merge: the base moved but the branch still fast-forwards it: merged, base_moved reported" {
 	# main moves on; the run's branch is rebuilt on top of it (base_commit stays the old one).
 	echo other >"$R/other.txt"

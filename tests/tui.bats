@@ -84,6 +84,20 @@ quit_ok() {
 	[[ "$output" =~ $T"  paused      gate plan          0.0191 "+[0-9]+[smhd]"  add a mul operation" ]]
 }
 
+@test "a store of more runs than the list holds: the header says how many, and an older run waiting at a gate is still listed" {
+	paused_run
+	# 600 newer runs (before: "500 runs", and the waiting run fell off the list)
+	sqlite3 "$FORGE_DB" "with recursive n(i) as (select 1 union all select i + 1 from n where i < 600)
+		insert into runs (id, task, repo, status, started_at, updated_at)
+		select printf('01JFILL%019d', i), 'filler ' || i, '$REPO', 'completed', '2099-01-01T00:00:00.000Z',
+		       '2099-01-01T00:00:00.000Z' from n"
+	tui_start
+	wait_for "forge tui: 501 of 601 runs (the newest, and those at a gate) in "
+	tm send-keys -t tui End
+	wait_for "$T"
+	quit_ok
+}
+
 @test "Enter opens the run: cost against the budget, nodes, the gate, each phase's cost, the timeline, the model's replies" {
 	paused_run
 	tui_start

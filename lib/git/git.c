@@ -725,8 +725,10 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 		if (e < 0)
 			goto out;
 		if (e > 0) {
+			/* the person's changes: in the way, as untracked files are */
 			forge_error("cannot fast-forward '%s': '%s' has uncommitted changes to tracked "
 				    "files; commit or stash them first", base_branch, forge_git_checkout(g));
+			rc = FORGE_GIT_BLOCKED;
 			goto out;
 		}
 		if (git_commit_lookup(&commit, g->repo, &target) < 0) {

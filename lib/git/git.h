@@ -48,8 +48,9 @@
 #define FORGE_GIT_NOTHING 1
 /* Returned by forge_git_merge_commit() when the changes conflict. */
 #define FORGE_GIT_CONFLICT 2
-/* Returned by the merges when files in the checkout that git does not track
- * are in the way: nothing changed, the message names them. */
+/* Returned by the merges when the person's files are in the way: files in
+ * the checkout that git does not track, or uncommitted changes to tracked
+ * ones; nothing changed, the message says which. */
 #define FORGE_GIT_BLOCKED 3
 
 /*

@@ -352,9 +352,11 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 	}
 	e = forge_git_checkout_dirty(g);
 	if (e != 0) {
-		if (e > 0)
+		if (e > 0) {
 			forge_error("cannot merge into '%s': '%s' has uncommitted changes to tracked "
 				    "files; commit or stash them first", base_branch, forge_git_checkout(g));
+			rc = FORGE_GIT_BLOCKED;
+		}
 		goto out;
 	}
 	if ((rc = make_merge_commit(&merge, g, tip, &theirs, message)) != 0)

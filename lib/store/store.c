@@ -1530,6 +1530,21 @@ int store_runs_list(jv *out, struct store *st, int limit)
 	return 0;
 }
 
+int store_runs_count(long *out, struct store *st)
+{
+	struct db_stmt *s;
+	int step;
+
+	*out = 0;
+	if (db_prepare(&s, st, "SELECT count(*) FROM runs") < 0)
+		return -1;
+	step = db_step(s);
+	if (step == DB_ROW)
+		*out = (long)db_col_int64(s, 0);
+	db_finalize(s);
+	return step == DB_ROW ? 0 : store_fail(st, "cannot count runs");
+}
+
 /* ---- checkpoints --------------------------------------------------- */
 
 /* Insert the bound checkpoint s; alone on SQLite, synced to disk. */

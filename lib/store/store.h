@@ -253,6 +253,8 @@ int store_run_get(jv *out, struct store *st, const char *trace_id);
 /* Runs, newest first, in store_run_get's shape (config left null);
  * limit <= 0 = all. */
 int store_runs_list(jv *out, struct store *st, int limit);
+/* How many runs the store holds. */
+int store_runs_count(long *out, struct store *st);
 
 /*
  * Checkpoints: the whole state after a phase.  Borrows state (an object);
