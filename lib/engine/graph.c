@@ -46,8 +46,14 @@ struct build {
 	char *dir;              /* relative program paths */
 	bool *valid;            /* node i passed its schema */
 	size_t *err_pos;        /* per error: its node's index + 1, 0 for the file */
-	unsigned char *anc;     /* anc[a * n + b]: a needs b, directly or not */
+	uint64_t *anc;          /* bit b of row a (words words each): a needs b, directly or not */
+	size_t words;
 };
+
+static bool anc_has(const struct build *b, size_t a, size_t c)
+{
+	return (b->anc[a * b->words + c / 64] >> (c % 64)) & 1;
+}
 
 static void add_error(struct build *b, size_t pos, const char *node, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -435,29 +441,84 @@ static void read_node(struct build *b, size_t i, jv node)
 /* ---- order, cycles, reachability ---------------------------------------- */
 
 /* Kahn's algorithm, taking the first ready node in file order each time. */
+/* A min-heap of node indexes. */
+static void heap_push(size_t *h, size_t *n, size_t v)
+{
+	size_t i = (*n)++;
+
+	while (i && h[(i - 1) / 2] > v) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static size_t heap_pop(size_t *h, size_t *n)
+{
+	size_t top = h[0], v = h[--*n], i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] < h[c])
+			c++;
+		if (h[c] >= v)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = v;
+	return top;
+}
+
+/* Kahn's order: a node once every node it needs is placed, the lowest
+ * index first among those ready (the order the earlier scan gave), in
+ * O(n log n + edges) -- the scan was O(n * edges): 22 s for a 1000-node
+ * pipeline whose nodes each need all the ones before. */
 static void topo_order(struct graph *g)
 {
-	size_t *missing = xcalloc(g->n ? g->n : 1, sizeof *missing);
-	bool *placed = xcalloc(g->n ? g->n : 1, sizeof *placed);
+	size_t n = g->n ? g->n : 1, *missing = xcalloc(n, sizeof *missing);
+	size_t *first = xcalloc(n + 1, sizeof *first), *users, *heap = xcalloc(n, sizeof *heap), nheap = 0;
 
-	g->order = xcalloc(g->n ? g->n : 1, sizeof *g->order);
+	g->order = xcalloc(n, sizeof *g->order);
+	/* who needs each node (a need named twice counts twice, as missing does) */
+	for (size_t j = 0; j < g->n; j++)
+		for (size_t k = 0; k < g->nodes[j].nneeds; k++)
+			first[g->nodes[j].needs[k] + 1]++;
 	for (size_t i = 0; i < g->n; i++)
+		first[i + 1] += first[i];
+	users = xcalloc(first[g->n] ? first[g->n] : 1, sizeof *users);
+	{
+		size_t *at = xcalloc(n, sizeof *at);
+
+		for (size_t j = 0; j < g->n; j++)
+			for (size_t k = 0; k < g->nodes[j].nneeds; k++) {
+				size_t i = g->nodes[j].needs[k];
+
+				users[first[i] + at[i]++] = j;
+			}
+		free(at);
+	}
+	for (size_t i = 0; i < g->n; i++) {
 		missing[i] = g->nodes[i].nneeds;
-	for (bool progress = true; progress;) {
-		progress = false;
-		for (size_t i = 0; i < g->n; i++) {
-			if (placed[i] || missing[i])
-				continue;
-			placed[i] = progress = true;
-			g->order[g->norder++] = i;
-			for (size_t j = 0; j < g->n; j++)
-				for (size_t k = 0; k < g->nodes[j].nneeds; k++)
-					missing[j] -= g->nodes[j].needs[k] == i;
-			break;
-		}
+		if (!missing[i])
+			heap_push(heap, &nheap, i);
+	}
+	while (nheap) {
+		size_t i = heap_pop(heap, &nheap);
+
+		g->order[g->norder++] = i;
+		for (size_t u = first[i]; u < first[i + 1]; u++)
+			if (--missing[users[u]] == 0)
+				heap_push(heap, &nheap, users[u]);
 	}
 	free(missing);
-	free(placed);
+	free(first);
+	free(users);
+	free(heap);
 }
 
 /* The cycle through node `start` among the unplaced nodes, as "a needs b,
@@ -535,20 +596,23 @@ static void layers(struct build *b)
 {
 	struct graph *g = b->g;
 
-	b->anc = xcalloc(g->n ? g->n * g->n : 1, 1);
+	b->words = (g->n + 63) / 64;
+	b->anc = xcalloc(g->n ? g->n * b->words : 1, sizeof *b->anc);
 	for (size_t k = 0; k < g->norder; k++) {
 		struct graph_node *nd = &g->nodes[g->order[k]];
 		size_t i = g->order[k];
+		uint64_t *row = &b->anc[i * b->words];
 
 		nd->layer = 1;
 		for (size_t e = 0; e < nd->nneeds; e++) {
 			size_t j = nd->needs[e];
+			const uint64_t *of = &b->anc[j * b->words];
 
 			if (g->nodes[j].layer + 1 > nd->layer)
 				nd->layer = g->nodes[j].layer + 1;
-			b->anc[i * g->n + j] = 1;
-			for (size_t x = 0; x < g->n; x++)
-				b->anc[i * g->n + x] |= b->anc[j * g->n + x];
+			row[j / 64] |= (uint64_t)1 << (j % 64);
+			for (size_t w = 0; w < b->words; w++)
+				row[w] |= of[w];
 		}
 		if (nd->layer > g->nlayers)
 			g->nlayers = nd->layer;
@@ -566,13 +630,13 @@ static void check_order(struct build *b)
 		if (!b->valid[i] || !nd->layer)
 			continue;
 		if (nd->has_bounce && nd->bounce.to != i && graph_index(g, nd->bounce.to_id) >= 0 &&
-		    !b->anc[i * g->n + nd->bounce.to])
+		    !anc_has(b, i, nd->bounce.to))
 			NODE_ERR(b, i, "bounce to '%s', which is not before it: a bounce goes back to a node "
 				 "it needs, directly or not", nd->bounce.to_id);
 		for (size_t j = 0; j < i; j++)
 			if (b->valid[j] && g->nodes[j].layer && g->nodes[j].result_key &&
 			    nd->result_key && strcmp(g->nodes[j].result_key, nd->result_key) == 0 &&
-			    !b->anc[i * g->n + j] && !b->anc[j * g->n + i]) {
+			    !anc_has(b, i, j) && !anc_has(b, j, i)) {
 				NODE_ERR(b, i, "result_key '%s' is also written by '%s', which may run at the same "
 					 "time: give one of them another result_key", nd->result_key, g->nodes[j].id);
 				break;

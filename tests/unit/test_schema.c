@@ -275,6 +275,15 @@ static void test_arrays(void)
 	CHECK_STR(check(s, "[1,1.0]"), ".: items [0] and [1] are equal, items must be unique");
 	CHECK(check(s, "[{\"a\":1,\"b\":[2]},{\"b\":[2.0],\"a\":1}]")[0] != '\0');
 	CHECK(check(s, "[0,false]")[0] == '\0');
+	/* many strings (sorted, not compared pair by pair): the same pair named
+	 * as the pairwise scan names it, the smallest first index first */
+	CHECK_STR(check(s, "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]"), "");
+	CHECK_STR(check(s, "[\"z\",\"b\",\"c\",\"q\",\"e\",\"f\",\"b\",\"h\",\"q\",\"b\",\"z\"]"),
+		  ".: items [0] and [10] are equal, items must be unique");
+	CHECK_STR(check(s, "[\"a\",\"b\",\"c\",\"q\",\"e\",\"f\",\"b\",\"h\",\"q\",\"b\",\"i\"]"),
+		  ".: items [1] and [6] are equal, items must be unique");
+	CHECK_STR(check(s, "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",1,\"a\"]"),
+		  ".: items [0] and [9] are equal, items must be unique");
 	schema_free(s);
 }
 
