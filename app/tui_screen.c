@@ -9,6 +9,7 @@
 #include "core/forge.h"
 
 #include <curses.h>
+#include <term.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,13 @@ int tui_screen_open(struct tui *t)
 
 	if (!newterm(NULL, stdout, stdin))
 		return forge_error("cannot use the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
+	/* a terminal that cannot move the cursor (TERM=dumb): curses draws
+	 * the first and last lines there and nothing between */
+	if (!cursor_address) {
+		endwin();
+		return forge_error("the terminal cannot move its cursor (TERM=%s): forge tui needs one that "
+				   "can; forge status and forge history show the same", getenv("TERM"));
+	}
 	started = true;
 	raw();          /* Ctrl-C is a key: the loop ends and restores the terminal */
 	noecho();

@@ -53,6 +53,12 @@ setup() {
 	[ -z "$stderr" ]
 }
 
+@test "a SKILL.md that is a directory is skipped with a warning" {
+	mkdir -p .forge/skills/odd/SKILL.md
+	run -0 --separate-stderr forge-skills
+	[[ $stderr == *"forge-skills: warning: $REPO/.forge/skills/odd/SKILL.md"*"a directory, not a skill's file; not read"* ]]
+}
+
 @test "a file over 64 KiB and a file that is not UTF-8 are skipped, not fatal" {
 	mkdir -p .forge/skills/big .forge/skills/latin1
 	{ printf -- '---\ndescription: big\n---\n'; head -c 70000 /dev/zero | tr '\0' x; } >.forge/skills/big/SKILL.md

@@ -435,6 +435,12 @@ quit_ok() {
 	[ "$stderr" = "forge-tui: stdin and stdout must be a terminal" ]
 	run -2 --separate-stderr forge tui extra
 	[[ "$stderr" == *"no operands expected"* ]]
+	# a terminal that cannot move its cursor (before: a header, a footer
+	# and nothing between)
+	run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/t" -- \
+		sh -c 'TERM=dumb forge tui; echo "tui exited $?"'
+	grep -q "the terminal cannot move its cursor (TERM=dumb)" "$BATS_TEST_TMPDIR/t"
+	grep -q "tui exited 2" "$BATS_TEST_TMPDIR/t"
 }
 
 @test "m picks a phase's provider and model and writes them to .forge/config.json (validated); the picker then shows them" {

@@ -467,7 +467,9 @@ static int walk_dir(struct walk *w, const char *dir, int depth)
 
 		buf_addf(&p, "%s/%s", dir, list[i]->d_name);
 		if (lstat(p.buf, &st) == 0) {
-			if (S_ISDIR(st.st_mode)) {
+			if (S_ISDIR(st.st_mode) && strcmp(list[i]->d_name, "SKILL.md") == 0) {
+				warn(w->set, p.buf, 0, "a directory, not a skill's file; not read");
+			} else if (S_ISDIR(st.st_mode)) {
 				if (depth + 1 < SKILLS_MAX_DEPTH)
 					walk_dir(w, p.buf, depth + 1);
 				else
