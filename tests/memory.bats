@@ -141,9 +141,13 @@ embeddings_mock() {
 	assert_output --partial "2 active"
 }
 
-@test "a tag holding a NUL character is bad input (PostgreSQL's tag filter could not read it)" {
+@test "a tag holding a NUL character, content over 256 KiB, a source over 1 KiB: bad input on both stores" {
 	run -2 --separate-stderr forge-memory import - <<<'{"type":"semantic","content":"x","tags":["a\u0000b"]}'
 	[[ $stderr == *"'tags' item 0 holds a NUL character"* ]]
+	run -2 --separate-stderr forge-memory import - < <(jq -nc '{type: "semantic", content: ("word " * 60000)}')
+	[[ $stderr == *"'content' is 300000 bytes, more than a memory holds (262144)"* ]]
+	run -2 --separate-stderr forge-memory import - < <(jq -nc '{type: "semantic", content: "x", source: ("s" * 2000)}')
+	[[ $stderr == *"'source' is 2000 bytes, more than 1024"* ]]
 }
 
 @test "export and import round-trip as JSON lines" {

@@ -92,6 +92,10 @@ struct llm_client;
 
 #define MEMORY_NOT_FOUND 1
 
+/* The longest memory content and source a store takes (bytes). */
+#define MEMORY_CONTENT_MAX (256u << 10)
+#define MEMORY_SOURCE_MAX 1024u
+
 /* Seed 002 section 9. */
 #define MEMORY_CONF_LLM          0.5
 #define MEMORY_CONF_HUMAN        0.7

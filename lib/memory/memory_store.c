@@ -121,11 +121,19 @@ static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_id
 		return forge_error("'content' holds a NUL character (\\u0000): a memory is text");
 	if (!f->content || !*f->content)
 		return forge_error("'content' is missing or empty");
+	/* (the same on both stores: PostgreSQL's full-text index holds at
+	 * most 1 MB a row and its b-tree entries ~2.7 KB, SQLite no limit) */
+	if (strlen(f->content) > MEMORY_CONTENT_MAX)
+		return forge_error("'content' is %zu bytes, more than a memory holds (%u): a memory is a "
+				   "lesson, not a document", strlen(f->content), MEMORY_CONTENT_MAX);
 	if (opt_str(&f->context, src, "context") < 0 || opt_str(&f->source, src, "source") < 0 ||
 	    opt_str(&f->trigger, src, "trigger") < 0 ||
 	    opt_str(&f->archived_reason, src, "archived_reason") < 0 ||
 	    opt_str(&f->pattern_id, src, "pattern_id") < 0)
 		return -1;
+	if (f->source && strlen(f->source) > MEMORY_SOURCE_MAX)
+		return forge_error("'source' is %zu bytes, more than %u (a trace id, \"human\", a URL)",
+				   strlen(f->source), MEMORY_SOURCE_MAX);
 	if (opt_num(&f->confidence, src, "confidence", 0, 1, memory_initial_confidence(f->source)) < 0)
 		return -1;
 	f->confidence = memory_clamp(f->confidence);
