@@ -16,40 +16,31 @@
  * so it need not be committed, and a repository that does not commit
  * anything of .forge/ keeps a clean `git status` (`git add -f` commits it).
  */
-const char forge_dir_gitignore[] =
-	"# written by forge: what forge makes as it runs stays out of git;\n"
-	"# config.json, skills/ and prompts/ can be committed.\n"
-	"/.gitignore\n"
-	"*.db\n"
-	"*.db-wal\n"
-	"*.db-shm\n"
-	"*.db-journal\n"
-	"*.vectors\n"
-	"*.vectors.lock\n"
+/* (the lines before and after the one a later version added) */
+#define GITIGNORE_HEAD \
+	"# written by forge: what forge makes as it runs stays out of git;\n" \
+	"# config.json, skills/ and prompts/ can be committed.\n" \
+	"/.gitignore\n" \
+	"*.db\n" \
+	"*.db-wal\n" \
+	"*.db-shm\n" \
+	"*.db-journal\n" \
+	"*.vectors\n" \
+	"*.vectors.lock\n" \
 	"*.vectors.tmp.*\n"
-	"*.accesses\n"
-	"/worktrees/\n"
-	"/logs/\n"
-	"/*.log\n";
+#define GITIGNORE_TAIL \
+	"/worktrees/\n" \
+	"/logs/\n" \
+	"/*.log\n"
+
+const char forge_dir_gitignore[] = GITIGNORE_HEAD "*.accesses\n" GITIGNORE_TAIL;
 
 /* What older versions of Forge wrote, replaced by the list above: the
  * store's and the git layer's, then the list before "*.accesses". */
 static const char *const old_gitignores[] = {
 	"*\n",
 	"# written by forge: nothing in .forge/ is tracked\n*\n",
-	"# written by forge: what forge makes as it runs stays out of git;\n"
-	"# config.json, skills/ and prompts/ can be committed.\n"
-	"/.gitignore\n"
-	"*.db\n"
-	"*.db-wal\n"
-	"*.db-shm\n"
-	"*.db-journal\n"
-	"*.vectors\n"
-	"*.vectors.lock\n"
-	"*.vectors.tmp.*\n"
-	"/worktrees/\n"
-	"/logs/\n"
-	"/*.log\n",
+	GITIGNORE_HEAD GITIGNORE_TAIL,
 };
 
 static int write_all(int fd, const char *path)

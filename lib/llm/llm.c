@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,6 +528,30 @@ again:
 
 /* ---- cost, recording, logging ----------------------------------------- */
 
+/* Say fmt once a client for what and model (the key). */
+static void warn_once(struct llm_client *c, const char *what, const char *model, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void warn_once(struct llm_client *c, const char *what, const char *model, const char *fmt, ...)
+{
+	struct buf key = BUF_INIT;
+
+	buf_addf(&key, "\n%s:%s\n", what, model);
+	if (!strstr(c->warned.buf ? c->warned.buf : "", key.buf)) {
+		buf_adds(&c->warned, key.buf);
+		if (c->warn) {
+			struct buf msg = BUF_INIT;
+			va_list ap;
+
+			va_start(ap, fmt);
+			buf_vaddf(&msg, fmt, ap);
+			va_end(ap);
+			c->warn(c->warn_payload, msg.buf);
+			buf_release(&msg);
+		}
+	}
+	buf_release(&key);
+}
+
 static void price(struct llm_client *c, struct llm_response *out)
 {
 	struct llm_price p;
@@ -541,19 +566,8 @@ static void price(struct llm_client *c, struct llm_response *out)
 	out->cost_known = false;
 	if (!c->p && !out->model && !strcmp(c->model, "replay"))
 		return;   /* a cassette without a model: nothing to price, nothing to warn about */
-	struct buf key = BUF_INIT;
-	buf_addf(&key, "\n%s\n", model);
-	if (!strstr(c->warned.buf, key.buf)) {
-		buf_adds(&c->warned, key.buf);
-		if (c->warn) {
-			struct buf msg = BUF_INIT;
-			buf_addf(&msg, "no price known for model '%s': its cost is reported as null "
-				 "(add it under llm.pricing in the config)", model);
-			c->warn(c->warn_payload, msg.buf);
-			buf_release(&msg);
-		}
-	}
-	buf_release(&key);
+	warn_once(c, "price", model, "no price known for model '%s': its cost is reported as null "
+		  "(add it under llm.pricing in the config)", model);
 }
 
 static void log_call(struct llm_client *c, jv reqj, const struct llm_response *out, int rc)
@@ -590,7 +604,6 @@ static void log_call(struct llm_client *c, jv reqj, const struct llm_response *o
 static void estimate_usage(struct llm_client *c, struct llm_response *out, jv reqj)
 {
 	const char *model = out->model ? out->model : c->model;
-	struct buf key = BUF_INIT;
 	long output = (long)tokens_estimate_str(out->text);
 
 	for (size_t i = 0; i < out->ncalls; i++)
@@ -599,19 +612,10 @@ static void estimate_usage(struct llm_client *c, struct llm_response *out, jv re
 	out->usage.input_tokens = (long)tokens_estimate_jv(reqj);
 	out->usage.output_tokens = output;
 	out->usage.estimated = true;
-	buf_addf(&key, "\nusage:%s\n", model);
-	if (!strstr(c->warned.buf, key.buf)) {
-		buf_adds(&c->warned, key.buf);
-		if (c->warn) {
-			struct buf msg = BUF_INIT;
-			buf_addf(&msg, "the answers of model '%s' carry %s usage figures: their tokens, and "
-				 "so their cost, are estimated from the sizes of the request and the answer",
-				 model, out->usage_bad ? "impossible (negative or huge)" : "no");
-			c->warn(c->warn_payload, msg.buf);
-			buf_release(&msg);
-		}
-	}
-	buf_release(&key);
+	warn_once(c, out->usage_bad ? "usage-bad" : "usage-none", model, "the answers of model '%s' "
+		  "carry %s usage figures: their tokens, and so their cost, are estimated from the sizes "
+		  "of the request and the answer", model,
+		  out->usage_bad ? "impossible (negative or huge)" : "no");
 }
 
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
