@@ -148,9 +148,22 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 		rc = e > 0 ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
 		goto out;
 	}
-	if (forge_git_contains(&ff, g, t.run_branch, t.branch) < 0) {
+	bool inside = false;
+
+	if (forge_git_contains(&inside, g, t.branch, t.run_branch) < 0 ||
+	    forge_git_contains(&ff, g, t.run_branch, t.branch) < 0) {
 		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
 		rc = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	/* merged by hand (git merge forge/TRACE), with commits since: the run
+	 * is in the branch, which is all a merge does (before: "has moved",
+	 * and --no-ff recorded a merge it did not make) */
+	if (inside) {
+		forge_git_resolve(&commit, g, t.branch);
+		record(st, trace, &t, commit ? commit : "", "already");
+		printf("run %s is in %s already (merged outside forge); recorded as merged\n", trace, t.branch);
+		rc = FORGE_EXIT_OK;
 		goto out;
 	}
 	if (!ff && !no_ff) {

@@ -251,6 +251,20 @@ setup() {
 	assert_output "run $T1 is merged already"
 }
 
+@test "forge merge of a run merged by hand (git merge), with commits since: recorded as merged, not refused as 'moved'" {
+	git merge -q --no-edit "forge/$T1"
+	echo "extra" >NOTES
+	git add NOTES && git commit -q -m "notes on main"
+	tip=$(git rev-parse main)
+	run -0 --separate-stderr forge merge "$T1"
+	assert_output "run $T1 is in main already (merged outside forge); recorded as merged"
+	[ "$(git rev-parse main)" = "$tip" ]
+	run -0 forge events replay "$T1"
+	jq -e -s '[.[] | select(.type == "run.merged")] | length == 1 and .[0].payload.how == "already"' <<<"$output"
+	run -0 forge history
+	assert_line --regexp "^$T1 +merged "
+}
+
 @test "forge merge: when the base branch moved, a fast-forward is refused and --no-ff makes a merge commit" {
 	echo "extra" >NOTES
 	git add NOTES && git commit -q -m "notes on main"
