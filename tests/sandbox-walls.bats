@@ -436,6 +436,42 @@ git_config_covered() {
 	git_config_covered user
 }
 
+# no_terminal MODE: run from a terminal (pty_run.py), a command has no
+# controlling terminal: it cannot open /dev/tty to type into the person's
+# shell (TIOCSTI) or write to their screen -- with namespaces or without.
+no_terminal() {
+	as "$1"
+	local probe='python3 -c "import os
+try:
+    os.open(\"/dev/tty\", os.O_RDWR); print(\"TTY-OPENED\")
+except OSError as e:
+    print(\"no tty:\", e.strerror)"'
+	local input
+	json_quote "$probe"
+	input="{\"command\":$REPLY}"
+	for sb in '{}' '{"namespaces":"off"}'; do
+		if [ "$MODE" = user ]; then
+			run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$UD/shown" -- setpriv \
+				--reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "$UD/tool-run" \
+				-C "$UD/wt" --tmp "$UD/tmp" --sandbox "$sb" run_command "$input"
+		else
+			run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$UD/shown" -- "$UD/tool-run" \
+				-C "$UD/wt" --tmp "$UD/tmp" --sandbox "$sb" run_command "$input"
+		fi
+		run -0 jq -r .output < <(tr -d '\r' <"$UD/shown")
+		[[ "$output" != *TTY-OPENED* ]]
+		[[ "$output" == *"no tty:"* ]]
+	done
+}
+
+@test "root: a command run from a terminal cannot reach it (no controlling terminal)" {
+	no_terminal root
+}
+
+@test "unprivileged: a command run from a terminal cannot reach it (no controlling terminal)" {
+	no_terminal user
+}
+
 @test "root: a command cannot point the worktree's .git elsewhere" {
 	git_link_kept root
 }

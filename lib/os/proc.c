@@ -345,6 +345,8 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 			sigaction(forwarded[i], &dfl, NULL);
 		if (o->cwd && chdir(o->cwd) < 0)
 			child_fail(p->rep_fd, ST_CHDIR, errno);
+		/* no controlling terminal (reaper_main's command says why) */
+		(void)setsid();
 		apply_landlock(p);
 		if ((r = nsview_drop_caps_child()) < 0)
 			child_fail(p->rep_fd, ST_CAPS, -r);
@@ -369,7 +371,10 @@ static void reaper_pass_on(int sig)
 {
 	if (reaper_cmd <= 0)
 		return;
-	kill(-reaper_cmd, sig == SIGALRM ? SIGKILL : sig);
+	/* (before the command's setsid() its group is not there yet: the
+	 * command alone, which has started nothing) */
+	if (kill(-reaper_cmd, sig == SIGALRM ? SIGKILL : sig) < 0 && errno == ESRCH)
+		kill(reaper_cmd, sig == SIGALRM ? SIGKILL : sig);
 	if (sig == SIGTERM)
 		alarm(reaper_grace_s);
 }
@@ -415,14 +420,18 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 			sigaction(forwarded[i], &dfl, NULL);
 		sigaction(SIGALRM, &dfl, NULL);
 		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
-		setpgid(0, 0);
+		/* A session of its own: no controlling terminal, so the command
+		 * cannot open /dev/tty to type into the person's shell (TIOCSTI)
+		 * or write to their screen; its group is its own as before. */
+		(void)setsid();
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		apply_landlock(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 		execve(o->argv[0], (char *const *)o->argv, p->envp);
 		child_fail(p->rep_fd, ST_EXEC, errno);
 	}
-	setpgid(cmd, cmd);	/* before any signal is passed on to its group */
+	/* (not setpgid(cmd, cmd) here: a group leader could not setsid(),
+	 * and the command would keep the terminal) */
 	reaper_cmd = cmd;
 	close(p->rep_fd);
 	for (int fd = 0; fd < 3; fd++)
