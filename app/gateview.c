@@ -491,9 +491,13 @@ static void view_other(struct view *v, jv gate, jv state)
 
 /* ---- the views ----------------------------------------------------------- */
 
-static char *render(jv gate, jv state, const struct config *cfg, bool color, bool full)
+static char *render(jv gate_in, jv state_in, const struct config *cfg, bool color, bool full)
 {
 	struct view v = { .color = color, .full = full };
+	/* (the plan, findings and names are a model's and a repository's
+	 * words: shown without their escape sequences, which could redraw
+	 * what the person deciding reads) */
+	jv gate = term_safe(jv_copy(gate_in)), state = term_safe(jv_copy(state_in));
 	const char *id = json_get_str(gate, "id"), *prompt = json_get_str(gate, "prompt");
 
 	buf_init(&v.b, 0);
@@ -506,6 +510,8 @@ static char *render(jv gate, jv state, const struct config *cfg, bool color, boo
 	case GATEVIEW_DEPLOY: view_deploy(&v, gate, state, cfg); break;
 	case GATEVIEW_OTHER: view_other(&v, gate, state); break;
 	}
+	jv_free(gate);
+	jv_free(state);
 	return buf_detach(&v.b, NULL);
 }
 

@@ -579,6 +579,7 @@ static void agent_tool(void *payload, const char *tool, jv input, bool ok, const
 		buf_truncate(&head, head.len - 1);
 	llm_redact(args);
 	llm_redact(head.buf);
+	term_clean(head.buf, head.len);      /* (a command's output: its escapes not replayed) */
 	term_status_clear();
 	fprintf(stderr, "%s: %s%s%s %s\n", ph->spec->program, term_sgr(color, ok ? TERM_CYAN : TERM_RED), tool,
 		term_sgr(color, TERM_RESET), args);

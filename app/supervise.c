@@ -778,9 +778,12 @@ static void reflect_on_run(struct sup *s)
 
 static void summary(struct sup *s, int code)
 {
-	jv task = json_get(s->state, "task"), ch = json_get(s->state, "changes"),
-	   rv = json_get(s->state, "review"), ts = json_get(s->state, "tests"),
-	   dp = json_get(s->state, "deployment"), cost = json_get(s->state, "cost");
+	/* (the task, the files' names and the test command may hold escape
+	 * sequences: printed without them, term_safe) */
+	jv shown = term_safe(jv_copy(s->state));
+	jv task = json_get(shown, "task"), ch = json_get(shown, "changes"),
+	   rv = json_get(shown, "review"), ts = json_get(shown, "tests"),
+	   dp = json_get(shown, "deployment"), cost = json_get(shown, "cost");
 	static const char *const outcome[] = {
 		[FORGE_EXIT_OK] = "completed", [FORGE_EXIT_REJECTED] = "rejected",
 		[FORGE_EXIT_USAGE] = "stopped (bad input)", [FORGE_EXIT_TRIPPED] = "stopped by a breaker",
@@ -850,6 +853,7 @@ static void summary(struct sup *s, int code)
 	jv_free(ts);
 	jv_free(dp);
 	jv_free(cost);
+	jv_free(shown);
 }
 
 /* ---- run and resume ------------------------------------------------------ */

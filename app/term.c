@@ -1,6 +1,7 @@
 /* term.c - colour, the status line and the spinner on stderr; see term.h. */
 #include "app/term.h"
 #include "core/buf.h"
+#include "core/forge.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -270,4 +271,76 @@ void term_spinner_stop(void)
 	pthread_join(sp.thread, NULL);
 	sp.running = false;
 	term_status_clear();
+}
+
+void term_clean(char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9F)
+			s[i] = s[i + 1] = ' ', i++;
+		else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)
+			s[i] = ' ';
+	}
+}
+
+/* s[0..n) with its control characters spaces (term_clean); NULL when it
+ * has none. */
+static char *clean_text(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F || c == 0xC2) {
+			char *out = xmalloc(n + 1);
+
+			memcpy(out, s, n);
+			out[n] = '\0';
+			term_clean(out, n);
+			if (memcmp(out, s, n) == 0) {   /* (a C2 of no C1) */
+				free(out);
+				return NULL;
+			}
+			return out;
+		}
+	}
+	return NULL;
+}
+
+jv term_safe(jv v)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING: {
+		char *clean = clean_text(jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
+
+		if (!clean)
+			return v;
+		jv out = jv_string_sized(clean, jv_string_length_bytes(jv_copy(v)));
+
+		free(clean);
+		jv_free(v);
+		return out;
+	}
+	case JV_KIND_ARRAY: {
+		jv out = jv_array();
+
+		jv_array_foreach(v, i, x) {
+			(void)i;
+			out = jv_array_append(out, term_safe(x));
+		}
+		jv_free(v);
+		return out;
+	}
+	case JV_KIND_OBJECT: {
+		jv out = jv_object();
+
+		jv_object_foreach(v, k, x)
+			out = jv_object_set(out, term_safe(k), term_safe(x));
+		jv_free(v);
+		return out;
+	}
+	default:
+		return v;
+	}
 }

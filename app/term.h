@@ -28,6 +28,7 @@
 #ifndef FORGE_TERM_H
 #define FORGE_TERM_H
 
+#include <jv.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -50,6 +51,16 @@ int term_width(int fd);
 /* The length in bytes of s's first `cols` columns (one column per UTF-8
  * character, which is never split). */
 size_t term_cut(const char *s, size_t len, size_t cols);
+
+/* v (consumed) with every string in it, object keys too, safe to print on
+ * a terminal: each control character -- C0 but newline and tab, DEL, and
+ * C1 as UTF-8 encodes it (C2 80..9F) -- a space.  For what a model, a
+ * repository or a command wrote (a task's title, a file's name, a test's
+ * output) before it is shown: an escape sequence in it could move the
+ * cursor over what the person reads at a gate, or set their clipboard. */
+jv term_safe(jv v);
+/* The same in s[0..n), in place. */
+void term_clean(char *s, size_t n);
 
 /* Whether a status line would be drawn or relayed (see above). */
 bool term_status_enabled(void);

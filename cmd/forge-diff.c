@@ -64,8 +64,9 @@ static void print_patch(const char *patch, bool on)
 	}
 }
 
-static void print_stat(jv files)
+static void print_stat(jv files_in)
 {
+	jv files = term_safe(files_in);    /* (a file's name may hold escapes) */
 	long add = 0, del = 0;
 	int n = 0;
 

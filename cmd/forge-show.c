@@ -6,6 +6,7 @@
  */
 #include "app/cli.h"
 #include "app/runview.h"
+#include "app/term.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
@@ -268,8 +269,13 @@ int main(int argc, char **argv)
 	status = runview_open(&v, &common, "forge-show", argv[first], json);
 	if (status == 0 && json)
 		json_write_line(stdout, jv_copy(v.view), false);
-	else if (status == 0)
-		print_view(v.ses.store, v.view);
+	else if (status == 0) {
+		/* (the task, names and outputs without their escape sequences) */
+		jv shown = term_safe(jv_copy(v.view));
+
+		print_view(v.ses.store, shown);
+		jv_free(shown);
+	}
 	runview_close(&v);
 	return cli_finish("forge-show", status);
 }

@@ -86,6 +86,27 @@ static void test_plan(void)
 	jv_free(g);
 }
 
+/* A task title that would redraw the screen: "Risk: high" turned into
+ * "Risk: low" by cursor moves (a model's words; before: printed raw). */
+static void test_plan_escapes(void)
+{
+	jv g = gate("architecture_approval", "Review proposed architecture.");
+	jv st = parse(plan_state), plan = json_get(st, "plan"), tasks = json_get(plan, "tasks");
+	jv t0 = jv_array_get(jv_copy(tasks), 0);
+
+	t0 = json_set(t0, "title", jv_string("Add calc_mul\0337\033[4A\r\033[2K  Risk: low (score 0.10)\0338\xc2\x9b" "2J"));
+	tasks = jv_array_set(tasks, 0, t0);
+	plan = json_set(plan, "tasks", tasks);
+	st = json_set(st, "plan", plan);
+	char *s = gateview_summary(g, st, cfg, false);
+
+	CHECK_MSG(strchr(s, '\033') == NULL && strchr(s, '\r') == NULL && strstr(s, "\xc2\x9b") == NULL, "%s", s);
+	CHECK(strstr(s, "  Risk: high (score 0.60)\n") != NULL);
+	free(s);
+	jv_free(st);
+	jv_free(g);
+}
+
 static void test_plan_many_tasks(void)
 {
 	jv g = gate("architecture_approval", "?");
@@ -219,6 +240,7 @@ int main(void)
 	}
 	RUN(test_kinds);
 	RUN(test_plan);
+	RUN(test_plan_escapes);
 	RUN(test_plan_many_tasks);
 	RUN(test_review);
 	RUN(test_review_stat_from_diff);
