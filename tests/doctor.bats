@@ -136,7 +136,8 @@ setup() {
 	[ "$(jq -r '.sandbox.landlock.reads | type' <<<"$output")" = boolean ]
 	[ "$(jq -r '.sandbox.landlock.scope | type' <<<"$output")" = boolean ]
 	[ "$(jq -r '.sandbox.cgroup_pids.available | type' <<<"$output")" = boolean ]
-	[ "$(jq -r '.sandbox.seccomp.used' <<<"$output")" = false ]
+	[ "$(jq -r '.sandbox.seccomp.used' <<<"$output")" = true ]
+	[ "$(jq -c '.sandbox.seccomp.refuses' <<<"$output")" = '["keyctl","add_key","request_key"]' ]
 	if [ "$(jq -r '.sandbox.namespaces.available' <<<"$output")" = false ]; then
 		[ "$(jq -r '[.problems[] | select(test("namespaces"))] | length' <<<"$output")" = 1 ]
 	else

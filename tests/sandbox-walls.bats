@@ -472,6 +472,39 @@ except OSError as e:
 	no_terminal user
 }
 
+# no_keyring MODE: the keyring system calls are refused (seccomp), with
+# namespaces and without: the session keyring of the person running Forge
+# (their user keyring, kerberos tickets) is not the command's.
+no_keyring() {
+	as "$1"
+	local probe='python3 -c "import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {\"x86_64\": 250, \"aarch64\": 219}[platform.machine()]
+r = libc.syscall(nr, 0, -3, 0)
+print(\"keyctl:\", r, ctypes.get_errno())"'
+	for sb in '{}' '{"namespaces":"off"}'; do
+		tool --sandbox "$sb" "$probe"
+		[[ "$text" == *"keyctl: -1 1"* ]]
+	done
+}
+
+@test "root: a command cannot use the keyrings" {
+	no_keyring root
+}
+
+@test "unprivileged: a command cannot use the keyrings" {
+	no_keyring user
+}
+
+@test "root, without namespaces: SysV IPC is the command's own (not the host's segments)" {
+	as root
+	ipcmk -M 4096 >/dev/null || skip "ipcmk cannot make a segment here"
+	id=$(ipcs -m | awk 'NR > 3 && $1 ~ /^0x/ { last = $2 } END { print last }')
+	tool --sandbox '{"namespaces":"off"}' 'ipcs -m | awk "NR > 3 && \$1 ~ /^0x/" | wc -l'
+	ipcrm -m "$id"
+	[ "$(head -1 <<<"$text")" = 0 ]
+}
+
 @test "root: a command cannot point the worktree's .git elsewhere" {
 	git_link_kept root
 }

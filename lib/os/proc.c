@@ -3,6 +3,7 @@
  * confinement.  See proc.h for the contract.
  */
 #include "os/proc.h"
+#include "os/seccomp.h"
 #include "core/forge.h"
 #include "os/clonevm.h"
 #include "os/landlock.h"
@@ -218,7 +219,7 @@ static void lines_flush(struct lines *s, void *payload)
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
 enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
-       ST_REAPER, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
+       ST_REAPER, ST_SECCOMP, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
 	int kind, stage, err;
@@ -271,6 +272,15 @@ static void wait_go(const struct child_plan *p)
 	 * for ever was seen when a test killed forge-test at that moment) */
 	if (n != 1)
 		_exit(127);
+}
+
+/* The command's seccomp filter (o->deny_keys); a failure is a warning. */
+static void apply_seccomp(const struct child_plan *p)
+{
+	int r;
+
+	if (p->o->deny_keys && (r = seccomp_deny_child()) < 0)
+		child_report(p->rep_fd, REC_WARN, ST_SECCOMP, -r);
 }
 
 static int apply_landlock(const struct child_plan *p)
@@ -350,6 +360,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 		apply_landlock(p);
 		if ((r = nsview_drop_caps_child()) < 0)
 			child_fail(p->rep_fd, ST_CAPS, -r);
+		apply_seccomp(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 		execve(o->argv[0], (char *const *)o->argv, p->envp);
 		child_fail(p->rep_fd, ST_EXEC, errno);
@@ -424,8 +435,14 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 		 * cannot open /dev/tty to type into the person's shell (TIOCSTI)
 		 * or write to their screen; its group is its own as before. */
 		(void)setsid();
+		/* Without namespaces SysV IPC is the host's: root may still have
+		 * an IPC namespace of its own (a user may not, without a user
+		 * namespace: README, "Without namespaces") */
+		if (!p->ns)
+			(void)unshare(CLONE_NEWIPC);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		apply_landlock(p);
+		apply_seccomp(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 		execve(o->argv[0], (char *const *)o->argv, p->envp);
 		child_fail(p->rep_fd, ST_EXEC, errno);
@@ -545,6 +562,7 @@ static const char *stage_name(int stage)
 	case ST_DUP: return "dup2";
 	case ST_RLIMIT: return "setrlimit";
 	case ST_CAPS: return "drop capabilities";
+	case ST_SECCOMP: return "seccomp (the keyring system calls are not refused)";
 	case ST_LOOPBACK: return "loopback (127.0.0.1 and ::1 unreachable)";
 	case ST_REAPER: return "reaper (what the command starts may outlive it)";
 	}

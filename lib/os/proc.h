@@ -145,6 +145,7 @@ struct proc_opts {
 	bool keep_pgrp;               /* stay in the caller's process group */
 	bool contain;                 /* nothing the command starts outlives it, also
 					 without namespaces (a reaper: os/reaper.h) */
+	bool deny_keys;               /* os/seccomp.h's filter: no keyring system calls */
 	/* Streaming: a complete line of stdout / stderr (NULL = capture). */
 	void (*on_stdout)(void *payload, const char *line, size_t len, int cut);
 	void (*on_stderr)(void *payload, const char *line, size_t len, int cut);

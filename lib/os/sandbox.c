@@ -10,6 +10,7 @@
 #include "os/landlock.h"
 #include "core/secret.h"
 #include "os/nsview.h"
+#include "os/seccomp.h"
 #include "core/resource.h"
 
 #include <ctype.h>
@@ -1163,8 +1164,10 @@ int sandbox_features(jv *out, const struct sandbox_policy *p)
 		    : json_set(cg, "reason", jv_string(cgwhy ? cgwhy : "unknown"));
 	{
 		int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
-		sc = json_set(sc, "available", jv_bool(mode >= 0));
-		sc = json_set(sc, "used", jv_bool(false));
+		sc = json_set(sc, "available", jv_bool(mode >= 0 && seccomp_known()));
+		sc = json_set(sc, "used", jv_bool(mode >= 0 && seccomp_known()));
+		sc = json_set(sc, "refuses", JV_ARRAY(jv_string("keyctl"), jv_string("add_key"),
+						      jv_string("request_key")));
 	}
 	if (p) {
 		ll = json_set(ll, "mode", jv_string(mode_name(p->landlock, false)));
@@ -1587,6 +1590,7 @@ again:
 	o.argv = argv;
 	o.envp = env;
 	o.contain = true;	/* with or without a PID namespace */
+	o.deny_keys = true;	/* os/seccomp.h */
 	o.cwd = cmd->cwd ? cmd->cwd : cmd->root;
 	o.merge_stderr = true;
 	o.out_cap = p->output_cap;

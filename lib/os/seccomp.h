@@ -1,0 +1,26 @@
+/*
+ * seccomp.h - the system calls a sandboxed command is refused.
+ *
+ * Landlock and the namespaces confine files, processes, the network and
+ * IPC; the kernel's keyrings are none of those.  A command shares the
+ * session keyring of the person running Forge -- where pam links their
+ * user keyring, kerberos keeps tickets, `keyctl add` tokens -- and could
+ * read or change it.  A seccomp filter answers keyctl, add_key and
+ * request_key with EPERM (as Docker's default profile does); nothing a
+ * build or a test suite does needs them.  x86-64 (x32 too), i386 and
+ * AArch64 are known; elsewhere nothing is filtered (seccomp_deny_child()
+ * says so).
+ */
+#ifndef FORGE_SECCOMP_H
+#define FORGE_SECCOMP_H
+
+#include <stdbool.h>
+
+/* Whether this architecture has the filter. */
+bool seccomp_known(void);
+
+/* In a child before exec (async-signal-safe): no_new_privs, then the
+ * filter.  0, or -errno (ENOSYS when the architecture is not known). */
+int seccomp_deny_child(void);
+
+#endif
