@@ -96,6 +96,19 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 	[ "$(finding conf.py 2 secret/github-token)" = security ]
 }
 
+@test "a file of text git reads as binary (one NUL byte) is not passed over: a not-reviewed error, said in not_reviewed" {
+	printf '/* \0 */\n#include <stdlib.h>\nint run(const char *c) { return system(c); }\n' >hidden.c
+	printf 'GIF89a\0\1\2' >logo.gif
+	git add -A && git commit -q -m hidden
+	# (before: approve, 0 findings, not_reviewed empty)
+	run -1 --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	state | jq -e '.review.decision == "request_changes" and .review.not_reviewed == [{"path":"hidden.c","binary":true}]'
+	state | jq -e '[.review.findings[] | select(.file == "hidden.c") | [.rule, .severity]] == [["forge/not-reviewed", "error"]]'
+	# an image is binary by its nature: nothing said of it
+	state | jq -e '[.review.findings[] | select(.file == "logo.gif")] == []'
+}
+
 # The tools that ran, as "tool cached" lines (cached: true or false).
 tools_ran() { jq -r 'select(.type == "review.tool_ran") | "\(.payload.tool) \(.payload.cached // false)"' <<<"$OUT"; }
 findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | sort'; }
