@@ -665,12 +665,39 @@ static int rm_entry(const char *path, const struct stat *sb, int type, struct FT
 	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
 }
 
+static int unreadable_dirs;
+
+/* A directory of the tree this user cannot read or search made so (u+rwx:
+ * the model's `chmod 000` must not keep a worktree on disk for ever). */
+static int open_dir(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)ftw;
+	if (type == FTW_DNR || (type == FTW_D && (sb->st_mode & S_IRWXU) != S_IRWXU)) {
+		if (chmod(path, (sb->st_mode & 07777) | S_IRWXU) == 0 && type == FTW_DNR)
+			unreadable_dirs++;
+	}
+	return 0;
+}
+
+/* Every directory of path readable, searchable and writable by its owner,
+ * as far as this user may make it so (a pass goes one unreadable level
+ * deeper).  Not thread-safe (nftw's callback has no payload). */
+static void open_tree(const char *path)
+{
+	for (int pass = 0; pass < 64; pass++) {
+		unreadable_dirs = 0;
+		if (nftw(path, open_dir, 16, FTW_PHYS) < 0 || unreadable_dirs == 0)
+			return;
+	}
+}
+
 static int remove_tree(const char *path)
 {
 	struct stat st;
 
 	if (lstat(path, &st) < 0)
 		return 0;
+	open_tree(path);
 	if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
 		return forge_error("cannot remove '%s': %s", path, strerror(errno));
 	return 0;
@@ -744,6 +771,9 @@ int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned f
 		int lock_fd = lock_worktrees(g);   /* a half-removed one is half-made too */
 		if (lock_fd < 0)
 			goto out;
+		/* (libgit2 drops the metadata before it fails on a directory it
+		 * cannot read: the tree then stayed, known to nothing) */
+		open_tree(path);
 		e = git_worktree_prune(w, &po);
 		close(lock_fd);
 		if (e < 0) {
