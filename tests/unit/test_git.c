@@ -872,7 +872,7 @@ static void test_merge_ff(void)
 
 	/* Refused while the user's checkout has a local change to a tracked file. */
 	write_file(repo, "README", "user edit\n");
-	CHECK_INT(forge_git_merge_ff(&merged, g, "main", "forge/M1"), -1);
+	CHECK_INT(forge_git_merge_ff(&merged, g, "main", "forge/M1"), FORGE_GIT_BLOCKED);
 	CHECK_MSG(contains(forge_last_error(), "uncommitted changes"), "%s", forge_last_error());
 	CHECK_STR(out("git -C '%s' rev-parse main", repo), forge_git_worktree_base(wt));
 	CHECK_STR(out("cat '%s/README'", repo), "user edit");
