@@ -739,7 +739,9 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		out->outcome = AGENT_FAILED;
 		out->reason = xstrdup(forge_last_error());
 		phase_reason(ph, "%s", out->reason);
-		return "failed";
+		/* (no key, an unknown provider: the configuration's to mend,
+		 * exit 2, as forge run says it -- not a dependency that failed) */
+		return "bad_input";
 	}
 	if (!cfg->context_tokens)
 		cfg->context_tokens = phase_context_window(ph, agent_llm);

@@ -232,8 +232,9 @@ int main(int argc, char **argv)
 	opt.warn = warn;
 	opt.store = ses.store;
 	if (llm_client_new(&c, &opt) < 0) {
+		/* (a key, a provider or a URL to set: bad input, as its help says) */
 		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
-		status = FORGE_EXIT_DEPENDENCY;
+		status = FORGE_EXIT_USAGE;
 	} else {
 		status = ask(c, &a, ses.cfg, prompt.buf);
 	}

@@ -125,11 +125,14 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output 0
 }
 
-@test "no key: exit 5 saying ANTHROPIC_API_KEY is not set" {
+@test "no key: exit 2 (a setting to make, as --help says, not a provider that failed) saying ANTHROPIC_API_KEY is not set" {
 	unset ANTHROPIC_API_KEY
 	run --separate-stderr forge-llm --provider anthropic --base-url "$MOCK_URL" hi
-	assert_failure 5
+	assert_failure 2
 	[[ $stderr == *"ANTHROPIC_API_KEY is not set"* ]]
+	# a phase run alone says the same (before: exit 5, "failed")
+	run -2 --separate-stderr forge-plan --provider anthropic --base-url "$MOCK_URL" --task "add a mul operation"
+	[[ $stderr == *"plan model: ANTHROPIC_API_KEY is not set"* ]]
 }
 
 @test "context overflow and unknown model are reported plainly, without retrying" {
