@@ -191,7 +191,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	run wc -l <"$cas"
 	assert_output 1
 	run --separate-stderr forge-llm --provider replay --cassette "$cas" --record "$cas" hello
-	assert_failure 5
+	assert_failure 2
 	[[ $stderr == *"cannot record into the cassette being replayed"* ]]
 	run wc -l <"$cas"
 	assert_output 1
