@@ -170,7 +170,7 @@ static enum prompt_answer from_read(enum read_result r)
 static void show_full(int fd, const char *text, const struct saved *sv)
 {
 	const char *pager = getenv("PAGER");
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old, old_int, old_quit;
 	int p[2], st = 0;
 	pid_t pid;
 
@@ -195,11 +195,27 @@ static void show_full(int fd, const char *text, const struct saved *sv)
 	close(p[0]);
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGPIPE, &ign, &old);
+	/* Ctrl-C in the pager is the pager's (less stops a search with it);
+	 * the run goes on, and the gate asks again when it quits */
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
 	tty_write(p[1], text);
 	close(p[1]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	sigaction(SIGPIPE, &old, NULL);
+	/* (blocked while the prompt waits, a Ctrl-C stays pending through
+	 * SIG_IGN: taken here, so it does not reach the prompt afterwards) */
+	sigset_t pagers;
+	struct timespec now = { 0, 0 };
+
+	sigemptyset(&pagers);
+	sigaddset(&pagers, SIGINT);
+	sigaddset(&pagers, SIGQUIT);
+	while (sigtimedwait(&pagers, NULL, &now) > 0)
+		;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
 	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 127))
 		return;
 direct:

@@ -72,6 +72,15 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	events_of "$(last_trace)" gate.approved | jq -e '.by == "human"'
 }
 
+@test "Ctrl-C in the pager is the pager's: the gate asks again and the run goes on" {
+	# (before: the Ctrl-C stayed pending in forge, and paused the run, exit 130,
+	# once the pager was gone)
+	PAGER='cat >/dev/null; echo PAGER-OPEN; exec sleep 60' run -0 on_tty --type 'v\n' --wait 'PAGER-OPEN' --intr \
+		--type 'y\n' -- forge run --config "$CFG" "add a mul operation"
+	[ "$(grep -cF "$QUESTION" < <(plain))" -eq 2 ]
+	events_of "$(last_trace)" gate.approved | jq -e '.by == "human"'
+}
+
 @test "v without a usable pager writes the plan to the terminal" {
 	PAGER='exit 127' run -0 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
 	grep -qF "  The plan as JSON:" "$SHOWN"
