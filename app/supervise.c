@@ -435,6 +435,60 @@ static void set_approval(struct sup *s, const char *name, const char *id, const 
 	s->approval = a;
 }
 
+/*
+ * What a gate row (borrowed) already decided says for the run: GATE_PASS
+ * (approved: the approval recorded in the state), GATE_STOP (rejected or
+ * expired: said), or -1 when it is pending or there is none.
+ */
+static int gate_decided(struct sup *s, const char *name, jv row)
+{
+	const char *status = json_get_str(row, "status");
+
+	if (gate_status_of(status) == GATE_APPROVED) {
+		if (strcmp(name, "production_deploy") == 0)
+			s->deploy_approved = true;
+		set_approval(s, name, json_get_str(row, "id"), json_get_str(row, "decided_by"),
+			     json_get_str(row, "note"));
+		return GATE_PASS;
+	}
+	bool expired = gate_status_of(status) == GATE_EXPIRED || (status && gate_past_expiry(row));
+
+	if (!status || (gate_status_of(status) == GATE_PENDING && !expired))
+		return -1;
+	if (expired)
+		status = "expired";
+	/* expired: no one said no, and the person is told how to go on
+	 * (before: "a gate was rejected", nothing on stderr) */
+	if (expired)
+		fprintf(stderr, "forge: gate %s (%s) expired without a decision (its timeout_s): it counts "
+			"as rejected and the run stops\n", name, json_get_str(row, "id"));
+	else if (json_get_str(row, "decided_by"))
+		fprintf(stderr, "forge: gate %s (%s) was rejected by %s%s%s: the run stops\n", name,
+			json_get_str(row, "id"), json_get_str(row, "decided_by"),
+			json_get_str(row, "note") ? ": " : "", json_get_str(row, "note") ? json_get_str(row, "note") : "");
+	sup_emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
+					  "status", jv_string(status)));
+	return GATE_STOP;
+}
+
+/* The answer at the prompt was refused (gate_decide() gave r): the gate
+ * was decided elsewhere or expired meanwhile, or the database failed. */
+static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, const char *id, int r)
+{
+	jv row;
+	int out;
+
+	if (r != GATE_REFUSED || gate_get(&row, s->o->store, id) < 0) {
+		fprintf(stderr, "forge: the answer to gate %s could not be recorded: %s; it stays pending "
+			"(forge resume %s asks again)\n", name, forge_last_error(), s->trace);
+		return GATE_WAIT;
+	}
+	fprintf(stderr, "forge: gate %s was decided while it was asked here; that decision stands\n", name);
+	out = gate_decided(s, name, row);
+	jv_free(row);
+	return out < 0 ? GATE_WAIT : (enum gate_outcome)out;
+}
+
 /* One fired gate: decided before, passed unasked, asked, or waiting. */
 enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 {
@@ -445,24 +499,11 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 	if (gate_latest(&row, s->o->store, s->trace, name) < 0)
 		return GATE_STOP;
 	const char *status = json_get_str(row, "status");
-	if (gate_status_of(status) == GATE_APPROVED) {
-		if (strcmp(name, "production_deploy") == 0)
-			s->deploy_approved = true;
-		set_approval(s, name, json_get_str(row, "id"), json_get_str(row, "decided_by"),
-			     json_get_str(row, "note"));
+	int decided = gate_decided(s, name, row);
+
+	if (decided >= 0) {
 		jv_free(row);
-		return GATE_PASS;
-	}
-	if (status && gate_status_of(status) != GATE_PENDING) {
-		/* expired: no one said no, and the person is told how to go on
-		 * (before: "a gate was rejected", nothing on stderr) */
-		if (gate_status_of(status) == GATE_EXPIRED)
-			fprintf(stderr, "forge: gate %s (%s) expired without a decision (its timeout_s): it counts "
-				"as rejected and the run stops\n", name, json_get_str(row, "id"));
-		sup_emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
-						  "status", jv_string(status)));
-		jv_free(row);
-		return GATE_STOP;
+		return (enum gate_outcome)decided;
 	}
 	if (status)
 		snprintf(id, sizeof id, "%s", json_get_str(row, "id"));
@@ -492,7 +533,15 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 		ans = ask_terminal(s, gate, &note);
 		if (ans == PROMPT_APPROVE || ans == PROMPT_APPROVE_WITH_NOTE || ans == PROMPT_REJECT) {
 			bool yes = ans != PROMPT_REJECT;
-			gate_decide(s->o->store, id, yes, "human", note);
+			int r = gate_decide(s->o->store, id, yes, "human", note);
+
+			/* Decided elsewhere while the question was on the screen
+			 * (forge gate, forge tui), or expired: that decision stands
+			 * (before: the answer here passed a gate rejected there). */
+			if (r < 0) {
+				free(note);
+				return decided_elsewhere(s, name, id, r);
+			}
 			sup_emit(s, yes ? "gate.approved" : "gate.rejected",
 			     json_set(json_set(json_set(json_set(jv_object(), "gate", jv_string(name)), "id",
 				jv_string(id)), "by", jv_string("human")), "note", json_str_or_null(note)));

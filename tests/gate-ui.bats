@@ -81,6 +81,17 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	events_of "$(last_trace)" gate.approved | jq -e '.by == "human"'
 }
 
+@test "a gate rejected elsewhere while it is asked here: a y typed here does not pass it" {
+	# the pager stands in for a person at another terminal (forge gate, forge tui)
+	PAGER='cat >/dev/null; forge gate reject "$(forge gate list --json | jq -r .id)" --note "too risky" >/dev/null' \
+		run -1 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
+	grep -q "was decided while it was asked here; that decision stands" "$SHOWN"
+	grep -q "was rejected by human: too risky: the run stops" "$SHOWN"
+	T=$(last_trace)
+	[ -z "$(events_of "$T" gate.approved)" ]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = failed ]
+}
+
 @test "v without a usable pager writes the plan to the terminal" {
 	PAGER='exit 127' run -0 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
 	grep -qF "  The plan as JSON:" "$SHOWN"

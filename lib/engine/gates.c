@@ -321,6 +321,14 @@ static bool past_expiry(jv row, const char *now)
 	return gate_status_of(json_get_str(row, "status")) == GATE_PENDING && exp && strcmp(exp, now) < 0;
 }
 
+bool gate_past_expiry(jv row)
+{
+	char now[TIMESTAMP_LEN + 1];
+
+	timestamp_now(now);
+	return past_expiry(row, now);
+}
+
 int gate_decide(struct store *st, const char *id, bool approve, const char *by, const char *note)
 {
 	char now[TIMESTAMP_LEN + 1];

@@ -125,6 +125,9 @@ int gate_request(char id_out[ULID_LEN + 1], struct store *st, const char *trace_
  * rejected); -1 with a message when the database failed.
  */
 #define GATE_REFUSED (-2)
+/* Whether a pending gate row (borrowed) is past its expiry now: it counts
+ * as expired, recorded so or not yet. */
+bool gate_past_expiry(jv row);
 int gate_decide(struct store *st, const char *id, bool approve, const char *by, const char *note);
 
 /*
