@@ -1697,7 +1697,15 @@ static void recover_worktree(struct sup *s)
 
 	if (!commit)
 		commit = json_get_str(task, "base_commit");
-	if (commit && json_get_str(task, "worktree") && forge_git_open(&g, s->o->repo) == 0 &&
+	if (commit && json_get_str(task, "worktree") && forge_git_open(&g, s->o->repo) == 0) {
+		/* a process killed while it committed left git's locks: every
+		 * later commit failed on them, after the model was paid again */
+		int n = forge_git_clear_run_locks(g, s->trace);
+
+		if (n > 0)
+			sup_emit(s, "worktree.locks_removed", json_set(jv_object(), "count", jv_number(n)));
+	}
+	if (commit && json_get_str(task, "worktree") && g &&
 	    forge_git_worktree_open(&wt, g, s->trace, json_get_str(task, "base_ref")) == 0) {
 		char *head = NULL;
 		jv status = jv_null();

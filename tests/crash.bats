@@ -184,6 +184,23 @@ resume_and_check() {
 	[ "$IMPLEMENTER_CALLS" -eq 8 ]
 }
 
+@test "killed while it committed: git's stale locks of the run are removed by resume, which completes it" {
+	new_repo lk
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	start_run
+	until_true implementer_called
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	# what a kill in the middle of the commit leaves (before: every resume
+	# paid for implement again and failed at the commit, for ever)
+	touch "$REPO/.git/refs/heads/forge/$T.lock" "$REPO/.git/worktrees/$T/index.lock"
+	resume_and_check
+	[ ! -e "$REPO/.git/refs/heads/forge/$T.lock" ]
+	[ ! -e "$REPO/.git/worktrees/$T/index.lock" ]
+	forge events replay "$T" | jq -s -e '[.[] | select(.type == "worktree.locks_removed") | .payload.count] == [2]'
+}
+
 @test "kill -9 the run at several points (after N events in the database); resume completes it every time" {
 	local point
 	for point in "type = 'run.started'" \

@@ -341,6 +341,14 @@ int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace);
 int forge_git_ref_delete(struct forge_git *g, const char *name);
 int forge_git_head_branch(char **out, struct forge_git *g);
 int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const char *ancestor);
+/*
+ * Remove the lock files a process killed in the middle of a git write of
+ * run `trace` left (its branch's ref lock; its worktree's index, HEAD and
+ * ORIG_HEAD locks), which fail every later commit of the run.  Only for the
+ * holder of the run's lease: no one else writes there.  How many were
+ * removed, or -1.
+ */
+int forge_git_clear_run_locks(struct forge_git *g, const char *trace);
 int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
 			   const char *message);
 

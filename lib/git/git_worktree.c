@@ -817,3 +817,34 @@ out:
 	free(path);
 	return rc;
 }
+
+int forge_git_clear_run_locks(struct forge_git *g, const char *trace)
+{
+	static const char *const locks[][2] = {
+		{ "refs/heads/forge/", ".lock" }, { "worktrees/", "/index.lock" },
+		{ "worktrees/", "/HEAD.lock" }, { "worktrees/", "/ORIG_HEAD.lock" },
+	};
+	const char *common = git_repository_commondir(g->repo);
+	struct buf path = BUF_INIT;
+	int removed = 0;
+
+	if (!common || !trace || strchr(trace, '/') || !*trace)
+		return 0;
+	for (size_t i = 0; i < sizeof locks / sizeof *locks; i++) {
+		buf_reset(&path);
+		buf_adds(&path, common);
+		if (path.len && path.buf[path.len - 1] != '/')
+			buf_addch(&path, '/');
+		buf_addf(&path, "%s%s%s", locks[i][0], trace, locks[i][1]);
+		if (unlink(path.buf) == 0)
+			removed++;
+		else if (errno != ENOENT) {
+			int rc = forge_error("cannot remove the stale lock '%s': %s", path.buf, strerror(errno));
+
+			buf_release(&path);
+			return rc;
+		}
+	}
+	buf_release(&path);
+	return removed;
+}
