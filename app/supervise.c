@@ -373,8 +373,10 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 		/* time paused (at a gate, interrupted) is not the run's: a plan
 		 * approved the next morning tripped every resume */
 		int64_t paused = 0, now = now_ms();
-		if ((double)(now - started) / 1000 >= total_s)
+		if ((double)(now - started) / 1000 >= total_s) {
+			sup_commit_batch(s);    /* (this resume's run.resumed: in the log) */
 			(void)store_paused_ms(&paused, s->o->store, s->trace, now);
+		}
 		double elapsed = (double)(now - started - paused) / 1000;
 		if (elapsed >= 0 && elapsed >= total_s) {
 			snprintf(why, n, "the run has taken %.0f s, time paused aside (limit %.0f s)", elapsed,
@@ -1793,6 +1795,16 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		return code;
 	}
 	int run_level = supervise_run_level(o->store, trace, run);
+	/* A run not paused was killed (kill -9, a machine that went down):
+	 * the time since its last event is not running time, for the time
+	 * breaker (store_paused_ms) -- measured now, before this resume's own
+	 * events (before: killed longer than safety.time_s.total, it tripped
+	 * at every resume). */
+	int64_t last_ms = -1, dead_ms = 0;
+
+	if (run_status_of(status) != RUN_PAUSED && store_last_event_ms(&last_ms, o->store, trace) == 0 &&
+	    last_ms > 0 && now_ms() > last_ms)
+		dead_ms = now_ms() - last_ms;
 	jv_free(run);
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0 || jv_get_kind(cp) != JV_KIND_OBJECT) {
 		jv_free(cp);
@@ -1824,7 +1836,8 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		graph_free(graph);
 		return code;
 	}
-	sup_emit(&s, "run.resumed", level_payload(&s, jv_object()));
+	sup_emit(&s, "run.resumed", level_payload(&s, dead_ms > 0 ? json_set(jv_object(), "dead_ms",
+					     jv_number((double)dead_ms)) : jv_object()));
 	count_unrecorded_spend(&s);
 	/* the summary's cost by phase: the attempts before this resume too
 	 * (before: the phases run since the resume alone, not adding up to

@@ -201,6 +201,24 @@ resume_and_check() {
 	forge events replay "$T" | jq -s -e '[.[] | select(.type == "worktree.locks_removed") | .payload.count] == [2]'
 }
 
+@test "a run killed and resumed after its time limit: the time it lay dead is not running time" {
+	[ "${FORGE_TEST_BACKEND:-sqlite}" = sqlite ] || skip "the test moves SQLite's event log back in time"
+	new_repo dead
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	start_run
+	until_true implementer_called
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	# as if it had been killed three hours ago (safety.time_s.total: 2 h)
+	db_q "drop trigger events_no_update;
+		update event_log set ts = strftime('%Y-%m-%dT%H:%M:%fZ', ts, '-3 hours') where trace_id = '$T';
+		update runs set started_at = strftime('%Y-%m-%dT%H:%M:%fZ', started_at, '-3 hours') where id = '$T'"
+	# (before: breaker time tripped at every resume, exit 3)
+	resume_and_check
+	forge events replay "$T" | jq -s -e '[.[] | select(.type == "run.resumed") | .payload.dead_ms > 10000000] == [true]'
+}
+
 @test "kill -9 the run at several points (after N events in the database); resume completes it every time" {
 	local point
 	for point in "type = 'run.started'" \

@@ -1850,6 +1850,24 @@ int store_cost_by_phase(jv *out, struct store *st, const char *trace_id)
 	return each_model_call(st, trace_id, false, add_phase_cost, out);
 }
 
+int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id)
+{
+	struct db_stmt *s;
+	int step, rc = 0;
+
+	*out = -1;
+	if (db_prepare(&s, st, "SELECT max(ts) FROM event_log WHERE trace_id = ?1") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	step = db_step(s);
+	if (step == DB_ROW && db_col_text(s, 0) && timestamp_parse(out, db_col_text(s, 0)) < 0)
+		*out = -1;
+	if (step != DB_ROW && step != DB_DONE)
+		rc = store_fail(st, "cannot read the events of trace '%s'", trace_id);
+	db_finalize(s);
+	return rc;
+}
+
 int store_paused_ms(int64_t *out, struct store *st, const char *trace_id, int64_t now_ms)
 {
 	struct db_stmt *s;
@@ -1857,14 +1875,28 @@ int store_paused_ms(int64_t *out, struct store *st, const char *trace_id, int64_
 	int step;
 
 	*out = 0;
-	if (db_prepare(&s, st, "SELECT type, ts FROM event_log WHERE trace_id = ?1 AND type IN "
+	if (db_prepare(&s, st, "SELECT type, ts, record FROM event_log WHERE trace_id = ?1 AND type IN "
 		       "('run.paused', 'run.resumed') ORDER BY ts, id") < 0)
 		return forge_error_prefix("cannot read the pauses of trace '%s'", trace_id);
 	db_bind_text(s, 1, trace_id);
 	while ((step = db_step(s)) == DB_ROW) {
+		bool paused = strcmp(db_col_text(s, 0), "run.paused") == 0;
+
+		if (!paused) {
+			/* a run killed, then resumed: the time it lay dead, which
+			 * the resume measured (payload.dead_ms) */
+			const char *rec = db_col_text(s, 2);
+			jv r = rec ? json_parse(rec, strlen(rec)) : jv_null(), p = json_get(r, "payload");
+			double dead = json_get_num(p, "dead_ms", 0);
+
+			if (dead > 0)
+				*out += (int64_t)dead;
+			jv_free(p);
+			jv_free(r);
+		}
 		if (timestamp_parse(&at, db_col_text(s, 1)) < 0)
 			continue;
-		if (strcmp(db_col_text(s, 0), "run.paused") == 0) {
+		if (paused) {
 			if (since < 0)
 				since = at;
 		} else if (since >= 0) {

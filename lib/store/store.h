@@ -295,8 +295,11 @@ int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struc
 int store_cost_by_phase(jv *out, struct store *st, const char *trace_id);
 
 /* How long trace has been paused, in ms: from each run.paused event to the
- * run.resumed after it (the last pause, when not resumed yet, to now_ms). */
+ * run.resumed after it (the last pause, when not resumed yet, to now_ms),
+ * and the time a killed run lay dead (a run.resumed's payload.dead_ms). */
 int store_paused_ms(int64_t *out, struct store *st, const char *trace_id, int64_t now_ms);
+/* The time of trace's newest event, in ms since the epoch; -1 when none. */
+int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
 
 /*
  * Leases: one process at a time works on a trace (forge-supervisor's run or
