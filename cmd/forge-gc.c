@@ -7,6 +7,7 @@
 #include "app/cli.h"
 #include "app/runclean.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "core/json.h"
 #include "core/tmpdir.h"
 #include "git/git.h"
@@ -68,6 +69,28 @@ static int traces_in_repo(jv *out, struct forge_git *g)
 	jv_free(wts);
 	jv_free(refs);
 	return 0;
+}
+
+/* Why trace may go, its lease held by this process (a second look: a
+ * resume may have changed it since), or NULL. */
+static const char *collectable_held(struct store *st, const char *trace)
+{
+	jv run = jv_null(), merged = jv_null();
+	const char *why = NULL;
+
+	if (store_run_get(&run, st, trace) == 0 && jv_get_kind(run) == JV_KIND_OBJECT) {
+		enum run_status s = run_status_of(json_get_str(run, "status"));
+		store_event_last(&merged, st, trace, "run.merged");
+		if (s == RUN_CANCELLED)
+			why = "cancelled";
+		else if (s == RUN_FAILED)
+			why = "failed";
+		else if (jv_get_kind(merged) == JV_KIND_OBJECT)
+			why = "merged";
+	}
+	jv_free(run);
+	jv_free(merged);
+	return why;
 }
 
 /* Why trace may go ("cancelled", "failed", "merged"), or NULL. */
@@ -158,7 +181,25 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 	}
 	jv_array_foreach(traces, i, t) {
 		const char *trace = jv_string_value(t), *why = collectable(st, trace);
+		char holder[ULID_LEN + 1];
+		jv held = jv_null();
 		int n = 0;
+
+		/* The run's lease while its things go: a `forge resume` of a
+		 * failed run that starts now waits, or is waited for (before:
+		 * gc removed the worktree and branch of a run resuming) */
+		if (why && rc == FORGE_EXIT_OK && !dry_run) {
+			ulid_new(holder);
+			int r = store_lease_take(&held, st, trace, holder, "forge-gc");
+
+			if (r == STORE_LEASE_HELD || r < 0 || !(why = collectable_held(st, trace))) {
+				if (r == STORE_LEASE_TAKEN)
+					store_lease_release(st, trace, holder);
+				why = NULL;
+			}
+			jv_free(held);
+			held = jv_null();
+		}
 		if (why && rc == FORGE_EXIT_OK) {
 			printf("run %s (%s):\n", trace, why);
 			if (runclean(g, trace, RUNCLEAN_ALL, dry_run, stdout, &n) < 0) {
@@ -167,7 +208,10 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 			}
 			runs++;
 			things += n;
+			if (!dry_run)
+				store_lease_release(st, trace, holder);
 		}
+		jv_free(held);
 		jv_free(t);
 	}
 	jv_free(traces);

@@ -357,8 +357,16 @@ setup() {
 	run -0 forge show "$T1"
 	run -0 forge gc
 	assert_output "nothing to remove"
-	# a failed run goes too
+	# a failed run goes too -- not while a resume of it holds its lease (a
+	# live process of this host: this shell)
 	sqlite3 "$FORGE_DB" "update runs set status = 'failed' where id = '$T2'"
+	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	sqlite3 "$FORGE_DB" "insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
+		values ('$T2', 'RESUMING', $$, '$(hostname)', 'forge-supervisor', '$now', '$now')"
+	run -0 forge gc
+	assert_output "nothing to remove"
+	[ -d "$wt2" ]
+	sqlite3 "$FORGE_DB" "delete from leases where trace_id = '$T2'"
 	run -0 forge gc
 	assert_line "run $T2 (failed):"
 	[ ! -e "$wt2" ]
