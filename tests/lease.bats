@@ -119,10 +119,21 @@ now_iso() {
 
 @test "--steal never takes the lease of a live process of this host (exit 4, saying why); --steal is for resume only" {
 	left_on_host "$(hostname)" null
-	db_q "update leases set pid = $$"
+	# a live process of the lease's program (a supervisor that is working)
+	cp /bin/sleep "$BATS_TEST_TMPDIR/forge-supervisor"
+	"$BATS_TEST_TMPDIR/forge-supervisor" 600 3>&- &
+	live=$!
+	db_q "update leases set pid = $live"
 	run -4 --separate-stderr forge resume --steal "$T" </dev/null
-	[[ "$stderr" == *"run $T is held by a live process of this host: forge-supervisor, pid $$, since 2026-01-01T00:00:00.000Z; --steal takes only another host's lease"* ]]
+	[[ "$stderr" == *"run $T is held by a live process of this host: forge-supervisor, pid $live, since 2026-01-01T00:00:00.000Z; --steal takes only another host's lease"* ]]
 	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
+	kill "$live"
+	# the same pid running something else (reused after a restart): the
+	# holder is gone, and resume takes the run over (before: refused, exit 4)
+	db_q "update leases set pid = $$"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" != *"held by a live process"* ]]
+	[ "$(db_q "select count(*) from leases where trace_id = '$T' and holder = 'FAR'")" = 0 ]
 	run -2 --separate-stderr forge run --steal "a task"
 	[[ "$stderr" == *"--steal is for resume"* ]]
 }

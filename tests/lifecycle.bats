@@ -284,9 +284,14 @@ until_true() {
 	# alone it takes the lease and gives it back
 	run -0 --separate-stderr forge-test <<<"$state"
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from leases")" -eq 0 ]
-	sqlite3 "$FORGE_DB" "insert into leases (trace_id, holder, pid, host, program, acquired_at) values ('t1', 'HOLDER1', $$, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	# a live process of the lease's program holds it
+	cp /bin/sleep "$BATS_TEST_TMPDIR/forge-supervisor"
+	"$BATS_TEST_TMPDIR/forge-supervisor" 600 3>&- &
+	live=$!
+	sqlite3 "$FORGE_DB" "insert into leases (trace_id, holder, pid, host, program, acquired_at) values ('t1', 'HOLDER1', $live, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
 	run -4 --separate-stderr forge-test <<<"$state"
-	[[ "$stderr" == *"trace t1 is already being worked on: forge-supervisor, pid $$"* ]]
+	kill "$live"
+	[[ "$stderr" == *"trace t1 is already being worked on: forge-supervisor, pid $live"* ]]
 	[ -z "$output" ]
 	run -0 --separate-stderr env FORGE_LEASE=HOLDER1 forge-test <<<"$state"
 	tail -n 1 <<<"$output" | jq -e '.status == "ok"'

@@ -362,7 +362,7 @@ setup() {
 	sqlite3 "$FORGE_DB" "update runs set status = 'failed' where id = '$T2'"
 	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
 	sqlite3 "$FORGE_DB" "insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
-		values ('$T2', 'RESUMING', $$, '$(hostname)', 'forge-supervisor', '$now', '$now')"
+		values ('$T2', 'RESUMING', $$, '$(hostname)', '$(cat /proc/$$/comm)', '$now', '$now')"
 	run -0 forge gc
 	assert_output "nothing to remove"
 	[ -d "$wt2" ]

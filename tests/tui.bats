@@ -216,10 +216,14 @@ quit_ok() {
 	wait_for "status   interrupted at plan"
 	tm send-keys -t tui Escape
 	wait_for "TRACE                       STATUS"
-	# a living holder: running again, in both
-	sqlite3 "$FORGE_DB" "update leases set pid = $$ where trace_id = '$T'"
+	# a living holder (a process of the lease's program): running again, in both
+	cp /bin/sleep "$BATS_TEST_TMPDIR/forge-supervisor"
+	"$BATS_TEST_TMPDIR/forge-supervisor" 600 3>&- &
+	live=$!
+	sqlite3 "$FORGE_DB" "update leases set pid = $live where trace_id = '$T'"
 	wait_for "$T  running     gate plan"
 	quit_ok
+	kill "$live"
 }
 
 @test "the model's text shows as it streams, from a run in another process, while the call is open" {

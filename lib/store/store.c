@@ -1933,6 +1933,36 @@ static bool renewed_lately(jv lease, double ttl_s, int64_t now_ms)
 	return (double)(now_ms - at) < ttl_s * 1000.0;
 }
 
+/* Whether process pid (which is there) runs program: its name as the
+ * kernel keeps it (/proc/PID/comm: 15 bytes) is program's first ones.  A
+ * pid reused since the holder died (a container restarted, a reboot) runs
+ * something else: the lease is dead (before: it lived, forge resume was
+ * refused and forge cancel signalled the other process).  true when it
+ * cannot be told (no program recorded, no /proc). */
+static bool runs_program(pid_t pid, const char *program)
+{
+	char path[64], comm[32];
+	const char *base;
+	size_t n;
+	FILE *f;
+
+	if (!program || !*program)
+		return true;
+	snprintf(path, sizeof path, "/proc/%ld/comm", (long)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	n = fread(comm, 1, sizeof comm - 1, f);
+	fclose(f);
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	base = strrchr(program, '/');
+	base = base ? base + 1 : program;
+	/* (comm is the program's name cut to 15 bytes; a name given shorter
+	 * than the program's, "forge" for forge's dispatcher, also matches) */
+	return *comm && (strncmp(comm, base, strlen(comm)) == 0 || strncmp(comm, base, strlen(base)) == 0);
+}
+
 bool store_lease_alive_at(jv lease, double ttl_s, int64_t now_ms)
 {
 	char host[256];
@@ -1946,7 +1976,9 @@ bool store_lease_alive_at(jv lease, double ttl_s, int64_t now_ms)
 		return renewed_lately(lease, ttl_s > 0 ? ttl_s : STORE_LEASE_TTL_S, now_ms);
 	if (pid < 1 || pid > 1 << 30)
 		return false;
-	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+	if (kill((pid_t)pid, 0) < 0 && errno != EPERM)
+		return false;
+	return runs_program((pid_t)pid, json_get_str(lease, "program"));
 }
 
 bool store_lease_alive(jv lease)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <errno.h>
@@ -1234,7 +1235,7 @@ static void test_lease_race(void)
 			close(release[1]);
 			snprintf(holder, sizeof holder, "C%d", c);
 			if (store_open(&cs, path) == 0) {
-				int rc = store_lease_take(&held, cs, "TRACE", holder, "test");
+				int rc = store_lease_take(&held, cs, "TRACE", holder, "forge-supervisor");
 				r = rc == STORE_LEASE_TAKEN ? 't' : rc == STORE_LEASE_HELD ? 'h' : 'e';
 			}
 			jv_free(held);
@@ -1391,6 +1392,9 @@ static void test_run_status(void)
 
 int main(void)
 {
+	/* the leases taken here name forge-supervisor: the process is one, as
+	 * a live holder's name is checked against its lease's program */
+	prctl(PR_SET_NAME, "forge-supervisor", 0, 0, 0);
 	const char *base = getenv("TMPDIR");
 
 	snprintf(tmpdir, sizeof tmpdir, "%s/test_store.XXXXXX", base && *base ? base : "/tmp");
