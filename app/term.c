@@ -83,8 +83,12 @@ static enum mode status_mode(void)
 {
 	const char *relay = getenv(TERM_RELAY_ENV);
 
+	const char *term = getenv("TERM");
+
+	/* (a terminal that cannot erase a line, TERM=dumb: no status line,
+	 * whose "\r\033[K" would show there as it is) */
 	if (isatty(STDERR_FILENO))
-		return MODE_TTY;
+		return term && strcmp(term, "dumb") == 0 ? MODE_NONE : MODE_TTY;
 	return relay && *relay ? MODE_RELAY : MODE_NONE;
 }
 

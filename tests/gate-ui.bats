@@ -132,6 +132,12 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[[ "$stderr" != *$'\r'* ]]
 }
 
+@test "TERM=dumb: no status line (its erasing escapes would show as they are)" {
+	run -0 on_tty -- env TERM=dumb forge run --config "$CFG" --auto-approve "add a mul operation"
+	[[ "$(cat "$SHOWN")" != *$'\e[K'* ]]
+	[[ "$(cat "$SHOWN")" != *"tokens ·"* ]]
+}
+
 @test "NO_COLOR: the gate and progress without colour, the status line still drawn" {
 	run -0 on_tty --type 'y\n' -- env NO_COLOR=1 forge run --config "$CFG" "add a mul operation"
 	grep -qF "  Risk: high (score 0.60)" "$SHOWN"
