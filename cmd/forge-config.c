@@ -445,6 +445,19 @@ static int cmd_set(const struct args *a, const struct cli_common *common, const 
 		/* not JSON: a bare word like claude-haiku-4-5 is meant as a string */
 		jv_free(v);
 		v = jv_string(value);
+	} else if (jv_get_kind(v) == JV_KIND_NUMBER) {
+		/* a number no double holds (1e999: libjq gives the largest,
+		 * an unlimited budget in effect) is refused, as --budget does */
+		char *end;
+
+		errno = 0;
+		double d = strtod(value, &end);
+		if (errno == ERANGE && (d > 1 || d < -1)) {
+			forge_error("%s: %s is out of range", key, value);
+			jv_free(v);
+			status = FORGE_EXIT_USAGE;
+			goto out;
+		}
 	}
 	switch (config_file_set(path, key, v)) {
 	case 0: status = FORGE_EXIT_OK; break;

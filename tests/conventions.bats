@@ -187,6 +187,9 @@ event() {
 	[ "$stderr" = "forge-config: $REPO/.forge/config.json: .safety.automation_level: 9 is greater than the maximum 4" ]
 	run -2 --separate-stderr forge config set llm.model.name x
 	[[ "$stderr" == "forge-config: cannot set 'llm.model.name': "* ]]
+	# a number no double holds (before: stored as 1.797e308, a budget without limit)
+	run -2 --separate-stderr forge config set budget.usd 1e999
+	[ "$stderr" = "forge-config: budget.usd: 1e999 is out of range" ]
 	cmp .forge/config.json "$BATS_TEST_TMPDIR/before"
 	run -2 --separate-stderr forge config set llm.model
 	[[ "$stderr" == *"set PATH VALUE"* ]]
