@@ -323,7 +323,11 @@ static double error_rate(struct sup *s, long *calls)
 	long failed = 0;
 	double window = config_get_num(s->o->cfg, "safety.error_rate.window_s");
 
-	timestamp_format(since, now_ms() - (int64_t)(window * 1000));
+	int64_t from = now_ms() - (int64_t)(window * 1000);
+
+	/* (the calls of an attempt before this resume are not this one's: a
+	 * resume after the breaker tripped tripped again at once) */
+	timestamp_format(since, from > s->began_ms ? from : s->began_ms);
 	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
 		return -1;
 	return *calls ? (double)failed / (double)*calls : 0;
@@ -922,6 +926,7 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 		unsetenv("FORGE_INTERACTIVE");
 	memset(s, 0, sizeof *s);
 	s->o = o;
+	s->began_ms = now_ms();
 	s->state = jv_null();
 	s->approval = jv_null();
 	s->phase_cost = jv_object();

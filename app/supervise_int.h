@@ -34,6 +34,7 @@ struct sup {
 	const char *running;        /* the phase being run */
 	enum pipeline_state pl;
 	long pending;               /* writes in the open batch (transaction) */
+	int64_t began_ms;           /* when this process took the run up (run or resume) */
 	bool unsynced;              /* a checkpoint is committed, not yet synced */
 	bool unpushed;              /* a checkpoint's branch not yet pushed (git.push_remote) */
 	bool deploy_approved;       /* a human approved the production deploy */
