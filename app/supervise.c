@@ -1093,18 +1093,29 @@ static void lease_taken(struct sup *s, jv held)
  * cancel` it, or --steal it from a machine that is gone), 2 when the
  * renewal and TTL settings do not fit, 5 on a database error.
  */
-static int take_lease(struct sup *s)
+/* Whether the lease settings fit: 0, or 2 saying why (before anything of
+ * a run is made). */
+static int check_lease_settings(const struct config *cfg)
 {
-	char holder[ULID_LEN + 1];
-	double every = config_get_num(s->o->cfg, "supervisor.lease_renew_s");
-	double ttl = config_get_num(s->o->cfg, "supervisor.lease_ttl_s");
-	jv held;
+	double every = config_get_num(cfg, "supervisor.lease_renew_s");
+	double ttl = config_get_num(cfg, "supervisor.lease_ttl_s");
 
 	if (!(every > 0) || !(ttl > 2 * every)) {
 		fprintf(stderr, "forge: supervisor.lease_ttl_s (%g) must be more than twice "
 				"supervisor.lease_renew_s (%g), which must be more than 0\n", ttl, every);
 		return FORGE_EXIT_USAGE;
 	}
+	return 0;
+}
+
+static int take_lease(struct sup *s)
+{
+	char holder[ULID_LEN + 1];
+	double ttl = config_get_num(s->o->cfg, "supervisor.lease_ttl_s");
+	jv held;
+
+	if (check_lease_settings(s->o->cfg))
+		return FORGE_EXIT_USAGE;
 	store_set_lease_ttl(s->o->store, ttl);
 	ulid_new(holder);
 	sup_commit_batch(s);        /* the lease is its own transaction */
@@ -1124,7 +1135,8 @@ static int take_lease(struct sup *s)
 	if (r == STORE_LEASE_STOLEN)
 		lease_taken(s, held);
 	jv_free(held);
-	heartbeat_start(&s->beat, s->o->db_path, s->trace, s->holder, every, "forge", s->o->quiet);
+	heartbeat_start(&s->beat, s->o->db_path, s->trace, s->holder,
+			config_get_num(s->o->cfg, "supervisor.lease_renew_s"), "forge", s->o->quiet);
 	return 0;
 }
 
@@ -1561,7 +1573,9 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	double budget = o->budget_usd >= 0 ? o->budget_usd : config_get_num(o->cfg, "budget.usd");
 	const char *base = o->base_ref ? o->base_ref : "HEAD";
 	const char *env = config_get_str(o->cfg, "deploy.environment");
-	int code = check_models(o);
+	int code = check_lease_settings(o->cfg);   /* (before: after the run's row, left "interrupted") */
+	if (!code)
+		code = check_models(o);
 	if (!code)
 		code = check_base(o, base);
 	if (code)

@@ -144,6 +144,11 @@ now_iso() {
 	run -2 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"supervisor.lease_ttl_s (120) must be more than twice supervisor.lease_renew_s (60)"* ]]
 	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
+	# a new run is refused before it exists (before: its row was left "interrupted")
+	runs=$(db_q "select count(*) from runs")
+	run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ "$stderr" == *"must be more than twice"* ]]
+	[ "$(db_q "select count(*) from runs")" = "$runs" ]
 }
 
 renewed_at() {
