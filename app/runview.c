@@ -220,7 +220,10 @@ static bool describe(struct buf *t, const char *type, const char *phase, jv ev, 
 		buf_addf(t, "breaker %s tripped: %s", str_or(p, "breaker", "?"), str_or(p, "reason", ""));
 	else if (!strcmp(type, "run.completed") || !strcmp(type, "run.paused") ||
 		 !strcmp(type, "run.cancelled") || !strcmp(type, "run.failed"))
-		buf_addf(t, "run %s%s%s", type + 4, json_get_str(p, "reason") ? ": " : "", str_or(p, "reason", ""));
+		/* (run.completed ends a run that failed too: its status says which) */
+		buf_addf(t, "run %s%s%s", !strcmp(type, "run.completed") && json_get_str(p, "status")
+			 ? json_get_str(p, "status") : type + 4,
+			 json_get_str(p, "reason") ? ": " : "", str_or(p, "reason", ""));
 	else if (!strcmp(type, "run.merged"))
 		buf_addf(t, "merged into %s at %.12s", str_or(p, "branch", "?"), str_or(p, "commit", "?"));
 	else

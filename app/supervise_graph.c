@@ -335,6 +335,34 @@ static bool bounce_left(struct gx *x, size_t i, const char *from)
 
 static int decide_rejected(struct gx *x, size_t i, const char *outcome);
 
+/* d's reason ("plan failed") with the phase's own (its phase.completed
+ * event's: "plan model: ANTHROPIC_API_KEY is not set", the key refused):
+ * what forge status, show and history then say of the run (before: "plan
+ * failed" alone, the cause only in the phase's output). */
+static void with_phase_reason(struct sup *s, struct pipeline_decision *d)
+{
+	jv ev = jv_null(), p;
+	const char *why;
+
+	sup_commit_batch(s);      /* (the phase's events: in the log) */
+	if (store_event_last(&ev, s->o->store, s->trace, "phase.completed") < 0) {
+		jv_free(ev);
+		return;
+	}
+	p = json_get(ev, "payload");
+	why = json_get_str(p, "reason");
+	if (why && *why && !strstr(d->reason, why)) {
+		size_t n = strlen(d->reason);
+
+		if (n + 2 < sizeof d->reason) {
+			memcpy(d->reason + n, ": ", 3);
+			snprintf(d->reason + n + 2, sizeof d->reason - n - 2, "%s", why);
+		}
+	}
+	jv_free(p);
+	jv_free(ev);
+}
+
 /*
  * A built-in phase: pipeline_decide()'s rules, with the bounce's when and
  * max the pipeline gives (graph.h: the file's, else the configuration's
@@ -357,6 +385,9 @@ static int decide_phase(struct gx *x, size_t i, const char *outcome)
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return sup_end_run(x->s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
 	}
+	if (d.action == PL_ACT_FAILED || d.action == PL_ACT_TRIPPED || d.action == PL_ACT_HUMAN ||
+	    d.action == PL_ACT_REJECTED)
+		with_phase_reason(x->s, &d);
 	switch (d.action) {
 	case PL_ACT_NEXT:
 	case PL_ACT_DONE:

@@ -137,6 +137,10 @@ last_seq() {
 	T=$(last_trace)
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.phase == "implement" and .state.status == "failed"' <<<"$output"
+	# why it failed, the phase's own words (before: "implement failed" alone)
+	jq -e '.run.error | startswith("implement failed: the model could not be reached")' <<<"$output"
+	run -0 forge show "$T"
+	assert_line --regexp "^  [0-9:]{8}  run failed: implement failed: the model could not be reached"
 	[ "$(calls planner)" -eq 3 ]
 	# the provider is back
 	script "$IMPL"

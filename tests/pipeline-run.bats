@@ -296,7 +296,7 @@ final_state() {
 	run -1 --separate-stderr forge run --pipeline "$BATS_TEST_TMPDIR/when.json" "add a mul operation" </dev/null
 	T=$(last_trace)
 	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error, .state.bounces, .state.nodes.review]')" \
-		'["failed","review said no and its bounce condition does not hold",[],"blocked"]'
+		'["failed","review said no and its bounce condition does not hold: request_changes: error findings on changed lines (risk medium; 0 critical, 2 error, 0 warning)",[],"blocked"]'
 	# max 0 (the configuration allows 2): no bounce, a human decides at once
 	jq '(.nodes[] | select(.id == "review") | .bounce.max) = 0' \
 		"$FORGE_ROOT/pipelines/default.json" >"$BATS_TEST_TMPDIR/max.json"
