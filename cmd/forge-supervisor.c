@@ -265,7 +265,10 @@ static jv with_level(struct store *st, jv run)
 /* The nodes line of a run's status: each node of state.nodes (borrowed),
  * in the pipeline's order, with its status as a mark ("plan ✓  implement
  * ✓  review …  test ·  deploy ·"); nothing for a state without nodes. */
-static void print_nodes(jv checkpoint)
+/* The checkpoint's nodes; one "running" in a run that runs no more (paused,
+ * interrupted, cancelled, failed: `live` false) stopped there (before: shown
+ * running after the run was stopped or cancelled). */
+static void print_nodes(jv checkpoint, bool live)
 {
 	static const struct { const char *status, *mark; } marks[] = {
 		{ "done", "✓" }, { "running", "…" }, { "pending", "·" },
@@ -286,6 +289,8 @@ static void print_nodes(jv checkpoint)
 		for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++)
 			if (strcmp(marks[k].status, status) == 0)
 				mark = marks[k].mark;
+		if (!live && strcmp(status, "running") == 0)
+			mark = "⏸ stopped";
 		printf("%s%s %s", first ? "" : "  ", jv_string_value(id), mark);
 		first = false;
 		jv_free(id);
@@ -327,7 +332,7 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 	if (jv_get_kind(bounces) == JV_KIND_ARRAY && jv_array_length(jv_copy(bounces)) > 0)
 		printf("bounces  %d\n", jv_array_length(jv_copy(bounces)));
 	jv_free(bounces);
-	print_nodes(checkpoint);
+	print_nodes(checkpoint, run_status_of(json_get_str(run, "status")) == RUN_RUNNING);
 	jv_array_foreach(gates, i, g) {
 		printf("gate     %s %s (%s): forge gate approve %s\n", json_get_str(g, "gate"),
 		       json_get_str(g, "status"), json_get_str(g, "prompt"), json_get_str(g, "id"));

@@ -348,6 +348,9 @@ cost_agrees() {
 	grep -q "forge: node 'implement' was interrupted; resume runs it again" "$BATS_TEST_TMPDIR/run.err"
 	T=$(trace_of_run)
 	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
+	# the node it stopped in is not shown running (before: "implement …")
+	run -0 forge status "$T"
+	assert_line --regexp "^nodes .*implement ⏸ stopped"
 	cost_agrees
 }
 
