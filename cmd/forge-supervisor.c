@@ -436,8 +436,10 @@ static int task_width(void)
 {
 	struct winsize ws;
 
+	/* the columns before the task take 84 (STATUS fits "interrupted"),
+	 * and a cut task ends with "…": a row no wider than the terminal */
 	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		return ws.ws_col > 82 + 20 ? ws.ws_col - 82 : 20;
+		return ws.ws_col > 85 + 10 ? ws.ws_col - 85 : 10;
 	return 60;
 }
 
@@ -457,7 +459,7 @@ static void history_line(struct store *st, jv r, int width)
 
 	store_event_last(&merged, st, json_get_str(r, "trace_id"), "run.merged");
 	runview_local_time(when, sizeof when, json_get_str(r, "started_at"), true);
-	printf("%-26s  %-9s  %-9s  %9.4f  %-19s  %.*s%s\n", json_get_str(r, "trace_id"),
+	printf("%-26s  %-11s  %-9s  %9.4f  %-19s  %.*s%s\n", json_get_str(r, "trace_id"),
 	       jv_get_kind(merged) == JV_KIND_OBJECT ? "merged" : json_get_str(r, "status"),
 	       json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
 	       json_get_num(r, "total_cost_usd", 0), when, n, task, cut ? "…" : "");

@@ -84,6 +84,10 @@ branch_log() {
 		and .state.review.decision == "approve" and .state.tests.summary.failed == 0 and .pending_gates == []' <<<"$output"
 	run -0 forge history
 	assert_line --regexp "^$T +completed +deploy "
+	# on a terminal of 100 columns, no row is wider (before: 102, and wrapped)
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+	run -0 on_tty --cols 100 -- forge history
+	[ "$(python3 -c 'import sys; print(max(len(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$SHOWN")" -le 100 ]
 	# the database has the run's events: the state machine's transitions in order, the end
 	run -0 transitions "$T"
 	assert_output "$(printf '%s\n' idle\>planning planning\>implementing implementing\>reviewing \

@@ -17,6 +17,8 @@ in order:
                   that went down)
     --hup         SIGHUP to the command's process group (the terminal closed)
 
+--cols N gives the terminal N columns (24 rows); without it, the size is 0x0.
+
 Then everything the command writes is read until it exits.  The exit status
 is the command's (128+N when killed by signal N); 124 when it has not ended
 after --limit seconds (default 100: a safety net only, nothing waits on it),
@@ -38,11 +40,11 @@ def usage(msg):
 
 
 def main(argv):
-    steps, transcript, limit = [], None, 100.0
+    steps, transcript, limit, cols = [], None, 100.0, 0
     i = 0
     while i < len(argv) and argv[i] != "--":
         a = argv[i]
-        if a in ("--type", "--wait", "--transcript", "--limit"):
+        if a in ("--type", "--wait", "--transcript", "--limit", "--cols"):
             if i + 1 >= len(argv):
                 usage("%s needs a value" % a)
             v = argv[i + 1]
@@ -50,6 +52,8 @@ def main(argv):
                 transcript = v
             elif a == "--limit":
                 limit = float(v)
+            elif a == "--cols":
+                cols = int(v)
             else:
                 steps.append((a[2:], codecs.decode(v, "unicode_escape").encode()))
             i += 2
@@ -68,6 +72,9 @@ def main(argv):
     pid, master = pty.fork()
     if pid == 0:
         try:
+            if cols:
+                import fcntl, struct, termios
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
             os.execvp(cmd[0], cmd)
         finally:
             os._exit(127)
