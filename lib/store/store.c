@@ -1565,6 +1565,24 @@ static int checkpoint_step(struct store *st, struct db_stmt *s)
 	return step;
 }
 
+/* ts moved after the trace's newest checkpoint when the clock went back
+ * (a resume on a machine whose clock is behind): resume takes the newest
+ * by time, which must be the last one written (before: an older one, and
+ * its finished phases were paid for again). */
+static void after_latest(char ts[TIMESTAMP_LEN + 1], struct store *st, const char *trace_id)
+{
+	struct db_stmt *s;
+	int64_t latest, now;
+
+	if (db_prepare(&s, st, "SELECT max(ts) FROM checkpoints WHERE trace_id = ?1") < 0)
+		return;
+	db_bind_text(s, 1, trace_id);
+	if (db_step(s) == DB_ROW && db_col_text(s, 0) && timestamp_parse(&latest, db_col_text(s, 0)) == 0 &&
+	    timestamp_parse(&now, ts) == 0 && now <= latest)
+		timestamp_format(ts, latest + 1);
+	db_finalize(s);
+}
+
 int store_checkpoint_save(struct store *st, const char *trace_id, const char *phase,
 			  jv state, char **id_out)
 {
@@ -1583,6 +1601,7 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 		return -1;
 	ulid_new(id);
 	timestamp_format(ts, ulid_ms(id));
+	after_latest(ts, st, trace_id);
 	text = json_dumps(jv_copy(state), false);
 	if (llm_secret_in(text, strlen(text))) {
 		free(text);

@@ -823,6 +823,26 @@ static void test_checkpoint_ids_increase(void)
 	store_free(st);
 }
 
+/* A checkpoint written after the clock went back is still the newest: its
+ * ts comes after the trace's newest (resume takes the newest by time). */
+static void test_checkpoint_after_clock_back(void)
+{
+	struct store *st = NULL;
+	jv state = parse("{\"phase\":\"review\"}"), got;
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	/* a checkpoint stamped an hour ahead of this clock */
+	CHECK(store_exec(st, "INSERT INTO checkpoints (id, trace_id, phase, status, ts, state) VALUES "
+		       "('01JAHEAD0000000000000000000', 'T1', 'plan', 'ok', '2099-01-01T00:00:00.000Z', "
+		       "'{\"phase\":\"plan\"}')") == 0);
+	CHECK(store_checkpoint_save(st, "T1", NULL, state, NULL) == 0);
+	CHECK(store_checkpoint_latest(&got, st, "T1") == 0);
+	CHECK_STR(json_get_str(got, "phase"), "review");
+	jv_free(got);
+	jv_free(state);
+	store_free(st);
+}
+
 /* Checkpoint ids come from ids.c: the checkpoint's ts is its id's time,
  * and a forked child does not repeat the ids its parent makes next. */
 static void test_checkpoint_ids_from_ids_c(void)
@@ -1426,6 +1446,7 @@ int main(void)
 	RUN(test_batch_commit_and_rollback);
 	RUN(test_checkpoints_round_trip);
 	RUN(test_checkpoint_ids_increase);
+	RUN(test_checkpoint_after_clock_back);
 	RUN(test_checkpoint_ids_from_ids_c);
 	RUN(test_runs);
 	RUN(test_traces);
