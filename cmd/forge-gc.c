@@ -71,8 +71,9 @@ static int traces_in_repo(jv *out, struct forge_git *g)
 	return 0;
 }
 
-/* Why trace may go, its lease held by this process (a second look: a
- * resume may have changed it since), or NULL. */
+/* Why trace may go by its run ("cancelled", "failed", "merged"), or NULL;
+ * also the second look once its lease is held (a resume may have changed
+ * it since). */
 static const char *collectable_held(struct store *st, const char *trace)
 {
 	jv run = jv_null(), merged = jv_null();
@@ -93,27 +94,15 @@ static const char *collectable_held(struct store *st, const char *trace)
 	return why;
 }
 
-/* Why trace may go ("cancelled", "failed", "merged"), or NULL. */
+/* Why trace may go ("cancelled", "failed", "merged"), or NULL: not while a
+ * live process holds its lease. */
 static const char *collectable(struct store *st, const char *trace)
 {
-	jv run = jv_null(), merged = jv_null(), lease = jv_null();
-	const char *why = NULL;
+	jv lease = jv_null();
+	bool alive = store_lease_get(&lease, st, trace) < 0 || json_get_bool(lease, "alive", false);
 
-	if (store_run_get(&run, st, trace) == 0 && jv_get_kind(run) == JV_KIND_OBJECT &&
-	    store_lease_get(&lease, st, trace) == 0 && !json_get_bool(lease, "alive", false)) {
-		enum run_status s = run_status_of(json_get_str(run, "status"));
-		store_event_last(&merged, st, trace, "run.merged");
-		if (s == RUN_CANCELLED)
-			why = "cancelled";
-		else if (s == RUN_FAILED)
-			why = "failed";
-		else if (jv_get_kind(merged) == JV_KIND_OBJECT)
-			why = "merged";
-	}
-	jv_free(run);
-	jv_free(merged);
 	jv_free(lease);
-	return why;
+	return alive ? NULL : collectable_held(st, trace);
 }
 
 static size_t pruned;   /* tool cache entries removed (or that would be) */
