@@ -2,6 +2,7 @@
 #include "app/term.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/json.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -312,39 +313,21 @@ static char *clean_text(const char *s, size_t n)
 	return NULL;
 }
 
+static jv safe_string(jv v, void *unused)
+{
+	char *clean = clean_text(jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
+	jv out;
+
+	(void)unused;
+	if (!clean)
+		return v;
+	out = jv_string_sized(clean, jv_string_length_bytes(jv_copy(v)));
+	free(clean);
+	jv_free(v);
+	return out;
+}
+
 jv term_safe(jv v)
 {
-	switch (jv_get_kind(v)) {
-	case JV_KIND_STRING: {
-		char *clean = clean_text(jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
-
-		if (!clean)
-			return v;
-		jv out = jv_string_sized(clean, jv_string_length_bytes(jv_copy(v)));
-
-		free(clean);
-		jv_free(v);
-		return out;
-	}
-	case JV_KIND_ARRAY: {
-		jv out = jv_array();
-
-		jv_array_foreach(v, i, x) {
-			(void)i;
-			out = jv_array_append(out, term_safe(x));
-		}
-		jv_free(v);
-		return out;
-	}
-	case JV_KIND_OBJECT: {
-		jv out = jv_object();
-
-		jv_object_foreach(v, k, x)
-			out = jv_object_set(out, term_safe(k), term_safe(x));
-		jv_free(v);
-		return out;
-	}
-	default:
-		return v;
-	}
+	return json_map_strings(v, safe_string, NULL);
 }

@@ -904,3 +904,28 @@ int json_find_nul(char **where, jv v)
 	*where = buf_detach(&b, NULL);
 	return -1;
 }
+
+jv json_map_strings(jv v, jv (*fn)(jv s, void *payload), void *payload)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING:
+		return fn(v, payload);
+	case JV_KIND_ARRAY: {
+		int len = jv_array_length(jv_copy(v));
+
+		for (int i = 0; i < len; i++)
+			v = jv_array_set(v, i, json_map_strings(jv_array_get(jv_copy(v), i), fn, payload));
+		return v;
+	}
+	case JV_KIND_OBJECT: {
+		jv out = jv_object();
+
+		jv_object_foreach(v, k, val)
+			out = jv_object_set(out, json_map_strings(k, fn, payload), json_map_strings(val, fn, payload));
+		jv_free(v);
+		return out;
+	}
+	default:
+		return v;
+	}
+}

@@ -123,4 +123,8 @@ const unsigned char *json_utf8_seq(const unsigned char *p, const unsigned char *
  */
 int json_find_nul(char **where, jv v);
 
+/* v (consumed) with fn applied to every string in it, object keys too:
+ * fn consumes its string and returns what stands in its place. */
+jv json_map_strings(jv v, jv (*fn)(jv s, void *payload), void *payload);
+
 #endif

@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/secret.h"
+#include "core/json.h"
 
 #define REDACTED "[REDACTED]"
 #define MIN_SECRET 10   /* >= strlen(REDACTED): redaction never grows text */
@@ -87,37 +88,25 @@ char *llm_redact_mem(const char *s, size_t n, size_t *out_len)
 	return buf_detach(&b, out_len);
 }
 
+static jv redact_string(jv v, void *unused)
+{
+	const char *s = jv_string_value(v);
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(v)), len;
+	char *r;
+
+	(void)unused;
+	if (!llm_secret_in(s, n))
+		return v;
+	r = llm_redact_mem(s, n, &len);
+	jv_free(v);
+	v = jv_string_sized(r, (int)len);
+	free(r);
+	return v;
+}
+
 jv llm_redact_jv(jv v)
 {
-	switch (jv_get_kind(v)) {
-	case JV_KIND_STRING: {
-		const char *s = jv_string_value(v);
-		size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
-		if (!llm_secret_in(s, n))
-			return v;
-		size_t len;
-		char *r = llm_redact_mem(s, n, &len);
-		jv_free(v);
-		v = jv_string_sized(r, (int)len);
-		free(r);
-		return v;
-	}
-	case JV_KIND_ARRAY: {
-		int len = jv_array_length(jv_copy(v));
-		for (int i = 0; i < len; i++)
-			v = jv_array_set(v, i, llm_redact_jv(jv_array_get(jv_copy(v), i)));
-		return v;
-	}
-	case JV_KIND_OBJECT: {
-		jv out = jv_object();
-		jv_object_foreach(v, k, val)
-			out = jv_object_set(out, llm_redact_jv(k), llm_redact_jv(val));
-		jv_free(v);
-		return out;
-	}
-	default:
-		return v;
-	}
+	return json_map_strings(v, redact_string, NULL);
 }
 
 static void add_key_file(const char *var)
