@@ -1819,11 +1819,11 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	 * breaker (store_paused_ms) -- measured now, before this resume's own
 	 * events (before: killed longer than safety.time_s.total, it tripped
 	 * at every resume). */
-	int64_t last_ms = -1, dead_ms = 0;
+	int64_t last_ms = -1, dead_ms = 0, resumed_ms = now_ms();
 
 	if (run_status_of(status) != RUN_PAUSED && store_last_event_ms(&last_ms, o->store, trace) == 0 &&
-	    last_ms > 0 && now_ms() > last_ms)
-		dead_ms = now_ms() - last_ms;
+	    last_ms > 0 && resumed_ms > last_ms)
+		dead_ms = resumed_ms - last_ms;
 	jv_free(run);
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0 || jv_get_kind(cp) != JV_KIND_OBJECT) {
 		jv_free(cp);

@@ -339,7 +339,7 @@ static int decide_rejected(struct gx *x, size_t i, const char *outcome);
  * event's: "plan model: ANTHROPIC_API_KEY is not set", the key refused):
  * what forge status, show and history then say of the run (before: "plan
  * failed" alone, the cause only in the phase's output). */
-static void with_phase_reason(struct sup *s, struct pipeline_decision *d)
+static void with_phase_reason(struct sup *s, struct pipeline_decision *d, const char *phase)
 {
 	jv ev = jv_null(), p;
 	const char *why;
@@ -351,6 +351,9 @@ static void with_phase_reason(struct sup *s, struct pipeline_decision *d)
 	}
 	p = json_get(ev, "payload");
 	why = json_get_str(p, "reason");
+	/* (another node's, when nodes run at once: not this phase's words) */
+	if (!json_get_str(ev, "phase") || strcmp(json_get_str(ev, "phase"), phase) != 0)
+		why = NULL;
 	if (why && *why && !strstr(d->reason, why)) {
 		size_t n = strlen(d->reason);
 
@@ -387,7 +390,7 @@ static int decide_phase(struct gx *x, size_t i, const char *outcome)
 	}
 	if (d.action == PL_ACT_FAILED || d.action == PL_ACT_TRIPPED || d.action == PL_ACT_HUMAN ||
 	    d.action == PL_ACT_REJECTED)
-		with_phase_reason(x->s, &d);
+		with_phase_reason(x->s, &d, nd->phase);
 	switch (d.action) {
 	case PL_ACT_NEXT:
 	case PL_ACT_DONE:

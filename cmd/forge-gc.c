@@ -181,13 +181,13 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 			ulid_new(holder);
 			int r = store_lease_take(&held, st, trace, holder, "forge-gc");
 
+			jv_free(held);
+			held = jv_null();
 			if (r == STORE_LEASE_HELD || r < 0 || !(why = collectable_held(st, trace))) {
 				if (r == STORE_LEASE_TAKEN)
 					store_lease_release(st, trace, holder);
 				why = NULL;
 			}
-			jv_free(held);
-			held = jv_null();
 		}
 		if (why && rc == FORGE_EXIT_OK) {
 			printf("run %s (%s):\n", trace, why);
