@@ -184,10 +184,12 @@ last_trace() {
 }
 
 # sshd_start: an sshd of this test's own on 127.0.0.1 ($SSH_PORT: random
-# ports tried until one binds; sshd returns once it listens; its pid from
-# ss), accepting the
-# key $BATS_TEST_TMPDIR/userkey for this user, serving the bare repository
-# as $SSH_URL.  Skips, saying why, without sshd.
+# ports tried until one binds), accepting the key $BATS_TEST_TMPDIR/userkey
+# for this user, serving the bare repository as $SSH_URL.  sshd runs in the
+# foreground (-D) as a background job ($SSHD_PID): a daemonizing sshd
+# returns before it listens, and its child may then fail to bind.  Waits
+# for the listening socket or the daemon's exit, whichever comes first.
+# Skips, saying why, without sshd.
 sshd_start() {
 	[ -x /usr/sbin/sshd ] || skip "no sshd (openssh-server; scripts/install-deps installs it)"
 	# Under the sanitizers, allocation stacks come from the slow unwinder:
@@ -205,13 +207,14 @@ sshd_start() {
 	ssh-keygen -q -t ed25519 -N '' -f "$d/hostkey"
 	ssh-keygen -q -t ed25519 -N '' -f "$BATS_TEST_TMPDIR/userkey"
 	cp "$BATS_TEST_TMPDIR/userkey.pub" "$d/authorized_keys"
+	SSHD_PID=
 	for i in $(seq 20); do
 		SSH_PORT=$((20000 + RANDOM % 40000))
 		cat >"$d/config" <<-CONF
 			Port $SSH_PORT
 			ListenAddress 127.0.0.1
 			HostKey $d/hostkey
-			PidFile $d/pid
+			PidFile none
 			AuthorizedKeysFile $d/authorized_keys
 			StrictModes no
 			UsePAM no
@@ -219,14 +222,28 @@ sshd_start() {
 			KbdInteractiveAuthentication no
 			PermitRootLogin prohibit-password
 		CONF
-		/usr/sbin/sshd -f "$d/config" -E "$d/log" && break
+		/usr/sbin/sshd -D -f "$d/config" -E "$d/log" </dev/null >/dev/null 2>&1 3>&- &
+		SSHD_PID=$!
+		if sshd_listening; then break; fi
+		SSHD_PID=
 	done
-	# the daemon that holds the listening socket (its pid file comes a moment later)
-	SSHD_PID=$(ss -ltnpH "sport = :$SSH_PORT" | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
 	[ -n "$SSHD_PID" ]
 	SSH_URL="ssh://$(id -un)@127.0.0.1:$SSH_PORT$BATS_TEST_TMPDIR/srv/calc.git"
 	mkdir -p "$HOME/.ssh"
 	chmod 700 "$HOME/.ssh"
+}
+
+# sshd_listening: true once $SSHD_PID listens on $SSH_PORT, false once it
+# has exited (the port was taken); the wait is a bound for a stuck daemon,
+# never reached in a passing run.
+sshd_listening() {
+	local n
+	for n in $(seq 600); do
+		kill -0 "$SSHD_PID" 2>/dev/null || { wait "$SSHD_PID" 2>/dev/null; return 1; }
+		ss -ltnpH "sport = :$SSH_PORT" | grep -q "pid=$SSHD_PID," && return 0
+		sleep 0.05
+	done
+	return 1
 }
 
 # known: the server's host key in ~/.ssh/known_hosts, hashed as ssh's HashKnownHosts writes it
