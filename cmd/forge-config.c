@@ -336,7 +336,9 @@ static char *json_quote(const char *s)
 
 /* The starter configuration for the repository at root: notes ("$comment",
  * which the configuration keeps out of its values) and the test command
- * detected there.  malloc'd. */
+ * detected there.  The values it writes are the shipped defaults
+ * (schemas/config.defaults.json): writing the file changes nothing a run
+ * does until someone edits it.  malloc'd. */
 static char *starter_config(const char *root)
 {
 	struct buf b = BUF_INIT;
@@ -361,8 +363,10 @@ static char *starter_config(const char *root)
 			     "lint_command) so the implement and test phases can check the changes.\"\n");
 	buf_adds(&b, "  },\n"
 		"  \"safety\": {\n"
-		"    \"$comment\": \"The automation ladder, 0-4: how much passes without asking a human (a production deploy always asks).\",\n"
-		"    \"automation_level\": 1\n"
+		"    \"$comment\": [\"The automation ladder, 0-4: how much passes without asking a human (a production deploy always asks).\",\n"
+		"      \"4, the shipped level: reviews and fixable test failures go back to implement by themselves; high-risk plans and critical security findings ask.\",\n"
+		"      \"1: a human decides on each review and test failure.  forge config --explain says what the level means.\"],\n"
+		"    \"automation_level\": 4\n"
 		"  },\n"
 		"  \"budget\": {\n"
 		"    \"$comment\": \"What one forge run may spend on the model, in USD (forge run --budget).\",\n"

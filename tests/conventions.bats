@@ -126,9 +126,14 @@ event() {
 }
 
 @test "forge config init writes a commented starter with the detected test command; refuses to overwrite without --force" {
+	level=$(forge config get safety.automation_level)
+	usd=$(forge config get budget.usd)
 	run -0 --separate-stderr forge config init
+	# the values written are the shipped ones: the file changes nothing
+	[ "$(forge config get safety.automation_level)" = "$level" ]
+	[ "$(forge config get budget.usd)" = "$usd" ]
 	[ "$stderr" = "forge-config: wrote $REPO/.forge/config.json" ]
-	jq -e '."$comment" and .tools.test_command == "make check" and .safety.automation_level == 1' .forge/config.json
+	jq -e '."$comment" and .tools.test_command == "make check" and .safety.automation_level == 4' .forge/config.json
 	run -0 forge config get tools.test_command
 	assert_output "make check"
 	run -0 forge config --explain

@@ -137,7 +137,7 @@ setup() {
 	[ "$(jq -r '.sandbox.landlock.scope | type' <<<"$output")" = boolean ]
 	[ "$(jq -r '.sandbox.cgroup_pids.available | type' <<<"$output")" = boolean ]
 	[ "$(jq -r '.sandbox.seccomp.used' <<<"$output")" = true ]
-	[ "$(jq -c '.sandbox.seccomp.refuses' <<<"$output")" = '["keyctl","add_key","request_key"]' ]
+	[ "$(jq -c '.sandbox.seccomp.refuses' <<<"$output")" = '["keyctl","add_key","request_key","io_uring_setup","io_uring_enter","io_uring_register","userfaultfd","bpf","perf_event_open","kexec_load","kexec_file_load","init_module","finit_module","delete_module"]' ]
 	if [ "$(jq -r '.sandbox.namespaces.available' <<<"$output")" = false ]; then
 		[ "$(jq -r '[.problems[] | select(test("namespaces"))] | length' <<<"$output")" = 1 ]
 	else

@@ -586,6 +586,23 @@ setup() {
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/env")" "$FORGE_DB"
 }
 
+@test "on PostgreSQL each connection names its program (application_name) unless the URI names one" {
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	cd "$BATS_TEST_TMPDIR/repo"
+	# a node that asks the server, while the supervisor is connected, who is
+	printf '#!/bin/sh\n"%s/psql" -X -At -d "$FORGE_DB" -c "select application_name from pg_stat_activity where datname = current_database() order by 1" >"%s/apps"\nexec jq -c "select(.kind == \\"state\\")"\n' \
+		"$PG_BIN" "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/node.sh"
+	chmod +x "$BATS_TEST_TMPDIR/node.sh"
+	printf '{"pipeline":"t","version":1,"nodes":[{"id":"a","program":"%s"}]}\n' "$BATS_TEST_TMPDIR/node.sh" >p.json
+	run -0 --separate-stderr forge run --pipeline p.json "look"
+	grep -qx forge-supervisor "$BATS_TEST_TMPDIR/apps"
+	# the URI's own name wins
+	export FORGE_DB="$FORGE_DB&application_name=nightly-ci"
+	run -0 --separate-stderr forge run --pipeline p.json "look"
+	grep -qx nightly-ci "$BATS_TEST_TMPDIR/apps"
+	run ! grep -qx forge-supervisor "$BATS_TEST_TMPDIR/apps"
+}
+
 @test "a role that may only read (SELECT) on PostgreSQL: the reading commands answer, as on a read-only SQLite file" {
 	run -0 --separate-stderr forge memory add "row locks are taken in primary key order"
 	# the owner's search counts its access (not read-only)

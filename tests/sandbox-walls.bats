@@ -488,6 +488,37 @@ print(\"keyctl:\", r, ctypes.get_errno())"'
 	done
 }
 
+# no_attack_surface MODE: io_uring, userfaultfd, bpf and perf_event_open
+# are refused (EPERM from seccomp, not ENOSYS or another refusal), with
+# namespaces and without.
+no_attack_surface() {
+	as "$1"
+	local probe='python3 -c "import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+nrs = {\"x86_64\": (425, 323, 321, 298), \"aarch64\": (425, 282, 280, 241)}[platform.machine()]
+buf = ctypes.create_string_buffer(256)
+for name, nr in zip((\"io_uring_setup\", \"userfaultfd\", \"bpf\", \"perf_event_open\"), nrs):
+    args = (8, buf) if name == \"io_uring_setup\" else (0, buf, 0) if name != \"perf_event_open\" else (buf, 0, -1, -1, 0)
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, *args)
+    print(name + \":\", r, ctypes.get_errno())"'
+	for sb in '{}' '{"namespaces":"off"}'; do
+		tool --sandbox "$sb" "$probe"
+		[[ "$text" == *"io_uring_setup: -1 1"* ]]
+		[[ "$text" == *"userfaultfd: -1 1"* ]]
+		[[ "$text" == *"bpf: -1 1"* ]]
+		[[ "$text" == *"perf_event_open: -1 1"* ]]
+	done
+}
+
+@test "root: a command cannot reach io_uring, userfaultfd, bpf or perf_event_open" {
+	no_attack_surface root
+}
+
+@test "unprivileged: a command cannot reach io_uring, userfaultfd, bpf or perf_event_open" {
+	no_attack_surface user
+}
+
 @test "root: a command cannot use the keyrings" {
 	no_keyring root
 }

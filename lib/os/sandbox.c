@@ -1166,8 +1166,11 @@ int sandbox_features(jv *out, const struct sandbox_policy *p)
 		int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
 		sc = json_set(sc, "available", jv_bool(mode >= 0 && seccomp_known()));
 		sc = json_set(sc, "used", jv_bool(mode >= 0 && seccomp_known()));
-		sc = json_set(sc, "refuses", JV_ARRAY(jv_string("keyctl"), jv_string("add_key"),
-						      jv_string("request_key")));
+		jv names = jv_array();
+
+		for (const char *const *r = seccomp_refused(); *r; r++)
+			names = jv_array_append(names, jv_string(*r));
+		sc = json_set(sc, "refuses", names);
 	}
 	if (p) {
 		ll = json_set(ll, "mode", jv_string(mode_name(p->landlock, false)));

@@ -6,27 +6,59 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The numbers of keyctl, add_key and request_key in each ABI. */
+/*
+ * The refused calls, by name (seccomp_refused) and by number in each ABI
+ * the kernel may be entered through.  The native numbers come from
+ * <sys/syscall.h>; i386's (the compat ABI of x86-64) are written out, from
+ * the kernel's syscall_32.tbl (asm/unistd_32.h defines the same __NR_
+ * names as the native header): 0 where i386 has no such call.
+ */
+#define REFUSED(X)                                                  \
+	X(keyctl, 288)                                              \
+	X(add_key, 286)                                             \
+	X(request_key, 287)                                         \
+	X(io_uring_setup, 425)                                      \
+	X(io_uring_enter, 426)                                      \
+	X(io_uring_register, 427)                                   \
+	X(userfaultfd, 374)                                         \
+	X(bpf, 357)                                                 \
+	X(perf_event_open, 336)                                     \
+	X(kexec_load, 283)                                          \
+	X(kexec_file_load, 0)                                       \
+	X(init_module, 128)                                         \
+	X(finit_module, 350)                                        \
+	X(delete_module, 129)
+
+#define NAME(name, i386) #name,
+static const char *const refused_names[] = { REFUSED(NAME) NULL };
+
 #if defined(__x86_64__)
 #define NATIVE_ARCH AUDIT_ARCH_X86_64
-#define NR_KEYCTL 250
-#define NR_ADD_KEY 248
-#define NR_REQUEST_KEY 249
 #define COMPAT_ARCH AUDIT_ARCH_I386
-#define COMPAT_KEYCTL 288
-#define COMPAT_ADD_KEY 286
-#define COMPAT_REQUEST_KEY 287
 #define X32_BIT 0x40000000u
 #elif defined(__aarch64__)
 #define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#define NR_KEYCTL 219
-#define NR_ADD_KEY 217
-#define NR_REQUEST_KEY 218
 #endif
+
+#ifdef NATIVE_ARCH
+#define NATIVE_NR(name, i386) SYS_##name,
+static const uint32_t native_nr[] = { REFUSED(NATIVE_NR) };
+#define NREFUSED (sizeof native_nr / sizeof *native_nr)
+#ifdef COMPAT_ARCH
+#define COMPAT_NR(name, i386) i386,
+static const uint32_t compat_nr[] = { REFUSED(COMPAT_NR) };
+#endif
+#endif
+
+const char *const *seccomp_refused(void)
+{
+	return refused_names;
+}
 
 bool seccomp_known(void)
 {
@@ -37,46 +69,61 @@ bool seccomp_known(void)
 #endif
 }
 
+#ifdef NATIVE_ARCH
 #define LOAD_ARCH BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch))
 #define LOAD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
 #define DENY BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
 #define ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+/* LOAD_ARCH, then per ABI: a test of the arch, LOAD_NR, AND, a test per
+ * call, ALLOW, DENY; then ALLOW for an ABI not known */
+#define MAX_INSNS (2 + 2 * (4 + NREFUSED + 2))
+
+/*
+ * One ABI's block at f (with A holding the arch): when the arch is not
+ * `arch`, on past the block; else the call's number (masked) against each
+ * of nr (0s skipped), EPERM on a match.  The instructions written.
+ */
+static size_t abi_block(struct sock_filter *f, uint32_t arch, const uint32_t *nr, uint32_t mask)
+{
+	size_t k = 0, tests = 0;
+
+	for (size_t i = 0; i < NREFUSED; i++)
+		tests += nr[i] != 0;
+	/* the block after this jump: LOAD_NR, AND, the tests, ALLOW, DENY */
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, (uint8_t)(tests + 4));
+	f[k++] = (struct sock_filter)LOAD_NR;
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, mask);
+	for (size_t i = 0, left = tests; i < NREFUSED; i++) {
+		if (!nr[i])
+			continue;
+		left--;
+		/* past the tests left and the ALLOW, to the DENY */
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr[i], (uint8_t)(left + 1), 0);
+	}
+	f[k++] = (struct sock_filter)ALLOW;
+	f[k++] = (struct sock_filter)DENY;
+	return k;
+}
+#endif
 
 int seccomp_deny_child(void)
 {
 #ifdef NATIVE_ARCH
-	static struct sock_filter filter[] = {
-		LOAD_ARCH,
-#ifdef COMPAT_ARCH
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_ARCH, 8, 0),
-#else
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 12),
-#endif
-		LOAD_NR,
+	struct sock_filter filter[MAX_INSNS];
+	size_t n = 0;
+
+	filter[n++] = (struct sock_filter)LOAD_ARCH;
 #ifdef X32_BIT
-		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~X32_BIT),   /* x32's numbers are x86-64's */
+	/* x32's numbers are x86-64's with X32_BIT set */
+	n += abi_block(filter + n, NATIVE_ARCH, native_nr, ~X32_BIT);
 #else
-		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffffffu),
+	n += abi_block(filter + n, NATIVE_ARCH, native_nr, 0xffffffffu);
 #endif
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NR_KEYCTL, 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NR_ADD_KEY, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NR_REQUEST_KEY, 1, 0),
-		ALLOW,
-		DENY,
-		ALLOW,           /* (unreached) */
-		/* the compat ABI (offset 10) */
-		LOAD_NR,
 #ifdef COMPAT_ARCH
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_KEYCTL, 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_ADD_KEY, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_REQUEST_KEY, 1, 0),
-#else
-		ALLOW, ALLOW, ALLOW,
+	n += abi_block(filter + n, COMPAT_ARCH, compat_nr, 0xffffffffu);
 #endif
-		ALLOW,
-		DENY,
-	};
-	struct sock_fprog prog = { .len = sizeof filter / sizeof *filter, .filter = filter };
+	filter[n++] = (struct sock_filter)ALLOW;
+	struct sock_fprog prog = { .len = (unsigned short)n, .filter = filter };
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;

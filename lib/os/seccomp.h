@@ -6,15 +6,21 @@
  * session keyring of the person running Forge -- where pam links their
  * user keyring, kerberos keeps tickets, `keyctl add` tokens -- and could
  * read or change it.  A seccomp filter answers keyctl, add_key and
- * request_key with EPERM (as Docker's default profile does); nothing a
- * build or a test suite does needs them.  x86-64 (x32 too), i386 and
- * AArch64 are known; elsewhere nothing is filtered (seccomp_deny_child()
- * says so).
+ * request_key with EPERM (as Docker's default profile does), and with
+ * them the calls that are kernel attack surface rather than anything a
+ * build or a test suite needs: io_uring (whose operations a filter on the
+ * ordinary calls would not see), userfaultfd, bpf, perf_event_open, and
+ * loading kernels or modules (a root command without namespaces keeps its
+ * capabilities).  x86-64 (x32 too), i386 and AArch64 are known; elsewhere
+ * nothing is filtered (seccomp_deny_child() says so).
  */
 #ifndef FORGE_SECCOMP_H
 #define FORGE_SECCOMP_H
 
 #include <stdbool.h>
+
+/* The names of the refused calls, NULL-terminated (static). */
+const char *const *seccomp_refused(void);
 
 /* Whether this architecture has the filter. */
 bool seccomp_known(void);

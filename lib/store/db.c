@@ -6,11 +6,14 @@
 #include "core/json.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 struct db_stmt {
 	struct store *st;
@@ -196,8 +199,24 @@ void db_pg_error(struct store *st, const PGresult *res)
 
 int db_pg_connect(struct store *st, const char *conninfo)
 {
+	/* The program's name as the connection's application_name unless
+	 * conninfo gives one: pg_stat_activity and the server's log then say
+	 * which of Forge's programs holds a connection or a lock.  The
+	 * executable's name (forge run's supervisor is forge-supervisor, though
+	 * called "forge"). */
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	const char *name = program_invocation_short_name;
+
+	if (n > 0) {
+		exe[n] = '\0';
+		name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	}
+	const char *const keys[] = { "dbname", "fallback_application_name", NULL };
+	const char *const values[] = { conninfo, name, NULL };
+
 	st->backend = DB_POSTGRES;
-	st->pg = PQconnectdb(conninfo);
+	st->pg = PQconnectdbParams(keys, values, 1);
 	if (!st->pg)
 		return forge_error("cannot connect to database '%s': out of memory", st->path);
 	if (PQstatus(st->pg) != CONNECTION_OK) {

@@ -25,6 +25,12 @@ PGconn *PQconnectdb(const char *conninfo)
 	return p_PQconnectdb(conninfo);
 }
 
+PGconn *PQconnectdbParams(const char *const *keywords, const char *const *values, int expand_dbname)
+{
+	LAZY(PQconnectdbParams)
+	return p_PQconnectdbParams(keywords, values, expand_dbname);
+}
+
 ConnStatusType PQstatus(const PGconn *conn)
 {
 	LAZY(PQstatus)
