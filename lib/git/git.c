@@ -223,6 +223,31 @@ char *forge_git_path(const char *a, const char *b)
 	return buf_detach(&p, NULL);
 }
 
+int forge_git_branch_gone(git_repository *wt_repo, const char *branch, const char *trace,
+			  const char *base)
+{
+	git_reflog *log = NULL;
+	const git_reflog_entry *last;
+	char hex[GIT_OID_HEXSZ + 1] = "";
+
+	/* The worktree's HEAD keeps its reflog when the branch (and the
+	 * branch's own reflog) is deleted: its newest entry is the commit the
+	 * branch was at.  No entry: nothing was committed through HEAD, and
+	 * the branch was at the run's base. */
+	if (git_reflog_read(&log, wt_repo, "HEAD") == 0 && (last = git_reflog_entry_byindex(log, 0)))
+		git_oid_tostr(hex, sizeof hex, git_reflog_entry_id_new(last));
+	else if (base)
+		snprintf(hex, sizeof hex, "%s", base);
+	git_reflog_free(log);
+	if (*hex)
+		return forge_error("the run's branch '%s' is gone (deleted while the run was going?); "
+				   "nothing was committed.  Put it back with `git branch %s %s` (its last "
+				   "commit) and `forge resume %s`", branch, branch, hex, trace);
+	return forge_error("the run's branch '%s' is gone (deleted while the run was going?); "
+			   "nothing was committed.  Recreate it at the run's last commit and "
+			   "`forge resume %s`", branch, trace);
+}
+
 /* True when HEAD is unborn and rev is "HEAD" or the branch it names. */
 static bool names_unborn_head(git_repository *repo, const char *rev)
 {

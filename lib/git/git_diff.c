@@ -371,9 +371,17 @@ int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *
 		forge_git_fail("cannot read the index of worktree '%s'", wt->path);
 		goto out;
 	}
-	if (stage_all(&tree_id, index, wt->path) < 0 || head_commit(&parent, wt->repo, wt->path) < 0)
+	if (head_commit(&parent, wt->repo, wt->path) < 0)
 		goto out;
-	if (parent && git_oid_equal(&tree_id, git_commit_tree_id(parent))) {
+	/* (a run's branch always has a commit, the base: an unborn HEAD is a
+	 * branch deleted under the run, and a commit now would be a root) */
+	if (!parent) {
+		rc = forge_git_branch_gone(wt->repo, wt->branch, wt->trace, wt->base);
+		goto out;
+	}
+	if (stage_all(&tree_id, index, wt->path) < 0)
+		goto out;
+	if (git_oid_equal(&tree_id, git_commit_tree_id(parent))) {
 		/* Nothing to commit; the index may still hold a re-staged copy. */
 		if (git_index_write(index) < 0) {
 			forge_git_fail("cannot write the index of worktree '%s'", wt->path);
@@ -389,8 +397,7 @@ int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *
 	if (forge_git_signature(&sig) < 0)
 		goto out;
 	const git_commit *parents[1] = { parent };
-	if (git_commit_create(&id, wt->repo, "HEAD", sig, sig, NULL, msg.buf, tree,
-			      parent ? 1 : 0, parents) < 0) {
+	if (git_commit_create(&id, wt->repo, "HEAD", sig, sig, NULL, msg.buf, tree, 1, parents) < 0) {
 		forge_git_fail("cannot commit in worktree '%s'", wt->path);
 		goto out;
 	}

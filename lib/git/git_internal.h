@@ -26,6 +26,13 @@ struct forge_git_worktree {
 	bool reopened;
 };
 
+/* A run's worktree whose branch no longer exists (its HEAD is unborn):
+ * the error, naming the branch, the commit it was at (from the worktree's
+ * HEAD reflog, else base: the run's base commit, or NULL) and how to
+ * resume.  -1. */
+int forge_git_branch_gone(git_repository *wt_repo, const char *branch, const char *trace,
+			  const char *base);
+
 #define FORGE_GIT_EMPTY_BASE_MESSAGE "forge: empty base commit\n"
 
 /* forge_error() with ": <libgit2's last message>" appended when there is

@@ -190,6 +190,16 @@ static int load_worktree(struct forge_git_worktree *wt, const struct run_names *
 			    "again", wt->path, n->branch.buf, target ? target : "detached");
 		goto out;
 	}
+	if ((e = ref_target(&base, wt->repo, n->branch_ref.buf)) != 0) {
+		char hex[GIT_OID_HEXSZ + 1] = "";
+
+		if (e > 0 && ref_target(&base, wt->repo, n->base_ref.buf) == 0)
+			git_oid_tostr(hex, sizeof hex, &base);
+		if (e > 0)
+			forge_git_branch_gone(wt->repo, n->branch.buf, n->branch.buf + strlen("forge/"),
+					      *hex ? hex : NULL);
+		goto out;
+	}
 	e = ref_target(&base, wt->repo, n->base_ref.buf);
 	if (e < 0)
 		goto out;

@@ -599,6 +599,51 @@ static void test_commit(void)
 	forge_git_free(g);
 }
 
+/* The run's branch deleted under the run (its worktree's HEAD unborn): no
+ * root commit; the error names the branch and the commit to put it back
+ * at (the last one from HEAD's reflog, else the base); reopening the
+ * worktree says the same; put back, the commit has its parent. */
+static void test_commit_branch_gone(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL, *again = NULL;
+	char *sha = NULL, *c1 = NULL;
+	struct buf want = BUF_INIT;
+	const char *w;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "G1", NULL));
+	w = forge_git_worktree_path(wt);
+	/* nothing committed yet: the base is where the branch was */
+	CHECK(sh("git -C '%s' update-ref -d refs/heads/forge/G1", repo) == 0);
+	write_file(w, "a.txt", "changed\n");
+	CHECK_INT(forge_git_commit_all(&sha, wt, "attempt 1"), -1);
+	CHECK(sha == NULL);
+	buf_addf(&want, "`git branch forge/G1 %s`", forge_git_worktree_base(wt));
+	CHECK(contains(forge_last_error(), "the run's branch 'forge/G1' is gone"));
+	CHECK(contains(forge_last_error(), want.buf));
+	CHECK(contains(forge_last_error(), "`forge resume G1`"));
+	CHECK_INT(sh("git -C '%s' rev-parse -q --verify HEAD >/dev/null", w) == 0, 0);
+	CHECK_INT(forge_git_worktree_open(&again, g, "G1", NULL), -1);
+	CHECK(contains(forge_last_error(), want.buf));
+	/* put back, committed on it; deleted again: the last commit is named */
+	CHECK(sh("git -C '%s' branch forge/G1 %s", repo, forge_git_worktree_base(wt)) == 0);
+	CHECK_OK(forge_git_commit_all(&c1, wt, "attempt 1"));
+	CHECK_STR(out("git -C '%s' log -1 --format=%%P HEAD", w), forge_git_worktree_base(wt));
+	CHECK(sh("git -C '%s' update-ref -d refs/heads/forge/G1", repo) == 0);
+	write_file(w, "a.txt", "changed again\n");
+	CHECK_INT(forge_git_commit_all(&sha, wt, "attempt 2"), -1);
+	buf_reset(&want);
+	buf_addf(&want, "`git branch forge/G1 %s`", c1);
+	CHECK(contains(forge_last_error(), want.buf));
+	buf_release(&want);
+	free(c1);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 /* forge_git_worktree_tree: the tree a commit would make, the index untouched. */
 static void test_worktree_tree(void)
 {
@@ -1044,6 +1089,7 @@ int main(void)
 	RUN(test_worktree_reopen);
 	RUN(test_status_and_diff);
 	RUN(test_commit);
+	RUN(test_commit_branch_gone);
 	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);
 	RUN(test_read_blob);
