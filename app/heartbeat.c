@@ -22,19 +22,37 @@ struct heartbeat {
 	char trace[128], holder[ULID_LEN + 1], program[64];
 	double every_s;
 	bool quiet, warned;
+	void (*on_lost)(void *);    /* called once, from the thread, when the lease was taken */
+	void *lost_arg;
+	bool lost;
 };
 
 /* One renewal on the thread's connection, opened first if need be; a
  * connection a renewal failed on is closed, for the next to open anew. */
 static int renew_once(struct heartbeat *h)
 {
+	int r;
+
 	if (!h->st && store_open(&h->st, h->db) < 0)
 		return -1;
-	if (store_lease_renew(h->st, h->trace, h->holder) == 0)
-		return 0;
+	if ((r = store_lease_renew(h->st, h->trace, h->holder)) >= 0)
+		return r;
 	store_free(h->st);
 	h->st = NULL;
 	return -1;
+}
+
+/* The lease is another's now (a resume elsewhere judged this run dead:
+ * its host asleep past the TTL, or a clock behind by more): said once, the
+ * owner told, and no more renewals -- renewing would not give it back. */
+static void lost(struct heartbeat *h)
+{
+	h->lost = true;
+	if (!h->quiet)
+		fprintf(stderr, "%s: the run's lease was taken over by another process (forge resume "
+				"elsewhere); this one stops\n", h->program);
+	if (h->on_lost)
+		h->on_lost(h->lost_arg);
 }
 
 /* Renew the lease.  The lease was taken (or renewed) just before the
@@ -47,7 +65,15 @@ static int renew_once(struct heartbeat *h)
  * when it renews again. */
 static void renew(struct heartbeat *h)
 {
-	if (renew_once(h) == 0 || renew_once(h) == 0) {
+	int r = renew_once(h);
+
+	if (r < 0)
+		r = renew_once(h);
+	if (r == STORE_LEASE_LOST) {
+		lost(h);
+		return;
+	}
+	if (r == 0) {
 		if (h->warned && !h->quiet)
 			fprintf(stderr, "%s: the run's lease is renewed again\n", h->program);
 		h->warned = false;
@@ -77,13 +103,16 @@ static void *beat(void *arg)
 		pthread_mutex_unlock(&h->mu);
 		renew(h);
 		pthread_mutex_lock(&h->mu);
+		if (h->lost)
+			break;
 	}
 	pthread_mutex_unlock(&h->mu);
 	return NULL;
 }
 
 void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, const char *holder,
-		     double every_s, const char *program, bool quiet)
+		     double every_s, const char *program, bool quiet, void (*on_lost)(void *),
+		     void *lost_arg)
 {
 	struct heartbeat *h;
 	pthread_condattr_t ca;
@@ -96,6 +125,8 @@ void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, 
 	h->db = xstrdup(db);
 	snprintf(h->program, sizeof h->program, "%s", program);
 	h->quiet = quiet;
+	h->on_lost = on_lost;
+	h->lost_arg = lost_arg;
 	snprintf(h->trace, sizeof h->trace, "%s", trace);
 	snprintf(h->holder, sizeof h->holder, "%s", holder);
 	h->every_s = every_s;

@@ -27,10 +27,14 @@ struct heartbeat;
  * program: the lease stays never renewed, which another host takes to be
  * alive.  The same warning, once, when the thread cannot open the
  * database.  A failed renewal (the server away a moment) is tried again at
- * the next beat.
+ * the next beat.  A renewal that finds the lease another's (taken over by
+ * a resume elsewhere) ends the renewals: unless quiet it is said, and
+ * on_lost(lost_arg), when not NULL, is called once from the thread (it
+ * must be thread-safe: set a flag, signal the owner's children).
  */
 void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, const char *holder,
-		     double every_s, const char *program, bool quiet);
+		     double every_s, const char *program, bool quiet, void (*on_lost)(void *),
+		     void *lost_arg);
 
 /* Stop the thread (waiting for a renewal under way) and free h; NULL-safe. */
 void heartbeat_stop(struct heartbeat *h);

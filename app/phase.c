@@ -977,7 +977,8 @@ static int take_lease(struct phase *ph)
 	char *db = NULL;
 
 	if (store_resolve_path(&db, ph->common.db, ph->repo) == 0)
-		heartbeat_start(&ph->beat, db, trace, holder, every, ph->spec->program, ph->common.verbosity < 0);
+		heartbeat_start(&ph->beat, db, trace, holder, every, ph->spec->program, ph->common.verbosity < 0,
+				NULL, NULL);
 	free(db);
 	return 0;
 }

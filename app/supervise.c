@@ -39,10 +39,37 @@
 #define BATCH_MAX 500           /* events per transaction at most */
 
 static volatile sig_atomic_t interrupted;
+/* set by the heartbeat's thread: another process took the run's lease */
+static volatile sig_atomic_t lease_lost;
 
 bool sup_interrupted(void)
 {
 	return interrupted != 0;
+}
+
+bool sup_lease_lost(void)
+{
+	return lease_lost != 0;
+}
+
+/* (the heartbeat's thread) The run is another process's now: its phases
+ * are stopped, and nothing more of this one is recorded. */
+static void on_lease_lost(void *arg)
+{
+	(void)arg;
+	lease_lost = 1;
+	proc_kill_running(SIGTERM);
+}
+
+int sup_lease_lost_end(struct sup *s)
+{
+	if (!s->lease_lost_said)
+		fprintf(stderr, "forge: run %s is being worked on by another process, which took its lease "
+				"over; this one stopped its phase and recorded nothing more (forge status %s)\n",
+			s->trace, s->trace);
+	s->lease_lost_said = true;
+	s->ended = false;
+	return FORGE_EXIT_HUMAN;
 }
 
 void supervise_interrupt(int sig)
@@ -74,6 +101,8 @@ static void store_failed(struct sup *s)
 
 int sup_store_stop(struct sup *s)
 {
+	if (lease_lost)
+		return sup_lease_lost_end(s);
 	if (!s->store_error[0])
 		return -1;
 	fprintf(stderr, "forge: the run cannot be recorded: %s; it stops here (forge resume %s when the "
@@ -92,6 +121,13 @@ static void batch_open(struct sup *s)
 
 void sup_commit_batch(struct sup *s)
 {
+	/* (the lease is another's: what this process wrote since its last
+	 * commit is not the run's) */
+	if (s->pending && lease_lost) {
+		store_rollback(s->o->store);
+		s->pending = 0;
+		return;
+	}
 	if (s->pending) {
 		if (store_commit(s->o->store) < 0)
 			store_failed(s);
@@ -110,7 +146,7 @@ static void push_run(struct sup *s)
 	const char *remote = config_get_str(s->o->cfg, "git.push_remote");
 	jv ev;
 
-	if (!s->unpushed)
+	if (!s->unpushed || lease_lost)
 		return;
 	s->unpushed = false;
 	if (runshare_push(&ev, s->o->repo, remote, s->trace) == 0) {
@@ -297,6 +333,8 @@ int sup_stop_cancelled(struct sup *s)
 
 int sup_end_run(struct sup *s, const char *run_status, const char *error, int code)
 {
+	if (lease_lost)
+		return sup_lease_lost_end(s);
 	if (sup_cancelled(s))
 		return sup_stop_cancelled(s);
 	enum run_status rs = run_status_of(run_status);
@@ -1136,7 +1174,8 @@ static int take_lease(struct sup *s)
 		lease_taken(s, held);
 	jv_free(held);
 	heartbeat_start(&s->beat, s->o->db_path, s->trace, s->holder,
-			config_get_num(s->o->cfg, "supervisor.lease_renew_s"), "forge", s->o->quiet);
+			config_get_num(s->o->cfg, "supervisor.lease_renew_s"), "forge", s->o->quiet,
+			on_lease_lost, NULL);
 	return 0;
 }
 

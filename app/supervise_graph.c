@@ -222,6 +222,8 @@ static void read_nodes(struct gx *x)
 
 static int interrupted_end(struct sup *s)
 {
+	if (sup_lease_lost())
+		return sup_lease_lost_end(s);
 	if (sup_cancelled(s))
 		return sup_stop_cancelled(s);
 	fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
@@ -936,6 +938,9 @@ static int job_done(struct gx *x, struct job *j, int code)
 	job_free(j);
 	if (stale)
 		return code;
+	/* (stopped because the run is another's: nothing to decide here) */
+	if (sup_lease_lost())
+		return code >= 0 ? code : x->nactive ? -1 : sup_lease_lost_end(s);
 	if (strcmp(outcome, "ok") != 0 || conflict[0])
 		flush(x);
 	if (code >= 0)
@@ -1056,7 +1061,7 @@ static int stop_or_end(struct gx *x)
 {
 	struct sup *s = x->s;
 
-	if (sup_interrupted()) {
+	if (sup_interrupted() || sup_lease_lost()) {
 		flush(x);
 		return x->nactive ? -1 : interrupted_end(s);
 	}
@@ -1185,6 +1190,8 @@ static int schedule(struct gx *x)
 	}
 	flush(x);
 	sup_commit_batch(s);
+	if (sup_lease_lost())
+		code = sup_lease_lost_end(s);
 	/* the end itself not recorded: not a success */
 	if (code == FORGE_EXIT_OK && s->store_error[0]) {
 		fprintf(stderr, "forge: the run's end cannot be recorded: %s\n", s->store_error);

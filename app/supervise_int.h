@@ -40,6 +40,7 @@ struct sup {
 	bool deploy_approved;       /* a human approved the production deploy */
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
+	bool lease_lost_said;       /* sup_lease_lost_end() said so */
 	char store_error[512];      /* the first write to the database that failed, or "" */
 	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
 	struct heartbeat *beat;     /* renews the lease (supervise.c), or NULL */
@@ -58,6 +59,12 @@ enum gate_outcome { GATE_PASS, GATE_STOP, GATE_WAIT, GATE_ERROR };
 
 /* True once SIGINT or SIGTERM arrived (supervise_interrupt). */
 bool sup_interrupted(void);
+/* True once the heartbeat found the run's lease taken over by another
+ * process (its phases were sent SIGTERM then).  From then on nothing this
+ * process writes is committed (sup_commit_batch rolls back), the run's end
+ * is not recorded, and sup_lease_lost_end() says so and gives exit 4. */
+bool sup_lease_lost(void);
+int sup_lease_lost_end(struct sup *s);
 
 /* The batch (one write transaction) and the checkpoint's sync. */
 void sup_commit_batch(struct sup *s);

@@ -202,6 +202,33 @@ until_true() {
 	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 }
 
+@test "a supervisor whose lease another process took over stops its phase and records nothing more (exit 4)" {
+	left_on_host "$(hostname)" null
+	true & dead=$!
+	wait "$dead"
+	db_q "update leases set pid = $dead"
+	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_renew_s": 0.1, "lease_ttl_s": 1}}' >.forge/config.json
+	# implement's first model call stops after its first event until the file exists (never)
+	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"
+	setsid forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r1.out" 2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true renewed_once
+	# a resume elsewhere took it over (this host's clock ahead, or this one asleep past the TTL)
+	db_q "update leases set holder = 'FAR', host = 'far.example', pid = 4242, program = 'forge-supervisor'"
+	before=$(db_q "select count(*) from events where trace_id = '$T'")
+	rc=0; wait "$R1" || rc=$?
+	[ "$rc" -eq 4 ]
+	grep -q "forge: run $T is being worked on by another process, which took its lease over; this one stopped its phase and recorded nothing more" "$BATS_TEST_TMPDIR/r1.err"
+	# nothing of its end is the run's: not paused, no new events, the lease the other's
+	[ "$(db_q "select status from runs where id = '$T'")" = running ]
+	[ "$(db_q "select count(*) from events where trace_id = '$T'")" -eq "$before" ]
+	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
+	# and its phase is gone (no forge-implement of this run left)
+	run ! pgrep -f "forge-implement.*$REPO"
+}
+
 @test "a phase filter run by hand on a state takes the run's lease, renews it while silent and releases it at its end" {
 	use_mock
 	mkdir -p .forge

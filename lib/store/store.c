@@ -2163,7 +2163,14 @@ int store_lease_renew(struct store *st, const char *trace_id, const char *holder
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, holder);
 	db_bind_text(s, 3, now);
-	return db_step_done(st, s, "cannot renew the lease of trace '%s'", trace_id);
+	if (db_step(s) != DB_DONE) {
+		db_finalize(s);
+		return store_fail(st, "cannot renew the lease of trace '%s'", trace_id);
+	}
+	long changed = db_changes(s);
+
+	db_finalize(s);
+	return changed > 0 ? 0 : STORE_LEASE_LOST;
 }
 
 int store_lease_release(struct store *st, const char *trace_id, const char *holder)

@@ -322,7 +322,9 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
  * *held is null otherwise (caller frees *held).
  * take_steal with steal: a living holder on another host is taken too
  * (STORE_LEASE_STOLEN, *held "alive": true); one on this host never.
- * renew: sets renewed_at to now when holder holds it (else nothing).
+ * renew: sets renewed_at to now when holder holds it: 0; STORE_LEASE_LOST
+ * when holder holds it no longer (another process took it over, or it was
+ * released); -1 on error.
  * release: drops the lease when holder holds it (else nothing).
  * get: the lease with "alive", or null when none.
  * alive: whether the lease's holder lives, with the default TTL (borrows
@@ -330,7 +332,7 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
  * epoch).  local: whether the lease's host is this one (borrows).
  */
 #define STORE_LEASE_TTL_S 120.0
-enum { STORE_LEASE_TAKEN = 0, STORE_LEASE_HELD = 1, STORE_LEASE_STOLEN = 2 };
+enum { STORE_LEASE_TAKEN = 0, STORE_LEASE_HELD = 1, STORE_LEASE_STOLEN = 2, STORE_LEASE_LOST = 3 };
 int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
 		     const char *program);
 int store_lease_take_steal(jv *held, struct store *st, const char *trace_id, const char *holder,
