@@ -1234,6 +1234,12 @@ static const char *implement_run(struct phase *ph)
 
 	bool use_tdd = opt->tdd || config_get_bool(ph->cfg, "implement.tdd");
 	status = use_tdd ? tdd(&im, build_cmd, test_cmd) : implement(&im, build_cmd, test_cmd, NULL);
+	/* A phase that waits for a human keeps its work as a commit: the
+	 * answer's run goes on from it (a dirty reopened worktree is an
+	 * interrupted run's, reset by recover_worktree()), and an approval
+	 * that takes this result gives review a commit holding its diff. */
+	if (state_status_of(status) == STATE_ESCALATED && commit(&im, "before a human's answer") < 0)
+		status = "failed";
 	set_changes(&im, state_status_of(status) == STATE_OK);
 	if (state_status_of(status) == STATE_OK && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
 		const char *cmd = json_get_str(im.validation, "command");

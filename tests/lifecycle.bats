@@ -188,6 +188,30 @@ fail_implement() {
 		.state.answers == [{"phase": "implement", "question": "Call it mul or times?", "answer": "mul, as the other operations", "by": "human"}]' <<<"$output"
 }
 
+@test "what the implementer did before asking a human is committed: the answer's run goes on from it, and the result holds it" {
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" '$p + [
+		{tool_calls: [{name: "write_file", input: {path: "NOTES", content: "mul: long * long\n"}}]},
+		{tool_calls: [{name: "ask_human", input: {question: "Call it mul or times?"}}]}]')"
+	run -4 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	# (before: left uncommitted, then reset away by the answer's run as an
+	# interrupted run's leftovers; or, approved as it was, passed on to
+	# review with changes.commit the base)
+	[ "$(git -C "$REPO" show "forge/$T:NOTES")" = "mul: long * long" ]
+	[[ "$(git -C "$REPO" log -1 --format=%s "forge/$T")" == *"(attempt 1, before a human's answer)" ]]
+	run -0 forge status --json "$T"
+	jq -e --arg c "$(git -C "$REPO" rev-parse "forge/$T")" '.state.changes.commit == $c and
+		([.state.changes.files[].path] | index("NOTES"))' <<<"$output"
+	G=$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .id')
+	run -0 forge gate approve "$G" --note "mul"
+	script "$IMPL"
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	[[ "$stderr" != *"had changes its state does not have"* ]]
+	[ "$(git -C "$REPO" show "forge/$T:NOTES")" = "mul: long * long" ]
+	git -C "$REPO" show "forge/$T:calc.c" | grep -q calc_mul
+}
+
 @test "a run that completes without changing anything points to forge show, not to forge diff and merge" {
 	use_mock
 	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "read_file", input: {path: "calc.c"}}]},
