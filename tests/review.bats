@@ -252,6 +252,24 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	jq -s -e '[.[] | select(.type == "review.layer" and .payload.layer == "ai") | .payload.attempts] == [2]' <<<"$output"
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[1].body.messages[2].content[0] | [.type, .is_error, (.content | test(\".findings: expected array, got string\"))] | map(tostring) | join(\" \")'"
 	assert_output "tool_result true true"
+	# two calls in one answer, the first unusable; then a misspelt tool: every
+	# call of the answer is answered in the retry (both providers refuse a
+	# tool call left open with a 400; before: only the first, or none)
+	answered() {
+		curl -sS "$MOCK_URL/_mock/requests" | jq -e '.[-1].body.messages as $m |
+			([$m[1].content[] | select(.type == "tool_use") | .id] | sort) as $asked |
+			([$m[2:][] | .content[]? | select(.type == "tool_result") | .tool_use_id] | sort) as $told |
+			($asked | length) == '"$1"' and $asked == $told'
+	}
+	mock_steps "[{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":$as_string}},
+			{\"name\":\"report_findings\",\"input\":{\"findings\":[$finding]}}]},
+		{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":[$finding]}}]}]"
+	review -1
+	answered 2
+	mock_steps "[{\"tool_calls\":[{\"name\":\"report_finding\",\"input\":{\"findings\":[$finding]}}]},
+		{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":[$finding]}}]}]"
+	review -1
+	answered 1
 	# wrong twice: no review, exit 5, the calls still paid for in the state
 	mock_steps "[{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":$as_string}}]},
 		{\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":$as_string}}]}]"

@@ -321,8 +321,19 @@ static void ask_again(struct llm_request *req, const struct llm_response *resp,
 		 "that matches its schema (severity one of info, warning, error, critical; line an "
 		 "integer).", why);
 	req->messages = jv_array_append(req->messages, llm_msg_assistant(resp));
-	req->messages = jv_array_append(req->messages, call ? llm_msg_tool_result(call->id, text.buf, true)
-						       : llm_msg_user(text.buf));
+	/* Every tool call of the answer is answered (both providers refuse a
+	 * conversation with one left open): the one judged, or all of them
+	 * when none was (another tool's name), with why; any other, as not
+	 * taken. */
+	for (size_t i = 0; i < resp->ncalls; i++) {
+		const struct llm_tool_call *c = &resp->calls[i];
+		bool judged = !call || c == call;
+
+		req->messages = jv_array_append(req->messages, llm_msg_tool_result(c->id,
+			judged ? text.buf : "Not taken: only one report_findings call is read.", true));
+	}
+	if (!resp->ncalls)
+		req->messages = jv_array_append(req->messages, llm_msg_user(text.buf));
 	buf_release(&text);
 }
 
