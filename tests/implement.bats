@@ -153,6 +153,28 @@ checkout_untouched() {
 	checkout_untouched
 }
 
+@test "one answer's calls: a finish before a write_file is taken after it; after a failed call it is not taken" {
+	plan_state T7 >"$BATS_TEST_TMPDIR/plan.json"
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	# (before: the loop ended at the finish, the write_file never ran, nothing
+	# committed and the phase ok with a summary naming a file not there)
+	mock '[{"tool_calls":[{"name":"finish","input":{"summary":"added mul.c"}},
+		{"name":"write_file","input":{"path":"mul.c","content":"long calc_mul(long a, long b) { return a * b; }\n"}}]}]'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	git show forge/T7:mul.c | grep -q calc_mul
+	# a finish beside a call that failed: not taken, the model told, and it finishes next turn
+	plan_state T8 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"edit_file","input":{"path":"calc.c","old_text":"not in the file","new_text":"x"}},
+		{"name":"finish","input":{"summary":"edited calc.c"}}]},
+		{"tool_calls":[{"name":"finish","input":{"summary":"nothing to change after all"}}]}]'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[-1].body.messages[-1].content |
+		map(select(.type == "tool_result")) | length == 2 and
+		(.[1].is_error == true and (.[1].content | tostring | test("Not taken: another call of the same answer failed")))'
+	last_state | jq -e '.status == "ok"'
+	events_of implement.summary | jq -e '.summary == "nothing to change after all"'
+}
+
 @test "a review bounce puts the findings first in the prompt: file, line, message, suggested fix" {
 	plan_state T2 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
 		{"severity":"warning","category":"style","message":"usage line lists no mul","file":"calc.c","line":31},

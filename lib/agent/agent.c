@@ -357,38 +357,73 @@ static void bad_arguments(struct agent *a, const struct llm_tool_call *call, boo
 	outcome_release(&o);	/* a slip of the model's, no lesson: not reflected on */
 }
 
-/* Act on every tool call of one answer; appends the tool results. */
+/*
+ * finish or ask_human, the turn's other calls run (failed: whether one of
+ * them failed).  A finish after a failed call of its own turn is not taken:
+ * the model has not seen that result yet.
+ */
+static enum turn end_call(struct agent *a, const struct llm_tool_call *call, bool failed)
+{
+	char *error = NULL;
+
+	if (strcmp(call->name, "ask_human") == 0) {
+		const char *q = json_get_str(call->input, "question");
+		a->messages = jv_array_append(a->messages,
+			llm_msg_tool_result(call->id, "Waiting for a human.", false));
+		emit(a, "agent.escalated", json_set(jv_object(), "question", jv_string(q ? q : "")));
+		finish_with(a, AGENT_ESCALATED, NULL, "the agent asks: %s", q ? q : "(no question)");
+		free(a->res->question);
+		a->res->question = xstrdup(q && *q ? q : "(no question)");
+		agent_reflect(a, "escalation", a->res->reason);
+		return TURN_END;
+	}
+	if (failed) {
+		a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id,
+			"Not taken: another call of the same answer failed.  Read its result, then finish.", true));
+		return TURN_CONTINUE;
+	}
+	if (take_finish(a, call->input, &error) == 0) {
+		a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, "Result accepted.", false));
+		finish_with(a, AGENT_DONE, NULL, "finished");
+		return TURN_END;
+	}
+	a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, error, true));
+	free(error);
+	return TURN_CONTINUE;
+}
+
+static bool ends_turn(const struct llm_tool_call *call)
+{
+	return !call->input_error && (strcmp(call->name, "finish") == 0 || strcmp(call->name, "ask_human") == 0);
+}
+
+/*
+ * Act on every tool call of one answer; appends the tool results.  The
+ * calls of one answer are not a sequence the model promises: a finish or
+ * an ask_human is taken after the others ran, wherever it stands (before:
+ * a write_file after a finish was dropped unsaid, the phase ok without it).
+ * Only the first of them is taken; another is answered as not taken.
+ */
 static enum turn act(struct agent *a, const struct llm_response *resp, struct call_window *w)
 {
+	const struct llm_tool_call *end = NULL;
+	bool failed = false;
+
 	for (size_t i = 0; i < resp->ncalls; i++) {
 		const struct llm_tool_call *call = &resp->calls[i];
-		char *error = NULL;
 
 		if (call->input_error) {
 			bad_arguments(a, call, resp->stop == LLM_STOP_MAX_TOKENS, w);
+			failed = true;
 			continue;
 		}
-		if (strcmp(call->name, "finish") == 0) {
-			if (take_finish(a, call->input, &error) == 0) {
-				a->messages = jv_array_append(a->messages,
-					llm_msg_tool_result(call->id, "Result accepted.", false));
-				finish_with(a, AGENT_DONE, NULL, "finished");
-				return TURN_END;
-			}
-			a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, error, true));
-			free(error);
+		if (ends_turn(call)) {
+			if (!end)
+				end = call;
+			else
+				a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id,
+					"Not taken: one finish or ask_human an answer.", true));
 			continue;
-		}
-		if (strcmp(call->name, "ask_human") == 0) {
-			const char *q = json_get_str(call->input, "question");
-			a->messages = jv_array_append(a->messages,
-				llm_msg_tool_result(call->id, "Waiting for a human.", false));
-			emit(a, "agent.escalated", json_set(jv_object(), "question", jv_string(q ? q : "")));
-			finish_with(a, AGENT_ESCALATED, NULL, "the agent asks: %s", q ? q : "(no question)");
-			free(a->res->question);
-			a->res->question = xstrdup(q && *q ? q : "(no question)");
-			agent_reflect(a, "escalation", a->res->reason);
-			return TURN_END;
 		}
 
 		struct agent_tool_outcome o;
@@ -409,8 +444,10 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 		a->res->tokens += o.tokens;
 		if (o.cost_unknown)
 			a->res->cost_known = false;
-		if (!o.ok)
+		if (!o.ok) {
 			a->res->tool_errors++;
+			failed = true;
+		}
 		window_add(w, agent_now(a), !o.ok);
 		emit(a, o.ok ? "tool.executed" : "tool.failed", tool_event(call->name, call->input, &o, attempts, ms));
 		if (a->env->on_tool)
@@ -430,7 +467,7 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 			agent_reflect(a, "error", o.text);
 		outcome_release(&o);
 	}
-	return TURN_CONTINUE;
+	return end ? end_call(a, end, failed) : TURN_CONTINUE;
 }
 
 /* ---- reason ------------------------------------------------------------- */

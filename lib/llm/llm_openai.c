@@ -390,8 +390,12 @@ static enum llm_error classify(long status, const char *type, const char *code, 
 		return LLM_ERR_AUTH;
 	if (has(code, "insufficient_quota") || has(type, "insufficient_quota"))
 		return LLM_ERR_QUOTA;
-	if (has(code, "context_length_exceeded") || has(msg, "maximum context length") ||
-	    has(msg, "context length") || has(msg, "context window"))
+	/* (llama.cpp's server: type exceed_context_size_error, "the request
+	 * exceeds the available context size", with code 400, or 500 from
+	 * builds before it had a type) */
+	if (has(code, "context_length_exceeded") || has(type, "exceed_context_size") ||
+	    has(msg, "maximum context length") || has(msg, "context length") ||
+	    has(msg, "context window") || has(msg, "available context size"))
 		return LLM_ERR_CONTEXT;
 	if (has(code, "model_not_found") || status == 404 ||
 	    (has(msg, "model") && (has(msg, "not found") || has(msg, "does not exist"))))

@@ -399,6 +399,18 @@ static void test_oai_nonstream_and_errors(void)
 	llm_openai.fault(&f, 400, e1, strlen(e1));
 	CHECK_INT(f.kind, LLM_ERR_CONTEXT);
 	llm_fault_release(&f);
+	/* llama.cpp's server, with its type, and from a build before it (500, no type) */
+	const char *e1b = "{\"error\":{\"code\":400,\"message\":\"the request exceeds the available context "
+			  "size. try increasing the context size or enable context shift\",\"type\":"
+			  "\"exceed_context_size_error\",\"n_prompt_tokens\":9000,\"n_ctx\":8192}}";
+	llm_openai.fault(&f, 400, e1b, strlen(e1b));
+	CHECK_INT(f.kind, LLM_ERR_CONTEXT);
+	llm_fault_release(&f);
+	const char *e1c = "{\"error\":{\"code\":500,\"message\":\"the request exceeds the available context size. "
+			  "try increasing the context size or enable context shift\",\"type\":\"server_error\"}}";
+	llm_openai.fault(&f, 500, e1c, strlen(e1c));
+	CHECK_INT(f.kind, LLM_ERR_CONTEXT);
+	llm_fault_release(&f);
 	const char *e2 = "{\"error\":{\"message\":\"You exceeded your current quota\",\"type\":\"insufficient_quota\","
 			 "\"param\":null,\"code\":\"insufficient_quota\"}}";
 	llm_openai.fault(&f, 429, e2, strlen(e2));
