@@ -92,11 +92,24 @@ jv tool_result_json(const struct tool_result *r)
 void tool_text_add(struct buf *b, const char *s, size_t n)
 {
 	const char *end = s + n, *nul;
+	/* (the escapes may not make the text longer than the bytes were by
+	 * more than this: the caller's cap bounds what the model reads) */
+	size_t room = b->len + n + 256;
 
 	while ((nul = memchr(s, '\0', (size_t)(end - s))) != NULL) {
+		const char *run = nul;
+
+		while (run < end && !*run)
+			run++;
+		if (b->len + (size_t)(nul - s) + 32 > room) {
+			buf_addf(b, "[... %zu more bytes of binary output not shown]", (size_t)(end - s));
+			return;
+		}
 		buf_add(b, s, (size_t)(nul - s));
 		buf_adds(b, "\\u0000");
-		s = nul + 1;
+		if (run - nul > 1)
+			buf_addf(b, "[x%zu]", (size_t)(run - nul));
+		s = run;
 	}
 	buf_add(b, s, (size_t)(end - s));
 }

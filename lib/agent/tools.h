@@ -160,7 +160,9 @@ struct buf;
 /*
  * Append n bytes of a command's or a file's output to b as text for the
  * model: a NUL byte, which would end the text there, is written as the six
- * characters \u0000 and the rest follows.
+ * characters \u0000 (a run of K of them once, with "[xK]") and the rest
+ * follows.  The escapes never make the text more than 256 bytes longer
+ * than n: past that, "[... N more bytes of binary output not shown]".
  */
 void tool_text_add(struct buf *b, const char *s, size_t n);
 

@@ -326,6 +326,17 @@ static void test_nul_characters(void)
 	CHECK_MSG(r.ok, "%s", r.error);
 	CHECK_MSG(r.output && strstr(r.output, "late.txt:2001:x\\u0000y"), "%s", r.output);
 	tool_result_release(&r);
+	/* Binary output: the escapes do not take it past the cap (64 KiB of
+	 * NULs were 393,216 characters): a run of NULs is written once, with
+	 * its count; NULs scattered through it stop at the cap, saying so. */
+	call(&r, "run_command", "{\"command\":\"head -c 100000 /dev/zero\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strlen(r.output) < 2048 && strstr(r.output, "\\u0000[x32768]"), "%.200s", r.output);
+	tool_result_release(&r);
+	call(&r, "run_command", "{\"command\":\"yes | tr '\\\\n' '\\\\0' | head -c 100000\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strlen(r.output) < 70000, "%zu bytes", r.output ? strlen(r.output) : 0);
+	tool_result_release(&r);
 }
 
 static void test_finish_ask_and_git(void)
