@@ -484,7 +484,7 @@ static int reason(struct agent *a, struct llm_response *resp)
 		req.messages = jv_copy(a->messages);
 		req.tools = jv_copy(a->tools);
 		req.tool_choice = LLM_TOOL_ANY;
-		req.max_tokens = a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192;
+		req.max_tokens = agent_answer_room(a);
 		req.temperature = 0;
 		if (a->env->on_text) {
 			req.stream = true;

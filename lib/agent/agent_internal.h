@@ -39,6 +39,14 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
  * `force`).  Returns 1 when it compressed, 0 when not needed or not
  * possible. */
 int agent_compress(struct agent *a, bool force);
+/* What a request holds besides its messages (the system prompt, the tool
+ * definitions), estimated in tokens. */
+size_t agent_fixed_tokens(const struct agent *a);
+/* The tokens an answer may take: llm.max_tokens (cfg->max_tokens), but no
+ * more than the model's window (cfg->context_tokens) leaves after the
+ * request, and at least AGENT_ANSWER_MIN. */
+#define AGENT_ANSWER_MIN 1024
+int agent_answer_room(const struct agent *a);
 
 /* Reflect on the outcome ("success", "error", "escalation", "breaker");
  * `detail` may be NULL.  Never fails the loop. */

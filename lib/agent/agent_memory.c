@@ -200,9 +200,36 @@ static char *model_summary(struct agent *a, jv middle, size_t budget_tokens)
 	return summary;
 }
 
+size_t agent_fixed_tokens(const struct agent *a)
+{
+	const char *system = a->cfg->system_prompt;
+
+	return (system ? tokens_estimate_str(system) : 0) + tokens_estimate_jv(a->tools);
+}
+
+int agent_answer_room(const struct agent *a)
+{
+	int want = a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192;
+	size_t window = a->cfg->context_tokens, prompt;
+
+	if (!window)
+		return want;
+	prompt = agent_fixed_tokens(a) + tokens_estimate_jv(a->messages);
+	prompt += prompt / 10;  /* (an estimate: the server counts exactly) */
+	if (prompt + (size_t)want <= window)
+		return want;
+	return window > prompt + AGENT_ANSWER_MIN ? (int)(window - prompt) : AGENT_ANSWER_MIN;
+}
+
 int agent_compress(struct agent *a, bool force)
 {
-	size_t budget = a->cfg->context_tokens ? a->cfg->context_tokens : 100000;
+	size_t window = a->cfg->context_tokens ? a->cfg->context_tokens : 100000;
+	/* The messages' share of the window: what the system prompt, the
+	 * tools and room for an answer (a quarter of the window at most)
+	 * leave; compressed at 90% of it. */
+	size_t want = (size_t)(a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192);
+	size_t reserve = agent_fixed_tokens(a) + (want < window / 4 ? want : window / 4);
+	size_t budget = window > reserve + window / 8 ? window - reserve : window / 8;
 	size_t before = tokens_estimate_jv(a->messages);
 	int n = jv_array_length(jv_copy(a->messages));
 
