@@ -443,6 +443,28 @@ shape() {
 	assert_output 404
 }
 
+@test "validation: a tool call left unanswered, or a result that answers none, is the providers' 400; no step consumed" {
+	echo '[{"text":"kept"}]' | mock_load
+	local use='{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}},{"type":"tool_use","id":"toolu_2","name":"f","input":{}}]}'
+	run -0 anth -d '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"},'"$use"',
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"text","text":"go on"}]}]}'
+	assert_output 400
+	[ "$(jq -r .error.message "$B")" = 'messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_2. Each `tool_use` block must have a corresponding `tool_result` block in the next message.' ]
+	run -0 anth -d '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"tool_result","tool_use_id":"toolu_9","content":"x"}]}]}'
+	assert_output 400
+	[ "$(jq -r .error.message "$B")" = 'messages.0.content.1: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.' ]
+	local calls='{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"call_2","type":"function","function":{"name":"f","arguments":"{}"}}]}'
+	run -0 oai -d '{"model":"m","messages":[{"role":"user","content":"hi"},'"$calls"',{"role":"tool","tool_call_id":"call_1","content":"ok"},{"role":"user","content":"go on"}]}'
+	assert_output 400
+	[ "$(jq -r .error.message "$B")" = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_2" ]
+	run -0 oai -d '{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"call_1","content":"ok"}]}'
+	assert_output 400
+	# answered in full: served
+	run -0 oai -d '{"model":"m","messages":[{"role":"user","content":"hi"},'"$calls"',{"role":"tool","tool_call_id":"call_2","content":"ok"},{"role":"tool","tool_call_id":"call_1","content":"ok"}]}'
+	assert_output 200
+	[ "$(jq -r '.choices[0].message.content' "$B")" = kept ]
+}
+
 @test "request log: every request, key redacted but hashed, flushed per request" {
 	echo '[{"text":"one"},{"text":"two"}]' | mock_load
 	before=$(wc -l <"$MOCK_LOG")

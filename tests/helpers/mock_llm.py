@@ -161,9 +161,13 @@ SCRIPT FORMAT
 
 VALIDATION (off with --lenient; never consumes a step)
   Anthropic: no x-api-key/Authorization -> 401; no anthropic-version -> 400;
-  body not JSON, or no model/max_tokens/messages -> 400.
+  body not JSON, or no model/max_tokens/messages -> 400; a tool_use not
+  answered by a tool_result in the next message, or a tool_result that
+  answers no tool_use of the message before -> 400 with the API's words.
   OpenAI: no Authorization -> 401; body not JSON or no model/messages (chat),
-  model/input (embeddings) -> 400.
+  model/input (embeddings) -> 400; an assistant message's tool_calls not each
+  answered by a following role "tool" message, or a tool message answering
+  none -> 400 with the API's words.
 
 CONTROL ENDPOINTS (not logged)
   GET  /_mock/health              200 "ok"
@@ -325,6 +329,63 @@ class State:
 # Forced tools whose requests only take steps that name them ("forced_tool"),
 # else this answer (the input of the tool call).
 RESERVED_TOOLS = {"record_run_learnings": {"learnings": []}}
+
+
+def blocks(msg):
+    c = msg.get("content") if isinstance(msg, dict) else None
+    return [b for b in c if isinstance(b, dict)] if isinstance(c, list) else []
+
+
+def anthropic_pairing(messages):
+    """The Messages API's rule, as it words a breach: every tool_use block is
+    answered by a tool_result in the next message, and every tool_result
+    answers a tool_use of the message before it.  None when kept."""
+    if not isinstance(messages, list):
+        return None
+    for i, m in enumerate(messages):
+        prev = messages[i - 1] if i > 0 else None
+        asked = [b.get("id") for b in blocks(prev) if b.get("type") == "tool_use"] \
+            if isinstance(prev, dict) and prev.get("role") == "assistant" else []
+        for j, b in enumerate(blocks(m)):
+            if b.get("type") == "tool_result" and b.get("tool_use_id") not in asked:
+                return ("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. "
+                        "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+                        "message." % (i, j, b.get("tool_use_id")))
+        if isinstance(m, dict) and m.get("role") == "assistant":
+            ids = [b.get("id") for b in blocks(m) if b.get("type") == "tool_use"]
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            told = {b.get("tool_use_id") for b in blocks(nxt) if b.get("type") == "tool_result"}
+            missing = [x for x in ids if x not in told]
+            if missing and nxt is not None:
+                return ("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                        "%s. Each `tool_use` block must have a corresponding `tool_result` block in the next "
+                        "message." % (i, ", ".join(str(x) for x in missing)))
+    return None
+
+
+def openai_pairing(messages):
+    """Chat Completions' rule: an assistant message with tool_calls is
+    followed by a tool message for each tool_call_id, and a tool message
+    answers one of those.  None when kept."""
+    if not isinstance(messages, list):
+        return None
+    open_ids, i = None, 0
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role == "tool":
+            if open_ids is None or m.get("tool_call_id") not in open_ids:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                        "message with 'tool_calls'.")
+            open_ids.discard(m.get("tool_call_id"))
+            continue
+        if open_ids:
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to "
+                    "each 'tool_call_id'. The following tool_call_ids did not have response messages: %s"
+                    % ", ".join(sorted(str(x) for x in open_ids)))
+        open_ids = None
+        if role == "assistant" and isinstance(m.get("tool_calls"), list) and m["tool_calls"]:
+            open_ids = {c.get("id") for c in m["tool_calls"] if isinstance(c, dict)}
+    return None
 
 
 def forced_tool(req):
@@ -1019,6 +1080,9 @@ class Handler(BaseHTTPRequestHandler):
             for f in ("model", "max_tokens", "messages"):
                 if f not in req:
                     return 400, "invalid_request_error", None, None, None, "%s: Field required" % f
+            bad = anthropic_pairing(req.get("messages"))
+            if bad:
+                return 400, "invalid_request_error", None, None, None, bad
             return None
         if provider == "openai":
             if not h.get("Authorization"):
@@ -1034,6 +1098,10 @@ class Handler(BaseHTTPRequestHandler):
             if f not in req:
                 return 400, "invalid_request_error", "invalid_request_error", None, f, \
                     "Missing required parameter: '%s'." % f
+        if kind == "chat" and provider == "openai":
+            bad = openai_pairing(req.get("messages"))
+            if bad:
+                return 400, "invalid_request_error", "invalid_request_error", None, "messages", bad
         return None
 
     def api(self, provider, kind, url, raw):
