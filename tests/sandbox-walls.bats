@@ -316,6 +316,34 @@ fork_bomb_stopped() {
 	[[ "$text" == *still-fine* ]]
 }
 
+@test "root, without namespaces: a command's detached processes that outlived Forge and its reaper (both SIGKILLed) are ended by the next Forge process" {
+	as root
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .cgroup_pids.available <<<"$output")" = true ] ||
+		skip "root and no writable pids cgroup: $(jq -r .cgroup_pids.reason <<<"$output")"
+	local d=91.$$$RANDOM input
+	json_quote "python3 -c 'import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp(\"sleep\", [\"sleep\", \"$d\"])'; sleep 600"
+	input="{\"command\":$REPLY}"
+	"$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" --sandbox '{"namespaces":"off"}' run_command "$input" \
+		>/dev/null 2>&1 3>&- &
+	local forge=$! i
+	for i in $(seq 600); do pgrep -f "^sleep $d" >/dev/null && break; sleep 0.05; done
+	pgrep -f "^sleep $d" >/dev/null
+	# Forge and its reaper (a fork of it) killed at once: the OOM killer, `pkill -9`
+	kill -KILL "$forge" $(pgrep -P "$forge" -x tool-run) 2>/dev/null
+	wait "$forge" 2>/dev/null || true
+	pgrep -f "^sleep $d" >/dev/null   # (outlived both: no PID namespace to end it)
+	# the next Forge process to use the pids cgroup ends what the dead one's group holds
+	tool 'echo next'
+	[[ "$text" == *next* ]]
+	for i in $(seq 600); do pgrep -f "^sleep $d" >/dev/null || break; sleep 0.05; done
+	run -1 pgrep -f "^sleep $d"
+}
+
 @test "root: a fork bomb stops at the process limit" {
 	fork_bomb_stopped root
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -535,7 +536,42 @@ static void own_group_remove(void)
 		rmdir(own_group);
 }
 
-/* Remove groups left by Forge processes that are gone. */
+/*
+ * End what is left in the group at path: cgroup.kill where the kernel has
+ * it (v2, 5.14), else SIGKILL to each process cgroup.procs lists, again
+ * while new ones appear (a fork between the read and the kill), a bounded
+ * number of times.
+ */
+static void kill_group(const char *path)
+{
+	char file[1200];
+
+	snprintf(file, sizeof(file), "%s/cgroup.kill", path);
+	if (write_file(file, "1\n") == 0)
+		return;
+	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	for (int round = 0; round < 16; round++) {
+		FILE *f = fopen(file, "re");
+		long pid;
+		int n = 0;
+
+		if (!f)
+			return;
+		while (fscanf(f, "%ld", &pid) == 1)
+			if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+				n++;
+		fclose(f);
+		if (!n)
+			return;
+	}
+}
+
+/*
+ * Remove groups left by Forge processes that are gone, and end what runs in
+ * them first: a command's detached processes outlive Forge when Forge and
+ * its reaper are both killed (SIGKILL, the OOM killer) where there is no
+ * PID namespace to take them down; the group still holds them.
+ */
 static void sweep_stale(const char *base)
 {
 	DIR *d = opendir(base);
@@ -553,7 +589,13 @@ static void sweep_stale(const char *base)
 		if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
-		rmdir(path);
+		if (rmdir(path) < 0 && errno == EBUSY) {
+			kill_group(path);
+			/* (the killed leave the group as they are reaped: by their
+			 * parent, or by init -- soon, not at once) */
+			for (int i = 0; i < 100 && rmdir(path) < 0 && errno == EBUSY; i++)
+				usleep(10000);
+		}
 	}
 	closedir(d);
 }
