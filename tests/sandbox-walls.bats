@@ -344,6 +344,24 @@ if os.fork() == 0:
 	run -1 pgrep -f "^sleep $d"
 }
 
+# oom_first MODE: a command (and what it starts) is what the kernel's OOM
+# killer takes first, before Forge and its reaper: oom_score_adj 500.
+oom_first() {
+	as "$1"
+	for sb in '{}' '{"namespaces":"off"}'; do
+		tool --sandbox "$sb" 'cat /proc/self/oom_score_adj; sh -c "cat /proc/self/oom_score_adj"'
+		[ "$(head -2 <<<"$text" | tr '\n' ' ')" = "500 500 " ]
+	done
+}
+
+@test "root: a command is the OOM killer's first choice, not Forge" {
+	oom_first root
+}
+
+@test "unprivileged: a command is the OOM killer's first choice, not Forge" {
+	oom_first user
+}
+
 @test "root: a fork bomb stops at the process limit" {
 	fork_bomb_stopped root
 }

@@ -460,6 +460,31 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 	pass_status(p, st);
 }
 
+/* /proc/self/oom_score_adj to adj (1..1000), before any namespace: raising
+ * it needs no privilege; best effort (open and write: async-signal-safe). */
+static void raise_oom_score(int adj)
+{
+	char num[16];
+	int n = 0, fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (adj > 1000)
+		adj = 1000;
+	/* (the digits by hand: snprintf is not async-signal-safe) */
+	char rev[8];
+	int r = 0;
+	do {
+		rev[r++] = (char)('0' + adj % 10);
+		adj /= 10;
+	} while (adj && r < (int)sizeof rev);
+	while (r)
+		num[n++] = rev[--r];
+	num[n++] = '\n';
+	(void)!write(fd, num, (size_t)n);
+	close(fd);
+}
+
 /* Runs between fork and exec: async-signal-safe calls only. */
 static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 {
@@ -487,6 +512,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	for (int i = 0; i < p->nrl; i++)
 		if (setrlimit(p->rl[i].res, &p->rl[i].rl) < 0)
 			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
+	if (o->limits.oom_score_adj > 0)
+		raise_oom_score(o->limits.oom_score_adj);
 	if (p->ns) {
 		int r, stage = NSV_MAPS;
 		/* The id maps can be written only while /proc/self is ours (the

@@ -116,6 +116,7 @@ struct proc_limits {
 	unsigned long long fsize_bytes; /* RLIMIT_FSIZE */
 	unsigned long nofile;         /* RLIMIT_NOFILE */
 	unsigned long nproc;          /* RLIMIT_NPROC */
+	int oom_score_adj;            /* raised to this (1..1000) in the child; 0 = as inherited */
 };
 
 struct nsview_bind;

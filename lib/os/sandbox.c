@@ -841,6 +841,9 @@ static int policy_build(struct sandbox_policy **out, jv section, bool lazy_rules
 	}
 	jv_free(lim);
 	p->limits.cpu_s = (unsigned long)(p->timeout_ms / 1000) + 10;
+	/* Out of memory, the kernel kills a command before Forge and its
+	 * reaper, which end what the command leaves and record what happened. */
+	p->limits.oom_score_adj = 500;
 	v = pick(section, defs, "writable");
 	p->writable = strlist(v);
 	jv_free(v);
