@@ -679,6 +679,70 @@ int forge_git_base_check(struct forge_git *g, const char *base)
 	return 1;
 }
 
+/* Whether HEAD of o's checkout is the branch `name` (refs/heads/X). */
+static bool on_branch(struct forge_git *o, const char *name)
+{
+	git_reference *head = NULL;
+	bool yes = false;
+
+	if (git_reference_lookup(&head, o->repo, "HEAD") == 0 && git_reference_symbolic_target(head))
+		yes = strcmp(git_reference_symbolic_target(head), name) == 0;
+	git_reference_free(head);
+	return yes;
+}
+
+/* The person's checkout that has the branch `name` checked out -- the main
+ * working tree or a linked worktree of theirs, not a run's -- opened as
+ * forge_git_open() opens it; *out NULL when there is none. */
+static int open_checkout_of(struct forge_git **out, struct forge_git *g, const char *name)
+{
+	git_strarray names = { NULL, 0 };
+
+	*out = NULL;
+	if (git_worktree_list(&names, g->repo) < 0)
+		return forge_git_fail("cannot list the worktrees of '%s'", g->root);
+	for (size_t i = 0; i <= names.count && !*out; i++) {
+		git_worktree *wt = NULL;
+		struct forge_git *o = NULL;
+		char *path = NULL;
+
+		if (i == names.count)
+			path = xstrdup(g->root);
+		else if (git_worktree_lookup(&wt, g->repo, names.strings[i]) == 0)
+			path = xstrdup(git_worktree_path(wt));
+		git_worktree_free(wt);
+		if (path)
+			strip_slash(path);
+		if (path && !is_run_worktree(g->root, path) && forge_git_open(&o, path) == 0 &&
+		    on_branch(o, name))
+			*out = o;
+		else
+			forge_git_free(o);
+		free(path);
+	}
+	git_strarray_dispose(&names);
+	return 0;
+}
+
+/* forge_git_merge_ff() of a branch checked out in a checkout other than
+ * g's: done there, so that checkout's files move with its branch (a
+ * branch moved under a checkout would leave its files behind, as changes
+ * undoing the run). */
+static int merge_ff_there(char **out, struct forge_git *g, const char *name, const char *rev)
+{
+	struct forge_git *there = NULL;
+	int rc;
+
+	if (open_checkout_of(&there, g, name) < 0)
+		return -1;
+	if (!there)
+		return forge_error("cannot fast-forward '%s': it is checked out in a worktree of a run",
+				   name + 11);
+	rc = forge_git_merge_ff(out, there, name, rev);
+	forge_git_free(there);
+	return rc;
+}
+
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev)
 {
 	git_reference *ref = NULL, *head = NULL, *moved = NULL;
@@ -739,8 +803,7 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 			goto out;
 		}
 		if (!in_main && git_branch_is_checked_out(ref) == 1) {
-			forge_error("cannot fast-forward '%s': it is checked out in another worktree",
-				    base_branch);
+			rc = merge_ff_there(out, g, name.buf, rev);
 			goto out;
 		}
 	}

@@ -285,9 +285,10 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * to `rev` (e.g. "forge/TRACE"); *out (may be NULL) gets the new tip.
  * Refuses when `rev` does not descend from the branch's tip (only
  * fast-forwards are done here: a merge commit is left to a later change),
- * and when the branch is checked out in a linked worktree.  When it is
- * checked out in the main checkout, that checkout must have no changes to
- * tracked files; its files and index are updated safely (an untracked file
+ * and when the branch is checked out in a run's worktree.  When it is
+ * checked out in g's checkout or another checkout of the person's (the
+ * main working tree, a linked worktree), that checkout must have no changes
+ * to tracked files; its files and index are updated safely (an untracked file
  * in the way stops it before anything moves: FORGE_GIT_BLOCKED, the
  * message naming the files).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
