@@ -319,6 +319,8 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
  * FORGE_GIT_CONFLICT (nothing changed, the message names up to 5 paths)
  * when the two sides conflict, FORGE_GIT_BLOCKED when untracked files
  * are in the way (as forge_git_merge_ff()).  *out (may be NULL) gets the new commit.
+ * In a shallow clone the merge base is the nearest common commit the
+ * clone's history has (-1 saying `git fetch --unshallow` when none).
  */
 /* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
 int forge_git_checkout_dirty(struct forge_git *g);

@@ -958,6 +958,33 @@ static void test_merge_ff(void)
 	forge_git_free(g);
 }
 
+/* forge_git_merge_commit() in a shallow clone: libgit2's merge base walk
+ * fails at the cut ("object not found"); the common commit is in the
+ * clone, so the merge is made (hunt22 #9). */
+static void test_merge_commit_shallow(void)
+{
+	const char *src = make_repo(), *clone = fresh("shallow");
+	struct forge_git *g = NULL;
+	char *merge = NULL;
+
+	CHECK(src);
+	CHECK(sh("set -e; cd '%s'; echo 3 >>README; git commit -qam third; git branch forge/S1;"
+		 "git checkout -q forge/S1; echo run >run.txt; git add run.txt; git commit -qm run;"
+		 "git checkout -q main; echo more >>a.txt; git commit -qam user", src) == 0);
+	CHECK(sh("set -e; git clone -q --depth 2 'file://%s' '%s'; cd '%s';"
+		 "git fetch -q --depth 2 origin forge/S1:forge/S1", src, clone, clone) == 0);
+	CHECK_STR(out("git -C '%s' rev-parse --is-shallow-repository", clone), "true");
+	CHECK_OK(forge_git_open(&g, clone));
+	CHECK_OK(forge_git_merge_commit(&merge, g, "main", "forge/S1", "Merge forge/S1\n"));
+	CHECK_STR(out("git -C '%s' rev-parse main", clone), merge);
+	CHECK_STR(out("git -C '%s' log -1 --format=%%P main", clone),
+		  out("echo $(git -C '%s' rev-parse main^1 forge/S1)", clone));
+	CHECK_STR(out("cat '%s/run.txt'", clone), "run");
+	CHECK_STR(out("git -C '%s' status --porcelain", clone), "");
+	free(merge);
+	forge_git_free(g);
+}
+
 static void test_push(void)
 {
 	const char *repo = make_repo();
@@ -1098,6 +1125,7 @@ int main(void)
 	RUN(test_base_check);
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
+	RUN(test_merge_commit_shallow);
 	RUN(test_push);
 #ifdef FORGE_GIT2_STATIC
 	RUN(test_static_lazy_parts);
