@@ -6,6 +6,7 @@
  */
 #include "app/cli.h"
 #include "app/runclean.h"
+#include "app/runview.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -84,8 +85,8 @@ static const char *collectable_held(struct store *st, const char *trace)
 		store_event_last(&merged, st, trace, "run.merged");
 		if (s == RUN_CANCELLED)
 			why = "cancelled";
-		else if (s == RUN_FAILED)
-			why = "failed";
+		else if (s == RUN_FAILED && !runview_mergeable(st, trace))
+			why = "failed";	/* (not one whose merge deploy was refused) */
 		else if (jv_get_kind(merged) == JV_KIND_OBJECT)
 			why = "merged";
 	}

@@ -124,7 +124,9 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 		rc = FORGE_EXIT_OK;
 		goto out;
 	}
-	if (run_status_of(json_get_str(run, "status")) != RUN_COMPLETED) {
+	/* (a run whose merge deploy refused to land it is mergeable too:
+	 * runview.h) */
+	if (!runview_mergeable(st, trace)) {
 		fprintf(stderr, "forge-merge: run %s is %s, not completed; see forge show %s\n", trace,
 			json_get_str(run, "status") ? json_get_str(run, "status") : "unknown", trace);
 		goto out;

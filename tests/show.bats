@@ -373,6 +373,30 @@ setup() {
 	run -2 --separate-stderr forge gc extra
 }
 
+@test "a merge deploy refused because main moved: the run stays mergeable (forge merge --no-ff) and forge gc keeps it" {
+	own_tmpdir
+	calc_setup
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"deploy":{"strategy":"merge","environment":"production"}}' >.forge/config.json
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -4 forge run -q "add a mul operation" </dev/null
+	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	echo more >>README.md && git commit -qam "the person keeps working on main"
+	forge gate approve "$(forge gate list "$t" | awk '{print $1}')" >/dev/null
+	run -1 forge resume -q "$t" </dev/null
+	forge status --json "$t" | jq -e '.run.status == "failed" and .state.deployment.strategy == "merge"'
+	run -0 forge gc --dry-run
+	assert_output "nothing to remove"
+	git rev-parse -q --verify "forge/$t" >/dev/null
+	run -2 --separate-stderr forge merge "$t"
+	[[ $stderr == *"forge merge --no-ff $t makes a merge commit" ]]
+	run -0 --separate-stderr forge merge --no-ff "$t"
+	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$t")" ]
+	run -0 forge gc --dry-run
+	assert_line "run $t (merged):"
+}
+
 @test "forge gc removes the live text of calls whose process is gone (another host's after a day)" {
 	own_tmpdir
 	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
