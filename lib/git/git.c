@@ -679,22 +679,23 @@ int forge_git_base_check(struct forge_git *g, const char *base)
 	return 1;
 }
 
-/* Whether HEAD of o's checkout is the branch `name` (refs/heads/X). */
-static bool on_branch(struct forge_git *o, const char *name)
+/* Whether HEAD of the working tree at path is the branch `name`. */
+static bool on_branch(const char *path, const char *name)
 {
+	git_repository *r = NULL;
 	git_reference *head = NULL;
 	bool yes = false;
 
-	if (git_reference_lookup(&head, o->repo, "HEAD") == 0 && git_reference_symbolic_target(head))
+	if (git_repository_open_ext(&r, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0 &&
+	    git_reference_lookup(&head, r, "HEAD") == 0 && git_reference_symbolic_target(head))
 		yes = strcmp(git_reference_symbolic_target(head), name) == 0;
 	git_reference_free(head);
+	git_repository_free(r);
 	return yes;
 }
 
-/* The person's checkout that has the branch `name` checked out -- the main
- * working tree or a linked worktree of theirs, not a run's -- opened as
- * forge_git_open() opens it; *out NULL when there is none. */
-static int open_checkout_of(struct forge_git **out, struct forge_git *g, const char *name)
+/* forge_git_checked_out_in(), the run's worktrees left out when skip_runs. */
+static int checked_out_in(char **out, struct forge_git *g, const char *name, bool skip_runs)
 {
 	git_strarray names = { NULL, 0 };
 
@@ -703,7 +704,6 @@ static int open_checkout_of(struct forge_git **out, struct forge_git *g, const c
 		return forge_git_fail("cannot list the worktrees of '%s'", g->root);
 	for (size_t i = 0; i <= names.count && !*out; i++) {
 		git_worktree *wt = NULL;
-		struct forge_git *o = NULL;
 		char *path = NULL;
 
 		if (i == names.count)
@@ -713,15 +713,19 @@ static int open_checkout_of(struct forge_git **out, struct forge_git *g, const c
 		git_worktree_free(wt);
 		if (path)
 			strip_slash(path);
-		if (path && !is_run_worktree(g->root, path) && forge_git_open(&o, path) == 0 &&
-		    on_branch(o, name))
-			*out = o;
-		else
-			forge_git_free(o);
+		if (path && !(skip_runs && is_run_worktree(g->root, path)) && on_branch(path, name)) {
+			*out = path;
+			path = NULL;
+		}
 		free(path);
 	}
 	git_strarray_dispose(&names);
 	return 0;
+}
+
+int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name)
+{
+	return checked_out_in(out, g, name, false);
 }
 
 /* forge_git_merge_ff() of a branch checked out in a checkout other than
@@ -731,14 +735,18 @@ static int open_checkout_of(struct forge_git **out, struct forge_git *g, const c
 static int merge_ff_there(char **out, struct forge_git *g, const char *name, const char *rev)
 {
 	struct forge_git *there = NULL;
+	char *path = NULL;
 	int rc;
 
-	if (open_checkout_of(&there, g, name) < 0)
+	if (checked_out_in(&path, g, name, true) < 0)
 		return -1;
-	if (!there)
+	if (!path)
 		return forge_error("cannot fast-forward '%s': it is checked out in a worktree of a run",
 				   name + 11);
-	rc = forge_git_merge_ff(out, there, name, rev);
+	rc = forge_git_open(&there, path);
+	free(path);
+	if (rc == 0)
+		rc = forge_git_merge_ff(out, there, name, rev);
 	forge_git_free(there);
 	return rc;
 }

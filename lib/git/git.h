@@ -251,7 +251,9 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
  * The worktrees of runs (those under <root>/.forge/worktrees), all of them
  * or only `trace`'s when not NULL, sorted by trace:
  * [{"trace", "path", "branch" (null when detached), "head" (null when
- * unknown), "valid" (its directory is there), "locked"}].
+ * unknown), "valid" (its directory is there), "locked" (`git worktree
+ * lock`: Forge never locks one, so the person did), "lock_reason" (the
+ * reason given, else null)}].
  */
 int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace);
 
@@ -295,6 +297,14 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * the branch is already at `rev`.
  */
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev);
+
+/*
+ * Where the branch `name` (refs/heads/X) is checked out: *out (malloc'd)
+ * the working tree whose HEAD it is -- the main one, a linked worktree of
+ * the person's, or a run's -- or NULL when none.  -1 when the worktrees
+ * cannot be listed.
+ */
+int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
 
 /*
  * What a person does with a finished run (git_runs.c).
