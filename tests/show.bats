@@ -272,8 +272,10 @@ setup() {
 	run -2 --separate-stderr forge merge "$T1"
 	[[ $stderr == *"'main' has moved since run $T1 started: a fast-forward is not possible; forge merge --no-ff $T1 makes a merge commit" ]]
 	[ "$(git rev-parse main)" = "$moved" ]
+	# (the identity from the configuration: the tests' GIT_AUTHOR_* would win, as with git)
 	git config user.name "A. Person" && git config user.email person@example.com
-	run -0 --separate-stderr forge merge --no-ff "$T1"
+	run -0 --separate-stderr env -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME \
+		-u GIT_COMMITTER_EMAIL forge merge --no-ff "$T1"
 	assert_output --regexp "^merged forge/$T1 into main \\(merge commit\\) at [0-9a-f]{12}$"
 	[ "$(git rev-parse main^1)" = "$moved" ]
 	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$T1")" ]

@@ -9,6 +9,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,12 +342,30 @@ out:
 	return rc;
 }
 
-/* The signature of the user (user.name/user.email), else Forge's. */
-static int user_signature(git_signature **out, git_repository *repo)
+/* The person's signature as git makes it: GIT_<who>_NAME and _EMAIL
+ * (who: AUTHOR, COMMITTER) first, each, else user.name/user.email, else
+ * Forge's when neither gives both. */
+static int user_signature(git_signature **out, git_repository *repo, const char *who)
 {
-	if (git_signature_default(out, repo) == 0)
-		return 0;
-	return forge_git_signature(out);
+	git_signature *conf = NULL;
+	char var[32];
+	const char *name, *email;
+	int rc;
+
+	snprintf(var, sizeof var, "GIT_%s_NAME", who);
+	name = getenv(var);
+	snprintf(var, sizeof var, "GIT_%s_EMAIL", who);
+	email = getenv(var);
+	if (git_signature_default(&conf, repo) == 0) {
+		name = name && *name ? name : conf->name;
+		email = email && *email ? email : conf->email;
+	}
+	if (name && *name && email && *email)
+		rc = git_signature_now(out, name, email) < 0 ? forge_git_signature(out) : 0;
+	else
+		rc = forge_git_signature(out);
+	git_signature_free(conf);
+	return rc;
 }
 
 /* Make the merge commit of theirs into the tip of branch_ref: *out its id. */
@@ -355,7 +374,7 @@ static int make_merge_commit(git_oid *out, struct forge_git *g, const git_oid *t
 {
 	git_commit *c_ours = NULL, *c_theirs = NULL;
 	git_tree *tree = NULL;
-	git_signature *sig = NULL;
+	git_signature *sig = NULL, *committer = NULL;
 	git_oid tree_id;
 	int e, rc = -1;
 
@@ -373,18 +392,20 @@ static int make_merge_commit(git_oid *out, struct forge_git *g, const git_oid *t
 	else if ((rc = merged_tree(&tree_id, g->repo, c_ours, c_theirs)) != 0)
 		goto out;
 	rc = -1;
-	if (git_tree_lookup(&tree, g->repo, &tree_id) < 0 || user_signature(&sig, g->repo) < 0) {
+	if (git_tree_lookup(&tree, g->repo, &tree_id) < 0 || user_signature(&sig, g->repo, "AUTHOR") < 0 ||
+	    user_signature(&committer, g->repo, "COMMITTER") < 0) {
 		forge_git_fail("cannot prepare the merge commit");
 		goto out;
 	}
 	const git_commit *parents[2] = { c_ours, c_theirs };
-	if (git_commit_create(out, g->repo, NULL, sig, sig, NULL, message, tree, 2, parents) < 0) {
+	if (git_commit_create(out, g->repo, NULL, sig, committer, NULL, message, tree, 2, parents) < 0) {
 		forge_git_fail("cannot write the merge commit");
 		goto out;
 	}
 	rc = 0;
 out:
 	git_signature_free(sig);
+	git_signature_free(committer);
 	git_tree_free(tree);
 	git_commit_free(c_ours);
 	git_commit_free(c_theirs);

@@ -985,6 +985,43 @@ static void test_merge_commit_shallow(void)
 	forge_git_free(g);
 }
 
+/* The merge commit is the person's as git would make it: GIT_AUTHOR_* and
+ * GIT_COMMITTER_* first, over user.name/user.email (hunt22 #12). */
+static void test_merge_commit_identity(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	char *merge = NULL;
+
+	CHECK(repo);
+	CHECK(sh("set -e; cd '%s'; git config user.name Config; git config user.email config@example.com;"
+		 "git checkout -qb forge/I1; echo run >run.txt; git add run.txt; git commit -qm run;"
+		 "git checkout -q main; echo more >>a.txt; git commit -qam user", repo) == 0);
+	static const char *const vars[] = { "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+					    "GIT_COMMITTER_EMAIL" };
+	char *saved[4];
+
+	for (int i = 0; i < 4; i++)
+		saved[i] = getenv(vars[i]) ? xstrdup(getenv(vars[i])) : NULL;
+	setenv("GIT_AUTHOR_NAME", "Alice Dev", 1);
+	setenv("GIT_AUTHOR_EMAIL", "alice@example.com", 1);
+	setenv("GIT_COMMITTER_NAME", "CI Bot", 1);
+	unsetenv("GIT_COMMITTER_EMAIL");	/* that one from the configuration */
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_merge_commit(&merge, g, "main", "forge/I1", "Merge forge/I1\n"));
+	CHECK_STR(out("git -C '%s' log -1 --format='%%an <%%ae> / %%cn <%%ce>' main", repo),
+		  "Alice Dev <alice@example.com> / CI Bot <config@example.com>");
+	for (int i = 0; i < 4; i++) {
+		if (saved[i])
+			setenv(vars[i], saved[i], 1);
+		else
+			unsetenv(vars[i]);
+		free(saved[i]);
+	}
+	free(merge);
+	forge_git_free(g);
+}
+
 static void test_push(void)
 {
 	const char *repo = make_repo();
@@ -1126,6 +1163,7 @@ int main(void)
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
 	RUN(test_merge_commit_shallow);
+	RUN(test_merge_commit_identity);
 	RUN(test_push);
 #ifdef FORGE_GIT2_STATIC
 	RUN(test_static_lazy_parts);
