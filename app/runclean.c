@@ -60,6 +60,9 @@ static bool has_commits(struct forge_git *g, const char *trace)
 	return yes;
 }
 
+/* The run's worktree; 1 (nothing removed, said on out) when the person
+ * locked it (git worktree lock): Forge never locks its own, so it is in
+ * use, and the run's branch and refs stay with it. */
 static int remove_worktree(struct forge_git *g, const char *trace, enum runclean_mode mode, bool dry_run,
 			   FILE *out, int *n)
 {
@@ -69,9 +72,15 @@ static int remove_worktree(struct forge_git *g, const char *trace, enum runclean
 	if (forge_git_worktree_list(&wts, g, trace) < 0)
 		return -1;
 	jv_array_foreach(wts, i, w) {
-		const char *path = json_get_str(w, "path");
-		if (dry_run) {
+		const char *path = json_get_str(w, "path"), *why = json_get_str(w, "lock_reason");
+		if (json_get_bool(w, "locked", false)) {
+			fprintf(out, "kept worktree %s and branch forge/%s: the worktree is locked%s%s%s "
+				     "(git worktree unlock %s, then forge gc)\n", path, trace, why ? " (" : "",
+				why ? why : "", why ? ")" : "", path);
+			rc = 1;
+		} else if (dry_run) {
 			fprintf(out, "would remove worktree %s\n", path);
+			(*n)++;
 		} else if (rc == 0) {
 			if (mode == RUNCLEAN_CANCEL && json_get_bool(w, "valid", false) &&
 			    save_changes(g, trace, out) < 0)
@@ -80,11 +89,34 @@ static int remove_worktree(struct forge_git *g, const char *trace, enum runclean
 				rc = -1;
 			else
 				fprintf(out, "removed worktree %s\n", path);
+			(*n) += rc == 0;
 		}
-		(*n)++;
 		jv_free(w);
 	}
 	jv_free(wts);
+	return rc;
+}
+
+/* 1 (said on out) when forge/TRACE is checked out somewhere other than the
+ * run's own worktree (which goes first): the person is on it, so it and
+ * the run's refs stay; 0 when not, -1. */
+static int branch_in_use(struct forge_git *g, const char *trace, FILE *out)
+{
+	struct buf name = BUF_INIT, own = BUF_INIT;
+	char *where = NULL;
+	int rc;
+
+	buf_addf(&name, "refs/heads/forge/%s", trace);
+	buf_addf(&own, "%s/.forge/worktrees/%s", forge_git_root(g), trace);
+	rc = forge_git_checked_out_in(&where, g, name.buf);
+	if (rc == 0 && where && strcmp(where, own.buf) != 0) {
+		fprintf(out, "kept branch forge/%s: it is checked out in %s (switch that checkout to another "
+			     "branch, then forge gc)\n", trace, where);
+		rc = 1;
+	}
+	free(where);
+	buf_release(&name);
+	buf_release(&own);
 	return rc;
 }
 
@@ -94,14 +126,18 @@ int runclean(struct forge_git *g, const char *trace, enum runclean_mode mode, bo
 	jv refs = jv_null();
 	int n = 0, rc = -1;
 
-	if (remove_worktree(g, trace, mode, dry_run, out, &n) < 0)
+	if ((rc = remove_worktree(g, trace, mode, dry_run, out, &n)) != 0)
 		goto out;
+	rc = -1;
 	if (mode == RUNCLEAN_CANCEL && has_commits(g, trace)) {
 		fprintf(out, "kept branch forge/%s: it has the run's commits (forge diff %s; forge gc removes "
 			     "it)\n", trace, trace);
 		rc = 0;
 		goto out;
 	}
+	if ((rc = branch_in_use(g, trace, out)) != 0)
+		goto out;
+	rc = -1;
 	if (forge_git_run_refs(&refs, g, trace) < 0)
 		goto out;
 	rc = 0;
@@ -115,7 +151,7 @@ int runclean(struct forge_git *g, const char *trace, enum runclean_mode mode, bo
 				rc = -1;
 			else
 				fprintf(out, "deleted %s\n", name);
-			n++;
+			n += rc == 0;
 		}
 		jv_free(r);
 	}

@@ -27,7 +27,11 @@ enum runclean_mode {
  * ("removed worktree PATH", "deleted ref NAME", "kept branch B: ..."), or
  * with dry_run only what would go ("would remove worktree PATH", ...).
  * *n_removed (may be NULL) gets how many things went (would go).
- * Returns 0, or -1 with forge_error() (what was done before stays done).
+ * What the person is using stays, with a line saying so and how to let it
+ * go: a worktree they locked (git worktree lock) keeps the whole run; a
+ * branch checked out in a checkout (not the run's own worktree) keeps the
+ * branch and the run's refs.  Returns 0, 1 when something was kept so, or
+ * -1 with forge_error() (what was done before stays done).
  */
 int runclean(struct forge_git *g, const char *trace, enum runclean_mode mode, bool dry_run, FILE *out,
 	     int *n_removed);

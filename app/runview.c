@@ -42,6 +42,29 @@ void runview_refs(char **branch, char **base, struct store *st, const char *trac
 	jv_free(cp);
 }
 
+bool runview_mergeable(struct store *st, const char *trace)
+{
+	jv run = jv_null(), cp = jv_null(), d;
+	bool yes = false;
+
+	store_run_get(&run, st, trace);
+	enum run_status s = run_status_of(json_get_str(run, "status"));
+	if (s == RUN_COMPLETED) {
+		yes = true;
+	} else if (s == RUN_FAILED && store_checkpoint_latest(&cp, st, trace) == 0) {
+		/* a refused landing is not a failed change: the rejection is the
+		 * deploy's own "no" (a git failure is "failed") */
+		d = json_get(cp, "deployment");
+		yes = json_get_str(cp, "phase") && strcmp(json_get_str(cp, "phase"), "deploy") == 0 &&
+		      json_get_str(cp, "status") && strcmp(json_get_str(cp, "status"), "rejected") == 0 &&
+		      json_get_str(d, "strategy") && strcmp(json_get_str(d, "strategy"), "merge") == 0;
+		jv_free(d);
+	}
+	jv_free(run);
+	jv_free(cp);
+	return yes;
+}
+
 /* ---- from the events ------------------------------------------------- */
 
 struct walk {

@@ -92,6 +92,16 @@ int runview_subagents(jv *out, struct store *st, const char *trace);
 struct buf;
 void runview_subagent_tree(struct buf *out, jv list);
 
+/*
+ * Whether run `trace` has work a person may still merge: it completed, or
+ * it failed only because its `merge` deploy refused to land it (the newest
+ * checkpoint: phase deploy rejected, deployment.strategy merge -- the base
+ * branch moved and no longer fast-forwards, or that checkout was in the
+ * way).  That work passed review and tests; `forge merge` (--no-ff) lands
+ * it and `forge gc` keeps it as it keeps a completed, unmerged run.
+ */
+bool runview_mergeable(struct store *st, const char *trace);
+
 /* The run's branch and base commit as the store knows them (the newest
  * checkpoint's task, else forge/TRACE and refs/forge/TRACE/base): malloc'd
  * strings; *base may be NULL when unknown. */

@@ -6,6 +6,8 @@
  */
 #include "app/cli.h"
 #include "app/runclean.h"
+#include "app/runview.h"
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -84,8 +86,8 @@ static const char *collectable_held(struct store *st, const char *trace)
 		store_event_last(&merged, st, trace, "run.merged");
 		if (s == RUN_CANCELLED)
 			why = "cancelled";
-		else if (s == RUN_FAILED)
-			why = "failed";
+		else if (s == RUN_FAILED && !runview_mergeable(st, trace))
+			why = "failed";	/* (not one whose merge deploy was refused) */
 		else if (jv_get_kind(merged) == JV_KIND_OBJECT)
 			why = "merged";
 	}
@@ -103,6 +105,40 @@ static const char *collectable(struct store *st, const char *trace)
 
 	jv_free(lease);
 	return alive ? NULL : collectable_held(st, trace);
+}
+
+/* 1 (said on stdout) when a merged run's branch has commits made since the
+ * merge -- in neither the merged commit nor the branch it went into: they
+ * would be dropped with it, so the run stays (as git branch -d refuses);
+ * 0 when not (or no branch). */
+static int merged_since(struct store *st, struct forge_git *g, const char *trace)
+{
+	jv merged = jv_null(), p;
+	struct buf branch = BUF_INIT;
+	const char *commit, *into;
+	bool in_commit = false, in_into = false;
+	char *tip = NULL;
+	int rc = 0;
+
+	buf_addf(&branch, "refs/heads/forge/%s", trace);
+	store_event_last(&merged, st, trace, "run.merged");
+	p = json_get(merged, "payload");
+	commit = json_get_str(p, "commit");
+	into = json_get_str(p, "branch");
+	if (forge_git_resolve(&tip, g, branch.buf) == 0 &&
+	    !(commit && *commit && forge_git_contains(&in_commit, g, commit, tip) == 0 && in_commit) &&
+	    !(into && forge_git_contains(&in_into, g, into, tip) == 0 && in_into)) {
+		printf("run %s (merged): kept: forge/%s has commits made since it was merged into %s "
+		       "(git log %s..forge/%s); merge them or delete the branch (git branch -D forge/%s), "
+		       "then forge gc\n", trace, trace, into ? into : "its base branch", into ? into : "main",
+		       trace, trace);
+		rc = 1;
+	}
+	free(tip);
+	buf_release(&branch);
+	jv_free(p);
+	jv_free(merged);
+	return rc;
 }
 
 static size_t pruned;   /* tool cache entries removed (or that would be) */
@@ -162,7 +198,7 @@ static int sweep_tmpdirs(bool dry_run)
 static int gc(struct store *st, struct forge_git *g, bool dry_run)
 {
 	jv traces;
-	int runs = 0, things = 0, rc = FORGE_EXIT_OK;
+	int runs = 0, things = 0, kept = 0, rc = FORGE_EXIT_OK;
 
 	if (traces_in_repo(&traces, g) < 0) {
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
@@ -172,6 +208,7 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 		const char *trace = jv_string_value(t), *why = collectable(st, trace);
 		char holder[ULID_LEN + 1];
 		jv held = jv_null();
+		bool leased = false;
 		int n = 0;
 
 		/* The run's lease while its things go: a `forge resume` of a
@@ -188,18 +225,25 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 					store_lease_release(st, trace, holder);
 				why = NULL;
 			}
+			leased = why != NULL;
 		}
-		if (why && rc == FORGE_EXIT_OK) {
+		if (why && rc == FORGE_EXIT_OK && strcmp(why, "merged") == 0 && merged_since(st, g, trace)) {
+			kept++;
+		} else if (why && rc == FORGE_EXIT_OK) {
 			printf("run %s (%s):\n", trace, why);
-			if (runclean(g, trace, RUNCLEAN_ALL, dry_run, stdout, &n) < 0) {
+			int r = runclean(g, trace, RUNCLEAN_ALL, dry_run, stdout, &n);
+			if (r < 0) {
 				fprintf(stderr, "forge-gc: run %s: %s\n", trace, forge_last_error());
 				rc = FORGE_EXIT_DEPENDENCY;
 			}
-			runs++;
+			/* a run the person is using (runclean.h) counts only for
+			 * what went */
+			runs += n > 0;
+			kept += r == 1;
 			things += n;
-			if (!dry_run)
-				store_lease_release(st, trace, holder);
 		}
+		if (leased)
+			store_lease_release(st, trace, holder);
 		jv_free(held);
 		jv_free(t);
 	}
@@ -213,7 +257,7 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 		rc = FORGE_EXIT_DEPENDENCY;
 	if (sweep_tmpdirs(dry_run) < 0 && rc == FORGE_EXIT_OK)
 		rc = FORGE_EXIT_DEPENDENCY;
-	if (!runs && !pruned && !dead_live && !dead_tmp && rc == FORGE_EXIT_OK)
+	if (!runs && !kept && !pruned && !dead_live && !dead_tmp && rc == FORGE_EXIT_OK)
 		printf("nothing to remove\n");
 	return rc;
 }

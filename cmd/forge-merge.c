@@ -48,6 +48,7 @@ struct target {
 	char *branch;       /* the base branch to merge into */
 	char *run_branch;   /* forge/TRACE */
 	char *base_commit;
+	bool unborn;        /* the branch has no commit yet (an empty repository) */
 };
 
 /* Which branch the run goes into; FORGE_EXIT_USAGE after a message when the
@@ -79,7 +80,18 @@ static int find_target(struct target *t, struct forge_git *g, jv task, const cha
 				"on '%s'): git switch %s, then forge merge %s\n", t->branch, head, t->branch, trace);
 		goto out;
 	}
-	if (t->base_commit && (forge_git_contains(&ok, g, t->branch, t->base_commit) < 0 || !ok)) {
+	free(sha);
+	sha = NULL;
+	if (forge_git_resolve(&sha, g, t->branch) < 0) {
+		/* checked out and no commit: the unborn branch of an empty
+		 * repository, which the run's empty base commit stands for */
+		bool moved = true;
+
+		t->unborn = t->base_commit && forge_git_base_moved(&moved, g, t->branch, t->base_commit) == 0 &&
+			    !moved;
+	}
+	if (t->base_commit && !t->unborn &&
+	    (forge_git_contains(&ok, g, t->branch, t->base_commit) < 0 || !ok)) {
 		fprintf(stderr, "forge-merge: branch '%s' does not contain the commit run %s started from "
 				"(%.12s): switch to the branch it started from\n", t->branch, trace, t->base_commit);
 		goto out;
@@ -124,7 +136,9 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 		rc = FORGE_EXIT_OK;
 		goto out;
 	}
-	if (run_status_of(json_get_str(run, "status")) != RUN_COMPLETED) {
+	/* (a run whose merge deploy refused to land it is mergeable too:
+	 * runview.h) */
+	if (!runview_mergeable(st, trace)) {
 		fprintf(stderr, "forge-merge: run %s is %s, not completed; see forge show %s\n", trace,
 			json_get_str(run, "status") ? json_get_str(run, "status") : "unknown", trace);
 		goto out;
@@ -150,8 +164,13 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	}
 	bool inside = false;
 
-	if (forge_git_contains(&inside, g, t.branch, t.run_branch) < 0 ||
-	    forge_git_contains(&ff, g, t.run_branch, t.branch) < 0) {
+	/* an unborn branch is created at the run's commit: a fast-forward
+	 * from nothing (forge_git_merge_ff), --no-ff or not */
+	if (t.unborn) {
+		ff = true;
+		no_ff = false;
+	} else if (forge_git_contains(&inside, g, t.branch, t.run_branch) < 0 ||
+		   forge_git_contains(&ff, g, t.run_branch, t.branch) < 0) {
 		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
 		rc = FORGE_EXIT_DEPENDENCY;
 		goto out;

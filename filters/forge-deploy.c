@@ -364,7 +364,10 @@ static const char *run(struct phase *ph)
 		if (deploy_head_branch(&head, ctx.repo) == 0)
 			ctx.branch = head;
 	}
-	ctx.base_ref = json_get_str(task, "base_ref");
+	/* the branch the run started from, recorded then: HEAD now may be
+	 * another branch, or another checkout's (a linked worktree) */
+	ctx.base_ref = json_get_str(task, "base_branch") ? json_get_str(task, "base_branch")
+							 : json_get_str(task, "base_ref");
 	changes = json_get(ph->state, "changes");
 	ctx.base_commit = json_get_str(changes, "base_commit");
 	ctx.trace_id = json_get_str(ph->state, "trace_id");

@@ -238,6 +238,66 @@ event_ok() {
 	[ "$(git -C "$R" rev-parse main)" = "$tip" ]
 }
 
+@test "merge: into the branch the run started from (task.base_branch), not the one checked out now" {
+	# the run started from HEAD on main; the person has switched to a side branch since
+	state '.task.base_ref = "HEAD" | .task.base_branch = "main"'
+	git -C "$R" switch -q -c experiment
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e --arg tip "$TIP" '.deployment.status == "healthy" and .deployment.ref == "refs/heads/main"
+	  and .deployment.commit == $tip'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+	[ "$(git -C "$R" rev-parse experiment)" = "$BASE" ]
+	[ ! -e "$R/feature.txt" ]	# experiment's files are left alone
+}
+
+@test "merge: a base branch checked out in a linked worktree moves with that worktree's files; the main checkout is untouched" {
+	git -C "$R" worktree add -q -b feat "$BATS_TEST_TMPDIR/feat"
+	state '.task.base_ref = "HEAD" | .task.base_branch = "feat"'
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e --arg tip "$TIP" '.deployment.status == "healthy" and .deployment.ref == "refs/heads/feat"
+	  and .deployment.commit == $tip'
+	[ "$(git -C "$R" rev-parse feat)" = "$TIP" ]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	[ -f "$BATS_TEST_TMPDIR/feat/feature.txt" ]
+	[ -z "$(git -C "$BATS_TEST_TMPDIR/feat" status --porcelain)" ]
+	[ ! -e "$R/feature.txt" ]
+}
+
+@test "merge: a linked worktree with uncommitted changes on the base branch is in the way: rejected (exit 1), nothing moves" {
+	git -C "$R" worktree add -q -b feat "$BATS_TEST_TMPDIR/feat"
+	echo "a local edit" >>"$BATS_TEST_TMPDIR/feat/README"
+	state '.task.base_ref = "HEAD" | .task.base_branch = "feat"'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and (.deployment.reason | test("uncommitted changes"))'
+	[ "$(git -C "$R" rev-parse feat)" = "$BASE" ]
+	grep -q "a local edit" "$BATS_TEST_TMPDIR/feat/README"
+}
+
+@test "merge: in a shallow clone whose base did not move: fast-forwarded (the history past the cut is not needed)" {
+	# history the clone cuts off: main has parents, forge/t1 one commit on top
+	for i in 1 2; do
+		echo "$i" >>"$R/README"
+		git -C "$R" commit -q -am "c$i"
+	done
+	git -C "$R" branch -f forge/t1 main
+	git -C "$R" checkout -q forge/t1
+	echo feature >"$R/feature.txt"
+	git -C "$R" add feature.txt
+	git -C "$R" commit -q -m feature
+	git -C "$R" checkout -q main
+	S="$BATS_TEST_TMPDIR/shallow"
+	git clone -q --depth 1 "file://$R" "$S"
+	git -C "$S" fetch -q --depth 2 origin forge/t1:forge/t1
+	git -C "$S" rev-parse --is-shallow-repository | grep -qx true
+	{ read -r BASE && read -r TIP; } < <(git -C "$S" rev-parse main forge/t1)
+	R=$S state
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e --arg tip "$TIP" '.deployment.status == "healthy" and .deployment.commit == $tip
+	  and .deployment.base_moved == false'
+	[ "$(git -C "$S" rev-parse main)" = "$TIP" ]
+	[ -f "$S/feature.txt" ]
+}
+
 @test "push: to a local bare repository given by --remote" {
 	git init -q --bare "$BATS_TEST_TMPDIR/remote.git"
 	run -0 --separate-stderr deploy --strategy push --remote "$BATS_TEST_TMPDIR/remote.git"

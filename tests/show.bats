@@ -272,8 +272,10 @@ setup() {
 	run -2 --separate-stderr forge merge "$T1"
 	[[ $stderr == *"'main' has moved since run $T1 started: a fast-forward is not possible; forge merge --no-ff $T1 makes a merge commit" ]]
 	[ "$(git rev-parse main)" = "$moved" ]
+	# (the identity from the configuration: the tests' GIT_AUTHOR_* would win, as with git)
 	git config user.name "A. Person" && git config user.email person@example.com
-	run -0 --separate-stderr forge merge --no-ff "$T1"
+	run -0 --separate-stderr env -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME \
+		-u GIT_COMMITTER_EMAIL forge merge --no-ff "$T1"
 	assert_output --regexp "^merged forge/$T1 into main \\(merge commit\\) at [0-9a-f]{12}$"
 	[ "$(git rev-parse main^1)" = "$moved" ]
 	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$T1")" ]
@@ -371,6 +373,80 @@ setup() {
 	assert_line "run $T2 (failed):"
 	[ ! -e "$wt2" ]
 	run -2 --separate-stderr forge gc extra
+}
+
+@test "forge gc skips a run whose branch is checked out, says so, and goes on with the others (exit 0, only what went counted)" {
+	own_tmpdir
+	run -0 forge merge "$T1"
+	git worktree remove --force "$REPO/.forge/worktrees/$T1"
+	git switch -q "forge/$T1"	# the person looks at the run's branch
+	sqlite3 "$FORGE_DB" "update runs set status = 'failed' where id = '$T2'"
+	run -0 --separate-stderr forge gc
+	assert_output "$(printf '%s\n' "run $T1 (merged):" \
+		"kept branch forge/$T1: it is checked out in $REPO (switch that checkout to another branch, then forge gc)" \
+		"run $T2 (failed):" "removed worktree $REPO/.forge/worktrees/$T2" "deleted refs/heads/forge/$T2" \
+		"deleted refs/forge/$T2/base" "removed 3 things of 1 run")"
+	[ -z "$stderr" ]
+	git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
+	git rev-parse -q --verify "refs/forge/$T1/base" >/dev/null
+	[ -z "$(git for-each-ref "refs/forge/$T2" "refs/heads/forge/$T2")" ]
+	git switch -q main
+	run -0 forge gc
+	assert_line "deleted refs/heads/forge/$T1"
+}
+
+@test "forge gc keeps a merged run whose branch has commits made since the merge" {
+	own_tmpdir
+	run -0 forge merge "$T1"
+	wt="$REPO/.forge/worktrees/$T1"
+	echo "a follow-up" >>"$wt/README.md"
+	git -C "$wt" commit -qam "follow-up on the run's branch"
+	tip=$(git rev-parse "forge/$T1")
+	run -0 forge gc
+	assert_output "run $T1 (merged): kept: forge/$T1 has commits made since it was merged into main (git log main..forge/$T1); merge them or delete the branch (git branch -D forge/$T1), then forge gc"
+	[ "$(git rev-parse "forge/$T1")" = "$tip" ] && [ -d "$wt" ]
+	git merge -q --ff-only "forge/$T1"	# merged now: it goes
+	run -0 forge gc
+	assert_line "deleted refs/heads/forge/$T1"
+}
+
+@test "forge gc leaves a run worktree the person locked (git worktree lock), saying why" {
+	own_tmpdir
+	run -0 forge merge "$T1"
+	wt="$REPO/.forge/worktrees/$T1"
+	echo data >"$wt/bench.log"
+	git worktree lock --reason "keep: benchmarking" "$wt"
+	run -0 forge gc
+	assert_output "$(printf '%s\n' "run $T1 (merged):" \
+		"kept worktree $wt and branch forge/$T1: the worktree is locked (keep: benchmarking) (git worktree unlock $wt, then forge gc)")"
+	[ -f "$wt/bench.log" ] && git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
+	git worktree unlock "$wt"
+	run -0 forge gc
+	assert_line "removed worktree $wt"
+}
+
+@test "a merge deploy refused because main moved: the run stays mergeable (forge merge --no-ff) and forge gc keeps it" {
+	own_tmpdir
+	calc_setup
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"deploy":{"strategy":"merge","environment":"production"}}' >.forge/config.json
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -4 forge run -q "add a mul operation" </dev/null
+	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	echo more >>README.md && git commit -qam "the person keeps working on main"
+	forge gate approve "$(forge gate list "$t" | awk '{print $1}')" >/dev/null
+	run -1 forge resume -q "$t" </dev/null
+	forge status --json "$t" | jq -e '.run.status == "failed" and .state.deployment.strategy == "merge"'
+	run -0 forge gc --dry-run
+	assert_output "nothing to remove"
+	git rev-parse -q --verify "forge/$t" >/dev/null
+	run -2 --separate-stderr forge merge "$t"
+	[[ $stderr == *"forge merge --no-ff $t makes a merge commit" ]]
+	run -0 --separate-stderr forge merge --no-ff "$t"
+	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$t")" ]
+	run -0 forge gc --dry-run
+	assert_line "run $t (merged):"
 }
 
 @test "forge gc removes the live text of calls whose process is gone (another host's after a day)" {

@@ -720,6 +720,24 @@ nothing_made() {
 	assert_output "forge: empty base commit"
 }
 
+@test "forge merge of a run from an empty repository creates the unborn branch at the run's commit" {
+	replay run-clean.jsonl
+	EMPTY="$BATS_TEST_TMPDIR/empty"
+	git init -q -b trunk "$EMPTY"
+	cd "$EMPTY"
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	t=$(last_trace)
+	# the run's work, as implement would have committed it
+	wt="$EMPTY/.forge/worktrees/$t"
+	echo hello >"$wt/NEW.txt"
+	git -C "$wt" add NEW.txt && git -C "$wt" commit -qm "the run's work"
+	run -0 --separate-stderr forge merge "$t"
+	assert_output --regexp "^merged forge/$t into trunk \\(fast-forward\\) at [0-9a-f]{12}$"
+	[ "$(git rev-parse trunk)" = "$(git rev-parse "forge/$t")" ]
+	[ "$(cat NEW.txt)" = hello ]
+	[ -z "$(git status --porcelain)" ]
+}
+
 @test "a blank or oversized task: exit 2 before a run, worktree or branch exists" {
 	replay run-clean.jsonl
 	run -2 --separate-stderr forge run '' </dev/null

@@ -22,9 +22,12 @@
  *
  *   branch   leave the run's branch where it is; ref = the branch, commit =
  *            its tip.
- *   merge    fast-forward the base branch (task.base_ref; "HEAD" = the
- *            branch the main checkout is on) to the run's branch with
- *            forge_git_merge_ff().  When the base moved since the run's
+ *   merge    fast-forward the base branch (the branch the run started
+ *            from: task.base_branch, else task.base_ref; "HEAD" with
+ *            neither = the branch the main checkout is on) to the run's
+ *            branch with forge_git_merge_ff(), which also updates the
+ *            files of the checkout that branch is checked out in.  When
+ *            the base moved since the run's
  *            base commit a deploy.base_moved event says so; the merge is
  *            still done when it is a fast-forward and refused otherwise.
  *            ref = refs/heads/BASE, commit = the new tip.
@@ -171,7 +174,7 @@ struct deploy_ctx {
 	const char *repo;           /* the main repository's root */
 	const char *workdir;        /* where commands run (the run's worktree, else repo) */
 	const char *branch;         /* the run's branch ("forge/TRACE") */
-	const char *base_ref;       /* the base branch ("main"; "HEAD" or NULL: the checkout's) */
+	const char *base_ref;       /* the base branch ("main"; "HEAD" or NULL: the main checkout's) */
 	const char *base_commit;    /* the run's base commit, or NULL (then the merge base) */
 	const char *trace_id;
 	const char *environment;    /* "staging", "production", ... */

@@ -106,9 +106,9 @@ static const char *deploy_branch(jv *d, struct forge_git *g, struct deploy_ctx *
 
 static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *ctx)
 {
-	char *base = NULL, *tip = NULL, *base_tip = NULL, *since = NULL, *mb = NULL, *merged = NULL;
+	char *base = NULL, *tip = NULL, *base_tip = NULL, *since = NULL, *merged = NULL;
 	const char *status = "failed";
-	bool moved = false;
+	bool moved = false, ff = false;
 
 	if (ctx->base_ref && *ctx->base_ref && strcmp(ctx->base_ref, "HEAD") != 0)
 		base = xstrdup(strncmp(ctx->base_ref, "refs/heads/", 11) == 0 ? ctx->base_ref + 11
@@ -136,7 +136,13 @@ static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *c
 			emit(ctx, "deploy.base_moved",
 			     json_set(json_set(json_set(jv_object(), "base", jv_string(base)), "from",
 					       jv_string(since)), "to", jv_string(base_tip)));
-		if (forge_git_merge_base(&mb, g, base, tip) < 0 || strcmp(mb, base_tip) != 0) {
+		/* (forge_git_contains walks a shallow clone's history too) */
+		if (forge_git_contains(&ff, g, tip, base_tip) < 0) {
+			reason(ctx, "cannot tell whether '%s' fast-forwards '%s': %s", ctx->branch, base,
+			       forge_last_error());
+			goto out;
+		}
+		if (!ff) {
 			reason(ctx, "'%s' moved since the run started (%.12s -> %.12s) and '%s' no longer "
 			       "fast-forwards it: rebase the run's branch or merge by hand",
 			       base, since ? since : "?", base_tip, ctx->branch);
@@ -163,7 +169,6 @@ out:
 	free(tip);
 	free(base_tip);
 	free(since);
-	free(mb);
 	free(merged);
 	return status;
 }

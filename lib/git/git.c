@@ -679,6 +679,78 @@ int forge_git_base_check(struct forge_git *g, const char *base)
 	return 1;
 }
 
+/* Whether HEAD of the working tree at path is the branch `name`. */
+static bool on_branch(const char *path, const char *name)
+{
+	git_repository *r = NULL;
+	git_reference *head = NULL;
+	bool yes = false;
+
+	if (git_repository_open_ext(&r, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0 &&
+	    git_reference_lookup(&head, r, "HEAD") == 0 && git_reference_symbolic_target(head))
+		yes = strcmp(git_reference_symbolic_target(head), name) == 0;
+	git_reference_free(head);
+	git_repository_free(r);
+	return yes;
+}
+
+/* forge_git_checked_out_in(), the run's worktrees left out when skip_runs. */
+static int checked_out_in(char **out, struct forge_git *g, const char *name, bool skip_runs)
+{
+	git_strarray names = { NULL, 0 };
+
+	*out = NULL;
+	if (git_worktree_list(&names, g->repo) < 0)
+		return forge_git_fail("cannot list the worktrees of '%s'", g->root);
+	for (size_t i = 0; i <= names.count && !*out; i++) {
+		git_worktree *wt = NULL;
+		char *path = NULL;
+
+		if (i == names.count)
+			path = xstrdup(g->root);
+		else if (git_worktree_lookup(&wt, g->repo, names.strings[i]) == 0)
+			path = xstrdup(git_worktree_path(wt));
+		git_worktree_free(wt);
+		if (path)
+			strip_slash(path);
+		if (path && !(skip_runs && is_run_worktree(g->root, path)) && on_branch(path, name)) {
+			*out = path;
+			path = NULL;
+		}
+		free(path);
+	}
+	git_strarray_dispose(&names);
+	return 0;
+}
+
+int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name)
+{
+	return checked_out_in(out, g, name, false);
+}
+
+/* forge_git_merge_ff() of a branch checked out in a checkout other than
+ * g's: done there, so that checkout's files move with its branch (a
+ * branch moved under a checkout would leave its files behind, as changes
+ * undoing the run). */
+static int merge_ff_there(char **out, struct forge_git *g, const char *name, const char *rev)
+{
+	struct forge_git *there = NULL;
+	char *path = NULL;
+	int rc;
+
+	if (checked_out_in(&path, g, name, true) < 0)
+		return -1;
+	if (!path)
+		return forge_error("cannot fast-forward '%s': it is checked out in a worktree of a run",
+				   name + 11);
+	rc = forge_git_open(&there, path);
+	free(path);
+	if (rc == 0)
+		rc = forge_git_merge_ff(out, there, name, rev);
+	forge_git_free(there);
+	return rc;
+}
+
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev)
 {
 	git_reference *ref = NULL, *head = NULL, *moved = NULL;
@@ -739,8 +811,7 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 			goto out;
 		}
 		if (!in_main && git_branch_is_checked_out(ref) == 1) {
-			forge_error("cannot fast-forward '%s': it is checked out in another worktree",
-				    base_branch);
+			rc = merge_ff_there(out, g, name.buf, rev);
 			goto out;
 		}
 	}

@@ -251,7 +251,9 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
  * The worktrees of runs (those under <root>/.forge/worktrees), all of them
  * or only `trace`'s when not NULL, sorted by trace:
  * [{"trace", "path", "branch" (null when detached), "head" (null when
- * unknown), "valid" (its directory is there), "locked"}].
+ * unknown), "valid" (its directory is there), "locked" (`git worktree
+ * lock`: Forge never locks one, so the person did), "lock_reason" (the
+ * reason given, else null)}].
  */
 int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace);
 
@@ -285,15 +287,24 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * to `rev` (e.g. "forge/TRACE"); *out (may be NULL) gets the new tip.
  * Refuses when `rev` does not descend from the branch's tip (only
  * fast-forwards are done here: a merge commit is left to a later change),
- * and when the branch is checked out in a linked worktree.  When it is
- * checked out in the main checkout, that checkout must have no changes to
- * tracked files; its files and index are updated safely (an untracked file
+ * and when the branch is checked out in a run's worktree.  When it is
+ * checked out in g's checkout or another checkout of the person's (the
+ * main working tree, a linked worktree), that checkout must have no changes
+ * to tracked files; its files and index are updated safely (an untracked file
  * in the way stops it before anything moves: FORGE_GIT_BLOCKED, the
  * message naming the files).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
  * the branch is already at `rev`.
  */
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev);
+
+/*
+ * Where the branch `name` (refs/heads/X) is checked out: *out (malloc'd)
+ * the working tree whose HEAD it is -- the main one, a linked worktree of
+ * the person's, or a run's -- or NULL when none.  -1 when the worktrees
+ * cannot be listed.
+ */
+int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
 
 /*
  * What a person does with a finished run (git_runs.c).
@@ -318,6 +329,8 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
  * FORGE_GIT_CONFLICT (nothing changed, the message names up to 5 paths)
  * when the two sides conflict, FORGE_GIT_BLOCKED when untracked files
  * are in the way (as forge_git_merge_ff()).  *out (may be NULL) gets the new commit.
+ * In a shallow clone the merge base is the nearest common commit the
+ * clone's history has (-1 saying `git fetch --unshallow` when none).
  */
 /* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
 int forge_git_checkout_dirty(struct forge_git *g);

@@ -366,6 +366,12 @@ int git_merge_commits(git_index **out, git_repository *repo, const git_commit *o
 	return p_git_merge_commits(out, repo, our_commit, their_commit, opts);
 }
 
+int git_merge_trees(git_index **out, git_repository *repo, const git_tree *ancestor_tree, const git_tree *our_tree, const git_tree *their_tree, const git_merge_options *opts)
+{
+	LAZY(git_merge_trees)
+	return p_git_merge_trees(out, repo, ancestor_tree, our_tree, their_tree, opts);
+}
+
 void git_object_free(git_object *object)
 {
 	LAZY(git_object_free)

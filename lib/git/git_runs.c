@@ -9,6 +9,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +227,84 @@ int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const ch
 	return 0;
 }
 
+/* commit and its ancestors breadth first, a missing one (beyond a shallow
+ * clone's history) left out, at most WALK_MAX into queue; how many. */
+static size_t walk_all(git_oid *queue, git_repository *repo, const git_oid *commit)
+{
+	size_t head = 0, tail = 0;
+
+	git_oid_cpy(&queue[tail++], commit);
+	while (head < tail) {
+		git_commit *c = NULL;
+
+		if (git_commit_lookup(&c, repo, &queue[head++]) < 0)
+			continue;
+		for (unsigned i = 0; i < git_commit_parentcount(c) && tail < WALK_MAX; i++) {
+			const git_oid *p = git_commit_parent_id(c, i);
+			bool seen = false;
+
+			for (size_t k = 0; k < tail && !seen; k++)
+				seen = git_oid_equal(&queue[k], p);
+			if (!seen)
+				git_oid_cpy(&queue[tail++], p);
+		}
+		git_commit_free(c);
+	}
+	return tail;
+}
+
+/* The merge base of a and b in a shallow clone, where libgit2's fails at
+ * the cut: the nearest ancestor of b (breadth first) that a has too, as far
+ * as the history goes.  -1 with a message when they share none there. */
+static int shallow_merge_base(git_oid *out, git_repository *repo, const git_oid *a, const git_oid *b)
+{
+	git_oid *from_a = xcalloc(WALK_MAX, sizeof *from_a), *from_b = xcalloc(WALK_MAX, sizeof *from_b);
+	size_t na = walk_all(from_a, repo, a), nb = walk_all(from_b, repo, b);
+	int rc = -1;
+
+	for (size_t i = 0; i < nb && rc < 0; i++)
+		for (size_t k = 0; k < na && rc < 0; k++)
+			if (git_oid_equal(&from_b[i], &from_a[k])) {
+				git_oid_cpy(out, &from_b[i]);
+				rc = 0;
+			}
+	free(from_a);
+	free(from_b);
+	if (rc < 0)
+		forge_error("the two sides have no common commit in the history of this shallow clone: "
+			    "fetch more of it (git fetch --unshallow)");
+	return rc;
+}
+
+/* merge_commits of libgit2, in a shallow clone too (its own merge base
+ * walk fails there with "object not found"). */
+static int merge_commits(git_index **out, git_repository *repo, git_commit *ours, git_commit *theirs)
+{
+	git_commit *base = NULL;
+	git_tree *t_base = NULL, *t_ours = NULL, *t_theirs = NULL;
+	git_oid id;
+	int rc = -1;
+
+	if (git_repository_is_shallow(repo) != 1) {
+		if (git_merge_commits(out, repo, ours, theirs, NULL) < 0)
+			return forge_git_fail("cannot merge");
+		return 0;
+	}
+	if (shallow_merge_base(&id, repo, git_commit_id(ours), git_commit_id(theirs)) < 0)
+		return -1;
+	if (git_commit_lookup(&base, repo, &id) < 0 || git_commit_tree(&t_base, base) < 0 ||
+	    git_commit_tree(&t_ours, ours) < 0 || git_commit_tree(&t_theirs, theirs) < 0 ||
+	    git_merge_trees(out, repo, t_base, t_ours, t_theirs, NULL) < 0)
+		forge_git_fail("cannot merge");
+	else
+		rc = 0;
+	git_tree_free(t_base);
+	git_tree_free(t_ours);
+	git_tree_free(t_theirs);
+	git_commit_free(base);
+	return rc;
+}
+
 /* The tree of merging theirs into ours (both commits); FORGE_GIT_CONFLICT
  * naming the first conflicted paths when they do not merge cleanly. */
 static int merged_tree(git_oid *out, git_repository *repo, git_commit *ours, git_commit *theirs)
@@ -233,10 +312,8 @@ static int merged_tree(git_oid *out, git_repository *repo, git_commit *ours, git
 	git_index *index = NULL;
 	int rc = -1;
 
-	if (git_merge_commits(&index, repo, ours, theirs, NULL) < 0) {
-		forge_git_fail("cannot merge");
+	if (merge_commits(&index, repo, ours, theirs) < 0)
 		goto out;
-	}
 	if (git_index_has_conflicts(index)) {
 		git_index_conflict_iterator *it = NULL;
 		const git_index_entry *anc, *o, *t;
@@ -265,12 +342,30 @@ out:
 	return rc;
 }
 
-/* The signature of the user (user.name/user.email), else Forge's. */
-static int user_signature(git_signature **out, git_repository *repo)
+/* The person's signature as git makes it: GIT_<who>_NAME and _EMAIL
+ * (who: AUTHOR, COMMITTER) first, each, else user.name/user.email, else
+ * Forge's when neither gives both. */
+static int user_signature(git_signature **out, git_repository *repo, const char *who)
 {
-	if (git_signature_default(out, repo) == 0)
-		return 0;
-	return forge_git_signature(out);
+	git_signature *conf = NULL;
+	char var[32];
+	const char *name, *email;
+	int rc;
+
+	snprintf(var, sizeof var, "GIT_%s_NAME", who);
+	name = getenv(var);
+	snprintf(var, sizeof var, "GIT_%s_EMAIL", who);
+	email = getenv(var);
+	if (git_signature_default(&conf, repo) == 0) {
+		name = name && *name ? name : conf->name;
+		email = email && *email ? email : conf->email;
+	}
+	if (name && *name && email && *email)
+		rc = git_signature_now(out, name, email) < 0 ? forge_git_signature(out) : 0;
+	else
+		rc = forge_git_signature(out);
+	git_signature_free(conf);
+	return rc;
 }
 
 /* Make the merge commit of theirs into the tip of branch_ref: *out its id. */
@@ -279,7 +374,7 @@ static int make_merge_commit(git_oid *out, struct forge_git *g, const git_oid *t
 {
 	git_commit *c_ours = NULL, *c_theirs = NULL;
 	git_tree *tree = NULL;
-	git_signature *sig = NULL;
+	git_signature *sig = NULL, *committer = NULL;
 	git_oid tree_id;
 	int e, rc = -1;
 
@@ -297,18 +392,20 @@ static int make_merge_commit(git_oid *out, struct forge_git *g, const git_oid *t
 	else if ((rc = merged_tree(&tree_id, g->repo, c_ours, c_theirs)) != 0)
 		goto out;
 	rc = -1;
-	if (git_tree_lookup(&tree, g->repo, &tree_id) < 0 || user_signature(&sig, g->repo) < 0) {
+	if (git_tree_lookup(&tree, g->repo, &tree_id) < 0 || user_signature(&sig, g->repo, "AUTHOR") < 0 ||
+	    user_signature(&committer, g->repo, "COMMITTER") < 0) {
 		forge_git_fail("cannot prepare the merge commit");
 		goto out;
 	}
 	const git_commit *parents[2] = { c_ours, c_theirs };
-	if (git_commit_create(out, g->repo, NULL, sig, sig, NULL, message, tree, 2, parents) < 0) {
+	if (git_commit_create(out, g->repo, NULL, sig, committer, NULL, message, tree, 2, parents) < 0) {
 		forge_git_fail("cannot write the merge commit");
 		goto out;
 	}
 	rc = 0;
 out:
 	git_signature_free(sig);
+	git_signature_free(committer);
 	git_tree_free(tree);
 	git_commit_free(c_ours);
 	git_commit_free(c_theirs);

@@ -629,7 +629,16 @@ static jv list_entry(git_worktree *w)
 	e = json_set(e, "branch", branch);
 	e = json_set(e, "head", sha);
 	e = json_set(e, "valid", jv_bool(valid));
-	e = json_set(e, "locked", jv_bool(git_worktree_is_locked(NULL, w) > 0));
+	git_buf why = GIT_BUF_INIT;
+	bool locked = git_worktree_is_locked(&why, w) > 0;
+
+	size_t n = why.ptr ? strlen(why.ptr) : 0;
+
+	while (n > 0 && (why.ptr[n - 1] == '\n' || why.ptr[n - 1] == '\r'))
+		n--;	/* git writes the reason with a newline */
+	e = json_set(e, "locked", jv_bool(locked));
+	e = json_set(e, "lock_reason", locked && n ? jv_string_sized(why.ptr, (int)n) : jv_null());
+	git_buf_dispose(&why);
 	return e;
 }
 

@@ -958,6 +958,70 @@ static void test_merge_ff(void)
 	forge_git_free(g);
 }
 
+/* forge_git_merge_commit() in a shallow clone: libgit2's merge base walk
+ * fails at the cut ("object not found"); the common commit is in the
+ * clone, so the merge is made (hunt22 #9). */
+static void test_merge_commit_shallow(void)
+{
+	const char *src = make_repo(), *clone = fresh("shallow");
+	struct forge_git *g = NULL;
+	char *merge = NULL;
+
+	CHECK(src);
+	CHECK(sh("set -e; cd '%s'; echo 3 >>README; git commit -qam third; git branch forge/S1;"
+		 "git checkout -q forge/S1; echo run >run.txt; git add run.txt; git commit -qm run;"
+		 "git checkout -q main; echo more >>a.txt; git commit -qam user", src) == 0);
+	CHECK(sh("set -e; git clone -q --depth 2 'file://%s' '%s'; cd '%s';"
+		 "git fetch -q --depth 2 origin forge/S1:forge/S1", src, clone, clone) == 0);
+	CHECK_STR(out("git -C '%s' rev-parse --is-shallow-repository", clone), "true");
+	CHECK_OK(forge_git_open(&g, clone));
+	CHECK_OK(forge_git_merge_commit(&merge, g, "main", "forge/S1", "Merge forge/S1\n"));
+	CHECK_STR(out("git -C '%s' rev-parse main", clone), merge);
+	CHECK_STR(out("git -C '%s' log -1 --format=%%P main", clone),
+		  out("echo $(git -C '%s' rev-parse main^1 forge/S1)", clone));
+	CHECK_STR(out("cat '%s/run.txt'", clone), "run");
+	CHECK_STR(out("git -C '%s' status --porcelain", clone), "");
+	free(merge);
+	forge_git_free(g);
+}
+
+/* The merge commit is the person's as git would make it: GIT_AUTHOR_* and
+ * GIT_COMMITTER_* first, over user.name/user.email (hunt22 #12). */
+static void test_merge_commit_identity(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	char *merge = NULL;
+
+	CHECK(repo);
+	CHECK(sh("set -e; cd '%s'; git config user.name Config; git config user.email config@example.com;"
+		 "git checkout -qb forge/I1; echo run >run.txt; git add run.txt; git commit -qm run;"
+		 "git checkout -q main; echo more >>a.txt; git commit -qam user", repo) == 0);
+	static const char *const vars[] = { "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+					    "GIT_COMMITTER_EMAIL" };
+	char *saved[4];
+
+	for (int i = 0; i < 4; i++)
+		saved[i] = getenv(vars[i]) ? xstrdup(getenv(vars[i])) : NULL;
+	setenv("GIT_AUTHOR_NAME", "Alice Dev", 1);
+	setenv("GIT_AUTHOR_EMAIL", "alice@example.com", 1);
+	setenv("GIT_COMMITTER_NAME", "CI Bot", 1);
+	unsetenv("GIT_COMMITTER_EMAIL");	/* that one from the configuration */
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_merge_commit(&merge, g, "main", "forge/I1", "Merge forge/I1\n"));
+	CHECK_STR(out("git -C '%s' log -1 --format='%%an <%%ae> / %%cn <%%ce>' main", repo),
+		  "Alice Dev <alice@example.com> / CI Bot <config@example.com>");
+	for (int i = 0; i < 4; i++) {
+		if (saved[i])
+			setenv(vars[i], saved[i], 1);
+		else
+			unsetenv(vars[i]);
+		free(saved[i]);
+	}
+	free(merge);
+	forge_git_free(g);
+}
+
 static void test_push(void)
 {
 	const char *repo = make_repo();
@@ -1098,6 +1162,8 @@ int main(void)
 	RUN(test_base_check);
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
+	RUN(test_merge_commit_shallow);
+	RUN(test_merge_commit_identity);
 	RUN(test_push);
 #ifdef FORGE_GIT2_STATIC
 	RUN(test_static_lazy_parts);
