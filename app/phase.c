@@ -660,13 +660,20 @@ static bool agent_fast_tried;
 static struct toolset *agent_tools;
 static bool agent_tools_tried;
 
+const char *phase_policy_name(const struct phase *ph)
+{
+	return ph->out.phase ? ph->out.phase : ph->spec->name;
+}
+
+/* A sub-agent's toolset starts no server: its tools are the built-in ones
+ * it was given, under its phase's policy. */
 static struct toolset *phase_toolset(struct phase *ph)
 {
 	if (!agent_tools_tried) {
 		char *root = phase_workdir(ph);
 		struct toolset_opts o = {
-			.phase = ph->spec->name, .cfg = ph->cfg, .root = root, .out = &ph->out,
-			.warn = warn_once, .warn_payload = ph,
+			.phase = phase_policy_name(ph), .cfg = ph->cfg, .root = root, .out = &ph->out,
+			.warn = warn_once, .warn_payload = ph, .builtin_only = delegate_is_sub(),
 		};
 		agent_tools_tried = true;
 		if (toolset_open(&agent_tools, &o) < 0)

@@ -507,7 +507,8 @@ int toolset_open(struct toolset **out, const struct toolset_opts *o)
 				s->conf = jv_copy(v);
 				s->tools = jv_null();
 				s->selected = o->server ? !strcmp(o->server, s->name)
-					: json_get_bool(v, "enabled", true) && (o->all || wants_phase(v, o->phase));
+					: !o->builtin_only && json_get_bool(v, "enabled", true) &&
+					  (o->all || wants_phase(v, o->phase));
 			}
 			jv_free(k);
 			jv_free(v);

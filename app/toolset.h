@@ -89,6 +89,8 @@ struct toolset_opts {
 	const char *server;             /* start this server only, whatever its phases and
 					   enabled say (forge mcp call); NULL = the phase's */
 	bool all;                       /* start every enabled server (forge mcp list) */
+	bool builtin_only;              /* start no server: a sub-agent's tools (README
+					   "Subagents": a helper never gets MCP tools) */
 };
 
 struct toolset;

@@ -353,6 +353,23 @@ reference_server() {
 	[ -z "$(event mcp.server.started)" ]
 }
 
+@test "a helper (delegate) starts no MCP server and is offered, and runs, none of their tools" {
+	servers "$(scripted '[]' '{"phases":["*"]}')"
+	mock "$(jq -nc --argjson plan "$(good_plan)" '[
+		{tool_calls:[{name:"delegate", input:{task:"Look around.", tools:["read_file"]}}]},
+		{tool_calls:[{name:"s__echo", input:{text:"from the helper"}}]},
+		{tool_calls:[{name:"finish", input:{summary:"looked"}}]},
+		{tool_calls:[{name:"finish", input:$plan}]}]')"
+	plan 0
+	# the helper's requests: the tool it was given, nothing of the server's
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.tools | map(.name) == ["read_file","finish","ask_human"]'
+	event tool.failed | jq -e '.tool == "s__echo" and .error == "this tool was not given to this sub-agent; use the tools it has"'
+	# one server, the phase's: started and stopped once, never called
+	[ "$(event mcp.server.started | wc -l)" -eq 1 ] && [ "$(event mcp.server.stopped | wc -l)" -eq 1 ]
+	[ "$(grep -c '"initialize"' "$SLOG")" -eq 1 ]
+	! grep -q '"tools/call"' "$SLOG"
+}
+
 @test "a server the repository's config defines or changes starts only when the user's own config trusts it" {
 	rm "$XDG_CONFIG_HOME/forge/config.json"
 	servers "$(scripted)"
