@@ -107,6 +107,21 @@ reference_server() {
 	assert_output "no MCP servers configured (mcp.servers)"
 }
 
+@test "forge mcp list: a description over 16 KiB is cut (on a character), a tool whose schema is over 64 KiB is left out, with warnings" {
+	jq -n '[{name: "long", description: ("d" + "é" * 10000), inputSchema: {type: "object"}},
+		{name: "wide", description: "A huge schema.", inputSchema: {type: "object", properties: {x: {type: "string", description: ("s" * 70000)}}}},
+		{name: "fits", description: ("é" * 8192), inputSchema: {type: "object", properties: {x: {type: "string", description: ("s" * 60000)}}}}]' \
+		>"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(scripted "$(jq -nc --arg f "$BATS_TEST_TMPDIR/extra.json" '["--extra-tools", $f]')")"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].tools | map(.tool) | index("wide") == null and index("long") != null and index("fits") != null'
+	echo "$output" | jq -e '.[0].tools[] | select(.tool == "long") | .description == "d" + ("é" * 8191) + "…"'
+	echo "$output" | jq -e '.[0].tools[] | select(.tool == "fits") | .description == "é" * 8192'
+	[[ "$stderr" == *"warning: MCP server 's': the description of tool 'long' is 20001 bytes; only its first 16384 are offered"* ]]
+	[[ "$stderr" == *"warning: MCP server 's': tool 'wide' is left out: its input schema is 700"*" bytes of JSON, over the 65536 Forge offers a model"* ]]
+	[[ "$stderr" != *"'fits'"* ]]
+}
+
 @test "forge mcp call: text and structured results; exit 1 for a tool error, 2 for bad input, 5 for a failed server" {
 	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
 	run -0 --separate-stderr forge mcp call s echo '{"text":"hello"}'

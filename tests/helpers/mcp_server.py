@@ -2,13 +2,14 @@
 """mcp_server.py - a scripted MCP stdio server for Forge's tests (faults included).
 
     mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
-                  [--stderr TEXT] [--env-out FILE]
+                  [--stderr TEXT] [--env-out FILE] [--extra-tools FILE]
 
 One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
 Every message received is appended to --log (one JSON line each), so a test
 can see notifications/initialized and notifications/cancelled arrive.
 --env-out writes the server's environment (NAME=value lines) and its cwd
-(a line PWD_IS=...) at its start.
+(a line PWD_IS=...) at its start.  --extra-tools FILE: a JSON array of
+more tool definitions listed after these (a call to one: -32602).
 
 Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   echo {text}          -> the text back
@@ -31,7 +32,7 @@ import sys
 
 args = sys.argv[1:]
 opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
-        "env-out": None}
+        "env-out": None, "extra-tools": None}
 while args:
     k = args.pop(0)
     if not k.startswith("--") or k[2:] not in opts or not args:
@@ -58,6 +59,9 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
     {"name": "ping_me", "description": "Pings the client first.", "inputSchema": {"type": "object"}},
 ]
+if opts["extra-tools"]:
+    with open(opts["extra-tools"]) as f:
+        TOOLS += json.load(f)
 ADDED = {"name": "added", "description": "Added by change.", "inputSchema": {"type": "object"}}
 
 
