@@ -490,11 +490,17 @@ static int remember(void *payload, jv learning)
 
 /* ---- models and the agent ---------------------------------------------- */
 
+/* A warning (a model's client, an MCP server's failure with its stderr)
+ * without control characters: what a server wrote must not drive the
+ * terminal (term.h: term_clean). */
 static void warn_once(void *payload, const char *msg)
 {
 	struct phase *ph = payload;
+	char *shown = xstrdup(msg);
 
-	fprintf(stderr, "%s: warning: %s\n", ph->spec->program, msg);
+	term_clean(shown, strlen(shown));
+	fprintf(stderr, "%s: warning: %s\n", ph->spec->program, shown);
+	free(shown);
 }
 
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast)

@@ -13,6 +13,7 @@
  * dies, times out or answers with a JSON-RPC error.
  */
 #include "app/cli.h"
+#include "app/term.h"
 #include "app/toolset.h"
 #include "core/buf.h"
 #include "core/forge.h"
@@ -63,12 +64,23 @@ static int on_option(int id, const char *arg, void *payload)
 	return forge_error("unhandled option");
 }
 
+/* What a server wrote (its stderr, names, descriptions) reaches the
+ * terminal without its control characters (term.h: term_clean). */
+static void say(const char *prefix, const char *msg)
+{
+	char *shown = xstrdup(msg);
+
+	term_clean(shown, strlen(shown));
+	fprintf(stderr, PROG ": %s%s\n", prefix, shown);
+	free(shown);
+}
+
 static void warn(void *payload, const char *msg)
 {
 	const struct cli_common *c = payload;
 
 	if (c->verbosity >= 0)
-		fprintf(stderr, PROG ": warning: %s\n", msg);
+		say("warning: ", msg);
 }
 
 static int list(const struct session *ses, const struct cli_common *common)
@@ -84,6 +96,7 @@ static int list(const struct session *ses, const struct cli_common *common)
 		toolset_close(ts);
 		return FORGE_EXIT_OK;
 	}
+	all = term_safe(all);
 	if (jv_array_length(jv_copy(all)) == 0)
 		printf("no MCP servers configured (mcp.servers)\n");
 	jv_array_foreach(all, i, s) {
@@ -144,31 +157,38 @@ static int call(const struct session *ses, const struct cli_common *common, cons
 	}
 	struct mcp_client *c = toolset_client(ts, server);
 	if (!c) {
-		fprintf(stderr, PROG ": %s\n", forge_last_error());
+		say("", forge_last_error());
 		goto out;
 	}
 	tool = server_tool(server, tool);
 	if (mcp_tools(&tools, c) < 0) {
-		fprintf(stderr, PROG ": %s\n", forge_last_error());
+		say("", forge_last_error());
 		goto out;
 	}
 	bool known = false;
 	struct buf names = BUF_INIT;
 	jv_array_foreach(tools, i, t) {
-		known |= !strcmp(json_get_str(t, "name"), tool);
-		buf_addf(&names, "%s%s", i ? ", " : "", json_get_str(t, "name"));
+		const char *name = json_get_str(t, "name");
+		if (name) {
+			known |= !strcmp(name, tool);
+			buf_addf(&names, "%s%s", names.len ? ", " : "", name);
+		}
 		jv_free(t);
+		(void)i;
 	}
 	if (!known) {
-		fprintf(stderr, PROG ": MCP server '%s' has no tool '%s'; its tools: %s\n", server, tool,
-			names.buf);
+		struct buf msg = BUF_INIT;
+		buf_addf(&msg, "MCP server '%s' has no tool '%s'; its tools: %s", server, tool,
+			 names.len ? names.buf : "none");
+		say("", msg.buf);
+		buf_release(&msg);
 		buf_release(&names);
 		status = FORGE_EXIT_USAGE;
 		goto out;
 	}
 	buf_release(&names);
 	if ((rc = mcp_call(&r, c, tool, args)) < 0) {
-		fprintf(stderr, PROG ": %s\n", forge_last_error());
+		say("", forge_last_error());
 		goto out;
 	}
 	if (json_out) {

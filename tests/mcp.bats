@@ -122,6 +122,29 @@ reference_server() {
 	[[ "$stderr" != *"'fits'"* ]]
 }
 
+@test "what a server writes reaches the terminal without control characters: descriptions, its stderr in warnings and errors" {
+	esc=$'\e]0;PWNED\a\e[2J\e[31mred\e[0m'
+	jq -n --arg d "$esc" '[{name: "t", description: $d, inputSchema: {type: "object"}}]' >"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(jq -n --arg cmd "$SERVER" --arg f "$BATS_TEST_TMPDIR/extra.json" --arg e "$esc" '{
+		s: {command: $cmd, args: ["--extra-tools", $f, "--stderr", $e]},
+		b: {command: $cmd, args: ["--on-init", "crash", "--stderr", $e]}}')"
+	run -0 --separate-stderr forge mcp list
+	assert_line --regexp '^  s__t + \]0;PWNED  \[2J \[31mred \[0m$'
+	assert_output --partial "b  failed: MCP server 'b' exited with status 1; its stderr:  ]0;PWNED  [2J [31mred [0m"
+	[[ "$stderr" == *"warning: MCP server 'b' exited with status 1; its stderr:  ]0;PWNED  [2J [31mred [0m"* ]]
+	[[ "$output$stderr" != *$'\e'* && "$output$stderr" != *$'\a'* ]]
+	# --json keeps them, escaped as JSON does
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e --arg e "$esc" '.[] | select(.name == "s") | .tools[] | select(.tool == "t") | .description == $e'
+	run -5 --separate-stderr forge mcp call s crash
+	[[ "$stderr" == "forge-mcp: MCP server 's' exited with status 3; its stderr:  ]0;PWNED  [2J [31mred [0m"* ]]
+	[[ "$stderr" != *$'\e'* ]]
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	[[ "$stderr" == *"forge-plan: warning: MCP server 'b' exited with status 1; its stderr:  ]0;PWNED"* ]]
+	[[ "$stderr" != *$'\e'* ]]
+}
+
 @test "forge mcp call: text and structured results; exit 1 for a tool error, 2 for bad input, 5 for a failed server" {
 	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
 	run -0 --separate-stderr forge mcp call s echo '{"text":"hello"}'
