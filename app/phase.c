@@ -14,8 +14,10 @@
 #include "core/json.h"
 #include "agent/context.h"
 #include "llm/llm.h"
+#include "mcp/mcp.h"
 #include "memory/memory.h"
 #include "os/proc.h"
+#include "os/spawn.h"
 #include "agent/skills.h"
 #include "store/live.h"
 #include "store/store.h"
@@ -41,9 +43,11 @@ static void on_signal(int sig)
 	static const char msg[] = ": interrupted; the last checkpoint stands\n";
 
 	/* Only async-signal-safe calls here: stop the commands a tool or the
-	 * phase started (their process groups), remove the temporary
-	 * directories, then say so and leave. */
+	 * phase started (their process groups) and its MCP servers (theirs,
+	 * SIGKILL after a grace: one must not keep working in the worktree),
+	 * remove the temporary directories, then say so and leave. */
 	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
+	proc_spawn_kill_all(MCP_KILL_GRACE_MS);
 	tmpdir_remove_all_signal_safe();
 	if (write(STDERR_FILENO, program_name, strlen(program_name)) < 0 ||
 	    write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {

@@ -19,11 +19,14 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "mcp/mcp.h"
+#include "os/spawn.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROG "forge-mcp"
 
@@ -73,6 +76,31 @@ static void say(const char *prefix, const char *msg)
 	term_clean(shown, strlen(shown));
 	fprintf(stderr, PROG ": %s%s\n", prefix, shown);
 	free(shown);
+}
+
+/* ^C or SIGTERM: the servers (each in a process group of its own, which
+ * the terminal's ^C does not reach) are stopped before leaving. */
+static void on_signal(int sig)
+{
+	static const char msg[] = PROG ": interrupted\n";
+
+	(void)sig;
+	proc_spawn_kill_all(MCP_KILL_GRACE_MS);
+	if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(FORGE_EXIT_INTERRUPTED);
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 static void warn(void *payload, const char *msg)
@@ -234,6 +262,7 @@ int main(int argc, char **argv)
 	} else {
 		cli_usage_error(&spec, "unknown command '%s' (list, call)", cmd);
 	}
+	catch_signals();
 	status = session_open(&ses, &common, SESSION_CONFIG, jv_null());
 	if (status) {
 		fprintf(stderr, PROG ": %s\n", forge_last_error());

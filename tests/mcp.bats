@@ -263,6 +263,41 @@ reference_server() {
 		and .[0].params.requestId == 8 and .[0].params.reason == "no answer within 2 s"' "$SLOG"
 }
 
+# wait_gone PID: polls (up to 10 s) until the process is gone, or a zombie its new parent has yet to reap.
+wait_gone() {
+	for _ in $(seq 100); do
+		kill -0 "$1" 2>/dev/null || return 0
+		[ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" = Z ] && return 0
+		sleep 0.1
+	done
+	echo "process $1 is still running: $(ps -o pid=,ppid=,args= -p "$1")" >&2
+	return 1
+}
+
+@test "a phase's servers and what they started never outlive it: at its end, and when interrupted (a server that ignores SIGTERM)" {
+	PIDS="$BATS_TEST_TMPDIR/pids"
+	servers "$(scripted "$(jq -nc --arg p "$PIDS" '["--pid-out", $p]')")"
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	# at its end: the server leaves on EOF; the job it started goes with it
+	wait_gone "$(sed -n 1p "$PIDS")"
+	wait_gone "$(sed -n 2p "$PIDS")"
+	# interrupted during a call, with a server that ignores SIGTERM and EOF
+	rm "$PIDS" "$SLOG"
+	servers "$(scripted "$(jq -nc --arg p "$PIDS" '["--pid-out", $p, "--stubborn", "yes"]')")"
+	call_then_finish s__hang '{}'
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fp=$!
+	for _ in $(seq 300); do grep -q '"tools/call"' "$SLOG" 2>/dev/null && break; sleep 0.1; done
+	grep -q '"tools/call"' "$SLOG"
+	kill -INT "$fp"
+	rc=0
+	wait "$fp" || rc=$?
+	[ "$rc" -eq 130 ]
+	wait_gone "$(sed -n 1p "$PIDS")"
+	wait_gone "$(sed -n 2p "$PIDS")"
+}
+
 # ---- permissions ------------------------------------------------------------------
 
 @test "tools.permissions: a denied MCP tool is not offered and a call to it is refused; glob deny of a built-in tool" {

@@ -73,30 +73,20 @@ static int spawn(struct mcp_client *c, const struct mcp_opts *o)
 	return 0;
 }
 
-/* Reap the child if it has exited (wait: block up to ms).  True once reaped. */
+/* Reap the child if it has exited (wait: block up to ms), and end what it
+ * left in its process group (os/spawn.h).  True once reaped. */
 static bool reap(struct mcp_client *c, long ms)
 {
-	long long end = monotonic_ms() + ms;
 	int st;
 
 	if (!c->pid)
 		return true;
-	for (;;) {
-		pid_t r = waitpid(c->pid, &st, WNOHANG);
-		if (r == c->pid) {
-			c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			c->pid = 0;
-			return true;
-		}
-		if (r < 0 && errno != EINTR) {
-			c->pid = 0;
-			return true;
-		}
-		if (monotonic_ms() >= end)
-			return false;
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	if (!proc_spawn_reap(c->pid, &st, ms))
+		return false;
+	if (st != -1)
+		c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	c->pid = 0;
+	return true;
 }
 
 /* ---- reading ------------------------------------------------------------- */
@@ -482,7 +472,7 @@ int mcp_open(struct mcp_client **out, const struct mcp_opts *o)
 	c->max_line = o->max_line ? o->max_line : DEFAULT_MAX_LINE;
 	c->err_cap = o->stderr_cap ? o->stderr_cap : DEFAULT_STDERR_CAP;
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-	c->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : 2000;
+	c->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : MCP_KILL_GRACE_MS;
 	c->tools = jv_null();
 	c->server_info = jv_null();
 	buf_init(&c->line, c->max_line + 65536 + 1);
@@ -729,9 +719,9 @@ void mcp_close_status(struct mcp_client *c, int *status)
 		return;
 	close_fd(&c->in_fd);
 	if (c->pid && !reap(c, c->grace_ms)) {
-		kill(c->pid, SIGTERM);
+		proc_spawn_signal(c->pid, SIGTERM);
 		if (!reap(c, c->grace_ms)) {
-			kill(c->pid, SIGKILL);
+			proc_spawn_signal(c->pid, SIGKILL);
 			reap(c, 10000);
 		}
 	}
