@@ -149,6 +149,9 @@ reference_server() {
 	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
 	run -0 --separate-stderr forge mcp call s echo '{"text":"hello"}'
 	assert_output "hello"
+	# a NUL in the text is shown, not the end of it
+	run -0 --separate-stderr forge mcp call s echo '{"text":"line 1\u0000line 2"}'
+	assert_output 'line 1\u0000line 2'
 	run -0 --separate-stderr forge mcp call s s__add '{"a":2,"b":40}' --json
 	echo "$output" | jq -e '.structuredContent == {"sum":42} and .isError == false'
 	run -1 --separate-stderr forge mcp call s fail

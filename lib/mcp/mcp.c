@@ -560,6 +560,27 @@ int mcp_tools(jv *out, struct mcp_client *c)
 }
 
 /* The content array as text for a model. */
+/* item's string field key into b, whole: a NUL in it as the six characters
+ * \u0000, as run_command's output shows one (a C string ends there, and
+ * the rest went missing without a word).  False when it is no string. */
+static bool add_text(struct buf *b, jv item, const char *key)
+{
+	jv s = json_get(item, key);
+	bool ok = jv_get_kind(s) == JV_KIND_STRING;
+
+	if (ok) {
+		const char *p = jv_string_value(s), *end = p + jv_string_length_bytes(jv_copy(s)), *nul;
+		while ((nul = memchr(p, '\0', (size_t)(end - p))) != NULL) {
+			buf_add(b, p, (size_t)(nul - p));
+			buf_adds(b, "\\u0000");
+			p = nul + 1;
+		}
+		buf_add(b, p, (size_t)(end - p));
+	}
+	jv_free(s);
+	return ok;
+}
+
 static char *content_text(jv content, jv structured)
 {
 	struct buf b = BUF_INIT;
@@ -572,7 +593,7 @@ static char *content_text(jv content, jv structured)
 			if (b.len)
 				buf_addch(&b, '\n');
 			if (type && !strcmp(type, "text") && json_get_str(item, "text")) {
-				buf_adds(&b, json_get_str(item, "text"));
+				add_text(&b, item, "text");
 				texts = true;
 			} else if (type && (!strcmp(type, "image") || !strcmp(type, "audio"))) {
 				const char *data = json_get_str(item, "data");
@@ -580,10 +601,11 @@ static char *content_text(jv content, jv structured)
 					 data ? strlen(data) : 0);
 			} else if (type && !strcmp(type, "resource")) {
 				jv r = json_get(item, "resource");
-				const char *t = json_get_str(r, "text"), *uri = json_get_str(r, "uri");
-				if (t)
-					buf_addf(&b, "[resource %s]\n%s", uri ? uri : "", t);
-				else
+				const char *uri = json_get_str(r, "uri");
+				if (json_get_str(r, "text")) {
+					buf_addf(&b, "[resource %s]\n", uri ? uri : "");
+					add_text(&b, r, "text");
+				} else
 					buf_addf(&b, "[resource %s (binary)]", uri ? uri : "");
 				jv_free(r);
 			} else if (type && !strcmp(type, "resource_link")) {
