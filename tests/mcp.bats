@@ -145,10 +145,15 @@ reference_server() {
 	[[ "$stderr" != *$'\e'* ]]
 }
 
-@test "forge mcp call: text and structured results; exit 1 for a tool error, 2 for bad input, 5 for a failed server" {
+@test "forge mcp call: text (a NUL in it, a batch) and structured results; exit 1 for a tool error, 2 for bad input, 5 for a failed server" {
 	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
 	run -0 --separate-stderr forge mcp call s echo '{"text":"hello"}'
 	assert_output "hello"
+	# a 2025-03-26 server may answer in a JSON-RPC batch: read message by message
+	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd, args: ["--protocol", "2025-03-26", "--batch", "yes"]}}')"
+	run -0 --separate-stderr forge mcp call s echo '{"text":"in a batch"}'
+	assert_output "in a batch"
+	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
 	# a NUL in the text is shown, not the end of it
 	run -0 --separate-stderr forge mcp call s echo '{"text":"line 1\u0000line 2"}'
 	assert_output 'line 1\u0000line 2'

@@ -45,6 +45,7 @@ struct mcp_client {
 	int status;                    /* exit status once reaped; -1 before */
 	bool tools_stale;              /* list_changed came since the last listing */
 	jv tools;                      /* the last listing, or null */
+	jv batch;                      /* the rest of a JSON-RPC batch, not handled yet */
 	char *protocol, *instructions;
 	jv server_info;
 };
@@ -208,13 +209,44 @@ static int pump(struct mcp_client *c, long long deadline, bool want_write)
 	return 0;
 }
 
+/* A batch's messages (an array of objects; JSON-RPC 2.0, which MCP
+ * 2025-03-26 requires a client to take) to hand out one by one: the first
+ * in *msg.  False for anything else (an empty array among them). */
+static bool take_batch(struct mcp_client *c, jv v, jv *msg)
+{
+	bool ok = jv_get_kind(v) == JV_KIND_ARRAY && jv_array_length(jv_copy(v)) > 0;
+
+	if (jv_get_kind(v) == JV_KIND_ARRAY) {
+		jv_array_foreach(v, i, m) {
+			ok = ok && jv_get_kind(m) == JV_KIND_OBJECT;
+			jv_free(m);
+			(void)i;
+		}
+	}
+	if (!ok) {
+		jv_free(v);
+		return false;
+	}
+	*msg = jv_array_get(jv_copy(v), 0);
+	jv_free(c->batch);
+	c->batch = jv_array_slice(v, 1, jv_array_length(jv_copy(v)));
+	return true;
+}
+
 /*
- * The next whole line of stdout as a JSON object in *msg: 1, or 0 when no
- * whole line is buffered, or MCP_EDEAD for a line that is not a JSON
- * object.  Blank lines are skipped.
+ * The next message as a JSON object in *msg: the rest of a batch first,
+ * else the next whole line of stdout (a batch there is read message by
+ * message): 1, or 0 when no whole line is buffered, or MCP_EDEAD for a
+ * line that is neither a JSON object nor a batch of them.  Blank lines are
+ * skipped.
  */
 static int next_message(struct mcp_client *c, jv *msg)
 {
+	if (jv_array_length(jv_copy(c->batch)) > 0) {
+		*msg = jv_array_get(jv_copy(c->batch), 0);
+		c->batch = jv_array_slice(c->batch, 1, jv_array_length(jv_copy(c->batch)));
+		return 1;
+	}
 	for (;;) {
 		char *nl = memchr(c->line.buf, '\n', c->line.len);
 		if (!nl)
@@ -233,13 +265,14 @@ static int next_message(struct mcp_client *c, jv *msg)
 		buf_truncate(&c->line, c->line.len - n - 1);
 		if (blank)
 			continue;
-		if (jv_get_kind(v) != JV_KIND_OBJECT) {
-			jv_free(v);
-			return die(c, "wrote something that is not a JSON-RPC message on stdout: '%s%s'", head,
-				   len > 100 ? "…" : "");
+		if (jv_get_kind(v) == JV_KIND_OBJECT) {
+			*msg = v;
+			return 1;
 		}
-		*msg = v;
-		return 1;
+		if (take_batch(c, v, msg))
+			return 1;
+		return die(c, "wrote something that is not a JSON-RPC message on stdout: '%s%s'", head,
+			   len > 100 ? "…" : "");
 	}
 }
 
@@ -474,6 +507,7 @@ int mcp_open(struct mcp_client **out, const struct mcp_opts *o)
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
 	c->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : MCP_KILL_GRACE_MS;
 	c->tools = jv_null();
+	c->batch = jv_array();
 	c->server_info = jv_null();
 	buf_init(&c->line, c->max_line + 65536 + 1);
 	buf_init(&c->err, 0);
@@ -754,6 +788,7 @@ void mcp_close_status(struct mcp_client *c, int *status)
 	buf_release(&c->line);
 	buf_release(&c->err);
 	jv_free(c->tools);
+	jv_free(c->batch);
 	jv_free(c->server_info);
 	free(c->err_view);
 	free(c->protocol);

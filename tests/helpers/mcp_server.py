@@ -3,7 +3,7 @@
 
     mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
                   [--stderr TEXT] [--env-out FILE] [--extra-tools FILE] [--pid-out FILE]
-                  [--stubborn yes]
+                  [--stubborn yes] [--batch yes]
 
 One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
 Every message received is appended to --log (one JSON line each), so a test
@@ -14,6 +14,8 @@ more tool definitions listed after these (a call to one: -32602).
 --pid-out FILE writes the server's pid and that of a child it starts
 (`sleep 300`, in the background), a line each.  --stubborn yes: the server
 (and its child) ignore SIGTERM, and it stays after its stdin ends.
+--batch yes: every tools/call is answered in a JSON-RPC batch (one line,
+an array) of a notifications/message and the answer (MCP 2025-03-26).
 
 Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   echo {text}          -> the text back
@@ -39,7 +41,8 @@ import time
 
 args = sys.argv[1:]
 opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
-        "env-out": None, "extra-tools": None, "pid-out": None, "stubborn": None}
+        "env-out": None, "extra-tools": None, "pid-out": None, "stubborn": None,
+        "batch": None}
 while args:
     k = args.pop(0)
     if not k.startswith("--") or k[2:] not in opts or not args:
@@ -69,6 +72,7 @@ TOOLS = [
 if opts["extra-tools"]:
     with open(opts["extra-tools"]) as f:
         TOOLS += json.load(f)
+CALLS = set()     # the ids of tools/call requests (--batch)
 ADDED = {"name": "added", "description": "Added by change.", "inputSchema": {"type": "object"}}
 
 
@@ -80,6 +84,9 @@ def log(msg):
 
 def send(msg):
     msg["jsonrpc"] = "2.0"
+    if opts["batch"] and "result" in msg and msg.get("id") in CALLS:
+        msg = [{"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "working"}}, msg]
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
 
@@ -184,6 +191,7 @@ def main():
                 res["nextCursor"] = str(start + page)
             result(id_, res)
         elif method == "tools/call":
+            CALLS.add(id_)
             p = msg.get("params") or {}
             call(id_, p.get("name"), p.get("arguments") or {})
         elif method == "ping":
