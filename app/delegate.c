@@ -2,6 +2,7 @@
 #include "app/delegate.h"
 #include "app/cli.h"
 #include "app/phase.h"
+#include "app/toolset.h"
 #include "agent/tools.h"
 #include "core/buf.h"
 #include "core/forge.h"
@@ -42,6 +43,11 @@ void delegate_self(const char *span, int depth, bool may_delegate, const char *c
 	self.depth = depth;
 	self.may_delegate = may_delegate;
 	self.child = true;
+}
+
+bool delegate_is_sub(void)
+{
+	return self.child;
 }
 
 const char *delegate_self_span(void)
@@ -304,6 +310,31 @@ static jv task_doc(struct delegate *d, struct run *u, jv input)
 	return json_set(doc, "parent", parent);
 }
 
+/* A requested tool this agent has not got because its phase's policy
+ * denies it or asks a human for it (delegate_hook left it out): -1 with
+ * the refusal naming the rule, so the model need not guess. */
+static int withheld(struct delegate *d, jv requested)
+{
+	int rc = 0;
+
+	if (jv_get_kind(requested) != JV_KIND_ARRAY)
+		return 0;
+	jv_array_foreach(requested, i, v) {
+		const char *name = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL, *rule = NULL;
+		enum tool_permission p = name && rc == 0
+			? toolset_permission(d->ph->cfg, phase_policy_name(d->ph), name, true, &rule) : TOOL_ALLOW;
+		if (p == TOOL_DENY)
+			rc = forge_error("delegate: refused: the sub-agent cannot have '%s': this agent may not "
+					 "use it (%s)", name, rule);
+		else if (p == TOOL_ASK_FIRST)
+			rc = forge_error("delegate: refused: the sub-agent cannot have '%s': it needs a human's "
+					 "approval (%s); call it yourself", name, rule);
+		jv_free(v);
+		(void)i;
+	}
+	return rc;
+}
+
 /* Check the call and prepare the run; 0, or -1 with the refusal in forge_error(). */
 static int prepare(struct delegate *d, struct run *u, jv input)
 {
@@ -320,8 +351,10 @@ static int prepare(struct delegate *d, struct run *u, jv input)
 		return forge_error("delegate: refused: this sub-agent was not given delegate by the agent that "
 				   "started it; do the sub-task yourself");
 	u->write = mode && strcmp(mode, "write") == 0;
-	rc = delegate_tools(&u->tools, requested, d->tools, u->write,
-			    delegate_may_nest(&d->lim, self.depth + 1));
+	rc = withheld(d, requested);
+	if (rc == 0)
+		rc = delegate_tools(&u->tools, requested, d->tools, u->write,
+				    delegate_may_nest(&d->lim, self.depth + 1));
 	jv_free(requested);
 	if (rc < 0)
 		return -1;
@@ -560,13 +593,17 @@ static bool phase_listed(struct phase *ph)
 	return listed;
 }
 
-static jv tool_names(jv tools)
+/* The names of this agent's tools (borrowed) that its phase's policy
+ * allows outright: a denied tool is one it lacks, and an ask tool needs a
+ * human this agent must ask itself (toolset.h) -- a helper gets neither. */
+static jv tool_names(struct phase *ph, jv tools)
 {
 	jv names = jv_array();
 
 	jv_array_foreach(tools, i, t) {
-		if (json_get_str(t, "name"))
-			names = jv_array_append(names, json_get(t, "name"));
+		const char *name = json_get_str(t, "name");
+		if (name && toolset_permission(ph->cfg, phase_policy_name(ph), name, true, NULL) == TOOL_ALLOW)
+			names = jv_array_append(names, jv_string(name));
 		jv_free(t);
 	}
 	return names;
@@ -591,7 +628,7 @@ void delegate_hook(struct delegate *d, struct phase *ph, struct agent_config *cf
 	if (cfg->budget_remaining_usd >= 0 && (d->limit_usd < 0 || cfg->budget_remaining_usd < d->limit_usd))
 		d->limit_usd = cfg->budget_remaining_usd;
 	d->deadline_ms = cfg->max_time_ms > 0 ? monotonic_ms() + cfg->max_time_ms : 0;
-	d->tools = tool_names(cfg->tools);
+	d->tools = tool_names(ph, cfg->tools);
 	/* A sub-agent below the deepest level, or one not given delegate, is
 	 * not offered it; a call is still answered, with the reason. */
 	d->offered = delegate_may_nest(&d->lim, self.depth) && (!self.child || self.may_delegate);

@@ -9,8 +9,9 @@
  * the executor is wrapped so a `delegate` call comes here; every other call
  * goes on to the phase's own executor.  A call:
  *   1. is checked (lib/agent/delegate.h): depth and count, the tools (a
- *      subset of this agent's own), the budget share; a refusal is a tool
- *      error for the model, and nothing is started;
+ *      subset of this agent's own that tools.permissions of its phase
+ *      neither denies nor asks a human for), the budget share; a refusal
+ *      is a tool error for the model, and nothing is started;
  *   2. write mode: the agent's files as they are now (committed or not) are
  *      committed on no branch (the "base") and checked out in a child
  *      worktree in a temp directory;
@@ -51,6 +52,8 @@ struct phase;
  * its model calls count as ("implement-sub").  Strings are copied.
  */
 void delegate_self(const char *span, int depth, bool may_delegate, const char *call_phase);
+/* Whether this process's agent is a sub-agent (delegate_self() was called). */
+bool delegate_is_sub(void);
 /* This process's agent's span: a sub-agent's (delegate_self()), NULL for a
  * phase's own agent.  Borrowed, valid until the next delegate_self(). */
 const char *delegate_self_span(void);

@@ -14,8 +14,10 @@
 #include "core/json.h"
 #include "agent/context.h"
 #include "llm/llm.h"
+#include "mcp/mcp.h"
 #include "memory/memory.h"
 #include "os/proc.h"
+#include "os/spawn.h"
 #include "agent/skills.h"
 #include "store/live.h"
 #include "store/store.h"
@@ -41,9 +43,11 @@ static void on_signal(int sig)
 	static const char msg[] = ": interrupted; the last checkpoint stands\n";
 
 	/* Only async-signal-safe calls here: stop the commands a tool or the
-	 * phase started (their process groups), remove the temporary
-	 * directories, then say so and leave. */
+	 * phase started (their process groups) and its MCP servers (theirs,
+	 * SIGKILL after a grace: one must not keep working in the worktree),
+	 * remove the temporary directories, then say so and leave. */
 	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
+	proc_spawn_kill_all(MCP_KILL_GRACE_MS);
 	tmpdir_remove_all_signal_safe();
 	if (write(STDERR_FILENO, program_name, strlen(program_name)) < 0 ||
 	    write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
@@ -490,11 +494,17 @@ static int remember(void *payload, jv learning)
 
 /* ---- models and the agent ---------------------------------------------- */
 
+/* A warning (a model's client, an MCP server's failure with its stderr)
+ * without control characters: what a server wrote must not drive the
+ * terminal (term.h: term_clean). */
 static void warn_once(void *payload, const char *msg)
 {
 	struct phase *ph = payload;
+	char *shown = xstrdup(msg);
 
-	fprintf(stderr, "%s: warning: %s\n", ph->spec->program, msg);
+	term_clean(shown, strlen(shown));
+	fprintf(stderr, "%s: warning: %s\n", ph->spec->program, shown);
+	free(shown);
 }
 
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
@@ -660,13 +670,20 @@ static bool agent_fast_tried;
 static struct toolset *agent_tools;
 static bool agent_tools_tried;
 
+const char *phase_policy_name(const struct phase *ph)
+{
+	return ph->out.phase ? ph->out.phase : ph->spec->name;
+}
+
+/* A sub-agent's toolset starts no server: its tools are the built-in ones
+ * it was given, under its phase's policy. */
 static struct toolset *phase_toolset(struct phase *ph)
 {
 	if (!agent_tools_tried) {
 		char *root = phase_workdir(ph);
 		struct toolset_opts o = {
-			.phase = ph->spec->name, .cfg = ph->cfg, .root = root, .out = &ph->out,
-			.warn = warn_once, .warn_payload = ph,
+			.phase = phase_policy_name(ph), .cfg = ph->cfg, .root = root, .out = &ph->out,
+			.warn = warn_once, .warn_payload = ph, .builtin_only = delegate_is_sub(),
 		};
 		agent_tools_tried = true;
 		if (toolset_open(&agent_tools, &o) < 0)

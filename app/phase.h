@@ -144,6 +144,13 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 			    const char *prompt, agent_exec_fn exec, void *exec_payload);
 
 /*
+ * The phase whose tools.permissions apply to this process's agent (toolset.h):
+ * the phase's name; a sub-agent's is that of the phase that delegated (its
+ * stream's phase: "implement", never "implement-sub"), so a helper can
+ * have no tool its phase denies and must ask for one it asks for.  Borrowed.
+ */
+const char *phase_policy_name(const struct phase *ph);
+/*
  * Perceive (seed 003 §4): recall memories for the phase and task, match
  * skills, and fit them with the environment parts (an object of named
  * texts, consumed; put the most important first) into the context budget

@@ -18,6 +18,11 @@
 #include <string.h>
 
 #define STDERR_EVENT_MAX 4000
+/* A tool's definition goes with every model call of the phase: a server's
+ * description and input schema are bounded far above what real servers
+ * write (a few KiB), so one cannot fill the model's window or the bill. */
+#define DESCRIPTION_MAX (16u << 10)     /* bytes; longer is cut */
+#define SCHEMA_MAX (64u << 10)          /* bytes of its JSON; larger leaves the tool out */
 
 struct server {
 	char *name;
@@ -347,6 +352,38 @@ int toolset_input_schema(jv *out, jv tool)
 	return 0;
 }
 
+/* Why schema (borrowed) is too large to offer, or NULL. */
+static const char *schema_too_large(jv schema)
+{
+	static char why[128];
+	char *text = json_dumps(jv_copy(schema), false);
+	size_t n = strlen(text);
+
+	free(text);
+	if (n <= SCHEMA_MAX)
+		return NULL;
+	snprintf(why, sizeof why, "its input schema is %zu bytes of JSON, over the %u Forge offers a model",
+		 n, SCHEMA_MAX);
+	return why;
+}
+
+/* The description offered for tool: the server's, cut at DESCRIPTION_MAX
+ * bytes (on a character's boundary) with a warning, or a name of it. */
+static jv description(struct toolset *ts, struct server *s, const char *tool, const char *desc)
+{
+	size_t n = desc ? strlen(desc) : 0, cut = DESCRIPTION_MAX;
+
+	if (!desc)
+		return jv_string_fmt("%s (MCP server %s)", tool, s->name);
+	if (n <= DESCRIPTION_MAX)
+		return jv_string(desc);
+	while (cut && ((unsigned char)desc[cut] & 0xc0) == 0x80)
+		cut--;
+	warn(ts, "MCP server '%s': the description of tool '%s' is %zu bytes; only its first %u are offered",
+	     s->name, tool, n, DESCRIPTION_MAX);
+	return jv_string_fmt("%.*s\xe2\x80\xa6", (int)cut, desc);
+}
+
 /* Register the server's tools under their model names. */
 static void add_tools(struct toolset *ts, struct server *s)
 {
@@ -364,10 +401,13 @@ static void add_tools(struct toolset *ts, struct server *s)
 		}
 		if (!clash && toolset_input_schema(&schema, t) < 0)
 			clash = forge_last_error();
+		if (!clash)
+			clash = schema_too_large(schema);
 		if (clash) {
 			emit(ts, "mcp.tool.refused", json_set(json_set(json_set(jv_object(), "server", jv_string(s->name)),
 				"tool", json_str_or_null(tool)), "reason", jv_string(clash)));
 			warn(ts, "MCP server '%s': tool '%s' is left out: %s", s->name, tool ? tool : "", clash);
+			jv_free(schema);
 			jv_free(t);
 			continue;
 		}
@@ -380,9 +420,8 @@ static void add_tools(struct toolset *ts, struct server *s)
 		m->tool = xstrdup(tool);
 		if (schema_compile(&m->schema, jv_copy(schema)) < 0)
 			m->schema = NULL;    /* a keyword we do not know: the server checks its input */
-		const char *desc = json_get_str(t, "description");
 		m->spec = json_set(json_set(json_set(jv_object(), "name", jv_string(name)), "description",
-					    desc ? jv_string(desc) : jv_string_fmt("%s (MCP server %s)", tool, s->name)),
+					    description(ts, s, tool, json_get_str(t, "description"))),
 				   "input_schema", schema);
 		jv_free(t);
 		(void)i;
@@ -507,7 +546,8 @@ int toolset_open(struct toolset **out, const struct toolset_opts *o)
 				s->conf = jv_copy(v);
 				s->tools = jv_null();
 				s->selected = o->server ? !strcmp(o->server, s->name)
-					: json_get_bool(v, "enabled", true) && (o->all || wants_phase(v, o->phase));
+					: !o->builtin_only && json_get_bool(v, "enabled", true) &&
+					  (o->all || wants_phase(v, o->phase));
 			}
 			jv_free(k);
 			jv_free(v);

@@ -16,7 +16,9 @@
  * Names: an MCP tool is offered as SERVER__TOOL, every character outside
  * [A-Za-z0-9_-] replaced by '_' (the models' tool-name charset), at most 64
  * characters.  A name that is too long or is already taken (a built-in tool,
- * another server's) is refused: an mcp.tool.refused event and a warning.
+ * another server's) is refused: an mcp.tool.refused event and a warning;
+ * so is one whose input schema is over 64 KiB of JSON.  A description over
+ * 16 KiB is cut there, with a warning.
  *
  * Permissions (tools.permissions.PHASE and .default, each {allow, deny,
  * ask}: fnmatch globs): deny wins over ask over allow.  A tool no list
@@ -89,6 +91,8 @@ struct toolset_opts {
 	const char *server;             /* start this server only, whatever its phases and
 					   enabled say (forge mcp call); NULL = the phase's */
 	bool all;                       /* start every enabled server (forge mcp list) */
+	bool builtin_only;              /* start no server: a sub-agent's tools (README
+					   "Subagents": a helper never gets MCP tools) */
 };
 
 struct toolset;

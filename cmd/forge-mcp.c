@@ -13,16 +13,20 @@
  * dies, times out or answers with a JSON-RPC error.
  */
 #include "app/cli.h"
+#include "app/term.h"
 #include "app/toolset.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "mcp/mcp.h"
+#include "os/spawn.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROG "forge-mcp"
 
@@ -63,12 +67,48 @@ static int on_option(int id, const char *arg, void *payload)
 	return forge_error("unhandled option");
 }
 
+/* What a server wrote (its stderr, names, descriptions) reaches the
+ * terminal without its control characters (term.h: term_clean). */
+static void say(const char *prefix, const char *msg)
+{
+	char *shown = xstrdup(msg);
+
+	term_clean(shown, strlen(shown));
+	fprintf(stderr, PROG ": %s%s\n", prefix, shown);
+	free(shown);
+}
+
+/* ^C or SIGTERM: the servers (each in a process group of its own, which
+ * the terminal's ^C does not reach) are stopped before leaving. */
+static void on_signal(int sig)
+{
+	static const char msg[] = PROG ": interrupted\n";
+
+	(void)sig;
+	proc_spawn_kill_all(MCP_KILL_GRACE_MS);
+	if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(FORGE_EXIT_INTERRUPTED);
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 static void warn(void *payload, const char *msg)
 {
 	const struct cli_common *c = payload;
 
 	if (c->verbosity >= 0)
-		fprintf(stderr, PROG ": warning: %s\n", msg);
+		say("warning: ", msg);
 }
 
 static int list(const struct session *ses, const struct cli_common *common)
@@ -84,6 +124,7 @@ static int list(const struct session *ses, const struct cli_common *common)
 		toolset_close(ts);
 		return FORGE_EXIT_OK;
 	}
+	all = term_safe(all);
 	if (jv_array_length(jv_copy(all)) == 0)
 		printf("no MCP servers configured (mcp.servers)\n");
 	jv_array_foreach(all, i, s) {
@@ -144,31 +185,38 @@ static int call(const struct session *ses, const struct cli_common *common, cons
 	}
 	struct mcp_client *c = toolset_client(ts, server);
 	if (!c) {
-		fprintf(stderr, PROG ": %s\n", forge_last_error());
+		say("", forge_last_error());
 		goto out;
 	}
 	tool = server_tool(server, tool);
 	if (mcp_tools(&tools, c) < 0) {
-		fprintf(stderr, PROG ": %s\n", forge_last_error());
+		say("", forge_last_error());
 		goto out;
 	}
 	bool known = false;
 	struct buf names = BUF_INIT;
 	jv_array_foreach(tools, i, t) {
-		known |= !strcmp(json_get_str(t, "name"), tool);
-		buf_addf(&names, "%s%s", i ? ", " : "", json_get_str(t, "name"));
+		const char *name = json_get_str(t, "name");
+		if (name) {
+			known |= !strcmp(name, tool);
+			buf_addf(&names, "%s%s", names.len ? ", " : "", name);
+		}
 		jv_free(t);
+		(void)i;
 	}
 	if (!known) {
-		fprintf(stderr, PROG ": MCP server '%s' has no tool '%s'; its tools: %s\n", server, tool,
-			names.buf);
+		struct buf msg = BUF_INIT;
+		buf_addf(&msg, "MCP server '%s' has no tool '%s'; its tools: %s", server, tool,
+			 names.len ? names.buf : "none");
+		say("", msg.buf);
+		buf_release(&msg);
 		buf_release(&names);
 		status = FORGE_EXIT_USAGE;
 		goto out;
 	}
 	buf_release(&names);
 	if ((rc = mcp_call(&r, c, tool, args)) < 0) {
-		fprintf(stderr, PROG ": %s\n", forge_last_error());
+		say("", forge_last_error());
 		goto out;
 	}
 	if (json_out) {
@@ -214,6 +262,7 @@ int main(int argc, char **argv)
 	} else {
 		cli_usage_error(&spec, "unknown command '%s' (list, call)", cmd);
 	}
+	catch_signals();
 	status = session_open(&ses, &common, SESSION_CONFIG, jv_null());
 	if (status) {
 		fprintf(stderr, PROG ": %s\n", forge_last_error());

@@ -5,7 +5,9 @@
  *
  * Reads one sub-task document on stdin (subagent.schema.json $defs/task):
  * the task, the tools it may use (a subset of its parent's, checked there
- * and enforced again here: any other tool is refused), the mode, the
+ * and enforced again here: any other tool is refused, and the delegating
+ * phase's tools.permissions apply, not PARENT-sub's; no MCP server is
+ * started), the mode, the
  * directory its tools work in, its budget and iterations, its span and its
  * parent.  Runs the agent loop (phase_run_agent: the same breakers, the
  * sandbox policy of the configuration, its budget as the cost limit) with

@@ -107,10 +107,56 @@ reference_server() {
 	assert_output "no MCP servers configured (mcp.servers)"
 }
 
-@test "forge mcp call: text and structured results; exit 1 for a tool error, 2 for bad input, 5 for a failed server" {
+@test "forge mcp list: a description over 16 KiB is cut (on a character), a tool whose schema is over 64 KiB is left out, with warnings" {
+	jq -n '[{name: "long", description: ("d" + "é" * 10000), inputSchema: {type: "object"}},
+		{name: "wide", description: "A huge schema.", inputSchema: {type: "object", properties: {x: {type: "string", description: ("s" * 70000)}}}},
+		{name: "fits", description: ("é" * 8192), inputSchema: {type: "object", properties: {x: {type: "string", description: ("s" * 60000)}}}}]' \
+		>"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(scripted "$(jq -nc --arg f "$BATS_TEST_TMPDIR/extra.json" '["--extra-tools", $f]')")"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].tools | map(.tool) | index("wide") == null and index("long") != null and index("fits") != null'
+	echo "$output" | jq -e '.[0].tools[] | select(.tool == "long") | .description == "d" + ("é" * 8191) + "…"'
+	echo "$output" | jq -e '.[0].tools[] | select(.tool == "fits") | .description == "é" * 8192'
+	[[ "$stderr" == *"warning: MCP server 's': the description of tool 'long' is 20001 bytes; only its first 16384 are offered"* ]]
+	[[ "$stderr" == *"warning: MCP server 's': tool 'wide' is left out: its input schema is 700"*" bytes of JSON, over the 65536 Forge offers a model"* ]]
+	[[ "$stderr" != *"'fits'"* ]]
+}
+
+@test "what a server writes reaches the terminal without control characters: descriptions, its stderr in warnings and errors" {
+	esc=$'\e]0;PWNED\a\e[2J\e[31mred\e[0m'
+	jq -n --arg d "$esc" '[{name: "t", description: $d, inputSchema: {type: "object"}}]' >"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(jq -n --arg cmd "$SERVER" --arg f "$BATS_TEST_TMPDIR/extra.json" --arg e "$esc" '{
+		s: {command: $cmd, args: ["--extra-tools", $f, "--stderr", $e]},
+		b: {command: $cmd, args: ["--on-init", "crash", "--stderr", $e]}}')"
+	run -0 --separate-stderr forge mcp list
+	assert_line --regexp '^  s__t + \]0;PWNED  \[2J \[31mred \[0m$'
+	assert_output --partial "b  failed: MCP server 'b' exited with status 1; its stderr:  ]0;PWNED  [2J [31mred [0m"
+	[[ "$stderr" == *"warning: MCP server 'b' exited with status 1; its stderr:  ]0;PWNED  [2J [31mred [0m"* ]]
+	[[ "$output$stderr" != *$'\e'* && "$output$stderr" != *$'\a'* ]]
+	# --json keeps them, escaped as JSON does
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e --arg e "$esc" '.[] | select(.name == "s") | .tools[] | select(.tool == "t") | .description == $e'
+	run -5 --separate-stderr forge mcp call s crash
+	[[ "$stderr" == "forge-mcp: MCP server 's' exited with status 3; its stderr:  ]0;PWNED  [2J [31mred [0m"* ]]
+	[[ "$stderr" != *$'\e'* ]]
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	[[ "$stderr" == *"forge-plan: warning: MCP server 'b' exited with status 1; its stderr:  ]0;PWNED"* ]]
+	[[ "$stderr" != *$'\e'* ]]
+}
+
+@test "forge mcp call: text (a NUL in it, a batch) and structured results; exit 1 for a tool error, 2 for bad input, 5 for a failed server" {
 	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
 	run -0 --separate-stderr forge mcp call s echo '{"text":"hello"}'
 	assert_output "hello"
+	# a 2025-03-26 server may answer in a JSON-RPC batch: read message by message
+	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd, args: ["--protocol", "2025-03-26", "--batch", "yes"]}}')"
+	run -0 --separate-stderr forge mcp call s echo '{"text":"in a batch"}'
+	assert_output "in a batch"
+	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}, h: {command: $cmd, timeout_s: 0.5}}')"
+	# a NUL in the text is shown, not the end of it
+	run -0 --separate-stderr forge mcp call s echo '{"text":"line 1\u0000line 2"}'
+	assert_output 'line 1\u0000line 2'
 	run -0 --separate-stderr forge mcp call s s__add '{"a":2,"b":40}' --json
 	echo "$output" | jq -e '.structuredContent == {"sum":42} and .isError == false'
 	run -1 --separate-stderr forge mcp call s fail
@@ -223,6 +269,41 @@ reference_server() {
 	[[ "$(received)" == *"tools/call notifications/cancelled tools/call"* ]]
 	jq -s -e 'map(select(.method == "notifications/cancelled")) | length == 1
 		and .[0].params.requestId == 8 and .[0].params.reason == "no answer within 2 s"' "$SLOG"
+}
+
+# wait_gone PID: polls (up to 10 s) until the process is gone, or a zombie its new parent has yet to reap.
+wait_gone() {
+	for _ in $(seq 100); do
+		kill -0 "$1" 2>/dev/null || return 0
+		[ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" = Z ] && return 0
+		sleep 0.1
+	done
+	echo "process $1 is still running: $(ps -o pid=,ppid=,args= -p "$1")" >&2
+	return 1
+}
+
+@test "a phase's servers and what they started never outlive it: at its end, and when interrupted (a server that ignores SIGTERM)" {
+	PIDS="$BATS_TEST_TMPDIR/pids"
+	servers "$(scripted "$(jq -nc --arg p "$PIDS" '["--pid-out", $p]')")"
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	# at its end: the server leaves on EOF; the job it started goes with it
+	wait_gone "$(sed -n 1p "$PIDS")"
+	wait_gone "$(sed -n 2p "$PIDS")"
+	# interrupted during a call, with a server that ignores SIGTERM and EOF
+	rm "$PIDS" "$SLOG"
+	servers "$(scripted "$(jq -nc --arg p "$PIDS" '["--pid-out", $p, "--stubborn", "yes"]')")"
+	call_then_finish s__hang '{}'
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fp=$!
+	for _ in $(seq 300); do grep -q '"tools/call"' "$SLOG" 2>/dev/null && break; sleep 0.1; done
+	grep -q '"tools/call"' "$SLOG"
+	kill -INT "$fp"
+	rc=0
+	wait "$fp" || rc=$?
+	[ "$rc" -eq 130 ]
+	wait_gone "$(sed -n 1p "$PIDS")"
+	wait_gone "$(sed -n 2p "$PIDS")"
 }
 
 # ---- permissions ------------------------------------------------------------------
@@ -351,6 +432,23 @@ reference_server() {
 	plan 0
 	[ ! -e "$SENV" ]
 	[ -z "$(event mcp.server.started)" ]
+}
+
+@test "a helper (delegate) starts no MCP server and is offered, and runs, none of their tools" {
+	servers "$(scripted '[]' '{"phases":["*"]}')"
+	mock "$(jq -nc --argjson plan "$(good_plan)" '[
+		{tool_calls:[{name:"delegate", input:{task:"Look around.", tools:["read_file"]}}]},
+		{tool_calls:[{name:"s__echo", input:{text:"from the helper"}}]},
+		{tool_calls:[{name:"finish", input:{summary:"looked"}}]},
+		{tool_calls:[{name:"finish", input:$plan}]}]')"
+	plan 0
+	# the helper's requests: the tool it was given, nothing of the server's
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.tools | map(.name) == ["read_file","finish","ask_human"]'
+	event tool.failed | jq -e '.tool == "s__echo" and .error == "this tool was not given to this sub-agent; use the tools it has"'
+	# one server, the phase's: started and stopped once, never called
+	[ "$(event mcp.server.started | wc -l)" -eq 1 ] && [ "$(event mcp.server.stopped | wc -l)" -eq 1 ]
+	[ "$(grep -c '"initialize"' "$SLOG")" -eq 1 ]
+	! grep -q '"tools/call"' "$SLOG"
 }
 
 @test "a server the repository's config defines or changes starts only when the user's own config trusts it" {

@@ -279,6 +279,54 @@ delegate: refused: mode \"write\" needs tools that change files, and this agent 
 delegate: refused: the sub-agent cannot have 'edit_file': this agent does not have it"
 }
 
+@test "tools.permissions of the phase hold for its helpers: a denied or ask tool is refused to delegate and never given" {
+	echo '{"tools":{"permissions":{"implement":{"deny":["run_command"],"ask":["write_file"]}}},"memory":{"reflect":false}}' >"$CFG"
+	mock_script "$(jq -nc '[
+		{tool_calls:[{name:"delegate", input:{task:"Run it.", mode:"write", tools:["run_command"]}}]},
+		{tool_calls:[{name:"delegate", input:{task:"Write it.", mode:"write", tools:["read_file","write_file"]}}]},
+		{tool_calls:[{name:"delegate", input:{task:"Do it.", mode:"write"}}]},
+		{tool_calls:[{name:"run_command", input:{command:"echo child > child_ran.txt"}}]},
+		{tool_calls:[{name:"finish", input:{summary:"tried"}}]},
+		{tool_calls:[{name:"finish", input:{summary:"done"}}]}]')"
+	unset FORGE_CASSETTE
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	implement T9 -0
+	[ "$(events_of tool.failed | jq -r 'select(.payload.tool == "delegate") | .payload.error')" = \
+	  "delegate: refused: the sub-agent cannot have 'run_command': this agent may not use it (tools.permissions.implement.deny)
+delegate: refused: the sub-agent cannot have 'write_file': it needs a human's approval (tools.permissions.implement.ask); call it yourself" ]
+	# the one helper that started has neither, nor is it offered them; its call is refused
+	[ "$(events_of subagent.started | wc -l)" -eq 1 ]
+	events_of subagent.started | jq -e '.payload.tools | index("run_command") == null and
+	  index("write_file") == null and index("edit_file") != null'
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[3].body.tools | map(.name) |
+	  index("run_command") == null and index("write_file") == null and index("edit_file") != null'
+	events_of tool.failed | jq -e 'select(.payload.tool == "run_command") | .span != null and
+	  .payload.error == "this tool was not given to this sub-agent; use the tools it has"'
+	[ ! -e "$REPO/.forge/worktrees/T9/child_ran.txt" ]
+	run -0 git -C "$REPO" ls-tree -r --name-only forge/T9
+	refute_line child_ran.txt
+}
+
+@test "a helper enforces its phase's tools.permissions itself: a denied tool it was given is refused, an ask tool escalates" {
+	echo '{"tools":{"permissions":{"implement":{"deny":["run_command"],"ask":["write_file"]}}},"memory":{"reflect":false}}' >"$CFG"
+	mock_script "$(jq -nc '[
+		{tool_calls:[{name:"run_command", input:{command:"echo child > ran.txt"}}]},
+		{tool_calls:[{name:"write_file", input:{path:"wrote.txt", content:"x"}}]}]')"
+	unset FORGE_CASSETTE
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	# a sub-task document given straight to forge-agent: as if delegate had not checked
+	jq -nc --arg r "$REPO" '{task:"Do it.", tools:["read_file","run_command","write_file"], mode:"write", root:$r,
+	  span:"01J0000000000000000000000A", phase:"implement", call_phase:"implement-sub", number:1,
+	  parent:{trace_id:"T10", span:null, depth:0}}' >"$BATS_TEST_TMPDIR/doc.json"
+	run -4 --separate-stderr forge-agent --config "$CFG" <"$BATS_TEST_TMPDIR/doc.json"
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[0].body.tools | map(.name) == ["read_file","write_file","finish","ask_human"]'
+	events_of tool.failed | jq -se 'map(.payload | [.tool, .kind, .error]) == [
+	  ["run_command","denied","run_command: refused: the tool is not allowed in implement (tools.permissions.implement.deny)"],
+	  ["write_file","ask","write_file: needs a human'"'"'s approval (tools.permissions.implement.ask)"]]'
+	tail -n 1 <<<"$output" | jq -e '.kind == "subagent_result" and .status == "escalated"'
+	[ ! -e "$REPO/ran.txt" ] && [ ! -e "$REPO/wrote.txt" ]
+}
+
 @test "off: agent.subagents.enabled false offers no delegate tool" {
 	echo '{"agent":{"subagents":{"enabled":false}}}' >"$CFG"
 	cassette "$(call implement "" delegate "$READ_TASK")" "$(call implement "" finish "$FINISH")"

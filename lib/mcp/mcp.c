@@ -45,6 +45,7 @@ struct mcp_client {
 	int status;                    /* exit status once reaped; -1 before */
 	bool tools_stale;              /* list_changed came since the last listing */
 	jv tools;                      /* the last listing, or null */
+	jv batch;                      /* the rest of a JSON-RPC batch, not handled yet */
 	char *protocol, *instructions;
 	jv server_info;
 };
@@ -73,30 +74,20 @@ static int spawn(struct mcp_client *c, const struct mcp_opts *o)
 	return 0;
 }
 
-/* Reap the child if it has exited (wait: block up to ms).  True once reaped. */
+/* Reap the child if it has exited (wait: block up to ms), and end what it
+ * left in its process group (os/spawn.h).  True once reaped. */
 static bool reap(struct mcp_client *c, long ms)
 {
-	long long end = monotonic_ms() + ms;
 	int st;
 
 	if (!c->pid)
 		return true;
-	for (;;) {
-		pid_t r = waitpid(c->pid, &st, WNOHANG);
-		if (r == c->pid) {
-			c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			c->pid = 0;
-			return true;
-		}
-		if (r < 0 && errno != EINTR) {
-			c->pid = 0;
-			return true;
-		}
-		if (monotonic_ms() >= end)
-			return false;
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	if (!proc_spawn_reap(c->pid, &st, ms))
+		return false;
+	if (st != -1)
+		c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	c->pid = 0;
+	return true;
 }
 
 /* ---- reading ------------------------------------------------------------- */
@@ -218,13 +209,44 @@ static int pump(struct mcp_client *c, long long deadline, bool want_write)
 	return 0;
 }
 
+/* A batch's messages (an array of objects; JSON-RPC 2.0, which MCP
+ * 2025-03-26 requires a client to take) to hand out one by one: the first
+ * in *msg.  False for anything else (an empty array among them). */
+static bool take_batch(struct mcp_client *c, jv v, jv *msg)
+{
+	bool ok = jv_get_kind(v) == JV_KIND_ARRAY && jv_array_length(jv_copy(v)) > 0;
+
+	if (jv_get_kind(v) == JV_KIND_ARRAY) {
+		jv_array_foreach(v, i, m) {
+			ok = ok && jv_get_kind(m) == JV_KIND_OBJECT;
+			jv_free(m);
+			(void)i;
+		}
+	}
+	if (!ok) {
+		jv_free(v);
+		return false;
+	}
+	*msg = jv_array_get(jv_copy(v), 0);
+	jv_free(c->batch);
+	c->batch = jv_array_slice(v, 1, jv_array_length(jv_copy(v)));
+	return true;
+}
+
 /*
- * The next whole line of stdout as a JSON object in *msg: 1, or 0 when no
- * whole line is buffered, or MCP_EDEAD for a line that is not a JSON
- * object.  Blank lines are skipped.
+ * The next message as a JSON object in *msg: the rest of a batch first,
+ * else the next whole line of stdout (a batch there is read message by
+ * message): 1, or 0 when no whole line is buffered, or MCP_EDEAD for a
+ * line that is neither a JSON object nor a batch of them.  Blank lines are
+ * skipped.
  */
 static int next_message(struct mcp_client *c, jv *msg)
 {
+	if (jv_array_length(jv_copy(c->batch)) > 0) {
+		*msg = jv_array_get(jv_copy(c->batch), 0);
+		c->batch = jv_array_slice(c->batch, 1, jv_array_length(jv_copy(c->batch)));
+		return 1;
+	}
 	for (;;) {
 		char *nl = memchr(c->line.buf, '\n', c->line.len);
 		if (!nl)
@@ -243,13 +265,14 @@ static int next_message(struct mcp_client *c, jv *msg)
 		buf_truncate(&c->line, c->line.len - n - 1);
 		if (blank)
 			continue;
-		if (jv_get_kind(v) != JV_KIND_OBJECT) {
-			jv_free(v);
-			return die(c, "wrote something that is not a JSON-RPC message on stdout: '%s%s'", head,
-				   len > 100 ? "…" : "");
+		if (jv_get_kind(v) == JV_KIND_OBJECT) {
+			*msg = v;
+			return 1;
 		}
-		*msg = v;
-		return 1;
+		if (take_batch(c, v, msg))
+			return 1;
+		return die(c, "wrote something that is not a JSON-RPC message on stdout: '%s%s'", head,
+			   len > 100 ? "…" : "");
 	}
 }
 
@@ -482,8 +505,9 @@ int mcp_open(struct mcp_client **out, const struct mcp_opts *o)
 	c->max_line = o->max_line ? o->max_line : DEFAULT_MAX_LINE;
 	c->err_cap = o->stderr_cap ? o->stderr_cap : DEFAULT_STDERR_CAP;
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-	c->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : 2000;
+	c->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : MCP_KILL_GRACE_MS;
 	c->tools = jv_null();
+	c->batch = jv_array();
 	c->server_info = jv_null();
 	buf_init(&c->line, c->max_line + 65536 + 1);
 	buf_init(&c->err, 0);
@@ -570,6 +594,27 @@ int mcp_tools(jv *out, struct mcp_client *c)
 }
 
 /* The content array as text for a model. */
+/* item's string field key into b, whole: a NUL in it as the six characters
+ * \u0000, as run_command's output shows one (a C string ends there, and
+ * the rest went missing without a word).  False when it is no string. */
+static bool add_text(struct buf *b, jv item, const char *key)
+{
+	jv s = json_get(item, key);
+	bool ok = jv_get_kind(s) == JV_KIND_STRING;
+
+	if (ok) {
+		const char *p = jv_string_value(s), *end = p + jv_string_length_bytes(jv_copy(s)), *nul;
+		while ((nul = memchr(p, '\0', (size_t)(end - p))) != NULL) {
+			buf_add(b, p, (size_t)(nul - p));
+			buf_adds(b, "\\u0000");
+			p = nul + 1;
+		}
+		buf_add(b, p, (size_t)(end - p));
+	}
+	jv_free(s);
+	return ok;
+}
+
 static char *content_text(jv content, jv structured)
 {
 	struct buf b = BUF_INIT;
@@ -582,7 +627,7 @@ static char *content_text(jv content, jv structured)
 			if (b.len)
 				buf_addch(&b, '\n');
 			if (type && !strcmp(type, "text") && json_get_str(item, "text")) {
-				buf_adds(&b, json_get_str(item, "text"));
+				add_text(&b, item, "text");
 				texts = true;
 			} else if (type && (!strcmp(type, "image") || !strcmp(type, "audio"))) {
 				const char *data = json_get_str(item, "data");
@@ -590,10 +635,11 @@ static char *content_text(jv content, jv structured)
 					 data ? strlen(data) : 0);
 			} else if (type && !strcmp(type, "resource")) {
 				jv r = json_get(item, "resource");
-				const char *t = json_get_str(r, "text"), *uri = json_get_str(r, "uri");
-				if (t)
-					buf_addf(&b, "[resource %s]\n%s", uri ? uri : "", t);
-				else
+				const char *uri = json_get_str(r, "uri");
+				if (json_get_str(r, "text")) {
+					buf_addf(&b, "[resource %s]\n", uri ? uri : "");
+					add_text(&b, r, "text");
+				} else
 					buf_addf(&b, "[resource %s (binary)]", uri ? uri : "");
 				jv_free(r);
 			} else if (type && !strcmp(type, "resource_link")) {
@@ -729,9 +775,9 @@ void mcp_close_status(struct mcp_client *c, int *status)
 		return;
 	close_fd(&c->in_fd);
 	if (c->pid && !reap(c, c->grace_ms)) {
-		kill(c->pid, SIGTERM);
+		proc_spawn_signal(c->pid, SIGTERM);
 		if (!reap(c, c->grace_ms)) {
-			kill(c->pid, SIGKILL);
+			proc_spawn_signal(c->pid, SIGKILL);
 			reap(c, 10000);
 		}
 	}
@@ -742,6 +788,7 @@ void mcp_close_status(struct mcp_client *c, int *status)
 	buf_release(&c->line);
 	buf_release(&c->err);
 	jv_free(c->tools);
+	jv_free(c->batch);
 	jv_free(c->server_info);
 	free(c->err_view);
 	free(c->protocol);

@@ -58,6 +58,9 @@ enum {
 	MCP_EDEAD = -4,      /* the server exited or broke the protocol */
 };
 
+/* How long a server gets to leave, after its stdin closes and after SIGTERM. */
+#define MCP_KILL_GRACE_MS 2000
+
 struct mcp_opts {
 	const char *name;              /* for messages: "github" */
 	const char *const *argv;       /* the command and its arguments; required */
@@ -67,7 +70,7 @@ struct mcp_opts {
 	long init_timeout_ms;          /* initialize; 0 = timeout_ms */
 	size_t max_line;               /* longest message accepted; 0 = 8 MiB */
 	size_t stderr_cap;             /* bytes of stderr kept (the last ones); 0 = 64 KiB */
-	long kill_grace_ms;            /* close -> SIGTERM -> SIGKILL waits; 0 = 2000 */
+	long kill_grace_ms;            /* close -> SIGTERM -> SIGKILL waits; 0 = MCP_KILL_GRACE_MS */
 	const char *client_version;    /* clientInfo.version; NULL = "0" */
 };
 

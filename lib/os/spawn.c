@@ -2,6 +2,7 @@
 #include "os/spawn.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "os/clonevm.h"
 
 #include <errno.h>
@@ -12,7 +13,121 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* ---- the children started and not reaped yet, for proc_spawn_kill_all() ---- */
+
+#define MAX_SPAWNED 64
+static pid_t spawned[MAX_SPAWNED];
+
+static void spawned_add(pid_t pid)
+{
+	for (size_t i = 0; i < MAX_SPAWNED; i++) {
+		pid_t zero = 0;
+		if (__atomic_compare_exchange_n(&spawned[i], &zero, pid, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return;
+	}
+}
+
+static void spawned_del(pid_t pid)
+{
+	for (size_t i = 0; i < MAX_SPAWNED; i++) {
+		pid_t p = pid;
+		if (__atomic_compare_exchange_n(&spawned[i], &p, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return;
+	}
+}
+
+/* The child's group, or the child alone before it has one. */
+static void signal_group(pid_t pid, int sig)
+{
+	if (kill(-pid, sig) < 0 && errno == ESRCH)
+		kill(pid, sig);
+}
+
+enum state { RUNNING, EXITED, GONE };
+
+/* Whether pid has exited: EXITED, a zombie (so its group id is still its
+ * own); GONE when it is not there to wait for (reaped by someone else).
+ * Async-signal-safe. */
+static enum state state_of(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return errno == EINTR ? RUNNING : GONE;
+	return si.si_pid == pid ? EXITED : RUNNING;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+void proc_spawn_signal(pid_t pid, int sig)
+{
+	if (pid > 0)
+		signal_group(pid, sig);
+}
+
+bool proc_spawn_reap(pid_t pid, int *status, long ms)
+{
+	long long end = monotonic_ms() + ms;
+	int st;
+
+	enum state now;
+
+	*status = -1;
+	while ((now = state_of(pid)) == RUNNING) {
+		if (monotonic_ms() >= end)
+			return false;
+		sleep_ms(10);
+	}
+	spawned_del(pid);
+	if (now == GONE)
+		return true;    /* (its group id may be another's by now: no kill) */
+	/* what it left running in its group (a launcher's child, a job it
+	 * started) ends with it: nobody else would stop it */
+	kill(-pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return true;
+	*status = st;
+	return true;
+}
+
+void proc_spawn_kill_all(long grace_ms)
+{
+	int saved = errno;
+	bool running = false;
+
+	for (size_t i = 0; i < MAX_SPAWNED; i++) {
+		pid_t p = __atomic_load_n(&spawned[i], __ATOMIC_SEQ_CST);
+		if (p > 0) {
+			signal_group(p, SIGTERM);
+			running = true;
+		}
+	}
+	for (long waited = 0; running && waited < grace_ms; waited += 10) {
+		running = false;
+		for (size_t i = 0; i < MAX_SPAWNED && !running; i++) {
+			pid_t p = __atomic_load_n(&spawned[i], __ATOMIC_SEQ_CST);
+			running = p > 0 && state_of(p) == RUNNING;
+		}
+		if (running)
+			sleep_ms(10);
+	}
+	for (size_t i = 0; i < MAX_SPAWNED; i++) {
+		pid_t p = __atomic_load_n(&spawned[i], __ATOMIC_SEQ_CST);
+		if (p > 0)
+			signal_group(p, SIGKILL);
+	}
+	errno = saved;
+}
 
 static void close_fd(int *fd)
 {
@@ -74,6 +189,9 @@ static int child(void *arg)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != c->parent)
 		_exit(127);
+	/* a group of its own: stopping it stops what it starts, and the
+	 * terminal's ^C reaches the caller, who stops it in order */
+	setpgid(0, 0);
 	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->err, 2) < 0 || (o->cwd && chdir(o->cwd) < 0)) {
 		e = errno;
 	} else {
@@ -113,6 +231,12 @@ int proc_spawn(struct spawned *s, const struct spawn_opts *o)
 	if ((s->pid = clone_shared(child, &plan)) < 0 && (s->pid = fork()) == 0)
 		child(&plan);
 	e = errno;
+	if (s->pid > 0) {
+		/* (before a signal can come: a handler's proc_spawn_kill_all()
+		 * must find it and its group; EACCES once it has exec'd) */
+		setpgid(s->pid, s->pid);
+		spawned_add(s->pid);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (s->pid < 0) {
 		forge_error("fork: %s", strerror(e));
@@ -127,6 +251,7 @@ int proc_spawn(struct spawned *s, const struct spawn_opts *o)
 			    strerror(e));
 		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		spawned_del(s->pid);
 		s->pid = 0;
 		goto out;
 	}

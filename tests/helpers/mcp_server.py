@@ -2,13 +2,20 @@
 """mcp_server.py - a scripted MCP stdio server for Forge's tests (faults included).
 
     mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
-                  [--stderr TEXT] [--env-out FILE]
+                  [--stderr TEXT] [--env-out FILE] [--extra-tools FILE] [--pid-out FILE]
+                  [--stubborn yes] [--batch yes]
 
 One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
 Every message received is appended to --log (one JSON line each), so a test
 can see notifications/initialized and notifications/cancelled arrive.
 --env-out writes the server's environment (NAME=value lines) and its cwd
-(a line PWD_IS=...) at its start.
+(a line PWD_IS=...) at its start.  --extra-tools FILE: a JSON array of
+more tool definitions listed after these (a call to one: -32602).
+--pid-out FILE writes the server's pid and that of a child it starts
+(`sleep 300`, in the background), a line each.  --stubborn yes: the server
+(and its child) ignore SIGTERM, and it stays after its stdin ends.
+--batch yes: every tools/call is answered in a JSON-RPC batch (one line,
+an array) of a notifications/message and the answer (MCP 2025-03-26).
 
 Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   echo {text}          -> the text back
@@ -27,11 +34,15 @@ Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
 """
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 
 args = sys.argv[1:]
 opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
-        "env-out": None}
+        "env-out": None, "extra-tools": None, "pid-out": None, "stubborn": None,
+        "batch": None}
 while args:
     k = args.pop(0)
     if not k.startswith("--") or k[2:] not in opts or not args:
@@ -58,6 +69,10 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
     {"name": "ping_me", "description": "Pings the client first.", "inputSchema": {"type": "object"}},
 ]
+if opts["extra-tools"]:
+    with open(opts["extra-tools"]) as f:
+        TOOLS += json.load(f)
+CALLS = set()     # the ids of tools/call requests (--batch)
 ADDED = {"name": "added", "description": "Added by change.", "inputSchema": {"type": "object"}}
 
 
@@ -69,6 +84,9 @@ def log(msg):
 
 def send(msg):
     msg["jsonrpc"] = "2.0"
+    if opts["batch"] and "result" in msg and msg.get("id") in CALLS:
+        msg = [{"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "working"}}, msg]
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
 
@@ -126,6 +144,13 @@ def call(id_, name, a):
 
 
 def main():
+    if opts["stubborn"]:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if opts["pid-out"]:
+        child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        with open(opts["pid-out"], "w") as f:
+            f.write("%d\n%d\n" % (os.getpid(), child.pid))
     if opts["env-out"]:
         with open(opts["env-out"], "w") as f:
             for k, v in sorted(os.environ.items()):
@@ -166,12 +191,15 @@ def main():
                 res["nextCursor"] = str(start + page)
             result(id_, res)
         elif method == "tools/call":
+            CALLS.add(id_)
             p = msg.get("params") or {}
             call(id_, p.get("name"), p.get("arguments") or {})
         elif method == "ping":
             result(id_, {})
         elif id_ is not None and method:
             send({"id": id_, "error": {"code": -32601, "message": "method not found"}})
+    while opts["stubborn"]:
+        time.sleep(1)
 
 
 main()

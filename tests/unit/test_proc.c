@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -713,8 +714,91 @@ static void test_spawn_pipes_signals_pages(void)
 		n += (size_t)got;
 	out[n] = '\0';
 	CHECK_STR(out, "got hello\n");
-	CHECK(waitpid(sp.pid, &st, 0) == sp.pid);
+	CHECK(proc_spawn_reap(sp.pid, &st, 10000));
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGUSR2);
+	close(sp.out_fd);
+	close(sp.err_fd);
+}
+
+/* pid has ended: no such process, or a zombie its new parent has yet to reap. */
+static bool ended(pid_t pid)
+{
+	char path[64], stat[512];
+	FILE *f;
+	size_t n;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return true;
+	n = fread(stat, 1, sizeof stat - 1, f);
+	fclose(f);
+	stat[n] = '\0';
+	const char *paren = strrchr(stat, ')');
+	return paren && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* Poll (up to 10 s) for pid to end. */
+static bool ends(pid_t pid)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (ended(pid))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* The pid of the background job a spawned shell printed on its stdout. */
+static pid_t job_pid(const struct spawned *sp)
+{
+	char line[32];
+	size_t n = 0;
+	long pid = 0;
+
+	while (n < sizeof line - 1 && read(sp->out_fd, line + n, 1) == 1 && line[n] != '\n')
+		n++;
+	line[n] = '\0';
+	forge_parse_long(&pid, line, 1, 1L << 30);
+	return (pid_t)pid;
+}
+
+/* A spawned child leads a process group of its own, and what it started
+ * there ends with it: when it exits (proc_spawn_reap), and when the caller
+ * is interrupted (proc_spawn_kill_all: SIGKILL after the grace for one that
+ * ignores SIGTERM). */
+static void test_spawn_group_ends_with_it(void)
+{
+	const char *quits[] = { "/bin/sh", "-c", "sleep 300 & echo $!; read x; exit 4", NULL };
+	const char *stays[] = { "/bin/sh", "-c", "trap '' TERM; sleep 300 & echo $!; while :; do sleep 1; done", NULL };
+	struct spawn_opts so = { .argv = quits };
+	struct spawned sp;
+	pid_t job;
+	int st = 0;
+
+	CHECK(proc_spawn(&sp, &so) == 0);
+	job = job_pid(&sp);
+	CHECK(job > 0);
+	CHECK_INT(getpgid(sp.pid), sp.pid);
+	CHECK_INT(getpgid(job), sp.pid);
+	CHECK(!proc_spawn_reap(sp.pid, &st, 0));
+	close(sp.in_fd);
+	CHECK(proc_spawn_reap(sp.pid, &st, 10000));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 4);
+	CHECK_MSG(ends(job), "the job %d the child left outlived it", (int)job);
+	close(sp.out_fd);
+	close(sp.err_fd);
+
+	so.argv = stays;
+	CHECK(proc_spawn(&sp, &so) == 0);
+	job = job_pid(&sp);
+	CHECK(job > 0);
+	proc_spawn_kill_all(100);
+	CHECK(proc_spawn_reap(sp.pid, &st, 10000));
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	CHECK_MSG(ends(job), "the job %d the child left outlived an interrupt", (int)job);
+	close(sp.in_fd);
 	close(sp.out_fd);
 	close(sp.err_fd);
 }
@@ -742,6 +826,7 @@ int main(void)
 	RUN(test_kill_running);
 	RUN(test_child_leaves_our_pages_alone);
 	RUN(test_spawn_pipes_signals_pages);
+	RUN(test_spawn_group_ends_with_it);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
 		return 1;
