@@ -513,6 +513,13 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 	opt.warn_payload = ph;
 	if (llm_client_new(out, &opt) < 0)
 		return forge_error_prefix("%s model", fast ? "fast" : name);
+	/* A call without a price costs null: the phase's and the run's
+	 * limits (the defaults too) could not hold, so none is made. */
+	if (llm_client_require_price(*out) < 0) {
+		llm_client_free(*out);
+		*out = NULL;
+		return forge_error_prefix("%s model", fast ? "fast" : name);
+	}
 	return 0;
 }
 

@@ -127,9 +127,19 @@ struct store *phase_store(struct phase *ph);
  * it for the phase (llm.phases.<name>.* override llm.*); `fast` uses the
  * fast model and the cassette phase "<name>-fast".  The cassette attempt is the state's
  * count of earlier runs of this phase plus one ($FORGE_ATTEMPT wins).
- * Calls are logged to the database when one can be opened.
+ * Calls are logged to the database when one can be opened.  A model
+ * without a price (llm_client_require_price) is refused with a message saying how
+ * to give it one: the cost limits could not hold over its calls.
  */
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast);
+
+/*
+ * What the phase may still spend on models: the lower of its limit
+ * (safety.cost.per_phase.PHASE, else .default; 0 = nothing) and the run's
+ * remaining budget in the state, less what the phase spent so far
+ * (ph->cost_usd); at least 0, -1 when neither applies.
+ */
+double phase_money_left(struct phase *ph);
 
 /*
  * Run the agent loop for this phase: breakers from the config (iterations,

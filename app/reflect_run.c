@@ -455,6 +455,10 @@ static int ask_model(struct llm_response *resp, const struct reflect_ctx *c, str
 	opt.trace_id = c->trace;
 	if (llm_client_new(&llm, &opt) < 0)
 		return forge_error_prefix("the fast model");
+	if (llm_client_require_price(llm) < 0) {	/* (its cost would count as 0 against the budget) */
+		llm_client_free(llm);
+		return forge_error_prefix("the fast model");
+	}
 	snprintf(fr->model, sizeof fr->model, "%s", llm_client_model(llm) ? llm_client_model(llm) : "");
 	llm_request_init(&req);
 	req.system = prompt ? prompt->data : "";

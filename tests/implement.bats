@@ -364,11 +364,13 @@ forge: add a mul operation (attempt 1)"
 # ---- the working memory is sized to the model (issue 20, item 4) ----------
 
 # local_model [CONFIG-JSON]: the mock as an OpenAI-compatible server of the
-# model local-coder (not in schemas/pricing.json); the config file $CFG.
+# model local-coder (not in schemas/pricing.json: free, by llm.pricing,
+# without a context window); the config file $CFG.
 local_model() {
 	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key FORGE_MODEL=local-coder
 	unset FORGE_CASSETTE
-	jq -n --argjson c "${1:-{\}}" '{implement:{validate:false}} * $c' >"$BATS_TEST_TMPDIR/cfg.json"
+	jq -n --argjson c "${1:-{\}}" '{implement:{validate:false},
+		llm:{pricing:{"local-coder":{input:0,output:0}}}} * $c' >"$BATS_TEST_TMPDIR/cfg.json"
 	CFG="$BATS_TEST_TMPDIR/cfg.json"
 }
 

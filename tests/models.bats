@@ -16,6 +16,10 @@ setup() {
 	load test_helper/common
 	forge_setup
 	calc_setup
+	# the models the price table does not know, priced (free) for the budget
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	echo '{"llm":{"pricing":{"mock-model-1":{"input":0,"output":0},"qwen2.5-coder":{"input":0,"output":0}}}}' \
+		>"$XDG_CONFIG_HOME/forge/config.json"
 }
 
 # script_run CASSETTE: the mock answers with the cassette's answers, in
@@ -139,4 +143,27 @@ check_run() {
 			and contains("SKILL-TEXT-7f3a")' <<<"$output"
 	done
 	jq -e '.[0].body.system | tostring | contains("planner")' <<<"$output"
+}
+
+@test "a model without a price: forge run and a phase refuse it (exit 2) before any call; llm.pricing makes it usable" {
+	export OPENAI_API_KEY=test-key
+	mock_reset
+	local why="no price known for model 'proxy-9', so the cost limits (budget.usd, --budget, safety.cost.*) cannot hold: add its price under llm.pricing in USD per million tokens, e.g. forge config set llm.pricing '{\"proxy-9\":{\"input\":0,\"output\":0}}' for a free local model"
+	run -2 --separate-stderr forge run --auto-approve --budget 0.01 \
+		--provider openai --base-url "$MOCK_URL/v1" --model proxy-9 "add a mul operation" </dev/null
+	assert_equal "$stderr" "forge: the plan phase cannot use its model: $why; nothing was started"
+	run -0 forge history --json
+	assert_output ""
+	# a phase on its own: forge-plan, and implement's agent
+	run -2 --separate-stderr forge-plan --provider openai --base-url "$MOCK_URL/v1" --model proxy-9 \
+		--task "add a mul operation"
+	[[ "$stderr" == *"plan model: $why"* ]]
+	run -0 requests
+	assert_output "[]"
+	# priced (free) by llm.pricing, the same model runs
+	script_run run-clean.jsonl
+	echo '{"llm":{"pricing":{"proxy-9":{"input":0,"output":0}}}}' >"$BATS_TEST_TMPDIR/priced.json"
+	run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/priced.json" --provider openai \
+		--base-url "$MOCK_URL/v1" --model proxy-9 --task "add a mul operation"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .cost.usd == 0'
 }

@@ -195,6 +195,18 @@ const char *llm_client_model(const struct llm_client *c)
 	return c->model;
 }
 
+int llm_client_require_price(const struct llm_client *c)
+{
+	struct llm_price p;
+
+	if (!c->p || llm_price_find(&p, c->pricing, c->model) == 0)
+		return 0;
+	return forge_error("no price known for model '%s', so the cost limits (budget.usd, --budget, "
+			   "safety.cost.*) cannot hold: add its price under llm.pricing in USD per million "
+			   "tokens, e.g. forge config set llm.pricing '{\"%s\":{\"input\":0,\"output\":0}}' "
+			   "for a free local model", c->model, c->model);
+}
+
 enum llm_error llm_client_error(const struct llm_client *c)
 {
 	return c->last;

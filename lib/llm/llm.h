@@ -309,6 +309,12 @@ void llm_client_free(struct llm_client *c);   /* NULL-safe */
 
 const char *llm_client_provider(const struct llm_client *c);
 const char *llm_client_model(const struct llm_client *c);
+/* Whether what c's calls cost can be known: 0 when its model has a price
+ * (llm.pricing, else schemas/pricing.json) or c spends nothing (the
+ * replay provider's cassette); else -1 with a message saying how to give
+ * it one.  A cost limit cannot hold over a model without a price: its
+ * calls' cost is null. */
+int llm_client_require_price(const struct llm_client *c);
 /* The classification of the last failed call (LLM_OK after a success). */
 enum llm_error llm_client_error(const struct llm_client *c);
 
