@@ -94,6 +94,8 @@ struct phase {
 	double cost_usd;                /* this phase's model spend */
 	bool cost_known;
 	long tokens;
+	int agent_iterations;           /* its runs of the agent loop: iterations, */
+	long long agent_ms;             /* and time (the breakers are the phase's) */
 	bool progress;                  /* stderr is a terminal and not -q */
 	/*
 	 * The filter tells a person what it found on stderr (app/human.h: the

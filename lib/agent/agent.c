@@ -163,13 +163,18 @@ static double window_rate(const struct call_window *w, long long now, long long 
 	return seen ? (double)errors / (double)seen : 0;
 }
 
-static double cost_limit(const struct agent_config *cfg)
+double agent_cost_limit(const struct agent_config *cfg)
 {
-	double limit = cfg->max_cost_usd > 0 ? cfg->max_cost_usd : -1;
+	double limit = cfg->max_cost_usd >= 0 ? cfg->max_cost_usd : -1;
 
 	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit))
 		limit = cfg->budget_remaining_usd;
 	return limit;
+}
+
+double agent_phase_cost(const struct agent *a)
+{
+	return a->cfg->spent_usd + a->res->cost_usd;
 }
 
 static void trip(struct agent *a, const char *breaker, jv detail, const char *fmt, ...)
@@ -196,23 +201,26 @@ static bool breakers_hold(struct agent *a, struct call_window *w)
 {
 	struct agent_config *cfg = a->cfg;
 	long long now = agent_now(a);
-	double limit = cost_limit(cfg);
+	double limit = agent_cost_limit(cfg), cost = agent_phase_cost(a);
 	int max_iter = cfg->max_iterations > 0 ? cfg->max_iterations : 10;
+	int iterations = cfg->spent_iterations + a->res->iterations;
+	long long elapsed = cfg->spent_ms + now - a->start_ms;
 
-	if (a->res->iterations >= max_iter) {
+	/* (the phase's totals: an earlier run of the loop in it counts) */
+	if (iterations >= max_iter) {
 		trip(a, "iterations", json_set(jv_object(), "max", jv_number(max_iter)),
-		     "%d iterations without finishing (limit %d)", a->res->iterations, max_iter);
+		     "%d iterations without finishing (limit %d)", iterations, max_iter);
 		return false;
 	}
-	if (limit >= 0 && a->res->cost_usd >= limit) {
+	if (limit >= 0 && cost >= limit) {
 		trip(a, "cost", json_set(json_set(jv_object(), "limit_usd", jv_number(limit)),
-					 "cost_usd", jv_number(a->res->cost_usd)),
-		     "cost $%.4f reached the limit of $%.4f", a->res->cost_usd, limit);
+					 "cost_usd", jv_number(cost)),
+		     "cost $%.4f reached the limit of $%.4f", cost, limit);
 		return false;
 	}
-	if (cfg->max_time_ms > 0 && now - a->start_ms >= cfg->max_time_ms) {
+	if (cfg->max_time_ms > 0 && elapsed >= cfg->max_time_ms) {
 		trip(a, "time", json_set(jv_object(), "limit_ms", jv_number((double)cfg->max_time_ms)),
-		     "%lld ms elapsed (limit %lld ms)", now - a->start_ms, cfg->max_time_ms);
+		     "%lld ms elapsed (limit %lld ms)", elapsed, cfg->max_time_ms);
 		return false;
 	}
 	size_t calls;
