@@ -548,6 +548,26 @@ static void store_learnings(struct firing *fr, const struct reflect_ctx *c, jv l
 	memory_free(m);
 }
 
+/* Why no more may be spent on the run, or NULL: its budget is spent (an
+ * overspent budget leaves nothing), or its cost reached safety.cost.per_run
+ * -- the breakers that end the run, which a reflection must not overrun. */
+static const char *run_money_spent(char *why, size_t n, jv state, const struct reflect_ctx *c)
+{
+	jv budget = json_get(state, "budget"), cost = json_get(state, "cost");
+	double usd = json_get_num(cost, "usd", 0), left = json_get_num(budget, "remaining_usd", 1);
+	const char *r = NULL;
+
+	if (json_has(budget, "remaining_usd") && left <= 0)
+		r = (snprintf(why, n, "budget spent (the run's budget of $%.4f: $%.4f spent)",
+			      json_get_num(budget, "usd", 0), usd), why);
+	else if (config_has(c->cfg, "safety.cost.per_run") && usd >= config_get_num(c->cfg, "safety.cost.per_run"))
+		r = (snprintf(why, n, "budget spent (safety.cost.per_run $%.2f: $%.4f spent)",
+			      config_get_num(c->cfg, "safety.cost.per_run"), usd), why);
+	jv_free(budget);
+	jv_free(cost);
+	return r;
+}
+
 /* Why this firing makes no call, or NULL. */
 static const char *skip_reason(char *why, size_t n, jv state, const struct reflect_ctx *c)
 {
@@ -562,7 +582,7 @@ static const char *skip_reason(char *why, size_t n, jv state, const struct refle
 	if (spent >= budget)
 		return snprintf(why, n, "the reflection budget is spent ($%.4f of reflect.budget $%.2f)", spent,
 				budget), why;
-	return NULL;
+	return run_money_spent(why, n, state, c);
 }
 
 /* The call and what it taught; every outcome is an event. */
