@@ -600,8 +600,7 @@ static void reflect_once(struct firing *fr, jv state, const struct reflect_ctx *
 	free(digest);
 	if (rc == 0) {
 		fr->usd = resp.cost_known ? resp.cost_usd : 0;
-		fr->tokens = (double)(resp.usage.input_tokens + resp.usage.output_tokens +
-				      resp.usage.cache_read_tokens + resp.usage.cache_write_tokens);
+		fr->tokens = (double)llm_usage_tokens(&resp.usage);
 	}
 	jv learnings = rc == 0 ? checked_learnings(&resp) : jv_invalid();
 	if (!jv_is_valid(learnings)) {

@@ -477,7 +477,7 @@ static void analyse(struct phase *ph, struct tst *t)
 		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		goto out;
 	}
-	ph->tokens += resp.usage.input_tokens + resp.usage.output_tokens;
+	ph->tokens += llm_usage_tokens(&resp.usage);
 	if (resp.cost_known)
 		ph->cost_usd += resp.cost_usd;
 	else
@@ -505,7 +505,7 @@ static void analyse(struct phase *ph, struct tst *t)
 	}
 	jv_free(list);
 	jv cost = jv_object();
-	cost = json_set(cost, "tokens", jv_number((double)(resp.usage.input_tokens + resp.usage.output_tokens)));
+	cost = json_set(cost, "tokens", jv_number((double)llm_usage_tokens(&resp.usage)));
 	cost = json_set(cost, "usd", resp.cost_known ? jv_number(resp.cost_usd) : jv_null());
 	jv ev = json_set(json_set(jv_object(), "failures", jv_number((double)real)), "analysed", jv_number(matched));
 	ev = json_set(ev, "model", json_str_or_null(llm_client_model(llm)));

@@ -167,3 +167,19 @@ check_run() {
 		--base-url "$MOCK_URL/v1" --model proxy-9 --task "add a mul operation"
 	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .cost.usd == 0'
 }
+
+@test "cache tokens: llm.called carries them and counts them in its tokens, so forge show's phases add up to the run's" {
+	export ANTHROPIC_API_KEY=test-key
+	mock_script "$(jq -c -s '[.[] | .response | del(.model) | .usage = {input_tokens: 1000, output_tokens: 100,
+		cache_read_input_tokens: 2000, cache_creation_input_tokens: 3000}]' "$CASSETTES/run-clean.jsonl")"
+	run -0 --separate-stderr forge run --dry-run --provider anthropic --base-url "$MOCK_URL" \
+		--model claude-sonnet-4-5 "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "llm.called")] | length == 3 and all(.[]; .payload.input_tokens == 1000
+		and .payload.cache_read_tokens == 2000 and .payload.cache_write_tokens == 3000 and .cost.tokens == 6100)' <<<"$output"
+	run -0 forge show --json "$T"
+	jq -e '.cost.tokens == 18300 and ([.phase_cost[].tokens] | add) == 18300' <<<"$output"
+	run -0 forge show "$T"
+	assert_output --partial 'model claude-sonnet-4-5: 1000 in + 100 out + 2000 cache read + 3000 cache write tokens, $0.0163'
+}

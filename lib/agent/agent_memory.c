@@ -118,8 +118,7 @@ jv agent_sanitize(jv v)
  * each other. */
 void agent_account(struct agent *a, const struct llm_response *resp)
 {
-	a->res->tokens += resp->usage.input_tokens + resp->usage.output_tokens +
-			  resp->usage.cache_read_tokens + resp->usage.cache_write_tokens;
+	a->res->tokens += llm_usage_tokens(&resp->usage);
 	if (resp->cost_known)
 		a->res->cost_usd += resp->cost_usd;
 	else

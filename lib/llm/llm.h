@@ -186,6 +186,10 @@ struct llm_usage {
 	bool estimated;
 };
 
+/* A call's tokens, the one figure every cost record carries: all four
+ * kinds (what its cost prices). */
+long llm_usage_tokens(const struct llm_usage *u);
+
 /* More tokens than one call can use (the largest windows hold ~2M): a
  * figure past it is not believed. */
 #define LLM_USAGE_MAX 100000000L

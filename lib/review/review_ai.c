@@ -362,8 +362,7 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 		if (!resp.cost_known)
 			res->cost_known = false;
 		res->cost_usd += resp.cost_known ? resp.cost_usd : 0;
-		res->tokens += resp.usage.input_tokens + resp.usage.output_tokens +
-			       resp.usage.cache_read_tokens + resp.usage.cache_write_tokens;
+		res->tokens += llm_usage_tokens(&resp.usage);
 		buf_reset(&why);
 		if (usable(&input, &call, &why, &resp, req.max_tokens) == 0) {
 			take_findings(out, res, d, input);
