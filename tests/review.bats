@@ -276,8 +276,9 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	seq 1 20000 | sed 's/^/const int generated_/; s/$/ = 1;/' >src/table.c
 	git add -A
 	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
-	# a model the price table does not know: llm.context_window is its window
-	echo '{"llm":{"context_window":16384}}' >"$BATS_TEST_TMPDIR/small.json"
+	# a model the price table does not know (priced in llm.pricing without a
+	# window): llm.context_window is its window
+	echo '{"llm":{"context_window":16384,"pricing":{"mock-small":{"input":0,"output":0}}}}' >"$BATS_TEST_TMPDIR/small.json"
 	run -4 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --model mock-small --base-url '$MOCK_URL' --config '$BATS_TEST_TMPDIR/small.json'"
 	# (before, the whole diff went to the model: over its window, a real one refuses, exit 5)
 	[[ $stderr == *"warning: the AI review did not see 1 file (too large for the model's context window"* ]]
