@@ -644,6 +644,20 @@ double phase_money_left(struct phase *ph)
 	return limit < 0 ? -1 : fmax(0, limit - ph->cost_usd);
 }
 
+bool phase_money_spent(struct phase *ph, const char *event, const char *what)
+{
+	char why[256];
+
+	if (phase_money_left(ph) != 0)
+		return false;
+	snprintf(why, sizeof why, "budget spent: the run's remaining budget or safety.cost.per_phase.%s "
+		 "leaves nothing", ph->spec->name);
+	phase_emit(ph, event, json_set(jv_object(), "reason", jv_string(why)));
+	if (ph->common.verbosity >= 0)
+		fprintf(stderr, "%s: %s skipped: %s\n", ph->spec->program, what, why);
+	return true;
+}
+
 static double config_phase_num(struct phase *ph, const char *section)
 {
 	char key[128];

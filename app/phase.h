@@ -144,6 +144,15 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast);
 double phase_money_left(struct phase *ph);
 
 /*
+ * Whether a phase that calls a model outside the agent (the review's AI
+ * layer, the test analysis) must skip it: nothing is left to spend
+ * (phase_money_left 0).  Then `event` {reason} is emitted, and `what` is
+ * said skipped on stderr (not under -q).  The agent's breakers do the same
+ * for the agent phases.
+ */
+bool phase_money_spent(struct phase *ph, const char *event, const char *what);
+
+/*
  * Run the agent loop for this phase: breakers from the config (iterations,
  * per-phase cost, the run's remaining budget from the state, time),
  * reflection into memory, progress on a terminal.  Adds the spend to the

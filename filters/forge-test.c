@@ -452,7 +452,7 @@ static void analyse(struct phase *ph, struct tst *t)
 
 	for (size_t i = 0; i < t->run.ncases; i++)
 		real += failing(&t->run.cases[i]) && strcmp(t->run.cases[i].classification, "real") == 0;
-	if (real == 0)
+	if (real == 0 || phase_money_spent(ph, "test.analysis_skipped", "the failure analysis"))
 		return;
 	if (phase_llm(&llm, ph, true) < 0) {
 		phase_emit(ph, "test.analysis_skipped",

@@ -347,6 +347,29 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_output "high require_human"
 }
 
+@test "a budget spent (an overspent state, or safety.cost.per_phase.review 0): the AI layer is skipped, no model call" {
+	echo "more" >>README
+	diff=$(git diff)
+	jq -cn --arg d "$diff" '{kind:"state",v:1,trace_id:"T3",phase:"implement",status:"ok",
+		task:{description:"x"},plan:{summary:"s",tasks:[],risk:{level:"high"}},
+		changes:{files:[],diff:$d},bounces:[],cost:{tokens:9,usd:0.0695},
+		budget:{usd:0.065,remaining_usd:-0.0045}}' >"$BATS_TEST_TMPDIR/s.json"
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	local why="budget spent: the run's remaining budget or safety.cost.per_phase.review leaves nothing"
+	run -4 --separate-stderr with_mock forge-review <"$BATS_TEST_TMPDIR/s.json"
+	OUT=$output
+	assert_equal "$(jq -c 'select(.type == "review.ai_skipped") | .payload' <<<"$OUT")" "{\"reason\":\"$why\"}"
+	[[ "$stderr" == *"forge-review: the AI review skipped: $why"* ]]
+	state | jq -e '.cost.usd == 0.0695 and (.budget.remaining_usd + 0.0045 | fabs) < 1e-9'
+	# the phase's own limit at 0, with the run's budget left
+	echo '{"safety":{"cost":{"per_phase":{"review":0}}}}' >"$BATS_TEST_TMPDIR/c.json"
+	jq -c '.budget.remaining_usd = 1' "$BATS_TEST_TMPDIR/s.json" >"$BATS_TEST_TMPDIR/s2.json"
+	run -4 --separate-stderr with_mock forge-review --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/s2.json"
+	OUT=$output
+	assert_equal "$(jq -c 'select(.type == "review.ai_skipped") | .payload' <<<"$OUT")" "{\"reason\":\"$why\"}"
+	assert_equal "$(requests | jq length)" 0
+}
+
 @test "a state without changes is skipped (exit 1)" {
 	run -1 --separate-stderr bash -c 'echo "{\"task\":\"review nothing\"}" | forge-review'
 	OUT=$output
