@@ -163,20 +163,6 @@ static double window_rate(const struct call_window *w, long long now, long long 
 	return seen ? (double)errors / (double)seen : 0;
 }
 
-double agent_cost_limit(const struct agent_config *cfg)
-{
-	double limit = cfg->max_cost_usd >= 0 ? cfg->max_cost_usd : -1;
-
-	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit))
-		limit = cfg->budget_remaining_usd;
-	return limit;
-}
-
-double agent_phase_cost(const struct agent *a)
-{
-	return a->cfg->spent_usd + a->res->cost_usd;
-}
-
 static void trip(struct agent *a, const char *breaker, jv detail, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

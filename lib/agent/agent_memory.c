@@ -116,6 +116,20 @@ jv agent_sanitize(jv v)
 
 /* Here, below the loop (agent.c), so the loop and its helpers do not call
  * each other. */
+double agent_cost_limit(const struct agent_config *cfg)
+{
+	double limit = cfg->max_cost_usd >= 0 ? cfg->max_cost_usd : -1;
+
+	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit))
+		limit = cfg->budget_remaining_usd;
+	return limit;
+}
+
+double agent_phase_cost(const struct agent *a)
+{
+	return a->cfg->spent_usd + a->res->cost_usd;
+}
+
 void agent_account(struct agent *a, const struct llm_response *resp)
 {
 	a->res->tokens += llm_usage_tokens(&resp->usage);
