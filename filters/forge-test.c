@@ -473,15 +473,18 @@ static void analyse(struct phase *ph, struct tst *t)
 	req.temperature = config_get_num(ph->cfg, "llm.temperature");
 	phase_progress(ph, "analysing %zu failure%s with %s", real, real == 1 ? "" : "s", llm_client_model(llm));
 	int rc = llm_call(&resp, llm, &req);
+	/* (a call that broke off after its usage arrived was billed for it) */
+	if (rc == 0 || resp.usage_seen) {
+		ph->tokens += llm_usage_tokens(&resp.usage);
+		if (resp.cost_known)
+			ph->cost_usd += resp.cost_usd;
+		else
+			ph->cost_known = false;
+	}
 	if (rc < 0) {
 		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		goto out;
 	}
-	ph->tokens += llm_usage_tokens(&resp.usage);
-	if (resp.cost_known)
-		ph->cost_usd += resp.cost_usd;
-	else
-		ph->cost_known = false;
 	jv list = resp.ncalls > 0 ? json_get(resp.calls[0].input, "analyses") : jv_null();
 	int matched = 0;
 	if (jv_get_kind(list) == JV_KIND_ARRAY) {

@@ -183,3 +183,18 @@ check_run() {
 	run -0 forge show "$T"
 	assert_output --partial 'model claude-sonnet-4-5: 1000 in + 100 out + 2000 cache read + 3000 cache write tokens, $0.0163'
 }
+
+@test "a streamed call that breaks off after its usage arrived is billed for it: priced, in llm.called and the phase's cost" {
+	export ANTHROPIC_API_KEY=test-key
+	# plan's second call: message_start says 100000 input tokens ($0.30 on
+	# claude-sonnet-4-5), then the connection drops before message_stop
+	mock_script "$(jq -c -s '[.[] | .response | del(.model) | .usage = {input_tokens: 2000, output_tokens: 100}]
+		| .[1] += {usage: {input_tokens: 100000, output_tokens: 5000}, cut_after: 2}' "$CASSETTES/run-clean.jsonl")"
+	run -5 --separate-stderr forge-plan --provider anthropic --base-url "$MOCK_URL" --model claude-sonnet-4-5 \
+		--task "add a mul operation"
+	[[ "$stderr" == *"broke off"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "failed" and (.cost.usd * 1e6 | round) == 307515'
+	jq -e -s '[.[] | select(.type == "llm.called") | .cost.usd * 1e6 | round] == [7500, 300015]' <<<"$output"
+	run -0 sqlite3 "$FORGE_DB" "select round(cost_usd * 1e6), error is not null from llm_calls order by id"
+	assert_output $'7500.0|0\n300015.0|1'
+}

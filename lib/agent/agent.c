@@ -547,6 +547,11 @@ static void loop(struct agent *a)
 		if (reason(a, &resp) < 0) {
 			finish_with(a, AGENT_FAILED, NULL, "the model could not be reached: %s",
 				    forge_last_error());
+			/* what it was billed before it broke counts, as any call's */
+			if (resp.usage_seen) {
+				agent_account(a, &resp);
+				emit_llm_called(a, &resp);
+			}
 			llm_response_release(&resp);
 			break;
 		}

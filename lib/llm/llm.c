@@ -656,7 +656,8 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 		if (rc == 0 && (!out->usage_seen || out->usage_bad))
 			estimate_usage(c, out, reqj);
 	}
-	if (rc == 0)
+	/* (a call that failed after its usage arrived was billed for it) */
+	if (rc == 0 || (!c->cassette && out->usage_seen && !out->usage_bad))
 		price(c, out);
 	if (rc == 0 && c->record && llm_cassette_record(c->record, c->phase, c->attempt, c->calls,
 			jv_copy(reqj), llm_response_to_json(out)) < 0 && c->warn)

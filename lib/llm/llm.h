@@ -327,7 +327,10 @@ enum llm_error llm_client_error(const struct llm_client *c);
  * (llm_response_release) also on failure.  Borrows req.  Retries transient
  * failures; a streaming call is never retried once part of its answer was
  * passed to on_text.  When the client has a store, one llm_calls row is
- * written per call (success or failure).
+ * written per call (success or failure).  A call that failed after the
+ * provider said its usage (a stream cut after message_start, an error
+ * event mid-stream) is billed for it: out->usage, cost_known and cost_usd
+ * hold its price (usage_seen), for the caller to count.
  */
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req);
 
