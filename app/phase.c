@@ -611,18 +611,14 @@ static void agent_progress(void *payload, int iteration, const char *tool, doubl
 
 /* section.PHASE, else section.default, else 0 (a section without a
  * default sets no limit for a phase it does not name). */
-/* safety.cost.per_phase.PHASE, else .default; -1 when neither is set
- * (0: the phase may spend nothing). */
+/* safety.cost.per_phase.PHASE; -1 when it is not set (a phase the
+ * schema does not list), 0: the phase may spend nothing. */
 static double phase_cost_cap(struct phase *ph)
 {
 	char key[128];
 
 	snprintf(key, sizeof key, "safety.cost.per_phase.%s", ph->spec->name);
-	if (config_has(ph->cfg, key))
-		return fmax(0, config_get_num(ph->cfg, key));
-	if (config_has(ph->cfg, "safety.cost.per_phase.default"))
-		return fmax(0, config_get_num(ph->cfg, "safety.cost.per_phase.default"));
-	return -1;
+	return config_has(ph->cfg, key) ? fmax(0, config_get_num(ph->cfg, key)) : -1;
 }
 
 /* The run's remaining budget as the phase started (the state's

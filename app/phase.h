@@ -137,7 +137,7 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast);
 
 /*
  * What the phase may still spend on models: the lower of its limit
- * (safety.cost.per_phase.PHASE, else .default; 0 = nothing) and the run's
+ * (safety.cost.per_phase.PHASE; 0 = nothing) and the run's
  * remaining budget in the state, less what the phase spent so far
  * (ph->cost_usd); at least 0, -1 when neither applies.
  */
