@@ -15,6 +15,7 @@
 #include "git/diff.h"
 #include "os/proc.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -624,10 +625,14 @@ void delegate_hook(struct delegate *d, struct phase *ph, struct agent_config *cf
 	d->exec = *exec;
 	d->exec_payload = *payload;
 	d->live = live;
-	d->limit_usd = cfg->max_cost_usd > 0 ? cfg->max_cost_usd : -1;
+	/* what this run of the loop may spend: the lower limit less what the
+	 * phase's earlier runs spent (d->live counts this run's) */
+	d->limit_usd = cfg->max_cost_usd >= 0 ? cfg->max_cost_usd : -1;
 	if (cfg->budget_remaining_usd >= 0 && (d->limit_usd < 0 || cfg->budget_remaining_usd < d->limit_usd))
 		d->limit_usd = cfg->budget_remaining_usd;
-	d->deadline_ms = cfg->max_time_ms > 0 ? monotonic_ms() + cfg->max_time_ms : 0;
+	if (d->limit_usd >= 0)
+		d->limit_usd = fmax(0, d->limit_usd - cfg->spent_usd);
+	d->deadline_ms = cfg->max_time_ms > 0 ? monotonic_ms() + cfg->max_time_ms - cfg->spent_ms : 0;
 	d->tools = tool_names(ph, cfg->tools);
 	/* A sub-agent below the deepest level, or one not given delegate, is
 	 * not offered it; a call is still answered, with the reason. */

@@ -523,6 +523,13 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 	opt.warn_payload = ph;
 	if (llm_client_new(out, &opt) < 0)
 		return forge_error_prefix("%s model", fast ? "fast" : name);
+	/* A call without a price costs null: the phase's and the run's
+	 * limits (the defaults too) could not hold, so none is made. */
+	if (llm_client_require_price(*out) < 0) {
+		llm_client_free(*out);
+		*out = NULL;
+		return forge_error_prefix("%s model", fast ? "fast" : name);
+	}
 	return 0;
 }
 
@@ -614,6 +621,49 @@ static void agent_progress(void *payload, int iteration, const char *tool, doubl
 
 /* section.PHASE, else section.default, else 0 (a section without a
  * default sets no limit for a phase it does not name). */
+/* safety.cost.per_phase.PHASE; -1 when it is not set (a phase the
+ * schema does not list), 0: the phase may spend nothing. */
+static double phase_cost_cap(struct phase *ph)
+{
+	char key[128];
+
+	snprintf(key, sizeof key, "safety.cost.per_phase.%s", ph->spec->name);
+	return config_has(ph->cfg, key) ? fmax(0, config_get_num(ph->cfg, key)) : -1;
+}
+
+/* The run's remaining budget as the phase started (the state's
+ * budget.remaining_usd, an overspent one 0), -1 when it has none. */
+static double phase_budget_left(struct phase *ph)
+{
+	jv budget = json_get(ph->state, "budget");
+	double left = json_has(budget, "remaining_usd") ? fmax(0, json_get_num(budget, "remaining_usd", 0)) : -1;
+
+	jv_free(budget);
+	return left;
+}
+
+double phase_money_left(struct phase *ph)
+{
+	double cap = phase_cost_cap(ph), budget = phase_budget_left(ph);
+	double limit = cap >= 0 && (budget < 0 || cap < budget) ? cap : budget;
+
+	return limit < 0 ? -1 : fmax(0, limit - ph->cost_usd);
+}
+
+bool phase_money_spent(struct phase *ph, const char *event, const char *what)
+{
+	char why[256];
+
+	if (phase_money_left(ph) != 0)
+		return false;
+	snprintf(why, sizeof why, "budget spent: the run's remaining budget or safety.cost.per_phase.%s "
+		 "leaves nothing", ph->spec->name);
+	phase_emit(ph, event, json_set(jv_object(), "reason", jv_string(why)));
+	if (ph->common.verbosity >= 0)
+		fprintf(stderr, "%s: %s skipped: %s\n", ph->spec->program, what, why);
+	return true;
+}
+
 static double config_phase_num(struct phase *ph, const char *section)
 {
 	char key[128];
@@ -729,20 +779,19 @@ static void answers_text(struct buf *b, struct phase *ph)
 const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct agent_config *cfg,
 			    const char *prompt, agent_exec_fn exec, void *exec_payload)
 {
-	jv budget = json_get(ph->state, "budget");
-
 	agent_result_init(out);
 	cfg->phase = ph->spec->name;
 	if (!cfg->max_iterations)
 		cfg->max_iterations = (int)config_phase_num(ph, "safety.iterations");
-	if (!cfg->max_cost_usd)
-		cfg->max_cost_usd = config_phase_num(ph, "safety.cost.per_phase");
+	cfg->max_cost_usd = phase_cost_cap(ph);
 	/* (-1: no budget; an overspent one leaves nothing, not no limit) */
-	cfg->budget_remaining_usd = json_has(budget, "remaining_usd")
-		? fmax(0, json_get_num(budget, "remaining_usd", 0)) : -1;
-	jv_free(budget);
+	cfg->budget_remaining_usd = phase_budget_left(ph);
 	if (!cfg->max_time_ms)
 		cfg->max_time_ms = (long long)(config_phase_num(ph, "safety.time_s") * 1000);
+	/* the limits are the phase's: what its earlier runs of the loop spent counts */
+	cfg->spent_usd = ph->cost_usd;
+	cfg->spent_iterations = ph->agent_iterations;
+	cfg->spent_ms = ph->agent_ms;
 	cfg->stagnation_threshold = (int)config_get_num(ph->cfg, "safety.stagnation_threshold");
 	cfg->error_rate_warning = config_get_num(ph->cfg, "safety.error_rate.warning");
 	cfg->error_rate_critical = config_get_num(ph->cfg, "safety.error_rate.critical");
@@ -801,6 +850,8 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 	delegate_unhook(&dg);
 	ph->cost_usd += out->cost_usd;
 	ph->tokens += out->tokens;
+	ph->agent_iterations += out->iterations;
+	ph->agent_ms += out->duration_ms;
 	if (!out->cost_known)
 		ph->cost_known = false;
 	if (out->reason)

@@ -94,6 +94,8 @@ struct phase {
 	double cost_usd;                /* this phase's model spend */
 	bool cost_known;
 	long tokens;
+	int agent_iterations;           /* its runs of the agent loop: iterations, */
+	long long agent_ms;             /* and time (the breakers are the phase's) */
 	bool progress;                  /* stderr is a terminal and not -q */
 	/*
 	 * The filter tells a person what it found on stderr (app/human.h: the
@@ -127,9 +129,28 @@ struct store *phase_store(struct phase *ph);
  * it for the phase (llm.phases.<name>.* override llm.*); `fast` uses the
  * fast model and the cassette phase "<name>-fast".  The cassette attempt is the state's
  * count of earlier runs of this phase plus one ($FORGE_ATTEMPT wins).
- * Calls are logged to the database when one can be opened.
+ * Calls are logged to the database when one can be opened.  A model
+ * without a price (llm_client_require_price) is refused with a message saying how
+ * to give it one: the cost limits could not hold over its calls.
  */
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast);
+
+/*
+ * What the phase may still spend on models: the lower of its limit
+ * (safety.cost.per_phase.PHASE; 0 = nothing) and the run's
+ * remaining budget in the state, less what the phase spent so far
+ * (ph->cost_usd); at least 0, -1 when neither applies.
+ */
+double phase_money_left(struct phase *ph);
+
+/*
+ * Whether a phase that calls a model outside the agent (the review's AI
+ * layer, the test analysis) must skip it: nothing is left to spend
+ * (phase_money_left 0).  Then `event` {reason} is emitted, and `what` is
+ * said skipped on stderr (not under -q).  The agent's breakers do the same
+ * for the agent phases.
+ */
+bool phase_money_spent(struct phase *ph, const char *event, const char *what);
 
 /*
  * Run the agent loop for this phase: breakers from the config (iterations,

@@ -455,6 +455,10 @@ static int ask_model(struct llm_response *resp, const struct reflect_ctx *c, str
 	opt.trace_id = c->trace;
 	if (llm_client_new(&llm, &opt) < 0)
 		return forge_error_prefix("the fast model");
+	if (llm_client_require_price(llm) < 0) {	/* (its cost would count as 0 against the budget) */
+		llm_client_free(llm);
+		return forge_error_prefix("the fast model");
+	}
 	snprintf(fr->model, sizeof fr->model, "%s", llm_client_model(llm) ? llm_client_model(llm) : "");
 	llm_request_init(&req);
 	req.system = prompt ? prompt->data : "";
@@ -544,6 +548,26 @@ static void store_learnings(struct firing *fr, const struct reflect_ctx *c, jv l
 	memory_free(m);
 }
 
+/* Why no more may be spent on the run, or NULL: its budget is spent (an
+ * overspent budget leaves nothing), or its cost reached safety.cost.per_run
+ * -- the breakers that end the run, which a reflection must not overrun. */
+static const char *run_money_spent(char *why, size_t n, jv state, const struct reflect_ctx *c)
+{
+	jv budget = json_get(state, "budget"), cost = json_get(state, "cost");
+	double usd = json_get_num(cost, "usd", 0), left = json_get_num(budget, "remaining_usd", 1);
+	const char *r = NULL;
+
+	if (json_has(budget, "remaining_usd") && left <= 0)
+		r = (snprintf(why, n, "budget spent (the run's budget of $%.4f: $%.4f spent)",
+			      json_get_num(budget, "usd", 0), usd), why);
+	else if (config_has(c->cfg, "safety.cost.per_run") && usd >= config_get_num(c->cfg, "safety.cost.per_run"))
+		r = (snprintf(why, n, "budget spent (safety.cost.per_run $%.2f: $%.4f spent)",
+			      config_get_num(c->cfg, "safety.cost.per_run"), usd), why);
+	jv_free(budget);
+	jv_free(cost);
+	return r;
+}
+
 /* Why this firing makes no call, or NULL. */
 static const char *skip_reason(char *why, size_t n, jv state, const struct reflect_ctx *c)
 {
@@ -558,7 +582,7 @@ static const char *skip_reason(char *why, size_t n, jv state, const struct refle
 	if (spent >= budget)
 		return snprintf(why, n, "the reflection budget is spent ($%.4f of reflect.budget $%.2f)", spent,
 				budget), why;
-	return NULL;
+	return run_money_spent(why, n, state, c);
 }
 
 /* The call and what it taught; every outcome is an event. */
@@ -576,8 +600,7 @@ static void reflect_once(struct firing *fr, jv state, const struct reflect_ctx *
 	free(digest);
 	if (rc == 0) {
 		fr->usd = resp.cost_known ? resp.cost_usd : 0;
-		fr->tokens = (double)(resp.usage.input_tokens + resp.usage.output_tokens +
-				      resp.usage.cache_read_tokens + resp.usage.cache_write_tokens);
+		fr->tokens = (double)llm_usage_tokens(&resp.usage);
 	}
 	jv learnings = rc == 0 ? checked_learnings(&resp) : jv_invalid();
 	if (!jv_is_valid(learnings)) {

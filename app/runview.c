@@ -228,9 +228,15 @@ static bool describe(struct buf *t, const char *type, const char *phase, jv ev, 
 			 json_get_num(p, "duration_ms", 0), str_or(p, "reason", ""));
 	else if (!strcmp(type, "llm.called")) {
 		jv cost = json_get(ev, "cost");
-		buf_addf(t, "model %s: %.0f in + %.0f out tokens, $%.4f", str_or(p, "model", "?"),
-			 json_get_num(p, "input_tokens", 0), json_get_num(p, "output_tokens", 0),
-			 json_get_num(cost, "usd", 0));
+		double cached = json_get_num(p, "cache_read_tokens", 0), written = json_get_num(p, "cache_write_tokens", 0);
+		buf_addf(t, "model %s: %.0f in + %.0f out", str_or(p, "model", "?"),
+			 json_get_num(p, "input_tokens", 0), json_get_num(p, "output_tokens", 0));
+		/* (the cache's tokens are in the price: shown, so it adds up) */
+		if (cached > 0)
+			buf_addf(t, " + %.0f cache read", cached);
+		if (written > 0)
+			buf_addf(t, " + %.0f cache write", written);
+		buf_addf(t, " tokens, $%.4f", json_get_num(cost, "usd", 0));
 		jv_free(cost);
 	}
 	else if (!strncmp(type, "gate.", 5))

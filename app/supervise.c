@@ -1555,8 +1555,9 @@ static jv pipeline_record(const struct graph *g)
 /*
  * Every phase the run will run that needs a model (plan, implement) can
  * make its client: a provider and its key are set (llm_client_new sends
- * nothing; a base URL that does not answer is found by the first call).
- * Checked before anything is made.  0, or exit 2 with the variable to set.
+ * nothing; a base URL that does not answer is found by the first call),
+ * and the model has a price, without which the budget could not hold.
+ * Checked before anything is made.  0, or exit 2 with what to set.
  */
 static int check_models(const struct supervise_opts *o)
 {
@@ -1571,10 +1572,13 @@ static int check_models(const struct supervise_opts *o)
 		llm_options_init(&opt);
 		llm_options_for(&opt, o->cfg, need[i], false);
 		int rc = llm_client_new(&c, &opt);
+		bool made = rc == 0;
+		if (made)
+			rc = llm_client_require_price(c);
 		llm_client_free(c);
 		if (rc < 0) {
-			fprintf(stderr, "forge: the %s phase has no model: %s; nothing was started\n", need[i],
-				forge_last_error());
+			fprintf(stderr, "forge: the %s phase %s: %s; nothing was started\n", need[i],
+				made ? "cannot use its model" : "has no model", forge_last_error());
 			return FORGE_EXIT_USAGE;
 		}
 	}

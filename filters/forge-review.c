@@ -814,6 +814,8 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	int rc = 0;
 
 	*out = jv_array();
+	if (phase_money_spent(ph, "review.ai_skipped", "the AI review"))
+		goto out;
 	if (phase_llm(&llm, ph, true) < 0) {
 		phase_emit(ph, "review.ai_skipped", json_set(jv_object(), "reason", jv_string(forge_last_error())));
 		goto out;

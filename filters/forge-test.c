@@ -452,7 +452,7 @@ static void analyse(struct phase *ph, struct tst *t)
 
 	for (size_t i = 0; i < t->run.ncases; i++)
 		real += failing(&t->run.cases[i]) && strcmp(t->run.cases[i].classification, "real") == 0;
-	if (real == 0)
+	if (real == 0 || phase_money_spent(ph, "test.analysis_skipped", "the failure analysis"))
 		return;
 	if (phase_llm(&llm, ph, true) < 0) {
 		phase_emit(ph, "test.analysis_skipped",
@@ -473,15 +473,18 @@ static void analyse(struct phase *ph, struct tst *t)
 	req.temperature = config_get_num(ph->cfg, "llm.temperature");
 	phase_progress(ph, "analysing %zu failure%s with %s", real, real == 1 ? "" : "s", llm_client_model(llm));
 	int rc = llm_call(&resp, llm, &req);
+	/* (a call that broke off after its usage arrived was billed for it) */
+	if (rc == 0 || resp.usage_seen) {
+		ph->tokens += llm_usage_tokens(&resp.usage);
+		if (resp.cost_known)
+			ph->cost_usd += resp.cost_usd;
+		else
+			ph->cost_known = false;
+	}
 	if (rc < 0) {
 		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		goto out;
 	}
-	ph->tokens += resp.usage.input_tokens + resp.usage.output_tokens;
-	if (resp.cost_known)
-		ph->cost_usd += resp.cost_usd;
-	else
-		ph->cost_known = false;
 	jv list = resp.ncalls > 0 ? json_get(resp.calls[0].input, "analyses") : jv_null();
 	int matched = 0;
 	if (jv_get_kind(list) == JV_KIND_ARRAY) {
@@ -505,7 +508,7 @@ static void analyse(struct phase *ph, struct tst *t)
 	}
 	jv_free(list);
 	jv cost = jv_object();
-	cost = json_set(cost, "tokens", jv_number((double)(resp.usage.input_tokens + resp.usage.output_tokens)));
+	cost = json_set(cost, "tokens", jv_number((double)llm_usage_tokens(&resp.usage)));
 	cost = json_set(cost, "usd", resp.cost_known ? jv_number(resp.cost_usd) : jv_null());
 	jv ev = json_set(json_set(jv_object(), "failures", jv_number((double)real)), "analysed", jv_number(matched));
 	ev = json_set(ev, "model", json_str_or_null(llm_client_model(llm)));

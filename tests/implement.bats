@@ -386,11 +386,13 @@ forge: add a mul operation (attempt 1)"
 # ---- the working memory is sized to the model (issue 20, item 4) ----------
 
 # local_model [CONFIG-JSON]: the mock as an OpenAI-compatible server of the
-# model local-coder (not in schemas/pricing.json); the config file $CFG.
+# model local-coder (not in schemas/pricing.json: free, by llm.pricing,
+# without a context window); the config file $CFG.
 local_model() {
 	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key FORGE_MODEL=local-coder
 	unset FORGE_CASSETTE
-	jq -n --argjson c "${1:-{\}}" '{implement:{validate:false}} * $c' >"$BATS_TEST_TMPDIR/cfg.json"
+	jq -n --argjson c "${1:-{\}}" '{implement:{validate:false},
+		llm:{pricing:{"local-coder":{input:0,output:0}}}} * $c' >"$BATS_TEST_TMPDIR/cfg.json"
 	CFG="$BATS_TEST_TMPDIR/cfg.json"
 }
 
@@ -558,4 +560,48 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	       ([.review.findings[] | select(.rule == "forge/not-reviewed") | [.file, .severity]] == [["data.lock", "warning"]])' <<<"$state"
 	events_of review.full_diff_unavailable | jq -e '.error | length > 0'
 	[[ "$stderr" == *"forge-review: warning: the diff was cut: 1 file not reviewed"* ]]
+}
+
+# ---- the phase's breakers span its runs of the agent (hunt20 #4) ----------
+
+# Each call: 2000 in + 100 out tokens of claude-sonnet-4-5 = $0.0075.
+U='"usage":{"input_tokens":2000,"output_tokens":100}'
+BREAK_TESTS='{"tool_calls":[{"name":"write_file","input":{"path":"tests/check.sh","content":"#!/bin/sh\necho \"not ok - mul\"\nexit 1\n"}}],'"$U"'}'
+LIST='{"tool_calls":[{"name":"list_files","input":{}}],'"$U"'}'
+DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
+
+@test "fix rounds run the agent again within the phase's limits: cost and iterations count every run" {
+	plan_state T30 | jq -c '.budget = {usd: 1, remaining_usd: 1}' >"$BATS_TEST_TMPDIR/plan.json"
+	# the first run breaks the tests and finishes ($0.015); each fix round would list and finish
+	mock "[$BREAK_TESTS,$DONE,$LIST,$DONE,$LIST,$DONE,$LIST,$DONE]"
+	echo '{"memory":{"reflect":false},"implement":{"fix_rounds":3},"safety":{"cost":{"per_phase":{"implement":0.02}}}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.status == "tripped" and .cost.usd == 0.0225 and .budget.remaining_usd == 1 - 0.0225'
+	run -0 events_of breaker.tripped
+	assert_output '{"limit_usd":0.02,"cost_usd":0.0225,"breaker":"cost","reason":"cost $0.0225 reached the limit of $0.0200"}'
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 3 ]
+	# the run's remaining budget likewise, and the iterations
+	plan_state T31 | jq -c '.budget = {usd: 0.02, remaining_usd: 0.02}' >"$BATS_TEST_TMPDIR/plan31.json"
+	mock "[$BREAK_TESTS,$DONE,$LIST,$DONE,$LIST,$DONE,$LIST,$DONE]"
+	echo '{"memory":{"reflect":false},"implement":{"fix_rounds":3}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan31.json"
+	events_of breaker.tripped | jq -e '.breaker == "cost" and .cost_usd == 0.0225'
+	plan_state T32 >"$BATS_TEST_TMPDIR/plan32.json"
+	mock "[$BREAK_TESTS,$DONE,$LIST,$DONE,$LIST,$DONE,$LIST,$DONE]"
+	echo '{"memory":{"reflect":false},"implement":{"fix_rounds":3},"safety":{"iterations":{"implement":3}}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan32.json"
+	run -0 events_of breaker.tripped
+	assert_output '{"max":3,"breaker":"iterations","reason":"3 iterations without finishing (limit 3)"}'
+}
+
+@test "safety.cost.per_phase.implement 0: the phase may spend nothing, it trips before its first call" {
+	plan_state T33 >"$BATS_TEST_TMPDIR/plan.json"
+	mock "[$DONE]"
+	echo '{"safety":{"cost":{"per_phase":{"implement":0}}}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	run -0 events_of breaker.tripped
+	assert_output '{"limit_usd":0,"cost_usd":0,"breaker":"cost","reason":"cost $0.0000 reached the limit of $0.0000"}'
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
 }

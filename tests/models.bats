@@ -16,6 +16,10 @@ setup() {
 	load test_helper/common
 	forge_setup
 	calc_setup
+	# the models the price table does not know, priced (free) for the budget
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	echo '{"llm":{"pricing":{"mock-model-1":{"input":0,"output":0},"qwen2.5-coder":{"input":0,"output":0}}}}' \
+		>"$XDG_CONFIG_HOME/forge/config.json"
 }
 
 # script_run CASSETTE: the mock answers with the cassette's answers, in
@@ -139,4 +143,58 @@ check_run() {
 			and contains("SKILL-TEXT-7f3a")' <<<"$output"
 	done
 	jq -e '.[0].body.system | tostring | contains("planner")' <<<"$output"
+}
+
+@test "a model without a price: forge run and a phase refuse it (exit 2) before any call; llm.pricing makes it usable" {
+	export OPENAI_API_KEY=test-key
+	mock_reset
+	local why="no price known for model 'proxy-9', so the cost limits (budget.usd, --budget, safety.cost.*) cannot hold: add its price under llm.pricing in USD per million tokens, e.g. forge config set llm.pricing '{\"proxy-9\":{\"input\":0,\"output\":0}}' for a free local model"
+	run -2 --separate-stderr forge run --auto-approve --budget 0.01 \
+		--provider openai --base-url "$MOCK_URL/v1" --model proxy-9 "add a mul operation" </dev/null
+	assert_equal "$stderr" "forge: the plan phase cannot use its model: $why; nothing was started"
+	run -0 forge history --json
+	assert_output ""
+	# a phase on its own: forge-plan, and implement's agent
+	run -2 --separate-stderr forge-plan --provider openai --base-url "$MOCK_URL/v1" --model proxy-9 \
+		--task "add a mul operation"
+	[[ "$stderr" == *"plan model: $why"* ]]
+	run -0 requests
+	assert_output "[]"
+	# priced (free) by llm.pricing, the same model runs
+	script_run run-clean.jsonl
+	echo '{"llm":{"pricing":{"proxy-9":{"input":0,"output":0}}}}' >"$BATS_TEST_TMPDIR/priced.json"
+	run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/priced.json" --provider openai \
+		--base-url "$MOCK_URL/v1" --model proxy-9 --task "add a mul operation"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .cost.usd == 0'
+}
+
+@test "cache tokens: llm.called carries them and counts them in its tokens, so forge show's phases add up to the run's" {
+	export ANTHROPIC_API_KEY=test-key
+	mock_script "$(jq -c -s '[.[] | .response | del(.model) | .usage = {input_tokens: 1000, output_tokens: 100,
+		cache_read_input_tokens: 2000, cache_creation_input_tokens: 3000}]' "$CASSETTES/run-clean.jsonl")"
+	run -0 --separate-stderr forge run --dry-run --provider anthropic --base-url "$MOCK_URL" \
+		--model claude-sonnet-4-5 "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "llm.called")] | length == 3 and all(.[]; .payload.input_tokens == 1000
+		and .payload.cache_read_tokens == 2000 and .payload.cache_write_tokens == 3000 and .cost.tokens == 6100)' <<<"$output"
+	run -0 forge show --json "$T"
+	jq -e '.cost.tokens == 18300 and ([.phase_cost[].tokens] | add) == 18300' <<<"$output"
+	run -0 forge show "$T"
+	assert_output --partial 'model claude-sonnet-4-5: 1000 in + 100 out + 2000 cache read + 3000 cache write tokens, $0.0163'
+}
+
+@test "a streamed call that breaks off after its usage arrived is billed for it: priced, in llm.called and the phase's cost" {
+	export ANTHROPIC_API_KEY=test-key
+	# plan's second call: message_start says 100000 input tokens ($0.30 on
+	# claude-sonnet-4-5), then the connection drops before message_stop
+	mock_script "$(jq -c -s '[.[] | .response | del(.model) | .usage = {input_tokens: 2000, output_tokens: 100}]
+		| .[1] += {usage: {input_tokens: 100000, output_tokens: 5000}, cut_after: 2}' "$CASSETTES/run-clean.jsonl")"
+	run -5 --separate-stderr forge-plan --provider anthropic --base-url "$MOCK_URL" --model claude-sonnet-4-5 \
+		--task "add a mul operation"
+	[[ "$stderr" == *"broke off"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "failed" and (.cost.usd * 1e6 | round) == 307515'
+	jq -e -s '[.[] | select(.type == "llm.called") | .cost.usd * 1e6 | round] == [7500, 300015]' <<<"$output"
+	run -0 sqlite3 "$FORGE_DB" "select round(cost_usd * 1e6), error is not null from llm_calls order by id"
+	assert_output $'7500.0|0\n300015.0|1'
 }

@@ -294,8 +294,9 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	seq 1 20000 | sed 's/^/const int generated_/; s/$/ = 1;/' >src/table.c
 	git add -A
 	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
-	# a model the price table does not know: llm.context_window is its window
-	echo '{"llm":{"context_window":16384}}' >"$BATS_TEST_TMPDIR/small.json"
+	# a model the price table does not know (priced in llm.pricing without a
+	# window): llm.context_window is its window
+	echo '{"llm":{"context_window":16384,"pricing":{"mock-small":{"input":0,"output":0}}}}' >"$BATS_TEST_TMPDIR/small.json"
 	run -4 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --model mock-small --base-url '$MOCK_URL' --config '$BATS_TEST_TMPDIR/small.json'"
 	# (before, the whole diff went to the model: over its window, a real one refuses, exit 5)
 	[[ $stderr == *"warning: the AI review did not see 1 file (too large for the model's context window"* ]]
@@ -362,6 +363,29 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	OUT=$output
 	run jq -r '[.review.risk.level, .review.decision] | join(" ")' <<<"$(state)"
 	assert_output "high require_human"
+}
+
+@test "a budget spent (an overspent state, or safety.cost.per_phase.review 0): the AI layer is skipped, no model call" {
+	echo "more" >>README
+	diff=$(git diff)
+	jq -cn --arg d "$diff" '{kind:"state",v:1,trace_id:"T3",phase:"implement",status:"ok",
+		task:{description:"x"},plan:{summary:"s",tasks:[],risk:{level:"high"}},
+		changes:{files:[],diff:$d},bounces:[],cost:{tokens:9,usd:0.0695},
+		budget:{usd:0.065,remaining_usd:-0.0045}}' >"$BATS_TEST_TMPDIR/s.json"
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	local why="budget spent: the run's remaining budget or safety.cost.per_phase.review leaves nothing"
+	run -4 --separate-stderr with_mock forge-review <"$BATS_TEST_TMPDIR/s.json"
+	OUT=$output
+	assert_equal "$(jq -c 'select(.type == "review.ai_skipped") | .payload' <<<"$OUT")" "{\"reason\":\"$why\"}"
+	[[ "$stderr" == *"forge-review: the AI review skipped: $why"* ]]
+	state | jq -e '.cost.usd == 0.0695 and (.budget.remaining_usd + 0.0045 | fabs) < 1e-9'
+	# the phase's own limit at 0, with the run's budget left
+	echo '{"safety":{"cost":{"per_phase":{"review":0}}}}' >"$BATS_TEST_TMPDIR/c.json"
+	jq -c '.budget.remaining_usd = 1' "$BATS_TEST_TMPDIR/s.json" >"$BATS_TEST_TMPDIR/s2.json"
+	run -4 --separate-stderr with_mock forge-review --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/s2.json"
+	OUT=$output
+	assert_equal "$(jq -c 'select(.type == "review.ai_skipped") | .payload' <<<"$OUT")" "{\"reason\":\"$why\"}"
+	assert_equal "$(requests | jq length)" 0
 }
 
 @test "a state without changes is skipped (exit 1)" {

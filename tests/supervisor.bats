@@ -359,6 +359,12 @@ branch_log() {
 	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0109"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.status == "tripped" and .state.budget.usd == 0.03' <<<"$output"
+	# a spent budget makes no more calls: not the agent's reflection on the
+	# trip (hunt19 #2)
+	run -0 events_of "$T" agent.reflection_skipped
+	assert_line '{"outcome":"breaker","reason":"budget spent (the phase'"'"'s cost limit is reached)"}'
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from llm_calls where trace_id = '$T' and phase = 'implement-fast'"
+	assert_output 0
 	# overspent: nothing more starts, and the way on is named
 	run -3 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"breaker budget tripped: the run has cost \$0.0335, its budget is \$0.03 (forge resume --budget USD gives it more)"* ]]
@@ -368,6 +374,19 @@ branch_log() {
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed" and .state.budget.usd == 1 and
 		.state.budget.remaining_usd == 1 - .state.cost.usd' <<<"$output"
+}
+
+@test "a budget the plan overspent: no reflection call, the agent's nor the run's (fired by the spend); the breaker trips" {
+	replay run-clean.jsonl
+	run -3 --separate-stderr forge run --budget 0.01 "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"breaker budget tripped: the run has cost \$0.0191, its budget is \$0.01"* ]]
+	run -0 events_of "$T" agent.reflection_skipped
+	assert_output '{"outcome":"success","reason":"budget spent (the phase'"'"'s cost limit is reached)"}'
+	run -0 events_of "$T" run.reflection_skipped
+	assert_output '{"trigger":">50% of budget","phase":"plan","reason":"budget spent (the run'"'"'s budget of $0.0100: $0.0191 spent)"}'
+	run -0 sqlite3 "$FORGE_DB" "select group_concat(phase) from llm_calls where trace_id = '$T'"
+	assert_output plan,plan,plan
 }
 
 @test "an overspent budget leaves a phase nothing, not no limit: its agent stops before its first call" {

@@ -117,6 +117,18 @@ mock() {
 	assert_output --partial 'report_failure_analysis'
 }
 
+@test "nothing left to spend (safety.cost.per_phase.test 0): the analysis is skipped with an event, no model call" {
+	bats_repo '@test "broken" { false; }'
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"tool_calls":[{"name":"report_failure_analysis","input":{"analyses":[]}}]}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	echo '{"safety":{"cost":{"per_phase":{"test":0}}}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input --config '$BATS_TEST_TMPDIR/c.json' </dev/null"
+	assert_equal "$(events_of 'select(.type == "test.analysis_skipped") | .payload.reason')" \
+		"\"budget spent: the run's remaining budget or safety.cost.per_phase.test leaves nothing\""
+	assert_equal "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" 0
+}
+
 @test "no model configured: the analysis is skipped with an event, confidence 0" {
 	bats_repo '@test "broken" { false; }'
 	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"

@@ -163,15 +163,6 @@ static double window_rate(const struct call_window *w, long long now, long long 
 	return seen ? (double)errors / (double)seen : 0;
 }
 
-static double cost_limit(const struct agent_config *cfg)
-{
-	double limit = cfg->max_cost_usd > 0 ? cfg->max_cost_usd : -1;
-
-	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit))
-		limit = cfg->budget_remaining_usd;
-	return limit;
-}
-
 static void trip(struct agent *a, const char *breaker, jv detail, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -196,23 +187,26 @@ static bool breakers_hold(struct agent *a, struct call_window *w)
 {
 	struct agent_config *cfg = a->cfg;
 	long long now = agent_now(a);
-	double limit = cost_limit(cfg);
+	double limit = agent_cost_limit(cfg), cost = agent_phase_cost(a);
 	int max_iter = cfg->max_iterations > 0 ? cfg->max_iterations : 10;
+	int iterations = cfg->spent_iterations + a->res->iterations;
+	long long elapsed = cfg->spent_ms + now - a->start_ms;
 
-	if (a->res->iterations >= max_iter) {
+	/* (the phase's totals: an earlier run of the loop in it counts) */
+	if (iterations >= max_iter) {
 		trip(a, "iterations", json_set(jv_object(), "max", jv_number(max_iter)),
-		     "%d iterations without finishing (limit %d)", a->res->iterations, max_iter);
+		     "%d iterations without finishing (limit %d)", iterations, max_iter);
 		return false;
 	}
-	if (limit >= 0 && a->res->cost_usd >= limit) {
+	if (limit >= 0 && cost >= limit) {
 		trip(a, "cost", json_set(json_set(jv_object(), "limit_usd", jv_number(limit)),
-					 "cost_usd", jv_number(a->res->cost_usd)),
-		     "cost $%.4f reached the limit of $%.4f", a->res->cost_usd, limit);
+					 "cost_usd", jv_number(cost)),
+		     "cost $%.4f reached the limit of $%.4f", cost, limit);
 		return false;
 	}
-	if (cfg->max_time_ms > 0 && now - a->start_ms >= cfg->max_time_ms) {
+	if (cfg->max_time_ms > 0 && elapsed >= cfg->max_time_ms) {
 		trip(a, "time", json_set(jv_object(), "limit_ms", jv_number((double)cfg->max_time_ms)),
-		     "%lld ms elapsed (limit %lld ms)", now - a->start_ms, cfg->max_time_ms);
+		     "%lld ms elapsed (limit %lld ms)", elapsed, cfg->max_time_ms);
 		return false;
 	}
 	size_t calls;
@@ -519,13 +513,14 @@ static void emit_llm_called(struct agent *a, const struct llm_response *resp)
 	p = json_set(p, "stop_reason", jv_string(llm_stop_name(resp->stop)));
 	p = json_set(p, "input_tokens", jv_number((double)resp->usage.input_tokens));
 	p = json_set(p, "output_tokens", jv_number((double)resp->usage.output_tokens));
+	p = json_set(p, "cache_read_tokens", jv_number((double)resp->usage.cache_read_tokens));
+	p = json_set(p, "cache_write_tokens", jv_number((double)resp->usage.cache_write_tokens));
 	if (resp->usage.estimated)
 		p = json_set(p, "usage_estimated", jv_true());
 	p = json_set(p, "tool_calls", jv_number((double)resp->ncalls));
 	p = json_set(p, "retries", jv_number(resp->retries));
 	p = json_set(p, "request_id", json_str_or_null(resp->request_id));
-	jv cost = json_set(jv_object(), "tokens", jv_number((double)(resp->usage.input_tokens +
-								     resp->usage.output_tokens)));
+	jv cost = json_set(jv_object(), "tokens", jv_number((double)llm_usage_tokens(&resp->usage)));
 	cost = json_set(cost, "usd", resp->cost_known ? jv_number(resp->cost_usd) : jv_null());
 	if (a->env->out)
 		stream_emit_full(a->env->out, "llm.called", p, cost, (long long)resp->duration_ms);
@@ -589,6 +584,11 @@ static void loop(struct agent *a)
 		if (reason(a, &resp) < 0) {
 			finish_with(a, AGENT_FAILED, NULL, "the model could not be reached: %s",
 				    forge_last_error());
+			/* what it was billed before it broke counts, as any call's */
+			if (resp.usage_seen) {
+				agent_account(a, &resp);
+				emit_llm_called(a, &resp);
+			}
 			llm_response_release(&resp);
 			break;
 		}

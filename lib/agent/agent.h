@@ -26,7 +26,8 @@
  *                    three times running (agent.stagnation_detected) -> exit 4
  *   AGENT_TRIPPED    a breaker (breaker.tripped): iterations, cost (the
  *                    phase's limit or the run's remaining budget, whichever is
- *                    lower), time, or error rate (tool errors in a sliding
+ *                    lower), time (these three count the earlier runs of the
+ *                    phase: cfg->spent_*), or error rate (tool errors in a sliding
  *                    window: a warning event at `error_rate_warning`, a trip
  *                    at `error_rate_critical`, judged once the window holds
  *                    at least AGENT_ERROR_RATE_MIN_CALLS calls) -> exit 3
@@ -41,7 +42,8 @@
  * Reflection (seed 003 §8) asks the fast model for learnings on success
  * (skipped when the phase cost less than reflect_min_cost_usd), on a tool
  * error, on escalation and on a breaker trip, while the reflection spend stays
- * under reflect_budget_usd.  Learnings are parsed from a forced tool call,
+ * under reflect_budget_usd and the cost limit is not reached (a spent
+ * budget makes no more calls: agent.reflection_skipped).  Learnings are parsed from a forced tool call,
  * checked, and handed to env->remember; a reflection that does not parse
  * stores nothing.  The caller makes the fast client with the phase name
  * "<phase>-fast" (llm_options.phase), so a cassette keeps the answers for
@@ -93,9 +95,17 @@ struct agent_config {
 	const char *result_schema_name; /* embedded schema file that validates the result */
 	const char *result_schema_def;  /* its $defs entry, e.g. "plan"; NULL = the whole schema */
 	int max_iterations;             /* 0 = 10 */
-	double max_cost_usd;            /* phase limit; <= 0 = none */
+	double max_cost_usd;            /* phase limit; < 0 = none, 0 = nothing may be spent */
 	double budget_remaining_usd;    /* the run's remaining budget; < 0 = none */
 	long long max_time_ms;          /* 0 = none */
+	/*
+	 * What earlier runs of the loop in the same phase spent (a phase that
+	 * runs it again: fix rounds, TDD): the limits above are the phase's,
+	 * so the breakers count it with this run's spend.  0 for a first run.
+	 */
+	double spent_usd;
+	int spent_iterations;
+	long long spent_ms;
 	int stagnation_threshold;       /* 0 = 3 */
 	double error_rate_warning;      /* 0 = 0.10 */
 	double error_rate_critical;     /* 0 = 0.25 */

@@ -26,6 +26,14 @@ struct agent {
 
 long long agent_now(struct agent *a);
 
+/* The cost limit (the lower of the phase's and the run's remaining
+ * budget), -1 when there is none. */
+double agent_cost_limit(const struct agent_config *cfg);
+
+/* What the phase has spent: earlier runs of the loop (cfg->spent_usd) and
+ * this one. */
+double agent_phase_cost(const struct agent *a);
+
 /* Add a response's cost and tokens to the result. */
 void agent_account(struct agent *a, const struct llm_response *resp);
 

@@ -116,10 +116,23 @@ jv agent_sanitize(jv v)
 
 /* Here, below the loop (agent.c), so the loop and its helpers do not call
  * each other. */
+double agent_cost_limit(const struct agent_config *cfg)
+{
+	double limit = cfg->max_cost_usd >= 0 ? cfg->max_cost_usd : -1;
+
+	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit))
+		limit = cfg->budget_remaining_usd;
+	return limit;
+}
+
+double agent_phase_cost(const struct agent *a)
+{
+	return a->cfg->spent_usd + a->res->cost_usd;
+}
+
 void agent_account(struct agent *a, const struct llm_response *resp)
 {
-	a->res->tokens += resp->usage.input_tokens + resp->usage.output_tokens +
-			  resp->usage.cache_read_tokens + resp->usage.cache_write_tokens;
+	a->res->tokens += llm_usage_tokens(&resp->usage);
 	if (resp->cost_known)
 		a->res->cost_usd += resp->cost_usd;
 	else
@@ -147,7 +160,7 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
 	llm_request_release(&req);
 	jv_free(tool);
 	a->fast_calls++;
-	if (rc == 0)
+	if (rc == 0 || out->usage_seen)	/* (a call that broke off after its usage was billed) */
 		agent_account(a, out);
 	return rc;
 }

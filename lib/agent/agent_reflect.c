@@ -63,9 +63,15 @@ static bool should_reflect(struct agent *a, const char *outcome)
 	double min_cost = a->cfg->reflect_min_cost_usd > 0 ? a->cfg->reflect_min_cost_usd : 0.10;
 	const char *why = NULL;
 
+	double limit = agent_cost_limit(a->cfg);
+
 	if (!a->cfg->reflect)
 		return false;
-	if (a->reflect_spent >= budget)
+	/* a reached cost limit (a cost breaker, a spent budget) allows no
+	 * more calls, a reflection's neither */
+	if (limit >= 0 && agent_phase_cost(a) >= limit)
+		why = "budget spent (the phase's cost limit is reached)";
+	else if (a->reflect_spent >= budget)
 		why = "reflection budget spent";
 	else if (strcmp(outcome, "success") == 0 && a->res->cost_usd < min_cost)
 		why = "trivial run (cost below the reflection threshold)";

@@ -195,6 +195,18 @@ const char *llm_client_model(const struct llm_client *c)
 	return c->model;
 }
 
+int llm_client_require_price(const struct llm_client *c)
+{
+	struct llm_price p;
+
+	if (!c->p || llm_price_find(&p, c->pricing, c->model) == 0)
+		return 0;
+	return forge_error("no price known for model '%s', so the cost limits (budget.usd, --budget, "
+			   "safety.cost.*) cannot hold: add its price under llm.pricing in USD per million "
+			   "tokens, e.g. forge config set llm.pricing '{\"%s\":{\"input\":0,\"output\":0}}' "
+			   "for a free local model", c->model, c->model);
+}
+
 enum llm_error llm_client_error(const struct llm_client *c)
 {
 	return c->last;
@@ -644,7 +656,8 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 		if (rc == 0 && (!out->usage_seen || out->usage_bad))
 			estimate_usage(c, out, reqj);
 	}
-	if (rc == 0)
+	/* (a call that failed after its usage arrived was billed for it) */
+	if (rc == 0 || (!c->cassette && out->usage_seen && !out->usage_bad))
 		price(c, out);
 	if (rc == 0 && c->record && llm_cassette_record(c->record, c->phase, c->attempt, c->calls,
 			jv_copy(reqj), llm_response_to_json(out)) < 0 && c->warn)

@@ -186,6 +186,10 @@ struct llm_usage {
 	bool estimated;
 };
 
+/* A call's tokens, the one figure every cost record carries: all four
+ * kinds (what its cost prices). */
+long llm_usage_tokens(const struct llm_usage *u);
+
 /* More tokens than one call can use (the largest windows hold ~2M): a
  * figure past it is not believed. */
 #define LLM_USAGE_MAX 100000000L
@@ -309,6 +313,12 @@ void llm_client_free(struct llm_client *c);   /* NULL-safe */
 
 const char *llm_client_provider(const struct llm_client *c);
 const char *llm_client_model(const struct llm_client *c);
+/* Whether what c's calls cost can be known: 0 when its model has a price
+ * (llm.pricing, else schemas/pricing.json) or c spends nothing (the
+ * replay provider's cassette); else -1 with a message saying how to give
+ * it one.  A cost limit cannot hold over a model without a price: its
+ * calls' cost is null. */
+int llm_client_require_price(const struct llm_client *c);
 /* The classification of the last failed call (LLM_OK after a success). */
 enum llm_error llm_client_error(const struct llm_client *c);
 
@@ -317,7 +327,10 @@ enum llm_error llm_client_error(const struct llm_client *c);
  * (llm_response_release) also on failure.  Borrows req.  Retries transient
  * failures; a streaming call is never retried once part of its answer was
  * passed to on_text.  When the client has a store, one llm_calls row is
- * written per call (success or failure).
+ * written per call (success or failure).  A call that failed after the
+ * provider said its usage (a stream cut after message_start, an error
+ * event mid-stream) is billed for it: out->usage, cost_known and cost_usd
+ * hold its price (usage_seen), for the caller to count.
  */
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req);
 

@@ -91,6 +91,11 @@ int llm_price_find(struct llm_price *out, jv overrides, const char *model)
 	return find_in(out, table(), model);
 }
 
+long llm_usage_tokens(const struct llm_usage *u)
+{
+	return u->input_tokens + u->output_tokens + u->cache_read_tokens + u->cache_write_tokens;
+}
+
 double llm_price_cost(const struct llm_price *p, const struct llm_usage *u)
 {
 	return ((double)u->input_tokens * p->input + (double)u->output_tokens * p->output +

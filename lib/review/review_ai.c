@@ -368,13 +368,16 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 		jv input;
 
 		llm_response_release(&resp);
-		if (llm_call(&resp, llm, &req) < 0)
+		int called = llm_call(&resp, llm, &req);
+		/* (a call that broke off after its usage arrived was billed for it) */
+		if (called == 0 || resp.usage_seen) {
+			if (!resp.cost_known)
+				res->cost_known = false;
+			res->cost_usd += resp.cost_known ? resp.cost_usd : 0;
+			res->tokens += llm_usage_tokens(&resp.usage);
+		}
+		if (called < 0)
 			goto out;
-		if (!resp.cost_known)
-			res->cost_known = false;
-		res->cost_usd += resp.cost_known ? resp.cost_usd : 0;
-		res->tokens += resp.usage.input_tokens + resp.usage.output_tokens +
-			       resp.usage.cache_read_tokens + resp.usage.cache_write_tokens;
 		buf_reset(&why);
 		if (usable(&input, &call, &why, &resp, req.max_tokens) == 0) {
 			take_findings(out, res, d, input);

@@ -161,6 +161,7 @@ static void config(struct agent_config *cfg)
 	cfg->result_schema = jv_parse("{\"type\":\"object\"}");
 	cfg->result_schema_name = "state.schema.json";
 	cfg->result_schema_def = PLAN_SCHEMA_DEF;
+	cfg->max_cost_usd = -1;
 	cfg->budget_remaining_usd = -1;
 }
 
