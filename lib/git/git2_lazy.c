@@ -510,6 +510,30 @@ git_reference_t git_reference_type(const git_reference *ref)
 	return p_git_reference_type(ref);
 }
 
+const git_reflog_entry * git_reflog_entry_byindex(const git_reflog *reflog, size_t idx)
+{
+	LAZY(git_reflog_entry_byindex)
+	return p_git_reflog_entry_byindex(reflog, idx);
+}
+
+const git_oid * git_reflog_entry_id_new(const git_reflog_entry *entry)
+{
+	LAZY(git_reflog_entry_id_new)
+	return p_git_reflog_entry_id_new(entry);
+}
+
+void git_reflog_free(git_reflog *reflog)
+{
+	LAZY(git_reflog_free)
+	p_git_reflog_free(reflog);
+}
+
+int git_reflog_read(git_reflog **out, git_repository *repo, const char *name)
+{
+	LAZY(git_reflog_read)
+	return p_git_reflog_read(out, repo, name);
+}
+
 int git_remote_create_with_opts(git_remote **out, const char *url, const git_remote_create_options *opts)
 {
 	LAZY(git_remote_create_with_opts)
