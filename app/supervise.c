@@ -1769,6 +1769,17 @@ static void recover_worktree(struct sup *s)
 		if (n > 0)
 			sup_emit(s, "worktree.locks_removed", json_set(jv_object(), "count", jv_number(n)));
 	}
+	/* A branch a person deleted (the worktree too, or not) comes back at
+	 * the checkpoint's commit: the run goes on from what it had, and the
+	 * worktree made anew is not taken for their changes. */
+	if (commit && json_get_str(task, "worktree") && g &&
+	    forge_git_run_branch_restore(g, s->trace, commit, json_get_str(task, "base_commit")) == 1) {
+		sup_emit(s, "worktree.branch_restored", json_set(json_set(jv_object(), "branch",
+			 jv_string_fmt("forge/%s", s->trace)), "commit", jv_string(commit)));
+		if (!s->o->quiet)
+			fprintf(stderr, "forge: the run's branch forge/%s was gone: made again at its last "
+					"checkpoint's commit %.12s\n", s->trace, commit);
+	}
 	if (commit && json_get_str(task, "worktree") && g &&
 	    forge_git_worktree_open(&wt, g, s->trace, json_get_str(task, "base_ref")) == 0) {
 		char *head = NULL;

@@ -304,6 +304,27 @@ branch_log() {
 	jq -e -s 'any(.[]; .content | test("keep the usage line in sync"))' <<<"$output"
 }
 
+@test "a paused run whose worktree and branch a person removed: resume makes the branch again at the checkpoint's commit, no changes 'kept'" {
+	replay run-clean.jsonl
+	mkdir -p "$REPO/.forge"
+	echo '{"deploy":{"environment":"production"}}' >"$REPO/.forge/config.json"
+	run -4 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	C=$(forge status --json "$T" | jq -r .state.changes.commit)
+	git -C "$REPO" worktree remove --force ".forge/worktrees/$T"
+	git -C "$REPO" branch -q -D "forge/$T"
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	# (before: the branch made again from HEAD, the checkpoint's work reset
+	# over it and "kept on refs/forge/T/saved/1", a ref holding the base)
+	[[ "$stderr" == *"forge: the run's branch forge/$T was gone: made again at its last checkpoint's commit ${C:0:12}"* ]]
+	[[ "$stderr" != *"kept on"* ]]
+	run -1 git -C "$REPO" rev-parse -q --verify "refs/forge/$T/saved/1"
+	[ "$(git -C "$REPO" rev-parse "forge/$T")" = "$C" ]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	events_of "$T" worktree.branch_restored | jq -e --arg c "$C" '.commit == $c'
+}
+
 @test "a gate rejected with forge gate reject ends the run at resume (exit 1); deciding twice is refused" {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null

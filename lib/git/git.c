@@ -241,11 +241,11 @@ int forge_git_branch_gone(git_repository *wt_repo, const char *branch, const cha
 	git_reflog_free(log);
 	if (*hex)
 		return forge_error("the run's branch '%s' is gone (deleted while the run was going?); "
-				   "nothing was committed.  Put it back with `git branch %s %s` (its last "
-				   "commit) and `forge resume %s`", branch, branch, hex, trace);
+				   "nothing was committed.  `forge resume %s` puts it back at the run's last "
+				   "checkpoint, or `git branch %s %s` at its last commit", branch, trace, branch, hex);
 	return forge_error("the run's branch '%s' is gone (deleted while the run was going?); "
-			   "nothing was committed.  Recreate it at the run's last commit and "
-			   "`forge resume %s`", branch, trace);
+			   "nothing was committed.  `forge resume %s` puts it back at the run's last "
+			   "checkpoint", branch, trace);
 }
 
 /* True when HEAD is unborn and rev is "HEAD" or the branch it names. */

@@ -159,6 +159,15 @@ bool forge_git_trace_valid(const char *trace);
  */
 int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
 			    const char *trace, const char *base);
+/*
+ * The run's branch forge/TRACE put back at `commit` (the run's last
+ * checkpoint's) when it is gone -- deleted by a person, with or without
+ * the worktree -- and refs/forge/TRACE/base at base_commit when that is
+ * gone too (base_commit may be NULL).  1 when restored, 0 when the branch
+ * is there (nothing done), -1 with a message.
+ */
+int forge_git_run_branch_restore(struct forge_git *g, const char *trace, const char *commit,
+				 const char *base_commit);
 void forge_git_worktree_free(struct forge_git_worktree *wt);
 
 /* Getters, borrowed from wt: the directory, the trace, the branch

@@ -328,6 +328,33 @@ static int repair_links(struct forge_git *g, const char *path, const char *trace
 	return rc;
 }
 
+int forge_git_run_branch_restore(struct forge_git *g, const char *trace, const char *commit,
+				 const char *base_commit)
+{
+	struct run_names n;
+	git_oid tip, base;
+	int e, rc = -1;
+
+	if (check_trace(trace) < 0)
+		return -1;
+	run_names_init(&n, trace);
+	if ((e = ref_target(&tip, g->repo, n.branch_ref.buf)) <= 0) {
+		rc = e;                 /* there (0), or unreadable (-1) */
+		goto out;
+	}
+	if (git_oid_fromstr(&tip, commit) < 0 || (base_commit && git_oid_fromstr(&base, base_commit) < 0)) {
+		forge_error("'%s' is not a commit id", git_oid_fromstr(&tip, commit) < 0 ? commit : base_commit);
+		goto out;
+	}
+	if (write_ref(g->repo, n.branch_ref.buf, &tip, 0, "forge: the run's branch, restored") < 0 ||
+	    (base_commit && write_ref(g->repo, n.base_ref.buf, &base, 0, "forge: run base") < 0))
+		goto out;
+	rc = 1;
+out:
+	run_names_release(&n);
+	return rc;
+}
+
 int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
 			    const char *trace, const char *base)
 {
