@@ -265,6 +265,20 @@ setup() {
 	assert_line --regexp "^$T1 +merged "
 }
 
+@test "a sparse checkout is not dirty; forge merge leaves it to git (exit 2, saying why) instead of writing out what it leaves out" {
+	git update-index -q --refresh || true   # (the copied checkout's stat data)
+	git sparse-checkout set --no-cone '/Makefile' '/README.md' '/tests/' '/.forge/' '/.gitignore'   # calc.c left out
+	[ -z "$(git status --porcelain)" ]
+	# (before: "uncommitted changes to tracked files: commit or stash them",
+	# which git stash finds none of)
+	run -2 --separate-stderr forge merge "$T1"
+	[[ "$stderr" == *"is a sparse checkout (git sparse-checkout), which forge cannot update and keep sparse; merge with git instead (git merge)"* ]]
+	[[ "$stderr" != *"uncommitted"* ]]
+	[ ! -e calc.c ]
+	git merge -q --ff-only "forge/$T1"
+	[ ! -e calc.c ]
+}
+
 @test "forge merge: when the base branch moved, a fast-forward is refused and --no-ff makes a merge commit" {
 	echo "extra" >NOTES
 	git add NOTES && git commit -q -m "notes on main"

@@ -567,17 +567,56 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
 	return 0;
 }
 
+/* Whether the index has an entry a sparse checkout leaves out of the
+ * working files on purpose (skip-worktree: git sparse-checkout, or git
+ * update-index --skip-worktree). */
+static bool index_sparse(git_index *idx)
+{
+	size_t n = idx ? git_index_entrycount(idx) : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+
+		if (e && (e->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE))
+			return true;
+	}
+	return false;
+}
+
+/* A status entry that only says "deleted from the working files" of a
+ * file the index marks skip-worktree: left out by a sparse checkout, not
+ * a change (git status, git stash and git merge agree; libgit2 1.5 knows
+ * no sparse checkouts). */
+static bool sparse_absent(git_index *idx, const git_status_entry *e)
+{
+	const git_index_entry *ie;
+
+	if (e->status != GIT_STATUS_WT_DELETED || !e->index_to_workdir || !e->index_to_workdir->old_file.path)
+		return false;
+	ie = git_index_get_bypath(idx, e->index_to_workdir->old_file.path, 0);
+	return ie && (ie->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE);
+}
+
 int forge_git_checkout_dirty(struct forge_git *g)
 {
 	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
 	git_status_list *list = NULL;
-	int dirty;
+	git_index *idx = NULL;
+	int dirty = 0;
 
 	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
 	opts.flags = GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
 	if (git_status_list_new(&list, g->repo, &opts) < 0)
 		return forge_git_fail("cannot read the status of '%s'", forge_git_checkout(g));
-	dirty = git_status_list_entrycount(list) > 0;
+	size_t n = git_status_list_entrycount(list);
+
+	if (n && git_repository_index(&idx, g->repo) < 0) {
+		git_status_list_free(list);
+		return forge_git_fail("cannot read the index of '%s'", forge_git_checkout(g));
+	}
+	for (size_t i = 0; i < n && !dirty; i++)
+		dirty = !sparse_absent(idx, git_status_byindex(list, i));
+	git_index_free(idx);
 	git_status_list_free(list);
 	return dirty;
 }
@@ -606,7 +645,18 @@ int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const cha
 {
 	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
 	struct in_the_way w = { BUF_INIT, 0 };
+	git_index *idx = NULL;
 	int rc = 0;
+
+	/* libgit2 1.5 would write out the files a sparse checkout leaves out
+	 * (and lose their marks): git does this one */
+	if (git_repository_index(&idx, g->repo) == 0 && index_sparse(idx)) {
+		git_index_free(idx);
+		forge_error("%s: '%s' is a sparse checkout (git sparse-checkout), which forge cannot update "
+			    "and keep sparse; merge with git instead (git merge)", what, forge_git_checkout(g));
+		return FORGE_GIT_BLOCKED;
+	}
+	git_index_free(idx);
 
 	/* An ignored file is the person's too (.env, local settings), and
 	 * not in git: the change does not overwrite it (git merge would). */
