@@ -198,3 +198,26 @@ check_run() {
 	run -0 sqlite3 "$FORGE_DB" "select round(cost_usd * 1e6), error is not null from llm_calls order by id"
 	assert_output $'7500.0|0\n300015.0|1'
 }
+
+@test "every paid call has its llm.called event: the agent's reflection counts in its phase, and forge show's phases add up to the total" {
+	# each phase call: 5000 in + 100 out on claude-sonnet-4-5 ($0.0165): implement's
+	# 7 calls pass the $0.10 of the agent's success reflection, one more call
+	local steps
+	steps=$(jq -c -s '[{forced_tool: "record_learnings", times: "always", usage: {input_tokens: 1000, output_tokens: 200},
+		tool_calls: [{name: "record_learnings", input: {learnings: [{content: "calc.c keeps one function per operation",
+			type: "semantic", context: "adding an operation to calc", confidence: 0.6, tags: ["c"]}]}}]}] +
+		[.[] | .response | {text: (.text // ""), tool_calls: (.tool_calls // []), usage: {input_tokens: 5000, output_tokens: 100}}]' \
+		"$CASSETTES/run-clean.jsonl")
+	mock_script "$steps"
+	unset FORGE_CASSETTE
+	run -0 --separate-stderr env FORGE_PROVIDER=anthropic ANTHROPIC_API_KEY=test-key \
+		forge run --base-url "$MOCK_URL" --model claude-sonnet-4-5 --auto-approve "add a mul operation"
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	# (before: the reflection's $0.006 was in the total only)
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from llm_calls where trace_id = '$T' and phase = 'implement-fast'")" -ge 1 ]
+	run -0 forge show --json "$T"
+	jq -e '(([.phase_cost[].usd] | add) * 1e6 | round) == (.cost.usd * 1e6 | round)' <<<"$output"
+	forge events replay "$T" | jq -s -e --argjson db "$(sqlite3 "$FORGE_DB" "select round(sum(cost_usd), 6) from llm_calls where trace_id = '$T'")" \
+		'([.[] | select(.type == "llm.called") | .cost.usd] | add * 1e6 | round) == ($db * 1e6 | round) and
+		 any(.[]; .type == "llm.called" and .payload.fast == true and .phase == "implement")'
+}

@@ -503,13 +503,15 @@ static int reason(struct agent *a, struct llm_response *resp)
 	}
 }
 
-static void emit_llm_called(struct agent *a, const struct llm_response *resp)
+void agent_emit_llm_called(struct agent *a, const struct llm_client *c, const struct llm_response *resp)
 {
 	jv p = jv_object();
 
 	/* The model that answered, else the one asked (a cassette may not say). */
-	p = json_set(p, "provider", json_str_or_null(llm_client_provider(a->env->llm)));
-	p = json_set(p, "model", json_str_or_null(resp->model ? resp->model : llm_client_model(a->env->llm)));
+	p = json_set(p, "provider", json_str_or_null(llm_client_provider(c)));
+	p = json_set(p, "model", json_str_or_null(resp->model ? resp->model : llm_client_model(c)));
+	if (c != a->env->llm)
+		p = json_set(p, "fast", jv_true());
 	p = json_set(p, "stop_reason", jv_string(llm_stop_name(resp->stop)));
 	p = json_set(p, "input_tokens", jv_number((double)resp->usage.input_tokens));
 	p = json_set(p, "output_tokens", jv_number((double)resp->usage.output_tokens));
@@ -587,13 +589,13 @@ static void loop(struct agent *a)
 			/* what it was billed before it broke counts, as any call's */
 			if (resp.usage_seen) {
 				agent_account(a, &resp);
-				emit_llm_called(a, &resp);
+				agent_emit_llm_called(a, a->env->llm, &resp);
 			}
 			llm_response_release(&resp);
 			break;
 		}
 		agent_account(a, &resp);
-		emit_llm_called(a, &resp);
+		agent_emit_llm_called(a, a->env->llm, &resp);
 		a->messages = jv_array_append(a->messages, llm_msg_assistant(&resp));
 		if (resp.stop == LLM_STOP_REFUSAL && resp.ncalls == 0) {
 			finish_with(a, AGENT_ESCALATED, NULL, "the model refused: %s",

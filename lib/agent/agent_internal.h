@@ -37,6 +37,11 @@ double agent_phase_cost(const struct agent *a);
 /* Add a response's cost and tokens to the result. */
 void agent_account(struct agent *a, const struct llm_response *resp);
 
+/* An llm.called event for resp, a call on client c (the agent's or the
+ * fast one: then "fast": true), with its cost: every paid call has one, so
+ * a phase's calls add up to its cost. */
+void agent_emit_llm_called(struct agent *a, const struct llm_client *c, const struct llm_response *resp);
+
 /* One call on the fast client with the given system prompt and user text;
  * *out owned by the caller.  Forced tool `tool` (a definition, consumed)
  * when not jv_null(). */

@@ -160,8 +160,10 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
 	llm_request_release(&req);
 	jv_free(tool);
 	a->fast_calls++;
-	if (rc == 0 || out->usage_seen)	/* (a call that broke off after its usage was billed) */
+	if (rc == 0 || out->usage_seen) {	/* (a call that broke off after its usage was billed) */
 		agent_account(a, out);
+		agent_emit_llm_called(a, c, out);
+	}
 	return rc;
 }
 
