@@ -135,6 +135,10 @@ void cli_words(const struct cli_spec *spec, void *f /* FILE * */);
  */
 int cli_finish(const char *name, int status);
 
+/* SIGINT and SIGTERM to on_signal (no flags, nothing blocked while it
+ * runs): the programs' "stop what runs, say so, exit 130". */
+void cli_catch_interrupts(void (*on_signal)(int));
+
 struct stream_out;
 struct stream_input;
 

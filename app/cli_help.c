@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,6 +400,17 @@ static bool reader_gone(void)
 	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
 
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+void cli_catch_interrupts(void (*on_signal)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 int cli_finish(const char *name, int status)

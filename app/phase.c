@@ -2,6 +2,7 @@
 #include "app/phase.h"
 #include "app/heartbeat.h"
 #include "app/runshare.h"
+#include "app/cli.h"
 #include "app/delegate.h"
 #include "app/term.h"
 #include "app/toolset.h"
@@ -74,13 +75,7 @@ static void die_with_supervisor(void)
 
 static void catch_signals(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_interrupts(on_signal);
 	/* past a file-size limit (ulimit -f) a write fails with EFBIG and is
 	 * reported; the default SIGXFSZ killed the phase without a word */
 	signal(SIGXFSZ, SIG_IGN);

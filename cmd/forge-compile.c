@@ -382,10 +382,7 @@ static int run_compile(const struct cli_common *common, const struct args *a, co
 		.level_given = a->level >= 0, .level = (int)a->level,
 		.graph = graph, .initial = initial,
 	};
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_interrupts(on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	code = supervise_run(&o, task);
 out:

@@ -94,13 +94,7 @@ static void on_signal(int sig)
 
 static void catch_signals(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_interrupts(on_signal);
 }
 
 static void warn(void *payload, const char *msg)

@@ -230,13 +230,12 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		.level_given = a->level >= 0, .level = (int)a->level,
 		.graph = graph, .jobs = (int)a->jobs, .steal = a->steal,
 	};
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_interrupts(on_signal);
 	/* the terminal or the ssh session closed: paused as for SIGTERM
 	 * (before: exit 129, the run left "running", nothing said) */
-	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction hup = { .sa_handler = on_signal };
+	sigemptyset(&hup.sa_mask);
+	sigaction(SIGHUP, &hup, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* a file-size limit (ulimit -f) reached by the database: a write that
 	 * fails (EFBIG), which stops the run saying so (sup_store_stop), not a

@@ -62,13 +62,7 @@ static void on_signal(int sig)
 /* A sub-agent never outlives the agent that waits for it. */
 static void catch_signals(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_interrupts(on_signal);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
