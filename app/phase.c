@@ -1072,6 +1072,11 @@ static int adopt_run(struct phase *ph)
 		goto out;
 	rc = runshare_adopt(&ph->state, &ev, root, remote);
 	if (rc == 0) {
+		if (json_get_str(ev, "branch_tip") && ph->common.verbosity >= 0)
+			fprintf(stderr, "%s: warning: the run's branch %s is at %.12s, past the commit the state names "
+					"(changes.commit %.12s): working on that one, not on the later commits\n",
+				ph->spec->program, json_get_str(task, "branch"), json_get_str(ev, "branch_tip"),
+				json_get_str(ev, "commit"));
 		phase_emit(ph, "run.adopted", ev);
 	} else if (!json_get_str(changes, "commit")) {
 		/* nothing committed yet (nor fetched: the remote may be out of
