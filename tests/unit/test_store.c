@@ -1217,8 +1217,13 @@ static void test_lease_ttl(void)
 	CHECK(!store_lease_alive_at(far, 120, at + 120000));
 	CHECK(store_lease_alive_at(far, 600, at + 120000));
 	CHECK(!store_lease_alive_at(far, 0, at + (int64_t)(STORE_LEASE_TTL_S * 1000)));  /* 0: the default */
-	/* never renewed: cannot be told dead */
-	jv never = json_set(jv_copy(far), "renewed_at", jv_null());
+	/* never renewed (killed before its first renewal): judged by when it
+	 * was taken; with no time at all it cannot be told dead */
+	jv never = json_set(json_set(jv_copy(far), "renewed_at", jv_null()), "acquired_at",
+			    jv_string("2026-01-01T00:00:00.000Z"));
+	CHECK(store_lease_alive_at(never, 120, at + 119999));
+	CHECK(!store_lease_alive_at(never, 120, at + 120000));
+	never = json_set(never, "acquired_at", jv_null());
 	CHECK(store_lease_alive_at(never, 120, at + 86400000));
 	/* this host: the pid tells, whatever the clock */
 	jv here = json_set(json_set(jv_copy(far), "host", jv_string(host)), "pid", jv_number((double)getpid()));
