@@ -23,6 +23,7 @@
 #include "store/store.h"
 #include "core/tmpdir.h"
 
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -1066,6 +1067,14 @@ static int take_lease(struct phase *ph)
 	return 0;
 }
 
+/* Whether two paths name the same directory (NULL or missing: false). */
+static bool same_dir(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+
+	return a && b && realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
 /*
  * A state made in another clone (a CI job's artifact, another machine):
  * its task.worktree is not here.  With git.push_remote set, the run's
@@ -1080,10 +1089,13 @@ static int adopt_run(struct phase *ph)
 	jv task = json_get(ph->state, "task"), changes = json_get(ph->state, "changes"), ev;
 	const char *task_repo = json_get_str(task, "repo");
 	const char *root = ph->common.repo || !runshare_is_dir(task_repo) ? ph->repo : task_repo;
+	/* --repo names this job's clone: the state's worktree in another clone
+	 * on this runner (a kept workspace of an earlier job) is not ours */
+	bool other_clone = ph->common.repo && !same_dir(task_repo, ph->repo);
 	int rc = 0;
 
 	if (!remote || !*remote || jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root ||
-	    !json_get_str(task, "branch") || runshare_is_dir(json_get_str(task, "worktree")))
+	    !json_get_str(task, "branch") || (runshare_is_dir(json_get_str(task, "worktree")) && !other_clone))
 		goto out;
 	rc = runshare_adopt(&ph->state, &ev, root, remote);
 	if (rc == 0) {

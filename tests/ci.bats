@@ -268,6 +268,32 @@ implementer_called() {
 	tail -n 1 <<<"$output" | jq -e '.status == "failed" and .phase == "test"'
 }
 
+@test "jobs whose workspaces stay on the runner: with --repo each phase works in its own clone, not in the state's" {
+	shared_remote
+	export FORGE_PUSH_REMOTE=origin
+	C="$BATS_TEST_TMPDIR/c" D="$BATS_TEST_TMPDIR/d"
+	git clone -q "$REMOTE" "$C"
+	git clone -q "$REMOTE" "$D"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	(cd "$A" && forge-plan --repo "$A" --task "add a mul operation") >"$BATS_TEST_TMPDIR/plan.jsonl"
+	(cd "$B" && forge-implement --repo "$B") <"$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/impl.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -r .trace_id)
+	# implement's state names one clone, its own
+	tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -e --arg b "$B" --arg t "$T" \
+		'.task.repo == $b and .task.worktree == $b + "/.forge/worktrees/" + $t'
+	cd "$C"
+	forge-review --repo "$C" <"$BATS_TEST_TMPDIR/impl.jsonl" >"$BATS_TEST_TMPDIR/review.jsonl"
+	tail -n 1 "$BATS_TEST_TMPDIR/review.jsonl" | jq -e --arg c "$C" '.status == "ok" and .task.repo == $c'
+	# implement's workspace, reused by another job, gets an edit: not the test job's business
+	echo 'int broken(' >>"$B/.forge/worktrees/$T/calc.c"
+	cd "$D"
+	run -0 --separate-stderr forge-test --repo "$D" <"$BATS_TEST_TMPDIR/review.jsonl"
+	tail -n 1 <<<"$output" | jq -e --arg d "$D" --arg t "$T" '.status == "ok" and .task.repo == $d
+		and .task.worktree == $d + "/.forge/worktrees/" + $t'
+	jq -e -s --arg d "$D" '[.[] | select(.type == "run.adopted" and .source == "forge-test") | .payload]
+		| length == 1 and .[0].repo == $d and .[0].fetched' <<<"$output"
+}
+
 @test "scripts/ci-sim (make ci-sim): five jobs in fresh clones, only the artifacts and the database shared; one trace, deploy on implement's commit" {
 	W="$BATS_TEST_TMPDIR/sim"
 	DB="$BATS_TEST_TMPDIR/ci.db" run -0 --separate-stderr "$FORGE_ROOT/scripts/ci-sim" --work "$W"
