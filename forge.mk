@@ -24,7 +24,9 @@ FORGE_STATUS ?= $(FORGE_OUT)/forge-status
 
 # Shell code defining forge_step NAME COMMAND...: run COMMAND, replace the NAME=
 # line of $(FORGE_STATUS) with NAME=STATUS, and when STATUS is not 0 say on
-# stderr "forge-NAME: exit STATUS (meaning)".  Returns STATUS.
+# stderr "forge-NAME: exit STATUS (meaning)".  Returns STATUS.  It makes
+# $(FORGE_OUT) first (a fresh checkout lacks it): the commands' output is
+# redirected there before forge_step runs.
 FORGE_STEP = forge_step() { \
 	n=$$1; shift; s=0; "$$@" || s=$$?; \
 	f='$(FORGE_STATUS)'; \
@@ -42,7 +44,9 @@ FORGE_STEP = forge_step() { \
 	esac; \
 	[ $$s -eq 0 ] || echo "forge-$$n: exit $$s ($$m); $$n=$$s in $$f" >&2; \
 	return $$s; \
-}
+}; \
+mkdir -p -- '$(FORGE_OUT)' "$$(dirname -- '$(FORGE_STATUS)')" || { \
+	echo "forge.mk: cannot make FORGE_OUT '$(FORGE_OUT)'" >&2; exit 2; }
 
 FORGE_REVIEW_CMD = $(FORGE) review --base $(FORGE_BASE) --no-input --sarif $(FORGE_OUT)/forge-review.sarif \
 	$(FORGE_REVIEW_FLAGS) > $(FORGE_OUT)/forge-review.jsonl
@@ -63,8 +67,13 @@ forge-check:
 	echo "forge-check: failed: review=$$r test=$$t" >&2; \
 	[ $$r -ne 0 ] && exit $$r; exit $$t
 
+# The task reaches forge verbatim, through the environment: an issue title
+# pasted into the command line would run its `backquotes` and lose its
+# quotes.  Given on the command line or in the environment it is taken as
+# written (make does not expand a $(...) in it); set in a makefile, expanded.
+forge-run: export FORGE_MK_TASK = $(if $(filter command environment,$(origin TASK)),$(value TASK),$(TASK))
 forge-run:
-	@test -n "$(TASK)" || { echo 'forge-run: set TASK="what to do"' >&2; exit 2; }
-	@$(FORGE_STEP); forge_step run $(FORGE) run --json $(FORGE_RUN_FLAGS) "$(TASK)" > $(FORGE_OUT)/forge-run.jsonl
+	@test -n "$$FORGE_MK_TASK" || { echo 'forge-run: set TASK="what to do"' >&2; exit 2; }
+	@$(FORGE_STEP); forge_step run $(FORGE) run --json $(FORGE_RUN_FLAGS) "$$FORGE_MK_TASK" > $(FORGE_OUT)/forge-run.jsonl
 
 .PHONY: forge-review forge-test forge-check forge-run

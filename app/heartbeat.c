@@ -5,18 +5,21 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct heartbeat {
 	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;          /* signalled by heartbeat_stop */
-	bool stop;
+	int wake[2];                /* pipe: a byte tells the thread to stop ('s') or release ('r') */
+	int done[2];                /* pipe: the thread writes a byte when it ends */
 	struct store *st;           /* owned: the thread's own connection, opened at its first beat */
 	char *db;                   /* owned */
 	char trace[128], holder[ULID_LEN + 1], program[64];
@@ -85,29 +88,60 @@ static void renew(struct heartbeat *h)
 	h->warned = true;
 }
 
+static long long monotonic_ms_now(void)
+{
+	struct timespec at;
+
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	return (long long)at.tv_sec * 1000 + at.tv_nsec / 1000000;
+}
+
+/* Drop the lease (the program was stopped by a signal: heartbeat.h). */
+static void release(struct heartbeat *h)
+{
+	if ((h->st || store_open(&h->st, h->db) == 0) && !h->lost)
+		store_lease_release(h->st, h->trace, h->holder);
+}
+
+/* Renew every every_s until told to stop or release (a byte on wake). */
 static void *beat(void *arg)
 {
 	struct heartbeat *h = arg;
-	struct timespec at;
+	long long every = (long long)(h->every_s * 1000), next = monotonic_ms_now() + every;
+	char c = 0;
 
-	pthread_mutex_lock(&h->mu);
-	while (!h->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		long long ns = at.tv_nsec + (long long)(h->every_s * 1e9);
-		at.tv_sec += (time_t)(ns / 1000000000LL);
-		at.tv_nsec = (long)(ns % 1000000000LL);
-		while (!h->stop && pthread_cond_timedwait(&h->cv, &h->mu, &at) != ETIMEDOUT)
-			;
-		if (h->stop)
+	while (!h->lost) {
+		long long left = next - monotonic_ms_now();
+		struct pollfd p = { .fd = h->wake[0], .events = POLLIN };
+
+		if (left <= 0) {
+			renew(h);
+			next = monotonic_ms_now() + every;
+			continue;
+		}
+		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0 && errno != EINTR)
 			break;
-		pthread_mutex_unlock(&h->mu);
-		renew(h);
-		pthread_mutex_lock(&h->mu);
-		if (h->lost)
+		if (n > 0 && read(h->wake[0], &c, 1) != 0) {
+			if (c == 'r')
+				release(h);
 			break;
+		}
 	}
-	pthread_mutex_unlock(&h->mu);
+	if (write(h->done[1], "d", 1) < 0) {
+		/* a signal handler waiting for it gives up after its timeout */
+	}
 	return NULL;
+}
+
+static void close_pipes(struct heartbeat *h)
+{
+	for (int i = 0; i < 2; i++) {
+		if (h->wake[i] >= 0)
+			close(h->wake[i]);
+		if (h->done[i] >= 0)
+			close(h->done[i]);
+	}
 }
 
 void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, const char *holder,
@@ -115,7 +149,6 @@ void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, 
 		     void *lost_arg)
 {
 	struct heartbeat *h;
-	pthread_condattr_t ca;
 	sigset_t all, was;
 
 	*out = NULL;
@@ -130,22 +163,21 @@ void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, 
 	snprintf(h->trace, sizeof h->trace, "%s", trace);
 	snprintf(h->holder, sizeof h->holder, "%s", holder);
 	h->every_s = every_s;
-	pthread_mutex_init(&h->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	/* signals go to the program's own thread, never to the heartbeat */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &was);
-	int rc = pthread_create(&h->th, NULL, beat, h);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	h->wake[0] = h->wake[1] = h->done[0] = h->done[1] = -1;
+	int rc = pipe2(h->wake, O_CLOEXEC) < 0 || pipe2(h->done, O_CLOEXEC) < 0 ? errno : 0;
+
+	if (rc == 0) {
+		/* signals go to the program's own thread, never to the heartbeat */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &was);
+		rc = pthread_create(&h->th, NULL, beat, h);
+		pthread_sigmask(SIG_SETMASK, &was, NULL);
+	}
 	if (rc != 0) {
 		if (!quiet)
 			fprintf(stderr, "%s: warning: the run's lease is not renewed: cannot start a thread: %s\n",
 				program, strerror(rc));
-		pthread_cond_destroy(&h->cv);
-		pthread_mutex_destroy(&h->mu);
+		close_pipes(h);
 		store_free(h->st);
 		free(h->db);
 		free(h);
@@ -158,14 +190,24 @@ void heartbeat_stop(struct heartbeat *h)
 {
 	if (!h)
 		return;
-	pthread_mutex_lock(&h->mu);
-	h->stop = true;
-	pthread_cond_signal(&h->cv);
-	pthread_mutex_unlock(&h->mu);
+	if (write(h->wake[1], "s", 1) < 0) {
+		/* a full pipe: the thread is told already */
+	}
 	pthread_join(h->th, NULL);
-	pthread_cond_destroy(&h->cv);
-	pthread_mutex_destroy(&h->mu);
+	close_pipes(h);
 	store_free(h->st);
 	free(h->db);
 	free(h);
+}
+
+int heartbeat_release_signal_safe(struct heartbeat *h, int timeout_ms)
+{
+	struct pollfd p;
+
+	if (!h || write(h->wake[1], "r", 1) != 1)
+		return -1;
+	p.fd = h->done[0];
+	p.events = POLLIN;
+	p.revents = 0;
+	return poll(&p, 1, timeout_ms) == 1 ? 0 : -1;
 }

@@ -24,8 +24,8 @@ struct heartbeat;
  * renewed the lease.  *out is the caller's (heartbeat_stop()), or NULL
  * when there is nothing to renew (db NULL or ":memory:") or the thread
  * cannot start; then, unless quiet, a warning on stderr prefixed with
- * program: the lease stays never renewed, which another host takes to be
- * alive.  The same warning, once, when the thread cannot open the
+ * program: the lease stays never renewed, which another host takes over
+ * once supervisor.lease_ttl_s has passed since it was taken.  The same warning, once, when the thread cannot open the
  * database.  A failed renewal (the server away a moment) is tried again at
  * the next beat.  A renewal that finds the lease another's (taken over by
  * a resume elsewhere) ends the renewals: unless quiet it is said, and
@@ -38,5 +38,14 @@ void heartbeat_start(struct heartbeat **out, const char *db, const char *trace, 
 
 /* Stop the thread (waiting for a renewal under way) and free h; NULL-safe. */
 void heartbeat_stop(struct heartbeat *h);
+
+/*
+ * From a signal handler about to _exit: have the thread release the lease
+ * (on its own connection) and end, waiting at most timeout_ms for it.
+ * Async-signal-safe (a write and a poll on pipes); h is not freed.  0 when
+ * the thread ended in time (the lease released, unless it was lost or the
+ * database could not be reached), -1 otherwise or when h is NULL.
+ */
+int heartbeat_release_signal_safe(struct heartbeat *h, int timeout_ms);
 
 #endif

@@ -24,6 +24,7 @@
 #include "store/store.h"
 #include "core/tmpdir.h"
 
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -36,8 +37,11 @@
 #include <unistd.h>
 
 enum { OPT_TASK = 1100, OPT_NO_INPUT };
+enum { LEASE_RELEASE_WAIT_MS = 5000 };  /* how long a stopped phase waits for its lease's release */
 
 static const char *program_name = "forge";
+/* the heartbeat of the lease this phase took (take_lease), for on_signal */
+static struct heartbeat *volatile signal_beat;
 
 static void on_signal(int sig)
 {
@@ -46,9 +50,12 @@ static void on_signal(int sig)
 	/* Only async-signal-safe calls here: stop the commands a tool or the
 	 * phase started (their process groups) and its MCP servers (theirs,
 	 * SIGKILL after a grace: one must not keep working in the worktree),
-	 * remove the temporary directories, then say so and leave. */
+	 * release the run's lease this phase took (its heartbeat's thread does,
+	 * so that a retry, on another runner too, is not refused), remove the
+	 * temporary directories, then say so and leave. */
 	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
 	proc_spawn_kill_all(MCP_KILL_GRACE_MS);
+	heartbeat_release_signal_safe(signal_beat, LEASE_RELEASE_WAIT_MS);
 	tmpdir_remove_all_signal_safe();
 	if (write(STDERR_FILENO, program_name, strlen(program_name)) < 0 ||
 	    write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
@@ -1022,10 +1029,18 @@ static int take_lease(struct phase *ph)
 	int r = store_lease_take(&held, st, trace, holder, ph->spec->program);
 	if (r == STORE_LEASE_HELD) {
 		const char *prog = json_get_str(held, "program");
-		fprintf(stderr, "%s: trace %s is already being worked on: %s, pid %.0f on %s, since %s; wait for "
-				"it or stop it with `forge cancel %s`\n", ph->spec->program, trace,
-			prog ? prog : "a forge program", json_get_num(held, "pid", 0), json_get_str(held, "host"),
-			json_get_str(held, "acquired_at"), trace);
+		char hint[256];
+
+		/* forge cancel finds runs (a supervisor's); a phase job has none */
+		if (prog && strcmp(prog, "forge-supervisor") == 0)
+			snprintf(hint, sizeof hint, "wait for it or stop it with `forge cancel %s`", trace);
+		else
+			snprintf(hint, sizeof hint, "wait for it or stop it (cancel its job); a lease whose process "
+				 "is gone is taken over: on its host at once, on another after supervisor.lease_ttl_s "
+				 "(%gs) without a renewal", ttl);
+		fprintf(stderr, "%s: trace %s is already being worked on: %s, pid %.0f on %s, since %s; %s\n",
+			ph->spec->program, trace, prog ? prog : "a forge program", json_get_num(held, "pid", 0),
+			json_get_str(held, "host"), json_get_str(held, "acquired_at"), hint);
 		jv_free(held);
 		return FORGE_EXIT_HUMAN;
 	}
@@ -1042,8 +1057,17 @@ static int take_lease(struct phase *ph)
 	if (store_resolve_path(&db, ph->common.db, ph->repo) == 0)
 		heartbeat_start(&ph->beat, db, trace, holder, every, ph->spec->program, ph->common.verbosity < 0,
 				NULL, NULL);
+	signal_beat = ph->beat;
 	free(db);
 	return 0;
+}
+
+/* Whether two paths name the same directory (NULL or missing: false). */
+static bool same_dir(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+
+	return a && b && realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
 }
 
 /*
@@ -1060,13 +1084,21 @@ static int adopt_run(struct phase *ph)
 	jv task = json_get(ph->state, "task"), changes = json_get(ph->state, "changes"), ev;
 	const char *task_repo = json_get_str(task, "repo");
 	const char *root = ph->common.repo || !runshare_is_dir(task_repo) ? ph->repo : task_repo;
+	/* --repo names this job's clone: the state's worktree in another clone
+	 * on this runner (a kept workspace of an earlier job) is not ours */
+	bool other_clone = ph->common.repo && !same_dir(task_repo, ph->repo);
 	int rc = 0;
 
 	if (!remote || !*remote || jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root ||
-	    !json_get_str(task, "branch") || runshare_is_dir(json_get_str(task, "worktree")))
+	    !json_get_str(task, "branch") || (runshare_is_dir(json_get_str(task, "worktree")) && !other_clone))
 		goto out;
 	rc = runshare_adopt(&ph->state, &ev, root, remote);
 	if (rc == 0) {
+		if (json_get_str(ev, "branch_tip") && ph->common.verbosity >= 0)
+			fprintf(stderr, "%s: warning: the run's branch %s is at %.12s, past the commit the state names "
+					"(changes.commit %.12s): working on that one, not on the later commits\n",
+				ph->spec->program, json_get_str(task, "branch"), json_get_str(ev, "branch_tip"),
+				json_get_str(ev, "commit"));
 		phase_emit(ph, "run.adopted", ev);
 	} else if (!json_get_str(changes, "commit")) {
 		/* nothing committed yet (nor fetched: the remote may be out of
@@ -1176,6 +1208,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	}
 	ph.state = jv_null();
 out:
+	signal_beat = NULL;
 	heartbeat_stop(ph.beat);
 	if (ph.lease[0])
 		store_lease_release(ph.store, json_get_str(ph.state, "trace_id") ? json_get_str(ph.state, "trace_id")

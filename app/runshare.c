@@ -64,13 +64,49 @@ static jv relocate(jv *state, const struct forge_git *g, struct forge_git_worktr
 	return json_set(ev, "was", was);
 }
 
+/*
+ * The state names the commit its phase worked on (changes.commit): review
+ * approved it, test passed it.  When the branch went on past it (another
+ * push onto forge/TRACE since the state was made), the worktree is put
+ * back at it, the later commits kept on refs/forge/TRACE/saved/N; when the
+ * branch no longer holds it (rewritten), nothing is run.  *tip becomes the
+ * commit worked on; *past gets the branch's tip left aside (else NULL).
+ */
+static int pin_to_state(char **tip, char **past, char **saved, struct forge_git *g,
+			struct forge_git_worktree *wt, const char *commit)
+{
+	char *want = NULL;
+	bool holds = false;
+	int rc = -1;
+
+	*past = *saved = NULL;
+	if (!commit || strcmp(commit, *tip) == 0)
+		return 0;
+	if (forge_git_resolve(&want, g, commit) < 0 || forge_git_contains(&holds, g, *tip, want) < 0 || !holds) {
+		forge_error("the run's branch %s is at %.12s, which does not hold the commit the state names "
+			    "(changes.commit %.12s): the branch was rewritten since the state was made; nothing "
+			    "run on it (give the state of the branch's last phase)",
+			    forge_git_worktree_branch(wt), *tip, commit);
+		goto out;
+	}
+	if (forge_git_save_and_reset(saved, wt, want) < 0)
+		goto out;
+	*past = *tip;
+	*tip = want;
+	want = NULL;
+	rc = 0;
+out:
+	free(want);
+	return rc;
+}
+
 int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 {
 	const char *trace = json_get_str(*state, "trace_id");
-	jv task = json_get(*state, "task");
+	jv task = json_get(*state, "task"), changes = json_get(*state, "changes");
 	struct forge_git *g = NULL;
 	struct forge_git_worktree *wt = NULL;
-	char ref[192], *tip = NULL;
+	char ref[192], *tip = NULL, *past = NULL, *saved = NULL;
 	int fetched = 0, rc = -1;
 
 	*event = jv_null();
@@ -89,19 +125,27 @@ int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 		goto out;
 	}
 	if (forge_git_worktree_open(&wt, g, trace, json_get_str(task, "base_ref")) < 0 ||
-	    forge_git_worktree_head(&tip, wt) < 0)
+	    forge_git_worktree_head(&tip, wt) < 0 ||
+	    pin_to_state(&tip, &past, &saved, g, wt, json_get_str(changes, "commit")) < 0)
 		goto out;
 	*event = relocate(state, g, wt);
 	*event = json_set(*event, "remote", remote ? shown_remote(remote) : jv_null());
 	*event = json_set(*event, "branch", jv_string(forge_git_worktree_branch(wt)));
 	*event = json_set(*event, "commit", jv_string(tip));
 	*event = json_set(*event, "fetched", jv_bool(!here));
+	if (past) {
+		*event = json_set(*event, "branch_tip", jv_string(past));
+		*event = json_set(*event, "saved_ref", json_str_or_null(saved));
+	}
 	rc = 0;
 out:
 	free(tip);
+	free(past);
+	free(saved);
 	forge_git_worktree_free(wt);
 	forge_git_free(g);
 	jv_free(task);
+	jv_free(changes);
 	return rc;
 }
 

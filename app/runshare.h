@@ -24,12 +24,17 @@ int runshare_push(jv *event, const char *repo, const char *remote, const char *t
  * Make the run of *state workable in the repository `repo`: when it lacks
  * the branch forge/TRACE, fetch it (and the run's base) from `remote`; then
  * open the run's worktree there and point task.repo and task.worktree at
- * this clone's (*state is replaced; the other task fields stay).  *event
- * gets the payload of run.adopted {remote, branch, commit, fetched, repo,
- * worktree, was: {repo, worktree}} (jv_null() when nothing was done).
- * Returns 0, 1 when the branch is neither here nor on the remote (the
- * state is left as it was), -1 with a message.  remote NULL: the branch
- * must be here (a repository moved or copied).
+ * this clone's (*state is replaced; the other task fields stay).  The
+ * worktree is at the commit the state names (changes.commit, when it has
+ * one): a branch that went on past it is put back at it (the later commits
+ * kept on refs/forge/TRACE/saved/N of this clone); a branch that no longer
+ * holds it is an error.  *event gets the payload of run.adopted {remote,
+ * branch, commit (the one worked on), fetched, repo, worktree, was: {repo,
+ * worktree}, and when the branch was put back: branch_tip, saved_ref}
+ * (jv_null() when nothing was done).  Returns 0, 1 when the branch is
+ * neither here nor on the remote (the state is left as it was), -1 with a
+ * message.  remote NULL: the branch must be here (a repository moved or
+ * copied).
  */
 int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote);
 

@@ -370,6 +370,7 @@ static const char *run(struct phase *ph)
 							 : json_get_str(task, "base_ref");
 	changes = json_get(ph->state, "changes");
 	ctx.base_commit = json_get_str(changes, "base_commit");
+	ctx.commit = jv_get_kind(ph->in.state) == JV_KIND_OBJECT ? json_get_str(changes, "commit") : NULL;
 	ctx.trace_id = json_get_str(ph->state, "trace_id");
 	ctx.workdir = is_dir(json_get_str(task, "worktree")) ? json_get_str(task, "worktree") : ctx.repo;
 	ctx.remote = a->remote ? a->remote : config_get_str(ph->cfg, "deploy.remote");

@@ -1174,6 +1174,9 @@ static int open_worktree(struct impl *im, const char *root)
 	}
 	if (forge_git_worktree_open(&im->wt, im->g, trace, base) < 0)
 		goto out;
+	/* the repository and its worktree name one clone (--repo may be another
+	 * than the state's task.repo: a CI job's own) */
+	task = json_set(task, "repo", jv_string(forge_git_root(im->g)));
 	task = json_set(task, "worktree", jv_string(forge_git_worktree_path(im->wt)));
 	task = json_set(task, "branch", jv_string(forge_git_worktree_branch(im->wt)));
 	phase_set(ph, "task", jv_copy(task));

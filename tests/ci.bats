@@ -217,6 +217,83 @@ implementer_called() {
 	[[ $stderr == *"the run's branch forge/$T is neither in $B nor on the remote 'origin' (git.push_remote)"* ]]
 }
 
+@test "a commit pushed onto the run's branch after the state was made: test and deploy work on changes.commit, not on it; a rewritten branch: exit 5" {
+	shared_remote
+	export FORGE_PUSH_REMOTE=origin
+	cd "$A"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/impl.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -r .trace_id)
+	C=$(tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -r .changes.commit)
+	[ "$(git -C "$REMOTE" rev-parse "forge/$T")" = "$C" ]
+	forge-review <"$BATS_TEST_TMPDIR/impl.jsonl" >"$BATS_TEST_TMPDIR/review.jsonl"
+	cd "$B"
+	rm -rf "$A"
+	# someone pushes a commit that breaks the build onto forge/T: no gate saw it
+	git clone -q -b "forge/$T" "$REMOTE" "$BATS_TEST_TMPDIR/x"
+	echo 'this is not C' >>"$BATS_TEST_TMPDIR/x/calc.c"
+	git -C "$BATS_TEST_TMPDIR/x" commit -qam "unreviewed"
+	git -C "$BATS_TEST_TMPDIR/x" push -q origin "forge/$T"
+	X=$(git -C "$BATS_TEST_TMPDIR/x" rev-parse HEAD)
+	run -0 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/review.jsonl"
+	[[ $stderr == *"forge-test: warning: the run's branch forge/$T is at ${X:0:12}, past the commit the state names (changes.commit ${C:0:12})"* ]]
+	jq -e -s --arg c "$C" --arg x "$X" '[.[] | select(.type == "run.adopted") | .payload] | length == 1 and
+		.[0].commit == $c and .[0].branch_tip == $x and (.[0].saved_ref | startswith("refs/forge/"))' <<<"$output"
+	tail -n 1 <<<"$output" | jq -e --arg c "$C" '.status == "ok" and .changes.commit == $c and .tests.summary.failed == 0'
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/test.jsonl"
+	git init -q --bare "$BATS_TEST_TMPDIR/prod.git"
+	rm -rf "$B/.forge/worktrees" && git -C "$B" worktree prune && git -C "$B" branch -qD "forge/$T"
+	run -0 --separate-stderr forge-deploy --strategy push --remote "$BATS_TEST_TMPDIR/prod.git" <"$BATS_TEST_TMPDIR/test.jsonl"
+	tail -n 1 <<<"$output" | jq -e --arg c "$C" '.deployment.commit == $c and .deployment.status == "healthy"'
+	[ "$(git -C "$BATS_TEST_TMPDIR/prod.git" rev-parse "forge/$T")" = "$C" ]
+	# the run's worktree here, its branch moved past the state's commit: forge-deploy refuses
+	W=$(tail -n 1 <<<"$output" | jq -r .task.worktree)
+	echo 'nor is this' >>"$W/calc.c"
+	git -C "$W" commit -qam "also unreviewed"
+	git init -q --bare "$BATS_TEST_TMPDIR/prod2.git"
+	run -5 --separate-stderr forge-deploy --strategy push --remote "$BATS_TEST_TMPDIR/prod2.git" <<<"$(tail -n 1 <<<"$output")"
+	[[ $stderr == *"not at the commit the state names (changes.commit ${C:0:12}), which review and test passed: it moved since; nothing deployed"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "failed" and .deployment.status == "skipped"'
+	[ -z "$(git -C "$BATS_TEST_TMPDIR/prod2.git" for-each-ref)" ]
+	# the branch rewritten on the remote (C is no longer on it): nothing run, exit 5
+	git -C "$BATS_TEST_TMPDIR/x" reset -q --hard "$BASE"
+	echo 'another history' >>"$BATS_TEST_TMPDIR/x/calc.c"
+	git -C "$BATS_TEST_TMPDIR/x" commit -qam "rewritten"
+	git -C "$BATS_TEST_TMPDIR/x" push -qf origin "forge/$T"
+	git clone -q "$REMOTE" "$BATS_TEST_TMPDIR/d"
+	cd "$BATS_TEST_TMPDIR/d"
+	run -5 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/impl.jsonl"
+	[[ $stderr == *"which does not hold the commit the state names (changes.commit ${C:0:12}): the branch was rewritten since the state was made"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "failed" and .phase == "test"'
+}
+
+@test "jobs whose workspaces stay on the runner: with --repo each phase works in its own clone, not in the state's" {
+	shared_remote
+	export FORGE_PUSH_REMOTE=origin
+	C="$BATS_TEST_TMPDIR/c" D="$BATS_TEST_TMPDIR/d"
+	git clone -q "$REMOTE" "$C"
+	git clone -q "$REMOTE" "$D"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	(cd "$A" && forge-plan --repo "$A" --task "add a mul operation") >"$BATS_TEST_TMPDIR/plan.jsonl"
+	(cd "$B" && forge-implement --repo "$B") <"$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/impl.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -r .trace_id)
+	# implement's state names one clone, its own
+	tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -e --arg b "$B" --arg t "$T" \
+		'.task.repo == $b and .task.worktree == $b + "/.forge/worktrees/" + $t'
+	cd "$C"
+	forge-review --repo "$C" <"$BATS_TEST_TMPDIR/impl.jsonl" >"$BATS_TEST_TMPDIR/review.jsonl"
+	tail -n 1 "$BATS_TEST_TMPDIR/review.jsonl" | jq -e --arg c "$C" '.status == "ok" and .task.repo == $c'
+	# implement's workspace, reused by another job, gets an edit: not the test job's business
+	echo 'int broken(' >>"$B/.forge/worktrees/$T/calc.c"
+	cd "$D"
+	run -0 --separate-stderr forge-test --repo "$D" <"$BATS_TEST_TMPDIR/review.jsonl"
+	tail -n 1 <<<"$output" | jq -e --arg d "$D" --arg t "$T" '.status == "ok" and .task.repo == $d
+		and .task.worktree == $d + "/.forge/worktrees/" + $t'
+	jq -e -s --arg d "$D" '[.[] | select(.type == "run.adopted" and .source == "forge-test") | .payload]
+		| length == 1 and .[0].repo == $d and .[0].fetched' <<<"$output"
+}
+
 @test "scripts/ci-sim (make ci-sim): five jobs in fresh clones, only the artifacts and the database shared; one trace, deploy on implement's commit" {
 	W="$BATS_TEST_TMPDIR/sim"
 	DB="$BATS_TEST_TMPDIR/ci.db" run -0 --separate-stderr "$FORGE_ROOT/scripts/ci-sim" --work "$W"

@@ -232,6 +232,7 @@ event_ok() {
 	git -C "$R" commit -q -m feature
 	git -C "$R" checkout -q main
 	tip=$(git -C "$R" rev-parse forge/t1)
+	TIP=$tip state	# the rebuilt branch is what review and test saw
 	run -0 --separate-stderr deploy --strategy merge
 	final | jq -e --arg tip "$tip" '.deployment.commit == $tip and .deployment.base_moved == true'
 	[ -n "$(events deploy.base_moved)" ]

@@ -71,3 +71,36 @@ MK
 	run -2 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-run
 	[[ "$output" == *'set TASK='* ]]
 }
+
+# fake_forge: a FORGE that records its arguments, one a line, in args.txt
+fake_forge() {
+	printf '#!/bin/sh\nprintf "%%s\\n" "$@" >"%s/args.txt"\necho "{}"\n' "$BATS_TEST_TMPDIR" \
+		>"$BATS_TEST_TMPDIR/fakeforge"
+	chmod +x "$BATS_TEST_TMPDIR/fakeforge"
+	echo "FORGE = $BATS_TEST_TMPDIR/fakeforge" >>"$BATS_TEST_TMPDIR/ci.mk"
+}
+
+@test "forge-run passes TASK to forge verbatim: backquotes, \$(...), quotes and \$ are text and nothing runs" {
+	fake_forge
+	title='fix `touch '$BATS_TEST_TMPDIR'/PWNED1` in the "parse" step, $(touch '$BATS_TEST_TMPDIR'/PWNED2) $$HOME it'"'"'s $HOME'
+	run -0 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-run TASK="$title"
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/args.txt")" = "$title" ]
+	# the same from the environment (TASK="$ISSUE_TITLE" make forge-run)
+	rm "$BATS_TEST_TMPDIR/args.txt"
+	TASK=$title run -0 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-run
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/args.txt")" = "$title" ]
+	[ ! -e "$BATS_TEST_TMPDIR/PWNED1" ] && [ ! -e "$BATS_TEST_TMPDIR/PWNED2" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/forge-status")" = run=0 ]
+}
+
+@test "a FORGE_OUT that does not exist yet is made: forge runs and its statuses are recorded there" {
+	fake_forge
+	echo "FORGE_OUT = $BATS_TEST_TMPDIR/reports/ci" >>"$BATS_TEST_TMPDIR/ci.mk"
+	run -0 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-check
+	[ "$(cat "$BATS_TEST_TMPDIR/reports/ci/forge-status")" = "$(printf 'review=0\ntest=0')" ]
+	[ -s "$BATS_TEST_TMPDIR/reports/ci/forge-review.jsonl" ] && [ -s "$BATS_TEST_TMPDIR/reports/ci/forge-test.jsonl" ]
+	# a FORGE_OUT that cannot be made: forge.mk says so (exit 2)
+	touch "$BATS_TEST_TMPDIR/afile"
+	run -2 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" FORGE_OUT="$BATS_TEST_TMPDIR/afile/x" forge-review
+	[[ $stderr == *"forge.mk: cannot make FORGE_OUT '$BATS_TEST_TMPDIR/afile/x'"* ]]
+}

@@ -111,10 +111,39 @@ now_iso() {
 		and .renewed_at == $at and .since == "2026-01-01T00:00:00.000Z"' --arg at "$at" <<<"$output"
 }
 
-@test "a lease of another host that is never renewed (a Forge from before renewals) counts as alive" {
+@test "a lease of another host never renewed (its holder killed before its first renewal) is dead lease_ttl_s after it was taken; a fresh one lives" {
 	left_on_host far.example null
+	at=$(now_iso)
+	db_q "update leases set acquired_at = '$at'"
 	run -4 --separate-stderr forge resume "$T" </dev/null
-	[[ "$stderr" == *"pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, never renewed;"* ]]
+	[[ "$stderr" == *"pid 4242 on far.example, since $at, never renewed;"* ]]
+	# taken long ago (before: alive forever, whatever the TTL)
+	db_q "update leases set acquired_at = '2026-01-01T00:00:00.000Z'"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"run $T was left by pid 4242 on far.example, never renewed: taking it over"* ]]
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
+}
+
+@test "a phase job's lease: another host's never renewed one is taken over after the TTL, a fresh one refused (exit 4) without pointing at forge cancel" {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$PLAN"
+	forge-plan -q --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/plan.jsonl" | jq -r .trace_id)
+	at=$(now_iso)
+	db_q "insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
+		values ('$T', 'FAR', 4242, 'far.example', 'forge-implement', '$at', null)"
+	run -4 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	[[ "$stderr" == *"trace $T is already being worked on: forge-implement, pid 4242 on far.example, since $at; wait for it or stop it (cancel its job); a lease whose process is gone is taken over: on its host at once, on another after supervisor.lease_ttl_s (120s) without a renewal"* ]]
+	[[ "$stderr" != *"forge cancel"* ]]
+	db_q "update leases set acquired_at = '2026-01-01T00:00:00.000Z'"
+	script "$IMPL"
+	run -0 --separate-stderr forge-implement -q <"$BATS_TEST_TMPDIR/plan.jsonl"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .phase == "implement"'
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 }
 
 @test "--steal never takes the lease of a live process of this host (exit 4, saying why); --steal is for resume only" {
@@ -254,4 +283,31 @@ until_true() {
 	[ "$rc" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/r1.err"; false; }
 	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 	tail -n 1 "$BATS_TEST_TMPDIR/r1.out" | jq -e --arg t "$T" '.kind == "state" and .trace_id == $t' >/dev/null
+}
+
+@test "a phase filter stopped by SIGTERM before its first renewal releases the run's lease (exit 130): its retry is not refused" {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$PLAN"
+	forge-plan -q --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/plan.jsonl" | jq -r .trace_id)
+	# implement's first model call stops after its first event until the file exists (never)
+	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"
+	setsid forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/r1.out" \
+		2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	# its model call is under way: the lease is taken and renewed from now on
+	until_true mock_logged "You are the implementer"
+	[ "$(db_q "select pid || ' ' || coalesce(renewed_at, 'never') from leases where trace_id = '$T'")" = "$R1 never" ]
+	kill -TERM "$R1"
+	rc=0; wait "$R1" || rc=$?
+	[ "$rc" -eq 130 ] || { cat "$BATS_TEST_TMPDIR/r1.err"; false; }
+	grep -q "forge-implement: interrupted; the last checkpoint stands" "$BATS_TEST_TMPDIR/r1.err"
+	[ "$(db_q "select count(*) from leases where trace_id = '$T'")" -eq 0 ]
+	script "$IMPL"
+	run -0 --separate-stderr forge-implement -q <"$BATS_TEST_TMPDIR/plan.jsonl"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
 }

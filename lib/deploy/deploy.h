@@ -176,6 +176,8 @@ struct deploy_ctx {
 	const char *branch;         /* the run's branch ("forge/TRACE") */
 	const char *base_ref;       /* the base branch ("main"; "HEAD" or NULL: the main checkout's) */
 	const char *base_commit;    /* the run's base commit, or NULL (then the merge base) */
+	const char *commit;         /* the commit reviewed and tested (changes.commit), or NULL:
+	                               the branch must be at it, else nothing is deployed */
 	const char *trace_id;
 	const char *environment;    /* "staging", "production", ... */
 	const char *remote;         /* push: remote name, URL or path */

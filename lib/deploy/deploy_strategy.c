@@ -379,6 +379,35 @@ static const char *deploy_command(jv *d, struct deploy_ctx *ctx)
 	return status;
 }
 
+/*
+ * What was reviewed and tested is ctx->commit: a branch that moved since
+ * (another push onto it) would deploy commits no gate saw.  True when the
+ * branch is at it (or there is nothing to compare); else ctx->reason says why.
+ */
+static bool at_state_commit(struct deploy_ctx *ctx)
+{
+	struct forge_git *g = NULL;
+	char *tip = NULL, *want = NULL;
+	bool ok = false;
+
+	if (!ctx->commit || !*ctx->commit || !ctx->branch || !*ctx->branch)
+		return true;
+	if (forge_git_open(&g, ctx->repo) < 0 || forge_git_resolve(&tip, g, ctx->branch) < 0) {
+		reason(ctx, "the run's branch '%s' is not there: %s", ctx->branch, forge_last_error());
+		goto out;
+	}
+	ok = forge_git_resolve(&want, g, ctx->commit) == 0 && strcmp(tip, want) == 0;
+	if (!ok)
+		reason(ctx, "the run's branch '%s' is at %.12s, not at the commit the state names (changes.commit "
+		       "%.12s), which review and test passed: it moved since; nothing deployed", ctx->branch, tip,
+		       ctx->commit);
+out:
+	free(tip);
+	free(want);
+	forge_git_free(g);
+	return ok;
+}
+
 const char *deploy_run(jv *out, enum deploy_strategy s, struct deploy_ctx *ctx)
 {
 	struct forge_git *g = NULL;
@@ -386,6 +415,8 @@ const char *deploy_run(jv *out, enum deploy_strategy s, struct deploy_ctx *ctx)
 	jv d = deployment_new(s, ctx);
 
 	ctx->reason[0] = '\0';
+	if (!at_state_commit(ctx))
+		goto out;
 	if (s == DEPLOY_COMMAND) {
 		status = deploy_command(&d, ctx);
 		goto out;

@@ -1940,14 +1940,18 @@ static void host_name(char out[static 256])
 	out[255] = '\0';
 }
 
-/* Whether a holder on another host renewed lease within ttl_s of now_ms: a
- * lease it never renews (renewed_at null: an older Forge, a phase run by
- * hand) cannot be told dead, so it lives. */
+/* Whether a holder on another host renewed lease within ttl_s of now_ms.
+ * One never renewed (renewed_at null) is judged by when it was taken: every
+ * holder renews within lease_renew_s, so one killed before its first
+ * renewal (a CI job cancelled or OOM-killed) is dead after the TTL, as one
+ * that stopped renewing is.  A lease with no readable time cannot be told
+ * dead, so it lives. */
 static bool renewed_lately(jv lease, double ttl_s, int64_t now_ms)
 {
 	int64_t at;
 
-	if (timestamp_parse(&at, json_get_str(lease, "renewed_at")) < 0)
+	if (timestamp_parse(&at, json_get_str(lease, "renewed_at")) < 0 &&
+	    timestamp_parse(&at, json_get_str(lease, "acquired_at")) < 0)
 		return true;
 	return (double)(now_ms - at) < ttl_s * 1000.0;
 }

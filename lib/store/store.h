@@ -310,9 +310,9 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
  *
  * Alive: on this host, while its pid lives; on another host (no pid can be
  * checked there), while it was renewed within the store's TTL
- * (store_set_lease_ttl, supervisor.lease_ttl_s, default STORE_LEASE_TTL_S),
- * and always when never renewed (a holder that does not renew cannot be
- * told dead).
+ * (store_set_lease_ttl, supervisor.lease_ttl_s, default STORE_LEASE_TTL_S);
+ * one never renewed, while it was taken within the TTL (every holder
+ * renews: one killed before its first renewal is dead after the TTL).
  *
  * take: in one BEGIN IMMEDIATE transaction (fails when one is open):
  * STORE_LEASE_TAKEN when it was free or holder holds it already (then it is

@@ -1157,9 +1157,13 @@ static void test_leases(void)
 	CHECK(store_lease_get(&lease, st, "T3") == 0);
 	CHECK_STR(json_get_str(lease, "holder"), "H4");
 	jv_free(lease);
-	/* on another host it cannot be told dead: it is held */
+	/* on another host, taken within the TTL and not yet renewed: its pid
+	 * cannot tell, so it is held */
+	char now[TIMESTAMP_LEN + 1];
+
+	timestamp_now(now);
 	snprintf(sql, sizeof sql, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at) VALUES ('T4', 'FAR', %ld, 'elsewhere.example', NULL, "
-		 "'2026-01-01T00:00:00.000Z')", dead);
+		 "'%s')", dead, now);
 	CHECK(store_exec(st, sql) == 0);
 	CHECK_INT(store_lease_take(&held, st, "T4", "H5", NULL), STORE_LEASE_HELD);
 	jv_free(held);
@@ -1217,8 +1221,13 @@ static void test_lease_ttl(void)
 	CHECK(!store_lease_alive_at(far, 120, at + 120000));
 	CHECK(store_lease_alive_at(far, 600, at + 120000));
 	CHECK(!store_lease_alive_at(far, 0, at + (int64_t)(STORE_LEASE_TTL_S * 1000)));  /* 0: the default */
-	/* never renewed: cannot be told dead */
-	jv never = json_set(jv_copy(far), "renewed_at", jv_null());
+	/* never renewed (killed before its first renewal): judged by when it
+	 * was taken; with no time at all it cannot be told dead */
+	jv never = json_set(json_set(jv_copy(far), "renewed_at", jv_null()), "acquired_at",
+			    jv_string("2026-01-01T00:00:00.000Z"));
+	CHECK(store_lease_alive_at(never, 120, at + 119999));
+	CHECK(!store_lease_alive_at(never, 120, at + 120000));
+	never = json_set(never, "acquired_at", jv_null());
 	CHECK(store_lease_alive_at(never, 120, at + 86400000));
 	/* this host: the pid tells, whatever the clock */
 	jv here = json_set(json_set(jv_copy(far), "host", jv_string(host)), "pid", jv_number((double)getpid()));
