@@ -150,6 +150,19 @@ embeddings_mock() {
 	[[ $stderr == *"'source' is 2000 bytes, more than 1024"* ]]
 }
 
+@test "a known API key in what is added or imported is stored redacted (README \"Keys\")" {
+	export ANTHROPIC_API_KEY=sk-ant-test-secret-value-123456
+	run -0 add --tags "k:$ANTHROPIC_API_KEY" --context "key $ANTHROPIC_API_KEY" "The key $ANTHROPIC_API_KEY was rejected"
+	run -0 forge-memory show --json "$output"
+	jq -e '.content == "The key [REDACTED] was rejected" and .context == "key [REDACTED]"
+		and .tags == ["k:[REDACTED]"]' <<<"$output"
+	run -0 forge-memory import - < <(jq -nc --arg k "$ANTHROPIC_API_KEY" '{type: "semantic", content: "imported \($k)",
+		episode: {note: $k}}')
+	run -0 sqlite3 "$FORGE_DB" "SELECT count(*) FROM memories WHERE content || context || tags || coalesce(episode, '')
+		LIKE '%$ANTHROPIC_API_KEY%'; SELECT count(*) FROM memories WHERE content LIKE '%[REDACTED]%'"
+	assert_output $'0\n2'
+}
+
 @test "export and import round-trip as JSON lines" {
 	run -0 forge-memory import "$FIX/good.jsonl"
 	assert_output --partial "imported 3"

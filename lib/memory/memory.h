@@ -209,7 +209,8 @@ bool memory_should_archive(double confidence, int64_t last_accessed_ms, int64_t 
  * relationships to existing memories (> 0.7 related, > 0.9 similar; a
  * "contradicts" edge when a related memory says the opposite).  id_out
  * (may be NULL) receives the id.  -1 with a message naming the field for
- * bad input.
+ * bad input.  Known API keys (llm_redact_jv) in any of its text are stored
+ * redacted, here, in memory_update and in memory_import.
  */
 int memory_store(char id_out[ULID_LEN + 1], struct memory *m, jv mem);
 
