@@ -145,3 +145,21 @@ figures() {
 	refute_output --partial "In Python, print a message"
 	refute_output --partial "React hooks"
 }
+
+@test "a project with no source files yet admits no lang: memory: a memory.withheld event counts them" {
+	mkdir "$BATS_TEST_TMPDIR/notes"
+	cd "$BATS_TEST_TMPDIR/notes"
+	git init -q -b main && echo "# calculator notes" >README.md && git add -A && git commit -q -m init
+	echo '{"memory": {"min_similarity": 0}}' >"$BATS_TEST_TMPDIR/all.json"
+	forge memory add --tags lang:python,pytest --context "python calculator tests" \
+		"For the calculator, write pytest tests with fixtures in tests/test_calc.py" >/dev/null
+	forge memory add --tags lang:go --context "go calculator tests" \
+		"For the calculator in Go, write table-driven tests in calc_test.go" >/dev/null
+	forge memory add --context "calculator tests" "The calculator's tests must cover division by zero" >/dev/null
+	mock_script "$(jq -c '{steps: [.steps[1]]}' "$FIX/run1.json")"
+	run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/all.json" --task "write tests for the calculator"
+	jq -se 'map(select(.type == "memory.withheld")) | length == 1 and .[0].payload.language == 2' <<<"$output"
+	run -0 requests_of planner
+	jq -e '.[0].body.messages[0].content | tostring | contains("division by zero")
+		and (contains("pytest") or contains("table-driven") | not)' <<<"$output"
+}
