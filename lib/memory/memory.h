@@ -207,10 +207,12 @@ bool memory_should_archive(double confidence, int64_t last_accessed_ms, int64_t 
  * content required; confidence defaults from source; id, times and
  * access_count are made here unless `keep_ids` (import).  Finds its
  * relationships to existing memories (> 0.7 related, > 0.9 similar; a
- * "contradicts" edge when a related memory says the opposite).  id_out
- * (may be NULL) receives the id.  -1 with a message naming the field for
- * bad input.  Known API keys (llm_redact_jv) in any of its text are stored
- * redacted, here, in memory_update and in memory_import.
+ * "contradicts" edge when a related memory says the same negated: one of
+ * the two holds a negation word, and their other words differ by at most
+ * one in five).  id_out (may be NULL) receives the id.  -1 with a message
+ * naming the field for bad input.  Known API keys (llm_redact_jv) in any
+ * of its text are stored redacted, here, in memory_update and in
+ * memory_import.
  */
 int memory_store(char id_out[ULID_LEN + 1], struct memory *m, jv mem);
 

@@ -5,6 +5,7 @@
 #include "memory/memory_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,20 +23,78 @@ static const char *const negations[] = {
 	"cannot", "without", "nor", "won", "wouldn", "aren", "disable", "disallow", "forbid", NULL
 };
 
-static void neg_word(const char *w, size_t n, void *payload)
-{
-	bool *neg = payload;
+#define SAID_WORDS 256   /* a lesson's words; a longer text is not judged */
 
-	for (int i = 0; negations[i] && !*neg; i++)
-		*neg = strlen(negations[i]) == n && memcmp(negations[i], w, n) == 0;
+/* What a text says, for mem_contradicts: whether it holds a negation word,
+ * and its other words' hashes (each once). */
+struct said {
+	uint64_t h[SAID_WORDS];
+	size_t n;
+	bool neg, overflow;
+};
+
+static bool negation(const char *w, size_t n)
+{
+	for (int i = 0; negations[i]; i++)
+		if (strlen(negations[i]) == n && memcmp(negations[i], w, n) == 0)
+			return true;
+	return false;
 }
 
-bool mem_negated(const char *text)
+static void said_word(const char *w, size_t n, void *payload)
 {
-	bool neg = false;
+	struct said *sd = payload;
+	uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
 
-	mem_words(text, strlen(text), neg_word, &neg);
-	return neg;
+	if (negation(w, n)) {
+		sd->neg = true;
+		return;
+	}
+	/* (stop words, and one letter: the t of don't) */
+	if (n < 2 || mem_stopword(w, n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)w[i]) * 1099511628211ULL;
+	for (size_t i = 0; i < sd->n; i++)
+		if (sd->h[i] == h)
+			return;
+	if (sd->n == SAID_WORDS)
+		sd->overflow = true;
+	else
+		sd->h[sd->n++] = h;
+}
+
+static void said_of(struct said *sd, const char *text)
+{
+	memset(sd, 0, sizeof *sd);
+	mem_words(text, strlen(text), said_word, sd);
+}
+
+static bool said_has(const struct said *sd, uint64_t h)
+{
+	for (size_t i = 0; i < sd->n; i++)
+		if (sd->h[i] == h)
+			return true;
+	return false;
+}
+
+/* Whether text b says what a (its words) says, negated: one of them holds
+ * a negation word and the other none, and their other words differ by at
+ * most one in five.  A negation word alone is no contradiction: "they need
+ * no network access" contradicts nothing "they need a C compiler" says. */
+static bool contradicts(const struct said *a, const char *b)
+{
+	struct said sb;
+	size_t common = 0, diff, all;
+
+	said_of(&sb, b);
+	if (a->neg == sb.neg || a->overflow || sb.overflow)
+		return false;
+	for (size_t i = 0; i < sb.n; i++)
+		common += said_has(a, sb.h[i]);
+	diff = a->n + sb.n - 2 * common;
+	all = a->n + sb.n - common;
+	return all > 0 && diff * 5 <= all;
 }
 
 /* ---- terms ----------------------------------------------------------- */
@@ -1164,12 +1223,14 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 	const char *texts[RELATE_CANDIDATES];
 	size_t lens[RELATE_CANDIDATES];
 	char ids[RELATE_CANDIDATES][ULID_LEN + 1];
-	bool neg[RELATE_CANDIDATES];
+	bool contra[RELATE_CANDIDATES];
+	struct said mine;
 	float *vs = NULL;
 	size_t d = 0;
 	int rc = -1;
 
 	*out = jv_array();
+	said_of(&mine, content);
 	for (int i = 0; i < RELATE_CANDIDATES; i++)
 		buf_init(&tb[i], 0);
 	if (vindex_sync(m, NULL) < 0 ||
@@ -1188,15 +1249,13 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 		mem_embed_text(&tb[k], db_col_text(s, 1),
 			       db_col_text(s, 2),
 			       db_col_text(s, 3));
-		neg[k] = mem_negated(db_col_text(s, 1));
+		contra[k] = contradicts(&mine, db_col_text(s, 1));
 		texts[k] = tb[k].buf;
 		lens[k] = tb[k].len;
 		k++;
 	}
 	if (k && mem_embed_many(&vs, &d, m, texts, lens, k) < 0)
 		goto out;
-	bool mine = mem_negated(content);
-
 	for (size_t i = 0; i < k && d == dim; i++) {
 		double cos = memory_cosine(vec, vs + i * d, d);
 
@@ -1207,7 +1266,7 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 		r = json_set(r, "id", jv_string(ids[i]));
 		r = json_set(r, "similarity", jv_number(round(cos * 1e6) / 1e6));
 		r = json_set(r, "kind", jv_string(cos > MEMORY_SIMILAR_ABOVE ? "similar" : "related"));
-		r = json_set(r, "contradicts", jv_bool(neg[i] != mine));
+		r = json_set(r, "contradicts", jv_bool(contra[i]));
 		*out = jv_array_append(*out, r);
 	}
 	rc = 0;
