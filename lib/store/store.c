@@ -1390,11 +1390,11 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 {
 	struct db_stmt *s = NULL;
 	char now[TIMESTAMP_LEN + 1], *config_text = NULL;
-	/* a key pasted into the task is redacted, as in run.started */
-	char *clean_task = llm_redact(xstrdup(task));
+	char *clean_task;
 	int rc = -1;
 
 	assert(trace_id && task);
+	clean_task = llm_redact(xstrdup(task));   /* a key pasted in it: as in run.started */
 	if (jv_get_kind(config) != JV_KIND_NULL)
 		config_text = llm_redact(json_dumps(config, false));
 	else
