@@ -277,8 +277,11 @@ void memory_query_init(struct memory_query *q, const char *text);
 /*
  * The most relevant memories, best first (RECALL above): [{"memory":{…},
  * "relevance" (the fused score over the best possible one, 0-1),
- * "similarity" ((1 - w) cosine + w bm25 / the query's best bm25),
- * "recency","confidence","cosine","lexical" (bm25 / best),
+ * "similarity" ((1 - w) cosine + w coverage: what the memory and the
+ * query share, whatever else is stored), "recency","confidence","cosine",
+ * "lexical" (bm25 / the query's best bm25: a rank, not a similarity),
+ * "coverage" (the share of the query's words, weighed by a smoothed idf
+ * and stopwords aside, that the memory's content, context and tags hold),
  * "ranks":{"lexical","vector","concepts": rank or null}}].  Only memories
  * some list found.  Updates access_count and last_accessed of what is
  * returned (unless no_touch).  On error *out is null.

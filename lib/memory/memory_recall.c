@@ -880,11 +880,31 @@ static double word_idf(const struct term *t, double n)
 	return x > 0 ? x : 0;
 }
 
+/* Which of the query's terms (cv->qt) the memory at seq holds in its
+ * content, context and tags: cv->hit. */
+static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, int64_t seq)
+{
+	struct db_stmt *s;
+
+	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
+		return -1;
+	db_reset(s);
+	db_bind_int64(s, 1, seq);
+	if (db_step(s) != DB_ROW) {
+		db_reset(s);
+		return mem_fail(m, "cannot read memory %lld", (long long)seq);
+	}
+	buf_reset(text);
+	for (int k = 0; k < 3; k++)
+		buf_addf(text, "%s\n", db_col_text(s, k));
+	db_reset(s);
+	return mem_stems(m, text->buf, text->len, true, cover_term, cv);
+}
+
 static int literal_coverage(double *out, struct memory *m, const struct cands *cs,
 			    const struct terms *qt, size_t ndocs)
 {
 	struct buf text = BUF_INIT;
-	struct db_stmt *s;
 	double total = 0, n = (double)ndocs;
 	int rc = -1;
 
@@ -893,8 +913,6 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 		total += word_idf(&qt->t[i], n);
 	if (total <= 0)
 		return 0;
-	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
-		return -1;
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct cand *c = &cs->c[i];
 		struct cover cv = { .qt = qt };
@@ -902,17 +920,7 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 
 		if (!c->pass || !c->rank[L_LEX] || c->rank[L_LEX] > COVER_DOCS)
 			continue;
-		db_reset(s);
-		db_bind_int64(s, 1, c->seq);
-		if (db_step(s) != DB_ROW) {
-			mem_fail(m, "cannot read memory %lld", (long long)c->seq);
-			goto out;
-		}
-		buf_reset(&text);
-		for (int k = 0; k < 3; k++)
-			buf_addf(&text, "%s\n", db_col_text(s, k));
-		db_reset(s);
-		if (mem_stems(m, text.buf, text.len, true, cover_term, &cv) < 0)
+		if (memory_hits(&cv, m, &text, c->seq) < 0)
 			goto out;
 		for (size_t k = 0; k < qt->n; k++)
 			got += cv.hit[k] ? word_idf(&qt->t[k], n) : 0;
@@ -921,7 +929,40 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 	}
 	rc = 0;
 out:
-	db_reset(s);
+	buf_release(&text);
+	return rc;
+}
+
+/* The information in a word of the query for coverage(): a smoothed idf,
+ * which weighs a word every memory holds not much below a word none holds
+ * in a small store (in a store of one memory, the one that answers holds
+ * every word it shares with the query); 0 for a stopword. */
+static double smooth_idf(const struct term *t, double n)
+{
+	if (mem_stopword(t->surf, strlen(t->surf)))
+		return 0;
+	return log(1 + (n + 1) / ((double)t->df + 1));
+}
+
+/* The share of the query's information (smooth_idf) the memory at seq
+ * holds, 0..1: what it says of the query, whatever else is stored (a
+ * share of the best hit's BM25 made the best hit similar, however
+ * unrelated). */
+static int coverage(double *out, struct memory *m, int64_t seq, const struct terms *qt, double n)
+{
+	struct buf text = BUF_INIT;
+	struct cover cv = { .qt = qt };
+	double total = 0, got = 0;
+	int rc;
+
+	*out = 0;
+	rc = memory_hits(&cv, m, &text, seq);
+	for (size_t k = 0; rc == 0 && k < qt->n; k++) {
+		total += smooth_idf(&qt->t[k], n);
+		got += cv.hit[k] ? smooth_idf(&qt->t[k], n) : 0;
+	}
+	if (rc == 0 && total > 0)
+		*out = got / total;
 	buf_release(&text);
 	return rc;
 }
@@ -1173,8 +1214,13 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	for (size_t i = 0; i < nres; i++) {
 		struct cand *c = &cs.c[i];
 		double cos = c->has_cos && c->cos > 0 ? (c->cos > 1 ? 1 : c->cos) : 0;
-		double lex = best > 0 ? c->bm25 / best : 0;
-		jv o = jv_object(), ranks = jv_object();
+		double lex = best > 0 ? c->bm25 / best : 0, cover;
+		jv o, ranks;
+
+		if (coverage(&cover, m, c->seq, &qt, (double)vindex_rows(m)) < 0)
+			goto out;
+		o = jv_object();
+		ranks = jv_object();
 
 		ranks = json_set(ranks, "lexical", rank_json(c->rank[L_LEX]));
 		ranks = json_set(ranks, "vector", rank_json(c->rank[L_VEC]));
@@ -1183,11 +1229,12 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		o = json_set(o, "memory", c->mem);
 		c->mem = jv_invalid();
 		o = json_set(o, "relevance", jv_number(round6(c->rel / top)));
-		o = json_set(o, "similarity", jv_number(round6((1 - m->lexw) * cos + m->lexw * lex)));
+		o = json_set(o, "similarity", jv_number(round6((1 - m->lexw) * cos + m->lexw * cover)));
 		o = json_set(o, "recency", jv_number(round6(c->rec)));
 		o = json_set(o, "confidence", jv_number(c->conf));
 		o = json_set(o, "cosine", jv_number(round6(cos)));
 		o = json_set(o, "lexical", jv_number(round6(lex)));
+		o = json_set(o, "coverage", jv_number(round6(cover)));
 		o = json_set(o, "ranks", ranks);
 		*out = jv_array_append(*out, o);
 	}
