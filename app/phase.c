@@ -264,7 +264,9 @@ static bool admit(const char **why, jv mem, jv hit, jv langs, double min_sim)
 	jv tags = json_get(mem, "tags");
 	bool tagged = false, match = false;
 
-	if (jv_get_kind(tags) == JV_KIND_ARRAY && jv_object_length(jv_copy(langs)) > 0) {
+	/* (a project with no language known -- no source files yet -- has none
+	 * of them: another language's lessons would mislead a new project) */
+	if (jv_get_kind(tags) == JV_KIND_ARRAY) {
 		jv_array_foreach(tags, i, t) {
 			const char *s = jv_get_kind(t) == JV_KIND_STRING ? jv_string_value(t) : "";
 

@@ -104,7 +104,9 @@ struct reflect_ctx {
 	struct store *store;            /* borrowed; memories, events, the llm_calls log */
 	const char *trace;
 	const char *phase;              /* where the run stands: the phase just done, or "end" */
-	/* Emit an event of the run (payload consumed).  Required. */
+	/* Emit an event of the run (payload consumed).  Required.  It must
+	 * leave no transaction open on store: memories and the llm_calls log
+	 * are written in their own after it. */
 	void (*emit)(void *payload, const char *type, jv event_payload);
 	void *emit_payload;
 };

@@ -691,6 +691,9 @@ void sup_show_scanned(struct sup *s, const struct json_event *ev)
 static void reflect_emit(void *payload, const char *type, jv event_payload)
 {
 	sup_emit(payload, type, event_payload);
+	/* committed at once: the next learning's memory is stored in its own
+	 * transaction, which an open batch would refuse */
+	sup_commit_batch(payload);
 }
 
 void sup_reflect_now(struct sup *s, const char *at, bool end)

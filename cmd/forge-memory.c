@@ -19,6 +19,7 @@
  */
 #include "core/buf.h"
 #include "app/cli.h"
+#include "app/term.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
@@ -150,16 +151,22 @@ static void filter_of(struct memory_filter *f, const struct args *a, long dflt)
 	f->limit = (int)(a->limit ? a->limit : dflt);
 }
 
+/* One line of mem (borrowed): its content's first line, at most 80
+ * characters of it (never half of one).  A memory's text comes from
+ * monitors, models and imports: its control characters are shown as
+ * spaces (term_safe), they must not drive the terminal. */
 static void print_memory_line(jv mem, double relevance)
 {
-	const char *content = json_get_str(mem, "content");
-	int n = (int)strcspn(content, "\n");
+	jv safe = term_safe(jv_copy(mem));
+	const char *content = json_get_str(safe, "content");
+	size_t n = strcspn(content, "\n"), cut = term_cut(content, n, 80);
 
 	if (relevance >= 0)
 		printf("%.3f  ", relevance);
-	printf("%s  %-10s %.2f  %.*s%s%s\n", json_get_str(mem, "id"), json_get_str(mem, "type"),
-	       json_get_num(mem, "confidence", 0), n > 80 ? 80 : n, content,
-	       n > 80 || content[n] ? "..." : "", json_has(mem, "archived_at") ? "  [archived]" : "");
+	printf("%s  %-10s %.2f  %.*s%s%s\n", json_get_str(safe, "id"), json_get_str(safe, "type"),
+	       json_get_num(safe, "confidence", 0), (int)cut, content,
+	       cut < n || content[n] ? "..." : "", json_has(safe, "archived_at") ? "  [archived]" : "");
+	jv_free(safe);
 }
 
 /* ---- commands --------------------------------------------------------- */
@@ -243,6 +250,7 @@ static int cmd_show(struct memory_cli *c, const struct args *a, const char *id)
 	mem = json_set(mem, "relationships", rels);
 	if (a->json)
 		return json_write_line(stdout, mem, false), 0;
+	mem = term_safe(mem);   /* (print_memory_line's reason) */
 	jv_object_foreach(mem, k, v) {
 		if (jv_get_kind(v) == JV_KIND_STRING) {
 			printf("%-16s %s\n", jv_string_value(k), jv_string_value(v));
@@ -491,6 +499,7 @@ static int cmd_patterns(struct memory_cli *c, const struct args *a)
 		if (a->json) {
 			json_write_line(stdout, p, false);
 		} else {
+			p = term_safe(p);   /* (print_memory_line's reason) */
 			printf("%s  %-8s %.2f x%.0f  %s: %s\n", json_get_str(p, "id"), json_get_str(p, "type"),
 			       json_get_num(p, "confidence", 0), json_get_num(p, "frequency", 0),
 			       json_get_str(p, "trigger"), json_get_str(p, "pattern"));

@@ -123,3 +123,21 @@ production_memories() {
 		             and contains("\"stack\":\"ZeroDivisionError in calc_div\"")
 		             and contains("\"frequency\":5"))' <<<"$output"
 }
+
+@test "a known API key in a record is redacted in the memory and in the task --create-task opens, as in the event" {
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
+	export ANTHROPIC_API_KEY=sk-ant-test-secret-value-123456
+	run -0 --separate-stderr forge feedback production --create-task --phases plan \
+		<<<"{\"stack\":\"AuthError: key $ANTHROPIC_API_KEY rejected\",\"frequency\":3}"
+	run -0 production_memories
+	jq -e '.content | contains("AuthError: key [REDACTED] rejected")' <<<"$output"
+	run -0 forge history --json -n 1
+	jq -e '.task | contains("AuthError: key [REDACTED] rejected")' <<<"$output"
+	new=$(jq -r .trace_id <<<"$output")
+	run -0 forge show "$new"
+	refute_output --partial "$ANTHROPIC_API_KEY"
+	# (before: the event redacted, the memory and runs.task in clear)
+	run -0 sqlite3 "$FORGE_DB" "SELECT count(*) FROM memories WHERE content LIKE '%$ANTHROPIC_API_KEY%'
+		UNION ALL SELECT count(*) FROM runs WHERE task LIKE '%$ANTHROPIC_API_KEY%'"
+	assert_output $'0\n0'
+}

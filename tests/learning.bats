@@ -145,3 +145,39 @@ figures() {
 	refute_output --partial "In Python, print a message"
 	refute_output --partial "React hooks"
 }
+
+@test "a project with no source files yet admits no lang: memory: a memory.withheld event counts them" {
+	mkdir "$BATS_TEST_TMPDIR/notes"
+	cd "$BATS_TEST_TMPDIR/notes"
+	git init -q -b main && echo "# calculator notes" >README.md && git add -A && git commit -q -m init
+	echo '{"memory": {"min_similarity": 0}}' >"$BATS_TEST_TMPDIR/all.json"
+	forge memory add --tags lang:python,pytest --context "python calculator tests" \
+		"For the calculator, write pytest tests with fixtures in tests/test_calc.py" >/dev/null
+	forge memory add --tags lang:go --context "go calculator tests" \
+		"For the calculator in Go, write table-driven tests in calc_test.go" >/dev/null
+	forge memory add --context "calculator tests" "The calculator's tests must cover division by zero" >/dev/null
+	mock_script "$(jq -c '{steps: [.steps[1]]}' "$FIX/run1.json")"
+	run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/all.json" --task "write tests for the calculator"
+	jq -se 'map(select(.type == "memory.withheld")) | length == 1 and .[0].payload.language == 2' <<<"$output"
+	run -0 requests_of planner
+	jq -e '.[0].body.messages[0].content | tostring | contains("division by zero")
+		and (contains("pytest") or contains("table-driven") | not)' <<<"$output"
+}
+
+@test "a lone memory that shares one word with the task is kept out by memory.min_similarity (not similar for being the best hit)" {
+	forge memory add --context "ops" \
+		"Our staging cluster message queue is RabbitMQ 3.12 behind HAProxy; restart it with systemctl on host q1." >/dev/null
+	run -0 forge memory search --json --peek "add calc_log, a helper in log.c that prints a message"
+	# (before: 0.82, the best hit's lexical share being 1)
+	jq -e '.similarity < 0.15 and .coverage < 0.2' <<<"$output"
+	mock_script "$(jq -c '{steps: [.steps[1]]}' "$FIX/run1.json")"
+	run -0 --separate-stderr forge-plan --task "add calc_log, a helper in log.c that prints a message"
+	jq -se 'map(select(.type == "memory.withheld")) | length == 1 and .[0].payload.similarity == 1' <<<"$output"
+	run -0 requests_of planner
+	jq -e '.[0].body.messages[0].content | tostring | contains("RabbitMQ") | not' <<<"$output"
+	# a memory that says what the task is about still gets in
+	forge memory add --type semantic --tags lang:c,printf --context "C output helpers" \
+		"C helpers that print a message: $LESSON - use printf(\"%s\", msg)" >/dev/null
+	run -0 forge memory search --json --peek "add calc_log, a helper in log.c that prints a message"
+	jq -se 'map(select(.memory.content | contains("C helpers"))) | .[0].similarity >= 0.3' <<<"$output"
+}

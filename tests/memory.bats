@@ -150,6 +150,38 @@ embeddings_mock() {
 	[[ $stderr == *"'source' is 2000 bytes, more than 1024"* ]]
 }
 
+@test "a known API key in what is added or imported is stored redacted (README \"Keys\")" {
+	export ANTHROPIC_API_KEY=sk-ant-test-secret-value-123456
+	run -0 add --tags "k:$ANTHROPIC_API_KEY" --context "key $ANTHROPIC_API_KEY" "The key $ANTHROPIC_API_KEY was rejected"
+	run -0 forge-memory show --json "$output"
+	jq -e '.content == "The key [REDACTED] was rejected" and .context == "key [REDACTED]"
+		and .tags == ["k:[REDACTED]"]' <<<"$output"
+	run -0 forge-memory import - < <(jq -nc --arg k "$ANTHROPIC_API_KEY" '{type: "semantic", content: "imported \($k)",
+		episode: {note: $k}}')
+	run -0 sqlite3 "$FORGE_DB" "SELECT count(*) FROM memories WHERE content || context || tags || coalesce(episode, '')
+		LIKE '%$ANTHROPIC_API_KEY%'; SELECT count(*) FROM memories WHERE content LIKE '%[REDACTED]%'"
+	assert_output $'0\n2'
+}
+
+@test "show, list and search print control characters as spaces, --json keeps them; list cuts at a character" {
+	run -0 forge-memory import - < <(jq -nc '{id: "01JDB3M0000000000000000001", type: "episodic",
+		content: "boom \u001b]0;pwned-title\u0007\u001b[2J\u001b[31mRED \u009b", context: "ctx\u001b[31m"},
+		{id: "01JDB3M0000000000000000002", type: "semantic", content: (("a" * 79) + "\u00e9\u00e9 tail")}')
+	run -0 forge-memory show 01JDB3M0000000000000000001
+	assert_line --regexp '^content +boom  \]0;pwned-title  \[2J \[31mRED   $'
+	assert_line --regexp '^context +ctx \[31m$'
+	run -0 forge-memory list
+	[[ $output != *$'\e'* && $output != *$'\a'* && $output != *$'\xc2\x9b'* ]]
+	assert_output --partial "boom  ]0;pwned-title  [2J [31mRED  "
+	# 80 characters: the 79 a's and one é, whole (before: 80 bytes, half an é)
+	assert_output --partial "$(printf 'a%.0s' $(seq 79))é..."
+	run -0 forge-memory search pwned
+	[[ $output != *$'\e'* && $output != *$'\a'* ]]
+	assert_output --partial "boom  ]0;pwned-title"
+	run -0 forge-memory show --json 01JDB3M0000000000000000001
+	jq -e '.content | contains("\u001b]0;pwned-title\u0007")' <<<"$output"
+}
+
 @test "export and import round-trip as JSON lines" {
 	run -0 forge-memory import "$FIX/good.jsonl"
 	assert_output --partial "imported 3"

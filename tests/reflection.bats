@@ -128,6 +128,23 @@ last_state() {
 	jq -e -s 'map(select(.source == "run_reflection")) | length == 1 and .[0].trigger == "2+ bounces"' <<<"$output"
 }
 
+@test "an answer with several learnings stores each: memories, the run.reflection event and the state hold all three" {
+	script bounce2.json '(.steps[] | select(.forced_tool) | .tool_calls[0].input.learnings) += [
+		{type: "semantic", content: "The Makefile check target runs the shell tests of calc.", context: "testing calc"},
+		{type: "procedural", content: "Run make check before finishing an implement attempt.", context: "calc"}]'
+	run -0 reflect_run --phases plan,implement,review,test
+	# (each later store found the event batch's transaction open: only the first was kept)
+	run -0 events run.reflection_failed
+	assert_output ""
+	run -0 forge memory list --json --tag run_reflection
+	jq -e -s 'length == 3' <<<"$output"
+	run -0 events run.reflection
+	jq -e -s 'map(select(.trigger == "2+ bounces"))[0].learnings | length == 3' <<<"$output"
+	last_state | jq -e '.reflection.learnings | length == 3'
+	run -0 events memory.stored
+	jq -e -s 'map(select(.source == "run_reflection")) | length == 3' <<<"$output"
+}
+
 @test "a run without a trigger makes no reflection call: the same requests as before Loop 3" {
 	# one bounce only: the script's implementer is right from attempt 2 on
 	script bounce2.json '.steps |= map(if (.when_prompt_contains | type) == "array"

@@ -207,9 +207,12 @@ bool memory_should_archive(double confidence, int64_t last_accessed_ms, int64_t 
  * content required; confidence defaults from source; id, times and
  * access_count are made here unless `keep_ids` (import).  Finds its
  * relationships to existing memories (> 0.7 related, > 0.9 similar; a
- * "contradicts" edge when a related memory says the opposite).  id_out
- * (may be NULL) receives the id.  -1 with a message naming the field for
- * bad input.
+ * "contradicts" edge when a related memory says the same negated: one of
+ * the two holds a negation word, and their other words differ by at most
+ * one in five).  id_out (may be NULL) receives the id.  -1 with a message
+ * naming the field for bad input.  Known API keys (llm_redact_jv) in any
+ * of its text are stored redacted, here, in memory_update and in
+ * memory_import.
  */
 int memory_store(char id_out[ULID_LEN + 1], struct memory *m, jv mem);
 
@@ -274,8 +277,11 @@ void memory_query_init(struct memory_query *q, const char *text);
 /*
  * The most relevant memories, best first (RECALL above): [{"memory":{…},
  * "relevance" (the fused score over the best possible one, 0-1),
- * "similarity" ((1 - w) cosine + w bm25 / the query's best bm25),
- * "recency","confidence","cosine","lexical" (bm25 / best),
+ * "similarity" ((1 - w) cosine + w coverage: what the memory and the
+ * query share, whatever else is stored), "recency","confidence","cosine",
+ * "lexical" (bm25 / the query's best bm25: a rank, not a similarity),
+ * "coverage" (the share of the query's words, weighed by a smoothed idf
+ * and stopwords aside, that the memory's content, context and tags hold),
  * "ranks":{"lexical","vector","concepts": rank or null}}].  Only memories
  * some list found.  Updates access_count and last_accessed of what is
  * returned (unless no_touch).  On error *out is null.

@@ -218,6 +218,5 @@ int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m,
  * [{"id","similarity","kind","contradicts":bool}]. */
 int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim,
 		     const char *content);
-bool mem_negated(const char *text);
 
 #endif

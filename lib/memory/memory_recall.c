@@ -5,6 +5,7 @@
 #include "memory/memory_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,20 +23,78 @@ static const char *const negations[] = {
 	"cannot", "without", "nor", "won", "wouldn", "aren", "disable", "disallow", "forbid", NULL
 };
 
-static void neg_word(const char *w, size_t n, void *payload)
-{
-	bool *neg = payload;
+#define SAID_WORDS 256   /* a lesson's words; a longer text is not judged */
 
-	for (int i = 0; negations[i] && !*neg; i++)
-		*neg = strlen(negations[i]) == n && memcmp(negations[i], w, n) == 0;
+/* What a text says, for mem_contradicts: whether it holds a negation word,
+ * and its other words' hashes (each once). */
+struct said {
+	uint64_t h[SAID_WORDS];
+	size_t n;
+	bool neg, overflow;
+};
+
+static bool negation(const char *w, size_t n)
+{
+	for (int i = 0; negations[i]; i++)
+		if (strlen(negations[i]) == n && memcmp(negations[i], w, n) == 0)
+			return true;
+	return false;
 }
 
-bool mem_negated(const char *text)
+static void said_word(const char *w, size_t n, void *payload)
 {
-	bool neg = false;
+	struct said *sd = payload;
+	uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
 
-	mem_words(text, strlen(text), neg_word, &neg);
-	return neg;
+	if (negation(w, n)) {
+		sd->neg = true;
+		return;
+	}
+	/* (stop words, and one letter: the t of don't) */
+	if (n < 2 || mem_stopword(w, n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)w[i]) * 1099511628211ULL;
+	for (size_t i = 0; i < sd->n; i++)
+		if (sd->h[i] == h)
+			return;
+	if (sd->n == SAID_WORDS)
+		sd->overflow = true;
+	else
+		sd->h[sd->n++] = h;
+}
+
+static void said_of(struct said *sd, const char *text)
+{
+	memset(sd, 0, sizeof *sd);
+	mem_words(text, strlen(text), said_word, sd);
+}
+
+static bool said_has(const struct said *sd, uint64_t h)
+{
+	for (size_t i = 0; i < sd->n; i++)
+		if (sd->h[i] == h)
+			return true;
+	return false;
+}
+
+/* Whether text b says what a (its words) says, negated: one of them holds
+ * a negation word and the other none, and their other words differ by at
+ * most one in five.  A negation word alone is no contradiction: "they need
+ * no network access" contradicts nothing "they need a C compiler" says. */
+static bool contradicts(const struct said *a, const char *b)
+{
+	struct said sb;
+	size_t common = 0, diff, all;
+
+	said_of(&sb, b);
+	if (a->neg == sb.neg || a->overflow || sb.overflow)
+		return false;
+	for (size_t i = 0; i < sb.n; i++)
+		common += said_has(a, sb.h[i]);
+	diff = a->n + sb.n - 2 * common;
+	all = a->n + sb.n - common;
+	return all > 0 && diff * 5 <= all;
 }
 
 /* ---- terms ----------------------------------------------------------- */
@@ -821,11 +880,31 @@ static double word_idf(const struct term *t, double n)
 	return x > 0 ? x : 0;
 }
 
+/* Which of the query's terms (cv->qt) the memory at seq holds in its
+ * content, context and tags: cv->hit. */
+static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, int64_t seq)
+{
+	struct db_stmt *s;
+
+	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
+		return -1;
+	db_reset(s);
+	db_bind_int64(s, 1, seq);
+	if (db_step(s) != DB_ROW) {
+		db_reset(s);
+		return mem_fail(m, "cannot read memory %lld", (long long)seq);
+	}
+	buf_reset(text);
+	for (int k = 0; k < 3; k++)
+		buf_addf(text, "%s\n", db_col_text(s, k));
+	db_reset(s);
+	return mem_stems(m, text->buf, text->len, true, cover_term, cv);
+}
+
 static int literal_coverage(double *out, struct memory *m, const struct cands *cs,
 			    const struct terms *qt, size_t ndocs)
 {
 	struct buf text = BUF_INIT;
-	struct db_stmt *s;
 	double total = 0, n = (double)ndocs;
 	int rc = -1;
 
@@ -834,8 +913,6 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 		total += word_idf(&qt->t[i], n);
 	if (total <= 0)
 		return 0;
-	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
-		return -1;
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct cand *c = &cs->c[i];
 		struct cover cv = { .qt = qt };
@@ -843,17 +920,7 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 
 		if (!c->pass || !c->rank[L_LEX] || c->rank[L_LEX] > COVER_DOCS)
 			continue;
-		db_reset(s);
-		db_bind_int64(s, 1, c->seq);
-		if (db_step(s) != DB_ROW) {
-			mem_fail(m, "cannot read memory %lld", (long long)c->seq);
-			goto out;
-		}
-		buf_reset(&text);
-		for (int k = 0; k < 3; k++)
-			buf_addf(&text, "%s\n", db_col_text(s, k));
-		db_reset(s);
-		if (mem_stems(m, text.buf, text.len, true, cover_term, &cv) < 0)
+		if (memory_hits(&cv, m, &text, c->seq) < 0)
 			goto out;
 		for (size_t k = 0; k < qt->n; k++)
 			got += cv.hit[k] ? word_idf(&qt->t[k], n) : 0;
@@ -862,7 +929,40 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 	}
 	rc = 0;
 out:
-	db_reset(s);
+	buf_release(&text);
+	return rc;
+}
+
+/* The information in a word of the query for coverage(): a smoothed idf,
+ * which weighs a word every memory holds not much below a word none holds
+ * in a small store (in a store of one memory, the one that answers holds
+ * every word it shares with the query); 0 for a stopword. */
+static double smooth_idf(const struct term *t, double n)
+{
+	if (mem_stopword(t->surf, strlen(t->surf)))
+		return 0;
+	return log(1 + (n + 1) / ((double)t->df + 1));
+}
+
+/* The share of the query's information (smooth_idf) the memory at seq
+ * holds, 0..1: what it says of the query, whatever else is stored (a
+ * share of the best hit's BM25 made the best hit similar, however
+ * unrelated). */
+static int coverage(double *out, struct memory *m, int64_t seq, const struct terms *qt, double n)
+{
+	struct buf text = BUF_INIT;
+	struct cover cv = { .qt = qt };
+	double total = 0, got = 0;
+	int rc;
+
+	*out = 0;
+	rc = memory_hits(&cv, m, &text, seq);
+	for (size_t k = 0; rc == 0 && k < qt->n; k++) {
+		total += smooth_idf(&qt->t[k], n);
+		got += cv.hit[k] ? smooth_idf(&qt->t[k], n) : 0;
+	}
+	if (rc == 0 && total > 0)
+		*out = got / total;
 	buf_release(&text);
 	return rc;
 }
@@ -1114,8 +1214,13 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	for (size_t i = 0; i < nres; i++) {
 		struct cand *c = &cs.c[i];
 		double cos = c->has_cos && c->cos > 0 ? (c->cos > 1 ? 1 : c->cos) : 0;
-		double lex = best > 0 ? c->bm25 / best : 0;
-		jv o = jv_object(), ranks = jv_object();
+		double lex = best > 0 ? c->bm25 / best : 0, cover;
+		jv o, ranks;
+
+		if (coverage(&cover, m, c->seq, &qt, (double)vindex_rows(m)) < 0)
+			goto out;
+		o = jv_object();
+		ranks = jv_object();
 
 		ranks = json_set(ranks, "lexical", rank_json(c->rank[L_LEX]));
 		ranks = json_set(ranks, "vector", rank_json(c->rank[L_VEC]));
@@ -1124,11 +1229,12 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		o = json_set(o, "memory", c->mem);
 		c->mem = jv_invalid();
 		o = json_set(o, "relevance", jv_number(round6(c->rel / top)));
-		o = json_set(o, "similarity", jv_number(round6((1 - m->lexw) * cos + m->lexw * lex)));
+		o = json_set(o, "similarity", jv_number(round6((1 - m->lexw) * cos + m->lexw * cover)));
 		o = json_set(o, "recency", jv_number(round6(c->rec)));
 		o = json_set(o, "confidence", jv_number(c->conf));
 		o = json_set(o, "cosine", jv_number(round6(cos)));
 		o = json_set(o, "lexical", jv_number(round6(lex)));
+		o = json_set(o, "coverage", jv_number(round6(cover)));
 		o = json_set(o, "ranks", ranks);
 		*out = jv_array_append(*out, o);
 	}
@@ -1164,12 +1270,14 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 	const char *texts[RELATE_CANDIDATES];
 	size_t lens[RELATE_CANDIDATES];
 	char ids[RELATE_CANDIDATES][ULID_LEN + 1];
-	bool neg[RELATE_CANDIDATES];
+	bool contra[RELATE_CANDIDATES];
+	struct said mine;
 	float *vs = NULL;
 	size_t d = 0;
 	int rc = -1;
 
 	*out = jv_array();
+	said_of(&mine, content);
 	for (int i = 0; i < RELATE_CANDIDATES; i++)
 		buf_init(&tb[i], 0);
 	if (vindex_sync(m, NULL) < 0 ||
@@ -1188,15 +1296,13 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 		mem_embed_text(&tb[k], db_col_text(s, 1),
 			       db_col_text(s, 2),
 			       db_col_text(s, 3));
-		neg[k] = mem_negated(db_col_text(s, 1));
+		contra[k] = contradicts(&mine, db_col_text(s, 1));
 		texts[k] = tb[k].buf;
 		lens[k] = tb[k].len;
 		k++;
 	}
 	if (k && mem_embed_many(&vs, &d, m, texts, lens, k) < 0)
 		goto out;
-	bool mine = mem_negated(content);
-
 	for (size_t i = 0; i < k && d == dim; i++) {
 		double cos = memory_cosine(vec, vs + i * d, d);
 
@@ -1207,7 +1313,7 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim, co
 		r = json_set(r, "id", jv_string(ids[i]));
 		r = json_set(r, "similarity", jv_number(round(cos * 1e6) / 1e6));
 		r = json_set(r, "kind", jv_string(cos > MEMORY_SIMILAR_ABOVE ? "similar" : "related"));
-		r = json_set(r, "contradicts", jv_bool(neg[i] != mine));
+		r = json_set(r, "contradicts", jv_bool(contra[i]));
 		*out = jv_array_append(*out, r);
 	}
 	rc = 0;

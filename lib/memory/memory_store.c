@@ -10,6 +10,7 @@
 
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "store/store.h"
 
 /* ---- store ------------------------------------------------------------ */
@@ -108,7 +109,9 @@ static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_id
 	int64_t now = memory_now(m);
 
 	memset(f, 0, sizeof *f);
-	f->src = src;
+	/* every way in (store, import, update) comes here: a known key in what
+	 * a monitor, a model or a person wrote is never stored (README "Keys") */
+	f->src = src = llm_redact_jv(src);
 	if (jv_get_kind(src) != JV_KIND_OBJECT)
 		return forge_error("a memory must be a JSON object");
 	f->type = json_get_str(src, "type");

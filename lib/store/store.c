@@ -1390,18 +1390,20 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 {
 	struct db_stmt *s = NULL;
 	char now[TIMESTAMP_LEN + 1], *config_text = NULL;
+	char *clean_task;
 	int rc = -1;
 
 	assert(trace_id && task);
+	clean_task = llm_redact(xstrdup(task));   /* a key pasted in it: as in run.started */
 	if (jv_get_kind(config) != JV_KIND_NULL)
-		config_text = json_dumps(config, false);
+		config_text = llm_redact(json_dumps(config, false));
 	else
 		jv_free(config);
 	if (db_prepare(&s, st, sql_run_create) < 0)
 		goto out;
 	timestamp_now(now);
 	db_bind_text(s, 1, trace_id);
-	db_bind_text(s, 2, task);
+	db_bind_text(s, 2, clean_task);
 	db_bind_text(s, 3, repo);
 	db_bind_text(s, 4, config_text);
 	db_bind_text(s, 5, now);
@@ -1416,6 +1418,7 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 out:
 	db_finalize(s);
 	free(config_text);
+	free(clean_task);
 	return rc;
 }
 
@@ -1437,6 +1440,8 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 {
 	struct db_stmt *s;
 	char now[TIMESTAMP_LEN + 1];
+	char *clean_error = NULL;
+	int rc;
 
 	assert(trace_id);
 	if (status && !run_status_valid(status))
@@ -1448,9 +1453,13 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, status);
 	db_bind_text(s, 3, phase);
-	db_bind_text(s, 4, error);
+	if (error)
+		clean_error = llm_redact(xstrdup(error));
+	db_bind_text(s, 4, clean_error);
 	db_bind_text(s, 5, now);
-	return run_update_step(st, s, trace_id);
+	rc = run_update_step(st, s, trace_id);
+	free(clean_error);
+	return rc;
 }
 
 int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd)

@@ -242,7 +242,8 @@ int store_traces(jv *out, struct store *st, int limit);
  * updates do not undo a cancel); fails when there is no such run.  set_cost: the run's totals (the state's
  * cost so far).  get: {"trace_id","task","repo","status","current_phase",
  * "config","started_at","updated_at","completed_at","total_cost_usd",
- * "total_tokens","error"}, or null when absent.
+ * "total_tokens","error"}, or null when absent.  Known API keys in the
+ * task, config and error are stored redacted (llm_redact).
  */
 int store_run_create(struct store *st, const char *trace_id, const char *task,
 		     const char *repo, jv config);

@@ -200,6 +200,37 @@ static void test_conflicts(void)
 	close_mem();
 }
 
+/* A negation word alone is no contradiction: two related memories of which
+ * one says "no" about another thing are both kept (before: linked
+ * "contradicts", and consolidation archived the weaker). */
+static void test_no_conflict(void)
+{
+	char a[ULID_LEN + 1], b[ULID_LEN + 1];
+	jv rels, r;
+	bool related = false, contra = false;
+
+	open_mem(":memory:");
+	CHECK(memory_store(a, m, mk("semantic", "The calc tests run with make check; they need a C compiler "
+				    "and bash.", "testing calc", 0.7)) == 0);
+	CHECK(memory_store(b, m, mk("semantic", "The calc tests run with make check; they need no network "
+				    "access.", "testing calc", 0.5)) == 0);
+	CHECK(memory_relations(&rels, m, b) == 0);
+	jv_array_foreach(rels, i, e) {
+		related = related || !strcmp(json_get_str(e, "relationship"), "related") ||
+			  !strcmp(json_get_str(e, "relationship"), "similar");
+		contra = contra || !strcmp(json_get_str(e, "relationship"), "contradicts");
+		jv_free(e);
+		(void)i;
+	}
+	jv_free(rels);
+	CHECK(related && !contra);
+	r = consolidate();
+	CHECK(json_get_num(r, "conflicts", -1) == 0);
+	jv_free(r);
+	CHECK(!archived(a) && !archived(b));
+	close_mem();
+}
+
 static const char cassette[] =
 	"{\"response\":{\"tool_calls\":[{\"id\":\"t1\",\"name\":\"record_pattern\",\"input\":"
 	"{\"type\":\"failure\",\"trigger\":\"When the review phase runs on C changes\","
@@ -632,6 +663,7 @@ int main(void)
 	RUN(test_consolidate_thresholds);
 	RUN(test_merge_similar);
 	RUN(test_conflicts);
+	RUN(test_no_conflict);
 	RUN(test_promote);
 	RUN(test_recall_ranking);
 	RUN(test_recall_bm25);
