@@ -336,7 +336,8 @@ if os.fork() == 0:
 	# Forge and its reaper (a fork of it) killed at once: the OOM killer, `pkill -9`
 	kill -KILL "$forge" $(pgrep -P "$forge" -x tool-run) 2>/dev/null
 	wait "$forge" 2>/dev/null || true
-	pgrep -f "^sleep $d" >/dev/null   # (outlived both: no PID namespace to end it)
+	# (it outlived both: no PID namespace ends it; not asserted here, since
+	# another test's Forge process may sweep the group first)
 	# the next Forge process to use the pids cgroup ends what the dead one's group holds
 	tool 'echo next'
 	[[ "$text" == *next* ]]
