@@ -187,6 +187,11 @@ static void take_usage(struct llm_response *r, jv u)
 
 	if (jv_get_kind(u) != JV_KIND_OBJECT)
 		return;
+	/* (half a usage -- completion_tokens without prompt_tokens, seen in a
+	 * raw SSE body -- is no figure: estimated from the sizes, as none is,
+	 * rather than a prompt of 0 tokens) */
+	if (!json_has(u, "prompt_tokens") || !json_has(u, "completion_tokens"))
+		r->usage_bad = true;
 	pd = json_get(u, "prompt_tokens_details");
 	llm_usage_take(&prompt, r, u, "prompt_tokens");
 	llm_usage_take(&completion, r, u, "completion_tokens");

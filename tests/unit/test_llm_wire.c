@@ -337,6 +337,28 @@ static void test_usage_believed_or_not(void)
 		llm_response_release(&r);
 		buf_release(&body);
 	}
+	/* OpenAI's: half a usage (no prompt_tokens) is estimated, not a prompt of 0 */
+	static const struct {
+		const char *usage;
+		bool bad;
+	} oai[] = {
+		{ ",\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12}", false },
+		{ ",\"usage\":{\"completion_tokens\":2}", true },
+		{ ",\"usage\":{\"prompt_tokens\":10}", true },
+	};
+	for (size_t i = 0; i < sizeof oai / sizeof *oai; i++) {
+		struct llm_response r;
+		struct buf body = BUF_INIT;
+
+		buf_addf(&body, "{\"id\":\"c1\",\"object\":\"chat.completion\",\"model\":\"gpt-4o-mini\","
+			 "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},"
+			 "\"finish_reason\":\"stop\"}]%s}", oai[i].usage);
+		llm_response_init(&r);
+		CHECK(llm_openai.parse(&r, body.buf, body.len) == 0);
+		CHECK_MSG(r.usage_bad == oai[i].bad, "openai case %zu: bad %d", i, r.usage_bad);
+		llm_response_release(&r);
+		buf_release(&body);
+	}
 }
 
 static void test_anth_errors(void)
