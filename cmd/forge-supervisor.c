@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <stdlib.h>
@@ -146,7 +147,7 @@ static int on_option(int id, const char *arg, void *payload)
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_BASE: a->base = arg; return 0;
 	case OPT_BUDGET:
-		if (forge_parse_double(&a->budget, arg) < 0 || a->budget < 0)
+		if (forge_parse_double(&a->budget, arg) < 0 || signbit(a->budget))   /* (-0 too) */
 			return forge_error("--budget wants a positive amount in USD, not '%s'", arg);
 		return 0;
 	case OPT_LIMIT:

@@ -637,6 +637,11 @@ EOF
 	run -2 --separate-stderr forge run --phases plan,frobnicate "x"
 	[[ "$stderr" == *"unknown phase 'frobnicate'"* ]]
 	run -2 --separate-stderr forge run --budget -3 "x"
+	# (before: hex taken as $16, -0 as a budget of 0)
+	for b in 0x10 -0 ' 5' 1e999 nan; do
+		run -2 --separate-stderr forge run --budget "$b" "x"
+		[[ "$stderr" == *"--budget wants a positive amount in USD, not '$b'"* ]]
+	done
 	run -2 --separate-stderr forge-supervisor frobnicate
 	run -2 --separate-stderr forge resume
 	run -2 --separate-stderr forge resume 01M0000000000000000000NONE </dev/null

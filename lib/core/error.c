@@ -1,6 +1,7 @@
 /* error.c - the last-error slot, checked allocation and number parsing. */
 #include "core/forge.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -137,9 +138,13 @@ int forge_parse_double(double *out, const char *s)
 	char *end;
 	double v;
 
+	/* decimal only: strtod also takes hex ("0x10" would be 16) and leading
+	 * blanks */
+	if (!*s || isspace((unsigned char)*s) || strpbrk(s, "xXpP"))
+		return forge_error("'%s' is not a number", s);
 	errno = 0;
 	v = strtod(s, &end);
-	if (!*s || *end || errno == ERANGE || !isfinite(v))   /* (nan, inf: no amount) */
+	if (*end || errno == ERANGE || !isfinite(v))   /* (nan, inf: no amount) */
 		return forge_error("'%s' is not a number", s);
 	*out = v;
 	return 0;

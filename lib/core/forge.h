@@ -64,8 +64,9 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
-/* Parse a whole decimal number; -1 with a message if s is not one (nor
- * a finite one: nan and inf are refused). */
+/* Parse a whole decimal number / a decimal number (digits, a point, an
+ * exponent: no hex, no leading blanks); -1 with a message if s is not one
+ * (nor a finite one: nan and inf are refused). */
 int forge_parse_long(long *out, const char *s, long min, long max);
 int forge_parse_double(double *out, const char *s);
 
