@@ -363,6 +363,28 @@ oom_first() {
 	oom_first user
 }
 
+# limits_bind_the_command MODE: the command's resource limits are the
+# command's; its parent (PID 1 of the namespace, or the reaper without one)
+# is Forge's code and keeps room to run.  (Before, both had them: a Forge
+# built with a sanitizer, whose mappings exceed any address-space limit,
+# had that parent die of SIGSEGV at a deeper call -- a linter "exiting
+# 139" under load.)
+limits_bind_the_command() {
+	as "$1"
+	for sb in '{"limits":{"memory_mb":64}}' '{"namespaces":"off","limits":{"memory_mb":64}}'; do
+		tool --sandbox "$sb" 'grep -h "^Max address space" /proc/self/limits /proc/$PPID/limits'
+		[ "$(awk '{ print $4 }' <<<"$text" | head -2 | tr '\n' ' ')" = "67108864 unlimited " ]
+	done
+}
+
+@test "root: the command's limits bind the command, not Forge's process that waits for it" {
+	limits_bind_the_command root
+}
+
+@test "unprivileged: the command's limits bind the command, not Forge's process that waits for it" {
+	limits_bind_the_command user
+}
+
 @test "root: a fork bomb stops at the process limit" {
 	fork_bomb_stopped root
 }

@@ -283,6 +283,21 @@ static void apply_seccomp(const struct child_plan *p)
 		child_report(p->rep_fd, REC_WARN, ST_SECCOMP, -r);
 }
 
+/*
+ * The command's resource limits, set last, just before its execve: with
+ * the address-space limit set, this process can map no more memory -- a
+ * stack that must grow faults -- and one built with a sanitizer, whose
+ * mappings exceed any such limit, had its children die of SIGSEGV at the
+ * next deeper call (seen as a linter "exiting 139" under load).  Until the
+ * execve only system calls follow.
+ */
+static void apply_limits(const struct child_plan *p)
+{
+	for (int i = 0; i < p->nrl; i++)
+		if (setrlimit(p->rl[i].res, &p->rl[i].rl) < 0)
+			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
+}
+
 static int apply_landlock(const struct child_plan *p)
 {
 	const struct proc_opts *o = p->o;
@@ -361,6 +376,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 		if ((r = nsview_drop_caps_child()) < 0)
 			child_fail(p->rep_fd, ST_CAPS, -r);
 		apply_seccomp(p);
+		apply_limits(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 		execve(o->argv[0], (char *const *)o->argv, p->envp);
 		child_fail(p->rep_fd, ST_EXEC, errno);
@@ -443,6 +459,7 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		apply_landlock(p);
 		apply_seccomp(p);
+		apply_limits(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 		execve(o->argv[0], (char *const *)o->argv, p->envp);
 		child_fail(p->rep_fd, ST_EXEC, errno);
@@ -509,9 +526,6 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 
 	if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
 		child_fail(p->rep_fd, ST_DUP, errno);
-	for (int i = 0; i < p->nrl; i++)
-		if (setrlimit(p->rl[i].res, &p->rl[i].rl) < 0)
-			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
 	if (o->limits.oom_score_adj > 0)
 		raise_oom_score(o->limits.oom_score_adj);
 	if (p->ns) {
@@ -565,6 +579,7 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	if (o->contain)
 		reaper_main(p);
 	apply_landlock(p);
+	apply_limits(p);
 	/* Everything above fd 2 closes at exec (the report pipe included). */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	execve(o->argv[0], (char *const *)o->argv, p->envp);
