@@ -801,6 +801,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 	cfg->error_rate_critical = config_get_num(ph->cfg, "safety.error_rate.critical");
 	cfg->error_window_ms = (long long)(config_get_num(ph->cfg, "safety.error_rate.window_s") * 1000);
 	cfg->max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens");
+	cfg->temperature = llm_temperature(ph->cfg, ph->spec->name);
 
 	if (!agent_llm && phase_llm(&agent_llm, ph, false) < 0) {
 		jv_free(cfg->tools);

@@ -467,7 +467,7 @@ static int ask_model(struct llm_response *resp, const struct reflect_ctx *c, str
 	req.tool_choice = LLM_TOOL_FORCED;
 	req.tool_name = TOOL_NAME;
 	req.max_tokens = 2048;
-	req.temperature = 0;
+	req.temperature = llm_temperature(c->cfg, "reflect");
 	llm_response_release(resp);     /* llm_call initialises it again */
 	rc = llm_call(resp, llm, &req);
 	fr->called = true;

@@ -37,7 +37,7 @@ static const struct cli_option options[] = {
 	{ "stream", 0, NULL, "stream the answer as it is generated", OPT_STREAM },
 	{ "record", 0, "FILE", "append every exchange to a cassette FILE", OPT_RECORD },
 	{ "max-tokens", 0, "N", "longest answer in tokens (llm.max_tokens, default 8192)", OPT_MAX_TOKENS },
-	{ "temperature", 0, "T", "sampling temperature 0-2 (llm.temperature, default 0)", OPT_TEMPERATURE },
+	{ "temperature", 0, "T", "sampling temperature 0-2, or none (llm.temperature, default 0)", OPT_TEMPERATURE },
 	{ NULL, 0, NULL, NULL, 0 },
 };
 
@@ -100,8 +100,10 @@ static int on_option(int id, const char *arg, void *payload)
 	}
 	case OPT_TEMPERATURE: {
 		double t;
+		if (!strcmp(arg, "none"))   /* the provider's default */
+			return config_flag_set(&a->flags, "llm.temperature", jv_null());
 		if (forge_parse_double(&t, arg) < 0 || t < 0 || t > 2)
-			return forge_error("--temperature wants a number from 0 to 2");
+			return forge_error("--temperature wants a number from 0 to 2, or none");
 		return config_flag_set(&a->flags, "llm.temperature", jv_number(t));
 	}
 	default: return forge_error("unknown option");
@@ -172,7 +174,7 @@ static int ask(struct llm_client *c, const struct args *a, const struct config *
 	req.system = a->system;
 	req.messages = jv_array_append(jv_array(), llm_msg_user(prompt));
 	req.max_tokens = (int)config_get_num(cfg, "llm.max_tokens");
-	req.temperature = config_get_num(cfg, "llm.temperature");
+	req.temperature = llm_temperature(cfg, NULL);
 	req.stream = a->stream && !a->json;
 	req.on_text = on_text;
 	if (llm_call(&r, c, &req) < 0) {

@@ -829,6 +829,7 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	in.findings = det;
 	in.dismissed = dismissed_memories(ph, d, det);
 	in.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens");
+	in.temperature = llm_temperature(ph->cfg, ph->spec->name);
 	/* the rest of the request (instructions, findings, the tool) and the
 	 * answer from the window: what the diff may take, at least 1000 */
 	long window = (long)phase_context_window(ph, llm);

@@ -444,3 +444,44 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output "hello over TLS"
 }
 
+
+@test "temperature: llm.temperature is sent, none for null or a model that refuses one, and a 400 naming it is retried without (hunt29 #1)" {
+	mock_steps '[{"text":"a","times":5},{"fault":"error","status":400,"type":"invalid_request_error","message":"Unsupported value: '"'"'temperature'"'"' does not support 0 with this model.","param":"temperature"},{"text":"b","times":2}]'
+	run --separate-stderr oai hi
+	assert_success
+	run --separate-stderr oai --temperature none hi
+	assert_success
+	run --separate-stderr oai --model gpt-5-mini hi
+	assert_success
+	run --separate-stderr anth --model claude-opus-4-7 hi
+	assert_success
+	run --separate-stderr anth --temperature 0.5 hi
+	assert_success
+	run --separate-stderr oai --model my-reasoner hi
+	assert_success
+	assert_output b
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].body.temperature]'"
+	assert_output '[0,null,null,null,0.5,0,null]'
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].body | has(\"temperature\")]'"
+	assert_output '[true,false,false,false,true,true,false]'
+}
+
+@test "openai streaming: parallel tool calls that share index 0 but not their ids stay two calls (Ollama; hunt29 #2)" {
+	c1='{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"call_a","index":0,"type":"function","function":{"name":"read_file","arguments":"{\"path\":\"calc.c\"}"}}]},"finish_reason":null}]}'
+	c2='{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"call_b","index":0,"type":"function","function":{"name":"list_files","arguments":"{\"path\":\"tests\"}"}}]},"finish_reason":null}]}'
+	c3='{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}'
+	body=$(printf 'data: %s\n\ndata: %s\n\ndata: %s\n\ndata: [DONE]\n\n' "$c1" "$c2" "$c3")
+	mock_steps "[{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":\"text/event-stream\"},\"body\":$(jq -Rs . <<<"$body")}]"
+	run --separate-stderr oai --stream hi
+	assert_success
+	[[ $output == *'read_file({"path":"calc.c"})'* ]]
+	[[ $output == *'list_files({"path":"tests"})'* ]]
+}
+
+@test "a password in the base URL is never shown: errors say *** (hunt29 #4)" {
+	run --separate-stderr env OPENAI_API_KEY=$CANARY forge-llm --provider openai \
+		--base-url "http://forge:S3cretProxyPass@127.0.0.1:9/v1" --model gpt-4o-mini --config <(echo '{"llm":{"max_retries":0}}') hi
+	assert_failure 5
+	[[ $stderr == *"http://forge:***@127.0.0.1:9/v1"* ]]
+	[[ $stderr != *S3cretProxyPass* ]]
+}

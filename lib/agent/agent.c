@@ -479,7 +479,7 @@ static int reason(struct agent *a, struct llm_response *resp)
 		req.tools = jv_copy(a->tools);
 		req.tool_choice = LLM_TOOL_ANY;
 		req.max_tokens = agent_answer_room(a);
-		req.temperature = 0;
+		req.temperature = a->cfg->temperature;
 		if (a->env->on_text) {
 			req.stream = true;
 			req.on_text = a->env->on_text;

@@ -112,6 +112,7 @@ struct agent_config {
 	long long error_window_ms;      /* 0 = 300000 */
 	size_t context_tokens;          /* working-memory budget; 0 = 100000 */
 	int max_tokens;                 /* per answer; 0 = 8192 */
+	double temperature;             /* of every call (llm_temperature); < 0 = none sent */
 	bool reflect;                   /* run reflections */
 	double reflect_min_cost_usd;    /* 0 = 0.10 */
 	double reflect_budget_usd;      /* 0 = 0.50 */

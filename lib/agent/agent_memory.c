@@ -184,7 +184,7 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
 		req.tools = jv_array_append(jv_array(), jv_copy(tool));
 	}
 	req.max_tokens = 2048;
-	req.temperature = 0;
+	req.temperature = a->cfg->temperature;
 	rc = llm_call(out, c, &req);
 	llm_request_release(&req);
 	jv_free(tool);

@@ -22,6 +22,7 @@
 struct llm_client {
 	const struct llm_provider *p;      /* NULL for replay */
 	char *provider, *model, *base_url, *key;
+	char *shown_url;                   /* base_url without its userinfo's password */
 	struct http_client http;
 	unsigned flags;                    /* LLM_OPENAI_* */
 	struct llm_cassette *cassette;
@@ -33,6 +34,7 @@ struct llm_client {
 	struct buf warned;                 /* "\nmodel\n" per warned model */
 	void (*warn)(void *payload, const char *msg);
 	void *warn_payload;
+	bool no_temperature;               /* the model refuses a temperature: send none */
 	bool window_asked;                 /* llm_context_window() asked the server */
 	long server_window;                /* what it said; 0 = nothing */
 };
@@ -101,6 +103,28 @@ static void setup_http(struct llm_client *c, const struct llm_options *opt)
 	h->retry.payload = opt->test_payload;
 }
 
+/* url as it may be shown: a password in its userinfo ("http://user:pass@host",
+ * basic auth to a proxy) becomes "***", and is registered as a secret so
+ * that no other message shows it either.  malloc'd. */
+static char *shown_url(const char *url)
+{
+	const char *auth = strstr(url, "://") + 3;
+	size_t n = strcspn(auth, "/?#");
+	const char *at = memrchr(auth, '@', n);
+	const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	struct buf b = BUF_INIT;
+
+	if (!colon)
+		return xstrdup(url);
+	char *pass = xstrndup(colon + 1, (size_t)(at - colon - 1));
+	llm_secret_add(pass);
+	free(pass);
+	buf_add(&b, url, (size_t)(colon + 1 - url));
+	buf_adds(&b, "***");
+	buf_adds(&b, at);
+	return buf_detach(&b, NULL);
+}
+
 static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 {
 	const char *url;
@@ -111,6 +135,7 @@ static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
 		return forge_error("base URL '%s' must start with http:// or https://", url);
 	c->base_url = xstrdup(url);
+	c->shown_url = shown_url(url);
 	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), c->p->default_model)));
 	if (llm_key_load(&c->key, c->provider) < 0)
 		return -1;
@@ -159,6 +184,8 @@ int llm_client_new(struct llm_client **out, struct llm_options *opt)
 	c->provider = xstrdup(provider);
 	if ((!strcmp(provider, "replay") ? setup_replay(c, opt) : setup_provider(c, opt)) < 0)
 		goto fail;
+	struct llm_price price;
+	c->no_temperature = llm_price_find(&price, c->pricing, c->model) == 0 && price.no_temperature;
 	*out = c;
 	return 0;
 fail:
@@ -176,6 +203,7 @@ void llm_client_free(struct llm_client *c)
 	free(c->provider);
 	free(c->model);
 	free(c->base_url);
+	free(c->shown_url);
 	free(c->key);
 	free(c->record);
 	free(c->phase);
@@ -283,9 +311,9 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 	else if (r && r->status)
 		buf_addf(&b, "HTTP %ld%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "");
 	else if (r && r->streamed)   /* reached: the answer stopped coming */
-		buf_addf(&b, "the answer from %s broke off: %s", c->base_url, r->error);
+		buf_addf(&b, "the answer from %s broke off: %s", c->shown_url, r->error);
 	else if (r)
-		buf_addf(&b, "%s %s: %s", r->timed_out ? "no answer from" : "cannot reach", c->base_url,
+		buf_addf(&b, "%s %s: %s", r->timed_out ? "no answer from" : "cannot reach", c->shown_url,
 			 r->error);
 	else
 		buf_adds(&b, llm_error_name(kind));
@@ -332,6 +360,18 @@ static bool wants_legacy_max_tokens(struct llm_client *c, const struct http_resp
 {
 	return c->p == &llm_openai && !(c->flags & LLM_OPENAI_LEGACY_MAX_TOKENS) && r->status == 400 &&
 	       strstr(r->body.buf, "max_completion_tokens");
+}
+
+/* A model that refuses a sampling temperature and is not known to (a 400
+ * naming it): the request again without one, and the client's later
+ * calls too, as for max_completion_tokens. */
+static bool refuses_temperature(struct llm_client *c, struct llm_request *req, const struct http_response *r)
+{
+	if (r->status != 400 || req->temperature < 0 || !r->body.buf || !strstr(r->body.buf, "temperature"))
+		return false;
+	c->no_temperature = true;
+	req->temperature = -1;
+	return true;
 }
 
 static void take_request_id(struct llm_response *out, const struct http_response *r)
@@ -478,7 +518,8 @@ bool llm_is_event_stream(const char *content_type)
 	return !*content_type || *content_type == ';';
 }
 
-static int provider_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
+/* req: what is sent (its temperature dropped when the model refuses one). */
+static int provider_call(struct llm_response *out, struct llm_client *c, struct llm_request *req)
 {
 	struct llm_wire w;
 	struct http_response r;
@@ -510,8 +551,9 @@ again:
 			rc = finish_stream(c, &st, &r);
 		else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0)
 			c->last = LLM_ERR_PROTOCOL;
-	} else if (wants_legacy_max_tokens(c, &r)) {
-		c->flags |= LLM_OPENAI_LEGACY_MAX_TOKENS;
+	} else if (wants_legacy_max_tokens(c, &r) || refuses_temperature(c, req, &r)) {
+		if (wants_legacy_max_tokens(c, &r))
+			c->flags |= LLM_OPENAI_LEGACY_MAX_TOKENS;
 		llm_wire_release(&w);
 		http_response_release(&r);
 		if (req->stream) {
@@ -632,17 +674,21 @@ static void estimate_usage(struct llm_client *c, struct llm_response *out, jv re
 
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
 {
-	jv reqj = llm_request_to_json(req);
+	struct llm_request sent = *req;
+	jv reqj;
 	int rc;
 
 	llm_response_init(out);
 	c->last = LLM_OK;
 	c->calls++;
 	if (jv_get_kind(req->messages) != JV_KIND_ARRAY) {
-		jv_free(reqj);
 		c->last = LLM_ERR_CONFIG;
 		return forge_error("the request has no messages");
 	}
+	if (c->no_temperature)
+		sent.temperature = -1;
+	req = &sent;
+	reqj = llm_request_to_json(req);
 	if (c->cassette) {
 		enum llm_error kind = LLM_OK;
 		rc = llm_cassette_answer(out, &kind, c->cassette, c->phase, c->attempt, c->calls, reqj);
@@ -652,7 +698,12 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 			req->on_text(req->payload, "", 0);	/* the whole text at once */
 		}
 	} else {
-		rc = provider_call(out, c, req);
+		double temperature = sent.temperature;
+		rc = provider_call(out, c, &sent);
+		if (sent.temperature != temperature) {   /* sent again without it */
+			jv_free(reqj);
+			reqj = llm_request_to_json(&sent);
+		}
 		if (rc == 0 && (!out->usage_seen || out->usage_bad))
 			estimate_usage(c, out, reqj);
 	}

@@ -137,7 +137,9 @@ struct llm_request {
 	enum llm_tool_choice tool_choice;
 	const char *tool_name;         /* for LLM_TOOL_FORCED */
 	int max_tokens;                /* 0 = 4096 */
-	double temperature;            /* < 0 = provider default */
+	double temperature;            /* < 0 = provider default; a model that refuses
+	                                  one (llm_price.no_temperature, or a 400 naming
+	                                  temperature) is sent none whatever this says */
 	jv stop;                       /* array of strings or jv_null(); borrowed */
 	bool stream;                   /* use SSE (progress, stall detection) */
 	/* Streaming progress: called with each text fragment as it arrives
@@ -300,6 +302,10 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
  * pricing from llm.*.
  */
 void llm_options_for(struct llm_options *opt, const struct config *cfg, const char *phase, bool fast);
+/* The temperature phase's calls send: llm.phases.PHASE.temperature when
+ * set, else llm.temperature (schemas/config.defaults.json); < 0 when it is
+ * null (none is sent: the provider's default).  phase may be NULL. */
+double llm_temperature(const struct config *cfg, const char *phase);
 /* llm_options_for(opt, cfg, NULL, false). */
 void llm_options_from_config(struct llm_options *opt, const struct config *cfg);
 
@@ -366,6 +372,7 @@ int llm_embed(float **out, size_t *dim, const struct llm_embed_options *opt,
 struct llm_price {
 	double input, output, cache_read, cache_write;
 	long context_window;           /* tokens a request may hold; 0 = not in the table */
+	bool no_temperature;           /* "temperature": false: the model refuses one (400) */
 };
 /* Find model's price: the override object (borrowed, may be jv_null()),
  * then the built-in table; a dated id ("claude-haiku-4-5-20251001",

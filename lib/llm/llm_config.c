@@ -174,6 +174,28 @@ void llm_options_for(struct llm_options *opt, const struct config *cfg, const ch
 	opt->pricing = config_get(cfg, "llm.pricing");
 }
 
+/* The temperature at path; -1 (none) for null or unset. */
+static double temperature_at(const struct config *cfg, const char *path)
+{
+	jv v = config_get(cfg, path);
+	double t = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : -1;
+
+	jv_free(v);
+	return t;
+}
+
+double llm_temperature(const struct config *cfg, const char *phase)
+{
+	char key[96];
+
+	if (phase) {
+		snprintf(key, sizeof key, "llm.phases.%s.temperature", phase);
+		if (config_has(cfg, key))
+			return temperature_at(cfg, key);
+	}
+	return temperature_at(cfg, "llm.temperature");
+}
+
 void llm_options_from_config(struct llm_options *opt, const struct config *cfg)
 {
 	llm_options_for(opt, cfg, NULL, false);

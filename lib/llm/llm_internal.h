@@ -52,7 +52,11 @@ void llm_stream_text(struct llm_stream *s, const char *text, size_t len);
 /* The text so far is a whole block (it ended, a tool call starts, or the
  * answer ended): on_text(payload, "", 0) once, when text came since. */
 void llm_stream_text_end(struct llm_stream *s);
+/* The block at index (the latest one when several share it), created
+ * when there is none and create is set; else NULL. */
 struct llm_stream_block *llm_stream_block(struct llm_stream *s, long index, bool create);
+/* A new block at index, after every other (one more call at an index in use). */
+struct llm_stream_block *llm_stream_block_add(struct llm_stream *s, long index);
 /* Move the text and tool calls into resp (parsing each tool's JSON). */
 int llm_stream_finish(struct llm_stream *s);
 

@@ -303,11 +303,17 @@ out:
 static void tool_delta(struct llm_stream *s, jv tc)
 {
 	jv fn = json_get(tc, "function");
-	struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(tc, "index", 0), true);
+	long index = (long)json_get_num(tc, "index", 0);
+	const char *id = json_get_str(tc, "id");
+	struct llm_stream_block *b = llm_stream_block(s, index, true);
 
+	/* Ollama sends each parallel call whole, every one at index 0 (or
+	 * without an index): another id there is another call. */
+	if (id && b->id && strcmp(id, b->id))
+		b = llm_stream_block_add(s, index);
 	b->is_tool = true;
-	if (json_get_str(tc, "id") && !b->id)
-		b->id = xstrdup(json_get_str(tc, "id"));
+	if (id && !b->id)
+		b->id = xstrdup(id);
 	if (json_get_str(fn, "name") && !b->name)
 		b->name = xstrdup(json_get_str(fn, "name"));
 	if (json_get_str(fn, "arguments"))

@@ -40,6 +40,7 @@ static int lookup(struct llm_price *out, jv models, const char *name)
 		out->cache_read = json_get_num(e, "cache_read", out->input);
 		out->cache_write = json_get_num(e, "cache_write", out->input);
 		out->context_window = (long)json_get_num(e, "context_window", 0);
+		out->no_temperature = !json_get_bool(e, "temperature", true);
 		rc = 0;
 	}
 	jv_free(e);

@@ -55,13 +55,16 @@ void llm_stream_text_end(struct llm_stream *s)
 
 struct llm_stream_block *llm_stream_block(struct llm_stream *s, long index, bool create)
 {
+	for (size_t i = s->nblocks; i > 0; i--)
+		if (s->blocks[i - 1].index == index)
+			return &s->blocks[i - 1];
+	return create ? llm_stream_block_add(s, index) : NULL;
+}
+
+struct llm_stream_block *llm_stream_block_add(struct llm_stream *s, long index)
+{
 	struct llm_stream_block *b;
 
-	for (size_t i = 0; i < s->nblocks; i++)
-		if (s->blocks[i].index == index)
-			return &s->blocks[i];
-	if (!create)
-		return NULL;
 	s->blocks = xrealloc(s->blocks, (s->nblocks + 1) * sizeof(*s->blocks));
 	b = &s->blocks[s->nblocks++];
 	memset(b, 0, sizeof(*b));

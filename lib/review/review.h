@@ -137,6 +137,7 @@ struct review_ai_input {
 	jv findings;                    /* the other layers' findings (borrowed) */
 	jv dismissed;                   /* texts of dismissed-finding memories (borrowed array) */
 	int max_tokens;                 /* 0 = 4096 */
+	double temperature;             /* llm_temperature(); < 0 = none sent */
 	long max_diff_tokens;           /* what the rendered diff may take (tokens_estimate);
 					 * files past it are left out and named; 0 = no bound */
 };

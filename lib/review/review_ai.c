@@ -362,7 +362,7 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 	req.tool_choice = LLM_TOOL_FORCED;
 	req.tool_name = "report_findings";
 	req.max_tokens = in->max_tokens > 0 ? in->max_tokens : 4096;
-	req.temperature = 0;
+	req.temperature = in->temperature;
 	for (int attempt = 1;; attempt++) {
 		const struct llm_tool_call *call;
 		jv input;
