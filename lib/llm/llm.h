@@ -11,14 +11,19 @@
  * -------------------------------------------------------------------
  * Messages are a jv array; each message is one of
  *   {"role":"user","content":"text"}
- *   {"role":"assistant","content":"text","tool_calls":[{"id","name","input":{…}}]}
- *       (content may be "" or absent when there are tool calls)
+ *   {"role":"assistant","content":"text","tool_calls":[{"id","name","input":{…}}],
+ *    "reasoning":"…"}
+ *       (content may be "" or absent when there are tool calls; reasoning
+ *        only when the answer carried one: an OpenAI-compatible server's
+ *        reasoning_content (DeepSeek's thinking mode), sent back with its
+ *        turn because such a server refuses a tool-call turn without it)
  *   {"role":"tool","tool_call_id":"…","content":"text","is_error":false}
  *       (one message per tool result; consecutive ones form one Anthropic
  *        user turn, OpenAI gets one "tool" message each)
  * Tools are a jv array of {"name","description","input_schema":{JSON Schema}}.
  * A response is
  *   {"text":"…","tool_calls":[{"id","name","input":{…}}],"stop_reason":"end_turn",
+ *    "reasoning":"…" (only when the answer carried one),
  *    "usage":{"input_tokens","output_tokens","cache_read_tokens","cache_write_tokens"},
  *    "cost_usd":0.0123|null,"model":"…","request_id":"…","duration_ms":812,"retries":0,
  *    "rate_limit":{…}|null}
@@ -202,6 +207,7 @@ struct llm_response {
 	size_t ncalls;
 	enum llm_stop stop;
 	char *stop_detail;             /* refusal explanation, matched stop sequence; may be NULL */
+	char *reasoning;               /* the answer's reasoning_content; NULL when none came */
 	struct llm_usage usage;
 	bool usage_seen;               /* (providers) the answer carried usage figures */
 	bool usage_bad;                /* (providers) one of them was impossible */

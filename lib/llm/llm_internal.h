@@ -36,6 +36,8 @@ struct llm_stream_block {
 struct llm_stream {
 	struct llm_response *resp;     /* filled as events arrive */
 	struct buf text;
+	struct buf reasoning;          /* reasoning_content deltas (OpenAI-compatible) */
+	bool reasoning_seen;
 	struct llm_stream_block *blocks;
 	size_t nblocks;
 	bool done;                     /* message_stop / [DONE] seen */

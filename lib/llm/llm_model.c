@@ -143,6 +143,8 @@ jv llm_msg_assistant(const struct llm_response *resp)
 	m = json_set(m, "content", jv_string(resp->text ? resp->text : ""));
 	if (resp->ncalls)
 		m = json_set(m, "tool_calls", calls_to_json(resp));
+	if (resp->reasoning)
+		m = json_set(m, "reasoning", jv_string(resp->reasoning));
 	return m;
 }
 
@@ -168,6 +170,7 @@ void llm_response_release(struct llm_response *r)
 	}
 	free(r->calls);
 	free(r->stop_detail);
+	free(r->reasoning);
 	free(r->model);
 	free(r->request_id);
 	jv_free(r->rate_limit);
@@ -209,6 +212,8 @@ jv llm_response_to_json(const struct llm_response *r)
 	j = json_set(j, "stop_reason", jv_string(llm_stop_name(r->stop)));
 	if (r->stop_detail)
 		j = json_set(j, "stop_detail", jv_string(r->stop_detail));
+	if (r->reasoning)
+		j = json_set(j, "reasoning", jv_string(r->reasoning));
 	u = json_set(u, "input_tokens", jv_number((double)r->usage.input_tokens));
 	u = json_set(u, "output_tokens", jv_number((double)r->usage.output_tokens));
 	u = json_set(u, "cache_read_tokens", jv_number((double)r->usage.cache_read_tokens));
@@ -301,6 +306,7 @@ int llm_response_from_json(struct llm_response *out, jv j)
 		goto out;
 	}
 	out->stop_detail = llm_strdup_or_null(json_get_str(j, "stop_detail"));
+	out->reasoning = llm_strdup_or_null(json_get_str(j, "reasoning"));
 	out->usage.input_tokens = usage_num(u, "input_tokens", NULL);
 	out->usage.output_tokens = usage_num(u, "output_tokens", NULL);
 	out->usage.cache_read_tokens = usage_num(u, "cache_read_tokens", NULL);

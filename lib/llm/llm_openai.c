@@ -25,6 +25,8 @@ static jv assistant_msg(jv m)
 	bool has_calls = jv_get_kind(calls) == JV_KIND_ARRAY && jv_array_length(jv_copy(calls)) > 0;
 
 	o = json_set(o, "content", text && (*text || !has_calls) ? jv_string(text) : jv_null());
+	if (json_get_str(m, "reasoning"))   /* DeepSeek's thinking mode wants it back */
+		o = json_set(o, "reasoning_content", jv_string(json_get_str(m, "reasoning")));
 	if (has_calls) {
 		jv out = jv_array();
 		jv_array_foreach(calls, i, c) {
@@ -283,6 +285,10 @@ static int parse(struct llm_response *out, const char *body, size_t len)
 	}
 	if (jv_get_kind(calls) == JV_KIND_ARRAY)
 		rc = take_calls(out, jv_copy(calls));
+	if (json_get_str(m, "reasoning_content")) {
+		free(out->reasoning);
+		out->reasoning = xstrdup(json_get_str(m, "reasoning_content"));
+	}
 	if (json_get_str(m, "refusal"))
 		set_refusal(out, json_get_str(m, "refusal"));
 	take_finish(out, json_get_str(c0, "finish_reason"));
@@ -329,6 +335,10 @@ static void choice_delta(struct llm_stream *s, jv c)
 
 	if ((t = json_get_str(d, "content")))
 		llm_stream_text(s, t, strlen(t));
+	if ((t = json_get_str(d, "reasoning_content"))) {
+		buf_adds(&s->reasoning, t);
+		s->reasoning_seen = true;
+	}
 	if ((t = json_get_str(d, "refusal")))
 		set_refusal(s->resp, t);
 	if (jv_get_kind(calls) == JV_KIND_ARRAY) {

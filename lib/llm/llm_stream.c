@@ -16,6 +16,7 @@ void llm_stream_init(struct llm_stream *s, struct llm_response *resp)
 	memset(s, 0, sizeof(*s));
 	s->resp = resp;
 	buf_init(&s->text, STREAM_MAX);
+	buf_init(&s->reasoning, STREAM_MAX);
 }
 
 void llm_stream_release(struct llm_stream *s)
@@ -23,6 +24,7 @@ void llm_stream_release(struct llm_stream *s)
 	if (!s)
 		return;
 	buf_release(&s->text);
+	buf_release(&s->reasoning);
 	for (size_t i = 0; i < s->nblocks; i++) {
 		free(s->blocks[i].id);
 		free(s->blocks[i].name);
@@ -80,6 +82,10 @@ int llm_stream_finish(struct llm_stream *s)
 	llm_stream_text_end(s);
 	free(r->text);
 	r->text = buf_detach(&s->text, NULL);
+	if (s->reasoning_seen) {
+		free(r->reasoning);
+		r->reasoning = buf_detach(&s->reasoning, NULL);
+	}
 	for (size_t i = 0; i < s->nblocks; i++) {
 		struct llm_stream_block *b = &s->blocks[i];
 		jv input;

@@ -497,6 +497,80 @@ static void test_oai_build(void)
 	CHECK(ok);
 }
 
+/* The reasoning_content of a body's message (borrowed r); "" when none. */
+static const char *sent_reasoning(const struct llm_response *r, jv *keep)
+{
+	struct llm_request req;
+	struct llm_wire w;
+
+	llm_request_init(&req);
+	req.messages = jv_array_append(jv_array(), llm_msg_user("hi"));
+	req.messages = jv_array_append(req.messages, llm_msg_assistant(r));
+	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, 0);
+	jv b = json_parse(w.body, w.body_len);
+	jv m = json_get(b, "messages");
+	jv a = jv_array_get(m, 1);
+
+	*keep = json_get(a, "reasoning_content");
+	jv_free(a);
+	jv_free(b);
+	llm_wire_release(&w);
+	llm_request_release(&req);
+	return jv_get_kind(*keep) == JV_KIND_STRING ? jv_string_value(*keep) : "";
+}
+
+/* DeepSeek's thinking mode: the reasoning_content of an answer, streamed or
+ * not, goes back with its turn (the server refuses the next request
+ * without it); none is sent when none came (hunt29 #3). */
+static void test_oai_reasoning_sent_back(void)
+{
+	static const char body[] = "{\"id\":\"x\",\"model\":\"deepseek-reasoner\",\"choices\":[{\"index\":0,"
+		"\"message\":{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"read it first\","
+		"\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"read_file\","
+		"\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}],"
+		"\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":5}}";
+	static const char *const chunks[] = {
+		"{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning_content\":\"think \"}}]}",
+		"{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hard\"}}]}",
+		"{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c2\","
+		"\"function\":{\"name\":\"read_file\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}",
+		"[DONE]",
+	};
+	struct llm_response r;
+	struct llm_stream s;
+	jv keep;
+
+	llm_response_init(&r);
+	CHECK_INT(llm_openai.parse(&r, body, strlen(body)), 0);
+	CHECK_STR(r.reasoning, "read it first");
+	CHECK_STR(sent_reasoning(&r, &keep), "read it first");
+	jv_free(keep);
+	llm_response_release(&r);
+
+	llm_response_init(&r);
+	llm_stream_init(&s, &r);
+	for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++)
+		CHECK_INT(llm_openai.event(&s, NULL, chunks[i], strlen(chunks[i])), 0);
+	CHECK_INT(llm_stream_finish(&s), 0);
+	llm_stream_release(&s);
+	CHECK_STR(r.reasoning, "think hard");
+	CHECK_INT(r.ncalls, 1);
+	CHECK_STR(sent_reasoning(&r, &keep), "think hard");
+	jv_free(keep);
+	jv j = llm_response_to_json(&r);
+	llm_response_release(&r);
+	CHECK_INT(llm_response_from_json(&r, j), 0);   /* cassettes keep it */
+	CHECK_STR(r.reasoning, "think hard");
+	llm_response_release(&r);
+
+	llm_response_init(&r);
+	CHECK(r.reasoning == NULL);
+	CHECK_STR(sent_reasoning(&r, &keep), "");
+	CHECK(jv_get_kind(keep) == JV_KIND_NULL);   /* no reasoning_content key at all */
+	jv_free(keep);
+	llm_response_release(&r);
+}
+
 static void test_response_json_roundtrip(void)
 {
 	const char *in = "{\"text\":\"hi\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"finish\","
@@ -549,6 +623,7 @@ int main(void)
 	RUN(test_oai_stream_text);
 	RUN(test_oai_stream_tool);
 	RUN(test_oai_stream_parallel_tools);
+	RUN(test_oai_reasoning_sent_back);
 	RUN(test_anth_nonstream_tool_loop);
 	RUN(test_anth_empty_answer_left_out);
 	RUN(test_usage_believed_or_not);
