@@ -485,3 +485,11 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr == *"http://forge:***@127.0.0.1:9/v1"* ]]
 	[[ $stderr != *S3cretProxyPass* ]]
 }
+
+@test "a stream that keeps coming is not cut at llm.timeout_s, only a stall ends it (hunt4 #5, hunt29)" {
+	# a byte every 2 ms for well over a second: far past timeout_s, never a stall
+	mock_steps '[{"text":"a streamed answer that takes longer than the whole-request timeout to arrive","dribble":1}]'
+	run --separate-stderr oai --stream --config <(echo '{"llm":{"timeout_s":0.3,"stall_timeout_s":30,"max_retries":0}}') hi
+	assert_success
+	assert_output "a streamed answer that takes longer than the whole-request timeout to arrive"
+}

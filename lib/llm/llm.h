@@ -244,7 +244,7 @@ struct llm_options {
 	int attempt;                   /* the phase's run (1, 2 on a bounce …); a set
 	                                  $FORGE_ATTEMPT wins (tests pin it); 0: 1 */
 	int max_retries;               /* < 0: 2 (the SDKs' default) */
-	long timeout_ms;               /* whole request; 0: 600000 */
+	long timeout_ms;               /* whole request when not streamed; 0: 600000 */
 	long connect_timeout_ms;       /* 0: 10000 */
 	long stall_ms;                 /* no byte for this long = stalled; 0: 60000 */
 	double max_retry_after;        /* honour retry-after up to this many seconds; 0: 60 */

@@ -317,7 +317,9 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	/* A stream takes as long as its answer does: while bytes keep coming
+	 * only the stall watch (on_progress) ends it, never a total. */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->sink ? 0L : c->timeout_ms);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);

@@ -75,7 +75,8 @@ struct http_request {
 	 * of into r->body; a negative return aborts the transfer (a failure),
 	 * HTTP_SINK_DONE ends it as a success: the body is complete, and what
 	 * the server sends after it is not read.  Such a request is watched
-	 * for stalls (stall_ms without a byte) from the start; one without a
+	 * for stalls (stall_ms without a byte) from the start, and by nothing
+	 * else (no timeout_ms: a long answer that keeps coming is whole); one without a
 	 * sink only once its response began: a response that is not streamed
 	 * sends nothing, not its headers either, until it is whole. */
 	int (*sink)(void *payload, const char *data, size_t len);
@@ -100,7 +101,8 @@ struct http_retry {
 struct http_client {
 	void *curl;                   /* CURL * */
 	char errbuf[256];              /* CURL_ERROR_SIZE; lives as long as the handle */
-	long timeout_ms;              /* whole request (600000) */
+	long timeout_ms;              /* whole request (600000); not for one with a sink (a
+	                                 stream), which only stall_ms ends */
 	long connect_timeout_ms;      /* 10000 */
 	long stall_ms;                /* abort when no byte moved for this long (60000); noticed
 	                                 within about a second */
