@@ -493,3 +493,19 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_success
 	assert_output "a streamed answer that takes longer than the whole-request timeout to arrive"
 }
+
+@test "FORGE_LLM_MAX_RETRIES is llm.max_retries from the environment (hunt29)" {
+	mock_steps '[{"fault":"error","status":500,"type":"server_error","message":"boom"},{"text":"retried"}]'
+	run --separate-stderr env FORGE_LLM_MAX_RETRIES=0 OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL/v1" --model gpt-4o-mini hi
+	assert_failure 5
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 1
+}
+
+@test "an Anthropic usage without input_tokens is estimated, never priced as 0 input tokens (hunt29)" {
+	half='{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","usage":{"output_tokens":3}}'
+	mock_steps "[{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":\"application/json\"},\"body\":$(jq -Rs . <<<"$half")}]"
+	run --separate-stderr anth --json "a prompt of several words to count"
+	assert_success
+	jq -e '.usage.estimated == true and .usage.input_tokens > 5 and .cost_usd > 0' <<<"$output"
+}

@@ -15,6 +15,7 @@
  *   FORGE_TEST_COMMAND      tools.test_command
  *   FORGE_LINT_COMMAND      tools.lint_command
  *   FORGE_PUSH_REMOTE       git.push_remote
+ *   FORGE_LLM_MAX_RETRIES   llm.max_retries           (number)
  *
  * An empty variable counts as unset, as it does for most Unix tools; a
  * number variable that does not parse is an error naming the variable.
@@ -60,6 +61,7 @@ static const struct config_env_var env_vars[] = {
 	{ "FORGE_TEST_COMMAND", "tools.test_command", false },
 	{ "FORGE_LINT_COMMAND", "tools.lint_command", false },
 	{ "FORGE_PUSH_REMOTE", "git.push_remote", false },
+	{ "FORGE_LLM_MAX_RETRIES", "llm.max_retries", true },
 	{ NULL, NULL, false }
 };
 

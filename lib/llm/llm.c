@@ -79,24 +79,16 @@ static int pick_provider(const char **out, const struct llm_options *opt)
 	return 0;
 }
 
-static long env_long(const char *name, long dflt)
-{
-	long v;
-
-	if (!env(name) || forge_parse_long(&v, env(name), 0, 86400000L) < 0)
-		return dflt;
-	return v;
-}
-
 static void setup_http(struct llm_client *c, const struct llm_options *opt)
 {
 	struct http_client *h = &c->http;
 
-	h->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : env_long("FORGE_LLM_TIMEOUT_MS", 600000);
+	/* (the programs' settings come from the configuration: llm.*, and
+	 * FORGE_LLM_MAX_RETRIES as its environment layer) */
+	h->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : 600000;
 	h->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 10000;
-	h->stall_ms = opt->stall_ms > 0 ? opt->stall_ms : env_long("FORGE_LLM_STALL_MS", 60000);
-	h->retry.max_retries = opt->max_retries >= 0 ? opt->max_retries
-			       : (int)env_long("FORGE_LLM_MAX_RETRIES", 2);
+	h->stall_ms = opt->stall_ms > 0 ? opt->stall_ms : 60000;
+	h->retry.max_retries = opt->max_retries >= 0 ? opt->max_retries : 2;
 	h->retry.max_retry_after = opt->max_retry_after > 0 ? opt->max_retry_after : 60.0;
 	h->retry.sleep_fn = opt->sleep_fn;
 	h->retry.rand_fn = opt->rand_fn;

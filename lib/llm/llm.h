@@ -211,6 +211,7 @@ struct llm_response {
 	struct llm_usage usage;
 	bool usage_seen;               /* (providers) the answer carried usage figures */
 	bool usage_bad;                /* (providers) one of them was impossible */
+	bool input_seen;               /* (providers) they named the input tokens */
 	bool cost_known;
 	double cost_usd;               /* valid when cost_known */
 	char *model;                   /* as the server named it; may be NULL */

@@ -203,11 +203,22 @@ static enum llm_stop map_stop(const char *s)
 	return st;
 }
 
+/* A whole answer's usage without input_tokens (a proxy's message_delta
+ * with output_tokens only) is no figure: estimated from the sizes, as
+ * none is, rather than priced as a prompt of 0 tokens. */
+static void usage_whole(struct llm_response *r)
+{
+	if (r->usage_seen && !r->input_seen)
+		r->usage_bad = true;
+}
+
 /* usage fields present in u overwrite r's (message_delta usage is cumulative). */
 static void take_usage(struct llm_response *r, jv u)
 {
 	if (jv_get_kind(u) != JV_KIND_OBJECT)
 		return;
+	if (json_has(u, "input_tokens"))
+		r->input_seen = true;
 	llm_usage_take(&r->usage.input_tokens, r, u, "input_tokens");
 	llm_usage_take(&r->usage.output_tokens, r, u, "output_tokens");
 	llm_usage_take(&r->usage.cache_read_tokens, r, u, "cache_read_input_tokens");
@@ -256,6 +267,7 @@ static int parse(struct llm_response *out, const char *body, size_t len)
 	take_stop(out, j);
 	u = json_get(j, "usage");
 	take_usage(out, u);
+	usage_whole(out);
 	jv_free(u);
 	content = json_get(j, "content");
 	if (jv_get_kind(content) == JV_KIND_ARRAY) {
@@ -355,6 +367,7 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 		jv_free(sub);
 	} else if (!strcmp(type, "message_stop")) {
 		llm_stream_text_end(s);
+		usage_whole(s->resp);
 		s->done = true;
 	} else if (!strcmp(type, "error")) {
 		stream_fault(s, ev);
