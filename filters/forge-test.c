@@ -301,13 +301,18 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 		struct testcase *c = &t->run.cases[i];
 		if (!failing(c))
 			continue;
-		const struct testcase *a = parsed && !c->synthetic ? testrun_find(&again, c->name) : NULL;
+		const struct testcase *a = NULL;
+		enum tc_match m = parsed && !c->synthetic ? testrun_match(&again, c, &a) : TC_ABSENT;
 		/* A rerun by name that ran no test at all says nothing of this
 		 * one: a name the runner's filter does not select (cargo's
 		 * "x - should panic", a ctest name with a space) exits 0 with
 		 * "0 passed", and was counted a pass: a real failure, flaky. */
 		bool ran_none = by_name && (!parsed || again.total - again.skipped <= 0);
-		bool passed = a ? a->status == TC_PASS : clean && !ran_none;
+		/* Matched by identity, not by bare name: the passing test of the
+		 * same name in another file is not this one (before: the first of
+		 * that name was taken, a failure called flaky).  Several that fit,
+		 * none failing: which is this one is unknown, so it stays real. */
+		bool passed = m == TC_FOUND ? a->status == TC_PASS : m == TC_ABSENT && clean && !ran_none;
 		if (passed) {
 			c->status = TC_PASS;
 			c->flaky = true;

@@ -332,3 +332,29 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	assert_equal "$(jq -sc '[.[] | .type // .kind]' <<<"$output")" '["x.y","input.rejected"]'
 	assert_equal "$(jq -r 'select(.type == "input.rejected") | .payload.line' <<<"$output")" 2
 }
+
+@test "a failure is matched on its rerun by its file too: the passing test of the same name elsewhere does not make it flaky" {
+	make_repo "$REPO"
+	mkdir -p "$REPO/tests"
+	printf '@test "works" {\n  true\n}\n' >"$REPO/tests/a.bats"
+	printf '@test "works" {\n  false\n}\n' >"$REPO/tests/b.bats"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, .rerun.exit_code, [.failures[] | [.test, .file, .classification]]]')" \
+		'[1,0,1,[["works","tests/b.bats","real"]]]'
+	# a TAP point printed twice, passing and failing, every run: not flaky
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..2\nok 1 a\nnot ok 2 a\n'" </dev/null
+	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, [.failures[] | .classification]]')" '[1,0,["real"]]'
+	# JUnit: the same name in two classes
+	cat >"$REPO/junit.sh" <<-'EOF2'
+		cat >junit.xml <<XML
+		<testsuite><testcase classname="test_a" name="test_same"/>
+		<testcase classname="test_b" name="test_same"><failure message="1 != 2"/></testcase></testsuite>
+		XML
+		exit 1
+	EOF2
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh junit.sh" </dev/null
+	assert_equal "$(tests_of '[.format, .summary.failed, .summary.flaky, [.failures[] | .classification]]')" \
+		'["junit",1,0,["real"]]'
+}
+

@@ -138,6 +138,32 @@ struct testcase *testrun_find(const struct testrun *r, const char *name)
 	return NULL;
 }
 
+/* Both say one and they differ. */
+static bool differ(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) != 0;
+}
+
+enum tc_match testrun_match(const struct testrun *r, const struct testcase *c, const struct testcase **found)
+{
+	size_t n = 0;
+
+	*found = NULL;
+	for (size_t i = 0; i < r->ncases; i++) {
+		const struct testcase *o = &r->cases[i];
+		if (o->synthetic != c->synthetic || strcmp(o->name, c->name) != 0 || differ(o->suite, c->suite) ||
+		    differ(o->file, c->file))
+			continue;
+		if (n++ == 0 || (o->status == TC_FAIL && (*found)->status != TC_FAIL))
+			*found = o;
+	}
+	if (n > 1 && (*found)->status != TC_FAIL) {
+		*found = NULL;
+		return TC_AMBIGUOUS;
+	}
+	return n ? TC_FOUND : TC_ABSENT;
+}
+
 bool tr_file_line(const char *s, size_t len, const char **file, size_t *flen, long *line)
 {
 	/* Scan each ':' followed by digits; the file is the run of non-space
@@ -200,9 +226,13 @@ static void take_failures(struct testrun *to, const struct testrun *from)
 {
 	for (size_t i = 0; i < from->ncases; i++) {
 		const struct testcase *c = &from->cases[i];
+		const struct testcase *have;
 		struct testcase *n;
 
-		if (c->status != TC_FAIL || c->synthetic || testrun_find(to, c->name))
+		/* already there: the same test failing (a passing one of the
+		 * same name in another file is another test) */
+		if (c->status != TC_FAIL || c->synthetic ||
+		    (testrun_match(to, c, &have) == TC_FOUND && have->status == TC_FAIL))
 			continue;
 		n = testrun_add(to, c->name, strlen(c->name), TC_FAIL);
 		if (!n)

@@ -90,6 +90,18 @@ void testrun_count(struct testrun *r);
 struct testcase *testrun_find(const struct testrun *r, const char *name);
 
 /*
+ * The case of r that is c (of another run): the same name, and the same
+ * suite and file where both say one.  Names are not unique (the same test
+ * name in two files or classes, a TAP point printed twice), so:
+ * TC_ABSENT when none fits; TC_FOUND with *found the one that fits, or the
+ * first failing one when several do (then c cannot be told passing);
+ * TC_AMBIGUOUS when several fit and none failed (which is c is unknown).
+ * *found is borrowed from r.
+ */
+enum tc_match { TC_ABSENT, TC_FOUND, TC_AMBIGUOUS };
+enum tc_match testrun_match(const struct testrun *r, const struct testcase *c, const struct testcase **found);
+
+/*
  * Parse a test command's output (stdout and stderr merged).  ANSI colour
  * sequences are ignored.  Formats are tried from the most specific: go
  * test -json, cargo test, pytest, TAP, ctest, node's spec reporter, go

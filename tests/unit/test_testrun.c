@@ -389,6 +389,37 @@ static void test_env_signatures(void)
 	CHECK(testrun_env_signature(NULL, 0) == NULL);
 }
 
+/* A case of a rerun is matched by identity, not by bare name (before:
+ * the first case of the name, a passing test of another file). */
+static void test_match(void)
+{
+	struct testrun r;
+	const struct testcase *f;
+	struct testcase want = { .name = "works", .file = "tests/b.bats", .status = TC_FAIL };
+	struct testcase *c;
+
+	testrun_init(&r);
+	CHECK(testrun_match(&r, &want, &f) == TC_ABSENT && !f);
+	c = testrun_add(&r, "works", 5, TC_PASS);
+	c = testrun_add(&r, "works", 5, TC_FAIL);
+	testcase_set(&c->file, "tests/b.bats", 12);
+	CHECK(testrun_match(&r, &want, &f) == TC_FOUND && f == c);
+	/* both passing, which is this one unknown */
+	c->status = TC_PASS;
+	CHECK(testrun_match(&r, &want, &f) == TC_AMBIGUOUS && !f);
+	testrun_release(&r);
+	/* JUnit: the same name in two classes */
+	want = (struct testcase){ .name = "test_same", .suite = "test_b", .status = TC_FAIL };
+	testrun_init(&r);
+	c = testrun_add(&r, "test_same", 9, TC_PASS);
+	testcase_set(&c->suite, "test_a", 6);
+	CHECK(testrun_match(&r, &want, &f) == TC_ABSENT);
+	c = testrun_add(&r, "test_same", 9, TC_FAIL);
+	testcase_set(&c->suite, "test_b", 6);
+	CHECK(testrun_match(&r, &want, &f) == TC_FOUND && f == c);
+	testrun_release(&r);
+}
+
 static void test_coverage(void)
 {
 	const char *lcov = "TN:\nSF:a.c\nDA:1,1\nDA:2,0\nLF:4\nLH:3\nend_of_record\nSF:b.c\nLF:4\nLH:1\nend_of_record\n";
@@ -567,6 +598,7 @@ int main(void)
 	RUN(test_nothing_parses);
 	RUN(test_rerun_commands);
 	RUN(test_env_signatures);
+	RUN(test_match);
 	RUN(test_coverage);
 	RUN(test_find_junit);
 	RUN(test_garbage);
