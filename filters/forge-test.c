@@ -573,8 +573,17 @@ static jv tests_json(struct tst *t, jv coverage)
 	o = json_set(o, "report", json_str_or_null(t->report));
 	if (jv_get_kind(t->reports) == JV_KIND_ARRAY && jv_array_length(jv_copy(t->reports)) > 1)
 		o = json_set(o, "reports", jv_copy(t->reports));
-	if (t->run.note[0])
+	if (t->run.truncated) {
+		/* the cases past the cap are counted in the summary, not listed */
+		long dropped = t->run.dropped[TC_PASS] + t->run.dropped[TC_FAIL] + t->run.dropped[TC_SKIP];
+		char note[sizeof t->run.note + 128];
+		snprintf(note, sizeof note, "%s%sonly the first %d test cases are kept: %ld more counted (%ld failing)",
+			 t->run.note, t->run.note[0] ? "; " : "", TESTRUN_MAX_CASES, dropped, t->run.dropped[TC_FAIL]);
+		o = json_set(o, "truncated", jv_true());
+		o = json_set(o, "note", jv_string(note));
+	} else if (t->run.note[0]) {
 		o = json_set(o, "note", jv_string(t->run.note));
+	}
 	if (!t->command)
 		o = json_set(o, "not_run", jv_string(NOT_RUN));
 	return o;
@@ -763,21 +772,19 @@ static const char *run_phase(struct phase *ph)
 			snprintf(msg, sizeof msg, "the test command exited with status %d", res.exit_code);
 			testrun_add_synthetic(&t->run, t->command, msg, out_tail);
 		} else {
-			struct testcase *c = testrun_add(&t->run, t->command, strlen(t->command), TC_PASS);
-			if (c)
-				c->synthetic = true;
+			testrun_add_whole(&t->run, t->command, TC_PASS);
 			t->run.total++;
 			t->run.passed++;
 		}
-	} else if (named == 0 && t->run.failed > 0) {
-		snprintf(msg, sizeof msg, "%ld failing test%s not named in the output", t->run.failed,
-			 t->run.failed == 1 ? "" : "s");
-		struct testcase *c = testrun_add(&t->run, "unnamed failures", 16, TC_FAIL);
-		if (c) {
-			c->synthetic = true;
-			testcase_set(&c->message, msg, strlen(msg));
-			testcase_set(&c->output, out_tail, strlen(out_tail));
-		}
+	} else if (t->run.failed > named && (named == 0 || t->run.truncated)) {
+		/* counted, not named: the output said how many, or the cases
+		 * were past the cap (already counted as failed) */
+		long unnamed = t->run.failed - named;
+		snprintf(msg, sizeof msg, "%ld failing test%s not named in the output%s", unnamed,
+			 unnamed == 1 ? "" : "s", named ? " (past the limit of test cases kept)" : "");
+		struct testcase *c = testrun_add_whole(&t->run, "unnamed failures", TC_FAIL);
+		testcase_set(&c->message, msg, strlen(msg));
+		testcase_set(&c->output, out_tail, strlen(out_tail));
 	} else if (named == 0 && res.exit_code != 0 &&
 		   !(strcmp(t->run.format, "pytest") == 0 && res.exit_code == 5)) {
 		snprintf(msg, sizeof msg, "the test command exited with status %d though no test failed",

@@ -358,3 +358,21 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 		'["junit",1,0,["real"]]'
 }
 
+@test "past the limit of test cases kept, a failure, the plan and a timeout still count: exit 1, the truncation said" {
+	make_repo "$REPO"
+	printf '%s\n' 'echo "1..100006"' \
+		"awk 'BEGIN{for(i=1;i<100005;i++) print \"ok \" i \" t\" i; print \"not ok 100005 the_last\"}'" \
+		'exit 1' >"$REPO/gen.sh"
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh gen.sh" </dev/null
+	assert_equal "$(tests_of '[.truncated, .summary.total, .summary.failed]')" '[true,100006,2]'
+	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" \
+		'[["TAP plan","real"],["unnamed failures","real"]]'
+	assert_equal "$(tests_of '.note')" \
+		'"1 planned test did not run; only the first 100000 test cases are kept: 5 more counted (1 failing)"'
+	# the whole command's timeout after more than the limit of passing points
+	echo '{"tools":{"test_timeout_s":2}}' >"$BATS_TEST_TMPDIR/t.json"
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --config "$BATS_TEST_TMPDIR/t.json" \
+		--command "awk 'BEGIN{print \"1..100001\"; for(i=1;i<=100001;i++) print \"ok \" i}'; sleep 60" </dev/null
+	assert_equal "$(tests_of '[.timed_out, .truncated, [.failures[] | .test]]')" '[true,true,["timeout"]]'
+}
+

@@ -47,12 +47,8 @@ static char *bounded_dup(const char *s, size_t len, size_t max)
 	return out;
 }
 
-struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st)
+static struct testcase *add_case(struct testrun *r, const char *name, size_t len, enum tc_status st)
 {
-	if (r->ncases >= TESTRUN_MAX_CASES) {
-		r->truncated = true;
-		return NULL;
-	}
 	if (r->ncases == r->alloc) {
 		r->alloc = r->alloc ? r->alloc * 2 : 16;
 		r->cases = xrealloc(r->cases, r->alloc * sizeof *r->cases);
@@ -75,14 +71,33 @@ struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, en
 	return c;
 }
 
+struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st)
+{
+	/* the cap bounds memory, not the counts: a refused case still counts
+	 * (before: it was lost, a failing one with it) */
+	if (r->ncases >= TESTRUN_MAX_CASES) {
+		r->truncated = true;
+		r->dropped[st]++;
+		return NULL;
+	}
+	return add_case(r, name, len, st);
+}
+
+struct testcase *testrun_add_whole(struct testrun *r, const char *name, enum tc_status st)
+{
+	struct testcase *c = add_case(r, name, strlen(name), st);
+
+	c->synthetic = true;
+	return c;
+}
+
 struct testcase *testrun_add_synthetic(struct testrun *r, const char *name, const char *message,
 				       const char *output)
 {
-	struct testcase *c = testrun_add(r, name, strlen(name), TC_FAIL);
+	/* never refused: the command's own verdict (exit status, timeout,
+	 * plan) must not be lost to a run of many passing tests */
+	struct testcase *c = testrun_add_whole(r, name, TC_FAIL);
 
-	if (!c)
-		return NULL;
-	c->synthetic = true;
 	if (message)
 		testcase_set(&c->message, message, strlen(message));
 	if (output)
@@ -128,6 +143,10 @@ void testrun_count(struct testrun *r)
 		if (c->flaky)
 			r->flaky++;
 	}
+	r->passed += r->dropped[TC_PASS];
+	r->failed += r->dropped[TC_FAIL];
+	r->skipped += r->dropped[TC_SKIP];
+	r->total += r->dropped[TC_PASS] + r->dropped[TC_FAIL] + r->dropped[TC_SKIP];
 }
 
 struct testcase *testrun_find(const struct testrun *r, const char *name)
@@ -235,8 +254,11 @@ static void take_failures(struct testrun *to, const struct testrun *from)
 		    (testrun_match(to, c, &have) == TC_FOUND && have->status == TC_FAIL))
 			continue;
 		n = testrun_add(to, c->name, strlen(c->name), TC_FAIL);
-		if (!n)
-			return;
+		if (!n) {
+			to->failed++;
+			to->total++;
+			continue;
+		}
 		n->error = c->error;
 		n->line = c->line;
 		if (c->message)

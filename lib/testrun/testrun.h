@@ -59,6 +59,8 @@ struct testrun {
 	struct testcase *cases;
 	size_t ncases, alloc;
 	bool truncated;    /* more cases than TESTRUN_MAX_CASES */
+	long dropped[3];   /* the cases refused then, by enum tc_status: counted
+			    * by testrun_count, only their names are lost */
 	char note[256];    /* what the parser noticed ("plan 1..5 but 3 tests ran"), or "" */
 };
 
@@ -67,13 +69,21 @@ void testrun_release(struct testrun *r);   /* r reusable after testrun_init */
 
 /* Add a case named name[0..len) (cut to TESTRUN_MAX_NAME; empty becomes
  * "(unnamed)").  Returns the case (borrowed from r; valid until the next
- * add), or NULL when r is full (r->truncated is then set).  Counts are not
- * touched: see testrun_count(). */
+ * add), or NULL when r is full: r->truncated is then set and the case
+ * counted in r->dropped[st] (a caller that learns its status later moves
+ * it there).  Counts are not touched: see testrun_count(). */
 struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st);
+
+/* Add a case standing for the whole command (synthetic set): its exit
+ * status, a timeout, the failures not named.  Added even when r is full
+ * (the cap bounds memory; there are a few of these), never NULL.  Counts
+ * are not touched. */
+struct testcase *testrun_add_whole(struct testrun *r, const char *name, enum tc_status st);
 
 /* Add a synthetic failure (the whole command: its exit status, a timeout,
  * a bail out) and count it as failed (total and failed grow by one).
- * message and output may be NULL.  Returns the case or NULL when full. */
+ * message and output may be NULL.  Added even when r is full; never
+ * NULL. */
 struct testcase *testrun_add_synthetic(struct testrun *r, const char *name, const char *message,
 				       const char *output);
 
@@ -83,7 +93,7 @@ void testcase_set(char **field, const char *s, size_t len);
 void testcase_append(char **field, const char *s, size_t len);
 
 /* Recount total/passed/failed/skipped/flaky from the cases (synthetic
- * failures count as failed). */
+ * failures count as failed) and r->dropped. */
 void testrun_count(struct testrun *r);
 
 /* The first case named name, or NULL.  Borrowed. */

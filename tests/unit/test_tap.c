@@ -3,6 +3,7 @@
  * missing tests, 1..0), directives (SKIP/TODO, case, escapes, a '#' that is
  * not one), YAML diagnostics, subtests, bail out; hostile input.
  */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "testrun/tap.h"
 #include "testrun/testrun.h"
@@ -186,9 +187,35 @@ static void test_hostile(void)
 	free(deep);
 }
 
+/* Past TESTRUN_MAX_CASES the cases are counted, not kept: a failing one
+ * and the plan's verdict are not lost (before: dropped, a pass). */
+static void test_cap(void)
+{
+	struct testrun r;
+	struct buf b = BUF_INIT;
+	long n = TESTRUN_MAX_CASES + 5;
+
+	buf_addf(&b, "1..%ld\n", n + 2);
+	for (long i = 1; i < n; i++)
+		buf_addf(&b, "ok %ld t%ld\n", i, i);
+	buf_addf(&b, "not ok %ld the_last\n", n);
+	testrun_init(&r);
+	CHECK(tap_parse(&r, b.buf, b.len) == 1);
+	CHECK(r.truncated);
+	CHECK_INT(r.ncases, TESTRUN_MAX_CASES + 1);   /* and the synthetic "TAP plan" */
+	CHECK_INT(r.total, n + 1);
+	CHECK_INT(r.failed, 2);
+	CHECK_INT(r.dropped[TC_FAIL], 1);
+	CHECK_INT(r.dropped[TC_PASS], 4);
+	CHECK(testrun_find(&r, "TAP plan"));
+	testrun_release(&r);
+	buf_release(&b);
+}
+
 int main(void)
 {
 	RUN(test_plans);
+	RUN(test_cap);
 	RUN(test_directives);
 	RUN(test_yaml_and_subtests);
 	RUN(test_hostile);

@@ -420,6 +420,42 @@ static void test_match(void)
 	testrun_release(&r);
 }
 
+/* The cap bounds memory: cases past it are counted, the whole command's
+ * verdicts are always kept; a JUnit case past it counts as what it was. */
+static void test_cap(void)
+{
+	struct testrun r;
+	struct buf x = BUF_INIT;
+
+	testrun_init(&r);
+	for (long i = 0; i < TESTRUN_MAX_CASES; i++)
+		CHECK(testrun_add(&r, "t", 1, TC_PASS) != NULL);
+	CHECK(!r.truncated);
+	CHECK(testrun_add(&r, "f", 1, TC_FAIL) == NULL);
+	CHECK(r.truncated);
+	testrun_count(&r);
+	CHECK_INT(r.total, TESTRUN_MAX_CASES + 1);
+	CHECK_INT(r.failed, 1);
+	CHECK(testrun_add_synthetic(&r, "timeout", "killed", NULL) != NULL);
+	CHECK_INT(r.failed, 2);
+	CHECK(testrun_find(&r, "timeout") && testrun_find(&r, "timeout")->synthetic);
+	testrun_release(&r);
+
+	buf_adds(&x, "<testsuite>");
+	for (long i = 0; i < TESTRUN_MAX_CASES; i++)
+		buf_adds(&x, "<testcase name=\"t\"/>");
+	buf_adds(&x, "<testcase name=\"late\"><failure message=\"no\"/></testcase>"
+		     "<testcase name=\"skip\"><skipped/></testcase></testsuite>");
+	testrun_init(&r);
+	CHECK(junit_parse(&r, x.buf, x.len) == 1);
+	CHECK(r.truncated);
+	CHECK_INT(r.total, TESTRUN_MAX_CASES + 2);
+	CHECK_INT(r.failed, 1);
+	CHECK_INT(r.skipped, 1);
+	testrun_release(&r);
+	buf_release(&x);
+}
+
 static void test_coverage(void)
 {
 	const char *lcov = "TN:\nSF:a.c\nDA:1,1\nDA:2,0\nLF:4\nLH:3\nend_of_record\nSF:b.c\nLF:4\nLH:1\nend_of_record\n";
@@ -599,6 +635,7 @@ int main(void)
 	RUN(test_rerun_commands);
 	RUN(test_env_signatures);
 	RUN(test_match);
+	RUN(test_cap);
 	RUN(test_coverage);
 	RUN(test_find_junit);
 	RUN(test_garbage);
