@@ -249,16 +249,19 @@ static bool failing(const struct testcase *c)
 static const char *env_signature(const struct testcase *c, const struct tst *t, const struct proc_result *res)
 {
 	const char *sig = NULL;
+	/* the runner's own failure (the whole command, a collection or setup
+	 * error), not a test's assertion or traceback */
+	bool whole = c->synthetic || c->error;
 
 	if (c->output)
-		sig = testrun_env_signature(c->output, strlen(c->output));
+		sig = testrun_env_signature(c->output, strlen(c->output), whole);
 	if (!sig && c->message)
-		sig = testrun_env_signature(c->message, strlen(c->message));
+		sig = testrun_env_signature(c->message, strlen(c->message), whole);
 	if (!sig && c->synthetic && res) {
 		if (t->exit_code == 127 || t->exit_code == 126)
 			sig = "command not found";
 		else
-			sig = testrun_env_signature(res->out.buf, res->out.len);
+			sig = testrun_env_signature(res->out.buf, res->out.len, true);
 	}
 	return sig;
 }

@@ -376,3 +376,20 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	assert_equal "$(tests_of '[.timed_out, .truncated, [.failures[] | .test]]')" '[true,true,["timeout"]]'
 }
 
+@test "a test's own text is not an environment failure: a 'not found' or 'Connection refused' in its assertion or source is real" {
+	make_repo "$REPO"
+	cat >"$REPO/t.sh" <<-'EOF'
+		echo 1..3
+		echo 'not ok 1 lookup'
+		echo "#   KeyError: 'user 1: not found'"
+		echo '#   >  raise KeyError(f"user {uid}: not found")'
+		echo 'not ok 2 retry'
+		echo '#       def get(): raise ConnectionRefusedError("Connection refused")'
+		echo 'not ok 3 tool'
+		echo '# /w/tests/t.bats: line 3: frobnicate: command not found'
+	EOF
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh t.sh" </dev/null
+	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" \
+		'[["lookup","real"],["retry","real"],["tool","environment"]]'
+}
+

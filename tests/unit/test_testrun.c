@@ -383,10 +383,35 @@ static void test_env_signatures(void)
 	const char *b = "ModuleNotFoundError: No module named 'requests'\n";
 	const char *c = "assert 1 == 2\n";
 
-	CHECK_STR(testrun_env_signature(a, strlen(a)), "command not found");
-	CHECK_STR(testrun_env_signature(b, strlen(b)), "missing Python module");
-	CHECK(testrun_env_signature(c, strlen(c)) == NULL);
-	CHECK(testrun_env_signature(NULL, 0) == NULL);
+	CHECK_STR(testrun_env_signature(a, strlen(a), false), "command not found");
+	CHECK_STR(testrun_env_signature(b, strlen(b), true), "missing Python module");
+	CHECK(testrun_env_signature(c, strlen(c), true) == NULL);
+	CHECK(testrun_env_signature(NULL, 0, true) == NULL);
+
+	/* the shapes the shell, a loader or the OS give; a test's own text is not one */
+	const char *env[] = {
+		"/w/tests/a.bats: line 3: frobnicate: command not found\n",
+		"bash: line 1: foo: command not found",
+		"E   ConnectionRefusedError: [Errno 111] Connection refused\n",
+		"Error: connect ECONNREFUSED 127.0.0.1:5432\n",
+		"called `Result::unwrap()` on an `Err` value: Connection refused (os error 111)\n",
+		"curl: (7) Failed to connect to localhost port 80 after 0 ms: Connection refused\n",
+		"./prog: error while loading shared libraries: libx.so.1: cannot open shared object file\n",
+		"OSError: [Errno 28] No space left on device\n",
+	};
+	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
+		CHECK(testrun_env_signature(env[i], strlen(env[i]), false) != NULL);
+	const char *own[] = {
+		"    def lookup(uid):\n>       raise KeyError(f\"user {uid}: not found\")\nE       KeyError: 'user 1: not found'\n",
+		"        def get(): raise ConnectionRefusedError(\"Connection refused\")\nE       Failed: DID NOT RAISE\n",
+		"user 1: not found\n",
+		"E   ModuleNotFoundError: No module named 'requests'\n",   /* in a test's traceback */
+		"assert 'No space left on device' in msg\n",
+	};
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		CHECK(testrun_env_signature(own[i], strlen(own[i]), false) == NULL);
+	/* the runner's own import error */
+	CHECK_STR(testrun_env_signature(own[3], strlen(own[3]), true), "missing Python module");
 }
 
 /* A case of a rerun is matched by identity, not by bare name (before:
