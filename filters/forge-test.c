@@ -36,6 +36,7 @@
 #include "testrun/testrun.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
 #define FAILURE_OUTPUT_MAX 8000     /* per failure in the state (its tail) */
 #define PROMPT_OUTPUT_MAX 4000      /* per failure in the prompt */
 #define PROMPT_MAX (120u << 10)
+#define SOURCE_READ_MAX (1u << 20)  /* bytes read of a failure's source file */
 /* tests.not_run, the run's summary and the warning when nothing ran */
 #define NOT_RUN "no test command (set tools.test_command)"
 
@@ -181,8 +183,13 @@ static void read_report(struct buf *xml, const char *dir, const char *path)
 		buf_release(&one);
 		return;
 	}
-	FILE *f = fopen(path, "rb");
+	/* a regular file only: opening a FIFO would wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	FILE *f = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
 
+	if (!f && fd >= 0)
+		close(fd);
 	while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
 		if (buf_add(xml, chunk, got) < 0)
 			break;
@@ -378,44 +385,56 @@ static jv analysis_tool(void)
 	return jv_array_append(jv_array(), tool);
 }
 
-/* Lines around `line` of file (relative to dir, or absolute inside dir). */
+/* Lines around `line` of file (relative to dir, or absolute inside dir).
+ * Opened as the file tools read (sandbox_open_read: a regular file, no
+ * symlink out of dir): the tests that named it are the branch's code, and
+ * a FIFO they left there blocked this unconfined process for ever in its
+ * open; at most SOURCE_READ_MAX bytes are read. */
 static void add_source(struct buf *b, const char *dir, const char *file, long line)
 {
-	struct buf path = BUF_INIT;
-	char *real = NULL;
+	struct sandbox_root *root = NULL;
+	size_t dl = strlen(dir), got = 0;
+	const char *rel = file;
+	struct stat st;
+	int fd = -1;
+	FILE *f = NULL;
 
 	if (!file || line <= 0)
 		return;
+	if (file[0] == '/' && (strncmp(file, dir, dl) != 0 || file[dl] != '/'))
+		return;
 	if (file[0] == '/')
-		buf_adds(&path, file);
-	else
-		buf_addf(&path, "%s/%s", dir, file);
-	real = realpath(path.buf, NULL);
-	size_t dl = strlen(dir);
-	FILE *f = real && strncmp(real, dir, dl) == 0 && real[dl] == '/' ? fopen(real, "r") : NULL;
-	if (f) {
-		char ln[512];
-		long no = 0;
-		buf_addf(b, "source %s around line %ld:\n```\n", file, line);
-		while (fgets(ln, sizeof ln, f) && no < line + 8) {
-			size_t l = strlen(ln);
-			bool whole = l && ln[l - 1] == '\n';
-			if (whole)
-				no++;
-			if (no >= line - 8 && no <= line + 8)
-				buf_addf(b, "%s%5ld  %s%s", no == line ? ">" : " ", no, ln, whole ? "" : "\n");
-			while (!whole && fgets(ln, sizeof ln, f)) {
-				l = strlen(ln);
-				whole = l && ln[l - 1] == '\n';
-			}
-			if (!whole)
-				no++;
+		rel = file + dl + 1;
+	if (sandbox_root_open(&root, dir) < 0 || sandbox_open_read(&fd, &st, root, rel) < 0 ||
+	    !(f = fdopen(fd, "r")))
+		goto out;
+	fd = -1;
+	char ln[512];
+	long no = 0;
+	buf_addf(b, "source %s around line %ld:\n```\n", file, line);
+	while (got < SOURCE_READ_MAX && fgets(ln, sizeof ln, f) && no < line + 8) {
+		size_t l = strlen(ln);
+		bool whole = l && ln[l - 1] == '\n';
+		got += l;
+		if (whole)
+			no++;
+		if (no >= line - 8 && no <= line + 8)
+			buf_addf(b, "%s%5ld  %s%s", no == line ? ">" : " ", no, ln, whole ? "" : "\n");
+		while (!whole && got < SOURCE_READ_MAX && fgets(ln, sizeof ln, f)) {
+			l = strlen(ln);
+			got += l;
+			whole = l && ln[l - 1] == '\n';
 		}
-		buf_adds(b, "```\n");
-		fclose(f);
+		if (!whole)
+			no++;
 	}
-	free(real);
-	buf_release(&path);
+	buf_adds(b, "```\n");
+out:
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	sandbox_root_free(root);
 }
 
 static char *analysis_prompt(struct phase *ph, struct tst *t)

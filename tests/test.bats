@@ -393,3 +393,18 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 		'[["lookup","real"],["retry","real"],["tool","environment"]]'
 }
 
+@test "a FIFO the tests left where a failure is located is not opened: the analysis goes on without it" {
+	make_repo "$REPO"
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"tool_calls":[{"name":"report_failure_analysis","input":{"analyses":[{"test":"b","root_cause":"x","suggested_fix":"y","confidence":0.9}]}}]}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	printf '%s\n' 'line one' 'line two' 'line three' >"$REPO/real.py"
+	# (timeout(1) stops a forge-test that would block on the FIFO for ever)
+	run -1 --separate-stderr timeout 60 ft --repo "$REPO" --no-input \
+		--command "mkfifo trap.py; printf '1..2\nnot ok 1 b\n  ---\n  location: trap.py:3:1\n  ...\nnot ok 2 c\n  ---\n  location: real.py:2:1\n  ...\n'" </dev/null
+	assert_equal "$(tests_of '[.failures[] | [.test, .file, .root_cause]]')" '[["b","trap.py","x"],["c","real.py",null]]'
+	run jq -r '.[0].body.messages[0].content' <<<"$(curl -sS -f "$MOCK_URL/_mock/requests")"
+	refute_output --partial 'source trap.py'
+	assert_output --partial '>    2  line two'
+}
+
