@@ -408,3 +408,9 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	assert_output --partial '>    2  line two'
 }
 
+@test "TAP with more test points than its plan is a failure (prove's bad plan)" {
+	make_repo "$REPO"
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..2\nok 1 a\nok 2 b\nok 3 c\n'" </dev/null
+	assert_equal "$(tests_of '[.summary.passed, .summary.failed, .failures[0].test, .note]')" \
+		'[3,1,"TAP plan","bad plan: 1 test more than planned ran"]'
+}

@@ -187,6 +187,29 @@ static void test_hostile(void)
 	free(deep);
 }
 
+/* More points than planned: a bad plan (prove: "Bad plan. You planned 2
+ * tests but ran 3"), before accepted as a pass. */
+static void test_too_many(void)
+{
+	struct testrun r;
+
+	CHECK(parse(&r, "1..2\nok 1 a\nok 2 b\nok 3 c\n") == 1);
+	CHECK_INT(r.passed, 3);
+	CHECK_INT(r.failed, 1);
+	CHECK(testrun_find(&r, "TAP plan") && testrun_find(&r, "TAP plan")->synthetic);
+	CHECK(strstr(r.note, "bad plan: 1 test more than planned ran"));
+	testrun_release(&r);
+	/* a trailing plan smaller than the points */
+	CHECK(parse(&r, "ok 1 a\nok 2 b\nok 3 c\n1..2\n") == 1);
+	CHECK_INT(r.failed, 1);
+	testrun_release(&r);
+	/* a second document with its trailing plan is not extra */
+	CHECK(parse(&r, "1..2\nok 1 a\nok 2 b\nok 1 c\n1..1\n") == 1);
+	CHECK_INT(r.failed, 0);
+	CHECK_INT(r.total, 3);
+	testrun_release(&r);
+}
+
 /* Past TESTRUN_MAX_CASES the cases are counted, not kept: a failing one
  * and the plan's verdict are not lost (before: dropped, a pass). */
 static void test_cap(void)
@@ -215,6 +238,7 @@ static void test_cap(void)
 int main(void)
 {
 	RUN(test_plans);
+	RUN(test_too_many);
 	RUN(test_cap);
 	RUN(test_directives);
 	RUN(test_yaml_and_subtests);
