@@ -36,6 +36,7 @@
 #include "testrun/testrun.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
 #define FAILURE_OUTPUT_MAX 8000     /* per failure in the state (its tail) */
 #define PROMPT_OUTPUT_MAX 4000      /* per failure in the prompt */
 #define PROMPT_MAX (120u << 10)
+#define SOURCE_READ_MAX (1u << 20)  /* bytes read of a failure's source file */
 /* tests.not_run, the run's summary and the warning when nothing ran */
 #define NOT_RUN "no test command (set tools.test_command)"
 
@@ -181,8 +183,13 @@ static void read_report(struct buf *xml, const char *dir, const char *path)
 		buf_release(&one);
 		return;
 	}
-	FILE *f = fopen(path, "rb");
+	/* a regular file only: opening a FIFO would wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	FILE *f = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
 
+	if (!f && fd >= 0)
+		close(fd);
 	while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
 		if (buf_add(xml, chunk, got) < 0)
 			break;
@@ -249,16 +256,19 @@ static bool failing(const struct testcase *c)
 static const char *env_signature(const struct testcase *c, const struct tst *t, const struct proc_result *res)
 {
 	const char *sig = NULL;
+	/* the runner's own failure (the whole command, a collection or setup
+	 * error), not a test's assertion or traceback */
+	bool whole = c->synthetic || c->error;
 
 	if (c->output)
-		sig = testrun_env_signature(c->output, strlen(c->output));
+		sig = testrun_env_signature(c->output, strlen(c->output), whole);
 	if (!sig && c->message)
-		sig = testrun_env_signature(c->message, strlen(c->message));
+		sig = testrun_env_signature(c->message, strlen(c->message), whole);
 	if (!sig && c->synthetic && res) {
 		if (t->exit_code == 127 || t->exit_code == 126)
 			sig = "command not found";
 		else
-			sig = testrun_env_signature(res->out.buf, res->out.len);
+			sig = testrun_env_signature(res->out.buf, res->out.len, true);
 	}
 	return sig;
 }
@@ -301,13 +311,18 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 		struct testcase *c = &t->run.cases[i];
 		if (!failing(c))
 			continue;
-		const struct testcase *a = parsed && !c->synthetic ? testrun_find(&again, c->name) : NULL;
+		const struct testcase *a = NULL;
+		enum tc_match m = parsed && !c->synthetic ? testrun_match(&again, c, &a) : TC_ABSENT;
 		/* A rerun by name that ran no test at all says nothing of this
 		 * one: a name the runner's filter does not select (cargo's
 		 * "x - should panic", a ctest name with a space) exits 0 with
 		 * "0 passed", and was counted a pass: a real failure, flaky. */
 		bool ran_none = by_name && (!parsed || again.total - again.skipped <= 0);
-		bool passed = a ? a->status == TC_PASS : clean && !ran_none;
+		/* Matched by identity, not by bare name: the passing test of the
+		 * same name in another file is not this one (before: the first of
+		 * that name was taken, a failure called flaky).  Several that fit,
+		 * none failing: which is this one is unknown, so it stays real. */
+		bool passed = m == TC_FOUND ? a->status == TC_PASS : m == TC_ABSENT && clean && !ran_none;
 		if (passed) {
 			c->status = TC_PASS;
 			c->flaky = true;
@@ -370,44 +385,56 @@ static jv analysis_tool(void)
 	return jv_array_append(jv_array(), tool);
 }
 
-/* Lines around `line` of file (relative to dir, or absolute inside dir). */
+/* Lines around `line` of file (relative to dir, or absolute inside dir).
+ * Opened as the file tools read (sandbox_open_read: a regular file, no
+ * symlink out of dir): the tests that named it are the branch's code, and
+ * a FIFO they left there blocked this unconfined process for ever in its
+ * open; at most SOURCE_READ_MAX bytes are read. */
 static void add_source(struct buf *b, const char *dir, const char *file, long line)
 {
-	struct buf path = BUF_INIT;
-	char *real = NULL;
+	struct sandbox_root *root = NULL;
+	size_t dl = strlen(dir), got = 0;
+	const char *rel = file;
+	struct stat st;
+	int fd = -1;
+	FILE *f = NULL;
 
 	if (!file || line <= 0)
 		return;
+	if (file[0] == '/' && (strncmp(file, dir, dl) != 0 || file[dl] != '/'))
+		return;
 	if (file[0] == '/')
-		buf_adds(&path, file);
-	else
-		buf_addf(&path, "%s/%s", dir, file);
-	real = realpath(path.buf, NULL);
-	size_t dl = strlen(dir);
-	FILE *f = real && strncmp(real, dir, dl) == 0 && real[dl] == '/' ? fopen(real, "r") : NULL;
-	if (f) {
-		char ln[512];
-		long no = 0;
-		buf_addf(b, "source %s around line %ld:\n```\n", file, line);
-		while (fgets(ln, sizeof ln, f) && no < line + 8) {
-			size_t l = strlen(ln);
-			bool whole = l && ln[l - 1] == '\n';
-			if (whole)
-				no++;
-			if (no >= line - 8 && no <= line + 8)
-				buf_addf(b, "%s%5ld  %s%s", no == line ? ">" : " ", no, ln, whole ? "" : "\n");
-			while (!whole && fgets(ln, sizeof ln, f)) {
-				l = strlen(ln);
-				whole = l && ln[l - 1] == '\n';
-			}
-			if (!whole)
-				no++;
+		rel = file + dl + 1;
+	if (sandbox_root_open(&root, dir) < 0 || sandbox_open_read(&fd, &st, root, rel) < 0 ||
+	    !(f = fdopen(fd, "r")))
+		goto out;
+	fd = -1;
+	char ln[512];
+	long no = 0;
+	buf_addf(b, "source %s around line %ld:\n```\n", file, line);
+	while (got < SOURCE_READ_MAX && fgets(ln, sizeof ln, f) && no < line + 8) {
+		size_t l = strlen(ln);
+		bool whole = l && ln[l - 1] == '\n';
+		got += l;
+		if (whole)
+			no++;
+		if (no >= line - 8 && no <= line + 8)
+			buf_addf(b, "%s%5ld  %s%s", no == line ? ">" : " ", no, ln, whole ? "" : "\n");
+		while (!whole && got < SOURCE_READ_MAX && fgets(ln, sizeof ln, f)) {
+			l = strlen(ln);
+			got += l;
+			whole = l && ln[l - 1] == '\n';
 		}
-		buf_adds(b, "```\n");
-		fclose(f);
+		if (!whole)
+			no++;
 	}
-	free(real);
-	buf_release(&path);
+	buf_adds(b, "```\n");
+out:
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	sandbox_root_free(root);
 }
 
 static char *analysis_prompt(struct phase *ph, struct tst *t)
@@ -568,8 +595,17 @@ static jv tests_json(struct tst *t, jv coverage)
 	o = json_set(o, "report", json_str_or_null(t->report));
 	if (jv_get_kind(t->reports) == JV_KIND_ARRAY && jv_array_length(jv_copy(t->reports)) > 1)
 		o = json_set(o, "reports", jv_copy(t->reports));
-	if (t->run.note[0])
+	if (t->run.truncated) {
+		/* the cases past the cap are counted in the summary, not listed */
+		long dropped = t->run.dropped[TC_PASS] + t->run.dropped[TC_FAIL] + t->run.dropped[TC_SKIP];
+		char note[sizeof t->run.note + 128];
+		snprintf(note, sizeof note, "%s%sonly the first %d test cases are kept: %ld more counted (%ld failing)",
+			 t->run.note, t->run.note[0] ? "; " : "", TESTRUN_MAX_CASES, dropped, t->run.dropped[TC_FAIL]);
+		o = json_set(o, "truncated", jv_true());
+		o = json_set(o, "note", jv_string(note));
+	} else if (t->run.note[0]) {
 		o = json_set(o, "note", jv_string(t->run.note));
+	}
 	if (!t->command)
 		o = json_set(o, "not_run", jv_string(NOT_RUN));
 	return o;
@@ -758,21 +794,19 @@ static const char *run_phase(struct phase *ph)
 			snprintf(msg, sizeof msg, "the test command exited with status %d", res.exit_code);
 			testrun_add_synthetic(&t->run, t->command, msg, out_tail);
 		} else {
-			struct testcase *c = testrun_add(&t->run, t->command, strlen(t->command), TC_PASS);
-			if (c)
-				c->synthetic = true;
+			testrun_add_whole(&t->run, t->command, TC_PASS);
 			t->run.total++;
 			t->run.passed++;
 		}
-	} else if (named == 0 && t->run.failed > 0) {
-		snprintf(msg, sizeof msg, "%ld failing test%s not named in the output", t->run.failed,
-			 t->run.failed == 1 ? "" : "s");
-		struct testcase *c = testrun_add(&t->run, "unnamed failures", 16, TC_FAIL);
-		if (c) {
-			c->synthetic = true;
-			testcase_set(&c->message, msg, strlen(msg));
-			testcase_set(&c->output, out_tail, strlen(out_tail));
-		}
+	} else if (t->run.failed > named && (named == 0 || t->run.truncated)) {
+		/* counted, not named: the output said how many, or the cases
+		 * were past the cap (already counted as failed) */
+		long unnamed = t->run.failed - named;
+		snprintf(msg, sizeof msg, "%ld failing test%s not named in the output%s", unnamed,
+			 unnamed == 1 ? "" : "s", named ? " (past the limit of test cases kept)" : "");
+		struct testcase *c = testrun_add_whole(&t->run, "unnamed failures", TC_FAIL);
+		testcase_set(&c->message, msg, strlen(msg));
+		testcase_set(&c->output, out_tail, strlen(out_tail));
 	} else if (named == 0 && res.exit_code != 0 &&
 		   !(strcmp(t->run.format, "pytest") == 0 && res.exit_code == 5)) {
 		snprintf(msg, sizeof msg, "the test command exited with status %d though no test failed",

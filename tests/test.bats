@@ -332,3 +332,85 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	assert_equal "$(jq -sc '[.[] | .type // .kind]' <<<"$output")" '["x.y","input.rejected"]'
 	assert_equal "$(jq -r 'select(.type == "input.rejected") | .payload.line' <<<"$output")" 2
 }
+
+@test "a failure is matched on its rerun by its file too: the passing test of the same name elsewhere does not make it flaky" {
+	make_repo "$REPO"
+	mkdir -p "$REPO/tests"
+	printf '@test "works" {\n  true\n}\n' >"$REPO/tests/a.bats"
+	printf '@test "works" {\n  false\n}\n' >"$REPO/tests/b.bats"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, .rerun.exit_code, [.failures[] | [.test, .file, .classification]]]')" \
+		'[1,0,1,[["works","tests/b.bats","real"]]]'
+	# a TAP point printed twice, passing and failing, every run: not flaky
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..2\nok 1 a\nnot ok 2 a\n'" </dev/null
+	assert_equal "$(tests_of '[.summary.failed, .summary.flaky, [.failures[] | .classification]]')" '[1,0,["real"]]'
+	# JUnit: the same name in two classes
+	cat >"$REPO/junit.sh" <<-'EOF2'
+		cat >junit.xml <<XML
+		<testsuite><testcase classname="test_a" name="test_same"/>
+		<testcase classname="test_b" name="test_same"><failure message="1 != 2"/></testcase></testsuite>
+		XML
+		exit 1
+	EOF2
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh junit.sh" </dev/null
+	assert_equal "$(tests_of '[.format, .summary.failed, .summary.flaky, [.failures[] | .classification]]')" \
+		'["junit",1,0,["real"]]'
+}
+
+@test "past the limit of test cases kept, a failure, the plan and a timeout still count: exit 1, the truncation said" {
+	make_repo "$REPO"
+	printf '%s\n' 'echo "1..100006"' \
+		"awk 'BEGIN{for(i=1;i<100005;i++) print \"ok \" i \" t\" i; print \"not ok 100005 the_last\"}'" \
+		'exit 1' >"$REPO/gen.sh"
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh gen.sh" </dev/null
+	assert_equal "$(tests_of '[.truncated, .summary.total, .summary.failed]')" '[true,100006,2]'
+	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" \
+		'[["TAP plan","real"],["unnamed failures","real"]]'
+	assert_equal "$(tests_of '.note')" \
+		'"1 planned test did not run; only the first 100000 test cases are kept: 5 more counted (1 failing)"'
+	# the whole command's timeout after more than the limit of passing points
+	echo '{"tools":{"test_timeout_s":2}}' >"$BATS_TEST_TMPDIR/t.json"
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --config "$BATS_TEST_TMPDIR/t.json" \
+		--command "awk 'BEGIN{print \"1..100001\"; for(i=1;i<=100001;i++) print \"ok \" i}'; sleep 60" </dev/null
+	assert_equal "$(tests_of '[.timed_out, .truncated, [.failures[] | .test]]')" '[true,true,["timeout"]]'
+}
+
+@test "a test's own text is not an environment failure: a 'not found' or 'Connection refused' in its assertion or source is real" {
+	make_repo "$REPO"
+	cat >"$REPO/t.sh" <<-'EOF'
+		echo 1..3
+		echo 'not ok 1 lookup'
+		echo "#   KeyError: 'user 1: not found'"
+		echo '#   >  raise KeyError(f"user {uid}: not found")'
+		echo 'not ok 2 retry'
+		echo '#       def get(): raise ConnectionRefusedError("Connection refused")'
+		echo 'not ok 3 tool'
+		echo '# /w/tests/t.bats: line 3: frobnicate: command not found'
+	EOF
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh t.sh" </dev/null
+	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" \
+		'[["lookup","real"],["retry","real"],["tool","environment"]]'
+}
+
+@test "a FIFO the tests left where a failure is located is not opened: the analysis goes on without it" {
+	make_repo "$REPO"
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"tool_calls":[{"name":"report_failure_analysis","input":{"analyses":[{"test":"b","root_cause":"x","suggested_fix":"y","confidence":0.9}]}}]}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	printf '%s\n' 'line one' 'line two' 'line three' >"$REPO/real.py"
+	# (timeout(1) stops a forge-test that would block on the FIFO for ever)
+	run -1 --separate-stderr timeout 60 ft --repo "$REPO" --no-input \
+		--command "mkfifo trap.py; printf '1..2\nnot ok 1 b\n  ---\n  location: trap.py:3:1\n  ...\nnot ok 2 c\n  ---\n  location: real.py:2:1\n  ...\n'" </dev/null
+	assert_equal "$(tests_of '[.failures[] | [.test, .file, .root_cause]]')" '[["b","trap.py","x"],["c","real.py",null]]'
+	run jq -r '.[0].body.messages[0].content' <<<"$(curl -sS -f "$MOCK_URL/_mock/requests")"
+	refute_output --partial 'source trap.py'
+	assert_output --partial '>    2  line two'
+}
+
+@test "TAP with more test points than its plan is a failure (prove's bad plan)" {
+	make_repo "$REPO"
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..2\nok 1 a\nok 2 b\nok 3 c\n'" </dev/null
+	assert_equal "$(tests_of '[.summary.passed, .summary.failed, .failures[0].test, .note]')" \
+		'[3,1,"TAP plan","bad plan: 1 test more than planned ran"]'
+}

@@ -139,8 +139,10 @@ static char *detect_test(const char *root)
 	if (exists(root, "pyproject.toml") || exists(root, "setup.py") || exists(root, "pytest.ini") ||
 	    exists(root, "tox.ini") || exists(root, "setup.cfg"))
 		return xstrdup("python3 -m pytest");
+	/* configured and built first: a fresh worktree has no build/ (it is
+	 * not committed), and one left from before holds the old code's tests */
 	if (exists(root, "CMakeLists.txt"))
-		return xstrdup("ctest --test-dir build");
+		return xstrdup("cmake -S . -B build && cmake --build build && ctest --test-dir build");
 	const char *bats = bats_dir(root);
 	if (bats) {
 		struct buf b = BUF_INIT;

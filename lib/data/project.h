@@ -14,8 +14,9 @@
  *   go.mod                test: `go test ./...`; build: `go build ./...`
  *   pyproject.toml, setup.py, pytest.ini, tox.ini, setup.cfg
  *                         test: `python3 -m pytest`
- *   CMakeLists.txt        test: `ctest --test-dir build`; build:
- *                         `cmake -S . -B build && cmake --build build`
+ *   CMakeLists.txt        test: `cmake -S . -B build && cmake --build build
+ *                         && ctest --test-dir build` (the whole command is
+ *                         rerun); build: `cmake -S . -B build && cmake --build build`
  *   *.bats in test/ or tests/   test: `bats <dir>`
  * Languages are counted from file extensions under the root (not .git, not
  * .forge, not node_modules), at most PROJECT_SCAN_MAX files.

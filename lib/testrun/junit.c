@@ -384,6 +384,7 @@ struct reader {
 	size_t nsuites;
 	long cur;                 /* case index or -1 */
 	bool cur_skipped, cur_failed;
+	bool dropping;            /* in a case refused by the cap (testrun_add) */
 	enum capture cap;
 	struct buf text;
 	bool seen;                /* a JUnit element */
@@ -431,6 +432,7 @@ static void open_case(struct reader *rd, const struct junit_xml_attr *a, size_t 
 
 	rd->cur = c ? (long)(c - rd->r->cases) : -1;
 	rd->cur_skipped = rd->cur_failed = false;
+	rd->dropping = !c;
 	if (!c)
 		return;
 	if ((v = attr(a, n, "classname")) && *v)
@@ -467,6 +469,11 @@ static int on_start(void *payload, const char *name, size_t len, const struct ju
 		rd->seen = true;
 		open_case(rd, a, n);
 		return 0;
+	}
+	if (!c && rd->dropping) {
+		/* its status still counts (testrun_add counted it passing) */
+		rd->cur_failed |= is(name, len, "failure") || is(name, len, "error");
+		rd->cur_skipped |= is(name, len, "skipped");
 	}
 	if (!c)
 		return 0;
@@ -508,6 +515,22 @@ static int on_text(void *payload, const char *text, size_t len)
 		buf_add(&rd->text, text, len < room ? len : room);
 	}
 	return 0;
+}
+
+/* A case refused by the cap ends: counted by its status, as close_case
+ * counts a kept one. */
+static void close_dropped(struct reader *rd)
+{
+	enum tc_status st = rd->cur_skipped ? TC_SKIP : rd->cur_failed ? TC_FAIL : TC_PASS;
+
+	rd->dropping = false;
+	rd->r->dropped[TC_PASS]--;
+	rd->r->dropped[st]++;
+	for (size_t i = 0; i < rd->nsuites; i++) {
+		rd->suites[i].n_total++;
+		rd->suites[i].n_fail += st == TC_FAIL;
+		rd->suites[i].n_skip += st == TC_SKIP;
+	}
 }
 
 static void close_case(struct reader *rd, struct testcase *c)
@@ -580,6 +603,8 @@ static int on_end(void *payload, const char *name, size_t len)
 	if (is(name, len, "testcase")) {
 		if (c)
 			close_case(rd, c);
+		else if (rd->dropping)
+			close_dropped(rd);
 		rd->cur = -1;
 		return 0;
 	}
@@ -621,6 +646,8 @@ int junit_parse(struct testrun *out, const char *xml, size_t len)
 	if (rc != 0) {
 		if (rd.cur >= 0)
 			close_case(&rd, current(&rd));
+		else if (rd.dropping)
+			close_dropped(&rd);
 		while (rd.nsuites > 0)
 			close_suite(&rd);
 	}

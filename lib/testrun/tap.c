@@ -23,6 +23,9 @@ struct tap {
 	bool has_plan, leading, plan_zero;
 	long plan_n, ntests;
 	long missing;
+	long extra;                  /* test points past their document's plan */
+	bool orphan;                 /* this document began with a point past a
+				      * complete leading plan */
 	bool version_without_plan;
 	/* subtests */
 	long children[TAP_MAX_DEPTH + 1];
@@ -41,6 +44,14 @@ static void close_doc(struct tap *t)
 {
 	if (t->has_plan && t->ntests < t->plan_n)
 		t->missing += t->plan_n - t->ntests;
+	/* more points than planned is a bad plan, as prove says (before: a
+	 * pass); points after a complete plan that no plan of their own
+	 * follows are such points, not a second document */
+	if (t->has_plan && t->ntests > t->plan_n)
+		t->extra += t->ntests - t->plan_n;
+	else if (!t->has_plan && t->orphan)
+		t->extra += t->ntests;
+	t->orphan = false;
 	t->has_plan = t->leading = false;
 	t->plan_n = t->ntests = 0;
 }
@@ -312,8 +323,10 @@ static bool test_point(struct tap *t, const char *s, size_t n, size_t indent)
 	t->children[depth]++;
 	t->seen_test = true;
 	if (depth == 0) {
-		if (t->has_plan && t->leading && t->ntests >= t->plan_n)
+		if (t->has_plan && t->leading && t->ntests >= t->plan_n) {
 			close_doc(t);
+			t->orphan = true;
+		}
 		t->ntests++;
 	}
 
@@ -519,6 +532,14 @@ int tap_parse(struct testrun *out, const char *text, size_t len)
 		snprintf(msg, sizeof msg, "%ld planned test%s did not run", t.missing, t.missing == 1 ? "" : "s");
 		testrun_add_synthetic(out, "TAP plan", msg, NULL);
 		snprintf(out->note, sizeof out->note, "%s", msg);
+	} else if (t.extra > 0 && !t.bailed) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "bad plan: %ld test%s more than planned ran", t.extra,
+			 t.extra == 1 ? "" : "s");
+		/* a cut that took a plan line leaves its points planless: a note */
+		if (!cut)
+			testrun_add_synthetic(out, "TAP plan", msg, NULL);
+		snprintf(out->note, sizeof out->note, "%s%s", msg, cut ? " (the output was cut in the middle)" : "");
 	} else if (t.version_without_plan && t.seen_test && !t.bailed) {
 		testrun_add_synthetic(out, "TAP plan", "the TAP output has no plan: the run stopped early", NULL);
 		snprintf(out->note, sizeof out->note, "no plan");

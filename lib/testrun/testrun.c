@@ -47,12 +47,8 @@ static char *bounded_dup(const char *s, size_t len, size_t max)
 	return out;
 }
 
-struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st)
+static struct testcase *add_case(struct testrun *r, const char *name, size_t len, enum tc_status st)
 {
-	if (r->ncases >= TESTRUN_MAX_CASES) {
-		r->truncated = true;
-		return NULL;
-	}
 	if (r->ncases == r->alloc) {
 		r->alloc = r->alloc ? r->alloc * 2 : 16;
 		r->cases = xrealloc(r->cases, r->alloc * sizeof *r->cases);
@@ -75,14 +71,33 @@ struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, en
 	return c;
 }
 
+struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st)
+{
+	/* the cap bounds memory, not the counts: a refused case still counts
+	 * (before: it was lost, a failing one with it) */
+	if (r->ncases >= TESTRUN_MAX_CASES) {
+		r->truncated = true;
+		r->dropped[st]++;
+		return NULL;
+	}
+	return add_case(r, name, len, st);
+}
+
+struct testcase *testrun_add_whole(struct testrun *r, const char *name, enum tc_status st)
+{
+	struct testcase *c = add_case(r, name, strlen(name), st);
+
+	c->synthetic = true;
+	return c;
+}
+
 struct testcase *testrun_add_synthetic(struct testrun *r, const char *name, const char *message,
 				       const char *output)
 {
-	struct testcase *c = testrun_add(r, name, strlen(name), TC_FAIL);
+	/* never refused: the command's own verdict (exit status, timeout,
+	 * plan) must not be lost to a run of many passing tests */
+	struct testcase *c = testrun_add_whole(r, name, TC_FAIL);
 
-	if (!c)
-		return NULL;
-	c->synthetic = true;
 	if (message)
 		testcase_set(&c->message, message, strlen(message));
 	if (output)
@@ -128,6 +143,10 @@ void testrun_count(struct testrun *r)
 		if (c->flaky)
 			r->flaky++;
 	}
+	r->passed += r->dropped[TC_PASS];
+	r->failed += r->dropped[TC_FAIL];
+	r->skipped += r->dropped[TC_SKIP];
+	r->total += r->dropped[TC_PASS] + r->dropped[TC_FAIL] + r->dropped[TC_SKIP];
 }
 
 struct testcase *testrun_find(const struct testrun *r, const char *name)
@@ -136,6 +155,32 @@ struct testcase *testrun_find(const struct testrun *r, const char *name)
 		if (strcmp(r->cases[i].name, name) == 0)
 			return &r->cases[i];
 	return NULL;
+}
+
+/* Both say one and they differ. */
+static bool differ(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) != 0;
+}
+
+enum tc_match testrun_match(const struct testrun *r, const struct testcase *c, const struct testcase **found)
+{
+	size_t n = 0;
+
+	*found = NULL;
+	for (size_t i = 0; i < r->ncases; i++) {
+		const struct testcase *o = &r->cases[i];
+		if (o->synthetic != c->synthetic || strcmp(o->name, c->name) != 0 || differ(o->suite, c->suite) ||
+		    differ(o->file, c->file))
+			continue;
+		if (n++ == 0 || (o->status == TC_FAIL && (*found)->status != TC_FAIL))
+			*found = o;
+	}
+	if (n > 1 && (*found)->status != TC_FAIL) {
+		*found = NULL;
+		return TC_AMBIGUOUS;
+	}
+	return n ? TC_FOUND : TC_ABSENT;
 }
 
 bool tr_file_line(const char *s, size_t len, const char **file, size_t *flen, long *line)
@@ -200,13 +245,20 @@ static void take_failures(struct testrun *to, const struct testrun *from)
 {
 	for (size_t i = 0; i < from->ncases; i++) {
 		const struct testcase *c = &from->cases[i];
+		const struct testcase *have;
 		struct testcase *n;
 
-		if (c->status != TC_FAIL || c->synthetic || testrun_find(to, c->name))
+		/* already there: the same test failing (a passing one of the
+		 * same name in another file is another test) */
+		if (c->status != TC_FAIL || c->synthetic ||
+		    (testrun_match(to, c, &have) == TC_FOUND && have->status == TC_FAIL))
 			continue;
 		n = testrun_add(to, c->name, strlen(c->name), TC_FAIL);
-		if (!n)
-			return;
+		if (!n) {
+			to->failed++;
+			to->total++;
+			continue;
+		}
 		n->error = c->error;
 		n->line = c->line;
 		if (c->message)
@@ -413,37 +465,111 @@ done_pytest:
 
 /* ---- environment signatures ----------------------------------------------- */
 
-const char *testrun_env_signature(const char *text, size_t len)
+/* How a signature must stand in a line to be the environment speaking. */
+enum sig_shape {
+	SIG_PROGRAM_END,   /* a program's message ending the line: "sh: 1: x: not found" */
+	SIG_OS_ERROR,      /* an OS error as a program or runtime prints it */
+	SIG_ANYWHERE,      /* shaped by itself ("connect ECONNREFUSED", "(os error 2)") */
+	SIG_WHOLE,         /* the runner's own failure only (a collection error) */
+};
+
+/* "prog: …" or "/a/b.bats: line 3: …": the line starts with a program or
+ * path word and a colon, as a shell, a loader or a tool prints its
+ * diagnostics (not "E   KeyError: …", not an indented source line). */
+static bool program_line(const char *s, size_t n)
 {
+	size_t i = 0;
+
+	while (i < n && (isalnum((unsigned char)s[i]) || strchr("_./+-", s[i])))
+		i++;
+	return i > 0 && i + 1 < n && s[i] == ':' && s[i + 1] == ' ';
+}
+
+/* needle at s + at (in the line s[0..n)) as an OS error: "[Errno 111] X",
+ * "X (os error 111)", or in a program's message line. */
+static bool os_error_at(const char *s, size_t n, size_t at, size_t nlen)
+{
+	if (at >= 2 && s[at - 1] == ' ' && s[at - 2] == ']' && tr_find(s, at, "[Errno "))
+		return true;
+	if (tr_prefix(s + at + nlen, n - at - nlen, " (os error "))
+		return true;
+	return program_line(s, n);
+}
+
+static bool sig_in_line(const char *s, size_t n, const char *needle, enum sig_shape shape)
+{
+	size_t nlen = strlen(needle);
+	const char *hit = tr_find(s, n, needle);
+
+	if (!hit)
+		return false;
+	switch (shape) {
+	case SIG_PROGRAM_END:
+		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		return program_line(s, n) && n >= nlen && memcmp(s + n - nlen, needle, nlen) == 0 &&
+		       !memchr(s, '\'', n) && !memchr(s, '"', n);
+	case SIG_OS_ERROR:
+		for (; hit; hit = tr_find(hit + 1, n - (size_t)(hit + 1 - s), needle))
+			if (os_error_at(s, n, (size_t)(hit - s), nlen))
+				return true;
+		return false;
+	case SIG_ANYWHERE:
+	case SIG_WHOLE:
+		return true;
+	}
+	return false;
+}
+
+const char *testrun_env_signature(const char *text, size_t len, bool whole)
+{
+	/* Matched in the shape the shell, the loader or the OS gives them,
+	 * not as any substring: a test's own output holds its source and its
+	 * assertion text (KeyError("user 1: not found"), a mocked "Connection
+	 * refused"), which were taken for the environment and kept from the
+	 * analysis.  The missing-module kinds are the runner's collection or
+	 * import error (`whole`): inside a test's traceback they are the
+	 * test's. */
 	static const struct {
 		const char *needle, *what;
+		enum sig_shape shape;
 	} sigs[] = {
-		{ "command not found", "command not found" },
-		{ ": not found", "command not found" },
-		{ "No such file or directory (os error 2)", "missing program" },
-		{ "ModuleNotFoundError", "missing Python module" },
-		{ "No module named ", "missing Python module" },
-		{ "Cannot find module '", "missing Node module" },
-		{ "ERR_MODULE_NOT_FOUND", "missing Node module" },
-		{ "error while loading shared libraries", "missing shared library" },
-		{ "cannot open shared object file", "missing shared library" },
-		{ "compilation terminated.", "missing header or build dependency" },
-		{ "cannot find package", "missing Go package" },
-		{ "no required module provides package", "missing Go package" },
-		{ "failed to download", "dependency download failed" },
-		{ "Could not resolve host", "network unavailable" },
-		{ "Temporary failure in name resolution", "network unavailable" },
-		{ "Connection refused", "service unavailable" },
-		{ "ECONNREFUSED", "service unavailable" },
-		{ "No space left on device", "disk full" },
-		{ "Cannot allocate memory", "out of memory" },
-		{ "Too many open files", "resource limit" },
+		{ "command not found", "command not found", SIG_PROGRAM_END },
+		{ ": not found", "command not found", SIG_PROGRAM_END },
+		{ "No such file or directory (os error 2)", "missing program", SIG_ANYWHERE },
+		{ "error while loading shared libraries", "missing shared library", SIG_OS_ERROR },
+		{ "cannot open shared object file", "missing shared library", SIG_OS_ERROR },
+		{ "Could not resolve host", "network unavailable", SIG_OS_ERROR },
+		{ "Temporary failure in name resolution", "network unavailable", SIG_OS_ERROR },
+		{ "Connection refused", "service unavailable", SIG_OS_ERROR },
+		{ "connect ECONNREFUSED", "service unavailable", SIG_ANYWHERE },
+		{ "No space left on device", "disk full", SIG_OS_ERROR },
+		{ "Cannot allocate memory", "out of memory", SIG_OS_ERROR },
+		{ "Too many open files", "resource limit", SIG_OS_ERROR },
+		{ "ModuleNotFoundError", "missing Python module", SIG_WHOLE },
+		{ "No module named ", "missing Python module", SIG_WHOLE },
+		{ "Cannot find module '", "missing Node module", SIG_WHOLE },
+		{ "ERR_MODULE_NOT_FOUND", "missing Node module", SIG_WHOLE },
+		{ "error while loading shared libraries", "missing shared library", SIG_WHOLE },
+		{ "cannot open shared object file", "missing shared library", SIG_WHOLE },
+		{ "compilation terminated.", "missing header or build dependency", SIG_WHOLE },
+		{ "cannot find package", "missing Go package", SIG_WHOLE },
+		{ "no required module provides package", "missing Go package", SIG_WHOLE },
+		{ "failed to download", "dependency download failed", SIG_WHOLE },
 	};
+	struct tr_lines it;
+	const char *line;
+	size_t n;
 
 	if (!text)
 		return NULL;
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		if (tr_find(text, len, sigs[i].needle))
-			return sigs[i].what;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		if ((sigs[i].shape == SIG_WHOLE && !whole) || !tr_find(text, len, sigs[i].needle))
+			continue;
+		tr_lines_init(&it, text, len);
+		while (tr_next_line(&it, &line, &n))
+			if (sig_in_line(line, n, sigs[i].needle, sigs[i].shape))
+				return sigs[i].what;
+	}
 	return NULL;
 }

@@ -59,6 +59,8 @@ struct testrun {
 	struct testcase *cases;
 	size_t ncases, alloc;
 	bool truncated;    /* more cases than TESTRUN_MAX_CASES */
+	long dropped[3];   /* the cases refused then, by enum tc_status: counted
+			    * by testrun_count, only their names are lost */
 	char note[256];    /* what the parser noticed ("plan 1..5 but 3 tests ran"), or "" */
 };
 
@@ -67,13 +69,21 @@ void testrun_release(struct testrun *r);   /* r reusable after testrun_init */
 
 /* Add a case named name[0..len) (cut to TESTRUN_MAX_NAME; empty becomes
  * "(unnamed)").  Returns the case (borrowed from r; valid until the next
- * add), or NULL when r is full (r->truncated is then set).  Counts are not
- * touched: see testrun_count(). */
+ * add), or NULL when r is full: r->truncated is then set and the case
+ * counted in r->dropped[st] (a caller that learns its status later moves
+ * it there).  Counts are not touched: see testrun_count(). */
 struct testcase *testrun_add(struct testrun *r, const char *name, size_t len, enum tc_status st);
+
+/* Add a case standing for the whole command (synthetic set): its exit
+ * status, a timeout, the failures not named.  Added even when r is full
+ * (the cap bounds memory; there are a few of these), never NULL.  Counts
+ * are not touched. */
+struct testcase *testrun_add_whole(struct testrun *r, const char *name, enum tc_status st);
 
 /* Add a synthetic failure (the whole command: its exit status, a timeout,
  * a bail out) and count it as failed (total and failed grow by one).
- * message and output may be NULL.  Returns the case or NULL when full. */
+ * message and output may be NULL.  Added even when r is full; never
+ * NULL. */
 struct testcase *testrun_add_synthetic(struct testrun *r, const char *name, const char *message,
 				       const char *output);
 
@@ -83,11 +93,23 @@ void testcase_set(char **field, const char *s, size_t len);
 void testcase_append(char **field, const char *s, size_t len);
 
 /* Recount total/passed/failed/skipped/flaky from the cases (synthetic
- * failures count as failed). */
+ * failures count as failed) and r->dropped. */
 void testrun_count(struct testrun *r);
 
 /* The first case named name, or NULL.  Borrowed. */
 struct testcase *testrun_find(const struct testrun *r, const char *name);
+
+/*
+ * The case of r that is c (of another run): the same name, and the same
+ * suite and file where both say one.  Names are not unique (the same test
+ * name in two files or classes, a TAP point printed twice), so:
+ * TC_ABSENT when none fits; TC_FOUND with *found the one that fits, or the
+ * first failing one when several do (then c cannot be told passing);
+ * TC_AMBIGUOUS when several fit and none failed (which is c is unknown).
+ * *found is borrowed from r.
+ */
+enum tc_match { TC_ABSENT, TC_FOUND, TC_AMBIGUOUS };
+enum tc_match testrun_match(const struct testrun *r, const struct testcase *c, const struct testcase **found);
 
 /*
  * Parse a test command's output (stdout and stderr merged).  ANSI colour
@@ -130,10 +152,15 @@ char *testrun_rerun_command(const char *command, const char *const *names, size_
 /*
  * Does text look like an environment failure rather than a test's own:
  * a command not found, a missing module or library, a refused connection,
- * a full disk?  Returns a short description of the signature found, or
- * NULL.  Static storage.
+ * a full disk?  Only where the shell, the loader or the OS says so, in the
+ * shape they give it (a line "sh: 1: x: not found", "[Errno 111]
+ * Connection refused", "… (os error 28)"), not text anywhere in a test's
+ * output.  whole: text is the runner's own failure (the whole command's
+ * output, a collection or setup error), where a missing module, package
+ * or header counts too.  Returns a short description of the signature
+ * found, or NULL.  Static storage.
  */
-const char *testrun_env_signature(const char *text, size_t len);
+const char *testrun_env_signature(const char *text, size_t len, bool whole);
 
 /* Line coverage percent of an lcov tracefile (LH/LF summed over records,
  * else DA lines).  0, or -1 when it holds no line data. */

@@ -90,6 +90,11 @@ static void test_other_ecosystems(void)
 	clean();
 	put("tests/basic.bats", "@test x { true; }\n");
 	check_test("bats tests");
+	/* a fresh worktree has no build/: configured and built first (before:
+	 * ctest alone, "Failed to change working directory" a real failure) */
+	clean();
+	put("CMakeLists.txt", "cmake_minimum_required(VERSION 3.13)\nproject(x C)\n");
+	check_test("cmake -S . -B build && cmake --build build && ctest --test-dir build");
 }
 
 static void test_describe_counts_languages(void)

@@ -3,6 +3,7 @@
  * missing tests, 1..0), directives (SKIP/TODO, case, escapes, a '#' that is
  * not one), YAML diagnostics, subtests, bail out; hostile input.
  */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "testrun/tap.h"
 #include "testrun/testrun.h"
@@ -186,9 +187,59 @@ static void test_hostile(void)
 	free(deep);
 }
 
+/* More points than planned: a bad plan (prove: "Bad plan. You planned 2
+ * tests but ran 3"), before accepted as a pass. */
+static void test_too_many(void)
+{
+	struct testrun r;
+
+	CHECK(parse(&r, "1..2\nok 1 a\nok 2 b\nok 3 c\n") == 1);
+	CHECK_INT(r.passed, 3);
+	CHECK_INT(r.failed, 1);
+	CHECK(testrun_find(&r, "TAP plan") && testrun_find(&r, "TAP plan")->synthetic);
+	CHECK(strstr(r.note, "bad plan: 1 test more than planned ran"));
+	testrun_release(&r);
+	/* a trailing plan smaller than the points */
+	CHECK(parse(&r, "ok 1 a\nok 2 b\nok 3 c\n1..2\n") == 1);
+	CHECK_INT(r.failed, 1);
+	testrun_release(&r);
+	/* a second document with its trailing plan is not extra */
+	CHECK(parse(&r, "1..2\nok 1 a\nok 2 b\nok 1 c\n1..1\n") == 1);
+	CHECK_INT(r.failed, 0);
+	CHECK_INT(r.total, 3);
+	testrun_release(&r);
+}
+
+/* Past TESTRUN_MAX_CASES the cases are counted, not kept: a failing one
+ * and the plan's verdict are not lost (before: dropped, a pass). */
+static void test_cap(void)
+{
+	struct testrun r;
+	struct buf b = BUF_INIT;
+	long n = TESTRUN_MAX_CASES + 5;
+
+	buf_addf(&b, "1..%ld\n", n + 2);
+	for (long i = 1; i < n; i++)
+		buf_addf(&b, "ok %ld t%ld\n", i, i);
+	buf_addf(&b, "not ok %ld the_last\n", n);
+	testrun_init(&r);
+	CHECK(tap_parse(&r, b.buf, b.len) == 1);
+	CHECK(r.truncated);
+	CHECK_INT(r.ncases, TESTRUN_MAX_CASES + 1);   /* and the synthetic "TAP plan" */
+	CHECK_INT(r.total, n + 1);
+	CHECK_INT(r.failed, 2);
+	CHECK_INT(r.dropped[TC_FAIL], 1);
+	CHECK_INT(r.dropped[TC_PASS], 4);
+	CHECK(testrun_find(&r, "TAP plan"));
+	testrun_release(&r);
+	buf_release(&b);
+}
+
 int main(void)
 {
 	RUN(test_plans);
+	RUN(test_too_many);
+	RUN(test_cap);
 	RUN(test_directives);
 	RUN(test_yaml_and_subtests);
 	RUN(test_hostile);

@@ -383,10 +383,102 @@ static void test_env_signatures(void)
 	const char *b = "ModuleNotFoundError: No module named 'requests'\n";
 	const char *c = "assert 1 == 2\n";
 
-	CHECK_STR(testrun_env_signature(a, strlen(a)), "command not found");
-	CHECK_STR(testrun_env_signature(b, strlen(b)), "missing Python module");
-	CHECK(testrun_env_signature(c, strlen(c)) == NULL);
-	CHECK(testrun_env_signature(NULL, 0) == NULL);
+	CHECK_STR(testrun_env_signature(a, strlen(a), false), "command not found");
+	CHECK_STR(testrun_env_signature(b, strlen(b), true), "missing Python module");
+	CHECK(testrun_env_signature(c, strlen(c), true) == NULL);
+	CHECK(testrun_env_signature(NULL, 0, true) == NULL);
+
+	/* the shapes the shell, a loader or the OS give; a test's own text is not one */
+	const char *env[] = {
+		"/w/tests/a.bats: line 3: frobnicate: command not found\n",
+		"bash: line 1: foo: command not found",
+		"E   ConnectionRefusedError: [Errno 111] Connection refused\n",
+		"Error: connect ECONNREFUSED 127.0.0.1:5432\n",
+		"called `Result::unwrap()` on an `Err` value: Connection refused (os error 111)\n",
+		"curl: (7) Failed to connect to localhost port 80 after 0 ms: Connection refused\n",
+		"./prog: error while loading shared libraries: libx.so.1: cannot open shared object file\n",
+		"OSError: [Errno 28] No space left on device\n",
+	};
+	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
+		CHECK(testrun_env_signature(env[i], strlen(env[i]), false) != NULL);
+	const char *own[] = {
+		"    def lookup(uid):\n>       raise KeyError(f\"user {uid}: not found\")\nE       KeyError: 'user 1: not found'\n",
+		"        def get(): raise ConnectionRefusedError(\"Connection refused\")\nE       Failed: DID NOT RAISE\n",
+		"user 1: not found\n",
+		"E   ModuleNotFoundError: No module named 'requests'\n",   /* in a test's traceback */
+		"assert 'No space left on device' in msg\n",
+	};
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		CHECK(testrun_env_signature(own[i], strlen(own[i]), false) == NULL);
+	/* the runner's own import error */
+	CHECK_STR(testrun_env_signature(own[3], strlen(own[3]), true), "missing Python module");
+}
+
+/* A case of a rerun is matched by identity, not by bare name (before:
+ * the first case of the name, a passing test of another file). */
+static void test_match(void)
+{
+	struct testrun r;
+	const struct testcase *f;
+	struct testcase want = { .name = "works", .file = "tests/b.bats", .status = TC_FAIL };
+	struct testcase *c;
+
+	testrun_init(&r);
+	CHECK(testrun_match(&r, &want, &f) == TC_ABSENT && !f);
+	c = testrun_add(&r, "works", 5, TC_PASS);
+	c = testrun_add(&r, "works", 5, TC_FAIL);
+	testcase_set(&c->file, "tests/b.bats", 12);
+	CHECK(testrun_match(&r, &want, &f) == TC_FOUND && f == c);
+	/* both passing, which is this one unknown */
+	c->status = TC_PASS;
+	CHECK(testrun_match(&r, &want, &f) == TC_AMBIGUOUS && !f);
+	testrun_release(&r);
+	/* JUnit: the same name in two classes */
+	want = (struct testcase){ .name = "test_same", .suite = "test_b", .status = TC_FAIL };
+	testrun_init(&r);
+	c = testrun_add(&r, "test_same", 9, TC_PASS);
+	testcase_set(&c->suite, "test_a", 6);
+	CHECK(testrun_match(&r, &want, &f) == TC_ABSENT);
+	c = testrun_add(&r, "test_same", 9, TC_FAIL);
+	testcase_set(&c->suite, "test_b", 6);
+	CHECK(testrun_match(&r, &want, &f) == TC_FOUND && f == c);
+	testrun_release(&r);
+}
+
+/* The cap bounds memory: cases past it are counted, the whole command's
+ * verdicts are always kept; a JUnit case past it counts as what it was. */
+static void test_cap(void)
+{
+	struct testrun r;
+	struct buf x = BUF_INIT;
+
+	testrun_init(&r);
+	for (long i = 0; i < TESTRUN_MAX_CASES; i++)
+		CHECK(testrun_add(&r, "t", 1, TC_PASS) != NULL);
+	CHECK(!r.truncated);
+	CHECK(testrun_add(&r, "f", 1, TC_FAIL) == NULL);
+	CHECK(r.truncated);
+	testrun_count(&r);
+	CHECK_INT(r.total, TESTRUN_MAX_CASES + 1);
+	CHECK_INT(r.failed, 1);
+	CHECK(testrun_add_synthetic(&r, "timeout", "killed", NULL) != NULL);
+	CHECK_INT(r.failed, 2);
+	CHECK(testrun_find(&r, "timeout") && testrun_find(&r, "timeout")->synthetic);
+	testrun_release(&r);
+
+	buf_adds(&x, "<testsuite>");
+	for (long i = 0; i < TESTRUN_MAX_CASES; i++)
+		buf_adds(&x, "<testcase name=\"t\"/>");
+	buf_adds(&x, "<testcase name=\"late\"><failure message=\"no\"/></testcase>"
+		     "<testcase name=\"skip\"><skipped/></testcase></testsuite>");
+	testrun_init(&r);
+	CHECK(junit_parse(&r, x.buf, x.len) == 1);
+	CHECK(r.truncated);
+	CHECK_INT(r.total, TESTRUN_MAX_CASES + 2);
+	CHECK_INT(r.failed, 1);
+	CHECK_INT(r.skipped, 1);
+	testrun_release(&r);
+	buf_release(&x);
 }
 
 static void test_coverage(void)
@@ -567,6 +659,8 @@ int main(void)
 	RUN(test_nothing_parses);
 	RUN(test_rerun_commands);
 	RUN(test_env_signatures);
+	RUN(test_match);
+	RUN(test_cap);
 	RUN(test_coverage);
 	RUN(test_find_junit);
 	RUN(test_garbage);
