@@ -137,6 +137,34 @@ reads_confined() {
 	[[ "$text" == *SECRET-OUTSIDE* ]]
 }
 
+# ancestors_env: what the command reads of each ancestor's environment,
+# up the PPid chain (the key is in the process that started Forge: a CI
+# step's env, docker run -e; Forge scrubs only its own)
+ancestors_env='grep CapEff /proc/self/status; p=$PPID; while [ "$p" -gt 1 ]; do tr "\0" "\n" <"/proc/$p/environ" 2>/dev/null | grep -c walls-canary; p=$(awk "/^PPid/ { print \$2 }" "/proc/$p/status"); done; echo end'
+
+@test "root, without namespaces: a command has no capabilities, and reads no environment up the chain that started Forge" {
+	as root
+	tool --sandbox '{"namespaces":"off"}' "$ancestors_env"
+	# (before: all of root's capabilities; CAP_SYS_PTRACE let Landlock
+	# pass the read of every process's environ, the key among them)
+	[[ "$text" == *"CapEff:	0000000000000000"* ]]
+	[[ "$text" == *end* ]]
+	run grep -x '[1-9][0-9]*' <<<"$text"
+	[ "$status" -eq 1 ]
+}
+
+@test "root: the host's devices in the command's view cannot have their mode changed (read-only binds)" {
+	as root
+	namespaces_or_skip
+	local before
+	before=$(stat -c %a:%Z /dev/null /dev/urandom)
+	# (their current mode: nothing would change, but the call must fail)
+	tool "chmod $(stat -c %a /dev/null) /dev/null; echo null=\$?; chmod $(stat -c %a /dev/urandom) /dev/urandom; echo urandom=\$?; echo x >/dev/null && echo written"
+	[[ "$text" == *"Read-only file system"* ]]
+	[[ "$text" == *null=1* && "$text" == *urandom=1* && "$text" == *written* ]]
+	[ "$(stat -c %a:%Z /dev/null /dev/urandom)" = "$before" ]
+}
+
 @test "root: secrets outside the read allow-list cannot be read" {
 	reads_confined root
 }

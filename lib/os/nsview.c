@@ -41,15 +41,39 @@ static int op_cmp(const void *a, const void *b)
 	return x->kind - y->kind;
 }
 
+/* The flags of the mount path is on that a user namespace may not clear
+ * (they are locked): a read-only remount of a bind of it must repeat them. */
+static unsigned long locked_flags(const char *path)
+{
+	struct statvfs sv;
+	unsigned long f = 0;
+
+	if (statvfs(path, &sv) < 0)
+		return 0;
+	if (sv.f_flag & ST_NOSUID)
+		f |= MS_NOSUID;
+	if (sv.f_flag & ST_NODEV)
+		f |= MS_NODEV;
+	if (sv.f_flag & ST_NOEXEC)
+		f |= MS_NOEXEC;
+	if (sv.f_flag & ST_NOATIME)
+		f |= MS_NOATIME;
+	if (sv.f_flag & ST_NODIRATIME)
+		f |= MS_NODIRATIME;
+	if (!(sv.f_flag & (ST_NOATIME | ST_RELATIME)))
+		f |= MS_STRICTATIME;
+	return f;
+}
+
 void nsview_prepare(struct nsview *v, const struct nsview_bind *binds, size_t n)
 {
 	v->ops = xcalloc(n ? n : 1, sizeof(*v->ops));
 	v->n = 0;
+	v->dev_flags = locked_flags("/dev/null");
 	for (size_t i = 0; i < n; i++) {
 		const char *dst = binds[i].dst ? binds[i].dst : binds[i].src;
 		struct nsview_op *op = &v->ops[v->n];
 		struct stat st;
-		struct statvfs sv;
 		struct buf b = BUF_INIT;
 
 		if (!binds[i].src || binds[i].src[0] != '/' || dst[0] != '/' ||
@@ -74,20 +98,7 @@ void nsview_prepare(struct nsview *v, const struct nsview_bind *binds, size_t n)
 			continue;
 		op->kind = binds[i].kind;
 		op->is_dir = S_ISDIR(st.st_mode);
-		if (statvfs(binds[i].src, &sv) == 0) {
-			if (sv.f_flag & ST_NOSUID)
-				op->flags |= MS_NOSUID;
-			if (sv.f_flag & ST_NODEV)
-				op->flags |= MS_NODEV;
-			if (sv.f_flag & ST_NOEXEC)
-				op->flags |= MS_NOEXEC;
-			if (sv.f_flag & ST_NOATIME)
-				op->flags |= MS_NOATIME;
-			if (sv.f_flag & ST_NODIRATIME)
-				op->flags |= MS_NODIRATIME;
-			if (!(sv.f_flag & (ST_NOATIME | ST_RELATIME)))
-				op->flags |= MS_STRICTATIME;
-		}
+		op->flags = locked_flags(binds[i].src);
 		buf_addf(&b, "/oldroot%s", strcmp(binds[i].src, "/") ? binds[i].src : "");
 		op->src = buf_detach(&b, NULL);
 		buf_addf(&b, "/newroot%s", strcmp(dst, "/") ? dst : "");
@@ -337,6 +348,11 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 		CHECK_RC(NSV_DEV, touch(dst));
 		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
 			FAIL(NSV_DEV);
+		/* Read-only: the node is the host's, and root's command owns
+		 * it (uid 0 maps to the host's root) -- a chmod 000 of
+		 * /dev/null would break the machine.  Reading and writing the
+		 * device itself is not a write to the file system: unchanged. */
+		CHECK_RC(NSV_DEV, bind_ro(dst, v->dev_flags));
 	}
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i][0], links[i][1]) < 0 && errno != EEXIST)

@@ -48,6 +48,7 @@ struct nsview_op {
 struct nsview {
 	struct nsview_op *ops;
 	size_t n;
+	unsigned long dev_flags;        /* locked mount flags of the host's /dev */
 };
 
 /*

@@ -298,6 +298,31 @@ static void apply_limits(const struct child_plan *p)
 			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
 }
 
+/*
+ * No capabilities for the command without a user namespace (root's, or a
+ * container's): with CAP_SYS_PTRACE Landlock lets it read any process's
+ * /proc/PID/environ (the key in the shell that started Forge), and with
+ * the others it sets the host's clock and name.  The bounding set goes
+ * too, so that no execve (setuid root) gives them back.  A process with
+ * none to drop has nothing to do here.
+ */
+static void drop_caps(const struct child_plan *p)
+{
+	struct { uint32_t version; int pid; } h = { 0x20080522, 0 };	/* version 3 */
+	struct { uint32_t effective, permitted, inheritable; } d[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+
+	if (syscall(SYS_capget, &h, d) == 0 && !d[0].permitted && !d[1].permitted)
+		return;
+	/* (the bounding set needs CAP_SETPCAP, which a container may lack:
+	 * then no_new_privs keeps an execve from granting any) */
+	for (int c = 0; c < 64; c++)
+		(void)prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	memset(d, 0, sizeof d);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_capset, &h, d) < 0)
+		child_fail(p->rep_fd, ST_CAPS, errno);
+}
+
 static int apply_landlock(const struct child_plan *p)
 {
 	const struct proc_opts *o = p->o;
@@ -460,6 +485,7 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 		apply_landlock(p);
 		apply_seccomp(p);
 		apply_limits(p);
+		drop_caps(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 		execve(o->argv[0], (char *const *)o->argv, p->envp);
 		child_fail(p->rep_fd, ST_EXEC, errno);
