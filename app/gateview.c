@@ -12,6 +12,7 @@
 
 #define SUMMARY_ITEMS 8         /* tasks, findings, failures shown before "… N more" */
 #define DIFFSTAT_FILES 12
+#define DOCUMENT_LINES 40       /* of a node gate's document, before "… N more" */
 
 static bool starts(const char *s, const char *prefix)
 {
@@ -489,7 +490,54 @@ static void view_other(struct view *v, jv gate, jv state)
 	jv_free(budget);
 }
 
+/* ---- a node's gate --------------------------------------------------------- */
+
+/* The documents a pipeline node's gate shows (its "shows": the result keys
+ * of the nodes it needs, e.g. compile's rules or db_schema), each as JSON;
+ * the summary cut to its first lines. */
+static void view_documents(struct view *v, jv gate, jv state)
+{
+	jv shows = json_get(gate, "shows");
+
+	jv_array_foreach(shows, k, key) {
+		jv doc = jv_get_kind(key) == JV_KIND_STRING ? json_get(state, jv_string_value(key)) : jv_null();
+		char title[200];
+
+		snprintf(title, sizeof title, "%s:", jv_get_kind(key) == JV_KIND_STRING ? jv_string_value(key) : "?");
+		heading(v, title);
+		if (jv_get_kind(doc) == JV_KIND_NULL || jv_get_kind(doc) == JV_KIND_INVALID) {
+			buf_adds(&v->b, "    (not in the run's state)\n");
+		} else {
+			jv js = jv_dump_string(jv_copy(doc), JV_PRINT_INDENT_FLAGS(2));
+			int total = 1;
+
+			for (const char *p = strchr(jv_string_value(js), '\n'); p; p = strchr(p + 1, '\n'))
+				total++;
+			lines(v, "    ", jv_string_value(js), v->full ? 0 : DOCUMENT_LINES);
+			if (!v->full)
+				more(v, DOCUMENT_LINES, total);
+			jv_free(js);
+		}
+		jv_free(doc);
+		jv_free(key);
+		(void)k;
+	}
+	jv_free(shows);
+	view_other(v, gate, state);
+}
+
 /* ---- the views ----------------------------------------------------------- */
+
+static void view_of_kind(struct view *v, enum gateview_kind kind, jv gate, jv state, const struct config *cfg)
+{
+	switch (kind) {
+	case GATEVIEW_PLAN: view_plan(v, state); break;
+	case GATEVIEW_REVIEW: view_review(v, state); break;
+	case GATEVIEW_TESTS: view_tests(v, state); break;
+	case GATEVIEW_DEPLOY: view_deploy(v, gate, state, cfg); break;
+	case GATEVIEW_OTHER: view_other(v, gate, state); break;
+	}
+}
 
 static char *render(jv gate_in, jv state_in, const struct config *cfg, bool color, bool full)
 {
@@ -503,13 +551,17 @@ static char *render(jv gate_in, jv state_in, const struct config *cfg, bool colo
 	buf_init(&v.b, 0);
 	buf_addf(&v.b, "\n%sforge: gate %s: %s%s\n", sgr(&v, TERM_BOLD), id ? id : "?", prompt ? prompt : "",
 		 sgr(&v, TERM_RESET));
-	switch (gateview_kind_of(id)) {
-	case GATEVIEW_PLAN: view_plan(&v, state); break;
-	case GATEVIEW_REVIEW: view_review(&v, state); break;
-	case GATEVIEW_TESTS: view_tests(&v, state); break;
-	case GATEVIEW_DEPLOY: view_deploy(&v, gate, state, cfg); break;
-	case GATEVIEW_OTHER: view_other(&v, gate, state); break;
-	}
+	/* A pipeline node's own gate shows what the nodes before it made (its
+	 * id, LADDER_NODE, named no view: compile's rule set was shown as
+	 * "(the run has no plan yet)"). */
+	jv shows = json_get(gate, "shows");
+	bool documents = jv_get_kind(shows) == JV_KIND_ARRAY && jv_array_length(jv_copy(shows)) > 0;
+
+	jv_free(shows);
+	if (documents)
+		view_documents(&v, gate, state);
+	else
+		view_of_kind(&v, gateview_kind_of(id), gate, state, cfg);
 	jv_free(gate);
 	jv_free(state);
 	return buf_detach(&v.b, NULL);

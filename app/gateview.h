@@ -16,6 +16,9 @@
  *            environment, strategy, canary steps and health check URL;
  *   other    cost_overrun and the user's gates: the condition and the
  *            run's cost, budget and tokens.
+ * A pipeline node's own gate (supervise_graph.c) names in "shows" the
+ * result keys of the nodes it needs: those documents are shown, whatever
+ * its id (compile's gate 1 shows the rules, gate 2 the db_schema).
  * The summary is what the prompt shows first (lists cut to a few items,
  * saying how many more); the full text ([v]iew) has everything: the whole
  * plan, every finding, the whole diff, the tests' output.

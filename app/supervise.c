@@ -794,13 +794,25 @@ void sup_add_bounce(struct sup *s, jv bounce)
 }
 
 /* A human decides after `phase` said it needs one (or bounces ran out). */
-enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason)
+enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason,
+				int attempt)
 {
 	jv gate = jv_object();
-	char id[64];
+	char id[160];
 
-	snprintf(id, sizeof id, "escalation_%s", phase);
+	/* The attempt in the id: a node that asks again after it ran again
+	 * (a bounce, a retry) asks about a new result (before: the first
+	 * approval passed every later escalation of the node unasked). */
+	if (attempt > 1)
+		snprintf(id, sizeof id, "escalation_%.100s_%d", phase, attempt);
+	else
+		snprintf(id, sizeof id, "escalation_%.100s", phase);
 	gate = json_set(gate, "id", jv_string(id));
+	/* A deploy that asks a human is run again with --approve once one
+	 * says yes: a human's in person, as production_deploy (--auto-approve
+	 * would otherwise deploy what forge-deploy refused to deploy alone). */
+	if (strcmp(phase, "deploy") == 0)
+		gate = json_set(gate, "ladder", jv_string("production_deploy"));
 	gate = json_set(gate, "prompt", jv_string(reason));
 	gate = json_set(gate, "timeout_s", jv_number(86400));
 	enum gate_outcome r = sup_pass_gate(s, gate, phase);

@@ -21,7 +21,9 @@
  * it waits for them and records how they ended, for a resume to decide.
  *
  * The state records every node's status (state.nodes: {id: status}) and
- * its runs (state.node_runs: {id: {attempt, retries, status}}); each change
+ * its runs (state.node_runs: {id: {attempt, retries, status[, gated]}}: a
+ * phase's ok result is gated before the next nodes start, every one that
+ * ended since, whichever merged last); each change
  * of status is a node.status event.  The state is checkpointed once per
  * step, just before nodes start (a phase gets the checkpoint of the one
  * before it), when a node did not end ok, and at the end.
@@ -265,11 +267,16 @@ static bool retry(struct gx *x, size_t i, unsigned flag, const char *outcome)
 
 /* A human decides on node i.  Approved, a program node is done: the human's
  * yes stands over its no (running it again could only ask again); a phase
- * node is done with its result and runs again without one. */
+ * node is done with its result and runs again without one; a deploy runs
+ * again with the approval (--approve), as after production_deploy. */
 static int human(struct gx *x, size_t i, const char *reason)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
-	enum gate_outcome h = sup_ask_human(x->s, label(nd), nd->result_key, reason);
+	jv run = run_of(x, i);
+	int attempt = (int)json_get_num(run, "attempt", 1);
+
+	jv_free(run);
+	enum gate_outcome h = sup_ask_human(x->s, label(nd), nd->result_key, reason, attempt);
 
 	if (h == GATE_WAIT)
 		return sup_gate_paused(x->s, reason);
@@ -297,7 +304,12 @@ static int human(struct gx *x, size_t i, const char *reason)
 		return -1;
 	}
 	jv_free(q);
-	if (nd->phase && !json_has(x->s->state, nd->result_key))
+	/* (forge-deploy asked for the gate and deployed nothing: before, the
+	 * approval marked the node done, the run completed, nothing deployed) */
+	if (nd->phase && strcmp(nd->phase, "deploy") == 0) {
+		x->s->deploy_approved = true;
+		again(x, i, "a human approved the deploy: it runs again with the approval");
+	} else if (nd->phase && !json_has(x->s->state, nd->result_key))
 		again(x, i, "a human approved: it runs again");
 	else
 		set_status(x, i, NODE_DONE, "a human approved it");
@@ -710,40 +722,143 @@ static enum node_status status_after(const char *outcome)
 /* The gates before node i: the configured ones, the ladder's (phases), its own. */
 static void flush(struct gx *x);
 
+/*
+ * The phase nodes whose ok result no gate has looked at yet, in the
+ * pipeline's order (n of them in out): every one that ended since the last
+ * nodes started, not only the last (before, with --jobs 2 the review that
+ * ended before the tests was never gated: only state.phase was).  A state
+ * from before node_runs' gated knows only its last phase, state.phase.
+ */
+static size_t results_to_gate(struct gx *x, size_t *out)
+{
+	const char *phase = json_get_str(x->s->state, "phase"), *status = json_get_str(x->s->state, "status");
+	size_t n = 0;
+
+	for (size_t i = 0; i < x->g->n; i++) {
+		const struct graph_node *nd = &x->g->nodes[i];
+		jv run = run_of(x, i), gated = json_get(run, "gated");
+		const char *st = json_get_str(run, "status");
+		bool due = jv_get_kind(gated) == JV_KIND_FALSE ? st && strcmp(st, "ok") == 0
+			   : jv_get_kind(gated) != JV_KIND_TRUE && phase && strcmp(phase, label(nd)) == 0 &&
+			     status && strcmp(status, "ok") == 0;
+
+		if (nd->phase && x->st[i] == NODE_DONE && due)
+			out[n++] = i;
+		jv_free(gated);
+		jv_free(run);
+	}
+	return n;
+}
+
+/* The gates of every result results_to_gate() gives were passed. */
+static void results_gated(struct gx *x)
+{
+	size_t ended[x->g->n ? x->g->n : 1];
+	size_t n = results_to_gate(x, ended);
+
+	for (size_t k = 0; k < n; k++)
+		set_run(x, ended[k], "gated", jv_true());
+	if (n) {
+		write_nodes(x);
+		x->dirty = true;
+	}
+}
+
+/* more's gates (consumed) not in fired (by id) appended to it. */
+static jv append_new(jv fired, jv more)
+{
+	jv_array_foreach(more, k, g) {
+		bool seen = false;
+
+		jv_array_foreach(fired, m, f) {
+			const char *a = json_get_str(f, "id"), *b = json_get_str(g, "id");
+			seen = seen || (a && b && strcmp(a, b) == 0);
+			jv_free(f);
+			(void)m;
+		}
+		if (seen)
+			jv_free(g);
+		else
+			fired = jv_array_append(fired, g);
+		(void)k;
+	}
+	jv_free(more);
+	return fired;
+}
+
+/* The configured and the ladder's gates before node nd, for the results
+ * ended[0..n) (none: the start), appended to *fired; -1 when a condition
+ * does not evaluate. */
+static int step_gates(struct gx *x, const struct graph_node *nd, const size_t *ended, size_t n, jv *fired)
+{
+	struct sup *s = x->s;
+	size_t steps = n ? n : 1;
+
+	for (size_t k = 0; k < steps; k++) {
+		jv more;
+
+		if (gates_fired(&more, s->o->cfg, s->state, n ? label(&x->g->nodes[ended[k]]) : NULL, label(nd)) < 0) {
+			fprintf(stderr, "forge: %s\n", forge_last_error());
+			return -1;
+		}
+		*fired = append_new(*fired, more);
+	}
+	bool others = jv_array_length(jv_copy(*fired)) > 0;
+	for (size_t k = 0; nd->phase && k < steps; k++)
+		*fired = append_new(*fired, gates_ladder(jv_array(), s->o->cfg, s->level, s->state,
+							 n ? label(&x->g->nodes[ended[k]]) : NULL, nd->phase, others));
+	return 0;
+}
+
+/*
+ * Node i's own gate: LADDER_NODE, LADDER_NODE_N before its Nth run (a run
+ * again is a new question, as the ladder's own gates); it shows what the
+ * nodes it needs made (their result keys: the rules before compile's
+ * schema, not a plan view of a run with no plan).
+ */
+static jv own_gate(struct gx *x, size_t i)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+	char base[300], id[320], prompt[400];
+	jv run = run_of(x, i), shows = jv_array();
+	int attempt = (int)json_get_num(run, "attempt", 0) + 1;
+
+	jv_free(run);
+	snprintf(base, sizeof base, "%s_%s", nd->gate.ladder, nd->id);
+	if (attempt > 1)
+		snprintf(id, sizeof id, "%s_%d", base, attempt);
+	else
+		snprintf(id, sizeof id, "%s", base);
+	snprintf(prompt, sizeof prompt, "node '%s' is about to run (%s)", nd->id, nd->gate.ladder);
+	for (size_t k = 0; k < nd->nneeds; k++)
+		if (x->g->nodes[nd->needs[k]].result_key)
+			shows = jv_array_append(shows, jv_string(x->g->nodes[nd->needs[k]].result_key));
+	jv g = json_set(json_set(json_set(jv_object(), "id", jv_string(id)), "ladder", jv_string(nd->gate.ladder)),
+			"phase", jv_string(nd->id));
+	g = json_set(json_set(g, "prompt", jv_string(nd->gate.prompt ? nd->gate.prompt : prompt)), "shows", shows);
+	return json_set(g, "timeout_s", jv_number(86400));
+}
+
 static enum gate_outcome node_gates(struct gx *x, size_t i)
 {
 	struct sup *s = x->s;
 	const struct graph_node *nd = &x->g->nodes[i];
 	enum gate_outcome r = GATE_PASS;
-	jv fired;
+	jv fired = jv_array();
+	size_t ended[x->g->n ? x->g->n : 1];
 
-	/* The phase that ran last, as the state says (a resume has no other record). */
-	const char *done = json_get_str(s->state, "phase");
-
-	if (done && pipeline_state_of(done) == PL_NSTATES)
-		done = NULL;        /* "init" */
-	if (gates_fired(&fired, s->o->cfg, s->state, done, label(nd)) < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
+	if (step_gates(x, nd, ended, results_to_gate(x, ended), &fired) < 0) {
+		jv_free(fired);
 		return GATE_ERROR;
 	}
-	if (nd->phase)
-		fired = gates_ladder(fired, s->o->cfg, s->level, s->state, done, nd->phase,
-				     jv_array_length(jv_copy(fired)) > 0);
 	bool holds = true;
 	if (nd->has_gate && nd->gate.when && jqexpr_test(&holds, nd->gate.when, s->state) < 0) {
 		fprintf(stderr, "forge: node '%s': gate when: %s\n", nd->id, forge_last_error());
 		jv_free(fired);
 		return GATE_ERROR;
 	}
-	if (nd->has_gate && holds) {
-		char id[300], prompt[400];
-
-		snprintf(id, sizeof id, "%s_%s", nd->gate.ladder, nd->id);
-		snprintf(prompt, sizeof prompt, "node '%s' is about to run (%s)", nd->id, nd->gate.ladder);
-		fired = jv_array_append(fired, json_set(json_set(json_set(json_set(json_set(jv_object(),
-			"id", jv_string(id)), "ladder", jv_string(nd->gate.ladder)), "phase", jv_string(nd->id)),
-			"prompt", jv_string(nd->gate.prompt ? nd->gate.prompt : prompt)), "timeout_s", jv_number(86400)));
-	}
+	if (nd->has_gate && holds)
+		fired = jv_array_append(fired, own_gate(x, i));
 	/* The state the last node left, checkpointed before a human may be
 	 * asked (a crash or a closed terminal at the prompt lost it: the
 	 * phase ran, and was paid, again on resume, and the approval then
@@ -896,6 +1011,9 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 		return;
 	}
 	set_run(x, j->node, "status", jv_string(j->outcome));
+	/* A phase's result is a gate's to look at before the next nodes start (results_to_gate). */
+	if (nd->phase)
+		set_run(x, j->node, "gated", jv_bool(strcmp(j->outcome, "ok") != 0));
 	char ended[64];
 	snprintf(ended, sizeof ended, "it ended %s", j->outcome);
 	set_status(x, j->node, status_after(j->outcome), ended);
@@ -1140,6 +1258,7 @@ static int start_ready(struct gx *x, bool *started)
 		if (g == GATE_WAIT)
 			return sup_gate_paused(s, "waiting for a human at a gate");
 	}
+	results_gated(x);
 	if ((code = sup_store_stop(s)) >= 0)
 		return code;
 	start_nodes(x, ready, take, n);

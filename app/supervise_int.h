@@ -103,9 +103,13 @@ void sup_show_event(struct sup *s, jv ev);
 void sup_show_scanned(struct sup *s, const struct json_event *ev);
 /* Record a bounce (consumed) in state.bounces and as loop.phase_bounce. */
 void sup_add_bounce(struct sup *s, jv bounce);
-/* A human decides after `phase` (a phase or a node) said it needs one; an
- * approval goes into the state's result_key part (when it is an object). */
-enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason);
+/* A human decides after `phase` (a phase or a node) said it needs one, on
+ * its `attempt`th run (the gate escalation_PHASE, escalation_PHASE_N from
+ * the second: each new result is a new question; a deploy's is a human's
+ * in person, as production_deploy); an approval goes into the state's
+ * result_key part (when it is an object). */
+enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason,
+				int attempt);
 /* Loop 3's triggers after `at`, or at the end. */
 void sup_reflect_now(struct sup *s, const char *at, bool end);
 /* A one-task plan made of the task itself (no plan phase runs).  New reference. */

@@ -289,3 +289,60 @@ completed_once() {
 	run -2 --separate-stderr forge config --config "$BATS_TEST_TMPDIR/bad.json"
 	[[ $stderr == *".safety.ladder[4].production_deploy"* ]]
 }
+
+# risk_cassette LEVEL SCORE: the recorded high-risk run (cassette
+# run-highrisk) with its plan's risk set to LEVEL and SCORE, in
+# $BATS_TEST_TMPDIR/LEVEL.jsonl, replayed.
+risk_cassette() {
+	jq -c --arg l "$1" --argjson s "$2" 'if .phase == "plan" and .response.tool_calls[0].name == "finish"
+		then .response.tool_calls[0].input.risk = {level: $l, score: $s, reasons: ["a new operation"]} else . end' \
+		"$CASSETTES/run-highrisk.jsonl" >"$BATS_TEST_TMPDIR/$1.jsonl"
+	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/$1.jsonl"
+}
+
+@test "level 3 asks about a medium-risk approved review when review and test run at the same time: --jobs 2 as --jobs 1" {
+	risk_cassette medium 0.4
+	for jobs in 1 2; do
+		# (before, with --jobs 2 only the node that merged last, test, had its
+		# result gated: the review was never asked about and the run deployed)
+		run -4 --separate-stderr forge run --level 3 --pipeline review-and-test --jobs "$jobs" "add a mul operation" </dev/null
+		T=$(last_trace)
+		run -0 forge status --json "$T"
+		jq -e --arg j "$jobs" '.run.status == "paused" and [.pending_gates[].gate] == ["review_approved"]
+			and .state.review.risk.level == "medium" and .state.deployment == null
+			and .state.nodes.review == "done" and ($j == "1" or .state.nodes.test == "done")' <<<"$output"
+	done
+	# approved, the resume asks nothing more and deploys
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"' <<<"$output"
+	run -0 gates_passed
+	assert_output "review_approved:human"
+}
+
+@test "an approved critical-risk deploy runs forge-deploy again with the approval; --auto-approve does not pass it" {
+	risk_cassette critical 0.9
+	echo '{"deploy":{"strategy":"merge"}}' >"$BATS_TEST_TMPDIR/merge.json"
+	run -4 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/merge.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	for g in architecture_approval escalation_review; do
+		run -0 forge status --json "$T"
+		jq -e --arg g "$g" '[.pending_gates[].gate] == [$g]' <<<"$output"
+		approve_and_resume 4 --config "$BATS_TEST_TMPDIR/merge.json"
+	done
+	# forge-deploy asked for a human (critical_deploy) and deployed nothing
+	run -0 forge status --json "$T"
+	jq -e '[.pending_gates[].gate] == ["escalation_deploy"] and .state.deployment.gate.status == "pending"' <<<"$output"
+	assert_equal "$(git rev-parse main)" "$BASE"
+	# --auto-approve is not a human in person: it stays pending
+	run -4 --separate-stderr forge resume --auto-approve --config "$BATS_TEST_TMPDIR/merge.json" "$T" </dev/null
+	assert_equal "$(git rev-parse main)" "$BASE"
+	# a human's yes: forge-deploy runs again with --approve and merges (before:
+	# the node was marked done, the run completed, nothing deployed)
+	approve_and_resume 0 --config "$BATS_TEST_TMPDIR/merge.json"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.gate.status == "approved"
+		and .state.deployment.status != "skipped"' <<<"$output"
+	assert_equal "$(git rev-parse main)" "$(git rev-parse "forge/$T")"
+}

@@ -144,7 +144,8 @@ final_state() {
 	T=$(last_trace)
 	assert_equal "$(starts build) $(starts check)" "2 2"
 	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, (.state.bounces | length), .state.nodes.check]')" '["paused",1,"blocked"]'
-	[[ "$stderr" == *"gate escalation_check is waiting for a human: it said no and its bounces ran out"* ]]
+	# (check's second run asks: its attempt is in the gate's id)
+	[[ "$stderr" == *"gate escalation_check_2 is waiting for a human: it said no and its bounces ran out"* ]]
 	# approved: the node's result stands (it is not run again) and the run goes on
 	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
 	run -0 forge resume "$T"
@@ -378,4 +379,71 @@ final_state() {
 		jq -e --arg t "$T" '.run.status == "failed" and .state.v == 1 and .state.trace_id == $t and
 			(.state.task | type) == "object"' <<<"$output"
 	done
+}
+
+@test "an approval answers one decision: another node's bounce and a node's next escalation ask again; a resume passes the approved one" {
+	# (a) level 1: lint's bounce is asked and approved; check's bounce is
+	# another question (before: both were test_failures, the approval passed it)
+	pipeline a.json "$(node build --key built)}" \
+		"$(node lint --key linted --reject-once),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":2}}" \
+		"$(node check --key checked --reject-once),\"needs\":[\"lint\"],\"bounce\":{\"to\":\"build\",\"max\":2}}"
+	run -4 --separate-stderr forge run --level 1 --pipeline a.json "two bouncing nodes" </dev/null
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '[.pending_gates[] | [.gate, .prompt]] == [["test_failures_lint",
+		"node '"'lint'"' said no. Approve to go back to build (its bounce); reject to end the run."]]' <<<"$output"
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '[.pending_gates[].gate] == ["test_failures_check"] and [.state.bounces[].from] == ["lint"]' <<<"$output"
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, [.state.bounces[].from]]')" '["completed",["lint","check"]]'
+
+	# (b) a node that escalates, approved, runs again after a later bounce and
+	# escalates again: a new question (before: the first approval passed it)
+	rm -f "$MARKS"/*
+	pipeline b.json "$(node build --key built)}" \
+		"$(node check --key checked --status escalated),\"needs\":[\"build\"]}" \
+		"$(node final --key fin --reject-once),\"needs\":[\"check\"],\"bounce\":{\"to\":\"build\",\"max\":1}}"
+	run -4 --separate-stderr forge run --pipeline b.json "escalates" </dev/null
+	T=$(last_trace)
+	assert_equal "$(forge status --json "$T" | jq -c '[.pending_gates[].gate]')" '["escalation_check"]'
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	assert_equal "$(starts check)" 2
+	assert_equal "$(forge status --json "$T" | jq -c '[.pending_gates[].gate]')" '["escalation_check_2"]'
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	assert_equal "$(starts check)" 2
+	assert_equal "$(forge status --json "$T" | jq -r .run.status)" completed
+}
+
+@test "a configured gate for a program node by its id (phase: the node's id) asks before it runs" {
+	# (before: the configuration's schema refused any phase but the five and *)
+	mkdir -p .forge
+	echo '{"gates":[{"id":"release_ok","phase":"release","condition":"true","prompt":"Release?"}]}' >.forge/config.json
+	pipeline p.json "$(node build --key b)}" "$(node release --key r),\"needs\":[\"build\"]}"
+	run -4 --separate-stderr forge run --pipeline p.json "ship" </dev/null
+	T=$(last_trace)
+	[[ $stderr == *"gate release_ok is waiting for a human: Release?"* ]]
+	assert_equal "$(starts build) $(starts release)" "1 0"
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	assert_equal "$(starts release)" 1
+}
+
+@test "a node's own gate asks again before the node's next run (its attempt in the id), and an approval resumes" {
+	pipeline p.json "$(node build --key built)}" \
+		"$(node ship --key shipped),\"needs\":[\"build\"],\"gate\":{\"ladder\":\"phase_result\"}}" \
+		"$(node check --key checked --reject-once),\"needs\":[\"ship\"],\"bounce\":{\"to\":\"build\",\"max\":1}}"
+	run -4 --separate-stderr forge run --level 0 --pipeline p.json "gated twice" </dev/null
+	T=$(last_trace)
+	for g in phase_result_ship test_failures_check phase_result_ship_2; do
+		assert_equal "$(forge status --json "$T" | jq -c '[.pending_gates[].gate]')" "[\"$g\"]"
+		run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+		run --separate-stderr forge resume "$T" </dev/null
+	done
+	assert_equal "$status" 0
+	assert_equal "$(starts ship) $(starts check)" "2 2"
 }

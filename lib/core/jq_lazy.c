@@ -49,6 +49,20 @@ int jq_compile(jq_state * a0, const char* a1)
 	return p_jq_compile(a0, a1);
 }
 
+static int first_jq_halted(jq_state * a0);
+static int (*p_jq_halted)(jq_state *) = first_jq_halted;
+
+static int first_jq_halted(jq_state * a0)
+{
+	LAZY(jq_halted)
+	return p_jq_halted(a0);
+}
+
+int jq_halted(jq_state * a0)
+{
+	return p_jq_halted(a0);
+}
+
 static jq_state * first_jq_init(void);
 static jq_state * (*p_jq_init)(void) = first_jq_init;
 

@@ -694,6 +694,10 @@ int jqexpr_first(jv *out, const char *expr, jv input)
 			rc = forge_error("jq expression '%s' failed: %s", expr, jv_string_value(s));
 			jv_free(s);
 			msg = jv_null();
+		} else if (jq_halted(jq)) {
+			/* halt, halt_error: no output, but not "false" either (before:
+			 * a when of halt_error skipped its node silently) */
+			rc = forge_error("jq expression '%s' failed: it halted (halt, halt_error)", expr);
 		} else {
 			rc = forge_error("jq expression '%s' gave no output", expr);
 		}

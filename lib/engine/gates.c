@@ -188,7 +188,6 @@ jv gates_ladder(jv fired, const struct config *cfg, int level, jv state, const c
 {
 	jv task = json_get(state, "task");
 	const char *env = json_get_str(task, "environment");
-	const char *phase = json_get_str(state, "phase"), *status = json_get_str(state, "status");
 	bool asked = others;
 
 	if (next && strcmp(next, "deploy") == 0 && !(env && strcmp(env, "production") == 0) &&
@@ -198,7 +197,7 @@ jv gates_ladder(jv fired, const struct config *cfg, int level, jv state, const c
 		fired = jv_array_append(fired, ladder_gate("staging_deploy", "staging_deploy", "deploy", prompt));
 		asked = true;
 	}
-	if (!asked && done && next && phase && strcmp(phase, done) == 0 && status && strcmp(status, "ok") == 0) {
+	if (!asked && done && next) {
 		jv g = result_gate(cfg, level, state, done, next);
 		if (jv_get_kind(g) == JV_KIND_OBJECT)
 			fired = jv_array_append(fired, g);
@@ -211,19 +210,30 @@ jv gates_ladder(jv fired, const struct config *cfg, int level, jv state, const c
 
 jv gate_for_bounce(const struct config *cfg, int level, jv bounce)
 {
-	const char *from = json_get_str(bounce, "from");
-	bool review = from && strcmp(from, "review") == 0;
+	const char *from = json_get_str(bounce, "from"), *to = json_get_str(bounce, "to");
+	bool review = from && strcmp(from, "review") == 0, test = from && strcmp(from, "test") == 0;
 	const char *point = review ? "review_changes" : "test_failures";
 	const char *reason = json_get_str(bounce, "reason");
-	char id[64], prompt[768];
+	char id[160], base[128], prompt[768];
 
 	if (ladder_rule(cfg, level, point, NULL) == LADDER_AUTO)
 		return jv_null();
-	attempt_id(id, sizeof id, point, (int)json_get_num(bounce, "n", 1));
-	snprintf(prompt, sizeof prompt, "%s: %s. Approve to send %s back to implement (the AI's proposal); "
-		 "reject to end the run.", review ? "The review requests changes" : "Tests failed",
-		 reason ? reason : "see the run's events", review ? "its findings" : "the failures");
-	return ladder_gate(id, point, review ? "review" : "test", prompt);
+	/* The node in the id, but for the phases the ladder point is named
+	 * after: another node's bounce is another decision (before, an
+	 * approval of lint's bounce passed check's, both test_failures). */
+	if (review || test || !from)
+		snprintf(base, sizeof base, "%s", point);
+	else
+		snprintf(base, sizeof base, "%s_%.100s", point, from);
+	attempt_id(id, sizeof id, base, (int)json_get_num(bounce, "n", 1));
+	if (review || test)
+		snprintf(prompt, sizeof prompt, "%s: %s. Approve to send %s back to implement (the AI's proposal); "
+			 "reject to end the run.", review ? "The review requests changes" : "Tests failed",
+			 reason ? reason : "see the run's events", review ? "its findings" : "the failures");
+	else
+		snprintf(prompt, sizeof prompt, "%s. Approve to go back to %s (its bounce); reject to end the run.",
+			 reason ? reason : "a node said no", to ? to : "the node its bounce names");
+	return ladder_gate(id, point, review ? "review" : test || !from ? "test" : from, prompt);
 }
 
 enum gate_auto gate_auto_decision(const struct config *cfg, jv gate, int automation_level,

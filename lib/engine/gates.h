@@ -89,7 +89,9 @@ const char *ladder_level_name(const struct config *cfg, int level);
  * (NULL at the end) over state (borrowed), appended to *fired (an array,
  * consumed and replaced): staging_deploy before a deploy that does not go to
  * production; when no other gate fires here (others false, and no
- * staging_deploy) the result of `done` when it ended ok: review_approved by
+ * staging_deploy) the result of `done`, which the caller says ended ok (a
+ * step after parallel nodes asks once for each: state.phase names only the
+ * last of them): review_approved by
  * the review's risk level (medium when it has none), else <done>_result.
  * Only gates whose rule at `level` is not "auto".  A result's gate id ends in
  * _N for the Nth attempt (after N-1 bounces), so each attempt asks again.
@@ -100,10 +102,11 @@ jv gates_ladder(jv fired, const struct config *cfg, int level, jv state, const c
 
 /*
  * The gate a bounce (borrowed: {"from","n",…} from pipeline_decide) must pass
- * at `level` before it goes back to implement: review_changes or
- * test_failures (id suffixed _N for the Nth bounce from there), or jv_null()
- * when the ladder lets it bounce by itself.  Approving it takes the AI's
- * proposal: back to implement.
+ * at `level` before it goes back: review_changes (from review) or
+ * test_failures (from test, and any other node, whose id follows:
+ * test_failures_lint), id suffixed _N for the Nth bounce from there, or
+ * jv_null() when the ladder lets it bounce by itself.  Approving it takes
+ * the AI's proposal: back to implement (the bounce's "to").
  */
 jv gate_for_bounce(const struct config *cfg, int level, jv bounce);
 

@@ -225,6 +225,23 @@ static void test_other(void)
 	jv_free(g);
 }
 
+/* A pipeline node's own gate (compile's gate 1, architecture_approval_NODE)
+ * shows the documents it names, not the plan view of a run with no plan. */
+static void test_node_gate_documents(void)
+{
+	jv g = json_set(gate("architecture_approval_schema", "Gate 1: approve the rule set"), "shows",
+			parse("[\"rules\",\"nothing\"]"));
+	jv st = parse("{\"rules\":{\"rules\":[{\"id\":\"R1\",\"if\":\"a client posts\",\"then\":\"201\"}]}}");
+	char *s = gateview_summary(g, st, cfg, false);
+
+	CHECK_MSG(strstr(s, "  rules:\n") != NULL && strstr(s, "\"if\": \"a client posts\"") != NULL, "%s", s);
+	CHECK(strstr(s, "  nothing:\n    (not in the run's state)\n") != NULL);
+	CHECK(strstr(s, "no plan") == NULL);
+	free(s);
+	jv_free(st);
+	jv_free(g);
+}
+
 int main(void)
 {
 	char home[] = "/tmp/forge-gateview-test-XXXXXX";
@@ -247,6 +264,7 @@ int main(void)
 	RUN(test_tests);
 	RUN(test_deploy);
 	RUN(test_other);
+	RUN(test_node_gate_documents);
 	config_free(cfg);
 	unit_rmtree(home);
 	return unit_done();

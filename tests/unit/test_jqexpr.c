@@ -34,6 +34,11 @@ static void test_errors_are_reported(void)
 	CHECK(jqexpr_test(&b, "error(\"boom\")", s) == -1);
 	CHECK_MSG(strstr(forge_last_error(), "boom") != NULL, "%s", forge_last_error());
 	CHECK(jqexpr_test(&b, ".cost.usd | keys", s) == -1);
+	/* halt stops without an output, but it is not "false" (a node's when
+	 * of halt_error skipped the node silently) */
+	CHECK(jqexpr_test(&b, "halt", s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "halted") != NULL, "%s", forge_last_error());
+	CHECK(jqexpr_test(&b, "\"x\" | halt_error(1)", s) == -1);
 	CHECK(jqexpr_check(".a | .b") == 0);
 	CHECK(jqexpr_check(".a |") == -1);
 	/* libjq 1.6's debug callback and module search: a crash (SIGSEGV) and

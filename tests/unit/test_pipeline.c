@@ -236,11 +236,15 @@ static void test_ladder_gates(void)
 	g = gates_ladder(jv_array(), cfg, 1, s, "plan", "implement", false);
 	CHECK_STR(ids(buf, sizeof buf, g), "");
 	jv_free(g);
-	/* a failed phase has no result to pass on */
-	s = json_set(s, "status", jv_string("failed"));
-	g = gates_ladder(jv_array(), cfg, 0, s, "plan", "implement", false);
-	CHECK_STR(ids(buf, sizeof buf, g), "");
+	/* the result of the node named, not of state.phase's: after review and
+	 * test ran at once and test merged last, review's result still asks
+	 * (the caller passes only nodes that ended ok) */
+	s = json_set(json_set(s, "phase", jv_string("test")), "review",
+		     jv_parse("{\"decision\":\"approve\",\"risk\":{\"level\":\"medium\"}}"));
+	g = gates_ladder(jv_array(), cfg, 3, s, "review", "deploy", false);
+	CHECK_STR(ids(buf, sizeof buf, g), "review_approved");
 	jv_free(g);
+	s = jv_object_delete(s, jv_string("review"));
 	/* an approved review by its risk, attempt 2 after a bounce */
 	s = json_set(json_set(s, "phase", jv_string("review")), "status", jv_string("ok"));
 	s = json_set(s, "bounces", jv_parse("[{\"from\":\"review\",\"n\":1}]"));
@@ -298,6 +302,15 @@ static void test_ladder_bounces(void)
 	jv_free(g);
 	g = gate_for_bounce(cfg, 4, b);
 	CHECK(jv_get_kind(g) == JV_KIND_NULL);
+	jv_free(g);
+	/* another node's bounce is another question: its id names it, and the
+	 * prompt says where it goes back to, not "tests failed" */
+	b = json_set(json_set(json_set(b, "from", jv_string("lint")), "to", jv_string("build")), "reason",
+		     jv_string("node 'lint' said no"));
+	g = gate_for_bounce(cfg, 1, b);
+	CHECK_STR(json_get_str(g, "id"), "test_failures_lint_2");
+	CHECK_STR(json_get_str(g, "ladder"), "test_failures");
+	CHECK_STR(json_get_str(g, "prompt"), "node 'lint' said no. Approve to go back to build (its bounce); reject to end the run.");
 	jv_free(g);
 	jv_free(b);
 }
