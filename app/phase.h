@@ -65,6 +65,10 @@ struct phase_spec {
 	 * given a state, and refuses (exit 4) while another process holds it -
 	 * except its own forge-supervisor, whose lease is $FORGE_LEASE. */
 	bool lease;
+	/* Works on the files of the commit the state names (changes.commit) in
+	 * the run's worktree: a branch that went on past it is put back at it
+	 * first, with a warning (README "Runs on several machines"). */
+	bool pins_commit;
 	/* NULL when the guard holds, else why not. */
 	const char *(*guard)(struct phase *ph);
 	/*

@@ -850,7 +850,8 @@ int main(int argc, char **argv)
 		.model_options = true,
 		.runs_alone = true,
 		.guard = guard,
-	.lease = true,
+		.lease = true,
+		.pins_commit = true,
 		.run = run_phase,
 	};
 	struct tst t = { .rerun = JSON_NULL, .reports = JSON_NULL };
