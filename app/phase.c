@@ -156,6 +156,18 @@ struct store *phase_store(struct phase *ph)
 	return ph->store;
 }
 
+int phase_store_needed(struct store **out, struct phase *ph)
+{
+	char *path = NULL;
+
+	*out = NULL;
+	if (store_resolve_path(&path, ph->common.db, ph->repo) < 0)
+		return 0;
+	free(path);
+	*out = phase_store(ph);
+	return *out ? 0 : -1;
+}
+
 int phase_previous_runs(const struct phase *ph)
 {
 	jv bounces = json_get(ph->state, "bounces");

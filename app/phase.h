@@ -129,6 +129,14 @@ void phase_reason(struct phase *ph, const char *fmt, ...) __attribute__((format(
 struct store *phase_store(struct phase *ph);
 
 /*
+ * The database for what the phase must keep (plan versions, findings):
+ * *out is phase_store()'s (borrowed), NULL when there is no database to
+ * use (no --db, $FORGE_DB nor repository).  -1 with a message naming it
+ * when there is one but it cannot be opened: a loss, not to go unsaid.
+ */
+int phase_store_needed(struct store **out, struct phase *ph);
+
+/*
  * A model client for this phase from the config, as llm_choose() resolves
  * it for the phase (llm.phases.<name>.* override llm.*); `fast` uses the
  * fast model and the cassette phase "<name>-fast".  The cassette attempt is the state's

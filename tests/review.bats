@@ -199,6 +199,19 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	fi
 }
 
+@test "a database named that cannot be opened: exit 5 naming it, before anything is reviewed; no findings handed on unstored" {
+	# (before: the review went on, its findings stored nowhere, an event saying
+	# "no database to store findings in", and its own exit status)
+	plant
+	echo 'this is not sqlite' >"$BATS_TEST_TMPDIR/broken.db"
+	run -5 --separate-stderr forge-review --no-input --commit HEAD --db "$BATS_TEST_TMPDIR/broken.db"
+	[[ $stderr == *"cannot store findings: cannot open database '$BATS_TEST_TMPDIR/broken.db'"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "failed" and (.review.findings // [] | length) == 0'
+	jq -e -s '[.[] | select(.type == "finding.detected" or .type == "findings.not_stored")] == []' <<<"$output"
+	run -5 --separate-stderr forge-review --no-input --commit HEAD --db "$BATS_TEST_TMPDIR"
+	[[ $stderr == *"cannot store findings: "*"$BATS_TEST_TMPDIR"* ]]
+}
+
 @test "a clean low-risk diff is approved without calling the model" {
 	echo "more" >>README
 	run -0 --separate-stderr bash -c "git diff | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
