@@ -156,6 +156,18 @@ struct store *phase_store(struct phase *ph)
 	return ph->store;
 }
 
+int phase_store_needed(struct store **out, struct phase *ph)
+{
+	char *path = NULL;
+
+	*out = NULL;
+	if (store_resolve_path(&path, ph->common.db, ph->repo) < 0)
+		return 0;
+	free(path);
+	*out = phase_store(ph);
+	return *out ? 0 : -1;
+}
+
 int phase_previous_runs(const struct phase *ph)
 {
 	jv bounces = json_get(ph->state, "bounces");
@@ -1074,34 +1086,65 @@ static bool same_dir(const char *a, const char *b)
 }
 
 /*
- * A state made in another clone (a CI job's artifact, another machine):
- * its task.worktree is not here.  With git.push_remote set, the run's
- * branch is fetched from there when this repository lacks it, and the
- * state's task is pointed at the run's worktree in this clone (runshare.h).
- * A branch that is nowhere is fine before the run's first commit (the
- * first forge-implement makes it), an error after.  Returns 0 or -1.
+ * Whether the run's branch in repo went on past the commit the state
+ * names (a commit made in the worktree since): a phase that works on that
+ * commit's files (spec->pins_commit) must not take the later ones for it.
+ * False when there is nothing to compare.
+ */
+static bool branch_moved(const char *repo, const char *branch, const char *commit)
+{
+	struct forge_git *g = NULL;
+	char *tip = NULL, *want = NULL;
+	bool moved = false;
+
+	if (commit && forge_git_open(&g, repo) == 0 && forge_git_resolve(&tip, g, branch) == 0 &&
+	    forge_git_resolve(&want, g, commit) == 0)
+		moved = strcmp(tip, want) != 0;
+	free(tip);
+	free(want);
+	forge_git_free(g);
+	return moved;
+}
+
+/*
+ * The run's worktree, where the phase works on the commit its state names
+ * (README "Runs on several machines"), is made (again) in this clone when:
+ * the state comes from another clone (a CI job's artifact, another
+ * machine; with git.push_remote the run's branch is fetched from there
+ * when this repository lacks it); its worktree is gone (forge gc, `git
+ * worktree remove`, a runner's cleanup: the branch, or the commit, must be
+ * here without a remote); or, for spec->pins_commit, the branch went on
+ * past that commit (it is put back at it, the later commits kept).  The
+ * state's task is pointed at the worktree (runshare.h).  A branch that is
+ * nowhere is fine before the run's first commit (the first forge-implement
+ * makes it), an error after: never another tree instead.  Returns 0 or -1.
  */
 static int adopt_run(struct phase *ph)
 {
 	const char *remote = config_get_str(ph->cfg, "git.push_remote");
 	jv task = json_get(ph->state, "task"), changes = json_get(ph->state, "changes"), ev;
-	const char *task_repo = json_get_str(task, "repo");
+	const char *task_repo = json_get_str(task, "repo"), *branch = json_get_str(task, "branch");
 	const char *root = ph->common.repo || !runshare_is_dir(task_repo) ? ph->repo : task_repo;
 	/* --repo names this job's clone: the state's worktree in another clone
 	 * on this runner (a kept workspace of an earlier job) is not ours */
 	bool other_clone = ph->common.repo && !same_dir(task_repo, ph->repo);
+	bool there = runshare_is_dir(json_get_str(task, "worktree"));
 	int rc = 0;
 
-	if (!remote || !*remote || jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root ||
-	    !json_get_str(task, "branch") || (runshare_is_dir(json_get_str(task, "worktree")) && !other_clone))
+	if (remote && !*remote)
+		remote = NULL;
+	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root || !branch)
+		goto out;
+	/* without a remote, another clone's worktree on this machine is used as it is */
+	if (there && (!other_clone || !remote) &&
+	    !(ph->spec->pins_commit && branch_moved(root, branch, json_get_str(changes, "commit"))))
 		goto out;
 	rc = runshare_adopt(&ph->state, &ev, root, remote);
 	if (rc == 0) {
 		if (json_get_str(ev, "branch_tip") && ph->common.verbosity >= 0)
 			fprintf(stderr, "%s: warning: the run's branch %s is at %.12s, past the commit the state names "
 					"(changes.commit %.12s): working on that one, not on the later commits\n",
-				ph->spec->program, json_get_str(task, "branch"), json_get_str(ev, "branch_tip"),
-				json_get_str(ev, "commit"));
+				ph->spec->program, branch, json_get_str(ev, "branch_tip"), json_get_str(ev, "commit"));
 		phase_emit(ph, "run.adopted", ev);
 	} else if (!json_get_str(changes, "commit")) {
 		/* nothing committed yet (nor fetched: the remote may be out of
@@ -1109,12 +1152,18 @@ static int adopt_run(struct phase *ph)
 		if (!runshare_is_dir(task_repo))
 			ph->state = json_set(ph->state, "task", json_set(jv_copy(task), "repo", jv_string(root)));
 		rc = 0;
-	} else if (rc > 0) {
+	} else if (rc > 0 && remote) {
 		char *shown = forge_git_url_display(remote);
 
 		forge_error("the run's branch %s is neither in %s nor on the remote '%s' (git.push_remote)",
-			    json_get_str(task, "branch"), root, shown);
+			    branch, root, shown);
 		free(shown);
+		rc = -1;
+	} else if (rc > 0) {
+		forge_error("the run's worktree %s is gone, and neither its branch %s nor the commit the state "
+			    "names (changes.commit %.12s) is in %s: nothing run (set git.push_remote to fetch "
+			    "the branch from where it was pushed)", json_get_str(task, "worktree"), branch,
+			    json_get_str(changes, "commit"), root);
 		rc = -1;
 	}
 out:

@@ -65,6 +65,10 @@ struct phase_spec {
 	 * given a state, and refuses (exit 4) while another process holds it -
 	 * except its own forge-supervisor, whose lease is $FORGE_LEASE. */
 	bool lease;
+	/* Works on the files of the commit the state names (changes.commit) in
+	 * the run's worktree: a branch that went on past it is put back at it
+	 * first, with a warning (README "Runs on several machines"). */
+	bool pins_commit;
 	/* NULL when the guard holds, else why not. */
 	const char *(*guard)(struct phase *ph);
 	/*
@@ -123,6 +127,14 @@ void phase_reason(struct phase *ph, const char *fmt, ...) __attribute__((format(
 /* The database, opened on first use (--db, $FORGE_DB, <repo>/.forge/forge.db);
  * NULL with a message when it cannot be opened.  Borrowed. */
 struct store *phase_store(struct phase *ph);
+
+/*
+ * The database for what the phase must keep (plan versions, findings):
+ * *out is phase_store()'s (borrowed), NULL when there is no database to
+ * use (no --db, $FORGE_DB nor repository).  -1 with a message naming it
+ * when there is one but it cannot be opened: a loss, not to go unsaid.
+ */
+int phase_store_needed(struct store **out, struct phase *ph);
 
 /*
  * A model client for this phase from the config, as llm_choose() resolves

@@ -100,6 +100,24 @@ out:
 	return rc;
 }
 
+/*
+ * Without a remote: forge/TRACE deleted here (forge gc, a person) while the
+ * commit the state names is still in the repository -- the branch is made
+ * again at it.  0 when made, 1 when there is no such commit, -1 with a
+ * message.
+ */
+static int restore_branch(struct forge_git *g, const char *trace, jv changes)
+{
+	const char *commit = json_get_str(changes, "commit");
+	char *sha = NULL;
+	int rc = 1;
+
+	if (commit && forge_git_resolve(&sha, g, commit) == 0)
+		rc = forge_git_run_branch_restore(g, trace, sha, json_get_str(changes, "base_commit")) < 0 ? -1 : 0;
+	free(sha);
+	return rc;
+}
+
 int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 {
 	const char *trace = json_get_str(*state, "trace_id");
@@ -117,8 +135,10 @@ int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 	free(tip);
 	tip = NULL;
 	if (!here && !remote) {
-		rc = 1;		/* nowhere to fetch it from */
-		goto out;
+		rc = restore_branch(g, trace, changes);
+		if (rc != 0)
+			goto out;	/* 1: nowhere to fetch it from */
+		here = true;
 	}
 	if (!here && (fetched = forge_git_run_fetch(g, remote, trace)) != 0) {
 		rc = fetched;

@@ -34,7 +34,8 @@ int runshare_push(jv *event, const char *repo, const char *remote, const char *t
  * (jv_null() when nothing was done).  Returns 0, 1 when the branch is
  * neither here nor on the remote (the state is left as it was), -1 with a
  * message.  remote NULL: the branch must be here (a repository moved or
- * copied).
+ * copied, a worktree removed), or the commit the state names (the branch
+ * is then made again at it).
  */
 int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote);
 

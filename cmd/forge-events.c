@@ -345,12 +345,28 @@ static int cmd_list(const struct cli_common *common, const struct args *a)
 	return cli_out_status(&out, status);
 }
 
+/* SIGINT or SIGTERM: exit 130 as every forge program does (DESIGN.md's
+ * exit table), not a death by the signal.  `store` loses the batch not yet
+ * committed (--batch): the database keeps what was. */
+static void on_signal(int sig)
+{
+	static const char msg[] = "forge-events: interrupted\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(FORGE_EXIT_INTERRUPTED);
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_common common;
 	struct args a = { .batch = 1000, .limit = 50 };
 	int first = cli_parse(&common, &spec, argc, argv, on_option, &a);
 	int status;
+
+	cli_catch_interrupts(on_signal);
 
 	if (first >= argc)
 		cli_usage_error(&spec, "a command is needed: store, replay or list");

@@ -60,7 +60,8 @@ static const struct cli_spec spec = {
 		"checked first: a bad line stores nothing.",
 	.options = options,
 	.extra_help = "Exit status: 0 stored, 2 usage or bad input (nothing stored), 5 database failure;\n"
-		      "with --create-task, the status of the first run that did not complete.\n",
+		      "with --create-task, the status of the first run that did not complete; 130\n"
+		      "interrupted (SIGINT/SIGTERM: the run it started is stopped, paused, first).\n",
 };
 
 struct args {
@@ -246,6 +247,27 @@ static char *task_of(const struct record *r, struct memory *m)
 	return buf_detach(&b, NULL);
 }
 
+/* The forge-supervisor that start_run() waits for, or 0. */
+static volatile pid_t running_run;
+
+/* SIGINT or SIGTERM: the run --create-task started is stopped first (the
+ * supervisor pauses it: `forge resume` goes on), then exit 130 as every
+ * forge program does, not a death by the signal that leaves it running. */
+static void on_signal(int sig)
+{
+	static const char msg[] = "forge-feedback: interrupted\n";
+	pid_t pid = running_run;
+	int st;
+
+	if (pid > 0 && kill(pid, sig == SIGINT ? SIGINT : SIGTERM) == 0)
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+	if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(FORGE_EXIT_INTERRUPTED);
+}
+
 /* `forge-supervisor run TASK` beside this program; its exit status. */
 static int start_run(const char *task, const struct cli_common *c, const struct args *a)
 {
@@ -271,19 +293,34 @@ static int start_run(const char *task, const struct cli_common *c, const struct 
 	argv[n++] = task;
 	argv[n] = NULL;
 	fflush(NULL);
+	/* no signal between the fork and running_run: on_signal would miss the run */
+	sigset_t stop, was;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, &was);
 	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "forge-feedback: fork: %s\n", strerror(errno));
-		return FORGE_EXIT_DEPENDENCY;
-	}
 	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &was, NULL);
 		execv(path, (char *const *)argv);
 		fprintf(stderr, "forge-feedback: %s: %s\n", path, strerror(errno));
 		_exit(FORGE_EXIT_DEPENDENCY);
 	}
+	int fork_errno = errno;
+
+	running_run = pid > 0 ? pid : 0;
+	sigprocmask(SIG_SETMASK, &was, NULL);
+	if (pid < 0) {
+		fprintf(stderr, "forge-feedback: fork: %s\n", strerror(fork_errno));
+		return FORGE_EXIT_DEPENDENCY;
+	}
 	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
+		if (errno != EINTR) {
+			running_run = 0;
 			return FORGE_EXIT_DEPENDENCY;
+		}
+	running_run = 0;
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
@@ -317,6 +354,7 @@ int main(int argc, char **argv)
 	FILE *in = stdin;
 
 	signal(SIGPIPE, SIG_IGN);
+	cli_catch_interrupts(on_signal);
 	if (first >= argc)
 		cli_usage_error(&spec, "a command is needed: production");
 	if (strcmp(argv[first], "production"))

@@ -69,7 +69,7 @@ static const struct cli_spec spec = {
 		      "  FORGE_DB            log every call in the database (llm_calls)\n"
 		      "\nExit status: 0 an answer, 1 the model refused (stop_reason refusal), 2 usage\n"
 		      "error (unknown provider, bad config, no prompt), 5 the provider failed after\n"
-		      "its retries.\n"
+		      "its retries, 130 interrupted (SIGINT/SIGTERM).\n"
 		      "\nExamples:\n"
 		      "  git diff | forge llm --system 'Review this diff'\n"
 		      "  forge llm --provider openai --base-url http://localhost:11434/v1 --model llama3.2 hi\n",
@@ -202,6 +202,19 @@ static void check_provider(const struct cli_spec *sp, const char *name)
 		cli_usage_error(sp, "unknown provider '%s' (anthropic, openai, replay)", name);
 }
 
+/* SIGINT or SIGTERM: exit 130 as every forge program does (DESIGN.md's
+ * exit table), not a death by the signal. */
+static void on_signal(int sig)
+{
+	static const char msg[] = "forge-llm: interrupted\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(FORGE_EXIT_INTERRUPTED);
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = { NULL, NULL, false, false, JSON_NULL };
@@ -214,6 +227,7 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);   /* libcurl runs with NOSIGNAL; EPIPE is handled by cli_finish */
 	first = cli_parse(&common, &spec, argc, argv, on_option, &a);
+	cli_catch_interrupts(on_signal);
 	check_provider(&spec, common.provider);
 	/* the database only when one is named: model calls are logged there */
 	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE_IF_NAMED, a.flags);

@@ -259,22 +259,6 @@ static int exec_read_only(struct agent_tool_outcome *out, const char *name, jv i
 /* ---- the phase ------------------------------------------------------------ */
 
 /*
- * The database for plan versions: 0 with *out (NULL when none is configured:
- * no repository and no --db / FORGE_DB), or -1 when it cannot be opened.
- */
-static int versions_store(struct store **out, struct phase *ph)
-{
-	char *path = NULL;
-
-	*out = NULL;
-	if (store_resolve_path(&path, ph->common.db, ph->repo) < 0)
-		return 0;
-	free(path);
-	*out = phase_store(ph);
-	return *out ? 0 : -1;
-}
-
-/*
  * The plan this one replaces: the trace's latest stored version, else the
  * input state's plan; jv_null() when this is the first.  *out_version is
  * its number (0 when none).
@@ -354,7 +338,7 @@ static const char *plan_run(struct phase *ph)
 		phase_reason(ph, "the run's worktree %s is not here (forge resume makes it again)", root);
 		goto out;
 	}
-	if (versions_store(&st, ph) < 0 || previous_plan(&previous, &previous_version, ph, st) < 0) {
+	if (phase_store_needed(&st, ph) < 0 || previous_plan(&previous, &previous_version, ph, st) < 0) {
 		phase_reason(ph, "cannot read the plan versions: %s", forge_last_error());
 		goto out;
 	}

@@ -929,6 +929,14 @@ static const char *run(struct phase *ph)
 
 	review_level_parse(&ai_min, config_get_str(ph->cfg, "review.ai_min_risk"));
 	review_level_parse(&human_min, config_get_str(ph->cfg, "review.human_min_risk"));
+	/* findings are stored (DESIGN §3): a database that cannot take them
+	 * fails the review before it starts, as it fails a plan */
+	struct store *st;
+
+	if (phase_store_needed(&st, ph) < 0) {
+		phase_reason(ph, "cannot store findings: %s", forge_last_error());
+		goto out;
+	}
 	int src = diff_source(&text, &root, &commit, &source, ph);
 	if (src < 0) {
 		phase_reason(ph, "%s", forge_last_error());

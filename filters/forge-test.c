@@ -31,6 +31,7 @@
 #include "app/phase.h"
 #include "os/proc.h"
 #include "data/project.h"
+#include "data/schema.h"
 #include "os/sandbox.h"
 #include "os/sandbox_job.h"
 #include "testrun/testrun.h"
@@ -369,20 +370,10 @@ static void classify(struct tst *t, const struct proc_result *res)
 
 /* ---- analysis by the model --------------------------------------------------------- */
 
+/* report_failure_analysis, its input schema schemas/tools/report_failure_analysis.json */
 static jv analysis_tool(void)
 {
-	const char *schema =
-		"{\"type\":\"object\",\"required\":[\"analyses\"],\"properties\":{\"analyses\":{\"type\":\"array\","
-		"\"items\":{\"type\":\"object\",\"required\":[\"test\",\"root_cause\",\"suggested_fix\",\"confidence\"],"
-		"\"properties\":{\"test\":{\"type\":\"string\"},\"root_cause\":{\"type\":\"string\"},"
-		"\"suggested_fix\":{\"type\":\"string\"},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}}}}}}";
-	jv tool = jv_object();
-
-	tool = json_set(tool, "name", jv_string("report_failure_analysis"));
-	tool = json_set(tool, "description",
-			jv_string("Report the root cause, a suggested fix and a confidence for each failing test."));
-	tool = json_set(tool, "input_schema", json_parse(schema, strlen(schema)));
-	return jv_array_append(jv_array(), tool);
+	return JV_ARRAY(schema_tool_spec("report_failure_analysis"));
 }
 
 /* Lines around `line` of file (relative to dir, or absolute inside dir).
@@ -884,7 +875,8 @@ int main(int argc, char **argv)
 		.model_options = true,
 		.runs_alone = true,
 		.guard = guard,
-	.lease = true,
+		.lease = true,
+		.pins_commit = true,
 		.run = run_phase,
 	};
 	struct tst t = { .rerun = JSON_NULL, .reports = JSON_NULL };

@@ -377,3 +377,43 @@ no_reader() {
 		--cassette "$BATS_TEST_TMPDIR/none.jsonl" </dev/null
 	[[ "$stderr" != *"is not read"* ]]
 }
+
+@test "the run's worktree gone (git worktree remove, forge gc): forge-test and forge-deploy make it again at the state's commit, never work in the checkout" {
+	# (before: both fell back to the checkout on main, tested 3 tests of 5 and
+	# deployed main's commit, and reported ok / healthy)
+	calc_replay
+	forge-plan -q --task "add a mul operation" | forge-implement -q | forge-review -q >"$BATS_TEST_TMPDIR/r.jsonl"
+	W=$(tail -n 1 "$BATS_TEST_TMPDIR/r.jsonl" | jq -r .task.worktree)
+	C=$(tail -n 1 "$BATS_TEST_TMPDIR/r.jsonl" | jq -r .changes.commit)
+	git worktree remove --force "$W"
+	run -0 --separate-stderr forge-test -q <"$BATS_TEST_TMPDIR/r.jsonl"
+	jq -e -s --arg w "$W" --arg c "$C" '([.[] | select(.type == "test.started") | .payload.dir] == [$w])
+		and ([.[] | select(.type == "run.adopted") | .payload.commit] == [$c])' <<<"$output"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .tests.summary.total == 5'
+	tail -n 1 <<<"$output" >"$BATS_TEST_TMPDIR/t.jsonl"
+	# forge-deploy's command strategy runs where the state's commit is checked out
+	mkdir "$BATS_TEST_TMPDIR/out"
+	jq -n --arg o "$BATS_TEST_TMPDIR/out" '{deploy:{strategy:"command"}, sandbox:{writable:[$o]},
+		tools:{build_command:"true", deploy_command:("git rev-parse HEAD >" + $o + "/commit")}}' >"$BATS_TEST_TMPDIR/d.json"
+	git worktree remove --force "$W"
+	run -0 --separate-stderr forge-deploy -q --config "$BATS_TEST_TMPDIR/d.json" <"$BATS_TEST_TMPDIR/t.jsonl"
+	[ "$(cat "$BATS_TEST_TMPDIR/out/commit")" = "$C" ]
+	# the branch gone too, its commit still here: the branch is made again at it
+	git worktree remove --force "$W" && git branch -qD "forge/$(jq -r .trace_id "$BATS_TEST_TMPDIR/t.jsonl")"
+	run -0 --separate-stderr forge-test -q <"$BATS_TEST_TMPDIR/r.jsonl"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .tests.summary.total == 5'
+	# a commit made in the worktree after review: tested is the state's commit, with a warning
+	echo 'this is not C' >>"$W/calc.c"
+	git -C "$W" commit -qam "after review"
+	X=$(git -C "$W" rev-parse HEAD)
+	run -0 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/r.jsonl"
+	[[ $stderr == *"warning: the run's branch forge/"*" is at ${X:0:12}, past the commit the state names (changes.commit ${C:0:12})"* ]]
+	jq -e -s --arg x "$X" '[.[] | select(.type == "run.adopted") | .payload.branch_tip] == [$x]' <<<"$output"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .tests.summary.failed == 0'
+	# neither worktree, branch nor commit here, no remote: nothing run, exit 5
+	git worktree remove --force "$W" && git branch -qD "forge/$(jq -r .trace_id "$BATS_TEST_TMPDIR/t.jsonl")"
+	jq -c '.changes.commit = "0123456789abcdef0123456789abcdef01234567"' "$BATS_TEST_TMPDIR/t.jsonl" >"$BATS_TEST_TMPDIR/gone.jsonl"
+	run -5 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/gone.jsonl"
+		[[ $stderr == *"the run's worktree $W is gone, and neither its branch forge/"*" nor the commit the state names (changes.commit 0123456789ab) is in"* ]]
+	jq -e -s '[.[] | select(.type == "test.started")] == []' <<<"$output"
+}

@@ -194,3 +194,21 @@ setup() {
 	run -0 git -C "$BATS_TEST_TMPDIR/repo" status --porcelain
 	[ -z "$output" ]
 }
+
+@test "store: SIGTERM and SIGINT end it with exit 130 (not a death by the signal)" {
+	# (before: no handler, killed by the signal: the shell's 143)
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	for sig in TERM INT; do
+		exec 5<>"$BATS_TEST_TMPDIR/in"
+		forge-events store <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+		pid=$!
+		# blocked reading stdin, once its handler is in place
+		catches() { local m; m=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status") && (((16#$m >> 14) & 1)); }
+		for i in $(seq 200); do catches && break; sleep 0.05; done
+		kill -"$sig" "$pid"
+		rc=0; wait "$pid" || rc=$?
+		exec 5>&-
+		[ "$rc" -eq 130 ]
+		grep -qx "forge-events: interrupted" "$BATS_TEST_TMPDIR/err"
+	done
+}

@@ -141,3 +141,37 @@ production_memories() {
 		UNION ALL SELECT count(*) FROM runs WHERE task LIKE '%$ANTHROPIC_API_KEY%'"
 	assert_output $'0\n0'
 }
+
+@test "SIGTERM to forge-feedback --create-task stops the run it started (paused), then exit 130" {
+	# (before: forge-feedback died by the signal, its run went on calling the model)
+	# a provider that takes the connection and never answers: the run's plan waits on it
+	python3 -c 'import socket, sys, os
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c); open(sys.argv[2], "w").close()' \
+		"$BATS_TEST_TMPDIR/port" "$BATS_TEST_TMPDIR/asked" 3>&- &
+	srv=$!
+	for i in $(seq 200); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.05; done
+	export FORGE_PROVIDER=anthropic ANTHROPIC_API_KEY=sk-ant-test FORGE_BASE_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")"
+	forge-feedback production --create-task --phases plan \
+		<<<"{\"stack\":\"ZeroDivisionError in calc_div\",\"frequency\":5,\"related_commit\":\"${COMMIT:0:8}\"}" \
+		>/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	fb=$!
+	for i in $(seq 400); do [ -e "$BATS_TEST_TMPDIR/asked" ] && break; sleep 0.05; done
+	[ -e "$BATS_TEST_TMPDIR/asked" ] || { cat "$BATS_TEST_TMPDIR/err"; false; }
+	sup=$(pgrep -P "$fb")
+	[ -n "$sup" ]
+	kill -TERM "$fb"
+	rc=0; wait "$fb" || rc=$?
+	kill "$srv"
+	# the run it started has stopped with it (else it is stopped here, and fails the test)
+	alive=0
+	! kill -0 "$sup" 2>/dev/null || { alive=1; kill "$sup"; }
+	[ "$rc" -eq 130 ] || { cat "$BATS_TEST_TMPDIR/err"; false; }
+	grep -q "forge-feedback: interrupted" "$BATS_TEST_TMPDIR/err"
+	[ "$alive" -eq 0 ]
+	run -0 forge history --json -n 1
+	jq -e --arg t "$T" '.trace_id != $t and .status == "paused"' <<<"$output"
+}

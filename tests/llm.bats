@@ -509,3 +509,21 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_success
 	jq -e '.usage.estimated == true and .usage.input_tokens > 5 and .cost_usd > 0' <<<"$output"
 }
+
+@test "SIGTERM and SIGINT end forge-llm with exit 130 (not a death by the signal)" {
+	# (before: no handler, killed by the signal: the shell's 143)
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	for sig in TERM INT; do
+		exec 5<>"$BATS_TEST_TMPDIR/in"
+		# the prompt from stdin, which never comes
+		forge-llm --provider anthropic --base-url "$MOCK_URL" <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+		pid=$!
+		catches() { local m; m=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status") && (((16#$m >> 14) & 1)); }
+		for i in $(seq 200); do catches && break; sleep 0.05; done
+		kill -"$sig" "$pid"
+		rc=0; wait "$pid" || rc=$?
+		exec 5>&-
+		[ "$rc" -eq 130 ]
+		grep -qx "forge-llm: interrupted" "$BATS_TEST_TMPDIR/err"
+	done
+}

@@ -199,6 +199,19 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	fi
 }
 
+@test "a database named that cannot be opened: exit 5 naming it, before anything is reviewed; no findings handed on unstored" {
+	# (before: the review went on, its findings stored nowhere, an event saying
+	# "no database to store findings in", and its own exit status)
+	plant
+	echo 'this is not sqlite' >"$BATS_TEST_TMPDIR/broken.db"
+	run -5 --separate-stderr forge-review --no-input --commit HEAD --db "$BATS_TEST_TMPDIR/broken.db"
+	[[ $stderr == *"cannot store findings: cannot open database '$BATS_TEST_TMPDIR/broken.db'"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "failed" and (.review.findings // [] | length) == 0'
+	jq -e -s '[.[] | select(.type == "finding.detected" or .type == "findings.not_stored")] == []' <<<"$output"
+	run -5 --separate-stderr forge-review --no-input --commit HEAD --db "$BATS_TEST_TMPDIR"
+	[[ $stderr == *"cannot store findings: "*"$BATS_TEST_TMPDIR"* ]]
+}
+
 @test "a clean low-risk diff is approved without calling the model" {
 	echo "more" >>README
 	run -0 --separate-stderr bash -c "git diff | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
@@ -235,6 +248,20 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_output 2
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r 'length, .[0].body.tool_choice.type, .[0].body.tool_choice.name, (.[0].body.messages[0].content | tostring | test(\"3 \\\\+ \\\\treturn\"))'"
 	assert_output $'1\ntool\nreport_findings\ntrue'
+	# the tool's input schema is schemas/tools/report_findings.json's
+	assert_equal "$(curl -sS "$MOCK_URL/_mock/requests" | jq -cS '.[0].body.tools[0].input_schema')" \
+		"$(jq -cS 'del(."$schema", ."$id", .title, .description, ."$comment")' "$FORGE_ROOT/schemas/tools/report_findings.json")"
+}
+
+@test "every tool the programs build for a model (schema_tool_spec, a forced tool_name) has its input schema in schemas/tools/" {
+	# (before: report_findings, report_failure_analysis and record_pattern had
+	# theirs only as string literals in C)
+	names=$(cd "$FORGE_ROOT" && grep -rhoE 'schema_tool_spec\("[a-z_]+"\)|tool_name = "[a-z_]+"' lib app filters cmd |
+		grep -oE '"[a-z_]+"' | tr -d '"' | sort -u)
+	[[ $names == *report_findings* && $names == *report_failure_analysis* && $names == *record_pattern* ]]
+	for n in $names; do
+		[ -f "$FORGE_ROOT/schemas/tools/$n.json" ] || { echo "no schemas/tools/$n.json" >&2; false; }
+	done
 }
 
 @test "an AI review answer that cannot be used is not an approval: asked again once, told why; cut, refused or wrong twice fails (exit 5)" {

@@ -115,6 +115,9 @@ mock() {
 	assert_output --partial '>    3    [ "$(add 2 2)" -eq 4 ]'
 	run jq -r '.[0].body.system' <<<"$(curl -sS -f "$MOCK_URL/_mock/requests")"
 	assert_output --partial 'report_failure_analysis'
+	# the tool's input schema is schemas/tools/report_failure_analysis.json's
+	assert_equal "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq -cS '.[0].body.tools[0].input_schema')" \
+		"$(jq -cS 'del(."$schema", ."$id", .title, .description, ."$comment")' "$FORGE_ROOT/schemas/tools/report_failure_analysis.json")"
 }
 
 @test "nothing left to spend (safety.cost.per_phase.test 0): the analysis is skipped with an event, no model call" {

@@ -79,6 +79,16 @@ int schema_compile_rest(struct schema *s);
 const struct schema *schema_get(const char *name);
 
 /*
+ * The tool NAME as sent to a model, from its embedded input schema
+ * "tools/NAME.json" (schemas/tools/, the one its answers are checked
+ * against with schema_get()): {name, description: the schema's,
+ * input_schema: the schema without $schema, $id, title, description and
+ * $comment}.  A name without a schema file gets {"type": "object"} (a test,
+ * tests/unit/test_schema.c, checks that every such tool has one).
+ */
+jv schema_tool_spec(const char *name);
+
+/*
  * Validate instance against s.  Borrows instance.  Returns 0 when valid, or
  * -1 with a message naming the JSON path of the first error and what was
  * wrong: ".plan.tasks[2].id: expected string, got number".

@@ -23,6 +23,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -913,6 +914,29 @@ const struct schema *schema_get(const char *name)
 out:
 	pthread_mutex_unlock(&schema_mutex);
 	return s;
+}
+
+jv schema_tool_spec(const char *name)
+{
+	static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
+	char path[256];
+
+	snprintf(path, sizeof path, "tools/%s.json", name);
+	const struct resource *r = resource_find(path);
+	jv s = r ? json_parse(r->data, r->len) : jv_invalid();
+
+	if (jv_get_kind(s) != JV_KIND_OBJECT) {
+		jv_free(s);
+		s = json_set(jv_object(), "type", jv_string("object"));
+	}
+	const char *desc = json_get_str(s, "description");
+	jv spec = json_set(jv_object(), "name", jv_string(name));
+
+	spec = json_set(spec, "description", jv_string(desc ? desc : name));
+	for (size_t i = 0; drop[i]; i++)
+		if (json_has(s, drop[i]))
+			s = jv_object_delete(s, jv_string(drop[i]));
+	return json_set(spec, "input_schema", s);
 }
 
 jv schema_regex_version(void)

@@ -18,6 +18,7 @@
 
 #include "core/forge.h"
 #include "core/json.h"
+#include "data/schema.h"
 #include "llm/llm.h"
 
 struct ep {
@@ -117,21 +118,10 @@ static int join_edges(struct ep *e, size_t n, struct memory *m)
 	return rc;
 }
 
+/* record_pattern, its input schema schemas/tools/record_pattern.json */
 static jv pattern_tool(void)
 {
-	static const char text[] = "{\"type\":\"object\",\"properties\":{"
-			       "\"type\":{\"enum\":[\"success\",\"failure\",\"approach\"]},"
-			       "\"trigger\":{\"type\":\"string\",\"description\":\"When [situation]\"},"
-			       "\"pattern\":{\"type\":\"string\",\"description\":\"We observe [common pattern]\"},"
-			       "\"resolution\":{\"type\":\"string\",\"description\":\"Do [recommended action]\"}},"
-			       "\"required\":[\"type\",\"trigger\",\"pattern\",\"resolution\"]}";
-	jv schema = json_parse(text, strlen(text));
-	jv t = jv_object();
-
-	t = json_set(t, "name", jv_string("record_pattern"));
-	t = json_set(t, "description", jv_string("Record the reusable pattern shared by the episodes."));
-	t = json_set(t, "input_schema", schema);
-	return JV_ARRAY(t);
+	return JV_ARRAY(schema_tool_spec("record_pattern"));
 }
 
 /* Ask the model; *out = the tool input {type, trigger, pattern, resolution}. */

@@ -109,31 +109,12 @@ char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *n
 	return buf_detach(&b, NULL);
 }
 
-/* report_findings' input: what the tool declares, and what an answer is
- * checked against before its findings are taken. */
-static const char findings_schema[] =
-	"{\"type\":\"object\",\"required\":[\"findings\"],\"properties\":{"
-	"\"findings\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
-	"\"required\":[\"file\",\"line\",\"severity\",\"category\",\"message\"],\"properties\":{"
-	"\"file\":{\"type\":\"string\",\"description\":\"the path as in the diff's '## File:' line\"},"
-	"\"line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"the new-file line number shown in the diff\"},"
-	"\"severity\":{\"enum\":[\"info\",\"warning\",\"error\",\"critical\"]},"
-	"\"category\":{\"enum\":[\"style\",\"security\",\"correctness\",\"performance\"]},"
-	"\"rule\":{\"type\":\"string\",\"description\":\"a short kebab-case name for the kind of problem\"},"
-	"\"message\":{\"type\":\"string\",\"minLength\":1},"
-	"\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"
-	"\"fixable\":{\"type\":\"boolean\"},"
-	"\"fix\":{\"type\":\"string\",\"description\":\"the corrected line(s), when simple\"}}}},"
-	"\"summary\":{\"type\":\"string\"}}}";
-
+/* report_findings, its input schema schemas/tools/report_findings.json:
+ * what the tool declares, and what an answer is checked against before
+ * its findings are taken. */
 static jv tool_definition(void)
 {
-	jv t = jv_object();
-
-	t = json_set(t, "name", jv_string("report_findings"));
-	t = json_set(t, "description", jv_string("Report the problems found on the added lines of the diff "
-						 "(an empty list when there are none)."));
-	return JV_ARRAY(json_set(t, "input_schema", json_parse(findings_schema, sizeof findings_schema - 1)));
+	return JV_ARRAY(schema_tool_spec("report_findings"));
 }
 
 static char *user_message(const struct diff *d, const struct review_ai_input *in, jv *not_shown)
@@ -203,14 +184,14 @@ static jv lower_key(jv f, const char *key)
 }
 
 /* What an answer must be: one report_findings call whose input, its
- * severities and categories in lower case, matches findings_schema.
+ * severities and categories in lower case, matches schemas/tools/report_findings.json.
  * 0 with *input (owned) that input; -1 with why (an unusable answer: cut,
  * refused, no call, input of another shape) and *call the call to answer
  * with the error (NULL when there is none). */
 static int usable_answer(jv *input, const struct llm_tool_call **call, struct buf *why,
 			 const struct llm_response *resp)
 {
-	static struct schema *schema;
+	const struct schema *schema;
 	const struct llm_tool_call *c = NULL;
 
 	*input = jv_invalid();
@@ -232,8 +213,8 @@ static int usable_answer(jv *input, const struct llm_tool_call **call, struct bu
 		buf_addf(why, "report_findings' arguments: %s", c->input_error);
 		return -1;
 	}
-	if (!schema && schema_compile(&schema, json_parse(findings_schema, sizeof findings_schema - 1)) < 0)
-		return forge_error("report_findings' schema: %s", forge_last_error());
+	if (!(schema = schema_get("tools/report_findings.json")))
+		return -1;
 	jv in = jv_copy(c->input), list = json_get(in, "findings");
 
 	if (jv_get_kind(list) == JV_KIND_ARRAY) {

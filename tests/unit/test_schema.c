@@ -790,6 +790,37 @@ static void test_embedded_schemas_whole(void)
 	CHECK(n >= 20);
 }
 
+/* The forced tools of the phases are sent with the input schema of their
+ * file in schemas/tools/ (the one their answers are checked against), not
+ * with one of their own; a tool without a file gets a bare object. */
+static void test_tool_spec_from_file(void)
+{
+	static const char *const names[] = { "report_findings", "report_failure_analysis", "record_pattern", NULL };
+
+	for (size_t i = 0; names[i]; i++) {
+		char path[128];
+
+		snprintf(path, sizeof path, "tools/%s.json", names[i]);
+		const struct resource *r = resource_find(path);
+
+		CHECK_MSG(r != NULL, "no schemas/%s", path);
+		jv file = json_parse(r->data, r->len), spec = schema_tool_spec(names[i]);
+
+		CHECK_STR(json_get_str(spec, "name"), names[i]);
+		CHECK_STR(json_get_str(spec, "description"), json_get_str(file, "description"));
+		jv want = file;
+		static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
+		for (size_t k = 0; drop[k]; k++)
+			want = jv_object_delete(want, jv_string(drop[k]));
+		CHECK(jv_equal(json_get(spec, "input_schema"), want));
+		CHECK(schema_get(path) != NULL);
+		jv_free(spec);
+	}
+	jv none = schema_tool_spec("no_such_tool");
+	CHECK(jv_equal(json_get(none, "input_schema"), json_parse("{\"type\":\"object\"}", 17)));
+	jv_free(none);
+}
+
 /* Threads that validate against embedded schemas at once, the first
  * validations of this process (so each compiles parts of them as it goes),
  * all get the single-threaded answers: schema_mutex serialises them. */
@@ -854,5 +885,6 @@ int main(void)
 	RUN(test_depth_limits);
 	RUN(test_ref_chain_limit);
 	RUN(test_embedded_schemas_whole);
+	RUN(test_tool_spec_from_file);
 	return unit_done();
 }
