@@ -543,25 +543,35 @@ static void job_stdout(void *payload, const char *line, size_t len, int cut)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A line a phase wrote to stderr, relayed: without its control characters
+ * (term_clean), as everything else Forge prints of a phase's or a model's
+ * text -- a phase names the model's files there (forge-review's "... was
+ * not linted"), and a name's escape sequences must not drive the person's
+ * terminal (before: relayed as they were, hunt27 #4). */
 static void job_stderr(void *payload, const char *line, size_t len, int cut)
 {
 	struct job *j = payload;
 	struct sup *s = j->x->s;
 	size_t mark = strlen(TERM_RELAY_MARK);
 	const char *id = j->x->g->nodes[j->node].id;
+	bool status = len >= mark && memcmp(line, TERM_RELAY_MARK, mark) == 0;
+	char *shown = status ? xstrndup(line + mark, len - mark) : xstrndup(line, len);
+	size_t n = strlen(shown);     /* (up to a NUL in the line) */
 
 	(void)cut;
+	term_clean(shown, n);
 	pthread_mutex_lock(&s->lock);
-	if (len >= mark && memcmp(line, TERM_RELAY_MARK, mark) == 0) {
+	if (status) {
 		char text[1024];
 
-		snprintf(text, sizeof text, "  [%s] %.*s", id, (int)(len - mark), line + mark);
-		term_status(len > mark ? text : NULL);
+		snprintf(text, sizeof text, "  [%s] %s", id, shown);
+		term_status(n ? text : NULL);
 	} else {
 		term_status_clear();
-		fprintf(stderr, "  [%s] %.*s\n", id, (int)len, line);
+		fprintf(stderr, "  [%s] %s\n", id, shown);
 	}
 	pthread_mutex_unlock(&s->lock);
+	free(shown);
 }
 
 static void job_idle(void *payload)

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FILES_MAX 300           /* tracked files listed in the prompt */
 #define README_MAX 4000         /* bytes of the README's head */
@@ -66,7 +67,8 @@ static jv plan_schema(void)
 
 /* ---- the environment ------------------------------------------------------ */
 
-/* Up to max bytes of root/name, cut at the last newline; NULL when absent. */
+/* Up to max bytes of root/name, cut at the last newline; NULL when absent
+ * or not a regular file (a FIFO there would block the open for ever). */
 static char *read_head(const char *root, const char *name, size_t max)
 {
 	struct buf path = BUF_INIT, b = BUF_INIT;
@@ -75,10 +77,14 @@ static char *read_head(const char *root, const char *name, size_t max)
 	bool cut = false;
 
 	buf_addf(&path, "%s/%s", root, name);
-	FILE *f = fopen(path.buf, "r");
+	int fd = buf_open_regular(path.buf);
 	buf_release(&path);
-	if (!f)
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return NULL;
+	}
 	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
 		if (b.len + n > max) {
 			buf_add(&b, chunk, max - b.len);

@@ -26,6 +26,7 @@
 #include "memory/memory.h"
 #include "app/human.h"
 #include "app/phase.h"
+#include "app/term.h"
 #include "os/proc.h"
 #include "review/github.h"
 #include "review/review.h"
@@ -49,6 +50,7 @@ struct review_args {
 	bool dry_run;
 	struct github gh;               /* --pr: the API client (open when gh.api) */
 	char *pr_head;                  /* --pr: the head commit */
+	jv skipped;                     /* run(): the files review_prepare skipped, [{path, reason}] */
 };
 
 static const struct cli_option options[] = {
@@ -127,17 +129,32 @@ static const char *guard(struct phase *ph)
 			   "or use --base REF / --commit SHA";
 }
 
+/* The line on stderr for a file not linted: its name (the model's, maybe
+ * with escape sequences) without control characters (term.h). */
+static void skipped_warning(struct phase *ph, const char *file, const char *reason)
+{
+	char *shown = xstrdup(file ? file : "");
+
+	term_clean(shown, strlen(shown));
+	fprintf(stderr, "%s: warning: %s was not linted or scanned: %s (review it with --commit, or "
+		"a diff of the working tree)\n", ph->spec->program, shown, reason ? reason : "");
+	free(shown);
+}
+
 static void emit_cb(void *payload, const char *type, jv data)
 {
 	struct phase *ph = payload;
+	struct review_args *a = ph->payload;
 
 	/* a file the linters and scanners never saw is said where a person
 	 * looks, not in an event alone (before: the review approved and said
-	 * nothing, e.g. for a diff of an older commit piped in) */
-	if (strcmp(type, "review.file_skipped") == 0 && ph->common.verbosity >= 0)
-		fprintf(stderr, "%s: warning: %s was not linted or scanned: %s (review it with --commit, or "
-			"a diff of the working tree)\n", ph->spec->program, json_get_str(data, "file"),
-			json_get_str(data, "reason"));
+	 * nothing, e.g. for a diff of an older commit piped in); run() puts
+	 * it in not_reviewed */
+	if (strcmp(type, "review.file_skipped") == 0) {
+		a->skipped = jv_array_append(a->skipped, jv_copy(data));
+		if (ph->common.verbosity >= 0)
+			skipped_warning(ph, json_get_str(data, "file"), json_get_str(data, "reason"));
+	}
 	phase_emit(ph, type, data);
 }
 
@@ -711,6 +728,34 @@ static bool text_by_name(const char *path)
 	return false;
 }
 
+/* A forge/not-reviewed warning for each file review_prepare skipped
+ * (skipped: [{file, reason}], consumed), each also appended to *list as
+ * {path, reason}: a file no linter or scanner saw is in the review itself,
+ * not only on stderr (before: a name git quotes with \v was "not in" the
+ * commit, and not_reviewed stayed empty, hunt27 #5). */
+static jv skipped_files(jv *list, jv skipped)
+{
+	jv out = jv_array();
+	struct buf msg = BUF_INIT;
+
+	jv_array_foreach(skipped, i, s) {
+		const char *file = json_get_str(s, "file"), *reason = json_get_str(s, "reason");
+
+		(void)i;
+		buf_reset(&msg);
+		buf_addf(&msg, "not linted or scanned: %s; only the diff's lines were searched for "
+			 "secrets, review the file yourself", reason ? reason : "skipped");
+		out = jv_array_append(out, review_finding("static", "warning", "correctness", "forge/not-reviewed",
+							  file, 0, msg.buf));
+		*list = jv_array_append(*list, json_set(json_set(jv_object(), "path", json_str_or_null(file)),
+							"reason", json_str_or_null(reason)));
+		jv_free(s);
+	}
+	jv_free(skipped);
+	buf_release(&msg);
+	return out;
+}
+
 static jv not_reviewed(jv *list, struct phase *ph, const struct diff *d)
 {
 	jv out = jv_array();
@@ -970,8 +1015,11 @@ static const char *run(struct phase *ph)
 	ctx.timeout_ms = (long)(config_get_num(ph->cfg, "sandbox.command_timeout_s") * 1000);
 	ctx.emit = emit_cb;
 	ctx.emit_payload = ph;
+	a->skipped = jv_array();
 	if (review_prepare(&ctx) < 0)
 		phase_emit(ph, "review.prepare_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
+	cut_findings = concat(cut_findings, skipped_files(&unreviewed, a->skipped));
+	a->skipped = jv_null();
 
 	/* layer 1 */
 	jv lint, sec, scan;

@@ -122,6 +122,17 @@ final_state() {
 	assert_equal "$(final_state "$(last_trace)")" "$parallel"
 }
 
+@test "a node's stderr line is relayed without its control characters: a name's escape sequences never reach the terminal" {
+	pipeline one.json "$(node solo)}"
+	# (OSC 52 sets the terminal's clipboard, ESC[2K erases the line; before:
+	# relayed as they were, hunt27 #4)
+	NODE_STDERR=$(printf 'warning: zz\033]52;c;cm0gLXJmIH4=\033\\\033[2K\vx.c was not linted \302\233 ok') \
+		run -0 --separate-stderr forge run --pipeline one.json "one node"
+	[[ "$stderr" == *"  [solo] warning: zz ]52;c;cm0gLXJmIH4= \\ [2K x.c was not linted    ok"* ]]
+	[[ "$stderr" != *$'\033'* ]]
+	[[ "$stderr" != *$'\v'* ]]
+}
+
 @test "a bounce edge: a node that says no once sends the run back; its bound, then a human" {
 	pipeline p.json "$(node build --key built)}" \
 		"$(node check --key checked --reject-once),\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":2}}"

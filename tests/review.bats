@@ -168,6 +168,31 @@ findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | so
 	[[ "$stderr" == *"forge-review: warning: src/copy.c was not linted or scanned: the file's content differs from the diff"* ]]
 	run jq -r 'select(.type == "review.file_skipped") | .payload.file' <<<"$OUT"
 	assert_output src/copy.c
+	# and in the review itself (before: on stderr alone, not_reviewed empty; hunt27 #5)
+	state | jq -e '.review.not_reviewed == [{"path":"src/copy.c","reason":"the file'"'"'s content differs from the diff"}]'
+	state | jq -e '[.review.findings[] | select(.rule == "forge/not-reviewed") | [.file, .severity]] == [["src/copy.c","warning"]]'
+}
+
+@test "a file whose name git quotes with \\a \\b \\f \\r \\v is linted like any other; a skipped one's name reaches stderr without its escapes" {
+	name=$(printf 'bd\a\b\f\r\vx.c')
+	printf '#include <stdlib.h>\nint run(const char *c) { return system(c); }\n' >"$name"
+	git add -A && git commit -q -m "a named file"
+	# (before: the name became "bdabfrvx.c", not in the commit: not linted, hunt27 #5)
+	run --separate-stderr forge-review --no-input --commit HEAD
+	OUT=$output
+	run jq -c 'select(.type == "review.file_skipped") | .payload' <<<"$OUT"
+	assert_output ''
+	state | jq -e --arg n "$name" '(.review | has("not_reviewed") | not) and
+	       ([.review.findings[] | select(.file == $n and .rule == "insecure/c-system")] | length == 1)'
+	# a file skipped (its content differs from a piped diff): its name on stderr without ESC
+	esc=$(printf 'e\033]52;c;eA==\033\\\033[2Kx.c')
+	echo 'int e;' >"$esc"
+	git add -A && git commit -q -m esc
+	git diff HEAD~1 >"$BATS_TEST_TMPDIR/d.diff"
+	echo 'int f;' >"$esc"
+	run --separate-stderr forge-review <"$BATS_TEST_TMPDIR/d.diff"
+	[[ "$stderr" == *"warning: e ]52;c;eA== \\ [2Kx.c was not linted"* ]]
+	[[ "$stderr" != *$'\033'* ]]
 }
 
 @test "findings are stored with ids that forge findings knows, and SARIF 2.1.0 is written" {

@@ -411,6 +411,15 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	assert_output --partial '>    2  line two'
 }
 
+@test "FIFOs a run's commands left under build files' names are not opened: the test command is detected past them" {
+	bats_repo '@test "one" { true; }'
+	mkfifo "$REPO/GNUmakefile" "$REPO/package.json" "$REPO/.gitmodules" "$REPO/.gitattributes"
+	# (before: forge-test blocked for ever opening the FIFO GNUmakefile, hunt27 #3;
+	# timeout(1) stops one that would)
+	run -0 --separate-stderr timeout 60 ft --repo "$REPO" --no-input </dev/null
+	assert_equal "$(tests_of '[.command, .summary.passed]')" '["bats tests",1]'
+}
+
 @test "TAP with more test points than its plan is a failure (prove's bad plan)" {
 	make_repo "$REPO"
 	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..2\nok 1 a\nok 2 b\nok 3 c\n'" </dev/null

@@ -797,7 +797,9 @@ const char *const *context_instruction_files(void)
 /* At most `max` bytes of the file at path into b.  -1 when it cannot be read. */
 static int read_head(struct buf *b, const char *path, size_t max)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* (O_NONBLOCK: checked regular just before, but a command could swap
+	 * in a FIFO in between; opening one would wait for ever) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	char chunk[8192];
 	ssize_t n;
 

@@ -25,6 +25,7 @@
 #define OUTPUT_CAP (1u << 20)     /* bytes of a command's output read */
 #define MESSAGE_MAX 400           /* bytes of a failure message kept per test */
 #define FINDINGS_MAX 200          /* findings kept per tool */
+#define DIGEST_MAX_BYTES (64u << 20)  /* a larger file has no digest (null) */
 
 /* ---- profiles ------------------------------------------------------------- */
 
@@ -358,7 +359,7 @@ int compile_run_tests(jv *out, const struct compile_lang *l, const char *dir,
 	char *command = compile_expand(l->test_command, junit.buf, tmp);
 	if (run_in(&r, command, dir, p, tmp, l->timeout_ms) < 0)
 		goto out;
-	if (l->junit && buf_read_file(&report, junit.buf) < 0)
+	if (l->junit && buf_read_regular(&report, junit.buf, JUNIT_MAX_BYTES) < 0)
 		buf_reset(&report);
 	int parsed = compile_parse_run(&tr, l, r.out.buf ? r.out.buf : "", r.out.len, report.buf, report.len);
 	if (!parsed || (r.exit_code != 0 && tr.failed == 0)) {
@@ -516,7 +517,8 @@ jv compile_digests(const char *dir, jv paths)
 		if (jv_get_kind(p) == JV_KIND_STRING) {
 			struct buf path = BUF_INIT, data = BUF_INIT;
 			buf_addf(&path, "%s/%s", dir, jv_string_value(p));
-			if (buf_read_file(&data, path.buf) == 0) {
+			/* (files a command may have replaced: regular ones only) */
+			if (buf_read_regular(&data, path.buf, DIGEST_MAX_BYTES) == 0) {
 				struct sha256 h;
 				char hex[65];
 				sha256_init(&h);

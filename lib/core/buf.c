@@ -135,6 +135,60 @@ int buf_read_file(struct buf *b, const char *path)
 	return rc;
 }
 
+int buf_open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC), err;
+	struct stat st;
+
+	if (fd < 0) {
+		err = errno;
+		forge_error("cannot open '%s': %s", path, strerror(err));
+	} else if (fstat(fd, &st) < 0) {
+		err = errno;
+		forge_error("cannot read '%s': %s", path, strerror(err));
+	} else if (!S_ISREG(st.st_mode)) {
+		err = EINVAL;
+		forge_error("cannot read '%s': not a regular file", path);
+	} else {
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	errno = err;
+	return -1;
+}
+
+int buf_read_regular(struct buf *b, const char *path, size_t max)
+{
+	size_t start = b->len;
+	char chunk[65536];
+	int fd = buf_open_regular(path), rc = 0;
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = forge_error("cannot read '%s': %s", path, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		if (b->len - start + (size_t)n > max || buf_add(b, chunk, (size_t)n) < 0) {
+			rc = forge_error("'%s' is larger than %zu bytes", path, max);
+			errno = EFBIG;
+			break;
+		}
+	}
+	close(fd);
+	if (rc < 0)
+		buf_truncate(b, start);
+	return rc;
+}
+
 char *buf_detach(struct buf *b, size_t *len_out)
 {
 	char *s;

@@ -39,6 +39,22 @@ int buf_vaddf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(
  * is left as open/read set it (ENOENT for a missing file).
  */
 int buf_read_file(struct buf *b, const char *path);
+/*
+ * Open path for reading when it is a regular file, not through a symbolic
+ * link at its end (O_NOFOLLOW) and without waiting (O_NONBLOCK): a FIFO or a
+ * device left where a file was expected -- by a command in a run's worktree
+ * -- is refused, never waited on.  The fd (O_CLOEXEC; the caller closes it),
+ * or -1 with a message naming the file; errno ENOENT when it is absent,
+ * ELOOP for a symbolic link, EINVAL for what is not a regular file.
+ */
+int buf_open_regular(const char *path);
+/*
+ * buf_read_file for a file Forge reads itself out of a place a command may
+ * have written (a worktree, a command's temporary directory): opened with
+ * buf_open_regular, and at most max bytes (> 0; a larger file is an error,
+ * errno EFBIG, b left as it was).
+ */
+int buf_read_regular(struct buf *b, const char *path, size_t max);
 
 /*
  * Replace the file at path with data[0..len): written to a new file beside

@@ -36,24 +36,29 @@ const char *project_language(const char *path)
 	return NULL;
 }
 
+/* Whether root/name is a regular file (through symbolic links): a FIFO a
+ * command left under a build file's name does not hide the real one (a
+ * FIFO GNUmakefile: the Makefile's command is still found, and fails when
+ * make waits on the FIFO, rather than no test command at all). */
 static bool exists(const char *root, const char *name)
 {
 	char path[4096];
 	struct stat st;
 
 	snprintf(path, sizeof path, "%s/%s", root, name);
-	return stat(path, &st) == 0;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Read a small file whole (at most 1 MiB); NULL when absent or larger. */
+/* Read a small file whole (at most 1 MiB); NULL when absent, larger, or
+ * not a regular file: root may be a run's worktree, where a command could
+ * have left a FIFO under the name (opening it would wait for ever). */
 static char *slurp(const char *root, const char *name)
 {
 	char path[4096];
-	struct buf b;
+	struct buf b = BUF_INIT;
 
 	snprintf(path, sizeof path, "%s/%s", root, name);
-	buf_init(&b, 1 << 20);
-	if (buf_read_file(&b, path) < 0) {
+	if (buf_read_regular(&b, path, 1 << 20) < 0) {
 		buf_release(&b);
 		return NULL;
 	}

@@ -37,6 +37,21 @@ bool diff_looks_like(const char *text, size_t len)
 	return false;
 }
 
+static bool is_octal(char c)
+{
+	return c >= '0' && c <= '7';
+}
+
+/* The character a C escape \c stands for, as git writes them in a quoted
+ * path (quote.c: \a \b \t \n \v \f \r \" \\); c itself for others. */
+static char unescape(char c)
+{
+	static const char from[] = "abtnvfr", to[] = "\a\b\t\n\v\f\r";
+	const char *p = strchr(from, c);
+
+	return c && p ? to[p - from] : c;
+}
+
 /* A path from a header: timestamp cut, quotes undone, prefix removed. */
 static char *header_path(const char *s, size_t n, const char *prefix)
 {
@@ -50,13 +65,11 @@ static char *header_path(const char *s, size_t n, const char *prefix)
 
 			if (c == '\\' && i + 1 < n) {
 				c = s[++i];
-				if (c >= '0' && c <= '7' && i + 2 < n) {
+				if (is_octal(c) && i + 2 < n && is_octal(s[i + 1]) && is_octal(s[i + 2])) {
 					c = (char)(((s[i] - '0') << 6) | ((s[i + 1] - '0') << 3) | (s[i + 2] - '0'));
 					i += 2;
-				} else if (c == 'n') {
-					c = '\n';
-				} else if (c == 't') {
-					c = '\t';
+				} else {
+					c = unescape(c);
 				}
 			}
 			out[o++] = c;

@@ -120,7 +120,7 @@ static int redact_file(struct forge_git_worktree *wt, const char *rel)
 			rc = forge_error("'%s' contains an API key and is too big to redact; remove the key", rel);
 		goto out;
 	}
-	if (buf_read_file(&text, path.buf) < 0) {
+	if (buf_read_regular(&text, path.buf, REDACT_MAX_BYTES) < 0) {
 		rc = forge_error_prefix("cannot check '%s' for keys", rel);
 		goto out;
 	}

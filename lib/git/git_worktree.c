@@ -557,16 +557,16 @@ void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt)
 	jv filters = jv_array();
 
 	*out = jv_array();
-	modules.max = 1u << 20;
-	if (buf_read_file(&modules, gitmodules) == 0)
+	/* (the worktree's files, which a command may have replaced by a FIFO:
+	 * read only when regular) */
+	if (buf_read_regular(&modules, gitmodules, 1u << 20) == 0)
 		submodule_paths(&names, modules.buf);
 	if (names.len) {
 		buf_addf(&note, "submodules are not checked out in the run's worktree (%s): what needs "
 			 "them fails there, and the agent's changes inside them are not committed", names.buf);
 		*out = jv_array_append(*out, jv_string(note.buf));
 	}
-	attrs.max = 1u << 20;
-	if (buf_read_file(&attrs, path) == 0 && git_repository_config(&cfg, wt->repo) == 0) {
+	if (buf_read_regular(&attrs, path, 1u << 20) == 0 && git_repository_config(&cfg, wt->repo) == 0) {
 		filter_names(&filters, attrs.buf);
 		jv_array_foreach(filters, i, f) {
 			if (filter_defined(cfg, jv_string_value(f))) {

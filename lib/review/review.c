@@ -15,6 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A working tree's file larger than this is not linted (skipped, said). */
+#define REVIEW_FILE_MAX_BYTES (64u << 20)
+
 jv review_finding(const char *layer, const char *severity, const char *category,
 		  const char *rule, const char *file, int line, const char *message)
 {
@@ -89,7 +92,8 @@ static int read_post_image(struct buf *b, struct review_ctx *ctx, struct forge_g
 	if (ctx->commit)
 		return g ? forge_git_read_blob(b, g, ctx->commit, f->path) : -1;
 	buf_addf(&path, "%s/%s", ctx->root ? ctx->root : ".", f->path);
-	rc = buf_read_file(b, path.buf);
+	/* (a worktree's file: a FIFO there would block the open) */
+	rc = buf_read_regular(b, path.buf, REVIEW_FILE_MAX_BYTES);
 	buf_release(&path);
 	return rc;
 }

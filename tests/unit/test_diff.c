@@ -161,6 +161,25 @@ static void test_header_paths(void)
 	CHECK(strstr(forge_last_error(), "line 1: a combined diff") != NULL);
 }
 
+/* Every C escape git writes in a quoted path, as git wrote it for a file
+ * named x BEL BS TAB VT FF CR " \ ESC y.c (before: \a \b \v \f \r undone as
+ * the letters, the name matched no file and the file was not linted,
+ * hunt27 #5). */
+static void test_quoted_escapes(void)
+{
+	struct diff *d = NULL;
+	static const char text[] =
+		"diff --git \"a/x\\a\\b\\t\\v\\f\\r\\\"\\\\\\033y.c\" \"b/x\\a\\b\\t\\v\\f\\r\\\"\\\\\\033y.c\"\n"
+		"new file mode 100644\nindex 0000000..4e610c0\n--- /dev/null\n"
+		"+++ \"b/x\\a\\b\\t\\v\\f\\r\\\"\\\\\\033y.c\"\n@@ -0,0 +1 @@\n+int a;\n"
+		"diff --git \"a/n\\nl\" \"b/n\\nl\"\ndeleted file mode 100644\n";
+	CHECK_MSG(diff_parse(&d, text, strlen(text)) == 0, "%s", forge_last_error());
+	CHECK(d && d->nfiles == 2);
+	CHECK_STR(d->files[0].path, "x\a\b\t\v\f\r\"\\\033y.c");
+	CHECK_STR(d->files[1].path, "n\nl");
+	diff_free(d);
+}
+
 static void test_looks_like(void)
 {
 	CHECK(diff_looks_like("diff --git a/x b/x\n", 19));
@@ -266,6 +285,7 @@ int main(void)
 	RUN(test_plain_and_rename);
 	RUN(test_malformed);
 	RUN(test_header_paths);
+	RUN(test_quoted_escapes);
 	RUN(test_looks_like);
 	RUN(test_cut);
 	RUN(test_cut_inside_hunk);

@@ -1,9 +1,11 @@
 /* test_project.c - project kind and command detection. */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "data/project.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +126,55 @@ static void test_describe_counts_languages(void)
 	CHECK(project_describe(&d, "/nonexistent/forge", NULL) == -1);
 }
 
+/* What a command left in a run's worktree under a build file's name -- a
+ * FIFO -- is not opened (before: GNUmakefile a FIFO, forge-test blocked in
+ * its open for ever, hunt27 #3): detection goes on past it. */
+static void test_fifo_build_files_skipped(void)
+{
+	char path[512];
+
+	clean();
+	snprintf(path, sizeof path, "%s/GNUmakefile", root);
+	CHECK(mkfifo(path, 0644) == 0);
+	snprintf(path, sizeof path, "%s/package.json", root);
+	CHECK(mkfifo(path, 0644) == 0);
+	put("tests/basic.bats", "@test x { true; }\n");
+	check_test("bats tests");
+	char *build = project_command(root, NULL, "build");
+	CHECK(build == NULL);
+	free(build);
+	/* nor does it hide the Makefile beside it */
+	put("Makefile", "check:\n\t./t.sh\n");
+	check_test("make check");
+}
+
+/* buf_read_regular: a regular file whole; a FIFO, a symbolic link and a
+ * file over the limit refused with their errno, the buffer unchanged. */
+static void test_read_regular(void)
+{
+	char path[512], link[512];
+	struct buf b = BUF_INIT;
+
+	clean();
+	put("f.txt", "hello\n");
+	snprintf(path, sizeof path, "%s/f.txt", root);
+	CHECK(buf_read_regular(&b, path, 6) == 0);
+	CHECK_STR(b.buf, "hello\n");
+	CHECK(buf_read_regular(&b, path, 5) == -1 && errno == EFBIG);
+	CHECK_STR(b.buf, "hello\n");
+	snprintf(link, sizeof link, "%s/l.txt", root);
+	CHECK(symlink(path, link) == 0);
+	CHECK(buf_read_regular(&b, link, 100) == -1 && errno == ELOOP);
+	snprintf(path, sizeof path, "%s/fifo", root);
+	CHECK(mkfifo(path, 0644) == 0);
+	CHECK(buf_read_regular(&b, path, 100) == -1 && errno == EINVAL);
+	CHECK(strstr(forge_last_error(), "not a regular file") != NULL);
+	snprintf(path, sizeof path, "%s/none", root);
+	CHECK(buf_read_regular(&b, path, 100) == -1 && errno == ENOENT);
+	CHECK_STR(b.buf, "hello\n");
+	buf_release(&b);
+}
+
 static void test_language_by_extension(void)
 {
 	CHECK_STR(project_language("lib/x.c"), "c");
@@ -140,6 +191,8 @@ int main(void)
 	RUN(test_make_check_before_make_test);
 	RUN(test_other_ecosystems);
 	RUN(test_describe_counts_languages);
+	RUN(test_fifo_build_files_skipped);
+	RUN(test_read_regular);
 	RUN(test_language_by_extension);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
