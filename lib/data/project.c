@@ -51,18 +51,29 @@ static bool exists(const char *root, const char *name)
 
 /* Read a small file whole (at most 1 MiB); NULL when absent, larger, or
  * not a regular file: root may be a run's worktree, where a command could
- * have left a FIFO under the name (opening it would wait for ever). */
+ * have left a FIFO under the name (opening it would wait for ever).  A
+ * symbolic link is followed when it ends beneath root (a repository's
+ * "Makefile -> build/Makefile"), not out of it. */
 static char *slurp(const char *root, const char *name)
 {
 	char path[4096];
+	char *real = NULL, *top = NULL, *text = NULL;
 	struct buf b = BUF_INIT;
+	size_t n;
 
 	snprintf(path, sizeof path, "%s/%s", root, name);
-	if (buf_read_regular(&b, path, 1 << 20) < 0) {
-		buf_release(&b);
-		return NULL;
-	}
-	return buf_detach(&b, NULL);
+	if ((real = realpath(path, NULL)) == NULL || (top = realpath(root, NULL)) == NULL)
+		goto out;
+	n = strlen(top);
+	if (strncmp(real, top, n) != 0 || (real[n] != '/' && strcmp(top, "/") != 0))
+		goto out;
+	if (buf_read_regular(&b, real, 1 << 20) == 0)
+		text = buf_detach(&b, NULL);
+out:
+	buf_release(&b);
+	free(real);
+	free(top);
+	return text;
 }
 
 /* A rule for target `name` in a Makefile: a line "name:" or "name other:"

@@ -148,6 +148,34 @@ static void test_fifo_build_files_skipped(void)
 	check_test("make check");
 }
 
+/* A build file that is a symbolic link is read when it ends inside the
+ * project ("Makefile -> mk/Makefile"), not when it points out of it. */
+static void test_symlinked_build_file(void)
+{
+	char path[512], out[] = "/tmp/forge-project-out-XXXXXX";
+
+	clean();
+	put("mk/Makefile", "check:\n\t./t.sh\n");
+	snprintf(path, sizeof path, "%s/Makefile", root);
+	CHECK(symlink("mk/Makefile", path) == 0);
+	check_test("make check");
+	/* out of the project: not read (only its name is known: make test) */
+	CHECK(unlink(path) == 0);
+	CHECK(mkdtemp(out) != NULL);
+	char target[600];
+	snprintf(target, sizeof target, "%s/Makefile", out);
+	FILE *f = fopen(target, "w");
+	CHECK(f != NULL);
+	fputs("check:\n\t./t.sh\n", f);
+	fclose(f);
+	CHECK(symlink(target, path) == 0);
+	char *cmd = project_command(root, NULL, "test");
+	CHECK(cmd == NULL || strcmp(cmd, "make check") != 0);
+	free(cmd);
+	unlink(target);
+	rmdir(out);
+}
+
 /* buf_read_regular: a regular file whole; a FIFO, a symbolic link and a
  * file over the limit refused with their errno, the buffer unchanged. */
 static void test_read_regular(void)
@@ -192,6 +220,7 @@ int main(void)
 	RUN(test_other_ecosystems);
 	RUN(test_describe_counts_languages);
 	RUN(test_fifo_build_files_skipped);
+	RUN(test_symlinked_build_file);
 	RUN(test_read_regular);
 	RUN(test_language_by_extension);
 	char cmd[300];
