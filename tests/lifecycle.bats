@@ -74,12 +74,12 @@ last_seq() {
 @test "--auto-approve passes review's escalation and deploy accepts it (default config)" {
 	demo_replay
 	run -0 --separate-stderr forge run --auto-approve "$TASK" </dev/null
-	[[ "$stderr" == *"gate escalation_review approved (--auto-approve)"* ]]
+	[[ "$stderr" == *"gate escalation_review_2 approved (--auto-approve)"* ]]
 	T=$(last_trace)
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"
 		and .state.review.decision == "require_human"
-		and .state.review.approved_by.by == "flag" and .state.review.approved_by.gate == "escalation_review"' <<<"$output"
+		and .state.review.approved_by.by == "flag" and .state.review.approved_by.gate == "escalation_review_2"' <<<"$output"
 }
 
 @test "a human approves review's escalation with forge gate approve; the override survives resume to deploy" {
@@ -90,7 +90,7 @@ last_seq() {
 	G=$(forge gate list --json | jq -r .id)
 	run -0 forge gate approve "$G"
 	run -4 --separate-stderr forge resume "$T" </dev/null
-	[[ "$stderr" == *"gate escalation_review is waiting for a human"* ]]
+	[[ "$stderr" == *"gate escalation_review_2 is waiting for a human"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "paused" and .state.review.decision == "require_human" and .state.review.approved_by == null' <<<"$output"
 	G=$(forge gate list --json | jq -r .id)
@@ -98,7 +98,7 @@ last_seq() {
 	run -0 --separate-stderr forge resume "$T" </dev/null
 	run -0 forge status --json "$T"
 	jq -e --arg g "$G" '.run.status == "completed" and .state.deployment.status == "healthy"
-		and .state.review.approved_by == {by: "human", gate: "escalation_review", gate_id: $g,
+		and .state.review.approved_by == {by: "human", gate: "escalation_review_2", gate_id: $g,
 						  note: "division by zero is handled"}' <<<"$output"
 	# every state checkpointed after the approval carries it
 	run -0 sqlite3 "$FORGE_DB" "select json_extract(state, '\$.review.approved_by.by') from checkpoints

@@ -230,7 +230,7 @@ last_state() {
 	T=$(forge history --json -n 1 | jq -r .trace_id)
 	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
 	run -4 --separate-stderr forge resume "$T" </dev/null
-	[[ "$stderr" == *"gate escalation_review is waiting for a human"* ]]
+	[[ "$stderr" == *"gate escalation_review_2 is waiting for a human"* ]]
 	# no trigger yet: a human approved the architecture, which was no "no"
 	run -0 forge events replay "$T"
 	jq -e -s '[.[] | select(.type == "run.reflection")] == []' <<<"$output"
@@ -243,7 +243,7 @@ last_state() {
 	# what the fast model read: the human's decision and note
 	run -0 sqlite3 "$FORGE_DB" "select request from llm_calls where trace_id = '$T' and phase = 'reflect-fast'"
 	jq -e '.messages[0].content | contains("Trigger: human override. What did we get wrong?")
-		and contains("gate escalation_review approved by a human, note: division by zero is handled")' <<<"$output"
+		and contains("gate escalation_review_2 approved by a human, note: division by zero is handled")' <<<"$output"
 	run -0 forge memory list --json --tag trigger:human_override
 	jq -e '.source == "run_reflection" and .type == "semantic" and (.content | startswith("Division by zero"))' <<<"$output"
 }
