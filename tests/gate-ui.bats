@@ -165,15 +165,34 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[[ "$stderr" != *"tokens"* && "$stderr" != *$'\r'* && "$stderr" != *$'\001'* ]]
 }
 
+@test "the status line is cut by display columns: a model writing Chinese never makes it wider than the terminal" {
+	unset FORGE_PROVIDER FORGE_CASSETTE
+	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
+	mock_reset
+	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"我们先阅读计算器的源代码然后为它增加一个乘法运算并且补充相应的测试用例和文档说明","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
+	ANTHROPIC_API_KEY=sk-test run -0 on_tty --cols 60 -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
+	grep -qF '我们先阅读' "$SHOWN"
+	"$TEST_PYTHON3" - "$SHOWN" <<'PY'
+import re, sys, unicodedata
+def w(s): return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+text = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1], encoding="utf-8", errors="replace").read())
+lines = [seg for l in text.split("\n") for seg in re.split(r"\r|\x1b\[K", l) if "tokens" in seg]
+assert lines, text
+for seg in lines:
+    assert w(seg) <= 59, (w(seg), seg)
+PY
+}
+
 @test "a real provider's call streams on a terminal: its text's last line on the status line, control characters blanked" {
 	unset FORGE_PROVIDER FORGE_CASSETTE
 	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
 	mock_reset
-	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds \u001b[2Jcalc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
+	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds \u001b[2J\u009b2Jcalc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
 	ANTHROPIC_API_KEY=sk-test run -0 on_tty -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
 	run -0 plain
-	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds  \[2Jcalc_mul\.' <<<"$output"
-	! grep -qF $'\e[2J' "$SHOWN"	# the model's control characters never reach the terminal
+	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds  \[2J  2Jcalc_mul\.' <<<"$output"
+	! grep -qF $'\e[2J' "$SHOWN" || false	# the model's control characters never reach the terminal
+	! grep -qF $'\xc2\x9b' "$SHOWN" || false	# C1 (8-bit CSI) neither
 	[[ "$output" != *"tokens · Reading the calculator. The plan"* ]]	# one line, the last
 	run -0 mock_streamed
 	[ "$output" = '[true]' ]
