@@ -396,7 +396,12 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		o = json_set(o, "subagents", jv_copy(subs));
 		json_write_line(stdout, json_set(o, "merged", json_get(merged, "payload")), false);
 	} else {
-		print_run(run, cp, gates, merged);
+		/* (the task, the reason and the names without their escape
+		 * sequences: a task may come from a script or another machine) */
+		jv shown_run = term_safe(jv_copy(run)), shown_cp = term_safe(jv_copy(cp));
+		print_run(shown_run, shown_cp, gates, merged);
+		jv_free(shown_run);
+		jv_free(shown_cp);
 		print_subagents(subs);
 	}
 out:

@@ -206,3 +206,21 @@ PY
 	run -0 mock_streamed
 	[ "$output" = '[null]' ]
 }
+
+@test "a task's control characters never reach the terminal: run's header, status, events list, history; the commit subject without them" {
+	task=$(printf 'add mul \e]0;PWNED\a\e[41mRED\e[0m \xc2\x9b2J')
+	run -0 on_tty -- forge run --config "$CFG" --auto-approve "$task"
+	grep -qF 'add mul  ]0;PWNED  [41mRED [0m   2J' "$SHOWN"
+	! grep -qF $'\e]0;PWNED' "$SHOWN" || false
+	! grep -qF $'\xc2\x9b' "$SHOWN" || false
+	T=$(last_trace)
+	for cmd in "forge status $T" "forge events list" "forge history"; do
+		run -0 --separate-stderr $cmd
+		[[ $output == *'add mul  ]0;PWNED  [41mRED [0m   2J'* ]] || { echo "$cmd: $output"; false; }
+		[[ $output != *$'\e'* && $output != *$'\a'* && $output != *$'\xc2\x9b'* ]] || { echo "$cmd"; false; }
+	done
+	run -0 git log --format=%s -1 "forge/$T"
+	[ "$output" = 'forge: add mul  ]0;PWNED  [41mRED [0m   2J (attempt 1)' ]
+	# --json keeps the task as it was given
+	[ "$(forge status --json "$T" | jq -r .run.task)" = "$task" ]
+}
