@@ -52,6 +52,23 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	run -1 on_tty --type 'n\n' -- forge run --config "$CFG" "add a mul operation"
 	plain | grep -qF "  Plan: Add a mul operation to calc"
 	events_of "$(last_trace)" gate.rejected | jq -e '.gate == "architecture_approval" and .by == "human"'
+	# the run is over: its next step is not a resume, which would only say
+	# "rejected" again
+	T=$(last_trace)
+	plain | grep -qF "forge run the task again (a rejected gate ended this run); forge gc removes its worktree"
+	run -0 --separate-stderr forge show "$T"
+	assert_line "next      forge run the task again (a rejected gate ended this run); forge gc removes its worktree"
+	[[ $output != *"forge resume"* ]]
+}
+
+@test "forge gate reject says the run ends there" {
+	run -4 forge run --config "$CFG" "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json "$T" | jq -r '.id')
+	run -0 --separate-stderr forge gate reject "$G"
+	[ "$output" = "rejected $G; this ends run $T (forge resume $T records the end; forge run the task again to start anew)" ]
+	run -1 --separate-stderr forge resume --config "$CFG" "$T" </dev/null
+	[[ $output == *"  next      forge run the task again (a rejected gate ended this run)"* ]]
 }
 
 @test "e at the gate asks for a note, recorded with the approval" {
