@@ -388,11 +388,12 @@ out:
 
 void runview_next(struct buf *out, struct store *st, const char *trace)
 {
-	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null();
+	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), rejected = jv_null();
 
 	store_run_get(&run, st, trace);
 	store_checkpoint_latest(&cp, st, trace);
 	store_event_last(&merged, st, trace, "run.merged");
+	store_event_last(&rejected, st, trace, "gate.rejected");
 	gate_list(&gates, st, trace, true);
 	enum run_status s = run_status_of(json_get_str(run, "status"));
 	jv commit = json_get_path(cp, "changes.commit");
@@ -412,9 +413,15 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 			buf_addf(out, "forge diff %s && forge merge %s", trace, trace);
 		else
 			buf_addf(out, "forge show %s", trace);
+	} else if (s == RUN_FAILED && jv_get_kind(rejected) == JV_KIND_OBJECT) {
+		/* a rejected gate ends its run for good: resume would only say
+		 * so again */
+		buf_adds(out, "forge run the task again (a rejected gate ended this run); "
+			 "forge gc removes its worktree");
 	} else {
 		buf_addf(out, "forge resume %s", trace);
 	}
+	jv_free(rejected);
 	jv_free(commit);
 	jv_free(files);
 	jv_free(run);

@@ -230,15 +230,20 @@ void sup_emit(struct sup *s, const char *type, jv payload)
 
 void sup_progress(struct sup *s, const char *fmt, ...)
 {
+	struct buf b = BUF_INIT;
 	va_list ap;
 
 	if (!s->o->progress)
 		return;
 	term_status_clear();
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* (what it names -- a task, a gate's reason -- may hold control
+	 * characters: a progress line is one line, without them) */
+	term_clean_line(b.buf, b.len);
+	fprintf(stderr, "%s\n", b.len ? b.buf : "");
+	buf_release(&b);
 }
 
 void sup_transition(struct sup *s, enum pipeline_state to, const char *reason)

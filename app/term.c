@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,15 +48,99 @@ int term_width(int fd)
 	return 80;
 }
 
+/* The code point of the UTF-8 character at s[0..len) and its length in
+ * *n (1 for a byte that starts no valid character, taken as it is). */
+static uint32_t decode(const unsigned char *s, size_t len, size_t *n)
+{
+	size_t need = s[0] < 0x80 ? 1 : s[0] >= 0xF0 && s[0] < 0xF8 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
+	uint32_t c = need == 4 ? s[0] & 0x07u : need == 3 ? s[0] & 0x0Fu : need == 2 ? s[0] & 0x1Fu : s[0];
+
+	if (need == 0 || need > len) {
+		*n = 1;
+		return s[0];
+	}
+	for (size_t i = 1; i < need; i++) {
+		if ((s[i] & 0xC0) != 0x80) {
+			*n = 1;
+			return s[0];
+		}
+		c = c << 6 | (s[i] & 0x3Fu);
+	}
+	*n = need;
+	return c;
+}
+
+static bool in(uint32_t c, const uint32_t (*r)[2], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (c >= r[i][0] && c <= r[i][1])
+			return true;
+	return false;
+}
+
+/* The columns c takes: a small table rather than wcwidth(), which needs a
+ * UTF-8 locale no Forge program sets.  Combining marks and zero-width
+ * characters 0; East Asian wide and fullwidth ones and emoji 2 (as
+ * Unicode's EastAsianWidth W/F, the common blocks); else 1. */
+static size_t cp_width(uint32_t c)
+{
+	static const uint32_t zero[][2] = {
+		{ 0x0300, 0x036F }, { 0x0483, 0x0489 }, { 0x0591, 0x05BD }, { 0x0610, 0x061A },
+		{ 0x064B, 0x065F }, { 0x0E31, 0x0E31 }, { 0x0E34, 0x0E3A }, { 0x0E47, 0x0E4E },
+		{ 0x1AB0, 0x1AFF }, { 0x1DC0, 0x1DFF }, { 0x200B, 0x200F }, { 0x20D0, 0x20FF },
+		{ 0x302A, 0x302F }, { 0x3099, 0x309A }, { 0xFE00, 0xFE0F }, { 0xFE20, 0xFE2F },
+		{ 0xFEFF, 0xFEFF }, { 0xE0100, 0xE01EF },
+	};
+	static const uint32_t wide[][2] = {
+		{ 0x1100, 0x115F }, { 0x231A, 0x231B }, { 0x2329, 0x232A }, { 0x23E9, 0x23EC },
+		{ 0x23F0, 0x23F0 }, { 0x23F3, 0x23F3 }, { 0x25FD, 0x25FE }, { 0x2614, 0x2615 },
+		{ 0x2648, 0x2653 }, { 0x26A1, 0x26A1 }, { 0x26AA, 0x26AB }, { 0x26BD, 0x26BE },
+		{ 0x26C4, 0x26C5 }, { 0x26D4, 0x26D4 }, { 0x26EA, 0x26EA }, { 0x26F2, 0x26F5 },
+		{ 0x26FA, 0x26FD }, { 0x2705, 0x2705 }, { 0x270A, 0x270B }, { 0x2728, 0x2728 },
+		{ 0x274C, 0x274C }, { 0x2753, 0x2755 }, { 0x2757, 0x2757 }, { 0x2795, 0x2797 },
+		{ 0x27B0, 0x27B0 }, { 0x27BF, 0x27BF }, { 0x2B1B, 0x2B1C }, { 0x2B50, 0x2B50 },
+		{ 0x2B55, 0x2B55 }, { 0x2E80, 0x303E }, { 0x3041, 0x33FF }, { 0x3400, 0x4DBF },
+		{ 0x4E00, 0x9FFF }, { 0xA000, 0xA4CF }, { 0xA960, 0xA97F }, { 0xAC00, 0xD7A3 },
+		{ 0xF900, 0xFAFF }, { 0xFE10, 0xFE19 }, { 0xFE30, 0xFE6F }, { 0xFF00, 0xFF60 },
+		{ 0xFFE0, 0xFFE6 }, { 0x16FE0, 0x16FE4 }, { 0x17000, 0x18CFF }, { 0x1B000, 0x1B2FF },
+		{ 0x1F004, 0x1F004 }, { 0x1F0CF, 0x1F0CF }, { 0x1F18E, 0x1F18E }, { 0x1F191, 0x1F19A },
+		{ 0x1F200, 0x1F251 }, { 0x1F300, 0x1F64F }, { 0x1F680, 0x1F6FF }, { 0x1F7E0, 0x1F7EB },
+		{ 0x1F90C, 0x1F9FF }, { 0x1FA70, 0x1FAFF }, { 0x20000, 0x2FFFD }, { 0x30000, 0x3FFFD },
+	};
+
+	if (c < 0x300)
+		return 1;
+	if (in(c, zero, sizeof zero / sizeof zero[0]))
+		return 0;
+	return in(c, wide, sizeof wide / sizeof wide[0]) ? 2 : 1;
+}
+
+size_t term_columns(const char *s, size_t len)
+{
+	size_t cols = 0, n;
+
+	for (size_t i = 0; i < len; i += n)
+		cols += cp_width(decode((const unsigned char *)s + i, len - i, &n));
+	return cols;
+}
+
+int term_pad(const char *s, size_t width)
+{
+	size_t w = term_columns(s, strlen(s));
+
+	return w < width ? (int)(width - w) : 0;
+}
+
 size_t term_cut(const char *s, size_t len, size_t cols)
 {
-	size_t i = 0;
+	size_t i = 0, used = 0, n;
 
-	while (i < len && cols > 0) {
-		i++;
-		while (i < len && ((unsigned char)s[i] & 0xC0) == 0x80)
-			i++;	/* the rest of a UTF-8 character */
-		cols--;
+	while (i < len) {
+		size_t w = cp_width(decode((const unsigned char *)s + i, len - i, &n));
+		if (used + w > cols)
+			break;
+		used += w;
+		i += n;
 	}
 	return i;
 }
@@ -119,14 +204,17 @@ static void draw(const char *text)
 
 		buf_adds(&b, "\r\033[K");
 		if (!empty) {
-			/* one column spare: a full line would wrap on some terminals */
-			size_t cut = term_cut(text, len, width > 1 ? width - 1 : 1);
-			buf_adds(&b, term_sgr(color, TERM_DIM));
 			/* the model's text may hold control characters: never sent
-			 * to the terminal as they are */
-			for (size_t i = 0; i < cut; i++)
-				buf_addch(&b, (unsigned char)text[i] < 0x20 || text[i] == 0x7f ? ' ' : text[i]);
+			 * to the terminal as they are (cleaned before it is cut,
+			 * so that the cut counts what is shown) */
+			char *line = xstrndup(text, len);
+			term_clean_line(line, len);
+			/* one column spare: a full line would wrap on some terminals */
+			size_t cut = term_cut(line, len, width > 1 ? width - 1 : 1);
+			buf_adds(&b, term_sgr(color, TERM_DIM));
+			buf_add(&b, line, cut);
 			buf_adds(&b, term_sgr(color, TERM_RESET));
+			free(line);
 		}
 	}
 	term_write(STDERR_FILENO, b.buf, b.len);
@@ -288,6 +376,14 @@ void term_clean(char *s, size_t n)
 		else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)
 			s[i] = ' ';
 	}
+}
+
+void term_clean_line(char *s, size_t n)
+{
+	term_clean(s, n);
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '\n' || s[i] == '\t')
+			s[i] = ' ';
 }
 
 /* s[0..n) with its control characters spaces (term_clean); NULL when it

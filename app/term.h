@@ -48,8 +48,16 @@ void term_write(int fd, const char *s, size_t len);
 const char *term_sgr(bool on, enum term_style style);
 /* The terminal's width in columns (fd's, else 80). */
 int term_width(int fd);
-/* The length in bytes of s's first `cols` columns (one column per UTF-8
- * character, which is never split). */
+/* The columns s[0..len) takes on a terminal: 2 for an East Asian wide
+ * character or an emoji, 0 for a combining mark, else 1 (a byte of no
+ * valid UTF-8 character too).  The width of any text Forge lines up. */
+size_t term_columns(const char *s, size_t len);
+/* The spaces that pad s to width columns (term_columns; 0 when it is as
+ * wide or wider): printf's "%-Ns" pads by bytes, so a table of names
+ * prints "%s%*s" with term_pad(name, N), "". */
+int term_pad(const char *s, size_t width);
+/* The length in bytes of s's longest start no wider than cols columns
+ * (term_columns); a UTF-8 character is never split. */
 size_t term_cut(const char *s, size_t len, size_t cols);
 
 /* v (consumed) with every string in it, object keys too, safe to print on
@@ -61,6 +69,9 @@ size_t term_cut(const char *s, size_t len, size_t cols);
 jv term_safe(jv v);
 /* The same in s[0..n), in place. */
 void term_clean(char *s, size_t n);
+/* term_clean(), newlines and tabs spaces too: text shown on one line (a
+ * table's row, the status line). */
+void term_clean_line(char *s, size_t n);
 
 /* Whether a status line would be drawn or relayed (see above). */
 bool term_status_enabled(void);

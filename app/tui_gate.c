@@ -90,9 +90,11 @@ static void decide(struct tui *t, jv gate, int key)
 	}
 	if (gatedecide_human(NULL, t->ses->store, t->ses->cfg, "forge-tui", id, key != 'n', note) < 0)
 		tui_say(t, "%s", forge_last_error());
-	else
-		tui_say(t, "%s %s; continue with: forge resume %s", key == 'n' ? "rejected" : "approved", id,
+	else if (key == 'n')    /* a rejection ends the run: resume only records that */
+		tui_say(t, "rejected %s; this ends run %s (forge resume records the end)", id,
 			json_get_str(gate, "trace_id"));
+	else
+		tui_say(t, "approved %s; continue with: forge resume %s", id, json_get_str(gate, "trace_id"));
 	free(note);
 }
 

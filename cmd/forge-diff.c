@@ -71,7 +71,10 @@ static void print_stat(jv files_in)
 	int n = 0;
 
 	jv_array_foreach(files, i, f) {
-		printf(" %-50s +%.0f -%.0f%s\n", json_get_str(f, "path"), json_get_num(f, "additions", 0),
+		const char *path = json_get_str(f, "path") ? json_get_str(f, "path") : "?";
+		/* padded by columns, as git diff --stat: a name of wide or
+		 * accented characters keeps the counts in line */
+		printf(" %s%*s +%.0f -%.0f%s\n", path, term_pad(path, 50), "", json_get_num(f, "additions", 0),
 		       json_get_num(f, "deletions", 0), json_get_bool(f, "binary", false) ? " (binary)" : "");
 		add += (long)json_get_num(f, "additions", 0);
 		del += (long)json_get_num(f, "deletions", 0);

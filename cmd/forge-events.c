@@ -10,6 +10,7 @@
  *   forge-events list         list traces with event counts and time span
  */
 #include "app/cli.h"
+#include "app/term.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "store/store.h"
@@ -331,10 +332,17 @@ static int cmd_list(const struct cli_common *common, const struct args *a)
 		printf("%-28s %7s  %-24s  %-24s  %s\n", "TRACE", "EVENTS", "FIRST", "LAST", "TASK");
 	jv_array_foreach(traces, i, t) {
 		if (table) {
-			const char *task = json_get_str(t, "task");
-			printf("%-28s %7.0f  %-24s  %-24s  %.60s\n", json_get_str(t, "trace_id"),
+			/* the task on one line, without its control characters,
+			 * cut to 60 columns (never in a character) */
+			char *task = xstrdup(json_get_str(t, "task") ? json_get_str(t, "task") : "");
+			size_t len = strlen(task);
+
+			term_clean_line(task, len);
+			printf("%-28s %7.0f  %-24s  %-24s  %.*s\n", json_get_str(t, "trace_id"),
 			       json_get_num(t, "events", 0), json_get_str(t, "first_ts") ? json_get_str(t, "first_ts") : "-",
-			       json_get_str(t, "last_ts") ? json_get_str(t, "last_ts") : "-", task ? task : "");
+			       json_get_str(t, "last_ts") ? json_get_str(t, "last_ts") : "-",
+			       (int)term_cut(task, len, 60), task);
+			free(task);
 			jv_free(t);
 		} else {
 			stream_write(&out, t);

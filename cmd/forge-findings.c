@@ -16,6 +16,7 @@
  */
 #include "app/cli.h"
 #include "app/runview.h"
+#include "app/term.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -100,6 +101,9 @@ static int cmd_list(struct session *c, const struct args *a)
 			json_write_line(stdout, f, false);
 			continue;
 		}
+		/* a finding's message and file come from a model, a linter or
+		 * whoever added it: never their escape sequences (term_safe) */
+		f = term_safe(f);
 		const char *file = json_get_str(f, "file");
 
 		printf("%s  %-8s %-11s %s:%.0f  %s%s\n", json_get_str(f, "id"), json_get_str(f, "severity"),

@@ -91,8 +91,12 @@ static int decide(struct store *st, const struct config *cfg, const char *id, bo
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
 		return rc == GATE_REFUSED ? FORGE_EXIT_REJECTED : FORGE_EXIT_DEPENDENCY;
 	}
-	printf("%s %s; continue with: forge resume %s\n", approve ? "approved" : "rejected", id,
-	       json_get_str(gate, "trace_id"));
+	if (approve)
+		printf("approved %s; continue with: forge resume %s\n", id, json_get_str(gate, "trace_id"));
+	else    /* a rejection ends the run: resume only records that */
+		printf("rejected %s; this ends run %s (forge resume %s records the end; "
+		       "forge run the task again to start anew)\n", id, json_get_str(gate, "trace_id"),
+		       json_get_str(gate, "trace_id"));
 	jv_free(gate);
 	return FORGE_EXIT_OK;
 }

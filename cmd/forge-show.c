@@ -124,8 +124,11 @@ static void print_diff(jv diff)
 	       json_get_str(diff, "head") ? json_get_str(diff, "head") : "?");
 	jv_array_foreach(files, i, f) {
 		const char *a = json_get_str(f, "action");
-		printf("  %c %-40s +%.0f -%.0f\n", a && !strcmp(a, "create") ? 'A' : a && !strcmp(a, "delete") ? 'D' : 'M',
-		       json_get_str(f, "path"), json_get_num(f, "additions", 0), json_get_num(f, "deletions", 0));
+		const char *path = json_get_str(f, "path") ? json_get_str(f, "path") : "?";
+		/* padded by columns: a name of wide or accented characters keeps
+		 * the counts in line */
+		printf("  %c %s%*s +%.0f -%.0f\n", a && !strcmp(a, "create") ? 'A' : a && !strcmp(a, "delete") ? 'D' : 'M',
+		       path, term_pad(path, 40), "", json_get_num(f, "additions", 0), json_get_num(f, "deletions", 0));
 		jv_free(f);
 	}
 	jv_free(files);

@@ -16,6 +16,7 @@
 #include "store/store.h"
 #include "data/stream.h"
 #include "app/supervise.h"
+#include "app/term.h"
 #include "engine/graph.h"
 
 #include <errno.h>
@@ -395,7 +396,12 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		o = json_set(o, "subagents", jv_copy(subs));
 		json_write_line(stdout, json_set(o, "merged", json_get(merged, "payload")), false);
 	} else {
-		print_run(run, cp, gates, merged);
+		/* (the task, the reason and the names without their escape
+		 * sequences: a task may come from a script or another machine) */
+		jv shown_run = term_safe(jv_copy(run)), shown_cp = term_safe(jv_copy(cp));
+		print_run(shown_run, shown_cp, gates, merged);
+		jv_free(shown_run);
+		jv_free(shown_cp);
 		print_subagents(subs);
 	}
 out:
@@ -409,60 +415,77 @@ out:
 	return code;
 }
 
-/* How many bytes of task fit in width columns: whole UTF-8 sequences,
- * one column each (an approximation that never cuts a character). */
-static int fit(const char *task, int width, bool *cut)
-{
-	int cols = 0;
-	size_t i = 0;
+/* The history table's columns: TRACE and STATUS always, PHASE, STARTED
+ * and COST while the terminal has room for them and a task of at least
+ * TASK_MIN columns (dropped in that order), then the task in what is left
+ * (nothing at the narrowest).  Header and rows are printed from the same
+ * layout, so each header sits over its column. */
+enum { COL_PHASE = 1, COL_STARTED = 2, COL_COST = 4 };
+#define TASK_MIN 20
 
-	*cut = false;
-	while (task[i]) {
-		size_t n = 1;
-		while ((task[i + n] & 0xC0) == 0x80)
-			n++;
-		if (cols == width - 1 && task[i + n]) {
-			*cut = true;      /* the last column holds the ellipsis */
-			break;
-		}
-		cols++;
-		i += n;
-	}
-	return (int)i;
-}
+struct layout {
+	unsigned drop;          /* COL_* not shown */
+	int task;               /* the task column's width */
+};
 
-/* The task column's width: what the terminal leaves (at least 20), else 60. */
-static int task_width(void)
+static struct layout history_layout(void)
 {
+	static const struct { unsigned col; int width; } optional[] = {
+		{ COL_PHASE, 2 + 9 }, { COL_STARTED, 2 + 19 }, { COL_COST, 2 + 9 },
+	};
+	struct layout l = { 0, 60 };
 	struct winsize ws;
+	int fixed = 26 + 2 + 11 + 2;    /* TRACE, STATUS (it fits "interrupted"), the task's gap */
 
-	/* the columns before the task take 84 (STATUS fits "interrupted"),
-	 * and a cut task ends with "…": a row no wider than the terminal */
-	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		return ws.ws_col > 85 + 10 ? ws.ws_col - 85 : 10;
-	return 60;
+	if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
+		return l;               /* piped: every column */
+	for (size_t k = 0; k < sizeof optional / sizeof optional[0]; k++)
+		fixed += optional[k].width;
+	/* one column spare: a full row would wrap on some terminals */
+	for (size_t k = 0; k < sizeof optional / sizeof optional[0] && fixed + TASK_MIN > ws.ws_col - 1; k++) {
+		l.drop |= optional[k].col;
+		fixed -= optional[k].width;
+	}
+	l.task = ws.ws_col - 1 - fixed > 0 ? ws.ws_col - 1 - fixed : 0;
+	return l;
 }
 
-static void history_line(struct store *st, jv r, int width)
+/* One row (the header too): task is cut to the layout's width in display
+ * columns (term_cut), "…" in the last when it is cut. */
+static void history_row(const struct layout *l, const char *trace, const char *status, const char *phase,
+			const char *cost, const char *started, const char *task)
+{
+	size_t len = strlen(task), w = (size_t)l->task;
+	bool cut = term_columns(task, len) > w;
+	size_t n = cut ? term_cut(task, len, w > 0 ? w - 1 : 0) : len;
+
+	printf("%-26s  %-11s", trace, status);
+	if (!(l->drop & COL_PHASE))
+		printf("  %-9s", phase);
+	if (!(l->drop & COL_COST))
+		printf("  %9s", cost);
+	if (!(l->drop & COL_STARTED))
+		printf("  %-19s", started);
+	if (w > 0)
+		printf("  %.*s%s", (int)n, task, cut ? "…" : "");
+	putchar('\n');
+}
+
+static void history_line(struct store *st, jv r, const struct layout *l)
 {
 	jv merged = jv_null();
-	char when[64];
-	bool cut;
-	const char *raw = json_get_str(r, "task") ? json_get_str(r, "task") : "";
-	/* one line a run: a task's newlines (and any control character, which
-	 * could drive the terminal) as spaces */
-	char *task = xstrdup(raw);
-	for (char *p = task; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
-	int n = fit(task, width, &cut);
+	char when[64], cost[32];
+	/* one line a run: a task's newlines, and any control character (which
+	 * could drive the terminal), as spaces */
+	char *task = xstrdup(json_get_str(r, "task") ? json_get_str(r, "task") : "");
 
+	term_clean_line(task, strlen(task));
 	store_event_last(&merged, st, json_get_str(r, "trace_id"), "run.merged");
 	runview_local_time(when, sizeof when, json_get_str(r, "started_at"), true);
-	printf("%-26s  %-11s  %-9s  %9.4f  %-19s  %.*s%s\n", json_get_str(r, "trace_id"),
-	       jv_get_kind(merged) == JV_KIND_OBJECT ? "merged" : json_get_str(r, "status"),
-	       json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
-	       json_get_num(r, "total_cost_usd", 0), when, n, task, cut ? "…" : "");
+	snprintf(cost, sizeof cost, "%.4f", json_get_num(r, "total_cost_usd", 0));
+	history_row(l, json_get_str(r, "trace_id"),
+		    jv_get_kind(merged) == JV_KIND_OBJECT ? "merged" : json_get_str(r, "status"),
+		    json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-", cost, when, task);
 	free(task);
 	jv_free(merged);
 }
@@ -471,7 +494,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 {
 	struct session e;
 	jv runs;
-	int width = task_width();
+	struct layout l = history_layout();
 	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
 
 	if (code) {
@@ -484,14 +507,14 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	if (!a->json && jv_array_length(jv_copy(runs)) > 0)
-		printf("%-26s  %-9s  %-9s  %9s  %-19s  %s\n", "TRACE", "STATUS", "PHASE", "COST", "STARTED", "TASK");
+		history_row(&l, "TRACE", "STATUS", "PHASE", "COST", "STARTED", "TASK");
 	jv_array_foreach(runs, i, r) {
 		r = runview_shown(e.store, r);
 		if (a->json) {
 			json_write_line(stdout, r, false);
 			continue;
 		}
-		history_line(e.store, r, width);
+		history_line(e.store, r, &l);
 		jv_free(r);
 	}
 	jv_free(runs);

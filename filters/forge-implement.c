@@ -43,6 +43,7 @@
 #include "core/json.h"
 #include "app/phase.h"
 #include "app/runshare.h"
+#include "app/term.h"
 #include "data/project.h"
 #include "os/sandbox.h"
 #include "agent/tools.h"
@@ -121,17 +122,22 @@ static jv tail_text(const char *text, size_t len, size_t max)
 	return s;
 }
 
-/* The first line of s, at most max bytes (cut at a UTF-8 boundary). */
+/* The first line of s, at most max bytes (cut at a UTF-8 boundary), its
+ * control characters spaces: the commit's subject, which git log and
+ * every tool that shows history print as it is. */
 static char *first_line(const char *s, size_t max)
 {
 	size_t n = strcspn(s, "\n");
+	char *line;
 
 	if (n > max) {
 		n = max;
 		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
 			n--;
 	}
-	return xstrndup(s, n);
+	line = xstrndup(s, n);
+	term_clean_line(line, strlen(line));
+	return line;
 }
 
 /* A path that looks like a test file. */

@@ -101,3 +101,14 @@ finding() {
 	# the second review's findings carry the stored rows' ids
 	[ "$(jq -c '[.review.findings[].id] | sort' <<<"$second")" = "$(jq -c '[.review.findings[].id] | sort' <<<"$first")" ]
 }
+
+@test "list: a finding's escape sequences never reach the terminal (term_safe, as forge show)" {
+	printf '{"trace_id":"01JDB2AAAAAAAAAAAAAAAAAAAA","layer":"static","severity":"info","category":"style","rule":"x","message":"fine \\u001b]0;PWNED\\u0007\\u001b[41mEVIL \\u009b2J","file":"a\\u001bb.c","line":3}\n' |
+		forge-findings add
+	run -0 --separate-stderr forge-findings list
+	[[ $output == *"fine  ]0;PWNED  [41mEVIL   2J"* ]]
+	[[ $output == *"a b.c:3"* ]]
+	[[ $output != *$'\e'* && $output != *$'\a'* && $output != *$'\xc2\x9b'* ]]
+	run -0 forge-findings list --json
+	[[ $(jq -r .message <<<"$output") == *$'\e]0;PWNED'* ]]
+}

@@ -52,6 +52,23 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	run -1 on_tty --type 'n\n' -- forge run --config "$CFG" "add a mul operation"
 	plain | grep -qF "  Plan: Add a mul operation to calc"
 	events_of "$(last_trace)" gate.rejected | jq -e '.gate == "architecture_approval" and .by == "human"'
+	# the run is over: its next step is not a resume, which would only say
+	# "rejected" again
+	T=$(last_trace)
+	plain | grep -qF "forge run the task again (a rejected gate ended this run); forge gc removes its worktree"
+	run -0 --separate-stderr forge show "$T"
+	assert_line "next      forge run the task again (a rejected gate ended this run); forge gc removes its worktree"
+	[[ $output != *"forge resume"* ]]
+}
+
+@test "forge gate reject says the run ends there" {
+	run -4 forge run --config "$CFG" "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json "$T" | jq -r '.id')
+	run -0 --separate-stderr forge gate reject "$G"
+	[ "$output" = "rejected $G; this ends run $T (forge resume $T records the end; forge run the task again to start anew)" ]
+	run -1 --separate-stderr forge resume --config "$CFG" "$T" </dev/null
+	[[ $output == *"  next      forge run the task again (a rejected gate ended this run)"* ]]
 }
 
 @test "e at the gate asks for a note, recorded with the approval" {
@@ -165,15 +182,34 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[[ "$stderr" != *"tokens"* && "$stderr" != *$'\r'* && "$stderr" != *$'\001'* ]]
 }
 
+@test "the status line is cut by display columns: a model writing Chinese never makes it wider than the terminal" {
+	unset FORGE_PROVIDER FORGE_CASSETTE
+	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
+	mock_reset
+	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"我们先阅读计算器的源代码然后为它增加一个乘法运算并且补充相应的测试用例和文档说明","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
+	ANTHROPIC_API_KEY=sk-test run -0 on_tty --cols 60 -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
+	grep -qF '我们先阅读' "$SHOWN"
+	"$TEST_PYTHON3" - "$SHOWN" <<'PY'
+import re, sys, unicodedata
+def w(s): return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+text = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1], encoding="utf-8", errors="replace").read())
+lines = [seg for l in text.split("\n") for seg in re.split(r"\r|\x1b\[K", l) if "tokens" in seg]
+assert lines, text
+for seg in lines:
+    assert w(seg) <= 59, (w(seg), seg)
+PY
+}
+
 @test "a real provider's call streams on a terminal: its text's last line on the status line, control characters blanked" {
 	unset FORGE_PROVIDER FORGE_CASSETTE
 	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
 	mock_reset
-	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds \u001b[2Jcalc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
+	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds \u001b[2J\u009b2Jcalc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
 	ANTHROPIC_API_KEY=sk-test run -0 on_tty -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
 	run -0 plain
-	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds  \[2Jcalc_mul\.' <<<"$output"
-	! grep -qF $'\e[2J' "$SHOWN"	# the model's control characters never reach the terminal
+	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds  \[2J  2Jcalc_mul\.' <<<"$output"
+	! grep -qF $'\e[2J' "$SHOWN" || false	# the model's control characters never reach the terminal
+	! grep -qF $'\xc2\x9b' "$SHOWN" || false	# C1 (8-bit CSI) neither
 	[[ "$output" != *"tokens · Reading the calculator. The plan"* ]]	# one line, the last
 	run -0 mock_streamed
 	[ "$output" = '[true]' ]
@@ -186,4 +222,22 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 		--base-url "$MOCK_URL" --task 'add a mul operation'
 	run -0 mock_streamed
 	[ "$output" = '[null]' ]
+}
+
+@test "a task's control characters never reach the terminal: run's header, status, events list, history; the commit subject without them" {
+	task=$(printf 'add mul \e]0;PWNED\a\e[41mRED\e[0m \xc2\x9b2J')
+	run -0 on_tty -- forge run --config "$CFG" --auto-approve "$task"
+	grep -qF 'add mul  ]0;PWNED  [41mRED [0m   2J' "$SHOWN"
+	! grep -qF $'\e]0;PWNED' "$SHOWN" || false
+	! grep -qF $'\xc2\x9b' "$SHOWN" || false
+	T=$(last_trace)
+	for cmd in "forge status $T" "forge events list" "forge history"; do
+		run -0 --separate-stderr $cmd
+		[[ $output == *'add mul  ]0;PWNED  [41mRED [0m   2J'* ]] || { echo "$cmd: $output"; false; }
+		[[ $output != *$'\e'* && $output != *$'\a'* && $output != *$'\xc2\x9b'* ]] || { echo "$cmd"; false; }
+	done
+	run -0 git log --format=%s -1 "forge/$T"
+	[ "$output" = 'forge: add mul  ]0;PWNED  [41mRED [0m   2J (attempt 1)' ]
+	# --json keeps the task as it was given
+	[ "$(forge status --json "$T" | jq -r .run.task)" = "$task" ]
 }

@@ -526,3 +526,51 @@ setup() {
 	run -2 --separate-stderr forge merge --frobnicate "$T1"
 	run -2 --separate-stderr forge report
 }
+
+@test "forge history on an 80-, 60- and 120-column terminal: no row wider, each header over its column, C1 blanked" {
+	task="add a mul operation, $(printf '\xc2\x9b2J') carefully, $(printf 'and then some more words %.0s' 1 2 3 4)"
+	sqlite3 "$FORGE_DB" "update runs set task = '$task' where id = '$T2'"
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+	test_python3
+	for cols in 80 60 120; do
+		run -0 on_tty --cols "$cols" -- forge history
+		! grep -qF $'\xc2\x9b' "$SHOWN" || false
+		"$TEST_PYTHON3" - "$SHOWN" "$cols" <<'PY'
+import sys
+lines = [l for l in open(sys.argv[1], encoding="utf-8").read().split("\n") if l]
+cols = int(sys.argv[2])
+head, rows = lines[0], lines[1:]
+assert len(rows) == 2, lines
+for l in lines:
+    assert len(l) <= cols - 1, (cols, len(l), l)
+for w in head.split():
+    p = head.index(w)
+    for r in rows:
+        if w == "COST":     # right-aligned
+            e = p + len(w) - 1
+            assert r[e] != " " and (e + 1 == len(r) or r[e + 1] == " "), (w, r)
+        else:
+            assert r[p] != " " and (p == 0 or r[p - 1] == " "), (w, head, r)
+PY
+	done
+}
+
+@test "forge show's changes and forge diff --stat pad file names by columns: accented and wide names keep the counts in line" {
+	wt="$REPO/.forge/worktrees/$T1"
+	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
+	mkdir -p "$wt/docs"
+	for f in plain.txt café.txt 説明書.md; do echo x >"$wt/docs/$f"; done
+	git -C "$wt" add docs && git -C "$wt" commit -q -m docs
+	test_python3
+	for cmd in "forge show" "forge diff --stat"; do
+		run -0 --separate-stderr $cmd "$T1"
+		"$TEST_PYTHON3" - "$output" <<'PY'
+import sys, unicodedata
+def w(s): return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+rows = [l for l in sys.argv[1].split("\n") if "docs/" in l and " +" in l]
+assert len(rows) == 3, rows
+at = {w(l[:l.rindex(" +")]) for l in rows}
+assert len(at) == 1, rows
+PY
+	done
+}
