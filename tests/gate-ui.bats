@@ -137,7 +137,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	# erased before the next line: the tool lines start on a clean line
 	grep -qE $'\r\e\\[K    · read_file' <<<"$output"
 	# never a relay record on the terminal
-	! grep -qF $'\001forge-status' "$SHOWN"
+	! grep -qF $'\001forge-status' "$SHOWN" || false
 }
 
 @test "no status line and no colour when stderr is piped" {
@@ -159,7 +159,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	run -0 on_tty --type 'y\n' -- env NO_COLOR=1 forge run --config "$CFG" "add a mul operation"
 	grep -qF "  Risk: high (score 0.60)" "$SHOWN"
 	grep -qF "  ✓ ok" "$SHOWN"
-	! grep -q $'\e\\[[0-9;]*m' "$SHOWN"
+	! grep -q $'\e\\[[0-9;]*m' "$SHOWN" || false
 	grep -qF "forge-plan: model · " "$SHOWN"
 }
 

@@ -65,8 +65,8 @@ to_files() {
 
 # the password is nowhere: not in what forge printed, its events, the database
 no_password_anywhere() {
-	! grep -r -a -F "$PASSWORD" "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/err" "$FORGE_DB"* "$REPO/.forge" 2>/dev/null
-	! forge events replay "$T" | grep -F "$PASSWORD"
+	! grep -r -a -F "$PASSWORD" "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/err" "$FORGE_DB"* "$REPO/.forge" 2>/dev/null || false
+	! forge events replay "$T" | grep -F "$PASSWORD" || false
 }
 
 last_trace() {
@@ -130,7 +130,7 @@ last_trace() {
 	[ ! -s "$BATS_TEST_TMPDIR/creds" ]
 	run -1 git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse --verify -q "forge/$T"
 	grep -q "user=wrong" "$BATS_TEST_TMPDIR/http.log"
-	! grep -q "not-the-password-00" "$BATS_TEST_TMPDIR/err"
+	! grep -q "not-the-password-00" "$BATS_TEST_TMPDIR/err" || false
 	# the right one in the store: the next push (a resume of the completed run's branch) goes through
 	echo "http://forge:$PASSWORD@127.0.0.1:$PORT" >"$BATS_TEST_TMPDIR/creds"
 	export FORGE_CASSETTE="$CASSETTES/run-highrisk.jsonl"
@@ -157,7 +157,7 @@ last_trace() {
 	# a wrong password in the URL: the warning names the remote without it
 	to_files 0 env FORGE_PUSH_REMOTE="http://forge:wrong-password-77@127.0.0.1:$PORT/calc.git" forge run "add a mul operation"
 	grep -q "cannot push the run's branch to 'http://forge:\*\*\*@127.0.0.1:$PORT/calc.git'" "$BATS_TEST_TMPDIR/err"
-	! grep -q wrong-password-77 "$BATS_TEST_TMPDIR/err"
+	! grep -q wrong-password-77 "$BATS_TEST_TMPDIR/err" || false
 	run -0 forge events replay "$(last_trace)"
 	[[ "$output" != *wrong-password-77* ]]
 }
@@ -251,7 +251,7 @@ known() {
 	{ printf '[127.0.0.1]:%s ' "$SSH_PORT"; cut -d' ' -f1,2 "$BATS_TEST_TMPDIR/sshd/hostkey.pub"; } >"$HOME/.ssh/known_hosts"
 	ssh-keygen -q -H -f "$HOME/.ssh/known_hosts" >/dev/null 2>&1
 	rm -f "$HOME/.ssh/known_hosts.old"
-	! grep -q 127.0.0.1 "$HOME/.ssh/known_hosts"
+	! grep -q 127.0.0.1 "$HOME/.ssh/known_hosts" || false
 }
 
 ssh_teardown() {
@@ -279,7 +279,7 @@ ssh_teardown() {
 	known
 	to_files 0 env FORGE_PUSH_REMOTE=$SSH_URL forge run "add a mul operation"
 	T=$(last_trace)
-	! grep -q warning "$BATS_TEST_TMPDIR/err"
+	! grep -q warning "$BATS_TEST_TMPDIR/err" || false
 	[ "$(git -C "$BATS_TEST_TMPDIR/srv/calc.git" rev-parse "forge/$T")" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
 	grep -q "Accepted publickey" "$BATS_TEST_TMPDIR/sshd/log"
 	ssh_teardown

@@ -111,7 +111,7 @@ figures() {
 		key=${content:0:40}
 		! grep -qF "$key" <<<"$log" || { echo "in a prompt: $content"; false; }
 	done < <(jq -r .content "$FIX/unrelated.jsonl")
-	! grep -q "Relevant past learnings" <<<"$log"
+	! grep -q "Relevant past learnings" <<<"$log" || false
 	# every one recall found was kept out: the Python and JavaScript ones by the
 	# language rule, the rest by the similarity floor
 	run -0 jq -s -c 'map(select(.type == "memory.withheld" and .phase == "implement") | .payload) | first' \

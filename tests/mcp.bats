@@ -230,7 +230,7 @@ reference_server() {
 	call_then_finish s__add '{"a":"one"}'
 	plan 0
 	event tool.failed | jq -e '.kind == "input" and (.error | startswith("s__add: invalid input: "))'
-	! grep -q '"tools/call"' "$SLOG"
+	! grep -q '"tools/call"' "$SLOG" || false
 }
 
 @test "forge-plan: a server that crashes mid-call is reported and the phase goes on without it" {
@@ -317,7 +317,7 @@ wait_gone() {
 	run -0 tool_answer
 	assert_output '[true,"s__env: refused: the tool is not allowed in plan (tools.permissions.plan.deny)"]'
 	event tool.failed | jq -e '.tool == "s__env" and .kind == "denied"'
-	! grep -q '"tools/call"' "$SLOG"
+	! grep -q '"tools/call"' "$SLOG" || false
 }
 
 @test "tools.permissions: an allow list allows only what it names; default applies to every phase; deny wins over ask over allow" {
@@ -333,7 +333,7 @@ wait_gone() {
 	call_then_finish s__echo '{"text":"x"}'
 	plan 4
 	event agent.escalated | jq -e '.tool == "s__echo" and .gate == "s__echo matches tools.permissions.plan.ask"'
-	! grep -q '"tools/call"' "$SLOG"
+	! grep -q '"tools/call"' "$SLOG" || false
 }
 
 @test "config: mcp.servers and tools.permissions are checked against the schema" {
@@ -448,7 +448,7 @@ wait_gone() {
 	# one server, the phase's: started and stopped once, never called
 	[ "$(event mcp.server.started | wc -l)" -eq 1 ] && [ "$(event mcp.server.stopped | wc -l)" -eq 1 ]
 	[ "$(grep -c '"initialize"' "$SLOG")" -eq 1 ]
-	! grep -q '"tools/call"' "$SLOG"
+	! grep -q '"tools/call"' "$SLOG" || false
 }
 
 @test "a server the repository's config defines or changes starts only when the user's own config trusts it" {

@@ -348,7 +348,7 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 		(for i in $(seq 1 15); do forge-memory add --tags "p$p" "writer $p memory $i about topic $((i % 4))" >/dev/null || echo FAIL; done) >"$BATS_TEST_TMPDIR/w$p" 2>&1 &
 	done
 	wait
-	! grep -q FAIL "$BATS_TEST_TMPDIR"/w*
+	! grep -q FAIL "$BATS_TEST_TMPDIR"/w* || false
 	run -0 forge-memory list --json -n 1000
 	[ "${#lines[@]}" -eq 61 ]
 	run -0 forge-memory search --json -n 100 writer memory topic

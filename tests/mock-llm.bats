@@ -111,7 +111,7 @@ shape() {
 		[ "$(hdr transfer-encoding)" = "chunked" ]
 		[ -n "$(hdr request-id)" ]
 		diff -u <(shape anthropic "$MOCK_FIX/recorded/anth_$fx.sse" --recorded) <(shape anthropic "$B")
-		! grep -q 'DONE' "$B"
+		! grep -q 'DONE' "$B" || false
 	done
 	# The ping is byte-identical to the recording (with its space).
 	grep -qx 'data: {"type": "ping"}' "$B" || grep -qx 'data: {"type": "ping"}' "$MOCK_FIX/recorded/anth_basic.sse"
@@ -167,7 +167,7 @@ shape() {
 		[ "$(hdr content-type)" = "text/event-stream; charset=utf-8" ]
 		[ "$(hdr transfer-encoding)" = "chunked" ]
 		diff -u <(shape openai "$MOCK_FIX/recorded/oai_$fx.sse" --recorded) <(shape openai "$B")
-		! grep -q '^event:' "$B"
+		! grep -q '^event:' "$B" || false
 	done
 	# arguments split across chunks, keyed by index, reassemble per call
 	run -0 bash -c "grep '^data: {' '$B' | cut -c7- | jq -rj '.choices[0].delta.tool_calls[]? | select(.index == 1) | .function.arguments'"
@@ -177,7 +177,7 @@ shape() {
 @test "openai: stream without include_usage has no usage chunk, ends in [DONE]" {
 	echo '[{"text":"a b c"}]' | mock_load
 	run -0 oai -d '{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}'
-	! grep -q usage "$B"
+	! grep -q usage "$B" || false
 	cmp <(tail -c 14 "$B") <(printf 'data: [DONE]\n\n')
 }
 
@@ -302,10 +302,10 @@ shape() {
 	EOF
 	run -18 anth -d "$ASTREAM"
 	[ "$(grep -c '^event: ' "$B")" = 5 ]
-	! grep -q message_stop "$B"
+	! grep -q message_stop "$B" || false
 	run -18 oai -d "$OSTREAM"
 	grep -q '^data: {' "$B"
-	! grep -q 'DONE' "$B"
+	! grep -q 'DONE' "$B" || false
 	run -18 anth -d "$ABODY"
 	[ "$(hdr content-length)" -gt "$(wc -c <"$B")" ]
 }
@@ -326,7 +326,7 @@ shape() {
 	run -0 anth -d "$ASTREAM"
 	tail -n 3 "$B" | grep -qx 'event: error'
 	grep -q '"overloaded_error"' "$B"
-	! grep -q message_stop "$B"
+	! grep -q message_stop "$B" || false
 	run -0 oai -d "$OSTREAM"
 	run -0 bash -c "grep '^data: ' '$B' | tail -n 1 | cut -c7- | jq -c '.error | [.type, has(\"code\")]'"
 	assert_output '["server_error",true]'
@@ -472,7 +472,7 @@ shape() {
 	[ "$(wc -l <"$MOCK_LOG")" -eq $((before + 1)) ]
 	run -0 oai -d "$OSTREAM"
 	[ "$(wc -l <"$MOCK_LOG")" -eq $((before + 2)) ]
-	! grep -q 'test-key' "$MOCK_LOG"
+	! grep -q 'test-key' "$MOCK_LOG" || false
 	sha=$(printf 'test-key' | sha256sum | cut -d' ' -f1)
 	run -0 bash -c "tail -n 2 '$MOCK_LOG' | jq -c '[.method, .path, .provider, .auth, .auth_sha256 == \"$sha\", .headers[\"x-api-key\"] // .headers.authorization, .body.model, .stream, .status, (.ts_ms > 0)]'"
 	assert_line --index 0 '["POST","/v1/messages","anthropic","present",true,"REDACTED","claude-haiku-4-5",false,200,true]'

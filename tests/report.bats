@@ -64,8 +64,9 @@ chromium_dom() {
 	for id in summary plan timeline cost diff findings tests; do
 		grep -q "<section id=\"$id\">" "$HTML"
 	done
-	# nothing to fetch, nothing to run
-	! grep -qiE '<script|<link|<img|<iframe|src=|href=|@import|url\(' "$HTML"
+	# nothing to fetch, nothing to run (an attribute inside a tag: the
+	# escaped task's "&lt;img src=x" is text)
+	! grep -qiE '<script|<link|<img|<iframe|<[a-z][^>]*[[:space:]](src|href)=|@import|url\(' "$HTML" || false
 	grep -q "content=\"default-src 'none'; style-src 'unsafe-inline'\"" "$HTML"
 	# the task and the diff's script are text
 	grep -qF 'add a mul &lt;script&gt;document.body.setAttribute(&quot;data-pwned&quot;,&quot;task&quot;)&lt;/script&gt; operation &lt;img src=x onerror=alert(1)&gt;' "$HTML"

@@ -541,7 +541,7 @@ python_change() {
 	run -2 --separate-stderr forge-review --repo "$REPO" --base no-such-ref --no-input </dev/null
 	[[ "$stderr" == *"cannot resolve 'no-such-ref'"* ]]
 	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
-	! grep -q '"kind":"state"' <<<"$output"
+	! grep -q '"kind":"state"' <<<"$output" || false
 }
 
 @test "a change under .forge/ is a critical security finding: a human must look (exit 4)" {

@@ -325,7 +325,7 @@ setup() {
 	[[ $stderr == *"cannot fast-forward 'main': 1 file in '$REPO' that git does not track would be overwritten: NOTES.md; move or remove it (or commit it), then try again" ]]
 	[ "$(cat NOTES.md)" = "my own notes" ]
 	[ "$(git rev-parse main)" = "$BASE" ]
-	! grep -q calc_mul calc.c
+	! grep -q calc_mul calc.c || false
 	run -2 --separate-stderr forge merge --no-ff "$T1"
 	[[ $stderr == *"cannot merge into 'main': 1 file in '$REPO' that git does not track would be overwritten: NOTES.md"* ]]
 	[ "$(git rev-parse main)" = "$BASE" ]

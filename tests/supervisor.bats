@@ -74,7 +74,7 @@ branch_log() {
 	assert_output --partial "ok - calc mul 6 7 = 42"
 	# the user's checkout is untouched
 	[ "$(git -C "$REPO" rev-parse HEAD)" = "$BASE" ]
-	! grep -q calc_mul "$REPO/calc.c"
+	! grep -q calc_mul "$REPO/calc.c" || false
 	# status and history
 	run -0 forge status "$T"
 	assert_line --regexp "^status +completed"
@@ -162,7 +162,7 @@ branch_log() {
 	# run 1: one run's memories are below the threshold, and a day has not passed
 	echo '{"memory":{"consolidate_new_memories":1000}}' >.forge/config.json
 	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
-	! grep -q memory.consolidation_started <<<"$output"
+	! grep -q memory.consolidation_started <<<"$output" || false
 	run -0 forge memory stats --json
 	jq -e '.last_consolidation == null' <<<"$output"
 	n=$(jq .total <<<"$output")
@@ -205,7 +205,7 @@ branch_log() {
 	# implement ran twice, one commit per attempt; attempt 2 answered from the cassette
 	run -0 branch_log "$T"
 	assert_output "$(printf 'forge: add a mul operation (attempt %s)\n' 1 2)"
-	! git -C "$REPO" show "forge/$T:calc.c" | grep -q calc_trace
+	! git -C "$REPO" show "forge/$T:calc.c" | grep -q calc_trace || false
 	run -0 transitions "$T"
 	assert_output "$(printf '%s\n' idle\>planning planning\>implementing implementing\>reviewing \
 		reviewing\>implementing implementing\>reviewing reviewing\>testing testing\>deploying deploying\>completed)"
@@ -221,7 +221,7 @@ branch_log() {
 	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
 	run -0 forge memory list --json
 	mems=$output
-	! grep -qi 'unknown' <<<"$mems"
+	! grep -qi 'unknown' <<<"$mems" || false
 	[ "$(jq -s 'length' <<<"$mems")" -eq 2 ]
 	# the run's episode: task, phases in order, outcome, the bounce with its finding and its fix
 	run -0 jq -r 'select(.type == "episodic") | .content' <<<"$mems"

@@ -359,7 +359,7 @@ quit_ok() {
 	tui_start NO_COLOR=1
 	wait_for "$T"
 	run -0 screen -e
-	! grep -qE "$sgr_colour" <<<"$output"
+	! grep -qE "$sgr_colour" <<<"$output" || false
 	# the selection still shows, in reverse video
 	grep -qF $'\e[7m'"$T" <<<"$output"
 }

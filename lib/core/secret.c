@@ -109,6 +109,108 @@ jv llm_redact_jv(jv v)
 	return json_map_strings(v, redact_string, NULL);
 }
 
+/* The userinfo of the URL whose "://" is at s[0..n): its start and the
+ * '@' that ends it, when it holds a ':' (a password); else false. */
+static bool url_password(const char *s, size_t n, const char **pass, const char **at)
+{
+	const char *user = s + 3, *end = s + n;
+	size_t len = 0;
+
+	while (user + len < end && !strchr("/?#@\"' \t\r\n<>", user[len]))
+		len++;
+	if (user + len >= end || user[len] != '@')
+		return false;
+	const char *colon = memchr(user, ':', len);
+
+	if (!colon)
+		return false;
+	*pass = colon + 1;
+	*at = user + len;
+	return true;
+}
+
+char *secret_url_shown(const char *url)
+{
+	const char *scheme = url ? strstr(url, "://") : NULL, *pass, *at;
+	struct buf b = BUF_INIT;
+
+	if (!url)
+		return NULL;
+	if (scheme && url_password(scheme, strlen(scheme), &pass, &at)) {
+		char *secret = xstrndup(pass, (size_t)(at - pass));
+
+		llm_secret_add(secret);
+		free(secret);
+		buf_add(&b, url, (size_t)(pass - url));
+		buf_adds(&b, "***");
+		buf_adds(&b, at);
+		return buf_detach(&b, NULL);
+	}
+	buf_adds(&b, url);
+	return buf_detach(&b, NULL);
+}
+
+void secret_url_passwords_add(const char *s, size_t n)
+{
+	const char *end = s + n, *p = s, *pass, *at;
+
+	while (p + 3 <= end && (p = memmem(p, (size_t)(end - p), "://", 3))) {
+		if (url_password(p, (size_t)(end - p), &pass, &at)) {
+			char *secret = xstrndup(pass, (size_t)(at - pass));
+
+			llm_secret_add(secret);
+			free(secret);
+		}
+		p += 3;
+	}
+}
+
+static jv add_url_passwords(jv v, void *unused)
+{
+	(void)unused;
+	secret_url_passwords_add(jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
+	return v;
+}
+
+void secret_url_passwords_add_jv(jv v)
+{
+	jv_free(json_map_strings(jv_copy(v), add_url_passwords, NULL));
+}
+
+static jv hide_url_passwords(jv v, void *unused)
+{
+	const char *s = jv_string_value(v), *end, *p, *pass, *at;
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
+	struct buf b = BUF_INIT;
+	bool changed = false;
+
+	(void)unused;
+	end = s + n;
+	p = s;
+	for (const char *q = s; q + 3 <= end && (q = memmem(q, (size_t)(end - q), "://", 3)); q += 3) {
+		if (!url_password(q, (size_t)(end - q), &pass, &at))
+			continue;
+		buf_add(&b, p, (size_t)(pass - p));
+		buf_adds(&b, "***");
+		p = at;
+		changed = true;
+	}
+	if (!changed) {
+		buf_release(&b);
+		return v;
+	}
+	buf_add(&b, p, (size_t)(end - p));
+	jv_free(v);
+	v = jv_string_sized(b.buf, (int)b.len);
+	buf_release(&b);
+	return v;
+}
+
+jv secret_url_passwords_hidden_jv(jv v)
+{
+	return json_map_strings(v, hide_url_passwords, NULL);
+}
+
 static void add_key_file(const char *var)
 {
 	const char *path = getenv(var);

@@ -47,6 +47,22 @@ bool llm_secret_in(const char *s, size_t n);
 char *llm_redact_mem(const char *s, size_t n, size_t *out_len);
 /* v (consumed) with every string in it, object keys included, redacted. */
 jv llm_redact_jv(jv v);
+/*
+ * Passwords in URLs ("scheme://user:password@host/..."): a proxy's or a git
+ * remote's basic auth.  secret_url_shown() returns a malloc'd copy of url
+ * with the password as "***" (NULL for NULL) and registers the password
+ * (llm_secret_add), so that every redaction hides it too.
+ * secret_url_passwords_add() registers the password of every such URL in
+ * the n bytes at s (the configuration's strings: a password is a secret
+ * before the URL is ever shown, e.g. in the run's stored configuration).
+ */
+char *secret_url_shown(const char *url);
+void secret_url_passwords_add(const char *s, size_t n);
+/* v (borrowed): secret_url_passwords_add() over each of its strings. */
+void secret_url_passwords_add_jv(jv v);
+/* v (consumed) with the password of every URL in its strings as "***",
+ * however short it is (llm_secret_add() keeps only long secrets). */
+jv secret_url_passwords_hidden_jv(jv v);
 /* Read a provider's key: env var, else the key file.  *out malloc'd, or
  * NULL when none is configured (not an error).  -1 when the key file is
  * unreadable. */

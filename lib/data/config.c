@@ -29,6 +29,7 @@
 #include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "core/jqexpr.h"
 #include "core/jsonscan.h"
 #include "core/resource.h"
@@ -541,6 +542,9 @@ static int add_layer(struct config *cfg, const char *name, const char *source, j
 		jv_free(value);
 		return -1;
 	}
+	/* a URL's password is a secret from the start: the run's stored
+	 * configuration, an event, a message never show it */
+	secret_url_passwords_add_jv(value);
 	keep_layer(cfg, name, source, json_strip_notes(value), text, len);
 	return 0;
 }

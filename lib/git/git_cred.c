@@ -20,26 +20,7 @@
 
 char *forge_git_url_display(const char *url)
 {
-	struct buf b = BUF_INIT;
-	const char *scheme = url ? strstr(url, "://") : NULL;
-
-	if (!url)
-		return NULL;
-	if (scheme) {
-		const char *host = scheme + 3;
-		size_t n = strcspn(host, "/?#");
-		const char *at = memrchr(host, '@', n);
-		const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-
-		if (colon) {
-			buf_add(&b, url, (size_t)(colon + 1 - url));
-			buf_adds(&b, "***");
-			buf_adds(&b, at);
-			return buf_detach(&b, NULL);
-		}
-	}
-	buf_adds(&b, url);
-	return buf_detach(&b, NULL);
+	return secret_url_shown(url);
 }
 
 void forge_git_cred_init(struct forge_git_cred *c, const char *dir, const char *remote)

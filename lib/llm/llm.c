@@ -15,6 +15,7 @@
 #include "core/forge.h"
 #include "net/http.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "core/tokens.h"
 #include "llm/llm_internal.h"
 #include "net/sse.h"
@@ -95,28 +96,6 @@ static void setup_http(struct llm_client *c, const struct llm_options *opt)
 	h->retry.payload = opt->test_payload;
 }
 
-/* url as it may be shown: a password in its userinfo ("http://user:pass@host",
- * basic auth to a proxy) becomes "***", and is registered as a secret so
- * that no other message shows it either.  malloc'd. */
-static char *shown_url(const char *url)
-{
-	const char *auth = strstr(url, "://") + 3;
-	size_t n = strcspn(auth, "/?#");
-	const char *at = memrchr(auth, '@', n);
-	const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-	struct buf b = BUF_INIT;
-
-	if (!colon)
-		return xstrdup(url);
-	char *pass = xstrndup(colon + 1, (size_t)(at - colon - 1));
-	llm_secret_add(pass);
-	free(pass);
-	buf_add(&b, url, (size_t)(colon + 1 - url));
-	buf_adds(&b, "***");
-	buf_adds(&b, at);
-	return buf_detach(&b, NULL);
-}
-
 static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 {
 	const char *url;
@@ -127,7 +106,7 @@ static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
 		return forge_error("base URL '%s' must start with http:// or https://", url);
 	c->base_url = xstrdup(url);
-	c->shown_url = shown_url(url);
+	c->shown_url = secret_url_shown(url);
 	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), c->p->default_model)));
 	if (llm_key_load(&c->key, c->provider) < 0)
 		return -1;

@@ -1396,7 +1396,7 @@ int store_run_create(struct store *st, const char *trace_id, const char *task,
 	assert(trace_id && task);
 	clean_task = llm_redact(xstrdup(task));   /* a key pasted in it: as in run.started */
 	if (jv_get_kind(config) != JV_KIND_NULL)
-		config_text = llm_redact(json_dumps(config, false));
+		config_text = llm_redact(json_dumps(secret_url_passwords_hidden_jv(config), false));
 	else
 		jv_free(config);
 	if (db_prepare(&s, st, sql_run_create) < 0)

@@ -4,6 +4,7 @@
 #include "core/forge.h"
 #include "git/git.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "os/landlock.h"
 #include "llm/llm.h"
 #include "os/sandbox.h"
@@ -78,6 +79,35 @@ static void test_redact(void)
 	char *s = json_dumps(v, false);
 	CHECK_STR(s, "{\"a\":[\"x [REDACTED]\",1,{\"[REDACTED]\":\"[REDACTED][REDACTED]\"}],\"b\":null}");
 	free(s);
+}
+
+/* A URL's password: shown as ***, registered as a secret (long ones),
+ * hidden in any string however short; a URL without one is unchanged. */
+static void test_url_passwords(void)
+{
+	char *shown = secret_url_shown("https://bot:pw-0123456789ab@git.example/r.git");
+	char *text = xstrdup("pushing with pw-0123456789ab failed");
+
+	CHECK_STR(shown, "https://bot:***@git.example/r.git");
+	CHECK_STR(llm_redact(text), "pushing with [REDACTED] failed");
+	free(shown);
+	free(text);
+	shown = secret_url_shown("https://git.example/r.git");
+	CHECK_STR(shown, "https://git.example/r.git");
+	free(shown);
+	shown = secret_url_shown("git@github.com:org/r.git");
+	CHECK_STR(shown, "git@github.com:org/r.git");
+	free(shown);
+	jv v = secret_url_passwords_hidden_jv(JV_OBJECT(jv_string("git"),
+		jv_string("remote http://u:pw@h:8080/x and https://a:b@c/ but not mailto:me@x or http://h/a@b")));
+	CHECK_STR(jv_string_value(jv_object_get(jv_copy(v), jv_string("git"))),
+		  "remote http://u:***@h:8080/x and https://a:***@c/ but not mailto:me@x or http://h/a@b");
+	jv_free(v);
+	/* registered from a configuration's text before any URL is shown */
+	secret_url_passwords_add("{\"push_remote\":\"http://u:another-long-pass@h/x\"}", 44);
+	text = xstrdup("another-long-pass");
+	CHECK_STR(llm_redact(text), "[REDACTED]");
+	free(text);
 }
 
 static void test_stream_and_store(void)
@@ -243,6 +273,7 @@ int main(int argc, char **argv)
 	snprintf(tmp, sizeof tmp, "%s", mkdtemp(t));
 	RUN(test_protect);
 	RUN(test_redact);
+	RUN(test_url_passwords);
 	RUN(test_stream_and_store);
 	RUN(test_commit);
 	RUN(test_job);
