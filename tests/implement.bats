@@ -275,6 +275,25 @@ forge: add a mul operation (attempt 1)"
 	checkout_untouched
 }
 
+@test "files Forge's own validation makes are removed, not committed; the model's own command's are its work" {
+	echo '{"tools":{"build_command":"mkdir -p out && echo bin >out/made","test_command":"test -e fixed"},"implement":{"fix_rounds":1},"memory":{"reflect":false}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	plan_state T14 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]},
+	       '"$FINISH"',
+	       {"tool_calls":[{"name":"run_command","input":{"command":"echo mine >mine.txt"}}]},
+	       {"tool_calls":[{"name":"write_file","input":{"path":"fixed","content":"y\n"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.changes.validated == true and ([.changes.files[].path] | sort) == ["NOTES","fixed","mine.txt"]'
+	events_of validation.cleaned | jq -s -e 'length == 2 and .[0].removed == ["out/made"]'
+	run -0 git diff --name-only "$BASE" forge/T14
+	assert_output "NOTES
+fixed
+mine.txt"
+	[ ! -e .forge/worktrees/T14/out ]
+}
+
 @test "validation is not run again when the agent's last run_command ran the tests on the same tree" {
 	plan_state T10 >"$BATS_TEST_TMPDIR/plan.json"
 	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]},
