@@ -392,6 +392,31 @@ static bool mostly_crlf(char *const *lines, size_t n)
 	return n && crlf * 2 > n;
 }
 
+/* More than half of the line ends of text are CRLF. */
+static bool text_mostly_crlf(const char *text)
+{
+	size_t lf = 0, crlf = 0;
+
+	for (const char *p = text; (p = strchr(p, '\n')); p++) {
+		lf++;
+		crlf += p > text && p[-1] == '\r';
+	}
+	return lf && crlf * 2 > lf;
+}
+
+/* text with every bare LF made CRLF (a new string). */
+static char *with_crlf(const char *text)
+{
+	struct buf b = BUF_INIT;
+
+	for (const char *p = text; *p; p++) {
+		if (*p == '\n' && (p == text || p[-1] != '\r'))
+			buf_addch(&b, '\r');
+		buf_addch(&b, *p);
+	}
+	return buf_detach(&b, NULL);
+}
+
 int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *content,
 	       const char *path, const char *old, const char *new, bool replace_all)
 {
@@ -408,7 +433,11 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 		return forge_error("'%s': `old` is empty; give the text to replace", path);
 	exact = count_exact(content, old, &first_line, &where);
 	if (exact == 1 || (exact > 1 && replace_all)) {
-		*out = replace_all_exact(content, old, new);
+		/* models send LF only: the lines `new` adds take the file's line
+		 * ends, as the loose passes and apply_patch write them */
+		char *ends = text_mostly_crlf(content) ? with_crlf(new) : NULL;
+		*out = replace_all_exact(content, old, ends ? ends : new);
+		free(ends);
 		*count = (int)exact;
 		rc = 0;
 		goto out;

@@ -228,6 +228,18 @@ static void test_edit_keeps_crlf_and_missing_final_newline(void)
 	CHECK(patch_edit(&out, &f, &n, "a \nb", "f", "a\nb", "c", false) == 0);
 	CHECK_STR(out, "c");
 	free(out);
+	/* an exact match within one line: the lines `new` adds end in CRLF too */
+	CHECK(patch_edit(&out, &f, &n, "l1\r\nl2\r\nl3\r\n", "f", "l2", "l2\nl2b", false) == 0);
+	CHECK_INT(f, PATCH_EXACT);
+	CHECK_STR(out, "l1\r\nl2\r\nl2b\r\nl3\r\n");
+	free(out);
+	CHECK(patch_edit(&out, &f, &n, "l1\r\nl2\r\nl3\r\n", "f", "l2\r\n", "l2\nl2b\r\n", false) == 0);
+	CHECK_STR(out, "l1\r\nl2\r\nl2b\r\nl3\r\n");
+	free(out);
+	/* an LF file is left as it is */
+	CHECK(patch_edit(&out, &f, &n, "l1\nl2\n", "f", "l2", "l2\nl2b", false) == 0);
+	CHECK_STR(out, "l1\nl2\nl2b\n");
+	free(out);
 }
 
 /* ---- apply_patch ---- */
