@@ -1109,7 +1109,9 @@ next:
 		jv f;
 		if (!v->changed)
 			continue;
-		if (v->exists)
+		if (v->exists && v->from)   /* a move keeps the mode (an executable stays one) */
+			sandbox_txn_write_like(txn, v->path, v->content.buf, v->content.len, v->from);
+		else if (v->exists)
 			sandbox_txn_write(txn, v->path, v->content.buf, v->content.len);
 		else if (v->orig_exists)
 			sandbox_txn_remove(txn, v->path);

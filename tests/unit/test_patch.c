@@ -266,6 +266,32 @@ static void test_apply_multi(void)
 	jv_free(files);
 }
 
+/* A move keeps the file's mode: a script stays executable, moved as it is
+ * or changed on the way; a moved plain file stays plain. */
+static void test_apply_move_keeps_mode(void)
+{
+	char *summary = NULL, path[512], cmd[600];
+	struct stat st;
+	jv files;
+
+	fresh();
+	snprintf(cmd, sizeof cmd, "cd '%s' && printf 'echo run\\n' >run.sh && printf 'echo b\\n' >b.sh && "
+		 "chmod 755 run.sh b.sh", scratch);
+	sh(cmd);
+	CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: run.sh\n*** Move to: tools/run.sh\n"
+			     "*** Update File: b.sh\n*** Move to: tools/b.sh\n@@\n-echo b\n+echo build\n"
+			     "*** Update File: notes.md\n*** Move to: doc/notes.md\n*** End Patch\n") == 0,
+		  "%s", forge_last_error());
+	snprintf(path, sizeof path, "%s/tools/run.sh", scratch);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755);
+	snprintf(path, sizeof path, "%s/tools/b.sh", scratch);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755);
+	snprintf(path, sizeof path, "%s/doc/notes.md", scratch);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0111) == 0);
+	free(summary);
+	jv_free(files);
+}
+
 static void test_apply_all_or_nothing(void)
 {
 	char *summary = NULL;
@@ -411,6 +437,7 @@ int main(void)
 	RUN(test_edit_no_match_shows_closest);
 	RUN(test_edit_keeps_crlf_and_missing_final_newline);
 	RUN(test_apply_multi);
+	RUN(test_apply_move_keeps_mode);
 	RUN(test_apply_all_or_nothing);
 	RUN(test_apply_fuzzy);
 	RUN(test_apply_each_pass);
