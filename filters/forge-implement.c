@@ -90,12 +90,17 @@ struct impl {
 	bool validated;
 	const char *test_cmd;   /* the configured or detected test command, or NULL,
 	                           when implement.validate is on (else nothing to skip) */
+	const char *build_cmd;  /* the same for the build command */
 	int tool_calls;         /* the agent's tool calls so far (all runs) */
 	/* The agent's last successful run_command, when it was test_cmd: the
 	 * worktree's tree then (NULL: none), at which tool call, its output. */
 	char *tested_tree;
 	int tested_call;
 	jv tested;
+	/* The tree of the agent's last successful run_command of build_cmd,
+	 * when no other command succeeded after it but the test command (NULL:
+	 * none): the build the skipped validation would run is covered then. */
+	char *built_tree;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -467,6 +472,12 @@ static bool same_command(const char *s, const char *t)
 	return strlen(t) == n && strncmp(s, t, n) == 0;
 }
 
+static void forget_built(struct impl *im)
+{
+	free(im->built_tree);
+	im->built_tree = NULL;
+}
+
 static void forget_tested(struct impl *im)
 {
 	free(im->tested_tree);
@@ -481,16 +492,26 @@ static void forget_tested(struct impl *im)
  * test command failed or another command succeeded after it, so only the
  * agent's last successful command counts (a failed other command changes
  * nothing it could not change on the tree, which validation compares).
+ * The build command's successful run is remembered so too, and still
+ * counts when the test command ran after it.
  */
 static void note_command(struct impl *im, jv input, const struct agent_tool_outcome *out)
 {
 	jv cmd = json_get(input, "command"), dir = json_get(input, "workdir");
 	const char *wd = jv_get_kind(dir) == JV_KIND_STRING ? jv_string_value(dir) : "";
-	bool is_test = im->test_cmd && jv_get_kind(cmd) == JV_KIND_STRING &&
-		       same_command(jv_string_value(cmd), im->test_cmd) &&
+	bool in_root = jv_get_kind(cmd) == JV_KIND_STRING &&
 		       (!*wd || strcmp(wd, ".") == 0 || strcmp(wd, "./") == 0);
+	bool is_test = in_root && im->test_cmd && same_command(jv_string_value(cmd), im->test_cmd);
+	bool is_build = in_root && !is_test && im->build_cmd &&
+			same_command(jv_string_value(cmd), im->build_cmd);
 
-	if (is_test && out->ok) {
+	if (is_build) {
+		char *tree = NULL;
+		forget_tested(im);
+		forget_built(im);
+		if (out->ok && forge_git_worktree_tree(&tree, im->wt) == 0)
+			im->built_tree = tree;
+	} else if (is_test && out->ok) {
 		char *tree = NULL;
 		forget_tested(im);
 		if (forge_git_worktree_tree(&tree, im->wt) == 0) {
@@ -502,6 +523,8 @@ static void note_command(struct impl *im, jv input, const struct agent_tool_outc
 		}
 	} else if (is_test || out->ok) {
 		forget_tested(im);
+		if (!is_test)
+			forget_built(im);
 	}
 	jv_free(cmd);
 	jv_free(dir);
@@ -760,7 +783,9 @@ static void validate(struct impl *im, const char *build_cmd, const char *test_cm
  * Validation is not run again when the agent's last successful run_command
  * was the test command and the worktree's tree is still the one it passed
  * on (the commit since then changes no file unless it redacted a key, and
- * then the tree differs).  Sets im->validation {command, exit_status: 0,
+ * then the tree differs), and the build step is covered too: there is no
+ * build command, or it is the test command, or the agent's successful run
+ * of it just before was on the same tree.  Sets im->validation {command, exit_status: 0,
  * output: the agent's run's, steps: [], skipped: true, reason, tree,
  * tool_call} and returns true; false when validation must run.
  */
@@ -776,6 +801,18 @@ static bool tests_passed(struct impl *im)
 		phase_emit(im->ph, "validation.rerun", json_set(json_set(jv_object(), "reason",
 			   jv_string(now ? "the worktree changed after the agent's last test run"
 					 : forge_last_error())), "tree", json_str_or_null(now)));
+		free(now);
+		forget_tested(im);
+		return false;
+	}
+	if (im->build_cmd && !same_command(im->build_cmd, im->test_cmd) &&
+	    !(im->built_tree && strcmp(im->built_tree, now) == 0)) {
+		struct buf why = BUF_INIT;
+		buf_addf(&why, "the agent's test run did not cover the build: `%s` did not run on this tree",
+			 im->build_cmd);
+		phase_emit(im->ph, "validation.rerun", json_set(json_set(jv_object(), "reason",
+			   jv_string(why.buf)), "tree", jv_string(now)));
+		buf_release(&why);
 		free(now);
 		forget_tested(im);
 		return false;
@@ -1313,6 +1350,7 @@ static const char *implement_run(struct phase *ph)
 	build_cmd = project_command(im.ctx.root, ph->cfg, "build");
 	test_cmd = project_command(im.ctx.root, ph->cfg, "test");
 	im.test_cmd = config_get_bool(ph->cfg, "implement.validate") ? test_cmd : NULL;
+	im.build_cmd = im.test_cmd ? build_cmd : NULL;
 	build_context(&im, build_cmd, test_cmd);
 	phase_progress(ph, "attempt %d in %s", im.attempt, im.ctx.root);
 
@@ -1340,6 +1378,7 @@ static const char *implement_run(struct phase *ph)
 out:
 	jv_free(im.validation);
 	forget_tested(&im);
+	forget_built(&im);
 	tmpdir_remove(im.tmp);
 	free(im.system);
 	free(im.context);

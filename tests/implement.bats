@@ -297,6 +297,7 @@ mine.txt"
 @test "validation is not run again when the agent's last run_command ran the tests on the same tree" {
 	plan_state T10 >"$BATS_TEST_TMPDIR/plan.json"
 	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"make"}}]},
 	       {"tool_calls":[{"name":"run_command","input":{"command":"make check"}}]},
 	       '"$FINISH"']'
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
@@ -304,12 +305,26 @@ mine.txt"
 	tree=$(git rev-parse "forge/T10^{tree}")
 	# one validation.completed, saying it was skipped and why; nothing ran
 	run -0 events_of validation.completed
-	assert_output "{\"validated\":true,\"command\":\"make check\",\"exit_status\":0,\"skipped\":true,\"reason\":\"tests passed on tree ${tree:0:12} at tool call 2\",\"tree\":\"$tree\",\"tool_call\":2}"
+	assert_output "{\"validated\":true,\"command\":\"make check\",\"exit_status\":0,\"skipped\":true,\"reason\":\"tests passed on tree ${tree:0:12} at tool call 3\",\"tree\":\"$tree\",\"tool_call\":3}"
 	jq -e --arg tree "$tree" '.changes.validated == true and .changes.validation.skipped == true and
 		.changes.validation.command == "make check" and .changes.validation.exit_status == 0 and
 		.changes.validation.steps == [] and .changes.validation.tree == $tree and
 		(.changes.validation.output | contains("ok - calc add 2 3 = 5"))' <<<"$state"
 	[ -z "$(events_of validation.rerun)" ]
+}
+
+@test "the agent ran only the test command: the build it did not run is validated, and a broken build is not validated" {
+	# the test command does not build everything the build command does
+	echo '{"tools":{"build_command":"test ! -e broken","test_command":"true"},"implement":{"fix_rounds":0},"memory":{"reflect":false}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	plan_state T15 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"broken","content":"x\n"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"true"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	events_of validation.rerun | jq -e '.reason == "the agent'"'"'s test run did not cover the build: `test ! -e broken` did not run on this tree"'
+	last_state | jq -e '.changes.validated == false and .changes.validation.command == "test ! -e broken" and
+		(.changes.validation | has("skipped") | not)'
 }
 
 @test "an edit after the agent's test run: validation runs the build and the tests" {
