@@ -580,6 +580,32 @@ static const char *run_agent(struct impl *im, const char *lead)
 
 /* ---- git ------------------------------------------------------------------ */
 
+/* A repository a command made inside the worktree (a test fixture, a
+ * scaffold) is not committed (git.h: forge_git_commit_all()): say so, with
+ * the paths, rather than leave the files in it out in silence. */
+static void note_nested_repos(struct impl *im)
+{
+	jv status, nested = jv_array();
+
+	if (forge_git_status(&status, im->wt) < 0)
+		return;
+	jv_array_foreach(status, i, e) {
+		const char *path = json_get_str(e, "path"), *word = json_get_str(e, "status");
+		size_t n = path ? strlen(path) : 0;
+		if (word && strcmp(word, "untracked") == 0 && n && path[n - 1] == '/') {
+			nested = jv_array_append(nested, jv_string(path));
+			phase_progress(im->ph, "warning: %s is a git repository of its own; its files are not "
+				       "committed", path);
+		}
+		jv_free(e);
+	}
+	jv_free(status);
+	if (jv_array_length(jv_copy(nested)) > 0)
+		phase_emit(im->ph, "commit.nested_repos_skipped", json_set(jv_object(), "paths", nested));
+	else
+		jv_free(nested);
+}
+
 /* Commit the worktree; `what` tags the message ("tests", "fix 1") or NULL. */
 static int commit(struct impl *im, const char *what)
 {
@@ -593,6 +619,7 @@ static int commit(struct impl *im, const char *what)
 		phase_emit(im->ph, "secret.redacted", json_set(jv_object(), "files", redacted));
 	else
 		jv_free(redacted);
+	note_nested_repos(im);
 	int rc = forge_git_commit_all(&sha, im->wt, msg.buf);
 	if (rc < 0) {
 		phase_reason(im->ph, "cannot commit on %s: %s", forge_git_worktree_branch(im->wt),
@@ -640,17 +667,20 @@ static jv untracked_files(struct impl *im)
 }
 
 /* Remove rel (a file of the worktree) and then its parent directories
- * that this leaves empty. */
-static void remove_left(struct impl *im, const char *rel)
+ * that this leaves empty.  False when rel was not removed (a directory: a
+ * nested repository, which is never committed anyway). */
+static bool remove_left(struct impl *im, const char *rel)
 {
 	struct buf path = BUF_INIT;
 	size_t root;
+	bool gone;
 
 	buf_adds(&path, forge_git_worktree_path(im->wt));
 	buf_addch(&path, '/');
 	root = path.len;
 	buf_adds(&path, rel);
-	if (unlink(path.buf) == 0)
+	gone = unlink(path.buf) == 0;
+	if (gone)
 		while (path.len > root) {
 			char *slash = strrchr(path.buf + root, '/');
 			if (!slash)
@@ -660,6 +690,7 @@ static void remove_left(struct impl *im, const char *rel)
 				break;
 		}
 	buf_release(&path);
+	return gone;
 }
 
 /*
@@ -677,10 +708,8 @@ static jv clean_step(struct impl *im, jv before)
 
 	if (jv_get_kind(after) == JV_KIND_OBJECT)
 		jv_object_foreach(after, path, v) {
-			if (!json_has(before, jv_string_value(path))) {
-				remove_left(im, jv_string_value(path));
+			if (!json_has(before, jv_string_value(path)) && remove_left(im, jv_string_value(path)))
 				removed = jv_array_append(removed, jv_copy(path));
-			}
 			jv_free(path);
 			jv_free(v);
 		}
