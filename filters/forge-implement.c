@@ -888,15 +888,20 @@ static char *validation_lead(struct impl *im, const char *intro)
 
 /* ---- the changes ---------------------------------------------------------- */
 
-/* Set the state's changes from the worktree; with `summarise`, the reason
- * says what they are. */
+/* Set the state's changes from the branch: base_commit..commit, what the
+ * commits hold (work a phase that failed could not commit is not in them:
+ * a rerun keeps it on a saved ref, recover_worktree()); with `summarise`,
+ * the reason says what they are. */
 static void set_changes(struct impl *im, bool summarise)
 {
 	char *patch = NULL, *head = NULL;
 	jv files = jv_null();
 	jv changes = jv_object();
 
-	if (forge_git_diff(&patch, &files, im->wt, NULL) < 0) {
+	if (forge_git_worktree_head(&head, im->wt) < 0)
+		head = NULL;
+	if ((head ? forge_git_diff_revs(&patch, &files, im->g, forge_git_worktree_base(im->wt), head)
+		  : forge_git_diff(&patch, &files, im->wt, NULL)) < 0) {
 		phase_emit(im->ph, "implement.diff_failed", json_set(jv_object(), "error",
 			   jv_string(forge_last_error())));
 		jv_free(files);
@@ -929,8 +934,6 @@ static void set_changes(struct impl *im, bool summarise)
 	} else {
 		changes = json_set(changes, "diff", jv_string(patch ? patch : ""));
 	}
-	if (forge_git_worktree_head(&head, im->wt) < 0)
-		head = NULL;
 	changes = json_set(changes, "commit", json_str_or_null(head));
 	changes = json_set(changes, "base_commit", jv_string(forge_git_worktree_base(im->wt)));
 	changes = json_set(changes, "tests_added", tests);
@@ -1390,6 +1393,10 @@ static const char *implement_run(struct phase *ph)
 	 * interrupted run's, reset by recover_worktree()), and an approval
 	 * that takes this result gives review a commit holding its diff. */
 	if (state_status_of(status) == STATE_ESCALATED && commit(&im, "before a human's answer") < 0)
+		status = "failed";
+	/* a breaker's stop keeps the work so too: review, a resume, or a
+	 * person sees the commit that `changes` describes */
+	if (state_status_of(status) == STATE_TRIPPED && commit(&im, "before a breaker stop") < 0)
 		status = "failed";
 	set_changes(&im, state_status_of(status) == STATE_OK);
 	if (state_status_of(status) == STATE_OK && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
