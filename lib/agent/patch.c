@@ -355,31 +355,54 @@ static size_t indent_len(const char *s)
 	return i;
 }
 
-/* The indentation the file adds to every non-blank line of pat (when it is
- * the same for all of them), else NULL. */
-static char *uniform_indent(char *const *file, char *const *pat, size_t np)
+/*
+ * How the file indents what pat indents differently, for lines that matched
+ * ignoring indentation: the pattern's base indentation (that of its least
+ * indented non-blank line) is the file's `to` where the pattern has `from`,
+ * and every other line's indentation beyond the base is the same in both
+ * (a TAB for four spaces, 8 spaces for 12, 4 for none).  False when the
+ * lines are not indented so uniformly (then nothing is re-indented).
+ * *from and *to are new strings (on true).
+ */
+static bool indent_map(char **from, char **to, char *const *file, char *const *pat, size_t np)
 {
-	char *extra = NULL;
+	long base = -1;
 
 	for (size_t k = 0; k < np; k++) {
-		size_t fi = indent_len(file[k]), pi = indent_len(pat[k]);
+		size_t pi = indent_len(pat[k]);
+		if (pat[k][pi] && (base < 0 || pi < indent_len(pat[base])))
+			base = (long)k;
+	}
+	if (base < 0)
+		return false;
+	size_t pb = indent_len(pat[base]), fb = indent_len(file[base]);
+	for (size_t k = 0; k < np; k++) {
+		size_t pi = indent_len(pat[k]), fi = indent_len(file[k]);
 		if (!pat[k][pi])
 			continue;
-		if (fi < pi || strncmp(file[k] + (fi - pi), pat[k], pi) != 0)
-			goto none;
-		if (!extra)
-			extra = xstrndup(file[k], fi - pi);
-		else if (strlen(extra) != fi - pi || strncmp(extra, file[k], fi - pi) != 0)
-			goto none;
+		if (fi < fb || strncmp(pat[k], pat[base], pb) != 0 || strncmp(file[k], file[base], fb) != 0 ||
+		    pi - pb != fi - fb || strncmp(pat[k] + pb, file[k] + fb, pi - pb) != 0)
+			return false;
 	}
-	if (extra && !*extra) {
-		free(extra);
-		extra = NULL;
+	if (pb == fb && strncmp(pat[base], file[base], pb) == 0)
+		return false;   /* the same indentation: nothing to change */
+	*from = xstrndup(pat[base], pb);
+	*to = xstrndup(file[base], fb);
+	return true;
+}
+
+/* line, re-indented into b by the map of indent_map() (from NULL: as it
+ * is): a leading `from` becomes `to`; a blank line or one not starting
+ * with `from` is kept as it is. */
+static void add_reindented(struct buf *b, const char *line, const char *from, const char *to)
+{
+	size_t nf = from ? strlen(from) : 0;
+
+	if (from && line[indent_len(line)] && strncmp(line, from, nf) == 0) {
+		buf_adds(b, to);
+		line += nf;
 	}
-	return extra;
-none:
-	free(extra);
-	return NULL;
+	buf_adds(b, line);
 }
 
 static bool mostly_crlf(char *const *lines, size_t n)
@@ -463,7 +486,9 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 		}
 		{
 			struct buf b = BUF_INIT;
-			char *extra = f >= PATCH_STRIP ? uniform_indent(lines + at, pat, np) : NULL;
+			char *from = NULL, *to = NULL;
+			if (f < PATCH_STRIP || !indent_map(&from, &to, lines + at, pat, np))
+				from = to = NULL;
 			bool crlf = mostly_crlf(lines, n);
 			bool final_nl = content[0] && content[strlen(content) - 1] == '\n';
 
@@ -471,9 +496,7 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 				buf_addf(&b, "%s\n", lines[i]);
 			for (size_t i = 0; i < nr; i++) {
 				size_t l = strlen(repl[i]);
-				if (extra && repl[i][0])
-					buf_adds(&b, extra);
-				buf_adds(&b, repl[i]);
+				add_reindented(&b, repl[i], from, to);
 				if (crlf && (!l || repl[i][l - 1] != '\r'))
 					buf_addch(&b, '\r');
 				buf_addch(&b, '\n');
@@ -484,7 +507,8 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 				b.buf[--b.len] = '\0';
 			else if (!final_nl && b.len && b.buf[b.len - 1] == '\n')
 				b.buf[--b.len] = '\0';
-			free(extra);
+			free(from);
+			free(to);
 			*out = buf_detach(&b, NULL);
 			*fuzz = (enum patch_fuzz)f;
 			*count = 1;
@@ -852,6 +876,7 @@ struct repl {
 	char **lines;
 	size_t n;
 	const long *ctx_of;  /* context lines keep the file's own text */
+	char *from, *to;     /* re-indent the added lines (indent_map()), or NULL */
 };
 
 static int cmp_repl(const void *a, const void *b)
@@ -893,7 +918,7 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		}
 		if (!nold) {
 			size_t ins = c->ctx ? idx : n;
-			r[nr++] = (struct repl){ ins, 0, c->new, nnew, NULL };
+			r[nr++] = (struct repl){ ins, 0, c->new, nnew, NULL, NULL, NULL };
 			*adds += (long)nnew;
 			continue;
 		}
@@ -916,7 +941,9 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		if (fz != PATCH_EXACT)
 			buf_addf(notes, "  %s: chunk %zu matched at line %ld %s\n", h->path, ci + 1,
 				 at + 1, patch_fuzz_name(fz));
-		r[nr++] = (struct repl){ (size_t)at, nold, c->new, nnew, c->ctx_of };
+		r[nr++] = (struct repl){ (size_t)at, nold, c->new, nnew, c->ctx_of, NULL, NULL };
+		if (fz >= PATCH_STRIP && !indent_map(&r[nr - 1].from, &r[nr - 1].to, lines + at, c->old, nold))
+			r[nr - 1].from = r[nr - 1].to = NULL;
 		idx = (size_t)at + nold;
 		{
 			/* Count the real changes: lines not shared by old and new. */
@@ -955,7 +982,7 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 					continue;
 				}
 				l = strlen(r[k].lines[j]);
-				buf_adds(&b, r[k].lines[j]);
+				add_reindented(&b, r[k].lines[j], r[k].from, r[k].to);
 				if (crlf && (!l || r[k].lines[j][l - 1] != '\r'))
 					buf_addch(&b, '\r');
 				buf_addch(&b, '\n');
@@ -969,6 +996,10 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		buf_release(&b);
 	}
 	patch_lines_free(lines, n);
+	for (size_t k = 0; k < nr; k++) {
+		free(r[k].from);
+		free(r[k].to);
+	}
 	free(r);
 	return result;
 }

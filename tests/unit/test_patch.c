@@ -186,6 +186,17 @@ static void test_edit_strip_pass_reindents(void)
 	CHECK_INT(f, PATCH_STRIP);
 	CHECK_STR(out, "def f():\n    if x:\n        z()\n        w()\n    return 1\n");
 	free(out);
+	/* The model indented with spaces where the file has a TAB (a Makefile
+	 * recipe), or deeper than the file: the new lines get the file's. */
+	CHECK(patch_edit(&out, &f, &n, "all:\n\techo one\n\techo two\n", "Makefile", "    echo two",
+			 "    echo two\n    echo three", false) == 0);
+	CHECK_INT(f, PATCH_STRIP);
+	CHECK_STR(out, "all:\n\techo one\n\techo two\n\techo three\n");
+	free(out);
+	CHECK(patch_edit(&out, &f, &n, "class A:\n    def m(self):\n        a = 0\n        return a\n", "a.py",
+			 "            a = 0", "            a = 0\n            if a:\n                a = 1", false) == 0);
+	CHECK_STR(out, "class A:\n    def m(self):\n        a = 0\n        if a:\n            a = 1\n        return a\n");
+	free(out);
 }
 
 static void test_edit_punct_pass(void)
@@ -288,6 +299,27 @@ static void test_apply_move_keeps_mode(void)
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755);
 	snprintf(path, sizeof path, "%s/doc/notes.md", scratch);
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0111) == 0);
+	free(summary);
+	jv_free(files);
+}
+
+/* apply_patch's lines added to a chunk matched ignoring indentation get
+ * the file's indentation too (a TAB in a Makefile recipe). */
+static void test_apply_reindents_loose_match(void)
+{
+	char *summary = NULL, path[512], cmd[600];
+	jv files;
+
+	fresh();
+	snprintf(cmd, sizeof cmd, "cd '%s' && printf 'all:\\n\\techo one\\n\\techo two\\n' >Makefile", scratch);
+	sh(cmd);
+	CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: Makefile\n@@\n"
+			     "     echo one\n+    echo mid\n     echo two\n*** End Patch\n") == 0,
+		  "%s", forge_last_error());
+	snprintf(path, sizeof path, "%s/Makefile", scratch);
+	char *text = slurp(path);
+	CHECK_STR(text, "all:\n\techo one\n\techo mid\n\techo two\n");
+	free(text);
 	free(summary);
 	jv_free(files);
 }
@@ -438,6 +470,7 @@ int main(void)
 	RUN(test_edit_keeps_crlf_and_missing_final_newline);
 	RUN(test_apply_multi);
 	RUN(test_apply_move_keeps_mode);
+	RUN(test_apply_reindents_loose_match);
 	RUN(test_apply_all_or_nothing);
 	RUN(test_apply_fuzzy);
 	RUN(test_apply_each_pass);
