@@ -48,7 +48,7 @@ const char *patch_fuzz_name(enum patch_fuzz f)
 	case PATCH_EXACT: return "exact";
 	case PATCH_RSTRIP: return "ignoring trailing whitespace";
 	case PATCH_STRIP: return "ignoring indentation";
-	case PATCH_PUNCT: return "ignoring indentation and typographic punctuation";
+	case PATCH_PUNCT: return "ignoring indentation and typographic punctuation (and Unicode composition)";
 	}
 	return "?";
 }
@@ -86,7 +86,60 @@ static char punct_ascii(uint32_t cp)
 	return 0;
 }
 
-/* The line as compared in pass f (malloc'd). */
+/* U+00C0-U+017F: the letter each decomposes to (canonically) and its
+ * combining mark ('a' + an index into nfd_marks), '.' when it does not
+ * decompose so (generated with Python's unicodedata). */
+static const uint16_t nfd_marks[] = { 0x300, 0x301, 0x302, 0x303, 0x304, 0x306, 0x307, 0x308, 0x30a, 0x30b, 0x30c, 0x327, 0x328 };
+static const char nfd_base[] =
+	"AAAAAA.CEEEEIIII.NOOOOO..UUUUY..aaaaaa.ceeeeiiii.nooooo..uuuuy.y"
+	"AaAaAaCcCcCcCcDd..EeEeEeEeEeGgGgGgGgHh..IiIiIiIiI...JjKk.LlLlLl."
+	"...NnNnNn...OoOoOo..RrRrRrSsSsSsSsTtTt..UuUuUuUuUuUuWwYyYZzZzZz.";
+static const char nfd_mark[] =
+	"abcdhi.labchabch.dabcdh..abchb..abcdhi.labchabch.dabcdh..abchb.h"
+	"eeffmmbbccggkkkk..eeffggmmkkccffggllcc..ddeeffmmg...ccll.bbllkk."
+	"...bbllkk...eeffjj..bbllkkbbccllkkllkk..ddeeffiijjmmcccchbbggkk.";
+
+/* cp (below U+10000) as UTF-8 into b. */
+static void add_utf8(struct buf *b, uint32_t cp)
+{
+	if (cp < 0x80) {
+		buf_addch(b, (char)cp);
+	} else if (cp < 0x800) {
+		buf_addch(b, (char)(0xc0 | (cp >> 6)));
+		buf_addch(b, (char)(0x80 | (cp & 0x3f)));
+	} else {
+		buf_addch(b, (char)(0xe0 | (cp >> 12)));
+		buf_addch(b, (char)(0x80 | ((cp >> 6) & 0x3f)));
+		buf_addch(b, (char)(0x80 | (cp & 0x3f)));
+	}
+}
+
+/*
+ * A precomposed letter decomposed into b as NFD has it (a Latin letter of
+ * U+00C0-U+017F: the letter and its combining mark; a Hangul syllable: its
+ * jamo), so that text a macOS tool wrote decomposed and the model's
+ * composed text compare equal.  False when cp is not one of those.
+ */
+static bool add_decomposed(struct buf *b, uint32_t cp)
+{
+	if (cp >= 0xc0 && cp <= 0x17f && nfd_base[cp - 0xc0] != '.') {
+		buf_addch(b, nfd_base[cp - 0xc0]);
+		add_utf8(b, nfd_marks[nfd_mark[cp - 0xc0] - 'a']);
+		return true;
+	}
+	if (cp >= 0xac00 && cp <= 0xd7a3) {
+		uint32_t si = cp - 0xac00;
+		add_utf8(b, 0x1100 + si / 588);
+		add_utf8(b, 0x1161 + (si % 588) / 28);
+		if (si % 28)
+			add_utf8(b, 0x11a7 + si % 28);
+		return true;
+	}
+	return false;
+}
+
+/* The line as compared in pass f (malloc'd): the loosest pass also reads
+ * typographic punctuation as ASCII and composed letters decomposed. */
 static char *transform(const char *s, enum patch_fuzz f)
 {
 	size_t len = strlen(s), a = 0;
@@ -102,6 +155,8 @@ static char *transform(const char *s, enum patch_fuzz f)
 			char c = cp ? punct_ascii(cp) : 0;
 			if (cp && c) {
 				buf_addch(&b, c);
+				i += used;
+			} else if (cp && add_decomposed(&b, cp)) {
 				i += used;
 			} else {
 				buf_add(&b, s + i, cp ? used : 1);
@@ -516,7 +571,7 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 			goto out;
 		}
 	}
-	buf_addf(&msg, "'%s': `old` was not found (tried exact text, then whole lines ignoring trailing whitespace, indentation and typographic punctuation). Copy `old` from the file as read_file shows it, without the line-number prefixes.",
+	buf_addf(&msg, "'%s': `old` was not found (tried exact text, then whole lines ignoring trailing whitespace, indentation, typographic punctuation and Unicode composition). Copy `old` from the file as read_file shows it, without the line-number prefixes.",
 		 path);
 	patch_closest(&msg, lines, n, pat, np, path);
 	while (msg.len && msg.buf[msg.len - 1] == '\n')

@@ -212,6 +212,28 @@ static void test_edit_punct_pass(void)
 	free(out);
 }
 
+/* Text the file holds decomposed (NFD: e + U+0301, Hangul jamo) matches
+ * the model's composed text (NFC) in the loosest pass. */
+static void test_edit_matches_across_unicode_composition(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+
+	CHECK_MSG(patch_edit(&out, &f, &n, "menu:\ncafe\xcc\x81 au lait\n", "menu.txt", "caf\xc3\xa9 au lait",
+			     "th\xc3\xa9 vert", false) == 0, "%s", forge_last_error());
+	CHECK_INT(f, PATCH_PUNCT);
+	CHECK_STR(out, "menu:\nth\xc3\xa9 vert\n");
+	free(out);
+	/* 한 (U+D55C) decomposed: U+1112 U+1161 U+11AB */
+	CHECK_MSG(patch_edit(&out, &f, &n, "x\n\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab\n", "k.txt", "\xed\x95\x9c", "y",
+			     false) == 0, "%s", forge_last_error());
+	CHECK_STR(out, "x\ny\n");
+	free(out);
+	/* a different accent is still a difference */
+	CHECK(patch_edit(&out, &f, &n, "cafe\xcc\x80\n", "m", "caf\xc3\xa9", "x", false) < 0);
+}
+
 static void test_edit_no_match_shows_closest(void)
 {
 	char *out;
@@ -468,6 +490,7 @@ int main(void)
 	RUN(test_edit_punct_pass);
 	RUN(test_edit_no_match_shows_closest);
 	RUN(test_edit_keeps_crlf_and_missing_final_newline);
+	RUN(test_edit_matches_across_unicode_composition);
 	RUN(test_apply_multi);
 	RUN(test_apply_move_keeps_mode);
 	RUN(test_apply_reindents_loose_match);
