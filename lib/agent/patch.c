@@ -122,9 +122,10 @@ static void add_utf8(struct buf *b, uint32_t cp)
  */
 static bool add_decomposed(struct buf *b, uint32_t cp)
 {
-	if (cp >= 0xc0 && cp <= 0x17f && nfd_base[cp - 0xc0] != '.') {
+	size_t m = cp >= 0xc0 && cp <= 0x17f ? (size_t)(nfd_mark[cp - 0xc0] - 'a') : SIZE_MAX;
+	if (m < sizeof nfd_marks / sizeof nfd_marks[0]) {   /* ('.' is below 'a': none) */
 		buf_addch(b, nfd_base[cp - 0xc0]);
-		add_utf8(b, nfd_marks[nfd_mark[cp - 0xc0] - 'a']);
+		add_utf8(b, nfd_marks[m]);
 		return true;
 	}
 	if (cp >= 0xac00 && cp <= 0xd7a3) {
