@@ -91,12 +91,17 @@ struct impl {
 	bool validated;
 	const char *test_cmd;   /* the configured or detected test command, or NULL,
 	                           when implement.validate is on (else nothing to skip) */
+	const char *build_cmd;  /* the same for the build command */
 	int tool_calls;         /* the agent's tool calls so far (all runs) */
 	/* The agent's last successful run_command, when it was test_cmd: the
 	 * worktree's tree then (NULL: none), at which tool call, its output. */
 	char *tested_tree;
 	int tested_call;
 	jv tested;
+	/* The tree of the agent's last successful run_command of build_cmd,
+	 * when no other command succeeded after it but the test command (NULL:
+	 * none): the build the skipped validation would run is covered then. */
+	char *built_tree;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -473,6 +478,12 @@ static bool same_command(const char *s, const char *t)
 	return strlen(t) == n && strncmp(s, t, n) == 0;
 }
 
+static void forget_built(struct impl *im)
+{
+	free(im->built_tree);
+	im->built_tree = NULL;
+}
+
 static void forget_tested(struct impl *im)
 {
 	free(im->tested_tree);
@@ -487,16 +498,26 @@ static void forget_tested(struct impl *im)
  * test command failed or another command succeeded after it, so only the
  * agent's last successful command counts (a failed other command changes
  * nothing it could not change on the tree, which validation compares).
+ * The build command's successful run is remembered so too, and still
+ * counts when the test command ran after it.
  */
 static void note_command(struct impl *im, jv input, const struct agent_tool_outcome *out)
 {
 	jv cmd = json_get(input, "command"), dir = json_get(input, "workdir");
 	const char *wd = jv_get_kind(dir) == JV_KIND_STRING ? jv_string_value(dir) : "";
-	bool is_test = im->test_cmd && jv_get_kind(cmd) == JV_KIND_STRING &&
-		       same_command(jv_string_value(cmd), im->test_cmd) &&
+	bool in_root = jv_get_kind(cmd) == JV_KIND_STRING &&
 		       (!*wd || strcmp(wd, ".") == 0 || strcmp(wd, "./") == 0);
+	bool is_test = in_root && im->test_cmd && same_command(jv_string_value(cmd), im->test_cmd);
+	bool is_build = in_root && !is_test && im->build_cmd &&
+			same_command(jv_string_value(cmd), im->build_cmd);
 
-	if (is_test && out->ok) {
+	if (is_build) {
+		char *tree = NULL;
+		forget_tested(im);
+		forget_built(im);
+		if (out->ok && forge_git_worktree_tree(&tree, im->wt) == 0)
+			im->built_tree = tree;
+	} else if (is_test && out->ok) {
 		char *tree = NULL;
 		forget_tested(im);
 		if (forge_git_worktree_tree(&tree, im->wt) == 0) {
@@ -508,6 +529,8 @@ static void note_command(struct impl *im, jv input, const struct agent_tool_outc
 		}
 	} else if (is_test || out->ok) {
 		forget_tested(im);
+		if (!is_test)
+			forget_built(im);
 	}
 	jv_free(cmd);
 	jv_free(dir);
@@ -563,6 +586,32 @@ static const char *run_agent(struct impl *im, const char *lead)
 
 /* ---- git ------------------------------------------------------------------ */
 
+/* A repository a command made inside the worktree (a test fixture, a
+ * scaffold) is not committed (git.h: forge_git_commit_all()): say so, with
+ * the paths, rather than leave the files in it out in silence. */
+static void note_nested_repos(struct impl *im)
+{
+	jv status, nested = jv_array();
+
+	if (forge_git_status(&status, im->wt) < 0)
+		return;
+	jv_array_foreach(status, i, e) {
+		const char *path = json_get_str(e, "path"), *word = json_get_str(e, "status");
+		size_t n = path ? strlen(path) : 0;
+		if (word && strcmp(word, "untracked") == 0 && n && path[n - 1] == '/') {
+			nested = jv_array_append(nested, jv_string(path));
+			phase_progress(im->ph, "warning: %s is a git repository of its own; its files are not "
+				       "committed", path);
+		}
+		jv_free(e);
+	}
+	jv_free(status);
+	if (jv_array_length(jv_copy(nested)) > 0)
+		phase_emit(im->ph, "commit.nested_repos_skipped", json_set(jv_object(), "paths", nested));
+	else
+		jv_free(nested);
+}
+
 /* Commit the worktree; `what` tags the message ("tests", "fix 1") or NULL. */
 static int commit(struct impl *im, const char *what)
 {
@@ -576,6 +625,7 @@ static int commit(struct impl *im, const char *what)
 		phase_emit(im->ph, "secret.redacted", json_set(jv_object(), "files", redacted));
 	else
 		jv_free(redacted);
+	note_nested_repos(im);
 	int rc = forge_git_commit_all(&sha, im->wt, msg.buf);
 	if (rc < 0) {
 		phase_reason(im->ph, "cannot commit on %s: %s", forge_git_worktree_branch(im->wt),
@@ -602,9 +652,83 @@ static int commit(struct impl *im, const char *what)
 
 /* ---- validation ----------------------------------------------------------- */
 
+/* The worktree's untracked (not ignored) files, as an object whose keys
+ * are their paths; null when the status cannot be read. */
+static jv untracked_files(struct impl *im)
+{
+	jv status, set = jv_object();
+
+	if (forge_git_status(&status, im->wt) < 0) {
+		jv_free(set);
+		return jv_null();
+	}
+	jv_array_foreach(status, i, e) {
+		const char *word = json_get_str(e, "status"), *path = json_get_str(e, "path");
+		if (word && path && strcmp(word, "untracked") == 0)
+			set = json_set(set, path, jv_true());
+		jv_free(e);
+	}
+	jv_free(status);
+	return set;
+}
+
+/* Remove rel (a file of the worktree) and then its parent directories
+ * that this leaves empty.  False when rel was not removed (a directory: a
+ * nested repository, which is never committed anyway). */
+static bool remove_left(struct impl *im, const char *rel)
+{
+	struct buf path = BUF_INIT;
+	size_t root;
+	bool gone;
+
+	buf_adds(&path, forge_git_worktree_path(im->wt));
+	buf_addch(&path, '/');
+	root = path.len;
+	buf_adds(&path, rel);
+	gone = unlink(path.buf) == 0;
+	if (gone)
+		while (path.len > root) {
+			char *slash = strrchr(path.buf + root, '/');
+			if (!slash)
+				break;
+			buf_truncate(&path, (size_t)(slash - path.buf));
+			if (rmdir(path.buf) < 0)
+				break;
+		}
+	buf_release(&path);
+	return gone;
+}
+
+/*
+ * What a command Forge ran left behind is not the model's work: untracked
+ * files that were not there before (`before`, consumed: untracked_files())
+ * -- __pycache__, a built binary -- are removed, so the next commit takes
+ * only what the model's tools made.  The model's own runs of the same
+ * command are its work and are committed as git would add them; a file it
+ * makes again after this is its own too.  The paths removed, an array.
+ */
+static jv clean_step(struct impl *im, jv before)
+{
+	jv after = jv_get_kind(before) == JV_KIND_OBJECT ? untracked_files(im) : jv_null();
+	jv removed = jv_array();
+
+	if (jv_get_kind(after) == JV_KIND_OBJECT)
+		jv_object_foreach(after, path, v) {
+			if (!json_has(before, jv_string_value(path)) && remove_left(im, jv_string_value(path)))
+				removed = jv_array_append(removed, jv_copy(path));
+			jv_free(path);
+			jv_free(v);
+		}
+	jv_free(after);
+	jv_free(before);
+	return removed;
+}
+
 /* Run one command in the worktree under the sandbox; *out_step gets
- * {name, command, exit_status, timed_out, duration_ms, output}.  Returns
- * its exit status (-1 when it could not start). */
+ * {name, command, exit_status, timed_out, duration_ms, output, and
+ * removed: the untracked files it made, which are removed (clean_step()),
+ * when there were any}.  Returns its exit status (-1 when it could not
+ * start). */
 static int run_step(jv *out_step, struct impl *im, const char *name, const char *command)
 {
 	struct proc_result r;
@@ -616,6 +740,7 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 	};
 	jv step = json_set(json_set(jv_object(), "name", jv_string(name)), "command", jv_string(command));
 	int status;
+	jv before = untracked_files(im);
 
 	phase_progress(im->ph, "validating: %s", command);
 	if (sandbox_run(&r, NULL, im->policy, &cmd) < 0) {
@@ -630,6 +755,14 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 		step = json_set(step, "output", tail_text(r.out.buf, r.out.len, OUTPUT_MAX));
 	}
 	proc_result_release(&r);
+	jv removed = clean_step(im, before);
+	if (jv_array_length(jv_copy(removed)) > 0) {
+		phase_emit(im->ph, "validation.cleaned", json_set(json_set(jv_object(), "command",
+			   jv_string(command)), "removed", jv_copy(removed)));
+		step = json_set(step, "removed", removed);
+	} else {
+		jv_free(removed);
+	}
 	*out_step = step;
 	return status;
 }
@@ -685,7 +818,9 @@ static void validate(struct impl *im, const char *build_cmd, const char *test_cm
  * Validation is not run again when the agent's last successful run_command
  * was the test command and the worktree's tree is still the one it passed
  * on (the commit since then changes no file unless it redacted a key, and
- * then the tree differs).  Sets im->validation {command, exit_status: 0,
+ * then the tree differs), and the build step is covered too: there is no
+ * build command, or it is the test command, or the agent's successful run
+ * of it just before was on the same tree.  Sets im->validation {command, exit_status: 0,
  * output: the agent's run's, steps: [], skipped: true, reason, tree,
  * tool_call} and returns true; false when validation must run.
  */
@@ -701,6 +836,18 @@ static bool tests_passed(struct impl *im)
 		phase_emit(im->ph, "validation.rerun", json_set(json_set(jv_object(), "reason",
 			   jv_string(now ? "the worktree changed after the agent's last test run"
 					 : forge_last_error())), "tree", json_str_or_null(now)));
+		free(now);
+		forget_tested(im);
+		return false;
+	}
+	if (im->build_cmd && !same_command(im->build_cmd, im->test_cmd) &&
+	    !(im->built_tree && strcmp(im->built_tree, now) == 0)) {
+		struct buf why = BUF_INIT;
+		buf_addf(&why, "the agent's test run did not cover the build: `%s` did not run on this tree",
+			 im->build_cmd);
+		phase_emit(im->ph, "validation.rerun", json_set(json_set(jv_object(), "reason",
+			   jv_string(why.buf)), "tree", jv_string(now)));
+		buf_release(&why);
 		free(now);
 		forget_tested(im);
 		return false;
@@ -747,15 +894,20 @@ static char *validation_lead(struct impl *im, const char *intro)
 
 /* ---- the changes ---------------------------------------------------------- */
 
-/* Set the state's changes from the worktree; with `summarise`, the reason
- * says what they are. */
+/* Set the state's changes from the branch: base_commit..commit, what the
+ * commits hold (work a phase that failed could not commit is not in them:
+ * a rerun keeps it on a saved ref, recover_worktree()); with `summarise`,
+ * the reason says what they are. */
 static void set_changes(struct impl *im, bool summarise)
 {
 	char *patch = NULL, *head = NULL;
 	jv files = jv_null();
 	jv changes = jv_object();
 
-	if (forge_git_diff(&patch, &files, im->wt, NULL) < 0) {
+	if (forge_git_worktree_head(&head, im->wt) < 0)
+		head = NULL;
+	if ((head ? forge_git_diff_revs(&patch, &files, im->g, forge_git_worktree_base(im->wt), head)
+		  : forge_git_diff(&patch, &files, im->wt, NULL)) < 0) {
 		phase_emit(im->ph, "implement.diff_failed", json_set(jv_object(), "error",
 			   jv_string(forge_last_error())));
 		jv_free(files);
@@ -788,8 +940,6 @@ static void set_changes(struct impl *im, bool summarise)
 	} else {
 		changes = json_set(changes, "diff", jv_string(patch ? patch : ""));
 	}
-	if (forge_git_worktree_head(&head, im->wt) < 0)
-		head = NULL;
 	changes = json_set(changes, "commit", json_str_or_null(head));
 	changes = json_set(changes, "base_commit", jv_string(forge_git_worktree_base(im->wt)));
 	changes = json_set(changes, "tests_added", tests);
@@ -1238,6 +1388,7 @@ static const char *implement_run(struct phase *ph)
 	build_cmd = project_command(im.ctx.root, ph->cfg, "build");
 	test_cmd = project_command(im.ctx.root, ph->cfg, "test");
 	im.test_cmd = config_get_bool(ph->cfg, "implement.validate") ? test_cmd : NULL;
+	im.build_cmd = im.test_cmd ? build_cmd : NULL;
 	build_context(&im, build_cmd, test_cmd);
 	phase_progress(ph, "attempt %d in %s", im.attempt, im.ctx.root);
 
@@ -1248,6 +1399,10 @@ static const char *implement_run(struct phase *ph)
 	 * interrupted run's, reset by recover_worktree()), and an approval
 	 * that takes this result gives review a commit holding its diff. */
 	if (state_status_of(status) == STATE_ESCALATED && commit(&im, "before a human's answer") < 0)
+		status = "failed";
+	/* a breaker's stop keeps the work so too: review, a resume, or a
+	 * person sees the commit that `changes` describes */
+	if (state_status_of(status) == STATE_TRIPPED && commit(&im, "before a breaker stop") < 0)
 		status = "failed";
 	set_changes(&im, state_status_of(status) == STATE_OK);
 	if (state_status_of(status) == STATE_OK && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
@@ -1265,6 +1420,7 @@ static const char *implement_run(struct phase *ph)
 out:
 	jv_free(im.validation);
 	forget_tested(&im);
+	forget_built(&im);
 	tmpdir_remove(im.tmp);
 	free(im.system);
 	free(im.context);

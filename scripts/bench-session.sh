@@ -9,7 +9,7 @@
 # (user+sys of the process and of every process it ran and waited for) and
 # peak RSS (the largest of those processes: forge-implement itself).
 # forge-implement runs with the default config (validation on: skipped when
-# the agent's last command ran the tests on the same tree) and with
+# the agent ran the build and then the tests on the same tree) and with
 # implement.validate false.  Forge's own cost is session - baseline, the
 # median of the per-round differences.  Then every program's --version and
 # --help (lazy start-up: nothing but argument parsing before them).
@@ -47,6 +47,7 @@ export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$url" ANTHROPIC_API_KEY=bench-ke
 cat >"$tmp/script.json" <<'EOF'
 [{"tool_calls":[{"name":"read_file","input":{"path":"greet.sh"}}]},
  {"tool_calls":[{"name":"edit_file","input":{"path":"greet.sh","old":"echo \"hello, $1\"","new":"echo \"Hello, $1!\""}}]},
+ {"tool_calls":[{"name":"run_command","input":{"command":"make"}}]},
  {"tool_calls":[{"name":"run_command","input":{"command":"make test"}}]},
  {"tool_calls":[{"name":"finish","input":{"summary":"greet says Hello, NAME!"}}]}]
 EOF
@@ -55,6 +56,7 @@ cat >"$tmp/baseline.sh" <<'EOF'
 set -e
 cat greet.sh >/dev/null
 sed -i 's/echo "hello, $1"/echo "Hello, $1!"/' greet.sh
+make
 make test
 EOF
 echo '{"tools":{"test_command":"make test"}}' >"$tmp/default.json"

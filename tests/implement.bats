@@ -105,10 +105,9 @@ checkout_untouched() {
 	  (.changes.diff | startswith("diff --git a/calc.c b/calc.c") and contains("+long calc_mul(long a, long b)")) and
 	  (.changes.validated == true and .changes.validation.command == "make check" and
 	   .changes.validation.exit_status == 0 and (.changes.validation.output | contains("ok - calc mul 6 7 = 42"))) and
-	  # the agent'"'"'s last command was `make check` on this very tree: not run again
-	  (.changes.validation |
-	   .skipped == true and .steps == [] and .tree == $tree and
-	   .reason == "tests passed on tree \($tree[:12]) at tool call \(.tool_call)")' <<<"$state"
+	  # the agent'"'"'s last command was `make check` on this very tree, but it
+	  # never ran the build (`make`): validation runs both
+	  (.changes.validation | (has("skipped") | not) and [.steps[].name] == ["build","test"])' <<<"$state"
 	# events as they happened, both programs' in one stream
 	run -0 jq -sc '[.[] | select(.kind == "event") | .source + ":" + .type] |
 		map(select(test(":(phase.started|phase.completed|worktree.opened|commit.created|validation.completed|plan.versioned)$")))' <<<"$output"
@@ -275,9 +274,29 @@ forge: add a mul operation (attempt 1)"
 	checkout_untouched
 }
 
+@test "files Forge's own validation makes are removed, not committed; the model's own command's are its work" {
+	echo '{"tools":{"build_command":"mkdir -p out && echo bin >out/made","test_command":"test -e fixed"},"implement":{"fix_rounds":1},"memory":{"reflect":false}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	plan_state T14 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]},
+	       '"$FINISH"',
+	       {"tool_calls":[{"name":"run_command","input":{"command":"echo mine >mine.txt"}}]},
+	       {"tool_calls":[{"name":"write_file","input":{"path":"fixed","content":"y\n"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.changes.validated == true and ([.changes.files[].path] | sort) == ["NOTES","fixed","mine.txt"]'
+	events_of validation.cleaned | jq -s -e 'length == 2 and .[0].removed == ["out/made"]'
+	run -0 git diff --name-only "$BASE" forge/T14
+	assert_output "NOTES
+fixed
+mine.txt"
+	[ ! -e .forge/worktrees/T14/out ]
+}
+
 @test "validation is not run again when the agent's last run_command ran the tests on the same tree" {
 	plan_state T10 >"$BATS_TEST_TMPDIR/plan.json"
 	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"make"}}]},
 	       {"tool_calls":[{"name":"run_command","input":{"command":"make check"}}]},
 	       '"$FINISH"']'
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
@@ -285,12 +304,26 @@ forge: add a mul operation (attempt 1)"
 	tree=$(git rev-parse "forge/T10^{tree}")
 	# one validation.completed, saying it was skipped and why; nothing ran
 	run -0 events_of validation.completed
-	assert_output "{\"validated\":true,\"command\":\"make check\",\"exit_status\":0,\"skipped\":true,\"reason\":\"tests passed on tree ${tree:0:12} at tool call 2\",\"tree\":\"$tree\",\"tool_call\":2}"
+	assert_output "{\"validated\":true,\"command\":\"make check\",\"exit_status\":0,\"skipped\":true,\"reason\":\"tests passed on tree ${tree:0:12} at tool call 3\",\"tree\":\"$tree\",\"tool_call\":3}"
 	jq -e --arg tree "$tree" '.changes.validated == true and .changes.validation.skipped == true and
 		.changes.validation.command == "make check" and .changes.validation.exit_status == 0 and
 		.changes.validation.steps == [] and .changes.validation.tree == $tree and
 		(.changes.validation.output | contains("ok - calc add 2 3 = 5"))' <<<"$state"
 	[ -z "$(events_of validation.rerun)" ]
+}
+
+@test "the agent ran only the test command: the build it did not run is validated, and a broken build is not validated" {
+	# the test command does not build everything the build command does
+	echo '{"tools":{"build_command":"test ! -e broken","test_command":"true"},"implement":{"fix_rounds":0},"memory":{"reflect":false}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	plan_state T15 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"broken","content":"x\n"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"true"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	events_of validation.rerun | jq -e '.reason == "the agent'"'"'s test run did not cover the build: `test ! -e broken` did not run on this tree"'
+	last_state | jq -e '.changes.validated == false and .changes.validation.command == "test ! -e broken" and
+		(.changes.validation | has("skipped") | not)'
 }
 
 @test "an edit after the agent's test run: validation runs the build and the tests" {
@@ -608,4 +641,18 @@ DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
 	run -0 events_of breaker.tripped
 	assert_output '{"limit_usd":0,"cost_usd":0,"breaker":"cost","reason":"cost $0.0000 reached the limit of $0.0000"}'
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+}
+
+@test "a breaker stop commits the attempt's work, and changes describes that commit" {
+	plan_state T33 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"new.sh","content":"echo new\n"}}]},
+	       {"tool_calls":[{"name":"read_file","input":{"path":"calc.c"}}]},
+	       {"tool_calls":[{"name":"read_file","input":{"path":"Makefile"}}]}]'
+	echo '{"memory":{"reflect":false},"safety":{"iterations":{"implement":2}}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	head=$(git rev-parse forge/T33)
+	last_state | jq -e --arg head "$head" --arg base "$BASE" '.status == "tripped" and .changes.commit == $head and
+		.changes.base_commit == $base and [.changes.files[].path] == ["new.sh"] and (.changes.diff | contains("+echo new"))'
+	run -0 git log --format=%s "$BASE..forge/T33"
+	assert_output "forge: add a mul operation (attempt 1, before a breaker stop)"
 }

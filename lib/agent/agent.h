@@ -62,7 +62,10 @@ struct llm_client;
 struct store;
 struct stream_out;
 
-#define AGENT_ERROR_RATE_MIN_CALLS 4
+/* Calls the error-rate window must hold before its rate is judged: with
+ * the default 25%, one recoverable error among a session's first calls (an
+ * ambiguous edit, a failing test run) is not a runaway; three in ten is. */
+#define AGENT_ERROR_RATE_MIN_CALLS 10
 
 /* What a tool execution returned, filled by the executor. */
 struct agent_tool_outcome {

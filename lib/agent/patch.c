@@ -48,7 +48,7 @@ const char *patch_fuzz_name(enum patch_fuzz f)
 	case PATCH_EXACT: return "exact";
 	case PATCH_RSTRIP: return "ignoring trailing whitespace";
 	case PATCH_STRIP: return "ignoring indentation";
-	case PATCH_PUNCT: return "ignoring indentation and typographic punctuation";
+	case PATCH_PUNCT: return "ignoring indentation and typographic punctuation (and Unicode composition)";
 	}
 	return "?";
 }
@@ -86,7 +86,61 @@ static char punct_ascii(uint32_t cp)
 	return 0;
 }
 
-/* The line as compared in pass f (malloc'd). */
+/* U+00C0-U+017F: the letter each decomposes to (canonically) and its
+ * combining mark ('a' + an index into nfd_marks), '.' when it does not
+ * decompose so (generated with Python's unicodedata). */
+static const uint16_t nfd_marks[] = { 0x300, 0x301, 0x302, 0x303, 0x304, 0x306, 0x307, 0x308, 0x30a, 0x30b, 0x30c, 0x327, 0x328 };
+static const char nfd_base[] =
+	"AAAAAA.CEEEEIIII.NOOOOO..UUUUY..aaaaaa.ceeeeiiii.nooooo..uuuuy.y"
+	"AaAaAaCcCcCcCcDd..EeEeEeEeEeGgGgGgGgHh..IiIiIiIiI...JjKk.LlLlLl."
+	"...NnNnNn...OoOoOo..RrRrRrSsSsSsSsTtTt..UuUuUuUuUuUuWwYyYZzZzZz.";
+static const char nfd_mark[] =
+	"abcdhi.labchabch.dabcdh..abchb..abcdhi.labchabch.dabcdh..abchb.h"
+	"eeffmmbbccggkkkk..eeffggmmkkccffggllcc..ddeeffmmg...ccll.bbllkk."
+	"...bbllkk...eeffjj..bbllkkbbccllkkllkk..ddeeffiijjmmcccchbbggkk.";
+
+/* cp (below U+10000) as UTF-8 into b. */
+static void add_utf8(struct buf *b, uint32_t cp)
+{
+	if (cp < 0x80) {
+		buf_addch(b, (char)cp);
+	} else if (cp < 0x800) {
+		buf_addch(b, (char)(0xc0 | (cp >> 6)));
+		buf_addch(b, (char)(0x80 | (cp & 0x3f)));
+	} else {
+		buf_addch(b, (char)(0xe0 | (cp >> 12)));
+		buf_addch(b, (char)(0x80 | ((cp >> 6) & 0x3f)));
+		buf_addch(b, (char)(0x80 | (cp & 0x3f)));
+	}
+}
+
+/*
+ * A precomposed letter decomposed into b as NFD has it (a Latin letter of
+ * U+00C0-U+017F: the letter and its combining mark; a Hangul syllable: its
+ * jamo), so that text a macOS tool wrote decomposed and the model's
+ * composed text compare equal.  False when cp is not one of those.
+ */
+static bool add_decomposed(struct buf *b, uint32_t cp)
+{
+	size_t m = cp >= 0xc0 && cp <= 0x17f ? (size_t)(nfd_mark[cp - 0xc0] - 'a') : SIZE_MAX;
+	if (m < sizeof nfd_marks / sizeof nfd_marks[0]) {   /* ('.' is below 'a': none) */
+		buf_addch(b, nfd_base[cp - 0xc0]);
+		add_utf8(b, nfd_marks[m]);
+		return true;
+	}
+	if (cp >= 0xac00 && cp <= 0xd7a3) {
+		uint32_t si = cp - 0xac00;
+		add_utf8(b, 0x1100 + si / 588);
+		add_utf8(b, 0x1161 + (si % 588) / 28);
+		if (si % 28)
+			add_utf8(b, 0x11a7 + si % 28);
+		return true;
+	}
+	return false;
+}
+
+/* The line as compared in pass f (malloc'd): the loosest pass also reads
+ * typographic punctuation as ASCII and composed letters decomposed. */
 static char *transform(const char *s, enum patch_fuzz f)
 {
 	size_t len = strlen(s), a = 0;
@@ -102,6 +156,8 @@ static char *transform(const char *s, enum patch_fuzz f)
 			char c = cp ? punct_ascii(cp) : 0;
 			if (cp && c) {
 				buf_addch(&b, c);
+				i += used;
+			} else if (cp && add_decomposed(&b, cp)) {
 				i += used;
 			} else {
 				buf_add(&b, s + i, cp ? used : 1);
@@ -355,31 +411,54 @@ static size_t indent_len(const char *s)
 	return i;
 }
 
-/* The indentation the file adds to every non-blank line of pat (when it is
- * the same for all of them), else NULL. */
-static char *uniform_indent(char *const *file, char *const *pat, size_t np)
+/*
+ * How the file indents what pat indents differently, for lines that matched
+ * ignoring indentation: the pattern's base indentation (that of its least
+ * indented non-blank line) is the file's `to` where the pattern has `from`,
+ * and every other line's indentation beyond the base is the same in both
+ * (a TAB for four spaces, 8 spaces for 12, 4 for none).  False when the
+ * lines are not indented so uniformly (then nothing is re-indented).
+ * *from and *to are new strings (on true).
+ */
+static bool indent_map(char **from, char **to, char *const *file, char *const *pat, size_t np)
 {
-	char *extra = NULL;
+	long base = -1;
 
 	for (size_t k = 0; k < np; k++) {
-		size_t fi = indent_len(file[k]), pi = indent_len(pat[k]);
+		size_t pi = indent_len(pat[k]);
+		if (pat[k][pi] && (base < 0 || pi < indent_len(pat[base])))
+			base = (long)k;
+	}
+	if (base < 0)
+		return false;
+	size_t pb = indent_len(pat[base]), fb = indent_len(file[base]);
+	for (size_t k = 0; k < np; k++) {
+		size_t pi = indent_len(pat[k]), fi = indent_len(file[k]);
 		if (!pat[k][pi])
 			continue;
-		if (fi < pi || strncmp(file[k] + (fi - pi), pat[k], pi) != 0)
-			goto none;
-		if (!extra)
-			extra = xstrndup(file[k], fi - pi);
-		else if (strlen(extra) != fi - pi || strncmp(extra, file[k], fi - pi) != 0)
-			goto none;
+		if (fi < fb || strncmp(pat[k], pat[base], pb) != 0 || strncmp(file[k], file[base], fb) != 0 ||
+		    pi - pb != fi - fb || strncmp(pat[k] + pb, file[k] + fb, pi - pb) != 0)
+			return false;
 	}
-	if (extra && !*extra) {
-		free(extra);
-		extra = NULL;
+	if (pb == fb && strncmp(pat[base], file[base], pb) == 0)
+		return false;   /* the same indentation: nothing to change */
+	*from = xstrndup(pat[base], pb);
+	*to = xstrndup(file[base], fb);
+	return true;
+}
+
+/* line, re-indented into b by the map of indent_map() (from NULL: as it
+ * is): a leading `from` becomes `to`; a blank line or one not starting
+ * with `from` is kept as it is. */
+static void add_reindented(struct buf *b, const char *line, const char *from, const char *to)
+{
+	size_t nf = from ? strlen(from) : 0;
+
+	if (from && line[indent_len(line)] && strncmp(line, from, nf) == 0) {
+		buf_adds(b, to);
+		line += nf;
 	}
-	return extra;
-none:
-	free(extra);
-	return NULL;
+	buf_adds(b, line);
 }
 
 static bool mostly_crlf(char *const *lines, size_t n)
@@ -390,6 +469,31 @@ static bool mostly_crlf(char *const *lines, size_t n)
 		crlf += l && lines[i][l - 1] == '\r';
 	}
 	return n && crlf * 2 > n;
+}
+
+/* More than half of the line ends of text are CRLF. */
+static bool text_mostly_crlf(const char *text)
+{
+	size_t lf = 0, crlf = 0;
+
+	for (const char *p = text; (p = strchr(p, '\n')); p++) {
+		lf++;
+		crlf += p > text && p[-1] == '\r';
+	}
+	return lf && crlf * 2 > lf;
+}
+
+/* text with every bare LF made CRLF (a new string). */
+static char *with_crlf(const char *text)
+{
+	struct buf b = BUF_INIT;
+
+	for (const char *p = text; *p; p++) {
+		if (*p == '\n' && (p == text || p[-1] != '\r'))
+			buf_addch(&b, '\r');
+		buf_addch(&b, *p);
+	}
+	return buf_detach(&b, NULL);
 }
 
 int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *content,
@@ -408,7 +512,11 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 		return forge_error("'%s': `old` is empty; give the text to replace", path);
 	exact = count_exact(content, old, &first_line, &where);
 	if (exact == 1 || (exact > 1 && replace_all)) {
-		*out = replace_all_exact(content, old, new);
+		/* models send LF only: the lines `new` adds take the file's line
+		 * ends, as the loose passes and apply_patch write them */
+		char *ends = text_mostly_crlf(content) ? with_crlf(new) : NULL;
+		*out = replace_all_exact(content, old, ends ? ends : new);
+		free(ends);
 		*count = (int)exact;
 		rc = 0;
 		goto out;
@@ -434,7 +542,9 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 		}
 		{
 			struct buf b = BUF_INIT;
-			char *extra = f >= PATCH_STRIP ? uniform_indent(lines + at, pat, np) : NULL;
+			char *from = NULL, *to = NULL;
+			if (f < PATCH_STRIP || !indent_map(&from, &to, lines + at, pat, np))
+				from = to = NULL;
 			bool crlf = mostly_crlf(lines, n);
 			bool final_nl = content[0] && content[strlen(content) - 1] == '\n';
 
@@ -442,9 +552,7 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 				buf_addf(&b, "%s\n", lines[i]);
 			for (size_t i = 0; i < nr; i++) {
 				size_t l = strlen(repl[i]);
-				if (extra && repl[i][0])
-					buf_adds(&b, extra);
-				buf_adds(&b, repl[i]);
+				add_reindented(&b, repl[i], from, to);
 				if (crlf && (!l || repl[i][l - 1] != '\r'))
 					buf_addch(&b, '\r');
 				buf_addch(&b, '\n');
@@ -455,7 +563,8 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 				b.buf[--b.len] = '\0';
 			else if (!final_nl && b.len && b.buf[b.len - 1] == '\n')
 				b.buf[--b.len] = '\0';
-			free(extra);
+			free(from);
+			free(to);
 			*out = buf_detach(&b, NULL);
 			*fuzz = (enum patch_fuzz)f;
 			*count = 1;
@@ -463,7 +572,7 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 			goto out;
 		}
 	}
-	buf_addf(&msg, "'%s': `old` was not found (tried exact text, then whole lines ignoring trailing whitespace, indentation and typographic punctuation). Copy `old` from the file as read_file shows it, without the line-number prefixes.",
+	buf_addf(&msg, "'%s': `old` was not found (tried exact text, then whole lines ignoring trailing whitespace, indentation, typographic punctuation and Unicode composition). Copy `old` from the file as read_file shows it, without the line-number prefixes.",
 		 path);
 	patch_closest(&msg, lines, n, pat, np, path);
 	while (msg.len && msg.buf[msg.len - 1] == '\n')
@@ -823,6 +932,7 @@ struct repl {
 	char **lines;
 	size_t n;
 	const long *ctx_of;  /* context lines keep the file's own text */
+	char *from, *to;     /* re-indent the added lines (indent_map()), or NULL */
 };
 
 static int cmp_repl(const void *a, const void *b)
@@ -864,7 +974,7 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		}
 		if (!nold) {
 			size_t ins = c->ctx ? idx : n;
-			r[nr++] = (struct repl){ ins, 0, c->new, nnew, NULL };
+			r[nr++] = (struct repl){ ins, 0, c->new, nnew, NULL, NULL, NULL };
 			*adds += (long)nnew;
 			continue;
 		}
@@ -887,7 +997,9 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		if (fz != PATCH_EXACT)
 			buf_addf(notes, "  %s: chunk %zu matched at line %ld %s\n", h->path, ci + 1,
 				 at + 1, patch_fuzz_name(fz));
-		r[nr++] = (struct repl){ (size_t)at, nold, c->new, nnew, c->ctx_of };
+		r[nr++] = (struct repl){ (size_t)at, nold, c->new, nnew, c->ctx_of, NULL, NULL };
+		if (fz >= PATCH_STRIP && !indent_map(&r[nr - 1].from, &r[nr - 1].to, lines + at, c->old, nold))
+			r[nr - 1].from = r[nr - 1].to = NULL;
 		idx = (size_t)at + nold;
 		{
 			/* Count the real changes: lines not shared by old and new. */
@@ -926,7 +1038,7 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 					continue;
 				}
 				l = strlen(r[k].lines[j]);
-				buf_adds(&b, r[k].lines[j]);
+				add_reindented(&b, r[k].lines[j], r[k].from, r[k].to);
 				if (crlf && (!l || r[k].lines[j][l - 1] != '\r'))
 					buf_addch(&b, '\r');
 				buf_addch(&b, '\n');
@@ -940,6 +1052,10 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		buf_release(&b);
 	}
 	patch_lines_free(lines, n);
+	for (size_t k = 0; k < nr; k++) {
+		free(r[k].from);
+		free(r[k].to);
+	}
 	free(r);
 	return result;
 }
@@ -1080,7 +1196,9 @@ next:
 		jv f;
 		if (!v->changed)
 			continue;
-		if (v->exists)
+		if (v->exists && v->from)   /* a move keeps the mode (an executable stays one) */
+			sandbox_txn_write_like(txn, v->path, v->content.buf, v->content.len, v->from);
+		else if (v->exists)
 			sandbox_txn_write(txn, v->path, v->content.buf, v->content.len);
 		else if (v->orig_exists)
 			sandbox_txn_remove(txn, v->path);

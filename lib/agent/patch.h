@@ -10,7 +10,10 @@
  *   4. strip, with typographic punctuation read as ASCII: the dashes
  *      U+2010..U+2015 and U+2212 as '-', the quotes U+2018..U+201B as '\'',
  *      U+201C..U+201F as '"', and no-break and odd spaces (U+00A0,
- *      U+2002..U+200A, U+202F, U+205F, U+3000) as ' '.
+ *      U+2002..U+200A, U+202F, U+205F, U+3000) as ' ', and composed
+ *      letters decomposed as in NFD (the Latin letters U+00C0..U+017F
+ *      that are a letter and one combining mark, Hangul syllables), so
+ *      that a file's decomposed text matches the model's composed text.
  * When nothing matches, the error shows the lines of the file that come
  * closest (the window with the highest mean per-line similarity, bigram
  * Dice on stripped lines) and the first line that differs.

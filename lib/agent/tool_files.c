@@ -6,6 +6,7 @@
 #include "agent/tools.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "core/json.h"
 #include "git/git.h"
 #include "os/sandbox.h"
@@ -24,6 +25,14 @@
 #define LINE_CUT 2000
 #define GREP_FILE_MAX (4u << 20)
 #define GREP_LINE_CUT 300
+/* A pattern that backtracks catastrophically ((a|a)+c on a long line)
+ * stops at these limits per line (PCRE2's defaults: 10M steps, a 20 GB
+ * heap); such a line is named to the model, never taken as "no match". */
+#define GREP_MATCH_LIMIT 1000000
+#define GREP_DEPTH_LIMIT 1000000
+#define GREP_HEAP_LIMIT_KIB (64u << 10)
+#define GREP_FAILED_MAX 10        /* lines over a limit before the search stops */
+#define GREP_TIME_MS 20000        /* one call's budget: it stops and says so */
 
 /* ================================================================ read_file */
 
@@ -433,6 +442,42 @@ void tool_list_files(struct tool_result *out, const struct tool_ctx *ctx,
 
 /* ================================================================ grep */
 
+/* What a grep could not search: the lines on which the pattern hit a limit
+ * (named, the first GREP_FAILED_MAX), and why the search stopped early. */
+struct grep_skips {
+	struct buf lines;       /* "path:N, …" */
+	size_t failed;
+	char reason[160];       /* PCRE2's message for the first failure */
+	const char *stopped;    /* why the whole search stopped, or NULL */
+};
+
+/* Note a match error on line lineno of path; stops the search after
+ * GREP_FAILED_MAX of them. */
+static void grep_failed(struct grep_skips *sk, const char *path, size_t lineno, int rc)
+{
+	if (!sk->failed) {
+		PCRE2_UCHAR msg[120];
+		pcre2_get_error_message(rc, msg, sizeof msg);
+		snprintf(sk->reason, sizeof sk->reason, "%s", (char *)msg);
+	}
+	buf_addf(&sk->lines, "%s%s:%zu", sk->failed ? ", " : "", path, lineno);
+	if (++sk->failed >= GREP_FAILED_MAX)
+		sk->stopped = "the pattern is too complex on too many lines";
+}
+
+/* The note that says what was not searched, for the model. */
+static void grep_skips_text(struct buf *text, const struct grep_skips *sk, size_t searched,
+			    size_t total)
+{
+	if (sk->failed)
+		buf_addf(text, "[pattern too complex (%s) on %zu line%s, not searched: %s; simplify the "
+			 "pattern (no nested or overlapping repeats such as (a|a)+)]\n", sk->reason,
+			 sk->failed, sk->failed == 1 ? "" : "s", sk->lines.buf);
+	if (sk->stopped)
+		buf_addf(text, "[search stopped: %s; %zu of %zu files searched]\n", sk->stopped, searched,
+			 total);
+}
+
 void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 	       const struct sandbox_root *root, jv input)
 {
@@ -442,9 +487,12 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 	uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
 	struct fileset all = { 0 }, sel = { 0 };
 	struct buf text = BUF_INIT, content = BUF_INIT;
+	struct grep_skips sk = { .lines = BUF_INIT };
 	pcre2_code *re = NULL;
 	pcre2_match_data *md = NULL;
+	pcre2_match_context *mc = NULL;
 	size_t matches = 0, searched = 0, files_hit = 0;
+	int64_t deadline = monotonic_ms() + GREP_TIME_MS;
 	char *under = NULL;
 	int err;
 	PCRE2_SIZE off;
@@ -464,11 +512,17 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 		return;
 	}
 	md = pcre2_match_data_create_from_pattern(re, NULL);
+	mc = pcre2_match_context_create(NULL);
+	if (!md || !mc)
+		forge_fatal("out of memory");
+	pcre2_set_match_limit(mc, GREP_MATCH_LIMIT);
+	pcre2_set_depth_limit(mc, GREP_DEPTH_LIMIT);
+	pcre2_set_heap_limit(mc, GREP_HEAP_LIMIT_KIB);
 	if (!clean_under(&under, out, "grep", input))
 		goto out;
 	list_repo_files(&all, root->path);
 	select_files(&sel, &all, under, glob);
-	for (size_t i = 0; i < sel.n && matches < max; i++) {
+	for (size_t i = 0; i < sel.n && matches < max && !sk.stopped; i++) {
 		const char *p;
 		size_t lineno = 0;
 		bool hit = false;
@@ -484,7 +538,8 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 			const char *e = memchr(p, '\n', (size_t)(content.buf + content.len - p));
 			size_t len = e ? (size_t)(e - p) : (size_t)(content.buf + content.len - p);
 			lineno++;
-			if (pcre2_match(re, (PCRE2_SPTR)p, len, 0, 0, md, NULL) >= 0) {
+			int rc = pcre2_match(re, (PCRE2_SPTR)p, len, 0, 0, md, mc);
+			if (rc >= 0) {
 				size_t shown = len > GREP_LINE_CUT ? GREP_LINE_CUT : len;
 				if (shown && p[shown - 1] == '\r')
 					shown--;
@@ -493,8 +548,12 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 				buf_addf(&text, "%s\n", len > GREP_LINE_CUT ? "\xe2\x80\xa6" : "");
 				matches++;
 				hit = true;
+			} else if (rc != PCRE2_ERROR_NOMATCH) {
+				grep_failed(&sk, sel.v[i], lineno, rc);
 			}
-			if (!e)
+			if (!sk.stopped && monotonic_ms() > deadline)
+				sk.stopped = "it took too long (over 20 s)";
+			if (!e || sk.stopped)
 				break;
 			p = e + 1;
 		}
@@ -502,7 +561,8 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 	}
 	if (matches >= max)
 		buf_addf(&text, "[stopped after %zu matches; narrow the search with path or glob]\n", max);
-	if (!matches)
+	grep_skips_text(&text, &sk, searched, sel.n);
+	if (!matches && !sk.failed && !sk.stopped)
 		buf_addf(&text, "no matches (searched %zu files)\n", searched);
 	if (text.len)
 		text.buf[--text.len] = '\0';
@@ -510,13 +570,21 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 	d = json_set(d, "files", jv_number((double)files_hit));
 	d = json_set(d, "searched", jv_number((double)searched));
 	d = json_set(d, "truncated", jv_bool(matches >= max));
-	tool_ok(out, buf_detach(&text, NULL), d);
+	d = json_set(d, "lines_not_searched", jv_number((double)sk.failed));
+	d = json_set(d, "stopped", jv_bool(sk.stopped != NULL));
+	if (!matches && (sk.failed || sk.stopped))
+		tool_fail(out, TOOL_ERR_INPUT, d, "grep: no matches, but not everything was searched:\n%s",
+			  text.buf);
+	else
+		tool_ok(out, buf_detach(&text, NULL), d);
 out:
 	buf_release(&text);
 	buf_release(&content);
+	buf_release(&sk.lines);
 	fs_free(&all);
 	fs_free(&sel);
 	free(under);
+	pcre2_match_context_free(mc);
 	pcre2_match_data_free(md);
 	pcre2_code_free(re);
 }

@@ -246,6 +246,9 @@ static int file_stats(jv *out, git_diff *diff)
 		}
 		d = p ? git_patch_get_delta(p) : git_diff_get_delta(diff, i);
 		action = action_word(d->status);
+		size_t plen = d->new_file.path ? strlen(d->new_file.path) : 0;
+		if (d->status == GIT_DELTA_UNTRACKED && plen && d->new_file.path[plen - 1] == '/')
+			action = NULL;   /* a nested repository: not committed (stage_all()) */
 		if (!action) {
 			git_patch_free(p);
 			continue;
@@ -319,11 +322,25 @@ out:
 	return rc;
 }
 
-/* Stage every change (new, modified, deleted; not ignored) in the index
- * (in memory only) and write its tree. */
+/* git_index_add_all()'s callback: an untracked directory it is offered
+ * whole is a repository of its own (made by a command in the worktree: a
+ * test fixture, a scaffold), which has no content to stage here -- `git
+ * add` warns and records a gitlink, which a clone could not check out; it
+ * is left out (forge_git_status() lists it, with a trailing '/'). */
+static int skip_nested_repo(const char *path, const char *matched, void *payload)
+{
+	size_t n = strlen(path);
+
+	(void)matched;
+	(void)payload;
+	return n && path[n - 1] == '/' ? 1 : 0;
+}
+
+/* Stage every change (new, modified, deleted; not ignored; not nested
+ * repositories) in the index (in memory only) and write its tree. */
 static int stage_all(git_oid *out_tree, git_index *index, const char *path)
 {
-	if (git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, NULL, NULL) < 0 ||
+	if (git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, skip_nested_repo, NULL) < 0 ||
 	    git_index_update_all(index, NULL, NULL, NULL) < 0 ||
 	    git_index_write_tree(out_tree, index) < 0)
 		return forge_git_fail("cannot stage the changes of worktree '%s'", path);

@@ -357,6 +357,7 @@ struct txn_op {
 	bool remove;
 	char *data;
 	size_t len;
+	char *like;          /* a new file takes this file's mode, or NULL */
 	/* staged */
 	int dirfd;           /* O_PATH fd of the target's directory */
 	char *name;          /* target's name in dirfd */
@@ -398,6 +399,13 @@ void sandbox_txn_write(struct sandbox_txn *t, const char *rel, const char *data,
 	op->len = len;
 }
 
+void sandbox_txn_write_like(struct sandbox_txn *t, const char *rel, const char *data, size_t len,
+			    const char *like)
+{
+	sandbox_txn_write(t, rel, data, len);
+	t->ops[t->n - 1].like = xstrdup(like);
+}
+
 void sandbox_txn_remove(struct sandbox_txn *t, const char *rel)
 {
 	txn_push(t, rel)->remove = true;
@@ -415,6 +423,7 @@ void sandbox_txn_free(struct sandbox_txn *t)
 			close(op->dirfd);
 		free(op->rel);
 		free(op->data);
+		free(op->like);
 		free(op->name);
 		free(op->tmp);
 	}
@@ -530,7 +539,7 @@ static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
 	const char *name;
 	int fd = -1, rc;
 	mode_t mode = 0666;
-	bool exists = false;
+	bool exists = false, set_mode = false;   /* set_mode: give the new file `mode` */
 
 	if ((rc = sandbox_path_clean(&clean, op->rel, false)) < 0)
 		return rc;
@@ -555,7 +564,13 @@ static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
 				goto out;
 			}
 			mode = st.st_mode & 07777;
-			exists = true;
+			exists = set_mode = true;
+		}
+		struct stat like;
+		if (!exists && op->like && sandbox_stat(&like, t->root, op->like) == 0 &&
+		    S_ISREG(like.st_mode)) {
+			mode = like.st_mode & 0777;
+			set_mode = true;
 		}
 	}
 	name = strrchr(target, '/');
@@ -593,7 +608,7 @@ static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
 
 		snprintf(tmp, sizeof(tmp), ".forge-tmp-%ld-%d", (long)getpid(), rand() % 1000000);
 		wfd = openat(op->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			     exists ? 0600 : 0666);
+			     set_mode ? 0600 : 0666);
 		if (wfd < 0 && errno == EEXIST)
 			continue;
 		if (wfd < 0) {
@@ -601,7 +616,7 @@ static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
 			goto out;
 		}
 		op->tmp = xstrdup(tmp);
-		if (write_all(wfd, op->data, op->len) < 0 || (exists && fchmod(wfd, mode) < 0)) {
+		if (write_all(wfd, op->data, op->len) < 0 || (set_mode && fchmod(wfd, mode) < 0)) {
 			rc = open_error(op->rel, errno);
 			close(wfd);
 			goto out;

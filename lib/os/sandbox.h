@@ -114,6 +114,11 @@ struct sandbox_txn;
 struct sandbox_txn *sandbox_txn_new(const struct sandbox_root *root);
 /* Queue a write of data (copied); parents are created as needed. */
 void sandbox_txn_write(struct sandbox_txn *t, const char *rel, const char *data, size_t len);
+/* The same, and a file it creates gets the permission bits of the tree's
+ * file `like` (a move's source: a script stays executable), when `like`
+ * exists at staging. */
+void sandbox_txn_write_like(struct sandbox_txn *t, const char *rel, const char *data, size_t len,
+			    const char *like);
 /* Queue the removal of a file (a symlink is removed itself). */
 void sandbox_txn_remove(struct sandbox_txn *t, const char *rel);
 int sandbox_txn_commit(struct sandbox_txn *t);

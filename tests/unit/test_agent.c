@@ -57,6 +57,7 @@ struct fake {
 	int calls;
 	int fail_first;         /* this many transient failures before success */
 	int always_fail;        /* every call fails, not retryable */
+	const char *fail_on;    /* a call whose input holds this fails, not retryable */
 	const char *gate;       /* every call needs approval */
 	char log[1024];
 };
@@ -74,7 +75,7 @@ static int fake_exec(struct agent_tool_outcome *out, const char *name, jv input,
 		out->ok = false;
 		out->gate = xstrdup(f->gate);
 		out->text = xstrdup("needs approval");
-	} else if (f->always_fail) {
+	} else if (f->always_fail || (f->fail_on && strstr(in, f->fail_on))) {
 		out->ok = false;
 		out->text = xstrdup("No such file");
 	} else if (f->fail_first > 0) {
@@ -313,15 +314,39 @@ static void test_error_rate_breaker(void)
 	struct agent_config cfg;
 	struct llm_client *llm = client(CALL("read_file", "{\"path\":\"a\"}") CALL("read_file", "{\"path\":\"b\"}")
 					CALL("read_file", "{\"path\":\"c\"}") CALL("read_file", "{\"path\":\"d\"}")
-					CALL("read_file", "{\"path\":\"e\"}"), "plan");
+					CALL("read_file", "{\"path\":\"e\"}") CALL("read_file", "{\"path\":\"f\"}")
+					CALL("read_file", "{\"path\":\"g\"}") CALL("read_file", "{\"path\":\"h\"}")
+					CALL("read_file", "{\"path\":\"i\"}") CALL("read_file", "{\"path\":\"j\"}")
+					CALL("read_file", "{\"path\":\"k\"}"), "plan");
 
 	config(&cfg);
+	cfg.max_iterations = 20;
 	r.fake.always_fail = 1;
 	run_agent(&r, &cfg, llm, NULL);
 	CHECK(r.res.outcome == AGENT_TRIPPED);
 	CHECK_STR(r.res.breaker, "error_rate");
 	CHECK_INT(r.res.tool_calls, AGENT_ERROR_RATE_MIN_CALLS);
 	CHECK_INT(count_events(&r, "tool.failed"), AGENT_ERROR_RATE_MIN_CALLS);
+	done(&r);
+	llm_client_free(llm);
+}
+
+/* One recoverable error among a session's first calls (an edit whose `old`
+ * was ambiguous) is no runaway: the default limits (25% critical) are
+ * judged only over AGENT_ERROR_RATE_MIN_CALLS calls (before: 1 in 4 tripped). */
+static void test_error_rate_needs_enough_calls(void)
+{
+	struct run r = { .tick = 1 };
+	struct agent_config cfg;
+	struct llm_client *llm = client(CALL("read_file", "{\"path\":\"a\"}") CALL("read_file", "{\"path\":\"MISS\"}")
+					CALL("read_file", "{\"path\":\"b\"}") CALL("read_file", "{\"path\":\"c\"}")
+					CALL("read_file", "{\"path\":\"d\"}") FINISH_VALID, "plan");
+
+	config(&cfg);
+	r.fake.fail_on = "MISS";
+	run_agent(&r, &cfg, llm, NULL);
+	CHECK_MSG(r.res.outcome == AGENT_DONE, "%s: %s", agent_outcome_name(r.res.outcome), r.res.reason);
+	CHECK_INT(count_events(&r, "tool.failed"), 1);
 	done(&r);
 	llm_client_free(llm);
 }
@@ -614,6 +639,7 @@ int main(void)
 	RUN(test_cost_breaker_uses_the_lower_limit);
 	RUN(test_time_breaker);
 	RUN(test_error_rate_breaker);
+	RUN(test_error_rate_needs_enough_calls);
 	RUN(test_stagnation_escalates);
 	RUN(test_transient_tool_errors_are_retried_with_backoff);
 	RUN(test_gate_from_the_policy_escalates);

@@ -599,6 +599,42 @@ static void test_commit(void)
 	forge_git_free(g);
 }
 
+/* A repository a command made inside the worktree (with a commit, or
+ * bare `git init`) is left out of the commit and of the diff's files; the
+ * rest is committed (before: "invalid path", nothing committed). */
+static void test_commit_nested_repo(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *sha = NULL, *patch = NULL;
+	jv files, status;
+	const char *w;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "C9", NULL));
+	w = forge_git_worktree_path(wt);
+	CHECK(sh("cd '%s' && mkdir -p fx/repo && cd fx/repo && git init -q . && echo x >f && git add f && "
+		 "git -c user.name=a -c user.email=a@b commit -qm fixture && cd '%s' && git init -q empty",
+		 w, w) == 0);
+	write_file(w, "src/feature.c", "int f;\n");
+	CHECK_OK(forge_git_status(&status, wt));
+	CHECK_STR(str_of(status, "fx/repo/", "status"), "untracked");
+	jv_free(status);
+	CHECK_OK(forge_git_diff(&patch, &files, wt, NULL));
+	CHECK_INT(jv_array_length(jv_copy(files)), 1);
+	CHECK_STR(str_of(files, "src/feature.c", "action"), "create");
+	CHECK(!contains(patch, "fx/repo"));
+	jv_free(files);
+	free(patch);
+	CHECK_OK(forge_git_commit_all(&sha, wt, "attempt 1"));
+	CHECK_STR(out("git -C '%s' ls-tree -r --name-only HEAD | tr '\\n' ' '", w), "README a.txt gone.txt src/feature.c ");
+	free(sha);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 /* The run's branch deleted under the run (its worktree's HEAD unborn): no
  * root commit; the error names the branch and the commit to put it back
  * at (the last one from HEAD's reflog, else the base); reopening the
@@ -1153,6 +1189,7 @@ int main(void)
 	RUN(test_worktree_reopen);
 	RUN(test_status_and_diff);
 	RUN(test_commit);
+	RUN(test_commit_nested_repo);
 	RUN(test_commit_branch_gone);
 	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);

@@ -186,6 +186,17 @@ static void test_edit_strip_pass_reindents(void)
 	CHECK_INT(f, PATCH_STRIP);
 	CHECK_STR(out, "def f():\n    if x:\n        z()\n        w()\n    return 1\n");
 	free(out);
+	/* The model indented with spaces where the file has a TAB (a Makefile
+	 * recipe), or deeper than the file: the new lines get the file's. */
+	CHECK(patch_edit(&out, &f, &n, "all:\n\techo one\n\techo two\n", "Makefile", "    echo two",
+			 "    echo two\n    echo three", false) == 0);
+	CHECK_INT(f, PATCH_STRIP);
+	CHECK_STR(out, "all:\n\techo one\n\techo two\n\techo three\n");
+	free(out);
+	CHECK(patch_edit(&out, &f, &n, "class A:\n    def m(self):\n        a = 0\n        return a\n", "a.py",
+			 "            a = 0", "            a = 0\n            if a:\n                a = 1", false) == 0);
+	CHECK_STR(out, "class A:\n    def m(self):\n        a = 0\n        if a:\n            a = 1\n        return a\n");
+	free(out);
 }
 
 static void test_edit_punct_pass(void)
@@ -199,6 +210,28 @@ static void test_edit_punct_pass(void)
 	CHECK_INT(f, PATCH_PUNCT);
 	CHECK_STR(out, "s = 'c'\n");
 	free(out);
+}
+
+/* Text the file holds decomposed (NFD: e + U+0301, Hangul jamo) matches
+ * the model's composed text (NFC) in the loosest pass. */
+static void test_edit_matches_across_unicode_composition(void)
+{
+	char *out;
+	enum patch_fuzz f;
+	int n;
+
+	CHECK_MSG(patch_edit(&out, &f, &n, "menu:\ncafe\xcc\x81 au lait\n", "menu.txt", "caf\xc3\xa9 au lait",
+			     "th\xc3\xa9 vert", false) == 0, "%s", forge_last_error());
+	CHECK_INT(f, PATCH_PUNCT);
+	CHECK_STR(out, "menu:\nth\xc3\xa9 vert\n");
+	free(out);
+	/* 한 (U+D55C) decomposed: U+1112 U+1161 U+11AB */
+	CHECK_MSG(patch_edit(&out, &f, &n, "x\n\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab\n", "k.txt", "\xed\x95\x9c", "y",
+			     false) == 0, "%s", forge_last_error());
+	CHECK_STR(out, "x\ny\n");
+	free(out);
+	/* a different accent is still a difference */
+	CHECK(patch_edit(&out, &f, &n, "cafe\xcc\x80\n", "m", "caf\xc3\xa9", "x", false) < 0);
 }
 
 static void test_edit_no_match_shows_closest(void)
@@ -228,6 +261,18 @@ static void test_edit_keeps_crlf_and_missing_final_newline(void)
 	CHECK(patch_edit(&out, &f, &n, "a \nb", "f", "a\nb", "c", false) == 0);
 	CHECK_STR(out, "c");
 	free(out);
+	/* an exact match within one line: the lines `new` adds end in CRLF too */
+	CHECK(patch_edit(&out, &f, &n, "l1\r\nl2\r\nl3\r\n", "f", "l2", "l2\nl2b", false) == 0);
+	CHECK_INT(f, PATCH_EXACT);
+	CHECK_STR(out, "l1\r\nl2\r\nl2b\r\nl3\r\n");
+	free(out);
+	CHECK(patch_edit(&out, &f, &n, "l1\r\nl2\r\nl3\r\n", "f", "l2\r\n", "l2\nl2b\r\n", false) == 0);
+	CHECK_STR(out, "l1\r\nl2\r\nl2b\r\nl3\r\n");
+	free(out);
+	/* an LF file is left as it is */
+	CHECK(patch_edit(&out, &f, &n, "l1\nl2\n", "f", "l2", "l2\nl2b", false) == 0);
+	CHECK_STR(out, "l1\nl2\nl2b\n");
+	free(out);
 }
 
 /* ---- apply_patch ---- */
@@ -250,6 +295,53 @@ static void test_apply_multi(void)
 	CHECK(strstr(summary, "D old.txt"));
 	CHECK(strstr(summary, "M src/app.py (moved from app.py)"));
 	CHECK_INT(jv_array_length(jv_copy(files)), 3);
+	free(summary);
+	jv_free(files);
+}
+
+/* A move keeps the file's mode: a script stays executable, moved as it is
+ * or changed on the way; a moved plain file stays plain. */
+static void test_apply_move_keeps_mode(void)
+{
+	char *summary = NULL, path[512], cmd[600];
+	struct stat st;
+	jv files;
+
+	fresh();
+	snprintf(cmd, sizeof cmd, "cd '%s' && printf 'echo run\\n' >run.sh && printf 'echo b\\n' >b.sh && "
+		 "chmod 755 run.sh b.sh", scratch);
+	sh(cmd);
+	CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: run.sh\n*** Move to: tools/run.sh\n"
+			     "*** Update File: b.sh\n*** Move to: tools/b.sh\n@@\n-echo b\n+echo build\n"
+			     "*** Update File: notes.md\n*** Move to: doc/notes.md\n*** End Patch\n") == 0,
+		  "%s", forge_last_error());
+	snprintf(path, sizeof path, "%s/tools/run.sh", scratch);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755);
+	snprintf(path, sizeof path, "%s/tools/b.sh", scratch);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755);
+	snprintf(path, sizeof path, "%s/doc/notes.md", scratch);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0111) == 0);
+	free(summary);
+	jv_free(files);
+}
+
+/* apply_patch's lines added to a chunk matched ignoring indentation get
+ * the file's indentation too (a TAB in a Makefile recipe). */
+static void test_apply_reindents_loose_match(void)
+{
+	char *summary = NULL, path[512], cmd[600];
+	jv files;
+
+	fresh();
+	snprintf(cmd, sizeof cmd, "cd '%s' && printf 'all:\\n\\techo one\\n\\techo two\\n' >Makefile", scratch);
+	sh(cmd);
+	CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: Makefile\n@@\n"
+			     "     echo one\n+    echo mid\n     echo two\n*** End Patch\n") == 0,
+		  "%s", forge_last_error());
+	snprintf(path, sizeof path, "%s/Makefile", scratch);
+	char *text = slurp(path);
+	CHECK_STR(text, "all:\n\techo one\n\techo mid\n\techo two\n");
+	free(text);
 	free(summary);
 	jv_free(files);
 }
@@ -398,7 +490,10 @@ int main(void)
 	RUN(test_edit_punct_pass);
 	RUN(test_edit_no_match_shows_closest);
 	RUN(test_edit_keeps_crlf_and_missing_final_newline);
+	RUN(test_edit_matches_across_unicode_composition);
 	RUN(test_apply_multi);
+	RUN(test_apply_move_keeps_mode);
+	RUN(test_apply_reindents_loose_match);
 	RUN(test_apply_all_or_nothing);
 	RUN(test_apply_fuzzy);
 	RUN(test_apply_each_pass);

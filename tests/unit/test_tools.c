@@ -214,6 +214,35 @@ static void test_grep(void)
 	call(&r, "grep", "{\"pattern\":\"(\",\"fixed_strings\":true}");
 	CHECK(r.ok);
 	tool_result_release(&r);
+	/* a line on which the pattern backtracks past the limit is named, not
+	 * dropped as "no match"; the other lines are searched */
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "cd %s && head -c 3000 /dev/zero | tr '\\0' a > bt.txt && "
+		 "printf '!z\\nz\\n' >> bt.txt", repo);
+	run(cmd);
+	call(&r, "grep", "{\"pattern\":\"(a|a)+c|z\",\"glob\":\"bt.txt\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strstr(r.output, "bt.txt:2:z\n[pattern too complex (") &&
+		  strstr(r.output, "on 1 line, not searched: bt.txt:1;"), "%s", r.output);
+	CHECK_INT((int)json_get_num(r.data, "lines_not_searched", 0), 1);
+	tool_result_release(&r);
+	/* with no match elsewhere the answer is an error, never "no matches" */
+	call(&r, "grep", "{\"pattern\":\"(a|a)+(b|c)\",\"glob\":\"bt.txt\"}");
+	CHECK(!r.ok);
+	CHECK_MSG(r.error && strstr(r.error, "not searched: bt.txt:1;") && !strstr(r.error, "no matches ("),
+		  "%s", r.error);
+	tool_result_release(&r);
+	/* many such lines: the search stops after GREP_FAILED_MAX of them */
+	snprintf(cmd, sizeof cmd, "cd %s && for i in 1 2 3 4 5 6 7 8 9 10 11 12; do head -c 3000 /dev/zero | "
+		 "tr '\\0' a; echo; done > bt.txt", repo);
+	run(cmd);
+	call(&r, "grep", "{\"pattern\":\"(a|a)+(b|c)\",\"glob\":\"bt.txt\"}");
+	CHECK(!r.ok);
+	CHECK_MSG(r.error && strstr(r.error, "on 10 lines") && strstr(r.error, "[search stopped: the pattern is "
+		  "too complex on too many lines; 1 of 1 files searched]"), "%s", r.error);
+	tool_result_release(&r);
+	snprintf(cmd, sizeof cmd, "rm %s/bt.txt", repo);
+	run(cmd);
 }
 
 static void test_write_and_edit(void)
