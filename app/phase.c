@@ -94,6 +94,12 @@ void phase_emit(struct phase *ph, const char *type, jv payload)
 	stream_emit(&ph->out, type, payload);
 }
 
+void phase_llm_called(struct phase *ph, const struct llm_client *c, const struct llm_response *resp)
+{
+	stream_emit_full(&ph->out, "llm.called", llm_called_payload(c, resp), llm_called_cost(resp),
+			 (long long)resp->duration_ms);
+}
+
 void phase_reason(struct phase *ph, const char *fmt, ...)
 {
 	va_list ap;

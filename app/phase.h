@@ -36,6 +36,7 @@
 
 struct config;
 struct llm_client;
+struct llm_response;
 struct store;
 
 struct phase;
@@ -146,6 +147,11 @@ int phase_store_needed(struct store **out, struct phase *ph);
  * to give it one: the cost limits could not hold over its calls.
  */
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast);
+
+/* The llm.called event of a call the phase made itself on c (not through
+ * an agent, which says its own): every paid call has one, so what it cost
+ * is found after a crash.  Borrows c and resp. */
+void phase_llm_called(struct phase *ph, const struct llm_client *c, const struct llm_response *resp);
 
 /*
  * What the phase may still spend on models: the lower of its limit

@@ -386,6 +386,19 @@ out:
 
 /* ---- what to do next ------------------------------------------------- */
 
+/* Whether the checkpoint's run has spent its own budget (budget.usd,
+ * --budget): then nothing more starts until it is given more. */
+static bool budget_spent(jv cp /* borrowed */)
+{
+	jv budget = json_get(cp, "budget"), cost = json_get(cp, "cost");
+	double allowed = json_get_num(budget, "usd", -1);
+	bool spent = allowed >= 0 && json_get_num(cost, "usd", 0) >= allowed;
+
+	jv_free(budget);
+	jv_free(cost);
+	return spent;
+}
+
 void runview_next(struct buf *out, struct store *st, const char *trace)
 {
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), rejected = jv_null();
@@ -418,6 +431,13 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 		 * so again */
 		buf_adds(out, "forge run the task again (a rejected gate ended this run); "
 			 "forge gc removes its worktree");
+	} else if (s == RUN_FAILED && runview_mergeable(st, trace)) {
+		/* its merge deploy refused to land it (the base moved): a resume
+		 * refuses again, forge merge --no-ff lands it (README) */
+		buf_addf(out, "forge merge --no-ff %s", trace);
+	} else if (budget_spent(cp)) {
+		/* a resume trips the budget breaker at once */
+		buf_addf(out, "forge resume --budget USD %s", trace);
 	} else {
 		buf_addf(out, "forge resume %s", trace);
 	}

@@ -112,8 +112,10 @@ void runview_refs(char **branch, char **base, struct store *st, const char *trac
  * the store: "forge gate approve ID && forge resume TRACE" (a gate waits),
  * "forge diff TRACE && forge merge TRACE" (completed with a commit, not
  * merged), "forge show TRACE" (completed with nothing to merge),
- * "forge resume TRACE" (paused, failed, interrupted), "forge gc"
- * (cancelled or merged).  Appended to out.
+ * "forge merge --no-ff TRACE" (failed only because its merge deploy
+ * refused to land it: runview_mergeable), "forge resume --budget USD
+ * TRACE" (its own budget spent), "forge resume TRACE" (paused, failed,
+ * interrupted), "forge gc" (cancelled or merged).  Appended to out.
  */
 struct buf;
 void runview_next(struct buf *out, struct store *st, const char *trace);

@@ -1827,6 +1827,31 @@ static void recover_worktree(struct sup *s)
 	jv_free(changes);
 }
 
+void sup_add_spend(struct sup *s, double usd, double tokens)
+{
+	jv cost = json_get(s->state, "cost");
+	jv budget = json_get(s->state, "budget");
+
+	if (jv_get_kind(cost) != JV_KIND_OBJECT)
+		cost = (jv_free(cost), jv_object());
+	double total = json_get_num(cost, "usd", 0) + usd;
+	cost = json_set(cost, "usd", jv_number(total));
+	cost = json_set(cost, "tokens", jv_number(json_get_num(cost, "tokens", 0) + tokens));
+	s->state = json_set(s->state, "cost", cost);
+	/* what is left is the limit less all that was spent, as a phase's
+	 * account() has it (before: the checkpoint's remaining_usd stayed, and
+	 * the re-run phase spent past the run's budget) */
+	if (jv_get_kind(budget) == JV_KIND_OBJECT && json_has(budget, "usd"))
+		budget = json_set(budget, "remaining_usd", jv_number(json_get_num(budget, "usd", 0) - total));
+	else if (jv_get_kind(budget) == JV_KIND_OBJECT && json_has(budget, "remaining_usd"))
+		budget = json_set(budget, "remaining_usd",
+				  jv_number(json_get_num(budget, "remaining_usd", 0) - usd));
+	else
+		budget = (jv_free(budget), jv_null());
+	if (jv_get_kind(budget) != JV_KIND_NULL)
+		s->state = json_set(s->state, "budget", budget);
+}
+
 /*
  * The model calls made after the run's last checkpoint (a supervisor
  * killed with its phase: kill -9, SIGHUP to the group, a machine that went
@@ -1844,10 +1869,7 @@ static void count_unrecorded_spend(struct sup *s)
 	}
 	if (calls == 0)
 		return;
-	jv cost = json_get(s->state, "cost");
-	cost = json_set(cost, "usd", jv_number(json_get_num(cost, "usd", 0) + usd));
-	cost = json_set(cost, "tokens", jv_number(json_get_num(cost, "tokens", 0) + tokens));
-	s->state = json_set(s->state, "cost", cost);
+	sup_add_spend(s, usd, tokens);
 	sup_emit(s, "run.cost_recovered", json_set(json_set(json_set(jv_object(), "calls", jv_number((double)calls)),
 		"usd", jv_number(usd)), "tokens", jv_number(tokens)));
 	sup_progress(s, "  %ld model call%s after the last checkpoint cost $%.4f: counted in the run's cost", calls,

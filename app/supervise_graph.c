@@ -992,11 +992,7 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 	} else if (j->spent_usd > 0 || j->spent_tokens > 0) {
 		/* Interrupted or killed, it wrote no state: what its calls cost
 		 * still counts (the budget breakers read the run's cost). */
-		jv cost = json_get(s->state, "cost");
-
-		cost = json_set(cost, "usd", jv_number(json_get_num(cost, "usd", 0) + j->spent_usd));
-		cost = json_set(cost, "tokens", jv_number(json_get_num(cost, "tokens", 0) + j->spent_tokens));
-		s->state = json_set(s->state, "cost", cost);
+		sup_add_spend(s, j->spent_usd, j->spent_tokens);
 		s->phase_cost = json_set(s->phase_cost, nd->id,
 					 jv_number(json_get_num(s->phase_cost, nd->id, 0) + j->spent_usd));
 	}

@@ -101,6 +101,9 @@ int sup_bounce_stopped(struct sup *s, enum gate_outcome h);
 /* Progress lines for a phase's event (borrowed). */
 void sup_show_event(struct sup *s, jv ev);
 void sup_show_scanned(struct sup *s, const struct json_event *ev);
+/* usd and tokens spent outside a phase's state (a killed attempt's calls)
+ * into state.cost, and budget.remaining_usd lowered to match. */
+void sup_add_spend(struct sup *s, double usd, double tokens);
 /* Record a bounce (consumed) in state.bounces and as loop.phase_bounce. */
 void sup_add_bounce(struct sup *s, jv bounce);
 /* A human decides after `phase` (a phase or a node) said it needs one, on

@@ -15,6 +15,7 @@
 #include "data/project.h"
 #include "memory/memory.h"
 #include "os/sandbox.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +261,65 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
 	return "escalated";
 }
 
+/* ---- at most once -------------------------------------------------------- */
+
+/*
+ * The deploy's outcome as deploy.finished, stored in the database before
+ * it is written out: a run killed after the deploy but before the
+ * supervisor checkpointed it (the phase still exiting, its lease being
+ * released) knows at its resume that this commit is deployed (before: the
+ * resume deployed it again).  The supervisor's copy of the event is a
+ * no-op (same id).  Borrows d.
+ */
+static void record_deploy(struct phase *ph, const struct deploy_ctx *ctx, const char *strategy,
+			  const char *status, jv d)
+{
+	struct store *st = ctx->trace_id && ctx->commit ? phase_store(ph) : NULL;
+	jv p = json_set(jv_object(), "commit", json_str_or_null(ctx->commit));
+
+	p = json_set(p, "strategy", jv_string(strategy));
+	p = json_set(p, "environment", jv_string(ctx->environment));
+	p = json_set(p, "status", jv_string(status));
+	p = json_set(p, "reason", jv_string(ph->reason));
+	p = json_set(p, "deployment", jv_copy(d));
+	jv ev = stream_event_new(&ph->out, "deploy.finished", p);
+	if (st && store_event_put(st, ev, NULL, 0, NULL) < 0)
+		fprintf(stderr, "forge-deploy: warning: %s: a resume after a crash now may deploy again\n",
+			forge_last_error());
+	stream_write(&ph->out, ev);
+}
+
+/*
+ * The payload of this run's deploy.finished when it deployed this very
+ * commit the same way, successfully (a resume after a crash that came
+ * before the supervisor's checkpoint), else null.  A failed or rolled-back
+ * deploy is tried again.
+ */
+static jv deployed_before(struct phase *ph, const struct deploy_ctx *ctx, const char *strategy)
+{
+	struct store *st = ctx->trace_id && ctx->commit ? phase_store(ph) : NULL;
+	jv ev = jv_null(), p;
+
+	if (!st || store_event_last(&ev, st, ctx->trace_id, "deploy.finished") < 0) {
+		jv_free(ev);
+		return jv_null();
+	}
+	p = json_get(ev, "payload");
+	jv_free(ev);
+	const char *commit = json_get_str(p, "commit"), *how = json_get_str(p, "strategy");
+	const char *env = json_get_str(p, "environment"), *status = json_get_str(p, "status");
+	jv d = json_get(p, "deployment");
+	bool done = jv_get_kind(d) == JV_KIND_OBJECT && commit && how && env && status &&
+		    strcmp(commit, ctx->commit) == 0 && strcmp(how, strategy) == 0 &&
+		    strcmp(env, ctx->environment) == 0 && strcmp(status, "ok") == 0;
+
+	jv_free(d);
+	if (done)
+		return p;
+	jv_free(p);
+	return jv_null();
+}
+
 /* ---- run ----------------------------------------------------------------- */
 
 static void emit_cb(void *payload, const char *type, jv data)
@@ -375,6 +435,20 @@ static const char *run(struct phase *ph)
 	ctx.workdir = is_dir(json_get_str(task, "worktree")) ? json_get_str(task, "worktree") : ctx.repo;
 	ctx.remote = a->remote ? a->remote : config_get_str(ph->cfg, "deploy.remote");
 
+	jv before = deployed_before(ph, &ctx, sname);
+	if (jv_get_kind(before) == JV_KIND_OBJECT) {
+		d = json_get(before, "deployment");
+		phase_reason(ph, "%s (deployed before the run was interrupted: not deployed again)",
+			     json_get_str(before, "reason") ? json_get_str(before, "reason") : "deployed");
+		phase_emit(ph, "deploy.done_before", json_set(json_set(jv_object(), "commit", jv_string(ctx.commit)),
+							      "strategy", jv_string(sname)));
+		phase_progress(ph, "%.12s was deployed (%s) before the run was interrupted: not deployed again",
+			       ctx.commit, sname);
+		jv_free(before);
+		status = "ok";
+		goto out;
+	}
+	jv_free(before);
 	status = pass_gate(ph, &ctx, sname, risk, production, &gate);
 	if (status)
 		goto out;
@@ -421,6 +495,7 @@ static const char *run(struct phase *ph)
 	status = deploy_run(&d, strategy, &ctx);
 	d = json_set(d, "risk", jv_string(risk));
 	phase_reason(ph, "%s", ctx.reason);
+	record_deploy(ph, &ctx, sname, status, d);
 	if (json_get_str(d, "status") && (strcmp(json_get_str(d, "status"), "rolled_back") == 0 ||
 					   strcmp(json_get_str(d, "status"), "degraded") == 0))
 		remember_rollback(ph, d, &ctx, changes);

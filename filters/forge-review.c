@@ -847,6 +847,19 @@ static void ai_not_shown(struct phase *ph, jv not_shown, long budget)
 	jv_free(not_shown);
 }
 
+struct ai_call {
+	struct phase *ph;
+	const struct llm_client *llm;
+};
+
+/* Each billed call of the AI review has its llm.called. */
+static void ai_called(void *arg, const struct llm_response *resp)
+{
+	struct ai_call *c = arg;
+
+	phase_llm_called(c->ph, c->llm, resp);
+}
+
 /* Layer 3.  0, or -1 when the model call failed (the phase fails). */
 static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 {
@@ -881,6 +894,9 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	long rest = in.max_tokens + (long)tokens_estimate_str(system) + (long)tokens_estimate_jv(det) +
 		    (long)tokens_estimate_jv(in.dismissed) + 2000;
 	in.max_diff_tokens = window > rest + 1000 ? window - rest : 1000;
+	struct ai_call call = { ph, llm };
+	in.on_call = ai_called;
+	in.on_call_arg = &call;
 	jv_free(*out);
 	phase_progress(ph, "AI review (%s)", llm_client_model(llm));
 	rc = review_ai(out, &res, llm, d, &in);
@@ -899,9 +915,8 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 		if (res.attempts > 1)
 			e = json_set(e, "attempts", jv_number(res.attempts));
 		e = json_set(e, "model", jv_string(llm_client_model(llm)));
-		jv cost = json_set(jv_object(), "tokens", jv_number((double)res.tokens));
-		cost = json_set(cost, "usd", res.cost_known ? jv_number(res.cost_usd) : jv_null());
-		stream_emit_full(&ph->out, "review.layer", e, cost, monotonic_ms() - t0);
+		/* (the cost is on the calls' llm.called events: summed once) */
+		stream_emit_full(&ph->out, "review.layer", e, jv_null(), monotonic_ms() - t0);
 	}
 	ai_not_shown(ph, res.not_shown, in.max_diff_tokens);
 	jv_free(in.dismissed);

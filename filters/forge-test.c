@@ -498,6 +498,7 @@ static void analyse(struct phase *ph, struct tst *t)
 			ph->cost_usd += resp.cost_usd;
 		else
 			ph->cost_known = false;
+		phase_llm_called(ph, llm, &resp);
 	}
 	if (rc < 0) {
 		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
@@ -525,13 +526,10 @@ static void analyse(struct phase *ph, struct tst *t)
 		}
 	}
 	jv_free(list);
-	jv cost = jv_object();
-	cost = json_set(cost, "tokens", jv_number((double)llm_usage_tokens(&resp.usage)));
-	cost = json_set(cost, "usd", resp.cost_known ? jv_number(resp.cost_usd) : jv_null());
 	jv ev = json_set(json_set(jv_object(), "failures", jv_number((double)real)), "analysed", jv_number(matched));
 	ev = json_set(ev, "model", json_str_or_null(llm_client_model(llm)));
-	stream_emit_full(&ph->out, "test.analyzed", ev,
-			 resp.cost_known ? cost : (jv_free(cost), jv_null()), (long long)resp.duration_ms);
+	/* (the cost is on the call's llm.called: summed once) */
+	stream_emit_full(&ph->out, "test.analyzed", ev, jv_null(), (long long)resp.duration_ms);
 out:
 	llm_response_release(&resp);
 	llm_request_release(&req);

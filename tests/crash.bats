@@ -80,7 +80,7 @@ last_seq() {
 # start_run: `forge run` in its own session (so the whole run can be killed
 # like a crashed machine); its pid in $SUP.
 start_run() {
-	setsid forge run -q "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" \
+	setsid forge run -q "$@" "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" \
 		2>"$BATS_TEST_TMPDIR/run.err" 3>&- &
 	SUP=$!
 	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
@@ -332,6 +332,38 @@ cost_agrees() {
 	cost_agrees
 	run -0 forge events replay "$T"
 	[ "$(jq -s '[.[] | select(.type == "run.cost_recovered")] | length' <<<"$output")" -eq 1 ]
+}
+
+# killed_over_budget RUN-BUDGET [RESUME-ARGS...]: the whole run killed
+# after plan ($0.0191) and five implement calls ($0.0360), the sixth hanging;
+# then resumed with RESUME-ARGS: what is left is 0.08 - 0.0551, and the
+# resumed implement stops there, a call past it at most (before: it was
+# given what the plan checkpoint had left, made all its calls, $0.1055 in all).
+killed_over_budget() {
+	new_repo d
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i[0:5] + [$i[5] + {delay_ms: 30000}]')"
+	start_run --budget "$1"
+	shift
+	until_true eval '[ "$(db_q "select count(*) from events where source = '\''forge-implement'\'' and type = '\''llm.called'\''")" -ge 5 ]'
+	kill -9 -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 137 ]
+	T=$(trace_of_run)
+	script "$IMPL"
+	run -3 --separate-stderr forge resume -q "$@" "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.state.budget.usd == 0.08 and .state.budget.remaining_usd == .state.budget.usd - .state.cost.usd' <<<"$output"
+	spent=$(db_q "select round(sum(cost_usd) * 10000) from events where trace_id = '$T' and type = 'llm.called'")
+	echo "spent ${spent} / 10000 USD"
+	[ "${spent%.*}" -le 850 ]
+}
+
+@test "the whole run killed in implement: the resumed phase gets the budget less the killed attempt's spend" {
+	killed_over_budget 0.08
+}
+
+@test "the whole run killed in implement: forge resume --budget counts the killed attempt's spend too" {
+	killed_over_budget 1 --budget 0.08
 }
 
 @test "SIGINT to the phase alone: it stops itself, the run pauses as interrupted (exit 130), not crashed" {

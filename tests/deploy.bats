@@ -347,6 +347,34 @@ event_ok() {
 	final | jq -e '[.deployment.steps[].percent] == [5, 25, 100] and all(.deployment.steps[]; .ok)'
 }
 
+@test "command: the same run's commit deployed again (a resume after a crash before the checkpoint) is not deployed twice" {
+	command_config
+	run -0 --separate-stderr deploy
+	[ "$(tr '\n' ' ' <"$M/steps")" = "100 " ]
+	first=$(final | jq -c '.deployment')
+	# (the supervisor killed after forge-deploy ended, before its checkpoint:
+	# the resume runs it again on the same state; before: it deployed again)
+	run -0 --separate-stderr deploy
+	[ "$(tr '\n' ' ' <"$M/steps")" = "100 " ]
+	final | jq -e --argjson d "$first" '.status == "ok" and .deployment == $d'
+	event_ok phase.completed '.reason | endswith("(deployed before the run was interrupted: not deployed again)")'
+	event_ok deploy.done_before '.commit == $tip' --arg tip "$TIP"
+	# another commit of the run is deployed
+	state '.changes.commit = "'"$BASE"'"'
+	run -0 --separate-stderr deploy
+	[ "$(tr '\n' ' ' <"$M/steps")" = "100 100 " ]
+}
+
+@test "command: a rolled-back deploy is tried again by the next forge-deploy of the same commit" {
+	command_config '{"tools":{"health_url":"http://127.0.0.1:9/health"}}'
+	run -1 --separate-stderr deploy
+	[ -e "$M/rolled_back" ]
+	rm "$M/rolled_back"
+	run -1 --separate-stderr deploy
+	[ -e "$M/rolled_back" ]
+	[ "$(tr '\n' ' ' <"$M/steps")" = "100 100 " ]
+}
+
 @test "command: high risk canary 5 -> 10 -> 25 -> 50 -> 100 (the plan's risk counts)" {
 	command_config
 	state '.plan = {summary:"s", tasks:[], risk:{level:"high"}}'

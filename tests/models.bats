@@ -71,7 +71,8 @@ check_run() {
 	check_run mock-model-1 /v1/messages
 	# llm.called names the provider and the model
 	run -0 forge events replay "$(last_trace)"
-	jq -e -s '[.[] | select(.type == "llm.called") | .payload] | length == 10
+	# (11: review's AI call has one too, as every paid call)
+	jq -e -s '[.[] | select(.type == "llm.called") | .payload] | length == 11
 		and all(.[]; .provider == "anthropic" and .model == "mock-model-1")' <<<"$output"
 }
 
@@ -83,7 +84,7 @@ check_run() {
 		--provider openai --base-url "$MOCK_URL/v1" --model qwen2.5-coder "add a mul operation" </dev/null
 	check_run qwen2.5-coder /v1/chat/completions
 	run -0 forge events replay "$(last_trace)"
-	jq -e -s '[.[] | select(.type == "llm.called") | .payload] | length == 10
+	jq -e -s '[.[] | select(.type == "llm.called") | .payload] | length == 11
 		and all(.[]; .provider == "openai" and .model == "qwen2.5-coder")' <<<"$output"
 }
 

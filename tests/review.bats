@@ -302,6 +302,11 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	review -1
 	tail -n 1 <<<"$output" | jq -e '.review.decision == "request_changes" and .review.findings[0].severity == "error" and .review.findings[0].category == "security"'
 	jq -s -e '[.[] | select(.type == "review.layer" and .payload.layer == "ai") | .payload.attempts] == [2]' <<<"$output"
+	# each paid call has its llm.called, which alone carries its cost (what
+	# cost recovery after a crash sums; before: one review.layer carried it)
+	jq -s -e '([.[] | select(.type == "llm.called")] | length) == 2
+		and ([.[] | select(.type == "llm.called") | .cost.tokens] | add) == (last | .cost.tokens)
+		and ([.[] | select(.type == "review.layer") | .cost] | all(. == null))' <<<"$output"
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[1].body.messages[2].content[0] | [.type, .is_error, (.content | test(\".findings: expected array, got string\"))] | map(tostring) | join(\" \")'"
 	assert_output "tool_result true true"
 	# two calls in one answer, the first unusable; then a misspelt tool: every

@@ -452,6 +452,9 @@ setup() {
 	forge gate approve "$(forge gate list "$t" | awk '{print $1}')" >/dev/null
 	run -1 forge resume -q "$t" </dev/null
 	forge status --json "$t" | jq -e '.run.status == "failed" and .state.deployment.strategy == "merge"'
+	# the next command lands it (before: forge resume, which refuses again for ever)
+	run -0 forge show "$t"
+	assert_line --regexp "^next +forge merge --no-ff $t\$"
 	run -0 forge gc --dry-run
 	assert_output "nothing to remove"
 	git rev-parse -q --verify "forge/$t" >/dev/null

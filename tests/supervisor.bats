@@ -386,6 +386,9 @@ branch_log() {
 	assert_line '{"outcome":"breaker","reason":"budget spent (the phase'"'"'s cost limit is reached)"}'
 	run -0 sqlite3 "$FORGE_DB" "select count(*) from llm_calls where trace_id = '$T' and phase = 'implement-fast'"
 	assert_output 0
+	# the next command gives it more (before: a plain forge resume, which trips at once)
+	run -0 forge show "$T"
+	assert_line --regexp "^next +forge resume --budget USD $T\$"
 	# overspent: nothing more starts, and the way on is named
 	run -3 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"breaker budget tripped: the run has cost \$0.0335, its budget is \$0.03 (forge resume --budget USD gives it more)"* ]]

@@ -102,7 +102,9 @@ mock() {
 		'["adds numbers","tests/t.bats",3,"real","add() subtracts","use + in add() in add.sh",0.9]'
 	assert_equal "$(tests_of '.rerun | [.command, .by_name, .exit_code]')" \
 		"[\"bats -f '^(adds numbers)\$' tests\",true,1]"
-	assert_equal "$(events_of 'select(.type == "test.analyzed") | [.payload.failures, .payload.analysed, .cost.tokens]')" '[1,1,960]'
+	assert_equal "$(events_of 'select(.type == "test.analyzed") | [.payload.failures, .payload.analysed, .cost]')" '[1,1,null]'
+	# the call's cost is on its llm.called, as every paid call's (what cost recovery after a crash sums)
+	assert_equal "$(events_of 'select(.type == "llm.called") | [.payload.input_tokens, .cost.tokens]')" '[900,960]'
 	assert_equal "$(tail -n 1 <<<"$output" | jq -c '.cost.tokens')" 960
 	# exactly one request: the fast model, forced to the analysis tool, the failure and its source in the prompt
 	run curl -sS -f "$MOCK_URL/_mock/requests"

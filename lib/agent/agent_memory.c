@@ -141,25 +141,11 @@ void agent_account(struct agent *a, const struct llm_response *resp)
 
 void agent_emit_llm_called(struct agent *a, const struct llm_client *c, const struct llm_response *resp)
 {
-	jv p = jv_object();
+	jv p = llm_called_payload(c, resp);
 
-	/* The model that answered, else the one asked (a cassette may not say). */
-	p = json_set(p, "provider", json_str_or_null(llm_client_provider(c)));
-	p = json_set(p, "model", json_str_or_null(resp->model ? resp->model : llm_client_model(c)));
 	if (c != a->env->llm)
 		p = json_set(p, "fast", jv_true());
-	p = json_set(p, "stop_reason", jv_string(llm_stop_name(resp->stop)));
-	p = json_set(p, "input_tokens", jv_number((double)resp->usage.input_tokens));
-	p = json_set(p, "output_tokens", jv_number((double)resp->usage.output_tokens));
-	p = json_set(p, "cache_read_tokens", jv_number((double)resp->usage.cache_read_tokens));
-	p = json_set(p, "cache_write_tokens", jv_number((double)resp->usage.cache_write_tokens));
-	if (resp->usage.estimated)
-		p = json_set(p, "usage_estimated", jv_true());
-	p = json_set(p, "tool_calls", jv_number((double)resp->ncalls));
-	p = json_set(p, "retries", jv_number(resp->retries));
-	p = json_set(p, "request_id", json_str_or_null(resp->request_id));
-	jv cost = json_set(jv_object(), "tokens", jv_number((double)llm_usage_tokens(&resp->usage)));
-	cost = json_set(cost, "usd", resp->cost_known ? jv_number(resp->cost_usd) : jv_null());
+	jv cost = llm_called_cost(resp);
 	if (a->env->out)
 		stream_emit_full(a->env->out, "llm.called", p, cost, (long long)resp->duration_ms);
 	else {

@@ -194,6 +194,31 @@ const char *llm_client_model(const struct llm_client *c)
 	return c->model;
 }
 
+jv llm_called_payload(const struct llm_client *c, const struct llm_response *resp)
+{
+	jv p = jv_object();
+
+	p = json_set(p, "provider", json_str_or_null(llm_client_provider(c)));
+	p = json_set(p, "model", json_str_or_null(resp->model ? resp->model : llm_client_model(c)));
+	p = json_set(p, "stop_reason", jv_string(llm_stop_name(resp->stop)));
+	p = json_set(p, "input_tokens", jv_number((double)resp->usage.input_tokens));
+	p = json_set(p, "output_tokens", jv_number((double)resp->usage.output_tokens));
+	p = json_set(p, "cache_read_tokens", jv_number((double)resp->usage.cache_read_tokens));
+	p = json_set(p, "cache_write_tokens", jv_number((double)resp->usage.cache_write_tokens));
+	if (resp->usage.estimated)
+		p = json_set(p, "usage_estimated", jv_true());
+	p = json_set(p, "tool_calls", jv_number((double)resp->ncalls));
+	p = json_set(p, "retries", jv_number(resp->retries));
+	return json_set(p, "request_id", json_str_or_null(resp->request_id));
+}
+
+jv llm_called_cost(const struct llm_response *resp)
+{
+	jv cost = json_set(jv_object(), "tokens", jv_number((double)llm_usage_tokens(&resp->usage)));
+
+	return json_set(cost, "usd", resp->cost_known ? jv_number(resp->cost_usd) : jv_null());
+}
+
 int llm_client_require_price(const struct llm_client *c)
 {
 	struct llm_price p;

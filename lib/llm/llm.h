@@ -326,6 +326,14 @@ void llm_client_free(struct llm_client *c);   /* NULL-safe */
 
 const char *llm_client_provider(const struct llm_client *c);
 const char *llm_client_model(const struct llm_client *c);
+/* What an llm.called event says of resp, a call on c: its payload (the
+ * provider, the model that answered, else the one asked, stop reason,
+ * token counts, retries, request id) and its cost {"tokens","usd"} (usd
+ * null when unknown).  Every paid call has one such event: a run's cost,
+ * its cost after a crash and its phases' costs are summed from them.
+ * Borrow c and resp; new references. */
+jv llm_called_payload(const struct llm_client *c, const struct llm_response *resp);
+jv llm_called_cost(const struct llm_response *resp);
 /* Whether what c's calls cost can be known: 0 when its model has a price
  * (llm.pricing, else schemas/pricing.json) or c spends nothing (the
  * replay provider's cassette); else -1 with a message saying how to give

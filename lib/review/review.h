@@ -27,6 +27,7 @@
 struct config;
 struct diff;
 struct llm_client;
+struct llm_response;
 
 /* What a review runs on.  Set the borrowed inputs, then review_prepare(). */
 struct review_ctx {
@@ -140,6 +141,9 @@ struct review_ai_input {
 	double temperature;             /* llm_temperature(); < 0 = none sent */
 	long max_diff_tokens;           /* what the rendered diff may take (tokens_estimate);
 					 * files past it are left out and named; 0 = no bound */
+	/* Told of each billed call (its llm.called); may be NULL.  resp borrowed. */
+	void (*on_call)(void *arg, const struct llm_response *resp);
+	void *on_call_arg;
 };
 
 struct review_ai_result {

@@ -356,6 +356,8 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 				res->cost_known = false;
 			res->cost_usd += resp.cost_known ? resp.cost_usd : 0;
 			res->tokens += llm_usage_tokens(&resp.usage);
+			if (in->on_call)
+				in->on_call(in->on_call_arg, &resp);
 		}
 		if (called < 0)
 			goto out;
