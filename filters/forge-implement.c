@@ -1400,10 +1400,9 @@ static const char *implement_run(struct phase *ph)
 	 * that takes this result gives review a commit holding its diff. */
 	if (state_status_of(status) == STATE_ESCALATED && commit(&im, "before a human's answer") < 0)
 		status = "failed";
-	/* a breaker's stop keeps the work so too: review, a resume, or a
-	 * person sees the commit that `changes` describes */
-	if (state_status_of(status) == STATE_TRIPPED && commit(&im, "before a breaker stop") < 0)
-		status = "failed";
+	/* (a breaker's stop commits nothing: a resume starts the phase again
+	 * from its base, the work left is kept on a saved ref when the
+	 * worktree is opened again, and `changes` says what is committed) */
 	set_changes(&im, state_status_of(status) == STATE_OK);
 	if (state_status_of(status) == STATE_OK && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
 		const char *cmd = json_get_str(im.validation, "command");

@@ -643,16 +643,18 @@ DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
 }
 
-@test "a breaker stop commits the attempt's work, and changes describes that commit" {
+@test "a breaker stop: changes describes what is committed, not the work left in the worktree" {
 	plan_state T33 >"$BATS_TEST_TMPDIR/plan.json"
 	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"new.sh","content":"echo new\n"}}]},
 	       {"tool_calls":[{"name":"read_file","input":{"path":"calc.c"}}]},
 	       {"tool_calls":[{"name":"read_file","input":{"path":"Makefile"}}]}]'
 	echo '{"memory":{"reflect":false},"safety":{"iterations":{"implement":2}}}' >"$BATS_TEST_TMPDIR/c.json"
 	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
-	head=$(git rev-parse forge/T33)
-	last_state | jq -e --arg head "$head" --arg base "$BASE" '.status == "tripped" and .changes.commit == $head and
-		.changes.base_commit == $base and [.changes.files[].path] == ["new.sh"] and (.changes.diff | contains("+echo new"))'
-	run -0 git log --format=%s "$BASE..forge/T33"
-	assert_output "forge: add a mul operation (attempt 1, before a breaker stop)"
+	# (before: changes.commit was the base while files and diff showed the
+	# uncommitted new.sh, and forge-review approved what it could not lint;
+	# a resume starts the phase again from the base, new.sh kept on a
+	# saved ref when the worktree is opened again)
+	last_state | jq -e --arg base "$BASE" '.status == "tripped" and .changes.commit == $base and
+		.changes.base_commit == $base and .changes.files == [] and .changes.diff == ""'
+	[ "$(git rev-parse forge/T33)" = "$BASE" ]
 }
