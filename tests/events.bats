@@ -203,8 +203,7 @@ setup() {
 		forge-events store <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 		pid=$!
 		# blocked reading stdin, once its handler is in place
-		catches() { local m; m=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status") && (((16#$m >> 14) & 1)); }
-		for i in $(seq 200); do catches && break; sleep 0.05; done
+		wait_catching "$pid"
 		kill -"$sig" "$pid"
 		rc=0; wait "$pid" || rc=$?
 		exec 5>&-

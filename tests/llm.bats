@@ -518,8 +518,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 		# the prompt from stdin, which never comes
 		forge-llm --provider anthropic --base-url "$MOCK_URL" <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 		pid=$!
-		catches() { local m; m=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status") && (((16#$m >> 14) & 1)); }
-		for i in $(seq 200); do catches && break; sleep 0.05; done
+		wait_catching "$pid"
 		kill -"$sig" "$pid"
 		rc=0; wait "$pid" || rc=$?
 		exec 5>&-

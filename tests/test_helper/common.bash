@@ -258,3 +258,17 @@ on_tty() {
 	test_python3
 	"$TEST_PYTHON3" "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$SHOWN" "$@"
 }
+
+# wait_catching PID: wait until process PID has a handler for SIGTERM (bit
+# 14 of /proc/PID/status's SigCgt), polled, for at most a minute; false if
+# it never does (or is gone).
+wait_catching() {
+	local m i
+	for i in $(seq 1200); do
+		m=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
+		[ -n "$m" ] || return 1
+		(((16#$m >> 14) & 1)) && return 0
+		sleep 0.05
+	done
+	return 1
+}
