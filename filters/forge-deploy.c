@@ -10,6 +10,7 @@
 #include "engine/gates.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "app/phase.h"
 #include "app/prompt.h"
 #include "data/project.h"
@@ -271,13 +272,32 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
  * resume deployed it again).  The supervisor's copy of the event is a
  * no-op (same id).  Borrows d.
  */
+/* Where a deploy of this strategy goes, as deploy.finished keeps it: the
+ * remote (a URL's password as ***), the branch merged into, the deploy
+ * command; "" for a branch.  Another target is another deploy.  malloc'd. */
+static char *deploy_target(struct phase *ph, const struct deploy_ctx *ctx, const char *strategy)
+{
+	const char *t = NULL;
+
+	if (strcmp(strategy, deploy_strategy_name(DEPLOY_PUSH)) == 0)
+		return secret_url_shown(ctx->remote ? ctx->remote : "");
+	if (strcmp(strategy, deploy_strategy_name(DEPLOY_MERGE)) == 0)
+		t = ctx->base_ref;
+	else if (strcmp(strategy, deploy_strategy_name(DEPLOY_COMMAND)) == 0)
+		t = config_get_str(ph->cfg, "tools.deploy_command");
+	return xstrdup(t ? t : "");
+}
+
 static void record_deploy(struct phase *ph, const struct deploy_ctx *ctx, const char *strategy,
 			  const char *status, jv d)
 {
 	struct store *st = ctx->trace_id && ctx->commit ? phase_store(ph) : NULL;
 	jv p = json_set(jv_object(), "commit", json_str_or_null(ctx->commit));
+	char *target = deploy_target(ph, ctx, strategy);
 
 	p = json_set(p, "strategy", jv_string(strategy));
+	p = json_set(p, "target", jv_string(target));
+	free(target);
 	p = json_set(p, "environment", jv_string(ctx->environment));
 	p = json_set(p, "status", jv_string(status));
 	p = json_set(p, "reason", jv_string(ph->reason));
@@ -291,7 +311,7 @@ static void record_deploy(struct phase *ph, const struct deploy_ctx *ctx, const 
 
 /*
  * The payload of this run's deploy.finished when it deployed this very
- * commit the same way, successfully (a resume after a crash that came
+ * commit the same way to the same target, successfully (a resume after a crash that came
  * before the supervisor's checkpoint), else null.  A failed or rolled-back
  * deploy is tried again.
  */
@@ -308,11 +328,15 @@ static jv deployed_before(struct phase *ph, const struct deploy_ctx *ctx, const 
 	jv_free(ev);
 	const char *commit = json_get_str(p, "commit"), *how = json_get_str(p, "strategy");
 	const char *env = json_get_str(p, "environment"), *status = json_get_str(p, "status");
+	const char *target = json_get_str(p, "target");
+	char *here = deploy_target(ph, ctx, strategy);
 	jv d = json_get(p, "deployment");
-	bool done = jv_get_kind(d) == JV_KIND_OBJECT && commit && how && env && status &&
+	bool done = jv_get_kind(d) == JV_KIND_OBJECT && commit && how && env && status && target &&
 		    strcmp(commit, ctx->commit) == 0 && strcmp(how, strategy) == 0 &&
-		    strcmp(env, ctx->environment) == 0 && strcmp(status, "ok") == 0;
+		    strcmp(env, ctx->environment) == 0 && strcmp(target, here) == 0 &&
+		    strcmp(status, "ok") == 0;
 
+	free(here);
 	jv_free(d);
 	if (done)
 		return p;

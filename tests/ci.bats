@@ -125,7 +125,8 @@ implementer_called() {
 	cd "$B"
 	run -4 --separate-stderr forge resume -q --config "$BATS_TEST_TMPDIR/gate.json" "$T" </dev/null
 	MOVED=$(git -C "$REMOTE" rev-parse "forge/$T")
-	[ "$MOVED" != "$BASE" ] && [ "$MOVED" = "$(git -C "$B" rev-parse "forge/$T")" ]
+	[ "$MOVED" != "$BASE" ]
+	[ "$MOVED" = "$(git -C "$B" rev-parse "forge/$T")" ]
 	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
 	# back in A, whose branch has a commit of its own: diverged, nothing run
 	cd "$A"

@@ -63,7 +63,8 @@ red() {
 	    ([.run.results[].message] | all(test("NotImplementedError"))))'
 	[ "$(reason)" = "6 tests for 6 rules, 6 failing as they must" ]
 	# the files are in the project, and pytest there agrees they fail
-	[ -f tests/test_todo_api.py ] && [ -f todo_api/app.py ]
+	[ -f tests/test_todo_api.py ]
+	[ -f todo_api/app.py ]
 	run -1 pytest -q -p no:cacheprovider
 	assert_output --partial "6 failed"
 }
@@ -157,7 +158,9 @@ red() {
 	# every stage ran its tests for real
 	[ "$(jq -c 'select(.type == "compile.tests_run") | [.payload.stage, .payload.passed, .payload.failed]' <<<"$output" | tr -d '\n')" = \
 	  '["tests",0,6]["code",6,0]["integrate",6,0]["review",6,0]' ]
-	[ -f README.md ] && [ -f requirements.txt ] && [ -f todo_api/__main__.py ]
+	[ -f README.md ]
+	[ -f requirements.txt ]
+	[ -f todo_api/__main__.py ]
 	run -0 python3 -c 'import sys; sys.path.insert(0, "."); import todo_api.__main__ as m; print(callable(m.serve))'
 	assert_output "True"
 }
@@ -255,7 +258,8 @@ ok 2 - r2: an empty or NULL string is refused"
 	export FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
 	run -0 --separate-stderr forge-stage integrate <"$BATS_TEST_TMPDIR/green.json"
 	last_state | jq -e '.status == "ok" and .integration.build_files == ["pyproject.toml"] and .integration.tests.passed == 6'
-	[ -f pyproject.toml ] && [ ! -e requirements.txt ]
+	[ -f pyproject.toml ]
+	[ ! -e requirements.txt ]
 }
 
 # The end to end run of issue 16: forge compile on the todo-list HTTP API from
@@ -300,7 +304,9 @@ ok 2 - r2: an empty or NULL string is refused"
 	assert_line --index 0 "forge compile: the review, every rule holding"
 	assert_line --index 1 "forge compile: entry point, build files, README"
 	assert_line --index 3 "forge compile: the tests, one per rule, failing"
-	[ -f todo_api/app.py ] && [ -f README.md ] && [ -f requirements.txt ]
+	[ -f todo_api/app.py ]
+	[ -f README.md ]
+	[ -f requirements.txt ]
 	# the documents too, each in the commit of the stage that made it, nothing left untracked
 	run -0 git ls-files .forge/compile
 	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" ".forge/compile/compile_review.json .forge/compile/contracts.json .forge/compile/db_schema.json .forge/compile/flows.json .forge/compile/implementation.json .forge/compile/integration.json .forge/compile/intent.json .forge/compile/rules.json .forge/compile/test_suite.json "

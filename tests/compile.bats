@@ -346,5 +346,6 @@ want() {
 	[ "$(git -C todo rev-parse --show-toplevel)" = "$REPO/todo" ]
 	run -0 --separate-stderr forge compile --dir todo --show db_schema --json
 	jq -e '.version == 1' <<<"$output"
-	[ ! -e .forge/compile ] && [ ! -e todo/.forge/compile ]
+	[ ! -e .forge/compile ]
+	[ ! -e todo/.forge/compile ]
 }

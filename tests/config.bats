@@ -231,20 +231,24 @@ setup() {
 	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache"
 	echo '{"llm":{"model":"cached"}}' >"$PROJECT_CFG"
 	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
-	[ "$output" = cached ] && [ -z "$stderr" ]
+	[ "$output" = cached ]
+	[ -z "$stderr" ]
 	# one key a line: the project layer and the whole
 	[ "$(grep -cE '^[0-9a-f]{32}$' "$XDG_CACHE_HOME/forge/config-valid")" = 2 ]
 	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
-	[ "$output" = cached ] && [ -z "$stderr" ]
+	[ "$output" = cached ]
+	[ -z "$stderr" ]
 	[ "$(wc -l <"$XDG_CACHE_HOME/forge/config-valid")" = 2 ]
 	printf 'garbage\n\0\377\n' >"$XDG_CACHE_HOME/forge/config-valid"
 	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
-	[ "$output" = cached ] && [ -z "$stderr" ]
+	[ "$output" = cached ]
+	[ -z "$stderr" ]
 	[ "$(grep -cE '^[0-9a-f]{32}$' "$XDG_CACHE_HOME/forge/config-valid")" = 2 ]
 	export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/a-file"
 	: >"$XDG_CACHE_HOME"
 	run -0 --separate-stderr forge-config --repo "$REPO" get llm.model
-	[ "$output" = cached ] && [ -z "$stderr" ]
+	[ "$output" = cached ]
+	[ -z "$stderr" ]
 }
 
 @test "a configuration that failed fails the same way every time (never cached)" {

@@ -283,7 +283,8 @@ resume_and_check() {
 	# it is older than a minute (its process might have made it just now),
 	# forge gc removes it (before: nothing ever did)
 	left=("$BATS_TEST_TMPDIR"/tmp/forge-implement-*)
-	[ "${#left[@]}" -eq 1 ] && [ -d "${left[0]}" ]
+	[ "${#left[@]}" -eq 1 ]
+	[ -d "${left[0]}" ]
 	TMPDIR="$BATS_TEST_TMPDIR/tmp" run -0 --separate-stderr forge gc
 	[ -d "${left[0]}" ]
 	touch -d '2 minutes ago' "${left[0]}"
@@ -312,7 +313,8 @@ cost_agrees() {
 	run -0 forge status --json "$T"
 	state=$(jq '.state.cost.usd * 1e6 | round' <<<"$output")
 	echo "events $events state $state"
-	[ "$events" -gt 0 ] && [ "$state" -eq "$events" ]
+	[ "$events" -gt 0 ]
+	[ "$state" -eq "$events" ]
 }
 
 @test "the whole run killed after paid model calls (kill -9 of the group): resume counts what they cost" {

@@ -89,7 +89,8 @@ fake_forge() {
 	rm "$BATS_TEST_TMPDIR/args.txt"
 	TASK=$title run -0 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-run
 	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/args.txt")" = "$title" ]
-	[ ! -e "$BATS_TEST_TMPDIR/PWNED1" ] && [ ! -e "$BATS_TEST_TMPDIR/PWNED2" ]
+	[ ! -e "$BATS_TEST_TMPDIR/PWNED1" ]
+	[ ! -e "$BATS_TEST_TMPDIR/PWNED2" ]
 	[ "$(cat "$BATS_TEST_TMPDIR/forge-status")" = run=0 ]
 }
 
@@ -98,7 +99,8 @@ fake_forge() {
 	echo "FORGE_OUT = $BATS_TEST_TMPDIR/reports/ci" >>"$BATS_TEST_TMPDIR/ci.mk"
 	run -0 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-check
 	[ "$(cat "$BATS_TEST_TMPDIR/reports/ci/forge-status")" = "$(printf 'review=0\ntest=0')" ]
-	[ -s "$BATS_TEST_TMPDIR/reports/ci/forge-review.jsonl" ] && [ -s "$BATS_TEST_TMPDIR/reports/ci/forge-test.jsonl" ]
+	[ -s "$BATS_TEST_TMPDIR/reports/ci/forge-review.jsonl" ]
+	[ -s "$BATS_TEST_TMPDIR/reports/ci/forge-test.jsonl" ]
 	# a FORGE_OUT that cannot be made: forge.mk says so (exit 2)
 	touch "$BATS_TEST_TMPDIR/afile"
 	run -2 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" FORGE_OUT="$BATS_TEST_TMPDIR/afile/x" forge-review

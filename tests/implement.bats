@@ -470,7 +470,8 @@ serves() {
 		# fit an 8K model, which refuses the call), at least 1024
 		first=$(curl -sS -f "$MOCK_URL/_mock/requests" | jq '[.[] | select(.path == "/v1/chat/completions")][0].body.max_completion_tokens')
 		if [ "$window" = 8192 ]; then
-			[ "$first" -ge 1024 ] && [ "$first" -le 4500 ]
+			[ "$first" -ge 1024 ]
+			[ "$first" -le 4500 ]
 		else
 			[ "$first" -eq 8192 ]
 		fi

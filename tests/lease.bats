@@ -265,7 +265,8 @@ until_true() {
 	script "$PLAN"
 	forge-plan -q --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
 	T=$(tail -n 1 "$BATS_TEST_TMPDIR/plan.jsonl" | jq -r .trace_id)
-	[ -n "$T" ] && [ "$T" != null ]
+	[ -n "$T" ]
+	[ "$T" != null ]
 	# implement's first model call stops after its first event until the file exists
 	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
 		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"

@@ -255,7 +255,8 @@ until_true() {
 	R3=$!
 	rc2=0; wait "$R2" || rc2=$?
 	rc3=0; wait "$R3" || rc3=$?
-	[ "$rc2" -eq 4 ] && [ "$rc3" -eq 4 ]
+	[ "$rc2" -eq 4 ]
+	[ "$rc3" -eq 4 ]
 	grep -q "run $T is already running: forge-supervisor, pid $R1 on " "$BATS_TEST_TMPDIR/r2.err"
 	grep -q "forge cancel $T" "$BATS_TEST_TMPDIR/r3.err"
 	[ "$(calls implementer "$AFTER")" -eq 1 ]

@@ -446,7 +446,8 @@ wait_gone() {
 	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.tools | map(.name) == ["read_file","finish","ask_human"]'
 	event tool.failed | jq -e '.tool == "s__echo" and .error == "this tool was not given to this sub-agent; use the tools it has"'
 	# one server, the phase's: started and stopped once, never called
-	[ "$(event mcp.server.started | wc -l)" -eq 1 ] && [ "$(event mcp.server.stopped | wc -l)" -eq 1 ]
+	[ "$(event mcp.server.started | wc -l)" -eq 1 ]
+	[ "$(event mcp.server.stopped | wc -l)" -eq 1 ]
 	[ "$(grep -c '"initialize"' "$SLOG")" -eq 1 ]
 	! grep -q '"tools/call"' "$SLOG" || false
 }

@@ -176,7 +176,8 @@ setup() {
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null
 	assert_output --partial "completed"
 	T=$(forge history --json -n 1 | jq -r .trace_id)
-	[ -n "$T" ] && [ "$T" != null ]
+	[ -n "$T" ]
+	[ "$T" != null ]
 	[ "$(git -C "$REPO" log --format=%s "$BASE..forge/$T")" = "forge: add a mul operation (attempt 1)" ]
 	run -0 forge status "$T"
 	assert_line --regexp "^status +completed"
@@ -540,7 +541,8 @@ setup() {
 		"terraform state lock stuck after a cancelled job"; do
 		a=$(forge memory search --db "$LITE" --peek --json "$q" | head -n 1 | jq -r .memory.id)
 		b=$(forge memory search --peek --json "$q" | head -n 1 | jq -r .memory.id)
-		[ -n "$a" ] && [ "$a" = "$b" ]
+		[ -n "$a" ]
+		[ "$a" = "$b" ]
 	done
 }
 

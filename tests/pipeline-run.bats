@@ -205,7 +205,8 @@ final_state() {
 		[ -e "$MARKS/left.start" ] && [ -e "$MARKS/right.start" ] && break
 		sleep 0.05
 	done
-	[ -e "$MARKS/left.start" ] && [ -e "$MARKS/right.start" ]
+	[ -e "$MARKS/left.start" ]
+	[ -e "$MARKS/right.start" ]
 	kill -9 "$pid"
 	wait "$pid" || true
 	T=$(last_trace)

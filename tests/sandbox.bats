@@ -51,7 +51,8 @@ namespaces_available() {
 	assert_output --partial ".git"
 	run -1 tool apply_patch '{"patch":"*** Begin Patch\n*** Add File: dir_out/p\n+x\n*** End Patch\n"}'
 	[ "$(cat "$OUT/canary")" = canary ]
-	[ ! -e "$OUT/new" ] && [ ! -e "$OUT/p" ]
+	[ ! -e "$OUT/new" ]
+	[ ! -e "$OUT/p" ]
 	grep -q '^\[core\]' "$WT/.git/config"
 }
 
@@ -156,7 +157,9 @@ namespaces_available() {
 	run -1 tool apply_patch '{"patch":"*** Begin Patch\n*** Add File: .forge/hooks/x\n+x\n*** End Patch\n"}'
 	[ "$(jq -r .kind <<<"$output")" = denied ]
 	[ "$(cat "$WT/.forge/config.json")" = '{"sandbox":{"landlock":"require"}}' ]
-	[ ! -e "$WT/.forge/other.json" ] && [ ! -e "$WT/.forge/hooks" ] && [ ! -e "$WT/.Forge" ]
+	[ ! -e "$WT/.forge/other.json" ]
+	[ ! -e "$WT/.forge/hooks" ]
+	[ ! -e "$WT/.Forge" ]
 	run -0 tool read_file '{"path":".forge/config.json"}'
 	assert_output --partial require
 	# a directory merely named like it elsewhere is fine

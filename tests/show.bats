@@ -294,7 +294,8 @@ setup() {
 	[ "$(git rev-parse main^1)" = "$moved" ]
 	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$T1")" ]
 	[ "$(git log -1 --format='%an %s' main)" = "A. Person Merge forge/$T1: add a mul operation" ]
-	grep -q calc_mul calc.c && [ -f NOTES ]
+	grep -q calc_mul calc.c
+	[ -f NOTES ]
 	[ -z "$(git status --porcelain --untracked-files=no)" ]
 	# a branch the run's base is not in is not where the run goes
 	git checkout -q --orphan elsewhere && git rm -rq --cached . && git commit -q --allow-empty -m elsewhere
@@ -352,7 +353,8 @@ setup() {
 @test "forge gc: only cancelled, failed and merged runs; --dry-run removes nothing; forge clean is the same" {
 	own_tmpdir
 	wt1="$REPO/.forge/worktrees/$T1" wt2="$REPO/.forge/worktrees/$T2"
-	[ -d "$wt1" ] && [ -d "$wt2" ]
+	[ -d "$wt1" ]
+	[ -d "$wt2" ]
 	# completed-unmerged and paused: left alone
 	run -0 forge gc
 	assert_output "nothing to remove"
@@ -360,13 +362,15 @@ setup() {
 	run -0 forge gc --dry-run
 	assert_output "$(printf '%s\n' "run $T1 (merged):" "would remove worktree $wt1" \
 		"would delete refs/heads/forge/$T1" "would delete refs/forge/$T1/base" "would remove 3 things of 1 run")"
-	[ -d "$wt1" ] && git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
+	[ -d "$wt1" ]
+	git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
 	run -0 forge clean
 	assert_output "$(printf '%s\n' "run $T1 (merged):" "removed worktree $wt1" \
 		"deleted refs/heads/forge/$T1" "deleted refs/forge/$T1/base" "removed 3 things of 1 run")"
 	[ ! -e "$wt1" ]
 	[ -z "$(git for-each-ref "refs/forge/$T1" "refs/heads/forge/$T1")" ]
-	[ -d "$wt2" ] && git rev-parse -q --verify "refs/heads/forge/$T2" >/dev/null
+	[ -d "$wt2" ]
+	git rev-parse -q --verify "refs/heads/forge/$T2" >/dev/null
 	[ "$(git worktree list | wc -l)" -eq 2 ]
 	# the merged work is in main; the run's records stay
 	[ "$(git rev-parse main)" = "$(forge events replay "$T1" | jq -r 'select(.type == "run.merged") | .payload.commit')" ]
@@ -418,7 +422,8 @@ setup() {
 	tip=$(git rev-parse "forge/$T1")
 	run -0 forge gc
 	assert_output "run $T1 (merged): kept: forge/$T1 has commits made since it was merged into main (git log main..forge/$T1); merge them or delete the branch (git branch -D forge/$T1), then forge gc"
-	[ "$(git rev-parse "forge/$T1")" = "$tip" ] && [ -d "$wt" ]
+	[ "$(git rev-parse "forge/$T1")" = "$tip" ]
+	[ -d "$wt" ]
 	git merge -q --ff-only "forge/$T1"	# merged now: it goes
 	run -0 forge gc
 	assert_line "deleted refs/heads/forge/$T1"
@@ -433,7 +438,8 @@ setup() {
 	run -0 forge gc
 	assert_output "$(printf '%s\n' "run $T1 (merged):" \
 		"kept worktree $wt and branch forge/$T1: the worktree is locked (keep: benchmarking) (git worktree unlock $wt, then forge gc)")"
-	[ -f "$wt/bench.log" ] && git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
+	[ -f "$wt/bench.log" ]
+	git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
 	git worktree unlock "$wt"
 	run -0 forge gc
 	assert_line "removed worktree $wt"

@@ -324,7 +324,8 @@ delegate: refused: the sub-agent cannot have 'write_file': it needs a human's ap
 	  ["run_command","denied","run_command: refused: the tool is not allowed in implement (tools.permissions.implement.deny)"],
 	  ["write_file","ask","write_file: needs a human'"'"'s approval (tools.permissions.implement.ask)"]]'
 	tail -n 1 <<<"$output" | jq -e '.kind == "subagent_result" and .status == "escalated"'
-	[ ! -e "$REPO/ran.txt" ] && [ ! -e "$REPO/wrote.txt" ]
+	[ ! -e "$REPO/ran.txt" ]
+	[ ! -e "$REPO/wrote.txt" ]
 }
 
 @test "off: agent.subagents.enabled false offers no delegate tool" {

@@ -625,7 +625,9 @@ EOF
 		run -0 transitions_chain "${trace[$id]}"
 		[ "$(transitions "${trace[$id]}" | tail -n 1)" = "deploying>completed" ]
 	done
-	[ "${trace[a]}" != "${trace[b]}" ] && [ "${trace[b]}" != "${trace[c]}" ] && [ "${trace[a]}" != "${trace[c]}" ]
+	[ "${trace[a]}" != "${trace[b]}" ]
+	[ "${trace[b]}" != "${trace[c]}" ]
+	[ "${trace[a]}" != "${trace[c]}" ]
 	db_intact
 	run -0 db_q "select count(*) from runs where status = 'completed'"
 	assert_output "3"
