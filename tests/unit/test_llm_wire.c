@@ -532,8 +532,8 @@ static void test_oai_reasoning_sent_back(void)
 	static const char *const chunks[] = {
 		"{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning_content\":\"think \"}}]}",
 		"{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hard\"}}]}",
-		"{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c2\","
-		"\"function\":{\"name\":\"read_file\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}",
+		("{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c2\","
+		 "\"function\":{\"name\":\"read_file\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}"),
 		"[DONE]",
 	};
 	struct llm_response r;
