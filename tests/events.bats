@@ -197,17 +197,5 @@ setup() {
 
 @test "store: SIGTERM and SIGINT end it with exit 130 (not a death by the signal)" {
 	# (before: no handler, killed by the signal: the shell's 143)
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	for sig in TERM INT; do
-		exec 5<>"$BATS_TEST_TMPDIR/in"
-		forge-events store <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-		pid=$!
-		# blocked reading stdin, once its handler is in place
-		wait_catching "$pid"
-		kill -"$sig" "$pid"
-		rc=0; wait "$pid" || rc=$?
-		exec 5>&-
-		[ "$rc" -eq 130 ]
-		grep -qx "forge-events: interrupted" "$BATS_TEST_TMPDIR/err"
-	done
+	interrupt_ends_130 forge-events forge-events store
 }

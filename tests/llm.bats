@@ -512,17 +512,5 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 
 @test "SIGTERM and SIGINT end forge-llm with exit 130 (not a death by the signal)" {
 	# (before: no handler, killed by the signal: the shell's 143)
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	for sig in TERM INT; do
-		exec 5<>"$BATS_TEST_TMPDIR/in"
-		# the prompt from stdin, which never comes
-		forge-llm --provider anthropic --base-url "$MOCK_URL" <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-		pid=$!
-		wait_catching "$pid"
-		kill -"$sig" "$pid"
-		rc=0; wait "$pid" || rc=$?
-		exec 5>&-
-		[ "$rc" -eq 130 ]
-		grep -qx "forge-llm: interrupted" "$BATS_TEST_TMPDIR/err"
-	done
+	interrupt_ends_130 forge-llm forge-llm --provider anthropic --base-url "$MOCK_URL"
 }

@@ -272,3 +272,24 @@ wait_catching() {
 	done
 	return 1
 }
+
+# interrupt_ends_130 NAME CMD...: CMD, waiting on a stdin that never comes
+# (a FIFO held open), ends with exit 130 and "NAME: interrupted" on stderr
+# on SIGTERM and on SIGINT -- not a death by the signal (the shell's 143).
+interrupt_ends_130() {
+	local name=$1 sig pid rc
+	shift
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	for sig in TERM INT; do
+		exec 5<>"$BATS_TEST_TMPDIR/in"
+		"$@" <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+		pid=$!
+		wait_catching "$pid"
+		kill -"$sig" "$pid"
+		rc=0; wait "$pid" || rc=$?
+		exec 5>&-
+		[ "$rc" -eq 130 ]
+		grep -qx "$name: interrupted" "$BATS_TEST_TMPDIR/err"
+	done
+	rm -f "$BATS_TEST_TMPDIR/in"
+}
