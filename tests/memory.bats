@@ -58,9 +58,9 @@ embeddings_mock() {
 	before=$(sha256sum "$FORGE_DB")
 	run -0 forge-memory search authentication tokens
 	run -0 forge-memory search --json authentication tokens
-	# (no write transaction: no WAL was made, the file is unchanged)
+	# (no write transaction: the log is empty, the file is unchanged)
 	[ "$(sha256sum "$FORGE_DB")" = "$before" ]
-	[ ! -e "$FORGE_DB-wal" ]
+	[ ! -s "$FORGE_DB-wal" ]
 	[ "$(sqlite3 "$FORGE_DB" "SELECT access_count FROM memories WHERE id = '$id'")" = 0 ]
 	[ "$(grep -c "^$id " "$FORGE_DB.accesses")" = 2 ]
 	run -0 forge-memory show --json "$id"

@@ -66,6 +66,14 @@ ro() {
 }
 
 @test "a command that writes says why it cannot (exit 5), and nothing changed" {
+	# the database as this Forge leaves it: its emptied -wal and -shm kept
+	[ -e "$FORGE_DB-wal" ] && [ ! -s "$FORGE_DB-wal" ] || false
+	run -5 --separate-stderr ro forge memory add --type semantic "a lesson never stored"
+	[[ "$stderr" == *"forge.db"*"readonly"* ]]
+	run -0 --separate-stderr forge memory list
+	[[ "$output" != *"a lesson never stored"* ]]
+	# as an older Forge (or a copy) leaves it: no -wal and -shm beside it
+	rm "$FORGE_DB-wal" "$FORGE_DB-shm"
 	run -5 --separate-stderr ro forge cancel "$T"
 	[[ "$stderr" == *"forge.db"* ]]
 	run -0 --separate-stderr forge status --json "$T"
@@ -91,9 +99,13 @@ other_user() {
 	chmod 755 "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/db"
 	chmod 644 "$BATS_TEST_TMPDIR"/db/*
 	cd /
-	# closed cleanly: no -wal or -shm to read it through (before: exit 5,
-	# "sqlite code 1544", from every read command)
-	[ ! -e "$FORGE_DB-wal" ]
+	# closed cleanly: its emptied -wal and -shm kept, not writable by
+	# nobody, or (an older Forge's, a copy) none to read it through
+	# (before: exit 5, "sqlite code 1544", from every read command)
+	[ ! -s "$FORGE_DB-wal" ]
+	run -0 --separate-stderr other_user forge memory search multiplication
+	[[ "$output" == *"multiplication lives in calc.c"* ]]
+	rm "$FORGE_DB-wal" "$FORGE_DB-shm"
 	run -0 --separate-stderr other_user forge history --json
 	[ "$(jq -r .trace_id <<<"$output")" = "$T" ]
 	run -0 --separate-stderr other_user forge memory list

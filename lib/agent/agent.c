@@ -623,6 +623,7 @@ int agent_run(struct agent_result *out, struct agent_config *cfg, struct agent_e
 	out->duration_ms = agent_now(&a) - a.start_ms;
 	out->messages = a.messages;
 	jv_free(a.tools);
+	free(a.message_tokens);
 	return 0;
 }
 

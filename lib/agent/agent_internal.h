@@ -19,6 +19,15 @@ struct agent {
 	struct agent_result *res;
 	jv messages;                /* working memory (owned) */
 	jv tools;                   /* everything sent to the model (owned) */
+	/* Estimates kept across turns: the fixed part of a request (0 until
+	 * first asked: tools do not change during a run) and each message's
+	 * (messages[0..n_estimated): messages are only appended, so a prefix
+	 * once estimated stays valid until compression replaces them all).
+	 * Before, each turn serialised the whole conversation four times to
+	 * count it: a session's estimating grew with the square of its length. */
+	size_t fixed_tokens;
+	size_t *message_tokens;
+	int n_estimated, cap_estimated;
 	long long start_ms;
 	double reflect_spent;       /* USD spent on reflection */
 	int fast_calls;             /* calls made on the fast client */
@@ -54,12 +63,18 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
 int agent_compress(struct agent *a, bool force);
 /* What a request holds besides its messages (the system prompt, the tool
  * definitions), estimated in tokens. */
-size_t agent_fixed_tokens(const struct agent *a);
+size_t agent_fixed_tokens(struct agent *a);
+/* The messages, estimated in tokens: each message's estimate (as
+ * tokens_estimate_jv) plus one for each separator between them.  Messages
+ * estimated before are not estimated again. */
+size_t agent_messages_tokens(struct agent *a);
+/* Forget the kept estimates of the messages (after they were replaced). */
+void agent_messages_replaced(struct agent *a);
 /* The tokens an answer may take: llm.max_tokens (cfg->max_tokens), but no
  * more than the model's window (cfg->context_tokens) leaves after the
  * request, and at least AGENT_ANSWER_MIN. */
 #define AGENT_ANSWER_MIN 1024
-int agent_answer_room(const struct agent *a);
+int agent_answer_room(struct agent *a);
 
 /* Reflect on the outcome ("success", "error", "escalation", "breaker");
  * `detail` may be NULL.  Never fails the loop. */

@@ -230,21 +230,50 @@ static char *model_summary(struct agent *a, jv middle, size_t budget_tokens)
 	return summary;
 }
 
-size_t agent_fixed_tokens(const struct agent *a)
+size_t agent_fixed_tokens(struct agent *a)
 {
 	const char *system = a->cfg->system_prompt;
 
-	return (system ? tokens_estimate_str(system) : 0) + tokens_estimate_jv(a->tools);
+	if (!a->fixed_tokens)
+		a->fixed_tokens = (system ? tokens_estimate_str(system) : 0) + tokens_estimate_jv(a->tools);
+	return a->fixed_tokens;
 }
 
-int agent_answer_room(const struct agent *a)
+size_t agent_messages_tokens(struct agent *a)
+{
+	int n = jv_array_length(jv_copy(a->messages));
+	size_t total = n > 1 ? (size_t)n - 1 : 0;
+
+	if (n > a->cap_estimated) {
+		a->cap_estimated = n * 2;
+		a->message_tokens = xrealloc(a->message_tokens, (size_t)a->cap_estimated * sizeof *a->message_tokens);
+	}
+	for (int i = a->n_estimated; i < n; i++) {
+		jv m = jv_array_get(jv_copy(a->messages), i);
+
+		a->message_tokens[i] = tokens_estimate_jv(m);
+		jv_free(m);
+	}
+	if (n > a->n_estimated)
+		a->n_estimated = n;
+	for (int i = 0; i < n; i++)
+		total += a->message_tokens[i];
+	return total;
+}
+
+void agent_messages_replaced(struct agent *a)
+{
+	a->n_estimated = 0;
+}
+
+int agent_answer_room(struct agent *a)
 {
 	int want = a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192;
 	size_t window = a->cfg->context_tokens, prompt;
 
 	if (!window)
 		return want;
-	prompt = agent_fixed_tokens(a) + tokens_estimate_jv(a->messages);
+	prompt = agent_fixed_tokens(a) + agent_messages_tokens(a);
 	prompt += prompt / 10;  /* (an estimate: the server counts exactly) */
 	if (prompt + (size_t)want <= window)
 		return want;
@@ -260,7 +289,7 @@ int agent_compress(struct agent *a, bool force)
 	size_t want = (size_t)(a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192);
 	size_t reserve = agent_fixed_tokens(a) + (want < window / 4 ? want : window / 4);
 	size_t budget = window > reserve + window / 8 ? window - reserve : window / 8;
-	size_t before = tokens_estimate_jv(a->messages);
+	size_t before = agent_messages_tokens(a);
 	int n = jv_array_length(jv_copy(a->messages));
 
 	if (!force && before * 10 < budget * 9)
@@ -300,8 +329,9 @@ int agent_compress(struct agent *a, bool force)
 	jv rest = jv_array_slice(jv_copy(a->messages), tail, n);
 	jv_free(a->messages);
 	a->messages = jv_array_concat(jv_array_append(jv_array(), merged), rest);
+	agent_messages_replaced(a);
 
-	size_t after = tokens_estimate_jv(a->messages);
+	size_t after = agent_messages_tokens(a);
 	jv p = jv_object();
 	p = json_set(p, "tokens_before", jv_number((double)before));
 	p = json_set(p, "tokens_after", jv_number((double)after));
