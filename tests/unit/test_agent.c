@@ -3,9 +3,11 @@
  * and a fake tool executor: the happy path and every termination path.
  */
 #include "agent/agent.h"
+#include "agent/agent_internal.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
+#include "core/tokens.h"
 #include "data/stream.h"
 #include "unit.h"
 
@@ -628,6 +630,34 @@ static void test_prompt_overlay_parse(void)
 	CHECK(agent_prompt_overlay_parse(&body, &replace, "replace: maybe\n") == -1);
 }
 
+/* The messages' estimate kept across turns is the sum of each message's,
+ * as when counted afresh: after appends, and after the messages were
+ * replaced (compression) with ones of other sizes at the same places. */
+static void test_message_estimates_kept_across_turns(void)
+{
+	struct agent a = { 0 };
+	const char *texts[] = { "fix the parser", "read src/parse.c: 1200 lines of C",
+				"the tests pass", "done: one line changed" };
+	size_t fresh = 0;
+
+	a.messages = jv_array();
+	CHECK_INT(agent_messages_tokens(&a), 0);
+	for (int i = 0; i < 4; i++) {
+		jv m = llm_msg_user(texts[i]);
+		fresh += tokens_estimate_jv(m) + (i ? 1 : 0);
+		a.messages = jv_array_append(a.messages, m);
+		CHECK_INT(agent_messages_tokens(&a), fresh);
+	}
+	jv_free(a.messages);
+	a.messages = jv_array_append(jv_array(), llm_msg_user("[Summary of the earlier work] all four steps"));
+	agent_messages_replaced(&a);
+	jv only = jv_array_get(jv_copy(a.messages), 0);
+	CHECK_INT(agent_messages_tokens(&a), tokens_estimate_jv(only));
+	jv_free(only);
+	jv_free(a.messages);
+	free(a.message_tokens);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir))
@@ -651,6 +681,7 @@ int main(void)
 	RUN(test_trivial_success_skips_reflection);
 	RUN(test_hash_ignores_call_ids);
 	RUN(test_prompt_overlay);
+	RUN(test_message_estimates_kept_across_turns);
 	RUN(test_prompt_overlay_parse);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
