@@ -514,3 +514,78 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	# (before: no handler, killed by the signal: the shell's 143)
 	interrupt_ends_130 forge-llm forge-llm --provider anthropic --base-url "$MOCK_URL"
 }
+
+# raw_sse BODY: a mock step that serves BODY as a 200 text/event-stream.
+raw_sse() {
+	printf '{"fault":"raw","status":200,"headers":{"Content-Type":"text/event-stream"},"body":%s}' "$(jq -Rs . <<<"$1")"
+}
+ANTH_START='event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-haiku-4-5","stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Whole answer."}}
+
+'
+ANTH_DELTA='event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}
+
+'
+
+@test "anthropic: a stream that ends cleanly after message_delta's stop_reason, without message_stop, is complete; one cut before it is not (hunt29)" {
+	mock_steps "[$(raw_sse "$ANTH_START$ANTH_DELTA"),$(raw_sse "$ANTH_START")]"
+	run -0 --separate-stderr anth --stream hi
+	assert_output "Whole answer."
+	run -5 --separate-stderr anth --stream hi
+	[[ $stderr == *"the stream ended before the answer was complete"* ]]
+}
+
+@test "streams: ping and unknown events are skipped unparsed, a keep-alive data line too; a malformed known event fails naming it (hunt29)" {
+	odd='event: ping
+data:
+
+event: content_block_delta_v2
+data: not json at all
+
+event: ping
+data: {"type": "ping"}
+
+'
+	stop='event: message_stop
+data: {"type":"message_stop"}
+
+'
+	bad='event: message_start
+data: {"type":"message_start","message":{
+
+'
+	chunk='data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"kept alive"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}
+
+'
+	mock_steps "[$(raw_sse "$odd$ANTH_START$odd$ANTH_DELTA$stop"),$(raw_sse "$bad"),$(raw_sse "data: 
+
+$chunk
+data: 
+
+data: [DONE]
+
+")]"
+	run -0 --separate-stderr anth --stream hi
+	assert_output "Whole answer."
+	run -5 --separate-stderr anth --config <(echo '{"llm":{"max_retries":0}}') --stream hi
+	[[ $stderr == *"unparseable Anthropic stream event 'message_start'"* ]]
+	run -0 --separate-stderr oai --stream hi
+	assert_output "kept alive"
+}
+
+@test "a response body past 64 MiB is said to be too large, not that the server cannot be reached (hunt29)" {
+	mock_steps '[{"fault":"raw","status":200,"headers":{"Content-Type":"application/json"},"parts":[["{\"pad\":\"",1],["0123456789abcdef",4194400],["\"}",1]]}]'
+	run -5 --separate-stderr anth --config <(echo '{"llm":{"max_retries":0}}') hi
+	[[ $stderr == *"anthropic: the response body from $MOCK_URL is larger than 67108864 bytes"* ]]
+	[[ $stderr != *"cannot reach"* ]]
+}

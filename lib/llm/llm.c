@@ -306,6 +306,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 		buf_addf(&b, "the stream ended with an error%s%s", f->type ? ": " : "", f->type ? f->type : "");
 	else if (r && r->status)
 		buf_addf(&b, "HTTP %ld%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "");
+	else if (r && r->too_large)   /* reached: its answer was too long to read */
+		buf_addf(&b, "the response body from %s is larger than %zu bytes", c->shown_url, r->too_large);
 	else if (r && r->streamed)   /* reached: the answer stopped coming */
 		buf_addf(&b, "the answer from %s broke off: %s", c->shown_url, r->error);
 	else if (r)
@@ -336,7 +338,8 @@ static int finish_stream(struct llm_client *c, struct streaming *st, const struc
 		return report(c, st->s.fault.kind, r, &st->s.fault);
 	/* (an OpenAI-compatible server that leaves out [DONE] -- older
 	 * llama.cpp, TGI -- ends a whole answer with finish_reason and the
-	 * end of the body, which is all the official SDK reads) */
+	 * end of the body, which is all the official SDK reads; an Anthropic
+	 * one without message_stop, with message_delta's stop_reason) */
 	if (!st->s.done && !st->s.finished) {
 		const char *ct = http_header_get(r, "content-type");
 		c->last = LLM_ERR_PROTOCOL;

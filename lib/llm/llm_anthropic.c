@@ -298,11 +298,12 @@ static int parse(struct llm_response *out, const char *body, size_t len)
 
 /* ---- streaming --------------------------------------------------------- */
 
-static void block_start(struct llm_stream *s, jv ev)
+static int block_start(struct llm_stream *s, jv ev)
 {
 	jv cb = json_get(ev, "content_block");
 	const char *type = json_get_str(cb, "type");
 	struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(ev, "index", 0), true);
+	int rc = 0;
 
 	if (type && !strcmp(type, "tool_use")) {
 		llm_stream_text_end(s);
@@ -311,40 +312,85 @@ static void block_start(struct llm_stream *s, jv ev)
 		b->name = llm_strdup_or_null(json_get_str(cb, "name"));
 	} else if (type && !strcmp(type, "text") && json_get_str(cb, "text")) {
 		const char *t = json_get_str(cb, "text");
-		llm_stream_text(s, t, strlen(t));
+		rc = llm_stream_text(s, t, strlen(t));
 	}
 	jv_free(cb);
+	return rc;
 }
 
-static void block_delta(struct llm_stream *s, jv ev)
+static int block_delta(struct llm_stream *s, jv ev)
 {
 	jv d = json_get(ev, "delta");
 	const char *type = json_get_str(d, "type");
+	const char *t;
+	int rc = 0;
 
-	if (type && !strcmp(type, "text_delta") && json_get_str(d, "text")) {
-		const char *t = json_get_str(d, "text");
-		llm_stream_text(s, t, strlen(t));
-	} else if (type && !strcmp(type, "input_json_delta") && json_get_str(d, "partial_json")) {
+	if (type && !strcmp(type, "text_delta") && (t = json_get_str(d, "text"))) {
+		rc = llm_stream_text(s, t, strlen(t));
+	} else if (type && !strcmp(type, "input_json_delta") && (t = json_get_str(d, "partial_json"))) {
 		struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(ev, "index", 0), true);
 		b->is_tool = true;
-		buf_adds(&b->args, json_get_str(d, "partial_json"));
+		rc = llm_stream_add(&b->args, t, strlen(t));
 	}
 	jv_free(d);
+	return rc;
 }
 
 static void stream_fault(struct llm_stream *s, jv ev);
 
+/* The events an answer is made of (as the official SDKs read them);
+ * others -- ping, and any the API adds later -- are skipped unparsed
+ * (llm-wire.md §0). */
+static const char *const known_events[] = { "message_start", "content_block_start",
+	"content_block_delta", "content_block_stop", "message_delta", "message_stop", "error" };
+
+static bool known_event(const char *name)
+{
+	for (size_t i = 0; i < sizeof(known_events) / sizeof(*known_events); i++)
+		if (!strcmp(name, known_events[i]))
+			return true;
+	return false;
+}
+
+static void message_delta(struct llm_stream *s, jv ev)
+{
+	jv sub = json_get(ev, "delta");
+	bool stop = json_get_str(sub, "stop_reason") != NULL;
+
+	take_stop(s->resp, sub);
+	jv_free(sub);
+	sub = json_get(ev, "usage");
+	take_usage(s->resp, sub);
+	jv_free(sub);
+	/* a stop_reason ends the answer: a body that ends cleanly after it
+	 * is whole without message_stop, as the SDKs take it */
+	if (stop) {
+		llm_stream_text_end(s);
+		usage_whole(s->resp);
+		s->finished = true;
+	}
+}
+
+/* One event.  name: the SSE event name; "message" or NULL when the block
+ * had none (a proxy's): then the data's type names it, and data that is
+ * no event is skipped too. */
 static int event(struct llm_stream *s, const char *name, const char *data, size_t len)
 {
-	jv ev = json_parse(data, len);
-	const char *type = json_get_str(ev, "type");
-	jv sub;
+	bool named = name && strcmp(name, "message");
+	jv ev, sub;
+	const char *type;
+	int rc = 0;
 
-	(void)name;   /* "type" always equals the event name */
-	if (jv_get_kind(ev) != JV_KIND_OBJECT || !type) {
+	if (named && !known_event(name))
+		return 0;
+	ev = json_parse(data, len);
+	type = json_get_str(ev, "type");
+	if (jv_get_kind(ev) != JV_KIND_OBJECT || (!named && !type)) {
 		jv_free(ev);
-		return forge_error("unparseable Anthropic stream event");
+		return named ? forge_error("unparseable Anthropic stream event '%s'", name) : 0;
 	}
+	if (named)
+		type = name;
 	if (!strcmp(type, "message_start")) {
 		sub = json_get(ev, "message");
 		take_header(s->resp, sub);
@@ -353,18 +399,13 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 		jv_free(u);
 		jv_free(sub);
 	} else if (!strcmp(type, "content_block_start")) {
-		block_start(s, ev);
+		rc = block_start(s, ev);
 	} else if (!strcmp(type, "content_block_delta")) {
-		block_delta(s, ev);
+		rc = block_delta(s, ev);
 	} else if (!strcmp(type, "content_block_stop")) {
 		llm_stream_text_end(s);
 	} else if (!strcmp(type, "message_delta")) {
-		sub = json_get(ev, "delta");
-		take_stop(s->resp, sub);
-		jv_free(sub);
-		sub = json_get(ev, "usage");
-		take_usage(s->resp, sub);
-		jv_free(sub);
+		message_delta(s, ev);
 	} else if (!strcmp(type, "message_stop")) {
 		llm_stream_text_end(s);
 		usage_whole(s->resp);
@@ -373,7 +414,7 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 		stream_fault(s, ev);
 	}
 	jv_free(ev);
-	return 0;
+	return rc;
 }
 
 /* ---- errors ------------------------------------------------------------ */

@@ -41,7 +41,8 @@ struct llm_stream {
 	struct llm_stream_block *blocks;
 	size_t nblocks;
 	bool done;                     /* message_stop / [DONE] seen */
-	bool finished;                 /* a finish_reason seen: a clean end of the body completes it */
+	bool finished;                 /* a finish_reason / stop_reason seen: a clean end of
+	                                  the body completes it */
 	bool failed;                   /* a mid-stream error event */
 	bool text_open;                /* text came since the last llm_stream_text_end() */
 	struct llm_fault fault;
@@ -50,7 +51,13 @@ struct llm_stream {
 };
 void llm_stream_init(struct llm_stream *s, struct llm_response *resp);
 void llm_stream_release(struct llm_stream *s);
-void llm_stream_text(struct llm_stream *s, const char *text, size_t len);
+/* Append text (shown through on_text).  -1 with a message when the
+ * answer's text would pass the stream's cap (64 MiB): an answer is never
+ * kept cut. */
+int llm_stream_text(struct llm_stream *s, const char *text, size_t len);
+/* Append to one of the stream's buffers (a tool's args, the reasoning):
+ * -1 with a message past the cap. */
+int llm_stream_add(struct buf *b, const char *text, size_t len);
 /* The text so far is a whole block (it ended, a tool call starts, or the
  * answer ended): on_text(payload, "", 0) once, when text came since. */
 void llm_stream_text_end(struct llm_stream *s);

@@ -306,12 +306,14 @@ out:
 
 /* ---- streaming --------------------------------------------------------- */
 
-static void tool_delta(struct llm_stream *s, jv tc)
+static int tool_delta(struct llm_stream *s, jv tc)
 {
 	jv fn = json_get(tc, "function");
 	long index = (long)json_get_num(tc, "index", 0);
 	const char *id = json_get_str(tc, "id");
 	struct llm_stream_block *b = llm_stream_block(s, index, true);
+	const char *args = json_get_str(fn, "arguments");
+	int rc = 0;
 
 	/* Ollama sends each parallel call whole, every one at index 0 (or
 	 * without an index): another id there is another call. */
@@ -322,21 +324,23 @@ static void tool_delta(struct llm_stream *s, jv tc)
 		b->id = xstrdup(id);
 	if (json_get_str(fn, "name") && !b->name)
 		b->name = xstrdup(json_get_str(fn, "name"));
-	if (json_get_str(fn, "arguments"))
-		buf_adds(&b->args, json_get_str(fn, "arguments"));
+	if (args)
+		rc = llm_stream_add(&b->args, args, strlen(args));
 	jv_free(fn);
+	return rc;
 }
 
-static void choice_delta(struct llm_stream *s, jv c)
+static int choice_delta(struct llm_stream *s, jv c)
 {
 	jv d = json_get(c, "delta");
 	jv calls = json_get(d, "tool_calls");
 	const char *t;
+	int rc = 0;
 
 	if ((t = json_get_str(d, "content")))
-		llm_stream_text(s, t, strlen(t));
+		rc = llm_stream_text(s, t, strlen(t));
 	if ((t = json_get_str(d, "reasoning_content"))) {
-		buf_adds(&s->reasoning, t);
+		rc |= llm_stream_add(&s->reasoning, t, strlen(t));
 		s->reasoning_seen = true;
 	}
 	if ((t = json_get_str(d, "refusal")))
@@ -344,7 +348,7 @@ static void choice_delta(struct llm_stream *s, jv c)
 	if (jv_get_kind(calls) == JV_KIND_ARRAY) {
 		llm_stream_text_end(s);	/* the text before a tool call is whole */
 		jv_array_foreach(calls, i, tc) {
-			tool_delta(s, tc);
+			rc |= tool_delta(s, tc);
 			jv_free(tc);
 		}
 	}
@@ -356,19 +360,31 @@ static void choice_delta(struct llm_stream *s, jv c)
 		take_finish(s->resp, t);
 	jv_free(calls);
 	jv_free(d);
+	return rc < 0 ? -1 : 0;
 }
 
 static void decode(struct llm_fault *out, long status, jv j);
 
+static bool blank(const char *data, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (data[i] != ' ' && data[i] != '\t' && data[i] != '\r' && data[i] != '\n')
+			return false;
+	return true;
+}
+
 static int event(struct llm_stream *s, const char *name, const char *data, size_t len)
 {
 	jv ev, choices, u;
+	int rc = 0;
 
 	(void)name;
 	if (len >= 6 && !memcmp(data, "[DONE]", 6)) {
 		s->done = true;
 		return 0;
 	}
+	if (blank(data, len))
+		return 0;   /* a keep-alive `data: ` line */
 	ev = json_parse(data, len);
 	if (jv_get_kind(ev) != JV_KIND_OBJECT) {
 		jv_free(ev);
@@ -385,8 +401,8 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 	choices = json_get(ev, "choices");
 	if (jv_get_kind(choices) == JV_KIND_ARRAY) {
 		jv_array_foreach(choices, i, c) {
-			if (json_get_num(c, "index", 0) == 0)
-				choice_delta(s, c);
+			if (json_get_num(c, "index", 0) == 0 && choice_delta(s, c) < 0)
+				rc = -1;
 			jv_free(c);
 		}
 	}
@@ -395,7 +411,7 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 	jv_free(u);
 	jv_free(choices);
 	jv_free(ev);
-	return 0;
+	return rc;
 }
 
 /* ---- errors ------------------------------------------------------------ */

@@ -36,14 +36,23 @@ void llm_stream_release(struct llm_stream *s)
 	llm_fault_release(&s->fault);
 }
 
-void llm_stream_text(struct llm_stream *s, const char *text, size_t len)
+int llm_stream_add(struct buf *b, const char *text, size_t len)
+{
+	if (buf_add(b, text, len) < 0)
+		return forge_error("the streamed answer is larger than %u MiB", STREAM_MAX >> 20);
+	return 0;
+}
+
+int llm_stream_text(struct llm_stream *s, const char *text, size_t len)
 {
 	if (!len)
-		return;
-	buf_add(&s->text, text, len);
+		return 0;
+	if (llm_stream_add(&s->text, text, len) < 0)
+		return -1;
 	s->text_open = true;
 	if (s->on_text)
 		s->on_text(s->payload, text, len);
+	return 0;
 }
 
 void llm_stream_text_end(struct llm_stream *s)

@@ -357,6 +357,7 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	r->status = 0;
 	r->error[0] = '\0';
 	r->timed_out = false;
+	r->too_large = 0;
 	c->errbuf[0] = '\0';
 	setup(c, req, &t, hdrs);
 	rc = curl_easy_perform(c->curl);
@@ -376,8 +377,10 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	if (t.sink_failed)
 		snprintf(r->error, sizeof(r->error), "%s",
 			 *forge_last_error() ? forge_last_error() : "stream aborted");
-	else if (rc == CURLE_WRITE_ERROR)
+	else if (rc == CURLE_WRITE_ERROR) {
 		snprintf(r->error, sizeof(r->error), "response body larger than %zu bytes", t.max);
+		r->too_large = t.max;
+	}
 	else if (t.stalled)
 		snprintf(r->error, sizeof(r->error), "stalled: no data for %ld ms", c->stall_ms);
 	else

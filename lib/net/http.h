@@ -53,6 +53,8 @@ struct http_response {
 	int retries;                  /* retries made */
 	double duration_ms;           /* all attempts and waits */
 	bool streamed;                /* body bytes went to the sink */
+	size_t too_large;             /* > 0: the body passed this cap (max_body) and
+	                                 was not read: the server was reached */
 	double retry_after_refused;   /* > 0: the server asked to wait this many
 	                                 seconds, more than max_retry_after: not retried */
 };

@@ -143,7 +143,9 @@ SCRIPT FORMAT
                       fields give the text sent first
     "cut"             same as an answer with "cut_after" (default: half the events)
     "disconnect"      close the connection without any response
-    "raw"             "status", "headers", "body" (string) sent as given
+    "raw"             "status", "headers", "body" (string) sent as given;
+                      "parts": [[text, count], ...] instead of "body" sends
+                      each text count times (a body of any size)
   Fault fields: "status", "message", "type", "code", "param" override the
   defaults; "should_retry": true|false sets x-should-retry (Anthropic errors get
   x-should-retry by default: true for 408/409/429/5xx/529, false otherwise;
@@ -1241,6 +1243,8 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "raw":
             body = step.get("body", "")
             body = body if isinstance(body, str) else jdump(body)
+            if "parts" in step:
+                body = "".join(text * int(n) for text, n in step["parts"])
             h = {"Content-Type": "application/json"}
             h.update(extra)
             return self.send_bytes(step.get("status", 200), h, body.encode("utf-8"))

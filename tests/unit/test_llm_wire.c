@@ -571,6 +571,37 @@ static void test_oai_reasoning_sent_back(void)
 	llm_response_release(&r);
 }
 
+/* Streamed text past the cap (64 MiB) fails the answer with a message; it
+ * is never kept cut (hunt29). */
+static void test_stream_cap(void)
+{
+	static const char anth[] = "{\"type\":\"content_block_delta\",\"index\":0,"
+		"\"delta\":{\"type\":\"text_delta\",\"text\":\"more\"}}";
+	static const char oai[] = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"more\"}}]}";
+	const size_t chunk = 1u << 20;
+	char *big = xmalloc(chunk);
+	struct llm_response r;
+	struct llm_stream s;
+	int n = 0;
+
+	memset(big, 'x', chunk);
+	for (int pass = 0; pass < 2; pass++) {
+		llm_response_init(&r);
+		llm_stream_init(&s, &r);
+		for (n = 0; n < 63; n++)
+			CHECK_INT(llm_stream_text(&s, big, chunk), 0);
+		CHECK_INT(llm_stream_text(&s, big, chunk - 2), 0);   /* 2 bytes left: "more" passes */
+		if (pass == 0)
+			CHECK_INT(llm_anthropic.event(&s, "content_block_delta", anth, strlen(anth)), -1);
+		else
+			CHECK_INT(llm_openai.event(&s, NULL, oai, strlen(oai)), -1);
+		CHECK(strstr(forge_last_error(), "larger than 64 MiB") != NULL);
+		llm_stream_release(&s);
+		llm_response_release(&r);
+	}
+	free(big);
+}
+
 static void test_response_json_roundtrip(void)
 {
 	const char *in = "{\"text\":\"hi\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"finish\","
@@ -632,5 +663,6 @@ int main(void)
 	RUN(test_oai_build);
 	RUN(test_response_json_roundtrip);
 	RUN(test_event_stream_type);
+	RUN(test_stream_cap);
 	return unit_done();
 }
