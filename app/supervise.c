@@ -376,6 +376,27 @@ static double error_rate(struct sup *s, long *calls)
 	return *calls ? (double)failed / (double)*calls : 0;
 }
 
+/*
+ * Today, the local day (the one `forge history` shows), as the UTC
+ * timestamps of its first millisecond and of the next day's: what
+ * safety.cost.per_day limits.  (Before: the UTC date of the runs' start,
+ * hunt19 #8.)  mktime takes a day of 23 or 25 hours in its stride.
+ */
+static void local_today(char from[TIMESTAMP_LEN + 1], char to[TIMESTAMP_LEN + 1])
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_isdst = -1;
+	timestamp_format(from, (int64_t)mktime(&tm) * 1000);
+	tm.tm_mday++;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_isdst = -1;
+	timestamp_format(to, (int64_t)mktime(&tm) * 1000);
+}
+
 /* The run-level breaker that trips, or NULL; *why receives the reason. */
 const char *sup_breaker(struct sup *s, char *why, size_t n)
 {
@@ -401,17 +422,18 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 			 "gives it more)", usd, allowed);
 		return "budget";
 	}
-	/* A breaker that cannot read what it guards trips (fails closed). */
-	char today[TIMESTAMP_LEN + 1];
-	double others;
-	timestamp_now(today);
-	today[10] = '\0';	/* YYYY-MM-DD */
-	if (store_cost_on_day(&others, s->o->store, today, s->trace) < 0) {
+	/* A breaker that cannot read what it guards trips (fails closed).
+	 * (this run's calls are in the log: its events are stored as they
+	 * come, in this connection's transaction) */
+	char from[TIMESTAMP_LEN + 1], to[TIMESTAMP_LEN + 1];
+	double today;
+	local_today(from, to);
+	if (store_cost_between(&today, s->o->store, from, to) < 0) {
 		snprintf(why, n, "cannot read today's cost: %s", forge_last_error());
 		return "cost_per_day";
 	}
-	if (usd + others >= per_day) {
-		snprintf(why, n, "today's runs have cost $%.4f (limit per day $%g)", usd + others, per_day);
+	if (today >= per_day) {
+		snprintf(why, n, "today's model calls have cost $%.4f (limit per day $%g)", today, per_day);
 		return "cost_per_day";
 	}
 	enum run_status status;

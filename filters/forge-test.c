@@ -26,6 +26,7 @@
 #include "core/json.h"
 #include "core/tmpdir.h"
 #include "testrun/junit.h"
+#include "testrun/tap.h"
 #include "llm/llm.h"
 #include "app/human.h"
 #include "app/phase.h"
@@ -148,6 +149,7 @@ static int run(struct phase *ph, struct proc_result *res, const char *command, c
 		.tmp = t->tmp,
 		.timeout_ms = timeout_ms,
 		.output_cap = OUT_CAP,
+		.cut_count = tap_failing_line,
 	};
 	jv unconfined;
 	int rc = sandbox_job_run(res, &unconfined, &job);
@@ -231,7 +233,12 @@ static int read_results(struct testrun *out, char **report_out, jv *reports_out,
 	}
 	jv_free(reports);
 	buf_release(&xml);
-	return testrun_parse(out, res->out.buf, res->out.len);
+	int rc = testrun_parse(out, res->out.buf, res->out.len);
+	/* (before: a "not ok" in the cut middle of output over OUT_CAP was
+	 * lost, and a producer that exits 0 passed, hunt26) */
+	if (rc == 1)
+		tap_cut_failures(out, res->out_cut_counted);
+	return rc;
 }
 
 /* The last `max` bytes of s, on a UTF-8 boundary. */

@@ -370,6 +370,27 @@ branch_log() {
 	[[ "$stderr" == *"breaker cost_per_run tripped"* ]]
 }
 
+@test "safety.cost.per_day limits what the model calls of the local day cost, every run's, whenever the run started" {
+	# (before: the cost of the runs *started* that day, by their UTC date: a
+	# run started yesterday and resumed today spent today unseen, hunt19 #8)
+	export TZ=XYZ-14	# most of its day is another UTC date
+	# another run's model calls: one a second before today began, one as it began
+	ev() {
+		printf '{"kind":"event","id":"%s","trace_id":"01JDB2OTHERRUNAAAAAAAAAAAA","ts":"%s","source":"test","phase":"plan","type":"llm.called","payload":{},"cost":{"usd":%s,"tokens":1}}\n' \
+			"$1" "$(date -u -d "@$(date -d "$2" +%s)" +%Y-%m-%dT%H:%M:%S.000Z)" "$3"
+	}
+	{ ev 01JDB3DAYAAAAAAAAAAAAAAAA1 'yesterday 23:59:59' 5; ev 01JDB3DAYAAAAAAAAAAAAAAAA2 'today 00:00:00' 0.6; } |
+		forge-events store >/dev/null
+	echo '{"safety":{"cost":{"per_day":1}}}' >"$BATS_TEST_TMPDIR/day1.json"
+	echo '{"safety":{"cost":{"per_day":0.66}}}' >"$BATS_TEST_TMPDIR/day066.json"
+	replay run-clean.jsonl
+	# yesterday's $5 is not today's: $0.6 + this run's $0.0694 stay under $1
+	run -0 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/day1.json" "add a mul operation" </dev/null
+	# today: $0.6 + that run's $0.0694, whatever day the runs started
+	run -3 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/day066.json" "add a mul operation" </dev/null
+	[[ "$stderr" == *"breaker cost_per_day tripped: today's model calls have cost \$0.6694 (limit per day \$0.66)"* ]]
+}
+
 @test "--budget is a limit: the phase that reaches it trips (exit 3), resume trips again until --budget gives more" {
 	# (before: --budget 0.01 fed only the cost_overrun gate, passed by itself
 	# at level 4, and the run spent $0.0694 and completed)

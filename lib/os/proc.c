@@ -93,28 +93,76 @@ size_t proc_running_count(void)
 
 /* ---- capture: keep the head and the tail of a stream ---- */
 
+enum { CUT_COUNT_LINE = 4096 };  /* what proc_opts.cut_count sees of a line */
+
 struct capture {
 	size_t cap;          /* 0 = keep all */
 	size_t total;
 	struct buf head;     /* first cap/2 bytes (all bytes when cap == 0) */
 	char *ring;          /* last cap - cap/2 bytes */
 	size_t ring_cap, ring_len, ring_pos;
+	/* cut_count: the lines of the whole stream it said yes to; those
+	 * kept are taken off at the end, what is left was in the middle */
+	bool (*count)(const char *line, size_t len);
+	struct buf line;     /* the current line, up to CUT_COUNT_LINE bytes */
+	size_t counted;
 };
 
-static void capture_init(struct capture *c, size_t cap)
+static void capture_init(struct capture *c, size_t cap, bool (*count)(const char *, size_t))
 {
 	memset(c, 0, sizeof(*c));
 	c->cap = cap;
+	c->count = cap ? count : NULL;
 	buf_init(&c->head, 0);
+	buf_init(&c->line, 0);
 	if (cap) {
 		c->ring_cap = cap - cap / 2;
 		c->ring = xmalloc(c->ring_cap ? c->ring_cap : 1);
 	}
 }
 
+/* Feed p[0..n) to the line counter: every line ended counts once. */
+static void count_feed(struct capture *c, const char *p, size_t n)
+{
+	while (n > 0) {
+		const char *nl = memchr(p, '\n', n);
+		size_t take = nl ? (size_t)(nl - p) : n;
+		size_t room = c->line.len < CUT_COUNT_LINE ? CUT_COUNT_LINE - c->line.len : 0;
+
+		buf_add(&c->line, p, take < room ? take : room);
+		if (!nl)
+			return;
+		if (c->count(c->line.buf ? c->line.buf : "", c->line.len))
+			c->counted++;
+		buf_reset(&c->line);
+		p += take + 1;
+		n -= take + 1;
+	}
+}
+
+/* The lines of p[0..n) count says yes to (the last without its newline). */
+static size_t count_lines(bool (*count)(const char *, size_t), const char *p, size_t n)
+{
+	size_t k = 0;
+
+	while (n > 0) {
+		const char *nl = memchr(p, '\n', n);
+		size_t len = nl ? (size_t)(nl - p) : n;
+
+		k += count(p, len < CUT_COUNT_LINE ? len : CUT_COUNT_LINE);
+		if (!nl)
+			break;
+		p += len + 1;
+		n -= len + 1;
+	}
+	return k;
+}
+
 static void capture_add(struct capture *c, const char *p, size_t n)
 {
 	c->total += n;
+	if (c->count)
+		count_feed(c, p, n);
 	if (!c->cap) {
 		buf_add(&c->head, p, n);
 		return;
@@ -143,8 +191,9 @@ static void capture_add(struct capture *c, const char *p, size_t n)
 	}
 }
 
-/* Move the captured text into out: head, marker, tail. */
-static void capture_finish(struct buf *out, struct capture *c)
+/* Move the captured text into out: head, marker, tail; *counted (may be
+ * NULL) the lines of the omitted middle c->count said yes to. */
+static void capture_finish(struct buf *out, size_t *counted, struct capture *c)
 {
 	struct buf tail = BUF_INIT;
 	size_t start = c->ring_len < c->ring_cap ? 0 : c->ring_pos;
@@ -164,6 +213,15 @@ static void capture_finish(struct buf *out, struct capture *c)
 			tail_off = (size_t)(nl - tail.buf) + 1;
 		omitted += (c->head.len - head_len) + tail_off;
 	}
+	if (c->count && omitted) {
+		if (c->line.len && c->count(c->line.buf, c->line.len))
+			c->counted++;
+		size_t kept = count_lines(c->count, c->head.buf ? c->head.buf : "", head_len) +
+			      count_lines(c->count, tail.buf ? tail.buf + tail_off : "", tail.len - tail_off);
+		if (counted)
+			*counted = c->counted > kept ? c->counted - kept : 0;
+	}
+	buf_release(&c->line);
 	buf_add(out, c->head.buf, head_len);
 	if (omitted) {
 		if (out->len && out->buf[out->len - 1] != '\n')
@@ -746,8 +804,8 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	buf_init(&r->err, 0);
 	sigemptyset(&pipeset);
 	sigaddset(&pipeset, SIGPIPE);
-	capture_init(&cap_out, o->out_cap);
-	capture_init(&cap_err, o->out_cap);
+	capture_init(&cap_out, o->out_cap, o->cut_count);
+	capture_init(&cap_err, o->out_cap, NULL);
 	memset(&plan, 0, sizeof(plan));
 	if (!o->argv || !o->argv[0]) {
 		forge_error("proc: no program to run");
@@ -1074,8 +1132,8 @@ out:
 	nsview_release(&view);
 	r->out_bytes = cap_out.total;
 	r->err_bytes = cap_err.total;
-	capture_finish(&r->out, &cap_out);
-	capture_finish(&r->err, &cap_err);
+	capture_finish(&r->out, &r->out_cut_counted, &cap_out);
+	capture_finish(&r->err, NULL, &cap_err);
 	r->duration_ms = now_ms() - start;
 	return rc;
 }

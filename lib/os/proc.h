@@ -36,6 +36,7 @@
  *   Each stream keeps at most out_cap bytes: the first half and the last
  *   half, joined by a line "[… N bytes omitted …]"; r.out_bytes/err_bytes
  *   count everything the child wrote.  out_cap 0 keeps everything.
+ *   cut_count, when set, counts lines of stdout's omitted middle.
  * - Streaming (the supervisor running a phase): with on_stdout (on_stderr)
  *   set, that stream is not captured; every complete line is handed to the
  *   callback as soon as it arrives (without its newline, NUL-terminated,
@@ -157,6 +158,11 @@ struct proc_opts {
 	void (*on_started)(void *payload);
 	void *payload;
 	size_t max_line;              /* longer lines are cut (and flagged); 0 = 16 MiB */
+	/* With out_cap: the lines of stdout's omitted middle that this says
+	 * yes to are counted (r.out_cut_counted), so that what they marked is
+	 * not lost with them (a failing test point).  It sees each line
+	 * without its newline, up to its first 4 KiB; NULL = none. */
+	bool (*cut_count)(const char *line, size_t len);
 };
 
 #define PROC_OPTS_INIT { .landlock_fd = -1, .kill_grace_ms = 2000 }
@@ -168,6 +174,7 @@ struct proc_result {
 	struct buf out;      /* captured stdout (and stderr when merged) */
 	struct buf err;      /* captured stderr */
 	size_t out_bytes;    /* everything written to stdout */
+	size_t out_cut_counted; /* lines of out's omitted middle opts.cut_count said yes to */
 	size_t err_bytes;
 	long duration_ms;
 	char unconfined[256]; /* "" or what could not be applied, "; "-joined */

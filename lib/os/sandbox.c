@@ -1615,6 +1615,7 @@ again:
 	o.cwd = cmd->cwd ? cmd->cwd : cmd->root;
 	o.merge_stderr = true;
 	o.out_cap = p->output_cap;
+	o.cut_count = cmd->cut_count;
 	o.timeout_ms = cmd->timeout_ms > 0 ? cmd->timeout_ms : p->timeout_ms;
 	o.limits = p->limits;
 	o.limits.cpu_s = (unsigned long)(o.timeout_ms / 1000) + 10;

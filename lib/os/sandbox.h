@@ -204,6 +204,7 @@ struct sandbox_cmd {
 	const char *tmp;         /* the run's temp dir (writable; HOME, TMPDIR) */
 	char *const *base_env;   /* NULL = environ */
 	long timeout_ms;         /* 0 = the policy's */
+	bool (*cut_count)(const char *line, size_t len); /* proc_opts.cut_count; may be NULL */
 };
 
 /*

@@ -58,6 +58,7 @@ int sandbox_job_run(struct proc_result *out, jv *unconfined, const struct sandbo
 		.tmp = job->tmp ? job->tmp : tmp,
 		.base_env = job->base_env,
 		.timeout_ms = job->timeout_ms,
+		.cut_count = job->cut_count,
 	};
 	rc = sandbox_run(out, unconfined, &p, &cmd);
 out:

@@ -44,6 +44,7 @@ struct sandbox_job {
 	                                   (NULL-terminated; may be NULL) */
 	long timeout_ms;                /* 0 = the policy's */
 	size_t output_cap;              /* 0 = the policy's */
+	bool (*cut_count)(const char *line, size_t len); /* proc_opts.cut_count; may be NULL */
 	bool allow_network;             /* keep the network whatever sandbox.network says */
 };
 

@@ -1784,24 +1784,32 @@ int store_resolve_path(char **out, const char *flag, const char *repo)
 
 /* ---- what the run-level breakers read ------------------------------ */
 
-int store_cost_on_day(double *usd, struct store *st, const char *day, const char *except_trace)
+int store_cost_between(double *usd, struct store *st, const char *from, const char *to)
 {
 	struct db_stmt *s;
 	int step;
 
 	*usd = 0;
-	if (db_prepare(&s, st, "SELECT COALESCE(SUM(total_cost_usd), 0) FROM runs"
-		       " WHERE substr(started_at, 1, 10) = ?1 AND id IS DISTINCT FROM CAST(?2 AS TEXT)") < 0)
-		return forge_error_prefix("cannot sum the cost of the runs of %s", day);
-	db_bind_text(s, 1, day);
-	db_bind_text(s, 2, except_trace);
-	step = db_step(s);
-	if (step == DB_ROW)
-		*usd = db_col_double(s, 0);
-	else
-		store_fail(st, "cannot sum the cost of the runs of %s", day);
+	/* (the records parsed here, not in SQL: the same on both backends) */
+	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE type = 'llm.called' AND ts >= ?1"
+		       " AND ts < ?2") < 0)
+		return forge_error_prefix("cannot sum the cost of the model calls since %s", from);
+	db_bind_text(s, 1, from);
+	db_bind_text(s, 2, to);
+	while ((step = db_step(s)) == DB_ROW) {
+		const char *text = db_col_text(s, 0);
+		jv rec = json_parse(text, strlen(text)), cost = json_get(rec, "cost");
+		double v = json_get_num(cost, "usd", 0);
+
+		if (isfinite(v) && v > 0)
+			*usd += v;
+		jv_free(cost);
+		jv_free(rec);
+	}
+	if (step != DB_DONE)
+		store_fail(st, "cannot sum the cost of the model calls since %s", from);
 	db_finalize(s);
-	return step == DB_ROW ? 0 : -1;
+	return step == DB_DONE ? 0 : -1;
 }
 
 int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since)

@@ -274,12 +274,14 @@ int store_checkpoint_load(jv *out, struct store *st, const char *id);
 int store_checkpoint_list(jv *out, struct store *st, const char *trace_id);
 
 /*
- * What the run-level breakers read.  cost_on_day: the summed cost of the
- * runs started on day ("YYYY-MM-DD"), except_trace's excepted (may be
- * NULL).  tool_outcomes: the tool.executed + tool.failed events of trace
- * since the timestamp `since` (*calls) and how many of them failed.
+ * What the run-level breakers read.  cost_between: what the model calls of
+ * every run made from the timestamp `from` up to (not including) `to` cost:
+ * the summed cost.usd of the llm.called events then, by their ts (a run
+ * resumed days after it started counts on the day it spends).
+ * tool_outcomes: the tool.executed + tool.failed events of trace since the
+ * timestamp `since` (*calls) and how many of them failed.
  */
-int store_cost_on_day(double *usd, struct store *st, const char *day, const char *except_trace);
+int store_cost_between(double *usd, struct store *st, const char *from, const char *to);
 int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since);
 
 /*

@@ -255,6 +255,20 @@ static void read_comment(struct testcase *c, const char *s, size_t n)
 
 /* ---- test points ----------------------------------------------------------- */
 
+/* 1 (SKIP) or 2 (TODO) when s[i] is the "#" of a directive: unescaped,
+ * after a blank or first, "skip…"/"todo…" after it; 0 when not. */
+static int directive_at(const char *s, size_t n, size_t i)
+{
+	if (s[i] != '#' || (i != 0 && s[i - 1] != ' ' && s[i - 1] != '\t'))
+		return 0;
+	const char *d = s + i + 1;
+	size_t dn = n - i - 1;
+	tr_skip_ws(&d, &dn);
+	if (dn >= 4 && strncasecmp(d, "skip", 4) == 0)
+		return 1;
+	return dn >= 4 && strncasecmp(d, "todo", 4) == 0 ? 2 : 0;
+}
+
 /* Parse "ok …" / "not ok …" at s; false when the line is not a test point. */
 static bool test_point(struct tap *t, const char *s, size_t n, size_t indent)
 {
@@ -294,21 +308,18 @@ static bool test_point(struct tap *t, const char *s, size_t n, size_t indent)
 			buf_addch(&desc, s[++i]);
 			continue;
 		}
-		if (s[i] == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
+		if ((directive = directive_at(s, n, i)) != 0) {
 			const char *d = s + i + 1;
 			size_t dn = n - i - 1;
 			tr_skip_ws(&d, &dn);
-			if (dn >= 4 && (strncasecmp(d, "skip", 4) == 0 || strncasecmp(d, "todo", 4) == 0)) {
-				directive = strncasecmp(d, "skip", 4) == 0 ? 1 : 2;
-				while (dn && *d != ' ' && *d != '\t') {
-					d++;
-					dn--;
-				}
-				tr_trim(&d, &dn);
-				reason = d;
-				reason_len = dn;
-				break;
+			while (dn && *d != ' ' && *d != '\t') {
+				d++;
+				dn--;
 			}
+			tr_trim(&d, &dn);
+			reason = d;
+			reason_len = dn;
+			break;
 		}
 		buf_addch(&desc, s[i]);
 	}
@@ -555,4 +566,31 @@ int tap_parse(struct testrun *out, const char *text, size_t len)
 		snprintf(out->format, sizeof out->format, "node");
 	}
 	return 1;
+}
+
+bool tap_failing_line(const char *line, size_t len)
+{
+	if (!tr_prefix(line, len, "not ok") || (len > 6 && line[6] != ' ' && line[6] != '\t'))
+		return false;
+	for (size_t i = 6; i < len; i++) {
+		if (line[i] == '\\' && i + 1 < len && (line[i + 1] == '#' || line[i + 1] == '\\'))
+			i++;
+		else if (directive_at(line, len, i))
+			return false;
+	}
+	return true;
+}
+
+void tap_cut_failures(struct testrun *out, size_t n)
+{
+	char msg[160];
+	size_t at = strlen(out->note);
+
+	if (n == 0 || strcmp(out->format, "tap") != 0)
+		return;
+	snprintf(msg, sizeof msg, "%zu failing test point%s (\"not ok\") in the middle of the output, "
+		 "which was cut", n, n == 1 ? "" : "s");
+	testrun_add_synthetic(out, "TAP cut output", msg, NULL);
+	testrun_count(out);
+	snprintf(out->note + at, sizeof out->note - at, "%s%s", at ? "; " : "", msg);
 }

@@ -21,6 +21,7 @@
 #ifndef FORGE_TAP_H
 #define FORGE_TAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct testrun;
@@ -29,5 +30,15 @@ struct testrun;
  * "1..0", or numbered/dashed test points without a plan) with *out filled (format "tap" or "node"); 0 when not TAP.
  * *out must be initialised (testrun_init). */
 int tap_parse(struct testrun *out, const char *text, size_t len);
+
+/* True when line (without its newline) is a failing test point of the top
+ * level: "not ok" without a SKIP or TODO directive.  For proc_opts.cut_count
+ * (os/proc.h): output too long to keep has its middle cut, failures too. */
+bool tap_failing_line(const char *line, size_t len);
+
+/* n (tap_failing_line) failing test points were in the middle cut out of
+ * the output *out was read from: when *out is TAP, a synthetic failure
+ * says so (the run did not pass), and its note too; counts recounted. */
+void tap_cut_failures(struct testrun *out, size_t n);
 
 #endif

@@ -219,6 +219,11 @@ static void test_contain_timeout(void)
 	CHECK_MSG(kill(pid_in(a), 0) < 0 && errno == ESRCH, "the detached one is alive");
 }
 
+static bool ends_in_7(const char *line, size_t len)
+{
+	return len > 0 && line[len - 1] == '7';
+}
+
 static void test_output_cap_head_tail(void)
 {
 	struct proc_opts o = PROC_OPTS_INIT;
@@ -243,6 +248,17 @@ static void test_output_cap_head_tail(void)
 	/* under the cap: untouched */
 	CHECK(sh(&r, &o, "seq 1 10") == 0);
 	CHECK(!strstr(r.out.buf, "omitted"));
+	CHECK_INT(r.out_cut_counted, 0);
+	proc_result_release(&r);
+	/* cut_count: the lines of the omitted middle it says yes to are
+	 * counted, those kept are not (1000 numbers of 1..10000 end in 7) */
+	o.cut_count = ends_in_7;
+	CHECK(sh(&r, &o, "seq 1 10000") == 0);
+	size_t kept = 0;
+	for (const char *l = r.out.buf, *nl; (nl = strchr(l, '\n')) != NULL; l = nl + 1)
+		kept += ends_in_7(l, (size_t)(nl - l));
+	CHECK(kept > 10 && kept < 100);
+	CHECK_INT(r.out_cut_counted, 1000 - kept);
 	proc_result_release(&r);
 }
 

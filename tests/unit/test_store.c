@@ -1302,16 +1302,23 @@ static void test_breaker_reads(void)
 	char line[256];
 
 	CHECK(store_open(&st, ":memory:") == 0);
+	/* the day's spending is its model calls' (every run's), by when they
+	 * were made: not the runs started that day (hunt19 #8) */
 	CHECK(store_run_create(st, "T1", "a", NULL, jv_null()) == 0);
-	CHECK(store_run_create(st, "T2", "b", NULL, jv_null()) == 0);
-	CHECK(store_run_set_cost(st, "T1", 10, 1.5) == 0);
-	CHECK(store_run_set_cost(st, "T2", 10, 2.25) == 0);
-	CHECK(store_exec(st, "UPDATE runs SET started_at = '2026-11-21T09:00:00.000Z'") == 0);
-	CHECK(store_cost_on_day(&usd, st, "2026-11-21", "T1") == 0);
-	CHECK(usd == 2.25);
-	CHECK(store_cost_on_day(&usd, st, "2026-11-21", NULL) == 0);
-	CHECK(usd == 3.75);
-	CHECK(store_cost_on_day(&usd, st, "2026-11-22", NULL) == 0);
+	CHECK(store_run_set_cost(st, "T1", 10, 100) == 0);
+	for (int i = 0; i < 4; i++) {
+		static const char *const at[] = { "2026-11-20T23:59:59.999Z", "2026-11-21T00:00:00.000Z",
+						  "2026-11-21T23:59:59.999Z", "2026-11-22T00:00:00.000Z" };
+		snprintf(line, sizeof line, "{\"kind\":\"event\",\"id\":\"C%d\",\"trace_id\":\"T%d\","
+			 "\"ts\":\"%s\",\"type\":\"llm.called\",\"payload\":{},\"cost\":{\"usd\":%d}}",
+			 i, 1 + i % 2, at[i], 1 << i);
+		jv e = parse(line);
+		CHECK(store_event_put(st, e, NULL, 0, NULL) == 0);
+		jv_free(e);
+	}
+	CHECK(store_cost_between(&usd, st, "2026-11-21T00:00:00.000Z", "2026-11-22T00:00:00.000Z") == 0);
+	CHECK(usd == 6);
+	CHECK(store_cost_between(&usd, st, "2026-11-23T00:00:00.000Z", "2026-11-24T00:00:00.000Z") == 0);
 	CHECK(usd == 0);
 	for (int i = 0; i < 5; i++) {
 		snprintf(line, sizeof line, BREAKER_EVENT, i, i, i < 2 ? "tool.failed" : i < 4 ? "tool.executed" : "llm.called");
@@ -1326,10 +1333,9 @@ static void test_breaker_reads(void)
 	CHECK_INT(calls, 3);
 	CHECK_INT(failed, 1);
 	/* what cannot be read is an error, never a zero that would pass a breaker */
-	CHECK(store_exec(st, "ALTER TABLE runs RENAME TO runs_gone") == 0);
-	CHECK(store_cost_on_day(&usd, st, "2026-11-21", NULL) == -1);
-	CHECK_MSG(strstr(forge_last_error(), "cannot sum the cost"), "%s", forge_last_error());
 	CHECK(store_exec(st, "DROP VIEW events; ALTER TABLE event_log RENAME TO event_log_gone") == 0);
+	CHECK(store_cost_between(&usd, st, "2026-11-21T00:00:00.000Z", "2026-11-22T00:00:00.000Z") == -1);
+	CHECK_MSG(strstr(forge_last_error(), "cannot sum the cost"), "%s", forge_last_error());
 	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z") == -1);
 	CHECK_MSG(strstr(forge_last_error(), "cannot count the tool calls"), "%s", forge_last_error());
 	store_free(st);

@@ -235,8 +235,35 @@ static void test_cap(void)
 	buf_release(&b);
 }
 
+/* The failing test points of a middle cut out of the output (os/proc.h's
+ * cut_count): counted by tap_failing_line, a failure when told (hunt26). */
+static void test_cut_failures(void)
+{
+	struct testrun r;
+	static const char *const yes[] = { "not ok", "not ok 3 - x", "not ok\t4 a \\# TODO escaped",
+					   "not ok 5 a#TODO not a directive" };
+	static const char *const no[] = { "ok 1", "not okay", "  not ok 2 nested", "not ok 6 # TODO later",
+					  "not ok 7 - x # skip no", "# not ok" };
+
+	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+		CHECK_MSG(tap_failing_line(yes[i], strlen(yes[i])), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+		CHECK_MSG(!tap_failing_line(no[i], strlen(no[i])), "%s", no[i]);
+	CHECK(parse(&r, "1..3\nok 1 a\n[\xe2\x80\xa6 99 bytes omitted \xe2\x80\xa6]\nok 3 c\n") == 1);
+	CHECK_INT(r.failed, 0);
+	tap_cut_failures(&r, 0);
+	CHECK_INT(r.failed, 0);
+	tap_cut_failures(&r, 2);
+	CHECK_INT(r.failed, 1);
+	CHECK_INT(r.total, 3);
+	CHECK(testrun_find(&r, "TAP cut output"));
+	CHECK_MSG(strstr(r.note, "1 planned test not seen; 2 failing test points (\"not ok\")"), "%s", r.note);
+	testrun_release(&r);
+}
+
 int main(void)
 {
+	RUN(test_cut_failures);
 	RUN(test_plans);
 	RUN(test_too_many);
 	RUN(test_cap);
