@@ -373,7 +373,15 @@ branch_log() {
 @test "safety.cost.per_day limits what the model calls of the local day cost, every run's, whenever the run started" {
 	# (before: the cost of the runs *started* that day, by their UTC date: a
 	# run started yesterday and resumed today spent today unseen, hunt19 #8)
-	export TZ=XYZ-14	# most of its day is another UTC date
+	# a zone where it is now about noon: local midnight, yesterday's and
+	# today's, is hours away while the test runs (at UTC+0 the local day
+	# would be the UTC date, hiding which of the two the breaker reads)
+	local h off
+	h=$(date -u +%-H)
+	off=$(((12 - h + 24) % 24))
+	[ "$off" -le 14 ] || off=$((off - 24))
+	[ "$off" -ne 0 ] || off=1	# (an hour past noon: as far, and not UTC)
+	export TZ="XYZ$((-off))"
 	# another run's model calls: one a second before today began, one as it began
 	ev() {
 		printf '{"kind":"event","id":"%s","trace_id":"01JDB2OTHERRUNAAAAAAAAAAAA","ts":"%s","source":"test","phase":"plan","type":"llm.called","payload":{},"cost":{"usd":%s,"tokens":1}}\n' \
