@@ -3,6 +3,7 @@
  */
 #include "app/gatedecide.h"
 
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "data/stream.h"
@@ -63,4 +64,26 @@ int gatedecide_human(jv *out, struct store *st, const struct config *cfg, const 
 	else
 		jv_free(gate);
 	return 0;
+}
+
+char *gatedecide_next(struct store *st, jv gate, bool approve)
+{
+	const char *trace = json_get_str(gate, "trace_id");
+	struct buf b;
+	jv lease = jv_null();
+
+	buf_init(&b, 0);
+	/* (the run at its prompt sees the row within a second: a resume now
+	 * would be refused, the run being live) */
+	if (trace && store_lease_get(&lease, st, trace) == 0 && json_get_bool(lease, "alive", false))
+		buf_addf(&b, "run %s, waiting on it (pid %.0f on %s), %s by itself", trace,
+			 json_get_num(lease, "pid", 0), json_get_str(lease, "host") ? json_get_str(lease, "host") : "?",
+			 approve ? "goes on" : "stops");
+	else if (approve)
+		buf_addf(&b, "continue with: forge resume %s", trace ? trace : "TRACE");
+	else    /* a rejection ends the run: resume only records that */
+		buf_addf(&b, "this ends run %s (forge resume %s records the end; forge run the task again to "
+			 "start anew)", trace ? trace : "?", trace ? trace : "TRACE");
+	jv_free(lease);
+	return buf_detach(&b, NULL);
 }

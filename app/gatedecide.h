@@ -23,4 +23,13 @@ struct store;
 int gatedecide_human(jv *gate, struct store *st, const struct config *cfg, const char *source,
 		     const char *id, bool approve, const char *note);
 
+/*
+ * What the person who decided gate row `gate` (borrowed) does next, for
+ * `forge gate` and `forge tui` to print (caller frees): when its run is
+ * live (its lease's holder, asking at its own terminal), the run goes on or
+ * stops by itself; else `forge resume TRACE` continues it (approved) or
+ * records the end (rejected).
+ */
+char *gatedecide_next(struct store *st, jv gate, bool approve);
+
 #endif

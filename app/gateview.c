@@ -577,11 +577,13 @@ char *gateview_full(jv gate, jv state, const struct config *cfg)
 	return render(gate, state, cfg, false, true);
 }
 
-enum prompt_answer gateview_ask(jv gate, jv state, const struct config *cfg, char **note)
+enum prompt_answer gateview_ask(jv gate, jv state, const struct config *cfg, char **note,
+				const struct prompt_watch *watch)
 {
 	char *summary = gateview_summary(gate, state, cfg, term_color(STDERR_FILENO));
 	char *full = gateview_full(gate, state, cfg);
-	struct prompt_opts o = { .text = summary, .question = "  approve?", .note = true, .full = full };
+	struct prompt_opts o = { .text = summary, .question = "  approve?", .note = true, .full = full,
+				 .watch = watch };
 	enum prompt_answer a = prompt_ask(note, &o);
 
 	free(summary);

@@ -51,7 +51,10 @@ char *gateview_full(jv gate, jv state, const struct config *cfg);
 /*
  * Ask gate on the terminal with its summary, offering [y]es / [n]o /
  * [e]dit note / [v]iew full / [?] (prompt_ask()); *note as there.
+ * watch (NULL: none) ends the question when the gate is decided elsewhere
+ * (PROMPT_SETTLED).
  */
-enum prompt_answer gateview_ask(jv gate, jv state, const struct config *cfg, char **note);
+enum prompt_answer gateview_ask(jv gate, jv state, const struct config *cfg, char **note,
+				const struct prompt_watch *watch);
 
 #endif

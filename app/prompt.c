@@ -94,47 +94,76 @@ static int open_tty(const char *path)
 	return fd;
 }
 
-enum read_result { LINE_READ, LINE_EOF, LINE_INTERRUPTED, LINE_TIMEOUT };
+enum read_result { LINE_READ, LINE_EOF, LINE_INTERRUPTED, LINE_TIMEOUT, LINE_SETTLED };
+
+/* A prompt in progress: the terminal, the caller's signal set-up, the line. */
+struct session {
+	int fd;
+	struct saved sv;
+	struct buf line;
+	int64_t deadline;           /* monotonic ms; 0: no limit */
+	const struct prompt_watch *watch;   /* NULL: none */
+	int64_t next_watch;         /* monotonic ms of the next watch->settled() */
+};
+
+/* How long ppoll may wait: until the deadline or the next look at the
+ * watch, whichever comes first; -1: no limit. */
+static int64_t wait_ms(const struct session *s, int64_t now)
+{
+	int64_t w = s->deadline > 0 ? s->deadline - now : -1;
+
+	if (s->watch && (w < 0 || s->next_watch - now < w))
+		w = s->next_watch - now;
+	return w < 0 ? 0 : w;
+}
 
 /*
- * Read one line into line (without its newline), a byte at a time so that
- * nothing after it is taken from the terminal.  A last line without a
- * newline before the end of input counts as a line.
+ * Read one line into s->line (without its newline), a byte at a time so
+ * that nothing after it is taken from the terminal.  A last line without a
+ * newline before the end of input counts as a line.  While nothing is
+ * typed, s->watch is asked every every_ms (LINE_SETTLED when it says so).
  */
-static enum read_result read_line(struct buf *line, int fd, const struct saved *sv, int64_t deadline)
+static enum read_result read_line(struct session *s)
 {
-	buf_reset(line);
+	buf_reset(&s->line);
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
 		struct timespec ts, *tsp = NULL;
+		int64_t now = monotonic_ms();
 		char c;
 
 		if (caught)
 			return LINE_INTERRUPTED;
-		if (deadline > 0) {
-			int64_t left = deadline - monotonic_ms();
-			if (left <= 0)
-				return LINE_TIMEOUT;
+		if (s->deadline > 0 && now >= s->deadline)
+			return LINE_TIMEOUT;
+		if (s->deadline > 0 || s->watch) {
+			int64_t left = wait_ms(s, now);
 			ts.tv_sec = (time_t)(left / 1000);
 			ts.tv_nsec = (long)(left % 1000) * 1000000L;
 			tsp = &ts;
 		}
-		int n = ppoll(&p, 1, tsp, &sv->wait);
+		int n = ppoll(&p, 1, tsp, &s->sv.wait);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return LINE_EOF;
-		if (n == 0)
-			continue;	/* the deadline is checked above */
-		ssize_t r = read(fd, &c, 1);
+		if (n == 0) {	/* the deadline is checked above */
+			if (s->watch && monotonic_ms() >= s->next_watch) {
+				if (s->watch->settled(s->watch->arg))
+					return LINE_SETTLED;
+				s->next_watch = monotonic_ms() + s->watch->every_ms;
+			}
+			continue;
+		}
+		ssize_t r = read(s->fd, &c, 1);
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r <= 0)	/* Ctrl-D, or the terminal hung up (EIO) */
-			return line->len ? LINE_READ : LINE_EOF;
+			return s->line.len ? LINE_READ : LINE_EOF;
 		if (c == '\n')
 			return LINE_READ;
-		if (line->len < LINE_MAX_BYTES)
-			buf_addch(line, c);
+		if (s->line.len < LINE_MAX_BYTES)
+			buf_addch(&s->line, c);
 	}
 }
 
@@ -158,7 +187,8 @@ static bool is_word(const char *s, const char *one, const char *word)
 
 static enum prompt_answer from_read(enum read_result r)
 {
-	return r == LINE_INTERRUPTED ? PROMPT_INTERRUPTED : r == LINE_TIMEOUT ? PROMPT_TIMEOUT : PROMPT_EOF;
+	return r == LINE_INTERRUPTED ? PROMPT_INTERRUPTED : r == LINE_TIMEOUT ? PROMPT_TIMEOUT
+	     : r == LINE_SETTLED ? PROMPT_SETTLED : PROMPT_EOF;
 }
 
 /*
@@ -235,14 +265,6 @@ static const char help_text[] =
 	"  Ctrl-D    decide later: the run pauses (exit 4) with the gate pending;\n"
 	"            `forge gate approve|reject ID` then `forge resume TRACE`\n";
 
-/* A prompt in progress: the terminal, the caller's signal set-up, the line. */
-struct session {
-	int fd;
-	struct saved sv;
-	struct buf line;
-	int64_t deadline;           /* monotonic ms; 0: no limit */
-};
-
 /*
  * Open the terminal o->tty names, catch SIGINT and SIGTERM and print o->text
  * on a line of its own: the set-up prompt_ask and prompt_line share.  -1
@@ -251,6 +273,8 @@ struct session {
 static int session_begin(struct session *s, const struct prompt_opts *o)
 {
 	s->deadline = o->timeout_ms > 0 ? monotonic_ms() + o->timeout_ms : 0;
+	s->watch = o->watch && o->watch->settled && o->watch->every_ms > 0 ? o->watch : NULL;
+	s->next_watch = s->watch ? monotonic_ms() + s->watch->every_ms : 0;
 	s->fd = open_tty(o->tty);
 	if (s->fd < 0)
 		return -1;
@@ -268,7 +292,7 @@ static int session_begin(struct session *s, const struct prompt_opts *o)
  * the caller's signal set-up back and close the terminal. */
 static enum prompt_answer session_end(struct session *s, enum prompt_answer answer)
 {
-	if (answer == PROMPT_EOF || answer == PROMPT_INTERRUPTED)
+	if (answer == PROMPT_EOF || answer == PROMPT_INTERRUPTED || answer == PROMPT_SETTLED)
 		tty_write(s->fd, "\n");
 	else if (answer == PROMPT_TIMEOUT)
 		tty_write(s->fd, "\n  (no answer in time)\n");
@@ -282,7 +306,7 @@ static enum prompt_answer session_end(struct session *s, enum prompt_answer answ
  * else what ended the read, with *out untouched. */
 static enum prompt_answer session_read(struct session *s, char **out)
 {
-	enum read_result r = read_line(&s->line, s->fd, &s->sv, s->deadline);
+	enum read_result r = read_line(s);
 
 	if (r != LINE_READ)
 		return from_read(r);
@@ -369,6 +393,7 @@ const char *prompt_answer_name(enum prompt_answer a)
 	case PROMPT_INTERRUPTED: return "interrupted";
 	case PROMPT_TIMEOUT: return "timeout";
 	case PROMPT_NO_TTY: return "no_tty";
+	case PROMPT_SETTLED: return "settled";
 	}
 	return "unknown";
 }

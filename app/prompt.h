@@ -37,6 +37,20 @@ enum prompt_answer {
 	PROMPT_INTERRUPTED,         /* SIGINT or SIGTERM arrived during the prompt */
 	PROMPT_TIMEOUT,             /* no answer within timeout_ms */
 	PROMPT_NO_TTY,              /* no terminal to ask on */
+	PROMPT_SETTLED,             /* o->watch said it was decided elsewhere */
+};
+
+/*
+ * A question that can be settled elsewhere while it is asked (a gate decided
+ * with `forge gate`, in `forge tui`, or expired): settled(arg) is asked
+ * every every_ms while the prompt waits for input (not while the pager
+ * runs), and true ends the prompt with PROMPT_SETTLED.  Input that is there
+ * is read first: a line typed ahead is still an answer.
+ */
+struct prompt_watch {
+	bool (*settled)(void *arg);
+	void *arg;
+	long every_ms;              /* > 0 */
 };
 
 struct prompt_opts {
@@ -52,6 +66,7 @@ struct prompt_opts {
 	 * NULL: no [v]. */
 	const char *full;
 	long timeout_ms;            /* for the whole prompt; <= 0: no limit */
+	const struct prompt_watch *watch;   /* NULL: nothing settles it but an answer */
 };
 
 /*
@@ -65,13 +80,13 @@ enum prompt_answer prompt_ask(char **note, const struct prompt_opts *o);
  * A free-text question (forge compile's interview): print o->text (may be
  * NULL) and o->question, then read one line.  PROMPT_APPROVE with *out the
  * line without surrounding blanks (malloc'd; may be empty: the human
- * chose not to answer), or PROMPT_EOF, PROMPT_INTERRUPTED, PROMPT_TIMEOUT
- * or PROMPT_NO_TTY with *out NULL.  o->note and o->full are not used.
+ * chose not to answer), or PROMPT_EOF, PROMPT_INTERRUPTED, PROMPT_TIMEOUT,
+ * PROMPT_SETTLED or PROMPT_NO_TTY with *out NULL.  o->note and o->full are not used.
  */
 enum prompt_answer prompt_line(char **out, const struct prompt_opts *o);
 
 /* "approve", "reject", "approve_with_note", "eof", "interrupted",
- * "timeout", "no_tty". */
+ * "timeout", "no_tty", "settled". */
 const char *prompt_answer_name(enum prompt_answer a);
 
 struct deploy_gate;   /* deploy/deploy.h */

@@ -469,12 +469,41 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 
 /* ---- gates -------------------------------------------------------------- */
 
-/* Ask on the terminal, showing what is decided (app/gateview.h); *note
- * may receive a note. */
-static enum prompt_answer ask_terminal(struct sup *s, jv gate, char **note)
+/* How often the terminal's question looks at its gate row. */
+#define GATE_WATCH_MS 1000
+
+struct gate_watch {
+	struct store *store;
+	const char *id;             /* the gate row's */
+};
+
+/* prompt_watch's settled(): the gate row is decided (forge gate, forge
+ * tui) or past its expiry.  A failed read (the database busy a moment)
+ * keeps the question up: the next look tries again. */
+static bool gate_settled(void *arg)
 {
+	const struct gate_watch *w = arg;
+	jv row;
+
+	if (gate_get(&row, w->store, w->id) < 0)
+		return false;
+	const char *status = json_get_str(row, "status");
+	bool settled = status && (gate_status_of(status) != GATE_PENDING || gate_past_expiry(row));
+
+	jv_free(row);
+	return settled;
+}
+
+/* Ask on the terminal, showing what is decided (app/gateview.h), until
+ * answered or until gate row `id` is decided elsewhere or expires
+ * (PROMPT_SETTLED); *note may receive a note. */
+static enum prompt_answer ask_terminal(struct sup *s, jv gate, const char *id, char **note)
+{
+	struct gate_watch w = { s->o->store, id };
+	struct prompt_watch pw = { gate_settled, &w, GATE_WATCH_MS };
+
 	term_status_clear();
-	return gateview_ask(gate, s->state, s->o->cfg, note);
+	return gateview_ask(gate, s->state, s->o->cfg, note, &pw);
 }
 
 static void remember_edit(struct sup *s, const char *gate, const char *note)
@@ -542,9 +571,14 @@ static int gate_decided(struct sup *s, const char *name, jv row)
 	return GATE_STOP;
 }
 
-/* The answer at the prompt was refused (gate_decide() gave r): the gate
- * was decided elsewhere or expired meanwhile, or the database failed. */
-static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, const char *id, int r)
+/*
+ * Gate row `id` was settled while it was asked here (decided with forge
+ * gate or forge tui, or expired): answered, the answer typed here that
+ * gate_decide() refused (r); else the prompt saw it (r GATE_REFUSED).  What
+ * the row holds is what the run does; r -1 (the database failed): pending.
+ */
+static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, const char *id, int r,
+					   bool answered)
 {
 	jv row;
 	int out;
@@ -554,8 +588,20 @@ static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, cons
 			"(forge resume %s asks again)\n", name, forge_last_error(), s->trace);
 		return GATE_WAIT;
 	}
-	fprintf(stderr, "forge: gate %s was decided while it was asked here; that decision stands\n", name);
+	const char *status = json_get_str(row, "status");
+	bool expired = gate_status_of(status) == GATE_EXPIRED || gate_past_expiry(row);
+	const char *how = expired ? "expired (its timeout_s)" : "was decided elsewhere (forge gate, forge tui)";
+
+	if (answered)
+		fprintf(stderr, "forge: the answer typed here is not recorded: gate %s %s while it was "
+			"asked; that decision stands\n", name, how);
+	else
+		fprintf(stderr, "forge: gate %s %s while it was asked here; that decision stands\n", name, how);
 	out = gate_decided(s, name, row);
+	if (out == GATE_PASS)   /* (a rejection or an expiry gate_decided() says) */
+		fprintf(stderr, "forge: gate %s (%s) was approved by %s%s%s: the run goes on\n", name, id,
+			json_get_str(row, "decided_by") ? json_get_str(row, "decided_by") : "a human",
+			json_get_str(row, "note") ? ": " : "", json_get_str(row, "note") ? json_get_str(row, "note") : "");
 	jv_free(row);
 	return out < 0 ? GATE_WAIT : (enum gate_outcome)out;
 }
@@ -601,7 +647,9 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 	if (s->o->interactive && !interrupted) {
 		char *note = NULL;
 		sup_settle(s);      /* nothing held (the database's lock) while a human thinks */
-		ans = ask_terminal(s, gate, &note);
+		ans = ask_terminal(s, gate, id, &note);
+		if (ans == PROMPT_SETTLED)
+			return decided_elsewhere(s, name, id, GATE_REFUSED, false);
 		if (ans == PROMPT_APPROVE || ans == PROMPT_APPROVE_WITH_NOTE || ans == PROMPT_REJECT) {
 			bool yes = ans != PROMPT_REJECT;
 			int r = gate_decide(s->o->store, id, yes, "human", note);
@@ -611,7 +659,7 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 			 * (before: the answer here passed a gate rejected there). */
 			if (r < 0) {
 				free(note);
-				return decided_elsewhere(s, name, id, r);
+				return decided_elsewhere(s, name, id, r, true);
 			}
 			sup_emit(s, yes ? "gate.approved" : "gate.rejected",
 			     json_set(json_set(json_set(json_set(jv_object(), "gate", jv_string(name)), "id",

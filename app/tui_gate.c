@@ -88,13 +88,13 @@ static void decide(struct tui *t, jv gate, int key)
 			return;
 		}
 	}
-	if (gatedecide_human(NULL, t->ses->store, t->ses->cfg, "forge-tui", id, key != 'n', note) < 0)
+	if (gatedecide_human(NULL, t->ses->store, t->ses->cfg, "forge-tui", id, key != 'n', note) < 0) {
 		tui_say(t, "%s", forge_last_error());
-	else if (key == 'n')    /* a rejection ends the run: resume only records that */
-		tui_say(t, "rejected %s; this ends run %s (forge resume records the end)", id,
-			json_get_str(gate, "trace_id"));
-	else
-		tui_say(t, "approved %s; continue with: forge resume %s", id, json_get_str(gate, "trace_id"));
+	} else {
+		char *next = gatedecide_next(t->ses->store, gate, key != 'n');
+		tui_say(t, "%s %s; %s", key == 'n' ? "rejected" : "approved", id, next);
+		free(next);
+	}
 	free(note);
 }
 

@@ -34,7 +34,8 @@ static const struct cli_spec spec = {
 	.name = "forge-gate",
 	.synopsis = "list [TRACE] [--all] [--json]\napprove ID [--note TEXT]\nreject ID [--note TEXT]",
 	.description = "Human gates of forge runs.  A run that waits at a gate is paused (exit 4);\n"
-		       "decide the gate here, then continue the run with `forge resume TRACE`.",
+		       "decide the gate here, then continue the run with `forge resume TRACE`.\n"
+		       "A run asking at its own terminal sees the decision and goes on (or stops) by itself.",
 	.options = options,
 };
 
@@ -91,12 +92,10 @@ static int decide(struct store *st, const struct config *cfg, const char *id, bo
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
 		return rc == GATE_REFUSED ? FORGE_EXIT_REJECTED : FORGE_EXIT_DEPENDENCY;
 	}
-	if (approve)
-		printf("approved %s; continue with: forge resume %s\n", id, json_get_str(gate, "trace_id"));
-	else    /* a rejection ends the run: resume only records that */
-		printf("rejected %s; this ends run %s (forge resume %s records the end; "
-		       "forge run the task again to start anew)\n", id, json_get_str(gate, "trace_id"),
-		       json_get_str(gate, "trace_id"));
+	char *next = gatedecide_next(st, gate, approve);
+
+	printf("%s %s; %s\n", approve ? "approved" : "rejected", id, next);
+	free(next);
 	jv_free(gate);
 	return FORGE_EXIT_OK;
 }

@@ -153,8 +153,23 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	if ((rc = find_target(&t, g, task, trace)) != 0)
 		goto out;
 	rc = FORGE_EXIT_USAGE;
-	if ((e = forge_git_checkout_dirty(g)) != 0) {
-		if (e > 0)
+	e = forge_git_checkout_dirty(g);
+	/* the run's own change, staged, with the branch not moved: a merge
+	 * interrupted (killed) between the two; the fast-forward below ends it
+	 * (before: "stash them", which stashed the run's change) */
+	int holds = e > 0 ? forge_git_checkout_holds(g, t.run_branch) : 0;
+	if (holds == 1 && !no_ff) {
+		fprintf(stderr, "forge-merge: '%s' holds run %s's change already, '%s' not moved yet "
+				"(a merge of it was interrupted): finishing it\n", forge_git_checkout(g), trace,
+			t.branch);
+		e = 0;
+	}
+	if (e != 0) {
+		if (holds == 1)
+			fprintf(stderr, "forge-merge: '%s' holds run %s's change already, '%s' not moved yet (a "
+					"merge of it was interrupted): forge merge %s (without --no-ff) finishes it, "
+					"git reset --hard undoes it\n", forge_git_checkout(g), trace, t.branch, trace);
+		else if (e > 0)
 			fprintf(stderr, "forge-merge: '%s' has uncommitted changes to tracked files: commit or "
 					"stash them (git stash), then forge merge %s\n", forge_git_checkout(g), trace);
 		else

@@ -102,11 +102,50 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	# the pager stands in for a person at another terminal (forge gate, forge tui)
 	PAGER='cat >/dev/null; forge gate reject "$(forge gate list --json | jq -r .id)" --note "too risky" >/dev/null' \
 		run -1 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
-	grep -q "was decided while it was asked here; that decision stands" "$SHOWN"
+	grep -qF "the answer typed here is not recorded: gate architecture_approval was decided elsewhere (forge gate, forge tui) while it was asked; that decision stands" "$SHOWN"
 	grep -q "was rejected by human: too risky: the run stops" "$SHOWN"
 	T=$(last_trace)
 	[ -z "$(events_of "$T" gate.approved)" ]
 	[ "$(forge status --json "$T" | jq -r .run.status)" = failed ]
+}
+
+# The pager stands in for a person at another terminal again; nothing is
+# typed after it: the prompt itself sees the decision (it reads the gate row
+# while it waits), where before it waited for ever.
+@test "a gate rejected elsewhere: the question on the terminal ends by itself and the run stops (exit 1)" {
+	SAID="$BATS_TEST_TMPDIR/said" PAGER='cat >/dev/null; forge gate reject "$(forge gate list --json | jq -r .id)" --note "too risky" >"$SAID"' \
+		run -1 on_tty --type 'v\n' -- forge run --config "$CFG" "add a mul operation"
+	T=$(last_trace)
+	grep -qF "forge: gate architecture_approval was decided elsewhere (forge gate, forge tui) while it was asked here; that decision stands" "$SHOWN"
+	grep -q "was rejected by human: too risky: the run stops" "$SHOWN"
+	# forge gate knew the run was live, asking: not "forge resume", which it would refuse
+	grep -qE "^rejected [0-9A-Z]+; run $T, waiting on it \(pid [0-9]+ on .*\), stops by itself$" "$BATS_TEST_TMPDIR/said"
+	[ -z "$(events_of "$T" gate.approved)" ]
+	[ "$(events_of "$T" gate.rejected | jq -s length)" -eq 2 ]   # forge gate's, the run's stop
+	[ "$(forge status --json "$T" | jq -r .run.status)" = failed ]
+}
+
+@test "a gate approved elsewhere: the question on the terminal ends by itself and the run goes on" {
+	SAID="$BATS_TEST_TMPDIR/said" PAGER='cat >/dev/null; forge gate approve "$(forge gate list --json | jq -r .id)" --note "keep it small" >"$SAID"' \
+		run -0 on_tty --type 'v\n' -- forge run --config "$CFG" "add a mul operation"
+	T=$(last_trace)
+	grep -q "was approved by human: keep it small: the run goes on" "$SHOWN"
+	grep -qE "^approved [0-9A-Z]+; run $T, waiting on it \(pid [0-9]+ on .*\), goes on by itself$" "$BATS_TEST_TMPDIR/said"
+	run -0 events_of "$T" gate.approved
+	jq -e '.by == "human" and .note == "keep it small"' <<<"$output"     # one approval: forge gate's
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	[ "$(git rev-list --count "main..forge/$T")" -ge 1 ]
+}
+
+@test "a gate that expires while it is asked: the question ends by itself, the run stops as rejected (exit 1)" {
+	jq '.gates = [{"id":"architecture_approval","phase":"plan","condition":".plan.risk.level == \"high\"",
+		"prompt":"Review the architecture.","timeout_s":1,"auto_approve_level":null}]' "$CFG" >"$BATS_TEST_TMPDIR/cfg.json"
+	run -1 on_tty -- forge run --config "$BATS_TEST_TMPDIR/cfg.json" "add a mul operation"
+	grep -qF "forge: gate architecture_approval expired (its timeout_s) while it was asked here" "$SHOWN"
+	grep -q "expired without a decision (its timeout_s): it counts as rejected and the run stops" "$SHOWN"
+	T=$(last_trace)
+	[ -z "$(events_of "$T" gate.approved)" ]
+	[ "$(git rev-list --count "main..forge/$T")" -eq 0 ]
 }
 
 @test "v without a usable pager writes the plan to the terminal" {

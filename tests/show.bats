@@ -265,6 +265,32 @@ setup() {
 	assert_line --regexp "^$T1 +merged "
 }
 
+@test "forge merge again after one killed between the checkout and the branch: it finishes the fast-forward, not 'stash them'" {
+	# what the killed merge left: the checkout's index and files are the
+	# run's (a fast-forward's two-tree read-tree), main not moved
+	git update-index -q --refresh || true   # (the copied checkout's stat data)
+	git read-tree -m -u main "forge/$T1"
+	[ "$(git rev-parse main)" = "$BASE" ]
+	# with an edit of the person's on top, the change is theirs: refused as before
+	echo "/* local edit */" >>calc.c
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"has uncommitted changes to tracked files: commit or stash them (git stash), then forge merge $T1" ]]
+	git checkout -q calc.c     # (back to the index: the run's)
+	run -2 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"holds run $T1's change already, 'main' not moved yet (a merge of it was interrupted): forge merge $T1 (without --no-ff) finishes it, git reset --hard undoes it" ]]
+	# a stale lock of the branch (the merge killed while it moved it) is named, not removed
+	: >.git/refs/heads/main.lock
+	run -5 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"cannot move branch 'main': "*".git/refs/heads/main.lock exists: a git command is at work on it, or one was killed there; when none runs, remove that file and try again" ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	rm .git/refs/heads/main.lock
+	run -0 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"holds run $T1's change already, 'main' not moved yet (a merge of it was interrupted): finishing it" ]]
+	assert_output --regexp "^merged forge/$T1 into main \\(fast-forward\\) at [0-9a-f]{12}$"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+}
+
 @test "a sparse checkout is not dirty; forge merge leaves it to git (exit 2, saying why) instead of writing out what it leaves out" {
 	git update-index -q --refresh || true   # (the copied checkout's stat data)
 	git sparse-checkout set --no-cone '/Makefile' '/README.md' '/tests/' '/.forge/' '/.gitignore'   # calc.c left out

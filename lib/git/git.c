@@ -621,6 +621,36 @@ int forge_git_checkout_dirty(struct forge_git *g)
 	return dirty;
 }
 
+int forge_git_checkout_holds(struct forge_git *g, const char *rev)
+{
+	git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_index *idx = NULL;
+	git_diff *staged = NULL, *unstaged = NULL;
+	git_oid oid;
+	int rc = -1;
+
+	if (forge_git_peel(&oid, NULL, g->repo, rev) < 0)
+		return -1;
+	opts.flags = GIT_DIFF_IGNORE_SUBMODULES;
+	if (git_commit_lookup(&commit, g->repo, &oid) < 0 || git_commit_tree(&tree, commit) < 0 ||
+	    git_repository_index(&idx, g->repo) < 0 ||
+	    git_diff_tree_to_index(&staged, g->repo, tree, idx, &opts) < 0 ||
+	    git_diff_index_to_workdir(&unstaged, g->repo, idx, &opts) < 0) {
+		forge_git_fail("cannot compare '%s' with '%s'", forge_git_checkout(g), rev);
+		goto out;
+	}
+	rc = git_diff_num_deltas(staged) == 0 && git_diff_num_deltas(unstaged) == 0;
+out:
+	git_diff_free(unstaged);
+	git_diff_free(staged);
+	git_index_free(idx);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	return rc;
+}
+
 /* The checkout's notify callback: the paths in the way, up to 5. */
 struct in_the_way {
 	struct buf paths;
@@ -870,6 +900,10 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 		e = forge_git_checkout_dirty(g);
 		if (e < 0)
 			goto out;
+		/* a fast-forward interrupted after the checkout was updated, before
+		 * the branch moved: only the branch is left to move */
+		if (e > 0 && forge_git_checkout_holds(g, rev) == 1)
+			goto move;
 		if (e > 0) {
 			/* the person's changes: in the way, as untracked files are */
 			forge_error("cannot fast-forward '%s': '%s' has uncommitted changes to tracked "
@@ -887,14 +921,19 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 			goto out;
 		}
 	}
+move:
 	if (ref)
 		e = git_reference_set_target(&moved, ref, &target, "forge: fast-forward");
 	else
 		e = git_reference_create(&moved, g->repo, name.buf, &target, 0, "forge: fast-forward");
-	if (e < 0) {
+	if (e == GIT_ELOCKED)   /* (libgit2's message ends in an empty OS error) */
+		forge_error("cannot move branch '%s': %s%s.lock exists: a git command is at work on it, or one "
+			    "was killed there; when none runs, remove that file and try again", base_branch,
+			    git_repository_commondir(g->repo), name.buf);
+	else if (e < 0)
 		forge_git_fail("cannot move branch '%s'", base_branch);
+	if (e < 0)
 		goto out;
-	}
 	if (out)
 		*out = forge_git_hex(&target);
 	rc = 0;

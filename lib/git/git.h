@@ -299,7 +299,9 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * and when the branch is checked out in a run's worktree.  When it is
  * checked out in g's checkout or another checkout of the person's (the
  * main working tree, a linked worktree), that checkout must have no changes
- * to tracked files; its files and index are updated safely (an untracked file
+ * to tracked files -- unless its index and files are rev's already (a
+ * fast-forward interrupted before the branch moved: the branch is moved
+ * now); its files and index are updated safely (an untracked file
  * in the way stops it before anything moves: FORGE_GIT_BLOCKED, the
  * message naming the files).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
@@ -343,6 +345,9 @@ int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
  */
 /* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
 int forge_git_checkout_dirty(struct forge_git *g);
+/* Whether the main checkout's index and tracked files are exactly rev's
+ * tree (untracked files aside): 1, 0, or -1. */
+int forge_git_checkout_holds(struct forge_git *g, const char *rev);
 /*
  * Whether a run can start from `base` (NULL: HEAD): 1, with a message
  * saying what to do, when base is an unborn HEAD (no commits yet) while the

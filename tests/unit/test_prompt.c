@@ -261,6 +261,45 @@ static void test_timeout(void)
 	pty_close(&p);
 }
 
+/* The watch: says "settled" at its third look. */
+static int looks;
+
+static bool settled_third(void *arg)
+{
+	(void)arg;
+	return ++looks >= 3;
+}
+
+/* A question settled elsewhere while nothing is typed (a gate decided with
+ * forge gate): the watch is asked until it says so, and the prompt ends
+ * with PROMPT_SETTLED on a fresh line; a line typed ahead is still read
+ * first, the watch not asked. */
+static void test_watch(void)
+{
+	struct pty p;
+	struct prompt_watch w = { settled_third, NULL, 1 };
+	struct prompt_opts o = { .question = "approve?", .note = true, .watch = &w };
+	char out[8192], *note;
+
+	CHECK(pty_open(&p) == 0);
+	o.tty = p.path;
+	looks = 0;
+	CHECK_INT(prompt_ask(&note, &o), PROMPT_SETTLED);
+	CHECK_INT(looks, 3);
+	CHECK(note == NULL);
+	CHECK(shown(out, sizeof out, &p));
+	CHECK(strstr(out, "approve?") != NULL);
+	CHECK_STR(prompt_answer_name(PROMPT_SETTLED), "settled");
+	looks = 0;
+	CHECK(type_ahead(&p, "n\n"));
+	CHECK_INT(prompt_ask(&note, &o), PROMPT_REJECT);
+	CHECK_INT(looks, 0);
+	/* and with a timeout too: the watch ends it first */
+	o.timeout_ms = SAFETY_MS;
+	CHECK_INT(prompt_ask(&note, &o), PROMPT_SETTLED);
+	pty_close(&p);
+}
+
 /* prompt_line shares prompt_ask's session: the text, then the question and
  * a "> " line; the answer trimmed; a timeout ends on the same note. */
 static void test_line(void)
@@ -412,6 +451,7 @@ int main(void)
 	RUN(test_eof);
 	RUN(test_typeahead_kept);
 	RUN(test_timeout);
+	RUN(test_watch);
 	RUN(test_line);
 	RUN(test_interrupted_pending);
 	RUN(test_ignored_signal);
