@@ -202,6 +202,31 @@ implementer_called() {
 	jq -e -s '[.[] | select(.type == "run.adopted" or .type == "run.pushed")] == []' <<<"$output"
 }
 
+@test "git.push_remote a local repository: its hooks run as for git push (pre-receive declines: run.push_failed; post-receive sees the push)" {
+	calc_setup
+	export FORGE_PUSH_REMOTE="$BATS_TEST_TMPDIR/shared.git"
+	git init -q --bare "$FORGE_PUSH_REMOTE"
+	printf '#!/bin/sh\necho "policy: no run branches here" >&2\nexit 1\n' >"$FORGE_PUSH_REMOTE/hooks/pre-receive"
+	chmod +x "$FORGE_PUSH_REMOTE/hooks/pre-receive"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	[[ $stderr == *"forge-implement: warning: cannot push the run's branch to '$FORGE_PUSH_REMOTE': "*"pre-receive hook declined (the remote said: policy: no run branches here)"* ]]
+	jq -e -s '[.[] | select(.type == "run.pushed")] == [] and
+		[.[] | select(.type == "run.push_failed") | .payload.error | contains("pre-receive hook declined")] == [true]' <<<"$output"
+	[ -z "$(git -C "$FORGE_PUSH_REMOTE" for-each-ref)" ]
+	# a post-receive hook (a push-to-deploy remote) gets the run's two refs
+	rm "$FORGE_PUSH_REMOTE/hooks/pre-receive"
+	printf '#!/bin/sh\ncat >>"%s"\n' "$BATS_TEST_TMPDIR/received" >"$FORGE_PUSH_REMOTE/hooks/post-receive"
+	chmod +x "$FORGE_PUSH_REMOTE/hooks/post-receive"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	jq -e -s '[.[] | select(.type == "run.pushed")] | length > 0' <<<"$output"
+	[ "$(cut -d' ' -f3 "$BATS_TEST_TMPDIR/received" | sort -u | tr '\n' ' ')" = "refs/forge/$T/base refs/heads/forge/$T " ]
+}
+
 @test "a phase given a state whose commit is in no clone it can reach: it fails naming the branch (exit 5)" {
 	shared_remote
 	export FORGE_PUSH_REMOTE=origin

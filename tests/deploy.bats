@@ -315,6 +315,45 @@ event_ok() {
 	[ "$(git -C "$BATS_TEST_TMPDIR/remote.git" rev-parse refs/heads/forge/t1)" = "$TIP" ]
 }
 
+# hook REMOTE NAME SCRIPT: hooks/NAME of the bare repository REMOTE.
+hook() {
+	printf '#!/bin/sh\n%s\n' "$3" >"$1/hooks/$2"
+	chmod +x "$1/hooks/$2"
+}
+
+@test "push: a local remote's pre-receive hook declines (as for git push): failed (exit 5) with its message, nothing pushed" {
+	local rem=$BATS_TEST_TMPDIR/remote.git
+	git init -q --bare "$rem"
+	hook "$rem" pre-receive 'echo "policy: pushes to this repository are frozen" >&2; exit 1'
+	run -5 --separate-stderr deploy --strategy push --remote "file://$rem"
+	[[ "$stderr" == *"'refs/heads/forge/t1' rejected: pre-receive hook declined (the remote said: policy: pushes to this repository are frozen)"* ]]
+	final | jq -e '.status == "failed" and .deployment.status != "healthy"
+	  and (.deployment.reason | contains("pre-receive hook declined"))'
+	[ -z "$(git -C "$rem" for-each-ref)" ]
+}
+
+@test "push: a local remote's post-receive hook runs (a push-to-deploy remote), without the model keys" {
+	local rem=$BATS_TEST_TMPDIR/remote.git
+	git init -q --bare "$rem"
+	hook "$rem" post-receive "cat >'$M/received'; env >'$M/env'"
+	git -C "$R" remote add origin "$rem"
+	config '{"deploy":{"strategy":"push","remote":"origin"}}'
+	ANTHROPIC_API_KEY=sk-ant-not-for-hooks run -0 --separate-stderr deploy
+	final | jq -e '.deployment.status == "healthy"'
+	[ "$(cut -d' ' -f2- "$M/received")" = "$TIP refs/heads/forge/t1" ]
+	! grep -q ANTHROPIC_API_KEY "$M/env"
+}
+
+@test "push: to a local remote without git on PATH fails (exit 5): its hooks cannot run, nothing pushed" {
+	local rem=$BATS_TEST_TMPDIR/remote.git fd
+	git init -q --bare "$rem"
+	fd=$(command -v forge-deploy)
+	run -5 --separate-stderr setsid -w env PATH=/nonexistent "$fd" --config "$CFG" --strategy push --remote "$rem" \
+		<"$BATS_TEST_TMPDIR/state.json"
+	[[ "$stderr" == *"git is not on PATH (a push to a repository on this machine goes through git receive-pack, which runs its hooks)"* ]]
+	[ -z "$(git -C "$rem" for-each-ref)" ]
+}
+
 @test "push: no remote configured fails (exit 5) with a message naming deploy.remote" {
 	run -5 --separate-stderr deploy --strategy push
 	[[ "$stderr" == *"deploy.remote"* ]]

@@ -1087,9 +1087,19 @@ int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char 
 	struct push_state st = { .rejected = BUF_INIT };
 	git_strarray arr = { (char **)specs, n };
 	char *shown = forge_git_url_display(remote);
+	struct buf url = BUF_INIT;
 	int rc = -1;
 
 	forge_git_cred_init(&st.cred, g->root, remote);
+	if (remote && *remote && what && *what) {
+		if (remote_url(&url, g->repo, remote, true) < 0)
+			goto out;
+		/* libgit2 would write there itself, past the remote's hooks */
+		if (forge_git_url_local(url.buf)) {
+			rc = forge_git_push_local(g, url.buf, specs, n, what, shown);
+			goto out;
+		}
+	}
 	if (open_remote(&r, g, remote, what, true, &st.cred) < 0)
 		goto out;
 	opts.callbacks.push_update_reference = on_push_update;
@@ -1109,6 +1119,7 @@ int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char 
 out:
 	git_remote_free(r);
 	buf_release(&st.rejected);
+	buf_release(&url);
 	forge_git_cred_release(&st.cred);
 	free(shown);
 	return rc;

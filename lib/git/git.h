@@ -383,7 +383,10 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
  * Push `refspec` ("forge/TRACE", "refs/heads/a:refs/heads/b", "+src:dst";
  * a short branch name is expanded) to `remote`: a configured remote's name
  * or a URL or path (e.g. a local bare repository).  Fails when the remote
- * rejects the update (e.g. not a fast-forward), naming the reason.
+ * rejects the update (e.g. not a fast-forward, a hook declined), naming
+ * the reason.  A repository on this machine takes it through `git
+ * send-pack` (git_internal.h): its hooks run and its receive.* settings
+ * hold, as for `git push`.
  */
 int forge_git_push(struct forge_git *g, const char *remote, const char *refspec);
 

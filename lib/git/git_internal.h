@@ -78,6 +78,26 @@ int forge_git_push_refspecs(struct forge_git *g, const char *remote, const char 
 			    const char *what);
 
 /*
+ * A push to a repository on this machine (git_push_local.c).  libgit2's
+ * local transport writes the objects and refs itself: the remote's hooks
+ * (pre-receive, update, post-receive) would not run nor its receive.*
+ * settings hold.  So such a push goes through `git send-pack` (git on
+ * PATH), whose `git receive-pack` does all that as for `git push`; no git
+ * on PATH fails the push (a policy hook must not be bypassed, nor a
+ * post-receive deploy skipped).
+ * forge_git_url_local: url (a remote's URL or path) is one libgit2 would
+ * take with its local transport: file://..., or an existing directory
+ * (no ':' in it: "host:path" is ssh).
+ * forge_git_push_local: push the full refspecs specs[0..n-1] to url;
+ * messages name `what` and the remote as `shown`.  The remote's hooks run
+ * in the caller's environment without the model keys.  0, or -1 with a
+ * message naming each rejected ref, its reason and what the remote said.
+ */
+bool forge_git_url_local(const char *url);
+int forge_git_push_local(struct forge_git *g, const char *url, const char *const *specs, size_t n,
+			 const char *what, const char *shown);
+
+/*
  * Credentials for one push or fetch (git_cred.c): the payload of
  * forge_git_cred_acquire(), libgit2's credential callback.  Over http(s) it
  * asks git's own credential helpers (`git credential fill` run in `dir`,

@@ -1120,6 +1120,71 @@ static void test_push(void)
 	forge_git_free(g);
 }
 
+/* hooks/NAME of the repository at git_dir: a shell script. */
+static void write_hook(const char *git_dir, const char *name, const char *script)
+{
+	CHECK(sh("printf '#!/bin/sh\\n%%s\\n' '%s' >'%s/hooks/%s' && chmod +x '%s/hooks/%s'", script, git_dir,
+		 name, git_dir, name) == 0);
+}
+
+/* A push to a repository on this machine is the remote's receive-pack's to
+ * take, as for git push: its hooks run and may decline, its receive.*
+ * settings hold (libgit2's local transport wrote the refs past both).  The
+ * hooks see no model key. */
+static void test_push_local_hooks(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	char *remote = xstrdup(fresh("hooked")), *marker = xstrdup(fresh("marker"));
+	char *sha = NULL, *url = NULL;
+	struct buf u = BUF_INIT;
+
+	CHECK(repo);
+	CHECK(sh("git init -q --bare '%s'", remote) == 0);
+	buf_addf(&u, "file://%s", remote);
+	url = buf_detach(&u, NULL);
+	CHECK_OK(forge_git_open(&g, repo));
+	sha = xstrdup(out("git -C '%s' rev-parse main", repo));
+	/* a pre-receive hook declines: nothing lands, its words in the message */
+	write_hook(remote, "pre-receive", "echo policy: frozen >&2; exit 1");
+	CHECK_INT(forge_git_push(g, remote, "main"), -1);
+	CHECK_MSG(contains(forge_last_error(), "'refs/heads/main' rejected: pre-receive hook declined") &&
+		  contains(forge_last_error(), "policy: frozen"), "%s", forge_last_error());
+	CHECK_INT(forge_git_push(g, url, "main:other"), -1);
+	CHECK_STR(out("git -C '%s' for-each-ref", remote), "");
+	/* a post-receive hook (a push-to-deploy remote) runs, without the keys */
+	CHECK(sh("rm '%s/hooks/pre-receive'", remote) == 0);
+	buf_addf(&u, "cat >%s; env >%s.env", marker, marker);
+	write_hook(remote, "post-receive", u.buf);
+	buf_reset(&u);
+	setenv("ANTHROPIC_API_KEY", "sk-ant-hook-must-not-see-this", 1);
+	setenv("GIT_DIR", "/nonexistent", 1);	/* the caller's, not g's repository */
+	CHECK_OK(forge_git_push(g, url, "main"));
+	unsetenv("ANTHROPIC_API_KEY");
+	unsetenv("GIT_DIR");
+	CHECK_STR(out("cut -d' ' -f2- '%s'", marker), out("echo '%s refs/heads/main'", sha));
+	CHECK_STR(out("grep -c ANTHROPIC_API_KEY '%s.env'", marker), "0");
+	CHECK_STR(out("git -C '%s' rev-parse refs/heads/main", remote), sha);
+	/* receive.denyNonFastForwards refuses a forced push that rewinds */
+	CHECK(sh("git -C '%s' config receive.denyNonFastForwards true", remote) == 0);
+	CHECK_INT(forge_git_push(g, remote, "+main~1:main"), -1);
+	CHECK_MSG(contains(forge_last_error(), "'refs/heads/main' rejected"), "%s", forge_last_error());
+	CHECK_STR(out("git -C '%s' rev-parse refs/heads/main", remote), sha);
+	/* receive.denyCurrentBranch (git's default): the checked-out branch of
+	 * a non-bare remote is refused */
+	CHECK(sh("git clone -q '%s' '%s.co'", repo, remote) == 0);
+	buf_addf(&u, "%s.co", remote);
+	CHECK_INT(forge_git_push(g, u.buf, "+main~1:main"), -1);
+	CHECK_MSG(contains(forge_last_error(), "'refs/heads/main' rejected"), "%s", forge_last_error());
+	CHECK_STR(out("git -C '%s' rev-parse main", u.buf), sha);
+	free(sha);
+	free(url);
+	free(remote);
+	free(marker);
+	buf_release(&u);
+	forge_git_free(g);
+}
+
 /* Linked statically, libgit2's libssh2 and GSS-API stay unloaded until a
  * call needs them; the first libssh2 call loads the library and makes the
  * libssh2_init() libgit2 asked for. */
@@ -1202,6 +1267,7 @@ int main(void)
 	RUN(test_merge_commit_shallow);
 	RUN(test_merge_commit_identity);
 	RUN(test_push);
+	RUN(test_push_local_hooks);
 #ifdef FORGE_GIT2_STATIC
 	RUN(test_static_lazy_parts);
 #endif
