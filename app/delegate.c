@@ -2,6 +2,7 @@
 #include "app/delegate.h"
 #include "app/cli.h"
 #include "app/phase.h"
+#include "app/term.h"
 #include "app/toolset.h"
 #include "agent/tools.h"
 #include "core/buf.h"
@@ -553,8 +554,11 @@ static void announce(struct phase *ph, const struct run *u, jv input, jv common)
 	started = json_set(started, "tools", jv_copy(u->tools));
 	started = json_set(started, "budget_usd", u->budget < 0 ? jv_null() : jv_number(u->budget));
 	phase_emit(ph, "subagent.started", started);
-	phase_progress(ph, "%*s↳ sub-agent %d (%s): %.60s", 2 * self.depth, "", u->number,
-		       u->write ? "write" : "read", json_get_str(input, "task"));
+	const char *task = json_get_str(input, "task");
+	size_t shown = task ? term_cut(task, strlen(task), 60) : 0;   /* no character split */
+
+	phase_progress(ph, "%*s↳ sub-agent %d (%s): %.*s", 2 * self.depth, "", u->number,
+		       u->write ? "write" : "read", (int)shown, task ? task : "");
 }
 
 static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv input)

@@ -177,6 +177,21 @@ tests/check.sh"
 	assert_output --partial "# checked"
 }
 
+@test "on a terminal, the model's task and tool names are shown without their control characters" {
+	echo '{"memory":{"reflect":false}}' >"$CFG"   # no reflection call on the tool error
+	cassette "$(call implement "" delegate '{"task":"\u001b]0;TITLE\u0007\u001b[2JRead calc.c, café.","tools":["read_file"]}')" \
+		"$(call implement-sub 1 finish "$CHILD_FINISH")" \
+		"$(call implement "" 'x\u001b[2Jy' '{}')" \
+		"$(call implement "" finish "$FINISH")"
+	plan_state T4 >"$BATS_TEST_TMPDIR/in.json"
+	run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/tty" -- \
+		sh -c 'forge-implement --config "$0" <"$1" >/dev/null' "$CFG" "$BATS_TEST_TMPDIR/in.json"
+	# (before: ESC ] 0 ; TITLE BEL set the window's title, ESC [ 2 J cleared the screen)
+	grep -aF '↳ sub-agent 1 (read):  ]0;TITLE  [2JRead calc.c, café.' "$BATS_TEST_TMPDIR/tty"
+	grep -aF 'iteration 2 · x [2Jy · $' "$BATS_TEST_TMPDIR/tty"
+	run -1 grep -ac -e $'\e]' -e $'\e\\[2J' "$BATS_TEST_TMPDIR/tty"
+}
+
 @test "the child's cost is the phase's: phase state cost = parent's calls + child's calls" {
 	cassette "$(call implement "" delegate "$READ_TASK")" \
 		"$(call implement-sub 1 read_file '{"path":"calc.c"}')" \
