@@ -24,7 +24,10 @@
  *
  * Requests wait at most timeout_ms for their answer; a request that times
  * out is cancelled (notifications/cancelled with the request id and a
- * reason) and its late answer, if any, is dropped.  While waiting, the
+ * reason) and its late answer, if any, is dropped.  A request the server
+ * did not read whole by then stays whole: its rest (and the cancellation)
+ * are written before anything else; one none of which could be written is
+ * not sent at all and not cancelled.  While waiting, the
  * client answers the server's own requests (ping with {}, anything else
  * with -32601 "method not found"), notes notifications/tools/list_changed
  * (the next mcp_tools() or mcp_call() lists the tools again) and ignores

@@ -31,6 +31,9 @@ Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   big {bytes}          -> a text of that many 'x'
   ping_me {}           -> sends the client a ping request first, answers after the pong
   added {}             -> exists only after `change`
+Not listed, callable all the same:
+  block {until}        -> reads nothing more until the file `until` exists, then answers
+  len {text}           -> the text's length (a big request with a small answer)
 """
 import json
 import os
@@ -137,6 +140,12 @@ def call(id_, name, a):
         pong = json.loads(sys.stdin.readline())
         log(pong)
         result(id_, text("pong: %s" % json.dumps(pong.get("result"))))
+    elif name == "block":
+        while not os.path.exists(a["until"]):
+            time.sleep(0.01)
+        result(id_, text("unblocked"))
+    elif name == "len":
+        result(id_, text(str(len(a.get("text", "")))))
     elif name == "added" and ADDED in TOOLS:
         result(id_, text("the added tool"))
     else:

@@ -208,6 +208,65 @@ static void test_timeout_cancels(void)
 	buf_release(&text);
 }
 
+/* mcp_call() with arguments it borrows, freed here. */
+static int call_freeing(struct mcp_call_result *r, struct mcp_client *c, const char *name, jv args)
+{
+	int rc = mcp_call(r, c, name, args);
+
+	jv_free(args);
+	return rc;
+}
+
+/* A request the deadline cuts while the server reads nothing is finished
+ * before anything else is written (before: the cancellation, then the next
+ * call, went on the same line and the server died on that line); one that
+ * could not start is not sent at all, and not cancelled. */
+static void test_cut_request_is_finished(void)
+{
+	struct mcp_client *c;
+	struct mcp_call_result r;
+	char gate[4200];
+	struct buf big = BUF_INIT;
+
+	snprintf(gate, sizeof gate, "%s.gate", logfile);
+	unlink(gate);
+	CHECK(open_server(&c, 20000, NULL) == 0);
+	mcp_set_timeout(c, 300);
+	CHECK_INT(call_freeing(&r, c, "block", json_set(jv_object(), "until", jv_string(gate))), MCP_ETIMEOUT);
+	mcp_call_result_release(&r);
+	/* 2 MiB: more than a pipe holds, so the server, blocked, takes a part */
+	buf_adds(&big, "{\"text\":\"");
+	for (int i = 0; i < 2048; i++)
+		buf_addf(&big, "%01024d", 0);
+	buf_adds(&big, "\"}");
+	CHECK_INT(call_freeing(&r, c, "len", json_parse(big.buf, big.len)), MCP_ETIMEOUT);
+	CHECK_MSG(strstr(forge_last_error(), "tools/call: no answer within 0.3 s; cancelled"), "%s", forge_last_error());
+	mcp_call_result_release(&r);
+	/* the pipe is full: this one cannot start */
+	CHECK_INT(call_freeing(&r, c, "echo", json_parse("{\"text\":\"lost\"}", 15)), MCP_ETIMEOUT);
+	CHECK_MSG(strstr(forge_last_error(), "tools/call: not sent: the server read nothing within 0.3 s"), "%s",
+		  forge_last_error());
+	mcp_call_result_release(&r);
+	CHECK(mcp_alive(c));
+	FILE *f = fopen(gate, "w");
+	CHECK(f && fclose(f) == 0);
+	mcp_set_timeout(c, 20000);
+	CHECK_MSG(call_freeing(&r, c, "echo", json_parse("{\"text\":\"after\"}", 16)) == 0, "%s", forge_last_error());
+	CHECK_STR(r.text, "after");
+	mcp_call_result_release(&r);
+	mcp_close(c);
+	char *got = received();
+	CHECK_MSG(strstr(got, "notifications/initialized tools/call notifications/cancelled tools/call notifications/cancelled tools/call") &&
+		  !strstr(got, "(answer)"), "%s", got);
+	free(got);
+	struct buf text = BUF_INIT;
+	buf_read_file(&text, logfile);
+	CHECK(!strstr(text.buf, "lost"));
+	buf_release(&text);
+	buf_release(&big);
+	unlink(gate);
+}
+
 static void test_crash_mid_call(void)
 {
 	struct mcp_client *c;
@@ -311,6 +370,7 @@ int main(void)
 	RUN(test_calls);
 	RUN(test_list_changed);
 	RUN(test_timeout_cancels);
+	RUN(test_cut_request_is_finished);
 	RUN(test_crash_mid_call);
 	RUN(test_start_failures);
 	RUN(test_garbage_mid_call);
