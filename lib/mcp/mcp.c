@@ -46,6 +46,7 @@ struct mcp_client {
 	char death[512];
 	int status;                    /* exit status once reaped; -1 before */
 	bool tools_stale;              /* list_changed came since the last listing */
+	char tools_cut[200];           /* why the last listing stopped early, or "" */
 	jv tools;                      /* the last listing, or null */
 	jv batch;                      /* the rest of a JSON-RPC batch, not handled yet */
 	char *protocol, *instructions;
@@ -595,20 +596,32 @@ int mcp_tools(jv *out, struct mcp_client *c)
 		*out = jv_copy(c->tools);
 		return 0;
 	}
-	jv tools = jv_array();
-	char *cursor = NULL, *next = NULL;
-	int rc = 0, pages = 0;
+	jv tools = jv_array(), seen = jv_object();
+	char *cursor = NULL, *next;
+	int rc, pages = 1;
 
 	c->tools_stale = false;
-	do {
-		rc = list_page(&tools, &next, c, cursor);
-		if (rc == 0 && next && cursor && !strcmp(next, cursor))
-			rc = forge_error("MCP server '%s': tools/list gave the same nextCursor twice", c->name);
+	c->tools_cut[0] = '\0';
+	/* a pager that goes round (A, B, A) or never ends: the pages so far,
+	 * and why there are no more (mcp_tools_cut()) */
+	while ((rc = list_page(&tools, &next, c, cursor)) == 0 && next) {
 		free(cursor);
 		cursor = next;
-		next = NULL;
-	} while (rc == 0 && cursor && ++pages < MAX_PAGES);
+		if (json_has(seen, cursor)) {
+			snprintf(c->tools_cut, sizeof c->tools_cut,
+				 "tools/list gave the nextCursor '%.60s' a second time (after %d pages)", cursor, pages);
+			break;
+		}
+		if (pages == MAX_PAGES) {
+			snprintf(c->tools_cut, sizeof c->tools_cut, "tools/list has more than %d pages",
+				 MAX_PAGES);
+			break;
+		}
+		seen = json_set(seen, cursor, jv_true());
+		pages++;
+	}
 	free(cursor);
+	jv_free(seen);
 	if (rc < 0) {
 		jv_free(tools);
 		return rc;
@@ -743,6 +756,11 @@ jv mcp_server_info(const struct mcp_client *c)
 const char *mcp_instructions(const struct mcp_client *c)
 {
 	return c->instructions;
+}
+
+const char *mcp_tools_cut(const struct mcp_client *c)
+{
+	return c->tools_cut[0] ? c->tools_cut : NULL;
 }
 
 void mcp_set_timeout(struct mcp_client *c, long ms)

@@ -3,7 +3,7 @@
 
     mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
                   [--stderr TEXT] [--env-out FILE] [--extra-tools FILE] [--pid-out FILE]
-                  [--stubborn yes] [--batch yes]
+                  [--stubborn yes] [--batch yes] [--pager loop|endless]
 
 One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
 Every message received is appended to --log (one JSON line each), so a test
@@ -16,6 +16,10 @@ more tool definitions listed after these (a call to one: -32602).
 (and its child) ignore SIGTERM, and it stays after its stdin ends.
 --batch yes: every tools/call is answered in a JSON-RPC batch (one line,
 an array) of a notifications/message and the answer (MCP 2025-03-26).
+
+--pager loop: the last page's nextCursor is the second page's again (a
+pager that goes round); --pager endless: every page has a nextCursor, past
+the tools too (empty pages without end).
 
 Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   echo {text}          -> the text back
@@ -45,7 +49,7 @@ import time
 args = sys.argv[1:]
 opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
         "env-out": None, "extra-tools": None, "pid-out": None, "stubborn": None,
-        "batch": None}
+        "batch": None, "pager": None}
 while args:
     k = args.pop(0)
     if not k.startswith("--") or k[2:] not in opts or not args:
@@ -196,8 +200,10 @@ def main():
         elif method == "tools/list":
             start = int((msg.get("params") or {}).get("cursor") or 0)
             res = {"tools": TOOLS[start:start + page]}
-            if start + page < len(TOOLS):
+            if start + page < len(TOOLS) or opts["pager"] == "endless":
                 res["nextCursor"] = str(start + page)
+            elif opts["pager"] == "loop":
+                res["nextCursor"] = str(page)
             result(id_, res)
         elif method == "tools/call":
             CALLS.add(id_)

@@ -74,6 +74,7 @@ static void test_lifecycle_and_pages(void)
 	CHECK_INT(jv_array_length(jv_copy(tools)), 11);    /* 6 pages of 2 */
 	jv last = jv_array_get(jv_copy(tools), 10);
 	CHECK_STR(json_get_str(last, "name"), "ping_me");
+	CHECK(mcp_tools_cut(c) == NULL);
 	jv_free(last);
 	jv_free(tools);
 	int status;
@@ -95,6 +96,41 @@ static void test_lifecycle_and_pages(void)
 	jv_free(ci);
 	jv_free(p);
 	jv_free(first);
+}
+
+/* The number of tools/list requests the server got. */
+static int lists_received(void)
+{
+	char *got = received();
+	int n = 0;
+
+	for (const char *p = got; (p = strstr(p, "tools/list")); p++)
+		n++;
+	free(got);
+	return n;
+}
+
+/* A pager that goes round stops at the first cursor it gave before, one
+ * that never ends at 1000 pages: the tools so far, and a word that the
+ * list is cut (before: 1000 pages of repeats, silently). */
+static void test_pager_cut(void)
+{
+	const char *loop[] = { "--pager", "loop", NULL }, *endless[] = { "--pager", "endless", NULL };
+	struct mcp_client *c;
+	jv tools;
+
+	CHECK(open_server(&c, 20000, loop) == 0);
+	CHECK(mcp_tools(&tools, c) == 0);
+	CHECK_INT(jv_array_length(tools), 11);
+	CHECK_STR(mcp_tools_cut(c), "tools/list gave the nextCursor '2' a second time (after 6 pages)");
+	mcp_close(c);
+	CHECK_INT(lists_received(), 6);
+	CHECK(open_server(&c, 20000, endless) == 0);
+	CHECK(mcp_tools(&tools, c) == 0);
+	CHECK_INT(jv_array_length(tools), 11);
+	CHECK_STR(mcp_tools_cut(c), "tools/list has more than 1000 pages");
+	mcp_close(c);
+	CHECK_INT(lists_received(), 1000);
 }
 
 static void test_versions(void)
@@ -366,6 +402,7 @@ int main(void)
 	snprintf(server, sizeof server, "%s/tests/helpers/mcp_server.py", root && *root ? root : ".");
 	snprintf(logfile, sizeof logfile, "%s/test_mcp.%d.log", tmp && *tmp ? tmp : "/tmp", (int)getpid());
 	RUN(test_lifecycle_and_pages);
+	RUN(test_pager_cut);
 	RUN(test_versions);
 	RUN(test_calls);
 	RUN(test_list_changed);
