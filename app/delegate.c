@@ -2,6 +2,7 @@
 #include "app/delegate.h"
 #include "app/cli.h"
 #include "app/phase.h"
+#include "app/term.h"
 #include "app/toolset.h"
 #include "agent/tools.h"
 #include "core/buf.h"
@@ -58,13 +59,33 @@ const char *delegate_self_span(void)
 
 /* ---- git, as the git command does it --------------------------------- */
 
-/* Run `sh -c script sh ARGS...` in no particular directory; stdout into
- * *out (may be NULL), git's complaint into the error message. */
+/* This environment without its GIT_* variables (GIT_DIR, GIT_INDEX_FILE,
+ * GIT_DIFF_OPTS, GIT_CONFIG_PARAMETERS, ...): the scripts below name the
+ * repository and every file themselves, as libgit2 does for the rest of
+ * Forge.  The strings are environ's; free only the array. */
+static char **git_env(void)
+{
+	size_t n = 0, k = 0;
+
+	while (environ[n])
+		n++;
+	char **env = xcalloc(n + 1, sizeof *env);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "GIT_", 4) != 0)
+			env[k++] = environ[i];
+	env[k] = NULL;
+	return env;
+}
+
+/* Run `sh -c script sh ARGS...` in no particular directory, without GIT_*
+ * variables; stdout into *out (may be NULL), git's complaint into the
+ * error message. */
 static int sh_run(struct buf *out, const char *script, const char *const *args, const char *input)
 {
 	const char *argv[16] = { "/bin/sh", "-c", script, "sh" };
 	struct proc_opts o = PROC_OPTS_INIT;
 	struct proc_result r;
+	char **env = git_env();
 	size_t n = 4;
 	int rc = 0;
 
@@ -72,6 +93,7 @@ static int sh_run(struct buf *out, const char *script, const char *const *args, 
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	o.argv = argv;
+	o.envp = env;
 	o.input = input;
 	o.input_len = input ? strlen(input) : 0;
 	o.timeout_ms = 300000;
@@ -85,6 +107,7 @@ static int sh_run(struct buf *out, const char *script, const char *const *args, 
 		buf_add(out, r.out.buf, r.out.len);
 	}
 	proc_result_release(&r);
+	free(env);
 	return rc;
 }
 
@@ -119,9 +142,16 @@ static void child_worktree_remove(const char *root, const char *dir)
 	sh_run(NULL, "git -C \"$1\" worktree remove --force \"$2\" || git -C \"$1\" worktree prune", args, NULL);
 }
 
+/* The plumbing diff-index, not `git diff`: the user's settings for
+ * diffs they read (diff.noprefix, diff.mnemonicPrefix, diff.relative,
+ * color.diff, diff.external, textconv) must not shape a patch that
+ * apply_diff() reads back; the prefixes are spelled out all the same. */
 int delegate_diff(char **out, const char *root, const char *base)
 {
-	static const char script[] = "set -e; cd \"$1\"; git add -A; git diff --cached --binary \"$2\"";
+	static const char script[] =
+		"set -e; cd \"$1\"; git add -A; "
+		"git diff-index --cached -p --binary --no-color --no-ext-diff --no-textconv "
+		"--src-prefix=a/ --dst-prefix=b/ \"$2\" --";
 	const char *args[] = { root, base, NULL };
 	struct buf b = BUF_INIT;
 
@@ -135,16 +165,20 @@ int delegate_diff(char **out, const char *root, const char *base)
 	return 0;
 }
 
-/* Apply diff to root's files (not its index); -1 with git's reason when it
- * does not apply cleanly, and then nothing is changed. */
+/* Apply diff to root's files (not its index) as it was made: a/ b/
+ * prefixes, whitespace as written and matched exactly whatever apply.whitespace
+ * and apply.ignoreWhitespace say; -1 with
+ * git's reason when it does not apply cleanly, and then nothing is
+ * changed. */
 static int apply_diff(const char *root, const char *diff)
 {
-	static const char check[] = "cd \"$1\" && git apply --binary --check -";
+	static const char check[] = "cd \"$1\" && git apply -p1 --whitespace=nowarn --no-ignore-whitespace --binary --check -";
+	static const char apply[] = "cd \"$1\" && git apply -p1 --whitespace=nowarn --no-ignore-whitespace --binary -";
 	const char *args[] = { root, NULL };
 
 	if (sh_run(NULL, check, args, diff) < 0)
 		return -1;
-	return sh_run(NULL, "cd \"$1\" && git apply --binary -", args, diff);
+	return sh_run(NULL, apply, args, diff);
 }
 
 /* ---- a sub-agent's run ------------------------------------------------- */
@@ -520,8 +554,11 @@ static void announce(struct phase *ph, const struct run *u, jv input, jv common)
 	started = json_set(started, "tools", jv_copy(u->tools));
 	started = json_set(started, "budget_usd", u->budget < 0 ? jv_null() : jv_number(u->budget));
 	phase_emit(ph, "subagent.started", started);
-	phase_progress(ph, "%*s↳ sub-agent %d (%s): %.60s", 2 * self.depth, "", u->number,
-		       u->write ? "write" : "read", json_get_str(input, "task"));
+	const char *task = json_get_str(input, "task");
+	size_t shown = task ? term_cut(task, strlen(task), 60) : 0;   /* no character split */
+
+	phase_progress(ph, "%*s↳ sub-agent %d (%s): %.*s", 2 * self.depth, "", u->number,
+		       u->write ? "write" : "read", (int)shown, task ? task : "");
 }
 
 static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv input)
@@ -556,8 +593,10 @@ static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv i
 	out->text = result_text(done, res);
 	out->event = json_set(json_set(jv_object(), "kind", jv_string(out->ok ? "ok" : "failed")),
 			      "data", jv_copy(done));
-	phase_progress(ph, "%*s↳ sub-agent %d %s · $%.4f", 2 * self.depth, "", u.number,
-		       json_get_str(done, "status"), out->cost_usd);
+	/* a write that did not apply is said, not shown as a plain "ok" */
+	phase_progress(ph, "%*s↳ sub-agent %d %s%s · $%.4f", 2 * self.depth, "", u.number,
+		       json_get_str(done, "status"),
+		       json_has(done, "conflict") ? ", its changes did not apply (conflict)" : "", out->cost_usd);
 	phase_emit(ph, "subagent.completed", json_set(done, "summary", json_get_str(res, "summary")
 			   ? json_get(res, "summary") : jv_null()));
 	jv_free(res);

@@ -110,18 +110,23 @@ void phase_reason(struct phase *ph, const char *fmt, ...)
 	llm_redact(ph->reason);     /* also shown on stderr: never a key */
 }
 
+/* The line is cleaned as a whole (term_clean_line): what it quotes -- a
+ * sub-agent's task, a tool's name -- is the model's text, and an escape
+ * sequence in it would be played by the terminal. */
 void phase_progress(struct phase *ph, const char *fmt, ...)
 {
+	struct buf line = BUF_INIT;
 	va_list ap;
 
 	if (!ph->progress)
 		return;
-	term_status_clear();
-	fprintf(stderr, "%s: ", ph->spec->program);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	buf_vaddf(&line, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	term_clean_line(line.buf, line.len);
+	term_status_clear();
+	fprintf(stderr, "%s: %s\n", ph->spec->program, line.buf);
+	buf_release(&line);
 }
 
 void phase_set(struct phase *ph, const char *key, jv v)

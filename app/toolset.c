@@ -187,6 +187,16 @@ static void warn(struct toolset *ts, const char *fmt, ...)
 		ts->warn(ts->warn_payload, msg);
 }
 
+/* A listing that stopped before the server's last page (a pager going
+ * round, or without end) is said once, not left to look whole. */
+static void warn_cut(struct toolset *ts, const struct server *s)
+{
+	const char *why = mcp_tools_cut(s->c);
+
+	if (why)
+		warn(ts, "MCP server '%s': %s; its tool list is cut there", s->name, why);
+}
+
 /* The tail of a server's stderr for an event. */
 static jv stderr_tail(struct mcp_client *c)
 {
@@ -508,6 +518,7 @@ static void start(struct toolset *ts, struct server *s)
 		server_failed(ts, s, NULL, why);
 		goto out;
 	}
+	warn_cut(ts, s);
 	add_tools(ts, s);
 	jv ev = json_set(json_set(jv_object(), "server", jv_string(s->name)), "protocol",
 			 jv_string(mcp_protocol(s->c)));
@@ -604,8 +615,9 @@ static void refresh(struct toolset *ts, struct server *s)
 		return;     /* a dead server fails its calls; nothing to offer */
 	if (json_equal(now, s->tools)) {
 		jv_free(now);
-		return;
+		return;     /* (a cut in it was said when it was listed) */
 	}
+	warn_cut(ts, s);
 	size_t k = 0;
 	for (size_t i = 0; i < ts->ntools; i++) {
 		struct mtool *m = &ts->tools[i];

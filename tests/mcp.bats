@@ -122,6 +122,15 @@ reference_server() {
 	[[ "$stderr" != *"'fits'"* ]]
 }
 
+@test "a tools/list pager that goes round: its tools once, one warning that the list is cut" {
+	servers "$(scripted '["--pager", "loop"]')"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].tools | length == 11'
+	# (before: 1000 pages read, and a warning for each repeated tool)
+	[ "$stderr" = "forge-mcp: warning: MCP server 's': tools/list gave the nextCursor '2' a second time (after 6 pages); its tool list is cut there" ]
+	[ "$(grep -c '"method": "tools/list"' "$SLOG")" -eq 6 ]
+}
+
 @test "what a server writes reaches the terminal without control characters: descriptions, its stderr in warnings and errors" {
 	esc=$'\e]0;PWNED\a\e[2J\e[31mred\e[0m'
 	jq -n --arg d "$esc" '[{name: "t", description: $d, inputSchema: {type: "object"}}]' >"$BATS_TEST_TMPDIR/extra.json"

@@ -149,6 +149,49 @@ events_of() {
 	assert_output ""
 }
 
+@test "write mode: the user's git settings for diffs and GIT_* variables do not shape the helper's patch" {
+	# settings for diffs a person reads: no a/ b/ prefixes, colour, an
+	# external tool, whitespace "fixed" on apply, no context lines
+	git config --global diff.noprefix true
+	git config --global diff.mnemonicPrefix true
+	git config --global color.diff always
+	git config --global diff.external /bin/false
+	git config --global apply.whitespace fix
+	export GIT_DIFF_OPTS=--unified=0
+	cassette "$(call implement "" delegate '{"task":"Add a note, change the check.","mode":"write","tools":["write_file","edit_file"]}')" \
+		"$(call implement-sub 1 write_file '{"path":"tests/NOTE.txt","content":"a note \n"}')" \
+		"$(call implement-sub 1 edit_file '{"path":"tests/check.sh","old":"#!/bin/sh","new":"#!/bin/sh\n# checked"}')" \
+		"$(call implement-sub 1 finish '{"summary":"noted","output":"done"}')" \
+		"$(call implement "" finish "$FINISH")"
+	implement T3 -0
+	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == true and
+	  .files == ["tests/NOTE.txt", "tests/check.sh"]'
+	# (before: NOTE.txt at the top and check.sh a conflict; with colour "No valid
+	# patches", with diff.external the helper failed)
+	run -0 git diff --no-ext-diff --name-only main forge/T3
+	assert_output "tests/NOTE.txt
+tests/check.sh"
+	run -0 git show forge/T3:tests/NOTE.txt
+	[ "$output" = "a note " ]   # its trailing space as the helper wrote it
+	run -0 git show forge/T3:tests/check.sh
+	assert_output --partial "# checked"
+}
+
+@test "on a terminal, the model's task and tool names are shown without their control characters" {
+	echo '{"memory":{"reflect":false}}' >"$CFG"   # no reflection call on the tool error
+	cassette "$(call implement "" delegate '{"task":"\u001b]0;TITLE\u0007\u001b[2JRead calc.c, café.","tools":["read_file"]}')" \
+		"$(call implement-sub 1 finish "$CHILD_FINISH")" \
+		"$(call implement "" 'x\u001b[2Jy' '{}')" \
+		"$(call implement "" finish "$FINISH")"
+	plan_state T4 >"$BATS_TEST_TMPDIR/in.json"
+	run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/tty" -- \
+		sh -c 'forge-implement --config "$0" <"$1" >/dev/null' "$CFG" "$BATS_TEST_TMPDIR/in.json"
+	# (before: ESC ] 0 ; TITLE BEL set the window's title, ESC [ 2 J cleared the screen)
+	grep -aF '↳ sub-agent 1 (read):  ]0;TITLE  [2JRead calc.c, café.' "$BATS_TEST_TMPDIR/tty"
+	grep -aF 'iteration 2 · x [2Jy · $' "$BATS_TEST_TMPDIR/tty"
+	run -1 grep -ac -e $'\e]' -e $'\e\\[2J' "$BATS_TEST_TMPDIR/tty"
+}
+
 @test "the child's cost is the phase's: phase state cost = parent's calls + child's calls" {
 	cassette "$(call implement "" delegate "$READ_TASK")" \
 		"$(call implement-sub 1 read_file '{"path":"calc.c"}')" \
@@ -252,7 +295,13 @@ events_of() {
 	unset FORGE_CASSETTE
 	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
 	plan_state T9 >"$BATS_TEST_TMPDIR/in.json"
-	run -0 --separate-stderr "$BATS_TEST_TMPDIR/bin/forge-implement" --config "$CFG" <"$BATS_TEST_TMPDIR/in.json"
+	# on a terminal, for its progress lines
+	run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/tty" -- \
+		sh -c '"$0" --config "$1" <"$2" >"$3"' "$BATS_TEST_TMPDIR/bin/forge-implement" "$CFG" \
+		"$BATS_TEST_TMPDIR/in.json" "$BATS_TEST_TMPDIR/out.jsonl"
+	# the helper's line says its work was not applied (before: a plain "ok")
+	grep -aF '↳ sub-agent 1 ok, its changes did not apply (conflict) · $0.5000' "$BATS_TEST_TMPDIR/tty"
+	output=$(cat "$BATS_TEST_TMPDIR/out.jsonl")
 	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == false and .files == ["calc.c"] and
 	  (.conflict | contains("patch failed: calc.c:1")) and .cost_usd == 0.5 and .tokens == 7'
 	events_of tool.failed | jq -e '.payload.tool == "delegate" and (.payload.error | contains("\"conflict\":"))'

@@ -38,7 +38,15 @@ static bool has_name(jv list, const char *name)
 	return found;
 }
 
-/* Why `name` (one the parent has) cannot go to the sub-agent, or NULL. */
+/* A tool every agent can be given: one of tools_find()'s or the loop's own. */
+static bool builtin(const char *name)
+{
+	return tools_find(name) || strcmp(name, "finish") == 0 || strcmp(name, "ask_human") == 0 ||
+	       strcmp(name, "delegate") == 0;
+}
+
+/* Why `name` (one the parent has, or one not built in) cannot go to the
+ * sub-agent, or NULL. */
 static const char *why_not(const char *name, bool write_mode, bool nest)
 {
 	const struct tool *t = tools_find(name);
@@ -80,8 +88,11 @@ int delegate_tools(jv *out, jv requested, jv parent, bool write_mode, bool nest)
 	if (explicit) {
 		jv_array_foreach(requested, i, v) {
 			const char *name = jv_string_value(v);
-			const char *why = has_name(parent, name) ? why_not(name, write_mode, nest)
-								 : "this agent does not have it";
+			/* a tool not built in is refused for that, whether or
+			 * not parent lists it (a phase's MCP tools are added to
+			 * its agent after the list delegate is given) */
+			const char *why = has_name(parent, name) || !builtin(name) ? why_not(name, write_mode, nest)
+										 : "this agent does not have it";
 			if (why) {
 				forge_error("delegate: refused: the sub-agent cannot have '%s': %s", name, why);
 				jv_free(v);

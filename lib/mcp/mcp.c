@@ -34,6 +34,8 @@ struct mcp_client {
 	pid_t pid;
 	int in_fd, out_fd, err_fd;     /* -1 once closed */
 	struct buf line;               /* stdout read but not yet a whole line */
+	struct buf unsent;             /* messages for stdin from unsent_off on: the */
+	size_t unsent_off;             /* rest of one a timeout cut, then those after it */
 	struct buf err;                /* stderr: at most 2 * err_cap, trimmed to the tail */
 	size_t err_dropped;            /* stderr bytes trimmed off the front */
 	char *err_view;                /* mcp_stderr()'s string */
@@ -44,6 +46,7 @@ struct mcp_client {
 	char death[512];
 	int status;                    /* exit status once reaped; -1 before */
 	bool tools_stale;              /* list_changed came since the last listing */
+	char tools_cut[200];           /* why the last listing stopped early, or "" */
 	jv tools;                      /* the last listing, or null */
 	jv batch;                      /* the rest of a JSON-RPC batch, not handled yet */
 	char *protocol, *instructions;
@@ -278,9 +281,10 @@ static int next_message(struct mcp_client *c, jv *msg)
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* Write everything to the server's stdin, reading its output meanwhile (it
- * may not read before it has written).  0, MCP_ETIMEOUT or MCP_EDEAD. */
-static int send_all(struct mcp_client *c, const char *p, size_t n, long long deadline)
+/* Write c->unsent to the server's stdin, reading its output meanwhile (it
+ * may not read before it has written).  0, MCP_ETIMEOUT with the rest
+ * still in c->unsent, or MCP_EDEAD. */
+static int send_all(struct mcp_client *c, long long deadline)
 {
 	sigset_t set, saved, pend;
 	struct timespec zero = { 0, 0 };
@@ -293,10 +297,10 @@ static int send_all(struct mcp_client *c, const char *p, size_t n, long long dea
 	sigpending(&pend);
 	bool was_pending = sigismember(&pend, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, &saved);
-	while (n && rc == 0) {
-		ssize_t w = write(c->in_fd, p, n);
+	while (c->unsent_off < c->unsent.len && rc == 0) {
+		ssize_t w = write(c->in_fd, c->unsent.buf + c->unsent_off, c->unsent.len - c->unsent_off);
 		if (w > 0) {
-			p += w, n -= (size_t)w;
+			c->unsent_off += (size_t)w;
 		} else if (w < 0 && errno == EPIPE) {
 			if (!was_pending)
 				sigtimedwait(&set, NULL, &zero);
@@ -309,22 +313,39 @@ static int send_all(struct mcp_client *c, const char *p, size_t n, long long dea
 		}
 	}
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (c->unsent_off == c->unsent.len) {
+		buf_reset(&c->unsent);
+		c->unsent_off = 0;
+	}
 	return rc;
 }
 
-static int send_msg(struct mcp_client *c, jv msg, long long deadline)
+/* Send msg (consumed), one line, after what a timeout left unsent: the
+ * stdio transport is one whole message a line, so a message cut by the
+ * deadline is finished before the next, never followed by another.  At
+ * the deadline (MCP_ETIMEOUT) a droppable message none of which is
+ * written yet is dropped, any other kept to go first next time.
+ * *started (may be NULL): some of it went. */
+static int send_msg(struct mcp_client *c, jv msg, long long deadline, bool droppable, bool *started)
 {
+	size_t at = c->unsent.len;
+
 	msg = json_set(msg, "jsonrpc", jv_string("2.0"));
 	char *s = json_dumps(msg, false);
-	struct buf b = BUF_INIT;
-	buf_adds(&b, s);
-	buf_addch(&b, '\n');
-	int rc = send_all(c, b.buf, b.len, deadline);
-	buf_release(&b);
+	buf_adds(&c->unsent, s);
+	buf_addch(&c->unsent, '\n');
 	free(s);
+	int rc = send_all(c, deadline);
+	bool went = rc == 0 || c->unsent_off > at;
+	if (rc == MCP_ETIMEOUT && droppable && !went)
+		buf_truncate(&c->unsent, at);
+	if (started)
+		*started = went;
 	return rc;
 }
 
+/* A notification: never dropped (a cancellation must follow the rest of
+ * the request it cancels). */
 static int notify(struct mcp_client *c, const char *method, jv params, long long deadline)
 {
 	jv m = json_set(jv_object(), "method", jv_string(method));
@@ -332,7 +353,7 @@ static int notify(struct mcp_client *c, const char *method, jv params, long long
 		m = json_set(m, "params", params);
 	else
 		jv_free(params);
-	return send_msg(c, m, deadline);
+	return send_msg(c, m, deadline, false, NULL);
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -352,7 +373,7 @@ static int handle_other(struct mcp_client *c, jv msg, long long deadline)
 		else
 			reply = json_set(reply, "error", json_set(json_set(jv_object(), "code", jv_number(-32601)),
 								  "message", jv_string_fmt("method not found: %s", method)));
-		rc = send_msg(c, reply, deadline);
+		rc = send_msg(c, reply, deadline, true, NULL);
 	} else if (method && !strcmp(method, "notifications/tools/list_changed")) {
 		c->tools_stale = true;
 	}
@@ -385,6 +406,7 @@ static int request_timed(jv *result, struct mcp_client *c, const char *method, j
 {
 	long long deadline = monotonic_ms() + timeout_ms;
 	long id = ++c->next_id;
+	bool sent = false;
 	int rc;
 
 	*result = jv_null();
@@ -397,7 +419,7 @@ static int request_timed(jv *result, struct mcp_client *c, const char *method, j
 		m = json_set(m, "params", params);
 	else
 		jv_free(params);
-	if ((rc = send_msg(c, m, deadline)) < 0)
+	if ((rc = send_msg(c, m, deadline, true, &sent)) < 0)
 		goto timeout;
 	for (;;) {
 		jv msg;
@@ -436,8 +458,12 @@ static int request_timed(jv *result, struct mcp_client *c, const char *method, j
 			break;
 	}
 timeout:
-	if (rc == MCP_ETIMEOUT) {
-		/* cancel it; its late answer will not match a request we wait for */
+	if (rc == MCP_ETIMEOUT && !sent) {
+		forge_error("MCP server '%s': %s: not sent: the server read nothing within %.3g s",
+			    c->name, method, (double)timeout_ms / 1000);
+	} else if (rc == MCP_ETIMEOUT) {
+		/* cancel it (after its rest when it went in part); its late
+		 * answer will not match a request we wait for */
 		char why[96];
 		snprintf(why, sizeof why, "no answer within %.3g s", (double)timeout_ms / 1000);
 		jv p = json_set(json_set(jv_object(), "requestId", jv_number((double)id)), "reason", jv_string(why));
@@ -511,6 +537,7 @@ int mcp_open(struct mcp_client **out, const struct mcp_opts *o)
 	c->server_info = jv_null();
 	buf_init(&c->line, c->max_line + 65536 + 1);
 	buf_init(&c->err, 0);
+	buf_init(&c->unsent, 0);
 	if (!o->argv || !o->argv[0] || !*o->argv[0]) {
 		rc = forge_error("MCP server '%s': no command", c->name);
 		goto fail;
@@ -569,20 +596,32 @@ int mcp_tools(jv *out, struct mcp_client *c)
 		*out = jv_copy(c->tools);
 		return 0;
 	}
-	jv tools = jv_array();
-	char *cursor = NULL, *next = NULL;
-	int rc = 0, pages = 0;
+	jv tools = jv_array(), seen = jv_object();
+	char *cursor = NULL, *next;
+	int rc, pages = 1;
 
 	c->tools_stale = false;
-	do {
-		rc = list_page(&tools, &next, c, cursor);
-		if (rc == 0 && next && cursor && !strcmp(next, cursor))
-			rc = forge_error("MCP server '%s': tools/list gave the same nextCursor twice", c->name);
+	c->tools_cut[0] = '\0';
+	/* a pager that goes round (A, B, A) or never ends: the pages so far,
+	 * and why there are no more (mcp_tools_cut()) */
+	while ((rc = list_page(&tools, &next, c, cursor)) == 0 && next) {
 		free(cursor);
 		cursor = next;
-		next = NULL;
-	} while (rc == 0 && cursor && ++pages < MAX_PAGES);
+		if (json_has(seen, cursor)) {
+			snprintf(c->tools_cut, sizeof c->tools_cut,
+				 "tools/list gave the nextCursor '%.60s' a second time (after %d pages)", cursor, pages);
+			break;
+		}
+		if (pages == MAX_PAGES) {
+			snprintf(c->tools_cut, sizeof c->tools_cut, "tools/list has more than %d pages",
+				 MAX_PAGES);
+			break;
+		}
+		seen = json_set(seen, cursor, jv_true());
+		pages++;
+	}
 	free(cursor);
+	jv_free(seen);
 	if (rc < 0) {
 		jv_free(tools);
 		return rc;
@@ -719,6 +758,11 @@ const char *mcp_instructions(const struct mcp_client *c)
 	return c->instructions;
 }
 
+const char *mcp_tools_cut(const struct mcp_client *c)
+{
+	return c->tools_cut[0] ? c->tools_cut : NULL;
+}
+
 void mcp_set_timeout(struct mcp_client *c, long ms)
 {
 	if (ms > 0)
@@ -786,6 +830,7 @@ void mcp_close_status(struct mcp_client *c, int *status)
 	close_fd(&c->out_fd);
 	close_fd(&c->err_fd);
 	buf_release(&c->line);
+	buf_release(&c->unsent);
 	buf_release(&c->err);
 	jv_free(c->tools);
 	jv_free(c->batch);

@@ -24,7 +24,10 @@
  *
  * Requests wait at most timeout_ms for their answer; a request that times
  * out is cancelled (notifications/cancelled with the request id and a
- * reason) and its late answer, if any, is dropped.  While waiting, the
+ * reason) and its late answer, if any, is dropped.  A request the server
+ * did not read whole by then stays whole: its rest (and the cancellation)
+ * are written before anything else; one none of which could be written is
+ * not sent at all and not cancelled.  While waiting, the
  * client answers the server's own requests (ping with {}, anything else
  * with -32601 "method not found"), notes notifications/tools/list_changed
  * (the next mcp_tools() or mcp_call() lists the tools again) and ignores
@@ -92,9 +95,14 @@ int mcp_open(struct mcp_client **out, const struct mcp_opts *opts);
  * The server's tools, each {"name","description"?,"inputSchema",...} as the
  * server gave them; listed (following nextCursor) on the first call and again
  * after a notifications/tools/list_changed.  *out is a new reference.
- * 0, or a negative code with a message (*out is jv_null()).
+ * 0, or a negative code with a message (*out is jv_null()).  A pager that
+ * goes round (a nextCursor it gave before) or past 1000 pages is not
+ * followed further: *out has the pages so far, and mcp_tools_cut() says so.
  */
 int mcp_tools(jv *out, struct mcp_client *c);
+/* Why the last listing stopped before the server's last page (for a
+ * warning), or NULL when it has them all.  Owned by c, until the next. */
+const char *mcp_tools_cut(const struct mcp_client *c);
 
 struct mcp_call_result {
 	bool is_error;       /* the tool said it failed (isError) */

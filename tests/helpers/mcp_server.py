@@ -3,7 +3,7 @@
 
     mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
                   [--stderr TEXT] [--env-out FILE] [--extra-tools FILE] [--pid-out FILE]
-                  [--stubborn yes] [--batch yes]
+                  [--stubborn yes] [--batch yes] [--pager loop|endless]
 
 One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
 Every message received is appended to --log (one JSON line each), so a test
@@ -16,6 +16,10 @@ more tool definitions listed after these (a call to one: -32602).
 (and its child) ignore SIGTERM, and it stays after its stdin ends.
 --batch yes: every tools/call is answered in a JSON-RPC batch (one line,
 an array) of a notifications/message and the answer (MCP 2025-03-26).
+
+--pager loop: the last page's nextCursor is the second page's again (a
+pager that goes round); --pager endless: every page has a nextCursor, past
+the tools too (empty pages without end).
 
 Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   echo {text}          -> the text back
@@ -31,6 +35,9 @@ Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   big {bytes}          -> a text of that many 'x'
   ping_me {}           -> sends the client a ping request first, answers after the pong
   added {}             -> exists only after `change`
+Not listed, callable all the same:
+  block {until}        -> reads nothing more until the file `until` exists, then answers
+  len {text}           -> the text's length (a big request with a small answer)
 """
 import json
 import os
@@ -42,7 +49,7 @@ import time
 args = sys.argv[1:]
 opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
         "env-out": None, "extra-tools": None, "pid-out": None, "stubborn": None,
-        "batch": None}
+        "batch": None, "pager": None}
 while args:
     k = args.pop(0)
     if not k.startswith("--") or k[2:] not in opts or not args:
@@ -137,6 +144,12 @@ def call(id_, name, a):
         pong = json.loads(sys.stdin.readline())
         log(pong)
         result(id_, text("pong: %s" % json.dumps(pong.get("result"))))
+    elif name == "block":
+        while not os.path.exists(a["until"]):
+            time.sleep(0.01)
+        result(id_, text("unblocked"))
+    elif name == "len":
+        result(id_, text(str(len(a.get("text", "")))))
     elif name == "added" and ADDED in TOOLS:
         result(id_, text("the added tool"))
     else:
@@ -187,8 +200,10 @@ def main():
         elif method == "tools/list":
             start = int((msg.get("params") or {}).get("cursor") or 0)
             res = {"tools": TOOLS[start:start + page]}
-            if start + page < len(TOOLS):
+            if start + page < len(TOOLS) or opts["pager"] == "endless":
                 res["nextCursor"] = str(start + page)
+            elif opts["pager"] == "loop":
+                res["nextCursor"] = str(page)
             result(id_, res)
         elif method == "tools/call":
             CALLS.add(id_)

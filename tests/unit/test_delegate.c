@@ -81,6 +81,12 @@ static void test_tools_asked(void)
 	s = tools_of("[\"srv__x\"]", parent, false, true);
 	CHECK(strstr(s, "built-in tools only"));
 	free(s);
+	/* an MCP tool the list does not name (a phase's agent gets them after
+	 * delegate's list is made): the same reason (before: "this agent does
+	 * not have it") */
+	s = tools_of("[\"srv__y\"]", parent, false, true);
+	CHECK_STR(s, "delegate: refused: the sub-agent cannot have 'srv__y': sub-agents have the built-in tools only");
+	free(s);
 	s = tools_of("[\"finish\"]", "[\"finish\",\"read_file\"]", false, true);
 	CHECK(strstr(s, "every agent has it"));
 	free(s);

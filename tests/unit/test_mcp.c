@@ -74,6 +74,7 @@ static void test_lifecycle_and_pages(void)
 	CHECK_INT(jv_array_length(jv_copy(tools)), 11);    /* 6 pages of 2 */
 	jv last = jv_array_get(jv_copy(tools), 10);
 	CHECK_STR(json_get_str(last, "name"), "ping_me");
+	CHECK(mcp_tools_cut(c) == NULL);
 	jv_free(last);
 	jv_free(tools);
 	int status;
@@ -95,6 +96,41 @@ static void test_lifecycle_and_pages(void)
 	jv_free(ci);
 	jv_free(p);
 	jv_free(first);
+}
+
+/* The number of tools/list requests the server got. */
+static int lists_received(void)
+{
+	char *got = received();
+	int n = 0;
+
+	for (const char *p = got; (p = strstr(p, "tools/list")); p++)
+		n++;
+	free(got);
+	return n;
+}
+
+/* A pager that goes round stops at the first cursor it gave before, one
+ * that never ends at 1000 pages: the tools so far, and a word that the
+ * list is cut (before: 1000 pages of repeats, silently). */
+static void test_pager_cut(void)
+{
+	const char *loop[] = { "--pager", "loop", NULL }, *endless[] = { "--pager", "endless", NULL };
+	struct mcp_client *c;
+	jv tools;
+
+	CHECK(open_server(&c, 20000, loop) == 0);
+	CHECK(mcp_tools(&tools, c) == 0);
+	CHECK_INT(jv_array_length(tools), 11);
+	CHECK_STR(mcp_tools_cut(c), "tools/list gave the nextCursor '2' a second time (after 6 pages)");
+	mcp_close(c);
+	CHECK_INT(lists_received(), 6);
+	CHECK(open_server(&c, 20000, endless) == 0);
+	CHECK(mcp_tools(&tools, c) == 0);
+	CHECK_INT(jv_array_length(tools), 11);
+	CHECK_STR(mcp_tools_cut(c), "tools/list has more than 1000 pages");
+	mcp_close(c);
+	CHECK_INT(lists_received(), 1000);
 }
 
 static void test_versions(void)
@@ -208,6 +244,65 @@ static void test_timeout_cancels(void)
 	buf_release(&text);
 }
 
+/* mcp_call() with arguments it borrows, freed here. */
+static int call_freeing(struct mcp_call_result *r, struct mcp_client *c, const char *name, jv args)
+{
+	int rc = mcp_call(r, c, name, args);
+
+	jv_free(args);
+	return rc;
+}
+
+/* A request the deadline cuts while the server reads nothing is finished
+ * before anything else is written (before: the cancellation, then the next
+ * call, went on the same line and the server died on that line); one that
+ * could not start is not sent at all, and not cancelled. */
+static void test_cut_request_is_finished(void)
+{
+	struct mcp_client *c;
+	struct mcp_call_result r;
+	char gate[4200];
+	struct buf big = BUF_INIT;
+
+	snprintf(gate, sizeof gate, "%s.gate", logfile);
+	unlink(gate);
+	CHECK(open_server(&c, 20000, NULL) == 0);
+	mcp_set_timeout(c, 300);
+	CHECK_INT(call_freeing(&r, c, "block", json_set(jv_object(), "until", jv_string(gate))), MCP_ETIMEOUT);
+	mcp_call_result_release(&r);
+	/* 2 MiB: more than a pipe holds, so the server, blocked, takes a part */
+	buf_adds(&big, "{\"text\":\"");
+	for (int i = 0; i < 2048; i++)
+		buf_addf(&big, "%01024d", 0);
+	buf_adds(&big, "\"}");
+	CHECK_INT(call_freeing(&r, c, "len", json_parse(big.buf, big.len)), MCP_ETIMEOUT);
+	CHECK_MSG(strstr(forge_last_error(), "tools/call: no answer within 0.3 s; cancelled"), "%s", forge_last_error());
+	mcp_call_result_release(&r);
+	/* the pipe is full: this one cannot start */
+	CHECK_INT(call_freeing(&r, c, "echo", json_parse("{\"text\":\"lost\"}", 15)), MCP_ETIMEOUT);
+	CHECK_MSG(strstr(forge_last_error(), "tools/call: not sent: the server read nothing within 0.3 s"), "%s",
+		  forge_last_error());
+	mcp_call_result_release(&r);
+	CHECK(mcp_alive(c));
+	FILE *f = fopen(gate, "w");
+	CHECK(f && fclose(f) == 0);
+	mcp_set_timeout(c, 20000);
+	CHECK_MSG(call_freeing(&r, c, "echo", json_parse("{\"text\":\"after\"}", 16)) == 0, "%s", forge_last_error());
+	CHECK_STR(r.text, "after");
+	mcp_call_result_release(&r);
+	mcp_close(c);
+	char *got = received();
+	CHECK_MSG(strstr(got, "notifications/initialized tools/call notifications/cancelled tools/call notifications/cancelled tools/call") &&
+		  !strstr(got, "(answer)"), "%s", got);
+	free(got);
+	struct buf text = BUF_INIT;
+	buf_read_file(&text, logfile);
+	CHECK(!strstr(text.buf, "lost"));
+	buf_release(&text);
+	buf_release(&big);
+	unlink(gate);
+}
+
 static void test_crash_mid_call(void)
 {
 	struct mcp_client *c;
@@ -307,10 +402,12 @@ int main(void)
 	snprintf(server, sizeof server, "%s/tests/helpers/mcp_server.py", root && *root ? root : ".");
 	snprintf(logfile, sizeof logfile, "%s/test_mcp.%d.log", tmp && *tmp ? tmp : "/tmp", (int)getpid());
 	RUN(test_lifecycle_and_pages);
+	RUN(test_pager_cut);
 	RUN(test_versions);
 	RUN(test_calls);
 	RUN(test_list_changed);
 	RUN(test_timeout_cancels);
+	RUN(test_cut_request_is_finished);
 	RUN(test_crash_mid_call);
 	RUN(test_start_failures);
 	RUN(test_garbage_mid_call);
