@@ -80,6 +80,13 @@ expect_rejected() {
 	[ "${lines[0]}" = "$ev1" ]
 }
 
+@test "bad input: a line that never ends is refused once it passes the limit" {
+	# (it used to be read to its end, and /dev/zero has none: the timeout
+	# only bounds a regression, the refusal comes at 1 KiB)
+	run -2 --separate-stderr bash -c 'yes "{\"kind\":\"note\"" | tr -d "\n" | timeout 60 "$0" --max-line 1024' "$filter"
+	expect_rejected 1 "longer than the limit of 1024 bytes"
+}
+
 @test "bad input: invalid UTF-8" {
 	run -2 --separate-stderr "$filter" < <(printf '%s\n{"task":"caf\xe9"}\n' "$ev1")
 	expect_rejected 2 "invalid UTF-8"

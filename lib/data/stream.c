@@ -19,9 +19,9 @@
 /* ---- reading ---------------------------------------------------------- */
 
 /*
- * A line reader that never holds more than `max` bytes of one line: the
- * rest of an oversized line is skipped, not buffered, so a hostile input
- * cannot exhaust memory.
+ * A line reader that never holds more than `max` bytes of one line: a
+ * line is found too long as soon as it passes the limit, and the rest is
+ * not read, so a hostile input can exhaust neither memory nor time.
  */
 struct line_reader {
 	int fd;
@@ -80,11 +80,12 @@ static enum line_status read_line(struct line_reader *r, struct buf *line, size_
 		char *nl = memchr(start, '\n', avail);
 		size_t n = nl ? (size_t)(nl - start) : avail;
 
-		/* (max + 1: a CRLF line's CR is not part of the record) */
-		if (!too_long && line->len + n > max + 1)
-			too_long = true;
-		if (!too_long)
-			buf_add(line, start, n);
+		/* (max + 1: a CRLF line's CR is not part of the record).  Said
+		 * at once, not at the newline: a line that never ends (stdin
+		 * from /dev/zero) would be read for ever. */
+		if (line->len + n > max + 1)
+			return LINE_TOO_LONG;
+		buf_add(line, start, n);
 		r->pos += n + (nl ? 1 : 0);
 		if (nl) {
 			newline = true;
