@@ -987,6 +987,15 @@ static int take_input(struct phase *ph)
 	if (ph->in.empty)
 		return cli_reject(&ph->out, &ph->in,
 				     "empty input: expected a state on stdin; to work on the repository alone, pass --no-input");
+	/* Text where a state was expected ("404: Not Found" from a failed
+	 * download, a note): no task for a phase that works on the repository,
+	 * which it would then test or deploy as it is. */
+	if (ph->in.text_line && ph->spec->runs_alone && !ph->spec->needs_input) {
+		ph->in.error_line = ph->in.text_line;
+		return cli_reject(&ph->out, &ph->in,
+				  "plain text, not a JSON record: expected a state on stdin (a phase's output); "
+				  "to work on the repository alone, pass --no-input");
+	}
 	/* Events alone (a stream cut before its state, say): nothing says what
 	 * to work on, and making up a task would work on the wrong thing. */
 	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && jv_get_kind(ph->in.task) != JV_KIND_OBJECT &&

@@ -134,6 +134,20 @@ event_ok() {
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
+@test "input: a line of text before a stream's records is bad input (exit 2), nothing is deployed" {
+	state '.tests.summary.failed = 1'
+	run -2 --separate-stderr bash -c 'cd "$1" && { echo "note: artifact of job 42"; cat "$2"; } | setsid -w forge-deploy --config "$3" --strategy merge' _ "$R" "$BATS_TEST_TMPDIR/state.json" "$CFG"
+	[[ "$stderr" == "forge-deploy: line 1: not a JSON record, but stream records follow (the first on line 2)"* ]]
+	final | jq -e '.type == "input.rejected" and .payload.line == 1'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
+@test "input: plain text alone is no task for forge-deploy (exit 2): working alone takes --no-input" {
+	run -2 --separate-stderr bash -c 'cd "$1" && echo "404: Not Found" | setsid -w forge-deploy --config "$2" --strategy merge' _ "$R" "$CFG"
+	[[ "$stderr" == "forge-deploy: line 1: plain text, not a JSON record: "*"--no-input" ]]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
 @test "guard: --force (a human overrode the no) deploys anyway, with a deploy.forced event" {
 	state '.review.decision = "require_human"'
 	run -0 --separate-stderr deploy --strategy merge --force

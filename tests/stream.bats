@@ -38,6 +38,15 @@ setup() {
 	[ "$(jq -r .task.description <<<"${lines[-1]}")" = "fix the crash in parse_date" ]
 }
 
+@test "bad input: a line of text before a stream's records, named with the first record's line" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n\n%s\n%s\n' 'note: artifact of job 42' "$ev1" "$state")
+	expect_rejected 1 "not a JSON record, but stream records follow (the first on line 3)"
+	[ "${#lines[@]}" -eq 1 ]
+	# text that only holds JSON that is no record stays a task
+	run -0 --separate-stderr "$filter" < <(printf '%s\n%s\n' 'accept this config:' '{"a":1}')
+	[ "$(jq -r .task.description <<<"${lines[-1]}")" = $'accept this config:\n{"a":1}' ]
+}
+
 @test "--task replaces stdin" {
 	run -0 --separate-stderr "$filter" --task "from a flag" </dev/null
 	[ "$(jq -r .task.description <<<"${lines[-1]}")" = "from a flag" ]

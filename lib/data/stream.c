@@ -569,6 +569,31 @@ out:
 	return rc;
 }
 
+/* The number (from 1) of the first line of text after its first that is a
+ * stream record, a JSON object with a "kind"; 0 when none is. */
+static unsigned long record_in_text(const char *text, size_t len)
+{
+	const char *p = memchr(text, '\n', len), *end = text + len;
+	unsigned long n = 1;
+
+	while (p && p < end) {
+		const char *line = p + 1, *eol = memchr(line, '\n', (size_t)(end - line));
+		size_t ll = (size_t)((eol ? eol : end) - line);
+
+		n++;
+		if (ll > 0 && line[0] == '{') {
+			jv rec = jv_parse_sized(line, (int)ll);
+			bool found = jv_get_kind(rec) == JV_KIND_OBJECT && json_get_str(rec, "kind");
+
+			jv_free(rec);
+			if (found)
+				return n;
+		}
+		p = eol;
+	}
+	return 0;
+}
+
 /* Input that is not JSON lines: offer it to the hook, else it is the task. */
 static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *text,
 		    const struct stream_options *opt, size_t max)
@@ -581,6 +606,11 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 	} while (fill(r));
 	if (r->error)
 		return forge_error("cannot read the input: %s", strerror(errno));
+	unsigned long rec = record_in_text(text->buf, text->len);
+	if (rec)
+		return forge_error("not a JSON record, but stream records follow (the first on line %lu): every "
+				   "line of a stream must be one; did a command write text into it? Remove this "
+				   "line, or pipe a task's text alone", in->lines + rec - 1);
 	/* A bad byte or a NUL: name the line it is on (text starts at line in->lines).
 	 * A text the hook takes (a diff) may hold bytes that are not UTF-8:
 	 * the files it changes may be Latin-1. */
@@ -614,6 +644,7 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 				   STREAM_TASK_MAX);
 	}
 	in->task = task;
+	in->text_line = in->lines;
 	return 0;
 }
 
