@@ -134,6 +134,27 @@ event_ok() {
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
+@test "guard: a state whose implement failed is skipped (exit 1) though its old review and tests passed" {
+	# (forge-implement run again on a tested stream keeps review and tests)
+	state '.phase = "implement" | .status = "failed" | .changes.validated = false'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("implement phase ended .failed.*run forge-implement and the phases after it again"))'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
+@test "guard: a review or test run of another commit than the changes name is skipped (exit 1)" {
+	state '.review.commit = $base | .tests.commit = $tip'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("review is of commit .*but the changes are now commit"))'
+	state '.review.commit = $tip | .tests.commit = $base'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '(.deployment.reason | test("test run is of commit"))'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	state '.review.commit = $tip | .tests.commit = $tip'
+	run -0 --separate-stderr deploy --strategy merge
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+}
+
 @test "input: a line of text before a stream's records is bad input (exit 2), nothing is deployed" {
 	state '.tests.summary.failed = 1'
 	run -2 --separate-stderr bash -c 'cd "$1" && { echo "note: artifact of job 42"; cat "$2"; } | setsid -w forge-deploy --config "$3" --strategy merge' _ "$R" "$BATS_TEST_TMPDIR/state.json" "$CFG"
