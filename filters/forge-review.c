@@ -1095,9 +1095,12 @@ static const char *run(struct phase *ph)
 	decision = review_decide(&why, all, risk.level, human_min);
 	all = record(ph, all);
 
+	/* A report that cannot be written is said, and the review stands (as
+	 * forge-test's --junit): its decision is not a dependency's failure. */
 	if (a->sarif && sarif_write(a->sarif, all, FORGE_VERSION) < 0) {
-		phase_reason(ph, "%s", forge_last_error());
-		goto out;
+		fprintf(stderr, "%s: warning: %s\n", ph->spec->program, forge_last_error());
+		phase_emit(ph, "review.sarif_failed", json_set(json_set(jv_object(), "file", jv_string(a->sarif)),
+							       "error", jv_string(forge_last_error())));
 	}
 	int counts[4] = { 0 };
 	jv_array_foreach(all, i, f) {

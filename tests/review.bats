@@ -463,6 +463,15 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	state | jq -e --arg c "$(git rev-parse HEAD)" '.review.decision == "approve" and .review.commit == $c'
 }
 
+@test "a --sarif file that cannot be written is a warning: the review stands" {
+	echo "more" >>README
+	run -0 --separate-stderr bash -c 'git diff | forge-review --sarif "$1/no/such/dir/r.sarif"' _ "$BATS_TEST_TMPDIR"
+	OUT=$output
+	state | jq -e '.status == "ok" and .review.decision == "approve"'
+	[[ "$stderr" == *"forge-review: warning: cannot write '$BATS_TEST_TMPDIR/no/such/dir/r.sarif': No such file or directory"* ]]
+	[ -n "$(jq -c 'select(.type == "review.sarif_failed")' <<<"$OUT")" ]
+}
+
 @test "a state without changes is skipped (exit 1)" {
 	run -1 --separate-stderr bash -c 'echo "{\"task\":\"review nothing\"}" | forge-review'
 	OUT=$output
