@@ -263,8 +263,12 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
 		phase_reason(ph, "interrupted at gate %s (%s): nothing was deployed; run again to answer, "
 			     "or approve with --approve", gate.id, gate.prompt);
 	} else {
-		phase_reason(ph, "waiting for a human: gate %s (%s) - approve with --approve or 'forge gate approve'; "
-			     "nothing was deployed", gate.id, gate.prompt);
+		/* forge-supervisor records the gate for `forge gate approve`;
+		 * run alone, nothing does: a rerun with --approve is the way */
+		const char *sup = getenv("FORGE_SUPERVISOR_PID");
+		phase_reason(ph, "waiting for a human: gate %s (%s) - %s; nothing was deployed", gate.id, gate.prompt,
+			     sup && *sup ? "approve with 'forge gate approve'"
+					 : "run it again with --approve (or on a terminal, to answer y/n)");
 	}
 	jv d = skipped(strategy, ph->reason);
 	d = json_set(d, "environment", jv_string(ctx->environment));

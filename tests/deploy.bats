@@ -520,6 +520,13 @@ event_ok() {
 	  and .summary.environment == "production" and .summary.tests.passed == 3'
 }
 
+@test "gate: run alone, the wait names the way out that works (--approve): no gate is recorded for forge gate approve" {
+	command_config '{"deploy":{"environment":"production"}}'
+	run -4 --separate-stderr deploy
+	[[ "$stderr" == *"gate production_deploy"*"run it again with --approve"* ]]
+	[[ "$stderr" != *"forge gate approve"* ]]
+}
+
 @test "gate: task.environment production is gated too, even at automation level 4" {
 	config '{"safety":{"automation_level":4}}'
 	state '.task.environment = "production"'
