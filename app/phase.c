@@ -982,7 +982,7 @@ static int take_input(struct phase *ph)
 	if (rc != 0)
 		return cli_reject(&ph->out, &ph->in, forge_last_error());
 	if (ph->in.empty && ph->spec->needs_input)
-		return cli_reject(&ph->out, &ph->in,
+		return cli_reject(&ph->out, &ph->in, ph->spec->empty_input ? ph->spec->empty_input :
 				     "empty input: expected a state, {\"task\": …} or a task description (or --task)");
 	if (ph->in.empty)
 		return cli_reject(&ph->out, &ph->in,

@@ -52,6 +52,8 @@ struct phase_spec {
 	/* Claims input that is not JSON lines (see stream.h); may be NULL. */
 	int (*raw_hook)(const char *text, size_t len, void *payload);
 	bool needs_input;               /* empty input is bad input */
+	const char *empty_input;        /* what an empty stdin is said to be, with what to do
+					 * instead (NULL: expected a state or a task) */
 	/*
 	 * The phase can work on the repository alone: it takes --no-input (do
 	 * not read stdin), and runs alone when stdin is a terminal.  An empty

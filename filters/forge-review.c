@@ -1189,6 +1189,9 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.raw_hook = raw_hook,
 		.needs_input = true,
+		/* `git diff | forge-review` with nothing changed */
+		.empty_input = "empty input: the diff is empty, nothing to review (git diff shows no change?); "
+			       "pipe a state or a unified diff, or use --base REF / --commit SHA",
 		.runs_alone = true,	/* with --base or --commit */
 		.model_options = true,
 		.guard = guard,

@@ -472,6 +472,11 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	[ -n "$(jq -c 'select(.type == "review.sarif_failed")' <<<"$OUT")" ]
 }
 
+@test "an empty git diff is said to be one (exit 2)" {
+	run -2 --separate-stderr bash -c 'git diff | forge-review'
+	[[ "$stderr" == "forge-review: empty input: the diff is empty, nothing to review"*"--base REF / --commit SHA" ]]
+}
+
 @test "a state without changes is skipped (exit 1)" {
 	run -1 --separate-stderr bash -c 'echo "{\"task\":\"review nothing\"}" | forge-review'
 	OUT=$output

@@ -96,6 +96,15 @@ expect_rejected() {
 	expect_rejected 1 "longer than the limit of 1024 bytes"
 }
 
+@test "bad input: a pretty-printed record (jq without -c) is told to be one line" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n' "$ev1"; jq . <<<"$state")
+	expect_rejected 2 "malformed JSON"
+	[[ "$stderr" == *"(each record must be on one line: pretty-printed JSON? use jq -c)" ]]
+	# not said of a record cut short
+	run -2 --separate-stderr "$filter" < <(printf '%s\n%s\n' '{"kind":"event","id":"01J' "$ev1")
+	[[ "$stderr" != *"one line"* ]]
+}
+
 @test "bad input: invalid UTF-8" {
 	run -2 --separate-stderr "$filter" < <(printf '%s\n{"task":"caf\xe9"}\n' "$ev1")
 	expect_rejected 2 "invalid UTF-8"

@@ -496,7 +496,15 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 
 	if (!jv_is_valid(rec)) {
 		char *m = json_invalid_msg(rec);
-		rc = forge_error("malformed JSON: %s", m);
+		size_t end = len;
+
+		while (end > 0 && strchr(" \t\r", line[end - 1]))
+			end--;
+		/* "{" alone, or a line that ends open: `jq .` output, a record
+		 * over several lines */
+		bool open = end > 0 && strchr("{[,:", line[end - 1]);
+		rc = forge_error("malformed JSON: %s%s", m,
+				 open ? " (each record must be on one line: pretty-printed JSON? use jq -c)" : "");
 		free(m);
 		return rc;
 	}
