@@ -987,11 +987,20 @@ static int take_input(struct phase *ph)
 	if (rc != 0)
 		return cli_reject(&ph->out, &ph->in, forge_last_error());
 	if (ph->in.empty && ph->spec->needs_input)
-		return cli_reject(&ph->out, &ph->in,
+		return cli_reject(&ph->out, &ph->in, ph->spec->empty_input ? ph->spec->empty_input :
 				     "empty input: expected a state, {\"task\": …} or a task description (or --task)");
 	if (ph->in.empty)
 		return cli_reject(&ph->out, &ph->in,
 				     "empty input: expected a state on stdin; to work on the repository alone, pass --no-input");
+	/* Text where a state was expected ("404: Not Found" from a failed
+	 * download, a note): no task for a phase that works on the repository,
+	 * which it would then test or deploy as it is. */
+	if (ph->in.text_line && ph->spec->runs_alone && !ph->spec->needs_input) {
+		ph->in.error_line = ph->in.text_line;
+		return cli_reject(&ph->out, &ph->in,
+				  "plain text, not a JSON record: expected a state on stdin (a phase's output); "
+				  "to work on the repository alone, pass --no-input");
+	}
 	/* Events alone (a stream cut before its state, say): nothing says what
 	 * to work on, and making up a task would work on the wrong thing. */
 	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && jv_get_kind(ph->in.task) != JV_KIND_OBJECT &&
@@ -1198,6 +1207,48 @@ static const char *run_phase(struct phase *ph)
 		return "skipped";
 	}
 	return ph->spec->run(ph);
+}
+
+const char *phase_input_unfinished(const struct phase *ph, char *buf, size_t n)
+{
+	const char *phase = json_get_str(ph->in.state, "phase");
+	const char *status = json_get_str(ph->in.state, "status");
+	enum state_status st = state_status_of(status);
+	bool judged_by_result = false;
+
+	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT || st == STATE_OK)
+		return NULL;
+	if (st == STATE_REJECTED || st == STATE_ESCALATED) {
+		/* a review's decision, a test count, a deploy's outcome say
+		 * it; a gate a human passed is in the result (approved_by) */
+		const char *key = phase && strcmp(phase, "implement") == 0 ? "changes" : phase;
+		jv part = key ? json_get(ph->in.state, key) : jv_null();
+
+		judged_by_result = (phase && (strcmp(phase, "review") == 0 || strcmp(phase, "test") == 0 ||
+					      strcmp(phase, "deploy") == 0)) ||
+				   json_has(part, "approved_by");
+		jv_free(part);
+	}
+	if (judged_by_result)
+		return NULL;
+	snprintf(buf, n, "the input state's %s phase ended '%s' (its phase.completed event says why)",
+		 phase ? phase : "last", status ? status : "unknown");
+	return buf;
+}
+
+const char *phase_part_stale(const struct phase *ph, jv part, const char *what, char *buf, size_t n)
+{
+	jv changes = json_get(ph->state, "changes");
+	const char *made = json_get_str(changes, "commit");
+	const char *seen = json_get_str(part, "commit");
+
+	if (made && seen && strcmp(made, seen) != 0)
+		snprintf(buf, n, "the %s is of commit %.12s, but the changes are now commit %.12s "
+			 "(implemented again after it)", what, seen, made);
+	else
+		buf = NULL;
+	jv_free(changes);
+	return buf;
 }
 
 int phase_main(const struct phase_spec *spec, int argc, char **argv, void *payload)

@@ -52,6 +52,8 @@ struct phase_spec {
 	/* Claims input that is not JSON lines (see stream.h); may be NULL. */
 	int (*raw_hook)(const char *text, size_t len, void *payload);
 	bool needs_input;               /* empty input is bad input */
+	const char *empty_input;        /* what an empty stdin is said to be, with what to do
+					 * instead (NULL: expected a state or a task) */
 	/*
 	 * The phase can work on the repository alone: it takes --no-input (do
 	 * not read stdin), and runs alone when stdin is a terminal.  An empty
@@ -118,6 +120,24 @@ struct phase {
 };
 
 int phase_main(const struct phase_spec *spec, int argc, char **argv, void *payload);
+
+/*
+ * For a phase that works on what an earlier one made (forge-review,
+ * forge-test, forge-deploy): whether the input state's own phase finished
+ * its work.  NULL when it did, or when there is no input state; else why
+ * not, written to buf (n bytes): its status is failed, tripped or skipped,
+ * or (plan, implement) rejected or escalated with no human's approval of
+ * its result (approved_by).  A review's or tests' "no" is in their result,
+ * which the guards read themselves.
+ */
+const char *phase_input_unfinished(const struct phase *ph, char *buf, size_t n);
+
+/*
+ * Whether part (borrowed: the state's "review" or "tests") was made on the
+ * commit the state's changes name: NULL when it was, or when either does
+ * not say; else why not, in buf (n bytes).
+ */
+const char *phase_part_stale(const struct phase *ph, jv part, const char *what, char *buf, size_t n);
 
 /* Set key (the phase's result part, "plan") in the state.  Consumes v. */
 void phase_set(struct phase *ph, const char *key, jv v);

@@ -14,6 +14,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "store/store.h"
+#include "data/config.h"
 #include "data/stream.h"
 #include "engine/snapshot.h"
 
@@ -78,14 +79,19 @@ static int on_option(int id, const char *arg, void *payload)
 	return forge_error("unhandled option");
 }
 
-static int open_store(struct store **out, const struct cli_common *common, bool readonly)
+/* The database, and the configuration every program loads (--config, the
+ * layers, FORGE_MAX_LINE_BYTES): *max_line (may be NULL) is the line limit
+ * it sets, for store to take what the phases around it take. */
+static int open_store(struct store **out, size_t *max_line, const struct cli_common *common, bool readonly)
 {
 	struct session ses;
-	int status = session_open(&ses, common, SESSION_STORE | (readonly ? SESSION_READONLY : 0),
+	int status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE | (readonly ? SESSION_READONLY : 0),
 				  jv_null());
 
 	if (status)
 		fprintf(stderr, "forge-events: %s\n", forge_last_error());
+	else if (max_line)
+		*max_line = (size_t)config_get_num(ses.cfg, "stream.max_line_bytes");
 	*out = ses.store;
 	ses.store = NULL;
 	session_close(&ses);
@@ -180,7 +186,7 @@ static int cmd_store(const struct cli_common *common, const struct args *a)
 
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	stream_out_init(&out, stdout, "forge-events", NULL);
-	status = open_store(&b.st, common, false);
+	status = open_store(&b.st, &opt.max_line, common, false);
 	if (status)
 		return status;
 	stream_input_init(&in);
@@ -244,7 +250,7 @@ static int cmd_replay(const struct cli_common *common, const char *typed)
 	int status;
 
 	stream_out_init(&r.out, stdout, "forge-events", NULL);
-	status = open_store(&st, common, true);
+	status = open_store(&st, NULL, common, true);
 	if (status)
 		return status;
 	if ((status = resolve(&trace, st, typed)) != 0) {
@@ -274,7 +280,7 @@ static int cmd_replay_state(const struct cli_common *common, const struct args *
 	struct store *st;
 	jv state = jv_null(), how = jv_null();
 	char *trace = NULL;
-	int status = open_store(&st, common, true), rc;
+	int status = open_store(&st, NULL, common, true), rc;
 
 	if (status)
 		return status;
@@ -319,7 +325,7 @@ static int cmd_list(const struct cli_common *common, const struct args *a)
 	int status;
 
 	stream_out_init(&out, stdout, "forge-events", NULL);
-	status = open_store(&st, common, true);
+	status = open_store(&st, NULL, common, true);
 	if (status)
 		return status;
 	if (store_traces(&traces, st, (int)a->limit) < 0) {

@@ -127,6 +127,17 @@ static const char *guard(struct phase *ph)
 			 jv_number_value(failed) == 1 ? "" : "s");
 	else
 		a->why[0] = '\0';
+	/* An approval and a pass are of the commit they saw: a state whose
+	 * implement ran again (and failed) keeps the old ones (DESIGN §2). */
+	char why[400];
+	jv review = json_get(ph->state, "review"), tests = json_get(ph->state, "tests");
+	if (!a->why[0] && (phase_input_unfinished(ph, why, sizeof why) ||
+			   phase_part_stale(ph, review, "review", why, sizeof why) ||
+			   phase_part_stale(ph, tests, "test run", why, sizeof why)))
+		snprintf(a->why, sizeof a->why, "%s: nothing reviewed and tested to deploy; run forge-implement "
+			 "and the phases after it again", why);
+	jv_free(review);
+	jv_free(tests);
 	jv_free(decision);
 	jv_free(failed);
 	if (!a->why[0])
@@ -252,8 +263,12 @@ static const char *pass_gate(struct phase *ph, const struct deploy_ctx *ctx, con
 		phase_reason(ph, "interrupted at gate %s (%s): nothing was deployed; run again to answer, "
 			     "or approve with --approve", gate.id, gate.prompt);
 	} else {
-		phase_reason(ph, "waiting for a human: gate %s (%s) - approve with --approve or 'forge gate approve'; "
-			     "nothing was deployed", gate.id, gate.prompt);
+		/* forge-supervisor records the gate for `forge gate approve`;
+		 * run alone, nothing does: a rerun with --approve is the way */
+		const char *sup = getenv("FORGE_SUPERVISOR_PID");
+		phase_reason(ph, "waiting for a human: gate %s (%s) - %s; nothing was deployed", gate.id, gate.prompt,
+			     sup && *sup ? "approve with 'forge gate approve'"
+					 : "run it again with --approve (or on a terminal, to answer y/n)");
 	}
 	jv d = skipped(strategy, ph->reason);
 	d = json_set(d, "environment", jv_string(ctx->environment));

@@ -51,6 +51,7 @@ struct review_args {
 	struct github gh;               /* --pr: the API client (open when gh.api) */
 	char *pr_head;                  /* --pr: the head commit */
 	jv skipped;                     /* run(): the files review_prepare skipped, [{path, reason}] */
+	char why[768];                  /* the guard's reason */
 };
 
 static const struct cli_option options[] = {
@@ -121,12 +122,21 @@ static const char *guard(struct phase *ph)
 {
 	struct review_args *a = ph->payload;
 	jv ch = changes_of(ph);
-	bool ok = a->raw || a->base || a->commit || a->pr || json_get_str(ch, "diff") ||
-		  (json_get_str(ch, "commit") && json_get_str(ch, "base_commit"));
+	bool own = a->raw || a->base || a->commit || a->pr;   /* not the state's changes */
+	bool ok = own || json_get_str(ch, "diff") || (json_get_str(ch, "commit") && json_get_str(ch, "base_commit"));
+	char why[512];
 
 	jv_free(ch);
-	return ok ? NULL : "no changes to review: pipe a unified diff or a state with changes, "
-			   "or use --base REF / --commit SHA";
+	if (!ok)
+		return "no changes to review: pipe a unified diff or a state with changes, "
+		       "or use --base REF / --commit SHA";
+	/* an implement that failed may have committed a change that does not
+	 * build: reviewing (and approving) it would send it on to deploy */
+	if (!own && phase_input_unfinished(ph, why, sizeof why)) {
+		snprintf(a->why, sizeof a->why, "%s: nothing to review; run that phase again first", why);
+		return a->why;
+	}
+	return NULL;
 }
 
 /* The line on stderr for a file not linted: its name (the model's, maybe
@@ -1085,9 +1095,12 @@ static const char *run(struct phase *ph)
 	decision = review_decide(&why, all, risk.level, human_min);
 	all = record(ph, all);
 
+	/* A report that cannot be written is said, and the review stands (as
+	 * forge-test's --junit): its decision is not a dependency's failure. */
 	if (a->sarif && sarif_write(a->sarif, all, FORGE_VERSION) < 0) {
-		phase_reason(ph, "%s", forge_last_error());
-		goto out;
+		fprintf(stderr, "%s: warning: %s\n", ph->spec->program, forge_last_error());
+		phase_emit(ph, "review.sarif_failed", json_set(json_set(jv_object(), "file", jv_string(a->sarif)),
+							       "error", jv_string(forge_last_error())));
 	}
 	int counts[4] = { 0 };
 	jv_array_foreach(all, i, f) {
@@ -1108,6 +1121,12 @@ static const char *run(struct phase *ph)
 	review = json_set(review, "files", jv_number((double)d->nfiles));
 	/* which diff was reviewed, and what of the change it did not show */
 	review = json_set(review, "source", jv_string(source));
+	/* the commit reviewed, so that forge-test and forge-deploy can tell a
+	 * review of these changes from one of an earlier implement's */
+	jv ch = changes_of(ph);
+	if ((!strcmp(source, "state") || !strcmp(source, "git")) && json_get_str(ch, "commit"))
+		review = json_set(review, "commit", json_get(ch, "commit"));
+	jv_free(ch);
 	if (jv_array_length(jv_copy(unreviewed)) > 0)
 		review = json_set(review, "not_reviewed", jv_copy(unreviewed));
 	phase_set(ph, "review", review);
@@ -1170,6 +1189,9 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.raw_hook = raw_hook,
 		.needs_input = true,
+		/* `git diff | forge-review` with nothing changed */
+		.empty_input = "empty input: the diff is empty, nothing to review (git diff shows no change?); "
+			       "pipe a state or a unified diff, or use --base REF / --commit SHA",
 		.runs_alone = true,	/* with --base or --commit */
 		.model_options = true,
 		.guard = guard,

@@ -80,7 +80,7 @@ struct tst {
 	char *report;               /* the JUnit report read, or NULL */
 	jv rerun;                   /* {command, by_name, exit_code, duration_ms} or null */
 	jv reports;                 /* the JUnit reports read (an array), or null */
-	char guard_msg[256];
+	char guard_msg[768];
 	struct sandbox_policy *policy;  /* the test command's sandbox */
 	char *tmp;                      /* its HOME and TMPDIR, shared by the rerun */
 	bool warned_unconfined;
@@ -633,11 +633,16 @@ static const char *guard(struct phase *ph)
 {
 	struct tst *t = ph->payload;
 
+	char why[512];
+
 	if (t->force || jv_get_kind(ph->in.state) != JV_KIND_OBJECT)
 		return NULL;   /* forced, or run alone on a repository */
 	jv review = json_get(ph->state, "review");
 	const char *decision = json_get_str(review, "decision");
-	if (!decision)
+	if (phase_input_unfinished(ph, why, sizeof why) || phase_part_stale(ph, review, "review", why, sizeof why))
+		snprintf(t->guard_msg, sizeof t->guard_msg, "%s: nothing approved to test; run forge-review "
+			 "(and what comes before it) again, or --force", why);
+	else if (!decision)
 		snprintf(t->guard_msg, sizeof t->guard_msg,
 			 "the changes have not been reviewed: run forge-review first, or --force");
 	else if (strcmp(decision, "approve") != 0 && !json_has(review, "approved_by"))
@@ -653,7 +658,15 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 {
 	if (t->junit_out)
 		write_junit(ph, t);
-	phase_set(ph, "tests", tests_json(t, coverage));
+	jv result = tests_json(t, coverage);
+	/* the commit tested (pinned, pins_commit), so that forge-deploy can
+	 * tell these tests from an earlier implement's */
+	jv commit = json_get_path(ph->state, "changes.commit");
+	if (jv_get_kind(ph->in.state) == JV_KIND_OBJECT && jv_get_kind(commit) == JV_KIND_STRING)
+		result = json_set(result, "commit", commit);
+	else
+		jv_free(commit);
+	phase_set(ph, "tests", result);
 	if (!t->command && ph->common.verbosity >= 0)
 		fprintf(stderr, "%s: warning: nothing was tested: %s\n", ph->spec->program, NOT_RUN);
 	if (ph->report) {

@@ -134,6 +134,41 @@ event_ok() {
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
+@test "guard: a state whose implement failed is skipped (exit 1) though its old review and tests passed" {
+	# (forge-implement run again on a tested stream keeps review and tests)
+	state '.phase = "implement" | .status = "failed" | .changes.validated = false'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("implement phase ended .failed.*run forge-implement and the phases after it again"))'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
+@test "guard: a review or test run of another commit than the changes name is skipped (exit 1)" {
+	state '.review.commit = $base | .tests.commit = $tip'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("review is of commit .*but the changes are now commit"))'
+	state '.review.commit = $tip | .tests.commit = $base'
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '(.deployment.reason | test("test run is of commit"))'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	state '.review.commit = $tip | .tests.commit = $tip'
+	run -0 --separate-stderr deploy --strategy merge
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+}
+
+@test "input: a line of text before a stream's records is bad input (exit 2), nothing is deployed" {
+	state '.tests.summary.failed = 1'
+	run -2 --separate-stderr bash -c 'cd "$1" && { echo "note: artifact of job 42"; cat "$2"; } | setsid -w forge-deploy --config "$3" --strategy merge' _ "$R" "$BATS_TEST_TMPDIR/state.json" "$CFG"
+	[[ "$stderr" == "forge-deploy: line 1: not a JSON record, but stream records follow (the first on line 2)"* ]]
+	final | jq -e '.type == "input.rejected" and .payload.line == 1'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
+@test "input: plain text alone is no task for forge-deploy (exit 2): working alone takes --no-input" {
+	run -2 --separate-stderr bash -c 'cd "$1" && echo "404: Not Found" | setsid -w forge-deploy --config "$2" --strategy merge' _ "$R" "$CFG"
+	[[ "$stderr" == "forge-deploy: line 1: plain text, not a JSON record: "*"--no-input" ]]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
 @test "guard: --force (a human overrode the no) deploys anyway, with a deploy.forced event" {
 	state '.review.decision = "require_human"'
 	run -0 --separate-stderr deploy --strategy merge --force
@@ -522,6 +557,13 @@ hook() {
 	  and .deployment.gate.id == "production_deploy" and .deployment.gate.status == "pending"'
 	event_ok gate.requested '.gate_id == "production_deploy" and .prompt == "Approve production deployment."
 	  and .summary.environment == "production" and .summary.tests.passed == 3'
+}
+
+@test "gate: run alone, the wait names the way out that works (--approve): no gate is recorded for forge gate approve" {
+	command_config '{"deploy":{"environment":"production"}}'
+	run -4 --separate-stderr deploy
+	[[ "$stderr" == *"gate production_deploy"*"run it again with --approve"* ]]
+	[[ "$stderr" != *"forge gate approve"* ]]
 }
 
 @test "gate: task.environment production is gated too, even at automation level 4" {

@@ -142,6 +142,20 @@ setup() {
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where trace_id = '01JDB2TRACEBOMAAAAAAAAAAAA'")" -eq 2 ]
 }
 
+@test "forge-events takes the configuration: --config (a missing one is exit 2), stream.max_line_bytes, FORGE_MAX_LINE_BYTES" {
+	run -2 --separate-stderr forge-events list --config "$BATS_TEST_TMPDIR/missing.json"
+	[[ "$stderr" == *"missing.json"* ]]
+	# a 5000-byte event: over a limit of 4096 set either way, under the default
+	printf '{"kind":"event","id":"01JDB3CQNFGAAAAAAAAAAAAAAA","trace_id":"01JDB2TRACECFGAAAAAAAAAAAA","ts":"2026-11-21T21:30:00.000Z","source":"test","type":"a.b","payload":{"s":"%s"}}\n' \
+		"$(head -c 5000 /dev/zero | tr '\0' a)" >"$BATS_TEST_TMPDIR/in"
+	echo '{"stream":{"max_line_bytes":4096}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -2 --separate-stderr forge-events store --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/in"
+	[[ "$stderr" == "forge-events: line 1: record is longer than the limit of 4096 bytes"* ]]
+	FORGE_MAX_LINE_BYTES=4096 run -2 --separate-stderr forge-events store <"$BATS_TEST_TMPDIR/in"
+	[[ "$stderr" == "forge-events: line 1: record is longer than the limit of 4096 bytes"* ]]
+	run -0 --separate-stderr forge-events store <"$BATS_TEST_TMPDIR/in"
+}
+
 @test "the database defaults to .forge/forge.db in the repository" {
 	unset FORGE_DB
 	make_repo "$BATS_TEST_TMPDIR/repo"

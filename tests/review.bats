@@ -445,6 +445,38 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_equal "$(requests | jq length)" 0
 }
 
+@test "a state whose implement failed is not reviewed (skipped, exit 1); a review of a state's commit records it" {
+	echo "more" >>README
+	git commit -qam more
+	jq -cn --arg d "$(git show --format= HEAD)" --arg c "$(git rev-parse HEAD)" --arg b "$(git rev-parse HEAD~1)" '
+		{kind:"state",v:1,trace_id:"T4",phase:"implement",status:"failed",
+		task:{description:"x"},plan:{summary:"s",tasks:[],risk:{level:"low"}},
+		changes:{files:[{path:"README",action:"modify"}],diff:$d,commit:$c,base_commit:$b,validated:false},
+		bounces:[]}' >"$BATS_TEST_TMPDIR/s.json"
+	run -1 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/s.json"
+	OUT=$output
+	state | jq -e '.status == "skipped" and (.review | not)'
+	[[ "$stderr" == *"the input state's implement phase ended 'failed'"*"nothing to review; run that phase again first"* ]]
+	jq -c '.status = "ok"' "$BATS_TEST_TMPDIR/s.json" >"$BATS_TEST_TMPDIR/ok.json"
+	run -0 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/ok.json"
+	OUT=$output
+	state | jq -e --arg c "$(git rev-parse HEAD)" '.review.decision == "approve" and .review.commit == $c'
+}
+
+@test "a --sarif file that cannot be written is a warning: the review stands" {
+	echo "more" >>README
+	run -0 --separate-stderr bash -c 'git diff | forge-review --sarif "$1/no/such/dir/r.sarif"' _ "$BATS_TEST_TMPDIR"
+	OUT=$output
+	state | jq -e '.status == "ok" and .review.decision == "approve"'
+	[[ "$stderr" == *"forge-review: warning: cannot write '$BATS_TEST_TMPDIR/no/such/dir/r.sarif': No such file or directory"* ]]
+	[ -n "$(jq -c 'select(.type == "review.sarif_failed")' <<<"$OUT")" ]
+}
+
+@test "an empty git diff is said to be one (exit 2)" {
+	run -2 --separate-stderr bash -c 'git diff | forge-review'
+	[[ "$stderr" == "forge-review: empty input: the diff is empty, nothing to review"*"--base REF / --commit SHA" ]]
+}
+
 @test "a state without changes is skipped (exit 1)" {
 	run -1 --separate-stderr bash -c 'echo "{\"task\":\"review nothing\"}" | forge-review'
 	OUT=$output

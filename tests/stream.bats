@@ -38,6 +38,15 @@ setup() {
 	[ "$(jq -r .task.description <<<"${lines[-1]}")" = "fix the crash in parse_date" ]
 }
 
+@test "bad input: a line of text before a stream's records, named with the first record's line" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n\n%s\n%s\n' 'note: artifact of job 42' "$ev1" "$state")
+	expect_rejected 1 "not a JSON record, but stream records follow (the first on line 3)"
+	[ "${#lines[@]}" -eq 1 ]
+	# text that only holds JSON that is no record stays a task
+	run -0 --separate-stderr "$filter" < <(printf '%s\n%s\n' 'accept this config:' '{"a":1}')
+	[ "$(jq -r .task.description <<<"${lines[-1]}")" = $'accept this config:\n{"a":1}' ]
+}
+
 @test "--task replaces stdin" {
 	run -0 --separate-stderr "$filter" --task "from a flag" </dev/null
 	[ "$(jq -r .task.description <<<"${lines[-1]}")" = "from a flag" ]
@@ -78,6 +87,22 @@ expect_rejected() {
 	run -2 --separate-stderr "$filter" --max-line 1024 < <(printf '%s\n{"task":"%s"}\n' "$ev1" "$big")
 	expect_rejected 2 "longer than the limit of 1024 bytes"
 	[ "${lines[0]}" = "$ev1" ]
+}
+
+@test "bad input: a line that never ends is refused once it passes the limit" {
+	# (it used to be read to its end, and /dev/zero has none: the timeout
+	# only bounds a regression, the refusal comes at 1 KiB)
+	run -2 --separate-stderr bash -c 'yes "{\"kind\":\"note\"" | tr -d "\n" | timeout 60 "$0" --max-line 1024' "$filter"
+	expect_rejected 1 "longer than the limit of 1024 bytes"
+}
+
+@test "bad input: a pretty-printed record (jq without -c) is told to be one line" {
+	run -2 --separate-stderr "$filter" < <(printf '%s\n' "$ev1"; jq . <<<"$state")
+	expect_rejected 2 "malformed JSON"
+	[[ "$stderr" == *"(each record must be on one line: pretty-printed JSON? use jq -c)" ]]
+	# not said of a record cut short
+	run -2 --separate-stderr "$filter" < <(printf '%s\n%s\n' '{"kind":"event","id":"01J' "$ev1")
+	[[ "$stderr" != *"one line"* ]]
 }
 
 @test "bad input: invalid UTF-8" {

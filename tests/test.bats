@@ -331,6 +331,24 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	assert_equal "$(tail -n 1 <<<"$output" | jq -r .status)" ok
 }
 
+@test "guard: a failed review phase, or a review of another commit, is not tested (exit 1); the commit tested is recorded" {
+	bats_repo '@test "one" { true; }'
+	head=$(git -C "$REPO" rev-parse HEAD) old=$(git -C "$REPO" rev-parse HEAD~1)
+	s() { jq -cn --arg r "$REPO" --arg h "$head" --arg o "$old" '{kind:"state",v:1,trace_id:"01TEST",phase:"review",
+		status:"ok",task:{description:"t",repo:$r,worktree:$r},changes:{files:[],commit:$h,base_commit:$o},
+		review:{findings:[],decision:"approve",commit:$h}} | '"$1"; }
+	state=$(s '.status = "failed" | del(.review.commit)')
+	run -1 --separate-stderr bash -c "ft <<<'$state'"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.status, has("tests")]')" '["skipped",false]'
+	[[ "$stderr" == *"the input state's review phase ended 'failed'"*"run forge-review (and what comes before it) again, or --force"* ]]
+	state=$(s '.review.commit = $o')
+	run -1 --separate-stderr bash -c "ft <<<'$state'"
+	[[ "$stderr" == *"the review is of commit ${old:0:12}, but the changes are now commit ${head:0:12}"* ]]
+	state=$(s .)
+	run -0 --separate-stderr bash -c "ft <<<'$state'"
+	assert_equal "$(tests_of .commit)" "\"$head\""
+}
+
 @test "bad input: exit 2 with input.rejected, events before it forwarded" {
 	make_repo "$REPO"
 	run -2 --separate-stderr bash -c "printf '%s\n%s\n' '{\"kind\":\"event\",\"id\":\"01JDB3ABCDEFGHJKMNPQRSTVWX\",\"trace_id\":\"t\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"source\":\"x\",\"type\":\"x.y\",\"payload\":{}}' '{\"kind\":\"state\",' | ft --repo '$REPO'"

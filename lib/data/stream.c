@@ -19,9 +19,9 @@
 /* ---- reading ---------------------------------------------------------- */
 
 /*
- * A line reader that never holds more than `max` bytes of one line: the
- * rest of an oversized line is skipped, not buffered, so a hostile input
- * cannot exhaust memory.
+ * A line reader that never holds more than `max` bytes of one line: a
+ * line is found too long as soon as it passes the limit, and the rest is
+ * not read, so a hostile input can exhaust neither memory nor time.
  */
 struct line_reader {
 	int fd;
@@ -80,11 +80,12 @@ static enum line_status read_line(struct line_reader *r, struct buf *line, size_
 		char *nl = memchr(start, '\n', avail);
 		size_t n = nl ? (size_t)(nl - start) : avail;
 
-		/* (max + 1: a CRLF line's CR is not part of the record) */
-		if (!too_long && line->len + n > max + 1)
-			too_long = true;
-		if (!too_long)
-			buf_add(line, start, n);
+		/* (max + 1: a CRLF line's CR is not part of the record).  Said
+		 * at once, not at the newline: a line that never ends (stdin
+		 * from /dev/zero) would be read for ever. */
+		if (line->len + n > max + 1)
+			return LINE_TOO_LONG;
+		buf_add(line, start, n);
 		r->pos += n + (nl ? 1 : 0);
 		if (nl) {
 			newline = true;
@@ -495,7 +496,15 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 
 	if (!jv_is_valid(rec)) {
 		char *m = json_invalid_msg(rec);
-		rc = forge_error("malformed JSON: %s", m);
+		size_t end = len;
+
+		while (end > 0 && strchr(" \t\r", line[end - 1]))
+			end--;
+		/* "{" alone, or a line that ends open: `jq .` output, a record
+		 * over several lines */
+		bool open = end > 0 && strchr("{[,:", line[end - 1]);
+		rc = forge_error("malformed JSON: %s%s", m,
+				 open ? " (each record must be on one line: pretty-printed JSON? use jq -c)" : "");
 		free(m);
 		return rc;
 	}
@@ -568,6 +577,31 @@ out:
 	return rc;
 }
 
+/* The number (from 1) of the first line of text after its first that is a
+ * stream record, a JSON object with a "kind"; 0 when none is. */
+static unsigned long record_in_text(const char *text, size_t len)
+{
+	const char *p = memchr(text, '\n', len), *end = text + len;
+	unsigned long n = 1;
+
+	while (p && p < end) {
+		const char *line = p + 1, *eol = memchr(line, '\n', (size_t)(end - line));
+		size_t ll = (size_t)((eol ? eol : end) - line);
+
+		n++;
+		if (ll > 0 && line[0] == '{') {
+			jv rec = jv_parse_sized(line, (int)ll);
+			bool found = jv_get_kind(rec) == JV_KIND_OBJECT && json_get_str(rec, "kind");
+
+			jv_free(rec);
+			if (found)
+				return n;
+		}
+		p = eol;
+	}
+	return 0;
+}
+
 /* Input that is not JSON lines: offer it to the hook, else it is the task. */
 static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *text,
 		    const struct stream_options *opt, size_t max)
@@ -580,6 +614,11 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 	} while (fill(r));
 	if (r->error)
 		return forge_error("cannot read the input: %s", strerror(errno));
+	unsigned long rec = record_in_text(text->buf, text->len);
+	if (rec)
+		return forge_error("not a JSON record, but stream records follow (the first on line %lu): every "
+				   "line of a stream must be one; did a command write text into it? Remove this "
+				   "line, or pipe a task's text alone", in->lines + rec - 1);
 	/* A bad byte or a NUL: name the line it is on (text starts at line in->lines).
 	 * A text the hook takes (a diff) may hold bytes that are not UTF-8:
 	 * the files it changes may be Latin-1. */
@@ -613,6 +652,7 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 				   STREAM_TASK_MAX);
 	}
 	in->task = task;
+	in->text_line = in->lines;
 	return 0;
 }
 

@@ -8,7 +8,10 @@
  * {"task": …} object, or input that is not JSON lines at all (plain text),
  * becomes the task; a program may claim non-JSON input first with a raw
  * hook (forge-review takes a unified diff).  The first non-blank character
- * decides: '{' or '[' means JSON lines, anything else raw text.
+ * decides: '{' or '[' means JSON lines, anything else raw text - but text
+ * with stream records (JSON objects with a "kind") on later lines is bad
+ * input: something wrote into a stream, and taking it all as one task
+ * would lose the records.
  *
  * Bad input - malformed JSON, a truncated last line, a line over the size
  * limit, invalid UTF-8, a record that fails its schema, a state of a newer
@@ -82,6 +85,7 @@ struct stream_input {
 	unsigned long lines;    /* lines read */
 	unsigned long forwarded;/* records forwarded */
 	bool empty;             /* the input had nothing but white space */
+	unsigned long text_line;/* the line the task's plain text starts on (0: no text) */
 	char trace_id[128];     /* trace of the last record seen, "" when none */
 	unsigned long error_line; /* after a failure: the line at fault (0: none) */
 };
