@@ -95,6 +95,13 @@ void supervise_interrupt(int sig)
  * recorded after that point, a deploy included). */
 static void store_failed(struct sup *s)
 {
+	/* (a commit found the run's lease another's: the fence, store.h;
+	 * whatever the heartbeat saw yet, the run is that process's) */
+	if (store_lease_fenced(s->o->store)) {
+		if (!lease_lost)
+			on_lease_lost(NULL);
+		return;
+	}
 	if (!s->store_error[0])
 		snprintf(s->store_error, sizeof s->store_error, "%s", forge_last_error());
 }
@@ -1124,6 +1131,7 @@ static void sup_release(struct sup *s)
 	heartbeat_stop(s->beat);
 	s->beat = NULL;
 	if (s->holder[0]) {
+		store_fence(s->o->store, NULL, NULL);
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
 	}
@@ -1259,6 +1267,10 @@ static int take_lease(struct sup *s)
 		return code;
 	}
 	snprintf(s->holder, sizeof s->holder, "%s", holder);
+	/* every transaction of the run checks from now on that the lease is
+	 * still this process's (a takeover while it slept: nothing more of it
+	 * is written, whichever thread wakes first) */
+	store_fence(s->o->store, s->trace, holder);
 	setenv("FORGE_LEASE", holder, 1);
 	if (r == STORE_LEASE_STOLEN)
 		lease_taken(s, held);
