@@ -554,11 +554,15 @@ out:
 static int pg_open(struct store **out, const char *conninfo, bool migrate_it)
 {
 	struct store *st = xcalloc(1, sizeof *st);
+	char *text = db_pg_trim(conninfo);
 
 	*out = NULL;
 	st->backend = DB_POSTGRES;
-	st->path = db_display_path(conninfo);
-	if (db_pg_connect(st, conninfo) < 0 || (migrate_it && pg_migrate(st) < 0)) {
+	st->path = db_display_path(text);
+	int rc = db_pg_connect(st, text);
+
+	free(text);
+	if (rc < 0 || (migrate_it && pg_migrate(st) < 0)) {
 		store_free(st);
 		return -1;
 	}

@@ -545,6 +545,26 @@ static void test_display_path(void)
 	p = db_display_path("host=/tmp dbname='pass word=1' password=Pw");
 	CHECK_STR(p, "host=/tmp dbname='pass word=1' password=***");
 	free(p);
+	/* white space around a URI: PostgreSQL still, shown (and given to
+	 * libpq) without it (before: a SQLite file named after the URI) */
+	CHECK(db_is_postgres(" postgresql://h/db") && db_is_postgres("\n\tpostgres://h/db"));
+	p = db_display_path("\n postgresql://me:Pw@h/db?sslmode=require \n");
+	CHECK_STR(p, "postgresql://me:***@h/db?sslmode=require");
+	free(p);
+	p = db_pg_trim(" \thost=/tmp dbname=forge\n");
+	CHECK_STR(p, "host=/tmp dbname=forge");
+	free(p);
+	/* a query key percent-encoded as libpq decodes it, and sslpassword
+	 * (the client key's passphrase): hidden too */
+	p = db_display_path("postgresql://me@/db?host=/s&pass%77ord=Pw&%73slpassword=Key&sslmode=require");
+	CHECK_STR(p, "postgresql://me@/db?host=/s&pass%77ord=***&%73slpassword=***&sslmode=require");
+	free(p);
+	p = db_display_path("postgresql://me@h/db?sslpassword=Key#x&application_name=password=no");
+	CHECK_STR(p, "postgresql://me@h/db?sslpassword=***&application_name=password=no");
+	free(p);
+	p = db_display_path("sslpassword=Key dbname=forge sslpassword = 'a b'");
+	CHECK_STR(p, "sslpassword=*** dbname=forge sslpassword = ***");
+	free(p);
 }
 
 /* The live text of a streaming call: written, read back from another
