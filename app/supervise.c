@@ -582,7 +582,10 @@ static int gate_decided(struct sup *s, const char *name, jv row)
  * Gate row `id` was settled while it was asked here (decided with forge
  * gate or forge tui, or expired): answered, the answer typed here that
  * gate_decide() refused (r); else the prompt saw it (r GATE_REFUSED).  What
- * the row holds is what the run does; r -1 (the database failed): pending.
+ * the row holds is what the run does; r -1 (the database failed), or the
+ * row that cannot be read: pending, and the run stops as at any write the
+ * database refused (sup_store_stop: exit 5; before: exit 4, "waiting for a
+ * human", for the person who had just answered).
  */
 static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, const char *id, int r,
 					   bool answered)
@@ -593,6 +596,7 @@ static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, cons
 	if (r != GATE_REFUSED || gate_get(&row, s->o->store, id) < 0) {
 		fprintf(stderr, "forge: the answer to gate %s could not be recorded: %s; it stays pending "
 			"(forge resume %s asks again)\n", name, forge_last_error(), s->trace);
+		store_failed(s);
 		return GATE_WAIT;
 	}
 	const char *status = json_get_str(row, "status");
@@ -620,8 +624,12 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 	char id[ULID_LEN + 1];
 	jv row;
 
-	if (gate_latest(&row, s->o->store, s->trace, name) < 0)
-		return GATE_STOP;
+	/* (a gate that cannot be read or asked is no one's no: the run stops
+	 * as at any failed write, sup_gate_paused) */
+	if (gate_latest(&row, s->o->store, s->trace, name) < 0) {
+		store_failed(s);
+		return GATE_WAIT;
+	}
 	const char *status = json_get_str(row, "status");
 	int decided = gate_decided(s, name, row);
 
@@ -635,8 +643,10 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 
 	enum gate_auto how = gate_auto_decision(s->o->cfg, gate, s->level, s->o->auto_approve);
 	if (!status) {
-		if (gate_request(id, s->o->store, s->trace, gate, phase) < 0)
-			return GATE_STOP;
+		if (gate_request(id, s->o->store, s->trace, gate, phase) < 0) {
+			store_failed(s);
+			return GATE_WAIT;
+		}
 		sup_emit(s, "gate.requested", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
 			"id", jv_string(id)), "prompt", json_get(gate, "prompt")));
 	}
@@ -695,9 +705,16 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 }
 
 /* A gate left the run waiting: paused for a human (exit 4), or by Ctrl-C
- * at its prompt (exit 130); either way `forge resume` continues. */
+ * at its prompt (exit 130); either way `forge resume` continues.  A gate
+ * the database failed on stops the run with exit 5 (sup_store_stop). */
 int sup_gate_paused(struct sup *s, const char *reason)
 {
+	int code;
+
+	/* (the gate could not be read or its answer written: the database's
+	 * failure, not a human's wait) */
+	if ((code = sup_store_stop(s)) >= 0)
+		return code;
 	if (interrupted)
 		return sup_end_run(s, "paused", "interrupted", FORGE_EXIT_INTERRUPTED);
 	return sup_end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
