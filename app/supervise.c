@@ -95,6 +95,13 @@ void supervise_interrupt(int sig)
  * recorded after that point, a deploy included). */
 static void store_failed(struct sup *s)
 {
+	/* (a commit found the run's lease another's: the fence, store.h;
+	 * whatever the heartbeat saw yet, the run is that process's) */
+	if (store_lease_fenced(s->o->store)) {
+		if (!lease_lost)
+			on_lease_lost(NULL);
+		return;
+	}
 	if (!s->store_error[0])
 		snprintf(s->store_error, sizeof s->store_error, "%s", forge_last_error());
 }
@@ -575,7 +582,10 @@ static int gate_decided(struct sup *s, const char *name, jv row)
  * Gate row `id` was settled while it was asked here (decided with forge
  * gate or forge tui, or expired): answered, the answer typed here that
  * gate_decide() refused (r); else the prompt saw it (r GATE_REFUSED).  What
- * the row holds is what the run does; r -1 (the database failed): pending.
+ * the row holds is what the run does; r -1 (the database failed), or the
+ * row that cannot be read: pending, and the run stops as at any write the
+ * database refused (sup_store_stop: exit 5; before: exit 4, "waiting for a
+ * human", for the person who had just answered).
  */
 static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, const char *id, int r,
 					   bool answered)
@@ -586,6 +596,7 @@ static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, cons
 	if (r != GATE_REFUSED || gate_get(&row, s->o->store, id) < 0) {
 		fprintf(stderr, "forge: the answer to gate %s could not be recorded: %s; it stays pending "
 			"(forge resume %s asks again)\n", name, forge_last_error(), s->trace);
+		store_failed(s);
 		return GATE_WAIT;
 	}
 	const char *status = json_get_str(row, "status");
@@ -613,8 +624,12 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 	char id[ULID_LEN + 1];
 	jv row;
 
-	if (gate_latest(&row, s->o->store, s->trace, name) < 0)
-		return GATE_STOP;
+	/* (a gate that cannot be read or asked is no one's no: the run stops
+	 * as at any failed write, sup_gate_paused) */
+	if (gate_latest(&row, s->o->store, s->trace, name) < 0) {
+		store_failed(s);
+		return GATE_WAIT;
+	}
 	const char *status = json_get_str(row, "status");
 	int decided = gate_decided(s, name, row);
 
@@ -628,8 +643,10 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 
 	enum gate_auto how = gate_auto_decision(s->o->cfg, gate, s->level, s->o->auto_approve);
 	if (!status) {
-		if (gate_request(id, s->o->store, s->trace, gate, phase) < 0)
-			return GATE_STOP;
+		if (gate_request(id, s->o->store, s->trace, gate, phase) < 0) {
+			store_failed(s);
+			return GATE_WAIT;
+		}
 		sup_emit(s, "gate.requested", json_set(json_set(json_set(jv_object(), "gate", jv_string(name)),
 			"id", jv_string(id)), "prompt", json_get(gate, "prompt")));
 	}
@@ -688,9 +705,16 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 }
 
 /* A gate left the run waiting: paused for a human (exit 4), or by Ctrl-C
- * at its prompt (exit 130); either way `forge resume` continues. */
+ * at its prompt (exit 130); either way `forge resume` continues.  A gate
+ * the database failed on stops the run with exit 5 (sup_store_stop). */
 int sup_gate_paused(struct sup *s, const char *reason)
 {
+	int code;
+
+	/* (the gate could not be read or its answer written: the database's
+	 * failure, not a human's wait) */
+	if ((code = sup_store_stop(s)) >= 0)
+		return code;
 	if (interrupted)
 		return sup_end_run(s, "paused", "interrupted", FORGE_EXIT_INTERRUPTED);
 	return sup_end_run(s, "paused", reason, FORGE_EXIT_HUMAN);
@@ -1124,6 +1148,7 @@ static void sup_release(struct sup *s)
 	heartbeat_stop(s->beat);
 	s->beat = NULL;
 	if (s->holder[0]) {
+		store_fence(s->o->store, NULL, NULL);
 		store_lease_release(s->o->store, s->trace, s->holder);
 		unsetenv("FORGE_LEASE");
 	}
@@ -1259,6 +1284,10 @@ static int take_lease(struct sup *s)
 		return code;
 	}
 	snprintf(s->holder, sizeof s->holder, "%s", holder);
+	/* every transaction of the run checks from now on that the lease is
+	 * still this process's (a takeover while it slept: nothing more of it
+	 * is written, whichever thread wakes first) */
+	store_fence(s->o->store, s->trace, holder);
 	setenv("FORGE_LEASE", holder, 1);
 	if (r == STORE_LEASE_STOLEN)
 		lease_taken(s, held);

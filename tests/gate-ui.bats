@@ -109,6 +109,22 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[ "$(forge status --json "$T" | jq -r .run.status)" = failed ]
 }
 
+@test "the answer at the gate cannot be written (the database fails meanwhile): exit 5, not waiting for a human" {
+	# the pager stands in for the database failing while the question is
+	# up: from then on every write of a gate is refused
+	PAGER='cat >/dev/null; sqlite3 "$FORGE_DB" "CREATE TRIGGER gates_down BEFORE UPDATE ON gates BEGIN SELECT RAISE(ABORT, '"'"'the database went away'"'"'); END"' \
+		run -5 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
+	grep -qF "forge: the answer to gate architecture_approval could not be recorded: " "$SHOWN"
+	grep -qF "the database went away" "$SHOWN"
+	grep -qF "forge: the run cannot be recorded: " "$SHOWN"
+	# (before: exit 4 and the summary's "waiting for a human", to the person who had just answered)
+	run ! grep -qF "waiting for a human" "$SHOWN"
+	sqlite3 "$FORGE_DB" "DROP TRIGGER gates_down"
+	T=$(last_trace)
+	[ -z "$(events_of "$T" gate.approved)" ]
+	[ "$(forge gate list --json "$T" | jq -r .status)" = pending ]
+}
+
 # The pager stands in for a person at another terminal again; nothing is
 # typed after it: the prompt itself sees the decision (it reads the gate row
 # while it waits), where before it waited for ever.

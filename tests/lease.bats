@@ -258,6 +258,39 @@ until_true() {
 	run ! pgrep -f "forge-implement.*$REPO"
 }
 
+@test "a supervisor whose lease was taken before its heartbeat saw it writes nothing more: its commits check the lease (exit 4)" {
+	left_on_host "$(hostname)" null
+	true & dead=$!
+	wait "$dead"
+	db_q "update leases set pid = $dead"
+	# its heartbeat renews only after 600 s: the run's own writes are what find the takeover
+	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_renew_s": 600, "lease_ttl_s": 1300}}' >.forge/config.json
+	seen=$(tail -n 1 "$MOCK_LOG" | jq .seq)
+	# implement's first model call stops after its first event until the file exists
+	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"
+	setsid forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r1.out" 2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true mock_logged "You are the implementer" "$seen"
+	# while it waits on the model (its machine asleep), a resume elsewhere takes the run over
+	db_q "update leases set holder = 'FAR', host = 'far.example', pid = 4242, program = 'forge-supervisor'"
+	events=$(db_q "select count(*) from events where trace_id = '$T'")
+	checkpoints=$(db_q "select count(*) from checkpoints where trace_id = '$T'")
+	# it wakes: the model answers, the phase goes on and ends
+	touch "$BATS_TEST_TMPDIR/go"
+	rc=0; wait "$R1" || rc=$?
+	[ "$rc" -eq 4 ]
+	grep -q "forge: run $T is being worked on by another process, which took its lease over; this one stopped its phase and recorded nothing more" "$BATS_TEST_TMPDIR/r1.err"
+	# nothing of it after the takeover is the run's (before: its phase's events, a
+	# checkpoint and its end, the run completed)
+	[ "$(db_q "select count(*) from events where trace_id = '$T'")" -eq "$events" ]
+	[ "$(db_q "select count(*) from checkpoints where trace_id = '$T'")" -eq "$checkpoints" ]
+	[ "$(db_q "select status from runs where id = '$T'")" = running ]
+	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
+	run ! pgrep -f "forge-implement.*$REPO"
+}
+
 @test "a phase filter run by hand on a state takes the run's lease, renews it while silent and releases it at its end" {
 	use_mock
 	mkdir -p .forge

@@ -86,6 +86,34 @@ setup() {
 	jq -e '.backend == "sqlite" and .version == .known and .pending == []' <<<"$output"
 }
 
+@test "a URI with white space around it is PostgreSQL (never a file named after it); its secrets are hidden however spelt" {
+	cd "$BATS_TEST_TMPDIR"
+	# a CI secret pasted with a newline, or a space before it (before: a
+	# SQLite file "./ postgresql:/forge:TeamPw99@/..." in the working directory)
+	for sep in ' ' $'\n'; do
+		FORGE_DB="${sep}postgresql://forge:TeamPw99@/$DBNAME?host=$PG_SOCK$sep" \
+			run -0 --separate-stderr forge memory add --type semantic "pasted with white space ${#sep}$sep"
+		FORGE_DB="${sep}postgresql://forge:TeamPw99@/$DBNAME?host=$PG_SOCK" \
+			run -0 --separate-stderr forge db status
+		assert_line "backend:  postgresql"
+		assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
+		[[ "$output$stderr" != *TeamPw99* ]]
+	done
+	[ "$(psql_q "select count(*) from memories where content like 'pasted with white space%'")" -eq 2 ]
+	[ -z "$(find "$BATS_TEST_TMPDIR" -name '*postgres*')" ]
+	# libpq decodes a URI's query keys: pass%77ord= is the password; sslpassword a secret too
+	URI="postgresql://forge@/$DBNAME?host=$PG_SOCK&pass%77ord=Sekr3tPW&sslpassword=KeyPhrase1"
+	run -0 --separate-stderr forge db status --db "$URI"
+	assert_line "database: postgresql://forge@/$DBNAME?host=$PG_SOCK&pass%77ord=***&sslpassword=***"
+	run -0 --separate-stderr forge db status --json --db "$URI"
+	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
+	[[ "$output$stderr" != *Sekr3tPW* && "$output$stderr" != *KeyPhrase1* ]]
+	run -5 --separate-stderr forge db status --db "postgresql://forge@/no_such_db?host=$PG_SOCK&pass%77ord=Sekr3tPW&sslpassword=KeyPhrase1"
+	[[ "$stderr" == *"cannot connect to database 'postgresql://forge@/no_such_db?host=$PG_SOCK&pass%77ord=***&sslpassword=***'"* ]]
+	run -5 --separate-stderr forge db status --db "host=$PG_SOCK dbname=no_such_db sslpassword=KeyPhrase1"
+	[[ "$stderr" == *"sslpassword=***"* && "$stderr" != *KeyPhrase1* ]]
+}
+
 @test "forge db migrate from several processes at once: one applies, the others wait; one schema" {
 	pids=()
 	for i in 1 2 3 4 5 6; do

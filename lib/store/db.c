@@ -84,11 +84,25 @@ bool db_is_postgres(const char *path)
 {
 	if (!path)
 		return false;
-	if (strncmp(path, "postgres://", 11) == 0 || strncmp(path, "postgresql://", 13) == 0)
-		return true;
+	/* (white space around a URI too: a CI secret pasted with a newline
+	 * made a SQLite file named after the URI, its password included) */
 	while (conninfo_space(*path))
 		path++;
+	if (strncmp(path, "postgres://", 11) == 0 || strncmp(path, "postgresql://", 13) == 0)
+		return true;
 	return conninfo_key(path, NULL) > 0;
+}
+
+char *db_pg_trim(const char *path)
+{
+	size_t n;
+
+	while (conninfo_space(*path))
+		path++;
+	n = strlen(path);
+	while (n > 0 && conninfo_space(path[n - 1]))
+		n--;
+	return xstrndup(path, n);
 }
 
 enum db_backend store_backend(const struct store *st)
@@ -112,41 +126,90 @@ static const char *hide_value(struct buf *b, const char *p, const char *stops)
 	return p;
 }
 
-char *db_display_path(const char *path)
+/* Whether a libpq keyword (n bytes at key) is a secret: the password, or
+ * the passphrase of the client's SSL key. */
+static bool secret_key(const char *key, size_t n)
+{
+	return (n == 8 && strncmp(key, "password", 8) == 0) || (n == 11 && strncmp(key, "sslpassword", 11) == 0);
+}
+
+/* Whether the URI query key at key (n bytes) is a secret once
+ * percent-decoded, as libpq decodes it (pass%77ord= is password=). */
+static bool secret_query_key(const char *key, size_t n)
+{
+	char plain[16];
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = key[i];
+
+		if (c == '%' && i + 2 < n && isxdigit((unsigned char)key[i + 1]) &&
+		    isxdigit((unsigned char)key[i + 2])) {
+			char hex[3] = { key[i + 1], key[i + 2], '\0' };
+
+			c = (char)strtol(hex, NULL, 16);
+			i += 2;
+		}
+		if (len == sizeof plain)
+			return false;   /* longer than any secret's keyword */
+		plain[len++] = c;
+	}
+	return secret_key(plain, len);
+}
+
+/* A URI's query (after its '?') with the values of its secrets hidden. */
+static void hide_query(struct buf *b, const char *p)
+{
+	while (*p) {
+		size_t n = strcspn(p, "=&");
+		bool secret = secret_query_key(p, n);
+
+		buf_add(b, p, n);
+		p += n;
+		if (*p == '=') {
+			buf_addch(b, *p++);
+			n = strcspn(p, "&");
+			if (secret)
+				buf_adds(b, "***");
+			else
+				buf_add(b, p, n);
+			p += n;
+		}
+		if (*p == '&')
+			buf_addch(b, *p++);
+	}
+}
+
+/* A URI with its password (userinfo, query) hidden. */
+static char *display_uri(const char *path)
 {
 	struct buf b = BUF_INIT;
-	const char *p = path, *scheme = strstr(path, "://");
-	bool uri = scheme && db_is_postgres(path);
+	const char *p = path, *host = strstr(path, "://") + 3;
+	const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+	const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	const char *query;
 
-	if (uri) {
-		const char *host = scheme + 3, *at = strchr(host, '@'), *slash = strchr(host, '/');
-		const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-
-		if (at && (!slash || at < slash) && colon) {
-			buf_add(&b, path, (size_t)(colon + 1 - path));
-			buf_adds(&b, "***");
-			p = at;
-		}
-		/* and a password=... of the query */
-		while (*p) {
-			const char *key = strstr(p, "password=");
-
-			if (!key || (key > path && !strchr("?&", key[-1]))) {
-				if (!key) {
-					buf_adds(&b, p);
-					break;
-				}
-				buf_add(&b, p, (size_t)(key + 9 - p));
-				p = key + 9;
-				continue;
-			}
-			buf_add(&b, p, (size_t)(key + 9 - p));
-			p = hide_value(&b, key + 9, "&#");
-		}
+	if (at && (!slash || at < slash) && colon) {
+		buf_add(&b, path, (size_t)(colon + 1 - path));
+		buf_adds(&b, "***");
+		p = at;
+	}
+	query = strchr(p, '?');
+	if (!query) {
+		buf_adds(&b, p);
 		return buf_detach(&b, NULL);
 	}
-	if (!db_is_postgres(path))
-		return xstrdup(path);
+	buf_add(&b, p, (size_t)(query + 1 - p));
+	hide_query(&b, query + 1);
+	return buf_detach(&b, NULL);
+}
+
+/* A conninfo string with its secrets' values hidden. */
+static char *display_conninfo(const char *path)
+{
+	struct buf b = BUF_INIT;
+	const char *p = path;
+
 	/* a conninfo string: "key = value" pairs, values quoted or up to a space */
 	while (*p) {
 		const char *value;
@@ -157,7 +220,7 @@ char *db_display_path(const char *path)
 			continue;
 		}
 		buf_add(&b, p, (size_t)(value - p));
-		if (n == 8 && strncmp(p, "password", 8) == 0) {
+		if (secret_key(p, n)) {
 			p = hide_value(&b, value, " \t\n\r\f\v");
 		} else if (*value == '\'') {
 			const char *q = value + 1;
@@ -172,6 +235,19 @@ char *db_display_path(const char *path)
 		}
 	}
 	return buf_detach(&b, NULL);
+}
+
+char *db_display_path(const char *path)
+{
+	if (!db_is_postgres(path))
+		return xstrdup(path);
+
+	char *text = db_pg_trim(path);
+	bool uri = strncmp(text, "postgres://", 11) == 0 || strncmp(text, "postgresql://", 13) == 0;
+	char *shown = uri ? display_uri(text) : display_conninfo(text);
+
+	free(text);
+	return shown;
 }
 
 /* ---- PostgreSQL connection --------------------------------------------- */

@@ -47,14 +47,22 @@ enum { DB_DONE = 0, DB_ROW = 1 };
 #define DB_LIMIT_ALL INT64_C(9223372036854775807)
 
 /* Whether path names a PostgreSQL database: postgres:// or postgresql://
- * URIs, or a libpq conninfo string ("host=/run/pg dbname=forge"). */
+ * URIs, or a libpq conninfo string ("host=/run/pg dbname=forge"), white
+ * space before them allowed (a value pasted with a newline: never a file
+ * named after the URI). */
 bool db_is_postgres(const char *path);
+
+/* A PostgreSQL path without the white space around it: what is given to
+ * libpq (which refuses it before a URI); malloc'd. */
+char *db_pg_trim(const char *path);
 
 /* The store's backend. */
 enum db_backend store_backend(const struct store *st);
 
-/* path with a URI's or conninfo's password replaced by "***" (for
- * messages and `forge db status`); malloc'd. */
+/* path with a URI's or conninfo's secrets (password, sslpassword; a URI's
+ * query keys percent-decoded first, as libpq reads them) replaced by "***"
+ * (for messages and `forge db status`); a PostgreSQL path without the
+ * white space around it; malloc'd. */
 char *db_display_path(const char *path);
 
 /* Prepare sql (SQLite dialect, ?N placeholders) on st; the caller

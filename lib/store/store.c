@@ -554,11 +554,15 @@ out:
 static int pg_open(struct store **out, const char *conninfo, bool migrate_it)
 {
 	struct store *st = xcalloc(1, sizeof *st);
+	char *text = db_pg_trim(conninfo);
 
 	*out = NULL;
 	st->backend = DB_POSTGRES;
-	st->path = db_display_path(conninfo);
-	if (db_pg_connect(st, conninfo) < 0 || (migrate_it && pg_migrate(st) < 0)) {
+	st->path = db_display_path(text);
+	int rc = db_pg_connect(st, text);
+
+	free(text);
+	if (rc < 0 || (migrate_it && pg_migrate(st) < 0)) {
 		store_free(st);
 		return -1;
 	}
@@ -895,6 +899,8 @@ void store_free(struct store *st)
 		PQfinish(st->pg);
 	free(st->pg_msg);
 	free(st->queue.text);
+	free(st->fence_trace);
+	free(st->fence_holder);
 	free(st->path);
 	free(st);
 }
@@ -981,6 +987,82 @@ static bool in_transaction(struct store *st)
 	return !sqlite3_get_autocommit(st->db);
 }
 
+/* ---- the lease's fence (store.h) ---------------------------------- */
+
+void store_fence(struct store *st, const char *trace_id, const char *holder)
+{
+	free(st->fence_trace);
+	free(st->fence_holder);
+	st->fence_trace = trace_id && holder ? xstrdup(trace_id) : NULL;
+	st->fence_holder = trace_id && holder ? xstrdup(holder) : NULL;
+}
+
+bool store_lease_fenced(const struct store *st)
+{
+	return st && st->fenced_out;
+}
+
+/*
+ * Inside the transaction about to commit: 0 when there is no fence or its
+ * holder still holds the lease, -1 (the message said) otherwise.  On
+ * PostgreSQL (READ COMMITTED) FOR SHARE keeps the row as it was read until
+ * the commit: a takeover's UPDATE of it waits for this transaction, and one
+ * committed first shows here.  SQLite: BEGIN IMMEDIATE already keeps every
+ * other writer out.
+ */
+static int fence_check(struct store *st)
+{
+	struct db_stmt *s;
+
+	if (!st->fence_trace)
+		return 0;
+	if (db_prepare(&s, st, st->backend == DB_POSTGRES
+		       ? "SELECT 1 FROM leases WHERE trace_id = ?1 AND holder = ?2 FOR SHARE"
+		       : "SELECT 1 FROM leases WHERE trace_id = ?1 AND holder = ?2") < 0)
+		return -1;
+	db_bind_text(s, 1, st->fence_trace);
+	db_bind_text(s, 2, st->fence_holder);
+	int step = db_step(s);
+
+	db_finalize(s);
+	if (step == DB_ROW)
+		return 0;
+	if (step != DB_DONE)
+		return store_fail(st, "cannot read the lease of trace '%s'", st->fence_trace);
+	st->fenced_out = true;
+	return forge_error("database '%s': the lease of run %s was taken over by another process: "
+			   "this process's writes are no longer the run's (rolled back)", st->path,
+			   st->fence_trace);
+}
+
+/*
+ * A write of the run outside any transaction, while a fence is set, is
+ * made in a transaction of its own so that the fence checks it: fence_open
+ * begins one (*own true), fence_close commits it when rc is 0 (else rolls
+ * it back) and returns rc, or -1 when the commit failed.
+ */
+static int fence_open(struct store *st, bool *own)
+{
+	*own = false;
+	if (!st->fence_trace || in_transaction(st))
+		return 0;
+	if (store_begin(st) < 0)
+		return -1;
+	*own = true;
+	return 0;
+}
+
+static int fence_close(struct store *st, bool own, int rc)
+{
+	if (!own)
+		return rc;
+	if (rc < 0) {
+		store_rollback(st);
+		return rc;
+	}
+	return store_commit(st) < 0 ? -1 : rc;
+}
+
 int store_begin(struct store *st)
 {
 	if (in_transaction(st))
@@ -1003,6 +1085,10 @@ int store_commit(struct store *st)
 		store_rollback(st);
 		return forge_error("database '%s': a statement of this transaction failed; it is "
 				   "rolled back", st->path);
+	}
+	if (fence_check(st) < 0) {
+		store_rollback(st);
+		return -1;
 	}
 	if (store_exec(st, "COMMIT") == 0)   /* store_exec flushes the queue first */
 		return 0;
@@ -1247,7 +1333,11 @@ int store_event_put_scanned(struct store *st, const struct json_event *ev, const
 	if (event_field(st, ev->id, "id") < 0 || event_field(st, ev->trace_id, "trace_id") < 0 ||
 	    event_field(st, ev->ts, "ts") < 0 || event_field(st, ev->type, "type") < 0)
 		return -1;
-	return event_insert(st, ev, raw, raw_len, inserted);
+	bool own;
+
+	if (fence_open(st, &own) < 0)
+		return -1;
+	return fence_close(st, own, event_insert(st, ev, raw, raw_len, inserted));
 }
 
 /* The top-level keys of a line, to find one written twice or with an escape. */
@@ -1479,7 +1569,14 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 		clean_error = llm_redact(xstrdup(error));
 	db_bind_text(s, 4, clean_error);
 	db_bind_text(s, 5, now);
-	rc = run_update_step(st, s, trace_id);
+	bool own;
+
+	if (fence_open(st, &own) < 0) {
+		db_finalize(s);
+		rc = -1;
+	} else {
+		rc = fence_close(st, own, run_update_step(st, s, trace_id));
+	}
 	free(clean_error);
 	return rc;
 }
@@ -1497,7 +1594,13 @@ int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, d
 	db_bind_int64(s, 2, tokens);
 	db_bind_double(s, 3, usd);
 	db_bind_text(s, 4, now);
-	return run_update_step(st, s, trace_id);
+	bool own;
+
+	if (fence_open(st, &own) < 0) {
+		db_finalize(s);
+		return -1;
+	}
+	return fence_close(st, own, run_update_step(st, s, trace_id));
 }
 
 /* The current row of sql_run_get as an object. */
@@ -1614,8 +1717,8 @@ static void after_latest(char ts[TIMESTAMP_LEN + 1], struct store *st, const cha
 	db_finalize(s);
 }
 
-int store_checkpoint_save(struct store *st, const char *trace_id, const char *phase,
-			  jv state, char **id_out)
+static int checkpoint_save(struct store *st, const char *trace_id, const char *phase,
+			   jv state, char **id_out)
 {
 	struct db_stmt *s;
 	char id[ULID_LEN + 1], ts[TIMESTAMP_LEN + 1];
@@ -1654,6 +1757,29 @@ int store_checkpoint_save(struct store *st, const char *trace_id, const char *ph
 out:
 	db_finalize(s);
 	free(text);
+	return rc;
+}
+
+int store_checkpoint_save(struct store *st, const char *trace_id, const char *phase,
+			  jv state, char **id_out)
+{
+	bool own, lite = st->backend == DB_SQLITE && !st->readonly;
+	int rc;
+
+	if (!st->fence_trace || in_transaction(st))
+		return checkpoint_save(st, trace_id, phase, state, id_out);
+	/* alone, in the fence's transaction: synced when it commits, as
+	 * checkpoint_step() has it */
+	if (lite)
+		store_exec(st, "PRAGMA synchronous = FULL");
+	rc = fence_open(st, &own) < 0 ? -1
+	     : fence_close(st, own, checkpoint_save(st, trace_id, phase, state, id_out));
+	if (lite)
+		store_exec(st, "PRAGMA synchronous = NORMAL");
+	if (rc < 0 && id_out) {
+		free(*id_out);
+		*id_out = NULL;
+	}
 	return rc;
 }
 

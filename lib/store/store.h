@@ -349,6 +349,22 @@ bool store_lease_alive_at(jv lease, double ttl_s, int64_t now_ms);
 bool store_lease_local(jv lease);
 
 /*
+ * The fence of a lease's holder: once set, every transaction of st checks,
+ * just before its COMMIT and inside it, that holder still holds trace's
+ * lease (one lookup of the leases row by its key; on PostgreSQL the row is
+ * locked FOR SHARE until the commit, so a takeover waits for it or is seen);
+ * when another process took the lease over, the transaction is rolled back
+ * and fails, and store_lease_fenced() is true from then on.  The run's
+ * writes that are not inside a transaction (store_run_update,
+ * store_run_set_cost, store_checkpoint_save, store_event_put*) are made in
+ * one of their own while the fence is set, so they are checked too.  So a
+ * holder whose lease was taken while it slept writes nothing more, whatever
+ * its heartbeat saw.  trace_id NULL removes the fence (copies both).
+ */
+void store_fence(struct store *st, const char *trace_id, const char *holder);
+bool store_lease_fenced(const struct store *st);
+
+/*
  * The trace a person typed (traces.c): `prefix` is a whole trace id or the
  * start of exactly one (of runs and of traces with events); a whole id wins
  * over the longer ids it starts; a prefix in lower case that matches

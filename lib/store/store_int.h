@@ -67,6 +67,8 @@ struct store {
 	long events_added;              /* store_events_added() */
 	int applied;                    /* migrations this open applied */
 	double lease_ttl_s;             /* store_set_lease_ttl(); 0: STORE_LEASE_TTL_S */
+	char *fence_trace, *fence_holder; /* store_fence(): owned; NULL: no fence */
+	bool fenced_out;                /* a commit found the fence's lease another's */
 	struct db_cached cache[DB_STMT_CACHE];
 	unsigned long cache_clock;
 };

@@ -294,6 +294,97 @@ static void test_leases(void)
 	store_free(st);
 }
 
+/* Events of trace stored: its replayed lines. */
+static int count_line(const char *line, size_t len, void *payload)
+{
+	(void)line;
+	(void)len;
+	++*(long *)payload;
+	return 0;
+}
+
+static long events_of(struct store *st, const char *trace)
+{
+	long n = 0;
+
+	return store_events_foreach(st, trace, count_line, &n) == 0 ? n : -1;
+}
+
+static const char *status_of(struct store *st, const char *trace, char out[32])
+{
+	jv run = jv_null();
+
+	if (store_run_get(&run, st, trace) < 0)
+		return "?";
+	snprintf(out, 32, "%s", json_get_str(run, "status") ? json_get_str(run, "status") : "?");
+	jv_free(run);
+	return out;
+}
+
+/* The fence: once another process took the lease over, nothing of the
+ * holder's is written, in a transaction (the whole of it rolled back) or
+ * alone (hunt34 #1: a run the new holder completed turned failed). */
+static void test_lease_fence(void)
+{
+	struct store *st = open_db(), *other = open_db();
+	char trace[ULID_LEN + 1], id[ULID_LEN + 1], status[32];
+	jv held = jv_null(), state = P("{\"phase\":\"implement\",\"status\":\"running\"}");
+	struct db_stmt *s;
+	char *ckpt = NULL;
+
+	new_trace(trace);
+	CHECK(store_run_create(st, trace, "fenced", NULL, jv_null()) == 0);
+	CHECK(store_lease_take(&held, st, trace, "A", "test") == STORE_LEASE_TAKEN);
+	store_fence(st, trace, "A");
+	/* A holds it: its writes go in */
+	CHECK(store_begin(st) == 0);
+	ulid_new(id);
+	char *line = event_line(trace, id, 1);
+	CHECK(put_line(st, line, NULL) == 0);
+	free(line);
+	CHECK(store_checkpoint_save(st, trace, NULL, state, NULL) == 0);
+	CHECK(store_run_update(st, trace, "running", "implement", NULL) == 0);
+	CHECK_MSG(store_commit(st) == 0, "%s", forge_last_error());
+	CHECK(store_run_update(st, trace, NULL, "review", NULL) == 0);
+	CHECK(!store_lease_fenced(st));
+	/* B takes it over (A judged dead) and completes the run */
+	CHECK(db_prepare(&s, other, "UPDATE leases SET holder = 'B' WHERE trace_id = ?1") == 0);
+	db_bind_text(s, 1, trace);
+	CHECK(db_step_done(other, s, "take over") == 0);
+	CHECK(store_run_update(other, trace, "completed", NULL, "") == 0);
+	long events = events_of(other, trace);
+	CHECK(events == 1);
+	/* A wakes: its batch is rolled back at the commit */
+	CHECK(store_begin(st) == 0);
+	ulid_new(id);
+	line = event_line(trace, id, 2);
+	CHECK(put_line(st, line, NULL) == 0);
+	free(line);
+	CHECK(store_run_update(st, trace, "failed", NULL, "late") == 0);
+	CHECK(store_commit(st) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "was taken over by another process"), "%s", forge_last_error());
+	CHECK(store_lease_fenced(st));
+	/* and alone: refused too */
+	CHECK(store_run_update(st, trace, "failed", NULL, "late") == -1);
+	CHECK(store_run_set_cost(st, trace, 1, 1) == -1);
+	CHECK(store_checkpoint_save(st, trace, NULL, state, &ckpt) == -1 && !ckpt);
+	ulid_new(id);
+	line = event_line(trace, id, 3);
+	CHECK(put_line(st, line, NULL) == -1);
+	free(line);
+	CHECK_STR(status_of(other, trace, status), "completed");
+	CHECK(events_of(other, trace) == events);
+	jv cps = jv_null();
+	CHECK(store_checkpoint_list(&cps, other, trace) == 0 && jv_array_length(jv_copy(cps)) == 1);
+	jv_free(cps);
+	/* without the fence (the lease released) it writes as before */
+	store_fence(st, NULL, NULL);
+	CHECK(store_run_set_cost(st, trace, 1, 1) == 0);
+	jv_free(state);
+	store_free(st);
+	store_free(other);
+}
+
 static void test_gates(void)
 {
 	struct store *st = open_db();
@@ -453,6 +544,26 @@ static void test_display_path(void)
 	free(p);
 	p = db_display_path("host=/tmp dbname='pass word=1' password=Pw");
 	CHECK_STR(p, "host=/tmp dbname='pass word=1' password=***");
+	free(p);
+	/* white space around a URI: PostgreSQL still, shown (and given to
+	 * libpq) without it (before: a SQLite file named after the URI) */
+	CHECK(db_is_postgres(" postgresql://h/db") && db_is_postgres("\n\tpostgres://h/db"));
+	p = db_display_path("\n postgresql://me:Pw@h/db?sslmode=require \n");
+	CHECK_STR(p, "postgresql://me:***@h/db?sslmode=require");
+	free(p);
+	p = db_pg_trim(" \thost=/tmp dbname=forge\n");
+	CHECK_STR(p, "host=/tmp dbname=forge");
+	free(p);
+	/* a query key percent-encoded as libpq decodes it, and sslpassword
+	 * (the client key's passphrase): hidden too */
+	p = db_display_path("postgresql://me@/db?host=/s&pass%77ord=Pw&%73slpassword=Key&sslmode=require");
+	CHECK_STR(p, "postgresql://me@/db?host=/s&pass%77ord=***&%73slpassword=***&sslmode=require");
+	free(p);
+	p = db_display_path("postgresql://me@h/db?sslpassword=Key#x&application_name=password=no");
+	CHECK_STR(p, "postgresql://me@h/db?sslpassword=***&application_name=password=no");
+	free(p);
+	p = db_display_path("sslpassword=Key dbname=forge sslpassword = 'a b'");
+	CHECK_STR(p, "sslpassword=*** dbname=forge sslpassword = ***");
 	free(p);
 }
 
@@ -890,6 +1001,7 @@ int main(void)
 	RUN(test_checkpoints);
 	RUN(test_traces_and_prefixes);
 	RUN(test_leases);
+	RUN(test_lease_fence);
 	RUN(test_gates);
 	RUN(test_plans_and_llm_log);
 	RUN(test_breaker_reads);
