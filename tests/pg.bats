@@ -136,6 +136,34 @@ setup() {
 	run -2 --separate-stderr forge db
 }
 
+@test "a server that accepts and never answers: the connection gives up after 10 s (or PGCONNECT_TIMEOUT), exit 5" {
+	# (before: every command waited for ever, hunt34)
+	test_python3
+	local dir="$BATS_TEST_TMPDIR/silent"
+	mkdir "$dir"
+	"$TEST_PYTHON3" - "$dir" <<-'PY' 3>&- &
+		import signal, socket, sys
+		signal.alarm(120)	# (gone even when the test fails before its kill)
+		s = socket.socket(socket.AF_UNIX)
+		s.bind(sys.argv[1] + "/.s.PGSQL.5432")
+		s.listen(16)
+		open(sys.argv[1] + "/ready", "w").close()
+		held = []
+		while True:
+		    held.append(s.accept()[0])
+	PY
+	local server=$!
+	for _ in $(seq 200); do [ -e "$dir/ready" ] && break; sleep 0.05; done
+	[ -e "$dir/ready" ]
+	PGCONNECT_TIMEOUT=1 run -5 --separate-stderr forge db status --db "postgresql://forge@/x?host=$dir"
+	[[ "$stderr" == *"cannot connect to database 'postgresql://forge@/x?host=$dir'"*"timeout"* ]]
+	SECONDS=0
+	run -5 --separate-stderr timeout 60 forge memory list --db "postgresql://forge@/x?host=$dir"
+	[[ "$stderr" == *"cannot connect to database"*"timeout"* ]]
+	[ "$SECONDS" -ge 9 ]	# the default, not PGCONNECT_TIMEOUT's second
+	kill "$server"
+}
+
 @test "the run store's unit test on PostgreSQL (URI and conninfo forms)" {
 	run -0 env FORGE_TEST_DB="$FORGE_DB" "$FORGE_TESTBIN/test_store_backend"
 	refute_output --partial "not ok"

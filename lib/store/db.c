@@ -288,8 +288,23 @@ int db_pg_connect(struct store *st, const char *conninfo)
 		exe[n] = '\0';
 		name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
 	}
-	const char *const keys[] = { "dbname", "fallback_application_name", NULL };
-	const char *const values[] = { conninfo, name, NULL };
+	const char *keys[4], *values[4];
+	size_t k = 0;
+
+	/* A server that accepts and never answers (stopped with SIGSTOP, a
+	 * hung host) kept every command waiting for ever: libpq waits without
+	 * limit unless told.  DB_CONNECT_TIMEOUT_S by default; before dbname,
+	 * so that a connect_timeout in conninfo wins, and not at all when
+	 * PGCONNECT_TIMEOUT says what the user wants. */
+	if (!getenv("PGCONNECT_TIMEOUT")) {
+		keys[k] = "connect_timeout";
+		values[k++] = DB_CONNECT_TIMEOUT_S;
+	}
+	keys[k] = "dbname";
+	values[k++] = conninfo;
+	keys[k] = "fallback_application_name";
+	values[k++] = name;
+	keys[k] = values[k] = NULL;
 
 	st->backend = DB_POSTGRES;
 	st->pg = PQconnectdbParams(keys, values, 1);

@@ -84,6 +84,9 @@ int store_failv(struct store *st, const char *fmt, va_list ap);
 /* Insert the queued events (SQLite); store.c. */
 int store_queue_flush(struct store *st);
 
+/* Seconds libpq may take to connect, unless conninfo or PGCONNECT_TIMEOUT
+ * says otherwise. */
+#define DB_CONNECT_TIMEOUT_S "10"
 /* Connect st (path already set) to the PostgreSQL database conninfo;
  * db.c.  Run one statement with no parameters (several, ';'-separated,
  * when multi). */
