@@ -63,7 +63,10 @@ static void print_status(jv st, bool json)
 		return;
 	}
 	printf("backend:  %s\ndatabase: %s\nschema:   version %d of %d%s\n", json_get_str(st, "backend"),
-	       json_get_str(st, "database"), v, known, v == known ? " (up to date)" : "");
+	       json_get_str(st, "database"), v, known,
+	       v == known ? " (up to date)"
+	       : v > known ? " (newer than this forge knows: its commands refuse this database; upgrade forge)"
+	       : "");
 	jv_array_foreach(pending, i, name) {
 		printf("pending:  %s\n", jv_string_value(name));
 		jv_free(name);

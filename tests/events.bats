@@ -198,6 +198,9 @@ setup() {
 	sqlite3 "$FORGE_DB" 'PRAGMA user_version = 999'
 	run -5 --separate-stderr forge-events list
 	[[ "$stderr" == *"newer"* ]]
+	# forge db status reports it, and says so (before: "version 999 of N" alone)
+	run -0 --separate-stderr forge db status
+	assert_line --regexp '^schema: +version 999 of [0-9]+ \(newer than this forge knows: its commands refuse this database; upgrade forge\)$'
 }
 
 @test "the default database leaves the user's checkout clean" {
