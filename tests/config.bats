@@ -212,6 +212,17 @@ setup() {
 	[[ "$stderr" == "forge-config: $USER_CFG: "*saftey* ]]
 }
 
+@test "an empty config file is no settings (--config /dev/null), not a JSON error; a file of NUL bytes is one" {
+	cd "$BATS_TEST_TMPDIR"
+	printf ' \n\t\n' >"$PROJECT_CFG"
+	run -0 --separate-stderr forge-config --repo "$REPO" --config /dev/null
+	[ "$(jq -r .safety.automation_level <<<"$output")" = "$(forge-config | jq -r .safety.automation_level)" ]
+	run -0 --separate-stderr forge history --config /dev/null
+	printf '\0\0' >"$BATS_TEST_TMPDIR/nul.json"
+	run -2 --separate-stderr forge-config --config "$BATS_TEST_TMPDIR/nul.json"
+	[[ "$stderr" == "forge-config: $BATS_TEST_TMPDIR/nul.json: "* ]]
+}
+
 @test "a missing --config file is an error" {
 	cd "$BATS_TEST_TMPDIR"
 	run -2 --separate-stderr forge-config --config "$BATS_TEST_TMPDIR/nope.json"

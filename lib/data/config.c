@@ -568,7 +568,13 @@ static int add_file(struct config *cfg, const char *name, const char *path, bool
 	/* (json_parse_file, keeping the text: the layer's key in the cache) */
 	if (buf_read_file(&text, path) < 0)
 		goto out;
-	jv v = json_parse(text.buf, text.len);
+	/* An empty file (`--config /dev/null`, a file just made) is a layer
+	 * with no settings, not a JSON error. */
+	size_t blank = 0;
+	while (blank < text.len && (text.buf[blank] == ' ' || text.buf[blank] == '\t' ||
+				    text.buf[blank] == '\r' || text.buf[blank] == '\n'))
+		blank++;
+	jv v = blank == text.len ? jv_object() : json_parse(text.buf, text.len);
 	if (!jv_is_valid(v)) {
 		char *msg = json_invalid_msg(v);
 
