@@ -192,6 +192,15 @@ static char **env_without_keys(void)
 	return env;
 }
 
+/* The options of every diff this reads, whatever the user's and the
+ * repository's git config say (diff.context, diff.interHunkContext,
+ * diff.renames, diff.algorithm, diff.relative, diff.noprefix, ...): the
+ * hunks GitHub shows for a pull request, so an inline comment lands on a
+ * line its diff has (before: diff.context=10 put one 7 lines off, GitHub
+ * answered 422 and the whole review was lost, hunt37 #1). */
+#define DIFF_OPTS "--no-color", "--no-ext-diff", "--no-textconv", "-U3", "--inter-hunk-context=0", "-M", \
+		  "--diff-algorithm=myers", "--indent-heuristic", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/"
+
 /* Run git in root; *out its stdout.  -1 with git's message.  The
  * repository may be a run's worktree, whose files a model wrote: git runs
  * without the keys in its environment, and without what would run a
@@ -333,7 +342,7 @@ static int pr_source(char **text, char **commit, struct phase *ph, const char *r
 	jv_free(bref);
 	if (h < 0 || b < 0 || forge_git_merge_base(&mb, g, base, head) < 0)
 		goto out;
-	const char *args[] = { "diff", "--no-color", "--no-ext-diff", "--no-textconv", mb, head, NULL };
+	const char *args[] = { "diff", DIFF_OPTS, mb, head, NULL };
 	rc = git_out(text, root, args);
 	if (rc == 0) {
 		*commit = xstrdup(head);
@@ -406,6 +415,10 @@ static int pr_publish(struct phase *ph, jv all, const struct diff *d, const char
 			json_write_pretty(stderr, reqs);
 		}
 		pr_dismissals(ph, report);
+		if (json_get_str(report, "inline_refused") && ph->common.verbosity >= 0)
+			fprintf(stderr, "%s: warning: GitHub refused the review's inline comments (%s); they are "
+				"listed in the review's summary instead\n", ph->spec->program,
+				json_get_str(report, "inline_refused"));
 		phase_emit(ph, "review.github.posted", report);
 	} else {
 		jv_free(report);
@@ -483,12 +496,11 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 		}
 		forge_git_free(g);
 		if (a->commit) {
-			const char *args[] = { "show", "--format=", "--no-color", "--no-ext-diff", "--no-textconv", "-m",
-					       "--first-parent", sha, NULL };
+			const char *args[] = { "show", "--format=", DIFF_OPTS, "-m", "--first-parent", sha, NULL };
 			rc = git_out(text, *root, args);
 			*commit = sha;
 		} else {
-			const char *args[] = { "diff", "--no-color", "--no-ext-diff", "--no-textconv", sha, NULL };
+			const char *args[] = { "diff", DIFF_OPTS, sha, NULL };
 			rc = git_out(text, *root, args);
 			free(sha);
 		}
@@ -527,8 +539,8 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 		goto out;
 	}
 	*source = "git";
-	const char *args[] = { "diff", "--no-color", "--no-ext-diff", "--no-textconv", json_get_str(ch, "base_commit"),
-			       json_get_str(ch, "commit"), NULL };
+	const char *args[] = { "diff", DIFF_OPTS, json_get_str(ch, "base_commit"), json_get_str(ch, "commit"),
+			       NULL };
 	rc = git_out(text, *root, args);
 	*commit = xstrdup(json_get_str(ch, "commit"));
 out:

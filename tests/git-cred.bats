@@ -96,6 +96,22 @@ last_trace() {
 	no_password_anywhere
 }
 
+@test "git's credential helper gets neither the GitHub token nor the model keys (README: never passed to a child)" {
+	cat >"$BATS_TEST_TMPDIR/helper.sh" <<-EOF
+		#!/bin/sh
+		env | grep -c -e '^GITHUB_TOKEN=' -e '^GH_TOKEN=' -e '^ANTHROPIC_API_KEY=' -e '^OPENAI_API_KEY=' >>"$BATS_TEST_TMPDIR/leaks"
+		env | grep -c '^HOME=' >>"$BATS_TEST_TMPDIR/homes"
+		if [ "\$1" = get ]; then echo username=forge; echo "password=\$(cat "$BATS_TEST_TMPDIR/password")"; fi
+	EOF
+	git -C "$REPO" config credential.helper "!sh $BATS_TEST_TMPDIR/helper.sh"
+	to_files 0 env FORGE_PUSH_REMOTE=$URL GITHUB_TOKEN=ghp_leaktest0123456789 GH_TOKEN=ghp_leaktest0123456789 \
+		ANTHROPIC_API_KEY=sk-ant-leaktest-0123456789 OPENAI_API_KEY=sk-leaktest-0123456789 forge run "add a mul operation"
+	# the helper ran (fill and approve), each time with the rest of the environment and none of the keys
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/homes")" -ge 2 ]
+	! grep -qv '^1$' "$BATS_TEST_TMPDIR/homes"
+	[ "$(sort -u "$BATS_TEST_TMPDIR/leaks")" = 0 ]
+}
+
 @test "credential.helper store then cache: the cache daemon forge's approve starts outlives the run and holds the credential" {
 	SOCK="$BATS_TEST_TMPDIR/cache/s"
 	echo "http://forge:$PASSWORD@127.0.0.1:$PORT" >"$BATS_TEST_TMPDIR/creds"

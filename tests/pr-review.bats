@@ -489,3 +489,95 @@ fixed_head() {
 	assert_equal "$(gh_state | jq -r '[.reviews[] | .state] | join(" ")')" "DISMISSED COMMENTED"
 	assert_equal "$(posted | jq .rate_limit_waits)" 1
 }
+
+# changed_auth: main gets a 30-line lib/auth.c and the pull request changes
+# its line 15; the model finds something on line 22, 7 lines from the change
+# (outside GitHub's 3 lines of context)
+changed_auth() {
+	git -C "$T/src" checkout -q main
+	mkdir -p "$T/src/lib"
+	for i in $(seq 1 30); do echo "int v$i = $i;"; done >"$T/src/lib/auth.c"
+	git -C "$T/src" add -A && git -C "$T/src" commit -q -m auth
+	git -C "$T/src" push -q "$T/origin.git" main
+	git -C "$T/src" checkout -q feature
+	git -C "$T/src" merge -q --no-edit main
+	sed -i 's/int v15 = 15;/int v15 = 150;/' "$T/src/lib/auth.c"
+	git -C "$T/src" commit -q -am "v15"
+	git -C "$T/src" push -q -f "$T/origin.git" feature:refs/pull/7/head
+	mock_reset
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[
+		{"file":"lib/auth.c","line":22,"severity":"warning","category":"correctness","rule":"v22",
+		 "message":"v22 looks wrong","confidence":0.9}]}}]},
+		{"tool_calls":[{"name":"report_findings","input":{"findings":[
+		{"file":"lib/auth.c","line":22,"severity":"warning","category":"correctness","rule":"v22",
+		 "message":"v22 looks wrong","confidence":0.9}]}}]}]'
+}
+
+@test "the diff comments are placed on is GitHub's (3 lines of context), whatever the user's git config says" {
+	changed_auth
+	git -C "$T/work" config diff.context 10
+	git -C "$T/work" config diff.interHunkContext 20
+	git -C "$T/work" config diff.noprefix true
+	run -1 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	assert_equal "$(jq '.reviews | length' <<<"$S")" 1
+	# the finding 7 lines from the change is not on a line of the pull request's diff:
+	# not inline (before: placed there with diff.context=10, GitHub answered 422, nothing posted)
+	assert_equal "$(jq '[.comments[] | select(.path == "lib/auth.c")] | length' <<<"$S")" 0
+	assert_equal "$(jq -r '[.comments[] | "\(.path):\(.line)"] | unique | join(" ")' <<<"$S")" "src/copy.c:4"
+}
+
+@test "a review GitHub refuses for its inline comments (422) is posted again with them in the summary, GitHub's reason said" {
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"POST","path":".*/pulls/7/reviews","status":422,"count":1,"message":"Unprocessable Entity","errors":["Line could not be resolved"]}' >/dev/null
+	run -1 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	assert_equal "$(jq -r '[.reviews | length, .[0].state] | join(" ")' <<<"$S")" "1 CHANGES_REQUESTED"
+	assert_equal "$(jq '.comments | length' <<<"$S")" 0
+	jq -e '.reviews[0].body | contains("`src/copy.c`: ") and contains("insecure/c-strcpy")
+	  and contains("`src/auth.c`: an empty token is accepted")' <<<"$S"
+	[[ $stderr == *"forge-review: warning: GitHub refused the review's inline comments (GitHub POST /repos/octo/hello/pulls/7/reviews: HTTP 422: Unprocessable Entity: Line could not be resolved); they are listed in the review's summary instead"* ]]
+	posted | jq -e '.posted == 0 and .outside > 2 and (.inline_refused | contains("Line could not be resolved"))'
+}
+
+@test "a 422 says GitHub's reasons (its errors list), not only 'Validation Failed'" {
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"POST","path":".*/pulls/7/reviews","status":422,"count":2,"message":"Validation Failed","errors":[{"resource":"PullRequestReview","code":"custom","field":"event","message":"Can not request changes on your own pull request"},{"resource":"PullRequestReview","field":"body","code":"missing_field"}]}' >/dev/null
+	run -5 --separate-stderr review --pr 7
+	OUT=$output
+	[[ $stderr == *"GitHub POST /repos/octo/hello/pulls/7/reviews: HTTP 422: Validation Failed: Can not request changes on your own pull request; PullRequestReview.body missing_field"* ]]
+	jq -e -s '[.[] | select(.type == "phase.completed")][0].payload.reason
+	  | contains("Can not request changes on your own pull request")' <<<"$OUT"
+}
+
+@test "a finding that comes back after its 'Resolved' reply gets a new comment; gone again, that one is resolved" {
+	run -1 --separate-stderr review --pr 7
+	first=$(gh_state | jq '[.comments[] | select(.body | contains("insecure/c-strcpy"))][0].id')
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	# the strcpy is back
+	printf '#include <string.h>\nvoid put(char *d, const char *s)\n{\n\tstrcpy(d, s);\n}\n' >"$T/src/src/copy.c"
+	git -C "$T/src" commit -q -am "strcpy again"
+	git -C "$T/src" push -q -f "$T/origin.git" feature:refs/pull/7/head
+	mock_reset
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	run -1 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	# a new comment on the line, in the new review (before: "kept" under the old thread's "Resolved")
+	run -0 jq -r --argjson first "$first" '[.comments[] | select(.body | contains("insecure/c-strcpy")) | select(.id != $first)
+	  | "\(.path):\(.line) \(.in_reply_to_id)"] | join(",")' <<<"$S"
+	assert_output "src/copy.c:4 null"
+	posted | jq -e '.posted >= 1 and .kept == 0'
+	replies_to_first=$(jq --argjson first "$first" '[.comments[] | select(.in_reply_to_id == $first)] | length' <<<"$S")
+	assert_equal "$replies_to_first" 1
+	# gone again: the new comment is resolved, the old thread is not answered twice
+	fixed_head
+	run -0 --separate-stderr review --pr 7
+	OUT=$output
+	S=$(gh_state)
+	assert_equal "$(jq --argjson first "$first" '[.comments[] | select(.in_reply_to_id == $first)] | length' <<<"$S")" 1
+	second=$(jq --argjson first "$first" '[.comments[] | select(.body | contains("insecure/c-strcpy")) | select(.id != $first and .in_reply_to_id == null)][0].id' <<<"$S")
+	run -0 jq -r --argjson c "$second" '[.comments[] | select(.in_reply_to_id == $c) | .body] | join(",")' <<<"$S"
+	assert_output --partial "Resolved: Forge no longer finds this."
+}

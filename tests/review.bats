@@ -524,6 +524,61 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_line "shellcheck: not installed"
 }
 
+# fake_flawfinder: a flawfinder in $BATS_TEST_TMPDIR/tools that logs how many
+# arguments each run had (ff.log), takes a bare "-name" as options (exit 16,
+# as the real one does) and reports each strcpy as flawfinder -S -D -Q -C would.
+fake_flawfinder() {
+	mkdir -p "$BATS_TEST_TMPDIR/tools"
+	cat >"$BATS_TEST_TMPDIR/tools/flawfinder" <<-EOF
+		#!/bin/sh
+		echo "\$#" >>"$BATS_TEST_TMPDIR/ff.log"
+		for a; do
+		  case "\$a" in
+		  -S|-D|-Q|-C|--minlevel=1) ;;
+		  -*) echo "flawfinder: bad option \$a"; exit 16 ;;
+		  *) /usr/bin/grep -n strcpy "\$a" | /usr/bin/sed "s|^\([0-9]*\):.*|\$a:\1:  [4] (buffer) strcpy:  Does not check for buffer overflows.|" ;;
+		  esac
+		done
+		exit 0
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/tools/flawfinder"
+}
+
+@test "the security scanner gets every changed file, 512 at a time, a name starting with '-' as ./-name" {
+	fake_flawfinder
+	mkdir src
+	for i in $(seq -w 1 600); do printf 'int f%s(int x)\n{\n\treturn x;\n}\n' "$i" >"src/f$i.c"; done
+	printf '#include <string.h>\nvoid put(char *d, const char *s)\n{\n\tstrcpy(d, s);\n}\n' >src/f600.c
+	cp src/f600.c ./-x.c
+	git add -A && git commit -q -m many
+	git diff HEAD~1 >"$BATS_TEST_TMPDIR/d.diff"
+	# error findings (strcpy): request_changes
+	run -1 --separate-stderr env PATH="$FORGE_BINDIR:$BATS_TEST_TMPDIR/tools" "$FORGE_BINDIR/forge-review" \
+		<"$BATS_TEST_TMPDIR/d.diff"
+	OUT=$output
+	run -0 jq -c 'select(.type == "review.tool_ran" and .payload.tool == "flawfinder") | [.payload.files, .payload.exit_code]' <<<"$OUT"
+	assert_output $'[512,0]\n[89,0]'
+	[ "$(finding src/f600.c 4 flawfinder/strcpy)" = security ]
+	[ "$(finding -x.c 4 flawfinder/strcpy)" = security ]
+}
+
+@test "a security scanner that fails says which files it did not scan (forge/not-reviewed), not 'no findings'" {
+	mkdir -p "$BATS_TEST_TMPDIR/tools"
+	printf '#!/bin/sh\necho "Traceback: UnicodeDecodeError"\nexit 1\n' >"$BATS_TEST_TMPDIR/tools/flawfinder"
+	chmod +x "$BATS_TEST_TMPDIR/tools/flawfinder"
+	printf 'int f(int x)\n{\n\treturn x;\n}\n' >f.c
+	git add -A && git commit -q -m f
+	git diff HEAD~1 >"$BATS_TEST_TMPDIR/d.diff"
+	run -0 --separate-stderr env PATH="$FORGE_BINDIR:$BATS_TEST_TMPDIR/tools" "$FORGE_BINDIR/forge-review" \
+		<"$BATS_TEST_TMPDIR/d.diff"
+	OUT=$output
+	run -0 jq -c 'select(.type == "review.tool_ran" and .payload.tool == "flawfinder") | .payload' <<<"$OUT"
+	jq -e '.failed == true and .exit_code == 1 and .findings == 0
+	  and .error == "failed (exit 1: Traceback: UnicodeDecodeError)"' <<<"$output"
+	run -0 jq -r '.review.findings[] | select(.rule == "forge/not-reviewed") | "\(.file) \(.severity) \(.message)"' <<<"$(state)"
+	assert_output "f.c warning not security-scanned: flawfinder failed (exit 1: Traceback: UnicodeDecodeError); review the file yourself"
+}
+
 # python_change: a commit changing app.py; its diff in $BATS_TEST_TMPDIR/py.diff.
 python_change() {
 	printf 'def f(x):\n    return x\n' >app.py

@@ -280,6 +280,20 @@ int llm_scrub_env(char **envp)
 	return removed;
 }
 
+char **llm_environ_scrubbed(void)
+{
+	extern char **environ;
+	size_t n = 0;
+
+	while (environ && environ[n])
+		n++;
+	char **env = xcalloc(n + 1, sizeof *env);
+	if (n)
+		memcpy(env, environ, n * sizeof *env);
+	llm_scrub_env(env);
+	return env;
+}
+
 static int read_key_file(char **out, const char *path)
 {
 	struct buf b;

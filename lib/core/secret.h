@@ -18,6 +18,11 @@ extern const char *const llm_secret_env_names[];
  * (the strings are not freed; they belong to the caller).  Returns how many
  * were removed. */
 int llm_scrub_env(char **envp);
+/* The process's environment (environ) without those variables, for a
+ * child that needs the rest (a git credential helper, ssh-keygen): a
+ * malloc'd NULL-terminated array of environ's strings, which it borrows
+ * (free the array alone, before the environment changes). */
+char **llm_environ_scrubbed(void);
 /* Remember a secret (copied) so llm_redact() hides it.  Empty/short
  * strings (< 8 bytes) are ignored. */
 void llm_secret_add(const char *secret);

@@ -59,15 +59,22 @@ static int helper(struct forge_git_cred *c, const char *action, const char *inpu
 	const char *tell[] = { "/usr/bin/env", "GIT_TERMINAL_PROMPT=0", "setsid", "sh", "-c",
 			       "exec git credential \"$0\" 2>/dev/null", action, NULL };
 	struct proc_opts o = PROC_OPTS_INIT;
+	/* the user's helper gets neither the model keys nor the GitHub token
+	 * (README: never passed to any child process) */
+	char **env = llm_environ_scrubbed();
+	int rc;
 
 	o.argv = strcmp(action, "fill") == 0 ? fill : tell;
+	o.envp = env;
 	o.cwd = c->dir;
 	o.input = input;
 	o.input_len = strlen(input);
 	o.timeout_ms = CRED_HELPER_TIMEOUT_MS;
 	o.keep_pgrp = true;     /* a helper may daemonize (credential-cache) */
 	o.out_cap = 65536;
-	return proc_run(r, &o);
+	rc = proc_run(r, &o);
+	free(env);
+	return rc;
 }
 
 /* What git's helpers are asked: protocol, host[:port], path and the user
@@ -318,9 +325,11 @@ static int known_host(const char *file, const char *host, const unsigned char sh
 	const char *argv[] = { "/usr/bin/env", "ssh-keygen", "-F", host, "-f", file, NULL };
 	struct proc_opts o = PROC_OPTS_INIT;
 	struct proc_result r;
+	char **env = llm_environ_scrubbed();
 	int found = -1;
 
 	o.argv = argv;
+	o.envp = env;
 	o.timeout_ms = 10000;
 	o.out_cap = 1 << 20;
 	if (access(file, R_OK) == 0 && proc_run(&r, &o) == 0 && r.exit_code == 0) {
@@ -334,6 +343,7 @@ static int known_host(const char *file, const char *host, const unsigned char sh
 	}
 	if (access(file, R_OK) == 0)
 		proc_result_release(&r);
+	free(env);
 	return found;
 }
 

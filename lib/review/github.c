@@ -147,11 +147,43 @@ static char *link_next(const char *link)
 	return NULL;
 }
 
+/* GitHub's reasons for a 422 (the answer's "errors": strings, or objects
+ * with message, else resource/field/code) after ": ", "; "-joined: the
+ * "message" alone is "Unprocessable Entity" (hunt37 #6).  Borrows body. */
+static void add_errors(struct buf *why, jv body)
+{
+	jv errs = json_get(body, "errors");
+	const char *sep = ": ";
+
+	if (jv_get_kind(errs) == JV_KIND_ARRAY) {
+		jv_array_foreach(errs, i, e) {
+			(void)i;
+			if (jv_get_kind(e) == JV_KIND_STRING) {
+				buf_addf(why, "%s%s", sep, jv_string_value(e));
+			} else if (json_get_str(e, "message")) {
+				buf_addf(why, "%s%s", sep, json_get_str(e, "message"));
+			} else if (jv_get_kind(e) == JV_KIND_OBJECT) {
+				const char *res = json_get_str(e, "resource"), *field = json_get_str(e, "field");
+				const char *code = json_get_str(e, "code");
+				buf_addf(why, "%s%s%s%s%s%s", sep, res ? res : "", res && field ? "." : "",
+					 field ? field : "", res || field ? " " : "", code ? code : "invalid");
+			} else {
+				jv_free(e);
+				continue;
+			}
+			sep = "; ";
+			jv_free(e);
+		}
+	}
+	jv_free(errs);
+}
+
 static int http_fail(const struct github *gh, const char *method, const char *path,
 		     const struct http_response *r)
 {
 	jv body = json_parse(r->body.buf ? r->body.buf : "", r->body.len);
 	const char *msg = jv_is_valid(body) ? json_get_str(body, "message") : NULL;
+	struct buf why = BUF_INIT;
 	char *text;
 	int rc;
 
@@ -159,9 +191,12 @@ static int http_fail(const struct github *gh, const char *method, const char *pa
 	if (r->status == 0)
 		rc = forge_error("GitHub %s %s: %s", method, path, r->error[0] ? r->error : "no answer");
 	else {
-		text = llm_redact(xstrdup(msg ? msg : r->body.buf ? r->body.buf : ""));
-		if (strlen(text) > 300)
-			text[300] = '\0';
+		buf_adds(&why, msg ? msg : r->body.buf ? r->body.buf : "");
+		if (msg)
+			add_errors(&why, body);
+		text = llm_redact(buf_detach(&why, NULL));
+		if (strlen(text) > 600)
+			text[600] = '\0';
 		rc = forge_error("GitHub %s %s: HTTP %ld%s%s", method, path, r->status, *text ? ": " : "", text);
 		free(text);
 	}
@@ -352,6 +387,27 @@ static int write_req(jv *out, struct publish *p, const char *method, const char 
 	return rc;
 }
 
+/* Whether comment c (borrowed; fingerprint cfp) has Forge's "Resolved"
+ * reply among old (borrowed): its thread is closed, and a finding that
+ * comes back gets a new comment instead of being "kept" under the reply
+ * that says it is gone (hunt37 #2). */
+static bool resolved(jv old, jv c, const char *cfp)
+{
+	double id = json_get_num(c, "id", 0);
+	bool found = false;
+
+	jv_array_foreach(old, k, r) {
+		(void)k;
+		if (!found && json_get_num(r, "in_reply_to_id", -1) == id) {
+			char *rfp = marker_fp(json_get_str(r, "body"), "resolved");
+			found = rfp && !strcmp(rfp, cfp);
+			free(rfp);
+		}
+		jv_free(r);
+	}
+	return found;
+}
+
 /* Edit, keep or resolve Forge's earlier comments; *fresh gets the findings
  * that need a new comment. */
 static int sync_comments(jv *fresh, struct publish *p, jv findings)
@@ -377,7 +433,8 @@ static int sync_comments(jv *fresh, struct publish *p, jv findings)
 			char *cfp = marker_fp(json_get_str(c, "body"), "fp");
 			char cid[32];
 			snprintf(cid, sizeof cid, "%.0f", json_get_num(c, "id", 0));
-			if (!found && cfp && fp && !strcmp(cfp, fp) && !json_has(used, cid)) {
+			if (!found && cfp && fp && !strcmp(cfp, fp) && !json_has(used, cid) &&
+			    !resolved(old, c, cfp)) {
 				found = true;
 				used = json_set(used, cid, jv_true());
 				if (!strcmp(json_get_str(c, "body") ? json_get_str(c, "body") : "", body)) {
@@ -407,27 +464,15 @@ static int sync_comments(jv *fresh, struct publish *p, jv findings)
 		free(body);
 		jv_free(f);
 	}
-	/* the comments whose finding is gone: one reply each */
+	/* the comments no finding matched (its finding is gone, or one of two
+	 * that shared its fingerprint is): one reply each, unless resolved */
 	jv_array_foreach(old, j, c) {
 		(void)j;
 		char *cfp = marker_fp(json_get_str(c, "body"), "fp");
-		bool live = false, replied = false;
-		if (cfp) {
-			jv_array_foreach(findings, i, f) {
-				(void)i;
-				const char *fp = json_get_str(f, "fingerprint");
-				live = live || (fp && !strcmp(fp, cfp));
-				jv_free(f);
-			}
-			jv_array_foreach(old, k, r) {
-				(void)k;
-				char *rfp = marker_fp(json_get_str(r, "body"), "resolved");
-				replied = replied || (rfp && !strcmp(rfp, cfp));
-				free(rfp);
-				jv_free(r);
-			}
-		}
-		if (cfp && !live && !replied) {
+		char cid[32];
+
+		snprintf(cid, sizeof cid, "%.0f", json_get_num(c, "id", 0));
+		if (cfp && !json_has(used, cid) && !resolved(old, c, cfp)) {
 			struct buf e = BUF_INIT, b = BUF_INIT;
 			buf_addf(&e, "/repos/%s/pulls/%d/comments/%.0f/replies", p->gh->repo, p->rv->pr,
 				 json_get_num(c, "id", 0));
@@ -531,6 +576,17 @@ static int dismiss_blocking(struct publish *p, jv ids)
 	return rc;
 }
 
+/* A finding listed in the summary instead of inline (borrowed). */
+static void add_outside(struct publish *p, jv f)
+{
+	const char *file = json_get_str(f, "file");
+
+	buf_addf(&p->outside, "- **%s** %s%s%s%s (%s)\n", json_get_str(f, "severity"),
+		 file ? "`" : "", file ? file : "", file ? "`: " : "", json_get_str(f, "message"),
+		 json_get_str(f, "rule") ? json_get_str(f, "rule") : "");
+	count(p, "outside");
+}
+
 static char *summary_body(struct publish *p)
 {
 	struct buf b = BUF_INIT;
@@ -560,11 +616,7 @@ int github_review_publish(jv *report, struct github *gh, const struct github_rev
 			placed = jv_array_append(placed, f);
 			continue;
 		}
-		const char *file = json_get_str(f, "file");
-		buf_addf(&p.outside, "- **%s** %s%s%s%s (%s)\n", json_get_str(f, "severity"),
-			 file ? "`" : "", file ? file : "", file ? "`: " : "", json_get_str(f, "message"),
-			 json_get_str(f, "rule") ? json_get_str(f, "rule") : "");
-		count(&p, "outside");
+		add_outside(&p, f);
 		jv_free(f);
 	}
 	if (sync_comments(&fresh, &p, placed) < 0 || find_summary(&prev, &blocking, &p) < 0)
@@ -592,7 +644,25 @@ int github_review_publish(jv *report, struct github *gh, const struct github_rev
 		req = json_set(req, "event", jv_string(rv->event));
 		req = json_set(req, "comments", jv_copy(comments));
 		buf_addf(&path, "/repos/%s/pulls/%d/reviews", gh->repo, rv->pr);
-		rc = write_req(&ans, &p, "POST", path.buf, req);
+		rc = write_req(&ans, &p, "POST", path.buf, jv_copy(req));
+		if (rc < 0 && gh->status == 422 && !gh->rate_limited && jv_array_length(jv_copy(comments)) > 0) {
+			/* GitHub could not place a new comment (a line its diff
+			 * does not show) and refused the whole review: the new
+			 * ones go to the summary instead of losing every one */
+			p.report = json_set(p.report, "inline_refused", jv_string(forge_last_error()));
+			jv_array_foreach(fresh, i, f) {
+				(void)i;
+				add_outside(&p, f);
+				jv_free(f);
+			}
+			p.report = json_set(p.report, "posted", jv_number(0));
+			free(body);
+			body = summary_body(&p);
+			req = json_set(json_set(req, "body", jv_string(body)), "comments", jv_array());
+			jv_free(ans);
+			rc = write_req(&ans, &p, "POST", path.buf, jv_copy(req));
+		}
+		jv_free(req);
 		if (rc == 0 && pstate) {
 			/* the earlier summary says where the current one is (the
 			 * new review's id, in ans, is what this run reports) */

@@ -89,7 +89,9 @@ struct github_review {
  * one reply "resolved" (marked "<!-- forge:resolved=FP -->").  A new
  * review is posted when there are new comments, when there is no earlier
  * summary, or when the event changed; else the summary's body is updated.
- * When the event is not REQUEST_CHANGES, each of Forge's earlier summary
+ * A new review GitHub refuses with 422 while it has new inline comments is
+ * posted once more with them listed in the summary instead ("posted" 0,
+ * "inline_refused": GitHub's error).  When the event is not REQUEST_CHANGES, each of Forge's earlier summary
  * reviews whose state is CHANGES_REQUESTED is dismissed (PUT .../dismissals,
  * a message naming rv->commit): a COMMENT from the same account would not
  * lift it.  A dismissal GitHub refuses with 403 or 422 (no permission to

@@ -126,8 +126,10 @@ double review_entropy(const char *s, size_t n);
  * character, …). */
 bool review_placeholder(const char *s, size_t n);
 
-/* External scanners where installed: flawfinder (C/C++), bandit (Python).
- * Missing ones are skipped with review_tool_missing(). */
+/* External scanners where installed: flawfinder (C/C++), bandit (Python),
+ * on every checked file of their language (in batches).  Missing ones are
+ * skipped with review_tool_missing(); a run that fails gives a
+ * forge/not-reviewed warning (line 0) for each of its files. */
 int review_scan(jv *out, struct review_ctx *ctx);
 
 /* ---- layer 3: AI (review_ai.c) --------------------------------------------- */

@@ -4,7 +4,9 @@
  * json).  Each runs on the temporary post-image copies (review_prepare), so
  * its file:line maps onto the diff directly; only findings on added lines
  * are kept.  A scanner that is not installed is skipped with a
- * review.tool_skipped event.
+ * review.tool_skipped event; one that fails (an exit status above what it
+ * returns for findings, a signal, a timeout) gives a forge/not-reviewed
+ * warning for each file it was given.  Files go MAX_FILES at a time.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "review/review.h"
@@ -34,15 +36,24 @@ static void add(jv *acc, const struct diff *d, const char *severity, const char 
 	*acc = jv_array_append(*acc, json_set(fi, "confidence", jv_number(confidence)));
 }
 
-static size_t files_of(const char **files, size_t max, struct review_ctx *ctx, const char *lang)
+/* The checked files of a language ("c" also takes "cpp"), from the
+ * `skip`-th on, at most max; *more whether there are others after them. */
+static size_t files_of(const char **files, size_t max, size_t skip, bool *more, struct review_ctx *ctx,
+		       const char *lang)
 {
-	size_t n = 0;
+	size_t n = 0, seen = 0;
 
+	*more = false;
 	jv_array_foreach(ctx->checked, i, p) {
 		(void)i;
 		const char *l = project_language(jv_string_value(p));
-		if (l && (strcmp(l, lang) == 0 || (strcmp(lang, "c") == 0 && strcmp(l, "cpp") == 0)) && n < max)
-			files[n++] = jv_string_value(p);	/* borrowed from ctx->checked */
+		bool match = l && (strcmp(l, lang) == 0 || (strcmp(lang, "c") == 0 && strcmp(l, "cpp") == 0));
+		if (match && seen++ >= skip) {
+			if (n < max)
+				files[n++] = jv_string_value(p);	/* borrowed from ctx->checked */
+			else
+				*more = true;
+		}
 		jv_free(p);
 	}
 	return n;
@@ -123,6 +134,7 @@ struct scanner {
 	const char *tool;
 	const char *lang;
 	const char *const *args;
+	int max_ok;	/* the highest exit status of a run that worked (bandit: 1, issues found) */
 	void (*parse)(jv *acc, const struct diff *d, const char *text);
 };
 
@@ -130,11 +142,103 @@ static const char *const flawfinder_args[] = { "-S", "-D", "-Q", "-C", "--minlev
 static const char *const bandit_args[] = { "-f", "json", "-q", NULL };
 
 static const struct scanner scanners[] = {
-	{ "flawfinder", "c", flawfinder_args, parse_flawfinder },
-	{ "bandit", "python", bandit_args, parse_bandit },
+	{ "flawfinder", "c", flawfinder_args, 0, parse_flawfinder },
+	{ "bandit", "python", bandit_args, 1, parse_bandit },
 };
 
+/* Files a scanner is given at once; a larger change is scanned in batches. */
 #define MAX_FILES 512
+
+/* A forge/not-reviewed warning for each of files the scanner did not
+ * scan (why: what went wrong), so its silence is not read as "clean". */
+static void not_scanned(jv *acc, const char *tool, const char **files, size_t nf, const char *why)
+{
+	struct buf msg = BUF_INIT;
+
+	buf_addf(&msg, "not security-scanned: %s %s; review the file yourself", tool, why);
+	for (size_t i = 0; i < nf; i++)
+		*acc = jv_array_append(*acc, review_finding("security", "warning", "correctness", "forge/not-reviewed",
+							    files[i], 0, msg.buf));
+	buf_release(&msg);
+}
+
+/* The first line of a failed scanner's output, for the reason. */
+static void failure_reason(struct buf *why, const struct proc_result *r)
+{
+	const char *out = r->out.buf ? r->out.buf : "";
+
+	while (*out == '\n')
+		out++;
+	if (r->term_signal)
+		buf_addf(why, "was killed by signal %d", r->term_signal);
+	else
+		buf_addf(why, "failed (exit %d%s%.*s)", r->exit_code, *out ? ": " : "", (int)strcspn(out, "\n"), out);
+}
+
+/* One run of scanner S (program prog) over files; its findings, or a
+ * not-reviewed warning per file when it failed, into *acc. */
+static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S, const char *prog,
+		       const char **files, size_t nf)
+{
+	const char *argv[MAX_FILES + 16];
+	char *dotted[MAX_FILES];
+	size_t a = 0, nd = 0;
+	struct proc_result r;
+	struct buf why = BUF_INIT;
+	bool cached;
+
+	argv[a++] = prog;
+	for (size_t i = 0; S->args[i]; i++)
+		argv[a++] = S->args[i];
+	/* A name that starts with '-' as "./-name", as the linters get it:
+	 * flawfinder took "-x.c" for options, exited 16 and scanned nothing
+	 * (add() strips the "./"). */
+	for (size_t i = 0; i < nf; i++) {
+		if (files[i][0] == '-') {
+			struct buf b = BUF_INIT;
+
+			buf_addf(&b, "./%s", files[i]);
+			argv[a++] = dotted[nd++] = buf_detach(&b, NULL);
+		} else {
+			argv[a++] = files[i];
+		}
+	}
+	argv[a] = NULL;
+	/* in the sandbox, on the post-image copy (review_run_tool) */
+	if (review_run_tool(&r, &cached, ctx, argv, ctx->workdir) < 0 || r.timed_out) {
+		buf_adds(&why, r.timed_out ? "timed out" : forge_last_error());
+		review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(S->tool)),
+								  "reason", jv_string(why.buf)));
+		buf_reset(&why);
+		buf_addf(&why, "was skipped (%s)", r.timed_out ? "timed out" : "could not run");
+		not_scanned(acc, S->tool, files, nf, why.buf);
+		goto out;
+	}
+	int before = jv_array_length(jv_copy(*acc));
+	bool failed = r.term_signal || r.exit_code < 0 || r.exit_code > S->max_ok;
+	jv e = json_set(jv_object(), "tool", jv_string(S->tool));
+
+	if (failed) {
+		/* before: counted as a clean run with 0 findings */
+		failure_reason(&why, &r);
+		not_scanned(acc, S->tool, files, nf, why.buf);
+		e = json_set(e, "failed", jv_true());
+		e = json_set(e, "error", jv_string(why.buf));
+	} else {
+		S->parse(acc, ctx->diff, r.out.buf);
+	}
+	e = json_set(e, "files", jv_number((double)nf));
+	e = json_set(e, "exit_code", jv_number(r.exit_code));
+	e = json_set(e, "findings", jv_number(failed ? 0 : jv_array_length(jv_copy(*acc)) - before));
+	if (cached)
+		e = json_set(e, "cached", jv_true());
+	review_emit(ctx, "review.tool_ran", e);
+out:
+	proc_result_release(&r);
+	buf_release(&why);
+	for (size_t i = 0; i < nd; i++)
+		free(dotted[i]);
+}
 
 int review_scan(jv *out, struct review_ctx *ctx)
 {
@@ -143,9 +247,9 @@ int review_scan(jv *out, struct review_ctx *ctx)
 		return 0;
 	for (size_t s = 0; s < sizeof scanners / sizeof scanners[0]; s++) {
 		const struct scanner *S = &scanners[s];
-		const char *files[MAX_FILES], *argv[MAX_FILES + 16];
-		size_t nf = files_of(files, MAX_FILES, ctx, S->lang), a = 0;
-		struct proc_result r;
+		const char *files[MAX_FILES];
+		bool more = false;
+		size_t nf = files_of(files, MAX_FILES, 0, &more, ctx, S->lang);
 		char *prog;
 
 		if (nf == 0)
@@ -155,29 +259,13 @@ int review_scan(jv *out, struct review_ctx *ctx)
 			review_tool_missing(ctx, S->tool, "security", S->lang);
 			continue;
 		}
-		argv[a++] = prog;
-		for (size_t i = 0; S->args[i]; i++)
-			argv[a++] = S->args[i];
-		for (size_t i = 0; i < nf; i++)
-			argv[a++] = files[i];
-		argv[a] = NULL;
-		/* in the sandbox, on the post-image copy (review_run_tool) */
-		bool cached;
-		if (review_run_tool(&r, &cached, ctx, argv, ctx->workdir) == 0 && !r.timed_out) {
-			int before = jv_array_length(jv_copy(*out));
-			S->parse(out, ctx->diff, r.out.buf);
-			jv e = json_set(jv_object(), "tool", jv_string(S->tool));
-			e = json_set(e, "files", jv_number((double)nf));
-			e = json_set(e, "exit_code", jv_number(r.exit_code));
-			e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(*out)) - before));
-			if (cached)
-				e = json_set(e, "cached", jv_true());
-			review_emit(ctx, "review.tool_ran", e);
-		} else {
-			review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(S->tool)),
-								  "reason", jv_string(r.timed_out ? "timed out" : forge_last_error())));
+		/* every file, MAX_FILES at a time (before: the files past the
+		 * 512th of a language were not scanned, and nothing said so) */
+		for (size_t done = 0; nf > 0;) {
+			scan_batch(out, ctx, S, prog, files, nf);
+			done += nf;
+			nf = more ? files_of(files, MAX_FILES, done, &more, ctx, S->lang) : 0;
 		}
-		proc_result_release(&r);
 		free(prog);
 	}
 	return 0;

@@ -32,9 +32,10 @@ list.  Answers are built from the description's own examples
 Control (no token needed):
     GET  /_gh/state        {"reviews", "comments", "dismissals": {ID: MESSAGE},
                             "requests": [[METHOD, PATH], ...], "violations"}
-    POST /_gh/fault        {"method", "path" (regex), "status", "headers", "count", "message"}:
-                           the next count matching requests get that answer (a rate
-                           limit; "message" replaces the secondary rate limit's)
+    POST /_gh/fault        {"method", "path" (regex), "status", "headers", "count", "message",
+                            "errors"}: the next count matching requests get that answer (a
+                           rate limit; "message" replaces the secondary rate limit's;
+                           "errors", when given, is the answer's errors list as a 422's)
     POST /_gh/reset        CONFIG (as --config's): forget every review, comment,
                            dismissal, request, violation and fault and serve CONFIG
                            from now on, as a new server would (the description is
@@ -216,8 +217,11 @@ def make_handler(st):
                 for f in st.faults:
                     if f["count"] > 0 and f["method"] == method and re.fullmatch(f["path"], url.path):
                         f["count"] -= 1
-                        return self.send(f["status"], {"message": f.get("message", "You have exceeded a secondary rate limit."),
-                                                       "documentation_url": "https://docs.github.com/rest"}, f.get("headers"))
+                        ans = {"message": f.get("message", "You have exceeded a secondary rate limit."),
+                               "documentation_url": "https://docs.github.com/rest"}
+                        if "errors" in f:
+                            ans["errors"] = f["errors"]
+                        return self.send(f["status"], ans, f.get("headers"))
                 for m, rx, oapath, name in OPS:
                     g = re.fullmatch(rx, url.path)
                     if m == method and g:
