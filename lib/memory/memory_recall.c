@@ -29,6 +29,7 @@ static const char *const negations[] = {
  * and its other words' hashes (each once). */
 struct said {
 	uint64_t h[SAID_WORDS];
+	bool num[SAID_WORDS];    /* the word is a number (30, 300, 1.5's 1 and 5) */
 	size_t n;
 	bool neg, overflow;
 };
@@ -50,8 +51,8 @@ static void said_word(const char *w, size_t n, void *payload)
 		sd->neg = true;
 		return;
 	}
-	/* (stop words, and one letter: the t of don't) */
-	if (n < 2 || mem_stopword(w, n))
+	/* (stop words, and one letter: the t of don't; a digit is a number) */
+	if ((n < 2 && !(w[0] >= '0' && w[0] <= '9')) || mem_stopword(w, n))
 		return;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)w[i]) * 1099511628211ULL;
@@ -60,8 +61,10 @@ static void said_word(const char *w, size_t n, void *payload)
 			return;
 	if (sd->n == SAID_WORDS)
 		sd->overflow = true;
-	else
+	else {
+		sd->num[sd->n] = w[0] >= '0' && w[0] <= '9';
 		sd->h[sd->n++] = h;
+	}
 }
 
 static void said_of(struct said *sd, const char *text)
@@ -95,6 +98,35 @@ static bool contradicts(const struct said *a, const char *b)
 	diff = a->n + sb.n - 2 * common;
 	all = a->n + sb.n - common;
 	return all > 0 && diff * 5 <= all;
+}
+
+/* The words of a that b lacks: *only, and whether one of them is a number. */
+static size_t said_only(bool *number, const struct said *a, const struct said *b)
+{
+	size_t only = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		if (!said_has(b, a->h[i])) {
+			only++;
+			*number = *number || a->num[i];
+		}
+	}
+	return only;
+}
+
+bool mem_same_fact(const char *a, const char *b)
+{
+	struct said sa, sb;
+	bool number = false;
+	size_t only_a, only_b;
+
+	said_of(&sa, a);
+	said_of(&sb, b);
+	only_a = said_only(&number, &sa, &sb);
+	only_b = said_only(&number, &sb, &sa);
+	/* "wait 30 seconds" / "wait 300 seconds", "use tabs" / "do not use
+	 * tabs", "indent with tabs" / "indent with spaces": another fact */
+	return !number && sa.neg == sb.neg && (only_a == 0 || only_b == 0);
 }
 
 /* ---- terms ----------------------------------------------------------- */
