@@ -249,6 +249,38 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	[ "$(jq -r .memory.content <<<"$output")" = "the needle zyzzyva is here" ]
 }
 
+@test "an imported copy of a memory is linked and merged: from an export, or in a file of more than 2000 lines (hunt38 #1)" {
+	# an export's lines all have "relationships": the copy of a memory
+	# already here got no link, and consolidation never merged it
+	M="Run make check before finishing an implement attempt in the calc project"
+	FORGE_DB="$BATS_TEST_TMPDIR/a.db" forge-memory add --type procedural "$M" >/dev/null
+	add --type procedural "$M" >/dev/null
+	FORGE_DB="$BATS_TEST_TMPDIR/a.db" forge-memory export >"$BATS_TEST_TMPDIR/a.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/a.jsonl"
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.merged == 1' <<<"$output"
+	# too many lines to link by similarity: exact copies still are
+	seq 2001 | jq -c '{type: "semantic", content: "fact \(.): the cache of service\(.) is in /var/cache/s\(.)"}' \
+		>"$BATS_TEST_TMPDIR/big.jsonl"
+	export FORGE_DB="$BATS_TEST_TMPDIR/d.db"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/big.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/big.jsonl"
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.merged == 2001' <<<"$output"
+	run -0 forge-memory stats --json
+	jq -e '.active == 2001' <<<"$output"
+}
+
+@test "search: a query whose every word is in more than 2000 memories still finds them (hunt38 #2)" {
+	seq 2001 | jq -c '{type: "episodic", content: "run \(.) of the billing service: postgres migration \(.) applied"}' \
+		>"$BATS_TEST_TMPDIR/runs.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/runs.jsonl"
+	add --type procedural "postgres migration: take a backup first" >/dev/null
+	run -0 --separate-stderr forge-memory search --json --peek postgres migration
+	[ "${#lines[@]}" -eq 10 ]
+	[ "$(jq -r .memory.content <<<"${lines[0]}")" = "postgres migration: take a backup first" ]
+}
+
 @test "a malformed import line imports nothing and names the line" {
 	run -2 --separate-stderr forge-memory import "$FIX/bad-line3.jsonl"
 	[[ $stderr == *"line 3"*"content"* ]]

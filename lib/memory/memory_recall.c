@@ -239,13 +239,17 @@ static int df_cmp(const void *a, const void *b)
  * the index, rarest first, while the rows they match stay within `budget`
  * (ranked FTS5 costs ~1.5 us per matching row), but always the MIN_TERMS
  * rarest; a word in more than DF_TERM_MAX memories is left out (it tells
- * little, and the vectors cover it).  Empty when no term is useful.  Sorts
- * t.  *dfs: the terms' document frequencies, int64_t each in MATCH's order
- * (exact: each at most DF_TERM_MAX, below count_df's cap).  On PostgreSQL (pg) the same terms, a line each: "DF TERM\n" (what
+ * little, and the vectors cover it) -- unless `common` and no rarer word is
+ * there: then the rarest of them alone (the vectors only re-rank what the
+ * word lists find, so a query of common words found nothing at all; this
+ * ranks that one term's rows, ~1.5 us each; not a stopword).  Empty when no term is
+ * useful.  Sorts t.  *dfs: the terms' document frequencies, int64_t each in
+ * MATCH's order (exact, each at most DF_TERM_MAX, below count_df's cap;
+ * the common term's is the cap + 1: at least that many).  On PostgreSQL (pg) the same terms, a line each: "DF TERM\n" (what
  * fts_list_pg() reads).
  */
 static void fts_match(struct buf *out, struct buf *dfs, struct terms *t, size_t use, long budget,
-		      bool pg)
+		      bool pg, bool common)
 {
 	long rows = 0;
 	size_t used = 0;
@@ -257,8 +261,12 @@ static void fts_match(struct buf *out, struct buf *dfs, struct terms *t, size_t 
 	for (size_t i = 0; i < t->n && used < use; i++) {
 		if (!t->t[i].df)
 			continue;
-		if (t->t[i].df > DF_TERM_MAX)
+		if (t->t[i].df > DF_TERM_MAX && (used || !common))
 			break;
+		/* (the common words count only up to the cap: all alike; a
+		 * stopword among them is the least telling) */
+		if (t->t[i].df > DF_TERM_MAX && mem_stopword(t->t[i].surf, strlen(t->t[i].surf)))
+			continue;
 		if (used >= MIN_TERMS && rows + t->t[i].df > budget)
 			break;
 		int64_t df = t->t[i].df;
@@ -861,7 +869,7 @@ static int concept_list(struct cands *cs, struct memory *m, const char *text, si
 	}
 	if (count_df(m, ct.t, ct.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &dfs, &ct, CONCEPT_TERMS, DF_BUDGET, m->pg);
+	fts_match(&match, &dfs, &ct, CONCEPT_TERMS, DF_BUDGET, m->pg, false);
 	if (fts_list(cs, &best, m, match.buf, &dfs, L_CON, deep, now) < 0)
 		goto out;
 	rc = 0;
@@ -1048,7 +1056,7 @@ static int assoc_list(struct cands *cs, struct memory *m, const struct terms *qt
 	}
 	if (count_df(m, at.t, at.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &dfs, &at, ASSOC_TERMS, DF_BUDGET, m->pg);
+	fts_match(&match, &dfs, &at, ASSOC_TERMS, DF_BUDGET, m->pg, false);
 	if (fts_list(cs, &best, m, match.buf, &dfs, L_ASSOC, deep, now) < 0)
 		goto out;
 	rc = 0;
@@ -1193,7 +1201,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	if (mem_stems(m, q->text, strlen(q->text), true, query_term, &qt) < 0 ||
 	    count_df(m, qt.t, qt.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &dfs, &qt, USE_TERMS, DF_BUDGET, m->pg);
+	fts_match(&match, &dfs, &qt, USE_TERMS, DF_BUDGET, m->pg, true);
 	if (fts_list(&cs, &best, m, match.buf, &dfs, L_LEX, deep, now) < 0)
 		goto out;
 	/* the concept list: the other terms of the query's concepts, weighed
