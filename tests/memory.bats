@@ -281,6 +281,15 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	[ "$(jq -r .memory.content <<<"${lines[0]}")" = "postgres migration: take a backup first" ]
 }
 
+@test "search: a lesson's stock phrasing ('Fixed in attempt 2', 'Outcome: fixed') makes it no match of a task (hunt38 #5)" {
+	add --type semantic --tags lesson,implement,review,lang:c,fixed --context "implement phase: add calc_trace (a review finding in C)" \
+		'Lesson for implement (C) from the run "add calc_trace": review sent implement attempt 1 back: flawfinder/printf in calc.c:19: format string is not a constant. Fixed in attempt 2: calc_trace prints the message with printf("%s", msg). Then the review passed. Outcome: fixed; the run completed.' >/dev/null
+	run -0 --separate-stderr forge-memory search --json --peek "fix a typo in the README"
+	jq -e -s 'all(.similarity < 0.15)' <<<"$output"
+	run -0 --separate-stderr forge-memory search --json --peek "printf format string of calc_trace"
+	jq -e -s 'length == 1 and .[0].similarity >= 0.15' <<<"$output"
+}
+
 @test "a malformed import line imports nothing and names the line" {
 	run -2 --separate-stderr forge-memory import "$FIX/bad-line3.jsonl"
 	[[ $stderr == *"line 3"*"content"* ]]

@@ -213,6 +213,12 @@ struct mem_assoc {
 int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m,
 		     const char *const *stems, const double *idf, size_t n, size_t max);
 
+/* memory_episode.c */
+/* Blank (spaces) the stock phrasing of Forge's own episode and lesson
+ * texts and their stock tags in text ("Fixed in attempt 2", "Outcome:
+ * fixed", "lesson"): what is left is what the memory is about. */
+void mem_unstock(char *text);
+
 /* memory_recall.c */
 /* Relationships of a new memory (called by memory_store before insert):
  * [{"id","similarity","kind","contradicts":bool}]. */

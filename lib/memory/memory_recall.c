@@ -921,7 +921,8 @@ static double word_idf(const struct term *t, double n)
 }
 
 /* Which of the query's terms (cv->qt) the memory at seq holds in its
- * content, context and tags: cv->hit. */
+ * content, context and tags, but for their stock phrasing (mem_unstock):
+ * cv->hit. */
 static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, int64_t seq)
 {
 	struct db_stmt *s;
@@ -938,6 +939,8 @@ static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, int
 	for (int k = 0; k < 3; k++)
 		buf_addf(text, "%s\n", db_col_text(s, k));
 	db_reset(s);
+	/* (a word of Forge's own phrasing is no sign a memory is about the query) */
+	mem_unstock(text->buf);
 	return mem_stems(m, text->buf, text->len, true, cover_term, cv);
 }
 
