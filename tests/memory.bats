@@ -383,6 +383,29 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	jq -se 'map(.memory.tags | index("pattern")) | any' <<<"$output"
 }
 
+@test "consolidate: a promotion request holds a bounded sample of its cluster, cut to fit (hunt38 #3)" {
+	# 4 similar episodes of 200 KB each made one 817 KB request, refused as
+	# too long, and sent again by every consolidation
+	python3 -c "
+import json
+for i in range(4):
+    print(json.dumps({'type':'episodic','context':'review phase: fix parser','content':'review phase for fix parser: cppcheck warns about an uninitialised variable in parser.c line %d -> failed. Log: '%i + ('cppcheck parser.c warning uninitialised variable x ' * 4000)}))" \
+		>"$BATS_TEST_TMPDIR/eps.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/eps.jsonl"
+	embeddings_mock
+	rm -f "$XDG_CONFIG_HOME/forge/config.json"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")" ANTHROPIC_API_KEY=test-key
+	echo '{"steps":[{"fault":"context_length","repeat":"forever"}]}' |
+		curl -sS -f -X POST -H 'content-type: application/json' --data-binary @- "$FORGE_BASE_URL/_mock/script?replace=1"
+	# (the model refused it: the step's error is exit 5)
+	run -5 --separate-stderr forge-memory consolidate --json
+	echo "$stderr"
+	run -0 curl -sS -f "$FORGE_BASE_URL/_mock/requests"
+	kill "$(cat "$BATS_TEST_TMPDIR/pid")"
+	jq -e 'length == 1 and (.[0].body | tostring | length) < 40000' <<<"$output"
+	jq -e '.[0].body.messages[0].content | tostring | test("\\[\\.\\.\\.\\]")' <<<"$output"
+}
+
 @test "concurrent writers from several processes lose nothing" {
 	forge-memory add "warm up" >/dev/null
 	for p in 1 2 3 4; do
