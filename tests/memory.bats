@@ -163,6 +163,12 @@ embeddings_mock() {
 	assert_output $'0\n2'
 }
 
+@test "tokens of known formats and a URL's password in a memory are stored redacted, known to this process or not (hunt38)" {
+	run -0 add "use postgres://admin:S3cretPassw0rd@db.example/x, ghp_abcdefghijklmnopqrstuvwxyz0123456789, AKIAIOSFODNN7EXAMPLE, xoxb-1234567890-abcdefghij; not ghp_short"
+	run -0 forge-memory show --json "$output"
+	jq -e '.content == "use postgres://admin:***@db.example/x, [REDACTED], [REDACTED], [REDACTED]; not ghp_short"' <<<"$output"
+}
+
 @test "show, list and search print control characters as spaces, --json keeps them; list cuts at a character" {
 	run -0 forge-memory import - < <(jq -nc '{id: "01JDB3M0000000000000000001", type: "episodic",
 		content: "boom \u001b]0;pwned-title\u0007\u001b[2J\u001b[31mRED \u009b", context: "ctx\u001b[31m"},

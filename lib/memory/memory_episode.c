@@ -554,56 +554,6 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
 	return rc;
 }
 
-/* ---- the stock words of these texts ------------------------------------ */
-
-/* The fixed phrasing of the episode and lesson texts above, and their
- * stock tags ('#': one or more digits).  Every lesson says "Fixed in
- * attempt 2", "Outcome: fixed": a task sharing only such a word with one
- * ("fix a typo") is not about it. */
-static const char *const stock[] = {
-	"Lesson for implement", "from the run \"", "sent implement attempt # back",
-	"Fixed in attempt #", "Then the review still said no", "Then the tests still said no",
-	"Then the review passed", "Then the tests passed", "Outcome: not fixed", "Outcome: fixed",
-	"; the run ", "implement phase:", "a review finding", "a test failure", "Run of \"",
-	"completed after # bounce", " after # bounce", "; completed", "# tool calls", "# tool call",
-	"Duration: #s, Cost: $#.#", " -> succeeded", " -> failed:", " phase for \"", "forge run:",
-	"\"lesson\"", "\"fixed\"", "\"unresolved\"", "\"success\"", "\"failure\"", "\"run\"",
-	"\"implement\"", "\"review\"", "\"test\"", "\"plan\"", NULL
-};
-
-/* The length of the stock phrase p at s, 0 when it is not there. */
-static size_t stock_at(const char *s, const char *p)
-{
-	const char *t = s;
-
-	for (; *p; p++) {
-		if (*p == '#') {
-			if (*t < '0' || *t > '9')
-				return 0;
-			while (*t >= '0' && *t <= '9')
-				t++;
-		} else if (*t++ != *p) {
-			return 0;
-		}
-	}
-	return (size_t)(t - s);
-}
-
-void mem_unstock(char *text)
-{
-	for (char *s = text; *s; s++) {
-		for (int i = 0; stock[i]; i++) {
-			size_t n = *s == stock[i][0] || stock[i][0] == '#' ? stock_at(s, stock[i]) : 0;
-
-			if (n) {
-				memset(s, ' ', n);
-				s += n - 1;
-				break;
-			}
-		}
-	}
-}
-
 /* ---- lessons: what bounced a run back to implement, and what fixed it ---- */
 
 #define LESSON_CONF_FIXED 0.7   /* the phase that said no then passed */

@@ -135,6 +135,10 @@ int mem_embed_many(float **out, size_t *dim, struct memory *m, const char *const
 void mem_words(const char *text, size_t len,
 	       void (*fn)(const char *w, size_t n, void *payload), void *payload);
 bool mem_stopword(const char *w, size_t n);
+/* Blank (spaces) the stock phrasing of Forge's own episode and lesson
+ * texts and their stock tags in text ("Fixed in attempt 2", "Outcome:
+ * fixed", "lesson"): what is left is what the memory is about. */
+void mem_unstock(char *text);
 
 /* memory_index.c */
 struct vhit {
@@ -212,12 +216,6 @@ struct mem_assoc {
  * *out malloc'd (free()), *count of them.  None before the table exists. */
 int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m,
 		     const char *const *stems, const double *idf, size_t n, size_t max);
-
-/* memory_episode.c */
-/* Blank (spaces) the stock phrasing of Forge's own episode and lesson
- * texts and their stock tags in text ("Fixed in attempt 2", "Outcome:
- * fixed", "lesson"): what is left is what the memory is about. */
-void mem_unstock(char *text);
 
 /* memory_recall.c */
 /* Relationships of a new memory (called by memory_store before insert):
