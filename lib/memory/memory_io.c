@@ -100,25 +100,35 @@ static int link_copies(struct memory *m, int64_t first)
 {
 	struct db_stmt *s = NULL;
 	char (*a)[ULID_LEN + 1] = NULL, (*b)[ULID_LEN + 1] = NULL;
+	char head[ULID_LEN + 1] = "", hash[40] = "", type[16] = "";
 	size_t n = 0, cap = 0;
 	int step, rc = -1;
 
-	if (mem_prepare(&s, m, "WITH f AS (SELECT content_hash AS h, type AS t, min(seq) AS s "
-			"FROM memories WHERE archived_at IS NULL AND content_hash IN (SELECT content_hash "
-			"FROM memories WHERE seq > ?1) GROUP BY content_hash, type) "
-			"SELECT c.id, o.id FROM memories c JOIN f ON f.h = c.content_hash AND f.t = c.type "
-			"JOIN memories o ON o.seq = f.s WHERE c.seq > ?1 AND c.seq <> f.s AND "
-			"c.archived_at IS NULL ORDER BY c.seq") < 0)
+	/* the copies sorted together (no index on content_hash: one sort, not
+	 * a scan per new row) */
+	if (mem_prepare(&s, m, "SELECT content_hash, type, seq, id FROM memories WHERE "
+			"archived_at IS NULL AND content_hash IN (SELECT content_hash FROM memories "
+			"WHERE seq > ?1) ORDER BY content_hash, type, seq") < 0)
 		return -1;
 	db_bind_int64(s, 1, first);
 	while ((step = db_step(s)) == DB_ROW) {
+		const char *h = db_col_text(s, 0), *t = db_col_text(s, 1), *id = db_col_text(s, 3);
+
+		if (strcmp(h, hash) != 0 || strcmp(t, type) != 0) {
+			snprintf(hash, sizeof hash, "%s", h);
+			snprintf(type, sizeof type, "%s", t);
+			snprintf(head, sizeof head, "%s", id);
+			continue;
+		}
+		if (db_col_int64(s, 2) <= first)
+			continue;
 		if (n == cap) {
 			cap = cap * 2 + 64;
 			a = xrealloc(a, cap * sizeof *a);
 			b = xrealloc(b, cap * sizeof *b);
 		}
-		snprintf(a[n], sizeof a[0], "%s", db_col_text(s, 0));
-		snprintf(b[n], sizeof b[0], "%s", db_col_text(s, 1));
+		snprintf(a[n], sizeof a[0], "%s", id);
+		snprintf(b[n], sizeof b[0], "%s", head);
 		n++;
 	}
 	db_finalize(s);
