@@ -163,6 +163,12 @@ embeddings_mock() {
 	assert_output $'0\n2'
 }
 
+@test "tokens of known formats and a URL's password in a memory are stored redacted, known to this process or not (hunt38)" {
+	run -0 add "use postgres://admin:S3cretPassw0rd@db.example/x, ghp_abcdefghijklmnopqrstuvwxyz0123456789, AKIAIOSFODNN7EXAMPLE, xoxb-1234567890-abcdefghij; not ghp_short"
+	run -0 forge-memory show --json "$output"
+	jq -e '.content == "use postgres://admin:***@db.example/x, [REDACTED], [REDACTED], [REDACTED]; not ghp_short"' <<<"$output"
+}
+
 @test "show, list and search print control characters as spaces, --json keeps them; list cuts at a character" {
 	run -0 forge-memory import - < <(jq -nc '{id: "01JDB3M0000000000000000001", type: "episodic",
 		content: "boom \u001b]0;pwned-title\u0007\u001b[2J\u001b[31mRED \u009b", context: "ctx\u001b[31m"},
@@ -247,6 +253,47 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	assert_output 1
 	run -0 forge-memory search --json --peek zyzzyva
 	[ "$(jq -r .memory.content <<<"$output")" = "the needle zyzzyva is here" ]
+}
+
+@test "an imported copy of a memory is linked and merged: from an export, or in a file of more than 2000 lines (hunt38 #1)" {
+	# an export's lines all have "relationships": the copy of a memory
+	# already here got no link, and consolidation never merged it
+	M="Run make check before finishing an implement attempt in the calc project"
+	FORGE_DB="$BATS_TEST_TMPDIR/a.db" forge-memory add --type procedural "$M" >/dev/null
+	add --type procedural "$M" >/dev/null
+	FORGE_DB="$BATS_TEST_TMPDIR/a.db" forge-memory export >"$BATS_TEST_TMPDIR/a.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/a.jsonl"
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.merged == 1' <<<"$output"
+	# too many lines to link by similarity: exact copies still are
+	seq 2001 | jq -c '{type: "semantic", content: "fact \(.): the cache of service\(.) is in /var/cache/s\(.)"}' \
+		>"$BATS_TEST_TMPDIR/big.jsonl"
+	export FORGE_DB="$BATS_TEST_TMPDIR/d.db"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/big.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/big.jsonl"
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.merged == 2001' <<<"$output"
+	run -0 forge-memory stats --json
+	jq -e '.active == 2001' <<<"$output"
+}
+
+@test "search: a query whose every word is in more than 2000 memories still finds them (hunt38 #2)" {
+	seq 2001 | jq -c '{type: "episodic", content: "run \(.) of the billing service: postgres migration \(.) applied"}' \
+		>"$BATS_TEST_TMPDIR/runs.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/runs.jsonl"
+	add --type procedural "postgres migration: take a backup first" >/dev/null
+	run -0 --separate-stderr forge-memory search --json --peek postgres migration
+	[ "${#lines[@]}" -eq 10 ]
+	[ "$(jq -r .memory.content <<<"${lines[0]}")" = "postgres migration: take a backup first" ]
+}
+
+@test "search: a lesson's stock phrasing ('Fixed in attempt 2', 'Outcome: fixed') makes it no match of a task (hunt38 #5)" {
+	add --type semantic --tags lesson,implement,review,lang:c,fixed --context "implement phase: add calc_trace (a review finding in C)" \
+		'Lesson for implement (C) from the run "add calc_trace": review sent implement attempt 1 back: flawfinder/printf in calc.c:19: format string is not a constant. Fixed in attempt 2: calc_trace prints the message with printf("%s", msg). Then the review passed. Outcome: fixed; the run completed.' >/dev/null
+	run -0 --separate-stderr forge-memory search --json --peek "fix a typo in the README"
+	jq -e -s 'all(.similarity < 0.15)' <<<"$output"
+	run -0 --separate-stderr forge-memory search --json --peek "printf format string of calc_trace"
+	jq -e -s 'length == 1 and .[0].similarity >= 0.15' <<<"$output"
 }
 
 @test "a malformed import line imports nothing and names the line" {
@@ -340,6 +387,29 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	jq -e '.promoted == 0' <<<"$output"
 	run -0 forge-memory search --json uninitialised variables cppcheck
 	jq -se 'map(.memory.tags | index("pattern")) | any' <<<"$output"
+}
+
+@test "consolidate: a promotion request holds a bounded sample of its cluster, cut to fit (hunt38 #3)" {
+	# 4 similar episodes of 200 KB each made one 817 KB request, refused as
+	# too long, and sent again by every consolidation
+	python3 -c "
+import json
+for i in range(4):
+    print(json.dumps({'type':'episodic','context':'review phase: fix parser','content':'review phase for fix parser: cppcheck warns about an uninitialised variable in parser.c line %d -> failed. Log: '%i + ('cppcheck parser.c warning uninitialised variable x ' * 4000)}))" \
+		>"$BATS_TEST_TMPDIR/eps.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/eps.jsonl"
+	embeddings_mock
+	rm -f "$XDG_CONFIG_HOME/forge/config.json"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")" ANTHROPIC_API_KEY=test-key
+	echo '{"steps":[{"fault":"context_length","repeat":"forever"}]}' |
+		curl -sS -f -X POST -H 'content-type: application/json' --data-binary @- "$FORGE_BASE_URL/_mock/script?replace=1"
+	# (the model refused it: the step's error is exit 5)
+	run -5 --separate-stderr forge-memory consolidate --json
+	echo "$stderr"
+	run -0 curl -sS -f "$FORGE_BASE_URL/_mock/requests"
+	kill "$(cat "$BATS_TEST_TMPDIR/pid")"
+	jq -e 'length == 1 and (.[0].body | tostring | length) < 40000' <<<"$output"
+	jq -e '.[0].body.messages[0].content | tostring | test("\\[\\.\\.\\.\\]")' <<<"$output"
 }
 
 @test "concurrent writers from several processes lose nothing" {

@@ -211,6 +211,82 @@ jv secret_url_passwords_hidden_jv(jv v)
 	return json_map_strings(v, hide_url_passwords, NULL);
 }
 
+/* Token formats known by their look: a prefix, then min..max bytes of
+ * upper-case letters and digits, and (flags) lower case, '_' or '-'. */
+enum { T_LOWER = 1, T_UNDER = 2, T_DASH = 4 };
+
+static const struct token_form {
+	const char *prefix;
+	int also;
+	size_t min, max;
+} token_forms[] = {
+	{ "github_pat_", T_LOWER | T_UNDER, 20, 255 },
+	{ "ghp_", T_LOWER, 20, 255 }, { "gho_", T_LOWER, 20, 255 }, { "ghu_", T_LOWER, 20, 255 },
+	{ "ghs_", T_LOWER, 20, 255 }, { "ghr_", T_LOWER, 20, 255 },
+	{ "AKIA", 0, 16, 16 }, { "ASIA", 0, 16, 16 },
+	{ "xoxb-", T_LOWER | T_DASH, 10, 255 }, { "xoxp-", T_LOWER | T_DASH, 10, 255 },
+	{ "xoxa-", T_LOWER | T_DASH, 10, 255 }, { "xoxr-", T_LOWER | T_DASH, 10, 255 },
+	{ "xoxs-", T_LOWER | T_DASH, 10, 255 },
+};
+
+static bool token_char(unsigned char c, int also)
+{
+	return isdigit(c) || isupper(c) || (islower(c) && (also & T_LOWER)) ||
+	       (c == '_' && (also & T_UNDER)) || (c == '-' && (also & T_DASH));
+}
+
+/* The length of a known token at s (a word's start), else 0. */
+static size_t token_at(const char *s, const char *end)
+{
+	for (size_t i = 0; i < sizeof token_forms / sizeof token_forms[0]; i++) {
+		const struct token_form *f = &token_forms[i];
+		size_t pl = strlen(f->prefix), n = 0;
+
+		if ((size_t)(end - s) < pl || memcmp(s, f->prefix, pl) != 0)
+			continue;
+		while (s + pl + n < end && token_char((unsigned char)s[pl + n], f->also))
+			n++;
+		if (n >= f->min && n <= f->max)
+			return pl + n;
+	}
+	return 0;
+}
+
+static jv hide_tokens(jv v, void *unused)
+{
+	const char *s = jv_string_value(v), *end, *p;
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(v)), len;
+	struct buf b = BUF_INIT;
+	bool changed = false;
+
+	(void)unused;
+	end = s + n;
+	p = s;
+	for (const char *q = s; q < end; q++) {
+		if ((q > s && (isalnum((unsigned char)q[-1]) || q[-1] == '_')) || !(len = token_at(q, end)))
+			continue;
+		buf_add(&b, p, (size_t)(q - p));
+		buf_adds(&b, REDACTED);
+		q += len - 1;
+		p = q + 1;
+		changed = true;
+	}
+	if (!changed) {
+		buf_release(&b);
+		return v;
+	}
+	buf_add(&b, p, (size_t)(end - p));
+	jv_free(v);
+	v = jv_string_sized(b.buf, (int)b.len);
+	buf_release(&b);
+	return v;
+}
+
+jv secret_tokens_hidden_jv(jv v)
+{
+	return json_map_strings(v, hide_tokens, NULL);
+}
+
 static void add_key_file(const char *var)
 {
 	const char *path = getenv(var);

@@ -397,14 +397,18 @@ int memory_consolidate(jv *report, struct memory *m, struct llm_client *llm);
 long memory_export(struct memory *m, FILE *f, bool include_archived);
 /* Read every line of f (name for messages) and import all or nothing: a
  * line that is not a valid memory fails the whole import with "NAME: line
- * N: REASON".  An id already present is skipped.  *imported, *skipped (may
- * be NULL) get the counts. */
+ * N: REASON".  An id already present is skipped.  Up to 2000 lines are
+ * linked by similarity to the memories already here (an export's own
+ * "relationships" too), larger files by exact copy only
+ * (memory_store_batch).  *imported, *skipped (may be NULL) get the counts. */
 int memory_import(long *imported, long *skipped, struct memory *m, FILE *f, const char *name);
 /* Store an array of memories in the JSON form (consumed) in one
  * transaction, all or nothing, keeping given ids and times (an id already
  * present is skipped) and adding their "relationships"; `link` also finds
  * relationships by similarity (one vector scan per memory, after commit).
- * The bulk loader of imports and benchmarks. */
+ * Either way a memory stored with the same content, context, tags and type
+ * as an active one is linked "similar" to it (one query: consolidation
+ * merges the copy).  The bulk loader of imports and benchmarks. */
 int memory_store_batch(long *stored, long *skipped, struct memory *m, jv items, bool link);
 
 /*

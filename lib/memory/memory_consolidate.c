@@ -75,7 +75,7 @@ static void pairs_release(struct pairs *p)
 struct row {
 	double conf;
 	int64_t created, last, access, freq;
-	char *tags;
+	char *tags, *content;
 	bool active;
 };
 
@@ -93,6 +93,7 @@ static int read_row(struct row *r, struct db_stmt *s, const char *id)
 	r->freq = db_col_null(s, 4) ? 1 : db_col_int64(s, 4);
 	r->tags = xstrdup(db_col_text(s, 5));
 	r->active = db_col_null(s, 6);
+	r->content = xstrdup(db_col_text(s, 7));
 	return 1;
 }
 
@@ -107,10 +108,12 @@ static int merge_pair(struct memory *m, struct db_stmt *get, struct db_stmt *upd
 	read_row(&ra, get, a);
 	read_row(&rb, get, b);
 	db_reset(get);
-	if (ra.active && rb.active) {
-		/* keep the more confident one (then the more used, then the older) */
-		bool keep_a = ra.conf != rb.conf ? ra.conf > rb.conf :
-			      ra.access != rb.access ? ra.access > rb.access : ra.created <= rb.created;
+	/* a near twin that says another number or word is another fact */
+	if (ra.active && rb.active && mem_same_fact(ra.content, rb.content)) {
+		/* keep the more confident one, on a tie the newer (a restatement
+		 * or correction: the older was used longer, so its access count
+		 * is no sign it is better) */
+		bool keep_a = ra.conf != rb.conf ? ra.conf > rb.conf : ra.created > rb.created;
 		const char *keep = keep_a ? a : b, *drop = keep_a ? b : a;
 		struct row *k = keep_a ? &ra : &rb, *d = keep_a ? &rb : &ra;
 		jv tk = json_parse(k->tags, strlen(k->tags)), td = json_parse(d->tags, strlen(d->tags));
@@ -157,6 +160,8 @@ static int merge_pair(struct memory *m, struct db_stmt *get, struct db_stmt *upd
 	}
 	free(ra.tags);
 	free(rb.tags);
+	free(ra.content);
+	free(rb.content);
 	return rc;
 }
 
@@ -176,7 +181,7 @@ static int merge_similar(struct memory *m, struct report *r)
 		       "c.memory_b_id = r.memory_a_id))) ORDER BY r.created_at, r.id") < 0)
 		goto out;
 	if (mem_prepare(&get, m, "SELECT confidence, created_at, last_accessed, access_count, "
-			"frequency, tags, archived_at FROM memories WHERE id = ?") < 0 ||
+			"frequency, tags, archived_at, content FROM memories WHERE id = ?") < 0 ||
 	    mem_prepare(&upd, m, "UPDATE memories SET tags = ?, confidence = ?, access_count = "
 			"access_count + ?, frequency = ?, last_accessed = ?, updated_at = ? WHERE id = ?") < 0)
 		goto out;
@@ -281,7 +286,7 @@ static int resolve_conflicts(struct memory *m, struct report *r)
 		       "WHERE r.relationship = 'contradicts' AND a.archived_at IS NULL AND "
 		       "b.archived_at IS NULL ORDER BY r.created_at, r.id") < 0 ||
 	    mem_prepare(&get, m, "SELECT confidence, created_at, last_accessed, access_count, "
-			"frequency, tags, archived_at FROM memories WHERE id = ?") < 0)
+			"frequency, tags, archived_at, content FROM memories WHERE id = ?") < 0)
 		goto out;
 	for (size_t i = 0; i < p.n; i++) {
 		struct row ra, rb;
@@ -304,6 +309,8 @@ static int resolve_conflicts(struct memory *m, struct report *r)
 		}
 		free(ra.tags);
 		free(rb.tags);
+		free(ra.content);
+		free(rb.content);
 		if (erc < 0) {
 			mem_rollback(m);
 			goto out;

@@ -62,6 +62,56 @@ static inline bool word_byte(unsigned char c)
 	       c == '_' || c >= 0x80;
 }
 
+/* ---- the stock words of Forge's own memories ----------------------------- */
+
+/* The fixed phrasing of the episode and lesson texts (memory_episode.c:
+ * keep the two in step) and their stock tags ('#': one or more digits).
+ * Every lesson says "Fixed in attempt 2", "Outcome: fixed": a task sharing
+ * only such a word with one ("fix a typo") is not about it. */
+static const char *const stock[] = {
+	"Lesson for implement", "from the run \"", "sent implement attempt # back",
+	"Fixed in attempt #", "Then the review still said no", "Then the tests still said no",
+	"Then the review passed", "Then the tests passed", "Outcome: not fixed", "Outcome: fixed",
+	"; the run ", "implement phase:", "a review finding", "a test failure", "Run of \"",
+	"completed after # bounce", " after # bounce", "; completed", "# tool calls", "# tool call",
+	"Duration: #s, Cost: $#.#", " -> succeeded", " -> failed:", " phase for \"", "forge run:",
+	"\"lesson\"", "\"fixed\"", "\"unresolved\"", "\"success\"", "\"failure\"", "\"run\"",
+	"\"implement\"", "\"review\"", "\"test\"", "\"plan\"", NULL
+};
+
+/* The length of the stock phrase p at s, 0 when it is not there. */
+static size_t stock_at(const char *s, const char *p)
+{
+	const char *t = s;
+
+	for (; *p; p++) {
+		if (*p == '#') {
+			if (*t < '0' || *t > '9')
+				return 0;
+			while (*t >= '0' && *t <= '9')
+				t++;
+		} else if (*t++ != *p) {
+			return 0;
+		}
+	}
+	return (size_t)(t - s);
+}
+
+void mem_unstock(char *text)
+{
+	for (char *s = text; *s; s++) {
+		for (int i = 0; stock[i]; i++) {
+			size_t n = *s == stock[i][0] || stock[i][0] == '#' ? stock_at(s, stock[i]) : 0;
+
+			if (n) {
+				memset(s, ' ', n);
+				s += n - 1;
+				break;
+			}
+		}
+	}
+}
+
 void mem_words(const char *text, size_t len,
 	       void (*fn)(const char *w, size_t n, void *payload), void *payload)
 {

@@ -135,6 +135,10 @@ int mem_embed_many(float **out, size_t *dim, struct memory *m, const char *const
 void mem_words(const char *text, size_t len,
 	       void (*fn)(const char *w, size_t n, void *payload), void *payload);
 bool mem_stopword(const char *w, size_t n);
+/* Blank (spaces) the stock phrasing of Forge's own episode and lesson
+ * texts and their stock tags in text ("Fixed in attempt 2", "Outcome:
+ * fixed", "lesson"): what is left is what the memory is about. */
+void mem_unstock(char *text);
 
 /* memory_index.c */
 struct vhit {
@@ -218,5 +222,11 @@ int mem_assoc_expand(struct mem_assoc **out, size_t *count, struct memory *m,
  * [{"id","similarity","kind","contradicts":bool}]. */
 int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim,
 		     const char *content);
+/* Whether texts a and b state the same fact, for a merge: false when a
+ * number differs, one of them is negated and the other not, or each holds
+ * a word (not a stop word) the other lacks -- one word changed is another
+ * fact ("indent with tabs" / "with spaces").  One text holding the other's
+ * words and more (a restatement, a detail added) is the same fact. */
+bool mem_same_fact(const char *a, const char *b);
 
 #endif

@@ -15,7 +15,8 @@
 int mem_import_check(struct memory *m, jv mem);
 int mem_import_one(char id_out[ULID_LEN + 1], struct memory *m, jv mem, bool link);
 
-#define LINK_MAX 2000   /* imports up to this size find relationships row by row */
+#define LINK_MAX 2000   /* imports up to this size find relationships row by row;
+			 * larger ones link exact copies only (link_copies) */
 
 static int exists(bool *yes, struct memory *m, const char *id)
 {
@@ -88,6 +89,70 @@ out:
 	return rc;
 }
 
+/*
+ * Link each memory stored after seq `first` to the first active memory of
+ * its type with the same content, context and tags (content_hash):
+ * "similar" at 1, so consolidation merges the copy.  One query however
+ * many rows came (an import too large to link by similarity row by row
+ * still finds its exact duplicates).
+ */
+static int link_copies(struct memory *m, int64_t first)
+{
+	struct db_stmt *s = NULL;
+	char (*a)[ULID_LEN + 1] = NULL, (*b)[ULID_LEN + 1] = NULL;
+	char head[ULID_LEN + 1] = "", hash[40] = "", type[16] = "";
+	size_t n = 0, cap = 0;
+	int step, rc = -1;
+
+	/* the copies sorted together (no index on content_hash: one sort, not
+	 * a scan per new row) */
+	if (mem_prepare(&s, m, "SELECT content_hash, type, seq, id FROM memories WHERE "
+			"archived_at IS NULL AND content_hash IN (SELECT content_hash FROM memories "
+			"WHERE seq > ?1) ORDER BY content_hash, type, seq") < 0)
+		return -1;
+	db_bind_int64(s, 1, first);
+	while ((step = db_step(s)) == DB_ROW) {
+		const char *h = db_col_text(s, 0), *t = db_col_text(s, 1), *id = db_col_text(s, 3);
+
+		if (strcmp(h, hash) != 0 || strcmp(t, type) != 0) {
+			snprintf(hash, sizeof hash, "%s", h);
+			snprintf(type, sizeof type, "%s", t);
+			snprintf(head, sizeof head, "%s", id);
+			continue;
+		}
+		if (db_col_int64(s, 2) <= first)
+			continue;
+		if (n == cap) {
+			cap = cap * 2 + 64;
+			a = xrealloc(a, cap * sizeof *a);
+			b = xrealloc(b, cap * sizeof *b);
+		}
+		snprintf(a[n], sizeof a[0], "%s", id);
+		snprintf(b[n], sizeof b[0], "%s", head);
+		n++;
+	}
+	db_finalize(s);
+	if (step != DB_DONE) {
+		mem_fail(m, "cannot read memories");
+		goto out;
+	}
+	if (n && mem_begin(m) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (memory_relate(m, a[i], b[i], "similar", 1) < 0) {
+			mem_rollback(m);
+			goto out;
+		}
+	}
+	if (n && mem_commit(m) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(a);
+	free(b);
+	return rc;
+}
+
 static int mem_max_seq(int64_t *out, struct memory *m)
 {
 	struct db_stmt *s;
@@ -137,9 +202,11 @@ int memory_store_batch(long *stored, long *skipped, struct memory *m, jv items, 
 
 	if (mem_begin(m) < 0)
 		goto out;
+	if (mem_max_seq(&first, m) < 0)
+		goto fail;
 	/* (PostgreSQL: memories.tsv is a generated column, nothing to defer) */
-	if (n > 16 && !m->pg && (mem_max_seq(&first, m) < 0 ||
-		       store_exec(m->st, "UPDATE memory_meta SET fts_deferred = 1 WHERE k = 1") < 0))
+	if (n > 16 && !m->pg &&
+	    store_exec(m->st, "UPDATE memory_meta SET fts_deferred = 1 WHERE k = 1") < 0)
 		goto fail;
 	for (int i = 0; i < n; i++) {
 		jv it = jv_array_get(jv_copy(items), i);
@@ -177,6 +244,8 @@ int memory_store_batch(long *stored, long *skipped, struct memory *m, jv items, 
 		if (fresh[i] && link_one(m, ids[i]) < 0)
 			goto out;
 	}
+	if (n_stored && link_copies(m, first) < 0)
+		goto out;
 	rc = 0;
 	goto out;
 fail:
@@ -216,7 +285,6 @@ int memory_import(long *imported, long *skipped, struct memory *m, FILE *f, cons
 	ssize_t len;
 	long lineno = 0;
 	jv items = jv_array();
-	bool has_edges = false;
 	int rc = -1;
 
 	if (imported)
@@ -244,7 +312,6 @@ int memory_import(long *imported, long *skipped, struct memory *m, FILE *f, cons
 			free(msg);
 			goto out;
 		}
-		has_edges = has_edges || json_has(v, "relationships");
 		if (mem_import_check(m, jv_copy(v)) < 0) {
 			jv_free(v);
 			forge_error_prefix("%s: line %ld", name, lineno);
@@ -258,7 +325,9 @@ int memory_import(long *imported, long *skipped, struct memory *m, FILE *f, cons
 	}
 	int n = jv_array_length(jv_copy(items));
 
-	rc = memory_store_batch(imported, skipped, m, items, !has_edges && n <= LINK_MAX);
+	/* (an export's own "relationships" are only the edges among its
+	 * memories: those to the memories already here are found here) */
+	rc = memory_store_batch(imported, skipped, m, items, n <= LINK_MAX);
 	items = jv_invalid();
 	if (rc < 0)
 		forge_error_prefix("%s", name);

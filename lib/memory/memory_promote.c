@@ -124,19 +124,45 @@ static jv pattern_tool(void)
 	return JV_ARRAY(schema_tool_spec("record_pattern"));
 }
 
+/* One request holds at most PROMPT_EPISODES episodes of a cluster and
+ * PROMPT_BYTES of their text (~8K tokens), each episode cut to its share:
+ * a cluster grows transitively and an episode may hold a 200 KB log, and a
+ * request over the model's context was refused, then sent again by every
+ * consolidation.  A pattern is what the episodes share: a sample says it. */
+#define PROMPT_EPISODES 12
+#define PROMPT_BYTES 32000
+
+/* The length of s cut to at most max bytes, on a UTF-8 character's start. */
+static int cut_len(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n > max) {
+		n = max;
+		while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+	}
+	return (int)n;
+}
+
 /* Ask the model; *out = the tool input {type, trigger, pattern, resolution}. */
 static int ask_model(jv *out, struct llm_client *llm, struct ep *e, const int *members, int k)
 {
 	struct llm_request req;
 	struct llm_response resp;
 	struct buf p = BUF_INIT;
-	int rc = -1;
+	int sent = k < PROMPT_EPISODES ? k : PROMPT_EPISODES, rc = -1;
+	size_t share = PROMPT_BYTES / (size_t)(sent > 0 ? sent : 1);
 
 	*out = jv_null();
 	buf_addf(&p, "You are analyzing %d similar execution episodes to extract a reusable pattern.\n\n"
-		 "Episodes:\n", k);
-	for (int i = 0; i < k; i++)
-		buf_addf(&p, "%d. %s\n", i + 1, e[members[i]].content);
+		 "Episodes:\n", sent);
+	for (int i = 0; i < sent; i++) {
+		const char *c = e[members[i]].content;
+		int n = cut_len(c, share);
+
+		buf_addf(&p, "%d. %.*s%s\n", i + 1, n, c, c[n] ? " [...]" : "");
+	}
 	buf_adds(&p, "\nCall record_pattern with the pattern: type (success, failure or approach), "
 		 "trigger (\"When ...\"), pattern (\"We observe ...\"), resolution (\"Do ...\").");
 	llm_request_init(&req);

@@ -29,6 +29,7 @@ static const char *const negations[] = {
  * and its other words' hashes (each once). */
 struct said {
 	uint64_t h[SAID_WORDS];
+	bool num[SAID_WORDS];    /* the word is a number (30, 300, 1.5's 1 and 5) */
 	size_t n;
 	bool neg, overflow;
 };
@@ -50,8 +51,8 @@ static void said_word(const char *w, size_t n, void *payload)
 		sd->neg = true;
 		return;
 	}
-	/* (stop words, and one letter: the t of don't) */
-	if (n < 2 || mem_stopword(w, n))
+	/* (stop words, and one letter: the t of don't; a digit is a number) */
+	if ((n < 2 && !(w[0] >= '0' && w[0] <= '9')) || mem_stopword(w, n))
 		return;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)w[i]) * 1099511628211ULL;
@@ -60,8 +61,10 @@ static void said_word(const char *w, size_t n, void *payload)
 			return;
 	if (sd->n == SAID_WORDS)
 		sd->overflow = true;
-	else
+	else {
+		sd->num[sd->n] = w[0] >= '0' && w[0] <= '9';
 		sd->h[sd->n++] = h;
+	}
 }
 
 static void said_of(struct said *sd, const char *text)
@@ -95,6 +98,35 @@ static bool contradicts(const struct said *a, const char *b)
 	diff = a->n + sb.n - 2 * common;
 	all = a->n + sb.n - common;
 	return all > 0 && diff * 5 <= all;
+}
+
+/* The words of a that b lacks: *only, and whether one of them is a number. */
+static size_t said_only(bool *number, const struct said *a, const struct said *b)
+{
+	size_t only = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		if (!said_has(b, a->h[i])) {
+			only++;
+			*number = *number || a->num[i];
+		}
+	}
+	return only;
+}
+
+bool mem_same_fact(const char *a, const char *b)
+{
+	struct said sa, sb;
+	bool number = false;
+	size_t only_a, only_b;
+
+	said_of(&sa, a);
+	said_of(&sb, b);
+	only_a = said_only(&number, &sa, &sb);
+	only_b = said_only(&number, &sb, &sa);
+	/* "wait 30 seconds" / "wait 300 seconds", "use tabs" / "do not use
+	 * tabs", "indent with tabs" / "indent with spaces": another fact */
+	return !number && sa.neg == sb.neg && (only_a == 0 || only_b == 0);
 }
 
 /* ---- terms ----------------------------------------------------------- */
@@ -207,13 +239,17 @@ static int df_cmp(const void *a, const void *b)
  * the index, rarest first, while the rows they match stay within `budget`
  * (ranked FTS5 costs ~1.5 us per matching row), but always the MIN_TERMS
  * rarest; a word in more than DF_TERM_MAX memories is left out (it tells
- * little, and the vectors cover it).  Empty when no term is useful.  Sorts
- * t.  *dfs: the terms' document frequencies, int64_t each in MATCH's order
- * (exact: each at most DF_TERM_MAX, below count_df's cap).  On PostgreSQL (pg) the same terms, a line each: "DF TERM\n" (what
+ * little, and the vectors cover it) -- unless `common` and no rarer word is
+ * there: then the rarest of them alone (the vectors only re-rank what the
+ * word lists find, so a query of common words found nothing at all; this
+ * ranks that one term's rows, ~1.5 us each; not a stopword).  Empty when no term is
+ * useful.  Sorts t.  *dfs: the terms' document frequencies, int64_t each in
+ * MATCH's order (exact, each at most DF_TERM_MAX, below count_df's cap;
+ * the common term's is the cap + 1: at least that many).  On PostgreSQL (pg) the same terms, a line each: "DF TERM\n" (what
  * fts_list_pg() reads).
  */
 static void fts_match(struct buf *out, struct buf *dfs, struct terms *t, size_t use, long budget,
-		      bool pg)
+		      bool pg, bool common)
 {
 	long rows = 0;
 	size_t used = 0;
@@ -225,8 +261,12 @@ static void fts_match(struct buf *out, struct buf *dfs, struct terms *t, size_t 
 	for (size_t i = 0; i < t->n && used < use; i++) {
 		if (!t->t[i].df)
 			continue;
-		if (t->t[i].df > DF_TERM_MAX)
+		if (t->t[i].df > DF_TERM_MAX && (used || !common))
 			break;
+		/* (the common words count only up to the cap: all alike; a
+		 * stopword among them is the least telling) */
+		if (t->t[i].df > DF_TERM_MAX && mem_stopword(t->t[i].surf, strlen(t->t[i].surf)))
+			continue;
 		if (used >= MIN_TERMS && rows + t->t[i].df > budget)
 			break;
 		int64_t df = t->t[i].df;
@@ -829,7 +869,7 @@ static int concept_list(struct cands *cs, struct memory *m, const char *text, si
 	}
 	if (count_df(m, ct.t, ct.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &dfs, &ct, CONCEPT_TERMS, DF_BUDGET, m->pg);
+	fts_match(&match, &dfs, &ct, CONCEPT_TERMS, DF_BUDGET, m->pg, false);
 	if (fts_list(cs, &best, m, match.buf, &dfs, L_CON, deep, now) < 0)
 		goto out;
 	rc = 0;
@@ -881,7 +921,8 @@ static double word_idf(const struct term *t, double n)
 }
 
 /* Which of the query's terms (cv->qt) the memory at seq holds in its
- * content, context and tags: cv->hit. */
+ * content, context and tags, but for their stock phrasing (mem_unstock):
+ * cv->hit. */
 static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, int64_t seq)
 {
 	struct db_stmt *s;
@@ -898,6 +939,8 @@ static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, int
 	for (int k = 0; k < 3; k++)
 		buf_addf(text, "%s\n", db_col_text(s, k));
 	db_reset(s);
+	/* (a word of Forge's own phrasing is no sign a memory is about the query) */
+	mem_unstock(text->buf);
 	return mem_stems(m, text->buf, text->len, true, cover_term, cv);
 }
 
@@ -1016,7 +1059,7 @@ static int assoc_list(struct cands *cs, struct memory *m, const struct terms *qt
 	}
 	if (count_df(m, at.t, at.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &dfs, &at, ASSOC_TERMS, DF_BUDGET, m->pg);
+	fts_match(&match, &dfs, &at, ASSOC_TERMS, DF_BUDGET, m->pg, false);
 	if (fts_list(cs, &best, m, match.buf, &dfs, L_ASSOC, deep, now) < 0)
 		goto out;
 	rc = 0;
@@ -1161,7 +1204,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	if (mem_stems(m, q->text, strlen(q->text), true, query_term, &qt) < 0 ||
 	    count_df(m, qt.t, qt.n, DF_TERM_MAX) < 0)
 		goto out;
-	fts_match(&match, &dfs, &qt, USE_TERMS, DF_BUDGET, m->pg);
+	fts_match(&match, &dfs, &qt, USE_TERMS, DF_BUDGET, m->pg, true);
 	if (fts_list(&cs, &best, m, match.buf, &dfs, L_LEX, deep, now) < 0)
 		goto out;
 	/* the concept list: the other terms of the query's concepts, weighed

@@ -173,6 +173,46 @@ static void test_merge_similar(void)
 	close_mem();
 }
 
+/* Near twins that differ in a number or in one word are two facts, not a
+ * duplicate: both stay (hunt38 #4); a restatement is merged and, on a tie,
+ * the newer text is the one kept. */
+static void test_merge_keeps_distinct_facts(void)
+{
+	static const char *const pairs[][2] = {
+		{ "The deploy health check of the billing service must wait 30 seconds before the first probe",
+		  "The deploy health check of the billing service must wait 300 seconds before the first probe" },
+		{ "In the billing service, indent the code with tabs before committing, then run the linter and the unit tests",
+		  "In the billing service, indent the code with spaces before committing, then run the linter and the unit tests" },
+	};
+	char a[ULID_LEN + 1], b[ULID_LEN + 1];
+	jv r, mem;
+
+	open_mem(":memory:");
+	for (size_t i = 0; i < 2; i++) {
+		CHECK(memory_store(a, m, mk("procedural", pairs[i][0], "", 0.7)) == 0);
+		clock_ms += 1000;
+		CHECK(memory_store(b, m, mk("procedural", pairs[i][1], "", 0.7)) == 0);
+	}
+	r = consolidate();
+	CHECK(json_get_num(r, "merged", -1) == 0);
+	jv_free(r);
+	CHECK(!archived(a) && !archived(b));
+	close_mem();
+
+	open_mem(":memory:");
+	CHECK(memory_store(a, m, mk("procedural", "Run the database migrations before the integration tests", "", 0.7)) == 0);
+	clock_ms += 1000;
+	CHECK(memory_store(b, m, mk("procedural", "Always run the database migrations before the integration tests", "", 0.7)) == 0);
+	r = consolidate();
+	CHECK(json_get_num(r, "merged", -1) == 1);
+	jv_free(r);
+	CHECK(archived(a) && !archived(b));
+	CHECK(memory_get(&mem, m, b) == 0);
+	CHECK_STR(json_get_str(mem, "content"), "Always run the database migrations before the integration tests");
+	jv_free(mem);
+	close_mem();
+}
+
 static void test_conflicts(void)
 {
 	char a[ULID_LEN + 1], b[ULID_LEN + 1];
@@ -662,6 +702,7 @@ int main(void)
 	RUN(test_consolidate_decay_archive);
 	RUN(test_consolidate_thresholds);
 	RUN(test_merge_similar);
+	RUN(test_merge_keeps_distinct_facts);
 	RUN(test_conflicts);
 	RUN(test_no_conflict);
 	RUN(test_promote);
