@@ -14,14 +14,61 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 volatile sig_atomic_t tui_stop;
 
 static bool started;
 
+/* For a crash (abort, a fault): the terminal's modes before curses, and
+ * what endwin() would write (attributes off, the cursor shown, keypad
+ * mode off, the alternate screen left), made before it can be needed. */
+static struct termios cooked;
+static bool have_cooked;
+static char undo[256];
+static size_t undo_len;
+
 static void on_signal(int sig)
 {
 	tui_stop = sig;
+}
+
+/* A crash: the terminal back as it was (async-signal-safe calls only),
+ * then the signal again with its default action (SA_RESETHAND). */
+static void on_crash(int sig)
+{
+	if (started) {
+		if (have_cooked)
+			tcsetattr(STDIN_FILENO, TCSANOW, &cooked);
+		ssize_t w = write(STDOUT_FILENO, undo, undo_len);
+		(void)w;   /* nothing more to do about it: the process ends */
+	}
+	raise(sig);
+}
+
+static void undo_add(const char *cap)
+{
+	size_t n = cap && cap != (char *)-1 ? strlen(cap) : 0;
+
+	if (n && undo_len + n < sizeof undo) {
+		memcpy(undo + undo_len, cap, n);
+		undo_len += n;
+	}
+}
+
+static void crash_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_crash, .sa_flags = SA_RESETHAND };
+	int sigs[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+
+	undo_add(exit_attribute_mode);
+	undo_add(cursor_normal);
+	undo_add(keypad_local);
+	undo_add(exit_ca_mode);
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 /* The colour pairs, by enum tui_attr (0: the terminal's own). */
@@ -41,6 +88,7 @@ int tui_screen_open(struct tui *t)
 {
 	const char *no_color = getenv("NO_COLOR");
 
+	have_cooked = tcgetattr(STDIN_FILENO, &cooked) == 0;
 	if (!newterm(NULL, stdout, stdin))
 		return forge_error("cannot use the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
 	/* a terminal that cannot move the cursor (TERM=dumb): curses draws
@@ -61,6 +109,7 @@ int tui_screen_open(struct tui *t)
 	if (t->color)
 		colours();
 	tui_screen_open_signals();
+	crash_handlers();
 	return 0;
 }
 

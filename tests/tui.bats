@@ -483,3 +483,32 @@ quit_ok() {
 	[ "$(cat "$REPO/.forge/config.json")" = '{"llm": ' ]
 	quit_ok
 }
+
+@test "a run whose model call failed (no response) and whose tests have no failures list opens: the error shown, no crash" {
+	paused_run
+	# a call that failed after its retries has no response (lib/llm/llm_log.c:
+	# its replies' tool_calls are null); a tests result needs only its summary
+	sqlite3 "$FORGE_DB" "update llm_calls set response = null, error = 'HTTP 500 from the provider'
+		where id = (select max(id) from llm_calls where trace_id = '$T')"
+	sqlite3 "$FORGE_DB" "update checkpoints set state = json_set(state, '\$.tests',
+		json('{\"summary\": {\"passed\": 3, \"failed\": 0, \"total\": 3}}'), '\$.review',
+		json('{\"decision\": \"approve\"}')) where id = (select id from checkpoints where trace_id = '$T'
+		order by ts desc, id desc limit 1)"
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui Enter
+	wait_for "error: HTTP 500 from the provider"
+	wait_for "3 passed, 0 failed of 3"
+	wait_for "findings (review: approve)"
+	quit_ok
+}
+
+@test "a crash (SIGABRT) leaves the terminal restored: canonical mode, echo, the alternate screen left" {
+	tui_start
+	wait_for "forge tui: 0 runs"
+	pid=$(pgrep -s "$(tm display -p -t tui '#{pane_pid}')" forge-tui)
+	kill -ABRT "$pid"
+	wait_for "tui exited 134"
+	wait_for "icanon echo"
+	[[ "$(screen)" != *"forge tui:"* ]]   # the alternate screen is gone
+}
