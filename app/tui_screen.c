@@ -259,6 +259,9 @@ char *tui_read_line(const struct tui *t, const char *prompt)
 			buf_addch(&b, (char)c);
 		}
 	}
+	/* a pasted text's lines after the first are not keys: they would
+	 * move the list and answer the next gate nobody looked at */
+	flushinp();
 	curs_set(0);
 	timeout(1000);
 	if (cancelled) {

@@ -512,3 +512,27 @@ quit_ok() {
 	wait_for "icanon echo"
 	[[ "$(screen)" != *"forge tui:"* ]]   # the alternate screen is gone
 }
+
+@test "a note pasted on two lines: the first line is the note, the rest is dropped, not taken as keys that answer another run's gate" {
+	paused_run
+	T1=$T
+	paused_run
+	G=$(pending_gate "$T")
+	tui_start
+	wait_for "$T1"
+	tm send-keys -t tui g
+	wait_for "($G)"
+	tm send-keys -t tui e
+	wait_for "note (Enter approves"
+	# its second line as keys: j the other run, g its gate, y approve
+	tm set-buffer -b p "$(printf 'LGTM\njust go, yes')"
+	tm paste-buffer -b p -t tui
+	wait_for "approved $G"
+	# a key after the paste: what was pasted before it has been read
+	tm send-keys -t tui :
+	wait_for "commands (the selected run: $T"
+	tm send-keys -t tui Escape
+	forge gate list --all --json "$T" | jq -e '.status == "approved" and .note == "LGTM"'
+	forge gate list --json "$T1" | jq -e '.status == "pending"'
+	quit_ok
+}
