@@ -73,8 +73,10 @@ void tui_screen_open_signals(void);
 void tui_screen_close(void);
 /* Whether the terminal is too small; then it has said so on the screen. */
 bool tui_too_small(void);
-/* text at row y from column x, at most w columns (cut at a whole UTF-8
- * character, the rest of the w columns cleared). */
+/* text's first line at row y from column x, at most w columns by display
+ * width (term_cut: a wide character takes two, none is split; the rest of
+ * the w columns cleared), its control characters drawn as spaces
+ * (term_clean_line: none moves the cursor). */
 void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const char *text);
 /* The bottom line: keys (left) and the message of t (right). */
 void tui_footer(const struct tui *t, const char *keys);

@@ -3,6 +3,7 @@
  * restored, colours, the size check, lines drawn and read.
  */
 #include "app/cli.h"
+#include "app/term.h"
 #include "app/tui.h"
 
 #include "core/buf.h"
@@ -158,23 +159,6 @@ static attr_t attr_of(const struct tui *t, enum tui_attr a)
 	return a == TUI_PLAIN ? A_NORMAL : COLOR_PAIR(a);
 }
 
-/* How many bytes of text fit in w columns: whole UTF-8 sequences, one
- * column each (an approximation that never cuts a character). */
-static int fit(const char *text, int w)
-{
-	int cols = 0;
-	size_t i = 0;
-
-	while (text[i] && text[i] != '\n' && cols < w) {
-		size_t n = 1;
-		while ((text[i + n] & 0xC0) == 0x80)
-			n++;
-		cols++;
-		i += n;
-	}
-	return (int)i;
-}
-
 void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const char *text)
 {
 	attr_t at = attr_of(t, a);
@@ -183,10 +167,17 @@ void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const ch
 		return;
 	if (x + w > COLS)
 		w = COLS - x;
+	/* what a model, a repository or a config wrote: a control character
+	 * (\r, \b, \t, an escape) would move the cursor over the row's other
+	 * columns; and cut by display width, a wide character taking two */
+	size_t len = strcspn(text, "\n");
+	char *line = xstrndup(text, len);
+	term_clean_line(line, len);
 	attron(at);
 	mvhline(y, x, ' ', w);
-	mvaddnstr(y, x, text, fit(text, w));
+	mvaddnstr(y, x, line, (int)term_cut(line, len, (size_t)w));
 	attroff(at);
+	free(line);
 }
 
 void tui_footer(const struct tui *t, const char *keys)

@@ -536,3 +536,28 @@ quit_ok() {
 	forge gate list --json "$T1" | jq -e '.status == "pending"'
 	quit_ok
 }
+
+@test "control characters of a task or a gate's prompt are drawn as spaces: a \\r cannot overwrite the row's trace, status and gate" {
+	paused_run
+	G=$(pending_gate "$T")
+	sqlite3 "$FORGE_DB" "update runs set task = 'delete every test' || char(13) || '01FAKEFAKEFAKEFAKEFAKEFAKE  completed' where id = '$T';
+		update gates set prompt = 'it deletes the tests' || char(13) || 'Safe change' || char(8, 9) || 'press y' where id = '$G'"
+	tui_start
+	wait_for "$T  paused      gate plan"
+	wait_for "delete every test 01FAKE"
+	tm send-keys -t tui g
+	wait_for "it deletes the tests Safe change  press y"
+	tm send-keys -t tui Escape
+	quit_ok
+}
+
+@test "wide characters are cut at the screen's edge by their width: a task of 80 CJK characters does not spill onto the next row" {
+	paused_run
+	sqlite3 "$FORGE_DB" "update runs set task = '$(printf '漢字%.0s' $(seq 40))' where id = '$T'"
+	tui_start
+	wait_for "$T  paused"
+	run -0 screen
+	# the row of the only run is the third; the fourth stays empty
+	[ -z "$(sed -n 4p <<<"$output" | tr -d ' ')" ]
+	quit_ok
+}
