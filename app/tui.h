@@ -56,8 +56,9 @@ struct tui {
 	char msg[512];          /* the status line: the last thing done or failed */
 };
 
-/* Set by the handler of SIGINT, SIGTERM and SIGHUP: the loop ends, the
- * terminal is restored. */
+/* Set by the handler of SIGINT, SIGTERM and SIGHUP (and by tui_getch() when
+ * the terminal is gone): the loop ends, the terminal is restored, forge tui
+ * exits 130. */
 extern volatile sig_atomic_t tui_stop;
 
 /* ---- tui_screen.c ----------------------------------------------------- */
@@ -71,6 +72,9 @@ int tui_screen_open(struct tui *t);
 void tui_screen_open_signals(void);
 /* Restore the terminal (endwin); safe to call twice. */
 void tui_screen_close(void);
+/* getch(); when the terminal is gone (its input hung up, no SIGHUP came)
+ * it also sets tui_stop to SIGHUP: every loop ends as on the signal. */
+int tui_getch(void);
 /* Whether the terminal is too small; then it has said so on the screen. */
 bool tui_too_small(void);
 /* text's first line at row y from column x, at most w columns by display

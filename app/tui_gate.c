@@ -63,7 +63,7 @@ static int show(struct tui *t, jv gate, char **v, int n)
 		if (!shown)
 			flushinp();
 		shown = true;
-		int c = getch();
+		int c = tui_getch();
 		if (tui_stop || c == 3)
 			return 27;
 		if (c == 'y' || c == 'n' || c == 'e' || c == 27 || c == 'q')

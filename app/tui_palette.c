@@ -90,7 +90,7 @@ static int choose(struct tui *t, const char *trace)
 		}
 		tui_footer(t, " Enter run  Esc back  arrows or the first letter choose");
 		refresh();
-		int c = getch();
+		int c = tui_getch();
 		if (tui_stop || c == 27 || c == 3 || c == 'q')
 			return -1;
 		if (c == KEY_UP || c == 'k')

@@ -11,6 +11,7 @@
 
 #include <curses.h>
 #include <term.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +221,19 @@ void tui_say(struct tui *t, const char *fmt, ...)
 	relative_to_repo(t->msg, t->ses ? t->ses->repo : NULL);
 }
 
+int tui_getch(void)
+{
+	int c = getch();
+	struct pollfd in = { .fd = STDIN_FILENO, .events = POLLIN };
+
+	/* ERR is the timeout's tick, or a terminal that is gone (a hangup
+	 * without SIGHUP: each read ends at once): then it is the end, not a
+	 * tick that would come again at once, for ever */
+	if (c == ERR && poll(&in, 1, 0) > 0 && (in.revents & (POLLHUP | POLLERR | POLLNVAL)))
+		tui_stop = SIGHUP;
+	return c;
+}
+
 char *tui_read_line(const struct tui *t, const char *prompt)
 {
 	struct buf b = BUF_INIT;
@@ -234,7 +248,7 @@ char *tui_read_line(const struct tui *t, const char *prompt)
 		tui_put(t, LINES - 1, plen, COLS - plen, TUI_PLAIN, b.buf + start);
 		move(LINES - 1, plen + (int)b.len - start < COLS ? plen + (int)b.len - start : COLS - 1);
 		refresh();
-		int c = getch();
+		int c = tui_getch();
 		if (c == 27 || c == 3 || tui_stop) {
 			cancelled = true;
 			break;

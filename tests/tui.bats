@@ -561,3 +561,40 @@ quit_ok() {
 	[ -z "$(sed -n 4p <<<"$output" | tr -d ' ')" ]
 	quit_ok
 }
+
+@test "SIGTERM, SIGINT or SIGHUP end forge tui with status 130 (interrupted), the terminal restored" {
+	for sig in TERM INT HUP; do
+		[ "$sig" = TERM ] || tm_fresh
+		tui_start
+		wait_for "forge tui: 0 runs"
+		kill "-$sig" "$(pgrep -s "$(tm display -p -t tui '#{pane_pid}')" forge-tui)"
+		wait_for "tui exited 130"
+		wait_for "icanon echo"
+	done
+}
+
+@test "a terminal that goes away without a SIGHUP (not its controlling terminal) ends forge tui (130), no busy loop" {
+	# forge tui in a session of its own on a pty; the pty's other end closed
+	run -0 python3 - <<'PY'
+import os, subprocess, select, sys
+m, s = os.openpty()
+import fcntl, termios, struct
+fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+env = dict(os.environ, TERM="xterm", LC_ALL="C.UTF-8")
+p = subprocess.Popen(["forge", "tui"], stdin=s, stdout=s, stderr=s, env=env, start_new_session=True)
+os.close(s)
+seen = b""
+while b"forge tui: 0 runs" not in seen:
+    r, _, _ = select.select([m], [], [], 60)
+    if not r:
+        sys.exit("the list never came")
+    seen += os.read(m, 65536)
+os.close(m)
+try:
+    print("exited", p.wait(timeout=60))
+except subprocess.TimeoutExpired:
+    p.kill()
+    print("still running")
+PY
+	assert_output "exited 130"
+}
