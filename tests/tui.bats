@@ -598,3 +598,22 @@ except subprocess.TimeoutExpired:
 PY
 	assert_output "exited 130"
 }
+
+@test "a note that is not UTF-8 (a Latin-1 terminal) is refused as forge gate refuses it: the gate stays pending" {
+	paused_run
+	G=$(pending_gate "$T")
+	tui_start LC_ALL=C
+	wait_for "$T"
+	tm send-keys -t tui g
+	wait_for "($G)"
+	tm send-keys -t tui e
+	wait_for "note (Enter approves"
+	tm send-keys -t tui -l "caf"
+	tm send-keys -t tui -H e9
+	tm send-keys -t tui -l " ok"
+	tm send-keys -t tui Enter
+	wait_for "the note is not valid UTF-8"
+	forge gate list --json "$T" | jq -e '.status == "pending"'
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where type in ('gate.approved', 'gate.rejected') and trace_id = '$T'")" = 0 ]
+	quit_ok
+}
