@@ -617,3 +617,21 @@ PY
 	[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where type in ('gate.approved', 'gate.rejected') and trace_id = '$T'")" = 0 ]
 	quit_ok
 }
+
+@test "a resize at the palette's 'press Enter to return' does not return: the command's output stays until Enter" {
+	paused_run
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui :
+	wait_for "commands (the selected run: $T"
+	tm send-keys -t tui s Enter
+	wait_for "[forge show exited 0; press Enter to return]"
+	tm resize-window -t tui -x 120 -y 40
+	# still waiting for Enter: q is not a key of the list here, Enter returns
+	tm send-keys -t tui q Enter
+	wait_for "TRACE                       STATUS"
+	tm send-keys -t tui :
+	wait_for "commands (the selected run: $T"
+	tm send-keys -t tui Escape
+	quit_ok
+}
