@@ -635,3 +635,21 @@ PY
 	tm send-keys -t tui Escape
 	quit_ok
 }
+
+@test "another host's live text not written for over a day is not shown (its writer is gone, as forge gc judges); a fresh one is" {
+	paused_run
+	old=$(date -u -d '9 days ago' +%Y-%m-%dT%H:%M:%S.000Z)
+	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	for r in "c1|$old|half a sentence" "c2|$now|fresh text"; do
+		IFS='|' read -r id at text <<<"$r"
+		sqlite3 "$FORGE_DB" "insert into live_text (call_id, trace_id, phase, model, pid, host, text, started_at,
+			updated_at) values ('$id', '$T', 'plan', 'm-1', 1, 'ci-runner-7', '$text', '$at', '$at')"
+	done
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui Enter
+	wait_for "    fresh text"
+	run -0 screen
+	[[ "$output" != *"half a sentence"* ]]
+	quit_ok
+}
