@@ -12,6 +12,7 @@
 #include "store/store.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static void remember(struct store *st, const struct config *cfg, jv gate, const char *note)
 {
@@ -34,6 +35,12 @@ int gatedecide_human(jv *out, struct store *st, const struct config *cfg, const 
 
 	if (out)
 		*out = jv_null();
+	/* the row, the event and the memory would each hold it differently
+	 * (raw bytes, U+FFFD): one check for forge gate and forge tui */
+	if (note && !json_utf8_valid(note, strlen(note))) {
+		forge_error("the note is not valid UTF-8 (a terminal in another encoding?); nothing was decided");
+		return GATE_REFUSED;
+	}
 	if (gate_get(&gate, st, id) < 0)
 		return -1;
 	if (jv_get_kind(gate) != JV_KIND_OBJECT) {

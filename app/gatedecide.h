@@ -18,7 +18,8 @@ struct store;
  * (cfg's memory options) so later runs learn from it.  Prints nothing.
  * Returns 0 with *gate (may be NULL) the gate row as it was before (the
  * caller frees it); GATE_REFUSED with forge_error() when there is no such
- * gate or it is decided or expired already; -1 when the database failed.
+ * gate or it is decided or expired already, or the note is not valid UTF-8
+ * (nothing decided); -1 when the database failed.
  */
 int gatedecide_human(jv *gate, struct store *st, const struct config *cfg, const char *source,
 		     const char *id, bool approve, const char *note);

@@ -56,8 +56,9 @@ struct tui {
 	char msg[512];          /* the status line: the last thing done or failed */
 };
 
-/* Set by the handler of SIGINT, SIGTERM and SIGHUP: the loop ends, the
- * terminal is restored. */
+/* Set by the handler of SIGINT, SIGTERM and SIGHUP (and by tui_getch() when
+ * the terminal is gone): the loop ends, the terminal is restored, forge tui
+ * exits 130. */
 extern volatile sig_atomic_t tui_stop;
 
 /* ---- tui_screen.c ----------------------------------------------------- */
@@ -71,10 +72,15 @@ int tui_screen_open(struct tui *t);
 void tui_screen_open_signals(void);
 /* Restore the terminal (endwin); safe to call twice. */
 void tui_screen_close(void);
+/* getch(); when the terminal is gone (its input hung up, no SIGHUP came)
+ * it also sets tui_stop to SIGHUP: every loop ends as on the signal. */
+int tui_getch(void);
 /* Whether the terminal is too small; then it has said so on the screen. */
 bool tui_too_small(void);
-/* text at row y from column x, at most w columns (cut at a whole UTF-8
- * character, the rest of the w columns cleared). */
+/* text's first line at row y from column x, at most w columns by display
+ * width (term_cut: a wide character takes two, none is split; the rest of
+ * the w columns cleared), its control characters drawn as spaces
+ * (term_clean_line: none moves the cursor). */
 void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const char *text);
 /* The bottom line: keys (left) and the message of t (right). */
 void tui_footer(const struct tui *t, const char *keys);

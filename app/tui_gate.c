@@ -44,6 +44,7 @@ static char **split(char *text, int *n)
 static int show(struct tui *t, jv gate, char **v, int n)
 {
 	int top = 0;
+	bool shown = false;
 	char head[512];
 
 	snprintf(head, sizeof head, "gate %s (%s) of run %s", json_get_str(gate, "gate"), json_get_str(gate, "id"),
@@ -57,7 +58,12 @@ static int show(struct tui *t, jv gate, char **v, int n)
 		tui_put(t, LINES - 2, 0, COLS, TUI_WARN, json_get_str(gate, "prompt") ? json_get_str(gate, "prompt") : "");
 		tui_footer(t, " y approve  n reject (a note)  e approve with a note  Esc back  arrows scroll");
 		refresh();
-		int c = getch();
+		/* a decision is a key pressed after the dialog was seen, not
+		 * one typed (or pasted) ahead */
+		if (!shown)
+			flushinp();
+		shown = true;
+		int c = tui_getch();
 		if (tui_stop || c == 3)
 			return 27;
 		if (c == 'y' || c == 'n' || c == 'e' || c == 27 || c == 'q')

@@ -41,22 +41,33 @@ static void age(char *out, size_t n, const char *iso)
 		snprintf(out, n, "%ldd", s / 86400);
 }
 
+/* The id of each trace's newest pending gate, by trace id, of gates
+ * (borrowed, newest first): a hash, so matching the runs is linear in
+ * runs and gates (thousands may wait, read again every second). */
+static jv gate_by_trace(jv gates)
+{
+	jv by = jv_object();
+
+	jv_array_foreach(gates, k, g) {
+		const char *tr = json_get_str(g, "trace_id");
+		if (tr && !json_has(by, tr))
+			by = json_set(by, tr, json_get(g, "id"));
+		jv_free(g);
+	}
+	return by;
+}
+
 /* Each run of runs (consumed) with the status forge status shows
  * (runview_shown(): "interrupted" when its process is gone) and
- * "pending_gate": the id of its newest pending gate (gates, borrowed,
- * newest first), or null. */
-static jv with_gates(struct store *st, jv runs, jv gates)
+ * "pending_gate": the id of its newest pending gate (by, borrowed:
+ * gate_by_trace()), or null. */
+static jv with_gates(struct store *st, jv runs, jv by)
 {
 	jv out = jv_array();
 
 	jv_array_foreach(runs, i, r) {
-		jv gate = jv_null();
-		jv_array_foreach(gates, k, g) {
-			const char *tr = json_get_str(g, "trace_id");
-			if (jv_get_kind(gate) == JV_KIND_NULL && tr && !strcmp(tr, json_get_str(r, "trace_id")))
-				gate = json_get(g, "id");
-			jv_free(g);
-		}
+		const char *tr = json_get_str(r, "trace_id");
+		jv gate = tr && json_has(by, tr) ? json_get(by, tr) : jv_null();
 		out = jv_array_append(out, json_set(runview_shown(st, r), "pending_gate", gate));
 	}
 	jv_free(runs);
@@ -64,26 +75,31 @@ static jv with_gates(struct store *st, jv runs, jv gates)
 }
 
 /* runs (consumed) with, after them, the older runs a pending gate of
- * gates (borrowed) waits in: the list shows the newest TUI_RUNS_SHOWN,
- * and a run waiting for an answer must not fall off its end. */
+ * gates (borrowed, newest first) waits in: the list shows the newest
+ * TUI_RUNS_SHOWN, and a run waiting for an answer must not fall off its
+ * end.  The runs listed are a hash: linear in runs and gates. */
 static jv with_waiting(struct store *st, jv runs, jv gates)
 {
+	jv listed = jv_object();
+
+	jv_array_foreach(runs, i, r) {
+		if (json_get_str(r, "trace_id"))
+			listed = json_set(listed, json_get_str(r, "trace_id"), jv_true());
+		jv_free(r);
+	}
 	jv_array_foreach(gates, k, g) {
 		const char *tr = json_get_str(g, "trace_id");
-		bool listed = !tr;
-
-		jv_array_foreach(runs, i, r) {
-			listed = listed || !strcmp(json_get_str(r, "trace_id"), tr);
-			jv_free(r);
-		}
 		jv run = jv_null();
 
-		if (!listed && store_run_get(&run, st, tr) == 0 && jv_get_kind(run) == JV_KIND_OBJECT)
+		if (tr && !json_has(listed, tr) && store_run_get(&run, st, tr) == 0 && jv_get_kind(run) == JV_KIND_OBJECT) {
+			listed = json_set(listed, tr, jv_true());
 			runs = jv_array_append(runs, run);
-		else
+		} else {
 			jv_free(run);
+		}
 		jv_free(g);
 	}
+	jv_free(listed);
 	return runs;
 }
 
@@ -102,9 +118,11 @@ int tui_list_load(struct tui *t)
 		free(keep);
 		return -1;
 	}
+	jv by = gate_by_trace(gates);
 	runs = with_waiting(t->ses->store, runs, gates);
 	jv_free(t->runs);
-	t->runs = with_gates(t->ses->store, runs, gates);
+	t->runs = with_gates(t->ses->store, runs, by);
+	jv_free(by);
 	jv_free(gates);
 	/* the selection stays on its run when new runs come in above it */
 	jv_array_foreach(t->runs, i, r) {

@@ -43,7 +43,7 @@ static int pick(struct tui *t, const char *title, const char *const *rows, int n
 			tui_put(t, y, 2, COLS - 2, i == sel ? TUI_SELECTED : TUI_PLAIN, rows[i]);
 		tui_footer(t, " Enter choose  Esc back  arrows move");
 		refresh();
-		int c = getch();
+		int c = tui_getch();
 		if (tui_stop || c == 27 || c == 3 || c == 'q')
 			return -1;
 		if ((c == KEY_UP || c == 'k') && sel > 0)

@@ -63,9 +63,15 @@ static int run_forge(const struct tui *t, char *const *argv)
 		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		printf("\n[forge %s exited %d; press Enter to return]", argv[1], status);
 		fflush(stdout);
-		int c;
-		while ((c = getchar()) != EOF && c != '\n')
-			;
+		/* a resize (SIGWINCH) interrupts the read: not the Enter awaited,
+		 * which would wipe the output the window grew to read */
+		for (int c; (c = getchar()) != '\n';) {
+			if (c != EOF)
+				continue;
+			if (!ferror(stdin) || errno != EINTR || tui_stop)
+				break;
+			clearerr(stdin);
+		}
 	}
 	buf_release(&path);
 	reset_prog_mode();
@@ -90,7 +96,7 @@ static int choose(struct tui *t, const char *trace)
 		}
 		tui_footer(t, " Enter run  Esc back  arrows or the first letter choose");
 		refresh();
-		int c = getch();
+		int c = tui_getch();
 		if (tui_stop || c == 27 || c == 3 || c == 'q')
 			return -1;
 		if (c == KEY_UP || c == 'k')

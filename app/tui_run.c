@@ -42,6 +42,18 @@ static void line(jv *lines, enum tui_attr a, const char *fmt, ...)
 	buf_release(&b);
 }
 
+/* v (consumed) when it is an array, else an empty one: a record's list may
+ * be null or absent (a failed model call's tool_calls, a tests result
+ * without failures, a review without findings), and jv_array_foreach
+ * asserts on anything but an array. */
+static jv array_or_empty(jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_ARRAY)
+		return v;
+	jv_free(v);
+	return jv_array();
+}
+
 static const char *str_or(jv v, const char *key, const char *dflt)
 {
 	return json_get_str(v, key) ? json_get_str(v, key) : dflt;
@@ -50,7 +62,7 @@ static const char *str_or(jv v, const char *key, const char *dflt)
 /* run, status at phase, cost against the budget, nodes, pending gates. */
 static void summary(jv *l, jv view, jv cp)
 {
-	jv run = json_get(view, "run"), nodes = json_get(cp, "nodes"), gates = json_get(view, "gates");
+	jv run = json_get(view, "run"), nodes = json_get(cp, "nodes"), gates = array_or_empty(json_get(view, "gates"));
 	jv bu = json_get_path(cp, "budget.usd");
 	double budget = jv_get_kind(bu) == JV_KIND_NUMBER ? jv_number_value(bu) : -1;
 	struct buf b = BUF_INIT;
@@ -91,7 +103,7 @@ static void summary(jv *l, jv view, jv cp)
 /* Each phase's cost and the timeline (runview_load()'s). */
 static void timeline(jv *l, jv view)
 {
-	jv pc = json_get(view, "phase_cost"), tl = json_get(view, "timeline");
+	jv pc = array_or_empty(json_get(view, "phase_cost")), tl = array_or_empty(json_get(view, "timeline"));
 	char when[32];
 
 	line(l, TUI_HEAD, "phases");
@@ -133,7 +145,7 @@ static void replies(jv *l, jv list)
 
 	line(l, TUI_HEAD, "model");
 	jv_array_foreach(list, i, r) {
-		jv calls = json_get(r, "tool_calls");
+		jv calls = array_or_empty(json_get(r, "tool_calls"));
 		runview_local_time(when, sizeof when, json_get_str(r, "ts"), false);
 		line(l, TUI_DIM, "  %s %-9s %s", when, str_or(r, "phase", ""), str_or(r, "model", ""));
 		if (json_get_str(r, "text") && *json_get_str(r, "text"))
@@ -199,8 +211,9 @@ static int live_calls(jv *l, jv list)
 /* The review's findings and the tests' results, from the view. */
 static void findings_tests(jv *l, jv view)
 {
-	jv review = json_get(view, "review"), found = json_get(review, "findings"), tests = json_get(view, "tests");
-	jv sum = json_get(tests, "summary"), failures = json_get(tests, "failures");
+	jv review = json_get(view, "review"), tests = json_get(view, "tests");
+	jv found = array_or_empty(json_get(review, "findings"));
+	jv sum = json_get(tests, "summary"), failures = array_or_empty(json_get(tests, "failures"));
 
 	if (jv_get_kind(review) == JV_KIND_OBJECT) {
 		line(l, TUI_HEAD, "findings (review: %s)", str_or(review, "decision", "?"));

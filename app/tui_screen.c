@@ -3,6 +3,7 @@
  * restored, colours, the size check, lines drawn and read.
  */
 #include "app/cli.h"
+#include "app/term.h"
 #include "app/tui.h"
 
 #include "core/buf.h"
@@ -10,18 +11,66 @@
 
 #include <curses.h>
 #include <term.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 volatile sig_atomic_t tui_stop;
 
 static bool started;
 
+/* For a crash (abort, a fault): the terminal's modes before curses, and
+ * what endwin() would write (attributes off, the cursor shown, keypad
+ * mode off, the alternate screen left), made before it can be needed. */
+static struct termios cooked;
+static bool have_cooked;
+static char undo[256];
+static size_t undo_len;
+
 static void on_signal(int sig)
 {
 	tui_stop = sig;
+}
+
+/* A crash: the terminal back as it was (async-signal-safe calls only),
+ * then the signal again with its default action (SA_RESETHAND). */
+static void on_crash(int sig)
+{
+	if (started) {
+		if (have_cooked)
+			tcsetattr(STDIN_FILENO, TCSANOW, &cooked);
+		ssize_t w = write(STDOUT_FILENO, undo, undo_len);
+		(void)w;   /* nothing more to do about it: the process ends */
+	}
+	raise(sig);
+}
+
+static void undo_add(const char *cap)
+{
+	size_t n = cap && cap != (char *)-1 ? strlen(cap) : 0;
+
+	if (n && undo_len + n < sizeof undo) {
+		memcpy(undo + undo_len, cap, n);
+		undo_len += n;
+	}
+}
+
+static void crash_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_crash, .sa_flags = SA_RESETHAND };
+	int sigs[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+
+	undo_add(exit_attribute_mode);
+	undo_add(cursor_normal);
+	undo_add(keypad_local);
+	undo_add(exit_ca_mode);
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 /* The colour pairs, by enum tui_attr (0: the terminal's own). */
@@ -41,6 +90,7 @@ int tui_screen_open(struct tui *t)
 {
 	const char *no_color = getenv("NO_COLOR");
 
+	have_cooked = tcgetattr(STDIN_FILENO, &cooked) == 0;
 	if (!newterm(NULL, stdout, stdin))
 		return forge_error("cannot use the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
 	/* a terminal that cannot move the cursor (TERM=dumb): curses draws
@@ -61,6 +111,7 @@ int tui_screen_open(struct tui *t)
 	if (t->color)
 		colours();
 	tui_screen_open_signals();
+	crash_handlers();
 	return 0;
 }
 
@@ -109,23 +160,6 @@ static attr_t attr_of(const struct tui *t, enum tui_attr a)
 	return a == TUI_PLAIN ? A_NORMAL : COLOR_PAIR(a);
 }
 
-/* How many bytes of text fit in w columns: whole UTF-8 sequences, one
- * column each (an approximation that never cuts a character). */
-static int fit(const char *text, int w)
-{
-	int cols = 0;
-	size_t i = 0;
-
-	while (text[i] && text[i] != '\n' && cols < w) {
-		size_t n = 1;
-		while ((text[i + n] & 0xC0) == 0x80)
-			n++;
-		cols++;
-		i += n;
-	}
-	return (int)i;
-}
-
 void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const char *text)
 {
 	attr_t at = attr_of(t, a);
@@ -134,10 +168,17 @@ void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const ch
 		return;
 	if (x + w > COLS)
 		w = COLS - x;
+	/* what a model, a repository or a config wrote: a control character
+	 * (\r, \b, \t, an escape) would move the cursor over the row's other
+	 * columns; and cut by display width, a wide character taking two */
+	size_t len = strcspn(text, "\n");
+	char *line = xstrndup(text, len);
+	term_clean_line(line, len);
 	attron(at);
 	mvhline(y, x, ' ', w);
-	mvaddnstr(y, x, text, fit(text, w));
+	mvaddnstr(y, x, line, (int)term_cut(line, len, (size_t)w));
 	attroff(at);
+	free(line);
 }
 
 void tui_footer(const struct tui *t, const char *keys)
@@ -180,6 +221,19 @@ void tui_say(struct tui *t, const char *fmt, ...)
 	relative_to_repo(t->msg, t->ses ? t->ses->repo : NULL);
 }
 
+int tui_getch(void)
+{
+	int c = getch();
+	struct pollfd in = { .fd = STDIN_FILENO, .events = POLLIN };
+
+	/* ERR is the timeout's tick, or a terminal that is gone (a hangup
+	 * without SIGHUP: each read ends at once): then it is the end, not a
+	 * tick that would come again at once, for ever */
+	if (c == ERR && poll(&in, 1, 0) > 0 && (in.revents & (POLLHUP | POLLERR | POLLNVAL)))
+		tui_stop = SIGHUP;
+	return c;
+}
+
 char *tui_read_line(const struct tui *t, const char *prompt)
 {
 	struct buf b = BUF_INIT;
@@ -194,7 +248,7 @@ char *tui_read_line(const struct tui *t, const char *prompt)
 		tui_put(t, LINES - 1, plen, COLS - plen, TUI_PLAIN, b.buf + start);
 		move(LINES - 1, plen + (int)b.len - start < COLS ? plen + (int)b.len - start : COLS - 1);
 		refresh();
-		int c = getch();
+		int c = tui_getch();
 		if (c == 27 || c == 3 || tui_stop) {
 			cancelled = true;
 			break;
@@ -210,6 +264,9 @@ char *tui_read_line(const struct tui *t, const char *prompt)
 			buf_addch(&b, (char)c);
 		}
 	}
+	/* a pasted text's lines after the first are not keys: they would
+	 * move the list and answer the next gate nobody looked at */
+	flushinp();
 	curs_set(0);
 	timeout(1000);
 	if (cancelled) {

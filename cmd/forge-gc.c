@@ -159,13 +159,12 @@ static int prune_tool_cache(bool dry_run)
 	return 0;
 }
 
-enum { LIVE_STALE_MS = 86400 * 1000 };	/* another host's live text: gone after a day */
 static size_t dead_live;   /* live_text rows removed (or that would be) */
 
 /* The live text left by calls whose process died; a line saying how many. */
 static int prune_live_text(struct store *st, bool dry_run)
 {
-	if (store_live_prune(&dead_live, st, LIVE_STALE_MS, dry_run) < 0) {
+	if (store_live_prune(&dead_live, st, STORE_LIVE_STALE_MS, dry_run) < 0) {
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
 		return -1;
 	}

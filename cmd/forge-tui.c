@@ -34,7 +34,8 @@ static const struct cli_spec spec = {
 		      "  : or Ctrl-P   commands: run, resume, cancel, show, merge, gc\n"
 		      "  m             the model of each phase\n"
 		      "  q or Ctrl-C   quit (the terminal is restored)\n"
-		      "Exit status: 0 on quit, 2 when stdin or stdout is not a terminal, 5 when the\n"
+		      "Exit status: 0 on quit, 130 when ended by a signal (SIGINT, SIGTERM, SIGHUP) or\n"
+		      "when the terminal went away, 2 when stdin or stdout is not a terminal, 5 when the\n"
 		      "database cannot be read.\n",
 };
 
@@ -115,11 +116,12 @@ static int loop(struct tui *t)
 		draw(t);
 		/* a model call in flight on the run view: its text as it streams */
 		timeout(t->screen == TUI_RUN && t->live ? 150 : 1000);
-		int c = getch();
+		int c = tui_getch();
 		if (tui_stop || !on_key(t, c))
 			break;
 	}
-	return FORGE_EXIT_OK;
+	/* q and the Ctrl-C key quit; a signal (or the terminal gone) interrupts */
+	return tui_stop ? FORGE_EXIT_INTERRUPTED : FORGE_EXIT_OK;
 }
 
 int main(int argc, char **argv)

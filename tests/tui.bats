@@ -483,3 +483,173 @@ quit_ok() {
 	[ "$(cat "$REPO/.forge/config.json")" = '{"llm": ' ]
 	quit_ok
 }
+
+@test "a run whose model call failed (no response) and whose tests have no failures list opens: the error shown, no crash" {
+	paused_run
+	# a call that failed after its retries has no response (lib/llm/llm_log.c:
+	# its replies' tool_calls are null); a tests result needs only its summary
+	sqlite3 "$FORGE_DB" "update llm_calls set response = null, error = 'HTTP 500 from the provider'
+		where id = (select max(id) from llm_calls where trace_id = '$T')"
+	sqlite3 "$FORGE_DB" "update checkpoints set state = json_set(state, '\$.tests',
+		json('{\"summary\": {\"passed\": 3, \"failed\": 0, \"total\": 3}}'), '\$.review',
+		json('{\"decision\": \"approve\"}')) where id = (select id from checkpoints where trace_id = '$T'
+		order by ts desc, id desc limit 1)"
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui Enter
+	wait_for "error: HTTP 500 from the provider"
+	wait_for "3 passed, 0 failed of 3"
+	wait_for "findings (review: approve)"
+	quit_ok
+}
+
+@test "a crash (SIGABRT) leaves the terminal restored: canonical mode, echo, the alternate screen left" {
+	tui_start
+	wait_for "forge tui: 0 runs"
+	pid=$(pgrep -s "$(tm display -p -t tui '#{pane_pid}')" forge-tui)
+	kill -ABRT "$pid"
+	wait_for "tui exited 134"
+	wait_for "icanon echo"
+	[[ "$(screen)" != *"forge tui:"* ]]   # the alternate screen is gone
+}
+
+@test "a note pasted on two lines: the first line is the note, the rest is dropped, not taken as keys that answer another run's gate" {
+	paused_run
+	T1=$T
+	paused_run
+	G=$(pending_gate "$T")
+	tui_start
+	wait_for "$T1"
+	tm send-keys -t tui g
+	wait_for "($G)"
+	tm send-keys -t tui e
+	wait_for "note (Enter approves"
+	# its second line as keys: j the other run, g its gate, y approve
+	tm set-buffer -b p "$(printf 'LGTM\njust go, yes')"
+	tm paste-buffer -b p -t tui
+	wait_for "approved $G"
+	# a key after the paste: what was pasted before it has been read
+	tm send-keys -t tui :
+	wait_for "commands (the selected run: $T"
+	tm send-keys -t tui Escape
+	forge gate list --all --json "$T" | jq -e '.status == "approved" and .note == "LGTM"'
+	forge gate list --json "$T1" | jq -e '.status == "pending"'
+	quit_ok
+}
+
+@test "control characters of a task or a gate's prompt are drawn as spaces: a \\r cannot overwrite the row's trace, status and gate" {
+	paused_run
+	G=$(pending_gate "$T")
+	sqlite3 "$FORGE_DB" "update runs set task = 'delete every test' || char(13) || '01FAKEFAKEFAKEFAKEFAKEFAKE  completed' where id = '$T';
+		update gates set prompt = 'it deletes the tests' || char(13) || 'Safe change' || char(8, 9) || 'press y' where id = '$G'"
+	tui_start
+	wait_for "$T  paused      gate plan"
+	wait_for "delete every test 01FAKE"
+	tm send-keys -t tui g
+	wait_for "it deletes the tests Safe change  press y"
+	tm send-keys -t tui Escape
+	quit_ok
+}
+
+@test "wide characters are cut at the screen's edge by their width: a task of 80 CJK characters does not spill onto the next row" {
+	paused_run
+	sqlite3 "$FORGE_DB" "update runs set task = '$(printf '漢字%.0s' $(seq 40))' where id = '$T'"
+	tui_start
+	wait_for "$T  paused"
+	run -0 screen
+	# the row of the only run is the third; the fourth stays empty
+	[ -z "$(sed -n 4p <<<"$output" | tr -d ' ')" ]
+	quit_ok
+}
+
+@test "SIGTERM, SIGINT or SIGHUP end forge tui with status 130 (interrupted), the terminal restored" {
+	for sig in TERM INT HUP; do
+		[ "$sig" = TERM ] || tm_fresh
+		tui_start
+		wait_for "forge tui: 0 runs"
+		kill "-$sig" "$(pgrep -s "$(tm display -p -t tui '#{pane_pid}')" forge-tui)"
+		wait_for "tui exited 130"
+		wait_for "icanon echo"
+	done
+}
+
+@test "a terminal that goes away without a SIGHUP (not its controlling terminal) ends forge tui (130), no busy loop" {
+	# forge tui in a session of its own on a pty; the pty's other end closed
+	run -0 python3 - <<'PY'
+import os, subprocess, select, sys
+m, s = os.openpty()
+import fcntl, termios, struct
+fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+env = dict(os.environ, TERM="xterm", LC_ALL="C.UTF-8")
+p = subprocess.Popen(["forge", "tui"], stdin=s, stdout=s, stderr=s, env=env, start_new_session=True)
+os.close(s)
+seen = b""
+while b"forge tui: 0 runs" not in seen:
+    r, _, _ = select.select([m], [], [], 60)
+    if not r:
+        sys.exit("the list never came")
+    seen += os.read(m, 65536)
+os.close(m)
+try:
+    print("exited", p.wait(timeout=60))
+except subprocess.TimeoutExpired:
+    p.kill()
+    print("still running")
+PY
+	assert_output "exited 130"
+}
+
+@test "a note that is not UTF-8 (a Latin-1 terminal) is refused as forge gate refuses it: the gate stays pending" {
+	paused_run
+	G=$(pending_gate "$T")
+	tui_start LC_ALL=C
+	wait_for "$T"
+	tm send-keys -t tui g
+	wait_for "($G)"
+	tm send-keys -t tui e
+	wait_for "note (Enter approves"
+	tm send-keys -t tui -l "caf"
+	tm send-keys -t tui -H e9
+	tm send-keys -t tui -l " ok"
+	tm send-keys -t tui Enter
+	wait_for "the note is not valid UTF-8"
+	forge gate list --json "$T" | jq -e '.status == "pending"'
+	[ "$(sqlite3 "$FORGE_DB" "select count(*) from events where type in ('gate.approved', 'gate.rejected') and trace_id = '$T'")" = 0 ]
+	quit_ok
+}
+
+@test "a resize at the palette's 'press Enter to return' does not return: the command's output stays until Enter" {
+	paused_run
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui :
+	wait_for "commands (the selected run: $T"
+	tm send-keys -t tui s Enter
+	wait_for "[forge show exited 0; press Enter to return]"
+	tm resize-window -t tui -x 120 -y 40
+	# still waiting for Enter: q is not a key of the list here, Enter returns
+	tm send-keys -t tui q Enter
+	wait_for "TRACE                       STATUS"
+	tm send-keys -t tui :
+	wait_for "commands (the selected run: $T"
+	tm send-keys -t tui Escape
+	quit_ok
+}
+
+@test "another host's live text not written for over a day is not shown (its writer is gone, as forge gc judges); a fresh one is" {
+	paused_run
+	old=$(date -u -d '9 days ago' +%Y-%m-%dT%H:%M:%S.000Z)
+	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	for r in "c1|$old|half a sentence" "c2|$now|fresh text"; do
+		IFS='|' read -r id at text <<<"$r"
+		sqlite3 "$FORGE_DB" "insert into live_text (call_id, trace_id, phase, model, pid, host, text, started_at,
+			updated_at) values ('$id', '$T', 'plan', 'm-1', 1, 'ci-runner-7', '$text', '$at', '$at')"
+	done
+	tui_start
+	wait_for "$T"
+	tm send-keys -t tui Enter
+	wait_for "    fresh text"
+	run -0 screen
+	[[ "$output" != *"half a sentence"* ]]
+	quit_ok
+}

@@ -45,6 +45,14 @@ static void flush(struct store_live *w)
 	w->writes++;
 }
 
+/* This host's name, as the rows' host column holds it. */
+static void self_host(char *host, size_t n)
+{
+	if (gethostname(host, n - 1) < 0)
+		snprintf(host, n, "%s", "localhost");
+	host[n - 1] = '\0';
+}
+
 void store_live_begin(struct store_live *w, const char *trace, const char *phase, const char *model,
 		      const char *span)
 {
@@ -56,9 +64,7 @@ void store_live_begin(struct store_live *w, const char *trace, const char *phase
 		return;
 	ulid_new(w->call);
 	timestamp_now(now);
-	if (gethostname(host, sizeof host - 1) < 0)
-		snprintf(host, sizeof host, "%s", "localhost");
-	host[sizeof host - 1] = '\0';
+	self_host(host, sizeof host);
 	if (db_prepare(&s, w->st, "INSERT INTO live_text (call_id, trace_id, phase, model, pid, host,"
 			  " started_at, updated_at, span_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)") < 0) {
 		w->st = NULL;
@@ -115,12 +121,26 @@ void store_live_release(struct store_live *w)
 	buf_release(&w->text);
 }
 
+/* Whether row {pid, host, updated_at} was left by a writer that is gone. */
+static bool writer_gone(jv row, const char *here, int64_t now, int64_t stale_ms)
+{
+	const char *h = json_get_str(row, "host");
+	int64_t at;
+
+	if (h && !strcmp(h, here))
+		return !store_lease_alive(row);
+	return timestamp_parse(&at, json_get_str(row, "updated_at")) < 0 || now - at >= stale_ms;
+}
+
 int store_live_list(jv *out, struct store *st, const char *trace)
 {
 	struct db_stmt *s;
+	char host[256];
 	int step;
+	int64_t now = now_ms();
 
 	*out = jv_array();
+	self_host(host, sizeof host);
 	if (db_prepare(&s, st, "SELECT call_id, phase, model, span_id, pid, host, text, started_at, updated_at"
 			  " FROM live_text WHERE trace_id = ?1 ORDER BY started_at, call_id") < 0)
 		return -1;
@@ -131,7 +151,8 @@ int store_live_list(jv *out, struct store *st, const char *trace)
 		jv o = jv_object();
 		for (int i = 0; i < 9; i++)
 			o = json_set(o, cols[i], i == 4 ? db_col_num(s, i) : db_col_str(s, i));
-		*out = jv_array_append(*out, json_set(o, "alive", jv_bool(store_lease_alive(o))));
+		bool alive = !writer_gone(o, host, now, STORE_LIVE_STALE_MS);
+		*out = jv_array_append(*out, json_set(o, "alive", jv_bool(alive)));
 	}
 	if (step != DB_DONE) {
 		store_fail(st, "cannot read the live text of trace '%s'", trace);
@@ -142,17 +163,6 @@ int store_live_list(jv *out, struct store *st, const char *trace)
 	}
 	db_finalize(s);
 	return 0;
-}
-
-/* Whether row {pid, host, updated_at} was left by a writer that is gone. */
-static bool writer_gone(jv row, const char *self_host, int64_t now, int64_t stale_ms)
-{
-	const char *h = json_get_str(row, "host");
-	int64_t at;
-
-	if (h && !strcmp(h, self_host))
-		return !store_lease_alive(row);
-	return timestamp_parse(&at, json_get_str(row, "updated_at")) < 0 || now - at >= stale_ms;
 }
 
 /* Delete the row of call. */
@@ -175,9 +185,7 @@ int store_live_prune(size_t *removed, struct store *st, int64_t stale_ms, bool d
 	int64_t now = now_ms();
 
 	*removed = 0;
-	if (gethostname(host, sizeof host - 1) < 0)
-		snprintf(host, sizeof host, "%s", "localhost");
-	host[sizeof host - 1] = '\0';
+	self_host(host, sizeof host);
 	if (db_prepare(&s, st, "SELECT call_id, pid, host, updated_at FROM live_text ORDER BY call_id") < 0) {
 		jv_free(gone);
 		return -1;

@@ -59,11 +59,17 @@ void store_live_flush(struct store_live *w);
 /* The call ended (either way): its row deleted. */
 void store_live_end(struct store_live *w);
 
+/* Another host's row not written for this long: its writer is taken for
+ * gone (its process cannot be asked). */
+enum { STORE_LIVE_STALE_MS = 86400 * 1000 };
+
 /*
  * The live calls of trace, oldest first: [{"call_id","phase","model","span",
  * "pid","host","text","started_at","updated_at","alive"}] (span null for
- * a phase's own agent), alive false when the
- * writer's process is gone (store_lease_alive()).  *out is the caller's.
+ * a phase's own agent), alive false when the writer is gone as forge gc
+ * judges it: on this host its process no longer runs
+ * (store_lease_alive()); another host's row was not written for
+ * STORE_LIVE_STALE_MS.  *out is the caller's.
  * 0, or -1 with forge_error() (the database).
  */
 int store_live_list(jv *out, struct store *st, const char *trace);
