@@ -177,22 +177,28 @@ void secret_url_passwords_add_jv(jv v)
 	jv_free(json_map_strings(jv_copy(v), add_url_passwords, NULL));
 }
 
-static jv hide_url_passwords(jv v, void *unused)
+/*
+ * A string with each span next() finds replaced by `with`; the string itself
+ * when there is none.  next(s, end, &cur, &from, &to) looks from cur on: true
+ * with [from, to) and cur moved past what it looked at, false at the end.
+ * Consumes v.
+ */
+typedef bool span_finder(const char *s, const char *end, const char **cur, const char **from,
+			 const char **to);
+
+static jv replace_spans(jv v, span_finder *next, const char *with)
 {
-	const char *s = jv_string_value(v), *end, *p, *pass, *at;
+	const char *s = jv_string_value(v), *end, *cur, *p, *from, *to;
 	size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
 	struct buf b = BUF_INIT;
 	bool changed = false;
 
-	(void)unused;
 	end = s + n;
-	p = s;
-	for (const char *q = s; q + 3 <= end && (q = memmem(q, (size_t)(end - q), "://", 3)); q += 3) {
-		if (!url_password(q, (size_t)(end - q), &pass, &at))
-			continue;
-		buf_add(&b, p, (size_t)(pass - p));
-		buf_adds(&b, "***");
-		p = at;
+	cur = p = s;
+	while (next(s, end, &cur, &from, &to)) {
+		buf_add(&b, p, (size_t)(from - p));
+		buf_adds(&b, with);
+		p = to;
 		changed = true;
 	}
 	if (!changed) {
@@ -204,6 +210,26 @@ static jv hide_url_passwords(jv v, void *unused)
 	v = jv_string_sized(b.buf, (int)b.len);
 	buf_release(&b);
 	return v;
+}
+
+/* span_finder: the password of the next URL with one */
+static bool next_url_password(const char *s, const char *end, const char **cur, const char **from,
+			      const char **to)
+{
+	(void)s;
+	for (const char *q = *cur; q + 3 <= end && (q = memmem(q, (size_t)(end - q), "://", 3)); q += 3) {
+		if (url_password(q, (size_t)(end - q), from, to)) {
+			*cur = q + 3;
+			return true;
+		}
+	}
+	return false;
+}
+
+static jv hide_url_passwords(jv v, void *unused)
+{
+	(void)unused;
+	return replace_spans(v, next_url_password, "***");
 }
 
 jv secret_url_passwords_hidden_jv(jv v)
@@ -252,34 +278,26 @@ static size_t token_at(const char *s, const char *end)
 	return 0;
 }
 
-static jv hide_tokens(jv v, void *unused)
+/* span_finder: the next known token that starts a word */
+static bool next_token(const char *s, const char *end, const char **cur, const char **from,
+		       const char **to)
 {
-	const char *s = jv_string_value(v), *end, *p;
-	size_t n = (size_t)jv_string_length_bytes(jv_copy(v)), len;
-	struct buf b = BUF_INIT;
-	bool changed = false;
+	size_t len;
 
-	(void)unused;
-	end = s + n;
-	p = s;
-	for (const char *q = s; q < end; q++) {
+	for (const char *q = *cur; q < end; q++) {
 		if ((q > s && (isalnum((unsigned char)q[-1]) || q[-1] == '_')) || !(len = token_at(q, end)))
 			continue;
-		buf_add(&b, p, (size_t)(q - p));
-		buf_adds(&b, REDACTED);
-		q += len - 1;
-		p = q + 1;
-		changed = true;
+		*from = q;
+		*to = *cur = q + len;
+		return true;
 	}
-	if (!changed) {
-		buf_release(&b);
-		return v;
-	}
-	buf_add(&b, p, (size_t)(end - p));
-	jv_free(v);
-	v = jv_string_sized(b.buf, (int)b.len);
-	buf_release(&b);
-	return v;
+	return false;
+}
+
+static jv hide_tokens(jv v, void *unused)
+{
+	(void)unused;
+	return replace_spans(v, next_token, REDACTED);
 }
 
 jv secret_tokens_hidden_jv(jv v)
