@@ -99,7 +99,24 @@ static size_t stock_at(const char *s, const char *p)
 
 void mem_unstock(char *text)
 {
+	/* the bytes a stock phrase can start with ('#': a digit): most of a
+	 * text's bytes start none, and are passed over at one look (recall
+	 * unstocks every candidate's text, ~8% of a search before) */
+	static bool starts[256], ready;
+
+	if (!ready) {
+		for (int i = 0; stock[i]; i++) {
+			if (stock[i][0] == '#')
+				for (int d = '0'; d <= '9'; d++)
+					starts[d] = true;
+			else
+				starts[(unsigned char)stock[i][0]] = true;
+		}
+		ready = true;
+	}
 	for (char *s = text; *s; s++) {
+		if (!starts[(unsigned char)*s])
+			continue;
 		for (int i = 0; stock[i]; i++) {
 			size_t n = *s == stock[i][0] || stock[i][0] == '#' ? stock_at(s, stock[i]) : 0;
 
