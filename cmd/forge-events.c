@@ -189,6 +189,9 @@ static int cmd_store(const struct cli_common *common, const struct args *a)
 	status = open_store(&b.st, &opt.max_line, common, false);
 	if (status)
 		return status;
+	/* (a stream of events: the log is copied beside the writer; should
+	 * no thread start, the commits copy it as before) */
+	(void)store_checkpoint_in_background(b.st);
 	stream_input_init(&in);
 	int rc = stream_read(&in, stdin, &out, &opt);
 	if (!b.failed && batch_commit(&b) < 0)

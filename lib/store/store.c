@@ -888,6 +888,7 @@ void store_free(struct store *st)
 {
 	if (!st)
 		return;
+	store_ckpt_stop(st);
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
 	db_cache_free(st);

@@ -137,6 +137,19 @@ int store_commit(struct store *st);
 int store_rollback(struct store *st);
 
 /*
+ * For a process that writes many transactions in a row (forge-events
+ * store): from now on the WAL is copied into the database by a thread of
+ * this handle's own, with a connection of its own, instead of inside the
+ * commit that finds the log past its autocheckpoint size (32 MiB); the
+ * commit only wakes it, and copies the last few pages itself so that the
+ * log restarts.  Durability is the same (the thread syncs the log before
+ * it copies and the database after).  The thread starts at the first such
+ * commit and stops in store_free().  A no-op on PostgreSQL, in memory,
+ * read-only and when SQLite is built without threads.
+ */
+int store_checkpoint_in_background(struct store *st);
+
+/*
  * Inside a transaction: serialise the transactions that take the same key
  * until this one ends, so a read-then-write (the next version number, a
  * free lease) is not interleaved.  SQLite: nothing to do (BEGIN IMMEDIATE

@@ -71,7 +71,13 @@ struct store {
 	bool fenced_out;                /* a commit found the fence's lease another's */
 	struct db_cached cache[DB_STMT_CACHE];
 	unsigned long cache_clock;
+	struct store_ckpt *ckpt;        /* store_checkpoint_in_background(); NULL: none */
 };
+
+/* Stop the checkpoint thread of store_checkpoint_in_background() (waiting
+ * for a copy under way) and give the commits their checkpoints back; a
+ * no-op without one.  checkpointer.c; store_free() calls it. */
+void store_ckpt_stop(struct store *st);
 
 /* Finalize the cached statements (before the connection closes); db.c. */
 void db_cache_free(struct store *st);

@@ -8,6 +8,7 @@
 #include "core/ids.h"
 #include "unit.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1016,6 +1017,119 @@ out:
 	return rc;
 }
 
+/* The size of the file at path in bytes, or -1. */
+static long long file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+/* Bytes the process's threads but this one have written (their wchar in
+ * /proc/self/task/TID/io), or -1 when that is unreadable. */
+static long long other_threads_wchar(void)
+{
+	char self[32], path[300], line[128];
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	long long total = 0;
+
+	if (!d)
+		return -1;
+	snprintf(self, sizeof self, "%ld", (long)gettid());
+	while ((e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.' || strcmp(e->d_name, self) == 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/io", e->d_name);
+		if (!(f = fopen(path, "r"))) {
+			total = -1;
+			break;
+		}
+		while (fgets(line, sizeof line, f))
+			if (strncmp(line, "wchar: ", 7) == 0)
+				total += strtoll(line + 7, NULL, 10);
+		fclose(f);
+	}
+	closedir(d);
+	return total;
+}
+
+/* Store n events (ids from *next on) in one transaction. */
+static int put_batch(struct store *st, int n, int *next)
+{
+	char id[32], ts[32];
+
+	if (store_begin(st) < 0)
+		return -1;
+	for (int i = 0; i < n; i++, (*next)++) {
+		snprintf(id, sizeof id, "01JDB3BG%018d", *next);
+		snprintf(ts, sizeof ts, "2026-01-01T00:%02d:%02d.%03dZ", *next / 60000 % 60,
+			 *next / 1000 % 60, *next % 1000);
+		if (put(st, make_event(id, "TBG", ts, "tool.executed"), NULL) < 0) {
+			store_rollback(st);
+			return -1;
+		}
+	}
+	return store_commit(st);
+}
+
+/*
+ * store_checkpoint_in_background: the WAL reaches the database through the
+ * thread while the writer does nothing (the database file grows, written
+ * by another thread than the writer), the log
+ * stays bounded while events stream in (it restarts: without that it
+ * grows with every commit), and every event is there after store_free.
+ */
+static void test_checkpoints_in_background(void)
+{
+	const char *path = tmp_path("bg.db");
+	char wal[600];
+	struct store *st = NULL;
+	enum { SIZE = 32, BATCH = 100 };   /* frames of the autocheckpoint (the PRAGMA's); events a commit */
+	/* a log bounded by 3 sizes and the commit that went past them, in
+	 * frames of 8 KiB pages (and their 24-byte headers) */
+	const long long bound = (3 * SIZE + 64) * (8192 + 24) + 32;
+	long long db0, biggest = 0;
+	int next = 0;
+
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	CHECK(store_open(&st, path) == 0);
+	CHECK(sqlite3_exec(store_db(st), "PRAGMA wal_autocheckpoint = 32", NULL, NULL, NULL) ==
+	      SQLITE_OK);
+	/* (the migrations' pages copied: an empty log to start from) */
+	CHECK(sqlite3_exec(store_db(st), "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(store_checkpoint_in_background(st) == 0);
+	db0 = file_size(path);
+	/* up to one autocheckpoint size and a little: the thread is woken */
+	while (file_size(wal) < (SIZE + 8) * 8216LL)
+		CHECK(put_batch(st, BATCH, &next) == 0);
+	CHECK(file_size(wal) < 3 * SIZE * 8216LL);
+	/* it copies while the writer waits (polled: no time is assumed) */
+	for (int i = 0; i < 20000 && file_size(path) <= db0; i++)
+		usleep(1000);
+	CHECK_MSG(file_size(path) > db0, "the database file stayed at %lld bytes", db0);
+	/* (and another thread than the writer wrote it) */
+	CHECK_MSG(other_threads_wchar() > 0, "no other thread wrote: %lld", other_threads_wchar());
+	/* a stream of commits: the log restarts and stays bounded */
+	for (int b = 0; b < 60; b++) {
+		CHECK(put_batch(st, BATCH, &next) == 0);
+		if (file_size(wal) > biggest)
+			biggest = file_size(wal);
+	}
+	CHECK_MSG(biggest <= bound, "the log reached %lld bytes (bound %lld)", biggest, bound);
+	store_free(st);
+	CHECK(store_open(&st, path) == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM event_log WHERE trace_id = 'TBG'"), next);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
+	/* nothing to do for a database in memory */
+	store_free(st);
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(store_checkpoint_in_background(st) == 0);
+	store_free(st);
+}
+
 static void test_concurrent_writers(void)
 {
 	const char *path = tmp_path("concurrent/forge.db");
@@ -1467,6 +1581,7 @@ int main(void)
 	RUN(test_runs);
 	RUN(test_traces);
 	RUN(test_concurrent_writers);
+	RUN(test_checkpoints_in_background);
 	RUN(test_resolve_path);
 	RUN(test_run_cancel_sticks);
 	RUN(test_leases);
