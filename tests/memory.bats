@@ -277,6 +277,17 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	jq -e '.active == 2001' <<<"$output"
 }
 
+@test "content of white space only is bad input: add and import store nothing (exit 2)" {
+	run -2 --separate-stderr add "  	 "
+	[[ $stderr == *"'content' is only white space"* ]]
+	printf '{"type":"semantic","content":"a lesson"}\n{"type":"semantic","content":" \\n\\t "}\n' \
+		>"$BATS_TEST_TMPDIR/blank.jsonl"
+	run -2 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR/blank.jsonl"
+	[[ $stderr == *"line 2: 'content' is only white space"* ]]
+	run -0 forge-memory list --json --all
+	[ -z "$output" ]
+}
+
 @test "search: a query whose every word is in more than 2000 memories still finds them (hunt38 #2)" {
 	seq 2001 | jq -c '{type: "episodic", content: "run \(.) of the billing service: postgres migration \(.) applied"}' \
 		>"$BATS_TEST_TMPDIR/runs.jsonl"
