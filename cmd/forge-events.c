@@ -10,6 +10,7 @@
  *   forge-events list         list traces with event counts and time span
  */
 #include "app/cli.h"
+#include "app/runview.h"
 #include "app/term.h"
 #include "core/forge.h"
 #include "core/json.h"
@@ -338,19 +339,22 @@ static int cmd_list(const struct cli_common *common, const struct args *a)
 	}
 	bool table = !a->json;
 	if (table && jv_array_length(jv_copy(traces)) > 0)
-		printf("%-28s %7s  %-24s  %-24s  %s\n", "TRACE", "EVENTS", "FIRST", "LAST", "TASK");
+		printf("%-28s %7s  %-19s  %-19s  %s\n", "TRACE", "EVENTS", "FIRST", "LAST", "TASK");
 	jv_array_foreach(traces, i, t) {
 		if (table) {
 			/* the task on one line, without its control characters,
 			 * cut to 60 columns (never in a character) */
 			char *task = xstrdup(json_get_str(t, "task") ? json_get_str(t, "task") : "");
 			size_t len = strlen(task);
+			char first[64], last[64];
 
 			term_clean_line(task, len);
-			printf("%-28s %7.0f  %-24s  %-24s  %.*s\n", json_get_str(t, "trace_id"),
-			       json_get_num(t, "events", 0), json_get_str(t, "first_ts") ? json_get_str(t, "first_ts") : "-",
-			       json_get_str(t, "last_ts") ? json_get_str(t, "last_ts") : "-",
-			       (int)term_cut(task, len, 60), task);
+			/* local time, as forge history and forge show print it
+			 * (--json keeps the stored UTC) */
+			runview_local_time(first, sizeof first, json_get_str(t, "first_ts"), true);
+			runview_local_time(last, sizeof last, json_get_str(t, "last_ts"), true);
+			printf("%-28s %7.0f  %-19s  %-19s  %.*s\n", json_get_str(t, "trace_id"),
+			       json_get_num(t, "events", 0), first, last, (int)term_cut(task, len, 60), task);
 			free(task);
 			jv_free(t);
 		} else {

@@ -54,6 +54,7 @@ static const struct {
 	{ "db", NULL, "the database: backend, schema version, pending migrations; migrate" },
 	{ "tui", NULL, "a full-screen terminal interface: runs, live views, gates, commands, models" },
 	{ "supervisor", NULL, "run whole pipelines (used by run/resume/...)" },
+	{ "agent", NULL, "a sub-agent: one delegated sub-task with its tools (used by the delegate tool)" },
 };
 
 static const struct cli_spec spec = {

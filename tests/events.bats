@@ -111,6 +111,17 @@ setup() {
 	[[ "$output" == *"01JDB2TRACELISTBBBBBBBBBBB"* ]]
 }
 
+@test "list prints local times as forge history does; --json keeps UTC" {
+	events 5 01JDB2TRACELISTAAAAAAAAAAA | forge-events store >/dev/null
+	run -0 --separate-stderr env TZ=JST-9 forge-events list --json
+	[ "$(jq -r '[.first_ts, .last_ts] | join(" ")' <<<"$output")" = "2026-11-21T21:30:00.001Z 2026-11-21T21:30:00.005Z" ]
+	# (before: the table too printed 2026-11-21T21:30:00.001Z)
+	run -0 --separate-stderr env TZ=JST-9 forge-events list
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[1]}" =~ ^01JDB2TRACELISTAAAAAAAAAAA\ +5\ \ 2026-11-22\ 06:30:00\ \ 2026-11-22\ 06:30:00\ \  ]] ||
+		{ echo "${lines[1]}"; false; }
+}
+
 @test "forge events reaches forge-events" {
 	events 1 01JDB2TRACEDISPATCHAAAAAAA | forge events store >/dev/null
 	run -0 forge events replay 01JDB2TRACEDISPATCHAAAAAAA

@@ -14,6 +14,15 @@ setup() {
 	[[ "$output" == *"  events "* ]]
 }
 
+@test "forge --help: every command it lists has a description" {
+	run -0 --separate-stderr forge --help
+	cmds=$(sed -n '/^Commands found:$/,$p' <<<"$output" | tail -n +2)
+	[ "$(wc -l <<<"$cmds")" -ge 20 ]
+	# (before: "  agent        " and nothing after it)
+	run -0 awk 'NF < 2 { print "no description: " $0; bad = 1 } END { exit bad }' <<<"$cmds"
+	[[ "$cmds" == *"  agent        a sub-agent"* ]]
+}
+
 @test "forge --version" {
 	run -0 forge --version
 	[[ "$output" =~ ^forge\ [0-9]+\.[0-9]+\.[0-9]+$ ]]

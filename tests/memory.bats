@@ -277,6 +277,40 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	jq -e '.active == 2001' <<<"$output"
 }
 
+@test "a merged memory's content hash follows the tags it gained: an exact copy of it is still linked and merged" {
+	M="Run make check before finishing an implement attempt in the calc project"
+	add --type procedural --tags make "$M" >/dev/null
+	add --type procedural --tags calc "$M" >/dev/null
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.merged == 1' <<<"$output"
+	run -0 forge-memory list --json
+	tags=$(jq -c .tags <<<"$output")
+	[ "$tags" = '["calc","make"]' ]
+	# too many lines to link by similarity: only an exact copy (the same
+	# content hash) is linked (before: the kept memory's hash was still
+	# that of its tags before the merge, and the copy stayed)
+	{
+		jq -nc --arg m "$M" --argjson t "$tags" '{type: "procedural", content: $m, tags: $t}'
+		seq 2000 | jq -c '{type: "semantic", content: "fact \(.): the cache of service\(.) is in /var/cache/s\(.)"}'
+	} >"$BATS_TEST_TMPDIR/big.jsonl"
+	run -0 forge-memory import "$BATS_TEST_TMPDIR/big.jsonl"
+	run -0 forge-memory consolidate --no-llm --json
+	jq -e '.merged == 1' <<<"$output"
+	run -0 forge-memory list --json --type procedural
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "content of white space only is bad input: add and import store nothing (exit 2)" {
+	run -2 --separate-stderr add "  	 "
+	[[ $stderr == *"'content' is only white space"* ]]
+	printf '{"type":"semantic","content":"a lesson"}\n{"type":"semantic","content":" \\n\\t "}\n' \
+		>"$BATS_TEST_TMPDIR/blank.jsonl"
+	run -2 --separate-stderr forge-memory import "$BATS_TEST_TMPDIR/blank.jsonl"
+	[[ $stderr == *"line 2: 'content' is only white space"* ]]
+	run -0 forge-memory list --json --all
+	[ -z "$output" ]
+}
+
 @test "search: a query whose every word is in more than 2000 memories still finds them (hunt38 #2)" {
 	seq 2001 | jq -c '{type: "episodic", content: "run \(.) of the billing service: postgres migration \(.) applied"}' \
 		>"$BATS_TEST_TMPDIR/runs.jsonl"

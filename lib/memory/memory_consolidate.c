@@ -75,9 +75,12 @@ static void pairs_release(struct pairs *p)
 struct row {
 	double conf;
 	int64_t created, last, access, freq;
-	char *tags, *content;
+	char *tags, *content, *context;
 	bool active;
 };
+
+#define ROW_SQL "SELECT confidence, created_at, last_accessed, access_count, frequency, tags, " \
+		"archived_at, content, context FROM memories WHERE id = ?"
 
 static int read_row(struct row *r, struct db_stmt *s, const char *id)
 {
@@ -94,7 +97,15 @@ static int read_row(struct row *r, struct db_stmt *s, const char *id)
 	r->tags = xstrdup(db_col_text(s, 5));
 	r->active = db_col_null(s, 6);
 	r->content = xstrdup(db_col_text(s, 7));
+	r->context = xstrdup(db_col_text(s, 8));
 	return 1;
+}
+
+static void row_release(struct row *r)
+{
+	free(r->tags);
+	free(r->content);
+	free(r->context);
 }
 
 /* ---- 1. merge -------------------------------------------------------- */
@@ -103,6 +114,8 @@ static int merge_pair(struct memory *m, struct db_stmt *get, struct db_stmt *upd
 		      const char *b, long *merged)
 {
 	struct row ra, rb;
+	struct buf text = BUF_INIT;
+	char hash[33];
 	int rc = 0;
 
 	read_row(&ra, get, a);
@@ -133,6 +146,11 @@ static int merge_pair(struct memory *m, struct db_stmt *get, struct db_stmt *upd
 		}
 		jv_free(td);
 		tags = json_dumps(tk, false);
+		/* the hash is of content, context and tags (store_fields()): with
+		 * the tags it gained, or an exact copy of the merged memory is not
+		 * found as one (memory_io.c link_copies()) */
+		mem_embed_text(&text, k->content, k->context, tags);
+		mem_hash_hex(hash, text.buf, text.len);
 		db_reset(upd);
 		db_bind_text(upd, 1, tags);
 		db_bind_double(upd, 2, memory_clamp(k->conf + 0.05));
@@ -140,7 +158,8 @@ static int merge_pair(struct memory *m, struct db_stmt *get, struct db_stmt *upd
 		db_bind_int64(upd, 4, k->freq + d->freq);
 		db_bind_int64(upd, 5, d->last > k->last ? d->last : k->last);
 		db_bind_int64(upd, 6, memory_now(m));
-		db_bind_text(upd, 7, keep);
+		db_bind_text(upd, 7, hash);
+		db_bind_text(upd, 8, keep);
 		free(tags);
 		if (db_step(upd) != DB_DONE) {
 			rc = mem_fail(m, "cannot merge memory '%s'", drop);
@@ -158,10 +177,9 @@ static int merge_pair(struct memory *m, struct db_stmt *get, struct db_stmt *upd
 		}
 		db_reset(upd);
 	}
-	free(ra.tags);
-	free(rb.tags);
-	free(ra.content);
-	free(rb.content);
+	row_release(&ra);
+	row_release(&rb);
+	buf_release(&text);
 	return rc;
 }
 
@@ -180,10 +198,10 @@ static int merge_similar(struct memory *m, struct report *r)
 		       "c.memory_b_id = r.memory_b_id) OR (c.memory_a_id = r.memory_b_id AND "
 		       "c.memory_b_id = r.memory_a_id))) ORDER BY r.created_at, r.id") < 0)
 		goto out;
-	if (mem_prepare(&get, m, "SELECT confidence, created_at, last_accessed, access_count, "
-			"frequency, tags, archived_at, content FROM memories WHERE id = ?") < 0 ||
+	if (mem_prepare(&get, m, ROW_SQL) < 0 ||
 	    mem_prepare(&upd, m, "UPDATE memories SET tags = ?, confidence = ?, access_count = "
-			"access_count + ?, frequency = ?, last_accessed = ?, updated_at = ? WHERE id = ?") < 0)
+			"access_count + ?, frequency = ?, last_accessed = ?, updated_at = ?, "
+			"content_hash = ? WHERE id = ?") < 0)
 		goto out;
 	for (size_t i = 0; i < p.n; i += BATCH_PAIRS) {
 		if (mem_begin(m) < 0)
@@ -285,8 +303,7 @@ static int resolve_conflicts(struct memory *m, struct report *r)
 		       "JOIN memories a ON a.id = r.memory_a_id JOIN memories b ON b.id = r.memory_b_id "
 		       "WHERE r.relationship = 'contradicts' AND a.archived_at IS NULL AND "
 		       "b.archived_at IS NULL ORDER BY r.created_at, r.id") < 0 ||
-	    mem_prepare(&get, m, "SELECT confidence, created_at, last_accessed, access_count, "
-			"frequency, tags, archived_at, content FROM memories WHERE id = ?") < 0)
+	    mem_prepare(&get, m, ROW_SQL) < 0)
 		goto out;
 	for (size_t i = 0; i < p.n; i++) {
 		struct row ra, rb;
@@ -307,10 +324,8 @@ static int resolve_conflicts(struct memory *m, struct report *r)
 			buf_release(&why);
 			r->conflicts++;
 		}
-		free(ra.tags);
-		free(rb.tags);
-		free(ra.content);
-		free(rb.content);
+		row_release(&ra);
+		row_release(&rb);
 		if (erc < 0) {
 			mem_rollback(m);
 			goto out;

@@ -126,6 +126,9 @@ static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_id
 		return forge_error("'content' holds a NUL character (\\u0000): a memory is text");
 	if (!f->content || !*f->content)
 		return forge_error("'content' is missing or empty");
+	/* (a blank memory is no lesson: recalled, it is an empty line) */
+	if (!f->content[strspn(f->content, " \t\n\v\f\r")])
+		return forge_error("'content' is only white space");
 	/* (the same on both stores: PostgreSQL's full-text index holds at
 	 * most 1 MB a row and its b-tree entries ~2.7 KB, SQLite no limit) */
 	if (strlen(f->content) > MEMORY_CONTENT_MAX)

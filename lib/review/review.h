@@ -101,6 +101,13 @@ struct proc_result;
 int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx, const char *const *argv,
 		    const char *dir);
 
+/* Append files[0..nf) to argv from argv[*a] on (*a advanced), each name
+ * that starts with '-' as "./-name": a linter or scanner took it for an
+ * option otherwise and checked nothing (the parsers strip "./").  Those
+ * copies are malloc'd into dotted[] (room for nf); returns how many, for
+ * the caller to free after the run.  The other names are borrowed. */
+size_t review_file_args(const char **argv, size_t *a, const char *const *files, size_t nf, char **dotted);
+
 /* Parsers, exposed for the unit tests.  Each appends to *acc (an array)
  * the findings whose file:line is an added line of d; tool names the rule
  * prefix ("cppcheck").  Borrows everything. */

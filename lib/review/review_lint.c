@@ -364,6 +364,23 @@ int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx,
 	return rc;
 }
 
+size_t review_file_args(const char **argv, size_t *a, const char *const *files, size_t nf, char **dotted)
+{
+	size_t nd = 0;
+
+	for (size_t i = 0; i < nf; i++) {
+		if (files[i][0] == '-') {
+			struct buf b = BUF_INIT;
+
+			buf_addf(&b, "./%s", files[i]);
+			argv[(*a)++] = dotted[nd++] = buf_detach(&b, NULL);
+		} else {
+			argv[(*a)++] = files[i];
+		}
+	}
+	return nd;
+}
+
 static int run(struct tool_run *tr, struct review_ctx *ctx, const char *const *argv, const char *cwd)
 {
 	struct proc_result r;
@@ -465,18 +482,7 @@ static void lint_batch(jv *acc, struct review_ctx *ctx, const struct linter *L, 
 	argv[a++] = prog;
 	for (size_t i = 0; L->args[i]; i++)
 		argv[a++] = L->args[i];
-	/* A name that starts with '-' as "./-name": an option to every linter
-	 * otherwise, which then checked nothing (the parsers strip "./"). */
-	for (size_t i = 0; i < nf; i++) {
-		if (files[i][0] == '-') {
-			struct buf b = BUF_INIT;
-
-			buf_addf(&b, "./%s", files[i]);
-			argv[a++] = dotted[nd++] = buf_detach(&b, NULL);
-		} else {
-			argv[a++] = files[i];
-		}
-	}
+	nd = review_file_args(argv, &a, files, nf, dotted);
 	for (size_t i = 0; L->tail && L->tail[i]; i++)
 		argv[a++] = L->tail[i];
 	argv[a] = NULL;

@@ -190,19 +190,9 @@ static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S,
 	argv[a++] = prog;
 	for (size_t i = 0; S->args[i]; i++)
 		argv[a++] = S->args[i];
-	/* A name that starts with '-' as "./-name", as the linters get it:
-	 * flawfinder took "-x.c" for options, exited 16 and scanned nothing
-	 * (add() strips the "./"). */
-	for (size_t i = 0; i < nf; i++) {
-		if (files[i][0] == '-') {
-			struct buf b = BUF_INIT;
-
-			buf_addf(&b, "./%s", files[i]);
-			argv[a++] = dotted[nd++] = buf_detach(&b, NULL);
-		} else {
-			argv[a++] = files[i];
-		}
-	}
+	/* flawfinder took "-x.c" for options, exited 16 and scanned nothing
+	 * (add() strips the "./") */
+	nd = review_file_args(argv, &a, files, nf, dotted);
 	argv[a] = NULL;
 	/* in the sandbox, on the post-image copy (review_run_tool) */
 	if (review_run_tool(&r, &cached, ctx, argv, ctx->workdir) < 0 || r.timed_out) {
