@@ -42,8 +42,13 @@ enum { LEASE_RELEASE_WAIT_MS = 5000 };  /* how long a stopped phase waits for it
 static const char *program_name = "forge";
 /* the heartbeat of the lease this phase took (take_lease), for on_signal */
 static struct heartbeat *volatile signal_beat;
+/* SIGINT or SIGTERM that came while a model call ran: the phase leaves once
+ * the call is recorded (phase_leave_if_interrupted) */
+static volatile sig_atomic_t pending_signal;
+/* FORGE_SUPERVISOR_PID: the supervisor that runs this phase; 0 alone */
+static pid_t supervisor_pid;
 
-static void on_signal(int sig)
+static void leave(int sig)
 {
 	static const char msg[] = ": interrupted; the last checkpoint stands\n";
 
@@ -65,6 +70,35 @@ static void on_signal(int sig)
 }
 
 /*
+ * A model call being answered is stopped instead (llm_interrupt: at once),
+ * and the phase leaves as soon as the call is recorded -- its llm_calls
+ * row and llm.called event, priced with what arrived: the provider bills
+ * a cancelled stream's input (before: it was recorded nowhere, and a run
+ * stopped and resumed again and again spent past its cost limits).  A
+ * second signal does not wait -- but the supervisor's, which passes on the
+ * Ctrl-C its group (this phase too) got from the terminal, is the same one.
+ */
+static void on_signal(int sig, siginfo_t *si, void *context)
+{
+	(void)context;
+	if (pending_signal && supervisor_pid && si->si_pid == supervisor_pid)
+		return;
+	if (!pending_signal && llm_interrupt()) {
+		pending_signal = sig;
+		return;
+	}
+	leave(sig);
+}
+
+void phase_leave_if_interrupted(void)
+{
+	if (!pending_signal)
+		return;
+	fflush(stdout);		/* the call's llm.called */
+	leave(pending_signal);
+}
+
+/*
  * Under forge-supervisor a phase must not outlive it: an orphan would keep
  * working in the run's worktree while `forge resume` starts the phase again.
  */
@@ -75,6 +109,7 @@ static void die_with_supervisor(void)
 
 	if (!pid || forge_parse_long(&want, pid, 1, 1L << 30) < 0)
 		return;
+	supervisor_pid = (pid_t)want;
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if ((long)getppid() != want)
 		raise(SIGTERM);	/* it is gone already */
@@ -82,7 +117,15 @@ static void die_with_supervisor(void)
 
 static void catch_signals(void)
 {
-	cli_catch_interrupts(on_signal);
+	struct sigaction sa;
+
+	/* (as cli_catch_interrupts, with the sender: on_signal) */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	/* past a file-size limit (ulimit -f) a write fails with EFBIG and is
 	 * reported; the default SIGXFSZ killed the phase without a word */
 	signal(SIGXFSZ, SIG_IGN);
@@ -98,6 +141,7 @@ void phase_llm_called(struct phase *ph, const struct llm_client *c, const struct
 {
 	stream_emit_full(&ph->out, "llm.called", llm_called_payload(c, resp), llm_called_cost(resp),
 			 (long long)resp->duration_ms);
+	phase_leave_if_interrupted();
 }
 
 void phase_reason(struct phase *ph, const char *fmt, ...)
@@ -876,6 +920,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 			"phase", jv_string(ph->spec->name)), "text", jv_string(out->question)));
 	store_live_release(&agent_live);
 	delegate_unhook(&dg);
+	phase_leave_if_interrupted();	/* its last call was (llm.called) */
 	ph->cost_usd += out->cost_usd;
 	ph->tokens += out->tokens;
 	ph->agent_iterations += out->iterations;
@@ -1298,6 +1343,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	jv_free(task);
 
 	const char *st = run_phase(&ph);
+	phase_leave_if_interrupted();	/* no state: the last checkpoint stands */
 	phase_toolset_close();
 	if (strcmp(st, "bad_input") == 0) {
 		status = cli_reject(&ph.out, NULL, ph.reason[0] ? ph.reason : "bad input");

@@ -388,6 +388,77 @@ killed_over_budget() {
 	cost_agrees
 }
 
+# live_has TEXT: the store's live text of a streaming call holds TEXT (so
+# the stream's message_start, sent before it, has reached the phase).
+live_has() {
+	local n
+	n=$(db_q "select count(*) from live_text where text like '%$1%'" 2>/dev/null)
+	[ "${n:-0}" -gt 0 ]
+}
+
+# ctrl_c_mid_answer: implement's second answer sends message_start (30000
+# input tokens) and some text, then is held; Ctrl-C (SIGINT to the group)
+# once the phase has the text.  Sets $T.
+ctrl_c_mid_answer() {
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --arg go "$BATS_TEST_TMPDIR/go" \
+		'$p + [$i[0], $i[1] + {text: "Adding mul to calc.c next.", chunk: 1000,
+		  usage: {input_tokens: 30000, output_tokens: 90}, pause_after: 4, pause_file: $go}]')"
+	start_run
+	until_true live_has "Adding mul to calc.c next."
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	touch "$BATS_TEST_TMPDIR/go"
+	[ "$rc" -eq 130 ]
+	T=$(trace_of_run)
+	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
+}
+
+@test "Ctrl-C while an answer streams: the call is recorded with what arrived, priced, and counted in the run's cost" {
+	new_repo d
+	ctrl_c_mid_answer
+	# (before: no llm_calls row, no llm.called: the input it was billed for
+	# dropped out of the run's cost and its budget)
+	run -0 db_q "select input_tokens, error from llm_calls where trace_id = '$T' and phase = 'implement'
+		and call = 2 and output_tokens > 0 and cost_usd > 0.08"
+	assert_output --regexp '^30000\|.*interrupted$'
+	run -0 forge events replay "$T"
+	run -0 jq -sc '[.[] | select(.type == "llm.called" and .source == "forge-implement")] | last
+		| [.payload.input_tokens, .payload.output_tokens > 0, .payload.error, .cost.usd > 0.08]' <<<"$output"
+	assert_output '[30000,true,"interrupted",true]'
+	cost_agrees
+	# and after a resume too (the budget breakers read it)
+	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
+	resume_and_check
+	cost_agrees
+}
+
+@test "Ctrl-C to forge-implement alone while an answer streams: it writes the call's llm.called, priced, and exits 130" {
+	new_repo d
+	script "$PLAN"
+	forge-plan -q --task "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/plan.out"
+	script "$(jq -nc --argjson i "$IMPL" --arg go "$BATS_TEST_TMPDIR/go" \
+		'[$i[0], $i[1] + {text: "Adding mul to calc.c next.", chunk: 1000,
+		  usage: {input_tokens: 30000, output_tokens: 90}, pause_after: 4, pause_file: $go}]')"
+	setsid forge-implement -q <"$BATS_TEST_TMPDIR/plan.out" >"$BATS_TEST_TMPDIR/impl.out" \
+		2>"$BATS_TEST_TMPDIR/impl.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true live_has "Adding mul to calc.c next."
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	touch "$BATS_TEST_TMPDIR/go"
+	[ "$rc" -eq 130 ]
+	grep -q "forge-implement: interrupted; the last checkpoint stands" "$BATS_TEST_TMPDIR/impl.err"
+	# no state: the last checkpoint stands; the call is the last record
+	run -0 jq -sc '[.[] | select(.kind == "state")] | length' "$BATS_TEST_TMPDIR/impl.out"
+	assert_output 0
+	run -0 jq -sc 'last | [.type, .payload.input_tokens, .payload.error, .payload.usage_estimated, .cost.usd > 0.08]' \
+		"$BATS_TEST_TMPDIR/impl.out"
+	assert_output '["llm.called",30000,"interrupted",true,true]'
+	run -0 db_q "select count(*) from llm_calls where phase = 'implement' and error like '%interrupted' and cost_usd > 0.08"
+	assert_output 1
+}
+
 @test "a phase killed after paid model calls: what they cost stays in the run's cost, before and after resume" {
 	new_repo d
 	# implement's second answer is held: the first call is made and paid for

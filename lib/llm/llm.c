@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@ struct llm_client {
 	void (*warn)(void *payload, const char *msg);
 	void *warn_payload;
 	bool no_temperature;               /* the model refuses a temperature: send none */
+	bool cut_short;                    /* the last call's answer had begun when
+					      llm_interrupt() ended it */
 	bool window_asked;                 /* llm_context_window() asked the server */
 	long server_window;                /* what it said; 0 = nothing */
 };
@@ -207,6 +210,8 @@ jv llm_called_payload(const struct llm_client *c, const struct llm_response *res
 	p = json_set(p, "cache_write_tokens", jv_number((double)resp->usage.cache_write_tokens));
 	if (resp->usage.estimated)
 		p = json_set(p, "usage_estimated", jv_true());
+	if (resp->error != LLM_OK)
+		p = json_set(p, "error", jv_string(llm_error_name(resp->error)));
 	p = json_set(p, "tool_calls", jv_number((double)resp->ncalls));
 	p = json_set(p, "retries", jv_number(resp->retries));
 	return json_set(p, "request_id", json_str_or_null(resp->request_id));
@@ -234,6 +239,22 @@ int llm_client_require_price(const struct llm_client *c)
 enum llm_error llm_client_error(const struct llm_client *c)
 {
 	return c->last;
+}
+
+/* model calls whose provider_call() runs (threads may call at once); a
+ * lock-free atomic is async-signal-safe to read */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the count of calls must be lock-free");
+static atomic_int calls_running;
+
+bool llm_interrupt(void)
+{
+	http_interrupt();
+	return atomic_load(&calls_running) > 0;
+}
+
+bool llm_interrupted(void)
+{
+	return http_interrupted();
 }
 
 /* ---- one provider call ------------------------------------------------- */
@@ -296,7 +317,9 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 
 	c->last = kind;
 	buf_addf(&b, "%s: ", c->provider);
-	if (kind == LLM_ERR_AUTH)
+	if (kind == LLM_ERR_INTERRUPTED)
+		buf_adds(&b, "interrupted");
+	else if (kind == LLM_ERR_AUTH)
 		buf_addf(&b, "the API key was rejected (%s)", c->p->key_env);
 	else if (kind == LLM_ERR_MODEL)
 		buf_addf(&b, "unknown model '%s'", c->model);
@@ -565,6 +588,14 @@ again:
 		c->p->fault(&f, r.status, r.body.buf, r.body.len);
 		rc = report(c, f.kind, &r, &f);
 		llm_fault_release(&f);
+	} else if (r.interrupted) {
+		/* what arrived of the answer is the caller's to bill (llm_call) */
+		c->cut_short = r.streamed;
+		if (r.streamed) {
+			llm_stream_finish(&st.s);
+			out->stop = LLM_STOP_ERROR;	/* it did not end */
+		}
+		rc = report(c, LLM_ERR_INTERRUPTED, &r, NULL);
 	} else if (r.streamed && st.s.failed) {
 		rc = report(c, st.s.fault.kind, &r, &st.s.fault);
 	} else {
@@ -654,21 +685,51 @@ static void log_call(struct llm_client *c, jv reqj, const struct llm_response *o
 /* An answer without believable usage figures (llm_usage.estimated): its
  * tokens from the sizes of the request (as normalised: what was sent,
  * near enough) and of the answer, said once per client and model. */
-static void estimate_usage(struct llm_client *c, struct llm_response *out, jv reqj)
+static long output_estimate(const struct llm_response *out)
 {
-	const char *model = out->model ? out->model : c->model;
 	long output = (long)tokens_estimate_str(out->text);
 
 	for (size_t i = 0; i < out->ncalls; i++)
 		output += (long)tokens_estimate_jv(out->calls[i].input) + 8;
+	return output;
+}
+
+static void estimate_usage(struct llm_client *c, struct llm_response *out, jv reqj)
+{
+	const char *model = out->model ? out->model : c->model;
+
 	memset(&out->usage, 0, sizeof out->usage);
 	out->usage.input_tokens = (long)tokens_estimate_jv(reqj);
-	out->usage.output_tokens = output;
+	out->usage.output_tokens = output_estimate(out);
 	out->usage.estimated = true;
 	warn_once(c, out->usage_bad ? "usage-bad" : "usage-none", model, "the answers of model '%s' "
 		  "carry %s usage figures: their tokens, and so their cost, are estimated from the sizes "
 		  "of the request and the answer", model,
 		  out->usage_bad ? "impossible (negative or huge)" : "no");
+}
+
+/*
+ * An answer llm_interrupt() cut off (Ctrl-C) once it had begun: the
+ * provider bills the request's input and what it generated, so the call
+ * is billed (usage_seen) for the figures it sent -- Anthropic's input in
+ * message_start -- and, where it sent none yet (OpenAI's usage comes
+ * last) or fewer than what arrived (output so far), the sizes' estimate.
+ */
+static void bill_cut_answer(struct llm_response *out, jv reqj)
+{
+	long output = output_estimate(out);
+
+	if (!out->usage_seen || out->usage_bad) {
+		memset(&out->usage, 0, sizeof out->usage);
+		out->usage.input_tokens = (long)tokens_estimate_jv(reqj);
+		out->usage.estimated = true;
+	}
+	if (output > out->usage.output_tokens) {
+		out->usage.output_tokens = output;
+		out->usage.estimated = true;
+	}
+	out->usage_seen = true;
+	out->usage_bad = false;
 }
 
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
@@ -679,6 +740,7 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 
 	llm_response_init(out);
 	c->last = LLM_OK;
+	c->cut_short = false;
 	c->calls++;
 	if (jv_get_kind(req->messages) != JV_KIND_ARRAY) {
 		c->last = LLM_ERR_CONFIG;
@@ -698,13 +760,25 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 		}
 	} else {
 		double temperature = sent.temperature;
+		atomic_fetch_add(&calls_running, 1);
 		rc = provider_call(out, c, &sent);
+		/* (a signal after this finds no call under way: the phase
+		 * leaves at once, as it does between calls) */
+		atomic_fetch_sub(&calls_running, 1);
 		if (sent.temperature != temperature) {   /* sent again without it */
 			jv_free(reqj);
 			reqj = llm_request_to_json(&sent);
 		}
 		if (rc == 0 && (!out->usage_seen || out->usage_bad))
 			estimate_usage(c, out, reqj);
+		/* Ctrl-C during the call: its caller stops, whole answer or not */
+		if (rc == 0 && llm_interrupted()) {
+			c->last = LLM_ERR_INTERRUPTED;
+			c->cut_short = true;
+			rc = forge_error("%s: interrupted", c->provider);
+		}
+		if (rc < 0 && c->last == LLM_ERR_INTERRUPTED && c->cut_short)
+			bill_cut_answer(out, reqj);
 	}
 	/* (a call that failed after its usage arrived was billed for it) */
 	if (rc == 0 || (!c->cassette && out->usage_seen && !out->usage_bad))
@@ -712,6 +786,8 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 	if (rc == 0 && c->record && llm_cassette_record(c->record, c->phase, c->attempt, c->calls,
 			jv_copy(reqj), llm_response_to_json(out)) < 0 && c->warn)
 		c->warn(c->warn_payload, forge_last_error());
+	if (rc < 0)
+		out->error = c->last;
 	log_call(c, reqj, out, rc);
 	jv_free(reqj);
 	return rc;

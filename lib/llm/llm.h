@@ -127,6 +127,7 @@ enum llm_error {
 	LLM_ERR_TIMEOUT,       /* timed out or stalled after every retry */
 	LLM_ERR_PROTOCOL,      /* the answer could not be understood */
 	LLM_ERR_REPLAY,        /* cassette exhausted or request mismatch */
+	LLM_ERR_INTERRUPTED,   /* llm_interrupt() (Ctrl-C) came while the call ran */
 };
 
 /* "rate_limit", "context_length", … (stable names used in cassettes). */
@@ -219,6 +220,7 @@ struct llm_response {
 	double duration_ms;
 	int retries;
 	jv rate_limit;                 /* object (see top) or jv_null(); owned */
+	enum llm_error error;          /* (llm_call) why it failed; LLM_OK on success */
 };
 
 void llm_response_init(struct llm_response *r);
@@ -328,9 +330,11 @@ const char *llm_client_provider(const struct llm_client *c);
 const char *llm_client_model(const struct llm_client *c);
 /* What an llm.called event says of resp, a call on c: its payload (the
  * provider, the model that answered, else the one asked, stop reason,
- * token counts, retries, request id) and its cost {"tokens","usd"} (usd
- * null when unknown).  Every paid call has one such event: a run's cost,
- * its cost after a crash and its phases' costs are summed from them.
+ * token counts, retries, request id; "error": llm_error_name() for a call
+ * that failed but was billed, e.g. "interrupted") and its cost
+ * {"tokens","usd"} (usd null when unknown).  Every paid call has one such
+ * event: a run's cost, its cost after a crash and its phases' costs are
+ * summed from them.
  * Borrow c and resp; new references. */
 jv llm_called_payload(const struct llm_client *c, const struct llm_response *resp);
 jv llm_called_cost(const struct llm_response *resp);
@@ -351,9 +355,27 @@ enum llm_error llm_client_error(const struct llm_client *c);
  * written per call (success or failure).  A call that failed after the
  * provider said its usage (a stream cut after message_start, an error
  * event mid-stream) is billed for it: out->usage, cost_known and cost_usd
- * hold its price (usage_seen), for the caller to count.
+ * hold its price (usage_seen), for the caller to count.  So is a call that
+ * llm_interrupt() stopped once its answer had begun (out->error
+ * LLM_ERR_INTERRUPTED): the provider bills a cancelled stream's input, and
+ * what it generated; figures it had not sent (OpenAI's come last; the
+ * output so far) are estimated from the request and what arrived
+ * (usage.estimated).  A call during which llm_interrupt() came fails so
+ * even when its answer was whole: its caller stops.
  */
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req);
+
+/*
+ * Ctrl-C, from a signal handler (async-signal-safe): every model call of
+ * the process under way ends at once as LLM_ERR_INTERRUPTED, billed for
+ * what arrived (llm_call), and none is sent after it.  Returns whether a
+ * call was under way (its provider being asked): then the handler may
+ * return, and end the process once that call is recorded; else there is
+ * nothing to record.
+ */
+bool llm_interrupt(void);
+/* Whether llm_interrupt() was called. */
+bool llm_interrupted(void);
 
 /*
  * The context window of c's model in tokens, and where it came from

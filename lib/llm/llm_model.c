@@ -24,7 +24,7 @@ static const char *const error_names[] = {
 	[LLM_ERR_RATE_LIMIT] = "rate_limit", [LLM_ERR_OVERLOADED] = "overloaded",
 	[LLM_ERR_SERVER] = "server", [LLM_ERR_NETWORK] = "network",
 	[LLM_ERR_TIMEOUT] = "timeout", [LLM_ERR_PROTOCOL] = "protocol",
-	[LLM_ERR_REPLAY] = "replay",
+	[LLM_ERR_REPLAY] = "replay", [LLM_ERR_INTERRUPTED] = "interrupted",
 };
 
 const char *llm_stop_name(enum llm_stop s)

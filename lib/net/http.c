@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,6 +19,19 @@
 _Static_assert(CURL_ERROR_SIZE <= 256, "errbuf too small");
 
 #define HTTP_MAX_BODY (64u << 20)
+
+/* http_interrupt(): set from a signal handler, read by every transfer */
+static volatile sig_atomic_t interrupt_flag;
+
+void http_interrupt(void)
+{
+	interrupt_flag = 1;
+}
+
+bool http_interrupted(void)
+{
+	return interrupt_flag != 0;
+}
 
 void http_response_init(struct http_response *r)
 {
@@ -163,6 +177,7 @@ struct transfer {
 	curl_off_t seen;              /* bytes moved so far (both ways) */
 	double last_ms;               /* when seen last changed */
 	bool stalled;
+	bool interrupted;             /* ended by http_interrupt() */
 };
 
 static double now_ms(void);
@@ -178,6 +193,10 @@ static int on_progress(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl
 
 	(void)dltotal;
 	(void)ultotal;
+	if (interrupt_flag) {
+		t->interrupted = true;
+		return 1;
+	}
 	/* Not streamed: a server sends nothing, not even its headers, until
 	 * the answer is whole -- which takes as long as the answer does
 	 * (the total timeout bounds it).  A body that stops after them stalls. */
@@ -360,7 +379,9 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	r->too_large = 0;
 	c->errbuf[0] = '\0';
 	setup(c, req, &t, hdrs);
-	rc = curl_easy_perform(c->curl);
+	if (interrupt_flag)
+		t.interrupted = true;   /* not sent */
+	rc = t.interrupted ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(c->curl);
 	curl_slist_free_all(hdrs);
 	if (t.sink_done && rc == CURLE_WRITE_ERROR)
 		rc = CURLE_OK;   /* ended by us: the body was complete */
@@ -369,6 +390,7 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
 		return;
 	}
+	r->interrupted = t.interrupted;
 	if (t.stalled) {
 		rc = CURLE_OPERATION_TIMEDOUT;   /* retried like a timeout */
 		r->transport_error = (int)rc;
@@ -383,6 +405,8 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	}
 	else if (t.stalled)
 		snprintf(r->error, sizeof(r->error), "stalled: no data for %ld ms", c->stall_ms);
+	else if (t.interrupted)
+		snprintf(r->error, sizeof(r->error), "interrupted");
 	else
 		snprintf(r->error, sizeof(r->error), "%s", c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
 	/* a transfer that was cut after headers is still a failure, not a status */
@@ -487,7 +511,7 @@ static double now_ms(void)
 
 static bool may_retry(const struct http_request *req, const struct http_response *r)
 {
-	if (r->streamed)
+	if (r->streamed || r->interrupted || interrupt_flag)
 		return false;
 	if (!http_should_retry(r))
 		return false;

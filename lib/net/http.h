@@ -57,6 +57,7 @@ struct http_response {
 	                                 was not read: the server was reached */
 	double retry_after_refused;   /* > 0: the server asked to wait this many
 	                                 seconds, more than max_retry_after: not retried */
+	bool interrupted;             /* ended by http_interrupt() (status 0, not retried) */
 };
 
 void http_response_init(struct http_response *r);
@@ -122,6 +123,17 @@ void http_client_release(struct http_client *c);
  * (status != 0) from a transport failure (status 0).
  */
 int http_send(struct http_response *out, struct http_client *c, const struct http_request *req);
+
+/*
+ * Ctrl-C: every transfer of the process ends at once, and none starts
+ * after it (for the process's life): one under way within a moment (its
+ * progress callback sees the flag; the signal itself wakes libcurl's
+ * poll), with out->interrupted set and what its sink was given kept; one
+ * not begun is not sent.  Async-signal-safe: for a signal handler.
+ */
+void http_interrupt(void);
+/* Whether http_interrupt() was called. */
+bool http_interrupted(void);
 
 /* libcurl's version with its TLS library's ("8.5.0 (OpenSSL/3.0.13)"),
  * malloc'd; NULL when libcurl cannot tell. */
