@@ -1209,6 +1209,11 @@ static const char *run_phase(struct phase *ph)
 	return ph->spec->run(ph);
 }
 
+bool phase_alone(const struct phase *ph)
+{
+	return jv_get_kind(ph->in.state) != JV_KIND_OBJECT && jv_get_kind(ph->in.task) != JV_KIND_OBJECT;
+}
+
 const char *phase_input_unfinished(const struct phase *ph, char *buf, size_t n)
 {
 	const char *phase = json_get_str(ph->in.state, "phase");

@@ -96,15 +96,15 @@ static jv skipped(const char *strategy, const char *why)
 
 /* A pipeline's state must carry an approved review and passing tests (or
  * a recorded override of either: review.approved_by, tests.approved_by); a
- * run on the repository alone (no state on stdin) deploys what is there.
- * --force (a human overrode the "no") deploys anyway, with an event; it
- * never passes a gate. */
+ * run on the repository alone (no state nor task on stdin) deploys what is
+ * there.  --force (a human overrode the "no") deploys anyway, with an
+ * event; it never passes a gate. */
 static const char *guard(struct phase *ph)
 {
 	struct args *a = ph->payload;
 	jv decision, failed;
 
-	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT)
+	if (phase_alone(ph))
 		return NULL;
 	decision = json_get_path(ph->state, "review.decision");
 	failed = json_get_path(ph->state, "tests.summary.failed");
@@ -459,10 +459,8 @@ static const char *run(struct phase *ph)
 		goto out;
 	}
 	ctx.branch = json_get_str(task, "branch");
-	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && !json_has(ph->in.task, "branch")) {
-		if (deploy_head_branch(&head, ctx.repo) == 0)
-			ctx.branch = head;
-	}
+	if (phase_alone(ph) && deploy_head_branch(&head, ctx.repo) == 0)
+		ctx.branch = head;
 	/* the branch the run started from, recorded then: HEAD now may be
 	 * another branch, or another checkout's (a linked worktree) */
 	ctx.base_ref = json_get_str(task, "base_branch") ? json_get_str(task, "base_branch")

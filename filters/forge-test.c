@@ -635,8 +635,9 @@ static const char *guard(struct phase *ph)
 
 	char why[512];
 
-	if (t->force || jv_get_kind(ph->in.state) != JV_KIND_OBJECT)
-		return NULL;   /* forced, or run alone on a repository */
+	/* forced, or run alone on a repository; a task alone has nothing approved */
+	if (t->force || phase_alone(ph))
+		return NULL;
 	jv review = json_get(ph->state, "review");
 	const char *decision = json_get_str(review, "decision");
 	if (phase_input_unfinished(ph, why, sizeof why) || phase_part_stale(ph, review, "review", why, sizeof why))

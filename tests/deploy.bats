@@ -169,6 +169,21 @@ event_ok() {
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
+@test "guard: {\"task\": …} or --task is a state with no review nor tests: skipped (exit 1), nothing runs" {
+	# (before: taken as a run on the repository alone, the checkout built and deployed, healthy)
+	command_config
+	echo '{"task":"add a feature"}' >"$BATS_TEST_TMPDIR/state.json"
+	cd "$R"
+	run -1 --separate-stderr deploy
+	final | jq -e '.status == "skipped" and .deployment.status == "skipped"
+	  and .deployment.reason == "no review in the state: deploy needs an approved review"'
+	[ -n "$(events phase.skipped)" ]
+	run -1 --separate-stderr setsid -w forge-deploy --config "$CFG" --task "add a feature" </dev/null
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("no review in the state"))'
+	[ ! -e "$M/steps" ]
+	[ ! -e "$M/built" ]
+}
+
 @test "guard: --force (a human overrode the no) deploys anyway, with a deploy.forced event" {
 	state '.review.decision = "require_human"'
 	run -0 --separate-stderr deploy --strategy merge --force
