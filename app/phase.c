@@ -204,6 +204,10 @@ int phase_previous_runs(const struct phase *ph)
 
 /* ---- the state ---------------------------------------------------------- */
 
+/* A run a filter starts itself: no worktree and no branch yet.  task.branch
+ * is the run's branch once there is one (forge-implement's worktree makes
+ * and records it): naming forge/TRACE before would name a branch that a
+ * pipeline without forge-implement never makes. */
 static jv new_state(struct phase *ph, jv task)
 {
 	char trace[ULID_LEN + 1];
@@ -214,8 +218,6 @@ static jv new_state(struct phase *ph, jv task)
 		task = json_set(task, "repo", jv_string(ph->repo));
 	if (!json_has(task, "base_ref"))
 		task = json_set(task, "base_ref", jv_string("HEAD"));
-	if (!json_has(task, "branch"))
-		task = json_set(task, "branch", jv_string_fmt("forge/%s", trace));
 	return stream_state_initial(trace, task, budget);
 }
 
@@ -1291,7 +1293,9 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 		: new_state(&ph, jv_get_kind(ph.in.task) == JV_KIND_OBJECT
 				 ? jv_copy(ph.in.task)
 				 : json_set(jv_object(), "description",
-					    jv_string_fmt("%s on the repository", spec->program)));
+					    jv_string_fmt(jv_get_kind(ph.in.raw) == JV_KIND_STRING
+							  ? "%s of the diff on stdin" : "%s on the repository",
+							  spec->program)));
 	stream_out_set_trace(&ph.out, json_get_str(ph.state, "trace_id"));
 	status = take_lease(&ph);
 	if (status)
