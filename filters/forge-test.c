@@ -888,7 +888,8 @@ int main(int argc, char **argv)
 			"and the first lines of its output), then the counts; with no test command it says "
 			"that nothing was tested.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
-			      "did not hold, 2 bad input.\n",
+			      "did not hold,\n2 bad input, 4 another process holds the run (its lease), 5 the tests "
+			      "could not be run\n(the sandbox, git, the database), 130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,
 		.model_options = true,

@@ -203,5 +203,15 @@ Try 'forge ${cmd%% *} --help' for more information." ] || { echo "$cmd: $stderr"
 		[[ -x "$p" && "$p" != *.c ]] || continue
 		run -0 --separate-stderr "$p" --help
 		[ "$(grep -c '^Exit' <<<"$output")" -eq 1 ] || { echo "$(basename "$p"): $output"; false; }
+		# and no other statement of it elsewhere in the text (before: forge-doctor
+		# said "the exit status is 0 (2 for a usage error)", then the generic list)
+		[ "$(grep -c -i -e 'exit status' -e '^Exit:' <<<"$output")" -eq 1 ] || { echo "$(basename "$p"): $output"; false; }
 	done
+	# forge-test names every status it ends with (before: 0, 1 and 2 alone)
+	run -0 --separate-stderr forge-test --help
+	[[ "$output" == *"Exit status: 0 all tests passed"*", 1 tests failed"*"2 bad input, 4 another process holds the run"*", 5 the tests could not be run"*", 130 interrupted."* ]]
+	# forge-feedback says when kind may be left out, as the schema's description does
+	run -0 --separate-stderr forge-feedback --help
+	[[ "$output" == *"kind may be"*"left out where metric (an anomaly) or stack (an error) says which"* ]]
+	grep -q 'kind is inferred when absent (metric: anomaly; stack: error)' "$FORGE_ROOT/schemas/production.schema.json"
 }
