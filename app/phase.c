@@ -1155,8 +1155,16 @@ static int adopt_run(struct phase *ph)
 
 	if (remote && !*remote)
 		remote = NULL;
-	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root || !branch)
+	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root)
 		goto out;
+	if (!branch) {
+		/* no run branch yet (a plan's state, a review's of a diff): nothing
+		 * to adopt, but a repository not here (an earlier CI job's clone)
+		 * is this one, as for a branch not made yet below */
+		if (!runshare_is_dir(task_repo))
+			ph->state = json_set(ph->state, "task", json_set(jv_copy(task), "repo", jv_string(root)));
+		goto out;
+	}
 	/* without a remote, another clone's worktree on this machine is used as it is */
 	if (there && (!other_clone || !remote) &&
 	    !(ph->spec->pins_commit && branch_moved(root, branch, json_get_str(changes, "commit"))))
