@@ -248,6 +248,10 @@ int phase_previous_runs(const struct phase *ph)
 
 /* ---- the state ---------------------------------------------------------- */
 
+/* A run a filter starts itself: no worktree and no branch yet.  task.branch
+ * is the run's branch once there is one (forge-implement's worktree makes
+ * and records it): naming forge/TRACE before would name a branch that a
+ * pipeline without forge-implement never makes. */
 static jv new_state(struct phase *ph, jv task)
 {
 	char trace[ULID_LEN + 1];
@@ -258,8 +262,6 @@ static jv new_state(struct phase *ph, jv task)
 		task = json_set(task, "repo", jv_string(ph->repo));
 	if (!json_has(task, "base_ref"))
 		task = json_set(task, "base_ref", jv_string("HEAD"));
-	if (!json_has(task, "branch"))
-		task = json_set(task, "branch", jv_string_fmt("forge/%s", trace));
 	return stream_state_initial(trace, task, budget);
 }
 
@@ -1198,8 +1200,16 @@ static int adopt_run(struct phase *ph)
 
 	if (remote && !*remote)
 		remote = NULL;
-	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root || !branch)
+	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT || !root)
 		goto out;
+	if (!branch) {
+		/* no run branch yet (a plan's state, a review's of a diff): nothing
+		 * to adopt, but a repository not here (an earlier CI job's clone)
+		 * is this one, as for a branch not made yet below */
+		if (!runshare_is_dir(task_repo))
+			ph->state = json_set(ph->state, "task", json_set(jv_copy(task), "repo", jv_string(root)));
+		goto out;
+	}
 	/* without a remote, another clone's worktree on this machine is used as it is */
 	if (there && (!other_clone || !remote) &&
 	    !(ph->spec->pins_commit && branch_moved(root, branch, json_get_str(changes, "commit"))))
@@ -1252,6 +1262,11 @@ static const char *run_phase(struct phase *ph)
 		return "skipped";
 	}
 	return ph->spec->run(ph);
+}
+
+bool phase_alone(const struct phase *ph)
+{
+	return jv_get_kind(ph->in.state) != JV_KIND_OBJECT && jv_get_kind(ph->in.task) != JV_KIND_OBJECT;
 }
 
 const char *phase_input_unfinished(const struct phase *ph, char *buf, size_t n)
@@ -1331,7 +1346,9 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 		: new_state(&ph, jv_get_kind(ph.in.task) == JV_KIND_OBJECT
 				 ? jv_copy(ph.in.task)
 				 : json_set(jv_object(), "description",
-					    jv_string_fmt("%s on the repository", spec->program)));
+					    jv_string_fmt(jv_get_kind(ph.in.raw) == JV_KIND_STRING
+							  ? "%s of the diff on stdin" : "%s on the repository",
+							  spec->program)));
 	stream_out_set_trace(&ph.out, json_get_str(ph.state, "trace_id"));
 	status = take_lease(&ph);
 	if (status)

@@ -122,6 +122,15 @@ struct phase {
 int phase_main(const struct phase_spec *spec, int argc, char **argv, void *payload);
 
 /*
+ * Whether the phase works on the repository alone: it was given no state
+ * and no task (--no-input, a terminal on stdin; forge-review: a diff).  A
+ * task ({"task": …}, --task, plain text) is no run alone: the state made
+ * for it has what the task has and no more, and the guards judge it
+ * (forge-test: no approved review; forge-deploy: no review, no tests).
+ */
+bool phase_alone(const struct phase *ph);
+
+/*
  * For a phase that works on what an earlier one made (forge-review,
  * forge-test, forge-deploy): whether the input state's own phase finished
  * its work.  NULL when it did, or when there is no input state; else why

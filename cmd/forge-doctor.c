@@ -1178,8 +1178,8 @@ int main(int argc, char **argv)
 			      "(probing every linter and test runner on PATH: most of the time), project.\n"
 			      "--only provider,sandbox reports just those (and the configuration's\n"
 			      "problems, which every section depends on).\n"
-			      "A check that cannot run is reported in its section; the exit status is\n"
-			      "0 (2 for a usage error).\n",
+			      "A check that cannot run is reported in its section, never fatal.\n"
+			      "Exit status: 0, whatever the checks found; 2 usage error.\n",
 	};
 	struct cli_common common;
 	struct args a = { false, ALL_SECTIONS };

@@ -53,11 +53,12 @@ static const struct cli_spec spec = {
 		"            \"deployment_id\":TRACE|COMMIT}  (or \"trace_id\")\n"
 		"  error    {\"kind\":\"error\",\"stack\":\"…\",\"frequency\":42,\"first_seen\":\"2026-…Z\",\n"
 		"            \"affected_users\":7,\"related_commit\":\"abc1234\"}\n"
-		"The seed's camelCase names (deploymentId, relatedCommit, …) are accepted; kind may be\n"
-		"left out.  Each record is stored as an event of the run that shipped the code (found\n"
-		"by trace id or commit) and as a production memory (confidence 0.9) that names the\n"
-		"run's task, commit and files, so the next run on that code recalls it.  All lines are\n"
-		"checked first: a bad line stores nothing.",
+		"The seed's camelCase names (deploymentId, relatedCommit, …) are accepted, and kind may be\n"
+		"left out where metric (an anomaly) or stack (an error) says which: the record is checked\n"
+		"against schemas/production.schema.json after that.  Each record is stored as an event\n"
+		"of the run that shipped the code (found by trace id or commit) and as a production\n"
+		"memory (confidence 0.9) that names the run's task, commit and files, so the next run\n"
+		"on that code recalls it.  All lines are checked first: a bad line stores nothing.",
 	.options = options,
 	.extra_help = "Exit status: 0 stored, 2 usage or bad input (nothing stored), 5 database failure;\n"
 		      "with --create-task, the status of the first run that did not complete; 130\n"

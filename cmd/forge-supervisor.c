@@ -45,16 +45,66 @@ static const struct cli_option options[] = {
 	{ NULL, 0, NULL, NULL, 0 }
 };
 
-/* The commands and their synopses; `forge CMD --help` shows its own. */
-static const struct {
-	const char *name, *synopsis;
+/* An option of the table above as a bit of a command's set. */
+#define OPT_BIT(id) (1u << ((id) - OPT_PHASES))
+
+#define RUN_OPTIONS (OPT_BIT(OPT_PHASES) | OPT_BIT(OPT_DRY_RUN) | OPT_BIT(OPT_AUTO_APPROVE) | OPT_BIT(OPT_LEVEL) | \
+		     OPT_BIT(OPT_BUDGET) | OPT_BIT(OPT_BASE) | OPT_BIT(OPT_PIPELINE) | OPT_BIT(OPT_JOBS) | \
+		     OPT_BIT(OPT_JSON))
+#define RESUME_OPTIONS (OPT_BIT(OPT_JOBS) | OPT_BIT(OPT_AUTO_APPROVE) | OPT_BIT(OPT_LEVEL) | OPT_BIT(OPT_BUDGET) | \
+			OPT_BIT(OPT_STEAL) | OPT_BIT(OPT_JSON))
+
+/*
+ * The commands: synopsis, description (NULL: the program's) and the options
+ * each takes, so that `forge CMD` parses, shows (--help) and completes
+ * (--help-words) its own alone: an option of another command is refused
+ * (exit 2), never taken and ignored (`forge cancel --dry-run` cancelled).
+ * run and resume start phases: they take the model options to pass on.
+ */
+static const struct command {
+	const char *name, *synopsis, *description;
+	unsigned takes;         /* OPT_BIT()s */
+	unsigned flags;         /* cli_flags */
 } commands[] = {
-	{ "run", "TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]" },
-	{ "resume", "TRACE [--jobs N] [--auto-approve] [--level N] [--budget USD] [--steal] [--json]" },
-	{ "status", "[TRACE] [--json]" },
-	{ "history", "[-n N] [--json]" },
-	{ "cancel", "TRACE" },
+	{ "run", "TASK [--pipeline FILE|NAME] [--jobs N] [--phases LIST] [--dry-run] [--auto-approve] [--level N] [--budget USD] [--base REF] [--json]",
+	  NULL, RUN_OPTIONS, CLI_MODEL_OPTIONS },
+	{ "resume", "TRACE [--jobs N] [--auto-approve] [--level N] [--budget USD] [--steal] [--json]",
+	  "Continue a run from its last checkpoint without repeating the phases it finished: any run\n"
+	  "not completed or cancelled (a failed one too), with the pipeline it started with (a dry\n"
+	  "run stays one) and its automation level unless --level is given; --budget gives it a new\n"
+	  "budget.  A run another live process holds is refused with exit 4 (--steal takes\n"
+	  "it from another host's, whose machine is gone).  A run waiting for a human exits 4 again:\n"
+	  "approve with `forge gate approve ID`, then resume.  TRACE may be any unique prefix of a\n"
+	  "trace id.", RESUME_OPTIONS, CLI_MODEL_OPTIONS },
+	{ "status", "[TRACE] [--json]",
+	  "Show a run (the newest without TRACE): its status, phase, task, branch, cost, pending\n"
+	  "gates and sub-agents; --json prints it as one object {run, state (the last checkpoint),\n"
+	  "pending_gates, subagents, merged}.  A run whose process died is shown as interrupted;\n"
+	  "no run yet is exit 1.  TRACE may be any unique prefix of a trace id (none: exit 2).",
+	  OPT_BIT(OPT_JSON), 0 },
+	{ "history", "[-n N] [--json]",
+	  "List the latest runs, newest first, one a line: trace id, status (merged when merged),\n"
+	  "phase, cost, start time and task (the columns that fit the terminal); --json prints one\n"
+	  "object a run.  A run whose process died is shown as interrupted.",
+	  OPT_BIT(OPT_LIMIT) | OPT_BIT(OPT_JSON), 0 },
+	{ "cancel", "TRACE",
+	  "Cancel a run that is not completed, failed or cancelled: its pending gates are decided no,\n"
+	  "a live run stops (it exits 130) and it stays cancelled; the run's worktree is removed\n"
+	  "(uncommitted changes kept on refs/forge/TRACE/saved/N) and its branch unless the branch\n"
+	  "has commits (forge gc removes those).  Exit 1 when the run has already ended.  TRACE may\n"
+	  "be any unique prefix of a trace id.", 0, 0 },
 };
+
+/* The options of `takes` from the table, in own (sized as options). */
+static void own_options(struct cli_option *own, unsigned takes)
+{
+	size_t n = 0;
+
+	for (const struct cli_option *o = options; o->name; o++)
+		if (takes & OPT_BIT(o->id))
+			own[n++] = *o;
+	own[n] = (struct cli_option){ NULL, 0, NULL, NULL, 0 };
+}
 
 /* The name in messages: "forge-supervisor", or "forge CMD" when the forge
  * dispatcher ran it (argv[0] "forge"), the name the user typed. */
@@ -114,12 +164,14 @@ struct args {
 	double budget;
 	const char *base;
 	long limit;
+	unsigned given;         /* OPT_BIT()s of the options given */
 };
 
 static int on_option(int id, const char *arg, void *payload)
 {
 	struct args *a = payload;
 
+	a->given |= OPT_BIT(id);
 	switch (id) {
 	case OPT_PHASES: {
 		size_t n = 0;
@@ -619,24 +671,52 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 	return code;
 }
 
+/* forge-supervisor OPTIONS CMD …: the command came after the options, all
+ * of which were parsed; one it does not take is a usage error all the same. */
+static void refuse_others(const char *cmd, const struct args *a)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+		if (strcmp(cmd, commands[i].name) != 0)
+			continue;
+		for (const struct cli_option *o = options; o->name; o++)
+			if ((a->given & OPT_BIT(o->id)) && !(commands[i].takes & OPT_BIT(o->id)))
+				cli_usage_error(&spec, "%s takes no --%s (see forge %s --help)", cmd, o->name, cmd);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_common common;
 	struct args a = { .budget = -1, .limit = 20, .level = -1 };
-	char name[64];
+	char name[64], synopsis[256];
 	const char *cmd = NULL;
 
-	/* forge CMD …: argv[0] is "forge" and the command comes first */
+	/* forge CMD … (argv[0] "forge"), or forge-supervisor CMD …: the
+	 * command comes first, and only its own options are parsed */
 	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	if (!strcmp(base, "forge") && argc > 1) {
-		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
-			if (!strcmp(argv[1], commands[i].name)) {
-				snprintf(name, sizeof name, "forge %s", commands[i].name);
-				prog = spec.name = name;
-				spec.synopsis = commands[i].synopsis;
-				cmd = commands[i].name;
-			}
+	const struct command *c = NULL;
+	struct cli_option own[sizeof options / sizeof *options];
+
+	for (size_t i = 0; argc > 1 && i < sizeof commands / sizeof *commands; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			c = &commands[i];
+	if (c) {
+		if (!strcmp(base, "forge")) {
+			snprintf(name, sizeof name, "forge %s", c->name);
+			prog = spec.name = name;
+			spec.synopsis = c->synopsis;
+		} else {
+			snprintf(synopsis, sizeof synopsis, "%s %s", c->name, c->synopsis);
+			spec.synopsis = synopsis;
 		}
+		if (c->description) {   /* and no examples of forge run */
+			spec.description = c->description;
+			spec.extra_help = NULL;
+		}
+		own_options(own, c->takes);
+		spec.options = own;
+		spec.flags = c->flags;
+		cmd = c->name;
 	}
 	/* with the command known, parse what follows it */
 	int skip = cmd ? 1 : 0;
@@ -655,6 +735,7 @@ int main(int argc, char **argv)
 		cmd = argv[first];
 		nargs = argc - first - 1;
 		rest = argv + first + 1;
+		refuse_others(cmd, &a);
 	}
 
 	if (strcmp(cmd, "run") == 0) {
@@ -670,13 +751,9 @@ int main(int argc, char **argv)
 			cli_usage_error(&spec, "--dry-run runs the plan phase alone: --phases must start with plan");
 		if (a.pipeline && (a.phases[0] || a.dry_run))
 			cli_usage_error(&spec, "--pipeline runs the pipeline's own nodes: not with --phases or --dry-run");
-		if (a.steal)
-			cli_usage_error(&spec, "--steal is for resume: a new run has no lease to take");
 		status = cmd_run_or_resume(&common, &a, "run", task.buf);
 		buf_release(&task);
 	} else if (strcmp(cmd, "resume") == 0 && nargs == 1) {
-		if (a.pipeline)
-			cli_usage_error(&spec, "resume runs the pipeline the run started with: no --pipeline");
 		status = cmd_run_or_resume(&common, &a, "resume", rest[0]);
 	} else if (strcmp(cmd, "status") == 0 && nargs <= 1) {
 		status = cmd_status(&common, &a, nargs ? rest[0] : NULL);

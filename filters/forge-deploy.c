@@ -96,15 +96,17 @@ static jv skipped(const char *strategy, const char *why)
 
 /* A pipeline's state must carry an approved review and passing tests (or
  * a recorded override of either: review.approved_by, tests.approved_by); a
- * run on the repository alone (no state on stdin) deploys what is there.
- * --force (a human overrode the "no") deploys anyway, with an event; it
- * never passes a gate. */
+ * run on the repository alone (no state nor task on stdin) deploys what is
+ * there.  --force (a human overrode the "no") deploys anyway, with an
+ * event; it never passes a gate.  A state that names no run branch (made
+ * by a filter from a diff or a task, not in a run's worktree) has nothing
+ * to deploy, forced or not. */
 static const char *guard(struct phase *ph)
 {
 	struct args *a = ph->payload;
 	jv decision, failed;
 
-	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT)
+	if (phase_alone(ph))
 		return NULL;
 	decision = json_get_path(ph->state, "review.decision");
 	failed = json_get_path(ph->state, "tests.summary.failed");
@@ -140,12 +142,20 @@ static const char *guard(struct phase *ph)
 	jv_free(tests);
 	jv_free(decision);
 	jv_free(failed);
-	if (!a->why[0])
-		return NULL;
-	if (a->force) {
+	jv branch = json_get_path(ph->state, "task.branch");
+	bool no_branch = jv_get_kind(branch) != JV_KIND_STRING;
+
+	jv_free(branch);
+	if ((!a->why[0] || a->force) && no_branch)
+		snprintf(a->why, sizeof a->why, "the state names no run branch (task.branch): it was not made in a "
+			 "run's worktree (forge-implement, forge run), so there is no run to deploy; to deploy the "
+			 "checkout, run forge-deploy --no-input");
+	else if (a->why[0] && a->force) {
 		phase_emit(ph, "deploy.forced", json_set(jv_object(), "guard", jv_string(a->why)));
 		return NULL;
 	}
+	if (!a->why[0])
+		return NULL;
 	phase_set(ph, "deployment", skipped(NULL, a->why));
 	return a->why;
 }
@@ -459,9 +469,14 @@ static const char *run(struct phase *ph)
 		goto out;
 	}
 	ctx.branch = json_get_str(task, "branch");
-	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && !json_has(ph->in.task, "branch")) {
-		if (deploy_head_branch(&head, ctx.repo) == 0)
-			ctx.branch = head;
+	if (phase_alone(ph) && deploy_head_branch(&head, ctx.repo) == 0)
+		ctx.branch = head;
+	if (!ctx.branch && strategy != DEPLOY_COMMAND) {
+		/* alone on a detached HEAD: no branch to leave, merge or push */
+		phase_reason(ph, "HEAD of '%s' is not on a branch: nothing for the '%s' strategy to deploy "
+			     "(check out a branch, or use --strategy command)", ctx.repo, sname);
+		status = "skipped";
+		goto out;
 	}
 	/* the branch the run started from, recorded then: HEAD now may be
 	 * another branch, or another checkout's (a linked worktree) */

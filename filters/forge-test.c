@@ -635,8 +635,9 @@ static const char *guard(struct phase *ph)
 
 	char why[512];
 
-	if (t->force || jv_get_kind(ph->in.state) != JV_KIND_OBJECT)
-		return NULL;   /* forced, or run alone on a repository */
+	/* forced, or run alone on a repository; a task alone has nothing approved */
+	if (t->force || phase_alone(ph))
+		return NULL;
 	jv review = json_get(ph->state, "review");
 	const char *decision = json_get_str(review, "decision");
 	if (phase_input_unfinished(ph, why, sizeof why) || phase_part_stale(ph, review, "review", why, sizeof why))
@@ -887,7 +888,8 @@ int main(int argc, char **argv)
 			"and the first lines of its output), then the counts; with no test command it says "
 			"that nothing was tested.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
-			      "did not hold, 2 bad input.\n",
+			      "did not hold,\n2 bad input, 4 another process holds the run (its lease), 5 the tests "
+			      "could not be run\n(the sandbox, git, the database), 130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,
 		.model_options = true,

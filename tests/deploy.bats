@@ -169,6 +169,38 @@ event_ok() {
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
+@test "guard: {\"task\": …} or --task is a state with no review nor tests: skipped (exit 1), nothing runs" {
+	# (before: taken as a run on the repository alone, the checkout built and deployed, healthy)
+	command_config
+	echo '{"task":"add a feature"}' >"$BATS_TEST_TMPDIR/state.json"
+	cd "$R"
+	run -1 --separate-stderr deploy
+	final | jq -e '.status == "skipped" and .deployment.status == "skipped"
+	  and .deployment.reason == "no review in the state: deploy needs an approved review"'
+	[ -n "$(events phase.skipped)" ]
+	run -1 --separate-stderr setsid -w forge-deploy --config "$CFG" --task "add a feature" </dev/null
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("no review in the state"))'
+	[ ! -e "$M/steps" ]
+	[ ! -e "$M/built" ]
+}
+
+@test "guard: a state that names no run branch (made from a diff) is skipped (exit 1), forced or not" {
+	# (before: review invented task.branch forge/TRACE, never made, and the
+	# deploy failed as if git had: exit 5)
+	cd "$R"
+	echo more >>README
+	run -1 --separate-stderr bash -c 'git diff | forge-review -q | forge-test -q --command true | setsid -w forge-deploy --config "$1"' _ "$CFG"
+	final | jq -e '.status == "skipped" and .review.decision == "approve" and .tests.summary.failed == 0
+	  and (.task | has("branch") | not) and .task.description == "forge-review of the diff on stdin"
+	  and (.deployment.reason | startswith("the state names no run branch (task.branch)"))'
+	[[ "$stderr" == *"to deploy the checkout, run forge-deploy --no-input" ]]
+	state 'del(.task.branch) | .review.decision = "require_human"'
+	run -1 --separate-stderr deploy --strategy merge --force
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("no run branch"))'
+	[ -z "$(events deploy.forced)" ]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
 @test "guard: --force (a human overrode the no) deploys anyway, with a deploy.forced event" {
 	state '.review.decision = "require_human"'
 	run -0 --separate-stderr deploy --strategy merge --force
@@ -212,6 +244,18 @@ event_ok() {
 	cd "$R"
 	run -0 --separate-stderr deploy --no-input
 	final | jq -e --arg base "$BASE" '.deployment.ref == "main" and .deployment.commit == $base'
+}
+
+@test "branch: alone on a detached HEAD there is no branch to deploy: skipped (exit 1); the command strategy runs" {
+	cd "$R"
+	git checkout -q --detach
+	: >"$BATS_TEST_TMPDIR/state.json"
+	run -1 --separate-stderr deploy --no-input
+	final | jq -e --arg r "$R" '.status == "skipped" and .deployment.status == "skipped" and .deployment.reason ==
+	  "HEAD of '"'\\(\$r)'"' is not on a branch: nothing for the '"'branch'"' strategy to deploy (check out a branch, or use --strategy command)"'
+	command_config
+	run -0 --separate-stderr deploy --no-input
+	[ -e "$M/built" ]
 }
 
 @test "an empty stdin is bad input (exit 2): nothing is deployed" {

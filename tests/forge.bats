@@ -181,10 +181,46 @@ setup() {
 	[[ "$stderr" == "forge-supervisor: wrong number of arguments"* ]]
 }
 
+@test "forge cancel, status, history, resume take only their own options: another command's is a usage error (exit 2)" {
+	# (before: one table for all, `forge cancel TRACE --dry-run` cancelled the run)
+	for cmd in "cancel T1 --dry-run" "status T1 --phases plan" "status --base x" "history --steal" \
+		   "resume T1 --dry-run" "resume T1 --phases plan" "resume T1 --pipeline p" "run --steal x" \
+		   "cancel T1 --json" "history --provider mock" "status --model m"; do
+		run -2 --separate-stderr forge $cmd
+		opt=$(grep -o -- '--[a-z-]*' <<<"$cmd")
+		[ "$stderr" = "forge ${cmd%% *}: unknown option '$opt'
+Try 'forge ${cmd%% *} --help' for more information." ] || { echo "$cmd: $stderr"; false; }
+	done
+	run -2 --separate-stderr forge-supervisor --dry-run cancel T1
+	[[ "$stderr" == "forge-supervisor: cancel takes no --dry-run (see forge cancel --help)"* ]]
+	# their help and completion offer theirs alone, with their own description
+	run -0 --separate-stderr forge cancel --help-words
+	[ "$(awk -F'\t' '$1 == "option" { print $2 }' <<<"$output" | grep -v -x -e --help -e -h -e --version \
+	     -e --repo -e --db -e --config -e --quiet -e -q -e --verbose -e -v)" = "" ]
+	run -0 --separate-stderr forge status --help-words
+	[ "$(awk -F'\t' '$1 == "option" { print $2 }' <<<"$output" | grep -c -e --json -e --dry-run -e --phases)" = 1 ]
+	run -0 --separate-stderr forge history --help
+	[[ "$output" == *"--limit N"* && "$output" != *"--dry-run"* && "$output" != *"Carry a task"* ]]
+	run -0 --separate-stderr forge-supervisor status --help
+	[[ "${lines[0]}" == "usage: forge-supervisor status [TRACE] [--json]" && "$output" == *"Show a run"* ]]
+	run -0 --separate-stderr forge resume --help
+	[[ "$output" == *"--steal"* && "$output" == *"--provider"* && "$output" != *"--dry-run"* ]]
+}
+
 @test "every help page has one exit status paragraph" {
 	for p in "$FORGE_BINDIR"/forge*; do
 		[[ -x "$p" && "$p" != *.c ]] || continue
 		run -0 --separate-stderr "$p" --help
 		[ "$(grep -c '^Exit' <<<"$output")" -eq 1 ] || { echo "$(basename "$p"): $output"; false; }
+		# and no other statement of it elsewhere in the text (before: forge-doctor
+		# said "the exit status is 0 (2 for a usage error)", then the generic list)
+		[ "$(grep -c -i -e 'exit status' -e '^Exit:' <<<"$output")" -eq 1 ] || { echo "$(basename "$p"): $output"; false; }
 	done
+	# forge-test names every status it ends with (before: 0, 1 and 2 alone)
+	run -0 --separate-stderr forge-test --help
+	[[ "$output" == *"Exit status: 0 all tests passed"*", 1 tests failed"*"2 bad input, 4 another process holds the run"*", 5 the tests could not be run"*", 130 interrupted."* ]]
+	# forge-feedback says when kind may be left out, as the schema's description does
+	run -0 --separate-stderr forge-feedback --help
+	[[ "$output" == *"kind may be"*"left out where metric (an anomaly) or stack (an error) says which"* ]]
+	grep -q 'kind is inferred when absent (metric: anomaly; stack: error)' "$FORGE_ROOT/schemas/production.schema.json"
 }

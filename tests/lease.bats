@@ -164,7 +164,7 @@ now_iso() {
 	[[ "$stderr" != *"held by a live process"* ]]
 	[ "$(db_q "select count(*) from leases where trace_id = '$T' and holder = 'FAR'")" = 0 ]
 	run -2 --separate-stderr forge run --steal "a task"
-	[[ "$stderr" == *"--steal is for resume"* ]]
+	[[ "$stderr" == "forge run: unknown option '--steal'"* ]]
 }
 
 @test "supervisor.lease_ttl_s must be more than twice supervisor.lease_renew_s (exit 2)" {

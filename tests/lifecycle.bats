@@ -112,16 +112,15 @@ last_seq() {
 	run -1 --separate-stderr forge-deploy --strategy branch <<<"$(jq -c . <<<"$state")"
 	[[ "$stderr" == *"the review did not approve"* ]]
 	over=$(jq -c '.review.approved_by = {by: "human", gate: "escalation_review"}' <<<"$state")
-	# past the guard: it stops later, at the state having no branch
-	run -5 --separate-stderr forge-deploy --strategy branch <<<"$over"
-	[[ "$stderr" == *"no branch to deploy"* ]]
-	[[ "$output" != *'"type":"phase.skipped"'* ]]
+	# past the review's check: it stops at the next, the state having no run branch
+	run -1 --separate-stderr forge-deploy --strategy branch <<<"$over"
+	[ "$stderr" = "forge-deploy: skipped: the state names no run branch (task.branch): it was not made in a run's worktree (forge-implement, forge run), so there is no run to deploy; to deploy the checkout, run forge-deploy --no-input" ]
 	# failed tests: refused, unless a gate passed them (tests.approved_by)
 	failing=$(jq -c '.tests.summary.failed = 1 | .review.decision = "approve"' <<<"$state")
 	run -1 --separate-stderr forge-deploy --strategy branch <<<"$failing"
 	[[ "$stderr" == *"1 test failed"* ]]
-	run -5 --separate-stderr forge-deploy --strategy branch <<<"$(jq -c '.tests.approved_by = {by: "flag", gate: "escalation_test"}' <<<"$failing")"
-	[[ "$stderr" == *"no branch to deploy"* ]]
+	run -1 --separate-stderr forge-deploy --strategy branch <<<"$(jq -c '.tests.approved_by = {by: "flag", gate: "escalation_test"}' <<<"$failing")"
+	[[ "$stderr" == *"the state names no run branch"* ]]
 	run -1 --separate-stderr forge-test <<<"$(jq -c . <<<"$state")"
 	[[ "$stderr" == *"the review did not approve the changes"* ]]
 	run -0 --separate-stderr forge-test <<<"$over"

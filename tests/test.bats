@@ -311,6 +311,20 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 		'[true,"timeout","environment",null]'
 }
 
+@test "guard: {\"task\": …} or --task has nothing approved: skipped (exit 1), no test runs; --force runs them" {
+	# (before: taken as a run on the repository alone, the checkout tested, ok)
+	bats_repo '@test "one" { touch "$BATS_TEST_DIRNAME/../ran"; }'
+	run -1 --separate-stderr bash -c "cd '$REPO' && echo '{\"task\":\"add mul\"}' | ft"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.status, has("tests"), .task.description]')" '["skipped",false,"add mul"]'
+	assert_equal "$(events_of 'select(.type == "phase.skipped") | .payload.reason')" \
+		'"the changes have not been reviewed: run forge-review first, or --force"'
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --task 'add mul' </dev/null"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -r .status)" skipped
+	[ ! -e "$REPO/ran" ]
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force --task 'add mul' </dev/null"
+	[ -e "$REPO/ran" ]
+}
+
 @test "a state whose review approved: tests run in task.worktree" {
 	bats_repo '@test "one" { true; }'
 	state=$(jq -cn --arg r "$REPO" '{kind:"state",v:1,trace_id:"01TEST",phase:"review",status:"ok",
