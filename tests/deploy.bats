@@ -389,6 +389,22 @@ hook() {
 	[ -z "$(git -C "$rem" for-each-ref)" ]
 }
 
+@test "push: a deploy that failed (remote not there yet) runs again on its own failed state once the remote is there" {
+	local rem=$BATS_TEST_TMPDIR/remote.git
+	run -5 --separate-stderr deploy --strategy push --remote "$rem"
+	final >"$BATS_TEST_TMPDIR/state.json"
+	final | jq -e '.phase == "deploy" and .status == "failed"'
+	git init -q --bare "$rem"
+	# (what forge resume and a retry hand it: before, skipped for ever as an unfinished phase)
+	run -0 --separate-stderr deploy --strategy push --remote "$rem"
+	final | jq -e '.status == "ok" and .deployment.status == "healthy"'
+	[ "$(git -C "$rem" rev-parse refs/heads/forge/t1)" = "$TIP" ]
+	# a skipped deploy never looked at its input: it stays skipped
+	state '.phase = "deploy" | .status = "skipped"'
+	run -1 --separate-stderr deploy --strategy push --remote "$rem"
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("deploy phase ended .skipped."))'
+}
+
 @test "push: no remote configured fails (exit 5) with a message naming deploy.remote" {
 	run -5 --separate-stderr deploy --strategy push
 	[[ "$stderr" == *"deploy.remote"* ]]
