@@ -255,6 +255,61 @@ event_ok() {
 	grep -q "a local edit" "$R/README"
 }
 
+# half_merged: the run's branch also edits README and adds two files;
+# the checkout as a merge deploy killed while it wrote them leaves it (the
+# index main's, README and one new file the run's, the other cut short
+# as it was being written), beside the person's untracked notes.
+half_merged() {
+	git -C "$R" checkout -q forge/t1
+	echo "hello, edited" >"$R/README"
+	mkdir -p "$R/gen"
+	echo one >"$R/gen/one.txt"
+	echo two >"$R/gen/two.txt"
+	git -C "$R" add README gen
+	git -C "$R" commit -q -m "more"
+	git -C "$R" checkout -q main
+	TIP=$(git -C "$R" rev-parse forge/t1)
+	state
+	echo "hello, edited" >"$R/README"
+	mkdir -p "$R/gen"
+	echo one >"$R/gen/one.txt"
+	printf tw >"$R/gen/two.txt"
+	echo feature >"$R/feature.txt"
+	echo "my notes" >"$R/notes.txt"
+}
+
+@test "merge: a merge deploy killed while it updated the checkout is finished by the next one; the person's files are kept" {
+	half_merged
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e --arg tip "$TIP" '.deployment.status == "healthy" and .deployment.commit == $tip'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+	[ -z "$(git -C "$R" status --porcelain --untracked-files=no)" ]
+	[ "$(cat "$R/gen/two.txt")" = two ]
+	[ "$(cat "$R/notes.txt")" = "my notes" ]
+}
+
+@test "merge: the run's new file already written (untracked) by a merge deploy killed mid-way is no file in the way" {
+	echo feature >"$R/feature.txt"
+	run -0 --separate-stderr deploy --strategy merge
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+	[ -z "$(git -C "$R" status --porcelain)" ]
+}
+
+@test "merge: a half-updated checkout with a change of the person's among the run's files is refused (exit 1), nothing moves" {
+	half_merged
+	echo "mine" >"$R/gen/two.txt"
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and (.deployment.reason | test("uncommitted changes"))'
+	[ "$(cat "$R/gen/two.txt")" = mine ]
+	[ "$(cat "$R/README")" = "hello, edited" ]
+	rm "$R/gen/two.txt"
+	echo "hello, mine" >"$R/README"
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and (.deployment.reason | test("uncommitted changes"))'
+	[ "$(cat "$R/README")" = "hello, mine" ]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+}
+
 @test "merge: the base moved but the branch still fast-forwards it: merged, base_moved reported" {
 	# main moves on; the run's branch is rebuilt on top of it (base_commit stays the old one).
 	echo other >"$R/other.txt"

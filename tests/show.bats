@@ -291,6 +291,18 @@ setup() {
 	[ -z "$(git status --porcelain --untracked-files=no)" ]
 }
 
+@test "forge merge after a merge killed while it wrote the files (index not written, some files the run's): it finishes the fast-forward" {
+	git update-index -q --refresh || true   # (the copied checkout's stat data)
+	# some of the run's files written, the index still main's
+	git checkout -q "forge/$T1" -- .
+	git reset -q
+	[ -n "$(git status --porcelain --untracked-files=no)" ]
+	run -0 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"holds run $T1's change already, 'main' not moved yet (a merge of it was interrupted): finishing it" ]]
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+}
+
 @test "a sparse checkout is not dirty; forge merge leaves it to git (exit 2, saying why) instead of writing out what it leaves out" {
 	git update-index -q --refresh || true   # (the copied checkout's stat data)
 	git sparse-checkout set --no-cone '/Makefile' '/README.md' '/tests/' '/.forge/' '/.gitignore'   # calc.c left out
