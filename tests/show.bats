@@ -510,6 +510,26 @@ setup() {
 	assert_line "run $t (merged):"
 }
 
+@test "a merge deploy refused because the checkout was in the way (main not moved): next is a plain forge merge, a fast-forward" {
+	own_tmpdir
+	calc_setup
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"deploy":{"strategy":"merge","environment":"production"}}' >.forge/config.json
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -4 forge run -q "add a mul operation" </dev/null
+	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	echo "a local edit" >>README.md
+	forge gate approve "$(forge gate list "$t" | awk '{print $1}')" >/dev/null
+	run -1 forge resume -q "$t" </dev/null
+	# (before: forge merge --no-ff, a merge commit though main never moved)
+	run -0 forge show "$t"
+	assert_line --regexp "^next +forge merge $t \(once the checkout is clear: see the deploy's reason\)\$"
+	git checkout -q README.md
+	run -0 --separate-stderr forge merge "$t"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$t")" ]
+}
+
 @test "forge gc removes the live text of calls whose process is gone (another host's after a day)" {
 	own_tmpdir
 	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
