@@ -233,6 +233,9 @@ event_ok() {
 	  and .deployment.ref == "refs/heads/main" and .deployment.commit == $tip and .deployment.base_moved == false'
 	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
 	[ -f "$R/feature.txt" ]
+	# the run's merge into its base: recorded as forge merge records it (forge gc, next)
+	event_ok run.merged '.branch == "main" and .commit == $tip and .how == "deploy" and .run_branch == "forge/t1"' \
+		--arg tip "$TIP"
 }
 
 @test "merge: refused (exit 1) when the base moved and the branch no longer fast-forwards it" {

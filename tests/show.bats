@@ -530,6 +530,25 @@ setup() {
 	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$t")" ]
 }
 
+@test "a run its merge deploy landed is merged: next is forge gc, forge gc removes it, forge merge has nothing to do" {
+	own_tmpdir
+	calc_setup
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"deploy":{"strategy":"merge"}}' >.forge/config.json
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -0 forge run -q "add a mul operation" </dev/null
+	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$t")" ]
+	# (before: forge diff && forge merge, and forge gc kept it as unmerged)
+	run -0 forge show "$t"
+	assert_line --regexp "^next +forge gc\$"
+	run -0 forge gc --dry-run
+	assert_line "run $t (merged):"
+	run -0 --separate-stderr forge merge "$t"
+	assert_output "run $t is merged already"
+}
+
 @test "forge gc removes the live text of calls whose process is gone (another host's after a day)" {
 	own_tmpdir
 	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
