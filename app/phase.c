@@ -1278,6 +1278,14 @@ const char *phase_input_unfinished(const struct phase *ph, char *buf, size_t n)
 
 	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT || st == STATE_OK)
 		return NULL;
+	/* This phase's own run that failed (a remote out of reach, a provider
+	 * down): its input passed this guard then, and what it is about to
+	 * redo is its own; the parts it reads are checked by the guards as
+	 * ever (before: a failed deploy, review or test was skipped at every
+	 * resume and retry, the run a dead end).  A skipped one is not: it
+	 * never looked at its input. */
+	if (st == STATE_FAILED && phase && strcmp(phase, ph->spec->name) == 0)
+		return NULL;
 	if (st == STATE_REJECTED || st == STATE_ESCALATED) {
 		/* a review's decision, a test count, a deploy's outcome say
 		 * it; a gate a human passed is in the result (approved_by) */

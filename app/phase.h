@@ -137,7 +137,8 @@ bool phase_alone(const struct phase *ph);
  * not, written to buf (n bytes): its status is failed, tripped or skipped,
  * or (plan, implement) rejected or escalated with no human's approval of
  * its result (approved_by).  A review's or tests' "no" is in their result,
- * which the guards read themselves.
+ * which the guards read themselves.  The calling phase's own run that
+ * failed is finished enough: it runs again on what it was given.
  */
 const char *phase_input_unfinished(const struct phase *ph, char *buf, size_t n);
 

@@ -432,9 +432,18 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 		buf_adds(out, "forge run the task again (a rejected gate ended this run); "
 			 "forge gc removes its worktree");
 	} else if (s == RUN_FAILED && runview_mergeable(st, trace)) {
-		/* its merge deploy refused to land it (the base moved): a resume
-		 * refuses again, forge merge --no-ff lands it (README) */
-		buf_addf(out, "forge merge --no-ff %s", trace);
+		/* its merge deploy refused to land it: a resume refuses again.
+		 * The base moved past a fast-forward: forge merge --no-ff lands
+		 * it (README); the checkout was in the way: a plain forge merge
+		 * does once it is cleared (before: --no-ff for both, a needless
+		 * merge commit) */
+		jv diverged = json_get_path(cp, "deployment.diverged");
+
+		if (jv_get_kind(diverged) == JV_KIND_TRUE)
+			buf_addf(out, "forge merge --no-ff %s", trace);
+		else
+			buf_addf(out, "forge merge %s (once the checkout is clear: see the deploy's reason)", trace);
+		jv_free(diverged);
 	} else if (budget_spent(cp)) {
 		/* a resume trips the budget breaker at once */
 		buf_addf(out, "forge resume --budget USD %s", trace);

@@ -154,10 +154,10 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 		goto out;
 	rc = FORGE_EXIT_USAGE;
 	e = forge_git_checkout_dirty(g);
-	/* the run's own change, staged, with the branch not moved: a merge
-	 * interrupted (killed) between the two; the fast-forward below ends it
-	 * (before: "stash them", which stashed the run's change) */
-	int holds = e > 0 ? forge_git_checkout_holds(g, t.run_branch) : 0;
+	/* the run's own change, wholly or partly written, with the branch not
+	 * moved: a merge interrupted (killed) in the middle; the fast-forward
+	 * below ends it (before: "stash them", which stashed the run's change) */
+	int holds = e > 0 ? forge_git_checkout_midway(g, t.run_branch) : 0;
 	if (holds == 1 && !no_ff) {
 		fprintf(stderr, "forge-merge: '%s' holds run %s's change already, '%s' not moved yet "
 				"(a merge of it was interrupted): finishing it\n", forge_git_checkout(g), trace,

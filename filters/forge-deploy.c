@@ -369,6 +369,36 @@ static jv deployed_before(struct phase *ph, const struct deploy_ctx *ctx, const 
 	return jv_null();
 }
 
+/*
+ * A merge deploy that landed the run is the run's merge into its base
+ * branch: run.merged, as forge merge records it (how: "deploy"), stored
+ * before it is written out, once (before: the run stayed "completed,
+ * unmerged": next said forge merge, forge gc kept its worktree).
+ */
+static void record_merged(struct phase *ph, const struct deploy_ctx *ctx, jv d)
+{
+	struct store *st = ctx->trace_id ? phase_store(ph) : NULL;
+	jv before = jv_null();
+
+	if (st && store_event_last(&before, st, ctx->trace_id, "run.merged") == 0 &&
+	    jv_get_kind(before) == JV_KIND_OBJECT) {
+		jv_free(before);
+		return;
+	}
+	jv_free(before);
+	const char *branch = json_get_str(d, "ref");
+	jv p = json_set(jv_object(), "branch", jv_string(branch && strncmp(branch, "refs/heads/", 11) == 0
+							  ? branch + 11 : branch ? branch : ""));
+
+	p = json_set(p, "commit", json_str_or_null(json_get_str(d, "commit")));
+	p = json_set(json_set(p, "how", jv_string("deploy")), "run_branch", json_str_or_null(ctx->branch));
+	jv ev = stream_event_new(&ph->out, "run.merged", p);
+	if (st && store_event_put(st, ev, NULL, 0, NULL) < 0)
+		fprintf(stderr, "forge-deploy: warning: the merge is not recorded as the run's: %s\n",
+			forge_last_error());
+	stream_write(&ph->out, ev);
+}
+
 /* ---- run ----------------------------------------------------------------- */
 
 static void emit_cb(void *payload, const char *type, jv data)
@@ -554,6 +584,8 @@ static const char *run(struct phase *ph)
 					   strcmp(json_get_str(d, "status"), "degraded") == 0))
 		remember_rollback(ph, d, &ctx, changes);
 out:
+	if (strcmp(status, "ok") == 0 && strategy == DEPLOY_MERGE && jv_get_kind(d) == JV_KIND_OBJECT)
+		record_merged(ph, &ctx, d);
 	if (jv_get_kind(d) == JV_KIND_OBJECT) {
 		if (jv_get_kind(gate) == JV_KIND_OBJECT)
 			d = json_set(d, "gate", jv_copy(gate));

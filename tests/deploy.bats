@@ -277,6 +277,9 @@ event_ok() {
 	  and .deployment.ref == "refs/heads/main" and .deployment.commit == $tip and .deployment.base_moved == false'
 	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
 	[ -f "$R/feature.txt" ]
+	# the run's merge into its base: recorded as forge merge records it (forge gc, next)
+	event_ok run.merged '.branch == "main" and .commit == $tip and .how == "deploy" and .run_branch == "forge/t1"' \
+		--arg tip "$TIP"
 }
 
 @test "merge: refused (exit 1) when the base moved and the branch no longer fast-forwards it" {
@@ -297,6 +300,61 @@ event_ok() {
 	final | jq -e '.status == "rejected" and .deployment.status == "skipped" and (.deployment.reason | test("uncommitted changes"))'
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 	grep -q "a local edit" "$R/README"
+}
+
+# half_merged: the run's branch also edits README and adds two files;
+# the checkout as a merge deploy killed while it wrote them leaves it (the
+# index main's, README and one new file the run's, the other cut short
+# as it was being written), beside the person's untracked notes.
+half_merged() {
+	git -C "$R" checkout -q forge/t1
+	echo "hello, edited" >"$R/README"
+	mkdir -p "$R/gen"
+	echo one >"$R/gen/one.txt"
+	echo two >"$R/gen/two.txt"
+	git -C "$R" add README gen
+	git -C "$R" commit -q -m "more"
+	git -C "$R" checkout -q main
+	TIP=$(git -C "$R" rev-parse forge/t1)
+	state
+	echo "hello, edited" >"$R/README"
+	mkdir -p "$R/gen"
+	echo one >"$R/gen/one.txt"
+	printf tw >"$R/gen/two.txt"
+	echo feature >"$R/feature.txt"
+	echo "my notes" >"$R/notes.txt"
+}
+
+@test "merge: a merge deploy killed while it updated the checkout is finished by the next one; the person's files are kept" {
+	half_merged
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e --arg tip "$TIP" '.deployment.status == "healthy" and .deployment.commit == $tip'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+	[ -z "$(git -C "$R" status --porcelain --untracked-files=no)" ]
+	[ "$(cat "$R/gen/two.txt")" = two ]
+	[ "$(cat "$R/notes.txt")" = "my notes" ]
+}
+
+@test "merge: the run's new file already written (untracked) by a merge deploy killed mid-way is no file in the way" {
+	echo feature >"$R/feature.txt"
+	run -0 --separate-stderr deploy --strategy merge
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+	[ -z "$(git -C "$R" status --porcelain)" ]
+}
+
+@test "merge: a half-updated checkout with a change of the person's among the run's files is refused (exit 1), nothing moves" {
+	half_merged
+	echo "mine" >"$R/gen/two.txt"
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and (.deployment.reason | test("uncommitted changes"))'
+	[ "$(cat "$R/gen/two.txt")" = mine ]
+	[ "$(cat "$R/README")" = "hello, edited" ]
+	rm "$R/gen/two.txt"
+	echo "hello, mine" >"$R/README"
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and (.deployment.reason | test("uncommitted changes"))'
+	[ "$(cat "$R/README")" = "hello, mine" ]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
 @test "merge: the base moved but the branch still fast-forwards it: merged, base_moved reported" {
@@ -431,6 +489,22 @@ hook() {
 		<"$BATS_TEST_TMPDIR/state.json"
 	[[ "$stderr" == *"git is not on PATH (a push to a repository on this machine goes through git receive-pack, which runs its hooks)"* ]]
 	[ -z "$(git -C "$rem" for-each-ref)" ]
+}
+
+@test "push: a deploy that failed (remote not there yet) runs again on its own failed state once the remote is there" {
+	local rem=$BATS_TEST_TMPDIR/remote.git
+	run -5 --separate-stderr deploy --strategy push --remote "$rem"
+	final >"$BATS_TEST_TMPDIR/state.json"
+	final | jq -e '.phase == "deploy" and .status == "failed"'
+	git init -q --bare "$rem"
+	# (what forge resume and a retry hand it: before, skipped for ever as an unfinished phase)
+	run -0 --separate-stderr deploy --strategy push --remote "$rem"
+	final | jq -e '.status == "ok" and .deployment.status == "healthy"'
+	[ "$(git -C "$rem" rev-parse refs/heads/forge/t1)" = "$TIP" ]
+	# a skipped deploy never looked at its input: it stays skipped
+	state '.phase = "deploy" | .status = "skipped"'
+	run -1 --separate-stderr deploy --strategy push --remote "$rem"
+	final | jq -e '.status == "skipped" and (.deployment.reason | test("deploy phase ended .skipped."))'
 }
 
 @test "push: no remote configured fails (exit 5) with a message naming deploy.remote" {

@@ -291,6 +291,18 @@ setup() {
 	[ -z "$(git status --porcelain --untracked-files=no)" ]
 }
 
+@test "forge merge after a merge killed while it wrote the files (index not written, some files the run's): it finishes the fast-forward" {
+	git update-index -q --refresh || true   # (the copied checkout's stat data)
+	# some of the run's files written, the index still main's
+	git checkout -q "forge/$T1" -- .
+	git reset -q
+	[ -n "$(git status --porcelain --untracked-files=no)" ]
+	run -0 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"holds run $T1's change already, 'main' not moved yet (a merge of it was interrupted): finishing it" ]]
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+}
+
 @test "a sparse checkout is not dirty; forge merge leaves it to git (exit 2, saying why) instead of writing out what it leaves out" {
 	git update-index -q --refresh || true   # (the copied checkout's stat data)
 	git sparse-checkout set --no-cone '/Makefile' '/README.md' '/tests/' '/.forge/' '/.gitignore'   # calc.c left out
@@ -496,6 +508,45 @@ setup() {
 	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$t")" ]
 	run -0 forge gc --dry-run
 	assert_line "run $t (merged):"
+}
+
+@test "a merge deploy refused because the checkout was in the way (main not moved): next is a plain forge merge, a fast-forward" {
+	own_tmpdir
+	calc_setup
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"deploy":{"strategy":"merge","environment":"production"}}' >.forge/config.json
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -4 forge run -q "add a mul operation" </dev/null
+	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	echo "a local edit" >>README.md
+	forge gate approve "$(forge gate list "$t" | awk '{print $1}')" >/dev/null
+	run -1 forge resume -q "$t" </dev/null
+	# (before: forge merge --no-ff, a merge commit though main never moved)
+	run -0 forge show "$t"
+	assert_line --regexp "^next +forge merge $t \(once the checkout is clear: see the deploy's reason\)\$"
+	git checkout -q README.md
+	run -0 --separate-stderr forge merge "$t"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$t")" ]
+}
+
+@test "a run its merge deploy landed is merged: next is forge gc, forge gc removes it, forge merge has nothing to do" {
+	own_tmpdir
+	calc_setup
+	cd "$REPO"
+	mkdir -p .forge
+	echo '{"deploy":{"strategy":"merge"}}' >.forge/config.json
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	run -0 forge run -q "add a mul operation" </dev/null
+	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$t")" ]
+	# (before: forge diff && forge merge, and forge gc kept it as unmerged)
+	run -0 forge show "$t"
+	assert_line --regexp "^next +forge gc\$"
+	run -0 forge gc --dry-run
+	assert_line "run $t (merged):"
+	run -0 --separate-stderr forge merge "$t"
+	assert_output "run $t is merged already"
 }
 
 @test "forge gc removes the live text of calls whose process is gone (another host's after a day)" {

@@ -143,6 +143,8 @@ static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *c
 			goto out;
 		}
 		if (!ff) {
+			/* (what forge show's next reads: only this refusal needs --no-ff) */
+			*d = json_set(*d, "diverged", jv_true());
 			reason(ctx, "'%s' moved since the run started (%.12s -> %.12s) and '%s' no longer "
 			       "fast-forwards it: rebase the run's branch or merge by hand",
 			       base, since ? since : "?", base_tip, ctx->branch);

@@ -12,8 +12,11 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- libgit2, once per process ------------------------------------------ */
 
@@ -621,32 +624,169 @@ int forge_git_checkout_dirty(struct forge_git *g)
 	return dirty;
 }
 
-int forge_git_checkout_holds(struct forge_git *g, const char *rev)
+static const char *status_path(const git_status_entry *e);
+
+/* Whether the working file `path` has the blob `want` (NULL: absent). */
+static bool workdir_has(git_repository *repo, const char *path, const git_oid *want)
+{
+	struct buf full = BUF_INIT;
+	struct stat st;
+	git_oid oid;
+	bool has;
+
+	buf_addf(&full, "%s%s", git_repository_workdir(repo), path);
+	if (lstat(full.buf, &st) < 0) {
+		has = !want && errno == ENOENT;
+	} else if (!want || S_ISDIR(st.st_mode)) {
+		has = false;
+	} else if (S_ISLNK(st.st_mode)) {
+		char to[PATH_MAX];
+		ssize_t n = readlink(full.buf, to, sizeof to);
+
+		has = n >= 0 && git_odb_hash(&oid, to, (size_t)n, GIT_OBJECT_BLOB) == 0 && git_oid_equal(&oid, want);
+	} else {
+		/* (with the repository's filters, as the checkout wrote it) */
+		has = git_repository_hashfile(&oid, repo, path, GIT_OBJECT_BLOB, NULL) == 0 && git_oid_equal(&oid, want);
+	}
+	buf_release(&full);
+	return has;
+}
+
+/* Whether the working file `path` is a part of the blob `want` from its
+ * start: the file the checkout was writing when it was killed (empty, or
+ * cut short), which holds nothing the blob does not. */
+static bool workdir_part_of(git_repository *repo, const char *path, const git_oid *want)
+{
+	struct buf full = BUF_INIT;
+	git_blob *blob = NULL;
+	struct stat st;
+	bool part = false;
+
+	buf_addf(&full, "%s%s", git_repository_workdir(repo), path);
+	if (lstat(full.buf, &st) == 0 && S_ISREG(st.st_mode) && git_blob_lookup(&blob, repo, want) == 0 &&
+	    (git_object_size_t)st.st_size < git_blob_rawsize(blob)) {
+		FILE *f = fopen(full.buf, "rb");
+		const char *raw = git_blob_rawcontent(blob);
+		char chunk[8192];
+		size_t at = 0, n;
+
+		part = f != NULL;
+		while (part && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+			part = at + n <= (size_t)git_blob_rawsize(blob) && memcmp(raw + at, chunk, n) == 0;
+			at += n;
+		}
+		part = part && !ferror(f) && at == (size_t)st.st_size;
+		if (f)
+			fclose(f);
+	}
+	git_blob_free(blob);
+	buf_release(&full);
+	return part;
+}
+
+/* A tree's blob at path, or NULL (absent, or not a blob). */
+static const git_oid *blob_at(git_tree_entry **e, git_tree *tree, const char *path)
+{
+	if (git_tree_entry_bypath(e, tree, path) < 0)
+		return *e = NULL, NULL;
+	return git_tree_entry_type(*e) == GIT_OBJECT_BLOB ? git_tree_entry_id(*e) : NULL;
+}
+
+/*
+ * One path the status lists: 1 when it is the fast-forward's own (a path
+ * the change makes whose working file is the base's or the target's blob,
+ * or the start of the target's; *ahead set when the target's), 0 when the
+ * person's.
+ */
+static int midway_path(git_repository *repo, git_tree *base, git_tree *target, const git_status_entry *e,
+		       bool *ahead)
+{
+	const char *path = status_path(e);
+	git_tree_entry *be = NULL, *te = NULL;
+	const git_oid *b, *t;
+	int rc = 0;
+
+	if (!path)
+		return 0;
+	b = blob_at(&be, base, path);
+	t = blob_at(&te, target, path);
+	if (b && t && git_oid_equal(b, t)) {
+		rc = 0;         /* a path the change keeps: a change of the person's */
+	} else if (!be && !te) {
+		/* an untracked file of the person's, where the target has none: not in the way */
+		rc = e->status == GIT_STATUS_WT_NEW;
+	} else if ((!be || b) && (!te || t) && (b || t)) {
+		bool at_target = workdir_has(repo, path, t) || (t && workdir_part_of(repo, path, t));
+
+		*ahead = *ahead || at_target;
+		rc = at_target || workdir_has(repo, path, b);
+	}
+	git_tree_entry_free(be);
+	git_tree_entry_free(te);
+	return rc;
+}
+
+/* Whether the index is tree's: 1, 0, or -1. */
+static int index_is(git_repository *repo, git_tree *tree, git_index *idx)
 {
 	git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
-	git_commit *commit = NULL;
-	git_tree *tree = NULL;
+	git_diff *d = NULL;
+	int rc;
+
+	opts.flags = GIT_DIFF_IGNORE_SUBMODULES;
+	if (git_diff_tree_to_index(&d, repo, tree, idx, &opts) < 0)
+		return -1;
+	rc = git_diff_num_deltas(d) == 0;
+	git_diff_free(d);
+	return rc;
+}
+
+int forge_git_checkout_midway(struct forge_git *g, const char *rev)
+{
+	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+	git_status_list *list = NULL;
+	git_commit *commit = NULL, *head = NULL;
+	git_tree *tree = NULL, *base = NULL;
 	git_index *idx = NULL;
-	git_diff *staged = NULL, *unstaged = NULL;
 	git_oid oid;
-	int rc = -1;
+	bool ahead = false;
+	int rc = -1, at_base = 0, at_target = 0;
 
 	if (forge_git_peel(&oid, NULL, g->repo, rev) < 0)
 		return -1;
-	opts.flags = GIT_DIFF_IGNORE_SUBMODULES;
+	if (git_repository_head_unborn(g->repo) == 1)
+		return 0;
+	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	opts.flags = GIT_STATUS_OPT_EXCLUDE_SUBMODULES | GIT_STATUS_OPT_INCLUDE_UNTRACKED |
+		     GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS;
 	if (git_commit_lookup(&commit, g->repo, &oid) < 0 || git_commit_tree(&tree, commit) < 0 ||
-	    git_repository_index(&idx, g->repo) < 0 ||
-	    git_diff_tree_to_index(&staged, g->repo, tree, idx, &opts) < 0 ||
-	    git_diff_index_to_workdir(&unstaged, g->repo, idx, &opts) < 0) {
+	    git_revparse_single((git_object **)&head, g->repo, "HEAD^{commit}") < 0 ||
+	    git_commit_tree(&base, head) < 0 || git_repository_index(&idx, g->repo) < 0 ||
+	    (at_base = index_is(g->repo, base, idx)) < 0 || (at_target = index_is(g->repo, tree, idx)) < 0 ||
+	    git_status_list_new(&list, g->repo, &opts) < 0) {
 		forge_git_fail("cannot compare '%s' with '%s'", forge_git_checkout(g), rev);
 		goto out;
 	}
-	rc = git_diff_num_deltas(staged) == 0 && git_diff_num_deltas(unstaged) == 0;
+	/* the checkout writes the index last: it is the base's or the target's,
+	 * never a mix (a staged change is the person's) */
+	rc = 0;
+	if (!at_base && !at_target)
+		goto out;
+	size_t n = git_status_list_entrycount(list);
+	for (size_t i = 0; i < n; i++) {
+		const git_status_entry *e = git_status_byindex(list, i);
+		int own = sparse_absent(idx, e) ? 1 : midway_path(g->repo, base, tree, e, &ahead);
+
+		if (own <= 0)
+			goto out;
+	}
+	rc = at_target || ahead;
 out:
-	git_diff_free(unstaged);
-	git_diff_free(staged);
+	git_status_list_free(list);
 	git_index_free(idx);
+	git_tree_free(base);
 	git_tree_free(tree);
+	git_commit_free(head);
 	git_commit_free(commit);
 	return rc;
 }
@@ -671,7 +811,9 @@ static int note_in_the_way(git_checkout_notify_t why, const char *path, const gi
 	return 0;	/* go on: the checkout counts them and fails */
 }
 
-int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const char *what)
+/* The files and index of the main checkout made commit's, with `force`
+ * (GIT_CHECKOUT_FORCE) or safely; see forge_git_checkout_commit(). */
+static int checkout_as(struct forge_git *g, git_commit *commit, const char *what, bool force)
 {
 	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
 	struct in_the_way w = { BUF_INIT, 0 };
@@ -690,7 +832,7 @@ int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const cha
 
 	/* An ignored file is the person's too (.env, local settings), and
 	 * not in git: the change does not overwrite it (git merge would). */
-	copts.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_DONT_OVERWRITE_IGNORED;
+	copts.checkout_strategy = (force ? GIT_CHECKOUT_FORCE : GIT_CHECKOUT_SAFE) | GIT_CHECKOUT_DONT_OVERWRITE_IGNORED;
 	copts.notify_flags = GIT_CHECKOUT_NOTIFY_CONFLICT;
 	copts.notify_cb = note_in_the_way;
 	copts.notify_payload = &w;
@@ -707,6 +849,34 @@ int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const cha
 	}
 	buf_release(&w.paths);
 	return rc;
+}
+
+int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const char *what)
+{
+	return checkout_as(g, commit, what, false);
+}
+
+/*
+ * The main checkout updated to commit for a fast-forward: safely, or when
+ * a fast-forward to it was interrupted (killed) while it updated the
+ * files or after, before the branch moved, and everything in the way is
+ * its own (forge_git_checkout_midway), finished over its half-written
+ * files (before: they were the person's "uncommitted changes" or
+ * "untracked files", and every resume and forge merge refused).
+ */
+static int checkout_ff(struct forge_git *g, git_commit *commit, const char *rev, const char *what, bool dirty)
+{
+	int e = dirty ? FORGE_GIT_BLOCKED : checkout_as(g, commit, what, false);
+	int m = e == FORGE_GIT_BLOCKED ? forge_git_checkout_midway(g, rev) : 0;
+
+	if (m < 0)
+		return -1;
+	if (m == 0 && dirty) {
+		forge_error("%s: '%s' has uncommitted changes to tracked files; commit or stash them first", what,
+			    forge_git_checkout(g));
+		return FORGE_GIT_BLOCKED;
+	}
+	return m == 1 ? checkout_as(g, commit, what, true) : e;
 }
 
 /* The path a status entry is about (its new side in the index, else in
@@ -900,28 +1070,18 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 		e = forge_git_checkout_dirty(g);
 		if (e < 0)
 			goto out;
-		/* a fast-forward interrupted after the checkout was updated, before
-		 * the branch moved: only the branch is left to move */
-		if (e > 0 && forge_git_checkout_holds(g, rev) == 1)
-			goto move;
-		if (e > 0) {
-			/* the person's changes: in the way, as untracked files are */
-			forge_error("cannot fast-forward '%s': '%s' has uncommitted changes to tracked "
-				    "files; commit or stash them first", base_branch, forge_git_checkout(g));
-			rc = FORGE_GIT_BLOCKED;
-			goto out;
-		}
 		if (git_commit_lookup(&commit, g->repo, &target) < 0) {
 			forge_git_fail("cannot read commit '%s'", rev);
 			goto out;
 		}
+		/* the person's changes are in the way, as their untracked files
+		 * are; an interrupted fast-forward's own are finished */
 		snprintf(what, sizeof what, "cannot fast-forward '%s'", base_branch);
-		if ((e = forge_git_checkout_commit(g, commit, what)) != 0) {
+		if ((e = checkout_ff(g, commit, rev, what, e > 0)) != 0) {
 			rc = e;
 			goto out;
 		}
 	}
-move:
 	if (ref)
 		e = git_reference_set_target(&moved, ref, &target, "forge: fast-forward");
 	else

@@ -299,9 +299,10 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * and when the branch is checked out in a run's worktree.  When it is
  * checked out in g's checkout or another checkout of the person's (the
  * main working tree, a linked worktree), that checkout must have no changes
- * to tracked files -- unless its index and files are rev's already (a
- * fast-forward interrupted before the branch moved: the branch is moved
- * now); its files and index are updated safely (an untracked file
+ * to tracked files -- unless what differs is a fast-forward to rev's own,
+ * interrupted while it updated the files or before the branch moved
+ * (forge_git_checkout_midway(): the update is finished and the branch
+ * moved now); its files and index are updated safely (an untracked file
  * in the way stops it before anything moves: FORGE_GIT_BLOCKED, the
  * message naming the files).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
@@ -345,9 +346,18 @@ int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
  */
 /* Whether the main checkout has changes to tracked files: 1, 0, or -1. */
 int forge_git_checkout_dirty(struct forge_git *g);
-/* Whether the main checkout's index and tracked files are exactly rev's
- * tree (untracked files aside): 1, 0, or -1. */
-int forge_git_checkout_holds(struct forge_git *g, const char *rev);
+/*
+ * Whether the main checkout is a fast-forward from HEAD to rev that was
+ * interrupted (killed) while it updated the files, or after, before the
+ * branch moved: 1 when something differs from HEAD and every difference
+ * is the fast-forward's own -- the index HEAD's tree or rev's, each path
+ * that differs one the change makes, holding HEAD's blob or rev's (absent
+ * where that side has none), or the start of rev's (the file being written
+ * when it was killed) -- with at least one of rev's written; 0 when
+ * not (the person's changes, a clean checkout), -1 on error.  Untracked
+ * files where rev has none are not in the way.
+ */
+int forge_git_checkout_midway(struct forge_git *g, const char *rev);
 /*
  * Whether a run can start from `base` (NULL: HEAD): 1, with a message
  * saying what to do, when base is an unborn HEAD (no commits yet) while the
