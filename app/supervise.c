@@ -944,7 +944,23 @@ static int collect(const char *line, size_t len, void *payload)
 	return 0;
 }
 
-static void reflect_on_run(struct sup *s)
+/* The steps of the reflection on an ended run (reflect_on_run). */
+enum {
+	REFLECT_EPISODE = 1,    /* the run's episode (memory.stored, source run_episode) */
+	REFLECT_LESSONS = 2,    /* a lesson per bounce (memory.stored, source run_lesson) */
+	REFLECT_LOOP3 = 4,      /* Loop 3's end, the last step (run.reflection {triggers, fired}) */
+	REFLECT_ALL = 7,
+};
+
+/*
+ * The steps todo of the reflection on the run's ending, from the run's
+ * events: all of them, or (upto >= 0, a late reflection: late_reflection)
+ * from its first upto events, those through the run.completed that ended
+ * it, so the episode's outcome is that event and not what came after.
+ * Returns -1 when the store has no memory (a PostgreSQL store, say):
+ * nothing to record.
+ */
+static int reflect_on_run(struct sup *s, unsigned todo, int upto)
 {
 	struct memory_options mo;
 	struct memory *m;
@@ -957,16 +973,18 @@ static void reflect_on_run(struct sup *s)
 	memory_options_from_config(&mo, s->o->cfg);
 	if (memory_open(&m, s->o->store, &mo) < 0) {
 		jv_free(events);     /* no memory (a PostgreSQL store, say): nothing to record */
-		return;
+		return -1;
 	}
 	store_events_foreach(s->o->store, s->trace, collect, &events);
-	if (memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
+	if (upto >= 0 && upto < jv_array_length(jv_copy(events)))
+		events = jv_array_slice(events, 0, upto);
+	if ((todo & REFLECT_EPISODE) && memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
 		sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
 						   jv_string("run_episode")));
 	/* What each bounce taught: recalled into the next similar task's prompt. */
-	jv lessons;
+	jv lessons = jv_invalid();      /* (nothing to free: memory_record_lessons sets it) */
 	sup_commit_batch(s);
-	if (memory_record_lessons(&lessons, m, s->trace, jv_copy(events)) >= 0) {
+	if ((todo & REFLECT_LESSONS) && memory_record_lessons(&lessons, m, s->trace, jv_copy(events)) >= 0) {
 		jv_array_foreach(lessons, i, lid) {
 			sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", lid), "source",
 							   jv_string("run_lesson")));
@@ -978,7 +996,9 @@ static void reflect_on_run(struct sup *s)
 	memory_free(m);
 	/* Seed 000 §10.4: runs worth learning from. */
 	snprintf(at, sizeof at, "%s", json_get_str(s->state, "phase") ? json_get_str(s->state, "phase") : "init");
-	sup_reflect_now(s, at, true);
+	if (todo & REFLECT_LOOP3)
+		sup_reflect_now(s, at, true);
+	return 0;
 }
 
 /* ---- the summary a person reads -------------------------------------- */
@@ -1444,7 +1464,7 @@ static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 	jv plan = s->o->dry_run && code == FORGE_EXIT_OK ? json_get(s->state, "plan") : jv_null();
 
 	if (s->ended) {
-		reflect_on_run(s);
+		reflect_on_run(s, REFLECT_ALL, -1);
 		consolidate_if_due(s);
 	}
 	if (s->o->dry_run && o->json) {
@@ -1987,6 +2007,84 @@ static jv with_budget(jv state, double usd)
 						   "remaining_usd", jv_number(usd - spent)));
 }
 
+/*
+ * What of the reflection on a run's ending (reflect_on_run) its events do
+ * not hold: the steps whose events are missing after its last run.completed
+ * (*upto: the number of events through that one); none once Loop 3's end is
+ * there (the last step), nor for a run that never ended.  A run whose
+ * supervisor died between the two (kill -9) has its ending and not this.
+ */
+static unsigned reflection_missing(int *upto, struct store *st, const char *trace)
+{
+	jv events = jv_array();
+	int end = -1;
+	unsigned todo = 0;
+
+	*upto = 0;
+	if (store_events_foreach(st, trace, collect, &events) < 0) {
+		jv_free(events);        /* unreadable: rather nothing than twice */
+		return 0;
+	}
+	jv_array_foreach(events, i, ev) {
+		const char *type = json_get_str(ev, "type");
+		jv p = json_get(ev, "payload");
+		const char *source = json_get_str(p, "source");
+
+		if (!type) {
+			/* (none) */
+		} else if (strcmp(type, "run.completed") == 0) {
+			end = i;
+			todo = REFLECT_ALL;
+		} else if (strcmp(type, "memory.stored") == 0 && source && strcmp(source, "run_episode") == 0) {
+			todo &= ~(unsigned)REFLECT_EPISODE;
+		} else if (strcmp(type, "memory.stored") == 0 && source && strcmp(source, "run_lesson") == 0) {
+			todo &= ~(unsigned)REFLECT_LESSONS;
+		} else if (strcmp(type, "run.reflection") == 0 && json_has(p, "triggers")) {
+			todo = 0;
+		}
+		jv_free(p);
+		jv_free(ev);
+	}
+	jv_free(events);
+	*upto = end + 1;
+	return todo;
+}
+
+/*
+ * `forge resume` of an ended run (status completed or cancelled, which do
+ * not run again) whose reflection is missing (reflection_missing): the
+ * steps missing are done now, once, under the run's lease, and stderr says
+ * so (before: "already completed", and the run's episode and lessons were
+ * never stored).  Returns 0, or take_lease's exit status.
+ */
+static int late_reflection(const struct supervise_opts *o, const char *trace)
+{
+	struct supervise_opts quiet = *o;
+	struct sup s;
+	int upto, code;
+	unsigned todo = reflection_missing(&upto, o->store, trace);
+
+	if (!todo)
+		return 0;
+	quiet.json = false;     /* stdout stays as for an ended run: empty */
+	sup_init(&s, &quiet, trace);
+	if (store_checkpoint_latest(&s.state, o->store, trace) < 0 || jv_get_kind(s.state) != JV_KIND_OBJECT) {
+		jv_free(s.state);
+		s.state = jv_object();
+	}
+	s.saved = jv_copy(s.state);
+	code = take_lease(&s);
+	/* again under the lease: another resume may have done it meanwhile */
+	if (code == 0 && (todo = reflection_missing(&upto, o->store, trace)) != 0 &&
+	    reflect_on_run(&s, todo, upto) == 0) {
+		fprintf(stderr, "forge: run %s ended without its reflection (its supervisor died first): "
+				"reflected on it now\n", trace);
+		consolidate_if_due(&s);
+	}
+	sup_release(&s);
+	return code;
+}
+
 int supervise_resume(const struct supervise_opts *o, const char *trace)
 {
 	struct sup s;
@@ -2006,7 +2104,9 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
 		code = run_status_of(status) == RUN_COMPLETED ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
 		jv_free(run);
-		return code;
+		int late = late_reflection(o, trace);
+
+		return late ? late : code;
 	}
 	int run_level = supervise_run_level(o->store, trace, run);
 	/* A run not paused was killed (kill -9, a machine that went down):

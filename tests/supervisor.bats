@@ -249,6 +249,48 @@ branch_log() {
 	jq -e -s '[.[] | select(.type == "memory.stored") | .payload.source] == ["run_episode", "run_lesson"]' <<<"$output"
 }
 
+@test "a run killed after run.completed, before its reflection: resume stores its episode and lesson, once" {
+	skip_on_postgres "memories are not on PostgreSQL yet"
+	replay run-review-bounce.jsonl
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	# what the supervisor's kill -9 right after run.completed leaves: the run
+	# completed, none of the reflection that follows it (its memories, their
+	# events, Loop 3's end)
+	for id in $(forge memory list --json | jq -r --arg t "$T" 'select(.source == $t) | .id'); do
+		forge memory forget --hard "$id"
+	done
+	# (events are append-only: the trigger that says so is set aside for this)
+	db_q "begin; drop trigger events_no_delete;
+		delete from event_log where trace_id = '$T' and rowid > (select max(rowid) from event_log
+			where trace_id = '$T' and type = 'run.completed');
+		create trigger events_no_delete before delete on event_log
+		begin select raise(abort, 'events are append-only: DELETE refused'); end; commit"
+	[ "$(forge events replay "$T" | jq -r .type | tail -n 1)" = run.completed ]
+	[ "$(forge memory list --json | jq -s --arg t "$T" '[.[] | select(.source == $t)] | length')" -eq 0 ]
+	# (before: "already completed", and nothing was ever stored)
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[ -z "$output" ]
+	[[ "$stderr" == *"forge: run $T is already completed"* ]]
+	[[ "$stderr" == *"forge: run $T ended without its reflection (its supervisor died first): reflected on it now"* ]]
+	run -0 forge memory list --json
+	jq -e -s --arg t "$T" '[.[] | select(.source == $t) | .type] | sort == ["episodic", "semantic"]' <<<"$output"
+	# the episode's outcome is the run's end, not the resume's events
+	jq -e -s --arg t "$T" '.[] | select(.source == $t and .type == "episodic") | .content
+		| contains("completed after 1 bounce")' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "memory.stored") | .payload.source] == ["run_episode", "run_lesson"]
+		and ([.[] | select(.type == "run.reflection" and (.payload | has("triggers")))] | length == 1)' <<<"$output"
+	# reflected once: a second resume stores nothing more and says nothing of it
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"forge: run $T is already completed"* ]]
+	[[ "$stderr" != *"reflected on it now"* ]]
+	run -0 forge memory list --json
+	[ "$(jq -s --arg t "$T" '[.[] | select(.source == $t)] | length' <<<"$output")" -eq 2 ]
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "memory.stored")] | length == 2' <<<"$output"
+}
+
 @test "a test failure with a confident fix goes back to implement, then the tests pass" {
 	replay run-test-bounce.jsonl
 	run -0 --separate-stderr forge run --json --config "$CONFIGS/no-validate.json" "add a mul operation" </dev/null
