@@ -9,11 +9,13 @@
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "core/tmpdir.h"
 #include "data/config.h"
 #include "data/schema.h"
 #include "data/stream.h"
 #include "git/diff.h"
+#include "git/git.h"
 #include "os/proc.h"
 
 #include <math.h>
@@ -62,30 +64,37 @@ const char *delegate_self_span(void)
 /* This environment without its GIT_* variables (GIT_DIR, GIT_INDEX_FILE,
  * GIT_DIFF_OPTS, GIT_CONFIG_PARAMETERS, ...): the scripts below name the
  * repository and every file themselves, as libgit2 does for the rest of
- * Forge.  The strings are environ's; free only the array. */
-static char **git_env(void)
+ * Forge.  Without the keys either, and with forge_git_guard's settings for
+ * every git of a script: the repositories are worktrees whose files a
+ * model wrote (a hook there would run as the user, with the keys).  The
+ * strings are environ's but *owned (the settings): free it and the array. */
+static char **git_env(char **owned)
 {
 	size_t n = 0, k = 0;
 
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 1, sizeof *env);
+	char **env = xcalloc(n + 2, sizeof *env);
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "GIT_", 4) != 0)
 			env[k++] = environ[i];
+	*owned = forge_git_guard_env();
+	env[k++] = *owned;
 	env[k] = NULL;
+	llm_scrub_env(env);
 	return env;
 }
 
-/* Run `sh -c script sh ARGS...` in no particular directory, without GIT_*
- * variables; stdout into *out (may be NULL), git's complaint into the
+/* Run `sh -c script sh ARGS...` in no particular directory, in git_env();
+ * stdout into *out (may be NULL), git's complaint into the
  * error message. */
 static int sh_run(struct buf *out, const char *script, const char *const *args, const char *input)
 {
 	const char *argv[16] = { "/bin/sh", "-c", script, "sh" };
 	struct proc_opts o = PROC_OPTS_INIT;
 	struct proc_result r;
-	char **env = git_env();
+	char *guard = NULL;
+	char **env = git_env(&guard);
 	size_t n = 4;
 	int rc = 0;
 
@@ -108,6 +117,7 @@ static int sh_run(struct buf *out, const char *script, const char *const *args, 
 	}
 	proc_result_release(&r);
 	free(env);
+	free(guard);
 	return rc;
 }
 

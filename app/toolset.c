@@ -466,13 +466,11 @@ static bool from_project(const struct config *cfg, const char *path)
  * be theirs: a server whose command, arguments or environment come from
  * the repository's .forge/config.json (a repository someone else wrote)
  * starts only when the person's own configuration says mcp.trust_project.
+ * project: whether it does (from_project()).
  */
-static int server_allowed(struct toolset *ts, struct server *s)
+static int server_allowed(struct toolset *ts, bool project)
 {
-	char path[256];
-
-	snprintf(path, sizeof path, "mcp.servers.%s", s->name);
-	if (!from_project(ts->cfg, path))
+	if (!project)
 		return 0;
 	if (config_get_bool(ts->cfg, "mcp.trust_project") && !from_project(ts->cfg, "mcp.trust_project"))
 		return 0;
@@ -487,11 +485,13 @@ static void start(struct toolset *ts, struct server *s)
 	const char *command = json_get_str(s->conf, "command");
 	size_t nargs = jv_get_kind(args) == JV_KIND_ARRAY ? (size_t)jv_array_length(jv_copy(args)) : 0;
 	const char **argv = xcalloc(nargs + 2, sizeof *argv);
-	char **env = NULL;
+	char **env = NULL, path[256];
 	struct mcp_opts o = MCP_OPTS_INIT;
 
 	argv[0] = command;
-	if (server_allowed(ts, s) < 0) {
+	snprintf(path, sizeof path, "mcp.servers.%s", s->name);
+	bool project = from_project(ts->cfg, path);
+	if (server_allowed(ts, project) < 0) {
 		server_failed(ts, s, NULL, forge_last_error());
 		goto out;
 	}
@@ -507,7 +507,12 @@ static void start(struct toolset *ts, struct server *s)
 	o.name = s->name;
 	o.argv = argv;
 	o.envp = env;
-	o.cwd = ts->root;     /* the run's worktree is where a server works */
+	/* Not the run's worktree for the person's own server: python3 -m,
+	 * npx and uvx would run a module or package the model wrote there
+	 * instead of the one installed.  Its own empty directory (its HOME
+	 * and TMPDIR), which no model writes.  A repository's server (under
+	 * mcp.trust_project) may name its files: root, as before. */
+	o.cwd = project ? ts->root : s->tmp;
 	o.timeout_ms = (long)(json_get_num(s->conf, "timeout_s", 30) * 1000);
 	/* starting (node, npx, python) may take longer than a call */
 	o.init_timeout_ms = o.timeout_ms > 30000 ? o.timeout_ms : 30000;

@@ -29,10 +29,14 @@
  * not run: it goes to a human (the outcome's gate: the phase escalates).
  *
  * Servers: each enabled server whose phases hold the phase (or "*") is
- * started in root with the command environment (sandbox_build_env: no
- * API keys; HOME and TMPDIR a temporary directory of its own) plus its env
- * (a ${VAR} value taken from Forge's environment only when the entry comes
- * from the user's own configuration, never from the repository's).
+ * started with the command environment (sandbox_build_env: no API keys;
+ * HOME and TMPDIR a temporary directory of its own) plus its env (a ${VAR}
+ * value taken from Forge's environment only when the entry comes from the
+ * user's own configuration, never from the repository's); in that
+ * directory of its own, never in root (where python3 -m, npx, uvx would
+ * take a module the model wrote for the server's), except a server the
+ * repository's configuration defines or changes (mcp.trust_project),
+ * started in root, whose files its command may name.
  * Events: mcp.server.started {server, protocol, server_info, tools, pid},
  * mcp.server.failed {server, error, stderr} (with a warning; the phase goes
  * on without its tools), mcp.server.stopped {server, status, stderr}.  A
@@ -84,7 +88,8 @@ int toolset_input_schema(jv *out, jv tool);
 struct toolset_opts {
 	const char *phase;              /* "plan"; NULL with `server` (forge mcp) */
 	const struct config *cfg;       /* borrowed */
-	const char *root;               /* the servers' cwd (the run's worktree); NULL = cwd */
+	const char *root;               /* the cwd of the repository's servers (the run's
+					   worktree); NULL = cwd */
 	struct stream_out *out;         /* events; may be NULL */
 	void (*warn)(void *payload, const char *msg);   /* may be NULL */
 	void *warn_payload;

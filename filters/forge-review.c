@@ -175,23 +175,6 @@ static bool is_dir(const char *p)
 	return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-extern char **environ;
-
-/* The environment without the keys (llm_scrub_env): malloc'd array of
- * environ's strings (borrowed). */
-static char **env_without_keys(void)
-{
-	size_t n = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	env = xcalloc(n + 1, sizeof *env);
-	memcpy(env, environ, n * sizeof *env);
-	llm_scrub_env(env);
-	return env;
-}
-
 /* The options of every diff this reads, whatever the user's and the
  * repository's git config say (diff.context, diff.interHunkContext,
  * diff.renames, diff.algorithm, diff.relative, diff.noprefix, ...): the
@@ -203,9 +186,7 @@ static char **env_without_keys(void)
 
 /* Run git in root; *out its stdout.  -1 with git's message.  The
  * repository may be a run's worktree, whose files a model wrote: git runs
- * without the keys in its environment, and without what would run a
- * program the repository names (an fsmonitor, hooks; callers pass
- * --no-textconv and --no-ext-diff). */
+ * as forge_git_guard says (callers pass --no-textconv and --no-ext-diff). */
 static int git_out(char **out, const char *root, const char *const *args)
 {
 	char *git = review_which("git");
@@ -220,14 +201,14 @@ static int git_out(char **out, const char *root, const char *const *args)
 	if (!git)
 		return forge_error("'git' is not installed");
 	argv[n++] = git;
-	argv[n++] = "-c";
-	argv[n++] = "core.fsmonitor=false";
-	argv[n++] = "-c";
-	argv[n++] = "core.hooksPath=/dev/null";
+	for (const char *const *s = forge_git_guard; *s; s++) {
+		argv[n++] = "-c";
+		argv[n++] = *s;
+	}
 	for (size_t i = 0; args[i] && n < 23; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	env = env_without_keys();
+	env = llm_environ_scrubbed();
 	o.argv = argv;
 	o.envp = env;
 	o.cwd = root;

@@ -443,6 +443,34 @@ wait_gone() {
 	[ -z "$(event mcp.server.started)" ]
 }
 
+@test "forge-implement: the user's own server starts in a directory of its own, not the run's worktree, whose modules the model writes" {
+	# the user's server, "installed" as module mcp_time (python3 -m, as the reference servers say)
+	mkdir "$BATS_TEST_TMPDIR/site"
+	cp "$SERVER" "$BATS_TEST_TMPDIR/site/mcp_time.py"
+	jq -n --arg site "$BATS_TEST_TMPDIR/site" --arg log "$SLOG" --arg envout "$SENV" \
+		'{mcp: {servers: {t: {command: "python3", args: ["-m", "mcp_time", "--log", $log, "--env-out", $envout],
+		  env: {PYTHONPATH: $site}, phases: ["implement"]}}}, memory: {reflect: false}}' \
+		>"$XDG_CONFIG_HOME/forge/config.json"
+	# a module of that name in the run's worktree, as a model's earlier attempt commits it
+	printf 'open("%s", "w").write("ran")\n' "$BATS_TEST_TMPDIR/planted-ran" >mcp_time.py
+	git add mcp_time.py && git commit -qm "a module"
+	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c --arg r "$REPO" \
+		'{kind:"state", v:1, trace_id:"T1", phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"t__echo","input":{"text":"the real one"}}]},{"tool_calls":[{"name":"finish","input":{"summary":"nothing to do"}}]}]'
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
+	EVENTS=$output
+	[ -f "$REPO/.forge/worktrees/T1/mcp_time.py" ]
+	# (before: started in the worktree, python3 -m ran the model's module instead)
+	[ ! -e "$BATS_TEST_TMPDIR/planted-ran" ]
+	event tool.executed | jq -e '.tool == "t__echo" and .kind == "ok"'
+	# its cwd: its own directory, also its HOME
+	home=$(sed -n 's/^HOME=//p' "$SENV")
+	grep -qx "PWD_IS=$home" "$SENV"
+	[[ "$home" != "$REPO"* ]]
+}
+
 @test "a helper (delegate) starts no MCP server and is offered, and runs, none of their tools" {
 	servers "$(scripted '[]' '{"phases":["*"]}')"
 	mock "$(jq -nc --argjson plan "$(good_plan)" '[

@@ -177,6 +177,37 @@ tests/check.sh"
 	assert_output --partial "# checked"
 }
 
+@test "write mode: the git that makes, diffs and applies the helper's work runs no program of the worktree and gets no key" {
+	# a relative hooks path (husky's .husky/_, a .githooks directory) and an
+	# fsmonitor name files of the run's worktree, which the model writes
+	git config core.hooksPath .githooks
+	git config core.fsmonitor .githooks/fsmonitor
+	# every git the delegate tool starts writes its environment to git-env
+	mkdir "$BATS_TEST_TMPDIR/spy"
+	printf '#!/bin/sh\nenv >>"%s"\nexec %s "$@"\n' "$BATS_TEST_TMPDIR/git-env" "$(command -v git)" \
+		>"$BATS_TEST_TMPDIR/spy/git"
+	chmod +x "$BATS_TEST_TMPDIR/spy/git"
+	export PATH="$BATS_TEST_TMPDIR/spy:$PATH" ANTHROPIC_API_KEY=sk-ant-canary-delegate-git
+	local ran="$BATS_TEST_TMPDIR/ran" plant=""
+	for h in post-checkout post-index-change reference-transaction fsmonitor; do
+		plant="$plant printf '#!/bin/sh\\necho $h >>$ran\\n' >.githooks/$h;"
+	done
+	cassette "$(call implement "" run_command "$(jq -nc --arg c "mkdir .githooks &&$plant chmod +x .githooks/*" '{command:$c}')")" \
+		"$(call implement "" delegate '{"task":"Add a note.","mode":"write","tools":["write_file"]}')" \
+		"$(call implement-sub 1 write_file '{"path":"NOTE.txt","content":"a note\n"}')" \
+		"$(call implement-sub 1 finish '{"summary":"noted","output":"done"}')" \
+		"$(call implement "" finish "$FINISH")"
+	implement T4 -0
+	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == true and .files == ["NOTE.txt"]'
+	# (before: git worktree add ran the model's post-checkout hook, git add -A
+	# its post-index-change hook and fsmonitor, as the user, with the key)
+	[ -s "$BATS_TEST_TMPDIR/git-env" ]
+	run -1 grep -c sk-ant-canary "$BATS_TEST_TMPDIR/git-env"
+	[ -x .forge/worktrees/T4/.githooks/post-checkout ]   # the model's hooks are there
+	[ ! -e "$ran" ]
+	run -0 git show forge/T4:NOTE.txt
+}
+
 @test "on a terminal, the model's task and tool names are shown without their control characters" {
 	echo '{"memory":{"reflect":false}}' >"$CFG"   # no reflection call on the tool error
 	cassette "$(call implement "" delegate '{"task":"\u001b]0;TITLE\u0007\u001b[2JRead calc.c, café.","tools":["read_file"]}')" \

@@ -218,6 +218,19 @@ int forge_git_signature(git_signature **out)
 	return 0;
 }
 
+const char *const forge_git_guard[] = { "core.fsmonitor=false", "core.hooksPath=/dev/null", NULL };
+
+char *forge_git_guard_env(void)
+{
+	struct buf b = BUF_INIT;
+
+	/* 'NAME=VALUE' quoted, space-separated: the form every git reads */
+	buf_adds(&b, "GIT_CONFIG_PARAMETERS=");
+	for (const char *const *s = forge_git_guard; *s; s++)
+		buf_addf(&b, "%s'%s'", s == forge_git_guard ? "" : " ", *s);
+	return buf_detach(&b, NULL);
+}
+
 char *forge_git_path(const char *a, const char *b)
 {
 	struct buf p = BUF_INIT;

@@ -401,6 +401,24 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 int forge_git_push(struct forge_git *g, const char *remote, const char *refspec);
 
 /*
+ * git the program, started by Forge on a repository whose files a model
+ * wrote (a run's worktree, a helper's): the settings it runs with, so that
+ * nothing the repository names runs as the user outside the sandbox -- no
+ * hook (a relative core.hooksPath, as husky's .husky/_ or a .githooks
+ * directory, is a directory of that worktree) and no fsmonitor.  Such a
+ * git also gets an environment without the keys (llm_scrub_env), and its
+ * diffs --no-ext-diff --no-textconv.
+ * forge_git_guard: the NAME=VALUE settings, NULL-terminated; on git's
+ * command line, "-c" before each.
+ * forge_git_guard_env(): the same as "GIT_CONFIG_PARAMETERS=..." -- how
+ * `git -c` hands its settings to the gits it starts -- for the
+ * environment of a script, whose every git gets them; malloc'd.  For an
+ * environment without GIT_* variables of its own.
+ */
+extern const char *const forge_git_guard[];
+char *forge_git_guard_env(void);
+
+/*
  * Fetch `refspec` ("+refs/pull/7/head:refs/forge/pull/7/head", full ref
  * names) from `remote` (a configured remote's name, a URL or a path) into
  * the repository, no tags.  remote_url: remote.NAME.url of a configured
