@@ -1184,7 +1184,9 @@ static bool branch_moved(const char *repo, const char *branch, const char *commi
  * past that commit (it is put back at it, the later commits kept).  The
  * state's task is pointed at the worktree (runshare.h).  A branch that is
  * nowhere is fine before the run's first commit (the first forge-implement
- * makes it), an error after: never another tree instead.  Returns 0 or -1.
+ * makes it), an error after: never another tree instead (a phase that can
+ * work from the state's text, spec->state_text, goes on with a warning
+ * when no remote is set).  Returns 0 or -1.
  */
 static int adopt_run(struct phase *ph)
 {
@@ -1234,6 +1236,21 @@ static int adopt_run(struct phase *ph)
 			    branch, root, shown);
 		free(shown);
 		rc = -1;
+	} else if (rc > 0 && ph->spec->state_text) {
+		/* the phase works from the state's text: it says what it could
+		 * not see (never the checkout's files instead) */
+		if (ph->common.verbosity >= 0)
+			fprintf(stderr, "%s: warning: the run's worktree %s is gone, and neither its branch %s nor "
+					"the commit the state names (changes.commit %.12s) is in %s: working from "
+					"the state's text alone (set git.push_remote to fetch the branch from where "
+					"it was pushed)\n", ph->spec->program, json_get_str(task, "worktree"), branch,
+				json_get_str(changes, "commit"), root);
+		jv_free(ev);
+		ev = json_set(jv_object(), "worktree", json_get(task, "worktree"));
+		ev = json_set(ev, "branch", jv_string(branch));
+		ev = json_set(ev, "commit", json_get(changes, "commit"));
+		phase_emit(ph, "run.worktree_gone", json_set(ev, "repo", jv_string(root)));
+		rc = 0;
 	} else if (rc > 0) {
 		forge_error("the run's worktree %s is gone, and neither its branch %s nor the commit the state "
 			    "names (changes.commit %.12s) is in %s: nothing run (set git.push_remote to fetch "

@@ -72,6 +72,14 @@ struct phase_spec {
 	 * the run's worktree: a branch that went on past it is put back at it
 	 * first, with a warning (README "Runs on several machines"). */
 	bool pins_commit;
+	/* Can work from the state's own text (changes.diff) when the run's
+	 * worktree is gone and neither its branch nor its commit is in this
+	 * repository, with no git.push_remote to fetch them from: adopt_run()
+	 * then warns and goes on, task.worktree still naming the gone tree
+	 * (a run.worktree_gone event), instead of failing the phase (exit 5).
+	 * Such a phase must then read no file of the checkout as the run's:
+	 * forge-review reviews the state's diff, the files unlinted. */
+	bool state_text;
 	/* NULL when the guard holds, else why not. */
 	const char *(*guard)(struct phase *ph);
 	/*

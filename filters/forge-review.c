@@ -51,6 +51,7 @@ struct review_args {
 	struct github gh;               /* --pr: the API client (open when gh.api) */
 	char *pr_head;                  /* --pr: the head commit */
 	jv skipped;                     /* run(): the files review_prepare skipped, [{path, reason}] */
+	char *unreadable;               /* diff_source(): why the change's files cannot be read here */
 	char why[768];                  /* the guard's reason */
 };
 
@@ -442,6 +443,26 @@ static int changes_from_git(char **text, const char *root, jv ch)
 	return rc;
 }
 
+/*
+ * A run's state whose worktree wt is gone: adopt_run() found neither its
+ * branch nor its commit here (else it made the worktree again), so the
+ * state's text is all there is to review, and the checkout's files are
+ * not the change's (hunt25): no root, and a->unreadable says why each
+ * file goes unlinted.
+ */
+static void worktree_gone(char **root, struct phase *ph, const char *wt)
+{
+	struct review_args *a = ph->payload;
+	struct buf why = BUF_INIT;
+
+	free(*root);
+	*root = NULL;
+	buf_addf(&why, "the run's worktree %s is gone and its commits are not in this repository "
+		 "(%s)", wt, ph->repo ? ph->repo : ".");
+	free(a->unreadable);
+	a->unreadable = buf_detach(&why, NULL);
+}
+
 /* The diff to review, the directory of its post-image and, when the
  * post-image is a commit, that commit; *source says where the diff came
  * from (the review's "source"). */
@@ -453,7 +474,7 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 	int rc = -1;
 
 	*text = *commit = NULL;
-	*root = is_dir(wt) ? xstrdup(wt) : checkout_dir(ph);
+	*root = wt && is_dir(wt) ? xstrdup(wt) : checkout_dir(ph);
 	*source = a->pr ? "pull_request" : a->commit ? "commit" : a->base ? "base" : a->raw ? "stdin" : "state";
 	if (a->pr) {
 		rc = pr_source(text, commit, ph, *root);
@@ -497,6 +518,8 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 		if (json_get_str(ch, "commit"))
 			*commit = xstrdup(json_get_str(ch, "commit"));
 		rc = 0;
+		if (wt && !is_dir(wt))
+			worktree_gone(root, ph, wt);
 		if (!diff_is_cut(diff, strlen(diff))) {
 			*text = xstrdup(diff);
 			goto out;
@@ -506,7 +529,9 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 		jv e = json_set(jv_object(), "base_commit", json_get(ch, "base_commit"));
 		e = json_set(e, "commit", json_get(ch, "commit"));
 		e = json_set(e, "state_bytes", jv_number((double)strlen(diff)));
-		if (changes_from_git(text, *root, ch) == 0) {
+		if (a->unreadable)
+			forge_error("%s", a->unreadable);
+		if (!a->unreadable && changes_from_git(text, *root, ch) == 0) {
 			*source = "git";
 			e = json_set(e, "bytes", jv_number((double)strlen(*text)));
 			phase_emit(ph, "review.full_diff", e);
@@ -1030,6 +1055,7 @@ static const char *run(struct phase *ph)
 	ctx.cfg = ph->cfg;
 	ctx.root = root;
 	ctx.commit = commit;
+	ctx.unreadable = a->unreadable;
 	ctx.timeout_ms = (long)(config_get_num(ph->cfg, "sandbox.command_timeout_s") * 1000);
 	ctx.emit = emit_cb;
 	ctx.emit_payload = ph;
@@ -1188,11 +1214,13 @@ int main(int argc, char **argv)
 		.runs_alone = true,	/* with --base or --commit */
 		.model_options = true,
 		.guard = guard,
+		.state_text = true,	/* the state's diff, its files said unlinted */
 		.run = run,
 	};
 	rc = phase_main(&spec, argc, argv, &args);
 	free(args.raw);
 	free(args.pr_head);
+	free(args.unreadable);
 	if (args.gh.api)
 		github_close(&args.gh);
 	return rc;

@@ -580,24 +580,45 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	events_of review.full_diff | jq -e '.bytes > 1000000 and .state_bytes < 921600'
 	events_of review.diff | jq -e '.source == "git" and .files == 2 and .additions == 150001'
 
-	# the same state where the commits are not (another machine): the cut
-	# text is reviewed, and data.lock is said not to be
-	jq -c 'select(.kind == "state") | .task.worktree = "/nonexistent" | del(.review) | .phase = "implement"' \
+	# the same state where the commits are not (another machine, its
+	# worktree never here): the cut text is reviewed, and data.lock is said
+	# not to be (before: exit 5, unless a directory of that name existed)
+	gone="$BATS_TEST_TMPDIR/gone-worktree"
+	jq -c --arg w "$gone" 'select(.kind == "state") | .task.worktree = $w | del(.review) | .phase = "implement"' \
 		<<<"$state" >"$BATS_TEST_TMPDIR/cut.json"
 	mkdir "$BATS_TEST_TMPDIR/elsewhere"
 	git -C "$BATS_TEST_TMPDIR/elsewhere" init -q
+	# the checkout's notes.txt is not the change's: never linted as it
+	printf 'not the change\n' >"$BATS_TEST_TMPDIR/elsewhere/notes.txt"
+	jq -c '.tools.lint_command = "echo ran >lint-ran; echo notes.txt:1: error: from the checkout"' \
+		"$CFG" >"$BATS_TEST_TMPDIR/c2.json"
 	run -0 --separate-stderr env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY \
-		forge-review --config "$CFG" --repo "$BATS_TEST_TMPDIR/elsewhere" <"$BATS_TEST_TMPDIR/cut.json"
+		forge-review --config "$BATS_TEST_TMPDIR/c2.json" --repo "$BATS_TEST_TMPDIR/elsewhere" <"$BATS_TEST_TMPDIR/cut.json"
 	state=$(last_state)
 	# (notes.txt: in the cut text, but with no worktree its linters could
 	# not run -- said too, since fix27)
 	jq -e '.review.source == "state" and .review.files == 1 and
 	       (.review.not_reviewed | length == 2 and .[0].path == "data.lock" and .[0].bytes > 921600 and
-	        .[1].path == "notes.txt" and (.[1].reason | contains("not in a git repository"))) and
+	        .[1].path == "notes.txt" and (.[1].reason | contains("commits are not in this repository"))) and
 	       ([.review.findings[] | select(.rule == "forge/not-reviewed") | [.file, .severity]] ==
-	        [["data.lock", "warning"], ["notes.txt", "warning"]])' <<<"$state"
-	events_of review.full_diff_unavailable | jq -e '.error | length > 0'
+	        [["data.lock", "warning"], ["notes.txt", "warning"]]) and
+	       ([.review.findings[] | select(.rule != "forge/not-reviewed")] == [])' <<<"$state"
+	[ ! -e "$BATS_TEST_TMPDIR/elsewhere/lint-ran" ] && [ ! -e "$gone" ]
+	events_of review.full_diff_unavailable | jq -e '.error | contains("commits are not in this repository")'
+	events_of run.worktree_gone | jq -e --arg w "$gone" '.worktree == $w and (.branch | startswith("forge/"))'
+	events_of review.tool_skipped | jq -e -s 'map(select(.tool == "lint_command")) | length == 1'
+	[[ "$stderr" == *"forge-review: warning: the run's worktree $gone is gone, and neither its branch forge/"*"working from the state's text alone"* ]]
 	[[ "$stderr" == *"forge-review: warning: the diff was cut: 1 file not reviewed"* ]]
+	# a diff that was not cut: the same, no full diff looked for
+	jq -c '.changes.diff = "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+hi\n"' \
+		"$BATS_TEST_TMPDIR/cut.json" >"$BATS_TEST_TMPDIR/whole.json"
+	run -0 --separate-stderr env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY \
+		forge-review --config "$BATS_TEST_TMPDIR/c2.json" --repo "$BATS_TEST_TMPDIR/elsewhere" <"$BATS_TEST_TMPDIR/whole.json"
+	last_state | jq -e '.review.source == "state" and .review.files == 1 and
+	       (.review.not_reviewed | length == 1 and .[0].path == "notes.txt" and
+	        (.[0].reason | contains("commits are not in this repository"))) and
+	       ([.review.findings[] | [.rule, .file]] == [["forge/not-reviewed", "notes.txt"]])'
+	[ -z "$(events_of review.full_diff_unavailable)" ] && [ ! -e "$BATS_TEST_TMPDIR/elsewhere/lint-ran" ]
 }
 
 # ---- the phase's breakers span its runs of the agent (hunt20 #4) ----------

@@ -3,9 +3,36 @@
 #include "core/buf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Whether the directory path is in exists (path absolute). */
+static bool parent_is_dir(const char *path)
+{
+	size_t n = strlen(path);
+	char *dir;
+	bool there;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	while (n > 0 && path[n - 1] != '/')
+		n--;
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	dir = strndup(path, n ? n : 1);
+	there = dir && is_dir(dir);
+	free(dir);
+	return there;
+}
 
 char *cache_path(const char *name)
 {
@@ -13,12 +40,21 @@ char *cache_path(const char *name)
 	const char *home = getenv("HOME");
 	struct buf b = BUF_INIT;
 
-	if (xdg && xdg[0] == '/')
+	/* The cache is made below a directory that is there, never in place
+	 * of one: a HOME that does not exist (HOME=/nonexistent for a service
+	 * account, a removed one) means no cache (before: a process run as
+	 * root made /nonexistent/.cache/forge at the root of the machine). */
+	if (xdg && xdg[0] == '/') {
+		if (!parent_is_dir(xdg))
+			return NULL;
 		buf_addf(&b, "%s/forge/%s", xdg, name);
-	else if (home && *home)
+	} else if (home && *home) {
+		if (!is_dir(home))
+			return NULL;
 		buf_addf(&b, "%s/.cache/forge/%s", home, name);
-	else
+	} else {
 		return NULL;
+	}
 	return buf_detach(&b, NULL);
 }
 

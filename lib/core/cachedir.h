@@ -7,7 +7,9 @@
 #define FORGE_CACHEDIR_H
 
 /* The path of `name` in the cache directory (malloc'd), or NULL when
- * neither XDG_CACHE_HOME nor HOME says where it is.  Nothing is created. */
+ * neither XDG_CACHE_HOME nor HOME says where it is, or when what it would
+ * be made in is not there: HOME (a HOME that does not exist is never made),
+ * or the directory XDG_CACHE_HOME is in.  Nothing is created. */
 char *cache_path(const char *name);
 
 /* mkdir -p the directories above path (mode 0700 for new ones); 0, or -1

@@ -174,7 +174,7 @@ int review_prepare(struct review_ctx *ctx)
 	if (tmpdir_make(&ctx->workdir, "forge-review") < 0)
 		return -1;
 	/* A failure to open leaves g NULL: each file is then skipped with this message. */
-	if (ctx->commit && forge_git_open(&g, ctx->root ? ctx->root : ".") < 0) {
+	if (ctx->commit && !ctx->unreadable && forge_git_open(&g, ctx->root ? ctx->root : ".") < 0) {
 		forge_git_free(g);
 		g = NULL;
 	}
@@ -185,6 +185,10 @@ int review_prepare(struct review_ctx *ctx)
 			continue;
 		if (!safe_path(f->path)) {
 			skip_file(ctx, f->path, "unsafe path");
+			continue;
+		}
+		if (ctx->unreadable) {
+			skip_file(ctx, f->path, ctx->unreadable);
 			continue;
 		}
 		buf_reset(&b);

@@ -36,6 +36,11 @@ struct review_ctx {
 	const char *root;               /* the directory holding the post-image files
 	                                   (worktree, repository or cwd); borrowed */
 	const char *commit;             /* post-image from this commit (read with libgit2), or NULL */
+	/* Why the post-image cannot be read here (a run's worktree gone, its
+	 * commits not in this repository), or NULL: review_prepare() then
+	 * skips each file it would have copied with this reason, and no
+	 * tools.lint_command runs (root is no tree of the change's). */
+	const char *unreadable;
 	long timeout_ms;                /* per tool; 0 = 120000 */
 	/* Events (type, payload consumed); may be NULL. */
 	void (*emit)(void *payload, const char *type, jv data);
@@ -56,7 +61,8 @@ void review_emit(struct review_ctx *ctx, const char *type, jv data);
 /* Copy the post-image of each text file the diff adds to or changes into a
  * temporary directory, after checking that its content agrees with the
  * diff (every added and context line at its number); a file that does not
- * agree, or cannot be read, is left out with a review.file_skipped event.
+ * agree, or cannot be read (ctx->unreadable: none can), is left out with a
+ * review.file_skipped event.
  * Linters then run on the copy, so their line numbers are the diff's. */
 int review_prepare(struct review_ctx *ctx);
 /* Remove the temporary directory and free what prepare made. */
@@ -86,7 +92,8 @@ void review_tool_missing(struct review_ctx *ctx, const char *tool, const char *l
  * layer security), clang-tidy (C/C++), ruff or flake8 (Python), eslint
  * (JavaScript/TypeScript).  *out: the findings on added lines.  A linter
  * that is missing is skipped with review_tool_missing() - except ruff
- * when flake8 checked the Python files instead.
+ * when flake8 checked the Python files instead.  With ctx->unreadable the
+ * lint command is not run (a review.tool_skipped event with that reason).
  */
 int review_lint(jv *out, struct review_ctx *ctx);
 

@@ -541,6 +541,11 @@ int review_lint(jv *out, struct review_ctx *ctx)
 	bool python_done = false;
 
 	*out = jv_array();
+	if (cmd && *cmd && ctx->unreadable) {
+		/* it would run in a tree that is not the change's */
+		skipped(ctx, "lint_command", ctx->unreadable);
+		return 0;
+	}
 	if (cmd && *cmd) {
 		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 		struct tool_run tr = { 0 };

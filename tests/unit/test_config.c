@@ -2,6 +2,7 @@
 #include "data/config.h"
 #include "core/forge.h"
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/json.h"
 #include "core/jsonscan.h"
 #include "core/resource.h"
@@ -172,6 +173,41 @@ static void test_validation_cache(void)
 	CHECK_INT(config_full_validations(), before + 1);
 	CHECK_STR(forge_last_error(), first);
 	unsetenv("XDG_CACHE_HOME");
+}
+
+/* The cache is made below a directory that is there, never in place of
+ * one: under a HOME that does not exist (HOME=/nonexistent, a removed one)
+ * there is no cache, and nothing is made (before: run as root, the unit
+ * tests made /nonexistent/.cache/forge/config-valid at the root). */
+static void test_validation_cache_needs_home(void)
+{
+	struct config *cfg = NULL;
+	struct stat st;
+	char *p;
+
+	fresh();
+	unsetenv("XDG_CACHE_HOME");
+	put("repo/.forge/config.json", "{\"llm\":{\"model\":\"homeless\"}}");
+	CHECK(stat(at("home"), &st) < 0);
+	CHECK(cache_path("config-valid") == NULL);
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "llm.model"), "homeless");
+	config_free(cfg);
+	cfg = NULL;
+	CHECK(stat(at("home"), &st) < 0);
+	/* an XDG_CACHE_HOME is made (the XDG spec), the directories above it are not */
+	setenv("XDG_CACHE_HOME", at("gone/cache"), 1);
+	CHECK(cache_path("config-valid") == NULL);
+	setenv("XDG_CACHE_HOME", at("cache/"), 1);
+	CHECK((p = cache_path("config-valid")) != NULL);
+	free(p);
+	/* a HOME that is there gets its ~/.cache/forge */
+	unsetenv("XDG_CACHE_HOME");
+	CHECK(mkdir(at("home"), 0700) == 0);
+	put("repo/.forge/config.json", "{\"llm\":{\"model\":\"housed\"}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	config_free(cfg);
+	CHECK(stat(at("home/.cache/forge/config-valid"), &st) == 0);
 }
 
 /* The cache keys a configuration by what it is made from: another text of
@@ -800,6 +836,7 @@ int main(void)
 	RUN(test_defaults_valid_alone);
 	RUN(test_validation_cache);
 	RUN(test_validation_cache_inputs);
+	RUN(test_validation_cache_needs_home);
 	RUN(test_merge_is_recursive_arrays_replace);
 	RUN(test_each_layer_overrides);
 	RUN(test_missing_files);

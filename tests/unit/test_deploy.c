@@ -94,7 +94,10 @@ static void test_canary_config(void)
 	config_free(cfg);
 	unit_rmtree(dir);
 	unsetenv("XDG_CACHE_HOME");
-	setenv("HOME", "/nonexistent", 1);	/* nothing is written under a removed one */
+	/* nothing is written under a removed HOME (not /nonexistent: run as
+	 * root, a cache was made at the machine's root, and a test that reads
+	 * /nonexistent as gone passed only because of it) */
+	setenv("HOME", dir, 1);
 }
 
 static void test_percentile(void)
