@@ -483,15 +483,22 @@ setup() {
 	assert_line "removed worktree $wt"
 }
 
-@test "a merge deploy refused because main moved: the run stays mergeable (forge merge --no-ff) and forge gc keeps it" {
+# merge_deploy_run CONFIG STATUS: in a repository of its own with CONFIG as
+# .forge/config.json, `forge run` of the mul task (run-clean.jsonl) ends
+# with STATUS; t is its trace.
+merge_deploy_run() {
 	own_tmpdir
 	calc_setup
 	cd "$REPO"
 	mkdir -p .forge
-	echo '{"deploy":{"strategy":"merge","environment":"production"}}' >.forge/config.json
+	echo "$1" >.forge/config.json
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
-	run -4 forge run -q "add a mul operation" </dev/null
+	run "-$2" forge run -q "add a mul operation" </dev/null
 	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+}
+
+@test "a merge deploy refused because main moved: the run stays mergeable (forge merge --no-ff) and forge gc keeps it" {
+	merge_deploy_run '{"deploy":{"strategy":"merge","environment":"production"}}' 4
 	echo more >>README.md && git commit -qam "the person keeps working on main"
 	forge gate approve "$(forge gate list "$t" | awk '{print $1}')" >/dev/null
 	run -1 forge resume -q "$t" </dev/null
@@ -511,14 +518,7 @@ setup() {
 }
 
 @test "a merge deploy refused because the checkout was in the way (main not moved): next is a plain forge merge, a fast-forward" {
-	own_tmpdir
-	calc_setup
-	cd "$REPO"
-	mkdir -p .forge
-	echo '{"deploy":{"strategy":"merge","environment":"production"}}' >.forge/config.json
-	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
-	run -4 forge run -q "add a mul operation" </dev/null
-	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	merge_deploy_run '{"deploy":{"strategy":"merge","environment":"production"}}' 4
 	echo "a local edit" >>README.md
 	forge gate approve "$(forge gate list "$t" | awk '{print $1}')" >/dev/null
 	run -1 forge resume -q "$t" </dev/null
@@ -531,14 +531,7 @@ setup() {
 }
 
 @test "a run its merge deploy landed is merged: next is forge gc, forge gc removes it, forge merge has nothing to do" {
-	own_tmpdir
-	calc_setup
-	cd "$REPO"
-	mkdir -p .forge
-	echo '{"deploy":{"strategy":"merge"}}' >.forge/config.json
-	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
-	run -0 forge run -q "add a mul operation" </dev/null
-	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")
+	merge_deploy_run '{"deploy":{"strategy":"merge"}}' 0
 	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$t")" ]
 	# (before: forge diff && forge merge, and forge gc kept it as unmerged)
 	run -0 forge show "$t"
