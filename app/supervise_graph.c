@@ -35,6 +35,7 @@
 #include "core/forge.h"
 #include "core/jqexpr.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "data/config.h"
 #include "engine/gates.h"
 #include "engine/graph.h"
@@ -629,7 +630,11 @@ static void run_job(struct job *j)
 
 	struct proc_opts po = PROC_OPTS_INIT;
 	struct proc_result pr;
+	/* A program runs from the run's worktree, whose files a model wrote
+	 * (a script there is the model's copy): never with the keys. */
+	char **env = nd->phase ? NULL : llm_environ_scrubbed();
 	po.argv = argv;
+	po.envp = env;
 	po.cwd = nd->phase ? NULL : j->cwd;
 	po.input = j->input;
 	po.input_len = j->input_len;
@@ -649,6 +654,7 @@ static void run_job(struct job *j)
 		pthread_mutex_unlock(&j->x->s->lock);
 	}
 	proc_result_release(&pr);
+	free(env);
 	free(argv);
 }
 

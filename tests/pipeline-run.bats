@@ -74,6 +74,14 @@ final_state() {
 	[[ "$stderr" == *"▶ left, right (at the same time)"* ]]
 }
 
+@test "a program node gets no provider key in its environment (it runs from the run's worktree, whose files a model wrote)" {
+	pipeline p.json "$(node a)}"
+	ANTHROPIC_API_KEY=sk-ant-node-secret OPENAI_API_KEY=sk-node-secret GITHUB_TOKEN=ghp_node-secret \
+		run -0 --separate-stderr forge run --pipeline p.json "env"
+	grep -q '^MARKS=' "$MARKS/a.env"
+	run -1 grep -e 'node-secret' -e '^ANTHROPIC_API_KEY=' -e '^OPENAI_API_KEY=' -e '^GITHUB_TOKEN=' "$MARKS/a.env"
+}
+
 @test "a node starts as soon as it is ready: slow, fast, then what needs fast starts while slow still runs" {
 	# slow ends only once after_fast has started: with waves (after_fast waiting for
 	# slow's end) it would give up waiting and fail
