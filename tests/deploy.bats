@@ -304,8 +304,8 @@ event_ok() {
 
 # half_merged: the run's branch also edits README and adds two files;
 # the checkout as a merge deploy killed while it wrote them leaves it (the
-# index main's, README and one new file the run's, the other cut short
-# as it was being written), beside the person's untracked notes.
+# index main's, README and one new file the run's, the other not written
+# yet), beside the person's untracked notes.
 half_merged() {
 	git -C "$R" checkout -q forge/t1
 	echo "hello, edited" >"$R/README"
@@ -320,7 +320,6 @@ half_merged() {
 	echo "hello, edited" >"$R/README"
 	mkdir -p "$R/gen"
 	echo one >"$R/gen/one.txt"
-	printf tw >"$R/gen/two.txt"
 	echo feature >"$R/feature.txt"
 	echo "my notes" >"$R/notes.txt"
 }
@@ -348,6 +347,13 @@ half_merged() {
 	run -1 --separate-stderr deploy --strategy merge
 	final | jq -e '.status == "rejected" and (.deployment.reason | test("uncommitted changes"))'
 	[ "$(cat "$R/gen/two.txt")" = mine ]
+	# a file that is the start of the run's is the person's too (they may
+	# have cut it so; before, taken for one the killed merge was writing,
+	# and overwritten)
+	printf tw >"$R/gen/two.txt"
+	run -1 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "rejected" and (.deployment.reason | test("uncommitted changes"))'
+	[ "$(cat "$R/gen/two.txt")" = tw ]
 	[ "$(cat "$R/README")" = "hello, edited" ]
 	rm "$R/gen/two.txt"
 	echo "hello, mine" >"$R/README"

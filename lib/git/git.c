@@ -665,38 +665,6 @@ static bool workdir_has(git_repository *repo, const char *path, const git_oid *w
 	return has;
 }
 
-/* Whether the working file `path` is a part of the blob `want` from its
- * start: the file the checkout was writing when it was killed (empty, or
- * cut short), which holds nothing the blob does not. */
-static bool workdir_part_of(git_repository *repo, const char *path, const git_oid *want)
-{
-	struct buf full = BUF_INIT;
-	git_blob *blob = NULL;
-	struct stat st;
-	bool part = false;
-
-	buf_addf(&full, "%s%s", git_repository_workdir(repo), path);
-	if (lstat(full.buf, &st) == 0 && S_ISREG(st.st_mode) && git_blob_lookup(&blob, repo, want) == 0 &&
-	    (git_object_size_t)st.st_size < git_blob_rawsize(blob)) {
-		FILE *f = fopen(full.buf, "rb");
-		const char *raw = git_blob_rawcontent(blob);
-		char chunk[8192];
-		size_t at = 0, n;
-
-		part = f != NULL;
-		while (part && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-			part = at + n <= (size_t)git_blob_rawsize(blob) && memcmp(raw + at, chunk, n) == 0;
-			at += n;
-		}
-		part = part && !ferror(f) && at == (size_t)st.st_size;
-		if (f)
-			fclose(f);
-	}
-	git_blob_free(blob);
-	buf_release(&full);
-	return part;
-}
-
 /* A tree's blob at path, or NULL (absent, or not a blob). */
 static const git_oid *blob_at(git_tree_entry **e, git_tree *tree, const char *path)
 {
@@ -707,9 +675,8 @@ static const git_oid *blob_at(git_tree_entry **e, git_tree *tree, const char *pa
 
 /*
  * One path the status lists: 1 when it is the fast-forward's own (a path
- * the change makes whose working file is the base's or the target's blob,
- * or the start of the target's; *ahead set when the target's), 0 when the
- * person's.
+ * the change makes whose working file is the base's or the target's blob;
+ * *ahead set when the target's), 0 when the person's.
  */
 static int midway_path(git_repository *repo, git_tree *base, git_tree *target, const git_status_entry *e,
 		       bool *ahead)
@@ -729,7 +696,10 @@ static int midway_path(git_repository *repo, git_tree *base, git_tree *target, c
 		/* an untracked file of the person's, where the target has none: not in the way */
 		rc = e->status == GIT_STATUS_WT_NEW;
 	} else if ((!be || b) && (!te || t) && (b || t)) {
-		bool at_target = workdir_has(repo, path, t) || (t && workdir_part_of(repo, path, t));
+		/* (a file that is only the start of the run's is not taken for
+		 * one the checkout was writing when killed: the person may have
+		 * cut it so, and a forced checkout would drop that edit) */
+		bool at_target = workdir_has(repo, path, t);
 
 		*ahead = *ahead || at_target;
 		rc = at_target || workdir_has(repo, path, b);
