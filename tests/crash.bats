@@ -459,6 +459,24 @@ ctrl_c_mid_answer() {
 	assert_output 1
 }
 
+@test "Ctrl-C while a model call waits out a provider's retry-after (429): exit 130 at once, not after the wait" {
+	new_repo d
+	# (55 s: under llm.retry_max_delay_s, so the client waits it out)
+	script '[{"fault":"rate_limit","retry_after":"55"},{"text":"x"}]'
+	setsid forge-plan -q --task "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/plan.out" \
+		2>"$BATS_TEST_TMPDIR/plan.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true eval '[ "$(calls planner)" -ge 1 ]'
+	kill -INT -- "-$SUP"
+	# (before: the Ctrl-C was acted on when the 55 s were over)
+	until_true eval '! kill -0 "$SUP" 2>/dev/null'
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 130 ]
+	# the one request that was answered 429; none after the Ctrl-C
+	[ "$(calls planner)" -eq 1 ]
+}
+
 @test "a phase killed after paid model calls: what they cost stays in the run's cost, before and after resume" {
 	new_repo d
 	# implement's second answer is held: the first call is made and paid for

@@ -495,10 +495,18 @@ static void do_sleep(const struct http_retry *p, double s)
 		p->sleep_fn(p->payload, s);
 		return;
 	}
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	/* In slices of at most 0.1 s, each ended early by http_interrupt():
+	 * Ctrl-C while a provider's retry-after (up to a minute) runs out must
+	 * not wait for it, and the signal may have reached another thread. */
+	while (s > 0 && !interrupt_flag) {
+		double slice = s < 0.1 ? s : 0.1;
+
+		ts.tv_sec = (time_t)slice;
+		ts.tv_nsec = (long)((slice - (double)ts.tv_sec) * 1e9);
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !interrupt_flag)
+			;
+		s -= slice;
+	}
 }
 
 static double now_ms(void)
