@@ -468,7 +468,7 @@ serves() {
 		# the answer's room is what the window leaves after the request (the
 		# system prompt and the tools alone are ~4K tokens: 8192 more do not
 		# fit an 8K model, which refuses the call), at least 1024
-		first=$(curl -sS -f "$MOCK_URL/_mock/requests" | jq '[.[] | select(.path == "/v1/chat/completions")][0].body.max_completion_tokens')
+		first=$(curl -sS -f "$MOCK_URL/_mock/requests" | jq '[.[] | select(.path == "/v1/chat/completions")][0].body.max_tokens')
 		if [ "$window" = 8192 ]; then
 			[ "$first" -ge 1024 ]
 			[ "$first" -le 4500 ]

@@ -59,7 +59,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_success
 	run jq -c '[.stop_reason, [.tool_calls[].name], .tool_calls[1].input.y]' <<<"$output"
 	assert_output '["tool_use",["a","b"],"é"]'
-	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body | [.stream, .stream_options.include_usage, .max_completion_tokens]'"
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body | [.stream, .stream_options.include_usage, .max_tokens]'"
 	assert_output '[true,true,8192]'
 }
 
@@ -147,13 +147,26 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output 2
 }
 
-@test "openai: a server that only knows max_tokens gets it on a second try" {
-	mock_steps '[{"fault":"error","status":400,"type":"invalid_request_error","code":"unsupported_parameter","param":"max_completion_tokens","message":"Unrecognized request argument supplied: max_completion_tokens"},{"text":"ok"}]'
-	run --separate-stderr oai hi
-	assert_success
+@test "openai: the output limit reaches a compatible server as max_tokens (Ollama ignores max_completion_tokens; hunt43 #1)" {
+	mock_steps '[{"text":"short"},{"fault":"error","status":400,"type":"invalid_request_error","code":"unsupported_parameter","param":"max_tokens","message":"Unsupported parameter: '"'"'max_tokens'"'"' is not supported with this model. Use '"'"'max_completion_tokens'"'"' instead."},{"text":"ok","times":2}]'
+	run -0 --separate-stderr oai --max-tokens 5 hi
+	assert_output short
+	run -0 --separate-stderr requests
+	[ "$(jq -c '.[0].body | [.max_tokens, has("max_completion_tokens")]' <<<"$output")" = '[5,false]' ]
+	# a server that refuses max_tokens (a reasoning model behind a proxy)
+	# gets max_completion_tokens on a second try
+	run -0 --separate-stderr oai --max-tokens 7 hi
 	assert_output ok
-	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[1].body.max_tokens, .[1].body.max_completion_tokens]'"
-	assert_output '[8192,null]'
+	run -0 --separate-stderr requests
+	[ "$(jq -c '[.[1:][].body | [.max_tokens, .max_completion_tokens]]' <<<"$output")" = '[[7,null],[null,7]]' ]
+}
+
+@test "openai: a 400 about the output limit's value is reported, not retried with the other field (hunt43 #3)" {
+	mock_steps '[{"fault":"error","status":400,"type":"BadRequest","message":"The parameter `max_tokens` specified in the request are not valid: integer above maximum value, expected a value <= 12288, but got 32000. max_completion_tokens may not exceed it either"},{"text":"ok"}]'
+	run -5 --separate-stderr oai --max-tokens 32000 hi
+	[[ $stderr == *"HTTP 400"*"expected a value <= 12288"*"; lower llm.max_tokens (--max-tokens)" ]]
+	run -0 --separate-stderr requests
+	[ "$(jq length <<<"$output")" = 1 ]
 }
 
 @test "a mid-stream error and a cut stream fail with exit 5" {
@@ -464,6 +477,18 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output '[0,null,null,null,0.5,0,null]'
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].body | has(\"temperature\")]'"
 	assert_output '[true,false,false,false,true,true,false]'
+}
+
+@test "temperature: a 400 about its value is reported, not retried without it; a dropped one is said (hunt43 #3)" {
+	mock_steps '[{"provider":"anthropic","fault":"error","status":400,"type":"invalid_request_error","message":"temperature: range: 0..1"},{"text":"a"}]'
+	run -5 --separate-stderr anth --temperature 1.5 hi
+	[[ $stderr == *"HTTP 400 invalid_request_error: temperature: range: 0..1; check llm.temperature (--temperature)" ]]
+	run -0 --separate-stderr requests
+	[ "$(jq length <<<"$output")" = 1 ]
+	mock_steps '[{"fault":"error","status":400,"type":"invalid_request_error","code":"unsupported_value","param":"temperature","message":"Unsupported value: '"'"'temperature'"'"' does not support 0.5 with this model. Only the default (1) value is supported."},{"text":"b"}]'
+	run -0 --separate-stderr oai --model my-reasoner --temperature 0.5 hi
+	assert_output b
+	[[ $stderr == *"model 'my-reasoner' does not support a temperature: llm.temperature (0.5) is not sent to it"* ]]
 }
 
 @test "openai streaming: parallel tool calls that share index 0 but not their ids stay two calls (Ollama; hunt29 #2)" {

@@ -27,6 +27,7 @@ struct llm_client {
 	char *shown_url;                   /* base_url without its userinfo's password */
 	struct http_client http;
 	unsigned flags;                    /* LLM_OPENAI_* */
+	bool max_field_switched;           /* the other output-limit field was tried */
 	struct llm_cassette *cassette;
 	char *record, *phase, *trace_id;
 	int attempt, calls;
@@ -109,6 +110,7 @@ static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
 		return forge_error("base URL '%s' must start with http:// or https://", url);
 	c->base_url = xstrdup(url);
+	c->flags = c->p == &llm_openai ? llm_openai_flags(url) : 0;
 	c->shown_url = secret_url_shown(url);
 	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), c->p->default_model)));
 	if (llm_key_load(&c->key, c->provider) < 0)
@@ -309,6 +311,19 @@ static const char *hint(enum llm_error kind)
 	}
 }
 
+/* A 400 about a setting's value (the fallbacks took the unsupported
+ * ones): which setting to change. */
+static const char *setting_hint(enum llm_error kind, const struct llm_fault *f)
+{
+	if (kind != LLM_ERR_BAD_REQUEST || !f || !f->message)
+		return NULL;
+	if (strstr(f->message, "max_tokens") || strstr(f->message, "max_completion_tokens"))
+		return "lower llm.max_tokens (--max-tokens)";
+	if (strstr(f->message, "temperature"))
+		return "check llm.temperature (--temperature)";
+	return NULL;
+}
+
 /* The final error message; redacted. */
 static int report(struct llm_client *c, enum llm_error kind, const struct http_response *r,
 		  const struct llm_fault *f)
@@ -347,6 +362,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
 	else if (hint(kind))
 		buf_addf(&b, "; %s", hint(kind));
+	else if (setting_hint(kind, f))
+		buf_addf(&b, "; %s", setting_hint(kind, f));
 	llm_redact(b.buf);
 	forge_error("%s", b.buf);
 	buf_release(&b);
@@ -378,19 +395,86 @@ static int finish_stream(struct llm_client *c, struct streaming *st, const struc
 	return 0;
 }
 
-static bool wants_legacy_max_tokens(struct llm_client *c, const struct http_response *r)
+/* A phrase in an error message that says a parameter is not supported at
+ * all, not that its value is wrong (OpenAI "Unsupported parameter: ...",
+ * "Unsupported value: 'temperature' does not support 0 with this model",
+ * Azure's "Unrecognized request argument supplied: ..."). */
+static bool unsupported_words(const char *s)
 {
-	return c->p == &llm_openai && !(c->flags & LLM_OPENAI_LEGACY_MAX_TOKENS) && r->status == 400 &&
-	       strstr(r->body.buf, "max_completion_tokens");
+	static const char *const words[] = { "unsupported", "not supported", "does not support",
+					     "unrecognized request argument", "unknown parameter" };
+
+	for (size_t i = 0; s && i < sizeof(words) / sizeof(*words); i++)
+		if (strcasestr(s, words[i]))
+			return true;
+	return false;
 }
 
+/*
+ * Whether a 400 says the request's parameter name is unsupported, the one
+ * case where sending it otherwise (or not at all) can help: a value out of
+ * range ("expected a value <= 12288", "temperature: range: 0..1", "is too
+ * large") is the user's to fix and is reported as it is.  The error's param
+ * (OpenAI, vLLM) must be name; without one its message must name it.
+ */
+static bool says_unsupported(const struct http_response *r, const char *name)
+{
+	jv j, e;
+	const char *param, *code, *msg;
+	bool yes;
+
+	if (r->status != 400 || !r->body.buf)
+		return false;
+	j = json_parse(r->body.buf, r->body.len);
+	e = jv_get_kind(j) == JV_KIND_OBJECT ? json_get(j, "error") : jv_null();
+	if (jv_get_kind(e) != JV_KIND_OBJECT && jv_get_kind(e) != JV_KIND_STRING &&
+	    jv_get_kind(j) == JV_KIND_OBJECT) {   /* vLLM's flat error */
+		jv_free(e);
+		e = jv_copy(j);
+	}
+	if (jv_get_kind(e) == JV_KIND_OBJECT) {
+		param = json_get_str(e, "param");
+		code = json_get_str(e, "code");
+		msg = json_get_str(e, "message");
+	} else {
+		param = code = NULL;
+		msg = jv_get_kind(e) == JV_KIND_STRING ? jv_string_value(e) : r->body.buf;
+	}
+	yes = (param ? !strcmp(param, name) : msg && strstr(msg, name)) &&
+	      ((code && strcasestr(code, "unsupported")) || unsupported_words(msg));
+	jv_free(e);
+	jv_free(j);
+	return yes;
+}
+
+/* A server that does not take the output limit's field (an older server
+ * max_completion_tokens; an OpenAI reasoning model behind another URL
+ * max_tokens): the request again with the other, and the client's later
+ * calls too; once, so that two refusals do not loop. */
+static bool wants_other_max_field(struct llm_client *c, const struct http_response *r)
+{
+	const char *sent = c->flags & LLM_OPENAI_MAX_TOKENS ? "max_tokens" : "max_completion_tokens";
+
+	if (c->p != &llm_openai || c->max_field_switched || !says_unsupported(r, sent))
+		return false;
+	c->flags ^= LLM_OPENAI_MAX_TOKENS;
+	c->max_field_switched = true;
+	return true;
+}
+
+static void warn_once(struct llm_client *c, const char *what, const char *model, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* A model that refuses a sampling temperature and is not known to (a 400
- * naming it): the request again without one, and the client's later
- * calls too, as for max_completion_tokens. */
+ * saying it is unsupported): the request again without one, and the
+ * client's later calls too, said once so that the user knows the setting
+ * is not used. */
 static bool refuses_temperature(struct llm_client *c, struct llm_request *req, const struct http_response *r)
 {
-	if (r->status != 400 || req->temperature < 0 || !r->body.buf || !strstr(r->body.buf, "temperature"))
+	if (req->temperature < 0 || !says_unsupported(r, "temperature"))
 		return false;
+	warn_once(c, "temperature", c->model, "model '%s' does not support a temperature: "
+		  "llm.temperature (%g) is not sent to it", c->model, req->temperature);
 	c->no_temperature = true;
 	req->temperature = -1;
 	return true;
@@ -573,9 +657,7 @@ again:
 			rc = finish_stream(c, &st, &r);
 		else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0)
 			c->last = LLM_ERR_PROTOCOL;
-	} else if (wants_legacy_max_tokens(c, &r) || refuses_temperature(c, req, &r)) {
-		if (wants_legacy_max_tokens(c, &r))
-			c->flags |= LLM_OPENAI_LEGACY_MAX_TOKENS;
+	} else if (wants_other_max_field(c, &r) || refuses_temperature(c, req, &r)) {
 		llm_wire_release(&w);
 		http_response_release(&r);
 		if (req->stream) {
@@ -613,8 +695,6 @@ again:
 /* ---- cost, recording, logging ----------------------------------------- */
 
 /* Say fmt once a client for what and model (the key). */
-static void warn_once(struct llm_client *c, const char *what, const char *model, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 static void warn_once(struct llm_client *c, const char *what, const char *model, const char *fmt, ...)
 {
 	struct buf key = BUF_INIT;

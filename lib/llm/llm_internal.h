@@ -85,7 +85,12 @@ struct llm_provider {
 	/* Decode an error body (body may be empty or not JSON). */
 	void (*fault)(struct llm_fault *out, long status, const char *body, size_t len);
 };
-#define LLM_OPENAI_LEGACY_MAX_TOKENS 1u   /* send max_tokens, not max_completion_tokens */
+#define LLM_OPENAI_MAX_TOKENS 1u   /* send max_tokens, not max_completion_tokens */
+/* The flags a client of the OpenAI wire starts with for base_url: the
+ * output limit as max_completion_tokens to api.openai.com (its reasoning
+ * models refuse max_tokens), as max_tokens to every other server (Ollama,
+ * vLLM, llama.cpp, OpenRouter read it; Ollama ignores the newer name). */
+unsigned llm_openai_flags(const char *base_url);
 
 extern const struct llm_provider llm_anthropic;
 extern const struct llm_provider llm_openai;

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/forge.h"
 #include "core/json.h"
@@ -130,7 +131,7 @@ static int build(struct llm_wire *out, const char *base_url, const char *key, co
 		body = json_set(body, "tools", convert_tools(jv_copy(req->tools)));
 		body = json_set(body, "tool_choice", tool_choice(req));
 	}
-	body = json_set(body, flags & LLM_OPENAI_LEGACY_MAX_TOKENS ? "max_tokens" : "max_completion_tokens",
+	body = json_set(body, flags & LLM_OPENAI_MAX_TOKENS ? "max_tokens" : "max_completion_tokens",
 			jv_number(max));
 	if (req->temperature >= 0)
 		body = json_set(body, "temperature", jv_number(req->temperature));
@@ -152,6 +153,25 @@ static int build(struct llm_wire *out, const char *base_url, const char *key, co
 		buf_release(&b);
 	}
 	return 0;
+}
+
+unsigned llm_openai_flags(const char *base_url)
+{
+	static const char official[] = "api.openai.com";
+	const char *host = strstr(base_url, "://");
+	size_t n;
+
+	host = host ? host + 3 : base_url;
+	n = strcspn(host, "/?#");
+	/* (userinfo before an '@' is not the host) */
+	for (size_t i = n; i > 0; i--)
+		if (host[i - 1] == '@') {
+			host += i;
+			n -= i;
+			break;
+		}
+	n = strcspn(host, ":/?#") < n ? strcspn(host, ":/?#") : n;
+	return n == sizeof(official) - 1 && !strncasecmp(host, official, n) ? 0 : LLM_OPENAI_MAX_TOKENS;
 }
 
 /* ---- response ---------------------------------------------------------- */

@@ -487,7 +487,7 @@ static void test_oai_build(void)
 	ok = ok && !strcmp(json_get_str(choice, "name") ?: "", "finish");
 	jv_free(choice); jv_free(t); jv_free(fn); jv_free(tc0); jv_free(a); jv_free(m); jv_free(b);
 	llm_wire_release(&w);
-	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, LLM_OPENAI_LEGACY_MAX_TOKENS);
+	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, LLM_OPENAI_MAX_TOKENS);
 	b = json_parse(w.body, w.body_len);
 	ok = ok && json_has(b, "max_tokens") && !json_has(b, "max_completion_tokens");
 	jv_free(b);
@@ -495,6 +495,27 @@ static void test_oai_build(void)
 	llm_request_release(&req);
 	llm_response_release(&r);
 	CHECK(ok);
+}
+
+/* The output limit's field by base URL: max_completion_tokens for
+ * api.openai.com only; max_tokens for the servers that read only it
+ * (Ollama ignores max_completion_tokens: no limit reached it, hunt43 #1). */
+static void test_oai_max_field_by_url(void)
+{
+	static const struct { const char *url; unsigned want; } cases[] = {
+		{ "https://api.openai.com/v1", 0 },
+		{ "https://API.OpenAI.com:443/v1/", 0 },
+		{ "https://user:pw@api.openai.com/v1", 0 },
+		{ "http://localhost:11434/v1", LLM_OPENAI_MAX_TOKENS },
+		{ "http://127.0.0.1:8000/v1", LLM_OPENAI_MAX_TOKENS },
+		{ "https://openrouter.ai/api/v1", LLM_OPENAI_MAX_TOKENS },
+		{ "https://api.openai.com.example.net/v1", LLM_OPENAI_MAX_TOKENS },
+		{ "https://proxy.example/api.openai.com/v1", LLM_OPENAI_MAX_TOKENS },
+		{ "https://api.openai.com@evil.example/v1", LLM_OPENAI_MAX_TOKENS },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		CHECK_MSG(llm_openai_flags(cases[i].url) == cases[i].want, "%s", cases[i].url);
 }
 
 /* The reasoning_content of a body's message (borrowed r); "" when none. */
@@ -661,6 +682,7 @@ int main(void)
 	RUN(test_anth_errors);
 	RUN(test_oai_nonstream_and_errors);
 	RUN(test_oai_build);
+	RUN(test_oai_max_field_by_url);
 	RUN(test_response_json_roundtrip);
 	RUN(test_event_stream_type);
 	RUN(test_stream_cap);
