@@ -169,6 +169,25 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[ "$(jq length <<<"$output")" = 1 ]
 }
 
+@test "a 404 that does not name the model is a wrong base URL, not an unknown model (hunt43 #2)" {
+	# the base URL without /v1: the server knows no such path
+	run -5 --separate-stderr env OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL" --model qwen2.5-coder hi
+	[[ $stderr == *"openai: HTTP 404 invalid_request_error from $MOCK_URL/chat/completions: Not Found"*"; check the base URL (--base-url, FORGE_BASE_URL"*"ends in /v1)" ]]
+	[[ $stderr != *"unknown model"* ]]
+	# Ollama's (gin's) plain-text 404, as a proxy in front of it may pass on
+	mock_steps '[{"fault":"raw","status":404,"headers":{"Content-Type":"text/plain"},"body":"404 page not found"},{"provider":"anthropic","fault":"error","status":404,"type":"not_found_error","message":"model: claude-nope"}]'
+	run -5 --separate-stderr oai hi
+	[[ $stderr == *"openai: HTTP 404 from $MOCK_URL/v1/chat/completions; check the base URL"* ]]
+	[[ $stderr != *"unknown model"* ]]
+	# Anthropic's 404 for a path it does not serve ("Not Found")
+	run -5 --separate-stderr forge-llm --provider anthropic --base-url "$MOCK_URL/proxy" --model claude-haiku-4-5 hi
+	[[ $stderr == *"anthropic: HTTP 404 not_found_error from $MOCK_URL/proxy/v1/messages: Not Found"*"check the base URL"* ]]
+	[[ $stderr != *"unknown model"* ]]
+	# a 404 that names the model still is one
+	run -5 --separate-stderr anth --model claude-nope hi
+	[[ $stderr == *"unknown model 'claude-nope'"*"check --model" ]]
+}
+
 @test "a mid-stream error and a cut stream fail with exit 5" {
 	mock_steps '[{"fault":"stream_error","text":"partial"},{"fault":"cut","text":"a b c d e f g","cut_after":3}]'
 	run --separate-stderr anth --stream hi

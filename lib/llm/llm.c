@@ -25,6 +25,7 @@ struct llm_client {
 	const struct llm_provider *p;      /* NULL for replay */
 	char *provider, *model, *base_url, *key;
 	char *shown_url;                   /* base_url without its userinfo's password */
+	char *shown_call_url;              /* the last call's URL, so shown */
 	struct http_client http;
 	unsigned flags;                    /* LLM_OPENAI_* */
 	bool max_field_switched;           /* the other output-limit field was tried */
@@ -180,6 +181,7 @@ void llm_client_free(struct llm_client *c)
 	free(c->model);
 	free(c->base_url);
 	free(c->shown_url);
+	free(c->shown_call_url);
 	free(c->key);
 	free(c->record);
 	free(c->phase);
@@ -305,6 +307,8 @@ static const char *hint(enum llm_error kind)
 	switch (kind) {
 	case LLM_ERR_AUTH: return "check the key";
 	case LLM_ERR_MODEL: return "check --model";
+	case LLM_ERR_CONFIG: return "check the base URL (--base-url, FORGE_BASE_URL or llm.base_url; "
+				    "an OpenAI-compatible server's ends in /v1)";
 	case LLM_ERR_CONTEXT: return "shorten the prompt";
 	case LLM_ERR_QUOTA: return "check the account's credit";
 	default: return NULL;
@@ -342,8 +346,10 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 		buf_addf(&b, "the prompt does not fit the context window of '%s'", c->model);
 	else if (r && r->streamed && f)   /* an error event in an answer under way (HTTP 200) */
 		buf_addf(&b, "the stream ended with an error%s%s", f->type ? ": " : "", f->type ? f->type : "");
-	else if (r && r->status)
-		buf_addf(&b, "HTTP %ld%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "");
+	else if (r && r->status)   /* (a wrong URL's, kind config, names it) */
+		buf_addf(&b, "HTTP %ld%s%s%s%s", r->status, f && f->type ? " " : "", f && f->type ? f->type : "",
+			 kind == LLM_ERR_CONFIG && c->shown_call_url ? " from " : "",
+			 kind == LLM_ERR_CONFIG && c->shown_call_url ? c->shown_call_url : "");
 	else if (r && r->too_large)   /* reached: its answer was too long to read */
 		buf_addf(&b, "the response body from %s is larger than %zu bytes", c->shown_url, r->too_large);
 	else if (r && r->streamed)   /* reached: the answer stopped coming */
@@ -636,6 +642,8 @@ static int provider_call(struct llm_response *out, struct llm_client *c, struct 
 	st.p = c->p;
 again:
 	c->p->build(&w, c->base_url, c->key, c->model, req, c->flags);
+	free(c->shown_call_url);
+	c->shown_call_url = secret_url_shown(w.url);
 	struct http_request hr = { "POST", w.url, (const char *const *)w.headers, w.body, w.body_len,
 				   NULL, NULL, veto_retry, (void *)c->p, 0 };
 	if (req->stream) {

@@ -114,9 +114,10 @@ enum llm_tool_choice {
  * context on LLM_ERR_CONTEXT). */
 enum llm_error {
 	LLM_OK = 0,
-	LLM_ERR_CONFIG,        /* no key, unknown provider, bad base URL, bad cassette */
+	LLM_ERR_CONFIG,        /* no key, unknown provider, bad base URL (a 404 that
+				  does not name the model), bad cassette */
 	LLM_ERR_AUTH,          /* 401/403: key rejected */
-	LLM_ERR_MODEL,         /* unknown model (404 / model_not_found) */
+	LLM_ERR_MODEL,         /* unknown model (a 404 naming it / model_not_found) */
 	LLM_ERR_CONTEXT,       /* prompt longer than the model's context window */
 	LLM_ERR_BAD_REQUEST,   /* other 4xx the server will always refuse */
 	LLM_ERR_QUOTA,         /* out of credit / spend cap: retrying will not help */

@@ -425,8 +425,9 @@ static enum llm_error classify(long status, const char *type, const char *msg)
 		return llm_fault_from_status(status);
 	if (!strcmp(type, "authentication_error") || !strcmp(type, "permission_error"))
 		return LLM_ERR_AUTH;
+	/* ("model: claude-x"; "Not Found" for a wrong path is a wrong URL) */
 	if (!strcmp(type, "not_found_error"))
-		return LLM_ERR_MODEL;
+		return msg && strstr(msg, "model") ? LLM_ERR_MODEL : LLM_ERR_CONFIG;
 	if (!strcmp(type, "rate_limit_error"))
 		return LLM_ERR_RATE_LIMIT;
 	if (!strcmp(type, "overloaded_error"))

@@ -433,7 +433,7 @@ enum llm_error llm_fault_from_status(long status)
 	switch (status) {
 	case 401: case 403: return LLM_ERR_AUTH;
 	case 402: return LLM_ERR_QUOTA;
-	case 404: return LLM_ERR_MODEL;
+	case 404: return LLM_ERR_CONFIG;   /* a body that names the model is LLM_ERR_MODEL */
 	case 408: case 504: return LLM_ERR_TIMEOUT;
 	case 413: return LLM_ERR_CONTEXT;
 	case 429: return LLM_ERR_RATE_LIMIT;

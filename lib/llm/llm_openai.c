@@ -454,7 +454,9 @@ static enum llm_error classify(long status, const char *type, const char *code, 
 	    has(msg, "maximum context length") || has(msg, "context length") ||
 	    has(msg, "context window") || has(msg, "available context size"))
 		return LLM_ERR_CONTEXT;
-	if (has(code, "model_not_found") || status == 404 ||
+	/* (only an error about the model: any other 404 -- "404 page not
+	 * found" from Ollama without /v1 -- is a wrong URL) */
+	if (has(code, "model_not_found") ||
 	    (has(msg, "model") && (has(msg, "not found") || has(msg, "does not exist"))))
 		return LLM_ERR_MODEL;
 	return llm_fault_from_status(status);

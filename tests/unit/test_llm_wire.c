@@ -444,6 +444,26 @@ static void test_oai_nonstream_and_errors(void)
 	CHECK_INT(f.kind, LLM_ERR_MODEL);
 	CHECK_STR(f.message, "The model `x` does not exist.");
 	llm_fault_release(&f);
+	/* a 404 is an unknown model only when it says so; else a wrong URL (hunt43 #2) */
+	static const struct { const struct llm_provider *p; const char *body; enum llm_error want; } nf[] = {
+		{ &llm_openai, "404 page not found", LLM_ERR_CONFIG },
+		{ &llm_openai, "", LLM_ERR_CONFIG },
+		{ &llm_openai, "{\"error\":{\"message\":\"model \\\"qwen9\\\" not found, try pulling it first\","
+			       "\"type\":\"not_found_error\",\"param\":null,\"code\":null}}", LLM_ERR_MODEL },
+		{ &llm_openai, "{\"error\":{\"message\":\"The model `gpt-9` does not exist or you do not have "
+			       "access to it.\",\"type\":\"invalid_request_error\",\"param\":null,"
+			       "\"code\":\"model_not_found\"}}", LLM_ERR_MODEL },
+		{ &llm_anthropic, "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\","
+				  "\"message\":\"Not Found\"}}", LLM_ERR_CONFIG },
+		{ &llm_anthropic, "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\","
+				  "\"message\":\"model: claude-nope\"}}", LLM_ERR_MODEL },
+		{ &llm_anthropic, "Not Found", LLM_ERR_CONFIG },
+	};
+	for (size_t i = 0; i < sizeof(nf) / sizeof(*nf); i++) {
+		nf[i].p->fault(&f, 404, nf[i].body, strlen(nf[i].body));
+		CHECK_MSG(f.kind == nf[i].want, "404 %s: kind %d", nf[i].body, (int)f.kind);
+		llm_fault_release(&f);
+	}
 	llm_openai.fault(&f, 401, "{\"error\":\"unauthorized\"}", 24);
 	CHECK_INT(f.kind, LLM_ERR_AUTH);
 	llm_fault_release(&f);
