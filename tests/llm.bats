@@ -508,6 +508,10 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	run -0 --separate-stderr oai --model my-reasoner --temperature 0.5 hi
 	assert_output b
 	[[ $stderr == *"model 'my-reasoner' does not support a temperature: llm.temperature (0.5) is not sent to it"* ]]
+	# a model that takes none at all, worded without "unsupported": sent again without it
+	mock_steps '[{"provider":"anthropic","fault":"error","status":400,"type":"invalid_request_error","message":"`temperature` is deprecated for this model."},{"text":"c"}]'
+	run -0 --separate-stderr anth --model claude-future-1 --temperature 0.5 hi
+	assert_output c
 }
 
 @test "openai streaming: parallel tool calls that share index 0 but not their ids stay two calls (Ollama; hunt29 #2)" {

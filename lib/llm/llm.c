@@ -407,8 +407,11 @@ static int finish_stream(struct llm_client *c, struct streaming *st, const struc
  * Azure's "Unrecognized request argument supplied: ..."). */
 static bool unsupported_words(const char *s)
 {
+	/* ("deprecated", "not allowed": how a provider may word a model that
+	 * takes no temperature at all; a range error says neither) */
 	static const char *const words[] = { "unsupported", "not supported", "does not support",
-					     "unrecognized request argument", "unknown parameter" };
+					     "unrecognized request argument", "unknown parameter",
+					     "deprecated", "not allowed" };
 
 	for (size_t i = 0; s && i < sizeof(words) / sizeof(*words); i++)
 		if (strcasestr(s, words[i]))
