@@ -423,7 +423,7 @@ quit_ok() {
 	wait_for "task:"
 	tm send-keys -t tui -l "add a mul operation"
 	tm send-keys -t tui Enter
-	wait_for "\$ forge run --config $CFG add a mul operation"
+	wait_for "\$ forge run --config $CFG -- add a mul operation"
 	wait_for "approve? [y]es / [n]o"
 	tm send-keys -t tui y Enter
 	wait_for "[forge run exited 0; press Enter to return]"
@@ -431,6 +431,25 @@ quit_ok() {
 	T=$(forge history --json -n 1 | jq -r .trace_id)
 	wait_for "$T  completed"
 	forge events replay "$T" | jq -se 'map(select(.type == "gate.approved")) | length == 1 and .[0].payload.by == "human"' >/dev/null
+	quit_ok
+}
+
+@test "the palette's run takes a task that starts with '-' as the task, not as an option of forge run" {
+	TUI_ARGS="--config $CFG" tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui :
+	wait_for "commands"
+	tm send-keys -t tui Enter
+	wait_for "task:"
+	# before: forge run: unknown option '--dry-run: add a mul operation', exit 2
+	tm send-keys -t tui -l -- "--dry-run: add a mul operation"
+	tm send-keys -t tui Enter
+	wait_for "approve? [y]es / [n]o"
+	tm send-keys -t tui n Enter
+	wait_for "[forge run exited "
+	tm send-keys -t tui Enter
+	wait_for "TRACE                       STATUS"
+	[ "$(forge history --json -n 1 | jq -r .task)" = "--dry-run: add a mul operation" ]
 	quit_ok
 }
 
