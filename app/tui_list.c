@@ -146,10 +146,14 @@ const char *tui_list_selected(const struct tui *t)
 	return trace;
 }
 
+/* The list's keys, on its footer. */
+static const char list_keys[] = " q quit  Enter open  g gate  : commands  m models";
+
 void tui_list_move(struct tui *t, int delta)
 {
 	int n = jv_get_kind(t->runs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->runs)) : 0;
-	int rows = LINES - 3;
+	/* below the two head rows, above the footer and its message */
+	int rows = LINES - 2 - tui_footer_rows(t, list_keys);
 
 	t->sel += delta;
 	if (t->sel >= n)
@@ -203,10 +207,12 @@ void tui_list_draw(struct tui *t)
 	tui_put(t, 1, 0, COLS, TUI_DIM, "TRACE                       STATUS           PHASE           COST   AGE  TASK");
 	if (n == 0)
 		tui_put(t, 2, 0, COLS, TUI_PLAIN, "no runs yet: : opens the palette, run starts one");
-	for (int i = t->top, y = 2; i < n && y < LINES - 1; i++, y++) {
+	/* a message on a row of its own: the selection stays above it */
+	tui_list_move(t, 0);
+	for (int i = t->top, y = 2; i < n && y < LINES - tui_footer_rows(t, list_keys); i++, y++) {
 		jv r = jv_array_get(jv_copy(t->runs), i);
 		draw_row(t, y, r, i == t->sel);
 		jv_free(r);
 	}
-	tui_footer(t, " q quit  Enter open  g gate  : commands  m models");
+	tui_footer(t, list_keys);
 }
