@@ -98,6 +98,25 @@ quit_ok() {
 	quit_ok
 }
 
+@test "the selected run at the end of a full list stays listed and selected when a new run comes in" {
+	forge-db migrate >/dev/null
+	sqlite3 "$FORGE_DB" "with recursive n(i) as (select 1 union all select i + 1 from n where i < 500)
+		insert into runs (id, task, repo, status, started_at, updated_at)
+		select printf('01JFILL%019d', i), 'filler ' || i, '$REPO', 'completed',
+		       printf('2099-01-01T00:%02d:%02d.000Z', i / 60, i % 60), '2099-01-01T00:00:00.000Z' from n"
+	tui_start
+	wait_for "forge tui: 500 runs in"
+	tm send-keys -t tui End
+	wait_for "01JFILL0000000000000000001"
+	sqlite3 "$FORGE_DB" "insert into runs (id, task, repo, status, started_at, updated_at)
+		values ('01JNEW00000000000000000001', 'new', '$REPO', 'completed', '2099-01-02T00:00:00.000Z', '2099-01-02T00:00:00.000Z')"
+	wait_for "forge tui: 501 runs in"
+	# before: 500 of 501 listed, and the selection on …002
+	tm send-keys -t tui Enter
+	wait_for "run      01JFILL0000000000000000001"
+	quit_ok
+}
+
 @test "Enter opens the run: cost against the budget, nodes, the gate, each phase's cost, the timeline, the model's replies" {
 	paused_run
 	tui_start
