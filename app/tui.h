@@ -53,7 +53,8 @@ struct tui {
 	jv lines;               /* the run view: [[attr, text], ...] */
 	int scroll;             /* the run view's first line shown */
 	bool live;              /* the run view shows a model call in flight: poll faster */
-	char msg[512];          /* the status line: the last thing done or failed */
+	char msg[512];          /* the status line: the last thing done or failed, until the next key */
+	bool msg_load;          /* msg is a failed read of the store: gone when one succeeds */
 };
 
 /* Set by the handler of SIGINT, SIGTERM and SIGHUP (and by tui_getch() when
@@ -82,12 +83,16 @@ bool tui_too_small(void);
  * the w columns cleared), its control characters drawn as spaces
  * (term_clean_line: none moves the cursor). */
 void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const char *text);
-/* The bottom line: keys (left) and the message of t (right). */
+/* The bottom line: keys (left) and the message of t (right); a message
+ * with no room there takes the row above. */
 void tui_footer(const struct tui *t, const char *keys);
+/* The rows tui_footer(t, keys) takes at the bottom: 1, or 2 with the
+ * message's own row (the rows above it are the screen's). */
+int tui_footer_rows(const struct tui *t, const char *keys);
 /* Ask for one line at the bottom after prompt; NULL when Esc or Ctrl-C
  * cancelled it, else malloc'd (may be empty). */
 char *tui_read_line(const struct tui *t, const char *prompt);
-/* Set t->msg. */
+/* Set t->msg (not a read error: msg_load false). */
 void tui_say(struct tui *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- tui_list.c ------------------------------------------------------- */

@@ -75,10 +75,12 @@ static jv with_gates(struct store *st, jv runs, jv by)
 }
 
 /* runs (consumed) with, after them, the older runs a pending gate of
- * gates (borrowed, newest first) waits in: the list shows the newest
- * TUI_RUNS_SHOWN, and a run waiting for an answer must not fall off its
- * end.  The runs listed are a hash: linear in runs and gates. */
-static jv with_waiting(struct store *st, jv runs, jv gates)
+ * gates (borrowed, newest first) waits in, and run keep (or NULL): the
+ * list shows the newest TUI_RUNS_SHOWN, and neither a run waiting for an
+ * answer nor the selected one must fall off its end (then the selection
+ * would be on another run).  The runs listed are a hash: linear in runs
+ * and gates. */
+static jv with_waiting(struct store *st, jv runs, jv gates, const char *keep)
 {
 	jv listed = jv_object();
 
@@ -99,6 +101,11 @@ static jv with_waiting(struct store *st, jv runs, jv gates)
 		}
 		jv_free(g);
 	}
+	jv run = jv_null();
+	if (keep && !json_has(listed, keep) && store_run_get(&run, st, keep) == 0 && jv_get_kind(run) == JV_KIND_OBJECT)
+		runs = jv_array_append(runs, run);
+	else
+		jv_free(run);
 	jv_free(listed);
 	return runs;
 }
@@ -119,17 +126,23 @@ int tui_list_load(struct tui *t)
 		return -1;
 	}
 	jv by = gate_by_trace(gates);
-	runs = with_waiting(t->ses->store, runs, gates);
+	runs = with_waiting(t->ses->store, runs, gates, keep);
 	jv_free(t->runs);
 	t->runs = with_gates(t->ses->store, runs, by);
 	jv_free(by);
 	jv_free(gates);
 	/* the selection stays on its run when new runs come in above it */
+	bool kept = false;
 	jv_array_foreach(t->runs, i, r) {
-		if (keep && !strcmp(json_get_str(r, "trace_id"), keep))
+		if (keep && !strcmp(json_get_str(r, "trace_id"), keep)) {
 			t->sel = i;
+			kept = true;
+		}
 		jv_free(r);
 	}
+	/* it is gone from the store: the row selected now is another run's */
+	if (keep && !kept)
+		tui_say(t, "run %s is no longer in the store", keep);
 	free(keep);
 	tui_list_move(t, 0);
 	return 0;
@@ -146,10 +159,14 @@ const char *tui_list_selected(const struct tui *t)
 	return trace;
 }
 
+/* The list's keys, on its footer. */
+static const char list_keys[] = " q quit  Enter open  g gate  : commands  m models";
+
 void tui_list_move(struct tui *t, int delta)
 {
 	int n = jv_get_kind(t->runs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->runs)) : 0;
-	int rows = LINES - 3;
+	/* below the two head rows, above the footer and its message */
+	int rows = LINES - 2 - tui_footer_rows(t, list_keys);
 
 	t->sel += delta;
 	if (t->sel >= n)
@@ -203,10 +220,12 @@ void tui_list_draw(struct tui *t)
 	tui_put(t, 1, 0, COLS, TUI_DIM, "TRACE                       STATUS           PHASE           COST   AGE  TASK");
 	if (n == 0)
 		tui_put(t, 2, 0, COLS, TUI_PLAIN, "no runs yet: : opens the palette, run starts one");
-	for (int i = t->top, y = 2; i < n && y < LINES - 1; i++, y++) {
+	/* a message on a row of its own: the selection stays above it */
+	tui_list_move(t, 0);
+	for (int i = t->top, y = 2; i < n && y < LINES - tui_footer_rows(t, list_keys); i++, y++) {
 		jv r = jv_array_get(jv_copy(t->runs), i);
 		draw_row(t, y, r, i == t->sel);
 		jv_free(r);
 	}
-	tui_footer(t, " q quit  Enter open  g gate  : commands  m models");
+	tui_footer(t, list_keys);
 }

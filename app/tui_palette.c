@@ -120,7 +120,8 @@ void tui_palette(struct tui *t)
 	if (i < 0)
 		goto out;
 	/* forge CMD, the options forge tui was given (--repo, --db, --config,
-	 * -q/-v: the same store and configuration), the operand */
+	 * -q/-v: the same store and configuration), the operand; 2 + 19 + 3
+	 * entries at most */
 	const char *argv[24] = { "forge", commands[i].name };
 	int n = 2 + cli_common_argv(argv + 2, 20, t->common, true);
 	if (commands[i].trace) {
@@ -135,6 +136,8 @@ void tui_palette(struct tui *t)
 			tui_say(t, "no task: nothing started");
 			goto out;
 		}
+		/* the text typed is the task, even one that starts with '-' */
+		argv[n++] = "--";
 		argv[n] = task;
 	}
 	int status = run_forge(t, (char *const *)argv);

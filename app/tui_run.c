@@ -271,10 +271,13 @@ out:
 	return rc;
 }
 
+/* The run view's keys, on its footer. */
+static const char run_keys[] = " q quit  Esc back  g gate  : commands  arrows/PgUp/PgDn scroll";
+
 void tui_run_scroll(struct tui *t, int delta)
 {
 	int n = jv_get_kind(t->lines) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->lines)) : 0;
-	int rows = LINES - 1;
+	int rows = LINES - tui_footer_rows(t, run_keys);
 
 	t->scroll += delta;
 	if (t->scroll > n - rows)
@@ -287,7 +290,7 @@ void tui_run_draw(struct tui *t)
 {
 	int n = jv_get_kind(t->lines) == JV_KIND_ARRAY ? jv_array_length(jv_copy(t->lines)) : 0;
 
-	for (int i = t->scroll, y = 0; i < n && y < LINES - 1; i++, y++) {
+	for (int i = t->scroll, y = 0; i < n && y < LINES - tui_footer_rows(t, run_keys); i++, y++) {
 		jv e = jv_array_get(jv_copy(t->lines), i);
 		jv a = jv_array_get(jv_copy(e), 0), s = jv_array_get(jv_copy(e), 1);
 		tui_put(t, y, 0, COLS, (enum tui_attr)jv_number_value(a), jv_string_value(s));
@@ -295,5 +298,5 @@ void tui_run_draw(struct tui *t)
 		jv_free(s);
 		jv_free(e);
 	}
-	tui_footer(t, " q quit  Esc back  g gate  : commands  arrows/PgUp/PgDn scroll");
+	tui_footer(t, run_keys);
 }

@@ -181,16 +181,22 @@ void tui_put(const struct tui *t, int y, int x, int w, enum tui_attr a, const ch
 	free(line);
 }
 
+int tui_footer_rows(const struct tui *t, const char *keys)
+{
+	int n = (int)strlen(t->msg);
+
+	return n && COLS - n - 1 <= (int)strlen(keys) + 1 ? 2 : 1;
+}
+
 void tui_footer(const struct tui *t, const char *keys)
 {
 	int n = (int)strlen(t->msg);
-	int room = COLS - n - 1;
 
 	tui_put(t, LINES - 1, 0, COLS, TUI_SELECTED, keys);
-	if (n && room > (int)strlen(keys) + 1)
-		tui_put(t, LINES - 1, room, n + 1, TUI_SELECTED, t->msg);
-	else if (n)
+	if (tui_footer_rows(t, keys) == 2)
 		tui_put(t, LINES - 2, 0, COLS, TUI_WARN, t->msg);
+	else if (n)
+		tui_put(t, LINES - 1, COLS - n - 1, n + 1, TUI_SELECTED, t->msg);
 }
 
 /* Drop every "REPO/" from msg: the status line is one screen line, and a
@@ -218,6 +224,7 @@ void tui_say(struct tui *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(t->msg, sizeof t->msg, fmt, ap);
 	va_end(ap);
+	t->msg_load = false;
 	relative_to_repo(t->msg, t->ses ? t->ses->repo : NULL);
 }
 

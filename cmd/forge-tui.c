@@ -51,11 +51,22 @@ static void draw(struct tui *t)
 	refresh();
 }
 
+/* A read of the store failed: said until one succeeds (or a key). */
+static void load_failed(struct tui *t)
+{
+	tui_say(t, "%s", forge_last_error());
+	t->msg_load = true;
+}
+
 /* Read the store again: the list, and the run on the run view. */
 static void reload(struct tui *t)
 {
-	if (tui_list_load(t) < 0 || (t->screen == TUI_RUN && tui_run_load(t) < 0))
-		tui_say(t, "%s", forge_last_error());
+	if (tui_list_load(t) < 0 || (t->screen == TUI_RUN && tui_run_load(t) < 0)) {
+		load_failed(t);
+	} else if (t->msg_load) {
+		t->msg[0] = '\0';
+		t->msg_load = false;
+	}
 }
 
 static void open_run(struct tui *t)
@@ -69,7 +80,7 @@ static void open_run(struct tui *t)
 	t->screen = TUI_RUN;
 	t->scroll = 0;
 	if (tui_run_load(t) < 0)
-		tui_say(t, "%s", forge_last_error());
+		load_failed(t);
 }
 
 /* One key; false to quit. */
@@ -77,6 +88,12 @@ static bool on_key(struct tui *t, int c)
 {
 	bool run = t->screen == TUI_RUN;
 
+	/* a message says what the last key did: the next one ends it (a
+	 * tick or a resize does not) */
+	if (c != ERR && c != KEY_RESIZE) {
+		t->msg[0] = '\0';
+		t->msg_load = false;
+	}
 	switch (c) {
 	case 'q': case 3: return false;
 	case KEY_UP: case 'k': run ? tui_run_scroll(t, -1) : tui_list_move(t, -1); break;

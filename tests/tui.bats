@@ -98,6 +98,25 @@ quit_ok() {
 	quit_ok
 }
 
+@test "the selected run at the end of a full list stays listed and selected when a new run comes in" {
+	forge-db migrate >/dev/null
+	sqlite3 "$FORGE_DB" "with recursive n(i) as (select 1 union all select i + 1 from n where i < 500)
+		insert into runs (id, task, repo, status, started_at, updated_at)
+		select printf('01JFILL%019d', i), 'filler ' || i, '$REPO', 'completed',
+		       printf('2099-01-01T00:%02d:%02d.000Z', i / 60, i % 60), '2099-01-01T00:00:00.000Z' from n"
+	tui_start
+	wait_for "forge tui: 500 runs in"
+	tm send-keys -t tui End
+	wait_for "01JFILL0000000000000000001"
+	sqlite3 "$FORGE_DB" "insert into runs (id, task, repo, status, started_at, updated_at)
+		values ('01JNEW00000000000000000001', 'new', '$REPO', 'completed', '2099-01-02T00:00:00.000Z', '2099-01-02T00:00:00.000Z')"
+	wait_for "forge tui: 501 runs in"
+	# before: 500 of 501 listed, and the selection on …002
+	tm send-keys -t tui Enter
+	wait_for "run      01JFILL0000000000000000001"
+	quit_ok
+}
+
 @test "Enter opens the run: cost against the budget, nodes, the gate, each phase's cost, the timeline, the model's replies" {
 	paused_run
 	tui_start
@@ -423,7 +442,7 @@ quit_ok() {
 	wait_for "task:"
 	tm send-keys -t tui -l "add a mul operation"
 	tm send-keys -t tui Enter
-	wait_for "\$ forge run --config $CFG add a mul operation"
+	wait_for "\$ forge run --config $CFG -- add a mul operation"
 	wait_for "approve? [y]es / [n]o"
 	tm send-keys -t tui y Enter
 	wait_for "[forge run exited 0; press Enter to return]"
@@ -431,6 +450,82 @@ quit_ok() {
 	T=$(forge history --json -n 1 | jq -r .trace_id)
 	wait_for "$T  completed"
 	forge events replay "$T" | jq -se 'map(select(.type == "gate.approved")) | length == 1 and .[0].payload.by == "human"' >/dev/null
+	quit_ok
+}
+
+@test "the palette's run takes a task that starts with '-' as the task, not as an option of forge run" {
+	TUI_ARGS="--config $CFG" tui_start
+	wait_for "forge tui: 0 runs"
+	tm send-keys -t tui :
+	wait_for "commands"
+	tm send-keys -t tui Enter
+	wait_for "task:"
+	# before: forge run: unknown option '--dry-run: add a mul operation', exit 2
+	tm send-keys -t tui -l -- "--dry-run: add a mul operation"
+	tm send-keys -t tui Enter
+	wait_for "approve? [y]es / [n]o"
+	tm send-keys -t tui n Enter
+	wait_for "[forge run exited "
+	tm send-keys -t tui Enter
+	wait_for "TRACE                       STATUS"
+	[ "$(forge history --json -n 1 | jq -r .task)" = "--dry-run: add a mul operation" ]
+	quit_ok
+}
+
+# 40 runs 01JLIST…01 to …40, the newest (…40) first.
+forty_runs() {
+	forge-db migrate >/dev/null
+	sqlite3 "$FORGE_DB" "with recursive n(i) as (select 1 union all select i + 1 from n where i < 40)
+		insert into runs (id, task, repo, status, started_at, updated_at)
+		select printf('01JLIST%019d', i), 'task ' || i, '$REPO', 'completed',
+		       printf('2026-01-01T00:00:%02d.000Z', i), '2026-01-01T00:00:00.000Z' from n"
+}
+
+# wait_gone TEXT: the screen stops showing TEXT within 60 s, else fail.
+wait_gone() {
+	local i
+	for i in $(seq 600); do
+		screen | grep -qF -- "$1" || return 0
+		sleep 0.1
+	done
+	echo "still on the screen: $1" >&2
+	screen >&2
+	return 1
+}
+
+@test "a message too long for the footer takes a row of its own: the selected run stays above it; the next key ends it" {
+	forty_runs
+	tui_start
+	wait_for "forge tui: 40 runs"
+	# the list's last row (…14, on the screen's row 29 of 30) selected
+	for i in $(seq 26); do tm send-keys -t tui j; done
+	tm send-keys -t tui g
+	wait_for "no gate is waiting in run 01JLIST0000000000000000014"
+	# before: the message covered that row, and the selection walked under it
+	wait_for "01JLIST0000000000000000014  completed"
+	tm send-keys -t tui j
+	wait_gone "no gate is waiting"
+	tm send-keys -t tui Enter
+	wait_for "run      01JLIST0000000000000000013"
+	quit_ok
+}
+
+@test "a failed read of the store is said until a read succeeds again" {
+	forge-db migrate >/dev/null
+	sqlite3 "$FORGE_DB" "insert into runs (id, task, repo, status, started_at, updated_at)
+		values ('01JLIST0000000000000000001', 'one', '$REPO', 'completed', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+	tui_start
+	wait_for "forge tui: 1 run in"
+	sqlite3 "$FORGE_DB" "pragma wal_checkpoint(truncate)" >/dev/null
+	cp "$FORGE_DB" "$BATS_TEST_TMPDIR/saved.db"
+	head -c 8192 /dev/urandom | dd of="$FORGE_DB" conv=notrunc status=none
+	wait_for "file is not a database"
+	dd if="$BATS_TEST_TMPDIR/saved.db" of="$FORGE_DB" conv=notrunc status=none
+	sqlite3 "$FORGE_DB" "insert into runs (id, task, repo, status, started_at, updated_at)
+		values ('01JLIST0000000000000000002', 'two', '$REPO', 'completed', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:00.000Z')"
+	wait_for "forge tui: 2 runs in"
+	# before: the error stayed on the screen until another message
+	wait_gone "file is not a database"
 	quit_ok
 }
 

@@ -3,7 +3,10 @@
 #include "app/term.h"
 #include "unit.h"
 
+#include <locale.h>
+#include <stdint.h>
 #include <string.h>
+#include <wchar.h>
 
 static size_t cols(const char *s)
 {
@@ -20,6 +23,45 @@ static void test_columns(void)
 	CHECK_INT((int)cols("ok \xf0\x9f\x9a\x80"), 5);  /* an emoji: 2 */
 	CHECK_INT((int)cols("\xff" "a"), 2);             /* a stray byte: 1 */
 	CHECK_INT((int)cols("⠋ · …"), 5);
+}
+
+/* c as UTF-8 in out (5 bytes). */
+static void utf8(char *out, uint32_t c)
+{
+	unsigned char *o = (unsigned char *)out;
+
+	if (c < 0x800) {
+		*o++ = (unsigned char)(0xC0 | c >> 6);
+	} else if (c < 0x10000) {
+		*o++ = (unsigned char)(0xE0 | c >> 12);
+		*o++ = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+	} else {
+		*o++ = (unsigned char)(0xF0 | c >> 18);
+		*o++ = (unsigned char)(0x80 | (c >> 12 & 0x3F));
+		*o++ = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+	}
+	*o++ = (unsigned char)(0x80 | (c & 0x3F));
+	*o = '\0';
+}
+
+/* What curses draws 2 wide (wcwidth) is counted 2: else a row cut at the
+ * screen's edge spills onto the next (hunt44: hexagrams, ♿, ⚓, ❎). */
+static void test_columns_as_wcwidth(void)
+{
+	char s[8];
+
+	CHECK_INT((int)cols("䷀♿⚓❎"), 8);
+	CHECK_INT((int)cols("\xe3\x80\xae"), 2);        /* U+302E, a Hangul tone mark W */
+	if (!setlocale(LC_CTYPE, "C.UTF-8"))
+		return;
+	for (uint32_t c = 0x300; c < 0x40000; c++) {
+		if (c >= 0xD800 && c <= 0xDFFF)
+			continue;
+		utf8(s, c);
+		if (wcwidth((wchar_t)c) == 2 && cols(s) != 2)
+			CHECK_INT((int)c, -1);   /* names the code point */
+	}
+	setlocale(LC_CTYPE, "C");
 }
 
 static void test_cut(void)
@@ -50,6 +92,7 @@ static void test_clean(void)
 int main(void)
 {
 	RUN(test_columns);
+	RUN(test_columns_as_wcwidth);
 	RUN(test_cut);
 	RUN(test_clean);
 	return unit_done();
