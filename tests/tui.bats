@@ -510,25 +510,6 @@ wait_gone() {
 	quit_ok
 }
 
-@test "a failed read of the store is said until a read succeeds again" {
-	forge-db migrate >/dev/null
-	sqlite3 "$FORGE_DB" "insert into runs (id, task, repo, status, started_at, updated_at)
-		values ('01JLIST0000000000000000001', 'one', '$REPO', 'completed', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
-	tui_start
-	wait_for "forge tui: 1 run in"
-	sqlite3 "$FORGE_DB" "pragma wal_checkpoint(truncate)" >/dev/null
-	cp "$FORGE_DB" "$BATS_TEST_TMPDIR/saved.db"
-	head -c 8192 /dev/urandom | dd of="$FORGE_DB" conv=notrunc status=none
-	wait_for "file is not a database"
-	dd if="$BATS_TEST_TMPDIR/saved.db" of="$FORGE_DB" conv=notrunc status=none
-	sqlite3 "$FORGE_DB" "insert into runs (id, task, repo, status, started_at, updated_at)
-		values ('01JLIST0000000000000000002', 'two', '$REPO', 'completed', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:00.000Z')"
-	wait_for "forge tui: 2 runs in"
-	# before: the error stayed on the screen until another message
-	wait_gone "file is not a database"
-	quit_ok
-}
-
 @test "forge tui wants a terminal (exit 2) and takes no operands" {
 	run -2 --separate-stderr forge tui </dev/null
 	[ "$stderr" = "forge-tui: stdin and stdout must be a terminal" ]
