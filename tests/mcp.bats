@@ -422,12 +422,18 @@ wait_gone() {
 	assert_output '[true,"everything__get-env: refused: the tool is not allowed in plan (tools.permissions.default.deny)"]'
 }
 
-@test "forge-implement: its servers run in the run's worktree and its model calls their tools beside the edit tools" {
-	servers "$(scripted '[]' '{"phases":["implement"]}')"
+# plan_state: a plan phase's state of trace T1 on $REPO (the calc plan of
+# plan-calc.jsonl), for forge-implement's stdin.
+plan_state() {
 	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c --arg r "$REPO" \
 		'{kind:"state", v:1, trace_id:"T1", phase:"plan", status:"ok",
 		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
-		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$BATS_TEST_TMPDIR/plan.json"
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}'
+}
+
+@test "forge-implement: its servers run in the run's worktree and its model calls their tools beside the edit tools" {
+	servers "$(scripted '[]' '{"phases":["implement"]}')"
+	plan_state >"$BATS_TEST_TMPDIR/plan.json"
 	mock '[{"tool_calls":[{"name":"s__echo","input":{"text":"in the worktree"}}]},{"tool_calls":[{"name":"finish","input":{"summary":"nothing to do"}}]}]'
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
 	EVENTS=$output
@@ -454,10 +460,7 @@ wait_gone() {
 	# a module of that name in the run's worktree, as a model's earlier attempt commits it
 	printf 'open("%s", "w").write("ran")\n' "$BATS_TEST_TMPDIR/planted-ran" >mcp_time.py
 	git add mcp_time.py && git commit -qm "a module"
-	sed -n 3p "$CASSETTES/plan-calc.jsonl" | jq -c --arg r "$REPO" \
-		'{kind:"state", v:1, trace_id:"T1", phase:"plan", status:"ok",
-		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
-		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$BATS_TEST_TMPDIR/plan.json"
+	plan_state >"$BATS_TEST_TMPDIR/plan.json"
 	mock '[{"tool_calls":[{"name":"t__echo","input":{"text":"the real one"}}]},{"tool_calls":[{"name":"finish","input":{"summary":"nothing to do"}}]}]'
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
 	EVENTS=$output

@@ -433,13 +433,19 @@ quit_ok() {
 	quit_ok
 }
 
-@test "the palette's run asks for the task and runs forge run on the terminal with forge tui's options: its gate asks there" {
+# palette_run_prompt: forge tui (--config $CFG) with no runs, its palette's
+# first command (run) chosen: it asks for the task.
+palette_run_prompt() {
 	TUI_ARGS="--config $CFG" tui_start
 	wait_for "forge tui: 0 runs"
 	tm send-keys -t tui :
 	wait_for "commands"
 	tm send-keys -t tui Enter
 	wait_for "task:"
+}
+
+@test "the palette's run asks for the task and runs forge run on the terminal with forge tui's options: its gate asks there" {
+	palette_run_prompt
 	tm send-keys -t tui -l "add a mul operation"
 	tm send-keys -t tui Enter
 	wait_for "\$ forge run --config $CFG -- add a mul operation"
@@ -454,12 +460,7 @@ quit_ok() {
 }
 
 @test "the palette's run takes a task that starts with '-' as the task, not as an option of forge run" {
-	TUI_ARGS="--config $CFG" tui_start
-	wait_for "forge tui: 0 runs"
-	tm send-keys -t tui :
-	wait_for "commands"
-	tm send-keys -t tui Enter
-	wait_for "task:"
+	palette_run_prompt
 	# before: forge run: unknown option '--dry-run: add a mul operation', exit 2
 	tm send-keys -t tui -l -- "--dry-run: add a mul operation"
 	tm send-keys -t tui Enter
