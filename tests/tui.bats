@@ -19,6 +19,7 @@ setup() {
 }
 
 teardown() {
+	tui_end
 	tmux -S "$SOCK" kill-server 2>/dev/null || true
 	[ -s "$BATS_TEST_TMPDIR/run.pid" ] && kill -- "-$(cat "$BATS_TEST_TMPDIR/run.pid")" 2>/dev/null
 	# the mock of a test that started one (its files go: the next test starts its own)
@@ -27,6 +28,21 @@ teardown() {
 }
 
 tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
+
+# tui_end: a forge tui the test left running ends by SIGTERM before the
+# server goes.  Killing the server hangs the terminal up, and the kernel's
+# SIGCONT that follows the SIGHUP can cancel the SIGSTOP of LeakSanitizer's
+# exit-time check (ASan builds): the process then spins for ever, orphaned.
+tui_end() {
+	local shell i
+	shell=$(tm list-panes -t tui -F '#{pane_pid}' 2>/dev/null) || return 0
+	pkill -TERM -P "$shell" 2>/dev/null || return 0
+	for i in $(seq 600); do
+		pgrep -P "$shell" >/dev/null || return 0
+		screen | grep -qF "tui exited " && return 0
+		sleep 0.1
+	done
+}
 
 # tm_fresh: kill the server and use a new socket: kill-server returns before
 # the server is gone, and a session started at once on the same socket may
@@ -52,7 +68,7 @@ screen() { tm capture-pane -p -t tui "$@"; }
 wait_for() {
 	local i
 	for i in $(seq 600); do
-		screen | grep -qF -- "$1" && return 0
+		screen -J | grep -qF -- "$1" && return 0
 		sleep 0.1
 	done
 	echo "never on the screen: $1" >&2
