@@ -16,8 +16,16 @@
  * own.  So once the thread has copied all but a few frames, the commit
  * copies those few itself (a short checkpoint) and the next transaction
  * restarts the log: it stays near the autocheckpoint size.  A thread that
- * falls far behind (the log at 4 times the size) gets the same help in
+ * falls far behind (the log at 3 times the size) gets the same help in
  * full, so the log stays bounded whatever the disk does.
+ *
+ * Another process writing the same database defeats both: its
+ * transactions, always under way, hold frames not yet copied, and a
+ * PASSIVE copy never finds the whole log copied at a transaction's start
+ * (two bulk writers: the log grew to hundreds of MB).  Past 8 times the
+ * size a commit copies with SQLITE_CHECKPOINT_RESTART, which waits (the
+ * busy timeout) for the other's transaction and holds off its next until
+ * the log starts again from its beginning.
  */
 #include "core/forge.h"
 #include "store/store.h"
@@ -103,6 +111,31 @@ static bool wake(struct store_ckpt *c)
 }
 
 /*
+ * A copy by the writer's connection.  A RESTART finds the checkpoint lock
+ * taken whenever another process's thread (or this one's) is copying, and
+ * SQLite's busy handler does not wait for that lock: it is tried again,
+ * 1 ms apart, for up to a second, then left to the next commit.  Its wait
+ * for readers to leave the log is cut to 50 ms: a reader that stays (a
+ * long query) would otherwise hold every commit for the busy timeout.
+ */
+static void copy(sqlite3 *db, const char *name, int mode)
+{
+	int log = 0, rc;
+
+	if (mode != SQLITE_CHECKPOINT_RESTART) {
+		(void)sqlite3_wal_checkpoint_v2(db, name, mode, NULL, NULL);
+		return;
+	}
+	sqlite3_busy_timeout(db, 50);
+	rc = sqlite3_wal_checkpoint_v2(db, name, mode, &log, NULL);
+	for (int i = 0; rc == SQLITE_BUSY && log == -1 && i < 1000; i++) {
+		sqlite3_sleep(1);
+		rc = sqlite3_wal_checkpoint_v2(db, name, mode, &log, NULL);
+	}
+	sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+}
+
+/*
  * SQLite's WAL hook: after each commit of the writer's connection, with
  * the frames the log now holds.  Decides who copies (see the top).
  */
@@ -110,11 +143,14 @@ static int on_commit(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store_ckpt *c = arg;
 	bool copy_here = false;
+	int mode = SQLITE_CHECKPOINT_PASSIVE;
 
 	pthread_mutex_lock(&c->mu);
 	if (frames < c->last_frames)
 		c->generation++;
 	c->last_frames = frames;
+	if (frames >= 8 * c->size)
+		mode = SQLITE_CHECKPOINT_RESTART;
 	if (frames >= 3 * c->size) {
 		/* (the thread has not caught up: the log is bounded here) */
 		while (c->busy)
@@ -126,7 +162,7 @@ static int on_commit(void *arg, sqlite3 *db, const char *name, int frames)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (copy_here)
-		(void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		copy(db, name, mode);
 	return SQLITE_OK;
 }
 

@@ -25,9 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Long enough to outlast a burst of concurrent batch writers. */
-#define BUSY_TIMEOUT_MS 10000
-
 /* The statements of the SQLite event path, kept prepared (store_int.h). */
 static const char *const stmt_sql[S_COUNT] = {
 	/* The view events reads the other columns from the record (009-events-lean). */
@@ -602,7 +599,7 @@ static void backoff(int attempt)
  */
 static int set_journal_mode(struct store *st)
 {
-	int64_t deadline = now_ms() + BUSY_TIMEOUT_MS;
+	int64_t deadline = now_ms() + STORE_BUSY_TIMEOUT_MS;
 	int sqlrc;
 
 	for (int attempt = 0; ; attempt++) {
@@ -669,7 +666,7 @@ static void keep_wal_files(struct store *st)
 static int configure(struct store *st)
 {
 	sqlite3_extended_result_codes(st->db, 1);
-	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
 	/* For a new database, 8 KiB pages.  A commit writes each page it
 	 * changed whole into the WAL, checksummed: a run's commits are small
 	 * (the supervisor's ~75, each a few events into 4 B-trees), and with
@@ -781,7 +778,7 @@ static int open_ro(struct store *st, const char *query, int *sqlrc)
 	if (*sqlrc != SQLITE_OK)
 		return 0;
 	sqlite3_extended_result_codes(st->db, 1);
-	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
 	if (user_version(&v, st) < 0) {
 		*sqlrc = sqlite3_extended_errcode(st->db);
 		return 0;
@@ -2393,7 +2390,7 @@ static int sqlite_file_version(int *v, const char *path)
 	if (sqlite3_open_v2(path, &st.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		rc = store_fail(&st, "cannot open");
 	} else {
-		sqlite3_busy_timeout(st.db, BUSY_TIMEOUT_MS);
+		sqlite3_busy_timeout(st.db, STORE_BUSY_TIMEOUT_MS);
 		rc = user_version(v, &st);
 	}
 	sqlite3_close_v2(st.db);

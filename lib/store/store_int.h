@@ -23,6 +23,10 @@ enum stmt_id {
 	S_COUNT
 };
 
+/* A connection's busy timeout: long enough to outlast a burst of
+ * concurrent batch writers. */
+#define STORE_BUSY_TIMEOUT_MS 10000
+
 /*
  * Events put inside a transaction wait in a queue and are inserted
  * QUEUE_MAX at a time by one statement (SQLite; see store.c).

@@ -1130,6 +1130,82 @@ static void test_checkpoints_in_background(void)
 	store_free(st);
 }
 
+/* Child of test_two_writers_bound_the_log: waits for the go (a byte on
+ * fd), then writes `batches` batches of 50 events with checkpoints in the
+ * background; its ids start at child * 10,000,000. */
+static int bounded_writer(const char *path, int child, int go, int batches)
+{
+	struct store *st = NULL;
+	int next = child * 10000000, rc = 1;
+	char byte;
+
+	if (store_open(&st, path) < 0 ||
+	    sqlite3_exec(store_db(st), "PRAGMA wal_autocheckpoint = 32", NULL, NULL, NULL) != SQLITE_OK ||
+	    store_checkpoint_in_background(st) < 0 || read(go, &byte, 1) != 1)
+		goto out;
+	for (int b = 0; b < batches; b++)
+		if (put_batch(st, 50, &next) < 0)
+			goto out;
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "writer %d: %s\n", child, forge_last_error());
+	store_free(st);
+	return rc;
+}
+
+/*
+ * Two processes streaming events into one database, each checkpointing in
+ * the background: the log stays bounded.  Each one's copies are PASSIVE,
+ * and the other's transactions always hold frames not yet copied, so the
+ * log never restarts of its own (hunt42 saw it reach ~600 MB); past 8
+ * autocheckpoint sizes a commit restarts it, waiting for the other writer.
+ */
+static void test_two_writers_bound_the_log(void)
+{
+	const char *path = tmp_path("two/forge.db");
+	char wal[600];
+	struct store *st = NULL;
+	enum { SIZE = 32, BATCHES = 1000 };
+	/* 8 sizes, each writer's commit that went past them, twice that for a
+	 * loaded machine where a RESTART waits past its second, in 8 KiB frames
+	 * (and their 24-byte headers); unbounded, it was 50-70 MB */
+	const long long bound = 2 * (8 * SIZE + 2 * 64) * (8192 + 24) + 32;
+	int go[2], failures = 0;
+	pid_t pids[2];
+
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	/* (open till the end: the last connection to close removes the log) */
+	CHECK(store_open(&st, path) == 0);
+	CHECK(pipe(go) == 0);
+	fflush(stdout);
+	fflush(stderr);
+	for (int c = 0; c < 2; c++) {
+		pids[c] = fork();
+		CHECK(pids[c] >= 0);
+		if (pids[c] == 0) {
+			close(go[1]);
+			exit(bounded_writer(path, c + 1, go[0], BATCHES));
+		}
+	}
+	close(go[0]);
+	CHECK(write(go[1], "gg", 2) == 2);
+	close(go[1]);
+	for (int c = 0; c < 2; c++) {
+		int status;
+
+		CHECK(waitpid(pids[c], &status, 0) == pids[c]);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			failures++;
+	}
+	CHECK_INT(failures, 0);
+	/* (a log is never made shorter: its size is the largest it was) */
+	CHECK_MSG(file_size(wal) > 0 && file_size(wal) <= bound, "the log reached %lld bytes (bound %lld)",
+		  file_size(wal), bound);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM event_log WHERE trace_id = 'TBG'"), 2 * BATCHES * 50);
+	store_free(st);
+}
+
 static void test_concurrent_writers(void)
 {
 	const char *path = tmp_path("concurrent/forge.db");
@@ -1582,6 +1658,7 @@ int main(void)
 	RUN(test_traces);
 	RUN(test_concurrent_writers);
 	RUN(test_checkpoints_in_background);
+	RUN(test_two_writers_bound_the_log);
 	RUN(test_resolve_path);
 	RUN(test_run_cancel_sticks);
 	RUN(test_leases);
