@@ -23,6 +23,7 @@
 #include <jv.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct session;
 struct cli_common;
@@ -55,6 +56,13 @@ struct tui {
 	bool live;              /* the run view shows a model call in flight: poll faster */
 	char msg[512];          /* the status line: the last thing done or failed, until the next key */
 	bool msg_load;          /* msg is a failed read of the store: gone when one succeeds */
+	/* The SQLite file the store has open, as it was at its open: a file
+	 * removed or replaced at its path stays readable through the open
+	 * connection, which would show its old runs for ever (forge-tui.c
+	 * checks on each read; false: not a file, PostgreSQL) */
+	bool db_file;
+	dev_t db_dev;
+	ino_t db_ino;
 };
 
 /* Set by the handler of SIGINT, SIGTERM and SIGHUP (and by tui_getch() when

@@ -7,13 +7,16 @@
 #include "app/tui.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "data/config.h"
 #include "store/store.h"
 
 #include <curses.h>
+#include <errno.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const struct cli_spec spec = {
@@ -58,9 +61,80 @@ static void load_failed(struct tui *t)
 	t->msg_load = true;
 }
 
+/* The file SQLite opened for the store ("" for none: PostgreSQL, an
+ * in-memory database); borrowed from the connection. */
+static const char *db_file(const struct tui *t)
+{
+	sqlite3 *db = store_db(t->ses->store);
+	const char *f = db ? sqlite3_db_filename(db, "main") : NULL;
+
+	return f ? f : "";
+}
+
+/* Remember which file the store has open (its device and inode now). */
+static void db_remember(struct tui *t)
+{
+	struct stat sb;
+
+	t->db_file = *db_file(t) && stat(db_file(t), &sb) == 0;
+	if (t->db_file) {
+		t->db_dev = sb.st_dev;
+		t->db_ino = sb.st_ino;
+	}
+}
+
+/*
+ * Whether the store's file is still the one at its path: removed (rm
+ * .forge/forge.db*, a gc) or replaced, it stays readable through the open
+ * connection, and its old runs would be shown as the store's.  Not: said
+ * on the screen (a read failure's message, said again on each tick), and
+ * false -- but a new database at the path is opened instead (true).
+ */
+static bool db_current(struct tui *t)
+{
+	const char *path = store_path(t->ses->store);
+	struct stat sb;
+	struct store *st;
+
+	if (!t->db_file)
+		return true;
+	if (stat(db_file(t), &sb) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			tui_say(t, "the database at %s is gone: the runs shown are from before", path);
+		else
+			tui_say(t, "the database at %s cannot be checked (%s): the runs shown may be old", path,
+				strerror(errno));
+		t->msg_load = true;
+		return false;
+	}
+	if (sb.st_dev == t->db_dev && sb.st_ino == t->db_ino)
+		return true;
+	/* a new database there (also one made after this one was removed) */
+	if (store_open(&st, t->ses->db) < 0) {
+		tui_say(t, "the database at %s was replaced, and the new one cannot be opened (%s): "
+			"the runs shown are from before", path, forge_last_error());
+		t->msg_load = true;
+		return false;
+	}
+	store_free(t->ses->store);
+	t->ses->store = st;
+	if (t->ses->cfg)
+		store_set_lease_ttl(st, config_get_num(t->ses->cfg, "supervisor.lease_ttl_s"));
+	db_remember(t);
+	/* the old one's runs are not in it: the list from its top */
+	jv_free(t->runs);
+	t->runs = jv_array();
+	t->sel = t->top = 0;
+	t->screen = TUI_LIST;
+	tui_say(t, "the database at %s was replaced: the runs shown are the new one's", store_path(st));
+	return true;
+}
+
 /* Read the store again: the list, and the run on the run view. */
 static void reload(struct tui *t)
 {
+	if (!db_current(t))
+		return;
 	if (tui_list_load(t) < 0 || (t->screen == TUI_RUN && tui_run_load(t) < 0)) {
 		load_failed(t);
 	} else if (t->msg_load) {
@@ -160,6 +234,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "forge-tui: %s\n", forge_last_error());
 		return status;
 	}
+	db_remember(&t);
 	setlocale(LC_ALL, "");    /* curses draws UTF-8 task texts whole */
 	char *dir = cli_self_dir();
 	t.bindir = dir ? dir : ".";

@@ -315,6 +315,32 @@ wait_gone() {
 	wait_gone "$(sed -n 2p "$PIDS")"
 }
 
+@test "a server that ignores SIGTERM and EOF: gone after the phase's normal end, and when the phase is killed by SIGKILL" {
+	PIDS="$BATS_TEST_TMPDIR/pids"
+	servers "$(scripted "$(jq -nc --arg p "$PIDS" '["--pid-out", $p, "--stubborn", "yes"]')")"
+	# normal end: stdin closed, SIGTERM, then SIGKILL after the grace; reaped before forge-plan exits
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	wait_gone "$(sed -n 1p "$PIDS")"
+	wait_gone "$(sed -n 2p "$PIDS")"
+	# forge-plan killed by SIGKILL during a call: nothing of it runs to stop the server
+	# (PR_SET_PDEATHSIG must be SIGKILL, which a server cannot ignore)
+	rm "$PIDS" "$SLOG"
+	call_then_finish s__hang '{}'
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fp=$!
+	for _ in $(seq 300); do grep -q '"tools/call"' "$SLOG" 2>/dev/null && break; sleep 0.1; done
+	grep -q '"tools/call"' "$SLOG"
+	kill -KILL "$fp"
+	rc=0
+	wait "$fp" || rc=$?
+	[ "$rc" -eq 137 ]
+	server=$(sed -n 1p "$PIDS")
+	# (what the server started is not its own: the kernel ends only the child)
+	kill -KILL "$(sed -n 2p "$PIDS")" 2>/dev/null || true
+	wait_gone "$server" || { kill -KILL "$server"; false; }
+}
+
 # ---- permissions ------------------------------------------------------------------
 
 @test "tools.permissions: a denied MCP tool is not offered and a call to it is refused; glob deny of a built-in tool" {

@@ -273,6 +273,27 @@ posted() { jq -c 'select(.type == "review.github.posted") | .payload' <<<"$OUT";
 	assert_output --partial "more than review.github.max_wait_s"
 }
 
+@test "a 5xx answer is sent again (bounded backoff): 503 then 200 goes on; retry-after past max_wait_s and a lasting 502 fail clearly (exit 5)" {
+	# one 503, then GitHub answers: the review is read and posted
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"GET","path":"/repos/octo/hello/pulls/7","status":503,"count":1,"message":"Service Unavailable"}' >/dev/null
+	run -1 --separate-stderr review --pr 7
+	S=$(gh_state)
+	assert_equal "$(jq '[.requests[] | select(. == ["GET", "/repos/octo/hello/pulls/7"])] | length' <<<"$S")" 2
+	assert_equal "$(jq '.reviews | length' <<<"$S")" 1
+	# a 503 asking to wait longer than review.github.max_wait_s: not sent again
+	gh_reset
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"GET","path":"/repos/octo/hello/pulls/7","status":503,"headers":{"retry-after":"3600"},"count":1,"message":"Service Unavailable"}' >/dev/null
+	run -5 --separate-stderr review --pr 7
+	assert_output --partial "GitHub GET $GH/repos/octo/hello/pulls/7: HTTP 503: Service Unavailable (not retried: GitHub asked to wait 3600 s, more than review.github.max_wait_s (60 s))"
+	assert_equal "$(gh_state | jq '.requests | length')" 1
+	# a 502 that lasts: 4 attempts, then a message naming the status and the URL
+	gh_reset
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"GET","path":"/repos/octo/hello/pulls/7","status":502,"count":10,"message":"Server Error"}' >/dev/null
+	run -5 --separate-stderr review --pr 7
+	assert_output --partial "GitHub GET $GH/repos/octo/hello/pulls/7: HTTP 502: Server Error (4 attempts)"
+	assert_equal "$(gh_state | jq '.requests | length')" 4
+}
+
 @test "--dry-run prints what would be posted and sends no write request" {
 	run -1 --separate-stderr review --pr 7 --dry-run
 	OUT=$output
@@ -477,15 +498,16 @@ fixed_head() {
 
 @test "a dismissal that fails otherwise (a 500) fails the review (exit 5); a rate limit on it is waited out" {
 	run -1 --separate-stderr review --pr 7
-	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"PUT","path":".*/dismissals","status":500,"count":1,"message":"Server Error"}' >/dev/null
+	# (a 500 is sent 4 times in all: every one fails)
+	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"PUT","path":".*/dismissals","status":500,"count":4,"message":"Server Error"}' >/dev/null
 	fixed_head
 	run -5 --separate-stderr review --pr 7
-	[[ $stderr == *"/dismissals: HTTP 500: Server Error"* ]]
+	[[ $stderr == *"/dismissals: HTTP 500: Server Error (4 attempts)"* ]]
 	curl -sS -X POST "$GH/_gh/fault" -d '{"method":"PUT","path":".*/dismissals","status":403,"headers":{"retry-after":"1"},"count":1}' >/dev/null
 	fixed_head
 	run -0 --separate-stderr review --pr 7
 	OUT=$output
-	assert_equal "$(gh_state | jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length')" 3
+	assert_equal "$(gh_state | jq '[.requests[] | select(.[1] | endswith("/dismissals"))] | length')" 6
 	assert_equal "$(gh_state | jq -r '[.reviews[] | .state] | join(" ")')" "DISMISSED COMMENTED"
 	assert_equal "$(posted | jq .rate_limit_waits)" 1
 }

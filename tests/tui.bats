@@ -234,6 +234,21 @@ quit_ok() {
 	wait_for "$T  paused      gate plan"
 }
 
+@test "a database removed while the TUI runs is said on the screen (the runs shown are from before); a new one at its path is read" {
+	paused_run
+	tui_start
+	wait_for "forge tui: 1 run in $FORGE_DB"
+	wait_for "$T"
+	rm -f "$FORGE_DB" "$FORGE_DB"-*
+	# before: the open connection still read the removed file, and its run stayed as the store's
+	wait_for "the database at $FORGE_DB is gone: the runs shown are from before"
+	wait_for "$T"
+	forge-db migrate >/dev/null
+	wait_for "forge tui: 0 runs in $FORGE_DB"
+	wait_for "the database at $FORGE_DB was replaced"
+	quit_ok
+}
+
 @test "a run left running by a dead process is interrupted in the list and in the run view, as forge status and show say" {
 	paused_run
 	# as if its process had died while it ran (lifecycle.bats does the same)

@@ -19,8 +19,8 @@
  * The server is spawned with argv (argv[0] without a '/' is looked up in
  * the PATH of this process), envp (the caller builds it: no secrets), cwd,
  * stdin and stdout as pipes and stderr captured: its last stderr_cap bytes
- * are kept for the log (mcp_stderr()).  It gets SIGTERM should this
- * process die (PR_SET_PDEATHSIG).
+ * are kept for the log (mcp_stderr()).  It gets SIGKILL should this
+ * process die (PR_SET_PDEATHSIG): one killed by SIGKILL stops nothing.
  *
  * Requests wait at most timeout_ms for their answer; a request that times
  * out is cancelled (notifications/cancelled with the request id and a

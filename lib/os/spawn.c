@@ -186,7 +186,10 @@ static int child(void *arg)
 			sigaction(sig, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* SIGKILL, not SIGTERM: a caller killed by SIGKILL stops nothing, so
+	 * this is all that ends a server that ignores SIGTERM (getppid: the
+	 * caller may have died before the prctl) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != c->parent)
 		_exit(127);
 	/* a group of its own: stopping it stops what it starts, and the

@@ -13,7 +13,8 @@
  * The child gets envp (NULL = an empty environment), cwd, default signal
  * dispositions and an empty mask, leads a process group of its own (what
  * it starts is stopped with it; the terminal's ^C goes to the caller
- * only), and is sent SIGTERM should the caller die (PR_SET_PDEATHSIG).
+ * only), and is sent SIGKILL should the caller die (PR_SET_PDEATHSIG; what
+ * it started is not: it has no way to know).
  * The three fds are the caller's (O_CLOEXEC; in_fd is non-blocking); an
  * exec failure is reported here, not as an exit status.  Reap the child
  * with proc_spawn_reap() (not waitpid), so proc_spawn_kill_all() forgets it.

@@ -15,6 +15,9 @@
 #include <time.h>
 
 #define MAX_WAITS 5
+/* Retries of a 5xx answer (lib/net/http.h's backoff, or its retry-after):
+ * GitHub's 502/503/504 are mostly a moment's trouble of its front end. */
+#define SERVER_ERROR_RETRIES 3
 /* The markers of Forge's summary review and of one a newer review replaced
  * (that may still request changes: dismiss_blocking() looks for both). */
 #define SUMMARY "<!-- forge:summary -->"
@@ -73,7 +76,11 @@ int github_open(struct github *gh, const char *api, const char *repo, const char
 		return forge_error("no GitHub token");
 	if (http_client_init(&gh->http) < 0)
 		return -1;
-	gh->http.retry.max_retries = 0;	/* rate limits are waited out here */
+	/* rate limits are waited out here (github_call); the transport
+	 * retries 5xx answers only (server_error_only) */
+	gh->http.retry.max_retries = SERVER_ERROR_RETRIES;
+	if (max_wait_s > 0)
+		gh->http.retry.max_retry_after = max_wait_s;
 	gh->http.timeout_ms = 120000;
 	api = api && *api ? api : "https://api.github.com";
 	n = strlen(api);
@@ -108,6 +115,21 @@ static void do_sleep(struct github *gh, double s)
 	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
 	while (nanosleep(&ts, &ts) < 0)
 		;
+}
+
+/* The transport's retry sleeps through gh->sleep_fn when a test set it. */
+static void retry_sleep(void *payload, double s)
+{
+	do_sleep(payload, s);
+}
+
+/* The transport's retry veto: only a 5xx is sent again by http_send();
+ * a rate limit (403, 429) is github_call()'s to wait out, and a request
+ * that got no answer is not sent twice (a write may have been made). */
+static bool server_error_only(void *payload, const struct http_response *r)
+{
+	(void)payload;
+	return r->status < 500;
 }
 
 /* Seconds GitHub asks to wait before trying again; -1 when r is not a rate
@@ -178,16 +200,27 @@ static void add_errors(struct buf *why, jv body)
 	jv_free(errs);
 }
 
-static int http_fail(const struct github *gh, const char *method, const char *path,
+/* A failed request's message: the method, the path (the whole URL for a
+ * 5xx: which server failed), the status and GitHub's reasons; for a 5xx
+ * also how many attempts were made, or why it was not retried. */
+static int http_fail(const struct github *gh, const char *method, const char *path, const char *url,
 		     const struct http_response *r)
 {
 	jv body = json_parse(r->body.buf ? r->body.buf : "", r->body.len);
 	const char *msg = jv_is_valid(body) ? json_get_str(body, "message") : NULL;
-	struct buf why = BUF_INIT;
-	char *text;
+	struct buf why = BUF_INIT, tries = BUF_INIT;
+	char *text, *shown = NULL;
 	int rc;
 
-	(void)gh;
+	if (r->status >= 500) {
+		shown = secret_url_shown(url);
+		path = shown;
+		if (r->retry_after_refused > 0)
+			buf_addf(&tries, " (not retried: GitHub asked to wait %.0f s, more than "
+				 "review.github.max_wait_s (%.0f s))", r->retry_after_refused, gh->max_wait_s);
+		else
+			buf_addf(&tries, " (%d attempt%s)", r->retries + 1, r->retries ? "s" : "");
+	}
 	if (r->status == 0)
 		rc = forge_error("GitHub %s %s: %s", method, path, r->error[0] ? r->error : "no answer");
 	else {
@@ -197,9 +230,12 @@ static int http_fail(const struct github *gh, const char *method, const char *pa
 		text = llm_redact(buf_detach(&why, NULL));
 		if (strlen(text) > 600)
 			text[600] = '\0';
-		rc = forge_error("GitHub %s %s: HTTP %ld%s%s", method, path, r->status, *text ? ": " : "", text);
+		rc = forge_error("GitHub %s %s: HTTP %ld%s%s%s", method, path, r->status, *text ? ": " : "", text,
+				 tries.len ? tries.buf : "");
 		free(text);
 	}
+	buf_release(&tries);
+	free(shown);
 	jv_free(body);
 	return rc;
 }
@@ -213,7 +249,7 @@ int github_call(jv *out, char **next, struct github *gh, const char *method, con
 	const char *headers[] = { gh->auth, "Accept: application/vnd.github+json",
 				  "X-GitHub-Api-Version: 2022-11-28", "User-Agent: forge-review",
 				  "Content-Type: application/json", NULL };
-	struct http_request req = { .method = method, .headers = headers };
+	struct http_request req = { .method = method, .headers = headers, .no_retry = server_error_only };
 	int rc = -1, waits = 0;
 
 	*out = jv_null();
@@ -233,16 +269,18 @@ int github_call(jv *out, char **next, struct github *gh, const char *method, con
 		jv_free(body);
 	}
 	gh->rate_limited = false;
+	gh->http.retry.sleep_fn = gh->sleep_fn ? retry_sleep : NULL;
+	gh->http.retry.payload = gh;
 	for (;;) {
 		http_response_release(&r);
-		gh->requests++;
 		int sent = http_send(&r, &gh->http, &req);
+		gh->requests += 1 + r.retries;
 		gh->status = r.status;
 		if (sent == 0)
 			break;
 		double w = rate_limit_wait(&r);
 		if (w < 0) {
-			http_fail(gh, method, path, &r);
+			http_fail(gh, method, path, url.buf, &r);
 			goto out;
 		}
 		if (w > gh->max_wait_s || waits >= MAX_WAITS) {

@@ -15,6 +15,12 @@
  * wait longer than max_wait_s is not made: the request fails with a
  * message saying how long GitHub asked to wait.
  *
+ * Server errors: a 5xx answer is sent again up to 3 times (lib/net/http.h's
+ * backoff: 0.5 s, 1 s, 2 s less jitter, or the answer's `retry-after` when
+ * it is at most max_wait_s; a longer one is not waited for); the message
+ * of the last names the method, the URL, the status and the attempts.  A
+ * request that got no answer at all is not sent again.
+ *
  * Ownership: jv arguments follow json.h (consumed unless "borrows");
  * strings returned through char ** are malloc'd.  Functions return 0, or
  * -1 after forge_error().  Nothing here prints.
