@@ -75,6 +75,10 @@ int sup_lease_lost_end(struct sup *s)
 void supervise_interrupt(int sig)
 {
 	interrupted = 1;
+	/* a reflection's model call (Loop 3) under way ends at once, recorded
+	 * as interrupted with what arrived, and none is made after it (before:
+	 * the Ctrl-C waited for its whole answer, and the next phase started) */
+	llm_interrupt();
 	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
 }
 
@@ -1476,6 +1480,8 @@ static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 	if (s->ended) {
 		reflect_on_run(s, REFLECT_ALL, -1);
 		consolidate_if_due(s);
+		if (sup_interrupted())
+			code = FORGE_EXIT_INTERRUPTED;     /* (its reflection was cut short) */
 	}
 	if (s->o->dry_run && o->json) {
 		if (jv_get_kind(plan) == JV_KIND_OBJECT)
