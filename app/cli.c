@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,57 @@ fail:
 	jv_free(config_flags);
 	session_close(s);
 	return status;
+}
+
+/* ---- Ctrl-C while a model call runs ------------------------------------ */
+
+static void (*model_leave)(int);
+static bool (*model_wait)(int);
+static pid_t model_relay;
+/* the signal kept until the call it stopped is recorded; 0: none */
+static volatile sig_atomic_t model_pending;
+
+static void on_model_signal(int sig, siginfo_t *si, void *context)
+{
+	(void)context;
+	if (model_pending && model_relay && si->si_pid == model_relay)
+		return;
+	if (!model_pending) {
+		/* (both asked, not one or the other: no call of this process's
+		 * is sent after it, and a child's is stopped too) */
+		bool call = llm_interrupt();
+		bool child = model_wait && model_wait(sig);
+
+		if (call || child) {
+			model_pending = sig;
+			return;
+		}
+	}
+	model_leave(sig);
+}
+
+void cli_catch_model_interrupts(void (*leave)(int sig), bool (*wait)(int sig), pid_t relay)
+{
+	struct sigaction sa;
+
+	model_leave = leave;
+	model_wait = wait;
+	model_relay = relay;
+	/* (as cli_catch_interrupts, with the sender) */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_model_signal;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_leave_if_interrupted(void)
+{
+	if (!model_pending)
+		return;
+	fflush(stdout);
+	model_leave(model_pending);
 }
 
 /* ---- reporting a stream program's end (data/stream.h) ---- */

@@ -24,6 +24,7 @@
 
 #include <jv.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 enum cli_flags {
 	CLI_MODEL_OPTIONS = (1 << 0),
@@ -138,6 +139,25 @@ int cli_finish(const char *name, int status);
 /* SIGINT and SIGTERM to on_signal (no flags, nothing blocked while it
  * runs): the programs' "stop what runs, say so, exit 130". */
 void cli_catch_interrupts(void (*on_signal)(int));
+
+/*
+ * SIGINT and SIGTERM of a program that calls models (a phase, a sub-agent,
+ * forge llm), for its calls' cost: one that comes while a model call is
+ * under way stops that call at once (llm_interrupt: it fails as
+ * LLM_ERR_INTERRUPTED, billed for what arrived, its llm_calls row written)
+ * and is kept: the program leaves once it has recorded the call,
+ * cli_leave_if_interrupted().  So is one that comes while wait(sig) says
+ * the program waits on a child that records its own call (a sub-agent:
+ * wait passes the signal on to it and returns true; NULL: none).  Any
+ * other signal, and a second one, is leave(sig) at once -- but a second
+ * sent by relay (a pid; 0: none), the supervisor that passes on to its
+ * phase the Ctrl-C the phase got from the terminal too.  leave and wait
+ * run in the handler: async-signal-safe; leave ends the process.
+ */
+void cli_catch_model_interrupts(void (*leave)(int sig), bool (*wait)(int sig), pid_t relay);
+/* A signal was kept (cli_catch_model_interrupts): stdout flushed (the
+ * call's record), leave(sig) now.  Returns when none was. */
+void cli_leave_if_interrupted(void);
 
 struct stream_out;
 struct stream_input;

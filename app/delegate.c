@@ -19,6 +19,7 @@
 #include "os/proc.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +262,19 @@ static char **child_env(char **owned, int number)
 	return env;
 }
 
+/* forge-agent runs (spawn): a Ctrl-C is passed on to it, delegate_interrupt */
+static volatile sig_atomic_t sub_running;
+
+bool delegate_interrupt(int sig)
+{
+	/* (none started yet: there is nothing of its to record; a child just
+	 * started and not yet catching signals dies of it) */
+	if (!sub_running || proc_running_count() == 0)
+		return false;
+	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
+	return true;
+}
+
 /* Start forge-agent with doc and wait for it. */
 static int spawn(struct proc_result *r, struct child *c, jv doc, int number)
 {
@@ -286,7 +300,9 @@ static int spawn(struct proc_result *r, struct child *c, jv doc, int number)
 	/* its own time breaker ends it first; this is for one that hangs */
 	if (json_has(doc, "time_s"))
 		o.timeout_ms = (long)(json_get_num(doc, "time_s", 0) * 1000) + 30000;
+	sub_running = 1;
 	rc = proc_run(r, &o);
+	sub_running = 0;
 	free(env);
 	free(owned);
 	free(input);
@@ -448,6 +464,8 @@ static char *crash_reason(const struct proc_result *r, bool started)
 	else if (r->term_signal)
 		buf_addf(&b, "the sub-agent crashed: killed by signal %d (%s)", r->term_signal,
 			 strsignal(r->term_signal));
+	else if (r->exit_code == FORGE_EXIT_INTERRUPTED)
+		buf_addf(&b, "the sub-agent was interrupted (SIGINT or SIGTERM)");
 	else
 		buf_addf(&b, "the sub-agent crashed: it ended with exit status %d and no result", r->exit_code);
 	if (started && r->err.len) {
@@ -613,6 +631,9 @@ static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv i
 	jv_free(common);
 	proc_result_release(&r);
 	run_release(&u);
+	/* a Ctrl-C passed on to it (delegate_interrupt): its calls are
+	 * recorded, and this program ends as for its own */
+	phase_leave_if_interrupted();
 	return 0;
 }
 

@@ -82,6 +82,16 @@ void delegate_hook(struct delegate *d, struct phase *ph, struct agent_config *cf
 void delegate_unhook(struct delegate *d);
 
 /*
+ * Ctrl-C while a sub-agent runs (for cli_catch_model_interrupts, from a
+ * signal handler: async-signal-safe): sig is passed on to it, which stops
+ * its model call and records it (its llm.called comes through this
+ * program's stream) before it ends, and true is returned: the delegate
+ * tool then ends this program (phase_leave_if_interrupted) once the
+ * sub-agent has.  False when none runs.
+ */
+bool delegate_interrupt(int sig);
+
+/*
  * What changed in root since commit base: everything staged as `git add -A`
  * stages it, as `git diff --binary` prints it ("" when nothing).  *out
  * malloc'd; -1 with a message when git fails.

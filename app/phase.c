@@ -40,13 +40,8 @@ enum { OPT_TASK = 1100, OPT_NO_INPUT };
 enum { LEASE_RELEASE_WAIT_MS = 5000 };  /* how long a stopped phase waits for its lease's release */
 
 static const char *program_name = "forge";
-/* the heartbeat of the lease this phase took (take_lease), for on_signal */
+/* the heartbeat of the lease this phase took (take_lease), for leave */
 static struct heartbeat *volatile signal_beat;
-/* SIGINT or SIGTERM that came while a model call ran: the phase leaves once
- * the call is recorded (phase_leave_if_interrupted) */
-static volatile sig_atomic_t pending_signal;
-/* FORGE_SUPERVISOR_PID: the supervisor that runs this phase; 0 alone */
-static pid_t supervisor_pid;
 
 static void leave(int sig)
 {
@@ -69,67 +64,52 @@ static void leave(int sig)
 	_exit(FORGE_EXIT_INTERRUPTED);
 }
 
-/*
- * A model call being answered is stopped instead (llm_interrupt: at once),
- * and the phase leaves as soon as the call is recorded -- its llm_calls
- * row and llm.called event, priced with what arrived: the provider bills
- * a cancelled stream's input (before: it was recorded nowhere, and a run
- * stopped and resumed again and again spent past its cost limits).  A
- * second signal does not wait -- but the supervisor's, which passes on the
- * Ctrl-C its group (this phase too) got from the terminal, is the same one.
- */
-static void on_signal(int sig, siginfo_t *si, void *context)
-{
-	(void)context;
-	if (pending_signal && supervisor_pid && si->si_pid == supervisor_pid)
-		return;
-	if (!pending_signal && llm_interrupt()) {
-		pending_signal = sig;
-		return;
-	}
-	leave(sig);
-}
-
 void phase_leave_if_interrupted(void)
 {
-	if (!pending_signal)
-		return;
-	fflush(stdout);		/* the call's llm.called */
-	leave(pending_signal);
+	cli_leave_if_interrupted();	/* (after the call's llm.called) */
+}
+
+/* FORGE_SUPERVISOR_PID: the supervisor that runs this phase; 0 alone. */
+static pid_t supervisor_of(void)
+{
+	const char *pid = getenv("FORGE_SUPERVISOR_PID");
+	long want;
+
+	return pid && forge_parse_long(&want, pid, 1, 1L << 30) == 0 ? (pid_t)want : 0;
 }
 
 /*
  * Under forge-supervisor a phase must not outlive it: an orphan would keep
  * working in the run's worktree while `forge resume` starts the phase again.
  */
-static void die_with_supervisor(void)
+static void die_with_supervisor(pid_t supervisor)
 {
-	const char *pid = getenv("FORGE_SUPERVISOR_PID");
-	long want;
-
-	if (!pid || forge_parse_long(&want, pid, 1, 1L << 30) < 0)
+	if (!supervisor)
 		return;
-	supervisor_pid = (pid_t)want;
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	if ((long)getppid() != want)
+	if (getppid() != supervisor)
 		raise(SIGTERM);	/* it is gone already */
 }
 
+/*
+ * A model call being answered -- the phase's, or a sub-agent's it waits
+ * for (delegate_interrupt) -- is stopped instead (at once), and the phase
+ * leaves as soon as the call is recorded: its llm_calls row and llm.called
+ * event, priced with what arrived: the provider bills a cancelled stream's
+ * input (before: it was recorded nowhere, and a run stopped and resumed
+ * again and again spent past its cost limits).  A second signal does not
+ * wait -- but the supervisor's, which passes on the Ctrl-C its group (this
+ * phase too) got from the terminal, is the same one.
+ */
 static void catch_signals(void)
 {
-	struct sigaction sa;
+	pid_t supervisor = supervisor_of();
 
-	/* (as cli_catch_interrupts, with the sender: on_signal) */
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_model_interrupts(leave, delegate_interrupt, supervisor);
 	/* past a file-size limit (ulimit -f) a write fails with EFBIG and is
 	 * reported; the default SIGXFSZ killed the phase without a word */
 	signal(SIGXFSZ, SIG_IGN);
-	die_with_supervisor();
+	die_with_supervisor(supervisor);
 }
 
 void phase_emit(struct phase *ph, const char *type, jv payload)

@@ -190,11 +190,12 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast);
  * an agent, which says its own): every paid call has one, so what it cost
  * is found after a crash.  Borrows c and resp. */
 void phase_llm_called(struct phase *ph, const struct llm_client *c, const struct llm_response *resp);
-/* A SIGINT or SIGTERM came while a model call ran (llm_interrupt): the
+/* A SIGINT or SIGTERM came while a model call ran (llm_interrupt), or a
+ * sub-agent's (delegate_interrupt; cli_catch_model_interrupts): the
  * phase ends now with exit 130, as at once for a signal at any other time
  * (commands and servers stopped, lease released, no state written).  Call
- * it once the call is recorded; phase_llm_called() and phase_run_agent()
- * do. */
+ * it once the call is recorded; phase_llm_called(), phase_run_agent() and
+ * the delegate tool do. */
 void phase_leave_if_interrupted(void);
 
 /*

@@ -75,6 +75,10 @@ int sup_lease_lost_end(struct sup *s)
 void supervise_interrupt(int sig)
 {
 	interrupted = 1;
+	/* a reflection's model call (Loop 3) under way ends at once, recorded
+	 * as interrupted with what arrived, and none is made after it (before:
+	 * the Ctrl-C waited for its whole answer, and the next phase started) */
+	llm_interrupt();
 	proc_kill_running(sig == SIGINT ? SIGINT : SIGTERM);
 }
 
@@ -946,8 +950,8 @@ static int collect(const char *line, size_t len, void *payload)
 
 /* The steps of the reflection on an ended run (reflect_on_run). */
 enum {
-	REFLECT_EPISODE = 1,    /* the run's episode (memory.stored, source run_episode) */
-	REFLECT_LESSONS = 2,    /* a lesson per bounce (memory.stored, source run_lesson) */
+	REFLECT_EPISODE = 1,    /* the run's episode (memory.stored or .updated, source run_episode) */
+	REFLECT_LESSONS = 2,    /* a lesson per bounce (memory.stored or .updated, source run_lesson) */
 	REFLECT_LOOP3 = 4,      /* Loop 3's end, the last step (run.reflection {triggers, fired}) */
 	REFLECT_ALL = 7,
 };
@@ -978,20 +982,30 @@ static int reflect_on_run(struct sup *s, unsigned todo, int upto)
 	store_events_foreach(s->o->store, s->trace, collect, &events);
 	if (upto >= 0 && upto < jv_array_length(jv_copy(events)))
 		events = jv_array_slice(events, 0, upto);
-	if ((todo & REFLECT_EPISODE) && memory_record_episode(id, m, s->trace, jv_copy(events)) == 0)
-		sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", jv_string(id)), "source",
-						   jv_string("run_episode")));
+	/* (a failed run resumed to a new end: its episode and the lessons an
+	 * earlier end stored are rewritten, memory.updated, not stored again) */
+	bool again = false;
+	if ((todo & REFLECT_EPISODE) && memory_record_episode(id, &again, m, s->trace, jv_copy(events)) == 0)
+		sup_emit(s, again ? "memory.updated" : "memory.stored", json_set(json_set(jv_object(), "id",
+			 jv_string(id)), "source", jv_string("run_episode")));
 	/* What each bounce taught: recalled into the next similar task's prompt. */
-	jv lessons = jv_invalid();      /* (nothing to free: memory_record_lessons sets it) */
+	jv lessons = jv_invalid(), updated = jv_invalid();  /* (memory_record_lessons sets them) */
 	sup_commit_batch(s);
-	if ((todo & REFLECT_LESSONS) && memory_record_lessons(&lessons, m, s->trace, jv_copy(events)) >= 0) {
+	if ((todo & REFLECT_LESSONS) &&
+	    memory_record_lessons(&lessons, &updated, m, s->trace, jv_copy(events)) >= 0) {
 		jv_array_foreach(lessons, i, lid) {
 			sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", lid), "source",
 							   jv_string("run_lesson")));
 			(void)i;
 		}
+		jv_array_foreach(updated, i, lid) {
+			sup_emit(s, "memory.updated", json_set(json_set(jv_object(), "id", lid), "source",
+							    jv_string("run_lesson")));
+			(void)i;
+		}
 	}
 	jv_free(lessons);
+	jv_free(updated);
 	jv_free(events);
 	memory_free(m);
 	/* Seed 000 §10.4: runs worth learning from. */
@@ -1466,6 +1480,8 @@ static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 	if (s->ended) {
 		reflect_on_run(s, REFLECT_ALL, -1);
 		consolidate_if_due(s);
+		if (sup_interrupted())
+			code = FORGE_EXIT_INTERRUPTED;     /* (its reflection was cut short) */
 	}
 	if (s->o->dry_run && o->json) {
 		if (jv_get_kind(plan) == JV_KIND_OBJECT)
@@ -2014,6 +2030,13 @@ static jv with_budget(jv state, double usd)
  * there (the last step), nor for a run that never ended.  A run whose
  * supervisor died between the two (kill -9) has its ending and not this.
  */
+/* A memory's event of reflect_on_run: a memory stored, or one an earlier
+ * end of the run stored rewritten for this one. */
+static bool stored_or_updated(const char *type)
+{
+	return strcmp(type, "memory.stored") == 0 || strcmp(type, "memory.updated") == 0;
+}
+
 static unsigned reflection_missing(int *upto, struct store *st, const char *trace)
 {
 	jv events = jv_array();
@@ -2035,12 +2058,14 @@ static unsigned reflection_missing(int *upto, struct store *st, const char *trac
 		} else if (strcmp(type, "run.completed") == 0) {
 			end = i;
 			todo = REFLECT_ALL;
-		} else if (strcmp(type, "memory.stored") == 0 && source && strcmp(source, "run_episode") == 0) {
-			todo &= ~(unsigned)REFLECT_EPISODE;
-		} else if (strcmp(type, "memory.stored") == 0 && source && strcmp(source, "run_lesson") == 0) {
-			todo &= ~(unsigned)REFLECT_LESSONS;
 		} else if (strcmp(type, "run.reflection") == 0 && json_has(p, "triggers")) {
 			todo = 0;
+		} else if (!stored_or_updated(type)) {
+			/* (none) */
+		} else if (source && strcmp(source, "run_episode") == 0) {
+			todo &= ~(unsigned)REFLECT_EPISODE;
+		} else if (source && strcmp(source, "run_lesson") == 0) {
+			todo &= ~(unsigned)REFLECT_LESSONS;
 		}
 		jv_free(p);
 		jv_free(ev);

@@ -106,8 +106,9 @@ int supervise_resume(const struct supervise_opts *o, const char *trace);
  * them ("FILE: node 'x': needs unknown node 'y'"). */
 void supervise_graph_errors(const struct graph *g);
 
-/* Forward SIGINT/SIGTERM to the running phase, then stop with 130.  For the
- * program's signal handler. */
+/* Forward SIGINT/SIGTERM to the running phase and stop a model call of
+ * the supervisor's own (llm_interrupt: a reflection's), then stop with
+ * 130.  For the program's signal handler. */
 void supervise_interrupt(int sig);
 
 /*

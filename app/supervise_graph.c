@@ -1245,6 +1245,9 @@ static int start_ready(struct gx *x, bool *started)
 	if (x->reflect_due && x->last_node) {
 		x->reflect_due = false;
 		sup_reflect_now(s, x->last_node, false);
+		/* a Ctrl-C that cut its call short: nothing more starts */
+		if (sup_interrupted())
+			return stop_or_end(x);
 	}
 	const char *tripped = sup_breaker(s, why, sizeof why);
 	if (tripped) {

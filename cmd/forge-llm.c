@@ -177,7 +177,10 @@ static int ask(struct llm_client *c, const struct args *a, const struct config *
 	req.temperature = llm_temperature(cfg, NULL);
 	req.stream = a->stream && !a->json;
 	req.on_text = on_text;
-	if (llm_call(&r, c, &req) < 0) {
+	int rc = llm_call(&r, c, &req);
+
+	cli_leave_if_interrupted();     /* a Ctrl-C cut it off: it is recorded */
+	if (rc < 0) {
 		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
@@ -203,7 +206,9 @@ static void check_provider(const struct cli_spec *sp, const char *name)
 }
 
 /* SIGINT or SIGTERM: exit 130 as every forge program does (DESIGN.md's
- * exit table), not a death by the signal. */
+ * exit table), not a death by the signal -- once the model call it cut
+ * off is recorded (its llm_calls row, priced with what arrived), when one
+ * ran (cli_catch_model_interrupts); a second one does not wait. */
 static void on_signal(int sig)
 {
 	static const char msg[] = "forge-llm: interrupted\n";
@@ -227,7 +232,7 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);   /* libcurl runs with NOSIGNAL; EPIPE is handled by cli_finish */
 	first = cli_parse(&common, &spec, argc, argv, on_option, &a);
-	cli_catch_interrupts(on_signal);
+	cli_catch_model_interrupts(on_signal, NULL, 0);
 	check_provider(&spec, common.provider);
 	/* the database only when one is named: model calls are logged there */
 	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE_IF_NAMED, a.flags);

@@ -59,10 +59,13 @@ static void on_signal(int sig)
 	_exit(FORGE_EXIT_INTERRUPTED);
 }
 
-/* A sub-agent never outlives the agent that waits for it. */
+/* A sub-agent never outlives the agent that waits for it.  A model call
+ * of its own, or of a sub-agent of its own, that the signal (its parent
+ * passes on a Ctrl-C) cuts off is recorded first, as a phase's is
+ * (phase_run_agent, the delegate tool: phase_leave_if_interrupted). */
 static void catch_signals(void)
 {
-	cli_catch_interrupts(on_signal);
+	cli_catch_model_interrupts(on_signal, delegate_interrupt, 0);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 

@@ -459,6 +459,76 @@ ctrl_c_mid_answer() {
 	assert_output 1
 }
 
+@test "Ctrl-C while a sub-agent's answer streams: its call is recorded with what arrived, priced, and counted in the run's cost" {
+	new_repo d
+	# implement's agent delegates; the helper's first answer sends
+	# message_start (30000 input tokens) and its text, then is held
+	script "$(jq -nc --argjson p "$PLAN" --arg go "$BATS_TEST_TMPDIR/go" '$p + [
+		{tool_calls: [{name: "delegate", input: {task: "Read calc.c and say which operations it has.",
+		   tools: ["read_file"]}}]},
+		{text: "Reading calc.c for its operations.", chunk: 1000, usage: {input_tokens: 30000, output_tokens: 90},
+		 pause_after: 4, pause_file: $go, tool_calls: [{name: "read_file", input: {path: "calc.c"}}]}]')"
+	start_run
+	until_true live_has "Reading calc.c for its operations."
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	touch "$BATS_TEST_TMPDIR/go"
+	[ "$rc" -eq 130 ]
+	T=$(trace_of_run)
+	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
+	# (before: the phase left at once and the helper with it: no llm_calls
+	# row, no llm.called, its input dropped out of the run's cost)
+	run -0 db_q "select input_tokens, error from llm_calls where trace_id = '$T' and phase = 'implement-sub'
+		and output_tokens > 0 and cost_usd > 0.08"
+	assert_output --regexp '^30000\|.*interrupted$'
+	run -0 forge events replay "$T"
+	run -0 jq -sc '[.[] | select(.type == "llm.called" and .source == "forge-agent")]
+		| [length, .[0].payload.input_tokens, .[0].payload.error, .[0].cost.usd > 0.08]' <<<"$output"
+	assert_output '[1,30000,"interrupted",true]'
+	cost_agrees
+}
+
+@test "Ctrl-C to forge llm while its answer streams: the call is recorded with what arrived, priced, and it exits 130" {
+	script "$(jq -nc --arg go "$BATS_TEST_TMPDIR/go" '[{text: "Hello from the model.", chunk: 1000,
+		usage: {input_tokens: 30000, output_tokens: 90}, pause_after: 4, pause_file: $go}]')"
+	setsid forge llm --stream "say hello" </dev/null >"$BATS_TEST_TMPDIR/llm.out" 2>"$BATS_TEST_TMPDIR/llm.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true grep -q "Hello from the model." "$BATS_TEST_TMPDIR/llm.out"
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	touch "$BATS_TEST_TMPDIR/go"
+	[ "$rc" -eq 130 ]
+	grep -q "forge-llm: interrupted" "$BATS_TEST_TMPDIR/llm.err"
+	# (before: it exited at once, and the call was recorded nowhere)
+	run -0 db_q "select input_tokens, output_tokens > 0, error from llm_calls where cost_usd > 0.08"
+	assert_output --regexp '^30000\|1\|.*interrupted$'
+}
+
+@test "Ctrl-C while the supervisor's reflection waits for its answer: the call ends, recorded as interrupted, and the run pauses (exit 130) at once" {
+	new_repo d
+	# the plan spends over half of the budget: Loop 3's "budget" trigger
+	# fires before implement, and its call's answer is held
+	script "$(jq -nc --argjson p "$PLAN" --arg go "$BATS_TEST_TMPDIR/go" '$p + [{forced_tool: "record_run_learnings",
+		wait_file: $go, tool_calls: [{name: "record_run_learnings", input: {learnings: []}}]}]')"
+	start_run --budget 0.03
+	until_true mock_logged record_run_learnings
+	kill -INT -- "-$SUP"
+	# (before: the Ctrl-C waited for the whole answer, and implement started after it)
+	until_true eval '! kill -0 "$SUP" 2>/dev/null'
+	rc=0; wait "$SUP" || rc=$?
+	touch "$BATS_TEST_TMPDIR/go"
+	[ "$rc" -eq 130 ]
+	T=$(trace_of_run)
+	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
+	run -0 db_q "select count(*) from llm_calls where trace_id = '$T' and phase = 'reflect-fast' and error like '%interrupted'"
+	assert_output 1
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.reflection_failed") | .payload]
+		| length == 1 and .[0].trigger == ">50% of budget" and (.[0].error | endswith("interrupted"))' <<<"$output"
+	[ "$(calls implementer)" -eq 0 ]
+}
+
 @test "Ctrl-C while a model call waits out a provider's retry-after (429): exit 130 at once, not after the wait" {
 	new_repo d
 	# (55 s: under llm.retry_max_delay_s, so the client waits it out)

@@ -291,6 +291,40 @@ branch_log() {
 	jq -e -s '[.[] | select(.type == "memory.stored")] | length == 2' <<<"$output"
 }
 
+@test "a failed run resumed to a new end: its episode and its bounce's lesson are rewritten for it, not stored again" {
+	skip_on_postgres "memories are not on PostgreSQL yet"
+	replay run-review-bounce.jsonl
+	# the budget runs out after the review's bounce (implement's attempt 2 spends it)
+	run -3 --separate-stderr forge run --budget 0.085 "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"breaker budget tripped"* ]]
+	# reflected on as it failed: its episode and the bounce's lesson
+	run -0 forge memory list --json
+	jq -e -s --arg t "$T" '[.[] | select(.source == $t)] | (map(.type) | sort) == ["episodic", "semantic"]
+		and (.[] | select(.type == "semantic") | .content | contains("Outcome: not fixed; the run failed."))' <<<"$output"
+	ids=$(jq -s -c --arg t "$T" '[.[] | select(.source == $t) | .id] | sort' <<<"$output")
+	run -0 --separate-stderr forge resume --budget 1 "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	# each memory of the run once (before: a second episode, and the lesson
+	# stored again), the same ones, saying how the run ended now
+	run -0 forge memory list --json
+	mems=$output
+	jq -e -s --arg t "$T" '[.[] | select(.source == $t)] | length == 2 and
+		([.[].content] | group_by(.) | map(length) == [1, 1]) and
+		([.[] | select(.type == "semantic")] | length == 1)' <<<"$mems"
+	[ "$(jq -s -c --arg t "$T" '[.[] | select(.source == $t) | .id] | sort' <<<"$mems")" = "$ids" ]
+	jq -e -s --arg t "$T" '.[] | select(.source == $t and .type == "episodic") | .content
+		| contains("deploy; completed after 1 bounce")' <<<"$mems"
+	jq -e -s --arg t "$T" '.[] | select(.source == $t and .type == "semantic")
+		| (.content | contains("Then the review passed. Outcome: fixed; the run completed.")) and .confidence == 0.7
+		and (.tags | index("fixed"))' <<<"$mems"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "memory.stored" or .type == "memory.updated") | "\(.type) \(.payload.source)"]
+		== ["memory.stored run_episode", "memory.stored run_lesson", "memory.updated run_episode",
+		    "memory.updated run_lesson"]' <<<"$output"
+}
+
 @test "a test failure with a confident fix goes back to implement, then the tests pass" {
 	replay run-test-bounce.jsonl
 	run -0 --separate-stderr forge run --json --config "$CONFIGS/no-validate.json" "add a mul operation" </dev/null

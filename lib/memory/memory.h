@@ -310,8 +310,14 @@ int memory_index_sync(bool *rebuilt, struct memory *m);
  * events (the first outside any phase) make phase "run": the content names
  * the task, the languages, the phases in order, the outcome, each bounce
  * with its findings or failures and the fix, the tools, duration and cost;
- * context "forge run: <task> (C)"; tags add lang:LANG and the findings' rules. */
-int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const char *trace_id,
+ * context "forge run: <task> (C)"; tags add lang:LANG and the findings' rules.
+ * A run has one episode: when trace_id's run has one already (an earlier
+ * end of it: a failed run resumed to a new end), that one is rewritten
+ * for these events -- content, context, tags, episode; its confidence the
+ * higher of the two -- and keeps its id.  Nor is a memory of trace_id with
+ * the same content, context and tags stored again (the content hash).
+ * *updated (may be NULL): whether id_out is such a memory, not a new one. */
+int memory_record_episode(char id_out[ULID_LEN + 1], bool *updated, struct memory *m, const char *trace_id,
 			  jv events);
 
 /* The lessons of a run (its events, consumed): for each loop.phase_bounce, a
@@ -321,9 +327,13 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
  * summary), and the outcome; context "implement phase: TASK (a review
  * finding in C)" (or "a test failure"), tags lesson, implement, review|test, lang:LANG, the rules
  * and categories, fixed|unresolved; confidence 0.7 when the phase then
- * passed, else 0.5; source trace_id.  *ids: the new memories' ids.  Returns
- * how many were stored, or -1. */
-int memory_record_lessons(jv *ids, struct memory *m, const char *trace_id, jv events);
+ * passed, else 0.5; source trace_id.  *ids: the new memories' ids.  A
+ * bounce's lesson that an earlier end of the run stored (the same phase
+ * sent the same attempt back, its n-th time) is rewritten as
+ * memory_record_episode says, not stored again, nor is one that says what
+ * a lesson of the run says already (the content hash): their ids go to
+ * *updated (may be NULL).  Returns how many were stored, or -1. */
+int memory_record_lessons(jv *ids, jv *updated, struct memory *m, const char *trace_id, jv events);
 
 /* A procedure: "When TRIGGER:\n1. step…" with steps [{"order","description",
  * "tool"}] (consumed), tags (consumed; array or null), confidence 0.5. */

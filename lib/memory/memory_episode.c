@@ -479,7 +479,97 @@ static void run_text(struct buf *b, const struct run_scan *r, jv ep)
 	jv_free(out);
 }
 
-int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const char *trace_id,
+/*
+ * A memory an earlier end of the run trace_id stored (its source; archived
+ * ones too) of type whose episode `is` says is the one sought (key, what
+ * it compares; borrowed): its id in id, "" when there is none.  A failed
+ * run resumed to a new end is reflected on again, and its episode and the
+ * lessons of its bounces are those it has already.
+ */
+static int run_memory(char id[ULID_LEN + 1], struct memory *m, const char *trace_id, const char *type,
+		      bool (*is)(jv episode, jv key), jv key)
+{
+	struct db_stmt *s;
+	int step, rc = 0;
+
+	id[0] = '\0';
+	if (!trace_id)
+		return 0;
+	if (mem_prepare(&s, m, "SELECT id, episode FROM memories WHERE source = ? AND type = ? ORDER BY seq") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	db_bind_text(s, 2, type);
+	while ((step = db_step(s)) == DB_ROW) {
+		const char *text = db_col_text(s, 1);
+		jv ep = text ? json_parse(text, strlen(text)) : jv_null();
+		bool found = is(ep, key);
+
+		jv_free(ep);
+		if (found) {
+			snprintf(id, ULID_LEN + 1, "%s", db_col_text(s, 0));
+			break;
+		}
+	}
+	if (step != DB_ROW && step != DB_DONE)
+		rc = mem_fail(m, "cannot read the memories of run '%s'", trace_id);
+	db_finalize(s);
+	return rc;
+}
+
+/* A whole run's episode (input.phase "run"). */
+static bool is_run_episode(jv ep, jv key)
+{
+	jv in = json_get(ep, "input");
+	const char *phase = json_get_str(in, "phase");
+	bool yes = phase && strcmp(phase, "run") == 0;
+
+	(void)key;
+	jv_free(in);
+	return yes;
+}
+
+/* The lesson of the bounce key: the same phase sent the same implement
+ * attempt back, its n-th time. */
+static bool is_bounce_lesson(jv ep, jv key)
+{
+	jv b = json_get(ep, "bounce");
+	const char *from = json_get_str(b, "from"), *want = json_get_str(key, "from");
+	bool yes = from && want && strcmp(from, want) == 0 &&
+		   json_get_num(b, "n", -1) == json_get_num(key, "n", -2) &&
+		   json_get_num(b, "attempt", -1) == json_get_num(key, "attempt", -2);
+
+	jv_free(b);
+	return yes;
+}
+
+/* mem (consumed) as the run's memory id already is: its text, tags and
+ * episode (its confidence is the higher of the two: signals may have
+ * raised it; a lesson now fixed starts higher). */
+static int run_memory_update(struct memory *m, const char *id, jv mem)
+{
+	jv cur, ch = jv_object();
+	int rc = memory_get(&cur, m, id);
+
+	if (rc == 0 && jv_get_kind(cur) == JV_KIND_NULL)
+		rc = MEMORY_NOT_FOUND;  /* (deleted since run_memory found it) */
+	if (rc == 0) {
+		double now = json_get_num(cur, "confidence", 0), want = json_get_num(mem, "confidence", 0);
+
+		ch = json_set(ch, "content", json_get(mem, "content"));
+		ch = json_set(ch, "context", json_get(mem, "context"));
+		ch = json_set(ch, "tags", json_get(mem, "tags"));
+		ch = json_set(ch, "episode", json_get(mem, "episode"));
+		ch = json_set(ch, "confidence", jv_number(want > now ? want : now));
+		rc = memory_update(m, id, ch);
+		ch = jv_null();
+	}
+	jv_free(cur);
+	jv_free(ch);
+	jv_free(mem);
+	return rc == 0 ? 0 : rc == MEMORY_NOT_FOUND ? forge_error("memory '%s' is gone", id) : -1;
+}
+
+int memory_record_episode(char id_out[ULID_LEN + 1], bool *updated, struct memory *m, const char *trace_id,
 			  jv events)
 {
 	struct buf b = BUF_INIT;
@@ -494,6 +584,7 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
 	jv in = json_get(ep, "input"), out = json_get(ep, "outcome"), acts = json_get(ep, "actions");
 	int na = jv_array_length(jv_copy(acts));
 	const char *phase = json_get_str(in, "phase"), *task = json_get_str(in, "task");
+	bool whole_run = strcmp(phase, "run") == 0;
 	struct run_scan r;
 
 	run_scan(&r, events);
@@ -549,7 +640,24 @@ int memory_record_episode(char id_out[ULID_LEN + 1], struct memory *m, const cha
 	jv_free(in);
 	jv_free(out);
 	jv_free(acts);
-	rc = memory_store(id_out, m, mem);
+	/* one episode a run: an earlier end's is rewritten for this one */
+	char had[ULID_LEN + 1] = "";
+	bool stored = false;
+
+	if (updated)
+		*updated = false;
+	if (whole_run && (rc = run_memory(had, m, trace_id, "episodic", is_run_episode, jv_null())) < 0) {
+		jv_free(mem);
+	} else if (had[0]) {
+		if ((rc = run_memory_update(m, had, mem)) == 0 && id_out)
+			memcpy(id_out, had, sizeof had);
+		if (updated)
+			*updated = rc == 0;
+	} else {
+		rc = mem_store_once(id_out, &stored, m, mem);
+		if (updated)
+			*updated = rc == 0 && !stored;
+	}
 	buf_release(&b);
 	return rc;
 }
@@ -616,26 +724,58 @@ static jv lesson_of(const struct run_scan *r, jv bounce, const char *trace_id)
 	return mem;
 }
 
-int memory_record_lessons(jv *ids, struct memory *m, const char *trace_id, jv events)
+/* The lesson of bounce bn (borrowed): stored, or (the run's earlier end
+ * stored it) rewritten; its id into *ids or *updated. */
+static int record_lesson(jv *ids, jv *updated, struct memory *m, const char *trace_id,
+			 const struct run_scan *r, jv bn)
+{
+	char id[ULID_LEN + 1], had[ULID_LEN + 1];
+	bool stored = false;
+	int rc = run_memory(had, m, trace_id, "semantic", is_bounce_lesson, bn);
+
+	if (rc < 0)
+		return -1;
+	if (had[0]) {
+		if (run_memory_update(m, had, lesson_of(r, bn, trace_id)) < 0)
+			return -1;
+		*updated = jv_array_append(*updated, jv_string(had));
+		return 0;
+	}
+	if (mem_store_once(id, &stored, m, lesson_of(r, bn, trace_id)) < 0)
+		return -1;
+	if (stored)
+		*ids = jv_array_append(*ids, jv_string(id));
+	else
+		*updated = jv_array_append(*updated, jv_string(id));
+	return 0;
+}
+
+int memory_record_lessons(jv *ids, jv *updated, struct memory *m, const char *trace_id, jv events)
 {
 	struct run_scan r;
-	char id[ULID_LEN + 1];
+	jv again = jv_array();
 	int rc = 0;
 
 	*ids = jv_array();
 	if (jv_get_kind(events) != JV_KIND_ARRAY) {
 		jv_free(events);
+		if (updated)
+			*updated = again;
+		else
+			jv_free(again);
 		return forge_error("lessons need an array of events");
 	}
 	run_scan(&r, events);
 	jv_array_foreach(r.bounces, i, bn) {
-		if (rc == 0 && memory_store(id, m, lesson_of(&r, bn, trace_id)) == 0)
-			*ids = jv_array_append(*ids, jv_string(id));
-		else
+		if (rc == 0 && record_lesson(ids, &again, m, trace_id, &r, bn) < 0)
 			rc = -1;
 		jv_free(bn);
 		(void)i;
 	}
+	if (updated)
+		*updated = again;
+	else
+		jv_free(again);
 	jv_free(events);
 	run_scan_release(&r);
 	return rc < 0 ? -1 : jv_array_length(jv_copy(*ids));

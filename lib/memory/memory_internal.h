@@ -229,4 +229,12 @@ int mem_find_related(jv *out, struct memory *m, const float *vec, size_t dim,
  * words and more (a restatement, a detail added) is the same fact. */
 bool mem_same_fact(const char *a, const char *b);
 
+/* memory_store.c */
+/* memory_store(), unless a memory of the same source, type and
+ * content_hash (content, context and tags) is there, archived or not:
+ * that one is kept as it is, its id in id_out (may be NULL).  *stored says
+ * which.  Without a source, always stored.  (A run's own memories: the
+ * same lesson of the same run is not stored twice.) */
+int mem_store_once(char id_out[ULID_LEN + 1], bool *stored, struct memory *m, jv mem);
+
 #endif

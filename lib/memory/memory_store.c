@@ -293,6 +293,43 @@ int memory_store(char id_out[ULID_LEN + 1], struct memory *m, jv mem)
 	return rc;
 }
 
+int mem_store_once(char id_out[ULID_LEN + 1], bool *stored, struct memory *m, jv mem)
+{
+	struct fields f;
+	struct buf text = BUF_INIT;
+	struct db_stmt *s = NULL;
+	char hash[33];
+	int step, rc = fields_parse(&f, m, mem, false);
+
+	*stored = false;
+	if (rc == 0 && f.source) {
+		/* the hash store_fields() gives the row: content, context, tags */
+		mem_embed_text(&text, f.content, f.context, f.tags);
+		mem_hash_hex(hash, text.buf, text.len);
+		rc = mem_prepare(&s, m, "SELECT id FROM memories WHERE source = ? AND type = ? AND "
+				 "content_hash = ? ORDER BY seq LIMIT 1");
+	}
+	if (s) {
+		db_bind_text(s, 1, f.source);
+		db_bind_text(s, 2, f.type);
+		db_bind_text(s, 3, hash);
+		step = db_step(s);
+		if (step == DB_ROW && id_out)
+			snprintf(id_out, ULID_LEN + 1, "%s", db_col_text(s, 0));
+		if (step != DB_ROW && step != DB_DONE)
+			rc = mem_fail(m, "cannot read memories of '%s'", f.source);
+		db_finalize(s);
+		if (step == DB_ROW)
+			goto out;       /* kept: the same memory is there */
+	}
+	if (rc == 0 && (rc = store_fields(id_out, m, &f, true, false)) == 0)
+		*stored = true;
+out:
+	buf_release(&text);
+	fields_release(&f);
+	return rc;
+}
+
 /* For memory_import (memory_io.c): parse and validate only. */
 int mem_import_check(struct memory *m, jv mem);
 int mem_import_check(struct memory *m, jv mem)

@@ -71,7 +71,7 @@ static void test_test_bounce(void)
 	evs = jv_array_append(evs, ev("test", "phase.completed", "{\"status\":\"ok\"}"));
 	evs = jv_array_append(evs, ev(NULL, "run.completed", "{\"status\":\"completed\"}"));
 
-	CHECK_INT(memory_record_lessons(&ids, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", jv_copy(evs)), 1);
+	CHECK_INT(memory_record_lessons(&ids, NULL, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", jv_copy(evs)), 1);
 	jv lid = jv_array_get(jv_copy(ids), 0);
 	jv c = content_of(jv_string_value(lid), "content");
 	CHECK(has(c, "Lesson for implement (Python) from the run \"parse ISO dates\": test sent implement "
@@ -88,7 +88,7 @@ static void test_test_bounce(void)
 	jv_free(lid);
 	jv_free(ids);
 
-	CHECK(memory_record_episode(id, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", evs) == 0);
+	CHECK(memory_record_episode(id, NULL, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", evs) == 0);
 	c = content_of(id, "content");
 	CHECK(has(c, "Run of \"parse ISO dates\" (Python): implement → test → implement → test; completed after "
 		     "1 bounce. test sent implement attempt 1 back: test \"test_leap_day\""));
@@ -125,7 +125,7 @@ static void test_review_bounce_unfixed(void)
 	evs = jv_array_append(evs, ev(NULL, "run.completed",
 				      "{\"status\":\"failed\",\"reason\":\"review still requests changes\"}"));
 
-	CHECK_INT(memory_record_lessons(&ids, m, NULL, jv_copy(evs)), 1);
+	CHECK_INT(memory_record_lessons(&ids, NULL, m, NULL, jv_copy(evs)), 1);
 	jv lid = jv_array_get(jv_copy(ids), 0);
 	jv c = content_of(jv_string_value(lid), "content");
 	CHECK(has(c, "review sent implement attempt 1 back: null-deref in cache.c:12: malloc() result used "
@@ -140,15 +140,107 @@ static void test_review_bounce_unfixed(void)
 	jv_free(c);
 	jv_free(lid);
 	jv_free(ids);
-	CHECK(memory_record_episode(id, m, NULL, evs) == 0);
+	CHECK(memory_record_episode(id, NULL, m, NULL, evs) == 0);
 	c = content_of(id, "content");
 	CHECK(has(c, "; failed: review still requests changes after 1 bounce."));
 	jv_free(c);
 	/* a run without bounces has no lessons; bad input is refused */
-	CHECK_INT(memory_record_lessons(&ids, m, NULL, JV_ARRAY(ev(NULL, "run.started", "{}"))), 0);
+	CHECK_INT(memory_record_lessons(&ids, NULL, m, NULL, JV_ARRAY(ev(NULL, "run.started", "{}"))), 0);
 	CHECK_INT(jv_array_length(ids), 0);
-	CHECK(memory_record_lessons(&ids, m, NULL, jv_object()) < 0);
+	CHECK(memory_record_lessons(&ids, NULL, m, NULL, jv_object()) < 0);
 	jv_free(ids);
+	close_mem();
+}
+
+/* How many memories the run T has (its source). */
+static int memories_of(const char *trace)
+{
+	struct memory_filter f;
+	jv all;
+	int n = 0;
+
+	memory_filter_init(&f);
+	f.include_archived = true;
+	if (memory_list(&all, m, &f) < 0)
+		return -1;
+	jv_array_foreach(all, i, mem) {
+		const char *src = json_get_str(mem, "source");
+		n += src && strcmp(src, trace) == 0;
+		jv_free(mem);
+		(void)i;
+	}
+	jv_free(all);
+	return n;
+}
+
+/* A run that failed after a bounce, reflected on then, resumed to a new
+ * end and reflected on again: its episode and the bounce's lesson are
+ * rewritten for the new end, not stored a second time. */
+static void test_resumed_run(void)
+{
+	const char *t = "01JDB2BBBBBBBBBBBBBBBBBBBB";
+	jv evs = jv_array(), ids, again;
+	char id[ULID_LEN + 1], id2[ULID_LEN + 1];
+	bool updated = true;
+
+	open_mem(":memory:");
+	evs = jv_array_append(evs, ev(NULL, "run.started", "{\"task\":\"add a cache\"}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev("review", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("review", "phase.completed", "{\"status\":\"rejected\"}"));
+	evs = jv_array_append(evs, ev(NULL, "loop.phase_bounce",
+				      "{\"from\":\"review\",\"n\":1,\"findings\":[{\"rule\":\"null-deref\","
+				      "\"file\":\"cache.c\",\"line\":12,\"message\":\"malloc() unchecked\"}]}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("implement", "implement.summary",
+				      "{\"attempt\":2,\"summary\":\"Checked malloc.\",\"files\":[\"cache.c\"]}"));
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev(NULL, "run.completed", "{\"status\":\"failed\",\"reason\":\"the budget is spent\"}"));
+	CHECK(memory_record_episode(id, &updated, m, t, jv_copy(evs)) == 0 && !updated);
+	CHECK_INT(memory_record_lessons(&ids, &again, m, t, jv_copy(evs)), 1);
+	CHECK_INT(jv_array_length(jv_copy(again)), 0);
+	jv lid = jv_array_get(jv_copy(ids), 0);
+	jv c = content_of(jv_string_value(lid), "content");
+	CHECK(has(c, "Outcome: not fixed; the run failed."));
+	jv_free(c);
+	jv_free(ids);
+	jv_free(again);
+
+	/* resumed: the review passes, the run completes */
+	evs = jv_array_append(evs, ev(NULL, "run.resumed", "{}"));
+	evs = jv_array_append(evs, ev("review", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("review", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev(NULL, "run.completed", "{\"status\":\"completed\"}"));
+	for (int round = 0; round < 2; round++) {   /* (and once more: nothing changes) */
+		CHECK(memory_record_episode(id2, &updated, m, t, jv_copy(evs)) == 0 && updated);
+		CHECK_STR(id2, id);
+		c = content_of(id, "content");
+		CHECK(has(c, "; completed after 1 bounce."));
+		jv_free(c);
+		CHECK_INT(memory_record_lessons(&ids, &again, m, t, jv_copy(evs)), 0);
+		CHECK_INT(jv_array_length(jv_copy(ids)), 0);
+		CHECK(jv_equal(jv_copy(again), JV_ARRAY(jv_copy(lid))));
+		c = content_of(jv_string_value(lid), "content");
+		CHECK(has(c, "Then the review passed. Outcome: fixed; the run completed."));
+		jv_free(c);
+		CHECK(memory_get(&c, m, jv_string_value(lid)) == 0);
+		CHECK(json_get_num(c, "confidence", 0) == 0.7);
+		jv_free(c);
+		jv_free(ids);
+		jv_free(again);
+		CHECK_INT(memories_of(t), 2);
+	}
+	jv_free(lid);
+	jv_free(evs);
+
+	/* a phase's episode of the run, recorded twice: the same memory (the content hash) */
+	evs = JV_ARRAY(ev("implement", "phase.started", "{\"task\":\"add a cache\"}"),
+		       ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	CHECK(memory_record_episode(id, &updated, m, t, jv_copy(evs)) == 0 && !updated);
+	CHECK(memory_record_episode(id2, &updated, m, t, evs) == 0 && updated);
+	CHECK_STR(id2, id);
+	CHECK_INT(memories_of(t), 3);
 	close_mem();
 }
 
@@ -156,5 +248,6 @@ int main(void)
 {
 	RUN(test_test_bounce);
 	RUN(test_review_bounce_unfixed);
+	RUN(test_resumed_run);
 	return unit_done();
 }

@@ -651,7 +651,7 @@ static void test_episode(void)
 
 	open_mem(":memory:");
 	evs = json_parse(text, strlen(text));
-	CHECK(memory_record_episode(id, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", evs) == 0);
+	CHECK(memory_record_episode(id, NULL, m, "01JDB2AAAAAAAAAAAAAAAAAAAA", evs) == 0);
 	CHECK(memory_get(&mem, m, id) == 0);
 	CHECK_STR(json_get_str(mem, "type"), "episodic");
 	CHECK_STR(json_get_str(mem, "context"), "implement phase: add --version");
