@@ -197,7 +197,7 @@ $(SRC_OBJ): $(O)/obj/%.o: %.c $(O)/.cflags | $(DEPS_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CSTD) $(CPPFLAGS) $(WARN) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(GEN_RES): $(RESOURCES) $(SHARE) scripts/embed.sh
+$(GEN_RES): $(RESOURCES) $(SHARE) scripts/embed.sh $(O)/.resources
 	@mkdir -p $(@D)
 	@echo "  EMBED   $@"
 	$(Q)scripts/embed.sh $@ $(RESOURCES) $(SHARE)
@@ -255,6 +255,12 @@ FLAGS_NOW := $(CC) $(CSTD) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
 $(O)/.cflags: FORCE
 	@mkdir -p $(@D)
 	@echo '$(FLAGS_NOW)' | cmp -s - $@ || echo '$(FLAGS_NOW)' > $@
+
+# The names embedded: a file removed (a migration taken out) changes no
+# remaining file's time, and would stay in resources.c without this.
+$(O)/.resources: FORCE
+	@mkdir -p $(@D)
+	@echo '$(RESOURCES) $(SHARE)' | cmp -s - $@ || echo '$(RESOURCES) $(SHARE)' > $@
 
 # The suite against one build tree: unit tests, then the bats suites.
 check-suite: $(PROGS) $(UNITS) $(HELPERS)
