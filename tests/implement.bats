@@ -174,6 +174,24 @@ checkout_untouched() {
 	events_of implement.summary | jq -e '.summary == "nothing to change after all"'
 }
 
+@test "a Latin-1 file: read_file shows it as Latin-1 and says so; edit_file and apply_patch given that text keep its bytes" {
+	# (before: its bytes were shown as U+FFFD with no word, and edit_file
+	# given that text answered "`old` was not found")
+	printf 'caf\351 au lait\nna\357ve\n' >latin1.txt
+	git add latin1.txt && git commit -q -m latin1
+	plan_state T9 >"$BATS_TEST_TMPDIR/plan.json"
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	mock '[{"tool_calls":[{"name":"read_file","input":{"path":"latin1.txt"}}]},
+		{"tool_calls":[{"name":"edit_file","input":{"path":"latin1.txt","old":"café au lait","new":"café noir"}}]},
+		{"tool_calls":[{"name":"apply_patch","input":{"patch":"*** Begin Patch\n*** Update File: latin1.txt\n@@\n-naïve\n+naïveté\n*** End Patch\n"}}]},
+		{"tool_calls":[{"name":"finish","input":{"summary":"edited latin1.txt"}}]}]'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	git show forge/T9:latin1.txt | cmp - <(printf 'caf\351 noir\nna\357vet\351\n')
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.messages[-1].content | map(select(.type == "tool_result"))[0].content
+		| tostring | test("is not UTF-8: shown as Latin-1") and test("1\tcafé au lait")'
+	last_state | jq -e '.status == "ok"'
+}
+
 @test "a review bounce puts the findings first in the prompt: file, line, message, suggested fix" {
 	plan_state T2 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
 		{"severity":"warning","category":"style","message":"usage line lists no mul","file":"calc.c","line":31},

@@ -40,6 +40,80 @@ void patch_lines_free(char **lines, size_t n)
 	free(lines);
 }
 
+/* ================================================================ latin-1 */
+
+bool patch_is_latin1(const char *text, size_t len)
+{
+	return !json_utf8_valid(text, len);
+}
+
+void patch_latin1_decode(struct buf *b, const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c < 0x80) {
+			buf_addch(b, (char)c);
+		} else {
+			buf_addch(b, (char)(0xc0 | (c >> 6)));
+			buf_addch(b, (char)(0x80 | (c & 0x3f)));
+		}
+	}
+}
+
+int patch_latin1_encode(struct buf *b, const char *text, size_t len, const char *path,
+			const char *what)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+	size_t start = b->len, line = 1;
+	const unsigned char *bol = p;
+
+	while (p < end) {
+		const unsigned char *q;
+		uint32_t cp;
+
+		if (*p < 0x80) {
+			if (*p == '\n') {
+				line++;
+				bol = p + 1;
+			}
+			buf_addch(b, (char)*p++);
+			continue;
+		}
+		q = json_utf8_seq(p, end);
+		cp = 0;
+		if (q) {
+			cp = *p & (q - p == 2 ? 0x1f : q - p == 3 ? 0x0f : 0x07);
+			for (const unsigned char *k = p + 1; k < q; k++)
+				cp = (cp << 6) | (*k & 0x3f);
+		}
+		if (!q || cp > 0xff) {
+			struct buf where = BUF_INIT;
+			size_t col = 1;
+			/* the column in characters, as the model counts them */
+			for (const unsigned char *k = bol; k < p; k++)
+				col += (*k & 0xc0) != 0x80;
+			if (memchr(text, '\n', len))
+				buf_addf(&where, "line %zu, ", line);
+			buf_addf(&where, "character %zu", col);
+			buf_truncate(b, start);
+			if (!q)
+				forge_error("'%s' is not UTF-8 and %s holds bytes that are not UTF-8 either (%s)",
+					    path, what, where.buf);
+			else
+				forge_error("'%s' is not UTF-8 (read_file shows it as Latin-1, one character a byte, and edits are written back in its own bytes), so it cannot hold U+%04X '%.*s' (%s, %s): %s",
+					    path, (unsigned)cp, (int)(q - p), (const char *)p, what, where.buf,
+					    cp == 0xfffd ?
+					    "U+FFFD stands for bytes that were not shown as they are; copy the text from read_file again" :
+					    "use only characters up to U+00FF in this file");
+			buf_release(&where);
+			return -1;
+		}
+		buf_addch(b, (char)cp);
+		p = q;
+	}
+	return 0;
+}
+
 /* ================================================================ passes */
 
 const char *patch_fuzz_name(enum patch_fuzz f)
@@ -598,6 +672,8 @@ struct chunk {
 	size_t nold, nnew;
 	long *ctx_of;        /* per new line: the old line it repeats (context), or -1 */
 	bool eof;
+	bool old_no_eol;     /* "\ No newline at end of file" after a removed line */
+	bool new_no_eol;     /* ... after an added (or context) line */
 	int line_no;
 	size_t trailing_bare;
 };
@@ -778,6 +854,10 @@ static int parse_patch(struct parsed *out, const char *text)
 					h->add_lines++;
 				} else if (!l[strspn(l, " \t\r")]) {
 					blank++;
+				} else if (l[0] == '\\' && h->add.len) {
+					/* "\ No newline at end of file" */
+					blank = 0;
+					buf_truncate(&h->add, h->add.len - 1);
 				} else {
 					forge_error("line %zu: '%s' in Add File '%s': every line of a new file starts with '+'",
 						    i + 1, l, h->path);
@@ -792,6 +872,7 @@ static int parse_patch(struct parsed *out, const char *text)
 			i++;
 		} else if ((arg = after(t, "*** Update File: "))) {
 			struct chunk *c = NULL;
+			char prev = 0;   /* the kind of the chunk's last line: ' ', '-', '+' */
 			h->kind = HUNK_UPDATE;
 			h->path = trim_dup(arg);
 			out->n++;
@@ -811,12 +892,20 @@ static int parse_patch(struct parsed *out, const char *text)
 					if (!c)
 						c = chunk_new(h, (int)i + 1);
 					c->eof = true;
+					prev = 0;
 				} else if (!strncmp(lt, "@@", 2) && (!l[0] || l[0] == '@' || is_ws(l[0]))) {
 					c = chunk_new(h, (int)i + 1);
 					c->ctx = header_context(lt);
+					prev = 0;
+				} else if (l[0] == '\\' && c && prev) {
+					/* unified diff's "\ No newline at end of file": the
+					 * line before it has no newline, on its side(s) */
+					c->old_no_eol |= prev != '+';
+					c->new_no_eol |= prev != '-';
 				} else if (l[0] == ' ' || l[0] == '-' || l[0] == '+' || !l[0]) {
 					if (!c || (c->eof && (c->nold || c->nnew)))
 						c = chunk_new(h, (int)i + 1);
+					prev = l[0] ? l[0] : ' ';
 					if (l[0] != '+')
 						strv_push(&c->old, &c->nold, l[0] ? l + 1 : "");
 					if (l[0] != '-') {
@@ -869,6 +958,7 @@ struct vfile {
 	bool exists;
 	bool orig_exists;
 	bool changed;
+	bool latin1;         /* not UTF-8: content is its Latin-1 reading (see patch.h) */
 	struct buf content;
 	char *action;        /* add|modify|delete|rename */
 	char *from;
@@ -903,6 +993,16 @@ static int vfs_get(struct vfile **out, struct vfs *fs, const char *clean)
 		rc = 0;
 	} else if (rc == 0) {
 		v->exists = v->orig_exists = true;
+		/* A text file that is not UTF-8 is patched as read_file shows it
+		 * and written back in its own bytes. */
+		if (!memchr(v->content.buf, '\0', v->content.len) &&
+		    patch_is_latin1(v->content.buf, v->content.len)) {
+			struct buf u = BUF_INIT;
+			patch_latin1_decode(&u, v->content.buf, v->content.len);
+			buf_release(&v->content);
+			v->content = u;
+			v->latin1 = true;
+		}
 	}
 	v->loaded = true;
 	*out = v;
@@ -933,7 +1033,30 @@ struct repl {
 	size_t n;
 	const long *ctx_of;  /* context lines keep the file's own text */
 	char *from, *to;     /* re-indent the added lines (indent_map()), or NULL */
+	const struct chunk *c;
 };
+
+/*
+ * Line i of the file (of n) into b with its line end; returns the length
+ * of that line end (a CRLF file's "\r\n": 2).  The last line of a file
+ * without a final newline gets one here, in the file's style, in case
+ * lines follow it; apply_chunks() takes it off again when the result is to
+ * keep no final newline.
+ */
+static size_t add_file_line(struct buf *b, char *const *lines, size_t i, size_t n,
+			    bool final_nl, bool crlf)
+{
+	size_t l = strlen(lines[i]);
+	bool unterm = i + 1 == n && !final_nl, cr = l && lines[i][l - 1] == '\r';
+
+	buf_add(b, lines[i], l);
+	if (unterm && crlf && !cr) {
+		buf_adds(b, "\r\n");
+		return 2;
+	}
+	buf_addch(b, '\n');
+	return crlf && cr && !unterm ? 2 : 1;   /* (an unterminated line's '\r' is its text) */
+}
 
 static int cmp_repl(const void *a, const void *b)
 {
@@ -946,9 +1069,12 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 			  struct buf *notes, long *adds, long *dels)
 {
 	char **lines;
-	size_t n = patch_split_lines(&lines, content, strlen(content)), idx = 0, nr = 0;
+	size_t len = strlen(content);
+	size_t n = patch_split_lines(&lines, content, len), idx = 0, nr = 0;
 	struct repl *r = xcalloc(h->nchunks ? h->nchunks : 1, sizeof(*r));
-	bool crlf = mostly_crlf(lines, n), ok = true;
+	/* (a last line without a newline tells nothing of the line ends) */
+	bool final_nl = !len || content[len - 1] == '\n';
+	bool crlf = mostly_crlf(lines, final_nl ? n : n - 1), ok = true, end_nl = final_nl;
 	char *result = NULL;
 
 	for (size_t ci = 0; ci < h->nchunks; ci++) {
@@ -974,16 +1100,16 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		}
 		if (!nold) {
 			size_t ins = c->ctx ? idx : n;
-			r[nr++] = (struct repl){ ins, 0, c->new, nnew, NULL, NULL, NULL };
+			r[nr++] = (struct repl){ ins, 0, c->new, nnew, NULL, NULL, NULL, c };
 			*adds += (long)nnew;
 			continue;
 		}
-		at = patch_seek(lines, n, c->old, nold, idx, c->eof, &fz);
+		at = patch_seek(lines, n, c->old, nold, idx, c->eof || c->old_no_eol || c->new_no_eol, &fz);
 		if (at < 0 && nold > 1 && !*c->old[nold - 1]) {
 			nold--;
 			if (nnew && !*c->new[nnew - 1])
 				nnew--;
-			at = patch_seek(lines, n, c->old, nold, idx, c->eof, &fz);
+			at = patch_seek(lines, n, c->old, nold, idx, c->eof || c->old_no_eol || c->new_no_eol, &fz);
 		}
 		if (at < 0) {
 			buf_addf(errs, "- %s: failed to find the expected lines of chunk %zu (patch line %d):\n",
@@ -997,7 +1123,7 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 		if (fz != PATCH_EXACT)
 			buf_addf(notes, "  %s: chunk %zu matched at line %ld %s\n", h->path, ci + 1,
 				 at + 1, patch_fuzz_name(fz));
-		r[nr++] = (struct repl){ (size_t)at, nold, c->new, nnew, c->ctx_of, NULL, NULL };
+		r[nr++] = (struct repl){ (size_t)at, nold, c->new, nnew, c->ctx_of, NULL, NULL, c };
 		if (fz >= PATCH_STRIP && !indent_map(&r[nr - 1].from, &r[nr - 1].to, lines + at, c->old, nold))
 			r[nr - 1].from = r[nr - 1].to = NULL;
 		idx = (size_t)at + nold;
@@ -1019,7 +1145,7 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 	}
 	if (ok) {
 		struct buf b = BUF_INIT;
-		size_t pos = 0;
+		size_t pos = 0, last_end = 0;   /* the line end of b's last line */
 		qsort(r, nr, sizeof(*r), cmp_repl);
 		for (size_t k = 0; k < nr; k++) {
 			if (r[k].at < pos) {
@@ -1029,12 +1155,13 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 				break;
 			}
 			for (; pos < r[k].at; pos++)
-				buf_addf(&b, "%s\n", lines[pos]);
+				last_end = add_file_line(&b, lines, pos, n, final_nl, crlf);
 			for (size_t j = 0; j < r[k].n; j++) {
 				long oi = r[k].ctx_of ? r[k].ctx_of[j] : -1;
 				size_t l;
 				if (oi >= 0 && (size_t)oi < r[k].len) {
-					buf_addf(&b, "%s\n", lines[r[k].at + (size_t)oi]);
+					last_end = add_file_line(&b, lines, r[k].at + (size_t)oi, n, final_nl,
+								 crlf);
 					continue;
 				}
 				l = strlen(r[k].lines[j]);
@@ -1042,11 +1169,21 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 				if (crlf && (!l || r[k].lines[j][l - 1] != '\r'))
 					buf_addch(&b, '\r');
 				buf_addch(&b, '\n');
+				last_end = crlf ? 2 : 1;
 			}
 			pos = r[k].at + r[k].len;
+			/* a chunk that ends the file says whether the end has a
+			 * newline with "\ No newline at end of file"; none keeps
+			 * the file's (see patch.h) */
+			if (pos == n && r[k].c->new_no_eol)
+				end_nl = false;
+			else if (pos == n && r[k].c->old_no_eol)
+				end_nl = true;
 		}
 		for (; pos < n; pos++)
-			buf_addf(&b, "%s\n", lines[pos]);
+			last_end = add_file_line(&b, lines, pos, n, final_nl, crlf);
+		if (!end_nl && b.len >= last_end)
+			buf_truncate(&b, b.len - last_end);
 		if (ok)
 			result = buf_detach(&b, NULL);
 		buf_release(&b);
@@ -1058,6 +1195,39 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 	}
 	free(r);
 	return result;
+}
+
+/* line (of chunk ci) is one a Latin-1 file can hold; else why goes to errs. */
+static bool line_fits_latin1(const struct hunk *h, size_t ci, const char *line, struct buf *errs)
+{
+	struct buf scratch = BUF_INIT, what = BUF_INIT;
+	bool ok;
+
+	buf_addf(&what, "chunk %zu (patch line %d), its line '%s'", ci + 1, h->chunks[ci].line_no, line);
+	ok = patch_latin1_encode(&scratch, line, strlen(line), h->path, what.buf) == 0;
+	if (!ok)
+		buf_addf(errs, "- %s\n", forge_last_error());
+	buf_release(&scratch);
+	buf_release(&what);
+	return ok;
+}
+
+/* Every line of an update hunk is one a Latin-1 file can hold; else the
+ * first that is not goes to errs. */
+static bool hunk_fits_latin1(const struct hunk *h, struct buf *errs)
+{
+	for (size_t ci = 0; ci < h->nchunks; ci++) {
+		const struct chunk *c = &h->chunks[ci];
+		if (c->ctx && !line_fits_latin1(h, ci, c->ctx, errs))
+			return false;
+		for (size_t k = 0; k < c->nold; k++)
+			if (!line_fits_latin1(h, ci, c->old[k], errs))
+				return false;
+		for (size_t k = 0; k < c->nnew; k++)
+			if (!line_fits_latin1(h, ci, c->new[k], errs))
+				return false;
+	}
+	return true;
 }
 
 static size_t count_lines(const char *s, size_t len)
@@ -1072,7 +1242,7 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 {
 	struct parsed p;
 	struct vfs fs = { root, NULL, 0 };
-	struct buf errs = BUF_INIT, notes = BUF_INIT, sum = BUF_INIT;
+	struct buf errs = BUF_INIT, notes = BUF_INIT, sum = BUF_INIT, enc = BUF_INIT;
 	struct sandbox_txn *txn = NULL;
 	int rc = -1, worst = 0;
 
@@ -1120,6 +1290,7 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 			v->deletions += (long)count_lines(v->content.buf, v->content.len);
 			buf_reset(&v->content);
 			v->exists = false;
+			v->latin1 = false;   /* a file added again here is a new one */
 			set_action(v, "delete");
 			break;
 		case HUNK_UPDATE: {
@@ -1130,6 +1301,8 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 					 h->path);
 				goto next;
 			}
+			if (v->latin1 && !hunk_fits_latin1(h, &errs))
+				goto next;
 			res = h->nchunks ? apply_chunks(h, v->content.buf, &errs, &notes, &adds, &dels)
 					 : xstrdup(v->content.buf);
 			if (!res)
@@ -1152,6 +1325,7 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 				buf_reset(&d->content);
 				buf_adds(&d->content, res);
 				d->exists = true;
+				d->latin1 = v->latin1;   /* a move keeps the encoding */
 				d->additions += adds;
 				d->deletions += dels;
 				set_action(d, "rename");
@@ -1180,6 +1354,18 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 next:
 		free(clean);
 		free(dest);
+	}
+	/* Files read as Latin-1 go back to their bytes (hunk_fits_latin1()
+	 * checked the text; this cannot fail but is not taken on trust). */
+	for (size_t i = 0; i < fs.n && !errs.len; i++) {
+		struct vfile *v = &fs.f[i];
+		struct buf bytes = BUF_INIT;
+		if (!v->changed || !v->exists || !v->latin1)
+			continue;
+		if (patch_latin1_encode(&bytes, v->content.buf, v->content.len, v->path, "the result") < 0)
+			buf_addf(&errs, "- %s\n", forge_last_error());
+		buf_release(&v->content);
+		v->content = bytes;
 	}
 	if (errs.len) {
 		while (errs.len && errs.buf[errs.len - 1] == '\n')
@@ -1212,6 +1398,10 @@ next:
 			f = json_set(f, "from", jv_string(v->from));
 		f = json_set(f, "additions", jv_number((double)v->additions));
 		f = json_set(f, "deletions", jv_number((double)v->deletions));
+		if (v->exists && v->latin1) {
+			f = json_set(f, "encoding", jv_string("latin1"));
+			buf_addf(&enc, "%s%s", enc.len ? ", " : "", v->path);
+		}
 		*files = jv_array_append(*files, f);
 		if (!strcmp(v->action, "rename"))
 			buf_addf(&sum, "M %s (moved from %s)\n", v->path, v->from);
@@ -1229,6 +1419,8 @@ next:
 		buf_adds(&sum, "Note: some lines matched only loosely:\n");
 		buf_add(&sum, notes.buf, notes.len);
 	}
+	if (enc.len)
+		buf_addf(&sum, "Note: not UTF-8, so written in Latin-1, its own encoding: %s\n", enc.buf);
 	while (sum.len && sum.buf[sum.len - 1] == '\n')
 		sum.buf[--sum.len] = '\0';
 	*summary = buf_detach(&sum, NULL);
@@ -1240,5 +1432,6 @@ out:
 	buf_release(&errs);
 	buf_release(&notes);
 	buf_release(&sum);
+	buf_release(&enc);
 	return rc;
 }

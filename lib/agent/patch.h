@@ -35,8 +35,13 @@
  * are found in order (the cursor only moves forward); an "*** End of File"
  * chunk is tried at the end first; a chunk with no context or removed
  * lines is inserted after its @@ CONTEXT line, or at the end of the file
- * when it has none.  The result always ends with a newline; a file whose
- * lines end in CRLF keeps CRLF on added lines.
+ * when it has none.  A file whose lines end in CRLF keeps CRLF on added
+ * lines.  A file without a final newline keeps none, unless the patch says
+ * otherwise with unified diff's "\ No newline at end of file" marker (any
+ * line starting with '\'): after a removed line it means the old last line
+ * had none and the new one gets one; after an added or context line, that
+ * the new last line has none.  A chunk with the marker is at the end of the
+ * file (as with "*** End of File").
  * ALL OR NOTHING: every hunk of every file is checked (and every failure
  * reported) before anything is written; the writes then go through one
  * sandbox transaction (sandbox.h), so a failing patch changes nothing.
@@ -92,11 +97,38 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
  * success *summary (malloc'd) is "Success. Updated the following files:\n"
  * with "A path", "M path", "D path" lines (a move is "M dest (moved from
  * src)") plus notes on tolerant matches, and *files an array of
- * {"path","action":"add|modify|delete|rename","from"?,"additions","deletions"}.
+ * {"path","action":"add|modify|delete|rename","from"?,"additions","deletions",
+ * "encoding"?} ("latin1" for a file written back in Latin-1, see LATIN-1).
  * On failure -1 (or a sandbox code when a path is refused: SANDBOX_EDENIED)
  * with a message listing every problem; nothing was written.
  */
 int patch_apply(char **summary, jv *files, const struct sandbox_root *root, const char *text);
+
+/*
+ * LATIN-1.  A text file that is not valid UTF-8 (a Latin-1 file, say) is
+ * read as Latin-1: each byte is the character U+0000..U+00FF of the same
+ * value.  That reading is one-to-one, so nothing is lost: read_file and
+ * grep show such a file so (and say so), and edit_file, apply_patch and
+ * write_file turn the model's text back into bytes the same way, so the
+ * file keeps its own encoding.  A character above U+00FF cannot be written
+ * into such a file; the tools refuse it.
+ */
+
+/* True when text[0..len) is to be read as Latin-1: it is not valid UTF-8. */
+bool patch_is_latin1(const char *text, size_t len);
+
+/* text[0..len) read as Latin-1, appended to b as UTF-8. */
+void patch_latin1_decode(struct buf *b, const char *text, size_t len);
+
+/*
+ * text[0..len) (UTF-8, as the model's text is) appended to b as Latin-1
+ * bytes.  Returns 0, or -1 when it holds a character above U+00FF or bytes
+ * that are not UTF-8: then b is unchanged and the error says that `path`
+ * (a Latin-1 file) cannot hold that character, where it is in `what` (line
+ * and character) and what to do.
+ */
+int patch_latin1_encode(struct buf *b, const char *text, size_t len, const char *path,
+			const char *what);
 
 /* Split text into lines (the final newline does not start an empty line).
  * *out is malloc'd, each line too; free with patch_lines_free. */

@@ -3,6 +3,7 @@
  * Every path goes through sandbox.h.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include "agent/patch.h"
 #include "agent/tools.h"
 #include "core/buf.h"
 #include "core/forge.h"
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define READ_CAP_DEFAULT (256u << 10)
@@ -73,6 +75,28 @@ static ssize_t line_bounded(char **line, size_t *cap, FILE *f, size_t keep, int 
 	return total ? (ssize_t)total : -1;
 }
 
+/*
+ * True when the rest of f is valid UTF-8, read in chunks (a sequence cut
+ * by a chunk's end is carried to the next).  Leaves f at the end or where
+ * it stopped.
+ */
+static bool stream_is_utf8(FILE *f)
+{
+	char b[65536];
+	size_t carry = 0, n;
+
+	while ((n = fread(b + carry, 1, sizeof b - carry, f)) > 0) {
+		size_t len = carry + n, bad = json_utf8_invalid_at(b, len);
+		/* a UTF-8 sequence is at most 4 bytes: a bad one that close to
+		 * the end may only be cut short */
+		if (bad < len && len - bad >= 4)
+			return false;
+		carry = len - bad;
+		memmove(b, b + bad, carry);
+	}
+	return carry == 0;
+}
+
 void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 		    const struct sandbox_root *root, jv input)
 {
@@ -81,9 +105,9 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	long max_lines = (long)json_get_num(input, "max_lines", 2000);
 	long end = (long)json_get_num(input, "end_line", (double)(start + max_lines - 1));
 	size_t cap = ctx->read_cap ? ctx->read_cap : READ_CAP_DEFAULT;
-	struct buf text = BUF_INIT, body = BUF_INIT;
+	struct buf text = BUF_INIT, body = BUF_INIT, shown = BUF_INIT;
 	long lineno = 0, shown_last = 0;
-	bool cut = false;
+	bool cut = false, latin1 = false;
 	struct stat st;
 	int fd, rc;
 	FILE *f;
@@ -123,6 +147,11 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 			return;
 		}
 		rewind(f);
+		/* A file that is not UTF-8 is shown as Latin-1, one character a
+		 * byte, so that the model's copy of it maps back to its bytes
+		 * (patch.h); shown lossily, its other bytes all read U+FFFD. */
+		latin1 = !stream_is_utf8(f);
+		rewind(f);
 	}
 	while ((len = line_bounded(&line, &lcap, f, LINE_CUT + 2, &ends)) >= 0) {
 		size_t kept = (size_t)len < lcap ? (size_t)len : lcap - 1;
@@ -135,12 +164,17 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 			kept = (size_t)len;
 			line[kept] = '\0';
 		}
-		if (body.len + (kept > LINE_CUT ? LINE_CUT + 40 : kept) + 16 > cap) {
+		buf_reset(&shown);
+		if (latin1)
+			patch_latin1_decode(&shown, line, kept > LINE_CUT ? LINE_CUT : kept);
+		else
+			buf_add(&shown, line, kept > LINE_CUT ? LINE_CUT : kept);
+		if (body.len + shown.len + (kept > LINE_CUT ? 40 : 0) + 16 > cap) {
 			cut = true;
 			continue;
 		}
 		buf_addf(&body, "%6ld\t", lineno);
-		tool_text_add(&body, line, kept > LINE_CUT ? LINE_CUT : kept);
+		tool_text_add(&body, shown.buf, shown.len);
 		if ((size_t)len > LINE_CUT)
 			buf_addf(&body, "\xe2\x80\xa6 [line cut: %zd chars]", len);
 		buf_addch(&body, '\n');
@@ -148,6 +182,7 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	}
 	free(line);
 	fclose(f);
+	buf_release(&shown);
 	if (lineno == 0) {
 		buf_addf(&text, "'%s' is empty.", path);
 	} else if (start > lineno) {
@@ -156,6 +191,10 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 			  "read_file: start_line %ld is past the end of '%s' (%ld lines)", start, path, lineno);
 		return;
 	} else {
+		if (latin1)
+			buf_addf(&text, "['%s' is not UTF-8: shown as Latin-1, one character a byte; edit_file, "
+				 "apply_patch and write_file write your text back in its own bytes, so use only "
+				 "characters up to U+00FF in it]\n", path);
 		buf_add(&text, body.buf, body.len);
 		if (shown_last < lineno)
 			buf_addf(&text, "[lines %ld-%ld of %ld; call again with start_line=%ld to read on]",
@@ -173,6 +212,8 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 		d = json_set(d, "total_lines", jv_number((double)lineno));
 		d = json_set(d, "bytes", jv_number((double)st.st_size));
 		d = json_set(d, "truncated", jv_bool(shown_last < lineno || cut));
+		if (latin1)
+			d = json_set(d, "encoding", jv_string("latin1"));
 		tool_ok(out, buf_detach(&text, NULL), d);
 	}
 }
@@ -449,7 +490,34 @@ struct grep_skips {
 	size_t failed;
 	char reason[160];       /* PCRE2's message for the first failure */
 	const char *stopped;    /* why the whole search stopped, or NULL */
+	struct buf big;         /* files over GREP_FILE_MAX: "path (N bytes), …" */
+	size_t nbig;
+	struct buf unread;      /* files that could not be read: "message; …" */
+	size_t nunread;
 };
+
+#define GREP_NAMED_MAX 10   /* files named in each list of the note */
+
+/* Note that path could not be read (why: the read's error).  A directory
+ * (a submodule, which the index lists as one path) is no file to search. */
+static void grep_unread(struct grep_skips *sk, const struct sandbox_root *root, const char *path,
+			const char *why)
+{
+	char *msg = xstrdup(why);   /* (sandbox_stat may set the last error) */
+	struct stat st;
+	bool known = sandbox_stat(&st, root, path) == 0;
+
+	if (known && S_ISDIR(st.st_mode)) {
+		/* nothing to name */
+	} else if (known && S_ISREG(st.st_mode) && (size_t)st.st_size > GREP_FILE_MAX) {
+		if (sk->nbig++ < GREP_NAMED_MAX)
+			buf_addf(&sk->big, "%s%s (%lld bytes)", sk->nbig > 1 ? ", " : "", path,
+				 (long long)st.st_size);
+	} else if (sk->nunread++ < GREP_NAMED_MAX) {
+		buf_addf(&sk->unread, "%s%s", sk->nunread > 1 ? "; " : "", msg);
+	}
+	free(msg);
+}
 
 /* Note a match error on line lineno of path; stops the search after
  * GREP_FAILED_MAX of them. */
@@ -469,6 +537,21 @@ static void grep_failed(struct grep_skips *sk, const char *path, size_t lineno, 
 static void grep_skips_text(struct buf *text, const struct grep_skips *sk, size_t searched,
 			    size_t total)
 {
+	if (sk->nbig) {
+		buf_addf(text, "[%zu file%s not searched, over grep's limit of %u bytes (4 MiB) a file: %s",
+			 sk->nbig, sk->nbig == 1 ? "" : "s", GREP_FILE_MAX, sk->big.buf);
+		if (sk->nbig > GREP_NAMED_MAX)
+			buf_addf(text, " and %zu more", sk->nbig - GREP_NAMED_MAX);
+		buf_adds(text, "; search such a file with run_command (grep -n), or read it in parts "
+			 "with read_file and start_line]\n");
+	}
+	if (sk->nunread) {
+		buf_addf(text, "[%zu file%s not searched, could not be read: %s", sk->nunread,
+			 sk->nunread == 1 ? "" : "s", sk->unread.buf);
+		if (sk->nunread > GREP_NAMED_MAX)
+			buf_addf(text, "; and %zu more", sk->nunread - GREP_NAMED_MAX);
+		buf_adds(text, "]\n");
+	}
 	if (sk->failed)
 		buf_addf(text, "[pattern too complex (%s) on %zu line%s, not searched: %s; simplify the "
 			 "pattern (no nested or overlapping repeats such as (a|a)+)]\n", sk->reason,
@@ -486,8 +569,9 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 	size_t max = (size_t)json_get_num(input, "max_results", 200);
 	uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
 	struct fileset all = { 0 }, sel = { 0 };
-	struct buf text = BUF_INIT, content = BUF_INIT;
-	struct grep_skips sk = { .lines = BUF_INIT };
+	struct buf text = BUF_INIT, content = BUF_INIT, decoded = BUF_INIT, latin1 = BUF_INIT;
+	struct grep_skips sk = { .lines = BUF_INIT, .big = BUF_INIT, .unread = BUF_INIT };
+	size_t nlatin1 = 0;
 	pcre2_code *re = NULL;
 	pcre2_match_data *md = NULL;
 	pcre2_match_context *mc = NULL;
@@ -523,20 +607,30 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 	list_repo_files(&all, root->path);
 	select_files(&sel, &all, under, glob);
 	for (size_t i = 0; i < sel.n && matches < max && !sk.stopped; i++) {
+		const struct buf *c = &content;
 		const char *p;
 		size_t lineno = 0;
 		bool hit = false;
 
 		buf_reset(&content);
-		if (sandbox_read_file(&content, root, sel.v[i], GREP_FILE_MAX) < 0)
+		if (sandbox_read_file(&content, root, sel.v[i], GREP_FILE_MAX) < 0) {
+			grep_unread(&sk, root, sel.v[i], forge_last_error());
 			continue;
+		}
 		if (looks_binary(content.buf, content.len))
 			continue;
 		searched++;
-		p = content.buf;
-		while (p < content.buf + content.len && matches < max) {
-			const char *e = memchr(p, '\n', (size_t)(content.buf + content.len - p));
-			size_t len = e ? (size_t)(e - p) : (size_t)(content.buf + content.len - p);
+		/* A file that is not UTF-8 is searched and shown as read_file
+		 * shows it: read as Latin-1 (patch.h). */
+		if (patch_is_latin1(content.buf, content.len)) {
+			buf_reset(&decoded);
+			patch_latin1_decode(&decoded, content.buf, content.len);
+			c = &decoded;
+		}
+		p = c->buf;
+		while (p < c->buf + c->len && matches < max) {
+			const char *e = memchr(p, '\n', (size_t)(c->buf + c->len - p));
+			size_t len = e ? (size_t)(e - p) : (size_t)(c->buf + c->len - p);
 			lineno++;
 			int rc = pcre2_match(re, (PCRE2_SPTR)p, len, 0, 0, md, mc);
 			if (rc >= 0) {
@@ -558,11 +652,19 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 			p = e + 1;
 		}
 		files_hit += hit;
+		if (hit && c == &decoded && nlatin1++ < GREP_NAMED_MAX)
+			buf_addf(&latin1, "%s%s", nlatin1 > 1 ? ", " : "", sel.v[i]);
 	}
 	if (matches >= max)
 		buf_addf(&text, "[stopped after %zu matches; narrow the search with path or glob]\n", max);
+	if (nlatin1)
+		buf_addf(&text, "[not UTF-8, so searched and shown as Latin-1, as read_file shows them: %s%s]\n",
+			 latin1.buf, nlatin1 > GREP_NAMED_MAX ? ", ..." : "");
 	grep_skips_text(&text, &sk, searched, sel.n);
-	if (!matches && !sk.failed && !sk.stopped)
+	if (!matches && !sk.failed && !sk.stopped && (sk.nbig || sk.nunread))
+		buf_addf(&text, "no matches in the %zu files searched; %zu not searched (named above)\n",
+			 searched, sk.nbig + sk.nunread);
+	else if (!matches && !sk.failed && !sk.stopped)
 		buf_addf(&text, "no matches (searched %zu files)\n", searched);
 	if (text.len)
 		text.buf[--text.len] = '\0';
@@ -571,6 +673,7 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 	d = json_set(d, "searched", jv_number((double)searched));
 	d = json_set(d, "truncated", jv_bool(matches >= max));
 	d = json_set(d, "lines_not_searched", jv_number((double)sk.failed));
+	d = json_set(d, "files_not_searched", jv_number((double)(sk.nbig + sk.nunread)));
 	d = json_set(d, "stopped", jv_bool(sk.stopped != NULL));
 	if (!matches && (sk.failed || sk.stopped))
 		tool_fail(out, TOOL_ERR_INPUT, d, "grep: no matches, but not everything was searched:\n%s",
@@ -580,7 +683,11 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 out:
 	buf_release(&text);
 	buf_release(&content);
+	buf_release(&decoded);
+	buf_release(&latin1);
 	buf_release(&sk.lines);
+	buf_release(&sk.big);
+	buf_release(&sk.unread);
 	fs_free(&all);
 	fs_free(&sel);
 	free(under);
@@ -607,9 +714,9 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 	const char *data = jv_string_value(content);
 	size_t len = (size_t)jv_string_length_bytes(jv_copy(content));
 	struct sandbox_txn *t = NULL;
-	struct buf old = BUF_INIT;
+	struct buf old = BUF_INIT, bytes = BUF_INIT;
 	char *clean = NULL;
-	bool existed;
+	bool existed, latin1;
 	int rc;
 
 	(void)ctx;
@@ -622,6 +729,21 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 	if (rc < 0 && rc != SANDBOX_ENOENT) {
 		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "write_file: %s", forge_last_error());
 		goto out;
+	}
+	/* An existing text file that is not UTF-8 keeps its encoding: the
+	 * content, as read_file showed it, is written back as Latin-1 bytes
+	 * (patch.h); text it cannot hold is refused, not turned into U+FFFD
+	 * or into a silent change of the whole file's encoding. */
+	latin1 = existed && !memchr(old.buf, '\0', old.len) && patch_is_latin1(old.buf, old.len);
+	if (latin1) {
+		if (patch_latin1_encode(&bytes, data, len, clean, "`content`") < 0) {
+			tool_fail(out, TOOL_ERR_INPUT, jv_object(),
+				  "write_file: %s (to make it a UTF-8 file instead, delete it first with apply_patch's "
+				  "'*** Delete File: %s', then write it)", forge_last_error(), clean);
+			goto out;
+		}
+		data = bytes.buf;
+		len = bytes.len;
 	}
 	t = sandbox_txn_new(root);
 	sandbox_txn_write(t, clean, data, len);
@@ -636,13 +758,18 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 		d = json_set(d, "bytes", jv_number((double)len));
 		d = json_set(d, "additions", jv_number((double)nlines(data, len)));
 		d = json_set(d, "deletions", jv_number((double)nlines(old.buf, old.len)));
+		if (latin1)
+			d = json_set(d, "encoding", jv_string("latin1"));
 		buf_addf(&text, "%s %s (%zu bytes, %zu lines).", existed ? "Replaced" : "Created", clean,
 			 len, nlines(data, len));
+		if (latin1)
+			buf_adds(&text, " The file is not UTF-8: it was written in Latin-1, its own encoding.");
 		tool_ok(out, buf_detach(&text, NULL), d);
 	}
 out:
 	sandbox_txn_free(t);
 	buf_release(&old);
+	buf_release(&bytes);
 	free(clean);
 	jv_free(content);
 }

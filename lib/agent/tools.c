@@ -119,10 +119,11 @@ static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
 	const char *path = json_get_str(input, "path");
 	const char *old = json_get_str(input, "old"), *new = json_get_str(input, "new");
 	bool all = json_get_bool(input, "replace_all", false);
-	struct buf content = BUF_INIT;
+	struct buf content = BUF_INIT, bytes = BUF_INIT;
 	struct sandbox_txn *t = NULL;
 	enum patch_fuzz fz;
 	char *result = NULL, *clean = NULL;
+	bool latin1;
 	int count, rc;
 
 	(void)ctx;
@@ -140,12 +141,34 @@ static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
 		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: `old` and `new` are the same; nothing to do");
 		goto out;
 	}
+	/* A file that is not UTF-8 is matched as read_file shows it (Latin-1
+	 * read as UTF-8) and written back in its own bytes (see patch.h). */
+	latin1 = patch_is_latin1(content.buf, content.len);
+	if (latin1) {
+		if (patch_latin1_encode(&bytes, old, strlen(old), clean, "`old`") < 0 ||
+		    patch_latin1_encode(&bytes, new, strlen(new), clean, "`new`") < 0) {
+			tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: %s", forge_last_error());
+			goto out;
+		}
+		buf_reset(&bytes);
+		patch_latin1_decode(&bytes, content.buf, content.len);
+		buf_reset(&content);
+		buf_add(&content, bytes.buf, bytes.len);
+		buf_reset(&bytes);
+	}
 	if (patch_edit(&result, &fz, &count, content.buf, clean, old, new, all) < 0) {
 		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: %s", forge_last_error());
 		goto out;
 	}
+	if (latin1 && patch_latin1_encode(&bytes, result, strlen(result), clean, "the result") < 0) {
+		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "edit_file: %s", forge_last_error());
+		goto out;
+	}
 	t = sandbox_txn_new(root);
-	sandbox_txn_write(t, clean, result, strlen(result));
+	if (latin1)
+		sandbox_txn_write(t, clean, bytes.buf, bytes.len);
+	else
+		sandbox_txn_write(t, clean, result, strlen(result));
 	if ((rc = sandbox_txn_commit(t)) < 0) {
 		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "edit_file: %s", forge_last_error());
 		goto out;
@@ -156,15 +179,20 @@ static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
 		d = json_set(d, "action", jv_string("modify"));
 		d = json_set(d, "replacements", jv_number(count));
 		d = json_set(d, "match", jv_string(patch_fuzz_name(fz)));
+		if (latin1)
+			d = json_set(d, "encoding", jv_string("latin1"));
 		buf_addf(&text, "Edited %s: %d replacement%s", clean, count, count == 1 ? "" : "s");
 		if (fz != PATCH_EXACT)
 			buf_addf(&text, " (`old` matched %s; check the result)", patch_fuzz_name(fz));
 		buf_addch(&text, '.');
+		if (latin1)
+			buf_adds(&text, " The file is not UTF-8: it was written in Latin-1, its own encoding.");
 		tool_ok(out, buf_detach(&text, NULL), d);
 	}
 out:
 	sandbox_txn_free(t);
 	buf_release(&content);
+	buf_release(&bytes);
 	free(result);
 	free(clean);
 }

@@ -479,6 +479,159 @@ static void test_apply_refuses_escapes(void)
 	CHECK(same_tree(FIX "/orig"));
 }
 
+
+/* Write len bytes to name in the scratch tree. */
+static void put(const char *name, const char *bytes, size_t len)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	f = fopen(path, "wb");
+	if (f) {
+		fwrite(bytes, 1, len, f);
+		fclose(f);
+	}
+}
+
+/* The content of name in the scratch tree (malloc'd). */
+static char *got_file(const char *name)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	return slurp(path);
+}
+
+/* Apply "*** Begin Patch\n*** Update File: f\n" body "*** End Patch\n" to
+ * f holding before; the result (malloc'd), or NULL when it failed. */
+static char *patch_f(const char *before, const char *body)
+{
+	char *summary = NULL, *text;
+	struct buf b = BUF_INIT;
+	jv files;
+	int rc;
+
+	put("f", before, strlen(before));
+	buf_addf(&b, "*** Begin Patch\n*** Update File: f\n%s*** End Patch\n", body);
+	text = buf_detach(&b, NULL);
+	rc = apply_text(&summary, &files, text);
+	free(text);
+	free(summary);
+	if (rc < 0) {
+		printf("# %s\n", forge_last_error());
+		return NULL;
+	}
+	jv_free(files);
+	return got_file("f");
+}
+
+#define CHECK_PATCH(before, body, after) do { \
+	char *got_ = patch_f(before, body), show_[256]; \
+	bool ok_ = got_ && !strcmp(got_, after); \
+	snprintf(show_, sizeof show_, "%s", got_ ? got_ : "(failed)"); \
+	free(got_); \
+	CHECK_MSG(ok_, "got '%s'", show_); \
+} while (0)
+
+/* A file without a final newline keeps none (before: apply_patch always
+ * ended the result with one, and a CRLF file's last line with a bare LF);
+ * unified diff's "\ No newline at end of file" says otherwise. */
+static void test_apply_keeps_missing_final_newline(void)
+{
+	fresh();
+	/* the last line changed, a line in the middle, lines appended */
+	CHECK_PATCH("a\nb", "@@\n a\n-b\n+c\n", "a\nc");
+	CHECK_PATCH("a\nb\nc", "@@\n-a\n+A\n b\n", "A\nb\nc");
+	CHECK_PATCH("a\nb", "+d\n", "a\nb\nd");
+	CHECK_PATCH("a\nb", "@@\n a\n-b\n", "a");
+	/* a file with its final newline keeps it */
+	CHECK_PATCH("a\nb\n", "@@\n a\n-b\n+c\n", "a\nc\n");
+	/* CRLF: the line ends stay CRLF and the end stays open */
+	CHECK_PATCH("a\r\nb\r\nc", "@@\n-a\n+A\n", "A\r\nb\r\nc");
+	CHECK_PATCH("a\r\nb\r\nc", "@@\n b\n-c\n+C\n+D\n", "a\r\nb\r\nC\r\nD");
+	CHECK_PATCH("a\r\nb\r\nc", "+d\n", "a\r\nb\r\nc\r\nd");
+	/* the marker: after the removed last line, the new one gets a newline */
+	CHECK_PATCH("a\nb", "@@\n a\n-b\n\\ No newline at end of file\n+b\n", "a\nb\n");
+	CHECK_PATCH("a\nb", "@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n", "a\nc\n");
+	/* after an added line, the file ends without one */
+	CHECK_PATCH("a\nb\n", "@@\n a\n-b\n+b\n\\ No newline at end of file\n", "a\nb");
+	/* after a context line: both sides lack it, so it stays so */
+	CHECK_PATCH("a\nb", "@@\n-a\n+A\n b\n\\ No newline at end of file\n", "A\nb");
+	/* a marked chunk is found at the end first */
+	CHECK_PATCH("x\ny\nx\ny", "@@\n x\n-y\n+z\n\\ No newline at end of file\n", "x\ny\nx\nz");
+	{
+		char *summary = NULL, *got;
+		jv files;
+		CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Add File: n.txt\n+one\n+two\n"
+				     "\\ No newline at end of file\n*** End Patch\n") == 0, "%s", forge_last_error());
+		got = got_file("n.txt");
+		CHECK_STR(got, "one\ntwo");
+		free(got);
+		free(summary);
+		jv_free(files);
+	}
+}
+
+/* A file that is not UTF-8 is patched as read_file shows it, Latin-1, and
+ * keeps its bytes (before: its lines did not match the model's text at all,
+ * "failed to find the expected lines"). */
+static void test_apply_latin1_file(void)
+{
+	char *summary = NULL, *got;
+	jv files;
+
+	fresh();
+	put("l1.txt", "caf\xe9 au lait\nna\xefve\n", 19);
+	CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: l1.txt\n"
+			     "@@\n-caf\xc3\xa9 au lait\n+th\xc3\xa9 \xc3\xa0 la menthe\n na\xc3\xafve\n"
+			     "*** End Patch\n") == 0, "%s", forge_last_error());
+	got = got_file("l1.txt");
+	CHECK_STR(got, "th\xe9 \xe0 la menthe\nna\xefve\n");
+	free(got);
+	CHECK(summary && strstr(summary, "M l1.txt") && strstr(summary, "Latin-1"));
+	{
+		jv f0 = jv_array_get(jv_copy(files), 0);
+		bool latin1 = json_get_str(f0, "encoding") && !strcmp(json_get_str(f0, "encoding"), "latin1");
+		jv_free(f0);
+		CHECK(latin1);
+	}
+	free(summary);
+	jv_free(files);
+	/* a move keeps the bytes too */
+	CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: l1.txt\n*** Move to: l2.txt\n"
+			     "@@\n-na\xc3\xafve\n+na\xc3\xafvet\xc3\xa9\n*** End Patch\n") == 0, "%s", forge_last_error());
+	got = got_file("l2.txt");
+	CHECK_STR(got, "th\xe9 \xe0 la menthe\nna\xefvet\xe9\n");
+	free(got);
+	free(summary);
+	jv_free(files);
+	/* a character the file cannot hold is refused, and nothing changes;
+	 * U+FFFD (what a lossy view showed) is named as such */
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: l2.txt\n"
+			 "@@\n-na\xc3\xafvet\xc3\xa9\n+caf\xc3\xa9 \xe2\x82\xac 2\n*** End Patch\n") < 0);
+	CHECK_MSG(strstr(forge_last_error(), "'l2.txt' is not UTF-8") &&
+		  strstr(forge_last_error(), "U+20AC") && strstr(forge_last_error(), "chunk 1 (patch line 3)"),
+		  "%s", forge_last_error());
+	CHECK(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: l2.txt\n"
+			 "@@\n-na\xef\xbf\xbdvet\xef\xbf\xbd\n+x\n*** End Patch\n") < 0);
+	CHECK_MSG(strstr(forge_last_error(), "U+FFFD") && strstr(forge_last_error(), "read_file again"),
+		  "%s", forge_last_error());
+	got = got_file("l2.txt");
+	CHECK_STR(got, "th\xe9 \xe0 la menthe\nna\xefvet\xe9\n");
+	free(got);
+	/* a UTF-8 file is as it was: written in UTF-8 */
+	put("u.txt", "caf\xc3\xa9\n", 6);
+	CHECK_MSG(apply_text(&summary, &files, "*** Begin Patch\n*** Update File: u.txt\n"
+			     "@@\n-caf\xc3\xa9\n+th\xc3\xa9 \xe2\x82\xac\n*** End Patch\n") == 0, "%s", forge_last_error());
+	got = got_file("u.txt");
+	CHECK_STR(got, "th\xc3\xa9 \xe2\x82\xac\n");
+	free(got);
+	CHECK(!strstr(summary, "Latin-1"));
+	free(summary);
+	jv_free(files);
+}
+
 int main(void)
 {
 	RUN(test_seek_passes);
@@ -500,6 +653,8 @@ int main(void)
 	RUN(test_apply_context_eof_and_insert);
 	RUN(test_apply_errors);
 	RUN(test_apply_refuses_escapes);
+	RUN(test_apply_keeps_missing_final_newline);
+	RUN(test_apply_latin1_file);
 	if (scratch[0])
 		rm_scratch();
 	return unit_done();

@@ -467,6 +467,157 @@ static void test_agent_adapter(void)
 	jv_free(in);
 }
 
+
+/* The content of rel in the scratch repository (malloc'd). */
+static char *repo_file(const char *rel, size_t *len)
+{
+	char path[300];
+	struct buf b = BUF_INIT;
+
+	snprintf(path, sizeof path, "%s/%s", repo, rel);
+	if (buf_read_file(&b, path) < 0) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, len);
+}
+
+#define CHECK_FILE(rel, bytes) do { \
+	size_t len_; \
+	char *got_ = repo_file(rel, &len_); \
+	bool same_ = got_ && len_ == sizeof(bytes) - 1 && !memcmp(got_, bytes, len_); \
+	free(got_); \
+	CHECK_MSG(same_, "%s is not as expected", rel); \
+} while (0)
+
+/* A file that is not UTF-8 (Latin-1) is shown as Latin-1, with a note,
+ * and edited in its own bytes (before: read_file showed U+FFFD for its
+ * bytes and said nothing; edit_file given that text answered "`old` was
+ * not found"; write_file turned every such byte into U+FFFD). */
+static void test_latin1_files(void)
+{
+	struct tool_result r;
+	char cmd[600];
+
+	snprintf(cmd, sizeof cmd, "cd %s && printf 'caf\\351 au lait\\nplain line\\n' > l1.txt && "
+		 "printf 'x\\351' > tail.txt && printf 'caf\\303\\251\\n' > u8.txt && "
+		 "{ printf a; i=0; while [ $i -lt 40000 ]; do printf '\\303\\251'; i=$((i+1)); done; } > u8big.txt",
+		 repo);
+	run(cmd);
+	call(&r, "read_file", "{\"path\":\"l1.txt\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strstr(r.output, "'l1.txt' is not UTF-8: shown as Latin-1") &&
+		  strstr(r.output, "\n     1\tcaf\xc3\xa9 au lait\n     2\tplain line"), "%s", r.output);
+	CHECK_STR(json_get_str(r.data, "encoding"), "latin1");
+	tool_result_release(&r);
+	/* the byte that makes it so may be the very last */
+	call(&r, "read_file", "{\"path\":\"tail.txt\"}");
+	CHECK_MSG(r.output && strstr(r.output, "not UTF-8") && strstr(r.output, "     1\tx\xc3\xa9"), "%s", r.output);
+	tool_result_release(&r);
+	/* UTF-8 files, one with sequences across the reader's 64 KiB chunks,
+	 * are shown as they are */
+	call(&r, "read_file", "{\"path\":\"u8.txt\"}");
+	CHECK_STR(r.output, "     1\tcaf\xc3\xa9");
+	CHECK(!json_get_str(r.data, "encoding"));
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"u8big.txt\"}");
+	CHECK_MSG(r.output && !strstr(r.output, "not UTF-8"), "%.200s", r.output);
+	tool_result_release(&r);
+
+	/* edit_file with the text as read_file showed it */
+	call(&r, "edit_file", "{\"path\":\"l1.txt\",\"old\":\"caf\xc3\xa9 au lait\",\"new\":\"caf\xc3\xa9 noir\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK(strstr(r.output, "Latin-1"));
+	tool_result_release(&r);
+	CHECK_FILE("l1.txt", "caf\xe9 noir\nplain line\n");
+	/* a loose match too (the indentation-blind pass) */
+	call(&r, "edit_file", "{\"path\":\"l1.txt\",\"old\":\"  caf\xc3\xa9 noir\\nplain line\",\"new\":\"caf\xc3\xa9 cr\xc3\xa8me\\nplain line\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	tool_result_release(&r);
+	CHECK_FILE("l1.txt", "caf\xe9 cr\xe8me\nplain line\n");
+	/* U+FFFD in `old` (a lossy view) and a character above U+00FF in
+	 * `new` are refused, saying why; the file is left as it was */
+	call(&r, "edit_file", "{\"path\":\"l1.txt\",\"old\":\"caf\xef\xbf\xbd cr\xef\xbf\xbdme\",\"new\":\"x\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "'l1.txt' is not UTF-8") && strstr(r.error, "U+FFFD") &&
+		  strstr(r.error, "`old`, character 4") && strstr(r.error, "read_file again"), "%s", r.error);
+	tool_result_release(&r);
+	call(&r, "edit_file", "{\"path\":\"l1.txt\",\"old\":\"plain line\",\"new\":\"plain\\n\xe2\x80\x94 line\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "U+2014") && strstr(r.error, "`new`, line 2, character 1") &&
+		  strstr(r.error, "up to U+00FF"), "%s", r.error);
+	tool_result_release(&r);
+	CHECK_FILE("l1.txt", "caf\xe9 cr\xe8me\nplain line\n");
+
+	/* apply_patch, through the tool */
+	call(&r, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Update File: l1.txt\\n@@\\n-caf\xc3\xa9 cr\xc3\xa8me\\n+th\xc3\xa9\\n plain line\\n*** End Patch\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	tool_result_release(&r);
+	CHECK_FILE("l1.txt", "th\xe9\nplain line\n");
+
+	/* grep matches it as read_file shows it, and says so */
+	call(&r, "grep", "{\"pattern\":\"th\xc3\xa9|caf\xc3\xa9\"}");
+	CHECK_MSG(r.ok && strstr(r.output, "l1.txt:1:th\xc3\xa9\n") && strstr(r.output, "u8.txt:1:caf\xc3\xa9") &&
+		  strstr(r.output, "[not UTF-8, so searched and shown as Latin-1, as read_file shows them: l1.txt]"),
+		  "%s", r.output ? r.output : r.error);
+	tool_result_release(&r);
+
+	/* write_file keeps the encoding, or refuses what it cannot hold */
+	call(&r, "write_file", "{\"path\":\"l1.txt\",\"content\":\"na\xc3\xafve\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_STR(json_get_str(r.data, "encoding"), "latin1");
+	tool_result_release(&r);
+	CHECK_FILE("l1.txt", "na\xefve\n");
+	call(&r, "write_file", "{\"path\":\"l1.txt\",\"content\":\"na\xc3\xafve \xe2\x86\x92 x\\n\"}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "U+2192") && strstr(r.error, "Delete File: l1.txt"), "%s", r.error);
+	tool_result_release(&r);
+	CHECK_FILE("l1.txt", "na\xefve\n");
+	/* a UTF-8 file stays UTF-8 */
+	call(&r, "write_file", "{\"path\":\"u8.txt\",\"content\":\"\xe2\x86\x92\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	tool_result_release(&r);
+	CHECK_FILE("u8.txt", "\xe2\x86\x92\n");
+	call(&r, "edit_file", "{\"path\":\"u8.txt\",\"old\":\"\xe2\x86\x92\",\"new\":\"\xe2\x86\x90\"}");
+	CHECK_MSG(r.ok && !strstr(r.output, "Latin-1"), "%s", r.error);
+	tool_result_release(&r);
+	CHECK_FILE("u8.txt", "\xe2\x86\x90\n");
+	snprintf(cmd, sizeof cmd, "cd %s && rm -f l1.txt tail.txt u8.txt u8big.txt", repo);
+	run(cmd);
+}
+
+/* A file over grep's 4 MiB is named as not searched, with its size and the
+ * limit; "no matches" is never said without it (before: skipped silently,
+ * "no matches (searched 1 files)"). */
+static void test_grep_names_large_files(void)
+{
+	struct tool_result r;
+	char cmd[400];
+
+	snprintf(cmd, sizeof cmd, "cd %s && mkdir -p gen && { seq 1 700000; echo find_me_symbol; } > gen/big.c && "
+		 "echo 'int small;' > gen/small.c", repo);
+	run(cmd);
+	call(&r, "grep", "{\"pattern\":\"find_me_symbol\",\"path\":\"gen\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strstr(r.output, "[1 file not searched, over grep's limit of 4194304 bytes (4 MiB) a file: "
+				     "gen/big.c (4788910 bytes); search such a file with run_command") &&
+		  strstr(r.output, "no matches in the 1 files searched; 1 not searched (named above)") &&
+		  !strstr(r.output, "no matches (searched"), "%s", r.output);
+	CHECK_INT((int)json_get_num(r.data, "files_not_searched", -1), 1);
+	tool_result_release(&r);
+	/* with matches elsewhere it is named as well */
+	call(&r, "grep", "{\"pattern\":\"small|find_me_symbol\",\"path\":\"gen\"}");
+	CHECK_MSG(r.ok && strstr(r.output, "gen/small.c:1:int small;\n") && strstr(r.output, "gen/big.c (4788910 bytes)"),
+		  "%s", r.output ? r.output : r.error);
+	tool_result_release(&r);
+	snprintf(cmd, sizeof cmd, "rm -rf %s/gen", repo);
+	run(cmd);
+	call(&r, "grep", "{\"pattern\":\"find_me_symbol\"}");
+	CHECK_MSG(r.ok && strstr(r.output, "no matches (searched") && !strstr(r.output, "not searched"), "%s", r.output);
+	CHECK_INT((int)json_get_num(r.data, "files_not_searched", -1), 0);
+	tool_result_release(&r);
+}
+
 int main(void)
 {
 	char cmd[200];
@@ -484,6 +635,8 @@ int main(void)
 	RUN(test_git_tools_in_a_run_worktree);
 	RUN(test_sanitize);
 	RUN(test_agent_adapter);
+	RUN(test_latin1_files);
+	RUN(test_grep_names_large_files);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", repo);
 	run(cmd);
 	return unit_done();
