@@ -1002,6 +1002,8 @@ static int take_input(struct phase *ph)
 	struct stream_options opt = {
 		.validate = true,
 		.raw_hook = ph->spec->raw_hook,
+		.raw_what = ph->spec->raw_what,
+		.raw_hint = ph->spec->raw_hint,
 		.payload = ph->payload,
 		.max_line = (size_t)config_get_num(ph->cfg, "stream.max_line_bytes"),
 	};

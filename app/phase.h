@@ -51,6 +51,7 @@ struct phase_spec {
 	int (*on_option)(struct phase *ph, int id, const char *arg);
 	/* Claims input that is not JSON lines (see stream.h); may be NULL. */
 	int (*raw_hook)(const char *text, size_t len, void *payload);
+	const char *raw_what, *raw_hint;   /* see stream_options */
 	bool needs_input;               /* empty input is bad input */
 	const char *empty_input;        /* what an empty stdin is said to be, with what to do
 					 * instead (NULL: expected a state or a task) */

@@ -1207,6 +1207,9 @@ int main(int argc, char **argv)
 		.options = options,
 		.on_option = on_option,
 		.raw_hook = raw_hook,
+		.raw_what = "a diff",
+		.raw_hint = "review the change from git instead, with --commit SHA (a commit) or --base REF "
+			    "(the working tree against REF), which read a diff of any size",
 		.needs_input = true,
 		/* `git diff | forge-review` with nothing changed */
 		.empty_input = "empty input: the diff is empty, nothing to review (git diff shows no change?); "

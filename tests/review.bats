@@ -477,6 +477,28 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	[[ "$stderr" == "forge-review: empty input: the diff is empty, nothing to review"*"--base REF / --commit SHA" ]]
 }
 
+@test "a piped diff is held to stream.max_line_bytes line by line, and to 64 MiB in all (then: --commit)" {
+	seq 1 3000 >data.txt
+	printf 'import os\n' >app.py
+	git add -A
+	# (before: the whole diff was held to the line limit, and refused as
+	# "line 1: input is longer than the limit of 4096 bytes")
+	run --separate-stderr bash -c 'git diff --cached | FORGE_MAX_LINE_BYTES=4096 forge-review'
+	[ "$status" -ne 2 ]
+	OUT=$output
+	state | jq -e '.review.source == "stdin" and .review.files == 2'
+	# a line over the limit is refused by its number (line 8: app.py's second)
+	head -c 5000 /dev/zero | tr '\0' x >>app.py
+	git add -A
+	run -2 --separate-stderr bash -c 'git diff --cached | FORGE_MAX_LINE_BYTES=4096 forge-review'
+	[ "$stderr" = "forge-review: line 8: a line of the text is longer than the limit of 4096 bytes (stream.max_line_bytes)" ]
+	# over 64 MiB in all: what, the limit, and what to do instead (no line)
+	run -2 --separate-stderr bash -c '{ printf "diff --git a/d b/d\n--- a/d\n+++ b/d\n@@ -0,0 +1,7000000 @@\n"
+		yes +0123456789 | head -n 7000000; } | forge-review'
+	[[ "$stderr" == "forge-review: the text on stdin is longer than the limit of 67108864 bytes (64 MiB) for a diff on stdin: review the change from git instead, with --commit SHA (a commit) or --base REF"* ]]
+	jq -e 'select(.type == "input.rejected") | .payload.line == null' <<<"$output"
+}
+
 @test "a state without changes is skipped (exit 1)" {
 	run -1 --separate-stderr bash -c 'echo "{\"task\":\"review nothing\"}" | forge-review'
 	OUT=$output
