@@ -366,6 +366,25 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	[[ $output == *"Not shown here, too large for this review (report nothing on them): src/table.c"* ]]
 }
 
+@test "no file of the diff fits the model's window: no model call; the review says the AI layer was not run, naming the files" {
+	seq 1 20000 | sed 's/^/const int generated_/; s/$/ = 1;/' >table.c
+	git add -A
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	echo '{"llm":{"context_window":16384,"pricing":{"mock-small":{"input":0,"output":0}}}}' >"$BATS_TEST_TMPDIR/small.json"
+	run -0 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --model mock-small --base-url '$MOCK_URL' --config '$BATS_TEST_TMPDIR/small.json'"
+	OUT=$output
+	# (before: a paid call whose prompt held no code, "Not shown here … report nothing on them")
+	assert_equal "$(requests | jq length)" 0
+	[[ $stderr == *"forge-review: warning: the AI review was not run: no file of the diff fits the model's context window ("*" tokens for the diff): table.c; the other layers did run"* ]]
+	jq -s -e '[.[] | select(.type == "review.ai_skipped") | .payload] | length == 1 and (.[0].files == ["table.c"])
+	  and (.[0].reason | startswith("no file of the diff fits the model'"'"'s context window"))' <<<"$OUT"
+	[ -z "$(jq -c 'select(.type == "review.ai_not_shown" or (.type == "review.layer" and .payload.layer == "ai"))' <<<"$OUT")" ]
+	state | jq -e '.review.ai_skipped.files == ["table.c"] and (.review.ai_skipped.reason | contains("table.c"))
+	  and .review.risk.level == "medium"'
+	# the other layers ran as before
+	jq -s -e '[.[] | select(.type == "review.layer") | .payload.layer] == ["static", "security"]' <<<"$OUT"
+}
+
 @test "a dismissed finding is put in the AI prompt as a known false positive" {
 	mkdir -p src
 	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
