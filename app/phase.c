@@ -703,7 +703,7 @@ double phase_money_left(struct phase *ph)
 	return limit < 0 ? -1 : fmax(0, limit - ph->cost_usd);
 }
 
-bool phase_money_spent(struct phase *ph, const char *event, const char *what)
+bool phase_money_spent(jv *out, struct phase *ph, const char *event, const char *what)
 {
 	char why[256];
 
@@ -711,7 +711,12 @@ bool phase_money_spent(struct phase *ph, const char *event, const char *what)
 		return false;
 	snprintf(why, sizeof why, "budget spent: the run's remaining budget or safety.cost.per_phase.%s "
 		 "leaves nothing", ph->spec->name);
-	phase_emit(ph, event, json_set(jv_object(), "reason", jv_string(why)));
+	jv e = json_set(jv_object(), "reason", jv_string(why));
+	if (out) {
+		jv_free(*out);
+		*out = jv_copy(e);
+	}
+	phase_emit(ph, event, e);
 	if (ph->common.verbosity >= 0)
 		fprintf(stderr, "%s: %s skipped: %s\n", ph->spec->program, what, why);
 	return true;
@@ -982,6 +987,8 @@ static int take_input(struct phase *ph)
 	struct stream_options opt = {
 		.validate = true,
 		.raw_hook = ph->spec->raw_hook,
+		.raw_what = ph->spec->raw_what,
+		.raw_hint = ph->spec->raw_hint,
 		.payload = ph->payload,
 		.max_line = (size_t)config_get_num(ph->cfg, "stream.max_line_bytes"),
 	};

@@ -51,6 +51,7 @@ struct phase_spec {
 	int (*on_option)(struct phase *ph, int id, const char *arg);
 	/* Claims input that is not JSON lines (see stream.h); may be NULL. */
 	int (*raw_hook)(const char *text, size_t len, void *payload);
+	const char *raw_what, *raw_hint;   /* see stream_options */
 	bool needs_input;               /* empty input is bad input */
 	const char *empty_input;        /* what an empty stdin is said to be, with what to do
 					 * instead (NULL: expected a state or a task) */
@@ -209,11 +210,12 @@ double phase_money_left(struct phase *ph);
 /*
  * Whether a phase that calls a model outside the agent (the review's AI
  * layer, the test analysis) must skip it: nothing is left to spend
- * (phase_money_left 0).  Then `event` {reason} is emitted, and `what` is
- * said skipped on stderr (not under -q).  The agent's breakers do the same
- * for the agent phases.
+ * (phase_money_left 0).  Then `event` {reason} is emitted (a copy in
+ * *out when out is not NULL: the phase's result may say it too; else
+ * *out is left alone), and `what` is said skipped on stderr (not under
+ * -q).  The agent's breakers do the same for the agent phases.
  */
-bool phase_money_spent(struct phase *ph, const char *event, const char *what);
+bool phase_money_spent(jv *out, struct phase *ph, const char *event, const char *what);
 
 /*
  * Run the agent loop for this phase: breakers from the config (iterations,

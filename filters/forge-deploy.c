@@ -499,12 +499,22 @@ static const char *run(struct phase *ph)
 		goto out;
 	}
 	ctx.branch = json_get_str(task, "branch");
-	if (phase_alone(ph) && deploy_head_branch(&head, ctx.repo) == 0)
+	bool unborn = false;
+	if (phase_alone(ph) && deploy_head_branch(&head, &unborn, ctx.repo) == 0)
 		ctx.branch = head;
 	if (!ctx.branch && strategy != DEPLOY_COMMAND) {
 		/* alone on a detached HEAD: no branch to leave, merge or push */
 		phase_reason(ph, "HEAD of '%s' is not on a branch: nothing for the '%s' strategy to deploy "
 			     "(check out a branch, or use --strategy command)", ctx.repo, sname);
+		status = "skipped";
+		goto out;
+	}
+	if (unborn && strategy != DEPLOY_COMMAND) {
+		/* alone on a branch with no commit yet (a fresh git init, an
+		 * orphan branch): nothing to deploy, and nothing failed (it
+		 * used to say "the run's branch is not there", exit 5) */
+		phase_reason(ph, "branch '%s' of '%s' has no commits yet: nothing for the '%s' strategy to "
+			     "deploy (commit first, or use --strategy command)", ctx.branch, ctx.repo, sname);
 		status = "skipped";
 		goto out;
 	}

@@ -888,8 +888,52 @@ static void ai_called(void *arg, const struct llm_response *resp)
 	phase_llm_called(c->ph, c->llm, resp);
 }
 
-/* Layer 3.  0, or -1 when the model call failed (the phase fails). */
-static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
+/* The AI layer did not run: the review.ai_skipped event {reason, …}
+ * (consumes e), and the same in *skipped, for the review's record. */
+static void ai_skip(jv *skipped, struct phase *ph, jv e)
+{
+	jv_free(*skipped);
+	*skipped = jv_copy(e);
+	phase_emit(ph, "review.ai_skipped", e);
+}
+
+/* review_ai() made no call: the prompt would have held no line of code
+ * (every file too large for the window, or binary files and renames
+ * alone).  Said as skipped, naming the files, not as a review that found
+ * nothing (consumes not_shown). */
+static void ai_no_code(jv *skipped, struct phase *ph, jv not_shown, long budget)
+{
+	int n = jv_array_length(jv_copy(not_shown));
+	struct buf why = BUF_INIT;
+
+	if (n > 0) {
+		buf_addf(&why, "no file of the diff fits the model's context window (%ld tokens for the diff): ",
+			 budget);
+		jv_array_foreach(not_shown, i, p) {
+			buf_addf(&why, "%s%s", i ? ", " : "", jv_string_value(p));
+			jv_free(p);
+		}
+	} else {
+		buf_adds(&why, "the diff holds no line of code to show the model (binary files, renames or "
+			       "mode changes alone)");
+	}
+	if (ph->common.verbosity >= 0)
+		fprintf(stderr, "%s: warning: the AI review was not run: %s; the other layers did run\n",
+			ph->spec->program, why.buf);
+	jv e = json_set(jv_object(), "reason", jv_string(why.buf));
+	if (n > 0) {
+		e = json_set(e, "files", not_shown);
+		e = json_set(e, "diff_tokens", jv_number((double)budget));
+	} else {
+		jv_free(not_shown);
+	}
+	ai_skip(skipped, ph, e);
+	buf_release(&why);
+}
+
+/* Layer 3.  0, or -1 when the model call failed (the phase fails); when
+ * it did not run, *skipped says why (jv_null() when it ran). */
+static int ai_layer(jv *out, jv *skipped, struct phase *ph, const struct diff *d, jv det)
 {
 	struct llm_client *llm = NULL;
 	struct review_ai_input in = { 0 };
@@ -900,10 +944,10 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	int rc = 0;
 
 	*out = jv_array();
-	if (phase_money_spent(ph, "review.ai_skipped", "the AI review"))
+	if (phase_money_spent(skipped, ph, "review.ai_skipped", "the AI review"))
 		goto out;
 	if (phase_llm(&llm, ph, true) < 0) {
-		phase_emit(ph, "review.ai_skipped", json_set(jv_object(), "reason", jv_string(forge_last_error())));
+		ai_skip(skipped, ph, json_set(jv_object(), "reason", jv_string(forge_last_error())));
 		goto out;
 	}
 	if (phase_system_prompt(&system, ph, NULL, "review") < 0) {
@@ -936,6 +980,9 @@ static int ai_layer(jv *out, struct phase *ph, const struct diff *d, jv det)
 	if (rc < 0) {
 		*out = jv_array();
 		rc = forge_error_prefix("AI review");
+	} else if (res.skipped) {
+		ai_no_code(skipped, ph, res.not_shown, in.max_diff_tokens);
+		res.not_shown = jv_null();
 	} else {
 		jv e = json_set(jv_object(), "layer", jv_string("ai"));
 		e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(*out))));
@@ -1009,6 +1056,7 @@ static const char *run(struct phase *ph)
 	char *text = NULL, *root = NULL, *commit = NULL;
 	const char *source = "state";
 	jv unreviewed = jv_null();	/* not_reviewed() makes it */
+	jv ai_skipped = jv_null();	/* why the AI layer did not run (ai_skip()) */
 	enum review_level ai_min = REVIEW_MEDIUM, human_min = REVIEW_HIGH;
 	double min_conf = config_get_num(ph->cfg, "review.min_confidence");
 	const char *status = "failed", *decision, *why;
@@ -1094,7 +1142,7 @@ static const char *run(struct phase *ph)
 	jv ai = jv_array();
 	if (risk.level >= ai_min) {
 		jv_free(ai);
-		if (ai_layer(&ai, ph, d, det) < 0) {
+		if (ai_layer(&ai, &ai_skipped, ph, d, det) < 0) {
 			phase_reason(ph, "%s", forge_last_error());
 			jv_free(ai);
 			goto out;
@@ -1103,7 +1151,7 @@ static const char *run(struct phase *ph)
 		jv e = json_set(jv_object(), "reason", jv_string("risk below review.ai_min_risk"));
 		e = json_set(e, "risk", jv_string(review_level_name(risk.level)));
 		e = json_set(e, "ai_min_risk", jv_string(review_level_name(ai_min)));
-		phase_emit(ph, "review.ai_skipped", e);
+		ai_skip(&ai_skipped, ph, e);
 	}
 
 	/* synthesis */
@@ -1148,6 +1196,9 @@ static const char *run(struct phase *ph)
 	jv_free(ch);
 	if (jv_array_length(jv_copy(unreviewed)) > 0)
 		review = json_set(review, "not_reviewed", jv_copy(unreviewed));
+	/* the AI layer that did not run, and why: its silence is no approval */
+	if (jv_get_kind(ai_skipped) == JV_KIND_OBJECT)
+		review = json_set(review, "ai_skipped", jv_copy(ai_skipped));
 	phase_set(ph, "review", review);
 	char verdict[sizeof ph->reason];
 	snprintf(verdict, sizeof verdict, "%s (risk %s; %d critical, %d error, %d warning)", why,
@@ -1168,6 +1219,7 @@ static const char *run(struct phase *ph)
 		 strcmp(decision, "request_changes") == 0 ? "rejected" : "escalated";
 out:
 	review_ctx_release(&ctx);
+	jv_free(ai_skipped);
 	jv_free(unreviewed);
 	jv_free(risk.reasons);
 	jv_free(det);
@@ -1207,6 +1259,9 @@ int main(int argc, char **argv)
 		.options = options,
 		.on_option = on_option,
 		.raw_hook = raw_hook,
+		.raw_what = "a diff",
+		.raw_hint = "review the change from git instead, with --commit SHA (a commit) or --base REF "
+			    "(the working tree against REF), which read a diff of any size",
 		.needs_input = true,
 		/* `git diff | forge-review` with nothing changed */
 		.empty_input = "empty input: the diff is empty, nothing to review (git diff shows no change?); "

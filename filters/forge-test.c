@@ -477,7 +477,7 @@ static void analyse(struct phase *ph, struct tst *t)
 
 	for (size_t i = 0; i < t->run.ncases; i++)
 		real += failing(&t->run.cases[i]) && strcmp(t->run.cases[i].classification, "real") == 0;
-	if (real == 0 || phase_money_spent(ph, "test.analysis_skipped", "the failure analysis"))
+	if (real == 0 || phase_money_spent(NULL, ph, "test.analysis_skipped", "the failure analysis"))
 		return;
 	if (phase_llm(&llm, ph, true) < 0) {
 		phase_emit(ph, "test.analysis_skipped",

@@ -258,6 +258,30 @@ event_ok() {
 	[ -e "$M/built" ]
 }
 
+@test "alone on a branch with no commits yet (fresh git init, orphan branch): skipped (exit 1), not failed" {
+	# (before: "failed: the run's branch 'main' is not there", exit 5)
+	: >"$BATS_TEST_TMPDIR/state.json"
+	N="$BATS_TEST_TMPDIR/new"
+	git init -q -b main "$N"
+	echo hello >"$N/README"
+	cd "$N"
+	for s in branch merge push; do
+		run -1 --separate-stderr deploy --no-input --strategy "$s" --remote "$R"
+		final | jq -e --arg r "$N" --arg s "$s" '.status == "skipped" and .deployment.status == "skipped"
+		  and .deployment.reason == "branch '"'main'"' of '"'\(\$r)'"' has no commits yet: nothing for the '"'\(\$s)'"' strategy to deploy (commit first, or use --strategy command)"'
+		[[ "$stderr" != *"is not there"* ]]
+	done
+	# an orphan branch of a repository with commits
+	cd "$R"
+	git checkout -q --orphan fresh
+	run -1 --separate-stderr deploy --no-input
+	final | jq -e '.deployment.reason | startswith("branch '"'fresh'"' of ")'
+	# the command strategy deploys the working tree: it runs
+	command_config
+	run -0 --separate-stderr deploy --no-input
+	[ -e "$M/built" ]
+}
+
 @test "an empty stdin is bad input (exit 2): nothing is deployed" {
 	command_config
 	: >"$BATS_TEST_TMPDIR/state.json"

@@ -575,6 +575,27 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	! grep -q 'Author identity unknown' "$BATS_TEST_TMPDIR/told" || false
 }
 
+@test "core.autocrlf with core.safecrlf: a new LF file the agent wrote is committed, not refused at the commit" {
+	git -C "$REPO" config core.autocrlf true
+	git -C "$REPO" config core.safecrlf true
+	plan_state T31 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"new.txt","content":"n1\nn2\n"}}]}, '"$FINISH"']'
+	# (calc's tests/check.sh, checked out with CRLF, does not run: no validation)
+	echo '{"implement":{"validate":false}}' >"$BATS_TEST_TMPDIR/novalidate.json"
+	# (before: "cannot stage the changes of worktree …: LF would be replaced by
+	# CRLF in 'new.txt'", exit 5, the attempt's work lost)
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/novalidate.json" <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.status == "ok" and ([.changes.files[].path] | index("new.txt") != null)'
+	# the blob is what git stores with safecrlf=warn: LF, as autocrlf=true keeps it
+	[ "$(git -C "$REPO" cat-file -p forge/T31:new.txt | od -An -c)" = "$(printf 'n1\nn2\n' | od -An -c)" ]
+	# the user's settings are as they were, for git in the checkout and in the worktree
+	[ "$(git -C "$REPO" config core.safecrlf)" = true ]
+	[ "$(git -C "$(last_state | jq -r .task.worktree)" config core.safecrlf)" = true ]
+	# and the person's checkout gets CRLF, as autocrlf asks, when the file comes there
+	git -C "$REPO" checkout -q forge/T31 -- new.txt
+	[ "$(od -An -c "$REPO/new.txt")" = "$(printf 'n1\r\nn2\r\n' | od -An -c)" ]
+}
+
 @test "a change over the state's diff limit: cut between files, and forge-review reviews the commits, or says what it did not see" {
 	echo '{"tools":{"build_command":"true","test_command":"true"},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
 	plan_state T31 >"$BATS_TEST_TMPDIR/plan.json"

@@ -366,6 +366,25 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	[[ $output == *"Not shown here, too large for this review (report nothing on them): src/table.c"* ]]
 }
 
+@test "no file of the diff fits the model's window: no model call; the review says the AI layer was not run, naming the files" {
+	seq 1 20000 | sed 's/^/const int generated_/; s/$/ = 1;/' >table.c
+	git add -A
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	echo '{"llm":{"context_window":16384,"pricing":{"mock-small":{"input":0,"output":0}}}}' >"$BATS_TEST_TMPDIR/small.json"
+	run -0 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --model mock-small --base-url '$MOCK_URL' --config '$BATS_TEST_TMPDIR/small.json'"
+	OUT=$output
+	# (before: a paid call whose prompt held no code, "Not shown here … report nothing on them")
+	assert_equal "$(requests | jq length)" 0
+	[[ $stderr == *"forge-review: warning: the AI review was not run: no file of the diff fits the model's context window ("*" tokens for the diff): table.c; the other layers did run"* ]]
+	jq -s -e '[.[] | select(.type == "review.ai_skipped") | .payload] | length == 1 and (.[0].files == ["table.c"])
+	  and (.[0].reason | startswith("no file of the diff fits the model'"'"'s context window"))' <<<"$OUT"
+	[ -z "$(jq -c 'select(.type == "review.ai_not_shown" or (.type == "review.layer" and .payload.layer == "ai"))' <<<"$OUT")" ]
+	state | jq -e '.review.ai_skipped.files == ["table.c"] and (.review.ai_skipped.reason | contains("table.c"))
+	  and .review.risk.level == "medium"'
+	# the other layers ran as before
+	jq -s -e '[.[] | select(.type == "review.layer") | .payload.layer] == ["static", "security"]' <<<"$OUT"
+}
+
 @test "a dismissed finding is put in the AI prompt as a known false positive" {
 	mkdir -p src
 	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
@@ -475,6 +494,28 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 @test "an empty git diff is said to be one (exit 2)" {
 	run -2 --separate-stderr bash -c 'git diff | forge-review'
 	[[ "$stderr" == "forge-review: empty input: the diff is empty, nothing to review"*"--base REF / --commit SHA" ]]
+}
+
+@test "a piped diff is held to stream.max_line_bytes line by line, and to 64 MiB in all (then: --commit)" {
+	seq 1 3000 >data.txt
+	printf 'import os\n' >app.py
+	git add -A
+	# (before: the whole diff was held to the line limit, and refused as
+	# "line 1: input is longer than the limit of 4096 bytes")
+	run --separate-stderr bash -c 'git diff --cached | FORGE_MAX_LINE_BYTES=4096 forge-review'
+	[ "$status" -ne 2 ]
+	OUT=$output
+	state | jq -e '.review.source == "stdin" and .review.files == 2'
+	# a line over the limit is refused by its number (line 8: app.py's second)
+	head -c 5000 /dev/zero | tr '\0' x >>app.py
+	git add -A
+	run -2 --separate-stderr bash -c 'git diff --cached | FORGE_MAX_LINE_BYTES=4096 forge-review'
+	[ "$stderr" = "forge-review: line 8: a line of the text is longer than the limit of 4096 bytes (stream.max_line_bytes)" ]
+	# over 64 MiB in all: what, the limit, and what to do instead (no line)
+	run -2 --separate-stderr bash -c '{ printf "diff --git a/d b/d\n--- a/d\n+++ b/d\n@@ -0,0 +1,7000000 @@\n"
+		yes +0123456789 | head -n 7000000; } | forge-review'
+	[[ "$stderr" == "forge-review: the text on stdin is longer than the limit of 67108864 bytes (64 MiB) for a diff on stdin: review the change from git instead, with --commit SHA (a commit) or --base REF"* ]]
+	jq -e 'select(.type == "input.rejected") | .payload.line == null' <<<"$output"
 }
 
 @test "a state without changes is skipped (exit 1)" {

@@ -28,6 +28,7 @@ struct line_reader {
 	char chunk[1 << 16];
 	size_t pos, len;
 	bool eof, error;
+	bool whole;                 /* the error is the whole input's, on no one line */
 	const struct stream_options *opt;
 	struct stream_out *fwd;     /* flushed when input pauses */
 };
@@ -602,16 +603,62 @@ static unsigned long record_in_text(const char *text, size_t len)
 	return 0;
 }
 
+/* Text over its limit: for a hook, the limit of the whole text (its lines
+ * may all be short); else the task's bound. */
+static int raw_too_long(struct line_reader *r, const struct stream_options *opt, size_t limit)
+{
+	r->whole = true;
+	if (!opt->raw_hook)
+		return forge_error("the text on stdin is longer than %zu bytes (stream.max_line_bytes): a task "
+				   "is at most %u bytes", limit, STREAM_TASK_MAX);
+	return forge_error("the text on stdin is longer than the limit of %zu bytes (%zu MiB) for %s on "
+			   "stdin%s%s", limit, limit >> 20, opt->raw_what ? opt->raw_what : "text",
+			   opt->raw_hint ? ": " : "", opt->raw_hint ? opt->raw_hint : "");
+}
+
+/* Whether a line of len bytes (without its newline) is over max, as
+ * read_line() judges a record: a CRLF line's CR is not counted. */
+static bool line_over(const char *line, size_t len, size_t max)
+{
+	return len > max + 1 || (len == max + 1 && line[len - 1] != '\r');
+}
+
 /* Input that is not JSON lines: offer it to the hook, else it is the task. */
 static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *text,
 		    const struct stream_options *opt, size_t max)
 {
+	/* A text a hook takes (a diff) is bounded as a whole, not as one line:
+	 * a diff of many short lines used to be refused past max_line. */
+	size_t limit = opt->raw_hook && STREAM_RAW_MAX > max ? STREAM_RAW_MAX : max;
+	size_t start = text->len;       /* where the line being read begins */
+	unsigned long n = in->lines;    /* the lines before it */
+	bool over = false;
+
 	/* text already holds the first line; the rest follows as it is. */
+	text->max = limit;
 	do {
+		size_t from = text->len;
+
 		if (r->pos < r->len && buf_add(text, r->chunk + r->pos, r->len - r->pos) < 0)
-			return forge_error("input is longer than the limit of %zu bytes", max);
+			return raw_too_long(r, opt, limit);
 		r->pos = r->len;
-	} while (fill(r));
+		/* each line is still held to max_line, as a record is */
+		const char *end = text->buf + text->len;
+		for (const char *p = text->buf + from; !over && (p = memchr(p, '\n', (size_t)(end - p))); p++) {
+			over = line_over(text->buf + start, (size_t)(p - text->buf) - start, max);
+			if (!over) {
+				start = (size_t)(p - text->buf) + 1;
+				n++;
+			}
+		}
+		/* (the line being read: said at once, as read_line() does) */
+		over = over || text->len - start > max + 1;
+	} while (!over && fill(r));
+	if (over || line_over(text->buf + start, text->len - start, max)) {
+		in->lines = n + 1;
+		return forge_error("a line of the text is longer than the limit of %zu bytes "
+				   "(stream.max_line_bytes)", max);
+	}
 	if (r->error)
 		return forge_error("cannot read the input: %s", strerror(errno));
 	unsigned long rec = record_in_text(text->buf, text->len);
@@ -703,7 +750,6 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 				i++;
 			if (line.buf[i] != '{' && line.buf[i] != '[') {
 				/* Raw text keeps its newlines: put this one back. */
-				line.max = max;
 				if (st == LINE_OK)
 					buf_addch(&line, '\n');
 				rc = take_raw(in, r, &line, opt, max);
@@ -727,7 +773,7 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		if (stream_flush(fwd) < 0 && rc == 0)
 			rc = STREAM_OUTPUT_FAILED;
 	}
-	if (rc == -1)
+	if (rc == -1 && !r->whole)
 		in->error_line = in->lines;
 	in->empty = !seen_content && rc == 0;
 	buf_release(&line);

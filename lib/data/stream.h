@@ -14,7 +14,7 @@
  * would lose the records.
  *
  * Bad input - malformed JSON, a truncated last line, a line over the size
- * limit, invalid UTF-8, a record that fails its schema, a state of a newer
+ * limit (a line of a text too), a text for raw_hook over STREAM_RAW_MAX, invalid UTF-8, a record that fails its schema, a state of a newer
  * protocol version - stops reading: stream_read() returns -1 with the line
  * number and reason, and cli_reject() (app/cli.h) then reports it the one way every
  * program must (one line on stderr, an input.rejected event on stdout) and
@@ -39,6 +39,12 @@
 
 #define STREAM_MAX_LINE_DEFAULT (16u << 20)
 
+/* The most bytes of text that is not JSON lines (a diff) read for a
+ * raw_hook, whatever its lines (each is still held to max_line): the text
+ * is held whole, and what is made of it is several times its size.
+ * Without a raw_hook text is a task, and max_line bounds it. */
+#define STREAM_RAW_MAX (64u << 20)
+
 /* The longest task description (bytes) a program takes, however it comes:
  * forge run TASK, --task, {"task": …} or plain text on stdin. */
 #define STREAM_TASK_MAX (64u << 10)
@@ -60,6 +66,11 @@ struct stream_options {
 	 * becomes the task), -1 with forge_error() to reject it as bad input.
 	 */
 	int (*raw_hook)(const char *text, size_t len, void *payload);
+	/* What the text raw_hook takes is ("a diff"), and what to do instead
+	 * when it is over STREAM_RAW_MAX ("review the commit with --commit
+	 * SHA"): both said in the message.  May be NULL. */
+	const char *raw_what;
+	const char *raw_hint;
 	/*
 	 * Called for each event (after it is forwarded) with the record
 	 * (borrowed) and its original line; a non-zero return stops reading and

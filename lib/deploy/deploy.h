@@ -204,8 +204,9 @@ struct deploy_ctx {
 void deploy_ctx_init(struct deploy_ctx *ctx);
 
 /* The name of the branch HEAD of the repository at root points at
- * ("main"), also when unborn; -1 when HEAD is detached or unreadable. */
-int deploy_head_branch(char **out, const char *root);
+ * ("main"), also when unborn (then *unborn, when not NULL, is set: the
+ * branch has no commit yet); -1 when HEAD is detached or unreadable. */
+int deploy_head_branch(char **out, bool *unborn, const char *root);
 
 const char *deploy_run(jv *out, enum deploy_strategy s, struct deploy_ctx *ctx);
 

@@ -56,13 +56,16 @@ static jv deployment_new(enum deploy_strategy s, const struct deploy_ctx *ctx)
 	return d;
 }
 
-int deploy_head_branch(char **out, const char *root)
+int deploy_head_branch(char **out, bool *unborn, const char *root)
 {
 	git_repository *repo = NULL;
 	git_reference *head = NULL;
+	git_oid id;
 	int rc = -1;
 
 	*out = NULL;
+	if (unborn)
+		*unborn = false;
 	forge_git_init();
 	if (git_repository_open_ext(&repo, root, 0, NULL) < 0) {
 		forge_error("'%s' is not in a git repository", root);
@@ -74,6 +77,8 @@ int deploy_head_branch(char **out, const char *root)
 		goto out;
 	}
 	const char *target = git_reference_symbolic_target(head);
+	if (unborn)
+		*unborn = git_reference_name_to_id(&id, repo, target) == GIT_ENOTFOUND;
 	if (strncmp(target, "refs/heads/", 11) == 0)
 		target += 11;
 	*out = xstrdup(target);
@@ -113,7 +118,7 @@ static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *c
 	if (ctx->base_ref && *ctx->base_ref && strcmp(ctx->base_ref, "HEAD") != 0)
 		base = xstrdup(strncmp(ctx->base_ref, "refs/heads/", 11) == 0 ? ctx->base_ref + 11
 									       : ctx->base_ref);
-	else if (deploy_head_branch(&base, ctx->repo) < 0) {
+	else if (deploy_head_branch(&base, NULL, ctx->repo) < 0) {
 		reason(ctx, "%s", forge_last_error());
 		goto out;
 	}

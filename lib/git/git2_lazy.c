@@ -7,6 +7,7 @@
 #include "core/lazylib.h"
 
 #include <git2.h>
+#include <git2/sys/repository.h>
 #include <stdarg.h>
 
 #ifndef FORGE_GIT2_SONAME
@@ -148,6 +149,12 @@ const git_oid * git_commit_tree_id(const git_commit *commit)
 {
 	LAZY(git_commit_tree_id)
 	return p_git_commit_tree_id(commit);
+}
+
+int git_config_add_file_ondisk(git_config *cfg, const char *path, git_config_level_t level, const git_repository *repo, int force)
+{
+	LAZY(git_config_add_file_ondisk)
+	return p_git_config_add_file_ondisk(cfg, path, level, repo, force);
 }
 
 void git_config_entry_free(git_config_entry *entry)
@@ -640,6 +647,18 @@ int git_repository_open_from_worktree(git_repository **out, git_worktree *wt)
 {
 	LAZY(git_repository_open_from_worktree)
 	return p_git_repository_open_from_worktree(out, wt);
+}
+
+const char * git_repository_path(const git_repository *repo)
+{
+	LAZY(git_repository_path)
+	return p_git_repository_path(repo);
+}
+
+int git_repository_set_config(git_repository *repo, git_config *config)
+{
+	LAZY(git_repository_set_config)
+	return p_git_repository_set_config(repo, config);
 }
 
 const char * git_repository_workdir(const git_repository *repo)

@@ -24,6 +24,7 @@ struct forge_git_worktree {
 	char *branch;           /* forge/TRACE */
 	char *base;             /* the base commit's SHA */
 	bool reopened;
+	bool safecrlf_off;      /* repo reads core.safecrlf false (git_diff.c) */
 };
 
 /* A run's worktree whose branch no longer exists (its HEAD is unborn):

@@ -170,6 +170,9 @@ struct review_ai_result {
 	int attempts;                   /* calls it took to get a usable answer */
 	jv not_shown;                   /* files left out for max_diff_tokens: an array
 					 * of paths, owned by the caller (jv_free) */
+	bool skipped;                   /* no line of code was left to show (every file
+					 * in not_shown, or binary files and renames
+					 * alone): no call was made, no findings */
 };
 
 /* The diff as the model sees it: per file "## File: path", each hunk with
@@ -188,7 +191,8 @@ char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *n
  * tool's schema, a refusal) is not an empty review: the model is asked once
  * more, told what was wrong (not after a cut or a refusal), and then it is
  * an error.  -1 when the call failed or gave no usable answer; res holds
- * the cost of every call made, also then. */
+ * the cost of every call made, also then.  A prompt that would hold no
+ * line of code is not sent: 0, with res->skipped and no findings. */
 int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 	      const struct diff *d, const struct review_ai_input *in);
 

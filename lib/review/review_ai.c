@@ -84,10 +84,15 @@ static void render_file(struct buf *b, const struct diff_file *f, jv findings)
 	buf_addch(b, '\n');
 }
 
-char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *not_shown)
+/* review_ai_render(); *lines (may be NULL) gets the lines of code it
+ * shows (0: only headers, of binary files and renames, or none). */
+static char *render(size_t *lines, const struct diff *d, jv findings, long max_tokens, jv *not_shown)
 {
 	struct buf b = BUF_INIT, one = BUF_INIT;
 	long used = 0;
+
+	if (lines)
+		*lines = 0;
 
 	if (not_shown)
 		*not_shown = jv_array();
@@ -104,9 +109,16 @@ char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *n
 		}
 		buf_add(&b, one.buf, one.len);
 		used += cost;
+		for (size_t j = 0; lines && j < d->files[i].nhunks; j++)
+			*lines += d->files[i].hunks[j].nlines;
 	}
 	buf_release(&one);
 	return buf_detach(&b, NULL);
+}
+
+char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *not_shown)
+{
+	return render(NULL, d, findings, max_tokens, not_shown);
 }
 
 /* report_findings, its input schema schemas/tools/report_findings.json:
@@ -117,10 +129,11 @@ static jv tool_definition(void)
 	return JV_ARRAY(schema_tool_spec("report_findings"));
 }
 
-static char *user_message(const struct diff *d, const struct review_ai_input *in, jv *not_shown)
+static char *user_message(size_t *lines, const struct diff *d, const struct review_ai_input *in,
+			  jv *not_shown)
 {
 	struct buf b = BUF_INIT;
-	char *diff = review_ai_render(d, in->findings, in->max_diff_tokens, not_shown);
+	char *diff = render(lines, d, in->findings, in->max_diff_tokens, not_shown);
 
 	if (in->task && *in->task)
 		buf_addf(&b, "Task the change was made for: %s\n\n", in->task);
@@ -329,14 +342,23 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 	struct llm_response resp;
 	struct buf why = BUF_INIT;
 	char *msg;
+	size_t lines;
 	int rc = -1;
 
 	*out = jv_array();
 	llm_response_init(&resp);
-	memset(res, 0, sizeof *res);
-	msg = user_message(d, in, &res->not_shown);
-	res->cost_known = true;
 	llm_request_init(&req);
+	memset(res, 0, sizeof *res);
+	msg = user_message(&lines, d, in, &res->not_shown);
+	res->cost_known = true;
+	if (lines == 0) {
+		/* No line of code in the prompt (every file too large for the
+		 * window, or binary files and renames alone): a paid call that
+		 * cannot find anything is not made. */
+		res->skipped = true;
+		rc = 0;
+		goto out;
+	}
 	req.system = in->system;
 	req.messages = JV_ARRAY(llm_msg_user(msg));
 	req.tools = tool_definition();

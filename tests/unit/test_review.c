@@ -13,11 +13,13 @@
 #include "review/review.h"
 #include "review/sarif.h"
 #include "data/schema.h"
+#include "llm/llm.h"
 #include "unit.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A diff adding `lines` (joined by '\n') as a new file. */
 static struct diff *added(const char *path, const char *const *lines, size_t n)
@@ -397,6 +399,50 @@ static void test_ai_render(void)
 	diff_free(d);
 }
 
+/* No file of the diff fits the window: no call is made (the prompt would
+ * hold no line of code), and the result says so (hunt45 bug 8).  The
+ * client replays an empty cassette: a call made would fail. */
+static void test_ai_no_code_no_call(void)
+{
+	char path[] = "/tmp/forge-review-cassette-XXXXXX";
+	int fd = mkstemp(path);
+	struct llm_options opt;
+	struct llm_client *llm = NULL;
+	struct diff *d = NULL;
+	struct review_ai_input in = { .system = "review", .findings = jv_array(), .dismissed = jv_array() };
+	struct review_ai_result res;
+	jv out;
+
+	CHECK(fd >= 0);
+	close(fd);
+	llm_options_init(&opt);
+	opt.provider = "replay";
+	opt.cassette = path;
+	opt.model = "claude-sonnet-4-5";
+	CHECK_MSG(llm_client_new(&llm, &opt) == 0, "%s", forge_last_error());
+	CHECK(diff_parse(&d, two_files, strlen(two_files)) == 0);
+	in.max_diff_tokens = 1;
+	CHECK_MSG(review_ai(&out, &res, llm, d, &in) == 0, "%s", forge_last_error());
+	CHECK(res.skipped);
+	CHECK(res.cost_usd == 0 && res.tokens == 0 && res.attempts == 0);
+	CHECK_INT(jv_array_length(jv_copy(out)), 0);
+	CHECK_INT(jv_array_length(jv_copy(res.not_shown)), 2);
+	jv_free(out);
+	jv_free(res.not_shown);
+
+	/* a file that fits: the call is made (and fails here: no cassette) */
+	in.max_diff_tokens = 0;
+	CHECK(review_ai(&out, &res, llm, d, &in) == -1);
+	CHECK(!res.skipped);
+	jv_free(out);
+	jv_free(res.not_shown);
+	llm_client_free(llm);
+	diff_free(d);
+	jv_free(in.findings);
+	jv_free(in.dismissed);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(test_entropy_and_placeholders);
@@ -409,5 +455,6 @@ int main(void)
 	RUN(test_risk_and_decision);
 	RUN(test_sarif_validates);
 	RUN(test_ai_render);
+	RUN(test_ai_no_code_no_call);
 	return unit_done();
 }

@@ -1,4 +1,5 @@
 /* test_stream.c - the stream contract of DESIGN.md §2 at the library level. */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "data/schema.h"
@@ -135,6 +136,60 @@ static void test_raw_hook(void)
 	CHECK_STR(jv_string_value(r.in.raw), diff);
 	CHECK(jv_get_kind(r.in.task) == JV_KIND_NULL);
 	done(&r);
+}
+
+/* A diff of many short lines is bounded as a whole (STREAM_RAW_MAX), not
+ * as one line: before, the whole text was held to max_line and refused
+ * as "line 1: input is longer than the limit" (hunt45 bug 5). */
+static void test_raw_text_limits(void)
+{
+	struct run r;
+	struct stream_options opt = { .raw_hook = take_diffs, .max_line = 64, .raw_what = "a diff",
+				       .raw_hint = "review it with --commit SHA" };
+	struct buf text = BUF_INIT;
+
+	buf_adds(&text, "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,200 +1,200 @@\n");
+	for (int i = 0; i < 200; i++)
+		buf_addf(&text, "+line %d of the file, under 64 bytes\n", i);
+	run_opts(&r, text.buf, text.len, &opt);
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	CHECK_INT((long)jv_string_length_bytes(jv_copy(r.in.raw)), (long)text.len);
+	done(&r);
+
+	/* a line over max_line is still refused, by its own number (a CRLF
+	 * line's CR does not count, as in a record) */
+	buf_reset(&text);
+	buf_adds(&text, "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n");
+	buf_addf(&text, "+%063d\r\n", 0);
+	buf_addf(&text, "+%0100d\n+short\n", 0);
+	run_opts(&r, text.buf, text.len, &opt);
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 6);
+	CHECK_MSG(strstr(r.err, "a line of the text is longer than the limit of 64 bytes (stream.max_line_bytes)"),
+		  "%s", r.err);
+	done(&r);
+	/* ... also as the last line, without a newline */
+	buf_reset(&text);
+	buf_adds(&text, "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n+short\n");
+	buf_addf(&text, "+%0100d", 1);
+	run_opts(&r, text.buf, text.len, &opt);
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 6);
+	done(&r);
+
+	/* past STREAM_RAW_MAX in all: refused, said of the whole text (no
+	 * line), with what it is and what to do */
+	buf_reset(&text);
+	buf_adds(&text, "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n");
+	while (text.len <= STREAM_RAW_MAX)
+		buf_adds(&text, "+0123456789012345678901234567890123456789012345678901234567890\n");
+	run_opts(&r, text.buf, text.len, &opt);
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 0);
+	CHECK_MSG(strstr(r.err, "the text on stdin is longer than the limit of 67108864 bytes (64 MiB) for a "
+			 "diff on stdin: review it with --commit SHA"), "%s", r.err);
+	done(&r);
+	buf_release(&text);
 }
 
 static void test_empty_input(void)
@@ -448,6 +503,7 @@ int main(void)
 	RUN(test_last_state_wins);
 	RUN(test_bare_task_and_plain_text);
 	RUN(test_raw_hook);
+	RUN(test_raw_text_limits);
 	RUN(test_empty_input);
 	RUN(test_malformed_line_names_line);
 	RUN(test_truncated_last_line);
