@@ -404,7 +404,13 @@ ctrl_c_mid_answer() {
 		'$p + [$i[0], $i[1] + {text: "Adding mul to calc.c next.", chunk: 1000,
 		  usage: {input_tokens: 30000, output_tokens: 90}, pause_after: 4, pause_file: $go}]')"
 	start_run
-	until_true live_has "Adding mul to calc.c next."
+	ctrl_c_once_shown "Adding mul to calc.c next."
+}
+
+# ctrl_c_once_shown TEXT: once the run's live text shows TEXT, Ctrl-C (SIGINT
+# to the group): the run pauses, exit 130; the held answer is let go.  Sets $T.
+ctrl_c_once_shown() {
+	until_true live_has "$1"
 	kill -INT -- "-$SUP"
 	rc=0; wait "$SUP" || rc=$?
 	touch "$BATS_TEST_TMPDIR/go"
@@ -469,13 +475,7 @@ ctrl_c_mid_answer() {
 		{text: "Reading calc.c for its operations.", chunk: 1000, usage: {input_tokens: 30000, output_tokens: 90},
 		 pause_after: 4, pause_file: $go, tool_calls: [{name: "read_file", input: {path: "calc.c"}}]}]')"
 	start_run
-	until_true live_has "Reading calc.c for its operations."
-	kill -INT -- "-$SUP"
-	rc=0; wait "$SUP" || rc=$?
-	touch "$BATS_TEST_TMPDIR/go"
-	[ "$rc" -eq 130 ]
-	T=$(trace_of_run)
-	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
+	ctrl_c_once_shown "Reading calc.c for its operations."
 	# (before: the phase left at once and the helper with it: no llm_calls
 	# row, no llm.called, its input dropped out of the run's cost)
 	run -0 db_q "select input_tokens, error from llm_calls where trace_id = '$T' and phase = 'implement-sub'

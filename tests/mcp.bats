@@ -291,6 +291,20 @@ wait_gone() {
 	return 1
 }
 
+# plan_signalled_mid_call SIG STATUS: forge-plan in the background gets
+# SIG once its server has the tools/call (polled, bounded), and ends with
+# STATUS.
+plan_signalled_mid_call() {
+	local fp rc=0
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fp=$!
+	for _ in $(seq 300); do grep -q '"tools/call"' "$SLOG" 2>/dev/null && break; sleep 0.1; done
+	grep -q '"tools/call"' "$SLOG"
+	kill "-$1" "$fp"
+	wait "$fp" || rc=$?
+	[ "$rc" -eq "$2" ]
+}
+
 @test "a phase's servers and what they started never outlive it: at its end, and when interrupted (a server that ignores SIGTERM)" {
 	PIDS="$BATS_TEST_TMPDIR/pids"
 	servers "$(scripted "$(jq -nc --arg p "$PIDS" '["--pid-out", $p]')")"
@@ -303,14 +317,7 @@ wait_gone() {
 	rm "$PIDS" "$SLOG"
 	servers "$(scripted "$(jq -nc --arg p "$PIDS" '["--pid-out", $p, "--stubborn", "yes"]')")"
 	call_then_finish s__hang '{}'
-	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
-	fp=$!
-	for _ in $(seq 300); do grep -q '"tools/call"' "$SLOG" 2>/dev/null && break; sleep 0.1; done
-	grep -q '"tools/call"' "$SLOG"
-	kill -INT "$fp"
-	rc=0
-	wait "$fp" || rc=$?
-	[ "$rc" -eq 130 ]
+	plan_signalled_mid_call INT 130
 	wait_gone "$(sed -n 1p "$PIDS")"
 	wait_gone "$(sed -n 2p "$PIDS")"
 }
@@ -327,14 +334,7 @@ wait_gone() {
 	# (PR_SET_PDEATHSIG must be SIGKILL, which a server cannot ignore)
 	rm "$PIDS" "$SLOG"
 	call_then_finish s__hang '{}'
-	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
-	fp=$!
-	for _ in $(seq 300); do grep -q '"tools/call"' "$SLOG" 2>/dev/null && break; sleep 0.1; done
-	grep -q '"tools/call"' "$SLOG"
-	kill -KILL "$fp"
-	rc=0
-	wait "$fp" || rc=$?
-	[ "$rc" -eq 137 ]
+	plan_signalled_mid_call KILL 137
 	server=$(sed -n 1p "$PIDS")
 	# (what the server started is not its own: the kernel ends only the child)
 	kill -KILL "$(sed -n 2p "$PIDS")" 2>/dev/null || true
