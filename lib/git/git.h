@@ -367,7 +367,9 @@ int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
  * FORGE_GIT_NOTHING when `rev` is in the branch already,
  * FORGE_GIT_CONFLICT (nothing changed, the message names up to 5 paths)
  * when the two sides conflict, FORGE_GIT_BLOCKED when untracked files
- * are in the way (as forge_git_merge_ff()).  *out (may be NULL) gets the new commit.
+ * are in the way (as forge_git_merge_ff()), or when git would sign the
+ * commit or run hooks on it (forge_git_commit_by_git(): the message says
+ * to merge with git).  *out (may be NULL) gets the new commit.
  * In a shallow clone the merge base is the nearest common commit the
  * clone's history has (-1 saying `git fetch --unshallow` when none).
  */
@@ -415,6 +417,16 @@ int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const ch
 int forge_git_clear_run_locks(struct forge_git *g, const char *trace);
 int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
 			   const char *message);
+/*
+ * What git does to a commit made in g's checkout that Forge's commits
+ * (libgit2) cannot: sign it (commit.gpgsign) or run a hook of a merge
+ * commit on it (pre-merge-commit, prepare-commit-msg, commit-msg: an
+ * executable file in core.hooksPath or the common directory's hooks/).
+ * *out NULL when nothing, else what, as words ("commit.gpgsign is set",
+ * "the commit-msg hook '/r/.git/hooks/commit-msg' would run"; malloc'd).
+ * 0, or -1 when the configuration cannot be read.
+ */
+int forge_git_commit_by_git(char **out, struct forge_git *g);
 
 /*
  * Push `refspec` ("forge/TRACE", "refs/heads/a:refs/heads/b", "+src:dst";

@@ -180,6 +180,12 @@ int git_config_get_multivar_foreach(const git_config *cfg, const char *name, con
 	return p_git_config_get_multivar_foreach(cfg, name, regexp, callback, payload);
 }
 
+int git_config_get_path(git_buf *out, const git_config *cfg, const char *name)
+{
+	LAZY(git_config_get_path)
+	return p_git_config_get_path(out, cfg, name);
+}
+
 int git_config_get_string_buf(git_buf *out, const git_config *cfg, const char *name)
 {
 	LAZY(git_config_get_string_buf)
