@@ -162,8 +162,10 @@ int cli_repo_root(char **out, const char *dir)
 	}
 	/* forge_git_open() opens the main repository even from a linked
 	 * worktree, so every worktree of a run shares one .forge/ and database. */
-	if (forge_git_open(&g, dir) < 0)
-		return -1;
+	int rc = forge_git_open(&g, dir);
+
+	if (rc < 0)
+		return rc;
 	*out = xstrdup(forge_git_root(g));
 	forge_git_free(g);
 	return 0;
@@ -235,9 +237,13 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 		heap_warm(SESSION_HEAP_WARM);
 	/* commands commit as git would here (asked only when one runs) */
 	sandbox_set_identity_source(forge_git_identity);
-	if (cli_repo_root(&s->repo, common->repo) < 0) {
+	int found = cli_repo_root(&s->repo, common->repo);
+
+	if (found < 0) {
 		s->repo = NULL;
-		if (common->repo || (flags & SESSION_NEED_REPO))
+		/* another user's repository is no plain directory: refused for
+		 * every program, as git refuses it */
+		if (common->repo || (flags & SESSION_NEED_REPO) || found == FORGE_GIT_NOT_OWNED)
 			goto fail;
 		if (want_store && !db_named) {
 			char *why = xstrdup(forge_last_error());

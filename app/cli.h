@@ -175,9 +175,11 @@ int cli_reject(struct stream_out *out, const struct stream_input *in, const char
 int cli_out_status(const struct stream_out *out, int status);
 
 /*
- * The repository root for --repo DIR (or the cwd when dir is NULL): the
- * main working tree of the repository that contains it, also when DIR is a
- * linked worktree.  malloc'd; -1 with a message when not in a repository.
+ * The repository root for --repo DIR (or the cwd when dir is NULL):
+ * forge_git_root() of the repository that contains it -- its main working
+ * tree, also when DIR is a linked worktree.  malloc'd; -1 with a message when not in a repository,
+ * FORGE_GIT_NOT_OWNED (git/git.h) with one when it is another user's that
+ * safe.directory does not name.
  */
 int cli_repo_root(char **out, const char *dir);
 
@@ -189,7 +191,9 @@ int cli_repo_root(char **out, const char *dir);
  * project layer) unless --repo was given, SESSION_NEED_REPO is set, or the
  * database path needs the repository (SESSION_STORE, no --db, FORGE_DB unset):
  * then FORGE_EXIT_USAGE ("'.' is not in a git repository", with "; use
- * --repo DIR or --db PATH" when only the database needed it).
+ * --repo DIR or --db PATH" when only the database needed it).  In another
+ * user's repository that safe.directory does not name: FORGE_EXIT_USAGE,
+ * saying how to trust it.
  * cfg (SESSION_CONFIG): config_load() with the project layer of repo, the
  * --config file and a flags layer: `flags` (consumed; jv_null() for none)
  * with the model options (cli_model_flags()) set over it as "llm.*";

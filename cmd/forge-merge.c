@@ -34,14 +34,16 @@ static const struct cli_spec spec = {
 		       "contain the run's base commit.  That\n"
 		       "branch must be checked out and the checkout must have no uncommitted changes to\n"
 		       "tracked files; its files are updated.  A fast-forward by default; --no-ff makes a\n"
-		       "merge commit (authored by user.name/user.email).  The merge is recorded as a\n"
-		       "run.merged event: status and show say merged, and `forge gc` may then remove the\n"
-		       "run's worktree and branch.  TRACE may be any unique prefix of a trace id.",
+		       "merge commit (authored by user.name/user.email; refused when git would sign it,\n"
+		       "commit.gpgsign, or run a commit hook on it: merge with git then).  The merge is\n"
+		       "recorded as a run.merged event: status and show say merged, and `forge gc` may\n"
+		       "then remove the run's worktree and branch.  TRACE may be any unique prefix of a\n"
+		       "trace id.",
 	.options = options,
 	.extra_help = "Exit status: 0 merged (or merged already), 1 the changes conflict (nothing\n"
 		      "changed), 2 no such run, not completed, the checkout is dirty, on another branch or\n"
-		      "detached, or the base branch moved and --no-ff was not given; 5 git or the database\n"
-		      "failed.",
+		      "detached, the base branch moved and --no-ff was not given, or the merge commit is\n"
+		      "git's to make; 5 git or the database failed.",
 };
 
 struct target {
@@ -203,6 +205,22 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	if (!ff && !no_ff) {
 		fprintf(stderr, "forge-merge: '%s' has moved since run %s started: a fast-forward is not "
 				"possible; forge merge --no-ff %s makes a merge commit\n", t.branch, trace, trace);
+		goto out;
+	}
+	/* a merge commit git would sign or run hooks on is git's to make:
+	 * Forge's would be unsigned and unchecked on the person's branch */
+	char *by_git = NULL;
+
+	if (no_ff && forge_git_commit_by_git(&by_git, g) < 0) {
+		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
+		rc = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	if (by_git) {
+		fprintf(stderr, "forge-merge: cannot make the merge commit: %s, and Forge makes commits without "
+				"(unsigned, no hooks); nothing changed.  Merge with git instead: git merge --no-ff %s, "
+				"then forge merge %s records the run as merged\n", by_git, t.run_branch, trace);
+		free(by_git);
 		goto out;
 	}
 	struct buf msg = BUF_INIT;

@@ -334,6 +334,41 @@ no_reader() {
 	done
 }
 
+@test "another user's repository: every program refuses it (exit 2) saying how to trust it; safe.directory '*' or its path, as git takes them, opens it" {
+	[ "$(id -u)" = 0 ] || skip "needs root to give the repository to another user"
+	make_repo "$BATS_TEST_TMPDIR/theirs"
+	local r
+	r=$(cd "$BATS_TEST_TMPDIR/theirs" && pwd -P)
+	chown -R 65534:65534 "$r"
+	cd "$r"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
+	local said="the repository at '$r' is owned by another user (uid 65534); if you trust it, run \`git config --global --add safe.directory $r\`"
+	# (before: "'.' is not in a git repository: config value 'safe.directory'
+	# was not found"; forge-deploy "run it in one"; forge-test and forge-plan
+	# went on as in a plain directory)
+	for cmd in "forge-review --no-input --base HEAD" "forge-deploy --no-input" "forge-test --no-input" \
+		"forge-plan --task x" "forge run add-a-mul-operation" "forge memory list"; do
+		# shellcheck disable=SC2086
+		run -2 --separate-stderr $cmd </dev/null
+		[[ $stderr == *"$said"* ]]
+	done
+	[ ! -e .forge ]
+	run ! git status
+	# (before: refused by every program although git takes it)
+	git config --global --add safe.directory '*'
+	run -0 git status
+	run -0 --separate-stderr forge-review --no-input --base HEAD
+	git config --global --unset-all safe.directory
+	git config --global --add safe.directory "$r"
+	run -0 --separate-stderr forge-review --no-input --base HEAD
+	run -0 --separate-stderr forge-deploy --no-input
+	# what git does not take, Forge does not either: its own configuration's
+	git config --global --unset-all safe.directory
+	git config -f .git/config safe.directory '*'
+	run -2 --separate-stderr forge-review --no-input --base HEAD
+	[[ $stderr == *"$said"* ]]
+}
+
 @test "a read command given a database that does not exist creates nothing: it reads as empty and says where it looked" {
 	local gone="$BATS_TEST_TMPDIR/no-such-dir/forge.db"
 	local said="no database at '$gone': nothing has been recorded there yet (read as empty; check --db or FORGE_DB)"

@@ -340,6 +340,36 @@ setup() {
 	run -2 --separate-stderr forge merge "$T2"
 }
 
+@test "forge merge --no-ff where git signs commits or runs a commit hook: refused (exit 2), nothing changed; git's own merge is then recorded" {
+	echo "extra" >NOTES
+	git add NOTES && git commit -q -m "notes on main"
+	moved=$(git rev-parse main)
+	git config commit.gpgsign true
+	git config gpg.program /bin/false       # no key: git itself fails
+	run ! git merge --no-ff -m m "forge/$T1"
+	git merge --abort
+	# (before: an unsigned merge commit on main)
+	run -2 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"forge-merge: cannot make the merge commit: commit.gpgsign is set, and Forge makes commits without (unsigned, no hooks); nothing changed.  Merge with git instead: git merge --no-ff forge/$T1, then forge merge $T1 records the run as merged" ]]
+	[ "$(git rev-parse main)" = "$moved" ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+	git config --unset commit.gpgsign
+	# a commit-msg hook (here through core.hooksPath) is git's to run
+	mkdir -p "$BATS_TEST_TMPDIR/hooks"
+	printf '#!/bin/sh\nexit 1\n' >"$BATS_TEST_TMPDIR/hooks/commit-msg"
+	chmod +x "$BATS_TEST_TMPDIR/hooks/commit-msg"
+	git config core.hooksPath "$BATS_TEST_TMPDIR/hooks"
+	run -2 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"cannot make the merge commit: the commit-msg hook '$BATS_TEST_TMPDIR/hooks/commit-msg' would run"* ]]
+	[ "$(git rev-parse main)" = "$moved" ]
+	# one not executable is not run by git either
+	chmod -x "$BATS_TEST_TMPDIR/hooks/commit-msg"
+	git config --unset core.hooksPath
+	git merge -q --no-ff -m "merged by hand" "forge/$T1"
+	run -0 --separate-stderr forge merge "$T1"
+	[ "$output" = "run $T1 is in main already (merged outside forge); recorded as merged" ]
+}
+
 @test "forge merge: changes that conflict with the base branch stop it with exit 1, nothing changed" {
 	sed -i 's/a - b/b - a/; s/usage: calc/usage:  calc/' calc.c
 	git commit -qam "a conflicting edit on main"

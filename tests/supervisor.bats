@@ -604,6 +604,46 @@ branch_log() {
 	tail -n 1 <<<"$output" | jq -e '[.review.findings[].file] | index("creds.sh") != null'
 }
 
+@test "in a linked worktree of a bare repository, or of a --separate-git-dir one: that checkout is the root (.forge, config, the run's worktree)" {
+	replay run-clean.jsonl
+	# git clone --bare; git worktree add: no main working tree anywhere
+	git clone -q --bare "$REPO" "$BATS_TEST_TMPDIR/proj/repo.git"
+	git -C "$BATS_TEST_TMPDIR/proj/repo.git" worktree add -q "$BATS_TEST_TMPDIR/proj/main" main
+	cd "$BATS_TEST_TMPDIR/proj/main"
+	mkdir .forge && echo '{"tools": {"test_command": "make check && echo CONFIGURED"}}' >.forge/config.json
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	# (before: .forge, the run's worktree and its branch beside repo.git, then
+	# forge-plan "'…/proj' is not in a git repository", exit 5)
+	T=$(last_trace)
+	[ "$(ls -A "$BATS_TEST_TMPDIR/proj")" = "$(printf 'main\nrepo.git')" ]
+	[ -d ".forge/worktrees/$T" ]
+	[ "$(git -C ".forge/worktrees/$T" rev-parse --git-common-dir)" = "$BATS_TEST_TMPDIR/proj/repo.git" ]
+	run -0 forge status --json "$T"
+	jq -e --arg r "$PWD" '.run.status == "completed" and .state.task.repo == $r' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -s -e '[.[] | select(.type == "test.started") | .payload.source] == ["config"]' <<<"$output"
+	# from inside the run's worktree the root is still this checkout
+	(cd ".forge/worktrees/$T" && forge status --json "$T") | jq -e --arg t "$T" '.run.trace_id == $t'
+	run -0 --separate-stderr forge merge "$T"
+	[[ $output == "merged forge/$T into main (fast-forward) at "* ]]
+	grep -q calc_mul calc.c
+	run -0 --separate-stderr forge gc
+	[ ! -e ".forge/worktrees/$T" ]
+	# --separate-git-dir: its linked worktree (its main working tree no file names)
+	mkdir "$BATS_TEST_TMPDIR/gitdirs"
+	git init -q -b main --separate-git-dir "$BATS_TEST_TMPDIR/gitdirs/sep.git" "$BATS_TEST_TMPDIR/sep"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc/." "$BATS_TEST_TMPDIR/sep"
+	git -C "$BATS_TEST_TMPDIR/sep" add -A && git -C "$BATS_TEST_TMPDIR/sep" commit -q -m calc
+	git -C "$BATS_TEST_TMPDIR/sep" worktree add -q -b other "$BATS_TEST_TMPDIR/sepwt"
+	cd "$BATS_TEST_TMPDIR/sepwt"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ "$(ls -A "$BATS_TEST_TMPDIR/gitdirs")" = sep.git ]
+	[ "$(git -C ".forge/worktrees/$T" rev-parse --abbrev-ref HEAD)" = "forge/$T" ]
+	run -0 forge status --json "$T"
+	jq -e --arg r "$PWD" '.run.status == "completed" and .state.task.repo == $r and .state.task.base_branch == "other"' <<<"$output"
+}
+
 @test "a paused run of a repository that moved resumes in its new place" {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null

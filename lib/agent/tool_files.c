@@ -353,7 +353,7 @@ static int list_repo_files(struct fileset *fs, const char *root)
 	int rc = 0;
 
 	forge_git_init();
-	if (git_repository_open(&repo, root) < 0 || git_repository_is_bare(repo)) {
+	if (forge_git_repo_open(&repo, root, 0) != 0 || git_repository_is_bare(repo)) {
 		walk(fs, root, "", 0);
 		goto sort;
 	}

@@ -61,14 +61,15 @@ int deploy_head_branch(char **out, bool *unborn, const char *root)
 	git_repository *repo = NULL;
 	git_reference *head = NULL;
 	git_oid id;
-	int rc = -1;
+	int rc = -1, e;
 
 	*out = NULL;
 	if (unborn)
 		*unborn = false;
 	forge_git_init();
-	if (git_repository_open_ext(&repo, root, 0, NULL) < 0) {
-		forge_error("'%s' is not in a git repository", root);
+	if ((e = forge_git_repo_open(&repo, root, 0)) != 0) {
+		if (e != FORGE_GIT_NOT_OWNED)
+			forge_error("'%s' is not in a git repository", root);
 		goto out;
 	}
 	if (git_reference_lookup(&head, repo, "HEAD") < 0 ||

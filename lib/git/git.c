@@ -143,6 +143,11 @@ static void git_once(void)
 	ca_deferring = true;
 	git_libgit2_init();
 	ca_deferring = false;
+	/* libgit2 1.5 checks who owns a repository it opens, but not as git
+	 * does (safe.directory '*' is not honoured, and its refusal reads
+	 * "config value 'safe.directory' was not found"): forge_git_repo_open()
+	 * makes git's check instead. */
+	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
 	atexit(git_done);
 }
 
@@ -332,13 +337,225 @@ static bool is_run_worktree(const char *root, const char *dir)
 	return strncmp(dir, root, n) == 0 && strncmp(dir + n, "/.forge/worktrees/", 18) == 0;
 }
 
+/* ---- ownership: git's safe.directory ------------------------------------ */
+
+/* Whether git counts path as this user's: owned by the effective user, or,
+ * for root, by root or by the user sudo was run by (SUDO_UID).  A path that
+ * is not there is no one's to refuse (true).  *owner: who owns it. */
+static bool owned_here(uid_t *owner, const char *path)
+{
+	const char *sudo = getenv("SUDO_UID");
+	uid_t euid = geteuid();
+	struct stat st;
+
+	*owner = euid;
+	if (lstat(path, &st) < 0)
+		return true;
+	*owner = st.st_uid;
+	if (st.st_uid == euid)
+		return true;
+	if (euid == 0 && sudo && *sudo) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(sudo, &end, 10);
+		return errno == 0 && !*end && v == (unsigned long)st.st_uid;
+	}
+	return false;
+}
+
+struct safe_dir {
+	const char *path;   /* what names the repository to git */
+	bool safe;
+};
+
+/* One safe.directory value, in git's order (system, then global): '*'
+ * names every repository, an empty value clears those before it, any
+ * other is a path (~/ expanded) compared as it is. */
+static int safe_dir_entry(const git_config_entry *e, void *payload)
+{
+	struct safe_dir *s = payload;
+	git_buf full = { 0 };
+
+	if (!e->value || !*e->value)
+		s->safe = false;
+	else if (strcmp(e->value, "*") == 0)
+		s->safe = true;
+	else if (git_config_parse_path(&full, e->value) == 0 && full.ptr && strcmp(full.ptr, s->path) == 0)
+		s->safe = true;
+	git_buf_dispose(&full);
+	return 0;
+}
+
+/* Append s as one shell word. */
+static void add_shell_word(struct buf *b, const char *s)
+{
+	if (*s && !s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+:@,%=")]) {
+		buf_adds(b, s);
+		return;
+	}
+	buf_addch(b, '\'');
+	for (; *s; s++) {
+		if (*s == '\'')
+			buf_adds(b, "'\\''");
+		else
+			buf_addch(b, *s);
+	}
+	buf_addch(b, '\'');
+}
+
+/*
+ * git's ownership check of an open repository: its working tree, its .git
+ * file (a linked worktree) and its git directory must be this user's
+ * (owned_here), or the working tree -- a bare repository: its git
+ * directory -- must be named by safe.directory in the system or global
+ * configuration (the repository's own cannot vouch for it).
+ */
+static int check_owner(git_repository *repo)
+{
+	const char *workdir = git_repository_workdir(repo);
+	char *name = xstrdup(workdir ? workdir : git_repository_path(repo));
+	char *gitdir = xstrdup(git_repository_path(repo));
+	struct safe_dir s = { name, false };
+	struct buf dotgit = BUF_INIT, cmd = BUF_INIT;
+	git_config *cfg = NULL;
+	struct stat st;
+	uid_t owner = geteuid();
+	bool mine;
+	int rc = 0;
+
+	strip_slash(name);
+	strip_slash(gitdir);
+	buf_addf(&dotgit, "%s/.git", name);
+	mine = (!workdir || owned_here(&owner, name)) &&
+	       (!workdir || lstat(dotgit.buf, &st) < 0 || !S_ISREG(st.st_mode) || owned_here(&owner, dotgit.buf)) &&
+	       owned_here(&owner, gitdir);
+	if (!mine) {
+		if (git_config_open_default(&cfg) == 0)
+			git_config_get_multivar_foreach(cfg, "safe.directory", NULL, safe_dir_entry, &s);
+		git_config_free(cfg);
+		git_error_clear();      /* none set is no error */
+	}
+	if (!mine && !s.safe) {
+		add_shell_word(&cmd, name);
+		rc = FORGE_GIT_NOT_OWNED;
+		forge_error("the repository at '%s' is owned by another user (uid %lu); if you trust it, run "
+			    "`git config --global --add safe.directory %s`", name, (unsigned long)owner, cmd.buf);
+	}
+	buf_release(&dotgit);
+	buf_release(&cmd);
+	free(name);
+	free(gitdir);
+	return rc;
+}
+
+int forge_git_repo_open(git_repository **out, const char *path, unsigned flags)
+{
+	git_repository *repo = NULL;
+	int rc;
+
+	*out = NULL;
+	forge_git_init();
+	if (git_repository_open_ext(&repo, path, flags, NULL) < 0)
+		return -1;
+	if ((rc = check_owner(repo)) != 0) {
+		git_repository_free(repo);
+		return rc;
+	}
+	*out = repo;
+	return 0;
+}
+
+/* ---- the repository -------------------------------------------------------- */
+
+/*
+ * The main working tree of the repository whose linked worktree wt is, as
+ * git takes it (`git worktree list`): the directory holding the common
+ * directory when that is "DIR/.git" of a repository that is not bare.  NULL
+ * when there is none there: a bare repository's linked worktrees (git clone
+ * --bare; git worktree add), or a git directory apart from its working tree
+ * (git init --separate-git-dir), whose main working tree no file names.
+ */
+static char *main_tree(git_repository *wt)
+{
+	char *common = xstrdup(git_repository_commondir(wt));
+	git_config *cfg = NULL;
+	char *slash;
+	int bare = 0;
+
+	strip_slash(common);
+	slash = strrchr(common, '/');
+	if (!slash || slash == common || strcmp(slash + 1, ".git") != 0 ||
+	    git_repository_config_snapshot(&cfg, wt) < 0 ||
+	    (git_config_get_bool(&bare, cfg, "core.bare") == 0 && bare)) {
+		git_config_free(cfg);
+		git_error_clear();
+		free(common);
+		return NULL;
+	}
+	git_config_free(cfg);
+	git_error_clear();      /* core.bare not set */
+	*slash = '\0';
+	return common;
+}
+
+/* Whether two paths name one directory. */
+static bool same_dir(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * For a repository with no main working tree (main_tree() NULL), where
+ * the root is the checkout a run was started in: when dir is a run's
+ * worktree "ROOT/.forge/worktrees/TRACE" and ROOT is a working tree of the
+ * same repository (its common directory is common), *out is ROOT and
+ * *out_repo ROOT opened: 1.  0 when dir is not such a worktree,
+ * FORGE_GIT_NOT_OWNED (a message) when ROOT is another user's.
+ */
+static int run_root(char **out, git_repository **out_repo, const char *dir, const char *common)
+{
+	static const char mark[] = "/.forge/worktrees/";
+	const char *at = NULL, *p = dir;
+	git_repository *r = NULL;
+	char *root;
+	int rc = 0;
+
+	*out = NULL;
+	*out_repo = NULL;
+	while ((p = strstr(p, mark))) {
+		at = p;
+		p += 1;
+	}
+	if (!at || !at[sizeof mark - 1] || strchr(at + sizeof mark - 1, '/') || at == dir)
+		return 0;
+	root = xstrndup(dir, (size_t)(at - dir));
+	rc = forge_git_repo_open(&r, root, GIT_REPOSITORY_OPEN_NO_SEARCH);
+	if (rc == -1) {
+		git_error_clear();
+		rc = 0;         /* no repository there: dir is a worktree of its own */
+	} else if (rc == 0 && (!git_repository_workdir(r) || !same_dir(git_repository_commondir(r), common))) {
+		rc = 0;
+	} else if (rc == 0) {
+		*out = root;
+		*out_repo = r;
+		return 1;
+	}
+	git_repository_free(r);
+	free(root);
+	return rc;
+}
+
 int forge_git_open(struct forge_git **out, const char *path)
 {
 	struct forge_git *g = xcalloc(1, sizeof *g);
 	git_repository *found = NULL;
 	char resolved[PATH_MAX];
 	const char *shown = path ? path : ".";
-	int rc = -1;
+	int rc = -1, e;
 
 	*out = NULL;
 	forge_git_init();
@@ -346,8 +563,11 @@ int forge_git_open(struct forge_git **out, const char *path)
 		forge_error("cannot use repository '%s': %s", shown, strerror(errno));
 		goto out;
 	}
-	if (git_repository_open_ext(&found, resolved, 0, NULL) < 0) {
-		forge_git_fail("'%s' is not in a git repository", shown);
+	if ((e = forge_git_repo_open(&found, resolved, 0)) != 0) {
+		if (e == FORGE_GIT_NOT_OWNED)
+			rc = e;
+		else
+			forge_git_fail("'%s' is not in a git repository", shown);
 		goto out;
 	}
 	if (git_repository_is_bare(found)) {
@@ -356,29 +576,36 @@ int forge_git_open(struct forge_git **out, const char *path)
 		goto out;
 	}
 	if (git_repository_is_worktree(found)) {
-		/* A linked worktree: its common directory is <root>/.git. */
-		char *common = xstrdup(git_repository_commondir(found));
-		char *slash;
-
-		strip_slash(common);
-		slash = strrchr(common, '/');
-		if (slash && slash != common)
-			*slash = '\0';
-		g->root = common;
 		g->checkout = xstrdup(git_repository_workdir(found));
 		strip_slash(g->checkout);
-		if (!is_run_worktree(g->root, g->checkout)) {
-			/* the person's own: its HEAD and files are what counts */
-			g->repo = found;
-			found = NULL;
-		} else if (git_repository_open_ext(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH,
-						   NULL) < 0) {
-			forge_git_fail("cannot open the main repository of '%s' at '%s'",
-				       shown, g->root);
-			goto out;
-		} else {
+		/* A linked worktree: the root is the main working tree, or, for
+		 * a repository without one, the checkout a run started in. */
+		g->root = main_tree(found);
+		if (g->root && is_run_worktree(g->root, g->checkout)) {
+			if ((e = forge_git_repo_open(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH)) != 0) {
+				if (e == FORGE_GIT_NOT_OWNED)
+					rc = e;
+				else
+					forge_git_fail("cannot open the main repository of '%s' at '%s'",
+						       shown, g->root);
+				goto out;
+			}
 			free(g->checkout);
 			g->checkout = xstrdup(g->root);
+		} else if (!g->root &&
+			   (e = run_root(&g->root, &g->repo, g->checkout, git_repository_commondir(found))) != 0) {
+			if (e < 0) {
+				rc = e;
+				goto out;
+			}
+			free(g->checkout);
+			g->checkout = xstrdup(g->root);
+		} else {
+			/* the person's own: its HEAD and files are what counts */
+			if (!g->root)
+				g->root = xstrdup(g->checkout);
+			g->repo = found;
+			found = NULL;
 		}
 	} else {
 		g->root = xstrdup(git_repository_workdir(found));
@@ -463,7 +690,7 @@ int forge_git_identity(char **name, char **email, const char *dir)
 
 	*name = *email = NULL;
 	forge_git_init();
-	if (git_repository_open_ext(&repo, dir, 0, NULL) == 0 && git_signature_default(&sig, repo) == 0) {
+	if (forge_git_repo_open(&repo, dir, 0) == 0 && git_signature_default(&sig, repo) == 0) {
 		*name = xstrdup(sig->name);
 		*email = xstrdup(sig->email);
 		rc = 0;
@@ -919,7 +1146,7 @@ static bool on_branch(const char *path, const char *name)
 	git_reference *head = NULL;
 	bool yes = false;
 
-	if (git_repository_open_ext(&r, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0 &&
+	if (forge_git_repo_open(&r, path, GIT_REPOSITORY_OPEN_NO_SEARCH) == 0 &&
 	    git_reference_lookup(&head, r, "HEAD") == 0 && git_reference_symbolic_target(head))
 		yes = strcmp(git_reference_symbolic_target(head), name) == 0;
 	git_reference_free(head);
@@ -1352,8 +1579,12 @@ int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max)
 	*out = jv_null();
 	*total = 0;
 	forge_git_init();
-	if (git_repository_open(&repo, dir) < 0 || git_repository_index(&index, repo) < 0) {
-		forge_git_fail("cannot read the index of '%s'", dir);
+	if ((rc = forge_git_repo_open(&repo, dir, 0)) == FORGE_GIT_NOT_OWNED) {
+		rc = -1;        /* said so */
+		goto out;
+	}
+	if (rc != 0 || git_repository_index(&index, repo) < 0) {
+		rc = forge_git_fail("cannot read the index of '%s'", dir);
 		goto out;
 	}
 	*out = jv_array();
@@ -1377,7 +1608,7 @@ void forge_git_ignored_paths(jv *out, const char *dir, jv paths)
 
 	*out = jv_array();
 	forge_git_init();
-	if (jv_get_kind(paths) != JV_KIND_ARRAY || git_repository_open(&repo, dir) < 0)
+	if (jv_get_kind(paths) != JV_KIND_ARRAY || forge_git_repo_open(&repo, dir, 0) != 0)
 		return;
 	jv_array_foreach(paths, i, p) {
 		unsigned int flags = 0;

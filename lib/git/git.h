@@ -52,6 +52,10 @@
  * the checkout that git does not track, or uncommitted changes to tracked
  * ones; nothing changed, the message says which. */
 #define FORGE_GIT_BLOCKED 3
+/* Returned (negative: a failure) by forge_git_repo_open() and
+ * forge_git_open() when the repository is another user's and
+ * safe.directory does not name it; the message says how to trust it. */
+#define FORGE_GIT_NOT_OWNED (-2)
 
 /*
  * Initialise libgit2 once per process (later calls cost nothing); it is
@@ -83,17 +87,36 @@ int forge_git_tls_inits(void);
  * way libgit2 does in the plain cases: the nearest directory with a .git
  * directory that is a valid, non-bare git directory of this user; or with
  * a .git file ("gitdir: PATH", a linked worktree) whose git directory
- * names its common directory (commondir): then the parent of that.
+ * names its common directory (commondir) "DIR/.git": then DIR.
  * GIT_DIR and the other environment variables are not read (forge_git_open
  * does not read them either).  Returns 1 with *out set (malloc'd, no
  * trailing slash), 0 when no directory from dir up to / has a .git or is a
  * git directory, and -1 (no message, *out NULL) when only libgit2 can tell:
  * dir not absolute or not a directory, a .git symbolic link, a .git file
- * without commondir (a submodule), a git directory that is not this user's
+ * without commondir (a submodule) or whose commondir is not named .git (a
+ * --separate-git-dir repository), a git directory that is not this user's
  * or that may be bare, dir inside a git directory, a file system boundary
  * on the way up.  Costs a few stat(2) calls, no libgit2 initialisation.
  */
 int forge_git_find_root(char **out, const char *dir);
+
+struct git_repository;
+
+/*
+ * git_repository_open_ext(out, path, flags) with git's ownership check,
+ * which every repository Forge opens goes through (libgit2's own is off:
+ * libgit2 1.5 ignores safe.directory '*').  The working tree, a linked
+ * worktree's .git file and the git directory must be this user's (for
+ * root also root's, or the user's that ran sudo: SUDO_UID), or the working
+ * tree (a bare repository: the git directory) must be named by
+ * safe.directory in the system or global configuration: '*', or the path
+ * itself (~/ expanded; an empty value clears the names before it).  0;
+ * FORGE_GIT_NOT_OWNED after a message naming the repository, its owner
+ * and the `git config --global --add safe.directory` that trusts it; -1
+ * when libgit2 opens no repository (its error is the last one, and there
+ * is no message: callers say it in their own words).
+ */
+int forge_git_repo_open(struct git_repository **out, const char *path, unsigned flags);
 
 struct buf;
 struct forge_git;            /* an open repository (its main working tree) */
@@ -101,14 +124,18 @@ struct forge_git_worktree;   /* one run's worktree */
 
 /*
  * Open the repository that contains `path` (NULL: the current directory).
- * Its root (forge_git_root) is always the main working tree, where .forge
- * is, also from a linked worktree.  Its checkout (forge_git_checkout) is
- * the working tree path is in: HEAD, the index, the files and the branch
- * checked out -- what a run starts from and a merge goes into -- are that
- * worktree's when it is a linked worktree of the person's (`git worktree
- * add`), and the main working tree's from a run's own worktree
- * (.forge/worktrees/TRACE) or the main one.  Fails with a clear message
- * for a path that is not in a repository and for a bare repository.
+ * Its root (forge_git_root) is the main working tree, where .forge is, also
+ * from a linked worktree.  A repository with no main working tree git
+ * knows of -- a bare one's linked worktrees (git clone --bare; git worktree
+ * add), a --separate-git-dir one's -- has the checkout path is in as its
+ * root (from a run's worktree ROOT/.forge/worktrees/TRACE of one: ROOT).
+ * Its checkout (forge_git_checkout) is the working tree path is in: HEAD,
+ * the index, the files and the branch checked out -- what a run starts
+ * from and a merge goes into -- are that worktree's when it is a linked
+ * worktree of the person's (`git worktree add`), and the root's from a
+ * run's own worktree (.forge/worktrees/TRACE) or the root.  Fails with a
+ * clear message (-1) for a path that is not in a repository and for a bare
+ * repository; FORGE_GIT_NOT_OWNED for another user's (forge_git_repo_open).
  */
 int forge_git_open(struct forge_git **out, const char *path);
 void forge_git_free(struct forge_git *g);
@@ -340,7 +367,9 @@ int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
  * FORGE_GIT_NOTHING when `rev` is in the branch already,
  * FORGE_GIT_CONFLICT (nothing changed, the message names up to 5 paths)
  * when the two sides conflict, FORGE_GIT_BLOCKED when untracked files
- * are in the way (as forge_git_merge_ff()).  *out (may be NULL) gets the new commit.
+ * are in the way (as forge_git_merge_ff()), or when git would sign the
+ * commit or run hooks on it (forge_git_commit_by_git(): the message says
+ * to merge with git).  *out (may be NULL) gets the new commit.
  * In a shallow clone the merge base is the nearest common commit the
  * clone's history has (-1 saying `git fetch --unshallow` when none).
  */
@@ -388,6 +417,16 @@ int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const ch
 int forge_git_clear_run_locks(struct forge_git *g, const char *trace);
 int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
 			   const char *message);
+/*
+ * What git does to a commit made in g's checkout that Forge's commits
+ * (libgit2) cannot: sign it (commit.gpgsign) or run a hook of a merge
+ * commit on it (pre-merge-commit, prepare-commit-msg, commit-msg: an
+ * executable file in core.hooksPath or the common directory's hooks/).
+ * *out NULL when nothing, else what, as words ("commit.gpgsign is set",
+ * "the commit-msg hook '/r/.git/hooks/commit-msg' would run"; malloc'd).
+ * 0, or -1 when the configuration cannot be read.
+ */
+int forge_git_commit_by_git(char **out, struct forge_git *g);
 
 /*
  * Push `refspec` ("forge/TRACE", "refs/heads/a:refs/heads/b", "+src:dst";

@@ -169,16 +169,46 @@ void git_config_free(git_config *cfg)
 	p_git_config_free(cfg);
 }
 
+int git_config_get_bool(int *out, const git_config *cfg, const char *name)
+{
+	LAZY(git_config_get_bool)
+	return p_git_config_get_bool(out, cfg, name);
+}
+
 int git_config_get_entry(git_config_entry **out, const git_config *cfg, const char *name)
 {
 	LAZY(git_config_get_entry)
 	return p_git_config_get_entry(out, cfg, name);
 }
 
+int git_config_get_multivar_foreach(const git_config *cfg, const char *name, const char *regexp, git_config_foreach_cb callback, void *payload)
+{
+	LAZY(git_config_get_multivar_foreach)
+	return p_git_config_get_multivar_foreach(cfg, name, regexp, callback, payload);
+}
+
+int git_config_get_path(git_buf *out, const git_config *cfg, const char *name)
+{
+	LAZY(git_config_get_path)
+	return p_git_config_get_path(out, cfg, name);
+}
+
 int git_config_get_string_buf(git_buf *out, const git_config *cfg, const char *name)
 {
 	LAZY(git_config_get_string_buf)
 	return p_git_config_get_string_buf(out, cfg, name);
+}
+
+int git_config_open_default(git_config **out)
+{
+	LAZY(git_config_open_default)
+	return p_git_config_open_default(out);
+}
+
+int git_config_parse_path(git_buf *out, const char *value)
+{
+	LAZY(git_config_parse_path)
+	return p_git_config_parse_path(out, value);
 }
 
 int git_credential_ssh_key_from_agent(git_credential **out, const char *username)
@@ -229,6 +259,12 @@ int git_diff_to_buf(git_buf *out, git_diff *diff, git_diff_format_t format)
 	return p_git_diff_to_buf(out, diff, format);
 }
 
+int git_diff_tree_to_index(git_diff **diff, git_repository *repo, git_tree *old_tree, git_index *index, const git_diff_options *opts)
+{
+	LAZY(git_diff_tree_to_index)
+	return p_git_diff_tree_to_index(diff, repo, old_tree, index, opts);
+}
+
 int git_diff_tree_to_tree(git_diff **diff, git_repository *repo, git_tree *old_tree, git_tree *new_tree, const git_diff_options *opts)
 {
 	LAZY(git_diff_tree_to_tree)
@@ -239,6 +275,12 @@ int git_diff_tree_to_workdir_with_index(git_diff **diff, git_repository *repo, g
 {
 	LAZY(git_diff_tree_to_workdir_with_index)
 	return p_git_diff_tree_to_workdir_with_index(diff, repo, old_tree, opts);
+}
+
+void git_error_clear(void)
+{
+	LAZY(git_error_clear)
+	p_git_error_clear();
 }
 
 const git_error * git_error_last(void)
@@ -305,6 +347,12 @@ const git_index_entry * git_index_get_byindex(git_index *index, size_t n)
 {
 	LAZY(git_index_get_byindex)
 	return p_git_index_get_byindex(index, n);
+}
+
+const git_index_entry * git_index_get_bypath(git_index *index, const char *path, int stage)
+{
+	LAZY(git_index_get_bypath)
+	return p_git_index_get_bypath(index, path, stage);
 }
 
 int git_index_has_conflicts(const git_index *index)
@@ -397,6 +445,12 @@ int git_object_peel(git_object **peeled, const git_object *object, git_object_t 
 	return p_git_object_peel(peeled, object, target_type);
 }
 
+int git_odb_hash(git_oid *out, const void *data, size_t len, git_object_t type)
+{
+	LAZY(git_odb_hash)
+	return p_git_odb_hash(out, data, len, type);
+}
+
 int git_oid_cpy(git_oid *out, const git_oid *src)
 {
 	LAZY(git_oid_cpy)
@@ -407,6 +461,12 @@ int git_oid_equal(const git_oid *a, const git_oid *b)
 {
 	LAZY(git_oid_equal)
 	return p_git_oid_equal(a, b);
+}
+
+int git_oid_fromstr(git_oid *out, const char *str)
+{
+	LAZY(git_oid_fromstr)
+	return p_git_oid_fromstr(out, str);
 }
 
 char * git_oid_tostr(char *out, size_t n, const git_oid *id)
@@ -595,6 +655,12 @@ void git_repository_free(git_repository *repo)
 	p_git_repository_free(repo);
 }
 
+int git_repository_hashfile(git_oid *out, git_repository *repo, const char *path, git_object_t type, const char *as_path)
+{
+	LAZY(git_repository_hashfile)
+	return p_git_repository_hashfile(out, repo, path, type, as_path);
+}
+
 int git_repository_head_unborn(git_repository *repo)
 {
 	LAZY(git_repository_head_unborn)
@@ -629,12 +695,6 @@ int git_repository_is_worktree(const git_repository *repo)
 {
 	LAZY(git_repository_is_worktree)
 	return p_git_repository_is_worktree(repo);
-}
-
-int git_repository_open(git_repository **out, const char *path)
-{
-	LAZY(git_repository_open)
-	return p_git_repository_open(out, path);
 }
 
 int git_repository_open_ext(git_repository **out, const char *path, unsigned int flags, const char *ceiling_dirs)

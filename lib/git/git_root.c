@@ -111,8 +111,10 @@ static int from_git_dir(char **out, const char *dir, const char *dotgit)
 
 /* The root for the .git file dir/.git ("gitdir: PATH", a linked worktree):
  * the parent of the common directory its git directory names in its
- * commondir file.  1 (*out set) or -1 (no commondir, as in a submodule; not
- * valid; a bare repository). */
+ * commondir file, when that is "ROOT/.git".  1 (*out set) or -1 (no
+ * commondir, as in a submodule; not valid; a bare repository; a common
+ * directory named otherwise, whose main working tree, if any, only
+ * forge_git_open can tell). */
 static int from_git_file(char **out, const char *dir)
 {
 	char *line = first_line(dir, ".git"), *common_line = NULL;
@@ -137,7 +139,7 @@ static int from_git_file(char **out, const char *dir)
 		goto out;
 	char *slash = strrchr(common, '/');
 
-	if (!slash || slash == common)
+	if (!slash || slash == common || strcmp(slash + 1, ".git") != 0)
 		goto out;
 	*out = xstrndup(common, (size_t)(slash - common));
 	rc = 1;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The tree of the commit rev names. */
 static int rev_tree(git_tree **out, git_repository *repo, const char *rev)
@@ -368,6 +370,50 @@ static int user_signature(git_signature **out, git_repository *repo, const char 
 	return rc;
 }
 
+int forge_git_commit_by_git(char **out, struct forge_git *g)
+{
+	static const char *const hooks[] = { "pre-merge-commit", "prepare-commit-msg", "commit-msg" };
+	git_config *cfg = NULL;
+	git_buf dir = { 0 };
+	struct buf hooks_dir = BUF_INIT, path = BUF_INIT;
+	struct stat st;
+	int sign = 0;
+
+	*out = NULL;
+	if (git_repository_config_snapshot(&cfg, g->repo) < 0)
+		return forge_git_fail("cannot read the configuration of '%s'", forge_git_checkout(g));
+	if (git_config_get_bool(&sign, cfg, "commit.gpgsign") == 0 && sign) {
+		*out = xstrdup("commit.gpgsign is set");
+		goto out;
+	}
+	/* git's hooks: core.hooksPath (relative: to the working tree), else
+	 * the common directory's hooks/; an executable file is one */
+	if (git_config_get_path(&dir, cfg, "core.hooksPath") == 0 && dir.ptr && *dir.ptr) {
+		if (dir.ptr[0] != '/')
+			buf_addf(&hooks_dir, "%s/", forge_git_checkout(g));
+		buf_adds(&hooks_dir, dir.ptr);
+	} else {
+		buf_addf(&hooks_dir, "%s/hooks", git_repository_commondir(g->repo));
+	}
+	for (size_t i = 0; i < sizeof hooks / sizeof *hooks && !*out; i++) {
+		buf_reset(&path);
+		buf_addf(&path, "%s/%s", hooks_dir.buf, hooks[i]);
+		if (stat(path.buf, &st) == 0 && S_ISREG(st.st_mode) && access(path.buf, X_OK) == 0) {
+			struct buf what = BUF_INIT;
+
+			buf_addf(&what, "the %s hook '%s' would run", hooks[i], path.buf);
+			*out = buf_detach(&what, NULL);
+		}
+	}
+out:
+	git_error_clear();      /* a setting not there is no error */
+	git_buf_dispose(&dir);
+	git_config_free(cfg);
+	buf_release(&hooks_dir);
+	buf_release(&path);
+	return 0;
+}
+
 /* Make the merge commit of theirs into the tip of branch_ref: *out its id. */
 static int make_merge_commit(git_oid *out, struct forge_git *g, const git_oid *tip, const git_oid *theirs,
 			     const char *message)
@@ -420,7 +466,7 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 	char what[300];
 	struct buf name = BUF_INIT;
 	git_oid theirs, merge;
-	char *head = NULL;
+	char *head = NULL, *by_git = NULL;
 	int e, rc = -1;
 
 	if (out)
@@ -456,6 +502,17 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 		}
 		goto out;
 	}
+	/* a commit git would sign, or run hooks on: not made unsigned,
+	 * unchecked, on the person's branch */
+	if (forge_git_commit_by_git(&by_git, g) < 0)
+		goto out;
+	if (by_git) {
+		forge_error("cannot make the merge commit on '%s': %s, and Forge makes commits without "
+			    "(unsigned, no hooks); nothing changed -- merge with git instead: git merge --no-ff %s",
+			    base_branch, by_git, rev);
+		rc = FORGE_GIT_BLOCKED;
+		goto out;
+	}
 	if ((rc = make_merge_commit(&merge, g, tip, &theirs, message)) != 0)
 		goto out;
 	rc = -1;
@@ -481,5 +538,6 @@ out:
 	git_commit_free(commit);
 	buf_release(&name);
 	free(head);
+	free(by_git);
 	return rc;
 }

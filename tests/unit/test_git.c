@@ -233,6 +233,135 @@ static void test_open_from_anywhere(void)
 	buf_release(&sub);
 }
 
+/* A repository whose main working tree git does not know -- a bare one with
+ * linked worktrees, a --separate-git-dir one's linked worktree -- has the
+ * checkout as its root: .forge and the runs' worktrees are there, and a
+ * run's worktree opens back to it (hunt45 #1: before, the root was the
+ * directory holding the git directory, outside any checkout). */
+static void test_open_without_main_tree(void)
+{
+	const char *src = make_repo(), *proj = fresh("proj"), *sep = fresh("sep");
+	struct forge_git *g = NULL, *g2 = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char real[4096], *root = NULL;
+	struct buf p = BUF_INIT;
+
+	CHECK(src);
+	CHECK(sh("set -e; mkdir -p '%s'; git clone -q --bare '%s' '%s/repo.git';"
+		 "git -C '%s/repo.git' worktree add -q '%s/main' main", proj, src, proj, proj, proj) == 0);
+	snprintf(real, sizeof real, "%s", out("cd '%s/main' && pwd -P", proj));
+	CHECK_OK(forge_git_open(&g, real));
+	CHECK_STR(forge_git_root(g), real);
+	CHECK_STR(forge_git_checkout(g), real);
+	CHECK_INT(forge_git_find_root(&root, real), -1);        /* libgit2 decides */
+	CHECK_OK(forge_git_worktree_open(&wt, g, "B1", NULL));
+	buf_addf(&p, "%s/.forge/worktrees/B1", real);
+	CHECK_STR(forge_git_worktree_path(wt), p.buf);
+	CHECK_STR(out("git -C '%s' rev-parse --git-common-dir", p.buf), out("cd '%s/repo.git' && pwd -P", proj));
+	CHECK_STR(out("git -C '%s' rev-parse --abbrev-ref HEAD", p.buf), "forge/B1");
+	CHECK_OK(forge_git_open(&g2, p.buf));
+	CHECK_STR(forge_git_root(g2), real);
+	CHECK_STR(forge_git_checkout(g2), real);
+	CHECK_STR(out("ls -A '%s'", proj), "main\nrepo.git");
+	forge_git_free(g2);
+	g2 = NULL;
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	forge_git_free(g);
+	g = NULL;
+
+	/* a bare repository kept as .git (core.bare true) is no main tree either */
+	CHECK(sh("set -e; mkdir -p '%s/b'; git clone -q --bare '%s' '%s/b/.git';"
+		 "git -C '%s/b/.git' worktree add -q '%s/b/wt' main", proj, src, proj, proj, proj) == 0);
+	CHECK_OK(forge_git_open(&g, out("echo '%s/b/wt'", proj)));
+	CHECK_STR(forge_git_root(g), out("cd '%s/b/wt' && pwd -P", proj));
+	forge_git_free(g);
+	g = NULL;
+
+	/* --separate-git-dir: its linked worktree is its own root; the main tree is
+	 * the root of its own runs' worktrees */
+	CHECK(sh("set -e; mkdir -p '%s/gitdirs'; git init -q -b main --separate-git-dir '%s/gitdirs/s.git' '%s/main';"
+		 "cd '%s/main'; echo a >a; git add a; git commit -q -m a; git worktree add -q ../wt -b other",
+		 sep, sep, sep, sep) == 0);
+	snprintf(real, sizeof real, "%s", out("cd '%s/wt' && pwd -P", sep));
+	CHECK_OK(forge_git_open(&g, real));
+	CHECK_STR(forge_git_root(g), real);
+	CHECK_OK(forge_git_worktree_open(&wt, g, "S1", NULL));
+	CHECK_OK(forge_git_open(&g2, forge_git_worktree_path(wt)));
+	CHECK_STR(forge_git_root(g2), real);
+	CHECK_STR(out("ls -A '%s/gitdirs'", sep), "s.git");
+	forge_git_free(g2);
+	g2 = NULL;
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	forge_git_free(g);
+	g = NULL;
+	snprintf(real, sizeof real, "%s", out("cd '%s/main' && pwd -P", sep));
+	CHECK_OK(forge_git_open(&g, real));
+	CHECK_STR(forge_git_root(g), real);
+	CHECK_OK(forge_git_worktree_open(&wt, g, "S2", NULL));
+	CHECK_OK(forge_git_open(&g2, forge_git_worktree_path(wt)));
+	CHECK_STR(forge_git_root(g2), real);
+	CHECK_STR(forge_git_checkout(g2), real);
+	forge_git_free(g2);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+	buf_release(&p);
+}
+
+/* git's ownership rule (safe.directory): another user's repository is
+ * refused with the command that trusts it, and opened when the global
+ * configuration names it or says '*' (hunt45 #3: libgit2 1.5 ignored '*'
+ * and said "config value 'safe.directory' was not found"). */
+static void test_open_other_owner(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct buf want = BUF_INIT;
+	char real[4096];
+	jv files = jv_null();
+	size_t total;
+
+	if (geteuid() != 0)
+		SKIP("needs root to give the repository to another user");
+	CHECK(repo);
+	snprintf(real, sizeof real, "%s", out("cd '%s' && pwd -P", repo));
+	CHECK(sh("chown -R 65534:65534 '%s'", real) == 0);
+	CHECK(forge_git_open(&g, real) < 0);
+	buf_addf(&want, "the repository at '%s' is owned by another user (uid 65534); if you trust it, "
+		 "run `git config --global --add safe.directory %s`", real, real);
+	CHECK_STR(forge_last_error(), want.buf);
+	CHECK_INT(forge_git_tracked_files(&files, &total, real, 10), -1);
+	CHECK_STR(forge_last_error(), want.buf);
+	/* named exactly, or '*', in the global configuration: as git takes it */
+	CHECK(sh("git config --global --add safe.directory '%s'", real) == 0);
+	CHECK_OK(forge_git_open(&g, real));
+	forge_git_free(g);
+	g = NULL;
+	CHECK(sh("git config --global --unset-all safe.directory; git config --global --add safe.directory '*'") == 0);
+	CHECK_OK(forge_git_open(&g, out("echo '%s/.'", real)));
+	CHECK_STR(forge_git_root(g), real);
+	forge_git_free(g);
+	g = NULL;
+	CHECK_OK(forge_git_tracked_files(&files, &total, real, 10));
+	jv_free(files);
+	files = jv_null();
+	/* what git refuses too: a trailing slash, '*' cleared by an empty value,
+	 * the repository's own configuration */
+	CHECK(sh("git config --global --add safe.directory ''") == 0);
+	CHECK(forge_git_open(&g, real) < 0);
+	CHECK(sh("git config --global --unset-all safe.directory; git config --global --add safe.directory '%s/'",
+		 real) == 0);
+	CHECK(forge_git_open(&g, real) < 0);
+	CHECK(sh("git config --global --unset-all safe.directory; git config -f '%s/.git/config' safe.directory '*'",
+		 real) == 0);
+	CHECK(forge_git_open(&g, real) < 0);
+	CHECK_STR(forge_last_error(), want.buf);
+	CHECK(g == NULL);
+	CHECK(sh("chown -R 0:0 '%s'", real) == 0);
+	buf_release(&want);
+}
+
 /* forge_git_tracked_files: the index of the repository at dir itself (a
  * linked worktree's own), at most max paths, the entry count. */
 static void test_tracked_files(void)
@@ -1248,6 +1377,8 @@ int main(void)
 	RUN(test_open_errors);
 	RUN(test_open_from_anywhere);
 	RUN(test_find_root);
+	RUN(test_open_without_main_tree);
+	RUN(test_open_other_owner);
 	RUN(test_trace_names);
 	RUN(test_worktree_create);
 	RUN(test_worktrees_at_once);
