@@ -89,6 +89,15 @@ int buf_addch(struct buf *b, char c)
 	return buf_add(b, &c, 1);
 }
 
+int buf_add_shell_quoted(struct buf *b, const char *s)
+{
+	int rc = buf_addch(b, '\'');
+
+	for (; *s && rc == 0; s++)
+		rc = *s == '\'' ? buf_adds(b, "'\\''") : buf_addch(b, *s);
+	return rc == 0 ? buf_addch(b, '\'') : rc;
+}
+
 int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;

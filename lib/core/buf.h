@@ -31,6 +31,8 @@ void buf_truncate(struct buf *b, size_t len);
 int buf_add(struct buf *b, const void *data, size_t n);
 int buf_adds(struct buf *b, const char *s);
 int buf_addch(struct buf *b, char c);
+/* Append s as one POSIX shell word: in single quotes, a quote in it as '\\''. */
+int buf_add_shell_quoted(struct buf *b, const char *s);
 int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vaddf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /*

@@ -395,14 +395,7 @@ static void add_shell_word(struct buf *b, const char *s)
 		buf_adds(b, s);
 		return;
 	}
-	buf_addch(b, '\'');
-	for (; *s; s++) {
-		if (*s == '\'')
-			buf_adds(b, "'\\''");
-		else
-			buf_addch(b, *s);
-	}
-	buf_addch(b, '\'');
+	buf_add_shell_quoted(b, s);
 }
 
 /*

@@ -75,13 +75,6 @@ void sandbox_shell_join(struct buf *b, const char *const *argv)
 	for (size_t i = 0; argv[i]; i++) {
 		if (i)
 			buf_addch(b, ' ');
-		buf_addch(b, '\'');
-		for (const char *s = argv[i]; *s; s++) {
-			if (*s == '\'')
-				buf_adds(b, "'\\''");
-			else
-				buf_addch(b, *s);
-		}
-		buf_addch(b, '\'');
+		buf_add_shell_quoted(b, argv[i]);
 	}
 }

@@ -354,18 +354,6 @@ const char *testrun_runner(const char *command)
 	return NULL;
 }
 
-static void add_quoted(struct buf *b, const char *s)
-{
-	buf_addch(b, '\'');
-	for (; *s; s++) {
-		if (*s == '\'')
-			buf_adds(b, "'\\''");
-		else
-			buf_addch(b, *s);
-	}
-	buf_addch(b, '\'');
-}
-
 /* s with the characters of an extended regex escaped. */
 static void add_regex_literal(struct buf *b, const char *s, size_t len)
 {
@@ -421,17 +409,17 @@ char *testrun_rerun_command(const char *command, const char *const *names, size_
 	if (strcmp(runner, "bats") == 0) {
 		re = alternation(names, n, false);
 		buf_adds(&extra, "-f ");
-		add_quoted(&extra, re);
+		buf_add_shell_quoted(&extra, re);
 		out = insert_after(command, "bats", extra.buf);
 	} else if (strcmp(runner, "go") == 0) {
 		re = alternation(names, n, true);
 		buf_adds(&extra, "-run ");
-		add_quoted(&extra, re);
+		buf_add_shell_quoted(&extra, re);
 		out = insert_after(command, "test", extra.buf);
 	} else if (strcmp(runner, "ctest") == 0) {
 		re = alternation(names, n, false);
 		buf_adds(&extra, "-R ");
-		add_quoted(&extra, re);
+		buf_add_shell_quoted(&extra, re);
 		out = insert_after(command, "ctest", extra.buf);
 	} else if (strcmp(runner, "pytest") == 0) {
 		/* node ids replace the command's own selection only when it had none
@@ -443,7 +431,7 @@ char *testrun_rerun_command(const char *command, const char *const *names, size_
 			if (!strstr(names[i], "::"))
 				goto done_pytest;
 			buf_addch(&b, ' ');
-			add_quoted(&b, names[i]);
+			buf_add_shell_quoted(&b, names[i]);
 		}
 		out = buf_detach(&b, NULL);
 done_pytest:
@@ -454,7 +442,7 @@ done_pytest:
 		buf_adds(&b, " -- --exact");
 		for (size_t i = 0; i < n; i++) {
 			buf_addch(&b, ' ');
-			add_quoted(&b, names[i]);
+			buf_add_shell_quoted(&b, names[i]);
 		}
 		out = buf_detach(&b, NULL);
 	}
