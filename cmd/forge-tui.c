@@ -98,12 +98,14 @@ static bool db_current(struct tui *t)
 
 	if (!t->db_file)
 		return true;
+	/* (what happened first, the path last: a long path is what the
+	 * screen's width cuts) */
 	if (stat(db_file(t), &sb) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
-			tui_say(t, "the database at %s is gone: the runs shown are from before", path);
+			tui_say(t, "database gone, the runs shown are from before: %s", path);
 		else
-			tui_say(t, "the database at %s cannot be checked (%s): the runs shown may be old", path,
-				strerror(errno));
+			tui_say(t, "database not checked (%s), the runs shown may be old: %s", strerror(errno),
+				path);
 		t->msg_load = true;
 		return false;
 	}
@@ -111,8 +113,8 @@ static bool db_current(struct tui *t)
 		return true;
 	/* a new database there (also one made after this one was removed) */
 	if (store_open(&st, t->ses->db) < 0) {
-		tui_say(t, "the database at %s was replaced, and the new one cannot be opened (%s): "
-			"the runs shown are from before", path, forge_last_error());
+		tui_say(t, "database replaced, the new one not opened, the runs shown are from before: %s: %s",
+			path, forge_last_error());
 		t->msg_load = true;
 		return false;
 	}
@@ -126,7 +128,7 @@ static bool db_current(struct tui *t)
 	t->runs = jv_array();
 	t->sel = t->top = 0;
 	t->screen = TUI_LIST;
-	tui_say(t, "the database at %s was replaced: the runs shown are the new one's", store_path(st));
+	tui_say(t, "database replaced, the runs shown are the new one's: %s", store_path(st));
 	return true;
 }
 

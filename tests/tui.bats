@@ -237,15 +237,16 @@ quit_ok() {
 @test "a database removed while the TUI runs is said on the screen (the runs shown are from before); a new one at its path is read" {
 	paused_run
 	tui_start
-	wait_for "forge tui: 1 run in $FORGE_DB"
+	wait_for "forge tui: 1 run in "
 	wait_for "$T"
 	rm -f "$FORGE_DB" "$FORGE_DB"-*
 	# before: the open connection still read the removed file, and its run stayed as the store's
-	wait_for "the database at $FORGE_DB is gone: the runs shown are from before"
+	# (the path last: the width of the screen may cut it)
+	wait_for "database gone, the runs shown are from before: "
 	wait_for "$T"
 	forge-db migrate >/dev/null
-	wait_for "forge tui: 0 runs in $FORGE_DB"
-	wait_for "the database at $FORGE_DB was replaced"
+	wait_for "forge tui: 0 runs in "
+	wait_for "database replaced, the runs shown are the new one's: "
 	quit_ok
 }
 
