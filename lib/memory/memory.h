@@ -220,7 +220,10 @@ int memory_store(char id_out[ULID_LEN + 1], struct memory *m, jv mem);
 int memory_get(jv *out, struct memory *m, const char *id);
 
 /* Change content, context, tags, confidence, source, episode, frequency,
- * success_rate, trigger or steps (other keys: -1).  Consumes changes. */
+ * success_rate, trigger or steps (other keys: -1).  Consumes changes.  When
+ * the text (content, context, tags) changes, its related, similar and
+ * contradicts edges are found again for the new text, as memory_store
+ * finds them; extends, replaces and edges without a similarity stay. */
 int memory_update(struct memory *m, const char *id, jv changes);
 
 /* Add delta to the confidence (clamped), recording the signal `kind`

@@ -225,10 +225,11 @@ static int insert_edges(struct memory *m, const char *id, jv related)
 	jv_array_foreach(related, i, r) {
 		const char *other = json_get_str(r, "id");
 		double sim = json_get_num(r, "similarity", -1);
+		bool self = other && strcmp(other, id) == 0;   /* (a rewritten memory finds itself) */
 
-		if (rc == 0)
+		if (rc == 0 && !self)
 			rc = memory_relate(m, id, other, json_get_str(r, "kind"), sim);
-		if (rc == 0 && json_get_bool(r, "contradicts", false))
+		if (rc == 0 && !self && json_get_bool(r, "contradicts", false))
 			rc = memory_relate(m, id, other, "contradicts", sim);
 		jv_free(r);
 		(void)i;
@@ -379,11 +380,75 @@ static const char *const updatable[] = {
 	"success_rate", "trigger", "steps", NULL
 };
 
+/* old_hash: the content_hash stored for id ("" when none). */
+static int content_hash_of(char old_hash[33], struct memory *m, const char *id)
+{
+	struct db_stmt *s;
+	int step;
+
+	old_hash[0] = '\0';
+	if (mem_prepare(&s, m, "SELECT content_hash FROM memories WHERE id = ?") < 0)
+		return -1;
+	db_bind_text(s, 1, id);
+	step = db_step(s);
+	if (step == DB_ROW && db_col_text(s, 0))
+		snprintf(old_hash, 33, "%s", db_col_text(s, 0));
+	db_finalize(s);
+	return step == DB_ROW || step == DB_DONE ? 0 : mem_fail(m, "cannot read memory '%s'", id);
+}
+
+/*
+ * The text of id changed: the edges found by similarity (related, similar,
+ * contradicts, with a similarity) were found for the old text, in either
+ * direction.  Find them again for the new text, after the update is
+ * committed: the vector file is rebuilt from what is committed, and a
+ * rollback must not leave it stamped with a generation the database never
+ * kept.  Edges given without a similarity (extends, replaces, a copy's)
+ * are the record of what was done, and stay.
+ */
+static int relink(struct memory *m, const char *id, const struct buf *text, const char *content)
+{
+	jv related = jv_invalid();
+	const char *t = text->buf;
+	size_t len = text->len, dim = 0;
+	float *vec = NULL;
+	struct db_stmt *s = NULL;
+	int rc = -1;
+
+	if (mem_embed_many(&vec, &dim, m, &t, &len, 1) < 0 ||
+	    mem_find_related(&related, m, vec, dim, content) < 0 || mem_begin(m) < 0)
+		goto out;
+	if (mem_prepare(&s, m, "DELETE FROM memory_relationships WHERE (memory_a_id = ?1 OR "
+			"memory_b_id = ?1) AND relationship IN ('related', 'similar', 'contradicts') "
+			"AND similarity IS NOT NULL") < 0) {
+		mem_rollback(m);
+		goto out;
+	}
+	db_bind_text(s, 1, id);
+	if (db_step(s) != DB_DONE) {
+		mem_fail(m, "cannot relink memory '%s'", id);
+		mem_rollback(m);
+		goto out;
+	}
+	if (insert_edges(m, id, related) < 0) {
+		related = jv_invalid();
+		mem_rollback(m);
+		goto out;
+	}
+	related = jv_invalid();
+	rc = mem_commit(m);
+out:
+	db_finalize(s);
+	jv_free(related);
+	free(vec);
+	return rc;
+}
+
 int memory_update(struct memory *m, const char *id, jv changes)
 {
 	struct fields f = { .src = jv_null() };
 	struct buf text = BUF_INIT;
-	char hash[33];
+	char hash[33], old_hash[33];
 	struct db_stmt *s = NULL;
 	jv cur = jv_null();
 	int rc = -1;
@@ -418,7 +483,7 @@ int memory_update(struct memory *m, const char *id, jv changes)
 		goto out;
 	}
 	jv merged = jv_object_merge(jv_copy(cur), jv_copy(changes));
-	if (fields_parse(&f, m, merged, true) < 0)
+	if (fields_parse(&f, m, merged, true) < 0 || content_hash_of(old_hash, m, id) < 0)
 		goto out;
 	mem_embed_text(&text, f.content, f.context, f.tags);
 	mem_hash_hex(hash, text.buf, text.len);
@@ -446,6 +511,8 @@ int memory_update(struct memory *m, const char *id, jv changes)
 		goto out;
 	}
 	rc = db_changes(s) ? 0 : MEMORY_NOT_FOUND;
+	if (rc == 0 && strcmp(old_hash, hash) != 0)
+		rc = relink(m, id, &text, f.content);
 out:
 	db_finalize(s);
 	buf_release(&text);

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -271,6 +272,55 @@ static void test_no_conflict(void)
 	close_mem();
 }
 
+/* Whether a and b are linked by kind, in either direction. */
+static bool linked(const char *a, const char *b, const char *kind)
+{
+	jv rels;
+	bool found = false;
+
+	if (memory_relations(&rels, m, a) != 0)
+		return false;
+	jv_array_foreach(rels, i, e) {
+		found = found || (!strcmp(json_get_str(e, "other"), b) &&
+				  !strcmp(json_get_str(e, "relationship"), kind));
+		jv_free(e);
+		(void)i;
+	}
+	jv_free(rels);
+	return found;
+}
+
+/* A memory whose text is rewritten (a resumed run's episode and lessons)
+ * is linked by what it says now: before, it kept the edges found for its
+ * first text, to memories it no longer resembles, and none to those it
+ * does.  An edge given without a similarity stays. */
+static void test_update_relinks(void)
+{
+	char a[ULID_LEN + 1], b[ULID_LEN + 1], c[ULID_LEN + 1];
+	jv ch;
+
+	open_mem(":memory:");
+	CHECK(memory_store(a, m, mk("semantic", "Run the database migrations before the integration tests",
+				    "ci", 0.6)) == 0);
+	CHECK(memory_store(c, m, mk("semantic", "Indent Makefile recipes with a tab, never with spaces",
+				    "make", 0.6)) == 0);
+	CHECK(memory_store(b, m, mk("semantic", "Run the database migrations before the integration tests.",
+				    "ci", 0.5)) == 0);
+	CHECK(linked(b, a, "similar") && !linked(b, c, "similar") && !linked(b, c, "related"));
+	CHECK(memory_relate(m, b, a, "extends", -1) == 0);
+	ch = json_set(jv_object(), "content",
+		      jv_string("Indent Makefile recipes with a tab, never with spaces."));
+	ch = json_set(ch, "context", jv_string("make"));
+	CHECK(memory_update(m, b, ch) == 0);
+	CHECK(!linked(b, a, "similar") && !linked(a, b, "similar") && !linked(b, a, "related"));
+	CHECK(linked(b, c, "similar"));
+	CHECK(linked(b, a, "extends"));
+	/* a change that leaves the text alone finds nothing again */
+	CHECK(memory_update(m, b, json_set(jv_object(), "confidence", jv_number(0.8))) == 0);
+	CHECK(linked(b, c, "similar") && linked(b, a, "extends"));
+	close_mem();
+}
+
 static const char cassette[] =
 	"{\"response\":{\"tool_calls\":[{\"id\":\"t1\",\"name\":\"record_pattern\",\"input\":"
 	"{\"type\":\"failure\",\"trigger\":\"When the review phase runs on C changes\","
@@ -528,6 +578,7 @@ static void test_recall_filters(void)
 static void test_vector_file(void)
 {
 	char dir[] = "/tmp/forge-test-mem-XXXXXX", path[128], id[ULID_LEN + 1];
+	struct stat before, after;
 	bool rebuilt;
 
 	CHECK(mkdtemp(dir));
@@ -537,8 +588,11 @@ static void test_vector_file(void)
 	CHECK(memory_index_sync(&rebuilt, m) == 0);
 	CHECK(memory_store(NULL, m, mk("semantic", "two memories", "x", -1)) == 0);
 	CHECK(memory_index_sync(&rebuilt, m) == 0 && !rebuilt);     /* appended */
+	snprintf(path, sizeof path, "%s/f.db.vectors", dir);
+	CHECK(stat(path, &before) == 0);
 	CHECK(memory_update(m, id, json_set(jv_object(), "content", jv_string("one changed"))) == 0);
-	CHECK(memory_index_sync(&rebuilt, m) == 0 && rebuilt);      /* edited: rebuilt */
+	/* edited: rebuilt (a new file renamed over the old), by the update's relinking */
+	CHECK(stat(path, &after) == 0 && after.st_ino != before.st_ino);
 	CHECK(memory_index_sync(&rebuilt, m) == 0 && !rebuilt);
 	close_mem();
 	snprintf(path, sizeof path, "%s/f.db.vectors", dir);
@@ -705,6 +759,7 @@ int main(void)
 	RUN(test_merge_keeps_distinct_facts);
 	RUN(test_conflicts);
 	RUN(test_no_conflict);
+	RUN(test_update_relinks);
 	RUN(test_promote);
 	RUN(test_recall_ranking);
 	RUN(test_recall_bm25);
