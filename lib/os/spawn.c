@@ -222,7 +222,7 @@ static char *resolve(const char *prog)
 enum mode { PLAIN, NS, NS_USER, REAPER };
 
 /* What the child reports over the exec pipe before it execs. */
-enum { REP_EXEC, REP_CWD, REP_NS };
+enum { REP_EXEC, REP_NS };    /* exec, dup2 or chdir failed; the id maps refused */
 struct report {
 	int stage;
 	int err;
@@ -294,10 +294,8 @@ static int child(void *arg)
 	/* a group of its own: stopping it stops what it starts, and the
 	 * terminal's ^C reaches the caller, who stops it in order */
 	setpgid(0, 0);
-	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->err, 2) < 0)
+	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->err, 2) < 0 || (o->cwd && chdir(o->cwd) < 0))
 		report(c->ex, REP_EXEC, errno);
-	else if (o->cwd && chdir(o->cwd) < 0)
-		report(c->ex, REP_CWD, errno);
 	else
 		exec_command(c, c->ex);
 	_exit(127);
@@ -413,7 +411,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *c)
 	if (c->mode == REAPER ? getppid() != c->parent : !read_end_open(INIT_EX))
 		_exit(127);
 	if (c->o->cwd && chdir(c->o->cwd) < 0) {
-		report(INIT_EX, REP_CWD, errno);
+		report(INIT_EX, REP_EXEC, errno);
 		_exit(127);
 	}
 	/* (without it only what stays in the group ends with the command) */
