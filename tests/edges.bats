@@ -369,6 +369,79 @@ no_reader() {
 	[[ $stderr == *"$said"* ]]
 }
 
+# trusted_as_git_says YES|NO [NAME=VALUE...]: git and Forge, with the
+# environment NAME=VALUE..., both open the repository in the current
+# directory (YES) or both refuse it (NO): git's status, then Forge's.
+trusted_as_git_says() {
+	local want=$1
+	shift
+	if [ "$want" = YES ]; then
+		run -0 env "$@" git status
+		run -0 --separate-stderr env "$@" forge memory list
+	else
+		run -128 env "$@" git status
+		run -2 --separate-stderr env "$@" forge memory list
+		[[ $stderr == *"is owned by another user (uid 65534)"* ]]
+	fi
+}
+
+@test "another user's repository: safe.directory is read where git reads it: GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG_NOSYSTEM, the XDG file, the command line (GIT_CONFIG_COUNT, git -c)" {
+	[ "$(id -u)" = 0 ] || skip "needs root to give the repository to another user"
+	make_repo "$BATS_TEST_TMPDIR/theirs"
+	local r c="$BATS_TEST_TMPDIR/conf"
+	r=$(cd "$BATS_TEST_TMPDIR/theirs" && pwd -P)
+	chown -R 65534:65534 "$r"
+	cd "$r"
+	mkdir -p "$c"
+	printf '[safe]\n\tdirectory = *\n' >"$c/all"
+	printf '[safe]\n\tdirectory = %s\n' "$r" >"$c/this"
+	printf '[safe]\n\tdirectory =\n' >"$c/none"
+	# (before: Forge read ~/.gitconfig and /etc/gitconfig whatever these said)
+	trusted_as_git_says NO
+	trusted_as_git_says YES GIT_CONFIG_GLOBAL="$c/all"
+	trusted_as_git_says YES GIT_CONFIG_GLOBAL="$c/this"
+	trusted_as_git_says YES GIT_CONFIG_SYSTEM="$c/all"
+	trusted_as_git_says NO GIT_CONFIG_SYSTEM="$c/all" GIT_CONFIG_NOSYSTEM=1
+	trusted_as_git_says YES GIT_CONFIG_SYSTEM="$c/all" GIT_CONFIG_NOSYSTEM=false
+	# the global file comes after the system's: its empty value clears it
+	trusted_as_git_says NO GIT_CONFIG_SYSTEM="$c/all" GIT_CONFIG_GLOBAL="$c/none"
+	git config --global safe.directory '*'
+	trusted_as_git_says YES
+	trusted_as_git_says NO GIT_CONFIG_GLOBAL=/dev/null
+	trusted_as_git_says NO GIT_CONFIG_GLOBAL=
+	git config --global --unset-all safe.directory
+	mkdir -p "$XDG_CONFIG_HOME/git"
+	cp "$c/all" "$XDG_CONFIG_HOME/git/config"
+	trusted_as_git_says YES
+	trusted_as_git_says NO GIT_CONFIG_GLOBAL="$c/none"
+	rm "$XDG_CONFIG_HOME/git/config"
+	# the command line, after every file: GIT_CONFIG_COUNT, then git -c's GIT_CONFIG_PARAMETERS
+	trusted_as_git_says YES GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0="$r"
+	trusted_as_git_says YES GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=x \
+		GIT_CONFIG_KEY_1=Safe.Directory GIT_CONFIG_VALUE_1='*'
+	trusted_as_git_says NO GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0= \
+		GIT_CONFIG_GLOBAL="$c/all"
+	trusted_as_git_says YES GIT_CONFIG_PARAMETERS="'safe.directory'='$r'"
+	trusted_as_git_says YES GIT_CONFIG_PARAMETERS="'user.name'='a b' 'safe.directory=*'"
+	trusted_as_git_says NO GIT_CONFIG_PARAMETERS="'safe.directory'='*' 'safe.directory'="
+	trusted_as_git_says NO GIT_CONFIG_PARAMETERS="'safe.directory'=''" \
+		GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+	run -0 git -c safe.directory="$r" status
+	# (Forge run by git -c: an alias)
+	run -0 --separate-stderr git -c alias.fm='!forge memory list' -c safe.directory="$r" fm
+	run ! --separate-stderr git -c alias.fm='!forge memory list' fm
+	[[ $stderr == *"is owned by another user (uid 65534)"* ]]
+	# what git refuses to run with, Forge refuses, saying what is wrong
+	for bad in "GIT_CONFIG_COUNT=x" "GIT_CONFIG_COUNT=1" "GIT_CONFIG_NOSYSTEM=maybe" \
+		"GIT_CONFIG_PARAMETERS='safe.directory" "GIT_CONFIG_PARAMETERS='safe.directory'x"; do
+		run ! env "$bad" GIT_CONFIG_GLOBAL="$c/all" git status
+		run -2 --separate-stderr env "$bad" GIT_CONFIG_GLOBAL="$c/all" forge memory list
+		[[ $stderr == *"is owned by another user (uid 65534), and whether you trust it cannot be read: "*"(git refuses to run with it too); fix or unset it"* ]]
+	done
+	run -2 --separate-stderr env GIT_CONFIG_COUNT=1 forge memory list
+	[[ $stderr == *"cannot be read: missing config key GIT_CONFIG_KEY_0 (git refuses"* ]]
+}
+
 @test "a read command given a database that does not exist creates nothing: it reads as empty and says where it looked" {
 	local gone="$BATS_TEST_TMPDIR/no-such-dir/forge.db"
 	local said="no database at '$gone': nothing has been recorded there yet (read as empty; check --db or FORGE_DB)"

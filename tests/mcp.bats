@@ -335,10 +335,72 @@ plan_signalled_mid_call() {
 	rm "$PIDS" "$SLOG"
 	call_then_finish s__hang '{}'
 	plan_signalled_mid_call KILL 137
-	server=$(sed -n 1p "$PIDS")
-	# (what the server started is not its own: the kernel ends only the child)
-	kill -KILL "$(sed -n 2p "$PIDS")" 2>/dev/null || true
-	wait_gone "$server" || { kill -KILL "$server"; false; }
+	# and what the server started, which PR_SET_PDEATHSIG does not reach:
+	# its init, gone too, takes it along (os/spawn.h, CONTAIN)
+	wait_gone "$(sed -n 1p "$PIDS")" || { kill -KILL "$(sed -n 1p "$PIDS")"; false; }
+	wait_gone "$(sed -n 2p "$PIDS")" || { kill -KILL "$(sed -n 2p "$PIDS")"; false; }
+}
+
+# launched_tree_killed [RUNNER...]: `forge mcp call s hang` (through RUNNER:
+# setpriv, unshare) on a server run as `sh -c 'python3 ...; :'`, a launcher
+# as `npx` or `uvx` is: the launcher stays, the server is its child.  The
+# server starts a job (sleep), the launcher a detached one (setsid); the
+# server ignores SIGTERM and its stdin's end.  Forge is killed by SIGKILL
+# once the server has the call: nothing of the tree may be left (polled,
+# bounded).  $NS: "own" when the launcher was in a PID namespace of its
+# own, "shared" when in Forge's.
+launched_tree_killed() {
+	local fp pids=() p rc=0
+	PIDS="$BATS_TEST_TMPDIR/pids" DPID="$BATS_TEST_TMPDIR/detached.pid" NSF="$BATS_TEST_TMPDIR/ns"
+	# shellcheck disable=SC2016 # (the launcher's script, expanded by its sh)
+	servers "$(jq -n --arg server "$SERVER" --arg log "$SLOG" --arg pids "$PIDS" --arg dpid "$DPID" --arg ns "$NSF" \
+		'{s: {command: "sh", args: ["-c", "readlink /proc/self/ns/pid >\"$5\"
+setsid sh -c '"'"'read p _ </proc/self/stat; echo $p >\"$0.tmp\"; mv \"$0.tmp\" \"$0\"; exec sleep 300'"'"' \"$4\" &
+python3 \"$1\" --log \"$2\" --pid-out \"$3\" --stubborn yes; :", "sh", $server, $log, $pids, $dpid, $ns]}}')"
+	"$@" forge mcp call s hang >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	fp=$!
+	for _ in $(seq 300); do
+		grep -q '"tools/call"' "$SLOG" 2>/dev/null && [ -s "$DPID" ] && break
+		sleep 0.1
+	done
+	grep -q '"tools/call"' "$SLOG"
+	[ "$(readlink "/proc/$fp/ns/pid")" = "$(cat "$NSF")" ] && NS=shared || NS=own
+	pids=("$(sed -n 1p "$PIDS")" "$(sed -n 2p "$PIDS")" "$(cat "$DPID")")
+	kill -KILL "$fp"
+	wait "$fp" || rc=$?
+	[ "$rc" -eq 137 ]
+	for p in "${pids[@]}"; do
+		wait_gone "$p" || { kill -KILL "${pids[@]}" 2>/dev/null; false; }
+	done
+}
+
+@test "forge killed by SIGKILL: a server run by a launcher (sh -c), its job and what it detached are gone (root: PID namespace)" {
+	[ "$(id -u)" = 0 ] || skip "not running as root"
+	launched_tree_killed
+	[ "$NS" = own ]
+}
+
+@test "forge killed by SIGKILL, as a user: the server's whole tree is gone (its own PID namespace in a user namespace)" {
+	[ "$(id -u)" = 0 ] || skip "needs root to switch to nobody"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	setpriv --reuid=65534 --regid=65534 --clear-groups true || skip "cannot switch to nobody here"
+	setpriv --reuid=65534 --regid=65534 --clear-groups unshare -Upf true 2>/dev/null ||
+		skip "no user namespaces for nobody here"
+	# nobody passes through the test's directories (bats makes them 700) and writes its files
+	local d="$BATS_TEST_TMPDIR"
+	while [ "$d" != / ] && [ -n "$d" ]; do chmod a+x "$d"; d=${d%/*}; done
+	chown -R 65534:65534 "$BATS_TEST_TMPDIR"
+	launched_tree_killed setpriv --reuid=65534 --regid=65534 --clear-groups
+	[ "$NS" = own ]
+}
+
+@test "forge killed by SIGKILL where no namespace can be made: the server's init (a subreaper) ends the whole tree" {
+	command -v unshare >/dev/null || skip "unshare is not installed"
+	# (a user namespace whose limits allow no further PID or user namespace)
+	local nons=(unshare -Ur sh -c 'echo 0 >/proc/sys/user/max_pid_namespaces && echo 0 >/proc/sys/user/max_user_namespaces && exec "$@"' sh)
+	"${nons[@]}" true 2>/dev/null || skip "cannot limit the namespaces here: $("${nons[@]}" true 2>&1)"
+	launched_tree_killed "${nons[@]}"
+	[ "$NS" = shared ]
 }
 
 # ---- permissions ------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -370,21 +371,278 @@ struct safe_dir {
 	bool safe;
 };
 
-/* One safe.directory value, in git's order (system, then global): '*'
- * names every repository, an empty value clears those before it, any
- * other is a path (~/ expanded) compared as it is. */
-static int safe_dir_entry(const git_config_entry *e, void *payload)
+/* One safe.directory value, in git's order: '*' names every repository,
+ * an empty value (or none: `[safe] directory` alone) clears those before
+ * it, any other is a path (~/ expanded) compared as it is. */
+static void safe_dir_value(struct safe_dir *s, const char *value)
 {
-	struct safe_dir *s = payload;
 	git_buf full = { 0 };
 
-	if (!e->value || !*e->value)
+	if (!value || !*value)
 		s->safe = false;
-	else if (strcmp(e->value, "*") == 0)
+	else if (strcmp(value, "*") == 0)
 		s->safe = true;
-	else if (git_config_parse_path(&full, e->value) == 0 && full.ptr && strcmp(full.ptr, s->path) == 0)
+	else if (git_config_parse_path(&full, value) == 0 && full.ptr && strcmp(full.ptr, s->path) == 0)
 		s->safe = true;
 	git_buf_dispose(&full);
+	git_error_clear();      /* (a "~user/" path libgit2 does not expand names nothing) */
+}
+
+static int safe_dir_entry(const git_config_entry *e, void *payload)
+{
+	safe_dir_value(payload, e->value);
+	return 0;
+}
+
+/* Add the configuration file path at level, as git reads it: skipped
+ * when it cannot be read (not there, no permission).  0, or -1 with
+ * *why (a file libgit2 cannot parse, which git refuses too). */
+static int add_config_file(git_config *cfg, const char *path, git_config_level_t level, struct buf *why)
+{
+	const git_error *e;
+
+	if (!*path || access(path, R_OK) < 0)
+		return 0;
+	if (git_config_add_file_ondisk(cfg, path, level, NULL, 0) == 0)
+		return 0;
+	e = git_error_last();
+	buf_addf(why, "cannot read the git configuration '%s': %s", path, e && e->message ? e->message : "error");
+	git_error_clear();
+	return -1;
+}
+
+/*
+ * The safe.directory values of git's configuration files, in its order:
+ * the system file (GIT_CONFIG_SYSTEM, else the default; none with
+ * GIT_CONFIG_NOSYSTEM true), then the global ones (GIT_CONFIG_GLOBAL
+ * alone, else the XDG file and ~/.gitconfig).  The repository's own is not
+ * read: it cannot vouch for itself.  0, or -1 with *why.
+ */
+static int safe_dir_files(struct safe_dir *s, struct buf *why)
+{
+	git_config *cfg = NULL;
+	git_buf found = { 0 };
+	const char *env;
+	int rc = -1, nosystem = 0;
+
+	if (git_config_new(&cfg) < 0) {
+		buf_adds(why, "cannot make a git configuration");
+		goto out;
+	}
+	if ((env = getenv("GIT_CONFIG_NOSYSTEM")) && git_config_parse_bool(&nosystem, env) < 0) {
+		buf_addf(why, "bad boolean value '%s' for GIT_CONFIG_NOSYSTEM", env);
+		goto out;
+	}
+	if (!nosystem) {
+		if ((env = getenv("GIT_CONFIG_SYSTEM"))) {
+			if (add_config_file(cfg, env, GIT_CONFIG_LEVEL_SYSTEM, why) < 0)
+				goto out;
+		} else if (git_config_find_system(&found) == 0 &&
+			   add_config_file(cfg, found.ptr, GIT_CONFIG_LEVEL_SYSTEM, why) < 0) {
+			goto out;
+		}
+		git_buf_dispose(&found);
+	}
+	if ((env = getenv("GIT_CONFIG_GLOBAL"))) {
+		if (add_config_file(cfg, env, GIT_CONFIG_LEVEL_GLOBAL, why) < 0)
+			goto out;
+	} else {
+		if (git_config_find_xdg(&found) == 0 && add_config_file(cfg, found.ptr, GIT_CONFIG_LEVEL_XDG, why) < 0)
+			goto out;
+		git_buf_dispose(&found);
+		if (git_config_find_global(&found) == 0 &&
+		    add_config_file(cfg, found.ptr, GIT_CONFIG_LEVEL_GLOBAL, why) < 0)
+			goto out;
+	}
+	/* (libgit2 goes through the levels from the lowest, as git reads them) */
+	git_config_get_multivar_foreach(cfg, "safe.directory", NULL, safe_dir_entry, s);
+	rc = 0;
+out:
+	git_buf_dispose(&found);
+	git_config_free(cfg);
+	git_error_clear();      /* none set is no error */
+	return rc;
+}
+
+/* Whether git takes key as a configuration key (its git_config_parse_key):
+ * SECTION[.SUBSECTION].NAME, the section and name letters, digits and '-',
+ * the name starting with a letter, no newline anywhere. */
+static bool config_key_valid(const char *key)
+{
+	const char *last = strrchr(key, '.');
+	const char *first = strchr(key, '.');
+
+	if (!last || last == key || !last[1])
+		return false;
+	for (const char *p = key; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		bool keychar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+		if (p < first || p > last) {
+			if (!keychar || (p == last + 1 && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z')))
+				return false;
+		} else if (c == '\n') {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* One setting of the command line (key as given, value NULL for a bare
+ * key): 0, or -1 with *why, as git refuses it. */
+static int safe_dir_pair(struct safe_dir *s, const char *key, const char *value, struct buf *why)
+{
+	if (!*key) {
+		buf_adds(why, "empty config key");
+		return -1;
+	}
+	if (!config_key_valid(key)) {
+		buf_addf(why, "invalid key: %s", key);
+		return -1;
+	}
+	/* (no subsection: the whole key is case-insensitive) */
+	if (strcasecmp(key, "safe.directory") == 0)
+		safe_dir_value(s, value);
+	return 0;
+}
+
+/* git's sq_dequote_step: the single-quoted word at *cur ('\'' and '\!'
+ * escapes between quotes), unquoted in place; *cur past it (NULL at the
+ * end).  NULL when it is not one. */
+static char *sq_dequote_step(char **cur)
+{
+	char *arg = *cur, *dst = arg, *src = arg;
+
+	if (*src != '\'')
+		return NULL;
+	for (;;) {
+		char c = *++src;
+		if (!c)
+			return NULL;
+		if (c != '\'') {
+			*dst++ = c;
+			continue;
+		}
+		if (!*++src) {
+			*dst = '\0';
+			*cur = NULL;
+			return arg;
+		}
+		if (*src == '\\' && (src[1] == '\'' || src[1] == '!') && src[2] == '\'') {
+			*dst++ = src[1];
+			src += 2;
+			continue;
+		}
+		*dst = '\0';
+		*cur = src;
+		return arg;
+	}
+}
+
+/* git's isspace() */
+static bool git_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* An old-style 'KEY=VALUE' word of GIT_CONFIG_PARAMETERS (KEY alone: no
+ * value; the key's blanks trimmed). */
+static int safe_dir_old_param(struct safe_dir *s, char *text, struct buf *why)
+{
+	char *eq = strchr(text, '='), *value = NULL, *end;
+
+	if (eq) {
+		*eq = '\0';
+		value = eq + 1;
+	}
+	while (git_space(*text))
+		text++;
+	end = text + strlen(text);
+	while (end > text && git_space(end[-1]))
+		*--end = '\0';
+	if (!*text) {
+		buf_adds(why, "bogus config parameter in GIT_CONFIG_PARAMETERS");
+		return -1;
+	}
+	return safe_dir_pair(s, text, value, why);
+}
+
+/* GIT_CONFIG_PARAMETERS, as `git -c` passes its settings on:
+ * space-separated 'KEY'='VALUE' ('KEY'= alone: no value) or 'KEY=VALUE'. */
+static int safe_dir_params(struct safe_dir *s, const char *env, struct buf *why)
+{
+	char *copy = xstrdup(env), *cur = copy;
+	int rc = 0;
+
+	while (rc == 0 && cur && *cur) {
+		char *key = sq_dequote_step(&cur), *value = NULL;
+		bool ok = key != NULL;
+
+		if (ok && (!cur || git_space(*cur))) {
+			rc = safe_dir_old_param(s, key, why);
+		} else {
+			if (ok && *cur != '=')
+				ok = false;
+			else if (ok && *++cur == '\'')
+				ok = (value = sq_dequote_step(&cur)) && (!cur || git_space(*cur));
+			else if (ok && *cur && !git_space(*cur))
+				ok = false;    /* ('KEY'= then a blank or the end: no value) */
+			if (ok) {
+				rc = safe_dir_pair(s, key, value, why);
+			} else {
+				buf_adds(why, "bogus format in GIT_CONFIG_PARAMETERS");
+				rc = -1;
+			}
+		}
+		while (cur && git_space(*cur))
+			cur++;
+	}
+	free(copy);
+	return rc;
+}
+
+/*
+ * The command line's settings, after the files: git -c (GIT_CONFIG_PARAMETERS,
+ * which a git hands on to what it runs) and GIT_CONFIG_COUNT with
+ * GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n>, those first.  0, or -1 with
+ * *why where git refuses to run (a bogus count, a key or value missing, a
+ * malformed parameter).
+ */
+static int safe_dir_cmdline(struct safe_dir *s, struct buf *why)
+{
+	const char *env = getenv("GIT_CONFIG_COUNT");
+
+	if (env) {
+		char *end, name[48];
+		unsigned long count;
+
+		errno = 0;
+		count = strtoul(env, &end, 10);
+		if (*end || errno) {
+			buf_addf(why, "bogus count '%s' in GIT_CONFIG_COUNT", env);
+			return -1;
+		}
+		if (count > INT_MAX) {
+			buf_addf(why, "too many entries in GIT_CONFIG_COUNT (%s)", env);
+			return -1;
+		}
+		for (unsigned long i = 0; i < count; i++) {
+			const char *key, *value;
+			snprintf(name, sizeof name, "GIT_CONFIG_KEY_%lu", i);
+			if (!(key = getenv(name))) {
+				buf_addf(why, "missing config key %s", name);
+				return -1;
+			}
+			snprintf(name, sizeof name, "GIT_CONFIG_VALUE_%lu", i);
+			if (!(value = getenv(name))) {
+				buf_addf(why, "missing config value %s", name);
+				return -1;
+			}
+			if (safe_dir_pair(s, key, value, why) < 0)
+				return -1;
+		}
+	}
+	if ((env = getenv("GIT_CONFIG_PARAMETERS")))
+		return safe_dir_params(s, env, why);
 	return 0;
 }
 
@@ -402,8 +660,10 @@ static void add_shell_word(struct buf *b, const char *s)
  * git's ownership check of an open repository: its working tree, its .git
  * file (a linked worktree) and its git directory must be this user's
  * (owned_here), or the working tree -- a bare repository: its git
- * directory -- must be named by safe.directory in the system or global
- * configuration (the repository's own cannot vouch for it).
+ * directory -- must be named by safe.directory in git's protected
+ * configuration: the system and global files and the command line, found
+ * as git finds them (safe_dir_files, safe_dir_cmdline); the repository's
+ * own cannot vouch for it.
  */
 static int check_owner(git_repository *repo)
 {
@@ -411,8 +671,7 @@ static int check_owner(git_repository *repo)
 	char *name = xstrdup(workdir ? workdir : git_repository_path(repo));
 	char *gitdir = xstrdup(git_repository_path(repo));
 	struct safe_dir s = { name, false };
-	struct buf dotgit = BUF_INIT, cmd = BUF_INIT;
-	git_config *cfg = NULL;
+	struct buf dotgit = BUF_INIT, cmd = BUF_INIT, why = BUF_INIT;
 	struct stat st;
 	uid_t owner = geteuid();
 	bool mine;
@@ -424,13 +683,12 @@ static int check_owner(git_repository *repo)
 	mine = (!workdir || owned_here(&owner, name)) &&
 	       (!workdir || lstat(dotgit.buf, &st) < 0 || !S_ISREG(st.st_mode) || owned_here(&owner, dotgit.buf)) &&
 	       owned_here(&owner, gitdir);
-	if (!mine) {
-		if (git_config_open_default(&cfg) == 0)
-			git_config_get_multivar_foreach(cfg, "safe.directory", NULL, safe_dir_entry, &s);
-		git_config_free(cfg);
-		git_error_clear();      /* none set is no error */
-	}
-	if (!mine && !s.safe) {
+	if (!mine && (safe_dir_files(&s, &why) < 0 || safe_dir_cmdline(&s, &why) < 0)) {
+		rc = FORGE_GIT_NOT_OWNED;
+		forge_error("the repository at '%s' is owned by another user (uid %lu), and whether you trust it "
+			    "cannot be read: %s (git refuses to run with it too); fix or unset it",
+			    name, (unsigned long)owner, why.buf);
+	} else if (!mine && !s.safe) {
 		add_shell_word(&cmd, name);
 		rc = FORGE_GIT_NOT_OWNED;
 		forge_error("the repository at '%s' is owned by another user (uid %lu); if you trust it, run "
@@ -438,6 +696,7 @@ static int check_owner(git_repository *repo)
 	}
 	buf_release(&dotgit);
 	buf_release(&cmd);
+	buf_release(&why);
 	free(name);
 	free(gitdir);
 	return rc;

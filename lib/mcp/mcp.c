@@ -65,7 +65,9 @@ static void close_fd(int *fd)
 /* Start the server with pipes to its stdio.  0 or -1 with a message. */
 static int spawn(struct mcp_client *c, const struct mcp_opts *o)
 {
-	struct spawn_opts so = { .argv = o->argv, .envp = o->envp, .cwd = o->cwd };
+	/* contain: a server is often a launcher (npx, uvx, sh -c) whose
+	 * children do the work; they must not outlive Forge killed by SIGKILL */
+	struct spawn_opts so = { .argv = o->argv, .envp = o->envp, .cwd = o->cwd, .contain = true };
 	struct spawned sp;
 
 	if (proc_spawn(&sp, &so) < 0)
@@ -78,7 +80,7 @@ static int spawn(struct mcp_client *c, const struct mcp_opts *o)
 }
 
 /* Reap the child if it has exited (wait: block up to ms), and end what it
- * left in its process group (os/spawn.h).  True once reaped. */
+ * left (os/spawn.h, CONTAIN).  True once reaped. */
 static bool reap(struct mcp_client *c, long ms)
 {
 	int st;

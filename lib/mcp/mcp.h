@@ -19,8 +19,12 @@
  * The server is spawned with argv (argv[0] without a '/' is looked up in
  * the PATH of this process), envp (the caller builds it: no secrets), cwd,
  * stdin and stdout as pipes and stderr captured: its last stderr_cap bytes
- * are kept for the log (mcp_stderr()).  It gets SIGKILL should this
- * process die (PR_SET_PDEATHSIG): one killed by SIGKILL stops nothing.
+ * are kept for the log (mcp_stderr()).  It runs contained (os/spawn.h,
+ * CONTAIN): under a small init, in a PID namespace of its own where the
+ * kernel allows one, so that what it starts (the real server behind `npx`,
+ * `uvx`, `sh -c`; what that detaches) ends when it exits, when mcp_close()
+ * ends it, and when this process dies, also by SIGKILL, which stops
+ * nothing here (PR_SET_PDEATHSIG SIGKILL takes the namespace along).
  *
  * Requests wait at most timeout_ms for their answer; a request that times
  * out is cancelled (notifications/cancelled with the request id and a

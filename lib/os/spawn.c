@@ -4,39 +4,76 @@
 #include "core/forge.h"
 #include "core/ids.h"
 #include "os/clonevm.h"
+#include "os/nsview.h"
+#include "os/reaper.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
 /* ---- the children started and not reaped yet, for proc_spawn_kill_all() ---- */
 
 #define MAX_SPAWNED 64
-static pid_t spawned[MAX_SPAWNED];
+/* pid is what proc_spawn_kill_all() reads (a signal handler); status_fd,
+ * with contain, the read end of the pipe the init passes the command's
+ * wait status over (-1 when none) */
+static struct {
+	pid_t pid;
+	int status_fd;
+} spawned[MAX_SPAWNED];
 
+/* Remember pid (its status pipe comes later: spawned_set_status()). */
 static void spawned_add(pid_t pid)
 {
 	for (size_t i = 0; i < MAX_SPAWNED; i++) {
 		pid_t zero = 0;
-		if (__atomic_compare_exchange_n(&spawned[i], &zero, pid, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		if (__atomic_compare_exchange_n(&spawned[i].pid, &zero, pid, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST)) {
+			spawned[i].status_fd = -1;
 			return;
+		}
 	}
 }
 
-static void spawned_del(pid_t pid)
+/* With contain: the status pipe of pid, once it runs; false when pid is
+ * not in the table (full). */
+static bool spawned_set_status(pid_t pid, int status_fd)
+{
+	for (size_t i = 0; i < MAX_SPAWNED; i++)
+		if (__atomic_load_n(&spawned[i].pid, __ATOMIC_SEQ_CST) == pid) {
+			spawned[i].status_fd = status_fd;
+			return true;
+		}
+	return false;
+}
+
+/* Forget pid: its status pipe's fd (the caller's to close), or -1. */
+static int spawned_del(pid_t pid)
 {
 	for (size_t i = 0; i < MAX_SPAWNED; i++) {
-		pid_t p = pid;
-		if (__atomic_compare_exchange_n(&spawned[i], &p, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-			return;
+		if (__atomic_load_n(&spawned[i].pid, __ATOMIC_SEQ_CST) != pid)
+			continue;
+		int fd = spawned[i].status_fd;
+		spawned[i].status_fd = -1;
+		__atomic_store_n(&spawned[i].pid, 0, __ATOMIC_SEQ_CST);
+		return fd;
 	}
+	return -1;
 }
 
 /* The child's group, or the child alone before it has one. */
@@ -74,10 +111,25 @@ void proc_spawn_signal(pid_t pid, int sig)
 		signal_group(pid, sig);
 }
 
+/* The command's wait status its init wrote to fd before it exited, else
+ * st (the init was killed first); closes fd. */
+static int command_status(int fd, int st)
+{
+	int cmd;
+	ssize_t n;
+
+	if (fd < 0)
+		return st;
+	while ((n = read(fd, &cmd, sizeof cmd)) < 0 && errno == EINTR)
+		;
+	close(fd);
+	return n == (ssize_t)sizeof cmd ? cmd : st;
+}
+
 bool proc_spawn_reap(pid_t pid, int *status, long ms)
 {
 	long long end = monotonic_ms() + ms;
-	int st;
+	int st, fd;
 
 	enum state now;
 
@@ -87,16 +139,23 @@ bool proc_spawn_reap(pid_t pid, int *status, long ms)
 			return false;
 		sleep_ms(10);
 	}
-	spawned_del(pid);
-	if (now == GONE)
+	fd = spawned_del(pid);
+	if (now == GONE) {
+		if (fd >= 0)
+			close(fd);
 		return true;    /* (its group id may be another's by now: no kill) */
+	}
 	/* what it left running in its group (a launcher's child, a job it
 	 * started) ends with it: nobody else would stop it */
 	kill(-pid, SIGKILL);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			if (fd >= 0)
+				close(fd);
 			return true;
-	*status = st;
+		}
+	}
+	*status = command_status(fd, st);
 	return true;
 }
 
@@ -106,7 +165,7 @@ void proc_spawn_kill_all(long grace_ms)
 	bool running = false;
 
 	for (size_t i = 0; i < MAX_SPAWNED; i++) {
-		pid_t p = __atomic_load_n(&spawned[i], __ATOMIC_SEQ_CST);
+		pid_t p = __atomic_load_n(&spawned[i].pid, __ATOMIC_SEQ_CST);
 		if (p > 0) {
 			signal_group(p, SIGTERM);
 			running = true;
@@ -115,14 +174,14 @@ void proc_spawn_kill_all(long grace_ms)
 	for (long waited = 0; running && waited < grace_ms; waited += 10) {
 		running = false;
 		for (size_t i = 0; i < MAX_SPAWNED && !running; i++) {
-			pid_t p = __atomic_load_n(&spawned[i], __ATOMIC_SEQ_CST);
+			pid_t p = __atomic_load_n(&spawned[i].pid, __ATOMIC_SEQ_CST);
 			running = p > 0 && state_of(p) == RUNNING;
 		}
 		if (running)
 			sleep_ms(10);
 	}
 	for (size_t i = 0; i < MAX_SPAWNED; i++) {
-		pid_t p = __atomic_load_n(&spawned[i], __ATOMIC_SEQ_CST);
+		pid_t p = __atomic_load_n(&spawned[i].pid, __ATOMIC_SEQ_CST);
 		if (p > 0)
 			signal_group(p, SIGKILL);
 	}
@@ -157,13 +216,63 @@ static char *resolve(const char *prog)
 	return NULL;
 }
 
+/* How the child is started: PLAIN (no contain); with contain, its init
+ * is PID 1 of a new PID namespace (NS as root, NS_USER in a new user
+ * namespace too) or, where none can be made, a child subreaper (REAPER). */
+enum mode { PLAIN, NS, NS_USER, REAPER };
+
+/* What the child reports over the exec pipe before it execs. */
+enum { REP_EXEC, REP_NS };    /* exec, dup2 or chdir failed; the id maps refused */
+struct report {
+	int stage;
+	int err;
+};
+
 /* What the child needs, made before it starts. */
 struct child_plan {
 	const char *prog;
 	const struct spawn_opts *o;
 	pid_t parent;
 	int in, out, err, ex;
+	int status;                    /* contain: the status pipe's write end */
+	enum mode mode;
+	uid_t uid;                     /* NS_USER: mapped onto themselves */
+	gid_t gid;
 };
+
+static void report(int fd, int stage, int err)
+{
+	struct report r = { stage, err };
+
+	if (write(fd, &r, sizeof r) < 0) {
+		/* nothing more to say */
+	}
+}
+
+/* Every disposition back to SIG_DFL (the mask is left alone). */
+static void default_signals(void)
+{
+	struct sigaction dfl;
+
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
+}
+
+/* Unblock every signal and exec the command; on failure report to ex. */
+static __attribute__((noreturn)) void exec_command(const struct child_plan *c, int ex)
+{
+	static char *const empty_env[] = { NULL };
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(c->prog, (char *const *)c->o->argv, c->o->envp ? c->o->envp : empty_env);
+	report(ex, REP_EXEC, errno);
+	_exit(127);
+}
 
 /*
  * In the child, started with every signal blocked (by clone_shared(), or
@@ -172,20 +281,10 @@ struct child_plan {
  */
 static int child(void *arg)
 {
-	static char *const empty_env[] = { NULL };
 	const struct child_plan *c = arg;
 	const struct spawn_opts *o = c->o;
-	struct sigaction dfl;
-	sigset_t none;
-	int e;
 
-	memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	default_signals();
 	/* SIGKILL, not SIGTERM: a caller killed by SIGKILL stops nothing, so
 	 * this is all that ends a server that ignores SIGTERM (getppid: the
 	 * caller may have died before the prctl) */
@@ -195,69 +294,262 @@ static int child(void *arg)
 	/* a group of its own: stopping it stops what it starts, and the
 	 * terminal's ^C reaches the caller, who stops it in order */
 	setpgid(0, 0);
-	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->err, 2) < 0 || (o->cwd && chdir(o->cwd) < 0)) {
-		e = errno;
-	} else {
-		execve(c->prog, (char *const *)o->argv, o->envp ? o->envp : empty_env);
-		e = errno;
-	}
-	if (write(c->ex, &e, sizeof e) < 0) {
-		/* nothing more to say */
-	}
+	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->err, 2) < 0 || (o->cwd && chdir(o->cwd) < 0))
+		report(c->ex, REP_EXEC, errno);
+	else
+		exec_command(c, c->ex);
 	_exit(127);
+}
+
+/* ---- the init of a contained child ---- */
+
+/* The init's own copies (it is a fork: its writes stay its own). */
+static pid_t init_parent;
+static enum mode init_mode;
+
+/*
+ * The caller's SIGTERM or ^C reaches the command through its group; the
+ * init waits for the command.  Without a namespace the caller's death
+ * comes as SIGTERM (PR_SET_PDEATHSIG): then the init ends the command and
+ * all it started, and leaves.  Async-signal-safe.
+ */
+static void init_on_signal(int sig)
+{
+	(void)sig;
+	if (init_mode == REAPER && getppid() != init_parent) {
+		reaper_end_children();
+		_exit(128 + SIGKILL);
+	}
+}
+
+/* Whether someone still reads the pipe whose write end is fd (the caller,
+ * alive: in a PID namespace getppid() says 0 whoever the parent is). */
+static bool read_end_open(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	return poll(&p, 1, 0) < 0 || !(p.revents & POLLERR);
+}
+
+/* Close every fd from `from` up. */
+static void close_from(int from)
+{
+	struct rlimit rl;
+
+	if (syscall(SYS_close_range, (unsigned)from, ~0U, 0U) == 0)
+		return;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536)
+		rl.rlim_cur = 65536;
+	for (int fd = from; fd < (int)rl.rlim_cur; fd++)
+		close(fd);
+}
+
+/* Reap children until cmd exits: its wait status (0 if it cannot be had). */
+static int wait_command(pid_t cmd)
+{
+	for (;;) {
+		int st = 0;
+		pid_t w = waitpid(-1, &st, 0);
+
+		if (w == cmd)
+			return st;
+		if (w < 0 && errno != EINTR)
+			return 0;
+	}
+}
+
+/* The fds of the init: the command's stdio, then the exec report and the
+ * status pipe (both close at the command's exec). */
+enum { INIT_EX = 3, INIT_STATUS = 4, INIT_FDS = 5 };
+
+/*
+ * The init (spawn.h, CONTAIN), started with every signal blocked: a fork
+ * of the caller, so system calls only.  Sets up, starts the command as its
+ * child, waits for it, ends what it left (in a namespace the kernel does,
+ * when this exits), passes its wait status on and exits.  Never returns.
+ */
+static __attribute__((noreturn)) void init_main(const struct child_plan *c)
+{
+	static const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE };
+	int fds[INIT_FDS] = { c->in, c->out, c->err, c->ex, c->status };
+	struct sigaction sa;
+	sigset_t none;
+	pid_t cmd, self;
+	int r, st;
+
+	default_signals();
+	if (c->mode == NS_USER && (r = nsview_maps_child(c->uid, c->gid)) < 0) {
+		report(c->ex, REP_NS, -r);
+		_exit(127);
+	}
+	/* a copy of the caller's memory, its secrets too: the command must
+	 * not read it (/proc/PID/mem, ptrace); exec makes the command's own
+	 * process dumpable again */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* In a namespace SIGKILL, which takes the namespace along; without
+	 * one SIGTERM, which the init handles by ending everything. */
+	prctl(PR_SET_PDEATHSIG, c->mode == REAPER ? SIGTERM : SIGKILL);
+	init_parent = c->parent;
+	init_mode = c->mode;
+	setpgid(0, 0);
+	/* Only the child's fds stay open: a copy of the caller's fds here
+	 * would keep its other pipes open (another server's stdin would
+	 * never see its end of file) for as long as this runs.  Moved out of
+	 * the way first, so that none overwrites another. */
+	for (int i = 0; i < INIT_FDS; i++)
+		if ((fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 16)) < 0) {
+			report(c->ex, REP_EXEC, errno);
+			_exit(127);
+		}
+	for (int i = 0; i < INIT_FDS; i++)
+		if (dup3(fds[i], i, i < INIT_EX ? 0 : O_CLOEXEC) < 0) {
+			report(c->ex, REP_EXEC, errno);
+			_exit(127);
+		}
+	close_from(INIT_FDS);
+	/* the caller may have died before the prctl */
+	if (c->mode == REAPER ? getppid() != c->parent : !read_end_open(INIT_EX))
+		_exit(127);
+	if (c->o->cwd && chdir(c->o->cwd) < 0) {
+		report(INIT_EX, REP_EXEC, errno);
+		_exit(127);
+	}
+	/* (without it only what stays in the group ends with the command) */
+	if (c->mode == REAPER)
+		(void)reaper_become();
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = init_on_signal;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
+		sigaction(handled[i], &sa, NULL);
+	self = getpid();
+	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (cmd < 0) {
+		report(INIT_EX, REP_EXEC, errno);
+		_exit(127);
+	}
+	if (cmd == 0) {
+		default_signals();
+		/* (without a namespace: should the init be killed) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != self)
+			_exit(127);
+		close(INIT_STATUS);
+		exec_command(c, INIT_EX);
+	}
+	/* the pipes' ends are the command's alone now */
+	for (int fd = 0; fd <= INIT_EX; fd++)
+		close(fd);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	st = wait_command(cmd);
+	if (c->mode == REAPER)
+		reaper_end_children();
+	if (write(INIT_STATUS, &st, sizeof st) < 0) {
+		/* the caller sees the exit status below */
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/* Start the child as plan->mode says (blocking every signal meanwhile):
+ * its pid, or -1 with errno.  A namespace the kernel refuses makes the
+ * mode REAPER. */
+static pid_t start(struct child_plan *plan)
+{
+	sigset_t all, old;
+	pid_t pid = -1;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (plan->mode == PLAIN) {
+		if ((pid = clone_shared(child, plan)) < 0 && (pid = fork()) == 0)
+			child(plan);
+	} else {
+		/* (a raw clone, as a fork without its atfork handlers: the
+		 * init makes system calls only) */
+		if (plan->mode != REAPER) {
+			unsigned long flags = CLONE_NEWPID | (plan->mode == NS_USER ? CLONE_NEWUSER : 0UL);
+			pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+			if (pid < 0)
+				plan->mode = REAPER;
+		}
+		if (plan->mode == REAPER)
+			pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+		if (pid == 0)
+			init_main(plan);
+	}
+	e = errno;
+	if (pid > 0) {
+		/* (before a signal can come: a handler's proc_spawn_kill_all()
+		 * must find it and its group; EACCES once it has exec'd) */
+		setpgid(pid, pid);
+		spawned_add(pid);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
 }
 
 int proc_spawn(struct spawned *s, const struct spawn_opts *o)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ex[2] = { -1, -1 };
+	int status[2] = { -1, -1 };
+	struct child_plan plan = { .o = o, .parent = getpid(), .uid = getuid(), .gid = getgid() };
+	struct report rep;
 	char *prog = NULL;
-	int rc = -1, e = 0;
-	pid_t parent = getpid();
+	int rc = -1;
 	ssize_t n;
 
 	s->pid = 0;
 	s->in_fd = s->out_fd = s->err_fd = -1;
+	s->pidns = false;
 	if (!o->argv || !o->argv[0] || !*o->argv[0])
 		return forge_error("no command to run");
 	if (!(prog = resolve(o->argv[0])))
 		return forge_error("command '%s' not found in PATH", o->argv[0]);
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-	    pipe2(ex, O_CLOEXEC) < 0) {
+	    (o->contain && pipe2(status, O_CLOEXEC | O_NONBLOCK) < 0)) {
 		forge_error("pipe: %s", strerror(errno));
 		goto out;
 	}
-	struct child_plan plan = { prog, o, parent, in[0], out[1], err[1], ex[1] };
-	sigset_t all, old;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if ((s->pid = clone_shared(child, &plan)) < 0 && (s->pid = fork()) == 0)
-		child(&plan);
-	e = errno;
-	if (s->pid > 0) {
-		/* (before a signal can come: a handler's proc_spawn_kill_all()
-		 * must find it and its group; EACCES once it has exec'd) */
-		setpgid(s->pid, s->pid);
-		spawned_add(s->pid);
+	plan.prog = prog;
+	plan.in = in[0], plan.out = out[1], plan.err = err[1], plan.status = status[1];
+	plan.mode = !o->contain ? PLAIN : geteuid() == 0 ? NS : NS_USER;
+attempt:
+	if (pipe2(ex, O_CLOEXEC) < 0) {
+		forge_error("pipe: %s", strerror(errno));
+		goto out;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (s->pid < 0) {
-		forge_error("fork: %s", strerror(e));
+	plan.ex = ex[1];
+	if ((s->pid = start(&plan)) < 0) {
+		forge_error("fork: %s", strerror(errno));
 		s->pid = 0;
 		goto out;
 	}
 	close_fd(&ex[1]);
-	while ((n = read(ex[0], &e, sizeof e)) < 0 && errno == EINTR)
+	while ((n = read(ex[0], &rep, sizeof rep)) < 0 && errno == EINTR)
 		;
-	if (n == (ssize_t)sizeof e) {
-		forge_error("cannot run '%s'%s%s: %s", prog, o->cwd ? " in " : "", o->cwd ? o->cwd : "",
-			    strerror(e));
+	close_fd(&ex[0]);
+	if (n == (ssize_t)sizeof rep) {
 		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		spawned_del(s->pid);
 		s->pid = 0;
+		if (rep.stage == REP_NS) {
+			/* the user namespace was made and its id maps refused
+			 * (AppArmor): contained by a reaper instead */
+			plan.mode = REAPER;
+			goto attempt;
+		}
+		forge_error("cannot run '%s'%s%s: %s", prog, o->cwd ? " in " : "", o->cwd ? o->cwd : "",
+			    strerror(rep.err));
 		goto out;
 	}
+	/* (the init's status pipe, read when it is reaped) */
+	if (o->contain && spawned_set_status(s->pid, status[0]))
+		status[0] = -1;
+	s->pidns = plan.mode == NS || plan.mode == NS_USER;
 	s->in_fd = in[1], in[1] = -1;
 	s->out_fd = out[0], out[0] = -1;
 	s->err_fd = err[0], err[0] = -1;
@@ -266,6 +558,7 @@ int proc_spawn(struct spawned *s, const struct spawn_opts *o)
 out:
 	close_fd(&in[0]), close_fd(&in[1]), close_fd(&out[0]), close_fd(&out[1]);
 	close_fd(&err[0]), close_fd(&err[1]), close_fd(&ex[0]), close_fd(&ex[1]);
+	close_fd(&status[0]), close_fd(&status[1]);
 	free(prog);
 	return rc;
 }

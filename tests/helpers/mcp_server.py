@@ -12,7 +12,8 @@ can see notifications/initialized and notifications/cancelled arrive.
 (a line PWD_IS=...) at its start.  --extra-tools FILE: a JSON array of
 more tool definitions listed after these (a call to one: -32602).
 --pid-out FILE writes the server's pid and that of a child it starts
-(`sleep 300`, in the background), a line each.  --stubborn yes: the server
+(`sleep 300`, in the background), a line each: the pids the test sees (the
+server may be in a PID namespace of its own, where getpid() says another).  --stubborn yes: the server
 (and its child) ignore SIGTERM, and it stays after its stdin ends.
 --batch yes: every tools/call is answered in a JSON-RPC batch (one line,
 an array) of a notifications/message and the answer (MCP 2025-03-26).
@@ -156,14 +157,32 @@ def call(id_, name, a):
         send({"id": id_, "error": {"code": -32602, "message": "unknown tool: %s" % name}})
 
 
+def host_pid():
+    """This process's pid in the namespace of /proc (the host's, the test's)."""
+    return int(os.readlink("/proc/self"))
+
+
+def child_of(parent):
+    """The pid (as /proc numbers it) of the one child of parent."""
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
+                    return int(d)
+        except (OSError, ValueError, IndexError):
+            pass
+    return -1
+
+
 def main():
     if opts["stubborn"]:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if opts["pid-out"]:
         child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
+        me = host_pid()
         with open(opts["pid-out"], "w") as f:
-            f.write("%d\n%d\n" % (os.getpid(), child.pid))
+            f.write("%d\n%d\n" % (me, child_of(me)))
     if opts["env-out"]:
         with open(opts["env-out"], "w") as f:
             for k, v in sorted(os.environ.items()):

@@ -819,6 +819,146 @@ static void test_spawn_group_ends_with_it(void)
 	close(sp.err_fd);
 }
 
+/* A contained child (spawn.h, CONTAIN) that starts a detached job (setsid)
+ * and prints its pid as this process sees it (the command may be in a PID
+ * namespace of its own, where $! says another). */
+#define DETACHED_JOB "setsid sh -c 'read p _ </proc/self/stat; echo $p; exec sleep 300' </dev/null & "
+
+/* With contain, the command's wait status comes through its init, and
+ * what it detached ends with it: when it exits and when the caller
+ * interrupts (proc_spawn_kill_all, in a namespace). */
+static void test_spawn_contain(void)
+{
+	const char *quits[] = { "/bin/sh", "-c", DETACHED_JOB "read x; exit 4", NULL };
+	const char *signalled[] = { "/bin/sh", "-c", "kill -USR2 $$; echo alive", NULL };
+	const char *stays[] = { "/bin/sh", "-c", "trap '' TERM; " DETACHED_JOB "while :; do sleep 1; done", NULL };
+	const char *argv[] = { tmp, NULL };
+	struct spawn_opts so = { .argv = quits, .contain = true };
+	struct spawned sp;
+	pid_t job;
+	int st = 0;
+
+	CHECK(proc_spawn(&sp, &so) == 0);
+	job = job_pid(&sp);
+	CHECK(job > 0);
+	CHECK_INT(getpgid(sp.pid), sp.pid);
+	CHECK(!proc_spawn_reap(sp.pid, &st, 0));
+	close(sp.in_fd);
+	CHECK(proc_spawn_reap(sp.pid, &st, 10000));
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 4, "status %#x", st);
+	CHECK_MSG(ends(job), "the detached job %d outlived the contained child", (int)job);
+	close(sp.out_fd);
+	close(sp.err_fd);
+
+	so.argv = signalled;
+	CHECK(proc_spawn(&sp, &so) == 0);
+	CHECK(proc_spawn_reap(sp.pid, &st, 10000));
+	CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGUSR2, "status %#x", st);
+	close(sp.in_fd);
+	close(sp.out_fd);
+	close(sp.err_fd);
+
+	so.argv = stays;
+	CHECK(proc_spawn(&sp, &so) == 0);
+	job = job_pid(&sp);
+	CHECK(job > 0);
+	proc_spawn_kill_all(100);
+	CHECK(proc_spawn_reap(sp.pid, &st, 10000));
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* (a reaper killed by SIGKILL ends nothing: spawn.h) */
+	if (sp.pidns)
+		CHECK_MSG(ends(job), "the detached job %d outlived an interrupt", (int)job);
+	else
+		kill(job, SIGKILL);
+	close(sp.in_fd);
+	close(sp.out_fd);
+	close(sp.err_fd);
+
+	/* the init reports an exec failure (a directory is not a program) */
+	so.argv = argv;
+	CHECK(proc_spawn(&sp, &so) < 0);
+	CHECK_MSG(strstr(forge_last_error(), "cannot run") && strstr(forge_last_error(), strerror(EACCES)),
+		  "%s", forge_last_error());
+}
+
+/* In a new user namespace that allows no further PID or user namespace:
+ * 0, or -1 when this machine does not let it be made. */
+static int refuse_namespaces(void)
+{
+	static const char *const limits[] = { "/proc/sys/user/max_pid_namespaces",
+					      "/proc/sys/user/max_user_namespaces" };
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	if (unshare(CLONE_NEWUSER) < 0 || nsview_maps_child(uid, gid) < 0)
+		return -1;
+	for (size_t i = 0; i < 2; i++) {
+		FILE *f = fopen(limits[i], "w");
+		if (!f)
+			return -1;
+		bool ok = fputs("0\n", f) >= 0;
+		if (fclose(f) != 0 || !ok)
+			return -1;
+	}
+	return 0;
+}
+
+/* A caller of a contained child killed by SIGKILL: the job its command
+ * detached ends too -- by the PID namespace, or (no_ns: none can be made)
+ * by the init, a child subreaper that has PR_SET_PDEATHSIG SIGTERM. */
+static void contained_caller_killed(bool no_ns)
+{
+	const char *argv[] = { "/bin/sh", "-c", DETACHED_JOB "exec sleep 300", NULL };
+	long msg[2] = { 0, 0 };    /* the job's pid (-1: no such namespace here), pidns */
+	int fds[2];
+	pid_t caller;
+
+	CHECK(pipe(fds) == 0);
+	caller = fork();
+	CHECK(caller >= 0);
+	if (caller == 0) {
+		struct spawn_opts so = { .argv = argv, .contain = true };
+		struct spawned sp;
+		close(fds[0]);
+		if (no_ns && refuse_namespaces() < 0)
+			msg[0] = -1;
+		else if (proc_spawn(&sp, &so) == 0)
+			msg[0] = job_pid(&sp), msg[1] = sp.pidns;
+		if (write(fds[1], msg, sizeof msg) != (ssize_t)sizeof msg)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	ssize_t n = read(fds[0], msg, sizeof msg);
+	close(fds[0]);
+	kill(caller, SIGKILL);
+	waitpid(caller, NULL, 0);
+	CHECK(n == (ssize_t)sizeof msg);
+	if (msg[0] < 0) {
+		printf("# skipped: no user namespace with limits here\n");
+		return;
+	}
+	CHECK(msg[0] > 0);
+	if (no_ns)
+		CHECK(!msg[1]);
+	if (!ends((pid_t)msg[0])) {
+		kill((pid_t)msg[0], SIGKILL);
+		CHECK_MSG(false, "the detached job %ld outlived its caller (%s)", msg[0],
+			  msg[1] ? "PID namespace" : "reaper");
+	}
+}
+
+static void test_spawn_contain_caller_killed(void)
+{
+	contained_caller_killed(false);
+}
+
+static void test_spawn_contain_caller_killed_no_ns(void)
+{
+	contained_caller_killed(true);
+}
+
 int main(void)
 {
 	char t[] = "/tmp/forge-proc-XXXXXX";
@@ -843,6 +983,9 @@ int main(void)
 	RUN(test_child_leaves_our_pages_alone);
 	RUN(test_spawn_pipes_signals_pages);
 	RUN(test_spawn_group_ends_with_it);
+	RUN(test_spawn_contain);
+	RUN(test_spawn_contain_caller_killed);
+	RUN(test_spawn_contain_caller_killed_no_ns);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
 		return 1;
