@@ -430,6 +430,28 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 		'[["lookup","real"],["retry","real"],["tool","environment"]]'
 }
 
+@test "a read-only file system, a disk quota, the process and file-size limits are environment failures" {
+	make_repo "$REPO"
+	cat >"$REPO/t.sh" <<-'EOF'
+		echo 1..6
+		echo 'not ok 1 link'
+		echo '# ld: cannot open output file calc: Read-only file system'
+		echo 'not ok 2 copy'
+		echo "# cp: error writing 'big': Disk quota exceeded"
+		echo 'not ok 3 spawn'
+		echo '# sh: 1: Cannot fork'
+		echo 'not ok 4 build'
+		echo '# make: /bin/sh: Resource temporarily unavailable'
+		echo 'not ok 5 write'
+		echo '# File size limit exceeded'
+		echo 'not ok 6 socket'
+		echo '# recv: Resource temporarily unavailable'
+	EOF
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh t.sh" </dev/null
+	assert_equal "$(tests_of '[.failures[] | .classification]')" \
+		'["environment","environment","environment","environment","environment","real"]'
+}
+
 @test "a FIFO the tests left where a failure is located is not opened: the analysis goes on without it" {
 	make_repo "$REPO"
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
