@@ -14,7 +14,9 @@
  * safety.time_s.test) in the sandbox of run_command (sandbox_job.h: the
  * scrubbed environment, writes confined to the worktree and a temp dir,
  * the network cut as sandbox.network says), since it runs the branch's
- * code.
+ * code; its messages untranslated (LC_MESSAGES=C.UTF-8, no LANGUAGE, the
+ * rest of the locale the user's), since an environment failure is told
+ * by what the system says ("No space left on device").
  * Results: a fresh JUnit report (tools.test_report or the usual places),
  * else the output (testrun.h), else the exit status alone (format
  * "exit_code", parsed false, a test.unparsed event).
@@ -137,7 +139,10 @@ static char *work_dir(struct phase *ph)
 }
 
 /* Run the test command in dir under the sandbox (sandbox_job.h): the
- * code it runs comes from the worktree. */
+ * code it runs comes from the worktree.  Untranslated: the environment
+ * signatures (testrun_env_signature) are the system's English messages;
+ * under de_DE.UTF-8 a full disk was a real failure, sent back to implement
+ * for the model to fix. */
 static int run(struct phase *ph, struct proc_result *res, const char *command, const char *dir,
 	       long timeout_ms)
 {
@@ -150,6 +155,7 @@ static int run(struct phase *ph, struct proc_result *res, const char *command, c
 		.timeout_ms = timeout_ms,
 		.output_cap = OUT_CAP,
 		.cut_count = tap_failing_line,
+		.untranslated = true,
 	};
 	jv unconfined;
 	int rc = sandbox_job_run(res, &unconfined, &job);
@@ -877,7 +883,8 @@ int main(int argc, char **argv)
 		.description =
 			"Run the project's tests (tools.test_command, else detected) in the sandbox of run_command "
 			"(sandbox.*: writes confined to the worktree, network cut, environment scrubbed; "
-			"sandbox.env passes variables), read their results (TAP, "
+			"sandbox.env passes variables; messages untranslated, the rest of the locale yours), "
+			"read their results (TAP, "
 			"JUnit XML, pytest, go test, cargo test, node --test, ctest, bats), rerun failures once "
 			"to tell flaky from real, and ask the model for the root cause and a fix of each real "
 			"failure. Needs a state whose review approved the changes (or review.approved_by, a gate's "

@@ -2,7 +2,8 @@
 # test.bats - forge-test on fixture repositories: passing and failing suites,
 # the model's analysis through the mock provider (asserted on its request
 # log), a deliberately flaky test, no test command, --junit (and reading it
-# back), the exit-status fallback, environment failures, timeouts, the
+# back), the exit-status fallback, environment failures (and the test
+# command's untranslated messages), timeouts, the
 # review guard and bad input.
 
 bats_require_minimum_version 1.5.0
@@ -428,6 +429,89 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh t.sh" </dev/null
 	assert_equal "$(tests_of '[.failures[] | [.test, .classification]]')" \
 		'[["lookup","real"],["retry","real"],["tool","environment"]]'
+}
+
+@test "a read-only file system, a disk quota, the process and file-size limits are environment failures" {
+	make_repo "$REPO"
+	cat >"$REPO/t.sh" <<-'EOF'
+		echo 1..6
+		echo 'not ok 1 link'
+		echo '# ld: cannot open output file calc: Read-only file system'
+		echo 'not ok 2 copy'
+		echo "# cp: error writing 'big': Disk quota exceeded"
+		echo 'not ok 3 spawn'
+		echo '# sh: 1: Cannot fork'
+		echo 'not ok 4 build'
+		echo '# make: /bin/sh: Resource temporarily unavailable'
+		echo 'not ok 5 write'
+		echo '# File size limit exceeded'
+		echo 'not ok 6 socket'
+		echo '# recv: Resource temporarily unavailable'
+	EOF
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "sh t.sh" </dev/null
+	assert_equal "$(tests_of '[.failures[] | .classification]')" \
+		'["environment","environment","environment","environment","environment","real"]'
+}
+
+# A test command that speaks as gettext does (LANGUAGE, then LC_ALL,
+# LC_MESSAGES, LANG; LANGUAGE not in the C locale): German under a German
+# locale.  It also writes the locale variables it got to locale-seen.
+GERMAN_LD='l=${LC_ALL:-${LC_MESSAGES:-$LANG}}
+case $l in C|C.*|POSIX|"") ;; *) l=${LANGUAGE:-$l} ;; esac
+env | grep -E "^(LANG|LANGUAGE|LC_[A-Z]+)=" | sort >locale-seen
+case $l in
+de*) echo "ld: cannot open output file calc: Auf dem Gerät ist kein Speicherplatz mehr verfügbar" ;;
+*) echo "ld: cannot open output file calc: No space left on device" ;;
+esac
+exit 1'
+
+@test "the test command's messages are untranslated: a full disk under a German locale is an environment failure; the rest of the locale stays" {
+	make_repo "$REPO"
+	local unset="-u LANG -u LANGUAGE -u LC_ALL -u LC_MESSAGES -u LC_CTYPE -u LC_COLLATE -u LC_NUMERIC"
+	for lc in LC_ALL=de_DE.UTF-8 LANG=de_DE.UTF-8 LC_MESSAGES=de_DE.UTF-8 "LANG=en_US.UTF-8 LANGUAGE=de"; do
+		# shellcheck disable=SC2086 # the words of $unset and $lc are meant
+		run -1 --separate-stderr env $unset $lc ft --repo "$REPO" --no-input --command "$GERMAN_LD" </dev/null
+		assert_equal "$lc: $(tests_of '.failures[0] | [.classification, .output]')" \
+			"$lc: [\"environment\",\"ld: cannot open output file calc: No space left on device\\n\"]"
+	done
+	# LC_ALL became LANG (the categories it overrode go with it); LANGUAGE is gone
+	# shellcheck disable=SC2086
+	run -1 --separate-stderr env $unset LC_ALL=de_DE.UTF-8 LC_COLLATE=sv_SE.UTF-8 LANGUAGE=de \
+		ft --repo "$REPO" --no-input --command "$GERMAN_LD" </dev/null
+	run -0 cat "$REPO/locale-seen"
+	assert_output --regexp $'^LANG=de_DE.UTF-8\nLC_MESSAGES=C(.UTF-8)?$'
+	# shellcheck disable=SC2086
+	run -1 --separate-stderr env $unset LANG=de_DE.UTF-8 LC_CTYPE=tr_TR.UTF-8 LC_COLLATE=sv_SE.UTF-8 \
+		ft --repo "$REPO" --no-input --command "$GERMAN_LD" </dev/null
+	run -0 cat "$REPO/locale-seen"
+	assert_output --regexp $'^LANG=de_DE.UTF-8\nLC_COLLATE=sv_SE.UTF-8\nLC_CTYPE=tr_TR.UTF-8\nLC_MESSAGES=C(.UTF-8)?$'
+}
+
+@test "the test command's messages are untranslated by the C library too: a German locale made with localedef" {
+	[ -r /usr/share/locale/de/LC_MESSAGES/coreutils.mo ] || skip "no German messages of coreutils"
+	mkdir -p "$BATS_TEST_TMPDIR/locale"
+	# localedef exits 1 on a warning, with the locale made
+	localedef -i de_DE -f UTF-8 "$BATS_TEST_TMPDIR/locale/de_DE.UTF-8" >/dev/null 2>&1 ||
+		[ -d "$BATS_TEST_TMPDIR/locale/de_DE.UTF-8" ] ||
+		skip "localedef cannot make de_DE.UTF-8 (the locales package; scripts/install-deps installs it)"
+	export LOCPATH="$BATS_TEST_TMPDIR/locale"
+	run env LC_ALL=de_DE.UTF-8 ls /no-such-file-forge
+	[[ "$output" == *"nicht gefunden"* ]] || skip "ls does not speak German here"
+	make_repo "$REPO"
+	cat >"$REPO/t.sh" <<-'EOF'
+		ls /no-such-file-forge
+		/usr/bin/printf "%'d\n" 1234567
+		exit 1
+	EOF
+	printf '{"sandbox":{"env":["LOCPATH"],"read_paths":["%s"]}}\n' "$LOCPATH" >"$BATS_TEST_TMPDIR/loc.json"
+	for lc in LC_ALL=de_DE.UTF-8 "LANG=de_DE.UTF-8 LANGUAGE=de"; do
+		# shellcheck disable=SC2086 # the words of $lc are meant
+		run -1 --separate-stderr env -u LANG -u LANGUAGE -u LC_ALL -u LC_MESSAGES -u LC_NUMERIC $lc \
+			ft --repo "$REPO" --no-input --config "$BATS_TEST_TMPDIR/loc.json" --command "sh t.sh" </dev/null
+		# English messages; the numbers still German
+		assert_equal "$lc: $(tests_of '.failures[0].output')" \
+			"$lc: \"ls: cannot access '/no-such-file-forge': No such file or directory\\n1.234.567\\n\""
+	done
 }
 
 @test "a FIFO the tests left where a failure is located is not opened: the analysis goes on without it" {

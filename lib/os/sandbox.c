@@ -19,6 +19,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <locale.h>
 #include <pcre2.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1355,6 +1356,72 @@ char **sandbox_build_env(const struct sandbox_policy *p, char *const *base, cons
 void sandbox_env_free(char **env)
 {
 	strv_free(env);
+}
+
+/* The locale of untranslated messages: C.UTF-8 where the system has it.
+ * A category the C library cannot load fails a program's
+ * setlocale(LC_ALL, ""), which then runs in C for every category; C is
+ * always there. */
+static const char *messages_locale(void)
+{
+	static int have = -1;
+
+	if (have < 0) {
+		locale_t l = newlocale(LC_MESSAGES_MASK, "C.UTF-8", (locale_t)0);
+
+		have = l != (locale_t)0;
+		if (l)
+			freelocale(l);
+	}
+	return have ? "C.UTF-8" : "C";
+}
+
+/* Is s (NAME=VALUE) one of the names, or a locale category LC_ALL
+ * overrides (the categories of POSIX and glibc; not LC_TERMINAL and the
+ * like, which only share the prefix)? */
+static bool overridden_by_lc_all(const char *s)
+{
+	static const char *const names[] = {
+		"LANG", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY", "LC_MESSAGES",
+		"LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION",
+		NULL,
+	};
+
+	for (size_t i = 0; names[i]; i++) {
+		size_t n = strlen(names[i]);
+		if (!strncmp(s, names[i], n) && s[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+char **sandbox_env_untranslated(char *const *base)
+{
+	char *const *src = base ? base : environ;
+	const char *all = env_value(src, "LC_ALL");
+	size_t n = 0, k = 0;
+	char **env;
+	struct buf b = BUF_INIT;
+
+	if (all && !*all)
+		all = NULL;     /* empty: as if unset */
+	while (src && src[n])
+		n++;
+	env = xcalloc(n + 3, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(src[i], "LC_ALL=", 7) || !strncmp(src[i], "LANGUAGE=", 9) ||
+		    !strncmp(src[i], "LC_MESSAGES=", 12) || (all && overridden_by_lc_all(src[i])))
+			continue;
+		env[k++] = xstrdup(src[i]);
+	}
+	if (all) {
+		buf_addf(&b, "LANG=%s", all);
+		env[k++] = buf_detach(&b, NULL);
+	}
+	buf_addf(&b, "LC_MESSAGES=%s", messages_locale());
+	env[k++] = buf_detach(&b, NULL);
+	env[k] = NULL;
+	return env;
 }
 
 /* ================================================================ run */

@@ -197,6 +197,20 @@ int sandbox_features(jv *out, const struct sandbox_policy *p);
 char **sandbox_build_env(const struct sandbox_policy *p, char *const *base, const char *tmp);
 void sandbox_env_free(char **env);
 
+/*
+ * base (NULL = environ) with its messages untranslated and the rest of
+ * its locale kept: LANGUAGE is dropped, LC_MESSAGES becomes C.UTF-8 (C
+ * where the system has no C.UTF-8), and a non-empty LC_ALL, which would
+ * override LC_MESSAGES, becomes LANG (the LANG and locale categories
+ * LC_CTYPE ... LC_IDENTIFICATION it overrode are dropped), so every other
+ * category keeps the value it had.  For a command whose output Forge
+ * reads: a full disk says "No space left on device" under de_DE.UTF-8
+ * too, while collation, character classes and number formats, which a
+ * test suite may depend on, stay the user's.  A malloc'd NULL-terminated
+ * array; free with sandbox_env_free().
+ */
+char **sandbox_env_untranslated(char *const *base);
+
 struct sandbox_cmd {
 	const char *command;     /* run as /bin/sh -c command */
 	const char *root;        /* the worktree (writable) */

@@ -30,7 +30,7 @@ static char **merged_names(const struct sandbox_policy *p, const char *const *pa
 int sandbox_job_run(struct proc_result *out, jv *unconfined, const struct sandbox_job *job)
 {
 	struct sandbox_policy *own = NULL, p;
-	char *tmp = NULL, **names = NULL;
+	char *tmp = NULL, **names = NULL, **env = NULL;
 	int rc = -1;
 
 	memset(out, 0, sizeof *out);
@@ -51,18 +51,21 @@ int sandbox_job_run(struct proc_result *out, jv *unconfined, const struct sandbo
 	}
 	if (!job->tmp && tmpdir_make(&tmp, "forge-cmd") < 0)
 		goto out;
+	if (job->untranslated)
+		env = sandbox_env_untranslated(job->base_env);
 	struct sandbox_cmd cmd = {
 		.command = job->command,
 		.root = job->root,
 		.cwd = job->cwd,
 		.tmp = job->tmp ? job->tmp : tmp,
-		.base_env = job->base_env,
+		.base_env = env ? env : job->base_env,
 		.timeout_ms = job->timeout_ms,
 		.cut_count = job->cut_count,
 	};
 	rc = sandbox_run(out, unconfined, &p, &cmd);
 out:
 	tmpdir_remove(tmp);
+	sandbox_env_free(env);
 	for (size_t i = 0; names && names[i]; i++)
 		free(names[i]);
 	free(names);

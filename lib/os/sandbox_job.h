@@ -46,6 +46,9 @@ struct sandbox_job {
 	size_t output_cap;              /* 0 = the policy's */
 	bool (*cut_count)(const char *line, size_t len); /* proc_opts.cut_count; may be NULL */
 	bool allow_network;             /* keep the network whatever sandbox.network says */
+	bool untranslated;              /* messages untranslated, the rest of the locale
+	                                   kept (sandbox_env_untranslated): Forge reads
+	                                   the output */
 };
 
 /*

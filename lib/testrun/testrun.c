@@ -457,6 +457,8 @@ done_pytest:
 enum sig_shape {
 	SIG_PROGRAM_END,   /* a program's message ending the line: "sh: 1: x: not found" */
 	SIG_OS_ERROR,      /* an OS error as a program or runtime prints it */
+	SIG_SIGNAL,        /* a shell's report of a process the signal killed: the line
+	                      alone ("File size limit exceeded"), or an SIG_OS_ERROR */
 	SIG_ANYWHERE,      /* shaped by itself ("connect ECONNREFUSED", "(os error 2)") */
 	SIG_WHOLE,         /* the runner's own failure only (a collection error) */
 };
@@ -484,6 +486,37 @@ static bool os_error_at(const char *s, size_t n, size_t at, size_t nlen)
 	return program_line(s, n);
 }
 
+/* needle at s + at starts a word: "sh: Resource temporarily unavailable"
+ * is make's "/bin/sh: …", not a test's "flush: …". */
+static bool word_at(const char *s, size_t at)
+{
+	return at == 0 || !isalnum((unsigned char)s[at]) || !isalnum((unsigned char)s[at - 1]);
+}
+
+/* needle somewhere in the line s[0..n) as an OS error (os_error_at), from
+ * its first occurrence hit on. */
+static bool os_error_in(const char *s, size_t n, const char *hit, const char *needle)
+{
+	size_t nlen = strlen(needle);
+
+	for (; hit; hit = tr_find(hit + 1, n - (size_t)(hit + 1 - s), needle))
+		if (word_at(s, (size_t)(hit - s)) && os_error_at(s, n, (size_t)(hit - s), nlen))
+			return true;
+	return false;
+}
+
+/* The line s[0..n) is needle alone, or needle " (core dumped)": how dash
+ * reports a process a signal killed. */
+static bool signal_line(const char *s, size_t n, const char *needle)
+{
+	size_t nlen = strlen(needle);
+
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	return n >= nlen && !memcmp(s, needle, nlen) &&
+	       (n == nlen || (n - nlen == 14 && !memcmp(s + nlen, " (core dumped)", 14)));
+}
+
 static bool sig_in_line(const char *s, size_t n, const char *needle, enum sig_shape shape)
 {
 	size_t nlen = strlen(needle);
@@ -496,12 +529,13 @@ static bool sig_in_line(const char *s, size_t n, const char *needle, enum sig_sh
 		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 			n--;
 		return program_line(s, n) && n >= nlen && memcmp(s + n - nlen, needle, nlen) == 0 &&
-		       !memchr(s, '\'', n) && !memchr(s, '"', n);
+		       word_at(s, n - nlen) && !memchr(s, '\'', n) && !memchr(s, '"', n);
+	case SIG_SIGNAL:
+		/* dash's line alone; bash's "bash: line 1: 9524 File size limit
+		 * exceeded…" and make's "make: *** [all] …" as an OS error */
+		return signal_line(s, n, needle) || os_error_in(s, n, hit, needle);
 	case SIG_OS_ERROR:
-		for (; hit; hit = tr_find(hit + 1, n - (size_t)(hit + 1 - s), needle))
-			if (os_error_at(s, n, (size_t)(hit - s), nlen))
-				return true;
-		return false;
+		return os_error_in(s, n, hit, needle);
 	case SIG_ANYWHERE:
 	case SIG_WHOLE:
 		return true;
@@ -534,6 +568,19 @@ const char *testrun_env_signature(const char *text, size_t len, bool whole)
 		{ "No space left on device", "disk full", SIG_OS_ERROR },
 		{ "Cannot allocate memory", "out of memory", SIG_OS_ERROR },
 		{ "Too many open files", "resource limit", SIG_OS_ERROR },
+		{ "Read-only file system", "read-only file system", SIG_OS_ERROR },
+		{ "Disk quota exceeded", "disk quota exceeded", SIG_OS_ERROR },
+		/* EFBIG where SIGXFSZ is ignored (Python); not "File too large"
+		 * anywhere, an upload limit's own message */
+		{ "[Errno 27] File too large", "file size limit", SIG_ANYWHERE },
+		{ "File too large (os error 27)", "file size limit", SIG_ANYWHERE },
+		{ "File size limit exceeded", "file size limit", SIG_SIGNAL },
+		/* EAGAIN only where a process could not be made: on a socket it is
+		 * a test's own non-blocking I/O */
+		{ "fork: Resource temporarily unavailable", "process limit", SIG_OS_ERROR },
+		{ "fork: retry: ", "process limit", SIG_OS_ERROR },
+		{ "sh: Resource temporarily unavailable", "process limit", SIG_OS_ERROR },
+		{ "Cannot fork", "process limit", SIG_PROGRAM_END },
 		{ "ModuleNotFoundError", "missing Python module", SIG_WHOLE },
 		{ "No module named ", "missing Python module", SIG_WHOLE },
 		{ "Cannot find module '", "missing Node module", SIG_WHOLE },

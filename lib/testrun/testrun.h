@@ -152,13 +152,16 @@ char *testrun_rerun_command(const char *command, const char *const *names, size_
 /*
  * Does text look like an environment failure rather than a test's own:
  * a command not found, a missing module or library, a refused connection,
- * a full disk?  Only where the shell, the loader or the OS says so, in the
- * shape they give it (a line "sh: 1: x: not found", "[Errno 111]
- * Connection refused", "… (os error 28)"), not text anywhere in a test's
- * output.  whole: text is the runner's own failure (the whole command's
- * output, a collection or setup error), where a missing module, package
- * or header counts too.  Returns a short description of the signature
- * found, or NULL.  Static storage.
+ * a full disk or disk quota, a read-only file system, a limit on open
+ * files, processes or file size?  Only where the shell, the loader or the
+ * OS says so, in English (forge-test runs its command with messages
+ * untranslated: sandbox_env_untranslated), in the shape they give it (a
+ * line "sh: 1: x: not found", "[Errno 111] Connection refused", "… (os
+ * error 28)"), not text anywhere in a test's output.  whole: text is the
+ * runner's own failure (the whole command's output, a collection or setup
+ * error), where a missing module, package or header counts too.
+ * Returns a short description of the signature found, or NULL.  Static
+ * storage.
  */
 const char *testrun_env_signature(const char *text, size_t len, bool whole);
 

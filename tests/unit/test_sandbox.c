@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,6 +359,18 @@ static void test_policy_from_config(void)
 	unsetenv("XDG_CACHE_HOME");
 }
 
+/* env's lines (consumed) are want. */
+static void check_env(char **env, const char *want)
+{
+	struct buf all = BUF_INIT;
+
+	for (size_t i = 0; env[i]; i++)
+		buf_addf(&all, "%s\n", env[i]);
+	sandbox_env_free(env);
+	CHECK_STR(all.buf, want);
+	buf_release(&all);
+}
+
 static void test_env(void)
 {
 	struct sandbox_policy *p;
@@ -381,6 +394,39 @@ static void test_env(void)
 	CHECK_STR(all.buf, "PATH=/usr/bin\nLANG=C.UTF-8\nLC_ALL=C\nEXTRA_OK=1\nHOME=/tmp/run-tmp\n"
 			   "TMPDIR=/tmp/run-tmp\nTERM=dumb\n");
 	buf_release(&all);
+}
+
+/* Messages untranslated, the rest of the locale kept: LC_ALL becomes LANG
+ * (the categories it overrode go), LANGUAGE goes, LC_MESSAGES is C.UTF-8. */
+static void test_env_untranslated(void)
+{
+	char *with_all[] = {
+		"PATH=/usr/bin", "LANG=en_US.UTF-8", "LC_ALL=de_DE.UTF-8", "LC_COLLATE=sv_SE.UTF-8",
+		"LC_MESSAGES=fr_FR.UTF-8", "LANGUAGE=de:fr", "LC_TERMINAL=iTerm2", "FOO=bar", NULL,
+	};
+	char *without[] = {
+		"LANG=de_DE.UTF-8", "LC_ALL=", "LC_CTYPE=tr_TR.UTF-8", "LANGUAGE=de", NULL,
+	};
+	char *none[] = { "PATH=/bin", NULL };
+	locale_t l = newlocale(LC_MESSAGES_MASK, "C.UTF-8", (locale_t)0);
+	const char *msg = l ? "LC_MESSAGES=C.UTF-8\n" : "LC_MESSAGES=C\n";
+	struct buf want = BUF_INIT;
+	char **env;
+
+	if (l)
+		freelocale(l);
+	env = sandbox_env_untranslated(with_all);
+	buf_addf(&want, "PATH=/usr/bin\nLC_TERMINAL=iTerm2\nFOO=bar\nLANG=de_DE.UTF-8\n%s", msg);
+	check_env(env, want.buf);
+	env = sandbox_env_untranslated(without);
+	buf_reset(&want);
+	buf_addf(&want, "LANG=de_DE.UTF-8\nLC_CTYPE=tr_TR.UTF-8\n%s", msg);
+	check_env(env, want.buf);
+	env = sandbox_env_untranslated(none);
+	buf_reset(&want);
+	buf_addf(&want, "PATH=/bin\n%s", msg);
+	check_env(env, want.buf);
+	buf_release(&want);
 }
 
 static bool has(char **v, const char *s)
@@ -540,6 +586,7 @@ int main(void)
 	RUN(test_policy_config);
 	RUN(test_policy_from_config);
 	RUN(test_env);
+	RUN(test_env_untranslated);
 	RUN(test_walls);
 	RUN(test_features);
 	teardown();

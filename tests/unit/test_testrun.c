@@ -398,6 +398,22 @@ static void test_env_signatures(void)
 		"curl: (7) Failed to connect to localhost port 80 after 0 ms: Connection refused\n",
 		"./prog: error while loading shared libraries: libx.so.1: cannot open shared object file\n",
 		"OSError: [Errno 28] No space left on device\n",
+		/* a read-only mount, a quota, the process and file-size limits */
+		"ld: cannot open output file calc: Read-only file system\n",
+		"OSError: [Errno 30] Read-only file system: '/w/out'\n",
+		"cp: error writing 'big': Disk quota exceeded\n",
+		"bash: fork: retry: Resource temporarily unavailable\n",
+		"bash: fork: Resource temporarily unavailable\n",
+		"sh: 1: Cannot fork\n",
+		"make: /bin/sh: Resource temporarily unavailable\n",
+		"make: sh: Resource temporarily unavailable\n",
+		"File size limit exceeded\n",
+		"File size limit exceeded (core dumped)\n",
+		"bash: line 1:  9524 File size limit exceeded(core dumped) ./gen > out\n",
+		"OSError: [Errno 27] File too large\n",
+		"OSError: [Errno 24] Too many open files\n",
+		"OSError: [Errno 23] Too many open files in system\n",
+		"bash: fork: Cannot allocate memory\n",
 	};
 	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
 		CHECK(testrun_env_signature(env[i], strlen(env[i]), false) != NULL);
@@ -407,9 +423,21 @@ static void test_env_signatures(void)
 		"user 1: not found\n",
 		"E   ModuleNotFoundError: No module named 'requests'\n",   /* in a test's traceback */
 		"assert 'No space left on device' in msg\n",
+		/* EAGAIN of a test's own non-blocking socket, an upload limit, assertions */
+		"BlockingIOError: [Errno 11] Resource temporarily unavailable\n",
+		"recv: Resource temporarily unavailable\n",
+		"flush: Resource temporarily unavailable\n",
+		"ValueError: File too large\n",
+		"assert err == 'Read-only file system'\n",
+		"    raise OSError(\"File size limit exceeded\")\n",
+		"error: 'Cannot fork' expected\n",
 	};
 	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		CHECK(testrun_env_signature(own[i], strlen(own[i]), false) == NULL);
+	const char *ro = "ld: cannot open output file calc: Read-only file system\n";
+	const char *nproc = "sh: 1: Cannot fork\n";
+	CHECK_STR(testrun_env_signature(ro, strlen(ro), false), "read-only file system");
+	CHECK_STR(testrun_env_signature(nproc, strlen(nproc), false), "process limit");
 	/* the runner's own import error */
 	CHECK_STR(testrun_env_signature(own[3], strlen(own[3]), true), "missing Python module");
 }
