@@ -799,10 +799,23 @@ static void reflect_emit(void *payload, const char *type, jv event_payload)
 	sup_commit_batch(payload);
 }
 
+/* Why the run is being stopped (reflect_ctx.stopping): a cancelled run's
+ * status says so (forge cancel, which signals us too), a signal that it
+ * was interrupted; NULL when it goes on. */
+static const char *reflect_stopping(void *payload)
+{
+	struct sup *s = payload;
+
+	if (sup_cancelled(s))
+		return "cancelled";
+	return sup_interrupted() ? "interrupted" : NULL;
+}
+
 void sup_reflect_now(struct sup *s, const char *at, bool end)
 {
 	struct reflect_ctx c = { .cfg = s->o->cfg, .store = s->o->store, .trace = s->trace,
-				 .phase = end ? "end" : at, .emit = reflect_emit, .emit_payload = s };
+				 .phase = end ? "end" : at, .emit = reflect_emit, .emit_payload = s,
+				 .stopping = reflect_stopping };
 	jv cost = json_get(s->state, "cost");
 	double before = json_get_num(cost, "usd", 0);
 
