@@ -969,10 +969,12 @@ static bool set_changes(struct impl *im, bool summarise)
 		phase_emit(im->ph, "implement.no_change", ev);
 		if (committed)
 			phase_reason(im->ph, "attempt %d: no change: the commits on %s change no file against its "
-				     "base %.12s", im->attempt, forge_git_worktree_branch(im->wt), base);
+				     "base %.12s, %s", im->attempt, forge_git_worktree_branch(im->wt), base,
+				     im->validated ? "validated" : "not validated");
 		else
 			phase_reason(im->ph, "attempt %d: no change: the agent finished without changing a file "
-				     "(%s is at its base %.12s)", im->attempt, forge_git_worktree_branch(im->wt), base);
+				     "(%s is at its base %.12s), %s", im->attempt, forge_git_worktree_branch(im->wt),
+				     base, im->validated ? "validated" : "not validated");
 	} else if (summarise) {
 		phase_reason(im->ph, "attempt %d: %d file%s changed (+%d -%d) on %s, %s", im->attempt, nfiles,
 			     nfiles == 1 ? "" : "s", adds, dels, forge_git_worktree_branch(im->wt),

@@ -241,7 +241,7 @@ no_change_run() {
 	jq -e -s --arg b "$BASE" '[.[] | select(.type == "implement.no_change") | .payload]
 		| length == 1 and .[0].commit == $b and .[0].reason == "the agent finished without changing a file"' <<<"$EVENTS"
 	run -0 jq -r -s '.[] | select(.type == "phase.completed") | "\(.phase): \(.payload.reason)"' <<<"$EVENTS"
-	assert_line "implement: attempt 1: no change: the agent finished without changing a file (forge/$T is at its base ${BASE:0:12})"
+	assert_line "implement: attempt 1: no change: the agent finished without changing a file (forge/$T is at its base ${BASE:0:12}), validated"
 	assert_line --regexp "^review: approve: nothing to review: the run made no change \\(risk low; "
 	assert_line --regexp "^test: [0-9]+ tests passed \\(the run made no change: its base commit was tested\\)$"
 	assert_line "deploy: nothing to deploy: the run made no change (forge/$T is at its base ${BASE:0:12})"
