@@ -585,6 +585,37 @@ static const char *skip_reason(char *why, size_t n, jv state, const struct refle
 	return run_money_spent(why, n, state, c);
 }
 
+/* Why the run's stop skips a firing ("the run was cancelled (forge
+ * cancel)"), or NULL when the run is not being stopped. */
+static const char *stop_reason(char *why, size_t n, const struct reflect_ctx *c)
+{
+	const char *stop = c->stopping ? c->stopping(c->emit_payload) : NULL;
+
+	if (!stop)
+		return NULL;
+	snprintf(why, n, "the run was %s (%s)", stop,
+		 strcmp(stop, "cancelled") == 0 ? "forge cancel" : "Ctrl-C or SIGTERM");
+	return why;
+}
+
+/* A call the run's stop cut off: the firing is skipped, not failed (the
+ * reflection did nothing wrong), with what the call cost. */
+static void cut_short(const struct firing *fr, const struct reflect_ctx *c, const struct llm_response *resp)
+{
+	char why[200];
+	struct buf reason = BUF_INIT;
+
+	buf_adds(&reason, stop_reason(why, sizeof why, c) ? why : "the run was interrupted (Ctrl-C or SIGTERM)");
+	buf_adds(&reason, ": its call was cut short");
+	jv p = json_set(base_payload(c, fr->trigger), "reason", jv_string(reason.buf));
+	p = json_set(json_set(p, "cost", jv_number(fr->usd)), "model", jv_string(fr->model));
+	p = json_set(p, "cut_short", jv_true());
+	if (resp->usage.estimated)
+		p = json_set(p, "usage_estimated", jv_true());
+	emit(c, "run.reflection_skipped", p);
+	buf_release(&reason);
+}
+
 /* The call and what it taught; every outcome is an event. */
 static void reflect_once(struct firing *fr, jv state, const struct reflect_ctx *c)
 {
@@ -598,12 +629,18 @@ static void reflect_once(struct firing *fr, jv state, const struct reflect_ctx *
 	jv_free(events);
 	int rc = ask_model(&resp, c, fr, digest, attempt);
 	free(digest);
-	if (rc == 0) {
+	/* a call that failed is counted when it was billed: one cut off
+	 * after its request was sent (llm_call; before: cost 0, and the run's
+	 * budget understated it) */
+	if (rc == 0 || resp.cost_known) {
 		fr->usd = resp.cost_known ? resp.cost_usd : 0;
 		fr->tokens = (double)llm_usage_tokens(&resp.usage);
 	}
 	jv learnings = rc == 0 ? checked_learnings(&resp) : jv_invalid();
-	if (!jv_is_valid(learnings)) {
+	if (rc < 0 && resp.error == LLM_ERR_INTERRUPTED) {
+		jv_free(learnings);
+		cut_short(fr, c, &resp);
+	} else if (!jv_is_valid(learnings)) {
 		jv_free(learnings);
 		emit(c, "run.reflection_failed", json_set(json_set(base_payload(c, fr->trigger), "error",
 			jv_string(forge_last_error())), "cost", jv_number(fr->usd)));
@@ -619,7 +656,12 @@ static void fire(jv *state, const struct reflect_ctx *c, const char *trigger)
 {
 	struct firing fr = { .trigger = trigger, .learnings = jv_array(), .ids = jv_array() };
 	char why[256];
-	const char *skip = skip_reason(why, sizeof why, *state, c);
+	/* a run being stopped makes no more calls (one would fail at once as
+	 * interrupted: before, a run.reflection_failed of a cancelled run) */
+	const char *skip = stop_reason(why, sizeof why, c);
+
+	if (!skip)
+		skip = skip_reason(why, sizeof why, *state, c);
 
 	if (skip)
 		emit(c, "run.reflection_skipped", json_set(base_payload(c, trigger), "reason", jv_string(skip)));

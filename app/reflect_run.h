@@ -28,13 +28,20 @@
  * also go into state.reflection.learnings, which forge-implement puts into
  * its next prompt.  The call's cost is added to state.cost and
  * state.reflection.cost_usd; a firing is skipped (no call) when that has
- * reached reflect.budget (USD) or memory.reflect is false.  Nothing here
- * fails the run: a skipped firing, a failed call, an answer that does not
- * match the schema each end in an event, and the run goes on.
+ * reached reflect.budget (USD) or memory.reflect is false, and when the
+ * run is being stopped (ctx->stopping: cancelled, interrupted).  Nothing
+ * here fails the run: a skipped firing, a failed call, an answer that does
+ * not match the schema each end in an event, and the run goes on.  A call
+ * cut off by the run's stop (Ctrl-C, SIGTERM, forge cancel) is no failed
+ * reflection: its firing is skipped, with what the cut call cost (llm_call
+ * bills one whose request was sent: estimated from its size).
  *
  * EVENTS (through ctx->emit)
  *   run.reflection          {"trigger","phase","learnings":[ids],"cost","model"}
- *   run.reflection_skipped  {"trigger","phase","reason"}
+ *   run.reflection_skipped  {"trigger","phase","reason"}; for a call the
+ *                           run's stop cut off also "cost", "model",
+ *                           "cut_short": true and, when its usage was
+ *                           estimated, "usage_estimated": true
  *   run.reflection_failed   {"trigger","phase","error","cost"}
  *   memory.stored           {"id","source":"run_reflection","trigger"}
  *   at the end, always:     run.reflection {"triggers":[the triggers that
@@ -109,6 +116,11 @@ struct reflect_ctx {
 	 * are written in their own after it. */
 	void (*emit)(void *payload, const char *type, jv event_payload);
 	void *emit_payload;
+	/* Why the run is being stopped now, or NULL (the function, or what
+	 * it returns): "cancelled" (forge cancel) or "interrupted" (Ctrl-C,
+	 * SIGTERM).  Asked before a firing's call and after a call that was
+	 * interrupted; given emit_payload. */
+	const char *(*stopping)(void *payload);
 };
 
 /*

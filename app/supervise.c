@@ -799,10 +799,23 @@ static void reflect_emit(void *payload, const char *type, jv event_payload)
 	sup_commit_batch(payload);
 }
 
+/* Why the run is being stopped (reflect_ctx.stopping): a cancelled run's
+ * status says so (forge cancel, which signals us too), a signal that it
+ * was interrupted; NULL when it goes on. */
+static const char *reflect_stopping(void *payload)
+{
+	struct sup *s = payload;
+
+	if (sup_cancelled(s))
+		return "cancelled";
+	return sup_interrupted() ? "interrupted" : NULL;
+}
+
 void sup_reflect_now(struct sup *s, const char *at, bool end)
 {
 	struct reflect_ctx c = { .cfg = s->o->cfg, .store = s->o->store, .trace = s->trace,
-				 .phase = end ? "end" : at, .emit = reflect_emit, .emit_payload = s };
+				 .phase = end ? "end" : at, .emit = reflect_emit, .emit_payload = s,
+				 .stopping = reflect_stopping };
 	jv cost = json_get(s->state, "cost");
 	double before = json_get_num(cost, "usd", 0);
 
@@ -1031,11 +1044,18 @@ static void summary(struct sup *s, int code)
 		[FORGE_EXIT_HUMAN] = "waiting for a human", [FORGE_EXIT_DEPENDENCY] = "failed",
 	};
 
-	printf("\nRun %s %s%s\n", s->trace, code >= 0 && code <= 5 ? outcome[code] : "interrupted",
+	/* a run whose branch holds no change (changes.empty): nothing to
+	 * diff, deploy or merge, and said so (before: "0 files", "healthy") */
+	bool none = pipeline_changes_empty(s->state);
+
+	printf("\nRun %s %s%s%s\n", s->trace, code >= 0 && code <= 5 ? outcome[code] : "interrupted",
+	       none && code == FORGE_EXIT_OK ? " (no change)" : "",
 	       s->o->dry_run ? " (dry run: no worktree or branch was made)" : "");
 	printf("  task      %s\n", json_get_str(task, "description"));
 	jv files = json_get(ch, "files");
-	if (jv_get_kind(files) == JV_KIND_ARRAY) {
+	if (none) {
+		printf("  changes   none: the run made no change\n");
+	} else if (jv_get_kind(files) == JV_KIND_ARRAY) {
 		long add = 0, del = 0;
 		struct buf names = BUF_INIT;
 		jv_array_foreach(files, i, f) {
@@ -1071,9 +1091,12 @@ static void summary(struct sup *s, int code)
 		       json_get_num(sum, "passed", 0), json_get_num(sum, "failed", 0), json_get_num(sum, "skipped", 0),
 		       json_get_num(sum, "flaky", 0), json_get_str(ts, "command") ? json_get_str(ts, "command") : "?");
 	jv_free(sum);
+	bool skipped = json_get_str(dp, "status") && !strcmp(json_get_str(dp, "status"), "skipped") &&
+		       json_get_str(dp, "reason");
 	if (json_get_str(dp, "status"))
-		printf("  deploy    %s (%s)\n", json_get_str(dp, "status"),
-		       json_get_str(dp, "strategy") ? json_get_str(dp, "strategy") : "?");
+		printf("  deploy    %s (%s)%s%s\n", json_get_str(dp, "status"),
+		       json_get_str(dp, "strategy") ? json_get_str(dp, "strategy") : "?", skipped ? ": " : "",
+		       skipped ? json_get_str(dp, "reason") : "");
 	struct buf per = BUF_INIT;
 	jv_object_foreach(s->phase_cost, k, v) {
 		buf_addf(&per, "%s $%.4f · ", jv_string_value(k), jv_number_value(v));

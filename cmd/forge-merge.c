@@ -40,10 +40,11 @@ static const struct cli_spec spec = {
 		       "then remove the run's worktree and branch.  TRACE may be any unique prefix of a\n"
 		       "trace id.",
 	.options = options,
-	.extra_help = "Exit status: 0 merged (or merged already), 1 the changes conflict (nothing\n"
-		      "changed), 2 no such run, not completed, the checkout is dirty, on another branch or\n"
-		      "detached, the base branch moved and --no-ff was not given, or the merge commit is\n"
-		      "git's to make; 5 git or the database failed.",
+	.extra_help = "Exit status: 0 merged (or merged already, or the run made no change: nothing to\n"
+		      "merge), 1 the changes conflict (nothing changed), 2 no such run, not completed,\n"
+		      "the checkout is dirty, on another branch or detached, the base branch moved and\n"
+		      "--no-ff was not given, or the merge commit is git's to make; 5 git or the\n"
+		      "database failed.",
 };
 
 struct target {
@@ -148,6 +149,20 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	runview_refs(&t.run_branch, &t.base_commit, st, trace);
 	if (forge_git_resolve(&commit, g, t.run_branch) < 0) {
 		fprintf(stderr, "forge-merge: run %s has no branch %s (removed by forge gc?)\n", trace, t.run_branch);
+		goto out;
+	}
+	/* A run whose branch holds no change against its base (the agent
+	 * changed no file: changes.empty) has nothing to merge, and is not
+	 * recorded as merged (before: "in BRANCH already (merged outside
+	 * forge)", its branch being its base, which BRANCH contains). */
+	jv files = jv_null();
+	bool none = t.base_commit && forge_git_diff_revs(NULL, &files, g, t.base_commit, commit) == 0 &&
+		    jv_get_kind(files) == JV_KIND_ARRAY && jv_array_length(jv_copy(files)) == 0;
+
+	jv_free(files);
+	if (none) {
+		printf("run %s made no change; nothing to merge\n", trace);
+		rc = FORGE_EXIT_OK;
 		goto out;
 	}
 	free(commit);

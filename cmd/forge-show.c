@@ -42,6 +42,19 @@ static void kv(const char *key, const char *val)
 	printf("%-9s %s\n", key, val ? val : "-");
 }
 
+/* A completed run whose branch holds no change against its base (the
+ * agent changed no file): nothing to diff or merge, and said so. */
+static bool no_change(jv v)
+{
+	jv files = json_get_path(v, "diff.files");
+	const char *status = json_get_str(v, "status");
+	bool none = status && !strcmp(status, "completed") && jv_get_kind(files) == JV_KIND_ARRAY &&
+		    jv_array_length(jv_copy(files)) == 0;
+
+	jv_free(files);
+	return none;
+}
+
 static void print_summary(jv v)
 {
 	jv task = json_get(v, "task"), run = json_get(v, "run"), merged = json_get(v, "merged");
@@ -53,9 +66,10 @@ static void print_summary(jv v)
 		printf("%-9s merged into %s at %.12s\n", "status", json_get_str(merged, "branch"),
 		       json_get_str(merged, "commit"));
 	else
-		printf("%-9s %s%s%s\n", "status", json_get_str(v, "status"),
+		printf("%-9s %s%s%s%s\n", "status", json_get_str(v, "status"),
 		       json_get_str(run, "current_phase") ? " at " : "",
-		       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "");
+		       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "",
+		       no_change(v) ? " (no change)" : "");
 	if (json_get_str(run, "error") && *json_get_str(run, "error"))
 		kv("reason", json_get_str(run, "error"));
 	runview_local_time(when, sizeof when, json_get_str(run, "started_at"), true);
@@ -103,13 +117,23 @@ out:
 	jv_free(est);
 }
 
-static void print_diff(jv diff)
+static void print_diff(jv v, jv diff)
 {
 	jv files = json_get(diff, "files");
 	long add = 0, del = 0;
+	const char *base = json_get_str(diff, "base") ? json_get_str(diff, "base") : "?";
+	const char *head = json_get_str(diff, "head") ? json_get_str(diff, "head") : "?";
 
 	if (jv_get_kind(files) != JV_KIND_ARRAY) {
 		printf("\nchanges   none\n");
+		jv_free(files);
+		return;
+	}
+	if (no_change(v)) {
+		if (!strcmp(base, head))
+			printf("\nchanges   none: the run made no change (its branch is at its base %.12s)\n", base);
+		else
+			printf("\nchanges   none: the run made no change (%.12s..%.12s changes no file)\n", base, head);
 		jv_free(files);
 		return;
 	}
@@ -119,9 +143,7 @@ static void print_diff(jv diff)
 		jv_free(f);
 	}
 	int n = jv_array_length(jv_copy(files));
-	printf("\nchanges   %d file%s (+%ld -%ld), %.12s..%.12s\n", n, n == 1 ? "" : "s", add, del,
-	       json_get_str(diff, "base") ? json_get_str(diff, "base") : "?",
-	       json_get_str(diff, "head") ? json_get_str(diff, "head") : "?");
+	printf("\nchanges   %d file%s (+%ld -%ld), %.12s..%.12s\n", n, n == 1 ? "" : "s", add, del, base, head);
 	jv_array_foreach(files, i, f) {
 		const char *a = json_get_str(f, "action");
 		const char *path = json_get_str(f, "path") ? json_get_str(f, "path") : "?";
@@ -175,11 +197,15 @@ static void print_tests(jv tests, jv dp)
 			jv_free(f);
 		}
 	}
+	/* (a skipped deploy says why: a run with no change deployed nothing) */
+	bool skipped = json_get_str(dp, "status") && !strcmp(json_get_str(dp, "status"), "skipped") &&
+		       json_get_str(dp, "reason");
 	if (json_get_str(dp, "status"))
-		printf("deploy    %s (%s, %s)%s%s\n", json_get_str(dp, "status"),
+		printf("deploy    %s (%s, %s)%s%s%s%s\n", json_get_str(dp, "status"),
 		       json_get_str(dp, "strategy") ? json_get_str(dp, "strategy") : "?",
 		       json_get_str(dp, "environment") ? json_get_str(dp, "environment") : "?",
-		       json_get_str(dp, "url") ? " " : "", json_get_str(dp, "url") ? json_get_str(dp, "url") : "");
+		       json_get_str(dp, "url") ? " " : "", json_get_str(dp, "url") ? json_get_str(dp, "url") : "",
+		       skipped ? ": " : "", skipped ? json_get_str(dp, "reason") : "");
 	jv_free(sum);
 	jv_free(failures);
 }
@@ -232,7 +258,7 @@ static void print_view(struct store *st, jv v)
 
 	print_summary(v);
 	print_plan(plan);
-	print_diff(diff);
+	print_diff(v, diff);
 	print_findings(review);
 	print_tests(tests, dp);
 	print_cost(v);

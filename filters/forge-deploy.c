@@ -8,6 +8,7 @@
 #include "data/config.h"
 #include "deploy/deploy.h"
 #include "engine/gates.h"
+#include "engine/pipeline.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "core/secret.h"
@@ -529,6 +530,22 @@ static const char *run(struct phase *ph)
 	ctx.workdir = is_dir(json_get_str(task, "worktree")) ? json_get_str(task, "worktree") : ctx.repo;
 	ctx.remote = a->remote ? a->remote : config_get_str(ph->cfg, "deploy.remote");
 
+	/* A run that made no change (changes.empty, engine/pipeline.h) has nothing
+	 * to deploy, and no gate to ask: its deployment says so, skipped, and
+	 * the phase passes (exit 0: the run completes, with no change).
+	 * Before: "healthy" after leaving, merging or pushing a branch at its
+	 * base, or running the deploy command on the code as it was -- and a
+	 * merge recorded the run as merged. */
+	if (!phase_alone(ph) && pipeline_changes_empty(ph->state)) {
+		phase_reason(ph, "nothing to deploy: the run made no change (%s is at its base %.12s)",
+			     ctx.branch ? ctx.branch : "its branch", ctx.base_commit ? ctx.base_commit : "?");
+		d = json_set(skipped(sname, ph->reason), "environment", jv_string(ctx.environment));
+		phase_emit(ph, "deploy.skipped", json_set(json_set(jv_object(), "strategy", jv_string(sname)),
+							  "reason", jv_string(ph->reason)));
+		phase_progress(ph, "%s", ph->reason);
+		status = "ok";
+		goto out;
+	}
 	jv before = deployed_before(ph, &ctx, sname);
 	if (jv_get_kind(before) == JV_KIND_OBJECT) {
 		d = json_get(before, "deployment");
@@ -594,7 +611,8 @@ static const char *run(struct phase *ph)
 					   strcmp(json_get_str(d, "status"), "degraded") == 0))
 		remember_rollback(ph, d, &ctx, changes);
 out:
-	if (strcmp(status, "ok") == 0 && strategy == DEPLOY_MERGE && jv_get_kind(d) == JV_KIND_OBJECT)
+	if (strcmp(status, "ok") == 0 && strategy == DEPLOY_MERGE && jv_get_kind(d) == JV_KIND_OBJECT &&
+	    !(json_get_str(d, "status") && strcmp(json_get_str(d, "status"), "skipped") == 0))
 		record_merged(ph, &ctx, d);
 	if (jv_get_kind(d) == JV_KIND_OBJECT) {
 		if (jv_get_kind(gate) == JV_KIND_OBJECT)
@@ -638,8 +656,10 @@ int main(int argc, char **argv)
 			"FORGE_DEPLOY_ENVIRONMENT, FORGE_DEPLOY_REF and FORGE_DEPLOY_TRACE.\n"
 			"The gate asks y/n on the terminal (Enter alone or a typo asks again); Ctrl-D or no\n"
 			"terminal leaves it waiting (exit 4), Ctrl-C leaves it waiting too (exit 130).\n"
-			"Exit: 0 healthy, 1 rolled back/degraded/refused or guard not met, 2 bad input,\n"
-			"4 waiting for approval, 5 git or configuration failed, 130 interrupted.\n",
+			"Exit: 0 healthy, or nothing to deploy because the run made no change (changes.empty:\n"
+			"deployment.status skipped, with its reason), 1 rolled back/degraded/refused or guard\n"
+			"not met, 2 bad input, 4 waiting for approval, 5 git or configuration failed,\n"
+			"130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,
 		.needs_input = false,

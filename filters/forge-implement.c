@@ -32,8 +32,9 @@
  * unless the plan says the tests themselves were wrong (plan.tests_wrong).
  *
  * Output: the state with `changes` {files, diff (against the run's base),
- * commit, base_commit, tests_added, validated, validation} and task.worktree
- * / task.branch.
+ * commit, base_commit, tests_added, validated, validation; empty: true when
+ * the branch holds no change against its base, with an implement.no_change
+ * event} and task.worktree / task.branch.
  */
 #include "core/buf.h"
 #include "data/config.h"
@@ -897,21 +898,24 @@ static char *validation_lead(struct impl *im, const char *intro)
 /* Set the state's changes from the branch: base_commit..commit, what the
  * commits hold (work a phase that failed could not commit is not in them:
  * a rerun keeps it on a saved ref, recover_worktree()); with `summarise`,
- * the reason says what they are. */
-static void set_changes(struct impl *im, bool summarise)
+ * the reason says what they are.  Returns whether they are empty. */
+static bool set_changes(struct impl *im, bool summarise)
 {
 	char *patch = NULL, *head = NULL;
 	jv files = jv_null();
 	jv changes = jv_object();
+	const char *base = forge_git_worktree_base(im->wt);
+	bool diffed = true;
 
 	if (forge_git_worktree_head(&head, im->wt) < 0)
 		head = NULL;
-	if ((head ? forge_git_diff_revs(&patch, &files, im->g, forge_git_worktree_base(im->wt), head)
+	if ((head ? forge_git_diff_revs(&patch, &files, im->g, base, head)
 		  : forge_git_diff(&patch, &files, im->wt, NULL)) < 0) {
 		phase_emit(im->ph, "implement.diff_failed", json_set(jv_object(), "error",
 			   jv_string(forge_last_error())));
 		jv_free(files);
 		files = jv_array();
+		diffed = false;
 	}
 	jv tests = jv_array();
 	int adds = 0, dels = 0;
@@ -941,18 +945,44 @@ static void set_changes(struct impl *im, bool summarise)
 		changes = json_set(changes, "diff", jv_string(patch ? patch : ""));
 	}
 	changes = json_set(changes, "commit", json_str_or_null(head));
-	changes = json_set(changes, "base_commit", jv_string(forge_git_worktree_base(im->wt)));
+	changes = json_set(changes, "base_commit", jv_string(base));
 	changes = json_set(changes, "tests_added", tests);
 	changes = json_set(changes, "validated", jv_bool(im->validated));
 	changes = json_set(changes, "validation", jv_copy(im->validation));
 	changes = json_set(changes, "attempt", jv_number(im->attempt));
+	/* The branch as it started (the agent changed no file -- the task
+	 * needed none? -- or its commits undo each other): said, so that
+	 * review, test, deploy, forge merge and forge show do not take it for
+	 * a change (before: deployed "healthy", and forge merge said it was
+	 * "merged outside forge") */
+	bool empty = diffed && nfiles == 0;
+	if (empty)
+		changes = json_set(changes, "empty", jv_true());
 	phase_set(im->ph, "changes", changes);
-	if (summarise)
+	if (summarise && empty) {
+		bool committed = head && strcmp(head, base) != 0;
+		jv ev = json_set(jv_object(), "attempt", jv_number(im->attempt));
+
+		ev = json_set(json_set(ev, "commit", json_str_or_null(head)), "base_commit", jv_string(base));
+		ev = json_set(ev, "reason", jv_string(committed ? "the attempts' commits change no file"
+								: "the agent finished without changing a file"));
+		phase_emit(im->ph, "implement.no_change", ev);
+		if (committed)
+			phase_reason(im->ph, "attempt %d: no change: the commits on %s change no file against its "
+				     "base %.12s, %s", im->attempt, forge_git_worktree_branch(im->wt), base,
+				     im->validated ? "validated" : "not validated");
+		else
+			phase_reason(im->ph, "attempt %d: no change: the agent finished without changing a file "
+				     "(%s is at its base %.12s), %s", im->attempt, forge_git_worktree_branch(im->wt),
+				     base, im->validated ? "validated" : "not validated");
+	} else if (summarise) {
 		phase_reason(im->ph, "attempt %d: %d file%s changed (+%d -%d) on %s, %s", im->attempt, nfiles,
 			     nfiles == 1 ? "" : "s", adds, dels, forge_git_worktree_branch(im->wt),
 			     im->validated ? "validated" : "not validated");
+	}
 	free(patch);
 	free(head);
+	return empty;
 }
 
 /* ---- the runs --------------------------------------------------------------- */
@@ -1403,14 +1433,14 @@ static const char *implement_run(struct phase *ph)
 	/* (a breaker's stop commits nothing: a resume starts the phase again
 	 * from its base, the work left is kept on a saved ref when the
 	 * worktree is opened again, and `changes` says what is committed) */
-	set_changes(&im, state_status_of(status) == STATE_OK);
+	bool empty = set_changes(&im, state_status_of(status) == STATE_OK);
 	if (state_status_of(status) == STATE_OK && !im.validated && config_get_bool(ph->cfg, "implement.validate")) {
 		const char *cmd = json_get_str(im.validation, "command");
 		size_t n = strlen(ph->reason);
 		snprintf(ph->reason + n, sizeof ph->reason - n, " (%s%s%s)", cmd ? "`" : "",
 			 cmd ? cmd : "no build or test command", cmd ? "` failed" : "");
 	}
-	if (im.commits == 0 && state_status_of(status) == STATE_OK) {
+	if (im.commits == 0 && !empty && state_status_of(status) == STATE_OK) {
 		size_t n = strlen(ph->reason);
 		snprintf(ph->reason + n, sizeof ph->reason - n, "; nothing new to commit");
 	}

@@ -17,6 +17,7 @@
 #include "git/diff.h"
 #include "core/buf.h"
 #include "data/config.h"
+#include "engine/pipeline.h"
 #include "core/forge.h"
 #include "git/git.h"
 #include "core/json.h"
@@ -1083,8 +1084,15 @@ static const char *run(struct phase *ph)
 	const char *s = text;
 	while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
 		s++;
+	/* The run made no change (changes.empty, engine/pipeline.h): nothing to
+	 * lint, scan, or ask a model or a human about -- the plan's risk alone
+	 * sent an empty diff to the AI layer and, when high, to a human */
+	bool no_change = !*s && (!strcmp(source, "state") || !strcmp(source, "git")) &&
+			 pipeline_changes_empty(ph->state);
 	if (!*s) {
-		phase_emit(ph, "review.empty", json_set(jv_object(), "reason", jv_string("the diff is empty")));
+		phase_emit(ph, "review.empty", json_set(jv_object(), "reason",
+			   jv_string(no_change ? "the run made no change (changes.empty): nothing to review"
+					       : "the diff is empty")));
 		d = xcalloc(1, sizeof *d);
 	} else if (diff_parse(&d, text, strlen(text)) < 0) {
 		phase_reason(ph, "malformed diff: %s", forge_last_error());
@@ -1140,7 +1148,9 @@ static const char *run(struct phase *ph)
 
 	/* layer 3 */
 	jv ai = jv_array();
-	if (risk.level >= ai_min) {
+	if (no_change) {
+		ai_skip(&ai_skipped, ph, json_set(jv_object(), "reason", jv_string("the run made no change")));
+	} else if (risk.level >= ai_min) {
 		jv_free(ai);
 		if (ai_layer(&ai, &ai_skipped, ph, d, det) < 0) {
 			phase_reason(ph, "%s", forge_last_error());
@@ -1159,7 +1169,15 @@ static const char *run(struct phase *ph)
 	all = drop_dismissed(ph, all);
 	jv_free(risk.reasons);
 	review_risk(&risk, d, all, plan_risk);
+	if (no_change) {
+		/* (no line changed: the plan's risk is not this diff's) */
+		jv_free(risk.reasons);
+		risk = (struct review_risk){ .score = 0, .level = REVIEW_LOW,
+					     .reasons = jv_array_append(jv_array(), jv_string("no change")) };
+	}
 	decision = review_decide(&why, all, risk.level, human_min);
+	if (no_change && !strcmp(decision, "approve"))
+		why = "nothing to review: the run made no change";
 	all = record(ph, all);
 
 	/* A report that cannot be written is said, and the review stands (as

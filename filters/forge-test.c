@@ -23,6 +23,7 @@
  */
 #include "core/buf.h"
 #include "data/config.h"
+#include "engine/pipeline.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -661,6 +662,17 @@ static const char *guard(struct phase *ph)
 	return t->guard_msg[0] ? t->guard_msg : NULL;
 }
 
+/* The reason of a run that made no change (changes.empty) says what was
+ * tested: the commit it started from, not a change of its. */
+static const char *tested_base(struct phase *ph, const char *status)
+{
+	size_t n = strlen(ph->reason);
+
+	if (jv_get_kind(ph->in.state) == JV_KIND_OBJECT && pipeline_changes_empty(ph->state))
+		snprintf(ph->reason + n, sizeof ph->reason - n, " (the run made no change: its base commit was tested)");
+	return status;
+}
+
 static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 {
 	if (t->junit_out)
@@ -692,7 +704,7 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 	if (t->run.failed > 0 || real + env > 0) {
 		phase_reason(ph, "%ld of %ld test%s failed (%ld real, %ld environment)%s", t->run.failed, t->run.total,
 			     t->run.total == 1 ? "" : "s", real, env, t->run.flaky ? "; flaky ones passed on rerun" : "");
-		return "rejected";
+		return tested_base(ph, "rejected");
 	}
 	if (!t->command)
 		return "ok";
@@ -701,7 +713,7 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 			     t->run.passed == 1 ? "" : "s", t->run.flaky);
 	else
 		phase_reason(ph, "%ld test%s passed", t->run.passed, t->run.passed == 1 ? "" : "s");
-	return "ok";
+	return tested_base(ph, "ok");
 }
 
 static const char *run_phase(struct phase *ph)

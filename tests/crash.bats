@@ -505,28 +505,86 @@ ctrl_c_once_shown() {
 	assert_output --regexp '^30000\|1\|.*interrupted$'
 }
 
-@test "Ctrl-C while the supervisor's reflection waits for its answer: the call ends, recorded as interrupted, and the run pauses (exit 130) at once" {
+# reflection_cut_short HOW: the run's Loop 3 call (the "budget" trigger,
+# fired before implement, its answer held) cut off by HOW: "ctrl-c" (SIGINT
+# to the group) or "cancel" (forge cancel, a SIGTERM to the supervisor).
+reflection_cut_short() {
 	new_repo d
-	# the plan spends over half of the budget: Loop 3's "budget" trigger
-	# fires before implement, and its call's answer is held
 	script "$(jq -nc --argjson p "$PLAN" --arg go "$BATS_TEST_TMPDIR/go" '$p + [{forced_tool: "record_run_learnings",
 		wait_file: $go, tool_calls: [{name: "record_run_learnings", input: {learnings: []}}]}]')"
 	start_run --budget 0.03
 	until_true mock_logged record_run_learnings
-	kill -INT -- "-$SUP"
+	T=$(trace_of_run)
+	if [ "$1" = cancel ]; then
+		run -0 forge cancel "$T"
+	else
+		kill -INT -- "-$SUP"
+	fi
 	# (before: the Ctrl-C waited for the whole answer, and implement started after it)
 	until_true eval '! kill -0 "$SUP" 2>/dev/null'
 	rc=0; wait "$SUP" || rc=$?
 	touch "$BATS_TEST_TMPDIR/go"
 	[ "$rc" -eq 130 ]
-	T=$(trace_of_run)
-	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
-	run -0 db_q "select count(*) from llm_calls where trace_id = '$T' and phase = 'reflect-fast' and error like '%interrupted'"
-	assert_output 1
-	run -0 forge events replay "$T"
-	jq -e -s '[.[] | select(.type == "run.reflection_failed") | .payload]
-		| length == 1 and .[0].trigger == ">50% of budget" and (.[0].error | endswith("interrupted"))' <<<"$output"
 	[ "$(calls implementer)" -eq 0 ]
+	# the call is recorded as interrupted and billed: its request was sent
+	# whole, and the provider answers and bills it all the same (before:
+	# no answer came, so no usage: $0, and the run's cost understated it)
+	run -0 db_q "select count(*) from llm_calls where trace_id = '$T' and phase = 'reflect-fast'
+		and error like '%interrupted' and input_tokens > 100 and cost_usd > 0"
+	assert_output 1
+	USD=$(db_q "select cost_usd * 1e6 from llm_calls where trace_id = '$T' and phase = 'reflect-fast'")
+	run -0 forge events replay "$T"
+	EVENTS=$output
+	# a run stopped is no failed reflection: its firing is skipped, saying
+	# why and what its call cost (before: run.reflection_failed "interrupted", cost 0)
+	jq -e -s '[.[] | select(.type == "run.reflection_failed")] | length == 0' <<<"$EVENTS"
+	run -0 jq -c -s --argjson usd "$USD" '[.[] | select(.type == "run.reflection_skipped") | .payload
+		| [.trigger, .reason, .cut_short, .usage_estimated, (.cost * 1e6 | round) == ($usd | round)]]' <<<"$EVENTS"
+	RUN_STATUS=$(forge status --json "$T" | jq -r .run.status)
+	# its cost is the run's too
+	forge status --json "$T" | jq -e --argjson usd "$USD" '(.state.reflection.cost_usd * 1e6 | round) == ($usd | round)
+		and .state.cost.usd * 1e6 >= $usd'
+}
+
+@test "Ctrl-C while the supervisor's reflection waits for its answer: the call ends, billed, the firing skipped (not failed), and the run pauses (exit 130) at once" {
+	reflection_cut_short ctrl-c
+	assert_output '[[">50% of budget","the run was interrupted (Ctrl-C or SIGTERM): its call was cut short",true,true,true]]'
+	[ "$RUN_STATUS" = paused ]
+}
+
+@test "forge cancel while the supervisor's reflection waits for its answer: the call ends, billed, and the firing is skipped as cancelled, not failed" {
+	reflection_cut_short cancel
+	assert_output '[[">50% of budget","the run was cancelled (forge cancel): its call was cut short",true,true,true]]'
+	[ "$RUN_STATUS" = cancelled ]
+}
+
+@test "forge cancel mid-phase: the end-of-run reflection makes no call and is skipped as cancelled, not failed as interrupted" {
+	new_repo d
+	# implement's first answer: 10 tool calls, 2 failed (Loop 3's tool
+	# error trigger holds at the end); its second is held until the cancel
+	# (the agent's own reflections on its tool errors learn nothing)
+	script "$(jq -nc --argjson p "$PLAN" --arg go "$BATS_TEST_TMPDIR/go" '[{forced_tool: "record_learnings",
+		times: "always", tool_calls: [{name: "record_learnings", input: {learnings: []}}]}] + $p + [
+		{tool_calls: ([range(8) | {name: "read_file", input: {path: "calc.c"}}]
+			+ [range(2) | {name: "read_file", input: {path: "no-such-file.c"}}])},
+		{wait_file: $go, text: "done"}]')"
+	start_run
+	until_true eval '[ "$(calls implementer)" -ge 2 ]'
+	T=$(trace_of_run)
+	run -0 forge cancel "$T"
+	until_true eval '! kill -0 "$SUP" 2>/dev/null'
+	rc=0; wait "$SUP" || rc=$?
+	touch "$BATS_TEST_TMPDIR/go"
+	[ "$rc" -eq 130 ]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = cancelled ]
+	run -0 forge events replay "$T"
+	EVENTS=$output
+	# (before: the call was refused at once as interrupted: run.reflection_failed)
+	jq -e -s '[.[] | select(.type == "run.reflection_failed")] | length == 0' <<<"$EVENTS"
+	run -0 jq -c -s '[.[] | select(.type == "run.reflection_skipped") | .payload | [.trigger, .phase, .reason, .cut_short]]' <<<"$EVENTS"
+	assert_output '[[">10% tool error rate","end","the run was cancelled (forge cancel)",null]]'
+	run -0 db_q "select count(*) from llm_calls where trace_id = '$T' and phase = 'reflect-fast'"
+	assert_output 0
 }
 
 @test "Ctrl-C while a model call waits out a provider's retry-after (429): exit 130 at once, not after the wait" {

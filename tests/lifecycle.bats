@@ -211,16 +211,65 @@ fail_implement() {
 	git -C "$REPO" show "forge/$T:calc.c" | grep -q calc_mul
 }
 
-@test "a run that completes without changing anything points to forge show, not to forge diff and merge" {
+# no_change_run [forge run OPTIONS]: a run whose implement changes nothing
+# (the agent reads a file and finishes); its trace in $T, its summary in $output.
+no_change_run() {
 	use_mock
 	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "read_file", input: {path: "calc.c"}}]},
 		{tool_calls: [{name: "finish", input: {summary: "nothing to change"}}]}]')"
-	run -0 --separate-stderr forge run --auto-approve "add a mul operation" </dev/null
+	run -0 --separate-stderr forge run --auto-approve "$@" "add a mul operation" </dev/null
 	T=$(last_trace)
-	[ "$(forge status --json "$T" | jq '.state.changes.files | length')" -eq 0 ]
+	BASE=$(git -C "$REPO" rev-parse HEAD)
+}
+
+@test "a run that completes without changing anything says no change everywhere: state, review, tests, deploy (skipped), summary, show, merge" {
+	no_change_run
 	[[ "$output" == *"next      forge show $T"* ]]
+	# (before: "0 files (+0 -0)", deploy "healthy", and forge merge said
+	# the run was "in main already (merged outside forge)")
+	[[ "$output" == *"Run $T completed (no change)"* ]]
+	[[ "$output" == *"  changes   none: the run made no change"* ]]
+	[[ "$output" == *"  deploy    skipped (branch): nothing to deploy: the run made no change (forge/$T is at its base ${BASE:0:12})"* ]]
+	run -0 forge status --json "$T"
+	jq -e --arg b "$BASE" '.run.status == "completed" and .state.changes.files == [] and .state.changes.empty == true
+		and .state.changes.commit == $b and .state.changes.base_commit == $b
+		and .state.review.decision == "approve" and .state.deployment.status == "skipped"
+		and .state.deployment.strategy == "branch"
+		and (.state.deployment.reason | startswith("nothing to deploy: the run made no change"))' <<<"$output"
+	run -0 forge events replay "$T"
+	EVENTS=$output
+	jq -e -s --arg b "$BASE" '[.[] | select(.type == "implement.no_change") | .payload]
+		| length == 1 and .[0].commit == $b and .[0].reason == "the agent finished without changing a file"' <<<"$EVENTS"
+	run -0 jq -r -s '.[] | select(.type == "phase.completed") | "\(.phase): \(.payload.reason)"' <<<"$EVENTS"
+	assert_line "implement: attempt 1: no change: the agent finished without changing a file (forge/$T is at its base ${BASE:0:12}), validated"
+	assert_line --regexp "^review: approve: nothing to review: the run made no change \\(risk low; "
+	assert_line --regexp "^test: [0-9]+ tests passed \\(the run made no change: its base commit was tested\\)$"
+	assert_line "deploy: nothing to deploy: the run made no change (forge/$T is at its base ${BASE:0:12})"
+	jq -e -s '[.[] | select(.type == "deploy.finished" or .type == "run.merged")] | length == 0' <<<"$EVENTS"
 	run -0 forge show "$T"
+	assert_line "status    completed at deploy (no change)"
+	assert_line "changes   none: the run made no change (its branch is at its base ${BASE:0:12})"
+	assert_line "deploy    skipped (branch, staging): nothing to deploy: the run made no change (forge/$T is at its base ${BASE:0:12})"
 	assert_line "next      forge show $T"
+	# nothing to merge: said, nothing recorded, and the run stays completed
+	run -0 --separate-stderr forge merge "$T"
+	assert_output "run $T made no change; nothing to merge"
+	[ "$(forge events replay "$T" | jq -s '[.[] | select(.type == "run.merged")] | length')" -eq 0 ]
+	[ "$(forge status --json "$T" | jq -r .status)" != merged ]
+	[ "$(git -C "$REPO" rev-parse HEAD)" = "$BASE" ]
+}
+
+@test "a merge deploy of a run that changed nothing is skipped, not 'healthy' and recorded as merged" {
+	echo '{"deploy": {"strategy": "merge"}}' >"$BATS_TEST_TMPDIR/merge.json"
+	no_change_run --config "$BATS_TEST_TMPDIR/merge.json"
+	[[ "$output" == *"  deploy    skipped (merge): nothing to deploy: the run made no change"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.state.deployment.status == "skipped" and .state.deployment.strategy == "merge"' <<<"$output"
+	# (before: "healthy" -- "'main' was already at forge/T" -- and a
+	# run.merged, so the run showed as merged: forge merge "merged already")
+	[ "$(forge events replay "$T" | jq -s '[.[] | select(.type == "run.merged")] | length')" -eq 0 ]
+	run -0 --separate-stderr forge merge "$T"
+	assert_output "run $T made no change; nothing to merge"
 }
 
 implementer_called_after() {

@@ -60,6 +60,19 @@ const char *pipeline_result_key(const char *phase)
 	return phase;
 }
 
+bool pipeline_changes_empty(jv state)
+{
+	jv changes = json_get(state, "changes"), files = json_get(changes, "files");
+	const char *commit = json_get_str(changes, "commit"), *base = json_get_str(changes, "base_commit");
+	bool empty = json_get_bool(changes, "empty", false) ||
+		     (jv_get_kind(files) == JV_KIND_ARRAY && jv_array_length(jv_copy(files)) == 0 && commit &&
+		      base && strcmp(commit, base) == 0);
+
+	jv_free(files);
+	jv_free(changes);
+	return empty;
+}
+
 int pipeline_bounces(jv state, const char *from)
 {
 	jv bounces = json_get(state, "bounces");

@@ -94,6 +94,14 @@ int pipeline_decide_with(struct pipeline_decision *out, const struct config *cfg
 /* How many bounces from `from` the state records.  Borrows state. */
 int pipeline_bounces(jv state, const char *from);
 
+/*
+ * Whether the state's changes are empty: the run's branch holds no change
+ * against its base -- changes.empty (forge-implement's), or, in a state of
+ * an older one, no file and changes.commit its base_commit (no commit).
+ * False when the state has no changes.  Borrows state.
+ */
+bool pipeline_changes_empty(jv state);
+
 /* The phase after `phase` in the requested list, or NULL. */
 const char *pipeline_next_phase(const char *phase, const char *const *phases);
 

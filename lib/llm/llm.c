@@ -39,8 +39,9 @@ struct llm_client {
 	void (*warn)(void *payload, const char *msg);
 	void *warn_payload;
 	bool no_temperature;               /* the model refuses a temperature: send none */
-	bool cut_short;                    /* the last call's answer had begun when
-					      llm_interrupt() ended it */
+	bool cut_short;                    /* the last call's answer had begun, or its
+					      request had been sent whole, when
+					      llm_interrupt() ended it: it is billed */
 	bool window_asked;                 /* llm_context_window() asked the server */
 	long server_window;                /* what it said; 0 = nothing */
 };
@@ -682,8 +683,11 @@ again:
 		rc = report(c, f.kind, &r, &f);
 		llm_fault_release(&f);
 	} else if (r.interrupted) {
-		/* what arrived of the answer is the caller's to bill (llm_call) */
-		c->cut_short = r.streamed;
+		/* what arrived of the answer is the caller's to bill (llm_call);
+		 * so is a request sent whole whose answer had not begun (one not
+		 * streamed, as the run reflection's): the provider answers it,
+		 * and bills it, all the same (before: priced at 0) */
+		c->cut_short = r.streamed || r.sent;
 		if (r.streamed) {
 			llm_stream_finish(&st.s);
 			out->stop = LLM_STOP_ERROR;	/* it did not end */
@@ -800,11 +804,13 @@ static void estimate_usage(struct llm_client *c, struct llm_response *out, jv re
 }
 
 /*
- * An answer llm_interrupt() cut off (Ctrl-C) once it had begun: the
- * provider bills the request's input and what it generated, so the call
- * is billed (usage_seen) for the figures it sent -- Anthropic's input in
- * message_start -- and, where it sent none yet (OpenAI's usage comes
- * last) or fewer than what arrived (output so far), the sizes' estimate.
+ * An answer llm_interrupt() cut off (Ctrl-C) once it had begun, or once
+ * its request had been sent whole: the provider bills the request's input
+ * and what it generated, so the call is billed (usage_seen) for the
+ * figures it sent -- Anthropic's input in message_start -- and, where it
+ * sent none yet (OpenAI's usage comes last; an answer not streamed sends
+ * nothing before its end) or fewer than what arrived (output so far), the
+ * sizes' estimate.
  */
 static void bill_cut_answer(struct llm_response *out, jv reqj)
 {

@@ -357,11 +357,12 @@ enum llm_error llm_client_error(const struct llm_client *c);
  * provider said its usage (a stream cut after message_start, an error
  * event mid-stream) is billed for it: out->usage, cost_known and cost_usd
  * hold its price (usage_seen), for the caller to count.  So is a call that
- * llm_interrupt() stopped once its answer had begun (out->error
- * LLM_ERR_INTERRUPTED): the provider bills a cancelled stream's input, and
- * what it generated; figures it had not sent (OpenAI's come last; the
- * output so far) are estimated from the request and what arrived
- * (usage.estimated).  A call during which llm_interrupt() came fails so
+ * llm_interrupt() stopped once its answer had begun, or once its request
+ * had been sent whole (out->error LLM_ERR_INTERRUPTED): the provider bills
+ * a cancelled stream's input, and what it generated, and answers a request
+ * not streamed all the same; figures it had not sent (OpenAI's come last;
+ * an answer not streamed sends none before its end; the output so far)
+ * are estimated from the request and what arrived (usage.estimated).  A call during which llm_interrupt() came fails so
  * even when its answer was whole: its caller stops.
  */
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req);

@@ -379,8 +379,10 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	r->too_large = 0;
 	c->errbuf[0] = '\0';
 	setup(c, req, &t, hdrs);
+	r->sent = false;
 	if (interrupt_flag)
 		t.interrupted = true;   /* not sent */
+	bool attempted = !t.interrupted;
 	rc = t.interrupted ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(c->curl);
 	curl_slist_free_all(hdrs);
 	if (t.sink_done && rc == CURLE_WRITE_ERROR)
@@ -391,6 +393,14 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 		return;
 	}
 	r->interrupted = t.interrupted;
+	if (t.interrupted && attempted && req->body_len > 0) {
+		curl_off_t up = 0;
+
+		/* (a model's request cut off after it was sent is answered and
+		 * billed all the same: its caller counts it, llm_call) */
+		r->sent = curl_easy_getinfo(c->curl, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK &&
+			  up >= (curl_off_t)req->body_len;
+	}
 	if (t.stalled) {
 		rc = CURLE_OPERATION_TIMEDOUT;   /* retried like a timeout */
 		r->transport_error = (int)rc;

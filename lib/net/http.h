@@ -58,6 +58,9 @@ struct http_response {
 	double retry_after_refused;   /* > 0: the server asked to wait this many
 	                                 seconds, more than max_retry_after: not retried */
 	bool interrupted;             /* ended by http_interrupt() (status 0, not retried) */
+	bool sent;                    /* interrupted: the request with a body had reached the
+	                                 server whole (its body all uploaded), which may
+	                                 answer it, and bill it, all the same */
 };
 
 void http_response_init(struct http_response *r);

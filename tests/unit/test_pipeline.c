@@ -50,6 +50,31 @@ static void test_next_phase_and_lists(void)
 	jv_free(s);
 }
 
+/* changes.empty, or (a state of an older forge-implement) no file and no
+ * commit past the base; a change, or no changes, is not empty */
+static void test_changes_empty(void)
+{
+	static const struct {
+		const char *state;
+		bool empty;
+	} cases[] = {
+		{ "{\"changes\":{\"files\":[],\"empty\":true,\"commit\":\"a\",\"base_commit\":\"a\"}}", true },
+		{ "{\"changes\":{\"files\":[],\"commit\":\"a\",\"base_commit\":\"a\"}}", true },
+		{ "{\"changes\":{\"files\":[],\"empty\":true,\"commit\":\"b\",\"base_commit\":\"a\"}}", true },
+		{ "{\"changes\":{\"files\":[],\"commit\":\"b\",\"base_commit\":\"a\"}}", false },
+		{ "{\"changes\":{\"files\":[{\"path\":\"x\"}],\"commit\":\"a\",\"base_commit\":\"a\"}}", false },
+		{ "{\"changes\":{\"files\":[]}}", false },
+		{ "{}", false },
+		{ "null", false },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		jv s = jv_parse(cases[i].state);
+		CHECK(pipeline_changes_empty(s) == cases[i].empty);
+		jv_free(s);
+	}
+}
+
 static void test_review_bounces_until_the_limit(void)
 {
 	struct pipeline_decision d;
@@ -349,6 +374,7 @@ int main(void)
 	}
 	RUN(test_transitions);
 	RUN(test_next_phase_and_lists);
+	RUN(test_changes_empty);
 	RUN(test_review_bounces_until_the_limit);
 	RUN(test_test_bounces_only_with_fixable_failures);
 	RUN(test_gates_fire_by_phase_and_condition);
