@@ -83,6 +83,12 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 	/* Before anything else: no key in /proc/PID/environ, not dumpable,
 	 * every key known for redaction (llm.h). */
 	llm_secret_protect();
+	/* Past a file-size limit (ulimit -f, systemd's LimitFSIZE) a write
+	 * fails with EFBIG and is reported (exit 5); the default SIGXFSZ
+	 * killed the program without a word (exit 153) as it made the
+	 * database.  The commands it runs get the default back (proc.h,
+	 * spawn.h: every disposition SIG_DFL in the child). */
+	signal(SIGXFSZ, SIG_IGN);
 	memset(common, 0, sizeof *common);
 	buf_addch(&shorts, ':');	/* report a missing argument as ':' */
 	add_long(lo, &n, &shorts, spec->options);

@@ -71,6 +71,8 @@ struct cli_common {
  * error, exit 2).  --help and --version print and exit 0.  Returns the index
  * of the first operand.  Options may follow operands (GNU order) unless
  * `stop_at_operand`.
+ * Every program calls it first: it also ignores SIGXFSZ for the program
+ * (a write past a file-size limit fails with EFBIG instead of killing it).
  */
 int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, char **argv,
 	      int (*on_option)(int id, const char *arg, void *payload), void *payload);

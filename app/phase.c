@@ -106,9 +106,7 @@ static void catch_signals(void)
 	pid_t supervisor = supervisor_of();
 
 	cli_catch_model_interrupts(leave, delegate_interrupt, supervisor);
-	/* past a file-size limit (ulimit -f) a write fails with EFBIG and is
-	 * reported; the default SIGXFSZ killed the phase without a word */
-	signal(SIGXFSZ, SIG_IGN);
+	/* (SIGXFSZ is ignored already: cli_parse) */
 	die_with_supervisor(supervisor);
 }
 

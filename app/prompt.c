@@ -218,6 +218,11 @@ static void show_full(int fd, const char *text, const struct saved *sv)
 		if (dup2(p[0], STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0)
 			_exit(127);
 		pthread_sigmask(SIG_SETMASK, &sv->mask, NULL);
+		/* the person's pager as from a shell: what forge ignores (a
+		 * write to a closed pipe, past a file-size limit) would be
+		 * ignored by it too, across the exec */
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGXFSZ, SIG_DFL);
 		setenv("LESS", "FRX", 0);       /* as git: quit when it fits, keep colours */
 		execl("/bin/sh", "sh", "-c", pager, (char *)NULL);
 		_exit(127);

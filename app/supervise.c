@@ -93,6 +93,9 @@ void supervise_interrupt(int sig)
  * before a phase starts (it writes to the database too), before a human is
  * asked, before memory is written (its own transactions) and at the end.
  */
+/* The reason of a run that stopped before its first checkpoint was kept. */
+#define SUP_UNKEPT "the database could not be written before the run's first checkpoint"
+
 /* A write of the run's record failed (forge_last_error() says why): the
  * first one is kept, and the run stops before its next step (a disk that
  * filled up: before, the run went on to exit 0 "completed" with nothing
@@ -110,12 +113,39 @@ static void store_failed(struct sup *s)
 		snprintf(s->store_error, sizeof s->store_error, "%s", forge_last_error());
 }
 
+/*
+ * The run stops before its first checkpoint was kept: nothing of it can be
+ * resumed (before: "forge resume T when the database can be written again",
+ * and that resume found no checkpoint, exit 5, the run "interrupted" for
+ * good, left alone by forge gc).  No phase has run (start_nodes), so there
+ * is nothing to reflect on: the run is marked failed, with no run.completed,
+ * when the database takes that much, so gc removes what it left.
+ */
+static int stop_unkept(struct sup *s)
+{
+	if (sup_cancelled(s))
+		return sup_stop_cancelled(s);
+	sup_commit_batch(s);    /* (the mark alone: whether it was written) */
+	bool marked = store_run_update(s->o->store, s->trace, "failed", NULL, SUP_UNKEPT) == 0;
+
+	fprintf(stderr, "forge: the run cannot be recorded: %s; it stops before its first checkpoint was kept, "
+		"so it cannot be resumed: start the task again with `forge run` once the database can be "
+		"written", s->store_error);
+	if (marked)
+		fprintf(stderr, " (run %s is marked failed: `forge gc` removes what it left)\n", s->trace);
+	else
+		fprintf(stderr, ", and drop this run with `forge cancel %s`\n", s->trace);
+	return FORGE_EXIT_DEPENDENCY;
+}
+
 int sup_store_stop(struct sup *s)
 {
 	if (lease_lost)
 		return sup_lease_lost_end(s);
 	if (!s->store_error[0])
 		return -1;
+	if (!s->kept)
+		return stop_unkept(s);
 	fprintf(stderr, "forge: the run cannot be recorded: %s; it stops here (forge resume %s when the "
 		"database can be written again)\n", s->store_error, s->trace);
 	return sup_end_run(s, "paused", "the database could not be written", FORGE_EXIT_DEPENDENCY);
@@ -137,12 +167,16 @@ void sup_commit_batch(struct sup *s)
 	if (s->pending && lease_lost) {
 		store_rollback(s->o->store);
 		s->pending = 0;
+		s->cp_batched = false;
 		return;
 	}
 	if (s->pending) {
 		if (store_commit(s->o->store) < 0)
 			store_failed(s);
+		else if (s->cp_batched)
+			s->kept = true;
 		s->pending = 0;
+		s->cp_batched = false;
 	}
 }
 
@@ -288,6 +322,11 @@ void sup_checkpoint(struct sup *s, const char *phase)
 		sup_emit(s, "state.updated", ev);
 		jv_free(s->saved);
 		s->saved = jv_copy(s->state);
+		/* kept once committed (outside a batch that could not begin: now) */
+		if (s->pending)
+			s->cp_batched = true;
+		else
+			s->kept = true;
 	} else {
 		store_failed(s);
 	}
@@ -668,6 +707,10 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 	if (s->o->interactive && !interrupted) {
 		char *note = NULL;
 		sup_settle(s);      /* nothing held (the database's lock) while a human thinks */
+		/* no one is asked about a state that is not on disk: the run
+		 * stops (sup_gate_paused → sup_store_stop) */
+		if (s->store_error[0] || lease_lost)
+			return GATE_WAIT;
 		ans = ask_terminal(s, gate, id, &note);
 		if (ans == PROMPT_SETTLED)
 			return decided_elsewhere(s, name, id, GATE_REFUSED, false);
@@ -821,6 +864,10 @@ void sup_reflect_now(struct sup *s, const char *at, bool end)
 
 	jv_free(cost);
 	sup_commit_batch(s);     /* memory and the model's log write in their own transactions */
+	/* a state not on disk is acted on by no model call: the run stops
+	 * (sup_store_stop), and what a call cost could not be recorded */
+	if (s->store_error[0] || lease_lost)
+		return;
 	if (reflect_run_check(&s->state, &c, end) == 0)
 		return;
 	cost = json_get(s->state, "cost");
@@ -2133,6 +2180,54 @@ static int late_reflection(const struct supervise_opts *o, const char *trace)
 	return code;
 }
 
+/*
+ * `forge resume` of a run with no checkpoint: it stopped before its first
+ * one was kept (stop_unkept; a worktree that could not be made), so none
+ * of its work was, and no phase ran.  Under its lease (a run that is
+ * starting has none yet either), the run is marked failed when it is not
+ * ended -- history shows why, forge gc removes what it left -- and the
+ * message says what to do: start the task again.  Exit 5 (before: "has no
+ * checkpoint to resume from", the run left "interrupted" for good).
+ */
+static int resume_unkept(const struct supervise_opts *o, const char *trace)
+{
+	struct supervise_opts quiet = *o;
+	struct sup s;
+	jv run = jv_null(), cp = jv_null();
+	int code;
+
+	quiet.json = false;
+	sup_init(&s, &quiet, trace);
+	code = take_lease(&s);
+	if (code == 0 && (store_run_get(&run, o->store, trace) < 0 || store_checkpoint_latest(&cp, o->store, trace) < 0)) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
+		code = FORGE_EXIT_DEPENDENCY;
+	}
+	if (code == 0 && jv_get_kind(cp) == JV_KIND_OBJECT) {
+		/* (kept meanwhile, by the process whose lease this was) */
+		fprintf(stderr, "forge: run %s has a checkpoint now: `forge resume %s` again\n", trace, trace);
+		code = FORGE_EXIT_DEPENDENCY;
+	} else if (code == 0) {
+		const char *status = json_get_str(run, "status"), *error = json_get_str(run, "error");
+		bool ended = run_status_terminal(run_status_of(status));
+
+		if (!ended && store_run_update(o->store, trace, "failed", NULL, SUP_UNKEPT) < 0) {
+			fprintf(stderr, "forge: %s\n", forge_last_error());
+			code = FORGE_EXIT_DEPENDENCY;
+		} else {
+			fprintf(stderr, "forge: run %s has no checkpoint to resume from: it stopped before its first "
+					"one was kept (%s), so none of its work was; start the task again with `forge run`"
+					" (it is marked failed: `forge gc` removes what it left)\n", trace,
+				ended && error && *error ? error : SUP_UNKEPT);
+			code = FORGE_EXIT_DEPENDENCY;
+		}
+	}
+	jv_free(run);
+	jv_free(cp);
+	sup_release(&s);
+	return code;
+}
+
 int supervise_resume(const struct supervise_opts *o, const char *trace)
 {
 	struct sup s;
@@ -2168,10 +2263,13 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	    last_ms > 0 && resumed_ms > last_ms)
 		dead_ms = resumed_ms - last_ms;
 	jv_free(run);
-	if (store_checkpoint_latest(&cp, o->store, trace) < 0 || jv_get_kind(cp) != JV_KIND_OBJECT) {
-		jv_free(cp);
-		fprintf(stderr, "forge: run %s has no checkpoint to resume from\n", trace);
+	if (store_checkpoint_latest(&cp, o->store, trace) < 0) {
+		fprintf(stderr, "forge: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
+	}
+	if (jv_get_kind(cp) != JV_KIND_OBJECT) {
+		jv_free(cp);
+		return resume_unkept(o, trace);
 	}
 	/* A dry run stays one: it has no worktree for the phases after plan. */
 	if (started_dry(o->store, trace)) {
@@ -2190,6 +2288,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	set_level(&s, run_level);
 	s.state = o->budget_usd >= 0 ? with_budget(cp, o->budget_usd) : cp;
 	s.saved = jv_copy(s.state);
+	s.kept = true;
 	s.pl = PL_PAUSED;
 	/* Before the worktree is touched: another process may be working in it. */
 	code = take_lease(&s);

@@ -1137,8 +1137,9 @@ static void launch(struct gx *x, size_t i, bool alone)
 }
 
 /* Start ready[0..take) of all_ready (lock held): running, the state
- * checkpointed, then their processes. */
-static void start_nodes(struct gx *x, const size_t *ready, size_t take, size_t all_ready)
+ * checkpointed, then their processes.  False when that checkpoint could
+ * not be committed (s->store_error, or the lease lost): none started. */
+static bool start_nodes(struct gx *x, const size_t *ready, size_t take, size_t all_ready)
 {
 	struct sup *s = x->s;
 	struct buf ids = BUF_INIT, others = BUF_INIT;
@@ -1159,8 +1160,6 @@ static void start_nodes(struct gx *x, const size_t *ready, size_t take, size_t a
 		x->why[i] = NULL;
 		buf_addf(&ids, "%s%s", k ? ", " : "", x->g->nodes[i].id);
 	}
-	sup_progress(s, "▶ %s%s%s%s%s", ids.buf, take > 1 ? " (at the same time)" : "", before ? " (while " : "",
-		     others.len ? others.buf : "", before ? (before == 1 ? " runs)" : " run)") : "");
 	/* A phase alone moves the run's state machine (planning, implementing,
 	 * …); nodes at the same time have their statuses. */
 	if (take == 1 && !before && x->g->nodes[ready[0]].phase)
@@ -1170,6 +1169,16 @@ static void start_nodes(struct gx *x, const size_t *ready, size_t take, size_t a
 	s->running = x->g->nodes[ready[0]].id;
 	s->tools_run = 0;
 	sup_commit_batch(s);        /* the phases write to the database too */
+	/* A phase acts on no state that is not in the database: it is what a
+	 * resume starts from (before: a failed commit of the "init" checkpoint
+	 * was only noted, and the plan phase ran, and was paid, unrecorded). */
+	if (s->store_error[0] || sup_lease_lost()) {
+		buf_release(&ids);
+		buf_release(&others);
+		return false;
+	}
+	sup_progress(s, "▶ %s%s%s%s%s", ids.buf, take > 1 ? " (at the same time)" : "", before ? " (while " : "",
+		     others.len ? others.buf : "", before ? (before == 1 ? " runs)" : " run)") : "");
 	/* One status line on the terminal: relayed only when one node runs.
 	 * The environment changes only while no thread runs a process. */
 	if (!before) {
@@ -1183,6 +1192,7 @@ static void start_nodes(struct gx *x, const size_t *ready, size_t take, size_t a
 		launch(x, ready[k], take == 1 && !before && all_ready == 1);
 	buf_release(&ids);
 	buf_release(&others);
+	return true;
 }
 
 /* The run's end before anything more starts: interrupted, cancelled,
@@ -1276,7 +1286,8 @@ static int start_ready(struct gx *x, bool *started)
 	results_gated(x);
 	if ((code = sup_store_stop(s)) >= 0)
 		return code;
-	start_nodes(x, ready, take, n);
+	if (!start_nodes(x, ready, take, n))
+		return sup_store_stop(s);
 	*started = true;
 	return -1;
 }

@@ -42,6 +42,8 @@ struct sup {
 	bool ended;                 /* the run completed or failed (not paused) */
 	bool lease_lost_said;       /* sup_lease_lost_end() said so */
 	char store_error[512];      /* the first write to the database that failed, or "" */
+	bool kept;                  /* a checkpoint of the run is committed (one to resume from) */
+	bool cp_batched;            /* a checkpoint is in the open batch, not yet committed */
 	char holder[ULID_LEN + 1];  /* the run's lease, "" when not held */
 	struct heartbeat *beat;     /* renews the lease (supervise.c), or NULL */
 	int tools_run;              /* progress: tool calls of the running phase */
@@ -90,7 +92,9 @@ int sup_end_run(struct sup *s, const char *run_status, const char *error, int co
 /* The run-level breaker that trips, or NULL; *why receives the reason. */
 const char *sup_breaker(struct sup *s, char *why, size_t n);
 /* When a write of the run's record failed (s->store_error): the run
- * paused there, exit 5 (what went unrecorded must not look done); else -1. */
+ * paused there, exit 5 (what went unrecorded must not look done); else -1.
+ * One that failed before any checkpoint was kept (!s->kept) has nothing to
+ * resume from: it is marked failed, and the message says to start it again. */
 int sup_store_stop(struct sup *s);
 /* One fired gate (borrowed), for phase (or node) `phase`. */
 enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase);

@@ -291,10 +291,9 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	sigemptyset(&hup.sa_mask);
 	sigaction(SIGHUP, &hup, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* a file-size limit (ulimit -f) reached by the database: a write that
-	 * fails (EFBIG), which stops the run saying so (sup_store_stop), not a
-	 * kill that left it "running" with nothing said */
-	signal(SIGXFSZ, SIG_IGN);
+	/* (a file-size limit (ulimit -f) reached by the database: a write that
+	 * fails, EFBIG -- SIGXFSZ is ignored, cli_parse -- which stops the run
+	 * saying so, sup_store_stop) */
 	code = strcmp(what, "run") == 0 ? supervise_run(&o, arg) : supervise_resume(&o, arg);
 	free(pargs);
 	free(dir);

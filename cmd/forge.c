@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,7 +280,14 @@ int main(int argc, char **argv)
 	const char *program_name = NULL;
 	char program[256];
 	bool to_supervisor = false;
+	/* A write past a file-size limit (the help into a file) fails and is
+	 * reported, as in every forge program (cli_parse); the command starts
+	 * with the disposition forge was given, as from a shell (an ignored
+	 * one survives the exec). */
+	struct sigaction ign = { .sa_handler = SIG_IGN }, given;
 
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGXFSZ, &ign, &given);
 	if (argc < 2) {
 		usage(stderr);
 		return FORGE_EXIT_USAGE;
@@ -353,6 +361,7 @@ int main(int argc, char **argv)
 			args[n++] = argv[i];
 	args[n] = NULL;
 	fflush(NULL);
+	sigaction(SIGXFSZ, &given, NULL);
 	execv(path, args);
 	fprintf(stderr, "forge: cannot run '%s': %s\n", path, strerror(errno));
 	free(args);

@@ -334,6 +334,32 @@ no_reader() {
 	done
 }
 
+@test "a file-size limit (ulimit -f): a write past it is reported, exit 5, not a death by SIGXFSZ (153) without a word" {
+	calc_replay
+	# (before: killed as the database was made, exit 153, nothing on stderr)
+	run -5 --separate-stderr bash -c 'ulimit -f 1 && exec forge-db migrate --db "$1"' _ "$BATS_TEST_TMPDIR/x.db"
+	[[ $stderr == "forge-db: database '$BATS_TEST_TMPDIR/x.db': "?* ]]
+	run -5 --separate-stderr bash -c 'ulimit -f 1 && exec forge run "add a mul operation"' </dev/null
+	[[ $stderr == "forge run: database '$FORGE_DB': "?* ]]
+	# through forge, which gives the command the disposition it was given
+	run -5 --separate-stderr bash -c 'ulimit -f 1 && exec forge db migrate --db "$1"' _ "$BATS_TEST_TMPDIR/y.db"
+	[[ $stderr == "forge-db: database '$BATS_TEST_TMPDIR/y.db': "?* ]]
+}
+
+@test "a command forge runs (a linter) gets SIGXFSZ and SIGPIPE at their defaults, as from a shell, though forge ignores them" {
+	notes_repo
+	# its finding's message: the signals ignored in the linter (SigIgn, a hex mask)
+	printf '%s\n' '#!/bin/sh' 'printf "notes.txt:1:1: warning: ignored %s\n" "$(awk "/^SigIgn/ { print \$2 }" /proc/self/status)"' >lint.sh
+	chmod +x lint.sh
+	echo '{"tools":{"lint_command":"./lint.sh"}}' >"$BATS_TEST_TMPDIR/lint.json"
+	git add lint.sh && git commit -qm lint
+	run -4 --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/lint.json" --no-input --base HEAD~2 </dev/null
+	mask=$(sed -n 's/^notes.txt:1: warning: ignored \([0-9a-f]*\) \[lint\/diagnostic\]$/\1/p' <<<"$stderr")
+	[ -n "$mask" ]
+	# SIGPIPE is 13, SIGXFSZ 25: bits 12 and 24
+	(( (16#$mask & (1 << 12 | 1 << 24)) == 0 ))
+}
+
 @test "another user's repository: every program refuses it (exit 2) saying how to trust it; safe.directory '*' or its path, as git takes them, opens it" {
 	[ "$(id -u)" = 0 ] || skip "needs root to give the repository to another user"
 	make_repo "$BATS_TEST_TMPDIR/theirs"

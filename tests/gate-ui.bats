@@ -125,6 +125,21 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[ "$(forge gate list --json "$T" | jq -r .status)" = pending ]
 }
 
+@test "the state a gate shows cannot be committed: no one is asked, the run stops there (exit 5)" {
+	# the COMMIT of the checkpoint after the plan fails, as on a disk full
+	# then (a deferred foreign key that does not hold)
+	forge-db migrate >/dev/null
+	sqlite3 "$FORGE_DB" "CREATE TABLE no_room (r TEXT REFERENCES runs (id) DEFERRABLE INITIALLY DEFERRED);
+		CREATE TRIGGER no_room AFTER INSERT ON checkpoints WHEN new.phase = 'plan'
+		BEGIN INSERT INTO no_room VALUES ('no such run'); END"
+	run -5 on_tty --type 'y\n' -- forge run --config "$CFG" "add a mul operation"
+	# (before: the plan was shown and approved, its approval then refused)
+	run ! grep -qF "$QUESTION" "$SHOWN"
+	T=$(last_trace)
+	plain | grep -qF "forge: the run cannot be recorded: "
+	plain | grep -qF "; it stops here (forge resume $T when the database can be written again)"
+}
+
 # The pager stands in for a person at another terminal again; nothing is
 # typed after it: the prompt itself sees the decision (it reads the gate row
 # while it waits), where before it waited for ever.

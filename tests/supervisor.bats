@@ -730,6 +730,60 @@ EOF
 	[ "$(db_q "SELECT status FROM runs WHERE id = '$(last_trace)'")" = completed ]
 }
 
+# no_first_checkpoint: the COMMIT of the run's first checkpoint ("init")
+# fails, as on a disk full at that moment (a deferred foreign key that does
+# not hold: the statement passes, the commit does not).
+no_first_checkpoint() {
+	forge-db migrate >/dev/null
+	sqlite3 "$FORGE_DB" "CREATE TABLE no_room (r TEXT REFERENCES runs (id) DEFERRABLE INITIALLY DEFERRED);
+		CREATE TRIGGER no_room AFTER INSERT ON checkpoints WHEN new.phase = 'init'
+		BEGIN INSERT INTO no_room VALUES ('no such run'); END"
+}
+
+@test "the first checkpoint not committed: no phase starts, the run is marked failed, and resume says to start it again" {
+	skip_on_postgres "a SQLite trigger stands for the full disk"
+	no_first_checkpoint
+	replay run-clean.jsonl
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	# (before: forge-plan ran and was paid for, unrecorded, and the run said
+	# "forge resume T when the database can be written again")
+	[ "$(db_q "SELECT count(*) FROM llm_calls")" -eq 0 ]
+	[[ $stderr != *"[plan]"* && $stderr != *"▶ plan"* && $stderr != *"forge resume"* ]]
+	[[ $stderr == *"forge: the run cannot be recorded: "*"FOREIGN KEY constraint failed"*"; it stops before its first checkpoint was kept, so it cannot be resumed: start the task again with \`forge run\` once the database can be written (run $T is marked failed: \`forge gc\` removes what it left)" ]]
+	[ "$(forge history --json -n 1 | jq -r .status)" = failed ]
+	[ "$(db_q "SELECT count(*) FROM checkpoints")" -eq 0 ]
+	# the database can be written again: resume says what to do
+	db_q "DROP TRIGGER no_room" >/dev/null
+	run -5 --separate-stderr forge resume "$T" </dev/null
+	[ "$stderr" = "forge: run $T has no checkpoint to resume from: it stopped before its first one was kept (the database could not be written before the run's first checkpoint), so none of its work was; start the task again with \`forge run\` (it is marked failed: \`forge gc\` removes what it left)" ]
+	run -0 forge gc
+	assert_output --partial "removed worktree"
+	[ -z "$(git -C "$REPO" branch --list "forge/$T")" ]
+}
+
+@test "a run stopped before its first checkpoint that could not even be marked failed: forge resume marks it, and forge gc then removes it" {
+	skip_on_postgres "a SQLite trigger stands for the full disk"
+	no_first_checkpoint
+	db_q "CREATE TRIGGER no_end BEFORE UPDATE ON runs WHEN new.status = 'failed'
+		BEGIN SELECT raise(ABORT, 'database or disk is full'); END" >/dev/null
+	replay run-clean.jsonl
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ "$(db_q "SELECT count(*) FROM llm_calls")" -eq 0 ]
+	[[ $stderr == *"; it stops before its first checkpoint was kept, so it cannot be resumed: start the task again with \`forge run\` once the database can be written, and drop this run with \`forge cancel $T\`" ]]
+	[ "$(forge history --json -n 1 | jq -r .status)" = interrupted ]
+	run -0 forge gc --dry-run
+	refute_output --partial "$T"
+	db_q "DROP TRIGGER no_room; DROP TRIGGER no_end" >/dev/null
+	run -5 --separate-stderr forge resume "$T" </dev/null
+	[[ $stderr == "forge: run $T has no checkpoint to resume from: "*"(it is marked failed: \`forge gc\` removes what it left)" ]]
+	[ "$(forge history --json -n 1 | jq -r .status)" = failed ]
+	[ "$(forge history --json -n 1 | jq -r .error)" = "the database could not be written before the run's first checkpoint" ]
+	run -0 forge gc
+	assert_output --partial "removed worktree"
+}
+
 @test "forge cancel: a paused run is cancelled, its gate rejected, and it does not resume" {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
