@@ -426,7 +426,7 @@ static int set_target(char **out, const struct args *a, const struct cli_common 
 	*out = NULL;
 	if (a->global) {
 		*out = config_user_file();
-		return *out ? 0 : (forge_error("neither XDG_CONFIG_HOME nor HOME is set"), FORGE_EXIT_USAGE);
+		return *out ? 0 : (forge_error("neither XDG_CONFIG_HOME nor HOME is set to an absolute path"), FORGE_EXIT_USAGE);
 	}
 	status = session_open(&ses, common, SESSION_NEED_REPO, jv_null());
 	if (status)

@@ -34,10 +34,17 @@ static bool parent_is_dir(const char *path)
 	return there;
 }
 
+const char *home_dir(void)
+{
+	const char *home = getenv("HOME");
+
+	return home && home[0] == '/' ? home : NULL;
+}
+
 char *cache_path(const char *name)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
+	const char *home = home_dir();
 	struct buf b = BUF_INIT;
 
 	/* The cache is made below a directory that is there, never in place
@@ -48,7 +55,7 @@ char *cache_path(const char *name)
 		if (!parent_is_dir(xdg))
 			return NULL;
 		buf_addf(&b, "%s/forge/%s", xdg, name);
-	} else if (home && *home) {
+	} else if (home) {
 		if (!is_dir(home))
 			return NULL;
 		buf_addf(&b, "%s/.cache/forge/%s", home, name);

@@ -759,17 +759,17 @@ void config_parse_counts(const struct config *cfg, int *sections, bool *whole_bu
 }
 
 /* $XDG_CONFIG_HOME/forge/config.json (the XDG spec ignores a relative
- * XDG_CONFIG_HOME), else $HOME/.config/forge/config.json; NULL when
- * neither is set. */
+ * XDG_CONFIG_HOME), else $HOME/.config/forge/config.json (an absolute
+ * HOME: home_dir()); NULL when neither is set. */
 char *config_user_file(void)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
+	const char *home = home_dir();
 	struct buf b = BUF_INIT;
 
 	if (xdg && xdg[0] == '/')
 		buf_addf(&b, "%s/forge/config.json", xdg);
-	else if (home && *home)
+	else if (home)
 		buf_addf(&b, "%s/.config/forge/config.json", home);
 	else
 		return NULL;
