@@ -21,6 +21,7 @@
 #include "app/cli.h"
 #include "data/config.h"
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/forgedir.h"
 #include "core/json.h"
 #include "data/project.h"
@@ -407,6 +408,7 @@ static int cmd_init(const struct args *a, const struct cli_common *common)
 	free(dir);
 	if (ign < 0 || buf_replace_file(path, text, strlen(text)) < 0)
 		goto out;
+	owner_follow(-1, path);
 	if (common->verbosity >= 0)
 		fprintf(stderr, PROG ": wrote %s\n", path);
 	status = FORGE_EXIT_OK;

@@ -1,6 +1,7 @@
 /* cachedir.c - the user's cache directory (core/cachedir.h). */
 #include "core/cachedir.h"
 #include "core/buf.h"
+#include "core/owner.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -74,7 +75,10 @@ int cache_mkdirs(const char *path)
 		return -1;
 	for (char *s = strchr(p + 1, '/'); s && rc == 0; s = strchr(s + 1, '/')) {
 		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		/* (under sudo with the user's HOME, the user's: core/owner.h) */
+		if (mkdir(p, 0700) == 0)
+			owner_follow(-1, p);
+		else if (errno != EEXIST)
 			rc = -1;
 		*s = '/';
 	}

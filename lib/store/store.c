@@ -10,6 +10,7 @@
 #include "core/secret.h"
 #include "core/resource.h"
 #include "core/ids.h"
+#include "core/owner.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -209,6 +210,26 @@ int store_failv(struct store *st, const char *fmt, va_list ap)
 	return -1;
 }
 
+/* The last error, followed by the directory or file on the way to the
+ * database at path that this user may not use, if any (core/owner.h: a
+ * .forge/ that `sudo forge` left root's, as a rule); rc (-1). */
+static int explain_denied(int rc, const char *path, bool write)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s; ", forge_last_error());
+	if (owner_explain(&b, path, write))
+		forge_error("%s", b.buf);
+	buf_release(&b);
+	return rc;
+}
+
+static int store_fail_denied(struct store *st, const char *what)
+{
+	/* (SQLite's CANTOPEN keeps no errno: owner_explain looks itself) */
+	return explain_denied(store_fail(st, "%s", what), st->path, !st->readonly);
+}
+
 /* ---- statements ---------------------------------------------------- */
 
 /* "INSERT OR IGNORE ... VALUES (?,?,?,?,?), ..." of `rows` rows; malloc'd. */
@@ -374,9 +395,11 @@ static int make_parent_dirs(const char *path)
 		char saved = *p;
 
 		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			rc = forge_error("cannot create directory '%s' for database '%s': %s",
-					 dir, path, strerror(errno));
+		if (mkdir(dir, 0700) == 0) {
+			owner_follow(-1, dir);
+		} else if (errno != EEXIST) {
+			rc = owner_error(errno, dir, true, "cannot create directory '%s' for database '%s'",
+					 dir, path);
 			goto out;
 		}
 		*p = saved;
@@ -390,7 +413,8 @@ out:
 }
 
 /* Create the file 0600 before sqlite does (it would use 0644 & ~umask);
- * its -wal and -shm files copy the mode. */
+ * its -wal and -shm files copy the mode, and, when SQLite runs as root,
+ * the owner: under sudo, the user's (core/owner.h). */
 static int create_private(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -398,8 +422,9 @@ static int create_private(const char *path)
 	if (fd < 0) {
 		if (errno == EEXIST)
 			return 0;
-		return forge_error("cannot create database '%s': %s", path, strerror(errno));
+		return owner_error(errno, path, true, "cannot create database '%s'", path);
 	}
+	owner_follow(fd, path);
 	close(fd);
 	return 0;
 }
@@ -838,7 +863,7 @@ int store_open(struct store **out, const char *path)
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		if (st->db)
-			store_fail(st, "cannot open");
+			store_fail_denied(st, "cannot open");
 		else
 			forge_error("cannot open database '%s': out of memory", path);
 		goto out;
@@ -982,8 +1007,8 @@ int store_open_readonly(struct store **out, const char *path)
 		forge_error("cannot open database '%s': file is not a database (not SQLite, "
 			    "or damaged); move it away or use another --db", path);
 	else if (rc == 0)
-		forge_error("cannot open database '%s' read-only: %s (sqlite code %d)", path,
-			    sqlite3_errstr(sqlrc), sqlrc);
+		explain_denied(forge_error("cannot open database '%s' read-only: %s (sqlite code %d)", path,
+					   sqlite3_errstr(sqlrc), sqlrc), path, false);
 	if (rc <= 0) {
 		store_free(st);
 		return -1;
