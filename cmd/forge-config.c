@@ -21,6 +21,7 @@
 #include "app/cli.h"
 #include "data/config.h"
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/forgedir.h"
 #include "core/json.h"
 #include "data/project.h"
@@ -407,6 +408,7 @@ static int cmd_init(const struct args *a, const struct cli_common *common)
 	free(dir);
 	if (ign < 0 || buf_replace_file(path, text, strlen(text)) < 0)
 		goto out;
+	owner_follow(-1, path);
 	if (common->verbosity >= 0)
 		fprintf(stderr, PROG ": wrote %s\n", path);
 	status = FORGE_EXIT_OK;
@@ -426,7 +428,7 @@ static int set_target(char **out, const struct args *a, const struct cli_common 
 	*out = NULL;
 	if (a->global) {
 		*out = config_user_file();
-		return *out ? 0 : (forge_error("neither XDG_CONFIG_HOME nor HOME is set"), FORGE_EXIT_USAGE);
+		return *out ? 0 : (forge_error("neither XDG_CONFIG_HOME nor HOME is set to an absolute path"), FORGE_EXIT_USAGE);
 	}
 	status = session_open(&ses, common, SESSION_NEED_REPO, jv_null());
 	if (status)

@@ -302,3 +302,20 @@ setup() {
 	run -0 --separate-stderr forge-config --repo "$REPO" get sandbox.deny_extra
 	[ "$(jq -r '.[0]' <<<"$output")" = 'rm\s+(-rf)' ]
 }
+
+@test "a relative HOME is no HOME: nothing is read or written below the current directory (the user's checkout)" {
+	cd "$REPO"
+	mkdir -p .config/forge
+	echo '{"llm":{"model":"from-the-checkout"}}' >.config/forge/config.json
+	# (before: ./.config/forge/config.json was the user layer, and the
+	# cache ./.cache/forge/config-valid was written into the checkout)
+	run -0 --separate-stderr env -u XDG_CONFIG_HOME -u XDG_CACHE_HOME HOME=. forge-config get llm.model
+	[ "$output" = claude-sonnet-4-5 ]
+	[ ! -e .cache ]
+	run -2 --separate-stderr env -u XDG_CONFIG_HOME -u XDG_CACHE_HOME HOME=. forge-config set --global llm.model x
+	[[ $stderr == *"neither XDG_CONFIG_HOME nor HOME is set to an absolute path"* ]]
+	mkdir home
+	run -0 --separate-stderr env -u XDG_CONFIG_HOME -u XDG_CACHE_HOME HOME=home forge-config get llm.model
+	[ "$output" = claude-sonnet-4-5 ]
+	[ ! -e .cache ] && [ ! -e home/.cache ]
+}

@@ -2,7 +2,8 @@
 # forgedir.bats - the repository's .forge/ after forge has run in it: the
 # database and the worktrees never show in `git status`, while the project's
 # own files there (config.json, skills, prompts) can be committed; the "*"
-# .gitignore of an older forge is upgraded, a user's own is left alone.
+# .gitignore of an older forge is upgraded, a user's own is left alone; under
+# sudo in a user's repository, forge's own files there are the user's.
 
 bats_require_minimum_version 1.5.0
 
@@ -45,4 +46,64 @@ setup() {
 	rm -f .forge/forge.db*
 	run -0 --separate-stderr forge-db migrate
 	[ "$(cat .forge/.gitignore)" = "$(printf '*\n!config.json')" ]
+}
+
+# as_nobody CMD...: CMD as the user sudo is pretended to be run by (nobody),
+# with a HOME of its own.
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env -u XDG_CACHE_HOME -u XDG_CONFIG_HOME HOME="$UHOME" "$@"
+}
+
+@test "sudo forge run in a user's own repository: forge's own files are the user's, and what stays root's is named with the chown that gives it back" {
+	[ "$(id -u)" = 0 ] || skip "needs root, as sudo gives it"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	setpriv --reuid=65534 --regid=65534 --clear-groups true || skip "cannot switch to nobody here"
+	local nobody d
+	nobody=$(id -nu 65534)
+	# (bats makes its directories 700: nobody may pass through them)
+	d="$BATS_TEST_TMPDIR"
+	while [ "$d" != / ] && [ -n "$d" ]; do chmod a+x "$d"; d=${d%/*}; done
+	UHOME="$BATS_TEST_TMPDIR/uhome"
+	mkdir -p "$UHOME"
+	chown -R 65534:65534 "$REPO" "$UHOME"
+	# as `sudo forge run` (HOME kept) in the user's repository; forge lets
+	# root in as git does (SUDO_UID)
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
+	run -0 --separate-stderr env -u XDG_CACHE_HOME SUDO_UID=65534 SUDO_GID=65534 SUDO_USER="$nobody" \
+		HOME="$UHOME" forge run "add a mul operation" </dev/null
+	[ -f .forge/forge.db ] && [ -f .forge/forge.db.vectors ] && [ -d .forge/worktrees ]
+	# .forge, its .gitignore, the database with its -wal and -shm, the
+	# vectors and their lock, worktrees/; Forge's lock in .git; the cache
+	# below the user's HOME (before: all root's, .forge 0700)
+	run -0 find .forge -maxdepth 1 ! -user 65534
+	[ -z "$output" ]
+	[ "$(stat -c %u .git/forge-worktrees.lock)" = 65534 ]
+	[ -d "$UHOME/.cache/forge" ]
+	run -0 find "$UHOME" ! -user 65534
+	[ -z "$output" ]
+	# so the user reads their repository's runs as before
+	run -0 --separate-stderr as_nobody forge history
+	[[ $output == *"add a mul operation"* ]]
+	# what git made stays root's, as with `sudo git`: the message names the
+	# directory in the way and how to give it back
+	[ "$(stat -c %u .git/refs/heads/forge)" = 0 ]
+	run -5 --separate-stderr as_nobody forge run "add a mul operation" </dev/null
+	[[ $stderr == *"'$REPO/.git/refs/heads/forge' belongs to root (mode 0755), and user $nobody may not write in it"*"give it back with: sudo chown -R $nobody '$REPO/.git/refs/heads/forge'"* ]]
+
+	# a .forge an older forge left root's: named, not the config.json that
+	# is not there (before: "cannot open '.forge/config.json': Permission
+	# denied", exit 2)
+	rm -rf .forge
+	mkdir -m 700 .forge
+	run -2 --separate-stderr as_nobody forge history
+	[[ $stderr == *"'$REPO/.forge' belongs to root (mode 0700), and user $nobody may not enter it"*"give it back with: sudo chown -R $nobody '$REPO/.forge'"* ]]
+	run -5 --separate-stderr as_nobody forge-db migrate --db "$REPO/.forge/forge.db"
+	[[ $stderr == *"cannot create database '$REPO/.forge/forge.db'"*"sudo chown -R $nobody '$REPO/.forge'"* ]]
+
+	# root's own repository under sudo, or no sudo: root's, as ever
+	rm -rf .forge
+	chown -R 0:0 "$REPO"
+	run -0 --separate-stderr env SUDO_UID=65534 SUDO_GID=65534 forge-db migrate
+	[ "$(stat -c %u .forge .forge/forge.db | sort -u)" = 0 ]
 }

@@ -81,3 +81,27 @@ command_step() {
 	run -0 leftovers
 	assert_output ""
 }
+
+@test "a TMPDIR SQLite cannot use (too long a path): a new database is made all the same; an old one's migration names TMPDIR" {
+	skip_on_postgres "SQLite's temporary files"
+	# 494 characters: SQLite's temporary file names (512 at most) do not fit
+	local long d
+	long="$BATS_TEST_TMPDIR/$(printf 'x%.0s' {1..119})"
+	long="$long/${long##*/}/${long##*/}/${long##*/}"
+	long="${long:0:494}"
+	mkdir -p "$long"
+	# (before: "migration 'sql/008-memory-stemming.sql' failed: SQL logic
+	# error", exit 5, from every command that made a database)
+	run -0 --separate-stderr env TMPDIR="$long" forge-db migrate --db "$BATS_TEST_TMPDIR/new.db"
+	run -0 --separate-stderr env TMPDIR="$long" forge memory add --db "$BATS_TEST_TMPDIR/mem.db" \
+		--type semantic "multiplication lives in calc.c"
+	# a database of the first schema: its upgrade keeps SQLite's temporary
+	# files (a big one's journal is not held in memory), and says why it
+	# cannot (before: the same "SQL logic error")
+	d="$BATS_TEST_TMPDIR/old.db"
+	sqlite3 "$d" <"$FORGE_ROOT/schemas/sql/001-core.sql"
+	sqlite3 "$d" 'PRAGMA user_version = 1'
+	run -5 --separate-stderr env TMPDIR="$long" forge-db migrate --db "$d"
+	[[ $stderr == *"SQLite's temporary directory '$long' (TMPDIR) is 494 characters long, too long for the names of its temporary files (at most 488): set TMPDIR to a shorter path"* ]]
+	run -0 --separate-stderr forge-db migrate --db "$d"
+}

@@ -3,6 +3,7 @@
  */
 #include "agent/skills.h"
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/json.h"
 
@@ -536,12 +537,12 @@ static int load_root(struct skill_set *set, const char *dir, const char *source)
 char *skills_user_dir(void)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
+	const char *home = home_dir();      /* (absolute only) */
 	struct buf b = BUF_INIT;
 
 	if (xdg && xdg[0] == '/')
 		buf_addf(&b, "%s/forge/skills", xdg);
-	else if (home && home[0])
+	else if (home)
 		buf_addf(&b, "%s/.config/forge/skills", home);
 	else
 		return NULL;

@@ -3,6 +3,7 @@
 #include "compile/docs.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "store/db.h"
@@ -203,8 +204,12 @@ static int make_dir(const char *dir)
 
 	if (slash)
 		*slash = '\0';
-	if ((mkdir(parent, 0755) < 0 && errno != EEXIST) || (mkdir(dir, 0755) < 0 && errno != EEXIST))
-		rc = forge_error("cannot make %s: %s", dir, strerror(errno));
+	for (const char *d = parent; d && rc == 0; d = d == parent ? dir : NULL) {
+		if (mkdir(d, 0755) == 0)
+			owner_follow(-1, d);        /* under sudo: core/owner.h */
+		else if (errno != EEXIST)
+			rc = forge_error("cannot make %s: %s", d, strerror(errno));
+	}
 	free(parent);
 	return rc;
 }
@@ -228,6 +233,8 @@ int docs_write_file(const char *root, const char *kind, jv doc)
 	jv_free(pretty);
 	/* written whole, then renamed: a reader never sees half a document */
 	f = fopen(tmp.buf, "w");
+	if (f)
+		owner_follow(fileno(f), tmp.buf);
 	if (!f || fputs(text, f) == EOF || fputc('\n', f) == EOF) {
 		forge_error("cannot write %s: %s", tmp.buf, strerror(errno));
 		goto out;

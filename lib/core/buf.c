@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -239,7 +240,8 @@ int buf_replace_file(const char *path, const char *data, size_t len)
 	struct buf tmp = BUF_INIT;
 	char *real = link_target(path);
 	struct stat st;
-	mode_t mode = stat(real, &st) == 0 ? st.st_mode & 07777 : 0644;
+	bool had = stat(real, &st) == 0;
+	mode_t mode = had ? st.st_mode & 07777 : 0644;
 	size_t off = 0;
 	int fd, rc = 0;
 
@@ -250,6 +252,12 @@ int buf_replace_file(const char *path, const char *data, size_t len)
 		goto out;
 	}
 	(void)fchmod(fd, mode);   /* the file's own mode, not the umask's */
+	/* and its owner, for root: `sudo forge config set` left the user a
+	 * configuration of root's they could no longer change */
+	if (had && geteuid() == 0 && (st.st_uid != 0 || st.st_gid != 0) &&
+	    fchown(fd, st.st_uid, st.st_gid) < 0) {
+		/* best effort: root's, as a new file would be */
+	}
 	while (rc == 0 && off < len) {
 		ssize_t n = write(fd, data + off, len - off);
 

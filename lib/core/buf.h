@@ -62,7 +62,7 @@ int buf_read_regular(struct buf *b, const char *path, size_t max);
  * Replace the file at path with data[0..len): written to a new file beside
  * it (synced, with the old file's mode, else 0644 less the umask), then
  * renamed over it, so a reader sees the old file or the new one, never a
- * part.  A symbolic link at path stays: the file it leads to is the one
+ * part; root keeps the old file's owner too.  A symbolic link at path stays: the file it leads to is the one
  * replaced.  0, or -1 with a message naming the file; the new file is
  * removed on failure.
  */

@@ -1,6 +1,7 @@
 /* cachedir.c - the user's cache directory (core/cachedir.h). */
 #include "core/cachedir.h"
 #include "core/buf.h"
+#include "core/owner.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -34,10 +35,17 @@ static bool parent_is_dir(const char *path)
 	return there;
 }
 
+const char *home_dir(void)
+{
+	const char *home = getenv("HOME");
+
+	return home && home[0] == '/' ? home : NULL;
+}
+
 char *cache_path(const char *name)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
+	const char *home = home_dir();
 	struct buf b = BUF_INIT;
 
 	/* The cache is made below a directory that is there, never in place
@@ -48,7 +56,7 @@ char *cache_path(const char *name)
 		if (!parent_is_dir(xdg))
 			return NULL;
 		buf_addf(&b, "%s/forge/%s", xdg, name);
-	} else if (home && *home) {
+	} else if (home) {
 		if (!is_dir(home))
 			return NULL;
 		buf_addf(&b, "%s/.cache/forge/%s", home, name);
@@ -67,7 +75,10 @@ int cache_mkdirs(const char *path)
 		return -1;
 	for (char *s = strchr(p + 1, '/'); s && rc == 0; s = strchr(s + 1, '/')) {
 		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		/* (under sudo with the user's HOME, the user's: core/owner.h) */
+		if (mkdir(p, 0700) == 0)
+			owner_follow(-1, p);
+		else if (errno != EEXIST)
 			rc = -1;
 		*s = '/';
 	}

@@ -1,10 +1,21 @@
 /*
  * cachedir.h - where Forge keeps what it can always compute again: the
  * user's cache directory, $XDG_CACHE_HOME/forge (an absolute
- * XDG_CACHE_HOME only, as the XDG spec says), else ~/.cache/forge.
+ * XDG_CACHE_HOME only, as the XDG spec says), else ~/.cache/forge; and
+ * what ~ is.
  */
 #ifndef FORGE_CACHEDIR_H
 #define FORGE_CACHEDIR_H
+
+/*
+ * $HOME when it is an absolute path, else NULL (unset, empty or relative):
+ * a relative HOME (HOME=. in a CI container or an `env -i` wrapper) is
+ * taken as not set, as the XDG spec takes a relative XDG_*_HOME, or the
+ * cache, the user's configuration and skills were looked for -- and the
+ * cache written -- below the current directory: the user's checkout.
+ * Borrowed from the environment.
+ */
+const char *home_dir(void);
 
 /* The path of `name` in the cache directory (malloc'd), or NULL when
  * neither XDG_CACHE_HOME nor HOME says where it is, or when what it would

@@ -2,6 +2,7 @@
 #include "core/forgedir.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/owner.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +100,7 @@ int forge_dir_ignore(const char *dir)
 	buf_addf(&path, "%s/.gitignore", dir);
 	fd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd >= 0) {
+		owner_follow(fd, path.buf);
 		rc = write_all(fd, path.buf);
 		if (close(fd) < 0 && rc == 0)
 			rc = forge_error("cannot write '%s': %s", path.buf, strerror(errno));

@@ -32,6 +32,7 @@
 #include "core/secret.h"
 #include "core/jqexpr.h"
 #include "core/jsonscan.h"
+#include "core/owner.h"
 #include "core/resource.h"
 #include "data/schema.h"
 
@@ -420,6 +421,7 @@ static void cache_save(void)
 	(void)cache_mkdirs(path);
 	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
 	if ((f = fopen(tmp.buf, "we"))) {
+		owner_follow(fileno(f), tmp.buf);
 		for (size_t i = 0; i < vcache.n; i++)
 			fprintf(f, "%s\n", vcache.keys[i]);
 		if (fclose(f) != 0 || rename(tmp.buf, path) != 0)
@@ -566,8 +568,15 @@ static int add_file(struct config *cfg, const char *name, const char *path, bool
 	if (!required && !file_exists(path))
 		return 0;
 	/* (json_parse_file, keeping the text: the layer's key in the cache) */
-	if (buf_read_file(&text, path) < 0)
+	if (buf_read_file(&text, path) < 0) {
+		int e = errno;
+
+		/* which directory is in the way, not just the file that may
+		 * be behind it: a .forge/ that `sudo forge` left root's */
+		if (e == EACCES || e == EPERM)
+			owner_error(e, path, false, "cannot read '%s'", path);
 		goto out;
+	}
 	/* An empty file (`--config /dev/null`, a file just made) is a layer
 	 * with no settings, not a JSON error. */
 	size_t blank = 0;
@@ -759,17 +768,17 @@ void config_parse_counts(const struct config *cfg, int *sections, bool *whole_bu
 }
 
 /* $XDG_CONFIG_HOME/forge/config.json (the XDG spec ignores a relative
- * XDG_CONFIG_HOME), else $HOME/.config/forge/config.json; NULL when
- * neither is set. */
+ * XDG_CONFIG_HOME), else $HOME/.config/forge/config.json (an absolute
+ * HOME: home_dir()); NULL when neither is set. */
 char *config_user_file(void)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
+	const char *home = home_dir();
 	struct buf b = BUF_INIT;
 
 	if (xdg && xdg[0] == '/')
 		buf_addf(&b, "%s/forge/config.json", xdg);
-	else if (home && *home)
+	else if (home)
 		buf_addf(&b, "%s/.config/forge/config.json", home);
 	else
 		return NULL;

@@ -6,6 +6,7 @@
 
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/json.h"
 
 #include <errno.h>
@@ -15,6 +16,17 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* mkdir, a new directory following its parent's owner under sudo
+ * (core/owner.h); an existing one is left as it is. */
+static int make_dir(const char *dir)
+{
+	if (mkdir(dir, 0755) == 0)
+		owner_follow(-1, dir);
+	else if (errno != EEXIST)
+		return owner_error(errno, dir, true, "cannot create '%s'", dir);
+	return 0;
+}
 
 int config_make_parent(const char *path)
 {
@@ -26,12 +38,11 @@ int config_make_parent(const char *path)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
+		rc = make_dir(dir);
 		*p = '/';
 	}
-	if (rc == 0 && mkdir(dir, 0755) < 0 && errno != EEXIST)
-		rc = forge_error("cannot create '%s': %s", dir, strerror(errno));
+	if (rc == 0)
+		rc = make_dir(dir);
 	free(copy);
 	return rc;
 }
@@ -77,6 +88,8 @@ int config_file_set(const char *path, const char *key, jv value)
 	buf_addch(&b, '\n');
 	jv_free(pretty);
 	rc = config_make_parent(path) == 0 && buf_replace_file(path, b.buf, b.len) == 0 ? 0 : CONFIG_FILE_UNWRITTEN;
+	if (rc == 0)
+		owner_follow(-1, path);     /* a new file (one replaced keeps its owner) */
 out:
 	buf_release(&b);
 	jv_free(file);

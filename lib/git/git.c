@@ -5,6 +5,7 @@
 
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/secret.h"
 
 #include <dlfcn.h>
@@ -187,6 +188,28 @@ int forge_git_tls_inits(void)
 
 /* ---- errors ---------------------------------------------------------------- */
 
+/*
+ * libgit2 says which file it could not make or change ("failed to create
+ * locked file '/r/.git/refs/heads/forge/T.lock': Permission denied"), not
+ * which directory is in the way: one `sudo forge run` (or `sudo git`) left
+ * root's.  The first absolute path quoted in a "Permission denied" message,
+ * explained (core/owner.h).
+ */
+static void explain_denied(struct buf *b, const char *msg)
+{
+	const char *p = strstr(msg, "'/"), *end;
+
+	if (!strstr(msg, strerror(EACCES)) || !p || !(end = strchr(p + 1, '\'')))
+		return;
+	char *path = xstrndup(p + 1, (size_t)(end - p - 1));
+	size_t at = b->len;
+
+	buf_adds(b, "; ");
+	if (!owner_explain(b, path, true))
+		buf_truncate(b, at);
+	free(path);
+}
+
 int forge_git_fail(const char *fmt, ...)
 {
 	const git_error *e = git_error_last();   /* may be NULL in 1.5 */
@@ -203,6 +226,7 @@ int forge_git_fail(const char *fmt, ...)
 			n--;
 		buf_adds(&b, ": ");
 		buf_add(&b, e->message, n);
+		explain_denied(&b, e->message);
 	}
 	forge_error("%s", b.buf);
 	buf_release(&b);

@@ -3,6 +3,7 @@
 #include "git/git_internal.h"
 
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/secret.h"
 #include "core/sha256.h"
@@ -207,7 +208,7 @@ static const char *local_user(void)
 static int ssh_key(git_credential **out, struct forge_git_cred *c, const char *user)
 {
 	static const char *const keys[] = { "id_ed25519", "id_ecdsa", "id_rsa" };
-	const char *home = getenv("HOME"), *sock = getenv("SSH_AUTH_SOCK");
+	const char *home = home_dir(), *sock = getenv("SSH_AUTH_SOCK");
 	char priv[4096], pub[4100];
 	struct stat st;
 
@@ -218,7 +219,7 @@ static int ssh_key(git_credential **out, struct forge_git_cred *c, const char *u
 		if (sock && *sock)
 			return git_credential_ssh_key_from_agent(out, user);
 	}
-	while (home && *home && c->ssh_step - 1 < (int)(sizeof keys / sizeof keys[0])) {
+	while (home && c->ssh_step - 1 < (int)(sizeof keys / sizeof keys[0])) {
 		const char *k = keys[c->ssh_step++ - 1];
 
 		snprintf(priv, sizeof priv, "%s/.ssh/%s", home, k);
@@ -351,7 +352,7 @@ int forge_git_cred_check_host(git_cert *cert, int valid, const char *host, void 
 {
 	struct forge_git_cred *c = payload;
 	const git_cert_hostkey *k = (const git_cert_hostkey *)cert;
-	const char *home = getenv("HOME");
+	const char *home = home_dir();
 	char name[300], file[4096], msg[700];
 	int mine = -1, sys;
 
@@ -366,7 +367,7 @@ int forge_git_cred_check_host(git_cert *cert, int valid, const char *host, void 
 		git_error_set_str(GIT_ERROR_SSH, "host key verification failed: no SHA-256 of the host key");
 		return GIT_ECERTIFICATE;
 	}
-	if (home && *home) {
+	if (home) {
 		snprintf(file, sizeof file, "%s/.ssh/known_hosts", home);
 		mine = known_host(file, name, k->hash_sha256);
 	}

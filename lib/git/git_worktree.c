@@ -3,6 +3,7 @@
 
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/forgedir.h"
 #include "core/json.h"
 
@@ -48,8 +49,19 @@ static int check_trace(const char *trace)
 static int make_dir(const char *path)
 {
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		return forge_error("cannot create '%s': %s", path, strerror(errno));
+		return owner_error(errno, path, true, "cannot create '%s'", path);
 	return 0;
+}
+
+/* make_dir for Forge's own directories: under sudo in the user's
+ * repository, the user's (core/owner.h). */
+static int make_own_dir(const char *path)
+{
+	if (mkdir(path, 0755) == 0) {
+		owner_follow(-1, path);
+		return 0;
+	}
+	return make_dir(path);
 }
 
 /*
@@ -63,9 +75,9 @@ static int ensure_forge_dir(struct forge_git *g)
 	char *wts = forge_git_path(dir, "worktrees");
 	int rc = -1;
 
-	if (make_dir(dir) < 0 || forge_dir_ignore(dir) < 0)
+	if (make_own_dir(dir) < 0 || forge_dir_ignore(dir) < 0)
 		goto out;
-	if (make_dir(wts) < 0)
+	if (make_own_dir(wts) < 0)
 		goto out;
 	/*
 	 * libgit2 creates <commondir>/worktrees itself and fails when another
@@ -96,8 +108,11 @@ static int lock_worktrees(struct forge_git *g)
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
 	if (fd < 0) {
-		forge_error("cannot open '%s': %s", path, strerror(errno));
+		owner_error(errno, path, true, "cannot open '%s'", path);
 	} else {
+		/* Forge's lock, not git's: left root's by `sudo forge run`, it
+		 * kept the user from starting runs of their own */
+		owner_follow(fd, path);
 		while (flock(fd, LOCK_EX) < 0) {
 			if (errno == EINTR)
 				continue;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "core/forge.h"
+#include "core/owner.h"
 
 #define ACCESS_FILE_MAX (64u << 10)
 /* one write(2) of a recall's lines: below PIPE_BUF, appended whole */
@@ -249,6 +250,7 @@ int mem_access_record(struct memory *m, const char *const *ids, size_t n, int64_
 	fd = open(m->acc_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto direct;         /* a directory this user may not write: the rows */
+	owner_follow(fd, m->acc_path);
 	if (lock_fd(fd, LOCK_SH, m->acc_path) < 0 || fstat(fd, &sb) < 0 ||
 	    (size_t)sb.st_size + lines.len > ACCESS_FILE_MAX) {
 		close(fd);

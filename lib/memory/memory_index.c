@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/json.h"
 
 #define VMAGIC "FGVECS01"
@@ -232,10 +233,11 @@ static int lock_file(int *fd, const char *path)
 	*fd = open(p.buf, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (*fd < 0) {
 		int e = errno;
-		forge_error("cannot open '%s': %s", p.buf, strerror(e));
+		owner_error(e, p.buf, true, "cannot open '%s'", p.buf);
 		buf_release(&p);
 		return e == EACCES || e == EPERM || e == EROFS ? 1 : -1;
 	}
+	owner_follow(*fd, p.buf);
 	buf_release(&p);
 	while (flock(*fd, LOCK_EX) < 0) {
 		if (errno != EINTR) {
@@ -336,6 +338,7 @@ static int file_rebuild(struct memory *m, const struct stamp *st, uint64_t emb)
 		forge_error("cannot create '%s': %s", tmp.buf, strerror(errno));
 		goto out;
 	}
+	owner_follow(fd, tmp.buf);
 	if (write_all(fd, &h, HDR, 0, tmp.buf) < 0 || write_all(fd, rows.buf, rows.len, HDR, tmp.buf) < 0)
 		goto out;
 	if (close(fd) < 0) {

@@ -3,6 +3,7 @@
 #include "core/buf.h"
 #include "core/cachedir.h"
 #include "core/forge.h"
+#include "core/owner.h"
 #include "core/sha256.h"
 
 #include <dirent.h>
@@ -194,6 +195,7 @@ void toolcache_put(const char *key, const char *dir, int exit_code, const char *
 	replace_all(&kept, out, len, dir, strlen(dir), DIR_MARK, DIR_MARK_LEN);
 	buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
 	if ((f = fopen(tmp.buf, "we"))) {
+		owner_follow(fileno(f), tmp.buf);
 		bool ok = fprintf(f, MAGIC "%d\n", exit_code) > 0 &&
 			  fwrite(kept.buf, 1, kept.len, f) == kept.len;
 

@@ -10,6 +10,7 @@
 #include "core/secret.h"
 #include "core/resource.h"
 #include "core/ids.h"
+#include "core/owner.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,6 +103,87 @@ int store_fail(struct store *st, const char *fmt, ...)
 	return rc;
 }
 
+/* ---- SQLite's temporary files ------------------------------------------ */
+
+/*
+ * The longest directory SQLite can make its temporary files in: its file
+ * names are at most 512 bytes (the unix VFS's mxPathname), and a temporary
+ * file is DIR/etilqs_ and 16 hex digits.  In a longer one every temporary
+ * file fails with SQLITE_ERROR, "SQL logic error", which names nothing.
+ */
+#define SQLITE_TEMP_DIR_MAX 488
+
+/* The directory SQLite makes its temporary files in, picked as its unix
+ * VFS picks it: $SQLITE_TMPDIR, $TMPDIR, /var/tmp, /usr/tmp, /tmp, ".",
+ * the first that is a directory this process may write in.  *var: the
+ * variable that named it, or NULL. */
+static const char *sqlite_temp_dir(const char **var)
+{
+	static const char *const vars[] = { "SQLITE_TMPDIR", "TMPDIR" };
+	static const char *const fixed[] = { "/var/tmp", "/usr/tmp", "/tmp", "." };
+	struct stat sb;
+
+	*var = NULL;
+	for (size_t i = 0; i < sizeof vars / sizeof *vars + sizeof fixed / sizeof *fixed; i++) {
+		bool named = i < sizeof vars / sizeof *vars;
+		const char *dir = named ? getenv(vars[i]) : fixed[i - sizeof vars / sizeof *vars];
+
+		if (dir && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && access(dir, W_OK | X_OK) == 0) {
+			*var = named ? vars[i] : NULL;
+			return dir;
+		}
+	}
+	return NULL;
+}
+
+/* Whether the file system holding path has no room left. */
+static bool fs_full(const char *path)
+{
+	struct statvfs sv;
+
+	return statvfs(path, &sv) == 0 && sv.f_bavail == 0;
+}
+
+/*
+ * Append to b why SQLite's failure (code) is its temporary directory's
+ * doing, if it is: a directory too long for SQLite's temporary file names
+ * (any failure to make a file), or, for SQLITE_FULL, one whose file system
+ * is full while the database's is not -- "database or disk is full" blamed
+ * the database.  false, b unchanged, when neither.
+ */
+static bool temp_dir_trouble(struct buf *b, const char *db_path, int code)
+{
+	const char *var, *dir = sqlite_temp_dir(&var);
+	char set[64];
+
+	code &= 0xff;
+	if (!dir || (code != SQLITE_ERROR && code != SQLITE_IOERR && code != SQLITE_CANTOPEN &&
+		     code != SQLITE_FULL))
+		return false;
+	snprintf(set, sizeof set, "set %s to", var ? var : "TMPDIR");
+	if (strlen(dir) > SQLITE_TEMP_DIR_MAX) {
+		buf_addf(b, "SQLite's temporary directory '%s'%s%s%s is %zu characters long, too long for "
+			 "the names of its temporary files (at most %d): %s a shorter path", dir,
+			 var ? " (" : "", var ? var : "", var ? ")" : "", strlen(dir), SQLITE_TEMP_DIR_MAX, set);
+		return true;
+	}
+	if (code != SQLITE_FULL || !fs_full(dir))
+		return false;
+	char *db_dir = xstrdup(db_path), *slash = strrchr(db_dir, '/');
+
+	if (slash)
+		slash[slash == db_dir] = '\0';
+	bool db_full = fs_full(slash ? db_dir : ".");
+
+	free(db_dir);
+	if (db_full)
+		return false;
+	buf_addf(b, "the disk of SQLite's temporary directory '%s'%s%s%s is full, not the database's: "
+		 "free some space there, or %s a directory with room", dir,
+		 var ? " (" : "", var ? var : "", var ? ")" : "", set);
+	return true;
+}
+
 int store_failv(struct store *st, const char *fmt, va_list ap)
 {
 	char what[512];
@@ -110,12 +193,41 @@ int store_failv(struct store *st, const char *fmt, va_list ap)
 		return forge_error("database '%s': %s: %s%s%s%s", st->path, what,
 				   st->pg_msg ? st->pg_msg : "unknown PostgreSQL error",
 				   st->pg_state[0] ? " (SQLSTATE " : "", st->pg_state, st->pg_state[0] ? ")" : "");
-	if ((sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_FULL)
-		return forge_error("database '%s': %s: the disk is full (or the database reached its size "
-				   "limit): free some space and try again (sqlite code %d)", st->path, what,
-				   sqlite3_extended_errcode(st->db));
-	return forge_error("database '%s': %s: %s (sqlite code %d)", st->path, what,
-			   sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
+
+	int code = sqlite3_extended_errcode(st->db);
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "database '%s': %s: ", st->path, what);
+	if (temp_dir_trouble(&b, st->path, code))
+		buf_addf(&b, " (sqlite code %d)", code);
+	else if ((code & 0xff) == SQLITE_FULL)
+		buf_addf(&b, "the disk is full (or the database reached its size limit): free some "
+			 "space and try again (sqlite code %d)", code);
+	else
+		buf_addf(&b, "%s (sqlite code %d)", sqlite3_errmsg(st->db), code);
+	forge_error("%s", b.buf);
+	buf_release(&b);
+	return -1;
+}
+
+/* The last error, followed by the directory or file on the way to the
+ * database at path that this user may not use, if any (core/owner.h: a
+ * .forge/ that `sudo forge` left root's, as a rule); rc (-1). */
+static int explain_denied(int rc, const char *path, bool write)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s; ", forge_last_error());
+	if (owner_explain(&b, path, write))
+		forge_error("%s", b.buf);
+	buf_release(&b);
+	return rc;
+}
+
+static int store_fail_denied(struct store *st, const char *what)
+{
+	/* (SQLite's CANTOPEN keeps no errno: owner_explain looks itself) */
+	return explain_denied(store_fail(st, "%s", what), st->path, !st->readonly);
 }
 
 /* ---- statements ---------------------------------------------------- */
@@ -283,9 +395,11 @@ static int make_parent_dirs(const char *path)
 		char saved = *p;
 
 		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			rc = forge_error("cannot create directory '%s' for database '%s': %s",
-					 dir, path, strerror(errno));
+		if (mkdir(dir, 0700) == 0) {
+			owner_follow(-1, dir);
+		} else if (errno != EEXIST) {
+			rc = owner_error(errno, dir, true, "cannot create directory '%s' for database '%s'",
+					 dir, path);
 			goto out;
 		}
 		*p = saved;
@@ -299,7 +413,8 @@ out:
 }
 
 /* Create the file 0600 before sqlite does (it would use 0644 & ~umask);
- * its -wal and -shm files copy the mode. */
+ * its -wal and -shm files copy the mode, and, when SQLite runs as root,
+ * the owner: under sudo, the user's (core/owner.h). */
 static int create_private(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -307,8 +422,9 @@ static int create_private(const char *path)
 	if (fd < 0) {
 		if (errno == EEXIST)
 			return 0;
-		return forge_error("cannot create database '%s': %s", path, strerror(errno));
+		return owner_error(errno, path, true, "cannot create database '%s'", path);
 	}
+	owner_follow(fd, path);
 	close(fd);
 	return 0;
 }
@@ -406,8 +522,12 @@ static int migrate_one(struct store *st, int v)
 	if (!m)
 		return -1;
 	if (sqlite3_exec(st->db, m->data, NULL, NULL, &err) != SQLITE_OK) {
-		forge_error("database '%s': migration '%s' failed: %s", st->path, m->name,
-			    err ? err : sqlite3_errmsg(st->db));
+		struct buf why = BUF_INIT;
+
+		if (!temp_dir_trouble(&why, st->path, sqlite3_extended_errcode(st->db)))
+			buf_adds(&why, err ? err : sqlite3_errmsg(st->db));
+		forge_error("database '%s': migration '%s' failed: %s", st->path, m->name, why.buf);
+		buf_release(&why);
 		sqlite3_free(err);
 		return -1;
 	}
@@ -426,7 +546,7 @@ static int migrate_one(struct store *st, int v)
 static int migrate(struct store *st)
 {
 	int known = store_schema_version_known();
-	int v;
+	int v, rc = -1;
 
 	if (user_version(&v, st) < 0)
 		return -1;
@@ -434,6 +554,21 @@ static int migrate(struct store *st)
 		return refuse_newer(st, v, known);
 	if (v == known)
 		return 0;
+	/*
+	 * A new database's statement journals in memory: they spill past
+	 * 64 KiB into temporary files (008's DROP of an FTS table does), and
+	 * a TMPDIR SQLite cannot use -- too long a path, a full disk -- kept
+	 * any database from being made.  Its tables are empty: a few hundred
+	 * KiB.  An existing database keeps SQLite's default, files, as its
+	 * journal grows with the rows a migration rewrites; when that fails,
+	 * the message names the temporary directory (temp_dir_trouble).  (Set
+	 * outside the transaction: SQLite refuses it inside one once its
+	 * temporary storage is open.)
+	 */
+	bool fresh = v == 0;
+
+	if (fresh && store_exec(st, "PRAGMA temp_store = MEMORY") < 0)
+		return -1;
 	if (store_begin(st) < 0 || user_version(&v, st) < 0)
 		goto fail;
 	if (v > known) {
@@ -443,10 +578,16 @@ static int migrate(struct store *st)
 	for (; v < known; v++)
 		if (migrate_one(st, v) < 0)
 			goto fail;
-	return store_commit(st);
+	rc = store_commit(st);
+	goto out;
 fail:
 	store_rollback(st);
-	return -1;
+out:
+	if (fresh && rc == 0)
+		rc = store_exec(st, "PRAGMA temp_store = DEFAULT");
+	else if (fresh)         /* (keeping the migration's message) */
+		(void)sqlite3_exec(st->db, "PRAGMA temp_store = DEFAULT", NULL, NULL, NULL);
+	return rc;
 }
 
 /* ---- PostgreSQL: schema and opening ------------------------------------ */
@@ -722,7 +863,7 @@ int store_open(struct store **out, const char *path)
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		if (st->db)
-			store_fail(st, "cannot open");
+			store_fail_denied(st, "cannot open");
 		else
 			forge_error("cannot open database '%s': out of memory", path);
 		goto out;
@@ -866,8 +1007,8 @@ int store_open_readonly(struct store **out, const char *path)
 		forge_error("cannot open database '%s': file is not a database (not SQLite, "
 			    "or damaged); move it away or use another --db", path);
 	else if (rc == 0)
-		forge_error("cannot open database '%s' read-only: %s (sqlite code %d)", path,
-			    sqlite3_errstr(sqlrc), sqlrc);
+		explain_denied(forge_error("cannot open database '%s' read-only: %s (sqlite code %d)", path,
+					   sqlite3_errstr(sqlrc), sqlrc), path, false);
 	if (rc <= 0) {
 		store_free(st);
 		return -1;
