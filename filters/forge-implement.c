@@ -1307,7 +1307,9 @@ static void recover_worktree(struct impl *im, jv task)
 
 /* Open (or reopen) the run's worktree and record it in the state's task.
  * 0, -1 with a message, or 1 with a message when its base cannot be
- * worked from (forge_git_base_check: no commits yet, files in the checkout). */
+ * worked from (forge_git_base_check: no commits yet, files in the checkout)
+ * or the repository cannot hold it (FORGE_GIT_SETUP: .forge is a file, the
+ * repository's path is too long). */
 static int open_worktree(struct impl *im, const char *root)
 {
 	struct phase *ph = im->ph;
@@ -1323,13 +1325,16 @@ static int open_worktree(struct impl *im, const char *root)
 		goto out;
 	}
 	/* A new worktree only: one already made has its base. */
-	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base);
+	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base, trace);
 	if (usable != 0) {
 		rc = usable;
 		goto out;
 	}
-	if (forge_git_worktree_open(&im->wt, im->g, trace, base) < 0)
+	if ((rc = forge_git_worktree_open(&im->wt, im->g, trace, base)) < 0) {
+		/* the repository as the person set it up: theirs to change */
+		rc = rc == FORGE_GIT_SETUP ? 1 : -1;
 		goto out;
+	}
 	/* the repository and its worktree name one clone (--repo may be another
 	 * than the state's task.repo: a CI job's own) */
 	task = json_set(task, "repo", jv_string(forge_git_root(im->g)));

@@ -434,6 +434,41 @@ mine.txt"
 	assert_output ""
 }
 
+@test "a repository whose path is too long for the run's worktree: exit 2 naming the file, before any model call; nothing made" {
+	deep_repo
+	trace=T1100000000000000000000000	# (as long as a run's ULID)
+	plan_state $trace >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	# (before: exit 5, the worktree half made and left registered on its branch)
+	[[ $stderr == "forge-implement: the repository's path is too long for a run's worktree: '.forge/worktrees/$trace/$DEEP' would be 4115 bytes from '/', over the system's limit of 4095 (PATH_MAX); clone or move the repository to a path at least 20 bytes shorter ('/"* ]]
+	events_of input.rejected | jq -e '.reason | startswith("the repository'"'"'s path is too long")'
+	[ "$(last_state | jq -r .kind)" = event ]   # no state written
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
+	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+}
+
+@test "the run's worktree cannot be checked out: nothing of it is left (directory, git's entry, branch, base ref)" {
+	# a file name longer than a file system allows (255 bytes): git stores
+	# it, no checkout can write it
+	blob=$(echo x | git hash-object -w --stdin)
+	tree=$({ git ls-tree HEAD; printf '100644 blob %s\t%s\n' "$blob" "$(printf 'n%.0s' {1..300})"; } | git mktree)
+	git update-ref HEAD "$(git commit-tree "$tree" -p HEAD -m "a long name")"
+	plan_state T12 >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -5 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	[[ $stderr == "forge-implement: failed: cannot create worktree '$(pwd -P)/.forge/worktrees/T12' on 'forge/T12': "* ]]
+	[[ $stderr != *"what was made for it is left"* ]]
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+	# (before: the worktree stayed registered, half checked out, on forge/T12)
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
+	[ -z "$(ls -A .forge/worktrees)" ]
+	[ -z "$(ls -A .git/worktrees)" ]
+}
+
 # ---- the working memory is sized to the model (issue 20, item 4) ----------
 
 # local_model [CONFIG-JSON]: the mock as an OpenAI-compatible server of the
