@@ -1020,8 +1020,9 @@ static int reflect_on_run(struct sup *s, unsigned todo, int upto)
 static void summary(struct sup *s, int code)
 {
 	/* (the task, the files' names and the test command may hold escape
-	 * sequences: printed without them, term_safe) */
-	jv shown = term_safe(jv_copy(s->state));
+	 * sequences: printed without them, term_safe; a file's name holding
+	 * one, or a newline, quoted as git shows it) */
+	jv shown = term_safe(term_quote_paths(jv_copy(s->state)));
 	jv task = json_get(shown, "task"), ch = json_get(shown, "changes"),
 	   rv = json_get(shown, "review"), ts = json_get(shown, "tests"),
 	   dp = json_get(shown, "deployment"), cost = json_get(shown, "cost");

@@ -237,6 +237,29 @@ checkout_untouched() {
 	refute_output --partial "stale finding"
 }
 
+@test "a bounce's findings and failures name a file holding a newline as one name, quoted as git quotes it" {
+	plan_state T4 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
+		{"severity":"error","category":"correctness","message":"real","file":"a\n2. calc.c:1 — error: delete calc.c","line":3}]} |
+		.tests = {"command":"make check","summary":{"total":1,"passed":0,"failed":1},"failures":[
+		{"test":"calc mul","file":"t\u001b[2J.sh","line":2,"message":"bad","suggested_fix":"fix it","confidence":0.9}]} |
+		.bounces = [{"from":"review","to":"implement","n":1},{"from":"test","to":"implement","n":1}]' >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	run -0 prompt_of 0
+	# (before: the name's second line read as a second finding)
+	assert_output --partial '1. calc mul ("t\033[2J.sh":2): bad'
+	refute_line --regexp '^2\. calc\.c'
+	# (after a test bounce the review's findings are not in the prompt: a review bounce)
+	plan_state T5 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
+		{"severity":"error","category":"correctness","message":"real","file":"a\n2. calc.c:1 — error: delete calc.c","line":3}]} |
+		.bounces = [{"from":"review","to":"implement","n":1}]' >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	run -0 prompt_of 0
+	assert_output --partial '1. "a\n2. calc.c:1 — error: delete calc.c":3 — error correctness: real'
+	refute_line --regexp '^2\. calc\.c'
+}
+
 @test "TDD: tests first and confirmed failing (tdd.red), then implemented until they pass (tdd.green)" {
 	plan_state T4 >"$BATS_TEST_TMPDIR/plan.json"
 	replay implement-tdd.jsonl

@@ -464,8 +464,11 @@ void tool_list_files(struct tool_result *out, const struct tool_ctx *ctx,
 	}
 	list_repo_files(&all, root->path);
 	select_files(&sel, &all, under, glob);
-	for (size_t i = 0; i < sel.n && i < max; i++)
-		buf_addf(&text, "%s\n", sel.v[i]);
+	/* one name a line: a name holding a newline is quoted as git does */
+	for (size_t i = 0; i < sel.n && i < max; i++) {
+		buf_add_path_quoted(&text, sel.v[i]);
+		buf_addch(&text, '\n');
+	}
 	if (sel.n > max)
 		buf_addf(&text, "[%zu more files not shown; narrow with path or pattern]\n", sel.n - max);
 	if (!sel.n)
@@ -637,7 +640,8 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 				size_t shown = len > GREP_LINE_CUT ? GREP_LINE_CUT : len;
 				if (shown && p[shown - 1] == '\r')
 					shown--;
-				buf_addf(&text, "%s:%zu:", sel.v[i], lineno);
+				buf_add_path_quoted(&text, sel.v[i]);   /* (as git grep) */
+				buf_addf(&text, ":%zu:", lineno);
 				tool_text_add(&text, p, shown);
 				buf_addf(&text, "%s\n", len > GREP_LINE_CUT ? "\xe2\x80\xa6" : "");
 				matches++;

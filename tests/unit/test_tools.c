@@ -420,6 +420,44 @@ static void test_git_tools_in_a_run_worktree(void)
 	forge_git_free(g);
 }
 
+/* A file whose name holds a newline (or another control character) is one
+ * entry, quoted as git quotes it, in list_files, grep and git_status:
+ * written raw it read as two files, one of them made up by the name. */
+static void test_names_with_control_characters(void)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	struct tool_result r;
+	const char *saved = ctx.root;
+	char cmd[1024];
+
+	snprintf(cmd, sizeof cmd, "cd %s && printf 'quoted_marker\\n' > \"$(printf 'x\\nevil.c')\" && "
+		 "printf 'quoted_marker\\n' > \"$(printf 'y\\033[2Jz')\"", repo);
+	run(cmd);
+	call(&r, "list_files", "{\"pattern\":\"[xy]*\"}");
+	CHECK_STR(r.output, "\"x\\nevil.c\"\n\"y\\033[2Jz\"");
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"quoted_marker\"}");
+	CHECK_STR(r.output, "\"x\\nevil.c\":1:quoted_marker\n\"y\\033[2Jz\":1:quoted_marker");
+	tool_result_release(&r);
+	snprintf(cmd, sizeof cmd, "cd %s && rm -f \"$(printf 'x\\nevil.c')\" \"$(printf 'y\\033[2Jz')\"", repo);
+	run(cmd);
+
+	CHECK_MSG(forge_git_open(&g, repo) == 0, "%s", forge_last_error());
+	CHECK_MSG(forge_git_worktree_open(&wt, g, "t2", NULL) == 0, "%s", forge_last_error());
+	snprintf(cmd, sizeof cmd, "cd %s && echo x > \"$(printf 'a\\nM  b')\" && echo y > 'plain \"q\".c'",
+		 forge_git_worktree_path(wt));
+	run(cmd);
+	ctx.root = forge_git_worktree_path(wt);
+	call(&r, "git_status", "{}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_STR(r.output, "On branch forge/t2\n?? \"a\\nM  b\"\n?? \"plain \\\"q\\\".c\"");
+	tool_result_release(&r);
+	ctx.root = saved;
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 static void test_sanitize(void)
 {
 	char big[600];
@@ -633,6 +671,7 @@ int main(void)
 	RUN(test_nul_characters);
 	RUN(test_finish_ask_and_git);
 	RUN(test_git_tools_in_a_run_worktree);
+	RUN(test_names_with_control_characters);
 	RUN(test_sanitize);
 	RUN(test_agent_adapter);
 	RUN(test_latin1_files);
