@@ -4,6 +4,7 @@
 #include "app/cli_tables.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/forgedir.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/secret.h"
@@ -259,6 +260,12 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 			goto fail;
 		}
 	}
+	/* Forge's files in the repository live in .forge/: a file of the
+	 * project by that name would be found at the first write into it, a
+	 * database or a run's worktree -- once a model has been paid for. */
+	if (s->repo && ((flags & (SESSION_CONFIG | SESSION_NEED_REPO)) || (want_store && !db_named)) &&
+	    forge_dir_check(s->repo) < 0)
+		goto fail;
 	if (flags & SESSION_CONFIG) {
 		if (session_model_flags(&config_flags, common) < 0)
 			goto fail;

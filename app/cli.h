@@ -195,7 +195,10 @@ int cli_repo_root(char **out, const char *dir);
  * then FORGE_EXIT_USAGE ("'.' is not in a git repository", with "; use
  * --repo DIR or --db PATH" when only the database needed it).  In another
  * user's repository that safe.directory does not name: FORGE_EXIT_USAGE,
- * saying how to trust it.
+ * saying how to trust it.  A repository whose .forge is not a directory (a
+ * file of the project; forge_dir_check()) when the program reads its
+ * configuration, needs the repository or keeps its database there:
+ * FORGE_EXIT_USAGE, before anything else is done.
  * cfg (SESSION_CONFIG): config_load() with the project layer of repo, the
  * --config file and a flags layer: `flags` (consumed; jv_null() for none)
  * with the model options (cli_model_flags()) set over it as "llm.*";

@@ -544,8 +544,10 @@ static char *render(jv gate_in, jv state_in, const struct config *cfg, bool colo
 	struct view v = { .color = color, .full = full };
 	/* (the plan, findings and names are a model's and a repository's
 	 * words: shown without their escape sequences, which could redraw
-	 * what the person deciding reads) */
-	jv gate = term_safe(jv_copy(gate_in)), state = term_safe(jv_copy(state_in));
+	 * what the person deciding reads; a file's name holding one, or a
+	 * newline, quoted as git shows it) */
+	jv gate = term_safe(term_quote_paths(jv_copy(gate_in)));
+	jv state = term_safe(term_quote_paths(jv_copy(state_in)));
 	const char *id = json_get_str(gate, "id"), *prompt = json_get_str(gate, "prompt");
 
 	buf_init(&v.b, 0);

@@ -81,7 +81,10 @@ static void location(FILE *f, const char *prog, jv x, bool colour)
 
 	sgr(f, colour, SGR_BOLD);
 	if (file && *file) {
-		put_one_line(f, file);
+		char *quoted = buf_path_quoted(file);   /* (as git shows a name) */
+
+		put_one_line(f, quoted);
+		free(quoted);
 		if (line >= 1)
 			fprintf(f, ":%.0f", line);
 	} else {

@@ -1080,8 +1080,9 @@ static int reflect_on_run(struct sup *s, unsigned todo, int upto)
 static void summary(struct sup *s, int code)
 {
 	/* (the task, the files' names and the test command may hold escape
-	 * sequences: printed without them, term_safe) */
-	jv shown = term_safe(jv_copy(s->state));
+	 * sequences: printed without them, term_safe; a file's name holding
+	 * one, or a newline, quoted as git shows it) */
+	jv shown = term_safe(term_quote_paths(jv_copy(s->state)));
 	jv task = json_get(shown, "task"), ch = json_get(shown, "changes"),
 	   rv = json_get(shown, "review"), ts = json_get(shown, "tests"),
 	   dp = json_get(shown, "deployment"), cost = json_get(shown, "cost");
@@ -1451,7 +1452,8 @@ static void warn_limits(struct sup *s, struct forge_git_worktree *wt)
 	sup_emit(s, "run.worktree_limits", json_set(jv_object(), "notes", notes));
 }
 
-/* The run's worktree on its branch: created now, so every phase shares it. */
+/* The run's worktree on its branch: created now, so every phase shares it.
+ * 0, or forge_git_worktree_open()'s failure (FORGE_GIT_SETUP, -1). */
 static int make_worktree(struct sup *s, jv *task)
 {
 	struct forge_git *g = NULL;
@@ -1467,7 +1469,7 @@ static int make_worktree(struct sup *s, jv *task)
 			goto out;
 	}
 	warn_dirty(s, g, base);
-	if (forge_git_worktree_open(&wt, g, s->trace, base) < 0)
+	if ((rc = forge_git_worktree_open(&wt, g, s->trace, base)) < 0)
 		goto out;
 	*task = json_set(*task, "worktree", jv_string(forge_git_worktree_path(wt)));
 	*task = json_set(*task, "branch", jv_string(forge_git_worktree_branch(wt)));
@@ -1813,11 +1815,13 @@ static int check_models(const struct supervise_opts *o)
 /*
  * The run's base can be worked from: a repository with no commits yet
  * whose checkout holds files would give the run an empty worktree, and
- * every phase would work on nothing (forge_git_base_check).  Checked
- * before anything is made, like check_models; a dry run plans on the
- * checkout itself and needs no base.  0, or exit 2 saying what to do.
+ * every phase would work on nothing; a repository whose path is so long
+ * that a file of base would not fit in the run's worktree cannot have one
+ * (forge_git_base_check).  Checked before anything is made, like
+ * check_models; a dry run plans on the checkout itself and needs no base.
+ * 0, or exit 2 saying what to do.
  */
-static int check_base(const struct supervise_opts *o, const char *base)
+static int check_base(const struct supervise_opts *o, const char *base, const char *trace)
 {
 	struct forge_git *g = NULL;
 	int rc = 0;
@@ -1825,7 +1829,7 @@ static int check_base(const struct supervise_opts *o, const char *base)
 	/* a repository that cannot be opened is make_worktree()'s to report */
 	if (o->dry_run || forge_git_open(&g, o->repo) < 0)
 		return 0;
-	if (forge_git_base_check(g, base) > 0) {
+	if (forge_git_base_check(g, base, trace) > 0) {
 		fprintf(stderr, "forge: %s; nothing was started\n", forge_last_error());
 		rc = FORGE_EXIT_USAGE;
 	}
@@ -1844,11 +1848,11 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	int code = check_lease_settings(o->cfg);   /* (before: after the run's row, left "interrupted") */
 	if (!code)
 		code = check_models(o);
+	ulid_new(trace);
 	if (!code)
-		code = check_base(o, base);
+		code = check_base(o, base, trace);
 	if (code)
 		return code;
-	ulid_new(trace);
 	sup_init(&s, o, trace);
 	set_level(&s, -1);
 	jv task = json_set(json_set(json_set(jv_object(), "description", jv_string(task_text)),
@@ -1866,12 +1870,14 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	code = take_lease(&s);
-	if (code == 0 && !o->dry_run && make_worktree(&s, &task) < 0) {
+	int made = code == 0 && !o->dry_run ? make_worktree(&s, &task) : 0;
+	if (made < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "cannot make the run's worktree: %s", forge_last_error());
 		fprintf(stderr, "forge: %s\n", why);
 		store_run_update(o->store, trace, "failed", NULL, why);
-		code = FORGE_EXIT_DEPENDENCY;
+		/* (the repository as the person set it up: theirs to change) */
+		code = made == FORGE_GIT_SETUP ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
 	}
 	if (code) {
 		jv_free(task);

@@ -428,6 +428,49 @@ static jv safe_string(jv v, void *unused)
 	return out;
 }
 
+static jv quote_paths(jv v, bool names)
+{
+	jv out;
+
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING: {
+		if (!names || !buf_path_needs_quotes(jv_string_value(v)))
+			return v;
+		char *q = buf_path_quoted(jv_string_value(v));
+
+		out = jv_string(q);
+		free(q);
+		break;
+	}
+	case JV_KIND_ARRAY:
+		out = jv_array();
+		jv_array_foreach(v, i, x) {
+			out = jv_array_append(out, quote_paths(x, names));
+			(void)i;
+		}
+		break;
+	case JV_KIND_OBJECT:
+		out = jv_object();
+		jv_object_foreach(v, k, x) {
+			const char *key = jv_string_value(k);
+			bool name = !strcmp(key, "path") || !strcmp(key, "old_path") || !strcmp(key, "file") ||
+				    !strcmp(key, "files");
+
+			out = jv_object_set(out, k, quote_paths(x, name));
+		}
+		break;
+	default:
+		return v;
+	}
+	jv_free(v);
+	return out;
+}
+
+jv term_quote_paths(jv v)
+{
+	return quote_paths(v, false);
+}
+
 jv term_safe(jv v)
 {
 	return json_map_strings(v, safe_string, NULL);

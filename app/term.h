@@ -67,6 +67,13 @@ size_t term_cut(const char *s, size_t len, size_t cols);
  * output) before it is shown: an escape sequence in it could move the
  * cursor over what the person reads at a gate, or set their clipboard. */
 jv term_safe(jv v);
+/* v (consumed) with the file names in it quoted as git quotes one when it
+ * holds a control character, '"' or '\\' (buf_add_path_quoted(): "a\nb"):
+ * the strings under the keys "path", "old_path" and "file" of every object
+ * and the strings of an array under "files".  Before term_safe() (which
+ * would make a newline in a name a space, and keep it as two names in a
+ * list), so that a listed name shows as one, on one line, as git shows it. */
+jv term_quote_paths(jv v);
 /* The same in s[0..n), in place. */
 void term_clean(char *s, size_t n);
 /* term_clean(), newlines and tabs spaces too: text shown on one line (a

@@ -7,6 +7,7 @@
 
 #include "app/cli.h"
 #include "app/runview.h"
+#include "app/term.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
@@ -212,7 +213,8 @@ static int live_calls(jv *l, jv list)
 static void findings_tests(jv *l, jv view)
 {
 	jv review = json_get(view, "review"), tests = json_get(view, "tests");
-	jv found = array_or_empty(json_get(review, "findings"));
+	/* (a file's name holding a newline quoted, as git shows it: one line) */
+	jv found = term_quote_paths(array_or_empty(json_get(review, "findings")));
 	jv sum = json_get(tests, "summary"), failures = array_or_empty(json_get(tests, "failures"));
 
 	if (jv_get_kind(review) == JV_KIND_OBJECT) {

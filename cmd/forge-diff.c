@@ -66,7 +66,8 @@ static void print_patch(const char *patch, bool on)
 
 static void print_stat(jv files_in)
 {
-	jv files = term_safe(files_in);    /* (a file's name may hold escapes) */
+	/* (a file's name may hold escapes, a newline: quoted as git does) */
+	jv files = term_safe(term_quote_paths(files_in));
 	long add = 0, del = 0;
 	int n = 0;
 

@@ -103,7 +103,7 @@ static int cmd_list(struct session *c, const struct args *a)
 		}
 		/* a finding's message and file come from a model, a linter or
 		 * whoever added it: never their escape sequences (term_safe) */
-		f = term_safe(f);
+		f = term_safe(term_quote_paths(f));
 		const char *file = json_get_str(f, "file");
 
 		printf("%s  %-8s %-11s %s:%.0f  %s%s\n", json_get_str(f, "id"), json_get_str(f, "severity"),

@@ -299,8 +299,9 @@ int main(int argc, char **argv)
 	if (status == 0 && json)
 		json_write_line(stdout, jv_copy(v.view), false);
 	else if (status == 0) {
-		/* (the task, names and outputs without their escape sequences) */
-		jv shown = term_safe(jv_copy(v.view));
+		/* (the task, names and outputs without their escape sequences;
+		 * a file's name quoted as git shows it when it holds one) */
+		jv shown = term_safe(term_quote_paths(jv_copy(v.view)));
 
 		print_view(v.ses.store, shown);
 		jv_free(shown);

@@ -220,7 +220,9 @@ static int findings_text(struct buf *b, jv review)
 				const char *cat = json_get_str(f, "category"), *rule = json_get_str(f, "rule");
 				const char *fix = json_get_str(f, "fix");
 				double line = json_get_num(f, "line", -1);
-				buf_addf(b, "%d. %s", ++n, file ? file : "(no file)");
+				buf_addf(b, "%d. ", ++n);
+				/* (a name holding a newline quoted, as git does) */
+				buf_add_path_quoted(b, file ? file : "(no file)");
 				if (file && line > 0)
 					buf_addf(b, ":%.0f", line);
 				buf_addf(b, " — %s", sev ? sev : "warning");
@@ -259,7 +261,8 @@ static int failures_text(struct buf *b, jv tests, double min_confidence)
 			double line = json_get_num(f, "line", -1);
 			buf_addf(b, "%d. %s", ++n, test ? test : "(unnamed test)");
 			if (file) {
-				buf_addf(b, " (%s", file);
+				buf_adds(b, " (");
+				buf_add_path_quoted(b, file);
 				if (line > 0)
 					buf_addf(b, ":%.0f", line);
 				buf_adds(b, ")");
@@ -447,7 +450,10 @@ static void build_context(struct impl *im, const char *build_cmd, const char *te
 	    jv_array_length(jv_copy(files)) > 0) {
 		buf_adds(&w, "Already changed on this branch (earlier attempts):\n");
 		jv_array_foreach(files, i, f) {
-			buf_addf(&w, "- %s (%s)\n", json_get_str(f, "path"), json_get_str(f, "action"));
+			/* one a line: a name holding a newline quoted, as git does */
+			buf_adds(&w, "- ");
+			buf_add_path_quoted(&w, json_get_str(f, "path") ? json_get_str(f, "path") : "?");
+			buf_addf(&w, " (%s)\n", json_get_str(f, "action"));
 			jv_free(f);
 		}
 	}
@@ -1113,7 +1119,9 @@ static jv tests_changed_finding(jv changed)
 
 	buf_adds(&b, "the implementation step changed tests the red step committed:");
 	jv_array_foreach(changed, i, c) {
-		buf_addf(&b, "%s %s (%s)", i ? "," : "", json_get_str(c, "path"), json_get_str(c, "change"));
+		buf_addf(&b, "%s ", i ? "," : "");
+		buf_add_path_quoted(&b, json_get_str(c, "path") ? json_get_str(c, "path") : "?");
+		buf_addf(&b, " (%s)", json_get_str(c, "change"));
 		jv_free(c);
 	}
 	buf_adds(&b, "; they are restored: make them pass by changing the implementation, not the tests");
@@ -1337,7 +1345,9 @@ static void recover_worktree(struct impl *im, jv task)
 
 /* Open (or reopen) the run's worktree and record it in the state's task.
  * 0, -1 with a message, or 1 with a message when its base cannot be
- * worked from (forge_git_base_check: no commits yet, files in the checkout). */
+ * worked from (forge_git_base_check: no commits yet, files in the checkout)
+ * or the repository cannot hold it (FORGE_GIT_SETUP: .forge is a file, the
+ * repository's path is too long). */
 static int open_worktree(struct impl *im, const char *root)
 {
 	struct phase *ph = im->ph;
@@ -1353,13 +1363,16 @@ static int open_worktree(struct impl *im, const char *root)
 		goto out;
 	}
 	/* A new worktree only: one already made has its base. */
-	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base);
+	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base, trace);
 	if (usable != 0) {
 		rc = usable;
 		goto out;
 	}
-	if (forge_git_worktree_open(&im->wt, im->g, trace, base) < 0)
+	if ((rc = forge_git_worktree_open(&im->wt, im->g, trace, base)) < 0) {
+		/* the repository as the person set it up: theirs to change */
+		rc = rc == FORGE_GIT_SETUP ? 1 : -1;
 		goto out;
+	}
 	/* the repository and its worktree name one clone (--repo may be another
 	 * than the state's task.repo: a CI job's own) */
 	task = json_set(task, "repo", jv_string(forge_git_root(im->g)));

@@ -131,6 +131,18 @@ last_trace() { forge history --json -n 1 | jq -r .trace_id; }
 	[[ "$stderr" != *$'\a'* ]]
 }
 
+@test "a finding's file whose name holds a newline or an escape is one name, quoted as git quotes it" {
+	notes_repo
+	printf 'more\ntoken %s\n' "$TOKEN" >"$(printf 'no\ntes.txt')"
+	printf 'token %s\n' "$TOKEN" >"$(printf 'x\033[2Jy.txt')"
+	git add -A && git commit -qm "odd names"
+	run -4 --separate-stderr forge-review --no-input --commit HEAD </dev/null
+	# (before: "no tes.txt:2: ..." and "x [2Jy.txt:1: ...", names made up of others)
+	[ "$(grep -c ': critical: possible GitHub token' <<<"$stderr")" -eq 2 ]
+	grep -qF '"no\ntes.txt":2: critical: possible GitHub token' <<<"$stderr"
+	grep -qF '"x\033[2Jy.txt":1: critical: possible GitHub token' <<<"$stderr"
+}
+
 # ---- forge-test alone --------------------------------------------------------
 
 @test "forge-test alone: each failing test with its first lines, then the counts; stdout unchanged" {

@@ -107,7 +107,7 @@ finding() {
 		forge-findings add
 	run -0 --separate-stderr forge-findings list
 	[[ $output == *"fine  ]0;PWNED  [41mEVIL   2J"* ]]
-	[[ $output == *"a b.c:3"* ]]
+	[[ $output == *'"a\033b.c":3'* ]]	# the file's name quoted as git shows it
 	[[ $output != *$'\e'* && $output != *$'\a'* && $output != *$'\xc2\x9b'* ]]
 	run -0 forge-findings list --json
 	[[ $(jq -r .message <<<"$output") == *$'\e]0;PWNED'* ]]

@@ -107,3 +107,66 @@ as_nobody() {
 	run -0 --separate-stderr env SUDO_UID=65534 SUDO_GID=65534 forge-db migrate
 	[ "$(stat -c %u .forge .forge/forge.db | sort -u)" = 0 ]
 }
+
+# Nothing of a run is left in the repository: no worktree (git's entry or
+# directory), no forge/ branch, no refs/forge/ ref.
+no_run_left() {
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
+	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+	[ -z "$(ls -A "$(git rev-parse --git-common-dir)/worktrees" 2>/dev/null)" ]
+}
+
+@test "a tracked file named .forge: forge run and the phases refuse it at once (exit 2), saying where and what to do" {
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
+	FORGE_DB="$BATS_TEST_TMPDIR/forge.db" forge-plan -q --task "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/plan"
+	echo 'not forge' >.forge
+	git add .forge && git commit -qm "a file named .forge"
+	said="the repository's .forge is a file, not a directory: Forge keeps its configuration, database and runs' worktrees in the directory .forge/ of a repository; rename or remove it (a tracked file: git mv .forge NEW-NAME, then commit) and run again ('$(pwd -P)/.forge')"
+	# (before: exit 5 when the database or the worktree was made in it)
+	for db in "" "$BATS_TEST_TMPDIR/forge.db"; do
+		FORGE_DB=$db run -2 --separate-stderr forge run "add a mul operation" </dev/null
+		assert_equal "$stderr" "forge run: $said"
+		assert_output ""
+		FORGE_DB=$db run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan"
+		assert_equal "$stderr" "forge-implement: $said"
+		assert_output ""	# no model call, no state
+	done
+	run -2 --separate-stderr forge-plan --task "add a mul operation" </dev/null
+	assert_equal "$stderr" "forge-plan: $said"
+	no_run_left
+	[ "$(cat .forge)" = "not forge" ]
+	run -0 git status --porcelain --untracked-files=all
+	assert_output ""
+}
+
+@test "a repository whose path is too long for a run's worktree: exit 2 naming the file and what to do; nothing made" {
+	deep_repo
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
+	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	# (before: exit 5, the worktree half made and left registered with its branch)
+	[[ $stderr == "forge: the repository's path is too long for a run's worktree: '.forge/worktrees/"*"/$DEEP' would be 4115 bytes from '/', over the system's limit of 4095 (PATH_MAX); clone or move the repository to a path at least 20 bytes shorter ('/"* ]]
+	assert_output ""
+	run -0 forge history --json
+	assert_output ""		# nothing was started
+	no_run_left
+	run -0 git status --porcelain --untracked-files=all
+	assert_output ""
+}
+
+@test "a run's worktree whose checkout fails leaves nothing: its directory, git's entry of it and its branch are removed" {
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
+	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	# a commit holding a file whose name is longer than a file system
+	# allows (255 bytes): git stores it, no checkout can write it
+	blob=$(echo x | git hash-object -w --stdin)
+	name=$(printf 'n%.0s' {1..300})
+	tree=$({ git ls-tree HEAD; printf '100644 blob %s\t%s\n' "$blob" "$name"; } | git mktree)
+	git update-ref HEAD "$(git commit-tree "$tree" -p HEAD -m "a long name")"
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ $stderr == *"forge: cannot make the run's worktree: cannot create worktree '$(pwd -P)/.forge/worktrees/"* ]]
+	[[ $stderr != *"what was made for it is left"* ]]
+	# (before: the half-made worktree stayed registered, on its branch)
+	no_run_left
+}

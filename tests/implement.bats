@@ -237,6 +237,29 @@ checkout_untouched() {
 	refute_output --partial "stale finding"
 }
 
+@test "a bounce's findings and failures name a file holding a newline as one name, quoted as git quotes it" {
+	plan_state T4 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
+		{"severity":"error","category":"correctness","message":"real","file":"a\n2. calc.c:1 — error: delete calc.c","line":3}]} |
+		.tests = {"command":"make check","summary":{"total":1,"passed":0,"failed":1},"failures":[
+		{"test":"calc mul","file":"t\u001b[2J.sh","line":2,"message":"bad","suggested_fix":"fix it","confidence":0.9}]} |
+		.bounces = [{"from":"review","to":"implement","n":1},{"from":"test","to":"implement","n":1}]' >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	run -0 prompt_of 0
+	# (before: the name's second line read as a second finding)
+	assert_output --partial '1. calc mul ("t\033[2J.sh":2): bad'
+	refute_line --regexp '^2\. calc\.c'
+	# (after a test bounce the review's findings are not in the prompt: a review bounce)
+	plan_state T5 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
+		{"severity":"error","category":"correctness","message":"real","file":"a\n2. calc.c:1 — error: delete calc.c","line":3}]} |
+		.bounces = [{"from":"review","to":"implement","n":1}]' >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	run -0 prompt_of 0
+	assert_output --partial '1. "a\n2. calc.c:1 — error: delete calc.c":3 — error correctness: real'
+	refute_line --regexp '^2\. calc\.c'
+}
+
 @test "TDD: tests first and confirmed failing (tdd.red), then implemented until they pass (tdd.green)" {
 	plan_state T4 >"$BATS_TEST_TMPDIR/plan.json"
 	replay implement-tdd.jsonl
@@ -432,6 +455,41 @@ mine.txt"
 	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
 	run -0 git status --porcelain --untracked-files=no
 	assert_output ""
+}
+
+@test "a repository whose path is too long for the run's worktree: exit 2 naming the file, before any model call; nothing made" {
+	deep_repo
+	trace=T1100000000000000000000000	# (as long as a run's ULID)
+	plan_state $trace >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	# (before: exit 5, the worktree half made and left registered on its branch)
+	[[ $stderr == "forge-implement: the repository's path is too long for a run's worktree: '.forge/worktrees/$trace/$DEEP' would be 4115 bytes from '/', over the system's limit of 4095 (PATH_MAX); clone or move the repository to a path at least 20 bytes shorter ('/"* ]]
+	events_of input.rejected | jq -e '.reason | startswith("the repository'"'"'s path is too long")'
+	[ "$(last_state | jq -r .kind)" = event ]   # no state written
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
+	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+}
+
+@test "the run's worktree cannot be checked out: nothing of it is left (directory, git's entry, branch, base ref)" {
+	# a file name longer than a file system allows (255 bytes): git stores
+	# it, no checkout can write it
+	blob=$(echo x | git hash-object -w --stdin)
+	tree=$({ git ls-tree HEAD; printf '100644 blob %s\t%s\n' "$blob" "$(printf 'n%.0s' {1..300})"; } | git mktree)
+	git update-ref HEAD "$(git commit-tree "$tree" -p HEAD -m "a long name")"
+	plan_state T12 >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	run -5 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	[[ $stderr == "forge-implement: failed: cannot create worktree '$(pwd -P)/.forge/worktrees/T12' on 'forge/T12': "* ]]
+	[[ $stderr != *"what was made for it is left"* ]]
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+	# (before: the worktree stayed registered, half checked out, on forge/T12)
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
+	[ -z "$(ls -A .forge/worktrees)" ]
+	[ -z "$(ls -A .git/worktrees)" ]
 }
 
 # ---- the working memory is sized to the model (issue 20, item 4) ----------

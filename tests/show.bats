@@ -683,3 +683,26 @@ assert len(at) == 1, rows
 PY
 	done
 }
+
+@test "forge show's changes and forge diff --stat: a name holding a newline or an escape is one entry, quoted as git quotes it" {
+	wt="$REPO/.forge/worktrees/$T1"
+	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
+	mkdir -p "$wt/docs"
+	echo x >"$wt/docs/$(printf 'a\nM  b.txt')"
+	echo y >"$wt/docs/$(printf 'c\033[2Jd.txt')"
+	echo z >"$wt/docs/plain.txt"
+	git -C "$wt" add docs && git -C "$wt" commit -q -m docs
+	run -0 --separate-stderr forge show "$T1"
+	# (before: "  A docs/a" and "M  b.txt  +1 -0" on two lines, one a made-up entry)
+	grep -qE '^  A "docs/a\\nM  b\.txt" +\+1 -0$' <<<"$output"
+	grep -qE '^  A "docs/c\\033\[2Jd\.txt" +\+1 -0$' <<<"$output"
+	grep -qE '^  A docs/plain\.txt +\+1 -0$' <<<"$output"
+	[ "$(grep -c 'b\.txt' <<<"$output")" -eq 1 ]
+	run -0 --separate-stderr forge diff --stat "$T1"
+	grep -qE '^ "docs/a\\nM  b\.txt" +\+1 -0$' <<<"$output"
+	grep -qE '^ "docs/c\\033\[2Jd\.txt" +\+1 -0$' <<<"$output"
+	[ "$(grep -c 'b\.txt' <<<"$output")" -eq 1 ]
+	# the JSON keeps the names as they are
+	run -0 forge show --json "$T1"
+	jq -e '[.diff.files[].path] | index("docs/a\nM  b.txt") != null' <<<"$output"
+}

@@ -1242,7 +1242,7 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 {
 	struct parsed p;
 	struct vfs fs = { root, NULL, 0 };
-	struct buf errs = BUF_INIT, notes = BUF_INIT, sum = BUF_INIT, enc = BUF_INIT;
+	struct buf errs = BUF_INIT, notes = BUF_INIT, sum = BUF_INIT, enc = BUF_INIT, links = BUF_INIT;
 	struct sandbox_txn *txn = NULL;
 	int rc = -1, worst = 0;
 
@@ -1402,6 +1402,14 @@ next:
 			f = json_set(f, "encoding", jv_string("latin1"));
 			buf_addf(&enc, "%s%s", enc.len ? ", " : "", v->path);
 		}
+		/* a link to nothing read as absent: the new file takes its place */
+		char *link = NULL;
+
+		if (v->exists && !v->orig_exists && sandbox_dangling_link(&link, root, v->path) == 1) {
+			f = json_set(f, "replaced_symlink", jv_string(link));
+			buf_addf(&links, "%s%s (a link to '%s')", links.len ? ", " : "", v->path, link);
+		}
+		free(link);
 		*files = jv_array_append(*files, f);
 		if (!strcmp(v->action, "rename"))
 			buf_addf(&sum, "M %s (moved from %s)\n", v->path, v->from);
@@ -1421,6 +1429,10 @@ next:
 	}
 	if (enc.len)
 		buf_addf(&sum, "Note: not UTF-8, so written in Latin-1, its own encoding: %s\n", enc.buf);
+	if (links.len)
+		buf_addf(&sum, "Note: a symbolic link to nothing stood where a file was added; the file took "
+			 "the link's place (git records the link replaced by a file), and the file the link "
+			 "named was not created: %s\n", links.buf);
 	while (sum.len && sum.buf[sum.len - 1] == '\n')
 		sum.buf[--sum.len] = '\0';
 	*summary = buf_detach(&sum, NULL);
@@ -1433,5 +1445,6 @@ out:
 	buf_release(&notes);
 	buf_release(&sum);
 	buf_release(&enc);
+	buf_release(&links);
 	return rc;
 }

@@ -98,7 +98,10 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
  * with "A path", "M path", "D path" lines (a move is "M dest (moved from
  * src)") plus notes on tolerant matches, and *files an array of
  * {"path","action":"add|modify|delete|rename","from"?,"additions","deletions",
- * "encoding"?} ("latin1" for a file written back in Latin-1, see LATIN-1).
+ * "encoding"?,"replaced_symlink"?} ("latin1" for a file written back in
+ * Latin-1, see LATIN-1; replaced_symlink: the target of the symbolic link
+ * to nothing that a file added took the place of, sandbox_dangling_link(),
+ * with a note in the summary).
  * On failure -1 (or a sandbox code when a path is refused: SANDBOX_EDENIED)
  * with a message listing every problem; nothing was written.
  */

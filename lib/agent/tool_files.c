@@ -464,8 +464,11 @@ void tool_list_files(struct tool_result *out, const struct tool_ctx *ctx,
 	}
 	list_repo_files(&all, root->path);
 	select_files(&sel, &all, under, glob);
-	for (size_t i = 0; i < sel.n && i < max; i++)
-		buf_addf(&text, "%s\n", sel.v[i]);
+	/* one name a line: a name holding a newline is quoted as git does */
+	for (size_t i = 0; i < sel.n && i < max; i++) {
+		buf_add_path_quoted(&text, sel.v[i]);
+		buf_addch(&text, '\n');
+	}
 	if (sel.n > max)
 		buf_addf(&text, "[%zu more files not shown; narrow with path or pattern]\n", sel.n - max);
 	if (!sel.n)
@@ -637,7 +640,8 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 				size_t shown = len > GREP_LINE_CUT ? GREP_LINE_CUT : len;
 				if (shown && p[shown - 1] == '\r')
 					shown--;
-				buf_addf(&text, "%s:%zu:", sel.v[i], lineno);
+				buf_add_path_quoted(&text, sel.v[i]);   /* (as git grep) */
+				buf_addf(&text, ":%zu:", lineno);
 				tool_text_add(&text, p, shown);
 				buf_addf(&text, "%s\n", len > GREP_LINE_CUT ? "\xe2\x80\xa6" : "");
 				matches++;
@@ -706,6 +710,48 @@ static size_t nlines(const char *s, size_t len)
 	return n + (len && s[len - 1] != '\n');
 }
 
+/*
+ * Say that the write to path put a file where a symbolic link to nothing
+ * was (sandbox_dangling_link(): its target `link`), and where to write to
+ * keep the link: a model that meant the file the link names would
+ * otherwise not know it turned a link into a file (a change git records).
+ */
+static void note_replaced_link(struct buf *text, jv *data, const char *path, const char *link)
+{
+	const char *slash = strrchr(path, '/');
+	struct buf joined = BUF_INIT;
+	char *target = NULL;
+
+	*data = json_set(*data, "replaced_symlink", jv_string(link));
+	buf_addf(text, " Note: %s was a symbolic link to '%s', which does not exist: this file took the "
+		 "link's place (git records the link replaced by a file), and the file the link named was "
+		 "not created.", path, link);
+	/* where the link leads, as a path of the tree: a relative link's is
+	 * relative to its directory; ".." taken back a directory, as long as
+	 * it stays in the tree */
+	if (slash)
+		buf_add(&joined, path, (size_t)(slash - path));
+	for (const char *p = link; link[0] != '/' && *p; ) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			char *up = strrchr(joined.buf, '/');
+
+			if (!joined.len)
+				break;          /* out of the tree: no advice */
+			buf_truncate(&joined, up ? (size_t)(up - joined.buf) : 0);
+		} else if (n && !(n == 1 && p[0] == '.')) {
+			buf_addf(&joined, "%s%.*s", joined.len ? "/" : "", (int)n, p);
+		}
+		p += n + (p[n] == '/');
+	}
+	if (joined.len && sandbox_path_clean(&target, joined.buf, false) == 0)
+		buf_addf(text, " If you meant that file, put the link back (git checkout -- %s, when git "
+			 "tracks it) and write '%s'.", path, target);
+	free(target);
+	buf_release(&joined);
+}
+
 void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 		     const struct sandbox_root *root, jv input)
 {
@@ -715,7 +761,7 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 	size_t len = (size_t)jv_string_length_bytes(jv_copy(content));
 	struct sandbox_txn *t = NULL;
 	struct buf old = BUF_INIT, bytes = BUF_INIT;
-	char *clean = NULL;
+	char *clean = NULL, *link = NULL;
 	bool existed, latin1;
 	int rc;
 
@@ -745,6 +791,9 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 		data = bytes.buf;
 		len = bytes.len;
 	}
+	/* a link to nothing reads as absent: the write replaces the link */
+	if (!existed)
+		sandbox_dangling_link(&link, root, clean);
 	t = sandbox_txn_new(root);
 	sandbox_txn_write(t, clean, data, len);
 	if ((rc = sandbox_txn_commit(t)) < 0) {
@@ -764,12 +813,15 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 			 len, nlines(data, len));
 		if (latin1)
 			buf_adds(&text, " The file is not UTF-8: it was written in Latin-1, its own encoding.");
+		if (link)
+			note_replaced_link(&text, &d, clean, link);
 		tool_ok(out, buf_detach(&text, NULL), d);
 	}
 out:
 	sandbox_txn_free(t);
 	buf_release(&old);
 	buf_release(&bytes);
+	free(link);
 	free(clean);
 	jv_free(content);
 }

@@ -380,10 +380,14 @@ static void tool_git_status(struct tool_result *out, const struct tool_ctx *ctx,
 		const char *code = !strcmp(s, "added") ? "A " : !strcmp(s, "modified") ? "M " :
 				   !strcmp(s, "deleted") ? "D " : !strcmp(s, "renamed") ? "R " :
 				   !strcmp(s, "untracked") ? "??" : "T ";
-		if (json_get_str(e, "old_path"))
-			buf_addf(&text, "%s %s -> %s\n", code, json_get_str(e, "old_path"), p);
-		else
-			buf_addf(&text, "%s %s\n", code, p);
+		/* (as git status: a name holding a newline quoted) */
+		buf_addf(&text, "%s ", code);
+		if (json_get_str(e, "old_path")) {
+			buf_add_path_quoted(&text, json_get_str(e, "old_path"));
+			buf_adds(&text, " -> ");
+		}
+		buf_add_path_quoted(&text, p);
+		buf_addch(&text, '\n');
 		(void)i;
 		jv_free(e);
 	}

@@ -99,6 +99,60 @@ int buf_add_shell_quoted(struct buf *b, const char *s)
 	return rc == 0 ? buf_addch(b, '\'') : rc;
 }
 
+/* The length of the control character at s (1, 2 for C1 in UTF-8), or 0. */
+static size_t control_at(const unsigned char *s)
+{
+	if (*s < 0x20 || *s == 0x7f)
+		return 1;
+	return s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f ? 2 : 0;
+}
+
+bool buf_path_needs_quotes(const char *path)
+{
+	for (const unsigned char *s = (const unsigned char *)path; *s; s++)
+		if (*s == '"' || *s == '\\' || control_at(s))
+			return true;
+	return false;
+}
+
+int buf_add_path_quoted(struct buf *b, const char *path)
+{
+	size_t start = b->len;
+	int rc;
+
+	if (!buf_path_needs_quotes(path))
+		return buf_adds(b, path);
+	rc = buf_addch(b, '"');
+	for (const unsigned char *s = (const unsigned char *)path; *s && rc == 0; ) {
+		size_t n = control_at(s);
+
+		if (*s == '"' || *s == '\\') {
+			rc = buf_addf(b, "\\%c", *s);
+		} else if (n == 1 && *s >= '\a' && *s <= '\r') {
+			rc = buf_addf(b, "\\%c", "abtnvfr"[*s - '\a']);
+		} else if (n == 0) {
+			rc = buf_addch(b, (char)*s);
+		} else {
+			for (size_t i = 0; i < n && rc == 0; i++)
+				rc = buf_addf(b, "\\%03o", s[i]);
+		}
+		s += n ? n : 1;
+	}
+	if (rc == 0)
+		rc = buf_addch(b, '"');
+	if (rc < 0)
+		buf_truncate(b, start);
+	return rc;
+}
+
+char *buf_path_quoted(const char *path)
+{
+	struct buf b = BUF_INIT;
+
+	buf_add_path_quoted(&b, path);
+	return buf_detach(&b, NULL);
+}
+
 int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;

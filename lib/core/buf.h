@@ -10,8 +10,9 @@
 #ifndef FORGE_BUF_H
 #define FORGE_BUF_H
 
-#include <stddef.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct buf {
 	char *buf;
@@ -33,6 +34,18 @@ int buf_adds(struct buf *b, const char *s);
 int buf_addch(struct buf *b, char c);
 /* Append s as one POSIX shell word: in single quotes, a quote in it as '\\''. */
 int buf_add_shell_quoted(struct buf *b, const char *s);
+/*
+ * Append a file's name as git shows one (core.quotePath's C style), so
+ * that one name always reads as one, on one line, in a list a person or a
+ * model reads: as it is, unless it holds a control character (C0, DEL, or
+ * C1 as UTF-8 encodes it: C2 80..9F), '"' or '\\'; then in double quotes,
+ * with \a \b \t \n \v \f \r \" \\ and every other control byte as \ooo
+ * (octal): "a\nb".  buf_path_needs_quotes() says whether it would quote.
+ */
+int buf_add_path_quoted(struct buf *b, const char *path);
+bool buf_path_needs_quotes(const char *path);
+/* buf_add_path_quoted() as a new string (free(3) it). */
+char *buf_path_quoted(const char *path);
 int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vaddf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /*

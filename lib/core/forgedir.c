@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -111,4 +112,25 @@ int forge_dir_ignore(const char *dir)
 	}
 	buf_release(&path);
 	return rc;
+}
+
+int forge_dir_check(const char *root)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	const char *what = NULL;
+
+	buf_addf(&path, "%s/.forge", root);
+	if (stat(path.buf, &st) == 0)
+		what = S_ISDIR(st.st_mode) ? NULL : S_ISREG(st.st_mode) ? "a file" : "not a directory";
+	else if (errno == ENOENT && lstat(path.buf, &st) == 0)
+		what = "a symbolic link to nothing";
+	/* (the message ends with the path: a deep repository's is cut there) */
+	if (what)
+		forge_error("the repository's .forge is %s, not a directory: Forge keeps its configuration, "
+			    "database and runs' worktrees in the directory .forge/ of a repository; rename "
+			    "or remove it (a tracked file: git mv .forge NEW-NAME, then commit) and run again "
+			    "('%s')", what, path.buf);
+	buf_release(&path);
+	return what ? -1 : 0;
 }

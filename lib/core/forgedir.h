@@ -26,4 +26,14 @@ extern const char forge_dir_gitignore[];
  */
 int forge_dir_ignore(const char *dir);
 
+/*
+ * Whether <root>/.forge (root: a repository's main working tree) can be
+ * Forge's directory: 0 when it is a directory, a symbolic link to one, or
+ * not there (it is made when needed); -1 with a message saying what holds
+ * the name instead (a file the project tracks, a link to nothing), where,
+ * and what to do.  Other errors (a directory that cannot be searched) are
+ * left to whoever opens it: 0.
+ */
+int forge_dir_check(const char *root);
+
 #endif

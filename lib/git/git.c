@@ -5,6 +5,7 @@
 
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/forgedir.h"
 #include "core/owner.h"
 #include "core/secret.h"
 
@@ -1376,7 +1377,9 @@ static const char *status_path(const git_status_entry *e)
 	return NULL;
 }
 
-int forge_git_base_check(struct forge_git *g, const char *base)
+/* forge_git_base_check()'s unborn HEAD with files in the checkout: 1 with a
+ * message, 0, or -1. */
+static int unborn_with_files(struct forge_git *g, const char *base)
 {
 	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
 	git_status_list *list = NULL;
@@ -1385,7 +1388,6 @@ int forge_git_base_check(struct forge_git *g, const char *base)
 	bool files = false;
 	size_t n;
 
-	base = base ? base : "HEAD";
 	if (!names_unborn_head(g->repo, base))
 		return 0;
 	/* Untracked directories as one entry each: the first file is enough. */
@@ -1413,6 +1415,24 @@ int forge_git_base_check(struct forge_git *g, const char *base)
 	git_reference_free(head);
 	git_status_list_free(list);
 	return 1;
+}
+
+int forge_git_base_check(struct forge_git *g, const char *base, const char *trace)
+{
+	git_oid id;
+	bool unborn;
+	int e;
+
+	base = base ? base : "HEAD";
+	if (forge_dir_check(g->root) < 0)
+		return 1;
+	if ((e = unborn_with_files(g, base)) != 0)
+		return e;
+	/* (a base that does not resolve is forge_git_worktree_open()'s to report) */
+	if (forge_git_peel(&id, &unborn, g->repo, base) < 0)
+		return 0;
+	e = forge_git_tree_fits(g->repo, unborn ? NULL : &id, g->root, trace);
+	return e == FORGE_GIT_SETUP ? 1 : e;
 }
 
 /* Whether HEAD of the working tree at path is the branch `name`. */

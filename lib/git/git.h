@@ -56,6 +56,13 @@
  * forge_git_open() when the repository is another user's and
  * safe.directory does not name it; the message says how to trust it. */
 #define FORGE_GIT_NOT_OWNED (-2)
+/* Returned (negative: a failure) by forge_git_worktree_open() when the
+ * repository cannot hold a run's worktree as it is set up -- its .forge is
+ * not a directory (forge_dir_check()), or a file of the base would be at a
+ * path longer than the system allows there -- so the person must change
+ * it (a usage error, not a failing dependency); the message says what to
+ * do, and nothing was made. */
+#define FORGE_GIT_SETUP (-3)
 
 /*
  * Initialise libgit2 once per process (later calls cost nothing); it is
@@ -182,7 +189,11 @@ bool forge_git_trace_valid(const char *trace);
  * reopened() says so).  `base` (NULL: "HEAD") is where forge/TRACE starts
  * when the branch does not exist yet; an existing forge/TRACE (a worktree
  * removed without its branch) is checked out as it is.  A worktree whose
- * directory was deleted by hand is pruned and made again.
+ * directory was deleted by hand is pruned and made again.  A new worktree
+ * that cannot be made leaves nothing behind: its directory and git's entry
+ * of it are removed, and so are the branch and base ref made for it.
+ * FORGE_GIT_SETUP (see above) when the repository cannot hold it, -1 on
+ * another failure; both with a message.
  */
 int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
 			    const char *trace, const char *base);
@@ -388,15 +399,17 @@ int forge_git_checkout_dirty(struct forge_git *g);
  */
 int forge_git_checkout_midway(struct forge_git *g, const char *rev);
 /*
- * Whether a run can start from `base` (NULL: HEAD): 1, with a message
+ * Whether run `trace` can start from `base` (NULL: HEAD): 1, with a message
  * saying what to do, when base is an unborn HEAD (no commits yet) while the
  * checkout holds files (untracked or staged, outside .forge/), which the
- * run's empty base commit would not have; 0 when it can (a repository
- * with no files at all starts from the empty base; a base that does not
- * resolve is left to forge_git_worktree_open() to report); -1 when the
- * status cannot be read.
+ * run's empty base commit would not have, or when the run's worktree could
+ * not be made (forge_git_worktree_open()'s FORGE_GIT_SETUP: .forge is not a
+ * directory, a file of base would be at a path longer than PATH_MAX in it);
+ * 0 when it can (a repository with no files at all starts from the empty
+ * base; a base that does not resolve is left to forge_git_worktree_open()
+ * to report); -1 when the status cannot be read.
  */
-int forge_git_base_check(struct forge_git *g, const char *base);
+int forge_git_base_check(struct forge_git *g, const char *base, const char *trace);
 int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, const char *from,
 			const char *to);
 /* The patch from one revision to another as `git apply` takes it: a

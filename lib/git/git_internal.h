@@ -34,6 +34,15 @@ struct forge_git_worktree {
 int forge_git_branch_gone(git_repository *wt_repo, const char *branch, const char *trace,
 			  const char *base);
 
+/*
+ * Whether every file of commit `id` (NULL: the empty base) fits in run
+ * `trace`'s worktree <root>/.forge/worktrees/TRACE: its path there, and
+ * the worktree's .git, shorter than PATH_MAX.  0, or FORGE_GIT_SETUP with a
+ * message naming the longest and saying what to do; -1 when the tree
+ * cannot be read.
+ */
+int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *trace);
+
 #define FORGE_GIT_EMPTY_BASE_MESSAGE "forge: empty base commit\n"
 
 /* forge_error() with ": <libgit2's last message>" appended when there is

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -46,6 +47,8 @@ static int check_trace(const char *trace)
 	return 0;
 }
 
+static int remove_tree(const char *path);
+
 static int make_dir(const char *path)
 {
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
@@ -73,8 +76,11 @@ static int ensure_forge_dir(struct forge_git *g)
 {
 	char *dir = forge_git_path(g->root, ".forge");
 	char *wts = forge_git_path(dir, "worktrees");
-	int rc = -1;
+	int rc = FORGE_GIT_SETUP;
 
+	if (forge_dir_check(g->root) < 0)
+		goto out;
+	rc = -1;
 	if (make_own_dir(dir) < 0 || forge_dir_ignore(dir) < 0)
 		goto out;
 	if (make_own_dir(wts) < 0)
@@ -229,8 +235,60 @@ out:
 	return rc;
 }
 
-/* Create forge/TRACE (unless it exists) and record the run's base. */
-static int make_branch(git_reference **out, struct forge_git *g, const struct run_names *n,
+struct longest {
+	size_t len;             /* of path */
+	struct buf path;        /* relative to the tree's root */
+};
+
+static int longest_entry(const char *dir, const git_tree_entry *entry, void *payload)
+{
+	struct longest *l = payload;
+	const char *name = git_tree_entry_name(entry);
+	size_t n = strlen(dir) + strlen(name);
+
+	if (n > l->len) {
+		l->len = n;
+		buf_reset(&l->path);
+		buf_addf(&l->path, "%s%s", dir, name);
+	}
+	return 0;
+}
+
+int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *trace)
+{
+	struct longest l = { 0, BUF_INIT };
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	size_t prefix = strlen(root) + strlen("/.forge/worktrees/") + strlen(trace) + 1;
+	int rc = -1;
+
+	/* the worktree's own .git file, in an empty one too */
+	buf_adds(&l.path, ".git");
+	l.len = l.path.len;
+	if (id && (git_commit_lookup(&commit, repo, id) < 0 || git_commit_tree(&tree, commit) < 0 ||
+		   git_tree_walk(tree, GIT_TREEWALK_PRE, longest_entry, &l) < 0)) {
+		forge_git_fail("cannot read the files of the run's base");
+		goto out;
+	}
+	rc = 0;
+	if (prefix + l.len >= PATH_MAX) {
+		/* (the message ends with the repository's path: a deep one is cut there) */
+		forge_error("the repository's path is too long for a run's worktree: '.forge/worktrees/%s/%s' "
+			    "would be %zu bytes from '/', over the system's limit of %d (PATH_MAX); clone or "
+			    "move the repository to a path at least %zu bytes shorter ('%s')", trace, l.path.buf,
+			    prefix + l.len, PATH_MAX - 1, prefix + l.len - (PATH_MAX - 1), root);
+		rc = FORGE_GIT_SETUP;
+	}
+out:
+	git_tree_free(tree);
+	git_commit_free(commit);
+	buf_release(&l.path);
+	return rc;
+}
+
+/* Create forge/TRACE (unless it exists; *out_made says whether it was made
+ * now) and record the run's base. */
+static int make_branch(git_reference **out, bool *out_made, struct forge_git *g, const struct run_names *n,
 		       const char *base)
 {
 	git_commit *commit = NULL;
@@ -239,6 +297,7 @@ static int make_branch(git_reference **out, struct forge_git *g, const struct ru
 	int e, rc = -1;
 
 	*out = NULL;
+	*out_made = false;
 	e = git_branch_lookup(out, g->repo, n->branch.buf, GIT_BRANCH_LOCAL);
 	if (e == 0) {
 		/* Left by a removed worktree: keep it and its recorded base. */
@@ -263,6 +322,7 @@ static int make_branch(git_reference **out, struct forge_git *g, const struct ru
 		forge_git_fail("cannot create branch '%s'", n->branch.buf);
 		goto out;
 	}
+	*out_made = true;
 	rc = write_ref(g->repo, n->base_ref.buf, &id, 1, "forge: run base");
 out:
 	git_commit_free(commit);
@@ -370,6 +430,44 @@ out:
 	return rc;
 }
 
+static int delete_ref(git_repository *repo, const char *name);
+
+/*
+ * Undo what a failed forge_git_worktree_open() made: the half-made
+ * worktree (its directory and git's entry of it, when `added`: libgit2
+ * leaves both when the checkout fails) and the branch and base ref (when
+ * `made_branch`).  The message of the failure stands; one of the undoing
+ * that failed is added to it.
+ */
+static void unmake_worktree(struct forge_git *g, struct forge_git_worktree *wt, const struct run_names *n,
+			    bool added, bool made_branch)
+{
+	char *why = xstrdup(forge_last_error());
+	char *admin = forge_git_path(git_repository_commondir(g->repo), "worktrees");
+	char *entry = forge_git_path(admin, wt->trace);
+	int rc = 0;
+
+	/* (the worktree's repository holds files of the entry open) */
+	git_repository_free(wt->repo);
+	wt->repo = NULL;
+	if (added && (remove_tree(wt->path) < 0 || remove_tree(entry) < 0))
+		rc = -1;
+	if (rc == 0 && made_branch &&
+	    (delete_ref(g->repo, n->branch_ref.buf) < 0 || delete_ref(g->repo, n->base_ref.buf) < 0))
+		rc = -1;
+	if (rc < 0) {
+		char *undo = xstrdup(forge_last_error());
+
+		forge_error("%s; what was made for it is left: %s", why, undo);
+		free(undo);
+	} else {
+		forge_error("%s", why);
+	}
+	free(why);
+	free(admin);
+	free(entry);
+}
+
 int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
 			    const char *trace, const char *base)
 {
@@ -379,7 +477,8 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
 	struct run_names n;
 	struct stat st;
-	int e, lock_fd, rc = -1;
+	bool made_branch = false, added = false;
+	int e, lock_fd = -1, rc = -1;
 
 	*out = NULL;
 	if (check_trace(trace) < 0)
@@ -425,20 +524,26 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 		goto out;
 	}
 
-	if (ensure_forge_dir(g) < 0)
+	if ((e = ensure_forge_dir(g)) < 0) {
+		rc = e;
 		goto out;
+	}
 	if (lstat(wt->path, &st) == 0) {
 		forge_error("'%s' exists but is not a worktree of '%s'; remove it", wt->path, g->root);
 		goto out;
 	}
-	if (make_branch(&branch, g, &n, base ? base : "HEAD") < 0)
+	if (make_branch(&branch, &made_branch, g, &n, base ? base : "HEAD") < 0)
 		goto out;
+	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->root, trace)) < 0) {
+		rc = e;
+		goto out;
+	}
 	opts.ref = branch;
 	if ((lock_fd = lock_worktrees(g)) < 0)
 		goto out;
-	e = git_worktree_add(&w, g->repo, trace, wt->path, &opts);
-	close(lock_fd);
-	if (e < 0) {
+	/* (neither the directory nor git's entry of it is there: both checked above) */
+	added = true;
+	if (git_worktree_add(&w, g->repo, trace, wt->path, &opts) < 0) {
 		forge_git_fail("cannot create worktree '%s' on '%s'", wt->path, n.branch.buf);
 		goto out;
 	}
@@ -453,6 +558,10 @@ done:
 	wt = NULL;
 	rc = 0;
 out:
+	if (rc < 0 && (added || made_branch))
+		unmake_worktree(g, wt, &n, added, made_branch);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	git_reference_free(branch);
 	git_worktree_free(w);
 	run_names_release(&n);

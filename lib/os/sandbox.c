@@ -280,6 +280,36 @@ out:
 	return rc;
 }
 
+int sandbox_dangling_link(char **out_target, const struct sandbox_root *root, const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	char *dir = slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup("");
+	const char *name = slash ? slash + 1 : rel;
+	struct stat st;
+	char target[PATH_MAX];
+	ssize_t n;
+	int dfd = -1, rc = 0;
+
+	*out_target = NULL;
+	/* (the directory through every check: the link itself is not followed) */
+	if (!*name || open_checked(&dfd, NULL, root, dir, rel) < 0)
+		goto out;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode) ||
+	    fstatat(dfd, name, &st, 0) == 0 || errno != ENOENT)
+		goto out;
+	n = readlinkat(dfd, name, target, sizeof target - 1);
+	if (n < 0)
+		goto out;
+	target[n] = '\0';
+	*out_target = xstrdup(target);
+	rc = 1;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	return rc;
+}
+
 int sandbox_open_read(int *out_fd, struct stat *st, const struct sandbox_root *root,
 		      const char *rel)
 {

@@ -103,6 +103,19 @@ int sandbox_read_file(struct buf *out, const struct sandbox_root *root, const ch
 int sandbox_stat(struct stat *st, const struct sandbox_root *root, const char *rel);
 
 /*
+ * Whether rel (a clean path) is a symbolic link to nothing -- one whose
+ * target, in the tree, does not exist: 1 with *out_target (malloc'd) the
+ * target as the link holds it; 0 when it is not (no such entry, not a link,
+ * a link to something; *out_target NULL), or when its directory cannot be
+ * opened beneath the root.  The checks above read such a path as absent
+ * (SANDBOX_ENOENT; one leading outside is refused), so a write there
+ * (sandbox_txn_write) puts a regular file in the link's place -- the target
+ * is not created -- and git records the link replaced by a file: a tool
+ * says so to the model.
+ */
+int sandbox_dangling_link(char **out_target, const struct sandbox_root *root, const char *rel);
+
+/*
  * A transaction of file writes and removals, checked and staged first and
  * then committed together: sandbox_txn_commit() resolves every path, writes
  * every new content to a temporary file beside its target and checks every

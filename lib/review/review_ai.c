@@ -141,7 +141,10 @@ static char *user_message(size_t *lines, const struct diff *d, const struct revi
 		buf_adds(&b, "Already reported by the linters and the security scan (do not repeat these):\n");
 		jv_array_foreach(in->findings, i, f) {
 			(void)i;
-			buf_addf(&b, "- %s:%d [%s] %s\n", json_get_str(f, "file") ? json_get_str(f, "file") : "?",
+			/* (a name holding a newline quoted, as git does) */
+			buf_adds(&b, "- ");
+			buf_add_path_quoted(&b, json_get_str(f, "file") ? json_get_str(f, "file") : "?");
+			buf_addf(&b, ":%d [%s] %s\n",
 				 (int)json_get_num(f, "line", 0), json_get_str(f, "rule") ? json_get_str(f, "rule") : "",
 				 json_get_str(f, "message") ? json_get_str(f, "message") : "");
 			jv_free(f);

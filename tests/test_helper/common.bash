@@ -238,6 +238,27 @@ calc_repo_now() {
 	git -C "$dir" commit -q -m "calc"
 }
 
+# deep_repo: the calc fixture as $REPO (the current directory) at a path
+# 3770 bytes long -- nested directories under the test's own, whatever its
+# length -- with a file $DEEP (300 bytes) committed in it: the repository and
+# its files are within the system's PATH_MAX (4096), the same file in a
+# run's worktree (.forge/worktrees/TRACE/, 44 bytes further in) is not.
+deep_repo() {
+	local dir name
+	dir=$(cd "$BATS_TEST_TMPDIR" && pwd -P) || return
+	[ "${#dir}" -lt 3500 ] || skip "the test's directory ($dir) is too long to nest a repository in"
+	name=$(printf 'd%.0s' {1..200})
+	while [ $((${#dir} + 201)) -le 3750 ]; do dir=$dir/$name; done
+	dir=$dir/$(printf 'r%.0s' $(seq $((3770 - ${#dir} - 1))))
+	REPO=$dir
+	calc_repo "$REPO"
+	DEEP=$(printf 'a%.0s' {1..200})/$(printf 'b%.0s' {1..99})
+	mkdir "$REPO/${DEEP%/*}" && echo deep >"$REPO/$DEEP"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm "a deep file"
+	BASE=$(git -C "$REPO" rev-parse HEAD)
+	cd "$REPO" || return
+}
+
 # gate_tty_setup: the calc fixture as $REPO (the current directory), replaying
 # the high-risk cassette whose plan fires architecture_approval ($CFG makes it
 # the run's only stop), and on_tty to run a command on a pseudo-terminal

@@ -1,6 +1,6 @@
 /* test_forgedir.c - unit tests of lib/forgedir: the .gitignore of .forge/
- * (written, upgraded from an older Forge's "*", a user's own left alone) and
- * what git then ignores. */
+ * (written, upgraded from an older Forge's "*", a user's own left alone),
+ * what git then ignores, and whether .forge can be Forge's directory. */
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/forgedir.h"
@@ -189,6 +189,32 @@ static void test_git_sees_the_project_files(void)
 	CHECK_STR(out(cmd), "0");
 }
 
+/* forge_dir_check: .forge absent, a directory or a link to one will do;
+ * a file or a link to nothing is named, with what to do. */
+static void test_check(void)
+{
+	const char *root = fresh_dir("check");
+	char path[600], target[600];
+
+	CHECK_INT(forge_dir_check(root), 0);
+	snprintf(path, sizeof path, "%s/.forge", root);
+	write_file(path, "mine\n");
+	CHECK_INT(forge_dir_check(root), -1);
+	CHECK(strstr(forge_last_error(), "the repository's .forge is a file, not a directory:") != NULL);
+	CHECK(strstr(forge_last_error(), "git mv .forge NEW-NAME") != NULL);
+	CHECK(strstr(forge_last_error(), "/check/.forge')") != NULL);
+	CHECK_INT(unlink(path), 0);
+	snprintf(target, sizeof target, "%s/elsewhere", root);
+	CHECK_INT(symlink(target, path), 0);
+	CHECK_INT(forge_dir_check(root), -1);
+	CHECK(strstr(forge_last_error(), "the repository's .forge is a symbolic link to nothing,") != NULL);
+	CHECK_INT(mkdir(target, 0755), 0);
+	CHECK_INT(forge_dir_check(root), 0);
+	CHECK_INT(unlink(path), 0);
+	CHECK_INT(mkdir(path, 0755), 0);
+	CHECK_INT(forge_dir_check(root), 0);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "%s/forge-forgedir-XXXXXX",
@@ -198,6 +224,7 @@ int main(void)
 		return 1;
 	}
 	RUN(test_written_when_absent);
+	RUN(test_check);
 	RUN(test_old_upgraded);
 	RUN(test_user_file_left_alone);
 	RUN(test_error_names_the_file);

@@ -155,6 +155,24 @@ static void test_review(void)
 	jv_free(g);
 }
 
+/* A file's name holding a newline is one entry, quoted as git quotes it:
+ * raw, its second line read as another file (or finding) at the gate. */
+static void test_review_quoted_names(void)
+{
+	jv g = gate("review_changes_1", "The review asks for changes: back to implement?");
+	jv st = parse("{\"review\":{\"decision\":\"request_changes\",\"findings\":["
+		"{\"file\":\"a\\nb.c\",\"line\":3,\"severity\":\"error\",\"message\":\"bad\"}]},"
+		"\"changes\":{\"files\":[{\"path\":\"a\\nb.c\",\"action\":\"create\",\"additions\":1,\"deletions\":0},"
+		"{\"path\":\"x\\u001b[2Jy.c\",\"action\":\"modify\",\"additions\":1,\"deletions\":1}]}}");
+	char *s = gateview_summary(g, st, cfg, false);
+
+	CHECK_MSG(strstr(s, "    \"a\\nb.c\"  +1 -0  create\n    \"x\\033[2Jy.c\"  +1 -1\n") != NULL, "%s", s);
+	CHECK_MSG(strstr(s, "  Findings (1):\n    \"a\\nb.c\":3: error: bad\n") != NULL, "%s", s);
+	free(s);
+	jv_free(st);
+	jv_free(g);
+}
+
 /* Without changes.files the stat is counted from the diff. */
 static void test_review_stat_from_diff(void)
 {
@@ -258,6 +276,7 @@ int main(void)
 	RUN(test_kinds);
 	RUN(test_plan);
 	RUN(test_plan_escapes);
+	RUN(test_review_quoted_names);
 	RUN(test_plan_many_tasks);
 	RUN(test_review);
 	RUN(test_review_stat_from_diff);

@@ -970,21 +970,43 @@ static void test_base_check(void)
 	CHECK(sh("git init -q -b main '%s'", repo) == 0);
 	CHECK_OK(forge_git_open(&g, repo));
 	/* nothing yet, or Forge's own directory alone: the empty base will do */
-	CHECK(forge_git_base_check(g, NULL) == 0);
+	CHECK(forge_git_base_check(g, NULL, "T1") == 0);
 	CHECK(sh("mkdir '%s/.forge' && echo '{}' >'%s/.forge/config.json'", repo, repo) == 0);
-	CHECK(forge_git_base_check(g, "main") == 0);
+	CHECK(forge_git_base_check(g, "main", "T1") == 0);
 	/* a file, untracked, then staged */
 	CHECK(sh("echo x >'%s/a.c'", repo) == 0);
-	CHECK(forge_git_base_check(g, NULL) == 1);
+	CHECK(forge_git_base_check(g, NULL, "T1") == 1);
 	CHECK_MSG(contains(forge_last_error(), "no commits yet on main:") &&
 		  contains(forge_last_error(), "(git add -A && git commit)"), "%s", forge_last_error());
 	CHECK(sh("git -C '%s' add a.c", repo) == 0);
-	CHECK(forge_git_base_check(g, "main") == 1);
+	CHECK(forge_git_base_check(g, "main", "T1") == 1);
 	/* a base that names no unborn HEAD is forge_git_worktree_open()'s to judge */
-	CHECK(forge_git_base_check(g, "no-such-ref") == 0);
+	CHECK(forge_git_base_check(g, "no-such-ref", "T1") == 0);
 	CHECK(sh("git -C '%s' commit -qm init", repo) == 0);
-	CHECK(forge_git_base_check(g, NULL) == 0);
-	CHECK(forge_git_base_check(g, "main") == 0);
+	CHECK(forge_git_base_check(g, NULL, "T1") == 0);
+	CHECK(forge_git_base_check(g, "main", "T1") == 0);
+	forge_git_free(g);
+}
+
+/* A repository whose .forge is a file of the project cannot hold a run's
+ * worktree: the person's to change (FORGE_GIT_SETUP), nothing made. */
+static void test_forge_dir_file(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+
+	CHECK(repo);
+	write_file(repo, ".forge", "mine\n");
+	CHECK(sh("git -C '%s' add .forge && git -C '%s' commit -qm forge", repo, repo) == 0);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK(forge_git_base_check(g, NULL, "T1") == 1);
+	CHECK_MSG(contains(forge_last_error(), "the repository's .forge is a file, not a directory:") &&
+		  contains(forge_last_error(), "git mv .forge NEW-NAME"), "%s", forge_last_error());
+	CHECK_INT(forge_git_worktree_open(&wt, g, "T1", NULL), FORGE_GIT_SETUP);
+	CHECK(!wt);
+	CHECK_STR(out("git -C '%s' for-each-ref refs/heads/forge refs/forge", repo), "");
+	CHECK_STR(out("cat '%s/.forge'", repo), "mine");
 	forge_git_free(g);
 }
 
@@ -1393,6 +1415,7 @@ int main(void)
 	RUN(test_tracked_files);
 	RUN(test_empty_repository);
 	RUN(test_base_check);
+	RUN(test_forge_dir_file);
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
 	RUN(test_merge_commit_shallow);

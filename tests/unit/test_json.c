@@ -118,6 +118,40 @@ static void test_buf_limit(void)
 	buf_release(&b);
 }
 
+/* A file's name as git shows it: as it is, or C-quoted when it holds a
+ * control character, '"' or '\\' -- one name reads as one, on one line. */
+static void test_path_quoted(void)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "src/calc.c", "src/calc.c" },
+		{ "with space.txt", "with space.txt" },
+		{ "caf\xc3\xa9.c", "caf\xc3\xa9.c" },          /* UTF-8 as it is (core.quotePath false) */
+		{ "a\nb", "\"a\\nb\"" },
+		{ "tab\there\r", "\"tab\\there\\r\"" },
+		{ "bell\a\b\v\f", "\"bell\\a\\b\\v\\f\"" },
+		{ "esc\x1b[31m", "\"esc\\033[31m\"" },
+		{ "del\x7f", "\"del\\177\"" },
+		{ "c1\xc2\x9b" "x", "\"c1\\302\\233x\"" },        /* CSI as UTF-8 encodes it */
+		{ "say \"hi\"", "\"say \\\"hi\\\"\"" },
+		{ "back\\slash", "\"back\\\\slash\"" },
+	};
+	struct buf b;
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *q = buf_path_quoted(cases[i].in);
+
+		CHECK_STR(q, cases[i].want);
+		CHECK(buf_path_needs_quotes(cases[i].in) == (strcmp(cases[i].in, cases[i].want) != 0));
+		free(q);
+	}
+	/* over the buffer's limit: nothing half-quoted is left */
+	buf_init(&b, 6);
+	CHECK(buf_adds(&b, "x ") == 0);
+	CHECK(buf_add_path_quoted(&b, "a\nb") == -1);
+	CHECK_STR(b.buf, "x ");
+	buf_release(&b);
+}
+
 static void test_ulid_monotonic(void)
 {
 	char prev[ULID_LEN + 1], cur[ULID_LEN + 1];
@@ -392,6 +426,7 @@ int main(void)
 	RUN(test_utf8);
 	RUN(test_write_line);
 	RUN(test_buf_limit);
+	RUN(test_path_quoted);
 	RUN(test_ulid_monotonic);
 	RUN(test_timestamp);
 	RUN(test_parse_long);

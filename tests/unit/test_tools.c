@@ -276,6 +276,48 @@ static void test_write_and_edit(void)
 	tool_result_release(&r);
 }
 
+/* A symbolic link to nothing: one leading out of the tree stays refused;
+ * one inside is replaced by the file written, and the result says so (it
+ * said "Created", as if nothing had been there). */
+static void test_dangling_links(void)
+{
+	struct tool_result r;
+	char cmd[512];
+
+	snprintf(cmd, sizeof cmd, "cd %s && mkdir -p lk && ln -s ../missing.txt lk/in && "
+		 "ln -s /nonexistent-forge-dir/x lk/abs && ln -s ../../nonexistent-forge-x lk/up && "
+		 "ln -s gone.txt lk/patched", repo);
+	run(cmd);
+	call(&r, "write_file", "{\"path\":\"lk/abs\",\"content\":\"x\\n\"}");
+	CHECK_INT(r.kind, TOOL_ERR_DENIED);
+	tool_result_release(&r);
+	call(&r, "write_file", "{\"path\":\"lk/up\",\"content\":\"x\\n\"}");
+	CHECK_INT(r.kind, TOOL_ERR_DENIED);
+	tool_result_release(&r);
+	call(&r, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: lk/abs\\n+x\\n*** End Patch\\n\"}");
+	CHECK(!r.ok);
+	tool_result_release(&r);
+	call(&r, "write_file", "{\"path\":\"lk/in\",\"content\":\"A\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_STR(r.output, "Created lk/in (2 bytes, 1 lines). Note: lk/in was a symbolic link to "
+		  "'../missing.txt', which does not exist: this file took the link's place (git records the "
+		  "link replaced by a file), and the file the link named was not created. If you meant that "
+		  "file, put the link back (git checkout -- lk/in, when git tracks it) and write 'missing.txt'.");
+	CHECK_STR(json_get_str(r.data, "replaced_symlink"), "../missing.txt");
+	tool_result_release(&r);
+	call(&r, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: lk/patched\\n+B\\n*** End Patch\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(strstr(r.output, "A lk/patched\nNote: a symbolic link to nothing stood where a file was added; "
+			 "the file took the link's place (git records the link replaced by a file), and the "
+			 "file the link named was not created: lk/patched (a link to 'gone.txt')"), "%s", r.output);
+	tool_result_release(&r);
+	/* nothing was written where the links led */
+	snprintf(cmd, sizeof cmd, "cd %s && test -f lk/in && ! test -L lk/in && test -f lk/patched && "
+		 "test ! -e missing.txt && test ! -e lk/gone.txt && test ! -e /nonexistent-forge-dir && "
+		 "test ! -e ../nonexistent-forge-x && rm -r lk", repo);
+	CHECK_INT(system(cmd), 0);
+}
+
 static void test_run_command(void)
 {
 	struct tool_result r;
@@ -414,6 +456,44 @@ static void test_git_tools_in_a_run_worktree(void)
 	tool_result_release(&r);
 	call(&r, "git_diff", "{\"paths\":[\"other\"]}");
 	CHECK_STR(r.output, "no changes");
+	tool_result_release(&r);
+	ctx.root = saved;
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
+/* A file whose name holds a newline (or another control character) is one
+ * entry, quoted as git quotes it, in list_files, grep and git_status:
+ * written raw it read as two files, one of them made up by the name. */
+static void test_names_with_control_characters(void)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	struct tool_result r;
+	const char *saved = ctx.root;
+	char cmd[1024];
+
+	snprintf(cmd, sizeof cmd, "cd %s && printf 'quoted_marker\\n' > \"$(printf 'x\\nevil.c')\" && "
+		 "printf 'quoted_marker\\n' > \"$(printf 'y\\033[2Jz')\"", repo);
+	run(cmd);
+	call(&r, "list_files", "{\"pattern\":\"[xy]*\"}");
+	CHECK_STR(r.output, "\"x\\nevil.c\"\n\"y\\033[2Jz\"");
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"quoted_marker\"}");
+	CHECK_STR(r.output, "\"x\\nevil.c\":1:quoted_marker\n\"y\\033[2Jz\":1:quoted_marker");
+	tool_result_release(&r);
+	snprintf(cmd, sizeof cmd, "cd %s && rm -f \"$(printf 'x\\nevil.c')\" \"$(printf 'y\\033[2Jz')\"", repo);
+	run(cmd);
+
+	CHECK_MSG(forge_git_open(&g, repo) == 0, "%s", forge_last_error());
+	CHECK_MSG(forge_git_worktree_open(&wt, g, "t2", NULL) == 0, "%s", forge_last_error());
+	snprintf(cmd, sizeof cmd, "cd %s && echo x > \"$(printf 'a\\nM  b')\" && echo y > 'plain \"q\".c'",
+		 forge_git_worktree_path(wt));
+	run(cmd);
+	ctx.root = forge_git_worktree_path(wt);
+	call(&r, "git_status", "{}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_STR(r.output, "On branch forge/t2\n?? \"a\\nM  b\"\n?? \"plain \\\"q\\\".c\"");
 	tool_result_release(&r);
 	ctx.root = saved;
 	forge_git_worktree_free(wt);
@@ -629,10 +709,12 @@ int main(void)
 	RUN(test_list_files_respects_gitignore);
 	RUN(test_grep);
 	RUN(test_write_and_edit);
+	RUN(test_dangling_links);
 	RUN(test_run_command);
 	RUN(test_nul_characters);
 	RUN(test_finish_ask_and_git);
 	RUN(test_git_tools_in_a_run_worktree);
+	RUN(test_names_with_control_characters);
 	RUN(test_sanitize);
 	RUN(test_agent_adapter);
 	RUN(test_latin1_files);
