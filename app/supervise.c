@@ -1740,12 +1740,34 @@ static int check_models(const struct supervise_opts *o)
 	return 0;
 }
 
+/* A base that names no commit (forge_last_error() says why): exit 2 with
+ * the branch the checkout is on, a base that would do. */
+static int bad_base(const struct supervise_opts *o, struct forge_git *g, const char *base)
+{
+	char why[512], hint[480] = "";
+	char *branch = NULL;
+
+	snprintf(why, sizeof why, "%s", forge_last_error());
+	if (forge_git_head_branch(&branch, g) == 0 && strcmp(branch, base) != 0)
+		snprintf(hint, sizeof hint, "; the checkout is on branch '%.200s' (--base %.200s, or no --base: "
+			 "the checkout's HEAD)", branch, branch);
+	fprintf(stderr, "forge: %s%s%s names no commit in %s: %s%s; nothing was started\n",
+		o->base_ref ? "--base '" : "", base, o->base_ref ? "'" : "", o->repo, why, hint);
+	free(branch);
+	return FORGE_EXIT_USAGE;
+}
+
 /*
- * The run's base can be worked from: a repository with no commits yet
- * whose checkout holds files would give the run an empty worktree, and
- * every phase would work on nothing (forge_git_base_check).  Checked
- * before anything is made, like check_models; a dry run plans on the
- * checkout itself and needs no base.  0, or exit 2 saying what to do.
+ * The run's base can be worked from: it names a commit, or the unborn
+ * HEAD of a repository with no commits yet (before: a --base that named
+ * nothing was found by make_worktree(), after the run's row was made:
+ * exit 5 and a failed run in forge history; a dry run ignored it); and a
+ * repository with no commits yet whose checkout holds files would give the
+ * run an empty worktree, and every phase would work on nothing
+ * (forge_git_base_check).  Checked before anything is made, like
+ * check_models; a dry run plans on the checkout itself and needs no
+ * commit, but the --base it was given must name one.  0, or exit 2 saying
+ * what to do.
  */
 static int check_base(const struct supervise_opts *o, const char *base)
 {
@@ -1753,9 +1775,11 @@ static int check_base(const struct supervise_opts *o, const char *base)
 	int rc = 0;
 
 	/* a repository that cannot be opened is make_worktree()'s to report */
-	if (o->dry_run || forge_git_open(&g, o->repo) < 0)
+	if (forge_git_open(&g, o->repo) < 0)
 		return 0;
-	if (forge_git_base_check(g, base) > 0) {
+	if (forge_git_base_resolves(g, base) < 0) {
+		rc = bad_base(o, g, base);
+	} else if (!o->dry_run && forge_git_base_check(g, base) > 0) {
 		fprintf(stderr, "forge: %s; nothing was started\n", forge_last_error());
 		rc = FORGE_EXIT_USAGE;
 	}

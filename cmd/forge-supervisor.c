@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <math.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <stdlib.h>
@@ -200,7 +199,9 @@ static int on_option(int id, const char *arg, void *payload)
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_BASE: a->base = arg; return 0;
 	case OPT_BUDGET:
-		if (forge_parse_double(&a->budget, arg) < 0 || signbit(a->budget))   /* (-0 too) */
+		/* 0 too: a run that may spend nothing trips before its first
+		 * call (before: accepted, the run made and stopped at once) */
+		if (forge_parse_double(&a->budget, arg) < 0 || !(a->budget > 0))
 			return forge_error("--budget wants a positive amount in USD, not '%s'", arg);
 		return 0;
 	case OPT_LIMIT:

@@ -1093,6 +1093,14 @@ static const char *status_path(const git_status_entry *e)
 	return NULL;
 }
 
+int forge_git_base_resolves(struct forge_git *g, const char *base)
+{
+	git_oid id;
+	bool unborn = false;
+
+	return forge_git_peel(&id, &unborn, g->repo, base ? base : "HEAD");
+}
+
 int forge_git_base_check(struct forge_git *g, const char *base)
 {
 	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
