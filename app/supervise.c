@@ -702,9 +702,14 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 				"or decide with `forge gate approve|reject %s` first\n", name, s->trace, id);
 		return GATE_WAIT;
 	}
-	fprintf(stderr, "forge: gate %s is waiting for a human: %s\n"
-			"  approve with `forge gate approve %s [--note TEXT]`, then `forge resume %s`\n",
-		name, json_get_str(gate, "prompt"), id, s->trace);
+	fprintf(stderr, "forge: gate %s is waiting for a human: %s\n", name, json_get_str(gate, "prompt"));
+	if (json_get_str(gate, "question"))
+		fprintf(stderr, "  the agent asked a question, which only a person answers%s: answer with "
+				"`forge gate approve %s --note ANSWER`, then `forge resume %s`\n",
+			s->o->auto_approve ? " (--auto-approve does not)" : "", id, s->trace);
+	else
+		fprintf(stderr, "  approve with `forge gate approve %s [--note TEXT]`, then `forge resume %s`\n", id,
+			s->trace);
 	return GATE_WAIT;
 }
 
@@ -898,7 +903,7 @@ void sup_add_bounce(struct sup *s, jv bounce)
 
 /* A human decides after `phase` said it needs one (or bounces ran out). */
 enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason,
-				int attempt)
+				int attempt, const char *question, bool in_person)
 {
 	jv gate = jv_object();
 	char id[160];
@@ -918,6 +923,12 @@ enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *re
 		gate = json_set(gate, "ladder", jv_string("production_deploy"));
 	gate = json_set(gate, "prompt", jv_string(reason));
 	gate = json_set(gate, "timeout_s", jv_number(86400));
+	/* (before: --auto-approve passed a question with no answer, the phase
+	 * ran again and asked again, until the budget was spent) */
+	if (question || in_person)
+		gate = json_set(gate, "in_person", jv_true());
+	if (question)
+		gate = json_set(gate, "question", jv_string(question));
 	enum gate_outcome r = sup_pass_gate(s, gate, phase);
 	jv_free(gate);
 	if (r != GATE_PASS)

@@ -32,7 +32,7 @@ enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OP
 static const struct cli_option options[] = {
 	{ "phases", 0, "LIST", "run: only these phases, comma-separated (plan,implement,…)", OPT_PHASES },
 	{ "dry-run", 0, NULL, "run: the plan phase alone, no worktree; print the plan (--json: its JSON)", OPT_DRY_RUN },
-	{ "auto-approve", 0, NULL, "a human's yes to every gate that may pass unasked (never a production deploy)", OPT_AUTO_APPROVE },
+	{ "auto-approve", 0, NULL, "a human's yes to every gate that may pass unasked (never a production deploy nor an agent's question)", OPT_AUTO_APPROVE },
 	{ "level", 0, "N", "run, resume: the automation level 0-4 for this run (default safety.automation_level; resume: the run's)", OPT_LEVEL },
 	{ "budget", 0, "USD", "run: the run's budget (default budget.usd); resume: a new budget for the run", OPT_BUDGET },
 	{ "base", 0, "REF", "run: the base ref of the run's branch (default HEAD)", OPT_BASE },
