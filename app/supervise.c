@@ -745,9 +745,14 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 				"or decide with `forge gate approve|reject %s` first\n", name, s->trace, id);
 		return GATE_WAIT;
 	}
-	fprintf(stderr, "forge: gate %s is waiting for a human: %s\n"
-			"  approve with `forge gate approve %s [--note TEXT]`, then `forge resume %s`\n",
-		name, json_get_str(gate, "prompt"), id, s->trace);
+	fprintf(stderr, "forge: gate %s is waiting for a human: %s\n", name, json_get_str(gate, "prompt"));
+	if (json_get_str(gate, "question"))
+		fprintf(stderr, "  the agent asked a question, which only a person answers%s: answer with "
+				"`forge gate approve %s --note ANSWER`, then `forge resume %s`\n",
+			s->o->auto_approve ? " (--auto-approve does not)" : "", id, s->trace);
+	else
+		fprintf(stderr, "  approve with `forge gate approve %s [--note TEXT]`, then `forge resume %s`\n", id,
+			s->trace);
 	return GATE_WAIT;
 }
 
@@ -958,7 +963,7 @@ void sup_add_bounce(struct sup *s, jv bounce)
 
 /* A human decides after `phase` said it needs one (or bounces ran out). */
 enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason,
-				int attempt)
+				int attempt, const char *question, bool in_person)
 {
 	jv gate = jv_object();
 	char id[160];
@@ -978,6 +983,12 @@ enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *re
 		gate = json_set(gate, "ladder", jv_string("production_deploy"));
 	gate = json_set(gate, "prompt", jv_string(reason));
 	gate = json_set(gate, "timeout_s", jv_number(86400));
+	/* (before: --auto-approve passed a question with no answer, the phase
+	 * ran again and asked again, until the budget was spent) */
+	if (question || in_person)
+		gate = json_set(gate, "in_person", jv_true());
+	if (question)
+		gate = json_set(gate, "question", jv_string(question));
 	enum gate_outcome r = sup_pass_gate(s, gate, phase);
 	jv_free(gate);
 	if (r != GATE_PASS)
@@ -1812,14 +1823,36 @@ static int check_models(const struct supervise_opts *o)
 	return 0;
 }
 
+/* A base that names no commit (forge_last_error() says why): exit 2 with
+ * the branch the checkout is on, a base that would do. */
+static int bad_base(const struct supervise_opts *o, struct forge_git *g, const char *base)
+{
+	char why[512], hint[480] = "";
+	char *branch = NULL;
+
+	snprintf(why, sizeof why, "%s", forge_last_error());
+	if (forge_git_head_branch(&branch, g) == 0 && strcmp(branch, base) != 0)
+		snprintf(hint, sizeof hint, "; the checkout is on branch '%.200s' (--base %.200s, or no --base: "
+			 "the checkout's HEAD)", branch, branch);
+	fprintf(stderr, "forge: %s%s%s names no commit in %s: %s%s; nothing was started\n",
+		o->base_ref ? "--base '" : "", base, o->base_ref ? "'" : "", o->repo, why, hint);
+	free(branch);
+	return FORGE_EXIT_USAGE;
+}
+
 /*
- * The run's base can be worked from: a repository with no commits yet
- * whose checkout holds files would give the run an empty worktree, and
- * every phase would work on nothing; a repository whose path is so long
- * that a file of base would not fit in the run's worktree cannot have one
+ * The run's base can be worked from: it names a commit, or the unborn
+ * HEAD of a repository with no commits yet (before: a --base that named
+ * nothing was found by make_worktree(), after the run's row was made:
+ * exit 5 and a failed run in forge history; a dry run ignored it); and a
+ * repository with no commits yet whose checkout holds files would give the
+ * run an empty worktree, and every phase would work on nothing
+ * (forge_git_base_check), or a repository whose path is so long that a
+ * file of base would not fit in the run's worktree cannot have one
  * (forge_git_base_check).  Checked before anything is made, like
- * check_models; a dry run plans on the checkout itself and needs no base.
- * 0, or exit 2 saying what to do.
+ * check_models; a dry run plans on the checkout itself and needs no
+ * commit, but the --base it was given must name one.  0, or exit 2 saying
+ * what to do.
  */
 static int check_base(const struct supervise_opts *o, const char *base, const char *trace)
 {
@@ -1827,9 +1860,11 @@ static int check_base(const struct supervise_opts *o, const char *base, const ch
 	int rc = 0;
 
 	/* a repository that cannot be opened is make_worktree()'s to report */
-	if (o->dry_run || forge_git_open(&g, o->repo) < 0)
+	if (forge_git_open(&g, o->repo) < 0)
 		return 0;
-	if (forge_git_base_check(g, base, trace) > 0) {
+	if (forge_git_base_resolves(g, base) < 0) {
+		rc = bad_base(o, g, base);
+	} else if (!o->dry_run && forge_git_base_check(g, base, trace) > 0) {
 		fprintf(stderr, "forge: %s; nothing was started\n", forge_last_error());
 		rc = FORGE_EXIT_USAGE;
 	}

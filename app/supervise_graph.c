@@ -266,29 +266,70 @@ static bool retry(struct gx *x, size_t i, unsigned flag, const char *outcome)
 	return true;
 }
 
+/*
+ * Whether a phase node that escalated without a result (stagnation, a tool
+ * that needs approval) has had the re-runs that a yes given in advance
+ * (--auto-approve) may give it, bounces.rerun_max, as a bounce has its
+ * bounces.*_max: then a person decides, and the gate says why (why, from
+ * reason).  A loop.rerun_limit event when the flag would have passed it
+ * (before: each re-run escalated again and the flag passed it again, until
+ * the budget was spent).
+ */
+static bool reruns_spent(struct gx *x, size_t i, int reruns, const char *reason, char *why, size_t n)
+{
+	const struct graph_node *nd = &x->g->nodes[i];
+	int max = (int)config_get_num(x->s->o->cfg, "bounces.rerun_max");
+
+	if (reruns < max)
+		return false;
+	snprintf(why, n, "%.400s (again, after %d re-run%s without a person's answer; bounces.rerun_max is %d)",
+		 reason, reruns, reruns == 1 ? "" : "s", max);
+	if (x->s->o->auto_approve) {
+		fprintf(stderr, "forge: %s escalated again after the %d re-run%s --auto-approve may give it "
+				"(bounces.rerun_max %d): a person decides now\n", label(nd), reruns,
+			reruns == 1 ? "" : "s", max);
+		sup_emit(x->s, "loop.rerun_limit", json_set(json_set(json_set(json_set(jv_object(),
+			"node", jv_string(nd->id)), "phase", jv_string(nd->phase)), "reruns", jv_number(reruns)),
+			"max", jv_number(max)));
+	}
+	return true;
+}
+
 /* A human decides on node i.  Approved, a program node is done: the human's
  * yes stands over its no (running it again could only ask again); a phase
- * node is done with its result and runs again without one; a deploy runs
+ * node is done with its result and runs again without one (at most
+ * bounces.rerun_max times on a yes given in advance: reruns_spent); a
+ * question its agent asked waits for a person's answer; a deploy runs
  * again with the approval (--approve), as after production_deploy. */
 static int human(struct gx *x, size_t i, const char *reason)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
 	jv run = run_of(x, i);
-	int attempt = (int)json_get_num(run, "attempt", 1);
+	int attempt = (int)json_get_num(run, "attempt", 1), reruns = (int)json_get_num(run, "reruns", 0);
+	jv q = json_get(x->s->state, "question");
+	const char *asker = json_get_str(q, "phase"), *text = json_get_str(q, "text");
+	bool asked = nd->phase && asker && text && strcmp(asker, nd->phase) == 0;
+	bool deploy = nd->phase && strcmp(nd->phase, "deploy") == 0;
+	bool rerun = nd->phase && !asked && !deploy && !json_has(x->s->state, nd->result_key);
+	char why[700] = "";
+	bool in_person = rerun && reruns_spent(x, i, reruns, reason, why, sizeof why);
 
 	jv_free(run);
-	enum gate_outcome h = sup_ask_human(x->s, label(nd), nd->result_key, reason, attempt);
+	enum gate_outcome h = sup_ask_human(x->s, label(nd), nd->result_key, in_person ? why : reason, attempt,
+					    asked ? text : NULL, in_person);
 
-	if (h == GATE_WAIT)
-		return sup_gate_paused(x->s, reason);
-	if (h == GATE_STOP)
+	if (h == GATE_WAIT) {
+		jv_free(q);
+		return sup_gate_paused(x->s, in_person ? why : reason);
+	}
+	if (h == GATE_STOP) {
+		jv_free(q);
 		return sup_end_run(x->s, "failed", "a human said no", FORGE_EXIT_REJECTED);
+	}
 	/* The phase asked a question (ask_human): it runs again with the
 	 * human's answer, the approval's note (before: approving moved on to
 	 * the next phase, the answer unused and the work not done). */
-	jv q = json_get(x->s->state, "question");
-	const char *asker = json_get_str(q, "phase"), *text = json_get_str(q, "text");
-	if (nd->phase && asker && text && strcmp(asker, nd->phase) == 0) {
+	if (asked) {
 		jv answers = json_get(x->s->state, "answers");
 		const char *note = json_get_str(x->s->approval, "note"), *by = json_get_str(x->s->approval, "by");
 		jv a = json_set(json_set(json_set(json_set(jv_object(), "phase", jv_string(asker)),
@@ -307,13 +348,20 @@ static int human(struct gx *x, size_t i, const char *reason)
 	jv_free(q);
 	/* (forge-deploy asked for the gate and deployed nothing: before, the
 	 * approval marked the node done, the run completed, nothing deployed) */
-	if (nd->phase && strcmp(nd->phase, "deploy") == 0) {
+	if (deploy) {
 		x->s->deploy_approved = true;
 		again(x, i, "a human approved the deploy: it runs again with the approval");
-	} else if (nd->phase && !json_has(x->s->state, nd->result_key))
+	} else if (rerun) {
+		const char *by = json_get_str(x->s->approval, "by");
+
+		/* (a person's yes is theirs to repeat: only one given in
+		 * advance counts) */
+		if (by && (strcmp(by, "flag") == 0 || strcmp(by, "automation_level") == 0))
+			set_run(x, i, "reruns", jv_number(reruns + 1));
 		again(x, i, "a human approved: it runs again");
-	else
+	} else {
 		set_status(x, i, NODE_DONE, "a human approved it");
+	}
 	return -1;
 }
 

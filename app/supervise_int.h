@@ -114,9 +114,12 @@ void sup_add_bounce(struct sup *s, jv bounce);
  * its `attempt`th run (the gate escalation_PHASE, escalation_PHASE_N from
  * the second: each new result is a new question; a deploy's is a human's
  * in person, as production_deploy); an approval goes into the state's
- * result_key part (when it is an object). */
+ * result_key part (when it is an object).  question: what the phase's
+ * agent asked (ask_human), or NULL; a question, or in_person, is a gate
+ * only a person passes (--auto-approve and the level do not: a yes given
+ * in advance answers nothing), and its wait says how to answer. */
 enum gate_outcome sup_ask_human(struct sup *s, const char *phase, const char *result_key, const char *reason,
-				int attempt);
+				int attempt, const char *question, bool in_person);
 /* Loop 3's triggers after `at`, or at the end. */
 void sup_reflect_now(struct sup *s, const char *at, bool end);
 /* A one-task plan made of the task itself (no plan phase runs).  New reference. */

@@ -33,7 +33,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +128,9 @@ static int on_option(int id, const char *arg, void *payload)
 			return forge_error("--level wants an automation level from 0 to 4, not '%s'", arg);
 		return 0;
 	case OPT_BUDGET:
-		if (forge_parse_double(&a->budget, arg) < 0 || signbit(a->budget))   /* (-0 too) */
+		/* 0 too: a run that may spend nothing trips before its first
+		 * call (before: accepted, the run made and stopped at once) */
+		if (forge_parse_double(&a->budget, arg) < 0 || !(a->budget > 0))
 			return forge_error("--budget wants a positive amount in USD, not '%s'", arg);
 		return 0;
 	}

@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <math.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <stdlib.h>
@@ -33,7 +32,7 @@ enum { OPT_PHASES = 256, OPT_DRY_RUN, OPT_AUTO_APPROVE, OPT_BUDGET, OPT_JSON, OP
 static const struct cli_option options[] = {
 	{ "phases", 0, "LIST", "run: only these phases, comma-separated (plan,implement,…)", OPT_PHASES },
 	{ "dry-run", 0, NULL, "run: the plan phase alone, no worktree; print the plan (--json: its JSON)", OPT_DRY_RUN },
-	{ "auto-approve", 0, NULL, "a human's yes to every gate that may pass unasked (never a production deploy)", OPT_AUTO_APPROVE },
+	{ "auto-approve", 0, NULL, "a human's yes to every gate that may pass unasked (never a production deploy nor an agent's question)", OPT_AUTO_APPROVE },
 	{ "level", 0, "N", "run, resume: the automation level 0-4 for this run (default safety.automation_level; resume: the run's)", OPT_LEVEL },
 	{ "budget", 0, "USD", "run: the run's budget (default budget.usd); resume: a new budget for the run", OPT_BUDGET },
 	{ "base", 0, "REF", "run: the base ref of the run's branch (default HEAD)", OPT_BASE },
@@ -200,7 +199,9 @@ static int on_option(int id, const char *arg, void *payload)
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_BASE: a->base = arg; return 0;
 	case OPT_BUDGET:
-		if (forge_parse_double(&a->budget, arg) < 0 || signbit(a->budget))   /* (-0 too) */
+		/* 0 too: a run that may spend nothing trips before its first
+		 * call (before: accepted, the run made and stopped at once) */
+		if (forge_parse_double(&a->budget, arg) < 0 || !(a->budget > 0))
 			return forge_error("--budget wants a positive amount in USD, not '%s'", arg);
 		return 0;
 	case OPT_LIMIT:

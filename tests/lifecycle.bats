@@ -211,6 +211,76 @@ fail_implement() {
 	git -C "$REPO" show "forge/$T:calc.c" | grep -q calc_mul
 }
 
+# (the agents' own reflection on an escalation takes this step, not the next one)
+NO_LEARNINGS='{"forced_tool": "record_learnings", "times": "always", "tool_calls": [{"name": "record_learnings", "input": {"learnings": []}}]}'
+
+@test "--auto-approve answers no question: the run waits at the implementer's question (exit 4) and says how to answer it" {
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" --argjson n "$NO_LEARNINGS" '$p + [$n,
+		{tool_calls: [{name: "ask_human", input: {question: "Call it mul or times?"}}], times: "always"}]')"
+	# (before: the flag passed escalation_implement with no answer; implement
+	# ran again and asked again, until the budget's breaker tripped: exit 3)
+	run -4 --separate-stderr forge run --auto-approve --budget 0.5 "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .id')
+	[ -n "$G" ]
+	[[ "$stderr" == *"forge: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: Call it mul or times?"* ]]
+	[[ "$stderr" == *"  the agent asked a question, which only a person answers (--auto-approve does not): answer with \`forge gate approve $G --note ANSWER\`, then \`forge resume $T\`"* ]]
+	run -0 events_of "$T" gate.approved
+	assert_output ""
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "paused" and .state.question.text == "Call it mul or times?" and
+		[.pending_gates[].gate] == ["escalation_implement"]' <<<"$output"
+	# resumed with the flag again, it still waits: no model call
+	AFTER=$(last_seq)
+	run -4 --separate-stderr forge resume --auto-approve "$T" </dev/null
+	[[ "$stderr" == *"gate escalation_implement is waiting for a human"* ]]
+	[ "$(last_seq)" -eq "$AFTER" ]
+	# a person's answer: implement runs again with it, and the run goes on
+	run -0 forge gate approve "$G" --note "mul, as the other operations"
+	script "$IMPL"
+	run -0 --separate-stderr forge resume --auto-approve -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and (.state.changes.files | length) > 0 and
+		.state.answers == [{"phase": "implement", "question": "Call it mul or times?", "answer": "mul, as the other operations", "by": "human"}]' <<<"$output"
+}
+
+@test "--auto-approve re-runs a stagnating plan at most bounces.rerun_max times, then a person decides (exit 4, loop.rerun_limit)" {
+	use_mock
+	script "$(jq -nc --argjson n "$NO_LEARNINGS" '[$n,
+		{tool_calls: [{name: "read_file", input: {path: "calc.c"}}], times: "always"}]')"
+	# (before: escalation_plan, _2, … _13 passed by the flag, each a new
+	# plan that stagnated again, until the budget's breaker tripped: exit 3)
+	run -4 --separate-stderr forge run --auto-approve --budget 0.5 "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge events replay "$T"
+	assert_equal "$(jq -c 'select(.type == "gate.approved") | [.payload.gate, .payload.by]' <<<"$output")" \
+		"$(printf '%s\n' '["escalation_plan","flag"]' '["escalation_plan_2","flag"]')"
+	assert_equal "$(jq -c 'select(.type == "loop.rerun_limit") | .payload' <<<"$output")" \
+		'{"node":"plan","phase":"plan","reruns":2,"max":2}'
+	[[ "$stderr" == *"forge: plan escalated again after the 2 re-runs --auto-approve may give it (bounces.rerun_max 2): a person decides now"* ]]
+	[[ "$stderr" == *"forge: gate escalation_plan_3 is waiting for a human: plan needs a human: stagnation: "*"(again, after 2 re-runs without a person's answer; bounces.rerun_max is 2)"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "paused" and [.pending_gates[].gate] == ["escalation_plan_3"] and
+		.state.node_runs.plan.reruns == 2 and .state.node_runs.plan.attempt == 3' <<<"$output"
+	# a person's yes runs it again, and is not counted: the next escalation
+	# asks a person again, not the flag
+	G=$(forge gate list --json | jq -r 'select(.gate == "escalation_plan_3") | .id')
+	run -0 forge gate approve "$G"
+	run -4 --separate-stderr forge resume --auto-approve "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '[.pending_gates[].gate] == ["escalation_plan_4"] and .state.node_runs.plan.reruns == 2' <<<"$output"
+	# bounces.rerun_max 0: the first escalation asks a person
+	mkdir -p .forge
+	echo '{"bounces": {"rerun_max": 0}}' >.forge/config.json
+	run -4 --separate-stderr forge run --auto-approve --budget 0.5 "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '[.pending_gates[].gate] == ["escalation_plan"] and .state.node_runs.plan.attempt == 1' <<<"$output"
+	run -0 events_of "$T" gate.approved
+	assert_output ""
+}
+
 # no_change_run [forge run OPTIONS]: a run whose implement changes nothing
 # (the agent reads a file and finishes); its trace in $T, its summary in $output.
 no_change_run() {

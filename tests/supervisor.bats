@@ -1007,6 +1007,49 @@ nothing_made() {
 	[[ "$stderr" == *"--task: the task is empty"* ]]
 }
 
+@test "a --base that names no commit: exit 2 before a run, worktree or branch exists, a dry run's too" {
+	replay run-clean.jsonl
+	# (before: exit 5 "cannot make the run's worktree" and a failed run in
+	# forge history; a dry run ignored the --base)
+	run -2 --separate-stderr forge run --base no-such-ref "add a mul operation" </dev/null
+	[[ "$stderr" == "forge: --base 'no-such-ref' names no commit in "*": cannot resolve 'no-such-ref': "*"; the checkout is on branch 'main' (--base main, or no --base: the checkout's HEAD); nothing was started" ]]
+	run -0 forge history --json
+	assert_output ""
+	nothing_made
+	run -2 --separate-stderr forge run --dry-run --base no-such-ref "add a mul operation" </dev/null
+	[[ "$stderr" == "forge: --base 'no-such-ref' names no commit in "* ]]
+	run -2 --separate-stderr forge run --base HEAD:calc.c "add a mul operation" </dev/null
+	[[ "$stderr" == *"'HEAD:calc.c' does not name a commit"* ]]
+	run -0 forge history --json
+	assert_output ""
+	nothing_made
+	# a base that names a commit starts the run
+	run -0 --separate-stderr forge run --dry-run --json --base main "add a mul operation" </dev/null
+	[ "$(forge history --json | wc -l)" -eq 1 ]
+}
+
+@test "--budget 0 and budget.usd 0 are refused (exit 2) before a run exists: a run that may spend nothing trips at once" {
+	replay run-clean.jsonl
+	# (before: --budget 0 made a run whose budget breaker tripped at once, exit 3)
+	for b in 0 0.0 0e5; do
+		run -2 --separate-stderr forge run --budget "$b" "add a mul operation" </dev/null
+		[[ "$stderr" == *"--budget wants a positive amount in USD, not '$b'"* ]]
+		run -2 --separate-stderr forge resume --budget "$b" 01M0000000000000000000NONE </dev/null
+		[[ "$stderr" == *"--budget wants a positive amount in USD, not '$b'"* ]]
+		run -2 --separate-stderr forge compile --budget "$b" "a todo-list HTTP API" </dev/null
+		[[ "$stderr" == *"--budget wants a positive amount in USD, not '$b'"* ]]
+	done
+	run -0 forge history --json
+	assert_output ""
+	nothing_made
+	run -2 --separate-stderr forge config set budget.usd 0
+	[[ "$stderr" == *".budget.usd: 0 is not greater than 0" ]]
+	FORGE_BUDGET_USD=0 run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ "$stderr" == *"FORGE_BUDGET_USD: .budget.usd: 0 is not greater than 0"* ]]
+	nothing_made
+	run -0 --separate-stderr forge config set budget.usd 0.5
+}
+
 @test "a shallow clone (CI's depth 1): the run's branch fast-forwards into it" {
 	git -C "$REPO" commit -q --allow-empty -m "a second commit, cut off by the shallow clone"
 	git clone -q --depth 1 "file://$REPO" "$BATS_TEST_TMPDIR/shallow"

@@ -243,6 +243,9 @@ enum gate_auto gate_auto_decision(const struct config *cfg, jv gate, int automat
 	const char *point = json_get_str(gate, "ladder");
 	enum ladder_rule rule;
 
+	/* (a question an agent asked: a yes given in advance is no answer) */
+	if (json_get_bool(gate, "in_person", false))
+		return GATE_ASK;
 	if (!point && ladder_is_point(id))
 		point = id;
 	if (point) {

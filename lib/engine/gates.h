@@ -20,6 +20,9 @@
  * recorded for it.
  *
  * Who may pass a fired gate without asking (gate_auto_decision):
+ *   - a gate marked "in_person": true (the supervisor's gate for a question a
+ *     phase's agent asked, or for a phase that escalated again after the
+ *     re-runs --auto-approve allowed): nobody;
  *   - a ladder point whose rule is "human" (production_deploy at every level):
  *     nobody; nor a missing rule (fails closed);
  *   - any other gate passes with --auto-approve ("flag"), or by the level

@@ -1377,6 +1377,14 @@ static const char *status_path(const git_status_entry *e)
 	return NULL;
 }
 
+int forge_git_base_resolves(struct forge_git *g, const char *base)
+{
+	git_oid id;
+	bool unborn = false;
+
+	return forge_git_peel(&id, &unborn, g->repo, base ? base : "HEAD");
+}
+
 /* forge_git_base_check()'s unborn HEAD with files in the checkout: 1 with a
  * message, 0, or -1. */
 static int unborn_with_files(struct forge_git *g, const char *base)

@@ -410,6 +410,13 @@ int forge_git_checkout_midway(struct forge_git *g, const char *rev);
  * to report); -1 when the status cannot be read.
  */
 int forge_git_base_check(struct forge_git *g, const char *base, const char *trace);
+/*
+ * Whether a run can start from `base` (NULL: HEAD) at all: 0 when it names a
+ * commit, or the unborn HEAD of a repository with no commits yet (HEAD or
+ * the branch it names); -1 with libgit2's message when it does not resolve
+ * or names no commit (a tree, a blob).
+ */
+int forge_git_base_resolves(struct forge_git *g, const char *base);
 int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, const char *from,
 			const char *to);
 /* The patch from one revision to another as `git apply` takes it: a

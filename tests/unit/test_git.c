@@ -982,9 +982,20 @@ static void test_base_check(void)
 	CHECK(forge_git_base_check(g, "main", "T1") == 1);
 	/* a base that names no unborn HEAD is forge_git_worktree_open()'s to judge */
 	CHECK(forge_git_base_check(g, "no-such-ref", "T1") == 0);
+	/* forge run checks that first (exit 2): an unborn HEAD is a base,
+	 * a name of nothing is not */
+	CHECK(forge_git_base_resolves(g, NULL) == 0);
+	CHECK(forge_git_base_resolves(g, "main") == 0);
+	CHECK(forge_git_base_resolves(g, "no-such-ref") == -1);
+	CHECK_MSG(contains(forge_last_error(), "cannot resolve 'no-such-ref'"), "%s", forge_last_error());
 	CHECK(sh("git -C '%s' commit -qm init", repo) == 0);
 	CHECK(forge_git_base_check(g, NULL, "T1") == 0);
 	CHECK(forge_git_base_check(g, "main", "T1") == 0);
+	CHECK(forge_git_base_resolves(g, "main") == 0);
+	CHECK(forge_git_base_resolves(g, "HEAD") == 0);
+	CHECK(forge_git_base_resolves(g, "main:a.c") == -1);     /* a blob */
+	CHECK_MSG(contains(forge_last_error(), "does not name a commit"), "%s", forge_last_error());
+	CHECK(forge_git_base_resolves(g, "no-such-ref") == -1);
 	forge_git_free(g);
 }
 

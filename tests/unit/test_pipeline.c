@@ -140,6 +140,15 @@ static void test_gates_fire_by_phase_and_condition(void)
 	CHECK_STR(json_get_str(g, "id"), "cost_overrun");
 	CHECK(gate_auto_decision(cfg, g, 4, false) == GATE_AUTO_LEVEL);
 	CHECK(gate_auto_decision(cfg, g, 3, false) == GATE_ASK);
+	/* in person (an agent's question): neither the flag nor the level */
+	g = json_set(g, "in_person", jv_true());
+	CHECK(gate_auto_decision(cfg, g, 4, true) == GATE_ASK);
+	CHECK(gate_auto_decision(cfg, g, 4, false) == GATE_ASK);
+	jv_free(g);
+	g = jv_parse("{\"id\":\"escalation_implement\",\"prompt\":\"implement needs a human\"}");
+	CHECK(gate_auto_decision(cfg, g, 4, true) == GATE_AUTO_FLAG);
+	g = json_set(g, "in_person", jv_true());
+	CHECK(gate_auto_decision(cfg, g, 4, true) == GATE_ASK);
 	jv_free(g);
 	jv_free(fired);
 	jv_free(s);
