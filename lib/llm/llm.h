@@ -38,8 +38,10 @@
  * answer until that limit is restored, reset the larger of the two (when
  * every limit is back).  null when no such header came (replay, Ollama).
  * Stop reasons: end_turn, tool_use, max_tokens, stop_sequence, refusal,
- * pause_turn, error (OpenAI: stop→end_turn, tool_calls→tool_use,
- * length→max_tokens, content_filter→refusal).
+ * pause_turn, error, model_context_window_exceeded (OpenAI: stop→end_turn,
+ * tool_calls→tool_use, length→max_tokens, content_filter→refusal; an
+ * OpenAI-compatible server says a full window with a 400 error,
+ * context_length_exceeded, which is LLM_ERR_CONTEXT, or with "length").
  *
  * ERRORS
  * ------
@@ -101,6 +103,10 @@ enum llm_stop {
 	LLM_STOP_REFUSAL,
 	LLM_STOP_PAUSE_TURN,
 	LLM_STOP_ERROR,
+	LLM_STOP_CONTEXT_WINDOW,       /* the request and the answer filled the model's
+	                                  context window: the answer is cut, and a larger
+	                                  max_tokens cannot help (Anthropic's
+	                                  model_context_window_exceeded) */
 };
 
 enum llm_tool_choice {
