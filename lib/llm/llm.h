@@ -20,6 +20,9 @@
  *   {"role":"tool","tool_call_id":"…","content":"text","is_error":false}
  *       (one message per tool result; consecutive ones form one Anthropic
  *        user turn, OpenAI gets one "tool" message each)
+ * A call's id is the provider's; one that came without an id, or with the id
+ * of an earlier call of the same answer, gets "call_forge_TURN_N" (TURN: 1 +
+ * the request's assistant messages; N: the call's place, from 1).
  * Tools are a jv array of {"name","description","input_schema":{JSON Schema}}.
  * A response is
  *   {"text":"…","tool_calls":[{"id","name","input":{…}}],"stop_reason":"end_turn",
