@@ -282,3 +282,50 @@ tool_result() {
 	run -4 --separate-stderr env FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key forge-plan --task "add a mul operation"
 	[[ $stderr == *"the model refused: the provider's content filter stopped the answer (finish_reason content_filter)"* ]]
 }
+
+@test "tool calls that come without an id, or with one used before in the answer, get ids of their own: each result answers its call (hunt46 #4)" {
+	two='[{"name":"read_file","input":{"path":"calc.c","max_lines":2}},{"name":"list_files","input":{}}]'
+	for prov in openai anthropic; do
+		mock "[{\"tool_calls\":$two,\"omit_ids\":true},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+		url=$MOCK_URL
+		[ $prov = openai ] && url=$MOCK_URL/v1
+		# (before: both sent back with the id "", and the mock, as the API, answered 400: exit 5)
+		FORGE_PROVIDER=$prov FORGE_BASE_URL=$url OPENAI_API_KEY=test-key \
+			run -0 --separate-stderr forge-plan --task "add a mul operation"
+		if [ $prov = openai ]; then
+			run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages[2:] | map(.tool_call_id // (.tool_calls | map(.id)))'"
+		else
+			run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages[1:] | map(.content | map(.id // .tool_use_id))'"
+		fi
+		assert_output '[["call_forge_1_1","call_forge_1_2"],"call_forge_1_1","call_forge_1_2"]' ||
+			assert_output '[["call_forge_1_1","call_forge_1_2"],["call_forge_1_1","call_forge_1_2"]]'
+	done
+	# a server that gives two calls the same id: the second gets its own
+	mock "[{\"tool_calls\":[{\"id\":\"call_0\",\"name\":\"read_file\",\"input\":{\"path\":\"calc.c\"}},{\"id\":\"call_0\",\"name\":\"list_files\",\"input\":{}}]},
+	       {\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	FORGE_PROVIDER=openai FORGE_BASE_URL=$MOCK_URL/v1 OPENAI_API_KEY=test-key \
+		run -0 --separate-stderr forge-plan --task "add a mul operation"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages[2:] | map(.tool_call_id // (.tool_calls | map(.id)))'"
+	assert_output '[["call_0","call_forge_1_2"],"call_0","call_forge_1_2"]'
+}
+
+@test "an answer cut by a full context window is not blamed on max_tokens: the memory is compressed and the step asked again, else the phase fails saying what to do (hunt46 #7)" {
+	full='{"text":"Let me","stop_reason":"model_context_window_exceeded","times":"always"}'
+	mock "[$full]"
+	# (before: the same request 4 times, then exit 4 "every answer was cut at llm.max_tokens ...; raise llm.max_tokens")
+	run -5 --separate-stderr forge-plan --task "add a mul operation"
+	[[ $stderr == *"the conversation no longer fits the model's context window (200000 tokens as forge takes it)"* ]]
+	[[ $stderr == *"use a model with a larger context window or give a smaller task"* ]]
+	[[ $stderr != *"raise llm.max_tokens"* ]]
+	last_state | jq -e '.status == "failed"'
+	[ "$(requests | jq length)" -eq 1 ]   # nothing to compress: not asked again
+	jq -s -e '[.[] | select(.type == "llm.called") | .payload.stop_reason] == ["model_context_window_exceeded"]' <<<"$output"
+	# with a conversation to compress: compressed once, the step asked again
+	reads=$(for i in 1 2 3; do printf '{"tool_calls":[{"name":"read_file","input":{"path":"calc.c","max_lines":%d}}]},' $i; done)
+	mock "[$reads$full]"
+	run -5 --separate-stderr forge-plan --task "add a mul operation"
+	[[ $stderr == *"the conversation no longer fits the model's context window"* ]]
+	[ "$(event_types | grep -c '^memory.compressed$')" -eq 1 ]
+	# the cut answer is never sent back: each request ends with a tool result
+	requests | jq -e '[.[3:][] | select(.body.tools) | .body.messages | last | .content | type] | all(. == "array")'
+}

@@ -516,6 +516,28 @@ static void nudge(struct agent *a, const struct llm_response *resp)
 
 /* ---- the loop ----------------------------------------------------------- */
 
+/*
+ * An answer cut where the model's context window ended (the request and
+ * the answer filled it): it is left out, and the step asked again with the
+ * working memory compressed, as after a context-length error.  When there
+ * is nothing left to compress the loop ends: a larger llm.max_tokens would
+ * only make it worse.  Returns true to go on.
+ */
+static bool context_full(struct agent *a)
+{
+	if (agent_compress(a, true))
+		return true;
+	finish_with(a, AGENT_FAILED, NULL, "the conversation no longer fits the model's context "
+		    "window (%zu tokens as forge takes it): the answer was cut where the window ended, "
+		    "and the working memory could not be compressed further; use a model with a "
+		    "larger context window or give a smaller task (or lower memory.context_tokens "
+		    "and context.instructions_tokens; when the model's window is smaller, say so "
+		    "in llm.context_window, or llm.pricing's context_window for a model forge knows, "
+		    "so that the agent compresses in time)",
+		    a->cfg->context_tokens ? a->cfg->context_tokens : (size_t)100000);
+	return false;
+}
+
 /* Escalate a loop stuck on the same step `same` times, naming the cause
  * when the answers show one: the last `cut` were cut at max_tokens, the
  * last `silent` called no tool. */
@@ -567,6 +589,12 @@ static void loop(struct agent *a)
 		}
 		agent_account(a, &resp);
 		agent_emit_llm_called(a, a->env->llm, &resp);
+		if (resp.stop == LLM_STOP_CONTEXT_WINDOW) {
+			llm_response_release(&resp);
+			if (!context_full(a))
+				break;
+			continue;
+		}
 		a->messages = jv_array_append(a->messages, llm_msg_assistant(&resp));
 		if (resp.stop == LLM_STOP_REFUSAL && resp.ncalls == 0) {
 			finish_with(a, AGENT_ESCALATED, NULL, "the model refused: %s",

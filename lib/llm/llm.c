@@ -859,6 +859,11 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 		double temperature = sent.temperature;
 		atomic_fetch_add(&calls_running, 1);
 		rc = provider_call(out, c, &sent);
+		/* (an Anthropic tool_use without an id is as malformed as an
+		 * OpenAI call without one: both get one of forge's, rather
+		 * than fail the phase over a token only the results need) */
+		if (rc == 0)
+			llm_response_name_calls(out, req->messages);
 		/* (a signal after this finds no call under way: the phase
 		 * leaves at once, as it does between calls) */
 		atomic_fetch_sub(&calls_running, 1);

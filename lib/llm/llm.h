@@ -20,6 +20,9 @@
  *   {"role":"tool","tool_call_id":"…","content":"text","is_error":false}
  *       (one message per tool result; consecutive ones form one Anthropic
  *        user turn, OpenAI gets one "tool" message each)
+ * A call's id is the provider's; one that came without an id, or with the id
+ * of an earlier call of the same answer, gets "call_forge_TURN_N" (TURN: 1 +
+ * the request's assistant messages; N: the call's place, from 1).
  * Tools are a jv array of {"name","description","input_schema":{JSON Schema}}.
  * A response is
  *   {"text":"…","tool_calls":[{"id","name","input":{…}}],"stop_reason":"end_turn",
@@ -38,8 +41,10 @@
  * answer until that limit is restored, reset the larger of the two (when
  * every limit is back).  null when no such header came (replay, Ollama).
  * Stop reasons: end_turn, tool_use, max_tokens, stop_sequence, refusal,
- * pause_turn, error (OpenAI: stop→end_turn, tool_calls→tool_use,
- * length→max_tokens, content_filter→refusal).
+ * pause_turn, error, model_context_window_exceeded (OpenAI: stop→end_turn,
+ * tool_calls→tool_use, length→max_tokens, content_filter→refusal; an
+ * OpenAI-compatible server says a full window with a 400 error,
+ * context_length_exceeded, which is LLM_ERR_CONTEXT, or with "length").
  *
  * ERRORS
  * ------
@@ -101,6 +106,10 @@ enum llm_stop {
 	LLM_STOP_REFUSAL,
 	LLM_STOP_PAUSE_TURN,
 	LLM_STOP_ERROR,
+	LLM_STOP_CONTEXT_WINDOW,       /* the request and the answer filled the model's
+	                                  context window: the answer is cut, and a larger
+	                                  max_tokens cannot help (Anthropic's
+	                                  model_context_window_exceeded) */
 };
 
 enum llm_tool_choice {

@@ -194,10 +194,10 @@ static enum llm_stop map_stop(const char *s)
 {
 	enum llm_stop st = LLM_STOP_END_TURN;
 
+	/* (model_context_window_exceeded is its own: the window, not
+	 * max_tokens, cut the answer) */
 	if (!s)
 		return st;
-	if (!strcmp(s, "model_context_window_exceeded"))
-		return LLM_STOP_MAX_TOKENS;
 	if (llm_stop_parse(&st, s) < 0)
 		return LLM_STOP_END_TURN;
 	return st;

@@ -97,6 +97,15 @@ extern const struct llm_provider llm_openai;
 
 /* Helpers shared by the providers. */
 void llm_response_add_call(struct llm_response *r, const char *id, const char *name, jv input);
+/* Give each call of r that came without an id, or with the id of an
+ * earlier call of r, one of its own, "call_forge_TURN_N" (TURN: the answer's
+ * turn, 1 + the assistant messages in messages; N: the call's place, from
+ * 1), so that each tool result names the one call it answers, in the
+ * assistant message sent back, the tool results and the events alike.
+ * Some OpenAI-compatible servers (local ones, proxies) send calls without
+ * an id or repeat one; the APIs refuse results they cannot match.  A
+ * server's ids are kept otherwise.  Borrows messages (the request's). */
+void llm_response_name_calls(struct llm_response *r, jv messages);
 /* A call whose arguments did not parse (llm_parse_input failed: its message
  * is taken as input_error), kept so that the model hears why. */
 void llm_response_add_bad_call(struct llm_response *r, const char *id, const char *name);

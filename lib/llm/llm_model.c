@@ -15,6 +15,7 @@ static const char *const stop_names[] = {
 	[LLM_STOP_MAX_TOKENS] = "max_tokens", [LLM_STOP_STOP_SEQUENCE] = "stop_sequence",
 	[LLM_STOP_REFUSAL] = "refusal", [LLM_STOP_PAUSE_TURN] = "pause_turn",
 	[LLM_STOP_ERROR] = "error",
+	[LLM_STOP_CONTEXT_WINDOW] = "model_context_window_exceeded",
 };
 
 static const char *const error_names[] = {
@@ -186,6 +187,45 @@ void llm_response_add_call(struct llm_response *r, const char *id, const char *n
 	r->calls[r->ncalls].input = input;
 	r->calls[r->ncalls].input_error = NULL;
 	r->ncalls++;
+}
+
+/* Whether a call of r other than call `self` has id. */
+static bool id_taken(const struct llm_response *r, size_t self, const char *id)
+{
+	for (size_t i = 0; i < r->ncalls; i++)
+		if (i != self && !strcmp(r->calls[i].id, id))
+			return true;
+	return false;
+}
+
+void llm_response_name_calls(struct llm_response *r, jv messages)
+{
+	int turn = 1;
+
+	if (jv_get_kind(messages) == JV_KIND_ARRAY) {
+		jv_array_foreach(messages, i, m) {
+			const char *role = json_get_str(m, "role");
+			turn += role && !strcmp(role, "assistant");
+			jv_free(m);
+		}
+	}
+	for (size_t i = 0; i < r->ncalls; i++) {
+		bool dup = false;
+		char id[64];
+
+		/* (only an earlier call's id makes this one a duplicate: the
+		 * first of two calls that share one keeps it) */
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = !strcmp(r->calls[j].id, r->calls[i].id);
+		if (*r->calls[i].id && !dup)
+			continue;
+		snprintf(id, sizeof(id), "call_forge_%d_%zu", turn, i + 1);
+		/* (a server's own id could be the very same text) */
+		for (int k = 2; id_taken(r, i, id); k++)
+			snprintf(id, sizeof(id), "call_forge_%d_%zu_%d", turn, i + 1, k);
+		free(r->calls[i].id);
+		r->calls[i].id = xstrdup(id);
+	}
 }
 
 void llm_response_add_bad_call(struct llm_response *r, const char *id, const char *name)

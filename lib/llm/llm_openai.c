@@ -326,6 +326,16 @@ out:
 
 /* ---- streaming --------------------------------------------------------- */
 
+/* Whether the arguments of the call b are a whole JSON object already. */
+static bool whole_args(const struct llm_stream_block *b)
+{
+	jv j = json_parse(b->args.buf ? b->args.buf : "", b->args.len);
+	bool whole = jv_get_kind(j) == JV_KIND_OBJECT;
+
+	jv_free(j);
+	return whole;
+}
+
 static int tool_delta(struct llm_stream *s, jv tc)
 {
 	jv fn = json_get(tc, "function");
@@ -336,8 +346,11 @@ static int tool_delta(struct llm_stream *s, jv tc)
 	int rc = 0;
 
 	/* Ollama sends each parallel call whole, every one at index 0 (or
-	 * without an index): another id there is another call. */
-	if (id && b->id && strcmp(id, b->id))
+	 * without an index): another id there is another call; and so is,
+	 * from a server that sends no ids, a name after a call whose
+	 * arguments are whole (a name comes with a call's first delta) */
+	if ((id && b->id && strcmp(id, b->id)) ||
+	    (!id && !b->id && json_get_str(fn, "name") && b->name && whole_args(b)))
 		b = llm_stream_block_add(s, index);
 	b->is_tool = true;
 	if (id && !b->id)

@@ -265,6 +265,11 @@ static int usable(jv *input, const struct llm_tool_call **call, struct buf *why,
 		buf_reset(why);
 		buf_addf(why, "the answer was cut at llm.max_tokens (%d) before report_findings was whole; "
 			 "raise llm.max_tokens or review a smaller change", max_tokens);
+	} else if (rc < 0 && why->len && resp->stop == LLM_STOP_CONTEXT_WINDOW) {
+		buf_reset(why);
+		buf_adds(why, "the diff and the answer filled the model's context window before "
+			 "report_findings was whole; review a smaller change or use a model with a "
+			 "larger context window");
 	}
 	return rc;
 }
@@ -396,7 +401,7 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 		if (!why.len)
 			goto out;        /* (an error of ours, already said) */
 		if (attempt == REVIEW_AI_ATTEMPTS || resp.stop == LLM_STOP_MAX_TOKENS ||
-		    resp.stop == LLM_STOP_REFUSAL) {
+		    resp.stop == LLM_STOP_CONTEXT_WINDOW || resp.stop == LLM_STOP_REFUSAL) {
 			forge_error("the model gave no usable review%s: %s",
 				    attempt > 1 ? " when asked again" : "", why.buf);
 			goto out;

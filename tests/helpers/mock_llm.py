@@ -117,6 +117,10 @@ SCRIPT FORMAT
     "hold_open": true      SSE: after the last event ([DONE] / message_stop)
                            neither end the body nor close: wait (at most 30 s)
                            until the client closes the connection
+    "omit_ids": true       tool calls are sent without an "id" (OpenAI: in the
+                           message and in every tool_calls delta, as some
+                           OpenAI-compatible servers and proxies send them;
+                           Anthropic: a malformed tool_use without one)
     "cut_after": N         SSE: close the connection after N events without
                            message_stop / [DONE]; non-streaming: send half the
                            body and close (Content-Length says more)
@@ -550,6 +554,7 @@ class Answer:
             cid = tc.get("id") or (state.new_id("toolu_01", 22) if provider == "anthropic"
                                    else state.new_id("call_", 24))
             self.calls.append({"id": cid, "name": tc["name"], "input": inp, "arguments": args})
+        self.omit_ids = bool(step.get("omit_ids"))
         self.stop_reason = step.get("stop_reason") or ("tool_use" if self.calls else "end_turn")
         self.stop_sequence = step.get("stop_sequence") if self.stop_reason == "stop_sequence" else None
         u = dict(step.get("usage") or {})
@@ -589,8 +594,15 @@ class Answer:
         if self.text or not self.calls:
             content.append({"type": "text", "text": self.text})
         for c in self.calls:
-            content.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]})
+            content.append(self.no_id({"type": "tool_use", "id": c["id"], "name": c["name"],
+                                       "input": c["input"]}))
         return content
+
+    def no_id(self, call):
+        """call without its "id" when the step says "omit_ids"."""
+        if self.omit_ids:
+            call.pop("id", None)
+        return call
 
     def anth_body(self):
         body = {"id": self.id_anth, "type": "message", "role": "assistant", "model": self.model,
@@ -646,8 +658,8 @@ class Answer:
             index += 1
         for c in self.calls:
             add("content_block_start", {"type": "content_block_start", "index": index,
-                                        "content_block": {"type": "tool_use", "id": c["id"],
-                                                          "name": c["name"], "input": {}}})
+                                        "content_block": self.no_id({"type": "tool_use", "id": c["id"],
+                                                                     "name": c["name"], "input": {}})})
             ping()
             for piece in [""] + split_fixed(c["arguments"], self.chunk):
                 add("content_block_delta", {"type": "content_block_delta", "index": index,
@@ -686,8 +698,9 @@ class Answer:
                "content": None if refusal or (not self.text and self.calls) else self.text,
                "refusal": self.text if refusal else None, "annotations": []}
         if self.calls:
-            msg["tool_calls"] = [{"id": c["id"], "type": "function",
-                                  "function": {"name": c["name"], "arguments": c["arguments"]}}
+            msg["tool_calls"] = [self.no_id({"id": c["id"], "type": "function",
+                                              "function": {"name": c["name"],
+                                                           "arguments": c["arguments"]}})
                                  for c in self.calls]
         return {"id": self.id_oai, "object": "chat.completion", "created": self.created,
                 "model": self.model,
@@ -718,8 +731,8 @@ class Answer:
                 for piece in split_words(self.text, self.chunk):
                     chunk({"refusal": piece})
         for i, c in enumerate(self.calls):
-            chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
-                                   "function": {"name": c["name"], "arguments": ""}}]})
+            chunk({"tool_calls": [self.no_id({"index": i, "id": c["id"], "type": "function",
+                                              "function": {"name": c["name"], "arguments": ""}})]})
             for piece in split_fixed(c["arguments"], self.chunk):
                 chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
         chunk({}, self.oai_finish())

@@ -192,6 +192,180 @@ static void test_oai_stream_parallel_tools(void)
 	llm_response_release(&r);
 }
 
+/* Stream the SSE text `text` (whole) through provider p. */
+static int stream_text(struct llm_response *out, const struct llm_provider *p, const char *text)
+{
+	struct ctx c = { p, { 0 }, BUF_INIT };
+	struct sse_parser sp;
+	int rc;
+
+	llm_response_init(out);
+	llm_stream_init(&c.s, out);
+	sse_init(&sp, 1 << 20, on_event, &c);
+	rc = sse_feed(&sp, text, strlen(text));
+	if (rc == 0)
+		rc = sse_finish(&sp);
+	if (rc == 0 && !c.s.done && !c.s.finished)
+		rc = forge_error("stream ended early");
+	if (rc == 0)
+		rc = llm_stream_finish(&c.s);
+	sse_release(&sp);
+	llm_stream_release(&c.s);
+	buf_release(&c.progress);
+	return rc;
+}
+
+/* A full context window is its own stop, not max_tokens: a larger
+ * max_tokens would make it worse (hunt46 #7). */
+static void test_anth_context_window_stop(void)
+{
+	static const char sse[] =
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_x\","
+		"\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\","
+		"\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":199990,\"output_tokens\":1}}}\n\n"
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+		"\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+		"\"delta\":{\"type\":\"text_delta\",\"text\":\"Let me\"}}\n\n"
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+		"\"model_context_window_exceeded\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":10}}\n\n"
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+	static const char body[] =
+		"{\"id\":\"msg_y\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
+		"\"content\":[{\"type\":\"text\",\"text\":\"Let me\"}],\"stop_reason\":\"model_context_window_exceeded\","
+		"\"stop_sequence\":null,\"usage\":{\"input_tokens\":199990,\"output_tokens\":10}}";
+	struct llm_response r, back;
+	jv j;
+
+	CHECK_INT(stream_text(&r, &llm_anthropic, sse), 0);
+	CHECK_STR(llm_stop_name(r.stop), "model_context_window_exceeded");
+	CHECK(r.stop != LLM_STOP_MAX_TOKENS);
+	CHECK_STR(r.text, "Let me");
+	/* and so it is in a cassette, read back */
+	j = llm_response_to_json(&r);
+	CHECK_STR(json_get_str(j, "stop_reason"), "model_context_window_exceeded");
+	CHECK_INT(llm_response_from_json(&back, j), 0);
+	CHECK_INT(back.stop, r.stop);
+	llm_response_release(&back);
+	jv_free(j);
+	llm_response_release(&r);
+
+	llm_response_init(&r);
+	CHECK_INT(llm_anthropic.parse(&r, body, strlen(body)), 0);
+	CHECK_STR(llm_stop_name(r.stop), "model_context_window_exceeded");
+	llm_response_release(&r);
+}
+
+/* An OpenAI chunk of a call delta (arguments JSON-escaped by the caller). */
+#define OAI_CALL(idx, fields) \
+	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\"," \
+	"\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":" #idx "," fields "}]}," \
+	"\"finish_reason\":null}]}\n\n"
+#define OAI_END \
+	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\"," \
+	"\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"
+
+/* A server that sends each parallel call whole at index 0 and without an
+ * id (as Ollama does, less the ids): a name after a whole call's arguments
+ * is another call, not more of the same. */
+static void test_oai_stream_whole_calls_without_ids(void)
+{
+	static const char sse[] =
+		OAI_CALL(0, "\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}")
+		OAI_CALL(0, "\"type\":\"function\",\"function\":{\"name\":\"list_files\",\"arguments\":\"{}\"}")
+		OAI_END;
+	/* the usual deltas: the name once, then the arguments in pieces */
+	static const char pieces[] =
+		OAI_CALL(0, "\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}")
+		OAI_CALL(0, "\"function\":{\"arguments\":\"{\\\"path\\\"\"}")
+		OAI_CALL(0, "\"function\":{\"arguments\":\":\\\"a\\\"}\"}")
+		OAI_CALL(1, "\"type\":\"function\",\"function\":{\"name\":\"list_files\",\"arguments\":\"{}\"}")
+		OAI_END;
+	struct llm_response r;
+
+	CHECK_INT(stream_text(&r, &llm_openai, sse), 0);
+	CHECK_INT(r.ncalls, 2);
+	if (r.ncalls == 2) {
+		CHECK_STR(r.calls[0].name, "read_file");
+		CHECK_STR(json_get_str(r.calls[0].input, "path"), "a");
+		CHECK(r.calls[0].input_error == NULL);
+		CHECK_STR(r.calls[1].name, "list_files");
+	}
+	llm_response_release(&r);
+
+	CHECK_INT(stream_text(&r, &llm_openai, pieces), 0);
+	CHECK_INT(r.ncalls, 2);
+	if (r.ncalls == 2) {
+		CHECK_STR(json_get_str(r.calls[0].input, "path"), "a");
+		CHECK(r.calls[0].input_error == NULL);
+		CHECK_STR(r.calls[1].name, "list_files");
+	}
+	llm_response_release(&r);
+}
+
+/* Calls without an id, or with an earlier call's, get ids of their own,
+ * named by the turn and the call's place; a server's ids are kept (hunt46 #4). */
+static void test_calls_named(void)
+{
+	static const char sse[] =
+		OAI_CALL(0, "\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}")
+		OAI_CALL(0, "\"function\":{\"arguments\":\"{}\"}")
+		OAI_CALL(1, "\"type\":\"function\",\"function\":{\"name\":\"list_files\",\"arguments\":\"{}\"}")
+		OAI_END;
+	static const char dup[] =
+		"{\"id\":\"c\",\"object\":\"chat.completion\",\"model\":\"m\",\"choices\":[{\"index\":0,"
+		"\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":["
+		"{\"id\":\"x\",\"type\":\"function\",\"function\":{\"name\":\"a\",\"arguments\":\"{}\"}},"
+		"{\"id\":\"x\",\"type\":\"function\",\"function\":{\"name\":\"b\",\"arguments\":\"{}\"}},"
+		"{\"id\":\"call_forge_1_2\",\"type\":\"function\",\"function\":{\"name\":\"c\",\"arguments\":\"{}\"}},"
+		"{\"type\":\"function\",\"function\":{\"name\":\"d\",\"arguments\":\"{}\"}}]},"
+		"\"finish_reason\":\"tool_calls\"}]}";
+	static const char anth[] =
+		"{\"id\":\"msg_y\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":["
+		"{\"type\":\"tool_use\",\"name\":\"read_file\",\"input\":{}}],\"stop_reason\":\"tool_use\","
+		"\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}";
+	struct llm_response r;
+	jv msgs = jv_array();
+
+	/* two turns before this one */
+	msgs = jv_array_append(msgs, llm_msg_user("task"));
+	for (int i = 0; i < 2; i++) {
+		msgs = jv_array_append(msgs, json_set(json_set(jv_object(), "role", jv_string("assistant")),
+						      "content", jv_string("x")));
+		msgs = jv_array_append(msgs, llm_msg_user("go on"));
+	}
+	CHECK_INT(stream_text(&r, &llm_openai, sse), 0);
+	CHECK_INT(r.ncalls, 2);
+	llm_response_name_calls(&r, msgs);
+	CHECK_STR(r.calls[0].id, "call_forge_3_1");
+	CHECK_STR(r.calls[1].id, "call_forge_3_2");
+	/* the assistant turn sent back names them too */
+	jv m = llm_msg_assistant(&r);
+	char *s = json_dumps(m, true);
+	CHECK(strstr(s, "\"id\":\"call_forge_3_1\"") && strstr(s, "\"id\":\"call_forge_3_2\""));
+	free(s);                /* (json_dumps took m) */
+	llm_response_release(&r);
+
+	llm_response_init(&r);
+	CHECK_INT(llm_openai.parse(&r, dup, strlen(dup)), 0);
+	CHECK_INT(r.ncalls, 4);
+	llm_response_name_calls(&r, jv_null());
+	CHECK_STR(r.calls[0].id, "x");
+	CHECK_STR(r.calls[1].id, "call_forge_1_2_2");   /* (call_forge_1_2 is the server's) */
+	CHECK_STR(r.calls[2].id, "call_forge_1_2");
+	CHECK_STR(r.calls[3].id, "call_forge_1_4");
+	llm_response_release(&r);
+
+	/* Anthropic's always come with one; a proxy's without gets one too */
+	llm_response_init(&r);
+	CHECK_INT(llm_anthropic.parse(&r, anth, strlen(anth)), 0);
+	llm_response_name_calls(&r, msgs);
+	CHECK_STR(r.calls[0].id, "call_forge_3_1");
+	llm_response_release(&r);
+	jv_free(msgs);
+}
+
 /* Non-streaming: the recorded Anthropic cassette's response bodies. */
 static jv cassette(const char *path)
 {
@@ -695,6 +869,9 @@ int main(void)
 	RUN(test_oai_stream_text);
 	RUN(test_oai_stream_tool);
 	RUN(test_oai_stream_parallel_tools);
+	RUN(test_anth_context_window_stop);
+	RUN(test_oai_stream_whole_calls_without_ids);
+	RUN(test_calls_named);
 	RUN(test_oai_reasoning_sent_back);
 	RUN(test_anth_nonstream_tool_loop);
 	RUN(test_anth_empty_answer_left_out);
