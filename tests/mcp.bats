@@ -390,7 +390,8 @@ python3 \"$1\" --log \"$2\" --pid-out \"$3\" --stubborn yes; :", "sh", $server, 
 	local d="$BATS_TEST_TMPDIR"
 	while [ "$d" != / ] && [ -n "$d" ]; do chmod a+x "$d"; d=${d%/*}; done
 	chown -R 65534:65534 "$BATS_TEST_TMPDIR"
-	launched_tree_killed setpriv --reuid=65534 --regid=65534 --clear-groups
+	# (and a TMPDIR nobody may write in: the suite's may be root's, 0711)
+	launched_tree_killed setpriv --reuid=65534 --regid=65534 --clear-groups env TMPDIR="$BATS_TEST_TMPDIR"
 	[ "$NS" = own ]
 }
 
