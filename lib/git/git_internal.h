@@ -20,8 +20,9 @@ struct forge_git {
 struct forge_git_worktree {
 	git_repository *repo;   /* opened on the worktree */
 	char *trace;
-	char *path;             /* <root>/.forge/worktrees/TRACE */
-	char *branch;           /* forge/TRACE */
+	char *name;             /* the run's name in git (forge_git_run_name) */
+	char *path;             /* <root>/.forge/worktrees/NAME */
+	char *branch;           /* forge/NAME */
 	char *base;             /* the base commit's SHA */
 	bool reopened;
 	bool safecrlf_off;      /* repo reads core.safecrlf false (git_diff.c) */
