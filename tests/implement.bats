@@ -760,3 +760,18 @@ deleted refs/heads/${branches[0]}"
 	assert_output ""
 	[ ! -e "$REPO/.forge/worktrees/${branches[0]#forge/}" ]
 }
+
+@test "a write_file nested deeper than git can walk is refused to the model; the attempt's other files are committed" {
+	plan_state T41 >"$BATS_TEST_TMPDIR/plan.json"
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	deep=$(printf 'd/%.0s' {1..120})f.txt
+	# (before: the call succeeded, then the commit failed on libgit2's
+	# "directory nesting too deep (100)": exit 5, MUL.md not committed)
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"'"$deep"'","content":"x\n"}},
+		{"name":"write_file","input":{"path":"MUL.md","content":"mul\n"}}]}, '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	events_of tool.failed | jq -e -s 'length == 1 and (.[0].error | startswith("write_file: a path nested 120 directories deep, more than the 99 git (libgit2) can take: use a shallower one"))'
+	[ "$(git show forge/T41:MUL.md)" = mul ]
+	[ ! -e "$REPO/.forge/worktrees/T41/d" ]
+	last_state | jq -e '.status == "ok" and (.changes.files | map(.path)) == ["MUL.md"]'
+}
