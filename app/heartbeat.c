@@ -22,7 +22,7 @@ struct heartbeat {
 	int done[2];                /* pipe: the thread writes a byte when it ends */
 	struct store *st;           /* owned: the thread's own connection, opened at its first beat */
 	char *db;                   /* owned */
-	char trace[128], holder[ULID_LEN + 1], program[64];
+	char trace[128 + 1], holder[ULID_LEN + 1], program[64];   /* (a trace id: at most 128) */
 	double every_s;
 	bool quiet, warned;
 	void (*on_lost)(void *);    /* called once, from the thread, when the lease was taken */

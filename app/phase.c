@@ -1333,7 +1333,15 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	int status;
 
 	program_name = spec->program;
-	cli_parse(&ph.common, &cs, argc, argv, on_option, &ph);
+	int first = cli_parse(&ph.common, &cs, argc, argv, on_option, &ph);
+	/* A phase's input is stdin or --task (DESIGN.md §2): an operand is
+	 * refused, not dropped (before: `echo other | forge-plan "add x"`
+	 * planned "other", and `forge-test --no-input FILE` ran every test). */
+	if (first < argc)
+		cli_usage_error(&cs, "unexpected operand '%s': %s takes no operand; give the task with --task "
+				"TEXT, or pipe a state, {\"task\": …} or a task description on stdin%s",
+				argv[first], spec->program,
+				spec->runs_alone ? ", or pass --no-input to work on the repository alone" : "");
 	catch_signals();
 	stream_out_init(&ph.out, stdout, spec->program, spec->name);
 	stream_input_init(&ph.in);

@@ -40,15 +40,16 @@ out:
 	return rc;
 }
 
-/* Whether forge/TRACE has commits beyond refs/forge/TRACE/base. */
-static bool has_commits(struct forge_git *g, const char *trace)
+/* Whether forge/NAME has commits beyond refs/forge/NAME/base (NAME: the
+ * run's name, forge_git_run_name). */
+static bool has_commits(struct forge_git *g, const char *name)
 {
 	struct buf b = BUF_INIT, base = BUF_INIT;
 	char *tip = NULL, *start = NULL;
 	bool yes;
 
-	buf_addf(&b, "refs/heads/forge/%s", trace);
-	buf_addf(&base, "refs/forge/%s/base", trace);
+	buf_addf(&b, "refs/heads/forge/%s", name);
+	buf_addf(&base, "refs/forge/%s/base", name);
 	if (forge_git_resolve(&tip, g, b.buf) < 0)
 		yes = false;               /* no branch: nothing to keep */
 	else
@@ -63,8 +64,8 @@ static bool has_commits(struct forge_git *g, const char *trace)
 /* The run's worktree; 1 (nothing removed, said on out) when the person
  * locked it (git worktree lock): Forge never locks its own, so it is in
  * use, and the run's branch and refs stay with it. */
-static int remove_worktree(struct forge_git *g, const char *trace, enum runclean_mode mode, bool dry_run,
-			   FILE *out, int *n)
+static int remove_worktree(struct forge_git *g, const char *trace, const char *name, enum runclean_mode mode,
+			   bool dry_run, FILE *out, int *n)
 {
 	jv wts;
 	int rc = 0;
@@ -75,7 +76,7 @@ static int remove_worktree(struct forge_git *g, const char *trace, enum runclean
 		const char *path = json_get_str(w, "path"), *why = json_get_str(w, "lock_reason");
 		if (json_get_bool(w, "locked", false)) {
 			fprintf(out, "kept worktree %s and branch forge/%s: the worktree is locked%s%s%s "
-				     "(git worktree unlock %s, then forge gc)\n", path, trace, why ? " (" : "",
+				     "(git worktree unlock %s, then forge gc)\n", path, name, why ? " (" : "",
 				why ? why : "", why ? ")" : "", path);
 			rc = 1;
 		} else if (dry_run) {
@@ -97,25 +98,25 @@ static int remove_worktree(struct forge_git *g, const char *trace, enum runclean
 	return rc;
 }
 
-/* 1 (said on out) when forge/TRACE is checked out somewhere other than the
+/* 1 (said on out) when forge/NAME is checked out somewhere other than the
  * run's own worktree (which goes first): the person is on it, so it and
  * the run's refs stay; 0 when not, -1. */
-static int branch_in_use(struct forge_git *g, const char *trace, FILE *out)
+static int branch_in_use(struct forge_git *g, const char *name, FILE *out)
 {
-	struct buf name = BUF_INIT, own = BUF_INIT;
+	struct buf ref = BUF_INIT, own = BUF_INIT;
 	char *where = NULL;
 	int rc;
 
-	buf_addf(&name, "refs/heads/forge/%s", trace);
-	buf_addf(&own, "%s/.forge/worktrees/%s", forge_git_root(g), trace);
-	rc = forge_git_checked_out_in(&where, g, name.buf);
+	buf_addf(&ref, "refs/heads/forge/%s", name);
+	buf_addf(&own, "%s/.forge/worktrees/%s", forge_git_root(g), name);
+	rc = forge_git_checked_out_in(&where, g, ref.buf);
 	if (rc == 0 && where && strcmp(where, own.buf) != 0) {
 		fprintf(out, "kept branch forge/%s: it is checked out in %s (switch that checkout to another "
-			     "branch, then forge gc)\n", trace, where);
+			     "branch, then forge gc)\n", name, where);
 		rc = 1;
 	}
 	free(where);
-	buf_release(&name);
+	buf_release(&ref);
 	buf_release(&own);
 	return rc;
 }
@@ -123,34 +124,37 @@ static int branch_in_use(struct forge_git *g, const char *trace, FILE *out)
 int runclean(struct forge_git *g, const char *trace, enum runclean_mode mode, bool dry_run, FILE *out,
 	     int *n_removed)
 {
+	char name[FORGE_GIT_RUN_NAME_SIZE];
 	jv refs = jv_null();
 	int n = 0, rc = -1;
 
-	if ((rc = remove_worktree(g, trace, mode, dry_run, out, &n)) != 0)
+	if (forge_git_run_name(name, trace) < 0)
+		goto out;
+	if ((rc = remove_worktree(g, trace, name, mode, dry_run, out, &n)) != 0)
 		goto out;
 	rc = -1;
-	if (mode == RUNCLEAN_CANCEL && has_commits(g, trace)) {
+	if (mode == RUNCLEAN_CANCEL && has_commits(g, name)) {
 		fprintf(out, "kept branch forge/%s: it has the run's commits (forge diff %s; forge gc removes "
-			     "it)\n", trace, trace);
+			     "it)\n", name, trace);
 		rc = 0;
 		goto out;
 	}
-	if ((rc = branch_in_use(g, trace, out)) != 0)
+	if ((rc = branch_in_use(g, name, out)) != 0)
 		goto out;
 	rc = -1;
 	if (forge_git_run_refs(&refs, g, trace) < 0)
 		goto out;
 	rc = 0;
 	jv_array_foreach(refs, i, r) {
-		const char *name = json_get_str(r, "ref");
-		bool saved = strstr(name, "/saved/") != NULL;
+		const char *ref = json_get_str(r, "ref");
+		bool saved = strstr(ref, "/saved/") != NULL;
 		if (rc == 0 && !(mode == RUNCLEAN_CANCEL && saved)) {
 			if (dry_run)
-				fprintf(out, "would delete %s\n", name);
-			else if (forge_git_ref_delete(g, name) < 0)
+				fprintf(out, "would delete %s\n", ref);
+			else if (forge_git_ref_delete(g, ref) < 0)
 				rc = -1;
 			else
-				fprintf(out, "deleted %s\n", name);
+				fprintf(out, "deleted %s\n", ref);
 			n += rc == 0;
 		}
 		jv_free(r);

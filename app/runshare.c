@@ -30,12 +30,12 @@ static jv shown_remote(const char *remote)
 int runshare_push(jv *event, const char *repo, const char *remote, const char *trace)
 {
 	struct forge_git *g = NULL;
-	char branch[160], *tip = NULL;
-	int rc = -1;
+	char name[FORGE_GIT_RUN_NAME_SIZE], branch[160], *tip = NULL;
+	int named = forge_git_run_name(name, trace), rc = -1;
 
-	snprintf(branch, sizeof branch, "forge/%s", trace ? trace : "");
+	snprintf(branch, sizeof branch, "forge/%s", name);
 	*event = json_set(json_set(jv_object(), "remote", shown_remote(remote)), "branch", jv_string(branch));
-	if (forge_git_open(&g, repo) == 0 && forge_git_resolve(&tip, g, branch) == 0 &&
+	if (named == 0 && forge_git_open(&g, repo) == 0 && forge_git_resolve(&tip, g, branch) == 0 &&
 	    forge_git_run_push(g, remote, trace) == 0) {
 		*event = json_set(*event, "commit", jv_string(tip));
 		rc = 0;
@@ -124,13 +124,13 @@ int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 	jv task = json_get(*state, "task"), changes = json_get(*state, "changes");
 	struct forge_git *g = NULL;
 	struct forge_git_worktree *wt = NULL;
-	char ref[192], *tip = NULL, *past = NULL, *saved = NULL;
+	char name[FORGE_GIT_RUN_NAME_SIZE], ref[192], *tip = NULL, *past = NULL, *saved = NULL;
 	int fetched = 0, rc = -1;
 
 	*event = jv_null();
-	if (forge_git_open(&g, repo) < 0)
+	if (forge_git_run_name(name, trace) < 0 || forge_git_open(&g, repo) < 0)
 		goto out;
-	snprintf(ref, sizeof ref, "refs/heads/forge/%s", trace ? trace : "");
+	snprintf(ref, sizeof ref, "refs/heads/forge/%s", name);
 	bool here = forge_git_resolve(&tip, g, ref) == 0;
 	free(tip);
 	tip = NULL;
@@ -169,19 +169,20 @@ out:
 	return rc;
 }
 
-/* The tips of forge/TRACE here (*local) and as fetched into refs/forge/TRACE/remote. */
-static int fetch_remote_tip(char **local, char **theirs, struct forge_git *g, const char *remote, const char *trace)
+/* The tips of forge/NAME here (*local) and as fetched into refs/forge/NAME/remote
+ * (NAME: the run's, forge_git_run_name). */
+static int fetch_remote_tip(char **local, char **theirs, struct forge_git *g, const char *remote, const char *name)
 {
 	char spec[400], ref[192];
 
 	*local = *theirs = NULL;
-	snprintf(ref, sizeof ref, "refs/heads/forge/%s", trace);
+	snprintf(ref, sizeof ref, "refs/heads/forge/%s", name);
 	if (forge_git_resolve(local, g, ref) < 0)
 		return 1;               /* not here: runshare_adopt fetches it */
-	snprintf(spec, sizeof spec, "+refs/heads/forge/%s:refs/forge/%s/remote", trace, trace);
+	snprintf(spec, sizeof spec, "+refs/heads/forge/%s:refs/forge/%s/remote", name, name);
 	if (forge_git_fetch(g, remote, spec) < 0)
 		return -1;
-	snprintf(ref, sizeof ref, "refs/forge/%s/remote", trace);
+	snprintf(ref, sizeof ref, "refs/forge/%s/remote", name);
 	return forge_git_resolve(theirs, g, ref) < 0 ? -1 : 0;
 }
 
@@ -189,18 +190,16 @@ int runshare_catch_up(jv *event, const char *repo, const char *remote, const cha
 {
 	struct forge_git *g = NULL;
 	struct forge_git_worktree *wt = NULL;
-	char *local = NULL, *theirs = NULL, *saved = NULL;
+	char name[FORGE_GIT_RUN_NAME_SIZE], *local = NULL, *theirs = NULL, *saved = NULL;
 	bool behind = false, ahead = false;
 	int rc = -1;
 
 	*event = jv_null();
-	if (!forge_git_trace_valid(trace)) {
-		forge_error("'%s' is not a valid trace id", trace ? trace : "");
+	if (forge_git_run_name(name, trace) < 0)
 		return -1;
-	}
 	if (forge_git_open(&g, repo) < 0)
 		goto out;
-	rc = fetch_remote_tip(&local, &theirs, g, remote, trace);
+	rc = fetch_remote_tip(&local, &theirs, g, remote, name);
 	if (rc != 0) {
 		rc = rc > 0 ? 0 : -1;
 		goto out;
@@ -221,7 +220,7 @@ int runshare_catch_up(jv *event, const char *repo, const char *remote, const cha
 
 		forge_error("the run's branch forge/%s here (%.12s) and on the remote '%s' (%.12s) have diverged: "
 			    "not resumed; keep one of them (git push --force, or git branch -f forge/%s) and resume again",
-			    trace, local, shown, theirs, trace);
+			    name, local, shown, theirs, name);
 		free(shown);
 		rc = 2;
 		goto out;

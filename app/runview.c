@@ -29,13 +29,16 @@ void runview_refs(char **branch, char **base, struct store *st, const char *trac
 {
 	jv cp = jv_null(), task;
 	struct buf b = BUF_INIT;
+	char name[FORGE_GIT_RUN_NAME_SIZE];
 
 	store_checkpoint_latest(&cp, st, trace);
 	task = json_get(cp, "task");
 	if (json_get_str(task, "branch"))
 		buf_adds(&b, json_get_str(task, "branch"));
+	else if (forge_git_run_name(name, trace) == 0)
+		buf_addf(&b, "forge/%s", name);
 	else
-		buf_addf(&b, "forge/%s", trace);
+		buf_addf(&b, "forge/%s", trace);	/* (not a trace id: a branch by that name, if any) */
 	*branch = buf_detach(&b, NULL);
 	*base = json_get_str(task, "base_commit") ? xstrdup(json_get_str(task, "base_commit")) : NULL;
 	jv_free(task);

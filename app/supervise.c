@@ -2038,13 +2038,14 @@ static void recover_worktree(struct sup *s)
 	/* A branch a person deleted (the worktree too, or not) comes back at
 	 * the checkpoint's commit: the run goes on from what it had, and the
 	 * worktree made anew is not taken for their changes. */
-	if (commit && json_get_str(task, "worktree") && g &&
+	char name[FORGE_GIT_RUN_NAME_SIZE];
+	if (commit && json_get_str(task, "worktree") && g && forge_git_run_name(name, s->trace) == 0 &&
 	    forge_git_run_branch_restore(g, s->trace, commit, json_get_str(task, "base_commit")) == 1) {
 		sup_emit(s, "worktree.branch_restored", json_set(json_set(jv_object(), "branch",
-			 jv_string_fmt("forge/%s", s->trace)), "commit", jv_string(commit)));
+			 jv_string_fmt("forge/%s", name)), "commit", jv_string(commit)));
 		if (!s->o->quiet)
 			fprintf(stderr, "forge: the run's branch forge/%s was gone: made again at its last "
-					"checkpoint's commit %.12s\n", s->trace, commit);
+					"checkpoint's commit %.12s\n", name, commit);
 	}
 	if (commit && json_get_str(task, "worktree") && g &&
 	    forge_git_worktree_open(&wt, g, s->trace, json_get_str(task, "base_ref")) == 0) {

@@ -29,7 +29,7 @@ struct graph;
 struct sup {
 	const struct supervise_opts *o;
 	struct stream_out out;      /* the supervisor's own events (stdout with --json) */
-	char trace[128];
+	char trace[128 + 1];        /* (a trace id has at most 128 characters) */
 	jv state;                   /* the current state (owned) */
 	const char *running;        /* the phase being run */
 	enum pipeline_state pl;

@@ -47,10 +47,33 @@ static const struct cli_spec spec = {
 	.extra_help = "Exit status: 0 done (or nothing to do), 5 git or the database failed.",
 };
 
-/* The traces with a worktree or a ref, each once, sorted. */
-static int traces_in_repo(jv *out, struct forge_git *g)
+/*
+ * {run's name in git: its trace id} for every run of the database.  Git
+ * knows a run by its name (forge_git_run_name), which is the trace id
+ * itself unless the id has characters a ref cannot hold ("JIRA-12.1").
+ */
+static jv names_of_runs(struct store *st)
 {
-	jv wts, refs, set = jv_object();
+	jv runs = jv_null(), names = jv_object();
+	char name[FORGE_GIT_RUN_NAME_SIZE];
+
+	if (store_runs_list(&runs, st, 0) == 0 && jv_get_kind(runs) == JV_KIND_ARRAY) {
+		jv_array_foreach(runs, i, r) {
+			const char *trace = json_get_str(r, "trace_id");
+			if (trace && forge_git_run_name(name, trace) == 0)
+				names = json_set(names, name, jv_string(trace));
+			jv_free(r);
+		}
+	}
+	jv_free(runs);
+	return names;
+}
+
+/* The traces with a worktree or a ref, each once, sorted; a name no run of
+ * the database has stays as it is (no run: nothing is collected). */
+static int traces_in_repo(jv *out, struct forge_git *g, struct store *st)
+{
+	jv wts, refs, set = jv_object(), names;
 
 	*out = jv_null();
 	if (forge_git_worktree_list(&wts, g, NULL) < 0)
@@ -59,17 +82,16 @@ static int traces_in_repo(jv *out, struct forge_git *g)
 		jv_free(wts);
 		return -1;
 	}
-	jv_array_foreach(wts, i, w) {
-		set = json_set(set, json_get_str(w, "trace"), jv_true());
+	names = names_of_runs(st);
+	jv all = jv_array_concat(wts, refs);
+	jv_array_foreach(all, i, w) {
+		const char *name = json_get_str(w, "name"), *trace = json_get_str(names, name);
+		set = json_set(set, trace ? trace : name, jv_true());
 		jv_free(w);
 	}
-	jv_array_foreach(refs, i, r) {
-		set = json_set(set, json_get_str(r, "trace"), jv_true());
-		jv_free(r);
-	}
 	*out = jv_keys(set);
-	jv_free(wts);
-	jv_free(refs);
+	jv_free(all);
+	jv_free(names);
 	return 0;
 }
 
@@ -117,10 +139,12 @@ static int merged_since(struct store *st, struct forge_git *g, const char *trace
 	struct buf branch = BUF_INIT;
 	const char *commit, *into;
 	bool in_commit = false, in_into = false;
-	char *tip = NULL;
+	char name[FORGE_GIT_RUN_NAME_SIZE], *tip = NULL;
 	int rc = 0;
 
-	buf_addf(&branch, "refs/heads/forge/%s", trace);
+	if (forge_git_run_name(name, trace) < 0)
+		return 0;
+	buf_addf(&branch, "refs/heads/forge/%s", name);
 	store_event_last(&merged, st, trace, "run.merged");
 	p = json_get(merged, "payload");
 	commit = json_get_str(p, "commit");
@@ -130,8 +154,8 @@ static int merged_since(struct store *st, struct forge_git *g, const char *trace
 	    !(into && forge_git_contains(&in_into, g, into, tip) == 0 && in_into)) {
 		printf("run %s (merged): kept: forge/%s has commits made since it was merged into %s "
 		       "(git log %s..forge/%s); merge them or delete the branch (git branch -D forge/%s), "
-		       "then forge gc\n", trace, trace, into ? into : "its base branch", into ? into : "main",
-		       trace, trace);
+		       "then forge gc\n", trace, name, into ? into : "its base branch", into ? into : "main",
+		       name, name);
 		rc = 1;
 	}
 	free(tip);
@@ -199,7 +223,7 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 	jv traces;
 	int runs = 0, things = 0, kept = 0, rc = FORGE_EXIT_OK;
 
-	if (traces_in_repo(&traces, g) < 0) {
+	if (traces_in_repo(&traces, g, st) < 0) {
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
 	}

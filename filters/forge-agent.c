@@ -273,7 +273,9 @@ int main(int argc, char **argv)
 	jv doc;
 	int code;
 
-	cli_parse(&ph.common, &cs, argc, argv, NULL, NULL);
+	int first = cli_parse(&ph.common, &cs, argc, argv, NULL, NULL);
+	if (first < argc)	/* (its sub-task is on stdin; an operand was dropped) */
+		cli_usage_error(&cs, "unexpected operand '%s': forge-agent reads its sub-task on stdin", argv[first]);
 	catch_signals();
 	doc = read_task();
 	if (!jv_is_valid(doc)) {

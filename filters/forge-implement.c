@@ -1358,10 +1358,6 @@ static int open_worktree(struct impl *im, const char *root)
 
 	if (forge_git_open(&im->g, root) < 0)
 		goto out;
-	if (!forge_git_trace_valid(trace)) {
-		forge_error("trace id '%s' cannot name a worktree", trace);
-		goto out;
-	}
 	/* A new worktree only: one already made has its base. */
 	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base, trace);
 	if (usable != 0) {

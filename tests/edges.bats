@@ -332,6 +332,27 @@ no_reader() {
 	[[ $stderr == *"no state in the input, only events"*"to work on the repository alone, pass --no-input" ]]
 }
 
+@test "an operand is refused by every phase filter (exit 2, saying how the input is given), not dropped for what stdin holds" {
+	calc_replay
+	# (before: the operand was dropped: this planned "some other text" and
+	# exited 0, and forge-test --no-input FILE ran the whole suite)
+	run -2 --separate-stderr bash -c 'echo "some other text" | forge-plan "add a --version flag"'
+	[ "$stderr" = "forge-plan: unexpected operand 'add a --version flag': forge-plan takes no operand; give the task with --task TEXT, or pipe a state, {\"task\": …} or a task description on stdin
+Try 'forge-plan --help' for more information." ]
+	assert_output ""
+	run -2 --separate-stderr forge-test --no-input no/such/test/file
+	[[ $stderr == "forge-test: unexpected operand 'no/such/test/file': "*"or pass --no-input to work on the repository alone"$'\n'"Try 'forge-test --help'"* ]]
+	assert_output ""
+	# every other phase, an operand among options too; forge-stage after its
+	# stage's name, forge-agent (a sub-agent) alike
+	for cmd in "forge-implement stray" "forge-review -q stray --base HEAD" "forge-deploy --no-input stray" \
+		   "forge-stage flows stray" "forge-agent stray" "forge-plan --task x -- stray"; do
+		run -2 --separate-stderr $cmd </dev/null
+		[[ $stderr == *": unexpected operand 'stray'"* ]]
+		assert_output ""
+	done
+}
+
 @test "outside a git repository, forge-review --base/--commit and forge-deploy are a usage error (exit 2) as with --repo ." {
 	# (before: exit 5, "dependency failed", with a failed state, when --repo
 	# was left to its default; exit 2 with --repo .)

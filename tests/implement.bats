@@ -777,3 +777,59 @@ DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
 		.changes.base_commit == $base and .changes.files == [] and .changes.diff == ""'
 	[ "$(git rev-parse forge/T33)" = "$BASE" ]
 }
+
+@test "a hand-written trace id the schema allows (JIRA-12.1, rel:1, 128 characters) gets a branch and worktree git can hold; plain ids keep theirs" {
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	long=$(printf 'r%.0s' {1..128})
+	# (before: exit 5, "trace id '…' cannot name a worktree", for any id
+	# with '.' or ':' or over 100 characters)
+	for t in JIRA-12.1 rel:1 "$long" T40; do
+		plan_state "$t" >"$BATS_TEST_TMPDIR/plan.json"
+		mock '[{"tool_calls":[{"name":"git_status","input":{}},
+			{"name":"write_file","input":{"path":"N.md","content":"n\n"}}]}, '"$FINISH"']'
+		run -0 --separate-stderr bash -c "set -o pipefail; forge-implement --config '$BATS_TEST_TMPDIR/c.json' \
+			<'$BATS_TEST_TMPDIR/plan.json' | forge-events store"
+		branch=$(last_state | jq -r .task.branch)
+		git check-ref-format "refs/heads/$branch"
+		last_state | jq -e --arg wt "$REPO/.forge/worktrees/${branch#forge/}" '.status == "ok" and .task.worktree == $wt'
+		[ "$(git show "$branch:N.md")" = n ]
+		# every record carries the whole id; the git tool worked in the worktree
+		jq -e -s --arg t "$t" 'all(.[]; .trace_id == $t)' <<<"$output"
+		jq -e -s 'map(select(.type == "tool.executed") | .payload.tool) == ["git_status", "write_file"]' <<<"$output"
+		echo "$branch" >>"$BATS_TEST_TMPDIR/branches"
+	done
+	mapfile -t branches <"$BATS_TEST_TMPDIR/branches"
+	[[ ${branches[0]} =~ ^forge/JIRA-12_1\.[0-9a-f]{16}$ ]]
+	[[ ${branches[1]} =~ ^forge/rel_1\.[0-9a-f]{16}$ ]]
+	[[ ${branches[2]} =~ ^forge/r{64}\.[0-9a-f]{16}$ ]]
+	[ "${branches[3]}" = forge/T40 ]          # a plain id is its own name, as before
+	# a person names the run by its id: forge show finds it, forge gc removes
+	# what a cancelled one left under its name
+	run -0 forge show JIRA-12.1
+	assert_output --partial "JIRA-12.1"
+	sqlite3 "$FORGE_DB" "INSERT INTO runs (id, task, status, started_at, updated_at)
+		VALUES ('JIRA-12.1', 'add a mul operation', 'cancelled', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+	mkdir "$BATS_TEST_TMPDIR/tmp"		# (gc sweeps TMPDIR: this test's own)
+	run -0 env TMPDIR="$BATS_TEST_TMPDIR/tmp" forge gc
+	assert_output --partial "run JIRA-12.1 (cancelled):
+removed worktree $REPO/.forge/worktrees/${branches[0]#forge/}
+deleted refs/heads/${branches[0]}"
+	run -0 git for-each-ref --format='%(refname)' 'refs/heads/forge/JIRA*' 'refs/forge/JIRA*'
+	assert_output ""
+	[ ! -e "$REPO/.forge/worktrees/${branches[0]#forge/}" ]
+}
+
+@test "a write_file nested deeper than git can walk is refused to the model; the attempt's other files are committed" {
+	plan_state T41 >"$BATS_TEST_TMPDIR/plan.json"
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	deep=$(printf 'd/%.0s' {1..120})f.txt
+	# (before: the call succeeded, then the commit failed on libgit2's
+	# "directory nesting too deep (100)": exit 5, MUL.md not committed)
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"'"$deep"'","content":"x\n"}},
+		{"name":"write_file","input":{"path":"MUL.md","content":"mul\n"}}]}, '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	events_of tool.failed | jq -e -s 'length == 1 and (.[0].error | startswith("write_file: a path nested 120 directories deep, more than the 99 git (libgit2) can take: use a shallower one"))'
+	[ "$(git show forge/T41:MUL.md)" = mul ]
+	[ ! -e "$REPO/.forge/worktrees/T41/d" ]
+	last_state | jq -e '.status == "ok" and (.changes.files | map(.path)) == ["MUL.md"]'
+}

@@ -350,7 +350,9 @@ static struct forge_git_worktree *open_run_worktree(struct forge_git **g, const 
 		return NULL;
 	base = base ? base + 1 : root;
 	buf_addf(&expect, "%s/.forge/worktrees/%s", forge_git_root(*g), base);
-	if (strcmp(expect.buf, root) != 0 || !forge_git_trace_valid(base)) {
+	/* (the directory is named by the run's name, forge_git_run_name,
+	 * which opens the same worktree as the trace it was made for) */
+	if (strcmp(expect.buf, root) != 0 || !forge_git_run_name_valid(base)) {
 		forge_error("'%s' is not a run's worktree (.forge/worktrees/TRACE); git tools work in a run",
 			    root);
 	} else if (forge_git_worktree_open(&wt, *g, base, NULL) < 0) {

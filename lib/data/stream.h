@@ -97,7 +97,9 @@ struct stream_input {
 	unsigned long forwarded;/* records forwarded */
 	bool empty;             /* the input had nothing but white space */
 	unsigned long text_line;/* the line the task's plain text starts on (0: no text) */
-	char trace_id[128];     /* trace of the last record seen, "" when none */
+	/* trace of the last record seen, "" when none (a trace id has at
+	 * most 128 characters: state.schema.json) */
+	char trace_id[128 + 1];
 	unsigned long error_line; /* after a failure: the line at fault (0: none) */
 };
 
@@ -127,7 +129,7 @@ struct stream_out {
 	FILE *f;
 	const char *source;     /* program name: "forge-review" */
 	const char *phase;      /* "review", or NULL */
-	char trace_id[128];
+	char trace_id[128 + 1];   /* (a trace id has at most 128 characters) */
 	bool failed;
 	int err;                /* errno of the failed write */
 	bool hold;              /* stream_read() forwarding: flush when input pauses */

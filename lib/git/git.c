@@ -8,6 +8,7 @@
 #include "core/forgedir.h"
 #include "core/owner.h"
 #include "core/secret.h"
+#include "core/sha256.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -1014,23 +1015,108 @@ out:
 	return rc;
 }
 
+/* A mapped run name (forge_git_run_name): at most this much of the trace,
+ * then '.' and this many hex digits of its SHA-256 (64 bits: two traces
+ * of one repository do not meet by chance). */
+enum { RUN_NAME_PREFIX_MAX = 64, RUN_NAME_HASH_HEX = 16 };
+
+/* ASCII only: the C library's isalnum() follows the locale. */
+static bool ascii_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
 bool forge_git_trace_valid(const char *trace)
 {
-	size_t n;
+	size_t n = trace ? strlen(trace) : 0;
 
-	if (!trace)
+	if (n == 0 || n > FORGE_GIT_TRACE_MAX)
 		return false;
-	n = strlen(trace);
-	if (n == 0 || n > 100)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = trace[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-		if (!alnum && (i == 0 || (c != '-' && c != '_')))
+	for (size_t i = 0; i < n; i++)
+		if (!ascii_alnum(trace[i]) && !strchr("._:-", trace[i]))
 			return false;
-	}
 	return true;
+}
+
+/* [A-Za-z0-9_-]: what a run's name keeps of a trace as it is. */
+static bool name_char(char c)
+{
+	return ascii_alnum(c) || c == '_' || c == '-';
+}
+
+/* Letters, digits, '_' and '-', the first a letter or digit: s[0..n). */
+static bool plain_name(const char *s, size_t n)
+{
+	if (n == 0 || !ascii_alnum(s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!name_char(s[i]))
+			return false;
+	return true;
+}
+
+/*
+ * A name that is its own run name: a plain one of at most 100 characters
+ * (every run's before other ids were mapped: their branches and worktrees
+ * keep their names), or a mapped one, PREFIX.HEX, so that the name of a
+ * worktree's directory (lib/agent/tools.c opens it by that) is the run's.
+ */
+static bool name_as_is(const char *s)
+{
+	size_t n = strlen(s);
+	const char *dot = strchr(s, '.');
+
+	if (!dot)
+		return n <= 100 && plain_name(s, n);
+	if ((size_t)(dot - s) > RUN_NAME_PREFIX_MAX || !plain_name(s, (size_t)(dot - s)) ||
+	    strlen(dot + 1) != RUN_NAME_HASH_HEX)
+		return false;
+	for (const char *h = dot + 1; *h; h++)
+		if (!(*h >= '0' && *h <= '9') && !(*h >= 'a' && *h <= 'f'))
+			return false;
+	return true;
+}
+
+int forge_git_run_name(char out[FORGE_GIT_RUN_NAME_SIZE], const char *trace)
+{
+	struct sha256 h;
+	char hex[65];
+	size_t k = 0;
+
+	out[0] = '\0';
+	if (!forge_git_trace_valid(trace))
+		return forge_error("'%s' is not a trace id (1 to %d letters, digits, '.', '_', ':' and '-')",
+				   trace ? trace : "", FORGE_GIT_TRACE_MAX);
+	if (name_as_is(trace)) {
+		snprintf(out, FORGE_GIT_RUN_NAME_SIZE, "%s", trace);
+		return 0;
+	}
+	/* A ref name cannot hold ':', a component not start with '.' nor end
+	 * in ".lock", and git keeps a worktree's name to what its directory
+	 * can be: the trace's own characters where they are safe, then '.'
+	 * and a hash of the whole trace.  No plain name has a '.', so a
+	 * mapped name is never another trace's plain one; two mapped ones
+	 * differ by their hashes (only an id written to be another's mapped
+	 * name, PREFIX.HEX itself, would meet it). */
+	for (const char *p = trace; *p && k < RUN_NAME_PREFIX_MAX; p++) {
+		if (k == 0 && !ascii_alnum(*p))
+			continue;
+		out[k++] = name_char(*p) ? *p : '_';
+	}
+	if (k == 0) {
+		memcpy(out, "run", 3);
+		k = 3;
+	}
+	sha256_init(&h);
+	sha256_update(&h, trace, strlen(trace));
+	sha256_hex(hex, &h);
+	snprintf(out + k, FORGE_GIT_RUN_NAME_SIZE - k, ".%.*s", RUN_NAME_HASH_HEX, hex);
+	return 0;
+}
+
+bool forge_git_run_name_valid(const char *name)
+{
+	return name && forge_git_trace_valid(name) && name_as_is(name);
 }
 
 int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const char *b)
@@ -1427,11 +1513,14 @@ static int unborn_with_files(struct forge_git *g, const char *base)
 
 int forge_git_base_check(struct forge_git *g, const char *base, const char *trace)
 {
+	char name[FORGE_GIT_RUN_NAME_SIZE];
 	git_oid id;
 	bool unborn;
 	int e;
 
 	base = base ? base : "HEAD";
+	if (forge_git_run_name(name, trace) < 0)
+		return -1;
 	if (forge_dir_check(g->root) < 0)
 		return 1;
 	if ((e = unborn_with_files(g, base)) != 0)
@@ -1439,7 +1528,7 @@ int forge_git_base_check(struct forge_git *g, const char *base, const char *trac
 	/* (a base that does not resolve is forge_git_worktree_open()'s to report) */
 	if (forge_git_peel(&id, &unborn, g->repo, base) < 0)
 		return 0;
-	e = forge_git_tree_fits(g->repo, unborn ? NULL : &id, g->root, trace);
+	e = forge_git_tree_fits(g->repo, unborn ? NULL : &id, g->root, name);
 	return e == FORGE_GIT_SETUP ? 1 : e;
 }
 

@@ -4,7 +4,9 @@
  *
  * Layout.  A run with trace id TRACE works in the linked worktree
  * <root>/.forge/worktrees/TRACE (libgit2/git worktree name TRACE) on the
- * branch forge/TRACE.  Refs kept for the run:
+ * branch forge/TRACE -- TRACE standing here for the run's name, which is
+ * the trace id itself for a ULID and for any id git and a directory can
+ * carry as it is (forge_git_run_name).  Refs kept for the run:
  *   refs/forge/TRACE/base      the commit the run started from
  *   refs/forge/TRACE/saved/N   what a reset discarded (N = 1, 2, ...)
  * The first worktree written also creates <root>/.forge/.gitignore
@@ -179,9 +181,31 @@ int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
  */
 int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, const char *path);
 
-/* True when `trace` may name a run (letters, digits, '-', '_'; 1-100
- * characters, starting with a letter or digit). */
+/* The longest trace id (state.schema.json's trace_id). */
+#define FORGE_GIT_TRACE_MAX 128
+/* The size of a run's name (forge_git_run_name) with its NUL. */
+#define FORGE_GIT_RUN_NAME_SIZE 101
+
+/* True when `trace` is a trace id as the schemas have it: 1 to 128
+ * letters, digits, '.', '_', ':' and '-' (a ULID, or written by hand). */
 bool forge_git_trace_valid(const char *trace);
+
+/*
+ * The name of trace's run in git and on disk -- its branch forge/NAME, its
+ * refs refs/forge/NAME/..., its worktree .forge/worktrees/NAME -- into
+ * out: the trace itself when it is letters, digits, '_' and '-' (at most
+ * 100, the first a letter or digit: every ULID), else what a ref and a
+ * directory can hold: its safe characters (at most 64, unsafe ones as
+ * '_') and '.' and 16 hex digits of its SHA-256 ("JIRA-12.1" is
+ * JIRA-12_1.2b6f…); a name so made is its own name.  Every place that
+ * goes from a trace to its branch, refs or worktree asks this function.
+ * 0, or -1 with a message when trace is not a trace id.
+ */
+int forge_git_run_name(char out[FORGE_GIT_RUN_NAME_SIZE], const char *trace);
+
+/* True when name is a run's name (forge_git_run_name of itself): a
+ * worktree directory or branch of a run, not another one. */
+bool forge_git_run_name_valid(const char *name);
 
 /*
  * Create the run's worktree, or reopen it when it exists (resume: then
@@ -209,7 +233,8 @@ int forge_git_run_branch_restore(struct forge_git *g, const char *trace, const c
 void forge_git_worktree_free(struct forge_git_worktree *wt);
 
 /* Getters, borrowed from wt: the directory, the trace, the branch
- * ("forge/TRACE"), the base commit's SHA. */
+ * ("forge/NAME", NAME the trace's forge_git_run_name), the base commit's
+ * SHA. */
 const char *forge_git_worktree_path(const struct forge_git_worktree *wt);
 const char *forge_git_worktree_trace(const struct forge_git_worktree *wt);
 const char *forge_git_worktree_branch(const struct forge_git_worktree *wt);
@@ -296,8 +321,8 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
 
 /*
  * The worktrees of runs (those under <root>/.forge/worktrees), all of them
- * or only `trace`'s when not NULL, sorted by trace:
- * [{"trace", "path", "branch" (null when detached), "head" (null when
+ * or only `trace`'s when not NULL, sorted by the run's name:
+ * [{"name" (forge_git_run_name: a trace's own for a ULID), "path", "branch" (null when detached), "head" (null when
  * unknown), "valid" (its directory is there), "locked" (`git worktree
  * lock`: Forge never locks one, so the person did), "lock_reason" (the
  * reason given, else null)}].
@@ -364,7 +389,8 @@ int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
  * working files left out.
  * run_refs: the refs a run leaves (its branch refs/heads/forge/TRACE and
  * everything under refs/forge/TRACE/), of `trace` or of every run (NULL):
- * [{"trace", "ref"}], sorted by ref within the two groups.
+ * [{"name" (the run's, forge_git_run_name), "ref"}], sorted by ref within
+ * the two groups.
  * ref_delete: delete the ref `name` (a full name); FORGE_GIT_NOTHING when
  * there is none; refuses a branch checked out in some worktree.
  * head_branch: the branch the main checkout is on ("main"); -1 when HEAD is
@@ -407,7 +433,7 @@ int forge_git_checkout_midway(struct forge_git *g, const char *rev);
  * directory, a file of base would be at a path longer than PATH_MAX in it);
  * 0 when it can (a repository with no files at all starts from the empty
  * base; a base that does not resolve is left to forge_git_worktree_open()
- * to report); -1 when the status cannot be read.
+ * to report); -1 when the status cannot be read or trace is not a trace id.
  */
 int forge_git_base_check(struct forge_git *g, const char *base, const char *trace);
 /*

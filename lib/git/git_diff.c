@@ -545,8 +545,9 @@ out:
 	return rc;
 }
 
-/* Point the next free refs/forge/TRACE/saved/N at id; *out gets its name. */
-static int write_saved_ref(char **out, git_repository *repo, const char *trace, const git_oid *id)
+/* Point the next free refs/forge/NAME/saved/N at id (NAME: the run's,
+ * forge_git_run_name); *out gets its name. */
+static int write_saved_ref(char **out, git_repository *repo, const char *name_of_run, const git_oid *id)
 {
 	struct buf name = BUF_INIT;
 
@@ -556,7 +557,7 @@ static int write_saved_ref(char **out, git_repository *repo, const char *trace, 
 		int e;
 
 		buf_reset(&name);
-		buf_addf(&name, "refs/forge/%s/saved/%u", trace, n);
+		buf_addf(&name, "refs/forge/%s/saved/%u", name_of_run, n);
 		/* libgit2 1.5 opened on a linked worktree does not see a shared
 		 * ref as existing when creating one (force 0 overwrites), so
 		 * look first. */
@@ -578,7 +579,7 @@ static int write_saved_ref(char **out, git_repository *repo, const char *trace, 
 		return 0;
 	}
 	buf_release(&name);
-	return forge_error("run '%s' has too many saved refs", trace);
+	return forge_error("run '%s' has too many saved refs", name_of_run);
 }
 
 int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const char *commit)
@@ -638,7 +639,7 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
 			goto out;
 		}
 	}
-	if (write_saved_ref(out, wt->repo, wt->trace, &saved) < 0)
+	if (write_saved_ref(out, wt->repo, wt->name, &saved) < 0)
 		goto out;
 	/* Saved: now the hard reset, then away with untracked files. */
 	if (git_reset(wt->repo, (const git_object *)target, GIT_RESET_HARD, NULL) < 0) {

@@ -20,8 +20,9 @@ struct forge_git {
 struct forge_git_worktree {
 	git_repository *repo;   /* opened on the worktree */
 	char *trace;
-	char *path;             /* <root>/.forge/worktrees/TRACE */
-	char *branch;           /* forge/TRACE */
+	char *name;             /* the run's name in git (forge_git_run_name) */
+	char *path;             /* <root>/.forge/worktrees/NAME */
+	char *branch;           /* forge/NAME */
 	char *base;             /* the base commit's SHA */
 	bool reopened;
 	bool safecrlf_off;      /* repo reads core.safecrlf false (git_diff.c) */
@@ -35,13 +36,14 @@ int forge_git_branch_gone(git_repository *wt_repo, const char *branch, const cha
 			  const char *base);
 
 /*
- * Whether every file of commit `id` (NULL: the empty base) fits in run
- * `trace`'s worktree <root>/.forge/worktrees/TRACE: its path there, and
- * the worktree's .git, shorter than PATH_MAX.  0, or FORGE_GIT_SETUP with a
+ * Whether every file of commit `id` (NULL: the empty base) fits in the
+ * worktree <root>/.forge/worktrees/NAME of the run named `name`
+ * (forge_git_run_name): its path there, and the worktree's .git, shorter
+ * than PATH_MAX.  0, or FORGE_GIT_SETUP with a
  * message naming the longest and saying what to do; -1 when the tree
  * cannot be read.
  */
-int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *trace);
+int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *name);
 
 #define FORGE_GIT_EMPTY_BASE_MESSAGE "forge: empty base commit\n"
 

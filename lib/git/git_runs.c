@@ -91,9 +91,14 @@ out:
 int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace)
 {
 	static const char *const globs[] = { "refs/heads/forge/*", "refs/forge/*" };
+	char want[FORGE_GIT_RUN_NAME_SIZE];
 	jv list = jv_array();
 
 	*out = jv_invalid();
+	if (trace && forge_git_run_name(want, trace) < 0) {
+		jv_free(list);
+		return -1;
+	}
 	for (size_t k = 0; k < 2; k++) {
 		git_reference_iterator *it = NULL;
 		const char *name;
@@ -104,16 +109,16 @@ int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace)
 			return forge_git_fail("cannot list the refs of '%s'", g->root);
 		}
 		while ((e = git_reference_next_name(&name, it)) == 0) {
-			/* refs/heads/forge/T or refs/forge/T/...: the trace is the
-			 * component after the prefix */
+			/* refs/heads/forge/N or refs/forge/N/...: the run's name is
+			 * the component after the prefix */
 			const char *t = name + (k == 0 ? strlen("refs/heads/forge/") : strlen("refs/forge/"));
 			size_t n = strcspn(t, "/");
 
 			if (k == 0 && t[n])
 				continue;      /* refs/heads/forge/a/b: not a run's */
-			if (trace && (strlen(trace) != n || strncmp(t, trace, n) != 0))
+			if (trace && (strlen(want) != n || strncmp(t, want, n) != 0))
 				continue;
-			list = jv_array_append(list, json_set(json_set(jv_object(), "trace", jv_string_sized(t, (int)n)),
+			list = jv_array_append(list, json_set(json_set(jv_object(), "name", jv_string_sized(t, (int)n)),
 							      "ref", jv_string(name)));
 		}
 		git_reference_iterator_free(it);

@@ -17,19 +17,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The names of one run: "forge/T", "refs/heads/forge/T", "refs/forge/T/base". */
+/* The names of one run: its name N (forge_git_run_name), "forge/N",
+ * "refs/heads/forge/N", "refs/forge/N/base". */
 struct run_names {
+	char name[FORGE_GIT_RUN_NAME_SIZE];
 	struct buf branch, branch_ref, base_ref;
 };
 
-static void run_names_init(struct run_names *n, const char *trace)
+/* 0, or -1 with a message when trace is not a trace id (n is released
+ * either way by run_names_release). */
+static int run_names_init(struct run_names *n, const char *trace)
 {
 	buf_init(&n->branch, 0);
 	buf_init(&n->branch_ref, 0);
 	buf_init(&n->base_ref, 0);
-	buf_addf(&n->branch, "forge/%s", trace);
-	buf_addf(&n->branch_ref, "refs/heads/forge/%s", trace);
-	buf_addf(&n->base_ref, "refs/forge/%s/base", trace);
+	if (forge_git_run_name(n->name, trace) < 0)
+		return -1;
+	buf_addf(&n->branch, "forge/%s", n->name);
+	buf_addf(&n->branch_ref, "refs/heads/forge/%s", n->name);
+	buf_addf(&n->base_ref, "refs/forge/%s/base", n->name);
+	return 0;
 }
 
 static void run_names_release(struct run_names *n)
@@ -37,14 +44,6 @@ static void run_names_release(struct run_names *n)
 	buf_release(&n->branch);
 	buf_release(&n->branch_ref);
 	buf_release(&n->base_ref);
-}
-
-static int check_trace(const char *trace)
-{
-	if (!forge_git_trace_valid(trace))
-		return forge_error("'%s' is not a valid trace id (letters, digits, '-' and '_')",
-				   trace ? trace : "");
-	return 0;
 }
 
 static int remove_tree(const char *path);
@@ -132,11 +131,11 @@ static int lock_worktrees(struct forge_git *g)
 	return fd;
 }
 
-static char *worktree_dir(const struct forge_git *g, const char *trace)
+static char *worktree_dir(const struct forge_git *g, const char *name)
 {
 	struct buf p = BUF_INIT;
 
-	buf_addf(&p, "%s/.forge/worktrees/%s", g->root, trace);
+	buf_addf(&p, "%s/.forge/worktrees/%s", g->root, name);
 	return buf_detach(&p, NULL);
 }
 
@@ -217,8 +216,7 @@ static int load_worktree(struct forge_git_worktree *wt, const struct run_names *
 		if (e > 0 && ref_target(&base, wt->repo, n->base_ref.buf) == 0)
 			git_oid_tostr(hex, sizeof hex, &base);
 		if (e > 0)
-			forge_git_branch_gone(wt->repo, n->branch.buf, n->branch.buf + strlen("forge/"),
-					      *hex ? hex : NULL);
+			forge_git_branch_gone(wt->repo, n->branch.buf, wt->trace, *hex ? hex : NULL);
 		goto out;
 	}
 	e = ref_target(&base, wt->repo, n->base_ref.buf);
@@ -254,12 +252,12 @@ static int longest_entry(const char *dir, const git_tree_entry *entry, void *pay
 	return 0;
 }
 
-int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *trace)
+int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *name)
 {
 	struct longest l = { 0, BUF_INIT };
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
-	size_t prefix = strlen(root) + strlen("/.forge/worktrees/") + strlen(trace) + 1;
+	size_t prefix = strlen(root) + strlen("/.forge/worktrees/") + strlen(name) + 1;
 	int rc = -1;
 
 	/* the worktree's own .git file, in an empty one too */
@@ -275,7 +273,7 @@ int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *roo
 		/* (the message ends with the repository's path: a deep one is cut there) */
 		forge_error("the repository's path is too long for a run's worktree: '.forge/worktrees/%s/%s' "
 			    "would be %zu bytes from '/', over the system's limit of %d (PATH_MAX); clone or "
-			    "move the repository to a path at least %zu bytes shorter ('%s')", trace, l.path.buf,
+			    "move the repository to a path at least %zu bytes shorter ('%s')", name, l.path.buf,
 			    prefix + l.len, PATH_MAX - 1, prefix + l.len - (PATH_MAX - 1), root);
 		rc = FORGE_GIT_SETUP;
 	}
@@ -372,10 +370,10 @@ static bool same_dir(const char *a, const char *b)
  * Point them at the new ones, as `git worktree repair` does.  0 when all
  * three were written.
  */
-static int repair_links(struct forge_git *g, const char *path, const char *trace)
+static int repair_links(struct forge_git *g, const char *path, const char *name)
 {
 	char *admin = forge_git_path(git_repository_commondir(g->repo), "worktrees");
-	char *entry = forge_git_path(admin, trace);
+	char *entry = forge_git_path(admin, name);
 	char *gitdir = forge_git_path(entry, "gitdir"), *commondir = forge_git_path(entry, "commondir");
 	char *dotgit = forge_git_path(path, ".git");
 	struct buf text = BUF_INIT;
@@ -410,9 +408,8 @@ int forge_git_run_branch_restore(struct forge_git *g, const char *trace, const c
 	git_oid tip, base;
 	int e, rc = -1;
 
-	if (check_trace(trace) < 0)
-		return -1;
-	run_names_init(&n, trace);
+	if (run_names_init(&n, trace) < 0)
+		goto out;
 	if ((e = ref_target(&tip, g->repo, n.branch_ref.buf)) <= 0) {
 		rc = e;                 /* there (0), or unreadable (-1) */
 		goto out;
@@ -444,7 +441,7 @@ static void unmake_worktree(struct forge_git *g, struct forge_git_worktree *wt, 
 {
 	char *why = xstrdup(forge_last_error());
 	char *admin = forge_git_path(git_repository_commondir(g->repo), "worktrees");
-	char *entry = forge_git_path(admin, wt->trace);
+	char *entry = forge_git_path(admin, n->name);
 	int rc = 0;
 
 	/* (the worktree's repository holds files of the entry open) */
@@ -481,22 +478,22 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	int e, lock_fd = -1, rc = -1;
 
 	*out = NULL;
-	if (check_trace(trace) < 0)
-		return -1;
-	run_names_init(&n, trace);
+	if (run_names_init(&n, trace) < 0)
+		goto out;
 	forge_git_init();
 	wt = xcalloc(1, sizeof *wt);
 	wt->trace = xstrdup(trace);
-	wt->path = worktree_dir(g, trace);
+	wt->name = xstrdup(n.name);
+	wt->path = worktree_dir(g, n.name);
 	wt->branch = xstrdup(n.branch.buf);
 
-	e = lookup_worktree(&w, g->repo, trace);
+	e = lookup_worktree(&w, g->repo, n.name);
 	/* Moved (links to nowhere) or copied (links to the original's worktree):
 	 * the worktree in this repository's .forge is the run's. */
 	if (e == 0 && (git_worktree_validate(w) < 0 || !same_dir(git_worktree_path(w), wt->path)) &&
-	    repair_links(g, wt->path, trace) == 0) {
+	    repair_links(g, wt->path, n.name) == 0) {
 		git_worktree_free(w);
-		e = lookup_worktree(&w, g->repo, trace);
+		e = lookup_worktree(&w, g->repo, n.name);
 	}
 	if (e == 0 && git_worktree_validate(w) == 0) {
 		if (git_repository_open_from_worktree(&wt->repo, w) < 0) {
@@ -514,13 +511,13 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 
 		po.flags = GIT_WORKTREE_PRUNE_LOCKED;
 		if (git_worktree_prune(w, &po) < 0) {
-			forge_git_fail("cannot prune the stale worktree '%s'", trace);
+			forge_git_fail("cannot prune the stale worktree '%s'", n.name);
 			goto out;
 		}
 		git_worktree_free(w);
 		w = NULL;
 	} else if (e != GIT_ENOTFOUND) {
-		forge_git_fail("cannot look up worktree '%s'", trace);
+		forge_git_fail("cannot look up worktree '%s'", n.name);
 		goto out;
 	}
 
@@ -534,7 +531,7 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	}
 	if (make_branch(&branch, &made_branch, g, &n, base ? base : "HEAD") < 0)
 		goto out;
-	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->root, trace)) < 0) {
+	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->root, n.name)) < 0) {
 		rc = e;
 		goto out;
 	}
@@ -543,7 +540,7 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 		goto out;
 	/* (neither the directory nor git's entry of it is there: both checked above) */
 	added = true;
-	if (git_worktree_add(&w, g->repo, trace, wt->path, &opts) < 0) {
+	if (git_worktree_add(&w, g->repo, n.name, wt->path, &opts) < 0) {
 		forge_git_fail("cannot create worktree '%s' on '%s'", wt->path, n.branch.buf);
 		goto out;
 	}
@@ -575,6 +572,7 @@ void forge_git_worktree_free(struct forge_git_worktree *wt)
 		return;
 	git_repository_free(wt->repo);
 	free(wt->trace);
+	free(wt->name);
 	free(wt->path);
 	free(wt->branch);
 	free(wt->base);
@@ -775,7 +773,7 @@ static jv list_entry(git_worktree *w)
 	git_reference_free(head);
 	git_repository_free(r);
 	jv e = jv_object();
-	e = json_set(e, "trace", jv_string(git_worktree_name(w)));
+	e = json_set(e, "name", jv_string(git_worktree_name(w)));
 	e = json_set(e, "path", jv_string(git_worktree_path(w)));
 	e = json_set(e, "branch", branch);
 	e = json_set(e, "head", sha);
@@ -797,10 +795,13 @@ int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 {
 	git_strarray names = { NULL, 0 };
 	char *dir = forge_git_path(g->root, ".forge/worktrees");
+	char name[FORGE_GIT_RUN_NAME_SIZE];
 	jv list = jv_array();
 	int rc = -1;
 
 	*out = jv_invalid();
+	if (trace && forge_git_run_name(name, trace) < 0)
+		goto out;
 	if (git_worktree_list(&names, g->repo) < 0) {
 		forge_git_fail("cannot list the worktrees of '%s'", g->root);
 		goto out;
@@ -810,7 +811,7 @@ int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 	for (size_t i = 0; i < names.count; i++) {
 		git_worktree *w = NULL;
 
-		if (trace && strcmp(trace, names.strings[i]) != 0)
+		if (trace && strcmp(name, names.strings[i]) != 0)
 			continue;
 		if (git_worktree_lookup(&w, g->repo, names.strings[i]) < 0)
 			continue;   /* vanished meanwhile */
@@ -920,11 +921,10 @@ int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned f
 	struct stat st;
 	int e, rc = -1;
 
-	if (check_trace(trace) < 0)
-		return -1;
-	run_names_init(&n, trace);
-	path = worktree_dir(g, trace);
-	e = lookup_worktree(&w, g->repo, trace);
+	if (run_names_init(&n, trace) < 0)
+		goto out;
+	path = worktree_dir(g, n.name);
+	e = lookup_worktree(&w, g->repo, n.name);
 	if (e == 0) {
 		if (git_worktree_validate(w) == 0 && !force) {
 			e = worktree_dirty(w, path);
@@ -952,7 +952,7 @@ int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned f
 		}
 		removed = true;
 	} else if (e != GIT_ENOTFOUND) {
-		forge_git_fail("cannot look up worktree '%s'", trace);
+		forge_git_fail("cannot look up worktree '%s'", n.name);
 		goto out;
 	}
 	/* A directory left without metadata (or without its .git file). */
@@ -995,17 +995,18 @@ int forge_git_clear_run_locks(struct forge_git *g, const char *trace)
 		{ "worktrees/", "/HEAD.lock" }, { "worktrees/", "/ORIG_HEAD.lock" },
 	};
 	const char *common = git_repository_commondir(g->repo);
+	char name[FORGE_GIT_RUN_NAME_SIZE];
 	struct buf path = BUF_INIT;
 	int removed = 0;
 
-	if (!common || !trace || strchr(trace, '/') || !*trace)
+	if (!common || forge_git_run_name(name, trace) < 0)
 		return 0;
 	for (size_t i = 0; i < sizeof locks / sizeof *locks; i++) {
 		buf_reset(&path);
 		buf_adds(&path, common);
 		if (path.len && path.buf[path.len - 1] != '/')
 			buf_addch(&path, '/');
-		buf_addf(&path, "%s%s%s", locks[i][0], trace, locks[i][1]);
+		buf_addf(&path, "%s%s%s", locks[i][0], name, locks[i][1]);
 		if (unlink(path.buf) == 0)
 			removed++;
 		else if (errno != ENOENT) {

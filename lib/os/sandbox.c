@@ -629,6 +629,18 @@ static int txn_stage(struct sandbox_txn *t, struct txn_op *op)
 				  "database; the agent may not change it", op->rel);
 		goto out;
 	}
+	size_t depth = 0;
+	for (const char *p = target; (p = strchr(p, '/')); p++)
+		depth++;
+	if (depth > SANDBOX_DIR_DEPTH_MAX) {
+		/* before creating any directory for it: written, the file would
+		 * fail every status, diff and commit of the worktree after (the
+		 * reason first: such a path is long, and an event cuts it) */
+		rc = sandbox_fail(SANDBOX_EINVAL, "a path nested %zu directories deep, more than the %d git "
+				  "(libgit2) can take: use a shallower one ('%s')", depth, SANDBOX_DIR_DEPTH_MAX,
+				  op->rel);
+		goto out;
+	}
 	if ((rc = open_dir_mkdirs(t, dir, op->rel, &op->dirfd)) < 0 ||
 	    (rc = check_not_forge(t->root, op->dirfd, name, op->rel)) < 0)
 		goto out;

@@ -124,6 +124,13 @@ int sandbox_dangling_link(char **out_target, const struct sandbox_root *root, co
  * created are removed) and the message names the path at fault.
  */
 struct sandbox_txn;
+/*
+ * The most directories a written file's path may have ("a/b/c.txt": 2); a
+ * deeper one is refused (SANDBOX_EINVAL).  libgit2 walks a worktree at most
+ * 100 levels deep ("directory nesting too deep"): one file deeper failed
+ * every status, diff and commit of the run after it was written.
+ */
+#define SANDBOX_DIR_DEPTH_MAX 99
 struct sandbox_txn *sandbox_txn_new(const struct sandbox_root *root);
 /* Queue a write of data (copied); parents are created as needed. */
 void sandbox_txn_write(struct sandbox_txn *t, const char *rel, const char *data, size_t len);

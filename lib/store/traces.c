@@ -17,8 +17,8 @@
 #define MAX_NAMED 8
 
 /* The trace ids (runs, and traces with events) that start with prefix, at
- * most limit of them, sorted; borrows prefix (letters, digits, '-', '_'
- * only, so it is a GLOB pattern with no special character).  SQLite's GLOB
+ * most limit of them, sorted; borrows prefix (letters, digits, '.', '_',
+ * ':' and '-' only, so it is a GLOB pattern with no special character).  SQLite's GLOB
  * of a prefix uses the index; PostgreSQL has starts_with(). */
 static int matching(jv *out, struct store *st, const char *prefix, int limit)
 {
@@ -46,12 +46,14 @@ static int matching(jv *out, struct store *st, const char *prefix, int limit)
 	return step == DB_DONE ? 0 : -1;
 }
 
+/* What a trace id may hold (state.schema.json: at most 128 letters,
+ * digits, '.', '_', ':' and '-'; a hand-written "JIRA-12.1" too). */
 static bool prefix_valid(const char *p)
 {
-	if (!*p || strlen(p) > 100)
+	if (!*p || strlen(p) > 128)
 		return false;
 	for (; *p; p++)
-		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
+		if (!isalnum((unsigned char)*p) && !strchr("._:-", *p))
 			return false;
 	return true;
 }
@@ -83,7 +85,7 @@ int store_resolve_trace(char **out, struct store *st, const char *prefix)
 
 	*out = NULL;
 	if (!prefix_valid(prefix)) {
-		forge_error("no run matches '%s' (a trace id has letters, digits, '-' and '_')", prefix);
+		forge_error("no run matches '%s' (a trace id has letters, digits, '.', '_', ':' and '-')", prefix);
 		return STORE_TRACE_NONE;
 	}
 	if (lookup(&found, st, prefix) < 0) {

@@ -466,18 +466,103 @@ static void test_trace_names(void)
 
 	CHECK(forge_git_trace_valid("01JDB2ABCDEF"));
 	CHECK(forge_git_trace_valid("run_1-a"));
+	/* what state.schema.json's trace_id allows */
+	CHECK(forge_git_trace_valid("-a"));
+	CHECK(forge_git_trace_valid("JIRA-12.1"));
+	CHECK(forge_git_trace_valid("rel:1"));
+	CHECK(forge_git_trace_valid(".."));
 	CHECK(!forge_git_trace_valid(""));
 	CHECK(!forge_git_trace_valid(NULL));
 	CHECK(!forge_git_trace_valid("../x"));
 	CHECK(!forge_git_trace_valid("a/b"));
-	CHECK(!forge_git_trace_valid("-a"));
 	CHECK(!forge_git_trace_valid("a b"));
+	CHECK(!forge_git_trace_valid("a\xc3\xa9"));
 	CHECK(repo);
 	CHECK_OK(forge_git_open(&g, repo));
 	CHECK_INT(forge_git_worktree_open(&wt, g, "../evil", NULL), -1);
 	CHECK(wt == NULL);
-	CHECK(contains(forge_last_error(), "not a valid trace id"));
+	CHECK(contains(forge_last_error(), "not a trace id"));
 	CHECK_INT(forge_git_worktree_remove(g, "a/b", 0), -1);
+	forge_git_free(g);
+}
+
+/* Every trace id the schema allows names a run in git: ULIDs and plain
+ * ids keep their names; others get a safe one, each its own. */
+static void test_run_names(void)
+{
+	static const char *const odd[] = { "JIRA-12.1", "JIRA-12:1", "rel:1", "a.b", "-a", "..", ":",
+					   "x.lock", "a..b", ".hidden" };
+	char name[FORGE_GIT_RUN_NAME_SIZE], again[FORGE_GIT_RUN_NAME_SIZE], seen[16][FORGE_GIT_RUN_NAME_SIZE];
+	char long_id[FORGE_GIT_TRACE_MAX + 2];
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	const char *repo = make_repo();
+	size_t n = 0;
+
+	CHECK_OK(forge_git_run_name(name, "01JDB2ABCDEFGHJKMNPQRSTVWX"));
+	CHECK_STR(name, "01JDB2ABCDEFGHJKMNPQRSTVWX");
+	CHECK_OK(forge_git_run_name(name, "run_1-a"));
+	CHECK_STR(name, "run_1-a");
+	CHECK_INT(forge_git_run_name(name, "a/b"), -1);
+	CHECK_INT(forge_git_run_name(name, NULL), -1);
+	for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+		CHECK_OK(forge_git_run_name(name, odd[i]));
+		CHECK_MSG(strcmp(name, odd[i]) != 0, "%s", odd[i]);
+		CHECK_MSG(forge_git_run_name_valid(name), "%s -> %s", odd[i], name);
+		CHECK(!strstr(name, "..") && !strchr(name, ':') && name[0] != '.' && name[0] != '-');
+		CHECK_OK(forge_git_run_name(again, name));     /* a name is its own name */
+		CHECK_STR(again, name);
+		CHECK_OK(forge_git_run_name(again, odd[i]));   /* the same every time */
+		CHECK_STR(again, name);
+		for (size_t k = 0; k < n; k++)
+			CHECK_MSG(strcmp(seen[k], name) != 0, "%s", name);
+		snprintf(seen[n++], sizeof seen[0], "%s", name);
+	}
+	for (size_t k = 0; k < n; k++)  /* the plain id its unsafe characters become */
+		CHECK_MSG(strcmp(seen[k], "JIRA-12_1") != 0, "%s", seen[k]);
+	/* the longest ids: a plain one of 101 to 128 characters is mapped too */
+	memset(long_id, 'r', FORGE_GIT_TRACE_MAX);
+	long_id[FORGE_GIT_TRACE_MAX] = '\0';
+	CHECK_OK(forge_git_run_name(name, long_id));
+	CHECK(strlen(name) < FORGE_GIT_RUN_NAME_SIZE && strncmp(name, long_id, 64) == 0 && name[64] == '.');
+	long_id[100] = '\0';
+	CHECK_OK(forge_git_run_name(name, long_id));
+	CHECK_STR(name, long_id);
+	memset(long_id, 'r', FORGE_GIT_TRACE_MAX + 1);
+	long_id[FORGE_GIT_TRACE_MAX + 1] = '\0';
+	CHECK_INT(forge_git_run_name(name, long_id), -1);
+	CHECK(!forge_git_run_name_valid("a.b") && !forge_git_run_name_valid("../x") && !forge_git_run_name_valid(""));
+
+	/* a worktree, its branch and refs under that name; reopened by it */
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_run_name(name, "JIRA-12.1"));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "JIRA-12.1", NULL));
+	CHECK(contains(forge_git_worktree_path(wt), name));
+	CHECK(strncmp(forge_git_worktree_branch(wt), "forge/", 6) == 0);
+	CHECK_STR(forge_git_worktree_branch(wt) + 6, name);
+	CHECK_STR(forge_git_worktree_trace(wt), "JIRA-12.1");
+	CHECK(sh("git -C '%s' rev-parse -q --verify 'refs/forge/%s/base' >/dev/null", repo, name) == 0);
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	CHECK_OK(forge_git_worktree_open(&wt, g, name, NULL));
+	CHECK(forge_git_worktree_reopened(wt));
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	jv list = jv_invalid();
+	CHECK_OK(forge_git_worktree_list(&list, g, "JIRA-12.1"));
+	CHECK_INT(jv_array_length(jv_copy(list)), 1);
+	jv first = jv_array_get(jv_copy(list), 0);
+	CHECK_STR(json_get_str(first, "name"), name);
+	jv_free(first);
+	jv_free(list);
+	CHECK_OK(forge_git_run_refs(&list, g, "JIRA-12.1"));
+	CHECK_INT(jv_array_length(jv_copy(list)), 2);
+	jv_free(list);
+	CHECK_OK(forge_git_worktree_remove(g, "JIRA-12.1", FORGE_GIT_REMOVE_FORCE | FORGE_GIT_REMOVE_BRANCH));
+	CHECK_OK(forge_git_run_refs(&list, g, "JIRA-12.1"));
+	CHECK_INT(jv_array_length(jv_copy(list)), 0);
+	jv_free(list);
 	forge_git_free(g);
 }
 
@@ -1042,7 +1127,7 @@ static void test_list_and_remove(void)
 	CHECK_OK(forge_git_worktree_list(&list, g, NULL));
 	CHECK_INT(jv_array_length(jv_copy(list)), 2);
 	jv first = jv_array_get(jv_copy(list), 0);
-	CHECK_STR(json_get_str(first, "trace"), "L1");
+	CHECK_STR(json_get_str(first, "name"), "L1");
 	CHECK_STR(json_get_str(first, "path"), pa);
 	CHECK_STR(json_get_str(first, "branch"), "forge/L1");
 	CHECK_STR(json_get_str(first, "head"), forge_git_worktree_base(a));
@@ -1413,6 +1498,7 @@ int main(void)
 	RUN(test_open_without_main_tree);
 	RUN(test_open_other_owner);
 	RUN(test_trace_names);
+	RUN(test_run_names);
 	RUN(test_worktree_create);
 	RUN(test_worktrees_at_once);
 	RUN(test_worktree_reopen);

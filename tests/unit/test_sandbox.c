@@ -163,6 +163,28 @@ static void test_write_escapes(void)
 	CHECK(access(p, F_OK) != 0);
 }
 
+/* A file nested deeper than git can walk is refused before any directory
+ * is made; one at the limit is written. */
+static void test_write_depth(void)
+{
+	char rel[2 * (SANDBOX_DIR_DEPTH_MAX + 1) + 8], p[sizeof rel + 300];
+	size_t n = 0;
+
+	for (int i = 0; i < SANDBOX_DIR_DEPTH_MAX; i++) {
+		memcpy(rel + n, "d/", 2);
+		n += 2;
+	}
+	memcpy(rel + n, "f.txt", 6);
+	CHECK_INT(write_rc(rel, "x\n"), 0);
+	memmove(rel + 2, rel, n + 6);   /* one directory more: "z/d/d/…/f.txt" */
+	memcpy(rel, "z/", 2);
+	CHECK_INT(write_rc(rel, "x\n"), SANDBOX_EINVAL);
+	CHECK_MSG(strstr(forge_last_error(), "a path nested 100 directories deep, more than the 99 git (libgit2) "
+			 "can take: use a shallower one ('z/d/d/"), "%s", forge_last_error());
+	snprintf(p, sizeof(p), "%s/z", dir);
+	CHECK(access(p, F_OK) != 0);
+}
+
 static void test_txn_all_or_nothing(void)
 {
 	struct sandbox_root *root;
@@ -581,6 +603,7 @@ int main(void)
 	RUN(test_path_clean);
 	RUN(test_read_escapes);
 	RUN(test_write_escapes);
+	RUN(test_write_depth);
 	RUN(test_txn_all_or_nothing);
 	RUN(test_policy_defaults);
 	RUN(test_policy_config);
