@@ -1,6 +1,7 @@
 /* cachedir.c - the user's cache directory (core/cachedir.h). */
 #include "core/cachedir.h"
 #include "core/buf.h"
+#include "core/forge.h"
 #include "core/owner.h"
 
 #include <errno.h>
@@ -19,18 +20,9 @@ static bool is_dir(const char *path)
 /* Whether the directory path is in exists (path absolute). */
 static bool parent_is_dir(const char *path)
 {
-	size_t n = strlen(path);
-	char *dir;
-	bool there;
+	char *dir = path_parent(path);
+	bool there = is_dir(dir);
 
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	while (n > 0 && path[n - 1] != '/')
-		n--;
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	dir = strndup(path, n ? n : 1);
-	there = dir && is_dir(dir);
 	free(dir);
 	return there;
 }

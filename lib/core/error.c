@@ -118,6 +118,19 @@ char *xstrndup(const char *s, size_t n)
 	return p;
 }
 
+char *path_parent(const char *path)
+{
+	size_t n = strlen(path);
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	while (n > 0 && path[n - 1] != '/')
+		n--;
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	return n ? xstrndup(path, n) : xstrdup(".");
+}
+
 int forge_parse_long(long *out, const char *s, long min, long max)
 {
 	char *end;

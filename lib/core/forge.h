@@ -64,6 +64,10 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
+/* The directory `path` names an entry of, as written ("." for a bare name,
+ * "/" for an entry of the root; trailing slashes do not count); malloc'd. */
+char *path_parent(const char *path);
+
 /* Parse a whole decimal number / a decimal number (digits, a point, an
  * exponent: no hex, no leading blanks); -1 with a message if s is not one
  * (nor a finite one: nan and inf are refused). */

@@ -37,20 +37,6 @@ static bool sudo_ids(uid_t *uid, gid_t *gid)
 	return true;
 }
 
-/* The directory path is in ("." for a bare name); malloc'd. */
-static char *parent_of(const char *path)
-{
-	size_t n = strlen(path);
-
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	while (n > 0 && path[n - 1] != '/')
-		n--;
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	return n ? xstrndup(path, n) : xstrdup(".");
-}
-
 void owner_follow(int fd, const char *path)
 {
 	struct stat dir, st;
@@ -60,7 +46,7 @@ void owner_follow(int fd, const char *path)
 
 	if (!sudo_ids(&uid, &gid))
 		return;
-	char *parent = parent_of(path);
+	char *parent = path_parent(path);
 	bool theirs = stat(parent, &dir) == 0 && dir.st_uid == uid;
 
 	free(parent);
@@ -103,13 +89,13 @@ static void add_user(struct buf *b, uid_t uid)
  */
 static char *top_of(const char *at, uid_t owner)
 {
-	char *top = xstrdup(at), *dir = parent_of(at);
+	char *top = xstrdup(at), *dir = path_parent(at);
 	struct stat st;
 
 	while (stat(dir, &st) == 0 && st.st_uid == owner && strcmp(dir, top) != 0) {
 		free(top);
 		top = dir;
-		dir = parent_of(top);
+		dir = path_parent(top);
 	}
 	if (stat(dir, &st) < 0 || st.st_uid != geteuid() || strcmp(dir, top) == 0) {
 		free(top);
@@ -183,7 +169,7 @@ bool owner_explain(struct buf *b, const char *path, bool write)
 			found = true;
 		}
 	} else if (errno == ENOENT && write) {
-		char *parent = parent_of(path);
+		char *parent = path_parent(path);
 
 		if (stat(parent, &st) == 0 && denied(parent, W_OK | X_OK)) {
 			tell(b, parent, &st, "write in");

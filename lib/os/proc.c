@@ -396,20 +396,6 @@ static int apply_landlock(const struct child_plan *p)
 	return 0;
 }
 
-/* Reap children until cmd exits: its wait status (0 when it cannot be had). */
-static int wait_command(pid_t cmd)
-{
-	for (;;) {
-		int st = 0;
-		pid_t w = waitpid(-1, &st, 0);
-
-		if (w == cmd)
-			return st;
-		if (w < 0 && errno != EINTR)
-			return 0;
-	}
-}
-
 /* Hand the command's wait status to the parent and exit with it. */
 static __attribute__((noreturn)) void pass_status(const struct child_plan *p, int st)
 {
@@ -467,7 +453,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 	close(p->rep_fd);
 	for (int fd = 0; fd < 3; fd++)
 		close(fd);
-	pass_status(p, wait_command(cmd));
+	pass_status(p, reaper_wait_for(cmd));
 }
 
 /* The reaper's command (its own process group) and the seconds it gets
@@ -555,7 +541,7 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 	for (int fd = 0; fd < 3; fd++)
 		close(fd);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	st = wait_command(cmd);
+	st = reaper_wait_for(cmd);
 	reaper_cmd = 0;
 	reaper_end_children();
 	pass_status(p, st);

@@ -135,6 +135,19 @@ static int children(pid_t *pids, int max)
 	return n < 0 ? children_scanned(pids, max) : n;
 }
 
+int reaper_wait_for(pid_t cmd)
+{
+	for (;;) {
+		int st = 0;
+		pid_t w = waitpid(-1, &st, 0);
+
+		if (w == cmd)
+			return st;
+		if (w < 0 && errno != EINTR)
+			return 0;
+	}
+}
+
 int reaper_end_children(void)
 {
 	pid_t kids[REAPER_BATCH];

@@ -22,8 +22,14 @@
 #ifndef FORGE_REAPER_H
 #define FORGE_REAPER_H
 
+#include <sys/types.h>
+
 /* Adopt this process's orphaned descendants: 0, or -errno. */
 int reaper_become(void);
+
+/* Reap children (the command and the orphans adopted) until `cmd` exits:
+ * its wait status, or 0 when it cannot be had (no child is left). */
+int reaper_wait_for(pid_t cmd);
 
 /* Kill and reap every child, and the orphans that passes on, until none is
  * left: how many were killed, or -errno when /proc cannot be read (then

@@ -344,20 +344,6 @@ static void close_from(int from)
 		close(fd);
 }
 
-/* Reap children until cmd exits: its wait status (0 if it cannot be had). */
-static int wait_command(pid_t cmd)
-{
-	for (;;) {
-		int st = 0;
-		pid_t w = waitpid(-1, &st, 0);
-
-		if (w == cmd)
-			return st;
-		if (w < 0 && errno != EINTR)
-			return 0;
-	}
-}
-
 /* The fds of the init: the command's stdio, then the exec report and the
  * status pipe (both close at the command's exec). */
 enum { INIT_EX = 3, INIT_STATUS = 4, INIT_FDS = 5 };
@@ -442,7 +428,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *c)
 		close(fd);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	st = wait_command(cmd);
+	st = reaper_wait_for(cmd);
 	if (c->mode == REAPER)
 		reaper_end_children();
 	if (write(INIT_STATUS, &st, sizeof st) < 0) {

@@ -202,6 +202,20 @@ static void test_parse_long(void)
 	CHECK(forge_parse_long(&v, "", 0, 100) == -1);
 }
 
+static void test_path_parent(void)
+{
+	static const char *const cases[][2] = {
+		{ "/a/b", "/a" }, { "/a/b/", "/a" }, { "/a//b", "/a" }, { "/a", "/" }, { "//a", "/" },
+		{ "/", "/" }, { "a", "." }, { "a/b", "a" }, { "", "." },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *p = path_parent(cases[i][0]);
+		CHECK_STR(p, cases[i][1]);
+		free(p);
+	}
+}
+
 /* json_dumps writes what jq's jv_dump_string writes: escapes, numbers,
  * nesting, insertion and sorted key order. */
 static void test_dumps_as_jq(void)
@@ -430,5 +444,6 @@ int main(void)
 	RUN(test_ulid_monotonic);
 	RUN(test_timestamp);
 	RUN(test_parse_long);
+	RUN(test_path_parent);
 	return unit_done();
 }
