@@ -372,6 +372,8 @@ Try 'forge-plan --help' for more information." ]
 	# (before: killed as the database was made, exit 153, nothing on stderr)
 	run -5 --separate-stderr bash -c 'ulimit -f 1 && exec forge-db migrate --db "$1"' _ "$BATS_TEST_TMPDIR/x.db"
 	[[ $stderr == "forge-db: database '$BATS_TEST_TMPDIR/x.db': "?* ]]
+	# the limit is named (before: "disk I/O error (sqlite code 778)", the words of a failing disk)
+	[[ $stderr == *"cannot grow past this process's file-size limit (ulimit -f, RLIMIT_FSIZE): raise the limit"* ]]
 	run -5 --separate-stderr bash -c 'ulimit -f 1 && exec forge run "add a mul operation"' </dev/null
 	[[ $stderr == "forge run: database '$FORGE_DB': "?* ]]
 	# through forge, which gives the command the disposition it was given

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -184,6 +185,48 @@ static bool temp_dir_trouble(struct buf *b, const char *db_path, int code)
 	return true;
 }
 
+/* SQLite's I/O error with what the system said: "disk I/O error" alone
+ * does not tell a full quota from a file-size limit from a failing disk.
+ * (SQLite reports ENOSPC as SQLITE_FULL, but EFBIG and EDQUOT as
+ * SQLITE_IOERR_WRITE.) */
+static void io_error_why(struct buf *b, struct store *st, int code)
+{
+	int e = sqlite3_system_errno(st->db);
+	struct rlimit fsize;
+
+	/* (SQLite reads errno when it reports the error, after other calls,
+	 * often without the write's: a finite file-size limit is named for any
+	 * failed write) */
+	if (e == EFBIG || (code == SQLITE_IOERR_WRITE && getrlimit(RLIMIT_FSIZE, &fsize) == 0 &&
+			   fsize.rlim_cur != RLIM_INFINITY))
+		buf_addf(b, "the database file cannot grow past this process's file-size limit "
+			 "(ulimit -f, RLIMIT_FSIZE): raise the limit and try again (sqlite code %d)", code);
+	else if (e == EDQUOT)
+		buf_addf(b, "the disk quota of this user is used up: free some space or have it "
+			 "raised, and try again (sqlite code %d)", code);
+	else if (e > 0)
+		buf_addf(b, "%s: %s (sqlite code %d)", sqlite3_errmsg(st->db), strerror(e), code);
+	else
+		buf_addf(b, "%s (sqlite code %d)", sqlite3_errmsg(st->db), code);
+}
+
+/* Why SQLite's last call failed, in words that say what to do, and its
+ * extended code; err is sqlite3_exec's message (NULL: the connection's). */
+static void sqlite_why(struct buf *b, struct store *st, const char *err)
+{
+	int code = sqlite3_extended_errcode(st->db);
+
+	if (temp_dir_trouble(b, st->path, code))
+		buf_addf(b, " (sqlite code %d)", code);
+	else if ((code & 0xff) == SQLITE_FULL)
+		buf_addf(b, "the disk is full (or the database reached its size limit): free some "
+			 "space and try again (sqlite code %d)", code);
+	else if ((code & 0xff) == SQLITE_IOERR)
+		io_error_why(b, st, code);
+	else
+		buf_addf(b, "%s (sqlite code %d)", err ? err : sqlite3_errmsg(st->db), code);
+}
+
 int store_failv(struct store *st, const char *fmt, va_list ap)
 {
 	char what[512];
@@ -194,17 +237,10 @@ int store_failv(struct store *st, const char *fmt, va_list ap)
 				   st->pg_msg ? st->pg_msg : "unknown PostgreSQL error",
 				   st->pg_state[0] ? " (SQLSTATE " : "", st->pg_state, st->pg_state[0] ? ")" : "");
 
-	int code = sqlite3_extended_errcode(st->db);
 	struct buf b = BUF_INIT;
 
 	buf_addf(&b, "database '%s': %s: ", st->path, what);
-	if (temp_dir_trouble(&b, st->path, code))
-		buf_addf(&b, " (sqlite code %d)", code);
-	else if ((code & 0xff) == SQLITE_FULL)
-		buf_addf(&b, "the disk is full (or the database reached its size limit): free some "
-			 "space and try again (sqlite code %d)", code);
-	else
-		buf_addf(&b, "%s (sqlite code %d)", sqlite3_errmsg(st->db), code);
+	sqlite_why(&b, st, NULL);
 	forge_error("%s", b.buf);
 	buf_release(&b);
 	return -1;
@@ -524,8 +560,7 @@ static int migrate_one(struct store *st, int v)
 	if (sqlite3_exec(st->db, m->data, NULL, NULL, &err) != SQLITE_OK) {
 		struct buf why = BUF_INIT;
 
-		if (!temp_dir_trouble(&why, st->path, sqlite3_extended_errcode(st->db)))
-			buf_adds(&why, err ? err : sqlite3_errmsg(st->db));
+		sqlite_why(&why, st, err);
 		forge_error("database '%s': migration '%s' failed: %s", st->path, m->name, why.buf);
 		buf_release(&why);
 		sqlite3_free(err);
@@ -1110,8 +1145,11 @@ int store_exec(struct store *st, const char *sql)
 	if (st->backend == DB_POSTGRES)
 		return db_pg_exec(st, sql);
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		forge_error("database '%s': '%s' failed: %s (sqlite code %d)", st->path, sql,
-			    err ? err : sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
+		struct buf why = BUF_INIT;
+
+		sqlite_why(&why, st, err);
+		forge_error("database '%s': '%s' failed: %s", st->path, sql, why.buf);
+		buf_release(&why);
 		sqlite3_free(err);
 		return -1;
 	}
