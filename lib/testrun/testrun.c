@@ -570,6 +570,15 @@ const char *testrun_env_signature(const char *text, size_t len, bool whole)
 		{ "Too many open files", "resource limit", SIG_OS_ERROR },
 		{ "Read-only file system", "read-only file system", SIG_OS_ERROR },
 		{ "Disk quota exceeded", "disk quota exceeded", SIG_OS_ERROR },
+		/* Go's and Node's: strerror's words in lower case ("go: writing
+		 * stat cache: … no space left on device", "Error: ENOSPC: no space
+		 * left on device, write") */
+		{ "no space left on device", "disk full", SIG_OS_ERROR },
+		{ "connection refused", "service unavailable", SIG_OS_ERROR },
+		{ "cannot allocate memory", "out of memory", SIG_OS_ERROR },
+		{ "too many open files", "resource limit", SIG_OS_ERROR },
+		{ "read-only file system", "read-only file system", SIG_OS_ERROR },
+		{ "disk quota exceeded", "disk quota exceeded", SIG_OS_ERROR },
 		/* EFBIG where SIGXFSZ is ignored (Python); not "File too large"
 		 * anywhere, an upload limit's own message */
 		{ "[Errno 27] File too large", "file size limit", SIG_ANYWHERE },

@@ -414,6 +414,14 @@ static void test_env_signatures(void)
 		"OSError: [Errno 24] Too many open files\n",
 		"OSError: [Errno 23] Too many open files in system\n",
 		"bash: fork: Cannot allocate memory\n",
+		/* Go's and Node's lower-case strerror words */
+		"go: writing stat cache: write /root/.cache/go/x: no space left on device\n",
+		"panic: dial tcp 127.0.0.1:5432: connect: connection refused\n",
+		"Error: ENOSPC: no space left on device, write\n",
+		"go: open /w/go.sum: read-only file system\n",
+		"# calc\ngo: fork/exec /usr/bin/gcc: cannot allocate memory\n",
+		"Error: EMFILE: too many open files, open '/w/x.js'\n",
+		"go: creating work dir: mkdir /tmp/go-build1: disk quota exceeded\n",
 	};
 	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
 		CHECK(testrun_env_signature(env[i], strlen(env[i]), false) != NULL);
@@ -431,6 +439,9 @@ static void test_env_signatures(void)
 		"assert err == 'Read-only file system'\n",
 		"    raise OSError(\"File size limit exceeded\")\n",
 		"error: 'Cannot fork' expected\n",
+		/* a Go test's own failure line (file:line, indented) */
+		"    db_test.go:12: dial tcp 127.0.0.1:5432: connect: connection refused\n",
+		"        want \"no space left on device\"\n",
 	};
 	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		CHECK(testrun_env_signature(own[i], strlen(own[i]), false) == NULL);
