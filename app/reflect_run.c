@@ -100,9 +100,10 @@ jv reflect_triggers(jv state, const struct reflect_facts *f)
 	return out;
 }
 
-bool reflect_fired(jv state, const char *label)
+/* Whether label is in the array reflection.KEY of state. */
+static bool reflection_lists(jv state, const char *key, const char *label)
 {
-	jv r = json_get(state, "reflection"), fired = json_get(r, "fired");
+	jv r = json_get(state, "reflection"), fired = json_get(r, key);
 	bool yes = false;
 
 	if (jv_get_kind(fired) == JV_KIND_ARRAY) {
@@ -115,6 +116,11 @@ bool reflect_fired(jv state, const char *label)
 	jv_free(fired);
 	jv_free(r);
 	return yes;
+}
+
+bool reflect_fired(jv state, const char *label)
+{
+	return reflection_lists(state, "fired", label);
 }
 
 /* ---- the digest ---------------------------------------------------------- */
@@ -364,12 +370,12 @@ jv reflect_record(jv state, const char *trigger, jv learnings, bool called, doub
 		kept = (jv_free(kept), jv_array());
 	if (jv_get_kind(learnings) == JV_KIND_ARRAY) {
 		jv_array_foreach(learnings, i, l) {
-			kept = jv_array_append(kept, json_set(l, "trigger", jv_string(trigger)));
+			kept = jv_array_append(kept, json_set(l, "trigger", jv_string(trigger ? trigger : "")));
 			(void)i;
 		}
 	}
 	jv_free(learnings);
-	r = json_set(r, "fired", jv_array_append(fired, jv_string(trigger)));
+	r = json_set(r, "fired", trigger ? jv_array_append(fired, jv_string(trigger)) : fired);
 	r = json_set(r, "learnings", last_items(kept, REFLECT_STATE_LEARNINGS));
 	r = json_set(r, "calls", jv_number(json_get_num(r, "calls", 0) + (called ? 1 : 0)));
 	r = json_set(r, "cost_usd", jv_number(json_get_num(r, "cost_usd", 0) + usd));
@@ -397,6 +403,7 @@ struct firing {
 	jv learnings;           /* [{"id","type","content","context"}] */
 	jv ids;                 /* the stored memories' ids */
 	bool called;
+	bool stopped;           /* skipped or cut short by the run's stop: fires again on resume */
 	double usd, tokens;
 	char model[128];
 };
@@ -600,7 +607,7 @@ static const char *stop_reason(char *why, size_t n, const struct reflect_ctx *c)
 
 /* A call the run's stop cut off: the firing is skipped, not failed (the
  * reflection did nothing wrong), with what the call cost. */
-static void cut_short(const struct firing *fr, const struct reflect_ctx *c, const struct llm_response *resp)
+static void cut_short(struct firing *fr, const struct reflect_ctx *c, const struct llm_response *resp)
 {
 	char why[200];
 	struct buf reason = BUF_INIT;
@@ -614,6 +621,7 @@ static void cut_short(const struct firing *fr, const struct reflect_ctx *c, cons
 		p = json_set(p, "usage_estimated", jv_true());
 	emit(c, "run.reflection_skipped", p);
 	buf_release(&reason);
+	fr->stopped = true;
 }
 
 /* The call and what it taught; every outcome is an event. */
@@ -660,6 +668,7 @@ static void fire(jv *state, const struct reflect_ctx *c, const char *trigger)
 	 * interrupted: before, a run.reflection_failed of a cancelled run) */
 	const char *skip = stop_reason(why, sizeof why, c);
 
+	fr.stopped = skip != NULL;
 	if (!skip)
 		skip = skip_reason(why, sizeof why, *state, c);
 
@@ -667,7 +676,18 @@ static void fire(jv *state, const struct reflect_ctx *c, const char *trigger)
 		emit(c, "run.reflection_skipped", json_set(base_payload(c, trigger), "reason", jv_string(skip)));
 	else
 		reflect_once(&fr, *state, c);
-	*state = reflect_record(*state, trigger, fr.learnings, fr.called, fr.usd, fr.tokens);
+	/* A firing the run's stop kept from its answer is not counted as
+	 * fired: the trigger still holds when `forge resume` goes on, and the
+	 * run's lesson is learnt then (before: it was lost with the Ctrl-C).
+	 * What its call cost is counted either way. */
+	*state = reflect_record(*state, fr.stopped ? NULL : trigger, fr.learnings, fr.called, fr.usd, fr.tokens);
+	if (fr.stopped && !reflection_lists(*state, "cut_off", trigger)) {
+		jv r = json_get(*state, "reflection"), cut = json_get(r, "cut_off");
+
+		if (jv_get_kind(cut) != JV_KIND_ARRAY)
+			cut = (jv_free(cut), jv_array());
+		*state = json_set(*state, "reflection", json_set(r, "cut_off", jv_array_append(cut, jv_string(trigger))));
+	}
 	jv_free(fr.ids);
 }
 
@@ -682,8 +702,13 @@ int reflect_run_check(jv *state, const struct reflect_ctx *c, bool end)
 		memset(&f, 0, sizeof f);
 	}
 	jv holding = reflect_triggers(*state, &f);
+	char why[256];
+	bool stopping = stop_reason(why, sizeof why, c) != NULL;
+
 	jv_array_foreach(holding, i, t) {
-		if (!reflect_fired(*state, jv_string_value(t))) {
+		/* (one cut off is skipped once while the run stops, fired on resume) */
+		if (!reflect_fired(*state, jv_string_value(t)) &&
+		    !(stopping && reflection_lists(*state, "cut_off", jv_string_value(t)))) {
 			fire(state, c, jv_string_value(t));
 			fired++;
 		}

@@ -97,7 +97,8 @@ const char *reflect_trigger_id(const char *label);
 char *reflect_digest(jv state, jv events, const char *trigger);
 
 /*
- * state with one firing recorded: trigger added to reflection.fired,
+ * state with one firing recorded: trigger added to reflection.fired (NULL:
+ * a firing the run's stop cut off, left to fire again, its cost counted),
  * `learnings` (an array of {"id","type","content","context"}, consumed)
  * appended to reflection.learnings with their trigger (the newest
  * REFLECT_STATE_LEARNINGS kept), `called` counted in reflection.calls,

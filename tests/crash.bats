@@ -550,6 +550,9 @@ reflection_cut_short() {
 	reflection_cut_short ctrl-c
 	assert_output '[[">50% of budget","the run was interrupted (Ctrl-C or SIGTERM): its call was cut short",true,true,true]]'
 	[ "$RUN_STATUS" = paused ]
+	# not counted as fired: forge resume fires it again (before: the lesson
+	# was lost with the Ctrl-C)
+	forge status --json "$T" | jq -e '.state.reflection.fired // [] | index(">50% of budget") == null'
 }
 
 @test "forge cancel while the supervisor's reflection waits for its answer: the call ends, billed, and the firing is skipped as cancelled, not failed" {
