@@ -819,6 +819,25 @@ deleted refs/heads/${branches[0]}"
 	[ ! -e "$REPO/.forge/worktrees/${branches[0]#forge/}" ]
 }
 
+@test "a command that nests directories deeper than git walks: the failure names the directory and how to remove it" {
+	plan_state T42 >"$BATS_TEST_TMPDIR/plan.json"
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	deep=$(printf 'd/%.0s' {1..120})
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"mkdir -p '"$deep"' && echo x >'"$deep"'f.txt"}},
+		{"name":"write_file","input":{"path":"MUL.md","content":"mul\n"}}]}, '"$FINISH"']'
+	run -5 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	# (before: only libgit2's "directory nesting too deep (100)", no path)
+	wt="$REPO/.forge/worktrees/T42"
+	hundred=$(printf 'd/%.0s' {1..100})
+	assert_equal "${stderr##*: a directory}" " 100 deep, more than git (libgit2) walks, is in the worktree (a command's doing, as a rule): remove it (rm -rf '$wt/${hundred%/}') and try again"
+	# what it says to do is enough: the phase runs again, the first
+	# attempt's files kept on a saved ref
+	rm -rf "$wt/${hundred%/}"
+	mock "[$FINISH]"
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	[ "$(git show refs/forge/T42/saved/1:MUL.md)" = mul ]
+}
+
 @test "a write_file nested deeper than git can walk is refused to the model; the attempt's other files are committed" {
 	plan_state T41 >"$BATS_TEST_TMPDIR/plan.json"
 	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"

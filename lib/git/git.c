@@ -10,7 +10,9 @@
 #include "core/secret.h"
 #include "core/sha256.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -232,6 +234,68 @@ int forge_git_fail(const char *fmt, ...)
 	}
 	forge_error("%s", b.buf);
 	buf_release(&b);
+	return -1;
+}
+
+/* libgit2's walk of a worktree stops at this many directories (its
+ * iterator's FILESYSTEM_MAX_DEPTH). */
+#define GIT_WALK_DEPTH_MAX 100
+
+/* Append to rel the first directory below dir (open, consumed) that is
+ * `left` directories deep or deeper: 1 found, 0 none. */
+static int find_too_deep(struct buf *rel, int dir, int left)
+{
+	DIR *d = fdopendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (!d) {
+		close(dir);
+		return 0;
+	}
+	while (!found && (e = readdir(d))) {
+		struct stat st;
+		size_t mark = rel->len;
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".git"))
+			continue;
+		if (e->d_type != DT_DIR && (e->d_type != DT_UNKNOWN ||
+					    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+					    !S_ISDIR(st.st_mode)))
+			continue;
+		buf_addf(rel, "%s%s", mark ? "/" : "", e->d_name);
+		if (left <= 1)
+			return closedir(d), 1;
+		sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			found = find_too_deep(rel, sub, left - 1);
+		if (!found)
+			buf_truncate(rel, mark);
+	}
+	closedir(d);
+	return found;
+}
+
+int forge_git_fail_status(const char *workdir)
+{
+	const git_error *e = git_error_last();
+	struct buf rel = BUF_INIT;
+	int dir;
+
+	forge_git_fail("cannot read the status of worktree '%s'", workdir);
+	if (!e || !e->message || !strstr(e->message, "nesting too deep"))
+		return -1;
+	dir = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir >= 0 && find_too_deep(&rel, dir, GIT_WALK_DEPTH_MAX)) {
+		char *why = xstrdup(forge_last_error());
+
+		forge_error("%s: a directory %d deep, more than git (libgit2) walks, is in the worktree "
+			    "(a command's doing, as a rule): remove it (rm -rf '%s/%s') and try again", why,
+			    GIT_WALK_DEPTH_MAX, workdir, rel.buf);
+		free(why);
+	}
+	buf_release(&rel);
 	return -1;
 }
 

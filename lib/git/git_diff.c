@@ -47,10 +47,8 @@ static int status_list(git_status_list **out, struct forge_git_worktree *wt, git
 	opts.show = show;
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
 		     GIT_STATUS_OPT_SORT_CASE_SENSITIVELY | GIT_STATUS_OPT_EXCLUDE_SUBMODULES | flags;
-	if (git_status_list_new(out, wt->repo, &opts) < 0) {
-		forge_git_fail("cannot read the status of worktree '%s'", wt->path);
-		return -1;
-	}
+	if (git_status_list_new(out, wt->repo, &opts) < 0)
+		return forge_git_fail_status(wt->path);
 	return 0;
 }
 

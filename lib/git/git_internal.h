@@ -51,6 +51,12 @@ int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *roo
  * one; returns -1. */
 int forge_git_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* forge_git_fail("cannot read the status of worktree 'workdir'") after a
+ * failed status; when libgit2 gave up on a directory nested deeper than it
+ * walks (a command's mkdir -p), the message names the directory and says
+ * to remove it.  Returns -1. */
+int forge_git_fail_status(const char *workdir);
+
 /* git_graph_descendant_of() (1 yes, 0 no, <0 error), also in a shallow
  * clone, where libgit2 1.5 fails with "object not found" at the cut in
  * the history: there the walk from commit goes as far as the history

@@ -886,7 +886,7 @@ static int worktree_dirty(git_worktree *w, const char *path)
 	so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
 	if (git_repository_open_from_worktree(&r, w) < 0 ||
 	    git_status_list_new(&list, r, &so) < 0) {
-		forge_git_fail("cannot read the status of worktree '%s'", path);
+		forge_git_fail_status(path);
 		goto out;
 	}
 	rc = git_status_list_entrycount(list) > 0;
