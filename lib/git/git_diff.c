@@ -422,14 +422,19 @@ out:
 	return rc;
 }
 
-/* Stage every change (new, modified, deleted; not ignored; not nested
- * repositories) in the index (in memory only) and write its tree. */
+/*
+ * Stage every change (new, modified, deleted; not ignored; not nested
+ * repositories) in the index (in memory only) and write its tree.  One
+ * pass: git_index_add_all() diffs the index against the worktree, deleted
+ * files included, and removes from the index what the worktree no longer
+ * has; git_index_update_all() after it walked the worktree again (with
+ * every file's attributes) to find nothing more to do.
+ */
 static int stage_all(git_oid *out_tree, git_index *index, struct forge_git_worktree *wt)
 {
 	if (safecrlf_off(wt) < 0)
 		return -1;
 	if (git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, skip_nested_repo, NULL) < 0 ||
-	    git_index_update_all(index, NULL, NULL, NULL) < 0 ||
 	    git_index_write_tree(out_tree, index) < 0)
 		return forge_git_fail("cannot stage the changes of worktree '%s'", wt->path);
 	return 0;

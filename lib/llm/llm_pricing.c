@@ -10,41 +10,89 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
+#include "core/jsonscan.h"
 #include "core/resource.h"
 
-static jv builtin;   /* parsed once: {"models":{…}} */
+/*
+ * The built-in table is read a model at a time: parsing all of
+ * pricing.json into jv was ~0.5M instructions of every session (two
+ * clients, one model each).  Its "models" member is skimmed
+ * (json_skim_members: the resource is the program's own valid JSON, which
+ * test_llm_client's test_pricing_table checks against a whole parse) and
+ * only the entry asked for is parsed; what was found, or that nothing was,
+ * is kept in `entries` ({"NAME": entry or null}).
+ */
+static jv entries;   /* {"NAME": {...} | null} */
 
-static jv table(void)
+struct skim_find {
+	const char *key;
+	size_t key_len;
+	const char *value;   /* the last member of that key (a parser keeps the last) */
+	size_t value_len;
+};
+
+static void skim_find(const char *key, size_t key_len, const char *value, size_t value_len,
+		      void *payload)
 {
-	if (jv_get_kind(builtin) == JV_KIND_INVALID || jv_get_kind(builtin) == JV_KIND_NULL) {
-		const struct resource *r = resource_find("pricing.json");
-		jv_free(builtin);
-		builtin = r ? json_parse(r->data, r->len) : jv_object();
-		if (jv_get_kind(builtin) != JV_KIND_OBJECT) {
-			jv_free(builtin);
-			builtin = jv_object();
-		}
+	struct skim_find *f = payload;
+
+	if (key_len == f->key_len && memcmp(key, f->key, key_len) == 0) {
+		f->value = value;
+		f->value_len = value_len;
 	}
-	return builtin;
 }
 
-/* The entry for name in models (borrowed objects); 0 when found. */
-static int lookup(struct llm_price *out, jv models, const char *name)
+/* The built-in entry of model name (new reference), or null. */
+static jv builtin_entry(const char *name)
 {
-	jv e = json_get(models, name);
-	int rc = -1;
+	const struct resource *r;
+	struct skim_find f = { "models", 6, NULL, 0 };
+	jv e;
 
-	if (jv_get_kind(e) == JV_KIND_OBJECT && json_has(e, "input") && json_has(e, "output")) {
-		out->input = json_get_num(e, "input", 0);
-		out->output = json_get_num(e, "output", 0);
-		out->cache_read = json_get_num(e, "cache_read", out->input);
-		out->cache_write = json_get_num(e, "cache_write", out->input);
-		out->context_window = (long)json_get_num(e, "context_window", 0);
-		out->no_temperature = !json_get_bool(e, "temperature", true);
-		rc = 0;
+	if (jv_get_kind(entries) != JV_KIND_OBJECT) {
+		jv_free(entries);
+		entries = jv_object();
 	}
+	e = jv_object_get(jv_copy(entries), jv_string(name));
+	if (jv_is_valid(e))
+		return e;
 	jv_free(e);
-	return rc;
+	e = jv_null();
+	r = resource_find("pricing.json");
+	if (r && json_skim_members(r->data, r->len, skim_find, &f) == 0 && f.value) {
+		/* (the skim wants its text NUL-terminated) */
+		size_t len = f.value_len;
+		char *models = xstrndup(f.value, len);
+
+		f = (struct skim_find){ name, strlen(name), NULL, 0 };
+		if (json_skim_members(models, len, skim_find, &f) == 0 && f.value) {
+			jv v = json_parse(f.value, f.value_len);
+
+			if (jv_get_kind(v) == JV_KIND_OBJECT) {
+				jv_free(e);
+				e = v;
+			} else {
+				jv_free(v);
+			}
+		}
+		free(models);
+	}
+	entries = jv_object_set(entries, jv_string(name), jv_copy(e));
+	return e;
+}
+
+/* *out from entry e (borrowed); 0 when it is a price (input and output). */
+static int entry_price(struct llm_price *out, jv e)
+{
+	if (jv_get_kind(e) != JV_KIND_OBJECT || !json_has(e, "input") || !json_has(e, "output"))
+		return -1;
+	out->input = json_get_num(e, "input", 0);
+	out->output = json_get_num(e, "output", 0);
+	out->cache_read = json_get_num(e, "cache_read", out->input);
+	out->cache_write = json_get_num(e, "cache_write", out->input);
+	out->context_window = (long)json_get_num(e, "context_window", 0);
+	out->no_temperature = !json_get_bool(e, "temperature", true);
+	return 0;
 }
 
 /* True when s matches pat, where '9' stands for any digit. */
@@ -68,18 +116,36 @@ static size_t undated_len(const char *name)
 	return n;
 }
 
+/* The price of name in the overrides src, or (src null) in the built-in
+ * table; 0 when found. */
+static int lookup(struct llm_price *out, jv src, const char *name)
+{
+	jv e;
+	int rc;
+
+	if (jv_get_kind(src) == JV_KIND_NULL) {
+		e = builtin_entry(name);
+	} else {
+		jv models = json_has(src, "models") ? json_get(src, "models") : jv_copy(src);
+
+		e = json_get(models, name);
+		jv_free(models);
+	}
+	rc = entry_price(out, e);
+	jv_free(e);
+	return rc;
+}
+
 static int find_in(struct llm_price *out, jv src, const char *model)
 {
-	jv models = json_has(src, "models") ? json_get(src, "models") : jv_copy(src);
 	size_t n = undated_len(model);
-	int rc = lookup(out, models, model);
+	int rc = lookup(out, src, model);
 
 	if (rc < 0 && n < strlen(model)) {
 		char *base = xstrndup(model, n);
-		rc = lookup(out, models, base);
+		rc = lookup(out, src, base);
 		free(base);
 	}
-	jv_free(models);
 	return rc;
 }
 
@@ -89,7 +155,7 @@ int llm_price_find(struct llm_price *out, jv overrides, const char *model)
 		return -1;
 	if (jv_get_kind(overrides) == JV_KIND_OBJECT && find_in(out, overrides, model) == 0)
 		return 0;
-	return find_in(out, table(), model);
+	return find_in(out, jv_null(), model);
 }
 
 long llm_usage_tokens(const struct llm_usage *u)

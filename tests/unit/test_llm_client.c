@@ -8,6 +8,7 @@
 #include "core/forge.h"
 #include "net/http.h"
 #include "core/json.h"
+#include "core/resource.h"
 #include "llm/llm_internal.h"
 #include "store/store.h"
 #include "unit.h"
@@ -245,6 +246,44 @@ static void test_pricing(void)
 	jv o = json_parse(ov, strlen(ov));
 	CHECK_INT(llm_price_find(&p, o, "llama3.2"), 0);
 	jv_free(o);
+}
+
+/* Every model of the built-in table, found a model at a time (the table
+ * is skimmed, not parsed whole), has the price a whole parse gives it. */
+static void test_pricing_table(void)
+{
+	const struct resource *r = resource_find("pricing.json");
+	jv models, whole;
+	int n = 0;
+
+	CHECK(r != NULL);
+	whole = json_parse(r->data, r->len);
+	models = json_get(whole, "models");
+	CHECK(jv_get_kind(models) == JV_KIND_OBJECT);
+	jv_object_foreach(models, k, e) {
+		struct llm_price p;
+
+		if (jv_get_kind(e) == JV_KIND_OBJECT && json_has(e, "input") && json_has(e, "output")) {
+			CHECK_INT(llm_price_find(&p, jv_null(), jv_string_value(k)), 0);
+			CHECK(p.input == json_get_num(e, "input", -1));
+			CHECK(p.output == json_get_num(e, "output", -1));
+			CHECK(p.cache_read == json_get_num(e, "cache_read", p.input));
+			CHECK(p.cache_write == json_get_num(e, "cache_write", p.input));
+			CHECK_INT((int)p.context_window, (int)json_get_num(e, "context_window", 0));
+			CHECK_INT(p.no_temperature, !json_get_bool(e, "temperature", true));
+			n++;
+		}
+		jv_free(k);
+		jv_free(e);
+	}
+	CHECK(n > 5);
+	/* asked again (kept), and a name that is a key of no model */
+	struct llm_price p;
+	CHECK_INT(llm_price_find(&p, jv_null(), "claude-haiku-4-5"), 0);
+	CHECK_INT(llm_price_find(&p, jv_null(), "models"), -1);
+	CHECK_INT(llm_price_find(&p, jv_null(), "$comment"), -1);
+	jv_free(models);
+	jv_free(whole);
 }
 
 static void warn_count(void *p, const char *msg)
@@ -487,6 +526,7 @@ int main(void)
 	RUN(test_missing_key_message);
 	RUN(test_secrets);
 	RUN(test_pricing);
+	RUN(test_pricing_table);
 	RUN(test_replay_across_processes);
 	RUN(test_replay_identity);
 	RUN(test_replay_strict);
