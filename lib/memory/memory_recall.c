@@ -294,6 +294,11 @@ struct cand {
 	int rank[NLISTS];        /* 1-based among the candidates that pass; 0 = absent */
 	double conf, rec, fused, rel;
 	jv mem;
+	/* which of the query's terms it holds (memory_hits), once read: the
+	 * concept weight reads the top lexical ones, the results' coverage
+	 * reads them again */
+	bool hits_known;
+	bool hit[MAX_TERMS];
 };
 
 struct cands {
@@ -327,7 +332,7 @@ static struct cand *cand_get(struct cands *cs, struct memory *m, int64_t seq, in
 	memset(c, 0, sizeof *c);
 	c->seq = seq;
 	c->mem = jv_invalid();
-	db_reset(cs->filter);
+	/* (the statement is left reset, its bindings cleared, after each use) */
 	mem_filter_bind(cs->filter, cs->f);
 	db_bind_int64(cs->filter, 3, seq);
 	step = db_step(cs->filter);
@@ -920,31 +925,45 @@ static double word_idf(const struct term *t, double n)
 	return x > 0 ? x : 0;
 }
 
-/* Which of the query's terms (cv->qt) the memory at seq holds in its
- * content, context and tags, but for their stock phrasing (mem_unstock):
- * cv->hit. */
-static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, int64_t seq)
+/* Which of the query's terms (cv->qt, in one order for the whole recall)
+ * the candidate c holds in its content, context and tags, but for their
+ * stock phrasing (mem_unstock): cv->hit; read once a candidate. */
+static int memory_hits(struct cover *cv, struct memory *m, struct buf *text, struct cand *c)
 {
 	struct db_stmt *s;
+	int rc;
 
+	if (c->hits_known) {
+		memcpy(cv->hit, c->hit, sizeof cv->hit);
+		return 0;
+	}
 	if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
 		return -1;
 	db_reset(s);
-	db_bind_int64(s, 1, seq);
+	db_bind_int64(s, 1, c->seq);
 	if (db_step(s) != DB_ROW) {
 		db_reset(s);
-		return mem_fail(m, "cannot read memory %lld", (long long)seq);
+		return mem_fail(m, "cannot read memory %lld", (long long)c->seq);
 	}
 	buf_reset(text);
-	for (int k = 0; k < 3; k++)
-		buf_addf(text, "%s\n", db_col_text(s, k));
+	for (int k = 0; k < 3; k++) {
+		const char *col = db_col_text(s, k);
+
+		buf_adds(text, col ? col : "(null)");   /* (as "%s" printed it; NOT NULL columns) */
+		buf_addch(text, '\n');
+	}
 	db_reset(s);
 	/* (a word of Forge's own phrasing is no sign a memory is about the query) */
 	mem_unstock(text->buf);
-	return mem_stems(m, text->buf, text->len, true, cover_term, cv);
+	rc = mem_stems(m, text->buf, text->len, true, cover_term, cv);
+	if (rc == 0) {
+		memcpy(c->hit, cv->hit, sizeof c->hit);
+		c->hits_known = true;
+	}
+	return rc;
 }
 
-static int literal_coverage(double *out, struct memory *m, const struct cands *cs,
+static int literal_coverage(double *out, struct memory *m, struct cands *cs,
 			    const struct terms *qt, size_t ndocs)
 {
 	struct buf text = BUF_INIT;
@@ -957,13 +976,13 @@ static int literal_coverage(double *out, struct memory *m, const struct cands *c
 	if (total <= 0)
 		return 0;
 	for (size_t i = 0; i < cs->n; i++) {
-		const struct cand *c = &cs->c[i];
+		struct cand *c = &cs->c[i];
 		struct cover cv = { .qt = qt };
 		double got = 0;
 
 		if (!c->pass || !c->rank[L_LEX] || c->rank[L_LEX] > COVER_DOCS)
 			continue;
-		if (memory_hits(&cv, m, &text, c->seq) < 0)
+		if (memory_hits(&cv, m, &text, c) < 0)
 			goto out;
 		for (size_t k = 0; k < qt->n; k++)
 			got += cv.hit[k] ? word_idf(&qt->t[k], n) : 0;
@@ -987,11 +1006,11 @@ static double smooth_idf(const struct term *t, double n)
 	return log(1 + (n + 1) / ((double)t->df + 1));
 }
 
-/* The share of the query's information (smooth_idf) the memory at seq
+/* The share of the query's information (smooth_idf) the candidate c
  * holds, 0..1: what it says of the query, whatever else is stored (a
  * share of the best hit's BM25 made the best hit similar, however
  * unrelated). */
-static int coverage(double *out, struct memory *m, int64_t seq, const struct terms *qt, double n)
+static int coverage(double *out, struct memory *m, struct cand *c, const struct terms *qt, double n)
 {
 	struct buf text = BUF_INIT;
 	struct cover cv = { .qt = qt };
@@ -999,7 +1018,7 @@ static int coverage(double *out, struct memory *m, int64_t seq, const struct ter
 	int rc;
 
 	*out = 0;
-	rc = memory_hits(&cv, m, &text, seq);
+	rc = memory_hits(&cv, m, &text, c);
 	for (size_t k = 0; rc == 0 && k < qt->n; k++) {
 		total += smooth_idf(&qt->t[k], n);
 		got += cv.hit[k] ? smooth_idf(&qt->t[k], n) : 0;
@@ -1260,7 +1279,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		double lex = best > 0 ? c->bm25 / best : 0, cover;
 		jv o, ranks;
 
-		if (coverage(&cover, m, c->seq, &qt, (double)vindex_rows(m)) < 0)
+		if (coverage(&cover, m, c, &qt, (double)vindex_rows(m)) < 0)
 			goto out;
 		o = jv_object();
 		ranks = jv_object();
