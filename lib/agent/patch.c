@@ -213,13 +213,27 @@ static bool add_decomposed(struct buf *b, uint32_t cp)
 	return false;
 }
 
+/* The UTF-8 byte-order mark, which Windows editors put at the start of a
+ * file (see BYTE-ORDER MARK in patch.h). */
+#define BOM "\xef\xbb\xbf"
+
+/* The length of the byte-order mark s starts with: 3, or 0 when none. */
+static size_t bom_len(const char *s)
+{
+	return strncmp(s, BOM, 3) == 0 ? 3 : 0;
+}
+
 /* The line as compared in pass f (malloc'd): the loosest pass also reads
- * typographic punctuation as ASCII and composed letters decomposed. */
+ * typographic punctuation as ASCII and composed letters decomposed.  A
+ * leading byte-order mark is never compared: it is invisible, so a model
+ * may copy it from read_file or not. */
 static char *transform(const char *s, enum patch_fuzz f)
 {
-	size_t len = strlen(s), a = 0;
+	size_t len, a = 0;
 	struct buf b = BUF_INIT;
 
+	s += bom_len(s);
+	len = strlen(s);
 	if (f == PATCH_EXACT)
 		return xstrdup(s);
 	if (f == PATCH_PUNCT) {
@@ -545,6 +559,19 @@ static bool mostly_crlf(char *const *lines, size_t n)
 	return n && crlf * 2 > n;
 }
 
+/* text, which the file's byte-order mark was taken off, with the mark put
+ * back in front: one mark, whether or not the model's text brought its own
+ * (see BYTE-ORDER MARK in patch.h).  Takes text; returns a new string. */
+static char *with_bom(char *text)
+{
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, BOM);
+	buf_adds(&b, text + bom_len(text));
+	free(text);
+	return buf_detach(&b, NULL);
+}
+
 /* More than half of the line ends of text are CRLF. */
 static bool text_mostly_crlf(const char *text)
 {
@@ -576,12 +603,22 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 	char **lines = NULL, **pat = NULL, **repl = NULL;
 	size_t n = 0, np = 0, nr = 0, first_line;
 	struct buf where = BUF_INIT, msg = BUF_INIT;
-	size_t exact;
+	size_t exact, bom = bom_len(content);
 	int rc = -1;
 
 	*out = NULL;
 	*fuzz = PATCH_EXACT;
 	*count = 0;
+	/* The file's byte-order mark is matched by no one and kept (patch.h);
+	 * a mark the model copied with `old` from line 1 comes off too, and
+	 * with it that of `new`, which replaces line 1. */
+	if (bom) {
+		content += bom;
+		if (bom_len(old)) {
+			old += bom_len(old);
+			new += bom_len(new);
+		}
+	}
 	if (!*old)
 		return forge_error("'%s': `old` is empty; give the text to replace", path);
 	exact = count_exact(content, old, &first_line, &where);
@@ -653,6 +690,8 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 		msg.buf[--msg.len] = '\0';
 	forge_error("%s", msg.buf);
 out:
+	if (rc == 0 && bom)
+		*out = with_bom(*out);
 	if (lines)
 		patch_lines_free(lines, n);
 	if (pat)
@@ -1069,11 +1108,13 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 			  struct buf *notes, long *adds, long *dels)
 {
 	char **lines;
-	size_t len = strlen(content);
-	size_t n = patch_split_lines(&lines, content, len), idx = 0, nr = 0;
+	/* the byte-order mark is no line's text: off while matching, and put
+	 * back on the result (patch.h) */
+	size_t bom = bom_len(content), len = strlen(content + bom);
+	size_t n = patch_split_lines(&lines, content + bom, len), idx = 0, nr = 0;
 	struct repl *r = xcalloc(h->nchunks ? h->nchunks : 1, sizeof(*r));
 	/* (a last line without a newline tells nothing of the line ends) */
-	bool final_nl = !len || content[len - 1] == '\n';
+	bool final_nl = !len || content[bom + len - 1] == '\n';
 	bool crlf = mostly_crlf(lines, final_nl ? n : n - 1), ok = true, end_nl = final_nl;
 	char *result = NULL;
 
@@ -1186,6 +1227,8 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 			buf_truncate(&b, b.len - last_end);
 		if (ok)
 			result = buf_detach(&b, NULL);
+		if (ok && bom)
+			result = with_bom(result);
 		buf_release(&b);
 	}
 	patch_lines_free(lines, n);
