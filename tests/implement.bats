@@ -228,6 +228,32 @@ tool_results_of() {
 	done
 }
 
+@test "a file name that is not UTF-8 is shown quoted, as git quotes it, and every file tool takes that name; changes.files keeps it" {
+	# (before: shown as caf\uFFFD.txt, which read_file and edit_file answered
+	# "no such file or directory", and changes.files lost the name too)
+	printf 'latin\n' >"$(printf 'caf\351.txt')"
+	printf 'decoy\n' >'"caf\351.txt"'   # a name that is the quoted text itself
+	git add -A && git commit -q -m names
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	for p in anthropic openai; do
+		plan_state "N$p" >"$BATS_TEST_TMPDIR/plan.json"
+		mock_script '[{"tool_calls":[{"name":"list_files","input":{"pattern":"*caf*"}},
+			{"name":"read_file","input":{"path":"\"caf\\351.txt\""}},
+			{"name":"edit_file","input":{"path":"\"caf\\351.txt\"","old":"latin","new":"edited"}}]},
+			{"tool_calls":[{"name":"finish","input":{"summary":"edited"}}]}]'
+		provider $p
+		run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+		# one name each, lossless: the quoted form json_path() gives
+		last_state | jq -e '.changes.files | map(.path) == ["\"caf\\351.txt\""]'
+		run -0 tool_results_of 1
+		echo "$output" | jq -e '.[0] == "\"\\\"caf\\\\351.txt\\\"\"\n\"caf\\351.txt\""'
+		echo "$output" | jq -e '.[1] | test("1\tlatin")'
+		echo "$output" | jq -e '.[2] | test("^Edited \"caf\\\\351.txt\"")'
+		git show "forge/N$p:$(printf 'caf\351.txt')" | cmp - <(printf 'edited\n')
+		git show "forge/N$p:\"caf\\351.txt\"" | cmp - <(printf 'decoy\n')
+	done
+}
+
 @test "a review bounce puts the findings first in the prompt: file, line, message, suggested fix" {
 	plan_state T2 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
 		{"severity":"warning","category":"style","message":"usage line lists no mul","file":"calc.c","line":31},

@@ -1296,11 +1296,17 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 	for (size_t i = 0; i < p.n; i++) {
 		struct hunk *h = &p.h[i];
 		struct vfile *v = NULL, *d = NULL;
-		char *clean = NULL, *dest = NULL;
+		/* a name list_files showed quoted ("caf\351.txt") is that file's */
+		char *clean = NULL, *dest = NULL, *raw = buf_path_unquoted(h->path);
+		char *raw_to = buf_path_unquoted(h->move_to);
 		int r;
 
-		if ((r = sandbox_path_clean(&clean, h->path, false)) < 0 ||
-		    (h->move_to && (r = sandbox_path_clean(&dest, h->move_to, false)) < 0)) {
+		r = sandbox_path_clean(&clean, raw, false);
+		if (r == 0 && raw_to)
+			r = sandbox_path_clean(&dest, raw_to, false);
+		free(raw);
+		free(raw_to);
+		if (r < 0) {
 			buf_addf(&errs, "- %s\n", forge_last_error());
 			if (r < worst)
 				worst = r;
@@ -1405,8 +1411,10 @@ next:
 		struct buf bytes = BUF_INIT;
 		if (!v->changed || !v->exists || !v->latin1)
 			continue;
-		if (patch_latin1_encode(&bytes, v->content.buf, v->content.len, v->path, "the result") < 0)
+		char *shown = buf_path_quoted(v->path);
+		if (patch_latin1_encode(&bytes, v->content.buf, v->content.len, shown, "the result") < 0)
 			buf_addf(&errs, "- %s\n", forge_last_error());
+		free(shown);
 		buf_release(&v->content);
 		v->content = bytes;
 	}
@@ -1435,15 +1443,18 @@ next:
 			continue;   /* added and deleted again */
 		if (!strcmp(v->action, "moved"))
 			continue;
-		f = json_set(jv_object(), "path", jv_string(v->path));
+		/* (a name that is not UTF-8 quoted, not made U+FFFD: json_path()) */
+		f = json_set(jv_object(), "path", json_path(v->path));
 		f = json_set(f, "action", jv_string(v->action));
 		if (v->from)
-			f = json_set(f, "from", jv_string(v->from));
+			f = json_set(f, "from", json_path(v->from));
 		f = json_set(f, "additions", jv_number((double)v->additions));
 		f = json_set(f, "deletions", jv_number((double)v->deletions));
 		if (v->exists && v->latin1) {
 			f = json_set(f, "encoding", jv_string("latin1"));
-			buf_addf(&enc, "%s%s", enc.len ? ", " : "", v->path);
+			if (enc.len)
+				buf_adds(&enc, ", ");
+			buf_add_path_quoted(&enc, v->path);
 		}
 		/* a link to nothing read as absent: the new file takes its place */
 		char *link = NULL;
@@ -1454,11 +1465,16 @@ next:
 		}
 		free(link);
 		*files = jv_array_append(*files, f);
-		if (!strcmp(v->action, "rename"))
-			buf_addf(&sum, "M %s (moved from %s)\n", v->path, v->from);
-		else
-			buf_addf(&sum, "%c %s\n", v->action[0] == 'a' ? 'A' : v->action[0] == 'd' ? 'D' : 'M',
-				 v->path);
+		/* one name a line, as list_files shows it (a name that is not
+		 * UTF-8, or holds a newline, quoted) */
+		buf_addf(&sum, "%c ", v->action[0] == 'a' ? 'A' : v->action[0] == 'd' ? 'D' : 'M');
+		buf_add_path_quoted(&sum, v->path);
+		if (!strcmp(v->action, "rename")) {
+			buf_adds(&sum, " (moved from ");
+			buf_add_path_quoted(&sum, v->from);
+			buf_addch(&sum, ')');
+		}
+		buf_addch(&sum, '\n');
 	}
 	if ((rc = sandbox_txn_commit(txn)) < 0) {
 		forge_error_prefix("the patch was not applied; nothing was changed");
