@@ -452,7 +452,7 @@ static void build_context(struct impl *im, const char *build_cmd, const char *te
 		jv_array_foreach(files, i, f) {
 			/* one a line: a name holding a newline quoted, as git does */
 			buf_adds(&w, "- ");
-			buf_add_path_quoted(&w, json_get_str(f, "path") ? json_get_str(f, "path") : "?");
+			json_path_add_shown(&w, json_get_str(f, "path"));
 			buf_addf(&w, " (%s)\n", json_get_str(f, "action"));
 			jv_free(f);
 		}
@@ -685,13 +685,15 @@ static jv untracked_files(struct impl *im)
 static bool remove_left(struct impl *im, const char *rel)
 {
 	struct buf path = BUF_INIT;
+	char *name = buf_path_unquoted(rel);   /* (git status's name: json_path()) */
 	size_t root;
 	bool gone;
 
 	buf_adds(&path, forge_git_worktree_path(im->wt));
 	buf_addch(&path, '/');
 	root = path.len;
-	buf_adds(&path, rel);
+	buf_adds(&path, name);
+	free(name);
 	gone = unlink(path.buf) == 0;
 	if (gone)
 		while (path.len > root) {
@@ -1029,11 +1031,15 @@ static const char *implement(struct impl *im, const char *build_cmd, const char 
 static int read_in_worktree(struct buf *b, struct impl *im, const char *path)
 {
 	struct sandbox_root *root;
+	char *name = buf_path_unquoted(path);   /* (git diff's name: json_path()) */
 	int rc;
 
-	if (sandbox_root_open(&root, forge_git_worktree_path(im->wt)) < 0)
+	if (sandbox_root_open(&root, forge_git_worktree_path(im->wt)) < 0) {
+		free(name);
 		return -1;
-	rc = sandbox_read_file(b, root, path, TDD_TEST_MAX) < 0 ? -1 : 0;
+	}
+	rc = sandbox_read_file(b, root, name, TDD_TEST_MAX) < 0 ? -1 : 0;
+	free(name);
 	sandbox_root_free(root);
 	return rc;
 }
@@ -1120,7 +1126,7 @@ static jv tests_changed_finding(jv changed)
 	buf_adds(&b, "the implementation step changed tests the red step committed:");
 	jv_array_foreach(changed, i, c) {
 		buf_addf(&b, "%s ", i ? "," : "");
-		buf_add_path_quoted(&b, json_get_str(c, "path") ? json_get_str(c, "path") : "?");
+		json_path_add_shown(&b, json_get_str(c, "path"));
 		buf_addf(&b, " (%s)", json_get_str(c, "change"));
 		jv_free(c);
 	}

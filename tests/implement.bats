@@ -192,6 +192,68 @@ checkout_untouched() {
 	last_state | jq -e '.status == "ok"'
 }
 
+# provider NAME: the mock speaks Anthropic's or OpenAI's wire format.
+provider() {
+	if [ "$1" = openai ]; then
+		export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key FORGE_MODEL=gpt-4o-mini
+	else
+		export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+		unset FORGE_MODEL
+	fi
+}
+
+# The tool results request N (0-based) carried, in either wire format, as JSON strings.
+tool_results_of() {
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -c "[.[$1].body.messages[] | if .role == \"tool\" then .content
+		elif (.content | type) == \"array\" then (.content[] | select(.type == \"tool_result\") | .content)
+		else empty end | tostring]"
+}
+
+@test "a file that starts with a UTF-8 byte-order mark: apply_patch and edit_file change line 1 and keep the mark and CRLF" {
+	# (before: no fuzz level matched "using System;" against line 1,
+	# "\ufeffusing System;", and the error showed two lines that look alike)
+	printf '\357\273\277using System;\r\nclass A {}\r\n' >A.cs
+	git add A.cs && git commit -q -m bom
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	for p in anthropic openai; do
+		plan_state "BOM$p" >"$BATS_TEST_TMPDIR/plan.json"
+		mock_script '[{"tool_calls":[{"name":"apply_patch","input":{"patch":"*** Begin Patch\n*** Update File: A.cs\n-using System;\n+using System;\n+using System.IO;\n class A {}\n*** End Patch\n"}}]},
+			{"tool_calls":[{"name":"edit_file","input":{"path":"A.cs","old":"using System; \nusing System.IO;","new":"using System;\nusing System.IO;\nusing System.Linq;"}}]},
+			{"tool_calls":[{"name":"finish","input":{"summary":"added usings"}}]}]'
+		provider $p
+		run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+		git show "forge/BOM$p:A.cs" | cmp - <(printf '\357\273\277using System;\r\nusing System.IO;\r\nusing System.Linq;\r\nclass A {}\r\n')
+		tool_results_of 1 | jq -e '.[0] | test("^Success")'
+		tool_results_of 2 | jq -e '.[-1] | test("^Edited A.cs")'
+	done
+}
+
+@test "a file name that is not UTF-8 is shown quoted, as git quotes it, and every file tool takes that name; changes.files keeps it" {
+	# (before: shown as caf\uFFFD.txt, which read_file and edit_file answered
+	# "no such file or directory", and changes.files lost the name too)
+	printf 'latin\n' >"$(printf 'caf\351.txt')"
+	printf 'decoy\n' >'"caf\351.txt"'   # a name that is the quoted text itself
+	git add -A && git commit -q -m names
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	for p in anthropic openai; do
+		plan_state "N$p" >"$BATS_TEST_TMPDIR/plan.json"
+		mock_script '[{"tool_calls":[{"name":"list_files","input":{"pattern":"*caf*"}},
+			{"name":"read_file","input":{"path":"\"caf\\351.txt\""}},
+			{"name":"edit_file","input":{"path":"\"caf\\351.txt\"","old":"latin","new":"edited"}}]},
+			{"tool_calls":[{"name":"finish","input":{"summary":"edited"}}]}]'
+		provider $p
+		run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+		# one name each, lossless: the quoted form json_path() gives
+		last_state | jq -e '.changes.files | map(.path) == ["\"caf\\351.txt\""]'
+		run -0 tool_results_of 1
+		echo "$output" | jq -e '.[0] == "\"\\\"caf\\\\351.txt\\\"\"\n\"caf\\351.txt\""'
+		echo "$output" | jq -e '.[1] | test("1\tlatin")'
+		echo "$output" | jq -e '.[2] | test("^Edited \"caf\\\\351.txt\"")'
+		git show "forge/N$p:$(printf 'caf\351.txt')" | cmp - <(printf 'edited\n')
+		git show "forge/N$p:\"caf\\351.txt\"" | cmp - <(printf 'decoy\n')
+	done
+}
+
 @test "a review bounce puts the findings first in the prompt: file, line, message, suggested fix" {
 	plan_state T2 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
 		{"severity":"warning","category":"style","message":"usage line lists no mul","file":"calc.c","line":31},

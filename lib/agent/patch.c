@@ -213,13 +213,27 @@ static bool add_decomposed(struct buf *b, uint32_t cp)
 	return false;
 }
 
+/* The UTF-8 byte-order mark, which Windows editors put at the start of a
+ * file (see BYTE-ORDER MARK in patch.h). */
+#define BOM "\xef\xbb\xbf"
+
+/* The length of the byte-order mark s starts with: 3, or 0 when none. */
+static size_t bom_len(const char *s)
+{
+	return strncmp(s, BOM, 3) == 0 ? 3 : 0;
+}
+
 /* The line as compared in pass f (malloc'd): the loosest pass also reads
- * typographic punctuation as ASCII and composed letters decomposed. */
+ * typographic punctuation as ASCII and composed letters decomposed.  A
+ * leading byte-order mark is never compared: it is invisible, so a model
+ * may copy it from read_file or not. */
 static char *transform(const char *s, enum patch_fuzz f)
 {
-	size_t len = strlen(s), a = 0;
+	size_t len, a = 0;
 	struct buf b = BUF_INIT;
 
+	s += bom_len(s);
+	len = strlen(s);
 	if (f == PATCH_EXACT)
 		return xstrdup(s);
 	if (f == PATCH_PUNCT) {
@@ -545,6 +559,19 @@ static bool mostly_crlf(char *const *lines, size_t n)
 	return n && crlf * 2 > n;
 }
 
+/* text, which the file's byte-order mark was taken off, with the mark put
+ * back in front: one mark, whether or not the model's text brought its own
+ * (see BYTE-ORDER MARK in patch.h).  Takes text; returns a new string. */
+static char *with_bom(char *text)
+{
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, BOM);
+	buf_adds(&b, text + bom_len(text));
+	free(text);
+	return buf_detach(&b, NULL);
+}
+
 /* More than half of the line ends of text are CRLF. */
 static bool text_mostly_crlf(const char *text)
 {
@@ -576,12 +603,22 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 	char **lines = NULL, **pat = NULL, **repl = NULL;
 	size_t n = 0, np = 0, nr = 0, first_line;
 	struct buf where = BUF_INIT, msg = BUF_INIT;
-	size_t exact;
+	size_t exact, bom = bom_len(content);
 	int rc = -1;
 
 	*out = NULL;
 	*fuzz = PATCH_EXACT;
 	*count = 0;
+	/* The file's byte-order mark is matched by no one and kept (patch.h);
+	 * a mark the model copied with `old` from line 1 comes off too, and
+	 * with it that of `new`, which replaces line 1. */
+	if (bom) {
+		content += bom;
+		if (bom_len(old)) {
+			old += bom_len(old);
+			new += bom_len(new);
+		}
+	}
 	if (!*old)
 		return forge_error("'%s': `old` is empty; give the text to replace", path);
 	exact = count_exact(content, old, &first_line, &where);
@@ -653,6 +690,8 @@ int patch_edit(char **out, enum patch_fuzz *fuzz, int *count, const char *conten
 		msg.buf[--msg.len] = '\0';
 	forge_error("%s", msg.buf);
 out:
+	if (rc == 0 && bom)
+		*out = with_bom(*out);
 	if (lines)
 		patch_lines_free(lines, n);
 	if (pat)
@@ -1069,11 +1108,13 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 			  struct buf *notes, long *adds, long *dels)
 {
 	char **lines;
-	size_t len = strlen(content);
-	size_t n = patch_split_lines(&lines, content, len), idx = 0, nr = 0;
+	/* the byte-order mark is no line's text: off while matching, and put
+	 * back on the result (patch.h) */
+	size_t bom = bom_len(content), len = strlen(content + bom);
+	size_t n = patch_split_lines(&lines, content + bom, len), idx = 0, nr = 0;
 	struct repl *r = xcalloc(h->nchunks ? h->nchunks : 1, sizeof(*r));
 	/* (a last line without a newline tells nothing of the line ends) */
-	bool final_nl = !len || content[len - 1] == '\n';
+	bool final_nl = !len || content[bom + len - 1] == '\n';
 	bool crlf = mostly_crlf(lines, final_nl ? n : n - 1), ok = true, end_nl = final_nl;
 	char *result = NULL;
 
@@ -1186,6 +1227,8 @@ static char *apply_chunks(const struct hunk *h, const char *content, struct buf 
 			buf_truncate(&b, b.len - last_end);
 		if (ok)
 			result = buf_detach(&b, NULL);
+		if (ok && bom)
+			result = with_bom(result);
 		buf_release(&b);
 	}
 	patch_lines_free(lines, n);
@@ -1253,11 +1296,17 @@ int patch_apply(char **summary, jv *files, const struct sandbox_root *root, cons
 	for (size_t i = 0; i < p.n; i++) {
 		struct hunk *h = &p.h[i];
 		struct vfile *v = NULL, *d = NULL;
-		char *clean = NULL, *dest = NULL;
+		/* a name list_files showed quoted ("caf\351.txt") is that file's */
+		char *clean = NULL, *dest = NULL, *raw = buf_path_unquoted(h->path);
+		char *raw_to = buf_path_unquoted(h->move_to);
 		int r;
 
-		if ((r = sandbox_path_clean(&clean, h->path, false)) < 0 ||
-		    (h->move_to && (r = sandbox_path_clean(&dest, h->move_to, false)) < 0)) {
+		r = sandbox_path_clean(&clean, raw, false);
+		if (r == 0 && raw_to)
+			r = sandbox_path_clean(&dest, raw_to, false);
+		free(raw);
+		free(raw_to);
+		if (r < 0) {
 			buf_addf(&errs, "- %s\n", forge_last_error());
 			if (r < worst)
 				worst = r;
@@ -1362,8 +1411,10 @@ next:
 		struct buf bytes = BUF_INIT;
 		if (!v->changed || !v->exists || !v->latin1)
 			continue;
-		if (patch_latin1_encode(&bytes, v->content.buf, v->content.len, v->path, "the result") < 0)
+		char *shown = buf_path_quoted(v->path);
+		if (patch_latin1_encode(&bytes, v->content.buf, v->content.len, shown, "the result") < 0)
 			buf_addf(&errs, "- %s\n", forge_last_error());
+		free(shown);
 		buf_release(&v->content);
 		v->content = bytes;
 	}
@@ -1392,15 +1443,18 @@ next:
 			continue;   /* added and deleted again */
 		if (!strcmp(v->action, "moved"))
 			continue;
-		f = json_set(jv_object(), "path", jv_string(v->path));
+		/* (a name that is not UTF-8 quoted, not made U+FFFD: json_path()) */
+		f = json_set(jv_object(), "path", json_path(v->path));
 		f = json_set(f, "action", jv_string(v->action));
 		if (v->from)
-			f = json_set(f, "from", jv_string(v->from));
+			f = json_set(f, "from", json_path(v->from));
 		f = json_set(f, "additions", jv_number((double)v->additions));
 		f = json_set(f, "deletions", jv_number((double)v->deletions));
 		if (v->exists && v->latin1) {
 			f = json_set(f, "encoding", jv_string("latin1"));
-			buf_addf(&enc, "%s%s", enc.len ? ", " : "", v->path);
+			if (enc.len)
+				buf_adds(&enc, ", ");
+			buf_add_path_quoted(&enc, v->path);
 		}
 		/* a link to nothing read as absent: the new file takes its place */
 		char *link = NULL;
@@ -1411,11 +1465,16 @@ next:
 		}
 		free(link);
 		*files = jv_array_append(*files, f);
-		if (!strcmp(v->action, "rename"))
-			buf_addf(&sum, "M %s (moved from %s)\n", v->path, v->from);
-		else
-			buf_addf(&sum, "%c %s\n", v->action[0] == 'a' ? 'A' : v->action[0] == 'd' ? 'D' : 'M',
-				 v->path);
+		/* one name a line, as list_files shows it (a name that is not
+		 * UTF-8, or holds a newline, quoted) */
+		buf_addf(&sum, "%c ", v->action[0] == 'a' ? 'A' : v->action[0] == 'd' ? 'D' : 'M');
+		buf_add_path_quoted(&sum, v->path);
+		if (!strcmp(v->action, "rename")) {
+			buf_adds(&sum, " (moved from ");
+			buf_add_path_quoted(&sum, v->from);
+			buf_addch(&sum, ')');
+		}
+		buf_addch(&sum, '\n');
 	}
 	if ((rc = sandbox_txn_commit(txn)) < 0) {
 		forge_error_prefix("the patch was not applied; nothing was changed");

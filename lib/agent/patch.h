@@ -14,6 +14,12 @@
  *      letters decomposed as in NFD (the Latin letters U+00C0..U+017F
  *      that are a letter and one combining mark, Hangul syllables), so
  *      that a file's decomposed text matches the model's composed text.
+ * BYTE-ORDER MARK.  A file that starts with the UTF-8 byte-order mark
+ * (EF BB BF, as Windows and .NET tools write .cs and .csproj files) is
+ * matched without it, and the patch's and `old`'s lines are matched
+ * without a leading one (read_file shows it, invisible, so a model may
+ * copy it or not); the result keeps the file's mark, exactly one, and its
+ * line ends, whatever line 1 became.
  * When nothing matches, the error shows the lines of the file that come
  * closest (the window with the highest mean per-line similarity, bigram
  * Dice on stripped lines) and the first line that differs.

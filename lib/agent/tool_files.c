@@ -106,6 +106,7 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	long end = (long)json_get_num(input, "end_line", (double)(start + max_lines - 1));
 	size_t cap = ctx->read_cap ? ctx->read_cap : READ_CAP_DEFAULT;
 	struct buf text = BUF_INIT, body = BUF_INIT, shown = BUF_INIT;
+	char *name = NULL;
 	long lineno = 0, shown_last = 0;
 	bool cut = false, latin1 = false;
 	struct stat st;
@@ -123,7 +124,11 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	}
 	if (end - start + 1 > max_lines)
 		end = start + max_lines - 1;
-	if ((rc = sandbox_open_read(&fd, &st, root, path)) < 0) {
+	/* a name list_files showed quoted ("caf\351.txt") is that file's */
+	name = buf_path_unquoted(path);
+	rc = sandbox_open_read(&fd, &st, root, name);
+	free(name);
+	if (rc < 0) {
 		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "read_file: %s", forge_last_error());
 		return;
 	}
@@ -429,10 +434,11 @@ static void select_files(struct fileset *out, struct fileset *all, const char *u
 /* Clean the optional `path` of an input; fills out on error. */
 static bool clean_under(char **clean, struct tool_result *out, const char *tool, jv input)
 {
-	const char *path = json_get_str(input, "path");
-	int rc;
+	char *path = buf_path_unquoted(json_get_str(input, "path"));   /* (as read_file) */
+	int rc = sandbox_path_clean(clean, path ? path : "", true);
 
-	if ((rc = sandbox_path_clean(clean, path ? path : "", true)) < 0) {
+	free(path);
+	if (rc < 0) {
 		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "%s: %s", tool, forge_last_error());
 		return false;
 	}
@@ -755,13 +761,13 @@ static void note_replaced_link(struct buf *text, jv *data, const char *path, con
 void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 		     const struct sandbox_root *root, jv input)
 {
-	const char *path = json_get_str(input, "path");
+	char *path = buf_path_unquoted(json_get_str(input, "path"));   /* (as read_file) */
 	jv content = json_get(input, "content");
 	const char *data = jv_string_value(content);
 	size_t len = (size_t)jv_string_length_bytes(jv_copy(content));
 	struct sandbox_txn *t = NULL;
 	struct buf old = BUF_INIT, bytes = BUF_INIT;
-	char *clean = NULL, *link = NULL;
+	char *clean = NULL, *link = NULL, *shown = NULL;
 	bool existed, latin1;
 	int rc;
 
@@ -770,6 +776,7 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "write_file: %s", forge_last_error());
 		goto out;
 	}
+	shown = buf_path_quoted(clean);
 	rc = sandbox_read_file(&old, root, clean, 64u << 20);
 	existed = rc == 0;
 	if (rc < 0 && rc != SANDBOX_ENOENT) {
@@ -782,10 +789,10 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 	 * or into a silent change of the whole file's encoding. */
 	latin1 = existed && !memchr(old.buf, '\0', old.len) && patch_is_latin1(old.buf, old.len);
 	if (latin1) {
-		if (patch_latin1_encode(&bytes, data, len, clean, "`content`") < 0) {
+		if (patch_latin1_encode(&bytes, data, len, shown, "`content`") < 0) {
 			tool_fail(out, TOOL_ERR_INPUT, jv_object(),
 				  "write_file: %s (to make it a UTF-8 file instead, delete it first with apply_patch's "
-				  "'*** Delete File: %s', then write it)", forge_last_error(), clean);
+				  "'*** Delete File: %s', then write it)", forge_last_error(), shown);
 			goto out;
 		}
 		data = bytes.buf;
@@ -802,14 +809,14 @@ void tool_write_file(struct tool_result *out, const struct tool_ctx *ctx,
 	}
 	{
 		struct buf text = BUF_INIT;
-		jv d = json_set(jv_object(), "path", jv_string(clean));
+		jv d = json_set(jv_object(), "path", json_path(clean));
 		d = json_set(d, "action", jv_string(existed ? "modify" : "add"));
 		d = json_set(d, "bytes", jv_number((double)len));
 		d = json_set(d, "additions", jv_number((double)nlines(data, len)));
 		d = json_set(d, "deletions", jv_number((double)nlines(old.buf, old.len)));
 		if (latin1)
 			d = json_set(d, "encoding", jv_string("latin1"));
-		buf_addf(&text, "%s %s (%zu bytes, %zu lines).", existed ? "Replaced" : "Created", clean,
+		buf_addf(&text, "%s %s (%zu bytes, %zu lines).", existed ? "Replaced" : "Created", shown,
 			 len, nlines(data, len));
 		if (latin1)
 			buf_adds(&text, " The file is not UTF-8: it was written in Latin-1, its own encoding.");
@@ -823,5 +830,7 @@ out:
 	buf_release(&bytes);
 	free(link);
 	free(clean);
+	free(shown);
+	free(path);
 	jv_free(content);
 }

@@ -116,25 +116,28 @@ jv tool_input_sanitize(jv input)
 static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
 			   const struct sandbox_root *root, jv input)
 {
-	const char *path = json_get_str(input, "path");
+	/* a name list_files showed quoted ("caf\351.txt") is that file's */
+	char *path = buf_path_unquoted(json_get_str(input, "path"));
 	const char *old = json_get_str(input, "old"), *new = json_get_str(input, "new");
 	bool all = json_get_bool(input, "replace_all", false);
 	struct buf content = BUF_INIT, bytes = BUF_INIT;
 	struct sandbox_txn *t = NULL;
 	enum patch_fuzz fz;
-	char *result = NULL, *clean = NULL;
+	char *result = NULL, *clean = NULL, *shown = NULL;
 	bool latin1;
 	int count, rc;
 
 	(void)ctx;
-	if ((rc = sandbox_path_clean(&clean, path, false)) < 0 ||
+	if ((rc = sandbox_path_clean(&clean, path, false)) == 0)
+		shown = buf_path_quoted(clean);
+	if (rc < 0 ||
 	    (rc = sandbox_read_file(&content, root, clean, EDIT_FILE_MAX)) < 0) {
 		tool_fail(out, tool_kind_of_sandbox(rc), jv_object(), "edit_file: %s%s", forge_last_error(),
 			  rc == SANDBOX_ENOENT ? " (use write_file to create a file)" : "");
 		goto out;
 	}
 	if (memchr(content.buf, '\0', content.len)) {
-		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: '%s' is a binary file", path);
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: '%s' is a binary file", shown);
 		goto out;
 	}
 	if (!strcmp(old, new)) {
@@ -145,8 +148,8 @@ static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
 	 * read as UTF-8) and written back in its own bytes (see patch.h). */
 	latin1 = patch_is_latin1(content.buf, content.len);
 	if (latin1) {
-		if (patch_latin1_encode(&bytes, old, strlen(old), clean, "`old`") < 0 ||
-		    patch_latin1_encode(&bytes, new, strlen(new), clean, "`new`") < 0) {
+		if (patch_latin1_encode(&bytes, old, strlen(old), shown, "`old`") < 0 ||
+		    patch_latin1_encode(&bytes, new, strlen(new), shown, "`new`") < 0) {
 			tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: %s", forge_last_error());
 			goto out;
 		}
@@ -156,11 +159,11 @@ static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
 		buf_add(&content, bytes.buf, bytes.len);
 		buf_reset(&bytes);
 	}
-	if (patch_edit(&result, &fz, &count, content.buf, clean, old, new, all) < 0) {
+	if (patch_edit(&result, &fz, &count, content.buf, shown, old, new, all) < 0) {
 		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "edit_file: %s", forge_last_error());
 		goto out;
 	}
-	if (latin1 && patch_latin1_encode(&bytes, result, strlen(result), clean, "the result") < 0) {
+	if (latin1 && patch_latin1_encode(&bytes, result, strlen(result), shown, "the result") < 0) {
 		tool_fail(out, TOOL_ERR_INTERNAL, jv_object(), "edit_file: %s", forge_last_error());
 		goto out;
 	}
@@ -175,13 +178,13 @@ static void tool_edit_file(struct tool_result *out, const struct tool_ctx *ctx,
 	}
 	{
 		struct buf text = BUF_INIT;
-		jv d = json_set(jv_object(), "path", jv_string(clean));
+		jv d = json_set(jv_object(), "path", json_path(clean));
 		d = json_set(d, "action", jv_string("modify"));
 		d = json_set(d, "replacements", jv_number(count));
 		d = json_set(d, "match", jv_string(patch_fuzz_name(fz)));
 		if (latin1)
 			d = json_set(d, "encoding", jv_string("latin1"));
-		buf_addf(&text, "Edited %s: %d replacement%s", clean, count, count == 1 ? "" : "s");
+		buf_addf(&text, "Edited %s: %d replacement%s", shown, count, count == 1 ? "" : "s");
 		if (fz != PATCH_EXACT)
 			buf_addf(&text, " (`old` matched %s; check the result)", patch_fuzz_name(fz));
 		buf_addch(&text, '.');
@@ -195,6 +198,8 @@ out:
 	buf_release(&bytes);
 	free(result);
 	free(clean);
+	free(shown);
+	free(path);
 }
 
 /* ================================================================ apply_patch */
@@ -382,13 +387,14 @@ static void tool_git_status(struct tool_result *out, const struct tool_ctx *ctx,
 		const char *code = !strcmp(s, "added") ? "A " : !strcmp(s, "modified") ? "M " :
 				   !strcmp(s, "deleted") ? "D " : !strcmp(s, "renamed") ? "R " :
 				   !strcmp(s, "untracked") ? "??" : "T ";
-		/* (as git status: a name holding a newline quoted) */
+		/* (as git status: a name holding a newline quoted; one that is
+		 * not UTF-8 is so already, json_path()) */
 		buf_addf(&text, "%s ", code);
 		if (json_get_str(e, "old_path")) {
-			buf_add_path_quoted(&text, json_get_str(e, "old_path"));
+			json_path_add_shown(&text, json_get_str(e, "old_path"));
 			buf_adds(&text, " -> ");
 		}
-		buf_add_path_quoted(&text, p);
+		json_path_add_shown(&text, p);
 		buf_addch(&text, '\n');
 		(void)i;
 		jv_free(e);

@@ -107,11 +107,39 @@ static size_t control_at(const unsigned char *s)
 	return s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f ? 2 : 0;
 }
 
+/* The length of the well-formed UTF-8 character at s (1 for ASCII), or 0
+ * when the byte at s starts none (a Latin-1 byte in a name, say).  As
+ * json_utf8_seq() (no overlongs, no surrogates), which is not used here:
+ * it would bring json.c, and libm, into every program that quotes a name. */
+static size_t utf8_char_at(const unsigned char *s, const unsigned char *end)
+{
+	size_t n = *s < 0x80 ? 0 : *s >= 0xc2 && *s <= 0xdf ? 1 : *s >= 0xe0 && *s <= 0xef ? 2 :
+		   *s >= 0xf0 && *s <= 0xf4 ? 3 : SIZE_MAX;
+	uint32_t cp = *s & (n == 1 ? 0x1f : n == 2 ? 0x0f : 0x07);
+
+	if (n == SIZE_MAX || (size_t)(end - s) <= n)
+		return n ? 0 : 1;
+	for (size_t i = 1; i <= n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n + 1;
+}
+
 bool buf_path_needs_quotes(const char *path)
 {
-	for (const unsigned char *s = (const unsigned char *)path; *s; s++)
-		if (*s == '"' || *s == '\\' || control_at(s))
+	const unsigned char *end = (const unsigned char *)path + strlen(path);
+
+	for (const unsigned char *s = (const unsigned char *)path; *s; ) {
+		size_t n = utf8_char_at(s, end);
+		if (*s == '"' || *s == '\\' || control_at(s) || !n)
 			return true;
+		s += n;
+	}
 	return false;
 }
 
@@ -123,15 +151,18 @@ int buf_add_path_quoted(struct buf *b, const char *path)
 	if (!buf_path_needs_quotes(path))
 		return buf_adds(b, path);
 	rc = buf_addch(b, '"');
-	for (const unsigned char *s = (const unsigned char *)path; *s && rc == 0; ) {
+	for (const unsigned char *s = (const unsigned char *)path, *end = s + strlen(path);
+	     *s && rc == 0; ) {
 		size_t n = control_at(s);
 
 		if (*s == '"' || *s == '\\') {
 			rc = buf_addf(b, "\\%c", *s);
 		} else if (n == 1 && *s >= '\a' && *s <= '\r') {
 			rc = buf_addf(b, "\\%c", "abtnvfr"[*s - '\a']);
-		} else if (n == 0) {
-			rc = buf_addch(b, (char)*s);
+		} else if (n == 0 && !(n = utf8_char_at(s, end))) {
+			rc = buf_addf(b, "\\%03o", *s);   /* a byte that is not UTF-8 */
+		} else if (!control_at(s)) {
+			rc = buf_add(b, s, n);   /* a character, as it is */
 		} else {
 			for (size_t i = 0; i < n && rc == 0; i++)
 				rc = buf_addf(b, "\\%03o", s[i]);
@@ -150,6 +181,39 @@ char *buf_path_quoted(const char *path)
 	struct buf b = BUF_INIT;
 
 	buf_add_path_quoted(&b, path);
+	return buf_detach(&b, NULL);
+}
+
+char *buf_path_unquoted(const char *shown)
+{
+	static const char esc[] = "abtnvfr\"\\", val[] = "\a\b\t\n\v\f\r\"\\";
+	struct buf b = BUF_INIT;
+	const char *s = shown;
+
+	if (!shown)
+		return NULL;
+	if (*s++ != '"')
+		return xstrdup(shown);
+	while (*s && *s != '"') {
+		const char *e;
+
+		if (*s != '\\') {
+			buf_addch(&b, *s++);
+		} else if (s[1] && (e = strchr(esc, s[1]))) {
+			buf_addch(&b, val[e - esc]);
+			s += 2;
+		} else if (s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+			   s[3] <= '7' && (s[1] != '0' || s[2] != '0' || s[3] != '0')) {
+			buf_addch(&b, (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0')));
+			s += 4;
+		} else {
+			break;   /* not an escape the quoting writes: a name as it is */
+		}
+	}
+	if (*s != '"' || s[1]) {
+		buf_release(&b);
+		return xstrdup(shown);
+	}
 	return buf_detach(&b, NULL);
 }
 

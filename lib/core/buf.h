@@ -38,14 +38,25 @@ int buf_add_shell_quoted(struct buf *b, const char *s);
  * Append a file's name as git shows one (core.quotePath's C style), so
  * that one name always reads as one, on one line, in a list a person or a
  * model reads: as it is, unless it holds a control character (C0, DEL, or
- * C1 as UTF-8 encodes it: C2 80..9F), '"' or '\\'; then in double quotes,
- * with \a \b \t \n \v \f \r \" \\ and every other control byte as \ooo
- * (octal): "a\nb".  buf_path_needs_quotes() says whether it would quote.
+ * C1 as UTF-8 encodes it: C2 80..9F), '"', '\\' or a byte that is not
+ * UTF-8 (a Latin-1 name: caf\xe9.txt); then in double quotes, with \a \b
+ * \t \n \v \f \r \" \\ and every other such byte as \ooo (octal): "a\nb",
+ * "caf\351.txt".  Nothing is lost, so buf_path_unquoted() gives the name
+ * back.  buf_path_needs_quotes() says whether it would quote.
  */
 int buf_add_path_quoted(struct buf *b, const char *path);
 bool buf_path_needs_quotes(const char *path);
 /* buf_add_path_quoted() as a new string (free(3) it). */
 char *buf_path_quoted(const char *path);
+/*
+ * The name a quoted one stands for (a new string; NULL for NULL): when
+ * shown is a whole name as buf_add_path_quoted() quotes one -- '"', the
+ * escapes above (\000 is none: no name holds a NUL), '"' and nothing more --
+ * the bytes it stands for, else shown as it is.  So a path that starts with
+ * '"' is read as a quoted name (a file whose name starts with '"' is shown
+ * quoted, "\"x\"", which reads back as it), and every other path as it is.
+ */
+char *buf_path_unquoted(const char *shown);
 int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vaddf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /*

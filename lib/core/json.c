@@ -103,6 +103,32 @@ jv json_str_or_null(const char *s)
 	return s ? jv_string(s) : jv_null();
 }
 
+jv json_path(const char *name)
+{
+	char *q;
+	jv v;
+
+	if (!name)
+		return jv_null();
+	if (name[0] != '"' && json_utf8_valid(name, strlen(name)))
+		return jv_string(name);
+	/* (a name starting with '"' is quoted too, '"' being one of the
+	 * characters that are: a string that starts with one is then always a
+	 * quoted name, never taken for another) */
+	q = buf_path_quoted(name);
+	v = jv_string(q);
+	free(q);
+	return v;
+}
+
+void json_path_add_shown(struct buf *b, const char *jname)
+{
+	if (jname && jname[0] == '"')
+		buf_adds(b, jname);
+	else
+		buf_add_path_quoted(b, jname ? jname : "?");
+}
+
 /*
  * The serialiser: the same text as jq 1.6's jv_dump_string() (flags 0 or
  * JV_PRINT_SORTED) -- key order, escapes (\uXXXX in lowercase, DEL

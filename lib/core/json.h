@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stddef.h>
 
+struct buf;
+
 /* The value jv_null() returns, made without calling libjq, which is loaded
  * on its first call (core/jq_lazy.c): for initialisers that run before a
  * program reads its options, so --version and --help do not load it.  The
@@ -64,6 +66,19 @@ static inline bool json_is(jv v, jv_kind k)
 
 /* A string, or null when s is NULL. */
 jv json_str_or_null(const char *s);
+
+/*
+ * A file's name as a JSON string, without loss: as it is when it is UTF-8
+ * and does not start with '"'; else quoted as buf_add_path_quoted() shows
+ * it ("caf\351.txt" for the Latin-1 name caf\xe9.txt, which JSON would
+ * otherwise turn into caf\uFFFD.txt, one string for many names).
+ * buf_path_unquoted() gives the name back; a string of this kind that
+ * starts with '"' is always a quoted one.  Null when name is NULL.
+ */
+jv json_path(const char *name);
+/* Append a name json_path() made to b as buf_add_path_quoted() shows the
+ * name (a quoted one is shown as it is). */
+void json_path_add_shown(struct buf *b, const char *jname);
 
 /*
  * Write v as one compact line followed by '\n'.  Consumes v.  Keys keep

@@ -270,7 +270,8 @@ int forge_git_worktree_tree(char **out, struct forge_git_worktree *wt);
  * untracked files one by one, ignored files left out), sorted by path:
  * [{"path":…, "status":"added"|"modified"|"deleted"|"renamed"|"untracked"|
  * "typechange"}], a renamed entry also has "old_path".  A conflicted path
- * is "modified".
+ * is "modified".  Names are json_path()'s: one that is not UTF-8 is quoted
+ * (buf_path_unquoted() gives its bytes back), here and in forge_git_diff().
  */
 int forge_git_status(jv *out, struct forge_git_worktree *wt);
 

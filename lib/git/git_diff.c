@@ -75,10 +75,11 @@ int forge_git_status(jv *out, struct forge_git_worktree *wt)
 		if (s->head_to_index && s->head_to_index->new_file.path &&
 		    (s->status & GIT_STATUS_INDEX_RENAMED))
 			path = s->head_to_index->new_file.path;
-		e = json_set(jv_object(), "path", jv_string(path));
+		/* (a name that is not UTF-8 quoted, not made U+FFFD: json_path()) */
+		e = json_set(jv_object(), "path", json_path(path));
 		e = json_set(e, "status", jv_string(word));
 		if (strcmp(word, "renamed") == 0 && s->head_to_index)
-			e = json_set(e, "old_path", jv_string(s->head_to_index->old_file.path));
+			e = json_set(e, "old_path", json_path(s->head_to_index->old_file.path));
 		arr = jv_array_append(arr, e);
 	}
 	*out = arr;
@@ -254,8 +255,8 @@ static int file_stats(jv *out, git_diff *diff)
 		}
 		if (p)
 			git_patch_line_stats(NULL, &adds, &dels, p);
-		e = json_set(jv_object(), "path", jv_string(d->status == GIT_DELTA_DELETED ?
-							    d->old_file.path : d->new_file.path));
+		e = json_set(jv_object(), "path", json_path(d->status == GIT_DELTA_DELETED ?
+							   d->old_file.path : d->new_file.path));
 		e = json_set(e, "action", jv_string(action));
 		e = json_set(e, "additions", jv_number((double)adds));
 		e = json_set(e, "deletions", jv_number((double)dels));

@@ -134,16 +134,40 @@ static void test_path_quoted(void)
 		{ "c1\xc2\x9b" "x", "\"c1\\302\\233x\"" },        /* CSI as UTF-8 encodes it */
 		{ "say \"hi\"", "\"say \\\"hi\\\"\"" },
 		{ "back\\slash", "\"back\\\\slash\"" },
+		/* bytes that are not UTF-8 (a Latin-1 name, a cut or overlong
+		 * sequence, a surrogate): quoted, not turned into U+FFFD */
+		{ "caf\xe9.txt", "\"caf\\351.txt\"" },
+		{ "x\xc3", "\"x\\303\"" },
+		{ "\xc0\xaf\xed\xa0\x80", "\"\\300\\257\\355\\240\\200\"" },
+		{ "\xf0\x9f\x98\x80.md", "\xf0\x9f\x98\x80.md" },
+		{ "\"caf\\351.txt\"", "\"\\\"caf\\\\351.txt\\\"\"" },
 	};
 	struct buf b;
 
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		char *q = buf_path_quoted(cases[i].in);
+		char *q = buf_path_quoted(cases[i].in), *back = buf_path_unquoted(q);
+		jv j = json_path(cases[i].in);
 
 		CHECK_STR(q, cases[i].want);
 		CHECK(buf_path_needs_quotes(cases[i].in) == (strcmp(cases[i].in, cases[i].want) != 0));
+		/* nothing is lost: the quoted name reads back as the name */
+		CHECK_STR(back, cases[i].in);
+		/* JSON: as it is when it is UTF-8 and does not start with '"' */
+		CHECK_STR(jv_string_value(j), cases[i].in[0] != '"' &&
+			  json_utf8_valid(cases[i].in, strlen(cases[i].in)) ? cases[i].in : cases[i].want);
+		jv_free(j);
+		free(back);
 		free(q);
 	}
+	/* what is not a whole quoted name is a name as it is */
+	static const char *const as_is[] = { "plain", "\"open", "\"a\"b\"", "\"bad\\q\"", "\"nul\\000\"",
+					     "\"\\9\"", "x\"y\"" };
+	for (size_t i = 0; i < sizeof as_is / sizeof *as_is; i++) {
+		char *back = buf_path_unquoted(as_is[i]);
+		CHECK_STR(back, as_is[i]);
+		free(back);
+	}
+	CHECK(buf_path_unquoted(NULL) == NULL);
 	/* over the buffer's limit: nothing half-quoted is left */
 	buf_init(&b, 6);
 	CHECK(buf_adds(&b, "x ") == 0);

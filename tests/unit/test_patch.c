@@ -632,6 +632,70 @@ static void test_apply_latin1_file(void)
 	jv_free(files);
 }
 
+/* A file that starts with a UTF-8 byte-order mark (Windows, .NET) is
+ * matched without it and keeps it, and its line ends (before: no pass
+ * matched line 1, "\xef\xbb\xbfusing System;" against "using System;",
+ * and the error showed two lines that look the same). */
+#define BOM "\xef\xbb\xbf"
+static void test_apply_keeps_byte_order_mark(void)
+{
+	fresh();
+	/* line 1 removed and added again, then context */
+	CHECK_PATCH(BOM "using System;\r\nclass A {}\r\n",
+		    "@@\n-using System;\n+using System;\n+using System.IO;\n class A {}\n",
+		    BOM "using System;\r\nusing System.IO;\r\nclass A {}\r\n");
+	/* line 1 as context, and as @@ context */
+	CHECK_PATCH(BOM "using System;\r\nclass A {}\r\n", "@@\n using System;\n-class A {}\n+class B {}\n",
+		    BOM "using System;\r\nclass B {}\r\n");
+	CHECK_PATCH(BOM "using System;\nclass A {}\n", "@@ using System;\n-class A {}\n+class B {}\n",
+		    BOM "using System;\nclass B {}\n");
+	/* line 1 replaced outright, without a final newline */
+	CHECK_PATCH(BOM "a\r\nb", "@@\n-a\n+c\n", BOM "c\r\nb");
+	/* a patch that copied the mark (from read_file) works too: one mark */
+	CHECK_PATCH(BOM "using System;\r\nclass A {}\r\n",
+		    "@@\n-" BOM "using System;\n+" BOM "using System;\n+using System.IO;\n class A {}\n",
+		    BOM "using System;\r\nusing System.IO;\r\nclass A {}\r\n");
+	CHECK_PATCH(BOM "using System;\nclass A {}\n", "@@\n " BOM "using System;\n-class A {}\n+class B {}\n",
+		    BOM "using System;\nclass B {}\n");
+	/* a file without one gets none */
+	CHECK_PATCH("a\nb\n", "@@\n-a\n+c\n", "c\nb\n");
+}
+
+static void test_edit_keeps_byte_order_mark(void)
+{
+	char *out = NULL;
+	enum patch_fuzz f;
+	int n;
+
+	/* the whole-line passes: line 1 with trailing blanks in the model's text */
+	CHECK_MSG(patch_edit(&out, &f, &n, BOM "using System;\r\nclass A {}\r\n", "A.cs",
+			     "using System;  \nclass A {}", "using System;\nusing System.IO;\nclass A {}",
+			     false) == 0, "%s", forge_last_error());
+	CHECK_STR(out, BOM "using System;\r\nusing System.IO;\r\nclass A {}\r\n");
+	free(out);
+	out = NULL;
+	/* exact, with and without the mark in `old` and `new`: one mark */
+	CHECK(patch_edit(&out, &f, &n, BOM "using System;\nx\n", "A.cs", BOM "using System;",
+			 BOM "using System.IO;", false) == 0);
+	CHECK_STR(out, BOM "using System.IO;\nx\n");
+	free(out);
+	out = NULL;
+	CHECK(patch_edit(&out, &f, &n, BOM "using System;\nx\n", "A.cs", "using System;", "using IO;",
+			 false) == 0);
+	CHECK_STR(out, BOM "using IO;\nx\n");
+	free(out);
+	out = NULL;
+	CHECK(patch_edit(&out, &f, &n, BOM "using System;\nx\n", "A.cs", BOM "using System; \nx",
+			 BOM "y\nx", false) == 0);
+	CHECK_STR(out, BOM "y\nx\n");
+	free(out);
+	out = NULL;
+	/* not found: the closest lines do not show the mark as a difference */
+	CHECK(patch_edit(&out, &f, &n, BOM "using System;\nx\n", "A.cs", "using Sistem;\nx", "y",
+			 false) < 0);
+	CHECK_MSG(!strstr(forge_last_error(), BOM), "%s", forge_last_error());
+}
+
 int main(void)
 {
 	RUN(test_seek_passes);
@@ -655,6 +719,8 @@ int main(void)
 	RUN(test_apply_refuses_escapes);
 	RUN(test_apply_keeps_missing_final_newline);
 	RUN(test_apply_latin1_file);
+	RUN(test_apply_keeps_byte_order_mark);
+	RUN(test_edit_keeps_byte_order_mark);
 	if (scratch[0])
 		rm_scratch();
 	return unit_done();

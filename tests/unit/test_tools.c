@@ -698,6 +698,99 @@ static void test_grep_names_large_files(void)
 	tool_result_release(&r);
 }
 
+/* A name that is not UTF-8 (Latin-1 caf\xe9.txt) is shown quoted, its
+ * bytes as git writes them ("caf\351.txt"), and every path tool takes that
+ * name back (before: shown as caf\uFFFD.txt, which no tool could open, and
+ * one name for many).  A file whose name is that text itself is shown
+ * quoted again, so the two are never taken for each other. */
+static void test_names_not_utf8(void)
+{
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	struct tool_result r;
+	const char *saved = ctx.root;
+	char cmd[1024];
+
+	snprintf(cmd, sizeof cmd, "cd %s && mkdir -p l1 && printf 'latin_marker\\n' > \"$(printf 'l1/caf\\351.txt')\" && "
+		 "printf 'decoy_marker\\n' > 'l1/\"caf\\351.txt\"'", repo);
+	run(cmd);
+	call(&r, "list_files", "{\"path\":\"l1\"}");
+	CHECK_STR(r.output, "\"l1/\\\"caf\\\\351.txt\\\"\"\n\"l1/caf\\351.txt\"");
+	tool_result_release(&r);
+	call(&r, "grep", "{\"pattern\":\"_marker\",\"path\":\"l1\"}");
+	CHECK_STR(r.output, "\"l1/\\\"caf\\\\351.txt\\\"\":1:decoy_marker\n\"l1/caf\\351.txt\":1:latin_marker");
+	tool_result_release(&r);
+	/* each name as shown reaches its own file */
+	call(&r, "read_file", "{\"path\":\"\\\"l1/caf\\\\351.txt\\\"\"}");
+	CHECK_MSG(r.ok && !strcmp(r.output, "     1\tlatin_marker"), "%s", r.ok ? r.output : r.error);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"\\\"l1/\\\\\\\"caf\\\\\\\\351.txt\\\\\\\"\\\"\"}");
+	CHECK_MSG(r.ok && !strcmp(r.output, "     1\tdecoy_marker"), "%s", r.ok ? r.output : r.error);
+	tool_result_release(&r);
+	/* and the decoy by its own name, as it is (it holds no quote at the start) */
+	call(&r, "grep", "{\"pattern\":\"latin\",\"path\":\"\\\"l1/caf\\\\351.txt\\\"\"}");
+	CHECK_MSG(r.ok && strstr(r.output, ":1:latin_marker"), "%s", r.ok ? r.output : r.error);
+	tool_result_release(&r);
+	call(&r, "edit_file", "{\"path\":\"\\\"l1/caf\\\\351.txt\\\"\",\"old\":\"latin_marker\",\"new\":\"edited\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && !strcmp(r.output, "Edited \"l1/caf\\351.txt\": 1 replacement."), "%s", r.output);
+	CHECK_STR(json_get_str(r.data, "path"), "\"l1/caf\\351.txt\"");
+	tool_result_release(&r);
+	CHECK_FILE("l1/caf\xe9.txt", "edited\n");
+	CHECK_FILE("l1/\"caf\\351.txt\"", "decoy_marker\n");
+	call(&r, "write_file", "{\"path\":\"\\\"l1/caf\\\\351.txt\\\"\",\"content\":\"written\\n\"}");
+	CHECK_MSG(r.ok && strstr(r.output, "Replaced \"l1/caf\\351.txt\""), "%s", r.ok ? r.output : r.error);
+	CHECK_STR(json_get_str(r.data, "path"), "\"l1/caf\\351.txt\"");
+	tool_result_release(&r);
+	CHECK_FILE("l1/caf\xe9.txt", "written\n");
+	/* apply_patch: update and move, then delete, by the shown names */
+	call(&r, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Update File: \\\"l1/caf\\\\351.txt\\\"\\n"
+	     "*** Move to: \\\"l1/na\\\\357ve.txt\\\"\\n@@\\n-written\\n+patched\\n*** End Patch\\n\"}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_MSG(r.output && strstr(r.output, "M \"l1/na\\357ve.txt\" (moved from \"l1/caf\\351.txt\")"), "%s",
+		  r.output);
+	{
+		jv f0 = jv_array_get(json_get(r.data, "files"), 0);
+		CHECK_STR(json_get_str(f0, "path"), "\"l1/na\\357ve.txt\"");
+		CHECK_STR(json_get_str(f0, "from"), "\"l1/caf\\351.txt\"");
+		jv_free(f0);
+	}
+	tool_result_release(&r);
+	CHECK_FILE("l1/na\xefve.txt", "patched\n");
+	call(&r, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Delete File: \\\"l1/na\\\\357ve.txt\\\"\\n*** End Patch\\n\"}");
+	CHECK_MSG(r.ok && strstr(r.output, "D \"l1/na\\357ve.txt\""), "%s", r.ok ? r.output : r.error);
+	tool_result_release(&r);
+	snprintf(cmd, sizeof cmd, "cd %s && test ! -e \"$(printf 'l1/na\\357ve.txt')\" && rm -rf l1", repo);
+	run(cmd);
+
+	/* git_status: the name quoted once, and the data's name is that text */
+	CHECK_MSG(forge_git_open(&g, repo) == 0, "%s", forge_last_error());
+	CHECK_MSG(forge_git_worktree_open(&wt, g, "t3", NULL) == 0, "%s", forge_last_error());
+	snprintf(cmd, sizeof cmd, "cd %s && echo x > \"$(printf 'caf\\351.txt')\"", forge_git_worktree_path(wt));
+	run(cmd);
+	ctx.root = forge_git_worktree_path(wt);
+	call(&r, "git_status", "{}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	CHECK_STR(r.output, "On branch forge/t3\n?? \"caf\\351.txt\"");
+	{
+		jv f0 = jv_array_get(json_get(r.data, "files"), 0);
+		CHECK_STR(json_get_str(f0, "path"), "\"caf\\351.txt\"");
+		jv_free(f0);
+	}
+	tool_result_release(&r);
+	call(&r, "git_diff", "{}");
+	CHECK_MSG(r.ok, "%s", r.error);
+	{
+		jv f0 = jv_array_get(json_get(r.data, "files"), 0);
+		CHECK_STR(json_get_str(f0, "path"), "\"caf\\351.txt\"");
+		jv_free(f0);
+	}
+	tool_result_release(&r);
+	ctx.root = saved;
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 int main(void)
 {
 	char cmd[200];
@@ -715,6 +808,7 @@ int main(void)
 	RUN(test_finish_ask_and_git);
 	RUN(test_git_tools_in_a_run_worktree);
 	RUN(test_names_with_control_characters);
+	RUN(test_names_not_utf8);
 	RUN(test_sanitize);
 	RUN(test_agent_adapter);
 	RUN(test_latin1_files);
