@@ -193,6 +193,34 @@ mock() {
 	assert_equal "$(events_of 'select(.type == "test.no_command") | .payload.dir')" "\"$REPO\""
 }
 
+@test "npm init's placeholder test script is no test command: nothing tested, exit 0" {
+	make_repo "$REPO"
+	cat >"$REPO/package.json" <<-'EOF'
+		{
+		  "name": "x",
+		  "version": "1.0.0",
+		  "scripts": {
+		    "test": "echo \"Error: no test specified\" && exit 1"
+		  }
+		}
+	EOF
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm npm
+	# (before: "npm test" ran it, exit 1 and a real failure, hunt48 #3)
+	run -0 --separate-stderr ft --repo "$REPO" --no-input </dev/null
+	assert_equal "$(tests_of '[.command, .format, .not_run, .failures]')" \
+		'[null,"none","no test command (set tools.test_command)",[]]'
+	[[ $stderr == *"warning: nothing was tested"* ]]
+}
+
+@test "a lower-case makefile is read as make reads it: its check target is the test command" {
+	make_repo "$REPO"
+	printf 'check:\n\t@echo 1..1; echo "not ok 1 - broken"; exit 1\n' >"$REPO/makefile"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm makefile
+	# (before: not seen, "nothing was tested" and exit 0, hunt48 #6)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input </dev/null
+	assert_equal "$(tests_of '[.command, .failures[0].test]')" '["make check","broken"]'
+}
+
 @test "--junit writes JUnit XML that forge-test reads back to the same results" {
 	bats_repo '@test "good" { true; }' '@test "bad <&>" { echo "got \"x\""; false; }' '@test "skip" { skip; }'
 	run -1 --separate-stderr bash -c "cd '$REPO' && ft --junit '$BATS_TEST_TMPDIR/out.xml' --no-input </dev/null"
@@ -531,7 +559,7 @@ exit 1'
 
 @test "FIFOs a run's commands left under build files' names are not opened: the test command is detected past them" {
 	bats_repo '@test "one" { true; }'
-	mkfifo "$REPO/GNUmakefile" "$REPO/package.json" "$REPO/.gitmodules" "$REPO/.gitattributes"
+	mkfifo "$REPO/GNUmakefile" "$REPO/makefile" "$REPO/package.json" "$REPO/.gitmodules" "$REPO/.gitattributes"
 	# (before: forge-test blocked for ever opening the FIFO GNUmakefile, hunt27 #3;
 	# timeout(1) stops one that would)
 	run -0 --separate-stderr timeout 60 ft --repo "$REPO" --no-input </dev/null
