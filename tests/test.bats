@@ -221,6 +221,40 @@ mock() {
 	assert_equal "$(tests_of '[.command, .failures[0].test]')" '["make check","broken"]'
 }
 
+@test "a test command that ran no test says nothing was tested: ctest's no tests, pytest's no tests ran" {
+	make_repo "$REPO"
+	# (before: ctest's "1 passed" from its exit status, pytest's "0 passed",
+	# neither with the warning, hunt48 #5)
+	local none='"the test command ran no test (add tests, or set tools.test_command)"'
+	run -0 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf 'Test project /x/build\nNo tests were found!!!\n'" </dev/null
+	assert_equal "$(tests_of '[.format, .summary.total, .summary.passed, .not_run, .failures]')" "[\"ctest\",0,0,$none,[]]"
+	assert_equal "$(events_of 'select(.type == "test.none_ran") | .payload.format')" '"ctest"'
+	[[ $stderr == *"warning: nothing was tested: the test command ran no test"* ]]
+	run -0 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf '===== test session starts =====\ncollected 0 items\n\n===== no tests ran in 0.01s =====\n'; exit 5" </dev/null
+	assert_equal "$(tests_of '[.format, .summary.total, .not_run, .failures]')" "[\"pytest\",0,$none,[]]"
+	[[ $stderr == *"warning: nothing was tested"* ]]
+	# a command that ran tests, and one whose exit status failed, are tested
+	run -0 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..1\nok 1 a\n'" </dev/null
+	assert_equal "$(tests_of '.not_run')" null
+	run -1 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf 'Test project /x/build\nNo tests were found!!!\n'; exit 8" </dev/null
+	assert_equal "$(tests_of '[.not_run, .failures[0].test]')" '[null,"exit status"]'
+}
+
+@test "a NUL byte in a failing test's output is shown as \\u0000, not the end of its message" {
+	make_repo "$REPO"
+	# (before: message "expected abc", output "expected abcsecond line", hunt48 #8)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf '1..1\nnot ok 1 - b\n# expected abc\\0def but got xyz\n# second line\n'" </dev/null
+	assert_equal "$(tests_of '.failures[0] | [.message, .output]')" \
+		'["expected abc\\u0000def but got xyz","expected abc\\u0000def but got xyz\nsecond line\n"]'
+	# unparsed output: the exit status's failure keeps the whole tail
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf 'a\\0b\nlast\n'; exit 3" </dev/null
+	assert_equal "$(tests_of '.failures[0].output')" '"a\\u0000b\nlast\n"'
+}
+
 @test "--junit writes JUnit XML that forge-test reads back to the same results" {
 	bats_repo '@test "good" { true; }' '@test "bad <&>" { echo "got \"x\""; false; }' '@test "skip" { skip; }'
 	run -1 --separate-stderr bash -c "cd '$REPO' && ft --junit '$BATS_TEST_TMPDIR/out.xml' --no-input </dev/null"
