@@ -19,7 +19,9 @@
  * by what the system says ("No space left on device").
  * Results: a fresh JUnit report (tools.test_report or the usual places),
  * else the output (testrun.h), else the exit status alone (format
- * "exit_code", parsed false, a test.unparsed event).
+ * "exit_code", parsed false, a test.unparsed event).  No command, or one
+ * that ran no test (0 counted, none failing): tests.not_run and a warning
+ * that nothing was tested, exit 0.
  */
 #include "core/buf.h"
 #include "data/config.h"
@@ -60,6 +62,10 @@ enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
 #define SOURCE_READ_MAX (1u << 20)  /* bytes read of a failure's source file */
 /* tests.not_run, the run's summary and the warning when nothing ran */
 #define NOT_RUN "no test command (set tools.test_command)"
+/* … and when the command ran, and no test with it (ctest's "No tests were
+ * found!!!", pytest's "no tests ran"): before, "1 passed" or "0 passed"
+ * and no warning, a run shown as tested */
+#define NONE_RAN "the test command ran no test (add tests, or set tools.test_command)"
 
 struct analysis {
 	char *root_cause, *fix;
@@ -87,6 +93,7 @@ struct tst {
 	struct sandbox_policy *policy;  /* the test command's sandbox */
 	char *tmp;                      /* its HOME and TMPDIR, shared by the rerun */
 	bool warned_unconfined;
+	const char *not_run;            /* NOT_RUN, NONE_RAN or NULL: why nothing was tested */
 };
 
 /* ---- where and what ---------------------------------------------------------- */
@@ -258,6 +265,21 @@ static const char *tail(const char *s, size_t max)
 	s += n - max;
 	while ((*s & 0xC0) == 0x80)
 		s++;
+	return s;
+}
+
+/* The last max bytes of s[0..*len) (from a UTF-8 character's start), a
+ * NUL byte in it kept: *len becomes the tail's length. */
+static const char *tail_n(const char *s, size_t *len, size_t max)
+{
+	const char *end = s + *len;
+
+	if (*len > max) {
+		s = end - max;
+		while (s < end && (*s & 0xC0) == 0x80)
+			s++;
+	}
+	*len = (size_t)(end - s);
 	return s;
 }
 
@@ -609,8 +631,8 @@ static jv tests_json(struct tst *t, jv coverage)
 	} else if (t->run.note[0]) {
 		o = json_set(o, "note", jv_string(t->run.note));
 	}
-	if (!t->command)
-		o = json_set(o, "not_run", jv_string(NOT_RUN));
+	if (t->not_run)
+		o = json_set(o, "not_run", jv_string(t->not_run));
 	return o;
 }
 
@@ -686,8 +708,8 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 	else
 		jv_free(commit);
 	phase_set(ph, "tests", result);
-	if (!t->command && ph->common.verbosity >= 0)
-		fprintf(stderr, "%s: warning: nothing was tested: %s\n", ph->spec->program, NOT_RUN);
+	if (t->not_run && ph->common.verbosity >= 0)
+		fprintf(stderr, "%s: warning: nothing was tested: %s\n", ph->spec->program, t->not_run);
 	if (ph->report) {
 		jv tests = json_get(ph->state, "tests");
 		human_tests(stderr, ph->spec->program, tests, human_colour(stderr));
@@ -708,6 +730,8 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 	}
 	if (!t->command)
 		return "ok";
+	if (t->not_run)
+		return tested_base(ph, "ok");
 	if (t->run.flaky)
 		phase_reason(ph, "%ld test%s passed (%ld flaky: failed, then passed on rerun)", t->run.passed,
 			     t->run.passed == 1 ? "" : "s", t->run.flaky);
@@ -742,6 +766,7 @@ static const char *run_phase(struct phase *ph)
 		}
 	}
 	if (!t->command) {
+		t->not_run = NOT_RUN;
 		phase_emit(ph, "test.no_command",
 			   json_set(json_set(jv_object(), "dir", jv_string(t->dir)), "reason",
 				    jv_string("no test command configured (tools.test_command) or detected")));
@@ -812,15 +837,20 @@ static const char *run_phase(struct phase *ph)
 	long named = 0;
 	for (size_t i = 0; i < t->run.ncases; i++)
 		named += failing(&t->run.cases[i]);
-	const char *out_tail = tail(res.out.buf, FAILURE_OUTPUT_MAX);
+	/* the output's tail by its length: a NUL byte in it is shown
+	 * (testcase_set), not the end of it */
+	size_t tail_len = res.out.len;
+	const char *out_tail = tail_n(res.out.buf ? res.out.buf : "", &tail_len, FAILURE_OUTPUT_MAX);
 	char msg[256];
 	if (res.timed_out) {
 		snprintf(msg, sizeof msg, "the test command did not finish within %.0f s (timeout)", timeout_s);
-		testrun_add_synthetic(&t->run, "timeout", msg, out_tail);
+		struct testcase *c = testrun_add_synthetic(&t->run, "timeout", msg, NULL);
+		testcase_set(&c->output, out_tail, tail_len);
 	} else if (!t->parsed) {
 		if (res.exit_code != 0) {
 			snprintf(msg, sizeof msg, "the test command exited with status %d", res.exit_code);
-			testrun_add_synthetic(&t->run, t->command, msg, out_tail);
+			struct testcase *c = testrun_add_synthetic(&t->run, t->command, msg, NULL);
+			testcase_set(&c->output, out_tail, tail_len);
 		} else {
 			testrun_add_whole(&t->run, t->command, TC_PASS);
 			t->run.total++;
@@ -834,12 +864,26 @@ static const char *run_phase(struct phase *ph)
 			 unnamed == 1 ? "" : "s", named ? " (past the limit of test cases kept)" : "");
 		struct testcase *c = testrun_add_whole(&t->run, "unnamed failures", TC_FAIL);
 		testcase_set(&c->message, msg, strlen(msg));
-		testcase_set(&c->output, out_tail, strlen(out_tail));
+		testcase_set(&c->output, out_tail, tail_len);
 	} else if (named == 0 && res.exit_code != 0 &&
 		   !(strcmp(t->run.format, "pytest") == 0 && res.exit_code == 5)) {
 		snprintf(msg, sizeof msg, "the test command exited with status %d though no test failed",
 			 res.exit_code);
-		testrun_add_synthetic(&t->run, "exit status", msg, out_tail);
+		struct testcase *c = testrun_add_synthetic(&t->run, "exit status", msg, NULL);
+		testcase_set(&c->output, out_tail, tail_len);
+	}
+	/* the command ran, and no test with it: nothing was tested, as
+	 * without a command (a failing exit status is a failure above, so
+	 * there is nothing here to rerun or analyse) */
+	bool none = t->run.total == 0 && !res.timed_out;
+	for (size_t i = 0; none && i < t->run.ncases; i++)
+		none = !failing(&t->run.cases[i]);
+	if (none) {
+		t->not_run = NONE_RAN;
+		phase_emit(ph, "test.none_ran",
+			   json_set(json_set(jv_object(), "format", jv_string(t->parsed ? t->run.format : "exit_code")),
+				    "exit_code", jv_number(res.exit_code)));
+		phase_reason(ph, "no tests: the test command ran none (%s)", t->parsed ? t->run.format : "exit_code");
 	}
 	t->an = xcalloc(t->run.ncases + 1, sizeof *t->an);
 
@@ -904,8 +948,8 @@ int main(int argc, char **argv)
 			"(or a terminal on stdin) it tests the repository or worktree it is run in, and an "
 			"empty stdin is bad input.  Run alone (not by forge-supervisor) and without -q it "
 			"also prints each failing test on stderr (`file:line: FAIL name (classification)` "
-			"and the first lines of its output), then the counts; with no test command it says "
-			"that nothing was tested.",
+			"and the first lines of its output), then the counts; with no test command, or one that "
+			"ran no test, it says that nothing was tested.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
 			      "did not hold,\n2 bad input, 4 another process holds the run (its lease), 5 the tests "
 			      "could not be run\n(the sandbox, git, the database), 130 interrupted.\n",

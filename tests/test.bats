@@ -193,6 +193,68 @@ mock() {
 	assert_equal "$(events_of 'select(.type == "test.no_command") | .payload.dir')" "\"$REPO\""
 }
 
+@test "npm init's placeholder test script is no test command: nothing tested, exit 0" {
+	make_repo "$REPO"
+	cat >"$REPO/package.json" <<-'EOF'
+		{
+		  "name": "x",
+		  "version": "1.0.0",
+		  "scripts": {
+		    "test": "echo \"Error: no test specified\" && exit 1"
+		  }
+		}
+	EOF
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm npm
+	# (before: "npm test" ran it, exit 1 and a real failure, hunt48 #3)
+	run -0 --separate-stderr ft --repo "$REPO" --no-input </dev/null
+	assert_equal "$(tests_of '[.command, .format, .not_run, .failures]')" \
+		'[null,"none","no test command (set tools.test_command)",[]]'
+	[[ $stderr == *"warning: nothing was tested"* ]]
+}
+
+@test "a lower-case makefile is read as make reads it: its check target is the test command" {
+	make_repo "$REPO"
+	printf 'check:\n\t@echo 1..1; echo "not ok 1 - broken"; exit 1\n' >"$REPO/makefile"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm makefile
+	# (before: not seen, "nothing was tested" and exit 0, hunt48 #6)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input </dev/null
+	assert_equal "$(tests_of '[.command, .failures[0].test]')" '["make check","broken"]'
+}
+
+@test "a test command that ran no test says nothing was tested: ctest's no tests, pytest's no tests ran" {
+	make_repo "$REPO"
+	# (before: ctest's "1 passed" from its exit status, pytest's "0 passed",
+	# neither with the warning, hunt48 #5)
+	local none='"the test command ran no test (add tests, or set tools.test_command)"'
+	run -0 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf 'Test project /x/build\nNo tests were found!!!\n'" </dev/null
+	assert_equal "$(tests_of '[.format, .summary.total, .summary.passed, .not_run, .failures]')" "[\"ctest\",0,0,$none,[]]"
+	assert_equal "$(events_of 'select(.type == "test.none_ran") | .payload.format')" '"ctest"'
+	[[ $stderr == *"warning: nothing was tested: the test command ran no test"* ]]
+	run -0 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf '===== test session starts =====\ncollected 0 items\n\n===== no tests ran in 0.01s =====\n'; exit 5" </dev/null
+	assert_equal "$(tests_of '[.format, .summary.total, .not_run, .failures]')" "[\"pytest\",0,$none,[]]"
+	[[ $stderr == *"warning: nothing was tested"* ]]
+	# a command that ran tests, and one whose exit status failed, are tested
+	run -0 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..1\nok 1 a\n'" </dev/null
+	assert_equal "$(tests_of '.not_run')" null
+	run -1 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf 'Test project /x/build\nNo tests were found!!!\n'; exit 8" </dev/null
+	assert_equal "$(tests_of '[.not_run, .failures[0].test]')" '[null,"exit status"]'
+}
+
+@test "a NUL byte in a failing test's output is shown as \\u0000, not the end of its message" {
+	make_repo "$REPO"
+	# (before: message "expected abc", output "expected abcsecond line", hunt48 #8)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf '1..1\nnot ok 1 - b\n# expected abc\\0def but got xyz\n# second line\n'" </dev/null
+	assert_equal "$(tests_of '.failures[0] | [.message, .output]')" \
+		'["expected abc\\u0000def but got xyz","expected abc\\u0000def but got xyz\nsecond line\n"]'
+	# unparsed output: the exit status's failure keeps the whole tail
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf 'a\\0b\nlast\n'; exit 3" </dev/null
+	assert_equal "$(tests_of '.failures[0].output')" '"a\\u0000b\nlast\n"'
+}
+
 @test "--junit writes JUnit XML that forge-test reads back to the same results" {
 	bats_repo '@test "good" { true; }' '@test "bad <&>" { echo "got \"x\""; false; }' '@test "skip" { skip; }'
 	run -1 --separate-stderr bash -c "cd '$REPO' && ft --junit '$BATS_TEST_TMPDIR/out.xml' --no-input </dev/null"
@@ -531,7 +593,7 @@ exit 1'
 
 @test "FIFOs a run's commands left under build files' names are not opened: the test command is detected past them" {
 	bats_repo '@test "one" { true; }'
-	mkfifo "$REPO/GNUmakefile" "$REPO/package.json" "$REPO/.gitmodules" "$REPO/.gitattributes"
+	mkfifo "$REPO/GNUmakefile" "$REPO/makefile" "$REPO/package.json" "$REPO/.gitmodules" "$REPO/.gitattributes"
 	# (before: forge-test blocked for ever opening the FIFO GNUmakefile, hunt27 #3;
 	# timeout(1) stops one that would)
 	run -0 --separate-stderr timeout 60 ft --repo "$REPO" --no-input </dev/null

@@ -94,6 +94,12 @@ static bool make_target(const char *makefile, const char *name)
 	return false;
 }
 
+/* The test script `npm init` writes: it fails whatever the code does, so it
+ * is no test command (before: "npm test" ran it, a real failure sent back
+ * to implement).  Only npm's exact words: a script of the project's own
+ * that fails is still its tests. */
+#define NPM_PLACEHOLDER_TEST "echo \"Error: no test specified\" && exit 1"
+
 static bool npm_script(const char *root, const char *script)
 {
 	char *text = slurp(root, "package.json");
@@ -105,7 +111,8 @@ static bool npm_script(const char *root, const char *script)
 	free(text);
 	if (jv_is_valid(pkg)) {
 		jv scripts = json_get(pkg, "scripts");
-		found = json_get_str(scripts, script) != NULL;
+		const char *cmd = json_get_str(scripts, script);
+		found = cmd && !(strcmp(script, "test") == 0 && strcmp(cmd, NPM_PLACEHOLDER_TEST) == 0);
 		jv_free(scripts);
 	}
 	jv_free(pkg);
@@ -135,9 +142,24 @@ static const char *bats_dir(const char *root)
 	return NULL;
 }
 
+/* The make file make reads at root: GNU make's order, GNUmakefile, makefile,
+ * Makefile (before: a lower-case makefile was not seen, its suite "nothing
+ * tested"); the first regular one, so a FIFO under a name is passed over.
+ * NULL when none. */
+static const char *make_file(const char *root)
+{
+	static const char *const names[] = { "GNUmakefile", "makefile", "Makefile" };
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (exists(root, names[i]))
+			return names[i];
+	return NULL;
+}
+
 static char *detect_test(const char *root)
 {
-	char *mk = exists(root, "GNUmakefile") ? slurp(root, "GNUmakefile") : slurp(root, "Makefile");
+	const char *mkname = make_file(root);
+	char *mk = mkname ? slurp(root, mkname) : NULL;
 
 	if (mk) {
 		const char *cmd = make_target(mk, "check") ? "make check"
@@ -170,7 +192,7 @@ static char *detect_test(const char *root)
 
 static char *detect_build(const char *root)
 {
-	if (exists(root, "Makefile") || exists(root, "GNUmakefile"))
+	if (make_file(root))
 		return xstrdup("make");
 	if (npm_script(root, "build"))
 		return xstrdup("npm run build");
@@ -245,7 +267,7 @@ static void count_languages(jv *langs, const char *root, const char *rel, int de
 int project_describe(jv *out, const char *root, const struct config *cfg)
 {
 	static const char *const build_files[] = {
-		"Makefile", "GNUmakefile", "package.json", "Cargo.toml", "go.mod", "pyproject.toml",
+		"Makefile", "GNUmakefile", "makefile", "package.json", "Cargo.toml", "go.mod", "pyproject.toml",
 		"setup.py", "CMakeLists.txt", "meson.build", "build.gradle", "pom.xml",
 	};
 	static const char *const which[] = { "build", "test", "lint", "typecheck" };

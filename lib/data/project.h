@@ -4,10 +4,13 @@
  * detected from the files at its root.
  *
  * Detection (first match wins for each command):
- *   Makefile/GNUmakefile  test: `make check` when a `check:` target exists,
+ *   GNUmakefile, makefile, Makefile (the first one, as GNU make reads them)
+ *                         test: `make check` when a `check:` target exists,
  *                         else `make test` when a `test:` target exists;
  *                         build: `make`
- *   package.json          test: `npm test` when scripts.test is set;
+ *   package.json          test: `npm test` when scripts.test is set and is
+ *                         not `npm init`'s placeholder (`echo "Error: no
+ *                         test specified" && exit 1`);
  *                         build: `npm run build` when scripts.build is set;
  *                         lint: `npm run lint` when scripts.lint is set
  *   Cargo.toml            test: `cargo test`; build: `cargo build`

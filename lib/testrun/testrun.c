@@ -31,7 +31,7 @@ void testrun_release(struct testrun *r)
 	testrun_init(r);
 }
 
-static char *bounded_dup(const char *s, size_t len, size_t max)
+static char *cut_dup(const char *s, size_t len, size_t max)
 {
 	static const char cut[] = "[…]";
 
@@ -44,6 +44,37 @@ static char *bounded_dup(const char *s, size_t len, size_t max)
 	char *out = xmalloc(n + sizeof cut);
 	memcpy(out, s, n);
 	memcpy(out + n, cut, sizeof cut);
+	return out;
+}
+
+/* s[0..len) into b with a NUL byte as the six characters \u0000, as
+ * run_command's output shows one: the fields are C strings, and a NUL kept
+ * would end the text there (before: "expected abc\0def" was the message
+ * "expected abc", the rest of its line lost from the output too).  Stops
+ * once b holds more than max bytes (the caller cuts). */
+static void add_escaped(struct buf *b, const char *s, size_t len, size_t max)
+{
+	const char *end = s + len, *nul;
+
+	while ((nul = memchr(s, '\0', (size_t)(end - s))) != NULL && b->len <= max) {
+		buf_add(b, s, (size_t)(nul - s));
+		buf_adds(b, "\\u0000");
+		s = nul + 1;
+	}
+	if (b->len <= max)
+		buf_add(b, s, (size_t)(end - s));
+}
+
+/* s[0..len) as a C string of at most max bytes and the cut mark, a NUL
+ * byte escaped (add_escaped). */
+static char *bounded_dup(const char *s, size_t len, size_t max)
+{
+	if (!memchr(s, '\0', len))
+		return cut_dup(s, len, max);
+	struct buf b = BUF_INIT;
+	add_escaped(&b, s, len, max);
+	char *out = cut_dup(b.buf, b.len, max);
+	buf_release(&b);
 	return out;
 }
 
@@ -119,6 +150,13 @@ void testcase_append(char **field, const char *s, size_t len)
 
 	if (have >= TESTRUN_MAX_FIELD)
 		return;
+	/* (a NUL escaped as in testcase_set, the cut after it) */
+	struct buf esc = BUF_INIT;
+	if (memchr(s, '\0', len)) {
+		add_escaped(&esc, s, len, TESTRUN_MAX_FIELD - have);
+		s = esc.buf;
+		len = esc.len;
+	}
 	if (len > TESTRUN_MAX_FIELD - have)
 		len = TESTRUN_MAX_FIELD - have;
 	char *n = xrealloc(*field, have + len + 2);
@@ -126,6 +164,7 @@ void testcase_append(char **field, const char *s, size_t len)
 	n[have + len] = '\n';
 	n[have + len + 1] = '\0';
 	*field = n;
+	buf_release(&esc);
 }
 
 void testrun_count(struct testrun *r)

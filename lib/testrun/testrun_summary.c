@@ -137,6 +137,11 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 		const char *pkg = json_get_str(ev, "Package");
 		const char *test = json_get_str(ev, "Test");
 		const char *output = json_get_str(ev, "Output");
+		/* its length from JSON: "\u0000" in it is a NUL byte, which
+		 * testcase_set shows (strlen would end the text there) */
+		jv ov = json_get(ev, "Output");
+		size_t olen = output ? (size_t)jv_string_length_bytes(jv_copy(ov)) : 0;
+		jv_free(ov);
 		if (!action) {
 			jv_free(ev);
 			continue;
@@ -147,8 +152,15 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 			if (pkg && strcmp(action, "output") == 0 && output) {
 				jv have = json_get(pkgs, pkg);
 				jv s = jv_get_kind(have) == JV_KIND_STRING ? have : (jv_free(have), jv_string(""));
-				if (jv_string_length_bytes(jv_copy(s)) < TESTRUN_MAX_FIELD)
-					s = jv_string_append_str(s, output);
+				int have_len = jv_string_length_bytes(jv_copy(s));
+				if (have_len < TESTRUN_MAX_FIELD) {
+					struct buf b = BUF_INIT;
+					buf_add(&b, jv_string_value(s), (size_t)have_len);
+					buf_add(&b, output, olen);
+					jv_free(s);
+					s = jv_string_sized(b.buf, (int)b.len);
+					buf_release(&b);
+				}
 				pkgs = jv_object_set(pkgs, jv_string(pkg), s);
 			} else if (pkg && strcmp(action, "fail") == 0) {
 				pkgs = jv_object_set(pkgs, jv_string_fmt("\x1f%s", pkg), jv_true());
@@ -159,7 +171,7 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 		struct testcase *c = lookup(out, &index, pkg, test, strlen(test), TC_PASS, true);
 		if (c) {
 			if (strcmp(action, "output") == 0 && output) {
-				size_t on = strlen(output);
+				size_t on = olen;
 				if (on && output[on - 1] == '\n')
 					on--;
 				if (!tr_prefix(output, on, "=== ") && !tr_find(output, on, "--- PASS") &&
@@ -228,8 +240,11 @@ int testrun_parse_gojson(struct testrun *out, const char *text, size_t len)
 				struct buf b = BUF_INIT;
 				buf_addf(&b, "package %s", k + 1);
 				name = buf_detach(&b, NULL);
-				testrun_add_synthetic(out, name, "the package failed (build failure?)",
-						      jv_get_kind(o) == JV_KIND_STRING ? jv_string_value(o) : NULL);
+				struct testcase *c = testrun_add_synthetic(out, name, "the package failed (build failure?)",
+									   NULL);
+				if (jv_get_kind(o) == JV_KIND_STRING)
+					testcase_set(&c->output, jv_string_value(o),
+						     (size_t)jv_string_length_bytes(jv_copy(o)));
 				free(name);
 				jv_free(o);
 			}
@@ -661,6 +676,7 @@ int testrun_parse_ctest(struct testrun *out, const char *text, size_t len)
 	const char *line;
 	size_t n;
 	long total = -1, failed = 0;
+	bool none = false;
 	struct testcase *collecting = NULL;
 
 	tr_lines_init(&it, text, len);
@@ -668,6 +684,13 @@ int testrun_parse_ctest(struct testrun *out, const char *text, size_t len)
 		const char *s = line;
 		size_t sn = n;
 		tr_skip_ws(&s, &sn);
+		/* a project with no test (ctest prints no summary then, and
+		 * exits 0): 0 tests, not the exit status's "1 passed" */
+		if (tr_prefix(s, sn, "No tests were found!!!")) {
+			none = true;
+			collecting = NULL;
+			continue;
+		}
 		/* "50% tests passed, 2 tests failed out of 4" */
 		const char *tp = tr_find(s, sn, "% tests passed, ");
 		if (tp) {
@@ -735,10 +758,12 @@ int testrun_parse_ctest(struct testrun *out, const char *text, size_t len)
 		if (collecting && sn)
 			testcase_append(&collecting->output, line, n);
 	}
-	if (total < 0) {
+	if (total < 0 && !none) {
 		testrun_release(out);
 		return 0;
 	}
+	if (total < 0)
+		total = 0;
 	testrun_count(out);
 	long skipped = out->skipped;
 	out->total = total;

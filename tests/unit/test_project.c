@@ -69,6 +69,61 @@ static void test_make_check_before_make_test(void)
 	check_test(NULL);
 }
 
+/* GNU make reads GNUmakefile, makefile, Makefile, the first there is
+ * (before: a lower-case makefile was not seen, hunt48 #6); a FIFO under one
+ * of the names is passed over. */
+static void test_lower_case_makefile(void)
+{
+	char path[512];
+
+	clean();
+	put("makefile", "check:\n\t./t.sh\n");
+	check_test("make check");
+	char *build = project_command(root, NULL, "build");
+	CHECK_STR(build, "make");
+	free(build);
+	jv d;
+	CHECK(project_describe(&d, root, NULL) == 0);
+	jv files = json_get(d, "build_files");
+	CHECK(jv_get_kind(files) == JV_KIND_ARRAY && jv_array_length(jv_copy(files)) == 1);
+	jv f0 = jv_array_get(jv_copy(files), 0);
+	CHECK_STR(jv_string_value(f0), "makefile");
+	jv_free(f0);
+	jv_free(files);
+	jv_free(d);
+	/* make reads makefile before Makefile, GNUmakefile before both */
+	put("Makefile", "test:\n\t./t.sh\n");
+	check_test("make check");
+	put("GNUmakefile", "all:\n\ttrue\n");
+	check_test(NULL);
+	/* a FIFO makefile hides neither the Makefile nor opens */
+	clean();
+	snprintf(path, sizeof path, "%s/makefile", root);
+	CHECK(mkfifo(path, 0644) == 0);
+	put("Makefile", "test:\n\t./t.sh\n");
+	check_test("make test");
+}
+
+/* npm init's placeholder "test" script is no test command (before: run,
+ * and its exit 1 a real failure, hunt48 #3); only its exact words. */
+static void test_npm_placeholder_test(void)
+{
+	clean();
+	put("package.json", "{\"name\":\"x\",\"scripts\":{\"test\":"
+			    "\"echo \\\"Error: no test specified\\\" && exit 1\"}}");
+	check_test(NULL);
+	/* the next detector still has its say */
+	put("tests/basic.bats", "@test x { true; }\n");
+	check_test("bats tests");
+	clean();
+	put("package.json", "{\"scripts\":{\"test\":\"echo \\\"Error: no test specified\\\" && exit 1 "
+			    "|| node --test\"}}");
+	check_test("npm test");
+	clean();
+	put("package.json", "{\"scripts\":{\"test\":\"echo no tests yet && exit 1\"}}");
+	check_test("npm test");
+}
+
 static void test_other_ecosystems(void)
 {
 	clean();
@@ -218,6 +273,8 @@ int main(void)
 		return 1;
 	RUN(test_make_check_before_make_test);
 	RUN(test_other_ecosystems);
+	RUN(test_lower_case_makefile);
+	RUN(test_npm_placeholder_test);
 	RUN(test_describe_counts_languages);
 	RUN(test_fifo_build_files_skipped);
 	RUN(test_symlinked_build_file);

@@ -261,6 +261,46 @@ static void test_cut_failures(void)
 	testrun_release(&r);
 }
 
+/* A NUL byte in a diagnostic is shown as \u0000 (README), not the end of
+ * the text (before: message "expected abc", output "expected abcsecond
+ * line", hunt48 #8); a name holding one too. */
+static void test_nul_bytes(void)
+{
+	struct testrun r;
+	static const char text[] = "1..1\nnot ok 1 - b\0c\n# expected abc\0def but got xyz\n# second line\n";
+
+	testrun_init(&r);
+	CHECK(tap_parse(&r, text, sizeof text - 1) == 1);
+	CHECK_INT(r.failed, 1);
+	struct testcase *c = testrun_find(&r, "b\\u0000c");
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_STR(c->message, "expected abc\\u0000def but got xyz");
+		CHECK_STR(c->output, "expected abc\\u0000def but got xyz\nsecond line\n");
+	}
+	testrun_release(&r);
+	/* in a YAML block too, and through testcase_set's cut */
+	static const char yaml[] = "1..1\nnot ok 1 - y\n  ---\n  message: 'a\0b'\n  ...\n";
+	testrun_init(&r);
+	CHECK(tap_parse(&r, yaml, sizeof yaml - 1) == 1);
+	c = testrun_find(&r, "y");
+	CHECK(c && c->message && strcmp(c->message, "a\\u0000b") == 0);
+	testrun_release(&r);
+	struct buf big = BUF_INIT;
+	for (size_t i = 0; i < TESTRUN_MAX_FIELD; i++)
+		buf_addch(&big, '\0');
+	char *field = NULL;
+	testcase_set(&field, big.buf, big.len);
+	CHECK(field && strlen(field) <= TESTRUN_MAX_FIELD + 5 && strncmp(field, "\\u0000\\u0000", 12) == 0);
+	free(field);
+	field = NULL;
+	testcase_append(&field, "x", 1);
+	testcase_append(&field, big.buf, big.len);
+	CHECK(field && strlen(field) <= TESTRUN_MAX_FIELD + 1 && strncmp(field, "x\n\\u0000", 8) == 0);
+	free(field);
+	buf_release(&big);
+}
+
 int main(void)
 {
 	RUN(test_cut_failures);
@@ -270,5 +310,6 @@ int main(void)
 	RUN(test_directives);
 	RUN(test_yaml_and_subtests);
 	RUN(test_hostile);
+	RUN(test_nul_bytes);
 	return unit_done();
 }

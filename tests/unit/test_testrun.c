@@ -259,6 +259,17 @@ static void test_go(void)
 	CHECK(testrun_find(&r, "TestOK")->status == TC_PASS);
 	testrun_release(&r);
 
+	/* a NUL in a test's output (JSON's \u0000) is shown, not the end of
+	 * its text (before: "got abc") */
+	static const char go_nul[] =
+		"{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestN\"}\n"
+		"{\"Action\":\"output\",\"Package\":\"p\",\"Test\":\"TestN\",\"Output\":\"    n_test.go:5: got abc\\u0000def\\n\"}\n"
+		"{\"Action\":\"fail\",\"Package\":\"p\",\"Test\":\"TestN\"}\n";
+	CHECK(testrun_parse(&r, go_nul, strlen(go_nul)) == 1);
+	c = testrun_find(&r, "TestN");
+	CHECK(c && c->output && strstr(c->output, "got abc\\u0000def\n"));
+	testrun_release(&r);
+
 	CHECK(parse_fixture(&r, "go_plain.txt") == 0);
 	COUNTS(r, "go", 2, 0, 2, 0);
 	c = testrun_find(&r, "TestSub/two");
@@ -305,6 +316,16 @@ static void test_cargo_ctest_make(void)
 	c = testrun_find(&r, "parse fails");
 	CHECK(c && c->status == TC_FAIL);
 	CHECK(testrun_find(&r, "ok") && testrun_find(&r, "ok")->status == TC_PASS);
+	testrun_release(&r);
+
+	/* a project without tests: ctest's words and exit 0 (before: not
+	 * ctest, the exit status's "1 passed", hunt48 #5) */
+	static const char ctest_none[] =
+		"Internal ctest changing into directory: /tmp/x/build\n"
+		"Test project /tmp/x/build\n"
+		"No tests were found!!!\n";
+	CHECK(testrun_parse(&r, ctest_none, strlen(ctest_none)) == 1);
+	COUNTS(r, "ctest", 0, 0, 0, 0);
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "ctest.txt") == 0);
