@@ -69,18 +69,20 @@ keys_seen() {
 
 @test "each layer overrides the one below it" {
 	echo '{"llm":{"model":"user","fast_model":"user","cassette":"user","base_url":"http://user/v1","max_tokens":111}}' >"$USER_CFG"
-	echo '{"llm":{"model":"project","fast_model":"project","cassette":"project","base_url":"http://project/v1"}}' >"$PROJECT_CFG"
+	echo '{"llm":{"model":"project","fast_model":"project","cassette":"project","base_url":"http://project/v1","max_retries":5}}' >"$PROJECT_CFG"
 	echo '{"llm":{"model":"file","fast_model":"file","cassette":"file"}}' >"$BATS_TEST_TMPDIR/extra.json"
 	export FORGE_MODEL=env FORGE_CASSETTE=env
 	cd "$REPO"
 	run -0 --separate-stderr forge-config --config "$BATS_TEST_TMPDIR/extra.json" --model flag
 	[ "$(jq -r .llm.max_tokens <<<"$output")" = 111 ]
-	[ "$(jq -r .llm.base_url <<<"$output")" = "http://project/v1" ]
+	[ "$(jq -r .llm.max_retries <<<"$output")" = 5 ]
+	# (but not where the key goes: the repository's base URL is ignored)
+	[ "$(jq -r .llm.base_url <<<"$output")" = "http://user/v1" ]
 	[ "$(jq -r .llm.fast_model <<<"$output")" = file ]
 	[ "$(jq -r .llm.cassette <<<"$output")" = env ]
 	[ "$(jq -r .llm.model <<<"$output")" = flag ]
 	# Untouched siblings of overridden keys stay.
-	[ "$(jq -r .llm.max_retries <<<"$output")" = 2 ]
+	[ "$(jq -r .llm.stall_timeout_s <<<"$output")" = 120 ]
 	# and the cassette chooses the provider that replays it
 	[ "$(jq -r .llm.provider <<<"$output")" = replay ]
 }

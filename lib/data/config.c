@@ -993,7 +993,8 @@ static bool all_in(jv a, jv b)
 		bool found = false;
 
 		jv_array_foreach(b, j, y) {
-			found = found || jv_equal(jv_copy(x), y);
+			if (jv_equal(jv_copy(x), y))   /* (consumes y: called for each) */
+				found = true;
 			(void)j;
 		}
 		ok = ok && found;
