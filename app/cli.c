@@ -232,6 +232,39 @@ int session_open_store(struct session *s, const struct cli_common *common, unsig
 	return 0;
 }
 
+/*
+ * What the repository's .forge/config.json may not set and did (config.h:
+ * config_ignored) is said on stderr once: a line for the file, naming its
+ * keys and the setting that lets them through.  The programs this one
+ * starts (forge run's phases) inherit FORGE_CONFIG_IGNORED_SAID, the
+ * file's path, and do not say it again.  Not with -q; never an error.
+ */
+static void warn_ignored(const struct config *cfg, const struct cli_common *common)
+{
+	jv ignored = config_ignored(cfg);
+	const char *said = getenv("FORGE_CONFIG_IGNORED_SAID");
+	struct buf keys = BUF_INIT;
+	const char *source = NULL;
+
+	jv_array_foreach(ignored, i, e) {
+		buf_addf(&keys, "%s%s", i ? ", " : "", json_get_str(e, "path"));
+		if (!source)   /* (borrowed from ignored, which still holds e) */
+			source = json_get_str(e, "source");
+		jv_free(e);
+	}
+	if (keys.len && !(said && source && !strcmp(said, source))) {
+		if (common->verbosity >= 0)
+			fprintf(stderr, "%s: warning: ignoring %s of %s: a repository's configuration may not "
+				"choose where your API key is sent nor widen what the sandbox and the tools "
+				"allow; to let it, set \"trust_project\": true in your own configuration "
+				"(forge config set --global trust_project true, or a --config file)\n",
+				program_invocation_short_name, keys.buf, source);
+		setenv("FORGE_CONFIG_IGNORED_SAID", source, 1);
+	}
+	buf_release(&keys);
+	jv_free(ignored);
+}
+
 int session_open(struct session *s, const struct cli_common *common, unsigned flags,
 		 jv config_flags)
 {
@@ -276,6 +309,7 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 		config_flags = jv_null();
 		if (config_load(&s->cfg, &src) < 0)
 			goto fail;
+		warn_ignored(s->cfg, common);
 	}
 	if (want_store) {
 		if (store_resolve_path(&s->db, common->db, s->repo) < 0)

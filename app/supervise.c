@@ -1928,6 +1928,14 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	s.graph = o->graph;
 	started = json_set(started, "pipeline", pipeline_record(o->graph));
 	sup_emit(&s, "run.started", level_payload(&s, started));
+	/* what the repository's configuration may not set and did (said on
+	 * stderr when the configuration loaded: app/cli.c) */
+	jv ignored = config_ignored(o->cfg);
+	if (jv_array_length(jv_copy(ignored)) > 0)
+		sup_emit(&s, "run.config_ignored", json_set(json_set(jv_object(), "ignored", ignored), "setting",
+							    jv_string("trust_project")));
+	else
+		jv_free(ignored);
 	if (!graph_has_phase(o->graph, "plan") && graph_has_phase(o->graph, "implement")) {
 		jv plan = sup_plan_from_task(task_text);
 		sup_emit(&s, "plan.from_task", json_set(jv_object(), "plan", jv_copy(plan)));

@@ -465,18 +465,21 @@ static bool from_project(const struct config *cfg, const char *path)
  * A server runs as the person, outside the sandbox, so what it runs must
  * be theirs: a server whose command, arguments or environment come from
  * the repository's .forge/config.json (a repository someone else wrote)
- * starts only when the person's own configuration says mcp.trust_project.
- * project: whether it does (from_project()).
+ * starts only when the person's own configuration says mcp.trust_project,
+ * or trust_project, which lets the repository set what it otherwise may
+ * not (data/config.h: a repository's own true for either is dropped when
+ * the configuration loads).  project: whether it does (from_project()).
  */
 static int server_allowed(struct toolset *ts, bool project)
 {
 	if (!project)
 		return 0;
-	if (config_get_bool(ts->cfg, "mcp.trust_project") && !from_project(ts->cfg, "mcp.trust_project"))
+	if (config_get_bool(ts->cfg, "mcp.trust_project") || config_get_bool(ts->cfg, "trust_project"))
 		return 0;
 	return forge_error("the repository's .forge/config.json defines or changes this server, and a server "
-			   "runs unconfined as you: set mcp.trust_project to true in your own configuration "
-			   "(~/.config/forge/config.json) to allow the repository's servers, or copy the entry there");
+			   "runs unconfined as you: set mcp.trust_project (or trust_project) to true in your own "
+			   "configuration (~/.config/forge/config.json) to allow the repository's servers, or copy "
+			   "the entry there");
 }
 
 static void start(struct toolset *ts, struct server *s)

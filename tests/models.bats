@@ -90,8 +90,11 @@ check_run() {
 
 @test "an OpenAI-compatible model from .forge/config.json is its own fast model (review asks it, not claude-haiku)" {
 	mkdir -p .forge
-	jq -n --arg url "$MOCK_URL/v1" '{llm: {provider: "openai", base_url: $url, model: "qwen2.5-coder"},
-		review: {human_min_risk: "critical"}}' >.forge/config.json
+	jq -n '{llm: {provider: "openai", model: "qwen2.5-coder"}, review: {human_min_risk: "critical"}}' \
+		>.forge/config.json
+	# (the server is the user's to name: a repository's base URL is ignored)
+	jq --arg url "$MOCK_URL/v1" '.llm.base_url = $url' "$XDG_CONFIG_HOME/forge/config.json" >"$BATS_TEST_TMPDIR/u.json"
+	mv "$BATS_TEST_TMPDIR/u.json" "$XDG_CONFIG_HOME/forge/config.json"
 	script_run run-highrisk.jsonl
 	export OPENAI_API_KEY=test-key
 	run -0 --separate-stderr forge run --auto-approve "add a mul operation" </dev/null

@@ -300,3 +300,30 @@ namespaces_available() {
 	run -0 tool write_file '{"path":"src.c","content":"int x;\n"}'
 	[ "$(jq -c .data.ignored <<<"$output")" = null ]
 }
+
+@test "a repository's .forge/config.json cannot lift the sandbox of its commands; the user's trust_project lets it" {
+	run -0 "$TOOL" --features
+	FEATURES=$output
+	[ "$(jq -r '.landlock.available or .namespaces.available' <<<"$FEATURES")" = true ] ||
+		skip "neither Landlock nor namespaces on this kernel"
+	echo "PRIVATE-KEY-MATERIAL" >"$OUT/private"
+	chmod 600 "$OUT/private"
+	mkdir -p "$WT/.forge"
+	echo '{"sandbox":{"namespaces":"off","landlock":"off","network":"allow","read_anywhere":true,"read_paths":["/"]}}' \
+		>"$WT/.forge/config.json"
+	git -C "$WT" add -A && git -C "$WT" commit -qm "the repository's own settings"
+	cmd="cat '$OUT/private' >read 2>&1; awk 'NR > 2' /proc/net/dev | wc -l >ifaces; true"
+	run -0 --separate-stderr forge-test --no-input --repo "$WT" --command "$cmd" </dev/null
+	run -1 grep -q PRIVATE "$WT/read"
+	if [ "$(jq -r .network_namespace.available <<<"$FEATURES")" = true ]; then
+		[ "$(cat "$WT/ifaces")" -eq 1 ]        # lo alone: the network is still cut
+	fi
+	[ "$(grep -c 'warning: ignoring' <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == *"warning: ignoring sandbox.landlock, sandbox.namespaces, sandbox.network, sandbox.read_anywhere, sandbox.read_paths of $WT/.forge/config.json: "*'set "trust_project": true in your own configuration'* ]]
+	# the user's own configuration trusts the repository: its settings apply
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	echo '{"trust_project":true}' >"$XDG_CONFIG_HOME/forge/config.json"
+	run -0 --separate-stderr forge-test --no-input --repo "$WT" --command "$cmd" </dev/null
+	run -0 grep -q PRIVATE "$WT/read"
+	[[ "$stderr" != *"warning: ignoring"* ]]
+}

@@ -115,6 +115,8 @@ struct config {
 	int sections_parsed;    /* defaults' sections parsed (dsections) */
 	struct buf inputs;      /* what the layers were made from: the effective
 				 * configuration's key in the validation cache */
+	jv ignored;             /* what the project layer may not set and did
+				 * (config_ignored()) */
 };
 
 const struct config_env_var *config_env_vars(void)
@@ -851,6 +853,278 @@ static int add_user_and_project(struct config *cfg, const char *repo)
 	return rc;
 }
 
+/* ---- what a repository may not set ----------------------------------------
+ *
+ * The project layer is a file the repository's authors wrote -- often not
+ * the person running Forge.  A value of it that would send the person's API
+ * key elsewhere, or widen what the commands of the worktree may do, is
+ * dropped from the layer at load unless the person's own layers (user
+ * file, --config, FORGE_*, flags) set trust_project; the person's own
+ * value (or the default) stands in its place.  A value that tightens, or
+ * is the person's own anyway, stays.  One table, one place: every program
+ * reads the same effective configuration.
+ */
+enum guard {
+	G_ENDPOINT,     /* where a request with the key goes: null, or the person's value */
+	G_SWITCH,       /* true widens: false, or the person's value */
+	G_TRUST,        /* the trust itself: never the project's (dropped even when
+			 * trusted, so that no reader takes it for the project's) */
+	G_MODE,         /* confinement: off/allow < auto < require/deny, not below the person's */
+	G_BOUND,        /* a limit, not above the person's (0: none, above every number) */
+	G_FEWER,        /* what is let through: only items the person's list has */
+	G_MORE,         /* what is refused or asked: every item the person's list has */
+	G_ALLOW,        /* tools.permissions.P.allow: G_FEWER against P's list, else
+			 * default's, when the person has one (none: any list narrows) */
+};
+
+static const struct {
+	const char *path;       /* dotted; a '*' segment is any key */
+	enum guard kind;
+} guarded[] = {
+	{ "trust_project", G_TRUST },
+	{ "mcp.trust_project", G_TRUST },
+	{ "llm.base_url", G_ENDPOINT },
+	{ "llm.phases.*.base_url", G_ENDPOINT },
+	{ "llm.embeddings.base_url", G_ENDPOINT },
+	{ "sandbox.command_timeout_s", G_BOUND },
+	{ "sandbox.output_cap_bytes", G_BOUND },
+	{ "sandbox.landlock", G_MODE },
+	{ "sandbox.network", G_MODE },
+	{ "sandbox.namespaces", G_MODE },
+	{ "sandbox.read_anywhere", G_SWITCH },
+	{ "sandbox.read_paths", G_FEWER },
+	{ "sandbox.writable", G_FEWER },
+	{ "sandbox.env", G_FEWER },
+	{ "sandbox.limits.*", G_BOUND },
+	{ "sandbox.deny", G_MORE },
+	{ "sandbox.ask", G_MORE },
+	{ "sandbox.deny_extra", G_MORE },
+	{ "sandbox.ask_extra", G_MORE },
+	{ "tools.permissions.*.deny", G_MORE },
+	{ "tools.permissions.*.ask", G_MORE },
+	{ "tools.permissions.*.allow", G_ALLOW },
+};
+
+static jv leaf_paths(jv acc, jv value, jv prefix);
+
+/* The guard of the leaf at keys (an array of strings), or -1 for none. */
+static int guard_of(jv keys)
+{
+	int n = jv_array_length(jv_copy(keys));
+
+	for (size_t g = 0; g < sizeof guarded / sizeof *guarded; g++) {
+		const char *p = guarded[g].path;
+		int i = 0;
+
+		for (; i < n && *p; i++) {
+			jv k = jv_array_get(jv_copy(keys), i);
+			size_t len = strcspn(p, ".");
+			bool same = jv_get_kind(k) == JV_KIND_STRING &&
+				    ((len == 1 && *p == '*') ||
+				     ((size_t)jv_string_length_bytes(jv_copy(k)) == len &&
+				      memcmp(jv_string_value(k), p, len) == 0));
+
+			jv_free(k);
+			if (!same)
+				break;
+			p += len + (p[len] == '.');
+		}
+		if (i == n && !*p)
+			return (int)g;
+	}
+	return -1;
+}
+
+/* The value at keys made by the layers below layer `top` (the defaults
+ * included), or an invalid jv when none has it.  Borrows keys. */
+static jv value_below(struct config *cfg, size_t top, jv keys)
+{
+	for (size_t i = top; i-- > 1;)
+		if (path_exists(cfg->layers[i].value, keys))
+			return jv_getpath(jv_copy(cfg->layers[i].value), jv_copy(keys));
+	jv first = jv_array_get(jv_copy(keys), 0);
+	jv cur = default_section(cfg, jv_string_value(first), (size_t)jv_string_length_bytes(jv_copy(first)));
+	int n = jv_array_length(jv_copy(keys));
+
+	jv_free(first);
+	for (int i = 1; i < n && jv_is_valid(cur); i++) {
+		jv k = jv_array_get(jv_copy(keys), i);
+
+		if (jv_get_kind(cur) == JV_KIND_OBJECT && jv_object_has(jv_copy(cur), jv_copy(k))) {
+			cur = jv_object_get(cur, k);
+		} else {
+			jv_free(cur);
+			jv_free(k);
+			cur = jv_invalid();
+		}
+	}
+	return cur;
+}
+
+/* How much a confinement mode confines. */
+static int mode_rank(jv v)
+{
+	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : "auto";
+
+	if (!strcmp(s, "off") || !strcmp(s, "allow"))
+		return 0;
+	if (!strcmp(s, "require") || !strcmp(s, "deny"))
+		return 2;
+	return 1;
+}
+
+/* A limit as a number to compare: 0 (none) and no number above all. */
+static double bound_of(jv v)
+{
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
+
+	return d > 0 ? d : INFINITY;
+}
+
+/* Whether every item of list a is in list b; a that is no list asks for
+ * nothing, b that is no list has everything (no list: no limit). */
+static bool all_in(jv a, jv b)
+{
+	bool ok = true;
+
+	if (jv_get_kind(a) != JV_KIND_ARRAY || jv_get_kind(b) != JV_KIND_ARRAY)
+		return true;
+	jv_array_foreach(a, i, x) {
+		bool found = false;
+
+		jv_array_foreach(b, j, y) {
+			if (jv_equal(jv_copy(x), y))   /* (consumes y: called for each) */
+				found = true;
+			(void)j;
+		}
+		ok = ok && found;
+		jv_free(x);
+		(void)i;
+	}
+	return ok;
+}
+
+/* Whether the project's value pv of a leaf of kind k widens what the
+ * person's own value (or the default) mine allows.  Borrows both. */
+static bool widens(enum guard k, jv pv, jv mine)
+{
+	if (jv_is_valid(mine) && jv_equal(jv_copy(pv), jv_copy(mine)))
+		return false;
+	switch (k) {
+	case G_ENDPOINT:
+		return jv_get_kind(pv) != JV_KIND_NULL;
+	case G_SWITCH:
+	case G_TRUST:
+		return jv_get_kind(pv) == JV_KIND_TRUE;
+	case G_MODE:
+		return mode_rank(pv) < mode_rank(mine);
+	case G_BOUND:
+		return bound_of(pv) > bound_of(mine);
+	case G_FEWER:
+	case G_ALLOW:
+		return !all_in(pv, mine);
+	case G_MORE:
+		return !all_in(mine, pv);
+	}
+	return true;
+}
+
+/* Whether the layers other than skip set trust_project to true (the
+ * default: false). */
+static bool trusted_without(struct config *cfg, size_t skip)
+{
+	jv key = jv_string("trust_project");
+
+	for (size_t i = cfg->nlayers; i-- > 1;) {
+		if (i == skip || !jv_object_has(jv_copy(cfg->layers[i].value), jv_copy(key)))
+			continue;
+		jv v = jv_object_get(jv_copy(cfg->layers[i].value), key);
+		bool t = jv_get_kind(v) == JV_KIND_TRUE;
+
+		jv_free(v);
+		return t;
+	}
+	jv_free(key);
+	return false;
+}
+
+/* Drop from the project layer what it may not set (above), each recorded
+ * in cfg->ignored.  A leaf a later layer sets is not the project's to
+ * decide: left alone. */
+static void guard_project(struct config *cfg)
+{
+	size_t pi = 0;
+
+	for (size_t i = 1; i < cfg->nlayers; i++)
+		if (!strcmp(cfg->layers[i].name, "project"))
+			pi = i;
+	if (!pi)
+		return;
+	struct layer *proj = &cfg->layers[pi];
+	jv leaves = leaf_paths(jv_array(), proj->value, jv_array());
+	jv drop = jv_array(), sort_keys = jv_array();
+	bool trusted = false, asked = false;
+
+	jv_array_foreach(leaves, i, keys) {
+		int g = guard_of(keys);
+		bool later = false;
+
+		for (size_t j = pi + 1; g >= 0 && j < cfg->nlayers && !later; j++)
+			later = path_exists(cfg->layers[j].value, keys);
+		if (g >= 0 && !later && !asked) {
+			trusted = trusted_without(cfg, pi);
+			asked = true;
+		}
+		bool trust_key = g >= 0 && guarded[g].kind == G_TRUST;
+
+		if (g < 0 || later || (trusted && !trust_key)) {
+			jv_free(keys);
+			continue;
+		}
+		jv pv = jv_getpath(jv_copy(proj->value), jv_copy(keys));
+		jv mine = value_below(cfg, pi, keys);
+
+		if (guarded[g].kind == G_ALLOW && !jv_is_valid(mine)) {
+			/* a phase without its own allow list takes default's */
+			jv dk = jv_array_set(jv_copy(keys), 2, jv_string("default"));
+
+			jv_free(mine);
+			mine = value_below(cfg, pi, dk);
+			jv_free(dk);
+		}
+		bool wide = !trusted && widens(guarded[g].kind, pv, mine);
+
+		if (wide) {
+			char *path = path_join(keys);
+
+			cfg->ignored = jv_array_append(cfg->ignored,
+				json_set(json_set(jv_object(), "path", jv_string(path)), "source",
+					 jv_string(proj->source)));
+			sort_keys = jv_array_append(sort_keys, jv_string(path));
+			free(path);
+		}
+		if (wide || trust_key)
+			drop = jv_array_append(drop, jv_copy(keys));
+		jv_free(pv);
+		jv_free(mine);
+		jv_free(keys);
+	}
+	jv_free(leaves);
+	if (jv_array_length(jv_copy(drop)) > 0) {
+		proj->value = jv_delpaths(proj->value, drop);
+		if (jv_array_length(jv_copy(sort_keys)) > 0)
+			cfg->ignored = jv_sort(cfg->ignored, jv_copy(sort_keys));
+	} else {
+		jv_free(drop);
+	}
+	jv_free(sort_keys);
+}
+
+jv config_ignored(const struct config *cfg)
+{
+	return jv_copy(cfg->ignored);
+}
+
 /* True when the validation cache says these inputs made a valid whole. */
 static bool effective_known_valid(const struct config *cfg)
 {
@@ -871,6 +1145,7 @@ int config_load(struct config **out, struct config_sources *src)
 	src->flags = jv_null();
 	cfg->effective = jv_invalid();
 	cfg->dsections = jv_object();
+	cfg->ignored = jv_array();
 	buf_init(&cfg->inputs, 0);
 	if (add_defaults(cfg) < 0 || add_user_and_project(cfg, src->repo) < 0)
 		goto fail;
@@ -887,6 +1162,7 @@ int config_load(struct config **out, struct config_sources *src)
 		if (rc < 0)
 			goto fail;
 	}
+	guard_project(cfg);
 	/* Each layer is valid on its own; check what they make together (the
 	 * whole is built for it only when the cache does not know it). */
 	if (!effective_known_valid(cfg) &&
@@ -918,6 +1194,7 @@ void config_free(struct config *cfg)
 	}
 	free(cfg->sections);
 	jv_free(cfg->dsections);
+	jv_free(cfg->ignored);
 	jv_free(cfg->effective);
 	buf_release(&cfg->inputs);
 	free(cfg);

@@ -18,6 +18,26 @@
  * Keys beginning with '$' ("$comment" anywhere, "$schema" at the top) are
  * notes for the reader and editors; they are validated and then dropped, so
  * they never appear in the effective configuration or in config_explain().
+ *
+ * The project layer is the repository's, often someone else's: it may not
+ * choose where a request carrying the person's API key goes, nor widen
+ * what the worktree's commands and the model's tools may do.  Unless the
+ * person's own layers (user, file, env, flags) set trust_project to true,
+ * config_load() drops from it every value of these keys that differs from
+ * what the layers below it (user, default) make and widens it:
+ *   llm.base_url, llm.phases.*.base_url, llm.embeddings.base_url  any URL (null stays)
+ *   trust_project, mcp.trust_project, sandbox.read_anywhere        true
+ *   sandbox.landlock, .namespaces (off<auto<require), .network
+ *     (allow<auto<deny)                                            a weaker mode
+ *   sandbox.command_timeout_s, .output_cap_bytes, .limits.*        a larger bound (0: none)
+ *   sandbox.read_paths, .writable, .env                            an item not in the list below
+ *   sandbox.deny, .ask, .deny_extra, .ask_extra,
+ *     tools.permissions.*.deny, .ask                               a missing item of the list below
+ *   tools.permissions.P.allow                                      an item not in P's (else
+ *                                                                  default's) list below, if any
+ * A value a later layer (file, env, flags) replaces is left alone.  What
+ * was dropped: config_ignored().  (MCP servers the project defines are
+ * refused where they start, app/toolset.c, under the same trust.)
  */
 #ifndef FORGE_CONFIG_H
 #define FORGE_CONFIG_H
@@ -93,6 +113,14 @@ const char *config_get_str(const struct config *cfg, const char *path);
 double config_get_num(const struct config *cfg, const char *path);
 /* The boolean at path; false when null. */
 bool config_get_bool(const struct config *cfg, const char *path);
+
+/*
+ * The project layer's values config_load() dropped (above): an array of
+ * {"path":"llm.base_url","source":"/r/.forge/config.json"} sorted by path;
+ * empty when none (new reference).  The programs say so
+ * on stderr (app/cli.c), forge run in a run.config_ignored event.
+ */
+jv config_ignored(const struct config *cfg);
 
 /* The whole effective configuration (new reference). */
 jv config_effective(const struct config *cfg);
