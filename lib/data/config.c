@@ -875,6 +875,10 @@ enum guard {
 	G_MORE,         /* what is refused or asked: every item the person's list has */
 	G_ALLOW,        /* tools.permissions.P.allow: G_FEWER against P's list, else
 			 * default's, when the person has one (none: any list narrows) */
+	G_REMOTE,       /* a git remote pushed to: null, a remote's name (the
+			 * clone's own .git/config says where it is), or the person's
+			 * value; a URL would get the person's git credentials, a
+			 * path would run that repository's hooks unconfined */
 };
 
 static const struct {
@@ -903,6 +907,8 @@ static const struct {
 	{ "tools.permissions.*.deny", G_MORE },
 	{ "tools.permissions.*.ask", G_MORE },
 	{ "tools.permissions.*.allow", G_ALLOW },
+	{ "git.push_remote", G_REMOTE },
+	{ "deploy.remote", G_REMOTE },
 };
 
 static jv leaf_paths(jv acc, jv value, jv prefix);
@@ -1004,6 +1010,16 @@ static bool all_in(jv a, jv b)
 	return ok;
 }
 
+/* Whether v names a remote of the clone's own (a name such as "origin"),
+ * not a URL or path, as git tells them apart: a ':' or a '/' is a
+ * location, so is "." or ".." (git remote names may hold neither). */
+static bool remote_name(jv v)
+{
+	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
+
+	return s && *s && *s != '-' && !strpbrk(s, ":/\\") && strcmp(s, ".") && strcmp(s, "..");
+}
+
 /* Whether the project's value pv of a leaf of kind k widens what the
  * person's own value (or the default) mine allows.  Borrows both. */
 static bool widens(enum guard k, jv pv, jv mine)
@@ -1025,6 +1041,8 @@ static bool widens(enum guard k, jv pv, jv mine)
 		return !all_in(pv, mine);
 	case G_MORE:
 		return !all_in(mine, pv);
+	case G_REMOTE:
+		return jv_get_kind(pv) != JV_KIND_NULL && !remote_name(pv);
 	}
 	return true;
 }

@@ -977,6 +977,36 @@ static void test_project_guard(void)
 	CHECK(config_get_str(cfg, "llm.base_url") == NULL);
 	CHECK(config_get_bool(cfg, "mcp.trust_project"));
 	config_free(cfg);
+
+	/* the remotes pushed to: a remote's name applies, a URL or a path
+	 * (credentials sent there, a repository's hooks run) does not */
+	put("home/.config/forge/config.json", "{}");
+	put("repo/.forge/config.json",
+	    "{\"git\":{\"push_remote\":\"https://evil.example/x.git\"},\"deploy\":{\"remote\":\"upstream\"}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK(config_get_str(cfg, "git.push_remote") == NULL);
+	CHECK_STR(config_get_str(cfg, "deploy.remote"), "upstream");
+	ignored_paths(got, sizeof got, cfg, project);
+	CHECK_STR(got, "git.push_remote");
+	config_free(cfg);
+	static const char *const locations[] = { "git@evil:x.git", "../hooked.git", "/tmp/r.git", "vendor/r",
+						 ".", "..", "-oProxyCommand=x", "c:\\\\r" };
+	for (size_t i = 0; i < sizeof locations / sizeof *locations; i++) {
+		char text[256];
+
+		snprintf(text, sizeof text, "{\"deploy\":{\"remote\":\"%s\"}}", locations[i]);
+		put("repo/.forge/config.json", text);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+		CHECK_MSG(config_get_str(cfg, "deploy.remote") == NULL, "%s", locations[i]);
+		config_free(cfg);
+		cfg = NULL;
+	}
+	/* the person's own location for it is theirs to repeat */
+	put("home/.config/forge/config.json", "{\"git\":{\"push_remote\":\"/srv/shared.git\"}}");
+	put("repo/.forge/config.json", "{\"git\":{\"push_remote\":\"/srv/shared.git\"}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "git.push_remote"), "/srv/shared.git");
+	config_free(cfg);
 }
 
 int main(void)
