@@ -941,18 +941,12 @@ static int guard_of(jv keys)
 	return -1;
 }
 
-/* The value at keys made by the layers below layer `top` (the defaults
- * included), or an invalid jv when none has it.  Borrows keys. */
-static jv value_below(struct config *cfg, size_t top, jv keys)
+/* The value at keys[1..] in cur, the section keys[0] names (consumed; an
+ * invalid jv when it is none), or an invalid jv.  Borrows keys. */
+static jv below_section(jv cur, jv keys)
 {
-	for (size_t i = top; i-- > 1;)
-		if (path_exists(cfg->layers[i].value, keys))
-			return jv_getpath(jv_copy(cfg->layers[i].value), jv_copy(keys));
-	jv first = jv_array_get(jv_copy(keys), 0);
-	jv cur = default_section(cfg, jv_string_value(first), (size_t)jv_string_length_bytes(jv_copy(first)));
 	int n = jv_array_length(jv_copy(keys));
 
-	jv_free(first);
 	for (int i = 1; i < n && jv_is_valid(cur); i++) {
 		jv k = jv_array_get(jv_copy(keys), i);
 
@@ -965,6 +959,20 @@ static jv value_below(struct config *cfg, size_t top, jv keys)
 		}
 	}
 	return cur;
+}
+
+/* The value at keys made by the layers below layer `top` (the defaults
+ * included), or an invalid jv when none has it.  Borrows keys. */
+static jv value_below(struct config *cfg, size_t top, jv keys)
+{
+	for (size_t i = top; i-- > 1;)
+		if (path_exists(cfg->layers[i].value, keys))
+			return jv_getpath(jv_copy(cfg->layers[i].value), jv_copy(keys));
+	jv first = jv_array_get(jv_copy(keys), 0);
+	jv cur = default_section(cfg, jv_string_value(first), (size_t)jv_string_length_bytes(jv_copy(first)));
+
+	jv_free(first);
+	return below_section(cur, keys);
 }
 
 /* How much a confinement mode confines. */
@@ -1325,21 +1333,9 @@ static jv lookup_keys(const struct config *cfg, jv keys)
 {
 	jv first = jv_array_get(jv_copy(keys), 0);
 	jv cur = section(cfg, jv_string_value(first), (size_t)jv_string_length_bytes(jv_copy(first)));
-	int n = jv_array_length(jv_copy(keys));
 
 	jv_free(first);
-	for (int i = 1; i < n && jv_is_valid(cur); i++) {
-		jv k = jv_array_get(jv_copy(keys), i);
-
-		if (jv_get_kind(cur) == JV_KIND_OBJECT && jv_object_has(jv_copy(cur), jv_copy(k))) {
-			cur = jv_object_get(cur, k);
-		} else {
-			jv_free(cur);
-			jv_free(k);
-			cur = jv_invalid();
-		}
-	}
-	return cur;
+	return below_section(cur, keys);
 }
 
 jv config_explain(const struct config *cfg)
