@@ -272,7 +272,11 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 	}
 	if (workdir) {
 		struct stat st;
-		int rc = sandbox_path_clean(&clean, workdir, true);
+		/* (a directory named as list_files shows a name that is not UTF-8) */
+		char *raw = buf_path_unquoted(workdir);
+		int rc = sandbox_path_clean(&clean, raw, true);
+
+		free(raw);
 		if (rc == 0)
 			rc = sandbox_stat(&st, root, clean);
 		if (rc == 0 && !S_ISDIR(st.st_mode))

@@ -760,6 +760,12 @@ static void test_names_not_utf8(void)
 	call(&r, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Delete File: \\\"l1/na\\\\357ve.txt\\\"\\n*** End Patch\\n\"}");
 	CHECK_MSG(r.ok && strstr(r.output, "D \"l1/na\\357ve.txt\""), "%s", r.ok ? r.output : r.error);
 	tool_result_release(&r);
+	/* run_command's workdir by its shown name */
+	snprintf(cmd, sizeof cmd, "cd %s && mkdir \"$(printf 'l1/d\\351r')\" && echo in > \"$(printf 'l1/d\\351r/f')\"", repo);
+	run(cmd);
+	call(&r, "run_command", "{\"command\":\"cat f\",\"workdir\":\"\\\"l1/d\\\\351r\\\"\"}");
+	CHECK_MSG(r.ok && !strncmp(r.output, "in\n", 3), "%s", r.ok ? r.output : r.error);
+	tool_result_release(&r);
 	snprintf(cmd, sizeof cmd, "cd %s && test ! -e \"$(printf 'l1/na\\357ve.txt')\" && rm -rf l1", repo);
 	run(cmd);
 
