@@ -434,7 +434,8 @@ static jv quote_paths(jv v, bool names)
 
 	switch (jv_get_kind(v)) {
 	case JV_KIND_STRING: {
-		if (!names || !buf_path_needs_quotes(jv_string_value(v)))
+		/* (one that starts with '"' is quoted already: json_path()) */
+		if (!names || jv_string_value(v)[0] == '"' || !buf_path_needs_quotes(jv_string_value(v)))
 			return v;
 		char *q = buf_path_quoted(jv_string_value(v));
 

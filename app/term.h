@@ -72,7 +72,9 @@ jv term_safe(jv v);
  * the strings under the keys "path", "old_path" and "file" of every object
  * and the strings of an array under "files".  Before term_safe() (which
  * would make a newline in a name a space, and keep it as two names in a
- * list), so that a listed name shows as one, on one line, as git shows it. */
+ * list), so that a listed name shows as one, on one line, as git shows it.
+ * A string that starts with '"' is a name json_path() quoted already (one
+ * that is not UTF-8): shown as it is, not quoted twice. */
 jv term_quote_paths(jv v);
 /* The same in s[0..n), in place. */
 void term_clean(char *s, size_t n);

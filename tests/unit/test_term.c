@@ -1,10 +1,12 @@
 /* test_term.c - the width and cleaning of what Forge shows on a terminal
  * (app/term.h): display columns, cutting to a width, control characters. */
 #include "app/term.h"
+#include "core/json.h"
 #include "unit.h"
 
 #include <locale.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
@@ -89,11 +91,28 @@ static void test_clean(void)
 	CHECK_STR(t, "x\ty\nz  ");
 }
 
+/* File names quoted once, as git quotes them: a name json_path() quoted
+ * (not UTF-8) as it is (before: quoted again, "\"caf\\351.txt\""). */
+static void test_quote_paths(void)
+{
+	const char *text = "{\"files\":[\"a\\nb\",\"plain.c\",\"\\\"caf\\\\351.txt\\\"\"],"
+			       "\"x\":{\"path\":\"\\\"caf\\\\351.txt\\\"\"},\"title\":\"a\\nb\"}";
+	jv v = json_parse(text, strlen(text));
+
+	CHECK(jv_is_valid(v));
+	v = term_quote_paths(v);
+	char *out = json_dumps(v, true);
+	CHECK_STR(out, "{\"files\":[\"\\\"a\\\\nb\\\"\",\"plain.c\",\"\\\"caf\\\\351.txt\\\"\"],"
+		       "\"title\":\"a\\nb\",\"x\":{\"path\":\"\\\"caf\\\\351.txt\\\"\"}}");
+	free(out);
+}
+
 int main(void)
 {
 	RUN(test_columns);
 	RUN(test_columns_as_wcwidth);
 	RUN(test_cut);
 	RUN(test_clean);
+	RUN(test_quote_paths);
 	return unit_done();
 }
