@@ -20,7 +20,7 @@
  * Results: a fresh JUnit report (tools.test_report or the usual places),
  * else the output (testrun.h), else the exit status alone (format
  * "exit_code", parsed false, a test.unparsed event).  No command, or one
- * that ran no test (0 counted, none failing): tests.not_run and a warning
+ * that ran no test (0 counted, or all skipped, none failing): tests.not_run and a warning
  * that nothing was tested, exit 0.
  */
 #include "core/buf.h"
@@ -66,6 +66,10 @@ enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
  * found!!!", pytest's "no tests ran"): before, "1 passed" or "0 passed"
  * and no warning, a run shown as tested */
 #define NONE_RAN "the test command ran no test (add tests, or set tools.test_command)"
+/* … and when every test it ran was skipped (pytest's "3 skipped", a
+ * missing dependency's skip markers): no test passed, so none says the
+ * change works */
+#define ALL_SKIPPED "every test the command ran was skipped (see why they skip, or set tools.test_command)"
 
 struct analysis {
 	char *root_cause, *fix;
@@ -875,15 +879,20 @@ static const char *run_phase(struct phase *ph)
 	/* the command ran, and no test with it: nothing was tested, as
 	 * without a command (a failing exit status is a failure above, so
 	 * there is nothing here to rerun or analyse) */
-	bool none = t->run.total == 0 && !res.timed_out;
+	bool skipped_all = t->run.total > 0 && t->run.skipped == t->run.total;
+	bool none = (t->run.total == 0 || skipped_all) && !res.timed_out;
 	for (size_t i = 0; none && i < t->run.ncases; i++)
 		none = !failing(&t->run.cases[i]);
 	if (none) {
-		t->not_run = NONE_RAN;
-		phase_emit(ph, "test.none_ran",
-			   json_set(json_set(jv_object(), "format", jv_string(t->parsed ? t->run.format : "exit_code")),
-				    "exit_code", jv_number(res.exit_code)));
-		phase_reason(ph, "no tests: the test command ran none (%s)", t->parsed ? t->run.format : "exit_code");
+		t->not_run = skipped_all ? ALL_SKIPPED : NONE_RAN;
+		jv what = json_set(json_set(jv_object(), "format", jv_string(t->parsed ? t->run.format : "exit_code")),
+				   "exit_code", jv_number(res.exit_code));
+
+		if (skipped_all)
+			what = json_set(what, "skipped", jv_number((double)t->run.skipped));
+		phase_emit(ph, "test.none_ran", what);
+		phase_reason(ph, skipped_all ? "no tests: every test was skipped (%s)" : "no tests: the test command ran none (%s)",
+			     t->parsed ? t->run.format : "exit_code");
 	}
 	t->an = xcalloc(t->run.ncases + 1, sizeof *t->an);
 

@@ -243,6 +243,21 @@ mock() {
 	assert_equal "$(tests_of '[.not_run, .failures[0].test]')" '[null,"exit status"]'
 }
 
+@test "a test command whose every test was skipped says nothing was tested; one test that passed is tested" {
+	make_repo "$REPO"
+	# (before: "0 passed, 2 skipped", status ok, no warning: a run shown as tested)
+	run -0 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf '1..2\nok 1 a # SKIP no database\nok 2 b # SKIP no database\n'" </dev/null
+	assert_equal "$(tests_of '[.summary.total, .summary.skipped, .not_run]')" \
+		'[2,2,"every test the command ran was skipped (see why they skip, or set tools.test_command)"]'
+	assert_equal "$(events_of 'select(.type == "test.none_ran") | .payload.skipped')" 2
+	[[ $stderr == *"warning: nothing was tested: every test the command ran was skipped"* ]]
+	run -0 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "printf '1..2\nok 1 a # SKIP no database\nok 2 b\n'" </dev/null
+	assert_equal "$(tests_of '[.summary.passed, .not_run]')" '[1,null]'
+	[[ $stderr != *"nothing was tested"* ]]
+}
+
 @test "a NUL byte in a failing test's output is shown as \\u0000, not the end of its message" {
 	make_repo "$REPO"
 	# (before: message "expected abc", output "expected abcsecond line", hunt48 #8)
