@@ -598,10 +598,11 @@ static const char *run_agent(struct impl *im, const char *lead)
  * the paths, rather than leave the files in it out in silence. */
 static void note_nested_repos(struct impl *im)
 {
-	jv status, nested = jv_array();
+	jv status, nested;
 
 	if (forge_git_status(&status, im->wt) < 0)
 		return;
+	nested = jv_array();
 	jv_array_foreach(status, i, e) {
 		const char *path = json_get_str(e, "path"), *word = json_get_str(e, "status");
 		size_t n = path ? strlen(path) : 0;
