@@ -84,7 +84,7 @@ void stage_land(struct stage_work *w, struct buf *note)
 		goto out;
 	}
 	if (forge_git_head_branch(&base, g) < 0 || (merged = forge_git_merge_ff(&tip, g, base, run)) < 0 ||
-	    merged == FORGE_GIT_BLOCKED) {
+	    merged == FORGE_GIT_BLOCKED || merged == FORGE_GIT_MOVED) {
 		ev = json_set(ev, "refused", jv_string(forge_last_error()));
 		phase_emit(w->ph, "compile.landed", jv_copy(ev));
 		buf_addf(note, "; the product stays on %s (%s): forge merge %s", run, forge_last_error(),

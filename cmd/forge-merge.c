@@ -43,7 +43,8 @@ static const struct cli_spec spec = {
 	.extra_help = "Exit status: 0 merged (or merged already, or the run made no change: nothing to\n"
 		      "merge), 1 the changes conflict (nothing changed), 2 no such run, not completed,\n"
 		      "the checkout is dirty, on another branch or detached, the base branch moved and\n"
-		      "--no-ff was not given, or the merge commit is git's to make; 5 git or the\n"
+		      "--no-ff was not given (or moved while it merged: merge again), or the merge\n"
+		      "commit is git's to make; 5 git or the\n"
 		      "database failed.",
 };
 
@@ -127,7 +128,7 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), task;
 	struct target t = { 0 };
 	char *commit = NULL;
-	bool ff = false;
+	bool ff = false, locked = false;
 	int rc = FORGE_EXIT_USAGE, e;
 
 	store_run_get(&run, st, trace);
@@ -169,6 +170,17 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	commit = NULL;
 	if ((rc = find_target(&t, g, task, trace)) != 0)
 		goto out;
+	/* Another merge into this repository (forge merge, a merge deploy)
+	 * is done before this one looks at the checkout and the branch, and
+	 * none starts until this one has moved it (before: one's half-written
+	 * checkout was "uncommitted changes" to the other, and the one whose
+	 * branch move lost left its files staged on the other's commit). */
+	if (forge_git_merge_lock(g) < 0) {
+		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
+		rc = FORGE_EXIT_DEPENDENCY;
+		goto out;
+	}
+	locked = true;
 	rc = FORGE_EXIT_USAGE;
 	e = forge_git_checkout_dirty(g);
 	/* the run's own change, wholly or partly written, with the branch not
@@ -243,6 +255,14 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	e = no_ff ? forge_git_merge_commit(&commit, g, t.branch, t.run_branch, msg.buf)
 		  : forge_git_merge_ff(&commit, g, t.branch, t.run_branch);
 	buf_release(&msg);
+	if (e == FORGE_GIT_MOVED) {
+		/* (a git command moved it after the look above: as when it had
+		 * moved before, the person decides again) */
+		fprintf(stderr, "forge-merge: %s; forge merge %s again sees where '%s' is now\n",
+			forge_last_error(), trace, t.branch);
+		rc = FORGE_EXIT_USAGE;
+		goto out;
+	}
 	if (e < 0 || e == FORGE_GIT_CONFLICT || e == FORGE_GIT_BLOCKED) {
 		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
 		rc = e == FORGE_GIT_CONFLICT ? FORGE_EXIT_REJECTED
@@ -256,6 +276,8 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	       e == FORGE_GIT_NOTHING ? "already there" : no_ff ? "merge commit" : "fast-forward", commit ? commit : "?");
 	rc = FORGE_EXIT_OK;
 out:
+	if (locked)
+		forge_git_merge_unlock(g);
 	free(commit);
 	free(t.branch);
 	free(t.run_branch);

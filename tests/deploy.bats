@@ -387,6 +387,76 @@ half_merged() {
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
+# merge_race_setup: a second run's branch forge/t2 from main too, with
+# another file (other.txt); the states of both runs in $S1 and $S2; the
+# preloaded pause (pause_preload).
+merge_race_setup() {
+	pause_preload
+	git -C "$R" checkout -q -b forge/t2 main
+	echo other >"$R/other.txt"
+	git -C "$R" add other.txt
+	git -C "$R" commit -q -m other
+	git -C "$R" checkout -q main
+	TIP2=$(git -C "$R" rev-parse forge/t2)
+	S1="$BATS_TEST_TMPDIR/state1.json"
+	S2="$BATS_TEST_TMPDIR/state2.json"
+	cp "$BATS_TEST_TMPDIR/state.json" "$S1"
+	TIP=$TIP2 state '.trace_id = "t2" | .task.branch = "forge/t2" | .changes.files[0].path = "other.txt"'
+	cp "$BATS_TEST_TMPDIR/state.json" "$S2"
+}
+
+# deploy_paused STATE OUT: a merge deploy in the background ($!) that stops
+# at the first file it writes in the checkout until $PAUSE/go; waits until
+# it has stopped there.
+deploy_paused() {
+	LD_PRELOAD="$PAUSE_SO" FORGE_PAUSE_DIR="$PAUSE" FORGE_PAUSE_UNDER="$(cd "$R" && pwd -P)/" \
+		setsid -w forge-deploy --config "$CFG" --strategy merge <"$1" >"$2" 2>"$2.err" &
+	PAUSED=$!
+	until_signal "$PAUSE/paused" "$PAUSED"
+	[ -e "$PAUSE/paused" ]
+}
+
+@test "merge: two merge deploys at once: the second waits for the first's checkout and branch move, then is refused as diverged (mergeable); the checkout holds the first's files, nothing staged" {
+	merge_race_setup
+	deploy_paused "$S1" "$BATS_TEST_TMPDIR/out1"
+	p1=$PAUSED
+	LD_PRELOAD="$PAUSE_SO" FORGE_PAUSE_DIR="$PAUSE" setsid -w forge-deploy --config "$CFG" --strategy merge \
+		<"$S2" >"$BATS_TEST_TMPDIR/out2" 2>"$BATS_TEST_TMPDIR/out2.err" &
+	p2=$!
+	# it waits for the merge lock (before the fix it went on: its merge
+	# landed while the first's checkout was half-written)
+	until_signal "$PAUSE/waiting" "$p2"
+	touch "$PAUSE/go"
+	rc1=0; wait "$p1" || rc1=$?
+	rc2=0; wait "$p2" || rc2=$?
+	# (before: the first failed, exit 5, "old reference value does not
+	# match", its feature.txt staged and other.txt staged as deleted)
+	[ "$rc1" = 0 ] || { cat "$BATS_TEST_TMPDIR/out1.err"; false; }
+	[ "$rc2" = 1 ]
+	tail -n 1 "$BATS_TEST_TMPDIR/out1" | jq -e --arg tip "$TIP" '.deployment.status == "healthy" and .deployment.commit == $tip'
+	tail -n 1 "$BATS_TEST_TMPDIR/out2" | jq -e '.status == "rejected" and .deployment.diverged == true
+	  and (.deployment.reason | test("moved since the run started"))'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+	[ -z "$(git -C "$R" status --porcelain)" ]
+	[ -f "$R/feature.txt" ] && [ ! -e "$R/other.txt" ]
+}
+
+@test "merge: the base branch moved by git while a merge deploy wrote the checkout: the checkout is put back, rejected (diverged), not failed" {
+	merge_race_setup
+	deploy_paused "$S1" "$BATS_TEST_TMPDIR/out1"
+	git -C "$R" update-ref refs/heads/main "$TIP2" "$BASE"	# (a git push into this clone, say)
+	touch "$PAUSE/go"
+	rc=0; wait "$PAUSED" || rc=$?
+	[ "$rc" = 1 ] || { cat "$BATS_TEST_TMPDIR/out1.err"; false; }
+	tail -n 1 "$BATS_TEST_TMPDIR/out1" | jq -e '.status == "rejected" and .deployment.diverged == true
+	  and (.deployment.reason | test("moved while .* was updated for it .*nothing changed: merge again"))'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP2" ]
+	# the files and the index as they were: main's before it moved
+	[ ! -e "$R/feature.txt" ]
+	[ "$(git -C "$R" write-tree)" = "$(git -C "$R" rev-parse "$BASE^{tree}")" ]
+	[ -z "$(git -C "$R" status --porcelain --untracked-files=all | grep -v '^D  other.txt$')" ]
+}
+
 @test "merge: the base moved but the branch still fast-forwards it: merged, base_moved reported" {
 	# main moves on; the run's branch is rebuilt on top of it (base_commit stays the old one).
 	echo other >"$R/other.txt"

@@ -340,6 +340,68 @@ setup() {
 	run -2 --separate-stderr forge merge "$T2"
 }
 
+@test "forge merge of two runs at once: the second waits for the first's checkout and branch move, then says main moved (exit 2); the checkout holds the first's files, nothing staged" {
+	pause_preload
+	# a second completed run, whose branch also adds NOTES
+	FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl" \
+		forge run -q "add a mul operation" </dev/null >/dev/null
+	t=$(forge history --json | jq -r "select(.status == \"completed\" and .trace_id != \"$T1\") | .trace_id")
+	[ -n "$t" ]
+	wt=$(git worktree list --porcelain | awk -v b="branch refs/heads/forge/$t" '/^worktree /{w=substr($0, 10)} $0 == b {print w}')
+	echo notes >"$wt/NOTES"
+	git -C "$wt" add NOTES && git -C "$wt" commit -q -m notes
+	# the first stops half-way through writing the checkout
+	LD_PRELOAD="$PAUSE_SO" FORGE_PAUSE_DIR="$PAUSE" FORGE_PAUSE_UNDER="$(pwd -P)/" \
+		forge merge "$T1" >"$BATS_TEST_TMPDIR/out1" 2>&1 &
+	p1=$!
+	until_signal "$PAUSE/paused" "$p1"
+	[ -e "$PAUSE/paused" ]
+	LD_PRELOAD="$PAUSE_SO" FORGE_PAUSE_DIR="$PAUSE" forge merge "$t" >"$BATS_TEST_TMPDIR/out2" 2>&1 &
+	p2=$!
+	# it waits for the merge lock (before: it looked at the checkout then,
+	# or landed while the first's checkout was half-written)
+	until_signal "$PAUSE/waiting" "$p2"
+	touch "$PAUSE/go"
+	rc1=0; wait "$p1" || rc1=$?
+	rc2=0; wait "$p2" || rc2=$?
+	# (before: the first failed, exit 5, "old reference value does not
+	# match", its files staged on the second's commit and NOTES staged as
+	# deleted: the next commit would have reverted the second run)
+	[ "$rc1" = 0 ] || { cat "$BATS_TEST_TMPDIR/out1"; false; }
+	[ "$rc2" = 2 ] || { cat "$BATS_TEST_TMPDIR/out2"; false; }
+	grep -q "^merged forge/$T1 into main (fast-forward)" "$BATS_TEST_TMPDIR/out1"
+	grep -q "'main' has moved since run $t started: a fast-forward is not possible; forge merge --no-ff $t makes a merge commit" \
+		"$BATS_TEST_TMPDIR/out2"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+	[ -z "$(git status --porcelain)" ]
+	[ ! -e NOTES ]
+	run -0 --separate-stderr forge merge --no-ff "$t"
+	[ "$(git rev-parse main^2)" = "$(git rev-parse "forge/$t")" ]
+	[ -z "$(git status --porcelain)" ]
+	[ -f NOTES ]
+}
+
+@test "forge merge whose base branch git moves while it writes the checkout: the checkout is put back, exit 2 'merge again'" {
+	pause_preload
+	other=$(git commit-tree -p main -m "pushed meanwhile" "main^{tree}")
+	LD_PRELOAD="$PAUSE_SO" FORGE_PAUSE_DIR="$PAUSE" FORGE_PAUSE_UNDER="$(pwd -P)/" \
+		forge merge "$T1" >"$BATS_TEST_TMPDIR/out1" 2>&1 &
+	p1=$!
+	until_signal "$PAUSE/paused" "$p1"
+	[ -e "$PAUSE/paused" ]
+	git update-ref refs/heads/main "$other" "$BASE"
+	touch "$PAUSE/go"
+	rc=0; wait "$p1" || rc=$?
+	# (before: exit 5, "old reference value does not match", the run's
+	# change staged on a branch that does not have it)
+	[ "$rc" = 2 ] || { cat "$BATS_TEST_TMPDIR/out1"; false; }
+	grep -q "forge-merge: cannot fast-forward 'main': it moved while '.*' was updated for it (a git command moved it); nothing changed: merge again; forge merge $T1 again sees where 'main' is now" \
+		"$BATS_TEST_TMPDIR/out1"
+	[ "$(git rev-parse main)" = "$other" ]
+	[ -z "$(git status --porcelain)" ]
+	! grep -q calc_mul calc.c
+}
+
 @test "forge merge --no-ff where git signs commits or runs a commit hook: refused (exit 2), nothing changed; git's own merge is then recorded" {
 	echo "extra" >NOTES
 	git add NOTES && git commit -q -m "notes on main"

@@ -114,8 +114,17 @@ static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *c
 {
 	char *base = NULL, *tip = NULL, *base_tip = NULL, *since = NULL, *merged = NULL;
 	const char *status = "failed";
-	bool moved = false, ff = false;
+	bool moved = false, ff = false, locked = false;
 
+	/* No other merge into the repository (forge merge, another merge
+	 * deploy) moves the base or writes its checkout between the look
+	 * below and the fast-forward (before: the one whose branch move lost
+	 * failed, its files left staged on the other's commit). */
+	if (forge_git_merge_lock(g) < 0) {
+		reason(ctx, "%s", forge_last_error());
+		goto out;
+	}
+	locked = true;
 	if (ctx->base_ref && *ctx->base_ref && strcmp(ctx->base_ref, "HEAD") != 0)
 		base = xstrdup(strncmp(ctx->base_ref, "refs/heads/", 11) == 0 ? ctx->base_ref + 11
 									       : ctx->base_ref);
@@ -159,6 +168,20 @@ static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *c
 		}
 	}
 	int rc = forge_git_merge_ff(&merged, g, base, tip);
+	if (rc == FORGE_GIT_MOVED) {
+		/* a git command moved it since the look above: refused as when it
+		 * had moved before (mergeable; --no-ff only when diverged) */
+		free(base_tip);
+		base_tip = NULL;
+		ff = true;
+		if (forge_git_resolve(&base_tip, g, base) == 0)
+			forge_git_contains(&ff, g, tip, base_tip);
+		if (!ff)
+			*d = json_set(*d, "diverged", jv_true());
+		reason(ctx, "cannot merge '%s' into '%s': %s", ctx->branch, base, forge_last_error());
+		status = "rejected";
+		goto out;
+	}
 	if (rc < 0 || rc == FORGE_GIT_BLOCKED) {
 		reason(ctx, "cannot merge '%s' into '%s': %s", ctx->branch, base, forge_last_error());
 		if (rc == FORGE_GIT_BLOCKED)
@@ -173,6 +196,8 @@ static const char *deploy_merge(jv *d, struct forge_git *g, struct deploy_ctx *c
 	       base, ctx->branch, merged ? merged : tip);
 	status = "ok";
 out:
+	if (locked)
+		forge_git_merge_unlock(g);
 	free(base);
 	free(tip);
 	free(base_tip);

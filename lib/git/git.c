@@ -969,10 +969,31 @@ void forge_git_free(struct forge_git *g)
 {
 	if (!g)
 		return;
+	if (g->merge_locks > 0)
+		close(g->merge_lock_fd);
 	git_repository_free(g->repo);
 	free(g->root);
 	free(g->checkout);
 	free(g);
+}
+
+int forge_git_merge_lock(struct forge_git *g)
+{
+	if (g->merge_locks == 0) {
+		int fd = forge_git_flock(g, "forge-merge.lock");
+
+		if (fd < 0)
+			return -1;
+		g->merge_lock_fd = fd;
+	}
+	g->merge_locks++;
+	return 0;
+}
+
+void forge_git_merge_unlock(struct forge_git *g)
+{
+	if (g->merge_locks > 0 && --g->merge_locks == 0)
+		close(g->merge_lock_fd);
 }
 
 const char *forge_git_root(const struct forge_git *g)
@@ -1645,6 +1666,50 @@ int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name)
 	return checked_out_in(out, g, name, false);
 }
 
+int forge_git_put_back(struct forge_git *g, const git_oid *old, const git_oid *written, const char *branch)
+{
+	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
+	git_treebuilder *tb = NULL;
+	git_commit *from = NULL;
+	git_tree *to = NULL, *baseline = NULL;
+	git_oid empty;
+	int rc = -1;
+
+	/* the branch was unborn: its checkout goes back to no file */
+	if (old ? git_commit_lookup(&from, g->repo, old) < 0 || git_commit_tree(&to, from) < 0
+		: git_treebuilder_new(&tb, g->repo, NULL) < 0 || git_treebuilder_write(&empty, tb) < 0 ||
+			  git_tree_lookup(&to, g->repo, &empty) < 0) {
+		forge_git_fail("'%s' moved while '%s' was updated for it, and its files cannot be put back",
+			       branch, forge_git_checkout(g));
+		goto out;
+	}
+	git_commit_free(from);
+	from = NULL;
+	if (git_commit_lookup(&from, g->repo, written) < 0 || git_commit_tree(&baseline, from) < 0) {
+		forge_git_fail("'%s' moved while '%s' was updated for it, and its files cannot be put back",
+			       branch, forge_git_checkout(g));
+		goto out;
+	}
+	/* Safely, from what the merge wrote: a file changed since then (by
+	 * whoever moved the branch) is theirs and stays. */
+	copts.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_DONT_OVERWRITE_IGNORED;
+	copts.baseline = baseline;
+	if (git_checkout_tree(g->repo, (const git_object *)to, &copts) < 0) {
+		forge_git_fail("'%s' moved while '%s' was updated for it, and its files could not all be put "
+			       "back (git status shows what is left)", branch, forge_git_checkout(g));
+		goto out;
+	}
+	rc = 0;
+out:
+	git_tree_free(baseline);
+	git_tree_free(to);
+	git_commit_free(from);
+	git_treebuilder_free(tb);
+	return rc;
+}
+
+static int merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev);
+
 /* forge_git_merge_ff() of a branch checked out in a checkout other than
  * g's: done there, so that checkout's files move with its branch (a
  * branch moved under a checkout would leave its files behind, as changes
@@ -1663,12 +1728,26 @@ static int merge_ff_there(char **out, struct forge_git *g, const char *name, con
 	rc = forge_git_open(&there, path);
 	free(path);
 	if (rc == 0)
-		rc = forge_git_merge_ff(out, there, name, rev);
+		rc = merge_ff(out, there, name, rev);   /* (g's lock is the repository's) */
 	forge_git_free(there);
 	return rc;
 }
 
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev)
+{
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (forge_git_merge_lock(g) < 0)
+		return -1;
+	rc = merge_ff(out, g, base_branch, rev);
+	forge_git_merge_unlock(g);
+	return rc;
+}
+
+/* forge_git_merge_ff(), its lock held. */
+static int merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev)
 {
 	git_reference *ref = NULL, *head = NULL, *moved = NULL;
 	git_commit *commit = NULL;
@@ -1723,8 +1802,11 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 			goto out;
 		}
 		if (e == 0) {
+			/* (a caller that found it a fast-forward looked before the
+			 * branch moved: FORGE_GIT_MOVED tells it so) */
 			forge_error("cannot fast-forward '%s' to '%s': the branches have diverged "
 				    "(rebase the run's branch, or merge by hand)", base_branch, rev);
+			rc = FORGE_GIT_MOVED;
 			goto out;
 		}
 		if (!in_main && git_branch_is_checked_out(ref) == 1) {
@@ -1753,6 +1835,20 @@ int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch,
 		e = git_reference_set_target(&moved, ref, &target, "forge: fast-forward");
 	else
 		e = git_reference_create(&moved, g->repo, name.buf, &target, 0, "forge: fast-forward");
+	if (e == GIT_EMODIFIED || e == GIT_EEXISTS) {
+		/* moved since it was read above, by something that does not
+		 * hold the merge lock (a git command): the checkout goes back to
+		 * where the branch was, so that it holds no change that is on no
+		 * branch (before: the run's files staged, a commit reverting
+		 * what moved the branch) */
+		if (in_main && forge_git_put_back(g, ref ? git_reference_target(ref) : NULL, &target,
+						  base_branch) < 0)
+			goto out;
+		forge_error("cannot fast-forward '%s': it moved while '%s' was updated for it (a git command "
+			    "moved it); nothing changed: merge again", base_branch, forge_git_checkout(g));
+		rc = FORGE_GIT_MOVED;
+		goto out;
+	}
 	if (e == GIT_ELOCKED)   /* (libgit2's message ends in an empty OS error) */
 		forge_error("cannot move branch '%s': %s%s.lock exists: a git command is at work on it, or one "
 			    "was killed there; when none runs, remove that file and try again", base_branch,

@@ -54,6 +54,12 @@
  * the checkout that git does not track, or uncommitted changes to tracked
  * ones; nothing changed, the message says which. */
 #define FORGE_GIT_BLOCKED 3
+/* Returned by the merges when the base branch moved between the caller's
+ * look at it and the merge's move of it (another process moved it: a git
+ * command of the person's, or a merge that did not hold
+ * forge_git_merge_lock()); the checkout is left as it was, nothing moved;
+ * the message says so.  Merging again sees where the branch is now. */
+#define FORGE_GIT_MOVED 4
 /* Returned (negative: a failure) by forge_git_repo_open() and
  * forge_git_open() when the repository is another user's and
  * safe.directory does not name it; the message says how to trust it. */
@@ -356,6 +362,23 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
 			 const char *base_commit);
 
 /*
+ * Merges into a repository's branches, and so into the person's checkouts,
+ * one at a time: forge_git_merge_lock() waits for and takes an flock(2)
+ * on <commondir>/forge-merge.lock (the kernel releases it when the
+ * process dies: it is never stale), which forge_git_merge_ff() and
+ * forge_git_merge_commit() take too, around their check of the checkout,
+ * its update and the branch's move.  A caller that looks at the branch or
+ * the checkout first (is it clean, does the run still fast-forward it)
+ * takes it before it looks, so that no other merge moves the branch or
+ * writes the checkout in between.  Holds nest (counted in g); each
+ * forge_git_merge_lock() that returned 0 is ended by one
+ * forge_git_merge_unlock(); forge_git_free() releases what is left.
+ * Returns 0, or -1 with a message.
+ */
+int forge_git_merge_lock(struct forge_git *g);
+void forge_git_merge_unlock(struct forge_git *g);
+
+/*
  * Fast-forward the local branch `base_branch` ("main" or "refs/heads/main")
  * to `rev` (e.g. "forge/TRACE"); *out (may be NULL) gets the new tip.
  * Refuses when `rev` does not descend from the branch's tip (only
@@ -370,7 +393,10 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
  * in the way stops it before anything moves: FORGE_GIT_BLOCKED, the
  * message naming the files).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
- * the branch is already at `rev`.
+ * the branch is already at `rev`, FORGE_GIT_MOVED (nothing changed: the
+ * checkout updated is put back) when the branch no longer fast-forwards to
+ * `rev` or moved while the checkout was updated.  Holds
+ * forge_git_merge_lock() throughout.
  */
 int forge_git_merge_ff(char **out, struct forge_git *g, const char *base_branch, const char *rev);
 
@@ -407,7 +433,9 @@ int forge_git_checked_out_in(char **out, struct forge_git *g, const char *name);
  * when the two sides conflict, FORGE_GIT_BLOCKED when untracked files
  * are in the way (as forge_git_merge_ff()), or when git would sign the
  * commit or run hooks on it (forge_git_commit_by_git(): the message says
- * to merge with git).  *out (may be NULL) gets the new commit.
+ * to merge with git), FORGE_GIT_MOVED (the checkout put back) when the
+ * branch moved while the checkout was updated; it holds
+ * forge_git_merge_lock() throughout.  *out (may be NULL) gets the new commit.
  * In a shallow clone the merge base is the nearest common commit the
  * clone's history has (-1 saying `git fetch --unshallow` when none).
  */

@@ -15,6 +15,8 @@ struct forge_git {
 	char *root;             /* the main working tree (.forge), no trailing slash */
 	char *checkout;         /* the working tree a person is in: root, or a linked
 				 * worktree of theirs; no trailing slash */
+	int merge_lock_fd;      /* forge_git_merge_lock()'s, while merge_locks > 0 */
+	int merge_locks;        /* how many holds of it are not released yet */
 };
 
 struct forge_git_worktree {
@@ -71,6 +73,22 @@ int forge_git_descendant_of(git_repository *repo, const git_oid *commit, const g
  * 'main'"); -1 on another failure.
  */
 int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const char *what);
+
+/*
+ * An flock(2) on <commondir>/NAME, waited for: the fd (close it to
+ * release; the kernel releases it when the process dies, so no lock is
+ * ever stale), or -1 with a message.
+ */
+int forge_git_flock(struct forge_git *g, const char *name);
+
+/*
+ * The checkout g is on put back from commit `written` (a merge's, whose
+ * files and index were written there) to commit `old` (NULL: an unborn
+ * branch, no file), safely: a file changed since it was written stays.
+ * For a merge whose branch `branch` moved before it could move it.  0, or
+ * -1 with a message.
+ */
+int forge_git_put_back(struct forge_git *g, const git_oid *old, const git_oid *written, const char *branch);
 
 /* A malloc'd 40-hex copy of id. */
 char *forge_git_hex(const git_oid *id);

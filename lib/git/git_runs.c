@@ -463,8 +463,26 @@ out:
 	return rc;
 }
 
+static int merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
+			const char *message);
+
 int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
 			   const char *message)
+{
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (forge_git_merge_lock(g) < 0)
+		return -1;
+	rc = merge_commit(out, g, base_branch, rev, message);
+	forge_git_merge_unlock(g);
+	return rc;
+}
+
+/* forge_git_merge_commit(), its lock held. */
+static int merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
+			const char *message)
 {
 	git_reference *ref = NULL, *moved = NULL;
 	git_commit *commit = NULL;
@@ -530,8 +548,18 @@ int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_bra
 		rc = e;
 		goto out;
 	}
-	if (git_reference_set_target(&moved, ref, &merge, "forge: merge") < 0) {
-		forge_git_fail("cannot move branch '%s'", base_branch);
+	if ((e = git_reference_set_target(&moved, ref, &merge, "forge: merge")) < 0) {
+		if (e != GIT_EMODIFIED) {
+			forge_git_fail("cannot move branch '%s'", base_branch);
+			goto out;
+		}
+		/* moved since it was read (a git command): the checkout goes
+		 * back, as forge_git_merge_ff() puts it back */
+		if (forge_git_put_back(g, tip, &merge, base_branch) < 0)
+			goto out;
+		forge_error("cannot merge into '%s': it moved while '%s' was updated for it (a git command "
+			    "moved it); nothing changed: merge again", base_branch, forge_git_checkout(g));
+		rc = FORGE_GIT_MOVED;
 		goto out;
 	}
 	if (out)

@@ -103,13 +103,17 @@ out:
  * git_branch_is_checked_out(), which opens every worktree of the
  * repository; a sibling that another process is half-way through making
  * cannot be opened, and that error is reported as "reference is already
- * checked out".  An flock on <commondir>/forge-worktrees.lock orders the
- * makers (it is released when the fd closes, also when a process dies).
- * Returns the fd, or -1 with a message.
+ * checked out".  forge_git_flock() on forge-worktrees.lock orders the
+ * makers.
  */
 static int lock_worktrees(struct forge_git *g)
 {
-	char *path = forge_git_path(git_repository_commondir(g->repo), "forge-worktrees.lock");
+	return forge_git_flock(g, "forge-worktrees.lock");
+}
+
+int forge_git_flock(struct forge_git *g, const char *name)
+{
+	char *path = forge_git_path(git_repository_commondir(g->repo), name);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
 	if (fd < 0) {

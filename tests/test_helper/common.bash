@@ -294,6 +294,29 @@ wait_catching() {
 	return 1
 }
 
+# pause_preload: tests/fixtures/preload/pause-at-checkout-write.c built
+# into $PAUSE_SO; $PAUSE, a new directory, is where it signals (its
+# FORGE_PAUSE_DIR).  Not under the sanitizers (skipped there).
+pause_preload() {
+	[ "${FORGE_SUITE:-default}" = default ] || skip "a preloaded library cannot come before the sanitizers' runtime"
+	PAUSE_SO="$BATS_TEST_TMPDIR/pause.so"
+	cc -shared -fPIC -o "$PAUSE_SO" "$FORGE_ROOT/tests/fixtures/preload/pause-at-checkout-write.c" -ldl
+	PAUSE="$BATS_TEST_TMPDIR/pause"
+	mkdir -p "$PAUSE"
+}
+
+# until_signal FILE [PID]: poll until FILE exists (or process PID has
+# ended), for at most a minute; false if neither.
+until_signal() {
+	local i
+	for i in $(seq 1200); do
+		[ -e "$1" ] && return 0
+		[ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # interrupt_ends_130 NAME CMD...: CMD, waiting on a stdin that never comes
 # (a FIFO held open), ends with exit 130 and "NAME: interrupted" on stderr
 # on SIGTERM and on SIGINT -- not a death by the signal (the shell's 143).

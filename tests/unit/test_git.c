@@ -1177,6 +1177,28 @@ static void test_list_and_remove(void)
 	forge_git_free(g);
 }
 
+/* The merge lock: an flock other processes wait for, held until the last
+ * of nested holds is released (and by no one after forge_git_free). */
+static void test_merge_lock(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_merge_lock(g));
+	CHECK(sh("flock -n '%s/.git/forge-merge.lock' true", repo) != 0);
+	CHECK_OK(forge_git_merge_lock(g));
+	forge_git_merge_unlock(g);
+	CHECK(sh("flock -n '%s/.git/forge-merge.lock' true", repo) != 0);
+	forge_git_merge_unlock(g);
+	CHECK(sh("flock -n '%s/.git/forge-merge.lock' true", repo) == 0);
+	forge_git_merge_unlock(g);   /* (one too many: nothing) */
+	CHECK_OK(forge_git_merge_lock(g));
+	forge_git_free(g);
+	CHECK(sh("flock -n '%s/.git/forge-merge.lock' true", repo) == 0);
+}
+
 static void test_merge_ff(void)
 {
 	const char *repo = make_repo();
@@ -1221,8 +1243,9 @@ static void test_merge_ff(void)
 	merged = NULL;
 	CHECK_OK(forge_git_base_moved(&moved, g, "main", forge_git_worktree_base(wt2)));
 	CHECK(moved);
-	/* Diverged: M2 does not descend from the new main. */
-	CHECK_INT(forge_git_merge_ff(&merged, g, "refs/heads/main", "forge/M2"), -1);
+	/* Diverged: M2 does not descend from the new main (moved since the
+	 * caller's look, as far as the merge knows). */
+	CHECK_INT(forge_git_merge_ff(&merged, g, "refs/heads/main", "forge/M2"), FORGE_GIT_MOVED);
 	CHECK_MSG(contains(forge_last_error(), "diverged"), "%s", forge_last_error());
 	CHECK_STR(out("git -C '%s' rev-parse main", repo), sha);
 	CHECK(merged == NULL);
@@ -1515,6 +1538,7 @@ int main(void)
 	RUN(test_forge_dir_file);
 	RUN(test_list_and_remove);
 	RUN(test_merge_ff);
+	RUN(test_merge_lock);
 	RUN(test_merge_commit_shallow);
 	RUN(test_merge_commit_identity);
 	RUN(test_push);
