@@ -433,7 +433,9 @@ killed_run_pid_reused() {
 }
 
 @test "another machine whose clock is 5 minutes ahead sees a live run of this one as running: its forge resume is refused (exit 4)" {
-	[ "${FORGE_SUITE:-default}" = default ] || skip "a preloaded library cannot come before the sanitizers' runtime"
+	case ${FORGE_SUITE:-default} in
+	*asan*) skip "a preloaded library cannot come before the sanitizers' runtime" ;;
+	esac
 	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/host-clock.so" "$FORGE_ROOT/tests/fixtures/preload/host-clock.c" -ldl
 	left_on_host "$(hostname)" null
 	true & dead=$!
