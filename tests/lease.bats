@@ -87,24 +87,36 @@ seen_since() {
 }
 
 @test "another host's lease this host has seen unchanged for lease_ttl_s is dead: forge status says interrupted, resume takes it over" {
-	left_on_host far.example '2026-01-01T00:05:00.000Z'
-	# renewed long ago by its holder's clock: not seen so from here yet,
-	# and that clock may be behind this one (before: dead at once)
+	at=$(date -u -d '-10 minutes' +%Y-%m-%dT%H:%M:%S.000Z)
+	left_on_host far.example "$at"
+	# renewed 10 minutes ago by its holder's clock: not seen so from here
+	# yet, and that clock may be behind this one (before: dead at once)
 	run -0 forge status "$T"
 	assert_line --regexp "^status +running at implement"
 	[ "$(db_q "select count(*) from lease_sightings")" -eq 0 ]   # (status only reads)
 	run -4 --separate-stderr forge resume "$T" </dev/null
-	seen_since 2026-01-01T00:06:00.000Z
+	seen_since "$(date -u -d '-3 minutes' +%Y-%m-%dT%H:%M:%S.000Z)"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"run $T was left by pid 4242 on far.example, last renewed at $at: taking it over"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 events_of "$T" run.lease_taken_over
+	jq -e --arg at "$at" '.holder == "FAR" and .host == "far.example" and .pid == 4242 and .renewed_at == $at' <<<"$output"
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
+	[ "$(db_q "select count(*) from lease_sightings")" -eq 0 ]
+}
+
+@test "another host's lease last renewed more than an hour past the TTL ago is dead at the first look: clocks that far apart are broken" {
+	left_on_host far.example '2026-01-01T00:05:00.000Z'
 	run -0 forge status "$T"
 	assert_line --regexp "^status +interrupted at implement"
 	run -0 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"run $T was left by pid 4242 on far.example, last renewed at 2026-01-01T00:05:00.000Z: taking it over"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed"' <<<"$output"
-	run -0 events_of "$T" run.lease_taken_over
-	jq -e '.holder == "FAR" and .host == "far.example" and .pid == 4242 and .renewed_at == "2026-01-01T00:05:00.000Z"' <<<"$output"
 	[ "$(db_q "select count(*) from leases")" -eq 0 ]
-	[ "$(db_q "select count(*) from lease_sightings")" -eq 0 ]
 }
 
 @test "another host's fresh lease is refused (exit 4, the host and the renewal named); --steal takes it and records whose it was" {

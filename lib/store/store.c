@@ -2287,15 +2287,22 @@ static void host_name(char out[static 256])
  * this host saw the lease as it is (holder, renewal count, renewed_at)
  * first at seen_at, by this host's clock (lease_sight), and it is dead
  * once it stayed so for ttl_s.  Its renewed_at, written by the holder's
- * clock, is never compared with this one's (before: a reader whose clock
- * ran ahead by more than the TTL took a live run over).  Not seen before
- * (no seen_at): alive, as one look cannot tell a stopped holder from one
- * whose clock differs; one killed before its first renewal is judged so
- * too, by its renewal count staying 0. */
+ * clock, is compared with this one's only past STORE_LEASE_CLOCK_SLACK_S
+ * more than the TTL: clocks an hour apart are broken, not skewed, so a
+ * machine that went down yesterday is taken over at the first look
+ * (before: a reader whose clock ran ahead by more than the TTL took a
+ * live run over).  Not seen before (no seen_at) and renewed within that:
+ * alive, as one look cannot tell a stopped holder from one whose clock
+ * differs; one killed before its first renewal is judged so too, by its
+ * renewal count staying 0 and when it was taken. */
 static bool seen_renewing(jv lease, double ttl_s, int64_t now_ms)
 {
 	int64_t at;
 
+	if ((timestamp_parse(&at, json_get_str(lease, "renewed_at")) == 0 ||
+	     timestamp_parse(&at, json_get_str(lease, "acquired_at")) == 0) &&
+	    (double)(now_ms - at) > (ttl_s + STORE_LEASE_CLOCK_SLACK_S) * 1000.0)
+		return false;
 	if (timestamp_parse(&at, json_get_str(lease, "seen_at")) < 0)
 		return true;
 	return (double)(now_ms - at) < ttl_s * 1000.0;

@@ -336,7 +336,10 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
  * supervisor.lease_ttl_s, default STORE_LEASE_TTL_S), by this host's
  * clock: take and get note what they see in lease_sightings and give it
  * as "seen_at" (a read-only store only reads it); alive_at decides from
- * "seen_at" (none: alive).  One never renewed is judged so too.
+ * "seen_at" (none: alive).  One never renewed is judged so too.  One whose
+ * renewed_at (never renewed: acquired_at) is more than the TTL plus
+ * STORE_LEASE_CLOCK_SLACK_S behind this host's clock is dead at once:
+ * two machines' clocks are trusted to within that slack, not the TTL.
  *
  * take: in one BEGIN IMMEDIATE transaction (fails when one is open):
  * STORE_LEASE_TAKEN when it was free or holder holds it already (then it is
@@ -360,6 +363,7 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
  * 0 sent, -1 (no message) not (borrows lease).
  */
 #define STORE_LEASE_TTL_S 120.0
+#define STORE_LEASE_CLOCK_SLACK_S 3600.0
 enum { STORE_LEASE_TAKEN = 0, STORE_LEASE_HELD = 1, STORE_LEASE_STOLEN = 2, STORE_LEASE_LOST = 3 };
 int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
 		     const char *program);

@@ -1372,9 +1372,12 @@ static void test_leases(void)
 	/* another host's lease whose renewed_at (its holder's clock) is long
 	 * past by this clock: alive while this host has not seen it unchanged
 	 * for the TTL (its clock may be behind: before, taken over at once) */
+	char renewed[TIMESTAMP_LEN + 1];
+
+	/* (30 minutes ago: within the clocks' slack, STORE_LEASE_CLOCK_SLACK_S) */
+	timestamp_format(renewed, now_ms() - 30 * 60 * 1000);
 	snprintf(sql, sizeof sql, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)"
-		 " VALUES ('T7', 'OLD', 1, 'elsewhere.example', NULL, '2026-01-01T00:00:00.000Z',"
-		 " '2026-01-01T00:00:00.000Z')");
+		 " VALUES ('T7', 'OLD', 1, 'elsewhere.example', NULL, '%s', '%s')", renewed, renewed);
 	CHECK(store_exec(st, sql) == 0);
 	CHECK_INT(store_lease_take(&held, st, "T7", "H9", "forge-supervisor"), STORE_LEASE_HELD);
 	CHECK(json_get_str(held, "seen_at") != NULL);
@@ -1392,7 +1395,7 @@ static void test_leases(void)
 	CHECK(store_exec(st, "UPDATE lease_sightings SET seen_at = '2026-01-01T00:00:00.000Z'") == 0);
 	CHECK_INT(store_lease_take(&held, st, "T7", "H9", "forge-supervisor"), STORE_LEASE_STOLEN);
 	CHECK(!json_get_bool(held, "alive", true));
-	CHECK_STR(json_get_str(held, "renewed_at"), "2026-01-01T00:00:00.000Z");
+	CHECK_STR(json_get_str(held, "renewed_at"), renewed);
 	jv_free(held);
 	/* the new holder's lease is not renewed until it renews it; what was
 	 * seen of the old one is gone with it */
@@ -1441,12 +1444,21 @@ static void test_lease_ttl(void)
 	CHECK(store_lease_alive_at(far, 120, at + 119999));
 	far = json_set(far, "renewed_at", jv_string("2026-01-01T00:05:00.000Z"));
 	CHECK(!store_lease_alive_at(far, 120, at + 120000));
-	/* not seen yet from here: one look cannot tell, it lives, whatever
-	 * its times say */
+	/* not seen yet from here: one look cannot tell a clock behind by less
+	 * than an hour, it lives; older than the TTL plus that slack by this
+	 * clock: dead at once (its machine went down yesterday) */
 	jv never = json_set(json_set(jv_copy(far), "seen_at", jv_null()), "acquired_at",
-			    jv_string("2020-01-01T00:00:00.000Z"));
+			    jv_string("2026-01-01T00:00:00.000Z"));
 	never = json_set(never, "renewed_at", jv_null());
-	CHECK(store_lease_alive_at(never, 120, at + 86400000));
+	int64_t slack = (int64_t)((120 + STORE_LEASE_CLOCK_SLACK_S) * 1000);
+	CHECK(store_lease_alive_at(never, 120, at + slack));
+	CHECK(!store_lease_alive_at(never, 120, at + slack + 1));
+	CHECK(!store_lease_alive_at(never, 120, at + 86400000));
+	never = json_set(never, "renewed_at", jv_string("2026-01-01T01:00:00.000Z"));   /* (renewed_at decides) */
+	CHECK(store_lease_alive_at(never, 120, at + slack + 1));
+	/* seen unchanged for less than the TTL, but renewed that long ago */
+	never = json_set(never, "seen_at", jv_string("2026-01-02T00:00:00.000Z"));
+	CHECK(!store_lease_alive_at(never, 120, at + 86400000));
 	/* this host: the pid tells, whatever the clock */
 	jv here = json_set(json_set(jv_copy(far), "host", jv_string(host)), "pid", jv_number((double)getpid()));
 	CHECK(store_lease_alive_at(here, 120, at + 86400000));

@@ -301,11 +301,15 @@ static void test_leases(void)
 	jv_free(held);
 	CHECK(store_lease_renew(st, trace, "C") == 0);
 	CHECK(store_lease_renew(st, trace, "C") == 0);
-	/* C on another host, renewed by a clock far behind this one's: alive
-	 * until this host has seen it unchanged for the TTL */
-	CHECK(db_prepare(&s, st, "UPDATE leases SET host = 'far.example', renewed_at = '2020-01-01T00:00:00.000Z'"
-			 " WHERE trace_id = ?1") == 0);
+	/* C on another host, renewed by a clock 30 minutes behind this one's
+	 * (within STORE_LEASE_CLOCK_SLACK_S): alive until this host has seen
+	 * it unchanged for the TTL */
+	char behind[TIMESTAMP_LEN + 1];
+
+	timestamp_format(behind, now_ms() - 30 * 60 * 1000);
+	CHECK(db_prepare(&s, st, "UPDATE leases SET host = 'far.example', renewed_at = ?2 WHERE trace_id = ?1") == 0);
 	db_bind_text(s, 1, trace);
+	db_bind_text(s, 2, behind);
 	CHECK(db_step_done(st, s, "update") == 0);
 	CHECK(store_lease_take(&held, st, trace, "D", "test") == STORE_LEASE_HELD);
 	CHECK(json_get_num(held, "renewals", 0) == 2 && json_get_str(held, "seen_at"));
