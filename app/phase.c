@@ -1103,8 +1103,8 @@ static int take_lease(struct phase *ph)
 			snprintf(hint, sizeof hint, "wait for it or stop it with `forge cancel %s`", trace);
 		else
 			snprintf(hint, sizeof hint, "wait for it or stop it (cancel its job); a lease whose process "
-				 "is gone is taken over: on its host at once, on another after supervisor.lease_ttl_s "
-				 "(%gs) without a renewal", ttl);
+				 "is gone is taken over: on its host at once, on another once this host has seen no "
+				 "renewal of it for supervisor.lease_ttl_s (%gs)", ttl);
 		fprintf(stderr, "%s: trace %s is already being worked on: %s, pid %.0f on %s, since %s; %s\n",
 			ph->spec->program, trace, prog ? prog : "a forge program", json_get_num(held, "pid", 0),
 			json_get_str(held, "host"), json_get_str(held, "acquired_at"), hint);

@@ -1318,9 +1318,11 @@ static int lease_refused(struct sup *s, jv held)
 	else
 		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s, %s; wait for it, "
 				"stop it with `forge cancel %s`, or, when that machine is gone, take it with "
-				"`forge resume --steal %s`\n", s->trace, prog ? prog : "a forge program",
-			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
-			renewal_words(held, when, sizeof when), s->trace, s->trace);
+				"`forge resume --steal %s` (`forge resume` takes it once this host has seen no "
+				"renewal of it for supervisor.lease_ttl_s, %gs)\n", s->trace,
+			prog ? prog : "a forge program", json_get_num(held, "pid", 0), json_get_str(held, "host"),
+			json_get_str(held, "acquired_at"), renewal_words(held, when, sizeof when), s->trace, s->trace,
+			config_get_num(s->o->cfg, "supervisor.lease_ttl_s"));
 	return FORGE_EXIT_HUMAN;
 }
 

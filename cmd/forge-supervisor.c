@@ -643,12 +643,12 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 		 * by hand) sees the status and stops with 130. */
 		jv lease;
 		if (store_lease_get(&lease, e.store, trace) == 0 && json_get_bool(lease, "alive", false)) {
-			char host[256] = "";
-			alive = true;
 			double pid = json_get_num(lease, "pid", 0);
-			gethostname(host, sizeof host - 1);
-			if (strcmp(json_get_str(lease, "host"), host) == 0 && pid > 1 && pid != (double)getpid() &&
-			    kill((pid_t)pid, SIGTERM) == 0)
+
+			alive = true;
+			/* only the process that took the lease: never one that got
+			 * its pid since (the signal checks who it is) */
+			if (store_lease_signal(lease, SIGTERM) == 0)
 				printf("stopping pid %.0f (%s)\n", pid, json_get_str(lease, "program") ?
 				       json_get_str(lease, "program") : "forge");
 			else

@@ -1,11 +1,15 @@
 #!/usr/bin/env bats
 # lease.bats - a run's lease across machines: the supervisor, and a phase
 # filter run by hand on a state, renew it (supervisor.lease_renew_s) while
-# silent; a lease of another host
-# not renewed for supervisor.lease_ttl_s is dead and `forge resume` takes it
-# over; a fresh one is refused (exit 4, naming the host and the renewal)
-# unless `forge resume --steal`; a live one of this host never.  Another
-# host's lease is faked by writing its row (db_q).  make check-pg runs it on
+# silent; a lease of another host that this host has seen unchanged (no
+# renewal) for supervisor.lease_ttl_s, by its own clock, is dead and
+# `forge resume` takes it over; one not seen so is refused (exit 4, naming
+# the host and the renewal) unless `forge resume --steal`, whatever the two
+# clocks say; a live one of this host never, and that is the process that
+# took it (pid and start), not whatever has its pid now.  Another host's
+# lease is faked by writing its row (db_q), what this host saw of it by
+# ageing its lease_sightings row, and another machine by a preloaded
+# library (tests/fixtures/preload/host-clock.c).  make check-pg runs it on
 # PostgreSQL too.
 
 bats_require_minimum_version 1.5.0
@@ -23,6 +27,7 @@ setup() {
 
 teardown() {
 	[ -s "$BATS_TEST_TMPDIR/r1.pid" ] && kill -9 -- "-$(cat "$BATS_TEST_TMPDIR/r1.pid")" 2>/dev/null
+	[ -s "$BATS_TEST_TMPDIR/other.pid" ] && kill -9 "$(cat "$BATS_TEST_TMPDIR/other.pid")" 2>/dev/null
 	true
 }
 
@@ -74,7 +79,36 @@ now_iso() {
 	date -u +%Y-%m-%dT%H:%M:%S.000Z
 }
 
-@test "another host's lease not renewed for lease_ttl_s is dead: forge status says interrupted, resume takes it over" {
+# seen_since AT: what this host saw of trace $T's lease is as it was at AT
+# (this host's clock): it has seen it unchanged since then.
+seen_since() {
+	[ "$(db_q "select count(*) from lease_sightings where trace_id = '$T'")" -eq 1 ]
+	db_q "update lease_sightings set seen_at = '$1' where trace_id = '$T'"
+}
+
+@test "another host's lease this host has seen unchanged for lease_ttl_s is dead: forge status says interrupted, resume takes it over" {
+	at=$(date -u -d '-10 minutes' +%Y-%m-%dT%H:%M:%S.000Z)
+	left_on_host far.example "$at"
+	# renewed 10 minutes ago by its holder's clock: not seen so from here
+	# yet, and that clock may be behind this one (before: dead at once)
+	run -0 forge status "$T"
+	assert_line --regexp "^status +running at implement"
+	[ "$(db_q "select count(*) from lease_sightings")" -eq 0 ]   # (status only reads)
+	run -4 --separate-stderr forge resume "$T" </dev/null
+	seen_since "$(date -u -d '-3 minutes' +%Y-%m-%dT%H:%M:%S.000Z)"
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"run $T was left by pid 4242 on far.example, last renewed at $at: taking it over"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 events_of "$T" run.lease_taken_over
+	jq -e --arg at "$at" '.holder == "FAR" and .host == "far.example" and .pid == 4242 and .renewed_at == $at' <<<"$output"
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
+	[ "$(db_q "select count(*) from lease_sightings")" -eq 0 ]
+}
+
+@test "another host's lease last renewed more than an hour past the TTL ago is dead at the first look: clocks that far apart are broken" {
 	left_on_host far.example '2026-01-01T00:05:00.000Z'
 	run -0 forge status "$T"
 	assert_line --regexp "^status +interrupted at implement"
@@ -82,8 +116,6 @@ now_iso() {
 	[[ "$stderr" == *"run $T was left by pid 4242 on far.example, last renewed at 2026-01-01T00:05:00.000Z: taking it over"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed"' <<<"$output"
-	run -0 events_of "$T" run.lease_taken_over
-	jq -e '.holder == "FAR" and .host == "far.example" and .pid == 4242 and .renewed_at == "2026-01-01T00:05:00.000Z"' <<<"$output"
 	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 }
 
@@ -94,12 +126,11 @@ now_iso() {
 	assert_line --regexp "^status +running at implement"
 	run -4 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"run $T is already running: forge-supervisor, pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, last renewed at $at;"* ]]
-	[[ "$stderr" == *"forge resume --steal $T"* ]]
+	[[ "$stderr" == *"forge resume --steal $T\` (\`forge resume\` takes it once this host has seen no renewal of it for supervisor.lease_ttl_s, 120s)"* ]]
 	[ "$(db_q "select holder from leases where trace_id = '$T'")" = FAR ]
-	# a longer TTL in the config keeps a renewal of ten minutes ago alive
+	# a longer TTL in the config keeps a lease seen unchanged for ten minutes alive
 	echo '{"llm": {"max_retries": 0}, "supervisor": {"lease_ttl_s": 86400}}' >.forge/config.json
-	at=$(date -u -d '-10 minutes' +%Y-%m-%dT%H:%M:%S.000Z)
-	db_q "update leases set renewed_at = '$at'"
+	seen_since "$(date -u -d '-10 minutes' +%Y-%m-%dT%H:%M:%S.000Z)"
 	run -4 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"last renewed at $at;"* ]]
 	run -0 --separate-stderr forge resume -q --steal "$T" </dev/null
@@ -111,14 +142,15 @@ now_iso() {
 		and .renewed_at == $at and .since == "2026-01-01T00:00:00.000Z"' --arg at "$at" <<<"$output"
 }
 
-@test "a lease of another host never renewed (its holder killed before its first renewal) is dead lease_ttl_s after it was taken; a fresh one lives" {
+@test "a lease of another host never renewed (its holder killed before its first renewal) is dead once seen so for lease_ttl_s; a fresh one lives" {
 	left_on_host far.example null
 	at=$(now_iso)
 	db_q "update leases set acquired_at = '$at'"
 	run -4 --separate-stderr forge resume "$T" </dev/null
 	[[ "$stderr" == *"pid 4242 on far.example, since $at, never renewed;"* ]]
-	# taken long ago (before: alive forever, whatever the TTL)
-	db_q "update leases set acquired_at = '2026-01-01T00:00:00.000Z'"
+	# this host has seen it never renewed since long ago (before: alive
+	# forever, whatever the TTL)
+	seen_since 2026-01-01T00:00:00.000Z
 	run -0 forge status "$T"
 	assert_line --regexp "^status +interrupted at implement"
 	run -0 --separate-stderr forge resume "$T" </dev/null
@@ -126,7 +158,7 @@ now_iso() {
 	[ "$(db_q "select count(*) from leases")" -eq 0 ]
 }
 
-@test "a phase job's lease: another host's never renewed one is taken over after the TTL, a fresh one refused (exit 4) without pointing at forge cancel" {
+@test "a phase job's lease: another host's never renewed one is taken over once seen so for the TTL, a fresh one refused (exit 4) without pointing at forge cancel" {
 	use_mock
 	mkdir -p .forge
 	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
@@ -137,9 +169,9 @@ now_iso() {
 	db_q "insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
 		values ('$T', 'FAR', 4242, 'far.example', 'forge-implement', '$at', null)"
 	run -4 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
-	[[ "$stderr" == *"trace $T is already being worked on: forge-implement, pid 4242 on far.example, since $at; wait for it or stop it (cancel its job); a lease whose process is gone is taken over: on its host at once, on another after supervisor.lease_ttl_s (120s) without a renewal"* ]]
+	[[ "$stderr" == *"trace $T is already being worked on: forge-implement, pid 4242 on far.example, since $at; wait for it or stop it (cancel its job); a lease whose process is gone is taken over: on its host at once, on another once this host has seen no renewal of it for supervisor.lease_ttl_s (120s)"* ]]
 	[[ "$stderr" != *"forge cancel"* ]]
-	db_q "update leases set acquired_at = '2026-01-01T00:00:00.000Z'"
+	seen_since 2026-01-01T00:00:00.000Z
 	script "$IMPL"
 	run -0 --separate-stderr forge-implement -q <"$BATS_TEST_TMPDIR/plan.jsonl"
 	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .phase == "implement"'
@@ -344,4 +376,114 @@ until_true() {
 	script "$IMPL"
 	run -0 --separate-stderr forge-implement -q <"$BATS_TEST_TMPDIR/plan.jsonl"
 	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+}
+
+# A run whose supervisor was killed (kill -9, an OOM kill) during
+# implement, and whose pid another forge process has now (as a reused pid
+# would: simulated by pointing the lease at a live process named forge).
+killed_run_pid_reused() {
+	left_on_host "$(hostname)" null
+	true & dead=$!
+	wait "$dead"
+	db_q "update leases set pid = $dead"
+	# implement's first model call stops after its first event until the file exists (never)
+	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"
+	seen=$(tail -n 1 "$MOCK_LOG" | jq .seq)
+	setsid forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r1.out" 2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true mock_logged "You are the implementer" "$seen"
+	[ "$(db_q "select pid from leases where trace_id = '$T'")" -eq "$R1" ]
+	kill -9 -- "-$R1"
+	wait "$R1" || true
+	cp /bin/sleep "$BATS_TEST_TMPDIR/forge"
+	"$BATS_TEST_TMPDIR/forge" 600 3>&- &
+	other=$!
+	echo "$other" >"$BATS_TEST_TMPDIR/other.pid"
+	db_q "update leases set pid = $other where trace_id = '$T'"
+	script "$IMPL"
+}
+
+@test "a killed supervisor whose pid another forge process got: the run is interrupted, and forge resume takes it over" {
+	killed_run_pid_reused
+	# (before: running, and resume refused, exit 4, also with --steal)
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	run -0 events_of "$T" run.lease_taken_over
+	jq -e --argjson p "$other" '.pid == $p' <<<"$output"
+	kill -0 "$other"
+}
+
+@test "forge cancel of a killed supervisor's run never signals the process that got its pid" {
+	killed_run_pid_reused
+	run -0 --separate-stderr forge cancel "$T"
+	assert_line "cancelled $T"
+	refute_output --partial "stopping pid"
+	# the other process lives on (before: SIGTERM, it was gone)
+	kill -0 "$other"
+	[ "$(db_q "select status from runs where id = '$T'")" = cancelled ]
+}
+
+@test "a lease written without the holder's start (older forge) needs its program's exact name: another forge command with its pid is not it" {
+	left_on_host "$(hostname)" null
+	cp /bin/sleep "$BATS_TEST_TMPDIR/forge"
+	"$BATS_TEST_TMPDIR/forge" 600 3>&- &
+	other=$!
+	echo "$other" >"$BATS_TEST_TMPDIR/other.pid"
+	db_q "update leases set pid = $other"
+	# comm "forge" is a prefix of forge-supervisor (before: alive, exit 4)
+	run -0 forge status "$T"
+	assert_line --regexp "^status +interrupted at implement"
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	kill -0 "$other"
+}
+
+@test "another machine whose clock is 5 minutes ahead sees a live run of this one as running: its forge resume is refused (exit 4)" {
+	case ${FORGE_SUITE:-default} in
+	*asan*) skip "a preloaded library cannot come before the sanitizers' runtime" ;;
+	esac
+	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/host-clock.so" "$FORGE_ROOT/tests/fixtures/preload/host-clock.c" -ldl
+	left_on_host "$(hostname)" null
+	true & dead=$!
+	wait "$dead"
+	db_q "update leases set pid = $dead"
+	# this machine's run, its implementer's model call under way (and held)
+	script "$(jq -nc --argjson i "$IMPL" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[$i[0] + {pause_after: 1, pause_file: $f}] + $i[1:]')"
+	seen=$(tail -n 1 "$MOCK_LOG" | jq .seq)
+	setsid forge resume -q "$T" </dev/null >"$BATS_TEST_TMPDIR/r1.out" 2>"$BATS_TEST_TMPDIR/r1.err" 3>&- &
+	R1=$!
+	echo "$R1" >"$BATS_TEST_TMPDIR/r1.pid"
+	until_true mock_logged "You are the implementer" "$seen"
+	holder=$(db_q "select holder from leases where trace_id = '$T'")
+	# machine-b, its clock 300 s ahead (more than lease_ttl_s): the
+	# lease's times are old by its clock (before: interrupted, and a plain
+	# resume took the live run over)
+	export FAKE_HOST=machine-b FAKE_SKEW=300
+	run -0 env LD_PRELOAD="$BATS_TEST_TMPDIR/host-clock.so" forge status "$T"
+	assert_line --regexp "^status +running at implement"
+	# its status and resume again, after the first resume saw the lease
+	for i in 1 2; do
+		run -4 --separate-stderr env LD_PRELOAD="$BATS_TEST_TMPDIR/host-clock.so" forge resume -q "$T" </dev/null
+		[[ "$stderr" == *"run $T is already running: forge-supervisor, pid $R1 on $(hostname)"* ]]
+		run -0 env LD_PRELOAD="$BATS_TEST_TMPDIR/host-clock.so" forge status "$T"
+		assert_line --regexp "^status +running at implement"
+	done
+	# what machine-b saw, by its own clock
+	[ "$(db_q "select observer || ' ' || holder from lease_sightings where trace_id = '$T'")" = "machine-b $holder" ]
+	unset FAKE_HOST FAKE_SKEW
+	[ "$(db_q "select holder from leases where trace_id = '$T'")" = "$holder" ]
+	# this machine's run goes on to its end, its lease its own
+	touch "$BATS_TEST_TMPDIR/go"
+	rc=0; wait "$R1" || rc=$?
+	[ "$rc" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/r1.err"; false; }
+	[ "$(db_q "select status from runs where id = '$T'")" = completed ]
+	[ "$(db_q "select count(*) from leases")" -eq 0 ]
+	[ "$(db_q "select count(*) from lease_sightings")" -eq 0 ]
 }

@@ -54,7 +54,7 @@ setup() {
 	run -0 --separate-stderr forge db status --db "$URI"
 	assert_line "backend:  postgresql"
 	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
-	assert_line "schema:   version 0 of 7"
+	assert_line "schema:   version 0 of 9"
 	assert_line "pending:  pg/001-core.sql"
 	assert_line "pending:  pg/002-live-text.sql"
 	assert_line "pending:  pg/003-lease-renewal.sql"
@@ -62,21 +62,23 @@ setup() {
 	assert_line "pending:  pg/005-findings-docs.sql"
 	assert_line "pending:  pg/006-live-span.sql"
 	assert_line "pending:  pg/007-events-nul.sql"
+	assert_line "pending:  pg/008-lease-start.sql"
+	assert_line "pending:  pg/009-lease-sightings.sql"
 	[[ "$output" != *s3cret* ]]
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 7"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 9"
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output --partial "is up to date (schema version 7)"
+	assert_output --partial "is up to date (schema version 9)"
 	run -0 --separate-stderr forge db status --json
-	jq -e '.backend == "postgresql" and .version == 7 and .known == 7 and .pending == []' <<<"$output"
+	jq -e '.backend == "postgresql" and .version == 9 and .known == 9 and .pending == []' <<<"$output"
 	[ "$(psql_q 'select version, name from forge_schema order by version')" = \
-		"$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql\n4|pg/004-memory.sql\n5|pg/005-findings-docs.sql\n6|pg/006-live-span.sql\n7|pg/007-events-nul.sql')" ]
+		"$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql\n4|pg/004-memory.sql\n5|pg/005-findings-docs.sql\n6|pg/006-live-span.sql\n7|pg/007-events-nul.sql\n8|pg/008-lease-start.sql\n9|pg/009-lease-sightings.sql')" ]
 	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
-	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 7
+	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 9
 		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
-	assert_line "schema:   version 7 of 7 (up to date)"
+	assert_line "schema:   version 9 of 9 (up to date)"
 	# SQLite: the same command, a file not created by looking
 	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
 	assert_line "backend:  sqlite"
@@ -122,9 +124,9 @@ setup() {
 	done
 	for pid in "${pids[@]}"; do wait "$pid"; done
 	cat "$BATS_TEST_TMPDIR"/out*
-	[ "$(grep -l 'schema version 0 -> 7' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l 'schema version 0 -> 9' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
-	[ "$(psql_q 'select count(*) from forge_schema')" -eq 7 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq 9 ]
 }
 
 @test "a database that cannot be reached, or a bad command: clear errors with their exit status" {
@@ -290,7 +292,7 @@ setup() {
 	jq -e '.time_to_human_response_s.n == 1 and .time_to_human_response_s.value > 0' <<<"$output"
 }
 
-@test "on PostgreSQL, a lease another host stopped renewing is taken over by forge resume; a fresh one is refused (exit 4)" {
+@test "on PostgreSQL, a lease another host stopped renewing (seen unchanged for the TTL) is taken over by forge resume; a fresh one is refused (exit 4)" {
 	CONFIGS="$FORGE_ROOT/tests/fixtures/supervisor"
 	calc_setup
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-highrisk.jsonl"
@@ -303,15 +305,18 @@ setup() {
 		values ('$T', 'FAR', 4242, 'far.example', 'forge-supervisor', '2026-01-01T00:00:00.000Z', '$at')" >/dev/null
 	run -4 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
 	[[ "$stderr" == *"pid 4242 on far.example, since 2026-01-01T00:00:00.000Z, last renewed at $at;"* ]]
-	psql_q "update leases set renewed_at = '2026-01-01T00:05:00.000Z' where trace_id = '$T'" >/dev/null
+	# this host has seen it unchanged (no renewal) since long ago: dead
+	[ "$(psql_q "select holder || ' ' || renewals from lease_sightings where trace_id = '$T'")" = "FAR 0" ]
+	psql_q "update lease_sightings set seen_at = '2026-01-01T00:05:00.000Z' where trace_id = '$T'" >/dev/null
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
-	[[ "$stderr" == *"was left by pid 4242 on far.example, last renewed at 2026-01-01T00:05:00.000Z: taking it over"* ]]
+	[[ "$stderr" == *"was left by pid 4242 on far.example, last renewed at $at: taking it over"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed"' <<<"$output"
 	run -0 forge events replay "$T"
 	jq -e -s '[.[] | select(.type == "run.lease_taken_over") | .payload] == [{holder: "FAR", host: "far.example", pid: 4242,
-		since: "2026-01-01T00:00:00.000Z", renewed_at: "2026-01-01T00:05:00.000Z"}]' <<<"$output"
+		since: "2026-01-01T00:00:00.000Z", renewed_at: $at}]' --arg at "$at" <<<"$output"
 	[ "$(psql_q "select count(*) from leases")" -eq 0 ]
+	[ "$(psql_q "select count(*) from lease_sightings")" -eq 0 ]
 }
 
 @test "every command opens PostgreSQL, forge metrics and feedback too; nothing named after the URI is created" {

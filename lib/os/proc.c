@@ -34,6 +34,9 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP 0x02000000
 #endif
@@ -1121,5 +1124,74 @@ out:
 	capture_finish(&r->out, &r->out_cut_counted, &cap_out);
 	capture_finish(&r->err, NULL, &cap_err);
 	r->duration_ms = now_ms() - start;
+	return rc;
+}
+
+/* The first n - 1 bytes of file path, NUL-terminated: its length, or -1. */
+static ssize_t read_small(char *out, size_t n, const char *path)
+{
+	ssize_t got = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		got = read(fd, out, n - 1);
+		close(fd);
+	}
+	out[got > 0 ? got : 0] = '\0';
+	return got;
+}
+
+bool proc_start_id(char out[static PROC_START_ID_LEN], pid_t pid)
+{
+	char path[64], stat[1024], boot[64];
+	unsigned long long ticks;
+	char *p, *end;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if (pid < 1 || read_small(stat, sizeof stat, path) <= 0)
+		return false;
+	/* "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so
+	 * the fields are counted from its last ')'; field 22 is starttime */
+	p = strrchr(stat, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return false;
+	errno = 0;
+	ticks = strtoull(p + 1, &end, 10);
+	if (end == p + 1 || errno)
+		return false;
+	if (read_small(boot, sizeof boot, "/proc/sys/kernel/random/boot_id") <= 0)
+		snprintf(boot, sizeof boot, "-");
+	boot[strcspn(boot, "\n")] = '\0';
+	snprintf(out, PROC_START_ID_LEN, "%s/%llu", boot, ticks);
+	return true;
+}
+
+int proc_signal_same(pid_t pid, const char *id, int sig)
+{
+	char now[PROC_START_ID_LEN];
+	int fd, rc;
+
+	/* the pidfd names the process pid is now; if that process still has
+	 * the identity after the fd was opened, the fd is the holder's */
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0 && errno == ESRCH)
+		return -1;
+	if (!id || !proc_start_id(now, pid) || strcmp(now, id) != 0) {
+		if (fd >= 0)
+			close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	if (fd < 0)
+		return kill(pid, sig);
+	rc = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+	if (rc < 0 && errno == ENOSYS)
+		rc = kill(pid, sig);
+	int saved = errno;
+
+	close(fd);
+	errno = saved;
 	return rc;
 }

@@ -197,4 +197,22 @@ void proc_kill_running(int sig);
  * signals, as a command may have begun its work a moment before that. */
 size_t proc_running_count(void);
 
+/*
+ * A process's start identity, which another process given the same pid
+ * later (pid reuse after a kill -9, a reboot) does not share:
+ * "BOOTID/TICKS", the kernel's boot id (/proc/sys/kernel/random/boot_id,
+ * "-" when unreadable) and the process's start time in clock ticks since
+ * that boot (field 22 of /proc/PID/stat).
+ * proc_start_id: true with out filled; false (no message) when it cannot
+ * be read: no such process, no /proc, a /proc that hides it.
+ * proc_signal_same: sends sig to pid only while pid is still the process
+ * whose identity is `id`; the check and the signal go through one pidfd,
+ * so a pid reused between them is not signalled (where pidfds are missing,
+ * a check just before kill()).  0 when sent; -1 (no message) when not:
+ * errno ESRCH when pid is gone or is another process, else as kill() sets it.
+ */
+#define PROC_START_ID_LEN 72
+bool proc_start_id(char out[static PROC_START_ID_LEN], pid_t pid);
+int proc_signal_same(pid_t pid, const char *id, int sig);
+
 #endif

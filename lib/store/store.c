@@ -11,6 +11,7 @@
 #include "core/resource.h"
 #include "core/ids.h"
 #include "core/owner.h"
+#include "os/proc.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -2282,31 +2283,41 @@ static void host_name(char out[static 256])
 	out[255] = '\0';
 }
 
-/* Whether a holder on another host renewed lease within ttl_s of now_ms.
- * One never renewed (renewed_at null) is judged by when it was taken: every
- * holder renews within lease_renew_s, so one killed before its first
- * renewal (a CI job cancelled or OOM-killed) is dead after the TTL, as one
- * that stopped renewing is.  A lease with no readable time cannot be told
- * dead, so it lives. */
-static bool renewed_lately(jv lease, double ttl_s, int64_t now_ms)
+/* Whether a holder on another host is seen renewing lease at now_ms:
+ * this host saw the lease as it is (holder, renewal count, renewed_at)
+ * first at seen_at, by this host's clock (lease_sight), and it is dead
+ * once it stayed so for ttl_s.  Its renewed_at, written by the holder's
+ * clock, is compared with this one's only past STORE_LEASE_CLOCK_SLACK_S
+ * more than the TTL: clocks an hour apart are broken, not skewed, so a
+ * machine that went down yesterday is taken over at the first look
+ * (before: a reader whose clock ran ahead by more than the TTL took a
+ * live run over).  Not seen before (no seen_at) and renewed within that:
+ * alive, as one look cannot tell a stopped holder from one whose clock
+ * differs; one killed before its first renewal is judged so too, by its
+ * renewal count staying 0 and when it was taken. */
+static bool seen_renewing(jv lease, double ttl_s, int64_t now_ms)
 {
 	int64_t at;
 
-	if (timestamp_parse(&at, json_get_str(lease, "renewed_at")) < 0 &&
-	    timestamp_parse(&at, json_get_str(lease, "acquired_at")) < 0)
+	if ((timestamp_parse(&at, json_get_str(lease, "renewed_at")) == 0 ||
+	     timestamp_parse(&at, json_get_str(lease, "acquired_at")) == 0) &&
+	    (double)(now_ms - at) > (ttl_s + STORE_LEASE_CLOCK_SLACK_S) * 1000.0)
+		return false;
+	if (timestamp_parse(&at, json_get_str(lease, "seen_at")) < 0)
 		return true;
 	return (double)(now_ms - at) < ttl_s * 1000.0;
 }
 
 /* Whether process pid (which is there) runs program: its name as the
- * kernel keeps it (/proc/PID/comm: 15 bytes) is program's first ones.  A
- * pid reused since the holder died (a container restarted, a reboot) runs
- * something else: the lease is dead (before: it lived, forge resume was
- * refused and forge cancel signalled the other process).  true when it
- * cannot be told (no program recorded, no /proc). */
+ * kernel keeps it (/proc/PID/comm: the executable's name cut to 15 bytes)
+ * is exactly program's cut so.  For a lease without the holder's start
+ * identity (older ones): a pid reused by another program is told apart
+ * (before, any name that was a prefix matched, so every `forge ...`
+ * command passed for forge-supervisor).  true when it cannot be told (no
+ * program recorded, no /proc). */
 static bool runs_program(pid_t pid, const char *program)
 {
-	char path[64], comm[32];
+	char path[64], comm[32], want[16];
 	const char *base;
 	size_t n;
 	FILE *f;
@@ -2323,27 +2334,62 @@ static bool runs_program(pid_t pid, const char *program)
 	comm[strcspn(comm, "\n")] = '\0';
 	base = strrchr(program, '/');
 	base = base ? base + 1 : program;
-	/* (comm is the program's name cut to 15 bytes; a name given shorter
-	 * than the program's, "forge" for forge's dispatcher, also matches) */
-	return *comm && (strncmp(comm, base, strlen(comm)) == 0 || strncmp(comm, base, strlen(base)) == 0);
+	snprintf(want, sizeof want, "%s", base);
+	return strcmp(comm, want) == 0;
+}
+
+/* Whether the lease's holder, of this host, lives: its pid is the very
+ * process that took the lease (its start identity, os/proc.h, recorded
+ * then), so a pid reused since the holder died (a kill -9, an OOM kill, a
+ * reboot) is not the holder, whatever it runs.  A lease without that
+ * identity, or a process whose identity cannot be read: its pid lives and
+ * runs the lease's program. */
+static bool local_holder_alive(jv lease)
+{
+	const char *start = json_get_str(lease, "pid_start");
+	double pid = json_get_num(lease, "pid", 0);
+	char now[PROC_START_ID_LEN];
+
+	if (pid < 1 || pid > 1 << 30)
+		return false;
+	if (start && proc_start_id(now, (pid_t)pid))
+		return strcmp(now, start) == 0;
+	if (kill((pid_t)pid, 0) < 0 && errno != EPERM)
+		return false;
+	return runs_program((pid_t)pid, json_get_str(lease, "program"));
 }
 
 bool store_lease_alive_at(jv lease, double ttl_s, int64_t now_ms)
 {
 	char host[256];
 	const char *h = json_get_str(lease, "host");
-	double pid = json_get_num(lease, "pid", 0);
 
 	if (jv_get_kind(lease) != JV_KIND_OBJECT)
 		return false;
 	host_name(host);
 	if (!h || strcmp(h, host) != 0)
-		return renewed_lately(lease, ttl_s > 0 ? ttl_s : STORE_LEASE_TTL_S, now_ms);
-	if (pid < 1 || pid > 1 << 30)
-		return false;
-	if (kill((pid_t)pid, 0) < 0 && errno != EPERM)
-		return false;
-	return runs_program((pid_t)pid, json_get_str(lease, "program"));
+		return seen_renewing(lease, ttl_s > 0 ? ttl_s : STORE_LEASE_TTL_S, now_ms);
+	return local_holder_alive(lease);
+}
+
+int store_lease_signal(jv lease, int sig)
+{
+	const char *start = json_get_str(lease, "pid_start");
+	double pid = json_get_num(lease, "pid", 0);
+
+	if (jv_get_kind(lease) != JV_KIND_OBJECT || !store_lease_local(lease) || pid < 2 || pid > 1 << 30 ||
+	    (pid_t)pid == getpid())
+		return -1;
+	if (start) {
+		char now[PROC_START_ID_LEN];
+
+		/* (its identity unreadable: judged as a lease without one) */
+		if (proc_start_id(now, (pid_t)pid))
+			return proc_signal_same((pid_t)pid, start, sig) == 0 ? 0 : -1;
+	}
+	if (!local_holder_alive(lease))
+		return -1;
+	return kill((pid_t)pid, sig) == 0 ? 0 : -1;
 }
 
 bool store_lease_alive(jv lease)
@@ -2368,8 +2414,8 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 	int step;
 
 	*out = jv_null();
-	if (db_prepare(&s, st, "SELECT holder, pid, host, program, acquired_at, renewed_at FROM leases"
-		       " WHERE trace_id = ?1") < 0)
+	if (db_prepare(&s, st, "SELECT holder, pid, host, program, acquired_at, renewed_at, pid_start, renewals"
+		       " FROM leases WHERE trace_id = ?1") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	step = db_step(s);
@@ -2380,7 +2426,9 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 		o = json_set(o, "host", db_col_str(s, 2));
 		o = json_set(o, "program", db_col_str(s, 3));
 		o = json_set(o, "acquired_at", db_col_str(s, 4));
-		*out = json_set(o, "renewed_at", db_col_str(s, 5));
+		o = json_set(o, "renewed_at", db_col_str(s, 5));
+		o = json_set(o, "pid_start", db_col_str(s, 6));
+		*out = json_set(o, "renewals", db_col_num(s, 7));
 	} else if (step != DB_DONE) {
 		store_fail(st, "cannot read the lease of trace '%s'", trace_id);
 	}
@@ -2388,10 +2436,88 @@ static int lease_row(jv *out, struct store *st, const char *trace_id)
 	return step == DB_ROW || step == DB_DONE ? 0 : -1;
 }
 
+/* Whether a's string field key is b's (both absent too). */
+static bool same_str(jv a, jv b, const char *key)
+{
+	const char *x = json_get_str(a, key), *y = json_get_str(b, key);
+
+	return x ? y && strcmp(x, y) == 0 : !y;
+}
+
+/* Note in *lease (a row of another host's lease, or anything else, which
+ * is left alone) since when this host sees it as it is: "seen_at", from
+ * this host's sighting of it (schemas/sql/016-lease-sightings.sql) when
+ * that saw the same holder, renewal count and renewed_at; else the
+ * sighting is written anew, at this host's now -- not by a read-only store
+ * (forge status, history: a SELECT-only role), which only reads it, so
+ * the commands that only look count from when a taker (forge resume, a
+ * phase, gc, cancel) first saw it.  A sighting that cannot be read or
+ * written leaves the lease unseen (alive): no error. */
+static void lease_sight(struct store *st, jv *lease)
+{
+	char host[256], now[TIMESTAMP_LEN + 1];
+	struct db_stmt *s;
+	jv seen = jv_null();
+
+	if (jv_get_kind(*lease) != JV_KIND_OBJECT || store_lease_local(*lease))
+		return;
+	host_name(host);
+	if (db_prepare(&s, st, "SELECT holder, renewals, renewed_at, seen_at FROM lease_sightings"
+		       " WHERE trace_id = ?1 AND observer = ?2") < 0)
+		return;
+	db_bind_text(s, 1, json_get_str(*lease, "trace_id"));
+	db_bind_text(s, 2, host);
+	if (db_step(s) == DB_ROW) {
+		seen = json_set(jv_object(), "holder", db_col_str(s, 0));
+		seen = json_set(seen, "renewals", db_col_num(s, 1));
+		seen = json_set(seen, "renewed_at", db_col_str(s, 2));
+		seen = json_set(seen, "seen_at", db_col_str(s, 3));
+	}
+	db_finalize(s);
+	if (jv_get_kind(seen) == JV_KIND_OBJECT && same_str(seen, *lease, "holder") &&
+	    same_str(seen, *lease, "renewed_at") &&
+	    json_get_num(seen, "renewals", -1) == json_get_num(*lease, "renewals", 0)) {
+		*lease = json_set(*lease, "seen_at", json_get(seen, "seen_at"));
+		jv_free(seen);
+		return;
+	}
+	jv_free(seen);
+	if (st->readonly)
+		return;
+	/* first seen so now: it lives until this host sees it so for the TTL */
+	timestamp_now(now);
+	if (db_prepare(&s, st, "INSERT INTO lease_sightings (trace_id, observer, holder, renewals, renewed_at, seen_at)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (trace_id, observer) DO UPDATE SET"
+		       " holder = excluded.holder, renewals = excluded.renewals,"
+		       " renewed_at = excluded.renewed_at, seen_at = excluded.seen_at") < 0)
+		return;
+	db_bind_text(s, 1, json_get_str(*lease, "trace_id"));
+	db_bind_text(s, 2, host);
+	db_bind_text(s, 3, json_get_str(*lease, "holder") ? json_get_str(*lease, "holder") : "");
+	db_bind_int64(s, 4, (int64_t)json_get_num(*lease, "renewals", 0));
+	db_bind_text(s, 5, json_get_str(*lease, "renewed_at"));
+	db_bind_text(s, 6, now);
+	if (db_step(s) == DB_DONE)
+		*lease = json_set(*lease, "seen_at", jv_string(now));
+	db_finalize(s);
+}
+
+/* Forget what any host saw of trace's lease (it was taken or released). */
+static int lease_sightings_drop(struct store *st, const char *trace_id)
+{
+	struct db_stmt *s;
+
+	if (db_prepare(&s, st, "DELETE FROM lease_sightings WHERE trace_id = ?1") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
+	return db_step_done(st, s, "cannot update the lease of trace '%s'", trace_id);
+}
+
 int store_lease_get(jv *out, struct store *st, const char *trace_id)
 {
 	if (lease_row(out, st, trace_id) < 0)
 		return -1;
+	lease_sight(st, out);
 	if (jv_get_kind(*out) == JV_KIND_OBJECT)
 		*out = json_set(*out, "alive", jv_bool(lease_alive(st, *out)));
 	return 0;
@@ -2422,16 +2548,20 @@ static int lease_lock(struct store *st, const char *trace_id)
 /* Write holder's lease of trace (taking it over from a dead holder). */
 static int lease_write(struct store *st, const char *trace_id, const char *holder, const char *program)
 {
-	char host[256], now[32];
+	char host[256], now[32], start[PROC_START_ID_LEN];
+	bool started;
 	struct db_stmt *s;
 
 	host_name(host);
 	timestamp_now(now);
-	if (db_prepare(&s, st, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at)"
-		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (trace_id) DO UPDATE SET"
+	/* who this process is beyond its pid, so that a reused pid is not
+	 * taken for it (NULL without /proc: judged by pid and program) */
+	started = proc_start_id(start, getpid());
+	if (db_prepare(&s, st, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at, pid_start)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (trace_id) DO UPDATE SET"
 		       " holder = excluded.holder, pid = excluded.pid, host = excluded.host,"
 		       " program = excluded.program, acquired_at = excluded.acquired_at,"
-		       " renewed_at = NULL") < 0)
+		       " renewed_at = NULL, pid_start = excluded.pid_start, renewals = 0") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, holder);
@@ -2439,7 +2569,10 @@ static int lease_write(struct store *st, const char *trace_id, const char *holde
 	db_bind_text(s, 4, host);
 	db_bind_text(s, 5, program);
 	db_bind_text(s, 6, now);
-	return db_step_done(st, s, "cannot take the lease of trace '%s'", trace_id);
+	db_bind_text(s, 7, started ? start : NULL);
+	if (db_step_done(st, s, "cannot take the lease of trace '%s'", trace_id) < 0)
+		return -1;
+	return lease_sightings_drop(st, trace_id);
 }
 
 int store_lease_take_steal(jv *held, struct store *st, const char *trace_id, const char *holder,
@@ -2461,9 +2594,13 @@ int store_lease_take_steal(jv *held, struct store *st, const char *trace_id, con
 			rc = STORE_LEASE_TAKEN;	/* ours already (a phase of our supervisor) */
 			goto out;
 		}
+		lease_sight(st, &row);
 		alive = lease_alive(st, row);
 		/* a living process of this host is never taken: its pid says it works */
 		if (alive && (!steal || store_lease_local(row))) {
+			/* (what this host saw of it is kept: it counts from then) */
+			if (store_commit(st) < 0)
+				goto out;
 			*held = json_set(jv_copy(row), "alive", jv_true());
 			rc = STORE_LEASE_HELD;
 			goto out;
@@ -2504,7 +2641,8 @@ int store_lease_renew(struct store *st, const char *trace_id, const char *holder
 	struct db_stmt *s;
 
 	timestamp_now(now);
-	if (db_prepare(&s, st, "UPDATE leases SET renewed_at = ?3 WHERE trace_id = ?1 AND holder = ?2") < 0)
+	if (db_prepare(&s, st, "UPDATE leases SET renewed_at = ?3, renewals = renewals + 1"
+		       " WHERE trace_id = ?1 AND holder = ?2") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, holder);
@@ -2527,6 +2665,13 @@ int store_lease_release(struct store *st, const char *trace_id, const char *hold
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, holder);
+	if (db_step_done(st, s, "cannot release the lease of trace '%s'", trace_id) < 0)
+		return -1;
+	/* (what hosts saw of it goes when it went) */
+	if (db_prepare(&s, st, "DELETE FROM lease_sightings WHERE trace_id = ?1"
+		       " AND NOT EXISTS (SELECT 1 FROM leases WHERE trace_id = ?1)") < 0)
+		return -1;
+	db_bind_text(s, 1, trace_id);
 	return db_step_done(st, s, "cannot release the lease of trace '%s'", trace_id);
 }
 

@@ -320,15 +320,26 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
 /*
  * Leases: one process at a time works on a trace (forge-supervisor's run or
  * resume, or a phase filter run by hand on a state).  A lease is
- * {"trace_id","holder","pid","host","program","acquired_at","renewed_at"};
- * holder is an id the taker made; renewed_at is null until its holder
- * renews it (forge-supervisor does, every supervisor.lease_renew_s).
+ * {"trace_id","holder","pid","host","program","acquired_at","renewed_at",
+ * "pid_start"}; holder is an id the taker made; renewed_at is null until
+ * its holder renews it (forge-supervisor does, every
+ * supervisor.lease_renew_s); pid_start is the taker's start identity
+ * (os/proc.h proc_start_id; null without /proc, or written before it was
+ * kept).
  *
- * Alive: on this host, while its pid lives; on another host (no pid can be
- * checked there), while it was renewed within the store's TTL
- * (store_set_lease_ttl, supervisor.lease_ttl_s, default STORE_LEASE_TTL_S);
- * one never renewed, while it was taken within the TTL (every holder
- * renews: one killed before its first renewal is dead after the TTL).
+ * Alive: on this host, while its pid is the process that took it (pid and
+ * pid_start; without pid_start: its pid lives and its name is exactly the
+ * program's); on another host (no pid can be checked there, and its
+ * clock is not this one's), until this host has seen it unchanged -- same
+ * holder, renewal count ("renewals", which each renew bumps) and
+ * renewed_at -- for the store's TTL (store_set_lease_ttl,
+ * supervisor.lease_ttl_s, default STORE_LEASE_TTL_S), by this host's
+ * clock: take and get note what they see in lease_sightings and give it
+ * as "seen_at" (a read-only store only reads it); alive_at decides from
+ * "seen_at" (none: alive).  One never renewed is judged so too.  One whose
+ * renewed_at (never renewed: acquired_at) is more than the TTL plus
+ * STORE_LEASE_CLOCK_SLACK_S behind this host's clock is dead at once:
+ * two machines' clocks are trusted to within that slack, not the TTL.
  *
  * take: in one BEGIN IMMEDIATE transaction (fails when one is open):
  * STORE_LEASE_TAKEN when it was free or holder holds it already (then it is
@@ -346,8 +357,13 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
  * alive: whether the lease's holder lives, with the default TTL (borrows
  * lease); alive_at: with ttl_s (<= 0: the default) at now_ms (ms since the
  * epoch).  local: whether the lease's host is this one (borrows).
+ * signal: sends sig to the lease's holder when it is a live process of
+ * this host other than this one, checked by its identity up to the signal
+ * itself (os/proc.h proc_signal_same), so a reused pid is never signalled:
+ * 0 sent, -1 (no message) not (borrows lease).
  */
 #define STORE_LEASE_TTL_S 120.0
+#define STORE_LEASE_CLOCK_SLACK_S 3600.0
 enum { STORE_LEASE_TAKEN = 0, STORE_LEASE_HELD = 1, STORE_LEASE_STOLEN = 2, STORE_LEASE_LOST = 3 };
 int store_lease_take(jv *held, struct store *st, const char *trace_id, const char *holder,
 		     const char *program);
@@ -360,6 +376,7 @@ void store_set_lease_ttl(struct store *st, double ttl_s);
 bool store_lease_alive(jv lease);
 bool store_lease_alive_at(jv lease, double ttl_s, int64_t now_ms);
 bool store_lease_local(jv lease);
+int store_lease_signal(jv lease, int sig);
 
 /*
  * The fence of a lease's holder: once set, every transaction of st checks,

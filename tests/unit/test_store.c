@@ -5,11 +5,13 @@
 #include "core/jsonscan.h"
 #include "core/resource.h"
 #include "store/store.h"
+#include "os/proc.h"
 #include "core/ids.h"
 #include "unit.h"
 
 #include <dirent.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1367,19 +1369,41 @@ static void test_leases(void)
 	CHECK_INT(store_lease_take_steal(&held, st, "T6", "H8", NULL, true), STORE_LEASE_HELD);
 	CHECK_STR(json_get_str(held, "holder"), "H7");
 	jv_free(held);
-	/* renewed lately on another host: alive; not renewed for the TTL: dead, taken over */
+	/* another host's lease whose renewed_at (its holder's clock) is long
+	 * past by this clock: alive while this host has not seen it unchanged
+	 * for the TTL (its clock may be behind: before, taken over at once) */
+	char renewed[TIMESTAMP_LEN + 1];
+
+	/* (30 minutes ago: within the clocks' slack, STORE_LEASE_CLOCK_SLACK_S) */
+	timestamp_format(renewed, now_ms() - 30 * 60 * 1000);
 	snprintf(sql, sizeof sql, "INSERT INTO leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)"
-		 " VALUES ('T7', 'OLD', 1, 'elsewhere.example', NULL, '2026-01-01T00:00:00.000Z',"
-		 " '2026-01-01T00:00:00.000Z')");
+		 " VALUES ('T7', 'OLD', 1, 'elsewhere.example', NULL, '%s', '%s')", renewed, renewed);
 	CHECK(store_exec(st, sql) == 0);
+	CHECK_INT(store_lease_take(&held, st, "T7", "H9", "forge-supervisor"), STORE_LEASE_HELD);
+	CHECK(json_get_str(held, "seen_at") != NULL);
+	jv_free(held);
+	/* this host saw it so long ago (the sighting was kept, refused as it
+	 * was): unchanged since, so dead, taken over */
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM lease_sightings WHERE trace_id = 'T7' AND observer = '%s'"
+		 " AND holder = 'OLD' AND renewals = 0", host);
+	CHECK_INT(query_int(st, sql), 1);
+	CHECK(store_exec(st, "UPDATE lease_sightings SET seen_at = '2026-01-01T00:00:00.000Z'") == 0);
+	/* renewed since that sighting (its count moved): seen anew, alive */
+	CHECK(store_exec(st, "UPDATE leases SET renewals = 1 WHERE trace_id = 'T7'") == 0);
+	CHECK_INT(store_lease_take(&held, st, "T7", "H9", "forge-supervisor"), STORE_LEASE_HELD);
+	jv_free(held);
+	CHECK(store_exec(st, "UPDATE lease_sightings SET seen_at = '2026-01-01T00:00:00.000Z'") == 0);
 	CHECK_INT(store_lease_take(&held, st, "T7", "H9", "forge-supervisor"), STORE_LEASE_STOLEN);
 	CHECK(!json_get_bool(held, "alive", true));
-	CHECK_STR(json_get_str(held, "renewed_at"), "2026-01-01T00:00:00.000Z");
+	CHECK_STR(json_get_str(held, "renewed_at"), renewed);
 	jv_free(held);
-	/* the new holder's lease is not renewed until it renews it */
+	/* the new holder's lease is not renewed until it renews it; what was
+	 * seen of the old one is gone with it */
 	CHECK(store_lease_get(&lease, st, "T7") == 0);
 	CHECK(json_get_str(lease, "holder") && !json_get_str(lease, "renewed_at"));
+	CHECK(json_get_num(lease, "renewals", -1) == 0);
 	jv_free(lease);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM lease_sightings WHERE trace_id = 'T7'"), 0);
 	/* (another holder: changes nothing, and says the lease is not its own) */
 	CHECK(store_lease_renew(st, "T7", "NOT-HOLDER") == STORE_LEASE_LOST);
 	CHECK(store_lease_get(&lease, st, "T7") == 0);
@@ -1388,6 +1412,7 @@ static void test_leases(void)
 	CHECK(store_lease_renew(st, "T7", "H9") == 0);
 	CHECK(store_lease_get(&lease, st, "T7") == 0);
 	CHECK(json_get_str(lease, "renewed_at") != NULL);
+	CHECK(json_get_num(lease, "renewals", 0) == 1);
 	jv_free(lease);
 	/* inside an open transaction it cannot be taken atomically: an error */
 	CHECK(store_begin(st) == 0);
@@ -1396,7 +1421,9 @@ static void test_leases(void)
 	store_free(st);
 }
 
-/* Another host's lease lives while renewed within the TTL, on an injected clock. */
+/* Another host's lease lives until this host has seen it unchanged for
+ * the TTL (seen_at, this host's clock), on an injected clock; the
+ * holder's renewed_at (its own clock) does not count. */
 static void test_lease_ttl(void)
 {
 	char host[256] = "";
@@ -1405,20 +1432,33 @@ static void test_lease_ttl(void)
 	gethostname(host, sizeof host - 1);
 	CHECK(timestamp_parse(&at, "2026-01-01T00:00:00.000Z") == 0);
 	jv far = json_set(json_set(json_set(jv_object(), "host", jv_string("elsewhere.example")), "pid", jv_number(1)),
-			  "renewed_at", jv_string("2026-01-01T00:00:00.000Z"));
+			  "seen_at", jv_string("2026-01-01T00:00:00.000Z"));
 	CHECK(store_lease_alive_at(far, 120, at));
 	CHECK(store_lease_alive_at(far, 120, at + 119999));
 	CHECK(!store_lease_alive_at(far, 120, at + 120000));
 	CHECK(store_lease_alive_at(far, 600, at + 120000));
 	CHECK(!store_lease_alive_at(far, 0, at + (int64_t)(STORE_LEASE_TTL_S * 1000)));  /* 0: the default */
-	/* never renewed (killed before its first renewal): judged by when it
-	 * was taken; with no time at all it cannot be told dead */
-	jv never = json_set(json_set(jv_copy(far), "renewed_at", jv_null()), "acquired_at",
+	/* renewed 5 minutes "before" by a clock behind this one's, or 5
+	 * minutes "after": neither decides (before: dead, resp. alive) */
+	far = json_set(far, "renewed_at", jv_string("2025-12-31T23:55:00.000Z"));
+	CHECK(store_lease_alive_at(far, 120, at + 119999));
+	far = json_set(far, "renewed_at", jv_string("2026-01-01T00:05:00.000Z"));
+	CHECK(!store_lease_alive_at(far, 120, at + 120000));
+	/* not seen yet from here: one look cannot tell a clock behind by less
+	 * than an hour, it lives; older than the TTL plus that slack by this
+	 * clock: dead at once (its machine went down yesterday) */
+	jv never = json_set(json_set(jv_copy(far), "seen_at", jv_null()), "acquired_at",
 			    jv_string("2026-01-01T00:00:00.000Z"));
-	CHECK(store_lease_alive_at(never, 120, at + 119999));
-	CHECK(!store_lease_alive_at(never, 120, at + 120000));
-	never = json_set(never, "acquired_at", jv_null());
-	CHECK(store_lease_alive_at(never, 120, at + 86400000));
+	never = json_set(never, "renewed_at", jv_null());
+	int64_t slack = (int64_t)((120 + STORE_LEASE_CLOCK_SLACK_S) * 1000);
+	CHECK(store_lease_alive_at(never, 120, at + slack));
+	CHECK(!store_lease_alive_at(never, 120, at + slack + 1));
+	CHECK(!store_lease_alive_at(never, 120, at + 86400000));
+	never = json_set(never, "renewed_at", jv_string("2026-01-01T01:00:00.000Z"));   /* (renewed_at decides) */
+	CHECK(store_lease_alive_at(never, 120, at + slack + 1));
+	/* seen unchanged for less than the TTL, but renewed that long ago */
+	never = json_set(never, "seen_at", jv_string("2026-01-02T00:00:00.000Z"));
+	CHECK(!store_lease_alive_at(never, 120, at + 86400000));
 	/* this host: the pid tells, whatever the clock */
 	jv here = json_set(json_set(jv_copy(far), "host", jv_string(host)), "pid", jv_number((double)getpid()));
 	CHECK(store_lease_alive_at(here, 120, at + 86400000));
@@ -1428,6 +1468,94 @@ static void test_lease_ttl(void)
 	jv_free(far);
 	jv_free(never);
 	jv_free(here);
+}
+
+/* A child that waits for a signal; its pid. */
+static pid_t waiting_child(void)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* This host's lease belongs to the process that took it, by its start
+ * identity, not to whatever process has its pid now: a pid reused after
+ * the holder's kill -9 is not the holder, for liveness and for forge
+ * cancel's signal.  A lease without the identity (older) needs the
+ * program's exact name. */
+static void test_lease_holder_identity(void)
+{
+	char host[256] = "", me[PROC_START_ID_LEN], other[PROC_START_ID_LEN];
+	struct store *st = NULL;
+	jv held, lease;
+	int status;
+
+	gethostname(host, sizeof host - 1);
+	CHECK(proc_start_id(me, getpid()));
+	CHECK(strchr(me, '/') != NULL && strspn(strchr(me, '/') + 1, "0123456789") > 0);
+	CHECK(!proc_start_id(other, (pid_t)dead_pid()));
+	/* taking a lease records the taker's identity */
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK_INT(store_lease_take(&held, st, "T1", "H1", "forge-supervisor"), STORE_LEASE_TAKEN);
+	CHECK(store_lease_get(&lease, st, "T1") == 0);
+	CHECK_STR(json_get_str(lease, "pid_start"), me);
+	CHECK(json_get_bool(lease, "alive", false));
+	jv_free(lease);
+	/* the same pid with another identity (reused since): dead, taken over */
+	CHECK(store_exec(st, "UPDATE leases SET pid_start = 'another-boot/1'") == 0);
+	CHECK(store_lease_get(&lease, st, "T1") == 0);
+	CHECK(!json_get_bool(lease, "alive", true));
+	jv_free(lease);
+	CHECK_INT(store_lease_take(&held, st, "T1", "H2", "forge-supervisor"), STORE_LEASE_STOLEN);
+	CHECK_STR(json_get_str(held, "holder"), "H1");
+	jv_free(held);
+	store_free(st);
+
+	/* no identity (a lease of before): its pid runs the program, by the
+	 * exact name, as the kernel cuts it (this process is named
+	 * forge-supervisor: main) */
+	jv old = json_set(json_set(jv_object(), "host", jv_string(host)), "pid", jv_number((double)getpid()));
+	old = json_set(old, "program", jv_string("/somewhere/forge-supervisor"));
+	CHECK(store_lease_alive_at(old, 120, 0));
+	/* a name one is a prefix of (before: alive, so any `forge ...` command
+	 * that got a dead supervisor's pid kept its run "running") */
+	old = json_set(old, "program", jv_string("forge"));
+	CHECK(!store_lease_alive_at(old, 120, 0));
+	old = json_set(old, "program", jv_string("forge-super"));
+	CHECK(!store_lease_alive_at(old, 120, 0));
+	old = json_set(old, "program", jv_null());                     /* none recorded: its pid */
+	CHECK(store_lease_alive_at(old, 120, 0));
+	jv_free(old);
+
+	/* the signal reaches the holder only: a process that has the pid but
+	 * not the identity is left alone */
+	pid_t child = waiting_child();
+	char id[PROC_START_ID_LEN];
+
+	CHECK(child > 0 && proc_start_id(id, child));
+	jv l = json_set(json_set(jv_object(), "host", jv_string(host)), "pid", jv_number((double)child));
+	l = json_set(json_set(l, "program", jv_string("forge-supervisor")), "pid_start", jv_string("another-boot/1"));
+	CHECK(!store_lease_alive_at(l, 120, 0));
+	CHECK_INT(store_lease_signal(l, SIGTERM), -1);
+	CHECK_INT(waitpid(child, &status, WNOHANG), 0);                /* still there */
+	l = json_set(l, "host", jv_string("elsewhere.example"));        /* another host's: never */
+	l = json_set(l, "pid_start", jv_string(id));
+	CHECK_INT(store_lease_signal(l, SIGTERM), -1);
+	CHECK_INT(waitpid(child, &status, WNOHANG), 0);
+	l = json_set(l, "host", jv_string(host));
+	CHECK(store_lease_alive_at(l, 120, 0));
+	CHECK_INT(store_lease_signal(l, SIGTERM), 0);
+	CHECK_INT(waitpid(child, &status, 0), child);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	/* and once it is gone, nothing */
+	CHECK_INT(store_lease_signal(l, SIGTERM), -1);
+	jv_free(l);
 }
 
 /* Four processes take one lease at once: exactly one gets it.  Each holds
@@ -1663,6 +1791,7 @@ int main(void)
 	RUN(test_run_cancel_sticks);
 	RUN(test_leases);
 	RUN(test_lease_ttl);
+	RUN(test_lease_holder_identity);
 	RUN(test_lease_race);
 	RUN(test_breaker_reads);
 	RUN(test_disk_full_message);

@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "engine/gates.h"
 #include "llm/llm.h"
+#include "os/proc.h"
 #include "store/db.h"
 #include "store/findings.h"
 #include "store/live.h"
@@ -285,6 +286,44 @@ static void test_leases(void)
 	CHECK(store_lease_get(&held, st, trace) == 0);
 	CHECK_STR(json_get_str(held, "holder"), "B");
 	CHECK(json_get_num(held, "pid", 0) == getpid());
+	/* B's start identity: a reused pid is not B */
+	char me[PROC_START_ID_LEN];
+
+	CHECK(proc_start_id(me, getpid()));
+	CHECK_STR(json_get_str(held, "pid_start"), me);
+	CHECK(json_get_num(held, "renewals", -1) == 0);
+	jv_free(held);
+	CHECK(db_prepare(&s, st, "UPDATE leases SET pid_start = 'another-boot/1' WHERE trace_id = ?1") == 0);
+	db_bind_text(s, 1, trace);
+	CHECK(db_step_done(st, s, "update") == 0);
+	CHECK(store_lease_take(&held, st, trace, "C", "test") == STORE_LEASE_STOLEN);
+	CHECK_STR(json_get_str(held, "holder"), "B");
+	jv_free(held);
+	CHECK(store_lease_renew(st, trace, "C") == 0);
+	CHECK(store_lease_renew(st, trace, "C") == 0);
+	/* C on another host, renewed by a clock 30 minutes behind this one's
+	 * (within STORE_LEASE_CLOCK_SLACK_S): alive until this host has seen
+	 * it unchanged for the TTL */
+	char behind[TIMESTAMP_LEN + 1];
+
+	timestamp_format(behind, now_ms() - 30 * 60 * 1000);
+	CHECK(db_prepare(&s, st, "UPDATE leases SET host = 'far.example', renewed_at = ?2 WHERE trace_id = ?1") == 0);
+	db_bind_text(s, 1, trace);
+	db_bind_text(s, 2, behind);
+	CHECK(db_step_done(st, s, "update") == 0);
+	CHECK(store_lease_take(&held, st, trace, "D", "test") == STORE_LEASE_HELD);
+	CHECK(json_get_num(held, "renewals", 0) == 2 && json_get_str(held, "seen_at"));
+	jv_free(held);
+	CHECK(db_prepare(&s, st, "UPDATE lease_sightings SET seen_at = '2020-01-01T00:00:00.000Z'"
+			 " WHERE trace_id = ?1 AND renewals = 2 AND holder = 'C'") == 0);
+	db_bind_text(s, 1, trace);
+	CHECK(db_step(s) == DB_DONE);
+	CHECK(db_changes(s) == 1);
+	db_finalize(s);
+	CHECK(store_lease_get(&held, st, trace) == 0 && !json_get_bool(held, "alive", true));
+	jv_free(held);
+	CHECK(store_lease_take(&held, st, trace, "B", "test") == STORE_LEASE_STOLEN);
+	CHECK_STR(json_get_str(held, "holder"), "C");
 	jv_free(held);
 	CHECK(store_lease_release(st, trace, "A") == 0);   /* not A's: nothing */
 	CHECK(store_lease_get(&held, st, trace) == 0 && jv_get_kind(held) == JV_KIND_OBJECT);

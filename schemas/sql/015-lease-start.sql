@@ -1,0 +1,11 @@
+-- 015-lease-start: the holder's process by its start, not only its pid.
+-- A lease of this host was alive while its pid lived and that process's
+-- name matched the program, so after a kill -9 a pid reused by another
+-- forge process kept a dead run "running": `forge resume` refused it and
+-- `forge cancel` signalled the other process.  pid_start is the holder's
+-- start identity when it took the lease, "BOOTID/TICKS" (the kernel's
+-- boot id and field 22 of /proc/PID/stat, os/proc.h); the lease is alive
+-- while its pid is the process with that identity.  NULL: written before
+-- this migration or where /proc cannot be read; such a lease is judged by
+-- its pid and the exact program name, as before.
+ALTER TABLE leases ADD COLUMN pid_start TEXT;
