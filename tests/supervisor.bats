@@ -1064,21 +1064,64 @@ nothing_made() {
 }
 
 @test "time paused at a gate is not the run's: approved two hours later, the run goes on under a one-hour limit" {
-	skip_on_postgres "it writes an event into the SQLite file by hand"
+	skip_on_postgres "it moves an event of the SQLite file back by hand"
 	replay run-highrisk.jsonl
 	jq '. + {safety: {time_s: {total: 3600}}}' "$CONFIGS/high-risk.json" >"$BATS_TEST_TMPDIR/limit.json"
 	run -4 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/limit.json" "add a mul operation" </dev/null
 	T=$(last_trace)
-	# two hours ago it started, and paused a second later (no test waits)
+	# two hours ago it started, and paused a second later (no test waits):
+	# its run.paused moved back, in place (a trace's events are read in the
+	# order they were stored)
 	started=$(date -u -d '-2 hours' +%Y-%m-%dT%H:%M:%S.000Z)
 	paused=$(date -u -d '-2 hours +1 second' +%Y-%m-%dT%H:%M:%S.000Z)
 	db_q "update runs set started_at = '$started' where id = '$T'"
-	db_q "insert into events (id, trace_id, ts, type, record) values ('01JTIMEPAUSEDAAAAAAAAAAAAA', '$T', '$paused', 'run.paused',
-		'{\"kind\":\"event\",\"id\":\"01JTIMEPAUSEDAAAAAAAAAAAAA\",\"trace_id\":\"$T\",\"ts\":\"$paused\",\"source\":\"forge-supervisor\",\"type\":\"run.paused\",\"payload\":{}}')"
+	db_q "drop trigger events_no_update;
+		update event_log set ts = '$paused', record = json_set(record, '\$.ts', '$paused')
+		where trace_id = '$T' and type = 'run.paused'"
 	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
 	# (before: exit 3, "breaker time tripped: the run has taken 7200 s", at every resume)
 	run -0 --separate-stderr forge resume --config "$BATS_TEST_TMPDIR/limit.json" "$T" </dev/null
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
+@test "the clock stepped back an hour between a pause and its resume: the run's history keeps the order it was written in" {
+	[ "${FORGE_SUITE:-default}" = default ] || skip "a preloaded library cannot come before the sanitizers' runtime"
+	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/clock.so" "$FORGE_ROOT/tests/fixtures/preload/clock-skew.c" -ldl
+	replay run-highrisk.jsonl
+	# review asks a human at high risk: the plan's gate, then the review's
+	jq '.review.human_min_risk = "high"' "$CONFIGS/high-risk.json" >"$BATS_TEST_TMPDIR/cfg.json"
+	run -4 --separate-stderr forge run -q --config "$BATS_TEST_TMPDIR/cfg.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# every process from here on: its clock an hour behind (an NTP step, or
+	# the resume on a machine whose clock is behind the one that paused)
+	export LD_PRELOAD="$BATS_TEST_TMPDIR/clock.so" FAKE_SKEW=-3600
+	run -4 --separate-stderr forge resume -q --config "$BATS_TEST_TMPDIR/cfg.json" "$T" </dev/null
+	# the gate says why, in the review's own words (before: "review needs a
+	# human" alone: the newest phase.completed by time was the plan's)
+	[[ "$stderr" == *"gate escalation_review is waiting for a human: review needs a human: require_human: "* ]] ||
+		{ echo "$stderr"; false; }
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	run -0 --separate-stderr forge resume -q --config "$BATS_TEST_TMPDIR/cfg.json" "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.phase == "deploy"' <<<"$output"
+	final=$(jq -cS .state <<<"$output")
+	# the state the events rebuild is the one the run ended with, from the
+	# newest snapshot and from the first (before: the plan's, phase "plan")
+	run -0 forge events replay "$T" --state
+	[ "$(jq -cS . <<<"$output")" = "$final" ]
+	first=$(forge events replay "$T" | jq -r 'select(.type == "state.updated" and .payload.phase == "init") | .payload.checkpoint')
+	run -0 forge events replay "$T" --state --from "$first"
+	[ "$(jq -cS . <<<"$output")" = "$final" ]
+	# the events and forge show's timeline in the order they happened:
+	# started first, completed after the deploy (before: "run completed"
+	# above "run started", everything after the step listed first)
+	run -0 forge events replay "$T"
+	jq -se 'map(.type) | (.[0] == "run.started") and (index("run.completed") > rindex("gate.approved"))' <<<"$output"
+	run -0 forge show --json "$T"
+	jq -e '.timeline | map(.text) | (.[0] | startswith("run started"))
+		and (map(startswith("run completed")) | index(true)) == length - 1
+		and (map(startswith("deploy ok")) | index(true)) == length - 2' <<<"$output" || { jq .timeline <<<"$output"; false; }
 }
 
 @test "forge gate approve: a note that is not UTF-8 is bad input (2), a database that refuses the decision is 5, not 'rejected' (1)" {

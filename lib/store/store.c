@@ -83,12 +83,15 @@ static const char sql_run_get[] =
 static const char sql_ckpt_save[] =
 	"INSERT INTO checkpoints (id, trace_id, phase, status, ts, state)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+/* A trace's checkpoints and events in the order they were written (seq,
+ * 017-history-order), never by ts: a clock stepped back, or another
+ * machine's behind, made an older one the newest. */
 static const char sql_ckpt_latest[] =
-	"SELECT state FROM checkpoints WHERE trace_id = ?1 ORDER BY ts DESC, id DESC LIMIT 1";
+	"SELECT state FROM checkpoints WHERE trace_id = ?1 ORDER BY seq DESC LIMIT 1";
 static const char sql_ckpt_load[] =
 	"SELECT id, trace_id, phase, status, ts, state FROM checkpoints WHERE id = ?1";
 static const char sql_ckpt_list[] =
-	"SELECT id, trace_id, phase, status, ts FROM checkpoints WHERE trace_id = ?1 ORDER BY ts, id";
+	"SELECT id, trace_id, phase, status, ts FROM checkpoints WHERE trace_id = ?1 ORDER BY seq";
 
 
 
@@ -1612,7 +1615,7 @@ int store_events_foreach(struct store *st, const char *trace_id,
 	struct db_stmt *s;
 	int rc = 0, step;
 
-	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 ORDER BY ts, id") < 0)
+	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 ORDER BY seq") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	while ((step = db_step(s)) == DB_ROW) {
@@ -1877,24 +1880,6 @@ static int checkpoint_step(struct store *st, struct db_stmt *s)
 	return step;
 }
 
-/* ts moved after the trace's newest checkpoint when the clock went back
- * (a resume on a machine whose clock is behind): resume takes the newest
- * by time, which must be the last one written (before: an older one, and
- * its finished phases were paid for again). */
-static void after_latest(char ts[TIMESTAMP_LEN + 1], struct store *st, const char *trace_id)
-{
-	struct db_stmt *s;
-	int64_t latest, now;
-
-	if (db_prepare(&s, st, "SELECT max(ts) FROM checkpoints WHERE trace_id = ?1") < 0)
-		return;
-	db_bind_text(s, 1, trace_id);
-	if (db_step(s) == DB_ROW && db_col_text(s, 0) && timestamp_parse(&latest, db_col_text(s, 0)) == 0 &&
-	    timestamp_parse(&now, ts) == 0 && now <= latest)
-		timestamp_format(ts, latest + 1);
-	db_finalize(s);
-}
-
 static int checkpoint_save(struct store *st, const char *trace_id, const char *phase,
 			   jv state, char **id_out)
 {
@@ -1913,7 +1898,6 @@ static int checkpoint_save(struct store *st, const char *trace_id, const char *p
 		return -1;
 	ulid_new(id);
 	timestamp_format(ts, ulid_ms(id));
-	after_latest(ts, st, trace_id);
 	text = json_dumps(jv_copy(state), false);
 	if (llm_secret_in(text, strlen(text))) {
 		free(text);
@@ -2139,6 +2123,19 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 	return step == DB_DONE ? 0 : -1;
 }
 
+/*
+ * The llm.called events of trace written after its last checkpoint: after
+ * the state.updated event written with it (in its transaction), by seq,
+ * whatever the clocks said (before: those stamped after the checkpoint's
+ * ts, none of them once the clock had gone back).  A trace with no
+ * state.updated (written before they were) by the checkpoint's ts, as then.
+ */
+static const char sql_calls_since_checkpoint[] =
+	"SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' AND CASE"
+	" WHEN EXISTS (SELECT 1 FROM event_log WHERE trace_id = ?1 AND type = 'state.updated')"
+	" THEN seq > (SELECT max(seq) FROM event_log WHERE trace_id = ?1 AND type = 'state.updated')"
+	" ELSE ts > (SELECT coalesce(max(ts), '') FROM checkpoints WHERE trace_id = ?1) END ORDER BY seq";
+
 /* Each llm.called event of trace (after its last checkpoint when
  * since_checkpoint) to fn: its record, parsed (borrowed). */
 static int each_model_call(struct store *st, const char *trace_id, bool since_checkpoint,
@@ -2148,11 +2145,8 @@ static int each_model_call(struct store *st, const char *trace_id, bool since_ch
 	int step;
 
 	/* (the records parsed here, not in SQL: the same on both backends) */
-	if (db_prepare(&s, st, since_checkpoint
-		       ? "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' AND ts > "
-			 "(SELECT coalesce(max(ts), '') FROM checkpoints WHERE trace_id = ?1) ORDER BY ts, id"
-		       : "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' "
-			 "ORDER BY ts, id") < 0)
+	if (db_prepare(&s, st, since_checkpoint ? sql_calls_since_checkpoint
+		       : "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' ORDER BY seq") < 0)
 		return forge_error_prefix("cannot read the model calls of trace '%s'", trace_id);
 	db_bind_text(s, 1, trace_id);
 	while ((step = db_step(s)) == DB_ROW) {
@@ -2218,7 +2212,7 @@ int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id)
 	int step, rc = 0;
 
 	*out = -1;
-	if (db_prepare(&s, st, "SELECT max(ts) FROM event_log WHERE trace_id = ?1") < 0)
+	if (db_prepare(&s, st, "SELECT ts FROM event_log WHERE trace_id = ?1 ORDER BY seq DESC LIMIT 1") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	step = db_step(s);
@@ -2238,7 +2232,7 @@ int store_paused_ms(int64_t *out, struct store *st, const char *trace_id, int64_
 
 	*out = 0;
 	if (db_prepare(&s, st, "SELECT type, ts, record FROM event_log WHERE trace_id = ?1 AND type IN "
-		       "('run.paused', 'run.resumed') ORDER BY ts, id") < 0)
+		       "('run.paused', 'run.resumed') ORDER BY seq") < 0)
 		return forge_error_prefix("cannot read the pauses of trace '%s'", trace_id);
 	db_bind_text(s, 1, trace_id);
 	while ((step = db_step(s)) == DB_ROW) {

@@ -230,9 +230,11 @@ int store_event_put_scanned(struct store *st, const struct json_event *ev, const
 			    size_t raw_len, bool *inserted);
 
 /*
- * Call fn for each event of trace in order (ts, then id) with the stored
- * line (NUL-terminated, borrowed for the call).  A non-zero return from fn
- * stops the walk and is returned.
+ * Call fn for each event of trace in the order they were stored (never by
+ * ts: a clock that went back, or another machine's, does not reorder a
+ * trace) with the stored line (NUL-terminated, borrowed for the call).  An
+ * event stored again (the same id) keeps its first place.  A non-zero
+ * return from fn stops the walk and is returned.
  */
 int store_events_foreach(struct store *st, const char *trace_id,
 			 int (*fn)(const char *line, size_t len, void *payload), void *payload);
@@ -273,12 +275,13 @@ int store_runs_count(long *out, struct store *st);
 /*
  * Checkpoints: the whole state after a phase.  Borrows state (an object);
  * phase NULL takes state.phase; the status column is state.status.  The id
- * is a ULID; ids made by one process increase, so "latest" is the greatest
- * (ts, id).  *id_out (may be NULL) receives a malloc'd checkpoint id.
+ * is a ULID and ts this machine's time, both kept as data: "latest" and
+ * "oldest first" are the order the checkpoints were saved in, whatever
+ * the clocks said.  *id_out (may be NULL) receives a malloc'd checkpoint id.
  */
 int store_checkpoint_save(struct store *st, const char *trace_id, const char *phase,
 			  jv state, char **id_out);
-/* The newest checkpoint's state for trace, or jv_null() when none. */
+/* The state of trace's checkpoint saved last, or jv_null() when none. */
 int store_checkpoint_latest(jv *out, struct store *st, const char *trace_id);
 /* A checkpoint by id: {"id","trace_id","phase","status","ts","state"}, or null. */
 int store_checkpoint_load(jv *out, struct store *st, const char *id);
@@ -299,7 +302,7 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 
 /*
  * What the model calls of trace cost after its last checkpoint: the
- * llm.called events recorded since then (*calls of them, *usd, *tokens).
+ * llm.called events stored after it (*calls of them, *usd, *tokens).
  * A run whose supervisor died (kill -9, a machine that went down) wrote no
  * state after them; its resume adds them to the run's cost.
  */
@@ -311,10 +314,12 @@ int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struc
 int store_cost_by_phase(jv *out, struct store *st, const char *trace_id);
 
 /* How long trace has been paused, in ms: from each run.paused event to the
- * run.resumed after it (the last pause, when not resumed yet, to now_ms),
- * and the time a killed run lay dead (a run.resumed's payload.dead_ms). */
+ * run.resumed stored after it, by their ts (a pause the clock made negative
+ * counts 0; the last pause, when not resumed yet, to now_ms), and the time
+ * a killed run lay dead (a run.resumed's payload.dead_ms). */
 int store_paused_ms(int64_t *out, struct store *st, const char *trace_id, int64_t now_ms);
-/* The time of trace's newest event, in ms since the epoch; -1 when none. */
+/* The time (ts) of the event of trace stored last, in ms since the epoch;
+ * -1 when none. */
 int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id);
 
 /*
@@ -408,8 +413,8 @@ bool store_lease_fenced(const struct store *st);
 enum { STORE_TRACE_NONE = 1, STORE_TRACE_AMBIGUOUS = 2 };
 int store_resolve_trace(char **out, struct store *st, const char *prefix);
 
-/* The newest event of `type` in trace, as its stored record (an object),
- * or null when there is none (traces.c). */
+/* The event of `type` in trace stored last, as its stored record (an
+ * object), or null when there is none (traces.c). */
 int store_event_last(jv *out, struct store *st, const char *trace_id, const char *type);
 
 /* A run's status (runs.status): one enum, the strings the store keeps. */

@@ -132,7 +132,7 @@ int store_event_last(jv *out, struct store *st, const char *trace_id, const char
 
 	*out = jv_null();
 	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 AND type = ?2"
-		       " ORDER BY ts DESC, id DESC LIMIT 1") < 0)
+		       " ORDER BY seq DESC LIMIT 1") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, type);

@@ -495,7 +495,7 @@ static void test_json_checks_dropped(void)
 	CHECK_INT(query_int(st, "SELECT count(*) FROM llm_calls WHERE id = 9 AND response = '{\"b\":[2]}'"), 1);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM checkpoints WHERE id = 'C1' AND state = '{\"kind\":\"state\"}'"), 1);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_schema WHERE name IN"
-			    " ('llm_calls_trace', 'checkpoints_trace_ts') AND type = 'index'"), 2);
+			    " ('llm_calls_trace', 'checkpoints_trace_seq') AND type = 'index'"), 2);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_schema WHERE sql LIKE '%json_valid%'"
 			    " AND name IN ('llm_calls', 'checkpoints')"), 0);
 	CHECK(store_exec(st, "INSERT INTO llm_calls (ts, provider, request) VALUES ('t', 'p', '{}')") == 0);
@@ -553,6 +553,77 @@ static void test_events_table_upgraded(void)
 	CHECK_INT(query_int(st, "SELECT count(*) FROM events"), 4);
 	CHECK_INT(query_int(st, "SELECT json_extract(payload, '$.w') FROM events WHERE id = 'E9'"), 9);
 	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE id = 'E1' AND type = 'a.b'"), 1);
+	store_free(st);
+}
+
+/*
+ * A database of schema 16 (a trace's events and checkpoints read by ts,
+ * then id) opens: each row keeps its bytes, a trace's history reads as it
+ * did (its rows numbered in that order, whatever order they were inserted
+ * in), and what is stored from then on comes after it whatever its ts.
+ * The view, its triggers and the append-only rule are as they were.
+ */
+static void test_history_order_upgraded(void)
+{
+	const char *path = tmp_path("v16.db");
+	struct store *st = NULL;
+	struct lines got = { .len = 0 };
+	sqlite3 *db = NULL;
+	jv state = parse("{\"phase\":\"test\"}"), cp = jv_null();
+
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(migrate_to(db, 16) == 0);
+	CHECK(sqlite3_exec(db,
+		"INSERT INTO event_log (id, trace_id, ts, type, record) VALUES"
+		" ('E2', 'T16', '2026-01-01T00:00:02.000Z', 'b', '{\"id\":\"E2\"}'),"
+		" ('E1', 'T16', '2026-01-01T00:00:01.000Z', 'a', '{\"id\":\"E1\"}'),"
+		" ('E3', 'T16', '2026-01-01T00:00:02.000Z', 'c', '{\"id\":\"E3\"}'),"
+		" ('F1', 'U16', '2025-01-01T00:00:00.000Z', 'a', '{\"id\":\"F1\"}');"
+		"INSERT INTO checkpoints (id, trace_id, phase, status, ts, state) VALUES"
+		" ('C2', 'T16', 'implement', 'ok', '2026-01-01T00:00:02.000Z', '{\"phase\":\"implement\"}'),"
+		" ('C1', 'T16', 'plan', 'ok', '2026-01-01T00:00:01.000Z', '{\"phase\":\"plan\"}')",
+		NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	CHECK_INT(store_events_foreach(st, "T16", collect, &got), 0);
+	CHECK_STR(got.text, "{\"id\":\"E1\"}\n{\"id\":\"E2\"}\n{\"id\":\"E3\"}\n");
+	CHECK(store_checkpoint_latest(&cp, st, "T16") == 0);
+	CHECK_STR(json_get_str(cp, "phase"), "implement");
+	jv_free(cp);
+	/* stored from now on: after them, its ts an hour before */
+	CHECK(put(st, make_event("E0", "T16", "2025-12-31T23:00:00.000Z", "d"), NULL) == 0);
+	got.len = 0;
+	got.count = 0;
+	CHECK_INT(store_events_foreach(st, "T16", collect, &got), 0);
+	CHECK_INT(got.count, 4);
+	CHECK_MSG(strstr(got.text, "{\"id\":\"E3\"}\n{\"kind\":\"event\",\"id\":\"E0\""), "%s", got.text);
+	CHECK(store_exec(st, "INSERT INTO checkpoints (id, trace_id, phase, status, ts, state) VALUES"
+			 " ('C0', 'T16', 'review', 'ok', '2025-12-31T23:00:00.000Z', '{\"phase\":\"review\"}')") == 0);
+	CHECK(store_checkpoint_latest(&cp, st, "T16") == 0);
+	CHECK_STR(json_get_str(cp, "phase"), "review");
+	jv_free(cp);
+	CHECK(store_checkpoint_save(st, "T16", NULL, state, NULL) == 0);
+	CHECK(store_checkpoint_latest(&cp, st, "T16") == 0);
+	CHECK_STR(json_get_str(cp, "phase"), "test");
+	jv_free(cp);
+	/* the same view, triggers and indexes as a new database's */
+	CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE trace_id = 'U16' AND type = 'a'"), 1);
+	CHECK(store_exec(st, "DELETE FROM event_log") == -1);
+	CHECK(store_exec(st, "UPDATE events SET type = 'x'") == -1);
+	CHECK(store_exec(st, "INSERT INTO events (id, trace_id, ts, type, record) VALUES"
+			 " ('E9', 'T16', 't', 'e', '{\"id\":\"E9\"}'), ('E1', 'T16', 't', 'x', '{}')") == 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM event_log WHERE trace_id = 'T16'"), 5);
+	CHECK_INT(query_int(st, "SELECT seq = (SELECT max(seq) FROM event_log) FROM event_log WHERE id = 'E9'"), 1);
+	char *objects = query_text(st, SCHEMA_OBJECTS);
+	struct store *fresh = NULL;
+	CHECK(store_open(&fresh, ":memory:") == 0);
+	char *want = query_text(fresh, SCHEMA_OBJECTS);
+	CHECK_STR(objects, want);
+	free(objects);
+	free(want);
+	store_free(fresh);
+	jv_free(state);
 	store_free(st);
 }
 
@@ -681,7 +752,10 @@ static void test_event_record_byte_identical(void)
 	store_free(st);
 }
 
-static void test_events_ordered_by_ts_then_id(void)
+/* A trace's events in the order they were stored, alone or queued in a
+ * batch, never by ts or id (a clock stepped back, another machine's clock:
+ * before, what was written before the step came last). */
+static void test_events_in_stored_order(void)
 {
 	struct store *st = NULL;
 	struct lines got = { .len = 0 };
@@ -693,15 +767,20 @@ static void test_events_ordered_by_ts_then_id(void)
 	};
 
 	CHECK(store_open(&st, ":memory:") == 0);
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < 2; i++)
 		CHECK(put(st, make_event(order[i][0], "T1", order[i][1], "x"), NULL) == 0);
+	CHECK(store_begin(st) == 0);
+	for (size_t i = 2; i < 4; i++)
+		CHECK(put(st, make_event(order[i][0], "T1", order[i][1], "x"), NULL) == 0);
+	CHECK(put(st, make_event("C", "T1", "2027-01-01T00:00:00.000Z", "x"), NULL) == 0);  /* again: stays first */
+	CHECK(store_commit(st) == 0);
 	CHECK(put(st, make_event("Z", "T2", "2025-01-01T00:00:00.000Z", "x"), NULL) == 0);
 	CHECK_INT(store_events_foreach(st, "T1", collect, &got), 0);
 	CHECK_INT(got.count, 4);
 	const char *d = strstr(got.text, "\"D\""), *b = strstr(got.text, "\"B\""),
 		   *a = strstr(got.text, "\"A\""), *c = strstr(got.text, "\"C\"");
 	CHECK(d && b && a && c);
-	CHECK(d < b && b < a && a < c);
+	CHECK_MSG(c < b && b < a && a < d, "%s", got.text);
 	CHECK(!strstr(got.text, "\"Z\""));
 	/* a non-zero return stops the walk and is returned */
 	struct lines two = { .stop_after = 2 };
@@ -826,22 +905,29 @@ static void test_checkpoint_ids_increase(void)
 	store_free(st);
 }
 
-/* A checkpoint written after the clock went back is still the newest: its
- * ts comes after the trace's newest (resume takes the newest by time). */
+/* A checkpoint written after the clock went back is the newest: resume
+ * takes the one saved last, and its ts stays its own time (before: moved
+ * after the trace's newest, as "newest" was by ts). */
 static void test_checkpoint_after_clock_back(void)
 {
 	struct store *st = NULL;
 	jv state = parse("{\"phase\":\"review\"}"), got;
+	char *id = NULL, ts[TIMESTAMP_LEN + 1];
 
 	CHECK(store_open(&st, ":memory:") == 0);
 	/* a checkpoint stamped an hour ahead of this clock */
 	CHECK(store_exec(st, "INSERT INTO checkpoints (id, trace_id, phase, status, ts, state) VALUES "
 		       "('01JAHEAD0000000000000000000', 'T1', 'plan', 'ok', '2099-01-01T00:00:00.000Z', "
 		       "'{\"phase\":\"plan\"}')") == 0);
-	CHECK(store_checkpoint_save(st, "T1", NULL, state, NULL) == 0);
+	CHECK(store_checkpoint_save(st, "T1", NULL, state, &id) == 0);
 	CHECK(store_checkpoint_latest(&got, st, "T1") == 0);
 	CHECK_STR(json_get_str(got, "phase"), "review");
 	jv_free(got);
+	CHECK(store_checkpoint_load(&got, st, id) == 0);
+	timestamp_format(ts, ulid_ms(id));
+	CHECK_STR(json_get_str(got, "ts"), ts);
+	jv_free(got);
+	free(id);
 	jv_free(state);
 	store_free(st);
 }
@@ -1770,12 +1856,13 @@ int main(void)
 	RUN(test_event_line_kept_as_libjq_reads_it);
 	RUN(test_event_put_scanned);
 	RUN(test_events_table_upgraded);
+	RUN(test_history_order_upgraded);
 	RUN(test_json_checks_dropped);
 	RUN(test_events_queued_in_transaction);
 	RUN(test_events_queued_every_count);
 	RUN(test_event_missing_field_refused);
 	RUN(test_event_record_byte_identical);
-	RUN(test_events_ordered_by_ts_then_id);
+	RUN(test_events_in_stored_order);
 	RUN(test_events_append_only);
 	RUN(test_batch_commit_and_rollback);
 	RUN(test_checkpoints_round_trip);

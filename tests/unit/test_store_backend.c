@@ -120,8 +120,10 @@ static void test_events_idempotent(void)
 	char *lost_line = event_line(trace, lost, 9);
 	CHECK(put_line(st, lost_line, NULL) == 0);
 	CHECK(store_rollback(st) == 0);
-	/* replay: in time order, byte for byte */
-	for (int i = 2; i >= 0; i--) {
+	/* replay: in the order they were stored, byte for byte, each once
+	 * where it was first stored -- not by their ts, which go back (a
+	 * clock stepped back, or another machine's behind) */
+	for (int i = 0; i < 3; i++) {
 		buf_adds(&want, line[i]);
 		buf_addch(&want, '\n');
 	}
@@ -129,7 +131,7 @@ static void test_events_idempotent(void)
 	CHECK_STR(got.buf ? got.buf : "", want.buf);
 	jv last = jv_null();
 	CHECK(store_event_last(&last, st, trace, "tool.executed") == 0);
-	CHECK_STR(json_get_str(last, "id"), id[0]);
+	CHECK_STR(json_get_str(last, "id"), id[2]);
 	jv_free(last);
 	/* a record without an id is refused */
 	jv bad = P("{\"trace_id\":\"x\",\"ts\":\"t\",\"type\":\"a\"}");
@@ -219,6 +221,94 @@ static void test_checkpoints(void)
 	jv_free(state);
 	free(id1);
 	free(id2);
+	store_free(st);
+}
+
+/* Store an event of trace: type, ts, its payload and cost (JSON text). */
+static void put_at(struct store *st, const char *trace, const char *type, const char *ts,
+		   const char *payload, const char *cost)
+{
+	char id[ULID_LEN + 1], line[1024];
+
+	ulid_new(id);
+	snprintf(line, sizeof line, "{\"kind\":\"event\",\"id\":\"%s\",\"trace_id\":\"%s\",\"ts\":\"%s\","
+		 "\"source\":\"test\",\"phase\":\"plan\",\"type\":\"%s\",\"payload\":%s,\"cost\":%s}",
+		 id, trace, ts, type, payload, cost);
+	CHECK_MSG(put_line(st, line, NULL) == 0, "%s", forge_last_error());
+}
+
+/*
+ * A trace's history is the order it was written in, whatever the writers'
+ * clocks say: a checkpoint stamped an hour ahead (written before the clock
+ * went back, or by a machine whose clock is ahead) is not the newest once
+ * another is saved; the model calls after the last checkpoint, the pauses
+ * and the last event are read in that order too.
+ */
+static void test_history_order(void)
+{
+	struct store *st = open_db();
+	char trace[ULID_LEN + 1], ahead[ULID_LEN + 1], sql[512];
+	char *saved = NULL;
+	jv state = P("{\"phase\":\"review\"}"), out = jv_null();
+	double usd = -1, tokens = -1;
+	long calls = -1;
+	int64_t ms = 0;
+
+	new_trace(trace);
+	ulid_new(ahead);
+	snprintf(sql, sizeof sql, "INSERT INTO checkpoints (id, trace_id, phase, status, ts, state) VALUES "
+		 "('%s', '%s', 'plan', 'ok', '2099-01-01T00:00:00.000Z', '{\"phase\":\"plan\"}')", ahead, trace);
+	CHECK_MSG(store_exec(st, sql) == 0, "%s", forge_last_error());
+	/* a trace without state.updated events (written before there were):
+	 * the calls after the checkpoint's ts */
+	put_at(st, trace, "llm.called", "2099-01-01T00:00:01.000Z", "{}", "{\"usd\":1,\"tokens\":10}");
+	CHECK(store_spent_since_checkpoint(&usd, &tokens, &calls, st, trace) == 0);
+	CHECK(usd == 1 && tokens == 10 && calls == 1);
+	put_at(st, trace, "state.updated", "2099-01-01T00:00:02.000Z", "{}", "null");
+	CHECK(store_checkpoint_save(st, trace, NULL, state, &saved) == 0);
+	put_at(st, trace, "state.updated", "2026-11-21T10:00:00.000Z", "{}", "null");
+	/* the newest is the one saved last, stamped with its own time */
+	CHECK(store_checkpoint_latest(&out, st, trace) == 0);
+	CHECK_STR(json_get_str(out, "phase"), "review");
+	jv_free(out);
+	CHECK(store_checkpoint_list(&out, st, trace) == 0);
+	CHECK_INT(jv_array_length(jv_copy(out)), 2);
+	jv first = jv_array_get(jv_copy(out), 0), second = jv_array_get(jv_copy(out), 1);
+	CHECK_STR(json_get_str(first, "id"), ahead);
+	CHECK_STR(json_get_str(second, "id"), saved);
+	CHECK_MSG(strcmp(json_get_str(second, "ts"), "2099") < 0, "%s", json_get_str(second, "ts"));
+	jv_free(first);
+	jv_free(second);
+	jv_free(out);
+	/* the calls after it: stored after its state.updated, their ts
+	 * before the other checkpoint's */
+	CHECK(store_spent_since_checkpoint(&usd, &tokens, &calls, st, trace) == 0);
+	CHECK(usd == 0 && calls == 0);
+	put_at(st, trace, "llm.called", "2026-11-21T10:00:01.000Z", "{}", "{\"usd\":2,\"tokens\":20}");
+	put_at(st, trace, "llm.called", "2026-11-21T10:00:02.000Z", "{}", "{\"usd\":4,\"tokens\":40}");
+	CHECK(store_spent_since_checkpoint(&usd, &tokens, &calls, st, trace) == 0);
+	CHECK(usd == 6 && tokens == 60 && calls == 2);
+	/* a pause the clock made negative counts 0, the next one its 5 s; the
+	 * run is not paused now (before: the 2099 pause was the last one) */
+	put_at(st, trace, "run.paused", "2099-01-01T00:00:03.000Z", "{}", "null");
+	put_at(st, trace, "run.resumed", "2026-11-21T10:00:00.000Z", "{}", "null");
+	put_at(st, trace, "run.paused", "2026-11-21T10:00:03.000Z", "{}", "null");
+	put_at(st, trace, "run.resumed", "2026-11-21T10:00:08.000Z", "{}", "null");
+	int64_t now = -1;
+	CHECK(timestamp_parse(&now, "2099-01-01T00:00:04.000Z") == 0);
+	CHECK(store_paused_ms(&ms, st, trace, now) == 0);
+	CHECK_MSG(ms == 5000, "%lld", (long long)ms);
+	/* the last event is the one stored last */
+	CHECK(store_last_event_ms(&ms, st, trace) == 0);
+	int64_t want = -1;
+	CHECK(timestamp_parse(&want, "2026-11-21T10:00:08.000Z") == 0);
+	CHECK(ms == want);
+	jv last = jv_null();
+	CHECK(store_event_last(&last, st, trace, "state.updated") == 0);
+	CHECK_STR(json_get_str(last, "ts"), "2026-11-21T10:00:00.000Z");
+	jv_free(last);
+	jv_free(state);
+	free(saved);
 	store_free(st);
 }
 
@@ -1038,6 +1128,7 @@ int main(void)
 	RUN(test_events_idempotent);
 	RUN(test_runs);
 	RUN(test_checkpoints);
+	RUN(test_history_order);
 	RUN(test_traces_and_prefixes);
 	RUN(test_leases);
 	RUN(test_lease_fence);
