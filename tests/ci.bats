@@ -372,3 +372,27 @@ implementer_called() {
 	run -1 "$TEST_PYTHON3" "$check" gitlab "$BATS_TEST_TMPDIR/gl.yml"
 	assert_line --partial "implement: its output is not written to implement.jsonl"
 }
+
+# The command that makes the plan job's input, as a file writes it: what
+# comes before `| forge-plan` on its plan line.
+plan_input_of() {
+	grep -m 1 -E '\| *forge-plan' "$1" | sed -E 's/^[[:space:]]*(- )?//; s/ *\| *forge-plan.*$//'
+}
+
+@test "the plan job's input as the README, the GitHub workflow and the GitLab file make it is one JSON line forge-plan reads" {
+	mock_steps "$PLAN"
+	local f cmd
+	for f in README.md .github/workflows/forge-pipeline.yml .gitlab-ci.yml; do
+		cmd=$(plan_input_of "$FORGE_ROOT/$f")
+		[[ "$cmd" == jq* ]] || { echo "$f: no plan line found"; false; }
+		# (before: jq -n, pretty-printed over three lines, which forge-plan
+		# refuses: the documented plan job failed, exit 2)
+		run -0 env TASK="add a mul operation" FORGE_TASK="add a mul operation" bash -c "$cmd"
+		[ "${#lines[@]}" -eq 1 ] || { echo "$f: '$cmd' writes ${#lines[@]} lines"; false; }
+		jq -e '.task == "add a mul operation"' <<<"$output"
+	done
+	shared_remote
+	cd "$A"
+	run -0 --separate-stderr bash -o pipefail -c "TASK='add a mul operation'; $(plan_input_of "$FORGE_ROOT/.github/workflows/forge-pipeline.yml") | forge-plan -q"
+	tail -n 1 <<<"$output" | jq -e '.phase == "plan" and .status == "ok"'
+}
