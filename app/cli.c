@@ -255,8 +255,9 @@ static void warn_ignored(const struct config *cfg, const struct cli_common *comm
 	if (keys.len && !(said && source && !strcmp(said, source))) {
 		if (common->verbosity >= 0)
 			fprintf(stderr, "%s: warning: ignoring %s of %s: a repository's configuration may not "
-				"choose where your API key is sent nor widen what the sandbox and the tools "
-				"allow; to let it, set \"trust_project\": true in your own configuration "
+				"choose where your API key is sent, nor loosen your sandbox, tool permissions, "
+				"gates, automation level, prices or limits; to let it, set \"trust_project\": "
+				"true in your own configuration "
 				"(forge config set --global trust_project true, or a --config file)\n",
 				program_invocation_short_name, keys.buf, source);
 		setenv("FORGE_CONFIG_IGNORED_SAID", source, 1);

@@ -69,14 +69,15 @@ keys_seen() {
 
 @test "each layer overrides the one below it" {
 	echo '{"llm":{"model":"user","fast_model":"user","cassette":"user","base_url":"http://user/v1","max_tokens":111}}' >"$USER_CFG"
-	echo '{"llm":{"model":"project","fast_model":"project","cassette":"project","base_url":"http://project/v1","max_retries":5}}' >"$PROJECT_CFG"
+	echo '{"llm":{"model":"project","fast_model":"project","cassette":"project","base_url":"http://project/v1","max_retries":1}}' >"$PROJECT_CFG"
 	echo '{"llm":{"model":"file","fast_model":"file","cassette":"file"}}' >"$BATS_TEST_TMPDIR/extra.json"
 	export FORGE_MODEL=env FORGE_CASSETTE=env
 	cd "$REPO"
 	run -0 --separate-stderr forge-config --config "$BATS_TEST_TMPDIR/extra.json" --model flag
 	[ "$(jq -r .llm.max_tokens <<<"$output")" = 111 ]
-	[ "$(jq -r .llm.max_retries <<<"$output")" = 5 ]
-	# (but not where the key goes: the repository's base URL is ignored)
+	[ "$(jq -r .llm.max_retries <<<"$output")" = 1 ]
+	# (but not where the key goes, nor more retries than yours: the
+	# repository's base URL is ignored, test_config test_project_guard_limits)
 	[ "$(jq -r .llm.base_url <<<"$output")" = "http://user/v1" ]
 	[ "$(jq -r .llm.fast_model <<<"$output")" = file ]
 	[ "$(jq -r .llm.cassette <<<"$output")" = env ]
@@ -377,7 +378,7 @@ keys_seen() {
 		# said once (not again by the phases), naming the keys, the file and the setting
 		[ "$(grep -c 'warning: ignoring' <<<"$stderr")" -eq 1 ]
 		assert_equal "$(grep 'warning: ignoring' <<<"$stderr")" \
-			"forge: warning: ignoring llm.base_url, llm.phases.plan.base_url of $PROJECT_CFG: a repository's configuration may not choose where your API key is sent nor widen what the sandbox and the tools allow; to let it, set \"trust_project\": true in your own configuration (forge config set --global trust_project true, or a --config file)"
+			"forge: warning: ignoring llm.base_url, llm.phases.plan.base_url of $PROJECT_CFG: a repository's configuration may not choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, automation level, prices or limits; to let it, set \"trust_project\": true in your own configuration (forge config set --global trust_project true, or a --config file)"
 		# and the run's events say it
 		trace=$(forge history --json -n 1 | jq -r .trace_id)
 		run -0 --separate-stderr forge events replay "$trace"
@@ -397,7 +398,7 @@ keys_seen() {
 	cd "$REPO"
 	run -0 --separate-stderr forge-config get sandbox
 	jq -e '.network == "auto" and .read_anywhere == false and .read_paths == [] and .command_timeout_s == 120 and .limits.processes == 1024' <<<"$output"
-	assert_equal "$stderr" "forge-config: warning: ignoring mcp.trust_project, sandbox.command_timeout_s, sandbox.limits.processes, sandbox.network, sandbox.read_anywhere, sandbox.read_paths, trust_project of $PROJECT_CFG: a repository's configuration may not choose where your API key is sent nor widen what the sandbox and the tools allow; to let it, set \"trust_project\": true in your own configuration (forge config set --global trust_project true, or a --config file)"
+	assert_equal "$stderr" "forge-config: warning: ignoring mcp.trust_project, sandbox.command_timeout_s, sandbox.limits.processes, sandbox.network, sandbox.read_anywhere, sandbox.read_paths, trust_project of $PROJECT_CFG: a repository's configuration may not choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, automation level, prices or limits; to let it, set \"trust_project\": true in your own configuration (forge config set --global trust_project true, or a --config file)"
 	run -0 --separate-stderr forge-config get trust_project
 	assert_output false
 	# tightening applies, without a word

@@ -30,7 +30,7 @@ events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t)
 # stopped_at GATE PHASE STATUS: run $T is paused at GATE, its only pending
 # gate, after PHASE ended with STATUS.
 stopped_at() {
-	run -0 forge status --json "$T"
+	run -0 --separate-stderr forge status --json "$T"
 	jq -e --arg g "$1" --arg p "$2" --arg s "$3" '.run.status == "paused" and .state.phase == $p
 		and .state.status == $s and [.pending_gates[].gate] == [$g]' <<<"$output"
 }
@@ -235,6 +235,38 @@ completed_once() {
 	FORGE_AUTOMATION_LEVEL=3 run -4 --separate-stderr forge run --level 1 "add a mul operation" </dev/null
 	T=$(last_trace)
 	stopped_at review_changes review rejected
+}
+
+@test "a cloned repository's configuration cannot pass a gate by raising the level or loosening the ladder: ignored, with a warning, unless the user trusts it" {
+	mkdir -p "$XDG_CONFIG_HOME/forge" .forge
+	local user="$XDG_CONFIG_HOME/forge/config.json" project="$REPO/.forge/config.json"
+	echo '{"safety":{"automation_level":2}}' >"$user"
+	# the repository asks for level 4, where the staging deploy goes by itself
+	echo '{"safety":{"automation_level":4}}' >"$project"
+	run -4 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	stopped_at staging_deploy test ok
+	[ "$(grep -c 'warning: ignoring' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *"forge: warning: ignoring safety.automation_level of $project: a repository's configuration may not choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, automation level, prices or limits; to let it, set \"trust_project\": true in your own configuration"* ]]
+	run -0 --separate-stderr events_of "$T" run.started
+	jq -e --arg f "user: $user" '.automation_level == 2 and .level_from == $f' <<<"$output"
+	run -0 --separate-stderr events_of "$T" run.config_ignored
+	jq -e --arg f "$project" '.ignored == [{"path": "safety.automation_level", "source": $f}]' <<<"$output"
+	# nor a ladder whose level 2 deploys to staging by itself
+	echo '{}' >"$project"
+	run -0 --separate-stderr forge config get safety.ladder
+	jq -c '{safety: {ladder: (.[2].staging_deploy = "auto")}}' <<<"$output" >"$project"
+	run -4 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	stopped_at staging_deploy test ok
+	[[ $stderr == *"forge: warning: ignoring safety.ladder of $project: "* ]]
+	# the user's trust lets both through: nothing asks
+	echo '{"safety":{"automation_level":4}}' >"$project"
+	echo '{"safety":{"automation_level":2},"trust_project":true}' >"$user"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ $stderr != *"warning: ignoring"* ]]
+	T=$(last_trace)
+	completed_once
 }
 
 @test "resume keeps the run's level (not the configured one); --level on resume overrides it for later resumes too; status shows it" {

@@ -441,8 +441,11 @@ final_state() {
 
 @test "a configured gate for a program node by its id (phase: the node's id) asks before it runs" {
 	# (before: the configuration's schema refused any phase but the five and *)
-	mkdir -p .forge
-	echo '{"gates":[{"id":"release_ok","phase":"release","condition":"true","prompt":"Release?"}]}' >.forge/config.json
+	# (the user's list: a repository's list without the default gates
+	# would be ignored, README "What a repository's configuration may not set")
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	echo '{"gates":[{"id":"release_ok","phase":"release","condition":"true","prompt":"Release?"}]}' \
+		>"$XDG_CONFIG_HOME/forge/config.json"
 	pipeline p.json "$(node build --key b)}" "$(node release --key r),\"needs\":[\"build\"]}"
 	run -4 --separate-stderr forge run --pipeline p.json "ship" </dev/null
 	T=$(last_trace)

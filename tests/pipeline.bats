@@ -110,9 +110,10 @@ pipeline() {
 	pipeline p.json '{"id":"i","phase":"implement"}' '{"id":"d","phase":"deploy","needs":["i"],"bounce":{"to":"i","max":2}}'
 	run -0 --separate-stderr forge pipeline check p.json
 	mkdir -p .forge
-	echo '{"bounces":{"review_max":5}}' >.forge/config.json
+	# (fewer than the default's 3: a repository may not allow more)
+	echo '{"bounces":{"review_max":2}}' >.forge/config.json
 	run -0 --separate-stderr forge pipeline show default
-	assert_line "             bounce back to implement when .review.decision == \"request_changes\" (bounces.review_condition), at most 5 times (bounces.review_max), then a human"
+	assert_line "             bounce back to implement when .review.decision == \"request_changes\" (bounces.review_condition), at most 2 times (bounces.review_max), then a human"
 	pipeline p.json '{"id":"i","phase":"implement"}' '{"id":"r","phase":"review","needs":["i"],"bounce":{"to":"i","max":1,"when":".review.x"}}'
 	run -0 --separate-stderr forge pipeline show p.json
 	assert_line "     bounce back to i when .review.x, at most 1 time, then a human"

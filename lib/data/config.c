@@ -857,7 +857,9 @@ static int add_user_and_project(struct config *cfg, const char *repo)
  *
  * The project layer is a file the repository's authors wrote -- often not
  * the person running Forge.  A value of it that would send the person's API
- * key elsewhere, or widen what the commands of the worktree may do, is
+ * key elsewhere, widen what the commands of the worktree may do, let more
+ * pass without a person (the level, the ladder, the gates) or let a run
+ * spend or take more (prices, timeouts, budgets, caps) is
  * dropped from the layer at load unless the person's own layers (user
  * file, --config, FORGE_*, flags) set trust_project; the person's own
  * value (or the default) stands in its place.  A value that tightens, or
@@ -879,36 +881,85 @@ enum guard {
 			 * clone's own .git/config says where it is), or the person's
 			 * value; a URL would get the person's git credentials, a
 			 * path would run that repository's hooks unconfined */
+	G_MAX,          /* a number, not above the person's: a timeout, a budget, a
+			 * cap, the automation level (0 is zero here; null or no
+			 * value is the fallback key's, else no limit) */
+	G_LADDER,       /* safety.ladder: no rule of a row below the person's row
+			 * (auto < ask < human) */
+	G_GATES,        /* gates: every gate of the person's list kept, as strict */
+	G_PRICE,        /* llm.pricing.MODEL.*: no price of the model below the
+			 * person's (their llm.pricing, else schemas/pricing.json);
+			 * a model with no price does not run, so any price widens */
 };
 
 static const struct {
 	const char *path;       /* dotted; a '*' segment is any key */
 	enum guard kind;
+	const char *fallback;   /* G_MAX: the key whose value a null or missing
+				 * one stands for, as the reader takes it */
 } guarded[] = {
-	{ "trust_project", G_TRUST },
-	{ "mcp.trust_project", G_TRUST },
-	{ "llm.base_url", G_ENDPOINT },
-	{ "llm.phases.*.base_url", G_ENDPOINT },
-	{ "llm.embeddings.base_url", G_ENDPOINT },
-	{ "sandbox.command_timeout_s", G_BOUND },
-	{ "sandbox.output_cap_bytes", G_BOUND },
-	{ "sandbox.landlock", G_MODE },
-	{ "sandbox.network", G_MODE },
-	{ "sandbox.namespaces", G_MODE },
-	{ "sandbox.read_anywhere", G_SWITCH },
-	{ "sandbox.read_paths", G_FEWER },
-	{ "sandbox.writable", G_FEWER },
-	{ "sandbox.env", G_FEWER },
-	{ "sandbox.limits.*", G_BOUND },
-	{ "sandbox.deny", G_MORE },
-	{ "sandbox.ask", G_MORE },
-	{ "sandbox.deny_extra", G_MORE },
-	{ "sandbox.ask_extra", G_MORE },
-	{ "tools.permissions.*.deny", G_MORE },
-	{ "tools.permissions.*.ask", G_MORE },
-	{ "tools.permissions.*.allow", G_ALLOW },
-	{ "git.push_remote", G_REMOTE },
-	{ "deploy.remote", G_REMOTE },
+	{ "trust_project", G_TRUST, NULL },
+	{ "mcp.trust_project", G_TRUST, NULL },
+	{ "llm.base_url", G_ENDPOINT, NULL },
+	{ "llm.phases.*.base_url", G_ENDPOINT, NULL },
+	{ "llm.embeddings.base_url", G_ENDPOINT, NULL },
+	{ "sandbox.command_timeout_s", G_BOUND, NULL },
+	{ "sandbox.output_cap_bytes", G_BOUND, NULL },
+	{ "sandbox.landlock", G_MODE, NULL },
+	{ "sandbox.network", G_MODE, NULL },
+	{ "sandbox.namespaces", G_MODE, NULL },
+	{ "sandbox.read_anywhere", G_SWITCH, NULL },
+	{ "sandbox.read_paths", G_FEWER, NULL },
+	{ "sandbox.writable", G_FEWER, NULL },
+	{ "sandbox.env", G_FEWER, NULL },
+	{ "sandbox.limits.*", G_BOUND, NULL },
+	{ "sandbox.deny", G_MORE, NULL },
+	{ "sandbox.ask", G_MORE, NULL },
+	{ "sandbox.deny_extra", G_MORE, NULL },
+	{ "sandbox.ask_extra", G_MORE, NULL },
+	{ "tools.permissions.*.deny", G_MORE, NULL },
+	{ "tools.permissions.*.ask", G_MORE, NULL },
+	{ "tools.permissions.*.allow", G_ALLOW, NULL },
+	{ "git.push_remote", G_REMOTE, NULL },
+	{ "deploy.remote", G_REMOTE, NULL },
+	/* how much passes without a person */
+	{ "safety.automation_level", G_MAX, NULL },
+	{ "safety.ladder", G_LADDER, NULL },
+	{ "gates", G_GATES, NULL },
+	/* what a call costs: a lower price undercounts every budget */
+	{ "llm.pricing.*.*", G_PRICE, NULL },
+	/* the timeouts, budgets and caps */
+	{ "llm.max_tokens", G_MAX, NULL },
+	{ "llm.phases.*.max_tokens", G_MAX, "llm.max_tokens" },
+	{ "llm.timeout_s", G_MAX, NULL },
+	{ "llm.stall_timeout_s", G_MAX, NULL },
+	{ "llm.max_retries", G_MAX, NULL },
+	{ "llm.retry_max_delay_s", G_MAX, NULL },
+	{ "tools.test_timeout_s", G_MAX, "safety.time_s.test" },
+	{ "safety.iterations.*", G_MAX, "safety.iterations.default" },
+	{ "safety.stagnation_threshold", G_MAX, NULL },
+	{ "safety.cost.per_phase.*", G_MAX, NULL },
+	{ "safety.cost.per_run", G_MAX, NULL },
+	{ "safety.cost.per_day", G_MAX, NULL },
+	{ "safety.time_s.*", G_MAX, NULL },
+	{ "safety.error_rate.critical", G_MAX, NULL },
+	{ "budget.usd", G_MAX, NULL },
+	{ "reflect.budget", G_MAX, NULL },
+	{ "bounces.review_max", G_MAX, NULL },
+	{ "bounces.test_max", G_MAX, NULL },
+	{ "bounces.rerun_max", G_MAX, NULL },
+	{ "implement.fix_rounds", G_MAX, NULL },
+	{ "implement.validation_timeout_s", G_MAX, NULL },
+	{ "review.github.max_wait_s", G_MAX, NULL },
+	{ "deploy.health.timeout_s", G_MAX, NULL },
+	{ "deploy.health.error_rate_max", G_MAX, NULL },
+	{ "deploy.health.latency_ms_max", G_MAX, NULL },
+	{ "compile.languages.*.timeout_s", G_MAX, NULL },
+	{ "memory.recall_limit", G_MAX, NULL },
+	{ "stream.max_line_bytes", G_MAX, NULL },
+	{ "agent.subagents.max_depth", G_MAX, NULL },
+	{ "agent.subagents.max_count", G_MAX, NULL },
+	{ "agent.subagents.budget_share_max", G_MAX, NULL },
 };
 
 static jv leaf_paths(jv acc, jv value, jv prefix);
@@ -1028,6 +1079,216 @@ static bool remote_name(jv v)
 	return s && *s && *s != '-' && !strpbrk(s, ":/\\") && strcmp(s, ".") && strcmp(s, "..");
 }
 
+/* A number to compare for G_MAX: a value that is no number sets no limit. */
+static double max_of(jv v)
+{
+	return jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : INFINITY;
+}
+
+/* How strict a rule of the ladder is: auto, ask, human; anything else
+ * reads as human (engine/gates.c: ladder_rule). */
+static int rule_rank(jv v)
+{
+	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : "human";
+
+	return !strcmp(s, "auto") ? 0 : !strcmp(s, "ask") ? 1 : 2;
+}
+
+/* The rank of the rule of ladder row `row` at decision point `point` for
+ * risk: a rule by risk (an object) is read for that risk, as ladder_rule
+ * reads it; a row or point that is not there is human.  Borrows both. */
+static int row_rule(jv row, jv point, const char *risk)
+{
+	jv at = jv_null();
+
+	if (jv_get_kind(row) == JV_KIND_OBJECT && jv_object_has(jv_copy(row), jv_copy(point)))
+		at = jv_object_get(jv_copy(row), jv_copy(point));
+	if (jv_get_kind(at) == JV_KIND_OBJECT) {
+		jv v = json_get(at, risk);
+
+		jv_free(at);
+		at = v;
+	}
+	int r = rule_rank(at);
+
+	jv_free(at);
+	return r;
+}
+
+/* Whether ladder pl lets a decision of some level through with less than
+ * ladder mine does: a rule of one of its rows below the rule of mine's
+ * row of that level, for any risk.  Borrows both. */
+static bool ladder_looser(jv pl, jv mine)
+{
+	static const char *const risks[] = { "low", "medium", "high", "critical" };
+	bool looser = false;
+
+	if (jv_get_kind(mine) != JV_KIND_ARRAY)
+		return false;
+	jv_array_foreach(mine, i, mrow) {
+		jv prow = jv_get_kind(pl) == JV_KIND_ARRAY ? jv_array_get(jv_copy(pl), i) : jv_null();
+
+		if (jv_get_kind(mrow) == JV_KIND_OBJECT) {
+			jv_object_foreach(mrow, point, rule) {
+				bool named = !strcmp(jv_string_value(point), "name");   /* a row's name, no rule */
+
+				for (size_t r = 0; r < sizeof risks / sizeof *risks && !named; r++)
+					looser = looser || row_rule(prow, point, risks[r]) < row_rule(mrow, point, risks[r]);
+				jv_free(point);
+				jv_free(rule);
+			}
+		}
+		jv_free(prow);
+		jv_free(mrow);
+	}
+	return looser;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether gate p is as strict as gate m: the same id (a decision point of
+ * the ladder by its id) and the same condition (two jq expressions are not
+ * compared: another one is looser, for all this knows), at m's phase or at
+ * every phase ("*"), and passing by itself at no lower automation level
+ * (auto_approve_level null: never).  Borrows both. */
+static bool gate_as_strict(jv p, jv m)
+{
+	const char *pp = json_get_str(p, "phase"), *mp = json_get_str(m, "phase");
+	jv pl = json_get(p, "auto_approve_level"), ml = json_get(m, "auto_approve_level");
+	bool ok = same_str(json_get_str(p, "id"), json_get_str(m, "id")) &&
+		  same_str(json_get_str(p, "condition"), json_get_str(m, "condition")) &&
+		  (same_str(pp, mp) || same_str(pp, "*")) && max_of(pl) >= max_of(ml);
+
+	jv_free(pl);
+	jv_free(ml);
+	return ok;
+}
+
+/* Whether gate list pg leaves out a gate of list mine, or has it less
+ * strict (gate_as_strict).  Borrows both. */
+static bool gates_looser(jv pg, jv mine)
+{
+	bool looser = false;
+
+	if (jv_get_kind(mine) != JV_KIND_ARRAY)
+		return false;
+	jv_array_foreach(mine, i, m) {
+		bool kept = false;
+
+		if (jv_get_kind(pg) == JV_KIND_ARRAY) {
+			jv_array_foreach(pg, j, p) {
+				kept = kept || gate_as_strict(p, m);
+				jv_free(p);
+				(void)j;
+			}
+		}
+		looser = looser || !kept;
+		jv_free(m);
+		(void)i;
+	}
+	return looser;
+}
+
+/* ---- prices, found as llm_price_find finds them (lib/llm/llm_pricing.c;
+ * this layer is below lib/llm) ---- */
+
+/* True when s matches pat, where '9' stands for any digit. */
+static bool shape(const char *s, const char *pat)
+{
+	for (; *pat; s++, pat++)
+		if (*pat == '9' ? (*s < '0' || *s > '9') : *s != *pat)
+			return false;
+	return *s == '\0';
+}
+
+/* Length of name without a date suffix: -YYYYMMDD or -YYYY-MM-DD. */
+static size_t undated_len(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > 9 && shape(name + n - 9, "-99999999"))
+		return n - 9;
+	if (n > 11 && shape(name + n - 11, "-9999-99-99"))
+		return n - 11;
+	return n;
+}
+
+/* The prices of entry e (borrowed): {input, output, cache_read,
+ * cache_write}, the cache's defaulting to input; null when e is no price
+ * (it lacks input or output). */
+static jv prices_of(jv e)
+{
+	if (jv_get_kind(e) != JV_KIND_OBJECT || !json_has(e, "input") || !json_has(e, "output"))
+		return jv_null();
+	double in = json_get_num(e, "input", 0);
+	jv p = json_set(jv_object(), "input", jv_number(in));
+
+	p = json_set(p, "output", jv_number(json_get_num(e, "output", 0)));
+	p = json_set(p, "cache_read", jv_number(json_get_num(e, "cache_read", in)));
+	return json_set(p, "cache_write", jv_number(json_get_num(e, "cache_write", in)));
+}
+
+/* The prices of model in table (an object of entries; borrowed): its
+ * own entry, else its undated name's; null when neither is a price. */
+static jv table_prices(jv table, const char *model)
+{
+	jv e = json_get(table, model);
+	jv p = prices_of(e);
+	size_t n = undated_len(model);
+
+	jv_free(e);
+	if (jv_get_kind(p) == JV_KIND_NULL && n < strlen(model)) {
+		char *base = xstrndup(model, n);
+
+		e = json_get(table, base);
+		jv_free(p);
+		p = prices_of(e);
+		jv_free(e);
+		free(base);
+	}
+	return p;
+}
+
+/* The prices of model: the overrides (borrowed), else the built-in table
+ * (schemas/pricing.json, parsed here: only a repository that sets
+ * llm.pricing gets here); null when neither has one. */
+static jv model_prices(jv overrides, const char *model)
+{
+	jv p = table_prices(overrides, model);
+
+	if (jv_get_kind(p) == JV_KIND_NULL) {
+		const struct resource *r = resource_find("pricing.json");
+		jv table = r ? json_parse(r->data, r->len) : jv_null();
+		jv models = json_get(table, "models");
+
+		jv_free(p);
+		p = table_prices(models, model);
+		jv_free(models);
+		jv_free(table);
+	}
+	return p;
+}
+
+/* Whether prices pv are below prices mine in any of the four, or are
+ * prices where mine are none (a model with no price is refused).
+ * Borrows both. */
+static bool cheaper(jv pv, jv mine)
+{
+	static const char *const kinds[] = { "input", "output", "cache_read", "cache_write" };
+
+	if (jv_get_kind(pv) != JV_KIND_OBJECT)
+		return false;
+	if (jv_get_kind(mine) != JV_KIND_OBJECT)
+		return true;
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (json_get_num(pv, kinds[i], 0) < json_get_num(mine, kinds[i], 0))
+			return true;
+	return false;
+}
+
 /* Whether the project's value pv of a leaf of kind k widens what the
  * person's own value (or the default) mine allows.  Borrows both. */
 static bool widens(enum guard k, jv pv, jv mine)
@@ -1051,6 +1312,14 @@ static bool widens(enum guard k, jv pv, jv mine)
 		return !all_in(mine, pv);
 	case G_REMOTE:
 		return jv_get_kind(pv) != JV_KIND_NULL && !remote_name(pv);
+	case G_MAX:
+		return max_of(pv) > max_of(mine);
+	case G_LADDER:
+		return ladder_looser(pv, mine);
+	case G_GATES:
+		return gates_looser(pv, mine);
+	case G_PRICE:
+		return cheaper(pv, mine);
 	}
 	return true;
 }
@@ -1072,6 +1341,66 @@ static bool trusted_without(struct config *cfg, size_t skip)
 	}
 	jv_free(key);
 	return false;
+}
+
+/* The project's value of the leaf at keys (guarded[g]) and the person's
+ * own (or the default) to compare it with, as the readers take them (*pv,
+ * *mine: new references).  Borrows keys. */
+static void compared(jv *pv, jv *mine, struct config *cfg, size_t pi, int g, jv keys)
+{
+	jv proj = cfg->layers[pi].value;
+
+	*pv = jv_getpath(jv_copy(proj), jv_copy(keys));
+	*mine = value_below(cfg, pi, keys);
+	if (guarded[g].kind == G_ALLOW && !jv_is_valid(*mine)) {
+		/* a phase without its own allow list takes default's */
+		jv dk = jv_array_set(jv_copy(keys), 2, jv_string("default"));
+
+		jv_free(*mine);
+		*mine = value_below(cfg, pi, dk);
+		jv_free(dk);
+	} else if (guarded[g].kind == G_MAX && guarded[g].fallback) {
+		/* (tools.test_timeout_s null: safety.time_s.test, ...) */
+		jv fk = path_keys(guarded[g].fallback);
+		jv fb = value_below(cfg, pi, fk);
+
+		if (jv_get_kind(*mine) != JV_KIND_NUMBER) {
+			jv_free(*mine);
+			*mine = jv_copy(fb);
+		}
+		if (jv_get_kind(*pv) == JV_KIND_NULL) {
+			jv_free(*pv);
+			*pv = jv_copy(fb);
+		}
+		jv_free(fb);
+		jv_free(fk);
+	} else if (guarded[g].kind == G_PRICE) {
+		/* a leaf of llm.pricing.MODEL: the model's prices with and
+		 * without the repository's entry merged into the person's */
+		jv model = jv_array_get(jv_copy(keys), 2);
+		jv tk = jv_array_slice(jv_copy(keys), 0, 2);
+		jv below = value_below(cfg, pi, tk);
+		jv entry = jv_getpath(jv_copy(proj), jv_array_slice(jv_copy(keys), 0, 3));
+
+		if (jv_get_kind(below) != JV_KIND_OBJECT) {
+			jv_free(below);
+			below = jv_object();
+		}
+		jv merged = jv_object_merge_recursive(jv_copy(below), jv_object_set(jv_object(), jv_copy(model), entry));
+
+		jv_free(*pv);
+		jv_free(*mine);
+		*mine = model_prices(below, jv_string_value(model));
+		*pv = table_prices(merged, jv_string_value(model));
+		if (jv_get_kind(*pv) == JV_KIND_NULL) {   /* no price: the person's stands */
+			jv_free(*pv);
+			*pv = jv_copy(*mine);
+		}
+		jv_free(merged);
+		jv_free(below);
+		jv_free(tk);
+		jv_free(model);
+	}
 }
 
 /* Drop from the project layer what it may not set (above), each recorded
@@ -1107,17 +1436,9 @@ static void guard_project(struct config *cfg)
 			jv_free(keys);
 			continue;
 		}
-		jv pv = jv_getpath(jv_copy(proj->value), jv_copy(keys));
-		jv mine = value_below(cfg, pi, keys);
+		jv pv, mine;
 
-		if (guarded[g].kind == G_ALLOW && !jv_is_valid(mine)) {
-			/* a phase without its own allow list takes default's */
-			jv dk = jv_array_set(jv_copy(keys), 2, jv_string("default"));
-
-			jv_free(mine);
-			mine = value_below(cfg, pi, dk);
-			jv_free(dk);
-		}
+		compared(&pv, &mine, cfg, pi, g, keys);
 		bool wide = !trusted && widens(guarded[g].kind, pv, mine);
 
 		if (wide) {
@@ -1129,7 +1450,9 @@ static void guard_project(struct config *cfg)
 			sort_keys = jv_array_append(sort_keys, jv_string(path));
 			free(path);
 		}
-		if (wide || trust_key)
+		if (wide && guarded[g].kind == G_PRICE)   /* the entry, not left as {} without a price */
+			drop = jv_array_append(drop, jv_array_slice(jv_copy(keys), 0, 3));
+		else if (wide || trust_key)
 			drop = jv_array_append(drop, jv_copy(keys));
 		jv_free(pv);
 		jv_free(mine);

@@ -21,7 +21,8 @@
  *
  * The project layer is the repository's, often someone else's: it may not
  * choose where a request carrying the person's API key goes, nor widen
- * what the worktree's commands and the model's tools may do.  Unless the
+ * what the worktree's commands and the model's tools may do, nor let more
+ * pass without a person, nor let a run spend or take more.  Unless the
  * person's own layers (user, file, env, flags) set trust_project to true,
  * config_load() drops from it every value of these keys that differs from
  * what the layers below it (user, default) make and widens it:
@@ -35,6 +36,19 @@
  *     tools.permissions.*.deny, .ask                               a missing item of the list below
  *   tools.permissions.P.allow                                      an item not in P's (else
  *                                                                  default's) list below, if any
+ *   safety.automation_level, the timeouts, budgets and caps
+ *     (llm.max_tokens, safety.cost.*, safety.time_s.*, ...: the
+ *     table in config.c)                                           a larger number (a null or
+ *                                                                  missing one: its fallback's)
+ *   safety.ladder                                                  a rule below the same row's
+ *                                                                  (auto < ask < human)
+ *   gates                                                          a gate below left out or less
+ *                                                                  strict (another condition,
+ *                                                                  phase, lower auto level)
+ *   llm.pricing.MODEL.*                                            a price below the one below
+ *                                                                  (else schemas/pricing.json),
+ *                                                                  or any for a model with none:
+ *                                                                  the whole entry is dropped
  * A value a later layer (file, env, flags) replaces is left alone.  What
  * was dropped: config_ignored().  (MCP servers the project defines are
  * refused where they start, app/toolset.c, under the same trust.)

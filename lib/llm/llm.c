@@ -237,7 +237,7 @@ int llm_client_require_price(const struct llm_client *c)
 		return 0;
 	return forge_error("no price known for model '%s', so the cost limits (budget.usd, --budget, "
 			   "safety.cost.*) cannot hold: add its price under llm.pricing in USD per million "
-			   "tokens, e.g. forge config set llm.pricing '{\"%s\":{\"input\":0,\"output\":0}}' "
+			   "tokens, e.g. forge config set --global llm.pricing '{\"%s\":{\"input\":0,\"output\":0}}' "
 			   "for a free local model", c->model, c->model);
 }
 

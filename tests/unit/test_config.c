@@ -304,14 +304,14 @@ static void test_each_layer_overrides(void)
 	    "\"base_url\":\"http://user/v1\",\"max_tokens\":100}}");
 	put("repo/.forge/config.json",
 	    "{\"llm\":{\"model\":\"project\",\"fast_model\":\"project\",\"cassette\":\"project\","
-	    "\"base_url\":\"http://project/v1\",\"max_retries\":5}}");
+	    "\"base_url\":\"http://project/v1\",\"max_retries\":1}}");
 	put("extra.json", "{\"llm\":{\"model\":\"file\",\"fast_model\":\"file\",\"cassette\":\"file\"}}");
 	setenv("FORGE_MODEL", "env", 1);
 	setenv("FORGE_CASSETTE", "env", 1);
 	CHECK(config_flag_set(&flags, "llm.model", jv_string("flags")) == 0);
 	CHECK_MSG(load(&cfg, "repo", "extra.json", flags) == 0, "%s", forge_last_error());
 	CHECK_INT(config_get_num(cfg, "llm.max_tokens"), 100);             /* user */
-	CHECK_INT(config_get_num(cfg, "llm.max_retries"), 5);              /* project */
+	CHECK_INT(config_get_num(cfg, "llm.max_retries"), 1);              /* project (fewer) */
 	/* (not the project's base URL: where the key goes is the user's,
 	 * test_project_guard) */
 	CHECK_STR(config_get_str(cfg, "llm.base_url"), "http://user/v1");
@@ -651,12 +651,14 @@ static jv lazy_layers(void)
 {
 	jv flags = jv_null();
 
+	/* (the gates are the user's: a repository's list without the
+	 * default gates would be ignored, test_project_guard_ladder_gates) */
 	put("home/.config/forge/config.json",
 	    "{\"$comment\":\"mine\",\"llm\":{\"model\":\"user\",\"max_tokens\":100},"
+	    "\"gates\":[{\"id\":\"only\",\"phase\":\"*\",\"condition\":\"true\"}],"
 	    "\"memory\":{\"embedding_dim\":64},\"budget\":{\"usd\":20}}");
 	put("repo/.forge/config.json",
 	    "{\"llm\":{\"phases\":{\"plan\":{\"model\":\"big\"}}},"
-	    "\"gates\":[{\"id\":\"only\",\"phase\":\"*\",\"condition\":\"true\"}],"
 	    "\"sandbox\":{\"command_timeout_s\":9}}");
 	put("extra.json", "{\"review\":{\"$comment\":\"x\",\"min_confidence\":0.25}}");
 	setenv("FORGE_MODEL", "env", 1);
@@ -1009,6 +1011,374 @@ static void test_project_guard(void)
 	config_free(cfg);
 }
 
+/* Write {path: value} (value: JSON text) to tmp/rel, the object extra
+ * (JSON text, or NULL) merged in. */
+static void put_at(const char *rel, const char *path, const char *value, const char *extra)
+{
+	jv o = jv_null();
+
+	if (config_flag_set(&o, path, jv_parse(value)) < 0)
+		abort();
+	if (extra)
+		o = jv_object_merge_recursive(o, jv_parse(extra));
+	jv text = jv_dump_string(o, JV_PRINT_SORTED);
+
+	put(rel, jv_string_value(text));
+	jv_free(text);
+}
+
+/* The value at path as JSON text, or "(none)", in out. */
+static const char *value_text(char *out, size_t size, const struct config *cfg, const char *path)
+{
+	jv v = config_has(cfg, path) ? config_get(cfg, path) : jv_invalid();
+
+	if (jv_is_valid(v)) {
+		jv text = jv_dump_string(v, JV_PRINT_SORTED);
+
+		snprintf(out, size, "%s", jv_string_value(text));
+		jv_free(text);
+	} else {
+		jv_free(v);
+		snprintf(out, size, "(none)");
+	}
+	return out;
+}
+
+/* The automation level, the timeouts, budgets and caps: a repository may
+ * lower them, not raise them above the person's own value (or the
+ * default's, or the key's that a missing or null one stands for), unless
+ * the person trusts it. */
+static void test_project_guard_limits(void)
+{
+	static const struct {
+		const char *path;
+		const char *user;       /* the user file's value, or NULL: the default's */
+		const char *raised, *lowered;
+	} keys[] = {
+		{ "safety.automation_level", "2", "3", "1" },
+		{ "safety.automation_level", "0", "4", "0" },
+		{ "llm.max_tokens", NULL, "100000", "100" },
+		{ "llm.phases.plan.max_tokens", NULL, "9000", "8000" },         /* llm.max_tokens */
+		{ "llm.timeout_s", NULL, "6000", "60" },
+		{ "llm.stall_timeout_s", NULL, "6000", "60" },
+		{ "llm.max_retries", NULL, "10", "0" },
+		{ "llm.retry_max_delay_s", NULL, "600", "1" },
+		{ "tools.test_timeout_s", NULL, "99999", "60" },                /* safety.time_s.test */
+		{ "tools.test_timeout_s", "60", "null", "30" },
+		{ "implement.validation_timeout_s", NULL, "9999", "60" },
+		{ "implement.fix_rounds", NULL, "5", "0" },
+		{ "safety.iterations.implement", NULL, "500", "5" },
+		{ "safety.iterations.reflect", NULL, "11", "9" },               /* .default */
+		{ "safety.stagnation_threshold", NULL, "30", "2" },
+		{ "safety.cost.per_phase.implement", NULL, "100", "1" },
+		{ "safety.cost.per_run", NULL, "500", "0" },
+		{ "safety.cost.per_day", "20", "200", "10" },
+		{ "safety.time_s.total", NULL, "72000", "60" },
+		{ "safety.error_rate.critical", NULL, "0.9", "0.1" },
+		{ "budget.usd", NULL, "500", "5" },
+		{ "reflect.budget", NULL, "5", "0" },
+		{ "bounces.review_max", NULL, "30", "1" },
+		{ "bounces.test_max", NULL, "30", "1" },
+		{ "bounces.rerun_max", NULL, "30", "0" },
+		{ "review.github.max_wait_s", NULL, "600", "0" },
+		{ "deploy.health.timeout_s", NULL, "60", "1" },
+		{ "deploy.health.error_rate_max", NULL, "0.5", "0.01" },
+		{ "deploy.health.latency_ms_max", NULL, "10000", "100" },
+		{ "memory.recall_limit", NULL, "100", "3" },
+		{ "stream.max_line_bytes", NULL, "1073741824", "65536" },
+		{ "agent.subagents.max_depth", NULL, "8", "1" },
+		{ "agent.subagents.max_count", NULL, "100", "1" },
+		{ "agent.subagents.budget_share_max", NULL, "1", "0.1" },
+	};
+	struct config *cfg = NULL;
+	char got[1024], project[512], mine[256], v[256];
+
+	fresh();
+	snprintf(project, sizeof project, "%s", at("repo/.forge/config.json"));
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		const char *k = keys[i].path;
+
+		if (keys[i].user)
+			put_at("home/.config/forge/config.json", k, keys[i].user, NULL);
+		else
+			put("home/.config/forge/config.json", "{}");
+		put("repo/.forge/config.json", "{}");
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+		value_text(mine, sizeof mine, cfg, k);
+		config_free(cfg);
+		/* raised: the person's value stands, and the key is named */
+		put_at("repo/.forge/config.json", k, keys[i].raised, NULL);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s: %s", k, forge_last_error());
+		CHECK_STR(value_text(v, sizeof v, cfg, k), mine);
+		ignored_paths(got, sizeof got, cfg, project);
+		CHECK_STR(got, k);
+		config_free(cfg);
+		/* lowered: applies */
+		put_at("repo/.forge/config.json", k, keys[i].lowered, NULL);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s: %s", k, forge_last_error());
+		CHECK_STR(value_text(v, sizeof v, cfg, k), keys[i].lowered);
+		ignored_paths(got, sizeof got, cfg, project);
+		CHECK_MSG(!strcmp(got, ""), "%s lowered: ignored %s", k, got);
+		config_free(cfg);
+		/* trusted: the raised value applies */
+		if (keys[i].user)
+			put_at("home/.config/forge/config.json", k, keys[i].user, "{\"trust_project\":true}");
+		else
+			put("home/.config/forge/config.json", "{\"trust_project\":true}");
+		put_at("repo/.forge/config.json", k, keys[i].raised, NULL);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s: %s", k, forge_last_error());
+		CHECK_STR(value_text(v, sizeof v, cfg, k), keys[i].raised);
+		ignored_paths(got, sizeof got, cfg, project);
+		CHECK_MSG(!strcmp(got, ""), "%s trusted: ignored %s", k, got);
+		config_free(cfg);
+		cfg = NULL;
+	}
+	/* a language profile of forge compile is given whole: its timeout_s */
+	for (int t = 0; t < 2; t++) {
+		put("home/.config/forge/config.json", "{}");
+		put("repo/.forge/config.json", "{}");
+		CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
+		jv o = jv_object_set(jv_object(), jv_string("python"), config_get(cfg, "compile.languages.python"));
+
+		config_free(cfg);
+		o = jv_setpath(json_set(jv_object(), "compile", json_set(jv_object(), "languages", o)),
+			       jv_parse("[\"compile\",\"languages\",\"python\",\"timeout_s\"]"),
+			       jv_number(t ? 30 : 3000));
+		jv text = jv_dump_string(o, 0);
+
+		put("repo/.forge/config.json", jv_string_value(text));
+		jv_free(text);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+		CHECK_INT(config_get_num(cfg, "compile.languages.python.timeout_s"), t ? 30 : 300);
+		ignored_paths(got, sizeof got, cfg, project);
+		CHECK_STR(got, t ? "" : "compile.languages.python.timeout_s");
+		config_free(cfg);
+	}
+	/* a phase's cost that no one set has no limit: the repository may set one */
+	put("home/.config/forge/config.json", "{}");
+	put("repo/.forge/config.json", "{\"safety\":{\"cost\":{\"per_phase\":{\"reflect\":99}}}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_get_num(cfg, "safety.cost.per_phase.reflect"), 99);
+	config_free(cfg);
+}
+
+/* {"safety": {"ladder": L}}, L the default ladder with the rule at rel
+ * (a jq path in it as JSON text, e.g. [2,"staging_deploy"]) set to rule,
+ * as text in out. */
+static void ladder_with(char *out, size_t size, const char *rel, const char *rule)
+{
+	struct config *cfg = NULL;
+
+	put("repo/.forge/config.json", "{}");
+	if (load(&cfg, NULL, NULL, jv_null()) < 0)
+		abort();
+	jv l = jv_setpath(config_get(cfg, "safety.ladder"), jv_parse(rel), jv_string(rule));
+	jv o = json_set(jv_object(), "safety", json_set(jv_object(), "ladder", l));
+
+	config_free(cfg);
+	jv text = jv_dump_string(o, 0);
+
+	snprintf(out, size, "%s", jv_string_value(text));
+	jv_free(text);
+}
+
+/* safety.ladder: a repository's rows may ask more, not less; gates: it may
+ * add gates and make them stricter, not leave out or weaken one of the
+ * person's (or the default's). */
+static void test_project_guard_ladder_gates(void)
+{
+	struct config *cfg = NULL;
+	char got[1024], project[512], text[16384];
+
+	fresh();
+	snprintf(project, sizeof project, "%s", at("repo/.forge/config.json"));
+	put("home/.config/forge/config.json", "{}");
+	/* a row that lets staging deploy by itself at level 2 */
+	ladder_with(text, sizeof text, "[2,\"staging_deploy\"]", "auto");
+	put("repo/.forge/config.json", text);
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "safety.ladder.2.staging_deploy"), "ask");
+	ignored_paths(got, sizeof got, cfg, project);
+	CHECK_STR(got, "safety.ladder");
+	config_free(cfg);
+	/* ... or a risk of an approved review */
+	ladder_with(text, sizeof text, "[2,\"approved_review\",\"medium\"]", "auto");
+	put("repo/.forge/config.json", text);
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "safety.ladder.2.approved_review.medium"), "ask");
+	config_free(cfg);
+	/* asking more, and a row's name, apply */
+	ladder_with(text, sizeof text, "[4,\"approved_review\",\"critical\"]", "human");
+	put("repo/.forge/config.json", text);
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "safety.ladder.4.approved_review.critical"), "human");
+	ignored_paths(got, sizeof got, cfg, project);
+	CHECK_STR(got, "");
+	config_free(cfg);
+	ladder_with(text, sizeof text, "[0,\"name\"]", "careful");
+	put("repo/.forge/config.json", text);
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "safety.ladder.0.name"), "careful");
+	config_free(cfg);
+	/* trusted: the looser row applies */
+	ladder_with(text, sizeof text, "[2,\"staging_deploy\"]", "auto");
+	put("repo/.forge/config.json", text);
+	put("home/.config/forge/config.json", "{\"trust_project\":true}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "safety.ladder.2.staging_deploy"), "auto");
+	config_free(cfg);
+
+	/* gates */
+	static const struct {
+		const char *gates;      /* the repository's list */
+		bool applies;
+	} cases[] = {
+		/* production_deploy left out */
+		{ "[{\"id\":\"architecture_approval\",\"phase\":\"plan\",\"condition\":\".plan.risk.level == \\\"high\\\" "
+		  "or .plan.risk.level == \\\"critical\\\"\"},{\"id\":\"security_findings\",\"phase\":\"review\","
+		  "\"condition\":\"[.review.findings[]? | select(.severity == \\\"critical\\\" and .category == "
+		  "\\\"security\\\")] | length > 0\"},{\"id\":\"cost_overrun\",\"phase\":\"*\",\"condition\":"
+		  "\".cost.usd > .budget.usd * 0.8\",\"auto_approve_level\":4}]", false },
+		{ "[]", false },
+		/* the same gates, one passing from a lower level, or on another condition */
+		{ "GATES:cost_overrun_level=2", false },
+		{ "GATES:production_condition", false },
+		{ "GATES:production_phase", false },
+		/* stricter: a gate more, never passing by itself, at every phase, another prompt and timeout */
+		{ "GATES:stricter", true },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		jv g;
+
+		put("home/.config/forge/config.json", "{}");
+		put("repo/.forge/config.json", "{}");
+		CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
+		jv dflt = config_get(cfg, "gates");
+
+		config_free(cfg);
+		if (strncmp(cases[i].gates, "GATES:", 6) != 0) {
+			g = jv_parse(cases[i].gates);
+		} else {
+			const char *what = cases[i].gates + 6;
+
+			g = jv_copy(dflt);
+			if (!strcmp(what, "cost_overrun_level=2"))
+				g = jv_setpath(g, jv_parse("[3,\"auto_approve_level\"]"), jv_number(2));
+			else if (!strcmp(what, "production_condition"))
+				g = jv_setpath(g, jv_parse("[1,\"condition\"]"), jv_string("false"));
+			else if (!strcmp(what, "production_phase"))
+				g = jv_setpath(g, jv_parse("[1,\"phase\"]"), jv_string("test"));
+			else {
+				g = jv_setpath(g, jv_parse("[3,\"auto_approve_level\"]"), jv_null());
+				g = jv_setpath(g, jv_parse("[0,\"phase\"]"), jv_string("*"));
+				g = jv_setpath(g, jv_parse("[1,\"prompt\"]"), jv_string("Really?"));
+				g = jv_setpath(g, jv_parse("[2,\"timeout_s\"]"), jv_number(60));
+				g = jv_array_append(g, jv_parse("{\"id\":\"big_diff\",\"phase\":\"review\","
+								"\"condition\":\"true\"}"));
+			}
+		}
+		jv text_v = jv_dump_string(json_set(jv_object(), "gates", jv_copy(g)), 0);
+
+		put("repo/.forge/config.json", jv_string_value(text_v));
+		jv_free(text_v);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+		jv eff = config_get(cfg, "gates");
+
+		CHECK_MSG(jv_equal(eff, jv_copy(cases[i].applies ? g : dflt)), "gates case %zu", i);
+		ignored_paths(got, sizeof got, cfg, project);
+		CHECK_STR(got, cases[i].applies ? "" : "gates");
+		config_free(cfg);
+		/* trusted: the repository's list applies */
+		put("home/.config/forge/config.json", "{\"trust_project\":true}");
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+		eff = config_get(cfg, "gates");
+		CHECK_MSG(jv_equal(eff, jv_copy(g)), "gates case %zu trusted", i);
+		config_free(cfg);
+		cfg = NULL;
+		jv_free(g);
+		jv_free(dflt);
+	}
+	/* the person's own list is what counts: none, then any list is stricter */
+	put("home/.config/forge/config.json", "{\"gates\":[]}");
+	put("repo/.forge/config.json", "{\"gates\":[{\"id\":\"x\",\"phase\":\"*\",\"condition\":\"true\","
+				       "\"auto_approve_level\":0}]}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_STR(config_get_str(cfg, "gates.0.id"), "x");
+	config_free(cfg);
+}
+
+/* llm.pricing: a repository may price a model higher, not lower than the
+ * person's price (their llm.pricing, else schemas/pricing.json), nor price a
+ * model that has none (it would not run), unless trusted. */
+static void test_project_guard_pricing(void)
+{
+	static const struct {
+		const char *user;       /* the user file's llm.pricing, or NULL */
+		const char *project;    /* the repository's */
+		const char *ignored;    /* the leaves ignored */
+	} cases[] = {
+		/* claude-sonnet-4-5 is 3 / 15 / 0.3 / 3.75 in the table */
+		{ NULL, "{\"claude-sonnet-4-5\":{\"input\":0,\"output\":0}}",
+		  "llm.pricing.claude-sonnet-4-5.input,llm.pricing.claude-sonnet-4-5.output" },
+		{ NULL, "{\"claude-sonnet-4-5-20250929\":{\"input\":0.1,\"output\":15}}",
+		  "llm.pricing.claude-sonnet-4-5-20250929.input,llm.pricing.claude-sonnet-4-5-20250929.output" },
+		/* the table's input and output, no cache_write: it would be input's */
+		{ NULL, "{\"claude-sonnet-4-5\":{\"input\":3,\"output\":15}}",
+		  "llm.pricing.claude-sonnet-4-5.input,llm.pricing.claude-sonnet-4-5.output" },
+		{ NULL, "{\"claude-sonnet-4-5\":{\"input\":30,\"output\":150}}", "" },
+		{ NULL, "{\"claude-sonnet-4-5\":{\"input\":3,\"output\":15,\"cache_read\":0.3,\"cache_write\":3.75,"
+			"\"context_window\":100000}}", "" },
+		/* a model with no price */
+		{ NULL, "{\"mystery-9\":{\"input\":100,\"output\":100}}",
+		  "llm.pricing.mystery-9.input,llm.pricing.mystery-9.output" },
+		/* the person's own price of it: higher applies, lower not */
+		{ "{\"mystery-9\":{\"input\":1,\"output\":1}}", "{\"mystery-9\":{\"input\":1,\"output\":2}}", "" },
+		{ "{\"mystery-9\":{\"input\":1,\"output\":1,\"cache_read\":0.1}}",
+		  "{\"mystery-9\":{\"input\":1,\"output\":1}}", "" },
+		{ "{\"mystery-9\":{\"input\":1,\"output\":1}}", "{\"mystery-9\":{\"input\":0.5,\"output\":9}}",
+		  "llm.pricing.mystery-9.input,llm.pricing.mystery-9.output" },
+	};
+	struct config *cfg = NULL;
+	char got[1024], project[512], text[1024];
+
+	fresh();
+	snprintf(project, sizeof project, "%s", at("repo/.forge/config.json"));
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		if (cases[i].user)
+			snprintf(text, sizeof text, "{\"llm\":{\"pricing\":%s}}", cases[i].user);
+		else
+			snprintf(text, sizeof text, "{}");
+		put("home/.config/forge/config.json", text);
+		snprintf(text, sizeof text, "{\"llm\":{\"pricing\":%s}}", cases[i].project);
+		put("repo/.forge/config.json", text);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+		ignored_paths(got, sizeof got, cfg, project);
+		CHECK_MSG(!strcmp(got, cases[i].ignored), "case %zu: ignored '%s', want '%s'", i, got,
+			  cases[i].ignored);
+		config_free(cfg);
+		/* trusted: all of it applies */
+		if (cases[i].user)
+			snprintf(text, sizeof text, "{\"trust_project\":true,\"llm\":{\"pricing\":%s}}", cases[i].user);
+		else
+			snprintf(text, sizeof text, "{\"trust_project\":true}");
+		put("home/.config/forge/config.json", text);
+		CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+		ignored_paths(got, sizeof got, cfg, project);
+		CHECK_MSG(!strcmp(got, ""), "case %zu trusted: ignored '%s'", i, got);
+		config_free(cfg);
+		cfg = NULL;
+	}
+	/* what stands: the person's */
+	put("home/.config/forge/config.json", "{\"llm\":{\"pricing\":{\"mystery-9\":{\"input\":1,\"output\":1}}}}");
+	put("repo/.forge/config.json", "{\"llm\":{\"pricing\":{\"mystery-9\":{\"input\":0.5,\"output\":3},"
+				       "\"claude-sonnet-4-5\":{\"input\":0,\"output\":0}}}}");
+	CHECK_MSG(load(&cfg, "repo", NULL, jv_null()) == 0, "%s", forge_last_error());
+	CHECK_INT(config_get_num(cfg, "llm.pricing.mystery-9.input"), 1);
+	CHECK_INT(config_get_num(cfg, "llm.pricing.mystery-9.output"), 1);
+	CHECK(!config_has(cfg, "llm.pricing.claude-sonnet-4-5"));
+	config_free(cfg);
+}
+
 int main(void)
 {
 	RUN(test_defaults);
@@ -1031,6 +1401,9 @@ int main(void)
 	RUN(test_lazy_strings_outlive_whole);
 	RUN(test_defaults_skimmed);
 	RUN(test_project_guard);
+	RUN(test_project_guard_limits);
+	RUN(test_project_guard_ladder_gates);
+	RUN(test_project_guard_pricing);
 	if (tmp[0])
 		unit_rmtree(tmp);
 	return unit_done();
