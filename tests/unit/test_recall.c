@@ -592,8 +592,11 @@ static void test_migration_rebuilds_index(void)
 			 "NOT NULL, trace_id TEXT NOT NULL, ts TEXT NOT NULL, source TEXT, phase TEXT, type "
 			 "TEXT NOT NULL, payload TEXT, tokens INTEGER, cost_usd REAL, duration_ms INTEGER, "
 			 "record TEXT NOT NULL) STRICT; "
-			 /* ... and the leases and live_text tables as 007 and 011 made them */
+			 /* ... and the leases and live_text tables as 007 and 011 made them
+			  * (015 and 016 add the holder's start and the sightings) */
 			 "ALTER TABLE leases DROP COLUMN renewed_at; ALTER TABLE live_text DROP COLUMN span_id; "
+			 "ALTER TABLE leases DROP COLUMN pid_start; ALTER TABLE leases DROP COLUMN renewals; "
+			 "DROP TABLE lease_sightings; "
 			 "PRAGMA user_version = 7") == 0);
 	close_mem();
 	open_mem(path);
