@@ -1010,7 +1010,7 @@ static int take_input(struct phase *ph)
 	if (isatty(STDIN_FILENO)) {
 		if (!ph->spec->needs_input && ph->spec->runs_alone)
 			return 0;
-		return cli_reject(&ph->out, NULL,
+		return cli_reject(&ph->out, NULL, ph->spec->tty_input ? ph->spec->tty_input :
 				     "no input: pipe a state, {\"task\": …} or a task description, or use --task");
 	}
 	int rc = stream_read(&ph->in, stdin, &ph->out, &opt);
