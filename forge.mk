@@ -26,11 +26,18 @@ FORGE_STATUS ?= $(FORGE_OUT)/forge-status
 # line of $(FORGE_STATUS) with NAME=STATUS, and when STATUS is not 0 say on
 # stderr "forge-NAME: exit STATUS (meaning)".  Returns STATUS.  It makes
 # $(FORGE_OUT) first (a fresh checkout lacks it): the commands' output is
-# redirected there before forge_step runs.
+# redirected there before forge_step runs.  The file is read and rewritten
+# under a lock (flock(1) on its directory, which leaves no file behind):
+# targets of `make -j` that finish together each rewrite the whole file, and
+# without it the last to move its copy in dropped the other's line.  Where
+# flock is missing the rewrite goes on unlocked, as before.
 FORGE_STEP = forge_step() { \
 	n=$$1; shift; s=0; "$$@" || s=$$?; \
 	f='$(FORGE_STATUS)'; \
-	{ grep -v "^$$n=" "$$f" 2>/dev/null; echo "$$n=$$s"; } >"$$f.$$n.tmp" && mv -f "$$f.$$n.tmp" "$$f"; \
+	if command -v flock >/dev/null 2>&1; then \
+		{ flock 9 || :; forge_status_put "$$n" "$$s" "$$f"; } 9<"$$(dirname -- "$$f")" || \
+			forge_status_put "$$n" "$$s" "$$f"; \
+	else forge_status_put "$$n" "$$s" "$$f"; fi; \
 	case $$s in \
 	0) m=passed ;; \
 	1) case $$n in review) m='changes requested' ;; test) m='tests failed' ;; \
@@ -44,6 +51,9 @@ FORGE_STEP = forge_step() { \
 	esac; \
 	[ $$s -eq 0 ] || echo "forge-$$n: exit $$s ($$m); $$n=$$s in $$f" >&2; \
 	return $$s; \
+}; \
+forge_status_put() { \
+	{ grep -v "^$$1=" "$$3" 2>/dev/null; echo "$$1=$$2"; } >"$$3.$$1.tmp" && mv -f "$$3.$$1.tmp" "$$3"; \
 }; \
 mkdir -p -- '$(FORGE_OUT)' "$$(dirname -- '$(FORGE_STATUS)')" || { \
 	echo "forge.mk: cannot make FORGE_OUT '$(FORGE_OUT)'" >&2; exit 2; }

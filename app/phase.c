@@ -1010,7 +1010,7 @@ static int take_input(struct phase *ph)
 	if (isatty(STDIN_FILENO)) {
 		if (!ph->spec->needs_input && ph->spec->runs_alone)
 			return 0;
-		return cli_reject(&ph->out, NULL,
+		return cli_reject(&ph->out, NULL, ph->spec->tty_input ? ph->spec->tty_input :
 				     "no input: pipe a state, {\"task\": …} or a task description, or use --task");
 	}
 	int rc = stream_read(&ph->in, stdin, &ph->out, &opt);
@@ -1159,6 +1159,34 @@ static bool branch_moved(const char *repo, const char *branch, const char *commi
 }
 
 /*
+ * Whether the repository at repo holds any of the run: its branch, the
+ * commit the state names or the run's base commit -- a clone of the run's
+ * repository, not an unrelated one.  True when the state names none of them
+ * (nothing to tell by) or repo cannot be opened (the adoption says why).
+ */
+static bool holds_run(const char *repo, const char *branch, jv task, jv changes)
+{
+	const char *revs[] = { branch, json_get_str(changes, "commit"), json_get_str(changes, "base_commit"),
+			       json_get_str(task, "base_commit") };
+	struct forge_git *g = NULL;
+	bool named = false, held = false;
+
+	if (forge_git_open(&g, repo) < 0)
+		return true;
+	for (size_t i = 0; i < sizeof revs / sizeof *revs && !held; i++) {
+		char *sha = NULL;
+
+		if (!revs[i])
+			continue;
+		named = true;
+		held = forge_git_resolve(&sha, g, revs[i]) == 0;
+		free(sha);
+	}
+	forge_git_free(g);
+	return held || !named;
+}
+
+/*
  * The run's worktree, where the phase works on the commit its state names
  * (README "Runs on several machines"), is made (again) in this clone when:
  * the state comes from another clone (a CI job's artifact, another
@@ -1171,7 +1199,10 @@ static bool branch_moved(const char *repo, const char *branch, const char *commi
  * nowhere is fine before the run's first commit (the first forge-implement
  * makes it), an error after: never another tree instead (a phase that can
  * work from the state's text, spec->state_text, goes on with a warning
- * when no remote is set).  Returns 0 or -1.
+ * when no remote is set).  Returns 0, -1, or -2 when --repo names a
+ * repository that holds nothing of the run, whose worktree is here, and no
+ * remote could bring it (bad input: another repository's state; before,
+ * that repository's worktree was worked on and reported as --repo's).
  */
 static int adopt_run(struct phase *ph)
 {
@@ -1195,6 +1226,21 @@ static int adopt_run(struct phase *ph)
 		 * is this one, as for a branch not made yet below */
 		if (!runshare_is_dir(task_repo))
 			ph->state = json_set(ph->state, "task", json_set(jv_copy(task), "repo", jv_string(root)));
+		goto out;
+	}
+	/* --repo names another repository than the state's, whose run's
+	 * worktree is here, and nothing could fetch the run into it: a clone
+	 * of the run's repository may use that worktree (below), an unrelated
+	 * one is not the run's at all -- its worktree would be worked on and
+	 * reported as --repo's.  (With the worktree gone, the adoption below
+	 * fails or works from the state's text, and says so.) */
+	if (there && other_clone && !remote && !holds_run(ph->repo, branch, task, changes)) {
+		forge_error("the input state's run (branch %s) is of the repository %s, and --repo %s is neither "
+			    "that repository nor a clone of it (it holds neither the run's branch nor its commits): "
+			    "nothing run; drop --repo (or give --repo %s) to work on that run, or pipe the state of a "
+			    "run of %s", branch, task_repo ? task_repo : "named in the state", ph->repo,
+			    task_repo ? task_repo : "REPO", ph->repo);
+		rc = -2;
 		goto out;
 	}
 	/* without a remote, another clone's worktree on this machine is used as it is */
@@ -1252,9 +1298,11 @@ out:
 /* The phase itself, between the input and the final state. */
 static const char *run_phase(struct phase *ph)
 {
-	if (adopt_run(ph) < 0) {
+	int adopted = adopt_run(ph);
+
+	if (adopted < 0) {
 		phase_reason(ph, "%s", forge_last_error());
-		return "failed";
+		return adopted == -2 ? "bad_input" : "failed";
 	}
 	const char *why = ph->spec->guard ? ph->spec->guard(ph) : NULL;
 

@@ -55,6 +55,8 @@ struct phase_spec {
 	bool needs_input;               /* empty input is bad input */
 	const char *empty_input;        /* what an empty stdin is said to be, with what to do
 					 * instead (NULL: expected a state or a task) */
+	const char *tty_input;          /* the same when stdin is a terminal and the phase
+					 * cannot work alone (NULL: pipe a state or a task) */
 	/*
 	 * The phase can work on the repository alone: it takes --no-input (do
 	 * not read stdin), and runs alone when stdin is a terminal.  An empty

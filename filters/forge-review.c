@@ -1284,6 +1284,10 @@ int main(int argc, char **argv)
 		/* `git diff | forge-review` with nothing changed */
 		.empty_input = "empty input: the diff is empty, nothing to review (git diff shows no change?); "
 			       "pipe a state or a unified diff, or use --base REF / --commit SHA",
+		/* stdin a terminal, no --base or --commit: a task is no change to
+		 * review (forge-review --task is skipped), so it is not offered */
+		.tty_input = "no input: pipe a unified diff or a state (git diff main | forge-review), "
+			     "or use --base REF / --commit SHA",
 		.runs_alone = true,	/* with --base or --commit */
 		.model_options = true,
 		.guard = guard,

@@ -320,6 +320,33 @@ implementer_called() {
 		| length == 1 and .[0].repo == $d and .[0].fetched' <<<"$output"
 }
 
+@test "--repo naming a repository unrelated to the state's run, no git.push_remote: each phase refuses (exit 2, nothing run); a clone of the run's repository goes on" {
+	A="$BATS_TEST_TMPDIR/a" O="$BATS_TEST_TMPDIR/other"
+	calc_repo "$A"
+	mkdir "$O"
+	cp -r "$FORGE_ROOT/tests/fixtures/repos/calc/." "$O"
+	git -C "$O" init -q -b main
+	git -C "$O" add -A
+	git -C "$O" commit -qm "another project, the same files"
+	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	cd "$A"
+	forge-plan --task "add a mul operation" | forge-implement >"$BATS_TEST_TMPDIR/impl.jsonl"
+	T=$(tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -r .trace_id)
+	cd "$BATS_TEST_TMPDIR"
+	# before: A's worktree was tested (and reviewed) and reported as the one asked for, exit 0
+	for phase in review test deploy; do
+		run -2 --separate-stderr "forge-$phase" --repo "$O" <"$BATS_TEST_TMPDIR/impl.jsonl"
+		[[ $stderr == *"forge-$phase: the input state's run (branch forge/$T) is of the repository $A, and --repo $O is neither that repository nor a clone of it"* ]]
+		tail -n 1 <<<"$output" | jq -e '.type == "input.rejected"'
+		[ -z "$(jq -c 'select(.type == "test.started" or .type == "run.adopted" or .status)' <<<"$output")" ]
+	done
+	[ ! -e "$O/.forge/worktrees/$T" ]
+	# a clone of A without the run's branch: the run's worktree in A, as before
+	git clone -q "$A" "$BATS_TEST_TMPDIR/a2"
+	run -0 --separate-stderr forge-review --repo "$BATS_TEST_TMPDIR/a2" <"$BATS_TEST_TMPDIR/impl.jsonl"
+	tail -n 1 <<<"$output" | jq -e --arg a "$A" '.status == "ok" and .task.repo == $a'
+}
+
 @test "scripts/ci-sim (make ci-sim): five jobs in fresh clones, only the artifacts and the database shared; one trace, deploy on implement's commit" {
 	W="$BATS_TEST_TMPDIR/sim"
 	DB="$BATS_TEST_TMPDIR/ci.db" run -0 --separate-stderr "$FORGE_ROOT/scripts/ci-sim" --work "$W"

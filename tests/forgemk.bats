@@ -67,6 +67,33 @@ MK
 	[ "$(sort "$BATS_TEST_TMPDIR/forge-status")" = "$(printf 'review=0\ntest=0')" ]
 }
 
+@test "make -j2 forge-review forge-test: both lines are kept when the two finish together" {
+	# (before: each target rewrote the whole file, grep -v into a copy and
+	# mv; the last mv dropped the other's line.)  An mv on PATH holds each
+	# target's copy until both targets have made theirs -- unless the
+	# status directory is locked, when the rewrites take turns and there
+	# is no other copy to wait for.
+	out=$BATS_TEST_TMPDIR/out barrier=$BATS_TEST_TMPDIR/barrier shims=$BATS_TEST_TMPDIR/shims
+	mkdir -p "$out" "$barrier" "$shims"
+	cat >"$shims/mv" <<SH
+#!/bin/sh
+touch "$barrier/\$\$"
+if flock -n "$out" true; then
+	i=0
+	while [ "\$(ls "$barrier" | wc -l)" -lt 2 ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+fi
+exec $(command -v mv) "\$@"
+SH
+	printf '#!/bin/sh\necho "{}"\n[ "$1" = review ] && exit 1\nexit 0\n' >"$BATS_TEST_TMPDIR/fakeforge"
+	chmod +x "$shims/mv" "$BATS_TEST_TMPDIR/fakeforge"
+	PATH=$shims:$PATH run -2 --separate-stderr make -s -j2 -k -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" \
+		FORGE="$BATS_TEST_TMPDIR/fakeforge" FORGE_OUT="$out" forge-review forge-test
+	[ "$(sort "$out/forge-status")" = "$(printf 'review=1\ntest=0')" ]
+	[ "$(ls "$barrier" | wc -l)" -eq 2 ]
+	# nothing left beside the outputs
+	[ "$(ls -A "$out" | sort | tr '\n' ' ')" = "forge-review.jsonl forge-status forge-test.jsonl " ]
+}
+
 @test "forge-run wants a TASK" {
 	run -2 make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-run
 	[[ "$output" == *'set TASK='* ]]

@@ -496,6 +496,14 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	[[ "$stderr" == "forge-review: empty input: the diff is empty, nothing to review"*"--base REF / --commit SHA" ]]
 }
 
+@test "stdin a terminal, no --base or --commit: exit 2, the message names a diff, a state, --base and --commit, not --task" {
+	# (before: "pipe … a task description, or use --task", and forge-review --task is always skipped)
+	run -0 script -qec "forge-review >'$BATS_TEST_TMPDIR/out' 2>'$BATS_TEST_TMPDIR/err'; echo \$? >'$BATS_TEST_TMPDIR/rc'" /dev/null </dev/null
+	[ "$(cat "$BATS_TEST_TMPDIR/rc")" = 2 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/err")" = "forge-review: no input: pipe a unified diff or a state (git diff main | forge-review), or use --base REF / --commit SHA" ]
+	tail -n 1 "$BATS_TEST_TMPDIR/out" | jq -e '.type == "input.rejected"'
+}
+
 @test "a piped diff is held to stream.max_line_bytes line by line, and to 64 MiB in all (then: --commit)" {
 	seq 1 3000 >data.txt
 	printf 'import os\n' >app.py
