@@ -1086,7 +1086,7 @@ nothing_made() {
 
 @test "the clock stepped back an hour between a pause and its resume: the run's history keeps the order it was written in" {
 	[ "${FORGE_SUITE:-default}" = default ] || skip "a preloaded library cannot come before the sanitizers' runtime"
-	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/clock.so" "$FORGE_ROOT/tests/fixtures/preload/clock-skew.c" -ldl
+	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/clock.so" "$FORGE_ROOT/tests/fixtures/preload/host-clock.c" -ldl
 	replay run-highrisk.jsonl
 	# review asks a human at high risk: the plan's gate, then the review's
 	jq '.review.human_min_risk = "high"' "$CONFIGS/high-risk.json" >"$BATS_TEST_TMPDIR/cfg.json"

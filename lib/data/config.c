@@ -1204,8 +1204,7 @@ static bool shape(const char *s, const char *pat)
 	return *s == '\0';
 }
 
-/* Length of name without a date suffix: -YYYYMMDD or -YYYY-MM-DD. */
-static size_t undated_len(const char *name)
+size_t config_model_undated_len(const char *name)
 {
 	size_t n = strlen(name);
 
@@ -1237,7 +1236,7 @@ static jv table_prices(jv table, const char *model)
 {
 	jv e = json_get(table, model);
 	jv p = prices_of(e);
-	size_t n = undated_len(model);
+	size_t n = config_model_undated_len(model);
 
 	jv_free(e);
 	if (jv_get_kind(p) == JV_KIND_NULL && n < strlen(model)) {

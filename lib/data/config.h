@@ -110,6 +110,13 @@ void config_parse_counts(const struct config *cfg, int *sections, bool *whole);
  * cannot be addressed.
  */
 
+/*
+ * The length of a model's name without a date suffix (-YYYYMMDD or
+ * -YYYY-MM-DD): the name a price given for the undated model applies to
+ * (llm.pricing, as lib/llm finds prices, and the project guard on it).
+ */
+size_t config_model_undated_len(const char *name);
+
 /* The value at path as a new reference, or jv_null() when absent. */
 jv config_get(const struct config *cfg, const char *path);
 /* True when path exists (also when its value is null). */

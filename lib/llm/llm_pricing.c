@@ -2,7 +2,6 @@
  * llm_pricing.c - cost of a call from schemas/pricing.json (USD per
  * million tokens), overridable from the config.
  */
-#include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "llm/llm.h"
 #include "core/jsonscan.h"
 #include "core/resource.h"
+#include "data/config.h"
 
 /*
  * The built-in table is read a model at a time: parsing all of
@@ -95,27 +95,6 @@ static int entry_price(struct llm_price *out, jv e)
 	return 0;
 }
 
-/* True when s matches pat, where '9' stands for any digit. */
-static bool shape(const char *s, const char *pat)
-{
-	for (; *pat; s++, pat++)
-		if (*pat == '9' ? !isdigit((unsigned char)*s) : *s != *pat)
-			return false;
-	return *s == '\0';
-}
-
-/* Length of name without a date suffix: -YYYYMMDD or -YYYY-MM-DD. */
-static size_t undated_len(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n > 9 && shape(name + n - 9, "-99999999"))
-		return n - 9;
-	if (n > 11 && shape(name + n - 11, "-9999-99-99"))
-		return n - 11;
-	return n;
-}
-
 /* The price of name in the overrides src, or (src null) in the built-in
  * table; 0 when found. */
 static int lookup(struct llm_price *out, jv src, const char *name)
@@ -138,7 +117,7 @@ static int lookup(struct llm_price *out, jv src, const char *name)
 
 static int find_in(struct llm_price *out, jv src, const char *model)
 {
-	size_t n = undated_len(model);
+	size_t n = config_model_undated_len(model);
 	int rc = lookup(out, src, model);
 
 	if (rc < 0 && n < strlen(model)) {
