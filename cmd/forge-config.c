@@ -337,9 +337,12 @@ static char *json_quote(const char *s)
 
 /* The starter configuration for the repository at root: notes ("$comment",
  * which the configuration keeps out of its values) and the test command
- * detected there.  The values it writes are the shipped defaults
- * (schemas/config.defaults.json): writing the file changes nothing a run
- * does until someone edits it.  malloc'd. */
+ * detected there.  The automation level and the budget are described, not
+ * written: a repository's file may only lower them (config.h, the project
+ * guard), so the shipped values written here would be "ignored" with a
+ * warning on every command of whoever lowered them in their own file.
+ * Writing the file changes nothing a run does until someone edits it.
+ * malloc'd. */
 static char *starter_config(const char *root)
 {
 	struct buf b = BUF_INIT;
@@ -366,12 +369,11 @@ static char *starter_config(const char *root)
 		"  \"safety\": {\n"
 		"    \"$comment\": [\"The automation ladder, 0-4: how much passes without asking a human (a production deploy always asks).\",\n"
 		"      \"4, the shipped level: reviews and fixable test failures go back to implement by themselves; high-risk plans and critical security findings ask.\",\n"
-		"      \"1: a human decides on each review and test failure.  forge config --explain says what the level means.\"],\n"
-		"    \"automation_level\": 4\n"
+		"      \"1: a human decides on each review and test failure.  forge config --explain says what the level means.\",\n"
+		"      \"This file can only lower it for everyone (\\\"automation_level\\\": 2); each person's own file sets it for them.\"]\n"
 		"  },\n"
 		"  \"budget\": {\n"
-		"    \"$comment\": \"What one forge run may spend on the model, in USD (forge run --budget).\",\n"
-		"    \"usd\": 50\n"
+		"    \"$comment\": \"What one forge run may spend on the model, in USD (forge run --budget; forge config get budget.usd says the limit in force). This file can only lower it (\\\"usd\\\": 10).\"\n"
 		"  }\n"
 		"}\n");
 	free(test);

@@ -133,7 +133,16 @@ event() {
 	[ "$(forge config get safety.automation_level)" = "$level" ]
 	[ "$(forge config get budget.usd)" = "$usd" ]
 	[ "$stderr" = "forge-config: wrote $REPO/.forge/config.json" ]
-	jq -e '."$comment" and .tools.test_command == "make check" and .safety.automation_level == 4' .forge/config.json
+	jq -e '."$comment" and .tools.test_command == "make check"' .forge/config.json
+	# the level and the budget are described, not written: a repository's
+	# file may only lower them, so a shipped value written here would be
+	# "ignored" with a warning for whoever lowered them in their own file
+	jq -e '(.safety | has("automation_level") | not) and (.budget | has("usd") | not)' .forge/config.json
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	echo '{"safety":{"automation_level":2},"budget":{"usd":5}}' >"$XDG_CONFIG_HOME/forge/config.json"
+	run -0 --separate-stderr forge config get safety.automation_level
+	[ "$output" = 2 ] && [ -z "$stderr" ]
+	rm "$XDG_CONFIG_HOME/forge/config.json"
 	run -0 forge config get tools.test_command
 	assert_output "make check"
 	run -0 forge config --explain
