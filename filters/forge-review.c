@@ -106,8 +106,13 @@ static int raw_hook(const char *text, size_t len, void *payload)
 	struct review_args *a = payload;
 	struct diff *d = NULL;
 
-	if (!diff_looks_like(text, len))
+	if (!diff_looks_like(text, len)) {
+		/* git diff --color=always, or color.ui=always in a pipe */
+		if (memmem(text, len, "\033[", 2))
+			return forge_error("not a unified diff: it has terminal colour codes (ESC[…m); "
+					   "make it with `git diff --no-color`");
 		return forge_error("not a unified diff (forge-review reads a diff, a state or {\"task\": …})");
+	}
 	if (diff_parse(&d, text, len) < 0)
 		return forge_error_prefix("malformed diff");
 	diff_free(d);

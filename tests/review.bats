@@ -543,6 +543,10 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	run -2 --separate-stderr bash -c 'echo "not a diff at all" | forge-review'
 	OUT=$output
 	[[ "$stderr" == *"not a unified diff"* ]]
+	# a coloured diff (git diff --color=always) says how to make a plain one
+	echo changed >>README
+	run -2 --separate-stderr bash -c 'git diff --color=always | forge-review'
+	[ "$stderr" = "forge-review: line 1: not a unified diff: it has terminal colour codes (ESC[…m); make it with \`git diff --no-color\`" ]
 }
 
 @test "empty stdin is bad input (exit 2), with --base too; --base --no-input reviews the repository" {
