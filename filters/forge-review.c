@@ -937,6 +937,26 @@ static void ai_no_code(jv *skipped, struct phase *ph, jv not_shown, long budget)
 	buf_release(&why);
 }
 
+/* The model failed after the static and security layers ran: what they
+ * found (a leaked key, say) is not lost with the phase.  An event carries
+ * the findings for a pipeline; a person running the review is shown them,
+ * and the reason says so. */
+static void checks_before_failure(struct phase *ph, jv det)
+{
+	int n = jv_array_length(jv_copy(det));
+
+	if (n == 0)
+		return;
+	phase_emit(ph, "review.checks_found", json_set(json_set(jv_object(), "findings", jv_copy(det)),
+		   "note", jv_string("found by the static and security layers before the AI layer failed; "
+				     "the review did not finish")));
+	if (ph->report)
+		human_findings(stderr, ph->spec->program, det, human_colour(stderr));
+	size_t len = strlen(ph->reason);
+	snprintf(ph->reason + len, sizeof ph->reason - len, " (the static and security layers found %d finding%s%s)",
+		 n, n == 1 ? "" : "s", ph->report ? ", listed above" : ": event review.checks_found");
+}
+
 /* Layer 3.  0, or -1 when the model call failed (the phase fails); when
  * it did not run, *skipped says why (jv_null() when it ran). */
 static int ai_layer(jv *out, jv *skipped, struct phase *ph, const struct diff *d, jv det)
@@ -1160,6 +1180,7 @@ static const char *run(struct phase *ph)
 		if (ai_layer(&ai, &ai_skipped, ph, d, det) < 0) {
 			phase_reason(ph, "%s", forge_last_error());
 			jv_free(ai);
+			checks_before_failure(ph, det);
 			goto out;
 		}
 	} else {

@@ -414,6 +414,19 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	OUT=$output
 	run jq -r '.status' <<<"$(state)"
 	assert_output failed
+
+	# what the static and security layers found before is not lost: an
+	# event for a pipeline, the findings and a reason for a person
+	printf 'token = "ghp_%s"\n' 4kQ9zX2mV7bN1cR8sT5wY3uA6eD0fG9hJ2kL >src/config.py
+	git add -A
+	mock_steps '[{"fault":"auth"}]'
+	run -5 --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"
+	OUT=$output
+	run jq -r 'select(.type == "review.checks_found") | .payload.findings[] | select(.severity == "critical") | .rule' <<<"$OUT"
+	assert_output secret/github-token
+	[[ "$stderr" == *"src/config.py:1"*"secret/github-token"* ]]
+	[[ "$stderr" == *"(the static and security layers found "*" listed above)"* ]]
+	[[ "$stderr$OUT" != *4kQ9zX2mV7bN1cR8* ]]
 }
 
 @test "a state with changes is reviewed and keeps its other parts" {
