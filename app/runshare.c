@@ -69,8 +69,10 @@ static jv relocate(jv *state, const struct forge_git *g, struct forge_git_worktr
  * approved it, test passed it.  When the branch went on past it (another
  * push onto forge/TRACE since the state was made), the worktree is put
  * back at it, the later commits kept on refs/forge/TRACE/saved/N; when the
- * branch no longer holds it (rewritten), nothing is run.  *tip becomes the
- * commit worked on; *past gets the branch's tip left aside (else NULL).
+ * branch no longer holds it (rewritten), nothing is run: the state is
+ * stale, -2 (bad input: the next job was given an earlier attempt's
+ * state).  *tip becomes the commit worked on; *past gets the branch's tip
+ * left aside (else NULL).
  */
 static int pin_to_state(char **tip, char **past, char **saved, struct forge_git *g,
 			struct forge_git_worktree *wt, const char *commit)
@@ -82,7 +84,10 @@ static int pin_to_state(char **tip, char **past, char **saved, struct forge_git 
 	*past = *saved = NULL;
 	if (!commit || strcmp(commit, *tip) == 0)
 		return 0;
-	if (forge_git_resolve(&want, g, commit) < 0 || forge_git_contains(&holds, g, *tip, want) < 0 || !holds) {
+	if (forge_git_resolve(&want, g, commit) == 0 && forge_git_contains(&holds, g, *tip, want) < 0)
+		goto out;	/* (git's own failure, said) */
+	if (!holds) {
+		rc = -2;
 		forge_error("the run's branch %s is at %.12s, which does not hold the commit the state names "
 			    "(changes.commit %.12s): the branch was rewritten since the state was made; nothing "
 			    "run on it (give the state of the branch's last phase)",
@@ -145,8 +150,9 @@ int runshare_adopt(jv *state, jv *event, const char *repo, const char *remote)
 		goto out;
 	}
 	if (forge_git_worktree_open(&wt, g, trace, json_get_str(task, "base_ref")) < 0 ||
-	    forge_git_worktree_head(&tip, wt) < 0 ||
-	    pin_to_state(&tip, &past, &saved, g, wt, json_get_str(changes, "commit")) < 0)
+	    forge_git_worktree_head(&tip, wt) < 0)
+		goto out;
+	if ((rc = pin_to_state(&tip, &past, &saved, g, wt, json_get_str(changes, "commit"))) < 0)
 		goto out;
 	*event = relocate(state, g, wt);
 	*event = json_set(*event, "remote", remote ? shown_remote(remote) : jv_null());

@@ -28,12 +28,12 @@ int runshare_push(jv *event, const char *repo, const char *remote, const char *t
  * worktree is at the commit the state names (changes.commit, when it has
  * one): a branch that went on past it is put back at it (the later commits
  * kept on refs/forge/TRACE/saved/N of this clone); a branch that no longer
- * holds it is an error.  *event gets the payload of run.adopted {remote,
+ * holds it (rewritten since: the state is stale) is -2.  *event gets the payload of run.adopted {remote,
  * branch, commit (the one worked on), fetched, repo, worktree, was: {repo,
  * worktree}, and when the branch was put back: branch_tip, saved_ref}
  * (jv_null() when nothing was done).  Returns 0, 1 when the branch is
- * neither here nor on the remote (the state is left as it was), -1 with a
- * message.  remote NULL: the branch must be here (a repository moved or
+ * neither here nor on the remote (the state is left as it was), -1 or -2
+ * (the state is stale) with a message.  remote NULL: the branch must be here (a repository moved or
  * copied, a worktree removed), or the commit the state names (the branch
  * is then made again at it).
  */
