@@ -536,46 +536,45 @@ git_config_covered() {
 	git_config_covered user
 }
 
-# git_config_stays_covered MODE: what one command does in its own temp dir
-# (its HOME, where the credential-free copy of the config used to be
-# written) does not uncover the config for the next command: a directory
-# or a FIFO planted where the copy was, or a HOME it may not write.
+# git_config_stays_covered MODE PLANT: what one command does in its own
+# temp dir (its HOME, where the credential-free copy of the config used to
+# be written) does not uncover the config for the next command, nor hang
+# Forge: PLANT is run first (a directory or a FIFO where the copy was, a
+# HOME its owner may not write), then the config is read.
 git_config_stays_covered() {
 	git -C "$UD/main" config http.https://github.com/.extraheader "AUTHORIZATION: basic SECRET-HEADER-B64"
 	git -C "$UD/main" remote add origin "https://x-access-token:SECRET-URL-TOKEN@github.com/o/r.git"
 	as "$1"
 	namespaces_or_skip
-	local look='git config --get-regexp "extraheader|url"; cat "$(git rev-parse --git-common-dir)/config"; git remote -v'
 	TOOL_LIMIT=120
-	tool 'cd "$HOME" && rm -rf .forge-git-config-0 .forge-git-config-1 && mkdir .forge-git-config-0 .forge-git-config-1 && echo planted'
+	tool "cd \"\$HOME\" && rm -rf .forge-git-config-0 .forge-git-config-1 && $2 && echo planted"
 	[[ "$text" == *planted* ]]
-	tool "$look"
-	[ "$(jq -r .ok <<<"$output")" = true ]
-	[[ "$text" == *"https://github.com/o/r.git (fetch)"* ]]
-	[[ "$text" != *SECRET-* ]]
-	# a FIFO: the next command still runs (Forge never waits on it), covered
-	tool 'cd "$HOME" && rmdir .forge-git-config-0 .forge-git-config-1 && mkfifo .forge-git-config-0 .forge-git-config-1 && echo planted'
-	[[ "$text" == *planted* ]]
-	tool "$look"
-	[ "$(jq -r .ok <<<"$output")" = true ]
-	[[ "$text" == *"https://github.com/o/r.git (fetch)"* ]]
-	[[ "$text" != *SECRET-* ]]
-	# a HOME the command made read-only for its owner
-	tool 'rm -f "$HOME"/.forge-git-config-*; chmod 500 "$HOME" && echo planted'
-	[[ "$text" == *planted* ]]
-	tool "$look"
+	tool 'git config --get-regexp "extraheader|url"; cat "$(git rev-parse --git-common-dir)/config"; git remote -v'
 	chmod 755 "$UD/tmp"
+	[ "$(jq -r .ok <<<"$output")" = true ]
 	[[ "$text" == *"https://github.com/o/r.git (fetch)"* ]]
 	[[ "$text" != *SECRET-* ]]
 	grep -q SECRET-URL-TOKEN "$UD/main/.git/config"
 }
 
-@test "root: a command cannot uncover the git config for the next one (a directory or FIFO where a copy was)" {
-	git_config_stays_covered root
+@test "root: a command cannot uncover the git config for the next one (a directory where the copy was)" {
+	git_config_stays_covered root 'mkdir .forge-git-config-0 .forge-git-config-1'
 }
 
-@test "unprivileged: a command cannot uncover the git config for the next one (a directory or FIFO where a copy was, HOME read-only)" {
-	git_config_stays_covered user
+@test "unprivileged: a command cannot uncover the git config for the next one (a directory where the copy was)" {
+	git_config_stays_covered user 'mkdir .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a command cannot uncover the git config for the next one (its HOME read-only)" {
+	git_config_stays_covered user 'chmod 500 .'
+}
+
+@test "root: a FIFO where the git config's copy was does not hang Forge, and the config stays covered" {
+	git_config_stays_covered root 'mkfifo .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a FIFO where the git config's copy was does not hang Forge, and the config stays covered" {
+	git_config_stays_covered user 'mkfifo .forge-git-config-0 .forge-git-config-1'
 }
 
 # no_terminal MODE: run from a terminal (pty_run.py), a command has no
