@@ -52,18 +52,21 @@ as() {
 }
 
 # tool [TOOL-RUN OPTIONS] COMMAND: run_command in the worktree as MODE; the
-# tool's text (output or error) in $text, its JSON in $output.
+# tool's text (output or error) in $text, its JSON in $output.  With
+# TOOL_LIMIT set, a tool-run still there after that many seconds is killed
+# (a bound on a hang, not a wait).
 tool() {
 	local cmd=${*: -1} opts=("${@:1:$#-1}")
 	local input
 	json_quote "$cmd"
 	input="{\"command\":$REPLY}"
 	if [ "$MODE" = user ]; then
-		run setpriv --reuid=65534 --regid=65534 --clear-groups \
+		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} setpriv --reuid=65534 --regid=65534 --clear-groups \
 			env HOME=/nonexistent "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
 			run_command "$input"
 	else
-		run "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" run_command "$input"
+		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
+			run_command "$input"
 	fi
 	text=$(jq -r '.output // .error' <<<"$output")
 }
@@ -531,6 +534,47 @@ git_config_covered() {
 
 @test "unprivileged: the repository's credentials are not in the git config a command reads" {
 	git_config_covered user
+}
+
+# git_config_stays_covered MODE PLANT: what one command does in its own
+# temp dir (its HOME, where the credential-free copy of the config used to
+# be written) does not uncover the config for the next command, nor hang
+# Forge: PLANT is run first (a directory or a FIFO where the copy was, a
+# HOME its owner may not write), then the config is read.
+git_config_stays_covered() {
+	git -C "$UD/main" config http.https://github.com/.extraheader "AUTHORIZATION: basic SECRET-HEADER-B64"
+	git -C "$UD/main" remote add origin "https://x-access-token:SECRET-URL-TOKEN@github.com/o/r.git"
+	as "$1"
+	namespaces_or_skip
+	TOOL_LIMIT=120
+	tool "cd \"\$HOME\" && rm -rf .forge-git-config-0 .forge-git-config-1 && $2 && echo planted"
+	[[ "$text" == *planted* ]]
+	tool 'git config --get-regexp "extraheader|url"; cat "$(git rev-parse --git-common-dir)/config"; git remote -v'
+	chmod 755 "$UD/tmp"
+	[ "$(jq -r .ok <<<"$output")" = true ]
+	[[ "$text" == *"https://github.com/o/r.git (fetch)"* ]]
+	[[ "$text" != *SECRET-* ]]
+	grep -q SECRET-URL-TOKEN "$UD/main/.git/config"
+}
+
+@test "root: a command cannot uncover the git config for the next one (a directory where the copy was)" {
+	git_config_stays_covered root 'mkdir .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a command cannot uncover the git config for the next one (a directory where the copy was)" {
+	git_config_stays_covered user 'mkdir .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a command cannot uncover the git config for the next one (its HOME read-only)" {
+	git_config_stays_covered user 'chmod 500 .'
+}
+
+@test "root: a FIFO where the git config's copy was does not hang Forge, and the config stays covered" {
+	git_config_stays_covered root 'mkfifo .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a FIFO where the git config's copy was does not hang Forge, and the config stays covered" {
+	git_config_stays_covered user 'mkfifo .forge-git-config-0 .forge-git-config-1'
 }
 
 # no_terminal MODE: run from a terminal (pty_run.py), a command has no

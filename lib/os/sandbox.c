@@ -1674,6 +1674,13 @@ again:
 			o.ns_no_fallback = !o.ns_required;
 			o.view = walls.view;
 			o.nview = walls.nview;
+			if (walls.uncovered) {
+				struct buf b = BUF_INIT;
+				buf_addf(&b, "%s; so that its credentials stay unseen, the command sees it empty and unreadable",
+					 walls.uncovered);
+				notes = jv_array_append(notes, jv_string(b.buf));
+				buf_release(&b);
+			}
 		}
 	}
 	if (p->landlock != SANDBOX_OFF) {

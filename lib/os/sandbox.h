@@ -294,8 +294,9 @@ struct sandbox_walls {
 	char **viewro, **hidden;  /* the view's read-only binds, the covered secrets */
 	char *forge_dir;          /* root/.forge (bound read-only) */
 	char *git_link;           /* root/.git (bound read-only when it is there) */
-	char **covers;            /* pairs: a copy, and the file it is bound over */
+	char **covers;            /* pairs: a copy's text (NULL: hidden), the file it covers */
 	size_t ncovers;
+	char *uncovered;          /* why a git config is hidden (no copy could be made), or NULL */
 	struct nsview_bind *view; /* the mount view (strings borrowed from above) */
 	size_t nview;
 };

@@ -426,6 +426,7 @@ static void view_add(struct sandbox_walls *w, const char *src, const char *dst, 
 	w->view[w->nview].src = src;
 	w->view[w->nview].dst = dst;
 	w->view[w->nview].kind = kind;
+	w->view[w->nview].data = NULL;
 	w->nview++;
 }
 
@@ -472,48 +473,61 @@ static void add_without_userinfo(struct buf *out, const char *line)
 	buf_adds(out, at + 1);
 }
 
-/*
- * Bind over config (malloc'd; the walls own it) a copy in tmp without its
- * credentials: the lines of keys that hold one (extraheader, password,
- * token, credential helpers) and the user:password@ of URLs.  Nothing when
- * config cannot be read or the copy cannot be written.
- */
-static void cover_git_config(struct sandbox_walls *w, char *config, const char *tmp)
-{
-	struct buf text = BUF_INIT, out = BUF_INIT, copy = BUF_INIT;
-	FILE *f;
-	char line[8192];
-	int fd;
+/* The most of a git config Forge copies; a larger one is hidden. */
+#define GIT_CONFIG_MAX (16u << 20)
 
-	f = fopen(config, "re");
-	if (!f) {
-		free(config);
+/*
+ * Cover config (malloc'd; the walls own it) with a copy without its
+ * credentials: the lines of keys that hold one (extraheader, password,
+ * token, credential helpers) and the user:password@ of URLs.  The copy is
+ * an NSVIEW_DATA entry: the view's own tmpfs holds it, never a host path a
+ * command could remove, replace or turn into a FIFO.  Fail closed: a config
+ * that is there but cannot be read as a regular file is hidden instead
+ * (w->uncovered says why); nothing when there is none.
+ */
+static void cover_git_config(struct sandbox_walls *w, char *config)
+{
+	struct buf text = BUF_INIT, out = BUF_INIT;
+	size_t at = 0;
+
+	if (buf_read_regular(&text, config, GIT_CONFIG_MAX) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR) {
+			free(config);
+			buf_release(&text);
+			return;
+		}
+		w->covers = xrealloc(w->covers, (w->ncovers + 1) * 2 * sizeof *w->covers);
+		w->covers[w->ncovers * 2] = NULL;
+		w->covers[w->ncovers * 2 + 1] = config;
+		view_add(w, config, NULL, NSVIEW_HIDE);
+		if (!w->uncovered)
+			w->uncovered = xstrdup(forge_last_error());
+		w->ncovers++;
+		buf_release(&text);
 		return;
 	}
-	while (fgets(line, sizeof line, f)) {
-		const char *t = line + strspn(line, " \t");
+	while (at < text.len) {
+		/* line by line, whole lines however long (a part of a long
+		 * credential line must not pass for a line of its own) */
+		const char *nl = memchr(text.buf + at, '\n', text.len - at);
+		size_t end = nl ? (size_t)(nl - text.buf) + 1 : text.len;
+		struct buf line = BUF_INIT;
+		const char *t;
 
+		buf_add(&line, text.buf + at, end - at);
+		t = line.buf + strspn(line.buf, " \t");
 		if (*t != '[' && *t != '#' && *t != ';' && credential_key(t))
 			buf_adds(&out, "\t# (a credential: not shown to commands)\n");
 		else
-			add_without_userinfo(&out, line);
+			add_without_userinfo(&out, line.buf);
+		buf_release(&line);
+		at = end;
 	}
-	fclose(f);
-	buf_addf(&copy, "%s/.forge-git-config-%zu", tmp, w->ncovers);
-	fd = open(copy.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, out.buf ? out.buf : "", out.len) != (ssize_t)out.len) {
-		if (fd >= 0)
-			close(fd);
-		free(config);
-		buf_release(&copy);
-		buf_release(&out);
-		return;
-	}
-	close(fd);
 	w->covers = xrealloc(w->covers, (w->ncovers + 1) * 2 * sizeof *w->covers);
-	w->covers[w->ncovers * 2] = buf_detach(&copy, NULL);
+	w->covers[w->ncovers * 2] = out.buf ? buf_detach(&out, NULL) : xstrdup("");
 	w->covers[w->ncovers * 2 + 1] = config;
-	view_add(w, w->covers[w->ncovers * 2], config, NSVIEW_RO);
+	view_add(w, NULL, config, NSVIEW_DATA);
+	w->view[w->nview - 1].data = w->covers[w->ncovers * 2];
 	w->ncovers++;
 	buf_release(&out);
 	buf_release(&text);
@@ -603,15 +617,16 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		view_add(w, w->git_link, NULL, NSVIEW_RO);
 	/* The repository's config is covered by a copy without its
 	 * credentials (a CI checkout's token in http.*.extraheader, a token in
-	 * a remote's URL): what the command reads of it reaches the model. */
-	if (p->namespaces != SANDBOX_OFF && cmd->tmp) {
+	 * a remote's URL): what the command reads of it reaches the model.
+	 * Only the view covers it: without one the copy would be no use. */
+	if (p->namespaces != SANDBOX_OFF && view) {
 		if (common) {
 			buf_addf(&b, "%s/config", common);
-			cover_git_config(w, buf_detach(&b, NULL), cmd->tmp);
+			cover_git_config(w, buf_detach(&b, NULL));
 		}
 		if (lstat(w->git_link, &gst) == 0 && S_ISDIR(gst.st_mode)) {
 			buf_addf(&b, "%s/config", w->git_link);
-			cover_git_config(w, buf_detach(&b, NULL), cmd->tmp);
+			cover_git_config(w, buf_detach(&b, NULL));
 		}
 	}
 	free(common);
@@ -643,6 +658,7 @@ void sandbox_walls_release(struct sandbox_walls *w)
 	strv_release(w->hidden);
 	free(w->forge_dir);
 	free(w->git_link);
+	free(w->uncovered);
 	for (size_t i = 0; i < w->ncovers * 2; i++)
 		free(w->covers[i]);
 	free(w->covers);
