@@ -236,6 +236,85 @@ sockets_cut() {
 	sockets_cut user
 }
 
+# Without the mount view nothing hides the host's pathname sockets, and
+# neither Landlock nor the network namespace covers connect() to one (the
+# D-Bus session bus: systemd-run --user escapes every wall; ssh-agent;
+# docker.sock): with the network cut a command makes no unix socket.
+host_sockets_without_view() {
+	as "$1"
+	local sock="$UD/sock"
+	serve "$sock" pong "$UD/ready"
+	client="/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(9).decode().strip())' $sock"
+	pair="/usr/bin/python3 -c 'import socket; a,b=socket.socketpair(); a.send(b\"pair-ok\"); print(b.recv(9).decode())'"
+	export SSH_AUTH_SOCK=$sock
+	for net in auto deny; do
+		tool --sandbox "{\"namespaces\":\"off\",\"network\":\"$net\",\"env\":[\"SSH_AUTH_SOCK\"]}" \
+			"$client; echo rc=\$?; $pair; echo \"agent=[\$SSH_AUTH_SOCK]\""
+		# (before: pong, through the socket outside the worktree)
+		[[ "$text" != *pong* ]]
+		[[ "$text" == *rc=1* ]]
+		[[ "$text" == *"Operation not permitted"* ]]
+		[[ "$text" == *pair-ok* ]]
+		[[ "$text" == *"agent=[]"* ]]
+	done
+	# the network allowed, the socket and the variable are the command's
+	tool --sandbox '{"namespaces":"off","network":"allow","env":["SSH_AUTH_SOCK"]}' \
+		"$client; echo \"agent=[\$SSH_AUTH_SOCK]\""
+	[[ "$text" == *pong* ]]
+	[[ "$text" == *"agent=[$sock]"* ]]
+}
+
+@test "root, without namespaces: a host unix socket cannot be reached with the network cut" {
+	host_sockets_without_view root
+}
+
+@test "unprivileged, without namespaces: a host unix socket cannot be reached with the network cut" {
+	host_sockets_without_view user
+}
+
+# A PATH holding the home directory (PATH=$PATH:~), /tmp or a parent of
+# either: the command read ~/.ssh, a ~/.env with the API key and the host's
+# /tmp through it, in the view and under Landlock alone.  Such entries are
+# left out (unconfined says so); ~/.local/bin still runs.
+path_entries_left_out() {
+	mkdir -p "$UD/home/.local/bin"
+	printf '#!/bin/sh\necho tool-ran\n' >"$UD/home/.local/bin/forge-walls-tool"
+	chmod 755 "$UD/home/.local/bin/forge-walls-tool"
+	echo "ANTHROPIC_API_KEY=sk-ant-in-dotenv-77" >"$UD/home/.env"
+	chmod 600 "$UD/home/.env"
+	echo "HOST-TMP-MARKER" >"$UD/marker"
+	chmod 644 "$UD/marker"
+	as "$1"
+	shift
+	local -x PATH="$PATH:$UD/home:/tmp:$UD/home/.local/bin" HOME="$UD/home"
+	tool "$@" "cat $UD/home/.s?h/id_rsa; echo rc=\$?; cat $UD/home/.e?v; echo rc=\$?; cat $UD/mark?r; echo rc=\$?; forge-walls-tool"
+	[[ "$text" != *SECRET-KEY* ]]
+	[[ "$text" != *sk-ant-in-dotenv* ]]
+	[[ "$text" != *HOST-TMP-MARKER* ]]
+	[ "$(grep -c '^rc=1$' <<<"$text")" -eq 3 ]
+	[[ "$text" == *tool-ran* ]]
+	notes=$(jq -r '.data.unconfined // [] | join("\n")' <<<"$output")
+	[[ "$notes" == *"PATH: $UD/home is left out of what commands may read"* ]]
+	[[ "$notes" == *"PATH: /tmp is left out of what commands may read (a temporary directory or a parent of one)"* ]]
+	[[ "$notes" != *".local/bin is left out"* ]]
+}
+
+@test "root: a PATH entry holding the home directory or /tmp is not readable by commands" {
+	namespaces_or_skip
+	path_entries_left_out root
+}
+
+@test "unprivileged: a PATH entry holding the home directory or /tmp is not readable by commands" {
+	namespaces_or_skip
+	path_entries_left_out user
+}
+
+@test "root, without namespaces: a PATH entry holding the home directory or /tmp is not readable by commands" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock here"
+	path_entries_left_out root --sandbox '{"namespaces":"off"}'
+}
+
 # ---------------------------------------------------------------- network
 
 # loopback_only MODE [TOOL-RUN OPTIONS]: inside the command, a server on

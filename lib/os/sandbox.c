@@ -1283,12 +1283,26 @@ static bool name_is_secret(const char *name, size_t n)
 	return false;
 }
 
+/*
+ * The variables that name a host socket or agent: with the network cut a
+ * command is not to reach them (os/seccomp.h), nor learn where they are,
+ * also when sandbox.env names one.
+ */
+static const char *const socket_names[] = {
+	"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS",
+	"DBUS_SYSTEM_BUS_ADDRESS", "DOCKER_HOST", "CONTAINER_HOST", "XDG_RUNTIME_DIR",
+	"DISPLAY", "WAYLAND_DISPLAY", NULL,
+};
+
 static bool name_allowed(const struct sandbox_policy *p, const char *name, size_t n)
 {
 	static const char *const keep[] = { "PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", NULL };
 
 	if (name_is_secret(name, n))
 		return false;
+	for (size_t i = 0; p && p->network != SANDBOX_OFF && socket_names[i]; i++)
+		if (strlen(socket_names[i]) == n && !strncmp(socket_names[i], name, n))
+			return false;
 	for (size_t i = 0; keep[i]; i++)
 		if (strlen(keep[i]) == n && !strncmp(keep[i], name, n))
 			return true;
@@ -1651,6 +1665,8 @@ again:
 	notes = jv_array();
 	sandbox_walls_build(&walls, p, cmd, env,
 			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_likely(NULL));
+	for (size_t i = 0; walls.left_out && walls.left_out[i]; i++)
+		notes = jv_array_append(notes, jv_string(walls.left_out[i]));
 	if (p->namespaces != SANDBOX_OFF) {
 		const char *why = NULL;
 		/* no probe: proc_run reports ns_failed when they cannot be made,
@@ -1728,6 +1744,19 @@ again:
 	o.envp = env;
 	o.contain = true;	/* with or without a PID namespace */
 	o.deny_keys = true;	/* os/seccomp.h */
+	/* Without the mount view the host's pathname unix sockets are there,
+	 * and neither Landlock nor a network namespace keeps a command from
+	 * connecting to one (the D-Bus session bus, ssh-agent, docker.sock):
+	 * with the network denied, no unix socket can be made. */
+	if (p->network != SANDBOX_OFF && !o.new_ns) {
+		o.deny_unix = true;
+		if (!seccomp_known() && p->network == SANDBOX_REQUIRE) {
+			forge_error("the network must be cut (sandbox.network is deny) but without namespaces only a seccomp filter keeps the host's unix sockets out, and this architecture has none; refusing to run the command");
+			goto out;
+		}
+		if (!seccomp_known())
+			notes = jv_array_append(notes, jv_string("unix sockets: the host's (D-Bus, ssh-agent, docker.sock) can be reached: no seccomp filter on this architecture"));
+	}
 	o.cwd = cmd->cwd ? cmd->cwd : cmd->root;
 	o.merge_stderr = true;
 	o.out_cap = p->output_cap;
