@@ -146,6 +146,26 @@ static void test_read_file(void)
 	CHECK_INT(r.kind, TOOL_ERR_INPUT);
 	CHECK(strstr(r.error, "past the end"));
 	tool_result_release(&r);
+	/* a start_line past any long (1e20, LONG_MAX) is past the end too
+	 * (before: cast to LONG_MIN, "[lines -9223372036854775808-0 of ...]") */
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":99999999999999999999}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "start_line 100000000000000000000 is past the end of 'long.txt' (5000 lines)"),
+		  "%s", r.error ? r.error : r.output);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":9223372036854775807}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "past the end"), "%s", r.error ? r.error : r.output);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":4999,\"end_line\":1e20}");
+	CHECK_MSG(r.ok && !strcmp(r.output, "  4999\t4999\n  5000\t5000\n[lines 4999-5000 of 5000]"), "%s",
+		  r.ok ? r.output : r.error);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":1e20,\"end_line\":3}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "end_line 3 is before start_line 100000000000000000000"), "%s",
+		  r.error ? r.error : r.output);
+	tool_result_release(&r);
 	call(&r, "read_file", "{\"path\":\"nope.c\"}");
 	CHECK_INT(r.kind, TOOL_ERR_INPUT);
 	CHECK(strstr(r.error, "no such file"));
