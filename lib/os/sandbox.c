@@ -681,28 +681,73 @@ out:
 	return rc;
 }
 
+/*
+ * One transaction cannot write a file where another of its ops needs a
+ * directory ("Add File: a" and "Add File: a/b"): staging the second made
+ * the directory 'a', the first's rename then failed on it with "'a': is a
+ * directory" -- after staging, so that directory stayed.  Refused before
+ * anything is staged, naming both paths.
+ */
+static int txn_check_conflicts(const struct sandbox_txn *t)
+{
+	char **clean = xcalloc(t->n ? t->n : 1, sizeof(*clean));
+	int rc = 0;
+
+	/* (a path that does not clean is refused by its staging) */
+	for (size_t i = 0; i < t->n; i++)
+		if (sandbox_path_clean(&clean[i], t->ops[i].rel, false) < 0)
+			clean[i] = NULL;
+	for (size_t i = 0; i < t->n && rc == 0; i++) {
+		size_t len = clean[i] ? strlen(clean[i]) : 0;
+
+		if (!clean[i] || t->ops[i].remove)
+			continue;
+		for (size_t j = 0; j < t->n; j++)
+			if (j != i && clean[j] && !strncmp(clean[j], clean[i], len) && clean[j][len] == '/') {
+				rc = sandbox_fail(SANDBOX_EINVAL, "'%s' is written as a file and is also the directory "
+						  "of '%s': one change cannot make a path both; write one of them",
+						  t->ops[i].rel, t->ops[j].rel);
+				break;
+			}
+	}
+	for (size_t i = 0; i < t->n; i++)
+		free(clean[i]);
+	free(clean);
+	return rc;
+}
+
 int sandbox_txn_commit(struct sandbox_txn *t)
 {
 	int rc = 0;
+	bool changed = false;
 
+	if ((rc = txn_check_conflicts(t)) < 0)
+		return rc;
 	for (size_t i = 0; i < t->n; i++)
 		if ((rc = txn_stage(t, &t->ops[i])) < 0)
 			goto abort;
 	for (size_t i = 0; i < t->n; i++) {
 		struct txn_op *op = &t->ops[i];
+		/* (a first op that fails has changed nothing: rolled back
+		 * whole, the directories made for it too) */
 		if (op->remove) {
 			if (unlinkat(op->dirfd, op->name, 0) < 0 && errno != ENOENT) {
 				rc = open_error(op->rel, errno);
+				if (!changed)
+					goto abort;
 				goto out;
 			}
 		} else {
 			if (renameat(op->dirfd, op->tmp, op->dirfd, op->name) < 0) {
 				rc = open_error(op->rel, errno);
+				if (!changed)
+					goto abort;
 				goto out;
 			}
 			free(op->tmp);
 			op->tmp = NULL;
 		}
+		changed = true;
 	}
 	goto out;
 abort:

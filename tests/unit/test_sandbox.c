@@ -204,6 +204,22 @@ static void test_txn_all_or_nothing(void)
 	CHECK(access(p, F_OK) != 0);                      /* made dirs removed again */
 	snprintf(p, sizeof(p), "%s/src/a.txt", dir);
 	CHECK(access(p, F_OK) == 0);                      /* not removed */
+	/* a file and a directory of the same path, in either order: refused
+	 * as that, nothing made (before: "'pair': is a directory", and the
+	 * directory 'pair' left) */
+	for (int order = 0; order < 2; order++) {
+		CHECK(sandbox_root_open(&root, dir) == 0);
+		t = sandbox_txn_new(root);
+		sandbox_txn_write(t, order ? "pair/b" : "pair", "1", 1);
+		sandbox_txn_write(t, order ? "pair" : "pair/b", "2", 1);
+		CHECK_INT(sandbox_txn_commit(t), SANDBOX_EINVAL);
+		CHECK_MSG(strstr(forge_last_error(), "'pair' is written as a file and is also the directory of "
+				 "'pair/b'"), "%s", forge_last_error());
+		sandbox_txn_free(t);
+		sandbox_root_free(root);
+		snprintf(p, sizeof(p), "%s/pair", dir);
+		CHECK(access(p, F_OK) != 0);
+	}
 }
 
 static enum sandbox_verdict verdict(const struct sandbox_policy *p, const char *cmd)
