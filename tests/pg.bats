@@ -39,6 +39,15 @@ setup() {
 	pg_require
 	export BATS_TEST_TIMEOUT=180
 	pg_test_db
+	# the newest migration's number (schemas/pg/NNN-name.sql)
+	pg_latest() {
+		local f n=0
+		for f in "$FORGE_ROOT"/schemas/pg/[0-9][0-9][0-9]-*.sql; do
+			f=${f##*/}
+			((10#${f:0:3} > n)) && n=$((10#${f:0:3}))
+		done
+		echo "$n"
+	}
 	# events N TRACE C: N events of TRACE, ids 01JPG C then a number
 	events() {
 		local n=$1 trace=$2 c=$3 i
@@ -54,7 +63,7 @@ setup() {
 	run -0 --separate-stderr forge db status --db "$URI"
 	assert_line "backend:  postgresql"
 	assert_line "database: postgresql://forge:***@/$DBNAME?host=$PG_SOCK"
-	assert_line "schema:   version 0 of 10"
+	assert_line "schema:   version 0 of $(pg_latest)"
 	assert_line "pending:  pg/001-core.sql"
 	assert_line "pending:  pg/002-live-text.sql"
 	assert_line "pending:  pg/003-lease-renewal.sql"
@@ -67,19 +76,19 @@ setup() {
 	assert_line "pending:  pg/010-history-order.sql"
 	[[ "$output" != *s3cret* ]]
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> 10"
+	assert_output "migrated postgresql://forge:***@/$DBNAME?host=$PG_SOCK: schema version 0 -> $(pg_latest)"
 	run -0 --separate-stderr forge db migrate --db "$URI"
-	assert_output --partial "is up to date (schema version 10)"
+	assert_output --partial "is up to date (schema version $(pg_latest))"
 	run -0 --separate-stderr forge db status --json
-	jq -e '.backend == "postgresql" and .version == 10 and .known == 10 and .pending == []' <<<"$output"
+	jq -e --argjson n "$(pg_latest)" '.backend == "postgresql" and .version == $n and .known == $n and .pending == []' <<<"$output"
 	[ "$(psql_q 'select version, name from forge_schema order by version')" = \
-		"$(printf '1|pg/001-core.sql\n2|pg/002-live-text.sql\n3|pg/003-lease-renewal.sql\n4|pg/004-memory.sql\n5|pg/005-findings-docs.sql\n6|pg/006-live-span.sql\n7|pg/007-events-nul.sql\n8|pg/008-lease-start.sql\n9|pg/009-lease-sightings.sql\n10|pg/010-history-order.sql')" ]
+		"$(cd "$FORGE_ROOT/schemas/pg" && for f in [0-9][0-9][0-9]-*.sql; do echo "$((10#${f:0:3}))|pg/$f"; done)" ]
 	run -0 --separate-stderr forge doctor --only database --json --db "$URI"
-	jq -e '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == 10
+	jq -e --argjson n "$(pg_latest)" '.database.backend == "postgresql" and .database.status == "current" and .database.schema_version == $n
 		and (.database.path | test("s3cret") | not)' <<<"$output"
 	# a libpq conninfo string names the same database (host= a socket directory)
 	run -0 --separate-stderr forge db status --db "host=$PG_SOCK user=forge dbname=$DBNAME"
-	assert_line "schema:   version 10 of 10 (up to date)"
+	assert_line "schema:   version $(pg_latest) of $(pg_latest) (up to date)"
 	# SQLite: the same command, a file not created by looking
 	run -0 --separate-stderr forge db status --db "$BATS_TEST_TMPDIR/x.db"
 	assert_line "backend:  sqlite"
@@ -136,7 +145,7 @@ setup() {
 		('01JPGC00000000000000000002', '01JPGOLDAAAAAAAAAAAAAAAAAA', 'implement', 'ok', '2026-01-01T00:00:02.000Z', '{\"phase\":\"implement\"}'),
 		('01JPGC00000000000000000001', '01JPGOLDAAAAAAAAAAAAAAAAAA', 'plan', 'ok', '2026-01-01T00:00:01.000Z', '{\"phase\":\"plan\"}')" >/dev/null
 	run -0 --separate-stderr forge db migrate
-	assert_output --partial "schema version 9 -> 10"
+	assert_output --partial "schema version 9 -> $(pg_latest)"
 	run -0 --separate-stderr forge events replay 01JPGOLDAAAAAAAAAAAAAAAAAA
 	[ "$(jq -r '.id[-1:]' <<<"$output" | paste -sd ' ')" = "1 2 3" ]
 	[ "$(psql_q "SELECT phase FROM checkpoints WHERE trace_id = '01JPGOLDAAAAAAAAAAAAAAAAAA' ORDER BY seq DESC LIMIT 1")" = implement ]
@@ -158,9 +167,9 @@ setup() {
 	done
 	for pid in "${pids[@]}"; do wait "$pid"; done
 	cat "$BATS_TEST_TMPDIR"/out*
-	[ "$(grep -l 'schema version 0 -> 10' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
+	[ "$(grep -l "schema version 0 -> $(pg_latest)" "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 1 ]
 	[ "$(grep -l 'is up to date' "$BATS_TEST_TMPDIR"/out* | wc -l)" -eq 5 ]
-	[ "$(psql_q 'select count(*) from forge_schema')" -eq 10 ]
+	[ "$(psql_q 'select count(*) from forge_schema')" -eq "$(pg_latest)" ]
 }
 
 @test "a database that cannot be reached, or a bad command: clear errors with their exit status" {
