@@ -171,6 +171,7 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
 	}
 	req.max_tokens = 2048;
 	req.temperature = a->cfg->temperature;
+	req.deadline_ms = agent_deadline(a);	/* (a compression's too) */
 	rc = llm_call(out, c, &req);
 	llm_request_release(&req);
 	jv_free(tool);

@@ -353,6 +353,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 			 kind == LLM_ERR_CONFIG && c->shown_call_url ? c->shown_call_url : "");
 	else if (r && r->too_large)   /* reached: its answer was too long to read */
 		buf_addf(&b, "the response body from %s is larger than %zu bytes", c->shown_url, r->too_large);
+	else if (r && r->past_deadline)   /* the caller's time limit, not the provider */
+		buf_addf(&b, "no answer from %s within the time left to the call", c->shown_url);
 	else if (r && r->streamed)   /* reached: the answer stopped coming */
 		buf_addf(&b, "the answer from %s broke off: %s", c->shown_url, r->error);
 	else if (r)
@@ -649,7 +651,7 @@ again:
 	free(c->shown_call_url);
 	c->shown_call_url = secret_url_shown(w.url);
 	struct http_request hr = { "POST", w.url, (const char *const *)w.headers, w.body, w.body_len,
-				   NULL, NULL, veto_retry, (void *)c->p, 0 };
+				   NULL, NULL, veto_retry, (void *)c->p, 0, req->deadline_ms };
 	if (req->stream) {
 		llm_stream_init(&st.s, out);
 		st.s.on_text = req->on_text;

@@ -164,6 +164,10 @@ struct llm_request {
 	 * ended (once a block, only after text).  May be NULL. */
 	void (*on_text)(void *payload, const char *text, size_t len);
 	void *payload;
+	/* When > 0, a monotonic_ms() time by which the call ends, retries,
+	 * their waits and a stream included (a caller's time limit: bytes that
+	 * keep coming do not hold it open); it then fails LLM_ERR_TIMEOUT. */
+	long long deadline_ms;
 };
 
 /* Zero a request: auto tool choice, default temperature, no stop
