@@ -9,7 +9,6 @@
 #include "data/stream.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +44,6 @@ const char *agent_outcome_name(enum agent_outcome o)
 	case AGENT_FAILED: return "failed";
 	}
 	return "unknown";
-}
-
-long long agent_now(struct agent *a)
-{
-	if (a->env->clock_ms)
-		return a->env->clock_ms(a->env->test_payload);
-	return monotonic_ms();
 }
 
 static void emit(struct agent *a, const char *type, jv payload)
@@ -181,29 +173,6 @@ static void trip(struct agent *a, const char *breaker, jv detail, const char *fm
 	finish_with(a, AGENT_TRIPPED, breaker, "%s", b.buf);
 	buf_release(&b);
 	agent_reflect(a, "breaker", a->res->reason);
-}
-
-/* See agent_internal.h. */
-long long agent_time_left(struct agent *a)
-{
-	struct agent_config *cfg = a->cfg;
-	long long ran = agent_now(a) - a->start_ms, left = LLONG_MAX;
-
-	if (cfg->max_time_ms <= 0 && cfg->run_time_left_ms <= 0)
-		return -1;
-	if (cfg->max_time_ms > 0)
-		left = cfg->max_time_ms - cfg->spent_ms - ran;
-	if (cfg->run_time_left_ms > 0 && cfg->run_time_left_ms - ran < left)
-		left = cfg->run_time_left_ms - ran;
-	return left > 0 ? left : 0;
-}
-
-/* See agent_internal.h. */
-long long agent_deadline(struct agent *a)
-{
-	long long left = agent_time_left(a);
-
-	return left < 0 ? 0 : monotonic_ms() + left;
 }
 
 /* The time breaker: false, tripped, once the phase's or the run's time is out. */
