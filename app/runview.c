@@ -348,6 +348,29 @@ jv runview_shown(struct store *st, jv run)
 	return run;
 }
 
+/*
+ * What the run has spent: its checkpoint's cost (consumed), or the run row's
+ * totals (borrowed; what llm_calls holds, store_run_get) where they are
+ * more: the calls a killed run made after its last checkpoint are in the
+ * log, not in any state (before: forge show's total was less than its own
+ * per-phase figures until forge resume counted them).
+ */
+static jv spent(jv cost, jv run)
+{
+	double usd = json_get_num(run, "total_cost_usd", 0), tokens = json_get_num(run, "total_tokens", 0);
+
+	if (jv_get_kind(cost) != JV_KIND_OBJECT) {
+		if (usd <= 0 && tokens <= 0)
+			return cost;
+		cost = (jv_free(cost), jv_object());
+	}
+	if (usd > json_get_num(cost, "usd", 0))
+		cost = json_set(cost, "usd", jv_number(usd));
+	if (tokens > json_get_num(cost, "tokens", 0))
+		cost = json_set(cost, "tokens", jv_number(tokens));
+	return cost;
+}
+
 int runview_load(jv *out, struct store *st, struct forge_git *g, const char *trace, bool with_patch)
 {
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), v;
@@ -369,6 +392,7 @@ int runview_load(jv *out, struct store *st, struct forge_git *g, const char *tra
 	v = json_set(v, "merged", json_get(merged, "payload"));
 	for (size_t i = 0; i < sizeof from_state / sizeof *from_state; i++)
 		v = json_set(v, from_state[i], json_get(cp, from_state[i]));
+	v = json_set(v, "cost", spent(json_get(cp, "cost"), run));
 	v = json_set(v, "diff", diff_of(st, g, trace, cp, with_patch));
 	v = json_set(v, "phase_cost", phase_cost_list(&w));
 	v = json_set(v, "timeline", jv_copy(w.timeline));

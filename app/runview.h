@@ -60,7 +60,8 @@ jv runview_shown(struct store *st, jv run);
  *   trace_id, run (store_run_get() without config), status (the run's as
  *   runview_shown() says, "merged" when a run.merged event says so), merged (that event's
  *   payload or null), task, plan, review, tests, deployment, bounces,
- *   cost (from the newest checkpoint; null when absent),
+ *   cost (from the newest checkpoint, its usd and tokens the run row's
+ *     (llm_calls') where those are more; null when neither has any),
  *   diff {"base","head","files","patch","from"} -- "from" is "git" (the
  *     run's branch against refs/forge/TRACE/base in the repository `g`) or
  *     "checkpoint" (the state's changes, when the branch is gone or g is

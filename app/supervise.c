@@ -2115,24 +2115,44 @@ void sup_add_spend(struct sup *s, double usd, double tokens)
  * The model calls made after the run's last checkpoint (a supervisor
  * killed with its phase: kill -9, SIGHUP to the group, a machine that went
  * down) into the state's cost, so the budget breakers read what was spent
- * (before: they dropped out of the run's cost at each such resume).
+ * (before: they dropped out of the run's cost at each such resume), and
+ * what llm_calls holds beyond that.
  */
 static void count_unrecorded_spend(struct sup *s)
 {
 	double usd = 0, tokens = 0;
 	long calls = 0;
+	jv run = jv_null(), cost = json_get(s->state, "cost");
 
-	if (store_spent_since_checkpoint(&usd, &tokens, &calls, s->o->store, s->trace) < 0) {
+	if (store_spent_since_checkpoint(&usd, &tokens, &calls, s->o->store, s->trace) < 0 ||
+	    store_run_get(&run, s->o->store, s->trace) < 0) {
 		fprintf(stderr, "forge: warning: %s; the run's cost may leave out its last calls\n", forge_last_error());
+		jv_free(cost);
 		return;
 	}
-	if (calls == 0)
+	/* a call llm_calls logged whose llm.called event was lost (a full
+	 * disk) is paid too: the run's totals count the log's (store_run_get;
+	 * before: the resume recovered one call fewer than was paid for) */
+	double logged = json_get_num(run, "total_cost_usd", 0) - json_get_num(cost, "usd", 0) - usd;
+	double logged_tokens = json_get_num(run, "total_tokens", 0) - json_get_num(cost, "tokens", 0) - tokens;
+
+	jv_free(run);
+	jv_free(cost);
+	if (logged > 1e-9)
+		usd += logged;
+	if (logged_tokens > 0)
+		tokens += logged_tokens;
+	if (calls == 0 && logged <= 1e-9)
 		return;
 	sup_add_spend(s, usd, tokens);
 	sup_emit(s, "run.cost_recovered", json_set(json_set(json_set(jv_object(), "calls", jv_number((double)calls)),
 		"usd", jv_number(usd)), "tokens", jv_number(tokens)));
-	sup_progress(s, "  %ld model call%s after the last checkpoint cost $%.4f: counted in the run's cost", calls,
-		     calls == 1 ? "" : "s", usd);
+	if (logged > 1e-9)
+		sup_progress(s, "  %ld model call%s after the last checkpoint and calls logged without their event "
+			     "cost $%.4f: counted in the run's cost", calls, calls == 1 ? "" : "s", usd);
+	else
+		sup_progress(s, "  %ld model call%s after the last checkpoint cost $%.4f: counted in the run's cost",
+			     calls, calls == 1 ? "" : "s", usd);
 }
 
 /* state with its budget set to usd, what remains of it counted again

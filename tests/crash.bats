@@ -336,6 +336,61 @@ cost_agrees() {
 	[ "$(jq -s '[.[] | select(.type == "run.cost_recovered")] | length' <<<"$output")" -eq 1 ]
 }
 
+# usd6 X: X dollars in millionths, rounded (as a whole number).
+usd6() {
+	jq -n --argjson x "$1" '$x * 1e6 | round'
+}
+
+@test "the whole run killed after paid model calls: status, history, show and metrics count them before any resume" {
+	new_repo d
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0], $i[1] + {delay_ms: 30000}]')"
+	start_run
+	until_true db_has "source = 'forge-implement' and type = 'llm.called'"
+	until_true eval '[ "$(calls implementer)" -ge 2 ]'
+	kill -9 -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 137 ]
+	T=$(trace_of_run)
+	# a paid call whose llm.called event was lost (a full disk): in the log only
+	# (its cost puts no total at a half of the 4th decimal, which %.4f could round either way)
+	db_q "insert into llm_calls (ts, trace_id, phase, provider, input_tokens, cost_usd)
+		values ('2026-11-30T00:00:00.000Z', '$T', 'implement', 'anthropic', 1000, 0.50003)"
+	logged=$(usd6 "$(db_q "select sum(cost_usd) from llm_calls where trace_id = '$T'")")
+	tokens=$(db_q "select sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
+		from llm_calls where trace_id = '$T'")
+	recorded=$(usd6 "$(db_q "select total_cost_usd from runs where id = '$T'")")
+	echo "llm_calls $logged, the run row $recorded"
+	[ "$recorded" -lt "$logged" ]
+	# (before: every view said what the run row did, the plan's $0.0191)
+	run -0 forge status --json "$T"
+	[ "$(usd6 "$(jq .run.total_cost_usd <<<"$output")")" -eq "$logged" ]
+	[ "$(jq .run.total_tokens <<<"$output")" -eq "$tokens" ]
+	shown=$(printf '%.4f' "$(jq .run.total_cost_usd <<<"$output")")
+	run -0 forge status "$T"
+	assert_line "cost     \$$shown ($tokens tokens)"
+	run -0 forge history --json
+	[ "$(usd6 "$(jq -s --arg t "$T" '.[] | select(.trace_id == $t) | .total_cost_usd' <<<"$output")")" -eq "$logged" ]
+	run -0 forge metrics --json
+	[ "$(usd6 "$(jq .cost_per_run_usd.value <<<"$output")")" -eq "$logged" ]
+	# forge show's total is no less than its parts (before: $0.0191 after
+	# "plan $0.0191 · implement $0.0432")
+	run -0 forge show --json "$T"
+	[ "$(usd6 "$(jq .cost.usd <<<"$output")")" -eq "$logged" ]
+	[ "$(usd6 "$(jq '[.phase_cost[].usd] | add' <<<"$output")")" -le "$logged" ]
+	run -0 forge show "$T"
+	assert_line --partial "total \$$shown ($tokens tokens)"
+	# the resume counts the logged call too (before: only the calls whose
+	# events it found), and the views say what the state does
+	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
+	resume_and_check
+	run -0 forge status --json "$T"
+	[ "$(usd6 "$(jq .state.cost.usd <<<"$output")")" -eq "$(usd6 "$(jq .run.total_cost_usd <<<"$output")")" ]
+	[ "$(usd6 "$(jq .run.total_cost_usd <<<"$output")")" -eq \
+		"$(usd6 "$(db_q "select sum(cost_usd) from llm_calls where trace_id = '$T'")")" ]
+	run -0 forge events replay "$T"
+	[ "$(jq -s '[.[] | select(.type == "run.cost_recovered")] | length' <<<"$output")" -eq 1 ]
+}
+
 # killed_over_budget RUN-BUDGET [RESUME-ARGS...]: the whole run killed
 # after plan ($0.0191) and five implement calls ($0.0360), the sixth hanging;
 # then resumed with RESUME-ARGS: what is left is 0.08 - 0.0551, and the

@@ -914,3 +914,33 @@ deleted refs/heads/${branches[0]}"
 	[ ! -e "$REPO/.forge/worktrees/T41/d" ]
 	last_state | jq -e '.status == "ok" and (.changes.files | map(.path)) == ["MUL.md"]'
 }
+
+# ---- a transient fault after the answer began streaming (hunt52 #2) --------
+
+@test "a transient fault after the answer began streaming is asked again whole; the lost attempt's usage is billed; a request error mid-stream is not retried" {
+	echo '{"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	# (before: exit 5 at once, "the model could not be reached", no retry)
+	# an overloaded_error event after some text, a connection cut after
+	# message_start, an api_error event: each asked again once, then done
+	local n=40
+	for f in '{"fault":"stream_error","text":"Let me look",'"$U"'}' \
+		 '{"fault":"cut","cut_after":1,'"$U"'}' \
+		 '{"fault":"stream_error","type":"api_error","message":"Internal server error","error_after":1,'"$U"'}'; do
+		plan_state "T$n" >"$BATS_TEST_TMPDIR/plan.json"
+		mock "[$f,$DONE]"
+		run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+		[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq -c '[.[].stream]')" = '[true,true]' ]
+		# one call, retried once, billed for both attempts: the lost one's
+		# message_start said 2000 in and 1 out ($0.006015), the answer $0.0075
+		events_of llm.called | jq -se 'length == 1 and .[0].retries == 1 and .[0].input_tokens == 4000 and
+			.[0].output_tokens == 101'
+		last_state | jq -e '.status == "ok" and .cost.usd == 0.013515'
+		n=$((n + 1))
+	done
+	# invalid_request_error mid-stream says the request is wrong: not asked again
+	plan_state T49 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"fault":"stream_error","type":"invalid_request_error","message":"messages: bad","error_after":1,'"$U"'},'"$DONE"']'
+	run -5 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	[[ $stderr == *"the stream ended with an error: invalid_request_error: messages: bad"* ]]
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 1 ]
+}

@@ -188,15 +188,18 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr == *"unknown model 'claude-nope'"*"check --model" ]]
 }
 
-@test "a mid-stream error and a cut stream fail with exit 5" {
-	mock_steps '[{"fault":"stream_error","text":"partial"},{"fault":"cut","text":"a b c d e f g","cut_after":3}]'
+@test "a mid-stream error and a cut stream fail with exit 5 once part of the answer was printed (it is not asked again)" {
+	mock_steps '[{"fault":"stream_error","text":"partial"},{"fault":"cut","text":"a b c d e f g","cut_after":5},{"text":"never"}]'
 	run --separate-stderr anth --stream hi
 	assert_failure 5
 	# (before: "HTTP 200 overloaded_error", and "cannot reach" a server that answered)
 	[[ $stderr == *"anthropic: the stream ended with an error: overloaded_error: Overloaded"* ]]
 	run --separate-stderr anth --stream hi
 	assert_failure 5
+	[[ $output == "a "* ]]
 	[[ $stderr == *"anthropic: the answer from $MOCK_URL broke off: "* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/script' | jq .remaining"
+	assert_output 1
 }
 
 @test "--record writes a cassette that replays strictly; a changed prompt names the field" {
@@ -300,14 +303,66 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output "Complete answer."
 }
 
-@test "stall: a stream that stops after its first event is not retried" {
+@test "stall: a stream that stops after its first event is asked again whole; the lost attempt's usage is billed (hunt52)" {
+	# (before: not retried, exit 5 "stalled")
+	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
 	mock_steps "$(cat "$BATS_TEST_DIRNAME/fixtures/llm/mock_stall_stream.json")"
 	echo '{"llm":{"stall_timeout_s":1,"max_retries":2}}' >"$BATS_TEST_TMPDIR/cfg.json"
-	run --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
-	assert_failure 5
-	[[ $stderr == *"stalled"* ]]
+	run -0 --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
+	assert_output "never"
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 2
+	# one row: the lost attempt's message_start said 5 in, 1 out
+	run -0 sqlite3 "$FORGE_DB" "SELECT count(*), sum(retries), sum(input_tokens) > 5, max(error IS NULL) FROM llm_calls"
+	assert_output "1|1|1|1"
+}
+
+@test "a transient fault mid-stream is asked again whole within llm.max_retries; one that says the request is wrong is not (hunt52)" {
+	# (before: each failed at once, one request)
+	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	# Anthropic: overloaded_error and api_error events, a connection cut
+	# after message_start; nothing of the answer was shown yet
+	mock_steps '[{"fault":"stream_error","error_after":1,"usage":{"input_tokens":100,"output_tokens":7}},
+		     {"fault":"stream_error","type":"api_error","message":"Internal server error","error_after":1,"usage":{"input_tokens":100,"output_tokens":7}},
+		     {"text":"third time lucky","usage":{"input_tokens":100,"output_tokens":7}},
+		     {"fault":"cut","cut_after":1,"text":"x","usage":{"input_tokens":100,"output_tokens":7}},
+		     {"text":"after the cut","usage":{"input_tokens":100,"output_tokens":7}}]'
+	run -0 --separate-stderr anth --stream hi
+	assert_output "third time lucky"
+	run -0 --separate-stderr anth --stream hi
+	assert_output "after the cut"
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 5
+	# both lost attempts' input is in the first call's row (message_start: 100 in, 1 out)
+	run -0 sqlite3 "$FORGE_DB" "SELECT retries, input_tokens, output_tokens, error IS NULL FROM llm_calls ORDER BY id"
+	assert_output $'2|300|9|1
+1|200|8|1'
+	# retries run out: the message counts them, the row bills each attempt
+	mock_steps '[{"fault":"stream_error","error_after":1,"usage":{"input_tokens":100},"times":3}]'
+	run -5 --separate-stderr anth --stream hi
+	[[ $stderr == *"the stream ended with an error: overloaded_error: Overloaded (gave up after 2 retries)"* ]]
+	run -0 sqlite3 "$FORGE_DB" "SELECT retries, input_tokens, error IS NOT NULL FROM llm_calls ORDER BY id DESC LIMIT 1"
+	assert_output "2|300|1"
+	# HTTP retries and asking again share llm.max_retries
+	mock_steps '[{"fault":"overloaded"},{"fault":"stream_error","error_after":1},{"fault":"stream_error","error_after":1},{"text":"never"}]'
+	run -5 --separate-stderr anth --stream hi
+	[[ $stderr == *"(gave up after 2 retries)"* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/script' | jq .remaining"
 	assert_output 1
+	# invalid_request_error mid-stream: not asked again
+	mock_steps '[{"fault":"stream_error","type":"invalid_request_error","message":"messages: bad","error_after":1},{"text":"never"}]'
+	run -5 --separate-stderr anth --stream hi
+	[[ $stderr == *"the stream ended with an error: invalid_request_error: messages: bad"* && $stderr != *retr* ]]
+	# OpenAI: a data: {"error":...} server_error chunk is asked again; one
+	# with type invalid_request_error is not
+	mock_steps '[{"fault":"stream_error","error_after":1},{"text":"openai again"},
+		     {"fault":"stream_error","error_after":1,"type":"invalid_request_error","code":"invalid_value","message":"bad value"},{"text":"never"}]'
+	run -0 --separate-stderr oai --stream hi
+	assert_output "openai again"
+	run -5 --separate-stderr oai --stream hi
+	[[ $stderr == *"invalid_value: bad value"* && $stderr != *retr* ]]
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq '[.[] | select(.provider == \"openai\")] | length'"
+	assert_output 3
 }
 
 @test "streams: any text/event-stream content type is accepted; another one is named" {

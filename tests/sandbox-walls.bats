@@ -52,18 +52,21 @@ as() {
 }
 
 # tool [TOOL-RUN OPTIONS] COMMAND: run_command in the worktree as MODE; the
-# tool's text (output or error) in $text, its JSON in $output.
+# tool's text (output or error) in $text, its JSON in $output.  With
+# TOOL_LIMIT set, a tool-run still there after that many seconds is killed
+# (a bound on a hang, not a wait).
 tool() {
 	local cmd=${*: -1} opts=("${@:1:$#-1}")
 	local input
 	json_quote "$cmd"
 	input="{\"command\":$REPLY}"
 	if [ "$MODE" = user ]; then
-		run setpriv --reuid=65534 --regid=65534 --clear-groups \
+		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} setpriv --reuid=65534 --regid=65534 --clear-groups \
 			env HOME=/nonexistent "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
 			run_command "$input"
 	else
-		run "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" run_command "$input"
+		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
+			run_command "$input"
 	fi
 	text=$(jq -r '.output // .error' <<<"$output")
 }
@@ -231,6 +234,85 @@ sockets_cut() {
 
 @test "unprivileged: a unix socket under /tmp cannot be reached" {
 	sockets_cut user
+}
+
+# Without the mount view nothing hides the host's pathname sockets, and
+# neither Landlock nor the network namespace covers connect() to one (the
+# D-Bus session bus: systemd-run --user escapes every wall; ssh-agent;
+# docker.sock): with the network cut a command makes no unix socket.
+host_sockets_without_view() {
+	as "$1"
+	local sock="$UD/sock"
+	serve "$sock" pong "$UD/ready"
+	client="/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(9).decode().strip())' $sock"
+	pair="/usr/bin/python3 -c 'import socket; a,b=socket.socketpair(); a.send(b\"pair-ok\"); print(b.recv(9).decode())'"
+	export SSH_AUTH_SOCK=$sock
+	for net in auto deny; do
+		tool --sandbox "{\"namespaces\":\"off\",\"network\":\"$net\",\"env\":[\"SSH_AUTH_SOCK\"]}" \
+			"$client; echo rc=\$?; $pair; echo \"agent=[\$SSH_AUTH_SOCK]\""
+		# (before: pong, through the socket outside the worktree)
+		[[ "$text" != *pong* ]]
+		[[ "$text" == *rc=1* ]]
+		[[ "$text" == *"Operation not permitted"* ]]
+		[[ "$text" == *pair-ok* ]]
+		[[ "$text" == *"agent=[]"* ]]
+	done
+	# the network allowed, the socket and the variable are the command's
+	tool --sandbox '{"namespaces":"off","network":"allow","env":["SSH_AUTH_SOCK"]}' \
+		"$client; echo \"agent=[\$SSH_AUTH_SOCK]\""
+	[[ "$text" == *pong* ]]
+	[[ "$text" == *"agent=[$sock]"* ]]
+}
+
+@test "root, without namespaces: a host unix socket cannot be reached with the network cut" {
+	host_sockets_without_view root
+}
+
+@test "unprivileged, without namespaces: a host unix socket cannot be reached with the network cut" {
+	host_sockets_without_view user
+}
+
+# A PATH holding the home directory (PATH=$PATH:~), /tmp or a parent of
+# either: the command read ~/.ssh, a ~/.env with the API key and the host's
+# /tmp through it, in the view and under Landlock alone.  Such entries are
+# left out (unconfined says so); ~/.local/bin still runs.
+path_entries_left_out() {
+	mkdir -p "$UD/home/.local/bin"
+	printf '#!/bin/sh\necho tool-ran\n' >"$UD/home/.local/bin/forge-walls-tool"
+	chmod 755 "$UD/home/.local/bin/forge-walls-tool"
+	echo "ANTHROPIC_API_KEY=sk-ant-in-dotenv-77" >"$UD/home/.env"
+	chmod 600 "$UD/home/.env"
+	echo "HOST-TMP-MARKER" >"$UD/marker"
+	chmod 644 "$UD/marker"
+	as "$1"
+	shift
+	local -x PATH="$PATH:$UD/home:/tmp:$UD/home/.local/bin" HOME="$UD/home"
+	tool "$@" "cat $UD/home/.s?h/id_rsa; echo rc=\$?; cat $UD/home/.e?v; echo rc=\$?; cat $UD/mark?r; echo rc=\$?; forge-walls-tool"
+	[[ "$text" != *SECRET-KEY* ]]
+	[[ "$text" != *sk-ant-in-dotenv* ]]
+	[[ "$text" != *HOST-TMP-MARKER* ]]
+	[ "$(grep -c '^rc=1$' <<<"$text")" -eq 3 ]
+	[[ "$text" == *tool-ran* ]]
+	notes=$(jq -r '.data.unconfined // [] | join("\n")' <<<"$output")
+	[[ "$notes" == *"PATH: $UD/home is left out of what commands may read"* ]]
+	[[ "$notes" == *"PATH: /tmp is left out of what commands may read (a temporary directory or a parent of one)"* ]]
+	[[ "$notes" != *".local/bin is left out"* ]]
+}
+
+@test "root: a PATH entry holding the home directory or /tmp is not readable by commands" {
+	namespaces_or_skip
+	path_entries_left_out root
+}
+
+@test "unprivileged: a PATH entry holding the home directory or /tmp is not readable by commands" {
+	namespaces_or_skip
+	path_entries_left_out user
+}
+
+@test "root, without namespaces: a PATH entry holding the home directory or /tmp is not readable by commands" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock here"
+	path_entries_left_out root --sandbox '{"namespaces":"off"}'
 }
 
 # ---------------------------------------------------------------- network
@@ -531,6 +613,47 @@ git_config_covered() {
 
 @test "unprivileged: the repository's credentials are not in the git config a command reads" {
 	git_config_covered user
+}
+
+# git_config_stays_covered MODE PLANT: what one command does in its own
+# temp dir (its HOME, where the credential-free copy of the config used to
+# be written) does not uncover the config for the next command, nor hang
+# Forge: PLANT is run first (a directory or a FIFO where the copy was, a
+# HOME its owner may not write), then the config is read.
+git_config_stays_covered() {
+	git -C "$UD/main" config http.https://github.com/.extraheader "AUTHORIZATION: basic SECRET-HEADER-B64"
+	git -C "$UD/main" remote add origin "https://x-access-token:SECRET-URL-TOKEN@github.com/o/r.git"
+	as "$1"
+	namespaces_or_skip
+	TOOL_LIMIT=120
+	tool "cd \"\$HOME\" && rm -rf .forge-git-config-0 .forge-git-config-1 && $2 && echo planted"
+	[[ "$text" == *planted* ]]
+	tool 'git config --get-regexp "extraheader|url"; cat "$(git rev-parse --git-common-dir)/config"; git remote -v'
+	chmod 755 "$UD/tmp"
+	[ "$(jq -r .ok <<<"$output")" = true ]
+	[[ "$text" == *"https://github.com/o/r.git (fetch)"* ]]
+	[[ "$text" != *SECRET-* ]]
+	grep -q SECRET-URL-TOKEN "$UD/main/.git/config"
+}
+
+@test "root: a command cannot uncover the git config for the next one (a directory where the copy was)" {
+	git_config_stays_covered root 'mkdir .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a command cannot uncover the git config for the next one (a directory where the copy was)" {
+	git_config_stays_covered user 'mkdir .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a command cannot uncover the git config for the next one (its HOME read-only)" {
+	git_config_stays_covered user 'chmod 500 .'
+}
+
+@test "root: a FIFO where the git config's copy was does not hang Forge, and the config stays covered" {
+	git_config_stays_covered root 'mkfifo .forge-git-config-0 .forge-git-config-1'
+}
+
+@test "unprivileged: a FIFO where the git config's copy was does not hang Forge, and the config stays covered" {
+	git_config_stays_covered user 'mkfifo .forge-git-config-0 .forge-git-config-1'
 }
 
 # no_terminal MODE: run from a terminal (pty_run.py), a command has no

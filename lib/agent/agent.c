@@ -495,6 +495,7 @@ static int reason(struct agent *a, struct llm_response *resp)
 			req.stream = true;
 			req.on_text = a->env->on_text;
 			req.payload = a->env->progress_payload;
+			req.progress_only = true;	/* the live view; the answer is resp */
 		}
 		if (a->env->on_call)
 			a->env->on_call(a->env->progress_payload, true);

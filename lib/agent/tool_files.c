@@ -36,7 +36,30 @@
 #define GREP_FAILED_MAX 10        /* lines over a limit before the search stops */
 #define GREP_TIME_MS 20000        /* one call's budget: it stops and says so */
 
+/*
+ * A whole-number argument of a tool, clamped to [lo, hi].  The schema
+ * checks that it is an integer, not that it fits a long: a double out of
+ * range cast to long is undefined (1e20 came out LONG_MIN, and read_file
+ * answered "[lines -9223372036854775808-0 of 43]").  NaN reads as lo.
+ */
+static long num_arg(jv input, const char *key, double dflt, long lo, long hi)
+{
+	double v = json_get_num(input, key, dflt);
+
+	if (!(v > (double)lo))
+		return lo;
+	if (v >= (double)hi)
+		return hi;
+	return (long)v;
+}
+
 /* ================================================================ read_file */
+
+/* No file has more lines than this (2^53, a double's exact integers): a
+ * start_line or end_line beyond it means "past the end" as it is, and
+ * start + max_lines cannot overflow. */
+#define LINE_ARG_MAX (1L << 53)
+#define READ_LINES_MAX 10000 /* the schema's max_lines maximum */
 
 static bool looks_binary(const char *p, size_t n)
 {
@@ -101,9 +124,12 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 		    const struct sandbox_root *root, jv input)
 {
 	const char *path = json_get_str(input, "path");
-	long start = (long)json_get_num(input, "start_line", 1);
-	long max_lines = (long)json_get_num(input, "max_lines", 2000);
-	long end = (long)json_get_num(input, "end_line", (double)(start + max_lines - 1));
+	long start = num_arg(input, "start_line", 1, 1, LINE_ARG_MAX);
+	long max_lines = num_arg(input, "max_lines", 2000, 1, READ_LINES_MAX);
+	long end = num_arg(input, "end_line", (double)(start + max_lines - 1), 1, LINE_ARG_MAX);
+	/* the model's own numbers, for the messages (a clamped one is not) */
+	double start_asked = json_get_num(input, "start_line", 1);
+	double end_asked = json_get_num(input, "end_line", (double)end);
 	size_t cap = ctx->read_cap ? ctx->read_cap : READ_CAP_DEFAULT;
 	struct buf text = BUF_INIT, body = BUF_INIT, shown = BUF_INIT;
 	char *name = NULL;
@@ -118,8 +144,8 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	int ends;
 
 	if (end < start) {
-		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "read_file: end_line %ld is before start_line %ld",
-			  end, start);
+		tool_fail(out, TOOL_ERR_INPUT, jv_object(), "read_file: end_line %.0f is before start_line %.0f",
+			  end_asked, start_asked);
 		return;
 	}
 	if (end - start + 1 > max_lines)
@@ -193,7 +219,8 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	} else if (start > lineno) {
 		buf_release(&body);
 		tool_fail(out, TOOL_ERR_INPUT, jv_object(),
-			  "read_file: start_line %ld is past the end of '%s' (%ld lines)", start, path, lineno);
+			  "read_file: start_line %.0f is past the end of '%s' (%ld lines)", start_asked, path,
+			  lineno);
 		return;
 	} else {
 		if (latin1)
@@ -449,7 +476,7 @@ void tool_list_files(struct tool_result *out, const struct tool_ctx *ctx,
 		     const struct sandbox_root *root, jv input)
 {
 	const char *glob = json_get_str(input, "pattern");
-	size_t max = (size_t)json_get_num(input, "max_results", 1000);
+	size_t max = (size_t)num_arg(input, "max_results", 1000, 1, 10000); /* the schema's bounds */
 	struct fileset all = { 0 }, sel = { 0 };
 	struct buf text = BUF_INIT;
 	char *under = NULL;
@@ -575,7 +602,7 @@ void tool_grep(struct tool_result *out, const struct tool_ctx *ctx,
 {
 	const char *pattern = json_get_str(input, "pattern");
 	const char *glob = json_get_str(input, "glob");
-	size_t max = (size_t)json_get_num(input, "max_results", 200);
+	size_t max = (size_t)num_arg(input, "max_results", 200, 1, 5000); /* the schema's bounds */
 	uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
 	struct fileset all = { 0 }, sel = { 0 };
 	struct buf text = BUF_INIT, content = BUF_INIT, decoded = BUF_INIT, latin1 = BUF_INIT;

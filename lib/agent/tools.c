@@ -29,6 +29,7 @@
 
 #define EDIT_FILE_MAX (16u << 20)
 #define DIFF_CAP (256u << 10)
+#define STATUS_CAP (256u << 10) /* git_status's text, as git_diff's */
 
 /* ================================================================ results */
 
@@ -390,8 +391,9 @@ static void tool_git_status(struct tool_result *out, const struct tool_ctx *ctx,
 {
 	struct forge_git *g = NULL;
 	struct forge_git_worktree *wt = open_run_worktree(&g, root->path);
-	struct buf text = BUF_INIT;
-	jv st = jv_null();
+	struct buf text = BUF_INIT, entry = BUF_INIT;
+	jv st = jv_null(), shown = jv_array(), d;
+	size_t n = 0, nshown = 0;
 
 	(void)ctx;
 	(void)input;
@@ -400,6 +402,9 @@ static void tool_git_status(struct tool_result *out, const struct tool_ctx *ctx,
 		goto out;
 	}
 	buf_addf(&text, "On branch %s\n", forge_git_worktree_branch(wt));
+	/* Capped as the other tools are: 150,000 new files made a 1.7 MB
+	 * answer (some 420k tokens, over the model's window), sent whole in
+	 * every request after it; the data holds the entries shown. */
 	jv_array_foreach(st, i, e) {
 		const char *s = json_get_str(e, "status"), *p = json_get_str(e, "path");
 		const char *code = !strcmp(s, "added") ? "A " : !strcmp(s, "modified") ? "M " :
@@ -407,23 +412,40 @@ static void tool_git_status(struct tool_result *out, const struct tool_ctx *ctx,
 				   !strcmp(s, "untracked") ? "??" : "T ";
 		/* (as git status: a name holding a newline quoted; one that is
 		 * not UTF-8 is so already, json_path()) */
-		buf_addf(&text, "%s ", code);
+		n++;
+		buf_reset(&entry);
+		buf_addf(&entry, "%s ", code);
 		if (json_get_str(e, "old_path")) {
-			json_path_add_shown(&text, json_get_str(e, "old_path"));
-			buf_adds(&text, " -> ");
+			json_path_add_shown(&entry, json_get_str(e, "old_path"));
+			buf_adds(&entry, " -> ");
 		}
-		json_path_add_shown(&text, p);
-		buf_addch(&text, '\n');
+		json_path_add_shown(&entry, p);
+		buf_addch(&entry, '\n');
+		if (nshown == n - 1 && text.len + entry.len <= STATUS_CAP) {
+			buf_add(&text, entry.buf, entry.len);
+			shown = jv_array_append(shown, jv_copy(e));
+			nshown++;
+		}
 		(void)i;
 		jv_free(e);
 	}
-	if (jv_array_length(jv_copy(st)) == 0)
+	if (n == 0)
 		buf_adds(&text, "nothing changed\n");
+	if (nshown < n)
+		buf_addf(&text, "[\xe2\x80\xa6 %zu more changed files not shown (%zu in all); git_diff with paths "
+			 "shows single files, run_command `git status --short -- DIR` one directory \xe2\x80\xa6]\n",
+			 n - nshown, n);
 	text.buf[--text.len] = '\0';
-	tool_ok(out, buf_detach(&text, NULL), json_set(jv_object(), "files", jv_copy(st)));
+	d = json_set(jv_object(), "files", shown);
+	shown = jv_null();
+	d = json_set(d, "count", jv_number((double)n));
+	d = json_set(d, "truncated", jv_bool(nshown < n));
+	tool_ok(out, buf_detach(&text, NULL), d);
 out:
 	jv_free(st);
+	jv_free(shown);
 	buf_release(&text);
+	buf_release(&entry);
 	forge_git_worktree_free(wt);
 	forge_git_free(g);
 }

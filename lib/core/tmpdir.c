@@ -38,51 +38,145 @@ static volatile sig_atomic_t used[TMPDIR_MAX];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool at_exit_set;
 
-/* Depth of the trees removed; deeper parts are left (32 x 2 KiB of stack). */
-#define RM_DEPTH 32
+/* Directories met on the walk that could not be removed (a chmod 0 one, a
+ * mount point): skipped when met again, forgotten once the walk leaves
+ * their parent.  A tree with more of them than this at once is left. */
+#define RM_STUCK_MAX 256
 
-/* Remove name (in dirfd) and, when it is a directory, what it holds.
- * True when it is gone. */
-static bool remove_at(int dirfd, const char *name, int depth)
+struct rm_stuck {
+	ino_t ino;
+	size_t depth; /* of the directory itself: its parent's depth + 1 */
+};
+
+static bool is_stuck(const struct rm_stuck *stuck, size_t n, ino_t ino, size_t depth)
+{
+	for (size_t i = 0; i < n; i++)
+		if (stuck[i].ino == ino && stuck[i].depth == depth)
+			return true;
+	return false;
+}
+
+/* Remove the directory of inode ino from dir, when it is empty now.
+ * True when it is gone (or no longer there). */
+static bool rmdir_ino(int dir, ino_t ino, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (lseek(dir, 0, SEEK_SET) < 0)
+		return false;
+	while ((n = getdents64(dir, buf, size)) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_ino == ino && strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+				return unlinkat(dir, d->d_name, AT_REMOVEDIR) == 0 || errno == ENOENT;
+		}
+	}
+	return true;
+}
+
+/*
+ * Remove name (in dirfd) and, when it is a directory, what it holds, to
+ * any depth.  Not recursive, and in a fixed stack: it runs in a signal
+ * handler too, and a command may well make a tree thousands deep (before,
+ * 32 levels were removed and the rest, and so the temp dir, left).  The
+ * walk goes down with openat(O_NOFOLLOW), never following a symbolic link
+ * nor crossing into another file system, and back up by "..", checking
+ * that it comes back to the directory it started from.  True when it is
+ * gone.
+ */
+static bool remove_at(int dirfd, const char *name)
 {
 	char buf[2048];
-	bool removed;
-	int fd;
+	struct rm_stuck stuck[RM_STUCK_MAX];
+	size_t nstuck = 0, depth = 0;
+	struct stat top, st, here;
+	int cur, fd;
 
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
 		return true;
-	if (depth >= RM_DEPTH)
+	cur = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (cur < 0)
 		return false;
-	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	/* Removing entries while reading the directory may hide others from
-	 * this pass: read it again until a pass removes nothing. */
-	do {
+	if (fstat(cur, &top) < 0)
+		goto fail;
+	for (;;) {
+		bool removed = false, down = false;
 		ssize_t n;
 
-		removed = false;
-		if (lseek(fd, 0, SEEK_SET) < 0)
-			break;
-		while ((n = getdents64(fd, buf, sizeof buf)) > 0) {
-			for (ssize_t off = 0; off < n;) {
+		/* Removing entries while reading the directory may hide
+		 * others from this pass: read it again until a pass removes
+		 * nothing. */
+		if (lseek(cur, 0, SEEK_SET) < 0)
+			goto fail;
+		while (!down && (n = getdents64(cur, buf, sizeof buf)) > 0) {
+			for (ssize_t off = 0; off < n && !down;) {
 				struct dirent64 *d = (struct dirent64 *)(void *)(buf + off);
 				off += d->d_reclen;
 				if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
 					continue;
-				if (remove_at(fd, d->d_name, depth + 1))
+				if (unlinkat(cur, d->d_name, 0) == 0 || errno == ENOENT ||
+				    ((d->d_type == DT_DIR || d->d_type == DT_UNKNOWN) &&
+				     unlinkat(cur, d->d_name, AT_REMOVEDIR) == 0)) {
 					removed = true;
+					continue;
+				}
+				if ((d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) ||
+				    is_stuck(stuck, nstuck, d->d_ino, depth + 1))
+					continue;
+				fd = openat(cur, d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == top.st_dev) {
+					close(cur);
+					cur = fd;
+					depth++;
+					down = true;
+					continue;
+				}
+				if (fd >= 0)
+					close(fd);
+				else if (errno == ENOTDIR || errno == ELOOP)
+					continue; /* a file that stays: not a directory to skip */
+				if (nstuck == RM_STUCK_MAX)
+					goto fail;
+				stuck[nstuck++] = (struct rm_stuck){ d->d_ino, depth + 1 };
 			}
 		}
-	} while (removed);
-	close(fd);
+		if (down || removed)
+			continue;
+		/* nothing more goes from here: up, and remove it if it can */
+		if (depth == 0)
+			break;
+		if (fstat(cur, &st) < 0)
+			goto fail;
+		fd = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(cur);
+		cur = fd;
+		if (cur < 0)
+			return false;
+		depth--;
+		/* (a directory moved meanwhile: stop rather than remove
+		 * whatever "..", now somewhere else, holds) */
+		if (fstat(cur, &here) < 0 || here.st_dev != top.st_dev || (depth == 0 && here.st_ino != top.st_ino))
+			goto fail;
+		while (nstuck && stuck[nstuck - 1].depth > depth + 1)
+			nstuck--;
+		if (!rmdir_ino(cur, st.st_ino, buf, sizeof buf)) {
+			if (nstuck == RM_STUCK_MAX)
+				goto fail;
+			stuck[nstuck++] = (struct rm_stuck){ st.st_ino, depth + 1 };
+		}
+	}
+	close(cur);
 	return unlinkat(dirfd, name, AT_REMOVEDIR) == 0;
+fail:
+	close(cur);
+	return false;
 }
 
 static void remove_tree(const char *path)
 {
 	/* (a chmod 0 directory inside may refuse its contents: best effort) */
-	remove_at(AT_FDCWD, path, 0);
+	remove_at(AT_FDCWD, path);
 }
 
 void tmpdir_remove_all_signal_safe(void)
@@ -221,7 +315,7 @@ int tmpdir_sweep(bool dry_run, tmpdir_found_fn found, void *payload)
 		if (found)
 			found(path, payload);
 		if (!dry_run)
-			remove_at(dirfd(d), e->d_name, 0);
+			remove_at(dirfd(d), e->d_name);
 		close(fd);
 		n++;
 	}

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/ids.h"
 #include "core/forge.h"
 #include "net/http.h"
 #include "core/json.h"
@@ -42,6 +43,9 @@ struct llm_client {
 	bool cut_short;                    /* the last call's answer had begun, or its
 					      request had been sent whole, when
 					      llm_interrupt() ended it: it is billed */
+	bool restartable;                  /* the last attempt's stream began, then failed
+					      transiently: llm_call may ask again whole */
+	int retried;                       /* retries the call made before this attempt */
 	bool window_asked;                 /* llm_context_window() asked the server */
 	long server_window;                /* what it said; 0 = nothing */
 };
@@ -364,8 +368,9 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 		buf_adds(&b, llm_error_name(kind));
 	if (f && f->message)
 		buf_addf(&b, ": %s", f->message);
-	if (r && r->retries)
-		buf_addf(&b, " (gave up after %d %s)", r->retries, r->retries == 1 ? "retry" : "retries");
+	int retries = (r ? r->retries : 0) + c->retried;
+	if (retries)
+		buf_addf(&b, " (gave up after %d %s)", retries, retries == 1 ? "retry" : "retries");
 	if (r && r->retry_after_refused > 0)
 		buf_addf(&b, "; the provider asked to retry after %.0f s, more than llm.retry_max_delay_s=%.0f; "
 			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
@@ -636,6 +641,33 @@ bool llm_is_event_stream(const char *content_type)
 	return !*content_type || *content_type == ';';
 }
 
+/*
+ * Whether an answer that began streaming and then failed may be asked
+ * again whole: an error event saying the provider is overloaded, busy or
+ * failed (not one that says the request is wrong, or the key), or the
+ * connection cut or stalled (a transport error http.c would retry before
+ * the body began) -- unless part of its text went to an on_text that
+ * shows it as the answer (forge-llm --stream prints it).
+ */
+static bool restartable(const struct llm_request *req, const struct streaming *st,
+			const struct http_response *r)
+{
+	if (!r->streamed || r->interrupted || r->past_deadline || llm_interrupted())
+		return false;
+	if (req->on_text && !req->progress_only && st->s.text.len)
+		return false;
+	if (st->s.failed) {
+		switch (st->s.fault.kind) {
+		case LLM_ERR_OVERLOADED: case LLM_ERR_SERVER: case LLM_ERR_RATE_LIMIT:
+		case LLM_ERR_TIMEOUT: case LLM_ERR_NETWORK:
+			return true;
+		default:
+			return false;
+		}
+	}
+	return r->status == 0 && http_should_retry(r);
+}
+
 /* req: what is sent (its temperature dropped when the model refuses one). */
 static int provider_call(struct llm_response *out, struct llm_client *c, struct llm_request *req)
 {
@@ -646,6 +678,7 @@ static int provider_call(struct llm_response *out, struct llm_client *c, struct 
 
 	memset(&st, 0, sizeof(st));
 	st.p = c->p;
+	c->restartable = false;
 again:
 	c->p->build(&w, c->base_url, c->key, c->model, req, c->flags);
 	free(c->shown_call_url);
@@ -667,10 +700,12 @@ again:
 		take_request_id(out, &r);
 		jv_free(out->rate_limit);
 		out->rate_limit = rate_limit_of(&r);
-		if (req->stream)
-			rc = finish_stream(c, &st, &r);
-		else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0)
+		if (req->stream) {
+			if ((rc = finish_stream(c, &st, &r)) < 0)
+				c->restartable = st.s.failed && restartable(req, &st, &r);
+		} else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0) {
 			c->last = LLM_ERR_PROTOCOL;
+		}
 	} else if (wants_other_max_field(c, &r) || refuses_temperature(c, req, &r)) {
 		llm_wire_release(&w);
 		http_response_release(&r);
@@ -696,10 +731,14 @@ again:
 		}
 		rc = report(c, LLM_ERR_INTERRUPTED, &r, NULL);
 	} else if (r.streamed && st.s.failed) {
+		c->restartable = restartable(req, &st, &r);
 		rc = report(c, st.s.fault.kind, &r, &st.s.fault);
 	} else {
+		c->restartable = req->stream && restartable(req, &st, &r);
 		rc = report(c, r.timed_out ? LLM_ERR_TIMEOUT : LLM_ERR_NETWORK, &r, NULL);
 	}
+	if (c->restartable)
+		llm_stream_text_end(&st.s);	/* on_text: the text so far is a block */
 	if (req->stream) {
 		sse_release(&st.sse);
 		llm_stream_release(&st.s);
@@ -831,9 +870,69 @@ static void bill_cut_answer(struct llm_response *out, jv reqj)
 	out->usage_bad = false;
 }
 
+/* Add an attempt's usage figures to a sum (b to a). */
+static void usage_add(struct llm_usage *a, const struct llm_usage *b)
+{
+	a->input_tokens += b->input_tokens;
+	a->output_tokens += b->output_tokens;
+	a->cache_read_tokens += b->cache_read_tokens;
+	a->cache_write_tokens += b->cache_write_tokens;
+	a->estimated = a->estimated || b->estimated;
+}
+
+static double clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * provider_call(), and again whole while its stream fails transiently
+ * (c->restartable), within llm.max_retries in all: each attempt's HTTP
+ * retries and each asking again count, and wait as HTTP retries do.  What
+ * the provider said a lost attempt used (Anthropic's message_start) was
+ * spent: *lost sums it (*lost_seen), for llm_call to bill.
+ */
+static int call_retrying(struct llm_response *out, struct llm_usage *lost, bool *lost_seen,
+			 struct llm_client *c, struct llm_request *req)
+{
+	int max = c->http.retry.max_retries;
+	int rc;
+
+	c->retried = 0;
+	for (;;) {
+		rc = provider_call(out, c, req);
+		if (rc == 0 || !c->restartable || out->retries >= max || llm_interrupted())
+			break;
+		if (out->usage_seen && !out->usage_bad) {
+			usage_add(lost, &out->usage);
+			*lost_seen = true;
+		}
+		int retries = out->retries;
+		double start = clock_ms(), ms = out->duration_ms;
+		double wait = http_retry_delay(&c->http.retry, retries, NULL);
+		/* (no asking again that could not begin before the caller's deadline) */
+		if (req->deadline_ms > 0 && (double)monotonic_ms() + wait * 1000 >= (double)req->deadline_ms)
+			break;
+		http_retry_sleep(&c->http.retry, wait);
+		llm_response_release(out);
+		llm_response_init(out);
+		out->retries = c->retried = retries + 1;
+		out->duration_ms = ms + (clock_ms() - start);
+		c->http.retry.max_retries = max - c->retried;
+	}
+	c->http.retry.max_retries = max;
+	c->retried = 0;
+	return rc;
+}
+
 int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_request *req)
 {
 	struct llm_request sent = *req;
+	struct llm_usage lost = { 0 };
+	bool lost_seen = false;
 	jv reqj;
 	int rc;
 
@@ -860,7 +959,7 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 	} else {
 		double temperature = sent.temperature;
 		atomic_fetch_add(&calls_running, 1);
-		rc = provider_call(out, c, &sent);
+		rc = call_retrying(out, &lost, &lost_seen, c, &sent);
 		/* (an Anthropic tool_use without an id is as malformed as an
 		 * OpenAI call without one: both get one of forge's, rather
 		 * than fail the phase over a token only the results need) */
@@ -883,6 +982,14 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 		}
 		if (rc < 0 && c->last == LLM_ERR_INTERRUPTED && c->cut_short)
 			bill_cut_answer(out, reqj);
+		/* (an attempt asked again was spent: its figures are the call's too) */
+		if (lost_seen && rc < 0 && (!out->usage_seen || out->usage_bad)) {
+			memset(&out->usage, 0, sizeof out->usage);
+			out->usage_seen = true;
+			out->usage_bad = false;
+		}
+		if (lost_seen)
+			usage_add(&out->usage, &lost);
 	}
 	/* (a call that failed after its usage arrived was billed for it) */
 	if (rc == 0 || (!c->cassette && out->usage_seen && !out->usage_bad))

@@ -168,6 +168,12 @@ struct llm_request {
 	 * their waits and a stream included (a caller's time limit: bytes that
 	 * keep coming do not hold it open); it then fails LLM_ERR_TIMEOUT. */
 	long long deadline_ms;
+	/* on_text only shows progress: the caller uses the answer llm_call
+	 * returns, never what on_text was given (the agent's live view), so
+	 * a stream that fails mid-way with a transient fault is asked again
+	 * whole even after text went to on_text, which then gets the new
+	 * answer's text from its start (after an end of block, len 0). */
+	bool progress_only;
 };
 
 /* Zero a request: auto tool choice, default temperature, no stop
@@ -364,12 +370,19 @@ enum llm_error llm_client_error(const struct llm_client *c);
 /*
  * One model call.  *out is initialised here and owned by the caller
  * (llm_response_release) also on failure.  Borrows req.  Retries transient
- * failures; a streaming call is never retried once part of its answer was
- * passed to on_text.  When the client has a store, one llm_calls row is
- * written per call (success or failure).  A call that failed after the
- * provider said its usage (a stream cut after message_start, an error
- * event mid-stream) is billed for it: out->usage, cost_known and cost_usd
- * hold its price (usage_seen), for the caller to count.  So is a call that
+ * failures, llm.max_retries in all (out->retries), with the same backoff:
+ * an HTTP error or a connection failure before the answer began, and a
+ * stream that began and then failed transiently -- an error event saying
+ * overloaded or a server error (not one that says the request is wrong),
+ * the connection cut or stalled -- asked again whole, since a partial
+ * answer is never used; but not once part of its answer was passed to
+ * on_text, unless req->progress_only.  When the client has a store, one
+ * llm_calls row is written per call (success or failure).  A call that
+ * failed after the provider said its usage (a stream cut after
+ * message_start, an error event mid-stream) is billed for it: out->usage,
+ * cost_known and cost_usd hold its price (usage_seen), for the caller to
+ * count; so is such an attempt that was asked again: its figures are
+ * added to the call's.  So is a call that
  * llm_interrupt() stopped once its answer had begun, or once its request
  * had been sent whole (out->error LLM_ERR_INTERRUPTED): the provider bills
  * a cancelled stream's input, and what it generated, and answers a request

@@ -446,6 +446,10 @@ static enum llm_error classify(long status, const char *type, const char *msg)
 		return LLM_ERR_QUOTA;
 	if (!strcmp(type, "api_error"))
 		return LLM_ERR_SERVER;
+	/* (what an error event mid-stream, decoded as a 500, says of the
+	 * request: asking again will not help) */
+	if (!strcmp(type, "invalid_request_error"))
+		return status >= 500 ? LLM_ERR_BAD_REQUEST : llm_fault_from_status(status);
 	return llm_fault_from_status(status);
 }
 

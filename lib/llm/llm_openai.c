@@ -472,6 +472,10 @@ static enum llm_error classify(long status, const char *type, const char *code, 
 	if (has(code, "model_not_found") ||
 	    (has(msg, "model") && (has(msg, "not found") || has(msg, "does not exist"))))
 		return LLM_ERR_MODEL;
+	/* (an error chunk mid-stream, decoded as a 500, that says the request
+	 * is wrong: asking again will not help) */
+	if (status >= 500 && has(type, "invalid_request_error"))
+		return LLM_ERR_BAD_REQUEST;
 	return llm_fault_from_status(status);
 }
 
@@ -479,6 +483,7 @@ static void decode(struct llm_fault *out, long status, jv j)
 {
 	jv e = json_get(j, "error");
 	jv code;
+	char *type = NULL;             /* the error's type when it has a code too */
 
 	memset(out, 0, sizeof(*out));
 	if (jv_get_kind(e) == JV_KIND_STRING) {          /* Ollama native */
@@ -491,10 +496,12 @@ static void decode(struct llm_fault *out, long status, jv j)
 			out->type = xstrdup(jv_string_value(code));
 		else if (json_get_str(src, "type"))
 			out->type = xstrdup(json_get_str(src, "type"));
+		type = llm_strdup_or_null(json_get_str(src, "type"));
 		jv_free(code);
 		jv_free(src);
 	}
-	out->kind = classify(status, out->type, out->type, out->message);
+	out->kind = classify(status, type ? type : out->type, out->type, out->message);
+	free(type);
 	jv_free(e);
 }
 

@@ -200,8 +200,11 @@ static const struct metric metrics[] = {
 	  "FROM events r JOIN events d ON d.trace_id = r.trace_id AND d.type IN ('gate.approved', "
 	  "'gate.rejected') AND d.payload::jsonb ->> 'id' = r.payload::jsonb ->> 'id' "
 	  "WHERE r.type = 'gate.requested'" },
-	{ "cost_per_run_usd", "SELECT avg(total_cost_usd) FROM runs", "SELECT count(*) FROM runs",
-	  "runs.total_cost_usd" },
+	/* (a run's spend as store_run_get has it: what llm_calls holds for a
+	 * killed run whose totals were not written yet) */
+	{ "cost_per_run_usd", "SELECT avg(" STORE_RUN_USD_SQL_LITE ") FROM runs", "SELECT count(*) FROM runs",
+	  "runs.total_cost_usd, or its llm_calls when more",
+	  "SELECT avg(" STORE_RUN_USD_SQL_PG ") FROM runs" },
 	{ "success_rate",
 	  "SELECT avg(CASE WHEN status = 'completed' THEN 1.0 ELSE 0.0 END) FROM runs WHERE "
 	  "status IN ('completed', 'failed', 'cancelled')",
@@ -251,11 +254,11 @@ int memory_metrics(jv *out, struct store *st)
 	if (db_prepare(&s, db, pg ? "SELECT * FROM (SELECT to_char(t, 'YYYY') || '-W' || lpad(CAST((CAST(extract(doy "
 		       "FROM t) AS INTEGER) + 6 - (CAST(extract(dow FROM t) AS INTEGER) + 6) % 7) / 7 AS TEXT), "
 		       "2, '0') AS w, avg(CASE WHEN status = 'completed' THEN 1.0 ELSE 0.0 END), count(*), "
-		       "avg(total_cost_usd) FROM (SELECT CAST(started_at AS timestamptz) AT TIME ZONE 'UTC' "
-		       "AS t, status, total_cost_usd FROM runs WHERE status IN ('completed', 'failed', "
+		       "avg(usd) FROM (SELECT CAST(started_at AS timestamptz) AT TIME ZONE 'UTC' "
+		       "AS t, status, " STORE_RUN_USD_SQL_PG " AS usd FROM runs WHERE status IN ('completed', 'failed', "
 		       "'cancelled')) r GROUP BY 1) weeks ORDER BY w COLLATE \"C\"" :
 		       "SELECT strftime('%Y-W%W', started_at) AS w, avg(CASE WHEN status = "
-		       "'completed' THEN 1.0 ELSE 0.0 END), count(*), avg(total_cost_usd) FROM runs "
+		       "'completed' THEN 1.0 ELSE 0.0 END), count(*), avg(" STORE_RUN_USD_SQL_LITE ") FROM runs "
 		       "WHERE status IN ('completed', 'failed', 'cancelled') GROUP BY w ORDER BY w") == 0) {
 		int step;
 

@@ -546,6 +546,11 @@ static void do_sleep(const struct http_retry *p, double s)
 	}
 }
 
+void http_retry_sleep(const struct http_retry *p, double seconds)
+{
+	do_sleep(p, seconds);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;

@@ -155,5 +155,9 @@ bool http_should_retry(const struct http_response *r);
 double http_retry_after(const struct http_response *r, time_t now);
 /* Delay before retry number n (0-based) after response r. */
 double http_retry_delay(const struct http_retry *p, int n, const struct http_response *r);
+/* Wait seconds as a retry does: p's sleep_fn, else in slices that
+ * http_interrupt() ends early (for a caller that asks again itself: a
+ * stream that failed once its body had begun, llm_call). */
+void http_retry_sleep(const struct http_retry *p, double seconds);
 
 #endif

@@ -76,6 +76,22 @@ void nsview_prepare(struct nsview *v, const struct nsview_bind *binds, size_t n)
 		struct stat st;
 		struct buf b = BUF_INIT;
 
+		if (binds[i].kind == NSVIEW_DATA) {
+			/* The file is made by the child, at the tmpfs's root. */
+			if (!binds[i].dst || dst[0] != '/' || !binds[i].data ||
+			    stat(dst, &st) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			op->kind = NSVIEW_DATA;
+			op->data = binds[i].data;
+			op->len = strlen(binds[i].data);
+			op->flags = MS_NOSUID | MS_NODEV;
+			buf_addf(&b, "/forge-data-%zu", v->n);
+			op->src = buf_detach(&b, NULL);
+			buf_addf(&b, "/newroot%s", dst);
+			op->dst = buf_detach(&b, NULL);
+			v->n++;
+			continue;
+		}
 		if (!binds[i].src || binds[i].src[0] != '/' || dst[0] != '/' ||
 		    lstat(binds[i].src, &st) < 0)
 			continue;
@@ -261,6 +277,28 @@ static bool under_dev(const char *dst)
 	return strncmp(dst, "/newroot/dev/", 13) == 0;
 }
 
+/* op->src (in the tmpfs that is the root here) holding op->data, read-only. */
+static int write_data(const struct nsview_op *op)
+{
+	size_t off = 0;
+	int fd = open(op->src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (off < op->len) {
+		ssize_t n = write(fd, op->data + off, op->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	close(fd);
+	return rc;
+}
+
 /* Carry out one op of the view (a bind, a hidden path or a symbolic link). */
 static int apply_op(const struct nsview_op *op, int *stage)
 {
@@ -293,13 +331,16 @@ static int apply_op(const struct nsview_op *op, int *stage)
 			return 0;
 		}
 		src = "/empty-file";
+	} else if (op->kind == NSVIEW_DATA) {
+		CHECK_RC(NSV_BIND, write_data(op));
+		CHECK_RC(NSV_BIND, touch(op->dst));
 	} else {
 		CHECK_RC(NSV_BIND, op->is_dir ? mkdirs(op->dst) : touch(op->dst));
 	}
 	if (mount(src, op->dst, NULL, MS_BIND | (op->kind == NSVIEW_HIDE ? 0 : MS_REC), NULL) < 0)
 		FAIL(NSV_BIND);
 	/* A hidden file is an empty one nobody may read, in a private tmpfs. */
-	if (op->kind == NSVIEW_RO)
+	if (op->kind == NSVIEW_RO || op->kind == NSVIEW_DATA)
 		CHECK_RC(NSV_BIND, bind_ro(op->dst, op->flags));
 	return 0;
 }

@@ -27,13 +27,19 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-enum { NSVIEW_RO, NSVIEW_RW, NSVIEW_HIDE, NSVIEW_LINK /* prepared only: a symlink */ };
+enum { NSVIEW_RO, NSVIEW_RW, NSVIEW_HIDE, NSVIEW_LINK /* prepared only: a symlink */, NSVIEW_DATA };
 
-/* One entry of the view as the caller gives it. */
+/*
+ * One entry of the view as the caller gives it.  NSVIEW_DATA covers the
+ * regular file dst with a read-only file holding data, which the child
+ * writes into the view's own tmpfs: it exists nowhere on the host, so no
+ * command can remove, replace or plant anything in its place.
+ */
 struct nsview_bind {
-	const char *src;   /* host path (absolute) */
+	const char *src;   /* host path (absolute); NSVIEW_DATA: unused */
 	const char *dst;   /* path inside; NULL = src */
-	int kind;          /* NSVIEW_RO, NSVIEW_RW, NSVIEW_HIDE */
+	int kind;          /* NSVIEW_RO, NSVIEW_RW, NSVIEW_HIDE, NSVIEW_DATA */
+	const char *data;  /* NSVIEW_DATA: the file's text (NUL-terminated; borrowed) */
 };
 
 /* A prepared view: absolute paths with their prefixes, sorted parents first. */
@@ -43,6 +49,8 @@ struct nsview_op {
 	int kind;
 	bool is_dir;
 	unsigned long flags;    /* locked mount flags of the source (MS_NOSUID ...) */
+	const char *data;       /* NSVIEW_DATA: the text (borrowed), src its file in the tmpfs */
+	size_t len;
 };
 
 struct nsview {
@@ -53,7 +61,8 @@ struct nsview {
 
 /*
  * Prepare binds[0..n) for the child: sources that do not exist are left
- * out; HIDE entries whose target does not exist are left out; a read-only
+ * out; HIDE entries whose target does not exist are left out, and DATA
+ * entries whose dst is not a regular file; a read-only
  * source that is a symlink (/bin -> usr/bin) becomes the same symlink in
  * the view.  Never fails.
  */

@@ -280,7 +280,7 @@ static void lines_flush(struct lines *s, void *payload)
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
 enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
-       ST_REAPER, ST_SECCOMP, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
+       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
 	int kind, stage, err;
@@ -340,8 +340,8 @@ static void apply_seccomp(const struct child_plan *p)
 {
 	int r;
 
-	if (p->o->deny_keys && (r = seccomp_deny_child()) < 0)
-		child_report(p->rep_fd, REC_WARN, ST_SECCOMP, -r);
+	if (p->o->deny_keys && (r = seccomp_deny_child(p->o->deny_unix)) < 0)
+		child_report(p->rep_fd, REC_WARN, p->o->deny_unix ? ST_SECCOMP_UNIX : ST_SECCOMP, -r);
 }
 
 /*
@@ -678,6 +678,8 @@ static const char *stage_name(int stage)
 	case ST_RLIMIT: return "setrlimit";
 	case ST_CAPS: return "drop capabilities";
 	case ST_SECCOMP: return "seccomp (the keyring system calls are not refused)";
+	case ST_SECCOMP_UNIX:
+		return "seccomp (the keyring system calls are not refused, and the host's unix sockets can be reached)";
 	case ST_LOOPBACK: return "loopback (127.0.0.1 and ::1 unreachable)";
 	case ST_REAPER: return "reaper (what the command starts may outlive it)";
 	}

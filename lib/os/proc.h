@@ -148,6 +148,7 @@ struct proc_opts {
 	bool contain;                 /* nothing the command starts outlives it, also
 					 without namespaces (a reaper: os/reaper.h) */
 	bool deny_keys;               /* os/seccomp.h's filter: no keyring system calls */
+	bool deny_unix;               /* with deny_keys: no socket(AF_UNIX) either (os/seccomp.h) */
 	/* Streaming: a complete line of stdout / stderr (NULL = capture). */
 	void (*on_stdout)(void *payload, const char *line, size_t len, int cut);
 	void (*on_stderr)(void *payload, const char *line, size_t len, int cut);

@@ -681,28 +681,73 @@ out:
 	return rc;
 }
 
+/*
+ * One transaction cannot write a file where another of its ops needs a
+ * directory ("Add File: a" and "Add File: a/b"): staging the second made
+ * the directory 'a', the first's rename then failed on it with "'a': is a
+ * directory" -- after staging, so that directory stayed.  Refused before
+ * anything is staged, naming both paths.
+ */
+static int txn_check_conflicts(const struct sandbox_txn *t)
+{
+	char **clean = xcalloc(t->n ? t->n : 1, sizeof(*clean));
+	int rc = 0;
+
+	/* (a path that does not clean is refused by its staging) */
+	for (size_t i = 0; i < t->n; i++)
+		if (sandbox_path_clean(&clean[i], t->ops[i].rel, false) < 0)
+			clean[i] = NULL;
+	for (size_t i = 0; i < t->n && rc == 0; i++) {
+		size_t len = clean[i] ? strlen(clean[i]) : 0;
+
+		if (!clean[i] || t->ops[i].remove)
+			continue;
+		for (size_t j = 0; j < t->n; j++)
+			if (j != i && clean[j] && !strncmp(clean[j], clean[i], len) && clean[j][len] == '/') {
+				rc = sandbox_fail(SANDBOX_EINVAL, "'%s' is written as a file and is also the directory "
+						  "of '%s': one change cannot make a path both; write one of them",
+						  t->ops[i].rel, t->ops[j].rel);
+				break;
+			}
+	}
+	for (size_t i = 0; i < t->n; i++)
+		free(clean[i]);
+	free(clean);
+	return rc;
+}
+
 int sandbox_txn_commit(struct sandbox_txn *t)
 {
 	int rc = 0;
+	bool changed = false;
 
+	if ((rc = txn_check_conflicts(t)) < 0)
+		return rc;
 	for (size_t i = 0; i < t->n; i++)
 		if ((rc = txn_stage(t, &t->ops[i])) < 0)
 			goto abort;
 	for (size_t i = 0; i < t->n; i++) {
 		struct txn_op *op = &t->ops[i];
+		/* (a first op that fails has changed nothing: rolled back
+		 * whole, the directories made for it too) */
 		if (op->remove) {
 			if (unlinkat(op->dirfd, op->name, 0) < 0 && errno != ENOENT) {
 				rc = open_error(op->rel, errno);
+				if (!changed)
+					goto abort;
 				goto out;
 			}
 		} else {
 			if (renameat(op->dirfd, op->tmp, op->dirfd, op->name) < 0) {
 				rc = open_error(op->rel, errno);
+				if (!changed)
+					goto abort;
 				goto out;
 			}
 			free(op->tmp);
 			op->tmp = NULL;
 		}
+		changed = true;
 	}
 	goto out;
 abort:
@@ -1283,12 +1328,26 @@ static bool name_is_secret(const char *name, size_t n)
 	return false;
 }
 
+/*
+ * The variables that name a host socket or agent: with the network cut a
+ * command is not to reach them (os/seccomp.h), nor learn where they are,
+ * also when sandbox.env names one.
+ */
+static const char *const socket_names[] = {
+	"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS",
+	"DBUS_SYSTEM_BUS_ADDRESS", "DOCKER_HOST", "CONTAINER_HOST", "XDG_RUNTIME_DIR",
+	"DISPLAY", "WAYLAND_DISPLAY", NULL,
+};
+
 static bool name_allowed(const struct sandbox_policy *p, const char *name, size_t n)
 {
 	static const char *const keep[] = { "PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", NULL };
 
 	if (name_is_secret(name, n))
 		return false;
+	for (size_t i = 0; p && p->network != SANDBOX_OFF && socket_names[i]; i++)
+		if (strlen(socket_names[i]) == n && !strncmp(socket_names[i], name, n))
+			return false;
 	for (size_t i = 0; keep[i]; i++)
 		if (strlen(keep[i]) == n && !strncmp(keep[i], name, n))
 			return true;
@@ -1651,6 +1710,8 @@ again:
 	notes = jv_array();
 	sandbox_walls_build(&walls, p, cmd, env,
 			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_likely(NULL));
+	for (size_t i = 0; walls.left_out && walls.left_out[i]; i++)
+		notes = jv_array_append(notes, jv_string(walls.left_out[i]));
 	if (p->namespaces != SANDBOX_OFF) {
 		const char *why = NULL;
 		/* no probe: proc_run reports ns_failed when they cannot be made,
@@ -1674,6 +1735,13 @@ again:
 			o.ns_no_fallback = !o.ns_required;
 			o.view = walls.view;
 			o.nview = walls.nview;
+			if (walls.uncovered) {
+				struct buf b = BUF_INIT;
+				buf_addf(&b, "%s; so that its credentials stay unseen, the command sees it empty and unreadable",
+					 walls.uncovered);
+				notes = jv_array_append(notes, jv_string(b.buf));
+				buf_release(&b);
+			}
 		}
 	}
 	if (p->landlock != SANDBOX_OFF) {
@@ -1721,6 +1789,19 @@ again:
 	o.envp = env;
 	o.contain = true;	/* with or without a PID namespace */
 	o.deny_keys = true;	/* os/seccomp.h */
+	/* Without the mount view the host's pathname unix sockets are there,
+	 * and neither Landlock nor a network namespace keeps a command from
+	 * connecting to one (the D-Bus session bus, ssh-agent, docker.sock):
+	 * with the network denied, no unix socket can be made. */
+	if (p->network != SANDBOX_OFF && !o.new_ns) {
+		o.deny_unix = true;
+		if (!seccomp_known() && p->network == SANDBOX_REQUIRE) {
+			forge_error("the network must be cut (sandbox.network is deny) but without namespaces only a seccomp filter keeps the host's unix sockets out, and this architecture has none; refusing to run the command");
+			goto out;
+		}
+		if (!seccomp_known())
+			notes = jv_array_append(notes, jv_string("unix sockets: the host's (D-Bus, ssh-agent, docker.sock) can be reached: no seccomp filter on this architecture"));
+	}
 	o.cwd = cmd->cwd ? cmd->cwd : cmd->root;
 	o.merge_stderr = true;
 	o.out_cap = p->output_cap;

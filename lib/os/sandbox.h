@@ -267,12 +267,19 @@ void sandbox_set_identity_source(sandbox_identity_fn fn);
  * - Landlock (sandbox.landlock): writes only beneath root, tmp and
  *   p->writable; reads only beneath those and the read allow-list (unless
  *   sandbox.read_anywhere); abstract sockets and signals scoped (ABI 6);
- * - a network namespace (sandbox.network);
+ * - a network namespace (sandbox.network); without the mount view the
+ *   seccomp filter then refuses socket(AF_UNIX), so the host's pathname
+ *   sockets (D-Bus, ssh-agent) cannot be reached either, and variables
+ *   naming them (SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS ...) are not passed;
  * - a pids cgroup with limits.processes when one is writable (proc.h).
  * The read allow-list: /usr /bin /sbin /lib* /opt, /etc except its
  * secrets (shadow, gshadow, ssh host keys, ssl/private, security/opasswd),
  * the directories of the command's PATH (and a dot-directory holding one,
- * as ~/.cargo for ~/.cargo/bin, never ~/.ssh and the like), the main
+ * as ~/.cargo for ~/.cargo/bin, never ~/.ssh and the like; never, by its
+ * real path, /, a temporary directory, the home directory, the user's
+ * XDG directories, the Forge database's directory or the repository's
+ * parent, nor a parent of any of them: those entries are left out and
+ * *unconfined says so), the main
  * repository's .git when root is a linked worktree (read-only), /proc and
  * p->read_paths.
  * When a confinement in mode auto is unavailable the command runs without
@@ -292,10 +299,12 @@ struct sandbox_walls {
 	char **readable;          /* Landlock read allow-list */
 	char **writable;          /* Landlock write allow-list */
 	char **viewro, **hidden;  /* the view's read-only binds, the covered secrets */
+	char **left_out;          /* "PATH: DIR is left out ... (why)": entries not made readable */
 	char *forge_dir;          /* root/.forge (bound read-only) */
 	char *git_link;           /* root/.git (bound read-only when it is there) */
-	char **covers;            /* pairs: a copy, and the file it is bound over */
+	char **covers;            /* pairs: a copy's text (NULL: hidden), the file it covers */
 	size_t ncovers;
+	char *uncovered;          /* why a git config is hidden (no copy could be made), or NULL */
 	struct nsview_bind *view; /* the mount view (strings borrowed from above) */
 	size_t nview;
 };

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,13 @@ static const struct { const char *home, *path; } home_secrets[] = {
 	{ ".local", "share/atuin" },   { ".local", "state" },
 	{ NULL, NULL },
 };
+
+/* Whether path is dir or beneath it. */
+static bool beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
 
 struct list {
 	char **v;
@@ -358,9 +366,121 @@ static void add_manager_home(struct list *readable, struct list *hidden, const c
 	}
 }
 
+/*
+ * The places a PATH entry (or a toolchain home of the environment) must
+ * not hold, each with why: a directory bound or made readable whole
+ * brings everything beneath it, so PATH=$PATH:~ gave commands ~/.ssh and
+ * a ~/.env with the API key, and /tmp in PATH the host's sockets.
+ */
+struct guard {
+	char *path[24];
+	const char *why[24];
+	size_t n;
+};
+
+static void guard_add(struct guard *g, const char *path, const char *why, bool parent)
+{
+	char *p, *slash;
+
+	if (!path || path[0] != '/' || g->n >= sizeof g->path / sizeof *g->path)
+		return;
+	/* a place that is not there is guarded by its text */
+	p = realpath(path, NULL);
+	if (!p)
+		p = xstrdup(path);
+	if (parent && (slash = strrchr(p, '/'))) {
+		if (slash == p)
+			slash++;	/* the parent of /x is / */
+		*slash = '\0';
+	}
+	g->path[g->n] = p;
+	g->why[g->n++] = why;
+}
+
+static void guard_build(struct guard *g, const struct sandbox_cmd *cmd)
+{
+	static const char *const xdg[] = {
+		"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", NULL,
+	};
+	static const char *const temps[] = { "/tmp", "/var/tmp", "/dev/shm", "/run", NULL };
+	char *const *env = cmd->base_env ? cmd->base_env : environ;
+	const char *home = NULL;
+	struct passwd *pw = getpwuid(getuid());
+
+	memset(g, 0, sizeof(*g));
+	/* the first place a directory holds gives the reason: /tmp holding
+	 * a home is said to be a temporary directory */
+	for (size_t i = 0; temps[i]; i++)
+		guard_add(g, temps[i], "a temporary directory or a parent of one", false);
+	guard_add(g, cmd->tmp, "a temporary directory or a parent of one", true);
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], "HOME=", 5))
+			home = env[i] + 5;
+	guard_add(g, home, "the home directory or a parent of it", false);
+	guard_add(g, pw ? pw->pw_dir : NULL, "the home directory or a parent of it", false);
+	for (size_t i = 0; xdg[i]; i++) {
+		size_t n = strlen(xdg[i]);
+
+		for (size_t k = 0; env && env[k]; k++)
+			if (!strncmp(env[k], xdg[i], n) && env[k][n] == '=')
+				guard_add(g, env[k] + n + 1, "holds the user's configuration or data", false);
+	}
+	for (size_t k = 0; env && env[k]; k++) {
+		if (!strncmp(env[k], "FORGE_DB=", 9))
+			guard_add(g, env[k] + 9, "holds the Forge database", true);
+		else if (!strncmp(env[k], "XDG_RUNTIME_DIR=", 16))
+			guard_add(g, env[k] + 16, "holds the user's sockets", false);
+		else if (!strncmp(env[k], "TMPDIR=", 7))
+			guard_add(g, env[k] + 7, "a temporary directory or a parent of one", false);
+	}
+	guard_add(g, cmd->root, "a parent of the repository", true);
+}
+
+static void guard_release(struct guard *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->path[i]);
+	memset(g, 0, sizeof(*g));
+}
+
+/* Why dir may not be made readable (static), or NULL when it may.  Decided
+ * on its real path: a symlink in PATH names what it points to. */
+static const char *guard_refuses(const struct guard *g, const char *dir)
+{
+	char *real = realpath(dir, NULL), path[PATH_MAX];
+	const char *why = NULL;
+	struct stat st;
+
+	if (!real)
+		return NULL;	/* not there: nothing is bound */
+	if (!strcmp(real, "/"))
+		why = "the root directory";
+	for (size_t i = 0; i < g->n && !why; i++)
+		if (beneath(g->path[i], real))
+			why = g->why[i];
+	for (size_t i = 0; private_dots[i] && !why; i++)
+		if (strstr(real, private_dots[i]) ||
+		    (snprintf(path, sizeof path, "%s/%s", real, private_dots[i]) < (int)sizeof path &&
+		     lstat(path, &st) == 0))
+			why = "holds or is ~/.ssh or the like";
+	free(real);
+	return why;
+}
+
+static void note_left_out(struct list *left_out, const char *what, const char *dir, const char *why)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s: %s is left out of what commands may read (%s)", what, dir, why);
+	list_add(left_out, b.buf);
+	buf_release(&b);
+}
+
 /* The directories of PATH, and the dot-directory toolchain each lives in
- * (~/.cargo/bin -> ~/.cargo, ~/.pyenv/shims -> ~/.pyenv). */
-static void add_path_dirs(struct list *readable, struct list *hidden, char *const *env)
+ * (~/.cargo/bin -> ~/.cargo, ~/.pyenv/shims -> ~/.pyenv); those the guard
+ * refuses to left_out. */
+static void add_path_dirs(struct list *readable, struct list *hidden, struct list *left_out,
+			  const struct guard *g, char *const *env)
 {
 	const char *val = NULL;
 
@@ -371,20 +491,19 @@ static void add_path_dirs(struct list *readable, struct list *hidden, char *cons
 		size_t n = strcspn(val, ":");
 		char dir[PATH_MAX], *slash;
 		if (n > 1 && n < sizeof(dir) && val[0] == '/') {
-			bool private = false;
+			const char *why;
 			memcpy(dir, val, n);
 			dir[n] = '\0';
-			for (size_t i = 0; private_dots[i]; i++)
-				if (strstr(dir, private_dots[i]))
-					private = true;
-			if (!private && access(dir, X_OK) == 0) {
+			if (access(dir, X_OK) == 0 && (why = guard_refuses(g, dir))) {
+				note_left_out(left_out, "PATH", dir, why);
+			} else if (access(dir, X_OK) == 0) {
 				list_add(readable, dir);
 				add_manager_home(readable, hidden, dir);
 				slash = strrchr(dir, '/');
 				if (slash && slash > dir) {
 					*slash = '\0';
 					slash = strrchr(dir, '/');
-					if (slash && slash[1] == '.')
+					if (slash && slash[1] == '.' && !guard_refuses(g, dir))
 						add_home(readable, hidden, dir);
 				}
 			}
@@ -397,24 +516,24 @@ static void add_path_dirs(struct list *readable, struct list *hidden, char *cons
 
 /* The toolchain homes the command's environment names (sandbox_build_env:
  * RUSTUP_HOME, CARGO_HOME), read-only, unless private or missing. */
-static void add_env_homes(struct list *readable, struct list *hidden, char *const *env)
+static void add_env_homes(struct list *readable, struct list *hidden, struct list *left_out,
+			  const struct guard *g, char *const *env)
 {
-	static const char *const names[] = { "RUSTUP_HOME=", "CARGO_HOME=", NULL };
+	static const char *const names[] = { "RUSTUP_HOME", "CARGO_HOME", NULL };
 
 	for (size_t i = 0; env && env[i]; i++) {
 		for (size_t n = 0; names[n]; n++) {
-			const char *dir;
-			bool private = false;
+			size_t len = strlen(names[n]);
+			const char *dir, *why;
 
-			if (strncmp(env[i], names[n], strlen(names[n])))
+			if (strncmp(env[i], names[n], len) || env[i][len] != '=')
 				continue;
-			dir = env[i] + strlen(names[n]);
-			if (dir[0] != '/')
+			dir = env[i] + len + 1;
+			if (dir[0] != '/' || access(dir, X_OK) != 0)
 				continue;
-			for (size_t d = 0; private_dots[d]; d++)
-				if (strstr(dir, private_dots[d]))
-					private = true;
-			if (!private && access(dir, X_OK) == 0)
+			if ((why = guard_refuses(g, dir)))
+				note_left_out(left_out, names[n], dir, why);
+			else
 				add_home(readable, hidden, dir);
 		}
 	}
@@ -426,13 +545,8 @@ static void view_add(struct sandbox_walls *w, const char *src, const char *dst, 
 	w->view[w->nview].src = src;
 	w->view[w->nview].dst = dst;
 	w->view[w->nview].kind = kind;
+	w->view[w->nview].data = NULL;
 	w->nview++;
-}
-
-static bool beneath(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
 /* Whether a git config line (key = value, trimmed) names a credential. */
@@ -472,48 +586,61 @@ static void add_without_userinfo(struct buf *out, const char *line)
 	buf_adds(out, at + 1);
 }
 
-/*
- * Bind over config (malloc'd; the walls own it) a copy in tmp without its
- * credentials: the lines of keys that hold one (extraheader, password,
- * token, credential helpers) and the user:password@ of URLs.  Nothing when
- * config cannot be read or the copy cannot be written.
- */
-static void cover_git_config(struct sandbox_walls *w, char *config, const char *tmp)
-{
-	struct buf text = BUF_INIT, out = BUF_INIT, copy = BUF_INIT;
-	FILE *f;
-	char line[8192];
-	int fd;
+/* The most of a git config Forge copies; a larger one is hidden. */
+#define GIT_CONFIG_MAX (16u << 20)
 
-	f = fopen(config, "re");
-	if (!f) {
-		free(config);
+/*
+ * Cover config (malloc'd; the walls own it) with a copy without its
+ * credentials: the lines of keys that hold one (extraheader, password,
+ * token, credential helpers) and the user:password@ of URLs.  The copy is
+ * an NSVIEW_DATA entry: the view's own tmpfs holds it, never a host path a
+ * command could remove, replace or turn into a FIFO.  Fail closed: a config
+ * that is there but cannot be read as a regular file is hidden instead
+ * (w->uncovered says why); nothing when there is none.
+ */
+static void cover_git_config(struct sandbox_walls *w, char *config)
+{
+	struct buf text = BUF_INIT, out = BUF_INIT;
+	size_t at = 0;
+
+	if (buf_read_regular(&text, config, GIT_CONFIG_MAX) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR) {
+			free(config);
+			buf_release(&text);
+			return;
+		}
+		w->covers = xrealloc(w->covers, (w->ncovers + 1) * 2 * sizeof *w->covers);
+		w->covers[w->ncovers * 2] = NULL;
+		w->covers[w->ncovers * 2 + 1] = config;
+		view_add(w, config, NULL, NSVIEW_HIDE);
+		if (!w->uncovered)
+			w->uncovered = xstrdup(forge_last_error());
+		w->ncovers++;
+		buf_release(&text);
 		return;
 	}
-	while (fgets(line, sizeof line, f)) {
-		const char *t = line + strspn(line, " \t");
+	while (at < text.len) {
+		/* line by line, whole lines however long (a part of a long
+		 * credential line must not pass for a line of its own) */
+		const char *nl = memchr(text.buf + at, '\n', text.len - at);
+		size_t end = nl ? (size_t)(nl - text.buf) + 1 : text.len;
+		struct buf line = BUF_INIT;
+		const char *t;
 
+		buf_add(&line, text.buf + at, end - at);
+		t = line.buf + strspn(line.buf, " \t");
 		if (*t != '[' && *t != '#' && *t != ';' && credential_key(t))
 			buf_adds(&out, "\t# (a credential: not shown to commands)\n");
 		else
-			add_without_userinfo(&out, line);
+			add_without_userinfo(&out, line.buf);
+		buf_release(&line);
+		at = end;
 	}
-	fclose(f);
-	buf_addf(&copy, "%s/.forge-git-config-%zu", tmp, w->ncovers);
-	fd = open(copy.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, out.buf ? out.buf : "", out.len) != (ssize_t)out.len) {
-		if (fd >= 0)
-			close(fd);
-		free(config);
-		buf_release(&copy);
-		buf_release(&out);
-		return;
-	}
-	close(fd);
 	w->covers = xrealloc(w->covers, (w->ncovers + 1) * 2 * sizeof *w->covers);
-	w->covers[w->ncovers * 2] = buf_detach(&copy, NULL);
+	w->covers[w->ncovers * 2] = out.buf ? buf_detach(&out, NULL) : xstrdup("");
 	w->covers[w->ncovers * 2 + 1] = config;
-	view_add(w, w->covers[w->ncovers * 2], config, NSVIEW_RO);
+	view_add(w, NULL, config, NSVIEW_DATA);
+	w->view[w->nview - 1].data = w->covers[w->ncovers * 2];
 	w->ncovers++;
 	buf_release(&out);
 	buf_release(&text);
@@ -522,8 +649,9 @@ static void cover_git_config(struct sandbox_walls *w, char *config, const char *
 void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
 			 const struct sandbox_cmd *cmd, char *const *env, bool view)
 {
-	struct list readable = { 0 }, hidden = { 0 }, viewro = { 0 }, writable = { 0 };
+	struct list readable = { 0 }, hidden = { 0 }, viewro = { 0 }, writable = { 0 }, left_out = { 0 };
 	struct buf b = BUF_INIT;
+	struct guard g;
 
 	memset(w, 0, sizeof(*w));
 	list_add(&writable, cmd->root);
@@ -546,8 +674,10 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		add_dir_except(&readable, &hidden, "/etc");
 	}
 	list_add(&viewro, "/etc");
-	add_path_dirs(&readable, &hidden, env);
-	add_env_homes(&readable, &hidden, env);
+	guard_build(&g, cmd);
+	add_path_dirs(&readable, &hidden, &left_out, &g, env);
+	add_env_homes(&readable, &hidden, &left_out, &g, env);
+	guard_release(&g);
 	char *common = add_git_common(&readable, cmd->root);
 	for (size_t i = 0; p->read_paths && p->read_paths[i]; i++)
 		list_add(&readable, p->read_paths[i]);
@@ -603,15 +733,16 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		view_add(w, w->git_link, NULL, NSVIEW_RO);
 	/* The repository's config is covered by a copy without its
 	 * credentials (a CI checkout's token in http.*.extraheader, a token in
-	 * a remote's URL): what the command reads of it reaches the model. */
-	if (p->namespaces != SANDBOX_OFF && cmd->tmp) {
+	 * a remote's URL): what the command reads of it reaches the model.
+	 * Only the view covers it: without one the copy would be no use. */
+	if (p->namespaces != SANDBOX_OFF && view) {
 		if (common) {
 			buf_addf(&b, "%s/config", common);
-			cover_git_config(w, buf_detach(&b, NULL), cmd->tmp);
+			cover_git_config(w, buf_detach(&b, NULL));
 		}
 		if (lstat(w->git_link, &gst) == 0 && S_ISDIR(gst.st_mode)) {
 			buf_addf(&b, "%s/config", w->git_link);
-			cover_git_config(w, buf_detach(&b, NULL), cmd->tmp);
+			cover_git_config(w, buf_detach(&b, NULL));
 		}
 	}
 	free(common);
@@ -620,6 +751,7 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 	w->writable = writable.v;
 	w->viewro = viewro.v;
 	w->hidden = hidden.v;
+	w->left_out = left_out.v;
 	if (!w->readable)
 		w->readable = xcalloc(1, sizeof(char *));
 	if (!w->hidden)
@@ -641,8 +773,10 @@ void sandbox_walls_release(struct sandbox_walls *w)
 	strv_release(w->writable);
 	strv_release(w->viewro);
 	strv_release(w->hidden);
+	strv_release(w->left_out);
 	free(w->forge_dir);
 	free(w->git_link);
+	free(w->uncovered);
 	for (size_t i = 0; i < w->ncovers * 2; i++)
 		free(w->covers[i]);
 	free(w->covers);

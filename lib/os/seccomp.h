@@ -13,6 +13,14 @@
  * loading kernels or modules (a root command without namespaces keeps its
  * capabilities).  x86-64 (x32 too), i386 and AArch64 are known; elsewhere
  * nothing is filtered (seccomp_deny_child() says so).
+ *
+ * Without a mount namespace nothing hides the host's unix sockets, and
+ * neither Landlock (which does not control connect) nor a network
+ * namespace (which scopes abstract sockets only) keeps a command from
+ * connecting to a pathname one: the D-Bus session bus (systemd-run --user
+ * starts a process outside every wall), ssh-agent, docker.sock.  Asked
+ * to, the filter refuses making a unix socket (socket(AF_UNIX, ...));
+ * socketpair() still works.
  */
 #ifndef FORGE_SECCOMP_H
 #define FORGE_SECCOMP_H
@@ -26,7 +34,8 @@ const char *const *seccomp_refused(void);
 bool seccomp_known(void);
 
 /* In a child before exec (async-signal-safe): no_new_privs, then the
- * filter.  0, or -errno (ENOSYS when the architecture is not known). */
-int seccomp_deny_child(void);
+ * filter; with unix_sockets also socket(AF_UNIX, ...) is refused.  0, or
+ * -errno (ENOSYS when the architecture is not known). */
+int seccomp_deny_child(bool unix_sockets);
 
 #endif

@@ -76,10 +76,19 @@ static const char sql_run_update[] =
 	" WHERE id = ?1";
 static const char sql_run_set_cost[] =
 	"UPDATE runs SET total_tokens = ?2, total_cost_usd = ?3, updated_at = ?4 WHERE id = ?1";
-static const char sql_run_get[] =
-	"SELECT id, task, repo, status, current_phase, config, started_at,"
-	" updated_at, completed_at, total_cost_usd, total_tokens, error"
-	" FROM runs WHERE id = ?1";
+#define RUN_COLUMNS_(config, spent) \
+	"SELECT id, task, repo, status, current_phase, " config ", started_at," \
+	" updated_at, completed_at, " spent ", error FROM runs"
+#define RUN_SPENT_LITE_ STORE_RUN_USD_SQL_LITE ", " STORE_RUN_TOKENS_SQL_LITE
+#define RUN_SPENT_PG_ STORE_RUN_USD_SQL_PG ", " STORE_RUN_TOKENS_SQL_PG
+static const char *const sql_run_get[] = {
+	[DB_SQLITE] = RUN_COLUMNS_("config", RUN_SPENT_LITE_) " WHERE id = ?1",
+	[DB_POSTGRES] = RUN_COLUMNS_("config", RUN_SPENT_PG_) " WHERE id = ?1",
+};
+static const char *const sql_runs_list[] = {
+	[DB_SQLITE] = RUN_COLUMNS_("NULL", RUN_SPENT_LITE_) " ORDER BY started_at DESC, id DESC LIMIT ?1",
+	[DB_POSTGRES] = RUN_COLUMNS_("NULL", RUN_SPENT_PG_) " ORDER BY started_at DESC, id DESC LIMIT ?1",
+};
 static const char sql_ckpt_save[] =
 	"INSERT INTO checkpoints (id, trace_id, phase, status, ts, state)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -1813,7 +1822,7 @@ int store_run_get(jv *out, struct store *st, const char *trace_id)
 	int step, rc = 0;
 
 	*out = jv_null();
-	if (db_prepare(&s, st, sql_run_get) < 0)
+	if (db_prepare(&s, st, sql_run_get[st->backend]) < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	step = db_step(s);
@@ -1831,10 +1840,7 @@ int store_runs_list(jv *out, struct store *st, int limit)
 	int step;
 
 	*out = jv_array();
-	if (db_prepare(&s, st,
-		       "SELECT id, task, repo, status, current_phase, NULL, started_at,"
-		       " updated_at, completed_at, total_cost_usd, total_tokens, error"
-		       " FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1") < 0)
+	if (db_prepare(&s, st, sql_runs_list[st->backend]) < 0)
 		return -1;
 	db_bind_int64(s, 1, limit > 0 ? limit : DB_LIMIT_ALL);
 	while ((step = db_step(s)) == DB_ROW)

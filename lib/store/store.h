@@ -257,7 +257,8 @@ int store_traces(jv *out, struct store *st, int limit);
  * updates do not undo a cancel); fails when there is no such run.  set_cost: the run's totals (the state's
  * cost so far).  get: {"trace_id","task","repo","status","current_phase",
  * "config","started_at","updated_at","completed_at","total_cost_usd",
- * "total_tokens","error"}, or null when absent.  Known API keys in the
+ * "total_tokens","error"}, or null when absent; the totals as
+ * STORE_RUN_USD_SQL_* and STORE_RUN_TOKENS_SQL_* (below) count them.  Known API keys in the
  * task, config and error are stored redacted (llm_redact).
  */
 int store_run_create(struct store *st, const char *trace_id, const char *task,
@@ -266,6 +267,29 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 		     const char *phase, const char *error);
 int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd);
 int store_run_get(jv *out, struct store *st, const char *trace_id);
+/*
+ * A run's spend in SQL, for a query over the runs table (named runs): its
+ * total_cost_usd or total_tokens, or what its rows in llm_calls (the
+ * model-call log, written as each call returns) add up to when that is more.
+ * A run whose supervisor died (kill -9, a machine that went down) wrote no
+ * totals after its last checkpoint, nor, with its events lost to a full
+ * disk, any llm.called event for a call llm_calls holds; forge resume adds
+ * them to the run's cost, and until then these count them (before: status,
+ * history, show and metrics left them out).  Per backend: on PostgreSQL
+ * runs.id (COLLATE "C") is compared in llm_calls.trace_id's collation, so
+ * that the llm_calls_trace index serves the lookup.  What store_run_get and
+ * store_runs_list give as total_cost_usd and total_tokens.
+ */
+#define STORE_RUN_SPENT_SQL_(eq, col, sum) \
+	"(SELECT CASE WHEN " sum " > runs." col " THEN " sum " ELSE runs." col " END" \
+	" FROM llm_calls c WHERE c.trace_id = runs.id" eq ")"
+#define STORE_RUN_TOKENS_SUM_ \
+	"CAST(sum(c.input_tokens + c.output_tokens + c.cache_read_tokens + c.cache_write_tokens) AS bigint)"
+#define STORE_RUN_USD_SQL_LITE STORE_RUN_SPENT_SQL_("", "total_cost_usd", "sum(c.cost_usd)")
+#define STORE_RUN_USD_SQL_PG STORE_RUN_SPENT_SQL_(" COLLATE \"default\"", "total_cost_usd", "sum(c.cost_usd)")
+#define STORE_RUN_TOKENS_SQL_LITE STORE_RUN_SPENT_SQL_("", "total_tokens", STORE_RUN_TOKENS_SUM_)
+#define STORE_RUN_TOKENS_SQL_PG STORE_RUN_SPENT_SQL_(" COLLATE \"default\"", "total_tokens", STORE_RUN_TOKENS_SUM_)
+
 /* Runs, newest first, in store_run_get's shape (config left null);
  * limit <= 0 = all. */
 int store_runs_list(jv *out, struct store *st, int limit);

@@ -147,7 +147,8 @@ SCRIPT FORMAT
                       one data: line that is not valid JSON); "body" overrides
     "stream_error"    200 stream, "error_after" events (default 4), then a
                       mid-stream error event (Anthropic "event: error"
-                      overloaded_error; OpenAI data: {"error":...}); answer
+                      overloaded_error; OpenAI data: {"error":...} server_error;
+                      "type", "message", "code", "param" override them); answer
                       fields give the text sent first
     "cut"             same as an answer with "cut_after" (default: half the events)
     "disconnect"      close the connection without any response
@@ -1211,9 +1212,9 @@ class Handler(BaseHTTPRequestHandler):
             if stream:
                 events = ["event: %s\ndata: %s\n\n" % e for e in ans.anth_events()]
                 if tail_error is not None:
-                    events = events[:tail_error] + [
-                        'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
-                        '"message": "Overloaded"}}\n\n']
+                    events = events[:tail_error] + ["event: error\ndata: %s\n\n" % jdump({
+                        "type": "error", "error": {"type": step.get("type") or "overloaded_error",
+                                                   "message": step.get("message") or "Overloaded"}})]
                 return self.send_sse(h, events, step, self.cut_point(cut_after, len(events)))
             data = jdump(ans.anth_body()).encode("utf-8")
         else:
@@ -1224,8 +1225,10 @@ class Handler(BaseHTTPRequestHandler):
                     events.append("data: [DONE]\n\n")
                 if tail_error is not None:
                     events = events[:tail_error] + ["data: %s\n\n" % jdump({"error": {
-                        "message": "The server had an error while processing your request. Sorry about that!",
-                        "type": "server_error", "param": None, "code": None}})]
+                        "message": step.get("message") or
+                        "The server had an error while processing your request. Sorry about that!",
+                        "type": step.get("type") or "server_error", "param": step.get("param"),
+                        "code": step.get("code")}})]
                 return self.send_sse(h, events, step, self.cut_point(cut_after, len(events)))
             data = jdump(ans.oai_body()).encode("utf-8")
         h["Content-Type"] = "application/json"

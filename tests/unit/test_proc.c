@@ -431,12 +431,12 @@ static void test_namespaces(void)
 		fputs("secret\n", f);
 		fclose(f);
 	}
-	view[0] = (struct nsview_bind){ "/usr", NULL, NSVIEW_RO };
-	view[1] = (struct nsview_bind){ "/bin", NULL, NSVIEW_RO };
-	view[2] = (struct nsview_bind){ "/lib", NULL, NSVIEW_RO };
-	view[3] = (struct nsview_bind){ "/lib64", NULL, NSVIEW_RO };
-	view[4] = (struct nsview_bind){ tmp, NULL, NSVIEW_RW };
-	view[5] = (struct nsview_bind){ path, NULL, NSVIEW_HIDE };
+	view[0] = (struct nsview_bind){ "/usr", NULL, NSVIEW_RO, NULL };
+	view[1] = (struct nsview_bind){ "/bin", NULL, NSVIEW_RO, NULL };
+	view[2] = (struct nsview_bind){ "/lib", NULL, NSVIEW_RO, NULL };
+	view[3] = (struct nsview_bind){ "/lib64", NULL, NSVIEW_RO, NULL };
+	view[4] = (struct nsview_bind){ tmp, NULL, NSVIEW_RW, NULL };
+	view[5] = (struct nsview_bind){ path, NULL, NSVIEW_HIDE, NULL };
 	o.view = view;
 	o.nview = 6;
 	{
@@ -454,7 +454,7 @@ static void test_namespaces(void)
 	/* a view that cannot be built (a mount point under a read-only bind):
 	 * run without the namespaces and say why, or with ns_no_fallback run
 	 * nothing and say so */
-	view[5] = (struct nsview_bind){ tmp, "/usr/forge-no-such-dir", NSVIEW_RW };
+	view[5] = (struct nsview_bind){ tmp, "/usr/forge-no-such-dir", NSVIEW_RW, NULL };
 	o.ns_required = false;
 	CHECK(sh(&r, &o, "echo ran") == 0);
 	CHECK_STR(r.out.buf, "ran\n");

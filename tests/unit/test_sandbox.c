@@ -1,4 +1,5 @@
 /* test_sandbox.c - path confinement, command policy, environment (lib/os/sandbox.h). */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "data/config.h"
@@ -203,6 +204,22 @@ static void test_txn_all_or_nothing(void)
 	CHECK(access(p, F_OK) != 0);                      /* made dirs removed again */
 	snprintf(p, sizeof(p), "%s/src/a.txt", dir);
 	CHECK(access(p, F_OK) == 0);                      /* not removed */
+	/* a file and a directory of the same path, in either order: refused
+	 * as that, nothing made (before: "'pair': is a directory", and the
+	 * directory 'pair' left) */
+	for (int order = 0; order < 2; order++) {
+		CHECK(sandbox_root_open(&root, dir) == 0);
+		t = sandbox_txn_new(root);
+		sandbox_txn_write(t, order ? "pair/b" : "pair", "1", 1);
+		sandbox_txn_write(t, order ? "pair" : "pair/b", "2", 1);
+		CHECK_INT(sandbox_txn_commit(t), SANDBOX_EINVAL);
+		CHECK_MSG(strstr(forge_last_error(), "'pair' is written as a file and is also the directory of "
+				 "'pair/b'"), "%s", forge_last_error());
+		sandbox_txn_free(t);
+		sandbox_root_free(root);
+		snprintf(p, sizeof(p), "%s/pair", dir);
+		CHECK(access(p, F_OK) != 0);
+	}
 }
 
 static enum sandbox_verdict verdict(const struct sandbox_policy *p, const char *cmd)
@@ -462,7 +479,7 @@ static bool has(char **v, const char *s)
 static bool view_has(const struct sandbox_walls *w, const char *src, const char *dst, int kind)
 {
 	for (size_t i = 0; i < w->nview; i++)
-		if (!strcmp(w->view[i].src, src) && w->view[i].kind == kind &&
+		if (w->view[i].src && !strcmp(w->view[i].src, src) && w->view[i].kind == kind &&
 		    ((!dst && !w->view[i].dst) || (dst && w->view[i].dst && !strcmp(w->view[i].dst, dst))))
 			return true;
 	return false;
@@ -564,6 +581,63 @@ static void test_walls(void)
 	if (access("/etc/shadow", F_OK) == 0)
 		CHECK(has(w.hidden, "/etc/shadow"));
 	sandbox_walls_release(&w);
+	/* the view covers the repository's config with a copy without its
+	 * credentials that no host path holds (a command could replace one);
+	 * a config that cannot be read as a regular file is hidden instead,
+	 * never waited on (a FIFO) and never left uncovered */
+	{
+		char real[PATH_MAX], config[PATH_MAX + 16], other[PATH_MAX + 16];
+		const struct nsview_bind *cover = NULL;
+		struct buf long_line = BUF_INIT;
+
+		CHECK(realpath(main_git, real) != NULL);
+		snprintf(config, sizeof(config), "%s/config", real);
+		snprintf(other, sizeof(other), "%s/config.real", real);
+		for (size_t i = 0; i < 9000; i++)
+			buf_addch(&long_line, 'a');
+		f = fopen(config, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fprintf(f, "[http]\n\textraheader = AUTHORIZATION: %sSECRET-TAIL\n[remote \"o\"]\n"
+				"\turl = https://u:SECRET-PW@example.com/r.git\n", long_line.buf);
+			fclose(f);
+		}
+		buf_release(&long_line);
+		f = fopen(gitfile, "w");	/* the true .git again, after the lies */
+		CHECK(f != NULL);
+		if (f) {
+			fprintf(f, "gitdir: %s/worktrees/wt\n", main_git);
+			fclose(f);
+		}
+		sandbox_walls_build(&w, p, &cmd, env, true);
+		for (size_t i = 0; i < w.nview; i++)
+			if (w.view[i].kind == NSVIEW_DATA && w.view[i].dst && !strcmp(w.view[i].dst, config))
+				cover = &w.view[i];
+		CHECK(cover != NULL);
+		if (cover) {
+			CHECK(cover->src == NULL);
+			CHECK(strstr(cover->data, "SECRET") == NULL);
+			CHECK(strstr(cover->data, "https://example.com/r.git") != NULL);
+		}
+		CHECK(w.uncovered == NULL);
+		sandbox_walls_release(&w);
+
+		CHECK(rename(config, other) == 0);
+		CHECK(symlink("config.real", config) == 0);
+		sandbox_walls_build(&w, p, &cmd, env, true);
+		CHECK(view_has(&w, config, NULL, NSVIEW_HIDE));
+		CHECK(w.uncovered != NULL && strstr(w.uncovered, config) != NULL);
+		sandbox_walls_release(&w);
+
+		CHECK(unlink(config) == 0);
+		CHECK(mkfifo(config, 0600) == 0);
+		sandbox_walls_build(&w, p, &cmd, env, true);
+		CHECK(view_has(&w, config, NULL, NSVIEW_HIDE));
+		CHECK(w.uncovered != NULL);
+		sandbox_walls_release(&w);
+		unlink(config);
+		unlink(other);
+	}
 	sandbox_policy_free(p);
 
 	sec = json_parse("{\"read_anywhere\":true}", strlen("{\"read_anywhere\":true}"));

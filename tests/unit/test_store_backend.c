@@ -189,6 +189,57 @@ static void test_runs(void)
 	store_free(st);
 }
 
+/*
+ * A run's totals count its model-call log when that is more: a killed run
+ * wrote none after its last checkpoint (before: its row's alone).
+ */
+static void test_run_spent_from_log(void)
+{
+	struct store *st = open_db();
+	char trace[ULID_LEN + 1];
+	jv run = jv_null(), list = jv_null();
+	struct llm_usage u = { .input_tokens = 100, .output_tokens = 50, .cache_read_tokens = 10 };
+	struct llm_call_log rec = {
+		.trace_id = trace, .phase = "implement", .provider = "anthropic", .model = "m",
+		.attempt = 1, .call = 1, .request = P("{\"q\":1}"), .response = P("{\"text\":\"x\"}"),
+		.usage = &u, .cost_usd = 0.25, .cost_known = true, .duration_ms = 1,
+	};
+
+	new_trace(trace);
+	CHECK(store_run_create(st, trace, "add mul", "/repo", jv_null()) == 0);
+	/* none logged: the row's */
+	CHECK(store_run_set_cost(st, trace, 1000, 0.5) == 0);
+	CHECK(store_run_get(&run, st, trace) == 0);
+	CHECK(json_get_num(run, "total_cost_usd", 0) == 0.5 && json_get_num(run, "total_tokens", 0) == 1000);
+	jv_free(run);
+	/* logged for less than the row says (a call with no price): the row's */
+	CHECK_MSG(llm_log_call(st, &rec) == 0, "%s", forge_last_error());
+	CHECK(store_run_get(&run, st, trace) == 0);
+	CHECK(json_get_num(run, "total_cost_usd", 0) == 0.5 && json_get_num(run, "total_tokens", 0) == 1000);
+	jv_free(run);
+	/* logged for more: the log's, each total on its own */
+	for (int i = 0; i < 7; i++)
+		CHECK(llm_log_call(st, &rec) == 0);
+	rec.cost_known = false;
+	CHECK(llm_log_call(st, &rec) == 0);
+	CHECK(store_run_get(&run, st, trace) == 0);
+	CHECK_MSG(json_get_num(run, "total_cost_usd", 0) == 2.0, "%g", json_get_num(run, "total_cost_usd", 0));
+	CHECK_MSG(json_get_num(run, "total_tokens", 0) == 9 * 160, "%g", json_get_num(run, "total_tokens", 0));
+	jv_free(run);
+	CHECK(store_runs_list(&list, st, 0) == 0);
+	bool found = false;
+	jv_array_foreach(list, i, r) {
+		if (strcmp(json_get_str(r, "trace_id"), trace) == 0)
+			found = json_get_num(r, "total_cost_usd", 0) == 2.0 && json_get_num(r, "total_tokens", 0) == 1440;
+		jv_free(r);
+	}
+	CHECK(found);
+	jv_free(list);
+	jv_free(rec.request);
+	jv_free(rec.response);
+	store_free(st);
+}
+
 static void test_checkpoints(void)
 {
 	struct store *st = open_db();
@@ -1127,6 +1178,7 @@ int main(void)
 	RUN(test_backend_and_schema);
 	RUN(test_events_idempotent);
 	RUN(test_runs);
+	RUN(test_run_spent_from_log);
 	RUN(test_checkpoints);
 	RUN(test_history_order);
 	RUN(test_traces_and_prefixes);

@@ -53,6 +53,57 @@ static void test_make_and_remove(void)
 	CHECK(entries() == 0);
 }
 
+/* levels directories "d" one in the other below dir, a file "f" in each;
+ * a link "out" to target at the bottom. */
+static void deep_tree(const char *dir, int levels, const char *target)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), nfd;
+
+	for (int i = 0; i < levels && fd >= 0; i++) {
+		CHECK(mkdirat(fd, "d", 0700) == 0);
+		nfd = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (nfd >= 0)
+			close(nfd);
+		nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = nfd;
+	}
+	CHECK(fd >= 0);
+	if (fd >= 0 && target)
+		CHECK(symlinkat(target, fd, "out") == 0 && symlinkat("../../..", fd, "up") == 0);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A tree of any depth goes, a link out of it is not followed (before:
+ * past 32 levels the rest, and the temp dir, were left behind). */
+static void test_remove_deep(void)
+{
+	char *d = NULL, keep[300], canary[340];
+	struct stat st;
+	int fd;
+
+	snprintf(keep, sizeof keep, "%s-keep", base);
+	snprintf(canary, sizeof canary, "%s/canary", keep);
+	CHECK(mkdir(keep, 0700) == 0);
+	fd = open(canary, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK(tmpdir_make(&d, "forge-t") == 0);
+	deep_tree(d, 3000, keep);
+	tmpdir_remove(d);
+	CHECK_MSG(entries() == 0, "%s", "a deep tree was left");
+	CHECK(stat(canary, &st) == 0);
+	CHECK(unlink(canary) == 0 && rmdir(keep) == 0);
+	/* and by the signal-safe path too */
+	CHECK(tmpdir_make(&d, "forge-t") == 0);
+	deep_tree(d, 100, NULL);
+	tmpdir_remove_all_signal_safe();
+	CHECK(entries() == 0);
+	free(d);
+}
+
 static void test_signal_sweep(void)
 {
 	char *d = NULL, *e = NULL;
@@ -182,6 +233,7 @@ int main(void)
 	snprintf(base, sizeof base, "%s", mkdtemp(t));
 	setenv("TMPDIR", base, 1);
 	RUN(test_make_and_remove);
+	RUN(test_remove_deep);
 	RUN(test_signal_sweep);
 	RUN(test_at_exit);
 	RUN(test_full);

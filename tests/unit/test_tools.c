@@ -146,6 +146,26 @@ static void test_read_file(void)
 	CHECK_INT(r.kind, TOOL_ERR_INPUT);
 	CHECK(strstr(r.error, "past the end"));
 	tool_result_release(&r);
+	/* a start_line past any long (1e20, LONG_MAX) is past the end too
+	 * (before: cast to LONG_MIN, "[lines -9223372036854775808-0 of ...]") */
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":99999999999999999999}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "start_line 100000000000000000000 is past the end of 'long.txt' (5000 lines)"),
+		  "%s", r.error ? r.error : r.output);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":9223372036854775807}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "past the end"), "%s", r.error ? r.error : r.output);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":4999,\"end_line\":1e20}");
+	CHECK_MSG(r.ok && !strcmp(r.output, "  4999\t4999\n  5000\t5000\n[lines 4999-5000 of 5000]"), "%s",
+		  r.ok ? r.output : r.error);
+	tool_result_release(&r);
+	call(&r, "read_file", "{\"path\":\"long.txt\",\"start_line\":1e20,\"end_line\":3}");
+	CHECK_INT(r.kind, TOOL_ERR_INPUT);
+	CHECK_MSG(r.error && strstr(r.error, "end_line 3 is before start_line 100000000000000000000"), "%s",
+		  r.error ? r.error : r.output);
+	tool_result_release(&r);
 	call(&r, "read_file", "{\"path\":\"nope.c\"}");
 	CHECK_INT(r.kind, TOOL_ERR_INPUT);
 	CHECK(strstr(r.error, "no such file"));
@@ -457,6 +477,34 @@ static void test_git_tools_in_a_run_worktree(void)
 	call(&r, "git_diff", "{\"paths\":[\"other\"]}");
 	CHECK_STR(r.output, "no changes");
 	tool_result_release(&r);
+	/* git_status is capped as git_diff is, and says how to narrow
+	 * (before: 150,000 new files, a 1.7 MB answer sent whole) */
+	{
+		char cmd[512];
+		jv files;
+		int nfiles;
+
+		snprintf(cmd, sizeof cmd, "cd %s && mkdir m && cd m && seq -f '%%0250g' 1 1200 | xargs touch",
+			 ctx.root);
+		run(cmd);
+		call(&r, "git_status", "{}");
+		CHECK_MSG(r.ok, "%s", r.error);
+		CHECK_MSG(r.ok && strlen(r.output) < (256u << 10) + 400, "%zu bytes", r.ok ? strlen(r.output) : 0);
+		CHECK_MSG(r.ok && strstr(r.output, "more changed files not shown (1201 in all); git_diff with paths"),
+			  "%s", r.ok ? r.output + strlen(r.output) - 200 : r.error);
+		CHECK(json_get_bool(r.data, "truncated", false));
+		CHECK_INT((long)json_get_num(r.data, "count", 0), 1201);
+		files = json_get(r.data, "files");
+		nfiles = jv_array_length(files);
+		CHECK_MSG(nfiles > 900 && nfiles < 1201, "%d entries in the data", nfiles);
+		tool_result_release(&r);
+		snprintf(cmd, sizeof cmd, "rm -rf %s/m", ctx.root);
+		run(cmd);
+		call(&r, "git_status", "{}");
+		CHECK_STR(r.output, "On branch forge/t1\nM  src/main.c");
+		CHECK(!json_get_bool(r.data, "truncated", true));
+		tool_result_release(&r);
+	}
 	ctx.root = saved;
 	forge_git_worktree_free(wt);
 	forge_git_free(g);
