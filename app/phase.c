@@ -844,6 +844,15 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 	cfg->budget_remaining_usd = phase_budget_left(ph);
 	if (!cfg->max_time_ms)
 		cfg->max_time_ms = (long long)(config_phase_num(ph, "safety.time_s") * 1000);
+	/* the run's own limit, as the supervisor saw it (a call it ended
+	 * would otherwise run on until the phase's) */
+	const char *rd = getenv(PHASE_RUN_DEADLINE_ENV);
+	char *end = NULL;
+	long long run_deadline = rd && *rd ? strtoll(rd, &end, 10) : 0;
+	if (run_deadline > 0 && end && !*end) {
+		long long left = run_deadline - (long long)now_ms();
+		cfg->run_time_left_ms = left > 0 ? left : 1;
+	}
 	/* the limits are the phase's: what its earlier runs of the loop spent counts */
 	cfg->spent_usd = ph->cost_usd;
 	cfg->spent_iterations = ph->agent_iterations;

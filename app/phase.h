@@ -28,6 +28,11 @@
 
 #include <jv.h>
 #include <stdbool.h>
+
+/* Set by the supervisor for a phase it runs: the wall-clock time (ms since
+ * the epoch) at which the run's time limit, safety.time_s.total, runs out.
+ * The phase's agent stops there, a model call or command in flight too. */
+#define PHASE_RUN_DEADLINE_ENV "FORGE_RUN_DEADLINE_MS"
 #include <stddef.h>
 
 #include "agent/agent.h"

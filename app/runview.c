@@ -471,6 +471,12 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 		else
 			buf_addf(out, "forge merge %s (once the checkout is clear: see the deploy's reason)", trace);
 		jv_free(diverged);
+	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
+		   strstr(json_get_str(run, "error"), "the provider refused the request")) {
+		/* a key, a model, a prompt the provider refuses: a resume as
+		 * it is would be refused the same way (agent.c) */
+		buf_addf(out, "fix what the provider refused (the reason above: the key, the model or the "
+			 "request), then forge resume %s", trace);
 	} else if (budget_spent(cp)) {
 		/* a resume trips the budget breaker at once */
 		buf_addf(out, "forge resume --budget USD %s", trace);

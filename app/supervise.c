@@ -497,6 +497,8 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 			(void)store_paused_ms(&paused, s->o->store, s->trace, now);
 		}
 		double elapsed = (double)(now - started - paused) / 1000;
+		/* the phases it starts stop there, a call in flight too (phase.c) */
+		s->run_deadline_ms = now + (int64_t)(total_s * 1000 - elapsed * 1000);
 		if (elapsed >= 0 && elapsed >= total_s) {
 			snprintf(why, n, "the run has taken %.0f s, time paused aside (limit %.0f s)", elapsed,
 				 total_s);

@@ -29,6 +29,7 @@
  * before it), when a node did not end ok, and at the end.
  */
 #include "app/supervise_int.h"
+#include "app/phase.h"
 #include "data/stream.h"
 #include "app/term.h"
 #include "core/buf.h"
@@ -86,6 +87,7 @@ struct job {
 	char outcome[32];           /* its status, "crashed", "interrupted" */
 	double spent_usd;           /* what its llm.called events cost: counted when */
 	double spent_tokens;        /* it ends without a state to say so */
+	int64_t run_deadline_ms;    /* the run's time limit as it started (sup.run_deadline_ms) */
 };
 
 /* An llm.called event's cost, added to j's (lock held). */
@@ -642,6 +644,44 @@ static void job_started(void *payload)
 }
 
 /*
+ * A phase's environment: the supervisor's, with the run's time limit as a
+ * wall-clock deadline (PHASE_RUN_DEADLINE_ENV), which its model calls and
+ * commands end at (before: only checked between phases, a call in flight
+ * ran on).  NULL (the supervisor's own) when there is none.  One block,
+ * for free().
+ */
+static char **phase_environ(int64_t deadline_ms)
+{
+	extern char **environ;
+	size_t n = 0, size = 0, k = 0;
+	char var[64];
+
+	if (deadline_ms <= 0)
+		return NULL;
+	snprintf(var, sizeof var, "%s=%lld", PHASE_RUN_DEADLINE_ENV, (long long)deadline_ms);
+	for (; environ[n]; n++)
+		size += strlen(environ[n]) + 1;
+	size += strlen(var) + 1;
+	char **env = xmalloc((n + 2) * sizeof *env + size);
+	char *p = (char *)(env + n + 2);
+	size_t plen = strlen(PHASE_RUN_DEADLINE_ENV);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(environ[i]) + 1;
+
+		if (!strncmp(environ[i], PHASE_RUN_DEADLINE_ENV, plen) && environ[i][plen] == '=')
+			continue;
+		memcpy(p, environ[i], len);
+		env[k++] = p;
+		p += len;
+	}
+	memcpy(p, var, strlen(var) + 1);
+	env[k++] = p;
+	env[k] = NULL;
+	return env;
+}
+
+/*
  * Run node j->node to its end: a phase is forge-PHASE beside the
  * supervisor, a program its path from the run's worktree; both get the
  * common options (--repo, --db, the phases' own) and then the node's args.
@@ -680,7 +720,7 @@ static void run_job(struct job *j)
 	struct proc_result pr;
 	/* A program runs from the run's worktree, whose files a model wrote
 	 * (a script there is the model's copy): never with the keys. */
-	char **env = nd->phase ? NULL : llm_environ_scrubbed();
+	char **env = nd->phase ? phase_environ(j->run_deadline_ms) : llm_environ_scrubbed();
 	po.argv = argv;
 	po.envp = env;
 	po.cwd = nd->phase ? NULL : j->cwd;
@@ -1169,6 +1209,7 @@ static void launch(struct gx *x, size_t i, bool alone)
 	j->cwd = wt ? xstrdup(wt) : NULL;
 	j->base = jv_copy(s->state);
 	j->returned = jv_null();
+	j->run_deadline_ms = s->run_deadline_ms;
 	j->overlap = (struct buf)BUF_INIT;
 	jv_free(task);
 	x->busy[i] = j;

@@ -53,6 +53,8 @@ struct sup {
 	int level;                  /* the automation level (set_level) */
 	char level_from[600];       /* where it came from, for run.started / run.resumed */
 	const struct graph *graph;  /* the pipeline the run follows (borrowed) */
+	int64_t run_deadline_ms;    /* wall-clock ms when safety.time_s.total runs out, as
+	                               sup_breaker last saw it (time paused aside); 0: unknown */
 	pthread_mutex_t lock;       /* held around everything above while nodes run at once */
 };
 

@@ -750,9 +750,11 @@ int toolset_exec_fn(struct agent_tool_outcome *out, const char *name, jv input, 
 	struct toolset *ts = x->ts;
 	struct mtool *m = find_tool(ts, name);
 	const char *rule = NULL;
+	long long deadline = out->deadline_ms;   /* (the agent's, for the executor) */
 
 	memset(out, 0, sizeof *out);
 	out->event = jv_null();
+	out->deadline_ms = deadline;
 	bool own = is_own(ts, name);
 	/* a tool the phase does not have at all: its executor says so in its words */
 	if (!own && !m)

@@ -473,3 +473,62 @@ until_true() {
 	[ ! -d "$REPO/.forge/worktrees" ] || [ -z "$(ls -A "$REPO/.forge/worktrees")" ]
 	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
 }
+
+# ---- the time limits bound what is in flight (hunt52 #1) -------------------
+
+# hang_implement JSON-CONFIG: implement's first call streams keep-alive pings
+# and never its answer (pause_file never made); forge run under CONFIG.
+hang_implement() {
+	use_mock
+	mkdir -p .forge
+	echo "$1" >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" --arg f "$BATS_TEST_TMPDIR/never" \
+		'$p + [{text: "thinking", pause_after: 1, pause_file: $f, ping_ms: 200, times: "always"}]')"
+	run -3 --separate-stderr timeout 100 forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+}
+
+@test "a model call kept alive by pings is cut at the phase's time limit: the time breaker trips (exit 3), not the provider" {
+	# (before: the stall timer never fired, bytes kept coming: the run hung)
+	hang_implement '{"safety": {"time_s": {"implement": 2}}}'
+	run -0 events_of "$T" breaker.tripped
+	jq -se 'length == 1 and .[0].breaker == "time" and .[0].limit_ms == 2000' <<<"$output"
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and (.run.error | contains("could not be reached") | not)' <<<"$output"
+}
+
+@test "a model call kept alive by pings is cut at the run's time limit (safety.time_s.total): exit 3" {
+	hang_implement '{"safety": {"time_s": {"total": 2, "implement": 600}}}'
+	run -0 events_of "$T" breaker.tripped
+	jq -se 'length >= 1 and all(.breaker == "time")' <<<"$output"
+	jq -se 'any(.reason | contains("safety.time_s.total"))' <<<"$output"
+}
+
+@test "a command under the phase's time limit ends with it, not at its own timeout" {
+	use_mock
+	mkdir -p .forge
+	# (sandbox.command_timeout_s, by default longer than the guard's 100 s:
+	# only the phase's 2 s can end it in time)
+	echo '{"safety": {"time_s": {"implement": 2}}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" \
+		'$p + [{tool_calls: [{name: "run_command", input: {command: "sleep 300"}}]}]')"
+	run -3 --separate-stderr timeout 100 forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 --separate-stderr events_of "$T" tool.failed
+	jq -se 'length == 1 and .[0].tool == "run_command" and .[0].data.timed_out == true' <<<"$output"
+	run -0 events_of "$T" breaker.tripped
+	jq -se 'length == 1 and .[0].breaker == "time"' <<<"$output"
+}
+
+# ---- a model failure says whose it is to mend (hunt52 #4) ------------------
+
+@test "a key the provider rejects is not 'could not be reached', and the next step says to fix it before resuming" {
+	use_mock
+	mkdir -p .forge
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "auth", times: "always"}]')"
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"the provider refused the request"*"the API key was rejected"* ]]
+	[[ "$stderr$output" != *"could not be reached"* ]]
+	assert_line --regexp "^  next +fix what the provider refused .*then forge resume $T"
+}

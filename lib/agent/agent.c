@@ -46,13 +46,6 @@ const char *agent_outcome_name(enum agent_outcome o)
 	return "unknown";
 }
 
-long long agent_now(struct agent *a)
-{
-	if (a->env->clock_ms)
-		return a->env->clock_ms(a->env->test_payload);
-	return monotonic_ms();
-}
-
 static void emit(struct agent *a, const char *type, jv payload)
 {
 	if (a->env->out)
@@ -182,6 +175,24 @@ static void trip(struct agent *a, const char *breaker, jv detail, const char *fm
 	agent_reflect(a, "breaker", a->res->reason);
 }
 
+/* The time breaker: false, tripped, once the phase's or the run's time is out. */
+static bool time_holds(struct agent *a)
+{
+	struct agent_config *cfg = a->cfg;
+	long long ran = agent_now(a) - a->start_ms, elapsed = cfg->spent_ms + ran;
+
+	if (agent_time_left(a) != 0)
+		return true;
+	if (cfg->max_time_ms > 0 && elapsed >= cfg->max_time_ms)
+		trip(a, "time", json_set(jv_object(), "limit_ms", jv_number((double)cfg->max_time_ms)),
+		     "%lld ms elapsed (limit %lld ms)", elapsed, cfg->max_time_ms);
+	else
+		trip(a, "time", json_set(jv_object(), "run_time_left_ms", jv_number((double)cfg->run_time_left_ms)),
+		     "the run's time limit (safety.time_s.total) is reached: %lld ms of it were left "
+		     "when the phase began", cfg->run_time_left_ms);
+	return false;
+}
+
 /* Returns true when a breaker stops the loop before the next call. */
 static bool breakers_hold(struct agent *a, struct call_window *w)
 {
@@ -190,7 +201,6 @@ static bool breakers_hold(struct agent *a, struct call_window *w)
 	double limit = agent_cost_limit(cfg), cost = agent_phase_cost(a);
 	int max_iter = cfg->max_iterations > 0 ? cfg->max_iterations : 10;
 	int iterations = cfg->spent_iterations + a->res->iterations;
-	long long elapsed = cfg->spent_ms + now - a->start_ms;
 
 	/* (the phase's totals: an earlier run of the loop in it counts) */
 	if (iterations >= max_iter) {
@@ -204,11 +214,8 @@ static bool breakers_hold(struct agent *a, struct call_window *w)
 		     "cost $%.4f reached the limit of $%.4f", cost, limit);
 		return false;
 	}
-	if (cfg->max_time_ms > 0 && elapsed >= cfg->max_time_ms) {
-		trip(a, "time", json_set(jv_object(), "limit_ms", jv_number((double)cfg->max_time_ms)),
-		     "%lld ms elapsed (limit %lld ms)", elapsed, cfg->max_time_ms);
+	if (!time_holds(a))
 		return false;
-	}
 	size_t calls;
 	long long span = cfg->error_window_ms > 0 ? cfg->error_window_ms : 300000;
 	double rate = window_rate(w, now, span, &calls);
@@ -263,9 +270,10 @@ static int execute(struct agent *a, struct agent_tool_outcome *o, const char *na
 	for (*attempts = 1;; (*attempts)++) {
 		memset(o, 0, sizeof *o);
 		o->event = jv_null();
+		o->deadline_ms = agent_deadline(a);
 		if (a->env->exec(o, name, input, a->env->exec_payload) < 0)
 			return -1;
-		if (o->ok || !o->retryable || *attempts > MAX_TOOL_RETRIES)
+		if (o->ok || !o->retryable || *attempts > MAX_TOOL_RETRIES || agent_time_left(a) == 0)
 			return 0;
 		outcome_release(o);
 		sleep_seconds(a, delay);
@@ -480,6 +488,9 @@ static int reason(struct agent *a, struct llm_response *resp)
 		req.tool_choice = LLM_TOOL_ANY;
 		req.max_tokens = agent_answer_room(a);
 		req.temperature = a->cfg->temperature;
+		/* (the time limits bound a call in flight: a stream kept alive
+		 * by pings, or retries, ran on past them) */
+		req.deadline_ms = agent_deadline(a);
 		if (a->env->on_text) {
 			req.stream = true;
 			req.on_text = a->env->on_text;
@@ -516,6 +527,33 @@ static void nudge(struct agent *a, const struct llm_response *resp)
 }
 
 /* ---- the loop ----------------------------------------------------------- */
+
+/*
+ * Why the model call failed, in words that say whose it is to mend
+ * (a->model_error): a provider that answered and refused the request (a
+ * key, a model, a prompt it will never take) is not one that could not be
+ * reached (before: "could not be reached" for a rejected key too).
+ * Returns it, malloc'd.
+ */
+static char *model_failed(struct agent *a)
+{
+	struct buf b = BUF_INIT;
+
+	switch (llm_client_error(a->env->llm)) {
+	case LLM_ERR_AUTH: case LLM_ERR_MODEL: case LLM_ERR_CONFIG: case LLM_ERR_CONTEXT:
+	case LLM_ERR_BAD_REQUEST: case LLM_ERR_QUOTA:
+		buf_addf(&b, "the provider refused the request: %s (fix that first: the same request "
+			 "would be refused again)", forge_last_error());
+		break;
+	case LLM_ERR_PROTOCOL:
+		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
+		break;
+	default:
+		buf_addf(&b, "the model could not be reached: %s", forge_last_error());
+		break;
+	}
+	return buf_detach(&b, NULL);
+}
 
 /*
  * An answer cut where the model's context window ended (the request and
@@ -578,14 +616,18 @@ static void loop(struct agent *a)
 
 		struct llm_response resp;
 		if (reason(a, &resp) < 0) {
-			finish_with(a, AGENT_FAILED, NULL, "the model could not be reached: %s",
-				    forge_last_error());
+			char *why = model_failed(a);
 			/* what it was billed before it broke counts, as any call's */
 			if (resp.usage_seen) {
 				agent_account(a, &resp);
 				agent_emit_llm_called(a, a->env->llm, &resp);
 			}
 			llm_response_release(&resp);
+			/* ended by the time limit (the call was cut at it): the
+			 * time breaker's, as between calls, not the provider's */
+			if (time_holds(a))
+				finish_with(a, AGENT_FAILED, NULL, "%s", why);
+			free(why);
 			break;
 		}
 		agent_account(a, &resp);

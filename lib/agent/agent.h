@@ -79,6 +79,11 @@ struct agent_tool_outcome {
 	double cost_usd;
 	long tokens;
 	bool cost_unknown;      /* some of that spend had no price */
+	/* In, set by the agent before the call: a monotonic_ms() time by
+	 * which the tool must end (what is left of the phase's and the run's
+	 * time limits; 0: none).  An executor that runs commands shortens
+	 * their timeout to it (tools_agent_exec). */
+	long long deadline_ms;
 };
 
 /*
@@ -101,6 +106,8 @@ struct agent_config {
 	double max_cost_usd;            /* phase limit; < 0 = none, 0 = nothing may be spent */
 	double budget_remaining_usd;    /* the run's remaining budget; < 0 = none */
 	long long max_time_ms;          /* 0 = none */
+	long long run_time_left_ms;     /* what the run's own time limit (safety.time_s.total)
+	                                   leaves it as the loop starts; 0 = none */
 	/*
 	 * What earlier runs of the loop in the same phase spent (a phase that
 	 * runs it again: fix rounds, TDD): the limits above are the phase's,

@@ -33,6 +33,12 @@ struct agent {
 	int fast_calls;             /* calls made on the fast client */
 };
 
+/* The time (ms) left before the phase's or the run's time limit, the
+ * smaller (0: it is out); -1 when neither has one. */
+long long agent_time_left(struct agent *a);
+/* That time as a monotonic_ms() deadline for a model call or a command,
+ * which end with it (0: no limit). */
+long long agent_deadline(struct agent *a);
 long long agent_now(struct agent *a);
 
 /* The cost limit (the lower of the phase's and the run's remaining

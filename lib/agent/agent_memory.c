@@ -6,11 +6,13 @@
 #include "agent/agent_internal.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "core/json.h"
 #include "core/resource.h"
 #include "data/stream.h"
 #include "core/tokens.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +116,36 @@ jv agent_sanitize(jv v)
 	}
 }
 
+long long agent_now(struct agent *a)
+{
+	if (a->env->clock_ms)
+		return a->env->clock_ms(a->env->test_payload);
+	return monotonic_ms();
+}
+
+/* See agent_internal.h. */
+long long agent_time_left(struct agent *a)
+{
+	struct agent_config *cfg = a->cfg;
+	long long ran = agent_now(a) - a->start_ms, left = LLONG_MAX;
+
+	if (cfg->max_time_ms <= 0 && cfg->run_time_left_ms <= 0)
+		return -1;
+	if (cfg->max_time_ms > 0)
+		left = cfg->max_time_ms - cfg->spent_ms - ran;
+	if (cfg->run_time_left_ms > 0 && cfg->run_time_left_ms - ran < left)
+		left = cfg->run_time_left_ms - ran;
+	return left > 0 ? left : 0;
+}
+
+/* See agent_internal.h. */
+long long agent_deadline(struct agent *a)
+{
+	long long left = agent_time_left(a);
+
+	return left < 0 ? 0 : monotonic_ms() + left;
+}
+
 /* Here, below the loop (agent.c), so the loop and its helpers do not call
  * each other. */
 double agent_cost_limit(const struct agent_config *cfg)
@@ -171,6 +203,7 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
 	}
 	req.max_tokens = 2048;
 	req.temperature = a->cfg->temperature;
+	req.deadline_ms = agent_deadline(a);	/* (a compression's too) */
 	rc = llm_call(out, c, &req);
 	llm_request_release(&req);
 	jv_free(tool);

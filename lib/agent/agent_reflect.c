@@ -71,6 +71,9 @@ static bool should_reflect(struct agent *a, const char *outcome)
 	 * more calls, a reflection's neither */
 	if (limit >= 0 && agent_phase_cost(a) >= limit)
 		why = "budget spent (the phase's cost limit is reached)";
+	/* so does a reached time limit (a call past it is cut at once) */
+	else if (agent_time_left(a) == 0)
+		why = "time spent (the phase's or the run's time limit is reached)";
 	else if (a->reflect_spent >= budget)
 		why = "reflection budget spent";
 	else if (strcmp(outcome, "success") == 0 && a->res->cost_usd < min_cost)

@@ -7,6 +7,7 @@
 #include "agent/agent.h"
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "git/git.h"
 #include "core/json.h"
 #include "llm/llm.h"
@@ -303,6 +304,19 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 	cmd.timeout_ms = p->timeout_ms;
 	if (want_s > 0 && want_s * 1000 < (double)p->timeout_ms)
 		cmd.timeout_ms = (long)(want_s * 1000);
+	/* the phase's time runs out first: the command ends with it (before:
+	 * it ran its whole timeout past the limit) */
+	if (ctx->deadline_ms > 0) {
+		long long left = ctx->deadline_ms - monotonic_ms();
+
+		if (left < 1) {
+			tool_fail(out, TOOL_ERR_FAILED, jv_object(),
+				  "run_command: not run: the phase's time limit is reached");
+			goto out;
+		}
+		if (cmd.timeout_ms <= 0 || left < cmd.timeout_ms)
+			cmd.timeout_ms = (long)left;
+	}
 	if (sandbox_run(&r, &unconfined, p, &cmd) < 0) {
 		const char *msg = forge_last_error();
 		bool required = strstr(msg, "required") || strstr(msg, "refusing");
@@ -726,10 +740,14 @@ void tools_run(struct tool_result *out, const char *name, const struct tool_ctx 
 int tools_agent_exec(struct agent_tool_outcome *out, const char *name, jv input, void *payload)
 {
 	struct tool_result r;
+	struct tool_ctx ctx = *(const struct tool_ctx *)payload;
 	jv ev;
 
+	/* (the agent's time left bounds a command: its deadline, in) */
+	if (out->deadline_ms > 0 && (ctx.deadline_ms <= 0 || out->deadline_ms < ctx.deadline_ms))
+		ctx.deadline_ms = out->deadline_ms;
 	memset(out, 0, sizeof(*out));
-	tools_run(&r, name, payload, input);
+	tools_run(&r, name, &ctx, input);
 	out->ok = r.ok;
 	out->retryable = r.retryable;
 	out->text = xstrdup(r.ok ? (r.output ? r.output : "ok") : (r.error ? r.error : "failed"));

@@ -80,6 +80,8 @@ struct tool_ctx {
 	char *const *env;                     /* base environment of commands; NULL = environ */
 	bool approved;                        /* a human approved this (ask) call */
 	size_t read_cap;                      /* read_file bytes per answer; 0 = 256 KiB */
+	long long deadline_ms;                /* monotonic_ms() by which a command must end (a
+	                                         time limit's; its timeout is cut to it); 0: none */
 };
 
 struct tool {

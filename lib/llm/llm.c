@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/ids.h"
 #include "core/forge.h"
 #include "net/http.h"
 #include "core/json.h"
@@ -356,6 +357,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 			 kind == LLM_ERR_CONFIG && c->shown_call_url ? c->shown_call_url : "");
 	else if (r && r->too_large)   /* reached: its answer was too long to read */
 		buf_addf(&b, "the response body from %s is larger than %zu bytes", c->shown_url, r->too_large);
+	else if (r && r->past_deadline)   /* the caller's time limit, not the provider */
+		buf_addf(&b, "no answer from %s within the time left to the call", c->shown_url);
 	else if (r && r->streamed)   /* reached: the answer stopped coming */
 		buf_addf(&b, "the answer from %s broke off: %s", c->shown_url, r->error);
 	else if (r)
@@ -649,7 +652,7 @@ bool llm_is_event_stream(const char *content_type)
 static bool restartable(const struct llm_request *req, const struct streaming *st,
 			const struct http_response *r)
 {
-	if (!r->streamed || r->interrupted || llm_interrupted())
+	if (!r->streamed || r->interrupted || r->past_deadline || llm_interrupted())
 		return false;
 	if (req->on_text && !req->progress_only && st->s.text.len)
 		return false;
@@ -681,7 +684,7 @@ again:
 	free(c->shown_call_url);
 	c->shown_call_url = secret_url_shown(w.url);
 	struct http_request hr = { "POST", w.url, (const char *const *)w.headers, w.body, w.body_len,
-				   NULL, NULL, veto_retry, (void *)c->p, 0 };
+				   NULL, NULL, veto_retry, (void *)c->p, 0, req->deadline_ms };
 	if (req->stream) {
 		llm_stream_init(&st.s, out);
 		st.s.on_text = req->on_text;
@@ -909,7 +912,11 @@ static int call_retrying(struct llm_response *out, struct llm_usage *lost, bool 
 		}
 		int retries = out->retries;
 		double start = clock_ms(), ms = out->duration_ms;
-		http_retry_sleep(&c->http.retry, http_retry_delay(&c->http.retry, retries, NULL));
+		double wait = http_retry_delay(&c->http.retry, retries, NULL);
+		/* (no asking again that could not begin before the caller's deadline) */
+		if (req->deadline_ms > 0 && (double)monotonic_ms() + wait * 1000 >= (double)req->deadline_ms)
+			break;
+		http_retry_sleep(&c->http.retry, wait);
 		llm_response_release(out);
 		llm_response_init(out);
 		out->retries = c->retried = retries + 1;

@@ -164,6 +164,10 @@ struct llm_request {
 	 * ended (once a block, only after text).  May be NULL. */
 	void (*on_text)(void *payload, const char *text, size_t len);
 	void *payload;
+	/* When > 0, a monotonic_ms() time by which the call ends, retries,
+	 * their waits and a stream included (a caller's time limit: bytes that
+	 * keep coming do not hold it open); it then fails LLM_ERR_TIMEOUT. */
+	long long deadline_ms;
 	/* on_text only shows progress: the caller uses the answer llm_call
 	 * returns, never what on_text was given (the agent's live view), so
 	 * a stream that fails mid-way with a transient fault is asked again

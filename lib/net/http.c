@@ -178,6 +178,7 @@ struct transfer {
 	double last_ms;               /* when seen last changed */
 	bool stalled;
 	bool interrupted;             /* ended by http_interrupt() */
+	bool past_deadline;           /* ended by req->deadline_ms */
 };
 
 static double now_ms(void);
@@ -195,6 +196,12 @@ static int on_progress(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl
 	(void)ultotal;
 	if (interrupt_flag) {
 		t->interrupted = true;
+		return 1;
+	}
+	/* (the caller's deadline bounds a stream too: bytes that keep
+	 * coming, a proxy's keep-alive pings, never end it otherwise) */
+	if (t->req->deadline_ms > 0 && now >= (double)t->req->deadline_ms) {
+		t->past_deadline = true;
 		return 1;
 	}
 	/* Not streamed: a server sends nothing, not even its headers, until
@@ -338,7 +345,17 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	/* A stream takes as long as its answer does: while bytes keep coming
 	 * only the stall watch (on_progress) ends it, never a total. */
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->sink ? 0L : c->timeout_ms);
+	long total = req->sink ? 0L : c->timeout_ms;
+	/* (on_progress ends it at the deadline itself, so that its caller's
+	 * clock finds it past; this only backs that up) */
+	if (req->deadline_ms > 0) {
+		double left = (double)req->deadline_ms - now_ms() + 1000;
+		long ms = left < 1 ? 1L : (long)left;
+
+		if (total == 0 || ms < total)
+			total = ms;
+	}
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -376,14 +393,17 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	r->status = 0;
 	r->error[0] = '\0';
 	r->timed_out = false;
+	r->past_deadline = false;
 	r->too_large = 0;
 	c->errbuf[0] = '\0';
 	setup(c, req, &t, hdrs);
 	r->sent = false;
 	if (interrupt_flag)
 		t.interrupted = true;   /* not sent */
-	bool attempted = !t.interrupted;
-	rc = t.interrupted ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(c->curl);
+	else if (req->deadline_ms > 0 && now_ms() >= (double)req->deadline_ms)
+		t.past_deadline = true;   /* not sent either */
+	bool attempted = !t.interrupted && !t.past_deadline;
+	rc = !attempted ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(c->curl);
 	curl_slist_free_all(hdrs);
 	if (t.sink_done && rc == CURLE_WRITE_ERROR)
 		rc = CURLE_OK;   /* ended by us: the body was complete */
@@ -401,7 +421,12 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 		r->sent = curl_easy_getinfo(c->curl, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK &&
 			  up >= (curl_off_t)req->body_len;
 	}
-	if (t.stalled) {
+	/* (CURLOPT_TIMEOUT_MS, set to the deadline, may end it first) */
+	if (req->deadline_ms > 0 && (t.past_deadline || (rc == CURLE_OPERATION_TIMEDOUT &&
+							  now_ms() >= (double)req->deadline_ms)))
+		t.past_deadline = true;
+	r->past_deadline = t.past_deadline;
+	if (t.stalled || t.past_deadline) {
 		rc = CURLE_OPERATION_TIMEDOUT;   /* retried like a timeout */
 		r->transport_error = (int)rc;
 	}
@@ -413,6 +438,8 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 		snprintf(r->error, sizeof(r->error), "response body larger than %zu bytes", t.max);
 		r->too_large = t.max;
 	}
+	else if (t.past_deadline)
+		snprintf(r->error, sizeof(r->error), "the caller's time limit came first");
 	else if (t.stalled)
 		snprintf(r->error, sizeof(r->error), "stalled: no data for %ld ms", c->stall_ms);
 	else if (t.interrupted)
@@ -534,7 +561,7 @@ static double now_ms(void)
 
 static bool may_retry(const struct http_request *req, const struct http_response *r)
 {
-	if (r->streamed || r->interrupted || interrupt_flag)
+	if (r->streamed || r->interrupted || interrupt_flag || r->past_deadline)
 		return false;
 	if (!http_should_retry(r))
 		return false;
@@ -564,7 +591,18 @@ int http_send(struct http_response *out, struct http_client *c, const struct htt
 				break;
 			}
 		}
-		do_sleep(&c->retry, http_retry_delay(&c->retry, n, out->status ? out : NULL));
+		double wait = http_retry_delay(&c->retry, n, out->status ? out : NULL);
+		/* a retry that could not begin before the deadline is not made:
+		 * the wait runs out with the caller's time (which then says so) */
+		if (req->deadline_ms > 0 && now_ms() + wait * 1000 >= (double)req->deadline_ms) {
+			double left = ((double)req->deadline_ms - now_ms()) / 1000;
+
+			if (left > 0)
+				do_sleep(&c->retry, left);
+			out->past_deadline = true;
+			break;
+		}
+		do_sleep(&c->retry, wait);
 		out->retries++;
 	}
 	out->duration_ms = now_ms() - start;

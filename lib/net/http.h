@@ -61,6 +61,8 @@ struct http_response {
 	bool sent;                    /* interrupted: the request with a body had reached the
 	                                 server whole (its body all uploaded), which may
 	                                 answer it, and bill it, all the same */
+	bool past_deadline;           /* ended (or not sent, or not retried) because the
+	                                 request's deadline_ms came (status 0, timed_out) */
 };
 
 void http_response_init(struct http_response *r);
@@ -91,6 +93,10 @@ struct http_request {
 	bool (*no_retry)(void *payload, const struct http_response *r);
 	void *no_retry_payload;
 	size_t max_body;              /* 0 = 64 MiB */
+	/* When > 0, a monotonic_ms() time by which the whole send ends,
+	 * attempts and waits between them: a stream too, however its bytes
+	 * keep coming (a caller's time limit; out->past_deadline). */
+	long long deadline_ms;
 };
 
 struct http_retry {

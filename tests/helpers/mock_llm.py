@@ -111,6 +111,10 @@ SCRIPT FORMAT
     "pause_after": N       SSE: after N events, wait until "pause_file" exists (at
     "pause_file": PATH     most 120 s) before the rest: a test sees the call in
                            flight with part of its answer sent
+    "ping_ms": N           SSE, with pause_after: while paused, a keep-alive every N
+                           ms (Anthropic "event: ping", OpenAI ": keep-alive"), as
+                           a provider or proxy sends them: bytes keep coming, the
+                           answer never does
     "no_done": true        OpenAI SSE: no "data: [DONE]" line; the body ends
                            after the finish_reason (and usage) chunks, as older
                            llama.cpp and TGI servers end it
@@ -435,6 +439,8 @@ def check_step(step, n):
         raise ValueError("step %d: \"pause_file\" must be a path" % n)
     if "pause_after" in step and not isinstance(step["pause_after"], int):
         raise ValueError("step %d: \"pause_after\" must be a number of events" % n)
+    if "ping_ms" in step and (not isinstance(step["ping_ms"], int) or step["ping_ms"] <= 0):
+        raise ValueError("step %d: \"ping_ms\" must be a positive number of ms" % n)
     if is_conditional(step):
         for c in ("when_prompt_contains", "when_prompt_lacks"):
             v = step.get(c, "")
@@ -903,7 +909,17 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if step.get("pause_file") and n == step.get("pause_after", 0):
                 limit = time.monotonic() + 120
+                ping_s = step.get("ping_ms", 0) / 1000.0
+                ping = ('event: ping\ndata: {"type": "ping"}\n\n'
+                        if any(e.startswith("event:") for e in events) else ": keep-alive\n\n")
+                next_ping = time.monotonic() + ping_s
                 while not os.path.exists(step["pause_file"]) and time.monotonic() < limit:
+                    if ping_s and time.monotonic() >= next_ping:
+                        try:
+                            self.write_chunk(ping.encode("utf-8"))
+                        except OSError:
+                            return     # the client gave up on the answer
+                        next_ping += ping_s
                     time.sleep(0.02)
             self.write_chunk(ev.encode("utf-8"), dribble)
         if step.get("hold_open"):
