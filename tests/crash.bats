@@ -317,7 +317,9 @@ cost_agrees() {
 	[ "$state" -eq "$events" ]
 }
 
-@test "the whole run killed after paid model calls (kill -9 of the group): resume counts what they cost" {
+# A run whose process group is killed (kill -9) while implement's second
+# model call is held, after paid calls; T its trace.
+kill_run_in_implement() {
 	new_repo d
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0], $i[1] + {delay_ms: 30000}]')"
 	start_run
@@ -327,6 +329,10 @@ cost_agrees() {
 	rc=0; wait "$SUP" || rc=$?
 	[ "$rc" -eq 137 ]
 	T=$(trace_of_run)
+}
+
+@test "the whole run killed after paid model calls (kill -9 of the group): resume counts what they cost" {
+	kill_run_in_implement
 	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
 	# (before: the killed attempt's calls, after the last checkpoint, were
 	# never counted: the resumed run's cost left them out)
@@ -342,15 +348,7 @@ usd6() {
 }
 
 @test "the whole run killed after paid model calls: status, history, show and metrics count them before any resume" {
-	new_repo d
-	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0], $i[1] + {delay_ms: 30000}]')"
-	start_run
-	until_true db_has "source = 'forge-implement' and type = 'llm.called'"
-	until_true eval '[ "$(calls implementer)" -ge 2 ]'
-	kill -9 -- "-$SUP"
-	rc=0; wait "$SUP" || rc=$?
-	[ "$rc" -eq 137 ]
-	T=$(trace_of_run)
+	kill_run_in_implement
 	# a paid call whose llm.called event was lost (a full disk): in the log only
 	# (its cost puts no total at a half of the 4th decimal, which %.4f could round either way)
 	db_q "insert into llm_calls (ts, trace_id, phase, provider, input_tokens, cost_usd)
