@@ -194,8 +194,10 @@ check_run() {
 	# claude-sonnet-4-5), then the connection drops before message_stop
 	mock_script "$(jq -c -s '[.[] | .response | del(.model) | .usage = {input_tokens: 2000, output_tokens: 100}]
 		| .[1] += {usage: {input_tokens: 100000, output_tokens: 5000}, cut_after: 2}' "$CASSETTES/run-clean.jsonl")"
+	# (no retries: a cut stream is otherwise asked again whole, llm.bats)
+	echo '{"llm":{"max_retries":0}}' >"$BATS_TEST_TMPDIR/no-retry.json"
 	run -5 --separate-stderr forge-plan --provider anthropic --base-url "$MOCK_URL" --model claude-sonnet-4-5 \
-		--task "add a mul operation"
+		--config "$BATS_TEST_TMPDIR/no-retry.json" --task "add a mul operation"
 	[[ "$stderr" == *"broke off"* ]]
 	tail -n 1 <<<"$output" | jq -e '.status == "failed" and (.cost.usd * 1e6 | round) == 307515'
 	jq -e -s '[.[] | select(.type == "llm.called") | .cost.usd * 1e6 | round] == [7500, 300015]' <<<"$output"
