@@ -197,3 +197,19 @@ printf 'start-up (--version/--help, median wall of 15 each, fork+exec included; 
 	"$(awk 'NR == 1 { print $2 }' "$tmp/starts")" "$(awk 'NR == 1 { print $3 }' "$tmp/starts")" \
 	"$(awk 'NR == 1 { print $1 }' "$tmp/starts")" "$(awk 'END { print $1 }' "$tmp/starts")"
 awk 'NR <= 5 { printf "  %-22s %-10s %6.2f ms\n", $2, $3, $1 }' "$tmp/starts"
+# The machine's floor: what starting any program costs here (the start-up
+# figures above include it), and what the kernel takes to make the
+# namespaces a sandboxed command runs in (each run_command pays it once).
+: >"$tmp/floor"
+for _ in $(seq 15); do "$rr" -o /dev/null /bin/true 2>>"$tmp/floor"; done
+printf '  the floor here: /bin/true %.2f ms' "$(median $(sed -n 's/.*wall_ms=\([0-9.]*\).*/\1/p' "$tmp/floor"))"
+if command -v unshare >/dev/null && unshare -Umnpi --fork /bin/true 2>/dev/null; then
+	: >"$tmp/floor"
+	for _ in $(seq 15); do "$rr" -o /dev/null unshare -Umnpi --fork /bin/true 2>>"$tmp/floor"; done
+	ns=$(median $(sed -n 's/.*wall_ms=\([0-9.]*\).*/\1/p' "$tmp/floor"))
+	: >"$tmp/floor"
+	for _ in $(seq 15); do "$rr" -o /dev/null unshare --fork /bin/true 2>>"$tmp/floor"; done
+	printf '; the namespaces of one sandboxed command (user, mount, pid, net, ipc: unshare -Umnpi) %.2f ms' \
+		"$(awk -v a="$ns" -v b="$(median $(sed -n 's/.*wall_ms=\([0-9.]*\).*/\1/p' "$tmp/floor"))" 'BEGIN { print a - b }')"
+fi
+echo

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,12 +372,28 @@ static void add_manager_home(struct list *readable, struct list *hidden, const c
  * not hold, each with why: a directory bound or made readable whole
  * brings everything beneath it, so PATH=$PATH:~ gave commands ~/.ssh and
  * a ~/.env with the API key, and /tmp in PATH the host's sockets.
+ *
+ * The guard depends only on the user, the environment and the parents of
+ * the repository and of the command's temp dir, the same for every command
+ * of a phase, so it is built once and kept while they stay (getpwuid() and
+ * a realpath() of each place are ~60 system calls).  Verdicts are kept by
+ * the directory's real path, which is taken again for every command: a
+ * directory the command could replace by a link is judged anew.
  */
 struct guard {
 	char *path[24];
 	const char *why[24];
 	size_t n;
+	char *key;			/* what it was built from */
+	struct verdict {
+		char *real;
+		const char *why;	/* NULL: may be read */
+	} *verdicts;
+	size_t nverdicts;
 };
+
+static struct guard guard_cache;
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void guard_add(struct guard *g, const char *path, const char *why, bool parent)
 {
@@ -397,73 +414,132 @@ static void guard_add(struct guard *g, const char *path, const char *why, bool p
 	g->why[g->n++] = why;
 }
 
-static void guard_build(struct guard *g, const struct sandbox_cmd *cmd)
+static const char *const guard_xdg[] = {
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", NULL,
+};
+
+/* The value of NAME in env, or NULL. */
+static const char *env_value(char *const *env, const char *name)
 {
-	static const char *const xdg[] = {
-		"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", NULL,
-	};
-	static const char *const temps[] = { "/tmp", "/var/tmp", "/dev/shm", "/run", NULL };
-	char *const *env = cmd->base_env ? cmd->base_env : environ;
-	const char *home = NULL;
-	struct passwd *pw = getpwuid(getuid());
+	size_t n = strlen(name);
+	const char *val = NULL;
 
-	memset(g, 0, sizeof(*g));
-	/* the first place a directory holds gives the reason: /tmp holding
-	 * a home is said to be a temporary directory */
-	for (size_t i = 0; temps[i]; i++)
-		guard_add(g, temps[i], "a temporary directory or a parent of one", false);
-	guard_add(g, cmd->tmp, "a temporary directory or a parent of one", true);
 	for (size_t i = 0; env && env[i]; i++)
-		if (!strncmp(env[i], "HOME=", 5))
-			home = env[i] + 5;
-	guard_add(g, home, "the home directory or a parent of it", false);
-	guard_add(g, pw ? pw->pw_dir : NULL, "the home directory or a parent of it", false);
-	for (size_t i = 0; xdg[i]; i++) {
-		size_t n = strlen(xdg[i]);
+		if (!strncmp(env[i], name, n) && env[i][n] == '=')
+			val = env[i] + n + 1;
+	return val;
+}
 
-		for (size_t k = 0; env && env[k]; k++)
-			if (!strncmp(env[k], xdg[i], n) && env[k][n] == '=')
-				guard_add(g, env[k] + n + 1, "holds the user's configuration or data", false);
+/* What the guard is built from, as one string, each value after its
+ * length (the parents by their text: a command's temp dir is new each
+ * time, its parent is not). */
+static char *guard_key(const struct sandbox_cmd *cmd, char *const *env)
+{
+	static const char *const names[] = {
+		"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+		"FORGE_DB", "XDG_RUNTIME_DIR", "TMPDIR", NULL,
+	};
+	struct buf b = BUF_INIT;
+	const char *slash = cmd->tmp ? strrchr(cmd->tmp, '/') : NULL;
+	int tmp_parent = slash ? (int)(slash - cmd->tmp) : 0;
+
+	buf_addf(&b, "uid=%u", (unsigned)getuid());
+	for (size_t i = 0; names[i]; i++) {
+		const char *v = env_value(env, names[i]);
+		if (v)
+			buf_addf(&b, " %s=%zu:%s", names[i], strlen(v), v);
 	}
-	for (size_t k = 0; env && env[k]; k++) {
-		if (!strncmp(env[k], "FORGE_DB=", 9))
-			guard_add(g, env[k] + 9, "holds the Forge database", true);
-		else if (!strncmp(env[k], "XDG_RUNTIME_DIR=", 16))
-			guard_add(g, env[k] + 16, "holds the user's sockets", false);
-		else if (!strncmp(env[k], "TMPDIR=", 7))
-			guard_add(g, env[k] + 7, "a temporary directory or a parent of one", false);
-	}
-	guard_add(g, cmd->root, "a parent of the repository", true);
+	buf_addf(&b, " tmp=%d:%.*s", tmp_parent, tmp_parent, slash ? cmd->tmp : "");
+	buf_addf(&b, " root=%zu:%s", strlen(cmd->root), cmd->root);
+	return buf_detach(&b, NULL);
 }
 
 static void guard_release(struct guard *g)
 {
 	for (size_t i = 0; i < g->n; i++)
 		free(g->path[i]);
+	for (size_t i = 0; i < g->nverdicts; i++)
+		free(g->verdicts[i].real);
+	free(g->verdicts);
+	free(g->key);
 	memset(g, 0, sizeof(*g));
+}
+
+static void guard_build(struct guard *g, const struct sandbox_cmd *cmd, char *const *env, char *key)
+{
+	static const char *const temps[] = { "/tmp", "/var/tmp", "/dev/shm", "/run", NULL };
+	struct passwd *pw = getpwuid(getuid());
+
+	memset(g, 0, sizeof(*g));
+	g->key = key;
+	/* the first place a directory holds gives the reason: /tmp holding
+	 * a home is said to be a temporary directory */
+	for (size_t i = 0; temps[i]; i++)
+		guard_add(g, temps[i], "a temporary directory or a parent of one", false);
+	guard_add(g, cmd->tmp, "a temporary directory or a parent of one", true);
+	guard_add(g, env_value(env, "HOME"), "the home directory or a parent of it", false);
+	guard_add(g, pw ? pw->pw_dir : NULL, "the home directory or a parent of it", false);
+	for (size_t i = 0; guard_xdg[i]; i++)
+		guard_add(g, env_value(env, guard_xdg[i]), "holds the user's configuration or data", false);
+	guard_add(g, env_value(env, "FORGE_DB"), "holds the Forge database", true);
+	guard_add(g, env_value(env, "XDG_RUNTIME_DIR"), "holds the user's sockets", false);
+	guard_add(g, env_value(env, "TMPDIR"), "a temporary directory or a parent of one", false);
+	guard_add(g, cmd->root, "a parent of the repository", true);
+}
+
+/* The guard for this command: the kept one when built from the same, else
+ * a new one.  Called with guard_lock held. */
+static struct guard *guard_get(const struct sandbox_cmd *cmd, char *const *env)
+{
+	char *key = guard_key(cmd, env);
+
+	if (guard_cache.key && !strcmp(guard_cache.key, key)) {
+		free(key);
+		return &guard_cache;
+	}
+	guard_release(&guard_cache);
+	guard_build(&guard_cache, cmd, env, key);
+	return &guard_cache;
+}
+
+/* Why the directory at real path `real` may not be made readable (static),
+ * or NULL when it may. */
+static const char *guard_judge(const struct guard *g, const char *real)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!strcmp(real, "/"))
+		return "the root directory";
+	for (size_t i = 0; i < g->n; i++)
+		if (beneath(g->path[i], real))
+			return g->why[i];
+	for (size_t i = 0; private_dots[i]; i++)
+		if (strstr(real, private_dots[i]) ||
+		    (snprintf(path, sizeof path, "%s/%s", real, private_dots[i]) < (int)sizeof path &&
+		     lstat(path, &st) == 0))
+			return "holds or is ~/.ssh or the like";
+	return NULL;
 }
 
 /* Why dir may not be made readable (static), or NULL when it may.  Decided
  * on its real path: a symlink in PATH names what it points to. */
-static const char *guard_refuses(const struct guard *g, const char *dir)
+static const char *guard_refuses(struct guard *g, const char *dir)
 {
-	char *real = realpath(dir, NULL), path[PATH_MAX];
-	const char *why = NULL;
-	struct stat st;
+	char *real = realpath(dir, NULL);
+	const char *why;
 
 	if (!real)
 		return NULL;	/* not there: nothing is bound */
-	if (!strcmp(real, "/"))
-		why = "the root directory";
-	for (size_t i = 0; i < g->n && !why; i++)
-		if (beneath(g->path[i], real))
-			why = g->why[i];
-	for (size_t i = 0; private_dots[i] && !why; i++)
-		if (strstr(real, private_dots[i]) ||
-		    (snprintf(path, sizeof path, "%s/%s", real, private_dots[i]) < (int)sizeof path &&
-		     lstat(path, &st) == 0))
-			why = "holds or is ~/.ssh or the like";
-	free(real);
+	for (size_t i = 0; i < g->nverdicts; i++)
+		if (!strcmp(g->verdicts[i].real, real)) {
+			free(real);
+			return g->verdicts[i].why;
+		}
+	why = guard_judge(g, real);
+	g->verdicts = xrealloc(g->verdicts, (g->nverdicts + 1) * sizeof *g->verdicts);
+	g->verdicts[g->nverdicts].real = real;	/* owned by the guard now */
+	g->verdicts[g->nverdicts++].why = why;
 	return why;
 }
 
@@ -480,7 +556,7 @@ static void note_left_out(struct list *left_out, const char *what, const char *d
  * (~/.cargo/bin -> ~/.cargo, ~/.pyenv/shims -> ~/.pyenv); those the guard
  * refuses to left_out. */
 static void add_path_dirs(struct list *readable, struct list *hidden, struct list *left_out,
-			  const struct guard *g, char *const *env)
+			  struct guard *g, char *const *env)
 {
 	const char *val = NULL;
 
@@ -494,9 +570,11 @@ static void add_path_dirs(struct list *readable, struct list *hidden, struct lis
 			const char *why;
 			memcpy(dir, val, n);
 			dir[n] = '\0';
-			if (access(dir, X_OK) == 0 && (why = guard_refuses(g, dir))) {
+			if (access(dir, X_OK) != 0) {
+				/* not there or not searchable: nothing to bind */
+			} else if ((why = guard_refuses(g, dir))) {
 				note_left_out(left_out, "PATH", dir, why);
-			} else if (access(dir, X_OK) == 0) {
+			} else {
 				list_add(readable, dir);
 				add_manager_home(readable, hidden, dir);
 				slash = strrchr(dir, '/');
@@ -517,7 +595,7 @@ static void add_path_dirs(struct list *readable, struct list *hidden, struct lis
 /* The toolchain homes the command's environment names (sandbox_build_env:
  * RUSTUP_HOME, CARGO_HOME), read-only, unless private or missing. */
 static void add_env_homes(struct list *readable, struct list *hidden, struct list *left_out,
-			  const struct guard *g, char *const *env)
+			  struct guard *g, char *const *env)
 {
 	static const char *const names[] = { "RUSTUP_HOME", "CARGO_HOME", NULL };
 
@@ -651,7 +729,7 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 {
 	struct list readable = { 0 }, hidden = { 0 }, viewro = { 0 }, writable = { 0 }, left_out = { 0 };
 	struct buf b = BUF_INIT;
-	struct guard g;
+	struct guard *g;
 
 	memset(w, 0, sizeof(*w));
 	list_add(&writable, cmd->root);
@@ -674,10 +752,11 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		add_dir_except(&readable, &hidden, "/etc");
 	}
 	list_add(&viewro, "/etc");
-	guard_build(&g, cmd);
-	add_path_dirs(&readable, &hidden, &left_out, &g, env);
-	add_env_homes(&readable, &hidden, &left_out, &g, env);
-	guard_release(&g);
+	pthread_mutex_lock(&guard_lock);
+	g = guard_get(cmd, cmd->base_env ? cmd->base_env : environ);
+	add_path_dirs(&readable, &hidden, &left_out, g, env);
+	add_env_homes(&readable, &hidden, &left_out, g, env);
+	pthread_mutex_unlock(&guard_lock);
 	char *common = add_git_common(&readable, cmd->root);
 	for (size_t i = 0; p->read_paths && p->read_paths[i]; i++)
 		list_add(&readable, p->read_paths[i]);
