@@ -1,6 +1,7 @@
 /*
- * agent_internal.h - shared by agent.c (the loop), agent_memory.c (working
- * memory: size, hashing, compression) and agent_reflect.c (reflection).
+ * agent_internal.h - shared by agent.c (the loop), agent_budget.c (time and
+ * money spent and left), agent_memory.c (working memory: size, hashing,
+ * compression) and agent_reflect.c (reflection).
  * Not part of the library's public interface.
  */
 #ifndef FORGE_AGENT_INTERNAL_H
