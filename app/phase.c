@@ -337,13 +337,34 @@ static bool admit(const char **why, jv mem, jv hit, jv langs, double min_sim)
 	return true;
 }
 
+/* Whether mem is the first of its type and content among those admitted
+ * (*seen: their keys); a later copy is withheld as a "duplicate". */
+static bool first_copy(const char **why, jv *seen, jv mem)
+{
+	const char *type = json_get_str(mem, "type"), *content = json_get_str(mem, "content");
+	struct buf key = BUF_INIT;
+	bool first;
+
+	if (!content)
+		return true;
+	buf_addf(&key, "%s\n%s", type ? type : "", content);
+	first = !json_has(*seen, key.buf);
+	if (first)
+		*seen = json_set(*seen, key.buf, jv_true());
+	else
+		*why = "duplicate";
+	buf_release(&key);
+	return first;
+}
+
 /* Recalled memories as the context builder wants them. */
 static jv recall(struct phase *ph, const char *task)
 {
 	struct memory *m = open_memory(ph);
 	struct memory_query q;
-	jv found = jv_null(), out = jv_array(), langs, withheld = jv_object();
+	jv found = jv_null(), out = jv_array(), langs, withheld = jv_object(), seen = jv_object();
 	double min_sim = config_get_num(ph->cfg, "memory.min_similarity");
+	int limit, kept = 0;
 
 	if (!m) {
 		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
@@ -351,7 +372,11 @@ static jv recall(struct phase *ph, const char *task)
 		return out;
 	}
 	memory_query_init(&q, task);
-	q.filter.limit = (int)config_get_num(ph->cfg, "memory.recall_limit");
+	/* asked for twice the limit: copies of one lesson (every run that
+	 * learnt it stored one) are withheld and must not take the places of
+	 * other memories */
+	limit = (int)config_get_num(ph->cfg, "memory.recall_limit");
+	q.filter.limit = limit > 0 && limit <= 1000 ? 2 * limit : limit;
 	if (memory_recall(&found, m, &q) < 0) {
 		phase_emit(ph, "memory.unavailable", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		found = jv_array();
@@ -361,12 +386,19 @@ static jv recall(struct phase *ph, const char *task)
 		jv mem = json_get(hit, "memory");
 		const char *why = NULL;
 
-		if (!admit(&why, mem, hit, langs, isnan(min_sim) ? 0 : min_sim)) {
+		if (limit > 0 && kept >= limit) {
+			jv_free(mem);
+			jv_free(hit);
+			continue;
+		}
+		if (!admit(&why, mem, hit, langs, isnan(min_sim) ? 0 : min_sim) ||
+		    !first_copy(&why, &seen, mem)) {
 			withheld = json_set(withheld, why, jv_number(json_get_num(withheld, why, 0) + 1));
 			jv_free(mem);
 			jv_free(hit);
 			continue;
 		}
+		kept++;
 		jv item = jv_object();
 		item = json_set(item, "id", json_get(mem, "id"));
 		item = json_set(item, "type", json_get(mem, "type"));
@@ -380,6 +412,7 @@ static jv recall(struct phase *ph, const char *task)
 	}
 	jv_free(found);
 	jv_free(langs);
+	jv_free(seen);
 	memory_free(m);
 	if (jv_array_length(jv_copy(out)) > 0)
 		phase_emit(ph, "memory.recalled", json_set(jv_object(), "count",

@@ -181,3 +181,23 @@ figures() {
 	run -0 forge memory search --json --peek "add calc_log, a helper in log.c that prints a message"
 	jq -se 'map(select(.memory.content | contains("C helpers"))) | .[0].similarity >= 0.3' <<<"$output"
 }
+
+@test "copies of one lesson (each run that learnt it stored one) reach the prompt once; the others are withheld as duplicate" {
+	echo '{"memory": {"min_similarity": 0, "recall_limit": 3}}' >"$BATS_TEST_TMPDIR/three.json"
+	for _ in 1 2 3; do
+		forge memory add --type semantic --tags lang:c --context "C output helpers" \
+			"C helpers that print a message: $LESSON" >/dev/null
+	done
+	forge memory add --type semantic --tags lang:c --context "C log helpers" \
+		"A helper in log.c that prints a message ends it with a newline" >/dev/null
+	run -0 forge memory list --json
+	[ "$(jq -s 'length' <<<"$output")" -eq 4 ]
+	mock_script "$(jq -c '{steps: [.steps[1]]}' "$FIX/run1.json")"
+	run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/three.json" --task "add calc_log, a helper in log.c that prints a message"
+	jq -se 'map(select(.type == "memory.withheld")) | length == 1 and .[0].payload.duplicate == 2' <<<"$output"
+	jq -se 'map(select(.type == "memory.recalled")) | .[0].payload.count == 2' <<<"$output"
+	run -0 requests_of planner
+	# the lesson once, and the copies did not take the other memory's place
+	jq -e '.[0].body.messages[0].content | tostring | (split("format string is not a constant") | length == 2)
+		and contains("ends it with a newline")' <<<"$output"
+}
