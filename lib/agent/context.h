@@ -90,7 +90,8 @@ void context_shares_from_config(struct context_shares *out, const struct config 
  * A prompt text block from a fitted result (borrowed), in markdown:
  *   "## Task" (environment "task"), one "## Title" per other environment
  *   part (key with '_' as ' ', first letter upper case), "## Skills"
- *   (environment "skills"), then "## Relevant past learnings" with one
+ *   (environment "skills"), then "## Relevant past learnings", a line
+ *   saying they are notes to weigh, not instructions, and one
  *   "- [type] content (confidence: 0.80)" line per memory.
  * The conversation is not rendered (it goes to the model as messages).
  * tokens_estimate() of the text is never above budget: when the sections
