@@ -648,6 +648,32 @@ data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":
 	[[ $stderr == *"the stream ended before the answer was complete"* ]]
 }
 
+@test "a stream whose body ends cleanly before the answer did (a proxy ended it) is asked again whole; once text was printed it is not" {
+	# (before: a protocol error at once, not retried)
+	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	start_only=$(sed -n 1,3p <<<"$ANTH_START")
+	mock_steps "[$(raw_sse "$start_only"),{\"text\":\"asked again\"}]"
+	run -0 --separate-stderr anth --stream hi
+	assert_output "asked again"
+	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 2
+	# the lost attempt's message_start (12 in) is billed with the call
+	run -0 sqlite3 "$FORGE_DB" "SELECT retries, input_tokens > 12, error IS NULL FROM llm_calls"
+	assert_output "1|1|1"
+	# retries run out: the message says so
+	echo '{"llm":{"max_retries":1}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	mock_steps "[$(raw_sse "$start_only"),$(raw_sse "$start_only"),{\"text\":\"never\"}]"
+	run -5 --separate-stderr anth --config "$BATS_TEST_TMPDIR/cfg.json" --stream hi
+	[[ $stderr == *"the stream ended before the answer was complete"*"gave up after 1 retr"* ]]
+	# part of the answer was printed: not asked again
+	mock_steps "[$(raw_sse "$ANTH_START"),{\"text\":\"never\"}]"
+	run -5 --separate-stderr anth --stream hi
+	assert_output "Whole answer."
+	[[ $stderr == *"the stream ended before the answer was complete" ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/script' | jq .remaining"
+	assert_output 1
+}
+
 @test "streams: ping and unknown events are skipped unparsed, a keep-alive data line too; a malformed known event fails naming it (hunt29)" {
 	odd='event: ping
 data:

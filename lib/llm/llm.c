@@ -272,6 +272,7 @@ struct streaming {
 	const struct llm_provider *p;
 	struct llm_stream s;
 	struct sse_parser sse;
+	bool incomplete;	/* an event stream that ended before the answer did */
 };
 
 static int on_sse(void *payload, const char *event, const char *data, size_t len)
@@ -400,6 +401,12 @@ static int finish_stream(struct llm_client *c, struct streaming *st, const struc
 		if (ct && !llm_is_event_stream(ct))
 			return forge_error("%s: a stream was asked for but the server answered with "
 					   "'%s', not text/event-stream", c->provider, ct);
+		st->incomplete = true;
+		int retries = r->retries + c->retried;
+		if (retries)
+			return forge_error("%s: the stream ended before the answer was complete "
+					   "(gave up after %d %s)", c->provider, retries,
+					   retries == 1 ? "retry" : "retries");
 		return forge_error("%s: the stream ended before the answer was complete", c->provider);
 	}
 	if (llm_stream_finish(&st->s) < 0) {
@@ -644,10 +651,11 @@ bool llm_is_event_stream(const char *content_type)
 /*
  * Whether an answer that began streaming and then failed may be asked
  * again whole: an error event saying the provider is overloaded, busy or
- * failed (not one that says the request is wrong, or the key), or the
+ * failed (not one that says the request is wrong, or the key), the
  * connection cut or stalled (a transport error http.c would retry before
- * the body began) -- unless part of its text went to an on_text that
- * shows it as the answer (forge-llm --stream prints it).
+ * the body began), or the body ended before the answer did -- unless part
+ * of its text went to an on_text that shows it as the answer (forge-llm
+ * --stream prints it).
  */
 static bool restartable(const struct llm_request *req, const struct streaming *st,
 			const struct http_response *r)
@@ -656,6 +664,10 @@ static bool restartable(const struct llm_request *req, const struct streaming *s
 		return false;
 	if (req->on_text && !req->progress_only && st->s.text.len)
 		return false;
+	/* (a body that ends cleanly mid-answer: a proxy or load balancer that
+	 * ended the response, as a cut connection is) */
+	if (st->incomplete)
+		return true;
 	if (st->s.failed) {
 		switch (st->s.fault.kind) {
 		case LLM_ERR_OVERLOADED: case LLM_ERR_SERVER: case LLM_ERR_RATE_LIMIT:
@@ -702,7 +714,8 @@ again:
 		out->rate_limit = rate_limit_of(&r);
 		if (req->stream) {
 			if ((rc = finish_stream(c, &st, &r)) < 0)
-				c->restartable = st.s.failed && restartable(req, &st, &r);
+				c->restartable = (st.s.failed || st.incomplete) &&
+						 restartable(req, &st, &r);
 		} else if ((rc = c->p->parse(out, r.body.buf, r.body.len)) < 0) {
 			c->last = LLM_ERR_PROTOCOL;
 		}
