@@ -2,6 +2,7 @@
  * usage errors and cli_finish are in cli_help.c). */
 #include "app/cli.h"
 #include "app/cli_tables.h"
+#include "app/term.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/forgedir.h"
@@ -386,7 +387,11 @@ void cli_leave_if_interrupted(void)
 int cli_reject(struct stream_out *out, const struct stream_input *in, const char *reason)
 {
 	jv payload = jv_object();
+	/* the reason may quote the input (a state's repository, a line of
+	 * it): shown without its escape sequences (term.h), kept in the event */
+	char *shown = xstrdup(reason);
 
+	term_clean(shown, strlen(shown));
 	if (!out->trace_id[0]) {
 		char id[ULID_LEN + 1];
 		if (in && in->trace_id[0]) {
@@ -397,12 +402,13 @@ int cli_reject(struct stream_out *out, const struct stream_input *in, const char
 		}
 	}
 	if (in && in->error_line) {
-		fprintf(stderr, "%s: line %lu: %s\n", out->source, in->error_line, reason);
+		fprintf(stderr, "%s: line %lu: %s\n", out->source, in->error_line, shown);
 		payload = json_set(payload, "line", jv_number((double)in->error_line));
 	} else {
-		fprintf(stderr, "%s: %s\n", out->source, reason);
+		fprintf(stderr, "%s: %s\n", out->source, shown);
 		payload = json_set(payload, "line", jv_null());
 	}
+	free(shown);
 	payload = json_set(payload, "reason", jv_string(reason));
 	stream_emit(out, "input.rejected", payload);
 	return FORGE_EXIT_USAGE;

@@ -132,6 +132,20 @@ void phase_reason(struct phase *ph, const char *fmt, ...)
 	llm_redact(ph->reason);     /* also shown on stderr: never a key */
 }
 
+void phase_say(struct phase *ph, const char *fmt, ...)
+{
+	struct buf line = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&line, fmt, ap);
+	va_end(ap);
+	term_clean(line.buf, line.len);
+	term_status_clear();
+	fprintf(stderr, "%s: %s\n", ph->spec->program, line.buf);
+	buf_release(&line);
+}
+
 /* The line is cleaned as a whole (term_clean_line): what it quotes -- a
  * sub-agent's task, a tool's name -- is the model's text, and an escape
  * sequence in it would be played by the terminal. */
@@ -1255,8 +1269,16 @@ static int adopt_run(struct phase *ph)
 	/* --repo names this job's clone: the state's worktree in another clone
 	 * on this runner (a kept workspace of an earlier job) is not ours */
 	bool other_clone = ph->common.repo && !same_dir(task_repo, ph->repo);
-	bool there = runshare_is_dir(json_get_str(task, "worktree"));
+	const char *worktree = json_get_str(task, "worktree");
+	bool there = runshare_is_dir(worktree);
+	/* the worktree as the messages below name it: a state may name none */
+	char gone[PATH_MAX + 64];
 	int rc = 0;
+
+	if (worktree)
+		snprintf(gone, sizeof gone, "the run's worktree %s is gone", worktree);
+	else
+		snprintf(gone, sizeof gone, "the input state names no worktree for the run");
 
 	if (remote && !*remote)
 		remote = NULL;
@@ -1292,9 +1314,9 @@ static int adopt_run(struct phase *ph)
 	rc = runshare_adopt(&ph->state, &ev, root, remote);
 	if (rc == 0) {
 		if (json_get_str(ev, "branch_tip") && ph->common.verbosity >= 0)
-			fprintf(stderr, "%s: warning: the run's branch %s is at %.12s, past the commit the state names "
-					"(changes.commit %.12s): working on that one, not on the later commits\n",
-				ph->spec->program, branch, json_get_str(ev, "branch_tip"), json_get_str(ev, "commit"));
+			phase_say(ph, "warning: the run's branch %s is at %.12s, past the commit the state names "
+				  "(changes.commit %.12s): working on that one, not on the later commits", branch,
+				  json_get_str(ev, "branch_tip"), json_get_str(ev, "commit"));
 		phase_emit(ph, "run.adopted", ev);
 	} else if (!json_get_str(changes, "commit")) {
 		/* nothing committed yet (nor fetched: the remote may be out of
@@ -1313,22 +1335,28 @@ static int adopt_run(struct phase *ph)
 		/* the phase works from the state's text: it says what it could
 		 * not see (never the checkout's files instead) */
 		if (ph->common.verbosity >= 0)
-			fprintf(stderr, "%s: warning: the run's worktree %s is gone, and neither its branch %s nor "
-					"the commit the state names (changes.commit %.12s) is in %s: working from "
-					"the state's text alone (set git.push_remote to fetch the branch from where "
-					"it was pushed)\n", ph->spec->program, json_get_str(task, "worktree"), branch,
-				json_get_str(changes, "commit"), root);
+			phase_say(ph, "warning: %s, and neither its branch %s nor the commit the state names "
+				  "(changes.commit %.12s) is in %s: working from the state's text alone (set "
+				  "git.push_remote to fetch the branch from where it was pushed)", gone, branch,
+				  json_get_str(changes, "commit"), root);
 		jv_free(ev);
 		ev = json_set(jv_object(), "worktree", json_get(task, "worktree"));
 		ev = json_set(ev, "branch", jv_string(branch));
 		ev = json_set(ev, "commit", json_get(changes, "commit"));
 		phase_emit(ph, "run.worktree_gone", json_set(ev, "repo", jv_string(root)));
 		rc = 0;
+	} else if (rc > 0 && other_clone && !holds_run(ph->repo, branch, task, changes)) {
+		/* as with the worktree here (above): another repository's state */
+		forge_error("%s (branch %s), which is of the repository %s, and --repo %s is neither that "
+			    "repository nor a clone of it (it holds neither the run's branch nor its commits): "
+			    "nothing run; drop --repo (or give --repo %s) to work on that run, or pipe the "
+			    "state of a run of %s", gone, branch, task_repo ? task_repo : "named in the state",
+			    ph->repo, task_repo ? task_repo : "REPO", ph->repo);
+		rc = -2;
 	} else if (rc > 0) {
-		forge_error("the run's worktree %s is gone, and neither its branch %s nor the commit the state "
-			    "names (changes.commit %.12s) is in %s: nothing run (set git.push_remote to fetch "
-			    "the branch from where it was pushed)", json_get_str(task, "worktree"), branch,
-			    json_get_str(changes, "commit"), root);
+		forge_error("%s, and neither its branch %s nor the commit the state names (changes.commit "
+			    "%.12s) is in %s: nothing run (set git.push_remote to fetch the branch from where "
+			    "it was pushed)", gone, branch, json_get_str(changes, "commit"), root);
 		rc = -1;
 	}
 out:
@@ -1489,7 +1517,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	} else {
 		status = ph.interrupted ? FORGE_EXIT_INTERRUPTED : exit_code(st);
 		if (status && ph.reason[0] && ph.common.verbosity >= 0 && !ph.reported)
-			fprintf(stderr, "%s: %s: %s\n", spec->program, st, ph.reason);
+			phase_say(&ph, "%s: %s", st, ph.reason);   /* (a remote's, a command's words) */
 	}
 	ph.state = jv_null();
 out:

@@ -291,6 +291,14 @@ char *phase_workdir(struct phase *ph);
 /* Emit an event from the phase.  Consumes payload. */
 void phase_emit(struct phase *ph, const char *type, jv payload);
 
+/* A line on stderr, "PROG: " and the text, with its control characters
+ * spaces (term_clean): for any line that quotes what came from outside --
+ * a remote's or a command's words, a model's, a state's -- whose escape
+ * sequences must not drive the person's terminal.  (The events and the
+ * state keep the text as it was, JSON-escaped.)  Printed whatever the
+ * verbosity: the caller decides. */
+void phase_say(struct phase *ph, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A progress line on stderr when interactive ("forge-plan: …"). */
 void phase_progress(struct phase *ph, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

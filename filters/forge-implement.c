@@ -1315,8 +1315,8 @@ static void share_branch(struct impl *im)
 		return;
 	}
 	if (im->ph->common.verbosity >= 0)
-		fprintf(stderr, "forge-implement: warning: cannot push the run's branch to '%s': %s\n",
-			json_get_str(ev, "remote"), json_get_str(ev, "error"));
+		phase_say(im->ph, "warning: cannot push the run's branch to '%s': %s",   /* (the remote's words) */
+			  json_get_str(ev, "remote"), json_get_str(ev, "error"));
 	phase_emit(im->ph, "run.push_failed", ev);
 }
 

@@ -365,8 +365,8 @@ static void pr_dismissals(struct phase *ph, jv report)
 		phase_emit(ph, "review.github.dismissed", json_set(e, "dry_run", jv_bool(a->dry_run)));
 	}
 	jv_array_foreach(failed, i, f) {
-		fprintf(stderr, "%s: warning: the earlier review %.0f that requested changes is not dismissed: %s\n",
-			ph->spec->program, json_get_num(f, "review_id", 0), json_get_str(f, "error"));
+		phase_say(ph, "warning: the earlier review %.0f that requested changes is not dismissed: %s",
+			  json_get_num(f, "review_id", 0), json_get_str(f, "error"));   /* (GitHub's words) */
 		phase_emit(ph, "review.github.dismiss_failed", json_set(f, "number", jv_number(a->pr)));
 	}
 	jv_free(done);
@@ -404,9 +404,8 @@ static int pr_publish(struct phase *ph, jv all, const struct diff *d, const char
 		}
 		pr_dismissals(ph, report);
 		if (json_get_str(report, "inline_refused") && ph->common.verbosity >= 0)
-			fprintf(stderr, "%s: warning: GitHub refused the review's inline comments (%s); they are "
-				"listed in the review's summary instead\n", ph->spec->program,
-				json_get_str(report, "inline_refused"));
+			phase_say(ph, "warning: GitHub refused the review's inline comments (%s); they are "
+				  "listed in the review's summary instead", json_get_str(report, "inline_refused"));
 		phase_emit(ph, "review.github.posted", report);
 	} else {
 		jv_free(report);
@@ -924,8 +923,8 @@ static void ai_no_code(jv *skipped, struct phase *ph, jv not_shown, long budget)
 			       "mode changes alone)");
 	}
 	if (ph->common.verbosity >= 0)
-		fprintf(stderr, "%s: warning: the AI review was not run: %s; the other layers did run\n",
-			ph->spec->program, why.buf);
+		phase_say(ph, "warning: the AI review was not run: %s; the other layers did run",
+			  why.buf);   /* (a provider's words) */
 	jv e = json_set(jv_object(), "reason", jv_string(why.buf));
 	if (n > 0) {
 		e = json_set(e, "files", not_shown);

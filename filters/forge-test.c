@@ -713,7 +713,7 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 		jv_free(commit);
 	phase_set(ph, "tests", result);
 	if (t->not_run && ph->common.verbosity >= 0)
-		fprintf(stderr, "%s: warning: nothing was tested: %s\n", ph->spec->program, t->not_run);
+		phase_say(ph, "warning: nothing was tested: %s", t->not_run);   /* (the command's words) */
 	if (ph->report) {
 		jv tests = json_get(ph->state, "tests");
 		human_tests(stderr, ph->spec->program, tests, human_colour(stderr));

@@ -613,6 +613,39 @@ hook() {
 	final | jq -e '.status == "failed" and .deployment.status == "skipped"'
 }
 
+@test "push: a declining hook's escape sequences never reach the terminal (stderr); the state keeps its words" {
+	local rem=$BATS_TEST_TMPDIR/remote.git
+	git init -q --bare "$rem"
+	# an OSC title change, a clear screen and an OSC 52 clipboard write
+	hook "$rem" pre-receive 'printf "nope \033]0;PWNED\007\033[2J\033]52;c;ZXZpbA==\007\n"; exit 1'
+	run -5 --separate-stderr deploy --strategy push --remote "$rem"
+	[[ "$stderr" == *"forge-deploy: failed: "*"(the remote said: nope "*"PWNED"*")"* ]]
+	[[ "$stderr" != *$'\033'* && "$stderr" != *$'\007'* ]]
+	final | jq -e '.status == "failed" and (.deployment.reason | contains("nope \u001b]0;PWNED\u0007"))'
+	[ -z "$(git -C "$rem" for-each-ref)" ]
+}
+
+@test "push: a remote path that does not exist fails (exit 5) saying so, not 'unsupported URL protocol'" {
+	run -5 --separate-stderr deploy --strategy push --remote "$BATS_TEST_TMPDIR/no-such.git"
+	[[ "$stderr" == *"forge-deploy: failed: cannot push 'forge/t1' to '$BATS_TEST_TMPDIR/no-such.git': no such remote, and the path '$BATS_TEST_TMPDIR/no-such.git' does not exist"* ]]
+	[[ "$stderr" != *"unsupported URL protocol"* ]]
+	final | jq -e '.status == "failed" and (.deployment.reason | contains("does not exist"))'
+}
+
+@test "input: a state naming no worktree and --repo an unrelated repository: bad input (exit 2) naming both, never '(null)'" {
+	local o=$BATS_TEST_TMPDIR/other
+	git init -q -b main "$o"
+	echo x >"$o/x"
+	git -C "$o" add x
+	git -C "$o" commit -qm other
+	run -2 --separate-stderr deploy --repo "$o" --strategy merge
+	[[ "$stderr" == *"forge-deploy: the input state names no worktree for the run (branch forge/t1), which is of the repository $R, and --repo $o is neither that repository nor a clone of it"* ]]
+	[[ "$stderr" != *"(null)"* ]]
+	final | jq -e '.type == "input.rejected"'
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	[ "$(git -C "$o" rev-parse --abbrev-ref HEAD)" = main ]
+}
+
 # ---- command: canary, health, rollback -----------------------------------------
 
 @test "command: low risk deploys directly (100) after the build, healthy (exit 0)" {

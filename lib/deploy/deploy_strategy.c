@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void deploy_ctx_init(struct deploy_ctx *ctx)
 {
@@ -208,6 +209,24 @@ out:
 
 /* ---- push ------------------------------------------------------------ */
 
+/*
+ * Whether remote is a path on this machine that is not there: no
+ * configured remote of that name (its URL would differ), no ':' (libgit2
+ * takes "host:path" and "scheme://" for a remote) and nothing at the path.
+ * libgit2 says only "unsupported URL protocol" of such a path.
+ */
+static bool remote_path_missing(struct forge_git *g, const char *remote)
+{
+	char *url = NULL;
+	struct stat st;
+	bool missing = false;
+
+	if (forge_git_remote_url(&url, g, remote) == 0 && strcmp(url, remote) == 0 && !strchr(remote, ':'))
+		missing = stat(remote, &st) != 0;
+	free(url);
+	return missing;
+}
+
 static const char *deploy_push(jv *d, struct forge_git *g, struct deploy_ctx *ctx)
 {
 	char *tip = NULL;
@@ -215,6 +234,12 @@ static const char *deploy_push(jv *d, struct forge_git *g, struct deploy_ctx *ct
 
 	if (!ctx->remote || !*ctx->remote) {
 		reason(ctx, "no remote to push to: set deploy.remote or pass --remote");
+		return status;
+	}
+	if (remote_path_missing(g, ctx->remote)) {
+		reason(ctx, "cannot push '%s' to '%s': no such remote, and the path '%s' does not exist "
+		       "(give a configured remote, a URL, or the path of a repository: deploy.remote or --remote)",
+		       ctx->branch, ctx->remote, ctx->remote);
 		return status;
 	}
 	if (forge_git_resolve(&tip, g, ctx->branch) < 0) {
