@@ -355,10 +355,14 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr == *"the stream ended with an error: invalid_request_error: messages: bad"* && $stderr != *retr* ]]
 	# OpenAI: a data: {"error":...} server_error chunk is asked again; one
 	# with type invalid_request_error is not
-	mock_steps '[{"fault":"stream_error","error_after":1},{"text":"openai again"},
+	mock_steps '[{"fault":"stream_error","error_after":1},{"text":"openai again","usage":{"input_tokens":100,"output_tokens":7}},
 		     {"fault":"stream_error","error_after":1,"type":"invalid_request_error","code":"invalid_value","message":"bad value"},{"text":"never"}]'
 	run -0 --separate-stderr oai --stream hi
 	assert_output "openai again"
+	# the lost attempt sent no usage (OpenAI's comes last): its tokens are
+	# estimated from the sizes and billed with the call (before: nothing)
+	run -0 sqlite3 "$FORGE_DB" "SELECT retries, input_tokens > 100, output_tokens >= 7 FROM llm_calls ORDER BY id DESC LIMIT 1"
+	assert_output "1|1|1"
 	run -5 --separate-stderr oai --stream hi
 	[[ $stderr == *"invalid_value: bad value"* && $stderr != *retr* ]]
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq '[.[] | select(.provider == \"openai\")] | length'"

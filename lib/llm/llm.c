@@ -905,8 +905,9 @@ static double clock_ms(void)
  * provider_call(), and again whole while its stream fails transiently
  * (c->restartable), within llm.max_retries in all: each attempt's HTTP
  * retries and each asking again count, and wait as HTTP retries do.  What
- * the provider said a lost attempt used (Anthropic's message_start) was
- * spent: *lost sums it (*lost_seen), for llm_call to bill.
+ * the provider said a lost attempt used (Anthropic's message_start; where
+ * it said nothing yet, as OpenAI's stream until its end, the sizes'
+ * estimate) was spent: *lost sums it (*lost_seen), for llm_call to bill.
  */
 static int call_retrying(struct llm_response *out, struct llm_usage *lost, bool *lost_seen,
 			 struct llm_client *c, struct llm_request *req)
@@ -921,8 +922,19 @@ static int call_retrying(struct llm_response *out, struct llm_usage *lost, bool 
 			break;
 		if (out->usage_seen && !out->usage_bad) {
 			usage_add(lost, &out->usage);
-			*lost_seen = true;
+		} else {
+			/* the answer had begun, so the provider bills the attempt;
+			 * OpenAI's usage comes last: estimated from the sizes, as a
+			 * cut answer's is (before: billed nothing) */
+			struct llm_usage guess = { .estimated = true };
+			jv reqj = llm_request_to_json(req);
+
+			guess.input_tokens = (long)tokens_estimate_jv(reqj);
+			guess.output_tokens = output_estimate(out);
+			jv_free(reqj);
+			usage_add(lost, &guess);
 		}
+		*lost_seen = true;
 		int retries = out->retries;
 		double start = clock_ms(), ms = out->duration_ms;
 		double wait = http_retry_delay(&c->http.retry, retries, NULL);
