@@ -1647,8 +1647,13 @@ static int recorded_graph(struct graph **out, const struct supervise_opts *o, co
 	if (jv_get_kind(p) == JV_KIND_OBJECT) {
 		struct graph_env env = { .cfg = o->cfg, .bindir = o->bindir };
 
-		if (graph_from_json(out, json_get(p, "doc"), json_get_str(p, "source"), json_get_str(p, "path"),
-				    &env) < 0) {
+		int grc = graph_from_json(out, json_get(p, "doc"), json_get_str(p, "source"),
+					  json_get_str(p, "path"), &env);
+
+		/* (a run before "project" was recorded: its file's place says) */
+		(*out)->project = json_get_bool(p, "project", false) ||
+				  (json_get_str(p, "path") && strstr(json_get_str(p, "path"), "/.forge/pipelines/"));
+		if (grc < 0) {
 			fprintf(stderr, "forge: run %s's pipeline cannot run now:\n", trace);
 			supervise_graph_errors(*out);
 			graph_free(*out);
@@ -1755,6 +1760,7 @@ static int default_graph(struct graph **out, const struct supervise_opts *o)
 		struct graph *all = *out;
 
 		rc = graph_from_json(out, only_phases(jv_copy(all->doc), o->phases), all->source, all->path, &env);
+		(*out)->project = all->project;
 		graph_free(all);
 	}
 	if (rc < 0) {
@@ -1786,12 +1792,13 @@ static int jobs_of(const struct supervise_opts *o)
 }
 
 /* What run.started records of a graph run's pipeline: enough to load it
- * again as it was ({"name","source","path","doc"}). */
+ * again as it was ({"name","source","path","doc","project"}). */
 static jv pipeline_record(const struct graph *g)
 {
 	jv p = json_set(json_set(jv_object(), "name", json_str_or_null(g->name)), "source", jv_string(g->source));
 
-	return json_set(json_set(p, "path", json_str_or_null(g->path)), "doc", jv_copy(g->doc));
+	p = json_set(json_set(p, "path", json_str_or_null(g->path)), "doc", jv_copy(g->doc));
+	return json_set(p, "project", jv_bool(g->project));
 }
 
 /*

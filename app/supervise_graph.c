@@ -65,6 +65,8 @@ struct gx {
 	bool dirty;                 /* the state changed since its last checkpoint */
 	bool reflect_due;           /* a node ended since the last reflection */
 	pthread_cond_t ended;       /* a job finished (with sup->lock) */
+	bool **dropped;             /* dropped[i][k]: node i's args[k] is not passed
+				     * (refused_args), or NULL: every arg is */
 };
 
 struct job {
@@ -711,7 +713,8 @@ static void run_job(struct job *j)
 	for (const char *const *a = o->phase_args; a && *a && argc < 60; a++)
 		argv[argc++] = *a;
 	for (size_t k = 0; k < nd->nargs; k++)
-		argv[argc++] = nd->args[k];
+		if (!(j->x->dropped && j->x->dropped[j->node] && j->x->dropped[j->node][k]))
+			argv[argc++] = nd->args[k];
 	if (nd->phase && strcmp(nd->phase, "deploy") == 0 && j->x->s->deploy_approved)
 		argv[argc++] = "--approve";
 	argv[argc] = NULL;
@@ -1435,6 +1438,135 @@ static int schedule(struct gx *x)
 	return code;
 }
 
+/*
+ * What a repository's own pipeline (graph->project) may not pass a phase
+ * through a node's args unless the person's configuration trusts the
+ * project: what a human decides (forge-deploy --force, --approve), the
+ * person's own places (--config, a layer that counts as theirs and could
+ * trust the project; --db; --repo), and, as for the same keys of the
+ * repository's configuration (config_project_widens), an endpoint that
+ * is not theirs or a deploy that goes further or past the production gate.
+ */
+static const struct {
+	const char *name;
+	bool takes_value;
+	const char *key;            /* refused only when its value loosens this key; NULL: always */
+} refused_opts[] = {
+	{ "force", false, NULL },
+	{ "approve", false, NULL },
+	{ "config", true, NULL },
+	{ "db", true, NULL },
+	{ "repo", true, NULL },
+	{ "base-url", true, "llm.base_url" },
+	{ "strategy", true, "deploy.strategy" },
+	{ "environment", true, "deploy.environment" },
+	{ "remote", true, "deploy.remote" },
+};
+
+/* The entry of refused_opts that long option arg ("--NAME" or
+ * "--NAME=V") names, as getopt_long reads it (a unique prefix names its
+ * option); -1 for none.  *ambiguous: a prefix of several (getopt refuses
+ * it anyway; refused here whatever its value). */
+static int refused_opt(const char *arg, bool *ambiguous)
+{
+	size_t len = strcspn(arg + 2, "=");
+	int found = -1, n = 0;
+
+	*ambiguous = false;
+	if (strncmp(arg, "--", 2) != 0 || len == 0)
+		return -1;
+	for (size_t i = 0; i < sizeof refused_opts / sizeof *refused_opts; i++) {
+		const char *name = refused_opts[i].name;
+
+		if (strncmp(name, arg + 2, len) != 0)
+			continue;
+		if (strlen(name) == len)
+			return (int)i;
+		found = (int)i;
+		n++;
+	}
+	*ambiguous = n > 1;
+	return found;
+}
+
+/* Whether node nd runs a forge program (a phase, or a program named forge*),
+ * whose options refused_opts are. */
+static bool runs_forge(const struct graph_node *nd)
+{
+	const char *base = nd->path ? strrchr(nd->path, '/') : NULL;
+
+	base = base ? base + 1 : nd->path;
+	return nd->phase || (base && strncmp(base, "forge", 5) == 0);
+}
+
+/* Into x->dropped, the args of the project pipeline's nodes that are not
+ * passed (refused_opts), each said on stderr (not with -q) and recorded in
+ * a run.pipeline_ignored event {"ignored": [{"node", "arg", "source"}],
+ * "setting": "trust_project"}, as the repository's configuration values
+ * are (app/cli.c, run.config_ignored).  Nothing for another pipeline or
+ * under trust_project. */
+static void refuse_args(struct gx *x)
+{
+	const struct supervise_opts *o = x->s->o;
+	jv ignored;
+
+	struct buf said = BUF_INIT;
+
+	if (!x->g->project || config_get_bool(o->cfg, "trust_project"))
+		return;
+	ignored = jv_array();
+	for (size_t i = 0; i < x->g->n; i++) {
+		const struct graph_node *nd = &x->g->nodes[i];
+
+		for (size_t k = 0; runs_forge(nd) && k < nd->nargs && strcmp(nd->args[k], "--") != 0; k++) {
+			bool ambiguous, refuse;
+			int e = refused_opt(nd->args[k], &ambiguous);
+
+			if (e < 0)
+				continue;
+			const char *eq = strchr(nd->args[k], '=');
+			bool next = refused_opts[e].takes_value && !eq && k + 1 < nd->nargs;
+			const char *value = eq ? eq + 1 : next ? nd->args[k + 1] : NULL;
+
+			refuse = ambiguous || !refused_opts[e].key || !value;
+			if (!refuse) {
+				jv v = jv_string(value);
+
+				refuse = config_project_widens(o->cfg, refused_opts[e].key, v);
+				jv_free(v);
+			}
+			if (!refuse) {
+				k += next;
+				continue;
+			}
+			if (!x->dropped)
+				x->dropped = xcalloc(x->g->n, sizeof *x->dropped);
+			if (!x->dropped[i])
+				x->dropped[i] = xcalloc(nd->nargs, sizeof **x->dropped);
+			x->dropped[i][k] = true;
+			x->dropped[i][k + next] = true;
+			buf_addf(&said, "%s%s%s%s (node '%s')", said.len ? ", " : "", nd->args[k], next ? " " : "",
+				 next ? value : "", nd->id);
+			ignored = jv_array_append(ignored, json_set(json_set(json_set(jv_object(),
+				"node", jv_string(nd->id)), "arg", jv_string(nd->args[k])), "source",
+				jv_string(x->g->source)));
+			k += next;
+		}
+	}
+	if (said.len && !o->quiet)
+		fprintf(stderr, "forge: warning: ignoring %s of %s: a repository's pipeline may not pass a phase "
+			"what a human decides (--force, --approve), nor your configuration, database or "
+			"repository, nor loosen your endpoint or deploy settings; to let it, set "
+			"\"trust_project\": true in your own configuration (forge config set --global "
+			"trust_project true, or a --config file)\n", said.buf, x->g->source);
+	buf_release(&said);
+	if (jv_array_length(jv_copy(ignored)) > 0)
+		sup_emit(x->s, "run.pipeline_ignored", json_set(json_set(jv_object(), "ignored", ignored),
+								  "setting", jv_string("trust_project")));
+	else
+		jv_free(ignored);
+}
+
 int sup_graph_run(struct sup *s, int jobs)
 {
 	struct gx x = { .s = s, .g = s->graph, .jobs = jobs > 0 ? jobs : 1, .dirty = true };
@@ -1444,6 +1576,7 @@ int sup_graph_run(struct sup *s, int jobs)
 	x.why = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.why);
 	x.busy = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.busy);
 	pthread_cond_init(&x.ended, NULL);
+	refuse_args(&x);
 	read_nodes(&x);
 	/* A resume reflects first on what ended last, as after any node's end. */
 	int last = graph_index(x.g, json_get_str(s->state, "phase") ? json_get_str(s->state, "phase") : "");
@@ -1472,6 +1605,9 @@ int sup_graph_run(struct sup *s, int jobs)
 	free(x.why);
 	free(x.busy);
 	free(x.st);
+	for (size_t i = 0; x.dropped && i < x.g->n; i++)
+		free(x.dropped[i]);
+	free(x.dropped);
 	jv_free(x.runs);
 	pthread_cond_destroy(&x.ended);
 	return code;

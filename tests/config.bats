@@ -89,9 +89,9 @@ keys_seen() {
 }
 
 @test "arrays are replaced whole, objects are merged" {
-	echo '{"deploy":{"canary":{"medium":[50,100]}}}' >"$PROJECT_CFG"
+	echo '{"deploy":{"canary":{"medium":[5,25,50,100]}}}' >"$PROJECT_CFG"
 	run -0 --separate-stderr forge-config --repo "$REPO" get deploy.canary
-	[ "$(jq -c .medium <<<"$output")" = "[50,100]" ]
+	[ "$(jq -c .medium <<<"$output")" = "[5,25,50,100]" ]
 	[ "$(jq -c .high <<<"$output")" = "[5,10,25,50,100]" ]
 }
 

@@ -821,8 +821,43 @@ hook() {
 	config '{"safety":{"automation_level":4}}'
 	state '.task.environment = "production"'
 	run -4 --separate-stderr deploy --strategy merge
+	echo "$stderr" >&3
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 	event_ok gate.requested '.gate_id == "production_deploy" and .automation_level == 4 and .auto_approvable == false'
+}
+
+@test "gate: the repository's deploy.environment may not turn your production into staging: ignored with a warning, the gate waits (exit 4); trust_project lets it" {
+	mkdir -p "$XDG_CONFIG_HOME/forge" "$R/.forge"
+	echo '{"deploy":{"environment":"production"}}' >"$XDG_CONFIG_HOME/forge/config.json"   # your own
+	echo '{"deploy":{"environment":"staging","strategy":"push","canary":{"medium":[100]}}}' >"$R/.forge/config.json"
+	run -4 --separate-stderr deploy --repo "$R" --strategy merge
+	[[ "$stderr" == *"warning: ignoring deploy.canary.medium, deploy.environment, deploy.strategy of $R/.forge/config.json"*'"trust_project": true'* ]]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	final | jq -e '.deployment.environment == "production" and .deployment.gate.id == "production_deploy"'
+	# your own configuration trusts the project: its staging applies
+	echo '{"deploy":{"environment":"production"},"trust_project":true}' >"$XDG_CONFIG_HOME/forge/config.json"
+	run -0 --separate-stderr deploy --repo "$R" --strategy merge
+	[[ "$stderr" != *"warning: ignoring"* ]]
+	final | jq -e '.deployment.environment == "staging" and .deployment.gate == null'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+}
+
+@test "strategy: the repository's deploy.strategy may not take the change further than yours (merge over branch): ignored, the branch is left" {
+	mkdir -p "$XDG_CONFIG_HOME/forge" "$R/.forge"
+	echo '{"deploy":{"strategy":"merge"}}' >"$R/.forge/config.json"
+	run -0 --separate-stderr deploy --repo "$R"
+	[[ "$stderr" == *"warning: ignoring deploy.strategy of $R/.forge/config.json"* ]]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	# branch, short of your merge, applies
+	echo '{"deploy":{"strategy":"merge"}}' >"$XDG_CONFIG_HOME/forge/config.json"
+	echo '{"deploy":{"strategy":"branch"}}' >"$R/.forge/config.json"
+	run -0 --separate-stderr deploy --repo "$R"
+	[[ "$stderr" != *"warning: ignoring"* ]]
+	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	# your own merge, without the repository's say, merges
+	rm "$R/.forge/config.json"
+	run -0 --separate-stderr deploy --repo "$R"
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
 }
 
 @test "gate: production with --approve deploys (exit 0)" {

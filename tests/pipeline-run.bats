@@ -470,3 +470,66 @@ final_state() {
 	assert_equal "$status" 0
 	assert_equal "$(starts ship) $(starts check)" "2 2"
 }
+
+# deploy_pipeline FILE ARGS...: plan, implement and a deploy node given ARGS
+# (JSON array items): no review, no tests.
+deploy_pipeline() {
+	local file=$1 args="" IFS=,
+	shift
+	for a in "$@"; do args+="${args:+,}\"$a\""; done
+	mkdir -p "$(dirname "$file")"
+	printf '{"pipeline":"default","version":1,"nodes":[{"id":"plan","phase":"plan"},%s,%s]}\n' \
+		'{"id":"implement","phase":"implement","needs":["plan"]}' \
+		"{\"id\":\"deploy\",\"phase\":\"deploy\",\"needs\":[\"implement\"],\"args\":[$args]}" >"$file"
+}
+
+@test "a repository's own pipeline may not give forge-deploy --force or a further strategy: ignored with a warning naming file, node and flag, and recorded" {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	deploy_pipeline "$REPO/.forge/pipelines/default.json" --force --strategy merge --approve
+	run -1 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"warning: ignoring --force (node 'deploy'), --strategy merge (node 'deploy'), --approve (node 'deploy') of $REPO/.forge/pipelines/default.json: a repository's pipeline may not"*'"trust_project": true'* ]]
+	assert_equal "$(git -C "$REPO" rev-parse main)" "$BASE"
+	assert_equal "$(forge status --json "$T" | jq -r .state.deployment.status)" skipped
+	[ -z "$(events_of "$T" deploy.forced)" ]
+	assert_equal "$(events_of "$T" run.pipeline_ignored | jq -c '[.setting, [.ignored[] | .node + " " + .arg]]')" \
+		'["trust_project",["deploy --force","deploy --strategy","deploy --approve"]]'
+	# a resume runs the recorded pipeline under the same rule
+	assert_equal "$(events_of "$T" run.started | jq -c .pipeline.project)" true
+
+	# the same as a path inside the repository is the repository's too; -q: not said, still ignored
+	run -1 --separate-stderr forge run -q --pipeline .forge/pipelines/default.json "add a mul operation" </dev/null
+	[[ "$stderr" != *"warning: ignoring --force"* ]]
+	assert_equal "$(git -C "$REPO" rev-parse main)" "$BASE"
+}
+
+@test "a repository's pipeline may name the strategy you chose and a production environment (tighter); your own pipeline file and trust_project pass --force" {
+	calc_setup
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
+	# production is tighter than the default staging: it applies (no review here: skipped, exit 1)
+	deploy_pipeline "$REPO/.forge/pipelines/default.json" --environment=production --strategy merge
+	echo '{"deploy":{"strategy":"merge"}}' >"$BATS_TEST_TMPDIR/merge.json"
+	run -1 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/merge.json" "add a mul operation" </dev/null
+	[[ "$stderr" != *"warning: ignoring"* ]]
+	T=$(last_trace)
+	[ -z "$(events_of "$T" run.pipeline_ignored)" ]
+	assert_equal "$(git -C "$REPO" rev-parse main)" "$BASE"
+
+	# your own file, outside the repository: its --force is yours
+	deploy_pipeline "$BATS_TEST_TMPDIR/mine.json" --force --strategy merge
+	run -0 --separate-stderr forge run --pipeline "$BATS_TEST_TMPDIR/mine.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ -n "$(events_of "$T" deploy.forced)" ]
+	[ "$(git -C "$REPO" rev-parse main)" != "$BASE" ]
+
+	# the repository's, trusted by your configuration
+	git -C "$REPO" reset -q --hard "$BASE"
+	deploy_pipeline "$REPO/.forge/pipelines/default.json" --force --strategy merge
+	echo '{"trust_project":true}' >"$BATS_TEST_TMPDIR/trust.json"
+	run -0 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/trust.json" "add a mul operation" </dev/null
+	[[ "$stderr" != *"warning: ignoring"* ]]
+	T=$(last_trace)
+	[ -n "$(events_of "$T" deploy.forced)" ]
+	[ "$(git -C "$REPO" rev-parse main)" != "$BASE" ]
+}

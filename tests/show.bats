@@ -576,14 +576,15 @@ setup() {
 }
 
 # merge_deploy_run CONFIG STATUS: in a repository of its own with CONFIG as
-# .forge/config.json, `forge run` of the mul task (run-clean.jsonl) ends
+# the user's config file, `forge run` of the mul task (run-clean.jsonl) ends
 # with STATUS; t is its trace.
 merge_deploy_run() {
 	own_tmpdir
 	calc_setup
 	cd "$REPO"
-	mkdir -p .forge
-	echo "$1" >.forge/config.json
+	# (your own file: a repository's may not choose a merge over the default branch)
+	mkdir -p "$XDG_CONFIG_HOME/forge"
+	echo "$1" >"$XDG_CONFIG_HOME/forge/config.json"
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
 	run "-$2" forge run -q "add a mul operation" </dev/null
 	t=$(forge history --json | jq -r "select(.task == \"add a mul operation\" and .trace_id != \"$T2\" and .trace_id != \"$T1\") | .trace_id")

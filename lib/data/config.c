@@ -890,6 +890,12 @@ enum guard {
 	G_PRICE,        /* llm.pricing.MODEL.*: no price of the model below the
 			 * person's (their llm.pricing, else schemas/pricing.json);
 			 * a model with no price does not run, so any price widens */
+	G_ENV,          /* deploy.environment: not another one when the person's is
+			 * "production" (a production deploy always waits for a
+			 * human: another name would skip that gate) */
+	G_STRATEGY,     /* deploy.strategy: no further than the person's (branch
+			 * < merge < push, command; push and command differ in
+			 * where the change goes, so neither is the other's) */
 };
 
 static const struct {
@@ -923,6 +929,9 @@ static const struct {
 	{ "git.push_remote", G_REMOTE, NULL },
 	{ "deploy.remote", G_REMOTE, NULL },
 	/* how much passes without a person */
+	{ "deploy.environment", G_ENV, NULL },
+	{ "deploy.strategy", G_STRATEGY, NULL },
+	{ "deploy.canary.*", G_MORE, NULL },
 	{ "safety.automation_level", G_MAX, NULL },
 	{ "safety.ladder", G_LADDER, NULL },
 	{ "gates", G_GATES, NULL },
@@ -1077,6 +1086,21 @@ static bool remote_name(jv v)
 	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
 
 	return s && *s && *s != '-' && !strpbrk(s, ":/\\") && strcmp(s, ".") && strcmp(s, "..");
+}
+
+/* How far a deploy strategy takes the change: branch (left as it is),
+ * merge (into the base branch), push or command (out of this clone);
+ * an unknown one reads as the furthest. */
+static int strategy_rank(jv v)
+{
+	const char *s = jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : "branch";
+
+	return !strcmp(s, "branch") ? 0 : !strcmp(s, "merge") ? 1 : 2;
+}
+
+static bool is_production(jv v)
+{
+	return jv_get_kind(v) == JV_KIND_STRING && !strcmp(jv_string_value(v), "production");
 }
 
 /* A number to compare for G_MAX: a value that is no number sets no limit. */
@@ -1319,6 +1343,11 @@ static bool widens(enum guard k, jv pv, jv mine)
 		return gates_looser(pv, mine);
 	case G_PRICE:
 		return cheaper(pv, mine);
+	case G_ENV:
+		return is_production(mine) && !is_production(pv);
+	case G_STRATEGY:
+		/* (equal ones returned above: another of rank 2 goes elsewhere) */
+		return strategy_rank(pv) > strategy_rank(mine) || strategy_rank(pv) == 2;
 	}
 	return true;
 }
@@ -1466,6 +1495,22 @@ static void guard_project(struct config *cfg)
 		jv_free(drop);
 	}
 	jv_free(sort_keys);
+}
+
+bool config_project_widens(const struct config *cfg, const char *path, jv value)
+{
+	jv keys = path_keys(path);
+	int g = guard_of(keys);
+	bool wide = false;
+
+	if (g >= 0) {
+		jv mine = config_get(cfg, path);
+
+		wide = widens(guarded[g].kind, value, mine);
+		jv_free(mine);
+	}
+	jv_free(keys);
+	return wide;
 }
 
 jv config_ignored(const struct config *cfg)

@@ -49,6 +49,10 @@
  *                                                                  (else schemas/pricing.json),
  *                                                                  or any for a model with none:
  *                                                                  the whole entry is dropped
+ *   deploy.environment                                             another name when the one
+ *                                                                  below is "production"
+ *   deploy.strategy (branch < merge < push, command)               a further one
+ *   deploy.canary.*                                                a missing step of the list below
  * A value a later layer (file, env, flags) replaces is left alone.  What
  * was dropped: config_ignored().  (MCP servers the project defines are
  * refused where they start, app/toolset.c, under the same trust.)
@@ -142,6 +146,14 @@ bool config_get_bool(const struct config *cfg, const char *path);
  * on stderr (app/cli.c), forge run in a run.config_ignored event.
  */
 jv config_ignored(const struct config *cfg);
+
+/*
+ * Whether the repository giving value (borrowed) for the dotted path would
+ * loosen what cfg's effective value there allows, by the rules above; false
+ * for a path they do not name.  For what a repository gives other than in
+ * its configuration file: a project pipeline's node args (app/supervise_graph.c).
+ */
+bool config_project_widens(const struct config *cfg, const char *path, jv value);
 
 /* The whole effective configuration (new reference). */
 jv config_effective(const struct config *cfg);

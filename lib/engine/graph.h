@@ -112,6 +112,9 @@ struct graph {
 	size_t nerrors;
 	jv doc;                 /* the document as given (what a run records, so a resume
 				 * runs the same pipeline); jv_null() when none was read */
+	bool project;           /* the repository's file (graph_load): its nodes' args are
+				 * not the person's, and may not pass what a human decides
+				 * (app/supervise_graph.c); false from graph_from_json() */
 };
 
 /* What validation looks at besides the file.  Every field may be NULL. */
@@ -135,7 +138,8 @@ int graph_from_json(struct graph **out, jv doc, const char *source, const char *
  * in ".json"; otherwise a name: <repo>/.forge/pipelines/NAME.json (repo may
  * be NULL), then the built-in pipelines/NAME.json.  A missing file, an
  * unknown name or malformed JSON is one error of the graph (node NULL).
- * Same result as graph_from_json().
+ * (*out)->project is set for the repository's own file: the one found by
+ * name, or a path inside repo.  Same result as graph_from_json().
  */
 int graph_load(struct graph **out, const char *what, const char *repo, const struct graph_env *env);
 

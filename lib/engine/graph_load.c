@@ -84,10 +84,27 @@ static int load_file(struct graph **out, const char *path, const struct graph_en
 	return graph_from_json(out, doc, path, path, env);
 }
 
+/* Whether the file at path lies inside repo (both taken by their real
+ * paths): then the repository, not the person, wrote it. */
+static bool inside_repo(const char *path, const char *repo)
+{
+	char *rp = repo ? realpath(repo, NULL) : NULL, *fp = rp ? realpath(path, NULL) : NULL;
+	size_t n = rp ? strlen(rp) : 0;
+	bool in = fp && strncmp(fp, rp, n) == 0 && (fp[n] == '/' || (n == 1 && rp[0] == '/'));
+
+	free(fp);
+	free(rp);
+	return in;
+}
+
 int graph_load(struct graph **out, const char *what, const char *repo, const struct graph_env *env)
 {
-	if (is_path(what))
-		return load_file(out, what, env);
+	if (is_path(what)) {
+		int rc = load_file(out, what, env);
+
+		(*out)->project = inside_repo(what, repo);
+		return rc;
+	}
 
 	char *file = project_file(repo, what);
 	FILE *f = file ? fopen(file, "r") : NULL;
@@ -95,6 +112,7 @@ int graph_load(struct graph **out, const char *what, const char *repo, const str
 	if (f) {
 		fclose(f);
 		int rc = load_file(out, file, env);
+		(*out)->project = true;
 		free(file);
 		return rc;
 	}

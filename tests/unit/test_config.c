@@ -1047,7 +1047,8 @@ static const char *value_text(char *out, size_t size, const struct config *cfg, 
 /* The automation level, the timeouts, budgets and caps: a repository may
  * lower them, not raise them above the person's own value (or the
  * default's, or the key's that a missing or null one stands for), unless
- * the person trusts it. */
+ * the person trusts it.  So too the deploy's environment (not away from
+ * production), strategy (no further) and canary steps (none left out). */
 static void test_project_guard_limits(void)
 {
 	static const struct {
@@ -1089,6 +1090,12 @@ static void test_project_guard_limits(void)
 		{ "agent.subagents.max_depth", NULL, "8", "1" },
 		{ "agent.subagents.max_count", NULL, "100", "1" },
 		{ "agent.subagents.budget_share_max", NULL, "1", "0.1" },
+		/* the deploy: past the production gate, further, fewer canary steps */
+		{ "deploy.environment", "\"production\"", "\"staging\"", "\"production\"" },
+		{ "deploy.strategy", NULL, "\"merge\"", "\"branch\"" },
+		{ "deploy.strategy", "\"merge\"", "\"command\"", "\"branch\"" },
+		{ "deploy.strategy", "\"push\"", "\"command\"", "\"merge\"" },
+		{ "deploy.canary.critical", NULL, "[100]", "[1,5,10,25,50,100]" },
 	};
 	struct config *cfg = NULL;
 	char got[1024], project[512], mine[256], v[256];
