@@ -1029,6 +1029,20 @@ enum {
 	REFLECT_ALL = 7,
 };
 
+/* A memory of the run (source: run_episode, run_lesson) that could not be
+ * recorded: said on stderr and in a memory.failed event {source, error},
+ * not left out in silence; the run's outcome stands. */
+static void memory_failed(struct sup *s, const char *source)
+{
+	const char *err = forge_last_error();
+
+	if (!s->o->quiet)
+		fprintf(stderr, "forge: warning: the run's %s could not be stored in memory: %s\n",
+			strcmp(source, "run_episode") == 0 ? "episode" : "lessons", err && *err ? err : "unknown error");
+	sup_emit(s, "memory.failed", json_set(json_set(jv_object(), "source", jv_string(source)), "error",
+					      jv_string(err && *err ? err : "unknown error")));
+}
+
 /*
  * The steps todo of the reflection on the run's ending, from the run's
  * events: all of them, or (upto >= 0, a late reflection: late_reflection)
@@ -1058,14 +1072,20 @@ static int reflect_on_run(struct sup *s, unsigned todo, int upto)
 	/* (a failed run resumed to a new end: its episode and the lessons an
 	 * earlier end stored are rewritten, memory.updated, not stored again) */
 	bool again = false;
-	if ((todo & REFLECT_EPISODE) && memory_record_episode(id, &again, m, s->trace, jv_copy(events)) == 0)
+	int rc = (todo & REFLECT_EPISODE) ? memory_record_episode(id, &again, m, s->trace, jv_copy(events)) : 1;
+
+	if (rc == 0)
 		sup_emit(s, again ? "memory.updated" : "memory.stored", json_set(json_set(jv_object(), "id",
 			 jv_string(id)), "source", jv_string("run_episode")));
+	else if (rc < 0)
+		memory_failed(s, "run_episode");
 	/* What each bounce taught: recalled into the next similar task's prompt. */
 	jv lessons = jv_invalid(), updated = jv_invalid();  /* (memory_record_lessons sets them) */
 	sup_commit_batch(s);
-	if ((todo & REFLECT_LESSONS) &&
-	    memory_record_lessons(&lessons, &updated, m, s->trace, jv_copy(events)) >= 0) {
+	rc = (todo & REFLECT_LESSONS) ? memory_record_lessons(&lessons, &updated, m, s->trace, jv_copy(events)) : -2;
+	if (rc == -1)
+		memory_failed(s, "run_lesson");
+	if (rc >= 0) {
 		jv_array_foreach(lessons, i, lid) {
 			sup_emit(s, "memory.stored", json_set(json_set(jv_object(), "id", lid), "source",
 							   jv_string("run_lesson")));

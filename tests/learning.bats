@@ -200,4 +200,53 @@ figures() {
 	# the lesson once, and the copies did not take the other memory's place
 	jq -e '.[0].body.messages[0].content | tostring | (split("format string is not a constant") | length == 2)
 		and contains("ends it with a newline")' <<<"$output"
+
+# test_bounce_script ROOT-CAUSE-FILE: implement breaks calc_add first (the
+# tests fail), the test analysis gives the root cause in the file, attempt 2
+# puts calc_add back.
+test_bounce_script() {
+	python3 - "$FORGE_ROOT/tests/fixtures/repos/calc/calc.c" "$1" <<'PY'
+import json, sys
+src = open(sys.argv[1]).read()
+cause = open(sys.argv[2]).read()
+bad = src.replace("return a + b;", "return a - b;", 1)
+plan = {"summary": "Tidy calc_add.", "architecture": {"components": ["calc.c"], "interfaces": [], "decisions": ["small"]},
+        "tasks": [{"id": "t1", "title": "tidy", "description": "tidy calc_add", "files": ["calc.c"], "depends_on": [],
+                   "acceptance": ["make check passes"]}],
+        "risk": {"level": "low", "score": 0.1, "reasons": ["small"]}, "estimates": {"complexity": "low", "effort": "10m"}}
+def impl(content, summary):
+    return {"tool_calls": [{"name": "write_file", "input": {"path": "calc.c", "content": content}},
+                           {"name": "finish", "input": {"summary": summary, "files": ["calc.c"]}}]}
+steps = [
+    {"when_prompt_contains": "Call report_findings once", "times": "always",
+     "then": {"tool_calls": [{"name": "report_findings", "input": {"findings": []}}]}},
+    {"forced_tool": "report_failure_analysis", "times": "always",
+     "tool_calls": [{"name": "report_failure_analysis", "input": {"analyses": [
+         {"test": "calc add 2 3: expected '5', got '-1'", "root_cause": cause,
+          "suggested_fix": "make calc_add return a + b", "confidence": 0.95}]}}]},
+    {"when_prompt_contains": "You are the planner", "times": "always",
+     "then": {"tool_calls": [{"name": "finish", "input": plan}]}},
+    {"when_prompt_contains": "You are the implementer", "then": impl(bad + "/* v1 */\n", "Tidied calc_add.")},
+    {"when_prompt_contains": "You are the implementer", "times": "always",
+     "then": impl(src + "/* v2 */\n", "calc_add adds again.")},
+]
+print(json.dumps({"steps": steps}))
+PY
+}
+
+@test "a test analysis' 280 KB root cause: the run's episode and lesson are stored all the same, the root cause cut with …" {
+	# (before: both were over a memory's 256 KiB, refused, and the run said nothing)
+	python3 -c 'print("calc_add subtracts its arguments. " + "x " * 140000)' >"$BATS_TEST_TMPDIR/cause.txt"
+	mock_script "$(test_bounce_script "$BATS_TEST_TMPDIR/cause.txt")"
+	echo '{"implement":{"validate":false}}' >"$BATS_TEST_TMPDIR/nv.json"
+	run -0 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/nv.json" --phases plan,implement,review,test \
+		--json "tidy calc_add" </dev/null
+	jq -s -e 'map(select(.kind == "state")) | last | .bounces | length == 1' <<<"$output"
+	jq -s -e '[.[] | select(.type == "memory.stored") | .payload.source] == ["run_episode", "run_lesson"]' <<<"$output"
+	[[ "$stderr" != *"could not be stored in memory"* ]]
+	run -0 forge memory list --json --tag lesson
+	jq -e '.content | contains("(root cause: calc_add subtracts its arguments. x x x") and test("x ?…\\)")
+		and (length < 4000) and contains("Fixed in attempt 2: calc_add adds again")' <<<"$output"
+	run -0 forge memory list --json --type episodic
+	jq -e '.content | contains("completed after 1 bounce") and test("x ?…\\)") and (length < 4000)' <<<"$output"
 }

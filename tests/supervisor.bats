@@ -249,6 +249,22 @@ branch_log() {
 	jq -e -s '[.[] | select(.type == "memory.stored") | .payload.source] == ["run_episode", "run_lesson"]' <<<"$output"
 }
 
+@test "a run whose memories cannot be stored says so: a warning and memory.failed events, the run's outcome stands" {
+	skip_on_postgres "memories are not on PostgreSQL yet"
+	forge memory add --type semantic "the memory tables are made" >/dev/null
+	db_q "create trigger memories_full before insert on memories begin select raise(abort, 'the disk is full'); end"
+	replay run-review-bounce.jsonl
+	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	# (before: nothing stored, nothing said)
+	[[ "$stderr" == *"forge: warning: the run's episode could not be stored in memory: "*"the disk is full"* ]]
+	[[ "$stderr" == *"forge: warning: the run's lessons could not be stored in memory: "*"the disk is full"* ]]
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "memory.failed") | .payload.source] == ["run_episode", "run_lesson"]
+		and ([.[] | select(.type == "memory.failed") | .payload.error | contains("the disk is full")] | all)
+		and ([.[] | select(.type == "memory.stored")] | length == 0)' <<<"$output"
+}
+
 @test "a run killed after run.completed, before its reflection: resume stores its episode and lesson, once" {
 	skip_on_postgres "memories are not on PostgreSQL yet"
 	replay run-review-bounce.jsonl
@@ -418,6 +434,24 @@ branch_log() {
 	assert_output ""
 	run -1 --separate-stderr forge gate approve NO-SUCH-GATE
 	[[ "$stderr" == *"no gate 'NO-SUCH-GATE'"* ]]
+}
+
+@test "a run a human rejected at a gate is remembered as such, with the human's note" {
+	skip_on_postgres "memories are not on PostgreSQL yet"
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json | jq -r .id)
+	run -0 forge gate reject "$G" --note "split it into two changes first"
+	run -1 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	events_of "$T" run.completed | jq -e '.status == "failed" and .reason == "a gate was rejected"'
+	# the run's end is run.completed, not the checkpoint after it (before:
+	# "failed: no reason given", and the note was lost)
+	run -0 forge memory list --json --type episodic
+	jq -e --arg t "$T" 'select(.source == $t) | .content
+		| contains("; failed: a gate was rejected (gate architecture_approval, the human'"'"'s note: \"split it into two changes first\")")' <<<"$output"
+	refute_output --partial "no reason given"
+	jq -e --arg t "$T" 'select(.source == $t) | .episode.outcome | .last_event == "run.completed" and .error == "a gate was rejected"' <<<"$output"
 }
 
 @test "--auto-approve passes the architecture gate (by flag) without stopping" {

@@ -51,15 +51,40 @@ static int64_t event_ms(jv ev)
 }
 
 /*
+ * The index of the event that ended the run: its last run.completed or
+ * run.paused, else (a phase's events) the last event.  Not simply the last:
+ * a checkpoint (state.updated) is written after run.completed, and a run
+ * a human rejected at a gate was remembered as "failed: no reason given".
+ */
+static int end_index(jv events)
+{
+	int n = jv_array_length(jv_copy(events)), end = n - 1;
+
+	for (int i = n - 1; i >= 0; i--) {
+		jv e = jv_array_get(jv_copy(events), i);
+		const char *t = json_get_str(e, "type");
+		bool ends = t && (strcmp(t, "run.completed") == 0 || strcmp(t, "run.paused") == 0);
+
+		jv_free(e);
+		if (ends) {
+			end = i;
+			break;
+		}
+	}
+	return end;
+}
+
+/*
  * seed 002 section 4: input {task, phase}, actions (tool events), outcome
- * (success when the last event completed/succeeded/passed; the error message
- * otherwise), duration (first to last ts), cost (sum), bounces
+ * (success when the run's end, end_index, completed/succeeded/passed; the
+ * error message otherwise), duration (first to last ts), cost (sum), bounces
  * (loop.phase_bounce events).
  */
 static jv episode_of(jv events, jv *tags)
 {
 	int n = jv_array_length(jv_copy(events));
 	jv first = jv_array_get(jv_copy(events), 0), last = jv_array_get(jv_copy(events), n - 1);
+	jv end = jv_array_get(jv_copy(events), end_index(events));
 	jv actions = jv_array(), payload = json_get(first, "payload");
 	double tokens = 0, usd = 0;
 	int bounces = 0;
@@ -97,12 +122,15 @@ static jv episode_of(jv events, jv *tags)
 		jv_free(ev);
 		(void)i;
 	}
-	const char *lt = json_get_str(last, "type");
-	jv lp = json_get(last, "payload");
+	const char *lt = json_get_str(end, "type");
+	jv lp = json_get(end, "payload");
 	jv err = json_get(lp, "error");
 	const char *emsg = jv_get_kind(err) == JV_KIND_STRING ? jv_string_value(err) :
 			   json_get_str(err, "message");
 	const char *status = json_get_str(lp, "status");
+
+	if (!emsg)
+		emsg = json_get_str(lp, "reason");     /* (run.completed's, run.paused's) */
 	bool success = (contains(lt, "completed") || contains(lt, "success") || contains(lt, "passed")) &&
 		       !(status && strcmp(status, "ok") != 0 && strcmp(status, "completed") != 0);
 	jv outcome = jv_object(), in = jv_object(), ep = jv_object();
@@ -141,40 +169,103 @@ static jv episode_of(jv events, jv *tags)
 	jv_free(payload);
 	jv_free(first);
 	jv_free(last);
+	jv_free(end);
 	free(task);
 	return ep;
 }
 
 /* ---- what a whole run did: phases, bounces, their evidence and fixes ---- */
 
+/*
+ * The caps of the parts of a bounce's evidence and fix in a memory's text:
+ * a test's name, a rule, a file, a root cause or a fix may be as long as
+ * what wrote it (a 280 KB root cause made the lesson and the episode larger
+ * than a memory holds, MEMORY_CONTENT_MAX, and the run remembered nothing).
+ */
+#define CUT_NAME 200            /* a test's name, a rule, a file */
+#define CUT_MESSAGE 240         /* a finding's or a failure's message */
+#define CUT_ROOT_CAUSE 600
+#define CUT_FIX 400
+#define CUT_REASON 600          /* why the run ended */
+#define CUT_NOTE 1000           /* a human's note at a gate: what the human taught */
+/* the whole text, a last guard (the task alone may be 64 KB, STREAM_TASK_MAX;
+ * room is left for the redaction of secrets, which may lengthen it) */
+#define CUT_CONTENT (MEMORY_CONTENT_MAX - 4096)
+
+#define CUT_MARK "…"
+
+/* The length of s[0..n) cut to at most max bytes, on the start of a UTF-8
+ * character (a cut inside one is stored as U+FFFD). */
+static size_t cut_len(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	n = max;
+	while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+/* Append s, at most max bytes of it, "…" after it when it was cut; with
+ * trim, without the blanks and full stops it ends with (the sentence goes
+ * on after it). */
+static void add_cut(struct buf *b, const char *s, size_t max, bool trim)
+{
+	size_t n = strlen(s), k;
+
+	while (trim && n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '.'))
+		n--;
+	k = cut_len(s, n, max);
+	buf_add(b, s, k);
+	if (k < n)
+		buf_adds(b, CUT_MARK);
+}
+
+/* b's text cut to CUT_CONTENT bytes: a memory is always stored. */
+static void cut_content(struct buf *b)
+{
+	if (b->len <= CUT_CONTENT)
+		return;
+	buf_truncate(b, cut_len(b->buf, b->len, CUT_CONTENT - (sizeof CUT_MARK - 1)));
+	buf_adds(b, CUT_MARK);
+}
+
 /* "rule in file:line: message" of a review finding, or "test: message
- * (root cause: …)" of a test failure. */
+ * (root cause: …)" of a test failure, each part cut (add_cut). */
 static void evidence_text(struct buf *b, jv e)
 {
 	const char *rule = json_get_str(e, "rule"), *test = json_get_str(e, "test");
 	const char *file = json_get_str(e, "file"), *msg = json_get_str(e, "message");
+	const char *cause = json_get_str(e, "root_cause");
 	double line = json_get_num(e, "line", 0);
 
 	if (rule || !test) {
-		buf_adds(b, rule ? rule : "a finding");
-		if (file)
-			buf_addf(b, " in %s", file);
+		add_cut(b, rule ? rule : "a finding", CUT_NAME, false);
+		if (file) {
+			buf_adds(b, " in ");
+			add_cut(b, file, CUT_NAME, false);
+		}
 	} else {
-		buf_addf(b, "test \"%s\"", test);
-		if (file)
-			buf_addf(b, " (%s)", file);
+		buf_adds(b, "test \"");
+		add_cut(b, test, CUT_NAME, false);
+		buf_addch(b, '"');
+		if (file) {
+			buf_adds(b, " (");
+			add_cut(b, file, CUT_NAME, false);
+			buf_addch(b, ')');
+		}
 	}
 	if (file && line > 0)
 		buf_addf(b, ":%.0f", line);
 	if (msg && *msg) {
-		size_t n = strlen(msg);
-
-		while (n && (msg[n - 1] == ' ' || msg[n - 1] == '\n' || msg[n - 1] == '.'))
-			n--;
-		buf_addf(b, ": %.*s", (int)(n > 240 ? 240 : n), msg);
+		buf_adds(b, ": ");
+		add_cut(b, msg, CUT_MESSAGE, true);
 	}
-	if (json_get_str(e, "root_cause"))
-		buf_addf(b, " (root cause: %s)", json_get_str(e, "root_cause"));
+	if (cause) {
+		buf_adds(b, " (root cause: ");
+		add_cut(b, cause, CUT_ROOT_CAUSE, false);
+		buf_addch(b, ')');
+	}
 }
 
 struct run_scan {
@@ -183,9 +274,11 @@ struct run_scan {
 	jv bounces;             /* [{from,n,reason,evidence,attempt,fix,fix_attempt,after}] */
 	jv langs;               /* languages of the files involved */
 	jv rules;               /* rules of the findings that bounced a phase */
-	char *end_status;       /* the last event's payload status (run.completed: completed,
-				 * failed; run.paused: paused), malloc'd, or NULL */
+	char *end_status;       /* the run's end's (end_index) payload status (run.completed:
+				 * completed, failed; run.paused: paused), malloc'd, or NULL */
 	char *end_reason;       /* malloc'd, or NULL */
+	jv end_gate;            /* the human's gate.rejected that ended the run, with a note:
+				 * {gate, note}, or null */
 };
 
 /* v if it is an array, else (freed) an empty one */
@@ -306,9 +399,11 @@ static jv bounce_outcome(struct run_scan *r, jv events, int at, jv b, const char
 
 static void run_scan(struct run_scan *r, jv events)
 {
-	int n = jv_array_length(jv_copy(events));
+	int n = jv_array_length(jv_copy(events)), end = end_index(events);
+	jv rejected = jv_null();   /* a human's rejection with a note since the last run.completed */
 
 	memset(r, 0, sizeof *r);
+	r->end_gate = jv_null();
 	r->bounces = jv_array();
 	r->langs = jv_array();
 	r->rules = jv_array();
@@ -333,7 +428,18 @@ static void run_scan(struct run_scan *r, jv events)
 			b = json_set(b, "evidence", bounce_evidence(r, events, i, p, from));
 			r->bounces = jv_array_append(r->bounces, bounce_outcome(r, events, i, b, from));
 		}
-		if (i == n - 1) {
+		if (type && strcmp(type, "gate.rejected") == 0 && json_get_str(p, "note") &&
+		    *json_get_str(p, "note")) {
+			jv_free(rejected);
+			rejected = json_set(json_set(jv_object(), "gate", json_get(p, "gate")), "note",
+					    json_get(p, "note"));
+		}
+		if (type && strcmp(type, "run.completed") == 0) {
+			jv_free(r->end_gate);
+			r->end_gate = rejected;     /* (a rejection stops the run: this end) */
+			rejected = jv_null();
+		}
+		if (i == end) {
 			jv err = json_get(p, "error");
 			const char *why = jv_get_kind(err) == JV_KIND_STRING ? jv_string_value(err) :
 					  json_get_str(p, "reason");
@@ -348,6 +454,11 @@ static void run_scan(struct run_scan *r, jv events)
 		jv_free(p);
 		jv_free(e);
 	}
+	jv_free(rejected);
+	if (r->end_status && strcmp(r->end_status, "failed") != 0) {
+		jv_free(r->end_gate);       /* (resumed since, to another end) */
+		r->end_gate = jv_null();
+	}
 }
 
 static void run_scan_release(struct run_scan *r)
@@ -359,6 +470,7 @@ static void run_scan_release(struct run_scan *r)
 	jv_free(r->bounces);
 	jv_free(r->langs);
 	jv_free(r->rules);
+	jv_free(r->end_gate);
 }
 
 /* "review sent attempt 1 back: EVIDENCE; fixed in attempt 2: FIX; then the
@@ -371,8 +483,11 @@ static void bounce_text(struct buf *b, jv bounce)
 	int ne = jv_get_kind(ev) == JV_KIND_ARRAY ? jv_array_length(jv_copy(ev)) : 0;
 
 	buf_addf(b, "%s sent implement attempt %.0f back", from, json_get_num(bounce, "attempt", 1));
-	if (ne == 0 && json_get_str(bounce, "reason"))
-		buf_addf(b, " (%s)", json_get_str(bounce, "reason"));
+	if (ne == 0 && json_get_str(bounce, "reason")) {
+		buf_adds(b, " (");
+		add_cut(b, json_get_str(bounce, "reason"), CUT_REASON, false);
+		buf_addch(b, ')');
+	}
 	for (int i = 0; i < ne && i < 3; i++) {
 		jv e = jv_array_get(jv_copy(ev), i);
 
@@ -383,12 +498,8 @@ static void bounce_text(struct buf *b, jv bounce)
 	if (ne > 3)
 		buf_addf(b, "; and %d more", ne - 3);
 	if (fix) {
-		size_t n = strlen(fix);
-
-		while (n && (fix[n - 1] == '.' || fix[n - 1] == ' ' || fix[n - 1] == '\n'))
-			n--;
-		buf_addf(b, ". Fixed in attempt %.0f: %.*s", json_get_num(bounce, "fix_attempt", 2),
-			 (int)(n > 400 ? 400 : n), fix);
+		buf_addf(b, ". Fixed in attempt %.0f: ", json_get_num(bounce, "fix_attempt", 2));
+		add_cut(b, fix, CUT_FIX, true);
 	}
 	if (after)
 		buf_addf(b, ". Then %s %s", strcmp(from, "test") == 0 ? "the tests" : "the review",
@@ -450,12 +561,21 @@ static void run_text(struct buf *b, const struct run_scan *r, jv ep)
 	langs_text(b, r->langs);
 	if (r->phases.len)
 		buf_addf(b, ": %s", r->phases.buf);
-	if (json_get_bool(out, "success", false))
+	if (json_get_bool(out, "success", false)) {
 		buf_adds(b, "; completed");
-	else
-		buf_addf(b, "; %s: %s", r->end_status ? r->end_status : "failed",
-			 r->end_reason ? r->end_reason : json_get_str(out, "error") ? json_get_str(out, "error")
-										   : "no reason given");
+	} else {
+		const char *why = r->end_reason ? r->end_reason : json_get_str(out, "error");
+
+		buf_addf(b, "; %s: ", r->end_status ? r->end_status : "failed");
+		add_cut(b, why ? why : "no reason given", CUT_REASON, false);
+	}
+	/* what the human who said no taught: the gate's note */
+	if (json_get_str(r->end_gate, "note")) {
+		buf_addf(b, " (gate %s, the human's note: \"", json_get_str(r->end_gate, "gate") ?
+			 json_get_str(r->end_gate, "gate") : "?");
+		add_cut(b, json_get_str(r->end_gate, "note"), CUT_NOTE, false);
+		buf_adds(b, "\")");
+	}
 	buf_addf(b, " after %d bounce%s", nb, nb == 1 ? "" : "s");
 	jv_array_foreach(r->bounces, i, bn) {
 		buf_adds(b, i ? ". Then " : ". ");
@@ -621,6 +741,7 @@ int memory_record_episode(char id_out[ULID_LEN + 1], bool *updated, struct memor
 
 	buf_addf(&b, ". Duration: %.0fs, Cost: $%.4f", json_get_num(ep, "duration_ms", 0) / 1000,
 		 json_get_num(cost, "usd", 0));
+	cut_content(&b);
 	mem = jv_object();
 	mem = json_set(mem, "type", jv_string("episodic"));
 	mem = json_set(mem, "content", jv_string(b.buf));
@@ -696,6 +817,7 @@ static jv lesson_of(const struct run_scan *r, jv bounce, const char *trace_id)
 	if (r->end_status)
 		buf_addf(&b, "; the run %s", r->end_status);
 	buf_addch(&b, '.');
+	cut_content(&b);
 	mem = json_set(mem, "type", jv_string("semantic"));
 	mem = json_set(mem, "content", jv_string(b.buf));
 	buf_reset(&b);

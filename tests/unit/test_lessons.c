@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "memory/memory.h"
@@ -244,10 +245,163 @@ static void test_resumed_run(void)
 	close_mem();
 }
 
+/* Text of n copies of unit (a new string). */
+static char *repeat(const char *unit, size_t n)
+{
+	size_t k = strlen(unit);
+	char *s = malloc(k * n + 1);
+
+	for (size_t i = 0; i < n; i++)
+		memcpy(s + i * k, unit, k);
+	s[k * n] = '\0';
+	return s;
+}
+
+/* Whether the memory's content is at most max bytes, well-formed UTF-8
+ * (no character cut in half, no U+FFFD) and holds "…" (it says it was cut). */
+static bool cut_well(jv c, size_t max)
+{
+	const char *s = jv_get_kind(c) == JV_KIND_STRING ? jv_string_value(c) : "";
+	size_t n = strlen(s);
+	bool ok = n > 0 && n <= max && json_utf8_valid(s, n) && !strstr(s, "\xef\xbf\xbd") && strstr(s, "…");
+
+	if (!ok)
+		printf("# %zu bytes (at most %zu), UTF-8 %d: %.200s\n", n, max, json_utf8_valid(s, n), s);
+	return ok;
+}
+
+/* A bounce whose evidence is long (a 280 KB root cause, long test and file
+ * names) and whose message and fix are non-ASCII text longer than their
+ * caps: the lesson and the episode are stored all the same (before: both
+ * were over MEMORY_CONTENT_MAX and refused), each part cut on a UTF-8
+ * character's start with "…" (before: cut inside "é"). */
+static void test_long_evidence(void)
+{
+	char *cause = repeat("x ", 140000), *name = repeat("t", 100000), *msg = repeat("é", 150);
+	char *fix = repeat("é", 300);
+	jv evs = jv_array(), f = jv_object(), ids;
+	char id[ULID_LEN + 1];
+	struct buf m2 = BUF_INIT;
+
+	open_mem(":memory:");
+	buf_addf(&m2, "a%s", msg);  /* (byte 240 is inside an "é") */
+	f = json_set(f, "test", jv_string(name));
+	f = json_set(f, "file", jv_string(name));
+	f = json_set(f, "message", jv_string(m2.buf));
+	f = json_set(f, "root_cause", jv_string(cause));
+	evs = jv_array_append(evs, ev(NULL, "run.started", "{\"task\":\"tidy calc_add\"}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev("test", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("test", "phase.completed", "{\"status\":\"rejected\"}"));
+	jv b = ev(NULL, "loop.phase_bounce", "{\"from\":\"test\",\"n\":1}");
+	jv p = json_get(b, "payload");
+	b = json_set(b, "payload", json_set(json_set(p, "failures", JV_ARRAY(jv_copy(f), jv_copy(f))), "reason",
+					    jv_string(cause)));
+	evs = jv_array_append(evs, b);
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	jv sum = ev("implement", "implement.summary", "{\"attempt\":2,\"files\":[\"calc.c\"]}");
+	p = json_get(sum, "payload");
+	sum = json_set(sum, "payload", json_set(p, "summary", jv_string(fix)));
+	evs = jv_array_append(evs, sum);
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	jv end = ev(NULL, "run.completed", "{\"status\":\"failed\"}");
+	p = json_get(end, "payload");
+	end = json_set(end, "payload", json_set(p, "reason", jv_string(cause)));
+	evs = jv_array_append(evs, end);
+
+	CHECK_INT(memory_record_lessons(&ids, NULL, m, NULL, jv_copy(evs)), 1);
+	jv lid = jv_array_get(jv_copy(ids), 0);
+	jv c = content_of(jv_string_value(lid), "content");
+	CHECK(cut_well(c, 8000));
+	/* the message: "a" and 119 "é" (240 bytes hold 119 and a half), then "…" */
+	char *want = repeat("é", 119);
+	buf_reset(&m2);
+	buf_addf(&m2, ": a%s… (root cause: x x ", want);
+	CHECK(has(c, m2.buf));
+	free(want);
+	want = repeat("é", 200);
+	buf_reset(&m2);
+	buf_addf(&m2, "Fixed in attempt 2: %s…. ", want);
+	CHECK(has(c, m2.buf));
+	free(want);
+	jv_free(c);
+	jv_free(lid);
+	jv_free(ids);
+	CHECK(memory_record_episode(id, NULL, m, NULL, evs) == 0);
+	c = content_of(id, "content");
+	CHECK(cut_well(c, 10000));
+	CHECK(has(c, "; failed: x x x "));
+	jv_free(c);
+	jv_free(f);
+	buf_release(&m2);
+	free(cause);
+	free(name);
+	free(msg);
+	free(fix);
+	close_mem();
+}
+
+/* A run a human rejected at a gate, then resumed: its end is run.completed,
+ * not the checkpoint (state.updated) written after it, and the human's note
+ * is what the episode keeps (before: "failed: no reason given"). */
+static void test_gate_rejected(void)
+{
+	jv evs = jv_array();
+	char id[ULID_LEN + 1];
+
+	open_mem(":memory:");
+	evs = jv_array_append(evs, ev(NULL, "run.started", "{\"task\":\"tidy calc_add\"}"));
+	evs = jv_array_append(evs, ev("implement", "phase.started", "{}"));
+	evs = jv_array_append(evs, ev("implement", "phase.completed", "{\"status\":\"ok\"}"));
+	evs = jv_array_append(evs, ev(NULL, "gate.requested", "{\"gate\":\"escalation_test\",\"id\":\"G1\"}"));
+	evs = jv_array_append(evs, ev(NULL, "run.paused", "{\"status\":\"paused\",\"reason\":\"waiting for a human\"}"));
+	evs = jv_array_append(evs, ev(NULL, "state.updated", "{\"checkpoint\":\"C1\",\"phase\":\"test\"}"));
+	evs = jv_array_append(evs, ev(NULL, "gate.rejected", "{\"gate\":\"escalation_test\",\"id\":\"G1\",\"by\":"
+				      "\"human\",\"note\":\"the tests must pass first\"}"));
+	evs = jv_array_append(evs, ev(NULL, "run.resumed", "{}"));
+	evs = jv_array_append(evs, ev(NULL, "gate.rejected", "{\"gate\":\"escalation_test\",\"status\":\"rejected\"}"));
+	evs = jv_array_append(evs, ev(NULL, "run.completed", "{\"status\":\"failed\",\"reason\":\"a human said no\"}"));
+	evs = jv_array_append(evs, ev(NULL, "state.updated", "{\"checkpoint\":\"C2\",\"phase\":\"test\"}"));
+	CHECK(memory_record_episode(id, NULL, m, NULL, jv_copy(evs)) == 0);
+	jv c = content_of(id, "content");
+	CHECK(has(c, "; failed: a human said no (gate escalation_test, the human's note: \"the tests must pass "
+		     "first\") after 0 bounces."));
+	jv_free(c);
+	c = content_of(id, "episode");
+	jv out = json_get(c, "outcome");
+	CHECK(!json_get_bool(out, "success", true));
+	jv last = json_get(out, "last_event");
+	CHECK(has(last, "run.completed"));
+	jv_free(last);
+	jv_free(out);
+	jv_free(c);
+
+	/* paused and never resumed: the pause is the end, no note yet */
+	jv paused = jv_array_slice(jv_copy(evs), 0, 6);
+	CHECK(memory_record_episode(id, NULL, m, "01JDB2CCCCCCCCCCCCCCCCCCCC", paused) == 0);
+	c = content_of(id, "content");
+	CHECK(has(c, "; paused: waiting for a human after 0 bounces."));
+	jv_free(c);
+
+	/* resumed again and completed: a success, the old note gone */
+	evs = jv_array_append(evs, ev(NULL, "run.resumed", "{}"));
+	evs = jv_array_append(evs, ev(NULL, "run.completed", "{\"status\":\"completed\"}"));
+	evs = jv_array_append(evs, ev(NULL, "state.updated", "{\"checkpoint\":\"C3\",\"phase\":\"deploy\"}"));
+	CHECK(memory_record_episode(id, NULL, m, "01JDB2DDDDDDDDDDDDDDDDDDDD", evs) == 0);
+	c = content_of(id, "content");
+	CHECK(has(c, "; completed after 0 bounces."));
+	CHECK(!strstr(jv_string_value(c), "note"));
+	jv_free(c);
+	close_mem();
+}
+
 int main(void)
 {
 	RUN(test_test_bounce);
 	RUN(test_review_bounce_unfixed);
 	RUN(test_resumed_run);
+	RUN(test_long_evidence);
+	RUN(test_gate_rejected);
 	return unit_done();
 }
