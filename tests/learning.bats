@@ -200,6 +200,7 @@ figures() {
 	# the lesson once, and the copies did not take the other memory's place
 	jq -e '.[0].body.messages[0].content | tostring | (split("format string is not a constant") | length == 2)
 		and contains("ends it with a newline")' <<<"$output"
+}
 
 # test_bounce_script ROOT-CAUSE-FILE: implement breaks calc_add first (the
 # tests fail), the test analysis gives the root cause in the file, attempt 2
