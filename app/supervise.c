@@ -22,6 +22,7 @@
 #include "app/gateview.h"
 #include "app/reflect_run.h"
 #include "app/term.h"
+#include "core/tmpdir.h"
 #include "store/db.h"
 #include "store/store.h"
 #include "data/stream.h"
@@ -1272,6 +1273,140 @@ int supervise_run_level(struct store *st, const char *trace, jv run)
 	return level;
 }
 
+/*
+ * What of a run's recorded configuration (runs.config) decides what its
+ * deploy does: the deploy section whole, and the commands and URL of a
+ * command deploy (forge-deploy).
+ */
+static const char *const deploy_tools[] = { "build_command", "deploy_command", "rollback_command", "health_url" };
+
+/* " KEY (the run: A; here: B)" onto b when a and b differ.  Borrows both. */
+static void note_differs(struct buf *b, const char *section, const char *key, jv rec, jv cur)
+{
+	char *was, *now;
+
+	if (jv_equal(jv_copy(rec), jv_copy(cur)))
+		return;
+	was = json_dumps(jv_copy(rec), true);
+	now = json_dumps(jv_copy(cur), true);
+	term_clean_line(was, strlen(was));
+	term_clean_line(now, strlen(now));
+	buf_addf(b, "%s %s.%s (the run: %.80s; here: %.80s)", b->len ? "," : "", section, key, was, now);
+	free(was);
+	free(now);
+}
+
+/* The --config file the resume was given (in o->phase_args), or NULL. */
+static const char *given_config(const struct supervise_opts *o)
+{
+	for (const char *const *a = o->phase_args; a && a[0] && a[1]; a++)
+		if (strcmp(a[0], "--config") == 0)
+			return a[1];
+	return NULL;
+}
+
+/*
+ * A resume deploys as the run was started: its gate was approved for that
+ * deploy.  forge run --config prod.json (strategy merge, environment
+ * production) paused at the production gate and resumed as its hint says,
+ * without --config, deployed with the defaults (strategy branch: main never
+ * merged, a command deploy's command never run) and said it succeeded.  So
+ * the deploy phase of a resume gets a --config file of its own: the one the
+ * resume was given (if any) with the run's recorded deploy settings over
+ * it, and --strategy (over FORGE_DEPLOY_STRATEGY).  The recorded ones win
+ * (as the run's level does over the configured one, set_level); where this
+ * resume's configuration differs, stderr says so while the deploy is still
+ * to come (s->state has no deployment yet).  conf: the run's recorded
+ * configuration (borrowed).  0, or -1 with a message.
+ */
+static int keep_deploy_settings(struct sup *s, jv conf)
+{
+	jv rec = json_get(conf, "deploy"), tools = json_get(conf, "tools");
+	jv over = jv_object(), base = jv_object(), deployment = json_get(s->state, "deployment");
+	struct buf differs = BUF_INIT, path = BUF_INIT;
+	const char *file = given_config(s->o), *strategy;
+	FILE *f = NULL;
+	bool deploys = false;
+	int rc = 0, fd, wrote, closed;
+
+	for (size_t i = 0; s->graph && i < s->graph->n; i++)
+		deploys = deploys || (s->graph->nodes[i].phase && strcmp(s->graph->nodes[i].phase, "deploy") == 0);
+	/* (no deploy in the pipeline, or no recorded deploy settings: nothing to keep) */
+	if (!deploys || jv_get_kind(rec) != JV_KIND_OBJECT)
+		goto out;
+	jv_object_foreach(rec, k, v) {
+		buf_addf(&path, "deploy.%s", jv_string_value(k));
+		jv cur = config_get(s->o->cfg, path.buf);
+		note_differs(&differs, "deploy", jv_string_value(k), v, cur);
+		jv_free(cur);
+		buf_release(&path);
+		jv_free(k);
+		jv_free(v);
+	}
+	over = json_set(over, "deploy", jv_copy(rec));
+	for (size_t i = 0; jv_get_kind(tools) == JV_KIND_OBJECT && i < sizeof deploy_tools / sizeof *deploy_tools;
+	     i++) {
+		jv v = json_get(tools, deploy_tools[i]);
+
+		if (json_has(tools, deploy_tools[i])) {
+			buf_addf(&path, "tools.%s", deploy_tools[i]);
+			jv cur = config_get(s->o->cfg, path.buf);
+			note_differs(&differs, "tools", deploy_tools[i], v, cur);
+			jv_free(cur);
+			buf_release(&path);
+			over = jv_setpath(over, JV_ARRAY(jv_string("tools"), jv_string(deploy_tools[i])), jv_copy(v));
+		}
+		jv_free(v);
+	}
+	if (file) {
+		jv_free(base);
+		base = json_parse_file(file);
+		if (jv_get_kind(base) != JV_KIND_OBJECT) {
+			jv_free(base);
+			base = jv_object();     /* (the supervisor read it already: it cannot be bad here) */
+		}
+	}
+	if (tmpdir_make(&s->deploy_dir, "forge-deploy") < 0) {
+		rc = -1;
+		goto out;
+	}
+	buf_addf(&path, "%s/config.json", s->deploy_dir);
+	fd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		rc = forge_error("cannot write the run's deploy settings to %s: %s", path.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	wrote = json_write_line(f, jv_object_merge_recursive(base, jv_copy(over)), true);
+	base = jv_null();
+	closed = fclose(f);
+	f = NULL;
+	if (wrote < 0 || closed != 0) {
+		rc = forge_error("cannot write the run's deploy settings to %s: %s", path.buf, strerror(errno));
+		goto out;
+	}
+	s->deploy_config = xstrdup(path.buf);
+	strategy = json_get_str(rec, "strategy");
+	s->deploy_strategy = strategy ? xstrdup(strategy) : NULL;
+	/* (said while the deploy is still to come: not once it has a deployment) */
+	if (differs.len && jv_get_kind(deployment) != JV_KIND_OBJECT)
+		fprintf(stderr, "forge: run %s deploys with the settings it was started with, not this resume's "
+				"configuration:%s (a resume finishes the run whose deploy was approved; to deploy "
+				"otherwise, start a new run)\n", s->trace, differs.buf);
+out:
+	if (f)
+		fclose(f);
+	jv_free(base);
+	jv_free(over);
+	jv_free(rec);
+	jv_free(tools);
+	jv_free(deployment);
+	buf_release(&differs);
+	buf_release(&path);
+	return rc;
+}
+
 /* {"automation_level", "level_from"} for run.started and run.resumed. */
 static jv level_payload(struct sup *s, jv payload)
 {
@@ -1306,6 +1441,9 @@ static void sup_release(struct sup *s)
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
 	jv_free(s->saved);
+	free(s->deploy_config);
+	free(s->deploy_strategy);
+	tmpdir_remove(s->deploy_dir);
 	db_finalize(s->run_row);
 	pthread_mutex_destroy(&s->lock);
 }
@@ -2329,6 +2467,33 @@ static int resume_unkept(const struct supervise_opts *o, const char *trace)
 	return code;
 }
 
+/*
+ * A run whose deploy said no (a production deploy rolled back, say) ended
+ * failed; resuming it decides that deploy again on the same outcome and
+ * ends it again, exit 1.  before: the checkpoint's deployment when the
+ * resume began (borrowed).  When nothing changed it, stderr says what
+ * happened and what to do (before: only "resuming run … after deploy
+ * (rejected)", and exit 1).
+ */
+static void said_deploy_ended(const struct sup *s, jv before, int code)
+{
+	jv now = json_get(s->state, "deployment");
+	const char *how = json_get_str(before, "status"), *env = json_get_str(before, "environment");
+	const char *reason = json_get_str(before, "reason");
+	char *why = xstrdup(reason && *reason ? reason : "no reason recorded");
+
+	if (code == FORGE_EXIT_REJECTED && jv_get_kind(before) == JV_KIND_OBJECT &&
+	    jv_equal(jv_copy(before), jv_copy(now))) {
+		term_clean_line(why, strlen(why));
+		fprintf(stderr, "forge: run %s had already ended: its deploy%s%s %s (%s), and a resume does not "
+				"deploy it again. See what happened with `forge show %s`; fix the cause, then start "
+				"the task again with `forge run`\n", s->trace, env ? " to " : "", env ? env : "",
+			how && strcmp(how, "rolled_back") == 0 ? "was rolled back" : "was refused", why, s->trace);
+	}
+	free(why);
+	jv_free(now);
+}
+
 int supervise_resume(const struct supervise_opts *o, const char *trace)
 {
 	struct sup s;
@@ -2353,6 +2518,7 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		return late ? late : code;
 	}
 	int run_level = supervise_run_level(o->store, trace, run);
+	jv run_conf = json_get(run, "config");
 	/* A run not paused was killed (kill -9, a machine that went down):
 	 * the time since its last event is not running time, for the time
 	 * breaker (store_paused_ms) -- measured now, before this resume's own
@@ -2366,10 +2532,12 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	jv_free(run);
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
+		jv_free(run_conf);
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	if (jv_get_kind(cp) != JV_KIND_OBJECT) {
 		jv_free(cp);
+		jv_free(run_conf);
 		return resume_unkept(o, trace);
 	}
 	/* A dry run stays one: it has no worktree for the phases after plan. */
@@ -2382,12 +2550,21 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	struct graph *graph = NULL;
 	if ((code = recorded_graph(&graph, o, trace)) != 0 || (!graph && (code = default_graph(&graph, o)) != 0)) {
 		jv_free(cp);
+		jv_free(run_conf);
 		return code;
 	}
 	sup_init(&s, o, trace);
 	s.graph = graph;
 	set_level(&s, run_level);
 	s.state = o->budget_usd >= 0 ? with_budget(cp, o->budget_usd) : cp;
+	if (keep_deploy_settings(&s, run_conf) < 0) {
+		fprintf(stderr, "forge: %s; nothing was resumed\n", forge_last_error());
+		jv_free(run_conf);
+		sup_release(&s);
+		graph_free(graph);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	jv_free(run_conf);
 	s.saved = jv_copy(s.state);
 	s.kept = true;
 	s.pl = PL_PAUSED;
@@ -2421,7 +2598,11 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	const char *st = json_get_str(s.state, "status");
 	sup_progress(&s, "forge: resuming run %s after %s (%s), automation level %d (%s)", trace, phase, st, s.level,
 		 s.level_from);
+	jv deployment = phase && st && strcmp(phase, "deploy") == 0 && strcmp(st, "rejected") == 0
+				? json_get(s.state, "deployment") : jv_null();
 	code = sup_graph_run(&s, jobs_of(o));
+	said_deploy_ended(&s, deployment, code);
+	jv_free(deployment);
 	code = sup_finish(&s, caller, code);
 	graph_free(graph);
 	return code;

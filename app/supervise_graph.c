@@ -712,6 +712,17 @@ static void run_job(struct job *j)
 	}
 	for (const char *const *a = o->phase_args; a && *a && argc < 60; a++)
 		argv[argc++] = *a;
+	/* A resume deploys as the run was started (supervise.c,
+	 * keep_deploy_settings): after the common --config, so that it wins;
+	 * --strategy over FORGE_DEPLOY_STRATEGY; the node's own args still last. */
+	if (nd->phase && strcmp(nd->phase, "deploy") == 0 && j->x->s->deploy_config) {
+		argv[argc++] = "--config";
+		argv[argc++] = j->x->s->deploy_config;
+		if (j->x->s->deploy_strategy) {
+			argv[argc++] = "--strategy";
+			argv[argc++] = j->x->s->deploy_strategy;
+		}
+	}
 	for (size_t k = 0; k < nd->nargs; k++)
 		if (!(j->x->dropped && j->x->dropped[j->node] && j->x->dropped[j->node][k]))
 			argv[argc++] = nd->args[k];

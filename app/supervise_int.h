@@ -38,6 +38,10 @@ struct sup {
 	bool unsynced;              /* a checkpoint is committed, not yet synced */
 	bool unpushed;              /* a checkpoint's branch not yet pushed (git.push_remote) */
 	bool deploy_approved;       /* a human approved the production deploy */
+	char *deploy_dir;           /* a resume: the private directory of deploy_config, or NULL */
+	char *deploy_config;        /* a resume: the --config file the deploy phase gets, holding
+	                               the run's recorded deploy settings (supervise.c), or NULL */
+	char *deploy_strategy;      /* a resume: the run's recorded deploy.strategy, or NULL */
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
 	bool lease_lost_said;       /* sup_lease_lost_end() said so */

@@ -454,6 +454,47 @@ branch_log() {
 	jq -e --arg t "$T" 'select(.source == $t) | .episode.outcome | .last_event == "run.completed" and .error == "a gate was rejected"' <<<"$output"
 }
 
+@test "a run started with --config paused at the production gate: resumed as its hint says (no --config), it deploys with the run's settings" {
+	replay run-clean.jsonl
+	echo '{"deploy":{"environment":"production","strategy":"merge"}}' >"$BATS_TEST_TMPDIR/prod.json"
+	echo '{"deploy":{"environment":"staging","strategy":"branch"}}' >"$BATS_TEST_TMPDIR/staging.json"
+	run -4 --separate-stderr forge run -q --config "$BATS_TEST_TMPDIR/prod.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"then \`forge resume $T\`"* ]] || { echo "$stderr"; false; }
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# (before: strategy branch, the defaults: "completed", "healthy", and main never merged)
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"forge: run $T deploys with the settings it was started with, not this resume's configuration: deploy.strategy (the run: \"merge\"; here: \"branch\"), deploy.environment (the run: \"production\"; here: \"staging\")"* ]] || { echo "$stderr"; false; }
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"
+		and .state.deployment.strategy == "merge" and .state.deployment.environment == "production"' <<<"$output"
+	[ "$(git -C "$REPO" rev-parse main)" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
+	[ "$(git -C "$REPO" rev-parse main)" != "$BASE" ]
+}
+
+@test "a resume given another --config still deploys as the run was started, and says so; a rolled-back deploy resumed says what happened and what to do" {
+	replay run-clean.jsonl
+	echo '{"deploy":{"environment":"production","strategy":"command"},"tools":{"deploy_command":"exit 3","rollback_command":"true"}}' \
+		>"$BATS_TEST_TMPDIR/prod.json"
+	echo '{"deploy":{"environment":"production","strategy":"branch"}}' >"$BATS_TEST_TMPDIR/other.json"
+	run -4 --separate-stderr forge run -q --config "$BATS_TEST_TMPDIR/prod.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# the run's command deploy runs (and fails), not the branch deploy the resume's file names
+	run -1 --separate-stderr forge resume --config "$BATS_TEST_TMPDIR/other.json" "$T" </dev/null
+	[[ "$stderr" == *"deploy.strategy (the run: \"command\"; here: \"branch\"), tools.deploy_command (the run: \"exit 3\"; here: null)"*"start a new run"* ]] || { echo "$stderr"; false; }
+	[[ "$stderr" == *"'exit 3' exited with status 3; rolled back"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.deployment.status == "rolled_back"
+		and .state.deployment.strategy == "command"' <<<"$output"
+	# (before: only "resuming run … after deploy (rejected)", exit 1)
+	run -1 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"forge: run $T had already ended: its deploy to production was rolled back (the deploy command failed at 100%: 'exit 3' exited with status 3; rolled back), and a resume does not deploy it again. See what happened with \`forge show $T\`; fix the cause, then start the task again with \`forge run\`"* ]] || { echo "$stderr"; false; }
+	# said while the deploy was to come, not after
+	[[ "$stderr" != *"deploys with the settings"* ]]
+	[ "$(git -C "$REPO" rev-parse main)" = "$BASE" ]
+}
+
 @test "--auto-approve passes the architecture gate (by flag) without stopping" {
 	replay run-highrisk.jsonl
 	run -0 --separate-stderr forge run --auto-approve --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
