@@ -235,6 +235,35 @@ print(json.dumps({"steps": steps}))
 PY
 }
 
+# key_steps FN MESSAGE [ONCE]: the mock's steps for "add FN": plan, an
+# implementer that writes FN into calc.c, an AI review that reports one
+# finding saying MESSAGE on its first call (with ONCE=no, never) then none.
+key_steps() {
+	python3 - "$REPO/calc.c" "$1" "$2" "${3:-yes}" <<'PY'
+import json, sys
+path, fn, msg, once = sys.argv[1:5]
+src = open(path).read()
+new = src.replace("static int parse", "void %s(const char *msg)\n{\n\tfputs(msg, stdout);\n}\n\nstatic int parse" % fn, 1)
+plan = {"summary": "Add %s to calc.c." % fn,
+	"architecture": {"components": ["calc.c"], "interfaces": [], "decisions": ["small"]},
+	"tasks": [{"id": "t1", "title": "Add " + fn, "description": "Add %s to calc.c" % fn, "files": ["calc.c"],
+		   "depends_on": [], "acceptance": ["make check passes"]}],
+	"risk": {"level": "low", "score": 0.1, "reasons": ["small"]}, "estimates": {"complexity": "low", "effort": "10m"}}
+finding = {"file": "calc.c", "line": 19, "severity": "error", "category": "correctness", "rule": "bad-thing",
+	   "message": msg, "confidence": 0.95}
+review = "Call report_findings once"
+steps = [{"when_prompt_contains": review, "then": {"tool_calls": [{"name": "report_findings", "input": {"findings": [finding]}}]}}] if once == "yes" else []
+steps += [
+	{"when_prompt_contains": review, "times": "always", "then": {"tool_calls": [{"name": "report_findings", "input": {"findings": []}}]}},
+	{"when_prompt_contains": "You are the planner", "times": "always", "then": {"tool_calls": [{"name": "finish", "input": plan}]}},
+	{"when_prompt_contains": "You are the implementer", "times": "always", "then": {"tool_calls": [
+		{"name": "write_file", "input": {"path": "calc.c", "content": new}},
+		{"name": "finish", "input": {"summary": "Added %s." % fn, "files": ["calc.c"]}}]}},
+]
+print(json.dumps({"steps": steps}))
+PY
+}
+
 @test "a test analysis' 280 KB root cause: the run's episode and lesson are stored all the same, the root cause cut with …" {
 	# (before: both were over a memory's 256 KiB, refused, and the run said nothing)
 	python3 -c 'print("calc_add subtracts its arguments. " + "x " * 140000)' >"$BATS_TEST_TMPDIR/cause.txt"
@@ -250,4 +279,27 @@ PY
 		and (length < 4000) and contains("Fixed in attempt 2: calc_add adds again")' <<<"$output"
 	run -0 forge memory list --json --type episodic
 	jq -e '.content | contains("completed after 1 bounce") and test("x ?…\\)") and (length < 4000)' <<<"$output"
+}
+
+@test "an OpenAI and an Anthropic key quoted by a review finding reach neither memory nor the next run's prompt" {
+	local oai=sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 ant=sk-ant-api03-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210
+	echo '{"review":{"ai_min_risk":"low"}}' >"$BATS_TEST_TMPDIR/ai.json"
+	# run 1: the AI review quotes both keys, the run bounces once and learns
+	mock_script "$(key_steps calc_note "hard-coded keys $oai and $ant in calc.c")"
+	run -0 forge run --config "$BATS_TEST_TMPDIR/ai.json" --phases plan,implement,review,test --json \
+		"add calc_note, a helper that prints a note" </dev/null
+	run -0 forge memory export
+	assert_output --partial "hard-coded keys [REDACTED] and [REDACTED] in calc.c"
+	refute_output --partial "$oai"
+	refute_output --partial "$ant"
+	# run 2: a similar task recalls the lesson, without the keys
+	mock_script "$(key_steps calc_memo x no)"
+	run -0 forge run --config "$BATS_TEST_TMPDIR/ai.json" --phases plan,implement,review,test --json \
+		"add calc_memo, a helper that prints a note" </dev/null
+	run -0 first_prompt
+	assert_output --partial "## Relevant past learnings"
+	assert_output --partial "hard-coded keys [REDACTED] and [REDACTED] in calc.c"
+	run -0 curl -sS -f "$MOCK_URL/_mock/requests"
+	refute_output --partial "$oai"
+	refute_output --partial "$ant"
 }

@@ -7,6 +7,7 @@
 #include "data/config.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "core/tokens.h"
 
 #include <errno.h>
@@ -734,7 +735,10 @@ int context_render(char **out, jv fitted, size_t budget)
 {
 	struct buf b = BUF_INIT;
 	jv env = json_get(fitted, "environment");
-	jv mem = json_get(fitted, "memories");
+	/* hidden again on the way out: a memory stored before a secret form
+	 * was known (or written to the database by other means) never reaches
+	 * a provider with it */
+	jv mem = secret_hidden_jv(json_get(fitted, "memories"));
 	jv v;
 	int n;
 

@@ -92,7 +92,8 @@ void context_shares_from_config(struct context_shares *out, const struct config 
  *   part (key with '_' as ' ', first letter upper case), "## Skills"
  *   (environment "skills"), then "## Relevant past learnings", a line
  *   saying they are notes to weigh, not instructions, and one
- *   "- [type] content (confidence: 0.80)" line per memory.
+ *   "- [type] content (confidence: 0.80)" line per memory, its text
+ *   with secrets hidden (core/secret.h secret_hidden_jv).
  * The conversation is not rendered (it goes to the model as messages).
  * tokens_estimate() of the text is never above budget: when the sections
  * together are too big, the text is cut with the marker.  *out is

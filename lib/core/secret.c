@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/secret.h"
+#include "core/secret_forms.h"
 #include "core/json.h"
 
 #define REDACTED "[REDACTED]"
@@ -237,72 +238,30 @@ jv secret_url_passwords_hidden_jv(jv v)
 	return json_map_strings(v, hide_url_passwords, NULL);
 }
 
-/* Token formats known by their look: a prefix, then min..max bytes of
- * upper-case letters and digits, and (flags) lower case, '_' or '-'. */
-enum { T_LOWER = 1, T_UNDER = 2, T_DASH = 4 };
-
-static const struct token_form {
-	const char *prefix;
-	int also;
-	size_t min, max;
-} token_forms[] = {
-	{ "github_pat_", T_LOWER | T_UNDER, 20, 255 },
-	{ "ghp_", T_LOWER, 20, 255 }, { "gho_", T_LOWER, 20, 255 }, { "ghu_", T_LOWER, 20, 255 },
-	{ "ghs_", T_LOWER, 20, 255 }, { "ghr_", T_LOWER, 20, 255 },
-	{ "AKIA", 0, 16, 16 }, { "ASIA", 0, 16, 16 },
-	{ "xoxb-", T_LOWER | T_DASH, 10, 255 }, { "xoxp-", T_LOWER | T_DASH, 10, 255 },
-	{ "xoxa-", T_LOWER | T_DASH, 10, 255 }, { "xoxr-", T_LOWER | T_DASH, 10, 255 },
-	{ "xoxs-", T_LOWER | T_DASH, 10, 255 },
-};
-
-static bool token_char(unsigned char c, int also)
-{
-	return isdigit(c) || isupper(c) || (islower(c) && (also & T_LOWER)) ||
-	       (c == '_' && (also & T_UNDER)) || (c == '-' && (also & T_DASH));
-}
-
-/* The length of a known token at s (a word's start), else 0. */
-static size_t token_at(const char *s, const char *end)
-{
-	for (size_t i = 0; i < sizeof token_forms / sizeof token_forms[0]; i++) {
-		const struct token_form *f = &token_forms[i];
-		size_t pl = strlen(f->prefix), n = 0;
-
-		if ((size_t)(end - s) < pl || memcmp(s, f->prefix, pl) != 0)
-			continue;
-		while (s + pl + n < end && token_char((unsigned char)s[pl + n], f->also))
-			n++;
-		if (n >= f->min && n <= f->max)
-			return pl + n;
-	}
-	return 0;
-}
-
-/* span_finder: the next known token that starts a word */
-static bool next_token(const char *s, const char *end, const char **cur, const char **from,
-		       const char **to)
-{
-	size_t len;
-
-	for (const char *q = *cur; q < end; q++) {
-		if ((q > s && (isalnum((unsigned char)q[-1]) || q[-1] == '_')) || !(len = token_at(q, end)))
-			continue;
-		*from = q;
-		*to = *cur = q + len;
-		return true;
-	}
-	return false;
-}
-
+/* json_map_strings() callback: the string with what the secret forms find
+ * hidden (secret_forms.h) */
 static jv hide_tokens(jv v, void *unused)
 {
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(v)), len;
+	char *r = secret_forms_hidden(jv_string_value(v), n, &len);
+
 	(void)unused;
-	return replace_spans(v, next_token, REDACTED);
+	if (!r)
+		return v;
+	jv_free(v);
+	v = jv_string_sized(r, (int)len);
+	free(r);
+	return v;
 }
 
 jv secret_tokens_hidden_jv(jv v)
 {
 	return json_map_strings(v, hide_tokens, NULL);
+}
+
+jv secret_hidden_jv(jv v)
+{
+	return secret_tokens_hidden_jv(secret_url_passwords_hidden_jv(llm_redact_jv(v)));
 }
 
 static void add_key_file(const char *var)

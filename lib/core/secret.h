@@ -68,13 +68,17 @@ void secret_url_passwords_add_jv(jv v);
 /* v (consumed) with the password of every URL in its strings as "***",
  * however short it is (llm_secret_add() keeps only long secrets). */
 jv secret_url_passwords_hidden_jv(jv v);
-/* v (consumed) with every token of a known format in its strings as
- * "[REDACTED]", whether or not this process knows it: GitHub tokens
- * (ghp_/gho_/ghu_/ghs_/ghr_ and github_pat_ followed by 20+ characters),
- * AWS access key ids (AKIA/ASIA and 16 upper-case letters or digits) and
- * Slack tokens (xoxb-/xoxp-/xoxa-/xoxr-/xoxs- and 10+ characters), each
- * starting a word. */
+/* v (consumed) with every secret of a known form in its strings as
+ * "[REDACTED]", whether or not this process knows it: the forms the
+ * review's secret scanner reports (core/secret_forms.h: private key blocks,
+ * AWS, GitHub, Slack, Stripe, Google, Anthropic and OpenAI keys, hard-coded
+ * credential assignments). */
 jv secret_tokens_hidden_jv(jv v);
+/* v (consumed) with all of the above hidden: registered keys
+ * (llm_redact_jv), URL passwords as "***" and secrets of a known form.
+ * What a memory is stored with, and what a recalled memory is put into a
+ * prompt with (one stored before a form was known is hidden then). */
+jv secret_hidden_jv(jv v);
 /* Read a provider's key: env var, else the key file.  *out malloc'd, or
  * NULL when none is configured (not an error).  -1 when the key file is
  * unreadable. */

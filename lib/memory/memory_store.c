@@ -111,9 +111,10 @@ static int fields_parse(struct fields *f, struct memory *m, jv src, bool keep_id
 	memset(f, 0, sizeof *f);
 	/* every way in (store, import, update) comes here: a known key in what
 	 * a monitor, a model or a person wrote is never stored (README "Keys"),
-	 * nor a URL's password or a token of a known format (GitHub, AWS,
-	 * Slack), which a memory is recalled into prompts with */
-	f->src = src = secret_tokens_hidden_jv(secret_url_passwords_hidden_jv(llm_redact_jv(src)));
+	 * nor a URL's password or a secret of a form the review's scanner
+	 * knows (core/secret_forms.h), which a memory is recalled into prompts
+	 * with */
+	f->src = src = secret_hidden_jv(src);
 	if (jv_get_kind(src) != JV_KIND_OBJECT)
 		return forge_error("a memory must be a JSON object");
 	f->type = json_get_str(src, "type");

@@ -1,7 +1,8 @@
 /*
- * review_secrets.c - layer 2, built in: secrets on added lines (provider
- * rules in the spirit of gitleaks' default config, a generic assignment
- * rule gated by Shannon entropy, a placeholder allowlist) and a small set
+ * review_secrets.c - layer 2, built in: secrets on added lines (the forms
+ * of core/secret_forms.h, which memory hides too: provider rules in the
+ * spirit of gitleaks' default config, a generic assignment rule gated by
+ * Shannon entropy; here with a placeholder allowlist) and a small set
  * of insecure-pattern rules per language.  See review.h.
  *
  * A line that says "forge:allow", "gitleaks:allow" or "pragma: allowlist
@@ -14,58 +15,35 @@
 #include "git/diff.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/secret_forms.h"
 #include "data/project.h"
 #include "os/sandbox.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct rule {
+/* The review's weight of each of core's secret forms (core/secret_forms.h),
+ * in their order; review_secrets() checks that the ids agree. */
+static const struct rule {
 	const char *id;
-	const char *what;               /* for the message */
-	const char *pattern;            /* group 1 is the secret */
-	double min_entropy;             /* of group 1; 0 = none */
 	const char *severity;
 	double confidence;
-};
-
-/* Order matters: the first rule that reports a line wins (sk-ant- before sk-). */
-static const struct rule secret_rules[] = {
-	{ "secret/private-key", "private key block",
-	  "(-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)", 0, "critical", 0.99 },
-	{ "secret/aws-access-key-id", "AWS access key id",
-	  "\\b((?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})\\b", 3.0, "critical", 0.95 },
-	{ "secret/aws-secret-access-key", "AWS secret access key",
-	  "(?i)aws.{0,20}?(?:secret|private).{0,20}?[\"'\\s:=]{1,5}([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
-	  3.5, "critical", 0.9 },
-	{ "secret/github-token", "GitHub token",
-	  "\\b(gh[pousr]_[A-Za-z0-9]{36,255})\\b", 3.0, "critical", 0.95 },
-	{ "secret/github-fine-grained-pat", "GitHub fine-grained personal access token",
-	  "\\b(github_pat_[A-Za-z0-9_]{50,255})\\b", 3.0, "critical", 0.95 },
-	{ "secret/slack-token", "Slack token",
-	  "\\b(xox[abposr]-[A-Za-z0-9-]{10,250})", 3.0, "critical", 0.9 },
-	{ "secret/slack-webhook", "Slack webhook URL",
-	  "(hooks\\.slack\\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,120})", 0, "critical", 0.9 },
-	{ "secret/stripe-live-key", "Stripe live key",
-	  "\\b((?:sk|rk)_live_[A-Za-z0-9]{20,250})\\b", 3.0, "critical", 0.95 },
-	{ "secret/google-api-key", "Google API key",
-	  "\\b(AIza[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])", 3.0, "critical", 0.9 },
-	{ "secret/anthropic-api-key", "Anthropic API key",
-	  "\\b(sk-ant-[A-Za-z0-9_-]{20,250})", 3.0, "critical", 0.95 },
-	{ "secret/openai-api-key", "OpenAI API key",
-	  "\\b(sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,250})", 3.5, "critical", 0.85 },
-	{ "secret/generic-assignment", "hard-coded credential",
-	  "(?i)(?:^|[^A-Za-z0-9])[A-Za-z0-9_.-]{0,40}?(?:api[_.-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|"
-	  "token|auth[_.-]?key|access[_.-]?key|private[_.-]?key|credentials?)[A-Za-z0-9_.-]{0,20}"
-	  "[\"']?\\s*(?::=|=>|=|:)\\s*[\"'`]([^\\s\"'`;,()]{8,200})[\"'`]",
-	  3.5, "error", 0.7 },
-	{ "secret/generic-assignment", "hard-coded credential",
-	  "(?i)(?:^|[^A-Za-z0-9])(?:export\\s+)?[A-Za-z0-9_]{0,40}?(?:API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN|"
-	  "ACCESS_?KEY)[A-Za-z0-9_]{0,20}=([^\\s\"'`;$]{12,200})(?:\\s|$)",
-	  3.5, "error", 0.6 },
+} secret_rules[SECRET_NFORMS] = {
+	{ "secret/private-key", "critical", 0.99 },
+	{ "secret/aws-access-key-id", "critical", 0.95 },
+	{ "secret/aws-secret-access-key", "critical", 0.9 },
+	{ "secret/github-token", "critical", 0.95 },
+	{ "secret/github-fine-grained-pat", "critical", 0.95 },
+	{ "secret/slack-token", "critical", 0.9 },
+	{ "secret/slack-webhook", "critical", 0.9 },
+	{ "secret/stripe-live-key", "critical", 0.95 },
+	{ "secret/google-api-key", "critical", 0.9 },
+	{ "secret/anthropic-api-key", "critical", 0.95 },
+	{ "secret/openai-api-key", "critical", 0.85 },
+	{ "secret/generic-assignment", "error", 0.7 },
+	{ "secret/generic-assignment", "error", 0.6 },
 };
 
 /* Insecure patterns: lang NULL = any file. */
@@ -119,20 +97,7 @@ static const struct pattern_rule insecure_rules[] = {
 
 double review_entropy(const char *s, size_t n)
 {
-	size_t counts[256] = { 0 };
-	double h = 0;
-
-	if (n == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		counts[(unsigned char)s[i]]++;
-	for (int c = 0; c < 256; c++) {
-		if (!counts[c])
-			continue;
-		double p = (double)counts[c] / (double)n;
-		h -= p * log2(p);
-	}
-	return h;
+	return secret_entropy(s, n);
 }
 
 bool review_placeholder(const char *s, size_t n)
@@ -189,13 +154,13 @@ static bool comment_line(const char *text, const char *lang)
 	return (text[0] == '/' && (text[1] == '/' || text[1] == '*')) || (text[0] == '*' && text[1] != '=');
 }
 
-/* The first secret on the line: its rule and secret span, or NULL. */
-static const struct rule *find_secret(pcre2_code **codes, pcre2_match_data *md, const char *text,
+/* The first secret on the line: its form and secret span, or NULL. */
+static const struct secret_form *find_secret(pcre2_code **codes, pcre2_match_data *md, const char *text,
 				      size_t *so, size_t *eo)
 {
 	size_t len = strlen(text);
 
-	for (size_t r = 0; r < sizeof secret_rules / sizeof secret_rules[0]; r++) {
+	for (size_t r = 0; r < SECRET_NFORMS; r++) {
 		PCRE2_SIZE start = 0;
 
 		if (!codes[r])
@@ -207,12 +172,12 @@ static const struct rule *find_secret(pcre2_code **codes, pcre2_match_data *md, 
 			start = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
 			if (review_placeholder(text + s, e - s))
 				continue;
-			if (secret_rules[r].min_entropy > 0 &&
-			    review_entropy(text + s, e - s) < secret_rules[r].min_entropy)
+			if (secret_forms[r].min_entropy > 0 &&
+			    secret_entropy(text + s, e - s) < secret_forms[r].min_entropy)
 				continue;
 			*so = s;
 			*eo = e;
-			return &secret_rules[r];
+			return &secret_forms[r];
 		}
 	}
 	return NULL;
@@ -220,20 +185,26 @@ static const struct rule *find_secret(pcre2_code **codes, pcre2_match_data *md, 
 
 int review_secrets(jv *out, const struct diff *d)
 {
-	const size_t nsec = sizeof secret_rules / sizeof secret_rules[0];
+	const size_t nsec = SECRET_NFORMS;
 	const size_t npat = sizeof insecure_rules / sizeof insecure_rules[0];
-	pcre2_code *sec[sizeof secret_rules / sizeof secret_rules[0]] = { 0 };
+	pcre2_code *sec[SECRET_NFORMS] = { 0 };
 	pcre2_code *pat[sizeof insecure_rules / sizeof insecure_rules[0]] = { 0 };
 	pcre2_match_data *md = pcre2_match_data_create(8, NULL);
 	struct buf msg = BUF_INIT;
 	int rc = -1;
 
 	*out = jv_array();
-	for (size_t r = 0; r < nsec; r++)
-		if (!(sec[r] = compile(secret_rules[r].pattern))) {
-			forge_error("secret rule '%s' does not compile", secret_rules[r].id);
+	for (size_t r = 0; r < nsec; r++) {
+		if (strcmp(secret_rules[r].id, secret_forms[r].id) != 0) {
+			forge_error("secret rule %zu is '%s' here but '%s' in core's secret forms", r,
+				    secret_rules[r].id, secret_forms[r].id);
 			goto out;
 		}
+		if (!(sec[r] = compile(secret_forms[r].pattern))) {
+			forge_error("secret rule '%s' does not compile", secret_forms[r].id);
+			goto out;
+		}
+	}
 	for (size_t r = 0; r < npat; r++)
 		if (!(pat[r] = compile(insecure_rules[r].pattern))) {
 			forge_error("insecure-pattern rule '%s' does not compile", insecure_rules[r].id);
@@ -272,12 +243,15 @@ int review_secrets(jv *out, const struct diff *d)
 
 				if (l->kind != '+' || suppressed(l->text))
 					continue;
-				const struct rule *r = find_secret(sec, md, l->text, &so, &eo);
-				if (r) {
+				const struct secret_form *sf = find_secret(sec, md, l->text, &so, &eo);
+				if (sf) {
+					const struct rule *r = &secret_rules[sf - secret_forms];
+
+
 					buf_reset(&msg);
 					buf_addf(&msg, "possible %s committed (%.4s…, %zu characters); remove it, "
 						 "rotate it, and load it from the environment or a secret store",
-						 r->what, l->text + so, eo - so);
+						 sf->what, l->text + so, eo - so);
 					jv fi = review_finding("security", r->severity, "security", r->id, f->path,
 							       l->new_line, msg.buf);
 					*out = jv_array_append(*out, json_set(fi, "confidence", jv_number(r->confidence)));

@@ -576,6 +576,24 @@ static void test_render_sections(void)
 	jv_free(fitted);
 }
 
+/* A memory stored before its secret's form was known (or written to the
+ * database by other means) is hidden on its way into a prompt. */
+static void test_render_hides_secrets(void)
+{
+	jv fitted = parse("{\"memories\":[{\"type\":\"semantic\",\"content\":"
+			  "\"keys sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 and "
+			  "sk-ant-api03-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210\","
+			  "\"context\":\"push to https://bot:pw@git.example/r\"}]}");
+	char *text;
+
+	CHECK_INT(context_render(&text, fitted, 100000), 0);
+	CHECK_STR(text, "## Relevant past learnings\n\n"
+			"- [semantic] keys [REDACTED] and [REDACTED]\n"
+			"  Context: push to https://bot:***@git.example/r\n");
+	free(text);
+	jv_free(fitted);
+}
+
 /* The property: never over budget, always valid JSON and UTF-8, no split
  * sequences (a split would surface as U+FFFD, which the inputs never hold). */
 static void test_property_never_over_budget(void)
@@ -765,6 +783,7 @@ int main(void)
 	RUN(test_environment_order_and_cut);
 	RUN(test_empty_and_bad_inputs);
 	RUN(test_render_sections);
+	RUN(test_render_hides_secrets);
 	RUN(test_property_never_over_budget);
 	RUN(test_instructions_files);
 	RUN(test_instructions_budget);

@@ -1,14 +1,18 @@
 /* test_secret.c - keys redacted by value (llm.h: llm_secret_*, llm_redact_*)
  * in records, the database and commits; worktree commands in the sandbox
  * (sandbox_job.h); .forge off limits (sandbox_path_is_forge). */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "git/git.h"
 #include "core/json.h"
 #include "core/secret.h"
+#include "core/secret_forms.h"
+#include "git/diff.h"
 #include "os/landlock.h"
 #include "llm/llm.h"
 #include "os/sandbox.h"
 #include "os/sandbox_job.h"
+#include "review/review.h"
 #include "store/store.h"
 #include "data/stream.h"
 #include "unit.h"
@@ -109,6 +113,71 @@ static void test_url_passwords(void)
 	text = xstrdup("another-long-pass");
 	CHECK_STR(llm_redact(text), "[REDACTED]");
 	free(text);
+}
+
+/* One example of each secret form (core/secret_forms.h), in their order:
+ * the line and the secret in it.  A new form needs an example here. */
+static const struct {
+	const char *line, *secret;
+} form_examples[] = {
+	{ "-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----" },
+	{ "id AKIAQ3ZT7XWL5NBR2MKD here", "AKIAQ3ZT7XWL5NBR2MKD" },
+	{ "aws_secret_access_key = \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq4Rt9sLwQ\"",
+	  "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq4Rt9sLwQ" },
+	{ "token ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ.", "ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ" },
+	{ "pat github_pat_11AQ3ZT7XW0aB9cD8eF7gH6iJ5kL4mN3oP2qR1sT0uV9wX8yZ7",
+	  "github_pat_11AQ3ZT7XW0aB9cD8eF7gH6iJ5kL4mN3oP2qR1sT0uV9wX8yZ7" },
+	{ "slack xoxb-2718281828-Q7wErTyUiOpAsDfG", "xoxb-2718281828-Q7wErTyUiOpAsDfG" },
+	{ "hook https://hooks.slack.com/services/T0A1B2C3D/B4E5F6G7H/q8Zr2LmV0xNc7TpW",
+	  "hooks.slack.com/services/T0A1B2C3D/B4E5F6G7H/q8Zr2LmV0xNc7TpW" },
+	{ "stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_4eC39HqLyjWDarjtT1zdp7dc" },
+	{ "maps AIzaSyD4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9f", "AIzaSyD4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9f" },
+	{ "key sk-ant-api03-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "sk-ant-api03-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210" },
+	{ "key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789" },
+	{ "db_password = \"q8Zr2LmV0xNc7TpW\"", "q8Zr2LmV0xNc7TpW" },
+	{ "export API_TOKEN=q8Zr2LmV0xNc7TpWk3 next", "q8Zr2LmV0xNc7TpWk3" },
+};
+
+/* Every form the review's scanner reports is hidden by the redaction
+ * memory uses (secret_tokens_hidden_jv): one list, both ways. */
+static void test_secret_forms(void)
+{
+	CHECK_INT((int)(sizeof form_examples / sizeof form_examples[0]), SECRET_NFORMS);
+	for (size_t i = 0; i < sizeof form_examples / sizeof form_examples[0] && i < SECRET_NFORMS; i++) {
+		const char *line = form_examples[i].line, *secret = form_examples[i].secret;
+		struct buf d = BUF_INIT;
+		struct diff *diff = NULL;
+		jv out = jv_invalid(), v = secret_tokens_hidden_jv(jv_array_append(jv_array(), jv_string(line)));
+		jv got = jv_array_get(jv_copy(v), 0);
+		const char *hidden = jv_string_value(got);
+
+		if (!strstr(hidden, "[REDACTED]") || strstr(hidden, secret)) {
+			fprintf(stderr, "form %s: '%s' became '%s'\n", secret_forms[i].id, line, hidden);
+			CHECK(false);
+		}
+		jv_free(got);
+		/* the scanner finds it, under the form's own rule */
+		buf_addf(&d, "diff --git a/conf.txt b/conf.txt\nnew file mode 100644\n--- /dev/null\n"
+			 "+++ b/conf.txt\n@@ -0,0 +1 @@\n+%s\n", line);
+		CHECK_INT(diff_parse(&diff, d.buf, d.len), 0);
+		CHECK_INT(review_secrets(&out, diff), 0);
+		CHECK_INT(jv_array_length(jv_copy(out)), 1);
+		jv f = jv_array_get(jv_copy(out), 0);
+		const char *rule = json_get_str(f, "rule");
+		if (!rule || strcmp(rule, secret_forms[i].id) != 0) {
+			fprintf(stderr, "form %s: the scanner says %s\n", secret_forms[i].id, rule ? rule : "nothing");
+			CHECK(false);
+		}
+		jv_free(f);
+		jv_free(out);
+		jv_free(v);
+		diff_free(diff);
+		buf_release(&d);
+	}
+	/* not secrets: too short, or not at a word's start */
+	jv v = secret_tokens_hidden_jv(jv_string("ghp_short, desk-AbCdEfGhIjKlMnOpQrStUvWxYz, task-sk-ant-x, AKIA1234"));
+	CHECK_STR(jv_string_value(v), "ghp_short, desk-AbCdEfGhIjKlMnOpQrStUvWxYz, task-sk-ant-x, AKIA1234");
+	jv_free(v);
 }
 
 static void test_stream_and_store(void)
@@ -275,6 +344,7 @@ int main(int argc, char **argv)
 	RUN(test_protect);
 	RUN(test_redact);
 	RUN(test_url_passwords);
+	RUN(test_secret_forms);
 	RUN(test_stream_and_store);
 	RUN(test_commit);
 	RUN(test_job);
