@@ -132,18 +132,33 @@ void phase_reason(struct phase *ph, const char *fmt, ...)
 	llm_redact(ph->reason);     /* also shown on stderr: never a key */
 }
 
-void phase_say(struct phase *ph, const char *fmt, ...)
+/* One line on stderr after the program's name, its control characters
+ * cleaned: the whole line's when whole_line (term_clean_line), else all
+ * but its line breaks (term_clean). */
+static void say_clean(struct phase *ph, bool whole_line, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
+static void say_clean(struct phase *ph, bool whole_line, const char *fmt, va_list ap)
 {
 	struct buf line = BUF_INIT;
-	va_list ap;
 
-	va_start(ap, fmt);
 	buf_vaddf(&line, fmt, ap);
-	va_end(ap);
-	term_clean(line.buf, line.len);
+	if (whole_line)
+		term_clean_line(line.buf, line.len);
+	else
+		term_clean(line.buf, line.len);
 	term_status_clear();
 	fprintf(stderr, "%s: %s\n", ph->spec->program, line.buf);
 	buf_release(&line);
+}
+
+void phase_say(struct phase *ph, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say_clean(ph, false, fmt, ap);
+	va_end(ap);
 }
 
 /* The line is cleaned as a whole (term_clean_line): what it quotes -- a
@@ -151,18 +166,13 @@ void phase_say(struct phase *ph, const char *fmt, ...)
  * sequence in it would be played by the terminal. */
 void phase_progress(struct phase *ph, const char *fmt, ...)
 {
-	struct buf line = BUF_INIT;
 	va_list ap;
 
 	if (!ph->progress)
 		return;
 	va_start(ap, fmt);
-	buf_vaddf(&line, fmt, ap);
+	say_clean(ph, true, fmt, ap);
 	va_end(ap);
-	term_clean_line(line.buf, line.len);
-	term_status_clear();
-	fprintf(stderr, "%s: %s\n", ph->spec->program, line.buf);
-	buf_release(&line);
 }
 
 void phase_set(struct phase *ph, const char *key, jv v)
