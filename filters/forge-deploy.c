@@ -95,6 +95,17 @@ static jv skipped(const char *strategy, const char *why)
 	return json_set(d, "reason", jv_string(why));
 }
 
+/* Whether the input state's last phase is `phase` and it ended rejected or
+ * escalated with no one's override: its own verdict stands even where its
+ * figures (a decision, a count) would pass. */
+static bool said_no(const struct phase *ph, const char *phase, bool overridden)
+{
+	const char *last = json_get_str(ph->in.state, "phase");
+	enum state_status st = state_status_of(json_get_str(ph->in.state, "status"));
+
+	return !overridden && last && strcmp(last, phase) == 0 && (st == STATE_REJECTED || st == STATE_ESCALATED);
+}
+
 /* A pipeline's state must carry an approved review and passing tests (or
  * a recorded override of either: review.approved_by, tests.approved_by); a
  * run on the repository alone (no state nor task on stdin) deploys what is
@@ -128,6 +139,10 @@ static const char *guard(struct phase *ph)
 	else if (jv_number_value(failed) != 0 && !tests_overridden)
 		snprintf(a->why, sizeof a->why, "%g test%s failed", jv_number_value(failed),
 			 jv_number_value(failed) == 1 ? "" : "s");
+	else if (said_no(ph, "review", review_overridden) || said_no(ph, "test", tests_overridden))
+		snprintf(a->why, sizeof a->why, "the input state's %s phase ended '%s' and no one approved "
+			 "it: deploy needs an approved review and passing tests", json_get_str(ph->in.state, "phase"),
+			 json_get_str(ph->in.state, "status"));
 	else
 		a->why[0] = '\0';
 	/* An approval and a pass are of the commit they saw: a state whose

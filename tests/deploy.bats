@@ -142,6 +142,23 @@ event_ok() {
 	[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
 }
 
+@test "guard: a test or review phase that ended rejected or escalated is skipped (exit 1) whatever its figures say; an approval passes it" {
+	# (before: a test state rejected with 0 failed, or a review escalated
+	# with decision approve, deployed)
+	for ps in test:rejected test:escalated review:rejected review:escalated; do
+		state ".phase = \"${ps%%:*}\" | .status = \"${ps#*:}\""
+		run -1 --separate-stderr deploy --strategy merge
+		final | jq -e --arg p "${ps%%:*}" --arg s "${ps#*:}" '.status == "skipped"
+			and (.deployment.reason | contains("the input state'"'"'s \($p) phase ended '"'"'\($s)'"'"' and no one approved it"))'
+		[ "$(git -C "$R" rev-parse main)" = "$BASE" ]
+	done
+	# a human's approval of the tests (tests.approved_by) is the override
+	state '.status = "escalated" | .tests.approved_by = {"by": "human", "gate": "test_failure_escalation"}'
+	run -0 --separate-stderr deploy --strategy merge
+	final | jq -e '.status == "ok"'
+	[ "$(git -C "$R" rev-parse main)" = "$TIP" ]
+}
+
 @test "guard: a review or test run of another commit than the changes name is skipped (exit 1)" {
 	state '.review.commit = $base | .tests.commit = $tip'
 	run -1 --separate-stderr deploy --strategy merge
