@@ -116,7 +116,9 @@ last_seq() {
 	run -1 --separate-stderr forge-deploy --strategy branch <<<"$over"
 	[ "$stderr" = "forge-deploy: skipped: the state names no run branch (task.branch): it was not made in a run's worktree (forge-implement, forge run), so there is no run to deploy; to deploy the checkout, run forge-deploy --no-input" ]
 	# failed tests: refused, unless a gate passed them (tests.approved_by)
-	failing=$(jq -c '.tests.summary.failed = 1 | .review.decision = "approve"' <<<"$state")
+	# (a review that approved ended ok: one that ended escalated is a no of
+	# its own, whatever its decision says)
+	failing=$(jq -c '.tests.summary.failed = 1 | .review.decision = "approve" | .status = "ok"' <<<"$state")
 	run -1 --separate-stderr forge-deploy --strategy branch <<<"$failing"
 	[[ "$stderr" == *"1 test failed"* ]]
 	run -1 --separate-stderr forge-deploy --strategy branch <<<"$(jq -c '.tests.approved_by = {by: "flag", gate: "escalation_test"}' <<<"$failing")"
