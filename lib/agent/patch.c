@@ -1477,7 +1477,10 @@ next:
 		buf_addch(&sum, '\n');
 	}
 	if ((rc = sandbox_txn_commit(txn)) < 0) {
-		forge_error_prefix("the patch was not applied; nothing was changed");
+		if (sandbox_txn_partial(txn))
+			forge_error_prefix("the patch was applied only in part (check the files named)");
+		else
+			forge_error_prefix("the patch was not applied; nothing was changed");
 		jv_free(*files);
 		*files = jv_null();
 		goto out;

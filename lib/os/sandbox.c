@@ -393,6 +393,10 @@ struct txn_op {
 	int dirfd;           /* O_PATH fd of the target's directory */
 	char *name;          /* target's name in dirfd */
 	char *tmp;           /* staged temporary file in dirfd */
+	/* committed */
+	char *bak;           /* the target's original, kept in dirfd until the commit ends */
+	bool created;        /* the target did not exist: undone by removing it */
+	bool done;           /* renamed or unlinked */
 };
 
 struct sandbox_txn {
@@ -401,6 +405,7 @@ struct sandbox_txn {
 	size_t n;
 	char **made_dirs;    /* directories created while staging (real rel) */
 	size_t nmade;
+	bool partial;        /* a failed commit left a change it could not undo */
 };
 
 struct sandbox_txn *sandbox_txn_new(const struct sandbox_root *root)
@@ -450,9 +455,12 @@ void sandbox_txn_free(struct sandbox_txn *t)
 		struct txn_op *op = &t->ops[i];
 		if (op->tmp && op->dirfd >= 0)
 			unlinkat(op->dirfd, op->tmp, 0);
+		if (op->bak && op->dirfd >= 0)
+			unlinkat(op->dirfd, op->bak, 0);
 		if (op->dirfd >= 0)
 			close(op->dirfd);
 		free(op->rel);
+		free(op->bak);
 		free(op->data);
 		free(op->like);
 		free(op->name);
@@ -716,40 +724,102 @@ static int txn_check_conflicts(const struct sandbox_txn *t)
 	return rc;
 }
 
+/*
+ * Keep the original of op's target under a new name beside it (a hard
+ * link, so the commit's rename or unlink leaves it there) until the commit
+ * ends, for a later op's failure to put it back.  No original: op->created.
+ * A file system without hard links keeps nothing: that op cannot be undone.
+ */
+static void txn_keep_original(struct txn_op *op)
+{
+	for (int attempt = 0; attempt < 100; attempt++) {
+		char bak[64];
+
+		snprintf(bak, sizeof(bak), ".forge-bak-%ld-%d", (long)getpid(), rand() % 1000000);
+		if (linkat(op->dirfd, op->name, op->dirfd, bak, 0) == 0) {
+			op->bak = xstrdup(bak);
+			return;
+		}
+		if (errno == ENOENT)
+			op->created = true;
+		if (errno != EEXIST)
+			return;
+	}
+}
+
+static int txn_apply_op(struct txn_op *op)
+{
+	txn_keep_original(op);
+	if (op->remove) {
+		if (unlinkat(op->dirfd, op->name, 0) < 0 && errno != ENOENT)
+			return open_error(op->rel, errno);
+	} else {
+		if (renameat(op->dirfd, op->tmp, op->dirfd, op->name) < 0)
+			return open_error(op->rel, errno);
+		free(op->tmp);
+		op->tmp = NULL;
+	}
+	op->done = true;
+	return 0;
+}
+
+/* Put back what the ops done so far changed, last first; names what could
+ * not be put back in the message (t->partial). */
+static void txn_undo(struct sandbox_txn *t)
+{
+	struct buf lost = BUF_INIT;
+
+	for (size_t i = t->n; i > 0; i--) {
+		struct txn_op *op = &t->ops[i - 1];
+		bool undone;
+
+		if (!op->done)
+			continue;
+		if (op->bak)
+			undone = renameat(op->dirfd, op->bak, op->dirfd, op->name) == 0;
+		else if (op->created)
+			undone = unlinkat(op->dirfd, op->name, 0) == 0 || errno == ENOENT;
+		else
+			undone = false;
+		if (!undone) {
+			buf_addf(&lost, "%s'%s'", lost.len ? ", " : "", op->rel);
+			/* the only copy of the original now: left for the user */
+			if (op->bak)
+				buf_addf(&lost, " (its original kept beside it as '%s')", op->bak);
+		}
+		free(op->bak);
+		op->bak = NULL;
+	}
+	if (lost.len) {
+		t->partial = true;
+		forge_error_prefix("changed and not put back: %s", lost.buf);
+	}
+	buf_release(&lost);
+}
+
 int sandbox_txn_commit(struct sandbox_txn *t)
 {
 	int rc = 0;
-	bool changed = false;
 
 	if ((rc = txn_check_conflicts(t)) < 0)
 		return rc;
 	for (size_t i = 0; i < t->n; i++)
 		if ((rc = txn_stage(t, &t->ops[i])) < 0)
 			goto abort;
+	for (size_t i = 0; i < t->n; i++)
+		if ((rc = txn_apply_op(&t->ops[i])) < 0) {
+			/* (the failed op changed nothing: its original stays) */
+			txn_undo(t);
+			goto abort;
+		}
 	for (size_t i = 0; i < t->n; i++) {
 		struct txn_op *op = &t->ops[i];
-		/* (a first op that fails has changed nothing: rolled back
-		 * whole, the directories made for it too) */
-		if (op->remove) {
-			if (unlinkat(op->dirfd, op->name, 0) < 0 && errno != ENOENT) {
-				rc = open_error(op->rel, errno);
-				if (!changed)
-					goto abort;
-				goto out;
-			}
-		} else {
-			if (renameat(op->dirfd, op->tmp, op->dirfd, op->name) < 0) {
-				rc = open_error(op->rel, errno);
-				if (!changed)
-					goto abort;
-				goto out;
-			}
-			free(op->tmp);
-			op->tmp = NULL;
-		}
-		changed = true;
+		if (op->bak)
+			unlinkat(op->dirfd, op->bak, 0);
+		free(op->bak);
+		op->bak = NULL;
 	}
-	goto out;
+	return 0;
 abort:
 	for (size_t i = 0; i < t->n; i++) {
 		struct txn_op *op = &t->ops[i];
@@ -757,11 +827,22 @@ abort:
 			unlinkat(op->dirfd, op->tmp, 0);
 		free(op->tmp);
 		op->tmp = NULL;
+		if (op->bak && !op->done && op->dirfd >= 0)
+			unlinkat(op->dirfd, op->bak, 0);   /* the failed op's own */
+		if (!op->done) {
+			free(op->bak);
+			op->bak = NULL;
+		}
 	}
+	/* (a directory that still holds what could not be undone stays) */
 	for (size_t i = t->nmade; i > 0; i--)
 		unlinkat(t->root->fd, t->made_dirs[i - 1], AT_REMOVEDIR);
-out:
 	return rc;
+}
+
+bool sandbox_txn_partial(const struct sandbox_txn *t)
+{
+	return t && t->partial;
 }
 
 /* ================================================================ policy */

@@ -119,9 +119,13 @@ int sandbox_dangling_link(char **out_target, const struct sandbox_root *root, co
  * A transaction of file writes and removals, checked and staged first and
  * then committed together: sandbox_txn_commit() resolves every path, writes
  * every new content to a temporary file beside its target and checks every
- * removal; only when all of that succeeded does it rename and unlink.  On
- * failure nothing visible has changed (temporary files and directories it
- * created are removed) and the message names the path at fault.
+ * removal; only when all of that succeeded does it rename and unlink, each
+ * target's original kept (a hard link beside it) until the last op is done.
+ * On failure nothing visible has changed -- ops already done are put back,
+ * temporary files and directories it created removed -- and the message
+ * names the path at fault.  Only where an op cannot be put back (a file
+ * system without hard links) does a failed commit leave a change:
+ * sandbox_txn_partial() is then true and the message names those paths.
  */
 struct sandbox_txn;
 /*
@@ -142,6 +146,9 @@ void sandbox_txn_write_like(struct sandbox_txn *t, const char *rel, const char *
 /* Queue the removal of a file (a symlink is removed itself). */
 void sandbox_txn_remove(struct sandbox_txn *t, const char *rel);
 int sandbox_txn_commit(struct sandbox_txn *t);
+/* After a failed sandbox_txn_commit(): did it leave changes it could not
+ * undo?  false for NULL. */
+bool sandbox_txn_partial(const struct sandbox_txn *t);
 void sandbox_txn_free(struct sandbox_txn *t);
 
 /* ---- policy ---- */

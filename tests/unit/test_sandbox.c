@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[128], outside[128];
@@ -220,6 +224,143 @@ static void test_txn_all_or_nothing(void)
 		snprintf(p, sizeof(p), "%s/pair", dir);
 		CHECK(access(p, F_OK) != 0);
 	}
+}
+
+
+static bool file_is(const char *rel, const char *want)
+{
+	char p[300], got[64] = "";
+	FILE *f;
+	size_t n;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	if (!(f = fopen(p, "r")))
+		return want == NULL;
+	n = fread(got, 1, sizeof(got) - 1, f);
+	got[n] = '\0';
+	fclose(f);
+	return want && !strcmp(got, want);
+}
+
+static bool write_small(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* In a mount namespace of its own (as a user: with a user namespace), a
+ * file bind-mounted over src/b.txt, which a rename cannot replace (EBUSY):
+ * 0 when it stands, 77 when this system offers no such namespace. */
+static int over_mounted_file(void)
+{
+	char target[300], over[300];
+
+	if (geteuid() != 0) {
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		char map[64];
+
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+			return 77;
+		snprintf(map, sizeof(map), "0 %ld 1", (long)uid);
+		if (!write_small("/proc/self/setgroups", "deny") || !write_small("/proc/self/uid_map", map))
+			return 77;
+		snprintf(map, sizeof(map), "0 %ld 1", (long)gid);
+		if (!write_small("/proc/self/gid_map", map))
+			return 77;
+	} else if (unshare(CLONE_NEWNS) < 0) {
+		return 77;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return 77;
+	snprintf(target, sizeof(target), "%s/src/b.txt", dir);
+	snprintf(over, sizeof(over), "%s/over", outside);
+	if (!write_small(target, "b0") || !write_small(over, "mounted") ||
+	    mount(over, target, NULL, MS_BIND, NULL) < 0)
+		return 77;
+	return 0;
+}
+
+/* What the commit's later failure must leave: every file as it was. */
+static const char *txn_undo_in_child(void)
+{
+	struct sandbox_root *root;
+	struct sandbox_txn *t;
+	char p[300];
+	const char *why = NULL;
+	int rc;
+
+	snprintf(p, sizeof(p), "%s/src/c.txt", dir);
+	if (!write_small(p, "c0"))
+		return "cannot write src/c.txt";
+	snprintf(p, sizeof(p), "%s/src/d.txt", dir);
+	if (!write_small(p, "d0"))
+		return "cannot write src/d.txt";
+	if (sandbox_root_open(&root, dir) != 0)
+		return "sandbox_root_open";
+	t = sandbox_txn_new(root);
+	sandbox_txn_write(t, "src/c.txt", "c1", 2);          /* replaced, then put back */
+	sandbox_txn_write(t, "fresh/new.txt", "n", 1);       /* made, then removed */
+	sandbox_txn_remove(t, "src/d.txt");                  /* removed, then put back */
+	sandbox_txn_write(t, "src/b.txt", "b1", 2);          /* EBUSY: a mount point */
+	rc = sandbox_txn_commit(t);
+	if (rc >= 0)
+		why = "the commit over a mount point succeeded";
+	else if (!strstr(forge_last_error(), "src/b.txt"))
+		why = "the message does not name src/b.txt";
+	else if (sandbox_txn_partial(t))
+		why = "sandbox_txn_partial() is true";
+	sandbox_txn_free(t);
+	sandbox_root_free(root);
+	if (why)
+		return why;
+	if (!file_is("src/c.txt", "c0"))
+		return "src/c.txt was not put back";
+	if (!file_is("src/d.txt", "d0"))
+		return "src/d.txt was not put back";
+	if (!file_is("fresh/new.txt", NULL))
+		return "fresh/new.txt stayed";
+	snprintf(p, sizeof(p), "%s/fresh", dir);
+	if (access(p, F_OK) == 0)
+		return "the directory fresh stayed";
+	snprintf(p, sizeof(p), "ls -a %s/src | grep -q '^\\.forge-'", dir);
+	if (system(p) == 0)
+		return "a .forge-tmp or .forge-bak file stayed in src";
+	return NULL;
+}
+
+/* An op that fails after others were done (a rename the kernel refuses):
+ * those are undone, so a failed commit still changed nothing (before: the
+ * files renamed before it stayed changed, and apply_patch said "nothing was
+ * changed"). */
+static void test_txn_undo(void)
+{
+	pid_t pid;
+	int status;
+
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		const char *why;
+		int ns = over_mounted_file();
+
+		if (ns)
+			_exit(ns);
+		why = txn_undo_in_child();
+		if (why)
+			printf("#   %s (%s)\n", why, forge_last_error());
+		fflush(stdout);
+		_exit(why ? 1 : 0);
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		SKIP("no mount namespace here to make a rename fail");
+	CHECK_INT(WEXITSTATUS(status), 0);
 }
 
 static enum sandbox_verdict verdict(const struct sandbox_policy *p, const char *cmd)
@@ -679,6 +820,7 @@ int main(void)
 	RUN(test_write_escapes);
 	RUN(test_write_depth);
 	RUN(test_txn_all_or_nothing);
+	RUN(test_txn_undo);
 	RUN(test_policy_defaults);
 	RUN(test_policy_config);
 	RUN(test_policy_from_config);
