@@ -1408,6 +1408,13 @@ static struct job *next_finished(struct gx *x)
 				return j;
 			}
 		}
+		/* Nothing held while waiting: a node's thread commits only when
+		 * its node writes, and a phase that writes to the database itself
+		 * (its model call's log) would wait on the lock of what this
+		 * thread recorded -- the end of the node before -- and that node
+		 * writes nothing until it gets it (before: 10 s, then the row was
+		 * lost; the lease could not be renewed either). */
+		sup_commit_batch(x->s);
 		pthread_cond_wait(&x->ended, &x->s->lock);
 	}
 }

@@ -533,3 +533,30 @@ deploy_pipeline() {
 	[ -n "$(events_of "$T" deploy.forced)" ]
 	[ "$(git -C "$REPO" rev-parse main)" != "$BASE" ]
 }
+
+@test "what the supervisor recorded is committed before it waits for a node still running: another process sees a node's end meanwhile" {
+	# (before: the end of 'fast' stayed in the supervisor's open transaction
+	# while it waited for 'watch', so a phase writing to the database then --
+	# its model call's log -- waited 10 s on the lock and lost the row)
+	cat >"$BATS_TEST_TMPDIR/watch.sh" <<'SH'
+#!/bin/sh
+state=$(head -n 1)
+trace=$(printf '%s' "$state" | jq -r .trace_id)
+n=0
+until forge events replay "$trace" 2>/dev/null |
+	jq -e 'select(.type == "node.status" and .payload.node == "fast" and .payload.status == "done")' >/dev/null; do
+	n=$((n + 1))
+	if [ $n -gt 150 ]; then
+		echo "watch: the end of node fast never reached the database" >&2
+		exit 3
+	fi
+	sleep 0.1
+done
+printf '%s\n' "$state"
+SH
+	chmod +x "$BATS_TEST_TMPDIR/watch.sh"
+	pipeline p.json "$(node fast)}" "{\"id\":\"watch\",\"program\":\"$BATS_TEST_TMPDIR/watch.sh\"}"
+	run -0 --separate-stderr forge run --pipeline p.json --jobs 2 "seen meanwhile"
+	T=$(last_trace)
+	assert_equal "$(forge status --json "$T" | jq -c '.state.nodes')" '{"fast":"done","watch":"done"}'
+}
