@@ -10,6 +10,8 @@ command -v python3 >/dev/null || { echo "bench-recall: python3 is needed"; exit 
 scripts/recall-score
 echo "-- held out (queries never used to tune recall)"
 scripts/recall-score --queries heldout.jsonl
+echo "-- second held-out set (issue 14)"
+scripts/recall-score --queries heldout2.jsonl
 if [ "${BENCH_RECALL_BIG:-0}" = 1 ]; then
 	echo "-- ${BENCH_RECALL_SIZE:-100000} memories"
 	scripts/recall-score --size "${BENCH_RECALL_SIZE:-100000}"

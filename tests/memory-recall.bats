@@ -107,6 +107,7 @@ in_unit_range() {
 	cmp "$SET/memories.jsonl" "$BATS_TEST_TMPDIR/set/memories.jsonl"
 	cmp "$SET/queries.jsonl" "$BATS_TEST_TMPDIR/set/queries.jsonl"
 	cmp "$SET/heldout.jsonl" "$BATS_TEST_TMPDIR/set/heldout.jsonl"
+	cmp "$SET/heldout2.jsonl" "$BATS_TEST_TMPDIR/set/heldout2.jsonl"
 	# the held-out queries follow the same rules, and share no id with the others
 	cp "$BATS_TEST_TMPDIR/set/heldout.src" "$BATS_TEST_TMPDIR/heldout.src"
 	sed -i 's/^HP01|paraphrase|container keeps restarting in a loop on the cluster:/HP01|paraphrase|container keeps restarting in a loop on the cluster, read kubectl logs:/' "$BATS_TEST_TMPDIR/set/heldout.src"
@@ -142,6 +143,8 @@ in_unit_range() {
 	# R@10 and nDCG@10 per kind, and the CPU time of a search process next
 	# to that of a process that does nothing
 	assert_line --regexp '^forge +[01]\.[0-9]{3}( +[01]\.[0-9]{3}){7} +[0-9.]+/[0-9.]+ \([0-9.]+\)$'
-	[ "$(grep -c '^fts5-porter ' <<<"$output")" -eq 4 ]
+	# and the second held-out set (issue 14)
+	assert_line '-- second held-out set (issue 14)'
+	[ "$(grep -c '^fts5-porter ' <<<"$output")" -eq 6 ]
 	refute_line --partial '100000 memories'
 }

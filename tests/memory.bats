@@ -501,10 +501,10 @@ for i in range(4):
 	run -0 --separate-stderr forge-memory search --json --peek how do we trust incoming callbacks
 	[ "${#lines[@]}" -eq 2 ]
 	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
-	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"concepts":null,"associations":null}' ]
+	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"concepts":null,"associations":null,"feedback":null}' ]
 	[ "$(jq -r .cosine <<<"${lines[0]}")" = 0.8 ]
 	[ "$(jq -r .memory.id <<<"${lines[1]}")" = "$a" ]
-	[ "$(jq -c .ranks <<<"${lines[1]}")" = '{"lexical":null,"vector":2,"concepts":null,"associations":null}' ]
+	[ "$(jq -c .ranks <<<"${lines[1]}")" = '{"lexical":null,"vector":2,"concepts":null,"associations":null,"feedback":null}' ]
 	# the query's vector and the memories' are cached: no new request
 	[ "$(grep -c embeddings "$BATS_TEST_TMPDIR/log.jsonl")" -eq 3 ]
 	run -0 --separate-stderr forge-memory search --json --peek how do we trust incoming callbacks

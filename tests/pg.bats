@@ -669,7 +669,7 @@ setup() {
 	kill "$MOCK_PID"
 	[ "${#lines[@]}" -eq 2 ]
 	[ "$(jq -r .memory.id <<<"${lines[0]}")" = "$b" ]
-	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"concepts":null,"associations":null}' ]
+	[ "$(jq -c .ranks <<<"${lines[0]}")" = '{"lexical":null,"vector":1,"concepts":null,"associations":null,"feedback":null}' ]
 	[ "$(jq -r .cosine <<<"${lines[0]}")" = 0.8 ]
 	[ "$(jq -r .memory.id <<<"${lines[1]}")" = "$a" ]
 	# three vectors of 4 float32s in the cache, as bytea; the mock is gone, the cache serves

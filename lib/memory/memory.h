@@ -43,6 +43,13 @@
  *             information over the memories, kept in memory_assoc, rebuilt
  *             by consolidation and when the memories moved by an eighth);
  *             weight 0.15 w times the concepts' share
+ *   feedback  FTS5 over the words (at most 8, the query's own aside) that
+ *             at least two of the 3 best memories of the lists above share
+ *             and that are in another memory too, weighed by those
+ *             memories' 1 / rank and the word's idf (pseudo-relevance
+ *             feedback: the answer's neighbours' wording finds it; learns
+ *             nothing, knows no vocabulary); weight 0.2 w times the
+ *             concepts' share
  * w = memory.lexical_weight (0.8).  Each list counts at most its first 100
  * memories that pass the filter.  A memory in none of the lists is never
  * returned.  Confidence and recency add at most 0.9 of the smallest step
@@ -117,6 +124,7 @@ struct llm_client;
 #define MEMORY_RRF_DEPTH         100
 #define MEMORY_CONCEPT_WEIGHT    0.9
 #define MEMORY_ASSOC_WEIGHT      0.15
+#define MEMORY_PRF_WEIGHT        0.2
 #define MEMORY_CONCEPT_COVER_LOW  0.35
 #define MEMORY_CONCEPT_COVER_HIGH 0.5
 #define MEMORY_BOOST_CONFIDENCE  0.6

@@ -283,7 +283,7 @@ static void fts_match(struct buf *out, struct buf *dfs, struct terms *t, size_t 
 
 /* ---- candidates and their ranks ---------------------------------------- */
 
-enum { L_LEX, L_VEC, L_CON, L_ASSOC, NLISTS };
+enum { L_LEX, L_VEC, L_CON, L_ASSOC, L_PRF, NLISTS };
 
 struct cand {
 	int64_t seq;
@@ -1090,6 +1090,146 @@ out:
 	return rc;
 }
 
+/* ---- pseudo-relevance feedback ----------------------------------------- */
+
+#define PRF_DOCS 3       /* the first-pass memories whose words are taken */
+#define PRF_TERMS 8      /* the words the feedback list searches, at most */
+#define PRF_POOL 96      /* the words weighed, at most */
+
+struct prf {
+	struct terms *pool;      /* the feedback docs' words: w the docs' weights summed */
+	const struct terms *qt;  /* the query's (already searched) */
+	struct terms seen;       /* the current document's (each word counted once) */
+	double w;                /* the current document's weight */
+};
+
+static void prf_term(const char *surf, size_t ns, const char *stem, size_t nst, void *payload)
+{
+	struct prf *p = payload;
+	struct term *x;
+
+	/* (a short stem or a number says little; a word too long for a term is left) */
+	if (ns >= TERM_LEN || nst >= TERM_LEN || nst < 3 || (stem[0] >= '0' && stem[0] <= '9') ||
+	    term_find(p->qt, stem, nst) || term_find(&p->seen, stem, nst))
+		return;
+	term_add(&p->seen, surf, ns, stem, nst);
+	x = term_add(p->pool, surf, ns, stem, nst);
+	if (x) {
+		x->w += p->w;
+		x->tf++;
+	}
+}
+
+static int prf_weight_cmp(const void *a, const void *b)
+{
+	const struct term *x = a, *y = b;
+
+	if (x->w != y->w)
+		return x->w < y->w ? 1 : -1;
+	return strcmp(x->stem, y->stem);
+}
+
+/*
+ * The feedback list into L_PRF: the memories the first pass ranks best
+ * (by the lists so far, weights w) are read, and their words that the
+ * query lacks are searched, in BM25 order -- a word shared by several of
+ * them and rare in the store first (weight: the sum of the documents'
+ * 1 / rank, times idf, for a word in at least two of them or, one
+ * document alone, at least two memories in all).  A query worded otherwise than its answer
+ * often finds a memory about the same thing among its first few; that
+ * memory's own words then find the answer.  General: it learns nothing
+ * and knows no vocabulary.  Nothing when the first pass found nothing.
+ */
+static int prf_list(struct cands *cs, struct memory *m, const struct terms *qt, const double *w,
+		    size_t deep, int64_t now)
+{
+	struct cand *top[PRF_DOCS] = { 0 };
+	double score[PRF_DOCS] = { 0 };
+	struct terms pool = { .max = PRF_POOL }, sel = { 0 };
+	struct prf p = { .pool = &pool, .qt = qt };
+	struct buf text = BUF_INIT, match = BUF_INIT, dfs = BUF_INIT;
+	double n = (double)vindex_rows(m), best;
+	size_t ndoc = 0;
+	int rc = -1;
+
+	for (size_t i = 0; i < cs->n; i++) {
+		struct cand *c = &cs->c[i];
+		double f = c->pass ? memory_rrf(c->rank, w, NLISTS) : 0;
+
+		for (size_t k = 0; f > 0 && k < PRF_DOCS; k++) {
+			if (f > score[k] || (f == score[k] && top[k] && c->seq > top[k]->seq)) {
+				memmove(&top[k + 1], &top[k], (PRF_DOCS - k - 1) * sizeof *top);
+				memmove(&score[k + 1], &score[k], (PRF_DOCS - k - 1) * sizeof *score);
+				top[k] = c;
+				score[k] = f;
+				break;
+			}
+		}
+	}
+	for (size_t k = 0; k < PRF_DOCS && top[k]; k++) {
+		struct db_stmt *s;
+
+		if (mem_cached(&s, m, MS_TEXT, "SELECT content, context, tags FROM memories WHERE seq = ?") < 0)
+			goto out;
+		db_reset(s);
+		db_bind_int64(s, 1, top[k]->seq);
+		if (db_step(s) != DB_ROW) {
+			db_reset(s);
+			rc = mem_fail(m, "cannot read memory %lld", (long long)top[k]->seq);
+			goto out;
+		}
+		buf_reset(&text);
+		for (int col = 0; col < 3; col++) {
+			const char *t = db_col_text(s, col);
+
+			buf_adds(&text, t ? t : "");
+			buf_addch(&text, '\n');
+		}
+		db_reset(s);
+		/* (Forge's own phrasing is no sign of what a memory is about) */
+		mem_unstock(text.buf);
+		p.w = 1.0 / (double)(k + 1);
+		p.seen.n = 0;
+		if (mem_stems(m, text.buf, text.len, false, prf_term, &p) < 0)
+			goto out;
+		ndoc++;
+	}
+	if (!pool.n || count_df(m, pool.t, pool.n, DF_TERM_MAX) < 0) {
+		rc = pool.n ? -1 : 0;
+		goto out;
+	}
+	for (size_t i = 0; i < pool.n; i++) {
+		struct term *t = &pool.t[i];
+
+		/* (a word of one document found in no other memory finds nothing new) */
+		if (t->df < 2 || (t->tf < 2 && ndoc > 1))
+			t->w = 0;
+		else
+			t->w *= word_idf(t, n);
+	}
+	qsort(pool.t, pool.n, sizeof *pool.t, prf_weight_cmp);
+	for (size_t i = 0; i < pool.n && i < PRF_TERMS && pool.t[i].w > 0; i++) {
+		struct term *x = term_add(&sel, pool.t[i].surf, strlen(pool.t[i].surf), pool.t[i].stem,
+					  strlen(pool.t[i].stem));
+
+		if (x)
+			x->df = pool.t[i].df;
+	}
+	rc = 0;
+	if (!sel.n)
+		goto out;
+	fts_match(&match, &dfs, &sel, PRF_TERMS, DF_BUDGET, m->pg, false);
+	rc = fts_list(cs, &best, m, match.buf, &dfs, L_PRF, deep, now);
+out:
+	terms_release(&pool);
+	terms_release(&p.seen);
+	terms_release(&sel);
+	buf_release(&text);
+	buf_release(&match);
+	buf_release(&dfs);
+	return rc;
+}
+
 /* ---- recall ---------------------------------------------------------- */
 
 static int mem_get_seq(jv *out, struct memory *m, int64_t seq)
@@ -1175,7 +1315,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	double best = 0;
 	/* the lists' weights: lexical, vector, concepts */
 	double w[NLISTS] = { m->lexw, 1 - m->lexw, m->lexw * MEMORY_CONCEPT_WEIGHT,
-			     m->lexw * MEMORY_ASSOC_WEIGHT };
+			     m->lexw * MEMORY_ASSOC_WEIGHT, m->lexw * MEMORY_PRF_WEIGHT };
 	double wmin = 1, wsum = 0;
 	int64_t now = memory_now(m);
 	bool reading = false;
@@ -1239,6 +1379,14 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 			goto out;
 		if (w[L_ASSOC] > 0 && assoc_list(&cs, m, &qt, deep, now) < 0)
 			goto out;
+		/* (feedback, like the expansions, only for a query its own
+		 * words explain badly: a lexical query's first hits are its
+		 * answers already, their other words would only drift) */
+		w[L_PRF] *= concept_share(cov);
+		if (w[L_PRF] > 0 && prf_list(&cs, m, &qt, w, deep, now) < 0)
+			goto out;
+	} else {
+		w[L_PRF] = 0;
 	}
 	if (w[L_VEC] > 0 && vector_list(&cs, m, qv, dim, q->filter.type, deep, now) < 0)
 		goto out;
@@ -1288,6 +1436,7 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 		ranks = json_set(ranks, "vector", rank_json(c->rank[L_VEC]));
 		ranks = json_set(ranks, "concepts", rank_json(c->rank[L_CON]));
 		ranks = json_set(ranks, "associations", rank_json(c->rank[L_ASSOC]));
+		ranks = json_set(ranks, "feedback", rank_json(c->rank[L_PRF]));
 		o = json_set(o, "memory", c->mem);
 		c->mem = jv_invalid();
 		o = json_set(o, "relevance", jv_number(round6(c->rel / top)));

@@ -439,6 +439,63 @@ static void test_recall_ranking(void)
 	close_mem();
 }
 
+/*
+ * Pseudo-relevance feedback (memory_recall.c, prf_list): a query worded
+ * otherwise than its answer finds it through the words its first hits
+ * share.  The query shares no word with the answer ("build broke: header
+ * for libfoo ...") and each of its words is in one memory only (no
+ * association is learnt); the two memories it does find share libfoo,
+ * headers and include with the answer.  An irrelevant memory of high
+ * confidence that holds one of those words still ranks below the answer.
+ */
+static void test_recall_feedback(void)
+{
+	static const char *const mems[][3] = {
+		{ "Compilation failed on the ARM runner: the vendored libfoo headers were missing "
+		  "from the include path", "ci runner" },
+		{ "After the upgrade of the nightly image the libfoo headers were no longer on the "
+		  "include path", "nightly image" },
+		{ "Build broke: header for libfoo not found; add its include dir to CFLAGS",
+		  "makefile" },
+		{ "Every source file starts with a licence header", "licensing" },
+		{ "The staging database is reset every Sunday night", "staging" },
+		{ "Use feature flags for risky changes to checkout", "checkout" },
+		{ "Rotate the API keys of the payment provider every quarter", "payments" },
+		{ "Dashboards are exported as JSON and committed", "observability" },
+		{ "Keep pull requests under 400 lines for review", "review" },
+		{ "Cache product images at the CDN for one day", "images" },
+	};
+	const char *q = "compilation stopped working after the toolchain upgrade";
+	char ids[10][ULID_LEN + 1];
+	struct memory_query mq;
+	int answer = -1, licence = -1;
+	jv out;
+
+	open_mem(":memory:");
+	for (int i = 0; i < 10; i++)
+		CHECK(memory_store(ids[i], m, mk("semantic", mems[i][0], mems[i][1],
+						 i == 3 ? 0.95 : 0.5)) == 0);
+	memory_query_init(&mq, q);
+	mq.filter.limit = 5;
+	CHECK(memory_recall(&out, m, &mq) == 0);
+	for (int r = 0; r < jv_array_length(jv_copy(out)); r++) {
+		jv o = jv_array_get(jv_copy(out), r), mem = json_get(o, "memory");
+		const char *id = json_get_str(mem, "id");
+
+		if (id && !strcmp(id, ids[2]))
+			answer = r;
+		if (id && !strcmp(id, ids[3]))
+			licence = r;
+		jv_free(mem);
+		jv_free(o);
+	}
+	CHECK_MSG(answer >= 0, "'%s' did not find 'Build broke: header for libfoo ...'", q);
+	CHECK_MSG(licence < 0 || licence > answer, "the licence memory (%d) outranked the answer (%d)",
+		  licence, answer);
+	jv_free(out);
+	close_mem();
+}
+
 /* Rows matching phrase "term" (the document frequency count_df gives). */
 static int64_t df_of(const char *term)
 {
@@ -762,6 +819,7 @@ int main(void)
 	RUN(test_update_relinks);
 	RUN(test_promote);
 	RUN(test_recall_ranking);
+	RUN(test_recall_feedback);
 	RUN(test_recall_bm25);
 	RUN(test_recall_filters);
 	RUN(test_vector_file);
