@@ -110,8 +110,10 @@ int forge_git_tls_inits(void);
  * dir not absolute or not a directory, a .git symbolic link, a .git file
  * without commondir (a submodule) or whose commondir is not named .git (a
  * --separate-git-dir repository), a git directory that is not this user's
- * or that may be bare, dir inside a git directory, a file system boundary
- * on the way up.  Costs a few stat(2) calls, no libgit2 initialisation.
+ * or that may be bare, dir inside a git directory, a .git on the start's
+ * file system in the first directory up past a file system boundary (at
+ * a boundary otherwise: 0, as libgit2 stops there).  Costs a few stat(2)
+ * calls, no libgit2 initialisation.
  */
 int forge_git_find_root(char **out, const char *dir);
 

@@ -175,6 +175,19 @@ static int look_in(char **out, const char *dir)
 	return rc;
 }
 
+/* Whether dir/.git exists (followed, as libgit2 stats it) on device dev. */
+static bool dotgit_on(const char *dir, dev_t dev)
+{
+	struct buf p = BUF_INIT;
+	struct stat sb;
+	bool on;
+
+	buf_addf(&p, "%s/.git", dir[1] ? dir : "");
+	on = stat(p.buf, &sb) == 0 && sb.st_dev == dev;
+	buf_release(&p);
+	return on;
+}
+
 int forge_git_find_root(char **out, const char *dir)
 {
 	struct buf d = BUF_INIT;
@@ -197,9 +210,18 @@ int forge_git_find_root(char **out, const char *dir)
 
 		d.len = slash == d.buf ? 1 : (size_t)(slash - d.buf);
 		d.buf[d.len] = '\0';
-		/* libgit2 does not search across a file system boundary */
-		if (stat(d.buf, &sb) < 0 || sb.st_dev != dev) {
+		if (stat(d.buf, &sb) < 0) {
 			rc = -1;
+			break;
+		}
+		/* libgit2 does not search across a file system boundary: at
+		 * the first directory up on another device it stops, not in a
+		 * repository -- unless that directory's .git is on the device
+		 * it started from (it stats DIR/.git before DIR), which only
+		 * it can judge.  Saying 0 here spares a directory on a mount
+		 * of its own (a tmpfs /tmp, /dev/shm) libgit2's start. */
+		if (sb.st_dev != dev) {
+			rc = dotgit_on(d.buf, dev) ? -1 : 0;
 			break;
 		}
 	}
