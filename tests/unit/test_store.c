@@ -641,6 +641,10 @@ static void test_events_queued_in_transaction(void)
 	sqlite3_stmt *s;
 
 	CHECK(store_open(&st, tmp_path("queue.db")) == 0);
+	/* the queue's inserts run with secure_delete off (store_queue_flush);
+	 * what runs after them on the connection has the setting it had */
+	long long secure = query_int(st, "PRAGMA secure_delete");
+	CHECK(secure == 0 || secure == 1);
 	for (int round = 0; round < 2; round++) {
 		CHECK(store_begin(st) == 0);
 		for (int i = 0; i < 150; i++) {
@@ -652,6 +656,7 @@ static void test_events_queued_in_transaction(void)
 		}
 		/* the last 150 - 128 are still queued: a read flushes them */
 		CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE trace_id = 'TQ'"), 135);
+		CHECK_INT(query_int(st, "PRAGMA secure_delete"), secure);
 		CHECK(put(st, make_event("E9999", "TQ", "2026-01-01T00:00:59.000Z", "q"), NULL) == 0);
 		CHECK(sqlite3_prepare_v2(store_db(st), "SELECT count(*) FROM event_log", -1, &s, NULL) == SQLITE_OK);
 		CHECK(sqlite3_step(s) == SQLITE_ROW);
