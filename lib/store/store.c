@@ -1388,9 +1388,13 @@ static int pg_queue_flush(struct store *st, int count)
  * the queue's rows go in, on again after.  Appending to event_log deletes
  * nothing: what a page split frees is the old place of cells it moved, a
  * copy of rows still there, yet zeroing it was ~570 instructions an event
- * (callgrind, store-writer, 100,000 events: 5% of lib/store).  Other
- * statements (a memory deleted, a lease dropped) keep it on.  Only when
- * the connection has it on (st->secure_delete, read by configure()).
+ * (callgrind, store-writer, 100,000 events: 5% of lib/store).  It stays
+ * off from one full queue to the next (each PRAGMA is ~2,600 instructions:
+ * per 64 events, 3% of a duplicate's cost) and is on again before anything
+ * else runs on the connection: every other statement, the commit and the
+ * rollback flush the queue first (store_queue_flush), so a memory deleted
+ * or a lease dropped is zeroed as before.  Only when the connection has it
+ * on (st->secure_delete, read by configure()).
  */
 static int overwrite(struct store *st, bool on)
 {
@@ -1406,7 +1410,9 @@ static int overwrite(struct store *st, bool on)
 	return 0;
 }
 
-int store_queue_flush(struct store *st)
+/* Insert the queued events; keep_off: leave secure_delete off after them
+ * (a full queue: more events follow). */
+static int queue_insert(struct store *st, bool keep_off)
 {
 	struct event_queue *q = &st->queue;
 	const char *col[EVENT_COLS];
@@ -1426,9 +1432,12 @@ int store_queue_flush(struct store *st)
 	 * (each row's B-tree searches start from the roots).  Each size is
 	 * prepared once, when first needed.
 	 */
-	if (count && st->secure_delete && overwrite(st, false) < 0) {
-		q->len = 0;
-		return -1;
+	if (count && st->secure_delete && !st->overwrite_off) {
+		if (overwrite(st, false) < 0) {
+			q->len = 0;
+			return -1;
+		}
+		st->overwrite_off = true;
 	}
 	for (int i = 0, k = S_EVENT_PUT_MANY - S_EVENT_PUT; i < count && rc == 0; ) {
 		while (1 << k > count - i)
@@ -1445,10 +1454,18 @@ int store_queue_flush(struct store *st)
 		rc = event_step(st, s, "events", NULL);
 		i += 1 << k;
 	}
-	if (count && st->secure_delete && overwrite(st, true) < 0)
-		rc = -1;
+	if (!keep_off && st->overwrite_off) {
+		st->overwrite_off = false;
+		if (overwrite(st, true) < 0)
+			rc = -1;
+	}
 	q->len = 0;
 	return rc;
+}
+
+int store_queue_flush(struct store *st)
+{
+	return queue_insert(st, false);
 }
 
 /* Copy an event's columns to the queue; flush it when full. */
@@ -1470,7 +1487,7 @@ static int queue_event(struct store *st, const char *const col[EVENT_COLS], cons
 		q->len += n[c];
 	}
 	if (++q->count == QUEUE_MAX)
-		return store_queue_flush(st);
+		return queue_insert(st, true);
 	return 0;
 }
 

@@ -70,6 +70,7 @@ struct store {
 	sqlite3_stmt *stmt[S_COUNT];    /* NULL until first use */
 	bool readonly;                  /* opened by store_open_readonly() */
 	bool secure_delete;             /* SQLite zeroes freed space (its build's default) */
+	bool overwrite_off;             /* secure_delete is off for the queue (store.c) */
 	bool absent;                    /* its file does not exist: an empty one in memory */
 	struct event_queue queue;
 	bool queue_failed;              /* a flush from store_db() failed: the commit fails */
