@@ -15,11 +15,15 @@
 /*
  * The prepared statements a SQLite store keeps; prepared on first use.
  * S_EVENT_PUT inserts one event; S_EVENT_PUT + k inserts 2^k queued events
- * in one statement, up to S_EVENT_PUT_MANY's QUEUE_MAX.
+ * in one statement, up to S_EVENT_PUT_MANY's QUEUE_MAX.  S_OVERWRITE_OFF
+ * and S_OVERWRITE_ON turn secure_delete off and on around the queue's
+ * inserts (store_queue_flush).
  */
 enum stmt_id {
 	S_EVENT_PUT,
 	S_EVENT_PUT_MANY = S_EVENT_PUT + 6,
+	S_OVERWRITE_OFF,
+	S_OVERWRITE_ON,
 	S_COUNT
 };
 
@@ -65,6 +69,8 @@ struct store {
 	char *path;                     /* as given, for messages (password hidden) */
 	sqlite3_stmt *stmt[S_COUNT];    /* NULL until first use */
 	bool readonly;                  /* opened by store_open_readonly() */
+	bool secure_delete;             /* SQLite zeroes freed space (its build's default) */
+	bool overwrite_off;             /* secure_delete is off for the queue (store.c) */
 	bool absent;                    /* its file does not exist: an empty one in memory */
 	struct event_queue queue;
 	bool queue_failed;              /* a flush from store_db() failed: the commit fails */

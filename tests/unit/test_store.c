@@ -1,5 +1,6 @@
 /* test_store.c - unit tests of lib/store (SQLite: migrations, events, runs,
  * checkpoints, concurrency). */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "core/jsonscan.h"
@@ -628,6 +629,73 @@ static void test_history_order_upgraded(void)
 }
 
 /*
+ * 019-events-trace-index: a database of 018 (events indexed on (trace_id,
+ * seq)) migrates with its events intact, a trace's still read in the order
+ * they were written (not by ts or id), by the new index, with no sort.
+ */
+static void test_events_trace_index_upgraded(void)
+{
+	const char *path = tmp_path("v18.db");
+	struct store *st = NULL;
+	struct lines got = { .len = 0 };
+	sqlite3 *db = NULL;
+
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(migrate_to(db, 18) == 0);
+	CHECK(sqlite3_exec(db,
+		"INSERT INTO event_log (id, trace_id, ts, type, record) VALUES"
+		" ('E2', 'T18', '2026-01-01T00:00:02.000Z', 'b', '{\"id\":\"E2\"}'),"
+		" ('F1', 'U18', '2025-01-01T00:00:00.000Z', 'a', '{\"id\":\"F1\"}'),"
+		" ('E3', 'T18', '2026-01-01T00:00:00.000Z', 'c', '{\"id\":\"E3\"}'),"
+		" ('E1', 'T18', '2026-01-01T00:00:01.000Z', 'a', '{\"id\":\"E1\"}')",
+		NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	CHECK_MSG(store_open(&st, path) == 0, "%s", forge_last_error());
+	CHECK_INT(store_schema_version(st), store_schema_version_known());
+	CHECK_INT(query_int(st, "SELECT count(*) FROM sqlite_master WHERE name = 'event_log_trace_seq'"), 0);
+	CHECK_INT(query_int(st, "SELECT count(*) FROM event_log"), 4);
+	CHECK_INT(store_events_foreach(st, "T18", collect, &got), 0);
+	CHECK_STR(got.text, "{\"id\":\"E2\"}\n{\"id\":\"E3\"}\n{\"id\":\"E1\"}\n");
+	/* one stored now goes after them */
+	CHECK(put(st, make_event("E0", "T18", "2025-12-31T23:00:00.000Z", "d"), NULL) == 0);
+	got.len = 0;
+	got.count = 0;
+	CHECK_INT(store_events_foreach(st, "T18", collect, &got), 0);
+	CHECK_INT(got.count, 4);
+	CHECK_MSG(strstr(got.text, "{\"id\":\"E1\"}\n{\"kind\":\"event\",\"id\":\"E0\""), "%s", got.text);
+	/* a trace in order and its newest: the index, no sort */
+	sqlite3_stmt *s = NULL;
+	const char *const reads[] = {
+		"EXPLAIN QUERY PLAN SELECT record FROM event_log WHERE trace_id = 'T18' ORDER BY seq",
+		"EXPLAIN QUERY PLAN SELECT ts FROM event_log WHERE trace_id = 'T18' ORDER BY seq DESC LIMIT 1",
+	};
+	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+		struct buf b = BUF_INIT;
+
+		CHECK(sqlite3_prepare_v2(store_db(st), reads[i], -1, &s, NULL) == SQLITE_OK);
+		buf_adds(&b, "plan:");
+		while (sqlite3_step(s) == SQLITE_ROW) {
+			buf_adds(&b, (const char *)sqlite3_column_text(s, 3));
+			buf_addch(&b, ';');
+		}
+		sqlite3_finalize(s);
+		CHECK_MSG(strstr(b.buf, "USING INDEX event_log_trace (trace_id=?)") && !strstr(b.buf, "TEMP B-TREE"),
+			  "%s", b.buf);
+		buf_release(&b);
+	}
+	/* the same schema as a new database's */
+	char *objects = query_text(st, SCHEMA_OBJECTS);
+	struct store *fresh = NULL;
+	CHECK(store_open(&fresh, ":memory:") == 0);
+	char *want = query_text(fresh, SCHEMA_OBJECTS);
+	CHECK_STR(objects, want);
+	free(objects);
+	free(want);
+	store_free(fresh);
+	store_free(st);
+}
+
+/*
  * Events put inside a transaction wait in store's queue and go in 64 at a
  * time: whatever reads the database in that transaction sees all of them
  * (through the store and through store_db()'s handle), a duplicate id in
@@ -641,6 +709,10 @@ static void test_events_queued_in_transaction(void)
 	sqlite3_stmt *s;
 
 	CHECK(store_open(&st, tmp_path("queue.db")) == 0);
+	/* the queue's inserts run with secure_delete off (store_queue_flush);
+	 * what runs after them on the connection has the setting it had */
+	long long secure = query_int(st, "PRAGMA secure_delete");
+	CHECK(secure == 0 || secure == 1);
 	for (int round = 0; round < 2; round++) {
 		CHECK(store_begin(st) == 0);
 		for (int i = 0; i < 150; i++) {
@@ -652,6 +724,7 @@ static void test_events_queued_in_transaction(void)
 		}
 		/* the last 150 - 128 are still queued: a read flushes them */
 		CHECK_INT(query_int(st, "SELECT count(*) FROM events WHERE trace_id = 'TQ'"), 135);
+		CHECK_INT(query_int(st, "PRAGMA secure_delete"), secure);
 		CHECK(put(st, make_event("E9999", "TQ", "2026-01-01T00:00:59.000Z", "q"), NULL) == 0);
 		CHECK(sqlite3_prepare_v2(store_db(st), "SELECT count(*) FROM event_log", -1, &s, NULL) == SQLITE_OK);
 		CHECK(sqlite3_step(s) == SQLITE_ROW);
@@ -1857,6 +1930,7 @@ int main(void)
 	RUN(test_event_put_scanned);
 	RUN(test_events_table_upgraded);
 	RUN(test_history_order_upgraded);
+	RUN(test_events_trace_index_upgraded);
 	RUN(test_json_checks_dropped);
 	RUN(test_events_queued_in_transaction);
 	RUN(test_events_queued_every_count);
