@@ -34,7 +34,7 @@ static const struct cli_spec spec = {
 	.synopsis = "[--dry-run]",
 	.description = "Remove what cancelled, failed and merged runs, and completed runs that made no\n"
 		       "change, left in the repository: their worktrees under .forge/worktrees\n"
-		       "(uncommitted changes too; a no-change run's are kept, with it), their branches\n"
+		       "(uncommitted changes too; a no-change run with some is kept), their branches\n"
 		       "forge/TRACE and their refs under refs/forge/TRACE/.  Runs that are running,\n"
 		       "paused, interrupted or completed with a change not merged (`forge merge`) are left alone,\n"
 		       "and so is anything of a trace the database does not know.  Each thing removed is\n"
