@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int runview_resolve(char **out, struct store *st, const char *prog, const char *typed)
@@ -332,6 +333,24 @@ static jv diff_of(struct store *st, struct forge_git *g, const char *trace, jv s
 	return d;
 }
 
+jv runview_removed(struct forge_git *g, jv task)
+{
+	const char *branch = json_get_str(task, "branch"), *wt = json_get_str(task, "worktree");
+	struct buf ref = BUF_INIT;
+	struct stat sb;
+	char *tip = NULL;
+	bool branch_gone = false;
+
+	if (g && branch && *branch) {
+		buf_addf(&ref, "refs/heads/%s", branch);
+		branch_gone = forge_git_resolve(&tip, g, ref.buf) < 0;
+	}
+	free(tip);
+	buf_release(&ref);
+	return json_set(json_set(jv_object(), "branch", jv_bool(branch_gone)), "worktree",
+			jv_bool(wt && *wt && (stat(wt, &sb) < 0 || !S_ISDIR(sb.st_mode))));
+}
+
 /* ---- the whole view -------------------------------------------------- */
 
 jv runview_shown(struct store *st, jv run)
@@ -394,6 +413,14 @@ int runview_load(jv *out, struct store *st, struct forge_git *g, const char *tra
 		v = json_set(v, from_state[i], json_get(cp, from_state[i]));
 	v = json_set(v, "cost", spent(json_get(cp, "cost"), run));
 	v = json_set(v, "diff", diff_of(st, g, trace, cp, with_patch));
+	jv task = json_get(cp, "task"), started = jv_null();
+	v = json_set(v, "removed", runview_removed(g, task));
+	jv_free(task);
+	store_event_last(&started, st, trace, "run.started");
+	jv dry = json_get_path(started, "payload.dry_run");
+	v = json_set(v, "dry_run", jv_bool(jv_get_kind(dry) == JV_KIND_TRUE));
+	jv_free(dry);
+	jv_free(started);
 	v = json_set(v, "phase_cost", phase_cost_list(&w));
 	v = json_set(v, "timeline", jv_copy(w.timeline));
 	v = json_set(v, "subagents", jv_copy(w.subagents));
@@ -451,7 +478,11 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 	} else if (s == RUN_COMPLETED) {
 		if (changed)
 			buf_addf(out, "forge diff %s && forge merge %s", trace, trace);
-		else
+		else if (jv_get_kind(commit) == JV_KIND_STRING)
+			/* no change: nothing to merge, and gc removes its
+			 * worktree and branch (before: nothing ever did) */
+			buf_addf(out, "forge show %s; forge gc removes its worktree and branch (no change)", trace);
+		else	/* (a dry run: no worktree or branch) */
 			buf_addf(out, "forge show %s", trace);
 	} else if (s == RUN_FAILED && jv_get_kind(rejected) == JV_KIND_OBJECT) {
 		/* a rejected gate ends its run for good: resume would only say

@@ -66,6 +66,8 @@ jv runview_shown(struct store *st, jv run);
  *     run's branch against refs/forge/TRACE/base in the repository `g`) or
  *     "checkpoint" (the state's changes, when the branch is gone or g is
  *     NULL) -- or null when neither has one; patch only when with_patch,
+ *   removed {"branch","worktree"} (runview_removed(): what of them is gone),
+ *   dry_run (its run.started says --dry-run: no worktree or branch made),
  *   phase_cost [{"phase","usd","tokens","calls"}] summed from the events,
  *   timeline [{"ts","phase","type","text"}]: run start and end, phase
  *     start and end, model calls, gates, bounces, breakers, merge,
@@ -109,10 +111,19 @@ bool runview_mergeable(struct store *st, const char *trace);
 void runview_refs(char **branch, char **base, struct store *st, const char *trace);
 
 /*
+ * What of the run's branch and worktree (those task names; borrowed) is gone
+ * now -- forge gc, forge cancel or a person removed it: {"branch": bool,
+ * "worktree": bool}.  false for what task does not name, and for the branch
+ * when g is NULL (no repository at hand: it cannot be told).
+ */
+jv runview_removed(struct forge_git *g, jv task);
+
+/*
  * The next command a person would run for the run, from where it stands in
  * the store: "forge gate approve ID && forge resume TRACE" (a gate waits),
  * "forge diff TRACE && forge merge TRACE" (completed with a commit, not
- * merged), "forge show TRACE" (completed with nothing to merge),
+ * merged), "forge show TRACE; forge gc removes …" (completed with no
+ * change: nothing to merge), "forge show TRACE" (a dry run),
  * "forge merge --no-ff TRACE" (failed only because its merge deploy
  * refused to land it: runview_mergeable), "forge resume --budget USD
  * TRACE" (its own budget spent), "forge resume TRACE" (paused, failed,

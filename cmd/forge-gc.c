@@ -1,6 +1,7 @@
 /*
  * forge-gc - remove the worktrees, branches and refs of runs that are over
- * and will not be merged or resumed: cancelled, failed and merged ones.
+ * and will not be merged or resumed: cancelled, failed and merged ones, and
+ * completed ones that made no change (nothing to merge).
  *
  *   forge gc [--dry-run]        (also `forge clean`)
  */
@@ -31,10 +32,11 @@ static const struct cli_option options[] = {
 static const struct cli_spec spec = {
 	.name = "forge-gc",
 	.synopsis = "[--dry-run]",
-	.description = "Remove what cancelled, failed and merged runs left in the repository: their\n"
-		       "worktrees under .forge/worktrees (uncommitted changes too), their branches\n"
+	.description = "Remove what cancelled, failed and merged runs, and completed runs that made no\n"
+		       "change, left in the repository: their worktrees under .forge/worktrees\n"
+		       "(uncommitted changes too; a no-change run with some is kept), their branches\n"
 		       "forge/TRACE and their refs under refs/forge/TRACE/.  Runs that are running,\n"
-		       "paused, interrupted or completed but not merged (`forge merge`) are left alone,\n"
+		       "paused, interrupted or completed with a change not merged (`forge merge`) are left alone,\n"
 		       "and so is anything of a trace the database does not know.  Each thing removed is\n"
 		       "printed.  The runs' records, events and checkpoints stay in the database.\n"
 		       "Also removes the reviews' kept linter and scanner runs (review.tool_cache)\n"
@@ -95,7 +97,25 @@ static int traces_in_repo(jv *out, struct forge_git *g, struct store *st)
 	return 0;
 }
 
-/* Why trace may go by its run ("cancelled", "failed", "merged"), or NULL;
+/* Whether the run's newest checkpoint says it changed nothing (its branch
+ * is at its base, or base..branch changes no file: changes.files empty). */
+static bool no_change_recorded(struct store *st, const char *trace)
+{
+	jv cp = jv_null();
+	bool none = false;
+
+	if (store_checkpoint_latest(&cp, st, trace) == 0 && jv_get_kind(cp) == JV_KIND_OBJECT) {
+		jv files = json_get_path(cp, "changes.files");
+		none = jv_get_kind(files) == JV_KIND_ARRAY && jv_array_length(jv_copy(files)) == 0;
+		jv_free(files);
+	}
+	jv_free(cp);
+	return none;
+}
+
+/* Why trace may go by its run ("cancelled", "failed", "merged", "no change":
+ * completed, not merged, its checkpoint says its branch holds no change --
+ * no_change_now() then looks at git), or NULL;
  * also the second look once its lease is held (a resume may have changed
  * it since). */
 static const char *collectable_held(struct store *st, const char *trace)
@@ -112,13 +132,15 @@ static const char *collectable_held(struct store *st, const char *trace)
 			why = "failed";	/* (not one whose merge deploy was refused) */
 		else if (jv_get_kind(merged) == JV_KIND_OBJECT)
 			why = "merged";
+		else if (s == RUN_COMPLETED && no_change_recorded(st, trace))
+			why = "no change";
 	}
 	jv_free(run);
 	jv_free(merged);
 	return why;
 }
 
-/* Why trace may go ("cancelled", "failed", "merged"), or NULL: not while a
+/* Why trace may go (collectable_held), or NULL: not while a
  * live process holds its lease. */
 static const char *collectable(struct store *st, const char *trace)
 {
@@ -163,6 +185,48 @@ static int merged_since(struct store *st, struct forge_git *g, const char *trace
 	jv_free(p);
 	jv_free(merged);
 	return rc;
+}
+
+/*
+ * 1 (said on stdout) when a completed run recorded as having made no change
+ * has one in git now -- its branch changes a file against its base (a
+ * commit made on forge/TRACE since), or its worktree holds uncommitted
+ * changes -- so it stays: it has something to merge or look at, and gc
+ * never drops a change; 0 when it holds none.
+ */
+static int changed_since(struct store *st, struct forge_git *g, const char *trace)
+{
+	char *branch = NULL, *base = NULL, *tip = NULL, name[FORGE_GIT_RUN_NAME_SIZE];
+	jv files = jv_null(), wts = jv_null(), status = jv_null();
+	struct forge_git_worktree *wt = NULL;
+	const char *what = NULL;
+
+	runview_refs(&branch, &base, st, trace);
+	if (forge_git_resolve(&tip, g, branch) == 0 &&
+	    (!base || forge_git_diff_revs(NULL, &files, g, base, tip) < 0 ||
+	     jv_get_kind(files) != JV_KIND_ARRAY || jv_array_length(jv_copy(files)) > 0))
+		what = "its branch has a change against its base";
+	/* (only a worktree that is there is opened: opening makes a missing one) */
+	if (!what && forge_git_run_name(name, trace) == 0 && forge_git_worktree_list(&wts, g, trace) == 0 &&
+	    jv_get_kind(wts) == JV_KIND_ARRAY && jv_array_length(jv_copy(wts)) > 0) {
+		jv w = jv_array_get(jv_copy(wts), 0);
+		if (json_get_bool(w, "valid", false) &&
+		    (forge_git_worktree_open(&wt, g, trace, NULL) < 0 || forge_git_status(&status, wt) < 0 ||
+		     jv_array_length(jv_copy(status)) > 0))
+			what = "its worktree has uncommitted changes";
+		jv_free(w);
+	}
+	if (what)
+		printf("run %s (completed): kept: %s (forge diff %s, git -C .forge/worktrees/%s status)\n",
+		       trace, what, trace, forge_git_run_name(name, trace) == 0 ? name : trace);
+	forge_git_worktree_free(wt);
+	jv_free(status);
+	jv_free(wts);
+	jv_free(files);
+	free(tip);
+	free(branch);
+	free(base);
+	return what != NULL;
 }
 
 static size_t pruned;   /* tool cache entries removed (or that would be) */
@@ -251,6 +315,8 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 			leased = why != NULL;
 		}
 		if (why && rc == FORGE_EXIT_OK && strcmp(why, "merged") == 0 && merged_since(st, g, trace)) {
+			kept++;
+		} else if (why && rc == FORGE_EXIT_OK && strcmp(why, "no change") == 0 && changed_since(st, g, trace)) {
 			kept++;
 		} else if (why && rc == FORGE_EXIT_OK) {
 			printf("run %s (%s):\n", trace, why);

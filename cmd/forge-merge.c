@@ -162,7 +162,7 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 
 	jv_free(files);
 	if (none) {
-		printf("run %s made no change; nothing to merge\n", trace);
+		printf("run %s made no change; nothing to merge (forge gc removes its worktree and branch)\n", trace);
 		rc = FORGE_EXIT_OK;
 		goto out;
 	}

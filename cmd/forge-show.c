@@ -42,6 +42,24 @@ static void kv(const char *key, const char *val)
 	printf("%-9s %s\n", key, val ? val : "-");
 }
 
+/* The run's branch or worktree: its name, or that it was removed. */
+static void place(const char *key, const char *name, bool removed)
+{
+	if (name && removed)
+		printf("%-9s removed (was %s)\n", key, name);
+	else
+		kv(key, name);
+}
+
+static bool view_flag(jv v, const char *path)
+{
+	jv b = json_get_path(v, path);
+	bool yes = jv_get_kind(b) == JV_KIND_TRUE;
+
+	jv_free(b);
+	return yes;
+}
+
 /* A completed run whose branch holds no change against its base (the
  * agent changed no file): nothing to diff or merge, and said so. */
 static bool no_change(jv v)
@@ -74,11 +92,19 @@ static void print_summary(jv v)
 		kv("reason", json_get_str(run, "error"));
 	runview_local_time(when, sizeof when, json_get_str(run, "started_at"), true);
 	kv("started", when);
-	kv("branch", json_get_str(task, "branch"));
-	kv("worktree", json_get_str(task, "worktree"));
-	if (json_get_str(task, "base_ref"))
-		printf("%-9s %s (%.12s)\n", "base", json_get_str(task, "base_ref"),
-		       json_get_str(task, "base_commit") ? json_get_str(task, "base_commit") : "?");
+	/* (what forge gc or forge cancel removed is said so, not named as if
+	 * there; a dry run made neither) */
+	if (json_get_bool(v, "dry_run", false)) {
+		kv("branch", "none (a dry run makes no worktree or branch)");
+	} else {
+		place("branch", json_get_str(task, "branch"), view_flag(v, "removed.branch"));
+		place("worktree", json_get_str(task, "worktree"), view_flag(v, "removed.worktree"));
+	}
+	if (json_get_str(task, "base_ref") && json_get_str(task, "base_commit"))
+		printf("%-9s %s (%.12s)\n", "base", json_get_str(task, "base_ref"), json_get_str(task, "base_commit"));
+	else if (json_get_str(task, "base_ref"))	/* (a dry run resolves it to no commit) */
+		printf("%-9s %s (%s)\n", "base", json_get_str(task, "base_ref"),
+		       json_get_bool(v, "dry_run", false) ? "a dry run: not resolved to a commit" : "no commit recorded");
 	jv_free(task);
 	jv_free(run);
 	jv_free(merged);

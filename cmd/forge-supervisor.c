@@ -353,8 +353,21 @@ static void print_nodes(jv checkpoint, bool live)
 	jv_free(nodes);
 }
 
-/* Borrows all four; merged is the run.merged event or null. */
-static void print_run(jv run, jv checkpoint, jv gates, jv merged)
+/* The run's branch or worktree: its name, or that it was removed (forge gc,
+ * forge cancel; before: a name that was no longer there). */
+static void print_place(const char *key, const char *name, jv removed, const char *which)
+{
+	if (!name)
+		return;
+	if (json_get_bool(removed, which, false))
+		printf("%-8s removed (was %s)\n", key, name);
+	else
+		printf("%-8s %s\n", key, name);
+}
+
+/* Borrows all five; merged is the run.merged event or null, removed
+ * runview_removed()'s. */
+static void print_run(jv run, jv checkpoint, jv gates, jv merged, jv removed)
 {
 	jv mp = json_get(merged, "payload");
 	char when[64];
@@ -376,10 +389,8 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged)
 	if (json_get_str(run, "error") && *json_get_str(run, "error"))
 		printf("reason   %s\n", json_get_str(run, "error"));
 	jv task = json_get(checkpoint, "task");
-	if (json_get_str(task, "branch"))
-		printf("branch   %s\n", json_get_str(task, "branch"));
-	if (json_get_str(task, "worktree"))
-		printf("worktree %s\n", json_get_str(task, "worktree"));
+	print_place("branch", json_get_str(task, "branch"), removed, "branch");
+	print_place("worktree", json_get_str(task, "worktree"), removed, "worktree");
 	jv_free(task);
 	jv bounces = json_get(checkpoint, "bounces");
 	if (jv_get_kind(bounces) == JV_KIND_ARRAY && jv_array_length(jv_copy(bounces)) > 0)
@@ -451,7 +462,16 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		/* (the task, the reason and the names without their escape
 		 * sequences: a task may come from a script or another machine) */
 		jv shown_run = term_safe(jv_copy(run)), shown_cp = term_safe(jv_copy(cp));
-		print_run(shown_run, shown_cp, gates, merged);
+		jv task = json_get(cp, "task"), removed;
+		struct forge_git *g = NULL;
+
+		if (e.repo && forge_git_open(&g, e.repo) < 0)
+			g = NULL;	/* (then only the worktree can be told gone) */
+		removed = runview_removed(g, task);
+		forge_git_free(g);
+		jv_free(task);
+		print_run(shown_run, shown_cp, gates, merged, removed);
+		jv_free(removed);
 		jv_free(shown_run);
 		jv_free(shown_cp);
 		print_subagents(subs);

@@ -322,13 +322,81 @@ no_change_run() {
 	assert_line "status    completed at deploy (no change)"
 	assert_line "changes   none: the run made no change (its branch is at its base ${BASE:0:12})"
 	assert_line "deploy    skipped (branch, staging): nothing to deploy: the run made no change (forge/$T is at its base ${BASE:0:12})"
-	assert_line "next      forge show $T"
+	assert_line "next      forge show $T; forge gc removes its worktree and branch (no change)"
 	# nothing to merge: said, nothing recorded, and the run stays completed
 	run -0 --separate-stderr forge merge "$T"
-	assert_output "run $T made no change; nothing to merge"
+	assert_output "run $T made no change; nothing to merge (forge gc removes its worktree and branch)"
 	[ "$(forge events replay "$T" | jq -s '[.[] | select(.type == "run.merged")] | length')" -eq 0 ]
 	[ "$(forge status --json "$T" | jq -r .status)" != merged ]
 	[ "$(git -C "$REPO" rev-parse HEAD)" = "$BASE" ]
+}
+
+@test "forge gc removes a completed run that made no change (worktree and branch), keeps its records; status and show then say removed" {
+	no_change_run
+	wt="$REPO/.forge/worktrees/$T"
+	[ -d "$wt" ]
+	# (before: gc kept it without a word, and nothing ever removed it)
+	run -0 forge gc --dry-run
+	assert_output "$(printf '%s\n' "run $T (no change):" "would remove worktree $wt" \
+		"would delete refs/heads/forge/$T" "would delete refs/forge/$T/base" "would remove 3 things of 1 run")"
+	[ -d "$wt" ]
+	run -0 forge gc
+	assert_output "$(printf '%s\n' "run $T (no change):" "removed worktree $wt" \
+		"deleted refs/heads/forge/$T" "deleted refs/forge/$T/base" "removed 3 things of 1 run")"
+	[ ! -e "$wt" ]
+	[ -z "$(git -C "$REPO" for-each-ref "refs/forge/$T" "refs/heads/forge/$T")" ]
+	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
+	# the record and events stay; status and show say what went
+	# (before: both named the branch and worktree as if they were there)
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	[ "$(forge events replay "$T" | jq -s '[.[] | select(.type == "implement.no_change")] | length')" -eq 1 ]
+	run -0 forge status "$T"
+	assert_line "branch   removed (was forge/$T)"
+	assert_line "worktree removed (was $wt)"
+	run -0 forge show "$T"
+	assert_line "branch    removed (was forge/$T)"
+	assert_line "worktree  removed (was $wt)"
+	run -0 forge show --json "$T"
+	jq -e '.removed == {branch: true, worktree: true} and .dry_run == false' <<<"$output"
+	run -0 forge gc
+	assert_output "nothing to remove"
+}
+
+@test "forge show of a dry run says it made no worktree or branch, and that its base was not resolved (not 'base HEAD (?)')" {
+	use_mock
+	script "$PLAN"
+	run -0 --separate-stderr forge run --dry-run "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge show "$T"
+	assert_line "branch    none (a dry run makes no worktree or branch)"
+	assert_line "base      HEAD (a dry run: not resolved to a commit)"
+	refute_line --partial "(?)"
+	refute_line --regexp "^worktree"
+	run -0 forge show --json "$T"
+	jq -e '.dry_run == true and .removed == {branch: false, worktree: false}' <<<"$output"
+}
+
+@test "forge gc keeps a no-change run that has a change now: a commit on its branch, or uncommitted changes in its worktree" {
+	no_change_run
+	T1=$T
+	wt1="$REPO/.forge/worktrees/$T1"
+	no_change_run
+	T2=$T
+	wt2="$REPO/.forge/worktrees/$T2"
+	# a person commits on the first run's branch, edits the second's worktree
+	echo "// more" >>"$wt1/calc.c"
+	git -C "$wt1" commit -qam "a person's change"
+	echo "// edit" >>"$wt2/calc.c"
+	run -0 forge gc
+	assert_line "run $T1 (completed): kept: its branch has a change against its base (forge diff $T1, git -C .forge/worktrees/$T1 status)"
+	assert_line "run $T2 (completed): kept: its worktree has uncommitted changes (forge diff $T2, git -C .forge/worktrees/$T2 status)"
+	[ -d "$wt1" ]
+	[ -d "$wt2" ]
+	grep -q "// edit" "$wt2/calc.c"
+	git -C "$REPO" rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
+	git -C "$REPO" rev-parse -q --verify "refs/heads/forge/$T2" >/dev/null
+	run -0 forge status "$T1"
+	assert_line "worktree $wt1"
 }
 
 @test "a merge deploy of a run that changed nothing is skipped, not 'healthy' and recorded as merged" {
@@ -341,7 +409,7 @@ no_change_run() {
 	# run.merged, so the run showed as merged: forge merge "merged already")
 	[ "$(forge events replay "$T" | jq -s '[.[] | select(.type == "run.merged")] | length')" -eq 0 ]
 	run -0 --separate-stderr forge merge "$T"
-	assert_output "run $T made no change; nothing to merge"
+	assert_output "run $T made no change; nothing to merge (forge gc removes its worktree and branch)"
 }
 
 implementer_called_after() {
