@@ -740,13 +740,26 @@ static double phase_cost_cap(struct phase *ph)
 }
 
 /* The run's remaining budget as the phase started (the state's
- * budget.remaining_usd, an overspent one 0), -1 when it has none. */
+ * budget.remaining_usd, an overspent one 0), and under the supervisor no
+ * more than its allowance for this node (PHASE_RUN_MONEY_ENV: its share of
+ * what the budget, safety.cost.per_run and per_day leave with the nodes
+ * running beside it; before, each parallel node had the whole budget and
+ * per_run was only checked between phases); -1 when none applies. */
 static double phase_budget_left(struct phase *ph)
 {
 	jv budget = json_get(ph->state, "budget");
 	double left = json_has(budget, "remaining_usd") ? fmax(0, json_get_num(budget, "remaining_usd", 0)) : -1;
+	const char *given = getenv(PHASE_RUN_MONEY_ENV);
+	char *end = NULL;
 
 	jv_free(budget);
+	if (given && *given) {
+		double allowed = strtod(given, &end);
+
+		/* (a value that does not read is ignored: it can only lower the limit) */
+		if (end && !*end && isfinite(allowed) && (left < 0 || fmax(0, allowed) < left))
+			left = fmax(0, allowed);
+	}
 	return left;
 }
 

@@ -33,6 +33,12 @@
  * the epoch) at which the run's time limit, safety.time_s.total, runs out.
  * The phase's agent stops there, a model call or command in flight too. */
 #define PHASE_RUN_DEADLINE_ENV "FORGE_RUN_DEADLINE_MS"
+/* Set by the supervisor for a phase it runs: the USD this node may spend,
+ * its share of what the run's limits leave (the budget left, per_run and
+ * per_day less what was spent) after what the nodes already running hold.
+ * Nodes that run at the same time share it, so together they do not spend
+ * more than the run may (each at most one model call past its share). */
+#define PHASE_RUN_MONEY_ENV "FORGE_RUN_MONEY_USD"
 #include <stddef.h>
 
 #include "agent/agent.h"
@@ -208,8 +214,9 @@ void phase_leave_if_interrupted(void);
 
 /*
  * What the phase may still spend on models: the lower of its limit
- * (safety.cost.per_phase.PHASE; 0 = nothing) and the run's
- * remaining budget in the state, less what the phase spent so far
+ * (safety.cost.per_phase.PHASE; 0 = nothing), the run's remaining
+ * budget in the state and the supervisor's allowance for the node
+ * (PHASE_RUN_MONEY_ENV), less what the phase spent so far
  * (ph->cost_usd); at least 0, -1 when neither applies.
  */
 double phase_money_left(struct phase *ph);

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -446,6 +447,28 @@ static void local_today(char from[TIMESTAMP_LEN + 1], char to[TIMESTAMP_LEN + 1]
 	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
 	tm.tm_isdst = -1;
 	timestamp_format(to, (int64_t)mktime(&tm) * 1000);
+}
+
+/* See supervise_int.h. */
+double sup_money_left(struct sup *s)
+{
+	jv cost = json_get(s->state, "cost"), budget = json_get(s->state, "budget");
+	double usd = json_get_num(cost, "usd", 0);
+	double left = config_get_num(s->o->cfg, "safety.cost.per_run") - usd;
+	char from[TIMESTAMP_LEN + 1], to[TIMESTAMP_LEN + 1];
+	double today;
+
+	if (json_has(budget, "remaining_usd"))
+		left = fmin(left, json_get_num(budget, "remaining_usd", 0));
+	if (json_has(budget, "usd"))
+		left = fmin(left, json_get_num(budget, "usd", 0) - usd);
+	jv_free(cost);
+	jv_free(budget);
+	local_today(from, to);
+	if (store_cost_between(&today, s->o->store, from, to) < 0)
+		return 0;
+	left = fmin(left, config_get_num(s->o->cfg, "safety.cost.per_day") - today);
+	return fmax(0, left);
 }
 
 /* The run-level breaker that trips, or NULL; *why receives the reason. */

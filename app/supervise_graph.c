@@ -90,6 +90,8 @@ struct job {
 	double spent_usd;           /* what its llm.called events cost: counted when */
 	double spent_tokens;        /* it ends without a state to say so */
 	int64_t run_deadline_ms;    /* the run's time limit as it started (sup.run_deadline_ms) */
+	double money_usd;           /* a phase: what it may spend (PHASE_RUN_MONEY_ENV), held
+	                               from the run's money while it runs; else -1 */
 };
 
 /* An llm.called event's cost, added to j's (lock held). */
@@ -645,40 +647,57 @@ static void job_started(void *payload)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Whether environment entry e sets variable name. */
+static bool env_sets(const char *e, const char *name)
+{
+	size_t len = strlen(name);
+
+	return !strncmp(e, name, len) && e[len] == '=';
+}
+
 /*
  * A phase's environment: the supervisor's, with the run's time limit as a
  * wall-clock deadline (PHASE_RUN_DEADLINE_ENV), which its model calls and
  * commands end at (before: only checked between phases, a call in flight
- * ran on).  NULL (the supervisor's own) when there is none.  One block,
+ * ran on), and what it may spend (PHASE_RUN_MONEY_ENV; money_usd < 0:
+ * none).  NULL (the supervisor's own) when there is neither.  One block,
  * for free().
  */
-static char **phase_environ(int64_t deadline_ms)
+static char **phase_environ(int64_t deadline_ms, double money_usd)
 {
 	extern char **environ;
 	size_t n = 0, size = 0, k = 0;
-	char var[64];
+	char vars[2][64];
+	int nvars = 0;
 
-	if (deadline_ms <= 0)
+	if (deadline_ms > 0)
+		snprintf(vars[nvars++], sizeof vars[0], "%s=%lld", PHASE_RUN_DEADLINE_ENV, (long long)deadline_ms);
+	if (money_usd >= 0)
+		snprintf(vars[nvars++], sizeof vars[0], "%s=%.17g", PHASE_RUN_MONEY_ENV, money_usd);
+	if (!nvars)
 		return NULL;
-	snprintf(var, sizeof var, "%s=%lld", PHASE_RUN_DEADLINE_ENV, (long long)deadline_ms);
 	for (; environ[n]; n++)
 		size += strlen(environ[n]) + 1;
-	size += strlen(var) + 1;
-	char **env = xmalloc((n + 2) * sizeof *env + size);
-	char *p = (char *)(env + n + 2);
-	size_t plen = strlen(PHASE_RUN_DEADLINE_ENV);
+	for (int v = 0; v < nvars; v++)
+		size += strlen(vars[v]) + 1;
+	char **env = xmalloc((n + 3) * sizeof *env + size);
+	char *p = (char *)(env + n + 3);
 
+	/* (one the person's environment set is not this run's: left out) */
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(environ[i]) + 1;
 
-		if (!strncmp(environ[i], PHASE_RUN_DEADLINE_ENV, plen) && environ[i][plen] == '=')
+		if (env_sets(environ[i], PHASE_RUN_DEADLINE_ENV) || env_sets(environ[i], PHASE_RUN_MONEY_ENV))
 			continue;
 		memcpy(p, environ[i], len);
 		env[k++] = p;
 		p += len;
 	}
-	memcpy(p, var, strlen(var) + 1);
-	env[k++] = p;
+	for (int v = 0; v < nvars; v++) {
+		memcpy(p, vars[v], strlen(vars[v]) + 1);
+		env[k++] = p;
+		p += strlen(vars[v]) + 1;
+	}
 	env[k] = NULL;
 	return env;
 }
@@ -734,7 +753,7 @@ static void run_job(struct job *j)
 	struct proc_result pr;
 	/* A program runs from the run's worktree, whose files a model wrote
 	 * (a script there is the model's copy): never with the keys. */
-	char **env = nd->phase ? phase_environ(j->run_deadline_ms) : llm_environ_scrubbed();
+	char **env = nd->phase ? phase_environ(j->run_deadline_ms, j->money_usd) : llm_environ_scrubbed();
 	po.argv = argv;
 	po.envp = env;
 	po.cwd = nd->phase ? NULL : j->cwd;
@@ -1206,7 +1225,7 @@ static int job_done(struct gx *x, struct job *j, int code)
 
 /* Node i starts in a thread of its own (lock held), from the state as it
  * is; alone (the only node running, and no other ready), in this one. */
-static void launch(struct gx *x, size_t i, bool alone)
+static void launch(struct gx *x, size_t i, bool alone, double money_usd)
 {
 	struct sup *s = x->s;
 	struct job *j = xcalloc(1, sizeof *j);
@@ -1224,6 +1243,7 @@ static void launch(struct gx *x, size_t i, bool alone)
 	j->base = jv_copy(s->state);
 	j->returned = jv_null();
 	j->run_deadline_ms = s->run_deadline_ms;
+	j->money_usd = x->g->nodes[i].phase ? money_usd : -1;
 	j->overlap = (struct buf)BUF_INIT;
 	jv_free(task);
 	x->busy[i] = j;
@@ -1290,9 +1310,22 @@ static bool start_nodes(struct gx *x, const size_t *ready, size_t take, size_t a
 		else
 			unsetenv(TERM_RELAY_ENV);
 	}
+	/* The phases that start share what the run's money limits leave
+	 * after what the running ones hold (their shares, until they end and
+	 * their cost is in the state): together they spend no more than the
+	 * run may, each at most one model call past its share (before: each
+	 * had the whole budget, and two nodes spent it twice). */
+	double pool = sup_money_left(s);
+	size_t phases = 0;
+	for (size_t i = 0; i < x->g->n; i++)
+		if (x->busy[i] && x->busy[i]->money_usd > 0)
+			pool -= x->busy[i]->money_usd;
+	for (size_t k = 0; k < take; k++)
+		phases += x->g->nodes[ready[k]].phase != NULL;
+	double share = phases ? fmax(0, pool) / (double)phases : 0;
 	/* Only one ready and none running: none can start before it ends. */
 	for (size_t k = 0; k < take; k++)
-		launch(x, ready[k], take == 1 && !before && all_ready == 1);
+		launch(x, ready[k], take == 1 && !before && all_ready == 1, share);
 	buf_release(&ids);
 	buf_release(&others);
 	return true;

@@ -97,6 +97,11 @@ int sup_stop_cancelled(struct sup *s);
 int sup_end_run(struct sup *s, const char *run_status, const char *error, int code);
 /* The run-level breaker that trips, or NULL; *why receives the reason. */
 const char *sup_breaker(struct sup *s, char *why, size_t n);
+/* What the run's money limits leave (at least 0): the budget's remaining
+ * USD, safety.cost.per_run less the run's cost, safety.cost.per_day less
+ * today's; the nodes that start get shares of it (PHASE_RUN_MONEY_ENV).
+ * A per_day that cannot be read leaves nothing (fails closed). */
+double sup_money_left(struct sup *s);
 /* When a write of the run's record failed (s->store_error): the run
  * paused there, exit 5 (what went unrecorded must not look done); else -1.
  * One that failed before any checkpoint was kept (!s->kept) has nothing to

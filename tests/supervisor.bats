@@ -580,6 +580,48 @@ branch_log() {
 		.state.budget.remaining_usd == 1 - .state.cost.usd' <<<"$output"
 }
 
+@test "safety.cost.per_day and per_run bound a phase's agent as the budget does: it stops at what they leave" {
+	# (before: they were only checked between phases; implement spent $0.05
+	# more before the breaker looked, the run $0.0694 under a $0.03 cap, hunt56 #2)
+	echo '{"safety":{"cost":{"per_day":0.03}}}' >"$BATS_TEST_TMPDIR/day.json"
+	echo '{"safety":{"cost":{"per_run":0.03}}}' >"$BATS_TEST_TMPDIR/run.json"
+	replay run-clean.jsonl
+	# plan cost $0.0191; implement's agent stopped at what remained ($0.0109)
+	run -3 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/day.json" "add a mul operation" </dev/null
+	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0109"* ]]
+	T=$(last_trace)
+	run -0 sqlite3 "$FORGE_DB" "select round(sum(cost_usd), 4) from llm_calls where trace_id = '$T'"
+	assert_output 0.0335
+	# today's $0.0335 is not this run's: per_run alone limits it
+	run -3 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/run.json" "add a mul operation" </dev/null
+	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0109"* ]]
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.status == "tripped" and .state.cost.usd < 0.034' <<<"$output"
+}
+
+@test "nodes that run at the same time share the budget: two plan nodes under --budget 0.5 spend \$0.60, not \$1.08" {
+	# (before: each node's agent had the whole remaining budget, and the
+	# run spent it twice, hunt56 #1.)  Every answer is a grep costing $0.06
+	# (20000 input tokens); each node gets half of $0.50 and stops at the
+	# call that reaches it: 5 calls, $0.30 each.
+	local c="$BATS_TEST_TMPDIR/greps.jsonl" p="$BATS_TEST_TMPDIR/par.json"
+	jq -nc 'range(20) as $i | {phase: "plan", response: {tool_calls: [{id: "g\($i)", name: "grep",
+		input: {pattern: "calc_\($i)"}}], usage: {input_tokens: 20000, output_tokens: 0},
+		model: "claude-sonnet-4-5"}}' >"$c"
+	echo '{"pipeline":"par","version":1,"nodes":[{"id":"p1","phase":"plan"},{"id":"p2","phase":"plan","result_key":"plan2"}]}' >"$p"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$c"
+	run -3 --separate-stderr forge run --pipeline "$p" --jobs 2 --budget 0.5 "add a mul operation" </dev/null
+	[[ "$stderr" == *"[p1] forge-plan: tripped: cost \$0.3000 reached the limit of \$0.2500"* ]]
+	[[ "$stderr" == *"[p2] forge-plan: tripped: cost \$0.3000 reached the limit of \$0.2500"* ]]
+	T=$(last_trace)
+	run -0 sqlite3 "$FORGE_DB" "select count(*), round(sum(cost_usd), 4) from llm_calls where trace_id = '$T'"
+	assert_output '10|0.6'
+	# one node alone has the whole budget
+	run -3 --separate-stderr forge run --pipeline "$p" --jobs 1 --budget 0.5 "add a mul operation" </dev/null
+	[[ "$stderr" == *"forge-plan: tripped: cost \$0.5400 reached the limit of \$0.5000"* ]]
+}
+
 @test "a budget the plan overspent: no reflection call, the agent's nor the run's (fired by the spend); the breaker trips" {
 	replay run-clean.jsonl
 	run -3 --separate-stderr forge run --budget 0.01 "add a mul operation" </dev/null
