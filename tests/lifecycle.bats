@@ -574,6 +574,49 @@ hang_implement() {
 	jq -se 'any(.reason | contains("safety.time_s.total"))' <<<"$output"
 }
 
+# plan_cut STEP: forge-plan's first call, answered by STEP, stalls forever
+# after its pause_after events (the pause_file is never made): only the
+# phase's time limit (safety.time_s.plan, 2 s) ends it.
+plan_cut() {
+	mkdir -p .forge
+	echo '{"safety": {"time_s": {"plan": 2}}}' >.forge/config.json
+	script "$(jq -nc --argjson s "$1" --arg f "$BATS_TEST_TMPDIR/never" '[$s + {pause_file: $f}]')"
+	run -3 --separate-stderr timeout 100 forge-plan --task "add a mul operation" </dev/null
+}
+
+@test "a call the phase's time limit cuts once sent is billed by estimate, with its llm.called event (hunt56 #3)" {
+	# (before: 0 tokens, cost null, no llm.called, "no answer ... within the time left")
+	use_mock
+	# OpenAI: 100 events of the answer arrived; its usage comes only at the end
+	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key FORGE_MODEL=gpt-4o
+	plan_cut "$(jq -nc '{text: ([range(300)] | map("word") | join(" ")),
+		usage: {input_tokens: 100000, output_tokens: 10000}, pause_after: 100}')"
+	[[ $stderr == *"tripped"* ]]
+	local events=$output
+	run -0 db_q "SELECT input_tokens > 1000, output_tokens BETWEEN 50 AND 150, cost_usd > 0,
+		error LIKE '%the answer from % was cut off by the time limit left to the call, after % tokens and % s%'
+		FROM llm_calls WHERE phase = 'plan'"
+	assert_output "1|1|1|1"
+	# marked as estimated, as a Ctrl-C's is; the state counts it
+	run -0 jq -sc 'map(select(.type == "llm.called")) | [length, (.[0].cost.usd > 0), .[0].payload.usage_estimated]' <<<"$events"
+	assert_output "[1,true,true]"
+	run -0 jq -sc 'map(select(.kind == "state")) | .[-1].cost.usd > 0' <<<"$events"
+	assert_output true
+}
+
+@test "an Anthropic call the phase's time limit cuts before message_start is billed its input (hunt56 #3)" {
+	use_mock
+	plan_cut '{"text": "never seen", "usage": {"input_tokens": 100000, "output_tokens": 10}, "pause_after": 0}'
+	local events=$output
+	run -0 db_q "SELECT input_tokens > 1000, cost_usd > 0, error LIKE '%no answer from % within the time left%'
+		FROM llm_calls WHERE phase = 'plan'"
+	assert_output "1|1|1"
+	run -0 jq -sc 'map(select(.type == "llm.called")) | [length, (.[0].cost.usd > 0)]' <<<"$events"
+	assert_output "[1,true]"
+	run -0 jq -sc 'map(select(.kind == "state")) | .[-1].cost.usd > 0' <<<"$events"
+	assert_output true
+}
+
 @test "a command under the phase's time limit ends with it, not at its own timeout" {
 	use_mock
 	mkdir -p .forge

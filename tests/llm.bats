@@ -202,6 +202,20 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output 1
 }
 
+@test "an answer not streamed whose body is cut is asked again, and the cut attempt is billed by estimate (hunt56 #4)" {
+	# (before: http.c sent it again itself, and only the retry was counted)
+	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
+	mock_steps '[{"fault":"cut","text":"half of it","usage":{"input_tokens":100000,"output_tokens":1000}},
+		     {"text":"whole","usage":{"input_tokens":100000,"output_tokens":1000}}]'
+	run -0 --separate-stderr anth hi
+	assert_output "whole"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c 'map(.stream)'"
+	assert_output "[false,false]"
+	# the retry's 100000 in and the cut attempt's request, estimated from its size
+	run -0 sqlite3 "$FORGE_DB" "SELECT retries, input_tokens > 100000, output_tokens, error IS NULL FROM llm_calls"
+	assert_output "1|1|1000|1"
+}
+
 @test "--record writes a cassette that replays strictly; a changed prompt names the field" {
 	mock_steps '[{"text":"recorded answer"}]'
 	cas="$BATS_TEST_TMPDIR/c.jsonl"

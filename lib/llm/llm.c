@@ -42,7 +42,10 @@ struct llm_client {
 	bool no_temperature;               /* the model refuses a temperature: send none */
 	bool cut_short;                    /* the last call's answer had begun, or its
 					      request had been sent whole, when
-					      llm_interrupt() ended it: it is billed */
+					      llm_interrupt() or the caller's deadline
+					      ended it: it is billed */
+	long cut_tokens;                   /* what had arrived of an answer the deadline
+					      cut (tokens, estimated): its message */
 	bool restartable;                  /* the last attempt's stream began, then failed
 					      transiently: llm_call may ask again whole */
 	int retried;                       /* retries the call made before this attempt */
@@ -358,9 +361,12 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 			 kind == LLM_ERR_CONFIG && c->shown_call_url ? c->shown_call_url : "");
 	else if (r && r->too_large)   /* reached: its answer was too long to read */
 		buf_addf(&b, "the response body from %s is larger than %zu bytes", c->shown_url, r->too_large);
+	else if (r && r->past_deadline && r->streamed)   /* its answer had begun */
+		buf_addf(&b, "the answer from %s was cut off by the time limit left to the call, "
+			 "after %ld tokens and %.1f s", c->shown_url, c->cut_tokens, r->duration_ms / 1000);
 	else if (r && r->past_deadline)   /* the caller's time limit, not the provider */
 		buf_addf(&b, "no answer from %s within the time left to the call", c->shown_url);
-	else if (r && r->streamed)   /* reached: the answer stopped coming */
+	else if (r && (r->streamed || r->began))   /* reached: the answer stopped coming */
 		buf_addf(&b, "the answer from %s broke off: %s", c->shown_url, r->error);
 	else if (r)
 		buf_addf(&b, "%s %s: %s", r->timed_out ? "no answer from" : "cannot reach", c->shown_url,
@@ -649,18 +655,19 @@ bool llm_is_event_stream(const char *content_type)
 }
 
 /*
- * Whether an answer that began streaming and then failed may be asked
- * again whole: an error event saying the provider is overloaded, busy or
- * failed (not one that says the request is wrong, or the key), the
+ * Whether an answer that began (streaming, or a 2xx not streamed whose
+ * body broke off: http.c leaves that to us, r->began) and then failed may
+ * be asked again whole: an error event saying the provider is overloaded,
+ * busy or failed (not one that says the request is wrong, or the key), the
  * connection cut or stalled (a transport error http.c would retry before
- * the body began), or the body ended before the answer did -- unless part
- * of its text went to an on_text that shows it as the answer (forge-llm
- * --stream prints it).
+ * the answer began), or the body ended before the answer did -- unless
+ * part of its text went to an on_text that shows it as the answer
+ * (forge-llm --stream prints it).
  */
 static bool restartable(const struct llm_request *req, const struct streaming *st,
 			const struct http_response *r)
 {
-	if (!r->streamed || r->interrupted || r->past_deadline || llm_interrupted())
+	if (!(r->streamed || r->began) || r->interrupted || r->past_deadline || llm_interrupted())
 		return false;
 	if (req->on_text && !req->progress_only && st->s.text.len)
 		return false;
@@ -679,6 +686,8 @@ static bool restartable(const struct llm_request *req, const struct streaming *s
 	}
 	return r->status == 0 && http_should_retry(r);
 }
+
+static long output_estimate(const struct llm_response *out);
 
 /* req: what is sent (its temperature dropped when the model refuses one). */
 static int provider_call(struct llm_response *out, struct llm_client *c, struct llm_request *req)
@@ -743,11 +752,21 @@ again:
 			out->stop = LLM_STOP_ERROR;	/* it did not end */
 		}
 		rc = report(c, LLM_ERR_INTERRUPTED, &r, NULL);
+	} else if (r.past_deadline && (r.streamed || r.sent || r.began)) {
+		/* the caller's time limit (a phase's safety.time_s) cut it once
+		 * sent: billed as a Ctrl-C's is (before: priced at 0) */
+		c->cut_short = true;
+		if (r.streamed) {
+			llm_stream_finish(&st.s);
+			out->stop = LLM_STOP_ERROR;	/* it did not end */
+		}
+		c->cut_tokens = output_estimate(out);
+		rc = report(c, LLM_ERR_TIMEOUT, &r, NULL);
 	} else if (r.streamed && st.s.failed) {
 		c->restartable = restartable(req, &st, &r);
 		rc = report(c, st.s.fault.kind, &r, &st.s.fault);
 	} else {
-		c->restartable = req->stream && restartable(req, &st, &r);
+		c->restartable = restartable(req, &st, &r);
 		rc = report(c, r.timed_out ? LLM_ERR_TIMEOUT : LLM_ERR_NETWORK, &r, NULL);
 	}
 	if (c->restartable)
@@ -858,8 +877,9 @@ static void estimate_usage(struct llm_client *c, struct llm_response *out, jv re
 }
 
 /*
- * An answer llm_interrupt() cut off (Ctrl-C) once it had begun, or once
- * its request had been sent whole: the provider bills the request's input
+ * An answer llm_interrupt() (Ctrl-C) or the caller's deadline (a phase's
+ * time limit) cut off once it had begun, or once its request had been
+ * sent whole: the provider bills the request's input
  * and what it generated, so the call is billed (usage_seen) for the
  * figures it sent -- Anthropic's input in message_start -- and, where it
  * sent none yet (OpenAI's usage comes last; an answer not streamed sends
@@ -1005,7 +1025,7 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 			c->cut_short = true;
 			rc = forge_error("%s: interrupted", c->provider);
 		}
-		if (rc < 0 && c->last == LLM_ERR_INTERRUPTED && c->cut_short)
+		if (rc < 0 && c->cut_short)
 			bill_cut_answer(out, reqj);
 		/* (an attempt asked again was spent: its figures are the call's too) */
 		if (lost_seen && rc < 0 && (!out->usage_seen || out->usage_bad)) {

@@ -394,6 +394,7 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	r->error[0] = '\0';
 	r->timed_out = false;
 	r->past_deadline = false;
+	r->began = false;
 	r->too_large = 0;
 	c->errbuf[0] = '\0';
 	setup(c, req, &t, hdrs);
@@ -413,7 +414,12 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 		return;
 	}
 	r->interrupted = t.interrupted;
-	if (t.interrupted && attempted && req->body_len > 0) {
+	/* (CURLOPT_TIMEOUT_MS, set to the deadline, may end it first) */
+	if (req->deadline_ms > 0 && (t.past_deadline || (rc == CURLE_OPERATION_TIMEDOUT &&
+							  now_ms() >= (double)req->deadline_ms)))
+		t.past_deadline = true;
+	r->past_deadline = t.past_deadline;
+	if ((t.interrupted || t.past_deadline) && attempted && req->body_len > 0) {
 		curl_off_t up = 0;
 
 		/* (a model's request cut off after it was sent is answered and
@@ -421,11 +427,14 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 		r->sent = curl_easy_getinfo(c->curl, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK &&
 			  up >= (curl_off_t)req->body_len;
 	}
-	/* (CURLOPT_TIMEOUT_MS, set to the deadline, may end it first) */
-	if (req->deadline_ms > 0 && (t.past_deadline || (rc == CURLE_OPERATION_TIMEDOUT &&
-							  now_ms() >= (double)req->deadline_ms)))
-		t.past_deadline = true;
-	r->past_deadline = t.past_deadline;
+	if (t.answered && attempted && req->body_len > 0) {
+		long status = 0;
+
+		/* (a model's answer cut in its body was generated, and billed,
+		 * whole: asked again here, the attempt would be counted nowhere) */
+		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+		r->began = status >= 200 && status < 300;
+	}
 	if (t.stalled || t.past_deadline) {
 		rc = CURLE_OPERATION_TIMEDOUT;   /* retried like a timeout */
 		r->transport_error = (int)rc;
@@ -561,7 +570,7 @@ static double now_ms(void)
 
 static bool may_retry(const struct http_request *req, const struct http_response *r)
 {
-	if (r->streamed || r->interrupted || interrupt_flag || r->past_deadline)
+	if (r->streamed || r->began || r->interrupted || interrupt_flag || r->past_deadline)
 		return false;
 	if (!http_should_retry(r))
 		return false;

@@ -16,7 +16,8 @@
  *   - a server that asks for longer than max_retry_after is not retried at
  *     all (as the OpenAI Python SDK does past its 120 s): an early retry
  *     would only fail again.  The response says so in retry_after_refused.
- *   - a streamed body is never retried once a byte of it reached the sink.
+ *   - a streamed body is never retried once a byte of it reached the sink,
+ *     nor a request with a body whose 2xx answer began (out->began).
  * Sleeping, randomness and the clock are injectable, so the policy is
  * tested without waiting.
  *
@@ -58,9 +59,14 @@ struct http_response {
 	double retry_after_refused;   /* > 0: the server asked to wait this many
 	                                 seconds, more than max_retry_after: not retried */
 	bool interrupted;             /* ended by http_interrupt() (status 0, not retried) */
-	bool sent;                    /* interrupted: the request with a body had reached the
-	                                 server whole (its body all uploaded), which may
-	                                 answer it, and bill it, all the same */
+	bool sent;                    /* interrupted or past_deadline: the request with a body
+	                                 had reached the server whole (its body all uploaded),
+	                                 which may answer it, and bill it, all the same */
+	bool began;                   /* a 2xx answer to a request with a body began (its
+	                                 status line came) and then broke off: the server
+	                                 received and answered it -- a model's provider bills
+	                                 it -- so it is not retried here (its caller may ask
+	                                 again, and count the attempt) */
 	bool past_deadline;           /* ended (or not sent, or not retried) because the
 	                                 request's deadline_ms came (status 0, timed_out) */
 };
