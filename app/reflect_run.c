@@ -478,6 +478,12 @@ static int ask_model(struct llm_response *resp, const struct reflect_ctx *c, str
 	llm_response_release(resp);     /* llm_call initialises it again */
 	rc = llm_call(resp, llm, &req);
 	fr->called = true;
+	/* the call's cost counts (reflect_once) when it was billed: then it
+	 * has its llm.called, as every paid call (before: none, and the cost
+	 * of each phase did not add up to the run's total) */
+	if (rc == 0 || resp->cost_known)
+		c->called(c->emit_payload, llm_called_payload(llm, resp), llm_called_cost(resp),
+			  (long long)resp->duration_ms);
 	llm_request_release(&req);
 	llm_client_free(llm);
 	return rc;

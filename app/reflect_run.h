@@ -116,6 +116,12 @@ struct reflect_ctx {
 	 * leave no transaction open on store: memories and the llm_calls log
 	 * are written in their own after it. */
 	void (*emit)(void *payload, const char *type, jv event_payload);
+	/* Emit the llm.called event of a firing's model call, under the
+	 * phase "reflect" (every paid call has one: forge show and forge
+	 * report sum a phase's cost from them): its payload and cost
+	 * (llm_called_payload, llm_called_cost; both consumed) and how long it
+	 * took.  Required; given emit_payload. */
+	void (*called)(void *payload, jv event_payload, jv cost, long long duration_ms);
 	void *emit_payload;
 	/* Why the run is being stopped now, or NULL (the function, or what
 	 * it returns): "cancelled" (forge cancel) or "interrupted" (Ctrl-C,

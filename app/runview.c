@@ -6,6 +6,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/money.h"
 #include "engine/gates.h"
 #include "git/git.h"
 #include "store/store.h"
@@ -159,9 +160,11 @@ static void tree_level(struct buf *out, jv list, const char *phase, const char *
 		const char *ps = json_get_str(a, "parent_span"), *ph = json_get_str(a, "phase");
 		bool mine = ph && !strcmp(ph, phase) && (parent ? ps && !strcmp(ps, parent) : !ps);
 		if (mine) {
-			buf_addf(out, "  %*s└ %-8s $%.4f  %-5s %.8s  %s\n", 2 * depth, "",
+			char usd[MONEY_LEN];
+
+			buf_addf(out, "  %*s└ %-8s $%s  %-5s %.8s  %s\n", 2 * depth, "",
 				 json_get_str(a, "status") ? json_get_str(a, "status") : "?",
-				 json_get_num(a, "cost_usd", 0),
+				 money_fmt(usd, sizeof usd, json_get_num(a, "cost_usd", 0)),
 				 json_get_str(a, "mode") ? json_get_str(a, "mode") : "?", span_tail(a),
 				 json_get_str(a, "task") ? json_get_str(a, "task") : "");
 			tree_level(out, list, phase, json_get_str(a, "span"), depth + 1);
@@ -233,6 +236,8 @@ static bool describe(struct buf *t, const char *type, const char *phase, jv ev, 
 	else if (!strcmp(type, "llm.called")) {
 		jv cost = json_get(ev, "cost");
 		double cached = json_get_num(p, "cache_read_tokens", 0), written = json_get_num(p, "cache_write_tokens", 0);
+		char usd[MONEY_LEN];
+
 		buf_addf(t, "model %s: %.0f in + %.0f out", str_or(p, "model", "?"),
 			 json_get_num(p, "input_tokens", 0), json_get_num(p, "output_tokens", 0));
 		/* (the cache's tokens are in the price: shown, so it adds up) */
@@ -240,7 +245,7 @@ static bool describe(struct buf *t, const char *type, const char *phase, jv ev, 
 			buf_addf(t, " + %.0f cache read", cached);
 		if (written > 0)
 			buf_addf(t, " + %.0f cache write", written);
-		buf_addf(t, " tokens, $%.4f", json_get_num(cost, "usd", 0));
+		buf_addf(t, " tokens, $%s", money_fmt(usd, sizeof usd, json_get_num(cost, "usd", 0)));
 		jv_free(cost);
 	}
 	else if (!strncmp(type, "gate.", 5))

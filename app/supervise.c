@@ -6,6 +6,7 @@
 #include "app/human.h"
 #include "app/runview.h"
 #include "core/buf.h"
+#include "core/money.h"
 #include "data/config.h"
 #include "core/forge.h"
 #include "engine/gates.h"
@@ -873,6 +874,19 @@ static void reflect_emit(void *payload, const char *type, jv event_payload)
 	sup_commit_batch(payload);
 }
 
+/* The llm.called of a reflection's call (reflect_ctx.called): phase
+ * "reflect", as its llm_calls row, so that the cost of each phase in forge
+ * show, forge report and the resume's summary adds up to the total. */
+static void reflect_called(void *payload, jv event_payload, jv cost, long long duration_ms)
+{
+	struct sup *s = payload;
+	jv ev = stream_event_new(&s->out, "llm.called", event_payload);
+
+	ev = json_set(json_set(ev, "phase", jv_string("reflect")), "cost", cost);
+	sup_emit_event(s, json_set(ev, "duration_ms", jv_number((double)duration_ms)));
+	sup_commit_batch(s);
+}
+
 /* Why the run is being stopped (reflect_ctx.stopping): a cancelled run's
  * status says so (forge cancel, which signals us too), a signal that it
  * was interrupted; NULL when it goes on. */
@@ -888,7 +902,7 @@ static const char *reflect_stopping(void *payload)
 void sup_reflect_now(struct sup *s, const char *at, bool end)
 {
 	struct reflect_ctx c = { .cfg = s->o->cfg, .store = s->o->store, .trace = s->trace,
-				 .phase = end ? "end" : at, .emit = reflect_emit, .emit_payload = s,
+				 .phase = end ? "end" : at, .emit = reflect_emit, .called = reflect_called, .emit_payload = s,
 				 .stopping = reflect_stopping };
 	jv cost = json_get(s->state, "cost");
 	double before = json_get_num(cost, "usd", 0);
@@ -1203,12 +1217,14 @@ static void summary(struct sup *s, int code)
 		       json_get_str(dp, "strategy") ? json_get_str(dp, "strategy") : "?", skipped ? ": " : "",
 		       skipped ? json_get_str(dp, "reason") : "");
 	struct buf per = BUF_INIT;
+	char usd[MONEY_LEN];
+	/* (rounded as forge show and forge status round: money.h) */
 	jv_object_foreach(s->phase_cost, k, v) {
-		buf_addf(&per, "%s $%.4f · ", jv_string_value(k), jv_number_value(v));
+		buf_addf(&per, "%s $%s · ", jv_string_value(k), money_fmt(usd, sizeof usd, jv_number_value(v)));
 		jv_free(k);
 		jv_free(v);
 	}
-	printf("  cost      %stotal $%.4f (%.0f tokens)\n", per.buf, json_get_num(cost, "usd", 0),
+	printf("  cost      %stotal $%s (%.0f tokens)\n", per.buf, money_fmt(usd, sizeof usd, json_get_num(cost, "usd", 0)),
 	       json_get_num(cost, "tokens", 0));
 	buf_release(&per);
 	printf("  events    forge events replay %s\n", s->trace);

@@ -8,6 +8,7 @@
 #include "app/runview.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/money.h"
 #include "engine/gates.h"
 #include "store/store.h"
 
@@ -194,14 +195,14 @@ static enum tui_attr status_attr(const char *status, bool gate)
 
 static void draw_row(const struct tui *t, int y, jv r, bool selected)
 {
-	char line[1024], when[32];
+	char line[1024], when[32], usd[MONEY_LEN];
 	bool gate = json_get_str(r, "pending_gate") != NULL;
 	const char *status = json_get_str(r, "status") ? json_get_str(r, "status") : "?";
 
 	age(when, sizeof when, json_get_str(r, "started_at"));
-	snprintf(line, sizeof line, "%-26s  %-11s %-4s %-10s %9.4f  %4s  %s", json_get_str(r, "trace_id"), status,
+	snprintf(line, sizeof line, "%-26s  %-11s %-4s %-10s %9s  %4s  %s", json_get_str(r, "trace_id"), status,
 		 gate ? "gate" : "", json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-",
-		 json_get_num(r, "total_cost_usd", 0), when, json_get_str(r, "task") ? json_get_str(r, "task") : "");
+		 money_fmt(usd, sizeof usd, json_get_num(r, "total_cost_usd", 0)), when, json_get_str(r, "task") ? json_get_str(r, "task") : "");
 	tui_put(t, y, 0, COLS, selected ? TUI_SELECTED : status_attr(status, gate), line);
 }
 

@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/money.h"
 #include "llm/llm.h"
 #include "store/live.h"
 #include "store/store.h"
@@ -74,7 +75,10 @@ static void summary(jv *l, jv view, jv cp)
 	     str_or(run, "current_phase", ""));
 	if (budget >= 0)
 		buf_addf(&b, " of $%.2f budget", budget);
-	line(l, TUI_PLAIN, "cost     $%.4f%s (%.0f tokens)", json_get_num(run, "total_cost_usd", 0), b.buf,
+	char usd[MONEY_LEN];
+
+	line(l, TUI_PLAIN, "cost     $%s%s (%.0f tokens)", money_fmt(usd, sizeof usd, json_get_num(run, "total_cost_usd", 0)),
+	     b.buf,
 	     json_get_num(run, "total_tokens", 0));
 	if (json_get_str(run, "error") && *json_get_str(run, "error"))
 		line(l, TUI_PLAIN, "reason   %s", json_get_str(run, "error"));
@@ -105,11 +109,12 @@ static void summary(jv *l, jv view, jv cp)
 static void timeline(jv *l, jv view)
 {
 	jv pc = array_or_empty(json_get(view, "phase_cost")), tl = array_or_empty(json_get(view, "timeline"));
-	char when[32];
+	char when[32], usd[MONEY_LEN];
 
 	line(l, TUI_HEAD, "phases");
 	jv_array_foreach(pc, i, p) {
-		line(l, TUI_PLAIN, "  %-10s $%.4f  %.0f calls  %.0f tokens", str_or(p, "phase", "?"), json_get_num(p, "usd", 0),
+		line(l, TUI_PLAIN, "  %-10s $%s  %.0f calls  %.0f tokens", str_or(p, "phase", "?"),
+		     money_fmt(usd, sizeof usd, json_get_num(p, "usd", 0)),
 		     json_get_num(p, "calls", 0), json_get_num(p, "tokens", 0));
 		jv_free(p);
 	}

@@ -14,6 +14,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/money.h"
 #include "git/git.h"
 #include "store/store.h"
 
@@ -151,6 +152,7 @@ static void cost(jv v)
 {
 	jv pc = json_get(v, "phase_cost"), total = json_get(v, "cost");
 	double max = 0;
+	char m[MONEY_LEN];
 
 	jv_array_foreach(pc, i, p) {
 		if (json_get_num(p, "usd", 0) > max)
@@ -163,13 +165,14 @@ static void cost(jv v)
 		double usd = json_get_num(p, "usd", 0);
 		printf("<tr><td>");
 		esc(json_get_str(p, "phase"));
-		printf("</td><td class=\"n\">%.4f</td><td class=\"n\">%.0f</td><td class=\"n\">%.0f</td>"
-		       "<td><span class=\"bar\" style=\"width:%.0fpx\"></span></td></tr>\n", usd,
+		printf("</td><td class=\"n\">%s</td><td class=\"n\">%.0f</td><td class=\"n\">%.0f</td>"
+		       "<td><span class=\"bar\" style=\"width:%.0fpx\"></span></td></tr>\n", money_fmt(m, sizeof m, usd),
 		       json_get_num(p, "tokens", 0), json_get_num(p, "calls", 0), max > 0 ? 200 * usd / max : 0);
 		jv_free(p);
 	}
-	printf("<tr><th>total</th><td class=\"n\">%.4f</td><td class=\"n\">%.0f</td><td></td><td></td></tr>\n"
-	       "</table></section>\n", json_get_num(total, "usd", 0), json_get_num(total, "tokens", 0));
+	printf("<tr><th>total</th><td class=\"n\">%s</td><td class=\"n\">%.0f</td><td></td><td></td></tr>\n"
+	       "</table></section>\n", money_fmt(m, sizeof m, json_get_num(total, "usd", 0)),
+	       json_get_num(total, "tokens", 0));
 	jv_free(pc);
 	jv_free(total);
 }

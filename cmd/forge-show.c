@@ -10,6 +10,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/money.h"
 #include "git/git.h"
 #include "store/store.h"
 
@@ -239,14 +240,16 @@ static void print_tests(jv tests, jv dp)
 static void print_cost(jv v)
 {
 	jv pc = json_get(v, "phase_cost"), cost = json_get(v, "cost");
+	char usd[MONEY_LEN];
 
 	printf("\ncost     ");
 	jv_array_foreach(pc, i, p) {
-		printf(" %s $%.4f (%.0f call%s) ·", json_get_str(p, "phase"), json_get_num(p, "usd", 0),
+		printf(" %s $%s (%.0f call%s) ·", json_get_str(p, "phase"), money_fmt(usd, sizeof usd, json_get_num(p, "usd", 0)),
 		       json_get_num(p, "calls", 0), json_get_num(p, "calls", 0) == 1 ? "" : "s");
 		jv_free(p);
 	}
-	printf(" total $%.4f (%.0f tokens)\n", json_get_num(cost, "usd", 0), json_get_num(cost, "tokens", 0));
+	printf(" total $%s (%.0f tokens)\n", money_fmt(usd, sizeof usd, json_get_num(cost, "usd", 0)),
+	       json_get_num(cost, "tokens", 0));
 	jv_free(pc);
 	jv_free(cost);
 }

@@ -7,6 +7,7 @@
 #include "app/cli.h"
 #include "app/runclean.h"
 #include "app/runview.h"
+#include "core/money.h"
 #include "git/git.h"
 #include "data/config.h"
 #include "core/forge.h"
@@ -380,7 +381,9 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged, jv removed)
 		printf("status   %s%s%s\n", json_get_str(run, "status"), json_get_str(run, "current_phase") ? " at " : "",
 		       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "");
 	jv_free(mp);
-	printf("cost     $%.4f (%.0f tokens)\n", json_get_num(run, "total_cost_usd", 0),
+	char usd[MONEY_LEN];
+
+	printf("cost     $%s (%.0f tokens)\n", money_fmt(usd, sizeof usd, json_get_num(run, "total_cost_usd", 0)),
 	       json_get_num(run, "total_tokens", 0));
 	runview_local_time(when, sizeof when, json_get_str(run, "started_at"), true);
 	printf("started  %s\n", when);
@@ -546,7 +549,7 @@ static void history_row(const struct layout *l, const char *trace, const char *s
 static void history_line(struct store *st, jv r, const struct layout *l)
 {
 	jv merged = jv_null();
-	char when[64], cost[32];
+	char when[64], cost[MONEY_LEN];
 	/* one line a run: a task's newlines, and any control character (which
 	 * could drive the terminal), as spaces */
 	char *task = xstrdup(json_get_str(r, "task") ? json_get_str(r, "task") : "");
@@ -554,7 +557,7 @@ static void history_line(struct store *st, jv r, const struct layout *l)
 	term_clean_line(task, strlen(task));
 	store_event_last(&merged, st, json_get_str(r, "trace_id"), "run.merged");
 	runview_local_time(when, sizeof when, json_get_str(r, "started_at"), true);
-	snprintf(cost, sizeof cost, "%.4f", json_get_num(r, "total_cost_usd", 0));
+	money_fmt(cost, sizeof cost, json_get_num(r, "total_cost_usd", 0));
 	history_row(l, json_get_str(r, "trace_id"),
 		    jv_get_kind(merged) == JV_KIND_OBJECT ? "merged" : json_get_str(r, "status"),
 		    json_get_str(r, "current_phase") ? json_get_str(r, "current_phase") : "-", cost, when, task);

@@ -645,3 +645,72 @@ plan_cut() {
 	[[ "$stderr$output" != *"could not be reached"* ]]
 	assert_line --regexp "^  next +fix what the provider refused .*then forge resume $T"
 }
+
+# cost_line FILE: the "  cost" line of a run's summary in FILE.
+cost_line() {
+	grep '^  cost ' "$1"
+}
+
+@test "the run reflection's paid call has its llm.called (phase reflect): the cost of each phase adds up to the total in the summary, show, show --json, report and the resume's summary" {
+	use_mock
+	# every call billed with cache tokens too; a budget the plan spends more
+	# than half of fires the run reflection (">50% of budget"), then the
+	# budget breaker stops the run (exit 3)
+	script "$(jq -c -n --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i | map(.usage = {input_tokens: 1000,
+		output_tokens: 100, cache_read_input_tokens: 2000, cache_creation_input_tokens: 500})')"
+	local rc=0
+	forge run --budget 0.03 "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" 2>&1 || rc=$?
+	[ "$rc" = 3 ] || { cat "$BATS_TEST_TMPDIR/run.out"; false; }
+	T=$(last_trace)
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "llm.called" and .phase == "reflect")] | length == 1
+		and .[0].cost.usd > 0 and .[0].payload.model == "claude-haiku-4-5"' <<<"$output"
+	run -0 forge show --json "$T"
+	jq -e '([.phase_cost[] | select(.phase == "reflect")] | length == 1 and .[0].calls == 1)
+		and ([.phase_cost[].tokens] | add) == .cost.tokens
+		and (([.phase_cost[].usd] | add) - .cost.usd | fabs) < 1e-9' <<<"$output"
+	reflect=$(jq -r '.phase_cost[] | select(.phase == "reflect") | .usd' <<<"$output")
+	shown=$(printf '%.4f' "$reflect")
+	run -0 cost_line "$BATS_TEST_TMPDIR/run.out"
+	assert_output --partial " reflect \$$shown · "
+	run -0 forge show "$T"
+	assert_line --regexp "^cost .* reflect \\\$$shown \(1 call\) · .*total "
+	run -0 forge report "$T"
+	assert_output --partial "<tr><td>reflect</td><td class=\"n\">$shown</td>"
+	# the resume's summary rebuilds the cost of each phase from the events
+	# (the run itself fails there: the mock has no answers left)
+	forge resume --budget 5 "$T" </dev/null >"$BATS_TEST_TMPDIR/resume.out" 2>&1 || true
+	run -0 cost_line "$BATS_TEST_TMPDIR/resume.out"
+	assert_output --partial "reflect \$$shown · "
+}
+
+@test "the end-of-run summary, forge status, show and history print one total: \$0.01725 is \$0.0173 in each" {
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	# plan $0.0045, implement $0.0045 + $0.0045 + $0.00375 (claude-sonnet-4-5):
+	# summed in floating point the total is 0.017249999… one way, 0.01725 another
+	local u='"usage":{"input_tokens":1000,"output_tokens":100}'
+	script "[{\"forced_tool\":\"report_findings\",\"times\":\"always\",
+		\"tool_calls\":[{\"name\":\"report_findings\",\"input\":{\"findings\":[]}}]},
+	 {\"when_prompt_contains\":\"architecture\",\"then\":{$u,\"tool_calls\":[{\"name\":\"finish\",\"input\":{
+		\"summary\":\"Add a note.\",\"architecture\":{\"components\":[\"NOTES\"],\"interfaces\":[],\"decisions\":[\"x\"]},
+		\"tasks\":[{\"id\":\"t1\",\"title\":\"n\",\"description\":\"n\",\"files\":[\"NOTES\"],\"depends_on\":[],
+		\"acceptance\":[\"ok\"]}],\"risk\":{\"level\":\"low\",\"score\":0.1,\"reasons\":[\"small\"]},
+		\"estimates\":{\"complexity\":\"low\",\"effort\":\"5m\"}}}]}},
+	 {$u,\"tool_calls\":[{\"name\":\"read_file\",\"input\":{\"path\":\"Makefile\"}}]},
+	 {$u,\"tool_calls\":[{\"name\":\"write_file\",\"input\":{\"path\":\"NOTES\",\"content\":\"a note\\\\n\"}}]},
+	 {\"usage\":{\"input_tokens\":1000,\"output_tokens\":50},
+		\"tool_calls\":[{\"name\":\"finish\",\"input\":{\"summary\":\"done\",\"files\":[\"NOTES\"]}}]}]"
+	forge run "add a note" </dev/null >"$BATS_TEST_TMPDIR/run.out" 2>&1 || { cat "$BATS_TEST_TMPDIR/run.out"; false; }
+	T=$(last_trace)
+	run -0 forge history --json -n 1
+	jq -e '.total_cost_usd > 0.017249 and .total_cost_usd < 0.017251' <<<"$output"
+	run -0 cost_line "$BATS_TEST_TMPDIR/run.out"
+	assert_output --regexp ' total \$0\.0173 \('
+	run -0 forge status "$T"
+	assert_line --regexp '^cost +\$0\.0173 \('
+	run -0 forge show "$T"
+	assert_line --regexp '^cost .* total \$0\.0173 \('
+	run -0 forge history -n 1
+	assert_output --partial " 0.0173 "
+}

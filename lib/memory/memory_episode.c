@@ -10,6 +10,7 @@
 
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/money.h"
 #include "data/project.h"
 
 /* ---- episodes ------------------------------------------------------- */
@@ -738,9 +739,10 @@ int memory_record_episode(char id_out[ULID_LEN + 1], bool *updated, struct memor
 	else
 		buf_addf(&b, " -> failed: %s", json_get_str(out, "error") ? json_get_str(out, "error") : "no error message");
 	jv cost = json_get(ep, "cost");
+	char usd[MONEY_LEN];
 
-	buf_addf(&b, ". Duration: %.0fs, Cost: $%.4f", json_get_num(ep, "duration_ms", 0) / 1000,
-		 json_get_num(cost, "usd", 0));
+	buf_addf(&b, ". Duration: %.0fs, Cost: $%s", json_get_num(ep, "duration_ms", 0) / 1000,
+		 money_fmt(usd, sizeof usd, json_get_num(cost, "usd", 0)));
 	cut_content(&b);
 	mem = jv_object();
 	mem = json_set(mem, "type", jv_string("episodic"));
