@@ -540,7 +540,7 @@ static int cmd_set(const struct args *a, const struct cli_common *common, const 
 			goto out;
 		}
 	}
-	/* what is said is what the file gets (" 5" is 5, 1e2 is 100) */
+	/* what is said is what the file holds: " 5" is 5, 1e2 is 100 */
 	said = jv_get_kind(v) == JV_KIND_STRING ? xstrdup(jv_string_value(v)) : json_dumps(jv_copy(v), false);
 	switch (config_file_set(path, key, v)) {
 	case 0: status = FORGE_EXIT_OK; break;
