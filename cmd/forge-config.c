@@ -5,7 +5,8 @@
  *   forge-config --explain       what the automation level means (its row of
  *                                safety.ladder) and where it came from, then
  *                                one line per leaf: where its value came from
- *   forge-config get PATH        one value (strings raw); exit 1 when not set
+ *   forge-config get PATH        one value (strings raw); exit 1 when not set,
+ *                                2 when the schema has no such key
  *   forge-config path            the files read and whether each exists
  *   forge-config init [--force]  write a commented starter .forge/config.json
  *   forge-config set [--global] PATH VALUE
@@ -30,7 +31,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <float.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdint.h>
@@ -94,7 +94,8 @@ static char *extra_help(void)
 	buf_adds(&b, "Commands:\n"
 		     "  (none)      print the effective configuration as JSON\n"
 		     "  get PATH    print the value at PATH (\"llm.model\", \"gates.0.id\"): strings\n"
-		     "              raw, other values as JSON; exit 1 when PATH is not set\n"
+		     "              raw, other values as JSON; exit 1 when PATH is not set,\n"
+		     "              2 when the schema has no key PATH (a typo)\n"
 		     "  path        list the configuration files and whether each exists\n"
 		     "  init        write a commented starter .forge/config.json for this repository\n"
 		     "              (the test command detected from Makefile, package.json, …);\n"
@@ -532,9 +533,13 @@ static int cmd_set(const struct args *a, const struct cli_common *common, const 
 
 		errno = 0;
 		double d = strtod(value, &end);
-		if (!isfinite(jv_number_value(v)) || !isfinite(d) || errno == ERANGE) {
-			forge_error("%s: %s is not a number a configuration can hold (a finite one, "
-				    "at most %g and not closer to 0 than %g)", key, value, DBL_MAX, DBL_MIN);
+		bool range = errno == ERANGE;
+
+		if (!isfinite(jv_number_value(v)) || !isfinite(d) || range) {
+			if (range)
+				forge_error("%s: %s is out of range", key, value);
+			else
+				forge_error("%s: %s is not a finite number", key, value);
 			jv_free(v);
 			status = FORGE_EXIT_USAGE;
 			goto out;
