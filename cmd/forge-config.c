@@ -5,7 +5,8 @@
  *   forge-config --explain       what the automation level means (its row of
  *                                safety.ladder) and where it came from, then
  *                                one line per leaf: where its value came from
- *   forge-config get PATH        one value (strings raw); exit 1 when not set
+ *   forge-config get PATH        one value (strings raw); exit 1 when not set,
+ *                                2 when the schema has no such key
  *   forge-config path            the files read and whether each exists
  *   forge-config init [--force]  write a commented starter .forge/config.json
  *   forge-config set [--global] PATH VALUE
@@ -31,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +94,8 @@ static char *extra_help(void)
 	buf_adds(&b, "Commands:\n"
 		     "  (none)      print the effective configuration as JSON\n"
 		     "  get PATH    print the value at PATH (\"llm.model\", \"gates.0.id\"): strings\n"
-		     "              raw, other values as JSON; exit 1 when PATH is not set\n"
+		     "              raw, other values as JSON; exit 1 when PATH is not set,\n"
+		     "              2 when the schema has no key PATH (a typo)\n"
 		     "  path        list the configuration files and whether each exists\n"
 		     "  init        write a commented starter .forge/config.json for this repository\n"
 		     "              (the test command detected from Makefile, package.json, …);\n"
@@ -283,7 +286,35 @@ static void print_explain(const struct config *cfg, bool json)
 	jv_free(entries);
 }
 
-/* `get PATH`: 0 when printed, 1 when not set. */
+/*
+ * `get` of a path with no value: a key the schema does not have (a typo:
+ * every key it has is in the defaults or optional) is bad input and said
+ * so, as `set` says it; one it has that nothing sets is exit 1.  The
+ * schema is asked by checking a layer setting the path, as `set` checks.
+ */
+static int unset_key(const char *path)
+{
+	jv probe = jv_object();
+	int status = FORGE_EXIT_REJECTED;
+
+	if (config_flag_set(&probe, path, jv_null()) < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", path, forge_last_error());
+		status = FORGE_EXIT_USAGE;
+	} else if (config_layer_check(probe, "") < 0 && strstr(forge_last_error(), "unexpected property")) {
+		const char *why = forge_last_error();
+
+		why += strncmp(why, ": ", 2) == 0 ? 2 : 0;   /* (the source, "", first) */
+		fprintf(stderr, PROG ": no key '%s' in the configuration (%s); `forge config --explain` "
+			"lists every key\n", path, why);
+		status = FORGE_EXIT_USAGE;
+	} else {
+		fprintf(stderr, PROG ": %s is not set (it has no default)\n", path);
+	}
+	jv_free(probe);
+	return status;
+}
+
+/* `get PATH`: 0 when printed, 1 when not set, 2 when no such key. */
 static int print_get(const struct config *cfg, const char *path, bool json)
 {
 	jv res = resolved_models(cfg), v = jv_invalid();
@@ -299,7 +330,7 @@ static int print_get(const struct config *cfg, const char *path, bool json)
 	if (!jv_is_valid(v)) {
 		jv_free(v);
 		if (!config_has(cfg, path))
-			return FORGE_EXIT_REJECTED;
+			return unset_key(path);
 		v = config_get(cfg, path);
 	}
 	if (!json && jv_get_kind(v) == JV_KIND_STRING) {
@@ -440,9 +471,49 @@ static int set_target(char **out, const struct args *a, const struct cli_common 
 	return 0;
 }
 
+/*
+ * After `set` wrote key into the repository's file: when the configuration
+ * now drops it there (config_ignored(): a key a repository may not set or
+ * loosen without trust_project, config.h), every command would ignore it.
+ * Say so, and where it would hold.  Never an error: the value is written,
+ * and it may hold for someone who trusts the repository.
+ */
+static void warn_unless_kept(const struct cli_common *common, const char *key, const char *said,
+			     const char *file)
+{
+	struct session ses;
+	size_t n = strlen(key);
+
+	/* this warning names the key: not the general one of every command */
+	setenv("FORGE_CONFIG_IGNORED_SAID", file, 1);
+	if (session_open(&ses, common, SESSION_NEED_REPO | SESSION_CONFIG, jv_null()))
+		return;
+	jv ignored = config_ignored(ses.cfg);
+	bool dropped = false;
+
+	jv_array_foreach(ignored, i, e) {
+		const char *p = json_get_str(e, "path");
+		size_t m = p ? strlen(p) : 0;
+
+		/* the key itself, a leaf under it or the entry it is in */
+		if (p && ((strncmp(p, key, n) == 0 && (p[n] == '\0' || p[n] == '.')) ||
+			  (strncmp(key, p, m) == 0 && key[m] == '.')))
+			dropped = true;
+		jv_free(e);
+	}
+	jv_free(ignored);
+	if (dropped)
+		fprintf(stderr, PROG ": warning: %s is ignored in %s: a repository's configuration may not "
+			"choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, "
+			"automation level, prices or limits; to have it hold for you: forge config set --global "
+			"%s '%s' (or set \"trust_project\": true in your own configuration)\n",
+			key, file, key, said);
+	session_close(&ses);
+}
+
 static int cmd_set(const struct args *a, const struct cli_common *common, const char *key, const char *value)
 {
-	char *path = NULL;
+	char *path = NULL, *said = NULL;
 	jv v;
 	int status = set_target(&path, a, common);
 
@@ -454,27 +525,40 @@ static int cmd_set(const struct args *a, const struct cli_common *common, const 
 		jv_free(v);
 		v = jv_string(value);
 	} else if (jv_get_kind(v) == JV_KIND_NUMBER) {
-		/* a number no double holds (1e999: libjq gives the largest,
-		 * an unlimited budget in effect) is refused, as --budget does */
+		/* a number no double holds is refused, as --budget does: 1e999
+		 * (libjq gives the largest, an unlimited budget in effect), nan
+		 * and inf (libjq takes them: written null and the largest, a
+		 * file no command then loads), 1e-400 (written 0) */
 		char *end;
 
 		errno = 0;
 		double d = strtod(value, &end);
-		if (errno == ERANGE && (d > 1 || d < -1)) {
-			forge_error("%s: %s is out of range", key, value);
+		bool range = errno == ERANGE;
+
+		if (!isfinite(jv_number_value(v)) || !isfinite(d) || range) {
+			if (range)
+				forge_error("%s: %s is out of range", key, value);
+			else
+				forge_error("%s: %s is not a finite number", key, value);
 			jv_free(v);
 			status = FORGE_EXIT_USAGE;
 			goto out;
 		}
 	}
+	/* what is said is what the file holds: " 5" is 5, 1e2 is 100 */
+	said = jv_get_kind(v) == JV_KIND_STRING ? xstrdup(jv_string_value(v)) : json_dumps(jv_copy(v), false);
 	switch (config_file_set(path, key, v)) {
 	case 0: status = FORGE_EXIT_OK; break;
 	case CONFIG_FILE_UNWRITTEN: status = FORGE_EXIT_DEPENDENCY; break;
 	default: status = FORGE_EXIT_USAGE; break;
 	}
-	if (status == FORGE_EXIT_OK && common->verbosity >= 0)
-		fprintf(stderr, PROG ": %s = %s in %s\n", key, value, path);
+	if (status == FORGE_EXIT_OK && common->verbosity >= 0) {
+		fprintf(stderr, PROG ": %s = %s in %s\n", key, said, path);
+		if (!a->global)
+			warn_unless_kept(common, key, said, path);
+	}
 out:
+	free(said);
 	free(path);
 	return status;
 }

@@ -450,7 +450,11 @@ static jv check_database(struct ctx *c)
 	if (store_resolve_path(&path, c->common->db, c->root) < 0) {
 		d = json_set(d, "path", jv_null());
 		d = json_set(d, "status", jv_string("none"));
-		d = json_set(d, "error", jv_string("not in a repository and FORGE_DB is not set"));
+		/* outside a repository, no database here is what is so, not a
+		 * problem (the summary would say none): a note (--repo DIR
+		 * that is no repository is one, reported as such) */
+		d = json_set(d, c->root || c->common->repo ? "error" : "note",
+			     jv_string("not in a repository and FORGE_DB is not set"));
 		return d;
 	}
 	if (db_is_postgres(path)) {
@@ -828,7 +832,8 @@ static jv check_project(struct ctx *c)
 	if (!c->root) {
 		jv o = jv_object();
 		o = json_set(o, "root", jv_null());
-		return json_set(o, "error", jv_copy(c->root_error));
+		/* no project where doctor ran: information, not an error */
+		return json_set(o, c->common->repo ? "error" : "note", jv_copy(c->root_error));
 	}
 	if (project_describe(&p, c->root, c->cfg) < 0) {
 		jv o = jv_object();
@@ -921,6 +926,8 @@ static void text_database(struct buf *b, jv d)
 	buf_release(&s);
 	if (json_has(d, "error"))
 		kv(b, "error", str_or(d, "error", ""));
+	if (json_has(d, "note"))
+		kv(b, "note", str_or(d, "note", ""));
 }
 
 static void text_provider(struct buf *b, jv p)
@@ -1042,6 +1049,8 @@ static void text_project(struct buf *b, jv p)
 	kv(b, "root", str_or(p, "root", "(not in a repository)"));
 	if (json_has(p, "error"))
 		kv(b, "error", str_or(p, "error", ""));
+	if (json_has(p, "note"))
+		kv(b, "note", str_or(p, "note", ""));
 	if (jv_get_kind(langs) == JV_KIND_OBJECT) {
 		struct buf s = BUF_INIT;
 		jv_object_foreach(langs, k, v) {

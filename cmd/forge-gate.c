@@ -2,13 +2,14 @@
  * forge-gate - human gates of paused runs: list them, approve or reject.
  *
  *   forge gate list [TRACE] [--all] [--json]
- *   forge gate approve ID [--note TEXT]
+ *   forge gate approve ID [--note TEXT]   (ID: a unique prefix will do)
  *   forge gate reject ID [--note TEXT]
  *
  * An approval with a note is also stored as a procedural memory (what the
  * human wanted changed), so later runs learn from it.
  */
 #include "app/cli.h"
+#include "core/buf.h"
 #include "app/gatedecide.h"
 #include "app/runview.h"
 #include "data/config.h"
@@ -77,25 +78,91 @@ static int list(struct store *st, const char *trace, const struct args *a)
 	return FORGE_EXIT_OK;
 }
 
-static int decide(struct store *st, const struct config *cfg, const char *id, bool approve, const char *note)
+/*
+ * The whole gate id for what a person typed: the id itself, else the start
+ * of exactly one gate's id, as a trace id may be shortened
+ * (store_resolve_trace()).  0 with *out malloc'd, else the exit status
+ * after the message: FORGE_EXIT_USAGE when no gate or several match (an
+ * unknown id is bad input, as everywhere), FORGE_EXIT_DEPENDENCY on a
+ * database error.
+ */
+static int resolve_gate(char **out, struct store *st, const char *typed)
+{
+	enum { MAX_NAMED = 8 };
+	jv gates, found = jv_array();
+	struct buf names = BUF_INIT;
+	size_t n = strlen(typed);
+	int rc = FORGE_EXIT_USAGE, count;
+
+	*out = NULL;
+	if (gate_list(&gates, st, NULL, false) < 0) {
+		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
+		jv_free(found);
+		return FORGE_EXIT_DEPENDENCY;
+	}
+	jv_array_foreach(gates, i, g) {
+		const char *id = json_get_str(g, "id");
+
+		if (id && !*out && strcmp(id, typed) == 0)
+			*out = xstrdup(id);   /* a whole id, also the start of others */
+		else if (id && n > 0 && strncmp(id, typed, n) == 0)
+			found = jv_array_append(found, jv_string(id));
+		jv_free(g);
+	}
+	jv_free(gates);
+	count = jv_array_length(jv_copy(found));
+	if (!*out && count == 1) {
+		jv id = jv_array_get(jv_copy(found), 0);
+		*out = xstrdup(jv_string_value(id));
+		jv_free(id);
+	}
+	if (*out) {
+		rc = FORGE_EXIT_OK;
+	} else if (count == 0) {
+		fprintf(stderr, "forge-gate: no gate '%s' (`forge gate list --all` lists them; a unique "
+			"prefix of an id will do)\n", typed);
+	} else {
+		jv_array_foreach(found, i, id) {
+			if (i < MAX_NAMED)
+				buf_addf(&names, "\n  %s", jv_string_value(id));
+			jv_free(id);
+		}
+		fprintf(stderr, "forge-gate: '%s' matches %s%d gates; give more of the gate id:%s%s\n", typed,
+			count > MAX_NAMED ? "more than " : "", count > MAX_NAMED ? MAX_NAMED : count, names.buf,
+			count > MAX_NAMED ? "\n  …" : "");
+		buf_release(&names);
+	}
+	jv_free(found);
+	return rc;
+}
+
+static int decide(struct store *st, const struct config *cfg, const char *typed, bool approve, const char *note)
 {
 	jv gate;
+	char *id = NULL;
 
 	if (note && !json_utf8_valid(note, strlen(note))) {
 		fprintf(stderr, "forge-gate: the note is not valid UTF-8 (a terminal in another encoding?); "
 			"nothing was decided\n");
 		return FORGE_EXIT_USAGE;
 	}
+	int status = resolve_gate(&id, st, typed);
+
+	if (status)
+		return status;
 	int rc = gatedecide_human(&gate, st, cfg, "forge-gate", id, approve, note);
 
 	if (rc < 0) {
+		/* (GATE_REFUSED here: decided already, the gate's own "no") */
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
+		free(id);
 		return rc == GATE_REFUSED ? FORGE_EXIT_REJECTED : FORGE_EXIT_DEPENDENCY;
 	}
 	char *next = gatedecide_next(st, gate, approve);
 
 	printf("%s %s; %s\n", approve ? "approved" : "rejected", id, next);
 	free(next);
+	free(id);
 	jv_free(gate);
 	return FORGE_EXIT_OK;
 }

@@ -169,7 +169,7 @@ keys_seen() {
 	[ "$(jq -c '[.[].path] == ([.[].path] | sort)' <<<"$output")" = true ]
 }
 
-@test "get prints strings raw and other values as JSON; exit 1 when not set" {
+@test "get prints strings raw and other values as JSON; exit 2 for a key the schema lacks" {
 	cd "$BATS_TEST_TMPDIR"
 	run -0 --separate-stderr forge-config get llm.provider
 	assert_output anthropic
@@ -181,7 +181,7 @@ keys_seen() {
 	assert_output production_deploy
 	run -0 --separate-stderr forge-config --json get llm.provider
 	assert_output '"anthropic"'
-	run -1 --separate-stderr forge-config get llm.no_such_key
+	run -2 --separate-stderr forge-config get llm.no_such_key
 	[ -z "$output" ]
 	run -2 --separate-stderr forge-config get
 	[[ "$stderr" == *"forge-config: "* ]]
@@ -412,4 +412,49 @@ keys_seen() {
 	run -0 --separate-stderr forge-config get sandbox.network
 	assert_output allow
 	[ -z "$stderr" ]
+}
+
+@test "config set refuses a number no configuration can hold (nan, inf, 1e-400), file untouched" {
+	cd "$REPO"
+	echo '{"budget":{"usd":3}}' >"$PROJECT_CFG"
+	for v in nan NaN Infinity inf 1e999 1e-400; do
+		run -2 --separate-stderr forge-config set budget.usd "$v"
+		[[ $stderr == *"budget.usd: $v is not a finite number"* || $stderr == *"budget.usd: $v is out of range"* ]]
+		[ "$(jq -c .budget "$PROJECT_CFG")" = '{"usd":3}' ]
+	done
+	run -0 forge-config get budget.usd
+}
+
+@test "config set says the value the file gets (' 5' is 5, 1e0 is 1)" {
+	cd "$REPO"
+	run -0 --separate-stderr forge-config set budget.usd ' 2'
+	[[ $stderr == "forge-config: budget.usd = 2 in $PROJECT_CFG" ]]
+	run -0 --separate-stderr forge-config set budget.usd 1e0
+	[[ $stderr == "forge-config: budget.usd = 1 in $PROJECT_CFG" ]]
+	[ "$(jq -c .budget.usd "$PROJECT_CFG")" = 1 ]
+}
+
+@test "config set of a key the repository's file may not set warns that it is ignored (exit 0)" {
+	cd "$REPO"
+	run -0 --separate-stderr forge-config set llm.base_url http://localhost:11434/v1
+	[[ $stderr == *"warning: llm.base_url is ignored in $PROJECT_CFG"*"forge config set --global llm.base_url"*"trust_project"* ]]
+	[ "$(jq -r .llm.base_url "$PROJECT_CFG")" = http://localhost:11434/v1 ]
+	# a key it may set, and the same one where it holds: no warning
+	run -0 --separate-stderr forge-config set llm.model qwen2.5-coder
+	[[ $stderr != *warning* ]]
+	run -0 --separate-stderr forge-config set --global llm.base_url http://localhost:11434/v1
+	[[ $stderr != *warning* ]]
+	run -0 --separate-stderr forge-config get llm.base_url
+	[ "$output" = http://localhost:11434/v1 ]
+}
+
+@test "config get of a key the schema does not have says so (exit 2); a known unset one is exit 1" {
+	cd "$REPO"
+	run -2 --separate-stderr forge-config get llm.modle
+	[ -z "$output" ]
+	[[ $stderr == *"no key 'llm.modle'"*"unexpected property 'modle'"* ]]
+	run -1 --separate-stderr forge-config get llm.phases.plan.model
+	[[ $stderr == *"llm.phases.plan.model is not set"* ]]
+	run -0 --separate-stderr forge-config get budget.usd
+	[ -n "$output" ]
 }

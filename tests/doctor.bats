@@ -241,7 +241,17 @@ setup() {
 	mkdir -p norepo && cd norepo
 	run -0 --separate-stderr forge-doctor --json --only project
 	[ "$(jq -r .project.root <<<"$output")" = null ]
-	[ "$(jq -r '.project.error | type' <<<"$output")" = string ]
+	[ "$(jq -r '.project.note | type' <<<"$output")" = string ]
+}
+
+@test "outside a repository the summary agrees with the sections: no error lines, no problems" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir -p norepo && cd norepo
+	unset FORGE_DB
+	run -0 --separate-stderr forge-doctor --only config,database,project
+	[[ $output == *"no problems found"* ]]
+	! grep -q '^  error' <<<"$output"
+	grep -q '^  note .*not in a repository' <<<"$output"
 }
 
 @test "a configuration that does not load is reported, exit 0" {

@@ -311,3 +311,16 @@ PY
 	# --json keeps the task as it was given
 	[ "$(forge status --json "$T" | jq -r .run.task)" = "$task" ]
 }
+
+@test "forge gate approve/reject: an unknown id is bad input (exit 2); a unique prefix of an id will do" {
+	run -2 --separate-stderr forge gate approve NOSUCH
+	[[ $stderr == "forge-gate: no gate 'NOSUCH'"* ]]
+	run -2 --separate-stderr forge gate reject NOSUCH
+	run -4 forge run --config "$CFG" "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json "$T" | jq -r '.id')
+	run -0 --separate-stderr forge gate approve "${G:0:${#G}-3}"
+	[[ $output == "approved $G; "* ]]
+	# decided already: the gate's own "no" stays exit 1
+	run -1 --separate-stderr forge gate reject "$G"
+}
