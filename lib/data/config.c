@@ -884,6 +884,9 @@ enum guard {
 	G_MAX,          /* a number, not above the person's: a timeout, a budget, a
 			 * cap, the automation level (0 is zero here; null or no
 			 * value is the fallback key's, else no limit) */
+	G_MIN,          /* a number, not below the person's: how much of a deploy
+			 * its health check watches (fewer samples, or less time
+			 * between them, see less) */
 	G_LADDER,       /* safety.ladder: no rule of a row below the person's row
 			 * (auto < ask < human) */
 	G_GATES,        /* gates: every gate of the person's list kept, as strict */
@@ -963,6 +966,8 @@ static const struct {
 	{ "deploy.health.timeout_s", G_MAX, NULL },
 	{ "deploy.health.error_rate_max", G_MAX, NULL },
 	{ "deploy.health.latency_ms_max", G_MAX, NULL },
+	{ "deploy.health.samples", G_MIN, NULL },
+	{ "deploy.health.interval_s", G_MIN, NULL },
 	{ "compile.languages.*.timeout_s", G_MAX, NULL },
 	{ "memory.recall_limit", G_MAX, NULL },
 	{ "stream.max_line_bytes", G_MAX, NULL },
@@ -1107,6 +1112,12 @@ static bool is_production(jv v)
 static double max_of(jv v)
 {
 	return jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : INFINITY;
+}
+
+/* A G_MIN value: no value is no lower bound. */
+static double min_of(jv v)
+{
+	return jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : -INFINITY;
 }
 
 /* How strict a rule of the ladder is: auto, ask, human; anything else
@@ -1337,6 +1348,8 @@ static bool widens(enum guard k, jv pv, jv mine)
 		return jv_get_kind(pv) != JV_KIND_NULL && !remote_name(pv);
 	case G_MAX:
 		return max_of(pv) > max_of(mine);
+	case G_MIN:
+		return min_of(pv) < min_of(mine);
 	case G_LADDER:
 		return ladder_looser(pv, mine);
 	case G_GATES:

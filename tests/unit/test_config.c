@@ -1048,7 +1048,8 @@ static const char *value_text(char *out, size_t size, const struct config *cfg, 
  * lower them, not raise them above the person's own value (or the
  * default's, or the key's that a missing or null one stands for), unless
  * the person trusts it.  So too the deploy's environment (not away from
- * production), strategy (no further) and canary steps (none left out). */
+ * production), strategy (no further), canary steps (none left out) and
+ * health check (no fewer samples, no shorter interval). */
 static void test_project_guard_limits(void)
 {
 	static const struct {
@@ -1096,6 +1097,10 @@ static void test_project_guard_limits(void)
 		{ "deploy.strategy", "\"merge\"", "\"command\"", "\"branch\"" },
 		{ "deploy.strategy", "\"push\"", "\"command\"", "\"merge\"" },
 		{ "deploy.canary.critical", NULL, "[100]", "[1,5,10,25,50,100]" },
+		/* its health check: fewer samples, less time between them (the
+		 * looser value first here, as "raised" above) */
+		{ "deploy.health.samples", NULL, "1", "20" },
+		{ "deploy.health.interval_s", NULL, "0", "2" },
 	};
 	struct config *cfg = NULL;
 	char got[1024], project[512], mine[256], v[256];
