@@ -333,14 +333,15 @@ no_change_run() {
 
 @test "forge gc removes a completed run that made no change (worktree and branch), keeps its records; status and show then say removed" {
 	no_change_run
+	mkdir -p "$BATS_TEST_TMPDIR/gc-tmp"   # (a shared TMPDIR holds other tests' temp dirs, which gc lists)
 	wt="$REPO/.forge/worktrees/$T"
 	[ -d "$wt" ]
 	# (before: gc kept it without a word, and nothing ever removed it)
-	run -0 forge gc --dry-run
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc --dry-run
 	assert_output "$(printf '%s\n' "run $T (no change):" "would remove worktree $wt" \
 		"would delete refs/heads/forge/$T" "would delete refs/forge/$T/base" "would remove 3 things of 1 run")"
 	[ -d "$wt" ]
-	run -0 forge gc
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
 	assert_output "$(printf '%s\n' "run $T (no change):" "removed worktree $wt" \
 		"deleted refs/heads/forge/$T" "deleted refs/forge/$T/base" "removed 3 things of 1 run")"
 	[ ! -e "$wt" ]
@@ -358,7 +359,7 @@ no_change_run() {
 	assert_line "worktree  removed (was $wt)"
 	run -0 forge show --json "$T"
 	jq -e '.removed == {branch: true, worktree: true} and .dry_run == false' <<<"$output"
-	run -0 forge gc
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
 	assert_output "nothing to remove"
 }
 
@@ -387,7 +388,8 @@ no_change_run() {
 	echo "// more" >>"$wt1/calc.c"
 	git -C "$wt1" commit -qam "a person's change"
 	echo "// edit" >>"$wt2/calc.c"
-	run -0 forge gc
+	mkdir -p "$BATS_TEST_TMPDIR/gc-tmp"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
 	assert_line "run $T1 (completed): kept: its branch has a change against its base (forge diff $T1, git -C .forge/worktrees/$T1 status)"
 	assert_line "run $T2 (completed): kept: its worktree has uncommitted changes (forge diff $T2, git -C .forge/worktrees/$T2 status)"
 	[ -d "$wt1" ]

@@ -432,7 +432,8 @@ branch_log() {
 	jq -e -s '[.[] | select(.type == "gate.rejected")] | length >= 1' <<<"$output"
 	run -0 branch_log "$T"
 	assert_output ""
-	run -1 --separate-stderr forge gate approve NO-SUCH-GATE
+	# an id no gate has is bad input (2), not a gate's "no" (1)
+	run -2 --separate-stderr forge gate approve NO-SUCH-GATE
 	[[ "$stderr" == *"no gate 'NO-SUCH-GATE'"* ]]
 }
 
@@ -1255,7 +1256,7 @@ nothing_made() {
 	run -0 --separate-stderr forge gate approve "$G"
 	run -1 --separate-stderr forge gate approve "$G"
 	[[ "$stderr" == *"already approved"* ]]
-	run -1 --separate-stderr forge gate approve 01JDB2ZZZZZZZZZZZZZZZZZZZZ
+	run -2 --separate-stderr forge gate approve 01JDB2ZZZZZZZZZZZZZZZZZZZZ
 }
 
 @test "a gate past its timeout: listed expired, refused to a late approval, and resume says why the run stops" {
