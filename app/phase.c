@@ -745,7 +745,7 @@ static double phase_cost_cap(struct phase *ph)
  * what the budget, safety.cost.per_run and per_day leave with the nodes
  * running beside it; before, each parallel node had the whole budget and
  * per_run was only checked between phases); -1 when none applies. */
-static double phase_budget_left(struct phase *ph)
+static double phase_budget_left(const char **source, struct phase *ph)
 {
 	jv budget = json_get(ph->state, "budget");
 	double left = json_has(budget, "remaining_usd") ? fmax(0, json_get_num(budget, "remaining_usd", 0)) : -1;
@@ -753,19 +753,25 @@ static double phase_budget_left(struct phase *ph)
 	char *end = NULL;
 
 	jv_free(budget);
+	if (source)
+		*source = "what the run's budget (--budget) leaves";
 	if (given && *given) {
 		double allowed = strtod(given, &end);
 
 		/* (a value that does not read is ignored: it can only lower the limit) */
-		if (end && !*end && isfinite(allowed) && (left < 0 || fmax(0, allowed) < left))
+		if (end && !*end && isfinite(allowed) && (left < 0 || fmax(0, allowed) < left)) {
 			left = fmax(0, allowed);
+			if (source)
+				*source = "this phase's share of what the run's budget, safety.cost.per_run "
+					  "and safety.cost.per_day leave";
+		}
 	}
 	return left;
 }
 
 double phase_money_left(struct phase *ph)
 {
-	double cap = phase_cost_cap(ph), budget = phase_budget_left(ph);
+	double cap = phase_cost_cap(ph), budget = phase_budget_left(NULL, ph);
 	double limit = cap >= 0 && (budget < 0 || cap < budget) ? cap : budget;
 
 	return limit < 0 ? -1 : fmax(0, limit - ph->cost_usd);
@@ -911,7 +917,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		cfg->max_iterations = (int)config_phase_num(ph, "safety.iterations");
 	cfg->max_cost_usd = phase_cost_cap(ph);
 	/* (-1: no budget; an overspent one leaves nothing, not no limit) */
-	cfg->budget_remaining_usd = phase_budget_left(ph);
+	cfg->budget_remaining_usd = phase_budget_left(&cfg->budget_source, ph);
 	if (!cfg->max_time_ms)
 		cfg->max_time_ms = (long long)(config_phase_num(ph, "safety.time_s") * 1000);
 	/* the run's own limit, as the supervisor saw it (a call it ended

@@ -797,14 +797,15 @@ DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
 	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
 	last_state | jq -e '.status == "tripped" and .cost.usd == 0.0225 and .budget.remaining_usd == 1 - 0.0225'
 	run -0 events_of breaker.tripped
-	assert_output '{"limit_usd":0.02,"cost_usd":0.0225,"breaker":"cost","reason":"cost $0.0225 reached the limit of $0.0200"}'
+	assert_output '{"limit_usd":0.02,"cost_usd":0.0225,"breaker":"cost","reason":"cost $0.0225 reached the limit of $0.0200 (safety.cost.per_phase.implement)"}'
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 3 ]
 	# the run's remaining budget likewise, and the iterations
 	plan_state T31 | jq -c '.budget = {usd: 0.02, remaining_usd: 0.02}' >"$BATS_TEST_TMPDIR/plan31.json"
 	mock "[$BREAK_TESTS,$DONE,$LIST,$DONE,$LIST,$DONE,$LIST,$DONE]"
 	echo '{"memory":{"reflect":false},"implement":{"fix_rounds":3}}' >"$BATS_TEST_TMPDIR/c.json"
 	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan31.json"
-	events_of breaker.tripped | jq -e '.breaker == "cost" and .cost_usd == 0.0225'
+	events_of breaker.tripped | jq -e '.breaker == "cost" and .cost_usd == 0.0225 and
+		(.reason | endswith("(what the run'"'"'s budget (--budget) leaves)"))'
 	plan_state T32 >"$BATS_TEST_TMPDIR/plan32.json"
 	mock "[$BREAK_TESTS,$DONE,$LIST,$DONE,$LIST,$DONE,$LIST,$DONE]"
 	echo '{"memory":{"reflect":false},"implement":{"fix_rounds":3},"safety":{"iterations":{"implement":3}}}' \
@@ -820,7 +821,7 @@ DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
 	echo '{"safety":{"cost":{"per_phase":{"implement":0}}}}' >"$BATS_TEST_TMPDIR/c.json"
 	run -3 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
 	run -0 events_of breaker.tripped
-	assert_output '{"limit_usd":0,"cost_usd":0,"breaker":"cost","reason":"cost $0.0000 reached the limit of $0.0000"}'
+	assert_output '{"limit_usd":0,"cost_usd":0,"breaker":"cost","reason":"cost $0.0000 reached the limit of $0.0000 (safety.cost.per_phase.implement)"}'
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
 }
 

@@ -557,8 +557,9 @@ branch_log() {
 	replay run-clean.jsonl
 	run -3 --separate-stderr forge run --budget 0.03 "add a mul operation" </dev/null
 	T=$(last_trace)
-	# plan cost $0.0191; implement's agent stopped at what remained ($0.0109)
-	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0109"* ]]
+	# plan cost $0.01905; implement's agent stopped at what remained ($0.01095),
+	# and the message names the limit
+	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0110 (what the run's budget (--budget) leaves)"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.status == "tripped" and .state.budget.usd == 0.03' <<<"$output"
 	# a spent budget makes no more calls: not the agent's reflection on the
@@ -587,15 +588,15 @@ branch_log() {
 	echo '{"safety":{"cost":{"per_day":0.03}}}' >"$BATS_TEST_TMPDIR/day.json"
 	echo '{"safety":{"cost":{"per_run":0.03}}}' >"$BATS_TEST_TMPDIR/run.json"
 	replay run-clean.jsonl
-	# plan cost $0.0191; implement's agent stopped at what remained ($0.0109)
+	# plan cost $0.01905; implement's agent stopped at what remained ($0.01095)
 	run -3 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/day.json" "add a mul operation" </dev/null
-	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0109"* ]]
+	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0110 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave)"* ]]
 	T=$(last_trace)
 	run -0 sqlite3 "$FORGE_DB" "select round(sum(cost_usd), 4) from llm_calls where trace_id = '$T'"
 	assert_output 0.0335
 	# today's $0.0335 is not this run's: per_run alone limits it
 	run -3 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/run.json" "add a mul operation" </dev/null
-	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0109"* ]]
+	[[ "$stderr" == *"cost \$0.0144 reached the limit of \$0.0110 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave)"* ]]
 	T=$(last_trace)
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.status == "tripped" and .state.cost.usd < 0.034' <<<"$output"
@@ -613,7 +614,7 @@ branch_log() {
 	echo '{"pipeline":"par","version":1,"nodes":[{"id":"p1","phase":"plan"},{"id":"p2","phase":"plan","result_key":"plan2"}]}' >"$p"
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$c"
 	run -3 --separate-stderr forge run --pipeline "$p" --jobs 2 --budget 0.5 "add a mul operation" </dev/null
-	[[ "$stderr" == *"[p1] forge-plan: tripped: cost \$0.3000 reached the limit of \$0.2500"* ]]
+	[[ "$stderr" == *"[p1] forge-plan: tripped: cost \$0.3000 reached the limit of \$0.2500 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave)"* ]]
 	[[ "$stderr" == *"[p2] forge-plan: tripped: cost \$0.3000 reached the limit of \$0.2500"* ]]
 	T=$(last_trace)
 	run -0 sqlite3 "$FORGE_DB" "select count(*), round(sum(cost_usd), 4) from llm_calls where trace_id = '$T'"

@@ -4,6 +4,7 @@
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/money.h"
 #include "core/resource.h"
 #include "data/schema.h"
 #include "data/stream.h"
@@ -198,7 +199,8 @@ static bool breakers_hold(struct agent *a, struct call_window *w)
 {
 	struct agent_config *cfg = a->cfg;
 	long long now = agent_now(a);
-	double limit = agent_cost_limit(cfg), cost = agent_phase_cost(a);
+	const char *limit_source = NULL;
+	double limit = agent_cost_limit_named(&limit_source, cfg), cost = agent_phase_cost(a);
 	int max_iter = cfg->max_iterations > 0 ? cfg->max_iterations : 10;
 	int iterations = cfg->spent_iterations + a->res->iterations;
 
@@ -209,9 +211,15 @@ static bool breakers_hold(struct agent *a, struct call_window *w)
 		return false;
 	}
 	if (limit >= 0 && cost >= limit) {
+		char spent[MONEY_LEN], allowed[MONEY_LEN], phase_key[96];
+
+		/* (which limit: a user raising the wrong one gets nowhere) */
+		snprintf(phase_key, sizeof phase_key, "safety.cost.per_phase.%s",
+			 cfg->phase ? cfg->phase : "PHASE");
 		trip(a, "cost", json_set(json_set(jv_object(), "limit_usd", jv_number(limit)),
 					 "cost_usd", jv_number(cost)),
-		     "cost $%.4f reached the limit of $%.4f", cost, limit);
+		     "cost $%s reached the limit of $%s (%s)", money_fmt(spent, sizeof spent, cost),
+		     money_fmt(allowed, sizeof allowed, limit), limit_source ? limit_source : phase_key);
 		return false;
 	}
 	if (!time_holds(a))

@@ -105,6 +105,8 @@ struct agent_config {
 	int max_iterations;             /* 0 = 10 */
 	double max_cost_usd;            /* phase limit; < 0 = none, 0 = nothing may be spent */
 	double budget_remaining_usd;    /* the run's remaining budget; < 0 = none */
+	const char *budget_source;      /* what set budget_remaining_usd, named in the
+	                                   cost breaker's message; NULL = "the run's budget" */
 	long long max_time_ms;          /* 0 = none */
 	long long run_time_left_ms;     /* what the run's own time limit (safety.time_s.total)
 	                                   leaves it as the loop starts; 0 = none */

@@ -41,10 +41,20 @@ long long agent_deadline(struct agent *a)
 
 double agent_cost_limit(const struct agent_config *cfg)
 {
-	double limit = cfg->max_cost_usd >= 0 ? cfg->max_cost_usd : -1;
+	return agent_cost_limit_named(NULL, cfg);
+}
 
-	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit))
+double agent_cost_limit_named(const char **source, const struct agent_config *cfg)
+{
+	double limit = cfg->max_cost_usd >= 0 ? cfg->max_cost_usd : -1;
+	const char *what = NULL;
+
+	if (cfg->budget_remaining_usd >= 0 && (limit < 0 || cfg->budget_remaining_usd < limit)) {
 		limit = cfg->budget_remaining_usd;
+		what = cfg->budget_source ? cfg->budget_source : "what the run's budget left the phase";
+	}
+	if (source)
+		*source = what;
 	return limit;
 }
 

@@ -45,6 +45,10 @@ long long agent_now(struct agent *a);
 /* The cost limit (the lower of the phase's and the run's remaining
  * budget), -1 when there is none. */
 double agent_cost_limit(const struct agent_config *cfg);
+/* The same, and in *source which limit it is, for the breaker's message:
+ * the run's (cfg->budget_source or a default text), or NULL when the
+ * limit is the phase's own (max_cost_usd) or there is none. */
+double agent_cost_limit_named(const char **source, const struct agent_config *cfg);
 
 /* What the phase has spent: earlier runs of the loop (cfg->spent_usd) and
  * this one. */
