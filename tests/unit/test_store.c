@@ -1797,6 +1797,17 @@ static void test_breaker_reads(void)
 	CHECK(usd == 6);
 	CHECK(store_cost_between(&usd, st, "2026-11-23T00:00:00.000Z", "2026-11-24T00:00:00.000Z") == 0);
 	CHECK(usd == 0);
+	/* found by the model calls' own index in time order, not by reading
+	 * every llm.called event ever stored (020-llm-called-by-time) */
+	sqlite3_stmt *plan = NULL;
+	struct buf how = BUF_INIT;
+	CHECK(sqlite3_prepare_v2(store_db(st), "EXPLAIN QUERY PLAN SELECT record FROM event_log"
+				 " WHERE type = 'llm.called' AND ts >= ?1 AND ts < ?2", -1, &plan, NULL) == SQLITE_OK);
+	while (sqlite3_step(plan) == SQLITE_ROW)
+		buf_adds(&how, (const char *)sqlite3_column_text(plan, 3));
+	sqlite3_finalize(plan);
+	CHECK_MSG(strstr(how.buf, "USING INDEX event_log_llm_called_ts (type=? AND ts>? AND ts<?)"), "%s", how.buf);
+	buf_release(&how);
 	for (int i = 0; i < 5; i++) {
 		snprintf(line, sizeof line, BREAKER_EVENT, i, i, i < 2 ? "tool.failed" : i < 4 ? "tool.executed" : "llm.called");
 		jv e = parse(line);

@@ -1,0 +1,11 @@
+-- 020-llm-called-by-time: the model calls' events indexed by time.
+--
+-- safety.cost.per_day sums the cost of today's llm.called events
+-- (store_cost_between) before every phase a run starts and in every
+-- breaker check.  With only event_log_type to search, SQLite read every
+-- llm.called event ever stored to test its ts: ~0.3 s with 100,000 calls
+-- in the database, growing with its age.  A partial index holds only those
+-- events (the other events' inserts do not touch it), in time order.
+-- (type, ts), not (ts): SQLite's planner, without statistics, prefers an
+-- equality on event_log_type to a range on (ts) alone.
+CREATE INDEX event_log_llm_called_ts ON event_log (type, ts) WHERE type = 'llm.called';
