@@ -152,7 +152,7 @@ check_run() {
 @test "a model without a price: forge run and a phase refuse it (exit 2) before any call; llm.pricing makes it usable" {
 	export OPENAI_API_KEY=test-key
 	mock_reset
-	local why="no price known for model 'proxy-9', so the cost limits (budget.usd, --budget, safety.cost.*) cannot hold: add its price under llm.pricing in USD per million tokens, e.g. forge config set --global llm.pricing '{\"proxy-9\":{\"input\":0,\"output\":0}}' for a free local model"
+	local why="no price known for model 'proxy-9', so the cost limits (budget.usd, --budget, safety.cost.*) cannot hold: add its price under llm.pricing in USD per million tokens, e.g. forge config set --global 'llm.pricing.proxy-9' '{\"input\":0,\"output\":0}' for a free local model"
 	run -2 --separate-stderr forge run --auto-approve --budget 0.01 \
 		--provider openai --base-url "$MOCK_URL/v1" --model proxy-9 "add a mul operation" </dev/null
 	assert_equal "$stderr" "forge: the plan phase cannot use its model: $why; nothing was started"
@@ -169,6 +169,31 @@ check_run() {
 	echo '{"llm":{"pricing":{"proxy-9":{"input":0,"output":0}}}}' >"$BATS_TEST_TMPDIR/priced.json"
 	run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/priced.json" --provider openai \
 		--base-url "$MOCK_URL/v1" --model proxy-9 --task "add a mul operation"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .cost.usd == 0'
+}
+
+@test "the price advice, followed for two models with dots in their names, keeps both prices" {
+	# (before: it set llm.pricing whole, and the second model's price
+	# dropped the first's, hunt59 #7)
+	export OPENAI_API_KEY=test-key HOME="$BATS_TEST_TMPDIR/home" XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/home/.config"
+	local m advice
+	for m in qwen2.5-coder:7b llama3.1:8b; do
+		run -2 --separate-stderr forge-plan --provider openai --base-url "$MOCK_URL/v1" --model "$m" \
+			--task "add a mul operation"
+		advice=$(grep -o "forge config set --global 'llm.pricing[^ ]*' '[^']*'" <<<"$stderr")
+		assert_equal "$advice" "forge config set --global 'llm.pricing.\"$m\"' '{\"input\":0,\"output\":0}'"
+		eval "run -0 $advice"
+	done
+	run -0 forge config get llm.pricing
+	jq -e '.["qwen2.5-coder:7b"] == {input: 0, output: 0} and .["llama3.1:8b"] == {input: 0, output: 0}' <<<"$output"
+	run -0 forge config get 'llm.pricing."qwen2.5-coder:7b".output'
+	assert_output 0
+	# a quote left open is a bad path (exit 2), not a key
+	run -2 --separate-stderr forge config get 'llm.pricing."qwen2.5-coder:7b'
+	[[ "$stderr" == *"invalid configuration path"* ]]
+	script_run run-clean.jsonl
+	run -0 --separate-stderr forge-plan --provider openai --base-url "$MOCK_URL/v1" --model qwen2.5-coder:7b \
+		--task "add a mul operation"
 	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .cost.usd == 0'
 }
 

@@ -126,24 +126,32 @@ const struct config_env_var *config_env_vars(void)
 
 /* ---- paths ---------------------------------------------------------- */
 
-/* "a.b.c" as ["a","b","c"]; an invalid jv (message set) on an empty segment. */
+/*
+ * "a.b.c" as ["a","b","c"]; a segment in double quotes may hold dots
+ * (llm.pricing."qwen2.5-coder:7b": a model's name is a key).  An invalid
+ * jv (message set) on an empty or unterminated segment.
+ */
 static jv path_keys(const char *path)
 {
 	jv keys = jv_array();
 	const char *p = path;
 
 	for (;;) {
-		size_t n = strcspn(p, ".");
+		bool quoted = *p == '"';
+		const char *seg = p + quoted;
+		size_t n = quoted ? strcspn(seg, "\"") : strcspn(seg, ".");
+		const char *after = seg + n + (quoted && seg[n] == '"');
 
-		if (n == 0 || n > 1024) {
+		if (n == 0 || n > 1024 || (quoted && seg[n] != '"') || (*after && *after != '.')) {
 			jv_free(keys);
-			forge_error("invalid configuration path '%s'", path);
+			forge_error("invalid configuration path '%s'%s", path,
+				    quoted ? " (a quoted key ends with '\"' before the next '.')" : "");
 			return jv_invalid();
 		}
-		keys = jv_array_append(keys, jv_string_sized(p, (int)n));
-		if (p[n] == '\0')
+		keys = jv_array_append(keys, jv_string_sized(seg, (int)n));
+		if (*after == '\0')
 			return keys;
-		p += n + 1;
+		p = after + 1;
 	}
 }
 
@@ -200,7 +208,9 @@ static char *path_join(jv keys)
 	jv_array_foreach(keys, i, key) {
 		if (i > 0)
 			buf_addch(&b, '.');
-		if (jv_get_kind(key) == JV_KIND_STRING)
+		if (jv_get_kind(key) == JV_KIND_STRING && strchr(jv_string_value(key), '.'))
+			buf_addf(&b, "\"%s\"", jv_string_value(key));
+		else if (jv_get_kind(key) == JV_KIND_STRING)
 			buf_adds(&b, jv_string_value(key));
 		else
 			buf_addf(&b, "%d", (int)jv_number_value(key));
@@ -1608,6 +1618,20 @@ void config_free(struct config *cfg)
 
 /* ---- queries -------------------------------------------------------- */
 
+static jv lookup_keys(const struct config *cfg, jv keys);
+
+/* lookup() of a path with a quoted segment (path_keys): the slow way. */
+static jv lookup_quoted(const struct config *cfg, const char *path)
+{
+	jv keys = path_keys(path), v;
+
+	if (!jv_is_valid(keys))
+		return keys;
+	v = lookup_keys(cfg, keys);
+	jv_free(keys);
+	return v;
+}
+
 /* The value at a dotted path (new reference), or an invalid jv when
  * absent: its first segment is a section (section()), the rest steps into
  * it; "" is the whole. */
@@ -1615,6 +1639,8 @@ static jv lookup(const struct config *cfg, const char *path)
 {
 	if (!*path)
 		return whole(cfg);
+	if (strchr(path, '"'))
+		return lookup_quoted(cfg, path);
 	size_t n = strcspn(path, ".");
 	jv cur = section(cfg, path, n);
 

@@ -242,10 +242,13 @@ int llm_client_require_price(const struct llm_client *c)
 
 	if (!c->p || llm_price_find(&p, c->pricing, c->model) == 0)
 		return 0;
+	/* (the key is the model's alone: setting llm.pricing whole would drop
+	 * the prices set before; quoted, a name may hold dots) */
+	bool dotted = strchr(c->model, '.') != NULL;
 	return forge_error("no price known for model '%s', so the cost limits (budget.usd, --budget, "
 			   "safety.cost.*) cannot hold: add its price under llm.pricing in USD per million "
-			   "tokens, e.g. forge config set --global llm.pricing '{\"%s\":{\"input\":0,\"output\":0}}' "
-			   "for a free local model", c->model, c->model);
+			   "tokens, e.g. forge config set --global 'llm.pricing.%s%s%s' '{\"input\":0,\"output\":0}' "
+			   "for a free local model", c->model, dotted ? "\"" : "", c->model, dotted ? "\"" : "");
 }
 
 enum llm_error llm_client_error(const struct llm_client *c)
