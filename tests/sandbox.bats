@@ -88,6 +88,28 @@ namespaces_available() {
 	[ "$(jq -r .output <<<"$output")" = "$(printf 'lo\n[exit status 0]')" ]
 }
 
+@test "a plain command line runs without a shell in between; any other, or one the shell must find, still goes through /bin/sh" {
+	[ "$(namespaces_available)" = true ] || skip "no namespaces here"
+	# PID 1 is the namespace's init: the program is its child, not a shell's
+	run -0 tool run_command '{"command":"grep PPid /proc/self/status"}'
+	[ "$(jq -r .output <<<"$output")" = "$(printf 'PPid:\t1\n[exit status 0]')" ]
+	# as under the shell: PWD is the directory it runs in
+	run -0 tool run_command '{"command":"printenv PWD"}'
+	[ "$(jq -r .output <<<"$output")" = "$(printf '%s\n[exit status 0]' "$(cd "$WT" && pwd -P)")" ]
+	# a pipe, a builtin, a script without #!, a missing program: the shell's
+	run -0 tool run_command '{"command":"grep PPid /proc/self/status | cat"}'
+	[ "$(jq -r .output <<<"$output")" != "$(printf 'PPid:\t1\n[exit status 0]')" ]
+	run -0 tool run_command '{"command":"echo -n x"}'
+	[ "$(jq -r .output <<<"$output")" = "$(printf 'x\n[exit status 0]')" ]
+	printf 'echo no-shebang ran\n' >"$WT/plain.sh"
+	chmod +x "$WT/plain.sh"
+	run -0 tool run_command '{"command":"./plain.sh"}'
+	[ "$(jq -r .output <<<"$output")" = "$(printf 'no-shebang ran\n[exit status 0]')" ]
+	run -1 tool run_command '{"command":"no-such-program-here x"}'
+	[ "$(jq -r .data.exit_code <<<"$output")" = 127 ]
+	assert_output --partial "not found"
+}
+
 @test "a timeout kills the whole process group" {
 	local d=37.$$ # a duration no other test (run in parallel) uses: pgrep sees every process
 	run -1 tool run_command "{\"command\":\"(sleep $d; echo late > $BATS_TEST_TMPDIR/late) & sleep $d\",\"timeout_s\":0.5}"

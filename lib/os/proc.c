@@ -400,6 +400,19 @@ static int apply_landlock(const struct child_plan *p)
 }
 
 /* Hand the command's wait status to the parent and exit with it. */
+/* exec the command: the direct program first when there is one (a failed
+ * try changes nothing: argv, the shell, then runs as ever and says what
+ * went wrong).  Returns only when both failed, with errno of the last. */
+static void exec_command(const struct child_plan *p)
+{
+	const struct proc_opts *o = p->o;
+
+	if (o->direct_path && o->direct_argv)
+		execve(o->direct_path, (char *const *)o->direct_argv,
+		       o->direct_envp ? o->direct_envp : p->envp);
+	execve(o->argv[0], (char *const *)o->argv, p->envp);
+}
+
 static __attribute__((noreturn)) void pass_status(const struct child_plan *p, int st)
 {
 	if (write(p->status_fd, &st, sizeof(st)) < 0) {
@@ -450,7 +463,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 		apply_seccomp(p);
 		apply_limits(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-		execve(o->argv[0], (char *const *)o->argv, p->envp);
+		exec_command(p);
 		child_fail(p->rep_fd, ST_EXEC, errno);
 	}
 	close(p->rep_fd);
@@ -534,7 +547,7 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 		apply_limits(p);
 		drop_caps(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-		execve(o->argv[0], (char *const *)o->argv, p->envp);
+		exec_command(p);
 		child_fail(p->rep_fd, ST_EXEC, errno);
 	}
 	/* (not setpgid(cmd, cmd) here: a group leader could not setsid(),
@@ -655,7 +668,7 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	apply_limits(p);
 	/* Everything above fd 2 closes at exec (the report pipe included). */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-	execve(o->argv[0], (char *const *)o->argv, p->envp);
+	exec_command(p);
 	child_fail(p->rep_fd, ST_EXEC, errno);
 }
 

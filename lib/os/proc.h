@@ -125,6 +125,14 @@ struct nsview_bind;
 struct proc_opts {
 	const char *const *argv;      /* argv[0] is a path; required */
 	char *const *envp;            /* NULL = inherit */
+	/* Tried first when set: execve(direct_path, direct_argv, direct_envp)
+	 * in the confined child; should it fail (any errno), argv runs as
+	 * usual.  For a command line the shell would run as one program
+	 * (os/sandbox.h): the program is exec'd without the shell in between,
+	 * and the shell still reports what it cannot run. */
+	const char *direct_path;
+	const char *const *direct_argv;
+	char *const *direct_envp;     /* NULL = envp */
 	const char *cwd;              /* NULL = the caller's */
 	const char *input;            /* stdin data; NULL = /dev/null */
 	size_t input_len;

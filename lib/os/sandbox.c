@@ -1756,6 +1756,125 @@ out:
 	buf_release(&text);
 }
 
+/*
+ * A command line the shell would run as one program, found without it:
+ * `make test`, `cargo build --release`, `./configure`.  /bin/sh -c costs a
+ * process of its own per command (its exec, its dynamic linking, its fork
+ * of the program): about as much as the program's own start.  Only plain
+ * words qualify -- no quoting, expansion, redirection, operator, glob,
+ * tilde or comment, no assignment first, no shell builtin or keyword (the
+ * shell's echo or test is not /usr/bin's) -- and only when PATH (the
+ * command's) names the program; dash exports PWD to what it runs, so the
+ * direct environment has it too (not when one is inherited: the shell
+ * would keep a logical one).  Anything else, or an exec that fails in the
+ * child, goes through the shell as before (proc.h, direct_path).
+ */
+struct direct_cmd {
+	char *path;               /* the program, as the shell would find it */
+	char **argv;              /* the words; argv[0] as typed */
+	char **envp;              /* env + PWD */
+};
+
+static void direct_cmd_release(struct direct_cmd *d)
+{
+	free(d->path);
+	strv_free(d->argv);
+	free(d->envp ? d->envp[0] : NULL);   /* the PWD entry; the rest is env's */
+	free(d->envp);
+	memset(d, 0, sizeof(*d));
+}
+
+static bool shell_word_char(char c)
+{
+	return isalnum((unsigned char)c) || strchr("_./:,+@%=-", c);
+}
+
+static bool shell_builtin(const char *w)
+{
+	static const char *const names[] = {
+		".", ":", "[", "alias", "bg", "break", "case", "cd", "command", "continue",
+		"do", "done", "echo", "elif", "else", "esac", "eval", "exec", "exit",
+		"export", "false", "fc", "fg", "fi", "for", "getopts", "hash", "if", "in",
+		"jobs", "kill", "local", "printf", "pwd", "read", "readonly", "return",
+		"set", "shift", "test", "then", "times", "trap", "true", "type", "ulimit",
+		"umask", "unalias", "unset", "until", "wait", "while", NULL,
+	};
+
+	for (size_t i = 0; names[i]; i++)
+		if (!strcmp(w, names[i]))
+			return true;
+	return false;
+}
+
+/* d filled (true) when cmd is such a command line; env is the command's. */
+static bool direct_cmd_build(struct direct_cmd *d, const char *cmd, char *const *env,
+			     const char *cwd)
+{
+	const char *path_env = NULL;
+	size_t nw = 0, ne = 0;
+	char *real_cwd = NULL;
+	struct buf pwd = BUF_INIT;
+
+	memset(d, 0, sizeof(*d));
+	for (const char *c = cmd; *c; c++)
+		if (*c != ' ' && *c != '\t' && !shell_word_char(*c))
+			return false;
+	for (; env && env[ne]; ne++) {
+		if (!strncmp(env[ne], "PWD=", 4))
+			return false;
+		if (!strncmp(env[ne], "PATH=", 5))
+			path_env = env[ne] + 5;
+	}
+	d->argv = xcalloc(strlen(cmd) / 2 + 2, sizeof(char *));
+	for (const char *c = cmd; *c;) {
+		size_t n;
+		c += strspn(c, " \t");
+		if (!(n = strcspn(c, " \t")))
+			break;
+		d->argv[nw++] = xstrndup(c, n);
+		c += n;
+	}
+	if (!nw || strchr(d->argv[0], '=') || shell_builtin(d->argv[0]))
+		goto no;
+	if (strchr(d->argv[0], '/')) {
+		d->path = xstrdup(d->argv[0]);	/* as the shell: no search */
+	} else {
+		/* the shell's search: the first regular executable file; an
+		 * empty entry (the current directory) is left to the shell */
+		for (const char *dir = path_env; dir && !d->path;) {
+			size_t n = strcspn(dir, ":");
+			struct buf b = BUF_INIT;
+			struct stat st;
+			if (!n || dir[0] != '/')
+				goto no;
+			buf_addf(&b, "%.*s/%s", (int)n, dir, d->argv[0]);
+			if (stat(b.buf, &st) == 0 && S_ISREG(st.st_mode) && access(b.buf, X_OK) == 0)
+				d->path = buf_detach(&b, NULL);
+			buf_release(&b);
+			dir += n;
+			if (*dir == ':')
+				dir++;
+			else
+				break;
+		}
+		if (!d->path)
+			goto no;
+	}
+	if (!(real_cwd = realpath(cwd, NULL)))
+		goto no;
+	d->envp = xcalloc(ne + 2, sizeof(char *));
+	buf_addf(&pwd, "PWD=%s", real_cwd);
+	d->envp[0] = buf_detach(&pwd, NULL);
+	for (size_t i = 0; i < ne; i++)
+		d->envp[i + 1] = env[i];
+	free(real_cwd);
+	return true;
+no:
+	free(real_cwd);
+	direct_cmd_release(d);
+	return false;
+}
+
 int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_policy *p,
 		const struct sandbox_cmd *cmd)
 {
@@ -1764,6 +1883,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	struct sandbox_walls walls;
 	struct sandbox_cmd abs;
 	struct git_link git_link = { .len = -1 };
+	struct direct_cmd direct = { 0 };
 	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
 	char **env = NULL;
@@ -1785,6 +1905,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
 	write_identity(cmd->tmp, cmd->root);
 	git_link_save(&git_link, cmd->root);
+	(void)direct_cmd_build(&direct, cmd->command, env, cmd->cwd ? cmd->cwd : cmd->root);
 again:
 	o = (struct proc_opts)PROC_OPTS_INIT;
 	jv_free(notes);
@@ -1868,6 +1989,9 @@ again:
 	}
 	o.argv = argv;
 	o.envp = env;
+	o.direct_path = direct.path;
+	o.direct_argv = (const char *const *)direct.argv;
+	o.direct_envp = direct.envp;
 	o.contain = true;	/* with or without a PID namespace */
 	o.deny_keys = true;	/* os/seccomp.h */
 	/* Without the mount view the host's pathname unix sockets are there,
@@ -1918,6 +2042,7 @@ out:
 		notes = jv_null();
 	}
 	jv_free(notes);
+	direct_cmd_release(&direct);
 	sandbox_env_free(env);
 	landlock_ruleset_free(rs);
 	sandbox_walls_release(&walls);
