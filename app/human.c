@@ -212,6 +212,13 @@ void human_tests(FILE *f, const char *prog, jv tests, bool colour)
 			jv_free(t);
 		}
 	}
+	/* the failures past the ones the state lists: say so, and where
+	 * they all are (the note) */
+	if (json_get_num(tests, "failures_omitted", 0) > 0 && json_get_str(tests, "note")) {
+		fprintf(f, "%s: ", prog);
+		put_one_line(f, json_get_str(tests, "note"));
+		fputc('\n', f);
+	}
 	double passed = json_get_num(sum, "passed", 0), failed = json_get_num(sum, "failed", 0);
 	fprintf(f, "%s: ", prog);
 	sgr(f, colour && passed > 0, "\033[32m");

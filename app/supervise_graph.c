@@ -573,7 +573,13 @@ static void job_stdout(void *payload, const char *line, size_t len, int cut)
 	jv rec = cut ? jv_invalid() : json_parse(line, len);
 	const char *kind = jv_get_kind(rec) == JV_KIND_OBJECT ? json_get_str(rec, "kind") : NULL;
 
-	if (jv_get_kind(rec) != JV_KIND_OBJECT) {
+	if (cut) {
+		/* a record, maybe, but past the line limit: say that, not "not
+		 * a record" (a node whose state is lost this way then ends
+		 * "without a state", and this is why) */
+		fprintf(stderr, "forge: node '%s' wrote a line longer than the limit of %u bytes (ignored)\n",
+			j->x->g->nodes[j->node].id, STREAM_MAX_LINE_DEFAULT);
+	} else if (jv_get_kind(rec) != JV_KIND_OBJECT) {
 		fprintf(stderr, "forge: node '%s' wrote a line that is not a record (ignored)\n",
 			j->x->g->nodes[j->node].id);
 	} else if (kind && strcmp(kind, "event") == 0) {

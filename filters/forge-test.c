@@ -57,7 +57,11 @@ enum { OPT_FORCE = 256, OPT_JUNIT, OPT_COMMAND };
 
 #define OUT_CAP (8u << 20)          /* output kept from the test command */
 #define FAILURE_OUTPUT_MAX 8000     /* per failure in the state (its tail) */
+#define FAILURE_MESSAGE_MAX 4000    /* per failure in the state (its head) */
+#define FAILURES_LISTED 200         /* failures in the state; the rest are counted */
 #define PROMPT_OUTPUT_MAX 4000      /* per failure in the prompt */
+#define RERUN_BATCHES_MAX 8         /* reruns by name of one run's failures */
+#define EVENT_NAMES_MAX 1000        /* test names listed in one test.rerun event */
 #define PROMPT_MAX (120u << 10)
 #define SOURCE_READ_MAX (1u << 20)  /* bytes read of a failure's source file */
 /* tests.not_run, the run's summary and the warning when nothing ran */
@@ -314,30 +318,28 @@ static const char *env_signature(const struct testcase *c, const struct tst *t, 
 	return sig;
 }
 
-/* Rerun the failures once; mark the ones that pass as flaky. */
-static void rerun_failures(struct phase *ph, struct tst *t)
+/* list with name appended, while it holds fewer than EVENT_NAMES_MAX;
+ * *more counts the names left out. */
+static jv list_name(jv list, long *more, const char *name)
 {
-	const char **names = xcalloc(t->run.ncases + 1, sizeof *names);
-	size_t n = 0;
-	bool all_named = true;
-
-	for (size_t i = 0; i < t->run.ncases; i++) {
-		const struct testcase *c = &t->run.cases[i];
-		if (!failing(c))
-			continue;
-		if (c->synthetic)
-			all_named = false;
-		else
-			names[n++] = c->name;
+	if (jv_array_length(jv_copy(list)) >= EVENT_NAMES_MAX) {
+		(*more)++;
+		return list;
 	}
-	char *by_name = all_named && n > 0 ? testrun_rerun_command(t->command, names, n) : NULL;
+	return jv_array_append(list, jv_string(name));
+}
+
+/* Rerun the failing cases idx[0..n) with by_name (NULL: the whole
+ * command) and mark the ones that pass as flaky: batch of batches. */
+static void rerun_batch(struct phase *ph, struct tst *t, const char *by_name, const size_t *idx, size_t n,
+			int batch, int batches)
+{
 	const char *cmd = by_name ? by_name : t->command;
 	struct proc_result res;
 	jv before = testrun_junit_snapshot(t->dir, config_get_str(ph->cfg, "tools.test_report"));
 	struct testrun again;
 	char *report = NULL;
 
-	phase_progress(ph, "rerunning %zu failing test%s", n, n == 1 ? "" : "s");
 	int rc = run(ph, &res, cmd, t->dir, t->timeout_ms);
 	bool parsed = rc == 0 && read_results(&again, &report, NULL, ph, t, &res, jv_copy(before)) == 1;
 	jv_free(before);
@@ -347,11 +349,10 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 		testrun_init(&again);
 	bool clean = rc == 0 && res.exit_code == 0 && !res.timed_out && again.failed == 0;
 	jv flaky = jv_array(), still = jv_array();
+	long flaky_more = 0, still_more = 0;
 
-	for (size_t i = 0; i < t->run.ncases; i++) {
-		struct testcase *c = &t->run.cases[i];
-		if (!failing(c))
-			continue;
+	for (size_t k = 0; k < n; k++) {
+		struct testcase *c = &t->run.cases[idx[k]];
 		const struct testcase *a = NULL;
 		enum tc_match m = parsed && !c->synthetic ? testrun_match(&again, c, &a) : TC_ABSENT;
 		/* A rerun by name that ran no test at all says nothing of this
@@ -371,9 +372,9 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 			t->run.failed--;
 			t->run.passed++;
 			t->run.flaky++;
-			flaky = jv_array_append(flaky, jv_string(c->name));
+			flaky = list_name(flaky, &flaky_more, c->name);
 		} else {
-			still = jv_array_append(still, jv_string(c->name));
+			still = list_name(still, &still_more, c->name);
 		}
 	}
 	jv ev = jv_object();
@@ -381,16 +382,93 @@ static void rerun_failures(struct phase *ph, struct tst *t)
 	ev = json_set(ev, "by_name", jv_bool(by_name != NULL));
 	ev = json_set(ev, "exit_code", rc == 0 ? jv_number(res.exit_code) : jv_null());
 	ev = json_set(ev, "duration_ms", jv_number((double)res.duration_ms));
-	t->rerun = jv_copy(ev);
+	if (batches > 1)
+		ev = json_set(ev, "batches", jv_number(batches));
+	if (batch == 0) {
+		jv_free(t->rerun);
+		t->rerun = jv_copy(ev);
+	} else {
+		/* the state's one rerun: the first batch's command, the time of
+		 * all, and a batch that did not start or failed shows */
+		double ms = json_get_num(t->rerun, "duration_ms", 0) + (double)res.duration_ms;
+		t->rerun = json_set(t->rerun, "duration_ms", jv_number(ms));
+		if (json_get_num(t->rerun, "exit_code", -1) == 0)
+			t->rerun = json_set(t->rerun, "exit_code", rc == 0 ? jv_number(res.exit_code) : jv_null());
+	}
+	if (batches > 1)
+		ev = json_set(ev, "batch", jv_number(batch + 1));
 	ev = json_set(ev, "flaky", flaky);
 	ev = json_set(ev, "still_failing", still);
-	if (rc != 0)
+	/* the names past EVENT_NAMES_MAX are counted: a list of 100000
+	 * names of 1 KiB is over the stream's line limit */
+	if (flaky_more)
+		ev = json_set(ev, "flaky_not_listed", jv_number((double)flaky_more));
+	if (still_more)
+		ev = json_set(ev, "still_failing_not_listed", jv_number((double)still_more));
+	if (rc != 0) {
+		/* (before: said nowhere but in this event's exit_code null, and
+		 * every failure stayed "real" as if rerun) */
 		ev = json_set(ev, "error", jv_string(forge_last_error()));
+		phase_say(ph, "the rerun of %zu failing test%s could not start (%s): they count as failing", n,
+			  n == 1 ? "" : "s", forge_last_error());
+	}
 	phase_emit(ph, "test.rerun", ev);
 	testrun_release(&again);
 	free(report);
 	proc_result_release(&res);
-	free(by_name);
+}
+
+/* Rerun the failures once; mark the ones that pass as flaky.  By name
+ * where the runner selects by name, in batches of what fits one command
+ * (testrun_rerun_command); all of them with the whole command otherwise,
+ * or when they need more than RERUN_BATCHES_MAX batches. */
+static void rerun_failures(struct phase *ph, struct tst *t)
+{
+	const char **names = xcalloc(t->run.ncases + 1, sizeof *names);
+	size_t *idx = xcalloc(t->run.ncases + 1, sizeof *idx);
+	char *cmds[RERUN_BATCHES_MAX];
+	size_t from[RERUN_BATCHES_MAX + 1];
+	size_t n = 0, done = 0;
+	int batches = 0;
+	bool all_named = true;
+
+	for (size_t i = 0; i < t->run.ncases; i++) {
+		const struct testcase *c = &t->run.cases[i];
+		if (!failing(c))
+			continue;
+		if (c->synthetic)
+			all_named = false;
+		idx[n] = i;
+		names[n++] = c->name;
+	}
+	while (all_named && done < n && batches < RERUN_BATCHES_MAX) {
+		size_t taken = 0;
+		char *cmd = testrun_rerun_command(&taken, t->command, names + done, n - done);
+		if (!cmd)
+			break;
+		from[batches] = done;
+		cmds[batches++] = cmd;
+		done += taken;
+	}
+	if (done < n) {
+		/* not all of them by name: the whole command reruns them all */
+		for (int b = 0; b < batches; b++)
+			free(cmds[b]);
+		if (all_named && batches > 0)
+			phase_progress(ph, "%zu failing tests are too many to rerun by name: rerunning the whole command",
+				       n);
+		batches = 1;
+		cmds[0] = NULL;
+		from[0] = 0;
+	}
+	from[batches] = n;
+	phase_progress(ph, "rerunning %zu failing test%s%s", n, n == 1 ? "" : "s",
+		       batches > 1 ? " in batches (one command cannot name them all)" : "");
+	for (int b = 0; b < batches; b++) {
+		rerun_batch(ph, t, cmds[b], idx + from[b], from[b + 1] - from[b], b, batches);
+		free(cmds[b]);
+	}
+	free(idx);
 	free(names);
 }
 
@@ -580,19 +658,39 @@ out:
 
 /* ---- the result ----------------------------------------------------------------------- */
 
+/* The first `max` bytes of s (to a UTF-8 character's start) and "[…]",
+ * in *scratch (freed by the caller), or s when it is not longer. */
+static const char *head(char **scratch, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n <= max)
+		return s;
+	while (n > 0 && max > 0 && (s[max] & 0xC0) == 0x80)
+		max--;
+	free(*scratch);
+	*scratch = xmalloc(max + sizeof "[…]");
+	memcpy(*scratch, s, max);
+	memcpy(*scratch + max, "[…]", sizeof "[…]");
+	return *scratch;
+}
+
 static jv failure_json(const struct testcase *c, const struct analysis *a)
 {
 	jv f = jv_object();
+	char *cut = NULL;
 
 	f = json_set(f, "test", jv_string(c->name));
 	f = json_set(f, "file", json_str_or_null(c->file));
 	f = json_set(f, "line", c->line > 0 ? jv_number((double)c->line) : jv_null());
-	f = json_set(f, "message", jv_string(c->message ? c->message : ""));
+	f = json_set(f, "message", jv_string(c->message ? head(&cut, c->message, FAILURE_MESSAGE_MAX) : ""));
 	f = json_set(f, "output", jv_string(c->output ? tail(c->output, FAILURE_OUTPUT_MAX) : ""));
 	f = json_set(f, "classification", jv_string(c->classification ? c->classification : "real"));
 	f = json_set(f, "root_cause", json_str_or_null(a->root_cause));
 	f = json_set(f, "suggested_fix", json_str_or_null(a->fix));
-	return json_set(f, "confidence", jv_number(a->confidence));
+	f = json_set(f, "confidence", jv_number(a->confidence));
+	free(cut);
+	return f;
 }
 
 static jv tests_json(struct tst *t, jv coverage)
@@ -604,9 +702,30 @@ static jv tests_json(struct tst *t, jv coverage)
 	s = json_set(s, "failed", jv_number((double)t->run.failed));
 	s = json_set(s, "skipped", jv_number((double)t->run.skipped));
 	s = json_set(s, "flaky", jv_number((double)t->run.flaky));
+	/* Up to FAILURES_LISTED, past it the failing ones first, then the flaky: the
+	 * state is one line, under the stream's limit (16 MiB) that every
+	 * next filter holds it to; 2500 failures of 8 KiB were 20 MB, refused
+	 * by forge-deploy and lost to the supervisor, a failing test phase
+	 * made a failed run.  The rest are counted. */
+	long listed = 0, more_failing = 0, more_flaky = 0, all = 0;
 	for (size_t i = 0; i < t->run.ncases; i++)
-		if (failing(&t->run.cases[i]) || t->run.cases[i].flaky)
-			f = jv_array_append(f, failure_json(&t->run.cases[i], &t->an[i]));
+		all += failing(&t->run.cases[i]) || t->run.cases[i].flaky;
+	/* (within the cap, in the order they ran) */
+	bool split = all > FAILURES_LISTED;
+	for (int pass = 0; pass < (split ? 2 : 1); pass++) {
+		for (size_t i = 0; i < t->run.ncases; i++) {
+			const struct testcase *c = &t->run.cases[i];
+			bool want = pass == 1 ? !failing(c) && c->flaky : failing(c) || (!split && c->flaky);
+			if (!want)
+				continue;
+			if (listed < FAILURES_LISTED) {
+				f = jv_array_append(f, failure_json(c, &t->an[i]));
+				listed++;
+			} else {
+				*(pass == 0 ? &more_failing : &more_flaky) += 1;
+			}
+		}
+	}
 	jv o = jv_object();
 	if (t->command)
 		o = json_set(o, "command", jv_string(t->command));
@@ -624,17 +743,26 @@ static jv tests_json(struct tst *t, jv coverage)
 	o = json_set(o, "report", json_str_or_null(t->report));
 	if (jv_get_kind(t->reports) == JV_KIND_ARRAY && jv_array_length(jv_copy(t->reports)) > 1)
 		o = json_set(o, "reports", jv_copy(t->reports));
+	struct buf note = BUF_INIT;
+	buf_adds(&note, t->run.note);
 	if (t->run.truncated) {
 		/* the cases past the cap are counted in the summary, not listed */
 		long dropped = t->run.dropped[TC_PASS] + t->run.dropped[TC_FAIL] + t->run.dropped[TC_SKIP];
-		char note[sizeof t->run.note + 128];
-		snprintf(note, sizeof note, "%s%sonly the first %d test cases are kept: %ld more counted (%ld failing)",
-			 t->run.note, t->run.note[0] ? "; " : "", TESTRUN_MAX_CASES, dropped, t->run.dropped[TC_FAIL]);
+		buf_addf(&note, "%sonly the first %d test cases are kept: %ld more counted (%ld failing)",
+			 note.len ? "; " : "", TESTRUN_MAX_CASES, dropped, t->run.dropped[TC_FAIL]);
 		o = json_set(o, "truncated", jv_true());
-		o = json_set(o, "note", jv_string(note));
-	} else if (t->run.note[0]) {
-		o = json_set(o, "note", jv_string(t->run.note));
 	}
+	if (more_failing + more_flaky > 0) {
+		const char *where = t->report ? t->report : t->junit_out;
+		buf_addf(&note, "%sonly the first %d failures are listed: %ld more counted in the summary "
+			 "(%ld failing, %ld flaky); all of them are in %s%s", note.len ? "; " : "", FAILURES_LISTED,
+			 more_failing + more_flaky, more_failing, more_flaky, where ? where : "the test command's output",
+			 where ? "" : " (run it to see them)");
+		o = json_set(o, "failures_omitted", jv_number((double)(more_failing + more_flaky)));
+	}
+	if (note.len)
+		o = json_set(o, "note", jv_string(note.buf));
+	buf_release(&note);
 	if (t->not_run)
 		o = json_set(o, "not_run", jv_string(t->not_run));
 	return o;

@@ -1279,3 +1279,22 @@ nothing_made() {
 	run -1 --separate-stderr forge gate approve "$G"
 	[ "$(forge status --json "$T" | jq -r .run.status)" = failed ]
 }
+
+@test "a phase's line over the stream's limit is named as such, not 'a line that is not a record'" {
+	# (before: "wrote a line that is not a record", though it was one, only
+	# too long: forge-test's state of 2500 failures was 20 MB, hunt58)
+	replay run-clean.jsonl
+	BIN="$BATS_TEST_TMPDIR/bin"
+	mkdir -p "$BIN"
+	cp "$FORGE_BINDIR"/forge-supervisor "$BIN"/
+	for p in plan implement review deploy; do ln -s "$FORGE_BINDIR/forge-$p" "$BIN/forge-$p"; done
+	cat >"$BIN/forge-test" <<EOF
+#!/usr/bin/env bash
+python3 -c 'import sys; sys.stdout.write("{\"kind\":\"event\",\"type\":\"test.big\",\"payload\":{\"x\":\"" + "x" * (17 << 20) + "\"}}\n")'
+exec "$FORGE_BINDIR/forge-test" "\$@"
+EOF
+	chmod +x "$BIN/forge-test"
+	run --separate-stderr "$BIN/forge-supervisor" run -q "add a mul operation" </dev/null
+	[[ $stderr == *"forge: node 'test' wrote a line longer than the limit of 16777216 bytes (ignored)"* ]]
+	[[ $stderr != *"not a record"* ]]
+}

@@ -640,3 +640,54 @@ exit 1'
 	[[ "$(tests_of .note)" == *'1 failing test point (\"not ok\") in the middle of the output, which was cut'* ]]
 }
 
+
+@test "many failures with long messages: the state lists the first 200 (messages cut), counts the rest and says where they all are" {
+	# (before: every failure with its 4 KB message and output: 2500 of them
+	# made a 20 MB state line, over the stream's 16 MiB limit that the next
+	# filter holds it to, and a failing test phase broke the run, hunt58)
+	make_repo "$REPO"
+	cat >"$REPO/t.py" <<-'EOF'
+		with open("junit.xml", "w") as f:
+		    f.write('<?xml version="1.0"?>\n<testsuite name="s" tests="300" failures="300">\n')
+		    for i in range(300):
+		        f.write('<testcase classname="c" name="t%d"><failure message="%s">%s</failure></testcase>\n'
+		                % (i, "m" * 6000, "x" * 100))
+		    f.write('</testsuite>\n')
+		raise SystemExit(1)
+	EOF
+	echo junit.xml >"$REPO/.gitignore"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+	echo '{"tools":{"test_command":"python3 t.py","test_report":"junit.xml"}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input --config '$BATS_TEST_TMPDIR/c.json' </dev/null"
+	assert_equal "$(tests_of '[.summary.failed, (.failures | length), .failures_omitted, .failures[0].test, .failures[199].test]')" \
+		'[300,200,100,"t0","t199"]'
+	assert_equal "$(tests_of '[.failures[] | .message | length] | max')" 4003
+	[[ $(tests_of '.note') == '"only the first 200 failures are listed: 100 more counted in the summary (100 failing, 0 flaky); all of them are in '*'/repo/junit.xml"' ]]
+	[[ $stderr == *"forge-test: only the first 200 failures are listed: 100 more"* ]]
+}
+
+@test "thousands of failures are rerun by name in batches that each fit one command (all flaky here)" {
+	# (before: one -f regex naming all 4000 was 171 KB, over Linux's 128 KiB
+	# for one argument: the rerun could not start, said nowhere, and every
+	# one stayed real, hunt58)
+	make_repo "$REPO"
+	mkdir -p "$REPO/tests"
+	cat >"$REPO/bats" <<-'EOF'
+		#!/usr/bin/env python3
+		import sys
+		print("1..4000")
+		rerun = "-f" in sys.argv
+		for i in range(1, 4001):
+		    print("%s %d a rather descriptive test name number %d" % ("ok" if rerun else "not ok", i, i))
+		sys.exit(0 if rerun else 1)
+	EOF
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+	echo '{"tools":{"test_command":"python3 bats tests"}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --no-input --config '$BATS_TEST_TMPDIR/c.json' </dev/null"
+	assert_equal "$(tests_of '.summary')" '{"total":4000,"passed":4000,"failed":0,"skipped":0,"flaky":4000}'
+	# each event lists 1000 names at most, and counts the rest
+	assert_equal "$(events_of 'select(.type == "test.rerun") | .payload | [.batch, .batches, .exit_code, (.command | length < 65536), (.flaky | length), .still_failing]' | tr '\n' ' ')" \
+		'[1,3,0,true,1000,[]] [2,3,0,true,1000,[]] [3,3,0,true,1000,[]] '
+	assert_equal "$(events_of 'select(.type == "test.rerun") | .payload.flaky_not_listed + 1000' | jq -s add)" 4000
+	assert_equal "$(tests_of '[.rerun.batches, .rerun.exit_code, .failures_omitted]')" '[3,0,3800]'
+}

@@ -421,6 +421,19 @@ static char *alternation(const char *const *names, size_t n, bool top_level)
 	return buf_detach(&re, NULL);
 }
 
+/* What a name adds to the command at most: itself escaped for a regex
+ * (or not), a separator and its quotes ('\'' for a quote). */
+static size_t name_cost(const char *name, bool regex, bool top_level)
+{
+	size_t len = strlen(name), cost = 3;
+
+	if (top_level && strchr(name, '/'))
+		len = (size_t)(strchr(name, '/') - name);
+	for (size_t i = 0; i < len; i++)
+		cost += 1 + (regex && strchr("\\.^$|?*+()[]{}", name[i]) ? 1 : 0) + (name[i] == '\'' ? 3 : 0);
+	return cost;
+}
+
 /* command with `extra` inserted right after the word `word` (so options
  * land before the runner's operands). */
 static char *insert_after(const char *command, const char *word, const char *extra)
@@ -437,54 +450,67 @@ static char *insert_after(const char *command, const char *word, const char *ext
 	return buf_detach(&b, NULL);
 }
 
-char *testrun_rerun_command(const char *command, const char *const *names, size_t n)
+char *testrun_rerun_command(size_t *taken, const char *command, const char *const *names, size_t n)
 {
 	const char *runner = testrun_runner(command);
 	struct buf extra = BUF_INIT;
 	char *re = NULL, *out = NULL;
+	bool pytest = runner && strcmp(runner, "pytest") == 0;
+	bool cargo = runner && strcmp(runner, "cargo") == 0;
+	bool go = runner && strcmp(runner, "go") == 0;
 
-	if (!runner || n == 0)
+	*taken = 0;
+	if (!runner || n == 0 || (cargo && strstr(command, " -- ")))
+		return NULL;
+	/* node ids only: a pytest name without "::" is not one */
+	for (size_t i = 0; pytest && i < n; i++)
+		if (!strstr(names[i], "::"))
+			return NULL;
+	/* The names that fit: the command is one argument (sh -c), and
+	 * Linux refuses one over 128 KiB (MAX_ARG_STRLEN): a rerun naming
+	 * thousands of failures could not start at all.  The cost is an upper
+	 * bound: the command built stays under the limit. */
+	size_t size = strlen(command) + sizeof " -- --exact -run '^()$'";
+	size_t k = 0;
+	for (; k < n; k++) {
+		size_t cost = name_cost(names[k], !pytest && !cargo, go);
+		if (k > 0 && size + cost > TESTRUN_RERUN_MAX)
+			break;
+		size += cost;
+	}
+	if (size > TESTRUN_RERUN_MAX)
 		return NULL;
 	if (strcmp(runner, "bats") == 0) {
-		re = alternation(names, n, false);
+		re = alternation(names, k, false);
 		buf_adds(&extra, "-f ");
 		buf_add_shell_quoted(&extra, re);
 		out = insert_after(command, "bats", extra.buf);
-	} else if (strcmp(runner, "go") == 0) {
-		re = alternation(names, n, true);
+	} else if (go) {
+		re = alternation(names, k, true);
 		buf_adds(&extra, "-run ");
 		buf_add_shell_quoted(&extra, re);
 		out = insert_after(command, "test", extra.buf);
 	} else if (strcmp(runner, "ctest") == 0) {
-		re = alternation(names, n, false);
+		re = alternation(names, k, false);
 		buf_adds(&extra, "-R ");
 		buf_add_shell_quoted(&extra, re);
 		out = insert_after(command, "ctest", extra.buf);
-	} else if (strcmp(runner, "pytest") == 0) {
-		/* node ids replace the command's own selection only when it had none
-		 * we can see: append them (pytest runs the union otherwise, which
-		 * still includes them) */
+	} else if (pytest || cargo) {
+		/* pytest: node ids replace the command's own selection only when
+		 * it had none we can see: append them (pytest runs the union
+		 * otherwise, which still includes them) */
 		struct buf b = BUF_INIT;
 		buf_adds(&b, command);
-		for (size_t i = 0; i < n; i++) {
-			if (!strstr(names[i], "::"))
-				goto done_pytest;
-			buf_addch(&b, ' ');
-			buf_add_shell_quoted(&b, names[i]);
-		}
-		out = buf_detach(&b, NULL);
-done_pytest:
-		buf_release(&b);
-	} else if (strcmp(runner, "cargo") == 0 && !strstr(command, " -- ")) {
-		struct buf b = BUF_INIT;
-		buf_adds(&b, command);
-		buf_adds(&b, " -- --exact");
-		for (size_t i = 0; i < n; i++) {
+		if (cargo)
+			buf_adds(&b, " -- --exact");
+		for (size_t i = 0; i < k; i++) {
 			buf_addch(&b, ' ');
 			buf_add_shell_quoted(&b, names[i]);
 		}
 		out = buf_detach(&b, NULL);
 	}
+	if (out)
+		*taken = k;
 	free(re);
 	buf_release(&extra);
 	return out;

@@ -142,12 +142,17 @@ void testrun_strip_ansi(char *s, size_t *len);
 const char *testrun_runner(const char *command);
 
 /*
- * A command that reruns only the named tests (names[0..n)), for runners
- * that can select by name: bats -f REGEX, pytest NODEIDS, go test -run
- * REGEX (top-level names), cargo test -- --exact NAMES, ctest -R REGEX.
- * malloc'd, or NULL when the runner cannot (then rerun the whole command).
+ * A command that reruns only the named tests, for runners that can select
+ * by name: bats -f REGEX, pytest NODEIDS, go test -run REGEX (top-level
+ * names), cargo test -- --exact NAMES, ctest -R REGEX.  It names the first
+ * *taken of names[0..n) (at least one): as many as keep the command within
+ * TESTRUN_RERUN_MAX bytes (it is one argument of `sh -c`, and Linux
+ * refuses one over 128 KiB); a caller reruns the rest with the next call.
+ * malloc'd, or NULL (*taken 0) when the runner cannot, or the first name
+ * does not fit (then rerun the whole command).
  */
-char *testrun_rerun_command(const char *command, const char *const *names, size_t n);
+#define TESTRUN_RERUN_MAX (64u << 10)
+char *testrun_rerun_command(size_t *taken, const char *command, const char *const *names, size_t n);
 
 /*
  * Does text look like an environment failure rather than a test's own:

@@ -368,34 +368,77 @@ static void test_rerun_commands(void)
 {
 	const char *two[] = { "flaky (sometimes)", "it's real" };
 	char *c;
+	size_t k;
 
-	c = testrun_rerun_command("bats tests", two, 2);
+	c = testrun_rerun_command(&k, "bats tests", two, 2);
 	CHECK_STR(c, "bats -f '^(flaky \\(sometimes\\)|it'\\''s real)$' tests");
+	CHECK_INT(k, 2);
 	free(c);
 	const char *py[] = { "tests/test_a.py::test_fail", "tests/test_a.py::test_param[2]" };
-	c = testrun_rerun_command("python3 -m pytest -q", py, 2);
+	c = testrun_rerun_command(&k, "python3 -m pytest -q", py, 2);
 	CHECK_STR(c, "python3 -m pytest -q 'tests/test_a.py::test_fail' 'tests/test_a.py::test_param[2]'");
 	free(c);
 	const char *go[] = { "TestBroken", "TestSub/two" };
-	c = testrun_rerun_command("go test -json ./...", go, 2);
+	c = testrun_rerun_command(&k, "go test -json ./...", go, 2);
 	CHECK_STR(c, "go test -run '^(TestBroken|TestSub)$' -json ./...");
 	free(c);
 	const char *rs[] = { "tests::fails" };
-	c = testrun_rerun_command("cargo test", rs, 1);
+	c = testrun_rerun_command(&k, "cargo test", rs, 1);
 	CHECK_STR(c, "cargo test -- --exact 'tests::fails'");
 	free(c);
 	const char *ct[] = { "fail_t" };
-	c = testrun_rerun_command("ctest --test-dir build", ct, 1);
+	c = testrun_rerun_command(&k, "ctest --test-dir build", ct, 1);
 	CHECK_STR(c, "ctest -R '^(fail_t)$' --test-dir build");
 	free(c);
 	/* not by name: make, npm, pipelines, pytest without node ids */
-	CHECK(testrun_rerun_command("make check", ct, 1) == NULL);
-	CHECK(testrun_rerun_command("npm test", ct, 1) == NULL);
-	CHECK(testrun_rerun_command("bats tests | tee log", ct, 1) == NULL);
-	CHECK(testrun_rerun_command("pytest", ct, 1) == NULL);
+	CHECK(testrun_rerun_command(&k, "make check", ct, 1) == NULL);
+	CHECK(testrun_rerun_command(&k, "npm test", ct, 1) == NULL);
+	CHECK(testrun_rerun_command(&k, "bats tests | tee log", ct, 1) == NULL);
+	CHECK(testrun_rerun_command(&k, "pytest", ct, 1) == NULL);
 	CHECK_STR(testrun_runner("/usr/bin/bats -r test"), "bats");
 	CHECK_STR(testrun_runner("node --test"), "node");
 	CHECK(testrun_runner("gotest") == NULL);
+}
+
+/* Thousands of failures: one command naming them all was over Linux's
+ * 128 KiB for one argument (sh -c CMD), could not start, and every one
+ * stayed "real" (hunt58).  Each command names what fits TESTRUN_RERUN_MAX,
+ * and the batches together name every one, in order. */
+static void test_rerun_batches(void)
+{
+	enum { N = 4000 };
+	static char store[N][64];
+	const char *names[N];
+	static const char *const commands[] = { "bats tests", "go test ./...", "ctest --test-dir b",
+						"python3 -m pytest -q", "cargo test" };
+
+	for (size_t i = 0; i < N; i++) {
+		snprintf(store[i], sizeof store[i], "t.py::it's test (number) %zu", i);
+		names[i] = store[i];
+	}
+	for (size_t r = 0; r < sizeof commands / sizeof *commands; r++) {
+		size_t done = 0, batches = 0;
+		while (done < N) {
+			size_t k = 0;
+			char *c = testrun_rerun_command(&k, commands[r], names + done, N - done);
+			CHECK(c != NULL);
+			if (!c)
+				break;
+			CHECK(k >= 1);
+			CHECK(strlen(c) <= TESTRUN_RERUN_MAX);
+			/* the last name taken is in it, the next one not */
+			char last[64];
+			snprintf(last, sizeof last, "%zu)$", done + k - 1);
+			if (strcmp(commands[r], "go test ./...") != 0 && strstr(commands[r], "test -q") == NULL &&
+			    strcmp(commands[r], "cargo test") != 0)
+				CHECK(strstr(c, last) != NULL);
+			done += k;
+			batches++;
+			free(c);
+		}
+		CHECK_INT(done, N);
+		CHECK(batches >= 2);
+	}
 }
 
 static void test_env_signatures(void)
@@ -718,6 +761,7 @@ int main(void)
 	RUN(test_cargo_ctest_make);
 	RUN(test_nothing_parses);
 	RUN(test_rerun_commands);
+	RUN(test_rerun_batches);
 	RUN(test_env_signatures);
 	RUN(test_match);
 	RUN(test_cap);
