@@ -883,17 +883,30 @@ static void phase_toolset_close(void)
 }
 
 /* The questions this phase asked a human earlier in the run, with their
- * answers (state.answers, made by the supervisor), for its prompt. */
+ * answers (state.answers, made by the supervisor), for its prompt; and the
+ * notes a human gave approving a run of it again after it stopped without
+ * a result (an answer with `rerun`: its question is why it stopped). */
 static void answers_text(struct buf *b, struct phase *ph)
 {
 	jv answers = json_get(ph->state, "answers");
+	struct buf notes = BUF_INIT;
 	int n = 0;
 
 	if (jv_get_kind(answers) == JV_KIND_ARRAY) {
 		jv_array_foreach(answers, i, a) {
 			const char *p = json_get_str(a, "phase"), *q = json_get_str(a, "question");
 			const char *ans = json_get_str(a, "answer");
-			if (p && q && strcmp(p, ph->spec->name) == 0) {
+			if (!p || !q || strcmp(p, ph->spec->name) != 0) {
+				jv_free(a);
+				continue;
+			}
+			if (json_get_bool(a, "rerun", false)) {
+				if (ans)
+					buf_addf(&notes, "\n\n# A human's note\n\nAn earlier attempt of yours in "
+						 "this run stopped without a result (%s). A human approved running "
+						 "you again, and said:\n\n%s\n\nFollow it; do not repeat what "
+						 "made that attempt stop.\n", q, ans);
+			} else {
 				if (!n++)
 					buf_adds(b, "\n\n# Your questions and a human's answers\n\n"
 						    "Earlier in this run you stopped to ask a human. Go on from "
@@ -905,6 +918,9 @@ static void answers_text(struct buf *b, struct phase *ph)
 			(void)i;
 		}
 	}
+	if (notes.len)
+		buf_add(b, notes.buf, notes.len);
+	buf_release(&notes);
 	jv_free(answers);
 }
 

@@ -1753,6 +1753,43 @@ static void consolidate_if_due(struct sup *s)
 	}
 }
 
+/*
+ * The state --json prints last (consumed), its status saying how the run
+ * ended (DESIGN.md section 2: a consumer reads the final state alone).  A
+ * stop the supervisor made itself -- a run-level breaker, a gate that
+ * waits, a human's no, a failed write -- leaves the last phase's state, ok
+ * as it ended (before: `forge run --json` stopped by a breaker, exit 3,
+ * ended with the plan's checkpoint, "status":"ok").  Not the checkpoint:
+ * a resume goes on from the phase's own.  An interrupt (130) has no status
+ * of its own: the state stays as it was.
+ */
+static jv final_state(jv state, int code)
+{
+	const char *now = json_get_str(state, "status"), *to = NULL;
+
+	switch (code) {
+	case FORGE_EXIT_REJECTED:
+		if (!now || (strcmp(now, "rejected") != 0 && strcmp(now, "skipped") != 0))
+			to = "rejected";
+		break;
+	case FORGE_EXIT_USAGE:
+	case FORGE_EXIT_DEPENDENCY:
+		to = "failed";
+		break;
+	case FORGE_EXIT_TRIPPED:
+		to = "tripped";
+		break;
+	case FORGE_EXIT_HUMAN:
+		to = "escalated";
+		break;
+	default:
+		break;
+	}
+	if (to && jv_get_kind(state) == JV_KIND_OBJECT)
+		state = json_set(state, "status", jv_string(to));
+	return state;
+}
+
 /* The end of a run or a resume: reflect on an ended run, print the state
  * (--json) or the summary, release s; returns code.  A dry run (s->o, see
  * dry_opts) prints its plan: readable, or with --json the plan's JSON alone
@@ -1771,7 +1808,7 @@ static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 		if (jv_get_kind(plan) == JV_KIND_OBJECT)
 			json_write_line(stdout, jv_copy(plan), false);
 	} else if (o->json) {
-		stream_write(&s->out, jv_copy(s->state));
+		stream_write(&s->out, final_state(jv_copy(s->state), code));
 	} else {
 		human_plan(stdout, plan, human_colour(stdout));
 		if (o->progress)

@@ -301,12 +301,52 @@ static bool reruns_spent(struct gx *x, size_t i, int reruns, const char *reason,
 	return true;
 }
 
+/*
+ * Whether the state holds phase result `key` as an approval could take it:
+ * present and not an empty one.  (forge-implement writes `changes` with
+ * `empty` when it escalated having changed nothing, stagnation say: before,
+ * that counted as a result, the approval skipped implement, and review,
+ * test and deploy ran on nothing -- "completed (no change)", exit 0.)
+ */
+static bool has_result(jv state, const char *key)
+{
+	jv r = json_get(state, key);
+	bool has = jv_get_kind(r) == JV_KIND_OBJECT && !json_get_bool(r, "empty", false);
+
+	jv_free(r);
+	return has;
+}
+
+/*
+ * The approval's note for the phase that runs again without a result
+ * (state.answers, `rerun`: its prompt says why it stopped and what the
+ * person said; before, the note reached only the run's reflection).
+ */
+static void note_for_rerun(struct sup *s, const char *phase, const char *reason)
+{
+	const char *note = json_get_str(s->approval, "note"), *by = json_get_str(s->approval, "by");
+	jv answers;
+
+	if (!note || !*note)
+		return;
+	answers = json_get(s->state, "answers");
+	if (jv_get_kind(answers) != JV_KIND_ARRAY) {
+		jv_free(answers);
+		answers = jv_array();
+	}
+	jv a = json_set(json_set(json_set(jv_object(), "phase", jv_string(phase)), "question",
+				 jv_string(reason)), "answer", jv_string(note));
+	a = json_set(json_set(a, "by", json_str_or_null(by)), "rerun", jv_true());
+	s->state = json_set(s->state, "answers", jv_array_append(answers, a));
+}
+
 /* A human decides on node i.  Approved, a program node is done: the human's
  * yes stands over its no (running it again could only ask again); a phase
- * node is done with its result and runs again without one (at most
- * bounces.rerun_max times on a yes given in advance: reruns_spent); a
- * question its agent asked waits for a person's answer; a deploy runs
- * again with the approval (--approve), as after production_deploy. */
+ * node is done with its result and runs again without one (has_result; at
+ * most bounces.rerun_max times on a yes given in advance: reruns_spent),
+ * with the approval's note in its prompt; a question its agent asked waits
+ * for a person's answer; a deploy runs again with the approval (--approve),
+ * as after production_deploy. */
 static int human(struct gx *x, size_t i, const char *reason)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
@@ -316,7 +356,7 @@ static int human(struct gx *x, size_t i, const char *reason)
 	const char *asker = json_get_str(q, "phase"), *text = json_get_str(q, "text");
 	bool asked = nd->phase && asker && text && strcmp(asker, nd->phase) == 0;
 	bool deploy = nd->phase && strcmp(nd->phase, "deploy") == 0;
-	bool rerun = nd->phase && !asked && !deploy && !json_has(x->s->state, nd->result_key);
+	bool rerun = nd->phase && !asked && !deploy && !has_result(x->s->state, nd->result_key);
 	char why[700] = "";
 	bool in_person = rerun && reruns_spent(x, i, reruns, reason, why, sizeof why);
 
@@ -364,6 +404,7 @@ static int human(struct gx *x, size_t i, const char *reason)
 		 * advance counts) */
 		if (by && (strcmp(by, "flag") == 0 || strcmp(by, "automation_level") == 0))
 			set_run(x, i, "reruns", jv_number(reruns + 1));
+		note_for_rerun(x->s, nd->phase, reason);
 		again(x, i, "a human approved: it runs again");
 	} else {
 		set_status(x, i, NODE_DONE, "a human approved it");

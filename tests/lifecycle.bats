@@ -283,6 +283,56 @@ NO_LEARNINGS='{"forced_tool": "record_learnings", "times": "always", "tool_calls
 	assert_output ""
 }
 
+# stagnating_implement: the planner plans, the implementer reads the same file
+# over and over (stagnation) and changes nothing.
+stagnating_implement() {
+	script "$(jq -nc --argjson p "$PLAN" --argjson n "$NO_LEARNINGS" '$p + [$n,
+		{tool_calls: [{name: "read_file", input: {path: "calc.c"}}], times: "always"}]')"
+}
+
+@test "implement stagnates having changed nothing: approved with a note, it runs again with the note in its prompt" {
+	use_mock
+	stagnating_implement
+	run -4 --separate-stderr forge run -q "add a mul operation" </dev/null
+	[[ "$stderr" == *"implement needs a human: stagnation"* ]]
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.state.status == "escalated" and .state.changes.empty == true' <<<"$output"
+	G=$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .id')
+	[ -n "$G" ]
+	run -0 forge gate approve "$G" --note "stop re-reading calc.c: add calc_mul beside calc_add"
+	script "$IMPL"
+	AFTER=$(last_seq)
+	# (before: the empty changes counted as implement's result: review, test
+	# and deploy ran on nothing, and the run "completed (no change)", exit 0,
+	# the note never in a prompt)
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	[ "$(calls implementer "$AFTER")" -ge 1 ]
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e --argjson a "$AFTER" '[.[] | select(.seq > $a) |
+		.body.messages[0].content | tostring | select(test("stop re-reading calc.c: add calc_mul beside calc_add")) |
+		select(test("stopped without a result"))] | length > 0'
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and (.state.changes.files | length) > 0 and (.state.changes.empty | not) and
+		[.state.answers[] | {phase, answer, by, rerun}] ==
+		[{"phase": "implement", "answer": "stop re-reading calc.c: add calc_mul beside calc_add", "by": "human", "rerun": true}]' <<<"$output"
+	[ "$(forge events replay "$T" | jq -s '[.[] | select(.type == "phase.started" and .source == "forge-implement")] | length')" -eq 2 ]
+	git -C "$REPO" show "forge/$T:calc.c" | grep -q calc_mul
+}
+
+@test "--auto-approve re-runs a stagnating implement that changed nothing at most bounces.rerun_max times, then a person decides" {
+	use_mock
+	stagnating_implement
+	# (before: the flag passed escalation_implement, implement did not run
+	# again, and the run "completed (no change)", exit 0)
+	run -4 --separate-stderr forge run --auto-approve --budget 0.5 "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 events_of "$T" loop.rerun_limit
+	assert_output '{"node":"implement","phase":"implement","reruns":2,"max":2}'
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "paused" and [.pending_gates[].gate] == ["escalation_implement_3"] and
+		.state.node_runs.implement.attempt == 3 and (.state | has("review") | not)' <<<"$output"
+}
+
 # no_change_run [forge run OPTIONS]: a run whose implement changes nothing
 # (the agent reads a file and finishes); its trace in $T, its summary in $output.
 no_change_run() {

@@ -522,6 +522,25 @@ branch_log() {
 	[[ "$stderr" == *"breaker cost_per_run tripped"* ]]
 }
 
+@test "--json: the final state says how the run ended: tripped (a breaker), escalated (a gate waits), not the last phase's ok" {
+	# (before: the last line was the plan's checkpoint, "status":"ok", for
+	# a run that exited 3 or 4: a consumer of the final state saw a healthy run)
+	replay run-clean.jsonl
+	run -3 --separate-stderr forge run --json --config "$CONFIGS/breaker.json" "add a mul operation" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.kind == "state" and .phase == "plan" and .status == "tripped"'
+	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
+	# the checkpoint a resume goes on from is the plan's own
+	run -0 forge status --json "$T"
+	jq -e '.state.status == "ok"' <<<"$output"
+	run -3 --separate-stderr forge resume --json --config "$CONFIGS/breaker.json" "$T" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.kind == "state" and .status == "tripped"'
+	run -3 --separate-stderr forge run --json --budget 0.01 "add a mul operation" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.kind == "state" and .status == "tripped"'
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --json --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	tail -n 1 <<<"$output" | jq -e '.kind == "state" and .phase == "plan" and .status == "escalated"'
+}
+
 @test "safety.cost.per_day limits what the model calls of the local day cost, every run's, whenever the run started" {
 	# (before: the cost of the runs *started* that day, by their UTC date: a
 	# run started yesterday and resumed today spent today unseen, hunt19 #8)
