@@ -772,3 +772,16 @@ L
 	jq -s -e '[.[] | select(.type == "review.layer" and .payload.layer == "ai") | .payload.findings_not_listed > 0] == [true]' <<<"$OUT"
 	jq -s -e '[.[] | select(.type == "review.ai_not_shown") | .payload.files | length > 0] == [true]' <<<"$OUT"
 }
+
+@test "a tools.lint_command that cannot run is a failed scanner, not no findings: failed, named, and the files marked not reviewed" {
+	# (before: exit 127 read as 0 findings, no warning, the change approved
+	# as linted, hunt58 #5)
+	echo "more" >>README
+	jq -nc '{tools:{lint_command:"no-such-linter --strict ."}}' >"$BATS_TEST_TMPDIR/c.json"
+	git diff >"$BATS_TEST_TMPDIR/d.diff"
+	run --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/d.diff"
+	jq -s -e '[.[] | select(.type == "review.tool_ran" and .payload.tool == "lint_command") | .payload |
+		.failed == true and .exit_code == 127 and (.error | contains("command not found"))] == [true]' <<<"$output"
+	jq -s -e '[.[] | select(.kind == "state")] | last | .review.findings |
+		any(.rule == "forge/not-reviewed" and .file == "README")' <<<"$output"
+}
