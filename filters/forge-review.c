@@ -985,12 +985,13 @@ static int ai_layer(jv *out, jv *skipped, struct phase *ph, const struct diff *d
 	in.dismissed = dismissed_memories(ph, d, det);
 	in.max_tokens = (int)config_get_num(ph->cfg, "llm.max_tokens");
 	in.temperature = llm_temperature(ph->cfg, ph->spec->name);
-	/* the rest of the request (instructions, findings, the tool) and the
-	 * answer from the window: what the diff may take, at least 1000 */
+	/* the window less the answer, the system prompt and the tool: what
+	 * the message may take, findings and all (review_ai shares it out;
+	 * before, only the diff was fitted and 3000 linter findings made a
+	 * request of 276K tokens for a 200K window, hunt58 #2) */
 	long window = (long)phase_context_window(ph, llm);
-	long rest = in.max_tokens + (long)tokens_estimate_str(system) + (long)tokens_estimate_jv(det) +
-		    (long)tokens_estimate_jv(in.dismissed) + 2000;
-	in.max_diff_tokens = window > rest + 1000 ? window - rest : 1000;
+	long rest = in.max_tokens + (long)tokens_estimate_str(system) + 2000;
+	in.max_prompt_tokens = window > rest + 2000 ? window - rest : 2000;
 	struct ai_call call = { ph, llm };
 	in.on_call = ai_called;
 	in.on_call_arg = &call;
@@ -1006,19 +1007,21 @@ static int ai_layer(jv *out, jv *skipped, struct phase *ph, const struct diff *d
 		*out = jv_array();
 		rc = forge_error_prefix("AI review");
 	} else if (res.skipped) {
-		ai_no_code(skipped, ph, res.not_shown, in.max_diff_tokens);
+		ai_no_code(skipped, ph, res.not_shown, res.diff_tokens);
 		res.not_shown = jv_null();
 	} else {
 		jv e = json_set(jv_object(), "layer", jv_string("ai"));
 		e = json_set(e, "findings", jv_number(jv_array_length(jv_copy(*out))));
 		e = json_set(e, "dropped", jv_number(res.dropped));
+		if (res.findings_left_out > 0)
+			e = json_set(e, "findings_not_listed", jv_number(res.findings_left_out));
 		if (res.attempts > 1)
 			e = json_set(e, "attempts", jv_number(res.attempts));
 		e = json_set(e, "model", jv_string(llm_client_model(llm)));
 		/* (the cost is on the calls' llm.called events: summed once) */
 		stream_emit_full(&ph->out, "review.layer", e, jv_null(), monotonic_ms() - t0);
 	}
-	ai_not_shown(ph, res.not_shown, in.max_diff_tokens);
+	ai_not_shown(ph, res.not_shown, res.diff_tokens);
 	jv_free(in.dismissed);
 out:
 	free(system);

@@ -734,3 +734,54 @@ python_change() {
 		[ "$(awk -F: 'NR > 2 { print $1 }' lint-net | tr -d ' ')" = lo ]
 	fi
 }
+
+@test "thousands of findings from the linters: the AI request still fits the model's window; the findings past a share are counted, the most severe listed" {
+	mkdir -p docs
+	for i in $(seq 600); do echo "doc $i" >"docs/d$i.txt"; done
+	git add -A && git commit -q -m docs
+	for i in $(seq 600); do echo "TODO later $i" >>"docs/d$i.txt"; done
+	# one finding a changed file, with a long message as real linters' are;
+	# the last file's is an error
+	cat >lint.sh <<'L'
+#!/bin/sh
+msg=$(printf 'style issue: %0300d' 0)
+for i in $(seq 599); do echo "docs/d$i.txt:2:1: warning: $msg [todo]"; done
+echo "docs/d600.txt:2:1: error: the worst one [bad]"
+L
+	jq -n '{tools:{lint_command:"sh lint.sh"},review:{ai_min_risk:"low"},
+	  llm:{context_window:16384,max_tokens:2048,pricing:{"mock-small":{input:0,output:0}}}}' >"$BATS_TEST_TMPDIR/c.json"
+	mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+	git diff -- docs >"$BATS_TEST_TMPDIR/d.diff"
+	run -1 --separate-stderr bash -c "ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --model mock-small --base-url '$MOCK_URL' --config '$BATS_TEST_TMPDIR/c.json' <'$BATS_TEST_TMPDIR/d.diff'"
+	OUT=$output
+	jq -s -e '[.[] | select(.type == "review.tool_ran") | .payload.findings] == [600]' <<<"$OUT"
+	assert_equal "$(requests | jq length)" 1
+	# (before: every finding went into the message, 200K bytes for a
+	# window of 16K tokens; the bytes over 4 are well above the tokens)
+	run -0 jq -r '.[0].body | tojson | length' <<<"$(requests)"
+	[ "$output" -lt $(((16384 - 2048) * 3)) ]
+	run -0 jq -r '.[0].body.messages[0].content | if type == "string" then . else .[0].text end' <<<"$(requests)"
+	[[ $output == *"600 findings, too many to list here. Counted:"* ]]
+	[[ $output == *"- by tool: lint 600"* ]]
+	[[ $output == *"- by severity: warning 599, error 1"* ]]
+	[[ $output == *"- files with the most: "*"(and 590 others)"* ]]
+	# the most severe first
+	[[ $output == *"The most severe of them:"$'\n'"- docs/d600.txt:2 [lint/bad] the worst one"* ]]
+	[[ $output == *"more findings are not listed one by one"* ]]
+	[[ $output == *"Not shown here, too large for this review (report nothing on them): "*" and "*" more files"* ]]
+	jq -s -e '[.[] | select(.type == "review.layer" and .payload.layer == "ai") | .payload.findings_not_listed > 0] == [true]' <<<"$OUT"
+	jq -s -e '[.[] | select(.type == "review.ai_not_shown") | .payload.files | length > 0] == [true]' <<<"$OUT"
+}
+
+@test "a tools.lint_command that cannot run is a failed scanner, not no findings: failed, named, and the files marked not reviewed" {
+	# (before: exit 127 read as 0 findings, no warning, the change approved
+	# as linted, hunt58 #5)
+	echo "more" >>README
+	jq -nc '{tools:{lint_command:"no-such-linter --strict ."}}' >"$BATS_TEST_TMPDIR/c.json"
+	git diff >"$BATS_TEST_TMPDIR/d.diff"
+	run --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/d.diff"
+	jq -s -e '[.[] | select(.type == "review.tool_ran" and .payload.tool == "lint_command") | .payload |
+		.failed == true and .exit_code == 127 and (.error | contains("command not found"))] == [true]' <<<"$output"
+	jq -s -e '[.[] | select(.kind == "state")] | last | .review.findings |
+		any(.rule == "forge/not-reviewed" and .file == "README")' <<<"$output"
+}

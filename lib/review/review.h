@@ -157,6 +157,13 @@ struct review_ai_input {
 	double temperature;             /* llm_temperature(); < 0 = none sent */
 	long max_diff_tokens;           /* what the rendered diff may take (tokens_estimate);
 					 * files past it are left out and named; 0 = no bound */
+	long max_prompt_tokens;         /* what the whole user message may take (the window
+					 * less the system prompt, the tool and the answer);
+					 * 0 = no bound.  The task, the findings, the dismissed
+					 * memories and the list of files not shown each get at
+					 * most a share of it (findings past theirs are counted
+					 * by tool, severity and file, the most severe listed),
+					 * and the diff the rest (and at most max_diff_tokens) */
 	/* Told of each billed call (its llm.called); may be NULL.  resp borrowed. */
 	void (*on_call)(void *arg, const struct llm_response *resp);
 	void *on_call_arg;
@@ -168,8 +175,10 @@ struct review_ai_result {
 	long tokens;
 	int dropped;                    /* findings not on a line of the diff */
 	int attempts;                   /* calls it took to get a usable answer */
-	jv not_shown;                   /* files left out for max_diff_tokens: an array
+	jv not_shown;                   /* files left out for the diff's budget: an array
 					 * of paths, owned by the caller (jv_free) */
+	long diff_tokens;               /* the diff's budget (0 = no bound) */
+	int findings_left_out;          /* findings only counted, not listed one by one */
 	bool skipped;                   /* no line of code was left to show (every file
 					 * in not_shown, or binary files and renames
 					 * alone): no call was made, no findings */

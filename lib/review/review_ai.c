@@ -129,49 +129,330 @@ static jv tool_definition(void)
 	return JV_ARRAY(schema_tool_spec("report_findings"));
 }
 
-static char *user_message(size_t *lines, const struct diff *d, const struct review_ai_input *in,
-			  jv *not_shown)
-{
-	struct buf b = BUF_INIT;
-	char *diff = render(lines, d, in->findings, in->max_diff_tokens, not_shown);
+/*
+ * The prompt's parts other than the diff each get at most a share of
+ * max_prompt_tokens, so that what the linters found, the task, the
+ * dismissed findings and the list of files not shown never crowd out the
+ * diff or push the request past the window (before, only the diff was
+ * fitted: 3000 linter findings made a 1.1 MB request for a 200K window,
+ * and the review failed, hunt58 #2).  1/SHARE_x of the budget each.
+ */
+#define SHARE_FINDINGS 4
+#define SHARE_TASK 8
+#define SHARE_DISMISSED 8
+#define SHARE_NOT_SHOWN 16
+/* The fixed text of the message (headings, the closing instruction). */
+#define FIXED_TOKENS 200
+/* What a finding's message may take when the findings are summarised. */
+#define SUMMARY_MSG_BYTES 300
+/* Names shown in each count of a summary (tools, files). */
+#define SUMMARY_TOP 10
 
-	if (in->task && *in->task)
-		buf_addf(&b, "Task the change was made for: %s\n\n", in->task);
-	if (jv_get_kind(in->findings) == JV_KIND_ARRAY && jv_array_length(jv_copy(in->findings)) > 0) {
-		buf_adds(&b, "Already reported by the linters and the security scan (do not repeat these):\n");
-		jv_array_foreach(in->findings, i, f) {
-			(void)i;
-			/* (a name holding a newline quoted, as git does) */
-			buf_adds(&b, "- ");
-			buf_add_path_quoted(&b, json_get_str(f, "file") ? json_get_str(f, "file") : "?");
-			buf_addf(&b, ":%d [%s] %s\n",
-				 (int)json_get_num(f, "line", 0), json_get_str(f, "rule") ? json_get_str(f, "rule") : "",
-				 json_get_str(f, "message") ? json_get_str(f, "message") : "");
+/* The longest prefix of s[0..len) that costs at most max tokens, ending
+ * on a UTF-8 character boundary (tokens_estimate is monotone on prefixes). */
+static size_t fit_prefix(const char *s, size_t len, long max)
+{
+	size_t lo = 0, hi = len;
+
+	if (max <= 0)
+		return 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+
+		if ((long)tokens_estimate(s, mid) <= max)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	while (lo > 0 && lo < len && ((unsigned char)s[lo] & 0xC0) == 0x80)
+		lo--;
+	return lo;
+}
+
+static int severity_rank(const char *s)
+{
+	static const char *const order[] = { "info", "warning", "error", "critical" };
+
+	for (int i = 3; s && i >= 0; i--)
+		if (!strcmp(s, order[i]))
+			return i;
+	return 0;
+}
+
+/* One finding as the prompt lists it: "- file:line [rule] message"; the
+ * message cut past max_msg bytes when max_msg > 0. */
+static void finding_line(struct buf *b, jv f, size_t max_msg)
+{
+	const char *msg = json_get_str(f, "message") ? json_get_str(f, "message") : "";
+	size_t n = strlen(msg);
+
+	/* (a name holding a newline quoted, as git does) */
+	buf_adds(b, "- ");
+	buf_add_path_quoted(b, json_get_str(f, "file") ? json_get_str(f, "file") : "?");
+	buf_addf(b, ":%d [%s] ", (int)json_get_num(f, "line", 0),
+		 json_get_str(f, "rule") ? json_get_str(f, "rule") : "");
+	if (max_msg > 0 && n > max_msg) {
+		n = max_msg;
+		while (n > 0 && ((unsigned char)msg[n] & 0xC0) == 0x80)
+			n--;
+		buf_add(b, msg, n);
+		buf_adds(b, " […]\n");
+	} else {
+		buf_addf(b, "%s\n", msg);
+	}
+}
+
+struct tally {
+	const char *name;               /* borrowed from the findings */
+	size_t len;
+	int n;
+};
+
+static int tally_by_name(const void *a, const void *b)
+{
+	const struct tally *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->name, y->name, n);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int tally_by_count(const void *a, const void *b)
+{
+	const struct tally *x = a, *y = b;
+
+	return x->n != y->n ? (x->n < y->n) - (x->n > y->n) : tally_by_name(a, b);
+}
+
+/* t[0..n) (one entry a finding) to its distinct names with their counts,
+ * the most frequent first; the number of distinct names. */
+static size_t tally(struct tally *t, size_t n)
+{
+	size_t k = 0;
+
+	qsort(t, n, sizeof *t, tally_by_name);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !tally_by_name(&t[k - 1], &t[i])) {
+			t[k - 1].n++;
+		} else {
+			t[k] = t[i];
+			t[k++].n = 1;
+		}
+	}
+	qsort(t, k, sizeof *t, tally_by_count);
+	return k;
+}
+
+static void tally_line(struct buf *b, const char *label, const struct tally *t, size_t k, bool paths)
+{
+	buf_addf(b, "- %s:", label);
+	for (size_t i = 0; i < k && i < SUMMARY_TOP; i++) {
+		buf_adds(b, i ? ", " : " ");
+		if (paths)
+			buf_add_path_quoted(b, t[i].name);
+		else
+			buf_add(b, t[i].name, t[i].len);
+		buf_addf(b, " %d", t[i].n);
+	}
+	if (k > SUMMARY_TOP)
+		buf_addf(b, " (and %zu other%s)", k - SUMMARY_TOP, k - SUMMARY_TOP == 1 ? "" : "s");
+	buf_addch(b, '\n');
+}
+
+static const char findings_heading[] =
+	"Already reported by the linters and the security scan (do not repeat these):\n";
+
+/*
+ * The other layers' findings, appended to b: every one when they fit in
+ * max tokens (or max is 0); else counted (by tool, severity, file) and the
+ * most severe listed while they fit, saying how many were not listed.
+ * *left_out: the findings not listed one by one.
+ */
+static void findings_section(struct buf *b, int *left_out, jv findings, long max)
+{
+	int n = jv_get_kind(findings) == JV_KIND_ARRAY ? jv_array_length(jv_copy(findings)) : 0;
+	struct buf all = BUF_INIT, line = BUF_INIT;
+	struct tally *tools = NULL, *sevs = NULL, *files = NULL;
+	int *order = NULL;
+	int listed = 0;
+
+	*left_out = 0;
+	if (n == 0)
+		return;
+	buf_adds(&all, findings_heading);
+	jv_array_foreach(findings, i, f) {
+		(void)i;
+		finding_line(&all, f, 0);
+		jv_free(f);
+	}
+	buf_addch(&all, '\n');
+	if (max <= 0 || (long)tokens_estimate(all.buf, all.len) <= max) {
+		buf_add(b, all.buf, all.len);
+		goto out;
+	}
+	/* too many: counted, and the most severe listed */
+	tools = xcalloc((size_t)n, sizeof *tools);
+	sevs = xcalloc((size_t)n, sizeof *sevs);
+	files = xcalloc((size_t)n, sizeof *files);
+	order = xcalloc((size_t)n, sizeof *order);
+	size_t k = 0;
+	for (int rank = 3; rank >= 0; rank--) {
+		jv_array_foreach(findings, i, f) {
+			const char *sev = json_get_str(f, "severity");
+
+			if (severity_rank(sev) == rank)
+				order[k++] = i;
 			jv_free(f);
 		}
-		buf_addch(&b, '\n');
 	}
-	if (jv_get_kind(in->dismissed) == JV_KIND_ARRAY && jv_array_length(jv_copy(in->dismissed)) > 0) {
-		buf_adds(&b, "Findings that humans dismissed as false positives before "
-			     "(do not raise them, or anything like them, again):\n");
-		jv_array_foreach(in->dismissed, i, m) {
-			(void)i;
-			if (jv_get_kind(m) == JV_KIND_STRING)
-				buf_addf(&b, "- %s\n", jv_string_value(m));
-			jv_free(m);
+	jv_array_foreach(findings, i, f) {
+		const char *rule = json_get_str(f, "rule"), *file = json_get_str(f, "file");
+		const char *sev = json_get_str(f, "severity");
+
+		rule = rule && *rule ? rule : "?";
+		tools[i] = (struct tally){ rule, strcspn(rule, "/"), 0 };
+		sev = sev ? sev : "?";
+		sevs[i] = (struct tally){ sev, strlen(sev), 0 };
+		file = file ? file : "(no file)";
+		files[i] = (struct tally){ file, strlen(file), 0 };
+		jv_free(f);     /* (the strings stay held by findings) */
+	}
+	size_t nt = tally(tools, (size_t)n), ns = tally(sevs, (size_t)n), nf = tally(files, (size_t)n);
+	struct buf head = BUF_INIT;
+
+	buf_addf(&head, "Already reported by the linters and the security scan (do not repeat these): "
+		 "%d findings, too many to list here. Counted:\n", n);
+	tally_line(&head, "by tool", tools, nt, false);
+	tally_line(&head, "by severity", sevs, ns, false);
+	tally_line(&head, "files with the most", files, nf, true);
+	buf_adds(&head, "The most severe of them:\n");
+	long used = (long)tokens_estimate(head.buf, head.len) + 60;   /* (and the closing line) */
+	buf_add(b, head.buf, head.len);
+	buf_release(&head);
+	for (size_t j = 0; j < k; j++) {
+		jv f = jv_array_get(jv_copy(findings), order[j]);
+		long cost;
+
+		buf_reset(&line);
+		finding_line(&line, f, SUMMARY_MSG_BYTES);
+		jv_free(f);
+		cost = (long)tokens_estimate(line.buf, line.len);
+		if (used + cost > max)
+			break;
+		buf_add(b, line.buf, line.len);
+		used += cost;
+		listed++;
+	}
+	*left_out = n - listed;
+	buf_addf(b, "(%d more finding%s not listed one by one: they are in the counts above; do not "
+		 "repeat them either)\n\n", *left_out, *left_out == 1 ? " is" : "s are");
+out:
+	free(tools);
+	free(sevs);
+	free(files);
+	free(order);
+	buf_release(&all);
+	buf_release(&line);
+}
+
+/* The task, cut to max tokens (0: whole) with a note saying so. */
+static void task_section(struct buf *b, const char *task, long max)
+{
+	size_t len = strlen(task), n = max > 0 ? fit_prefix(task, len, max - 40) : len;
+
+	buf_adds(b, "Task the change was made for: ");
+	buf_add(b, task, n);
+	if (n < len)
+		buf_addf(b, " [… the task is cut here: %zu more bytes …]", len - n);
+	buf_adds(b, "\n\n");
+}
+
+/* The dismissed-finding memories while they fit in max tokens (0: all). */
+static void dismissed_section(struct buf *b, jv dismissed, long max)
+{
+	struct buf one = BUF_INIT;
+	long used = 0;
+	int left = 0;
+
+	if (jv_get_kind(dismissed) != JV_KIND_ARRAY || jv_array_length(jv_copy(dismissed)) == 0)
+		return;
+	buf_adds(b, "Findings that humans dismissed as false positives before "
+		     "(do not raise them, or anything like them, again):\n");
+	jv_array_foreach(dismissed, i, m) {
+		(void)i;
+		if (jv_get_kind(m) == JV_KIND_STRING) {
+			buf_reset(&one);
+			buf_addf(&one, "- %s\n", jv_string_value(m));
+			long cost = (long)tokens_estimate(one.buf, one.len);
+			if (max > 0 && (left || used + cost > max)) {
+				left++;
+			} else {
+				buf_add(b, one.buf, one.len);
+				used += cost;
+			}
 		}
-		buf_addch(&b, '\n');
+		jv_free(m);
 	}
+	if (left)
+		buf_addf(b, "(%d more not listed, for room)\n", left);
+	buf_addch(b, '\n');
+	buf_release(&one);
+}
+
+/* The files not shown, named while they fit in max tokens (0: all). */
+static void not_shown_section(struct buf *b, jv not_shown, long max)
+{
+	int n = jv_array_length(jv_copy(not_shown)), named = 0;
+	long used = 0;
+
+	if (n == 0)
+		return;
+	buf_adds(b, "Not shown here, too large for this review (report nothing on them):");
+	jv_array_foreach(not_shown, i, p) {
+		const char *path = jv_string_value(p);
+		long cost = (long)tokens_estimate_str(path) + 1;
+
+		if (max > 0 && used + cost > max - 30) {
+			jv_free(p);
+			break;
+		}
+		buf_addf(b, "%s %s", i ? "," : "", path);
+		used += cost;
+		named++;
+		jv_free(p);
+	}
+	if (named < n)
+		buf_addf(b, "%s and %d more file%s", named ? "," : "", n - named, n - named == 1 ? "" : "s");
+	buf_adds(b, "\n\n");
+}
+
+static char *user_message(size_t *lines, struct review_ai_result *res, const struct diff *d,
+			  const struct review_ai_input *in)
+{
+	struct buf b = BUF_INIT;
+	long budget = in->max_prompt_tokens, diff_max = in->max_diff_tokens;
+	char *diff;
+
+	if (in->task && *in->task)
+		task_section(&b, in->task, budget > 0 ? budget / SHARE_TASK : 0);
+	findings_section(&b, &res->findings_left_out, in->findings, budget > 0 ? budget / SHARE_FINDINGS : 0);
+	dismissed_section(&b, in->dismissed, budget > 0 ? budget / SHARE_DISMISSED : 0);
+	if (budget > 0) {
+		/* the diff: what the rest leaves, the list of files not shown
+		 * kept room for; at least 1000 tokens (a window that small
+		 * holds little anyway) */
+		long rest = budget - (long)tokens_estimate(b.buf, b.len) - FIXED_TOKENS - budget / SHARE_NOT_SHOWN;
+
+		if (rest < 1000)
+			rest = 1000;
+		if (diff_max <= 0 || rest < diff_max)
+			diff_max = rest;
+	}
+	res->diff_tokens = diff_max > 0 ? diff_max : 0;
+	diff = render(lines, d, in->findings, diff_max, &res->not_shown);
 	buf_adds(&b, "The diff (new-file line numbers on added '+' and context lines):\n\n");
 	buf_adds(&b, diff);
-	if (jv_array_length(jv_copy(*not_shown)) > 0) {
-		buf_adds(&b, "Not shown here, too large for this review (report nothing on them):");
-		jv_array_foreach(*not_shown, i, p) {
-			buf_addf(&b, "%s %s", i ? "," : "", jv_string_value(p));
-			jv_free(p);
-		}
-		buf_adds(&b, "\n\n");
-	}
+	not_shown_section(&b, res->not_shown, budget > 0 ? budget / SHARE_NOT_SHOWN : 0);
 	buf_adds(&b, "Call report_findings once with every real problem on the added lines.\n");
 	free(diff);
 	return buf_detach(&b, NULL);
@@ -357,7 +638,7 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 	llm_response_init(&resp);
 	llm_request_init(&req);
 	memset(res, 0, sizeof *res);
-	msg = user_message(&lines, d, in, &res->not_shown);
+	msg = user_message(&lines, res, d, in);
 	res->cost_known = true;
 	if (lines == 0) {
 		/* No line of code in the prompt (every file too large for the

@@ -535,6 +535,97 @@ static int run_linter(jv *acc, struct review_ctx *ctx, const struct linter *L, b
 	return 0;
 }
 
+/* A forge/not-reviewed warning for each of the change's files (the lint
+ * command was given the whole tree), why: what went wrong, so a lint
+ * command that did not run is not read as "no findings". */
+static void not_linted(jv *acc, const struct review_ctx *ctx, const char *why)
+{
+	struct buf msg = BUF_INIT;
+
+	buf_addf(&msg, "not linted: tools.lint_command %s; review the file yourself", why);
+	for (size_t i = 0; i < ctx->diff->nfiles; i++) {
+		const struct diff_file *f = &ctx->diff->files[i];
+
+		if (f->deleted || f->binary)
+			continue;
+		*acc = jv_array_append(*acc, review_finding("static", "warning", "correctness", "forge/not-reviewed",
+							    f->path, 0, msg.buf));
+	}
+	buf_release(&msg);
+}
+
+/*
+ * Whether a lint command's run failed rather than reported: the shell could
+ * not find or execute it (126, 127), it was killed (a signal, or 128 + the
+ * signal as a shell reports a child's).  (A run that timed out is skipped
+ * before.)  Any other status is
+ * the command's own (linters exit 1 or 2 for findings, make 2), and its
+ * output is read.
+ */
+static bool lint_failed(const struct proc_result *r)
+{
+	return r->term_signal || r->exit_code < 0 || r->exit_code == 126 ||
+	       r->exit_code == 127 || r->exit_code > 128;
+}
+
+/* The reason for a failed run: what the status means and the first line
+ * of its output ("sh: 1: no-such-linter: not found"). */
+static void lint_failure(struct buf *why, const struct proc_result *r)
+{
+	const char *out = r->out.buf ? r->out.buf : "";
+
+	while (*out == '\n')
+		out++;
+	if (r->term_signal)
+		buf_addf(why, "was killed by signal %d", r->term_signal);
+	else
+		buf_addf(why, "failed (exit %d%s%s%.*s)", r->exit_code,
+			 r->exit_code == 127 ? ", command not found" : r->exit_code == 126 ? ", not executable" : "",
+			 *out ? ": " : "", (int)strcspn(out, "\n"), out);
+}
+
+/* tools.lint_command run in ctx->root; its findings, or a not-reviewed
+ * warning per file when it could not run or failed, into *out.  (Before:
+ * a command that was not found, exit 127, counted as a clean run with 0
+ * findings and the change was approved as linted, hunt58 #5.)  As the
+ * scanners (review_scan.c) do: a run that failed has "failed": true and
+ * the reason in its review.tool_ran event. */
+static int lint_command(jv *out, struct review_ctx *ctx, const char *cmd)
+{
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	struct proc_result r;
+	struct buf why = BUF_INIT;
+	bool cached;
+	int nfiles = jv_get_kind(ctx->checked) == JV_KIND_ARRAY ? jv_array_length(jv_copy(ctx->checked)) : 0;
+
+	if (review_run_tool(&r, &cached, ctx, argv, ctx->root) < 0 || r.timed_out) {
+		skipped(ctx, "lint_command", r.timed_out ? "timed out" : forge_last_error());
+		not_linted(out, ctx, r.timed_out ? "was skipped (timed out)" : "was skipped (could not run)");
+		goto out;
+	}
+	bool failed = lint_failed(&r);
+	jv e = json_set(jv_object(), "tool", jv_string("lint_command"));
+
+	if (failed) {
+		lint_failure(&why, &r);
+		not_linted(out, ctx, why.buf);
+		e = json_set(e, "failed", jv_true());
+		e = json_set(e, "error", jv_string(why.buf));
+	} else {
+		parse_gcc_in(out, ctx->diff, "lint", r.out.buf, ctx->root);
+	}
+	e = json_set(e, "files", jv_number(nfiles));
+	e = json_set(e, "exit_code", jv_number(r.exit_code));
+	e = json_set(e, "findings", jv_number(failed ? 0 : jv_array_length(jv_copy(*out))));
+	if (cached)
+		e = json_set(e, "cached", jv_true());
+	review_emit(ctx, "review.tool_ran", e);
+out:
+	proc_result_release(&r);
+	buf_release(&why);
+	return 0;
+}
+
 int review_lint(jv *out, struct review_ctx *ctx)
 {
 	const char *cmd = ctx->cfg ? config_get_str(ctx->cfg, "tools.lint_command") : NULL;
@@ -546,20 +637,8 @@ int review_lint(jv *out, struct review_ctx *ctx)
 		skipped(ctx, "lint_command", ctx->unreadable);
 		return 0;
 	}
-	if (cmd && *cmd) {
-		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-		struct tool_run tr = { 0 };
-
-		if (run(&tr, ctx, argv, ctx->root) < 0) {
-			skipped(ctx, "lint_command", forge_last_error());
-			return 0;
-		}
-		parse_gcc_in(out, ctx->diff, "lint", tr.out, ctx->root);
-		ran(ctx, "lint_command", &tr, jv_array_length(jv_copy(ctx->checked)),
-		    jv_array_length(jv_copy(*out)));
-		free(tr.out);
-		return 0;
-	}
+	if (cmd && *cmd)
+		return lint_command(out, ctx, cmd);
 	if (!ctx->workdir)
 		return 0;
 	for (size_t i = 0; i < sizeof linters / sizeof linters[0]; i++)
