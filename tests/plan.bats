@@ -194,6 +194,30 @@ tool_result() {
 	jq -e '.tool_calls[0].name == "write_file" and (.tool_calls[0].input_error | type) == "string"' <<<"$output"
 }
 
+@test "a recorded tool call cut by the token limit replays strictly as recorded; a cassette that does not fit says so" {
+	for prov in anthropic openai; do
+		mock "[{\"tool_calls\":[{\"name\":\"write_file\",\"arguments\":\"{\\\"path\\\":\\\"a.c\\\",\\\"content\\\":\\\"int\"}],\"stop_reason\":\"max_tokens\"},
+		       {\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+		url=$MOCK_URL
+		[ $prov = openai ] && url=$MOCK_URL/v1
+		cas=$BATS_TEST_TMPDIR/cut-$prov.jsonl
+		FORGE_PROVIDER=$prov FORGE_BASE_URL=$url OPENAI_API_KEY=test-key FORGE_RECORD=$cas \
+			run -0 --separate-stderr forge-plan --task "add a mul operation"
+		recorded=$(jq -c 'select(.type == "tool.failed") | .payload.error' <<<"$output")
+		[[ $recorded == *"reached the limit"* ]]
+		# (before: the call ran with {}, "path is missing", and the next
+		# request was not the recorded one: exit 5)
+		FORGE_PROVIDER=replay FORGE_CASSETTE=$cas FORGE_CASSETTE_MODE=strict \
+			run -0 --separate-stderr forge-plan --task "add a mul operation"
+		[ "$(jq -c 'select(.type == "tool.failed") | .payload.error' <<<"$output")" = "$recorded" ]
+	done
+	# (before: "the model could not be reached")
+	FORGE_PROVIDER=replay FORGE_CASSETTE=$cas FORGE_CASSETTE_MODE=strict \
+		run -5 --separate-stderr forge-plan --task "add a div operation"
+	[[ $stderr == *"the cassette does not match this run's requests: replay: the request differs from cassette entry 1"* ]]
+	[[ $stderr != *"could not be reached"* ]]
+}
+
 @test "a re-plan of the same trace appends version 2 with a changelog of what changed" {
 	replay plan-calc.jsonl
 	run -0 --separate-stderr forge-plan --task "add a mul operation"

@@ -540,7 +540,8 @@ static void nudge(struct agent *a, const struct llm_response *resp)
  * Why the model call failed, in words that say whose it is to mend
  * (a->model_error): a provider that answered and refused the request (a
  * key, a model, a prompt it will never take) is not one that could not be
- * reached (before: "could not be reached" for a rejected key too).
+ * reached (before: "could not be reached" for a rejected key too), nor is
+ * a cassette that has no answer for this run's request.
  * Returns it, malloc'd.
  */
 static char *model_failed(struct agent *a)
@@ -555,6 +556,10 @@ static char *model_failed(struct agent *a)
 		break;
 	case LLM_ERR_PROTOCOL:
 		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
+		break;
+	case LLM_ERR_REPLAY:   /* no provider was asked: the cassette is what did not fit */
+		buf_addf(&b, "the cassette does not match this run's requests: %s (record it again "
+			 "for the run as it is now)", forge_last_error());
 		break;
 	default:
 		buf_addf(&b, "the model could not be reached: %s", forge_last_error());

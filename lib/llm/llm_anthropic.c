@@ -252,6 +252,37 @@ static void take_header(struct llm_response *r, jv msg)
 		r->request_id = xstrdup(json_get_str(msg, "id"));
 }
 
+/*
+ * A tool_use block's input as the call's input, into *out.  The API sends
+ * an object; a JSON text in a string (some proxies) is read as the
+ * arguments OpenAI sends; a missing input is {}.  Anything else fails with
+ * llm_parse_input's message ("tool input is not a JSON object: ..."), as
+ * OpenAI's arguments do, for the call to be sent back with it rather than
+ * run with {} (before: {}, and the model heard "path is missing" about a
+ * call that had a path).  Consumes input.
+ */
+static int tool_input(jv *out, jv input)
+{
+	int rc = 0;
+
+	switch (jv_get_kind(input)) {
+	case JV_KIND_OBJECT:
+		*out = input;
+		return 0;
+	case JV_KIND_INVALID: case JV_KIND_NULL:
+		*out = jv_object();
+		break;
+	case JV_KIND_STRING:
+		rc = llm_parse_input(out, jv_string_value(input), (size_t)jv_string_length_bytes(jv_copy(input)));
+		break;
+	default:
+		rc = forge_error("tool input is not a JSON object: it is %s", jv_kind_name(jv_get_kind(input)));
+		break;
+	}
+	jv_free(input);
+	return rc;
+}
+
 static int parse(struct llm_response *out, const char *body, size_t len)
 {
 	jv j = json_parse(body, len);
@@ -277,12 +308,11 @@ static int parse(struct llm_response *out, const char *body, size_t len)
 			if (type && !strcmp(type, "text") && json_get_str(b, "text")) {
 				buf_adds(&text, json_get_str(b, "text"));
 			} else if (type && !strcmp(type, "tool_use")) {
-				jv input = json_get(b, "input");
-				if (jv_get_kind(input) != JV_KIND_OBJECT) {
-					jv_free(input);
-					input = jv_object();
-				}
-				llm_response_add_call(out, json_get_str(b, "id"), json_get_str(b, "name"), input);
+				jv input;
+				if (tool_input(&input, json_get(b, "input")) < 0)   /* the model hears why */
+					llm_response_add_bad_call(out, json_get_str(b, "id"), json_get_str(b, "name"));
+				else
+					llm_response_add_call(out, json_get_str(b, "id"), json_get_str(b, "name"), input);
 			}
 			jv_free(b);
 		}
@@ -298,6 +328,42 @@ static int parse(struct llm_response *out, const char *body, size_t len)
 
 /* ---- streaming --------------------------------------------------------- */
 
+/*
+ * The input a tool_use block starts with.  The API starts each with {} and
+ * sends the input as input_json_delta events; some gateways send the whole
+ * input here and no delta.  The official SDKs keep that input unless
+ * non-empty deltas follow (they then build it from the deltas alone), and
+ * so does this: its text goes to b->args, marked so that a first delta
+ * replaces it (before: dropped, the call ran with {}).  A string is taken as the JSON
+ * text it holds, anything else as its JSON, for llm_stream_finish() to
+ * parse: a non-object is then sent back to the model as the tool's error.
+ * Consumes input.
+ */
+static int start_input(struct llm_stream_block *b, jv input)
+{
+	jv_kind kind = jv_get_kind(input);
+	char *text = NULL;
+	int rc = 0;
+
+	if (kind == JV_KIND_INVALID || kind == JV_KIND_NULL ||
+	    (kind == JV_KIND_OBJECT && jv_object_length(jv_copy(input)) == 0)) {
+		jv_free(input);
+		return 0;
+	}
+	buf_reset(&b->args);
+	b->args_from_start = true;
+	if (kind == JV_KIND_STRING) {   /* (its bytes: a \u0000 in it stays for the parse to refuse) */
+		rc = llm_stream_add(&b->args, jv_string_value(input),
+				    (size_t)jv_string_length_bytes(jv_copy(input)));
+	} else {
+		text = json_dumps(jv_copy(input), false);
+		rc = llm_stream_add(&b->args, text, strlen(text));
+	}
+	free(text);
+	jv_free(input);
+	return rc;
+}
+
 static int block_start(struct llm_stream *s, jv ev)
 {
 	jv cb = json_get(ev, "content_block");
@@ -310,6 +376,7 @@ static int block_start(struct llm_stream *s, jv ev)
 		b->is_tool = true;
 		b->id = llm_strdup_or_null(json_get_str(cb, "id"));
 		b->name = llm_strdup_or_null(json_get_str(cb, "name"));
+		rc = start_input(b, json_get(cb, "input"));
 	} else if (type && !strcmp(type, "text") && json_get_str(cb, "text")) {
 		const char *t = json_get_str(cb, "text");
 		rc = llm_stream_text(s, t, strlen(t));
@@ -330,6 +397,12 @@ static int block_delta(struct llm_stream *s, jv ev)
 	} else if (type && !strcmp(type, "input_json_delta") && (t = json_get_str(d, "partial_json"))) {
 		struct llm_stream_block *b = llm_stream_block(s, (long)json_get_num(ev, "index", 0), true);
 		b->is_tool = true;
+		/* deltas build the input whole (start_input); an empty one, as
+		 * the API sends first, leaves it (as the SDKs do) */
+		if (b->args_from_start && *t) {
+			buf_reset(&b->args);
+			b->args_from_start = false;
+		}
 		rc = llm_stream_add(&b->args, t, strlen(t));
 	}
 	jv_free(d);

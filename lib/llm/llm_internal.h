@@ -32,6 +32,8 @@ struct llm_stream_block {
 	bool is_tool;
 	char *id, *name;
 	struct buf args;               /* tool input JSON text */
+	bool args_from_start;          /* args came whole with the block's start (Anthropic
+	                                  content_block_start): a delta replaces them */
 };
 struct llm_stream {
 	struct llm_response *resp;     /* filled as events arrive */

@@ -301,6 +301,11 @@ static int calls_from_json(struct llm_response *out, jv calls)
 			}
 			llm_response_add_call(out, id ? id : idbuf, name, input);
 			input = jv_invalid();
+			/* a call recorded with arguments that did not parse is
+			 * replayed as one, for the model to hear why again (before:
+			 * run with {}, and the replay left the recorded run) */
+			if (json_get_str(c, "input_error"))
+				out->calls[out->ncalls - 1].input_error = xstrdup(json_get_str(c, "input_error"));
 		}
 		jv_free(input);
 		jv_free(c);

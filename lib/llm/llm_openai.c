@@ -293,12 +293,14 @@ static int parse(struct llm_response *out, const char *body, size_t len)
 	jv calls = json_get(m, "tool_calls");
 	int rc = 0;
 
+	/* an answer without a message is still billed for what its usage
+	 * says (before: 0 tokens, as if the call had cost nothing) */
+	take_header(out, j);
+	take_usage(out, u);
 	if (jv_get_kind(m) != JV_KIND_OBJECT) {
 		rc = forge_error("the OpenAI response has no choices[0].message");
 		goto out;
 	}
-	take_header(out, j);
-	take_usage(out, u);
 	if (json_get_str(m, "content")) {
 		free(out->text);
 		out->text = xstrdup(json_get_str(m, "content"));
@@ -343,6 +345,7 @@ static int tool_delta(struct llm_stream *s, jv tc)
 	const char *id = json_get_str(tc, "id");
 	struct llm_stream_block *b = llm_stream_block(s, index, true);
 	const char *args = json_get_str(fn, "arguments");
+	const char *name = json_get_str(fn, "name");
 	int rc = 0;
 
 	/* Ollama sends each parallel call whole, every one at index 0 (or
@@ -350,13 +353,21 @@ static int tool_delta(struct llm_stream *s, jv tc)
 	 * from a server that sends no ids, a name after a call whose
 	 * arguments are whole (a name comes with a call's first delta) */
 	if ((id && b->id && strcmp(id, b->id)) ||
-	    (!id && !b->id && json_get_str(fn, "name") && b->name && whole_args(b)))
+	    (!id && !b->id && name && b->name && whole_args(b)))
 		b = llm_stream_block_add(s, index);
 	b->is_tool = true;
 	if (id && !b->id)
 		b->id = xstrdup(id);
-	if (json_get_str(fn, "name") && !b->name)
-		b->name = xstrdup(json_get_str(fn, "name"));
+	if (name && !b->name) {
+		b->name = xstrdup(name);
+	} else if (name && strcmp(name, b->name)) {
+		/* the name in pieces, joined as the official SDKs join every
+		 * string of a delta (before: cut to its first piece); a server
+		 * that repeats the whole name in each delta says it once */
+		size_t n = strlen(b->name), m = strlen(name);
+		b->name = xrealloc(b->name, n + m + 1);
+		memcpy(b->name + n, name, m + 1);
+	}
 	if (args)
 		rc = llm_stream_add(&b->args, args, strlen(args));
 	jv_free(fn);

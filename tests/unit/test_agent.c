@@ -405,7 +405,10 @@ static void test_gate_from_the_policy_escalates(void)
 	llm_client_free(llm);
 }
 
-static void test_unreachable_model_fails(void)
+/* A cassette with no answer for the run's request fails the run, in words
+ * that name the cassette: no provider was asked (before: "the model could
+ * not be reached"; hunt57 #1). */
+static void test_cassette_out_fails(void)
 {
 	struct run r = { .tick = 1 };
 	struct agent_config cfg;
@@ -414,7 +417,9 @@ static void test_unreachable_model_fails(void)
 	config(&cfg);
 	run_agent(&r, &cfg, llm, NULL);   /* the cassette runs out on the second call */
 	CHECK(r.res.outcome == AGENT_FAILED);
-	CHECK_MSG(strstr(r.res.reason, "could not be reached") != NULL, "%s", r.res.reason);
+	CHECK_MSG(strstr(r.res.reason, "the cassette does not match this run's requests: replay: ") == r.res.reason,
+		  "%s", r.res.reason);
+	CHECK_MSG(strstr(r.res.reason, "could not be reached") == NULL, "%s", r.res.reason);
 	done(&r);
 	llm_client_free(llm);
 }
@@ -673,7 +678,7 @@ int main(void)
 	RUN(test_stagnation_escalates);
 	RUN(test_transient_tool_errors_are_retried_with_backoff);
 	RUN(test_gate_from_the_policy_escalates);
-	RUN(test_unreachable_model_fails);
+	RUN(test_cassette_out_fails);
 	RUN(test_context_overflow_compresses_and_retries);
 	RUN(test_compression_at_ninety_percent);
 	RUN(test_reflection_stores_capped_learnings);

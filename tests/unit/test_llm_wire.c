@@ -304,6 +304,121 @@ static void test_oai_stream_whole_calls_without_ids(void)
 	llm_response_release(&r);
 }
 
+/* A tool_use whose whole input comes with content_block_start (some
+ * gateways), and no delta after it, keeps that input, as the official
+ * SDKs do; deltas after a start's input build the input alone; an input
+ * in a string is read as its JSON text; one that is no object is a call
+ * the model hears about (before: each ran with {}; hunt57 #2). */
+static void test_anth_tool_input_at_start(void)
+{
+	struct llm_response r;
+	char *prog;
+
+	CHECK_INT(stream(&r, &llm_anthropic, "tests/fixtures/llm/anth_tool_input_at_start.sse", 7, &prog), 0);
+	CHECK_INT(r.ncalls, 4);
+	if (r.ncalls == 4) {
+		CHECK_STR(r.calls[0].name, "write_file");
+		CHECK_STR(json_get_str(r.calls[0].input, "path"), "notes.txt");
+		CHECK_STR(json_get_str(r.calls[0].input, "content"), "hello\n");
+		CHECK(r.calls[0].input_error == NULL);
+		CHECK_STR(json_get_str(r.calls[1].input, "path"), "a.txt");
+		CHECK(r.calls[1].input_error == NULL);
+		CHECK_STR(r.calls[2].name, "list_files");
+		CHECK_STR(json_get_str(r.calls[2].input, "path"), "src");
+		CHECK(r.calls[3].input_error != NULL &&
+		      strstr(r.calls[3].input_error, "tool input is not a JSON object") != NULL);
+	}
+	CHECK_INT(r.stop, LLM_STOP_TOOL_USE);
+	free(prog);
+	llm_response_release(&r);
+}
+
+/* Not streamed: an input sent as a string is read as the JSON text it
+ * holds; one that is no JSON object is a call the model hears about, as
+ * OpenAI's arguments are (before: {}, and "path is missing"; hunt57 #2). */
+static void test_anth_nonstream_tool_input_kinds(void)
+{
+	static const char body[] =
+		"{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
+		"\"content\":[{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"write_file\","
+		"\"input\":\"{\\\"path\\\":\\\"notes.txt\\\",\\\"content\\\":\\\"hi\\\"}\"},"
+		"{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"read_file\",\"input\":\"not json\"},"
+		"{\"type\":\"tool_use\",\"id\":\"toolu_3\",\"name\":\"read_file\",\"input\":42},"
+		"{\"type\":\"tool_use\",\"id\":\"toolu_4\",\"name\":\"list_files\"}],"
+		"\"stop_reason\":\"tool_use\",\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}";
+	struct llm_response r;
+
+	llm_response_init(&r);
+	CHECK_INT(llm_anthropic.parse(&r, body, strlen(body)), 0);
+	CHECK_INT(r.ncalls, 4);
+	if (r.ncalls == 4) {
+		CHECK_STR(json_get_str(r.calls[0].input, "path"), "notes.txt");
+		CHECK(r.calls[0].input_error == NULL);
+		for (int i = 1; i <= 2; i++) {
+			CHECK_MSG(r.calls[i].input_error &&
+				  strstr(r.calls[i].input_error, "tool input is not a JSON object"),
+				  "call %d: %s", i, r.calls[i].input_error ? r.calls[i].input_error : "(none)");
+			CHECK_INT(jv_object_length(jv_copy(r.calls[i].input)), 0);
+		}
+		CHECK(r.calls[3].input_error == NULL);   /* no input: a call without arguments */
+	}
+	llm_response_release(&r);
+}
+
+/* An answer with no choice is still billed for the usage it reports, as
+ * Anthropic's is (before: 0 tokens; hunt57 #6). */
+static void test_oai_no_choices_billed(void)
+{
+	static const char body[] =
+		"{\"id\":\"c\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"gpt-4o-mini\","
+		"\"choices\":[],\"usage\":{\"prompt_tokens\":120000,\"completion_tokens\":50,\"total_tokens\":120050}}";
+	struct llm_response r;
+
+	llm_response_init(&r);
+	CHECK(llm_openai.parse(&r, body, strlen(body)) < 0);
+	CHECK(strstr(forge_last_error(), "no choices[0].message") != NULL);
+	CHECK(r.usage_seen && !r.usage_bad);
+	CHECK_INT(r.usage.input_tokens, 120000);
+	CHECK_INT(r.usage.output_tokens, 50);
+	CHECK_STR(r.model, "gpt-4o-mini");
+	llm_response_release(&r);
+}
+
+/* A tool name streamed in pieces is joined, as the official SDKs join the
+ * strings of a delta (before: cut to "write_"; hunt57 #7); a server that
+ * repeats the whole name in each delta names it once. */
+static void test_oai_stream_name_in_pieces(void)
+{
+	static const char pieces[] =
+		OAI_CALL(0, "\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"write_\",\"arguments\":\"\"}")
+		OAI_CALL(0, "\"function\":{\"name\":\"file\",\"arguments\":\"{\\\"path\\\":\\\"a.txt\\\"\"}")
+		OAI_CALL(0, "\"function\":{\"arguments\":\",\\\"content\\\":\\\"x\\\"}\"}")
+		OAI_END;
+	static const char repeated[] =
+		OAI_CALL(0, "\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}")
+		OAI_CALL(0, "\"id\":\"call_1\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\"\"}")
+		OAI_CALL(0, "\"id\":\"call_1\",\"function\":{\"name\":\"read_file\",\"arguments\":\":\\\"a\\\"}\"}")
+		OAI_END;
+	struct llm_response r;
+
+	CHECK_INT(stream_text(&r, &llm_openai, pieces), 0);
+	CHECK_INT(r.ncalls, 1);
+	if (r.ncalls == 1) {
+		CHECK_STR(r.calls[0].name, "write_file");
+		CHECK_STR(json_get_str(r.calls[0].input, "path"), "a.txt");
+		CHECK_STR(json_get_str(r.calls[0].input, "content"), "x");
+	}
+	llm_response_release(&r);
+
+	CHECK_INT(stream_text(&r, &llm_openai, repeated), 0);
+	CHECK_INT(r.ncalls, 1);
+	if (r.ncalls == 1) {
+		CHECK_STR(r.calls[0].name, "read_file");
+		CHECK_STR(json_get_str(r.calls[0].input, "path"), "a");
+	}
+	llm_response_release(&r);
+}
+
 /* Calls without an id, or with an earlier call's, get ids of their own,
  * named by the turn and the call's place; a server's ids are kept (hunt46 #4). */
 static void test_calls_named(void)
@@ -847,6 +962,24 @@ static void test_response_json_roundtrip(void)
 	jv_free(j);
 	llm_response_release(&r);
 	llm_response_release(&r);   /* reusable after release */
+
+	/* a call whose arguments did not parse is read back as one: a replay
+	 * tells the model why again, as the recorded run did (hunt57 #1) */
+	const char *bad = "{\"text\":\"\",\"tool_calls\":[{\"id\":\"t1\",\"name\":\"write_file\","
+			  "\"input\":{},\"input_error\":\"tool input is not a JSON object: Unfinished string\"},"
+			  "{\"id\":\"t2\",\"name\":\"finish\",\"input\":{}}],\"stop_reason\":\"max_tokens\"}";
+	CHECK_INT(llm_response_from_json(&r, json_parse(bad, strlen(bad))), 0);
+	CHECK_INT(r.ncalls, 2);
+	if (r.ncalls == 2) {
+		CHECK_STR(r.calls[0].input_error, "tool input is not a JSON object: Unfinished string");
+		CHECK(r.calls[1].input_error == NULL);
+	}
+	j = llm_response_to_json(&r);
+	got = jv_array_get(json_get(j, "tool_calls"), 0);
+	CHECK_STR(json_get_str(got, "input_error"), "tool input is not a JSON object: Unfinished string");
+	jv_free(got);
+	jv_free(j);
+	llm_response_release(&r);
 }
 
 static void test_event_stream_type(void)
@@ -871,6 +1004,10 @@ int main(void)
 	RUN(test_oai_stream_parallel_tools);
 	RUN(test_anth_context_window_stop);
 	RUN(test_oai_stream_whole_calls_without_ids);
+	RUN(test_anth_tool_input_at_start);
+	RUN(test_anth_nonstream_tool_input_kinds);
+	RUN(test_oai_no_choices_billed);
+	RUN(test_oai_stream_name_in_pieces);
 	RUN(test_calls_named);
 	RUN(test_oai_reasoning_sent_back);
 	RUN(test_anth_nonstream_tool_loop);
