@@ -279,6 +279,7 @@ static int execute(struct agent *a, struct agent_tool_outcome *o, const char *na
 		memset(o, 0, sizeof *o);
 		o->event = jv_null();
 		o->deadline_ms = agent_deadline(a);
+		o->max_text_bytes = agent_result_cap(a) * 4;	/* (~4 bytes a token) */
 		if (a->env->exec(o, name, input, a->env->exec_payload) < 0)
 			return -1;
 		if (o->ok || !o->retryable || *attempts > MAX_TOOL_RETRIES || agent_time_left(a) == 0)
@@ -449,6 +450,15 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 		 * redacted by value (llm.h). */
 		llm_redact(o.text);
 		o.event = llm_redact_jv(o.event);
+		/* One result is held to a share of the model's window, whatever
+		 * the tool (before: a 256 KiB read_file was sent to a 32K model,
+		 * which refused it, and compression kept it whole) */
+		size_t cap = agent_result_cap(a);
+		if (cap && o.text && strlen(o.text) > cap * 4) {
+			char *shrunk = agent_shrink_text(o.text, cap, a->cfg->context_tokens);
+			free(o.text);
+			o.text = shrunk;
+		}
 		a->res->tool_calls++;
 		a->res->cost_usd += o.cost_usd;
 		a->res->tokens += o.tokens;
@@ -482,12 +492,50 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 
 /* ---- reason ------------------------------------------------------------- */
 
-/* One call with the working memory; on a context overflow, compress and retry once. */
+/* The least room for an answer a request must leave in the window:
+ * AGENT_ANSWER_MIN, or a quarter of a window smaller than 4K. */
+static size_t answer_min(size_t window)
+{
+	return window / 4 < AGENT_ANSWER_MIN ? window / 4 : AGENT_ANSWER_MIN;
+}
+
+/* Whether the request, as forge estimates it (with a tenth more: the
+ * server counts exactly), leaves the model's window room for an answer
+ * (answer_min). */
+static bool request_fits(struct agent *a, size_t *fixed, size_t *messages)
+{
+	size_t window = a->cfg->context_tokens, prompt;
+
+	*fixed = agent_fixed_tokens(a);
+	*messages = agent_messages_tokens(a);
+	prompt = *fixed + *messages;
+	prompt += prompt / 10;
+	return !window || prompt + answer_min(window) <= window;
+}
+
+/*
+ * One call with the working memory; on a context overflow, compress and
+ * retry once.  A request that cannot fit the window, compressed as far as
+ * it goes, is not sent: -2 with a message naming the window.
+ */
 static int reason(struct agent *a, struct llm_response *resp)
 {
 	struct llm_request req;
+	size_t fixed, messages;
 	int rc;
 
+	if (!request_fits(a, &fixed, &messages) &&
+	    (!agent_compress(a, true) || !request_fits(a, &fixed, &messages))) {
+		llm_response_init(resp);
+		forge_error("the request does not fit the model's context window of %zu tokens "
+			    "(llm.context_window, or llm.pricing's context_window for a model forge knows): "
+			    "the system prompt and the tools take about %zu tokens and the working memory, "
+			    "compressed as far as it goes, about %zu, with at least %zu left for the answer; "
+			    "use a model with a larger window (or, when the model's window is larger, say so "
+			    "in llm.context_window), or a smaller task or memory.context_tokens",
+			    a->cfg->context_tokens, fixed, messages, answer_min(a->cfg->context_tokens));
+		return -2;
+	}
 	for (int tries = 0;; tries++) {
 		llm_request_init(&req);
 		req.system = a->cfg->system_prompt;
@@ -628,7 +676,12 @@ static void loop(struct agent *a)
 		agent_compress(a, false);
 
 		struct llm_response resp;
-		if (reason(a, &resp) < 0) {
+		int rc = reason(a, &resp);
+		if (rc == -2) {
+			finish_with(a, AGENT_FAILED, NULL, "%s", forge_last_error());
+			break;
+		}
+		if (rc < 0) {
 			char *why = model_failed(a);
 			/* what it was billed before it broke counts, as any call's */
 			if (resp.usage_seen) {

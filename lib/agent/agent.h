@@ -36,7 +36,12 @@
  *
  * Working memory is compressed when its estimated size passes 90 % of the
  * token budget: the first message and the last three are kept, the middle is
- * summarised by the fast model (memory.compressed).  A context-length error
+ * summarised by the fast model (memory.compressed); tool results still too
+ * large are then cut to their head and tail.  One tool result is held to a
+ * share of the model's window as it comes (agent_result_cap).  A request
+ * that cannot fit the window even so (the system prompt and the tools
+ * alone, or the task) ends the loop as AGENT_FAILED naming
+ * llm.context_window.  A context-length error
  * from the provider triggers a compression and one retry of the call.
  *
  * Reflection (seed 003 §8) asks the fast model for learnings on success
@@ -84,6 +89,12 @@ struct agent_tool_outcome {
 	 * time limits; 0: none).  An executor that runs commands shortens
 	 * their timeout to it (tools_agent_exec). */
 	long long deadline_ms;
+	/* In, too: the most bytes the text should have, a share of the
+	 * model's context window (0: no limit but the tools' own).  An
+	 * executor may cut to it where it can say how to read on (read_file:
+	 * tools_agent_exec); the agent cuts a longer text to its head and tail
+	 * in any case. */
+	size_t max_text_bytes;
 };
 
 /*

@@ -69,8 +69,11 @@ int agent_fast_call(struct llm_response *out, struct agent *a, const char *syste
 		    const char *user, jv tool);
 
 /* Compress working memory when it passes 90 % of the budget (or always when
- * `force`).  Returns 1 when it compressed, 0 when not needed or not
- * possible. */
+ * `force`): the middle is summarised, then, when what is kept is still over
+ * three quarters of the budget, its largest tool results are cut to their
+ * head and tail with a note saying so (even the last ones: a single result
+ * can be larger than the window).  Returns 1 when it compressed, 0 when not
+ * needed or not possible. */
 int agent_compress(struct agent *a, bool force);
 /* What a request holds besides its messages (the system prompt, the tool
  * definitions), estimated in tokens. */
@@ -79,6 +82,18 @@ size_t agent_fixed_tokens(struct agent *a);
  * tokens_estimate_jv) plus one for each separator between them.  Messages
  * estimated before are not estimated again. */
 size_t agent_messages_tokens(struct agent *a);
+/* The tokens the messages may take: the window (cfg->context_tokens, 0 =
+ * 100000) less the fixed part and room for an answer. */
+size_t agent_message_budget(struct agent *a);
+/* The most tokens one tool result may take: a third of the model's window,
+ * at most half the message budget; 0 when the window is not known
+ * (cfg->context_tokens 0: no cap but the tools' own). */
+size_t agent_result_cap(struct agent *a);
+/* text cut to its head and tail with a note between them naming the
+ * window (`window` tokens) and how to ask for less, so that it estimates
+ * at most max_tokens (just the note when even that is more); a copy when
+ * it fits already.  malloc'd. */
+char *agent_shrink_text(const char *text, size_t max_tokens, size_t window);
 /* Forget the kept estimates of the messages (after they were replaced). */
 void agent_messages_replaced(struct agent *a);
 /* The tokens an answer may take: llm.max_tokens (cfg->max_tokens), but no

@@ -258,17 +258,131 @@ int agent_answer_room(struct agent *a)
 	return window > prompt + AGENT_ANSWER_MIN ? (int)(window - prompt) : AGENT_ANSWER_MIN;
 }
 
-int agent_compress(struct agent *a, bool force)
+size_t agent_message_budget(struct agent *a)
 {
 	size_t window = a->cfg->context_tokens ? a->cfg->context_tokens : 100000;
 	/* The messages' share of the window: what the system prompt, the
 	 * tools and room for an answer (a quarter of the window at most)
-	 * leave; compressed at 90% of it. */
+	 * leave. */
 	size_t want = (size_t)(a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192);
 	size_t reserve = agent_fixed_tokens(a) + (want < window / 4 ? want : window / 4);
-	size_t budget = window > reserve + window / 8 ? window - reserve : window / 8;
+
+	return window > reserve + window / 8 ? window - reserve : window / 8;
+}
+
+size_t agent_result_cap(struct agent *a)
+{
+	size_t window = a->cfg->context_tokens, half;
+
+	if (!window)
+		return 0;
+	/* A third of the window, and no more than half what the messages
+	 * may hold: the task and the other results need the rest.  (With a
+	 * 200K window this is above every tool's own cap: unchanged there.) */
+	half = agent_message_budget(a) / 2;
+	return window / 3 < half ? window / 3 : half;
+}
+
+/* The UTF-8 boundary at or before i in s. */
+static size_t utf8_back(const char *s, size_t i)
+{
+	while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
+		i--;
+	return i;
+}
+
+/* s[0..head), the note, s[n - tail..n), into *b. */
+static void head_tail(struct buf *b, const char *s, size_t n, size_t head, size_t tail, size_t window)
+{
+	buf_reset(b);
+	buf_add(b, s, head);
+	buf_addf(b, "\n[… %zu bytes of this result (of %zu) cut here, its beginning and end kept, so that "
+		 "it fits the model's context window (%zu tokens, llm.context_window); to see the rest ask "
+		 "for less at a time: read_file with start_line and max_lines, a command piped to head, tail "
+		 "or grep …]\n", n - head - tail, n, window);
+	buf_add(b, s + n - tail, tail);
+}
+
+char *agent_shrink_text(const char *text, size_t max_tokens, size_t window)
+{
+	size_t n = strlen(text), keep = n, est = tokens_estimate(text, n);
+	struct buf b = BUF_INIT;
+
+	if (est <= max_tokens)
+		return xstrdup(text);
+	/* a guess from the ratio, then smaller until the estimate fits (the
+	 * estimate is monotone: a shorter head and tail never cost more) */
+	keep = (size_t)((double)n * (double)max_tokens / (double)est);
+	for (;;) {
+		size_t head = utf8_back(text, keep * 2 / 3);
+		size_t tail = keep - keep * 2 / 3;
+
+		while (tail > 0 && ((unsigned char)text[n - tail] & 0xC0) == 0x80)
+			tail--;
+		head_tail(&b, text, n, head, tail, window);
+		if (keep == 0 || tokens_estimate(b.buf, b.len) <= max_tokens)
+			break;
+		keep = keep * 4 / 5;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Tool results are what grows without bound (a file, a command's output):
+ * the largest of messages[1..] are cut to their head and tail until the
+ * messages estimate at most `target` tokens, none below SHRINK_MIN.
+ * Returns how many were cut. */
+#define SHRINK_MIN 256
+static int shrink_results(struct agent *a, size_t target)
+{
+	size_t window = a->cfg->context_tokens ? a->cfg->context_tokens : 100000;
+	int n = jv_array_length(jv_copy(a->messages)), cut = 0;
+	bool *tried = xcalloc(n > 0 ? (size_t)n : 1, sizeof *tried);
+
+	for (;;) {
+		size_t total = agent_messages_tokens(a), most = 0;
+		int at = -1;
+
+		if (total <= target)
+			break;
+		for (int i = 1; i < n; i++) {
+			jv m = jv_array_get(jv_copy(a->messages), i);
+			const char *role = json_get_str(m, "role");
+
+			if (!tried[i] && role && strcmp(role, "tool") == 0 && a->message_tokens[i] > most &&
+			    a->message_tokens[i] > SHRINK_MIN) {
+				most = a->message_tokens[i];
+				at = i;
+			}
+			jv_free(m);
+		}
+		if (at < 0)
+			break;
+		size_t excess = total - target;
+		size_t want = most > excess + SHRINK_MIN ? most - excess : SHRINK_MIN;
+		jv m = jv_array_get(jv_copy(a->messages), at);
+		const char *text = json_get_str(m, "content");
+		/* (the message's own fields cost a few tokens besides its text) */
+		char *shrunk = agent_shrink_text(text ? text : "", want > 64 ? want - 64 : want, window);
+
+		m = json_set(m, "content", jv_string(shrunk));
+		free(shrunk);
+		a->message_tokens[at] = tokens_estimate_jv(m);
+		a->messages = jv_array_set(a->messages, at, m);
+		tried[at] = a->message_tokens[at] <= want;	/* cut once more only if it did not reach want */
+		if (a->message_tokens[at] >= most)
+			tried[at] = true;	/* (no progress: never picked again) */
+		cut++;
+	}
+	free(tried);
+	return cut;
+}
+
+int agent_compress(struct agent *a, bool force)
+{
+	size_t budget = agent_message_budget(a);
 	size_t before = agent_messages_tokens(a);
 	int n = jv_array_length(jv_copy(a->messages));
+	const char *by = NULL;
 
 	if (!force && before * 10 < budget * 9)
 		return 0;
@@ -287,35 +401,48 @@ int agent_compress(struct agent *a, bool force)
 			break;
 		tail--;
 	}
-	if (tail <= 1)
+	if (tail > 1) {
+		jv middle = jv_array_slice(jv_copy(a->messages), 1, tail);
+		char *summary = model_summary(a, middle, budget);
+		by = summary ? "model" : "fallback";
+		if (!summary)
+			summary = mechanical_summary(middle);
+		jv_free(middle);
+
+		jv first = jv_array_get(jv_copy(a->messages), 0);
+		const char *text = json_get_str(first, "content");
+		jv merged = llm_msg_user("");
+		merged = json_set(merged, "content", jv_string_fmt("%s\n\n[Summary of the earlier work]\n%s",
+								    text ? text : "", summary));
+		jv_free(first);
+		free(summary);
+		jv rest = jv_array_slice(jv_copy(a->messages), tail, n);
+		jv_free(a->messages);
+		a->messages = jv_array_concat(jv_array_append(jv_array(), merged), rest);
+		agent_messages_replaced(a);
+	}
+
+	/* What is kept whole may still not fit (one tool result can be larger
+	 * than the window): its largest tool results are cut to their head and
+	 * tail, to three quarters of the budget (room for the next result), or
+	 * to half what they were after a refusal the estimate did not foresee. */
+	size_t after = agent_messages_tokens(a), target = budget * 3 / 4;
+	int cut = 0;
+	if (force && !by && after <= target)
+		target = after / 2;
+	if (after > target)
+		cut = shrink_results(a, target);
+	if (!by && !cut)
 		return 0;
 
-	jv middle = jv_array_slice(jv_copy(a->messages), 1, tail);
-	char *summary = model_summary(a, middle, budget);
-	const char *by = summary ? "model" : "fallback";
-	if (!summary)
-		summary = mechanical_summary(middle);
-	jv_free(middle);
-
-	jv first = jv_array_get(jv_copy(a->messages), 0);
-	const char *text = json_get_str(first, "content");
-	jv merged = llm_msg_user("");
-	merged = json_set(merged, "content", jv_string_fmt("%s\n\n[Summary of the earlier work]\n%s",
-							    text ? text : "", summary));
-	jv_free(first);
-	free(summary);
-	jv rest = jv_array_slice(jv_copy(a->messages), tail, n);
-	jv_free(a->messages);
-	a->messages = jv_array_concat(jv_array_append(jv_array(), merged), rest);
-	agent_messages_replaced(a);
-
-	size_t after = agent_messages_tokens(a);
+	after = agent_messages_tokens(a);
 	jv p = jv_object();
 	p = json_set(p, "tokens_before", jv_number((double)before));
 	p = json_set(p, "tokens_after", jv_number((double)after));
 	p = json_set(p, "messages_before", jv_number(n));
 	p = json_set(p, "messages_after", jv_number(jv_array_length(jv_copy(a->messages))));
-	p = json_set(p, "summarised_by", jv_string(by));
+	p = json_set(p, "summarised_by", jv_string(by ? by : "none"));
+	p = json_set(p, "results_cut", jv_number(cut));
 	if (a->env->out)
 		stream_emit(a->env->out, "memory.compressed", p);
 	else

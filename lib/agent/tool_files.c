@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define READ_CAP_DEFAULT (256u << 10)
 #define LINE_CUT 2000
 #define GREP_FILE_MAX (4u << 20)
 #define GREP_LINE_CUT 300
@@ -130,7 +129,7 @@ void tool_read_file(struct tool_result *out, const struct tool_ctx *ctx,
 	/* the model's own numbers, for the messages (a clamped one is not) */
 	double start_asked = json_get_num(input, "start_line", 1);
 	double end_asked = json_get_num(input, "end_line", (double)end);
-	size_t cap = ctx->read_cap ? ctx->read_cap : READ_CAP_DEFAULT;
+	size_t cap = ctx->read_cap ? ctx->read_cap : TOOL_READ_CAP_DEFAULT;
 	struct buf text = BUF_INIT, body = BUF_INIT, shown = BUF_INIT;
 	char *name = NULL;
 	long lineno = 0, shown_last = 0;

@@ -746,6 +746,11 @@ int tools_agent_exec(struct agent_tool_outcome *out, const char *name, jv input,
 	/* (the agent's time left bounds a command: its deadline, in) */
 	if (out->deadline_ms > 0 && (ctx.deadline_ms <= 0 || out->deadline_ms < ctx.deadline_ms))
 		ctx.deadline_ms = out->deadline_ms;
+	/* (a share of the model's window: read_file cuts at a line and
+	 * says where to read on; the agent cuts any other text) */
+	if (out->max_text_bytes > 0 &&
+	    out->max_text_bytes < (ctx.read_cap ? ctx.read_cap : TOOL_READ_CAP_DEFAULT))
+		ctx.read_cap = out->max_text_bytes;
 	memset(out, 0, sizeof(*out));
 	tools_run(&r, name, &ctx, input);
 	out->ok = r.ok;

@@ -72,6 +72,9 @@ struct tool_result {
 	jv data;              /* details ({} when none); owned by the result */
 };
 
+/* read_file's bytes per answer unless tool_ctx.read_cap says otherwise. */
+#define TOOL_READ_CAP_DEFAULT (256u << 10)
+
 /* Where and how tools run.  Borrowed by tool_execute(); nothing is freed. */
 struct tool_ctx {
 	const char *root;                     /* the run's worktree (absolute) */
@@ -79,7 +82,7 @@ struct tool_ctx {
 	const struct sandbox_policy *policy;  /* NULL = built-in defaults */
 	char *const *env;                     /* base environment of commands; NULL = environ */
 	bool approved;                        /* a human approved this (ask) call */
-	size_t read_cap;                      /* read_file bytes per answer; 0 = 256 KiB */
+	size_t read_cap;                      /* read_file bytes per answer; 0 = TOOL_READ_CAP_DEFAULT */
 	long long deadline_ms;                /* monotonic_ms() by which a command must end (a
 	                                         time limit's; its timeout is cut to it); 0: none */
 };

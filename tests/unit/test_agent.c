@@ -457,14 +457,16 @@ static void test_compression_at_ninety_percent(void)
 	struct agent_config cfg;
 	struct llm_client *llm = client(CALL("read_file", "{\"path\":\"a\"}") CALL("read_file", "{\"path\":\"b\"}")
 					CALL("read_file", "{\"path\":\"c\"}") CALL("read_file", "{\"path\":\"d\"}")
+					CALL("read_file", "{\"path\":\"e\"}") CALL("read_file", "{\"path\":\"f\"}")
+					CALL("read_file", "{\"path\":\"g\"}") CALL("read_file", "{\"path\":\"h\"}")
 					FINISH_VALID, "plan");
 	/* No fast answer: compression falls back to a mechanical summary. */
 	struct llm_client *fast = client("", "plan-fast");
 
 	config(&cfg);
-	cfg.context_tokens = 300;
+	cfg.context_tokens = 1600;
 	run_agent(&r, &cfg, llm, fast);
-	CHECK(r.res.outcome == AGENT_DONE);
+	CHECK_MSG(r.res.outcome == AGENT_DONE, "%s", r.res.reason);
 	CHECK(count_events(&r, "memory.compressed") >= 1);
 	CHECK(strstr(r.events, "\"summarised_by\":\"fallback\"") != NULL);
 	done(&r);
