@@ -28,6 +28,7 @@
 #include "store/store.h"
 #include "agent/tools.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,208 @@ static jv plan_schema(void)
 	else
 		jv_free(props);
 	return plan;
+}
+
+/* ---- what the schema cannot say ------------------------------------------- */
+
+#define PLAN_PROBLEMS_MAX 8     /* problems named in one answer to the model */
+
+/* Whether a task's file stays inside the repository: a relative path whose
+ * ".." components never climb above its root. */
+static bool inside_repo(const char *path)
+{
+	int depth = 0;
+
+	if (*path == '/')
+		return false;
+	for (const char *c = path; *c;) {
+		size_t n = strcspn(c, "/");
+
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			if (--depth < 0)
+				return false;
+		} else if (n && !(n == 1 && c[0] == '.')) {
+			depth++;
+		}
+		c += n + (c[n] == '/');
+	}
+	return true;
+}
+
+/* The index of the task with id, or -1. */
+static int task_index(const char *const *ids, int n, const char *id)
+{
+	for (int i = 0; i < n; i++)
+		if (ids[i] && strcmp(ids[i], id) == 0)
+			return i;
+	return -1;
+}
+
+/* One problem more for problems (at most PLAN_PROBLEMS_MAX are named). */
+static void problem(struct buf *b, int *count, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void problem(struct buf *b, int *count, const char *fmt, ...)
+{
+	va_list ap;
+
+	if ((*count)++ >= PLAN_PROBLEMS_MAX)
+		return;
+	if (b->len)
+		buf_adds(b, "; ");
+	va_start(ap, fmt);
+	buf_vaddf(b, fmt, ap);
+	va_end(ap);
+}
+
+/* The first of a task's dependencies not yet settled (there is one). */
+static int first_unsettled(const int *deps, int ndeps, const bool *settled)
+{
+	for (int k = 0; k < ndeps; k++)
+		if (!settled[deps[k]])
+			return deps[k];
+	return -1;
+}
+
+/*
+ * A cycle in depends_on, "t1 -> t2 -> t1", appended to b; false when there
+ * is none.  deps[i] lists the indexes task i depends on (ndeps[i] of them,
+ * all known).  Tasks whose dependencies are all settled are taken out until
+ * none is left; each one left then depends on another one left, so
+ * following them from any one of them comes round to a cycle.
+ */
+static bool find_cycle(struct buf *b, const char *const *ids, int n, int *const *deps, const int *ndeps)
+{
+	bool *settled = xcalloc((size_t)n + 1, sizeof *settled);
+	bool *seen = xcalloc((size_t)n + 1, sizeof *seen);
+	bool changed = true, found = false;
+
+	while (changed) {
+		changed = false;
+		for (int i = 0; i < n; i++) {
+			bool ready = !settled[i];
+
+			for (int k = 0; ready && k < ndeps[i]; k++)
+				ready = settled[deps[i][k]];
+			if (ready)
+				settled[i] = changed = true;
+		}
+	}
+	for (int start = 0; start < n && !found; start++) {
+		if (settled[start])
+			continue;
+		int at = start;
+		while (!seen[at]) {
+			seen[at] = true;
+			at = first_unsettled(deps[at], ndeps[at], settled);
+		}
+		/* at is on the cycle: the same steps again come back to it */
+		int from = at;
+		buf_adds(b, ids[from]);
+		do {
+			at = first_unsettled(deps[at], ndeps[at], settled);
+			buf_addf(b, " -> %s", ids[at]);
+		} while (at != from);
+		found = true;
+	}
+	free(settled);
+	free(seen);
+	return found;
+}
+
+/*
+ * The plan's tasks agree with each other (agent_config.result_check): ids
+ * unique, each depends_on names earlier tasks of the plan (the prompt's
+ * contract; implement carries the tasks out in their order), no cycle, the
+ * files inside the repository.  Borrows plan; 0, or -1 after forge_error()
+ * with every problem (up to PLAN_PROBLEMS_MAX), for the model to fix.
+ */
+static int plan_check(jv plan)
+{
+	jv tasks = json_get(plan, "tasks");
+	int n = jv_get_kind(tasks) == JV_KIND_ARRAY ? jv_array_length(jv_copy(tasks)) : 0;
+	const char **ids = xcalloc((size_t)n + 1, sizeof *ids);
+	int **deps = xcalloc((size_t)n + 1, sizeof *deps);
+	int *ndeps = xcalloc((size_t)n + 1, sizeof *ndeps);
+	struct buf b = BUF_INIT, cycle = BUF_INIT;
+	int count = 0, rc = 0;
+	bool unsure = false;	/* a duplicate or unknown id: the order is not checked */
+
+	/* (the strings stay alive: tasks holds them) */
+	for (int i = 0; i < n; i++) {
+		jv t = jv_array_get(jv_copy(tasks), i);
+
+		ids[i] = json_get_str(t, "id");
+		if (!ids[i])
+			ids[i] = "";	/* (the schema asks for one) */
+		jv_free(t);
+		int dup = task_index(ids, i, ids[i]);
+		if (dup >= 0) {
+			problem(&b, &count, "tasks %d and %d both have the id '%s': give each task its own id",
+				dup + 1, i + 1, ids[i]);
+			unsure = true;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		jv t = jv_array_get(jv_copy(tasks), i);
+		jv d = json_get(t, "depends_on"), files = json_get(t, "files");
+		const char *id = ids[i];
+
+		if (jv_get_kind(d) == JV_KIND_ARRAY) {
+			deps[i] = xcalloc((size_t)jv_array_length(jv_copy(d)) + 1, sizeof **deps);
+			jv_array_foreach(d, k, dep) {
+				(void)k;
+				const char *name = jv_get_kind(dep) == JV_KIND_STRING ? jv_string_value(dep) : "";
+				int at = task_index(ids, n, name);
+
+				if (at < 0) {
+					problem(&b, &count, "task '%s' depends on '%s', which is not a task of this plan",
+						id, name);
+					unsure = true;
+				} else if (at == i) {
+					problem(&b, &count, "task '%s' depends on itself", id);
+					unsure = true;
+				} else {
+					deps[i][ndeps[i]++] = at;
+				}
+				jv_free(dep);
+			}
+		}
+		if (jv_get_kind(files) == JV_KIND_ARRAY) {
+			jv_array_foreach(files, k, f) {
+				(void)k;
+				if (jv_get_kind(f) == JV_KIND_STRING && !inside_repo(jv_string_value(f)))
+					problem(&b, &count, "task '%s' names the file '%s', which is outside the "
+						"repository: name files by their path from the repository's root", id,
+						jv_string_value(f));
+				jv_free(f);
+			}
+		}
+		jv_free(d);
+		jv_free(files);
+		jv_free(t);
+	}
+	if (!unsure && find_cycle(&cycle, ids, n, deps, ndeps))
+		problem(&b, &count, "depends_on goes round in a cycle (%s): a task depends only on tasks "
+			"before it", cycle.buf);
+	else if (!unsure)
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < ndeps[i]; k++)
+				if (deps[i][k] > i)
+					problem(&b, &count, "task '%s' depends on '%s', which comes after it: the "
+						"tasks are carried out in the order listed, so put '%s' before '%s'",
+						ids[i], ids[deps[i][k]], ids[deps[i][k]], ids[i]);
+	if (count > PLAN_PROBLEMS_MAX)
+		buf_addf(&b, "; and %d more", count - PLAN_PROBLEMS_MAX);
+	if (count)
+		rc = forge_error("%s", b.buf);
+	for (int i = 0; i < n; i++)
+		free(deps[i]);
+	free(deps);
+	free(ndeps);
+	free(ids);
+	buf_release(&b);
+	buf_release(&cycle);
+	jv_free(tasks);
+	return rc;
 }
 
 /* ---- the environment ------------------------------------------------------ */
@@ -366,6 +569,7 @@ static const char *plan_run(struct phase *ph)
 	cfg.result_schema = plan_schema();
 	cfg.result_schema_name = "state.schema.json";
 	cfg.result_schema_def = "plan";
+	cfg.result_check = plan_check;
 	status = phase_run_agent(&res, ph, &cfg, prompt, exec_read_only, &x);
 	if (state_status_of(status) != STATE_OK)
 		goto out;

@@ -956,8 +956,11 @@ static void checks_before_failure(struct phase *ph, jv det)
 		 n, n == 1 ? "" : "s", ph->report ? ", listed above" : ": event review.checks_found");
 }
 
-/* Layer 3.  0, or -1 when the model call failed (the phase fails); when
- * it did not run, *skipped says why (jv_null() when it ran). */
+/* Layer 3.  0; -1 when the model call failed (the phase fails); 1 when the
+ * model answered with no review, a refusal or no report_findings call (the
+ * phase escalates: a human is needed, as for a refusal in plan or
+ * implement).  When it did not run, *skipped says why (jv_null() when it
+ * ran). */
 static int ai_layer(jv *out, jv *skipped, struct phase *ph, const struct diff *d, jv det)
 {
 	struct llm_client *llm = NULL;
@@ -1006,6 +1009,8 @@ static int ai_layer(jv *out, jv *skipped, struct phase *ph, const struct diff *d
 	if (rc < 0) {
 		*out = jv_array();
 		rc = forge_error_prefix("AI review");
+		if (res.human)
+			rc = 1;
 	} else if (res.skipped) {
 		ai_no_code(skipped, ph, res.not_shown, res.diff_tokens);
 		res.not_shown = jv_null();
@@ -1179,10 +1184,13 @@ static const char *run(struct phase *ph)
 		ai_skip(&ai_skipped, ph, json_set(jv_object(), "reason", jv_string("the run made no change")));
 	} else if (risk.level >= ai_min) {
 		jv_free(ai);
-		if (ai_layer(&ai, &ai_skipped, ph, d, det) < 0) {
+		int ai_rc = ai_layer(&ai, &ai_skipped, ph, d, det);
+		if (ai_rc != 0) {
 			phase_reason(ph, "%s", forge_last_error());
 			jv_free(ai);
 			checks_before_failure(ph, det);
+			if (ai_rc > 0)
+				status = "escalated";
 			goto out;
 		}
 	} else {

@@ -998,3 +998,21 @@ deleted refs/heads/${branches[0]}"
 	[[ $stderr == *"the stream ended with an error: invalid_request_error: messages: bad"* ]]
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 1 ]
 }
+
+@test "ask_human with input that fails its schema goes back to the model as a tool error; the run is not stopped for a human (hunt57 #4)" {
+	big=$(head -c 8193 /dev/zero | tr '\0' q)
+	ask() { printf '{"tool_calls":[{"name":"ask_human","input":%s}]}' "$1"; }
+	mock "[$(ask '{}'),$(ask '{"question":42}'),$(ask "{\"question\":\"$big\"}"),$(ask '{"question":"ok?","bogus":1}'),$FINISH]"
+	plan_state T9 >"$BATS_TEST_TMPDIR/in.json"
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	last_state | jq -e '.status == "ok" and (has("question") | not)'
+	[ -z "$(events_of agent.escalated)" ]
+	run -0 jq -sc '[.[] | select(.type == "tool.failed") | .payload | [.tool, .error]]' <<<"$output"
+	jq -e 'length == 4 and all(.[0] == "ask_human") and
+		(.[0][1] | test("question")) and (.[2][1] | test("8192|long"))' <<<"$output"
+	# what the model read after its first call: why, as the call's error
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[1].body.messages | last | .content[0] |
+		select(.type == \"tool_result\" and .is_error) | .content | tostring'"
+	assert_output --partial "ask_human: invalid input"
+	assert_output --partial "question"
+}

@@ -85,6 +85,33 @@ event_types() {
 	assert_output '["tool_result",true,true]'
 }
 
+@test "a plan whose tasks contradict each other goes back to the model saying what is wrong, as a schema error does (hunt57 #5)" {
+	good=$(good_plan)
+	check() {	# check JQ-EDIT WHAT: the edited plan is refused with WHAT, then the good one taken
+		mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(jq -c "$1" <<<"$good")}]},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$good}]}]"
+		run -0 --separate-stderr forge-plan --task "add a mul operation"
+		last_state | jq -e '.status == "ok" and [.plan.tasks[].id] == ["t1", "t2"] and .plan.version == 1'
+		run -0 jq -r 'select(.type == "agent.finish_rejected") | .payload.error' <<<"$output"
+		assert_output --partial "$2"
+		run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[1].body.messages | last | .content[0] |
+			select(.type == \"tool_result\" and .is_error) | .content | tostring'"
+		assert_output --partial "The plan result is not consistent: $2"
+	}
+	check '.tasks[1].id = "t1"' "tasks 1 and 2 both have the id 't1': give each task its own id"
+	check '.tasks[0].depends_on = ["t2"]' "depends_on goes round in a cycle (t1 -> t2 -> t1)"
+	check '.tasks[1].depends_on = ["t9"]' "task 't2' depends on 't9', which is not a task of this plan"
+	check '.tasks[1].depends_on = ["t2"]' "task 't2' depends on itself"
+	check '.tasks = [.tasks[1], .tasks[0]]' "task 't2' depends on 't1', which comes after it"
+	check '.tasks[0].files = ["../../../etc/passwd"]' "task 't1' names the file '../../../etc/passwd', which is outside the repository"
+	check '.tasks[1].files = ["/etc/passwd", "tests/../../x"]' "task 't2' names the file '/etc/passwd'"
+	assert_output --partial "task 't2' names the file 'tests/../../x'"
+	# a path that climbs back down stays inside: taken as it is
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(jq -c '.tasks[1].files = ["tests/../calc.c", "./tests/check.sh"]' <<<"$good")}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	last_state | jq -e '.plan.tasks[1].files == ["tests/../calc.c", "./tests/check.sh"]'
+	! grep -q '"agent.finish_rejected"' <<<"$output"
+}
+
 @test "the model gets the repository layout, build files, README, commands and only read-only tools" {
 	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
 	run -0 --separate-stderr forge-plan --task "add a mul operation"

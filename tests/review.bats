@@ -289,7 +289,7 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	done
 }
 
-@test "an AI review answer that cannot be used is not an approval: asked again once, told why; cut, refused or wrong twice fails (exit 5)" {
+@test "an AI review answer that cannot be used is not an approval: asked again once, told why; cut or wrong twice fails (exit 5)" {
 	mkdir -p src
 	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
 	git add -A
@@ -340,9 +340,25 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	review -5
 	[[ $stderr == *"the answer was cut at llm.max_tokens ("*") before report_findings was whole; raise llm.max_tokens"* ]]
 	assert_equal "$(curl -sS "$MOCK_URL/_mock/requests" | jq length)" $((before + 1))
+}
+
+@test "a refusal in the AI review, or answers that never call report_findings, need a human (exit 4, escalated), as in plan and implement (hunt57 #3)" {
+	mkdir -p src
+	printf 'int check_token(const char *t)\n{\n\treturn t[0] == 0;\n}\n' >src/auth.c
+	git add -A
+	review() { run "$@" --separate-stderr bash -c "git diff --cached | ANTHROPIC_API_KEY=$KEY forge-review --provider anthropic --base-url '$MOCK_URL'"; }
+	# a refusal: not asked again (it would refuse again); before: failed, exit 5
 	mock_steps '[{"text":"I cannot help with that.","stop_reason":"refusal"}]'
-	review -5
-	[[ $stderr == *"AI review: the model gave no usable review: the model refused: "* ]]
+	before=$(curl -sS "$MOCK_URL/_mock/requests" | jq length)
+	review -4
+	[[ $stderr == *"AI review: the model gave no usable review: the model refused: This request was refused due to policy."* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "escalated" and (has("review") | not) and .cost.usd > 0'
+	assert_equal "$(curl -sS "$MOCK_URL/_mock/requests" | jq length)" $((before + 1))
+	# no report_findings call, twice: asked again once, then a human
+	mock_steps '[{"text":"Looks fine to me."},{"text":"Still fine."}]'
+	review -4
+	[[ $stderr == *"AI review: the model gave no usable review when asked again: the model answered without calling report_findings"* ]]
+	tail -n 1 <<<"$output" | jq -e '.status == "escalated" and (has("review") | not)'
 }
 
 @test "a diff larger than the model's window: the AI review sees the files that fit and is told which it does not" {

@@ -334,19 +334,43 @@ static int take_finish(struct agent *a, jv input, char **error)
 		emit(a, "agent.finish_rejected", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		return -1;
 	}
+	if (cfg->result_check && cfg->result_check(input) < 0) {
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "The %s result is not consistent: %s. Fix it and call finish again.",
+			 cfg->phase, forge_last_error());
+		*error = buf_detach(&b, NULL);
+		emit(a, "agent.finish_rejected", json_set(jv_object(), "error", jv_string(forge_last_error())));
+		return -1;
+	}
 	a->res->result = jv_copy(input);
 	return 0;
 }
 
 enum turn { TURN_CONTINUE, TURN_END };
 
-/* A call whose arguments were not a JSON object: nothing runs; the model is
- * told, as for input that fails the tool's schema, and it counts as a tool
- * error (the breakers see a model that keeps doing it). */
+/* A call refused for its input (text, consumed, for the model; error for
+ * the event): nothing runs, and it counts as a tool error (the breakers
+ * see a model that keeps doing it). */
+static void refuse_input(struct agent *a, const struct llm_tool_call *call, char *text, const char *error,
+			 struct call_window *w)
+{
+	struct agent_tool_outcome o = { 0 };
+
+	o.text = text;
+	o.event = json_set(json_set(jv_object(), "kind", jv_string("input")), "error", jv_string(error));
+	a->res->tool_calls++;
+	a->res->tool_errors++;
+	window_add(w, agent_now(a), true);
+	emit(a, "tool.failed", tool_event(call->name, call->input, &o, 1, 0));
+	a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, o.text, true));
+	outcome_release(&o);	/* a slip of the model's, no lesson: not reflected on */
+}
+
+/* A call whose arguments were not a JSON object: the model is told, as for
+ * input that fails the tool's schema. */
 static void bad_arguments(struct agent *a, const struct llm_tool_call *call, bool cut, struct call_window *w)
 {
 	struct buf b = BUF_INIT;
-	struct agent_tool_outcome o = { 0 };
 
 	/* Cut by the token limit: the same call again would be cut again. */
 	if (cut)
@@ -357,15 +381,29 @@ static void bad_arguments(struct agent *a, const struct llm_tool_call *call, boo
 	else
 		buf_addf(&b, "%s: %s; call it again with the arguments as one JSON object matching its schema",
 			 call->name, call->input_error);
-	o.text = buf_detach(&b, NULL);
-	o.event = json_set(json_set(jv_object(), "kind", jv_string("input")),
-			   "error", jv_string(call->input_error));
-	a->res->tool_calls++;
-	a->res->tool_errors++;
-	window_add(w, agent_now(a), true);
-	emit(a, "tool.failed", tool_event(call->name, call->input, &o, 1, 0));
-	a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, o.text, true));
-	outcome_release(&o);	/* a slip of the model's, no lesson: not reflected on */
+	refuse_input(a, call, buf_detach(&b, NULL), call->input_error, w);
+}
+
+/*
+ * ask_human's input against schemas/tools/ask_human.json, as the executor
+ * checks every other tool's (tools.h): a call without a question, or with
+ * one too long for a gate, goes back to the model instead of stopping the
+ * run in front of a human with "(no question)".  0, or -1 with the model
+ * told (a tool error).
+ */
+static int check_ask_human(struct agent *a, const struct llm_tool_call *call, struct call_window *w)
+{
+	const struct schema *s = schema_get("tools/ask_human.json");
+	struct buf b = BUF_INIT;
+
+	if (s && schema_validate(s, call->input) == 0)
+		return 0;
+	char *error = xstrdup(s ? forge_last_error() : "no schema for ask_human");
+	buf_addf(&b, "ask_human: invalid input: %s; call it again with input that matches its schema "
+		 "(a \"question\" of 1 to 8192 characters; \"context\" and \"options\" optional)", error);
+	refuse_input(a, call, buf_detach(&b, NULL), error, w);
+	free(error);
+	return -1;
 }
 
 /*
@@ -429,6 +467,11 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 			continue;
 		}
 		if (ends_turn(call)) {
+			/* (finish is checked when taken, against the phase's result schema) */
+			if (strcmp(call->name, "ask_human") == 0 && check_ask_human(a, call, w) < 0) {
+				failed = true;
+				continue;
+			}
 			if (!end)
 				end = call;
 			else

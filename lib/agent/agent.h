@@ -113,6 +113,13 @@ struct agent_config {
 	jv result_schema;               /* the finish tool's input schema (consumed) */
 	const char *result_schema_name; /* embedded schema file that validates the result */
 	const char *result_schema_def;  /* its $defs entry, e.g. "plan"; NULL = the whole schema */
+	/*
+	 * What the schema cannot say about a result that matches it (a plan's
+	 * task ids unique, its dependencies known and acyclic); may be NULL.
+	 * Borrows result; 0, or -1 after forge_error() with what is wrong,
+	 * which goes back to the model as a schema error does.
+	 */
+	int (*result_check)(jv result);
 	int max_iterations;             /* 0 = 10 */
 	double max_cost_usd;            /* phase limit; < 0 = none, 0 = nothing may be spent */
 	double budget_remaining_usd;    /* the run's remaining budget; < 0 = none */

@@ -182,6 +182,10 @@ struct review_ai_result {
 	bool skipped;                   /* no line of code was left to show (every file
 					 * in not_shown, or binary files and renames
 					 * alone): no call was made, no findings */
+	bool human;                     /* with -1: the model answered but gave no review
+					 * (it refused, or called no report_findings when
+					 * asked again): a human is needed, as when the
+					 * agent loop's model refuses, not a failed call */
 };
 
 /* The diff as the model sees it: per file "## File: path", each hunk with
@@ -199,7 +203,8 @@ char *review_ai_render(const struct diff *d, jv findings, long max_tokens, jv *n
  * that cannot be used (no call, arguments cut at max_tokens or not the
  * tool's schema, a refusal) is not an empty review: the model is asked once
  * more, told what was wrong (not after a cut or a refusal), and then it is
- * an error.  -1 when the call failed or gave no usable answer; res holds
+ * an error.  -1 when the call failed or gave no usable answer (res->human
+ * says whether the model refused or would not call the tool); res holds
  * the cost of every call made, also then.  A prompt that would hold no
  * line of code is not sent: 0, with res->skipped and no findings. */
 int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,

@@ -685,6 +685,12 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 		    resp.stop == LLM_STOP_CONTEXT_WINDOW || resp.stop == LLM_STOP_REFUSAL) {
 			forge_error("the model gave no usable review%s: %s",
 				    attempt > 1 ? " when asked again" : "", why.buf);
+			/* The provider answered: a refusal, or no report_findings
+			 * at all, is the model's decision, which a human settles
+			 * (as plan and implement escalate it), not a dependency
+			 * that failed.  A cut or a full window is a limit. */
+			res->human = !call && resp.stop != LLM_STOP_MAX_TOKENS &&
+				     resp.stop != LLM_STOP_CONTEXT_WINDOW;
 			goto out;
 		}
 		ask_again(&req, &resp, call, why.buf);

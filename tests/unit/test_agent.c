@@ -4,6 +4,7 @@
  */
 #include "agent/agent.h"
 #include "agent/agent_internal.h"
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
@@ -253,6 +254,60 @@ static void test_ask_human_escalates(void)
 	CHECK_INT(count_events(&r, "agent.escalated"), 1);
 	done(&r);
 	llm_client_free(llm);
+}
+
+/* ask_human's input is checked against its schema as every tool's is: a
+ * call without a question, with a number, one too long for a gate or with
+ * a property of its own goes back to the model, which asks again or goes
+ * on; the run does not stop in front of a human (hunt57 #4). */
+static void test_ask_human_input_checked(void)
+{
+	struct run r = { .tick = 1 };
+	struct agent_config cfg;
+	char *big = xmalloc(8194), *cassette;
+	struct buf b = BUF_INIT;
+
+	memset(big, 'q', 8193);
+	big[8193] = '\0';
+	buf_adds(&b, CALL("ask_human", "{}") CALL("ask_human", "{\"question\":42}")
+		 CALL("ask_human", "{\"question\":\"ok?\",\"bogus\":1}"));
+	buf_addf(&b, CALL("ask_human", "{\"question\":\"%s\"}"), big);
+	buf_adds(&b, CALL("ask_human", "{\"question\":\"which license?\"}"));
+	cassette = buf_detach(&b, NULL);
+	struct llm_client *llm = client(cassette, "plan");
+
+	config(&cfg);
+	run_agent(&r, &cfg, llm, NULL);
+	CHECK_MSG(r.res.outcome == AGENT_ESCALATED, "%s: %s", agent_outcome_name(r.res.outcome), r.res.reason);
+	CHECK_STR(r.res.question, "which license?");
+	CHECK_INT(r.res.iterations, 5);
+	CHECK_INT(count_events(&r, "agent.escalated"), 1);
+	CHECK_INT(count_events(&r, "tool.failed"), 4);
+	CHECK_INT(r.res.tool_errors, 4);
+	CHECK(r.fake.calls == 0);
+	/* what the model was told: the schema's complaint, as a tool error */
+	jv m = jv_array_get(jv_copy(r.res.messages), 2);
+	CHECK(json_get_bool(m, "is_error", false));
+	CHECK_MSG(strstr(json_get_str(m, "content"), "ask_human: invalid input") != NULL &&
+		  strstr(json_get_str(m, "content"), "question") != NULL, "%s", json_get_str(m, "content"));
+	jv_free(m);
+	done(&r);
+	llm_client_free(llm);
+
+	/* an invalid ask_human fails its answer: a finish beside it is not taken */
+	struct run r2 = { .tick = 1 };
+	llm = client("{\"response\":{\"tool_calls\":[{\"id\":\"a\",\"name\":\"ask_human\",\"input\":{}},"
+		     "{\"id\":\"f\",\"name\":\"finish\",\"input\":{\"summary\":\"s\",\"tasks\":[],"
+		     "\"risk\":{\"level\":\"low\"}}}]}}\n" FINISH_VALID, "plan");
+	config(&cfg);
+	run_agent(&r2, &cfg, llm, NULL);
+	CHECK_MSG(r2.res.outcome == AGENT_DONE, "%s: %s", agent_outcome_name(r2.res.outcome), r2.res.reason);
+	CHECK_STR(json_get_str(r2.res.result, "summary"), "add a flag");
+	CHECK_INT(count_events(&r2, "agent.escalated"), 0);
+	done(&r2);
+	llm_client_free(llm);
+	free(big);
+	free(cassette);
 }
 
 static void test_iteration_breaker(void)
@@ -672,6 +727,7 @@ int main(void)
 	RUN(test_happy_path);
 	RUN(test_invalid_result_goes_back_to_the_model);
 	RUN(test_ask_human_escalates);
+	RUN(test_ask_human_input_checked);
 	RUN(test_iteration_breaker);
 	RUN(test_cost_breaker_uses_the_lower_limit);
 	RUN(test_time_breaker);

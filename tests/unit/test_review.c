@@ -443,6 +443,74 @@ static void test_ai_no_code_no_call(void)
 	unlink(path);
 }
 
+/* review_ai over a cassette of answers (one a line, text): *rc what it
+ * returned (-2: not run), res whether a human is needed. */
+static void ai_over(int *rc, struct review_ai_result *res, const char *answers)
+{
+	char path[] = "/tmp/forge-review-cassette-XXXXXX";
+	int fd = mkstemp(path);
+	struct llm_options opt;
+	struct llm_client *llm = NULL;
+	struct diff *d = NULL;
+	struct review_ai_input in = { .system = "review", .findings = jv_array(), .dismissed = jv_array() };
+	jv out = jv_null();
+
+	*rc = -2;
+	memset(res, 0, sizeof *res);
+	res->not_shown = jv_null();
+	CHECK(fd >= 0);
+	CHECK(write(fd, answers, strlen(answers)) == (ssize_t)strlen(answers));
+	close(fd);
+	llm_options_init(&opt);
+	opt.provider = "replay";
+	opt.cassette = path;
+	opt.model = "claude-sonnet-4-5";
+	CHECK_MSG(llm_client_new(&llm, &opt) == 0, "%s", forge_last_error());
+	CHECK(diff_parse(&d, two_files, strlen(two_files)) == 0);
+	if (llm && d)
+		*rc = review_ai(&out, res, llm, d, &in);
+	jv_free(out);
+	jv_free(res->not_shown);
+	res->not_shown = jv_null();
+	llm_client_free(llm);
+	diff_free(d);
+	jv_free(in.findings);
+	jv_free(in.dismissed);
+	unlink(path);
+}
+
+/* A refusal, or answers that never call report_findings, are the model's
+ * doing: a human is needed (the phase escalates, as plan and implement do),
+ * not a failed dependency (hunt57 #3).  A cut answer and a call that could
+ * not be made are not. */
+static void test_ai_refusal_needs_a_human(void)
+{
+	struct review_ai_result res;
+	int rc;
+
+	ai_over(&rc, &res, "{\"response\":{\"text\":\"I cannot review this.\",\"stop_reason\":\"refusal\"}}\n");
+	CHECK_INT(rc, -1);
+	CHECK_MSG(strstr(forge_last_error(), "the model refused: I cannot review this.") != NULL, "%s",
+		  forge_last_error());
+	CHECK(res.human);
+	CHECK_INT(res.attempts, 0);
+
+	ai_over(&rc, &res, "{\"response\":{\"text\":\"Looks fine.\",\"stop_reason\":\"end_turn\"}}\n"
+			    "{\"response\":{\"text\":\"Still fine.\",\"stop_reason\":\"end_turn\"}}\n");
+	CHECK_INT(rc, -1);
+	CHECK_MSG(strstr(forge_last_error(), "without calling report_findings") != NULL, "%s", forge_last_error());
+	CHECK(res.human);
+
+	ai_over(&rc, &res, "{\"response\":{\"text\":\"Found\",\"stop_reason\":\"max_tokens\"}}\n");
+	CHECK_INT(rc, -1);
+	CHECK_MSG(strstr(forge_last_error(), "llm.max_tokens") != NULL, "%s", forge_last_error());
+	CHECK(!res.human);
+
+	ai_over(&rc, &res, "");
+	CHECK_INT(rc, -1);
+	CHECK(!res.human);
+}
+
 int main(void)
 {
 	RUN(test_entropy_and_placeholders);
@@ -456,5 +524,6 @@ int main(void)
 	RUN(test_sarif_validates);
 	RUN(test_ai_render);
 	RUN(test_ai_no_code_no_call);
+	RUN(test_ai_refusal_needs_a_human);
 	return unit_done();
 }
