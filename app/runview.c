@@ -616,9 +616,13 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	/* (a next line is a command only, so that it can be pasted; what it
 	 * needs said goes to why) */
 	if (jv_get_kind(gates) == JV_KIND_ARRAY && jv_array_length(jv_copy(gates)) > 0 && s != RUN_CANCELLED) {
-		jv g0 = jv_array_get(jv_copy(gates), 0);
+		jv g0 = jv_array_get(jv_copy(gates), 0), q = json_get_path(cp, "question.text");
+		const char *name = json_get_str(g0, "gate");
+		/* (the question is the state's while its escalation waits) */
+		bool asked = jv_get_kind(q) == JV_KIND_STRING && name && !strncmp(name, "escalation_", 11);
 
-		if (json_get_str(g0, "question")) {
+		jv_free(q);
+		if (asked) {
 			/* the agent asked: approving without a note answers nothing */
 			buf_addf(out, "forge gate approve %s --note ANSWER && forge resume %s", json_get_str(g0, "id"),
 				 trace);

@@ -151,10 +151,11 @@ static const char *collectable(struct store *st, const char *trace)
 	return alive ? NULL : collectable_held(st, trace);
 }
 
-/* 1 (said on stdout) when trace's run would go but for the live holder
- * of its lease (a cancelled run whose supervisor has not stopped yet, or
- * one on a host that is gone, until its lease runs out): when it can go;
- * 0 when not (before: "nothing to remove", the run never named). */
+/* 1 (said on stdout) when trace's run is cancelled but the live holder of
+ * its lease keeps it (its supervisor has not stopped yet, or is on a host
+ * that is gone, until its lease runs out): when it can go; 0 when not
+ * (before: "nothing to remove", the run never named).  (A failed run a
+ * resume holds is not going: nothing said.) */
 static int lease_kept(struct store *st, const char *trace)
 {
 	jv lease = jv_null();
@@ -163,7 +164,7 @@ static int lease_kept(struct store *st, const char *trace)
 	int said = 0;
 
 	if (store_lease_get(&lease, st, trace) == 0 && json_get_bool(lease, "alive", false) &&
-	    (why = collectable_held(st, trace)) != NULL) {
+	    (why = collectable_held(st, trace)) != NULL && strcmp(why, "cancelled") == 0) {
 		printf("run %s (%s): kept: pid %.0f on %s holds it still", trace, why, json_get_num(lease, "pid", 0),
 		       json_get_str(lease, "host") ? json_get_str(lease, "host") : "?");
 		if (runview_lease_until(when, sizeof when, lease))

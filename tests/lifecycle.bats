@@ -228,6 +228,9 @@ NO_LEARNINGS='{"forced_tool": "record_learnings", "times": "always", "tool_calls
 	[ -n "$G" ]
 	[[ "$stderr" == *"forge: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: Call it mul or times?"* ]]
 	[[ "$stderr" == *"  the agent asked a question, which only a person answers (--auto-approve does not): answer with \`forge gate approve $G --note ANSWER\`, then \`forge resume $T\`"* ]]
+	# the summary's next line too (before: without --note, an approval that answers nothing)
+	assert_line "  next      forge gate approve $G --note ANSWER && forge resume $T"
+	assert_line --regexp "^  why       the agent asked a question "
 	run -0 events_of "$T" gate.approved
 	assert_output ""
 	run -0 forge status --json "$T"
