@@ -7,10 +7,13 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "core/money.h"
+#include "core/ids.h"
+#include "data/config.h"
 #include "engine/gates.h"
 #include "git/git.h"
 #include "store/store.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,42 +461,213 @@ static bool budget_spent(jv cp /* borrowed */)
 	return spent;
 }
 
-void runview_next(struct buf *out, struct store *st, const char *trace)
+/* x rounded up to two significant digits (0.0341 -> 0.035): a value a
+ * person reads and types as it is. */
+static double round_up_2sig(double x)
+{
+	if (!(x > 0) || !isfinite(x))
+		return x;
+	double unit = pow(10, floor(log10(x)) - 1);
+
+	return ceil(x / unit - 1e-9) * unit;
+}
+
+/*
+ * The limit whose breaker ended the run: its configuration key into key
+ * (n bytes) and what the breaker measured against it into *spent (money or
+ * seconds; 0 when not said); false when the run did not end at a limit a
+ * higher value lets go on (no breaker, the run's own --budget, the error
+ * rate: a resume starts its window afresh).  trip is the run's newest
+ * breaker.tripped event, cp its checkpoint, cfg the configuration (NULL:
+ * unknown; all borrowed); the event counts only when the run's reason is
+ * its reason (a breaker a resume got past says nothing now).
+ */
+static bool tripped_limit(char *key, size_t n, double *spent, jv run, jv trip, jv cp, const struct config *cfg)
+{
+	jv p = json_get(trip, "payload");
+	const char *error = json_get_str(run, "error"), *reason = json_get_str(p, "reason");
+	const char *breaker = json_get_str(p, "breaker"), *phase = json_get_str(trip, "phase");
+	bool found = false;
+
+	*spent = 0;
+	if (!error || !reason || !*reason || !breaker || !strstr(error, reason))
+		goto out;
+	if (!phase) {		/* a run-level breaker (app/supervise.c sup_breaker) */
+		const char *k = !strcmp(breaker, "cost_per_run") ? "safety.cost.per_run" :
+				!strcmp(breaker, "cost_per_day") ? "safety.cost.per_day" :
+				!strcmp(breaker, "time") ? "safety.time_s.total" : NULL;
+		if (k) {
+			snprintf(key, n, "%s", k);
+			*spent = json_get_num(run, "total_cost_usd", 0);
+			found = true;
+		}
+		goto out;
+	}
+	/* a phase's own (lib/agent/agent.c: its reason names the key) */
+	if (!strcmp(breaker, "cost")) {
+		snprintf(key, n, "safety.cost.per_phase.%s", phase);
+		*spent = json_get_num(p, "cost_usd", 0);
+		found = strstr(reason, key) != NULL;
+		/* its share of what the run may spend (app/phase.c): the run's
+		 * limit, unless the run's own budget is the lower (then
+		 * budget_spent() or --budget is the way) */
+		jv budget = json_get(cp, "budget");
+		bool by_budget = json_has(budget, "usd") &&
+				 (!cfg || json_get_num(budget, "usd", 0) < config_get_num(cfg, "safety.cost.per_run"));
+
+		jv_free(budget);
+		if (!found && !by_budget && strstr(reason, "safety.cost.per_run")) {
+			snprintf(key, n, "safety.cost.per_run");
+			*spent = json_get_num(run, "total_cost_usd", 0);
+			found = true;
+		}
+	} else if (!strcmp(breaker, "time")) {
+		if (strstr(reason, "safety.time_s.total"))
+			snprintf(key, n, "safety.time_s.total");
+		else
+			snprintf(key, n, "safety.time_s.%s", phase);
+		found = true;
+	}
+out:
+	jv_free(p);
+	return found;
+}
+
+/* "forge config set [--global] KEY VALUE && forge resume TRACE" for the
+ * limit key that stopped the run: the value raised (twice the limit, and
+ * past what was spent), in the file a raise holds in -- the repository's
+ * when it set the limit, else the user's (a repository may not raise a
+ * limit above the user's or the built-in one, config.h). */
+static void raise_limit(struct buf *cmd, struct buf *why, const struct config *cfg, const char *key, double spent,
+			const char *trace)
+{
+	const char *layer = NULL, *source = NULL;
+	double limit = cfg ? config_get_num(cfg, key) : 0, to = 2 * limit + spent;
+	bool project = cfg && config_leaf_layer(cfg, key, &layer, &source) == 0 && layer &&
+		       !strcmp(layer, "project");
+	char value[64];
+
+	if (!(to > 0))
+		to = 2 * spent;
+	snprintf(value, sizeof value, "%g", round_up_2sig(to));
+	buf_addf(cmd, "forge config set %s%s %s && forge resume %s", project ? "" : "--global ", key, value, trace);
+	buf_addf(why, "the limit %s (%g) stopped the run: a resume as it is stops there again; raise it "
+		 "(to %s here, or what you choose) first", key, limit, value);
+}
+
+/* Whether something of the run is left for forge gc: a worktree or a
+ * ref of it in the repository (as forge gc finds them; g NULL: it cannot
+ * be told, so yes). */
+static bool left_to_remove(struct forge_git *g, const char *trace)
+{
+	jv wts = jv_null(), refs = jv_null();
+	bool left = !g || forge_git_worktree_list(&wts, g, trace) < 0 || forge_git_run_refs(&refs, g, trace) < 0 ||
+		    jv_array_length(jv_copy(wts)) > 0 || jv_array_length(jv_copy(refs)) > 0;
+
+	jv_free(wts);
+	jv_free(refs);
+	return left;
+}
+
+bool runview_lease_until(char *out, size_t n, jv lease)
+{
+	const char *at = json_get_str(lease, "seen_at");
+	int64_t ms;
+
+	/* (a holder of this host lives until it stops: no time; one of
+	 * another host not seen yet has its TTL from the first look) */
+	if (!json_get_bool(lease, "alive", false) || store_lease_local(lease) || !at ||
+	    timestamp_parse(&ms, at) < 0)
+		return false;
+	time_t t = (time_t)(ms / 1000 + (int64_t)STORE_LEASE_TTL_S + 1);
+	struct tm local;
+
+	localtime_r(&t, &local);
+	strftime(out, n, "%H:%M:%S", &local);
+	return true;
+}
+
+void runview_next(struct buf *out, struct buf *why, struct store *st, struct forge_git *g,
+		  const struct config *cfg, const char *trace)
 {
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), rejected = jv_null();
+	jv trip = jv_null(), lease = jv_null();
+	char key[128], when[32];
+	double spent = 0;
 
 	store_run_get(&run, st, trace);
 	store_checkpoint_latest(&cp, st, trace);
 	store_event_last(&merged, st, trace, "run.merged");
 	store_event_last(&rejected, st, trace, "gate.rejected");
+	store_event_last(&trip, st, trace, "breaker.tripped");
 	gate_list(&gates, st, trace, true);
 	enum run_status s = run_status_of(json_get_str(run, "status"));
 	jv commit = json_get_path(cp, "changes.commit");
 	jv files = json_get_path(cp, "changes.files");
+	jv dstatus = json_get_path(cp, "deployment.status");
+	const char *task = json_get_str(run, "task");
 	/* a run that changed nothing has nothing to diff or merge */
 	bool changed = jv_get_kind(commit) == JV_KIND_STRING &&
 		       (jv_get_kind(files) != JV_KIND_ARRAY || jv_array_length(jv_copy(files)) > 0);
+	bool deploy_ended = jv_get_kind(dstatus) == JV_KIND_STRING &&
+			    (!strcmp(jv_string_value(dstatus), "rolled_back") ||
+			     !strcmp(jv_string_value(dstatus), "degraded"));
 
+	/* (a next line is a command only, so that it can be pasted; what it
+	 * needs said goes to why) */
 	if (jv_get_kind(gates) == JV_KIND_ARRAY && jv_array_length(jv_copy(gates)) > 0 && s != RUN_CANCELLED) {
-		jv g = jv_array_get(jv_copy(gates), 0);
-		buf_addf(out, "forge gate approve %s && forge resume %s", json_get_str(g, "id"), trace);
-		jv_free(g);
+		jv g0 = jv_array_get(jv_copy(gates), 0), q = json_get_path(cp, "question.text");
+		const char *name = json_get_str(g0, "gate");
+		/* (the question is the state's while its escalation waits) */
+		bool asked = jv_get_kind(q) == JV_KIND_STRING && name && !strncmp(name, "escalation_", 11);
+
+		jv_free(q);
+		if (asked) {
+			/* the agent asked: approving without a note answers nothing */
+			buf_addf(out, "forge gate approve %s --note ANSWER && forge resume %s", json_get_str(g0, "id"),
+				 trace);
+			buf_adds(why, "the agent asked a question (forge gate list shows it): put your answer, "
+				 "quoted, for ANSWER");
+		} else {
+			buf_addf(out, "forge gate approve %s && forge resume %s", json_get_str(g0, "id"), trace);
+		}
+		jv_free(g0);
 	} else if (s == RUN_CANCELLED || jv_get_kind(merged) == JV_KIND_OBJECT) {
-		buf_adds(out, "forge gc");
+		if (!left_to_remove(g, trace)) {
+			buf_addf(why, "nothing is left to do: the run is %s and its worktree and branch are removed",
+				 s == RUN_CANCELLED ? "cancelled" : "merged");
+		} else {
+			buf_adds(out, "forge gc");
+			/* a holder that is still there keeps them from gc */
+			if (store_lease_get(&lease, st, trace) == 0 && runview_lease_until(when, sizeof when, lease))
+				buf_addf(why, "pid %.0f on %s still holds the run: forge gc removes its worktree "
+					 "and branch once that stops, or after %s if its host is gone",
+					 json_get_num(lease, "pid", 0),
+					 json_get_str(lease, "host") ? json_get_str(lease, "host") : "?", when);
+		}
 	} else if (s == RUN_COMPLETED) {
-		if (changed)
+		if (changed) {
 			buf_addf(out, "forge diff %s && forge merge %s", trace, trace);
-		else if (jv_get_kind(commit) == JV_KIND_STRING)
+		} else if (jv_get_kind(commit) == JV_KIND_STRING) {
 			/* no change: nothing to merge, and gc removes its
 			 * worktree and branch (before: nothing ever did) */
-			buf_addf(out, "forge show %s; forge gc removes its worktree and branch (no change)", trace);
-		else	/* (a dry run: no worktree or branch) */
+			if (left_to_remove(g, trace)) {
+				buf_adds(out, "forge gc");
+				buf_adds(why, "the run made no change: nothing to merge; forge gc removes its worktree "
+					 "and branch");
+			} else {
+				buf_adds(why, "nothing is left to do: the run made no change");
+			}
+		} else {	/* (a dry run: no worktree or branch) */
 			buf_addf(out, "forge show %s", trace);
+		}
 	} else if (s == RUN_FAILED && jv_get_kind(rejected) == JV_KIND_OBJECT) {
 		/* a rejected gate ends its run for good: resume would only say
 		 * so again */
-		buf_adds(out, "forge run the task again (a rejected gate ended this run); "
-			 "forge gc removes its worktree");
+		buf_adds(out, "forge run ");
+		buf_add_shell_quoted(out, task ? task : "TASK");
+		buf_adds(why, "a rejected gate ended this run: run the task again (forge gc removes this one's "
+			 "worktree)");
 	} else if (s == RUN_FAILED && runview_mergeable(st, trace)) {
 		/* its merge deploy refused to land it: a resume refuses again.
 		 * The base moved past a fast-forward: forge merge --no-ff lands
@@ -502,23 +676,41 @@ void runview_next(struct buf *out, struct store *st, const char *trace)
 		 * merge commit) */
 		jv diverged = json_get_path(cp, "deployment.diverged");
 
-		if (jv_get_kind(diverged) == JV_KIND_TRUE)
+		if (jv_get_kind(diverged) == JV_KIND_TRUE) {
 			buf_addf(out, "forge merge --no-ff %s", trace);
-		else
-			buf_addf(out, "forge merge %s (once the checkout is clear: see the deploy's reason)", trace);
+		} else {
+			buf_addf(out, "forge merge %s", trace);
+			buf_adds(why, "once the checkout is clear: see the deploy's reason");
+		}
 		jv_free(diverged);
+	} else if (s == RUN_FAILED && deploy_ended) {
+		/* a resume does not deploy again (supervise.c said_deploy_ended):
+		 * the task runs again once the cause is fixed */
+		buf_adds(out, "forge run ");
+		buf_add_shell_quoted(out, task ? task : "TASK");
+		buf_addf(why, "its deploy was %s and a resume does not deploy again: fix the cause "
+			 "(forge show %s), then run the task again", jv_string_value(dstatus), trace);
 	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
 		   strstr(json_get_str(run, "error"), "the provider refused the request")) {
 		/* a key, a model, a prompt the provider refuses: a resume as
 		 * it is would be refused the same way (agent.c) */
-		buf_addf(out, "fix what the provider refused (the reason above: the key, the model or the "
-			 "request), then forge resume %s", trace);
+		buf_addf(out, "forge resume %s", trace);
+		buf_adds(why, "first fix what the provider refused (the reason above: the key, the model or the "
+			 "request)");
 	} else if (budget_spent(cp)) {
 		/* a resume trips the budget breaker at once */
 		buf_addf(out, "forge resume --budget USD %s", trace);
+		buf_adds(why, "the run's budget is spent: USD is its new budget");
+	} else if (s == RUN_FAILED && tripped_limit(key, sizeof key, &spent, run, trip, cp, cfg)) {
+		/* a resume as it is trips the same limit again, a phase's
+		 * paid from its start again (before: forge resume, a loop) */
+		raise_limit(out, why, cfg, key, spent, trace);
 	} else {
 		buf_addf(out, "forge resume %s", trace);
 	}
+	jv_free(lease);
+	jv_free(trip);
+	jv_free(dstatus);
 	jv_free(rejected);
 	jv_free(commit);
 	jv_free(files);

@@ -120,17 +120,31 @@ jv runview_removed(struct forge_git *g, jv task);
 
 /*
  * The next command a person would run for the run, from where it stands in
- * the store: "forge gate approve ID && forge resume TRACE" (a gate waits),
- * "forge diff TRACE && forge merge TRACE" (completed with a commit, not
- * merged), "forge show TRACE; forge gc removes …" (completed with no
- * change: nothing to merge), "forge show TRACE" (a dry run),
- * "forge merge --no-ff TRACE" (failed only because its merge deploy
- * refused to land it: runview_mergeable), "forge resume --budget USD
- * TRACE" (its own budget spent), "forge resume TRACE" (paused, failed,
- * interrupted), "forge gc" (cancelled or merged).  Appended to out.
+ * the store, appended to out: a command only, that can be pasted into a
+ * shell as it is ("forge gate approve ID && forge resume TRACE", "forge diff
+ * TRACE && forge merge TRACE", "forge merge [--no-ff] TRACE", "forge run
+ * 'TASK'" (a rejected gate, a deploy rolled back: a resume does not go on),
+ * "forge config set [--global] KEY VALUE && forge resume TRACE" (a limit
+ * stopped it: raised, or a resume trips it again), "forge resume --budget
+ * USD TRACE", "forge resume TRACE", "forge gc"); nothing when nothing is left
+ * to do (cancelled or merged, and forge gc has nothing left of it).  What a
+ * person needs to know besides (a placeholder, when it works) is appended to
+ * why, nothing when there is nothing to say.  g (NULL: unknown) tells what
+ * forge gc has left; cfg (NULL: unknown) the limit a breaker tripped and
+ * the file that sets it.
  */
 struct buf;
-void runview_next(struct buf *out, struct store *st, const char *trace);
+struct config;
+
+/* When a lease of another host that is alive (store_lease_get's, borrowed)
+ * lets its run go for forge gc unless renewed: STORE_LEASE_TTL_S after this
+ * host first saw it unrenewed (store.c: a holder whose host is gone is
+ * judged dead so), "HH:MM:SS" local time into out (n bytes); false when the
+ * lease is not alive, is this host's (its holder lets go when it stops) or
+ * was not seen yet. */
+bool runview_lease_until(char *out, size_t n, jv lease);
+void runview_next(struct buf *out, struct buf *why, struct store *st, struct forge_git *g,
+		  const struct config *cfg, const char *trace);
 
 /* An event time ("2026-11-28T00:23:59.209Z", UTC) as local time
  * "2026-11-28 01:23:59" (with_date) or "01:23:59"; the input as it is when

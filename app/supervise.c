@@ -1228,10 +1228,14 @@ static void summary(struct sup *s, int code)
 	       json_get_num(cost, "tokens", 0));
 	buf_release(&per);
 	printf("  events    forge events replay %s\n", s->trace);
-	struct buf next = BUF_INIT;      /* what the person does now (runview.h) */
-	runview_next(&next, s->o->store, s->trace);
-	printf("  next      %s\n", next.buf);
+	struct buf next = BUF_INIT, why = BUF_INIT;      /* what the person does now (runview.h) */
+	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
+	if (next.len)
+		printf("  next      %s\n", next.buf);
+	if (why.len)    /* (not on the next line: that one is pasted) */
+		printf("  why       %s\n", why.buf);
 	buf_release(&next);
+	buf_release(&why);
 	jv_free(task);
 	jv_free(ch);
 	jv_free(rv);

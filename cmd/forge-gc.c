@@ -151,6 +151,31 @@ static const char *collectable(struct store *st, const char *trace)
 	return alive ? NULL : collectable_held(st, trace);
 }
 
+/* 1 (said on stdout) when trace's run is cancelled but the live holder of
+ * its lease keeps it (its supervisor has not stopped yet, or is on a host
+ * that is gone, until its lease runs out): when it can go; 0 when not
+ * (before: "nothing to remove", the run never named).  (A failed run a
+ * resume holds is not going: nothing said.) */
+static int lease_kept(struct store *st, const char *trace)
+{
+	jv lease = jv_null();
+	const char *why;
+	char when[32];
+	int said = 0;
+
+	if (store_lease_get(&lease, st, trace) == 0 && json_get_bool(lease, "alive", false) &&
+	    (why = collectable_held(st, trace)) != NULL && strcmp(why, "cancelled") == 0) {
+		printf("run %s (%s): kept: pid %.0f on %s holds it still", trace, why, json_get_num(lease, "pid", 0),
+		       json_get_str(lease, "host") ? json_get_str(lease, "host") : "?");
+		if (runview_lease_until(when, sizeof when, lease))
+			printf("; forge gc removes it once that stops, or after %s if its host is gone", when);
+		printf("\n");
+		said = 1;
+	}
+	jv_free(lease);
+	return said;
+}
+
 /* 1 (said on stdout) when a merged run's branch has commits made since the
  * merge -- in neither the merged commit nor the branch it went into: they
  * would be dropped with it, so the run stays (as git branch -d refuses);
@@ -314,7 +339,9 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 			}
 			leased = why != NULL;
 		}
-		if (why && rc == FORGE_EXIT_OK && strcmp(why, "merged") == 0 && merged_since(st, g, trace)) {
+		if (!why && rc == FORGE_EXIT_OK && lease_kept(st, trace)) {
+			kept++;
+		} else if (why && rc == FORGE_EXIT_OK && strcmp(why, "merged") == 0 && merged_since(st, g, trace)) {
 			kept++;
 		} else if (why && rc == FORGE_EXIT_OK && strcmp(why, "no change") == 0 && changed_since(st, g, trace)) {
 			kept++;

@@ -279,11 +279,11 @@ static void print_timeline(jv timeline)
 	}
 }
 
-static void print_view(struct store *st, jv v)
+static void print_view(struct store *st, struct forge_git *g, const struct config *cfg, jv v)
 {
 	jv plan = json_get(v, "plan"), diff = json_get(v, "diff"), review = json_get(v, "review"),
 	   tests = json_get(v, "tests"), dp = json_get(v, "deployment"), tl = json_get(v, "timeline");
-	struct buf next = BUF_INIT;
+	struct buf next = BUF_INIT, why = BUF_INIT;
 
 	print_summary(v);
 	print_plan(plan);
@@ -293,9 +293,13 @@ static void print_view(struct store *st, jv v)
 	print_cost(v);
 	print_subagents(v);
 	print_timeline(tl);
-	runview_next(&next, st, json_get_str(v, "trace_id"));
-	printf("\nnext      %s\n", next.buf);
+	runview_next(&next, &why, st, g, cfg, json_get_str(v, "trace_id"));
+	if (next.len)
+		printf("\nnext      %s\n", next.buf);
+	if (why.len)    /* (not on the next line: that one is pasted) */
+		printf("%swhy       %s\n", next.len ? "" : "\n", why.buf);
 	buf_release(&next);
+	buf_release(&why);
 	jv_free(plan);
 	jv_free(diff);
 	jv_free(review);
@@ -332,7 +336,7 @@ int main(int argc, char **argv)
 		 * a file's name quoted as git shows it when it holds one) */
 		jv shown = term_safe(term_quote_paths(jv_copy(v.view)));
 
-		print_view(v.ses.store, shown);
+		print_view(v.ses.store, v.g, v.ses.cfg, shown);
 		jv_free(shown);
 	}
 	runview_close(&v);

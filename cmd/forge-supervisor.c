@@ -465,6 +465,14 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		/* (the task, the reason and the names without their escape
 		 * sequences: a task may come from a script or another machine) */
 		jv shown_run = term_safe(jv_copy(run)), shown_cp = term_safe(jv_copy(cp));
+
+		/* its gate expired since it paused: no one waits for a person
+		 * now (before: "waiting for a human at a gate", none pending) */
+		if (run_status_of(json_get_str(run, "status")) == RUN_PAUSED && json_get_str(run, "error") &&
+		    strcmp(json_get_str(run, "error"), "waiting for a human at a gate") == 0 &&
+		    jv_get_kind(gates) == JV_KIND_ARRAY && jv_array_length(jv_copy(gates)) == 0)
+			shown_run = json_set(shown_run, "error", jv_string("its gate expired without a decision: it "
+									 "counts as rejected, and a resume ends the run"));
 		jv task = json_get(cp, "task"), removed;
 		struct forge_git *g = NULL;
 

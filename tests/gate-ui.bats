@@ -55,9 +55,11 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	# the run is over: its next step is not a resume, which would only say
 	# "rejected" again
 	T=$(last_trace)
-	plain | grep -qF "forge run the task again (a rejected gate ended this run); forge gc removes its worktree"
+	plain | grep -qF "  next      forge run 'add a mul operation'"
 	run -0 --separate-stderr forge show "$T"
-	assert_line "next      forge run the task again (a rejected gate ended this run); forge gc removes its worktree"
+	# (a command only: the why on a line of its own)
+	assert_line "next      forge run 'add a mul operation'"
+	assert_line "why       a rejected gate ended this run: run the task again (forge gc removes this one's worktree)"
 	[[ $output != *"forge resume"* ]]
 }
 
@@ -68,7 +70,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	run -0 --separate-stderr forge gate reject "$G"
 	[ "$output" = "rejected $G; this ends run $T (forge resume $T records the end; forge run the task again to start anew)" ]
 	run -1 --separate-stderr forge resume --config "$CFG" "$T" </dev/null
-	[[ $output == *"  next      forge run the task again (a rejected gate ended this run)"* ]]
+	[[ $output == *"  next      forge run 'add a mul operation'"$'\n'"  why       a rejected gate ended this run"* ]]
 }
 
 @test "e at the gate asks for a note, recorded with the approval" {

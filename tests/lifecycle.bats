@@ -228,6 +228,9 @@ NO_LEARNINGS='{"forced_tool": "record_learnings", "times": "always", "tool_calls
 	[ -n "$G" ]
 	[[ "$stderr" == *"forge: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: Call it mul or times?"* ]]
 	[[ "$stderr" == *"  the agent asked a question, which only a person answers (--auto-approve does not): answer with \`forge gate approve $G --note ANSWER\`, then \`forge resume $T\`"* ]]
+	# the summary's next line too (before: without --note, an approval that answers nothing)
+	assert_line "  next      forge gate approve $G --note ANSWER && forge resume $T"
+	assert_line --regexp "^  why       the agent asked a question "
 	run -0 events_of "$T" gate.approved
 	assert_output ""
 	run -0 forge status --json "$T"
@@ -346,7 +349,7 @@ no_change_run() {
 
 @test "a run that completes without changing anything says no change everywhere: state, review, tests, deploy (skipped), summary, show, merge" {
 	no_change_run
-	[[ "$output" == *"next      forge show $T"* ]]
+	[[ "$output" == *"next      forge gc"$'\n'"  why       the run made no change: nothing to merge; forge gc removes its worktree and branch"* ]]
 	# (before: "0 files (+0 -0)", deploy "healthy", and forge merge said
 	# the run was "in main already (merged outside forge)")
 	[[ "$output" == *"Run $T completed (no change)"* ]]
@@ -372,7 +375,8 @@ no_change_run() {
 	assert_line "status    completed at deploy (no change)"
 	assert_line "changes   none: the run made no change (its branch is at its base ${BASE:0:12})"
 	assert_line "deploy    skipped (branch, staging): nothing to deploy: the run made no change (forge/$T is at its base ${BASE:0:12})"
-	assert_line "next      forge show $T; forge gc removes its worktree and branch (no change)"
+	assert_line "next      forge gc"
+	assert_line "why       the run made no change: nothing to merge; forge gc removes its worktree and branch"
 	# nothing to merge: said, nothing recorded, and the run stays completed
 	run -0 --separate-stderr forge merge "$T"
 	assert_output "run $T made no change; nothing to merge (forge gc removes its worktree and branch)"
@@ -695,7 +699,8 @@ plan_cut() {
 	T=$(last_trace)
 	[[ "$stderr" == *"the provider refused the request"*"the API key was rejected"* ]]
 	[[ "$stderr$output" != *"could not be reached"* ]]
-	assert_line --regexp "^  next +fix what the provider refused .*then forge resume $T"
+	assert_line "  next      forge resume $T"
+	assert_line --regexp "^  why +first fix what the provider refused "
 }
 
 # cost_line FILE: the "  cost" line of a run's summary in FILE.

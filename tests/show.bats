@@ -618,9 +618,13 @@ merge_deploy_run() {
 	run -1 forge resume -q "$t" </dev/null
 	# (before: forge merge --no-ff, a merge commit though main never moved)
 	run -0 forge show "$t"
-	assert_line --regexp "^next +forge merge $t \(once the checkout is clear: see the deploy's reason\)\$"
+	# (a command only, that a shell takes as it is: the why on its own line;
+	# before: "forge merge T (once … the deploy's reason)", a syntax error)
+	assert_line "next      forge merge $t"
+	assert_line "why       once the checkout is clear: see the deploy's reason"
 	git checkout -q README.md
-	run -0 --separate-stderr forge merge "$t"
+	next=$(forge show "$t" | sed -n 's/^next  *//p')
+	run -0 --separate-stderr bash -c "$next"
 	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$t")" ]
 }
 
@@ -683,6 +687,49 @@ merge_deploy_run() {
 	assert_line --partial "DONE"
 	run -0 forge show "$T2"
 	assert_line "next      forge gc"
+}
+
+@test "once forge cancel or forge gc left nothing of a run, forge show names no forge gc to run (hunt59 #10)" {
+	run -0 --separate-stderr forge cancel "$T2"
+	assert_line "deleted refs/heads/forge/$T2"
+	# (before: "next forge gc", and forge gc said "nothing to remove" for ever)
+	run -0 forge show "$T2"
+	refute_line --regexp "^next "
+	assert_line "why       nothing is left to do: the run is cancelled and its worktree and branch are removed"
+	run -0 forge merge "$T1"
+	run -0 forge show "$T1"
+	assert_line "next      forge gc"
+	next=$(forge show "$T1" | sed -n 's/^next  *//p')
+	run -0 bash -c "$next"
+	assert_line "run $T1 (merged):"
+	run -0 forge show "$T1"
+	refute_line --regexp "^next "
+	assert_line "why       nothing is left to do: the run is merged and its worktree and branch are removed"
+}
+
+@test "a cancelled run another host still holds: forge show and forge gc say when gc removes it, and it does then (hunt59 #8)" {
+	now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+	db_q "update runs set status = 'running', completed_at = null where id = '$T2';
+		insert into leases (trace_id, holder, pid, host, program, acquired_at, renewed_at)
+		values ('$T2', 'FAR', 4242, 'elsewhere.invalid', 'forge-supervisor', '$now', '$now')"
+	run -0 --separate-stderr forge cancel "$T2"
+	assert_line "cancelled $T2"
+	wt2="$REPO/.forge/worktrees/$T2"
+	[ -d "$wt2" ]
+	run -0 forge show "$T2"
+	assert_line "next      forge gc"
+	assert_line --regexp "^why       pid 4242 on elsewhere\.invalid still holds the run: forge gc removes its worktree and branch once that stops, or after [0-9]{2}:[0-9]{2}:[0-9]{2} if its host is gone$"
+	# (before: "nothing to remove", the run never named)
+	next=$(forge show "$T2" | sed -n 's/^next  *//p')
+	run -0 bash -c "$next"
+	assert_line --regexp "^run $T2 \(cancelled\): kept: pid 4242 on elsewhere\.invalid holds it still; forge gc removes it once that stops, or after [0-9]{2}:[0-9]{2}:[0-9]{2} if its host is gone$"
+	[ -d "$wt2" ]
+	# the time it named has come: this host saw the lease unrenewed that long
+	db_q "update lease_sightings set seen_at = '$(date -u -d '-3 minutes' +%Y-%m-%dT%H:%M:%S.000Z)' where trace_id = '$T2'"
+	run -0 bash -c "$next"
+	assert_line "run $T2 (cancelled):"
+	assert_line "removed worktree $wt2"
+	[ ! -e "$wt2" ]
 }
 
 @test "--help of each command; bad usage exits 2" {

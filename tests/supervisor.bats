@@ -1289,6 +1289,9 @@ nothing_made() {
 	# gate was rejected" with nothing said)
 	[ -z "$(forge gate list --json)" ]
 	[ "$(forge gate list --all --json | jq -r .status)" = expired ]
+	# (before: "reason waiting for a human at a gate", with no gate pending)
+	run -0 forge status "$T"
+	assert_line "reason   its gate expired without a decision: it counts as rejected, and a resume ends the run"
 	# approving it now is refused as after the expiry is recorded (before:
 	# accepted until a supervisor recorded it)
 	run -1 --separate-stderr forge gate approve "$G"
