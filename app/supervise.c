@@ -1357,9 +1357,10 @@ static const char *given_config(const struct supervise_opts *o)
  * (as the run's level does over the configured one, set_level); where this
  * resume's configuration differs, stderr says so while the deploy is still
  * to come (s->state has no deployment yet).  conf: the run's recorded
- * configuration (borrowed).  0, or -1 with a message.
+ * configuration (borrowed); own: this resume's own configuration, which
+ * stderr compares it with.  0, or -1 with a message.
  */
-static int keep_deploy_settings(struct sup *s, jv conf)
+static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own)
 {
 	jv rec = json_get(conf, "deploy"), tools = json_get(conf, "tools");
 	jv over = jv_object(), base = jv_object(), deployment = json_get(s->state, "deployment");
@@ -1376,7 +1377,7 @@ static int keep_deploy_settings(struct sup *s, jv conf)
 		goto out;
 	jv_object_foreach(rec, k, v) {
 		buf_addf(&path, "deploy.%s", jv_string_value(k));
-		jv cur = config_get(s->o->cfg, path.buf);
+		jv cur = config_get(own, path.buf);
 		note_differs(&differs, "deploy", jv_string_value(k), v, cur);
 		jv_free(cur);
 		buf_release(&path);
@@ -1390,7 +1391,7 @@ static int keep_deploy_settings(struct sup *s, jv conf)
 
 		if (json_has(tools, deploy_tools[i])) {
 			buf_addf(&path, "tools.%s", deploy_tools[i]);
-			jv cur = config_get(s->o->cfg, path.buf);
+			jv cur = config_get(own, path.buf);
 			note_differs(&differs, "tools", deploy_tools[i], v, cur);
 			jv_free(cur);
 			buf_release(&path);
@@ -2928,7 +2929,8 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	s.graph = graph;
 	set_level(&s, run_level);
 	s.state = o->budget_usd >= 0 ? with_budget(cp, o->budget_usd) : cp;
-	if (keep_deploy_settings(&s, run_conf) < 0) {
+	/* (compared with what this resume was given, without the run's layer) */
+	if (keep_deploy_settings(&s, run_conf, caller->cfg) < 0) {
 		fprintf(stderr, "forge: %s; nothing was resumed\n", forge_last_error());
 		jv_free(run_conf);
 		sup_release(&s);
