@@ -199,15 +199,11 @@ void runview_subagent_tree(struct buf *out, jv list)
 	jv_free(phases);
 }
 
-static void add_cost(struct walk *w, const char *phase, jv ev)
+/* Onto phase's cost, cost's usd and tokens (borrowed) in calls calls. */
+static void add_phase_cost(struct walk *w, const char *phase, jv cost, double calls)
 {
-	jv cost = json_get(ev, "cost"), pc;
+	jv pc = json_get(w->phase_cost, phase);
 
-	if (jv_get_kind(cost) != JV_KIND_OBJECT) {
-		jv_free(cost);
-		return;
-	}
-	pc = json_get(w->phase_cost, phase);
 	if (jv_get_kind(pc) != JV_KIND_OBJECT) {
 		jv_free(pc);
 		pc = jv_object();
@@ -215,9 +211,34 @@ static void add_cost(struct walk *w, const char *phase, jv ev)
 	}
 	pc = json_set(pc, "usd", jv_number(json_get_num(pc, "usd", 0) + json_get_num(cost, "usd", 0)));
 	pc = json_set(pc, "tokens", jv_number(json_get_num(pc, "tokens", 0) + json_get_num(cost, "tokens", 0)));
-	pc = json_set(pc, "calls", jv_number(json_get_num(pc, "calls", 0) + 1));
+	pc = json_set(pc, "calls", jv_number(json_get_num(pc, "calls", 0) + calls));
 	w->phase_cost = json_set(w->phase_cost, phase, pc);
+}
+
+static void add_cost(struct walk *w, const char *phase, jv ev)
+{
+	jv cost = json_get(ev, "cost");
+
+	if (jv_get_kind(cost) == JV_KIND_OBJECT)
+		add_phase_cost(w, phase, cost, 1);
 	jv_free(cost);
+}
+
+/* A resume's run.cost_recovered (payload p): the calls the model-call log
+ * held without their llm.called event, to the phases whose they were
+ * (app/supervise.c): the run's total counts them, so its phases do. */
+static void add_recovered(struct walk *w, jv p)
+{
+	jv phases = json_get(p, "phases");
+
+	if (jv_get_kind(phases) == JV_KIND_OBJECT) {
+		jv_object_foreach(phases, k, v) {
+			add_phase_cost(w, jv_string_value(k), v, json_get_num(v, "calls", 0));
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(phases);
 }
 
 static const char *str_or(jv v, const char *key, const char *dflt)
@@ -287,6 +308,8 @@ static int on_event(const char *line, size_t len, void *payload)
 	phase = str_or(ev, "phase", "run");
 	p = json_get(ev, "payload");
 	add_cost(w, phase, ev);
+	if (!strcmp(type, "run.cost_recovered"))
+		add_recovered(w, p);
 	if (!strncmp(type, "subagent.", 9))
 		add_subagent(&w->subagents, type, phase, ev, p);
 	if (describe(&text, type, phase, ev, p)) {

@@ -23,6 +23,7 @@
 #include "app/gateview.h"
 #include "app/reflect_run.h"
 #include "app/term.h"
+#include "core/secret.h"
 #include "core/tmpdir.h"
 #include "store/db.h"
 #include "store/store.h"
@@ -1360,9 +1361,10 @@ static const char *given_config(const struct supervise_opts *o)
  * (as the run's level does over the configured one, set_level); where this
  * resume's configuration differs, stderr says so while the deploy is still
  * to come (s->state has no deployment yet).  conf: the run's recorded
- * configuration (borrowed).  0, or -1 with a message.
+ * configuration (borrowed); own: this resume's own configuration, which
+ * stderr compares it with.  0, or -1 with a message.
  */
-static int keep_deploy_settings(struct sup *s, jv conf)
+static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own)
 {
 	jv rec = json_get(conf, "deploy"), tools = json_get(conf, "tools");
 	jv over = jv_object(), base = jv_object(), deployment = json_get(s->state, "deployment");
@@ -1379,7 +1381,7 @@ static int keep_deploy_settings(struct sup *s, jv conf)
 		goto out;
 	jv_object_foreach(rec, k, v) {
 		buf_addf(&path, "deploy.%s", jv_string_value(k));
-		jv cur = config_get(s->o->cfg, path.buf);
+		jv cur = config_get(own, path.buf);
 		note_differs(&differs, "deploy", jv_string_value(k), v, cur);
 		jv_free(cur);
 		buf_release(&path);
@@ -1393,7 +1395,7 @@ static int keep_deploy_settings(struct sup *s, jv conf)
 
 		if (json_has(tools, deploy_tools[i])) {
 			buf_addf(&path, "tools.%s", deploy_tools[i]);
-			jv cur = config_get(s->o->cfg, path.buf);
+			jv cur = config_get(own, path.buf);
 			note_differs(&differs, "tools", deploy_tools[i], v, cur);
 			jv_free(cur);
 			buf_release(&path);
@@ -2121,6 +2123,27 @@ static int check_base(const struct supervise_opts *o, const char *base, const ch
 	return rc;
 }
 
+/*
+ * What the person gave for this run of the configuration: the --config
+ * file's layer with the flags' over it (run.started's config_layer), which
+ * a resume goes on under (resume_config).  URL passwords as "***"; keys
+ * never live in the configuration.  New reference.
+ */
+static jv run_layer(const struct config *cfg)
+{
+	jv layer = config_layer_value(cfg, "file"), flags = config_layer_value(cfg, "flags");
+
+	if (jv_get_kind(layer) != JV_KIND_OBJECT) {
+		jv_free(layer);
+		layer = jv_object();
+	}
+	if (jv_get_kind(flags) == JV_KIND_OBJECT)
+		layer = jv_object_merge_recursive(layer, flags);
+	else
+		jv_free(flags);
+	return secret_url_passwords_hidden_jv(layer);
+}
+
 /* A new run of o->graph (caller: the options as given, for sup_finish). */
 static int start_run(const struct supervise_opts *o, const struct supervise_opts *caller, const char *task_text)
 {
@@ -2176,6 +2199,7 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	jv started = json_set(json_set(jv_object(), "task", jv_string(task_text)), "dry_run", jv_bool(o->dry_run));
 	s.graph = o->graph;
 	started = json_set(started, "pipeline", pipeline_record(o->graph));
+	started = json_set(started, "config_layer", run_layer(o->cfg));
 	sup_emit(&s, "run.started", level_payload(&s, started));
 	/* what the repository's configuration may not set and did (said on
 	 * stderr when the configuration loaded: app/cli.c) */
@@ -2363,6 +2387,81 @@ void sup_add_spend(struct sup *s, double usd, double tokens)
  * (before: they dropped out of the run's cost at each such resume), and
  * what llm_calls holds beyond that.
  */
+/* The phases' recovered calls of trace's earlier resumes (their
+ * run.cost_recovered "phases"), onto *sum ({phase: {usd, tokens, calls}}). */
+static int line_recovered(const char *line, size_t len, void *payload)
+{
+	jv *sum = payload, ev = json_parse(line, len), p = json_get(ev, "payload"), phases;
+
+	if (!json_get_str(ev, "type") || strcmp(json_get_str(ev, "type"), "run.cost_recovered") != 0) {
+		jv_free(p);
+		jv_free(ev);
+		return 0;
+	}
+	phases = json_get(p, "phases");
+	if (jv_get_kind(phases) == JV_KIND_OBJECT) {
+		jv_object_foreach(phases, k, v) {
+			jv had = json_get(*sum, jv_string_value(k));
+
+			if (jv_get_kind(had) != JV_KIND_OBJECT) {
+				jv_free(had);
+				had = jv_object();
+			}
+			for (size_t i = 0; i < 3; i++) {
+				const char *f = i == 0 ? "usd" : i == 1 ? "tokens" : "calls";
+
+				had = json_set(had, f, jv_number(json_get_num(had, f, 0) + json_get_num(v, f, 0)));
+			}
+			*sum = json_set(*sum, jv_string_value(k), had);
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(phases);
+	jv_free(p);
+	jv_free(ev);
+	return 0;
+}
+
+/*
+ * Whose the calls are that the model-call log holds without their
+ * llm.called event (logged: what they cost, recovered into the run's
+ * cost): the phase of each, less what earlier resumes recovered of it, at
+ * most logged in all.  Before, forge show's and report's phases left them
+ * out and did not add up to the run's total.  {phase: {usd, tokens,
+ * calls}}; empty when the log cannot be read.
+ */
+static jv unevented_phases(struct sup *s, double logged)
+{
+	jv now = jv_null(), before = jv_object(), out = jv_object();
+
+	if (store_unevented_by_phase(&now, s->o->store, s->trace) < 0 ||
+	    store_events_foreach(s->o->store, s->trace, line_recovered, &before) < 0) {
+		jv_free(now);
+		jv_free(before);
+		return out;
+	}
+	jv_object_foreach(now, k, v) {
+		jv had = json_get(before, jv_string_value(k));
+		double usd = fmin(json_get_num(v, "usd", 0) - json_get_num(had, "usd", 0), logged);
+		double tokens = json_get_num(v, "tokens", 0) - json_get_num(had, "tokens", 0);
+		double calls = json_get_num(v, "calls", 0) - json_get_num(had, "calls", 0);
+
+		if (usd > 1e-9) {
+			logged -= usd;
+			out = json_set(out, jv_string_value(k),
+				       json_set(json_set(json_set(jv_object(), "usd", jv_number(usd)), "tokens",
+						jv_number(fmax(tokens, 0))), "calls", jv_number(fmax(calls, 0))));
+		}
+		jv_free(had);
+		jv_free(k);
+		jv_free(v);
+	}
+	jv_free(now);
+	jv_free(before);
+	return out;
+}
+
 static void count_unrecorded_spend(struct sup *s)
 {
 	double usd = 0, tokens = 0;
@@ -2390,8 +2489,11 @@ static void count_unrecorded_spend(struct sup *s)
 	if (calls == 0 && logged <= 1e-9)
 		return;
 	sup_add_spend(s, usd, tokens);
-	sup_emit(s, "run.cost_recovered", json_set(json_set(json_set(jv_object(), "calls", jv_number((double)calls)),
-		"usd", jv_number(usd)), "tokens", jv_number(tokens)));
+	jv payload = json_set(json_set(json_set(jv_object(), "calls", jv_number((double)calls)), "usd", jv_number(usd)),
+			      "tokens", jv_number(tokens));
+	if (logged > 1e-9)
+		payload = json_set(payload, "phases", unevented_phases(s, logged));
+	sup_emit(s, "run.cost_recovered", payload);
 	if (logged > 1e-9)
 		sup_progress(s, "  %ld model call%s after the last checkpoint and calls logged without their event "
 			     "cost $%.4f: counted in the run's cost", calls, calls == 1 ? "" : "s", usd);
@@ -2574,11 +2676,242 @@ static void said_deploy_ended(const struct sup *s, jv before, int code)
 	jv_free(now);
 }
 
-int supervise_resume(const struct supervise_opts *o, const char *trace)
+/* A resume's configuration (resume_config). */
+struct resume_conf {
+	struct config *cfg;     /* the run's layer under the resume's; NULL: the resume's own */
+	char *dir;              /* the private directory of file, or NULL */
+	char *file;             /* the --config file the phases get, or NULL */
+	const char **args;      /* the phases' arguments with it, or NULL */
+	struct buf differs;     /* " KEY (the run: A; here: B)" for each key that differs */
+	size_t ndiffers;
+};
+
+/* Whether v (borrowed) holds what was hidden when it was recorded (a URL's
+ * password as "***", a key as "[REDACTED]"): not a value to go on with. */
+static bool hidden_value(jv v)
+{
+	char *text = json_dumps(jv_copy(v), false);
+	bool hidden = strstr(text, "[REDACTED]") || strstr(text, ":***@");
+
+	free(text);
+	return hidden;
+}
+
+/*
+ * The recorded layer (consumed) without what cannot be taken from a
+ * record: hidden values (the resume's own configuration has them), and
+ * trust_project and mcp.trust_project -- what lets the repository's
+ * configuration loosen the person's limits is decided by the person's
+ * layers now (user, a --config given to the resume, environment), never by
+ * a record in a database that may be the repository's own
+ * (.forge/forge.db).
+ */
+static jv usable_layer(jv v, const char *parent)
+{
+	jv out = jv_object();
+
+	jv_object_foreach(v, k, e) {
+		const char *key = jv_string_value(k);
+
+		if (!strcmp(key, "trust_project") && (!parent || !strcmp(parent, "mcp")))
+			jv_free(e);
+		else if (jv_get_kind(e) == JV_KIND_OBJECT)
+			out = jv_object_set(out, jv_copy(k), usable_layer(e, parent ? "" : key));
+		else if (hidden_value(e))
+			jv_free(e);
+		else
+			out = jv_object_set(out, jv_copy(k), e);
+		jv_free(k);
+	}
+	jv_free(v);
+	return out;
+}
+
+/* Whether the dotted path is left out of the comparison: the level
+ * (set_level says where it came from) and the deploy settings
+ * (keep_deploy_settings names those). */
+static bool compared_elsewhere(const char *path)
+{
+	if (!strcmp(path, "safety.automation_level") || !strcmp(path, "deploy") || !strncmp(path, "deploy.", 7))
+		return true;
+	for (size_t i = 0; i < sizeof deploy_tools / sizeof *deploy_tools; i++)
+		if (!strncmp(path, "tools.", 6) && !strcmp(path + 6, deploy_tools[i]))
+			return true;
+	return false;
+}
+
+/* Onto rc->differs, each leaf where was (the run's recorded configuration)
+ * and now (this resume's) differ, under path.  Borrows both. */
+static void config_differs(struct resume_conf *rc, jv was, jv now, const char *path)
+{
+	if (jv_get_kind(was) == JV_KIND_OBJECT && jv_get_kind(now) == JV_KIND_OBJECT) {
+		jv keys = jv_keys(jv_object_merge(jv_copy(was), jv_copy(now)));
+
+		jv_array_foreach(keys, i, k) {
+			struct buf sub = BUF_INIT;
+			jv a = json_get(was, jv_string_value(k)), b = json_get(now, jv_string_value(k));
+
+			buf_addf(&sub, "%s%s%s", path, *path ? "." : "", jv_string_value(k));
+			config_differs(rc, a, b, sub.buf);
+			buf_release(&sub);
+			jv_free(a);
+			jv_free(b);
+			jv_free(k);
+		}
+		jv_free(keys);
+		return;
+	}
+	if (compared_elsewhere(path) || jv_equal(jv_copy(was), jv_copy(now)) || hidden_value(was) ||
+	    hidden_value(now))
+		return;
+	if (rc->ndiffers++ < 12) {
+		char *a = json_dumps(jv_copy(was), true), *b = json_dumps(jv_copy(now), true);
+
+		term_clean_line(a, strlen(a));
+		term_clean_line(b, strlen(b));
+		buf_addf(&rc->differs, "%s %s (the run: %.80s; here: %.80s)", rc->differs.len ? "," : "", path, a,
+			 b);
+		free(a);
+		free(b);
+	}
+}
+
+static void resume_conf_release(struct resume_conf *rc)
+{
+	config_free(rc->cfg);
+	free(rc->args);
+	free(rc->file);
+	tmpdir_remove(rc->dir);
+	buf_release(&rc->differs);
+}
+
+/* The run's recorded layer (borrowed), this resume's --config layer over
+ * it, written to a private file for the phases' --config, and the
+ * configuration it makes with this repository's layers, the environment
+ * and this resume's flags.  0, or an exit status said on stderr. */
+static int resume_layered(struct resume_conf *rc, const struct supervise_opts *o, const char *trace,
+			  jv layer)
+{
+	jv mine = config_layer_value(o->cfg, "file");
+	struct buf path = BUF_INIT;
+	FILE *f = NULL;
+	int code = 0, fd, wrote, closed;
+	size_t n = 0;
+
+	layer = jv_object_merge_recursive(jv_copy(layer), jv_get_kind(mine) == JV_KIND_OBJECT ? mine : jv_object());
+	if (jv_get_kind(mine) != JV_KIND_OBJECT)
+		jv_free(mine);
+	if (tmpdir_make(&rc->dir, "forge-resume") < 0)
+		goto unwritten;
+	buf_addf(&path, "%s/config.json", rc->dir);
+	fd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		forge_error("cannot write %s: %s", path.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto unwritten;
+	}
+	wrote = json_write_line(f, layer, true);
+	layer = jv_null();
+	closed = fclose(f);
+	if (wrote < 0 || closed != 0) {
+		forge_error("cannot write %s: %s", path.buf, strerror(errno));
+		goto unwritten;
+	}
+	rc->file = xstrdup(path.buf);
+	struct config_sources src = { .repo = o->repo, .file = rc->file, .flags = config_layer_value(o->cfg, "flags") };
+	if (config_load(&rc->cfg, &src) < 0) {
+		fprintf(stderr, "forge: run %s's configuration (the --config and flags it was started with, this "
+				"resume's over them) is not valid: %s; nothing was resumed\n", trace, forge_last_error());
+		code = FORGE_EXIT_USAGE;
+		goto out;
+	}
+	/* the phases' arguments, with this file as their --config */
+	for (const char *const *a = o->phase_args; a && *a; a++)
+		n++;
+	rc->args = xcalloc(n + 3, sizeof *rc->args);
+	n = 0;
+	for (const char *const *a = o->phase_args; a && *a; a++) {
+		rc->args[n++] = *a;
+		if (!strcmp(*a, "--config") && a[1])
+			rc->args[n++] = (++a, rc->file);
+	}
+	if (!given_config(o)) {
+		rc->args[n++] = "--config";
+		rc->args[n++] = rc->file;
+	}
+	goto out;
+unwritten:
+	fprintf(stderr, "forge: cannot keep run %s's configuration for its phases: %s; nothing was resumed\n",
+		trace, forge_last_error());
+	code = FORGE_EXIT_DEPENDENCY;
+out:
+	jv_free(layer);
+	buf_release(&path);
+	return code;
+}
+
+/*
+ * A resume goes on under the configuration the run was started with: a
+ * run started with --config tight.json (safety.cost.per_run 0.015) tripped
+ * its breaker, and the `forge resume TRACE` its summary advised finished it
+ * under the default $50 without a word; its gates and review settings went
+ * too.  So forge run records the person's layers given for the run (the
+ * --config file and the flags, run.started's config_layer), and a resume
+ * puts them between the repository's layer and its own --config (which,
+ * with the environment and its flags, goes over them): the repository's
+ * layer is checked against the person's as ever (config.h), and what
+ * trusts it is never taken from the record (usable_layer).  rc->differs
+ * names each key of the configuration that differs from the one recorded
+ * in the run's row.  A run recorded before config_layer: the resume's
+ * configuration alone, as before.  0, or an exit status said on stderr.
+ */
+static int resume_config(struct resume_conf *rc, const struct supervise_opts *o, const char *trace)
+{
+	jv ev = jv_null(), run = jv_null(), payload, layer;
+	int code = 0;
+
+	memset(rc, 0, sizeof *rc);
+	if (store_event_last(&ev, o->store, trace, "run.started") < 0 || jv_get_kind(ev) != JV_KIND_OBJECT)
+		goto out;
+	payload = json_get(ev, "payload");
+	layer = json_get(payload, "config_layer");
+	jv_free(payload);
+	if (jv_get_kind(layer) != JV_KIND_OBJECT) {
+		jv_free(layer);
+		goto out;
+	}
+	layer = usable_layer(layer, NULL);
+	if (config_layer_check(layer, "the recorded --config and flags") < 0) {
+		/* (a Forge whose schema has changed since: the resume's own) */
+		if (!o->quiet)
+			fprintf(stderr, "forge: warning: run %s goes on under this resume's configuration alone: %s\n",
+				trace, forge_last_error());
+	} else if ((code = resume_layered(rc, o, trace, layer)) != 0) {
+		jv_free(layer);
+		goto out;
+	}
+	jv_free(layer);
+	if (store_run_get(&run, o->store, trace) == 0 && jv_get_kind(run) == JV_KIND_OBJECT) {
+		jv was = json_get(run, "config"), now = config_effective(rc->cfg ? rc->cfg : o->cfg);
+
+		if (jv_get_kind(was) == JV_KIND_OBJECT)
+			config_differs(rc, was, now, "");
+		jv_free(was);
+		jv_free(now);
+	}
+out:
+	jv_free(run);
+	jv_free(ev);
+	return code;
+}
+
+/* supervise_resume under the run's configuration (rc: its differences). */
+static int resume_run(const struct supervise_opts *o, const struct supervise_opts *caller, const char *trace,
+		      const struct resume_conf *rc)
 {
 	struct sup s;
 	struct supervise_opts dry;
-	const struct supervise_opts *caller = o;
 	jv run, cp;
 	int code;
 
@@ -2637,7 +2970,8 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	s.graph = graph;
 	set_level(&s, run_level);
 	s.state = o->budget_usd >= 0 ? with_budget(cp, o->budget_usd) : cp;
-	if (keep_deploy_settings(&s, run_conf) < 0) {
+	/* (compared with what this resume was given, without the run's layer) */
+	if (keep_deploy_settings(&s, run_conf, caller->cfg) < 0) {
 		fprintf(stderr, "forge: %s; nothing was resumed\n", forge_last_error());
 		jv_free(run_conf);
 		sup_release(&s);
@@ -2645,6 +2979,10 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	jv_free(run_conf);
+	if (rc->differs.len && !o->quiet)
+		fprintf(stderr, "forge: run %s goes on under the --config and flags it was started with (this "
+				"resume's over them); the configuration differs from the run's in%s%s\n", trace,
+			rc->differs.buf, rc->ndiffers > 12 ? ", and more (forge config --explain)" : "");
 	s.saved = jv_copy(s.state);
 	s.kept = true;
 	s.pl = PL_PAUSED;
@@ -2662,12 +3000,23 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	 * (before: the phases run since the resume alone, not adding up to
 	 * the total) */
 	jv by_phase;
-	if (store_cost_by_phase(&by_phase, o->store, trace) == 0) {
+	jv recovered = jv_object();
+	if (store_cost_by_phase(&by_phase, o->store, trace) == 0 &&
+	    store_events_foreach(o->store, trace, line_recovered, &recovered) == 0) {
+		/* (with the calls a resume recovered without their events) */
+		jv_object_foreach(recovered, k, v) {
+			by_phase = json_set(by_phase, jv_string_value(k),
+					    jv_number(json_get_num(by_phase, jv_string_value(k), 0) +
+						      json_get_num(v, "usd", 0)));
+			jv_free(k);
+			jv_free(v);
+		}
 		jv_free(s.phase_cost);
 		s.phase_cost = by_phase;
 	} else {
 		jv_free(by_phase);
 	}
+	jv_free(recovered);
 	if (!o->dry_run && (code = adopt_clone(&s)) != 0) {
 		sup_release(&s);
 		graph_free(graph);
@@ -2685,5 +3034,22 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 	jv_free(deployment);
 	code = sup_finish(&s, caller, code);
 	graph_free(graph);
+	return code;
+}
+
+int supervise_resume(const struct supervise_opts *o, const char *trace)
+{
+	struct resume_conf rc;
+	struct supervise_opts mine = *o;
+	int code = resume_config(&rc, o, trace);
+
+	if (code == 0) {
+		if (rc.cfg) {
+			mine.cfg = rc.cfg;
+			mine.phase_args = rc.args;
+		}
+		code = resume_run(&mine, o, trace, &rc);
+	}
+	resume_conf_release(&rc);
 	return code;
 }

@@ -387,6 +387,14 @@ usd6() {
 		"$(usd6 "$(db_q "select sum(cost_usd) from llm_calls where trace_id = '$T'")")" ]
 	run -0 forge events replay "$T"
 	[ "$(jq -s '[.[] | select(.type == "run.cost_recovered")] | length' <<<"$output")" -eq 1 ]
+	# the logged call is implement's: the phases add up to the total in show
+	# (and report, the same view; before: implement left it out)
+	run -0 forge show --json "$T"
+	total=$(usd6 "$(jq .cost.usd <<<"$output")")
+	parts=$(usd6 "$(jq '[.phase_cost[].usd] | add' <<<"$output")")
+	echo "total $total, phases $parts"
+	[ $((total - parts)) -le 1 ] && [ $((parts - total)) -le 1 ]
+	[ "$(usd6 "$(jq '.phase_cost[] | select(.phase == "implement") | .usd' <<<"$output")")" -gt 500030 ]
 }
 
 # killed_over_budget RUN-BUDGET [RESUME-ARGS...]: the whole run killed

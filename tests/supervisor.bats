@@ -541,6 +541,41 @@ branch_log() {
 	tail -n 1 <<<"$output" | jq -e '.kind == "state" and .phase == "plan" and .status == "escalated"'
 }
 
+@test "forge resume goes on under the run's --config, its limits too; a resume's --config goes over it, and stderr names the key" {
+	replay run-clean.jsonl
+	run -3 --separate-stderr forge run --config "$CONFIGS/breaker.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	# the advice as printed, without --config (before: the run finished under
+	# the default $50 limit, exit 0, nothing said)
+	run -3 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"breaker cost_per_run tripped"*"(limit per run \$0.015)"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed"' <<<"$output"
+	# what the resume is given goes over the run's, and stderr says so
+	echo '{"safety":{"cost":{"per_run":5}}}' >"$BATS_TEST_TMPDIR/loose.json"
+	run -0 --separate-stderr forge resume --config "$BATS_TEST_TMPDIR/loose.json" "$T" </dev/null
+	[[ "$stderr" == *"differs from the run's in safety.cost.per_run (the run: 0.015; here: 5)"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+}
+
+@test "forge resume does not take trust_project from the run's record: the repository may not loosen your limits on a resume either" {
+	replay run-clean.jsonl
+	mkdir -p "$XDG_CONFIG_HOME/forge" .forge
+	echo '{"safety":{"cost":{"per_run":0.015}}}' >"$XDG_CONFIG_HOME/forge/config.json"
+	echo '{"safety":{"cost":{"per_run":100}}}' >.forge/config.json
+	echo '{"trust_project":true}' >"$BATS_TEST_TMPDIR/trust.json"
+	run -3 --separate-stderr forge run --budget 0.015 --config "$BATS_TEST_TMPDIR/trust.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 --separate-stderr events_of "$T" run.started
+	jq -e '.config_layer.trust_project == true' <<<"$output"
+	# resumed without it: your per_run (0.015) holds; the recorded
+	# trust_project does not let the repository's 100 through
+	run -3 --separate-stderr forge resume --budget 5 "$T" </dev/null
+	[[ "$stderr" == *"breaker cost_per_run tripped"*"(limit per run \$0.015)"* ]]
+	[[ "$stderr" == *"trust_project (the run: true; here: false)"* ]]
+}
+
 @test "safety.cost.per_day limits what the model calls of the local day cost, every run's, whenever the run started" {
 	# (before: the cost of the runs *started* that day, by their UTC date: a
 	# run started yesterday and resumed today spent today unseen, hunt19 #8)

@@ -1701,6 +1701,14 @@ bool config_get_bool(const struct config *cfg, const char *path)
 	return b;
 }
 
+jv config_layer_value(const struct config *cfg, const char *name)
+{
+	for (size_t i = 1; i < cfg->nlayers; i++)
+		if (!strcmp(cfg->layers[i].name, name))
+			return jv_copy(cfg->layers[i].value);
+	return jv_null();
+}
+
 jv config_effective(const struct config *cfg)
 {
 	return whole(cfg);

@@ -155,6 +155,15 @@ jv config_ignored(const struct config *cfg);
  */
 bool config_project_widens(const struct config *cfg, const char *path, jv value);
 
+/*
+ * The object one layer (default is not one: "user", "project", "file",
+ * "env", "flags") contributed, as merged (notes dropped; the project's
+ * without what config_ignored() lists); jv_null() when cfg has no such
+ * layer.  New reference.  What forge run records of the person's own
+ * layers for the run (file and flags), so that a resume goes on under them.
+ */
+jv config_layer_value(const struct config *cfg, const char *name);
+
 /* The whole effective configuration (new reference). */
 jv config_effective(const struct config *cfg);
 

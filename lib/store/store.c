@@ -2321,6 +2321,61 @@ int store_cost_by_phase(jv *out, struct store *st, const char *trace_id)
 	return each_model_call(st, trace_id, false, add_phase_cost, out);
 }
 
+/* llm.called events by phase ({phase: {usd, tokens, calls}}), into *payload. */
+static void add_phase_spent(jv rec, void *payload)
+{
+	jv *out = payload, cost = json_get(rec, "cost");
+	const char *phase = json_get_str(rec, "phase");
+	jv pc = json_get(*out, phase ? phase : "");
+
+	if (jv_get_kind(pc) != JV_KIND_OBJECT) {
+		jv_free(pc);
+		pc = jv_object();
+	}
+	pc = json_set(pc, "usd", jv_number(json_get_num(pc, "usd", 0) + json_get_num(cost, "usd", 0)));
+	pc = json_set(pc, "tokens", jv_number(json_get_num(pc, "tokens", 0) + json_get_num(cost, "tokens", 0)));
+	pc = json_set(pc, "calls", jv_number(json_get_num(pc, "calls", 0) + 1));
+	*out = json_set(*out, phase ? phase : "", pc);
+	jv_free(cost);
+}
+
+int store_unevented_by_phase(jv *out, struct store *st, const char *trace_id)
+{
+	jv events = jv_object();
+	struct db_stmt *s;
+	int step;
+
+	*out = jv_object();
+	if (each_model_call(st, trace_id, false, add_phase_spent, &events) < 0) {
+		jv_free(events);
+		return -1;
+	}
+	if (db_prepare(&s, st, "SELECT coalesce(phase, ''), coalesce(sum(cost_usd), 0), coalesce(sum(input_tokens + "
+		       "output_tokens + cache_read_tokens + cache_write_tokens), 0), count(*) FROM llm_calls "
+		       "WHERE trace_id = ?1 GROUP BY coalesce(phase, '')") < 0) {
+		jv_free(events);
+		return forge_error_prefix("cannot read the model-call log of trace '%s'", trace_id);
+	}
+	db_bind_text(s, 1, trace_id);
+	while ((step = db_step(s)) == DB_ROW) {
+		const char *phase = db_col_text(s, 0) ? db_col_text(s, 0) : "";
+		jv ev = json_get(events, phase);
+		double usd = db_col_double(s, 1) - json_get_num(ev, "usd", 0);
+		double tokens = db_col_double(s, 2) - json_get_num(ev, "tokens", 0);
+		double calls = db_col_double(s, 3) - json_get_num(ev, "calls", 0);
+
+		jv_free(ev);
+		if (*phase && (usd > 1e-9 || tokens > 0))
+			*out = json_set(*out, phase, json_set(json_set(json_set(jv_object(), "usd", jv_number(fmax(usd, 0))),
+				"tokens", jv_number(fmax(tokens, 0))), "calls", jv_number(fmax(calls, 0))));
+	}
+	if (step != DB_DONE)
+		store_fail(st, "cannot read the model-call log of trace '%s'", trace_id);
+	db_finalize(s);
+	jv_free(events);
+	return step == DB_DONE ? 0 : -1;
+}
+
 int store_last_event_ms(int64_t *out, struct store *st, const char *trace_id)
 {
 	struct db_stmt *s;

@@ -337,6 +337,15 @@ int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struc
  * from its llm.called events (their "phase"). */
 int store_cost_by_phase(jv *out, struct store *st, const char *trace_id);
 
+/*
+ * What trace's model-call log (llm_calls) holds beyond its llm.called
+ * events, by phase: {"implement": {"usd", "tokens", "calls"}, ...}, only
+ * the phases with more (a call whose event was never written: the
+ * supervisor and its phase killed mid-call).  What forge resume recovers
+ * into the run's cost, put to the phase whose calls they were.
+ */
+int store_unevented_by_phase(jv *out, struct store *st, const char *trace_id);
+
 /* How long trace has been paused, in ms: from each run.paused event to the
  * run.resumed stored after it, by their ts (a pause the clock made negative
  * counts 0; the last pause, when not resumed yet, to now_ms), and the time
