@@ -556,26 +556,63 @@ out:
 	return found;
 }
 
-/* "forge config set [--global] KEY VALUE && forge resume TRACE" for the
+/* {"a":{"b":VALUE}} for the dotted key "a.b", as text into b (VALUE as
+ * printed: jq 1.6 would print 0.035 as 0.035000000000000003). */
+static void nested_for(struct buf *b, const char *key, const char *value)
+{
+	int depth = 0;
+
+	for (const char *p = key; *p; depth++) {
+		size_t n = strcspn(p, ".");
+
+		buf_addf(b, "{\"%.*s\":", (int)n, p);
+		p += n + (p[n] == '.');
+	}
+	buf_adds(b, value);
+	while (depth-- > 0)
+		buf_addch(b, '}');
+}
+
+/*
+ * "forge config set [--global] KEY VALUE && forge resume TRACE" for the
  * limit key that stopped the run: the value raised (twice the limit, and
  * past what was spent), in the file a raise holds in -- the repository's
  * when it set the limit, else the user's (a repository may not raise a
- * limit above the user's or the built-in one, config.h). */
-static void raise_limit(struct buf *cmd, struct buf *why, const struct config *cfg, const char *key, double spent,
-			const char *trace)
+ * limit above the user's or the built-in one, config.h).  A limit the
+ * run's own --config set (recorded, a JSON object: run.started's
+ * config_layer, which a resume layers over both files) is raised by a
+ * resume's --config instead: a file written by the advice itself.
+ */
+static void raise_limit(struct buf *cmd, struct buf *why, const struct config *cfg, jv recorded,
+			const char *key, double spent, const char *trace)
 {
 	const char *layer = NULL, *source = NULL;
-	double limit = cfg ? config_get_num(cfg, key) : 0, to = 2 * limit + spent;
-	bool project = cfg && config_leaf_layer(cfg, key, &layer, &source) == 0 && layer &&
+	jv mine = json_get_path(recorded, key);
+	bool by_run = jv_get_kind(mine) == JV_KIND_NUMBER;
+	double limit = by_run ? jv_number_value(mine) : cfg ? config_get_num(cfg, key) : 0;
+	double to = 2 * limit + spent;
+	bool project = !by_run && cfg && config_leaf_layer(cfg, key, &layer, &source) == 0 && layer &&
 		       !strcmp(layer, "project");
 	char value[64];
 
+	jv_free(mine);
 	if (!(to > 0))
 		to = 2 * spent;
 	snprintf(value, sizeof value, "%g", round_up_2sig(to));
-	buf_addf(cmd, "forge config set %s%s %s && forge resume %s", project ? "" : "--global ", key, value, trace);
-	buf_addf(why, "the limit %s (%g) stopped the run: a resume as it is stops there again; raise it "
-		 "(to %s here, or what you choose) first", key, limit, value);
+	if (by_run) {
+		struct buf text = BUF_INIT;
+
+		nested_for(&text, key, value);
+		buf_addf(cmd, "echo '%s' >\"${TMPDIR:-/tmp}/forge-raise.json\" && "
+			 "forge resume --config \"${TMPDIR:-/tmp}/forge-raise.json\" %s", text.buf, trace);
+		buf_release(&text);
+	} else {
+		buf_addf(cmd, "forge config set %s%s %s && forge resume %s", project ? "" : "--global ", key, value,
+			 trace);
+	}
+	buf_addf(why, "the limit %s (%g%s) stopped the run: a resume as it is stops there again; raise it "
+		 "(to %s here, or what you choose) first", key, limit, by_run ? ", from the run's --config" : "",
+		 value);
 }
 
 /* Whether something of the run is left for forge gc: a worktree or a
@@ -727,7 +764,13 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	} else if (s == RUN_FAILED && tripped_limit(key, sizeof key, &spent, run, trip, cp, cfg)) {
 		/* a resume as it is trips the same limit again, a phase's
 		 * paid from its start again (before: forge resume, a loop) */
-		raise_limit(out, why, cfg, key, spent, trace);
+		jv started = jv_null();
+
+		store_event_last(&started, st, trace, "run.started");
+		jv recorded = json_get_path(started, "payload.config_layer");
+		raise_limit(out, why, cfg, recorded, key, spent, trace);
+		jv_free(recorded);
+		jv_free(started);
 	} else {
 		buf_addf(out, "forge resume %s", trace);
 	}

@@ -67,6 +67,18 @@ next_of() { sed -n 's/^  next      //p' <<<"$output"; }
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
+@test "a limit the run's own --config set: the next line raises it with a resume's --config, over the recorded one" {
+	# (forge resume keeps the run's --config, so a raise in either file
+	# would not hold: it sits below the recorded layer)
+	echo '{"safety":{"cost":{"per_phase":{"implement":0.02}}}}' >"$BATS_TEST_TMPDIR/tight.json"
+	run -3 forge run --config "$BATS_TEST_TMPDIR/tight.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	assert_line "  next      echo '{\"safety\":{\"cost\":{\"per_phase\":{\"implement\":0.062}}}}' >\"\${TMPDIR:-/tmp}/forge-raise.json\" && forge resume --config \"\${TMPDIR:-/tmp}/forge-raise.json\" $T"
+	assert_line --regexp "^  why       the limit safety\\.cost\\.per_phase\\.implement \\(0\\.02, from the run's --config\\) stopped the run: "
+	run -0 bash -c "$(next_of)" </dev/null
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
 @test "a deploy rolled back by its health check: the next line runs the task again, not a resume that refuses (hunt59 #5)" {
 	mkdir -p "$BATS_TEST_TMPDIR/log"
 	jq -n --arg l "$BATS_TEST_TMPDIR/log" '{sandbox:{writable:[$l]},
