@@ -105,8 +105,14 @@ int review_lint(jv *out, struct review_ctx *ctx);
  * (review/toolcache.h): *cached (may be NULL) says so, r->exit_code and
  * r->out are the kept ones. */
 struct proc_result;
+struct buf;
 int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx, const char *const *argv,
 		    const char *dir);
+
+/* Why a tool's run failed, appended to why: "was killed by signal N", or
+ * "failed (exit N[, command not found | , not executable]: FIRST LINE)"
+ * with the first line of its output. */
+void review_tool_failure(struct buf *why, const struct proc_result *r);
 
 /* Append files[0..nf) to argv from argv[*a] on (*a advanced), each name
  * that starts with '-' as "./-name": a linter or scanner took it for an

@@ -568,22 +568,6 @@ static bool lint_failed(const struct proc_result *r)
 	       r->exit_code == 127 || r->exit_code > 128;
 }
 
-/* The reason for a failed run: what the status means and the first line
- * of its output ("sh: 1: no-such-linter: not found"). */
-static void lint_failure(struct buf *why, const struct proc_result *r)
-{
-	const char *out = r->out.buf ? r->out.buf : "";
-
-	while (*out == '\n')
-		out++;
-	if (r->term_signal)
-		buf_addf(why, "was killed by signal %d", r->term_signal);
-	else
-		buf_addf(why, "failed (exit %d%s%s%.*s)", r->exit_code,
-			 r->exit_code == 127 ? ", command not found" : r->exit_code == 126 ? ", not executable" : "",
-			 *out ? ": " : "", (int)strcspn(out, "\n"), out);
-}
-
 /* tools.lint_command run in ctx->root; its findings, or a not-reviewed
  * warning per file when it could not run or failed, into *out.  (Before:
  * a command that was not found, exit 127, counted as a clean run with 0
@@ -607,7 +591,7 @@ static int lint_command(jv *out, struct review_ctx *ctx, const char *cmd)
 	jv e = json_set(jv_object(), "tool", jv_string("lint_command"));
 
 	if (failed) {
-		lint_failure(&why, &r);
+		review_tool_failure(&why, &r);
 		not_linted(out, ctx, why.buf);
 		e = json_set(e, "failed", jv_true());
 		e = json_set(e, "error", jv_string(why.buf));

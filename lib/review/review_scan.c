@@ -162,8 +162,8 @@ static void not_scanned(jv *acc, const char *tool, const char **files, size_t nf
 	buf_release(&msg);
 }
 
-/* The first line of a failed scanner's output, for the reason. */
-static void failure_reason(struct buf *why, const struct proc_result *r)
+/* See review.h. */
+void review_tool_failure(struct buf *why, const struct proc_result *r)
 {
 	const char *out = r->out.buf ? r->out.buf : "";
 
@@ -172,7 +172,9 @@ static void failure_reason(struct buf *why, const struct proc_result *r)
 	if (r->term_signal)
 		buf_addf(why, "was killed by signal %d", r->term_signal);
 	else
-		buf_addf(why, "failed (exit %d%s%.*s)", r->exit_code, *out ? ": " : "", (int)strcspn(out, "\n"), out);
+		buf_addf(why, "failed (exit %d%s%s%.*s)", r->exit_code,
+			 r->exit_code == 127 ? ", command not found" : r->exit_code == 126 ? ", not executable" : "",
+			 *out ? ": " : "", (int)strcspn(out, "\n"), out);
 }
 
 /* One run of scanner S (program prog) over files; its findings, or a
@@ -210,7 +212,7 @@ static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S,
 
 	if (failed) {
 		/* before: counted as a clean run with 0 findings */
-		failure_reason(&why, &r);
+		review_tool_failure(&why, &r);
 		not_scanned(acc, S->tool, files, nf, why.buf);
 		e = json_set(e, "failed", jv_true());
 		e = json_set(e, "error", jv_string(why.buf));
