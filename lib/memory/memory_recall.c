@@ -1218,7 +1218,8 @@ static int prf_list(struct cands *cs, struct memory *m, const struct terms *qt, 
 		else
 			t->w *= word_idf(t, n);
 	}
-	qsort(pool.t, pool.n, sizeof *pool.t, prf_weight_cmp);
+	if (pool.n)	/* (an empty pool has no array: qsort's NULL is undefined) */
+		qsort(pool.t, pool.n, sizeof *pool.t, prf_weight_cmp);
 	for (size_t i = 0; i < pool.n && i < PRF_TERMS && pool.t[i].w > 0; i++) {
 		struct term *x = term_add(&sel, pool.t[i].surf, strlen(pool.t[i].surf), pool.t[i].stem,
 					  strlen(pool.t[i].stem));
