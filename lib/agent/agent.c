@@ -721,6 +721,7 @@ static void loop(struct agent *a)
 		struct llm_response resp;
 		int rc = reason(a, &resp);
 		if (rc == -2) {
+			llm_response_release(&resp);
 			finish_with(a, AGENT_FAILED, NULL, "%s", forge_last_error());
 			break;
 		}
