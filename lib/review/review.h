@@ -114,6 +114,14 @@ int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx,
  * with the first line of its output. */
 void review_tool_failure(struct buf *why, const struct proc_result *r);
 
+/* One review.tool_ran event for a tool that ran over `files` files:
+ * {"tool", ["failed": true, "error": failure,] "files", "exit_code",
+ * "findings", ["timed_out": true,] ["cached": true]}.  failure is NULL for
+ * a run whose output was read (findings counted), else why it failed
+ * (review_tool_failure's text; findings is then reported as 0). */
+void review_tool_ran(struct review_ctx *ctx, const char *tool, int files, int exit_code, int findings,
+		     bool timed_out, bool cached, const char *failure);
+
 /* Append files[0..nf) to argv from argv[*a] on (*a advanced), each name
  * that starts with '-' as "./-name": a linter or scanner took it for an
  * option otherwise and checked nothing (the parsers strip "./").  Those

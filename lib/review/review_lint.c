@@ -393,20 +393,6 @@ static int run(struct tool_run *tr, struct review_ctx *ctx, const char *const *a
 	return rc;
 }
 
-static void ran(struct review_ctx *ctx, const char *tool, const struct tool_run *tr, int nfiles, int found)
-{
-	jv e = json_set(jv_object(), "tool", jv_string(tool));
-
-	e = json_set(e, "files", jv_number(nfiles));
-	e = json_set(e, "exit_code", jv_number(tr->exit_code));
-	e = json_set(e, "findings", jv_number(found));
-	if (tr->timed_out)
-		e = json_set(e, "timed_out", jv_true());
-	if (tr->cached)
-		e = json_set(e, "cached", jv_true());
-	review_emit(ctx, "review.tool_ran", e);
-}
-
 static void skipped(struct review_ctx *ctx, const char *tool, const char *why)
 {
 	review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(tool)),
@@ -499,7 +485,8 @@ static void lint_batch(jv *acc, struct review_ctx *ctx, const struct linter *L, 
 		review_parse_shellcheck(acc, ctx->diff, tr.out);
 	else
 		parse_gcc_in(acc, ctx->diff, L->tool, tr.out, ctx->workdir);
-	ran(ctx, L->tool, &tr, (int)nf, jv_array_length(jv_copy(*acc)) - before);
+	review_tool_ran(ctx, L->tool, (int)nf, tr.exit_code, jv_array_length(jv_copy(*acc)) - before, tr.timed_out,
+			tr.cached, NULL);
 	free(tr.out);
 out:
 	for (size_t i = 0; i < nd; i++)
@@ -588,22 +575,15 @@ static int lint_command(jv *out, struct review_ctx *ctx, const char *cmd)
 		goto out;
 	}
 	bool failed = lint_failed(&r);
-	jv e = json_set(jv_object(), "tool", jv_string("lint_command"));
 
 	if (failed) {
 		review_tool_failure(&why, &r);
 		not_linted(out, ctx, why.buf);
-		e = json_set(e, "failed", jv_true());
-		e = json_set(e, "error", jv_string(why.buf));
 	} else {
 		parse_gcc_in(out, ctx->diff, "lint", r.out.buf, ctx->root);
 	}
-	e = json_set(e, "files", jv_number(nfiles));
-	e = json_set(e, "exit_code", jv_number(r.exit_code));
-	e = json_set(e, "findings", jv_number(failed ? 0 : jv_array_length(jv_copy(*out))));
-	if (cached)
-		e = json_set(e, "cached", jv_true());
-	review_emit(ctx, "review.tool_ran", e);
+	review_tool_ran(ctx, "lint_command", nfiles, r.exit_code, jv_array_length(jv_copy(*out)), false, cached,
+			failed ? why.buf : NULL);
 out:
 	proc_result_release(&r);
 	buf_release(&why);

@@ -177,6 +177,25 @@ void review_tool_failure(struct buf *why, const struct proc_result *r)
 			 *out ? ": " : "", (int)strcspn(out, "\n"), out);
 }
 
+void review_tool_ran(struct review_ctx *ctx, const char *tool, int files, int exit_code, int findings,
+		     bool timed_out, bool cached, const char *failure)
+{
+	jv e = json_set(jv_object(), "tool", jv_string(tool));
+
+	if (failure) {
+		e = json_set(e, "failed", jv_true());
+		e = json_set(e, "error", jv_string(failure));
+	}
+	e = json_set(e, "files", jv_number(files));
+	e = json_set(e, "exit_code", jv_number(exit_code));
+	e = json_set(e, "findings", jv_number(failure ? 0 : findings));
+	if (timed_out)
+		e = json_set(e, "timed_out", jv_true());
+	if (cached)
+		e = json_set(e, "cached", jv_true());
+	review_emit(ctx, "review.tool_ran", e);
+}
+
 /* One run of scanner S (program prog) over files; its findings, or a
  * not-reviewed warning per file when it failed, into *acc. */
 static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S, const char *prog,
@@ -208,23 +227,16 @@ static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S,
 	}
 	int before = jv_array_length(jv_copy(*acc));
 	bool failed = r.term_signal || r.exit_code < 0 || r.exit_code > S->max_ok;
-	jv e = json_set(jv_object(), "tool", jv_string(S->tool));
 
 	if (failed) {
 		/* before: counted as a clean run with 0 findings */
 		review_tool_failure(&why, &r);
 		not_scanned(acc, S->tool, files, nf, why.buf);
-		e = json_set(e, "failed", jv_true());
-		e = json_set(e, "error", jv_string(why.buf));
 	} else {
 		S->parse(acc, ctx->diff, r.out.buf);
 	}
-	e = json_set(e, "files", jv_number((double)nf));
-	e = json_set(e, "exit_code", jv_number(r.exit_code));
-	e = json_set(e, "findings", jv_number(failed ? 0 : jv_array_length(jv_copy(*acc)) - before));
-	if (cached)
-		e = json_set(e, "cached", jv_true());
-	review_emit(ctx, "review.tool_ran", e);
+	review_tool_ran(ctx, S->tool, (int)nf, r.exit_code, jv_array_length(jv_copy(*acc)) - before, false,
+			cached, failed ? why.buf : NULL);
 out:
 	proc_result_release(&r);
 	buf_release(&why);
