@@ -661,6 +661,22 @@ fake_flawfinder() {
 	assert_output "f.c warning not security-scanned: flawfinder failed (exit 1: Traceback: UnicodeDecodeError); review the file yourself"
 }
 
+@test "a built-in linter that crashes says which files it did not lint (forge/not-reviewed), not 'no findings'" {
+	mkdir -p "$BATS_TEST_TMPDIR/tools"
+	printf '#!/bin/sh\necho "cppcheck: internal error"\nkill -SEGV $$\n' >"$BATS_TEST_TMPDIR/tools/cppcheck"
+	chmod +x "$BATS_TEST_TMPDIR/tools/cppcheck"
+	printf 'int f(int x)\n{\n\treturn x;\n}\n' >f.c
+	git add -A && git commit -q -m f
+	git diff HEAD~1 >"$BATS_TEST_TMPDIR/d.diff"
+	run -0 --separate-stderr env PATH="$FORGE_BINDIR:$BATS_TEST_TMPDIR/tools" "$FORGE_BINDIR/forge-review" \
+		<"$BATS_TEST_TMPDIR/d.diff"
+	OUT=$output
+	run -0 jq -c 'select(.type == "review.tool_ran" and .payload.tool == "cppcheck") | .payload' <<<"$OUT"
+	jq -e '.failed == true and .findings == 0 and .error == "failed (exit 139, killed by signal 11: cppcheck: internal error)"' <<<"$output"
+	run -0 jq -r '.review.findings[] | select(.rule == "forge/not-reviewed") | "\(.file) \(.severity) \(.message)"' <<<"$(state)"
+	assert_output "f.c warning not linted: cppcheck failed (exit 139, killed by signal 11: cppcheck: internal error); review the file yourself"
+}
+
 # python_change: a commit changing app.py; its diff in $BATS_TEST_TMPDIR/py.diff.
 python_change() {
 	printf 'def f(x):\n    return x\n' >app.py

@@ -110,17 +110,19 @@ int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx,
 		    const char *dir);
 
 /* Why a tool's run failed, appended to why: "was killed by signal N", or
- * "failed (exit N[, command not found | , not executable]: FIRST LINE)"
+ * "failed (exit N[, command not found | , not executable | , killed by
+ * signal N-128]: FIRST LINE)"
  * with the first line of its output. */
 void review_tool_failure(struct buf *why, const struct proc_result *r);
 
 /* One review.tool_ran event for a tool that ran over `files` files:
  * {"tool", ["failed": true, "error": failure,] "files", "exit_code",
- * "findings", ["timed_out": true,] ["cached": true]}.  failure is NULL for
+ * "findings", ["cached": true]} (a run that timed out is a
+ * review.tool_skipped).  failure is NULL for
  * a run whose output was read (findings counted), else why it failed
  * (review_tool_failure's text; findings is then reported as 0). */
 void review_tool_ran(struct review_ctx *ctx, const char *tool, int files, int exit_code, int findings,
-		     bool timed_out, bool cached, const char *failure);
+		     bool cached, const char *failure);
 
 /* Append files[0..nf) to argv from argv[*a] on (*a advanced), each name
  * that starts with '-' as "./-name": a linter or scanner took it for an

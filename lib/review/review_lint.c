@@ -269,13 +269,6 @@ void review_parse_shellcheck(jv *acc, const struct diff *d, const char *json_tex
 
 /* ---- running the tools ------------------------------------------------ */
 
-struct tool_run {
-	int exit_code;
-	bool timed_out;
-	bool cached;                    /* the output came from the tool cache */
-	char *out;                      /* stdout + stderr */
-};
-
 /* Whether runs of tools in dir may come from the cache (review/toolcache.h):
  * only in the review's private copy of the checked files (the project's own
  * lint command runs in the worktree, which no key covers). */
@@ -381,18 +374,6 @@ size_t review_file_args(const char **argv, size_t *a, const char *const *files, 
 	return nd;
 }
 
-static int run(struct tool_run *tr, struct review_ctx *ctx, const char *const *argv, const char *cwd)
-{
-	struct proc_result r;
-	int rc = review_run_tool(&r, &tr->cached, ctx, argv, cwd);
-
-	tr->exit_code = r.exit_code;
-	tr->timed_out = r.timed_out;
-	tr->out = rc == 0 ? xstrdup(r.out.buf) : NULL;
-	proc_result_release(&r);
-	return rc;
-}
-
 static void skipped(struct review_ctx *ctx, const char *tool, const char *why)
 {
 	review_emit(ctx, "review.tool_skipped", json_set(json_set(jv_object(), "tool", jv_string(tool)),
@@ -456,14 +437,45 @@ static const struct linter linters[] = {
 /* Files a linter is given at once; a larger change is linted in batches. */
 #define MAX_FILES 512
 
-/* One run of linter L (program prog) over files; its findings into *acc. */
+/*
+ * Whether a lint command's run failed rather than reported: the shell could
+ * not find or execute it (126, 127), it was killed (a signal, or 128 + the
+ * signal as a shell reports a child's).  (A run that timed out is skipped
+ * before.)  Any other status is
+ * the command's own (linters exit 1 or 2 for findings, make 2), and its
+ * output is read.
+ */
+static bool lint_failed(const struct proc_result *r)
+{
+	return r->term_signal || r->exit_code < 0 || r->exit_code == 126 ||
+	       r->exit_code == 127 || r->exit_code > 128;
+}
+
+/* A forge/not-reviewed warning for each of files[0..nf) that linter tool
+ * did not lint, why: what went wrong. */
+static void not_linted_by(jv *acc, const char *tool, const char **files, size_t nf, const char *why)
+{
+	struct buf msg = BUF_INIT;
+
+	buf_addf(&msg, "not linted: %s %s; review the file yourself", tool, why);
+	for (size_t i = 0; i < nf; i++)
+		*acc = jv_array_append(*acc, review_finding("static", "warning", "correctness", "forge/not-reviewed",
+							    files[i], 0, msg.buf));
+	buf_release(&msg);
+}
+
+/* One run of linter L (program prog) over files; its findings into *acc,
+ * or, when it timed out or crashed, a not-reviewed warning per file (before:
+ * a linter killed by a signal counted as a clean run with 0 findings). */
 static void lint_batch(jv *acc, struct review_ctx *ctx, const struct linter *L, const char *prog,
 		       const char **files, size_t nf)
 {
 	const char *argv[MAX_FILES + 32];
 	char *dotted[MAX_FILES];
 	size_t a = 0, nd = 0;
-	struct tool_run tr = { 0 };
+	struct proc_result r;
+	struct buf why = BUF_INIT;
+	bool cached;
 
 	argv[a++] = prog;
 	for (size_t i = 0; L->args[i]; i++)
@@ -472,23 +484,30 @@ static void lint_batch(jv *acc, struct review_ctx *ctx, const struct linter *L, 
 	for (size_t i = 0; L->tail && L->tail[i]; i++)
 		argv[a++] = L->tail[i];
 	argv[a] = NULL;
-	if (run(&tr, ctx, argv, ctx->workdir) < 0) {
-		skipped(ctx, L->tool, forge_last_error());
+	if (review_run_tool(&r, &cached, ctx, argv, ctx->workdir) < 0 || r.timed_out) {
+		skipped(ctx, L->tool, r.timed_out ? "timed out" : forge_last_error());
+		buf_addf(&why, "was skipped (%s)", r.timed_out ? "timed out" : "could not run");
+		not_linted_by(acc, L->tool, files, nf, why.buf);
 		goto out;
 	}
 	int before = jv_array_length(jv_copy(*acc));
-	if (tr.timed_out)
-		skipped(ctx, L->tool, "timed out");
-	else if (L->parser == P_CPPCHECK)
-		review_parse_cppcheck(acc, ctx->diff, tr.out);
-	else if (L->parser == P_SHELLCHECK)
-		review_parse_shellcheck(acc, ctx->diff, tr.out);
-	else
-		parse_gcc_in(acc, ctx->diff, L->tool, tr.out, ctx->workdir);
-	review_tool_ran(ctx, L->tool, (int)nf, tr.exit_code, jv_array_length(jv_copy(*acc)) - before, tr.timed_out,
-			tr.cached, NULL);
-	free(tr.out);
+	bool failed = lint_failed(&r);
+
+	if (failed) {
+		review_tool_failure(&why, &r);
+		not_linted_by(acc, L->tool, files, nf, why.buf);
+	} else if (L->parser == P_CPPCHECK) {
+		review_parse_cppcheck(acc, ctx->diff, r.out.buf);
+	} else if (L->parser == P_SHELLCHECK) {
+		review_parse_shellcheck(acc, ctx->diff, r.out.buf);
+	} else {
+		parse_gcc_in(acc, ctx->diff, L->tool, r.out.buf, ctx->workdir);
+	}
+	review_tool_ran(ctx, L->tool, (int)nf, r.exit_code, jv_array_length(jv_copy(*acc)) - before, cached,
+			failed ? why.buf : NULL);
 out:
+	proc_result_release(&r);
+	buf_release(&why);
 	for (size_t i = 0; i < nd; i++)
 		free(dotted[i]);
 }
@@ -541,20 +560,6 @@ static void not_linted(jv *acc, const struct review_ctx *ctx, const char *why)
 	buf_release(&msg);
 }
 
-/*
- * Whether a lint command's run failed rather than reported: the shell could
- * not find or execute it (126, 127), it was killed (a signal, or 128 + the
- * signal as a shell reports a child's).  (A run that timed out is skipped
- * before.)  Any other status is
- * the command's own (linters exit 1 or 2 for findings, make 2), and its
- * output is read.
- */
-static bool lint_failed(const struct proc_result *r)
-{
-	return r->term_signal || r->exit_code < 0 || r->exit_code == 126 ||
-	       r->exit_code == 127 || r->exit_code > 128;
-}
-
 /* tools.lint_command run in ctx->root; its findings, or a not-reviewed
  * warning per file when it could not run or failed, into *out.  (Before:
  * a command that was not found, exit 127, counted as a clean run with 0
@@ -582,7 +587,7 @@ static int lint_command(jv *out, struct review_ctx *ctx, const char *cmd)
 	} else {
 		parse_gcc_in(out, ctx->diff, "lint", r.out.buf, ctx->root);
 	}
-	review_tool_ran(ctx, "lint_command", nfiles, r.exit_code, jv_array_length(jv_copy(*out)), false, cached,
+	review_tool_ran(ctx, "lint_command", nfiles, r.exit_code, jv_array_length(jv_copy(*out)), cached,
 			failed ? why.buf : NULL);
 out:
 	proc_result_release(&r);

@@ -169,16 +169,21 @@ void review_tool_failure(struct buf *why, const struct proc_result *r)
 
 	while (*out == '\n')
 		out++;
-	if (r->term_signal)
+	if (r->term_signal) {
 		buf_addf(why, "was killed by signal %d", r->term_signal);
-	else
-		buf_addf(why, "failed (exit %d%s%s%.*s)", r->exit_code,
-			 r->exit_code == 127 ? ", command not found" : r->exit_code == 126 ? ", not executable" : "",
-			 *out ? ": " : "", (int)strcspn(out, "\n"), out);
+		return;
+	}
+	buf_addf(why, "failed (exit %d", r->exit_code);
+	if (r->exit_code == 127 || r->exit_code == 126)
+		buf_adds(why, r->exit_code == 127 ? ", command not found" : ", not executable");
+	else if (r->exit_code > 128 && r->exit_code < 128 + 65)
+		/* (a shell between forge and the tool reports its signal so) */
+		buf_addf(why, ", killed by signal %d", r->exit_code - 128);
+	buf_addf(why, "%s%.*s)", *out ? ": " : "", (int)strcspn(out, "\n"), out);
 }
 
 void review_tool_ran(struct review_ctx *ctx, const char *tool, int files, int exit_code, int findings,
-		     bool timed_out, bool cached, const char *failure)
+		     bool cached, const char *failure)
 {
 	jv e = json_set(jv_object(), "tool", jv_string(tool));
 
@@ -189,8 +194,6 @@ void review_tool_ran(struct review_ctx *ctx, const char *tool, int files, int ex
 	e = json_set(e, "files", jv_number(files));
 	e = json_set(e, "exit_code", jv_number(exit_code));
 	e = json_set(e, "findings", jv_number(failure ? 0 : findings));
-	if (timed_out)
-		e = json_set(e, "timed_out", jv_true());
 	if (cached)
 		e = json_set(e, "cached", jv_true());
 	review_emit(ctx, "review.tool_ran", e);
@@ -235,8 +238,8 @@ static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S,
 	} else {
 		S->parse(acc, ctx->diff, r.out.buf);
 	}
-	review_tool_ran(ctx, S->tool, (int)nf, r.exit_code, jv_array_length(jv_copy(*acc)) - before, false,
-			cached, failed ? why.buf : NULL);
+	review_tool_ran(ctx, S->tool, (int)nf, r.exit_code, jv_array_length(jv_copy(*acc)) - before, cached,
+			failed ? why.buf : NULL);
 out:
 	proc_result_release(&r);
 	buf_release(&why);
