@@ -579,9 +579,9 @@ static void nested_for(struct buf *b, const char *key, const char *value)
  * past what was spent), in the file a raise holds in -- the repository's
  * when it set the limit, else the user's (a repository may not raise a
  * limit above the user's or the built-in one, config.h).  A limit the
- * run's own --config set (recorded, a JSON object: run.started's
- * config_layer, which a resume layers over both files) is raised by a
- * resume's --config instead: a file written by the advice itself.
+ * run's own --config set (recorded, a JSON object: runview_config_layer,
+ * which a resume layers over both files) is raised by a resume's --config
+ * instead: a file written by the advice itself.
  */
 static void raise_limit(struct buf *cmd, struct buf *why, const struct config *cfg, jv recorded,
 			const char *key, double spent, const char *trace)
@@ -764,13 +764,10 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	} else if (s == RUN_FAILED && tripped_limit(key, sizeof key, &spent, run, trip, cp, cfg)) {
 		/* a resume as it is trips the same limit again, a phase's
 		 * paid from its start again (before: forge resume, a loop) */
-		jv started = jv_null();
+		jv recorded = runview_config_layer(st, trace);
 
-		store_event_last(&started, st, trace, "run.started");
-		jv recorded = json_get_path(started, "payload.config_layer");
 		raise_limit(out, why, cfg, recorded, key, spent, trace);
 		jv_free(recorded);
-		jv_free(started);
 	} else {
 		buf_addf(out, "forge resume %s", trace);
 	}
@@ -784,6 +781,26 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	jv_free(cp);
 	jv_free(merged);
 	jv_free(gates);
+}
+
+jv runview_config_layer(struct store *st, const char *trace)
+{
+	static const char *const from[] = { "run.resumed", "run.started" };
+	jv layer = jv_null();
+
+	for (size_t i = 0; i < 2 && jv_get_kind(layer) != JV_KIND_OBJECT; i++) {
+		jv ev = jv_null();
+
+		jv_free(layer);
+		store_event_last(&ev, st, trace, from[i]);
+		layer = json_get_path(ev, "payload.config_layer");
+		jv_free(ev);
+	}
+	if (jv_get_kind(layer) != JV_KIND_OBJECT) {
+		jv_free(layer);
+		layer = jv_null();
+	}
+	return layer;
 }
 
 void runview_local_time(char *out, size_t n, const char *iso, bool with_date)

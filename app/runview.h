@@ -105,6 +105,14 @@ void runview_subagent_tree(struct buf *out, jv list);
  */
 bool runview_mergeable(struct store *st, const char *trace);
 
+/*
+ * The configuration the person gave the run, as a JSON object layer: the
+ * config_layer its last resume recorded (run.resumed: the run's layer with
+ * that resume's --config and flags over it), else run.started's (its
+ * --config file and flags).  New reference; null when none was recorded.
+ */
+jv runview_config_layer(struct store *st, const char *trace);
+
 /* The run's branch and base commit as the store knows them (the newest
  * checkpoint's task, else forge/TRACE and refs/forge/TRACE/base): malloc'd
  * strings; *base may be NULL when unknown. */

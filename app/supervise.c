@@ -2684,6 +2684,7 @@ struct resume_conf {
 	const char **args;      /* the phases' arguments with it, or NULL */
 	struct buf differs;     /* " KEY (the run: A; here: B)" for each key that differs */
 	size_t ndiffers;
+	jv layer;               /* what run.resumed records: the layer it goes on under (owned) */
 };
 
 /* Whether v (borrowed) holds what was hidden when it was recorded (a URL's
@@ -2783,6 +2784,7 @@ static void resume_conf_release(struct resume_conf *rc)
 	free(rc->file);
 	tmpdir_remove(rc->dir);
 	buf_release(&rc->differs);
+	jv_free(rc->layer);
 }
 
 /* The run's recorded layer (borrowed), this resume's --config layer over
@@ -2863,20 +2865,20 @@ out:
  * layer is checked against the person's as ever (config.h), and what
  * trusts it is never taken from the record (usable_layer).  rc->differs
  * names each key of the configuration that differs from the one recorded
- * in the run's row.  A run recorded before config_layer: the resume's
- * configuration alone, as before.  0, or an exit status said on stderr.
+ * in the run's row.  The layer a resume goes on under is recorded in its
+ * run.resumed (rc->layer), and a later resume starts from it
+ * (runview_config_layer): before, a limit raised by one resume's --config
+ * was gone at the next plain resume.  A run recorded before config_layer:
+ * the resume's configuration alone.  0, or an exit status said on stderr.
  */
 static int resume_config(struct resume_conf *rc, const struct supervise_opts *o, const char *trace)
 {
-	jv ev = jv_null(), run = jv_null(), payload, layer;
+	jv run = jv_null(), layer;
 	int code = 0;
 
 	memset(rc, 0, sizeof *rc);
-	if (store_event_last(&ev, o->store, trace, "run.started") < 0 || jv_get_kind(ev) != JV_KIND_OBJECT)
-		goto out;
-	payload = json_get(ev, "payload");
-	layer = json_get(payload, "config_layer");
-	jv_free(payload);
+	rc->layer = run_layer(o->cfg);
+	layer = runview_config_layer(o->store, trace);
 	if (jv_get_kind(layer) != JV_KIND_OBJECT) {
 		jv_free(layer);
 		goto out;
@@ -2890,6 +2892,9 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 	} else if ((code = resume_layered(rc, o, trace, layer)) != 0) {
 		jv_free(layer);
 		goto out;
+	} else {
+		/* (recorded, so a later plain resume keeps a raise made here) */
+		rc->layer = jv_object_merge_recursive(jv_copy(layer), rc->layer);
 	}
 	jv_free(layer);
 	if (store_run_get(&run, o->store, trace) == 0 && jv_get_kind(run) == JV_KIND_OBJECT) {
@@ -2902,7 +2907,6 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 	}
 out:
 	jv_free(run);
-	jv_free(ev);
 	return code;
 }
 
@@ -2993,8 +2997,8 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 		graph_free(graph);
 		return code;
 	}
-	sup_emit(&s, "run.resumed", level_payload(&s, dead_ms > 0 ? json_set(jv_object(), "dead_ms",
-					     jv_number((double)dead_ms)) : jv_object()));
+	jv resumed = dead_ms > 0 ? json_set(jv_object(), "dead_ms", jv_number((double)dead_ms)) : jv_object();
+	sup_emit(&s, "run.resumed", level_payload(&s, json_set(resumed, "config_layer", jv_copy(rc->layer))));
 	count_unrecorded_spend(&s);
 	/* the summary's cost by phase: the attempts before this resume too
 	 * (before: the phases run since the resume alone, not adding up to

@@ -79,6 +79,25 @@ next_of() { sed -n 's/^  next      //p' <<<"$output"; }
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
+@test "a limit raised by a resume's --config holds at a later plain resume (after a gate), as recorded in run.resumed" {
+	echo '{"safety":{"cost":{"per_run":0.015}},"deploy":{"environment":"production"}}' >"$BATS_TEST_TMPDIR/tight.json"
+	run -3 forge run --config "$BATS_TEST_TMPDIR/tight.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	# the advised raises go on to the production gate
+	for i in 1 2 3 4 5; do
+		run bash -c "$(next_of)" </dev/null
+		[ "$status" -eq 3 ] || break
+	done
+	[ "$status" -eq 4 ]
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# (before: the plain resume went back to the run's 0.015 and tripped again)
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "run.resumed") | .payload.config_layer.safety.cost.per_run]
+	  | length >= 2 and .[0] > 0.015 and .[-1] == .[-2]' <<<"$output"
+}
+
 @test "a deploy rolled back by its health check: the next line runs the task again, not a resume that refuses (hunt59 #5)" {
 	mkdir -p "$BATS_TEST_TMPDIR/log"
 	jq -n --arg l "$BATS_TEST_TMPDIR/log" '{sandbox:{writable:[$l]},
