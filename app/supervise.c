@@ -1361,8 +1361,8 @@ static const char *given_config(const struct supervise_opts *o)
  * (as the run's level does over the configured one, set_level); where this
  * resume's configuration differs, stderr says so while the deploy is still
  * to come (s->state has no deployment yet).  conf: the run's recorded
- * configuration (borrowed); own: this resume's own configuration, which
- * stderr compares it with.  0, or -1 with a message.
+ * configuration (borrowed); own: the configuration this resume goes on
+ * under, which stderr compares it with.  0, or -1 with a message.
  */
 static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own)
 {
@@ -2974,8 +2974,11 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	s.graph = graph;
 	set_level(&s, run_level);
 	s.state = o->budget_usd >= 0 ? with_budget(cp, o->budget_usd) : cp;
-	/* (compared with what this resume was given, without the run's layer) */
-	if (keep_deploy_settings(&s, run_conf, caller->cfg) < 0) {
+	/* (compared with what this resume goes on under: the run's layer with
+	 * its own over it -- before: with its own alone, so a plain resume of a
+	 * run started with --config prod.json said "here: staging", a default
+	 * that was not in force) */
+	if (keep_deploy_settings(&s, run_conf, o->cfg) < 0) {
 		fprintf(stderr, "forge: %s; nothing was resumed\n", forge_last_error());
 		jv_free(run_conf);
 		sup_release(&s);

@@ -464,8 +464,13 @@ branch_log() {
 	[[ "$stderr" == *"then \`forge resume $T\`"* ]] || { echo "$stderr"; false; }
 	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
 	# (before: strategy branch, the defaults: "completed", "healthy", and main never merged)
+	# (a .forge/config.json changed meanwhile is under the run's --config)
+	mkdir -p "$REPO/.forge"
+	cp "$BATS_TEST_TMPDIR/staging.json" "$REPO/.forge/config.json"
 	run -0 --separate-stderr forge resume "$T" </dev/null
-	[[ "$stderr" == *"forge: run $T deploys with the settings it was started with, not this resume's configuration: deploy.strategy (the run: \"merge\"; here: \"branch\"), deploy.environment (the run: \"production\"; here: \"staging\")"* ]] || { echo "$stderr"; false; }
+	# nothing differs: the resume goes on under the run's --config (before:
+	# "here: \"staging\"", the defaults, which were not in force)
+	[[ "$stderr" != *"deploys with the settings"* ]] || { echo "$stderr"; false; }
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed" and .state.deployment.status == "healthy"
 		and .state.deployment.strategy == "merge" and .state.deployment.environment == "production"' <<<"$output"
@@ -483,7 +488,7 @@ branch_log() {
 	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
 	# the run's command deploy runs (and fails), not the branch deploy the resume's file names
 	run -1 --separate-stderr forge resume --config "$BATS_TEST_TMPDIR/other.json" "$T" </dev/null
-	[[ "$stderr" == *"deploy.strategy (the run: \"command\"; here: \"branch\"), tools.deploy_command (the run: \"exit 3\"; here: null)"*"start a new run"* ]] || { echo "$stderr"; false; }
+	[[ "$stderr" == *"deploy.strategy (the run: \"command\"; here: \"branch\") (a resume"*"start a new run"* ]] || { echo "$stderr"; false; }
 	[[ "$stderr" == *"'exit 3' exited with status 3; rolled back"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.deployment.status == "rolled_back"
