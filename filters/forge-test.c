@@ -101,6 +101,7 @@ struct tst {
 	struct sandbox_policy *policy;  /* the test command's sandbox */
 	char *tmp;                      /* its HOME and TMPDIR, shared by the rerun */
 	bool warned_unconfined;
+	bool warned_unread;             /* report_unread said (once: the rerun reads them again) */
 	const char *not_run;            /* NOT_RUN, NONE_RAN or NULL: why nothing was tested */
 };
 
@@ -186,40 +187,66 @@ static int run(struct phase *ph, struct proc_result *res, const char *command, c
 	return rc;
 }
 
-/* Append the report at path to xml (up to its cap).  A report beneath dir
- * is read as the file tools read: the tests that wrote it may be the
+/* Append the report at path to xml (up to its cap): 0, or -1 with a
+ * message (forge_error) when it could not be read whole.  A report beneath
+ * dir is read as the file tools read: the tests that wrote it may be the
  * model's code, and a symlink they left among the reports to a file
  * outside is not followed out by this unconfined process.  One elsewhere
  * (an absolute tools.test_report) is the user's to name. */
-static void read_report(struct buf *xml, const char *dir, const char *path)
+static int read_report(struct buf *xml, const char *dir, const char *path)
 {
-	size_t n = strlen(dir);
+	size_t n = strlen(dir), room = xml->max - xml->len;
 	char chunk[65536];
 	size_t got;
+	int rc = 0;
 
 	if (!strncmp(path, dir, n) && path[n] == '/') {
 		struct sandbox_root *root = NULL;
 		struct buf one = BUF_INIT;
 
-		if (sandbox_root_open(&root, dir) == 0 &&
-		    sandbox_read_file(&one, root, path + n + 1, xml->max ? xml->max : 64u << 20) == 0)
+		if (sandbox_root_open(&root, dir) < 0 || sandbox_read_file(&one, root, path + n + 1, room) < 0)
+			rc = -1;
+		else
 			buf_add(xml, one.buf ? one.buf : "", one.len);
 		sandbox_root_free(root);
 		buf_release(&one);
-		return;
+		return rc;
 	}
 	/* a regular file only: opening a FIFO would wait for a writer */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 	FILE *f = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
 
-	if (!f && fd >= 0)
-		close(fd);
-	while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-		if (buf_add(xml, chunk, got) < 0)
+	if (!f) {
+		rc = forge_error("'%s': %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+		if (buf_add(xml, chunk, got) < 0) {
+			rc = forge_error("'%s': too large (limit %zu bytes)", path, room);
 			break;
-	if (f)
-		fclose(f);
+		}
+	fclose(f);
+	return rc;
+}
+
+/* Said when a report the run wrote could not be read (too large, not
+ * readable, not JUnit XML; once a run: the rerun reads them again), where
+ * its results come from instead: the other reports, or the test
+ * command's output, which may say less (before: silently). */
+static void report_unread(struct phase *ph, struct tst *t, const char *report, const char *why,
+			  bool from_output)
+{
+	if (t->warned_unread)
+		return;
+	t->warned_unread = true;
+	phase_say(ph, "warning: the test report %s could not be read (%s): the results come from %s", report, why,
+		  from_output ? "the test command's output" : "the other reports");
+	phase_emit(ph, "test.report_unread", json_set(json_set(json_set(jv_object(), "report", jv_string(report)),
+							       "error", jv_string(why)),
+						      "results_from", jv_string(from_output ? "output" : "reports")));
 }
 
 /* Read the results of a run: the JUnit reports it wrote (not in `before`,
@@ -227,7 +254,7 @@ static void read_report(struct buf *xml, const char *dir, const char *path)
  * its output.  1 parsed, 0 not; *report_out the first report used, and
  * *reports_out (may be NULL) all of them (an array). */
 static int read_results(struct testrun *out, char **report_out, jv *reports_out, struct phase *ph,
-			const struct tst *t, const struct proc_result *res, jv before)
+			struct tst *t, const struct proc_result *res, jv before)
 {
 	jv reports = testrun_find_junit(t->dir, config_get_str(ph->cfg, "tools.test_report"), before,
 					t->junit_out);
@@ -237,12 +264,15 @@ static int read_results(struct testrun *out, char **report_out, jv *reports_out,
 	*report_out = NULL;
 	testrun_init(out);
 	buf_init(&xml, 64u << 20);
+	int unread = 0;         /* reports that could not be read whole */
+
 	jv_array_foreach(reports, i, path) {
-		read_report(&xml, t->dir, jv_string_value(path));
+		if (read_report(&xml, t->dir, jv_string_value(path)) < 0 && unread++ == 0)
+			report_unread(ph, t, jv_string_value(path), forge_last_error(), n == 1);
 		buf_addch(&xml, '\n');   /* (the next document starts on a line of its own) */
 		jv_free(path);
 	}
-	if (n > 0 && junit_parse(out, xml.buf, xml.len) == 1) {
+	if (n > unread && junit_parse(out, xml.buf, xml.len) == 1) {
 		jv first = jv_array_get(jv_copy(reports), 0);
 		*report_out = xstrdup(jv_string_value(first));
 		jv_free(first);
@@ -252,6 +282,15 @@ static int read_results(struct testrun *out, char **report_out, jv *reports_out,
 			jv_free(reports);
 		buf_release(&xml);
 		return 1;
+	}
+	if (n > unread) {
+		/* (what junit_parse said) */
+		jv first = jv_array_get(jv_copy(reports), 0);
+
+		report_unread(ph, t, jv_string_value(first), forge_last_error(), true);
+		jv_free(first);
+		testrun_release(out);
+		testrun_init(out);
 	}
 	jv_free(reports);
 	buf_release(&xml);

@@ -289,6 +289,21 @@ mock() {
 	assert_equal "$(tests_of '[.format, .report]')" "[\"junit\",\"$REPO/junit.xml\"]"
 }
 
+@test "a JUnit report the run wrote that cannot be read (not XML, over the size read) is said, and the results come from the output" {
+	make_repo "$REPO"
+	# (TAP on stdout, a broken report beside it)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "echo 'Error: reporter crashed' >junit.xml; printf '1..2\\nok 1 a\\nnot ok 2 b\\n'; exit 1" </dev/null
+	[[ $stderr == *"warning: the test report $REPO/junit.xml could not be read ("*"): the results come from the test command's output"* ]] || { echo "$stderr"; false; }
+	[ "$(events_of 'select(.type == "test.report_unread") | [.payload.report, .payload.results_from]')" = "[\"$REPO/junit.xml\",\"output\"]" ]
+	assert_equal "$(tests_of '[.format, .summary.failed]')" '["tap",1]'
+	# one larger than forge reads (64 MiB): the same, naming the size (before: silently)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input \
+		--command "truncate -s 65M junit.xml; printf '1..1\\nnot ok 1 b\\n'; exit 1" </dev/null
+	[[ $stderr == *"warning: the test report $REPO/junit.xml could not be read ('junit.xml': too large ("*"): the results come from"* ]] || { echo "$stderr"; false; }
+	assert_equal "$(tests_of '.format')" '"tap"'
+}
+
 # junit_case NAME [BODY]: a <testcase> of class T.
 junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcase>\n' "$1" "${2:-}"; }
 
@@ -324,6 +339,8 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 		printf '\"/></testcase></testsuite>\\n' >test-results/c.xml; exit 1" </dev/null
 	[[ $output != *SECRET-OUTSIDE* ]]
 	[[ $(db_dump) != *SECRET-OUTSIDE* ]]
+	# said, and the results come from the other two
+	[[ $stderr == *"warning: the test report $REPO/test-results/b.xml could not be read ("*"): the results come from the other reports"* ]] || { echo "$stderr"; false; }
 }
 
 @test "a report left from before the run is not its results, even from the same second; --junit's own output never is" {
