@@ -115,6 +115,13 @@ int review_run_tool(struct proc_result *r, bool *cached, struct review_ctx *ctx,
  * with the first line of its output. */
 void review_tool_failure(struct buf *why, const struct proc_result *r);
 
+/* A forge/not-reviewed warning (layer "static" or "security") for each of
+ * files[0..nf) that tool did not check: "not NOT_DONE: TOOL WHY; review
+ * the file yourself" ("not linted: cppcheck was killed by signal 11; …").
+ * Appends to *acc (owned). */
+void review_not_reviewed(jv *acc, const char *layer, const char *not_done, const char *tool, const char **files,
+			 size_t nf, const char *why);
+
 /* One review.tool_ran event for a tool that ran over `files` files:
  * {"tool", ["failed": true, "error": failure,] "files", "exit_code",
  * "findings", ["cached": true]} (a run that timed out is a

@@ -451,19 +451,6 @@ static bool lint_failed(const struct proc_result *r)
 	       r->exit_code == 127 || r->exit_code > 128;
 }
 
-/* A forge/not-reviewed warning for each of files[0..nf) that linter tool
- * did not lint, why: what went wrong. */
-static void not_linted_by(jv *acc, const char *tool, const char **files, size_t nf, const char *why)
-{
-	struct buf msg = BUF_INIT;
-
-	buf_addf(&msg, "not linted: %s %s; review the file yourself", tool, why);
-	for (size_t i = 0; i < nf; i++)
-		*acc = jv_array_append(*acc, review_finding("static", "warning", "correctness", "forge/not-reviewed",
-							    files[i], 0, msg.buf));
-	buf_release(&msg);
-}
-
 /* One run of linter L (program prog) over files; its findings into *acc,
  * or, when it timed out or crashed, a not-reviewed warning per file (before:
  * a linter killed by a signal counted as a clean run with 0 findings). */
@@ -487,7 +474,7 @@ static void lint_batch(jv *acc, struct review_ctx *ctx, const struct linter *L, 
 	if (review_run_tool(&r, &cached, ctx, argv, ctx->workdir) < 0 || r.timed_out) {
 		skipped(ctx, L->tool, r.timed_out ? "timed out" : forge_last_error());
 		buf_addf(&why, "was skipped (%s)", r.timed_out ? "timed out" : "could not run");
-		not_linted_by(acc, L->tool, files, nf, why.buf);
+		review_not_reviewed(acc, "static", "linted", L->tool, files, nf, why.buf);
 		goto out;
 	}
 	int before = jv_array_length(jv_copy(*acc));
@@ -495,7 +482,7 @@ static void lint_batch(jv *acc, struct review_ctx *ctx, const struct linter *L, 
 
 	if (failed) {
 		review_tool_failure(&why, &r);
-		not_linted_by(acc, L->tool, files, nf, why.buf);
+		review_not_reviewed(acc, "static", "linted", L->tool, files, nf, why.buf);
 	} else if (L->parser == P_CPPCHECK) {
 		review_parse_cppcheck(acc, ctx->diff, r.out.buf);
 	} else if (L->parser == P_SHELLCHECK) {

@@ -149,18 +149,19 @@ static const struct scanner scanners[] = {
 /* Files a scanner is given at once; a larger change is scanned in batches. */
 #define MAX_FILES 512
 
-/* A forge/not-reviewed warning for each of files the scanner did not
- * scan (why: what went wrong), so its silence is not read as "clean". */
-static void not_scanned(jv *acc, const char *tool, const char **files, size_t nf, const char *why)
+/* See review.h. */
+void review_not_reviewed(jv *acc, const char *layer, const char *not_done, const char *tool, const char **files,
+			 size_t nf, const char *why)
 {
 	struct buf msg = BUF_INIT;
 
-	buf_addf(&msg, "not security-scanned: %s %s; review the file yourself", tool, why);
+	buf_addf(&msg, "not %s: %s %s; review the file yourself", not_done, tool, why);
 	for (size_t i = 0; i < nf; i++)
-		*acc = jv_array_append(*acc, review_finding("security", "warning", "correctness", "forge/not-reviewed",
+		*acc = jv_array_append(*acc, review_finding(layer, "warning", "correctness", "forge/not-reviewed",
 							    files[i], 0, msg.buf));
 	buf_release(&msg);
 }
+
 
 /* See review.h. */
 void review_tool_failure(struct buf *why, const struct proc_result *r)
@@ -225,7 +226,7 @@ static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S,
 								  "reason", jv_string(why.buf)));
 		buf_reset(&why);
 		buf_addf(&why, "was skipped (%s)", r.timed_out ? "timed out" : "could not run");
-		not_scanned(acc, S->tool, files, nf, why.buf);
+		review_not_reviewed(acc, "security", "security-scanned", S->tool, files, nf, why.buf);
 		goto out;
 	}
 	int before = jv_array_length(jv_copy(*acc));
@@ -234,7 +235,7 @@ static void scan_batch(jv *acc, struct review_ctx *ctx, const struct scanner *S,
 	if (failed) {
 		/* before: counted as a clean run with 0 findings */
 		review_tool_failure(&why, &r);
-		not_scanned(acc, S->tool, files, nf, why.buf);
+		review_not_reviewed(acc, "security", "security-scanned", S->tool, files, nf, why.buf);
 	} else {
 		S->parse(acc, ctx->diff, r.out.buf);
 	}
