@@ -532,6 +532,21 @@ setup() {
 	[ -z "$(git status --porcelain --untracked-files=no)" ]
 }
 
+@test "forge merge from a linked worktree whose base branch is checked out in another checkout: the advice names that checkout, and works" {
+	git worktree add -q -b side "$BATS_TEST_TMPDIR/side"
+	cd "$BATS_TEST_TMPDIR/side"
+	run -2 --separate-stderr forge merge "$T1"
+	# (before: "git switch main", which git refuses there: "'main' is
+	# already checked out at ..."; hunt60 #6)
+	[[ $stderr == *"the run's base branch 'main' is checked out in '$REPO', not here (this checkout is on 'side'): merge it there: cd '$REPO' && forge merge $T1" ]]
+	git checkout -q --detach
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"the run's base branch 'main' is checked out in '$REPO', not here (HEAD is detached here): merge it there: cd '$REPO' && forge merge $T1" ]]
+	[ "$(git -C "$REPO" rev-parse main)" = "$BASE" ]
+	run -0 --separate-stderr bash -c "${stderr##*merge it there: }"
+	[ "$(git -C "$REPO" rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+}
+
 @test "forge merge: a file marked skip-worktree or assume-unchanged is called so, with advice that works (not 'a sparse checkout', not 'git does not track')" {
 	git update-index -q --refresh || true   # (the copied checkout's stat data)
 	echo "/* my local settings */" >>calc.c
