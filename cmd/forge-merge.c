@@ -55,6 +55,32 @@ struct target {
 	bool unborn;        /* the branch has no commit yet (an empty repository) */
 };
 
+/* The run's base branch `branch` is not the one this checkout is on (head,
+ * NULL when detached) and another checkout of the person's has it (the
+ * main one, a linked worktree), where `git switch` cannot take it ("already
+ * checked out at …"): true after saying to merge it there; false when no
+ * checkout has it. */
+static bool said_elsewhere(struct forge_git *g, const char *branch, const char *head, const char *trace)
+{
+	struct buf ref = BUF_INIT, cd = BUF_INIT;
+	char *there = NULL;
+	bool said = false;
+
+	buf_addf(&ref, "refs/heads/%s", branch);
+	if (forge_git_checked_out_in(&there, g, ref.buf) == 0 && there) {
+		said = true;
+		buf_add_shell_quoted(&cd, there);
+		fprintf(stderr, "forge-merge: the run's base branch '%s' is checked out in '%s', not here (%s%s%s): "
+				"merge it there: cd %s && forge merge %s\n", branch, there,
+			head ? "this checkout is on '" : "HEAD is detached here", head ? head : "", head ? "'" : "",
+			cd.buf, trace);
+	}
+	buf_release(&ref);
+	buf_release(&cd);
+	free(there);
+	return said;
+}
+
 /* Which branch the run goes into; FORGE_EXIT_USAGE after a message when the
  * checkout is not where it must be. */
 static int find_target(struct target *t, struct forge_git *g, jv task, const char *trace)
@@ -69,19 +95,26 @@ static int find_target(struct target *t, struct forge_git *g, jv task, const cha
 	if (!base_ref)
 		base_ref = json_get_str(task, "base_ref");
 
+	buf_addf(&ref, "refs/heads/%s", base_ref ? base_ref : "");
 	if (forge_git_head_branch(&head, g) < 0) {
-		fprintf(stderr, "forge-merge: %s; switch to the branch the run should go into "
-				"(git switch BRANCH), then run forge merge %s again\n", forge_last_error(), trace);
+		char *why = xstrdup(forge_last_error());
+
+		if (!(base_ref && strcmp(base_ref, "HEAD") != 0 && forge_git_resolve(&sha, g, ref.buf) == 0 &&
+		      said_elsewhere(g, base_ref, NULL, trace)))
+			fprintf(stderr, "forge-merge: %s; switch to the branch the run should go into "
+					"(git switch BRANCH), then run forge merge %s again\n", why, trace);
+		free(why);
 		goto out;
 	}
-	buf_addf(&ref, "refs/heads/%s", base_ref ? base_ref : "");
 	if (base_ref && strcmp(base_ref, "HEAD") != 0 && forge_git_resolve(&sha, g, ref.buf) == 0)
 		t->branch = xstrdup(base_ref);  /* the run started from a branch: that one */
 	else
 		t->branch = xstrdup(head);
 	if (strcmp(t->branch, head) != 0) {
-		fprintf(stderr, "forge-merge: the run's base branch '%s' is not checked out (the checkout is "
-				"on '%s'): git switch %s, then forge merge %s\n", t->branch, head, t->branch, trace);
+		if (!said_elsewhere(g, t->branch, head, trace))
+			fprintf(stderr, "forge-merge: the run's base branch '%s' is not checked out (the checkout "
+					"is on '%s'): git switch %s, then forge merge %s\n", t->branch, head, t->branch,
+				trace);
 		goto out;
 	}
 	free(sha);

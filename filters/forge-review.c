@@ -1080,6 +1080,42 @@ static jv record(struct phase *ph, jv findings)
 	return out;
 }
 
+/* The current directory as a path of root ("sub/dir"; malloc'd), or NULL
+ * when it is root or not inside it. */
+static char *cwd_prefix(const char *root)
+{
+	char *cwd = realpath(".", NULL), *top = root ? realpath(root, NULL) : NULL, *rel = NULL;
+	size_t n = top ? strlen(top) : 0;
+
+	if (cwd && top && strncmp(cwd, top, n) == 0 && (cwd[n] == '/' || n == 1) && cwd[n + (n > 1)])
+		rel = xstrdup(cwd + n + (n > 1));
+	free(cwd);
+	free(top);
+	return rel;
+}
+
+/*
+ * A diff piped in from a subdirectory whose paths are that directory's
+ * (git diff --relative, diff.relative): read as the repository's, and
+ * said (before: each file was looked for at the repository's top, another
+ * file of the same name there reviewed or none, and the findings named by
+ * the wrong paths, hunt60 #7).
+ */
+static void relative_paths(struct phase *ph, struct diff *d, const char *root)
+{
+	char *prefix = cwd_prefix(root);
+
+	if (prefix && review_diff_relative(d, root, prefix) == 1) {
+		jv e = json_set(jv_object(), "prefix", jv_string(prefix));
+
+		if (ph->common.verbosity >= 0)
+			phase_say(ph, "the diff's paths are relative to %s/ (git diff --relative, or "
+				  "diff.relative): reviewed as the repository's %s/…", prefix, prefix);
+		phase_emit(ph, "review.diff_relative", e);
+	}
+	free(prefix);
+}
+
 static const char *run(struct phase *ph)
 {
 	struct review_args *a = ph->payload;
@@ -1130,6 +1166,8 @@ static const char *run(struct phase *ph)
 		phase_reason(ph, "malformed diff: %s", forge_last_error());
 		goto out;
 	}
+	if (!strcmp(source, "stdin"))
+		relative_paths(ph, d, root);
 	jv started = json_set(jv_object(), "files", jv_number((double)d->nfiles));
 	started = json_set(started, "additions", jv_number(d->additions));
 	started = json_set(started, "deletions", jv_number(d->deletions));

@@ -173,6 +173,38 @@ findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | so
 	state | jq -e '[.review.findings[] | select(.rule == "forge/not-reviewed") | [.file, .severity]] == [["src/copy.c","warning"]]'
 }
 
+@test "a diff piped from a subdirectory with paths relative to it (git diff --relative, diff.relative) is reviewed at its files, named by the repository's paths" {
+	mkdir sub
+	echo 'x = 1' >sub/app.py
+	echo 'y = 1' >app.py     # a file of the same name at the top, which the diff is not about
+	git add -A && git commit -q -m apps
+	printf 'x = 1\nz = eval(input())\n' >sub/app.py
+	cd sub
+	# (before: app.py at the top was read, "the file's content differs from
+	# the diff", and the finding was named app.py:2; hunt60 #7)
+	for how in "git diff --relative" "git -c diff.relative=true diff"; do
+		run -0 --separate-stderr bash -c "$how | forge-review"
+		OUT=$output
+		[[ "$stderr" == *"forge-review: the diff's paths are relative to sub/ (git diff --relative, or diff.relative): reviewed as the repository's sub/…"* ]]
+		[[ "$stderr" != *"not linted"* ]]
+		[ "$(finding sub/app.py 2 insecure/py-eval)" = security ]
+		state | jq -e '[.review.findings[] | select(.file != "sub/app.py")] == [] and (.review | has("not_reviewed") | not)'
+		run -0 jq -r 'select(.type == "review.diff_relative") | .payload.prefix' <<<"$OUT"
+		assert_output sub
+	done
+	# the repository's paths, from the same place: as they are, nothing said
+	run -0 --separate-stderr bash -c 'git diff | forge-review'
+	OUT=$output
+	[[ "$stderr" != *"relative"* && "$stderr" != *"not linted"* ]]
+	[ "$(finding sub/app.py 2 insecure/py-eval)" = security ]
+	# from the top, --relative changes nothing
+	cd ..
+	run -0 --separate-stderr bash -c 'git diff --relative | forge-review'
+	OUT=$output
+	[[ "$stderr" != *"relative"* ]]
+	[ "$(finding sub/app.py 2 insecure/py-eval)" = security ]
+}
+
 @test "a file whose name git quotes with \\a \\b \\f \\r \\v is linted like any other; a skipped one's name reaches stderr without its escapes" {
 	name=$(printf 'bd\a\b\f\r\vx.c')
 	printf '#include <stdlib.h>\nint run(const char *c) { return system(c); }\n' >"$name"

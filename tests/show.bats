@@ -481,6 +481,102 @@ setup() {
 	[ "$(cat settings.json)" = '{"my": "local settings"}' ]
 }
 
+@test "forge merge of a run that makes a directory a file, with what git does not track or ignores in it: exit 2 naming it, nothing changed; then it merges" {
+	wt="$REPO/.forge/worktrees/$T1"
+	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
+	git -C "$wt" rm -q -r tests
+	echo "now a file" >"$wt/tests"
+	git -C "$wt" add tests && git -C "$wt" commit -q -m "tests becomes a file"
+	echo "my notes" >tests/mine.txt         # the person's, untracked
+	# (before: exit 5 "Is a directory", tests/check.sh deleted from the
+	# checkout, main not moved, and each retry "finished an interrupted
+	# merge" into the same failure; hunt60 #1)
+	for i in 1 2; do
+		run -2 --separate-stderr forge merge "$T1"
+		[[ $stderr == *"cannot fast-forward 'main': the change puts a file where '$REPO' has a directory, tests, holding what git does not track (ignored files too): tests/mine.txt; move or remove it, then try again (nothing was changed)" ]]
+		[[ $stderr != *interrupted* ]]
+		[ "$(git rev-parse main)" = "$BASE" ]
+		[ -z "$(git status --porcelain --untracked-files=no)" ]
+		[ -f tests/check.sh ] && [ "$(cat tests/mine.txt)" = "my notes" ]
+	done
+	run -2 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"cannot merge into 'main': the change puts a file where '$REPO' has a directory, tests, holding what git does not track (ignored files too): tests/mine.txt;"* ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+	# an ignored file and an empty directory are in the way too (libgit2
+	# removes neither)
+	mv tests/mine.txt ../mine.txt
+	echo '*.local' >>"$(git rev-parse --git-common-dir)/info/exclude"
+	echo "my settings" >tests/settings.local
+	mkdir -p tests/empty/deeper
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"has a directory, tests, holding what git does not track (ignored files too): "* ]]
+	[[ $stderr == *tests/settings.local* && $stderr == *tests/empty/deeper/* ]]
+	[ "$(cat tests/settings.local)" = "my settings" ] && [ -f tests/check.sh ]
+	# what such a merge left before: the checkout half written (the
+	# directory's tracked files gone), main not moved; the file in the way
+	# is named as above, and nothing more is written
+	rm tests/check.sh
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"holds run $T1's change already, 'main' not moved yet (a merge of it was interrupted): finishing it"* ]]
+	[[ $stderr == *"has a directory, tests, holding what git does not track (ignored files too): "*tests/settings.local* ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	[ "$(cat tests/settings.local)" = "my settings" ]
+	# moved out of the way: it merges
+	mv tests/settings.local ../settings.local
+	rm -r tests/empty
+	run -0 --separate-stderr forge merge "$T1"
+	assert_output --regexp "^merged forge/$T1 into main \\(fast-forward\\) at [0-9a-f]{12}$"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+	[ "$(cat tests)" = "now a file" ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+}
+
+@test "forge merge from a linked worktree whose base branch is checked out in another checkout: the advice names that checkout, and works" {
+	git worktree add -q -b side "$BATS_TEST_TMPDIR/side"
+	cd "$BATS_TEST_TMPDIR/side"
+	run -2 --separate-stderr forge merge "$T1"
+	# (before: "git switch main", which git refuses there: "'main' is
+	# already checked out at ..."; hunt60 #6)
+	[[ $stderr == *"the run's base branch 'main' is checked out in '$REPO', not here (this checkout is on 'side'): merge it there: cd '$REPO' && forge merge $T1" ]]
+	git checkout -q --detach
+	run -2 --separate-stderr forge merge "$T1"
+	[[ $stderr == *"the run's base branch 'main' is checked out in '$REPO', not here (HEAD is detached here): merge it there: cd '$REPO' && forge merge $T1" ]]
+	[ "$(git -C "$REPO" rev-parse main)" = "$BASE" ]
+	run -0 --separate-stderr bash -c "${stderr##*merge it there: }"
+	[ "$(git -C "$REPO" rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+}
+
+@test "forge merge: a file marked skip-worktree or assume-unchanged is called so, with advice that works (not 'a sparse checkout', not 'git does not track')" {
+	git update-index -q --refresh || true   # (the copied checkout's stat data)
+	echo "/* my local settings */" >>calc.c
+	git update-index --skip-worktree calc.c
+	[ -z "$(git status --porcelain)" ]
+	run -2 --separate-stderr forge merge "$T1"
+	# (before: "is a sparse checkout (git sparse-checkout)"; hunt60 #7)
+	[[ $stderr == *"cannot fast-forward 'main': 1 file in '$REPO' is marked skip-worktree (git update-index --skip-worktree): calc.c, and forge cannot update the checkout and keep the mark; merge with git instead (git merge), or lift the mark (git update-index --no-skip-worktree 'calc.c': then commit or stash its changes) and try again" ]]
+	[[ $stderr != *sparse* ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	git update-index --no-skip-worktree 'calc.c'
+	git stash -q
+	echo "# mine" >>tests/check.sh
+	git update-index --assume-unchanged tests/check.sh
+	[ -z "$(git status --porcelain)" ]
+	run -2 --separate-stderr forge merge "$T1"
+	# (before: "1 file ... that git does not track would be overwritten:
+	# tests/check.sh; move or remove it (or commit it)": it is tracked, and
+	# git commit finds nothing to commit)
+	[[ $stderr == *"cannot fast-forward 'main': 1 tracked file in '$REPO' would be overwritten whose changes git status does not show (marked with git update-index --assume-unchanged): tests/check.sh; git update-index --no-assume-unchanged 'tests/check.sh' lets git see its changes: commit or stash them, then try again" ]]
+	[[ $stderr != *"does not track"* ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	[ "$(tail -n 1 tests/check.sh)" = "# mine" ]
+	! grep -q calc_mul calc.c || false
+	git update-index --no-assume-unchanged 'tests/check.sh'
+	git stash -q
+	run -0 --separate-stderr forge merge "$T1"
+	[ "$(git rev-parse main)" = "$(git rev-parse "forge/$T1")" ]
+}
+
 @test "forge gc: only cancelled, failed and merged runs; --dry-run removes nothing; forge clean is the same" {
 	own_tmpdir
 	wt1="$REPO/.forge/worktrees/$T1" wt2="$REPO/.forge/worktrees/$T2"

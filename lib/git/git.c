@@ -1258,20 +1258,57 @@ int forge_git_base_moved(bool *out, struct forge_git *g, const char *base_ref,
 	return 0;
 }
 
-/* Whether the index has an entry a sparse checkout leaves out of the
- * working files on purpose (skip-worktree: git sparse-checkout, or git
- * update-index --skip-worktree). */
-static bool index_sparse(git_index *idx)
+/* The entries of the index a sparse checkout leaves out of the working
+ * files on purpose (skip-worktree: git sparse-checkout, or git
+ * update-index --skip-worktree): how many, the first 5 named in *paths
+ * and, as shell words each after a space, in *words (both may be NULL). */
+static int index_sparse(git_index *idx, struct buf *paths, struct buf *words)
 {
 	size_t n = idx ? git_index_entrycount(idx) : 0;
+	int count = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const git_index_entry *e = git_index_get_byindex(idx, i);
 
-		if (e && (e->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE))
-			return true;
+		if (!e || !(e->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE))
+			continue;
+		if (paths && count < 5) {
+			if (count)
+				buf_adds(paths, ", ");
+			buf_add_path_quoted(paths, e->path);
+		}
+		if (words && count < 5) {
+			buf_addch(words, ' ');
+			buf_add_shell_quoted(words, e->path);
+		}
+		count++;
 	}
-	return false;
+	return count;
+}
+
+/* Whether git sparse-checkout made the checkout sparse (core.sparseCheckout,
+ * which it writes to the worktree's config.worktree, a file libgit2 1.5
+ * does not read), rather than git update-index --skip-worktree marking
+ * some files. */
+static bool sparse_configured(git_repository *repo)
+{
+	git_config *cfg = NULL;
+	struct buf path = BUF_INIT, why = BUF_INIT;
+	int on = 0;
+
+	if (git_repository_config_snapshot(&cfg, repo) == 0 && git_config_get_bool(&on, cfg, "core.sparseCheckout") < 0)
+		on = 0;
+	git_config_free(cfg);
+	cfg = NULL;
+	buf_addf(&path, "%sconfig.worktree", git_repository_path(repo));
+	if (!on && git_config_new(&cfg) == 0 && add_config_file(cfg, path.buf, GIT_CONFIG_LEVEL_LOCAL, &why) == 0 &&
+	    git_config_get_bool(&on, cfg, "core.sparseCheckout") < 0)
+		on = 0;
+	git_config_free(cfg);
+	git_error_clear();
+	buf_release(&path);
+	buf_release(&why);
+	return on != 0;
 }
 
 /* A status entry that only says "deleted from the working files" of a
@@ -1449,24 +1486,201 @@ out:
 	return rc;
 }
 
-/* The checkout's notify callback: the paths in the way, up to 5. */
+/* What is in a checkout's way, up to 5 paths of each kind named: files git
+ * does not track (ignored ones too), and tracked files whose working copy
+ * differs from the index while git status shows none of it (marked
+ * assume-unchanged: git update-index --assume-unchanged). */
 struct in_the_way {
-	struct buf paths;
+	git_index *idx;         /* borrowed: what the checkout tracks */
+	struct buf paths;       /* the untracked */
 	int n;
+	struct buf tracked;     /* the tracked, as paths */
+	struct buf words;       /* the tracked, as shell words */
+	int ntracked;
+	int assumed;            /* of those, how many are marked assume-unchanged */
 };
+
+/* Add path to a list of up to 5 (its count in *n). */
+static void way_add(struct buf *list, int *n, const char *path)
+{
+	if ((*n)++ < 5) {
+		if (*n > 1)
+			buf_adds(list, ", ");
+		buf_add_path_quoted(list, path);
+	}
+}
 
 static int note_in_the_way(git_checkout_notify_t why, const char *path, const git_diff_file *baseline,
 			   const git_diff_file *target, const git_diff_file *workdir, void *payload)
 {
 	struct in_the_way *w = payload;
+	const git_index_entry *ie = w->idx ? git_index_get_bypath(w->idx, path, 0) : NULL;
 
 	(void)why;
 	(void)baseline;
 	(void)target;
 	(void)workdir;
-	if (w->n++ < 5)
-		buf_addf(&w->paths, "%s%s", w->n > 1 ? ", " : "", path);
-	return 0;	/* go on: the checkout counts them and fails */
+	if (!ie) {
+		way_add(&w->paths, &w->n, path);
+		return 0;	/* go on: the checkout counts them and fails */
+	}
+	/* (a tracked file git status calls unchanged: "commit it" would do nothing) */
+	if (w->ntracked < 5) {
+		buf_addch(&w->words, ' ');
+		buf_add_shell_quoted(&w->words, path);
+	}
+	way_add(&w->tracked, &w->ntracked, path);
+	if (ie->flags & GIT_INDEX_ENTRY_VALID)
+		w->assumed++;
+	return 0;
+}
+
+/* Whether rel (a path of the checkout) is git's: in the index or in head
+ * (may be NULL). */
+static bool tracked_path(git_index *idx, git_tree *head, const char *rel)
+{
+	git_tree_entry *e = NULL;
+	bool yes = idx && git_index_get_bypath(idx, rel, 0);
+
+	if (!yes && head && git_tree_entry_bypath(&e, head, rel) == 0)
+		yes = true;
+	git_tree_entry_free(e);
+	return yes;
+}
+
+/* What git does not track in the directory full (the checkout's, its
+ * first rootlen bytes the checkout's own directory), ignored files
+ * too, walking down: into w (up to 6, then it stops).  A repository in
+ * it (a directory holding .git) is named whole; so are a directory that
+ * cannot be read and an empty one below the top one (libgit2 1.5 removes
+ * neither; the top one, empty, it replaces). */
+static void untracked_under(struct in_the_way *w, git_index *idx, git_tree *head, struct buf *full,
+			    size_t rootlen, bool top)
+{
+	size_t len = full->len;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	buf_adds(full, "/.git");
+	if (lstat(full->buf, &st) == 0) {
+		buf_truncate(full, len);
+		buf_addch(full, '/');
+		way_add(&w->paths, &w->n, full->buf + rootlen);
+		buf_truncate(full, len);
+		return;
+	}
+	buf_truncate(full, len);
+	if (!(d = opendir(full->buf))) {
+		buf_addch(full, '/');
+		way_add(&w->paths, &w->n, full->buf + rootlen);
+		buf_truncate(full, len);
+		return;
+	}
+	bool empty = true;
+
+	while (w->n <= 5 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		empty = false;
+		buf_truncate(full, len);
+		buf_addf(full, "/%s", de->d_name);
+		if (lstat(full->buf, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			untracked_under(w, idx, head, full, rootlen, false);
+		else if (!tracked_path(idx, head, full->buf + rootlen))
+			way_add(&w->paths, &w->n, full->buf + rootlen);
+	}
+	closedir(d);
+	buf_truncate(full, len);
+	if (empty && !top) {
+		buf_addch(full, '/');
+		way_add(&w->paths, &w->n, full->buf + rootlen);
+		buf_truncate(full, len);
+	}
+}
+
+/*
+ * Files git does not track (ignored ones too) in a directory of the
+ * checkout where commit has a file, a link or a submodule, into w; the
+ * directories into *dirs (up to 5, counted in *ndirs).  libgit2 1.5's
+ * checkout notices none of them: it removes the directory's tracked files,
+ * then fails to write the file over what is left ("Is a directory"), the
+ * checkout half written and the branch not moved (hunt60 #1).  -1 when
+ * the change cannot be read.
+ */
+static int in_replaced_dirs(struct in_the_way *w, struct buf *dirs, int *ndirs, git_repository *repo,
+			    git_commit *commit)
+{
+	git_object *head = NULL;
+	git_tree *to = NULL;
+	git_diff *diff = NULL;
+	struct buf full = BUF_INIT;
+	const char *workdir = git_repository_workdir(repo);
+	int rc = -1;
+
+	if (!workdir)
+		return 0;
+	if ((git_repository_head_unborn(repo) != 1 && git_revparse_single(&head, repo, "HEAD^{tree}") < 0) ||
+	    git_commit_tree(&to, commit) < 0 ||
+	    git_diff_tree_to_tree(&diff, repo, (git_tree *)head, to, NULL) < 0)
+		goto out;
+	size_t nd = git_diff_num_deltas(diff), rootlen = strlen(workdir);
+
+	for (size_t i = 0; i < nd && w->n <= 5; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		struct stat st;
+		int before = w->n;
+
+		/* (a submodule's directory is its own: the checkout leaves it) */
+		if (!d || d->status == GIT_DELTA_DELETED || d->new_file.mode == GIT_FILEMODE_TREE ||
+		    d->new_file.mode == GIT_FILEMODE_COMMIT)
+			continue;
+		buf_reset(&full);
+		buf_addf(&full, "%s%s", workdir, d->new_file.path);
+		if (lstat(full.buf, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		untracked_under(w, w->idx, (git_tree *)head, &full, rootlen, true);
+		if (w->n > before)
+			way_add(dirs, ndirs, d->new_file.path);
+	}
+	rc = 0;
+out:
+	buf_release(&full);
+	git_diff_free(diff);
+	git_tree_free(to);
+	git_object_free(head);
+	return rc;
+}
+
+/* The message of a checkout that found files in its way (w). */
+static void say_in_the_way(const struct in_the_way *w, const char *what, const char *checkout)
+{
+	struct buf m = BUF_INIT;
+
+	buf_addf(&m, "%s: ", what);
+	if (w->n)
+		buf_addf(&m, "%d file%s in '%s' that git does not track would be overwritten: %s%s; move or "
+			 "remove %s (or commit %s)", w->n, w->n == 1 ? "" : "s", checkout, w->paths.buf,
+			 w->n > 5 ? ", …" : "", w->n == 1 ? "it" : "them", w->n == 1 ? "it" : "them");
+	if (w->n && w->ntracked)
+		buf_adds(&m, "; and ");
+	if (w->ntracked == w->assumed && w->assumed)
+		buf_addf(&m, "%d tracked file%s in '%s' would be overwritten whose changes git status does not "
+			 "show (marked with git update-index --assume-unchanged): %s%s; git update-index "
+			 "--no-assume-unchanged%s%s lets git see %s changes: commit or stash them", w->ntracked,
+			 w->ntracked == 1 ? "" : "s", checkout, w->tracked.buf, w->ntracked > 5 ? ", …" : "",
+			 w->words.buf, w->ntracked > 5 ? " …" : "", w->ntracked == 1 ? "its" : "their");
+	else if (w->ntracked)
+		buf_addf(&m, "%d tracked file%s in '%s' changed in the checkout would be overwritten: %s%s; "
+			 "commit or stash %s (git status; git update-index --no-assume-unchanged%s%s if git "
+			 "status shows nothing)", w->ntracked, w->ntracked == 1 ? "" : "s", checkout,
+			 w->tracked.buf, w->ntracked > 5 ? ", …" : "", w->ntracked == 1 ? "it" : "them",
+			 w->words.buf, w->ntracked > 5 ? " …" : "");
+	buf_adds(&m, ", then try again");
+	forge_error("%s", m.buf);
+	buf_release(&m);
 }
 
 /* The files and index of the main checkout made commit's, with `force`
@@ -1474,19 +1688,51 @@ static int note_in_the_way(git_checkout_notify_t why, const char *path, const gi
 static int checkout_as(struct forge_git *g, git_commit *commit, const char *what, bool force)
 {
 	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
-	struct in_the_way w = { BUF_INIT, 0 };
-	git_index *idx = NULL;
-	int rc = 0;
+	struct in_the_way w = { .paths = BUF_INIT, .tracked = BUF_INIT, .words = BUF_INIT };
+	struct buf dirs = BUF_INIT, marked = BUF_INIT, marked_words = BUF_INIT;
+	int rc = 0, ndirs = 0, nmarked;
 
+	if (git_repository_index(&w.idx, g->repo) < 0) {
+		rc = forge_git_fail("%s: cannot read the index of '%s'", what, forge_git_checkout(g));
+		goto out;
+	}
 	/* libgit2 1.5 would write out the files a sparse checkout leaves out
 	 * (and lose their marks): git does this one */
-	if (git_repository_index(&idx, g->repo) == 0 && index_sparse(idx)) {
-		git_index_free(idx);
-		forge_error("%s: '%s' is a sparse checkout (git sparse-checkout), which forge cannot update "
-			    "and keep sparse; merge with git instead (git merge)", what, forge_git_checkout(g));
-		return FORGE_GIT_BLOCKED;
+	if ((nmarked = index_sparse(w.idx, &marked, &marked_words)) > 0) {
+		if (sparse_configured(g->repo))
+			forge_error("%s: '%s' is a sparse checkout (git sparse-checkout), which forge cannot "
+				    "update and keep sparse; merge with git instead (git merge)", what,
+				    forge_git_checkout(g));
+		else    /* (the marks alone: local settings kept out of git's sight) */
+			forge_error("%s: %d file%s in '%s' %s marked skip-worktree (git update-index "
+				    "--skip-worktree): %s%s, and forge cannot update the checkout and keep the "
+				    "mark%s; merge with git instead (git merge), or lift the mark%s (git "
+				    "update-index --no-skip-worktree%s%s: then commit or stash %s changes) and "
+				    "try again", what, nmarked, nmarked == 1 ? "" : "s", forge_git_checkout(g),
+				    nmarked == 1 ? "is" : "are", marked.buf, nmarked > 5 ? ", …" : "",
+				    nmarked == 1 ? "" : "s", nmarked == 1 ? "" : "s", marked_words.buf,
+				    nmarked > 5 ? " …" : "", nmarked == 1 ? "its" : "their");
+		rc = FORGE_GIT_BLOCKED;
+		goto out;
 	}
-	git_index_free(idx);
+	/* Files git does not track in a directory the change makes a file:
+	 * before anything is written, nothing overwritten, nothing moved (as
+	 * git merge: "would lose untracked files in them"); before, the
+	 * checkout failed half written, exit 5, and every retry "finished"
+	 * it into the same failure. */
+	if (in_replaced_dirs(&w, &dirs, &ndirs, g->repo, commit) < 0) {
+		rc = forge_git_fail("%s: cannot read the change to '%s'", what, forge_git_checkout(g));
+		goto out;
+	}
+	if (w.n) {
+		forge_error("%s: the change puts a file where '%s' has %s director%s, %s%s, holding what git "
+			    "does not track (ignored files too): %s%s; move or remove %s, then try again "
+			    "(nothing was changed)", what, forge_git_checkout(g), ndirs == 1 ? "a" : "the",
+			    ndirs == 1 ? "y" : "ies", dirs.buf, ndirs > 5 ? ", …" : "", w.paths.buf,
+			    w.n > 5 ? ", …" : "", w.n == 1 ? "it" : "them");
+		rc = FORGE_GIT_BLOCKED;
+		goto out;
+	}
 
 	/* An ignored file is the person's too (.env, local settings), and
 	 * not in git: the change does not overwrite it (git merge would). */
@@ -1495,17 +1741,21 @@ static int checkout_as(struct forge_git *g, git_commit *commit, const char *what
 	copts.notify_cb = note_in_the_way;
 	copts.notify_payload = &w;
 	if (git_checkout_tree(g->repo, (const git_object *)commit, &copts) < 0) {
-		if (w.n) {
-			forge_error("%s: %d file%s in '%s' that git does not track would be overwritten: %s%s; "
-				    "move or remove %s (or commit %s), then try again", what, w.n,
-				    w.n == 1 ? "" : "s", forge_git_checkout(g), w.paths.buf, w.n > 5 ? ", …" : "",
-				    w.n == 1 ? "it" : "them", w.n == 1 ? "it" : "them");
+		if (w.n || w.ntracked) {
+			say_in_the_way(&w, what, forge_git_checkout(g));
 			rc = FORGE_GIT_BLOCKED;
 		} else {
 			rc = forge_git_fail("%s: updating the files of '%s' failed", what, forge_git_checkout(g));
 		}
 	}
+out:
+	git_index_free(w.idx);
 	buf_release(&w.paths);
+	buf_release(&w.tracked);
+	buf_release(&w.words);
+	buf_release(&dirs);
+	buf_release(&marked);
+	buf_release(&marked_words);
 	return rc;
 }
 

@@ -392,8 +392,10 @@ void forge_git_merge_unlock(struct forge_git *g);
  * interrupted while it updated the files or before the branch moved
  * (forge_git_checkout_midway(): the update is finished and the branch
  * moved now); its files and index are updated safely (an untracked file
- * in the way stops it before anything moves: FORGE_GIT_BLOCKED, the
- * message naming the files).  An unborn base branch
+ * in the way, an ignored one too, or one in a directory rev makes a file,
+ * stops it before anything moves: FORGE_GIT_BLOCKED, the message naming
+ * the files; so do files marked skip-worktree, and tracked ones marked
+ * assume-unchanged that differ, each named as such).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
  * the branch is already at `rev`, FORGE_GIT_MOVED (nothing changed: the
  * checkout updated is put back) when the branch no longer fast-forwards to

@@ -221,6 +221,58 @@ int review_prepare(struct review_ctx *ctx)
 	return 0;
 }
 
+/* Whether f's post-image at root/prefix/f->path (prefix may be NULL)
+ * agrees with the diff. */
+static bool agrees_at(const struct diff_file *f, const char *root, const char *prefix)
+{
+	struct buf path = BUF_INIT, b = BUF_INIT;
+	bool yes;
+
+	buf_addf(&path, "%s/%s%s%s", root, prefix ? prefix : "", prefix ? "/" : "", f->path);
+	yes = buf_read_regular(&b, path.buf, REVIEW_FILE_MAX_BYTES) == 0 && agrees(f, b.buf, b.len);
+	buf_release(&path);
+	buf_release(&b);
+	return yes;
+}
+
+static void prefix_path(char **path, const char *prefix)
+{
+	struct buf b = BUF_INIT;
+
+	if (!*path)
+		return;
+	buf_addf(&b, "%s/%s", prefix, *path);
+	free(*path);
+	*path = buf_detach(&b, NULL);
+}
+
+int review_diff_relative(struct diff *d, const char *root, const char *prefix)
+{
+	int at_root = 0, at_prefix = 0;
+
+	if (!d || !root || !prefix || !*prefix)
+		return 0;
+	for (size_t i = 0; i < d->nfiles && at_root == 0; i++) {
+		const struct diff_file *f = &d->files[i];
+
+		if (f->deleted || f->binary || f->additions == 0 || !safe_path(f->path))
+			continue;
+		if (agrees_at(f, root, NULL))
+			at_root++;
+		else if (agrees_at(f, root, prefix))
+			at_prefix++;
+	}
+	if (at_root > 0 || at_prefix == 0)
+		return 0;
+	for (size_t i = 0; i < d->nfiles; i++) {
+		prefix_path(&d->files[i].path, prefix);
+		prefix_path(&d->files[i].old_path, prefix);
+	}
+	for (size_t i = 0; i < d->nomitted; i++)
+		prefix_path(&d->omitted[i].path, prefix);
+	return 1;
+}
+
 void review_ctx_release(struct review_ctx *ctx)
 {
 	tmpdir_remove(ctx->workdir);

@@ -65,6 +65,16 @@ void review_emit(struct review_ctx *ctx, const char *type, jv data);
  * review.file_skipped event.
  * Linters then run on the copy, so their line numbers are the diff's. */
 int review_prepare(struct review_ctx *ctx);
+/*
+ * A diff whose paths are relative to the directory `prefix` of root (a
+ * path of it, no trailing '/'; git diff --relative, or diff.relative set,
+ * run in that directory): when no file's post-image at root/PATH agrees
+ * with the diff (review_prepare()'s check) and one at root/prefix/PATH
+ * does, every path of d (path, old_path, the omitted ones) is made
+ * root's, prefix/PATH, and 1 is returned; 0 when not (d unchanged: a
+ * diff of root's paths, or one this cannot tell, having no added line).
+ */
+int review_diff_relative(struct diff *d, const char *root, const char *prefix);
 /* Remove the temporary directory and free what prepare made. */
 void review_ctx_release(struct review_ctx *ctx);
 
