@@ -163,6 +163,24 @@ void git_config_entry_free(git_config_entry *entry)
 	p_git_config_entry_free(entry);
 }
 
+int git_config_find_global(git_buf *out)
+{
+	LAZY(git_config_find_global)
+	return p_git_config_find_global(out);
+}
+
+int git_config_find_system(git_buf *out)
+{
+	LAZY(git_config_find_system)
+	return p_git_config_find_system(out);
+}
+
+int git_config_find_xdg(git_buf *out)
+{
+	LAZY(git_config_find_xdg)
+	return p_git_config_find_xdg(out);
+}
+
 void git_config_free(git_config *cfg)
 {
 	LAZY(git_config_free)
@@ -199,10 +217,16 @@ int git_config_get_string_buf(git_buf *out, const git_config *cfg, const char *n
 	return p_git_config_get_string_buf(out, cfg, name);
 }
 
-int git_config_open_default(git_config **out)
+int git_config_new(git_config **out)
 {
-	LAZY(git_config_open_default)
-	return p_git_config_open_default(out);
+	LAZY(git_config_new)
+	return p_git_config_new(out);
+}
+
+int git_config_parse_bool(int *out, const char *value)
+{
+	LAZY(git_config_parse_bool)
+	return p_git_config_parse_bool(out, value);
 }
 
 int git_config_parse_path(git_buf *out, const char *value)
@@ -365,12 +389,6 @@ int git_index_read(git_index *index, int force)
 {
 	LAZY(git_index_read)
 	return p_git_index_read(index, force);
-}
-
-int git_index_update_all(git_index *index, const git_strarray *pathspec, git_index_matched_path_cb callback, void *payload)
-{
-	LAZY(git_index_update_all)
-	return p_git_index_update_all(index, pathspec, callback, payload);
 }
 
 int git_index_write(git_index *index)
@@ -817,6 +835,12 @@ const git_oid * git_tree_entry_id(const git_tree_entry *entry)
 	return p_git_tree_entry_id(entry);
 }
 
+const char * git_tree_entry_name(const git_tree_entry *entry)
+{
+	LAZY(git_tree_entry_name)
+	return p_git_tree_entry_name(entry);
+}
+
 git_object_t git_tree_entry_type(const git_tree_entry *entry)
 {
 	LAZY(git_tree_entry_type)
@@ -839,6 +863,12 @@ int git_tree_lookup(git_tree **out, git_repository *repo, const git_oid *id)
 {
 	LAZY(git_tree_lookup)
 	return p_git_tree_lookup(out, repo, id);
+}
+
+int git_tree_walk(const git_tree *tree, git_treewalk_mode mode, git_treewalk_cb callback, void *payload)
+{
+	LAZY(git_tree_walk)
+	return p_git_tree_walk(tree, mode, callback, payload);
 }
 
 void git_treebuilder_free(git_treebuilder *bld)
