@@ -757,6 +757,13 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		buf_addf(out, "forge resume %s", trace);
 		buf_adds(why, "first fix what the provider refused (the reason above: the key, the model or the "
 			 "request)");
+	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
+		   strstr(json_get_str(run, "error"), "the provider's account cannot pay for the request")) {
+		/* out of quota or credit (agent.c): every request is refused
+		 * until the account is topped up */
+		buf_addf(out, "forge resume %s", trace);
+		buf_adds(why, "first add credit to the provider's account or raise its spending limit (the "
+			 "reason above)");
 	} else if (budget_spent(cp)) {
 		/* a resume trips the budget breaker at once */
 		buf_addf(out, "forge resume --budget USD %s", trace);
