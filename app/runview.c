@@ -26,7 +26,14 @@ int runview_resolve(char **out, struct store *st, const char *prog, const char *
 
 	if (rc == 0)
 		return FORGE_EXIT_OK;
-	fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+	/* (a command typed in a repository nothing was recorded in: where the
+	 * run's database is, said; before: only "no run matches") */
+	if (rc > 0 && store_absent(st))
+		fprintf(stderr, "%s: %s: the database it was looked for in does not exist (nothing has been "
+			"recorded there); cd to the repository the run was made in (or use --repo DIR), or "
+			"name its database with --db PATH or FORGE_DB\n", prog, forge_last_error());
+	else
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 	return rc < 0 ? FORGE_EXIT_DEPENDENCY : FORGE_EXIT_USAGE;
 }
 
