@@ -273,8 +273,8 @@ static void warn_ignored(const struct config *cfg, const struct cli_common *comm
 static void no_database(const char *db, bool named, const char *repo)
 {
 	if (named)
-		forge_error("no database at '%s': nothing has been recorded there (check --db or "
-			    "FORGE_DB: it names the database the run was recorded in)", db);
+		forge_error("no database at '%s': no run has been recorded there (check --db or "
+			    "FORGE_DB: name the database the run was recorded in)", db);
 	else
 		forge_error("no Forge database in '%s' (no %s): no run has been recorded in this "
 			    "repository; cd to the repository the run was made in (or use --repo DIR), "

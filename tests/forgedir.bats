@@ -195,7 +195,7 @@ no_run_left() {
 	[ ! -e .forge ]
 	# a database named that is not there: said so, not made
 	FORGE_DB="$BATS_TEST_TMPDIR/elsewhere.db" run -2 --separate-stderr forge gate approve 01JDB3AAAA
-	[ "$stderr" = "forge-gate: no database at '$BATS_TEST_TMPDIR/elsewhere.db': nothing has been recorded there (check --db or FORGE_DB: it names the database the run was recorded in)" ]
+	[ "$stderr" = "forge-gate: no database at '$BATS_TEST_TMPDIR/elsewhere.db': no run has been recorded there (check --db or FORGE_DB: name the database the run was recorded in)" ]
 	[ ! -e "$BATS_TEST_TMPDIR/elsewhere.db" ]
 	# once something is recorded here, the same command finds the database
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
