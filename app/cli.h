@@ -212,10 +212,11 @@ int cli_repo_root(char **out, const char *dir);
  * read as an empty one (store_absent()) and, when --db named it, stderr
  * says so: a mistyped path shows.  With SESSION_EXISTING (a command that
  * acts on a run, gate or finding already recorded: gate approve, resume,
- * cancel, merge) a SQLite file that does not exist is FORGE_EXIT_USAGE,
+ * cancel, merge, findings dismiss) a SQLite file that does not exist is FORGE_EXIT_USAGE,
  * saying where it looked and what to do, and nothing is made (before: an
- * empty database, and .forge, in whatever repository it was typed in).  The database may be a SQLite file or PostgreSQL (db.h): every
- * program's tables are on both.
+ * empty database, and .forge, in whatever repository it was typed in).
+ * The database may be a SQLite file or PostgreSQL (db.h): every program's
+ * tables are on both.
  *
  * Returns 0, or the exit status with forge_error() set (the program prints
  * "PROG: MESSAGE"), everything released (s as session_close() leaves it).
