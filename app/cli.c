@@ -267,6 +267,20 @@ static void warn_ignored(const struct config *cfg, const struct cli_common *comm
 	jv_free(ignored);
 }
 
+/* What a command that acts on something recorded says when the database
+ * it would read is not there (SESSION_EXISTING): where it looked, and how
+ * to name the right one. */
+static void no_database(const char *db, bool named, const char *repo)
+{
+	if (named)
+		forge_error("no database at '%s': no run has been recorded there (check --db or "
+			    "FORGE_DB: name the database the run was recorded in)", db);
+	else
+		forge_error("no Forge database in '%s' (no %s): no run has been recorded in this "
+			    "repository; cd to the repository the run was made in (or use --repo DIR), "
+			    "or name its database with --db PATH or FORGE_DB", repo ? repo : ".", db);
+}
+
 int session_open(struct session *s, const struct cli_common *common, unsigned flags,
 		 jv config_flags)
 {
@@ -316,6 +330,10 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 	if (want_store) {
 		if (store_resolve_path(&s->db, common->db, s->repo) < 0)
 			goto fail;
+		if ((flags & SESSION_EXISTING) && store_file_absent(s->db)) {
+			no_database(s->db, db_named, s->repo);
+			goto fail;
+		}
 		status = FORGE_EXIT_DEPENDENCY;
 		if (session_open_store(s, common, flags) < 0)
 			goto fail;

@@ -210,8 +210,13 @@ int cli_repo_root(char **out, const char *dir);
  * writes only to what is there: nothing to write, nothing made);
  * FORGE_EXIT_DEPENDENCY on error.  A database file that does not exist is
  * read as an empty one (store_absent()) and, when --db named it, stderr
- * says so: a mistyped path shows.  The database may be a SQLite file or PostgreSQL (db.h): every
- * program's tables are on both.
+ * says so: a mistyped path shows.  With SESSION_EXISTING (a command that
+ * acts on a run, gate or finding already recorded: gate approve, resume,
+ * cancel, merge, findings dismiss) a SQLite file that does not exist is FORGE_EXIT_USAGE,
+ * saying where it looked and what to do, and nothing is made (before: an
+ * empty database, and .forge, in whatever repository it was typed in).
+ * The database may be a SQLite file or PostgreSQL (db.h): every program's
+ * tables are on both.
  *
  * Returns 0, or the exit status with forge_error() set (the program prints
  * "PROG: MESSAGE"), everything released (s as session_close() leaves it).
@@ -224,6 +229,7 @@ enum session_flags {
 	SESSION_STORE_IF_NAMED = 1 << 3,
 	SESSION_READONLY = 1 << 4,
 	SESSION_READ_IF_ABSENT = 1 << 5,
+	SESSION_EXISTING = 1 << 6,
 };
 
 struct session {

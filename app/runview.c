@@ -26,7 +26,14 @@ int runview_resolve(char **out, struct store *st, const char *prog, const char *
 
 	if (rc == 0)
 		return FORGE_EXIT_OK;
-	fprintf(stderr, "%s: %s\n", prog, forge_last_error());
+	/* (a command typed in a repository nothing was recorded in: where the
+	 * run's database is, said; before: only "no run matches") */
+	if (rc > 0 && store_absent(st))
+		fprintf(stderr, "%s: %s: the database it was looked for in does not exist (nothing has been "
+			"recorded there); cd to the repository the run was made in (or use --repo DIR), or "
+			"name its database with --db PATH or FORGE_DB\n", prog, forge_last_error());
+	else
+		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
 	return rc < 0 ? FORGE_EXIT_DEPENDENCY : FORGE_EXIT_USAGE;
 }
 
@@ -757,6 +764,13 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		buf_addf(out, "forge resume %s", trace);
 		buf_adds(why, "first fix what the provider refused (the reason above: the key, the model or the "
 			 "request)");
+	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
+		   strstr(json_get_str(run, "error"), "the provider's account cannot pay for the request")) {
+		/* out of quota or credit (agent.c): every request is refused
+		 * until the account is topped up */
+		buf_addf(out, "forge resume %s", trace);
+		buf_adds(why, "first add credit to the provider's account or raise its spending limit (the "
+			 "reason above)");
 	} else if (budget_spent(cp)) {
 		/* a resume trips the budget breaker at once */
 		buf_addf(out, "forge resume --budget USD %s", trace);

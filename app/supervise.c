@@ -1149,6 +1149,44 @@ static int reflect_on_run(struct sup *s, unsigned todo, int upto)
 
 /* ---- the summary a person reads -------------------------------------- */
 
+/*
+ * What the summary's first line says the run is: its recorded status where
+ * that says more than the exit code (before: a phase killed by a signal,
+ * exit 5, read "failed" of a paused run that forge resume continues; a run
+ * forge cancel stopped, exit 130, read "interrupted"), else what the code
+ * means.  Into out (n bytes).
+ */
+static void summary_outcome(char *out, size_t n, struct sup *s, int code)
+{
+	static const char *const outcome[] = {
+		[FORGE_EXIT_OK] = "completed", [FORGE_EXIT_REJECTED] = "rejected",
+		[FORGE_EXIT_USAGE] = "stopped (bad input)", [FORGE_EXIT_TRIPPED] = "stopped by a breaker",
+		[FORGE_EXIT_HUMAN] = "waiting for a human", [FORGE_EXIT_DEPENDENCY] = "failed",
+	};
+	jv run = jv_null();
+	enum run_status rs = RUN_UNKNOWN;
+	const char *why = NULL;
+
+	/* (the row as this process left it: a lease another process took
+	 * over makes the row that one's, and the code says what this one did) */
+	if (!sup_lease_lost() && store_run_get(&run, s->o->store, s->trace) == 0 &&
+	    jv_get_kind(run) == JV_KIND_OBJECT) {
+		rs = run_status_of(json_get_str(run, "status"));
+		why = json_get_str(run, "error");
+	}
+	if (rs == RUN_CANCELLED) {
+		snprintf(out, n, "cancelled");
+	} else if (rs == RUN_PAUSED && code != FORGE_EXIT_HUMAN) {
+		/* (its "next" line says how to resume it) */
+		if (!why || !*why || strcmp(why, "interrupted") == 0)
+			why = "interrupted (Ctrl-C, SIGTERM or SIGHUP)";
+		snprintf(out, n, "paused (resumable): %s", why);
+	} else {
+		snprintf(out, n, "%s", code >= 0 && code <= 5 ? outcome[code] : "interrupted");
+	}
+	jv_free(run);
+}
+
 static void summary(struct sup *s, int code)
 {
 	/* (the task, the files' names and the test command may hold escape
@@ -1158,17 +1196,14 @@ static void summary(struct sup *s, int code)
 	jv task = json_get(shown, "task"), ch = json_get(shown, "changes"),
 	   rv = json_get(shown, "review"), ts = json_get(shown, "tests"),
 	   dp = json_get(shown, "deployment"), cost = json_get(shown, "cost");
-	static const char *const outcome[] = {
-		[FORGE_EXIT_OK] = "completed", [FORGE_EXIT_REJECTED] = "rejected",
-		[FORGE_EXIT_USAGE] = "stopped (bad input)", [FORGE_EXIT_TRIPPED] = "stopped by a breaker",
-		[FORGE_EXIT_HUMAN] = "waiting for a human", [FORGE_EXIT_DEPENDENCY] = "failed",
-	};
+	char outcome[600];
 
+	summary_outcome(outcome, sizeof outcome, s, code);
 	/* a run whose branch holds no change (changes.empty): nothing to
 	 * diff, deploy or merge, and said so (before: "0 files", "healthy") */
 	bool none = pipeline_changes_empty(s->state);
 
-	printf("\nRun %s %s%s%s\n", s->trace, code >= 0 && code <= 5 ? outcome[code] : "interrupted",
+	printf("\nRun %s %s%s%s\n", s->trace, outcome,
 	       none && code == FORGE_EXIT_OK ? " (no change)" : "",
 	       s->o->dry_run ? " (dry run: no worktree or branch was made)" : "");
 	printf("  task      %s\n", json_get_str(task, "description"));

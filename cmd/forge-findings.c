@@ -217,7 +217,8 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "dismiss") && argc - first != 0)
 		cli_usage_error(&spec, "%s takes no operands", cmd);
 	status = session_open(&c, &common, SESSION_CONFIG | SESSION_STORE |
-			      (strcmp(cmd, "list") ? 0 : SESSION_READONLY), jv_null());
+			      (!strcmp(cmd, "list") ? SESSION_READONLY : !strcmp(cmd, "dismiss") ?
+			       SESSION_EXISTING : 0), jv_null());
 	if (status)
 		return cli_finish("forge-findings", fail(status));
 	if (!strcmp(cmd, "list"))

@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "%s needs one gate id", cmd);
 
 	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE |
-			      (is_decide ? 0 : SESSION_READONLY), jv_null());
+			      (is_decide ? SESSION_EXISTING : SESSION_READONLY), jv_null());
 	if (status) {
 		fprintf(stderr, "forge-gate: %s\n", forge_last_error());
 		return cli_finish("forge-gate", status);

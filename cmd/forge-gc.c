@@ -399,8 +399,10 @@ int main(int argc, char **argv)
 
 	if (first != argc)
 		cli_usage_error(&spec, "no operand is taken ('%s')", argv[first]);
+	/* (a repository nothing was recorded in: nothing of Forge's to
+	 * remove, and no database made to find that out) */
 	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE |
-			      SESSION_NEED_REPO, jv_null());
+			      SESSION_NEED_REPO | SESSION_READ_IF_ABSENT, jv_null());
 	if (status) {
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
 		return cli_finish("forge-gc", status);

@@ -344,8 +344,8 @@ int main(int argc, char **argv)
 
 	if (argc - first != 1)
 		cli_usage_error(&spec, "one trace id is needed");
-	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO,
-			      jv_null());
+	status = session_open(&ses, &common, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO |
+			      SESSION_EXISTING, jv_null());
 	if (status) {
 		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
 		return cli_finish("forge-merge", status);

@@ -233,7 +233,9 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 			     const char *arg)
 {
 	struct session e;
-	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO, jv_null());
+	/* (a resume acts on a run recorded: no database is made for it) */
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_NEED_REPO |
+				(strcmp(what, "resume") == 0 ? SESSION_EXISTING : 0), jv_null());
 
 	if (code) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());
@@ -633,7 +635,7 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 	jv run, gates;
 	char *trace = NULL;
 	bool alive = false;
-	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE, jv_null());
+	int code = session_open(&e, c, SESSION_CONFIG | SESSION_STORE | SESSION_EXISTING, jv_null());
 
 	if (code) {
 		fprintf(stderr, "%s: %s\n", prog, forge_last_error());

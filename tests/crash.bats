@@ -690,3 +690,64 @@ reflection_cut_short() {
 	cost_agrees
 }
 
+
+# start_run_shown: start_run without -q: the run's summary is on run.out.
+start_run_shown() {
+	setsid forge run "$@" "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/run.out" \
+		2>"$BATS_TEST_TMPDIR/run.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+}
+
+# summary_says STATUS HEADER: the run ($T) is recorded STATUS, and the
+# summary forge run printed starts "Run $T HEADER", as forge show's status does.
+summary_says() {
+	[ "$(forge status --json "$T" | jq -r .run.status)" = "$1" ]
+	run -0 grep "^Run $T" "$BATS_TEST_TMPDIR/run.out"
+	assert_output "Run $T $2"
+	run -0 forge show "$T"
+	assert_line --regexp "^status +$1 at implement"
+}
+
+@test "kill -9 a phase: forge run's summary says the run is paused and resumable, as its status does (not failed)" {
+	new_repo c
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	start_run_shown
+	until_true implementer_called
+	child=$(pgrep -P "$SUP" -f forge-implement)
+	[ -n "$child" ]
+	kill -9 "$child"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 5 ]
+	T=$(trace_of_run)
+	# (before: "Run T failed" over a paused run)
+	summary_says paused "paused (resumable): node 'implement' was killed by a signal; resume runs it again"
+	grep -qx "  next      forge resume $T" "$BATS_TEST_TMPDIR/run.out"
+}
+
+@test "SIGTERM to forge run: its summary says the run is paused (interrupted) and resumable" {
+	new_repo c
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	start_run_shown
+	until_true implementer_called
+	kill -TERM "$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 130 ]
+	T=$(trace_of_run)
+	summary_says paused "paused (resumable): interrupted (Ctrl-C, SIGTERM or SIGHUP)"
+	grep -qx "  next      forge resume $T" "$BATS_TEST_TMPDIR/run.out"
+}
+
+@test "forge cancel of a live run: forge run's summary says cancelled, as its status does (not interrupted)" {
+	new_repo c
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 30000}]')"
+	start_run_shown
+	until_true implementer_called
+	T=$(trace_of_run)
+	run -0 forge cancel "$T"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 130 ]
+	# (before: "Run T interrupted" over a cancelled run)
+	summary_says cancelled cancelled
+	run ! grep -q "forge resume" "$BATS_TEST_TMPDIR/run.out"
+}

@@ -56,6 +56,11 @@ finding() {
 }
 
 @test "dismiss: unknown id is status 1, usage errors are status 2" {
+	# no database at all: nothing to dismiss, and none is made (exit 2)
+	run -2 --separate-stderr forge-findings dismiss 01JDB3AAAAAAAAAAAAAAAAAAAA
+	[ "$stderr" = "forge-findings: no database at '$FORGE_DB': no run has been recorded there (check --db or FORGE_DB: name the database the run was recorded in)" ]
+	[ ! -e "$FORGE_DB" ]
+	finding no-tabs "tabs used for indentation" >/dev/null
 	run -1 --separate-stderr forge-findings dismiss 01JDB3AAAAAAAAAAAAAAAAAAAA
 	[[ $stderr == *"no finding"* ]]
 	run -2 forge-findings dismiss

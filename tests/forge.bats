@@ -173,7 +173,7 @@ setup() {
 	run -2 --separate-stderr forge status a b
 	[[ "$stderr" == "forge status: wrong number of arguments for 'status'"* ]]
 	run -2 --separate-stderr forge status NOSUCHRUN
-	[ "$stderr" = "forge status: no run matches 'NOSUCHRUN'" ]
+	[[ "$stderr" == "forge status: no run matches 'NOSUCHRUN': the database it was looked for in does not exist "* ]]
 	run -2 --separate-stderr forge run --no-such-option x
 	[[ "$stderr" == "forge run: unknown option '--no-such-option'"* ]]
 	# run directly, the supervisor keeps its own name

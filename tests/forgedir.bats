@@ -170,3 +170,36 @@ no_run_left() {
 	# (before: the half-made worktree stayed registered, on its branch)
 	no_run_left
 }
+
+@test "in a repository nothing ran in, a command on a run, gate or finding makes no database: exit 2 saying where to go instead" {
+	# (before: forge gate approve, resume, cancel, merge, findings dismiss
+	# and gc made .forge/forge.db here, then said the run or gate is unknown)
+	local msg="no Forge database in '$REPO' (no $REPO/.forge/forge.db): no run has been recorded in this repository; cd to the repository the run was made in (or use --repo DIR), or name its database with --db PATH or FORGE_DB"
+	for cmd in "gate approve 01JDB3AAAA" "gate reject 01JDB3AAAA" "resume 01JDB3AAAA" "cancel 01JDB3AAAA" \
+		   "merge 01JDB3AAAA" "findings dismiss 01JDB3AAAA"; do
+		# shellcheck disable=SC2086
+		run -2 --separate-stderr forge $cmd </dev/null
+		[[ "$stderr" == "forge"*": $msg" ]] || { echo "$cmd: $stderr"; false; }
+		[ ! -e .forge ] || { echo "$cmd made .forge"; false; }
+	done
+	# the commands that read one say it is missing beside "no run matches"
+	for cmd in "show 01JDB3AAAA" "status 01JDB3AAAA" "report 01JDB3AAAA" "diff 01JDB3AAAA" "gate list 01JDB3AAAA"; do
+		# shellcheck disable=SC2086
+		run -2 --separate-stderr forge $cmd </dev/null
+		[[ "$stderr" == *"no run matches '01JDB3AAAA': the database it was looked for in does not exist (nothing has been recorded there); cd to the repository the run was made in"* ]] ||
+			{ echo "$cmd: $stderr"; false; }
+		[ ! -e .forge ] || { echo "$cmd made .forge"; false; }
+	done
+	run -0 --separate-stderr forge gc
+	assert_output "nothing to remove"
+	[ ! -e .forge ]
+	# a database named that is not there: said so, not made
+	FORGE_DB="$BATS_TEST_TMPDIR/elsewhere.db" run -2 --separate-stderr forge gate approve 01JDB3AAAA
+	[ "$stderr" = "forge-gate: no database at '$BATS_TEST_TMPDIR/elsewhere.db': no run has been recorded there (check --db or FORGE_DB: name the database the run was recorded in)" ]
+	[ ! -e "$BATS_TEST_TMPDIR/elsewhere.db" ]
+	# once something is recorded here, the same command finds the database
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	run -2 --separate-stderr forge gate approve 01JDB3AAAA
+	[[ "$stderr" == "forge-gate: no gate '01JDB3AAAA'"* ]]
+}

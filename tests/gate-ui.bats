@@ -315,11 +315,12 @@ PY
 }
 
 @test "forge gate approve/reject: an unknown id is bad input (exit 2); a unique prefix of an id will do" {
+	run -4 forge run --config "$CFG" "add a mul operation" </dev/null
+	T=$(last_trace)
 	run -2 --separate-stderr forge gate approve NOSUCH
 	[[ $stderr == "forge-gate: no gate 'NOSUCH'"* ]]
 	run -2 --separate-stderr forge gate reject NOSUCH
-	run -4 forge run --config "$CFG" "add a mul operation" </dev/null
-	T=$(last_trace)
+	[[ $stderr == "forge-gate: no gate 'NOSUCH'"* ]]
 	G=$(forge gate list --json "$T" | jq -r '.id')
 	run -0 --separate-stderr forge gate approve "${G:0:${#G}-3}"
 	[[ $output == "approved $G; "* ]]

@@ -703,6 +703,21 @@ plan_cut() {
 	assert_line --regexp "^  why +first fix what the provider refused "
 }
 
+@test "an account out of quota or credit: forge run says so, not 'could not be reached', exit 5, and the next step is to add credit" {
+	use_mock
+	mkdir -p .forge
+	script '[{"fault": "quota", "times": "always"}]'
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"the provider's account cannot pay for the request"*"You have reached your specified API usage limits"*"the account's quota or credit is exhausted"* ]]
+	[[ "$stderr$output" != *"could not be reached"* && "$stderr" != *"gave up after"* ]]
+	assert_line "  next      forge resume $T"
+	assert_line "  why       first add credit to the provider's account or raise its spending limit (the reason above)"
+	# one request: a spending cap is not retried as a rate limit
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 1
+}
+
 # cost_line FILE: the "  cost" line of a run's summary in FILE.
 cost_line() {
 	grep '^  cost ' "$1"

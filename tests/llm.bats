@@ -147,6 +147,39 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output 2
 }
 
+@test "an account out of quota or credit is said so, not retried as a rate limit, exit 5 (Anthropic 429 and 400 spend cap, 400 credit balance; OpenAI insufficient_quota)" {
+	mock_steps '[{"fault":"quota","times":"always"}]'
+	# (before: Anthropic's spend-cap 429 was retried as a rate limit and
+	# given up on, "gave up after 2 retries"; a phase said "the model could
+	# not be reached")
+	run -5 --separate-stderr anth hi
+	[[ $stderr == *"HTTP 429 rate_limit_error: You have reached your specified API usage limits."* ]]
+	[[ $stderr == *"the account's quota or credit is exhausted: add credit or raise its spending limit"* ]]
+	[[ $stderr != *"gave up after"* ]]
+	run -5 --separate-stderr anth --stream hi
+	[[ $stderr == *"the account's quota or credit is exhausted"* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].status]'"
+	assert_output '[429,429]'
+	mock_reset
+	mock_steps '[{"fault":"quota","status":400,"type":"invalid_request_error"},{"fault":"credit"},{"fault":"credit"},{"text":"never"}]'
+	run -5 --separate-stderr anth hi
+	[[ $stderr == *"HTTP 400 invalid_request_error: You have reached your specified API usage limits."*"the account's quota or credit is exhausted"* ]]
+	run -5 --separate-stderr anth hi
+	[[ $stderr == *"HTTP 400 invalid_request_error: Your credit balance is too low"*"the account's quota or credit is exhausted"* ]]
+	run -5 --separate-stderr oai hi
+	[[ $stderr == *"HTTP 429 insufficient_quota: You exceeded your current quota"*"the account's quota or credit is exhausted"* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].status]'"
+	assert_output '[400,400,429]'
+	# a phase says the same, not "could not be reached" (exit 5, a provider that failed)
+	mock_reset
+	mock_steps '[{"fault":"quota","times":"always"}]'
+	run -5 --separate-stderr forge-plan --provider anthropic --base-url "$MOCK_URL" --task "add a mul operation"
+	[[ $stderr == *"failed: the provider's account cannot pay for the request: anthropic: HTTP 429"*"the account's quota or credit is exhausted"* ]]
+	[[ $stderr != *"could not be reached"* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 1
+}
+
 @test "openai: the output limit reaches a compatible server as max_tokens (Ollama ignores max_completion_tokens; hunt43 #1)" {
 	mock_steps '[{"text":"short"},{"fault":"error","status":400,"type":"invalid_request_error","code":"unsupported_parameter","param":"max_tokens","message":"Unsupported parameter: '"'"'max_tokens'"'"' is not supported with this model. Use '"'"'max_completion_tokens'"'"' instead."},{"text":"ok","times":2}]'
 	run -0 --separate-stderr oai --max-tokens 5 hi

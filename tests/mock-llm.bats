@@ -208,6 +208,31 @@ shape() {
 	assert_output insufficient_quota
 }
 
+@test "fault: quota and credit, an account out of money (both providers' real bodies)" {
+	cat <<-'EOF' | mock_load
+	[{"fault":"quota"},{"fault":"quota","status":400,"type":"invalid_request_error"},
+	 {"fault":"credit"},{"fault":"credit"}]
+	EOF
+	run -0 anth -d "$ABODY"
+	assert_output 429
+	[ -z "$(hdr retry-after)" ]
+	run -0 jq -c '.error' "$B"
+	assert_output '{"type":"rate_limit_error","message":"You have reached your specified API usage limits. You will regain access on 2099-01-01 at 00:00 UTC."}'
+	run -0 anth -d "$ABODY"
+	assert_output 400
+	run -0 jq -r '.error.type' "$B"
+	assert_output invalid_request_error
+	run -0 anth -d "$ABODY"
+	assert_output 400
+	run -0 jq -c '.error' "$B"
+	assert_output '{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}'
+	[ "$(hdr x-should-retry)" = false ]
+	run -0 oai -d "$OBODY"
+	assert_output 429
+	run -0 jq -c '.error | [.type, .code]' "$B"
+	assert_output '["insufficient_quota","insufficient_quota"]'
+}
+
 @test "fault: 500, 529 overloaded, 401, 400 context length (both providers)" {
 	cat <<-'EOF' | mock_load
 	[{"provider":"anthropic","fault":"server_error"},{"provider":"openai","fault":"server_error"},

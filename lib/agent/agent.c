@@ -641,9 +641,12 @@ static char *model_failed(struct agent *a)
 
 	switch (llm_client_error(a->env->llm)) {
 	case LLM_ERR_AUTH: case LLM_ERR_MODEL: case LLM_ERR_CONFIG: case LLM_ERR_CONTEXT:
-	case LLM_ERR_BAD_REQUEST: case LLM_ERR_QUOTA:
+	case LLM_ERR_BAD_REQUEST:
 		buf_addf(&b, "the provider refused the request: %s (fix that first: the same request "
 			 "would be refused again)", forge_last_error());
+		break;
+	case LLM_ERR_QUOTA:     /* (before: a spend cap's 429 "could not be reached") */
+		buf_addf(&b, "the provider's account cannot pay for the request: %s", forge_last_error());
 		break;
 	case LLM_ERR_PROTOCOL:
 		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());

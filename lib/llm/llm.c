@@ -322,7 +322,8 @@ static const char *hint(enum llm_error kind)
 	case LLM_ERR_CONFIG: return "check the base URL (--base-url, FORGE_BASE_URL or llm.base_url; "
 				    "an OpenAI-compatible server's ends in /v1)";
 	case LLM_ERR_CONTEXT: return "shorten the prompt";
-	case LLM_ERR_QUOTA: return "check the account's credit";
+	case LLM_ERR_QUOTA: return "the account's quota or credit is exhausted: add credit or raise its "
+				   "spending limit (asking again will not help until then)";
 	default: return NULL;
 	}
 }

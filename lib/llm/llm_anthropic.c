@@ -492,12 +492,31 @@ static int event(struct llm_stream *s, const char *name, const char *data, size_
 
 /* ---- errors ------------------------------------------------------------ */
 
+/*
+ * The account is out of credit or past its spend limit: asking again will
+ * not help until someone adds credit or raises the limit.  Anthropic says
+ * so as billing_error (402), as a 400 invalid_request_error ("Your credit
+ * balance is too low to access the Anthropic API ...") or as a 429
+ * rate_limit_error or 400 ("You have reached your specified API usage
+ * limits. You will regain access on 2026-04-01 at 00:00 UTC."): the
+ * message tells it from a rate limit (before: that 429 was retried as one
+ * and reported as a provider that could not be reached).
+ */
+static bool out_of_credit(const char *msg)
+{
+	return msg && (strstr(msg, "credit balance") || strstr(msg, "API usage limits") ||
+		       strstr(msg, "spend limit"));
+}
+
 static enum llm_error classify(long status, const char *type, const char *msg)
 {
 	if (!type)
 		return llm_fault_from_status(status);
 	if (!strcmp(type, "authentication_error") || !strcmp(type, "permission_error"))
 		return LLM_ERR_AUTH;
+	if (!strcmp(type, "billing_error") ||
+	    ((!strcmp(type, "rate_limit_error") || !strcmp(type, "invalid_request_error")) && out_of_credit(msg)))
+		return LLM_ERR_QUOTA;
 	/* ("model: claude-x"; "Not Found" for a wrong path is a wrong URL) */
 	if (!strcmp(type, "not_found_error"))
 		return msg && strstr(msg, "model") ? LLM_ERR_MODEL : LLM_ERR_CONFIG;
@@ -505,8 +524,6 @@ static enum llm_error classify(long status, const char *type, const char *msg)
 		return LLM_ERR_RATE_LIMIT;
 	if (!strcmp(type, "overloaded_error"))
 		return LLM_ERR_OVERLOADED;
-	if (!strcmp(type, "billing_error"))
-		return LLM_ERR_QUOTA;
 	if (!strcmp(type, "timeout_error"))
 		return LLM_ERR_TIMEOUT;
 	if (!strcmp(type, "request_too_large"))
@@ -515,8 +532,6 @@ static enum llm_error classify(long status, const char *type, const char *msg)
 	    (strstr(msg, "prompt is too long") || strstr(msg, "context limit") ||
 	     strstr(msg, "context window")))
 		return LLM_ERR_CONTEXT;
-	if (!strcmp(type, "invalid_request_error") && msg && strstr(msg, "credit balance"))
-		return LLM_ERR_QUOTA;
 	if (!strcmp(type, "api_error"))
 		return LLM_ERR_SERVER;
 	/* (what an error event mid-stream, decoded as a 500, says of the

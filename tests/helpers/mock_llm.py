@@ -136,6 +136,12 @@ SCRIPT FORMAT
                       "retry_after_ms": 1500 (-> retry-after-ms); neither is sent
                       unless given
     "quota"           429 spend cap / insufficient_quota, no retry-after
+                      (Anthropic: rate_limit_error "You have reached your
+                      specified API usage limits. ..."; "status": 400 with
+                      "type": "invalid_request_error" gives the 400 it also sends)
+    "credit"          Anthropic 400 invalid_request_error "Your credit balance is
+                      too low to access the Anthropic API. ..."; OpenAI as
+                      "quota" (429 insufficient_quota)
     "server_error"    500 api_error / server_error
     "overloaded"      Anthropic 529 overloaded_error; OpenAI 503
     "auth"            401 authentication_error "invalid x-api-key" /
@@ -411,7 +417,7 @@ def forced_tool(req):
     return None
 
 
-FAULTS = {"rate_limit", "quota", "server_error", "overloaded", "auth", "context_length",
+FAULTS = {"rate_limit", "quota", "credit", "server_error", "overloaded", "auth", "context_length",
           "bad_request", "not_found", "error", "malformed", "stream_error", "cut", "disconnect", "raw"}
 
 
@@ -790,6 +796,12 @@ def error_defaults(kind, provider, req_model):
                    "information on this error, read the docs: "
                    "https://platform.openai.com/docs/guides/error-codes/api-errors.")
         return 429, "rate_limit_error", "insufficient_quota", "insufficient_quota", msg
+    if kind == "credit":
+        if provider == "anthropic":
+            return 400, "invalid_request_error", None, None, \
+                ("Your credit balance is too low to access the Anthropic API. Please go to Plans & "
+                 "Billing to upgrade or purchase credits.")
+        return error_defaults("quota", provider, req_model)
     if kind == "server_error":
         msg = ("Internal server error" if provider == "anthropic" else
                "The server had an error while processing your request. Sorry about that!")

@@ -675,6 +675,31 @@ static void test_anth_errors(void)
 	llm_anthropic.fault(&f, 401, "<html>", 6);
 	CHECK_INT(f.kind, LLM_ERR_AUTH);
 	llm_fault_release(&f);
+
+	/* an account out of money, as Anthropic says it: a 429 spend cap (not
+	 * a rate limit: no retry), the same as a 400, a 400 credit balance, a
+	 * 402; an ordinary rate limit stays one */
+	static const struct { long status; const char *type, *message; enum llm_error kind; } money[] = {
+		{ 429, "rate_limit_error", "You have reached your specified API usage limits. You will regain "
+		  "access on 2026-04-01 at 00:00 UTC.", LLM_ERR_QUOTA },
+		{ 400, "invalid_request_error", "You have reached your specified API usage limits. You will "
+		  "regain access on 2025-07-01 at 00:00 UTC.", LLM_ERR_QUOTA },
+		{ 400, "invalid_request_error", "Your credit balance is too low to access the Anthropic API. "
+		  "Please go to Plans & Billing to upgrade or purchase credits.", LLM_ERR_QUOTA },
+		{ 402, "billing_error", "Payment required.", LLM_ERR_QUOTA },
+		{ 429, "rate_limit_error", "This request would exceed your account's rate limit. Please try "
+		  "again later.", LLM_ERR_RATE_LIMIT },
+	};
+	for (size_t i = 0; i < sizeof(money) / sizeof(*money); i++) {
+		jv e = json_set(json_set(jv_object(), "type", jv_string(money[i].type)), "message",
+				jv_string(money[i].message));
+		char *body = json_dumps(json_set(json_set(jv_object(), "type", jv_string("error")), "error", e), false);
+
+		llm_anthropic.fault(&f, money[i].status, body, strlen(body));
+		CHECK_MSG(f.kind == money[i].kind, "money case %zu: kind %d", i, (int)f.kind);
+		llm_fault_release(&f);
+		free(body);
+	}
 }
 
 static void test_oai_nonstream_and_errors(void)
