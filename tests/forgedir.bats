@@ -190,6 +190,7 @@ no_run_left() {
 			{ echo "$cmd: $stderr"; false; }
 		[ ! -e .forge ] || { echo "$cmd made .forge"; false; }
 	done
+	own_tmpdir
 	run -0 --separate-stderr forge gc
 	assert_output "nothing to remove"
 	[ ! -e .forge ]
