@@ -1350,6 +1350,27 @@ static void recover_worktree(struct impl *im, jv task)
 	jv_free(changes);
 }
 
+/* What the worktree made here lacks (submodules, filter drivers: git.h,
+ * forge_git_worktree_limits): a warning line each (unless -q) and a
+ * worktree.limits event, as forge run says it when it makes the worktree
+ * (a run's is made by the supervisor, and reopened here). */
+static void warn_limits(struct impl *im)
+{
+	jv notes;
+
+	forge_git_worktree_limits(&notes, im->wt);
+	if (jv_array_length(jv_copy(notes)) == 0) {
+		jv_free(notes);
+		return;
+	}
+	jv_array_foreach(notes, i, n) {
+		if (im->ph->common.verbosity >= 0)
+			fprintf(stderr, "forge-implement: warning: %s\n", jv_string_value(n));
+		jv_free(n);
+	}
+	phase_emit(im->ph, "worktree.limits", json_set(jv_object(), "notes", notes));
+}
+
 /* Open (or reopen) the run's worktree and record it in the state's task.
  * 0, -1 with a message, or 1 with a message when its base cannot be
  * worked from (forge_git_base_check: no commits yet, files in the checkout)
@@ -1390,6 +1411,8 @@ static int open_worktree(struct impl *im, const char *root)
 	phase_emit(ph, "worktree.opened", ev);
 	if (forge_git_worktree_reopened(im->wt))
 		recover_worktree(im, task);
+	else
+		warn_limits(im);
 	rc = 0;
 out:
 	jv_free(task);

@@ -756,6 +756,20 @@ branch_log() {
 	[[ $stderr != *"warning"* ]]
 }
 
+@test "a submodule committed without .gitmodules (a gitlink, git add of a repository): forge run says what its worktree lacks" {
+	replay run-clean.jsonl
+	mkdir -p vendor/foo
+	git -C vendor/foo init -q -b main && echo 'int foo;' >vendor/foo/foo.c
+	git -C vendor/foo add -A && git -C vendor/foo commit -q -m foo
+	git add vendor/foo 2>/dev/null && git commit -q -m "vendor foo"
+	[ ! -e .gitmodules ]
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	# (before: only a .gitmodules entry was seen: nothing said, and the agent's edits there were dropped)
+	[[ $stderr == *"forge: warning: submodules are not checked out in the run's worktree (vendor/foo): what needs them fails there, and the agent's changes inside them are not committed"* ]]
+	run -0 forge events replay "$(last_trace)"
+	jq -s -e '[.[] | select(.type == "run.worktree_limits") | .payload.notes[]] | length == 1' <<<"$output"
+}
+
 @test "in a linked worktree of the person's (git worktree add): the run starts from its HEAD, merges into its branch" {
 	replay run-clean.jsonl
 	git worktree add -q -b feature "$BATS_TEST_TMPDIR/feat"

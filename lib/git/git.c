@@ -6,6 +6,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/forgedir.h"
+#include "core/json.h"
 #include "core/owner.h"
 #include "core/secret.h"
 #include "core/sha256.h"
@@ -2173,6 +2174,51 @@ void forge_git_ignored_paths(jv *out, const char *dir, jv paths)
 			*out = jv_array_append(*out, jv_copy(p));
 		jv_free(p);
 	}
+	git_repository_free(repo);
+}
+
+void forge_git_submodule_paths(jv *out, const char *dir, jv paths)
+{
+	git_repository *repo = NULL;
+	git_index *idx = NULL;
+	jv links = jv_array();
+
+	*out = jv_array();
+	forge_git_init();
+	if (jv_get_kind(paths) != JV_KIND_ARRAY || forge_git_repo_open(&repo, dir, 0) != 0 ||
+	    git_repository_index(&idx, repo) < 0)
+		goto out;
+	for (size_t i = 0; i < git_index_entrycount(idx); i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+
+		if (e && e->mode == GIT_FILEMODE_COMMIT && GIT_INDEX_ENTRY_STAGE(e) == 0)
+			links = jv_array_append(links, jv_string(e->path));
+	}
+	if (jv_array_length(jv_copy(links)) == 0)
+		goto out;
+	jv_array_foreach(paths, i, p) {
+		const char *path = jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : NULL;
+		jv in = jv_invalid();
+
+		for (int j = 0, nl = jv_array_length(jv_copy(links)); path && j < nl && !jv_is_valid(in); j++) {
+			jv l = jv_array_get(jv_copy(links), j);
+			size_t n = (size_t)jv_string_length_bytes(jv_copy(l));
+
+			if (strncmp(path, jv_string_value(l), n) == 0 && path[n] == '/')
+				in = jv_copy(l);
+			jv_free(l);
+		}
+		if (jv_is_valid(in))
+			*out = jv_array_append(*out, json_set(json_set(jv_object(), "path", jv_copy(p)),
+							      "submodule", in));
+		else
+			jv_free(in);
+		jv_free(p);
+	}
+out:
+	git_error_clear();
+	jv_free(links);
+	git_index_free(idx);
 	git_repository_free(repo);
 }
 

@@ -253,7 +253,9 @@ bool forge_git_worktree_reopened(const struct forge_git_worktree *wt);
 /*
  * What the run's worktree lacks that a checkout made by git has, as one-
  * line notes appended to *out (a new array; empty when nothing): its
- * submodules (.gitmodules) are not checked out, and a filter driver that
+ * submodules -- the index's gitlinks (mode 160000), named in .gitmodules
+ * or not (a repository added whole: `git add vendor/lib`) -- are not
+ * checked out, and a filter driver that
  * the root .gitattributes names and the configuration defines
  * (filter.NAME.clean, .smudge or .process: git-lfs) does not run -- libgit2
  * runs neither, so such files are as stored in git (LFS pointer files) and
@@ -587,6 +589,15 @@ int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max)
  * none, or when dir is not a repository: nothing to say then).
  */
 void forge_git_ignored_paths(jv *out, const char *dir, jv paths);
+
+/*
+ * Of `paths` (borrowed, as forge_git_ignored_paths), those inside a
+ * submodule of the repository at `dir` -- below a gitlink (mode 160000)
+ * of its index, whose files a commit of the work tree never takes: *out
+ * is a new array of {"path", "submodule" (the gitlink's path)}, empty
+ * when none or when dir is not a repository.
+ */
+void forge_git_submodule_paths(jv *out, const char *dir, jv paths);
 
 /* libgit2's version ("1.5.1"), malloc'd; NULL when libgit2 cannot tell. */
 char *forge_git_library_version(void);
