@@ -1373,9 +1373,10 @@ static void warn_limits(struct impl *im)
 
 /* Open (or reopen) the run's worktree and record it in the state's task.
  * 0, -1 with a message, or 1 with a message when its base cannot be
- * worked from (forge_git_base_check: no commits yet, files in the checkout)
- * or the repository cannot hold it (FORGE_GIT_SETUP: .forge is a file, the
- * repository's path is too long). */
+ * worked from (forge_git_base_check: no commits yet, files in the checkout,
+ * a branch named "forge") or the repository cannot hold it (FORGE_GIT_SETUP:
+ * .forge is a file, the repository's path is too long) or be opened
+ * (another user's, a format libgit2 cannot open). */
 static int open_worktree(struct impl *im, const char *root)
 {
 	struct phase *ph = im->ph;
@@ -1384,8 +1385,11 @@ static int open_worktree(struct impl *im, const char *root)
 	const char *base = json_get_str(task, "base_ref");
 	int rc = -1;
 
-	if (forge_git_open(&im->g, root) < 0)
+	if ((rc = forge_git_open(&im->g, root)) < 0) {
+		/* another user's, a format libgit2 cannot open: theirs to change */
+		rc = rc < -1 ? 1 : -1;
 		goto out;
+	}
 	/* A new worktree only: one already made has its base. */
 	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base, trace);
 	if (usable != 0) {

@@ -535,6 +535,20 @@ mine.txt"
 	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
 }
 
+@test "a branch named forge, where the run's forge/TRACE goes: exit 2 naming it and what to do, before any model call; nothing made" {
+	git branch forge
+	plan_state T13 >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	# (before: exit 5 with libgit2's "could not remove directory ... Not a directory")
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	assert_equal "$stderr" "forge-implement: the repository has a branch named 'forge', which is in the way of the runs' branches forge/TRACE (git cannot hold a branch 'forge' and branches under 'forge/' at once); rename it (git branch -m forge NEW-NAME) and start again"
+	[ "$(last_state | jq -r .kind)" = event ]   # no state written
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git for-each-ref refs/forge)" ]
+	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+}
+
 @test "a submodule committed without .gitmodules (a gitlink): forge-implement alone warns; a write inside it is told it will not be committed" {
 	sub="$REPO/vendor/foo"
 	mkdir -p "$sub"

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <git2/sys/repository.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -155,6 +156,13 @@ static void git_once(void)
 	 * "config value 'safe.directory' was not found"): forge_git_repo_open()
 	 * makes git's check instead. */
 	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+	/* Repository format extensions libgit2 1.5 refuses to open though
+	 * nothing it does goes against them: worktreeConfig (per-worktree
+	 * settings in config.worktree, read by forge_git_repo_open()) and
+	 * preciousObjects (no object is ever deleted: neither libgit2 nor
+	 * Forge prunes or repacks).  `git sparse-checkout` sets the first. */
+	static const char *const allowed[] = { "worktreeconfig", "preciousobjects" };
+	git_libgit2_opts(GIT_OPT_SET_EXTENSIONS, allowed, sizeof allowed / sizeof allowed[0]);
 	atexit(git_done);
 }
 
@@ -793,6 +801,99 @@ static int check_owner(git_repository *repo)
 	return rc;
 }
 
+/* What a repository format extension libgit2 refuses is, and what to do:
+ * by its name as libgit2 gives it (lower case). */
+static const struct format_ext {
+	const char *key, *name, *what, *todo;
+} format_exts[] = {
+	{ "objectformat", "objectFormat", "as git init --object-format=sha256 sets it",
+	  "Forge works in repositories with SHA-1 object names only" },
+	{ "refstorage", "refStorage", "as git init --ref-format=reftable sets it",
+	  "`git refs migrate --ref-format=files` turns it back into the files store" },
+	{ "partialclone", "partialClone", "as git clone --filter sets it",
+	  "a full clone (git clone without --filter) works" },
+};
+
+/*
+ * After git_repository_open_ext() failed: when libgit2 refused the
+ * repository's format (an extension it does not know, a format version
+ * over 1), a message saying so and FORGE_GIT_SETUP; else -1, libgit2's
+ * error left as the last.
+ */
+static int format_refused(const char *path)
+{
+	static const char ext[] = "unsupported extension name extensions.";
+	static const char version[] = "unsupported repository version ";
+	const git_error *e = git_error_last();
+	const char *msg = e && e->message ? e->message : "";
+	int maj = 0, min = 0, rev = 0;
+	char lib[64];
+
+	if (strncmp(msg, ext, sizeof ext - 1) != 0 && strncmp(msg, version, sizeof version - 1) != 0)
+		return -1;
+	if (git_libgit2_version(&maj, &min, &rev) == 0)
+		snprintf(lib, sizeof lib, "libgit2 %d.%d.%d", maj, min, rev);
+	else
+		snprintf(lib, sizeof lib, "libgit2");
+	if (strncmp(msg, version, sizeof version - 1) == 0) {
+		forge_error("the repository at '%s' has a git repository format %s cannot open (%s); Forge "
+			    "cannot work in it: use git there", path, lib, msg);
+		git_error_clear();
+		return FORGE_GIT_SETUP;
+	}
+	const char *name = msg + sizeof ext - 1;
+	size_t n = strcspn(name, " \t\r\n;:");
+	const struct format_ext *known = NULL;
+
+	for (size_t i = 0; i < sizeof format_exts / sizeof format_exts[0] && !known; i++)
+		if (strlen(format_exts[i].key) == n && strncasecmp(name, format_exts[i].key, n) == 0)
+			known = &format_exts[i];
+	if (known)
+		forge_error("the repository at '%s' uses the git format extension extensions.%s, %s, which %s "
+			    "(the git library Forge is built on) cannot open; %s", path, known->name, known->what,
+			    lib, known->todo);
+	else
+		forge_error("the repository at '%s' uses the git format extension extensions.%.*s, which %s (the "
+			    "git library Forge is built on) cannot open; Forge cannot work in it as it is: use git "
+			    "there, or a clone made without that extension", path, (int)n, name, lib);
+	git_error_clear();
+	return FORGE_GIT_SETUP;
+}
+
+/*
+ * With extensions.worktreeConfig on, git reads the working tree's own
+ * settings from <gitdir>/config.worktree over the repository's
+ * (commit.gpgsign, core.hooksPath, user.email may be there); libgit2 1.5
+ * does not.  Add that file at the highest level, as git has it.  0, or -1
+ * with a message.
+ */
+static int worktree_config(git_repository *repo)
+{
+	git_config *cfg = NULL;
+	struct buf p = BUF_INIT;
+	char *path = NULL;
+	struct stat st;
+	int on = 0, rc = 0;
+
+	if (git_repository_config(&cfg, repo) < 0)
+		return forge_git_fail("cannot read the configuration of '%s'", git_repository_path(repo));
+	if (git_config_get_bool(&on, cfg, "extensions.worktreeconfig") < 0 || !on) {
+		git_error_clear();
+		goto out;
+	}
+	buf_addf(&p, "%sconfig.worktree", git_repository_path(repo));   /* (the path ends in '/') */
+	path = buf_detach(&p, NULL);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		goto out;
+	if (git_config_add_file_ondisk(cfg, path, GIT_CONFIG_LEVEL_APP, repo, 0) < 0 ||
+	    git_repository_set_config(repo, cfg) < 0)
+		rc = forge_git_fail("cannot read '%s'", path);
+out:
+	free(path);
+	git_config_free(cfg);
+	return rc;
+}
+
 int forge_git_repo_open(git_repository **out, const char *path, unsigned flags)
 {
 	git_repository *repo = NULL;
@@ -801,8 +902,8 @@ int forge_git_repo_open(git_repository **out, const char *path, unsigned flags)
 	*out = NULL;
 	forge_git_init();
 	if (git_repository_open_ext(&repo, path, flags, NULL) < 0)
-		return -1;
-	if ((rc = check_owner(repo)) != 0) {
+		return format_refused(path);
+	if ((rc = check_owner(repo)) != 0 || (rc = worktree_config(repo)) != 0) {
 		git_repository_free(repo);
 		return rc;
 	}
@@ -907,8 +1008,8 @@ int forge_git_open(struct forge_git **out, const char *path)
 		goto out;
 	}
 	if ((e = forge_git_repo_open(&found, resolved, 0)) != 0) {
-		if (e == FORGE_GIT_NOT_OWNED)
-			rc = e;
+		if (e != -1)
+			rc = e;         /* another user's, a format libgit2 refuses: said */
 		else
 			forge_git_fail("'%s' is not in a git repository", shown);
 		goto out;
@@ -926,7 +1027,7 @@ int forge_git_open(struct forge_git **out, const char *path)
 		g->root = main_tree(found);
 		if (g->root && is_run_worktree(g->root, g->checkout)) {
 			if ((e = forge_git_repo_open(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH)) != 0) {
-				if (e == FORGE_GIT_NOT_OWNED)
+				if (e != -1)
 					rc = e;
 				else
 					forge_git_fail("cannot open the main repository of '%s' at '%s'",
@@ -1609,6 +1710,8 @@ int forge_git_base_check(struct forge_git *g, const char *base, const char *trac
 		return -1;
 	if (forge_dir_check(g->root) < 0)
 		return 1;
+	if ((e = forge_git_run_refs_clear(g->repo, name)) != 0)
+		return e == FORGE_GIT_SETUP ? 1 : e;
 	if ((e = unborn_with_files(g, base)) != 0)
 		return e;
 	/* (a base that does not resolve is forge_git_worktree_open()'s to report) */
@@ -2133,7 +2236,7 @@ int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max)
 	*out = jv_null();
 	*total = 0;
 	forge_git_init();
-	if ((rc = forge_git_repo_open(&repo, dir, 0)) == FORGE_GIT_NOT_OWNED) {
+	if ((rc = forge_git_repo_open(&repo, dir, 0)) < -1) {
 		rc = -1;        /* said so */
 		goto out;
 	}

@@ -288,6 +288,39 @@ out:
 	return rc;
 }
 
+int forge_git_run_refs_clear(git_repository *repo, const char *name)
+{
+	struct buf ref = BUF_INIT;
+	const char *const fixed[] = { "refs/heads/forge", "refs/forge" };
+	int rc = 0;
+
+	buf_addf(&ref, "refs/forge/%s", name);
+	for (size_t i = 0; i < 3 && rc == 0; i++) {
+		const char *at = i < 2 ? fixed[i] : ref.buf;
+		git_reference *r = NULL;
+		int e = git_reference_lookup(&r, repo, at);
+
+		git_reference_free(r);
+		if (e == GIT_ENOTFOUND || e == GIT_EINVALIDSPEC) {
+			git_error_clear();
+		} else if (e < 0) {
+			rc = forge_git_fail("cannot read '%s'", at);
+		} else if (i == 0) {
+			forge_error("the repository has a branch named 'forge', which is in the way of the runs' "
+				    "branches forge/TRACE (git cannot hold a branch 'forge' and branches under "
+				    "'forge/' at once); rename it (git branch -m forge NEW-NAME) and start again");
+			rc = FORGE_GIT_SETUP;
+		} else {
+			forge_error("the repository has a ref '%s', which is in the way of the run's refs "
+				    "refs/forge/%s/...; move it elsewhere (git update-ref refs/NEW-NAME %s && "
+				    "git update-ref -d %s) and start again", at, name, at, at);
+			rc = FORGE_GIT_SETUP;
+		}
+	}
+	buf_release(&ref);
+	return rc;
+}
+
 /* Create forge/TRACE (unless it exists; *out_made says whether it was made
  * now) and record the run's base. */
 static int make_branch(git_reference **out, bool *out_made, struct forge_git *g, const struct run_names *n,
@@ -531,6 +564,10 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	}
 	if (lstat(wt->path, &st) == 0) {
 		forge_error("'%s' exists but is not a worktree of '%s'; remove it", wt->path, g->root);
+		goto out;
+	}
+	if ((e = forge_git_run_refs_clear(g->repo, n.name)) != 0) {
+		rc = e;
 		goto out;
 	}
 	if (make_branch(&branch, &made_branch, g, &n, base ? base : "HEAD") < 0)
