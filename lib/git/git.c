@@ -17,6 +17,10 @@
 #include <errno.h>
 #include <git2/sys/repository.h>
 #include <limits.h>
+#ifdef FORGE_GIT2_STATIC
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,6 +119,33 @@ int __wrap_git_mbedtls_stream_wrap(struct git_stream **out, struct git_stream *i
 int __wrap_git_mbedtls__set_cert_location(const char *file, const char *path)
 {
 	return tls_init() < 0 ? -1 : __real_git_mbedtls__set_cert_location(file, path);
+}
+
+/*
+ * libgit2 1.5.1's git_regexp_match() (PCRE2) does not free its match data
+ * when the string does not match (later versions do).  Opening a
+ * repository of format version 1 -- a worktreeConfig one, which Forge
+ * opens -- runs git_config_foreach_match("^extensions\\.") over every
+ * setting, so each open leaked ~20 KiB per setting, and every program
+ * under LeakSanitizer failed there.  Linked statically, libgit2's calls
+ * come here (-Wl,--wrap=git_regexp_match): the same match, the data freed.
+ * (git_regex is a pcre2_code * in a PCRE2 build; the return values are
+ * libgit2's.)
+ */
+int __wrap_git_regexp_match(pcre2_code *const *r, const char *string);
+
+int __wrap_git_regexp_match(pcre2_code *const *r, const char *string)
+{
+	pcre2_match_data *data = pcre2_match_data_create(1, NULL);
+	int e;
+
+	if (!data)
+		return -1;
+	e = pcre2_match(*r, (PCRE2_SPTR)string, strlen(string), 0, 0, data, NULL);
+	pcre2_match_data_free(data);
+	if (e < 0)
+		return e == PCRE2_ERROR_NOMATCH ? GIT_ENOTFOUND : GIT_EINVALIDSPEC;
+	return 0;
 }
 #endif
 
