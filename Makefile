@@ -93,7 +93,8 @@ CPPFLAGS += -I$(or $(shell pg_config --includedir 2>/dev/null),/usr/include/post
 # (lib/git/ssh2_lazy.c, made by scripts/gen-lazy-ssh2, and lib/git/gss_lazy.c):
 # libssh2 with libcrypto, and Kerberos, are loaded only by a push over ssh or
 # to a server that negotiates.  The CA bundle is deferred by
-# --wrap instead of by interposition (lib/git/git.c).
+# --wrap instead of by interposition (lib/git/git.c), and libgit2 1.5.1's
+# git_regexp_match(), which leaks on every miss, is replaced the same way.
 GIT2_STATIC_LIBS := git2 mbedtls mbedx509 mbedcrypto http_parser pcre2-8 z
 ifeq ($(origin GIT2_STATIC),undefined)
 GIT2_STATIC := $(if $(strip $(foreach l,$(GIT2_STATIC_LIBS),$(if $(wildcard $(shell $(CC) -print-file-name=lib$(l).a)),,x))),,1)
@@ -102,7 +103,8 @@ ifeq ($(GIT2_STATIC),1)
 CPPFLAGS += -DFORGE_GIT2_STATIC
 LDFLAGS  += -Wl,--wrap=mbedtls_x509_crt_parse_file \
             -Wl,--wrap=git_mbedtls_stream_global_init -Wl,--wrap=git_mbedtls_stream_new \
-            -Wl,--wrap=git_mbedtls_stream_wrap -Wl,--wrap=git_mbedtls__set_cert_location
+            -Wl,--wrap=git_mbedtls_stream_wrap -Wl,--wrap=git_mbedtls__set_cert_location \
+            -Wl,--wrap=git_regexp_match
 LDLIBS   := -Wl,-Bstatic $(GIT2_STATIC_LIBS:%=-l%) -Wl,-Bdynamic $(LDLIBS)
 else
 LDFLAGS  += -Wl,--export-dynamic-symbol=mbedtls_x509_crt_parse_file

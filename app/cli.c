@@ -297,9 +297,10 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 
 	if (found < 0) {
 		s->repo = NULL;
-		/* another user's repository is no plain directory: refused for
-		 * every program, as git refuses it */
-		if (common->repo || (flags & SESSION_NEED_REPO) || found == FORGE_GIT_NOT_OWNED)
+		/* another user's repository, or one in a format libgit2 cannot
+		 * open, is no plain directory: refused for every program, as git
+		 * refuses the first */
+		if (common->repo || (flags & SESSION_NEED_REPO) || found < -1)
 			goto fail;
 		if (want_store && !db_named) {
 			char *why = xstrdup(forge_last_error());

@@ -181,7 +181,8 @@ int cli_out_status(const struct stream_out *out, int status);
  * forge_git_root() of the repository that contains it -- its main working
  * tree, also when DIR is a linked worktree.  malloc'd; -1 with a message when not in a repository,
  * FORGE_GIT_NOT_OWNED (git/git.h) with one when it is another user's that
- * safe.directory does not name.
+ * safe.directory does not name, FORGE_GIT_SETUP when it is in a format
+ * libgit2 cannot open (a format extension: sha256 objects, reftable).
  */
 int cli_repo_root(char **out, const char *dir);
 
@@ -195,7 +196,8 @@ int cli_repo_root(char **out, const char *dir);
  * then FORGE_EXIT_USAGE ("'.' is not in a git repository", with "; use
  * --repo DIR or --db PATH" when only the database needed it).  In another
  * user's repository that safe.directory does not name: FORGE_EXIT_USAGE,
- * saying how to trust it.  A repository whose .forge is not a directory (a
+ * saying how to trust it; in one libgit2 cannot open (cli_repo_root's
+ * FORGE_GIT_SETUP): FORGE_EXIT_USAGE, naming the format extension.  A repository whose .forge is not a directory (a
  * file of the project; forge_dir_check()) when the program reads its
  * configuration, needs the repository or keeps its database there:
  * FORGE_EXIT_USAGE, before anything else is done.

@@ -2135,7 +2135,11 @@ static int bad_base(const struct supervise_opts *o, struct forge_git *g, const c
  * run an empty worktree, and every phase would work on nothing
  * (forge_git_base_check), or a repository whose path is so long that a
  * file of base would not fit in the run's worktree cannot have one
- * (forge_git_base_check).  Checked before anything is made, like
+ * (forge_git_base_check), nor one with a branch named "forge" where the
+ * run's forge/TRACE would go (forge_git_base_check), nor one in a format
+ * libgit2 cannot open (forge_git_open's FORGE_GIT_SETUP; before, these
+ * two were exit 5 and a failed run in forge history).  Checked before
+ * anything is made, like
  * check_models; a dry run plans on the checkout itself and needs no
  * commit, but the --base it was given must name one.  0, or exit 2 saying
  * what to do.
@@ -2143,10 +2147,16 @@ static int bad_base(const struct supervise_opts *o, struct forge_git *g, const c
 static int check_base(const struct supervise_opts *o, const char *base, const char *trace)
 {
 	struct forge_git *g = NULL;
-	int rc = 0;
+	int rc = 0, e = forge_git_open(&g, o->repo);
 
-	/* a repository that cannot be opened is make_worktree()'s to report */
-	if (forge_git_open(&g, o->repo) < 0)
+	/* one the person must change (another user's, a format libgit2
+	 * cannot open) is said now, before the run is recorded; any other
+	 * that cannot be opened is make_worktree()'s to report */
+	if (e < -1) {
+		fprintf(stderr, "forge: %s; nothing was started\n", forge_last_error());
+		return FORGE_EXIT_USAGE;
+	}
+	if (e < 0)
 		return 0;
 	if (forge_git_base_resolves(g, base) < 0) {
 		rc = bad_base(o, g, base);

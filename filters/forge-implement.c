@@ -1350,11 +1350,33 @@ static void recover_worktree(struct impl *im, jv task)
 	jv_free(changes);
 }
 
+/* What the worktree made here lacks (submodules, filter drivers: git.h,
+ * forge_git_worktree_limits): a warning line each (unless -q) and a
+ * worktree.limits event, as forge run says it when it makes the worktree
+ * (a run's is made by the supervisor, and reopened here). */
+static void warn_limits(struct impl *im)
+{
+	jv notes;
+
+	forge_git_worktree_limits(&notes, im->wt);
+	if (jv_array_length(jv_copy(notes)) == 0) {
+		jv_free(notes);
+		return;
+	}
+	jv_array_foreach(notes, i, n) {
+		if (im->ph->common.verbosity >= 0)
+			fprintf(stderr, "forge-implement: warning: %s\n", jv_string_value(n));
+		jv_free(n);
+	}
+	phase_emit(im->ph, "worktree.limits", json_set(jv_object(), "notes", notes));
+}
+
 /* Open (or reopen) the run's worktree and record it in the state's task.
  * 0, -1 with a message, or 1 with a message when its base cannot be
- * worked from (forge_git_base_check: no commits yet, files in the checkout)
- * or the repository cannot hold it (FORGE_GIT_SETUP: .forge is a file, the
- * repository's path is too long). */
+ * worked from (forge_git_base_check: no commits yet, files in the checkout,
+ * a branch named "forge") or the repository cannot hold it (FORGE_GIT_SETUP:
+ * .forge is a file, the repository's path is too long) or be opened
+ * (another user's, a format libgit2 cannot open). */
 static int open_worktree(struct impl *im, const char *root)
 {
 	struct phase *ph = im->ph;
@@ -1363,8 +1385,11 @@ static int open_worktree(struct impl *im, const char *root)
 	const char *base = json_get_str(task, "base_ref");
 	int rc = -1;
 
-	if (forge_git_open(&im->g, root) < 0)
+	if ((rc = forge_git_open(&im->g, root)) < 0) {
+		/* another user's, a format libgit2 cannot open: theirs to change */
+		rc = rc < -1 ? 1 : -1;
 		goto out;
+	}
 	/* A new worktree only: one already made has its base. */
 	int usable = json_get_str(task, "worktree") ? 0 : forge_git_base_check(im->g, base, trace);
 	if (usable != 0) {
@@ -1390,6 +1415,8 @@ static int open_worktree(struct impl *im, const char *root)
 	phase_emit(ph, "worktree.opened", ev);
 	if (forge_git_worktree_reopened(im->wt))
 		recover_worktree(im, task);
+	else
+		warn_limits(im);
 	rc = 0;
 out:
 	jv_free(task);

@@ -535,6 +535,44 @@ mine.txt"
 	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
 }
 
+@test "a branch named forge, where the run's forge/TRACE goes: exit 2 naming it and what to do, before any model call; nothing made" {
+	git branch forge
+	plan_state T13 >"$BATS_TEST_TMPDIR/in.json"
+	mock "[$FINISH]"
+	# (before: exit 5 with libgit2's "could not remove directory ... Not a directory")
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
+	assert_equal "$stderr" "forge-implement: the repository has a branch named 'forge', which is in the way of the runs' branches forge/TRACE (git cannot hold a branch 'forge' and branches under 'forge/' at once); rename it (git branch -m forge NEW-NAME) and start again"
+	[ "$(last_state | jq -r .kind)" = event ]   # no state written
+	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
+	[ "$(git worktree list | wc -l)" -eq 1 ]
+	[ -z "$(git for-each-ref refs/forge)" ]
+	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+}
+
+@test "a submodule committed without .gitmodules (a gitlink): forge-implement alone warns; a write inside it is told it will not be committed" {
+	sub="$REPO/vendor/foo"
+	mkdir -p "$sub"
+	git -C "$sub" init -q -b main && echo 'int foo;' >"$sub/foo.c"
+	git -C "$sub" add -A && git -C "$sub" commit -q -m foo
+	git add vendor/foo 2>/dev/null && git commit -q -m "vendor foo"
+	[ "$(git ls-files -s vendor/foo | cut -c1-6)" = 160000 ] && [ ! -e .gitmodules ]
+	BASE=$(git rev-parse HEAD)
+	plan_state T14 >"$BATS_TEST_TMPDIR/plan.json"
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"vendor/foo/foo.c","content":"int foo = 1;\n"}}]},
+		{"tool_calls":[{"name":"write_file","input":{"path":"mul.c","content":"long m;\n"}}]},
+		{"tool_calls":[{"name":"finish","input":{"summary":"done"}}]}]'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	# (before: nothing on stderr, and the model was told "Created" alone)
+	assert_equal "$stderr" "forge-implement: warning: submodules are not checked out in the run's worktree (vendor/foo): what needs them fails there, and the agent's changes inside them are not committed"
+	events_of worktree.limits | jq -e '.notes | length == 1 and (.[0] | startswith("submodules are not checked out"))'
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.messages[-1].content[0].content |
+		endswith("Note: vendor/foo/foo.c (in the submodule vendor/foo): a submodule is another git repository, not checked out in this worktree, so what is written inside it is not part of the change and will not be committed. Change the submodule'"'"'s own repository instead, or leave it out of this change.")'
+	# a write elsewhere gets no such note
+	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[2].body.messages[-1].content[0].content | test("Note") | not'
+	[ "$(git diff --name-only "$BASE" forge/T14)" = mul.c ]
+}
+
 @test "the run's worktree cannot be checked out: nothing of it is left (directory, git's entry, branch, base ref)" {
 	# a file name longer than a file system allows (255 bytes): git stores
 	# it, no checkout can write it

@@ -781,6 +781,30 @@ python_change() {
 	state | jq -e '[.review.findings[] | select(.rule == "forge/config-changed")] == []'
 }
 
+@test "a committed symbolic link that leads outside the repository is an error (forge/symlink-outside): changes requested; one inside is not" {
+	mkdir -p docs
+	ln -s /etc/hostname config.py
+	ln -s ../../../../../.. docs/up
+	ln -s ../.git/config docs/gitconf
+	ln -s ../README docs/readme
+	git add -A && git commit -q -m links
+	# (before: approved with no finding, and forge merge landed them)
+	run -1 --separate-stderr forge-review --no-input --base HEAD~1 </dev/null
+	OUT=$output
+	state | jq -e '.review.decision == "request_changes"'
+	run -0 jq -r '.review.findings[] | select(.rule == "forge/symlink-outside") | [.file, .line, .severity, .layer] | @tsv' <<<"$(state)"
+	assert_output "$(printf '%s\t1\terror\tsecurity\n' config.py docs/gitconf docs/up)"
+	state | jq -e '.review.findings[] | select(.file == "config.py") | .message ==
+		"the symbolic link '"'config.py'"' leads outside the repository, to the absolute path '"'/etc/hostname'"'; merged, whatever follows it (a build, an editor, a tool) reads or writes there: link to a file inside the repository, or commit a file instead"'
+	# a link inside the repository is no finding; a link is not linted (read, it would be followed)
+	state | jq -e '[.review.findings[] | select(.file == "docs/readme")] == []'
+	git rm -q config.py docs/up docs/gitconf && git commit -q -m "inside only"
+	ln -s ../README docs/readme2 && git add -A && git commit -q -m "one more inside"
+	run -0 --separate-stderr forge-review --no-input --base HEAD~1 </dev/null
+	OUT=$output
+	state | jq -e '.review.decision == "approve" and .review.findings == []'
+}
+
 @test "the lint command runs in the sandbox: no writes outside the worktree, no keys, no network" {
 	run -0 "$FORGE_TESTBIN/tool-run" --features
 	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock on this kernel"

@@ -403,6 +403,25 @@ setup() {
 	! grep -q calc_mul calc.c
 }
 
+@test "extensions.worktreeConfig (git sparse-checkout sets it) and preciousObjects: forge opens the repository and reads config.worktree as git does" {
+	git config core.repositoryformatversion 1
+	git config extensions.worktreeConfig true
+	git config extensions.preciousObjects true
+	git status --porcelain >/dev/null
+	# (before: "'…' is not in a git repository: unsupported extension name extensions.worktreeconfig")
+	run -0 --separate-stderr forge show "$T1"
+	assert_line "branch    forge/$T1"
+	# a setting of the working tree's own (git config --worktree) counts, as for git
+	git config --worktree commit.gpgsign true
+	run -2 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"forge-merge: cannot make the merge commit: commit.gpgsign is set, and Forge makes commits without (unsigned, no hooks); nothing changed."* ]]
+	[ "$(git rev-parse main)" = "$BASE" ]
+	git config --worktree --unset commit.gpgsign
+	run -0 --separate-stderr forge merge --no-ff "$T1"
+	[ "$(git rev-list --parents -n 1 main | wc -w)" -eq 3 ]
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+}
+
 @test "forge merge --no-ff where git signs commits or runs a commit hook: refused (exit 2), nothing changed; git's own merge is then recorded" {
 	echo "extra" >NOTES
 	git add NOTES && git commit -q -m "notes on main"

@@ -756,6 +756,20 @@ branch_log() {
 	[[ $stderr != *"warning"* ]]
 }
 
+@test "a submodule committed without .gitmodules (a gitlink, git add of a repository): forge run says what its worktree lacks" {
+	replay run-clean.jsonl
+	mkdir -p vendor/foo
+	git -C vendor/foo init -q -b main && echo 'int foo;' >vendor/foo/foo.c
+	git -C vendor/foo add -A && git -C vendor/foo commit -q -m foo
+	git add vendor/foo 2>/dev/null && git commit -q -m "vendor foo"
+	[ ! -e .gitmodules ]
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	# (before: only a .gitmodules entry was seen: nothing said, and the agent's edits there were dropped)
+	[[ $stderr == *"forge: warning: submodules are not checked out in the run's worktree (vendor/foo): what needs them fails there, and the agent's changes inside them are not committed"* ]]
+	run -0 forge events replay "$(last_trace)"
+	jq -s -e '[.[] | select(.type == "run.worktree_limits") | .payload.notes[]] | length == 1' <<<"$output"
+}
+
 @test "in a linked worktree of the person's (git worktree add): the run starts from its HEAD, merges into its branch" {
 	replay run-clean.jsonl
 	git worktree add -q -b feature "$BATS_TEST_TMPDIR/feat"
@@ -1204,6 +1218,46 @@ nothing_made() {
 	# a base that names a commit starts the run
 	run -0 --separate-stderr forge run --dry-run --json --base main "add a mul operation" </dev/null
 	[ "$(forge history --json | wc -l)" -eq 1 ]
+}
+
+@test "a branch named forge, where the runs' forge/TRACE branches go: exit 2 naming it and what to do, before a run exists" {
+	replay run-clean.jsonl
+	git branch forge
+	# (before: exit 5 with libgit2's "could not remove directory ... Not a
+	# directory", and a failed run in forge history at each attempt)
+	why="forge: the repository has a branch named 'forge', which is in the way of the runs' branches forge/TRACE (git cannot hold a branch 'forge' and branches under 'forge/' at once); rename it (git branch -m forge NEW-NAME) and start again; nothing was started"
+	run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	assert_equal "$stderr" "$why"
+	run -0 forge history --json
+	assert_output ""
+	nothing_made
+	# the same with the refs packed (libgit2's words were another collision)
+	git pack-refs --all
+	run -2 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	assert_equal "$stderr" "$why"
+	nothing_made
+	# renamed as said, the run starts
+	git branch -m forge forge-old
+	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
+	[ "$(git rev-parse "forge/$(last_trace)")" = "$BASE" ]
+}
+
+@test "a repository in a format libgit2 cannot open (sha256 objects): exit 2 naming the extension, before a run exists" {
+	replay run-clean.jsonl
+	S="$BATS_TEST_TMPDIR/s256"
+	git init -q -b main --object-format=sha256 "$S" 2>/dev/null || skip "git cannot make a sha256 repository"
+	echo a >"$S/a.txt" && git -C "$S" add -A && git -C "$S" commit -q -m a
+	cd "$S"
+	# (before: "'…' is not in a git repository: unsupported extension name
+	# extensions.objectformat", exit 5 and a failed run in forge history)
+	what="the repository at '$S' uses the git format extension extensions.objectFormat, as git init --object-format=sha256 sets it, which libgit2 "*" (the git library Forge is built on) cannot open; Forge works in repositories with SHA-1 object names only"
+	run -2 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ $stderr == "forge: "$what"; nothing was started" ]]
+	run -0 forge history --json
+	assert_output ""
+	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
+	run -2 --separate-stderr forge-review --no-input --base HEAD </dev/null
+	[[ $stderr == "forge-review: "$what ]]
 }
 
 @test "--budget 0 and budget.usd 0 are refused (exit 2) before a run exists: a run that may spend nothing trips at once" {

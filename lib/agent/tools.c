@@ -682,6 +682,37 @@ static void note_ignored(struct tool_result *out, const char *root)
 	out->data = json_set(out->data, "ignored", ignored);
 }
 
+/*
+ * Likewise a file written inside a submodule (below a gitlink: another
+ * repository, whose directory is empty in the run's worktree): the
+ * commit never takes it.  Say so in the result.
+ */
+static void note_submodules(struct tool_result *out, const char *root)
+{
+	jv paths = written_paths(out->data), inside;
+	struct buf text = BUF_INIT;
+
+	forge_git_submodule_paths(&inside, root, paths);
+	jv_free(paths);
+	if (jv_array_length(jv_copy(inside)) == 0) {
+		jv_free(inside);
+		return;
+	}
+	buf_adds(&text, out->output ? out->output : "ok");
+	buf_adds(&text, "\nNote: ");
+	jv_array_foreach(inside, i, e) {
+		buf_addf(&text, "%s%s (in the submodule %s)", i ? ", " : "", json_get_str(e, "path"),
+			 json_get_str(e, "submodule"));
+		jv_free(e);
+	}
+	buf_adds(&text, ": a submodule is another git repository, not checked out in this worktree, so "
+		      "what is written inside it is not part of the change and will not be committed. "
+		      "Change the submodule's own repository instead, or leave it out of this change.");
+	free(out->output);
+	out->output = buf_detach(&text, NULL);
+	out->data = json_set(out->data, "in_submodule", inside);
+}
+
 void tool_execute(struct tool_result *out, const struct tool *t, const struct tool_ctx *ctx,
 		  jv input)
 {
@@ -715,8 +746,10 @@ void tool_execute(struct tool_result *out, const struct tool *t, const struct to
 	}
 	t->run(out, ctx, root, input);
 	if (out->ok && (!strcmp(t->name, "write_file") || !strcmp(t->name, "edit_file") ||
-			!strcmp(t->name, "apply_patch")))
+			!strcmp(t->name, "apply_patch"))) {
 		note_ignored(out, ctx->root);
+		note_submodules(out, ctx->root);
+	}
 	sandbox_root_free(root);
 }
 

@@ -69,7 +69,7 @@ int deploy_head_branch(char **out, bool *unborn, const char *root)
 		*unborn = false;
 	forge_git_init();
 	if ((e = forge_git_repo_open(&repo, root, 0)) != 0) {
-		if (e != FORGE_GIT_NOT_OWNED)
+		if (e == -1)    /* (else said: another user's, a format libgit2 refuses) */
 			forge_error("'%s' is not in a git repository", root);
 		goto out;
 	}

@@ -19,6 +19,15 @@ static bool starts(const char *s, size_t n, const char *prefix)
 	return n >= k && memcmp(s, prefix, k) == 0;
 }
 
+/* Whether the mode word m[0..n) (a git header's, line end and trailing
+ * blanks allowed) is a symbolic link's, 120000. */
+static bool is_link_mode(const char *m, size_t n)
+{
+	while (n > 0 && (m[n - 1] == '\r' || m[n - 1] == ' ' || m[n - 1] == '\t'))
+		n--;
+	return n == 6 && memcmp(m, "120000", 6) == 0;
+}
+
 bool diff_looks_like(const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
@@ -458,6 +467,15 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 			continue;
 		}
 		if (f && git_header) {
+			/* the post-image's mode: "new file mode M", "new mode M",
+			 * "index A..B M" (a change that keeps the mode) */
+			const char *mode = starts(s, n, "new file mode ") ? s + 14 :
+					   starts(s, n, "new mode ") ? s + 9 :
+					   starts(s, n, "index ") ? memchr(s + 6, ' ', n - 6) : NULL;
+			if (mode && *mode == ' ')
+				mode++;
+			if (mode)
+				f->symlink = is_link_mode(mode, (size_t)(s + n - mode));
 			if (starts(s, n, "new file mode"))
 				f->created = true;
 			else if (starts(s, n, "deleted file mode"))

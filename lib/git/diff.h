@@ -51,6 +51,9 @@ struct diff_file {
 	char *old_path;         /* the old path (== path unless renamed/created) */
 	bool created, deleted, renamed, binary;
 	bool cut;               /* the text ends inside this file: only a part is shown */
+	bool symlink;           /* the post-image is a symbolic link (git's mode 120000 on
+				 * "new file mode", "new mode" or "index"): its one
+				 * line is the link's target */
 	int additions, deletions;
 	struct diff_hunk *hunks;
 	size_t nhunks;

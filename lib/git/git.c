@@ -6,6 +6,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/forgedir.h"
+#include "core/json.h"
 #include "core/owner.h"
 #include "core/secret.h"
 #include "core/sha256.h"
@@ -14,7 +15,12 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <git2/sys/repository.h>
 #include <limits.h>
+#ifdef FORGE_GIT2_STATIC
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,6 +120,33 @@ int __wrap_git_mbedtls__set_cert_location(const char *file, const char *path)
 {
 	return tls_init() < 0 ? -1 : __real_git_mbedtls__set_cert_location(file, path);
 }
+
+/*
+ * libgit2 1.5.1's git_regexp_match() (PCRE2) does not free its match data
+ * when the string does not match (later versions do).  Opening a
+ * repository of format version 1 -- a worktreeConfig one, which Forge
+ * opens -- runs git_config_foreach_match("^extensions\\.") over every
+ * setting, so each open leaked ~20 KiB per setting, and every program
+ * under LeakSanitizer failed there.  Linked statically, libgit2's calls
+ * come here (-Wl,--wrap=git_regexp_match): the same match, the data freed.
+ * (git_regex is a pcre2_code * in a PCRE2 build; the return values are
+ * libgit2's.)
+ */
+int __wrap_git_regexp_match(pcre2_code *const *r, const char *string);
+
+int __wrap_git_regexp_match(pcre2_code *const *r, const char *string)
+{
+	pcre2_match_data *data = pcre2_match_data_create(1, NULL);
+	int e;
+
+	if (!data)
+		return -1;
+	e = pcre2_match(*r, (PCRE2_SPTR)string, strlen(string), 0, 0, data, NULL);
+	pcre2_match_data_free(data);
+	if (e < 0)
+		return e == PCRE2_ERROR_NOMATCH ? GIT_ENOTFOUND : GIT_EINVALIDSPEC;
+	return 0;
+}
 #endif
 
 int CA_PARSE_FILE(struct mbedtls_x509_crt *chain, const char *path)
@@ -154,6 +187,13 @@ static void git_once(void)
 	 * "config value 'safe.directory' was not found"): forge_git_repo_open()
 	 * makes git's check instead. */
 	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+	/* Repository format extensions libgit2 1.5 refuses to open though
+	 * nothing it does goes against them: worktreeConfig (per-worktree
+	 * settings in config.worktree, read by forge_git_repo_open()) and
+	 * preciousObjects (no object is ever deleted: neither libgit2 nor
+	 * Forge prunes or repacks).  `git sparse-checkout` sets the first. */
+	static const char *const allowed[] = { "worktreeconfig", "preciousobjects" };
+	git_libgit2_opts(GIT_OPT_SET_EXTENSIONS, allowed, sizeof allowed / sizeof allowed[0]);
 	atexit(git_done);
 }
 
@@ -792,6 +832,99 @@ static int check_owner(git_repository *repo)
 	return rc;
 }
 
+/* What a repository format extension libgit2 refuses is, and what to do:
+ * by its name as libgit2 gives it (lower case). */
+static const struct format_ext {
+	const char *key, *name, *what, *todo;
+} format_exts[] = {
+	{ "objectformat", "objectFormat", "as git init --object-format=sha256 sets it",
+	  "Forge works in repositories with SHA-1 object names only" },
+	{ "refstorage", "refStorage", "as git init --ref-format=reftable sets it",
+	  "`git refs migrate --ref-format=files` turns it back into the files store" },
+	{ "partialclone", "partialClone", "as git clone --filter sets it",
+	  "a full clone (git clone without --filter) works" },
+};
+
+/*
+ * After git_repository_open_ext() failed: when libgit2 refused the
+ * repository's format (an extension it does not know, a format version
+ * over 1), a message saying so and FORGE_GIT_SETUP; else -1, libgit2's
+ * error left as the last.
+ */
+static int format_refused(const char *path)
+{
+	static const char ext[] = "unsupported extension name extensions.";
+	static const char version[] = "unsupported repository version ";
+	const git_error *e = git_error_last();
+	const char *msg = e && e->message ? e->message : "";
+	int maj = 0, min = 0, rev = 0;
+	char lib[64];
+
+	if (strncmp(msg, ext, sizeof ext - 1) != 0 && strncmp(msg, version, sizeof version - 1) != 0)
+		return -1;
+	if (git_libgit2_version(&maj, &min, &rev) == 0)
+		snprintf(lib, sizeof lib, "libgit2 %d.%d.%d", maj, min, rev);
+	else
+		snprintf(lib, sizeof lib, "libgit2");
+	if (strncmp(msg, version, sizeof version - 1) == 0) {
+		forge_error("the repository at '%s' has a git repository format %s cannot open (%s); Forge "
+			    "cannot work in it: use git there", path, lib, msg);
+		git_error_clear();
+		return FORGE_GIT_SETUP;
+	}
+	const char *name = msg + sizeof ext - 1;
+	size_t n = strcspn(name, " \t\r\n;:");
+	const struct format_ext *known = NULL;
+
+	for (size_t i = 0; i < sizeof format_exts / sizeof format_exts[0] && !known; i++)
+		if (strlen(format_exts[i].key) == n && strncasecmp(name, format_exts[i].key, n) == 0)
+			known = &format_exts[i];
+	if (known)
+		forge_error("the repository at '%s' uses the git format extension extensions.%s, %s, which %s "
+			    "(the git library Forge is built on) cannot open; %s", path, known->name, known->what,
+			    lib, known->todo);
+	else
+		forge_error("the repository at '%s' uses the git format extension extensions.%.*s, which %s (the "
+			    "git library Forge is built on) cannot open; Forge cannot work in it as it is: use git "
+			    "there, or a clone made without that extension", path, (int)n, name, lib);
+	git_error_clear();
+	return FORGE_GIT_SETUP;
+}
+
+/*
+ * With extensions.worktreeConfig on, git reads the working tree's own
+ * settings from <gitdir>/config.worktree over the repository's
+ * (commit.gpgsign, core.hooksPath, user.email may be there); libgit2 1.5
+ * does not.  Add that file at the highest level, as git has it.  0, or -1
+ * with a message.
+ */
+static int worktree_config(git_repository *repo)
+{
+	git_config *cfg = NULL;
+	struct buf p = BUF_INIT;
+	char *path = NULL;
+	struct stat st;
+	int on = 0, rc = 0;
+
+	if (git_repository_config(&cfg, repo) < 0)
+		return forge_git_fail("cannot read the configuration of '%s'", git_repository_path(repo));
+	if (git_config_get_bool(&on, cfg, "extensions.worktreeconfig") < 0 || !on) {
+		git_error_clear();
+		goto out;
+	}
+	buf_addf(&p, "%sconfig.worktree", git_repository_path(repo));   /* (the path ends in '/') */
+	path = buf_detach(&p, NULL);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		goto out;
+	if (git_config_add_file_ondisk(cfg, path, GIT_CONFIG_LEVEL_APP, repo, 0) < 0 ||
+	    git_repository_set_config(repo, cfg) < 0)
+		rc = forge_git_fail("cannot read '%s'", path);
+out:
+	free(path);
+	git_config_free(cfg);
+	return rc;
+}
+
 int forge_git_repo_open(git_repository **out, const char *path, unsigned flags)
 {
 	git_repository *repo = NULL;
@@ -800,8 +933,8 @@ int forge_git_repo_open(git_repository **out, const char *path, unsigned flags)
 	*out = NULL;
 	forge_git_init();
 	if (git_repository_open_ext(&repo, path, flags, NULL) < 0)
-		return -1;
-	if ((rc = check_owner(repo)) != 0) {
+		return format_refused(path);
+	if ((rc = check_owner(repo)) != 0 || (rc = worktree_config(repo)) != 0) {
 		git_repository_free(repo);
 		return rc;
 	}
@@ -906,8 +1039,8 @@ int forge_git_open(struct forge_git **out, const char *path)
 		goto out;
 	}
 	if ((e = forge_git_repo_open(&found, resolved, 0)) != 0) {
-		if (e == FORGE_GIT_NOT_OWNED)
-			rc = e;
+		if (e != -1)
+			rc = e;         /* another user's, a format libgit2 refuses: said */
 		else
 			forge_git_fail("'%s' is not in a git repository", shown);
 		goto out;
@@ -925,7 +1058,7 @@ int forge_git_open(struct forge_git **out, const char *path)
 		g->root = main_tree(found);
 		if (g->root && is_run_worktree(g->root, g->checkout)) {
 			if ((e = forge_git_repo_open(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH)) != 0) {
-				if (e == FORGE_GIT_NOT_OWNED)
+				if (e != -1)
 					rc = e;
 				else
 					forge_git_fail("cannot open the main repository of '%s' at '%s'",
@@ -1858,6 +1991,8 @@ int forge_git_base_check(struct forge_git *g, const char *base, const char *trac
 		return -1;
 	if (forge_dir_check(g->root) < 0)
 		return 1;
+	if ((e = forge_git_run_refs_clear(g->repo, name)) != 0)
+		return e == FORGE_GIT_SETUP ? 1 : e;
 	if ((e = unborn_with_files(g, base)) != 0)
 		return e;
 	/* (a base that does not resolve is forge_git_worktree_open()'s to report) */
@@ -2382,7 +2517,7 @@ int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max)
 	*out = jv_null();
 	*total = 0;
 	forge_git_init();
-	if ((rc = forge_git_repo_open(&repo, dir, 0)) == FORGE_GIT_NOT_OWNED) {
+	if ((rc = forge_git_repo_open(&repo, dir, 0)) < -1) {
 		rc = -1;        /* said so */
 		goto out;
 	}
@@ -2423,6 +2558,51 @@ void forge_git_ignored_paths(jv *out, const char *dir, jv paths)
 			*out = jv_array_append(*out, jv_copy(p));
 		jv_free(p);
 	}
+	git_repository_free(repo);
+}
+
+void forge_git_submodule_paths(jv *out, const char *dir, jv paths)
+{
+	git_repository *repo = NULL;
+	git_index *idx = NULL;
+	jv links = jv_array();
+
+	*out = jv_array();
+	forge_git_init();
+	if (jv_get_kind(paths) != JV_KIND_ARRAY || forge_git_repo_open(&repo, dir, 0) != 0 ||
+	    git_repository_index(&idx, repo) < 0)
+		goto out;
+	for (size_t i = 0; i < git_index_entrycount(idx); i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+
+		if (e && e->mode == GIT_FILEMODE_COMMIT && GIT_INDEX_ENTRY_STAGE(e) == 0)
+			links = jv_array_append(links, jv_string(e->path));
+	}
+	if (jv_array_length(jv_copy(links)) == 0)
+		goto out;
+	jv_array_foreach(paths, i, p) {
+		const char *path = jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : NULL;
+		jv in = jv_invalid();
+
+		for (int j = 0, nl = jv_array_length(jv_copy(links)); path && j < nl && !jv_is_valid(in); j++) {
+			jv l = jv_array_get(jv_copy(links), j);
+			size_t n = (size_t)jv_string_length_bytes(jv_copy(l));
+
+			if (strncmp(path, jv_string_value(l), n) == 0 && path[n] == '/')
+				in = jv_copy(l);
+			jv_free(l);
+		}
+		if (jv_is_valid(in))
+			*out = jv_array_append(*out, json_set(json_set(jv_object(), "path", jv_copy(p)),
+							      "submodule", in));
+		else
+			jv_free(in);
+		jv_free(p);
+	}
+out:
+	git_error_clear();
+	jv_free(links);
+	git_index_free(idx);
 	git_repository_free(repo);
 }
 

@@ -66,10 +66,12 @@
 #define FORGE_GIT_NOT_OWNED (-2)
 /* Returned (negative: a failure) by forge_git_worktree_open() when the
  * repository cannot hold a run's worktree as it is set up -- its .forge is
- * not a directory (forge_dir_check()), or a file of the base would be at a
- * path longer than the system allows there -- so the person must change
- * it (a usage error, not a failing dependency); the message says what to
- * do, and nothing was made. */
+ * not a directory (forge_dir_check()), a file of the base would be at a
+ * path longer than the system allows there, a ref is where the run's
+ * branch or refs would go (a branch named "forge") -- and by
+ * forge_git_repo_open() and forge_git_open() for a repository in a format
+ * libgit2 cannot open, so the person must change it (a usage error, not a
+ * failing dependency); the message says what to do, and nothing was made. */
 #define FORGE_GIT_SETUP (-3)
 
 /*
@@ -127,11 +129,17 @@ struct git_repository;
  * root also root's, or the user's that ran sudo: SUDO_UID), or the working
  * tree (a bare repository: the git directory) must be named by
  * safe.directory in the system or global configuration: '*', or the path
- * itself (~/ expanded; an empty value clears the names before it).  0;
- * FORGE_GIT_NOT_OWNED after a message naming the repository, its owner
- * and the `git config --global --add safe.directory` that trusts it; -1
- * when libgit2 opens no repository (its error is the last one, and there
- * is no message: callers say it in their own words).
+ * itself (~/ expanded; an empty value clears the names before it).  With
+ * extensions.worktreeConfig on, the working tree's config.worktree is read
+ * over the repository's settings, as git reads it (libgit2 1.5 does not);
+ * that extension and preciousObjects, which libgit2 1.5 refuses by
+ * itself, are opened.  0; FORGE_GIT_NOT_OWNED after a message naming the
+ * repository, its owner and the `git config --global --add
+ * safe.directory` that trusts it; FORGE_GIT_SETUP after a message naming
+ * what libgit2 cannot open -- a format extension (objectFormat sha256,
+ * refStorage reftable, ...) or a format version over 1 -- and what to do;
+ * -1 when libgit2 opens no repository (its error is the last one, and
+ * there is no message: callers say it in their own words).
  */
 int forge_git_repo_open(struct git_repository **out, const char *path, unsigned flags);
 
@@ -152,7 +160,8 @@ struct forge_git_worktree;   /* one run's worktree */
  * worktree of the person's (`git worktree add`), and the root's from a
  * run's own worktree (.forge/worktrees/TRACE) or the root.  Fails with a
  * clear message (-1) for a path that is not in a repository and for a bare
- * repository; FORGE_GIT_NOT_OWNED for another user's (forge_git_repo_open).
+ * repository; FORGE_GIT_NOT_OWNED for another user's, FORGE_GIT_SETUP for
+ * one in a format libgit2 cannot open (forge_git_repo_open).
  */
 int forge_git_open(struct forge_git **out, const char *path);
 void forge_git_free(struct forge_git *g);
@@ -253,7 +262,9 @@ bool forge_git_worktree_reopened(const struct forge_git_worktree *wt);
 /*
  * What the run's worktree lacks that a checkout made by git has, as one-
  * line notes appended to *out (a new array; empty when nothing): its
- * submodules (.gitmodules) are not checked out, and a filter driver that
+ * submodules -- the index's gitlinks (mode 160000), named in .gitmodules
+ * or not (a repository added whole: `git add vendor/lib`) -- are not
+ * checked out, and a filter driver that
  * the root .gitattributes names and the configuration defines
  * (filter.NAME.clean, .smudge or .process: git-lfs) does not run -- libgit2
  * runs neither, so such files are as stored in git (LFS pointer files) and
@@ -463,7 +474,8 @@ int forge_git_checkout_midway(struct forge_git *g, const char *rev);
  * checkout holds files (untracked or staged, outside .forge/), which the
  * run's empty base commit would not have, or when the run's worktree could
  * not be made (forge_git_worktree_open()'s FORGE_GIT_SETUP: .forge is not a
- * directory, a file of base would be at a path longer than PATH_MAX in it);
+ * directory, a file of base would be at a path longer than PATH_MAX in it,
+ * a branch named "forge" is where the run's forge/TRACE would go);
  * 0 when it can (a repository with no files at all starts from the empty
  * base; a base that does not resolve is left to forge_git_worktree_open()
  * to report); -1 when the status cannot be read or trace is not a trace id.
@@ -589,6 +601,15 @@ int forge_git_tracked_files(jv *out, size_t *total, const char *dir, size_t max)
  * none, or when dir is not a repository: nothing to say then).
  */
 void forge_git_ignored_paths(jv *out, const char *dir, jv paths);
+
+/*
+ * Of `paths` (borrowed, as forge_git_ignored_paths), those inside a
+ * submodule of the repository at `dir` -- below a gitlink (mode 160000)
+ * of its index, whose files a commit of the work tree never takes: *out
+ * is a new array of {"path", "submodule" (the gitlink's path)}, empty
+ * when none or when dir is not a repository.
+ */
+void forge_git_submodule_paths(jv *out, const char *dir, jv paths);
 
 /* libgit2's version ("1.5.1"), malloc'd; NULL when libgit2 cannot tell. */
 char *forge_git_library_version(void);

@@ -47,6 +47,15 @@ int forge_git_branch_gone(git_repository *wt_repo, const char *branch, const cha
  */
 int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *name);
 
+/*
+ * Whether the refs of the run named `name` (forge_git_run_name) can be
+ * made: no branch "forge" (refs/heads/forge), no ref refs/forge or
+ * refs/forge/NAME is there, which git cannot hold beside refs under them.
+ * 0; FORGE_GIT_SETUP with a message naming the ref and how to move it;
+ * -1 when a ref cannot be read.
+ */
+int forge_git_run_refs_clear(git_repository *repo, const char *name);
+
 #define FORGE_GIT_EMPTY_BASE_MESSAGE "forge: empty base commit\n"
 
 /* forge_error() with ": <libgit2's last message>" appended when there is

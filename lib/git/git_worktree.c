@@ -288,6 +288,39 @@ out:
 	return rc;
 }
 
+int forge_git_run_refs_clear(git_repository *repo, const char *name)
+{
+	struct buf ref = BUF_INIT;
+	const char *const fixed[] = { "refs/heads/forge", "refs/forge" };
+	int rc = 0;
+
+	buf_addf(&ref, "refs/forge/%s", name);
+	for (size_t i = 0; i < 3 && rc == 0; i++) {
+		const char *at = i < 2 ? fixed[i] : ref.buf;
+		git_reference *r = NULL;
+		int e = git_reference_lookup(&r, repo, at);
+
+		git_reference_free(r);
+		if (e == GIT_ENOTFOUND || e == GIT_EINVALIDSPEC) {
+			git_error_clear();
+		} else if (e < 0) {
+			rc = forge_git_fail("cannot read '%s'", at);
+		} else if (i == 0) {
+			forge_error("the repository has a branch named 'forge', which is in the way of the runs' "
+				    "branches forge/TRACE (git cannot hold a branch 'forge' and branches under "
+				    "'forge/' at once); rename it (git branch -m forge NEW-NAME) and start again");
+			rc = FORGE_GIT_SETUP;
+		} else {
+			forge_error("the repository has a ref '%s', which is in the way of the run's refs "
+				    "refs/forge/%s/...; move it elsewhere (git update-ref refs/NEW-NAME %s && "
+				    "git update-ref -d %s) and start again", at, name, at, at);
+			rc = FORGE_GIT_SETUP;
+		}
+	}
+	buf_release(&ref);
+	return rc;
+}
+
 /* Create forge/TRACE (unless it exists; *out_made says whether it was made
  * now) and record the run's base. */
 static int make_branch(git_reference **out, bool *out_made, struct forge_git *g, const struct run_names *n,
@@ -533,6 +566,10 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 		forge_error("'%s' exists but is not a worktree of '%s'; remove it", wt->path, g->root);
 		goto out;
 	}
+	if ((e = forge_git_run_refs_clear(g->repo, n.name)) != 0) {
+		rc = e;
+		goto out;
+	}
 	if (make_branch(&branch, &made_branch, g, &n, base ? base : "HEAD") < 0)
 		goto out;
 	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->root, n.name)) < 0) {
@@ -603,34 +640,24 @@ const char *forge_git_worktree_base(const struct forge_git_worktree *wt)
 	return wt->base;
 }
 
-/* The submodules' paths in a .gitmodules text ("\tpath = vendor/lib"),
- * ", "-joined into names; read as text: libgit2's submodule walk matches
- * config names with a regex whose every miss leaks its match data (1.5). */
-static void submodule_paths(struct buf *names, const char *text)
+/* The paths of the gitlinks (mode 160000: submodules, with a .gitmodules
+ * entry or without one -- a repository added whole by `git add`) in the
+ * index of repo, ", "-joined into names (up to about 200 bytes). */
+static void gitlink_paths(struct buf *names, git_repository *repo)
 {
-	for (const char *line = text; *line; ) {
-		const char *end = strchr(line, '\n'), *p = line;
-		size_t n = end ? (size_t)(end - line) : strlen(line);
+	git_index *idx = NULL;
 
-		while (p < line + n && (*p == ' ' || *p == '\t'))
-			p++;
-		if ((size_t)(line + n - p) > 4 && strncmp(p, "path", 4) == 0) {
-			p += 4;
-			while (p < line + n && (*p == ' ' || *p == '\t'))
-				p++;
-			if (p < line + n && *p == '=') {
-				const char *v = p + 1, *e = line + n;
-
-				while (v < e && (*v == ' ' || *v == '\t'))
-					v++;
-				while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-					e--;
-				if (e > v && names->len < 200)
-					buf_addf(names, "%s%.*s", names->len ? ", " : "", (int)(e - v), v);
-			}
-		}
-		line = end ? end + 1 : line + n;
+	if (git_repository_index(&idx, repo) < 0) {
+		git_error_clear();
+		return;
 	}
+	for (size_t i = 0; i < git_index_entrycount(idx) && names->len < 200; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+
+		if (e && e->mode == GIT_FILEMODE_COMMIT && GIT_INDEX_ENTRY_STAGE(e) == 0)
+			buf_addf(names, "%s%s", names->len ? ", " : "", e->path);
+	}
+	git_index_free(idx);
 }
 
 /* The filter names of a .gitattributes text ("filter=lfs"), each once. */
@@ -676,22 +703,20 @@ static bool filter_defined(git_config *cfg, const char *name)
 
 void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt)
 {
-	struct buf names = BUF_INIT, attrs = BUF_INIT, note = BUF_INIT, modules = BUF_INIT;
+	struct buf names = BUF_INIT, attrs = BUF_INIT, note = BUF_INIT;
 	git_config *cfg = NULL;
 	char *path = forge_git_path(wt->path, ".gitattributes");
-	char *gitmodules = forge_git_path(wt->path, ".gitmodules");
 	jv filters = jv_array();
 
 	*out = jv_array();
-	/* (the worktree's files, which a command may have replaced by a FIFO:
-	 * read only when regular) */
-	if (buf_read_regular(&modules, gitmodules, 1u << 20) == 0)
-		submodule_paths(&names, modules.buf);
+	gitlink_paths(&names, wt->repo);
 	if (names.len) {
 		buf_addf(&note, "submodules are not checked out in the run's worktree (%s): what needs "
 			 "them fails there, and the agent's changes inside them are not committed", names.buf);
 		*out = jv_array_append(*out, jv_string(note.buf));
 	}
+	/* (the worktree's files, which a command may have replaced by a FIFO:
+	 * read only when regular) */
 	if (buf_read_regular(&attrs, path, 1u << 20) == 0 && git_repository_config(&cfg, wt->repo) == 0) {
 		filter_names(&filters, attrs.buf);
 		jv_array_foreach(filters, i, f) {
@@ -709,8 +734,6 @@ void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt)
 	jv_free(filters);
 	git_config_free(cfg);
 	free(path);
-	free(gitmodules);
-	buf_release(&modules);
 	buf_release(&names);
 	buf_release(&attrs);
 	buf_release(&note);

@@ -181,7 +181,9 @@ int review_prepare(struct review_ctx *ctx)
 	for (size_t i = 0; i < ctx->diff->nfiles; i++) {
 		const struct diff_file *f = &ctx->diff->files[i];
 
-		if (f->deleted || f->binary || f->additions == 0)
+		/* (a symbolic link's one line is its target, no code; read from
+		 * the worktree it would be followed) */
+		if (f->deleted || f->binary || f->symlink || f->additions == 0)
 			continue;
 		if (!safe_path(f->path)) {
 			skip_file(ctx, f->path, "unsafe path");

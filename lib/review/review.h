@@ -162,7 +162,11 @@ void review_parse_shellcheck(jv *acc, const struct diff *d, const char *json_tex
  * token assignments above an entropy threshold; obvious placeholders are
  * allowed.  Also the built-in insecure-pattern rules (C: gets, strcpy,
  * sprintf, system/popen with a non-constant argument, …; Python: eval,
- * pickle, shell=True; shell: curl | sh).  Borrows d. */
+ * pickle, shell=True; shell: curl | sh).  And a symbolic link the diff
+ * adds or changes (git's mode 120000) whose target leads outside the
+ * repository -- absolute, or climbing above its root with ".." -- or into
+ * its .git: an error finding forge/symlink-outside on the link's line.
+ * Borrows d. */
 int review_secrets(jv *out, const struct diff *d);
 
 /* Shannon entropy of s[0..n) in bits per character. */

@@ -23,6 +23,7 @@
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* The review's weight of each of core's secret forms (core/secret_forms.h),
  * in their order; review_secrets() checks that the ids agree. */
@@ -183,6 +184,74 @@ static const struct secret_form *find_secret(pcre2_code **codes, pcre2_match_dat
 	return NULL;
 }
 
+/*
+ * Where the symbolic link at `path` (relative to the repository's root)
+ * leads when its target is `target`: 0 inside the repository's files, 1
+ * outside it (an absolute target, or one whose ".." climbs above the
+ * root), 2 into its .git.  Links the target passes through are not
+ * followed (they are not in the diff).
+ */
+static int link_escapes(const char *path, const char *target)
+{
+	size_t depth = 0;
+	bool in_git = false;    /* the first component of where it leads is .git */
+
+	if (target[0] == '/')
+		return 1;
+	/* the link's own directory first, then the target, one component at a time */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *p = pass == 0 ? path : target;
+		const char *last = pass == 0 ? strrchr(path, '/') : NULL;
+		const char *stop = pass == 0 ? (last ? last : path) : target + strlen(target);
+
+		while (p < stop) {
+			size_t n = strcspn(p, "/");
+
+			if (p + n > stop)
+				n = (size_t)(stop - p);
+			if (n == 2 && p[0] == '.' && p[1] == '.') {
+				if (depth == 0)
+					return 1;
+				if (--depth == 0)
+					in_git = false;
+			} else if (n > 0 && !(n == 1 && p[0] == '.')) {
+				if (depth++ == 0)
+					in_git = n == 4 && strncasecmp(p, ".git", 4) == 0;
+			}
+			p += n;
+			while (p < stop && *p == '/')
+				p++;
+		}
+	}
+	return in_git ? 2 : 0;
+}
+
+/* A committed symbolic link that leads outside the repository (DESIGN §5:
+ * no symlink escapes): merged, it points the person's tools -- a build,
+ * an editor, Forge's own -- at files elsewhere.  Its target is its one
+ * added line. */
+static void symlink_finding(jv *out, const struct diff_file *f, struct buf *msg)
+{
+	const char *target = f->symlink && !f->deleted ? diff_added_line(f, 1) : NULL;
+	int where = target && *target ? link_escapes(f->path, target) : 0;
+
+	if (!where)
+		return;
+	buf_reset(msg);
+	if (where == 2)
+		buf_addf(msg, "the symbolic link '%s' leads into the repository's .git ('%s')", f->path, target);
+	else if (target[0] == '/')
+		buf_addf(msg, "the symbolic link '%s' leads outside the repository, to the absolute path '%s'",
+			 f->path, target);
+	else
+		buf_addf(msg, "the symbolic link '%s' leads outside the repository ('%s' climbs above its root)",
+			 f->path, target);
+	buf_adds(msg, "; merged, whatever follows it (a build, an editor, a tool) reads or writes there: link to "
+		      "a file inside the repository, or commit a file instead");
+	*out = jv_array_append(*out, review_finding("security", "error", "security", "forge/symlink-outside",
+						    f->path, 1, msg->buf));
+}
+
 int review_secrets(jv *out, const struct diff *d)
 {
 	const size_t nsec = SECRET_NFORMS;
@@ -234,6 +303,9 @@ int review_secrets(jv *out, const struct diff *d)
 			*out = jv_array_append(*out, review_finding("security", "critical", "security",
 								    "forge/config-changed", f->path, 0, msg.buf));
 		}
+		symlink_finding(out, f, &msg);
+		if (f->symlink)
+			continue;       /* (its line is a path, not code or a secret) */
 		if (lang && strcmp(lang, "cpp") == 0)
 			lang = "c";
 		for (size_t j = 0; j < f->nhunks; j++) {

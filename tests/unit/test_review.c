@@ -169,6 +169,74 @@ static void test_config_change_in_a_cut(void)
 	diff_free(d);
 }
 
+/* A symbolic link (mode 120000) the diff adds or changes whose target
+ * leads outside the repository -- absolute, climbing above the root, into
+ * .git -- is an error forge/symlink-outside on its line; one that stays
+ * inside, a file holding such a path, and a link removed are not. */
+static void symlink_diff(struct buf *b, const char *path, const char *header, const char *target)
+{
+	buf_addf(b, "diff --git a/%s b/%s\n%s--- /dev/null\n+++ b/%s\n@@ -0,0 +1 @@\n+%s\n"
+		 "\\ No newline at end of file\n", path, path, header, path, target);
+}
+
+static void test_symlink_outside(void)
+{
+	static const struct {
+		const char *path, *header, *target;
+		bool found;
+	} cases[] = {
+		{ "config.py", "new file mode 120000\nindex 0000000..48980ad\n", "/etc/hostname", true },
+		{ "up", "new file mode 120000\nindex 0000000..305f207\n", "../../../../../..", true },
+		{ "a/b/c", "new file mode 120000\n", "../../../x", true },
+		{ "a/b/c", "new file mode 120000\n", "../../x", false },
+		{ "a/b/c", "new file mode 120000\n", "./../.././d/../../e", true },
+		{ "a/link", "new file mode 120000\n", "../.git/config", true },
+		{ "hooks", "new file mode 120000\n", ".git/hooks", true },
+		{ "a/gitx", "new file mode 120000\n", "../.gitx", false },
+		{ "docs", "new file mode 120000\n", "doc/../README", false },
+		/* a link whose target changed keeps its mode: "index A..B 120000" */
+		{ "l", "index 1111111..2222222 120000\n", "/tmp", true },
+		/* a file that became a link ("new mode"); a file whose text is a path */
+		{ "m", "old mode 100644\nnew mode 120000\n", "/etc", true },
+		{ "notes.txt", "new file mode 100644\n", "/etc/hostname", false },
+		{ "n", "old mode 120000\nnew mode 100644\nindex 1111111..2222222\n", "/etc", false },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct buf b = BUF_INIT;
+		struct diff *d = NULL;
+		jv out;
+
+		symlink_diff(&b, cases[i].path, cases[i].header, cases[i].target);
+		if (strstr(cases[i].header, "index 1111111")) {
+			/* a change, not an addition: a removed line too */
+			buf_reset(&b);
+			buf_addf(&b, "diff --git a/%s b/%s\n%s--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-old\n"
+				 "\\ No newline at end of file\n+%s\n\\ No newline at end of file\n", cases[i].path,
+				 cases[i].path, cases[i].header, cases[i].path, cases[i].path, cases[i].target);
+		}
+		CHECK(diff_parse(&d, b.buf, b.len) == 0);
+		CHECK(review_secrets(&out, d) == 0);
+		int n = 0;
+		jv_array_foreach(out, j, f) {
+			if (!strcmp(json_get_str(f, "rule"), "forge/symlink-outside")) {
+				n++;
+				CHECK_STR(json_get_str(f, "severity"), "error");
+				CHECK_STR(json_get_str(f, "file"), cases[i].path);
+				CHECK_INT((int)json_get_num(f, "line", 0), 1);
+				CHECK(strstr(json_get_str(f, "message"), cases[i].target) != NULL);
+			}
+			jv_free(f);
+		}
+		if (n != (cases[i].found ? 1 : 0))
+			fprintf(stderr, "# case %zu: %s -> %s: %d findings\n", i, cases[i].path, cases[i].target, n);
+		CHECK_INT(n, cases[i].found ? 1 : 0);
+		jv_free(out);
+		diff_free(d);
+		buf_release(&b);
+	}
+}
+
 static const char *two_files =
 	"--- a/a.c\n+++ b/a.c\n@@ -1,2 +1,4 @@\n int x;\n+int y;\n+int z;\n int w;\n"
 	"--- a/s.sh\n+++ b/s.sh\n@@ -1,2 +1,2 @@\n #!/bin/sh\n-echo \"$1\"\n+echo $1\n";
@@ -517,6 +585,7 @@ int main(void)
 	RUN(test_secret_rules);
 	RUN(test_insecure_c);
 	RUN(test_config_change_in_a_cut);
+	RUN(test_symlink_outside);
 	RUN(test_parsers_keep_added_lines);
 	RUN(test_fingerprint);
 	RUN(test_synthesize);
