@@ -2,7 +2,8 @@
 #
 #   include /usr/local/share/forge/forge.mk     (or a copy in your tree)
 #
-#   make forge-review            review the changes against $(FORGE_BASE); SARIF for code scanning
+#   make forge-review            review what the branch changed since it left $(FORGE_BASE)
+#                                (from their merge base, as a pull request); SARIF for code scanning
 #   make forge-test              run the project's tests through forge (flaky reruns, JUnit XML)
 #   make forge-check             both (always both), as a CI gate: fails when either says no
 #   make forge-run TASK="…"      a whole run; every record in forge-run.jsonl

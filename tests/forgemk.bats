@@ -133,3 +133,18 @@ fake_forge() {
 	run -2 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" FORGE_OUT="$BATS_TEST_TMPDIR/afile/x" forge-review
 	[[ $stderr == *"forge.mk: cannot make FORGE_OUT '$BATS_TEST_TMPDIR/afile/x'"* ]]
 }
+
+@test "forge-review on a branch behind FORGE_BASE reviews the branch's own change: what the base got after is not blamed on it" {
+	printf 'notes\ntoken ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ\n' >"$repo/notes.txt"
+	git -C "$repo" add notes.txt && git -C "$repo" commit -qm notes
+	git -C "$repo" checkout -qb feature
+	echo "a line" >>"$repo/README.md" && git -C "$repo" add README.md && git -C "$repo" commit -qm "feature"
+	git -C "$repo" checkout -q main
+	printf 'notes\n' >"$repo/notes.txt" && git -C "$repo" commit -qam "drop the token"
+	git -C "$repo" checkout -q feature
+	# (before: --base diffed from main's tip, the dropped token "added" by
+	# the branch: review=4, a critical finding on a file it never touched)
+	run -0 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-review
+	[ "$(cat "$BATS_TEST_TMPDIR/forge-status")" = review=0 ]
+	tail -n 1 "$BATS_TEST_TMPDIR/forge-review.jsonl" | jq -e '.review.files == 1 and .review.findings == []'
+}

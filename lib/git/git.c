@@ -1221,6 +1221,11 @@ int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const c
 	return 0;
 }
 
+bool forge_git_is_shallow(struct forge_git *g)
+{
+	return git_repository_is_shallow(g->repo) == 1;
+}
+
 /* True when id is a root commit with an empty tree (a forge empty base). */
 static bool is_empty_root(git_repository *repo, const git_oid *id)
 {
