@@ -20,6 +20,7 @@
 #include "os/proc.h"
 #include "os/spawn.h"
 #include "agent/skills.h"
+#include "core/owner.h"
 #include "store/live.h"
 #include "store/store.h"
 #include "core/tmpdir.h"
@@ -222,7 +223,27 @@ int phase_store_needed(struct store **out, struct phase *ph)
 		return 0;
 	free(path);
 	*out = phase_store(ph);
-	return *out ? 0 : -1;
+	if (!*out)
+		return -1;
+	if (store_readonly(*out)) {
+		/* opened for reading only (a read-only checkout, another user's
+		 * file): what the phase must keep would be lost after its work */
+		struct buf b = BUF_INIT;
+
+		buf_addf(&b, "database '%s' can only be read here", store_path(*out));
+		size_t at = b.len;
+		buf_adds(&b, " (");
+		if (owner_explain(&b, store_path(*out), true))
+			buf_addch(&b, ')');
+		else
+			buf_truncate(&b, at);
+		buf_adds(&b, "; " STORE_ELSEWHERE_HINT);
+		forge_error("%s", b.buf);
+		buf_release(&b);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 int phase_previous_runs(const struct phase *ph)

@@ -185,7 +185,9 @@ struct store *phase_store(struct phase *ph);
  * The database for what the phase must keep (plan versions, findings):
  * *out is phase_store()'s (borrowed), NULL when there is no database to
  * use (no --db, $FORGE_DB nor repository).  -1 with a message naming it
- * when there is one but it cannot be opened: a loss, not to go unsaid.
+ * when there is one but it cannot be opened, or only for reading (a
+ * read-only checkout, another user's file), with where else to keep it
+ * (--db, FORGE_DB): a loss, not to go unsaid, and said before the work.
  */
 int phase_store_needed(struct store **out, struct phase *ph);
 
