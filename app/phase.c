@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -1102,6 +1103,39 @@ static long stdin_waiting(void)
 	return 0;
 }
 
+/*
+ * Input with no state and no task: what it held instead.  Events alone (a
+ * stream cut before its state, say), or records of kinds no program reads
+ * (forwarded all the same): the one that looks like a state but for its
+ * kind's case ("State") is named, line and all -- "only events" said of a
+ * stream with no event in it sent the person looking for the wrong thing.
+ */
+static int no_state(struct phase *ph)
+{
+	const char *what = ph->spec->needs_input
+		? "pipe a phase's whole output (its last line is the state), or what this phase reads alone "
+		  "(see --help)"
+		: "pipe a phase's whole output (its last line is the state); to work on the repository "
+		  "alone, pass --no-input";
+	char why[512];
+
+	if (ph->in.others && strcasecmp(ph->in.other_kind, "state") == 0) {
+		ph->in.error_line = ph->in.other_line;
+		snprintf(why, sizeof why, "no state in the input: this record's kind is \"%s\", which is not "
+			 "\"state\" (kinds are lower case; a record of another kind is passed on unread)",
+			 ph->in.other_kind);
+		return cli_reject(&ph->out, &ph->in, why);
+	}
+	if (ph->in.others && !ph->in.events) {
+		snprintf(why, sizeof why, "no state in the input, only %lu record%s of other kinds (the first "
+			 "on line %lu, of kind \"%s\"), which are passed on unread: %s", ph->in.others,
+			 ph->in.others == 1 ? "" : "s", ph->in.other_line, ph->in.other_kind, what);
+		return cli_reject(&ph->out, &ph->in, why);
+	}
+	snprintf(why, sizeof why, "no state in the input, only events: %s", what);
+	return cli_reject(&ph->out, &ph->in, why);
+}
+
 static int take_input(struct phase *ph)
 {
 	struct stream_options opt = {
@@ -1159,12 +1193,7 @@ static int take_input(struct phase *ph)
 	 * to work on, and making up a task would work on the wrong thing. */
 	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && jv_get_kind(ph->in.task) != JV_KIND_OBJECT &&
 	    jv_get_kind(ph->in.raw) != JV_KIND_STRING)
-		return cli_reject(&ph->out, &ph->in,
-				  ph->spec->needs_input
-				  ? "no state in the input, only events: pipe a phase's whole output (its last line "
-				    "is the state), or what this phase reads alone (see --help)"
-				  : "no state in the input, only events: pipe a phase's whole output (its last line "
-				    "is the state); to work on the repository alone, pass --no-input");
+		return no_state(ph);
 	return 0;
 }
 
