@@ -1205,11 +1205,13 @@ static const char *run(struct phase *ph)
 
 	/* layer 1 */
 	jv lint, sec, scan;
+	phase_leave_if_output_gone(ph);
 	t0 = monotonic_ms();
 	phase_progress(ph, "static analysis");
 	review_lint(&lint, &ctx);
 	lint = concat(lint, cut_findings);
 	layer_event(ph, "static", jv_copy(lint), monotonic_ms() - t0);
+	phase_leave_if_output_gone(ph);	/* (no scanner for a review none can read) */
 	/* layer 2 */
 	t0 = monotonic_ms();
 	phase_progress(ph, "security scan");
