@@ -2,7 +2,8 @@
 #
 #   include /usr/local/share/forge/forge.mk     (or a copy in your tree)
 #
-#   make forge-review            review the changes against $(FORGE_BASE); SARIF for code scanning
+#   make forge-review            review what the branch changed since it left $(FORGE_BASE)
+#                                (from their merge base, as a pull request); SARIF for code scanning
 #   make forge-test              run the project's tests through forge (flaky reruns, JUnit XML)
 #   make forge-check             both (always both), as a CI gate: fails when either says no
 #   make forge-run TASK="…"      a whole run; every record in forge-run.jsonl
@@ -22,6 +23,11 @@ FORGE_RUN_FLAGS ?= --auto-approve
 FORGE_OUT ?= .
 FORGE_STATUS ?= $(FORGE_OUT)/forge-status
 
+# $(call forge_q,TEXT): TEXT as one shell word, quoted ('…', each ' as '\''):
+# a path with a space (a CI workspace named after its job) or an apostrophe
+# is one argument, and a redirection to it writes there and nowhere else.
+forge_q = '$(subst ','\'',$(1))'
+
 # Shell code defining forge_step NAME COMMAND...: run COMMAND, replace the NAME=
 # line of $(FORGE_STATUS) with NAME=STATUS, and when STATUS is not 0 say on
 # stderr "forge-NAME: exit STATUS (meaning)".  Returns STATUS.  It makes
@@ -33,7 +39,7 @@ FORGE_STATUS ?= $(FORGE_OUT)/forge-status
 # flock is missing the rewrite goes on unlocked, as before.
 FORGE_STEP = forge_step() { \
 	n=$$1; shift; s=0; "$$@" || s=$$?; \
-	f='$(FORGE_STATUS)'; \
+	f=$(call forge_q,$(FORGE_STATUS)); \
 	if command -v flock >/dev/null 2>&1; then \
 		{ flock 9 || :; forge_status_put "$$n" "$$s" "$$f"; } 9<"$$(dirname -- "$$f")" || \
 			forge_status_put "$$n" "$$s" "$$f"; \
@@ -55,13 +61,15 @@ FORGE_STEP = forge_step() { \
 forge_status_put() { \
 	{ grep -v "^$$1=" "$$3" 2>/dev/null; echo "$$1=$$2"; } >"$$3.$$1.tmp" && mv -f "$$3.$$1.tmp" "$$3"; \
 }; \
-mkdir -p -- '$(FORGE_OUT)' "$$(dirname -- '$(FORGE_STATUS)')" || { \
-	echo "forge.mk: cannot make FORGE_OUT '$(FORGE_OUT)'" >&2; exit 2; }
+forge_out=$(call forge_q,$(FORGE_OUT)); \
+mkdir -p -- "$$forge_out" "$$(dirname -- $(call forge_q,$(FORGE_STATUS)))" || { \
+	echo "forge.mk: cannot make FORGE_OUT '$$forge_out'" >&2; exit 2; }
 
-FORGE_REVIEW_CMD = $(FORGE) review --base $(FORGE_BASE) --no-input --sarif $(FORGE_OUT)/forge-review.sarif \
-	$(FORGE_REVIEW_FLAGS) > $(FORGE_OUT)/forge-review.jsonl
-FORGE_TEST_CMD = $(FORGE) test --no-input --junit $(FORGE_OUT)/forge-junit.xml $(FORGE_TEST_FLAGS) </dev/null \
-	> $(FORGE_OUT)/forge-test.jsonl
+FORGE_REVIEW_CMD = $(FORGE) review --base $(call forge_q,$(FORGE_BASE)) --no-input \
+	--sarif $(call forge_q,$(FORGE_OUT)/forge-review.sarif) \
+	$(FORGE_REVIEW_FLAGS) > $(call forge_q,$(FORGE_OUT)/forge-review.jsonl)
+FORGE_TEST_CMD = $(FORGE) test --no-input --junit $(call forge_q,$(FORGE_OUT)/forge-junit.xml) \
+	$(FORGE_TEST_FLAGS) </dev/null > $(call forge_q,$(FORGE_OUT)/forge-test.jsonl)
 
 forge-review:
 	@$(FORGE_STEP); forge_step review $(FORGE_REVIEW_CMD)
@@ -84,6 +92,6 @@ forge-check:
 forge-run: export FORGE_MK_TASK = $(if $(filter command environment,$(origin TASK)),$(value TASK),$(TASK))
 forge-run:
 	@test -n "$$FORGE_MK_TASK" || { echo 'forge-run: set TASK="what to do"' >&2; exit 2; }
-	@$(FORGE_STEP); forge_step run $(FORGE) run --json $(FORGE_RUN_FLAGS) "$$FORGE_MK_TASK" > $(FORGE_OUT)/forge-run.jsonl
+	@$(FORGE_STEP); forge_step run $(FORGE) run --json $(FORGE_RUN_FLAGS) "$$FORGE_MK_TASK" > $(call forge_q,$(FORGE_OUT)/forge-run.jsonl)
 
 .PHONY: forge-review forge-test forge-check forge-run

@@ -20,18 +20,21 @@
 #include "os/proc.h"
 #include "os/spawn.h"
 #include "agent/skills.h"
+#include "core/owner.h"
 #include "store/live.h"
 #include "store/store.h"
 #include "core/tmpdir.h"
 
 #include <limits.h>
 #include <math.h>
+#include <errno.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -67,6 +70,45 @@ static void leave(int sig)
 void phase_leave_if_interrupted(void)
 {
 	cli_leave_if_interrupted();	/* (after the call's llm.called) */
+}
+
+/* Stop renewing the lease this phase took, and release it. */
+static void release_lease(struct phase *ph)
+{
+	signal_beat = NULL;
+	heartbeat_stop(ph->beat);
+	ph->beat = NULL;
+	if (ph->lease[0])
+		store_lease_release(ph->store, json_get_str(ph->state, "trace_id") ? json_get_str(ph->state, "trace_id")
+				    : json_get_str(ph->in.state, "trace_id"), ph->lease);
+	ph->lease[0] = '\0';
+}
+
+static void call_display_end(void);
+
+void phase_leave_if_output_gone(struct phase *ph)
+{
+	if (!ph->out.failed)
+		return;
+	int err = ph->out.err;
+
+	/* as leave() for a signal: what runs is stopped, the lease released
+	 * (exit(3) removes the temporary directories); a model call about to
+	 * start has its spinner and live text taken down */
+	call_display_end();
+	proc_kill_running(SIGTERM);
+	proc_spawn_kill_all(MCP_KILL_GRACE_MS);
+	release_lease(ph);
+	if (err != EPIPE)
+		fprintf(stderr, "%s: cannot write to standard output: %s; stopped with nothing more done "
+			"(no state written)\n", ph->spec->program, strerror(err));
+	exit(err == EPIPE ? FORGE_EXIT_PIPE : FORGE_EXIT_DEPENDENCY);
+}
+
+/* (llm_options.before_call of the phase's model clients) */
+static void output_gone_before_call(void *payload)
+{
+	phase_leave_if_output_gone(payload);
 }
 
 /* FORGE_SUPERVISOR_PID: the supervisor that runs this phase; 0 alone. */
@@ -222,7 +264,27 @@ int phase_store_needed(struct store **out, struct phase *ph)
 		return 0;
 	free(path);
 	*out = phase_store(ph);
-	return *out ? 0 : -1;
+	if (!*out)
+		return -1;
+	if (store_readonly(*out)) {
+		/* opened for reading only (a read-only checkout, another user's
+		 * file): what the phase must keep would be lost after its work */
+		struct buf b = BUF_INIT;
+
+		buf_addf(&b, "database '%s' can only be read here", store_path(*out));
+		size_t at = b.len;
+		buf_adds(&b, " (");
+		if (owner_explain(&b, store_path(*out), true))
+			buf_addch(&b, ')');
+		else
+			buf_truncate(&b, at);
+		buf_adds(&b, "; " STORE_ELSEWHERE_HINT);
+		forge_error("%s", b.buf);
+		buf_release(&b);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 int phase_previous_runs(const struct phase *ph)
@@ -629,6 +691,9 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 	opt.trace_id = ph->out.trace_id;
 	opt.warn = warn_once;
 	opt.warn_payload = ph;
+	/* no model call once nothing the phase does can be delivered */
+	opt.before_call = output_gone_before_call;
+	opt.before_call_payload = ph;
 	if (llm_client_new(out, &opt) < 0)
 		return forge_error_prefix("%s model", fast ? "fast" : name);
 	/* A call without a price costs null: the phase's and the run's
@@ -667,6 +732,15 @@ static void agent_call(void *payload, bool start)
 	}
 	snprintf(label, sizeof label, "%s: model", ph->spec->program);
 	term_spinner_start(label);
+}
+
+/* The spinner and the live text of a model call, ended (nothing when
+ * none is shown). */
+static void call_display_end(void)
+{
+	store_live_end(&agent_live);
+	if (agent_spinner)
+		term_spinner_stop();
 }
 
 static void agent_text(void *payload, const char *text, size_t len)
@@ -924,6 +998,23 @@ static void answers_text(struct buf *b, struct phase *ph)
 	jv_free(answers);
 }
 
+/* The agent's executor, run only while the phase's output can be written
+ * (phase_leave_if_output_gone): no tool edits, runs or asks anything for
+ * a phase whose result cannot be delivered. */
+struct output_exec {
+	struct phase *ph;
+	agent_exec_fn exec;
+	void *payload;
+};
+
+static int exec_while_output(struct agent_tool_outcome *out, const char *name, jv input, void *payload)
+{
+	struct output_exec *x = payload;
+
+	phase_leave_if_output_gone(x->ph);
+	return x->exec(out, name, input, x->payload);
+}
+
 const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct agent_config *cfg,
 			    const char *prompt, agent_exec_fn exec, void *exec_payload)
 {
@@ -985,9 +1076,11 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		    !store_readonly(phase_store(ph));
 	bool status = agent_spinner || live;
 	store_live_init(&agent_live, live ? phase_store(ph) : NULL);
+	struct output_exec guarded = { ph, tools.ts ? toolset_exec_fn : exec,
+				       tools.ts ? (void *)&tools : exec_payload };
 	struct agent_env env = {
 		.llm = agent_llm, .fast = agent_fast, .out = &ph->out,
-		.exec = tools.ts ? toolset_exec_fn : exec, .exec_payload = tools.ts ? (void *)&tools : exec_payload,
+		.exec = exec_while_output, .exec_payload = &guarded,
 		.progress = ph->progress ? agent_progress : NULL, .progress_payload = ph,
 		.on_call = status ? agent_call : NULL, .on_text = status ? agent_text : NULL,
 		.on_tool = ph->common.verbosity > 0 ? agent_tool : NULL,
@@ -1081,6 +1174,39 @@ static long stdin_waiting(void)
 	return 0;
 }
 
+/*
+ * Input with no state and no task: what it held instead.  Events alone (a
+ * stream cut before its state, say), or records of kinds no program reads
+ * (forwarded all the same): the one that looks like a state but for its
+ * kind's case ("State") is named, line and all -- "only events" said of a
+ * stream with no event in it sent the person looking for the wrong thing.
+ */
+static int no_state(struct phase *ph)
+{
+	const char *what = ph->spec->needs_input
+		? "pipe a phase's whole output (its last line is the state), or what this phase reads alone "
+		  "(see --help)"
+		: "pipe a phase's whole output (its last line is the state); to work on the repository "
+		  "alone, pass --no-input";
+	char why[512];
+
+	if (ph->in.others && strcasecmp(ph->in.other_kind, "state") == 0) {
+		ph->in.error_line = ph->in.other_line;
+		snprintf(why, sizeof why, "no state in the input: this record's kind is \"%s\", which is not "
+			 "\"state\" (kinds are lower case; a record of another kind is passed on unread)",
+			 ph->in.other_kind);
+		return cli_reject(&ph->out, &ph->in, why);
+	}
+	if (ph->in.others && !ph->in.events) {
+		snprintf(why, sizeof why, "no state in the input, only %lu record%s of other kinds (the first "
+			 "on line %lu, of kind \"%s\"), which are passed on unread: %s", ph->in.others,
+			 ph->in.others == 1 ? "" : "s", ph->in.other_line, ph->in.other_kind, what);
+		return cli_reject(&ph->out, &ph->in, why);
+	}
+	snprintf(why, sizeof why, "no state in the input, only events: %s", what);
+	return cli_reject(&ph->out, &ph->in, why);
+}
+
 static int take_input(struct phase *ph)
 {
 	struct stream_options opt = {
@@ -1116,7 +1242,7 @@ static int take_input(struct phase *ph)
 	}
 	int rc = stream_read(&ph->in, stdin, &ph->out, &opt);
 	if (rc == STREAM_OUTPUT_FAILED)
-		return cli_out_status(&ph->out, FORGE_EXIT_OK);
+		return FORGE_EXIT_DEPENDENCY;	/* (phase_main's cli_out_status says it, once) */
 	if (rc != 0)
 		return cli_reject(&ph->out, &ph->in, forge_last_error());
 	if (ph->in.empty && ph->spec->needs_input)
@@ -1138,12 +1264,7 @@ static int take_input(struct phase *ph)
 	 * to work on, and making up a task would work on the wrong thing. */
 	if (jv_get_kind(ph->in.state) != JV_KIND_OBJECT && jv_get_kind(ph->in.task) != JV_KIND_OBJECT &&
 	    jv_get_kind(ph->in.raw) != JV_KIND_STRING)
-		return cli_reject(&ph->out, &ph->in,
-				  ph->spec->needs_input
-				  ? "no state in the input, only events: pipe a phase's whole output (its last line "
-				    "is the state), or what this phase reads alone (see --help)"
-				  : "no state in the input, only events: pipe a phase's whole output (its last line "
-				    "is the state); to work on the repository alone, pass --no-input");
+		return no_state(ph);
 	return 0;
 }
 
@@ -1540,6 +1661,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	phase_emit(&ph, "phase.started", json_set(jv_object(), "task", jv_string(desc ? desc : "")));
 	jv_free(task);
 
+	phase_leave_if_output_gone(&ph);	/* (its reader gone already: no work) */
 	const char *st = run_phase(&ph);
 	phase_leave_if_interrupted();	/* no state: the last checkpoint stands */
 	phase_toolset_close();
@@ -1566,11 +1688,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 	}
 	ph.state = jv_null();
 out:
-	signal_beat = NULL;
-	heartbeat_stop(ph.beat);
-	if (ph.lease[0])
-		store_lease_release(ph.store, json_get_str(ph.state, "trace_id") ? json_get_str(ph.state, "trace_id")
-				    : json_get_str(ph.in.state, "trace_id"), ph.lease);
+	release_lease(&ph);
 	llm_client_free(agent_fast);
 	llm_client_free(agent_llm);
 	agent_fast = agent_llm = NULL;

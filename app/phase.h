@@ -185,7 +185,9 @@ struct store *phase_store(struct phase *ph);
  * The database for what the phase must keep (plan versions, findings):
  * *out is phase_store()'s (borrowed), NULL when there is no database to
  * use (no --db, $FORGE_DB nor repository).  -1 with a message naming it
- * when there is one but it cannot be opened: a loss, not to go unsaid.
+ * when there is one but it cannot be opened, or only for reading (a
+ * read-only checkout, another user's file), with where else to keep it
+ * (--db, FORGE_DB): a loss, not to go unsaid, and said before the work.
  */
 int phase_store_needed(struct store **out, struct phase *ph);
 
@@ -211,6 +213,24 @@ void phase_llm_called(struct phase *ph, const struct llm_client *c, const struct
  * it once the call is recorded; phase_llm_called(), phase_run_agent() and
  * the delegate tool do. */
 void phase_leave_if_interrupted(void);
+
+/*
+ * The phase's standard output can no longer be written: its reader went
+ * away (EPIPE: `forge-plan … | head -n 1`, a next stage that failed at
+ * once, a supervisor that is gone) or a write failed (ENOSPC: > /dev/full).
+ * Nothing the phase does from here would reach anyone (a phase run alone
+ * checkpoints nothing; under forge-supervisor, its pipe is the checkpoint's
+ * way in), so it stops at this step boundary instead of paying for its
+ * model calls and running its tools to the end: the commands and servers
+ * it started are stopped, the lease released, no state written, and it
+ * exits 141 (EPIPE, quietly: as SIGPIPE would have ended it) or 5 (the
+ * error on stderr).  Returns when the output is still good.  Called before
+ * each model call (phase_llm's clients), before each tool of the agent, as
+ * the phase starts its work, and between a phase's own long steps (a
+ * review's layers, implement's validation, the test rerun): never in the
+ * middle of one (an edit and its commit, a deploy's steps).
+ */
+void phase_leave_if_output_gone(struct phase *ph);
 
 /*
  * What the phase may still spend on models: the lower of its limit

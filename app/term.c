@@ -18,13 +18,23 @@
 #define TICK_MS 200
 #define TAIL_MAX 4096           /* the streamed text kept: its end, for the last line */
 
+/* TERM says nothing of what the terminal can do: "dumb", or unset or
+ * empty (a terminal whose emulator set none: `env -u TERM`, a bare
+ * serial console), where an escape sequence may show as it is. */
+static bool term_dumb(void)
+{
+	const char *term = getenv("TERM");
+
+	return !term || !*term || strcmp(term, "dumb") == 0;
+}
+
 bool term_color(int fd)
 {
-	const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+	const char *no = getenv("NO_COLOR");
 
 	if (no && *no)
 		return false;
-	if (term && strcmp(term, "dumb") == 0)
+	if (term_dumb())
 		return false;
 	return isatty(fd) == 1;
 }
@@ -174,12 +184,10 @@ static enum mode status_mode(void)
 {
 	const char *relay = getenv(TERM_RELAY_ENV);
 
-	const char *term = getenv("TERM");
-
-	/* (a terminal that cannot erase a line, TERM=dumb: no status line,
-	 * whose "\r\033[K" would show there as it is) */
+	/* (a terminal that cannot erase a line, TERM=dumb or none: no status
+	 * line, whose "\r\033[K" would show there as it is) */
 	if (isatty(STDERR_FILENO))
-		return term && strcmp(term, "dumb") == 0 ? MODE_NONE : MODE_TTY;
+		return term_dumb() ? MODE_NONE : MODE_TTY;
 	return relay && *relay ? MODE_RELAY : MODE_NONE;
 }
 

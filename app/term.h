@@ -3,14 +3,16 @@
  * (the spinner of a running model call) at the bottom of stderr.
  *
  * Colour: term_color(fd) is true when fd is a terminal, NO_COLOR is unset
- * or empty and TERM is not "dumb"; every coloured string in app/ comes from
- * term_sgr(), which gives "" when colour is off, so a piped or NO_COLOR
- * output has no escape sequence at all.
+ * or empty and TERM is set, not empty and not "dumb" (a terminal of
+ * unknown kind may show an escape sequence as it is); every coloured
+ * string in app/ comes from term_sgr(), which gives "" when colour is off,
+ * so a piped or NO_COLOR output has no escape sequence at all.
  *
  * The status line: term_status() draws one line on stderr ("\r", the text
  * cut to the terminal's width, erase to the end of the line), replaced by
  * the next call and erased by term_status_clear(), which everything else
- * that writes to stderr calls first.  When stderr is not a terminal but
+ * that writes to stderr calls first; none on a terminal whose TERM is
+ * "dumb", unset or empty.  When stderr is not a terminal but
  * FORGE_STATUS_RELAY is set (forge-supervisor sets it for its phases when
  * its own stderr is a terminal: their stderr comes to it through a pipe),
  * the line is written as a record for the relay instead:

@@ -1015,6 +1015,7 @@ static const char *implement(struct impl *im, const char *build_cmd, const char 
 			return "ok";
 		if (tests_passed(im))
 			return "ok";
+		phase_leave_if_output_gone(im->ph);	/* (the attempt is committed) */
 		validate(im, build_cmd, test_cmd);
 		if (im->validated || round >= rounds || !json_get_str(im->validation, "command"))
 			return "ok";

@@ -3,7 +3,7 @@
  * diff, → review {findings, risk, decision}.
  *
  *   git diff main | forge-review                 a diff on stdin
- *   forge-review --base main --no-input          the working tree against main
+ *   forge-review --base main --no-input          what the branch changed since main
  *   forge-review --commit HEAD --sarif out.sarif one commit, SARIF for code scanning
  *                                                (--no-input when stdin is not a terminal)
  *   forge-implement … | forge-review             the state's changes
@@ -57,7 +57,9 @@ struct review_args {
 };
 
 static const struct cli_option options[] = {
-	{ "base", 0, "REF", "review the working tree's changes against REF (git diff REF)", OPT_BASE },
+	{ "base", 0, "REF", "review what the working tree changed since it branched from REF: the diff "
+	  "from the merge base of REF and HEAD, uncommitted changes included (git diff REF...HEAD, as a "
+	  "pull request shows it)", OPT_BASE },
 	{ "commit", 0, "SHA", "review one commit (against its first parent)", OPT_COMMIT },
 	{ "sarif", 0, "FILE", "also write the findings as SARIF 2.1.0 to FILE", OPT_SARIF },
 	{ "pr", 0, "N", "review GitHub pull request N and post the result as one PR review", OPT_PR },
@@ -468,6 +470,47 @@ static void worktree_gone(char **root, struct phase *ph, const char *wt)
 	a->unreadable = buf_detach(&why, NULL);
 }
 
+/*
+ * --base REF: what to diff the working tree from -- the merge base of REF
+ * (resolved: sha) and HEAD, so that the review is of what this branch
+ * changed since it left REF, as `git diff REF...HEAD` and a pull request
+ * show it (with the working tree's uncommitted changes too).  Diffing
+ * from REF itself (before) blamed a branch behind REF for every change
+ * merged there after it branched, reversed: the CI gate failed on files
+ * the branch never touched.  A HEAD with no commit yet has no history to
+ * part from: REF itself.  A review.base event {ref, commit, merge_base}
+ * says which.  0, or -2 (bad input) when REF and HEAD share no history
+ * (or none a shallow clone holds: the message says to fetch more).
+ */
+static int base_from(char **out, struct phase *ph, struct forge_git *g, const char *ref, const char *sha)
+{
+	char *head = NULL;
+	jv e = json_set(json_set(jv_object(), "ref", jv_string(ref)), "commit", jv_string(sha));
+
+	*out = NULL;
+	if (forge_git_resolve(&head, g, "HEAD") < 0) {
+		*out = xstrdup(sha);	/* an unborn HEAD */
+		e = json_set(e, "merge_base", jv_null());
+	} else if (forge_git_merge_base(out, g, sha, head) < 0) {
+		if (forge_git_is_shallow(g))	/* (the CI default: a clone of one commit) */
+			forge_error("--base '%s' and HEAD (%.12s) have no common commit in the history of this "
+				    "shallow clone: fetch enough of it to reach where the branch left %s (git fetch "
+				    "--deepen=N, or --unshallow; in CI: fetch-depth 0, GIT_DEPTH 0)", ref, head, ref);
+		else
+			forge_error("--base '%s' and HEAD (%.12s) have no history in common: nothing tells what "
+				    "this branch changed; give a commit HEAD descends from, or review a diff: git "
+				    "diff %s | forge-review", ref, head, ref);
+		free(head);
+		jv_free(e);
+		return -2;
+	} else {
+		e = json_set(e, "merge_base", jv_string(*out));
+	}
+	free(head);
+	phase_emit(ph, "review.base", e);
+	return 0;
+}
+
 /* The diff to review, the directory of its post-image and, when the
  * post-image is a commit, that commit; *source says where the diff came
  * from (the review's "source"). */
@@ -501,14 +544,21 @@ static int diff_source(char **text, char **root, char **commit, const char **sou
 			rc = -2;	/* a ref that does not resolve is bad input */
 			goto out;
 		}
-		forge_git_free(g);
 		if (a->commit) {
+			forge_git_free(g);
 			const char *args[] = { "show", "--format=", DIFF_OPTS, "-m", "--first-parent", sha, NULL };
 			rc = git_out(text, *root, args);
 			*commit = sha;
 		} else {
-			const char *args[] = { "diff", DIFF_OPTS, sha, NULL };
-			rc = git_out(text, *root, args);
+			char *from = NULL;
+
+			rc = base_from(&from, ph, g, a->base, sha);
+			forge_git_free(g);
+			if (rc == 0) {
+				const char *args[] = { "diff", DIFF_OPTS, from, NULL };
+				rc = git_out(text, *root, args);
+			}
+			free(from);
 			free(sha);
 		}
 		goto out;
@@ -1193,11 +1243,13 @@ static const char *run(struct phase *ph)
 
 	/* layer 1 */
 	jv lint, sec, scan;
+	phase_leave_if_output_gone(ph);
 	t0 = monotonic_ms();
 	phase_progress(ph, "static analysis");
 	review_lint(&lint, &ctx);
 	lint = concat(lint, cut_findings);
 	layer_event(ph, "static", jv_copy(lint), monotonic_ms() - t0);
+	phase_leave_if_output_gone(ph);	/* (no scanner for a review none can read) */
 	/* layer 2 */
 	t0 = monotonic_ms();
 	phase_progress(ph, "security scan");
@@ -1335,8 +1387,9 @@ int main(int argc, char **argv)
 		.synopsis = "[--sarif FILE] [OPTION]... < diff-or-state\n"
 			    "(--base REF | --commit SHA) --no-input [--sarif FILE] [OPTION]...\n"
 			    "--pr N [--dry-run] [--sarif FILE] [OPTION]...",
-		.description = "Review changes: the state's changes, a unified diff on stdin, the working "
-			       "tree against --base, or one --commit (with --no-input, or on a terminal: an "
+		.description = "Review changes: the state's changes, a unified diff on stdin, what the "
+			       "working tree changed since it branched from --base (from their merge base, "
+			       "as a pull request), or one --commit (with --no-input, or on a terminal: an "
 			       "empty stdin is bad input).  Layer 1 runs linters, layer 2 scans for "
 			       "secrets and insecure code, layer 3 asks a model when the risk is above low.  "
 			       "Exit 0 approve, 1 request_changes, 4 require_human.  Run alone (not by "

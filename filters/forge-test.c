@@ -956,6 +956,7 @@ static const char *run_phase(struct phase *ph)
 	ev = json_set(ev, "dir", jv_string(t->dir));
 	ev = json_set(ev, "timeout_s", jv_number(timeout_s));
 	phase_emit(ph, "test.started", ev);
+	phase_leave_if_output_gone(ph);	/* (no run whose results none can read) */
 	phase_progress(ph, "running %s", t->command);
 
 	time_t since = time(NULL);
@@ -1067,8 +1068,10 @@ static const char *run_phase(struct phase *ph)
 	bool any = false;
 	for (size_t i = 0; i < t->run.ncases; i++)
 		any |= failing(&t->run.cases[i]);
-	if (any && !res.timed_out)
+	if (any && !res.timed_out) {
+		phase_leave_if_output_gone(ph);
 		rerun_failures(ph, t);
+	}
 	for (size_t i = 0; i < t->run.ncases; i++) {
 		const struct testcase *c = &t->run.cases[i];
 		if (failing(c) || c->flaky)

@@ -113,6 +113,14 @@ last_trace() { forge history --json -n 1 | jq -r .trace_id; }
 	run -1 grep -c $'\e' "$BATS_TEST_TMPDIR/plain"
 	run -0 grep -cxF "$FINDING" "$BATS_TEST_TMPDIR/plain"
 	assert_output 1
+	# a terminal with no TERM (or an empty one) is taken as TERM=dumb: plain
+	# (before: coloured, the escapes shown as they are where none is understood)
+	for how in "env -u TERM" "env TERM="; do
+		run -4 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$BATS_TEST_TMPDIR/noterm" -- \
+			$how sh -c 'forge-review --no-input --commit HEAD >/dev/null'
+		run -1 grep -c $'\e' "$BATS_TEST_TMPDIR/noterm"
+		run -0 grep -cxF "$FINDING" "$BATS_TEST_TMPDIR/noterm"
+	done
 	# piped stderr (the first test's exact lines): no escapes either
 	run -4 --separate-stderr forge-review --no-input --commit HEAD </dev/null
 	[[ "$stderr" != *$'\e'* ]]
@@ -330,6 +338,19 @@ no_reader() {
 	# a phase that can work alone says how
 	run -2 --separate-stderr forge-test <"$BATS_TEST_TMPDIR/events"
 	[[ $stderr == *"no state in the input, only events"*"to work on the repository alone, pass --no-input" ]]
+}
+
+@test "a stream whose only state has a kind in the wrong case is told so, not \"only events\"" {
+	calc_replay
+	forge-plan -q --task "add a mul operation" | tail -n 1 | sed 's/"kind":"state"/"kind":"State"/' \
+		>"$BATS_TEST_TMPDIR/State"
+	# (before: "no state in the input, only events", with no event in it)
+	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/State"
+	assert_equal "$stderr" 'forge-implement: line 1: no state in the input: this record'"'"'s kind is "State", which is not "state" (kinds are lower case; a record of another kind is passed on unread)'
+	# records of other kinds alone: said as such
+	run -2 --separate-stderr forge-test < <(printf '%s\n' '{"kind":"note","text":"n"}' '{"kind":"note","text":"m"}')
+	assert_equal "$stderr" 'forge-test: no state in the input, only 2 records of other kinds (the first on line 1, of kind "note"), which are passed on unread: pipe a phase'"'"'s whole output (its last line is the state); to work on the repository alone, pass --no-input'
+	[ "${lines[0]}" = '{"kind":"note","text":"n"}' ]
 }
 
 @test "an operand is refused by every phase filter (exit 2, saying how the input is given), not dropped for what stdin holds" {

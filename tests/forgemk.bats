@@ -133,3 +133,36 @@ fake_forge() {
 	run -2 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" FORGE_OUT="$BATS_TEST_TMPDIR/afile/x" forge-review
 	[[ $stderr == *"forge.mk: cannot make FORGE_OUT '$BATS_TEST_TMPDIR/afile/x'"* ]]
 }
+
+@test "a FORGE_OUT with a space and an apostrophe: each path one argument, every output there and nowhere else" {
+	fake_forge
+	out="$BATS_TEST_TMPDIR/my ws/it's out"
+	echo "FORGE_OUT = $out" >>"$BATS_TEST_TMPDIR/ci.mk"
+	# (before: "unexpected operand 'ws/out/forge-review.sarif'", exit 2, and an
+	# empty file "my" made beside the workspace by the redirection)
+	run -0 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-review
+	[ "$(sed -n '/^--sarif$/{n;p;}' "$BATS_TEST_TMPDIR/args.txt")" = "$out/forge-review.sarif" ]
+	[ "$(sed -n '/^--base$/{n;p;}' "$BATS_TEST_TMPDIR/args.txt")" = main ]
+	run -0 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-test
+	[ "$(sed -n '/^--junit$/{n;p;}' "$BATS_TEST_TMPDIR/args.txt")" = "$out/forge-junit.xml" ]
+	run -0 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-run TASK=x
+	[ "$(cat "$out/forge-status")" = "$(printf 'review=0\ntest=0\nrun=0')" ]
+	[ -s "$out/forge-review.jsonl" ] && [ -s "$out/forge-test.jsonl" ] && [ -s "$out/forge-run.jsonl" ]
+	[ "$(ls -A "$BATS_TEST_TMPDIR/my ws")" = "it's out" ]
+	[ ! -e "$BATS_TEST_TMPDIR/my" ]
+}
+
+@test "forge-review on a branch behind FORGE_BASE reviews the branch's own change: what the base got after is not blamed on it" {
+	printf 'notes\ntoken ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ\n' >"$repo/notes.txt"
+	git -C "$repo" add notes.txt && git -C "$repo" commit -qm notes
+	git -C "$repo" checkout -qb feature
+	echo "a line" >>"$repo/README.md" && git -C "$repo" add README.md && git -C "$repo" commit -qm "feature"
+	git -C "$repo" checkout -q main
+	printf 'notes\n' >"$repo/notes.txt" && git -C "$repo" commit -qam "drop the token"
+	git -C "$repo" checkout -q feature
+	# (before: --base diffed from main's tip, the dropped token "added" by
+	# the branch: review=4, a critical finding on a file it never touched)
+	run -0 --separate-stderr make -s -C "$repo" -f "$BATS_TEST_TMPDIR/ci.mk" forge-review
+	[ "$(cat "$BATS_TEST_TMPDIR/forge-status")" = review=0 ]
+	tail -n 1 "$BATS_TEST_TMPDIR/forge-review.jsonl" | jq -e '.review.files == 1 and .review.findings == []'
+}

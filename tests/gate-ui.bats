@@ -227,6 +227,14 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	[[ "$(cat "$SHOWN")" != *"tokens ·"* ]]
 }
 
+@test "no TERM on a terminal is taken as TERM=dumb: no status line, no colour" {
+	# (before: the progress coloured, ESC[32m and ESC[2m)
+	run -0 on_tty -- env -u TERM forge run --config "$CFG" --auto-approve "add a mul operation"
+	[[ "$(cat "$SHOWN")" == *"plan"* ]]
+	[[ "$(cat "$SHOWN")" != *$'\e'* ]]
+	[[ "$(cat "$SHOWN")" != *"tokens ·"* ]]
+}
+
 @test "NO_COLOR: the gate and progress without colour, the status line still drawn" {
 	run -0 on_tty --type 'y\n' -- env NO_COLOR=1 forge run --config "$CFG" "add a mul operation"
 	grep -qF "  Risk: high (score 0.60)" "$SHOWN"

@@ -135,3 +135,65 @@ other_user() {
 	touch "$BATS_TEST_TMPDIR/done"
 	wait "$holder"
 }
+
+# ro_at DIR CMD...: CMD with DIR mounted read-only (a checkout given to a
+# container as `-v src:/src:ro`).
+ro_at() {
+	unshare -m sh -c 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"' \
+		_ "$@"
+}
+
+# ro_checkout: $CO, a repository whose last commit changes README; no FORGE_DB.
+ro_checkout() {
+	CO="$BATS_TEST_TMPDIR/co"
+	make_repo "$CO"
+	echo more >>"$CO/README" && git -C "$CO" commit -qam more
+	unset FORGE_DB
+	cd "$CO"
+}
+
+@test "forge-review in a read-only checkout: refused before the review (exit 5), saying to give --db or FORGE_DB" {
+	ro_checkout
+	run -5 --separate-stderr ro_at "$CO" forge-review --base HEAD~1 --no-input
+	assert_equal "$stderr" "forge-review: failed: cannot store findings: cannot create directory '$CO/.forge' for database '$CO/.forge/forge.db': Read-only file system; keep the database where it can be written: --db PATH or FORGE_DB=PATH"
+	[ "$(jq -s '[.[] | select(.type == "review.layer")] | length' <<<"$output")" -eq 0 ]
+	# as it says
+	run -0 --separate-stderr ro_at "$CO" forge-review --base HEAD~1 --no-input --db "$BATS_TEST_TMPDIR/ci.db"
+	[ "$(tail -n 1 <<<"$output" | jq -r .review.decision)" = approve ]
+}
+
+@test "forge-review in a read-only checkout holding a database: refused before the review, findings are not dropped unsaid" {
+	ro_checkout
+	forge-review -q --base HEAD~1 --no-input >/dev/null   # .forge/forge.db made
+	# (before: opened for reading, the review ran and its findings were
+	# dropped with a findings.not_stored event only)
+	run -5 --separate-stderr ro_at "$CO" forge-review --base HEAD~1 --no-input
+	assert_equal "$stderr" "forge-review: failed: cannot store findings: database '$CO/.forge/forge.db' can only be read here ('$CO/.forge/forge.db' is on a read-only file system: no chown or chmod lets it be written); keep the database where it can be written: --db PATH or FORGE_DB=PATH"
+}
+
+@test "another user on a read-only checkout is not told to chown it: no chown makes a read-only mount writable" {
+	[ "$(id -u)" = 0 ] || skip "needs root to switch to nobody"
+	setpriv --reuid=65534 --regid=65534 --clear-groups true || skip "cannot switch to nobody here"
+	ro_checkout
+	forge-review -q --base HEAD~1 --no-input >/dev/null   # .forge/forge.db made, root's
+	mkdir -p "$BATS_TEST_TMPDIR/nb" && chown 65534 "$BATS_TEST_TMPDIR/nb"
+	local d="$BATS_TEST_TMPDIR"
+	while [ "$d" != / ] && [ -n "$d" ]; do chmod a+x "$d"; d=${d%/*}; done
+	chmod -R a+rX "$CO"
+	chmod 700 "$CO/.forge" && chmod 600 "$CO/.forge"/forge.db*   # as forge made them
+	git config --file "$BATS_TEST_TMPDIR/nb/.gitconfig" --add safe.directory "$CO"
+	as_nobody() {
+		ro_at "$CO" setpriv --reuid=65534 --regid=65534 --clear-groups \
+			env HOME="$BATS_TEST_TMPDIR/nb" XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/nb/.config" \
+			XDG_CACHE_HOME="$BATS_TEST_TMPDIR/nb/.cache" "$@"
+	}
+	# (before: "… and user nobody may not enter it (made by a command run
+	# with sudo?); give it back with: sudo chown -R nobody …", which fails
+	# on a read-only mount as any write does)
+	run -2 --separate-stderr as_nobody forge-review --base HEAD~1 --no-input
+	[[ "$stderr" == *"'$CO/.forge' belongs to root (mode 0700), and user nobody may not enter it; it is on a read-only file system: no chown or chmod can change that" ]]
+	chmod 755 "$CO/.forge"
+	run -5 --separate-stderr as_nobody forge-review --base HEAD~1 --no-input
+	[[ "$stderr" == *"; '$CO/.forge/forge.db' is on a read-only file system: no chown or chmod lets it be written; keep the database where it can be written: --db PATH or FORGE_DB=PATH" ]]
+	[[ "$stderr" != *chown\ -R* ]]
+}

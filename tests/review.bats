@@ -766,6 +766,41 @@ python_change() {
 	! grep -q '"kind":"state"' <<<"$output" || false
 }
 
+@test "--base REF reviews what the branch changed since it left REF (from their merge base), not what REF got after" {
+	# main holds a token when the branch leaves it, and drops it after
+	printf 'notes\ntoken ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ\n' >notes.txt
+	git add notes.txt && git commit -qm notes
+	FORK=$(git rev-parse HEAD)
+	git checkout -qb feature
+	echo "a line of the branch" >>README && git commit -qam "feature: README only"
+	git checkout -q main
+	printf 'notes\n' >notes.txt && git commit -qam "drop the token"
+	MAIN=$(git rev-parse HEAD)
+	git checkout -q feature
+	echo "not committed yet" >>README
+	# (before: git diff main, whose reverse of main's fix "added" the
+	# token on this branch: a critical finding, exit 4, for a file the
+	# branch never touched)
+	run -0 --separate-stderr forge-review --no-input --base main </dev/null
+	OUT=$output
+	state | jq -e '.review.files == 1 and .review.findings == [] and .review.source == "base"'
+	jq -e -s --arg f "$FORK" --arg m "$MAIN" '[.[] | select(.type == "review.base") | .payload]
+		== [{ref: "main", commit: $m, merge_base: $f}]' <<<"$OUT"
+	jq -e -s '[.[] | select(.type == "review.diff") | .payload.additions] == [2]' <<<"$OUT"
+	# a REF with no history in common with HEAD tells nothing of the branch
+	git stash -q
+	git checkout -q --orphan other && git commit -qm other
+	run -2 --separate-stderr forge-review --no-input --base main </dev/null
+	[[ "$stderr" == "forge-review: --base 'main' and HEAD ("*") have no history in common: nothing tells what this branch changed; give a commit HEAD descends from, or review a diff: git diff main | forge-review" ]]
+	[ "$(jq -r .type <<<"${lines[-1]}")" = input.rejected ]
+	# a shallow clone that holds no common commit (a CI checkout of depth 1)
+	# is told to fetch more
+	git clone -q --depth 1 --no-single-branch "file://$REPO" "$BATS_TEST_TMPDIR/shallow"
+	cd "$BATS_TEST_TMPDIR/shallow" && git checkout -q feature
+	run -2 --separate-stderr forge-review --no-input --base origin/main </dev/null
+	[[ "$stderr" == "forge-review: --base 'origin/main' and HEAD ("*") have no common commit in the history of this shallow clone: fetch enough of it to reach where the branch left origin/main (git fetch --deepen=N, or --unshallow; in CI: fetch-depth 0, GIT_DEPTH 0)" ]]
+}
+
 @test "a change under .forge/ is a critical security finding: a human must look (exit 4)" {
 	mkdir -p .forge
 	echo '{"sandbox":{"landlock":"off","network":"allow"}}' >.forge/config.json

@@ -140,6 +140,15 @@ expect_rejected() {
 	expect_rejected 1 "protocol version 2"
 }
 
+@test "bad input: a \"v\" that is no whole number is a schema error, not a newer version to upgrade for" {
+	# (before: "state of protocol version 1.5; this forge speaks version 1: upgrade forge")
+	for v in 1.5 2.5 1e400; do
+		run -2 --separate-stderr "$filter" < <(printf '{"kind":"state","v":%s,"trace_id":"t","phase":"plan","status":"ok","task":{"description":"x"}}\n' "$v")
+		[[ "$stderr" == *"state does not match its schema: .v: expected integer"* ]]
+		[[ "$stderr" != *upgrade* ]]
+	done
+}
+
 @test "bad input: empty input" {
 	run -2 --separate-stderr "$filter" </dev/null
 	[[ "$stderr" == "stream-filter: empty input"* ]]

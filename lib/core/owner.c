@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* A uid or gid of sudo's environment: decimal, and not (id_t)-1, which
@@ -105,16 +106,34 @@ static char *top_of(const char *at, uid_t owner)
 	return top;
 }
 
+/* Whether at is on a file system mounted read-only (a container's
+ * `-v src:/src:ro`): then no chown or chmod lets anyone write there. */
+static bool on_read_only_fs(const char *at)
+{
+	struct statvfs vfs;
+
+	return statvfs(at, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+}
+
 /* What stands in the way: at, with st, which this user may not `verb`. */
 static void tell(struct buf *b, const char *at, const struct stat *st, const char *verb)
 {
 	uid_t me = geteuid();
+	bool ro = on_read_only_fs(at);
 	char *top;
 
 	buf_addf(b, "'%s' ", at);
+	if (ro && strncmp(verb, "write", 5) == 0) {
+		buf_adds(b, "is on a read-only file system: no chown or chmod lets it be written");
+		return;
+	}
 	if (st->st_uid == me) {
-		buf_addf(b, "(mode %04o) does not let its owner %s it; to allow it: chmod u+rwX ",
-			 (unsigned)(st->st_mode & 07777), verb);
+		buf_addf(b, "(mode %04o) does not let its owner %s it", (unsigned)(st->st_mode & 07777), verb);
+		if (ro) {
+			buf_adds(b, "; it is on a read-only file system: no chmod can change that");
+			return;
+		}
+		buf_adds(b, "; to allow it: chmod u+rwX ");
 		buf_add_shell_quoted(b, at);
 		return;
 	}
@@ -122,7 +141,13 @@ static void tell(struct buf *b, const char *at, const struct stat *st, const cha
 	add_user(b, st->st_uid);
 	buf_addf(b, " (mode %04o), and user ", (unsigned)(st->st_mode & 07777));
 	add_user(b, me);
-	buf_addf(b, " may not %s it%s; give it back with: sudo chown -R ", verb,
+	buf_addf(b, " may not %s it", verb);
+	if (ro) {
+		/* (the advice would fail there: a chown is a write too) */
+		buf_adds(b, "; it is on a read-only file system: no chown or chmod can change that");
+		return;
+	}
+	buf_addf(b, "%s; give it back with: sudo chown -R ",
 		 st->st_uid == 0 ? " (made by a command run with sudo?)" : "");
 	add_user(b, me);
 	buf_addch(b, ' ');
@@ -131,9 +156,11 @@ static void tell(struct buf *b, const char *at, const struct stat *st, const cha
 	free(top);
 }
 
+/* (EROFS: root, whom no permission stops, on a read-only mount) */
 static bool denied(const char *path, int mode)
 {
-	return faccessat(AT_FDCWD, path, mode, AT_EACCESS) < 0 && (errno == EACCES || errno == EPERM);
+	return faccessat(AT_FDCWD, path, mode, AT_EACCESS) < 0 &&
+	       (errno == EACCES || errno == EPERM || ((mode & W_OK) && errno == EROFS));
 }
 
 bool owner_explain(struct buf *b, const char *path, bool write)

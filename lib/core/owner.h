@@ -43,7 +43,8 @@ void owner_follow(int fd, const char *path);
  * read (or written, with write), else which directory a new file cannot be
  * made in (with write) -- whose it is, its mode, and the command that
  * gives it back ("sudo chown -R USER 'PATH'" when another user's, made by
- * sudo as a rule; "chmod u+rwX 'PATH'" when this user's own) -- and
+ * sudo as a rule; "chmod u+rwX 'PATH'" when this user's own; that it is
+ * on a read-only file system when it is, where neither helps) -- and
  * returns true.  false (b unchanged) when nothing on the way stands out.
  */
 bool owner_explain(struct buf *b, const char *path, bool write);

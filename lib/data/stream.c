@@ -128,6 +128,17 @@ static bool is_blank(const char *s, size_t n)
 	return true;
 }
 
+/* Whether a state's "v" (borrowed) names a protocol version newer than
+ * this one: a whole number above it.  Any other value (1.5, "1", 0) is no
+ * version at all, for the schema to refuse: "upgrade forge" would be the
+ * wrong advice. */
+static bool version_newer(jv v)
+{
+	double x = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
+
+	return x > FORGE_PROTOCOL_VERSION && isfinite(x) && x == floor(x);
+}
+
 static void remember_trace(struct stream_input *in, jv rec)
 {
 	const char *t = json_get_str(rec, "trace_id");
@@ -480,6 +491,7 @@ static bool take_scanned_event(int *rc, struct stream_input *in, const char *lin
 		return true;
 	}
 	in->forwarded++;
+	in->events++;
 	if (opt->on_event)
 		*rc = opt->on_event(&ev, line, len, opt->payload);
 	return true;
@@ -531,7 +543,7 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 	}
 	if (strcmp(kind, "state") == 0) {
 		jv v = json_get(rec, "v");
-		if (jv_get_kind(v) == JV_KIND_NUMBER && jv_number_value(v) > FORGE_PROTOCOL_VERSION) {
+		if (version_newer(v)) {
 			rc = forge_error("state of protocol version %g; this forge speaks version %d: upgrade forge",
 					 jv_number_value(v), FORGE_PROTOCOL_VERSION);
 			jv_free(v);
@@ -571,6 +583,12 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 		goto out;
 	}
 	in->forwarded++;
+	if (strcmp(kind, "event") == 0) {
+		in->events++;
+	} else if (!in->others++) {
+		snprintf(in->other_kind, sizeof in->other_kind, "%s", kind);
+		in->other_line = in->lines;
+	}
 	if (opt->on_record && strcmp(kind, "event") == 0)
 		rc = opt->on_record(rec, line, len, opt->payload);
 out:
@@ -858,10 +876,11 @@ int stream_write(struct stream_out *out, jv rec)
 int stream_state_check(jv state)
 {
 	jv v = json_get(state, "v");
-	double version = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
+	bool newer = version_newer(v);
+	double version = newer ? jv_number_value(v) : 0;
 
 	jv_free(v);
-	if (version > FORGE_PROTOCOL_VERSION)
+	if (newer)
 		return forge_error("a state of protocol version %g; this forge speaks version %d", version,
 				   FORGE_PROTOCOL_VERSION);
 	if (check_schema("state.schema.json", state, true) < 0)

@@ -95,6 +95,10 @@ struct stream_input {
 	jv raw;                 /* the input taken by raw_hook, as a string, or jv_null() */
 	unsigned long lines;    /* lines read */
 	unsigned long forwarded;/* records forwarded */
+	unsigned long events;   /* events among them */
+	unsigned long others;   /* records of other kinds among them (not event, not state) */
+	char other_kind[32 + 1];/* the first of those: its kind (cut to 32 bytes), */
+	unsigned long other_line;/* and its line */
 	bool empty;             /* the input had nothing but white space */
 	unsigned long text_line;/* the line the task's plain text starts on (0: no text) */
 	/* trace of the last record seen, "" when none (a trace id has at

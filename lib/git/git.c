@@ -1345,6 +1345,14 @@ int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const c
 	*out = NULL;
 	if (forge_git_peel(&ia, NULL, g->repo, a) < 0 || forge_git_peel(&ib, NULL, g->repo, b) < 0)
 		return -1;
+	if (git_repository_is_shallow(g->repo) == 1) {
+		/* (libgit2's walk is not tried there: it fails at the cut, and
+		 * leaks on the way out) */
+		if (forge_git_shallow_merge_base(&base, g->repo, &ia, &ib) < 0)
+			return -1;
+		*out = forge_git_hex(&base);
+		return 0;
+	}
 	e = git_merge_base(&base, g->repo, &ia, &ib);
 	if (e == GIT_ENOTFOUND)
 		return forge_error("'%s' and '%s' have no common ancestor", a, b);
@@ -1352,6 +1360,11 @@ int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const c
 		return forge_git_fail("cannot find the merge base of '%s' and '%s'", a, b);
 	*out = forge_git_hex(&base);
 	return 0;
+}
+
+bool forge_git_is_shallow(struct forge_git *g)
+{
+	return git_repository_is_shallow(g->repo) == 1;
 }
 
 /* True when id is a root commit with an empty tree (a forge empty base). */

@@ -366,6 +366,10 @@ int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned f
 /* The best common ancestor of two revisions, as a SHA. */
 int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const char *b);
 
+/* Whether the repository is a shallow clone (its history cut: a common
+ * ancestor may lie beyond what it holds). */
+bool forge_git_is_shallow(struct forge_git *g);
+
 /*
  * Whether `base_ref` (e.g. "main") now names a commit other than
  * `base_commit` (a SHA, e.g. the run's base).  An unborn base branch has

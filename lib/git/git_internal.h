@@ -58,6 +58,12 @@ int forge_git_run_refs_clear(git_repository *repo, const char *name);
 
 #define FORGE_GIT_EMPTY_BASE_MESSAGE "forge: empty base commit\n"
 
+/* The merge base of a and b in a shallow clone, where libgit2's fails at
+ * the cut (and leaks on the way out): the nearest ancestor of b (breadth
+ * first) that a has too, as far as the history goes.  -1 with a message
+ * when they share none there. */
+int forge_git_shallow_merge_base(git_oid *out, git_repository *repo, const git_oid *a, const git_oid *b);
+
 /* forge_error() with ": <libgit2's last message>" appended when there is
  * one; returns -1. */
 int forge_git_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -260,10 +260,19 @@ static size_t walk_all(git_oid *queue, git_repository *repo, const git_oid *comm
 	return tail;
 }
 
-/* The merge base of a and b in a shallow clone, where libgit2's fails at
- * the cut: the nearest ancestor of b (breadth first) that a has too, as far
- * as the history goes.  -1 with a message when they share none there. */
-static int shallow_merge_base(git_oid *out, git_repository *repo, const git_oid *a, const git_oid *b)
+/* Whether the clone holds commit id: the walks list the parents at the
+ * cut too, which a depth-1 clone of two branches has in common, and which
+ * no diff or merge can start from. */
+static bool commit_here(git_repository *repo, const git_oid *id)
+{
+	git_commit *c = NULL;
+	bool here = git_commit_lookup(&c, repo, id) == 0;
+
+	git_commit_free(c);
+	return here;
+}
+
+int forge_git_shallow_merge_base(git_oid *out, git_repository *repo, const git_oid *a, const git_oid *b)
 {
 	git_oid *from_a = xcalloc(WALK_MAX, sizeof *from_a), *from_b = xcalloc(WALK_MAX, sizeof *from_b);
 	size_t na = walk_all(from_a, repo, a), nb = walk_all(from_b, repo, b);
@@ -271,7 +280,7 @@ static int shallow_merge_base(git_oid *out, git_repository *repo, const git_oid 
 
 	for (size_t i = 0; i < nb && rc < 0; i++)
 		for (size_t k = 0; k < na && rc < 0; k++)
-			if (git_oid_equal(&from_b[i], &from_a[k])) {
+			if (git_oid_equal(&from_b[i], &from_a[k]) && commit_here(repo, &from_b[i])) {
 				git_oid_cpy(out, &from_b[i]);
 				rc = 0;
 			}
@@ -297,7 +306,7 @@ static int merge_commits(git_index **out, git_repository *repo, git_commit *ours
 			return forge_git_fail("cannot merge");
 		return 0;
 	}
-	if (shallow_merge_base(&id, repo, git_commit_id(ours), git_commit_id(theirs)) < 0)
+	if (forge_git_shallow_merge_base(&id, repo, git_commit_id(ours), git_commit_id(theirs)) < 0)
 		return -1;
 	if (git_commit_lookup(&base, repo, &id) < 0 || git_commit_tree(&t_base, base) < 0 ||
 	    git_commit_tree(&t_ours, ours) < 0 || git_commit_tree(&t_theirs, theirs) < 0 ||

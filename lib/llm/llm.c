@@ -39,6 +39,8 @@ struct llm_client {
 	struct buf warned;                 /* "\nmodel\n" per warned model */
 	void (*warn)(void *payload, const char *msg);
 	void *warn_payload;
+	void (*before_call)(void *payload);
+	void *before_call_payload;
 	bool no_temperature;               /* the model refuses a temperature: send none */
 	bool cut_short;                    /* the last call's answer had begun, or its
 					      request had been sent whole, when
@@ -159,6 +161,8 @@ int llm_client_new(struct llm_client **out, struct llm_options *opt)
 	buf_init(&c->warned, 0);
 	c->warn = opt->warn;
 	c->warn_payload = opt->warn_payload;
+	c->before_call = opt->before_call;
+	c->before_call_payload = opt->before_call_payload;
 	c->store = opt->store;
 	c->trace_id = llm_strdup_or_null(opt->trace_id);
 	c->phase = llm_replay_phase(opt);
@@ -986,6 +990,8 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 	int rc;
 
 	llm_response_init(out);
+	if (c->before_call)	/* (nothing of the call has begun: it may end the process) */
+		c->before_call(c->before_call_payload);
 	c->last = LLM_OK;
 	c->cut_short = false;
 	c->calls++;

@@ -277,6 +277,13 @@ struct llm_options {
 	/* Non-fatal notes (an unknown model's price); NULL = dropped. */
 	void (*warn)(void *payload, const char *msg);
 	void *warn_payload;
+	/* Called as each llm_call() of the client begins, before anything is
+	 * sent (or a cassette answers): the caller's step boundary.  It may
+	 * end the process -- nothing of the call has begun, nothing is
+	 * recorded -- as a phase whose output can no longer be written does
+	 * (app/phase.h: phase_leave_if_output_gone).  NULL = none. */
+	void (*before_call)(void *payload);
+	void *before_call_payload;
 	/* Tests: replace sleeping between retries (seconds) and randomness. */
 	void (*sleep_fn)(void *payload, double seconds);
 	double (*rand_fn)(void *payload);   /* uniform [0,1) */

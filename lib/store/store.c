@@ -263,14 +263,18 @@ int store_failv(struct store *st, const char *fmt, va_list ap)
 
 /* The last error, followed by the directory or file on the way to the
  * database at path that this user may not use, if any (core/owner.h: a
- * .forge/ that `sudo forge` left root's, as a rule); rc (-1). */
+ * .forge/ that `sudo forge` left root's, as a rule), and, to write, where
+ * else the database can be (STORE_ELSEWHERE_HINT); rc (-1). */
 static int explain_denied(int rc, const char *path, bool write)
 {
 	struct buf b = BUF_INIT;
 
 	buf_addf(&b, "%s; ", forge_last_error());
-	if (owner_explain(&b, path, write))
+	if (owner_explain(&b, path, write)) {
+		if (write)
+			buf_adds(&b, "; " STORE_ELSEWHERE_HINT);
 		forge_error("%s", b.buf);
+	}
 	buf_release(&b);
 	return rc;
 }
@@ -430,6 +434,20 @@ static void ignore_forge_dir(const char *dir)
 	(void)forge_dir_ignore(dir);
 }
 
+/* rc (-1), the last error followed by STORE_ELSEWHERE_HINT when err says
+ * the place cannot be written (permission, a read-only file system). */
+static int elsewhere(int rc, int err)
+{
+	if (err == EACCES || err == EPERM || err == EROFS) {
+		struct buf b = BUF_INIT;
+
+		buf_addf(&b, "%s; " STORE_ELSEWHERE_HINT, forge_last_error());
+		forge_error("%s", b.buf);
+		buf_release(&b);
+	}
+	return rc;
+}
+
 /* mkdir -p of the directory holding path; new directories are 0700
  * because the database holds LLM transcripts. */
 static int make_parent_dirs(const char *path)
@@ -450,8 +468,10 @@ static int make_parent_dirs(const char *path)
 		if (mkdir(dir, 0700) == 0) {
 			owner_follow(-1, dir);
 		} else if (errno != EEXIST) {
-			rc = owner_error(errno, dir, true, "cannot create directory '%s' for database '%s'",
-					 dir, path);
+			int err = errno;
+
+			rc = elsewhere(owner_error(err, dir, true, "cannot create directory '%s' for database '%s'",
+						   dir, path), err);
 			goto out;
 		}
 		*p = saved;
@@ -472,9 +492,11 @@ static int create_private(const char *path)
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
 	if (fd < 0) {
-		if (errno == EEXIST)
+		int err = errno;
+
+		if (err == EEXIST)
 			return 0;
-		return owner_error(errno, path, true, "cannot create database '%s'", path);
+		return elsewhere(owner_error(err, path, true, "cannot create database '%s'", path), err);
 	}
 	owner_follow(fd, path);
 	close(fd);

@@ -44,12 +44,18 @@ struct json_event;
  */
 int store_resolve_path(char **out, const char *flag, const char *repo);
 
+/* What a message says to do when the database cannot be made or written
+ * where it is (a read-only checkout, another user's directory). */
+#define STORE_ELSEWHERE_HINT "keep the database where it can be written: --db PATH or FORGE_DB=PATH"
+
 /*
  * Open (creating the file and its parent directories when missing) and
  * migrate to the newest schema.  New directories are made 0700 and a new
  * file 0600: the database holds LLM transcripts.  Refuses a database from a
  * newer Forge and a file that is not a database.  ":memory:" opens a
- * private in-memory database (for tests).
+ * private in-memory database (for tests).  When the file or its directory
+ * cannot be made or opened for want of permission or on a read-only file
+ * system, the message ends with STORE_ELSEWHERE_HINT.
  */
 int store_open(struct store **out, const char *path);
 

@@ -18,6 +18,9 @@ in order:
     --hup         SIGHUP to the command's process group (the terminal closed)
 
 --cols N gives the terminal N columns (24 rows); without it, the size is 0x0.
+TERM is xterm when the caller's environment has none (a terminal emulator
+always sets one; Forge draws no colour nor status line without it): pass
+`-- env -u TERM COMMAND` for a terminal without one.
 
 Then everything the command writes is read until it exits.  The exit status
 is the command's (128+N when killed by signal N); 124 when it has not ended
@@ -75,6 +78,7 @@ def main(argv):
             if cols:
                 import fcntl, struct, termios
                 fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+            os.environ.setdefault("TERM", "xterm")
             os.execvp(cmd[0], cmd)
         finally:
             os._exit(127)
