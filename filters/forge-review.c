@@ -115,8 +115,9 @@ static int raw_hook(const char *text, size_t len, void *payload)
 					   "make it with `git diff --no-color`");
 		return forge_error("not a unified diff (forge-review reads a diff, a state or {\"task\": …})");
 	}
-	if (diff_parse(&d, text, len) < 0)
-		return forge_error_prefix("malformed diff");
+	int rc = diff_parse(&d, text, len);
+	if (rc < 0)	/* -2: well formed, but no one change (diff.h) */
+		return forge_error_prefix(rc == -2 ? "cannot review this diff" : "malformed diff");
 	diff_free(d);
 	a->raw = xstrndup(text, len);
 	return 1;
@@ -1192,7 +1193,7 @@ static const char *run(struct phase *ph)
 		phase_reason(ph, "cannot store findings: %s", forge_last_error());
 		goto out;
 	}
-	int src = diff_source(&text, &root, &commit, &source, ph);
+	int src = diff_source(&text, &root, &commit, &source, ph), prc;
 	if (src < 0) {
 		phase_reason(ph, "%s", forge_last_error());
 		if (src == -2)
@@ -1212,8 +1213,9 @@ static const char *run(struct phase *ph)
 			   jv_string(no_change ? "the run made no change (changes.empty): nothing to review"
 					       : "the diff is empty")));
 		d = xcalloc(1, sizeof *d);
-	} else if (diff_parse(&d, text, strlen(text)) < 0) {
-		phase_reason(ph, "malformed diff: %s", forge_last_error());
+	} else if ((prc = diff_parse(&d, text, strlen(text))) < 0) {
+		phase_reason(ph, "%s: %s", prc == -2 ? "cannot review this diff" : "malformed diff",
+			     forge_last_error());
 		goto out;
 	}
 	if (!strcmp(source, "stdin"))
@@ -1387,7 +1389,9 @@ int main(int argc, char **argv)
 		.synopsis = "[--sarif FILE] [OPTION]... < diff-or-state\n"
 			    "(--base REF | --commit SHA) --no-input [--sarif FILE] [OPTION]...\n"
 			    "--pr N [--dry-run] [--sarif FILE] [OPTION]...",
-		.description = "Review changes: the state's changes, a unified diff on stdin, what the "
+		.description = "Review changes: the state's changes, a unified diff on stdin (a series too: "
+			       "git format-patch --stdout, git log -p, diffs one after another; a file in "
+			       "several of its sections is reviewed as the one change they make), what the "
 			       "working tree changed since it branched from --base (from their merge base, "
 			       "as a pull request), or one --commit (with --no-input, or on a terminal: an "
 			       "empty stdin is bad input).  Layer 1 runs linters, layer 2 scans for "
@@ -1399,7 +1403,8 @@ int main(int argc, char **argv)
 			       "(GITHUB_TOKEN or GH_TOKEN; GITHUB_API_URL; GITHUB_REPOSITORY, else the "
 			       "origin remote) and posts one PR review with inline comments; a run "
 			       "again updates Forge's comments instead of adding more.",
-		.extra_help = "Examples:\n  git diff main | forge-review\n  forge-review --base main --no-input --sarif review.sarif\n"
+		.extra_help = "Examples:\n  git diff main | forge-review\n  git format-patch -3 --stdout | forge-review\n"
+			      "  forge-review --base main --no-input --sarif review.sarif\n"
 			      "  GITHUB_TOKEN=… forge-review --pr 42 --no-input\n",
 		.options = options,
 		.on_option = on_option,

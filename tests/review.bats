@@ -96,6 +96,69 @@ finding() { # FILE LINE RULE -> the layer of that finding, or nothing
 	[ "$(finding conf.py 2 secret/github-token)" = security ]
 }
 
+# series: two commits on src/run.c (the second adds system() on line 4 of
+# the result) and docs.txt, each message with a "- " line.
+series() {
+	mkdir -p src
+	printf '#include <stdlib.h>\nint ok(void) { return 0; }\n' >src/run.c
+	git add -A && git commit -q -m one -m "- first"
+	printf '/* run things */\n#include <stdlib.h>\nint ok(void) { return 0; }\nint run(const char *c) { return system(c); }\n' >src/run.c
+	echo docs >docs.txt
+	git add -A && git commit -q -m two -m "- add run()" -m "---" -m "- and docs"
+}
+# The review of a series: system() found on its line of the result, each
+# file once, every file seen.
+series_reviewed() {
+	[ "$(finding src/run.c 4 insecure/c-system)" = security ]
+	state | jq -e '.review.files == 2 and (.review | has("not_reviewed") | not)'
+	state | jq -e '[.review.findings[] | select(.rule == "forge/not-reviewed")] == []'
+}
+
+@test "a git format-patch series on stdin is reviewed: with a diffstat or not, '- ' lines in messages, a cover letter, no signature" {
+	series
+	# (before: exit 2, "malformed diff: line 27: hunk is longer than its
+	# header says" at the second patch's "---", hunt61 #1)
+	run -1 --separate-stderr bash -c 'git format-patch -2 --stdout | forge-review'
+	OUT=$output
+	series_reviewed
+	run -1 --separate-stderr bash -c 'git format-patch -2 --stdout --no-stat --no-signature | forge-review'
+	OUT=$output
+	series_reviewed
+	git format-patch -q -2 --cover-letter -o "$BATS_TEST_TMPDIR/p"
+	run -1 --separate-stderr bash -c 'cat "$BATS_TEST_TMPDIR"/p/*.patch | forge-review'
+	OUT=$output
+	series_reviewed
+	# the same change as --base sees it
+	run -1 --separate-stderr forge-review --no-input --base HEAD~2
+	OUT=$output
+	series_reviewed
+}
+
+@test "a file in several sections of a piped diff is one change: diffs one after another, git log -p (newest first); sections that do not follow are refused" {
+	series
+	# (before: only the first section's added lines counted: 0 findings,
+	# and a not-reviewed warning for a file that "differs", hunt61 #2)
+	run -1 --separate-stderr bash -c '{ git diff HEAD~2 HEAD~1; git diff HEAD~1 HEAD; } | forge-review'
+	OUT=$output
+	series_reviewed
+	run -1 --separate-stderr bash -c 'git log -p -2 | forge-review'
+	OUT=$output
+	series_reviewed
+	# two diffs of the file from the same commit: no one change to review
+	run -2 --separate-stderr bash -c '{ git diff HEAD~2 HEAD~1; git diff HEAD~2 HEAD; } | forge-review'
+	[[ "$stderr" == *"cannot review this diff: 'src/run.c' is in more than one section of the diff (at lines 1 and "*") and they do not follow one another"*"pipe one diff of the whole change"* ]]
+	[ "$(jq -r 'select(.type == "input.rejected") | .type' <<<"$output")" = input.rejected ]
+	# a secret one commit added and the next removed is still in the commits
+	echo 'token = "ghp_4kQ9zX2mV7bN1cR8tY5uW3eL6pA0sD9fG2hJ"' >conf.py
+	git add -A && git commit -q -m secret
+	echo 'token = os.environ["TOKEN"]' >conf.py
+	git commit -q -am "no secret"
+	run -4 --separate-stderr bash -c 'git format-patch -2 --stdout | forge-review'
+	OUT=$output
+	state | jq -e '[.review.findings[] | select(.rule == "secret/github-token") | [.file, .line, .severity]] == [["conf.py", null, "critical"]]'
+	state | jq -e '.review.findings[] | select(.rule == "secret/github-token") | .message | test("removed by a later one: the commits in between still hold it")'
+}
+
 @test "a file of text git reads as binary (one NUL byte) is not passed over: a not-reviewed error, said in not_reviewed" {
 	printf '/* \0 */\n#include <stdlib.h>\nint run(const char *c) { return system(c); }\n' >hidden.c
 	printf 'GIF89a\0\1\2' >logo.gif

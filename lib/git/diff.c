@@ -1,5 +1,6 @@
 /* diff.c - unified diff parser; see diff.h. */
 #include "git/diff.h"
+#include "git/diff_internal.h"
 #include "core/buf.h"
 #include "core/forge.h"
 
@@ -99,13 +100,73 @@ static char *header_path(const char *s, size_t n, const char *prefix)
 	return out;
 }
 
-static struct diff_file *new_file(struct diff *d)
+/* A new file section, its header at text line `line`; *sec grows with d->files. */
+static struct diff_file *new_file(struct diff *d, struct diff_section **sec, unsigned long line,
+				   unsigned long patch)
 {
 	d->files = xrealloc(d->files, (d->nfiles + 1) * sizeof *d->files);
+	*sec = xrealloc(*sec, (d->nfiles + 1) * sizeof **sec);
+	memset(&(*sec)[d->nfiles], 0, sizeof **sec);
+	(*sec)[d->nfiles].line = line;
+	(*sec)[d->nfiles].patch = patch;
 	struct diff_file *f = &d->files[d->nfiles++];
 
 	memset(f, 0, sizeof *f);
 	return f;
+}
+
+static bool is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* The hex digits at *s (at most DIFF_ID_MAX) into out, moving *s past them. */
+static void read_id(char out[DIFF_ID_MAX + 1], const char **s, const char *end)
+{
+	size_t k = 0;
+
+	while (*s < end && is_hex(**s)) {
+		if (k < DIFF_ID_MAX)
+			out[k++] = **s;
+		(*s)++;
+	}
+	out[k] = '\0';
+}
+
+/* "index OLD..NEW[ MODE]" (git's extended header): the blobs into sec. */
+static void read_index_line(struct diff_section *sec, const char *s, size_t n)
+{
+	const char *p = s + 6, *end = s + n;
+
+	while (end > p && end[-1] == '\r')
+		end--;
+	read_id(sec->old_id, &p, end);
+	if (end - p < 2 || p[0] != '.' || p[1] != '.') {
+		sec->old_id[0] = '\0';
+		return;
+	}
+	p += 2;
+	read_id(sec->new_id, &p, end);
+}
+
+/* Where one patch of a series ends: 2 at a mail's "From " line (git
+ * format-patch, an mbox) or git log's "commit SHA", where the next patch
+ * starts; 1 at the "-- " line before format-patch's signature; else 0.
+ * What follows is text (the signature, the next patch's message). */
+static int patch_boundary(const char *s, size_t n)
+{
+	if (n > 0 && s[n - 1] == '\r')
+		n--;
+	if (n == 3 && memcmp(s, "-- ", 3) == 0)
+		return 1;
+	if (starts(s, n, "From "))
+		return 2;
+	if (!starts(s, n, "commit "))
+		return 0;
+	size_t k = 7;
+	while (k < n && is_hex(s[k]))
+		k++;
+	return k >= 7 + 7 && (k == n || s[k] == ' ') ? 2 : 0;
 }
 
 /* The prefixes git gives the two sides of a diff: a/ b/, or with
@@ -327,12 +388,14 @@ static bool read_mark(struct diff *d, const char *s, size_t n)
 int diff_parse(struct diff **out, const char *text, size_t len)
 {
 	struct diff *d = xcalloc(1, sizeof *d);
+	struct diff_section *sec = NULL;        /* sec[i]: of d->files[i] */
 	struct diff_file *f = NULL;
 	struct diff_hunk *h = NULL;
 	const char *p = text, *end = text + len;
-	unsigned long lineno = 0;
+	unsigned long lineno = 0, patch = 0;
 	int rem_old = 0, rem_new = 0, old_no = 0, new_no = 0;
 	bool git_header = false, after_hunk = false, binary_data = false;
+	int rc = -1;
 
 	*out = NULL;
 	while (p < end) {
@@ -400,7 +463,7 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 			goto fail;
 		}
 		if (starts(s, n, "diff --git ")) {
-			f = new_file(d);
+			f = new_file(d, &sec, lineno, patch);
 			h = NULL;
 			git_header = true;
 			after_hunk = false;
@@ -409,7 +472,7 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 		}
 		if (starts(s, n, "--- ") && p < end && starts(p, (size_t)(end - p), "+++ ")) {
 			if (!f || !git_header || f->nhunks > 0 || h) {
-				f = new_file(d);
+				f = new_file(d, &sec, lineno, patch);
 				h = NULL;
 			}
 			git_header = false;
@@ -466,6 +529,17 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 			after_hunk = rem_old == 0 && rem_new == 0;
 			continue;
 		}
+		int boundary = patch_boundary(s, n);
+		if (boundary) {
+			/* the next patch of a series: its message, its "---" and
+			 * diffstat belong to no file */
+			if (boundary == 2 && d->nfiles > 0 && sec[d->nfiles - 1].patch == patch)
+				patch++;
+			f = NULL;
+			h = NULL;
+			git_header = after_hunk = false;
+			continue;
+		}
 		if (f && git_header) {
 			/* the post-image's mode: "new file mode M", "new mode M",
 			 * "index A..B M" (a change that keeps the mode) */
@@ -476,11 +550,20 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 				mode++;
 			if (mode)
 				f->symlink = is_link_mode(mode, (size_t)(s + n - mode));
-			if (starts(s, n, "new file mode"))
+			if (starts(s, n, "new file mode")) {
 				f->created = true;
-			else if (starts(s, n, "deleted file mode"))
+			} else if (starts(s, n, "deleted file mode")) {
 				f->deleted = true;
-			else if (starts(s, n, "rename from ")) {
+			} else if (starts(s, n, "index ")) {
+				read_index_line(&sec[f - d->files], s, n);
+			} else if (starts(s, n, "copy from ")) {
+				sec[f - d->files].copy = true;
+				free(f->old_path);
+				f->old_path = header_path(s + 10, n - 10, "");
+			} else if (starts(s, n, "copy to ")) {
+				free(f->path);
+				f->path = header_path(s + 8, n - 8, "");
+			} else if (starts(s, n, "rename from ")) {
 				free(f->old_path);
 				f->old_path = header_path(s + 12, n - 12, "");
 				f->renamed = true;
@@ -521,30 +604,41 @@ int diff_parse(struct diff **out, const char *text, size_t len)
 		if (!d->files[i].old_path)
 			d->files[i].old_path = xstrdup(d->files[i].path);
 	}
+	if (diff_combine(d, sec) < 0) {
+		rc = -2;
+		goto fail;
+	}
+	free(sec);
 	*out = d;
 	return 0;
 fail:
+	free(sec);
 	diff_free(d);
-	return -1;
+	return rc;
+}
+
+void diff_file_release(struct diff_file *f)
+{
+	for (size_t j = 0; j < f->nhunks; j++) {
+		for (size_t k = 0; k < f->hunks[j].nlines; k++)
+			free(f->hunks[j].lines[k].text);
+		free(f->hunks[j].lines);
+		free(f->hunks[j].section);
+	}
+	free(f->hunks);
+	for (size_t k = 0; k < f->ndropped; k++)
+		free(f->dropped[k].text);
+	free(f->dropped);
+	free(f->path);
+	free(f->old_path);
 }
 
 void diff_free(struct diff *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->nfiles; i++) {
-		struct diff_file *f = &d->files[i];
-
-		for (size_t j = 0; j < f->nhunks; j++) {
-			for (size_t k = 0; k < f->hunks[j].nlines; k++)
-				free(f->hunks[j].lines[k].text);
-			free(f->hunks[j].lines);
-			free(f->hunks[j].section);
-		}
-		free(f->hunks);
-		free(f->path);
-		free(f->old_path);
-	}
+	for (size_t i = 0; i < d->nfiles; i++)
+		diff_file_release(&d->files[i]);
 	free(d->files);
 	for (size_t i = 0; i < d->nomitted; i++)
 		free(d->omitted[i].path);
@@ -558,10 +652,18 @@ const struct diff_file *diff_find(const struct diff *d, const char *path)
 		return NULL;
 	if (path[0] == '.' && path[1] == '/')
 		path += 2;
-	for (size_t i = 0; i < d->nfiles; i++)
-		if (strcmp(d->files[i].path, path) == 0)
+	const struct diff_file *gone = NULL;
+
+	/* a series may delete a file and give its name to another: the one there now */
+	for (size_t i = 0; i < d->nfiles; i++) {
+		if (strcmp(d->files[i].path, path) != 0)
+			continue;
+		if (!d->files[i].deleted)
 			return &d->files[i];
-	return NULL;
+		if (!gone)
+			gone = &d->files[i];
+	}
+	return gone;
 }
 
 static const struct diff_line *find_line(const struct diff_file *f, int line)

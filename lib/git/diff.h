@@ -7,7 +7,23 @@
  * quoted paths ("a/sp ace"), "\ No newline at end of file", and empty lines
  * inside a hunk (context lines whose single space was stripped).  Text
  * before the first file header (a commit message, `git show` output) is
- * skipped.
+ * skipped, and so is the text between patches of a series (`git
+ * format-patch` mails: from a "From " line or the "-- " signature on;
+ * `git log -p`: from a "commit SHA" line on), so a "---" or "- bullet"
+ * line of the next message is not read as the end of the last hunk.
+ *
+ * A file in several sections (a series, diffs concatenated, `git log -p`,
+ * a type change git shows as a deletion and a creation) is one struct
+ * diff_file: the combined change, from the file before the first section
+ * to the file after the last, in post-image line numbers of the last (the
+ * lines `git diff FIRST^ LAST` adds and removes, with the sections' context
+ * lines; its hunks have no section text).  The
+ * sections are taken in the text's order, or in the reverse order when
+ * only that one fits (`git log -p`, newest first): a section follows
+ * another when its "index OLD..NEW" blob starts where the other's ended,
+ * and its context and removed lines are the lines the other left there.
+ * Lines one section added and a later one removed are kept in `dropped`
+ * (a series' commits still hold them).
  *
  * Paths are given without their a/ b/ prefixes.  Line numbers count from 1
  * in the new file (the post-image) for added and context lines.
@@ -57,6 +73,9 @@ struct diff_file {
 	int additions, deletions;
 	struct diff_hunk *hunks;
 	size_t nhunks;
+	struct diff_line *dropped;      /* lines a section added and a later section of the
+					 * same file removed (kind '+', both line numbers 0) */
+	size_t ndropped;
 };
 
 /* A file a cut left out, as its "[… not shown: PATH (N bytes) …]" line names it. */
@@ -79,12 +98,17 @@ struct diff {
  * pair or "Index: " header near a line start); says nothing of validity. */
 bool diff_looks_like(const char *text, size_t len);
 
-/* Parse text[0..len).  -1 with a message ("line 12: hunk header …"). */
+/* Parse text[0..len).  -1 with a message ("line 12: hunk header …") when
+ * the text is malformed; -2 with a message when it is well formed but
+ * names a file in sections that do not follow one another (two diffs of
+ * one file from the same commit: there is no one change to review). */
 /* (A cut diff may hold no file at all: only its markers.) */
 int diff_parse(struct diff **out, const char *text, size_t len);
 void diff_free(struct diff *d);   /* NULL-safe */
 
-/* The file with this (new) path, or NULL. */
+/* The file with this (new) path, or NULL.  (The sections of a file are
+ * combined; a series that deletes a file and then renames another to its
+ * name has two: this is the one the name holds at the end.) */
 const struct diff_file *diff_find(const struct diff *d, const char *path);
 
 /* The text of added line `line` of f (post-image numbering), or NULL when

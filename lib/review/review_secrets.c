@@ -343,6 +343,24 @@ int review_secrets(jv *out, const struct diff *d)
 				}
 			}
 		}
+		/* a secret one patch of a series added and a later one removed
+		 * is not in the result, but in the commits that carry it */
+		for (size_t k = 0; k < f->ndropped; k++) {
+			const char *text = f->dropped[k].text;
+			size_t so, eo;
+			const struct secret_form *sf = suppressed(text) ? NULL : find_secret(sec, md, text, &so, &eo);
+
+			if (!sf)
+				continue;
+			buf_reset(&msg);
+			buf_addf(&msg, "possible %s committed (%.4s…, %zu characters) by one part of the diff and "
+				 "removed by a later one: the commits in between still hold it; rotate it, and "
+				 "rewrite those commits before they are pushed", sf->what, text + so, eo - so);
+			jv fi = review_finding("security", secret_rules[sf - secret_forms].severity, "security",
+					       secret_rules[sf - secret_forms].id, f->path, 0, msg.buf);
+			*out = jv_array_append(*out, json_set(fi, "confidence",
+							      jv_number(secret_rules[sf - secret_forms].confidence)));
+		}
 	}
 	rc = 0;
 out:

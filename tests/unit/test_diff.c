@@ -279,6 +279,269 @@ static void test_cut_inside_hunk(void)
 	diff_free(d);
 }
 
+
+/* Two patches of f.txt (a b c -> a B1 B2 c -> top a B1 c d) and a new
+ * g.txt, as git format-patch -2 --stdout writes them (a diffstat, a
+ * "- bullet" in a message, signatures). */
+static const char series[] =
+	"From 04dc4f217c31899d1b9bd9e62e1190ec7f18fc38 Mon Sep 17 00:00:00 2001\n"
+	"From: t <t@e>\n"
+	"Subject: [PATCH 1/2] one\n"
+	"\n"
+	"- bullet\n"
+	"---\n"
+	" f.txt | 3 ++-\n"
+	" 1 file changed, 2 insertions(+), 1 deletion(-)\n"
+	"\n"
+	"diff --git a/f.txt b/f.txt\n"
+	"index de98044..de1e085 100644\n"
+	"--- a/f.txt\n"
+	"+++ b/f.txt\n"
+	"@@ -1,3 +1,4 @@\n"
+	" a\n"
+	"-b\n"
+	"+B1\n"
+	"+B2\n"
+	" c\n"
+	"-- \n"
+	"2.39.5\n"
+	"\n"
+	"\n"
+	"From 6c45c1dfeb8da10a48dfa5e14f2765facea647ee Mon Sep 17 00:00:00 2001\n"
+	"From: t <t@e>\n"
+	"Subject: [PATCH 2/2] two\n"
+	"\n"
+	"- add g\n"
+	"+ and more\n"
+	"---\n"
+	" f.txt | 3 ++-\n"
+	" g.txt | 1 +\n"
+	" 2 files changed, 3 insertions(+), 1 deletion(-)\n"
+	"\n"
+	"diff --git a/f.txt b/f.txt\n"
+	"index de1e085..bb0a4d3 100644\n"
+	"--- a/f.txt\n"
+	"+++ b/f.txt\n"
+	"@@ -1,4 +1,5 @@\n"
+	"+top\n"
+	" a\n"
+	" B1\n"
+	"-B2\n"
+	" c\n"
+	"+d\n"
+	"diff --git a/g.txt b/g.txt\n"
+	"new file mode 100644\n"
+	"index 0000000..587be6b\n"
+	"--- /dev/null\n"
+	"+++ b/g.txt\n"
+	"@@ -0,0 +1 @@\n"
+	"+x\n"
+	"-- \n"
+	"2.39.5\n";
+
+/* f.txt of `series` combined: what its two patches did together. */
+static void check_series_f(const struct diff *d)
+{
+	const struct diff_file *f = diff_find(d, "f.txt");
+
+	CHECK(f && !f->created && !f->deleted && !f->renamed);
+	CHECK_INT(f->additions, 3);
+	CHECK_INT(f->deletions, 1);
+	CHECK_STR(diff_added_line(f, 1), "top");
+	CHECK_STR(diff_new_line(f, 2), "a");
+	CHECK(diff_added_line(f, 2) == NULL);
+	CHECK_STR(diff_added_line(f, 3), "B1");             /* added by the first, kept by the second */
+	CHECK_STR(diff_new_line(f, 4), "c");
+	CHECK(diff_added_line(f, 4) == NULL);
+	CHECK_STR(diff_added_line(f, 5), "d");
+	CHECK_INT(f->ndropped, 1);                          /* added, then removed */
+	CHECK_STR(f->dropped[0].text, "B2");
+	CHECK_INT(f->nhunks, 1);
+	CHECK_INT(f->hunks[0].old_start, 1);
+	CHECK_INT(f->hunks[0].old_count, 3);
+	CHECK_INT(f->hunks[0].new_start, 1);
+	CHECK_INT(f->hunks[0].new_count, 5);
+	CHECK_INT(d->additions, 4);
+	CHECK_INT(d->deletions, 1);
+}
+
+/* A format-patch series: the text between patches is no hunk's (before:
+ * "hunk is longer than its header says" at the next patch's "---", or at a
+ * "- " line of its message, hunt61 #1), and a file both patches change is
+ * one file, the change of both (before: the first patch's alone, hunt61 #2). */
+static void test_series(void)
+{
+	struct diff *d = NULL;
+
+	CHECK_MSG(diff_parse(&d, series, strlen(series)) == 0, "%s", forge_last_error());
+	CHECK_INT(d->nfiles, 2);
+	CHECK_STR(d->files[0].path, "f.txt");
+	CHECK_STR(d->files[1].path, "g.txt");
+	CHECK(d->files[1].created);
+	check_series_f(d);
+	diff_free(d);
+	/* without the signatures (--no-signature) the next "From " line ends the patch */
+	struct buf b = BUF_INIT;
+	for (const char *p = series; *p;) {
+		const char *nl = strchr(p, '\n');
+		if (strncmp(p, "-- \n", 4) != 0 && strncmp(p, "2.39.5\n", 7) != 0)
+			buf_add(&b, p, (size_t)(nl - p) + 1);
+		p = nl + 1;
+	}
+	CHECK_MSG(diff_parse(&d, b.buf, b.len) == 0, "%s", forge_last_error());
+	check_series_f(d);
+	diff_free(d);
+	buf_release(&b);
+	/* a hunk longer than its header is still one */
+	static const char longer[] = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n-c\n";
+	CHECK(diff_parse(&d, longer, strlen(longer)) == -1);
+	CHECK(strstr(forge_last_error(), "line 7: hunk is longer than its header says") != NULL);
+}
+
+/* The same commits as `git log -p --stat` writes them, newest first: taken
+ * oldest first, since the "index" blobs chain only that way. */
+static void test_log_order(void)
+{
+	static const char log[] =
+		"commit 6c45c1dfeb8da10a48dfa5e14f2765facea647ee\n"
+		"Author: t <t@e>\n"
+		"\n"
+		"    two\n"
+		"---\n"
+		" f.txt | 3 ++-\n"
+		"\n"
+		"diff --git a/f.txt b/f.txt\n"
+		"index de1e085..bb0a4d3 100644\n"
+		"--- a/f.txt\n"
+		"+++ b/f.txt\n"
+		"@@ -1,4 +1,5 @@\n"
+		"+top\n"
+		" a\n"
+		" B1\n"
+		"-B2\n"
+		" c\n"
+		"+d\n"
+		"diff --git a/g.txt b/g.txt\n"
+		"new file mode 100644\n"
+		"index 0000000..587be6b\n"
+		"--- /dev/null\n"
+		"+++ b/g.txt\n"
+		"@@ -0,0 +1 @@\n"
+		"+x\n"
+		"\n"
+		"commit 04dc4f217c31899d1b9bd9e62e1190ec7f18fc38\n"
+		"Author: t <t@e>\n"
+		"\n"
+		"    one\n"
+		"---\n"
+		" f.txt | 3 ++-\n"
+		"\n"
+		"diff --git a/f.txt b/f.txt\n"
+		"index de98044..de1e085 100644\n"
+		"--- a/f.txt\n"
+		"+++ b/f.txt\n"
+		"@@ -1,3 +1,4 @@\n"
+		" a\n"
+		"-b\n"
+		"+B1\n"
+		"+B2\n"
+		" c\n";
+	struct diff *d = NULL;
+
+	CHECK_MSG(diff_parse(&d, log, strlen(log)) == 0, "%s", forge_last_error());
+	CHECK_INT(d->nfiles, 2);
+	CHECK_STR(d->files[0].path, "f.txt");
+	check_series_f(d);
+	diff_free(d);
+}
+
+/* Two diffs of one file that do not follow one another (the same diff
+ * twice): -2, naming the file and where its sections are. */
+static void test_sections_that_do_not_follow(void)
+{
+	static const char one[] =
+		"diff --git a/f.txt b/f.txt\n"
+		"index de98044..de1e085 100644\n"
+		"--- a/f.txt\n"
+		"+++ b/f.txt\n"
+		"@@ -1,3 +1,4 @@\n"
+		" a\n"
+		"-b\n"
+		"+B1\n"
+		"+B2\n"
+		" c\n";
+	struct buf b = BUF_INIT;
+	struct diff *d = NULL;
+
+	buf_adds(&b, one);
+	buf_adds(&b, one);
+	CHECK_INT(diff_parse(&d, b.buf, b.len), -2);
+	CHECK(d == NULL);
+	CHECK_MSG(strstr(forge_last_error(), "'f.txt' is in more than one section of the diff (at lines 1 and 11) "
+			 "and they do not follow one another") != NULL, "%s", forge_last_error());
+	/* without blob ids: its lines say so (line 1 is "a", not "B1") */
+	buf_reset(&b);
+	for (int i = 0; i < 2; i++)
+		buf_adds(&b, "--- a/f.txt\n+++ b/f.txt\n@@ -2,2 +2,2 @@\n-b\n+B1\n c\n");
+	CHECK_INT(diff_parse(&d, b.buf, b.len), -2);
+	CHECK_MSG(strstr(forge_last_error(), "old line 2 is not the line the earlier one left there") != NULL, "%s",
+		  forge_last_error());
+	/* ... and when they do, they are one change */
+	buf_reset(&b);
+	buf_adds(&b, "--- a/f.txt\n+++ b/f.txt\n@@ -2,2 +2,2 @@\n-b\n+B1\n c\n");
+	buf_adds(&b, "--- a/f.txt\n+++ b/f.txt\n@@ -2,2 +2,2 @@\n-B1\n+B2\n c\n");
+	CHECK_MSG(diff_parse(&d, b.buf, b.len) == 0, "%s", forge_last_error());
+	CHECK_INT(d->nfiles, 1);
+	CHECK_STR(diff_added_line(&d->files[0], 2), "B2");
+	CHECK_INT(d->files[0].additions, 1);
+	CHECK_INT(d->files[0].deletions, 1);
+	CHECK_STR(d->files[0].dropped[0].text, "B1");
+	diff_free(d);
+	buf_release(&b);
+}
+
+/* A file renamed twice in a series is one file, from its first name. */
+static void test_series_renames(void)
+{
+	static const char t[] =
+		"From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n"
+		"diff --git a/x.txt b/y.txt\n"
+		"similarity index 75%\n"
+		"rename from x.txt\n"
+		"rename to y.txt\n"
+		"index de98044..8422d40 100644\n"
+		"--- a/x.txt\n"
+		"+++ b/y.txt\n"
+		"@@ -1,3 +1,4 @@\n"
+		" a\n"
+		" b\n"
+		" c\n"
+		"+d\n"
+		"From 2222222222222222222222222222222222222222 Mon Sep 17 00:00:00 2001\n"
+		"diff --git a/y.txt b/z.txt\n"
+		"similarity index 80%\n"
+		"rename from y.txt\n"
+		"rename to z.txt\n"
+		"index 8422d40..1eee74c 100644\n"
+		"--- a/y.txt\n"
+		"+++ b/z.txt\n"
+		"@@ -2,3 +2,4 @@\n"
+		" b\n"
+		" c\n"
+		" d\n"
+		"+e\n";
+	struct diff *d = NULL;
+
+	CHECK_MSG(diff_parse(&d, t, strlen(t)) == 0, "%s", forge_last_error());
+	CHECK_INT(d->nfiles, 1);
+	CHECK_STR(d->files[0].old_path, "x.txt");
+	CHECK_STR(d->files[0].path, "z.txt");
+	CHECK(d->files[0].renamed);
+	CHECK_STR(diff_added_line(&d->files[0], 4), "d");
+	CHECK_STR(diff_added_line(&d->files[0], 5), "e");
+	diff_free(d);
+}
+
 int main(void)
 {
 	RUN(test_git_diff);
@@ -289,5 +552,9 @@ int main(void)
 	RUN(test_looks_like);
 	RUN(test_cut);
 	RUN(test_cut_inside_hunk);
+	RUN(test_series);
+	RUN(test_log_order);
+	RUN(test_sections_that_do_not_follow);
+	RUN(test_series_renames);
 	return unit_done();
 }
