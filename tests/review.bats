@@ -159,6 +159,31 @@ series_reviewed() {
 	state | jq -e '.review.findings[] | select(.rule == "secret/github-token") | .message | test("removed by a later one: the commits in between still hold it")'
 }
 
+@test "a symbolic link is not linted as a file: --commit, a piped git show, --base; one where the diff has a file is said to be a link" {
+	mkdir bin scripts
+	printf '#!/bin/sh\necho run\n' >bin/run.sh
+	git add -A && git commit -q -m real
+	ln -s ../bin/run.sh scripts/run.sh
+	git add -A && git commit -q -m link
+	# (before: --commit linted the text "../bin/run.sh" as a shell script,
+	# SC2148, exit 1; a piped diff or --base said "cannot open …: Too many
+	# levels of symbolic links", hunt61 #4)
+	for how in "forge-review --no-input --commit HEAD" "git show | forge-review" \
+		   "forge-review --no-input --base HEAD~1"; do
+		run -0 --separate-stderr bash -c "$how"
+		OUT=$output
+		state | jq -e '[.review.findings[] | select(.file == "scripts/run.sh")] == [] and (.review | has("not_reviewed") | not)'
+		[ "$(jq -c 'select(.type == "review.symlink_skipped") | .payload' <<<"$OUT")" = '{"file":"scripts/run.sh","target":"../bin/run.sh"}' ]
+		[[ "$stderr" != *"symbolic link"* ]]
+	done
+	# a diff that has a file where the working tree has a link
+	printf -- '--- /dev/null\n+++ b/scripts/run.sh\n@@ -0,0 +1 @@\n+../bin/run.sh\n' >"$BATS_TEST_TMPDIR/d.diff"
+	run -0 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/d.diff"
+	OUT=$output
+	[[ "$stderr" == *"scripts/run.sh was not linted or scanned: cannot open '$REPO/scripts/run.sh': it is a symbolic link (not followed)"* ]]
+	[[ "$stderr" != *"Too many levels"* ]]
+}
+
 @test "a file of text git reads as binary (one NUL byte) is not passed over: a not-reviewed error, said in not_reviewed" {
 	printf '/* \0 */\n#include <stdlib.h>\nint run(const char *c) { return system(c); }\n' >hidden.c
 	printf 'GIF89a\0\1\2' >logo.gif

@@ -270,7 +270,11 @@ int buf_open_regular(const char *path)
 
 	if (fd < 0) {
 		err = errno;
-		forge_error("cannot open '%s': %s", path, strerror(err));
+		/* O_NOFOLLOW's ELOOP: a link, which is not "too many levels" of them */
+		if (err == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+			forge_error("cannot open '%s': it is a symbolic link (not followed)", path);
+		else
+			forge_error("cannot open '%s': %s", path, strerror(err));
 	} else if (fstat(fd, &st) < 0) {
 		err = errno;
 		forge_error("cannot read '%s': %s", path, strerror(err));

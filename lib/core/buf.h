@@ -71,7 +71,8 @@ int buf_read_file(struct buf *b, const char *path);
  * device left where a file was expected -- by a command in a run's worktree
  * -- is refused, never waited on.  The fd (O_CLOEXEC; the caller closes it),
  * or -1 with a message naming the file; errno ENOENT when it is absent,
- * ELOOP for a symbolic link, EINVAL for what is not a regular file.
+ * ELOOP for a symbolic link (the message says it is one), EINVAL for what
+ * is not a regular file.
  */
 int buf_open_regular(const char *path);
 /*

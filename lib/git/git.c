@@ -1219,6 +1219,14 @@ int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, c
 		forge_error("'%s' is not a file in '%s'", path, rev);
 		goto out;
 	}
+	if (git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK) {
+		/* its blob is the link's target, not a file's content (before:
+		 * a link scripts/run.sh -> ../bin/run.sh was linted as a shell
+		 * script, hunt61 #4) */
+		forge_error("'%s' is a symbolic link in '%s', not a file", path, rev);
+		rc = -2;
+		goto out;
+	}
 	if (git_blob_lookup(&blob, g->repo, git_tree_entry_id(entry)) < 0) {
 		forge_git_fail("cannot read '%s' in '%s'", path, rev);
 		goto out;

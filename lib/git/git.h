@@ -194,7 +194,8 @@ int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
  * The bytes of `path` (relative to the repository's root, '/'-separated) in
  * the commit `rev` names, appended to *out: git show REV:PATH without a
  * process.  -1 with a message when rev does not resolve, or path is not a
- * file (a blob) in it.
+ * file (a blob) in it; -2 with a message when it is a symbolic link there
+ * (its blob is the link's target).
  */
 int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, const char *path);
 

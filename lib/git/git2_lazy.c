@@ -829,6 +829,12 @@ void git_tree_entry_free(git_tree_entry *entry)
 	p_git_tree_entry_free(entry);
 }
 
+git_filemode_t git_tree_entry_filemode(const git_tree_entry *entry)
+{
+	LAZY(git_tree_entry_filemode)
+	return p_git_tree_entry_filemode(entry);
+}
+
 const git_oid * git_tree_entry_id(const git_tree_entry *entry)
 {
 	LAZY(git_tree_entry_id)

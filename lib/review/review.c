@@ -82,7 +82,8 @@ static void skip_file(struct review_ctx *ctx, const char *path, const char *why)
 }
 
 /* The post-image text of f into *b: from the commit (g: ctx->commit's
- * repository, opened by the caller), else the file. */
+ * repository, opened by the caller), else the file.  -1 with a message
+ * (a symbolic link where the diff has a file: the message says so). */
 static int read_post_image(struct buf *b, struct review_ctx *ctx, struct forge_git *g,
 			   const struct diff_file *f)
 {
@@ -90,7 +91,7 @@ static int read_post_image(struct buf *b, struct review_ctx *ctx, struct forge_g
 	int rc;
 
 	if (ctx->commit)
-		return g ? forge_git_read_blob(b, g, ctx->commit, f->path) : -1;
+		return g && forge_git_read_blob(b, g, ctx->commit, f->path) == 0 ? 0 : -1;
 	buf_addf(&path, "%s/%s", ctx->root ? ctx->root : ".", f->path);
 	/* (a worktree's file: a FIFO there would block the open) */
 	rc = buf_read_regular(b, path.buf, REVIEW_FILE_MAX_BYTES);
@@ -181,10 +182,20 @@ int review_prepare(struct review_ctx *ctx)
 	for (size_t i = 0; i < ctx->diff->nfiles; i++) {
 		const struct diff_file *f = &ctx->diff->files[i];
 
-		/* (a symbolic link's one line is its target, no code; read from
-		 * the worktree it would be followed) */
-		if (f->deleted || f->binary || f->symlink || f->additions == 0)
+		if (f->deleted || f->binary || f->additions == 0)
 			continue;
+		if (f->symlink) {
+			/* its one line is where it points, no code (read from the
+			 * worktree it would be followed): nothing to lint, and
+			 * said (before: --commit linted the target's path as a
+			 * shell script, and a diff on stdin said "Too many levels
+			 * of symbolic links", hunt61 #4) */
+			const char *to = diff_new_line(f, 1);
+			jv e = json_set(jv_object(), "file", jv_string(f->path));
+
+			review_emit(ctx, "review.symlink_skipped", json_set(e, "target", json_str_or_null(to)));
+			continue;
+		}
 		if (!safe_path(f->path)) {
 			skip_file(ctx, f->path, "unsafe path");
 			continue;

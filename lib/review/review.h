@@ -62,7 +62,9 @@ void review_emit(struct review_ctx *ctx, const char *type, jv data);
  * temporary directory, after checking that its content agrees with the
  * diff (every added and context line at its number); a file that does not
  * agree, or cannot be read (ctx->unreadable: none can), is left out with a
- * review.file_skipped event.
+ * review.file_skipped event.  A symbolic link the diff adds or changes
+ * (mode 120000) is no file to lint: left out with a review.symlink_skipped
+ * event {file, target}.
  * Linters then run on the copy, so their line numbers are the diff's. */
 int review_prepare(struct review_ctx *ctx);
 /*

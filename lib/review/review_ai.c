@@ -57,6 +57,8 @@ static void render_file(struct buf *b, const struct diff_file *f, jv findings)
 		buf_adds(b, " (deleted)");
 	else if (f->renamed)
 		buf_addf(b, " (renamed from %s)", f->old_path);
+	if (f->symlink)
+		buf_adds(b, " (a symbolic link: its line is the path it points to)");
 	buf_addch(b, '\n');
 	if (f->binary)
 		buf_adds(b, "(binary file)\n");

@@ -542,6 +542,65 @@ static void test_series_renames(void)
 	diff_free(d);
 }
 
+/* Symbolic links: a new one, a changed one, and a file that becomes one
+ * (git shows a deletion and a creation of the same path: one file). */
+static void test_symlinks(void)
+{
+	static const char t[] =
+		"diff --git a/l.sh b/l.sh\n"
+		"new file mode 120000\n"
+		"index 0000000..ee0cd6c\n"
+		"--- /dev/null\n"
+		"+++ b/l.sh\n"
+		"@@ -0,0 +1 @@\n"
+		"+../bin/run.sh\n"
+		"\\ No newline at end of file\n"
+		"diff --git a/m.sh b/m.sh\n"
+		"index 1b9e4d5..ee0cd6c 120000\n"
+		"--- a/m.sh\n"
+		"+++ b/m.sh\n"
+		"@@ -1 +1 @@\n"
+		"-old.sh\n"
+		"\\ No newline at end of file\n"
+		"+../bin/run.sh\n"
+		"\\ No newline at end of file\n"
+		"diff --git a/run.sh b/run.sh\n"
+		"deleted file mode 100644\n"
+		"index 3f7c4a2..0000000\n"
+		"--- a/run.sh\n"
+		"+++ /dev/null\n"
+		"@@ -1,2 +0,0 @@\n"
+		"-#!/bin/sh\n"
+		"-echo run\n"
+		"diff --git a/run.sh b/run.sh\n"
+		"new file mode 120000\n"
+		"index 0000000..ee0cd6c\n"
+		"--- /dev/null\n"
+		"+++ b/run.sh\n"
+		"@@ -0,0 +1 @@\n"
+		"+bin/run.sh\n"
+		"\\ No newline at end of file\n"
+		"diff --git a/plain.sh b/plain.sh\n"
+		"index 3f7c4a2..4e1c2a3 100644\n"
+		"--- a/plain.sh\n"
+		"+++ b/plain.sh\n"
+		"@@ -1 +1 @@\n"
+		"-a\n"
+		"+b\n";
+	struct diff *d = NULL;
+
+	CHECK_MSG(diff_parse(&d, t, strlen(t)) == 0, "%s", forge_last_error());
+	CHECK_INT(d->nfiles, 4);
+	CHECK(d->files[0].symlink && d->files[0].created);
+	CHECK(d->files[1].symlink);
+	CHECK_STR(d->files[2].path, "run.sh");
+	CHECK(d->files[2].symlink && !d->files[2].created && !d->files[2].deleted);
+	CHECK_STR(diff_added_line(&d->files[2], 1), "bin/run.sh");
+	CHECK_INT(d->files[2].deletions, 2);
+	CHECK(!d->files[3].symlink);
+	diff_free(d);
+}
+
 int main(void)
 {
 	RUN(test_git_diff);
@@ -556,5 +615,6 @@ int main(void)
 	RUN(test_log_order);
 	RUN(test_sections_that_do_not_follow);
 	RUN(test_series_renames);
+	RUN(test_symlinks);
 	return unit_done();
 }

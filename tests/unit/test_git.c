@@ -181,8 +181,8 @@ static void test_read_blob(void)
 	struct buf b = BUF_INIT;
 	const char *dir = make_repo();
 
-	CHECK(dir && sh("set -e; cd '%s'; mkdir -p sub; printf 'deep\\n' >sub/x.c; git add sub;"
-			"git commit -q -m third", dir) == 0);
+	CHECK(dir && sh("set -e; cd '%s'; mkdir -p sub; printf 'deep\\n' >sub/x.c; ln -s x.c sub/l.sh;"
+			"git add sub; git commit -q -m third", dir) == 0);
 	CHECK_INT(forge_git_open(&g, dir), 0);
 	CHECK_INT(forge_git_read_blob(&b, g, "HEAD", "sub/x.c"), 0);
 	CHECK_STR(b.buf, "deep\n");
@@ -194,6 +194,10 @@ static void test_read_blob(void)
 	CHECK_MSG(contains(forge_last_error(), "gone.txt"), "%s", forge_last_error());
 	CHECK_INT(forge_git_read_blob(&b, g, "HEAD", "sub"), -1);         /* a directory */
 	CHECK_MSG(contains(forge_last_error(), "is not a file"), "%s", forge_last_error());
+	/* a symbolic link: its blob is "x.c", no file's content (hunt61 #4) */
+	CHECK_INT(forge_git_read_blob(&b, g, "HEAD", "sub/l.sh"), -2);
+	CHECK_MSG(contains(forge_last_error(), "'sub/l.sh' is a symbolic link in 'HEAD', not a file"), "%s",
+		  forge_last_error());
 	CHECK_INT(forge_git_read_blob(&b, g, "no-such-ref", "a.txt"), -1);
 	CHECK_MSG(contains(forge_last_error(), "no-such-ref"), "%s", forge_last_error());
 	CHECK_INT((int)b.len, 0);
