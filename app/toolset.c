@@ -1,8 +1,10 @@
 /* toolset.c - a phase's tools: built-in and MCP, one permission policy; see toolset.h. */
 #include "app/toolset.h"
+#include "app/term.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "core/tmpdir.h"
 #include "data/config.h"
 #include "data/schema.h"
@@ -23,6 +25,11 @@
  * write (a few KiB), so one cannot fill the model's window or the bill. */
 #define DESCRIPTION_MAX (16u << 10)     /* bytes; longer is cut */
 #define SCHEMA_MAX (64u << 10)          /* bytes of its JSON; larger leaves the tool out */
+/* The tools a model call may offer: OpenAI's Chat Completions take at most
+ * 128 ("A max of 128 functions are supported"; more: a 400
+ * array_above_max_length, and the phase failed on every call).  One cap for
+ * every provider: Forge's own tools first, the MCP tools past it left out. */
+#define TOOLS_MAX 128
 
 struct server {
 	char *name;
@@ -32,6 +39,7 @@ struct server {
 	char *error;                    /* why it failed, or NULL */
 	char *tmp;                      /* its HOME and TMPDIR */
 	jv tools;                       /* its listing, or null */
+	jv refused;                     /* its tools left out: [{tool, reason}] */
 };
 
 struct mtool {
@@ -174,6 +182,8 @@ static void emit(struct toolset *ts, const char *type, jv payload)
 		jv_free(payload);
 }
 
+/* A warning; an API key a server echoed (its stderr in an error) is
+ * redacted, as the events redact it (DESIGN.md section 5: never logged). */
 static void warn(struct toolset *ts, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct toolset *ts, const char *fmt, ...)
 {
@@ -183,8 +193,28 @@ static void warn(struct toolset *ts, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	llm_redact(msg);
 	if (ts->warn)
 		ts->warn(ts->warn_payload, msg);
+}
+
+/* What a server named (a tool, a cursor) for a message: on one line, its
+ * newlines and control characters spaces (term_clean_line), cut at 200
+ * bytes.  A name that held "\nforge-plan: failed: ..." printed a line of
+ * its own (the warning's cleaning keeps newlines, for stderr).  Malloc'd. */
+static char *one_line(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	char *out;
+
+	if (n > 200) {
+		n = 200;
+		while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	out = xstrndup(s ? s : "", n);
+	term_clean_line(out, n);
+	return out;
 }
 
 /* A listing that stopped before the server's last page (a pager going
@@ -193,8 +223,11 @@ static void warn_cut(struct toolset *ts, const struct server *s)
 {
 	const char *why = mcp_tools_cut(s->c);
 
-	if (why)
-		warn(ts, "MCP server '%s': %s; its tool list is cut there", s->name, why);
+	if (why) {
+		char *shown = one_line(why);
+		warn(ts, "MCP server '%s': %s; its tool list is cut there", s->name, shown);
+		free(shown);
+	}
 }
 
 /* The tail of a server's stderr for an event. */
@@ -222,7 +255,7 @@ static void server_failed(struct toolset *ts, struct server *s, const char *duri
 	emit(ts, "mcp.server.failed", ev);
 	warn(ts, "%s%s; going on without its tools", during ? "during a call: " : "", why);
 	free(s->error);
-	s->error = xstrdup(why);
+	s->error = llm_redact(xstrdup(why));
 	if (s->c) {
 		mcp_close(s->c);
 		s->c = NULL;
@@ -389,9 +422,45 @@ static jv description(struct toolset *ts, struct server *s, const char *tool, co
 		return jv_string(desc);
 	while (cut && ((unsigned char)desc[cut] & 0xc0) == 0x80)
 		cut--;
+	char *shown = one_line(tool);
 	warn(ts, "MCP server '%s': the description of tool '%s' is %zu bytes; only its first %u are offered",
-	     s->name, tool, n, DESCRIPTION_MAX);
+	     s->name, shown, n, DESCRIPTION_MAX);
+	free(shown);
 	return jv_string_fmt("%.*s\xe2\x80\xa6", (int)cut, desc);
+}
+
+/* A tool of s left out: an mcp.tool.refused event, a warning, and a line
+ * of forge mcp list. */
+static void refuse(struct toolset *ts, struct server *s, const char *tool, const char *why)
+{
+	char *shown = one_line(tool);
+
+	emit(ts, "mcp.tool.refused", json_set(json_set(json_set(jv_object(), "server", jv_string(s->name)),
+		"tool", json_str_or_null(tool)), "reason", jv_string(why)));
+	warn(ts, "MCP server '%s': tool '%s' is left out: %s", s->name, shown, why);
+	s->refused = jv_array_append(s->refused, json_set(json_set(jv_object(), "tool", jv_string(tool ? tool : "")),
+							  "reason", jv_string(why)));
+	free(shown);
+}
+
+/*
+ * Compile a tool's input schema (consumed) for checking the model's input
+ * against it: *out, or NULL when it uses what Forge's validator does not
+ * implement ("if", an anchor: the server checks its input, and a provider
+ * takes it).  -1 with a message when it is no JSON Schema at all
+ * ("properties": "nope"): the provider refuses the whole request for it,
+ * every call of the phase (exit 5) -- the tool is left out instead.
+ */
+static int tool_schema(struct schema **out, jv schema)
+{
+	bool unsupported = false;
+
+	if (schema_compile_checked(out, schema, &unsupported) == 0)
+		return 0;
+	*out = NULL;
+	if (unsupported)
+		return 0;
+	return forge_error_prefix("its input schema is not a valid JSON Schema");
 }
 
 /* Register the server's tools under their model names. */
@@ -402,6 +471,7 @@ static void add_tools(struct toolset *ts, struct server *s)
 		char name[65];
 		const char *clash = NULL;
 		jv schema = jv_null();
+		struct schema *compiled = NULL;
 		if (toolset_tool_name(name, s->name, tool) < 0) {
 			clash = forge_last_error();
 		} else {
@@ -413,10 +483,10 @@ static void add_tools(struct toolset *ts, struct server *s)
 			clash = forge_last_error();
 		if (!clash)
 			clash = schema_too_large(schema);
+		if (!clash && tool_schema(&compiled, jv_copy(schema)) < 0)
+			clash = forge_last_error();
 		if (clash) {
-			emit(ts, "mcp.tool.refused", json_set(json_set(json_set(jv_object(), "server", jv_string(s->name)),
-				"tool", json_str_or_null(tool)), "reason", jv_string(clash)));
-			warn(ts, "MCP server '%s': tool '%s' is left out: %s", s->name, tool ? tool : "", clash);
+			refuse(ts, s, tool, clash);
 			jv_free(schema);
 			jv_free(t);
 			continue;
@@ -428,12 +498,18 @@ static void add_tools(struct toolset *ts, struct server *s)
 		m->name = xstrdup(name);
 		m->srv = s;
 		m->tool = xstrdup(tool);
-		if (schema_compile(&m->schema, jv_copy(schema)) < 0)
-			m->schema = NULL;    /* a keyword we do not know: the server checks its input */
+		m->schema = compiled;
 		m->spec = json_set(json_set(json_set(jv_object(), "name", jv_string(name)), "description",
 					    description(ts, s, tool, json_get_str(t, "description"))),
 				   "input_schema", schema);
 		jv_free(t);
+		(void)i;
+	}
+	/* the tools whose definition nests deeper than Forge reads (mcp.h) */
+	jv unreadable = mcp_tools_unreadable(s->c);
+	jv_array_foreach(unreadable, i, u) {
+		refuse(ts, s, json_get_str(u, "name"), json_get_str(u, "reason"));
+		jv_free(u);
 		(void)i;
 	}
 }
@@ -564,6 +640,7 @@ int toolset_open(struct toolset **out, const struct toolset_opts *o)
 				s->name = xstrdup(jv_string_value(k));
 				s->conf = jv_copy(v);
 				s->tools = jv_null();
+				s->refused = jv_array();
 				s->selected = o->server ? !strcmp(o->server, s->name)
 					: !o->builtin_only && json_get_bool(v, "enabled", true) &&
 					  (o->all || wants_phase(v, o->phase));
@@ -641,6 +718,8 @@ static void refresh(struct toolset *ts, struct server *s)
 	ts->ntools = k;
 	jv_free(s->tools);
 	s->tools = now;
+	jv_free(s->refused);
+	s->refused = jv_array();
 	add_tools(ts, s);
 	emit(ts, "mcp.tools.changed", json_set(json_set(jv_object(), "server", jv_string(s->name)), "tools",
 					       jv_number(jv_array_length(jv_copy(s->tools)))));
@@ -664,14 +743,39 @@ jv toolset_specs(struct toolset *ts, jv builtin)
 		(void)i;
 	}
 	jv_free(builtin);
-	for (size_t i = 0; i < ts->ntools; i++) {
-		struct mtool *m = &ts->tools[i];
+	/* (the agent adds finish and ask_human to these) */
+	size_t own = (size_t)jv_array_length(jv_copy(out)) + AGENT_OWN_TOOLS;
+	size_t room = own < TOOLS_MAX ? TOOLS_MAX - own : 0;
+	struct server *over = NULL;     /* the server whose tools are being left out */
+	size_t nover = 0;
+	for (size_t i = 0; i <= ts->ntools; i++) {
+		struct mtool *m = i < ts->ntools ? &ts->tools[i] : NULL;
+		if (over && (!m || m->srv != over)) {
+			warn(ts, "MCP server '%s': %zu of its tools are left out: a model call offers at most %d "
+			     "tools (OpenAI's limit), Forge's own %zu first and the tools listed before these",
+			     over->name, nover, TOOLS_MAX, own);
+			over = NULL;
+			nover = 0;
+		}
+		if (!m)
+			break;
 		if (is_own(ts, m->name)) {
 			warn(ts, "MCP tool %s is left out: a built-in tool has that name", m->name);
 			continue;
 		}
-		if (m->srv->c && toolset_permission(ts->cfg, ts->phase, m->name, true, NULL) != TOOL_DENY)
-			out = jv_array_append(out, jv_copy(m->spec));
+		if (!m->srv->c || toolset_permission(ts->cfg, ts->phase, m->name, true, NULL) == TOOL_DENY)
+			continue;
+		if (room == 0) {
+			char why[128];
+			snprintf(why, sizeof why, "a model call offers at most %d tools (OpenAI's limit)", TOOLS_MAX);
+			emit(ts, "mcp.tool.refused", json_set(json_set(json_set(jv_object(), "server",
+				jv_string(m->srv->name)), "tool", jv_string(m->tool)), "reason", jv_string(why)));
+			over = m->srv;
+			nover++;
+			continue;
+		}
+		room--;
+		out = jv_array_append(out, jv_copy(m->spec));
 	}
 	return out;
 }
@@ -713,8 +817,8 @@ static void call_mcp(struct agent_tool_outcome *out, struct toolset *ts, struct 
 	jv data = json_set(json_set(jv_object(), "server", jv_string(s->name)), "tool", jv_string(m->tool));
 
 	if (!s->c) {
-		outcome(out, false, "failed", xasprintf("%s: the MCP server '%s' is not running: %s", m->name,
-			s->name, s->error ? s->error : "it did not start"), data);
+		outcome(out, false, "failed", llm_redact(xasprintf("%s: the MCP server '%s' is not running: %s", m->name,
+			s->name, s->error ? s->error : "it did not start")), data);
 		return;
 	}
 	if (jv_get_kind(input) != JV_KIND_OBJECT || (m->schema && schema_validate(m->schema, input) < 0)) {
@@ -730,7 +834,8 @@ static void call_mcp(struct agent_tool_outcome *out, struct toolset *ts, struct 
 		data = json_set(data, "error", jv_string(rc == MCP_ETIMEOUT ? "timeout" : rc == MCP_ERPC ? "rpc" : "dead"));
 		if (rc == MCP_EDEAD)
 			server_failed(ts, s, m->tool, why);
-		outcome(out, false, rc == MCP_ERPC ? "failed" : "internal", xasprintf("%s: %s", m->name, why), data);
+		outcome(out, false, rc == MCP_ERPC ? "failed" : "internal", llm_redact(xasprintf("%s: %s", m->name, why)),
+			data);
 		mcp_call_result_release(&r);
 		return;
 	}
@@ -811,9 +916,11 @@ jv toolset_servers_json(struct toolset *ts)
 					"description", jv_string(d ? d : "")));
 			}
 		e = json_set(e, "tools", tools);
+		e = json_set(e, "refused", jv_copy(s->refused));
 		all = jv_array_append(all, e);
 	}
-	return all;
+	/* (a key the server echoed, in its error or its info: as the events show it) */
+	return llm_redact_jv(all);
 }
 
 struct mcp_client *toolset_client(struct toolset *ts, const char *server)
@@ -832,21 +939,34 @@ void toolset_close(struct toolset *ts)
 {
 	if (!ts)
 		return;
+	/* all at once (mcp_close_all): servers that stay past their stdin's
+	 * end and SIGTERM cost two graces in all, not two each */
+	struct mcp_client **cs = xcalloc(ts->nsrv + 1, sizeof *cs);
+	int *status = xcalloc(ts->nsrv + 1, sizeof *status);
+	jv *tails = xcalloc(ts->nsrv + 1, sizeof *tails);
+	for (size_t i = 0; i < ts->nsrv; i++) {
+		cs[i] = ts->srv[i].c;
+		tails[i] = cs[i] ? stderr_tail(cs[i]) : jv_null();
+		ts->srv[i].c = NULL;
+	}
+	mcp_close_all(cs, ts->nsrv, status);
 	for (size_t i = 0; i < ts->nsrv; i++) {
 		struct server *s = &ts->srv[i];
-		if (s->c) {
-			jv tail = stderr_tail(s->c);
-			int status;
-			mcp_close_status(s->c, &status);
+		if (jv_get_kind(tails[i]) == JV_KIND_STRING)
 			emit(ts, "mcp.server.stopped", json_set(json_set(json_set(jv_object(), "server",
-				jv_string(s->name)), "status", jv_number(status)), "stderr", tail));
-		}
+				jv_string(s->name)), "status", jv_number(status[i])), "stderr", tails[i]));
+		else
+			jv_free(tails[i]);
 		tmpdir_remove(s->tmp);
 		free(s->name);
 		free(s->error);
 		jv_free(s->conf);
 		jv_free(s->tools);
+		jv_free(s->refused);
 	}
+	free(cs);
+	free(status);
+	free(tails);
 	for (size_t i = 0; i < ts->ntools; i++) {
 		free(ts->tools[i].name);
 		free(ts->tools[i].tool);

@@ -17,8 +17,17 @@
  * [A-Za-z0-9_-] replaced by '_' (the models' tool-name charset), at most 64
  * characters.  A name that is too long or is already taken (a built-in tool,
  * another server's) is refused: an mcp.tool.refused event and a warning;
- * so is one whose input schema is over 64 KiB of JSON.  A description over
- * 16 KiB is cut there, with a warning.
+ * so is one whose input schema is over 64 KiB of JSON, one whose input
+ * schema is not a JSON Schema at all ("properties": "nope": the provider
+ * would refuse every request it is in; a keyword Forge's validator does not
+ * implement is no reason, the server checks its input then), and one whose
+ * definition nests deeper than Forge reads (mcp.h).  A description over
+ * 16 KiB is cut there, with a warning.  Names in warnings are on one line.
+ * A model call offers at most 128 tools (OpenAI's limit): the phase's own
+ * first, then the MCP tools in order; those past it are left out (an
+ * event each, a warning a server saying how many).  What a server echoed
+ * in a warning, an error or forge mcp list (an API key passed in its env)
+ * is redacted (core/secret.h), as the events are.
  *
  * Permissions (tools.permissions.PHASE and .default, each {allow, deny,
  * ask}: fnmatch globs): deny wins over ask over allow.  A tool no list
@@ -39,7 +48,8 @@
  * started in root, whose files its command may name.
  * Events: mcp.server.started {server, protocol, server_info, tools, pid},
  * mcp.server.failed {server, error, stderr} (with a warning; the phase goes
- * on without its tools), mcp.server.stopped {server, status, stderr}.  A
+ * on without its tools), mcp.server.stopped {server, status, stderr}; the
+ * servers are stopped all at once (mcp_close_all).  A
  * server that dies during a call is reported the same way (mcp.server.failed,
  * "during": the tool) and its tools then fail at once.
  *
@@ -132,7 +142,8 @@ int toolset_exec_fn(struct agent_tool_outcome *out, const char *name, jv input, 
 /*
  * The servers as JSON for forge mcp list: [{name, command, args, phases,
  * enabled, state: "running"|"failed"|"disabled"|"not started", error?,
- * protocol?, server_info?, tools: [{name, tool, description}]}].
+ * protocol?, server_info?, tools: [{name, tool, description}], refused:
+ * [{tool, reason}]}], registered API keys redacted.
  */
 jv toolset_servers_json(struct toolset *ts);
 

@@ -18,6 +18,7 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/secret.h"
 #include "mcp/mcp.h"
 #include "os/spawn.h"
 
@@ -68,10 +69,11 @@ static int on_option(int id, const char *arg, void *payload)
 }
 
 /* What a server wrote (its stderr, names, descriptions) reaches the
- * terminal without its control characters (term.h: term_clean). */
+ * terminal without its control characters (term.h: term_clean), and
+ * without an API key it echoed (redacted as the events redact it). */
 static void say(const char *prefix, const char *msg)
 {
-	char *shown = xstrdup(msg);
+	char *shown = llm_redact(xstrdup(msg));
 
 	term_clean(shown, strlen(shown));
 	fprintf(stderr, PROG ": %s%s\n", prefix, shown);
@@ -136,6 +138,17 @@ static int list(const struct session *ses, const struct cli_common *common)
 			(void)j;
 		}
 		jv_free(tools);
+		/* the tools a model is not offered, and why (also warned) */
+		jv refused = json_get(s, "refused");
+		jv_array_foreach(refused, j, r) {
+			char *tool = xstrdup(json_get_str(r, "tool") ? json_get_str(r, "tool") : "");
+			term_clean_line(tool, strlen(tool));
+			printf("  (left out) %s: %s\n", tool, json_get_str(r, "reason"));
+			free(tool);
+			jv_free(r);
+			(void)j;
+		}
+		jv_free(refused);
 		jv_free(s);
 		(void)i;
 	}
@@ -189,11 +202,16 @@ static int call(const struct session *ses, const struct cli_common *common, cons
 	}
 	bool known = false;
 	struct buf names = BUF_INIT;
+	/* (a tool too deep for Forge to read is the server's all the same) */
+	tools = jv_array_concat(tools, jv_copy(mcp_tools_unreadable(c)));
 	jv_array_foreach(tools, i, t) {
 		const char *name = json_get_str(t, "name");
 		if (name) {
+			char *shown = xstrdup(name);
+			term_clean_line(shown, strlen(shown));    /* one line each */
 			known |= !strcmp(name, tool);
-			buf_addf(&names, "%s%s", names.len ? ", " : "", name);
+			buf_addf(&names, "%s%s", names.len ? ", " : "", shown);
+			free(shown);
 		}
 		jv_free(t);
 		(void)i;
@@ -213,12 +231,14 @@ static int call(const struct session *ses, const struct cli_common *common, cons
 		say("", forge_last_error());
 		goto out;
 	}
+	/* (a key the tool's answer holds is redacted, as the events redact it) */
 	if (json_out) {
 		jv res = json_set(json_set(jv_object(), "isError", jv_bool(r.is_error)), "content", jv_copy(r.content));
 		if (jv_get_kind(r.structured) != JV_KIND_NULL)
 			res = json_set(res, "structuredContent", jv_copy(r.structured));
-		json_write_pretty(stdout, res);
+		json_write_pretty(stdout, llm_redact_jv(res));
 	} else {
+		llm_redact(r.text);
 		size_t n = strlen(r.text);
 		fputs(r.text, stdout);
 		if (n && r.text[n - 1] != '\n')

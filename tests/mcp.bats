@@ -131,6 +131,115 @@ reference_server() {
 	[ "$(grep -c '"method": "tools/list"' "$SLOG")" -eq 6 ]
 }
 
+@test "a tool whose input schema is no JSON Schema is left out (warning, forge mcp list); one with a keyword Forge does not implement is offered" {
+	jq -n '[{name: "bad", description: "Broken.", inputSchema: {type: "object", properties: "nope", required: "x"}},
+		{name: "typo", inputSchema: {type: "object", properties: {a: {type: "strng"}}}},
+		{name: "iffy", description: "Uses if/then.", inputSchema: {type: "object", if: {required: ["a"]}, then: {required: ["b"]}}}]' \
+		>"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(scripted "$(jq -nc --arg f "$BATS_TEST_TMPDIR/extra.json" '["--extra-tools", $f]')")"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].tools | map(.tool) | index("bad") == null and index("typo") == null and index("iffy") != null'
+	echo "$output" | jq -e '.[0].refused == [
+		{"tool": "bad", "reason": "its input schema is not a valid JSON Schema: #: '"'properties'"' must be an object of schemas"},
+		{"tool": "typo", "reason": "its input schema is not a valid JSON Schema: #/properties/a: unknown type '"'strng'"'"}]'
+	[[ "$stderr" == *"warning: MCP server 's': tool 'bad' is left out: its input schema is not a valid JSON Schema: #: 'properties' must be an object of schemas"* ]]
+	[[ "$stderr" == *"warning: MCP server 's': tool 'typo' is left out: its input schema is not a valid JSON Schema: #/properties/a: unknown type 'strng'"* ]]
+	run -0 --separate-stderr forge mcp list
+	assert_line "  (left out) bad: its input schema is not a valid JSON Schema: #: 'properties' must be an object of schemas"
+	# the model is offered neither: a provider refuses every request such a schema is in (before: exit 5)
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	run -0 offered
+	assert_output '["read_file","list_files","grep","delegate","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","s__iffy","finish","ask_human"]'
+	event mcp.tool.refused | jq -s -e 'map(.tool) == ["bad", "typo"] and .[0].server == "s"
+		and (.[0].reason | startswith("its input schema is not a valid JSON Schema"))'
+}
+
+@test "a model call offers at most 128 tools: the phase's own all, the MCP tools past the cap left out with a warning" {
+	jq -n '[range(200) | {name: "t\(.)", inputSchema: {type: "object"}}]' >"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(scripted "$(jq -nc --arg f "$BATS_TEST_TMPDIR/extra.json" '["--extra-tools", $f, "--page-size", "100"]')")"
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	run -0 offered
+	# 4 of the phase's, 122 MCP tools (the 11 and t0..t110), finish and ask_human
+	echo "$output" | jq -e 'length == 128 and .[:5] == ["read_file","list_files","grep","delegate","s__echo"]
+		and .[-3:] == ["s__t110","finish","ask_human"]'
+	[[ "$stderr" == *"forge-plan: warning: MCP server 's': 89 of its tools are left out: a model call offers at most 128 tools (OpenAI's limit), Forge's own 6 first and the tools listed before these"* ]]
+	[ "$(grep -c "left out" <<<"$stderr")" -eq 1 ]
+	event mcp.tool.refused | jq -s -e 'length == 89 and .[0].tool == "t111" and .[88].tool == "t199"
+		and .[0].reason == "a model call offers at most 128 tools (OpenAI'"'"'s limit)"'
+}
+
+@test "a provider's refusal that names a tool by its index names the tool too" {
+	servers "$(scripted)"
+	mock '[{"fault":"bad_request","message":"tools.4.custom.input_schema: JSON schema is invalid. It must match JSON Schema draft 2020-12."}]'
+	plan 5
+	[[ "$stderr" == *"tools.4.custom.input_schema: JSON schema is invalid. It must match JSON Schema draft 2020-12. (tools.4 is the tool 's__echo')"* ]]
+	mock_script '[{"fault":"bad_request","message":"Invalid '"'tools[5].function.parameters'"': array schema missing items."}]'
+	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=sk-mcp-test-openai-0123456789
+	plan 5
+	[[ "$stderr" == *"Invalid 'tools[5].function.parameters': array schema missing items. (tools[5] is the tool 's__add')"* ]]
+}
+
+@test "a tool name with a newline is shown on one line in warnings (no forged output lines)" {
+	jq -n '[{name: ("o\nforge-plan: failed: FAKE LINE " + ("x" * 60)), inputSchema: {type: "object"}},
+		{name: "d\nforge-plan: failed: FAKE TOO", description: ("d" * 17000), inputSchema: {type: "object"}}]' \
+		>"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(scripted "$(jq -nc --arg f "$BATS_TEST_TMPDIR/extra.json" '["--extra-tools", $f]')")"
+	run -0 --separate-stderr forge mcp list
+	[[ "$stderr" == *"warning: MCP server 's': tool 'o forge-plan: failed: FAKE LINE xxx"*"' is left out: the name s__o_forge-plan"* ]]
+	[[ "$stderr" == *"warning: MCP server 's': the description of tool 'd forge-plan: failed: FAKE TOO' is 17000 bytes"* ]]
+	run -1 grep -c "^forge-plan" <<<"$stderr"
+	run -2 --separate-stderr forge mcp call s nope
+	[[ "$stderr" == *"; its tools: echo, "*", o forge-plan: failed: FAKE LINE xxx"* ]]
+	[ "$(wc -l <<<"$stderr")" -eq 1 ]
+}
+
+@test "an API key a server echoes on stderr is redacted in warnings, forge mcp list and call, as in the events" {
+	export OPENAI_API_KEY=sk-proj-mcp-test-OPENAISECRET-987654321
+	# the usual setup of a server that calls OpenAI itself: the key in its env, from the user's config
+	jq -n '{mcp: {servers: {s: {command: "/bin/sh", args: ["-c", "echo auth failed for key $OPENAI_API_KEY >&2; exit 1"],
+		env: {OPENAI_API_KEY: "${OPENAI_API_KEY}"}}}}, memory: {reflect: false}}' >"$XDG_CONFIG_HOME/forge/config.json"
+	rm -f .forge/config.json
+	run -0 --separate-stderr forge mcp list
+	assert_line "s  failed: MCP server 's' exited with status 1; its stderr: auth failed for key [REDACTED]"
+	[[ "$stderr" == *"warning: MCP server 's' exited with status 1; its stderr: auth failed for key [REDACTED]; going on"* ]]
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].error == "MCP server '"'s'"' exited with status 1; its stderr: auth failed for key [REDACTED]"'
+	[[ "$output$stderr" != *OPENAISECRET* ]]
+	run -5 --separate-stderr forge mcp call s echo '{"text":"x"}'
+	[[ "$stderr" == *"auth failed for key [REDACTED]"* && "$stderr" != *OPENAISECRET* ]]
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	[[ "$stderr" == *"forge-plan: warning: MCP server 's' exited with status 1; its stderr: auth failed for key [REDACTED]"* ]]
+	[[ "$stderr$output" != *OPENAISECRET* ]]
+	# a tool's answer that holds it: redacted too
+	jq -n --arg cmd "$SERVER" '{mcp: {servers: {s: {command: $cmd, env: {OPENAI_API_KEY: "${OPENAI_API_KEY}"}}}}}' \
+		>"$XDG_CONFIG_HOME/forge/config.json"
+	run -0 --separate-stderr forge mcp call s env '{"name":"OPENAI_API_KEY"}'
+	assert_output "[REDACTED]"
+	run -0 --separate-stderr forge mcp call s env '{"name":"OPENAI_API_KEY"}' --json
+	echo "$output" | jq -e '.content[0].text == "[REDACTED]"'
+}
+
+@test "a tool listed too deep for Forge to read is left out alone; an answer too deep fails that call alone" {
+	python3 -c 'import json; s = {}
+for i in range(200): s = {"not": s}
+print(json.dumps([{"name": "deep", "inputSchema": s}, {"name": "after", "inputSchema": {"type": "object"}}]))' \
+		>"$BATS_TEST_TMPDIR/extra.json"
+	servers "$(scripted "$(jq -nc --arg f "$BATS_TEST_TMPDIR/extra.json" '["--extra-tools", $f, "--page-size", "20"]')")"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e '.[0].state == "running" and (.[0].tools | map(.tool) | index("after") != null and index("deep") == null)'
+	echo "$output" | jq -e '.[0].refused[0] == {"tool": "deep", "reason": "its definition nests deeper than the 256 levels Forge reads (an array counts 1, an object 2) at inputSchema"}'
+	run -5 --separate-stderr forge mcp call s deep '{"levels":300}'
+	[ "$stderr" = "forge-mcp: MCP server 's': tools/call: its answer nests deeper than the 256 levels Forge reads (an array counts 1, an object 2) (at result.structuredContent.a[0]); the server stays usable" ]
+	# in a phase: the call fails, the server stays, the next call works
+	mock "[{\"tool_calls\":[{\"name\":\"s__after\",\"input\":{}}]},{\"tool_calls\":[{\"name\":\"s__echo\",\"input\":{\"text\":\"still here\"}}]},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	plan 0
+	[ -z "$(event mcp.server.failed)" ]
+	event tool.executed | jq -e 'select(.tool == "s__echo") | .kind == "ok"'
+}
+
 @test "what a server writes reaches the terminal without control characters: descriptions, its stderr in warnings and errors" {
 	esc=$'\e]0;PWNED\a\e[2J\e[31mred\e[0m'
 	jq -n --arg d "$esc" '[{name: "t", description: $d, inputSchema: {type: "object"}}]' >"$BATS_TEST_TMPDIR/extra.json"
@@ -278,6 +387,17 @@ reference_server() {
 	[[ "$(received)" == *"tools/call notifications/cancelled tools/call"* ]]
 	jq -s -e 'map(select(.method == "notifications/cancelled")) | length == 1
 		and .[0].params.requestId == 8 and .[0].params.reason == "no answer within 2 s"' "$SLOG"
+}
+
+@test "servers that stay past their stdin's end and SIGTERM are stopped all at once, not one after another" {
+	servers "$(jq -n --arg cmd "$SERVER" --arg log "$SLOG" '[("a", "b", "c") | {key: ., value: {command: $cmd,
+		args: ["--log", $log, "--stubborn", "yes", "--tag", .]}}] | from_entries')"
+	run -0 --separate-stderr forge mcp list --json
+	echo "$output" | jq -e 'map(.state) == ["running", "running", "running"]'
+	# every stdin closed before any SIGTERM (before: a's EOF, a's SIGTERM, then b's
+	# EOF once a was killed, ...: 4 s a server); what they saw, not how long it took
+	run -0 jq -r 'select(.event) | .event' "$SLOG"
+	[ "$(paste -sd' ' <<<"$output")" = "eof eof eof sigterm sigterm sigterm" ]
 }
 
 # wait_gone PID: polls (up to 10 s) until the process is gone, or a zombie its new parent has yet to reap.

@@ -105,6 +105,9 @@ struct agent_tool_outcome {
 typedef int (*agent_exec_fn)(struct agent_tool_outcome *out, const char *name, jv input,
 			     void *payload);
 
+/* The tools agent_run() adds to cfg->tools: finish and ask_human. */
+#define AGENT_OWN_TOOLS 2
+
 struct agent_config {
 	const char *phase;              /* "plan", "implement", … */
 	const char *system_prompt;

@@ -473,6 +473,61 @@ int json_skim_members(const char *text, size_t len,
 	}
 }
 
+int json_skim_elements(const char *text, size_t len,
+		       void (*element)(const char *value, size_t value_len, void *payload), void *payload)
+{
+	const char *end = text + len, *p;
+
+	if (text[len] != '\0')
+		return -1;
+	p = (const char *)skip_ws((const unsigned char *)text, (const unsigned char *)end);
+	if (p >= end || *p != '[')
+		return -1;
+	p = (const char *)skip_ws((const unsigned char *)p + 1, (const unsigned char *)end);
+	if (p < end && *p == ']')
+		return 0;
+	for (;;) {
+		const char *value = p;
+
+		if (p >= end || !(p = skim_value(p, end)) || p == value)
+			return -1;
+		element(value, (size_t)(p - value), payload);
+		p = (const char *)skip_ws((const unsigned char *)p, (const unsigned char *)end);
+		if (p < end && *p == ']')
+			return 0;
+		if (p >= end || *p != ',')
+			return -1;
+		p = (const char *)skip_ws((const unsigned char *)p + 1, (const unsigned char *)end);
+	}
+}
+
+size_t json_nesting(const char *text, size_t len)
+{
+	size_t depth = 0, deepest = 0;
+	bool in_string = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = text[i];
+
+		if (in_string) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_string = false;
+		} else if (ch == '"') {
+			in_string = true;
+		} else if (ch == '[' || ch == '{') {
+			depth += ch == '{' ? 2 : 1;
+			if (depth > deepest)
+				deepest = depth;
+		} else if (ch == ']' || ch == '}') {
+			size_t d = ch == '}' ? 2 : 1;
+			depth = depth > d ? depth - d : 0;
+		}
+	}
+	return deepest;
+}
+
 /* ---- event records --------------------------------------------------- */
 
 struct event_scan {

@@ -79,6 +79,24 @@ int json_skim_members(const char *text, size_t len,
 		      void *payload);
 
 /*
+ * json_skim_members() for an array: element(value, value_len, payload) for
+ * each element of the array at text, in order (the value's whole text).
+ * The same conditions (text[len] == '\0'; on text that is not valid JSON
+ * the elements reported are unspecified but lie within text).  0, or -1
+ * when text is not shaped like an array.
+ */
+int json_skim_elements(const char *text, size_t len,
+		       void (*element)(const char *value, size_t value_len, void *payload), void *payload);
+
+/*
+ * How deep text nests, counted as libjq counts it (an array 1, an object 2;
+ * libjq 1.6 reads at most 256): the deepest point of its brackets, those in
+ * strings skipped.  One pass, no recursion, for any text (on text that is
+ * not JSON, of its brackets as they stand).
+ */
+size_t json_nesting(const char *text, size_t len);
+
+/*
  * The lexical pieces, shared with json.c's parser that builds jv (one
  * tokenizer for both).  json_scan_string: past the string whose opening
  * quote is at p (strict, as above), or NULL; *escaped says whether it

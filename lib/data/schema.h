@@ -44,6 +44,19 @@ struct schema;
 int schema_compile(struct schema **out, jv doc);
 
 /*
+ * schema_compile(), telling why a schema is refused: *unsupported (may be
+ * NULL) is true when the first error met is about what this validator does
+ * not implement -- a keyword it does not know ("if", "dependentRequired"),
+ * a $ref to another document or an anchor, an 'items' array, $id below the
+ * root, a pattern PCRE2 does not take, a $ref cycle or chain it cannot
+ * follow -- which a full validator may accept; false when the schema breaks
+ * JSON Schema itself ("properties": "nope", "type": "strng", "required":
+ * "x", a $ref to nothing) or nests too deep.  Only the first error is
+ * judged: a schema with both kinds says the kind of the one met first.
+ */
+int schema_compile_checked(struct schema **out, jv doc, bool *unsupported);
+
+/*
  * Like schema_compile, lazily: text (borrowed: it must outlive the schema)
  * is checked as JSON and its root compiled now; every other subschema is
  * compiled from its own text when first reached (by validation, a $ref, or

@@ -128,6 +128,32 @@ static int compile_error(struct compiler *c, const char *fmt, ...)
 	return -1;
 }
 
+/* An error about what this validator does not implement (a keyword it does
+ * not know, a $ref it cannot follow), not about a schema that breaks JSON
+ * Schema: said so by schema_compile_checked() when it is the first. */
+static void mark_unsupported(struct schema *s)
+{
+	if (!s->error)
+		s->unsupported = true;
+}
+
+static int unsupported_error(struct compiler *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int unsupported_error(struct compiler *c, const char *fmt, ...)
+{
+	struct buf msg = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	mark_unsupported(c->s);
+	compile_error(c, "%s", msg.buf);
+	buf_release(&msg);
+	return -1;
+}
+
 /* Append "/token" with RFC 6901 escaping; returns the length to restore. */
 size_t schema_ptr_push(struct buf *b, const char *token)
 {
@@ -175,7 +201,9 @@ static int regex_compile(struct compiler *c, struct regex *re, const char *src, 
 		PCRE2_UCHAR text[256];
 
 		pcre2_get_error_message(err, text, sizeof text);
-		return compile_error(c, "invalid regular expression '%s' at offset %zu: %s",
+		/* (PCRE2 is not ECMA-262, the dialect JSON Schema names:
+		 * "[^]" and "\\u0041" are patterns there) */
+		return unsupported_error(c, "invalid regular expression '%s' at offset %zu: %s",
 				     src, (size_t)off, (const char *)text);
 	}
 	re->md = pcre2_match_data_create_from_pattern(re->code, NULL);
@@ -220,7 +248,7 @@ static int kw_id(struct compiler *c, struct node *n, jv val, const char *kw)
 	if (string_value(c, val, kw) < 0)
 		return -1;
 	if (c->ptr.len != 0)
-		return compile_error(c, "unsupported keyword '$id' below the root "
+		return unsupported_error(c, "unsupported keyword '$id' below the root "
 				     "(embedded schema resources)");
 	/* "http://x/s.json#" names the same document as "http://x/s.json". */
 	size_t len = (size_t)jv_string_length_bytes(jv_copy(val));
@@ -315,7 +343,7 @@ static int kw_limit(struct compiler *c, struct node *n, jv val, const char *kw)
 		n->has |= 1u << limit_keywords[i].lim;
 		return 0;
 	}
-	return compile_error(c, "unsupported keyword '%s'", kw);
+	return unsupported_error(c, "unsupported keyword '%s'", kw);
 }
 
 static int kw_unique(struct compiler *c, struct node *n, jv val, const char *kw)
@@ -507,7 +535,7 @@ static int lz_schema(struct compiler *c, struct node *n, const char *kw, size_t 
 static int lz_items(struct compiler *c, struct node *n, const char *kw, size_t off, int depth)
 {
 	if (*text_at(c, off) == '[')
-		return compile_error(c, "unsupported 'items' array (draft 2019-09 and older); "
+		return unsupported_error(c, "unsupported 'items' array (draft 2019-09 and older); "
 				     "use 'prefixItems'");
 	return lz_schema(c, n, kw, off, depth);
 }
@@ -638,7 +666,7 @@ static int lazy_keyword(struct compiler *c, struct node *n, const char *kw, size
 	int rc;
 
 	if (i < 0)
-		return compile_error(c, "unsupported keyword '%s'", kw);
+		return unsupported_error(c, "unsupported keyword '%s'", kw);
 	/* libjq keeps the last of two equal keys; the text would show both */
 	if (*seen & (UINT64_C(1) << i))
 		return compile_error(c, "duplicate keyword '%s'", kw);
@@ -759,6 +787,8 @@ static int resolve_ref(struct schema *s, struct node *n)
 {
 	const char *frag = local_fragment(s, n->ref_text);
 
+	if (!frag || (frag[1] != '\0' && frag[1] != '/'))
+		mark_unsupported(s);
 	if (!frag)
 		return forge_error("#%s: unsupported $ref '%s' (only refs within this document "
 				   "are supported)", n->pointer, n->ref_text);
@@ -786,16 +816,20 @@ static int check_cycles_from(struct node *n, int depth)
 {
 	if (n->mark == 2)
 		return 0;
-	if (n->mark == 1)
+	if (n->mark == 1) {
+		mark_unsupported(n->owner);
 		return forge_error("#%s: $ref cycle that never descends into the instance",
 				   n->pointer);
+	}
 	/* a chain of these is as long as the document makes it ($defs d0 ->
 	 * d1 -> ... in a shallow text): bounded here, as validation bounds its
 	 * recursion, so that a hostile schema (an MCP server's) cannot overflow
 	 * the stack */
-	if (depth >= MAX_VALIDATE_DEPTH)
+	if (depth >= MAX_VALIDATE_DEPTH) {
+		mark_unsupported(n->owner);
 		return forge_error("#%s: $ref, allOf, anyOf, oneOf and not chained deeper than %d levels",
 				   n->pointer, MAX_VALIDATE_DEPTH);
+	}
 	if (n->state == NODE_LAZY && compile_lazy(n) < 0)
 		return -1;
 	if (n->state == NODE_BAD)
@@ -825,7 +859,7 @@ int schema_node_ready(struct node *n)
 	return 0;
 }
 
-int schema_compile_lazy(struct schema **out, const char *text, size_t len)
+static int schema_compile_lazy_checked(struct schema **out, const char *text, size_t len, bool *unsupported)
 {
 	struct compiler c = { xcalloc(1, sizeof *c.s), BUF_INIT };
 	struct node *root = NULL;
@@ -836,11 +870,18 @@ int schema_compile_lazy(struct schema **out, const char *text, size_t len)
 	buf_release(&c.ptr);
 	/* the root now: its $id says which $refs stay in the document */
 	if (!root || (root->state == NODE_LAZY && compile_lazy(root) < 0)) {
+		if (unsupported)
+			*unsupported = c.s->unsupported;
 		schema_free(c.s);
 		return -1;
 	}
 	*out = c.s;
 	return 0;
+}
+
+int schema_compile_lazy(struct schema **out, const char *text, size_t len)
+{
+	return schema_compile_lazy_checked(out, text, len, NULL);
 }
 
 pthread_mutex_t schema_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -859,23 +900,32 @@ int schema_compile_rest(struct schema *s)
 
 /* The lazy compiler over the document's own text, then the rest of it:
  * eager, every error reported now. */
-int schema_compile(struct schema **out, jv doc)
+int schema_compile_checked(struct schema **out, jv doc, bool *unsupported)
 {
 	char *text = json_dumps(doc, false);
 	struct schema *s;
 
 	*out = NULL;
-	if (schema_compile_lazy(&s, text, strlen(text)) < 0) {
+	if (unsupported)
+		*unsupported = false;
+	if (schema_compile_lazy_checked(&s, text, strlen(text), unsupported) < 0) {
 		free(text);
 		return -1;
 	}
 	s->text_owned = text;
 	if (schema_compile_rest(s) < 0) {
+		if (unsupported)
+			*unsupported = s->unsupported;
 		schema_free(s);
 		return -1;
 	}
 	*out = s;
 	return 0;
+}
+
+int schema_compile(struct schema **out, jv doc)
+{
+	return schema_compile_checked(out, doc, NULL);
 }
 
 /* ----------------------------------------------------- embedded schemas -- */

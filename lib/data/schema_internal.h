@@ -134,6 +134,8 @@ struct schema {
 	char *text_owned;       /* schema_compile()'s serialised document, or NULL */
 	char *name;             /* for messages ("state.schema.json"), or NULL */
 	char *error;            /* a lazy compile's first error, the whole message */
+	bool unsupported;       /* that error is something this validator does not
+				   implement, not a schema that breaks JSON Schema */
 };
 
 struct compiler {

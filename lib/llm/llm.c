@@ -698,6 +698,43 @@ static bool restartable(const struct llm_request *req, const struct streaming *s
 static long output_estimate(const struct llm_response *out);
 
 /* req: what is sent (its temperature dropped when the model refuses one). */
+/*
+ * A refusal that names a tool by its place in the request -- Anthropic's
+ * "tools.4.custom.input_schema: JSON schema is invalid", OpenAI's
+ * "Invalid 'tools[4].function.parameters'" -- names it by name too (an MCP
+ * tool's SERVER__TOOL says its server): " (tools.4 is the tool 's__bad')"
+ * after f's message.  The providers keep the order of req's tools.
+ */
+static void name_the_tool(struct llm_fault *f, jv tools)
+{
+	size_t n = jv_get_kind(tools) == JV_KIND_ARRAY ? (size_t)jv_array_length(jv_copy(tools)) : 0;
+
+	if (!f->message || !n)
+		return;
+	for (const char *at = strstr(f->message, "tools"); at; at = strstr(at + 5, "tools")) {
+		const char *d = at + 5;
+		bool bracket = *d == '[';
+
+		if ((*d == '.' || bracket) && d[1] >= '0' && d[1] <= '9') {
+			char *end;
+			unsigned long i = strtoul(d + 1, &end, 10);
+			if (i < n && (!bracket || *end == ']')) {
+				jv t = jv_array_get(jv_copy(tools), (int)i);
+				const char *name = json_get_str(t, "name");
+				if (name) {
+					struct buf b = BUF_INIT;
+					buf_addf(&b, "%s (tools%s%lu%s is the tool '%s')", f->message, bracket ? "[" : ".", i,
+						 bracket ? "]" : "", name);
+					free(f->message);
+					f->message = buf_detach(&b, NULL);
+				}
+				jv_free(t);
+				return;
+			}
+		}
+	}
+}
+
 static int provider_call(struct llm_response *out, struct llm_client *c, struct llm_request *req)
 {
 	struct llm_wire w;
@@ -747,6 +784,7 @@ again:
 	} else if (r.status) {
 		struct llm_fault f;
 		c->p->fault(&f, r.status, r.body.buf, r.body.len);
+		name_the_tool(&f, req->tools);
 		rc = report(c, f.kind, &r, &f);
 		llm_fault_release(&f);
 	} else if (r.interrupted) {

@@ -8,6 +8,7 @@
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/jsonscan.h"
 #include "os/spawn.h"
 
 #include <errno.h>
@@ -28,6 +29,14 @@ const char *const mcp_protocol_versions[] = { MCP_PROTOCOL_VERSION, "2025-03-26"
 #define DEFAULT_MAX_LINE (8u << 20)
 #define DEFAULT_STDERR_CAP (64u << 10)
 #define MAX_PAGES 1000
+/* libjq 1.6 reads JSON nested at most this deep (json_nesting's count: an
+ * array 1, an object 2).  A message deeper than that is taken apart
+ * TAKE_APART levels down (the message, its result, the tools array, a
+ * tool) and its parts read one by one: what is still too deep there fails
+ * alone -- the answer it is in, or that one tool of a listing -- and the
+ * server stays usable. */
+#define JQ_MAX_NESTING 256
+#define TAKE_APART 4
 
 struct mcp_client {
 	char *name;
@@ -49,6 +58,9 @@ struct mcp_client {
 	char tools_cut[200];           /* why the last listing stopped early, or "" */
 	jv tools;                      /* the last listing, or null */
 	jv batch;                      /* the rest of a JSON-RPC batch, not handled yet */
+	bool deep;                     /* the last message was too deep to read whole: */
+	jv holes;                      /* the paths of its parts left out (null there) */
+	jv unreadable;                 /* the last listing's tools too deep to read: [{name, reason}] */
 	char *protocol, *instructions;
 	jv server_info;
 };
@@ -238,15 +250,106 @@ static bool take_batch(struct mcp_client *c, jv v, jv *msg)
 	return true;
 }
 
+/* The members or elements of a container's text, as json_skim_*() find them. */
+struct part {
+	const char *key, *value;       /* key: NULL for an element; as written, without quotes */
+	size_t key_len, value_len;
+};
+
+struct parts {
+	struct part *v;
+	size_t n;
+};
+
+static void add_part(struct parts *ps, const char *key, size_t key_len, const char *value, size_t value_len)
+{
+	ps->v = xrealloc(ps->v, (ps->n + 1) * sizeof *ps->v);
+	ps->v[ps->n++] = (struct part){ key, value, key_len, value_len };
+}
+
+static void on_member(const char *key, size_t key_len, const char *value, size_t value_len, void *payload)
+{
+	add_part(payload, key, key_len, value, value_len);
+}
+
+static void on_element(const char *value, size_t value_len, void *payload)
+{
+	add_part(payload, NULL, 0, value, value_len);
+}
+
+/*
+ * text read as far as libjq can: whole when it can, else (levels > 0) an
+ * object or array made of its parts read the same way, levels - 1 down.
+ * A part still too deep for libjq is null, its path (path, consumed, plus
+ * its key or index) appended to *holes; a part that is not JSON sets *bad.
+ */
+static jv read_apart(const char *text, size_t len, int levels, jv path, jv *holes, bool *bad)
+{
+	jv v = json_parse(text, len);
+
+	if (jv_is_valid(v)) {
+		jv_free(path);
+		return v;
+	}
+	jv_free(v);
+	char *copy = xstrndup(text, len);    /* (the skimmers want a NUL after it) */
+	struct parts ps = { NULL, 0 };
+	bool object = false, array = false;
+
+	if (levels > 0) {
+		object = json_skim_members(copy, len, on_member, &ps) == 0;
+		if (!object) {
+			free(ps.v);
+			ps = (struct parts){ NULL, 0 };
+			array = json_skim_elements(copy, len, on_element, &ps) == 0;
+		}
+	}
+	if (object || array) {
+		v = object ? jv_object() : jv_array();
+		for (size_t i = 0; i < ps.n && !*bad; i++) {
+			jv key = jv_null();
+			if (object) {
+				/* the key as JSON reads it (escapes and all): its quotes are around it */
+				key = json_parse(ps.v[i].key - 1, ps.v[i].key_len + 2);
+				if (jv_get_kind(key) != JV_KIND_STRING) {
+					jv_free(key);
+					*bad = true;
+					break;
+				}
+			}
+			jv at = jv_array_append(jv_copy(path), object ? jv_copy(key) : jv_number((double)i));
+			jv part = read_apart(ps.v[i].value, ps.v[i].value_len, levels - 1, at, holes, bad);
+			v = object ? jv_object_set(v, key, part) : jv_array_append(v, part);
+		}
+		jv_free(path);
+	} else if (json_nesting(text, len) > JQ_MAX_NESTING) {
+		*holes = jv_array_append(*holes, path);
+		v = jv_null();
+	} else {
+		jv_free(path);
+		*bad = true;
+		v = jv_null();
+	}
+	free(ps.v);
+	free(copy);
+	return v;
+}
+
 /*
  * The next message as a JSON object in *msg: the rest of a batch first,
  * else the next whole line of stdout (a batch there is read message by
  * message): 1, or 0 when no whole line is buffered, or MCP_EDEAD for a
  * line that is neither a JSON object nor a batch of them.  Blank lines are
- * skipped.
+ * skipped.  A message nested deeper than libjq reads is read apart
+ * (read_apart): c->deep, and c->holes says which parts of it are null.
  */
 static int next_message(struct mcp_client *c, jv *msg)
 {
+	c->deep = false;
+	if (jv_array_length(jv_copy(c->holes)) > 0) {
+		jv_free(c->holes);
+		c->holes = jv_array();
+	}
 	if (jv_array_length(jv_copy(c->batch)) > 0) {
 		*msg = jv_array_get(jv_copy(c->batch), 0);
 		c->batch = jv_array_slice(c->batch, 1, jv_array_length(jv_copy(c->batch)));
@@ -264,18 +367,32 @@ static int next_message(struct mcp_client *c, jv *msg)
 			len--;
 		bool blank = strspn(c->line.buf, " \t\r") >= len;
 		jv v = blank ? jv_null() : json_parse(c->line.buf, len);
+		bool deep = !blank && !jv_is_valid(v) && json_nesting(c->line.buf, len) > JQ_MAX_NESTING;
+		bool bad = false;
+		if (deep) {
+			jv_free(v);
+			v = read_apart(c->line.buf, len, TAKE_APART, jv_array(), &c->holes, &bad);
+		}
 		char head[120];
 		snprintf(head, sizeof head, "%.*s", (int)(len < 100 ? len : 100), c->line.buf);
 		memmove(c->line.buf, nl + 1, c->line.len - n - 1);
 		buf_truncate(&c->line, c->line.len - n - 1);
 		if (blank)
 			continue;
-		if (jv_get_kind(v) == JV_KIND_OBJECT) {
+		if (jv_get_kind(v) == JV_KIND_OBJECT && !bad) {
+			c->deep = deep;
 			*msg = v;
 			return 1;
 		}
-		if (take_batch(c, v, msg))
+		if (deep && !bad && jv_get_kind(v) == JV_KIND_ARRAY) {
+			jv_free(v);
+			return die(c, "wrote a JSON-RPC batch nested deeper than the %d levels Forge reads "
+				   "(an array counts 1, an object 2): '%s…'", JQ_MAX_NESTING, head);
+		}
+		if (!deep && take_batch(c, v, msg))
 			return 1;
+		if (deep)
+			jv_free(v);
 		return die(c, "wrote something that is not a JSON-RPC message on stdout: '%s%s'", head,
 			   len > 100 ? "…" : "");
 	}
@@ -389,22 +506,138 @@ static bool same_id(jv id, long want)
 	return jv_get_kind(id) == JV_KIND_NUMBER && jv_number_value(id) == (double)want;
 }
 
-/* The JSON-RPC error of an answer as a message; MCP_ERPC. */
-static int rpc_error(struct mcp_client *c, const char *method, jv err)
+/* A value a server sent, for a message: its JSON, cut at max bytes. */
+static char *shown_json(jv v, size_t max)
 {
-	const char *m = json_get_str(err, "message");
-	jv data = json_get(err, "data");
-	char *d = jv_get_kind(data) == JV_KIND_INVALID || jv_get_kind(data) == JV_KIND_NULL ? NULL
-		 : json_dumps(jv_copy(data), false);
+	char *d = json_dumps(v, false);
+	size_t n = strlen(d);
 
-	forge_error("MCP server '%s': %s failed: %s (JSON-RPC error %.0f)%s%.300s", c->name, method,
-		    m ? m : "no message", json_get_num(err, "code", 0), d ? ": " : "", d ? d : "");
-	free(d);
-	jv_free(data);
+	if (n > max) {
+		while (max && ((unsigned char)d[max] & 0xc0) == 0x80)
+			max--;
+		d[max] = '\0';
+		char *cut = xmalloc(max + 4);
+		memcpy(cut, d, max);
+		memcpy(cut + max, "\xe2\x80\xa6", 4);
+		free(d);
+		d = cut;
+	}
+	return d;
+}
+
+/* The JSON-RPC error of an answer as a message; MCP_ERPC.  A code that is
+ * no number, a message that is no string are said as such (before: "JSON-RPC
+ * error 0", "no message"). */
+static int rpc_error(struct mcp_client *c, const char *method, jv err, const char *note)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "MCP server '%s': %s failed: ", c->name, method);
+	if (jv_get_kind(err) != JV_KIND_OBJECT) {
+		char *e = shown_json(jv_copy(err), 300);
+		buf_addf(&b, "an error that is not a JSON-RPC error object: %s", e);
+		free(e);
+	} else {
+		jv m = json_get(err, "message"), code = json_get(err, "code"), data = json_get(err, "data");
+
+		if (jv_get_kind(m) == JV_KIND_STRING) {
+			buf_adds(&b, jv_string_value(m));
+		} else if (!json_has(err, "message")) {
+			buf_adds(&b, "no message");
+		} else {
+			char *t = shown_json(jv_copy(m), 300);
+			buf_addf(&b, "a message that is not a string: %s", t);
+			free(t);
+		}
+		if (jv_get_kind(code) == JV_KIND_NUMBER) {
+			buf_addf(&b, " (JSON-RPC error %.0f)", jv_number_value(code));
+		} else if (!json_has(err, "code")) {
+			buf_adds(&b, " (a JSON-RPC error without a code)");
+		} else {
+			char *t = shown_json(jv_copy(code), 60);
+			buf_addf(&b, " (a JSON-RPC error whose code %s is not a number)", t);
+			free(t);
+		}
+		if (jv_get_kind(data) != JV_KIND_NULL) {
+			char *d = json_dumps(jv_copy(data), false);
+			buf_addf(&b, ": %.300s", d);
+			free(d);
+		}
+		jv_free(m);
+		jv_free(code);
+		jv_free(data);
+	}
+	if (note)
+		buf_addf(&b, "%s", note);
+	forge_error("%s", b.buf);
+	buf_release(&b);
 	return MCP_ERPC;
 }
 
-static int request_timed(jv *result, struct mcp_client *c, const char *method, jv params, long timeout_ms)
+/* A path of a message (["result", "tools", 3, "inputSchema"]) as
+ * result.tools[3].inputSchema, into b. */
+static void add_path(struct buf *b, jv path)
+{
+	jv_array_foreach(path, i, k) {
+		if (jv_get_kind(k) == JV_KIND_NUMBER)
+			buf_addf(b, "[%.0f]", jv_number_value(k));
+		else if (jv_get_kind(k) == JV_KIND_STRING)
+			buf_addf(b, "%s%.80s", i ? "." : "", jv_string_value(k));
+		jv_free(k);
+	}
+}
+
+/*
+ * An answer without a method whose id cannot be one of our requests' (ours
+ * are numbers): a protocol error, said at once (before: dropped, and the
+ * request waited for its whole time limit, then said "no answer").  A
+ * number is not: a late answer to a request that timed out, dropped.  Nor
+ * null with an error: the server could not read a request (the caller
+ * takes it as the answer).
+ */
+static bool foreign_answer(jv msg)
+{
+	jv id = json_get(msg, "id");
+	jv_kind k = json_has(msg, "id") ? jv_get_kind(id) : JV_KIND_INVALID;
+	bool answer = !json_has(msg, "method") && (json_has(msg, "result") || json_has(msg, "error"));
+	bool foreign = answer && k != JV_KIND_NUMBER && !(k == JV_KIND_NULL && json_has(msg, "error"));
+
+	jv_free(id);
+	return foreign;
+}
+
+static int foreign_id(struct mcp_client *c, const char *method, long want, jv msg)
+{
+	jv id = json_get(msg, "id");
+	char mine[32];
+	int rc;
+
+	snprintf(mine, sizeof mine, "%ld", want);
+	if (jv_get_kind(id) == JV_KIND_STRING && !strcmp(jv_string_value(id), mine)) {
+		rc = die(c, "answered %s with the id \"%ld\", a string, where the request's id is the number %ld "
+			 "(JSON-RPC: an answer has the request's id, of the same type)", method, want, want);
+	} else if (!json_has(msg, "id")) {
+		rc = die(c, "sent an answer without an id while Forge waited for its answer to %s (id %ld)",
+			 method, want);
+	} else {
+		char *shown = shown_json(jv_copy(id), 60);
+		rc = die(c, "sent an answer with the id %s, which no request of Forge's has (their ids are numbers; "
+			 "%s's is %ld)", shown, method, want);
+		free(shown);
+	}
+	jv_free(id);
+	return rc;
+}
+
+/*
+ * Send method with params (consumed) and wait for its answer: 0 with its
+ * result in *result, or a negative code with a message.  holes: NULL, and
+ * an answer too deep to read whole fails (MCP_ERPC); else the answer is
+ * taken with the parts that were too deep as null, their paths in *holes
+ * (a new array; tools/list, which leaves out the tools they are in).
+ */
+static int request_timed(jv *result, struct mcp_client *c, const char *method, jv params, long timeout_ms,
+			 jv *holes)
 {
 	long long deadline = monotonic_ms() + timeout_ms;
 	long id = ++c->next_id;
@@ -412,6 +645,8 @@ static int request_timed(jv *result, struct mcp_client *c, const char *method, j
 	int rc;
 
 	*result = jv_null();
+	if (holes)
+		*holes = jv_array();
 	if (c->dead) {
 		jv_free(params);
 		return die(c, "%s", c->death);
@@ -428,15 +663,40 @@ static int request_timed(jv *result, struct mcp_client *c, const char *method, j
 		while ((rc = next_message(c, &msg)) == 1) {
 			jv got = json_get(msg, "id");
 			bool mine = same_id(got, id) && !json_has(msg, "method");
+			/* an error with the id null: the server could not read the
+			 * request (ours: one at a time is under way) */
+			bool unread = json_has(msg, "id") && jv_get_kind(got) == JV_KIND_NULL &&
+				      !json_has(msg, "method") && json_has(msg, "error");
 			jv_free(got);
-			if (!mine) {
+			if (!mine && !unread && foreign_answer(msg)) {
+				rc = foreign_id(c, method, id, msg);
+				jv_free(msg);
+				return rc;
+			}
+			if (!mine && !unread) {
 				if ((rc = handle_other(c, msg, deadline)) < 0)
 					goto timeout;
 				continue;
 			}
-			if (json_has(msg, "error")) {
+			if (c->deep && !holes) {
+				struct buf where = BUF_INIT;
+				jv first = jv_array_length(jv_copy(c->holes)) > 0 ? jv_array_get(jv_copy(c->holes), 0)
+										: jv_null();
+				if (jv_get_kind(first) == JV_KIND_ARRAY) {
+					buf_adds(&where, " (at ");
+					add_path(&where, first);
+					buf_addch(&where, ')');
+				}
+				forge_error("MCP server '%s': %s: its answer nests deeper than the %d levels Forge reads "
+					    "(an array counts 1, an object 2)%s; the server stays usable", c->name, method,
+					    JQ_MAX_NESTING, where.len ? where.buf : "");
+				jv_free(first);
+				buf_release(&where);
+				rc = MCP_ERPC;
+			} else if (json_has(msg, "error")) {
 				jv err = json_get(msg, "error");
-				rc = rpc_error(c, method, err);
+				rc = rpc_error(c, method, err, unread ? " (an answer with the id null: the server could not "
+						"read the request)" : NULL);
 				jv_free(err);
 			} else {
 				*result = json_get(msg, "result");
@@ -449,6 +709,9 @@ static int request_timed(jv *result, struct mcp_client *c, const char *method, j
 					forge_error("MCP server '%s': %s answered without a result object",
 						    c->name, method);
 					rc = MCP_ERPC;
+				} else if (holes && c->deep) {
+					jv_free(*holes);
+					*holes = jv_copy(c->holes);
 				}
 			}
 			jv_free(msg);
@@ -463,6 +726,12 @@ timeout:
 	if (rc == MCP_ETIMEOUT && !sent) {
 		forge_error("MCP server '%s': %s: not sent: the server read nothing within %.3g s",
 			    c->name, method, (double)timeout_ms / 1000);
+	} else if (rc == MCP_ETIMEOUT && !strcmp(method, "initialize")) {
+		/* not cancelled: "The initialize request MUST NOT be cancelled
+		 * by clients" (MCP 2025-06-18, cancellation); the server is
+		 * stopped instead */
+		forge_error("MCP server '%s': %s: no answer within %.3g s", c->name, method,
+			    (double)timeout_ms / 1000);
 	} else if (rc == MCP_ETIMEOUT) {
 		/* cancel it (after its rest when it went in part); its late
 		 * answer will not match a request we wait for */
@@ -477,7 +746,7 @@ timeout:
 
 int mcp_request(jv *result, struct mcp_client *c, const char *method, jv params)
 {
-	return request_timed(result, c, method, params, c->timeout_ms);
+	return request_timed(result, c, method, params, c->timeout_ms, NULL);
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -498,7 +767,8 @@ static int initialize(struct mcp_client *c, const struct mcp_opts *o)
 	params = json_set(params, "capabilities", jv_object());
 	params = json_set(params, "clientInfo", info);
 	jv res;
-	int rc = request_timed(&res, c, "initialize", params, o->init_timeout_ms ? o->init_timeout_ms : c->timeout_ms);
+	int rc = request_timed(&res, c, "initialize", params, o->init_timeout_ms ? o->init_timeout_ms : c->timeout_ms,
+			       NULL);
 
 	if (rc < 0)
 		return rc;
@@ -536,6 +806,8 @@ int mcp_open(struct mcp_client **out, const struct mcp_opts *o)
 	c->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : MCP_KILL_GRACE_MS;
 	c->tools = jv_null();
 	c->batch = jv_array();
+	c->holes = jv_array();
+	c->unreadable = jv_array();
 	c->server_info = jv_null();
 	buf_init(&c->line, c->max_line + 65536 + 1);
 	buf_init(&c->err, 0);
@@ -560,30 +832,78 @@ fail:
 	return rc;
 }
 
-/* One tools/list page after cursor (NULL: the first). */
+/* The index of the tool a hole of a tools/list answer is in
+ * (["result", "tools", I, ...]), or -1. */
+static int hole_tool(jv path)
+{
+	jv a = jv_array_get(jv_copy(path), 0), b = jv_array_get(jv_copy(path), 1), i = jv_array_get(jv_copy(path), 2);
+	int at = jv_get_kind(a) == JV_KIND_STRING && !strcmp(jv_string_value(a), "result") &&
+		 jv_get_kind(b) == JV_KIND_STRING && !strcmp(jv_string_value(b), "tools") &&
+		 jv_get_kind(i) == JV_KIND_NUMBER ? (int)jv_number_value(i) : -1;
+
+	jv_free(a);
+	jv_free(b);
+	jv_free(i);
+	return at;
+}
+
+/* Why the tool at index i of a tools/list answer is left out, when one
+ * of holes is in it: its definition too deep to read.  NULL when none. */
+static char *hole_in_tool(jv holes, int i)
+{
+	char *why = NULL;
+
+	jv_array_foreach(holes, k, path) {
+		if (!why && hole_tool(path) == i) {
+			struct buf b = BUF_INIT;
+			jv rest = jv_array_slice(jv_copy(path), 3, jv_array_length(jv_copy(path)));
+			buf_addf(&b, "its definition nests deeper than the %d levels Forge reads "
+				 "(an array counts 1, an object 2) at ", JQ_MAX_NESTING);
+			add_path(&b, rest);
+			jv_free(rest);
+			why = buf_detach(&b, NULL);
+		}
+		jv_free(path);
+		(void)k;
+	}
+	return why;
+}
+
+/* One tools/list page after cursor (NULL: the first).  A tool too deep to
+ * read is left out, and noted in c->unreadable. */
 static int list_page(jv *tools, char **next, struct mcp_client *c, const char *cursor)
 {
-	jv res;
+	jv res, holes;
 	jv params = cursor ? json_set(jv_object(), "cursor", jv_string(cursor)) : jv_null();
-	int rc = mcp_request(&res, c, "tools/list", params);
+	int rc = request_timed(&res, c, "tools/list", params, c->timeout_ms, &holes);
 
 	*next = NULL;
-	if (rc < 0)
+	if (rc < 0) {
+		jv_free(holes);
 		return rc;
+	}
 	jv page = json_get(res, "tools");
 	if (jv_get_kind(page) != JV_KIND_ARRAY) {
 		jv_free(page);
 		jv_free(res);
+		jv_free(holes);
 		forge_error("MCP server '%s': tools/list answered without a tools array", c->name);
 		return MCP_ERPC;
 	}
 	jv_array_foreach(page, i, t) {
-		if (json_get_str(t, "name"))
-			*tools = jv_array_append(*tools, t);
-		else
+		char *why = hole_in_tool(holes, i);
+		if (why) {
+			c->unreadable = jv_array_append(c->unreadable, json_set(json_set(jv_object(), "name",
+				json_str_or_null(json_get_str(t, "name"))), "reason", jv_string(why)));
+			free(why);
 			jv_free(t);
-		(void)i;
+		} else if (json_get_str(t, "name")) {
+			*tools = jv_array_append(*tools, t);
+		} else {
+			jv_free(t);
+		}
 	}
+	jv_free(holes);
 	if (json_get_str(res, "nextCursor") && *json_get_str(res, "nextCursor"))
 		*next = xstrdup(json_get_str(res, "nextCursor"));
 	jv_free(page);
@@ -604,6 +924,8 @@ int mcp_tools(jv *out, struct mcp_client *c)
 
 	c->tools_stale = false;
 	c->tools_cut[0] = '\0';
+	jv_free(c->unreadable);
+	c->unreadable = jv_array();
 	/* a pager that goes round (A, B, A) or never ends: the pages so far,
 	 * and why there are no more (mcp_tools_cut()) */
 	while ((rc = list_page(&tools, &next, c, cursor)) == 0 && next) {
@@ -765,6 +1087,11 @@ const char *mcp_tools_cut(const struct mcp_client *c)
 	return c->tools_cut[0] ? c->tools_cut : NULL;
 }
 
+jv mcp_tools_unreadable(const struct mcp_client *c)
+{
+	return c->unreadable;
+}
+
 void mcp_set_timeout(struct mcp_client *c, long ms)
 {
 	if (ms > 0)
@@ -813,35 +1140,75 @@ const char *mcp_stderr(struct mcp_client *c)
 	return c->err_view;
 }
 
+/* Reap every client of cs that is still running, within ms of start
+ * (monotonic), all at once: one wait for them all. */
+static void reap_all(struct mcp_client **cs, size_t n, long long start, bool grace)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mcp_client *c = cs[i];
+		if (!c || !c->pid)
+			continue;
+		long long left = start + (grace ? c->grace_ms : 10000) - monotonic_ms();
+		reap(c, left > 0 ? (long)left : 0);
+	}
+}
+
+static void signal_all(struct mcp_client **cs, size_t n, int sig)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cs[i] && cs[i]->pid)
+			proc_spawn_signal(cs[i]->pid, sig);
+}
+
+void mcp_close_all(struct mcp_client **cs, size_t n, int *status)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (status)
+			status[i] = -1;
+		if (cs[i])
+			close_fd(&cs[i]->in_fd);
+	}
+	/* one grace for them all, then SIGTERM to every one left and one
+	 * more grace, then SIGKILL (before: both graces one server after
+	 * another, 4 s each for servers that stay) */
+	reap_all(cs, n, monotonic_ms(), true);
+	signal_all(cs, n, SIGTERM);
+	reap_all(cs, n, monotonic_ms(), true);
+	signal_all(cs, n, SIGKILL);
+	reap_all(cs, n, monotonic_ms(), false);
+	for (size_t i = 0; i < n; i++) {
+		struct mcp_client *c = cs[i];
+		if (!c)
+			continue;
+		if (status)
+			status[i] = c->status;
+		close_fd(&c->out_fd);
+		close_fd(&c->err_fd);
+		buf_release(&c->line);
+		buf_release(&c->unsent);
+		buf_release(&c->err);
+		jv_free(c->tools);
+		jv_free(c->batch);
+		jv_free(c->holes);
+		jv_free(c->unreadable);
+		jv_free(c->server_info);
+		free(c->err_view);
+		free(c->protocol);
+		free(c->instructions);
+		free(c->name);
+		free(c);
+		cs[i] = NULL;
+	}
+}
+
 void mcp_close_status(struct mcp_client *c, int *status)
 {
+	int st = -1;
+
+	if (c)
+		mcp_close_all(&c, 1, &st);
 	if (status)
-		*status = -1;
-	if (!c)
-		return;
-	close_fd(&c->in_fd);
-	if (c->pid && !reap(c, c->grace_ms)) {
-		proc_spawn_signal(c->pid, SIGTERM);
-		if (!reap(c, c->grace_ms)) {
-			proc_spawn_signal(c->pid, SIGKILL);
-			reap(c, 10000);
-		}
-	}
-	if (status)
-		*status = c->status;
-	close_fd(&c->out_fd);
-	close_fd(&c->err_fd);
-	buf_release(&c->line);
-	buf_release(&c->unsent);
-	buf_release(&c->err);
-	jv_free(c->tools);
-	jv_free(c->batch);
-	jv_free(c->server_info);
-	free(c->err_view);
-	free(c->protocol);
-	free(c->instructions);
-	free(c->name);
-	free(c);
+		*status = st;
 }
 
 void mcp_close(struct mcp_client *c)

@@ -28,7 +28,8 @@
  *
  * Requests wait at most timeout_ms for their answer; a request that times
  * out is cancelled (notifications/cancelled with the request id and a
- * reason) and its late answer, if any, is dropped.  A request the server
+ * reason; not initialize, which MCP says a client must not cancel) and its
+ * late answer, if any, is dropped.  A request the server
  * did not read whole by then stays whole: its rest (and the cancellation)
  * are written before anything else; one none of which could be written is
  * not sent at all and not cancelled.  While waiting, the
@@ -38,9 +39,15 @@
  * other notifications.
  *
  * A server that exits, closes its stdout, writes a line that is not a JSON
- * object or a line longer than max_line is dead: the call fails with
- * MCP_EDEAD and every later call fails at once the same way.  A JSON-RPC
- * error answer leaves the server usable (MCP_ERPC).
+ * object or a line longer than max_line, or answers with an id that no
+ * request of ours has (ours are numbers: "1" for 1, an object, none) is
+ * dead: the call fails with MCP_EDEAD and every later call fails at once
+ * the same way.  A JSON-RPC error answer leaves the server usable
+ * (MCP_ERPC), also one with the id null (the server could not read the
+ * request), and so does an answer nested deeper than libjq reads (256
+ * levels, an array counting 1 and an object 2): the request it answers
+ * fails alone (MCP_ERPC), and a tool of tools/list that deep is left out
+ * (mcp_tools_unreadable()).
  *
  * Nothing here prints or exits; errors are forge_error() messages.
  * Ownership: jv arguments follow json.h (consumed unless "borrows").
@@ -60,7 +67,8 @@ extern const char *const mcp_protocol_versions[];
 /* Return codes (besides 0). */
 enum {
 	MCP_EFAIL = -1,      /* could not spawn / initialize, or misuse */
-	MCP_ERPC = -2,       /* the server answered with a JSON-RPC error */
+	MCP_ERPC = -2,       /* the server answered with a JSON-RPC error, or an
+				answer Forge cannot use (no result object, too deep) */
 	MCP_ETIMEOUT = -3,   /* no answer within timeout_ms: cancelled */
 	MCP_EDEAD = -4,      /* the server exited or broke the protocol */
 };
@@ -107,6 +115,10 @@ int mcp_tools(jv *out, struct mcp_client *c);
 /* Why the last listing stopped before the server's last page (for a
  * warning), or NULL when it has them all.  Owned by c, until the next. */
 const char *mcp_tools_cut(const struct mcp_client *c);
+/* The tools the last listing left out because their definition nests
+ * deeper than libjq reads: [{"name": string or null, "reason"}] (borrowed,
+ * until the next listing; [] when none). */
+jv mcp_tools_unreadable(const struct mcp_client *c);
 
 struct mcp_call_result {
 	bool is_error;       /* the tool said it failed (isError) */
@@ -162,5 +174,14 @@ int mcp_pid(const struct mcp_client *c);
  */
 void mcp_close_status(struct mcp_client *c, int *status);
 void mcp_close(struct mcp_client *c);
+
+/*
+ * mcp_close_status() of n servers at once: every stdin closed, then one
+ * wait of kill_grace_ms for them all, SIGTERM to those still there, one
+ * more wait, SIGKILL -- two graces in all however many stay (not two
+ * each, one server after another).  cs[i] NULL is skipped; each is freed
+ * and set to NULL; status (may be NULL) gets n statuses as above.
+ */
+void mcp_close_all(struct mcp_client **cs, size_t n, int *status);
 
 #endif

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """mcp_server.py - a scripted MCP stdio server for Forge's tests (faults included).
 
-    mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--on-init crash|hang|garbage|huge]
-                  [--stderr TEXT] [--env-out FILE] [--extra-tools FILE] [--pid-out FILE]
-                  [--stubborn yes] [--batch yes] [--pager loop|endless]
+    mcp_server.py [--protocol V] [--page-size N] [--log FILE] [--tag NAME]
+                  [--on-init crash|hang|garbage|huge|string-id] [--stderr TEXT] [--env-out FILE]
+                  [--extra-tools FILE] [--pid-out FILE] [--stubborn yes] [--batch yes]
+                  [--pager loop|endless]
 
 One JSON-RPC message per line on stdin/stdout (the MCP stdio transport).
 Every message received is appended to --log (one JSON line each), so a test
@@ -14,7 +15,9 @@ more tool definitions listed after these (a call to one: -32602).
 --pid-out FILE writes the server's pid and that of a child it starts
 (`sleep 300`, in the background), a line each: the pids the test sees (the
 server may be in a PID namespace of its own, where getpid() says another).  --stubborn yes: the server
-(and its child) ignore SIGTERM, and it stays after its stdin ends.
+(and its child) ignore SIGTERM, and it stays after its stdin ends; with --log it logs
+{"event": "eof"} when its stdin ends and {"event": "sigterm"} for each SIGTERM, with "tag": --tag.
+--on-init string-id: initialize is answered with the id as a string ("1" for 1).
 --batch yes: every tools/call is answered in a JSON-RPC batch (one line,
 an array) of a notifications/message and the answer (MCP 2025-03-26).
 
@@ -30,7 +33,8 @@ Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
   hang {}              -> never answers (the client's timeout cancels it)
   crash {}             -> writes to stderr and exits 3 in the middle of the call
   rpc_error {}         -> a JSON-RPC error -32000 ({"null_result": true}: a reply
-                          whose result is null, which no MCP result is)
+                          whose result is null, which no MCP result is; {"code": C,
+                          "message"?: M}: an error with that code and message, any JSON)
   garbage {}           -> writes a line that is not JSON
   change {}            -> adds the tool `added`, sends notifications/tools/list_changed
   big {bytes}          -> a text of that many 'x'
@@ -39,6 +43,9 @@ Tools (tools/list pages of --page-size, default 2, chained by nextCursor):
 Not listed, callable all the same:
   block {until}        -> reads nothing more until the file `until` exists, then answers
   len {text}           -> the text's length (a big request with a small answer)
+  wrong_id {as}        -> answers with the id as a string ("string"), null with an error
+                          ("null"), an object ("object") or none ("none")
+  deep {levels}        -> structuredContent {"a": [[...1...]]}, the array `levels` deep, and a text
 """
 import json
 import os
@@ -50,7 +57,7 @@ import time
 args = sys.argv[1:]
 opts = {"protocol": "2025-06-18", "page-size": "2", "log": None, "on-init": None, "stderr": None,
         "env-out": None, "extra-tools": None, "pid-out": None, "stubborn": None,
-        "batch": None, "pager": None}
+        "batch": None, "pager": None, "tag": None}
 while args:
     k = args.pop(0)
     if not k.startswith("--") or k[2:] not in opts or not args:
@@ -128,6 +135,11 @@ def call(id_, name, a):
         os._exit(3)
     elif name == "rpc_error" and a.get("null_result"):
         send({"id": id_, "result": None})
+    elif name == "rpc_error" and "code" in a:
+        err = {"code": a["code"]}
+        if "message" in a:
+            err["message"] = a["message"]
+        send({"id": id_, "error": err})
     elif name == "rpc_error":
         send({"id": id_, "error": {"code": -32000, "message": "the server refuses", "data": {"why": "asked to"}}})
     elif name == "garbage":
@@ -151,6 +163,19 @@ def call(id_, name, a):
         result(id_, text("unblocked"))
     elif name == "len":
         result(id_, text(str(len(a.get("text", "")))))
+    elif name == "wrong_id":
+        how = a.get("as")
+        if how == "null":
+            send({"id": None, "error": {"code": -32700, "message": "Parse error"}})
+        elif how == "none":
+            send({"result": text("no id")})
+        else:
+            send({"id": str(id_) if how == "string" else {"n": id_}, "result": text("wrong id")})
+    elif name == "deep":
+        n = int(a.get("levels", 300))
+        sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "deep"}], '
+                         '"structuredContent": {"a": %s1%s}}}\n' % (json.dumps(id_), "[" * n, "]" * n))
+        sys.stdout.flush()
     elif name == "added" and ADDED in TOOLS:
         result(id_, text("the added tool"))
     else:
@@ -183,6 +208,9 @@ def main():
         me = host_pid()
         with open(opts["pid-out"], "w") as f:
             f.write("%d\n%d\n" % (me, child_of(me)))
+    if opts["stubborn"] and opts["log"]:
+        # (after the child started: it keeps ignoring SIGTERM)
+        signal.signal(signal.SIGTERM, lambda sig, frame: log({"event": "sigterm", "tag": opts["tag"]}))
     if opts["env-out"]:
         with open(opts["env-out"], "w") as f:
             for k, v in sorted(os.environ.items()):
@@ -213,6 +241,8 @@ def main():
                 sys.stdout.write("{\"pad\":\"" + "y" * (1 << 20) + "\"}\n")
                 sys.stdout.flush()
                 continue
+            if how == "string-id":
+                id_ = str(id_)
             result(id_, {"protocolVersion": opts["protocol"], "capabilities": {"tools": {"listChanged": True}},
                          "serverInfo": {"name": "scripted", "version": "1.0"},
                          "instructions": "A scripted server for tests."})
@@ -232,6 +262,8 @@ def main():
             result(id_, {})
         elif id_ is not None and method:
             send({"id": id_, "error": {"code": -32601, "message": "method not found"}})
+    if opts["stubborn"]:
+        log({"event": "eof", "tag": opts["tag"]})
     while opts["stubborn"]:
         time.sleep(1)
 

@@ -307,6 +307,52 @@ static void test_skim_members(void)
 	buf_release(&got);
 }
 
+/* json_skim_elements: "value;" for each element. */
+static void note_element(const char *value, size_t value_len, void *payload)
+{
+	buf_addf(payload, "%.*s;", (int)value_len, value);
+}
+
+static int skim_elements(struct buf *out, const char *text, size_t len)
+{
+	buf_reset(out);
+	return json_skim_elements(text, len, note_element, out);
+}
+
+static void test_skim_elements(void)
+{
+	struct buf got = BUF_INIT;
+	const char *t = " [1, \"a]\\\"\", {\"b\":[2,\"]\"]}, [[]] , null ] ";
+
+	CHECK(skim_elements(&got, t, strlen(t)) == 0);
+	CHECK_STR(got.buf, "1;\"a]\\\"\";{\"b\":[2,\"]\"]};[[]];null;");
+	CHECK(skim_elements(&got, "[]", 2) == 0 && got.len == 0);
+	CHECK(skim_elements(&got, "{}", 2) == -1);
+	CHECK(skim_elements(&got, "[1,]", 4) == -1);
+	CHECK(skim_elements(&got, "[1 2]", 5) == -1);
+	CHECK(skim_elements(&got, "[[1]", 4) == -1);
+	CHECK(skim_elements(&got, "[1]x", 3) == -1);            /* not followed by a NUL */
+	buf_release(&got);
+}
+
+/* json_nesting counts as libjq does (an array 1, an object 2), brackets in
+ * strings skipped, on any text. */
+static void test_nesting(void)
+{
+	CHECK_INT(json_nesting("1", 1), 0);
+	CHECK_INT(json_nesting("[[[]]]", 6), 3);
+	CHECK_INT(json_nesting("{\"a\":[{}]}", 10), 5);
+	CHECK_INT(json_nesting("[\"[[[\\\"[[\"]", 11), 1);
+	CHECK_INT(json_nesting("]]][[", 5), 2);                  /* not JSON: its brackets as they stand */
+	struct buf b = BUF_INIT;
+	for (int i = 0; i < 300; i++)
+		buf_addch(&b, '[');
+	for (int i = 0; i < 300; i++)
+		buf_addch(&b, ']');
+	CHECK_INT(json_nesting(b.buf, b.len), 300);
+	buf_release(&b);
+}
+
 int main(void)
 {
 	RUN(test_valid_texts);
@@ -317,5 +363,7 @@ int main(void)
 	RUN(test_event_left_to_libjq);
 	RUN(test_string_steps);
 	RUN(test_skim_members);
+	RUN(test_skim_elements);
+	RUN(test_nesting);
 	return unit_done();
 }

@@ -336,7 +336,13 @@ static void test_start_failures(void)
 	CHECK_INT(open_server(&c, 20000, huge), MCP_EDEAD);
 	CHECK_MSG(strstr(forge_last_error(), "wrote a message longer than 65536 bytes"), "%s", forge_last_error());
 	CHECK_INT(open_server_init(&c, 20000, 300, hang), MCP_ETIMEOUT);
-	CHECK_MSG(strstr(forge_last_error(), "initialize: no answer within 0.3 s; cancelled"), "%s", forge_last_error());
+	CHECK_MSG(strstr(forge_last_error(), "MCP server 'scripted': initialize: no answer within 0.3 s") &&
+		  !strstr(forge_last_error(), "cancelled"), "%s", forge_last_error());
+	/* MCP: "The initialize request MUST NOT be cancelled by clients"
+	 * (before: notifications/cancelled for it, then the server stopped) */
+	char *got = received();
+	CHECK_STR(got, "initialize");
+	free(got);
 
 	const char *argv[] = { "no-such-mcp-server-here", NULL };
 	struct mcp_opts o = MCP_OPTS_INIT;
@@ -376,6 +382,178 @@ static void test_big_line_and_stderr(void)
 	mcp_close(c);
 }
 
+/* call name with the arguments of the JSON text args. */
+static int call_text(struct mcp_call_result *r, struct mcp_client *c, const char *name, const char *args)
+{
+	return call_freeing(r, c, name, json_parse(args, strlen(args)));
+}
+
+/* A JSON-RPC error whose code is no number, or whose message is no string,
+ * is said as such (before: "JSON-RPC error 0", "no message"). */
+static void test_odd_rpc_errors(void)
+{
+	struct mcp_client *c;
+	struct mcp_call_result r;
+
+	CHECK(open_server(&c, 20000, NULL) == 0);
+	CHECK_INT(call_text(&r, c, "rpc_error", "{\"code\":\"E_AUTH\",\"message\":\"token expired\"}"), MCP_ERPC);
+	CHECK_STR(forge_last_error(), "MCP server 'scripted': tools/call failed: token expired "
+				      "(a JSON-RPC error whose code \"E_AUTH\" is not a number)");
+	mcp_call_result_release(&r);
+	CHECK_INT(call_text(&r, c, "rpc_error", "{\"code\":-32001,\"message\":{\"a\":1}}"), MCP_ERPC);
+	CHECK_STR(forge_last_error(), "MCP server 'scripted': tools/call failed: a message that is not a string: "
+				      "{\"a\":1} (JSON-RPC error -32001)");
+	mcp_call_result_release(&r);
+	CHECK_INT(call_text(&r, c, "rpc_error", "{\"code\":null}"), MCP_ERPC);
+	CHECK_STR(forge_last_error(), "MCP server 'scripted': tools/call failed: no message "
+				      "(a JSON-RPC error whose code null is not a number)");
+	mcp_call_result_release(&r);
+	CHECK(mcp_alive(c));
+	mcp_close(c);
+}
+
+/* An answer whose id cannot be the request's is a protocol error said at
+ * once; an error with the id null fails the request at once, the server
+ * usable (before: both dropped, and the request waited for its whole time
+ * limit, then said "no answer"). */
+static void test_wrong_ids(void)
+{
+	const char *string_id[] = { "--on-init", "string-id", NULL };
+	struct mcp_client *c;
+	struct mcp_call_result r;
+
+	CHECK_INT(open_server(&c, 20000, string_id), MCP_EDEAD);
+	CHECK_MSG(strstr(forge_last_error(), "MCP server 'scripted' answered initialize with the id \"1\", a string, "
+					     "where the request's id is the number 1"), "%s", forge_last_error());
+	CHECK(open_server(&c, 20000, NULL) == 0);
+	CHECK_INT(call_text(&r, c, "wrong_id", "{\"as\":\"null\"}"), MCP_ERPC);
+	CHECK_STR(forge_last_error(), "MCP server 'scripted': tools/call failed: Parse error (JSON-RPC error -32700) "
+				      "(an answer with the id null: the server could not read the request)");
+	mcp_call_result_release(&r);
+	CHECK(mcp_alive(c));
+	CHECK_INT(call_text(&r, c, "wrong_id", "{\"as\":\"object\"}"), MCP_EDEAD);
+	CHECK_MSG(strstr(forge_last_error(), "MCP server 'scripted' sent an answer with the id {\"n\":3}, which no "
+					     "request of Forge's has (their ids are numbers; tools/call's is 3)"),
+		  "%s", forge_last_error());
+	mcp_call_result_release(&r);
+	CHECK(!mcp_alive(c));
+	mcp_close(c);
+	CHECK(open_server(&c, 20000, NULL) == 0);
+	CHECK_INT(call_text(&r, c, "wrong_id", "{\"as\":\"string\"}"), MCP_EDEAD);
+	CHECK_MSG(strstr(forge_last_error(), "answered tools/call with the id \"2\", a string, where the request's id "
+					     "is the number 2"), "%s", forge_last_error());
+	mcp_call_result_release(&r);
+	mcp_close(c);
+	CHECK(open_server(&c, 20000, NULL) == 0);
+	CHECK_INT(call_text(&r, c, "wrong_id", "{\"as\":\"none\"}"), MCP_EDEAD);
+	CHECK_MSG(strstr(forge_last_error(), "sent an answer without an id while Forge waited for its answer to "
+					     "tools/call (id 2)"), "%s", forge_last_error());
+	mcp_call_result_release(&r);
+	mcp_close(c);
+}
+
+/* A JSON text nested n levels deep ({"not": ...} n times): 2n in libjq's count. */
+static char *deep_schema(int n)
+{
+	struct buf b = BUF_INIT;
+
+	for (int i = 0; i < n; i++)
+		buf_adds(&b, "{\"not\":");
+	buf_adds(&b, "{}");
+	for (int i = 0; i < n; i++)
+		buf_addch(&b, '}');
+	return buf_detach(&b, NULL);
+}
+
+/* An answer nested deeper than libjq reads fails alone, and a tool listed
+ * that deep is left out alone; the server stays usable (before: "wrote
+ * something that is not a JSON-RPC message", and it was dead). */
+static void test_deep_answers(void)
+{
+	char extra[4200];
+	struct mcp_client *c;
+	struct mcp_call_result r;
+	jv tools;
+
+	snprintf(extra, sizeof extra, "%s.deep.json", logfile);
+	char *schema = deep_schema(200);
+	FILE *f = fopen(extra, "w");
+	CHECK(f != NULL);
+	fprintf(f, "[{\"name\":\"deep\",\"description\":\"A deep schema.\",\"inputSchema\":%s},"
+		   "{\"name\":\"after\",\"inputSchema\":{\"type\":\"object\"}}]", schema);
+	fclose(f);
+	free(schema);
+	const char *args[] = { "--extra-tools", extra, "--page-size", "20", NULL };
+	CHECK_MSG(open_server(&c, 20000, args) == 0, "%s", forge_last_error());
+	CHECK_MSG(mcp_tools(&tools, c) == 0, "%s", forge_last_error());
+	CHECK_INT(jv_array_length(jv_copy(tools)), 12);     /* 11 and "after" */
+	jv last = jv_array_get(jv_copy(tools), 11);
+	CHECK_STR(json_get_str(last, "name"), "after");
+	jv_free(last);
+	jv_free(tools);
+	jv un = jv_array_get(jv_copy(mcp_tools_unreadable(c)), 0);
+	CHECK_INT(jv_array_length(jv_copy(mcp_tools_unreadable(c))), 1);
+	CHECK_STR(json_get_str(un, "name"), "deep");
+	CHECK_STR(json_get_str(un, "reason"), "its definition nests deeper than the 256 levels Forge reads "
+					      "(an array counts 1, an object 2) at inputSchema");
+	jv_free(un);
+	CHECK_INT(call_text(&r, c, "deep", "{\"levels\":300}"), MCP_ERPC);
+	CHECK_STR(forge_last_error(), "MCP server 'scripted': tools/call: its answer nests deeper than the 256 levels "
+				      "Forge reads (an array counts 1, an object 2) (at result.structuredContent.a[0]); "
+				      "the server stays usable");
+	mcp_call_result_release(&r);
+	CHECK(mcp_alive(c));
+	CHECK_MSG(call_text(&r, c, "deep", "{\"levels\":250}") == 0, "%s", forge_last_error());
+	CHECK_STR(r.text, "deep");
+	mcp_call_result_release(&r);
+	CHECK_MSG(call_text(&r, c, "deep", "{\"levels\":30000}") == MCP_ERPC, "%s", forge_last_error());
+	mcp_call_result_release(&r);
+	CHECK_MSG(call_text(&r, c, "echo", "{\"text\":\"still here\"}") == 0, "%s", forge_last_error());
+	CHECK_STR(r.text, "still here");
+	mcp_call_result_release(&r);
+	mcp_close(c);
+	unlink(extra);
+}
+
+/* mcp_close_all: every server's stdin closed before any gets SIGTERM,
+ * then one more grace for them all (before: one after another, the next
+ * one's stdin closed only once the last was killed).  The order of what
+ * the servers saw, not the time it took. */
+static void test_close_all_at_once(void)
+{
+	struct mcp_client *cs[3];
+	int status[3];
+	const char *tags[] = { "a", "b", "c" };
+
+	unlink(logfile);
+	for (int i = 0; i < 3; i++) {
+		const char *argv[] = { server, "--log", logfile, "--stubborn", "yes", "--tag", tags[i], NULL };
+		struct mcp_opts o = MCP_OPTS_INIT;
+		o.name = tags[i];
+		o.argv = argv;
+		o.envp = env;
+		o.kill_grace_ms = 1500;
+		CHECK_MSG(mcp_open(&cs[i], &o) == 0, "%s", forge_last_error());
+	}
+	mcp_close_all(cs, 3, status);
+	struct buf text = BUF_INIT, order = BUF_INIT;
+	buf_read_file(&text, logfile);
+	for (char *line = text.buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		jv m = json_parse(line, nl ? (size_t)(nl - line) : strlen(line));
+		if (json_get_str(m, "event"))
+			buf_addf(&order, "%s%s", order.len ? " " : "", json_get_str(m, "event"));
+		jv_free(m);
+	}
+	CHECK_STR(order.buf, "eof eof eof sigterm sigterm sigterm");
+	for (int i = 0; i < 3; i++) {
+		CHECK_INT(status[i], 128 + SIGKILL);
+		CHECK(cs[i] == NULL);
+	}
+	buf_release(&text);
+	buf_release(&order);
+}
+
 static void test_close_kills_a_server_that_stays(void)
 {
 	const char *argv[] = { "/bin/sh", "-c",
@@ -413,6 +591,10 @@ int main(void)
 	RUN(test_garbage_mid_call);
 	RUN(test_big_line_and_stderr);
 	RUN(test_close_kills_a_server_that_stays);
+	RUN(test_odd_rpc_errors);
+	RUN(test_wrong_ids);
+	RUN(test_deep_answers);
+	RUN(test_close_all_at_once);
 	unlink(logfile);
 	return unit_done();
 }

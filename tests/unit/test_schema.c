@@ -114,6 +114,56 @@ static void test_refuses_ref_cycles(void)
 	schema_free(s);
 }
 
+/* The kind of a refusal: what this validator does not implement (a full
+ * one may take the schema: an MCP tool is offered all the same), or a
+ * schema that breaks JSON Schema (the tool is left out). */
+static int refusal_kind(const char *text)
+{
+	struct schema *s = NULL;
+	bool unsupported = true;
+
+	if (schema_compile_checked(&s, parse(text), &unsupported) == 0) {
+		schema_free(s);
+		return 0;
+	}
+	return unsupported ? 'u' : 'i';
+}
+
+static void test_refusal_kinds(void)
+{
+	static const char *const unsupported[] = {
+		"{\"type\":\"object\",\"if\":{\"required\":[\"a\"]},\"then\":{\"required\":[\"b\"]}}",
+		"{\"properties\":{\"x\":{\"dependentRequired\":{}}}}",
+		"{\"items\":[true]}",
+		"{\"$ref\":\"other.json#/x\"}",
+		"{\"$ref\":\"#foo\"}",
+		"{\"properties\":{\"a\":{\"$id\":\"x\"}}}",
+		"{\"pattern\":\"[^]\"}",
+		"{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}",
+		/* the first error decides: an unknown keyword before a bad type */
+		"{\"properties\":{\"a\":{\"if\":true},\"b\":{\"type\":\"strng\"}}}",
+	};
+	static const char *const invalid[] = {
+		"{\"type\":\"object\",\"properties\":\"nope\",\"required\":\"x\"}",
+		"{\"type\":\"object\",\"required\":\"text\"}",
+		"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"strng\"}}}",
+		"{\"type\":\"object\",\"$ref\":\"#/nowhere\"}",
+		"{\"minLength\":-1}",
+		"{\"properties\":{\"a\":1}}",
+		"{\"allOf\":[]}",
+		"{\"title\":5}",
+		"[]",
+		/* the first error decides: a bad type before an unknown keyword */
+		"{\"properties\":{\"a\":{\"type\":\"strng\"},\"b\":{\"if\":true}}}",
+	};
+
+	for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+		CHECK_MSG(refusal_kind(unsupported[i]) == 'u', "%s: %c", unsupported[i], refusal_kind(unsupported[i]));
+	for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++)
+		CHECK_MSG(refusal_kind(invalid[i]) == 'i', "%s: %c", invalid[i], refusal_kind(invalid[i]));
+	CHECK(refusal_kind("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}") == 0);
+}
+
 static void test_annotations_accepted(void)
 {
 	struct schema *s = compile(
@@ -867,6 +917,7 @@ int main(void)
 	RUN(test_refuses_unsupported_keyword);
 	RUN(test_refuses_malformed);
 	RUN(test_refuses_ref_cycles);
+	RUN(test_refusal_kinds);
 	RUN(test_annotations_accepted);
 	RUN(test_boolean_schemas);
 	RUN(test_nested_error_paths);
