@@ -1877,18 +1877,14 @@ static struct supervise_opts dry_opts(const struct supervise_opts *o)
 	return d;
 }
 
-/* Whether trace was started as a dry run (its run.started event says so). */
-static bool started_dry(struct store *st, const char *trace)
+/* Whether the run was started as a dry run: its run.started event
+ * (borrowed; null when there is none) says so. */
+static bool started_dry(jv started)
 {
-	jv ev = jv_null(), payload;
-	bool dry = false;
+	jv payload = json_get(started, "payload");
+	bool dry = json_get_bool(payload, "dry_run", false);
 
-	if (store_event_last(&ev, st, trace, "run.started") == 0) {
-		payload = json_get(ev, "payload");
-		dry = json_get_bool(payload, "dry_run", false);
-		jv_free(payload);
-	}
-	jv_free(ev);
+	jv_free(payload);
 	return dry;
 }
 
@@ -1903,22 +1899,20 @@ void supervise_graph_errors(const struct graph *g)
 }
 
 /*
- * The pipeline a graph run recorded in its run.started, loaded again (the
- * programs found as they are now): *out NULL for a run that recorded none
- * (the phase loop's before every run was a pipeline's).
- * 0, or exit 2 with the pipeline's errors listed.
+ * The pipeline a graph run recorded in its run.started (started, borrowed;
+ * null when there is none), loaded again (the programs found as they are
+ * now): *out NULL for a run that recorded none (the phase loop's before
+ * every run was a pipeline's).  0, or exit 2 with the pipeline's errors
+ * listed.
  */
-static int recorded_graph(struct graph **out, const struct supervise_opts *o, const char *trace)
+static int recorded_graph(struct graph **out, const struct supervise_opts *o, const char *trace, jv started)
 {
-	jv ev = jv_null();
 	int rc = 0;
 
 	*out = NULL;
-	if (store_event_last(&ev, o->store, trace, "run.started") < 0 || jv_get_kind(ev) != JV_KIND_OBJECT) {
-		jv_free(ev);
+	if (jv_get_kind(started) != JV_KIND_OBJECT)
 		return 0;
-	}
-	jv payload = json_get(ev, "payload"), p = json_get(payload, "pipeline");
+	jv payload = json_get(started, "payload"), p = json_get(payload, "pipeline");
 	if (jv_get_kind(p) == JV_KIND_OBJECT) {
 		struct graph_env env = { .cfg = o->cfg, .bindir = o->bindir };
 
@@ -1938,7 +1932,6 @@ static int recorded_graph(struct graph **out, const struct supervise_opts *o, co
 	}
 	jv_free(p);
 	jv_free(payload);
-	jv_free(ev);
 	return rc;
 }
 
@@ -2481,7 +2474,7 @@ static jv unevented_phases(struct sup *s, double logged)
 	jv now = jv_null(), before = jv_object(), out = jv_object();
 
 	if (store_unevented_by_phase(&now, s->o->store, s->trace) < 0 ||
-	    store_events_foreach(s->o->store, s->trace, line_recovered, &before) < 0) {
+	    store_events_foreach_type(s->o->store, s->trace, "run.cost_recovered", line_recovered, &before) < 0) {
 		jv_free(now);
 		jv_free(before);
 		return out;
@@ -2514,7 +2507,7 @@ static void count_unrecorded_spend(struct sup *s)
 	jv run = jv_null(), cost = json_get(s->state, "cost");
 
 	if (store_spent_since_checkpoint(&usd, &tokens, &calls, s->o->store, s->trace) < 0 ||
-	    store_run_get(&run, s->o->store, s->trace) < 0) {
+	    store_run_get_brief(&run, s->o->store, s->trace) < 0) {
 		fprintf(stderr, "forge: warning: %s; the run's cost may leave out its last calls\n", forge_last_error());
 		jv_free(cost);
 		return;
@@ -2791,6 +2784,10 @@ static bool compared_elsewhere(const char *path)
 static void config_differs(struct resume_conf *rc, jv was, jv now, const char *path)
 {
 	if (jv_get_kind(was) == JV_KIND_OBJECT && jv_get_kind(now) == JV_KIND_OBJECT) {
+		/* (a section the same in both has no leaf that differs: the
+		 * usual case, and the whole walk cost 1.7M instructions) */
+		if (jv_equal(jv_copy(was), jv_copy(now)))
+			return;
 		jv keys = jv_keys(jv_object_merge(jv_copy(was), jv_copy(now)));
 
 		jv_array_foreach(keys, i, k) {
@@ -2916,9 +2913,9 @@ out:
  * was gone at the next plain resume.  A run recorded before config_layer:
  * the resume's configuration alone.  0, or an exit status said on stderr.
  */
-static int resume_config(struct resume_conf *rc, const struct supervise_opts *o, const char *trace)
+static int resume_config(struct resume_conf *rc, const struct supervise_opts *o, const char *trace, jv run)
 {
-	jv run = jv_null(), layer;
+	jv layer;
 	int code = 0;
 
 	memset(rc, 0, sizeof *rc);
@@ -2942,7 +2939,9 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 		rc->layer = jv_object_merge_recursive(jv_copy(layer), rc->layer);
 	}
 	jv_free(layer);
-	if (store_run_get(&run, o->store, trace) == 0 && jv_get_kind(run) == JV_KIND_OBJECT) {
+	/* (what differs is said only without -q: a quiet resume does not
+	 * build the whole configuration to compare it, 1.5M instructions) */
+	if (!o->quiet && jv_get_kind(run) == JV_KIND_OBJECT) {
 		jv was = json_get(run, "config"), now = config_effective(rc->cfg ? rc->cfg : o->cfg);
 
 		if (jv_get_kind(was) == JV_KIND_OBJECT)
@@ -2951,21 +2950,21 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 		jv_free(now);
 	}
 out:
-	jv_free(run);
 	return code;
 }
 
-/* supervise_resume under the run's configuration (rc: its differences). */
+/* supervise_resume under the run's configuration (rc: its differences);
+ * run: its row, null when there is none or it could not be read; started:
+ * its run.started event, or null (both borrowed). */
 static int resume_run(const struct supervise_opts *o, const struct supervise_opts *caller, const char *trace,
-		      const struct resume_conf *rc)
+		      const struct resume_conf *rc, jv run, jv started)
 {
 	struct sup s;
 	struct supervise_opts dry;
-	jv run, cp;
+	jv cp;
 	int code;
 
-	if (store_run_get(&run, o->store, trace) < 0 || jv_get_kind(run) == JV_KIND_NULL) {
-		jv_free(run);
+	if (jv_get_kind(run) != JV_KIND_OBJECT) {
 		fprintf(stderr, "forge: no run '%s'\n", trace);
 		return FORGE_EXIT_USAGE;
 	}
@@ -2974,7 +2973,6 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	if (run_status_of(status) == RUN_COMPLETED || run_status_of(status) == RUN_CANCELLED) {
 		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
 		code = run_status_of(status) == RUN_COMPLETED ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
-		jv_free(run);
 		int late = late_reflection(o, trace);
 
 		return late ? late : code;
@@ -2991,7 +2989,6 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	if (run_status_of(status) != RUN_PAUSED && store_last_event_ms(&last_ms, o->store, trace) == 0 &&
 	    last_ms > 0 && resumed_ms > last_ms)
 		dead_ms = resumed_ms - last_ms;
-	jv_free(run);
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		jv_free(run_conf);
@@ -3003,14 +3000,14 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 		return resume_unkept(o, trace);
 	}
 	/* A dry run stays one: it has no worktree for the phases after plan. */
-	if (started_dry(o->store, trace)) {
+	if (started_dry(started)) {
 		dry = dry_opts(o);
 		o = &dry;
 	}
 	/* The pipeline it recorded; a run of the phase loop before it (no
 	 * pipeline recorded) followed the default one. */
 	struct graph *graph = NULL;
-	if ((code = recorded_graph(&graph, o, trace)) != 0 || (!graph && (code = default_graph(&graph, o)) != 0)) {
+	if ((code = recorded_graph(&graph, o, trace, started)) != 0 || (!graph && (code = default_graph(&graph, o)) != 0)) {
 		jv_free(cp);
 		jv_free(run_conf);
 		return code;
@@ -3054,7 +3051,7 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	jv by_phase;
 	jv recovered = jv_object();
 	if (store_cost_by_phase(&by_phase, o->store, trace) == 0 &&
-	    store_events_foreach(o->store, trace, line_recovered, &recovered) == 0) {
+	    store_events_foreach_type(o->store, trace, "run.cost_recovered", line_recovered, &recovered) == 0) {
 		/* (with the calls a resume recovered without their events) */
 		jv_object_foreach(recovered, k, v) {
 			by_phase = json_set(by_phase, jv_string_value(k),
@@ -3093,15 +3090,32 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 {
 	struct resume_conf rc;
 	struct supervise_opts mine = *o;
-	int code = resume_config(&rc, o, trace);
+	jv run, started;
+	int code;
 
+	/* The run's row and its run.started, read once for what follows
+	 * (before: the row twice, the event by started_dry and
+	 * recorded_graph each; the row's recorded configuration is the most
+	 * of it, a parse of ~1M instructions each time).  A read that fails
+	 * is as none, as it was. */
+	if (store_run_get(&run, o->store, trace) < 0) {
+		jv_free(run);
+		run = jv_null();
+	}
+	if (store_event_last(&started, o->store, trace, "run.started") < 0) {
+		jv_free(started);
+		started = jv_null();
+	}
+	code = resume_config(&rc, o, trace, run);
 	if (code == 0) {
 		if (rc.cfg) {
 			mine.cfg = rc.cfg;
 			mine.phase_args = rc.args;
 		}
-		code = resume_run(&mine, o, trace, &rc);
+		code = resume_run(&mine, o, trace, &rc, run, started);
 	}
 	resume_conf_release(&rc);
+	jv_free(run);
+	jv_free(started);
 	return code;
 }
