@@ -390,6 +390,10 @@ branch_log() {
 	jq -e '.by == "human" and .note == "keep the usage line in sync with the operations"' <<<"$output"
 	# plan ran once: its events are not repeated by the resume
 	[ "$(events_of "$T" phase.completed | wc -l)" -eq 5 ]
+	# the resume kept no second checkpoint of the state it started from (a
+	# state.updated that sets nothing): the next one is implement's start
+	run -0 events_of "$T" state.updated
+	[ "$(jq -s 'map(select(.set == {} and .unset == [])) | length' <<<"$output")" -eq 0 ]
 	# the note became a memory (not on PostgreSQL yet: a run there records none)
 	on_postgres && return
 	run -0 forge memory list --json
