@@ -2291,9 +2291,16 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 	struct db_stmt *s;
 	int step;
 
+	/* By the trace's index on SQLite: without statistics its planner
+	 * took event_log_type, and read the tool events of every run the
+	 * database ever held (a breaker check and a reflection each; `+type`
+	 * keeps the index on type out).  PostgreSQL plans with statistics. */
 	*calls = *failed = 0;
-	if (db_prepare(&s, st, "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
-		       " AND type IN ('tool.executed', 'tool.failed') GROUP BY type") < 0)
+	if (db_prepare(&s, st, st->backend == DB_POSTGRES
+		       ? "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
+			 " AND type IN ('tool.executed', 'tool.failed') GROUP BY type"
+		       : "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
+			 " AND +type IN ('tool.executed', 'tool.failed') GROUP BY type") < 0)
 		return forge_error_prefix("cannot count the tool calls of trace '%s'", trace_id);
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, since);

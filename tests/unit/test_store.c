@@ -1833,6 +1833,31 @@ static void test_breaker_reads(void)
 	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z") == 0);
 	CHECK_INT(calls, 3);
 	CHECK_INT(failed, 1);
+	/* the trace's own events are read, not the tool events of every run
+	 * the database holds: its statement steps as much with 300 more of
+	 * those (before: event_log_type, ~10 steps each) */
+	sqlite3_stmt *q = NULL;
+	while ((q = sqlite3_next_stmt(store_db(st), q)) && !strstr(sqlite3_sql(q), "'tool.executed'"))
+		;
+	CHECK(q != NULL);
+	int steps = q ? sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 1) : 0;
+	CHECK(store_begin(st) == 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(line, sizeof line, "{\"kind\":\"event\",\"id\":\"O%d\",\"trace_id\":\"OTHER%d\","
+			 "\"ts\":\"2026-11-21T10:00:09.000Z\",\"type\":\"tool.executed\",\"payload\":{}}", i, i % 7);
+		jv e = parse(line);
+		CHECK(store_event_put(st, e, NULL, 0, NULL) == 0);
+		jv_free(e);
+	}
+	CHECK(store_commit(st) == 0);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z") == 0);
+	CHECK_INT(calls, 3);
+	q = NULL;
+	while ((q = sqlite3_next_stmt(store_db(st), q)) && !strstr(sqlite3_sql(q), "'tool.executed'"))
+		;
+	CHECK(q != NULL);
+	CHECK_MSG(q && sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 0) <= steps + 20, "%d steps, %d before",
+		  q ? sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 0) : -1, steps);
 	/* what cannot be read is an error, never a zero that would pass a breaker */
 	CHECK(store_exec(st, "DROP VIEW events; ALTER TABLE event_log RENAME TO event_log_gone") == 0);
 	CHECK(store_cost_between(&usd, st, "2026-11-21T00:00:00.000Z", "2026-11-22T00:00:00.000Z") == -1);
