@@ -1406,7 +1406,7 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 	struct buf differs = BUF_INIT, path = BUF_INIT;
 	const char *file = given_config(s->o), *strategy;
 	FILE *f = NULL;
-	bool deploys = false;
+	bool deploys = false, kept;
 	int rc = 0, fd, wrote, closed;
 
 	for (size_t i = 0; s->graph && i < s->graph->n; i++)
@@ -1414,6 +1414,18 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 	/* (no deploy in the pipeline, or no recorded deploy settings: nothing to keep) */
 	if (!deploys || jv_get_kind(rec) != JV_KIND_OBJECT)
 		goto out;
+	/* The configuration the phases get already has them (the run's layer,
+	 * or the same --config again): no file of them to write, no
+	 * --strategy over it (and nothing below differs to be said). */
+	kept = jv_equal(jv_copy(rec), config_get(s->o->cfg, "deploy"));
+	for (size_t i = 0; kept && jv_get_kind(tools) == JV_KIND_OBJECT &&
+			   i < sizeof deploy_tools / sizeof *deploy_tools; i++) {
+		if (!json_has(tools, deploy_tools[i]))
+			continue;
+		buf_addf(&path, "tools.%s", deploy_tools[i]);
+		kept = jv_equal(json_get(tools, deploy_tools[i]), config_get(s->o->cfg, path.buf));
+		buf_release(&path);
+	}
 	jv_object_foreach(rec, k, v) {
 		buf_addf(&path, "deploy.%s", jv_string_value(k));
 		jv cur = config_get(own, path.buf);
@@ -1438,6 +1450,8 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 		}
 		jv_free(v);
 	}
+	if (kept)
+		goto said;
 	if (file) {
 		jv_free(base);
 		base = json_parse_file(file);
@@ -1469,6 +1483,7 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 	s->deploy_config = xstrdup(path.buf);
 	strategy = json_get_str(rec, "strategy");
 	s->deploy_strategy = strategy ? xstrdup(strategy) : NULL;
+said:
 	/* (said while the deploy is still to come: not once it has a deployment) */
 	if (differs.len && jv_get_kind(deployment) != JV_KIND_OBJECT)
 		fprintf(stderr, "forge: run %s deploys with the settings it was started with, not this resume's "
@@ -2896,6 +2911,25 @@ out:
 }
 
 /*
+ * Whether the resume's own --config layer is the run's recorded layer
+ * (borrowed) as it is: the same --config again (and no flags recorded).
+ * Then the recorded layer under it changes nothing, and the phases take the
+ * resume's own --config: no private copy is written (a directory and a
+ * file made and removed in $TMPDIR, each a new inode: ~0.3 ms apiece on an
+ * ext4 /tmp that many files come and go in).
+ */
+static bool given_as_recorded(const struct supervise_opts *o, jv layer)
+{
+	jv mine = config_layer_value(o->cfg, "file");
+
+	if (jv_get_kind(mine) != JV_KIND_OBJECT) {
+		jv_free(mine);
+		mine = jv_object();
+	}
+	return jv_equal(jv_copy(layer), mine);
+}
+
+/*
  * A resume goes on under the configuration the run was started with: a
  * run started with --config tight.json (safety.cost.per_run 0.015) tripped
  * its breaker, and the `forge resume TRACE` its summary advised finished it
@@ -2931,7 +2965,7 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 		if (!o->quiet)
 			fprintf(stderr, "forge: warning: run %s goes on under this resume's configuration alone: %s\n",
 				trace, forge_last_error());
-	} else if ((code = resume_layered(rc, o, trace, layer)) != 0) {
+	} else if (!given_as_recorded(o, layer) && (code = resume_layered(rc, o, trace, layer)) != 0) {
 		jv_free(layer);
 		goto out;
 	} else {
@@ -3007,7 +3041,8 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	/* The pipeline it recorded; a run of the phase loop before it (no
 	 * pipeline recorded) followed the default one. */
 	struct graph *graph = NULL;
-	if ((code = recorded_graph(&graph, o, trace, started)) != 0 || (!graph && (code = default_graph(&graph, o)) != 0)) {
+	if ((code = recorded_graph(&graph, o, trace, started)) != 0 ||
+	    (!graph && (code = default_graph(&graph, o)) != 0)) {
 		jv_free(cp);
 		jv_free(run_conf);
 		return code;
