@@ -1169,7 +1169,7 @@ static void summary_outcome(char *out, size_t n, struct sup *s, int code)
 
 	/* (the row as this process left it: a lease another process took
 	 * over makes the row that one's, and the code says what this one did) */
-	if (!sup_lease_lost() && store_run_get(&run, s->o->store, s->trace) == 0 &&
+	if (!sup_lease_lost() && store_run_get_brief(&run, s->o->store, s->trace) == 0 &&
 	    jv_get_kind(run) == JV_KIND_OBJECT) {
 		rs = run_status_of(json_get_str(run, "status"));
 		why = json_get_str(run, "error");
