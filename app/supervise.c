@@ -1169,7 +1169,7 @@ static void summary_outcome(char *out, size_t n, struct sup *s, int code)
 
 	/* (the row as this process left it: a lease another process took
 	 * over makes the row that one's, and the code says what this one did) */
-	if (!sup_lease_lost() && store_run_get(&run, s->o->store, s->trace) == 0 &&
+	if (!sup_lease_lost() && store_run_get_brief(&run, s->o->store, s->trace) == 0 &&
 	    jv_get_kind(run) == JV_KIND_OBJECT) {
 		rs = run_status_of(json_get_str(run, "status"));
 		why = json_get_str(run, "error");
@@ -1406,7 +1406,7 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 	struct buf differs = BUF_INIT, path = BUF_INIT;
 	const char *file = given_config(s->o), *strategy;
 	FILE *f = NULL;
-	bool deploys = false;
+	bool deploys = false, kept;
 	int rc = 0, fd, wrote, closed;
 
 	for (size_t i = 0; s->graph && i < s->graph->n; i++)
@@ -1414,6 +1414,18 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 	/* (no deploy in the pipeline, or no recorded deploy settings: nothing to keep) */
 	if (!deploys || jv_get_kind(rec) != JV_KIND_OBJECT)
 		goto out;
+	/* The configuration the phases get already has them (the run's layer,
+	 * or the same --config again): no file of them to write, no
+	 * --strategy over it (and nothing below differs to be said). */
+	kept = jv_equal(jv_copy(rec), config_get(s->o->cfg, "deploy"));
+	for (size_t i = 0; kept && jv_get_kind(tools) == JV_KIND_OBJECT &&
+			   i < sizeof deploy_tools / sizeof *deploy_tools; i++) {
+		if (!json_has(tools, deploy_tools[i]))
+			continue;
+		buf_addf(&path, "tools.%s", deploy_tools[i]);
+		kept = jv_equal(json_get(tools, deploy_tools[i]), config_get(s->o->cfg, path.buf));
+		buf_release(&path);
+	}
 	jv_object_foreach(rec, k, v) {
 		buf_addf(&path, "deploy.%s", jv_string_value(k));
 		jv cur = config_get(own, path.buf);
@@ -1438,6 +1450,8 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 		}
 		jv_free(v);
 	}
+	if (kept)
+		goto said;
 	if (file) {
 		jv_free(base);
 		base = json_parse_file(file);
@@ -1469,6 +1483,7 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 	s->deploy_config = xstrdup(path.buf);
 	strategy = json_get_str(rec, "strategy");
 	s->deploy_strategy = strategy ? xstrdup(strategy) : NULL;
+said:
 	/* (said while the deploy is still to come: not once it has a deployment) */
 	if (differs.len && jv_get_kind(deployment) != JV_KIND_OBJECT)
 		fprintf(stderr, "forge: run %s deploys with the settings it was started with, not this resume's "
@@ -1877,18 +1892,14 @@ static struct supervise_opts dry_opts(const struct supervise_opts *o)
 	return d;
 }
 
-/* Whether trace was started as a dry run (its run.started event says so). */
-static bool started_dry(struct store *st, const char *trace)
+/* Whether the run was started as a dry run: its run.started event
+ * (borrowed; null when there is none) says so. */
+static bool started_dry(jv started)
 {
-	jv ev = jv_null(), payload;
-	bool dry = false;
+	jv payload = json_get(started, "payload");
+	bool dry = json_get_bool(payload, "dry_run", false);
 
-	if (store_event_last(&ev, st, trace, "run.started") == 0) {
-		payload = json_get(ev, "payload");
-		dry = json_get_bool(payload, "dry_run", false);
-		jv_free(payload);
-	}
-	jv_free(ev);
+	jv_free(payload);
 	return dry;
 }
 
@@ -1903,22 +1914,20 @@ void supervise_graph_errors(const struct graph *g)
 }
 
 /*
- * The pipeline a graph run recorded in its run.started, loaded again (the
- * programs found as they are now): *out NULL for a run that recorded none
- * (the phase loop's before every run was a pipeline's).
- * 0, or exit 2 with the pipeline's errors listed.
+ * The pipeline a graph run recorded in its run.started (started, borrowed;
+ * null when there is none), loaded again (the programs found as they are
+ * now): *out NULL for a run that recorded none (the phase loop's before
+ * every run was a pipeline's).  0, or exit 2 with the pipeline's errors
+ * listed.
  */
-static int recorded_graph(struct graph **out, const struct supervise_opts *o, const char *trace)
+static int recorded_graph(struct graph **out, const struct supervise_opts *o, const char *trace, jv started)
 {
-	jv ev = jv_null();
 	int rc = 0;
 
 	*out = NULL;
-	if (store_event_last(&ev, o->store, trace, "run.started") < 0 || jv_get_kind(ev) != JV_KIND_OBJECT) {
-		jv_free(ev);
+	if (jv_get_kind(started) != JV_KIND_OBJECT)
 		return 0;
-	}
-	jv payload = json_get(ev, "payload"), p = json_get(payload, "pipeline");
+	jv payload = json_get(started, "payload"), p = json_get(payload, "pipeline");
 	if (jv_get_kind(p) == JV_KIND_OBJECT) {
 		struct graph_env env = { .cfg = o->cfg, .bindir = o->bindir };
 
@@ -1938,7 +1947,6 @@ static int recorded_graph(struct graph **out, const struct supervise_opts *o, co
 	}
 	jv_free(p);
 	jv_free(payload);
-	jv_free(ev);
 	return rc;
 }
 
@@ -2481,7 +2489,7 @@ static jv unevented_phases(struct sup *s, double logged)
 	jv now = jv_null(), before = jv_object(), out = jv_object();
 
 	if (store_unevented_by_phase(&now, s->o->store, s->trace) < 0 ||
-	    store_events_foreach(s->o->store, s->trace, line_recovered, &before) < 0) {
+	    store_events_foreach_type(s->o->store, s->trace, "run.cost_recovered", line_recovered, &before) < 0) {
 		jv_free(now);
 		jv_free(before);
 		return out;
@@ -2514,7 +2522,7 @@ static void count_unrecorded_spend(struct sup *s)
 	jv run = jv_null(), cost = json_get(s->state, "cost");
 
 	if (store_spent_since_checkpoint(&usd, &tokens, &calls, s->o->store, s->trace) < 0 ||
-	    store_run_get(&run, s->o->store, s->trace) < 0) {
+	    store_run_get_brief(&run, s->o->store, s->trace) < 0) {
 		fprintf(stderr, "forge: warning: %s; the run's cost may leave out its last calls\n", forge_last_error());
 		jv_free(cost);
 		return;
@@ -2791,6 +2799,10 @@ static bool compared_elsewhere(const char *path)
 static void config_differs(struct resume_conf *rc, jv was, jv now, const char *path)
 {
 	if (jv_get_kind(was) == JV_KIND_OBJECT && jv_get_kind(now) == JV_KIND_OBJECT) {
+		/* (a section the same in both has no leaf that differs: the
+		 * usual case, and the whole walk cost 1.7M instructions) */
+		if (jv_equal(jv_copy(was), jv_copy(now)))
+			return;
 		jv keys = jv_keys(jv_object_merge(jv_copy(was), jv_copy(now)));
 
 		jv_array_foreach(keys, i, k) {
@@ -2899,6 +2911,25 @@ out:
 }
 
 /*
+ * Whether the resume's own --config layer is the run's recorded layer
+ * (borrowed) as it is: the same --config again (and no flags recorded).
+ * Then the recorded layer under it changes nothing, and the phases take the
+ * resume's own --config: no private copy is written (a directory and a
+ * file made and removed in $TMPDIR, each a new inode: ~0.3 ms apiece on an
+ * ext4 /tmp that many files come and go in).
+ */
+static bool given_as_recorded(const struct supervise_opts *o, jv layer)
+{
+	jv mine = config_layer_value(o->cfg, "file");
+
+	if (jv_get_kind(mine) != JV_KIND_OBJECT) {
+		jv_free(mine);
+		mine = jv_object();
+	}
+	return jv_equal(jv_copy(layer), mine);
+}
+
+/*
  * A resume goes on under the configuration the run was started with: a
  * run started with --config tight.json (safety.cost.per_run 0.015) tripped
  * its breaker, and the `forge resume TRACE` its summary advised finished it
@@ -2916,9 +2947,9 @@ out:
  * was gone at the next plain resume.  A run recorded before config_layer:
  * the resume's configuration alone.  0, or an exit status said on stderr.
  */
-static int resume_config(struct resume_conf *rc, const struct supervise_opts *o, const char *trace)
+static int resume_config(struct resume_conf *rc, const struct supervise_opts *o, const char *trace, jv run)
 {
-	jv run = jv_null(), layer;
+	jv layer;
 	int code = 0;
 
 	memset(rc, 0, sizeof *rc);
@@ -2934,7 +2965,7 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 		if (!o->quiet)
 			fprintf(stderr, "forge: warning: run %s goes on under this resume's configuration alone: %s\n",
 				trace, forge_last_error());
-	} else if ((code = resume_layered(rc, o, trace, layer)) != 0) {
+	} else if (!given_as_recorded(o, layer) && (code = resume_layered(rc, o, trace, layer)) != 0) {
 		jv_free(layer);
 		goto out;
 	} else {
@@ -2942,7 +2973,9 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 		rc->layer = jv_object_merge_recursive(jv_copy(layer), rc->layer);
 	}
 	jv_free(layer);
-	if (store_run_get(&run, o->store, trace) == 0 && jv_get_kind(run) == JV_KIND_OBJECT) {
+	/* (what differs is said only without -q: a quiet resume does not
+	 * build the whole configuration to compare it, 1.5M instructions) */
+	if (!o->quiet && jv_get_kind(run) == JV_KIND_OBJECT) {
 		jv was = json_get(run, "config"), now = config_effective(rc->cfg ? rc->cfg : o->cfg);
 
 		if (jv_get_kind(was) == JV_KIND_OBJECT)
@@ -2951,21 +2984,21 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 		jv_free(now);
 	}
 out:
-	jv_free(run);
 	return code;
 }
 
-/* supervise_resume under the run's configuration (rc: its differences). */
+/* supervise_resume under the run's configuration (rc: its differences);
+ * run: its row, null when there is none or it could not be read; started:
+ * its run.started event, or null (both borrowed). */
 static int resume_run(const struct supervise_opts *o, const struct supervise_opts *caller, const char *trace,
-		      const struct resume_conf *rc)
+		      const struct resume_conf *rc, jv run, jv started)
 {
 	struct sup s;
 	struct supervise_opts dry;
-	jv run, cp;
+	jv cp;
 	int code;
 
-	if (store_run_get(&run, o->store, trace) < 0 || jv_get_kind(run) == JV_KIND_NULL) {
-		jv_free(run);
+	if (jv_get_kind(run) != JV_KIND_OBJECT) {
 		fprintf(stderr, "forge: no run '%s'\n", trace);
 		return FORGE_EXIT_USAGE;
 	}
@@ -2974,7 +3007,6 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	if (run_status_of(status) == RUN_COMPLETED || run_status_of(status) == RUN_CANCELLED) {
 		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
 		code = run_status_of(status) == RUN_COMPLETED ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
-		jv_free(run);
 		int late = late_reflection(o, trace);
 
 		return late ? late : code;
@@ -2991,7 +3023,6 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	if (run_status_of(status) != RUN_PAUSED && store_last_event_ms(&last_ms, o->store, trace) == 0 &&
 	    last_ms > 0 && resumed_ms > last_ms)
 		dead_ms = resumed_ms - last_ms;
-	jv_free(run);
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0) {
 		fprintf(stderr, "forge: %s\n", forge_last_error());
 		jv_free(run_conf);
@@ -3003,14 +3034,15 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 		return resume_unkept(o, trace);
 	}
 	/* A dry run stays one: it has no worktree for the phases after plan. */
-	if (started_dry(o->store, trace)) {
+	if (started_dry(started)) {
 		dry = dry_opts(o);
 		o = &dry;
 	}
 	/* The pipeline it recorded; a run of the phase loop before it (no
 	 * pipeline recorded) followed the default one. */
 	struct graph *graph = NULL;
-	if ((code = recorded_graph(&graph, o, trace)) != 0 || (!graph && (code = default_graph(&graph, o)) != 0)) {
+	if ((code = recorded_graph(&graph, o, trace, started)) != 0 ||
+	    (!graph && (code = default_graph(&graph, o)) != 0)) {
 		jv_free(cp);
 		jv_free(run_conf);
 		return code;
@@ -3054,7 +3086,7 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	jv by_phase;
 	jv recovered = jv_object();
 	if (store_cost_by_phase(&by_phase, o->store, trace) == 0 &&
-	    store_events_foreach(o->store, trace, line_recovered, &recovered) == 0) {
+	    store_events_foreach_type(o->store, trace, "run.cost_recovered", line_recovered, &recovered) == 0) {
 		/* (with the calls a resume recovered without their events) */
 		jv_object_foreach(recovered, k, v) {
 			by_phase = json_set(by_phase, jv_string_value(k),
@@ -3093,15 +3125,32 @@ int supervise_resume(const struct supervise_opts *o, const char *trace)
 {
 	struct resume_conf rc;
 	struct supervise_opts mine = *o;
-	int code = resume_config(&rc, o, trace);
+	jv run, started;
+	int code;
 
+	/* The run's row and its run.started, read once for what follows
+	 * (before: the row twice, the event by started_dry and
+	 * recorded_graph each; the row's recorded configuration is the most
+	 * of it, a parse of ~1M instructions each time).  A read that fails
+	 * is as none, as it was. */
+	if (store_run_get(&run, o->store, trace) < 0) {
+		jv_free(run);
+		run = jv_null();
+	}
+	if (store_event_last(&started, o->store, trace, "run.started") < 0) {
+		jv_free(started);
+		started = jv_null();
+	}
+	code = resume_config(&rc, o, trace, run);
 	if (code == 0) {
 		if (rc.cfg) {
 			mine.cfg = rc.cfg;
 			mine.phase_args = rc.args;
 		}
-		code = resume_run(&mine, o, trace, &rc);
+		code = resume_run(&mine, o, trace, &rc, run, started);
 	}
 	resume_conf_release(&rc);
+	jv_free(run);
+	jv_free(started);
 	return code;
 }

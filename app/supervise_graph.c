@@ -1667,8 +1667,15 @@ static void refuse_args(struct gx *x)
 
 int sup_graph_run(struct sup *s, int jobs)
 {
-	struct gx x = { .s = s, .g = s->graph, .jobs = jobs > 0 ? jobs : 1, .dirty = true };
+	struct gx x = { .s = s, .g = s->graph, .jobs = jobs > 0 ? jobs : 1 };
 	int code = -1;
+
+	/* A new run's state is not checkpointed yet; a resume's is its last
+	 * checkpoint until something changed it (the calls it recovered,
+	 * --budget, a clone adopted): only then is it kept again (before: a
+	 * second row of the same whole state, and a state.updated that set
+	 * nothing, before the first node started). */
+	x.dirty = !jv_equal(jv_copy(s->saved), jv_copy(s->state));
 
 	x.st = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.st);
 	x.why = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.why);

@@ -572,6 +572,30 @@ until_true() {
 	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = 't1'")" = "HOLDER1" ]
 }
 
+@test "a phase its supervisor started (its parent is \$FORGE_SUPERVISOR_PID) takes \$FORGE_LEASE as that supervisor's without reading the lease; without a supervisor the lease is read" {
+	state='{"kind":"state","v":1,"trace_id":"t1","phase":"review","status":"ok","task":{"description":"x"},
+		"review":{"findings":[],"decision":"approve"}}'
+	state=$(jq -c . <<<"$state")
+	run -0 --separate-stderr forge-test <<<"$state"     # (makes the database)
+	# the lease row names another holder, a live process
+	cp /bin/sleep "$BATS_TEST_TMPDIR/forge-supervisor"
+	"$BATS_TEST_TMPDIR/forge-supervisor" 600 3>&- &
+	live=$!
+	sqlite3 "$FORGE_DB" "insert into leases (trace_id, holder, pid, host, program, acquired_at) values ('t1', 'HOLDER1', $live, '$(hostname)', 'forge-supervisor', '2026-01-01T00:00:00.000Z')"
+	# started by the process the variable names: the supervisor vouches
+	# for its lease (it checked it in the commit that started the phase),
+	# and the phase does not open the database for it before its first event
+	run -0 --separate-stderr bash -c 'FORGE_SUPERVISOR_PID=$$ FORGE_LEASE=HOLDER2 forge-test <<<"$1"; exit $?' _ "$state"
+	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+	# without a supervisor (a shell that inherited the variable): the lease
+	# is read, and refused (a phase whose $FORGE_SUPERVISOR_PID is not its
+	# parent stops at once, exit 130)
+	run -4 --separate-stderr env FORGE_LEASE=HOLDER2 forge-test <<<"$state"
+	[[ "$stderr" == *"trace t1 is already being worked on: forge-supervisor, pid $live"* ]]
+	kill "$live"
+	[ "$(sqlite3 "$FORGE_DB" "select holder from leases where trace_id = 't1'")" = "HOLDER1" ]
+}
+
 @test "a write of the run's record that fails mid-run stops it there (exit 5), not a completed run" {
 	forge-db migrate >/dev/null
 	# the checkpoint after the plan cannot be written (as on a full disk)

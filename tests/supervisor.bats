@@ -390,6 +390,10 @@ branch_log() {
 	jq -e '.by == "human" and .note == "keep the usage line in sync with the operations"' <<<"$output"
 	# plan ran once: its events are not repeated by the resume
 	[ "$(events_of "$T" phase.completed | wc -l)" -eq 5 ]
+	# the resume kept no second checkpoint of the state it started from (a
+	# state.updated that sets nothing): the next one is implement's start
+	run -0 events_of "$T" state.updated
+	[ "$(jq -s 'map(select(.set == {} and .unset == [])) | length' <<<"$output")" -eq 0 ]
 	# the note became a memory (not on PostgreSQL yet: a run there records none)
 	on_postgres && return
 	run -0 forge memory list --json
@@ -476,6 +480,25 @@ branch_log() {
 		and .state.deployment.strategy == "merge" and .state.deployment.environment == "production"' <<<"$output"
 	[ "$(git -C "$REPO" rev-parse main)" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
 	[ "$(git -C "$REPO" rev-parse main)" != "$BASE" ]
+}
+
+@test "a resume given the --config its run was started with writes no copy of it for its phases, and deploys with the run's settings" {
+	replay run-clean.jsonl
+	echo '{"deploy":{"environment":"production","strategy":"merge"}}' >"$BATS_TEST_TMPDIR/prod.json"
+	run -4 --separate-stderr forge run -q --config "$BATS_TEST_TMPDIR/prod.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
+	# a TMPDIR that can hold no directory: the resume needs none (before:
+	# the run's layer and its deploy settings were copied to two private
+	# directories there, exit 5 "cannot keep run T's configuration")
+	: >"$BATS_TEST_TMPDIR/not-a-dir"
+	run -0 --separate-stderr env TMPDIR="$BATS_TEST_TMPDIR/not-a-dir" \
+		forge resume --config "$BATS_TEST_TMPDIR/prod.json" "$T" </dev/null
+	[[ "$stderr" != *"deploys with the settings"* && "$stderr" != *"differs"* ]] || { echo "$stderr"; false; }
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.strategy == "merge"
+		and .state.deployment.environment == "production"' <<<"$output"
+	[ "$(git -C "$REPO" rev-parse main)" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
 }
 
 @test "a resume given another --config still deploys as the run was started, and says so; a rolled-back deploy resumed says what happened and what to do" {

@@ -87,6 +87,10 @@ static const char *const sql_run_get[] = {
 	[DB_SQLITE] = RUN_COLUMNS_("config", RUN_SPENT_LITE_) " WHERE id = ?1",
 	[DB_POSTGRES] = RUN_COLUMNS_("config", RUN_SPENT_PG_) " WHERE id = ?1",
 };
+static const char *const sql_run_get_brief[] = {
+	[DB_SQLITE] = RUN_COLUMNS_("NULL", RUN_SPENT_LITE_) " WHERE id = ?1",
+	[DB_POSTGRES] = RUN_COLUMNS_("NULL", RUN_SPENT_PG_) " WHERE id = ?1",
+};
 static const char *const sql_runs_list[] = {
 	[DB_SQLITE] = RUN_COLUMNS_("NULL", RUN_SPENT_LITE_) " ORDER BY started_at DESC, id DESC LIMIT ?1",
 	[DB_POSTGRES] = RUN_COLUMNS_("NULL", RUN_SPENT_PG_) " ORDER BY started_at DESC, id DESC LIMIT ?1",
@@ -1749,15 +1753,19 @@ long store_events_added(struct store *st)
 	return store_queue_flush(st) < 0 ? -1 : st->events_added;
 }
 
-int store_events_foreach(struct store *st, const char *trace_id,
-			 int (*fn)(const char *line, size_t len, void *payload), void *payload)
+/* store_events_foreach, of the events of one type when type is not NULL. */
+static int events_foreach(struct store *st, const char *trace_id, const char *type,
+			  int (*fn)(const char *line, size_t len, void *payload), void *payload)
 {
 	struct db_stmt *s;
 	int rc = 0, step;
 
-	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE trace_id = ?1 ORDER BY seq") < 0)
+	if (db_prepare(&s, st, type ? "SELECT record FROM event_log WHERE trace_id = ?1 AND type = ?2 ORDER BY seq"
+			     : "SELECT record FROM event_log WHERE trace_id = ?1 ORDER BY seq") < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
+	if (type)
+		db_bind_text(s, 2, type);
 	while ((step = db_step(s)) == DB_ROW) {
 		const char *line = db_col_text(s, 0);
 
@@ -1769,6 +1777,18 @@ int store_events_foreach(struct store *st, const char *trace_id,
 		rc = store_fail(st, "cannot read events of trace '%s'", trace_id);
 	db_finalize(s);   /* ends the read transaction, also after an early stop */
 	return rc;
+}
+
+int store_events_foreach(struct store *st, const char *trace_id,
+			 int (*fn)(const char *line, size_t len, void *payload), void *payload)
+{
+	return events_foreach(st, trace_id, NULL, fn, payload);
+}
+
+int store_events_foreach_type(struct store *st, const char *trace_id, const char *type,
+			      int (*fn)(const char *line, size_t len, void *payload), void *payload)
+{
+	return events_foreach(st, trace_id, type, fn, payload);
 }
 
 int store_traces(jv *out, struct store *st, int limit)
@@ -1947,13 +1967,13 @@ static jv run_row(struct db_stmt *s)
 	return run;
 }
 
-int store_run_get(jv *out, struct store *st, const char *trace_id)
+static int run_get(jv *out, struct store *st, const char *trace_id, bool config)
 {
 	struct db_stmt *s;
 	int step, rc = 0;
 
 	*out = jv_null();
-	if (db_prepare(&s, st, sql_run_get[st->backend]) < 0)
+	if (db_prepare(&s, st, (config ? sql_run_get : sql_run_get_brief)[st->backend]) < 0)
 		return -1;
 	db_bind_text(s, 1, trace_id);
 	step = db_step(s);
@@ -1963,6 +1983,16 @@ int store_run_get(jv *out, struct store *st, const char *trace_id)
 		rc = store_fail(st, "cannot read run '%s'", trace_id);
 	db_finalize(s);
 	return rc;
+}
+
+int store_run_get(jv *out, struct store *st, const char *trace_id)
+{
+	return run_get(out, st, trace_id, true);
+}
+
+int store_run_get_brief(jv *out, struct store *st, const char *trace_id)
+{
+	return run_get(out, st, trace_id, false);
 }
 
 int store_runs_list(jv *out, struct store *st, int limit)
@@ -2209,27 +2239,46 @@ int store_resolve_path(char **out, const char *flag, const char *repo)
 
 /* ---- what the run-level breakers read ------------------------------ */
 
+/*
+ * An event record's cost.usd (0 when it has none; NAN for null), read by
+ * the scanner: every breaker check sums the day's llm.called records, of
+ * every run, and parsing each into a jv cost ~60K instructions a record (8M
+ * in a resume's two checks on a day of 16 runs).  A record the scanner
+ * leaves to libjq (json_event_scan()) is parsed, with the same answer.
+ */
+static double record_usd(const char *text, size_t len)
+{
+	struct json_event ev;
+
+	if (!text)
+		return 0;
+	if (json_event_scan(&ev, text, len))
+		return ev.has_usd ? ev.usd : 0;
+	jv rec = json_parse(text, len), cost = json_get(rec, "cost");
+	double v = json_get_num(cost, "usd", 0);
+
+	jv_free(cost);
+	jv_free(rec);
+	return v;
+}
+
 int store_cost_between(double *usd, struct store *st, const char *from, const char *to)
 {
 	struct db_stmt *s;
 	int step;
 
 	*usd = 0;
-	/* (the records parsed here, not in SQL: the same on both backends) */
+	/* (the records read here, not in SQL: the same on both backends) */
 	if (db_prepare(&s, st, "SELECT record FROM event_log WHERE type = 'llm.called' AND ts >= ?1"
 		       " AND ts < ?2") < 0)
 		return forge_error_prefix("cannot sum the cost of the model calls since %s", from);
 	db_bind_text(s, 1, from);
 	db_bind_text(s, 2, to);
 	while ((step = db_step(s)) == DB_ROW) {
-		const char *text = db_col_text(s, 0);
-		jv rec = json_parse(text, strlen(text)), cost = json_get(rec, "cost");
-		double v = json_get_num(cost, "usd", 0);
+		double v = record_usd(db_col_text(s, 0), db_col_bytes(s, 0));
 
 		if (isfinite(v) && v > 0)
 			*usd += v;
-		jv_free(cost);
-		jv_free(rec);
 	}
 	if (step != DB_DONE)
 		store_fail(st, "cannot sum the cost of the model calls since %s", from);
@@ -2242,9 +2291,16 @@ int store_tool_outcomes(long *calls, long *failed, struct store *st, const char 
 	struct db_stmt *s;
 	int step;
 
+	/* By the trace's index on SQLite: without statistics its planner
+	 * took event_log_type, and read the tool events of every run the
+	 * database ever held (a breaker check and a reflection each; `+type`
+	 * keeps the index on type out).  PostgreSQL plans with statistics. */
 	*calls = *failed = 0;
-	if (db_prepare(&s, st, "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
-		       " AND type IN ('tool.executed', 'tool.failed') GROUP BY type") < 0)
+	if (db_prepare(&s, st, st->backend == DB_POSTGRES
+		       ? "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
+			 " AND type IN ('tool.executed', 'tool.failed') GROUP BY type"
+		       : "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
+			 " AND +type IN ('tool.executed', 'tool.failed') GROUP BY type") < 0)
 		return forge_error_prefix("cannot count the tool calls of trace '%s'", trace_id);
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, since);
@@ -2273,25 +2329,57 @@ static const char sql_calls_since_checkpoint[] =
 	" THEN seq > (SELECT max(seq) FROM event_log WHERE trace_id = ?1 AND type = 'state.updated')"
 	" ELSE ts > (SELECT coalesce(max(ts), '') FROM checkpoints WHERE trace_id = ?1) END ORDER BY seq";
 
-/* Each llm.called event of trace (after its last checkpoint when
- * since_checkpoint) to fn: its record, parsed (borrowed). */
+/* What the spending readers take of an llm.called record. */
+struct model_call {
+	double usd, tokens;     /* cost.usd and cost.tokens, 0 when absent or not numbers */
+	const char *phase;      /* its phase (a string), or NULL */
+};
+
+/*
+ * Each llm.called event of trace (after its last checkpoint when
+ * since_checkpoint) to fn, as a struct model_call (borrowed for the call).
+ * The records are read by the scanner (json_event_scan()), not parsed into
+ * jv: a resume reads every call of its run two or three times (0.07M
+ * instructions a call parsed, 0.01M scanned); a record the scanner leaves
+ * to libjq is parsed, with the same answer.
+ */
 static int each_model_call(struct store *st, const char *trace_id, bool since_checkpoint,
-			   void (*fn)(jv rec, void *payload), void *payload)
+			   void (*fn)(const struct model_call *call, void *payload), void *payload)
 {
 	struct db_stmt *s;
 	int step;
 
-	/* (the records parsed here, not in SQL: the same on both backends) */
+	/* (the records read here, not in SQL: the same on both backends) */
 	if (db_prepare(&s, st, since_checkpoint ? sql_calls_since_checkpoint
 		       : "SELECT record FROM event_log WHERE trace_id = ?1 AND type = 'llm.called' ORDER BY seq") < 0)
 		return forge_error_prefix("cannot read the model calls of trace '%s'", trace_id);
 	db_bind_text(s, 1, trace_id);
 	while ((step = db_step(s)) == DB_ROW) {
 		const char *text = db_col_text(s, 0);
-		jv rec = json_parse(text, strlen(text));
+		size_t len = db_col_bytes(s, 0);
+		struct json_event ev;
+		struct model_call call = { 0 };
 
-		fn(rec, payload);
-		jv_free(rec);
+		if (!text)
+			text = "", len = 0;
+		if (json_event_scan(&ev, text, len)) {
+			char *phase = ev.phase ? xstrndup(ev.phase, ev.phase_len) : NULL;
+
+			call.usd = ev.has_usd && !isnan(ev.usd) ? ev.usd : 0;
+			call.tokens = ev.has_tokens ? (double)ev.tokens : 0;
+			call.phase = phase;
+			fn(&call, payload);
+			free(phase);
+		} else {
+			jv rec = json_parse(text, len), cost = json_get(rec, "cost");
+
+			call.usd = json_get_num(cost, "usd", 0);
+			call.tokens = json_get_num(cost, "tokens", 0);
+			call.phase = json_get_str(rec, "phase");
+			fn(&call, payload);
+			jv_free(cost);
+			jv_free(rec);
+		}
 	}
 	if (step != DB_DONE)
 		store_fail(st, "cannot read the model calls of trace '%s'", trace_id);
@@ -2304,15 +2392,13 @@ struct spent {
 	long calls;
 };
 
-static void add_spent(jv rec, void *payload)
+static void add_spent(const struct model_call *call, void *payload)
 {
 	struct spent *sp = payload;
-	jv cost = json_get(rec, "cost");
 
-	sp->usd += json_get_num(cost, "usd", 0);
-	sp->tokens += json_get_num(cost, "tokens", 0);
+	sp->usd += call->usd;
+	sp->tokens += call->tokens;
 	sp->calls++;
-	jv_free(cost);
 }
 
 int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struct store *st,
@@ -2327,14 +2413,13 @@ int store_spent_since_checkpoint(double *usd, double *tokens, long *calls, struc
 	return rc;
 }
 
-static void add_phase_cost(jv rec, void *payload)
+static void add_phase_cost(const struct model_call *call, void *payload)
 {
-	jv *out = payload, cost = json_get(rec, "cost");
-	const char *phase = json_get_str(rec, "phase");
+	jv *out = payload;
+	const char *phase = call->phase;
 
 	if (phase && *phase)
-		*out = json_set(*out, phase, jv_number(json_get_num(*out, phase, 0) + json_get_num(cost, "usd", 0)));
-	jv_free(cost);
+		*out = json_set(*out, phase, jv_number(json_get_num(*out, phase, 0) + call->usd));
 }
 
 int store_cost_by_phase(jv *out, struct store *st, const char *trace_id)
@@ -2344,21 +2429,20 @@ int store_cost_by_phase(jv *out, struct store *st, const char *trace_id)
 }
 
 /* llm.called events by phase ({phase: {usd, tokens, calls}}), into *payload. */
-static void add_phase_spent(jv rec, void *payload)
+static void add_phase_spent(const struct model_call *call, void *payload)
 {
-	jv *out = payload, cost = json_get(rec, "cost");
-	const char *phase = json_get_str(rec, "phase");
+	jv *out = payload;
+	const char *phase = call->phase;
 	jv pc = json_get(*out, phase ? phase : "");
 
 	if (jv_get_kind(pc) != JV_KIND_OBJECT) {
 		jv_free(pc);
 		pc = jv_object();
 	}
-	pc = json_set(pc, "usd", jv_number(json_get_num(pc, "usd", 0) + json_get_num(cost, "usd", 0)));
-	pc = json_set(pc, "tokens", jv_number(json_get_num(pc, "tokens", 0) + json_get_num(cost, "tokens", 0)));
+	pc = json_set(pc, "usd", jv_number(json_get_num(pc, "usd", 0) + call->usd));
+	pc = json_set(pc, "tokens", jv_number(json_get_num(pc, "tokens", 0) + call->tokens));
 	pc = json_set(pc, "calls", jv_number(json_get_num(pc, "calls", 0) + 1));
 	*out = json_set(*out, phase ? phase : "", pc);
-	jv_free(cost);
 }
 
 int store_unevented_by_phase(jv *out, struct store *st, const char *trace_id)

@@ -244,6 +244,10 @@ int store_event_put_scanned(struct store *st, const struct json_event *ev, const
  */
 int store_events_foreach(struct store *st, const char *trace_id,
 			 int (*fn)(const char *line, size_t len, void *payload), void *payload);
+/* The same for the events of trace whose type is type only: what looks for
+ * a few events of a long trace reads those, not every line of it. */
+int store_events_foreach_type(struct store *st, const char *trace_id, const char *type,
+			      int (*fn)(const char *line, size_t len, void *payload), void *payload);
 
 /*
  * Traces known to the database (from events or runs), newest last_ts first:
@@ -273,6 +277,9 @@ int store_run_update(struct store *st, const char *trace_id, const char *status,
 		     const char *phase, const char *error);
 int store_run_set_cost(struct store *st, const char *trace_id, int64_t tokens, double usd);
 int store_run_get(jv *out, struct store *st, const char *trace_id);
+/* store_run_get with "config" null: what needs the run's status or totals
+ * does not read (and parse) its whole recorded configuration. */
+int store_run_get_brief(jv *out, struct store *st, const char *trace_id);
 /*
  * A run's spend in SQL, for a query over the runs table (named runs): its
  * total_cost_usd or total_tokens, or what its rows in llm_calls (the

@@ -1098,6 +1098,19 @@ static void test_runs(void)
 	CHECK_STR(json_get_str(run, "error"), "git failed");
 	CHECK(json_get_str(run, "completed_at") != NULL);
 	jv_free(run);
+	/* the same row without its configuration */
+	jv whole = jv_null();
+	CHECK(store_run_get(&whole, st, "T1") == 0);
+	CHECK(store_run_get_brief(&run, st, "T1") == 0);
+	CHECK(json_has(run, "config"));
+	config = json_get(run, "config");
+	CHECK(jv_get_kind(config) == JV_KIND_NULL);
+	jv_free(config);
+	CHECK(jv_equal(json_set(jv_copy(whole), "config", jv_null()), jv_copy(run)));
+	jv_free(whole);
+	jv_free(run);
+	CHECK(store_run_get_brief(&run, st, "T2") == 0);
+	CHECK(jv_get_kind(run) == JV_KIND_NULL);
 
 	CHECK(store_run_update(st, "T1", "bogus", NULL, NULL) == -1);
 	CHECK_MSG(strstr(forge_last_error(), "invalid run status 'bogus'"), "%s", forge_last_error());
@@ -1820,6 +1833,31 @@ static void test_breaker_reads(void)
 	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z") == 0);
 	CHECK_INT(calls, 3);
 	CHECK_INT(failed, 1);
+	/* the trace's own events are read, not the tool events of every run
+	 * the database holds: its statement steps as much with 300 more of
+	 * those (before: event_log_type, ~10 steps each) */
+	sqlite3_stmt *q = NULL;
+	while ((q = sqlite3_next_stmt(store_db(st), q)) && !strstr(sqlite3_sql(q), "'tool.executed'"))
+		;
+	CHECK(q != NULL);
+	int steps = q ? sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 1) : 0;
+	CHECK(store_begin(st) == 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(line, sizeof line, "{\"kind\":\"event\",\"id\":\"O%d\",\"trace_id\":\"OTHER%d\","
+			 "\"ts\":\"2026-11-21T10:00:09.000Z\",\"type\":\"tool.executed\",\"payload\":{}}", i, i % 7);
+		jv e = parse(line);
+		CHECK(store_event_put(st, e, NULL, 0, NULL) == 0);
+		jv_free(e);
+	}
+	CHECK(store_commit(st) == 0);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z") == 0);
+	CHECK_INT(calls, 3);
+	q = NULL;
+	while ((q = sqlite3_next_stmt(store_db(st), q)) && !strstr(sqlite3_sql(q), "'tool.executed'"))
+		;
+	CHECK(q != NULL);
+	CHECK_MSG(q && sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 0) <= steps + 20, "%d steps, %d before",
+		  q ? sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 0) : -1, steps);
 	/* what cannot be read is an error, never a zero that would pass a breaker */
 	CHECK(store_exec(st, "DROP VIEW events; ALTER TABLE event_log RENAME TO event_log_gone") == 0);
 	CHECK(store_cost_between(&usd, st, "2026-11-21T00:00:00.000Z", "2026-11-22T00:00:00.000Z") == -1);
@@ -1846,6 +1884,76 @@ static void test_disk_full_message(void)
 	big[sizeof big - 1] = '\0';
 	CHECK(store_run_create(st, "T1", big, NULL, jv_null()) == -1);
 	CHECK_MSG(strstr(forge_last_error(), "cannot create run 'T1': the disk is full"), "%s", forge_last_error());
+	store_free(st);
+}
+
+/*
+ * What the spending readers take of llm.called records (store_cost_between,
+ * store_cost_by_phase, store_spent_since_checkpoint) is what libjq reads in
+ * them, whether the scanner reads a record or leaves it to libjq: a cost
+ * written with a key twice (libjq keeps the last), with an escape, a usd
+ * that is null or a string, tokens that are not a plain integer, a phase
+ * written with an escape or null, no cost at all.
+ */
+#define CALL_LINE(id, rest) "{\"kind\":\"event\",\"id\":\"" id "\",\"trace_id\":\"TC\"," \
+	"\"ts\":\"2026-11-21T10:00:00.000Z\",\"source\":\"s\",\"type\":\"llm.called\",\"payload\":{}," rest "}"
+
+static void test_model_call_reads(void)
+{
+	static const char *const lines[] = {
+		CALL_LINE("C1", "\"phase\":\"plan\",\"cost\":{\"usd\":0.5,\"tokens\":100}"),
+		CALL_LINE("C2", "\"phase\":\"plan\",\"cost\":{\"usd\":null,\"tokens\":10}"),
+		CALL_LINE("C3", "\"phase\":\"review\",\"cost\":{\"usd\":\"0.25\",\"tokens\":1.5}"),
+		CALL_LINE("C4", "\"phase\":\"review\",\"cost\":{\"usd\":9,\"usd\":0.125}"),
+		CALL_LINE("C5", "\"phase\":\"test\",\"cost\":{\"u\\u0073d\":0.0625,\"tokens\":-4}"),
+		CALL_LINE("C6", "\"phase\":\"te\\u0073t\",\"cost\":{\"usd\":1,\"tokens\":7}"),
+		CALL_LINE("C7", "\"phase\":\"plan\""),
+		CALL_LINE("C8", "\"phase\":null,\"cost\":{\"usd\":2,\"tokens\":3}"),
+	};
+	struct store *st = NULL;
+	double usd = -1, tokens = -1;
+	long calls = -1;
+	jv by = jv_null();
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+		CHECK_MSG(put_line(st, lines[i]) == 0, "%s", lines[i]);
+	CHECK(store_cost_between(&usd, st, "2026-11-21T00:00:00.000Z", "2026-11-22T00:00:00.000Z") == 0);
+	CHECK_MSG(usd == 0.5 + 0.125 + 0.0625 + 1 + 2, "%.17g", usd);
+	CHECK(store_cost_by_phase(&by, st, "TC") == 0);
+	CHECK(json_get_num(by, "plan", -1) == 0.5);
+	CHECK(json_get_num(by, "review", -1) == 0.125);
+	CHECK(json_get_num(by, "test", -1) == 0.0625 + 1);
+	CHECK_INT(jv_object_length(jv_copy(by)), 3);
+	jv_free(by);
+	CHECK(store_spent_since_checkpoint(&usd, &tokens, &calls, st, "TC") == 0);
+	CHECK_MSG(usd == 0.5 + 0.125 + 0.0625 + 1 + 2, "%.17g", usd);
+	CHECK_MSG(tokens == 100 + 10 + 1.5 - 4 + 7 + 3, "%.17g", tokens);
+	CHECK_INT(calls, 8);
+	store_free(st);
+}
+
+/* store_events_foreach_type: the events of one type, in stored order. */
+static void test_events_of_one_type(void)
+{
+	struct store *st = NULL;
+	struct lines got = { .len = 0 };
+
+	CHECK(store_open(&st, ":memory:") == 0);
+	CHECK(put(st, make_event("E1", "TT", "2026-01-01T00:00:02.000Z", "run.cost_recovered"), NULL) == 0);
+	CHECK(put(st, make_event("E2", "TT", "2026-01-01T00:00:01.000Z", "phase.started"), NULL) == 0);
+	CHECK(put(st, make_event("E3", "TT", "2026-01-01T00:00:00.000Z", "run.cost_recovered"), NULL) == 0);
+	CHECK(put(st, make_event("E4", "TU", "2026-01-01T00:00:00.000Z", "run.cost_recovered"), NULL) == 0);
+	CHECK_INT(store_events_foreach_type(st, "TT", "run.cost_recovered", collect, &got), 0);
+	CHECK_INT(got.count, 2);
+	CHECK_MSG(strstr(got.text, "\"id\":\"E1\"") && strstr(got.text, "\"id\":\"E3\"") &&
+		  strstr(got.text, "\"id\":\"E1\"") < strstr(got.text, "\"id\":\"E3\""), "%s", got.text);
+	CHECK(strstr(got.text, "E2") == NULL && strstr(got.text, "E4") == NULL);
+	got = (struct lines){ .stop_after = 1 };
+	CHECK_INT(store_events_foreach_type(st, "TT", "run.cost_recovered", collect, &got), 7);
+	got = (struct lines){ .len = 0 };
+	CHECK_INT(store_events_foreach_type(st, "TT", "run.merged", collect, &got), 0);
+	CHECK_INT(got.count, 0);
 	store_free(st);
 }
 
@@ -1877,6 +1985,9 @@ static void test_resolve_trace(void)
 	CHECK_STR(id, "01ABCDEF");
 	free(id);
 	CHECK_INT(store_resolve_trace(&id, st, "EVONLY"), 0);     /* events only */
+	CHECK_STR(id, "EVONLY-1");
+	free(id);
+	CHECK_INT(store_resolve_trace(&id, st, "EVONLY-1"), 0);   /* a whole id of events only */
 	CHECK_STR(id, "EVONLY-1");
 	free(id);
 	CHECK_INT(store_resolve_trace(&id, st, "01ABC"), STORE_TRACE_AMBIGUOUS);
@@ -1966,6 +2077,8 @@ int main(void)
 	RUN(test_lease_holder_identity);
 	RUN(test_lease_race);
 	RUN(test_breaker_reads);
+	RUN(test_model_call_reads);
+	RUN(test_events_of_one_type);
 	RUN(test_disk_full_message);
 	RUN(test_run_status);
 	RUN(test_resolve_trace);

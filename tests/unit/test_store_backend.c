@@ -165,6 +165,9 @@ static void test_runs(void)
 	CHECK(get_num(run, "config", "a") == 1);
 	CHECK(json_get_num(run, "total_tokens", 0) == 1234 && json_get_num(run, "total_cost_usd", 0) == 0.5);
 	CHECK(!json_get_str(run, "completed_at"));
+	jv brief = jv_null();
+	CHECK(store_run_get_brief(&brief, st, trace) == 0);
+	CHECK(jv_equal(json_set(jv_copy(run), "config", jv_null()), brief));
 	jv_free(run);
 	/* cancelled stays cancelled */
 	CHECK(store_run_update(st, trace, "cancelled", NULL, "by hand") == 0);
@@ -652,6 +655,24 @@ static void test_breaker_reads(void)
 	}
 	CHECK(store_cost_between(&usd, st, "2019-03-05T00:00:00.000Z", "2019-03-06T00:00:00.000Z") == 0);
 	CHECK(usd - before == 1.5);
+	/* the same records read by the trace, of one type, and by phase */
+	long n = 0;
+	CHECK(store_events_foreach_type(st, trace, "llm.called", count_line, &n) == 0);
+	CHECK_INT(n, 3);
+	n = 0;
+	CHECK(store_events_foreach_type(st, trace, "tool.executed", count_line, &n) == 0);
+	CHECK_INT(n, 0);
+	char cid[ULID_LEN + 1], cline[512];
+	ulid_new(cid);
+	snprintf(cline, sizeof cline, "{\"kind\":\"event\",\"id\":\"%s\",\"trace_id\":\"%s\","
+		 "\"ts\":\"2019-03-07T00:00:00.000Z\",\"source\":\"test\",\"phase\":\"review\","
+		 "\"type\":\"llm.called\",\"payload\":{},\"cost\":{\"usd\":0.25,\"tokens\":9}}", cid, trace);
+	CHECK(put_line(st, cline, NULL) == 0);
+	jv by = jv_null();
+	CHECK(store_cost_by_phase(&by, st, trace) == 0);
+	CHECK(json_get_num(by, "review", -1) == 0.25);
+	CHECK_INT(jv_object_length(jv_copy(by)), 1);
+	jv_free(by);
 	for (int i = 0; i < 3; i++) {
 		char id[ULID_LEN + 1];
 		ulid_new(id);
