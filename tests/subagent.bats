@@ -454,3 +454,31 @@ subagents
 	run -0 forge show "$trace" --json
 	jq -e --argjson st "$st_json" '.subagents == $st.subagents' <<<"$output"
 }
+
+@test "forge status and forge show draw a helper's task on one line, without its escape sequences" {
+	{
+		grep '"phase": *"plan"' "$CASSETTES/run-clean.jsonl"
+		call implement "" delegate '{"task":"Look\u001b]0;PWNED\u0007\u001b[31m around\nsecond\rline\u009b2J","tools":["read_file"]}'; echo
+		call implement-sub 1 finish "$CHILD_FINISH"; echo
+		grep '"phase": *"implement"' "$CASSETTES/run-clean.jsonl"
+	} >"$BATS_TEST_TMPDIR/run.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/run.jsonl"
+	run -0 --separate-stderr forge run --config "$CFG" "add a mul operation"
+	trace=$(forge history --json -n 1 | jq -r .trace_id)
+	# the record keeps the model's words as they were
+	run -0 forge status "$trace" --json
+	jq -e '.subagents[0].task == "Look\u001b]0;PWNED\u0007\u001b[31m around\nsecond\rline\u009b2J"' <<<"$output"
+	s1=$(jq -r '.subagents[0].span[-8:]' <<<"$output")
+	# (before: forge status wrote the OSC (the terminal's title) and the
+	# colour as they were, and both broke the tree at the newline)
+	for cmd in status show; do
+		run -0 forge "$cmd" "$trace"
+		shown=$output
+		assert_output --regexp "
+subagents
+  implement
+    └ ok       \\\$0\.[0-9]{4}  read  $s1  Look \]0;PWNED  \[31m around second line  2J(\$|
+)"
+		run -1 grep -c -e $'\e' -e $'\a' -e $'\r' -e $'\xc2\x9b' <<<"$shown"
+	done
+}
