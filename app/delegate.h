@@ -20,9 +20,12 @@
  *      stream, with `span` (the sub-agent's id) and `parent_span` (this
  *      agent's, null for the phase's own) added unless the event has them
  *      (a deeper sub-agent's);
- *   4. takes its last line, the result ($defs/result); write mode: its diff
- *      is applied to this agent's files when it applies cleanly (git apply),
- *      else the conflict is named in the tool result and nothing changes;
+ *   4. takes its last line, the result ($defs/result); write mode: what it
+ *      changed in the child worktree, read from there as a diff against
+ *      the base (any size: it does not travel on the sub-agent's stdout,
+ *      whose lines are read up to 16 MiB), is applied to this agent's
+ *      files when it applies cleanly (git apply), else the conflict is
+ *      named in the tool result and nothing changes;
  *   5. returns the result as the tool's result, its cost and tokens in the
  *      outcome (agent.h), so the loop's breakers and the phase's cost count
  *      them.  A sub-agent that crashed or was killed is a tool error saying
@@ -90,12 +93,5 @@ void delegate_unhook(struct delegate *d);
  * sub-agent has.  False when none runs.
  */
 bool delegate_interrupt(int sig);
-
-/*
- * What changed in root since commit base: everything staged as `git add -A`
- * stages it, as `git diff --binary` prints it ("" when nothing).  *out
- * malloc'd; -1 with a message when git fails.
- */
-int delegate_diff(char **out, const char *root, const char *base);
 
 #endif
