@@ -526,6 +526,31 @@ ctrl_c_once_shown() {
 	assert_output 1
 }
 
+@test "a call cut off before its answer began (Ctrl-C, the phase's time limit): its llm.called says stop_reason error, not end_turn" {
+	new_repo sr
+	script "$PLAN"
+	forge-plan -q --task "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/plan.out"
+	script "$(jq -nc --argjson i "$IMPL" '[$i[0] + {delay_ms: 60000}]')"
+	setsid forge-implement -q <"$BATS_TEST_TMPDIR/plan.out" >"$BATS_TEST_TMPDIR/impl.out" \
+		2>"$BATS_TEST_TMPDIR/impl.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true implementer_called
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 130 ]
+	# (before: "stop_reason":"end_turn", as if an answer had ended)
+	run -0 jq -sc 'last | [.type, .payload.error, .payload.stop_reason]' "$BATS_TEST_TMPDIR/impl.out"
+	assert_output '["llm.called","interrupted","error"]'
+	# the time limit (safety.time_s) cuts it off the same way
+	mock_reset
+	script "$(jq -nc --argjson i "$IMPL" '[$i[0] + {delay_ms: 60000}]')"
+	echo '{"safety":{"time_s":{"implement":2}},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/time.json"
+	run -3 --separate-stderr forge-implement -q --config "$BATS_TEST_TMPDIR/time.json" <"$BATS_TEST_TMPDIR/plan.out"
+	run -0 jq -sc '[.[] | select(.type == "llm.called" and .source == "forge-implement") | [.payload.error, .payload.stop_reason]]' <<<"$output"
+	assert_output '[["timeout","error"]]'
+}
+
 @test "Ctrl-C while a sub-agent's answer streams: its call is recorded with what arrived, priced, and counted in the run's cost" {
 	new_repo d
 	# implement's agent delegates; the helper's first answer sends
