@@ -18,6 +18,7 @@
 #include "git/git.h"
 #include "os/proc.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +60,38 @@ bool delegate_is_sub(void)
 const char *delegate_self_span(void)
 {
 	return self.span;
+}
+
+/* ---- the child worktree's place ------------------------------------------ */
+
+#define SUB_TMP "forge-sub"             /* its temporary directory's prefix (core/tmpdir.h) */
+#define SUB_WORKTREE "worktree"         /* the child worktree in it */
+
+char *delegate_worktree_in(const char *tmp)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s/" SUB_WORKTREE, tmp);
+	return buf_detach(&b, NULL);
+}
+
+bool delegate_worktree_path(const char *path)
+{
+	static const char tail[] = "/" SUB_WORKTREE, prefix[] = SUB_TMP "-";
+	size_t n = strlen(path), t = sizeof tail - 1, p = sizeof prefix - 1;
+
+	if (n < t || strcmp(path + n - t, tail) != 0)
+		return false;
+	n -= t;                                 /* path[0..n): .../forge-sub-XXXXXX */
+	size_t start = n;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	if (start == 0 || n - start != p + 6 || strncmp(path + start, prefix, p) != 0)
+		return false;
+	for (size_t i = start + p; i < n; i++)
+		if (!isalnum((unsigned char)path[i]))
+			return false;
+	return true;
 }
 
 /* ---- git, as the git command does it --------------------------------- */
@@ -437,11 +470,9 @@ static int prepare(struct delegate *d, struct run *u, jv input)
 		return forge_error("delegate: refused: this agent has no directory to work in");
 	ulid_new(u->span);
 	if (u->write) {
-		if (tmpdir_make(&u->tmp, "forge-sub") < 0)
+		if (tmpdir_make(&u->tmp, SUB_TMP) < 0)
 			return forge_error_prefix("delegate");
-		struct buf b = BUF_INIT;
-		buf_addf(&b, "%s/worktree", u->tmp);
-		u->child_root = buf_detach(&b, NULL);
+		u->child_root = delegate_worktree_in(u->tmp);
 		if (child_worktree(&u->base, u->root, u->child_root) < 0)
 			return forge_error_prefix("delegate");
 	}

@@ -94,4 +94,17 @@ void delegate_unhook(struct delegate *d);
  */
 bool delegate_interrupt(int sig);
 
+/*
+ * Whether path is where a write-mode sub-agent's child worktree is made:
+ * $TMPDIR/forge-sub-XXXXXX/worktree (core/tmpdir.h).  Such a worktree is
+ * removed with its registration in the repository when the sub-agent
+ * ends; a process killed with SIGKILL (or a temporary directory cleared)
+ * leaves the registration, which forge gc forgets once the directory is
+ * gone (git/git.h forge_git_worktrees_prune).
+ */
+bool delegate_worktree_path(const char *path);
+/* The child worktree's directory in a sub-agent's temporary directory tmp
+ * (forge-sub-XXXXXX): tmp/worktree.  malloc'd. */
+char *delegate_worktree_in(const char *tmp);
+
 #endif
