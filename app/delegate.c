@@ -18,6 +18,7 @@
 #include "git/git.h"
 #include "os/proc.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ extern char **environ;
 #define TASK_SHOWN 200          /* characters of the sub-task in events */
 #define STDERR_KEPT 4000        /* bytes of a sub-agent's stderr kept for a crash report */
 #define OUTPUT_MAX (64u << 10)  /* bytes of its output handed to the model */
+#define CHILD_LINE_MAX (16u << 20)  /* the longest line of its stdout read (an event, its result) */
 
 static struct {
 	char *span;
@@ -58,6 +60,38 @@ bool delegate_is_sub(void)
 const char *delegate_self_span(void)
 {
 	return self.span;
+}
+
+/* ---- the child worktree's place ------------------------------------------ */
+
+#define SUB_TMP "forge-sub"             /* its temporary directory's prefix (core/tmpdir.h) */
+#define SUB_WORKTREE "worktree"         /* the child worktree in it */
+
+char *delegate_worktree_in(const char *tmp)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s/" SUB_WORKTREE, tmp);
+	return buf_detach(&b, NULL);
+}
+
+bool delegate_worktree_path(const char *path)
+{
+	static const char tail[] = "/" SUB_WORKTREE, prefix[] = SUB_TMP "-";
+	size_t n = strlen(path), t = sizeof tail - 1, p = sizeof prefix - 1;
+
+	if (n < t || strcmp(path + n - t, tail) != 0)
+		return false;
+	n -= t;                                 /* path[0..n): .../forge-sub-XXXXXX */
+	size_t start = n;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	if (start == 0 || n - start != p + 6 || strncmp(path + start, prefix, p) != 0)
+		return false;
+	for (size_t i = start + p; i < n; i++)
+		if (!isalnum((unsigned char)path[i]))
+			return false;
+	return true;
 }
 
 /* ---- git, as the git command does it --------------------------------- */
@@ -153,11 +187,14 @@ static void child_worktree_remove(const char *root, const char *dir)
 	sh_run(NULL, "git -C \"$1\" worktree remove --force \"$2\" || git -C \"$1\" worktree prune", args, NULL);
 }
 
-/* The plumbing diff-index, not `git diff`: the user's settings for
+/* What changed in root since commit base: everything staged as `git add
+ * -A` stages it, as `git diff --binary` prints it ("" when nothing).
+ * *out malloc'd; -1 with a message when git fails.
+ * The plumbing diff-index, not `git diff`: the user's settings for
  * diffs they read (diff.noprefix, diff.mnemonicPrefix, diff.relative,
  * color.diff, diff.external, textconv) must not shape a patch that
  * apply_diff() reads back; the prefixes are spelled out all the same. */
-int delegate_diff(char **out, const char *root, const char *base)
+static int delegate_diff(char **out, const char *root, const char *base)
 {
 	static const char script[] =
 		"set -e; cd \"$1\"; git add -A; "
@@ -201,6 +238,7 @@ struct child {
 	double event_usd;               /* what its llm.called events say it spent */
 	long event_tokens;
 	bool event_unpriced;
+	int cut;                        /* lines of its stdout over the limit of a line, dropped */
 };
 
 /* A line of the sub-agent's stdout: an event is forwarded into this
@@ -210,6 +248,10 @@ static void on_child_line(void *payload, const char *line, size_t len, int cut)
 	struct child *c = payload;
 	jv rec = cut ? jv_invalid() : json_parse(line, len);
 	const char *kind = json_get_str(rec, "kind");
+
+	/* (what such a line held is lost: counted, and said when it was
+	 * the result -- crash_reason()) */
+	c->cut += cut != 0;
 
 	if (!kind) {
 		jv_free(rec);
@@ -297,6 +339,7 @@ static int spawn(struct proc_result *r, struct child *c, jv doc, int number)
 	o.on_stdout = on_child_line;
 	o.payload = c;
 	o.out_cap = STDERR_KEPT;
+	o.max_line = CHILD_LINE_MAX;
 	/* its own time breaker ends it first; this is for one that hangs */
 	if (json_has(doc, "time_s"))
 		o.timeout_ms = (long)(json_get_num(doc, "time_s", 0) * 1000) + 30000;
@@ -351,8 +394,6 @@ static jv task_doc(struct delegate *d, struct run *u, jv input)
 	doc = json_set(doc, "tools", jv_copy(u->tools));
 	doc = json_set(doc, "mode", jv_string(u->write ? "write" : "read"));
 	doc = json_set(doc, "root", jv_string(u->child_root ? u->child_root : u->root));
-	if (u->base)
-		doc = json_set(doc, "base", jv_string(u->base));
 	doc = json_set(doc, "budget_usd", u->budget < 0 ? jv_null() : jv_number(u->budget));
 	if (json_has(input, "max_iterations"))
 		doc = json_set(doc, "max_iterations", json_get(input, "max_iterations"));
@@ -429,11 +470,9 @@ static int prepare(struct delegate *d, struct run *u, jv input)
 		return forge_error("delegate: refused: this agent has no directory to work in");
 	ulid_new(u->span);
 	if (u->write) {
-		if (tmpdir_make(&u->tmp, "forge-sub") < 0)
+		if (tmpdir_make(&u->tmp, SUB_TMP) < 0)
 			return forge_error_prefix("delegate");
-		struct buf b = BUF_INIT;
-		buf_addf(&b, "%s/worktree", u->tmp);
-		u->child_root = buf_detach(&b, NULL);
+		u->child_root = delegate_worktree_in(u->tmp);
 		if (child_worktree(&u->base, u->root, u->child_root) < 0)
 			return forge_error_prefix("delegate");
 	}
@@ -453,11 +492,15 @@ static void run_release(struct run *u)
 }
 
 /* What the sub-agent's process did, when it wrote no result: why. */
-static char *crash_reason(const struct proc_result *r, bool started)
+static char *crash_reason(const struct proc_result *r, bool started, int cut)
 {
 	struct buf b = BUF_INIT;
 
-	if (!started)
+	if (started && cut && !r->timed_out && !r->term_signal && r->exit_code != FORGE_EXIT_INTERRUPTED)
+		buf_addf(&b, "the sub-agent's result was lost: %d line%s of its output %s over %zu MiB, the "
+			 "most a line may hold, and could not be read (exit status %d)", cut, cut == 1 ? "" : "s",
+			 cut == 1 ? "was" : "were", (size_t)CHILD_LINE_MAX >> 20, r->exit_code);
+	else if (!started)
 		buf_addf(&b, "the sub-agent could not be started: %s", forge_last_error());
 	else if (r->timed_out)
 		buf_addf(&b, "the sub-agent did not end in time (the delegating agent's time limit) and was killed");
@@ -479,10 +522,8 @@ static char *crash_reason(const struct proc_result *r, bool started)
 
 /* Merge a write-mode sub-agent's diff into this agent's files.  Sets
  * applied/conflict in *done. */
-static void merge_back(jv *done, struct run *u, jv result)
+static void merge_back(jv *done, struct run *u, const char *diff)
 {
-	const char *diff = json_get_str(result, "diff");
-
 	if (!diff || !*diff) {
 		*done = json_set(*done, "applied", jv_false());
 		return;
@@ -516,7 +557,7 @@ static jv diff_files(const char *diff)
 }
 
 /* The tool's text for the model: the result as JSON, its output capped. */
-static char *result_text(jv done, jv result)
+static char *result_text(jv done, jv result, const char *diff)
 {
 	jv shown = json_set(jv_copy(done), "summary", json_get(result, "summary"));
 	const char *output = json_get_str(result, "output");
@@ -527,8 +568,7 @@ static char *result_text(jv done, jv result)
 	else
 		shown = json_set(shown, "output", json_get(result, "output"));
 	/* a diff that did not apply comes back for the agent to use by hand */
-	const char *diff = json_get_str(result, "diff");
-	if (json_has(done, "conflict") && diff)
+	if (json_has(done, "conflict") && diff && *diff)
 		shown = json_set(shown, "diff", strlen(diff) > OUTPUT_MAX
 				 ? jv_string_fmt("%.*s\n[… %zu more bytes]", (int)OUTPUT_MAX, diff, strlen(diff) - OUTPUT_MAX)
 				 : jv_string(diff));
@@ -538,14 +578,15 @@ static char *result_text(jv done, jv result)
 /* How the sub-agent ended, added to done (consumed, returned): its
  * result's status and what came of its diff, or why it has none; its
  * spend into out. */
-static jv how_it_ended(struct agent_tool_outcome *out, struct run *u, const struct child *c,
+static jv how_it_ended(struct agent_tool_outcome *out, char **diff, struct run *u, const struct child *c,
 		       const struct proc_result *r, bool ran, jv done)
 {
 	jv res = c->result;
 	const char *status = json_get_str(res, "status");
 
+	*diff = NULL;
 	if (!status) {
-		char *why = crash_reason(r, ran);
+		char *why = crash_reason(r, ran, c->cut);
 		out->cost_usd = c->event_usd;
 		out->tokens = c->event_tokens;
 		out->cost_unknown = c->event_unpriced;
@@ -562,11 +603,20 @@ static jv how_it_ended(struct agent_tool_outcome *out, struct run *u, const stru
 	if (json_get_str(res, "reason"))
 		done = json_set(done, "reason", json_get(res, "reason"));
 	done = json_set(done, "iterations", json_get(res, "iterations"));
-	if (u->write && json_get_str(res, "diff"))
-		done = json_set(done, "files", diff_files(json_get_str(res, "diff")));
-	if (u->write && strcmp(status, "ok") == 0)
-		merge_back(&done, u, res);
-	else if (u->write)
+	if (!u->write)
+		return done;
+	/* Its work is in the worktree this agent made for it: read from
+	 * there, not carried on its stdout (before: a diff over the 16 MiB
+	 * of a line was dropped with the result, and a helper that had
+	 * finished was said to have crashed). */
+	if (delegate_diff(diff, u->child_root, u->base) < 0) {
+		done = json_set(done, "applied", jv_false());
+		return json_set(done, "conflict", jv_string(forge_last_error()));
+	}
+	done = json_set(done, "files", diff_files(*diff));
+	if (strcmp(status, "ok") == 0)
+		merge_back(&done, u, *diff);
+	else
 		done = json_set(done, "applied", jv_false());
 	return done;
 }
@@ -611,14 +661,16 @@ static int run_delegate(struct agent_tool_outcome *out, struct delegate *d, jv i
 	announce(ph, &u, input, jv_copy(common));
 
 	bool ran = spawn(&r, &c, task_doc(d, &u, input), u.number) == 0;
-	jv res = c.result, done = how_it_ended(out, &u, &c, &r, ran, jv_copy(common));
+	char *diff;
+	jv res = c.result, done = how_it_ended(out, &diff, &u, &c, &r, ran, jv_copy(common));
 	const char *status = json_get_str(res, "status");
 
 	done = json_set(done, "cost_usd", jv_number(out->cost_usd));
 	done = json_set(done, "tokens", jv_number((double)out->tokens));
 	done = json_set(done, "duration_ms", jv_number((double)(monotonic_ms() - t0)));
 	out->ok = status && strcmp(status, "ok") == 0 && !json_has(done, "conflict");
-	out->text = result_text(done, res);
+	out->text = result_text(done, res, diff);
+	free(diff);
 	out->event = json_set(json_set(jv_object(), "kind", jv_string(out->ok ? "ok" : "failed")),
 			      "data", jv_copy(done));
 	/* a write that did not apply is said, not shown as a plain "ok" */

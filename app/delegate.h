@@ -20,9 +20,12 @@
  *      stream, with `span` (the sub-agent's id) and `parent_span` (this
  *      agent's, null for the phase's own) added unless the event has them
  *      (a deeper sub-agent's);
- *   4. takes its last line, the result ($defs/result); write mode: its diff
- *      is applied to this agent's files when it applies cleanly (git apply),
- *      else the conflict is named in the tool result and nothing changes;
+ *   4. takes its last line, the result ($defs/result); write mode: what it
+ *      changed in the child worktree, read from there as a diff against
+ *      the base (any size: it does not travel on the sub-agent's stdout,
+ *      whose lines are read up to 16 MiB), is applied to this agent's
+ *      files when it applies cleanly (git apply), else the conflict is
+ *      named in the tool result and nothing changes;
  *   5. returns the result as the tool's result, its cost and tokens in the
  *      outcome (agent.h), so the loop's breakers and the phase's cost count
  *      them.  A sub-agent that crashed or was killed is a tool error saying
@@ -92,10 +95,16 @@ void delegate_unhook(struct delegate *d);
 bool delegate_interrupt(int sig);
 
 /*
- * What changed in root since commit base: everything staged as `git add -A`
- * stages it, as `git diff --binary` prints it ("" when nothing).  *out
- * malloc'd; -1 with a message when git fails.
+ * Whether path is where a write-mode sub-agent's child worktree is made:
+ * $TMPDIR/forge-sub-XXXXXX/worktree (core/tmpdir.h).  Such a worktree is
+ * removed with its registration in the repository when the sub-agent
+ * ends; a process killed with SIGKILL (or a temporary directory cleared)
+ * leaves the registration, which forge gc forgets once the directory is
+ * gone (git/git.h forge_git_worktrees_prune).
  */
-int delegate_diff(char **out, const char *root, const char *base);
+bool delegate_worktree_path(const char *path);
+/* The child worktree's directory in a sub-agent's temporary directory tmp
+ * (forge-sub-XXXXXX): tmp/worktree.  malloc'd. */
+char *delegate_worktree_in(const char *tmp);
 
 #endif

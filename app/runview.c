@@ -2,6 +2,7 @@
  * runview.c - one run as a person looks at it afterwards (runview.h).
  */
 #include "app/runview.h"
+#include "app/term.h"
 
 #include "core/buf.h"
 #include "core/forge.h"
@@ -171,12 +172,20 @@ static void tree_level(struct buf *out, jv list, const char *phase, const char *
 		bool mine = ph && !strcmp(ph, phase) && (parent ? ps && !strcmp(ps, parent) : !ps);
 		if (mine) {
 			char usd[MONEY_LEN];
+			struct buf row = BUF_INIT;
 
-			buf_addf(out, "  %*s└ %-8s $%s  %-5s %.8s  %s\n", 2 * depth, "",
+			buf_addf(&row, "  %*s└ %-8s $%s  %-5s %.8s  %s", 2 * depth, "",
 				 json_get_str(a, "status") ? json_get_str(a, "status") : "?",
 				 money_fmt(usd, sizeof usd, json_get_num(a, "cost_usd", 0)),
 				 json_get_str(a, "mode") ? json_get_str(a, "mode") : "?", span_tail(a),
 				 json_get_str(a, "task") ? json_get_str(a, "task") : "");
+			/* the task is the model's words: one line, without its
+			 * escape sequences (before: an OSC set the terminal's
+			 * title, a newline broke the tree) */
+			term_clean_line(row.buf, row.len);
+			buf_add(out, row.buf, row.len);
+			buf_addch(out, '\n');
+			buf_release(&row);
 			tree_level(out, list, phase, json_get_str(a, "span"), depth + 1);
 		}
 		jv_free(a);
@@ -199,7 +208,11 @@ void runview_subagent_tree(struct buf *out, jv list)
 		jv_free(a);
 	}
 	jv_array_foreach(phases, i, p) {
-		buf_addf(out, "  %s\n", jv_string_value(p));
+		size_t from = out->len;
+
+		buf_addf(out, "  %s", jv_string_value(p));
+		term_clean_line(out->buf + from, out->len - from);
+		buf_addch(out, '\n');
 		tree_level(out, list, jv_string_value(p), NULL, 1);
 		jv_free(p);
 	}

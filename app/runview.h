@@ -91,7 +91,9 @@ int runview_subagents(jv *out, struct store *st, const char *trace);
 
 /* The sub-agents as a tree, a line each: under each phase the ones its
  * agent started, each one's own below it, indented by depth: mode, status,
- * cost, the span's last 8 characters, the task.  Borrows list. */
+ * cost, the span's last 8 characters, the task -- each row on one line
+ * without control characters (term_clean_line(): the task is the
+ * model's).  Borrows list. */
 struct buf;
 void runview_subagent_tree(struct buf *out, jv list);
 

@@ -6,6 +6,7 @@
  *   forge gc [--dry-run]        (also `forge clean`)
  */
 #include "app/cli.h"
+#include "app/delegate.h"
 #include "app/runclean.h"
 #include "app/runview.h"
 #include "core/buf.h"
@@ -43,7 +44,8 @@ static const struct cli_spec spec = {
 		       "that were not used for 30 days, and the live text (forge tui) of model calls\n"
 		       "whose process is gone (on another host: not written for a day), and the\n"
 		       "temporary directories (TMPDIR/forge-*) of Forge processes that were killed\n"
-		       "with SIGKILL.\n"
+		       "with SIGKILL, and the git registrations of the sub-agents' worktrees that were\n"
+		       "among them (or whose directory is gone otherwise).\n"
 		       "`forge clean` is the same command.",
 	.options = options,
 	.extra_help = "Exit status: 0 done (or nothing to do), 5 git or the database failed.",
@@ -288,11 +290,38 @@ static int prune_live_text(struct store *st, bool dry_run)
 }
 
 static int dead_tmp;   /* temporary directories of killed processes */
+static jv sub_worktrees = JSON_NULL;  /* [[worktree, repository]] of the sub-agents' among them */
+
+/* A repository as it is shown, from its common git directory: the
+ * directory of its .git (malloc'd). */
+static char *repo_shown(const char *common)
+{
+	size_t n = strlen(common);
+
+	if (n > 5 && strcmp(common + n - 5, "/.git") == 0)
+		n -= 5;
+	return xstrndup(common, n);
+}
 
 static void say_tmpdir(const char *path, void *payload)
 {
+	char *wt = delegate_worktree_in(path), *common = NULL;
+
 	printf("temporary directory %s: %s (its process was killed)\n", path,
 	       *(bool *)payload ? "would remove" : "removed");
+	/* a write-mode sub-agent's: its worktree is registered in the
+	 * repository it worked on (forget_worktrees) */
+	if (delegate_worktree_path(wt) && forge_git_worktree_common(&common, wt) == 1) {
+		char *repo = repo_shown(common);
+
+		if (jv_get_kind(sub_worktrees) != JV_KIND_ARRAY)
+			sub_worktrees = jv_array();
+		sub_worktrees = jv_array_append(sub_worktrees, jv_array_append(jv_array_append(jv_array(),
+						jv_string(wt)), jv_string(repo)));
+		free(repo);
+	}
+	free(common);
+	free(wt);
 }
 
 /* What processes killed with SIGKILL left in TMPDIR (core/tmpdir.h). */
@@ -305,6 +334,71 @@ static int sweep_tmpdirs(bool dry_run)
 		return -1;
 	}
 	return 0;
+}
+
+static int forgot;   /* registrations of sub-agents' worktrees forgotten (or that would be) */
+
+static void say_forgot(jv *said, const char *path, const char *repo, bool dry_run)
+{
+	if (json_has(*said, path))
+		return;
+	*said = json_set(*said, path, jv_true());
+	printf("sub-agent worktree %s: %s %s (its directory is gone)\n", path,
+	       dry_run ? "would be unregistered from" : "unregistered from", repo);
+	forgot++;
+}
+
+/*
+ * The git registrations a write-mode sub-agent's worktree left when its
+ * process was killed (app/delegate.h): git listed it "prunable" for ever
+ * after the sweep removed its directory.  Forgotten in this repository
+ * and in those of the sub-agents' worktrees the sweep removed; only those
+ * worktrees, whose directory is gone (a person's own are left alone, as
+ * `git worktree prune` would not).  A repository that cannot be opened
+ * is a warning.
+ */
+static void forget_worktrees(const char *root, bool dry_run)
+{
+	jv repos = jv_array_append(jv_array(), jv_string(root)), said = jv_object();
+
+	if (jv_get_kind(sub_worktrees) == JV_KIND_ARRAY) {
+		jv_array_foreach(sub_worktrees, i, pair) {
+			jv repo = jv_array_get(jv_copy(pair), 1);
+			bool known = false;
+
+			jv_array_foreach(repos, k, r) {
+				known = known || jv_equal(jv_copy(r), jv_copy(repo));
+				jv_free(r);
+			}
+			/* (in a dry run its directory is there still) */
+			if (dry_run) {
+				jv path = jv_array_get(jv_copy(pair), 0);
+				say_forgot(&said, jv_string_value(path), jv_string_value(repo), true);
+				jv_free(path);
+			}
+			repos = known ? repos : jv_array_append(repos, jv_copy(repo));
+			jv_free(repo);
+			jv_free(pair);
+		}
+	}
+	jv_array_foreach(repos, i, repo) {
+		jv gone;
+
+		if (forge_git_worktrees_prune(&gone, jv_string_value(repo), delegate_worktree_path, dry_run) < 0) {
+			fprintf(stderr, "forge-gc: warning: %s\n", forge_last_error());
+		} else {
+			jv_array_foreach(gone, k, path) {
+				say_forgot(&said, jv_string_value(path), jv_string_value(repo), dry_run);
+				jv_free(path);
+			}
+		}
+		jv_free(gone);
+		jv_free(repo);
+	}
+	jv_free(repos);
+	jv_free(said);
+	jv_free(sub_worktrees);
+	sub_worktrees = jv_null();
 }
 
 static int gc(struct store *st, struct forge_git *g, bool dry_run)
@@ -373,7 +467,8 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 		rc = FORGE_EXIT_DEPENDENCY;
 	if (sweep_tmpdirs(dry_run) < 0 && rc == FORGE_EXIT_OK)
 		rc = FORGE_EXIT_DEPENDENCY;
-	if (!runs && !kept && !pruned && !dead_live && !dead_tmp && rc == FORGE_EXIT_OK)
+	forget_worktrees(forge_git_root(g), dry_run);
+	if (!runs && !kept && !pruned && !dead_live && !dead_tmp && !forgot && rc == FORGE_EXIT_OK)
 		printf("nothing to remove\n");
 	return rc;
 }

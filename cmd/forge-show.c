@@ -89,8 +89,14 @@ static void print_summary(jv v)
 		       json_get_str(run, "current_phase") ? " at " : "",
 		       json_get_str(run, "current_phase") ? json_get_str(run, "current_phase") : "",
 		       no_change(v) ? " (no change)" : "");
-	if (json_get_str(run, "error") && *json_get_str(run, "error"))
-		kv("reason", json_get_str(run, "error"));
+	if (json_get_str(run, "error") && *json_get_str(run, "error")) {
+		/* (it may hold a model's words: a question it asked) */
+		char *reason = xstrdup(json_get_str(run, "error"));
+
+		term_clean_line(reason, strlen(reason));
+		kv("reason", reason);
+		free(reason);
+	}
 	runview_local_time(when, sizeof when, json_get_str(run, "started_at"), true);
 	kv("started", when);
 	/* (what forge gc or forge cancel removed is said so, not named as if
@@ -273,8 +279,15 @@ static void print_timeline(jv timeline)
 	printf("\ntimeline\n");
 	jv_array_foreach(timeline, i, e) {
 		char when[32];
+		const char *text = json_get_str(e, "text");
+		/* a reason may be a model's words over several lines: a line
+		 * each entry (the view is term_safe() already) */
+		char *line = xstrdup(text ? text : "");
+
+		term_clean_line(line, strlen(line));
 		runview_local_time(when, sizeof when, json_get_str(e, "ts"), false);
-		printf("  %s  %s\n", when, json_get_str(e, "text"));
+		printf("  %s  %s\n", when, line);
+		free(line);
 		jv_free(e);
 	}
 }

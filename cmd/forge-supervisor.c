@@ -368,6 +368,13 @@ static void print_place(const char *key, const char *name, jv removed, const cha
 		printf("%-8s %s\n", key, name);
 }
 
+static const char *str_or_empty(jv v, const char *key)
+{
+	const char *s = json_get_str(v, key);
+
+	return s ? s : "";
+}
+
 /* Borrows all five; merged is the run.merged event or null, removed
  * runview_removed()'s. */
 static void print_run(jv run, jv checkpoint, jv gates, jv merged, jv removed)
@@ -391,8 +398,14 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged, jv removed)
 	printf("started  %s\n", when);
 	if (json_has(run, "automation_level"))
 		printf("level    %.0f\n", json_get_num(run, "automation_level", 0));
-	if (json_get_str(run, "error") && *json_get_str(run, "error"))
-		printf("reason   %s\n", json_get_str(run, "error"));
+	if (json_get_str(run, "error") && *json_get_str(run, "error")) {
+		/* (it may hold a model's words: a question it asked) */
+		char *reason = xstrdup(json_get_str(run, "error"));
+
+		term_clean_line(reason, strlen(reason));
+		printf("reason   %s\n", reason);
+		free(reason);
+	}
 	jv task = json_get(checkpoint, "task");
 	print_place("branch", json_get_str(task, "branch"), removed, "branch");
 	print_place("worktree", json_get_str(task, "worktree"), removed, "worktree");
@@ -403,8 +416,15 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged, jv removed)
 	jv_free(bounces);
 	print_nodes(checkpoint, run_status_of(json_get_str(run, "status")) == RUN_RUNNING);
 	jv_array_foreach(gates, i, g) {
-		printf("gate     %s %s (%s): forge gate approve %s\n", json_get_str(g, "gate"),
-		       json_get_str(g, "status"), json_get_str(g, "prompt"), json_get_str(g, "id"));
+		struct buf line = BUF_INIT;
+
+		/* the prompt may be a model's words (an escalation's reason, its
+		 * question): one line without its escape sequences */
+		buf_addf(&line, "gate     %s %s (%s): forge gate approve %s", str_or_empty(g, "gate"),
+			 str_or_empty(g, "status"), str_or_empty(g, "prompt"), str_or_empty(g, "id"));
+		term_clean_line(line.buf, line.len);
+		printf("%s\n", line.buf);
+		buf_release(&line);
 		jv_free(g);
 	}
 }

@@ -14,8 +14,10 @@
  * the system prompt prompts/subagent.md, and writes its events on stdout
  * -- trace_id the parent's, phase the delegating phase's, source
  * forge-agent -- then one last line, the result ($defs/result): status,
- * summary, output, reason, cost, iterations and, in write mode, the diff
- * of its worktree against the base commit.  Its model calls count as
+ * summary, output, reason, cost, iterations.  In write mode its work stays
+ * in its worktree (root), where the delegating agent, which made it,
+ * reads it as a diff once this process has ended: a change of any size,
+ * not a line of this stream.  Its model calls count as
  * phase PARENT-sub (cassettes, llm_calls) with the attempt $FORGE_ATTEMPT,
  * its number among its parent's sub-agents.  Reflection into memory is
  * off: the delegating phase reflects on the whole.
@@ -173,7 +175,7 @@ static char *first_prompt(jv doc)
 }
 
 /* The result line ($defs/result). */
-static jv result_record(jv doc, const char *status, const struct agent_result *res, const char *diff)
+static jv result_record(jv doc, const char *status, const struct agent_result *res)
 {
 	jv r = json_set(jv_object(), "kind", jv_string("subagent_result"));
 	jv cost = json_set(jv_object(), "usd", jv_number(res->cost_usd));
@@ -188,8 +190,6 @@ static jv result_record(jv doc, const char *status, const struct agent_result *r
 	}
 	if (res->reason && res->outcome != AGENT_DONE)
 		r = json_set(r, "reason", jv_string(res->reason));
-	if (diff)
-		r = json_set(r, "diff", jv_string(diff));
 	cost = json_set(cost, "tokens", jv_number((double)res->tokens));
 	r = json_set(r, "cost", json_set(cost, "known", jv_bool(res->cost_known)));
 	return json_set(r, "iterations", jv_number(res->iterations));
@@ -216,7 +216,7 @@ static int run(struct phase *ph, jv doc)
 	struct sandbox_policy *policy = NULL;
 	struct agent_config cfg = { 0 };
 	struct agent_result res;
-	char *system = NULL, *prompt = NULL, *tmp = NULL, *diff = NULL;
+	char *system = NULL, *prompt = NULL, *tmp = NULL;
 	int code = FORGE_EXIT_DEPENDENCY;
 
 	agent_result_init(&res);
@@ -235,14 +235,7 @@ static int run(struct phase *ph, jv doc)
 	cfg.max_iterations = (int)json_get_num(doc, "max_iterations", 0);
 	cfg.max_time_ms = (long long)(json_get_num(doc, "time_s", 0) * 1000);
 	const char *status = phase_run_agent(&res, ph, &cfg, prompt, exec_given, &c);
-	if (json_get_str(doc, "base") && delegate_diff(&diff, c.ctx.root, json_get_str(doc, "base")) < 0) {
-		fprintf(stderr, "forge-agent: %s\n", forge_last_error());
-		status = "failed";
-		free(res.reason);
-		res.reason = xstrdup(forge_last_error());
-		res.outcome = AGENT_FAILED;
-	}
-	if (stream_write(&ph->out, result_record(doc, status, &res, diff)) < 0)
+	if (stream_write(&ph->out, result_record(doc, status, &res)) < 0)
 		goto out;
 	code = exit_of(status);
 out:
@@ -252,7 +245,6 @@ out:
 	jv_free(c.tools);
 	free(system);
 	free(prompt);
-	free(diff);
 	return code;
 }
 

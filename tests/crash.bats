@@ -305,6 +305,63 @@ resume_and_check() {
 	[ "$IMPLEMENTER_CALLS" -eq 8 ]
 }
 
+@test "kill -9 a phase while a write-mode helper runs: forge gc removes the helper's temp dir and forgets its git worktree" {
+	new_repo wt
+	script "$PLAN"
+	forge-plan -q --task "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/plan.out"
+	script "$(jq -nc '[{tool_calls: [{name: "delegate", input: {task: "Edit.", mode: "write"}}]},
+		{delay_ms: 60000, tool_calls: [{name: "finish", input: {summary: "x"}}]}]')"
+	mkdir "$BATS_TEST_TMPDIR/tmp"
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" setsid forge-implement -q <"$BATS_TEST_TMPDIR/plan.out" \
+		>"$BATS_TEST_TMPDIR/impl.out" 2>"$BATS_TEST_TMPDIR/impl.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true mock_logged "You are a helper agent of Forge"
+	kill -9 "$SUP"
+	wait "$SUP" || true
+	left=("$BATS_TEST_TMPDIR"/tmp/forge-sub-*)
+	[ "${#left[@]}" -eq 1 ]
+	wt="${left[0]}/worktree"
+	run -0 git worktree list --porcelain
+	assert_line "worktree $wt"
+	# a person's own worktree whose directory is gone is theirs to prune
+	git worktree add -q --detach "$BATS_TEST_TMPDIR/mine" HEAD
+	rm -rf "$BATS_TEST_TMPDIR/mine"
+	touch -d '2 minutes ago' "${left[0]}"
+	# (forge gc in another repository: the sweep is TMPDIR's, the worktree is
+	# forgotten in the repository its .git file names)
+	calc_repo "$BATS_TEST_TMPDIR/other"
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" run -0 --separate-stderr forge gc --repo "$BATS_TEST_TMPDIR/other" --dry-run
+	assert_line "temporary directory ${left[0]}: would remove (its process was killed)"
+	assert_line "sub-agent worktree $wt: would be unregistered from $REPO (its directory is gone)"
+	run -0 git worktree list --porcelain
+	assert_line "worktree $wt"
+	# (before: the directory went, and git listed the worktree "prunable" for ever)
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" run -0 --separate-stderr forge gc --repo "$BATS_TEST_TMPDIR/other"
+	assert_line "temporary directory ${left[0]}: removed (its process was killed)"
+	assert_line "sub-agent worktree $wt: unregistered from $REPO (its directory is gone)"
+	[ ! -e "${left[0]}" ]
+	run -0 git worktree list --porcelain
+	refute_line "worktree $wt"
+	assert_line "worktree $BATS_TEST_TMPDIR/mine"
+	TMPDIR="$BATS_TEST_TMPDIR/tmp" run -0 --separate-stderr forge gc
+	refute_output --partial "sub-agent worktree"
+}
+
+@test "a helper's worktree whose temp dir is gone already (cleared, a second Ctrl-C): forge gc forgets it in the repository" {
+	new_repo wg
+	git worktree add -q --detach "$BATS_TEST_TMPDIR/elsewhere/forge-sub-Ab12Cd/worktree" HEAD
+	git worktree add -q --detach "$BATS_TEST_TMPDIR/elsewhere/forge-sub-Xy34Zw/worktree" HEAD
+	git worktree lock "$BATS_TEST_TMPDIR/elsewhere/forge-sub-Xy34Zw/worktree"
+	rm -rf "$BATS_TEST_TMPDIR/elsewhere"
+	run -0 --separate-stderr forge gc
+	assert_line "sub-agent worktree $BATS_TEST_TMPDIR/elsewhere/forge-sub-Ab12Cd/worktree: unregistered from $REPO (its directory is gone)"
+	run -0 git worktree list --porcelain
+	refute_line "worktree $BATS_TEST_TMPDIR/elsewhere/forge-sub-Ab12Cd/worktree"
+	# a locked one stays, as git worktree prune leaves it
+	assert_line "worktree $BATS_TEST_TMPDIR/elsewhere/forge-sub-Xy34Zw/worktree"
+}
+
 # cost_agrees: the run's cost (state and runs row) is what its llm.called events cost.
 cost_agrees() {
 	local events state
@@ -524,6 +581,31 @@ ctrl_c_once_shown() {
 	assert_output '["llm.called",30000,"interrupted",true,true]'
 	run -0 db_q "select count(*) from llm_calls where phase = 'implement' and error like '%interrupted' and cost_usd > 0.08"
 	assert_output 1
+}
+
+@test "a call cut off before its answer began (Ctrl-C, the phase's time limit): its llm.called says stop_reason error, not end_turn" {
+	new_repo sr
+	script "$PLAN"
+	forge-plan -q --task "add a mul operation" </dev/null >"$BATS_TEST_TMPDIR/plan.out"
+	script "$(jq -nc --argjson i "$IMPL" '[$i[0] + {delay_ms: 60000}]')"
+	setsid forge-implement -q <"$BATS_TEST_TMPDIR/plan.out" >"$BATS_TEST_TMPDIR/impl.out" \
+		2>"$BATS_TEST_TMPDIR/impl.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true implementer_called
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 130 ]
+	# (before: "stop_reason":"end_turn", as if an answer had ended)
+	run -0 jq -sc 'last | [.type, .payload.error, .payload.stop_reason]' "$BATS_TEST_TMPDIR/impl.out"
+	assert_output '["llm.called","interrupted","error"]'
+	# the time limit (safety.time_s) cuts it off the same way
+	mock_reset
+	script "$(jq -nc --argjson i "$IMPL" '[$i[0] + {delay_ms: 60000}]')"
+	echo '{"safety":{"time_s":{"implement":2}},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/time.json"
+	run -3 --separate-stderr forge-implement -q --config "$BATS_TEST_TMPDIR/time.json" <"$BATS_TEST_TMPDIR/plan.out"
+	run -0 jq -sc '[.[] | select(.type == "llm.called" and .source == "forge-implement") | [.payload.error, .payload.stop_reason]]' <<<"$output"
+	assert_output '[["timeout","error"]]'
 }
 
 @test "Ctrl-C while a sub-agent's answer streams: its call is recorded with what arrived, priced, and counted in the run's cost" {

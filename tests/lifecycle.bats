@@ -189,6 +189,24 @@ fail_implement() {
 		.state.answers == [{"phase": "implement", "question": "Call it mul or times?", "answer": "mul, as the other operations", "by": "human"}]' <<<"$output"
 }
 
+@test "the model's question is shown on one line without its escape sequences: forge status's gate, forge show's timeline" {
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "ask_human",
+		input: {question: "Call it\u001b]0;PWNED\u0007\u001b[31m mul\nor times?"}}]}]')"
+	run -4 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	G=$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .id')
+	# (before: the OSC and the colour reached the terminal, and the question's
+	# second line stood alone, under the gate's)
+	run -0 forge status "$T"
+	assert_line "gate     escalation_implement pending (implement needs a human: the agent asks: Call it ]0;PWNED  [31m mul or times?): forge gate approve $G"
+	assert_line "reason   implement needs a human: the agent asks: Call it ]0;PWNED  [31m mul or times?"
+	run -1 grep -c -e $'\e' -e $'\a' -e '^or times' <<<"$output"
+	run -0 forge show "$T"
+	assert_line --regexp "^  .*  implement escalated in [0-9]+ ms: .*Call it \]0;PWNED  \[31m mul or times\?\$"
+	run -1 grep -c -e $'\e' -e $'\a' -e '^or times' <<<"$output"
+}
+
 @test "what the implementer did before asking a human is committed: the answer's run goes on from it, and the result holds it" {
 	use_mock
 	script "$(jq -nc --argjson p "$PLAN" '$p + [

@@ -149,6 +149,22 @@ events_of() {
 	assert_output ""
 }
 
+@test "write mode: a helper's change of over 16 MiB lands whole (its diff is not a line of its output)" {
+	cassette "$(call implement "" delegate '{"task":"Generate the test data.","mode":"write","tools":["run_command"]}')" \
+		"$(call implement-sub 1 run_command '{"command":"seq 1 2500000 > big.txt; echo small > small.txt"}')" \
+		"$(call implement-sub 1 finish '{"summary":"generated","output":"ok"}')" \
+		"$(call implement "" finish "$FINISH")"
+	implement T10 -0
+	# (before: its result line, which held the diff, was over 16 MiB and
+	# dropped: "crashed ... exit status 0 and no result", nothing applied)
+	events_of subagent.completed | jq -e '.payload | .status == "ok" and .applied == true and
+	  .files == ["big.txt", "small.txt"] and (has("reason") | not)'
+	run -0 git show forge/T10:small.txt
+	assert_output small
+	[ "$(git show forge/T10:big.txt | wc -l)" -eq 2500000 ]
+	[ "$(git show forge/T10:big.txt | tail -n 1)" = 2500000 ]
+}
+
 @test "write mode: the user's git settings for diffs and GIT_* variables do not shape the helper's patch" {
 	# settings for diffs a person reads: no a/ b/ prefixes, colour, an
 	# external tool, whitespace "fixed" on apply, no context lines
@@ -309,17 +325,41 @@ tests/check.sh"
 		"$BATS_TEST_TMPDIR/bin/doc.json"
 }
 
+@test "a helper's line over 16 MiB is not dropped silently: the reason says its result was lost to it" {
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	cp "$FORGE_BINDIR/forge-implement" "$BATS_TEST_TMPDIR/bin/"
+	cat >"$BATS_TEST_TMPDIR/bin/forge-agent" <<-'EOF'
+		#!/bin/sh
+		cat >/dev/null
+		printf '{"kind":"subagent_result","output":"'
+		head -c 17000000 /dev/zero | tr '\0' x
+		printf '"}\n'
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/forge-agent"
+	cassette "$(call implement "" delegate "$READ_TASK")" "$(call implement "" finish "$FINISH")"
+	plan_state T11 >"$BATS_TEST_TMPDIR/in.json"
+	run -0 --separate-stderr "$BATS_TEST_TMPDIR/bin/forge-implement" --config "$CFG" <"$BATS_TEST_TMPDIR/in.json"
+	# (before: "the sub-agent crashed: it ended with exit status 0 and no result")
+	events_of subagent.completed | jq -e '.payload | .status == "crashed" and .reason == "the sub-agent'"'"'s result was lost: 1 line of its output was over 16 MiB, the most a line may hold, and could not be read (exit status 0)"'
+	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
+}
+
 @test "write mode: a diff that does not apply is named as a conflict and changes nothing" {
 	mkdir "$BATS_TEST_TMPDIR/bin"
 	cp "$FORGE_BINDIR/forge-implement" "$BATS_TEST_TMPDIR/bin/"
-	# a helper whose diff was made against other text than the file holds
+	# a helper whose change was made against other text than the file
+	# holds now: the delegating agent's first line changed meanwhile
 	cat >"$BATS_TEST_TMPDIR/bin/forge-agent" <<-'EOF'
 		#!/bin/sh
-		span=$(jq -r .span)
-		diff='diff --git a/calc.c b/calc.c\n--- a/calc.c\n+++ b/calc.c\n@@ -1,1 +1,1 @@\n-no such line\n+other line\n'
-		printf '{"kind":"subagent_result","span":"%s","status":"ok","summary":"s","output":"o","diff":"%s","cost":{"usd":0.5,"tokens":7},"iterations":1}\n' "$span" "$diff"
+		doc=$(cat)
+		span=$(printf '%s' "$doc" | jq -r .span)
+		root=$(printf '%s' "$doc" | jq -r .root)
+		sed -i '1s|.*|/* other line */|' "$root/calc.c"
+		sed -i '1s|.*|/* changed meanwhile */|' "$PARENT_WT/calc.c"
+		printf '{"kind":"subagent_result","span":"%s","status":"ok","summary":"s","output":"o","cost":{"usd":0.5,"tokens":7},"iterations":1}\n' "$span"
 	EOF
 	chmod +x "$BATS_TEST_TMPDIR/bin/forge-agent"
+	export PARENT_WT="$REPO/.forge/worktrees/T9"
 	echo '{"memory":{"reflect":false}}' >"$CFG"   # no reflection call on the tool error
 	mock_script '[{"tool_calls":[{"name":"delegate","input":{"task":"Edit.","mode":"write"}}]},
 		{"tool_calls":[{"name":"finish","input":{"summary":"done"}}]}]'
@@ -338,9 +378,11 @@ tests/check.sh"
 	events_of tool.failed | jq -e '.payload.tool == "delegate" and (.payload.error | contains("\"conflict\":"))'
 	# the model gets the conflict and the diff, to use by hand
 	curl -sS -f "$MOCK_URL/_mock/requests" | jq -e '.[1].body.messages | tostring |
-	  contains("patch failed: calc.c:1") and contains("-no such line") and contains("+other line")'
-	# nothing changed; the helper's 0.5 USD is the phase's all the same
-	tail -n 1 <<<"$output" | jq -e '.changes.files == [] and .cost.usd > 0.5'
+	  contains("patch failed: calc.c:1") and contains("-/* calc - a tiny calculator") and contains("+/* other line */")'
+	# nothing of the helper's changed; its 0.5 USD is the phase's all the same
+	tail -n 1 <<<"$output" | jq -e '[.changes.files[].path] == ["calc.c"] and .cost.usd > 0.5'
+	[ "$(git show forge/T9:calc.c | head -n 1)" = "/* changed meanwhile */" ]
+	run -1 grep -c "other line" "$PARENT_WT/calc.c"
 	run -0 git worktree list --porcelain
 	[ "$(grep -c '^worktree ' <<<"$output")" -eq 2 ]
 }
@@ -453,4 +495,32 @@ subagents
     └ ok "
 	run -0 forge show "$trace" --json
 	jq -e --argjson st "$st_json" '.subagents == $st.subagents' <<<"$output"
+}
+
+@test "forge status and forge show draw a helper's task on one line, without its escape sequences" {
+	{
+		grep '"phase": *"plan"' "$CASSETTES/run-clean.jsonl"
+		call implement "" delegate '{"task":"Look\u001b]0;PWNED\u0007\u001b[31m around\nsecond\rline\u009b2J","tools":["read_file"]}'; echo
+		call implement-sub 1 finish "$CHILD_FINISH"; echo
+		grep '"phase": *"implement"' "$CASSETTES/run-clean.jsonl"
+	} >"$BATS_TEST_TMPDIR/run.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/run.jsonl"
+	run -0 --separate-stderr forge run --config "$CFG" "add a mul operation"
+	trace=$(forge history --json -n 1 | jq -r .trace_id)
+	# the record keeps the model's words as they were
+	run -0 forge status "$trace" --json
+	jq -e '.subagents[0].task == "Look\u001b]0;PWNED\u0007\u001b[31m around\nsecond\rline\u009b2J"' <<<"$output"
+	s1=$(jq -r '.subagents[0].span[-8:]' <<<"$output")
+	# (before: forge status wrote the OSC (the terminal's title) and the
+	# colour as they were, and both broke the tree at the newline)
+	for cmd in status show; do
+		run -0 forge "$cmd" "$trace"
+		shown=$output
+		assert_output --regexp "
+subagents
+  implement
+    └ ok       \\\$0\.[0-9]{4}  read  $s1  Look \]0;PWNED  \[31m around second line  2J(\$|
+)"
+		run -1 grep -c -e $'\e' -e $'\a' -e $'\r' -e $'\xc2\x9b' <<<"$shown"
+	done
 }

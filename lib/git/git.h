@@ -119,6 +119,16 @@ int forge_git_tls_inits(void);
  */
 int forge_git_find_root(char **out, const char *dir);
 
+/*
+ * The repository the linked worktree at dir belongs to: the common git
+ * directory (as realpath(3) gives it) that the git directory named by its
+ * .git file ("gitdir: PATH") names in its commondir file, when both are
+ * this user's and valid.  1 with *out set (malloc'd); 0 (*out NULL) when
+ * dir is not such a worktree.  No libgit2: the files are read as git
+ * writes them (forge gc, for a worktree it is about to remove).
+ */
+int forge_git_worktree_common(char **out, const char *dir);
+
 struct git_repository;
 
 /*
@@ -363,6 +373,16 @@ enum forge_git_remove_flags {
  * branch is still deleted when asked).
  */
 int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned flags);
+
+/*
+ * `git worktree prune` for some worktrees only: forget the registrations
+ * of the linked worktrees of the repository at repo (a working tree of it,
+ * or its git directory) whose directory is gone, that are not locked, and
+ * whose path `which` says yes to.  *out: the paths forgotten (with
+ * dry_run, nothing changes: that would be), an array.  0, or -1 with a
+ * message when the repository cannot be opened or its worktrees listed.
+ */
+int forge_git_worktrees_prune(jv *out, const char *repo, bool (*which)(const char *path), bool dry_run);
 
 /* The best common ancestor of two revisions, as a SHA. */
 int forge_git_merge_base(char **out, struct forge_git *g, const char *a, const char *b);

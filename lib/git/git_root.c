@@ -151,6 +151,39 @@ out:
 	return rc;
 }
 
+int forge_git_worktree_common(char **out, const char *dir)
+{
+	char *line = first_line(dir, ".git"), *common_line = NULL;
+	char common[PATH_MAX];
+	struct buf gitdir = BUF_INIT, path = BUF_INIT;
+	int rc = 0;
+
+	*out = NULL;
+	if (!line || strncmp(line, "gitdir: ", 8) != 0 || !line[8])
+		goto out;
+	if (line[8] == '/')
+		buf_adds(&gitdir, line + 8);
+	else
+		buf_addf(&gitdir, "%s/%s", dir, line + 8);
+	common_line = first_line(gitdir.buf, "commondir");
+	if (!common_line || !*common_line)
+		goto out;
+	if (common_line[0] == '/')
+		buf_adds(&path, common_line);
+	else
+		buf_addf(&path, "%s/%s", gitdir.buf, common_line);
+	if (!realpath(path.buf, common) || !valid_git_dir(gitdir.buf, common))
+		goto out;
+	*out = xstrdup(common);
+	rc = 1;
+out:
+	free(line);
+	free(common_line);
+	buf_release(&gitdir);
+	buf_release(&path);
+	return rc;
+}
+
 /* What dir itself says: 1 root found, -1 undecided, 0 nothing here. */
 static int look_in(char **out, const char *dir)
 {

@@ -938,6 +938,54 @@ static int delete_ref(git_repository *repo, const char *name)
 	return 0;
 }
 
+int forge_git_worktrees_prune(jv *out, const char *repo, bool (*which)(const char *path), bool dry_run)
+{
+	git_repository *r = NULL;
+	git_strarray names = { NULL, 0 };
+	jv list = jv_array();
+	int rc = -1, e;
+
+	*out = jv_null();
+	forge_git_init();
+	if ((e = forge_git_repo_open(&r, repo, GIT_REPOSITORY_OPEN_NO_SEARCH)) != 0) {
+		if (e == -1)
+			forge_git_fail("cannot open the repository '%s'", repo);
+		goto out;
+	}
+	if (git_worktree_list(&names, r) < 0) {
+		forge_git_fail("cannot list the worktrees of '%s'", repo);
+		goto out;
+	}
+	for (size_t i = 0; i < names.count; i++) {
+		git_worktree_prune_options po = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+		git_worktree *w = NULL;
+		const char *path;
+
+		if (git_worktree_lookup(&w, r, names.strings[i]) < 0)
+			continue;   /* vanished meanwhile */
+		path = git_worktree_path(w);
+		/* (the default options prune neither a valid worktree nor a
+		 * locked one: checked first, for a dry run) */
+		if (path && which(path) && git_worktree_validate(w) < 0 && git_worktree_is_locked(NULL, w) == 0) {
+			if (!dry_run && git_worktree_prune(w, &po) < 0) {
+				forge_git_fail("cannot forget the worktree '%s' of '%s'", path, repo);
+				git_worktree_free(w);
+				goto out;
+			}
+			list = jv_array_append(list, jv_string(path));
+		}
+		git_worktree_free(w);
+	}
+	*out = list;
+	list = jv_invalid();
+	rc = 0;
+out:
+	jv_free(list);
+	git_strarray_dispose(&names);
+	git_repository_free(r);
+	return rc;
+}
+
 int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned flags)
 {
 	git_worktree *w = NULL;

@@ -1023,7 +1023,7 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 {
 	struct llm_request sent = *req;
 	struct llm_usage lost = { 0 };
-	bool lost_seen = false;
+	bool lost_seen = false, whole = false;
 	jv reqj;
 	int rc;
 
@@ -1069,6 +1069,7 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 			estimate_usage(c, out, reqj);
 		/* Ctrl-C during the call: its caller stops, whole answer or not */
 		if (rc == 0 && llm_interrupted()) {
+			whole = true;	/* (its stop reason is the answer's) */
 			c->last = LLM_ERR_INTERRUPTED;
 			c->cut_short = true;
 			rc = forge_error("%s: interrupted", c->provider);
@@ -1090,8 +1091,14 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 	if (rc == 0 && c->record && llm_cassette_record(c->record, c->phase, c->attempt, c->calls,
 			jv_copy(reqj), llm_response_to_json(out)) < 0 && c->warn)
 		c->warn(c->warn_payload, forge_last_error());
-	if (rc < 0)
+	/* A call that failed did not end as an answer does: its stop reason
+	 * is "error" (before: a call timed out or interrupted before its
+	 * answer began said "end_turn"), unless the whole answer had come. */
+	if (rc < 0) {
 		out->error = c->last;
+		if (!whole)
+			out->stop = LLM_STOP_ERROR;
+	}
 	log_call(c, reqj, out, rc);
 	jv_free(reqj);
 	return rc;

@@ -226,7 +226,8 @@ struct llm_response {
 	char *text;                    /* never NULL ("" when none) */
 	struct llm_tool_call *calls;
 	size_t ncalls;
-	enum llm_stop stop;
+	enum llm_stop stop;            /* LLM_STOP_ERROR when the call failed (error), unless
+	                                  its whole answer had come (then the answer's) */
 	char *stop_detail;             /* refusal explanation, matched stop sequence; may be NULL */
 	char *reasoning;               /* the answer's reasoning_content; NULL when none came */
 	struct llm_usage usage;

@@ -1,6 +1,9 @@
 /* test_delegate.c - the pure rules of the delegate tool (lib/agent/delegate.h):
- * depth and count, the sub-agent's tools, its budget share. */
+ * depth and count, the sub-agent's tools, its budget share; and where a
+ * write-mode sub-agent's worktree is (app/delegate.h), which forge gc
+ * forgets once its directory is gone. */
 #include "agent/delegate.h"
+#include "app/delegate.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "unit.h"
@@ -115,6 +118,27 @@ static void test_call_phase(void)
 	free(q);
 }
 
+static void test_worktree_path(void)
+{
+	char *wt = delegate_worktree_in("/tmp/forge-sub-Ab12Cd");
+
+	CHECK_STR(wt, "/tmp/forge-sub-Ab12Cd/worktree");
+	CHECK(delegate_worktree_path(wt));
+	free(wt);
+	CHECK(delegate_worktree_path("/run/user/1000/tmp/forge-sub-000000/worktree"));
+	/* a person's own worktrees are not a sub-agent's */
+	CHECK(!delegate_worktree_path("/tmp/forge-sub-Ab12Cd/worktree/x"));
+	CHECK(!delegate_worktree_path("/tmp/forge-sub-Ab12C/worktree"));
+	CHECK(!delegate_worktree_path("/tmp/forge-sub-Ab12Cde/worktree"));
+	CHECK(!delegate_worktree_path("/tmp/forge-sub-Ab.2Cd/worktree"));
+	CHECK(!delegate_worktree_path("/tmp/forge-cmd-Ab12Cd/worktree"));
+	CHECK(!delegate_worktree_path("/tmp/my-forge-sub-Ab12Cd/worktree"));
+	CHECK(!delegate_worktree_path("forge-sub-Ab12Cd/worktree"));
+	CHECK(!delegate_worktree_path("/home/me/src/project-worktree"));
+	CHECK(!delegate_worktree_path("/worktree"));
+	CHECK(!delegate_worktree_path(""));
+}
+
 int main(void)
 {
 	RUN(test_depth_and_count);
@@ -122,5 +146,6 @@ int main(void)
 	RUN(test_tools_asked);
 	RUN(test_budget);
 	RUN(test_call_phase);
+	RUN(test_worktree_path);
 	return unit_done();
 }
