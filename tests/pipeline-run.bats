@@ -385,6 +385,19 @@ final_state() {
 	[ "$(starts a)" -eq 0 ]
 }
 
+@test "a when or gate condition of jq input fails the run with a clear error (exit 2), it does not crash the supervisor" {
+	# (before: libjq 1.6's input callback was left unset: SIGSEGV, or "failed: break")
+	pipeline w.json "$(node a),\"when\":\"input\"}"
+	run -2 --separate-stderr forge run --pipeline w.json "ship it"
+	[[ $stderr == *"node 'a': when: jq expression 'input' failed: no more inputs"* ]]
+	pipeline g.json "$(node a),\"gate\":{\"ladder\":\"phase_result\",\"when\":\"input\"}}"
+	run -2 --separate-stderr forge run --pipeline g.json "ship it"
+	[[ $stderr == *"node 'a': gate when: jq expression 'input' failed: no more inputs"* ]]
+	pipeline i.json "$(node a),\"when\":\"[inputs] == []\"}"
+	run -0 --separate-stderr forge run --pipeline i.json "ship it"
+	[ "$(starts a)" -eq 1 ]
+}
+
 @test "a program node's state a reader would refuse (a newer v, not a state's shape, another run's) fails the node (exit 5); the run's state stays its own" {
 	# (before: merged into the run's state, checkpointed, and the run completed)
 	for bad in '.v = 2' 'del(.task)' '.trace_id = "01JDB2ZZZZZZZZZZZZZZZZZZZZ"'; do

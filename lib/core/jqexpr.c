@@ -26,6 +26,37 @@ static void ignore_error(void *payload, jv msg)
 	jv_free(msg);
 }
 
+/*
+ * text as shown in a message: whole when short, else its first cap bytes
+ * (not cutting a UTF-8 character) and "…" - an expression of 200 KB was
+ * echoed whole on one line of stderr, and libjq's own messages repeat it.
+ * out holds cap + 4 bytes.
+ */
+#define SHOWN 200
+#define SHOWN_ERRORS 400
+static const char *shown(char *out, const char *text, size_t cap)
+{
+	size_t n = strlen(text);
+
+	if (n <= cap)
+		return text;
+	n = cap;
+	while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+		n--;
+	memcpy(out, text, n);
+	memcpy(out + n, "\xe2\x80\xa6", 4);	/* … and the NUL */
+	return out;
+}
+
+/* A condition's only input is the state: `input` finds no more (libjq
+ * 1.6 then raises "break", which `inputs` takes as its end). */
+static jv no_input(jq_state *jq, void *payload)
+{
+	(void)jq;
+	(void)payload;
+	return jv_invalid();
+}
+
 static unsigned long compiles;
 
 unsigned long jqexpr_compiles(void)
@@ -47,10 +78,15 @@ static int compile(jq_state **out, const char *expr, struct buf *errors)
 	 * (`import`, `include`) in a library path it asserts is set: no
 	 * module is taken from anywhere, and `debug` says nothing. */
 	jq_set_debug_cb(jq, ignore_error, NULL);
+	/* Nor does jq_init() set the input callback: `input` called a garbage
+	 * pointer (SIGSEGV, or "break").  A condition has no inputs but the
+	 * state: `input` fails with a message, `inputs` is empty. */
+	jq_set_input_cb(jq, no_input, NULL);
 	jq_set_attr(jq, jv_string("JQ_LIBRARY_PATH"), jv_array());
 	if (!jq_compile(jq, expr)) {
-		forge_error("jq expression '%s' does not compile: %s", expr,
-			    errors->len ? errors->buf : "syntax error");
+		char e[SHOWN + 4], m[SHOWN_ERRORS + 4];
+		forge_error("jq expression '%s' does not compile: %s", shown(e, expr, SHOWN),
+			    errors->len ? shown(m, errors->buf, SHOWN_ERRORS) : "syntax error");
 		jq_teardown(&jq);
 		return -1;
 	}
@@ -61,7 +97,8 @@ static int compile(jq_state **out, const char *expr, struct buf *errors)
 }
 
 struct node;
-static struct node *parse(const char *expr);
+static struct node *parse(const char *expr, bool *too_deep);
+static int refuse_deep(const char *expr);
 static void node_free(struct node *n);
 static bool native_on;
 
@@ -71,12 +108,14 @@ int jqexpr_check(const char *expr)
 	jq_state *jq;
 	/* The C subset is jq: what it parses compiles (a pipeline's
 	 * conditions are checked on every run; libjq's compile is the cost). */
-	struct node *tree = native_on ? parse(expr) : NULL;
+	bool deep;
+	struct node *tree = parse(expr, &deep);
 
-	if (tree) {
-		node_free(tree);
+	if (deep)
+		return refuse_deep(expr);
+	node_free(tree);
+	if (tree && native_on)
 		return 0;
-	}
 	int rc = compile(&jq, expr, &errors);
 
 	jq_teardown(&jq);
@@ -188,10 +227,31 @@ struct node {
 				     * N_COLLECT: a iterated, b the select or NULL */
 };
 
+/*
+ * Bounds on the C subset's trees: parse(), eval() and node_free() recurse,
+ * once per level of nesting and once per term of a chain (`.a.a.a`, `a and
+ * b and c`).  30,000 parentheses or 100,000 `.a` overflowed the stack
+ * (SIGSEGV); beyond these an expression is refused with a message.
+ */
+#define MAX_NESTING 200
+#define MAX_TERMS 10000
+
 struct parser {
 	const char *p;
 	bool bad;
+	bool too_deep;              /* over MAX_NESTING or MAX_TERMS */
+	int nesting;
+	int terms;
 };
+
+static int refuse_deep(const char *expr)
+{
+	char e[SHOWN + 4];
+
+	return forge_error("jq expression '%s' is nested too deeply (more than %d levels of parentheses "
+			   "or brackets, or %d terms): split it, or simplify it",
+			   shown(e, expr, SHOWN), MAX_NESTING, MAX_TERMS);
+}
 
 static void node_free(struct node *n)
 {
@@ -205,9 +265,12 @@ static void node_free(struct node *n)
 	free(n);
 }
 
-static struct node *node_new(enum node_kind kind, struct node *a, struct node *b)
+static struct node *node_new(struct parser *ps, enum node_kind kind, struct node *a, struct node *b)
 {
 	struct node *n = xcalloc(1, sizeof *n);
+
+	if (++ps->terms > MAX_TERMS)
+		ps->bad = ps->too_deep = true;
 
 	n->kind = kind;
 	n->a = a;
@@ -298,7 +361,7 @@ static struct node *parse_post(struct parser *ps);
 
 static struct node *parse_collect(struct parser *ps)
 {
-	struct node *n = node_new(N_COLLECT, parse_post(ps), NULL);
+	struct node *n = node_new(ps, N_COLLECT, parse_post(ps), NULL);
 
 	if (!accept(ps, "[") || !accept(ps, "]") || !accept(ps, "?")) {
 		ps->bad = true;
@@ -324,8 +387,10 @@ static struct node *parse_primary(struct parser *ps)
 	char *name;
 
 	skip_space(ps);
+	if (ps->bad)
+		return NULL;
 	if ((name = field(ps))) {
-		n = node_new(N_FIELD, node_new(N_DOT, NULL, NULL), NULL);
+		n = node_new(ps, N_FIELD, node_new(ps, N_DOT, NULL, NULL), NULL);
 		n->name = name;
 		return n;
 	}
@@ -345,7 +410,7 @@ static struct node *parse_primary(struct parser *ps)
 			return NULL;
 		}
 		char *text = xstrndup(ps->p, (size_t)(q - ps->p));
-		n = node_new(N_LIT, NULL, NULL);
+		n = node_new(ps, N_LIT, NULL, NULL);
 		n->lit = jv_number(strtod(text, NULL));
 		free(text);
 		ps->p = q;
@@ -353,7 +418,7 @@ static struct node *parse_primary(struct parser *ps)
 	}
 	if (*ps->p == '.' && ps->p[1] != '.' && ps->p[1] != '[' && ps->p[1] != '"' && ps->p[1] != '?') {
 		ps->p++;
-		return node_new(N_DOT, NULL, NULL);
+		return node_new(ps, N_DOT, NULL, NULL);
 	}
 	if (*ps->p == '"') {
 		const char *start = ++ps->p;
@@ -363,30 +428,38 @@ static struct node *parse_primary(struct parser *ps)
 			ps->bad = true;
 			return NULL;
 		}
-		n = node_new(N_LIT, NULL, NULL);
+		n = node_new(ps, N_LIT, NULL, NULL);
 		n->lit = jv_string_sized(start, (int)(ps->p - start));
 		ps->p++;
 		return n;
+	}
+	if ((*ps->p == '(' || *ps->p == '[') && ++ps->nesting > MAX_NESTING) {
+		ps->bad = ps->too_deep = true;
+		return NULL;
 	}
 	if (accept(ps, "(")) {
 		n = parse_pipe(ps);
 		if (!accept(ps, ")"))
 			ps->bad = true;
+		ps->nesting--;
 		return n;
 	}
-	if (accept(ps, "["))
-		return parse_collect(ps);
+	if (accept(ps, "[")) {
+		n = parse_collect(ps);
+		ps->nesting--;
+		return n;
+	}
 	static const struct { const char *word; jv_kind kind; } lits[] = {
 		{ "null", JV_KIND_NULL }, { "true", JV_KIND_TRUE }, { "false", JV_KIND_FALSE },
 	};
 	for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++)
 		if (accept_word(ps, lits[i].word)) {
-			n = node_new(N_LIT, NULL, NULL);
+			n = node_new(ps, N_LIT, NULL, NULL);
 			n->lit = lits[i].kind == JV_KIND_NULL ? jv_null() : jv_bool(lits[i].kind == JV_KIND_TRUE);
 			return n;
 		}
 	if (accept_word(ps, "length"))
-		return node_new(N_LENGTH, NULL, NULL);
+		return node_new(ps, N_LENGTH, NULL, NULL);
 	ps->bad = true;
 	return NULL;
 }
@@ -397,7 +470,7 @@ static struct node *parse_post(struct parser *ps)
 	char *name;
 
 	while (!ps->bad && (name = field(ps))) {
-		n = node_new(N_FIELD, n, NULL);
+		n = node_new(ps, N_FIELD, n, NULL);
 		n->name = name;
 	}
 	return n;
@@ -408,7 +481,7 @@ static struct node *parse_mul(struct parser *ps)
 	struct node *n = parse_post(ps);
 
 	while (!ps->bad && accept(ps, "*"))
-		n = node_new(N_MUL, n, parse_post(ps));
+		n = node_new(ps, N_MUL, n, parse_post(ps));
 	return n;
 }
 
@@ -421,7 +494,7 @@ static struct node *parse_cmp(struct parser *ps)
 
 	for (size_t i = 0; !ps->bad && i < sizeof ops / sizeof ops[0]; i++)
 		if (accept(ps, ops[i].tok)) {
-			n = node_new(N_CMP, n, parse_mul(ps));
+			n = node_new(ps, N_CMP, n, parse_mul(ps));
 			n->op = ops[i].op;
 			break;
 		}
@@ -433,7 +506,7 @@ static struct node *parse_and(struct parser *ps)
 	struct node *n = parse_cmp(ps);
 
 	while (!ps->bad && accept_word(ps, "and"))
-		n = node_new(N_AND, n, parse_cmp(ps));
+		n = node_new(ps, N_AND, n, parse_cmp(ps));
 	return n;
 }
 
@@ -442,7 +515,7 @@ static struct node *parse_or(struct parser *ps)
 	struct node *n = parse_and(ps);
 
 	while (!ps->bad && accept_word(ps, "or"))
-		n = node_new(N_OR, n, parse_and(ps));
+		n = node_new(ps, N_OR, n, parse_and(ps));
 	return n;
 }
 
@@ -451,17 +524,19 @@ static struct node *parse_pipe(struct parser *ps)
 	struct node *n = parse_or(ps);
 
 	while (!ps->bad && accept(ps, "|"))
-		n = node_new(N_PIPE, n, parse_or(ps));
+		n = node_new(ps, N_PIPE, n, parse_or(ps));
 	return n;
 }
 
-/* The tree of expr, or NULL when expr is not in the subset. */
-static struct node *parse(const char *expr)
+/* The tree of expr, or NULL when expr is not in the subset; *too_deep
+ * when it is nested or chained beyond the bounds above (refused). */
+static struct node *parse(const char *expr, bool *too_deep)
 {
 	struct parser ps = { .p = expr };
 	struct node *n = parse_pipe(&ps);
 
 	skip_space(&ps);
+	*too_deep = ps.too_deep;
 	if (ps.bad || *ps.p) {
 		node_free(n);
 		return NULL;
@@ -469,7 +544,7 @@ static struct node *parse(const char *expr)
 	return n;
 }
 
-enum { NATIVE_OK = 0, NATIVE_UNSURE = -1 };
+enum { NATIVE_OK = 0, NATIVE_UNSURE = -1, NATIVE_REFUSED = -2 };
 
 static bool truthy(jv v)
 {
@@ -614,6 +689,7 @@ void jqexpr_set_native(bool on)
 static struct parsed {
 	char *expr;
 	struct node *tree;
+	bool too_deep;
 } parsed[CACHE_MAX];
 
 static void drop_parsed(void)
@@ -625,11 +701,13 @@ static void drop_parsed(void)
 	}
 }
 
-/* expr over input in C: NATIVE_OK with *out, or NATIVE_UNSURE (libjq's). */
+/* expr over input in C: NATIVE_OK with *out, NATIVE_UNSURE (libjq's), or
+ * NATIVE_REFUSED with a message (too deep for either). */
 static int native(jv *out, const char *expr, jv input)
 {
 	static bool registered;
 	struct node *tree = NULL;
+	bool deep;
 	size_t i;
 
 	*out = jv_invalid();
@@ -640,11 +718,14 @@ static int native(jv *out, const char *expr, jv input)
 			break;
 	if (i < CACHE_MAX && parsed[i].expr) {
 		tree = parsed[i].tree;
+		deep = parsed[i].too_deep;
 	} else {
-		tree = parse(expr);
+		tree = parse(expr, &deep);
 		if (i == CACHE_MAX) {	/* full: use it once */
-			int rc = tree ? eval(out, tree, input) : NATIVE_UNSURE;
+			int rc = deep ? NATIVE_REFUSED : tree ? eval(out, tree, input) : NATIVE_UNSURE;
 			node_free(tree);
+			if (deep)
+				refuse_deep(expr);
 			return rc;
 		}
 		if (!registered) {
@@ -653,6 +734,11 @@ static int native(jv *out, const char *expr, jv input)
 		}
 		parsed[i].expr = xstrdup(expr);
 		parsed[i].tree = tree;
+		parsed[i].too_deep = deep;
+	}
+	if (deep) {
+		refuse_deep(expr);
+		return NATIVE_REFUSED;
 	}
 	return tree ? eval(out, tree, input) : NATIVE_UNSURE;
 }
@@ -677,8 +763,13 @@ int jqexpr_first(jv *out, const char *expr, jv input)
 	jq_state *jq;
 	int rc = 0;
 
-	if (native(out, expr, input) == NATIVE_OK)
+	char e[SHOWN + 4];
+
+	int nrc = native(out, expr, input);
+	if (nrc == NATIVE_OK)
 		return 0;
+	if (nrc == NATIVE_REFUSED)
+		return -1;
 	if (compiled(&jq, expr, &errors) < 0) {
 		buf_release(&errors);
 		return -1;
@@ -687,19 +778,22 @@ int jqexpr_first(jv *out, const char *expr, jv input)
 	jv result = jq_next(jq);
 	if (!jv_is_valid(result)) {
 		jv msg = jv_invalid_get_msg(result);
-		if (jv_get_kind(msg) == JV_KIND_STRING)
-			rc = forge_error("jq expression '%s' failed: %s", expr, jv_string_value(msg));
+		if (jv_get_kind(msg) == JV_KIND_STRING && strcmp(jv_string_value(msg), "break") == 0)
+			rc = forge_error("jq expression '%s' failed: no more inputs (`input` reads past the state, "
+					 "a condition's only input: use `.`)", shown(e, expr, SHOWN));
+		else if (jv_get_kind(msg) == JV_KIND_STRING)
+			rc = forge_error("jq expression '%s' failed: %s", shown(e, expr, SHOWN), jv_string_value(msg));
 		else if (jv_get_kind(msg) != JV_KIND_NULL) {
 			jv s = jv_dump_string(msg, 0);
-			rc = forge_error("jq expression '%s' failed: %s", expr, jv_string_value(s));
+			rc = forge_error("jq expression '%s' failed: %s", shown(e, expr, SHOWN), jv_string_value(s));
 			jv_free(s);
 			msg = jv_null();
 		} else if (jq_halted(jq)) {
 			/* halt, halt_error: no output, but not "false" either (before:
 			 * a when of halt_error skipped its node silently) */
-			rc = forge_error("jq expression '%s' failed: it halted (halt, halt_error)", expr);
+			rc = forge_error("jq expression '%s' failed: it halted (halt, halt_error)", shown(e, expr, SHOWN));
 		} else {
-			rc = forge_error("jq expression '%s' gave no output", expr);
+			rc = forge_error("jq expression '%s' gave no output", shown(e, expr, SHOWN));
 		}
 		jv_free(msg);
 	} else {
