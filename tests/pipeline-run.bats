@@ -398,6 +398,17 @@ final_state() {
 	[ "$(starts a)" -eq 1 ]
 }
 
+@test "a when that never ends fails its node with a clear error (exit 2), it does not hang the run" {
+	# (before: the supervisor hung for good, deaf to SIGINT/SIGTERM, holding the
+	# database's write lock: every other run failed "database is locked")
+	pipeline w.json "$(node a),\"when\":\"until(false; .)\"}"
+	run -2 --separate-stderr forge run --pipeline w.json "ship it"
+	[[ $stderr == *"node 'a': when: jq expression 'until(false; .)' did not end within 10000 ms: a condition must be quick"* ]]
+	run -0 forge status --json "$(last_trace)"
+	jq -e '.run.status == "failed" and .run.error == "node '"'a'"' has a when that does not evaluate"' <<<"$output"
+	[ "$(starts a)" -eq 0 ]
+}
+
 @test "a program node's state a reader would refuse (a newer v, not a state's shape, another run's) fails the node (exit 5); the run's state stays its own" {
 	# (before: merged into the run's state, checkpointed, and the run completed)
 	for bad in '.v = 2' 'del(.task)' '.trace_id = "01JDB2ZZZZZZZZZZZZZZZZZZZZ"'; do

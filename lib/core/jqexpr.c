@@ -3,9 +3,15 @@
 #include "core/buf.h"
 #include "core/forge.h"
 
+#include <errno.h>
 #include <jq.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* libjq reports compile errors through a callback, one message per call. */
 static void collect_error(void *payload, jv msg)
@@ -169,34 +175,13 @@ static int compiled(jq_state **out, const char *expr, struct buf *errors)
 	return 0;
 }
 
-/* Done with jq: keep a cached program, unless it failed - libjq 1.6 does
- * not reset a program that raised an error cleanly, so that one goes. */
-static void release(jq_state *jq, bool failed)
+/* Done with jq: a cached program stays (it ran in a child only, see
+ * bounded(): never started here), another goes. */
+static void done_with(jq_state *jq)
 {
-	size_t i, n = 0;
-
-	while (n < CACHE_MAX && cache[n].expr)
-		n++;
-	for (i = 0; i < n && cache[i].jq != jq; i++)
-		;
-	if (i < n && !failed) {
-		/* libjq 1.6 leaks a program's pending outputs when it is reset:
-		 * drain them (a few at most for a condition), else drop it. */
-		int left = 1000;
-		jv v;
-		while (left-- > 0 && jv_is_valid(v = jq_next(jq)))
-			jv_free(v);
-		if (left >= 0) {
-			jv_free(v);
+	for (size_t i = 0; i < CACHE_MAX && cache[i].expr; i++)
+		if (cache[i].jq == jq)
 			return;
-		}
-	}
-	if (i < n) {
-		free(cache[i].expr);
-		cache[i] = cache[n - 1];
-		cache[n - 1].expr = NULL;
-		cache[n - 1].jq = NULL;
-	}
 	jq_teardown(&jq);
 }
 
@@ -757,6 +742,146 @@ int jqexpr_native_first(jv *out, const char *expr, jv input)
 	return 1;
 }
 
+static unsigned bound_ms = JQEXPR_DEFAULT_MS;
+static bool (*bound_stop)(void);
+
+void jqexpr_set_bounds(unsigned timeout_ms, bool (*stop)(void))
+{
+	bound_ms = timeout_ms ? timeout_ms : JQEXPR_DEFAULT_MS;
+	bound_stop = stop;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* In the child: jq's first output over input as one JSON text on fd,
+ * [0, value] | [1, message] | [2] (halted) | [3] (no output). */
+static void first_to(int fd, jq_state *jq, jv input)
+{
+	jv r = jv_array();
+
+	jq_start(jq, input, 0);
+	jv result = jq_next(jq);
+	if (jv_is_valid(result)) {
+		r = jv_array_append(jv_array_append(r, jv_number(0)), result);
+	} else {
+		jv msg = jv_invalid_get_msg(result);
+		if (jv_get_kind(msg) == JV_KIND_STRING) {
+			r = jv_array_append(jv_array_append(r, jv_number(1)), msg);
+		} else if (jv_get_kind(msg) != JV_KIND_NULL) {
+			r = jv_array_append(jv_array_append(r, jv_number(1)), jv_dump_string(msg, 0));
+		} else {
+			jv_free(msg);
+			r = jv_array_append(r, jv_number(jq_halted(jq) ? 2 : 3));
+		}
+	}
+	jv text = jv_dump_string(r, 0);
+	const char *p = jv_string_value(text);
+	size_t left = strlen(p);
+	while (left > 0) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		p += w;
+		left -= (size_t)w;
+	}
+	jv_free(text);
+}
+
+/*
+ * libjq's jq_next() cannot be interrupted, and a condition may never end
+ * (`until(false; .)`): a run hung for good, deaf to SIGINT and SIGTERM.
+ * jq runs in a child process, which is killed past bound_ms or when
+ * bound_stop() says so.  The reply as first_to() writes it, or -1 with a
+ * message.
+ */
+static int bounded(jv *reply, const char *expr, jq_state *jq, jv input)
+{
+	char e[SHOWN + 4];
+	int fds[2];
+	sigset_t all, old;
+	struct buf got = BUF_INIT;
+	int rc = -1;
+
+	*reply = jv_invalid();
+	if (pipe(fds) < 0)
+		return forge_error("jq expression '%s': cannot make a pipe: %s", shown(e, expr, SHOWN), strerror(errno));
+	/* no handler of this process's runs in the child */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGCHLD, SIGUSR1, SIGUSR2 };
+		for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
+			signal(sigs[k], SIG_DFL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		close(fds[0]);
+		first_to(fds[1], jq, jv_copy(input));
+		_exit(0);
+	}
+	int fork_errno = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		return forge_error("jq expression '%s': cannot fork: %s", shown(e, expr, SHOWN), strerror(fork_errno));
+	}
+	int64_t deadline = now_ms() + bound_ms;
+	const char *why = NULL;
+	for (;;) {
+		char chunk[4096];
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		if (bound_stop && bound_stop()) {
+			why = "interrupted";
+			break;
+		}
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			why = "timeout";
+			break;
+		}
+		int n = poll(&pfd, 1, left < 100 ? (int)left : 100);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0)
+			continue;
+		ssize_t r = read(fds[0], chunk, sizeof chunk);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		buf_add(&got, chunk, (size_t)r);
+	}
+	close(fds[0]);
+	if (why)
+		kill(pid, SIGKILL);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (why && strcmp(why, "interrupted") == 0) {
+		rc = forge_error("jq expression '%s' was interrupted (SIGINT or SIGTERM)", shown(e, expr, SHOWN));
+	} else if (why) {
+		rc = forge_error("jq expression '%s' did not end within %u ms: a condition must be quick "
+				 "(does it loop, e.g. until/while/repeat/recurse?)", shown(e, expr, SHOWN), bound_ms);
+	} else if (!got.len || !jv_is_valid(*reply = jv_parse_sized(got.buf, (int)got.len))) {
+		jv_free(*reply);
+		*reply = jv_invalid();
+		rc = forge_error("jq expression '%s' failed: libjq %s", shown(e, expr, SHOWN),
+				 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "gave no answer");
+	} else {
+		rc = 0;
+	}
+	buf_release(&got);
+	return rc;
+}
+
 int jqexpr_first(jv *out, const char *expr, jv input)
 {
 	struct buf errors = BUF_INIT;
@@ -774,32 +899,31 @@ int jqexpr_first(jv *out, const char *expr, jv input)
 		buf_release(&errors);
 		return -1;
 	}
-	jq_start(jq, jv_copy(input), 0);
-	jv result = jq_next(jq);
-	if (!jv_is_valid(result)) {
-		jv msg = jv_invalid_get_msg(result);
-		if (jv_get_kind(msg) == JV_KIND_STRING && strcmp(jv_string_value(msg), "break") == 0)
+	jv reply;
+	if (bounded(&reply, expr, jq, input) < 0) {
+		rc = -1;
+	} else {
+		int kind = (int)jv_number_value(jv_array_get(jv_copy(reply), 0));
+		jv val = jv_array_length(jv_copy(reply)) > 1 ? jv_array_get(jv_copy(reply), 1) : jv_null();
+		if (kind == 0) {
+			*out = val;
+			val = jv_null();
+		} else if (kind == 1 && strcmp(jv_string_value(val), "break") == 0) {
 			rc = forge_error("jq expression '%s' failed: no more inputs (`input` reads past the state, "
 					 "a condition's only input: use `.`)", shown(e, expr, SHOWN));
-		else if (jv_get_kind(msg) == JV_KIND_STRING)
-			rc = forge_error("jq expression '%s' failed: %s", shown(e, expr, SHOWN), jv_string_value(msg));
-		else if (jv_get_kind(msg) != JV_KIND_NULL) {
-			jv s = jv_dump_string(msg, 0);
-			rc = forge_error("jq expression '%s' failed: %s", shown(e, expr, SHOWN), jv_string_value(s));
-			jv_free(s);
-			msg = jv_null();
-		} else if (jq_halted(jq)) {
+		} else if (kind == 1) {
+			rc = forge_error("jq expression '%s' failed: %s", shown(e, expr, SHOWN), jv_string_value(val));
+		} else if (kind == 2) {
 			/* halt, halt_error: no output, but not "false" either (before:
 			 * a when of halt_error skipped its node silently) */
 			rc = forge_error("jq expression '%s' failed: it halted (halt, halt_error)", shown(e, expr, SHOWN));
 		} else {
 			rc = forge_error("jq expression '%s' gave no output", shown(e, expr, SHOWN));
 		}
-		jv_free(msg);
-	} else {
-		*out = result;
+		jv_free(val);
+		jv_free(reply);
 	}
-	release(jq, rc < 0);
+	done_with(jq);
 	buf_release(&errors);
 	return rc;
 }

@@ -36,6 +36,17 @@ int jqexpr_test(bool *out, const char *expr, jv input);
 /* The first output of expr over input (borrowed), or -1 with a message. */
 int jqexpr_first(jv *out, const char *expr, jv input);
 
+/*
+ * libjq evaluates in a child process (its jq_next() cannot be stopped and
+ * a condition may never end): it is killed, and the evaluation fails with
+ * a message, past timeout_ms (0: JQEXPR_DEFAULT_MS) or once stop (may be
+ * NULL), asked every 100 ms, returns true - the caller then sees its own
+ * reason to stop (a signal).  Expressions of the C subset end by
+ * themselves and are not bounded.
+ */
+#define JQEXPR_DEFAULT_MS 10000u
+void jqexpr_set_bounds(unsigned timeout_ms, bool (*stop)(void));
+
 /* How many programs this process compiled with libjq (tests, benches). */
 unsigned long jqexpr_compiles(void);
 

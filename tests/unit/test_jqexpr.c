@@ -242,6 +242,32 @@ static void test_deep_is_refused(void)
 	jv_free(s);
 }
 
+static bool stop_now(void)
+{
+	return true;
+}
+
+/* A condition that never ends (libjq's jq_next() cannot be stopped) is cut
+ * off with a message: past the time bound, or at once when the caller's
+ * stop says so (a signal); before, the run hung for good. */
+static void test_endless_is_bounded(void)
+{
+	jv s = jv_parse(state);
+	bool b;
+
+	jqexpr_set_bounds(200, NULL);
+	CHECK(jqexpr_test(&b, "until(false; .)", s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "did not end within 200 ms") != NULL, "%s", forge_last_error());
+	jqexpr_set_bounds(600000, stop_now);
+	CHECK(jqexpr_test(&b, "last(range(1e15))", s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "was interrupted") != NULL, "%s", forge_last_error());
+	jqexpr_set_bounds(0, NULL);
+	/* the same program still answers afterwards */
+	CHECK(jqexpr_test(&b, "[.review.findings[] | .severity] | index(\"critical\") == 0", s) == 0 && b);
+	CHECK(jqexpr_test(&b, "[.review.findings[] | .severity] | index(\"critical\") == 0", s) == 0 && b);
+	jv_free(s);
+}
+
 int main(void)
 {
 	RUN(test_truthiness);
@@ -250,5 +276,6 @@ int main(void)
 	RUN(test_one_compile);
 	RUN(test_check_subset_without_libjq);
 	RUN(test_deep_is_refused);
+	RUN(test_endless_is_bounded);
 	return unit_done();
 }
