@@ -409,6 +409,34 @@ final_state() {
 	[ "$(starts a)" -eq 0 ]
 }
 
+@test "SIGTERM while a when that never ends is evaluated pauses the run (exit 130)" {
+	# (before: the signal was only noted; the supervisor hung for good)
+	# killer runs beside k0; once k0 ended, a's when is evaluated in a child of
+	# the supervisor (the same image, not exec'd): killer waits for that child
+	# (the same pid on two looks; comm is cut at 15 bytes), then sends the
+	# supervisor SIGTERM
+	cat >"$BATS_TEST_TMPDIR/killer.sh" <<'EOS'
+#!/bin/bash
+sup=$PPID prev=
+for _ in $(seq 600); do
+	cur=$(pgrep -P "$sup" -x forge-superviso | head -1)
+	[ -n "$cur" ] && [ "$cur" = "$prev" ] && { kill -TERM "$sup"; break; }
+	prev=$cur
+	sleep 0.1
+done
+cat
+EOS
+	chmod +x "$BATS_TEST_TMPDIR/killer.sh"
+	pipeline s.json "$(node k0)}" "{\"id\":\"killer\",\"program\":\"$BATS_TEST_TMPDIR/killer.sh\"}" \
+		"$(node a),\"needs\":[\"k0\"],\"when\":\"until(false; .)\"}"
+	run -130 --separate-stderr forge run --pipeline s.json --jobs 2 "ship it"
+	[[ $stderr == *"forge: interrupted; resume with \`forge resume "* ]]
+	[[ $stderr != *"did not end within"* ]]
+	run -0 forge status --json "$(last_trace)"
+	jq -e '.run.status == "paused"' <<<"$output"
+	[ "$(starts a)" -eq 0 ]
+}
+
 @test "a program node's state a reader would refuse (a newer v, not a state's shape, another run's) fails the node (exit 5); the run's state stays its own" {
 	# (before: merged into the run's state, checkpointed, and the run completed)
 	for bad in '.v = 2' 'del(.task)' '.trace_id = "01JDB2ZZZZZZZZZZZZZZZZZZZZ"'; do
