@@ -24,7 +24,10 @@
 #include <jv.h>
 #include <stdbool.h>
 
-/* Check that expr compiles.  0, or -1 with libjq's message. */
+/* Check that expr compiles.  0, or -1 with libjq's message.  An expression
+ * nested more than 200 levels deep (parentheses, brackets) or of more than
+ * 10,000 terms is refused, here and when evaluated (the C evaluator
+ * recurses).  Messages show at most the first 200 bytes of an expression. */
 int jqexpr_check(const char *expr);
 
 /*
