@@ -444,6 +444,7 @@ static bool bounce_left(struct gx *x, size_t i, const char *from)
 }
 
 static int decide_rejected(struct gx *x, size_t i, const char *outcome);
+static int stop_or_end(struct gx *x);
 
 /* d's reason ("plan failed") with the phase's own (its phase.completed
  * event's: "plan model: ANTHROPIC_API_KEY is not set", the key refused):
@@ -560,7 +561,14 @@ static int decide_rejected(struct gx *x, size_t i, const char *outcome)
 {
 	const struct graph_node *nd = &x->g->nodes[i];
 	bool holds = true;
+	/* a user's jq may take its time (bounded: jqexpr_set_bounds): the
+	 * database is not held meanwhile (before: "database is locked" for
+	 * every other forge process while a condition ran) */
+	if (nd->has_bounce && nd->bounce.when)
+		sup_commit_batch(x->s);
 	if (nd->has_bounce && nd->bounce.when && jqexpr_test(&holds, nd->bounce.when, x->s->state) < 0) {
+		if (sup_interrupted())
+			return stop_or_end(x);  /* a signal cut its condition short */
 		fprintf(stderr, "forge: node '%s': bounce when: %s\n", nd->id, forge_last_error());
 		return fail(x, i, "has a bounce condition that does not evaluate", FORGE_EXIT_USAGE);
 	}
@@ -978,6 +986,7 @@ static int step_gates(struct gx *x, const struct graph_node *nd, const size_t *e
 	struct sup *s = x->s;
 	size_t steps = n ? n : 1;
 
+	sup_commit_batch(s);            /* (not held while the gates' jq runs) */
 	for (size_t k = 0; k < steps; k++) {
 		jv more;
 
@@ -1036,6 +1045,8 @@ static enum gate_outcome node_gates(struct gx *x, size_t i)
 		return GATE_ERROR;
 	}
 	bool holds = true;
+	if (nd->has_gate && nd->gate.when)
+		sup_commit_batch(s);    /* (not held while a user's jq runs) */
 	if (nd->has_gate && nd->gate.when && jqexpr_test(&holds, nd->gate.when, s->state) < 0) {
 		fprintf(stderr, "forge: node '%s': gate when: %s\n", nd->id, forge_last_error());
 		jv_free(fired);
@@ -1076,7 +1087,10 @@ static int skip_ready(struct gx *x, const size_t *ready, size_t n, int *code)
 
 		if (!nd->when)
 			continue;
+		sup_commit_batch(x->s);     /* (not held while a user's jq runs) */
 		if (jqexpr_test(&holds, nd->when, x->s->state) < 0) {
+			if (sup_interrupted())
+				return 1;   /* the run pauses: schedule() looks again */
 			fprintf(stderr, "forge: node '%s': when: %s\n", nd->id, forge_last_error());
 			*code = fail(x, ready[k], "has a when that does not evaluate", FORGE_EXIT_USAGE);
 			return -1;
@@ -1461,6 +1475,8 @@ static int start_ready(struct gx *x, bool *started)
 		/* (as a node's own when that does not evaluate: the pipeline's
 		 * or the configuration's mistake, exit 2; before: exit 1, "a gate
 		 * was rejected", though no one was asked) */
+		if (g == GATE_ERROR && sup_interrupted())
+			return stop_or_end(x);  /* a signal cut its condition short */
 		if (g == GATE_ERROR)
 			return fail(x, ready[k], "has a gate condition that does not evaluate", FORGE_EXIT_USAGE);
 		if (g == GATE_WAIT)
@@ -1676,6 +1692,9 @@ int sup_graph_run(struct sup *s, int jobs)
 	 * second row of the same whole state, and a state.updated that set
 	 * nothing, before the first node started). */
 	x.dirty = !jv_equal(jv_copy(s->saved), jv_copy(s->state));
+	/* a condition that does not end fails its node; one a signal cuts
+	 * short pauses the run */
+	jqexpr_set_bounds(0, sup_interrupted);
 
 	x.st = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.st);
 	x.why = xcalloc(x.g->n ? x.g->n : 1, sizeof *x.why);

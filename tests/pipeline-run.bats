@@ -385,6 +385,58 @@ final_state() {
 	[ "$(starts a)" -eq 0 ]
 }
 
+@test "a when or gate condition of jq input fails the run with a clear error (exit 2), it does not crash the supervisor" {
+	# (before: libjq 1.6's input callback was left unset: SIGSEGV, or "failed: break")
+	pipeline w.json "$(node a),\"when\":\"input\"}"
+	run -2 --separate-stderr forge run --pipeline w.json "ship it"
+	[[ $stderr == *"node 'a': when: jq expression 'input' failed: no more inputs"* ]]
+	pipeline g.json "$(node a),\"gate\":{\"ladder\":\"phase_result\",\"when\":\"input\"}}"
+	run -2 --separate-stderr forge run --pipeline g.json "ship it"
+	[[ $stderr == *"node 'a': gate when: jq expression 'input' failed: no more inputs"* ]]
+	pipeline i.json "$(node a),\"when\":\"[inputs] == []\"}"
+	run -0 --separate-stderr forge run --pipeline i.json "ship it"
+	[ "$(starts a)" -eq 1 ]
+}
+
+@test "a when that never ends fails its node with a clear error (exit 2), it does not hang the run" {
+	# (before: the supervisor hung for good, deaf to SIGINT/SIGTERM, holding the
+	# database's write lock: every other run failed "database is locked")
+	pipeline w.json "$(node a),\"when\":\"until(false; .)\"}"
+	run -2 --separate-stderr forge run --pipeline w.json "ship it"
+	[[ $stderr == *"node 'a': when: jq expression 'until(false; .)' did not end within 10000 ms: a condition must be quick"* ]]
+	run -0 forge status --json "$(last_trace)"
+	jq -e '.run.status == "failed" and .run.error == "node '"'a'"' has a when that does not evaluate"' <<<"$output"
+	[ "$(starts a)" -eq 0 ]
+}
+
+@test "SIGTERM while a when that never ends is evaluated pauses the run (exit 130)" {
+	# (before: the signal was only noted; the supervisor hung for good)
+	# killer runs beside k0; once k0 ended, a's when is evaluated in a child of
+	# the supervisor (the same image, not exec'd): killer waits for that child
+	# (the same pid on two looks; comm is cut at 15 bytes), then sends the
+	# supervisor SIGTERM
+	cat >"$BATS_TEST_TMPDIR/killer.sh" <<'EOS'
+#!/bin/bash
+sup=$PPID prev=
+for _ in $(seq 600); do
+	cur=$(pgrep -P "$sup" -x forge-superviso | head -1)
+	[ -n "$cur" ] && [ "$cur" = "$prev" ] && { kill -TERM "$sup"; break; }
+	prev=$cur
+	sleep 0.1
+done
+cat
+EOS
+	chmod +x "$BATS_TEST_TMPDIR/killer.sh"
+	pipeline s.json "$(node k0)}" "{\"id\":\"killer\",\"program\":\"$BATS_TEST_TMPDIR/killer.sh\"}" \
+		"$(node a),\"needs\":[\"k0\"],\"when\":\"until(false; .)\"}"
+	run -130 --separate-stderr forge run --pipeline s.json --jobs 2 "ship it"
+	[[ $stderr == *"forge: interrupted; resume with \`forge resume "* ]]
+	[[ $stderr != *"did not end within"* ]]
+	run -0 forge status --json "$(last_trace)"
+	jq -e '.run.status == "paused"' <<<"$output"
+	[ "$(starts a)" -eq 0 ]
+}
+
 @test "a program node's state a reader would refuse (a newer v, not a state's shape, another run's) fails the node (exit 5); the run's state stays its own" {
 	# (before: merged into the run's state, checkpointed, and the run completed)
 	for bad in '.v = 2' 'del(.task)' '.trace_id = "01JDB2ZZZZZZZZZZZZZZZZZZZZ"'; do

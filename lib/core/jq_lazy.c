@@ -133,6 +133,20 @@ void jq_set_error_cb(jq_state * a0, jq_msg_cb a1, void * a2)
 	p_jq_set_error_cb(a0, a1, a2);
 }
 
+static void first_jq_set_input_cb(jq_state * a0, jq_input_cb a1, void * a2);
+static void (*p_jq_set_input_cb)(jq_state *, jq_input_cb, void *) = first_jq_set_input_cb;
+
+static void first_jq_set_input_cb(jq_state * a0, jq_input_cb a1, void * a2)
+{
+	LAZY(jq_set_input_cb)
+	p_jq_set_input_cb(a0, a1, a2);
+}
+
+void jq_set_input_cb(jq_state * a0, jq_input_cb a1, void * a2)
+{
+	p_jq_set_input_cb(a0, a1, a2);
+}
+
 static void first_jq_start(jq_state * a0, jv a1, int a2);
 static void (*p_jq_start)(jq_state *, jv, int) = first_jq_start;
 

@@ -3,9 +3,15 @@
 #include "core/buf.h"
 #include "core/forge.h"
 
+#include <errno.h>
 #include <jq.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* libjq reports compile errors through a callback, one message per call. */
 static void collect_error(void *payload, jv msg)
@@ -24,6 +30,37 @@ static void ignore_error(void *payload, jv msg)
 {
 	(void)payload;
 	jv_free(msg);
+}
+
+/*
+ * text as shown in a message: whole when short, else its first cap bytes
+ * (not cutting a UTF-8 character) and "…" - an expression of 200 KB was
+ * echoed whole on one line of stderr, and libjq's own messages repeat it.
+ * out holds cap + 4 bytes.
+ */
+#define SHOWN 200
+#define SHOWN_ERRORS 400
+static const char *shown(char *out, const char *text, size_t cap)
+{
+	size_t n = strlen(text);
+
+	if (n <= cap)
+		return text;
+	n = cap;
+	while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+		n--;
+	memcpy(out, text, n);
+	memcpy(out + n, "\xe2\x80\xa6", 4);	/* … and the NUL */
+	return out;
+}
+
+/* A condition's only input is the state: `input` finds no more (libjq
+ * 1.6 then raises "break", which `inputs` takes as its end). */
+static jv no_input(jq_state *jq, void *payload)
+{
+	(void)jq;
+	(void)payload;
+	return jv_invalid();
 }
 
 static unsigned long compiles;
@@ -47,10 +84,15 @@ static int compile(jq_state **out, const char *expr, struct buf *errors)
 	 * (`import`, `include`) in a library path it asserts is set: no
 	 * module is taken from anywhere, and `debug` says nothing. */
 	jq_set_debug_cb(jq, ignore_error, NULL);
+	/* Nor does jq_init() set the input callback: `input` called a garbage
+	 * pointer (SIGSEGV, or "break").  A condition has no inputs but the
+	 * state: `input` fails with a message, `inputs` is empty. */
+	jq_set_input_cb(jq, no_input, NULL);
 	jq_set_attr(jq, jv_string("JQ_LIBRARY_PATH"), jv_array());
 	if (!jq_compile(jq, expr)) {
-		forge_error("jq expression '%s' does not compile: %s", expr,
-			    errors->len ? errors->buf : "syntax error");
+		char e[SHOWN + 4], m[SHOWN_ERRORS + 4];
+		forge_error("jq expression '%s' does not compile: %s", shown(e, expr, SHOWN),
+			    errors->len ? shown(m, errors->buf, SHOWN_ERRORS) : "syntax error");
 		jq_teardown(&jq);
 		return -1;
 	}
@@ -61,7 +103,8 @@ static int compile(jq_state **out, const char *expr, struct buf *errors)
 }
 
 struct node;
-static struct node *parse(const char *expr);
+static struct node *parse(const char *expr, bool *too_deep);
+static int refuse_deep(const char *expr);
 static void node_free(struct node *n);
 static bool native_on;
 
@@ -71,12 +114,14 @@ int jqexpr_check(const char *expr)
 	jq_state *jq;
 	/* The C subset is jq: what it parses compiles (a pipeline's
 	 * conditions are checked on every run; libjq's compile is the cost). */
-	struct node *tree = native_on ? parse(expr) : NULL;
+	bool deep;
+	struct node *tree = parse(expr, &deep);
 
-	if (tree) {
-		node_free(tree);
+	if (deep)
+		return refuse_deep(expr);
+	node_free(tree);
+	if (tree && native_on)
 		return 0;
-	}
 	int rc = compile(&jq, expr, &errors);
 
 	jq_teardown(&jq);
@@ -130,34 +175,13 @@ static int compiled(jq_state **out, const char *expr, struct buf *errors)
 	return 0;
 }
 
-/* Done with jq: keep a cached program, unless it failed - libjq 1.6 does
- * not reset a program that raised an error cleanly, so that one goes. */
-static void release(jq_state *jq, bool failed)
+/* Done with jq: a cached program stays (it ran in a child only, see
+ * bounded(): never started here), another goes. */
+static void done_with(jq_state *jq)
 {
-	size_t i, n = 0;
-
-	while (n < CACHE_MAX && cache[n].expr)
-		n++;
-	for (i = 0; i < n && cache[i].jq != jq; i++)
-		;
-	if (i < n && !failed) {
-		/* libjq 1.6 leaks a program's pending outputs when it is reset:
-		 * drain them (a few at most for a condition), else drop it. */
-		int left = 1000;
-		jv v;
-		while (left-- > 0 && jv_is_valid(v = jq_next(jq)))
-			jv_free(v);
-		if (left >= 0) {
-			jv_free(v);
+	for (size_t i = 0; i < CACHE_MAX && cache[i].expr; i++)
+		if (cache[i].jq == jq)
 			return;
-		}
-	}
-	if (i < n) {
-		free(cache[i].expr);
-		cache[i] = cache[n - 1];
-		cache[n - 1].expr = NULL;
-		cache[n - 1].jq = NULL;
-	}
 	jq_teardown(&jq);
 }
 
@@ -188,10 +212,31 @@ struct node {
 				     * N_COLLECT: a iterated, b the select or NULL */
 };
 
+/*
+ * Bounds on the C subset's trees: parse(), eval() and node_free() recurse,
+ * once per level of nesting and once per term of a chain (`.a.a.a`, `a and
+ * b and c`).  30,000 parentheses or 100,000 `.a` overflowed the stack
+ * (SIGSEGV); beyond these an expression is refused with a message.
+ */
+#define MAX_NESTING 200
+#define MAX_TERMS 10000
+
 struct parser {
 	const char *p;
 	bool bad;
+	bool too_deep;              /* over MAX_NESTING or MAX_TERMS */
+	int nesting;
+	int terms;
 };
+
+static int refuse_deep(const char *expr)
+{
+	char e[SHOWN + 4];
+
+	return forge_error("jq expression '%s' is nested too deeply (more than %d levels of parentheses "
+			   "or brackets, or %d terms): split it, or simplify it",
+			   shown(e, expr, SHOWN), MAX_NESTING, MAX_TERMS);
+}
 
 static void node_free(struct node *n)
 {
@@ -205,9 +250,12 @@ static void node_free(struct node *n)
 	free(n);
 }
 
-static struct node *node_new(enum node_kind kind, struct node *a, struct node *b)
+static struct node *node_new(struct parser *ps, enum node_kind kind, struct node *a, struct node *b)
 {
 	struct node *n = xcalloc(1, sizeof *n);
+
+	if (++ps->terms > MAX_TERMS)
+		ps->bad = ps->too_deep = true;
 
 	n->kind = kind;
 	n->a = a;
@@ -298,7 +346,7 @@ static struct node *parse_post(struct parser *ps);
 
 static struct node *parse_collect(struct parser *ps)
 {
-	struct node *n = node_new(N_COLLECT, parse_post(ps), NULL);
+	struct node *n = node_new(ps, N_COLLECT, parse_post(ps), NULL);
 
 	if (!accept(ps, "[") || !accept(ps, "]") || !accept(ps, "?")) {
 		ps->bad = true;
@@ -324,8 +372,10 @@ static struct node *parse_primary(struct parser *ps)
 	char *name;
 
 	skip_space(ps);
+	if (ps->bad)
+		return NULL;
 	if ((name = field(ps))) {
-		n = node_new(N_FIELD, node_new(N_DOT, NULL, NULL), NULL);
+		n = node_new(ps, N_FIELD, node_new(ps, N_DOT, NULL, NULL), NULL);
 		n->name = name;
 		return n;
 	}
@@ -345,7 +395,7 @@ static struct node *parse_primary(struct parser *ps)
 			return NULL;
 		}
 		char *text = xstrndup(ps->p, (size_t)(q - ps->p));
-		n = node_new(N_LIT, NULL, NULL);
+		n = node_new(ps, N_LIT, NULL, NULL);
 		n->lit = jv_number(strtod(text, NULL));
 		free(text);
 		ps->p = q;
@@ -353,7 +403,7 @@ static struct node *parse_primary(struct parser *ps)
 	}
 	if (*ps->p == '.' && ps->p[1] != '.' && ps->p[1] != '[' && ps->p[1] != '"' && ps->p[1] != '?') {
 		ps->p++;
-		return node_new(N_DOT, NULL, NULL);
+		return node_new(ps, N_DOT, NULL, NULL);
 	}
 	if (*ps->p == '"') {
 		const char *start = ++ps->p;
@@ -363,30 +413,38 @@ static struct node *parse_primary(struct parser *ps)
 			ps->bad = true;
 			return NULL;
 		}
-		n = node_new(N_LIT, NULL, NULL);
+		n = node_new(ps, N_LIT, NULL, NULL);
 		n->lit = jv_string_sized(start, (int)(ps->p - start));
 		ps->p++;
 		return n;
+	}
+	if ((*ps->p == '(' || *ps->p == '[') && ++ps->nesting > MAX_NESTING) {
+		ps->bad = ps->too_deep = true;
+		return NULL;
 	}
 	if (accept(ps, "(")) {
 		n = parse_pipe(ps);
 		if (!accept(ps, ")"))
 			ps->bad = true;
+		ps->nesting--;
 		return n;
 	}
-	if (accept(ps, "["))
-		return parse_collect(ps);
+	if (accept(ps, "[")) {
+		n = parse_collect(ps);
+		ps->nesting--;
+		return n;
+	}
 	static const struct { const char *word; jv_kind kind; } lits[] = {
 		{ "null", JV_KIND_NULL }, { "true", JV_KIND_TRUE }, { "false", JV_KIND_FALSE },
 	};
 	for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++)
 		if (accept_word(ps, lits[i].word)) {
-			n = node_new(N_LIT, NULL, NULL);
+			n = node_new(ps, N_LIT, NULL, NULL);
 			n->lit = lits[i].kind == JV_KIND_NULL ? jv_null() : jv_bool(lits[i].kind == JV_KIND_TRUE);
 			return n;
 		}
 	if (accept_word(ps, "length"))
-		return node_new(N_LENGTH, NULL, NULL);
+		return node_new(ps, N_LENGTH, NULL, NULL);
 	ps->bad = true;
 	return NULL;
 }
@@ -397,7 +455,7 @@ static struct node *parse_post(struct parser *ps)
 	char *name;
 
 	while (!ps->bad && (name = field(ps))) {
-		n = node_new(N_FIELD, n, NULL);
+		n = node_new(ps, N_FIELD, n, NULL);
 		n->name = name;
 	}
 	return n;
@@ -408,7 +466,7 @@ static struct node *parse_mul(struct parser *ps)
 	struct node *n = parse_post(ps);
 
 	while (!ps->bad && accept(ps, "*"))
-		n = node_new(N_MUL, n, parse_post(ps));
+		n = node_new(ps, N_MUL, n, parse_post(ps));
 	return n;
 }
 
@@ -421,7 +479,7 @@ static struct node *parse_cmp(struct parser *ps)
 
 	for (size_t i = 0; !ps->bad && i < sizeof ops / sizeof ops[0]; i++)
 		if (accept(ps, ops[i].tok)) {
-			n = node_new(N_CMP, n, parse_mul(ps));
+			n = node_new(ps, N_CMP, n, parse_mul(ps));
 			n->op = ops[i].op;
 			break;
 		}
@@ -433,7 +491,7 @@ static struct node *parse_and(struct parser *ps)
 	struct node *n = parse_cmp(ps);
 
 	while (!ps->bad && accept_word(ps, "and"))
-		n = node_new(N_AND, n, parse_cmp(ps));
+		n = node_new(ps, N_AND, n, parse_cmp(ps));
 	return n;
 }
 
@@ -442,7 +500,7 @@ static struct node *parse_or(struct parser *ps)
 	struct node *n = parse_and(ps);
 
 	while (!ps->bad && accept_word(ps, "or"))
-		n = node_new(N_OR, n, parse_and(ps));
+		n = node_new(ps, N_OR, n, parse_and(ps));
 	return n;
 }
 
@@ -451,17 +509,19 @@ static struct node *parse_pipe(struct parser *ps)
 	struct node *n = parse_or(ps);
 
 	while (!ps->bad && accept(ps, "|"))
-		n = node_new(N_PIPE, n, parse_or(ps));
+		n = node_new(ps, N_PIPE, n, parse_or(ps));
 	return n;
 }
 
-/* The tree of expr, or NULL when expr is not in the subset. */
-static struct node *parse(const char *expr)
+/* The tree of expr, or NULL when expr is not in the subset; *too_deep
+ * when it is nested or chained beyond the bounds above (refused). */
+static struct node *parse(const char *expr, bool *too_deep)
 {
 	struct parser ps = { .p = expr };
 	struct node *n = parse_pipe(&ps);
 
 	skip_space(&ps);
+	*too_deep = ps.too_deep;
 	if (ps.bad || *ps.p) {
 		node_free(n);
 		return NULL;
@@ -469,7 +529,7 @@ static struct node *parse(const char *expr)
 	return n;
 }
 
-enum { NATIVE_OK = 0, NATIVE_UNSURE = -1 };
+enum { NATIVE_OK = 0, NATIVE_UNSURE = -1, NATIVE_REFUSED = -2 };
 
 static bool truthy(jv v)
 {
@@ -614,6 +674,7 @@ void jqexpr_set_native(bool on)
 static struct parsed {
 	char *expr;
 	struct node *tree;
+	bool too_deep;
 } parsed[CACHE_MAX];
 
 static void drop_parsed(void)
@@ -625,11 +686,13 @@ static void drop_parsed(void)
 	}
 }
 
-/* expr over input in C: NATIVE_OK with *out, or NATIVE_UNSURE (libjq's). */
+/* expr over input in C: NATIVE_OK with *out, NATIVE_UNSURE (libjq's), or
+ * NATIVE_REFUSED with a message (too deep for either). */
 static int native(jv *out, const char *expr, jv input)
 {
 	static bool registered;
 	struct node *tree = NULL;
+	bool deep;
 	size_t i;
 
 	*out = jv_invalid();
@@ -640,11 +703,14 @@ static int native(jv *out, const char *expr, jv input)
 			break;
 	if (i < CACHE_MAX && parsed[i].expr) {
 		tree = parsed[i].tree;
+		deep = parsed[i].too_deep;
 	} else {
-		tree = parse(expr);
+		tree = parse(expr, &deep);
 		if (i == CACHE_MAX) {	/* full: use it once */
-			int rc = tree ? eval(out, tree, input) : NATIVE_UNSURE;
+			int rc = deep ? NATIVE_REFUSED : tree ? eval(out, tree, input) : NATIVE_UNSURE;
 			node_free(tree);
+			if (deep)
+				refuse_deep(expr);
 			return rc;
 		}
 		if (!registered) {
@@ -653,6 +719,11 @@ static int native(jv *out, const char *expr, jv input)
 		}
 		parsed[i].expr = xstrdup(expr);
 		parsed[i].tree = tree;
+		parsed[i].too_deep = deep;
+	}
+	if (deep) {
+		refuse_deep(expr);
+		return NATIVE_REFUSED;
 	}
 	return tree ? eval(out, tree, input) : NATIVE_UNSURE;
 }
@@ -671,41 +742,188 @@ int jqexpr_native_first(jv *out, const char *expr, jv input)
 	return 1;
 }
 
+static unsigned bound_ms = JQEXPR_DEFAULT_MS;
+static bool (*bound_stop)(void);
+
+void jqexpr_set_bounds(unsigned timeout_ms, bool (*stop)(void))
+{
+	bound_ms = timeout_ms ? timeout_ms : JQEXPR_DEFAULT_MS;
+	bound_stop = stop;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* In the child: jq's first output over input as one JSON text on fd,
+ * [0, value] | [1, message] | [2] (halted) | [3] (no output). */
+static void first_to(int fd, jq_state *jq, jv input)
+{
+	jv r = jv_array();
+
+	jq_start(jq, input, 0);
+	jv result = jq_next(jq);
+	if (jv_is_valid(result)) {
+		r = jv_array_append(jv_array_append(r, jv_number(0)), result);
+	} else {
+		jv msg = jv_invalid_get_msg(result);
+		if (jv_get_kind(msg) == JV_KIND_STRING) {
+			r = jv_array_append(jv_array_append(r, jv_number(1)), msg);
+		} else if (jv_get_kind(msg) != JV_KIND_NULL) {
+			r = jv_array_append(jv_array_append(r, jv_number(1)), jv_dump_string(msg, 0));
+		} else {
+			jv_free(msg);
+			r = jv_array_append(r, jv_number(jq_halted(jq) ? 2 : 3));
+		}
+	}
+	jv text = jv_dump_string(r, 0);
+	const char *p = jv_string_value(text);
+	size_t left = strlen(p);
+	while (left > 0) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		p += w;
+		left -= (size_t)w;
+	}
+	jv_free(text);
+}
+
+/*
+ * libjq's jq_next() cannot be interrupted, and a condition may never end
+ * (`until(false; .)`): a run hung for good, deaf to SIGINT and SIGTERM.
+ * jq runs in a child process, which is killed past bound_ms or when
+ * bound_stop() says so.  The reply as first_to() writes it, or -1 with a
+ * message.
+ */
+static int bounded(jv *reply, const char *expr, jq_state *jq, jv input)
+{
+	char e[SHOWN + 4];
+	int fds[2];
+	sigset_t all, old;
+	struct buf got = BUF_INIT;
+	int rc = -1;
+
+	*reply = jv_invalid();
+	if (pipe(fds) < 0)
+		return forge_error("jq expression '%s': cannot make a pipe: %s", shown(e, expr, SHOWN), strerror(errno));
+	/* no handler of this process's runs in the child */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGCHLD, SIGUSR1, SIGUSR2 };
+		for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
+			signal(sigs[k], SIG_DFL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		close(fds[0]);
+		first_to(fds[1], jq, jv_copy(input));
+		_exit(0);
+	}
+	int fork_errno = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		return forge_error("jq expression '%s': cannot fork: %s", shown(e, expr, SHOWN), strerror(fork_errno));
+	}
+	int64_t deadline = now_ms() + bound_ms;
+	const char *why = NULL;
+	for (;;) {
+		char chunk[4096];
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		if (bound_stop && bound_stop()) {
+			why = "interrupted";
+			break;
+		}
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			why = "timeout";
+			break;
+		}
+		int n = poll(&pfd, 1, left < 100 ? (int)left : 100);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0)
+			continue;
+		ssize_t r = read(fds[0], chunk, sizeof chunk);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		buf_add(&got, chunk, (size_t)r);
+	}
+	close(fds[0]);
+	if (why)
+		kill(pid, SIGKILL);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (why && strcmp(why, "interrupted") == 0) {
+		rc = forge_error("jq expression '%s' was interrupted (SIGINT or SIGTERM)", shown(e, expr, SHOWN));
+	} else if (why) {
+		rc = forge_error("jq expression '%s' did not end within %u ms: a condition must be quick "
+				 "(does it loop, e.g. until/while/repeat/recurse?)", shown(e, expr, SHOWN), bound_ms);
+	} else if (!got.len || !jv_is_valid(*reply = jv_parse_sized(got.buf, (int)got.len))) {
+		jv_free(*reply);
+		*reply = jv_invalid();
+		rc = forge_error("jq expression '%s' failed: libjq %s", shown(e, expr, SHOWN),
+				 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "gave no answer");
+	} else {
+		rc = 0;
+	}
+	buf_release(&got);
+	return rc;
+}
+
 int jqexpr_first(jv *out, const char *expr, jv input)
 {
 	struct buf errors = BUF_INIT;
 	jq_state *jq;
 	int rc = 0;
 
-	if (native(out, expr, input) == NATIVE_OK)
+	char e[SHOWN + 4];
+
+	int nrc = native(out, expr, input);
+	if (nrc == NATIVE_OK)
 		return 0;
+	if (nrc == NATIVE_REFUSED)
+		return -1;
 	if (compiled(&jq, expr, &errors) < 0) {
 		buf_release(&errors);
 		return -1;
 	}
-	jq_start(jq, jv_copy(input), 0);
-	jv result = jq_next(jq);
-	if (!jv_is_valid(result)) {
-		jv msg = jv_invalid_get_msg(result);
-		if (jv_get_kind(msg) == JV_KIND_STRING)
-			rc = forge_error("jq expression '%s' failed: %s", expr, jv_string_value(msg));
-		else if (jv_get_kind(msg) != JV_KIND_NULL) {
-			jv s = jv_dump_string(msg, 0);
-			rc = forge_error("jq expression '%s' failed: %s", expr, jv_string_value(s));
-			jv_free(s);
-			msg = jv_null();
-		} else if (jq_halted(jq)) {
+	jv reply;
+	if (bounded(&reply, expr, jq, input) < 0) {
+		rc = -1;
+	} else {
+		int kind = (int)jv_number_value(jv_array_get(jv_copy(reply), 0));
+		jv val = jv_array_length(jv_copy(reply)) > 1 ? jv_array_get(jv_copy(reply), 1) : jv_null();
+		if (kind == 0) {
+			*out = val;
+			val = jv_null();
+		} else if (kind == 1 && strcmp(jv_string_value(val), "break") == 0) {
+			rc = forge_error("jq expression '%s' failed: no more inputs (`input` reads past the state, "
+					 "a condition's only input: use `.`)", shown(e, expr, SHOWN));
+		} else if (kind == 1) {
+			rc = forge_error("jq expression '%s' failed: %s", shown(e, expr, SHOWN), jv_string_value(val));
+		} else if (kind == 2) {
 			/* halt, halt_error: no output, but not "false" either (before:
 			 * a when of halt_error skipped its node silently) */
-			rc = forge_error("jq expression '%s' failed: it halted (halt, halt_error)", expr);
+			rc = forge_error("jq expression '%s' failed: it halted (halt, halt_error)", shown(e, expr, SHOWN));
 		} else {
-			rc = forge_error("jq expression '%s' gave no output", expr);
+			rc = forge_error("jq expression '%s' gave no output", shown(e, expr, SHOWN));
 		}
-		jv_free(msg);
-	} else {
-		*out = result;
+		jv_free(val);
+		jv_free(reply);
 	}
-	release(jq, rc < 0);
+	done_with(jq);
 	buf_release(&errors);
 	return rc;
 }

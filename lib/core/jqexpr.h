@@ -24,7 +24,10 @@
 #include <jv.h>
 #include <stdbool.h>
 
-/* Check that expr compiles.  0, or -1 with libjq's message. */
+/* Check that expr compiles.  0, or -1 with libjq's message.  An expression
+ * nested more than 200 levels deep (parentheses, brackets) or of more than
+ * 10,000 terms is refused, here and when evaluated (the C evaluator
+ * recurses).  Messages show at most the first 200 bytes of an expression. */
 int jqexpr_check(const char *expr);
 
 /*
@@ -35,6 +38,17 @@ int jqexpr_test(bool *out, const char *expr, jv input);
 
 /* The first output of expr over input (borrowed), or -1 with a message. */
 int jqexpr_first(jv *out, const char *expr, jv input);
+
+/*
+ * libjq evaluates in a child process (its jq_next() cannot be stopped and
+ * a condition may never end): it is killed, and the evaluation fails with
+ * a message, past timeout_ms (0: JQEXPR_DEFAULT_MS) or once stop (may be
+ * NULL), asked every 100 ms, returns true - the caller then sees its own
+ * reason to stop (a signal).  Expressions of the C subset end by
+ * themselves and are not bounded.
+ */
+#define JQEXPR_DEFAULT_MS 10000u
+void jqexpr_set_bounds(unsigned timeout_ms, bool (*stop)(void));
 
 /* How many programs this process compiled with libjq (tests, benches). */
 unsigned long jqexpr_compiles(void);

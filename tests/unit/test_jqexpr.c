@@ -1,4 +1,5 @@
 /* test_jqexpr.c - jq expressions over a state. */
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/jqexpr.h"
 #include "unit.h"
@@ -47,6 +48,11 @@ static void test_errors_are_reported(void)
 	CHECK(jqexpr_check("include \"x\"; true") == -1);
 	CHECK_MSG(strstr(forge_last_error(), "module not found") != NULL, "%s", forge_last_error());
 	CHECK(jqexpr_check("import \"x\" as x; true") == -1);
+	/* libjq 1.6 left the input callback unset: `input` crashed */
+	CHECK(jqexpr_test(&b, "input", s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "no more inputs") != NULL, "%s", forge_last_error());
+	CHECK(jqexpr_test(&b, "[inputs] | length == 0", s) == 0 && b);
+	CHECK(jqexpr_test(&b, "first(inputs)", s) == 0 && !b);
 	jv_free(s);
 }
 
@@ -192,6 +198,76 @@ static void test_check_subset_without_libjq(void)
 	CHECK_MSG(jqexpr_compiles() == before + 2, "%lu compiles", jqexpr_compiles() - before);
 }
 
+/* Nesting and chains the recursive C evaluator would overflow the stack
+ * on (SIGSEGV before) are refused with a message; the message shows the
+ * start of the expression, not all of it. */
+static void test_deep_is_refused(void)
+{
+	struct buf e = BUF_INIT;
+	jv s = jv_parse(state);
+	bool b;
+
+	for (int i = 0; i < 30000; i++)
+		buf_adds(&e, "(");
+	buf_adds(&e, "true");
+	for (int i = 0; i < 30000; i++)
+		buf_adds(&e, ")");
+	CHECK(jqexpr_check(e.buf) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "nested too deeply") != NULL, "%.300s", forge_last_error());
+	CHECK_MSG(strlen(forge_last_error()) < 600, "%zu bytes", strlen(forge_last_error()));
+	CHECK(jqexpr_test(&b, e.buf, s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "nested too deeply") != NULL, "%.300s", forge_last_error());
+	buf_reset(&e);
+	for (int i = 0; i < 100000; i++)
+		buf_adds(&e, ".a");
+	CHECK(jqexpr_check(e.buf) == -1);
+	CHECK(jqexpr_test(&b, e.buf, s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "nested too deeply") != NULL, "%.300s", forge_last_error());
+	CHECK_MSG(strstr(forge_last_error(), "\xe2\x80\xa6'") != NULL, "%.300s", forge_last_error());
+	buf_reset(&e);
+	/* moderate depths are still the subset's */
+	for (int i = 0; i < 150; i++)
+		buf_adds(&e, "(");
+	buf_adds(&e, ".cost.usd > 40");
+	for (int i = 0; i < 150; i++)
+		buf_adds(&e, ")");
+	CHECK(jqexpr_test(&b, e.buf, s) == 0 && b);
+	buf_reset(&e);
+	/* libjq's messages do not repeat a long expression whole */
+	for (int i = 0; i < 5000; i++)
+		buf_adds(&e, "1 + ");
+	CHECK(jqexpr_check(e.buf) == -1);
+	CHECK_MSG(strlen(forge_last_error()) < 1000, "%zu bytes", strlen(forge_last_error()));
+	buf_release(&e);
+	jv_free(s);
+}
+
+static bool stop_now(void)
+{
+	return true;
+}
+
+/* A condition that never ends (libjq's jq_next() cannot be stopped) is cut
+ * off with a message: past the time bound, or at once when the caller's
+ * stop says so (a signal); before, the run hung for good. */
+static void test_endless_is_bounded(void)
+{
+	jv s = jv_parse(state);
+	bool b;
+
+	jqexpr_set_bounds(200, NULL);
+	CHECK(jqexpr_test(&b, "until(false; .)", s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "did not end within 200 ms") != NULL, "%s", forge_last_error());
+	jqexpr_set_bounds(600000, stop_now);
+	CHECK(jqexpr_test(&b, "last(range(1e15))", s) == -1);
+	CHECK_MSG(strstr(forge_last_error(), "was interrupted") != NULL, "%s", forge_last_error());
+	jqexpr_set_bounds(0, NULL);
+	/* the same program still answers afterwards */
+	CHECK(jqexpr_test(&b, "[.review.findings[] | .severity] | index(\"critical\") == 0", s) == 0 && b);
+	CHECK(jqexpr_test(&b, "[.review.findings[] | .severity] | index(\"critical\") == 0", s) == 0 && b);
+	jv_free(s);
+}
+
 int main(void)
 {
 	RUN(test_truthiness);
@@ -199,5 +275,7 @@ int main(void)
 	RUN(test_native_matches_libjq);
 	RUN(test_one_compile);
 	RUN(test_check_subset_without_libjq);
+	RUN(test_deep_is_refused);
+	RUN(test_endless_is_bounded);
 	return unit_done();
 }
