@@ -771,6 +771,26 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		buf_addf(why, "its deploy was %s and a resume does not deploy again: fix the cause "
 			 "(forge show %s), then run the task again", jv_string_value(dstatus), trace);
 	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
+		   strstr(json_get_str(run, "error"), "that does not evaluate")) {
+		/* a when, gate or bounce condition failed on the state: the run
+		 * keeps its pipeline (a resume fails the same way), so the task
+		 * runs again with the file fixed (supervise_graph.c fail) */
+		jv started = jv_null(), p;
+		const char *file;
+
+		store_event_last(&started, st, trace, "run.started");
+		p = json_get_path(started, "payload.pipeline");
+		file = json_get_str(p, "path") ? json_get_str(p, "path") : json_get_str(p, "source");
+		buf_adds(out, "forge run --pipeline ");
+		buf_add_shell_quoted(out, file ? file : "FILE");
+		buf_addch(out, ' ');
+		buf_add_shell_quoted(out, task ? task : "TASK");
+		buf_adds(why, "the run keeps the pipeline it started with, so a resume stops on the same "
+			 "condition: fix it in the file, then run the task again (forge gc removes this one's "
+			 "worktree)");
+		jv_free(p);
+		jv_free(started);
+	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
 		   strstr(json_get_str(run, "error"), "the provider refused the request")) {
 		/* a key, a model, a prompt the provider refuses: a resume as
 		 * it is would be refused the same way (agent.c) */

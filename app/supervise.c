@@ -2080,7 +2080,11 @@ static jv pipeline_record(const struct graph *g)
 {
 	jv p = json_set(json_set(jv_object(), "name", json_str_or_null(g->name)), "source", jv_string(g->source));
 
-	p = json_set(json_set(p, "path", json_str_or_null(g->path)), "doc", jv_copy(g->doc));
+	/* absolute: forge resume from another directory resolves the same programs */
+	char *abs = g->path && g->path[0] != '/' ? realpath(g->path, NULL) : NULL;
+
+	p = json_set(json_set(p, "path", json_str_or_null(abs ? abs : g->path)), "doc", jv_copy(g->doc));
+	free(abs);
 	return json_set(p, "project", jv_bool(g->project));
 }
 

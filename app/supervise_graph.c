@@ -814,7 +814,11 @@ static void run_job(struct job *j)
 	po.cwd = nd->phase ? NULL : j->cwd;
 	po.input = j->input;
 	po.input_len = j->input_len;
-	po.keep_pgrp = true;
+	/* A phase stays in forge's group (it stops itself on a signal and
+	 * writes its checkpoint); a program leads its own, which a signal to
+	 * forge reaches whole (proc_kill_running), SIGKILL after the grace: nothing
+	 * it started outlives the run's pause. */
+	po.keep_pgrp = nd->phase != NULL;
 	po.on_stdout = job_stdout;
 	po.on_stderr = job_stderr;
 	po.on_idle = job_idle;
@@ -1119,6 +1123,35 @@ static void flush(struct gx *x)
 
 /* ---- a node's end ----------------------------------------------------------- */
 
+/*
+ * A node's returned state with the supervisor's own keys as the node
+ * started with them (bounces, nodes, node_runs: a node cannot drop or reset
+ * them, so a bounce's max holds), and an accumulator it left out or lowered
+ * (cost.usd) as it was: what a node spends is never negative.  Takes ret.
+ */
+static jv own_keys(jv ret, jv base)
+{
+	static const char *const own[] = { "bounces", "nodes", "node_runs" };
+	static const char *const spent[] = { "cost", "budget", "usage" };
+
+	if (jv_get_kind(ret) != JV_KIND_OBJECT)
+		return ret;
+	for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+		ret = json_has(base, own[k]) ? json_set(ret, own[k], json_get(base, own[k]))
+					     : jv_object_delete(ret, jv_string(own[k]));
+	for (size_t k = 0; k < sizeof spent / sizeof spent[0]; k++)
+		if (!json_has(ret, spent[k]) && json_has(base, spent[k]))
+			ret = json_set(ret, spent[k], json_get(base, spent[k]));
+	jv before = json_get(base, "cost"), after = json_get(ret, "cost");
+	double was = json_get_num(before, "usd", 0);
+
+	if (jv_get_kind(after) == JV_KIND_OBJECT && json_get_num(after, "usd", 0) < was)
+		ret = json_set(ret, "cost", json_set(jv_copy(after), "usd", jv_number(was)));
+	jv_free(before);
+	jv_free(after);
+	return ret;
+}
+
 /* The run's state with job j's result merged in (conflict: why it cannot
  * be, the state unchanged): what j changed since it started beside what
  * changed meanwhile (the nodes that ended, the supervisor's own records).
@@ -1126,7 +1159,7 @@ static void flush(struct gx *x)
 static void merge_result(struct gx *x, struct job *j, char *conflict, size_t len)
 {
 	struct sup *s = x->s;
-	jv ret = jv_copy(j->returned), merged;
+	jv ret = own_keys(jv_copy(j->returned), j->base), merged;
 
 	if (j->stale && jv_get_kind(ret) == JV_KIND_OBJECT) {
 		static const char *const spent[] = { "cost", "budget", "usage" };
@@ -1172,7 +1205,12 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 	}
 	if (jv_get_kind(j->returned) == JV_KIND_OBJECT) {
 		jv before = json_get(j->base, "cost"), after = json_get(j->returned, "cost");
-		double spent = json_get_num(after, "usd", 0) - json_get_num(before, "usd", 0);
+		/* a state without cost (a program's) spent nothing; never less */
+		double spent = jv_get_kind(after) == JV_KIND_OBJECT
+			? json_get_num(after, "usd", 0) - json_get_num(before, "usd", 0) : 0;
+
+		if (spent < 0)
+			spent = 0;
 
 		s->phase_cost = json_set(s->phase_cost, nd->id, jv_number(json_get_num(s->phase_cost, nd->id, 0) + spent));
 		jv_free(before);
@@ -1213,9 +1251,12 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 	set_status(x, j->node, status_after(j->outcome), ended);
 	jv cost = json_get(s->state, "cost");
 	bool color = term_color(STDERR_FILENO), ok = strcmp(j->outcome, "ok") == 0;
-	/* A phase's line (✓ ok); a program's names its node. */
+	bool skipped = strcmp(j->outcome, "skipped") == 0;
+	/* A phase's line (✓ ok); a program's names its node.  Skipped is
+	 * `–`, as forge status's legend has it (README). */
 	sup_progress(s, "  %s%s%s %s%s%s  (%.1f s, %d tool calls, run cost $%.4f)",
-		     term_sgr(color, ok ? TERM_GREEN : TERM_RED), ok ? "✓" : "✗", term_sgr(color, TERM_RESET),
+		     term_sgr(color, ok ? TERM_GREEN : skipped ? TERM_DIM : TERM_RED), ok ? "✓" : skipped ? "–" : "✗",
+		     term_sgr(color, TERM_RESET),
 		     nd->phase ? "" : nd->id, nd->phase ? "" : " ", j->outcome, (double)j->ms / 1000, s->tools_run,
 		     json_get_num(cost, "usd", 0));
 	jv_free(cost);

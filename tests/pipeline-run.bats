@@ -612,3 +612,154 @@ SH
 	T=$(last_trace)
 	assert_equal "$(forge status --json "$T" | jq -c '.state.nodes')" '{"fast":"done","watch":"done"}'
 }
+
+@test "a node that drops or resets .bounces in its state cannot reset the count: the bounce's max holds, then a human" {
+	# (before: a program writing a minimal state without .bounces, or with
+	# .bounces = [], bounced back for ever; this one gives up after 5 runs)
+	cat >"$BATS_TEST_TMPDIR/no.sh" <<'SH'
+#!/bin/sh
+echo x >>"$MARKS/no.start"
+st=rejected
+[ "$(wc -l <"$MARKS/no.start")" -gt 5 ] && st=ok
+jq -c --arg st "$st" '{kind, v, trace_id, phase, task, status: $st, bounces: []}'
+SH
+	chmod +x "$BATS_TEST_TMPDIR/no.sh"
+	pipeline p.json "$(node build)}" \
+		"{\"id\":\"no\",\"program\":\"$BATS_TEST_TMPDIR/no.sh\",\"needs\":[\"build\"],\"bounce\":{\"to\":\"build\",\"max\":2}}"
+	run -4 --separate-stderr forge run --pipeline p.json "always no"
+	T=$(last_trace)
+	assert_equal "$(starts build) $(starts no)" "3 3"
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, (.state.bounces | length), .state.nodes.no]')" '["paused",2,"blocked"]'
+	[[ "$stderr" == *"it said no and its bounces ran out"* ]]
+}
+
+@test "a program that writes its state without cost, or with a lower one, spent nothing: no negative cost, the run's total kept" {
+	cat >"$BATS_TEST_TMPDIR/spend.sh" <<'SH'
+#!/bin/sh
+jq -c '.cost = {"usd": 0.5, "tokens": 10}'
+SH
+	cat >"$BATS_TEST_TMPDIR/nocost.sh" <<'SH'
+#!/bin/sh
+jq -c '{kind, v, trace_id, phase, status, task}'
+SH
+	cat >"$BATS_TEST_TMPDIR/zero.sh" <<'SH'
+#!/bin/sh
+jq -c '.cost = {"usd": 0, "tokens": 0}'
+SH
+	chmod +x "$BATS_TEST_TMPDIR"/spend.sh "$BATS_TEST_TMPDIR"/nocost.sh "$BATS_TEST_TMPDIR"/zero.sh
+	pipeline p.json "{\"id\":\"spend\",\"program\":\"$BATS_TEST_TMPDIR/spend.sh\"}" \
+		"{\"id\":\"nocost\",\"program\":\"$BATS_TEST_TMPDIR/nocost.sh\",\"needs\":[\"spend\"]}" \
+		"{\"id\":\"zero\",\"program\":\"$BATS_TEST_TMPDIR/zero.sh\",\"needs\":[\"nocost\"]}"
+	run -0 --separate-stderr forge run --pipeline p.json "costs"
+	T=$(last_trace)
+	[[ "$output" == *'spend $0.5000 · nocost $0.0000 · zero $0.0000 · total $0.5000'* ]]
+	assert_equal "$(forge status --json "$T" | jq -c '.state.cost.usd')" '0.5'
+}
+
+@test "forge resume from another directory runs a pipeline given by a relative path whose programs are relative paths" {
+	mkdir -p ci/bin src
+	cp "$NODE" ci/bin/node.sh
+	printf '{"pipeline":"p","version":1,"nodes":[{"id":"a","program":"bin/node.sh","args":["--id","a"],%s}]}\n' \
+		'"gate":{"ladder":"architecture_approval","prompt":"go?"}' >ci/p.json
+	run -4 --separate-stderr forge run --pipeline ci/p.json "relative"
+	T=$(last_trace)
+	assert_equal "$(events_of "$T" run.started | jq -r .pipeline.path)" "$(realpath ci/p.json)"
+	run -0 forge gate approve "$(forge status --json "$T" | jq -r '.pending_gates[0].id')"
+	cd src
+	run -0 --separate-stderr forge resume "$T"
+	assert_equal "$(starts a)" 1
+	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .state.nodes.a]')" '["completed","done"]'
+}
+
+# wait_file F: until F has something in it (bounded: a node that never gets there fails the test).
+wait_file() {
+	local n=0
+	until [ -s "$1" ]; do
+		n=$((n + 1))
+		[ $n -le 600 ] || { echo "never written: $1" >&2; return 1; }
+		sleep 0.05
+	done
+}
+
+# gone PID: PID ends (dead or a zombie, which an init here may leave a while);
+# bounded (a SIGKILL just sent is delivered a moment later): 10 s, then false.
+gone() {
+	local n=0
+	while [ -e "/proc/$1" ] && ! sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | grep -q '^Z'; do
+		n=$((n + 1))
+		[ $n -le 200 ] || return 1
+		sleep 0.05
+	done
+}
+
+@test "SIGTERM to forge run reaches what a program node started: nothing is left running when the run pauses" {
+	# (before: the node alone was signalled; its `sleep` ran on, reparented to init)
+	cat >"$BATS_TEST_TMPDIR/bg.sh" <<'SH'
+#!/bin/sh
+sleep 300 &
+echo $! >"$MARKS/grandchild"
+wait
+jq -c '.status = "ok"'
+SH
+	chmod +x "$BATS_TEST_TMPDIR/bg.sh"
+	pipeline p.json "{\"id\":\"a\",\"program\":\"$BATS_TEST_TMPDIR/bg.sh\"}"
+	forge run --pipeline p.json "stopped" </dev/null >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	P=$!
+	wait_file "$MARKS/grandchild"
+	G=$(cat "$MARKS/grandchild")
+	kill -TERM "$P"
+	rc=0
+	wait "$P" || rc=$?
+	assert_equal "$rc" 130
+	if ! gone "$G"; then
+		kill "$G"
+		echo "the node's child $G outlived the run" >&2
+		return 1
+	fi
+	assert_equal "$(forge status --json "$(last_trace)" | jq -r .run.status)" "paused"
+}
+
+@test "a program node that ignores SIGINT and SIGTERM is killed after the grace: forge run ends, nothing left running" {
+	# (before: SIGINT waited for the node's whole command)
+	cat >"$BATS_TEST_TMPDIR/deaf.sh" <<'SH'
+#!/bin/sh
+trap '' INT TERM
+sleep 30 &
+echo $! >"$MARKS/grandchild"
+wait
+echo x >"$MARKS/deaf.end"
+jq -c '.status = "ok"'
+SH
+	chmod +x "$BATS_TEST_TMPDIR/deaf.sh"
+	pipeline p.json "{\"id\":\"a\",\"program\":\"$BATS_TEST_TMPDIR/deaf.sh\"}"
+	# (a background job of a script ignores SIGINT; set -m gives forge its own job that does not)
+	set -m
+	forge run --pipeline p.json "deaf" </dev/null >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	P=$!
+	set +m
+	wait_file "$MARKS/grandchild"
+	G=$(cat "$MARKS/grandchild")
+	kill -INT "$P"
+	rc=0
+	wait "$P" || rc=$?
+	assert_equal "$rc" 130
+	if ! gone "$G"; then
+		kill -9 "$G"
+		echo "the node's child $G outlived the run" >&2
+		return 1
+	fi
+	[ ! -e "$MARKS/deaf.end" ]
+}
+
+@test "a run stopped by a condition that fails on the state advises a new run with the fixed file, not a resume; a skipped node shows –" {
+	printf '{"pipeline":"t","version":1,"nodes":[{"id":"a","program":"%s","args":["--id","a"],"when":%s}]}\n' \
+		"$NODE" '".task.description | tonumber > 1"' >p.json
+	run -2 --separate-stderr forge run --pipeline p.json "not a number"
+	[[ "$output" == *"next      forge run --pipeline '$(realpath p.json)' 'not a number'"* ]]
+	[[ "$output" == *"a resume stops on the same condition"* ]]
+	[[ "$output$stderr" != *"forge resume"* ]]
+
+	pipeline q.json "$(node b --status skipped)}"
+	run -0 --separate-stderr forge run --pipeline q.json "skip"
+	[[ "$stderr" == *"  – b skipped  ("* ]]
+}

@@ -73,9 +73,15 @@ static void running_del(pid_t pid)
 	}
 }
 
+/* Counts proc_kill_running()'s calls: a child with a group of its own that
+ * is still there kill_grace_ms after one gets SIGKILL (proc_run). */
+static unsigned kill_requests;
+
 void proc_kill_running(int sig)
 {
 	int saved = errno;
+
+	__atomic_add_fetch(&kill_requests, 1, __ATOMIC_SEQ_CST);
 
 	for (size_t i = 0; i < MAX_RUNNING; i++) {
 		pid_t p = __atomic_load_n(&running[i], __ATOMIC_SEQ_CST);
@@ -799,6 +805,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	size_t in_off = 0;
 	long start = now_ms(), deadline, kill_at = 0, drain_until = 0;
 	pid_t pid = -1, target = -1; /* target: what kill() signals, the group or the child */
+	unsigned kills_seen = 0;     /* kill_requests when the child was put in the table */
 	int rc = -1, st = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -904,6 +911,7 @@ attempt:
 	target = o->keep_pgrp ? pid : -pid;
 	if (!o->keep_pgrp)
 		setpgid(pid, pid);
+	kills_seen = __atomic_load_n(&kill_requests, __ATOMIC_SEQ_CST);
 	running_add(target);
 	close_fd(&rep_pipe[1]);
 	close_fd(&go_pipe[0]);
@@ -1008,6 +1016,14 @@ attempt:
 			if (o->contain && !plan.ns)
 				kill_at += 3000;
 		}
+		/* signalled by proc_kill_running(): SIGKILL after the grace */
+		if (!exited && !killed_term && !o->keep_pgrp &&
+		    __atomic_load_n(&kill_requests, __ATOMIC_SEQ_CST) != kills_seen) {
+			killed_term = true;
+			kill_at = t + (o->kill_grace_ms > 0 ? o->kill_grace_ms : 0);
+			if (o->contain && !plan.ns)
+				kill_at += 3000;
+		}
 		if (!exited && killed_term && t >= kill_at) {
 			kill(target, SIGKILL);
 			kill_at = t + 1000;
@@ -1036,6 +1052,9 @@ attempt:
 			wait_ms = (int)(deadline - t);
 		if (pidfd < 0 && !exited && (wait_ms < 0 || wait_ms > 50))
 			wait_ms = 50;
+		/* (a proc_kill_running() is seen within 250 ms) */
+		if (!exited && !killed_term && !o->keep_pgrp && (wait_ms < 0 || wait_ms > 250))
+			wait_ms = 250;
 		if (wait_ms < 0 && (exited || killed_term || deadline))
 			wait_ms = 0;
 		int ready = o->on_idle ? poll(pf, (nfds_t)nf, 0) : 0;
