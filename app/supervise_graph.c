@@ -44,10 +44,12 @@
 #include "store/db.h"
 #include "store/store.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 struct job;
@@ -757,6 +759,18 @@ static char **phase_environ(int64_t deadline_ms, double money_usd)
 	return env;
 }
 
+/* Whether this process's group is the foreground of its controlling
+ * terminal (a person at it may be asked). */
+static bool terminal_foreground(void)
+{
+	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	bool fg = fd >= 0 && tcgetpgrp(fd) == getpgrp();
+
+	if (fd >= 0)
+		close(fd);
+	return fg;
+}
+
 /*
  * Run node j->node to its end: a phase is forge-PHASE beside the
  * supervisor, a program its path from the run's worktree; both get the
@@ -817,8 +831,12 @@ static void run_job(struct job *j)
 	/* A phase stays in forge's group (it stops itself on a signal and
 	 * writes its checkpoint); a program leads its own, which a signal to
 	 * forge reaches whole (proc_kill_running), SIGKILL after the grace: nothing
-	 * it started outlives the run's pause. */
-	po.keep_pgrp = nd->phase != NULL;
+	 * it started outlives the run's pause.  Not while forge is the
+	 * terminal's foreground: a program there may ask the person (forge
+	 * compile's interview), and one in a group of its own would be stopped
+	 * by SIGTTIN when it reads; the terminal's Ctrl-C reaches the whole
+	 * foreground group anyway. */
+	po.keep_pgrp = nd->phase != NULL || terminal_foreground();
 	po.on_stdout = job_stdout;
 	po.on_stderr = job_stderr;
 	po.on_idle = job_idle;

@@ -109,48 +109,7 @@ static int from_git_dir(char **out, const char *dir, const char *dotgit)
 	return 1;
 }
 
-/* The root for the .git file dir/.git ("gitdir: PATH", a linked worktree):
- * the parent of the common directory its git directory names in its
- * commondir file, when that is "ROOT/.git".  1 (*out set) or -1 (no
- * commondir, as in a submodule; not valid; a bare repository; a common
- * directory named otherwise, whose main working tree, if any, only
- * forge_git_open can tell). */
-static int from_git_file(char **out, const char *dir)
-{
-	char *line = first_line(dir, ".git"), *common_line = NULL;
-	char common[PATH_MAX];
-	struct buf gitdir = BUF_INIT, path = BUF_INIT;
-	int rc = -1;
-
-	if (!line || strncmp(line, "gitdir: ", 8) != 0 || !line[8])
-		goto out;
-	if (line[8] == '/')
-		buf_adds(&gitdir, line + 8);
-	else
-		buf_addf(&gitdir, "%s/%s", dir, line + 8);
-	common_line = first_line(gitdir.buf, "commondir");
-	if (!common_line || !*common_line)
-		goto out;
-	if (common_line[0] == '/')
-		buf_adds(&path, common_line);
-	else
-		buf_addf(&path, "%s/%s", gitdir.buf, common_line);
-	if (!realpath(path.buf, common) || !valid_git_dir(gitdir.buf, common) || may_be_bare(common))
-		goto out;
-	char *slash = strrchr(common, '/');
-
-	if (!slash || slash == common || strcmp(slash + 1, ".git") != 0)
-		goto out;
-	*out = xstrndup(common, (size_t)(slash - common));
-	rc = 1;
-out:
-	free(line);
-	free(common_line);
-	buf_release(&gitdir);
-	buf_release(&path);
-	return rc;
-}
-
+/* See git.h. */
 int forge_git_worktree_common(char **out, const char *dir)
 {
 	char *line = first_line(dir, ".git"), *common_line = NULL;
@@ -181,6 +140,29 @@ out:
 	free(common_line);
 	buf_release(&gitdir);
 	buf_release(&path);
+	return rc;
+}
+
+/* The root for the .git file dir/.git ("gitdir: PATH", a linked worktree):
+ * the parent of the common directory its git directory names in its
+ * commondir file, when that is "ROOT/.git".  1 (*out set) or -1 (no
+ * commondir, as in a submodule; not valid; a bare repository; a common
+ * directory named otherwise, whose main working tree, if any, only
+ * forge_git_open can tell). */
+static int from_git_file(char **out, const char *dir)
+{
+	char *common = NULL, *slash;
+	int rc = -1;
+
+	if (forge_git_worktree_common(&common, dir) != 1 || may_be_bare(common))
+		goto out;
+	slash = strrchr(common, '/');
+	if (!slash || slash == common || strcmp(slash + 1, ".git") != 0)
+		goto out;
+	*out = xstrndup(common, (size_t)(slash - common));
+	rc = 1;
+out:
+	free(common);
 	return rc;
 }
 
