@@ -1165,7 +1165,7 @@ static void test_list_and_remove(void)
 	a = NULL;
 	CHECK_OK(forge_git_worktree_remove(g, "L1", FORGE_GIT_REMOVE_FORCE));
 	CHECK(sh("test -e '%s'", pa) != 0);
-	CHECK(sh("git -C '%s' worktree list | grep -q L1", repo) != 0);
+	CHECK(sh("git -C '%s' worktree list | grep -qF '[forge/L1]'", repo) != 0);
 	CHECK(sh("git -C '%s' rev-parse -q --verify forge/L1 >/dev/null", repo) == 0);
 	/* The kept branch is checked out again by a later open (resume). */
 	CHECK(sh("git -C '%s' branch -f forge/L1 v1", repo) == 0);
