@@ -234,6 +234,15 @@ keys_seen() {
 	[ -z "$output" ]
 }
 
+@test "every schema error of a file is named in one message, not only the first" {
+	echo '{"safety":{"automation_level":7},"saftey":1,"llm":{"max_tokens":"lots"}}' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[[ "$stderr" == "forge-config: $PROJECT_CFG: "*".safety.automation_level: "*7*"; "*saftey*"; "* ]]
+	[[ "$stderr" == *".llm.max_tokens: expected integer, got string"* ]]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ -z "$output" ]
+}
+
 @test "a NUL character in a value (a command, a path) is an error naming it" {
 	echo '{"tools":{"test_command":"make check\u0000; rm -rf /"}}' >"$PROJECT_CFG"
 	run -2 --separate-stderr forge-config --repo "$REPO"

@@ -69,6 +69,23 @@ pipeline() {
 	[ "${#stderr_lines[@]}" -eq 11 ]
 }
 
+@test "check: every schema error of a node and of the file is listed, not only the first" {
+	printf '%s\n' '{"pipeline":"t","version":1,"extra":1,"desc":"x",' \
+		'"nodes":[{"id":"a","phase":"plan","need":["b"],"retry":{"max":0,"on":["nope"]}},' \
+		'{"id":"b","phase":"implement","needs":["a"],"args":[1,"ok",2]}]}' >bad.json
+	run -2 --separate-stderr forge pipeline check bad.json
+	[ -z "$output" ]
+	assert_equal "$stderr" "bad.json: .: unexpected property 'extra'
+bad.json: .: unexpected property 'desc'
+bad.json: node 'a': unexpected property 'need'
+bad.json: node 'a': .retry.max: 0 is less than the minimum 1
+bad.json: node 'a': .retry.on[0]: value is not one of the allowed values (failed, rejected)
+bad.json: node 'b': .args[0]: expected string, got number
+bad.json: node 'b': .args[2]: expected string, got number"
+	run -2 --separate-stderr forge pipeline check --json bad.json
+	[ "$(jq '.errors | length' <<<"$output")" -eq 7 ]
+}
+
 @test "check: a result key the executor writes (nodes, node_runs) or adds up (usage) is refused; a debug or an import in a condition neither crashes nor aborts" {
 	# (before: accepted, and the node's result was overwritten at run time)
 	for key in nodes node_runs usage; do

@@ -85,6 +85,20 @@ event_types() {
 	assert_output '["tool_result",true,true]'
 }
 
+@test "a plan with several schema errors goes back to the model with all of them at once, so one turn can fix them" {
+	good=$(good_plan)
+	bad=$(jq -c 'del(.tasks[0].title) | .risk.level = "huge" | .tasks[1].id = 2' <<<"$good")
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$bad}]},{\"tool_calls\":[{\"name\":\"finish\",\"input\":$good}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	[ "$(event_types | grep -c '^llm.called$')" -eq 2 ]
+	run -0 jq -r 'select(.type == "agent.finish_rejected") | .payload.error' <<<"$output"
+	[[ $output == *".tasks[0]: required property 'title' is missing"* ]]
+	[[ $output == *".risk.level: value is not one of the allowed values"* ]]
+	[[ $output == *".tasks[1].id: expected string, got number"* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[1].body.messages | last | .content[0] | .content | tostring'"
+	[[ $output == *"title' is missing; "*".tasks[1].id: "*"; .risk.level: "* ]]
+}
+
 @test "a plan whose tasks contradict each other goes back to the model saying what is wrong, as a schema error does (hunt57 #5)" {
 	good=$(good_plan)
 	check() {	# check JQ-EDIT WHAT: the edited plan is refused with WHAT, then the good one taken

@@ -321,10 +321,10 @@ static int take_finish(struct agent *a, jv input, char **error)
 	if (!cfg->result_schema_name)
 		rc = 0;
 	else if (cfg->result_schema_def)
-		rc = schema_validate_def(cfg->result_schema_name, cfg->result_schema_def, input);
+		rc = schema_validate_def_all(NULL, cfg->result_schema_name, cfg->result_schema_def, input);
 	else {
 		const struct schema *s = schema_get(cfg->result_schema_name);
-		rc = s ? schema_validate(s, input) : -1;
+		rc = s ? schema_validate_all(NULL, s, input) : -1;
 	}
 	if (rc < 0) {
 		struct buf b = BUF_INIT;

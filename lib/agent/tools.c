@@ -625,7 +625,7 @@ int tool_validate(const struct tool *t, jv input)
 		return forge_error_prefix("%s: no schema", t->name);
 	if (jv_get_kind(input) != JV_KIND_OBJECT)
 		return forge_error("%s: invalid input: the input must be a JSON object", t->name);
-	if (schema_validate(s, input) < 0)
+	if (schema_validate_all(NULL, s, input) < 0)
 		return forge_error_prefix("%s: invalid input", t->name);
 	return 0;
 }

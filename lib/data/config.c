@@ -514,7 +514,7 @@ static int validate(jv value, const char *source, char kind, const char *text, s
 	if (jv_get_kind(value) != JV_KIND_OBJECT)
 		return forge_error("%s: expected an object, got %s", source,
 				   jv_kind_name(jv_get_kind(value)));
-	if (schema_validate(s, value) < 0)
+	if (schema_validate_all(NULL, s, value) < 0)
 		return forge_error_prefix("%s", source);
 	/* Its strings become paths, commands and URLs: C strings. */
 	char *where = NULL;

@@ -108,6 +108,21 @@ jv schema_tool_spec(const char *name);
  */
 int schema_validate(const struct schema *s, jv instance);
 
+/* How many errors schema_validate_all lists at most. */
+#define SCHEMA_MAX_ERRORS 20
+
+/*
+ * Like schema_validate, but on past the first error to every other one (the
+ * next member, item and keyword), so that one reading tells a person or a
+ * model all that is wrong: after a failed keyword the rest of that value's
+ * keywords are skipped, not its siblings.  Returns 0 when valid, or -1 with
+ * the errors joined by "; " as the message.  *errors, when errors is not
+ * NULL, is set either way to a new array (the caller owns it) of the
+ * distinct "path: what" strings in the order met, at most SCHEMA_MAX_ERRORS
+ * (the message then ends "; and more ..."); empty when valid.
+ */
+int schema_validate_all(jv *errors, const struct schema *s, jv instance);
+
 /* Like schema_validate but only answers; sets no message. */
 bool schema_is_valid(const struct schema *s, jv instance);
 
@@ -117,6 +132,10 @@ bool schema_is_valid(const struct schema *s, jv instance);
  * #/$defs/plan.  Borrows instance.
  */
 int schema_validate_def(const char *name, const char *def, jv instance);
+
+/* schema_validate_all at a sub-schema pointer, as schema_validate_def.  A
+ * missing schema or definition is -1 with its message as the one error. */
+int schema_validate_def_all(jv *errors, const char *name, const char *def, jv instance);
 
 void schema_free(struct schema *s);
 

@@ -2,9 +2,10 @@
  * schema_validate.c - validate a jv instance against a compiled schema.
  *
  * Validation walks the node graph and the instance together.  It stops at the
- * first error; the message names the instance path in jq syntax.  Sub-checks
- * whose failure is not itself an error (the branches of anyOf/oneOf/not) run
- * "quiet", building neither paths nor messages.
+ * first error, or with `all` goes on past it to the next member, item and
+ * keyword, up to SCHEMA_MAX_ERRORS; a message names the instance path in jq
+ * syntax.  Sub-checks whose failure is not itself an error (the branches of
+ * anyOf/oneOf/not) run "quiet", building neither paths nor messages.
  */
 #include "data/schema_internal.h"
 #include "core/forge.h"
@@ -22,7 +23,38 @@ struct vctx {
 	int depth;
 	struct buf path;        /* jq-style path of the current instance */
 	char *msg;              /* the first error, "path: what" */
+	bool all;               /* every error, into errors */
+	bool more;              /* all: errors past SCHEMA_MAX_ERRORS were met */
+	jv errors;              /* all: the distinct "path: what" met so far */
 };
+
+/* all: after an error, go on to the next member, item or keyword. */
+static bool keep_going(const struct vctx *v)
+{
+	return v->all && !v->more;
+}
+
+/* all: keep msg (consumed) unless it is there already. */
+static void add_error(struct vctx *v, char *msg)
+{
+	int n = jv_array_length(jv_copy(v->errors));
+
+	for (int i = 0; i < n; i++) {
+		jv e = jv_array_get(jv_copy(v->errors), i);
+		bool same = strcmp(jv_string_value(e), msg) == 0;
+
+		jv_free(e);
+		if (same) {
+			free(msg);
+			return;
+		}
+	}
+	if (n < SCHEMA_MAX_ERRORS)
+		v->errors = jv_array_append(v->errors, jv_string(msg));
+	else
+		v->more = true;
+	free(msg);
+}
 
 static bool fail(struct vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -31,14 +63,17 @@ static bool fail(struct vctx *v, const char *fmt, ...)
 	struct buf b = BUF_INIT;
 	va_list ap;
 
-	if (v->quiet || v->msg)
+	if (v->quiet || (v->msg && !v->all))
 		return false;
 	buf_adds(&b, v->path.len ? v->path.buf : ".");
 	buf_adds(&b, ": ");
 	va_start(ap, fmt);
 	buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	v->msg = buf_detach(&b, NULL);
+	if (v->all)
+		add_error(v, buf_detach(&b, NULL));
+	else
+		v->msg = buf_detach(&b, NULL);
 	return false;
 }
 
@@ -238,7 +273,7 @@ static int prop_cmp(const void *a, const void *b)
  * additionalProperties only when neither named it. */
 static bool check_member(struct vctx *v, const struct node *n, jv key, jv val)
 {
-	bool matched = false;
+	bool matched = false, ok = true;
 	const char *k = jv_string_value(key);
 	size_t klen = (size_t)jv_string_length_bytes(jv_copy(key));
 
@@ -248,19 +283,17 @@ static bool check_member(struct vctx *v, const struct node *n, jv key, jv val)
 
 		if (p) {
 			matched = true;
-			if (!validate_at_key(v, p->schema, key, val))
-				return false;
+			ok = validate_at_key(v, p->schema, key, val);
 		}
 	}
-	for (size_t i = 0; i < n->npprops; i++) {
+	for (size_t i = 0; i < n->npprops && (ok || keep_going(v)); i++) {
 		if (!schema_regex_search(&n->pprops[i].re, k, klen))
 			continue;
 		matched = true;
-		if (!validate_at_key(v, n->pprops[i].schema, key, val))
-			return false;
+		ok = validate_at_key(v, n->pprops[i].schema, key, val) && ok;
 	}
 	if (matched || !n->additional)
-		return true;
+		return ok;
 	if (n->additional->is_bool && !n->additional->bool_value) {
 		struct buf name = BUF_INIT;
 
@@ -289,25 +322,28 @@ static bool check_object(struct vctx *v, const struct node *n, jv x)
 	bool ok = true;
 
 	if ((n->has & ((1u << L_MIN_PROPS) | (1u << L_MAX_PROPS))) &&
-	    !check_count(v, n, jv_object_length(jv_copy(x)), L_MIN_PROPS, L_MAX_PROPS, "properties"))
-		return false;
+	    !check_count(v, n, jv_object_length(jv_copy(x)), L_MIN_PROPS, L_MAX_PROPS, "properties")) {
+		if (!keep_going(v))
+			return false;
+		ok = false;
+	}
 	if (jv_get_kind(n->required) == JV_KIND_ARRAY) {
 		jv_array_foreach(n->required, i, name) {
-			if (ok && !jv_object_has(jv_copy(x), jv_copy(name)))
+			if ((ok || keep_going(v)) && !jv_object_has(jv_copy(x), jv_copy(name)))
 				ok = fail(v, "required property '%s' is missing", jv_string_value(name));
 			jv_free(name);
 		}
-		if (!ok)
+		if (!ok && !keep_going(v))
 			return false;
 	}
 	if (!n->nprops && !n->npprops && !n->additional)
-		return true;
-	for (int it = jv_object_iter(x); ok && jv_object_iter_valid(x, it);
+		return ok;
+	for (int it = jv_object_iter(x); (ok || keep_going(v)) && jv_object_iter_valid(x, it);
 	     it = jv_object_iter_next(x, it)) {
 		jv key = jv_object_iter_key(x, it);
 		jv val = jv_object_iter_value(x, it);
 
-		ok = check_member(v, n, key, val);
+		ok = check_member(v, n, key, val) && ok;
 		jv_free(key);
 		jv_free(val);
 	}
@@ -395,24 +431,20 @@ static bool check_unique(struct vctx *v, jv x, int len)
 static bool check_array(struct vctx *v, const struct node *n, jv x)
 {
 	int len = jv_array_length(jv_copy(x));
+	bool ok = check_count(v, n, len, L_MIN_ITEMS, L_MAX_ITEMS, "items");
 
-	if (!check_count(v, n, len, L_MIN_ITEMS, L_MAX_ITEMS, "items"))
-		return false;
-	if (n->unique && !check_unique(v, x, len))
-		return false;
-	for (int i = 0; i < len; i++) {
+	if (ok || keep_going(v))
+		ok = (!n->unique || check_unique(v, x, len)) && ok;
+	for (int i = 0; i < len && (ok || keep_going(v)); i++) {
 		const struct node *sub = (size_t)i < n->prefix.n ? n->prefix.v[i] : n->items;
-		bool ok;
 
 		if (!sub)
 			break;
 		jv item = jv_array_get(jv_copy(x), i);
-		ok = validate_at_index(v, sub, i, item);
+		ok = validate_at_index(v, sub, i, item) && ok;
 		jv_free(item);
-		if (!ok)
-			return false;
 	}
-	return true;
+	return ok;
 }
 
 /* "format": "regex": x compiles as a PCRE2 pattern. */
@@ -491,16 +523,19 @@ static bool check_number(struct vctx *v, const struct node *n, jv x)
 /* Run n quietly: for branches whose own failure is not the error. */
 static bool matches(struct vctx *v, const struct node *n, jv x)
 {
-	struct vctx q = { 1, v->depth, BUF_INIT, NULL };
+	struct vctx q = { .quiet = 1, .depth = v->depth, .path = BUF_INIT };
 
 	return validate(&q, n, x);
 }
 
 static bool check_combinators(struct vctx *v, const struct node *n, jv x)
 {
-	for (size_t i = 0; i < n->all_of.n; i++)
-		if (!validate(v, n->all_of.v[i], x))
-			return false;
+	bool ok = true;
+
+	for (size_t i = 0; i < n->all_of.n && (ok || keep_going(v)); i++)
+		ok = validate(v, n->all_of.v[i], x) && ok;
+	if (!ok)
+		return false;
 	if (n->any_of.n) {
 		size_t i = 0;
 
@@ -550,32 +585,80 @@ static bool validate(struct vctx *v, const struct node *n, jv x)
 	if (v->depth >= MAX_VALIDATE_DEPTH)
 		return fail(v, "schema recursion deeper than %d levels", MAX_VALIDATE_DEPTH);
 	v->depth++;
-	ok = (!n->ref_target || validate(v, n->ref_target, x)) &&
-	     check_type(v, n, x) &&
-	     (!n->has_enum || check_enum(v, n, x)) &&
-	     (!n->has_const || check_const(v, n, x)) &&
-	     check_kind(v, n, x) &&
-	     check_combinators(v, n, x);
+	ok = !n->ref_target || validate(v, n->ref_target, x);
+	if (ok || keep_going(v))
+		ok = check_type(v, n, x) &&
+		     (!n->has_enum || check_enum(v, n, x)) &&
+		     (!n->has_const || check_const(v, n, x)) &&
+		     check_kind(v, n, x) &&
+		     check_combinators(v, n, x) && ok;
 	v->depth--;
 	return ok;
 }
 
-int schema_validate_node(const struct node *n, jv instance)
+/* The message of an `all` validation: its errors joined by "; ". */
+static void set_all_message(const struct vctx *v)
 {
-	struct vctx v = { 0, 0, BUF_INIT, NULL };
+	struct buf b = BUF_INIT;
+
+	jv_array_foreach(v->errors, i, e) {
+		buf_adds(&b, i ? "; " : "");
+		buf_adds(&b, jv_string_value(e));
+		jv_free(e);
+	}
+	if (v->more)
+		buf_addf(&b, "; and more (only the first %d are listed)", SCHEMA_MAX_ERRORS);
+	forge_error("%s", b.buf);
+	buf_release(&b);
+}
+
+/* errors NULL: stop at the first error; otherwise collect them there. */
+static int validate_node(const struct node *n, jv instance, jv *errors)
+{
+	struct vctx v = { .path = BUF_INIT, .all = errors != NULL,
+			  .errors = errors ? jv_array() : jv_invalid() };
 	int rc = 0;
 	bool ok = validate(&v, n, instance);
 
 	/* a bad part of a lazy schema, met on the way: the schema's error */
 	if (n->owner->error) {
+		if (v.all) {
+			jv_free(v.errors);
+			v.errors = jv_array_append(jv_array(), jv_string(n->owner->error));
+		}
 		forge_error("%s", n->owner->error);
 		rc = -1;
 	} else if (!ok) {
-		forge_error("%s", v.msg ? v.msg : ".: value is not valid");
+		if (v.all && jv_array_length(jv_copy(v.errors)) == 0)
+			v.errors = jv_array_append(v.errors, jv_string(".: value is not valid"));
+		if (v.all)
+			set_all_message(&v);
+		else
+			forge_error("%s", v.msg ? v.msg : ".: value is not valid");
 		rc = -1;
 	}
+	if (errors)
+		*errors = v.errors;
 	buf_release(&v.path);
 	free(v.msg);
+	return rc;
+}
+
+int schema_validate_node(const struct node *n, jv instance)
+{
+	return validate_node(n, instance, NULL);
+}
+
+int schema_validate_all(jv *errors, const struct schema *s, jv instance)
+{
+	jv unused;
+	int rc;
+
+	pthread_mutex_lock(&schema_mutex);
+	rc = validate_node(s->nodes[0], instance, errors ? errors : &unused);
+	pthread_mutex_unlock(&schema_mutex);
+	if (!errors)
+		jv_free(unused);
 	return rc;
 }
 
@@ -591,7 +674,7 @@ int schema_validate(const struct schema *s, jv instance)
 
 bool schema_is_valid(const struct schema *s, jv instance)
 {
-	struct vctx v = { 1, 0, BUF_INIT, NULL };
+	struct vctx v = { .quiet = 1, .path = BUF_INIT };
 	bool ok;
 
 	pthread_mutex_lock(&schema_mutex);
@@ -600,7 +683,9 @@ bool schema_is_valid(const struct schema *s, jv instance)
 	return ok;
 }
 
-int schema_validate_def(const char *name, const char *def, jv instance)
+/* schema_validate_def (errors NULL) or schema_validate_def_all (*errors
+ * set when a node was found). */
+static int validate_def(const char *name, const char *def, jv instance, jv *errors)
 {
 	/* schema_get's schema is the cache's; finding a node may compile it */
 	struct schema *s = (struct schema *)schema_get(name);
@@ -617,8 +702,28 @@ int schema_validate_def(const char *name, const char *def, jv instance)
 	if (rc == 0 && !n)
 		rc = forge_error("schema '%s' has no definition '%s'", name, def);
 	else if (rc == 0)
-		rc = schema_validate_node(n, instance);
+		rc = validate_node(n, instance, errors);
 	pthread_mutex_unlock(&schema_mutex);
 	buf_release(&ptr);
+	return rc;
+}
+
+int schema_validate_def(const char *name, const char *def, jv instance)
+{
+	return validate_def(name, def, instance, NULL);
+}
+
+int schema_validate_def_all(jv *errors, const char *name, const char *def, jv instance)
+{
+	jv found = jv_invalid();
+	int rc = validate_def(name, def, instance, &found);
+
+	/* no node to validate against: its message is the one error */
+	if (!jv_is_valid(found))
+		found = rc < 0 ? JV_ARRAY(jv_string(forge_last_error())) : jv_array();
+	if (errors)
+		*errors = found;
+	else
+		jv_free(found);
 	return rc;
 }

@@ -194,6 +194,20 @@ static void schema_error(struct build *b, size_t i, const char *msg)
 		NODE_ERR(b, i, "%s", strncmp(msg, ".: ", 3) == 0 ? msg + 3 : msg);   /* the node itself */
 }
 
+/* Node i against the schema, every error said; borrows node. */
+static bool node_valid(struct build *b, size_t i, jv node)
+{
+	jv errors;
+	bool ok = schema_validate_def_all(&errors, SCHEMA, "node", node) == 0;
+
+	jv_array_foreach(errors, k, e) {
+		schema_error(b, i, jv_string_value(e));
+		jv_free(e);
+	}
+	jv_free(errors);
+	return ok;
+}
+
 /* First pass: ids, fields, the schema of each node.  Consumes nodes. */
 static void read_nodes(struct build *b, jv nodes)
 {
@@ -213,8 +227,8 @@ static void read_nodes(struct build *b, jv nodes)
 		nd->program = dup_or_null(json_get_str(node, "program"));
 		if (jv_get_kind(node) != JV_KIND_OBJECT) {
 			NODE_ERR(b, (size_t)i, "a node is an object with an id and a phase or a program");
-		} else if (schema_validate_def(SCHEMA, "node", node) < 0) {
-			schema_error(b, (size_t)i, forge_last_error());
+		} else if (!node_valid(b, (size_t)i, node)) {
+			/* node_valid said what is wrong */
 		} else {
 			b->valid[i] = true;
 			for (int j = 0; j < i; j++)
@@ -666,14 +680,22 @@ static void sort_errors(struct build *b)
 static bool check_top(struct build *b, jv doc)
 {
 	const struct schema *s = schema_get(SCHEMA);
-	bool ok = s && schema_validate(s, doc) == 0;
+	jv errors;
 
+	if (!s)
+		add_error(b, 0, NULL, "%s", forge_last_error());
 	if (jv_get_kind(doc) != JV_KIND_OBJECT) {
 		add_error(b, 0, NULL, "a pipeline is a JSON object {\"pipeline\", \"version\", \"nodes\"}");
 		return false;
 	}
-	if (!ok)
-		add_error(b, 0, NULL, "%s", forge_last_error());
+	if (s && schema_validate_all(&errors, s, doc) < 0) {
+		jv_array_foreach(errors, k, e) {
+			add_error(b, 0, NULL, "%s", jv_string_value(e));
+			jv_free(e);
+		}
+	}
+	if (s)
+		jv_free(errors);
 	jv nodes = json_get(doc, "nodes");
 	int n = jv_get_kind(nodes) == JV_KIND_ARRAY ? jv_array_length(jv_copy(nodes)) : -1;
 	jv_free(nodes);

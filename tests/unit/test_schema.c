@@ -31,18 +31,55 @@ static struct schema *compile(const char *text)
 	return s;
 }
 
+/* errors' first string is msg; borrows errors. */
+static bool first_is(jv errors, const char *msg)
+{
+	jv e = jv_array_get(jv_copy(errors), 0);
+	bool same = jv_get_kind(e) == JV_KIND_STRING && strcmp(jv_string_value(e), msg) == 0;
+
+	jv_free(e);
+	return same;
+}
+
+/* The errors of schema_validate_all on instance text, joined by " | ", in a
+ * static buffer ("" when valid). */
+static const char *all_errors(const struct schema *s, const char *instance)
+{
+	static char msg[4096];
+	jv x = parse(instance), errors;
+	struct buf b = BUF_INIT;
+
+	schema_validate_all(&errors, s, x);
+	jv_array_foreach(errors, i, e) {
+		buf_adds(&b, i ? " | " : "");
+		buf_adds(&b, jv_string_value(e));
+		jv_free(e);
+	}
+	snprintf(msg, sizeof msg, "%s", b.len ? b.buf : "");
+	buf_release(&b);
+	jv_free(errors);
+	jv_free(x);
+	return msg;
+}
+
 /* Validate instance text; returns the message ("" when valid) in a static
  * buffer so checks read naturally. */
 static const char *check(const struct schema *s, const char *instance)
 {
 	static char msg[1024];
-	jv x = parse(instance);
+	jv x = parse(instance), errors;
 	int rc = schema_validate(s, x);
 	bool quiet = schema_is_valid(s, x);
 
 	snprintf(msg, sizeof msg, "%s", rc == 0 ? "" : forge_last_error());
 	if (quiet != (rc == 0))
 		snprintf(msg, sizeof msg, "schema_is_valid disagrees on %s", instance);
+	/* every error, the first one first */
+	if (schema_validate_all(&errors, s, x) != rc)
+		snprintf(msg, sizeof msg, "schema_validate_all disagrees on %s", instance);
+	else if (rc < 0 && !first_is(errors, msg))
+		snprintf(msg, sizeof msg, "schema_validate_all's first error differs on %s", instance);
+	jv_free(errors);
 	jv_free(x);
 	return msg;
 }
@@ -250,6 +287,57 @@ static void test_messages(void)
 	CHECK_STR(check(s, "{\"status\":1,\"k\":{\"a\":1.0},\"n\":9.5,\"s\":\"xy\",\"l\":[[]],"
 			   "\"one\":-1,\"any\":null,\"not\":0,\"m\":1.5}"), "");
 	schema_free(s);
+}
+
+/* Every error at once: siblings, items, required and members, the same one
+ * once; after a value's failed keyword, not its other keywords; at most
+ * SCHEMA_MAX_ERRORS, the message saying there were more. */
+static void test_validate_all(void)
+{
+	struct schema *s = compile(
+		"{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"additionalProperties\":false,"
+		"\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":5},"
+		"\"l\":{\"items\":{\"type\":\"string\"},\"maxItems\":2},"
+		"\"o\":{\"properties\":{\"x\":{\"const\":1},\"y\":{\"enum\":[\"p\"]}}},"
+		"\"a\":{}, \"b\":{}, \"d\":{\"allOf\":[{\"type\":\"string\"},{\"type\":\"string\"}]}}}");
+	jv errors, many = jv_array();
+
+	CHECK_MSG(s, "%s", forge_last_error());
+	CHECK_STR(all_errors(s, "{\"a\":1,\"b\":2}"), "");
+	CHECK_STR(all_errors(s, "{\"n\":\"x\",\"l\":[1,\"ok\",true],\"o\":{\"x\":2,\"y\":\"q\"},\"typo\":0}"),
+		  ".: required property 'a' is missing | .: required property 'b' is missing | "
+		  ".n: expected integer, got string | .l: expected at most 2 items, got 3 | "
+		  ".l[0]: expected string, got number | .l[2]: expected string, got boolean | "
+		  ".o.x: value must be 1 | .o.y: value is not one of the allowed values (p) | "
+		  ".: unexpected property 'typo'");
+	/* one failed keyword of a value: its others are not added (the minimum) */
+	CHECK_STR(all_errors(s, "{\"a\":1,\"b\":2,\"n\":1.5}"), ".n: expected integer, got number");
+	/* two allOf branches saying the same: said once */
+	CHECK_STR(all_errors(s, "{\"a\":1,\"b\":2,\"d\":1}"), ".d: expected string, got number");
+	schema_free(s);
+
+	s = compile("{\"items\":{\"type\":\"string\"}}");
+	for (int i = 0; i < SCHEMA_MAX_ERRORS + 5; i++)
+		many = jv_array_append(many, jv_number(i));
+	CHECK_INT(schema_validate_all(&errors, s, many), -1);
+	CHECK_INT(jv_array_length(jv_copy(errors)), SCHEMA_MAX_ERRORS);
+	CHECK_MSG(strstr(forge_last_error(), ".[19]: expected string, got number; and more (only the first 20 are listed)"),
+		  "%s", forge_last_error());
+	CHECK(strncmp(forge_last_error(), ".[0]: expected string, got number; .[1]: ", 41) == 0);
+	jv_free(errors);
+	jv_free(many);
+	schema_free(s);
+
+	/* at a definition; a missing one is its one error */
+	jv bad = parse("{\"id\":\"a\",\"phase\":\"plan\",\"need\":[],\"retry\":{\"max\":0}}");
+	CHECK_INT(schema_validate_def_all(&errors, "pipeline.schema.json", "node", bad), -1);
+	CHECK_STR(forge_last_error(), ".: unexpected property 'need'; .retry.max: 0 is less than the minimum 1");
+	CHECK_INT(jv_array_length(errors), 2);
+	CHECK_INT(schema_validate_def_all(&errors, "pipeline.schema.json", "nope", bad), -1);
+	CHECK(first_is(errors, "schema 'pipeline.schema.json' has no definition 'nope'"));
+	jv_free(errors);
+	CHECK_INT(schema_validate_def_all(NULL, "pipeline.schema.json", "node", bad), -1);
+	jv_free(bad);
 }
 
 static void test_refs(void)
@@ -922,6 +1010,7 @@ int main(void)
 	RUN(test_boolean_schemas);
 	RUN(test_nested_error_paths);
 	RUN(test_messages);
+	RUN(test_validate_all);
 	RUN(test_refs);
 	RUN(test_arrays);
 	RUN(test_strings_and_patterns);
