@@ -564,6 +564,79 @@ static void header_name(struct buf *b, const char *id)
 	}
 }
 
+/* A collection error's section ("ERROR collecting PATH": a test module
+ * that does not import, a syntax error, a conftest.py that raises): its
+ * place is in the project, not in importlib or pytest, which its traceback
+ * goes through first; what its last "E" line says is its message (the
+ * short summary names the module alone).  collected is what the header
+ * names (a path, or "test session"). */
+struct collect_error {
+	const char *collected;
+	size_t cn;
+	const char *last_e;     /* the section's last "E   ..." line, after the E */
+	size_t en;
+};
+
+/* Whether path (pn bytes) is collected, or ends in "/" and it (pytest's
+ * SyntaxError names the module by its absolute path). */
+static bool is_collected(const struct collect_error *ce, const char *path, size_t pn)
+{
+	if (pn < ce->cn || memcmp(path + pn - ce->cn, ce->collected, ce->cn) != 0)
+		return false;
+	return pn == ce->cn || path[pn - ce->cn - 1] == '/';
+}
+
+/* One line of a collection error's section (the case's output has it). */
+static void collect_line(struct testcase *c, struct collect_error *ce, const char *line, size_t n)
+{
+	const char *file;
+	size_t flen;
+	long ln;
+
+	/* a frame "tests/test_bad.py:1: in <module>" in the project (not
+	 * "/usr/lib/…" or "<frozen importlib._bootstrap>:…"): the newest wins */
+	if (n && line[0] != ' ' && line[0] != '/' && line[0] != '<' && tr_file_line(line, n, &file, &flen, &ln) &&
+	    file == line) {
+		testcase_set(&c->file, file, flen);
+		c->line = ln;
+		return;
+	}
+	if (n < 2 || line[0] != 'E' || line[1] != ' ')
+		return;
+	const char *e = line + 1;
+	size_t en = n - 1;
+
+	tr_trim(&e, &en);
+	if (!en)
+		return;
+	ce->last_e = e;
+	ce->en = en;
+	/* a SyntaxError's 'File "/abs/tests/test_bad.py", line 4' */
+	const char *at = tr_find(e, en, "\", line ");
+
+	if (tr_prefix(e, en, "File \"") && at && is_collected(ce, e + 6, (size_t)(at - e - 6))) {
+		const char *num = at + 8;
+		size_t left = en - (size_t)(num - e);
+
+		if (tr_number(&num, &left, &ln)) {
+			testcase_set(&c->file, ce->collected, ce->cn);
+			c->line = ln;
+		}
+	}
+}
+
+/* The end of a collection error's section: its message from its last "E"
+ * line, and its file the module it collected when no frame named one. */
+static void collect_end(struct testcase *c, struct collect_error *ce)
+{
+	if (!c || !ce->collected)
+		return;
+	if (!c->message && ce->last_e)
+		testcase_set(&c->message, ce->last_e, ce->en);
+	if (!c->file && ce->cn > 3 && !memcmp(ce->collected + ce->cn - 3, ".py", 3))
+		testcase_set(&c->file, ce->collected, ce->cn);
+}
+
 int testrun_parse_pytest(struct testrun *out, const char *text, size_t len)
 {
 	struct tr_lines it;
@@ -596,8 +669,15 @@ int testrun_parse_pytest(struct testrun *out, const char *text, size_t len)
 		size_t idn = n - (err ? 6 : 7);
 		const char *dash = tr_find(id, idn, " - ");
 		size_t nn = dash ? (size_t)(dash - id) : idn;
-		if (!tr_find(id, nn, "::") && !tr_find(id, nn, ".py"))
+		/* "ERROR  - RuntimeError: …": the session's own collection
+		 * failed (a conftest.py below the first one raised), named as
+		 * its section is, "ERROR collecting test session" */
+		if (err && nn <= 1 && dash) {
+			id = "test session";
+			nn = 12;
+		} else if (!tr_find(id, nn, "::") && !tr_find(id, nn, ".py")) {
 			continue;
+		}
 		char *nm = xstrndup(id, nn);
 		bool dup = testrun_find(out, nm) != NULL;
 		free(nm);
@@ -608,13 +688,14 @@ int testrun_parse_pytest(struct testrun *out, const char *text, size_t len)
 			break;
 		c->error = err;
 		if (dash)
-			testcase_set(&c->message, dash + 3, idn - nn - 3);
+			testcase_set(&c->message, dash + 3, idn - (size_t)(dash + 3 - (line + (err ? 6 : 7))));
 		const char *sep = tr_find(id, nn, "::");
 		if (sep)
 			testcase_set(&c->file, id, (size_t)(sep - id));
 	}
 	/* the FAILURES / ERRORS sections: "____ name ____" then the traceback */
 	struct testcase *section = NULL;
+	struct collect_error ce = { 0 };
 	tr_lines_init(&it, text, len);
 	while (tr_next_line(&it, &line, &n)) {
 		if (n > 8 && line[0] == '_' && line[1] == '_' && line[n - 1] == '_') {
@@ -632,6 +713,15 @@ int testrun_parse_pytest(struct testrun *out, const char *text, size_t len)
 				hn -= (size_t)(of + 4 - h);
 				h = of + 4;
 			}
+			collect_end(section, &ce);
+			ce = (struct collect_error){ 0 };
+			bool collecting = tr_prefix(h, hn, "ERROR collecting ") && hn > 17;
+			if (collecting) {
+				h += 17;
+				hn -= 17;
+				ce.collected = h;
+				ce.cn = hn;
+			}
 			section = NULL;
 			for (size_t i = 0; i < out->ncases; i++) {
 				struct buf want = BUF_INIT;
@@ -643,13 +733,29 @@ int testrun_parse_pytest(struct testrun *out, const char *text, size_t len)
 					break;
 				}
 			}
+			/* (a run without the short summary, -rN: the section is
+			 * all there is of it) */
+			if (!section && collecting) {
+				char *nm = xstrndup(h, hn);
+				bool named = testrun_find(out, nm) != NULL;
+				free(nm);
+				if (!named && (section = testrun_add(out, h, hn, TC_FAIL)) != NULL)
+					section->error = true;
+			}
+			if (!section)
+				ce = (struct collect_error){ 0 };
 			continue;
 		}
 		if (n && line[0] == '=') {
+			collect_end(section, &ce);
+			ce = (struct collect_error){ 0 };
 			section = NULL;
 			continue;
 		}
-		if (section) {
+		if (section && ce.collected) {
+			testcase_append(&section->output, line, n);
+			collect_line(section, &ce, line, n);
+		} else if (section) {
 			testcase_append(&section->output, line, n);
 			const char *file;
 			size_t flen;
@@ -660,6 +766,7 @@ int testrun_parse_pytest(struct testrun *out, const char *text, size_t len)
 			}
 		}
 	}
+	collect_end(section, &ce);
 	out->failed = failed;
 	out->passed = passed;
 	out->skipped = skipped;

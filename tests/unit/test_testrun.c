@@ -157,6 +157,38 @@ static void test_pytest(void)
 	COUNTS(r, "pytest", 8, 3, 3, 2);
 	testrun_release(&r);
 
+	/* test modules that do not import: each "ERROR collecting PATH"
+	 * section is its case's output, its last E line the message, the
+	 * module's line the place (before: all three empty, the short
+	 * summary naming the module alone) */
+	CHECK(parse_fixture(&r, "pytest_collect_errors.txt") == 0);
+	COUNTS(r, "pytest", 2, 0, 2, 0);
+	c = testrun_find(&r, "tests/test_imp.py");
+	CHECK(c && c->status == TC_FAIL && c->error);
+	CHECK_STR(c->message, "ModuleNotFoundError: No module named 'no_such_module'");
+	CHECK_STR(c->file, "tests/test_imp.py");
+	CHECK_INT(c->line, 1);
+	CHECK(c->output && strstr(c->output, "import no_such_module"));
+	c = testrun_find(&r, "tests/test_syn.py");
+	CHECK(c && c->status == TC_FAIL);
+	CHECK_STR(c->message, "SyntaxError: invalid syntax");
+	CHECK_STR(c->file, "tests/test_syn.py");
+	CHECK_INT(c->line, 4);
+	CHECK(c->output && strstr(c->output, "def test_x(:"));
+	testrun_release(&r);
+
+	/* a conftest.py below the first that raises: the session's own
+	 * collection, "ERROR  - RuntimeError: …" (before: no case at all) */
+	CHECK(parse_fixture(&r, "pytest_conftest_error.txt") == 0);
+	COUNTS(r, "pytest", 1, 0, 1, 0);
+	c = testrun_find(&r, "test session");
+	CHECK(c && c->status == TC_FAIL);
+	CHECK_STR(c->message, "RuntimeError: conftest broke");
+	CHECK_STR(c->file, "tests/sub/conftest.py");
+	CHECK_INT(c->line, 3);
+	CHECK(c->output && strstr(c->output, "raise RuntimeError"));
+	testrun_release(&r);
+
 	CHECK(parse_fixture(&r, "pytest_junit.xml") == 0);
 	COUNTS(r, "junit", 7, 2, 3, 2);
 	c = testrun_find(&r, "test_fail");
