@@ -308,6 +308,8 @@ static bool describe(struct buf *t, const char *type, const char *phase, jv ev, 
 			 json_get_str(p, "reason") ? ": " : "", str_or(p, "reason", ""));
 	else if (!strcmp(type, "run.merged"))
 		buf_addf(t, "merged into %s at %.12s", str_or(p, "branch", "?"), str_or(p, "commit", "?"));
+	else if (!strcmp(type, "run.merge_conflict"))
+		buf_addf(t, "merge into %s refused: %s", str_or(p, "branch", "?"), str_or(p, "reason", "?"));
 	else
 		return false;
 	return true;
@@ -671,7 +673,7 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		  const struct config *cfg, const char *trace)
 {
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), gates = jv_null(), rejected = jv_null();
-	jv trip = jv_null(), lease = jv_null();
+	jv trip = jv_null(), lease = jv_null(), conflict = jv_null();
 	char key[128], when[32];
 	double spent = 0;
 
@@ -680,6 +682,7 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	store_event_last(&merged, st, trace, "run.merged");
 	store_event_last(&rejected, st, trace, "gate.rejected");
 	store_event_last(&trip, st, trace, "breaker.tripped");
+	store_event_last(&conflict, st, trace, "run.merge_conflict");
 	gate_list(&gates, st, trace, true);
 	enum run_status s = run_status_of(json_get_str(run, "status"));
 	jv commit = json_get_path(cp, "changes.commit");
@@ -725,6 +728,20 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 					 json_get_num(lease, "pid", 0),
 					 json_get_str(lease, "host") ? json_get_str(lease, "host") : "?", when);
 		}
+	} else if ((s == RUN_COMPLETED || s == RUN_FAILED) && jv_get_kind(conflict) == JV_KIND_OBJECT &&
+		   runview_mergeable(st, trace)) {
+		/* forge merge --no-ff found the changes in conflict: it would
+		 * only refuse again; git merges it and the person resolves it
+		 * (before: forge merge again, which conflicted again) */
+		jv p = json_get(conflict, "payload");
+		const char *branch = json_get_str(p, "branch"), *run_branch = json_get_str(p, "run_branch");
+
+		buf_addf(out, "git merge %s", run_branch ? run_branch : "forge/TRACE");
+		buf_addf(why, "forge merge refused it (%s with '%s'): on '%s', run that, resolve the conflicts "
+			 "and git commit; then forge merge %s records the run as merged",
+			 json_get_str(p, "reason") ? json_get_str(p, "reason") : "the changes conflict",
+			 branch ? branch : "?", branch ? branch : "?", trace);
+		jv_free(p);
 	} else if (s == RUN_COMPLETED) {
 		if (changed) {
 			buf_addf(out, "forge diff %s && forge merge %s", trace, trace);
@@ -820,6 +837,7 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	}
 	jv_free(lease);
 	jv_free(trip);
+	jv_free(conflict);
 	jv_free(dstatus);
 	jv_free(rejected);
 	jv_free(commit);

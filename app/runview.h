@@ -132,7 +132,9 @@ jv runview_removed(struct forge_git *g, jv task);
  * The next command a person would run for the run, from where it stands in
  * the store, appended to out: a command only, that can be pasted into a
  * shell as it is ("forge gate approve ID && forge resume TRACE", "forge diff
- * TRACE && forge merge TRACE", "forge merge [--no-ff] TRACE", "forge run
+ * TRACE && forge merge TRACE", "forge merge [--no-ff] TRACE", "git merge
+ * forge/TRACE" (forge merge found its changes in conflict: run.merge_conflict),
+ * "forge run
  * 'TASK'" (a rejected gate, a deploy rolled back: a resume does not go on),
  * "forge config set [--global] KEY VALUE && forge resume TRACE" (a limit
  * stopped it: raised, or a resume trips it again), "forge resume --budget

@@ -41,7 +41,8 @@ static const struct cli_spec spec = {
 		       "trace id.",
 	.options = options,
 	.extra_help = "Exit status: 0 merged (or merged already, or the run made no change: nothing to\n"
-		      "merge), 1 the changes conflict (nothing changed), 2 no such run, not completed,\n"
+		      "merge), 1 the changes conflict (nothing changed: merge it with git, then forge merge\n"
+		      "TRACE records it), 2 no such run, not completed,\n"
 		      "the checkout is dirty, on another branch or detached, the base branch moved and\n"
 		      "--no-ff was not given (or moved while it merged: merge again), or the merge\n"
 		      "commit is git's to make; 5 git or the\n"
@@ -141,19 +142,45 @@ out:
 	return rc;
 }
 
+/* Store event `type` of trace with payload p (consumed): -1 with
+ * forge_error() when it was not stored. */
+static int put_event(struct store *st, const char *trace, const char *type, jv p)
+{
+	struct stream_out out;
+	int rc;
+
+	stream_out_init(&out, stdout, "forge-merge", NULL);
+	stream_out_set_trace(&out, trace);
+	jv ev = stream_event_new(&out, type, p);
+	rc = store_event_put(st, ev, NULL, 0, NULL);
+	jv_free(ev);
+	return rc;
+}
+
 /* Record run.merged {branch, commit, how, run_branch}. */
 static void record(struct store *st, const char *trace, const struct target *t, const char *commit, const char *how)
 {
-	struct stream_out out;
 	jv p = json_set(json_set(jv_object(), "branch", jv_string(t->branch)), "commit", jv_string(commit));
 
 	p = json_set(json_set(p, "how", jv_string(how)), "run_branch", jv_string(t->run_branch));
-	stream_out_init(&out, stdout, "forge-merge", NULL);
-	stream_out_set_trace(&out, trace);
-	jv ev = stream_event_new(&out, "run.merged", p);
-	if (store_event_put(st, ev, NULL, 0, NULL) < 0)
+	if (put_event(st, trace, "run.merged", p) < 0)
 		fprintf(stderr, "forge-merge: merged, but the event was not stored: %s\n", forge_last_error());
-	jv_free(ev);
+}
+
+/* The merge commit conflicted (why: git's "the changes conflict in FILES"):
+ * said with what to do -- git merges it, the person resolves it, and forge
+ * merge then finds the run in the branch -- and recorded as
+ * run.merge_conflict {branch, run_branch, reason}, so that forge show's
+ * next step is that merge, not this one again (runview_next). */
+static void conflicted(struct store *st, const char *trace, const struct target *t, const char *why)
+{
+	jv p = json_set(json_set(jv_object(), "branch", jv_string(t->branch)), "run_branch", jv_string(t->run_branch));
+
+	fprintf(stderr, "forge-merge: %s (nothing changed): merge it by hand on '%s': git merge %s, resolve the "
+			"conflicts, git commit; then forge merge %s records the run as merged\n", why, t->branch,
+		t->run_branch, trace);
+	if (put_event(st, trace, "run.merge_conflict", json_set(p, "reason", jv_string(why))) < 0)
+		fprintf(stderr, "forge-merge: the conflict was not recorded: %s\n", forge_last_error());
 }
 
 static int merge(struct store *st, struct forge_git *g, const char *trace, bool no_ff)
@@ -296,10 +323,17 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 		rc = FORGE_EXIT_USAGE;
 		goto out;
 	}
-	if (e < 0 || e == FORGE_GIT_CONFLICT || e == FORGE_GIT_BLOCKED) {
+	if (e == FORGE_GIT_CONFLICT) {
+		char *why = xstrdup(forge_last_error());
+
+		conflicted(st, trace, &t, why);
+		free(why);
+		rc = FORGE_EXIT_REJECTED;
+		goto out;
+	}
+	if (e < 0 || e == FORGE_GIT_BLOCKED) {
 		fprintf(stderr, "forge-merge: %s\n", forge_last_error());
-		rc = e == FORGE_GIT_CONFLICT ? FORGE_EXIT_REJECTED
-		   : e == FORGE_GIT_BLOCKED ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
+		rc = e == FORGE_GIT_BLOCKED ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
 		goto out;
 	}
 	if (!commit)

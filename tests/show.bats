@@ -464,6 +464,28 @@ setup() {
 	[ "$(jq -s '[.[] | select(.type == "run.merged")] | length' <<<"$output")" -eq 0 ]
 }
 
+@test "forge merge --no-ff that conflicts says to merge by hand, and forge show's next is that merge; done so, forge merge records it (hunt67 #4)" {
+	sed -i 's/a - b/b - a/; s/usage: calc/usage:  calc/' calc.c
+	git commit -qam "a conflicting edit on main"
+	run -1 --separate-stderr forge merge --no-ff "$T1"
+	[[ $stderr == *"the changes conflict in calc.c (nothing changed): merge it by hand on 'main': git merge forge/$T1, resolve the conflicts, git commit; then forge merge $T1 records the run as merged"* ]]
+	run -0 --separate-stderr forge show "$T1"
+	[[ $output == *"next      git merge forge/$T1"* ]]
+	[[ $output == *"why       forge merge refused it (the changes conflict in calc.c with 'main'): on 'main', run that, resolve the conflicts and git commit; then forge merge $T1 records the run as merged"* ]]
+	[[ $output == *"merge into main refused: the changes conflict in calc.c"* ]]
+	[[ $output != *"forge merge $T1"$'\n'* ]]
+	# what it says works: git merges, the person resolves, forge records
+	run -1 git merge -q --no-edit "forge/$T1"
+	git checkout -q --theirs calc.c
+	git add calc.c
+	git commit -q --no-edit
+	run -0 --separate-stderr forge merge "$T1"
+	[[ $output == *"run $T1 is in main already (merged outside forge); recorded as merged"* ]]
+	run -0 --separate-stderr forge show "$T1"
+	[[ $output == *"status    merged into main"* ]]
+	[[ $output != *"git merge"* ]]
+}
+
 @test "forge merge: a file git does not track in the way is named, exit 2, nothing changed; then it merges" {
 	# the run's branch adds NOTES.md; the checkout has one of its own, untracked
 	git -C "$REPO/.forge/worktrees/$T1" checkout -q "forge/$T1" 2>/dev/null || true
