@@ -81,6 +81,51 @@ bool runview_mergeable(struct store *st, const char *trace)
 	return yes;
 }
 
+bool runview_pipeline(struct store *st, const char *trace)
+{
+	jv run = jv_null();
+	bool yes = store_run_get(&run, st, trace) == 0 && jv_get_kind(run) != JV_KIND_OBJECT;
+
+	jv_free(run);
+	return yes;
+}
+
+void runview_not_a_run(struct buf *out, const char *trace)
+{
+	buf_addf(out, "%s is not a forge run: phases run by hand (a shell pipeline) made that trace; "
+		 "forge show %s says what is left of it", trace, trace);
+}
+
+jv runview_pipeline_place(struct forge_git *g, const char *trace)
+{
+	char name[FORGE_GIT_RUN_NAME_SIZE];
+	char *sha = NULL;
+	jv place = jv_object(), wts = jv_null(), wt;
+	struct buf branch = BUF_INIT;
+
+	if (!g || forge_git_run_name(name, trace) < 0)
+		goto out;
+	buf_addf(&branch, "forge/%s", name);
+	if (forge_git_resolve(&sha, g, branch.buf) == 0)
+		place = json_set(place, "branch", jv_string(branch.buf));
+	free(sha);
+	buf_reset(&branch);
+	buf_addf(&branch, "refs/forge/%s/base", name);
+	if (forge_git_resolve(&sha, g, branch.buf) == 0)
+		place = json_set(place, "kept_ref", jv_string(branch.buf));
+	if (forge_git_worktree_list(&wts, g, trace) == 0 && jv_array_length(jv_copy(wts)) > 0) {
+		wt = jv_array_get(jv_copy(wts), 0);
+		if (json_get_str(wt, "path"))
+			place = json_set(place, "worktree", json_get(wt, "path"));
+		jv_free(wt);
+	}
+out:
+	jv_free(wts);
+	free(sha);
+	buf_release(&branch);
+	return place;
+}
+
 /* ---- from the events ------------------------------------------------- */
 
 struct walk {
@@ -366,6 +411,17 @@ static jv diff_of(struct store *st, struct forge_git *g, const char *trace, jv s
 	jv files = jv_invalid(), d = jv_null(), ch = json_get(state, "changes");
 
 	runview_refs(&branch, &base, st, trace);
+	/* no checkpoint (a trace of phases run by hand): the base ref that
+	 * forge-implement kept, refs/forge/NAME/base */
+	char name[FORGE_GIT_RUN_NAME_SIZE];
+	if (g && !base && forge_git_run_name(name, trace) == 0) {
+		struct buf ref = BUF_INIT;
+
+		buf_addf(&ref, "refs/forge/%s/base", name);
+		if (forge_git_resolve(&base, g, ref.buf) < 0)
+			base = NULL;
+		buf_release(&ref);
+	}
 	if (g && base && forge_git_resolve(&head, g, branch) == 0 &&
 	    forge_git_diff_revs(with_patch ? &patch : NULL, &files, g, base, head) == 0) {
 		d = json_set(json_set(jv_object(), "from", jv_string("git")), "base", jv_string(base));
@@ -459,14 +515,21 @@ int runview_load(jv *out, struct store *st, struct forge_git *g, const char *tra
 		run = runview_shown(st, json_set(run, "config", jv_null()));
 	v = json_set(jv_object(), "trace_id", jv_string(trace));
 	v = json_set(v, "run", jv_copy(run));
+	/* (no run row: a trace of phases run by hand, a shell pipeline,
+	 * whose branch and worktree only git knows) */
+	bool pipeline = jv_get_kind(run) != JV_KIND_OBJECT;
 	v = json_set(v, "status", jv_get_kind(merged) == JV_KIND_OBJECT ? jv_string("merged") :
-		     json_get_str(run, "status") ? json_get(run, "status") : jv_string("unknown"));
+		     json_get_str(run, "status") ? json_get(run, "status") :
+		     jv_string(pipeline ? "pipeline" : "unknown"));
+	v = json_set(v, "pipeline", jv_bool(pipeline));
 	v = json_set(v, "merged", json_get(merged, "payload"));
 	for (size_t i = 0; i < sizeof from_state / sizeof *from_state; i++)
 		v = json_set(v, from_state[i], json_get(cp, from_state[i]));
+	if (pipeline && jv_get_kind(cp) != JV_KIND_OBJECT)
+		v = json_set(v, "task", runview_pipeline_place(g, trace));
 	v = json_set(v, "cost", spent(json_get(cp, "cost"), run));
 	v = json_set(v, "diff", diff_of(st, g, trace, cp, with_patch));
-	jv task = json_get(cp, "task"), started = jv_null();
+	jv task = json_get(v, "task"), started = jv_null();
 	v = json_set(v, "removed", runview_removed(g, task));
 	jv_free(task);
 	store_event_last(&started, st, trace, "run.started");
@@ -698,7 +761,33 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 
 	/* (a next line is a command only, so that it can be pasted; what it
 	 * needs said goes to why) */
-	if (jv_get_kind(gates) == JV_KIND_ARRAY && jv_array_length(jv_copy(gates)) > 0 && s != RUN_CANCELLED) {
+	if (jv_get_kind(run) != JV_KIND_OBJECT) {
+		/* a trace of phases run by hand: git has its branch, forge
+		 * resume, merge and gc nothing (before: forge resume TRACE,
+		 * which said "no run") */
+		jv place = runview_pipeline_place(g, trace);
+		const char *branch = json_get_str(place, "branch"), *wt = json_get_str(place, "worktree");
+		const char *base = json_get_str(place, "kept_ref");
+
+		if (branch)
+			buf_addf(out, "forge diff %s && git merge %s", trace, branch);
+		buf_adds(why, "a trace of phases run by hand (a shell pipeline), not a forge run: forge resume, "
+			 "merge and gc do not take it");
+		if (branch)
+			buf_adds(why, "; git merges its branch into the checked-out one");
+		if (branch || wt || base) {
+			buf_adds(why, "; to remove it: ");
+			if (wt) {
+				buf_adds(why, "git worktree remove --force ");
+				buf_add_shell_quoted(why, wt);
+			}
+			if (branch)
+				buf_addf(why, "%sgit branch -D %s", wt ? " && " : "", branch);
+			if (base)
+				buf_addf(why, "%sgit update-ref -d %s", wt || branch ? " && " : "", base);
+		}
+		jv_free(place);
+	} else if (jv_get_kind(gates) == JV_KIND_ARRAY && jv_array_length(jv_copy(gates)) > 0 && s != RUN_CANCELLED) {
 		jv g0 = jv_array_get(jv_copy(gates), 0), q = json_get_path(cp, "question.text");
 		const char *name = json_get_str(g0, "gate");
 		/* (the question is the state's while its escalation waits) */

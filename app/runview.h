@@ -57,9 +57,13 @@ jv runview_shown(struct store *st, jv run);
 
 /*
  * Everything known about run `trace` (a whole id), as one object:
- *   trace_id, run (store_run_get() without config), status (the run's as
- *   runview_shown() says, "merged" when a run.merged event says so), merged (that event's
- *   payload or null), task, plan, review, tests, deployment, bounces,
+ *   trace_id, run (store_run_get() without config; null for a trace of
+ *   phases run by hand), status (the run's as runview_shown() says, "merged"
+ *   when a run.merged event says so, "pipeline" when there is no run: a trace
+ *   of phases run by hand, runview_pipeline()), pipeline (that, as a bool),
+ *   merged (that event's payload or null), task (for a trace of phases run
+ *   by hand without a checkpoint: runview_pipeline_place()), plan, review,
+ *   tests, deployment, bounces,
  *   cost (from the newest checkpoint, its usd and tokens the run row's
  *     (llm_calls') where those are more; null when neither has any),
  *   diff {"base","head","files","patch","from"} -- "from" is "git" (the
@@ -114,6 +118,27 @@ bool runview_mergeable(struct store *st, const char *trace);
  * --config file and flags).  New reference; null when none was recorded.
  */
 jv runview_config_layer(struct store *st, const char *trace);
+
+/*
+ * Whether trace (a whole id, runview_resolve()'s) is no run but a trace of
+ * phases run by hand -- a shell pipeline, forge-plan | forge-implement | …,
+ * whose events were stored (forge-events store, forge-deploy) and which
+ * has no run row: forge resume, status, merge and gc do not take it.  False
+ * on a database error too.
+ */
+bool runview_pipeline(struct store *st, const char *trace);
+
+/* "TRACE is not a forge run: phases run by hand (a shell pipeline) made
+ * that trace; forge show TRACE says what is left of it", appended to out:
+ * what a command that takes only runs says of such a trace. */
+struct buf;
+void runview_not_a_run(struct buf *out, const char *trace);
+
+/* What git has of such a trace: {"branch": "forge/NAME" when that branch
+ * is there, "worktree": its path when its worktree is, "kept_ref":
+ * "refs/forge/NAME/base" when that ref is} (a new object, {} when g is
+ * NULL). */
+jv runview_pipeline_place(struct forge_git *g, const char *trace);
 
 /* The run's branch and base commit as the store knows them (the newest
  * checkpoint's task, else forge/TRACE and refs/forge/TRACE/base): malloc'd

@@ -3003,7 +3003,14 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	int code;
 
 	if (jv_get_kind(run) != JV_KIND_OBJECT) {
-		fprintf(stderr, "forge: no run '%s'\n", trace);
+		struct buf msg = BUF_INIT;
+
+		if (runview_pipeline(o->store, trace))
+			runview_not_a_run(&msg, trace);
+		else
+			buf_addf(&msg, "no run '%s'", trace);
+		fprintf(stderr, "forge: %s\n", msg.buf);
+		buf_release(&msg);
 		return FORGE_EXIT_USAGE;
 	}
 	/* A failed run continues too: a dependency may be back, a bug fixed. */

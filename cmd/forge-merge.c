@@ -42,7 +42,8 @@ static const struct cli_spec spec = {
 	.options = options,
 	.extra_help = "Exit status: 0 merged (or merged already, or the run made no change: nothing to\n"
 		      "merge), 1 the changes conflict (nothing changed: merge it with git, then forge merge\n"
-		      "TRACE records it), 2 no such run, not completed,\n"
+		      "TRACE records it), 2 no such run (a trace of phases run by hand, a shell pipeline,\n"
+		      "is none: git merge forge/TRACE merges it), not completed,\n"
 		      "the checkout is dirty, on another branch or detached, the base branch moved and\n"
 		      "--no-ff was not given (or moved while it merged: merge again), or the merge\n"
 		      "commit is git's to make; 5 git or the\n"
@@ -198,6 +199,22 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	if (jv_get_kind(merged) == JV_KIND_OBJECT) {
 		printf("run %s is merged already\n", trace);
 		rc = FORGE_EXIT_OK;
+		goto out;
+	}
+	/* a trace of phases run by hand: git merges its branch (before: "is
+	 * unknown, not completed; see forge show", which said forge resume) */
+	if (runview_pipeline(st, trace)) {
+		jv place = runview_pipeline_place(g, trace);
+		const char *branch = json_get_str(place, "branch");
+
+		fprintf(stderr, "forge-merge: %s is not a forge run but a trace of phases run by hand (a shell "
+				"pipeline): ", trace);
+		if (branch)
+			fprintf(stderr, "merge its branch with git: git merge %s (forge show %s says how to remove "
+					"it after)\n", branch, trace);
+		else
+			fprintf(stderr, "it has no branch to merge (forge show %s says what is left of it)\n", trace);
+		jv_free(place);
 		goto out;
 	}
 	/* (a run whose merge deploy refused to land it is mergeable too:

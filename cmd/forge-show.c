@@ -35,7 +35,11 @@ static const struct cli_spec spec = {
 		       "a timeline of phases, model calls, gates and bounces (local times);\n"
 		       "and the next command to run.  TRACE may be any unique prefix of a trace id.",
 	.options = options,
-	.extra_help = "Exit status: 0 shown, 2 no run or several match TRACE, 5 the database failed.",
+	.extra_help = "A trace of phases run by hand (a shell pipeline: forge-plan | forge-implement | …,\n"
+		      "its events stored) is no run: it is shown with the branch and worktree git has of\n"
+		      "it, and what to do with them (forge diff, git merge; git worktree remove and git\n"
+		      "branch -D remove them: forge gc does not).\n"
+		      "Exit status: 0 shown, 2 no run or several match TRACE, 5 the database failed.",
 };
 
 static void kv(const char *key, const char *val)
@@ -84,6 +88,8 @@ static void print_summary(jv v)
 	if (jv_get_kind(merged) == JV_KIND_OBJECT)
 		printf("%-9s merged into %s at %.12s\n", "status", json_get_str(merged, "branch"),
 		       json_get_str(merged, "commit"));
+	else if (json_get_bool(v, "pipeline", false))
+		printf("%-9s none: not a forge run but a trace of phases run by hand (a shell pipeline)\n", "status");
 	else
 		printf("%-9s %s%s%s%s\n", "status", json_get_str(v, "status"),
 		       json_get_str(run, "current_phase") ? " at " : "",

@@ -80,7 +80,8 @@ static const struct command {
 	  "Show a run (the newest without TRACE): its status, phase, task, branch, cost, pending\n"
 	  "gates and sub-agents; --json prints it as one object {run, state (the last checkpoint),\n"
 	  "pending_gates, subagents, merged}.  A run whose process died is shown as interrupted;\n"
-	  "no run yet is exit 1.  TRACE may be any unique prefix of a trace id (none: exit 2).",
+	  "no run yet is exit 1.  TRACE may be any unique prefix of a trace id (none: exit 2; a\n"
+	  "trace of phases run by hand, a shell pipeline, is no run: exit 2, forge show shows it).",
 	  OPT_BIT(OPT_JSON), 0 },
 	{ "history", "[-n N] [--json]",
 	  "List the latest runs, newest first, one a line: trace id, status (merged when merged),\n"
@@ -467,8 +468,20 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 			goto out;
 		store_run_get(&run, e.store, resolved);
 	}
+	if (jv_get_kind(run) != JV_KIND_OBJECT && trace) {
+		/* (the trace has events and no run: exit 2 as for a TRACE
+		 * that matches nothing, its help says; before: 1, "no such
+		 * run") */
+		struct buf msg = BUF_INIT;
+
+		runview_not_a_run(&msg, resolved);
+		fprintf(stderr, "%s: %s\n", prog, msg.buf);
+		buf_release(&msg);
+		code = FORGE_EXIT_USAGE;
+		goto out;
+	}
 	if (jv_get_kind(run) != JV_KIND_OBJECT) {
-		fprintf(stderr, "%s: %s\n", prog, trace ? "no such run" : "no runs yet");
+		fprintf(stderr, "%s: no runs yet\n", prog);
 		code = FORGE_EXIT_REJECTED;
 		goto out;
 	}
@@ -666,7 +679,14 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 		return code;
 	}
 	if (store_run_get(&run, e.store, trace) < 0 || jv_get_kind(run) != JV_KIND_OBJECT) {
-		fprintf(stderr, "%s: no run '%s'\n", prog, trace);
+		struct buf msg = BUF_INIT;
+
+		if (runview_pipeline(e.store, trace))
+			runview_not_a_run(&msg, trace);
+		else
+			buf_addf(&msg, "no run '%s'", trace);
+		fprintf(stderr, "%s: %s\n", prog, msg.buf);
+		buf_release(&msg);
 		jv_free(run);
 		free(trace);
 		session_close(&e);

@@ -156,6 +156,46 @@ setup() {
 	[[ $stderr == *"no events for trace '7NOSUCHRUN'"* ]]
 }
 
+@test "a trace of phases run by hand (a shell pipeline): show says so with its branch, worktree and a next that works; status, merge, resume, cancel exit 2 saying so (hunt67 #5)" {
+	local c="$FORGE_ROOT/tests/fixtures/cassettes"
+	cat "$c/plan-calc.jsonl" "$c/implement-calc.jsonl" >"$BATS_TEST_TMPDIR/cassette.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/cassette.jsonl"
+	forge-plan -q --task "add a mul operation" | forge-events store | forge-implement -q >"$BATS_TEST_TMPDIR/out.jsonl"
+	local t wt
+	t=$(tail -n 1 "$BATS_TEST_TMPDIR/out.jsonl" | jq -r .trace_id)
+	wt="$REPO/.forge/worktrees/$t"
+	git rev-parse -q --verify "forge/$t" >/dev/null
+	run -0 --separate-stderr forge show "$t"
+	[[ $output == *"status    none: not a forge run but a trace of phases run by hand (a shell pipeline)"* ]]
+	[[ $output == *"branch    forge/$t"* ]]
+	[[ $output == *"worktree  $wt"* ]]
+	[[ $output == *"changes   2 files"* ]]
+	[[ $output == *"next      forge diff $t && git merge forge/$t"* ]]
+	[[ $output == *"why       a trace of phases run by hand (a shell pipeline), not a forge run: forge resume, merge and gc do not take it; git merges its branch into the checked-out one; to remove it: git worktree remove --force '$wt' && git branch -D forge/$t && git update-ref -d refs/forge/$t/base"* ]]
+	[[ $output != *"forge resume $t"* ]]
+	run -0 forge show --json "$t"
+	[ "$(jq -c '[.status, .pipeline, .task.branch]' <<<"$output")" = "[\"pipeline\",true,\"forge/$t\"]" ]
+	local said="$t is not a forge run: phases run by hand (a shell pipeline) made that trace; forge show $t says what is left of it"
+	run -2 --separate-stderr forge status "$t"
+	[ "$stderr" = "forge status: $said" ]
+	run -2 --separate-stderr forge resume "$t" </dev/null
+	[ "$stderr" = "forge: $said" ]
+	run -2 --separate-stderr forge cancel "$t"
+	[ "$stderr" = "forge cancel: $said" ]
+	run -2 --separate-stderr forge merge "$t"
+	[ "$stderr" = "forge-merge: $t is not a forge run but a trace of phases run by hand (a shell pipeline): merge its branch with git: git merge forge/$t (forge show $t says how to remove it after)" ]
+	# what show says works: the diff, the merge, the removal
+	run -0 forge diff --stat "$t"
+	[[ $output == *"calc.c"* ]]
+	run -0 git merge -q --no-edit "forge/$t"
+	grep -q calc_mul calc.c
+	git worktree remove --force "$wt" && git branch -D "forge/$t" && git update-ref -d "refs/forge/$t/base"
+	[ -z "$(git for-each-ref "refs/forge/$t" "refs/heads/forge/$t")" ]
+	run -0 --separate-stderr forge show "$t"
+	[[ $output != *"next "* ]]
+	[[ $output == *"why       a trace of phases run by hand (a shell pipeline), not a forge run: forge resume, merge and gc do not take it" ]]
+}
+
 @test "forge history: local times, long tasks cut to 60 columns (whole with --json)" {
 	task="add a mul operation, carefully, $(printf 'and then some more words %.0s' 1 2 3 4)"
 	sqlite3 "$FORGE_DB" "update runs set task = '$task' where id = '$T2'"
