@@ -2437,6 +2437,20 @@ void sup_add_spend(struct sup *s, double usd, double tokens)
 		s->state = json_set(s->state, "budget", budget);
 }
 
+/* The phases that ended before (phase.completed events: ev.phase), in the
+ * order they did, onto *order ({phase: 0}, the first time each). */
+static int line_phase_done(const char *line, size_t len, void *payload)
+{
+	jv *order = payload, ev = json_parse(line, len);
+	const char *phase = json_get_str(ev, "phase");
+
+	if (phase && json_get_str(ev, "type") && !strcmp(json_get_str(ev, "type"), "phase.completed") &&
+	    !json_has(*order, phase))
+		*order = json_set(*order, phase, jv_number(0));
+	jv_free(ev);
+	return 0;
+}
+
 /*
  * The model calls made after the run's last checkpoint (a supervisor
  * killed with its phase: kill -9, SIGHUP to the group, a machine that went
@@ -3106,8 +3120,21 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 			jv_free(k);
 			jv_free(v);
 		}
+		/* every phase that ran before, in its order, a phase that
+		 * called no model too (before: review and test run before a
+		 * pause were missing from the resumed run's cost line) */
+		jv order = jv_object();
+		if (store_events_foreach_type(o->store, trace, "phase.completed", line_phase_done, &order) < 0) {
+			jv_free(order);
+			order = jv_object();
+		}
+		jv_object_foreach(by_phase, k, v) {
+			order = json_set(order, jv_string_value(k), v);
+			jv_free(k);
+		}
+		jv_free(by_phase);
 		jv_free(s.phase_cost);
-		s.phase_cost = by_phase;
+		s.phase_cost = order;
 	} else {
 		jv_free(by_phase);
 	}

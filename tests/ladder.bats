@@ -117,6 +117,10 @@ completed_once() {
 	jq -e '.from == "review" and .n == 1' <<<"$output"
 	[ "$(forge gate list --all --json | jq -s 'length')" -eq 1 ]
 	approve_and_resume 0
+	# the resumed run's cost line names every phase, those that ran before
+	# the pause and called no model too (before: test was missing, hunt67)
+	[[ $output == *"  cost      plan \$"*" · implement \$"*" · review \$"*" · test \$"*" · deploy \$"*" · total \$"* ]] ||
+		{ grep cost <<<"$output"; false; }
 	completed_once
 }
 
