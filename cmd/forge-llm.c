@@ -11,7 +11,8 @@
  * FORGE_PROVIDER etc. work as its environment layer and the flags override
  * them.  While llm.provider and llm.model are still the built-in defaults,
  * the provider is chosen by the keys present (llm.h) and the model is that
- * provider's default.  Exit 0 on an answer, 1 when the model refused, 2 on
+ * provider's default.  Exit 0 on an answer (one cut at max_tokens or by the
+ * context window too, said on stderr), 1 when the model refused, 2 on
  * a usage error (an unknown provider, a bad config), 5 when the provider
  * failed after its retries (the message says what failed and what to do).
  */
@@ -67,9 +68,10 @@ static const struct cli_spec spec = {
 		      "  FORGE_OPENAI_KEY_FILE)  the keys; never logged\n"
 		      "  ANTHROPIC_BASE_URL, OPENAI_BASE_URL  a provider's base URL\n"
 		      "  FORGE_DB            log every call in the database (llm_calls)\n"
-		      "\nExit status: 0 an answer, 1 the model refused (stop_reason refusal), 2 usage\n"
-		      "error (unknown provider, bad config, no prompt), 5 the provider failed after\n"
-		      "its retries, 130 interrupted (SIGINT/SIGTERM).\n"
+		      "\nExit status: 0 an answer (one cut at llm.max_tokens is said on stderr),\n"
+		      "1 the model refused (stop_reason refusal), 2 usage error (unknown provider,\n"
+		      "bad config, no prompt), 5 the provider failed after its retries, 130\n"
+		      "interrupted (SIGINT/SIGTERM).\n"
 		      "\nExamples:\n"
 		      "  git diff | forge llm --system 'Review this diff'\n"
 		      "  forge llm --provider openai --base-url http://localhost:11434/v1 --model llama3.2 hi\n",
@@ -185,6 +187,14 @@ static int ask(struct llm_client *c, const struct args *a, const struct config *
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
 		print_answer(&r, a);
+		/* (a cut answer is still the answer, exit 0; a reader of the
+		 * text alone, a pipeline's, is told it is not whole) */
+		if (r.stop == LLM_STOP_MAX_TOKENS)
+			fprintf(stderr, "forge-llm: the answer was cut at llm.max_tokens (%d) before it was "
+				"whole; raise it (--max-tokens)\n", req.max_tokens);
+		else if (r.stop == LLM_STOP_CONTEXT_WINDOW)
+			fprintf(stderr, "forge-llm: the answer was cut where the prompt and it filled the "
+				"model's context window; shorten the prompt\n");
 		if (r.stop == LLM_STOP_REFUSAL) {
 			fprintf(stderr, "forge-llm: the model refused%s%s\n", r.stop_detail ? ": " : "",
 				r.stop_detail ? r.stop_detail : "");

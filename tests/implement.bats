@@ -31,9 +31,11 @@ mock() {
 	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
 }
 
-# The first user message of request N (0-based) the mock received.
+# The first user message of request N (0-based) the mock received (its
+# text blocks', when prompt caching made it an array).
 prompt_of() {
-	curl -sS -f "$MOCK_URL/_mock/requests" | jq -r ".[$1].body.messages[0].content"
+	curl -sS -f "$MOCK_URL/_mock/requests" |
+		jq -r ".[$1].body.messages[0].content | if type == \"string\" then . else map(.text // \"\") | join(\"\\n\") end"
 }
 
 FINISH='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}]}'

@@ -147,6 +147,55 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output 2
 }
 
+@test "a 403 says the key may not use the model, not that it was rejected; a 413 says the request is too large, not that the window is full (hunt64 #3)" {
+	mock_steps '[{"fault":"error","status":403,"type":"permission_error","message":"Your API key does not have permission to use the specified resource."},
+		{"fault":"error","status":413,"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."},
+		{"fault":"raw","status":413,"headers":{"Content-Type":"text/html"},"body":"<html><head><title>413 Request Entity Too Large</title></head></html>"},
+		{"provider":"openai","fault":"error","status":403,"type":"invalid_request_error","code":"unsupported_country_region_territory","message":"Country, region, or territory not supported"}]'
+	# (before: "the API key was rejected (ANTHROPIC_API_KEY) ...; check the key")
+	run -5 --separate-stderr anth hi
+	[[ $stderr == *"anthropic: the key (ANTHROPIC_API_KEY) is not allowed to use model 'claude-haiku-4-5' or what the request asks for: Your API key does not have permission to use the specified resource.; check what the key's account, workspace or project may use, or choose another model (--model)"* ]]
+	[[ $stderr != *"rejected"* && $stderr != *"check the key"* ]]
+	# (before: "the prompt does not fit the context window of 'claude-haiku-4-5'")
+	run -5 --separate-stderr anth hi
+	[[ $stderr =~ "anthropic: the request is larger than the provider accepts ("[0-9]+" bytes): Request exceeds the maximum allowed number of bytes.; shorten the prompt" ]]
+	[[ $stderr != *"context window"* ]]
+	# Cloudflare's HTML page, no error type
+	run -5 --separate-stderr anth hi
+	[[ $stderr =~ "anthropic: the request is larger than the provider accepts ("[0-9]+" bytes); shorten the prompt" ]]
+	run -5 --separate-stderr oai hi
+	[[ $stderr == *"openai: the key (OPENAI_API_KEY) is not allowed to use model 'gpt-4o-mini' or what the request asks for: Country, region, or territory not supported; check what"* ]]
+	# none of them is asked again
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].status]'"
+	assert_output '[403,413,413,403]'
+	# a 401 still says the key was rejected
+	mock_reset
+	mock_steps '[{"fault":"auth"}]'
+	run -5 --separate-stderr anth hi
+	[[ $stderr == *"the API key was rejected (ANTHROPIC_API_KEY)"*"check the key"* ]]
+}
+
+@test "an answer cut at max_tokens is printed, exit 0, and said on stderr (hunt64 #5)" {
+	mock_steps '[{"text":"The first half of a long ans","stop_reason":"max_tokens"},{"text":"The first half","stop_reason":"max_tokens"},{"text":"whole"}]'
+	# (before: exit 0 and nothing on stderr: a pipeline's reader could not tell)
+	run -0 --separate-stderr anth --max-tokens 7 hi
+	assert_output "The first half of a long ans"
+	assert_equal "$stderr" "forge-llm: the answer was cut at llm.max_tokens (7) before it was whole; raise it (--max-tokens)"
+	run -0 --separate-stderr anth --json hi
+	jq -e '.stop_reason == "max_tokens"' <<<"$output"
+	[[ $stderr == *"cut at llm.max_tokens (8192)"* ]]
+	run -0 --separate-stderr anth hi
+	assert_output "whole"
+	assert_equal "$stderr" ""
+}
+
+@test "forge llm's one-off call asks no prompt cache (cache_control is for an agent's turns)" {
+	mock_steps '[{"text":"ok"}]'
+	run -0 --separate-stderr anth --system 'be brief' hi
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body | [(tostring | contains(\"cache_control\")), .system]'"
+	assert_output '[false,"be brief"]'
+}
+
 @test "an account out of quota or credit is said so, not retried as a rate limit, exit 5 (Anthropic 429 and 400 spend cap, 400 credit balance; OpenAI insufficient_quota)" {
 	mock_steps '[{"fault":"quota","times":"always"}]'
 	# (before: Anthropic's spend-cap 429 was retried as a rate limit and

@@ -153,7 +153,7 @@ event_types() {
 	touch "$REPO/lib/a.go" "$REPO/lib/b.go" "$REPO/z.rb" "$REPO/y.py" "$REPO/lib/x.js" "$REPO/w.rs" "$REPO/lib/v.php"
 	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
 	run -0 --separate-stderr forge-plan --task "add a mul operation"
-	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content' | grep '^languages: '"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content | if type == \"string\" then . else map(.text // \"\") | join(\"\\n\") end' | grep '^languages: '"
 	# (before, the order was readdir's: ext4 lists by name hash, tmpfs newest first)
 	assert_output "languages: go (2), c (1), javascript (1), php (1), python (1), ruby (1), rust (1), shell (1)"
 }
@@ -393,4 +393,64 @@ tool_result() {
 	[ "$(event_types | grep -c '^memory.compressed$')" -eq 1 ]
 	# the cut answer is never sent back: each request ends with a tool result
 	requests | jq -e '[.[3:][] | select(.body.tools) | .body.messages | last | .content | type] | all(. == "array")'
+}
+
+# cache_marks: where each request's cache_control breakpoints are:
+# [the tools' indexes, the system blocks', [message, block] of the messages'].
+cache_marks() {
+	requests | jq -c '[.[].body | [
+		[(.tools // []) | to_entries[] | select(.value.cache_control.type == "ephemeral") | .key],
+		[.system | if type == "array" then to_entries[] | select(.value.cache_control.type == "ephemeral") | .key else empty end],
+		[.messages | to_entries[] | .key as $m | .value.content |
+			if type == "array" then to_entries[] | select(.value.cache_control.type == "ephemeral") | [$m, .key] else empty end]]]'
+}
+
+@test "prompt caching: each turn marks the tools, the system prompt and the conversation for Anthropic's cache, 4 breakpoints at most; llm.prompt_cache false marks none" {
+	# (before: no request carried cache_control: each turn paid the whole prefix)
+	mock "[{\"tool_calls\":[{\"name\":\"read_file\",\"input\":{\"path\":\"Makefile\"}}]},
+		{\"tool_calls\":[{\"name\":\"read_file\",\"input\":{\"path\":\"calc.c\"}}]},
+		{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	# the last of the 6 tools, the system prompt, the conversation's last
+	# block and (from the second turn) the previous request's last
+	run -0 cache_marks
+	assert_output '[[[5],[0],[[0,0]]],[[5],[0],[[0,0],[2,0]]],[[5],[0],[[2,0],[4,0]]]]'
+	requests | jq -e 'map(.status) == [200,200,200] and (.[0].body.system[0].text | contains("planner of Forge"))'
+	# switched off: none, and the system prompt is a string again
+	echo '{"llm":{"prompt_cache":false}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	mock "[{\"tool_calls\":[{\"name\":\"read_file\",\"input\":{\"path\":\"Makefile\"}}]},
+		{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/cfg.json" --task "add a mul operation"
+	requests | jq -e 'length == 2 and (tostring | contains("cache_control") | not) and
+		all(.[]; .body.system | type == "string")'
+}
+
+@test "prompt caching: a call's cost prices cache writes at 1.25x the input and reads at 0.1x; an answer without figures is estimated as a cache write" {
+	# claude-sonnet-4-5: $3 in, $15 out, $3.75 a cache write, $0.30 a read (per million)
+	mock "[{\"tool_calls\":[{\"name\":\"read_file\",\"input\":{\"path\":\"Makefile\"}}],
+		\"usage\":{\"input_tokens\":1000,\"output_tokens\":100,\"cache_creation_input_tokens\":20000,\"cache_read_input_tokens\":0}},
+		{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}],
+		\"usage\":{\"input_tokens\":100,\"output_tokens\":100,\"cache_creation_input_tokens\":500,\"cache_read_input_tokens\":20000}}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	# 1000*3 + 100*15 + 20000*3.75 = 79500; 100*3 + 100*15 + 500*3.75 + 20000*0.3 = 9675
+	run -0 jq -sc '[.[] | select(.type == "llm.called") | [.payload.cache_write_tokens, .payload.cache_read_tokens, (.cost.usd * 1e6 | round)]]' <<<"$output"
+	assert_output '[[20000,0,79500],[500,20000,9675]]'
+	# an answer that carries no usage: its input, estimated from the request,
+	# is priced as a cache write (the most it can cost), not as input
+	# (before: as input, below what the provider bills when it wrote the cache)
+	answer=$(jq -rn --argjson plan "$(good_plan)" '
+		def ev(name; data): "event: \(name)\ndata: \(data | tojson)\n\n";
+		ev("message_start"; {type: "message_start", message: {id: "msg_1", type: "message", role: "assistant",
+			model: "claude-sonnet-4-5", content: [], stop_reason: null}}) +
+		ev("content_block_start"; {type: "content_block_start", index: 0,
+			content_block: {type: "tool_use", id: "toolu_1", name: "finish", input: {}}}) +
+		ev("content_block_delta"; {type: "content_block_delta", index: 0,
+			delta: {type: "input_json_delta", partial_json: ($plan | tojson)}}) +
+		ev("content_block_stop"; {type: "content_block_stop", index: 0}) +
+		ev("message_delta"; {type: "message_delta", delta: {stop_reason: "tool_use"}}) +
+		ev("message_stop"; {type: "message_stop"})')
+	mock "[{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":\"text/event-stream\"},\"body\":$(jq -Rs . <<<"$answer")}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	run -0 jq -sc '[.[] | select(.type == "llm.called") | .payload | [.usage_estimated, .input_tokens, (.cache_write_tokens > 1000)]]' <<<"$output"
+	assert_output '[[true,0,true]]'
 }

@@ -587,6 +587,9 @@ static int reason(struct agent *a, struct llm_response *resp)
 		req.tool_choice = LLM_TOOL_ANY;
 		req.max_tokens = agent_answer_room(a);
 		req.temperature = a->cfg->temperature;
+		/* (each turn sends this one's prefix again: read from the
+		 * provider's prompt cache at a tenth of the input price) */
+		req.cache_prefix = true;
 		/* (the time limits bound a call in flight: a stream kept alive
 		 * by pings, or retries, ran on past them) */
 		req.deadline_ms = agent_deadline(a);

@@ -53,6 +53,7 @@ struct llm_client {
 	int retried;                       /* retries the call made before this attempt */
 	bool window_asked;                 /* llm_context_window() asked the server */
 	long server_window;                /* what it said; 0 = nothing */
+	size_t sent_bytes;                 /* the last request body's size */
 };
 
 void llm_options_init(struct llm_options *opt)
@@ -122,6 +123,9 @@ static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 		return forge_error("base URL '%s' must start with http:// or https://", url);
 	c->base_url = xstrdup(url);
 	c->flags = c->p == &llm_openai ? llm_openai_flags(url) : 0;
+	/* (OpenAI caches a long prefix by itself: cached_tokens) */
+	if (c->p == &llm_anthropic && !opt->no_prompt_cache)
+		c->flags |= LLM_PROMPT_CACHE;
 	c->shown_url = secret_url_shown(url);
 	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), c->p->default_model)));
 	if (llm_key_load(&c->key, c->provider) < 0)
@@ -345,15 +349,48 @@ static const char *setting_hint(enum llm_error kind, const struct llm_fault *f)
 	return NULL;
 }
 
+/*
+ * Two refusals that are not what their kind usually means say what they
+ * are, into b, with their tip: a 403 (permission_error: the key is good
+ * but may not use this model or resource; LLM_ERR_AUTH, as a rejected key
+ * it is not asked again) and a 413 (request_too_large: the body is larger
+ * than the provider, or a proxy before it, takes -- Anthropic's 32 MB,
+ * said at times as an HTML page; LLM_ERR_CONTEXT, for the agent to shrink
+ * its working memory as for a full window).  false for any other failure.
+ */
+static bool say_refusal(struct buf *b, const char **tip, const struct llm_client *c,
+			enum llm_error kind, const struct http_response *r, const struct llm_fault *f)
+{
+	const char *type = f ? f->type : NULL;
+	long status = r ? r->status : 0;
+
+	if (kind == LLM_ERR_AUTH && (status == 403 || (type && !strcmp(type, "permission_error")))) {
+		buf_addf(b, "the key (%s) is not allowed to use model '%s' or what the request asks for",
+			 c->p ? c->p->key_env : "the API key", c->model);
+		*tip = "check what the key's account, workspace or project may use, or choose another "
+		       "model (--model)";
+		return true;
+	}
+	if (kind == LLM_ERR_CONTEXT && (status == 413 || (type && !strcmp(type, "request_too_large")))) {
+		buf_addf(b, "the request is larger than the provider accepts (%zu bytes)", c->sent_bytes);
+		*tip = "shorten the prompt";
+		return true;
+	}
+	return false;
+}
+
 /* The final error message; redacted. */
 static int report(struct llm_client *c, enum llm_error kind, const struct http_response *r,
 		  const struct llm_fault *f)
 {
 	struct buf b = BUF_INIT;
+	const char *tip = NULL;
 
 	c->last = kind;
 	buf_addf(&b, "%s: ", c->provider);
-	if (kind == LLM_ERR_INTERRUPTED)
+	if (say_refusal(&b, &tip, c, kind, r, f)) {
+		/* (a 403, a 413: said) */
+	} else if (kind == LLM_ERR_INTERRUPTED)
 		buf_adds(&b, "interrupted");
 	else if (kind == LLM_ERR_AUTH)
 		buf_addf(&b, "the API key was rejected (%s)", c->p->key_env);
@@ -389,6 +426,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 	if (r && r->retry_after_refused > 0)
 		buf_addf(&b, "; the provider asked to retry after %.0f s, more than llm.retry_max_delay_s=%.0f; "
 			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
+	else if (tip)
+		buf_addf(&b, "; %s", tip);
 	else if (hint(kind))
 		buf_addf(&b, "; %s", hint(kind));
 	else if (setting_hint(kind, f))
@@ -747,6 +786,7 @@ static int provider_call(struct llm_response *out, struct llm_client *c, struct 
 	c->restartable = false;
 again:
 	c->p->build(&w, c->base_url, c->key, c->model, req, c->flags);
+	c->sent_bytes = w.body_len;
 	free(c->shown_call_url);
 	c->shown_call_url = secret_url_shown(w.url);
 	struct http_request hr = { "POST", w.url, (const char *const *)w.headers, w.body, w.body_len,
@@ -908,12 +948,28 @@ static long output_estimate(const struct llm_response *out)
 	return output;
 }
 
-static void estimate_usage(struct llm_client *c, struct llm_response *out, jv reqj)
+/* A request's input tokens estimated from its size (reqj, borrowed) into
+ * u: as cache writes when req asked c's provider to cache its prefix,
+ * the most its input can cost (1.25x the input price), so that a cost
+ * limit is not passed by an estimate too low; else as input. */
+static void input_estimate(struct llm_usage *u, const struct llm_client *c,
+			   const struct llm_request *req, jv reqj)
+{
+	long n = (long)tokens_estimate_jv(reqj);
+
+	if (req->cache_prefix && (c->flags & LLM_PROMPT_CACHE))
+		u->cache_write_tokens = n;
+	else
+		u->input_tokens = n;
+}
+
+static void estimate_usage(struct llm_client *c, struct llm_response *out,
+			   const struct llm_request *req, jv reqj)
 {
 	const char *model = out->model ? out->model : c->model;
 
 	memset(&out->usage, 0, sizeof out->usage);
-	out->usage.input_tokens = (long)tokens_estimate_jv(reqj);
+	input_estimate(&out->usage, c, req, reqj);
 	out->usage.output_tokens = output_estimate(out);
 	out->usage.estimated = true;
 	warn_once(c, out->usage_bad ? "usage-bad" : "usage-none", model, "the answers of model '%s' "
@@ -932,13 +988,14 @@ static void estimate_usage(struct llm_client *c, struct llm_response *out, jv re
  * nothing before its end) or fewer than what arrived (output so far), the
  * sizes' estimate.
  */
-static void bill_cut_answer(struct llm_response *out, jv reqj)
+static void bill_cut_answer(struct llm_response *out, const struct llm_client *c,
+			    const struct llm_request *req, jv reqj)
 {
 	long output = output_estimate(out);
 
 	if (!out->usage_seen || out->usage_bad) {
 		memset(&out->usage, 0, sizeof out->usage);
-		out->usage.input_tokens = (long)tokens_estimate_jv(reqj);
+		input_estimate(&out->usage, c, req, reqj);
 		out->usage.estimated = true;
 	}
 	if (output > out->usage.output_tokens) {
@@ -995,7 +1052,7 @@ static int call_retrying(struct llm_response *out, struct llm_usage *lost, bool 
 			struct llm_usage guess = { .estimated = true };
 			jv reqj = llm_request_to_json(req);
 
-			guess.input_tokens = (long)tokens_estimate_jv(reqj);
+			input_estimate(&guess, c, req, reqj);
 			guess.output_tokens = output_estimate(out);
 			jv_free(reqj);
 			usage_add(lost, &guess);
@@ -1066,7 +1123,7 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 			reqj = llm_request_to_json(&sent);
 		}
 		if (rc == 0 && (!out->usage_seen || out->usage_bad))
-			estimate_usage(c, out, reqj);
+			estimate_usage(c, out, req, reqj);
 		/* Ctrl-C during the call: its caller stops, whole answer or not */
 		if (rc == 0 && llm_interrupted()) {
 			whole = true;	/* (its stop reason is the answer's) */
@@ -1075,7 +1132,7 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 			rc = forge_error("%s: interrupted", c->provider);
 		}
 		if (rc < 0 && c->cut_short)
-			bill_cut_answer(out, reqj);
+			bill_cut_answer(out, c, req, reqj);
 		/* (an attempt asked again was spent: its figures are the call's too) */
 		if (lost_seen && rc < 0 && (!out->usage_seen || out->usage_bad)) {
 			memset(&out->usage, 0, sizeof out->usage);

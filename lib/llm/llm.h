@@ -125,9 +125,9 @@ enum llm_error {
 	LLM_OK = 0,
 	LLM_ERR_CONFIG,        /* no key, unknown provider, bad base URL (a 404 that
 				  does not name the model), bad cassette */
-	LLM_ERR_AUTH,          /* 401/403: key rejected */
+	LLM_ERR_AUTH,          /* 401: key rejected; 403: not allowed this model or resource */
 	LLM_ERR_MODEL,         /* unknown model (a 404 naming it / model_not_found) */
-	LLM_ERR_CONTEXT,       /* prompt longer than the model's context window */
+	LLM_ERR_CONTEXT,       /* prompt longer than the model's context window; 413: request too large */
 	LLM_ERR_BAD_REQUEST,   /* other 4xx the server will always refuse */
 	LLM_ERR_QUOTA,         /* out of credit / spend cap: retrying will not help */
 	LLM_ERR_RATE_LIMIT,    /* 429 after every retry */
@@ -174,6 +174,14 @@ struct llm_request {
 	 * whole even after text went to on_text, which then gets the new
 	 * answer's text from its start (after an end of block, len 0). */
 	bool progress_only;
+	/* The caller sends this request's prefix again -- the same system
+	 * prompt and tools, the conversation so far -- in its next call (an
+	 * agent's loop): a provider with an explicit prompt cache (Anthropic)
+	 * is asked to keep it, unless llm.prompt_cache is false
+	 * (llm_options.no_prompt_cache).  Writing the cache costs more than
+	 * input (1.25x), reading it a tenth: a one-off call leaves it false.
+	 * Not part of the normalised request (cassettes, strict replay). */
+	bool cache_prefix;
 };
 
 /* Zero a request: auto tool choice, default temperature, no stop
@@ -272,6 +280,8 @@ struct llm_options {
 	long connect_timeout_ms;       /* 0: 10000 */
 	long stall_ms;                 /* no byte for this long = stalled; 0: 60000 */
 	double max_retry_after;        /* honour retry-after up to this many seconds; 0: 60 */
+	bool no_prompt_cache;          /* llm.prompt_cache false: no request asks the
+	                                  provider's prompt cache (llm_request.cache_prefix) */
 	jv pricing;                    /* overrides: {"model":{"input",…}}; jv_null() (consumed) */
 	struct store *store;           /* llm_calls rows go here; NULL = no logging */
 	const char *trace_id;          /* for llm_calls; may be NULL */
@@ -336,7 +346,7 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
  * Fill opt from the configuration (strings borrowed from cfg, which must
  * outlive the client): provider, model (the fast model when `fast`),
  * base_url and cassette from llm_choose(cfg, phase); timeouts, retries,
- * pricing from llm.*.
+ * pricing, prompt_cache from llm.*.
  */
 void llm_options_for(struct llm_options *opt, const struct config *cfg, const char *phase, bool fast);
 /* The temperature phase's calls send: llm.phases.PHASE.temperature when

@@ -155,13 +155,110 @@ static jv tool_choice(const struct llm_request *req)
 	}
 }
 
+/* ---- prompt caching ------------------------------------------------------
+ *
+ * A request that asks for it (llm_request.cache_prefix, on a client with
+ * LLM_PROMPT_CACHE: llm.prompt_cache) marks with a cache_control
+ * breakpoint, {"type":"ephemeral"} (kept 5 minutes), the end of each part
+ * of the prefix an agent sends again every turn: the last tool
+ * definition, the system prompt (then a text block array), the last
+ * content block of the conversation -- what the next turn reads back --
+ * and the last block of the user turn before the last answer, where the
+ * previous request put its own: the API looks for a hit only about 20
+ * blocks back from a breakpoint, fewer than an answer of many parallel
+ * calls and their results add.  The cache prefix runs tools, system,
+ * messages; the API takes at most 4 breakpoints (LLM_CACHE_BREAKPOINTS_MAX,
+ * whatever the tools: only the last is marked), and a part shorter than
+ * the model's minimum (1024 to 4096 tokens) is simply not cached.  Written
+ * at 1.25x the input price, read at 0.1x (cache_creation_input_tokens,
+ * cache_read_input_tokens: take_usage).
+ */
+
+static jv ephemeral(void)
+{
+	return json_set(jv_object(), "type", jv_string("ephemeral"));
+}
+
+/* arr (an array) with a breakpoint on its last element, counted in *marks
+ * while they are fewer than the API takes.  Consumes arr. */
+static jv mark_last(jv arr, int *marks)
+{
+	int n = jv_array_length(jv_copy(arr));
+	jv last;
+
+	if (n == 0 || *marks >= LLM_CACHE_BREAKPOINTS_MAX)
+		return arr;
+	last = jv_array_get(jv_copy(arr), n - 1);
+	if (jv_get_kind(last) != JV_KIND_OBJECT) {
+		jv_free(last);
+		return arr;
+	}
+	(*marks)++;
+	return jv_array_set(arr, n - 1, json_set(last, "cache_control", ephemeral()));
+}
+
+/* An Anthropic turn with a breakpoint on its last content block; a string
+ * content becomes one text block (unmarked when it is white space only:
+ * the API refuses such a block).  Consumes turn. */
+static jv mark_turn(jv turn, int *marks)
+{
+	jv content = json_get(turn, "content");
+
+	if (jv_get_kind(content) == JV_KIND_STRING) {
+		if (!visible_text(jv_string_value(content))) {
+			jv_free(content);
+			return turn;
+		}
+		content = jv_array_append(jv_array(), json_set(json_set(jv_object(), "type",
+						jv_string("text")), "text", content));
+	}
+	if (jv_get_kind(content) != JV_KIND_ARRAY) {
+		jv_free(content);
+		return turn;
+	}
+	return json_set(turn, "content", mark_last(content, marks));
+}
+
+/* body's tools, system and messages (set) with their breakpoints; the
+ * count in *marks.  Consumes body. */
+static jv mark_prefix(jv body, int *marks)
+{
+	jv msgs = json_get(body, "messages");
+	int n = jv_get_kind(msgs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(msgs)) : 0;
+
+	*marks = 0;
+	if (json_has(body, "tools"))
+		body = json_set(body, "tools", mark_last(json_get(body, "tools"), marks));
+	if (json_has(body, "system")) {
+		jv block = json_set(json_set(jv_object(), "type", jv_string("text")), "text",
+				    json_get(body, "system"));
+		body = json_set(body, "system", mark_last(jv_array_append(jv_array(), block), marks));
+	}
+	if (n > 0) {
+		/* the user turn before the last answer (the previous request's end) */
+		int prev = n - 2;
+		while (prev >= 0) {
+			jv m = jv_array_get(jv_copy(msgs), prev);
+			bool user = json_get_str(m, "role") && !strcmp(json_get_str(m, "role"), "user");
+			jv_free(m);
+			if (user)
+				break;
+			prev--;
+		}
+		msgs = jv_array_set(msgs, n - 1, mark_turn(jv_array_get(jv_copy(msgs), n - 1), marks));
+		if (prev >= 0)
+			msgs = jv_array_set(msgs, prev, mark_turn(jv_array_get(jv_copy(msgs), prev), marks));
+	}
+	return json_set(body, "messages", msgs);
+}
+
 static int build(struct llm_wire *out, const char *base_url, const char *key, const char *model,
 		 const struct llm_request *req, unsigned flags)
 {
 	jv body = json_set(jv_object(), "model", jv_string(model));
 	size_t h = 0;
+	int marks = 0;
 
-	(void)flags;
 	memset(out, 0, sizeof(*out));
 	body = json_set(body, "max_tokens", jv_number(req->max_tokens > 0 ? req->max_tokens : 4096));
 	if (req->system && *req->system)
@@ -171,6 +268,8 @@ static int build(struct llm_wire *out, const char *base_url, const char *key, co
 		body = json_set(body, "tools", convert_tools(jv_copy(req->tools)));
 		body = json_set(body, "tool_choice", tool_choice(req));
 	}
+	if (req->cache_prefix && (flags & LLM_PROMPT_CACHE))
+		body = mark_prefix(body, &marks);
 	if (req->temperature >= 0)
 		body = json_set(body, "temperature", jv_number(req->temperature));
 	if (jv_get_kind(req->stop) == JV_KIND_ARRAY)

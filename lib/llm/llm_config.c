@@ -170,6 +170,7 @@ void llm_options_for(struct llm_options *opt, const struct config *cfg, const ch
 	opt->stall_ms = seconds_ms(cfg, "llm.stall_timeout_s");
 	opt->max_retries = (int)config_get_num(cfg, "llm.max_retries");
 	opt->max_retry_after = config_get_num(cfg, "llm.retry_max_delay_s");
+	opt->no_prompt_cache = !config_get_bool(cfg, "llm.prompt_cache");
 	jv_free(opt->pricing);
 	opt->pricing = config_get(cfg, "llm.pricing");
 }

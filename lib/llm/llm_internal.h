@@ -88,6 +88,10 @@ struct llm_provider {
 	void (*fault)(struct llm_fault *out, long status, const char *body, size_t len);
 };
 #define LLM_OPENAI_MAX_TOKENS 1u   /* send max_tokens, not max_completion_tokens */
+#define LLM_PROMPT_CACHE 2u        /* mark a request's prefix for the prompt cache when
+				      it asks (llm_request.cache_prefix; Anthropic) */
+/* Anthropic takes at most 4 cache_control breakpoints in a request. */
+#define LLM_CACHE_BREAKPOINTS_MAX 4
 /* The flags a client of the OpenAI wire starts with for base_url: the
  * output limit as max_completion_tokens to api.openai.com (its reasoning
  * models refuse max_tokens), as max_tokens to every other server (Ollama,

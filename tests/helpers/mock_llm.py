@@ -180,7 +180,10 @@ VALIDATION (off with --lenient; never consumes a step)
   Anthropic: no x-api-key/Authorization -> 401; no anthropic-version -> 400;
   body not JSON, or no model/max_tokens/messages -> 400; a tool_use not
   answered by a tool_result in the next message, or a tool_result that
-  answers no tool_use of the message before -> 400 with the API's words.
+  answers no tool_use of the message before -> 400 with the API's words;
+  more than 4 cache_control breakpoints (tools, system blocks, message
+  content blocks) -> 400 "A maximum of 4 blocks with cache_control may be
+  provided. Found N.".
   OpenAI: no Authorization -> 401; body not JSON or no model/messages (chat),
   model/input (embeddings) -> 400; an assistant message's tool_calls not each
   answered by a following role "tool" message, or a tool message answering
@@ -378,6 +381,20 @@ def anthropic_pairing(messages):
                         "%s. Each `tool_use` block must have a corresponding `tool_result` block in the next "
                         "message." % (i, ", ".join(str(x) for x in missing)))
     return None
+
+
+def cache_breakpoints(req):
+    """The cache_control breakpoints of an Anthropic request: on tools, system
+    blocks and message content blocks (the API takes at most 4)."""
+    n = 0
+    parts = [req.get("tools"), req.get("system")]
+    for m in req.get("messages") or []:
+        if isinstance(m, dict):
+            parts.append(m.get("content"))
+    for part in parts:
+        if isinstance(part, list):
+            n += sum(1 for b in part if isinstance(b, dict) and "cache_control" in b)
+    return n
 
 
 def openai_pairing(messages):
@@ -1127,6 +1144,10 @@ class Handler(BaseHTTPRequestHandler):
             bad = anthropic_pairing(req.get("messages"))
             if bad:
                 return 400, "invalid_request_error", None, None, None, bad
+            marks = cache_breakpoints(req)
+            if marks > 4:
+                return 400, "invalid_request_error", None, None, None, \
+                    "A maximum of 4 blocks with cache_control may be provided. Found %d." % marks
             return None
         if provider == "openai":
             if not h.get("Authorization"):

@@ -595,6 +595,154 @@ static void test_anth_empty_answer_left_out(void)
 	}
 }
 
+/* The cache_control breakpoints of an Anthropic body (borrowed), where
+ * they are: "tools.N", "system.N", "messages.M.N", space-separated (one
+ * not {"type":"ephemeral"} adds "(not ephemeral)"); their count in *n. */
+static char *breakpoints(jv body, int *n)
+{
+	struct buf b = BUF_INIT;
+	static const char *const parts[] = { "tools", "system", "messages" };
+
+	*n = 0;
+	for (size_t p = 0; p < 3; p++) {
+		jv arr = json_get(body, parts[p]);
+		if (jv_get_kind(arr) != JV_KIND_ARRAY) {
+			jv_free(arr);
+			continue;
+		}
+		jv_array_foreach(arr, i, e) {
+			jv content = p == 2 ? json_get(e, "content") : jv_array_append(jv_array(), jv_copy(e));
+			if (jv_get_kind(content) == JV_KIND_ARRAY) {
+				jv_array_foreach(content, k, blk) {
+					jv cc = json_get(blk, "cache_control");
+					const char *type = json_get_str(cc, "type");
+					if (jv_get_kind(cc) == JV_KIND_OBJECT) {
+						(*n)++;
+						if (!type || strcmp(type, "ephemeral"))
+							buf_adds(&b, " (not ephemeral)");
+						if (p == 2)
+							buf_addf(&b, "%smessages.%d.%d", b.len ? " " : "", i, k);
+						else
+							buf_addf(&b, "%s%s.%d", b.len ? " " : "", parts[p], i);
+					}
+					jv_free(cc);
+					jv_free(blk);
+				}
+			}
+			jv_free(content);
+			jv_free(e);
+		}
+		jv_free(arr);
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Build req with flags; the breakpoints of its body (see breakpoints()). */
+static char *built_breakpoints(const struct llm_request *req, unsigned flags, int *n)
+{
+	struct llm_wire w;
+	char *where;
+
+	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", req, flags);
+	jv body = json_parse(w.body, w.body_len);
+	where = breakpoints(body, n);
+	jv_free(body);
+	llm_wire_release(&w);
+	return where;
+}
+
+/* Prompt caching: an agent's request (cache_prefix) on a client that caches
+ * (LLM_PROMPT_CACHE) marks the last tool, the system prompt (then a block
+ * array), the conversation's last block and the last block of the user
+ * turn before the last answer: never more than the API's 4, whatever the
+ * tools (an MCP server's 30, a forced result tool) or the turns; a one-off
+ * request, or a client with llm.prompt_cache off, sends none. */
+static void test_anth_cache_breakpoints(void)
+{
+	struct llm_request req;
+	struct llm_response r;
+	char *where;
+	int n;
+
+	llm_request_init(&req);
+	req.system = "You are the planner";
+	req.tools = jv_array();
+	for (int i = 0; i < 30; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "mcp__tool%d", i);
+		req.tools = jv_array_append(req.tools, json_set(json_set(jv_object(), "name", jv_string(name)),
+				"input_schema", json_set(jv_object(), "type", jv_string("object"))));
+	}
+	req.tool_choice = LLM_TOOL_FORCED;
+	req.tool_name = "mcp__tool29";
+	req.messages = jv_array_append(jv_array(), llm_msg_user("the task"));
+	req.cache_prefix = true;
+
+	/* the first turn: its one message, a string, becomes a marked block */
+	where = built_breakpoints(&req, LLM_PROMPT_CACHE, &n);
+	CHECK_STR(where, "tools.29 system.0 messages.0.0");
+	CHECK_INT(n, 3);
+	free(where);
+
+	/* turns later: an answer of three calls and text, their results, a
+	 * nudge (one user turn with them), an answer, its result */
+	llm_response_init(&r);
+	llm_response_add_call(&r, "toolu_1", "mcp__tool1", jv_object());
+	llm_response_add_call(&r, "toolu_2", "mcp__tool2", jv_object());
+	llm_response_add_call(&r, "toolu_3", "mcp__tool3", jv_object());
+	free(r.text);
+	r.text = xstrdup("reading");
+	req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result("toolu_1", "one", false));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result("toolu_2", "two", true));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result("toolu_3", "three", false));
+	req.messages = jv_array_append(req.messages, llm_msg_user("go on"));
+	llm_response_release(&r);
+	llm_response_init(&r);
+	llm_response_add_call(&r, "toolu_4", "mcp__tool4", jv_object());
+	req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result("toolu_4", "four", false));
+	llm_response_release(&r);
+	where = built_breakpoints(&req, LLM_PROMPT_CACHE, &n);
+	/* (Anthropic turns: 0 user, 1 assistant, 2 user (3 results + text),
+	 * 3 assistant, 4 user (a result)) */
+	CHECK_STR(where, "tools.29 system.0 messages.2.3 messages.4.0");
+	CHECK_INT(n, LLM_CACHE_BREAKPOINTS_MAX);
+	free(where);
+
+	/* no system prompt, no tools: the conversation's two */
+	const char *system = req.system;
+	jv tools = req.tools;
+	req.system = NULL;
+	req.tools = jv_null();
+	where = built_breakpoints(&req, LLM_PROMPT_CACHE, &n);
+	CHECK_STR(where, "messages.2.3 messages.4.0");
+	free(where);
+	req.system = system;
+	req.tools = tools;
+
+	/* a last user text of white space only is no block the API takes */
+	jv_free(req.messages);
+	req.messages = jv_array_append(jv_array(), llm_msg_user(" \n"));
+	where = built_breakpoints(&req, LLM_PROMPT_CACHE, &n);
+	CHECK_STR(where, "tools.29 system.0");
+	free(where);
+
+	/* a one-off request, or a client that does not cache: none, and the
+	 * system prompt stays a string */
+	req.cache_prefix = false;
+	where = built_breakpoints(&req, LLM_PROMPT_CACHE, &n);
+	CHECK_INT(n, 0);
+	free(where);
+	req.cache_prefix = true;
+	struct llm_wire w;
+	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
+	CHECK(!strstr(w.body, "cache_control"));
+	CHECK(strstr(w.body, "\"system\":\"You are the planner\"") != NULL);
+	llm_wire_release(&w);
+	llm_request_release(&req);
+}
+
 /* Usage figures a call cannot have (negative, past LLM_USAGE_MAX, not a
  * number) or none at all are not taken: the client estimates them. */
 static void test_usage_believed_or_not(void)
@@ -1037,6 +1185,7 @@ int main(void)
 	RUN(test_oai_reasoning_sent_back);
 	RUN(test_anth_nonstream_tool_loop);
 	RUN(test_anth_empty_answer_left_out);
+	RUN(test_anth_cache_breakpoints);
 	RUN(test_usage_believed_or_not);
 	RUN(test_anth_errors);
 	RUN(test_oai_nonstream_and_errors);
