@@ -247,6 +247,7 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "%s", forge_last_error());
 	if (prompt.len == 0)
 		cli_usage_error(&spec, "no prompt: give it as arguments or on standard input");
+	cli_say_base_url_unused(ses.cfg, NULL, common.verbosity < 0);
 	llm_options_init(&opt);
 	llm_options_from_config(&opt, ses.cfg);
 	opt.record = a.record;

@@ -129,7 +129,7 @@ static void test_per_phase_overrides(void)
 
 	clean_env();
 	setenv("ANTHROPIC_API_KEY", "k", 1);
-	cfg = load("{\"llm\":{\"base_url\":\"http://127.0.0.1:1\",\"phases\":{"
+	cfg = load("{\"llm\":{\"provider\":\"anthropic\",\"base_url\":\"http://127.0.0.1:1\",\"phases\":{"
 		   "\"review\":{\"model\":\"reviewer\"},"
 		   "\"test\":{\"provider\":\"openai\",\"base_url\":\"http://127.0.0.1:2/v1\"},"
 		   "\"plan\":{\"provider\":\"openai\"}}}}");
@@ -155,6 +155,87 @@ static void test_per_phase_overrides(void)
 	CHECK_STR(ch.fast_model, "claude-haiku-4-5");
 	llm_choose(&ch, cfg, NULL);
 	CHECK_STR(ch.provider, "anthropic");
+	config_free(cfg);
+}
+
+/* hunt67 #1: a base URL goes only to the provider named with it, never to
+ * one only inferred from which key is set. */
+static void test_a_base_url_needs_a_named_provider(void)
+{
+	struct llm_choice ch;
+	struct llm_options opt;
+	struct config *cfg;
+
+	clean_env();
+	setenv("ANTHROPIC_API_KEY", "k", 1);
+	setenv("FORGE_BASE_URL", "http://127.0.0.1:11434/v1", 1);
+	cfg = load(NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK(ch.base_url == NULL);
+	CHECK(ch.base_url_unused);
+	CHECK(strstr(ch.base_url_why, "llm.base_url (env: FORGE_BASE_URL) is not used") != NULL);
+	CHECK(strstr(ch.base_url_why, "ANTHROPIC_API_KEY is set") != NULL);
+	CHECK(strstr(ch.base_url_why, "FORGE_PROVIDER=openai beside FORGE_BASE_URL") != NULL);
+	/* every phase, and the options a client is made from */
+	llm_choose(&ch, cfg, "plan");
+	CHECK(ch.base_url == NULL && ch.base_url_unused);
+	llm_options_init(&opt);
+	llm_options_for(&opt, cfg, "implement", false);
+	CHECK(opt.base_url == NULL);
+	jv_free(opt.pricing);
+	config_free(cfg);
+
+	/* named in another place (here the command line): used */
+	cfg = load("{\"llm\":{\"provider\":\"openai\"}}");
+	llm_choose(&ch, cfg, "review");
+	CHECK_STR(ch.provider, "openai");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:11434/v1");
+	CHECK(!ch.base_url_unused);
+	CHECK_STR(ch.base_url_why, "llm.base_url (env: FORGE_BASE_URL)");
+	config_free(cfg);
+
+	/* the place that sets the URL names openai, a higher one anthropic:
+	 * anthropic's own endpoint, and no warning (the provider is named) */
+	setenv("FORGE_PROVIDER", "openai", 1);
+	cfg = load("{\"llm\":{\"provider\":\"anthropic\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK(ch.base_url == NULL);
+	CHECK(!ch.base_url_unused);
+	CHECK(strstr(ch.base_url_why, "is for the provider set beside it, not anthropic") != NULL);
+	config_free(cfg);
+	unsetenv("FORGE_PROVIDER");
+
+	/* --base-url without --provider is no exception */
+	unsetenv("FORGE_BASE_URL");
+	cfg = load("{\"llm\":{\"base_url\":\"http://127.0.0.1:8080/v1\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK(ch.base_url == NULL && ch.base_url_unused);
+	CHECK(strstr(ch.base_url_why, "--provider openai") != NULL);
+	config_free(cfg);
+
+	/* a phase that names its provider takes its own URL; one that does
+	 * not follows the rule */
+	cfg = load("{\"llm\":{\"phases\":{\"test\":{\"provider\":\"openai\",\"base_url\":\"http://127.0.0.1:2/v1\"},"
+		   "\"review\":{\"base_url\":\"http://127.0.0.1:3\"}}}}");
+	llm_choose(&ch, cfg, "test");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:2/v1");
+	CHECK(!ch.base_url_unused);
+	llm_choose(&ch, cfg, "review");
+	CHECK(ch.base_url == NULL && ch.base_url_unused);
+	CHECK(strstr(ch.base_url_why, "llm.phases.review.base_url") != NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK(ch.base_url == NULL && !ch.base_url_unused);
+	config_free(cfg);
+
+	/* no key and no provider: nothing is sent anyway; the URL stands */
+	clean_env();
+	cfg = load("{\"llm\":{\"base_url\":\"http://127.0.0.1:11434/v1\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK(ch.provider == NULL);
+	CHECK_STR(ch.base_url, "http://127.0.0.1:11434/v1");
+	CHECK(!ch.base_url_unused);
 	config_free(cfg);
 }
 
@@ -195,6 +276,7 @@ int main(void)
 	RUN(test_a_compatible_server_model_is_its_own_fast_model);
 	RUN(test_another_model_of_the_default_provider);
 	RUN(test_per_phase_overrides);
+	RUN(test_a_base_url_needs_a_named_provider);
 	RUN(test_options_for_a_phase);
 	return unit_done();
 }
