@@ -33,7 +33,7 @@ const struct cli_option cli_common_options[] = {
 const struct cli_option cli_model_options[] = {
 	{ "provider", 0, "P", "anthropic, openai or replay ($FORGE_PROVIDER)", OPT_PROVIDER },
 	{ "model", 0, "M", "the model ($FORGE_MODEL)", OPT_MODEL },
-	{ "base-url", 0, "URL", "the provider's base URL ($FORGE_BASE_URL; only for a named provider)", OPT_BASE_URL },
+	{ "base-url", 0, "URL", "the provider's base URL ($FORGE_BASE_URL)", OPT_BASE_URL },
 	{ "cassette", 0, "FILE", "answers to replay with the replay provider ($FORGE_CASSETTE)", OPT_CASSETTE },
 	{ NULL, 0, NULL, NULL, 0 }
 };

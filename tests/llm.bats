@@ -471,8 +471,8 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output '[["/v1/chat/completions","gpt-env"],["/v1/chat/completions","gpt-flag"],["/v1/chat/completions","gpt-4o-mini"]]'
 }
 
-@test "a base URL set for one provider never gets the key of a provider only inferred from the environment (hunt67 #1)" {
-	mock_steps '[{"text":"local"}]'
+@test "a base URL in the user's file never gets the key of a provider only inferred from the environment; one given for the call does (hunt67 #1)" {
+	mock_steps '[{"text":"local"},{"text":"env"},{"text":"flag"}]'
 	local user_cfg="$XDG_CONFIG_HOME/forge/config.json"
 	mkdir -p "${user_cfg%/*}"
 	# README: the server's address in the user file; ANTHROPIC_API_KEY in the profile
@@ -482,13 +482,6 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[ "$(grep -c warning <<<"$stderr")" -eq 1 ]
 	[[ $stderr == *"forge-llm: warning: llm.base_url (user: $user_cfg) is not used: a base URL gets a key only from a provider named with it (llm.provider), and none is; anthropic is used at its own endpoint because ANTHROPIC_API_KEY is set; to use the URL, name its provider: forge config set --global llm.provider openai"* ]]
 	[[ $stderr == *"cannot reach http://127.0.0.1:9"* ]]
-	# the same from FORGE_BASE_URL, and from --base-url without --provider
-	run -5 --separate-stderr env FORGE_LLM_MAX_RETRIES=0 ANTHROPIC_BASE_URL=http://127.0.0.1:9 \
-		FORGE_BASE_URL="$MOCK_URL" forge-llm hi
-	[[ $stderr == *"llm.base_url (env: FORGE_BASE_URL) is not used"*"FORGE_PROVIDER=anthropic beside FORGE_BASE_URL"* ]]
-	run -5 --separate-stderr env FORGE_LLM_MAX_RETRIES=0 ANTHROPIC_BASE_URL=http://127.0.0.1:9 \
-		forge-llm --base-url "$MOCK_URL" hi
-	[[ $stderr == *"llm.base_url (flags: command line) is not used"*"--provider anthropic"* ]]
 	# forge config and forge doctor say which base URL applies
 	run -0 --separate-stderr forge-config get llm.base_url
 	assert_output null
@@ -509,6 +502,17 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output '[["/v1/chat/completions","present",null]]'
 	run -0 --separate-stderr forge-doctor --json --only provider
 	jq -e --arg u "$MOCK_URL/v1" '.provider.base_url == $u and (.provider.base_url_why | test("^llm.base_url \\(user: "))' <<<"$output"
+	# a URL given for this call (FORGE_BASE_URL, --base-url) is the user's word
+	# beside the key: used with the inferred provider, no warning
+	rm -f "$user_cfg"
+	run -0 --separate-stderr env FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=$CANARY forge-llm hi
+	assert_output env
+	[[ $stderr != *warning* ]]
+	run -0 --separate-stderr env ANTHROPIC_API_KEY=$CANARY forge-llm --base-url "$MOCK_URL" hi
+	assert_output flag
+	[[ $stderr != *warning* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[] | .path]'"
+	assert_output '["/v1/chat/completions","/v1/messages","/v1/messages"]'
 }
 
 @test "config: a config file sets model, max_tokens, temperature and prices" {

@@ -113,23 +113,20 @@ static void bind_hint(char *out, size_t size, const char *layer, const char *sou
 	p = n >= 3 && !strncmp(url + n - 3, "/v1", 3) ? "openai" : "anthropic";
 	if (is(layer, "user"))
 		snprintf(out, size, "forge config set --global llm.provider %s", p);
-	else if (is(layer, "project"))
-		snprintf(out, size, "forge config set llm.provider %s", p);
-	else if (is(layer, "env"))
-		snprintf(out, size, "FORGE_PROVIDER=%s beside FORGE_BASE_URL", p);
-	else if (is(layer, "flags"))
-		snprintf(out, size, "--provider %s", p);
 	else
-		snprintf(out, size, "\"provider\": \"%s\" in %s", p, source);
+		snprintf(out, size, "forge config set llm.provider %s (in %s)", p, source);
 }
 
 /*
  * The base URL at path (llm.base_url, llm.phases.PHASE.base_url) for the
- * provider in effect (llm.h: llm_choose): NULL when none is set, and
- * when the provider was only inferred from a key in the environment
- * (by_key), or, unless the phase named its provider (phase_named), the
- * layer that sets the URL names another llm.provider -- a key goes only to
- * a server set for its provider.
+ * provider in effect (llm.h: llm_choose): NULL when none is set; when a
+ * configuration file that stays (the user's, the repository's) sets it and
+ * the provider was only inferred from a key in the environment (by_key);
+ * or, unless the phase named its provider (phase_named), when the layer
+ * that sets the URL names another llm.provider -- a key goes only to a
+ * server set for its provider.  A URL given for this invocation
+ * (--base-url, FORGE_BASE_URL, --config FILE) is the user's word beside
+ * the key they set, and is used (DESIGN.md §5: every program takes it).
  */
 static void choose_base_url(struct llm_choice *out, const struct config *cfg, const char *path,
 			    const char *by_key, bool phase_named)
@@ -143,7 +140,7 @@ static void choose_base_url(struct llm_choice *out, const struct config *cfg, co
 		return;
 	}
 	config_leaf_layer(cfg, path, &layer, &source);
-	if (by_key) {
+	if (by_key && (is(layer, "user") || is(layer, "project"))) {
 		bind_hint(hint, sizeof hint, layer, source, url);
 		snprintf(out->base_url_why, sizeof out->base_url_why,
 			 "%s (%s: %s) is not used: a base URL gets a key only from a provider named "
