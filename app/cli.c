@@ -267,6 +267,21 @@ static void warn_ignored(const struct config *cfg, const struct cli_common *comm
 	jv_free(ignored);
 }
 
+void cli_say_base_url_unused(const struct config *cfg, const char *phase, bool quiet)
+{
+	struct llm_choice ch;
+	const char *said = getenv("FORGE_BASE_URL_UNUSED_SAID");
+
+	if (!cfg || (said && *said))
+		return;
+	llm_choose(&ch, cfg, phase);
+	if (!ch.base_url_unused)
+		return;
+	if (!quiet)
+		fprintf(stderr, "%s: warning: %s\n", program_invocation_short_name, ch.base_url_why);
+	setenv("FORGE_BASE_URL_UNUSED_SAID", "1", 1);
+}
+
 /* What a command that acts on something recorded says when the database
  * it would read is not there (SESSION_EXISTING): where it looked, and how
  * to name the right one. */

@@ -34,6 +34,8 @@ enum cli_flags {
 	CLI_MODEL_OPTIONS_UNUSED = (1 << 1),
 };
 
+struct config;
+
 struct cli_option {
 	const char *name;       /* long name without "--" */
 	int short_name;         /* 0 for none */
@@ -83,6 +85,16 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
  * only the keys that were given.  A new reference.
  */
 jv cli_model_flags(const struct cli_common *common);
+
+/*
+ * A configured base URL that phase's model calls do not use because the
+ * provider was only inferred from which key is set (llm.h: llm_choose,
+ * base_url_unused) is said on stderr once, with how to name its provider:
+ * the programs this one starts (forge run's phases) inherit
+ * FORGE_BASE_URL_UNUSED_SAID and do not say it again.  phase may be NULL.
+ * Not when quiet (-q); never an error.
+ */
+void cli_say_base_url_unused(const struct config *cfg, const char *phase, bool quiet);
 
 /*
  * The common options given, as arguments for another Forge program this

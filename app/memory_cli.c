@@ -141,7 +141,8 @@ int memory_cli_llm(struct memory_cli *c, const struct cli_common *common)
 {
 	struct llm_options opt;
 
-	(void)common;   /* its model options are a layer of c->cfg */
+	/* (its model options are a layer of c->cfg) */
+	cli_say_base_url_unused(c->cfg, NULL, common->verbosity < 0);
 	llm_options_init(&opt);
 	llm_options_for(&opt, c->cfg, NULL, true);
 	opt.phase = "consolidate";

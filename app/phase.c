@@ -682,6 +682,7 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 	struct llm_options opt;
 	const char *name = ph->spec->name;
 
+	cli_say_base_url_unused(ph->cfg, name, ph->common.verbosity < 0);
 	llm_options_init(&opt);
 	llm_options_for(&opt, ph->cfg, name, fast);
 	opt.phase = name;

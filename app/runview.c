@@ -899,10 +899,14 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
 		   strstr(json_get_str(run, "error"), "the provider refused the request")) {
 		/* a key, a model, a prompt the provider refuses: a resume as
-		 * it is would be refused the same way (agent.c) */
+		 * it is would be refused the same way (agent.c); a server that
+		 * wants a key when none was sent (llm.c) was refused none */
 		buf_addf(out, "forge resume %s", trace);
-		buf_adds(why, "first fix what the provider refused (the reason above: the key, the model or the "
-			 "request)");
+		if (strstr(json_get_str(run, "error"), "wants an API key, and none was sent"))
+			buf_adds(why, "first give the server the API key it wants (the reason above says how)");
+		else
+			buf_adds(why, "first fix what the provider refused (the reason above: the key, the model "
+				 "or the request)");
 	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
 		   strstr(json_get_str(run, "error"), "the provider's account cannot pay for the request")) {
 		/* out of quota or credit (agent.c): every request is refused

@@ -1,5 +1,6 @@
 /* supervise.c - the pipeline supervisor's engine; see supervise.h. */
 #include "app/supervise.h"
+#include "app/cli.h"
 #include "app/heartbeat.h"
 #include "app/supervise_int.h"
 #include "app/runshare.h"
@@ -2105,6 +2106,7 @@ static int check_models(const struct supervise_opts *o)
 
 		if (!graph_has_phase(o->graph, need[i]))
 			continue;
+		cli_say_base_url_unused(o->cfg, need[i], o->quiet);
 		llm_options_init(&opt);
 		llm_options_for(&opt, o->cfg, need[i], false);
 		int rc = llm_client_new(&c, &opt);

@@ -308,6 +308,7 @@ static int check_model(const struct cli_common *c)
 		fprintf(stderr, "forge compile: %s\n", forge_last_error());
 		return code;
 	}
+	cli_say_base_url_unused(ses.cfg, "implement", c->verbosity < 0);
 	llm_options_init(&opt);
 	llm_options_for(&opt, ses.cfg, "implement", false);
 	code = llm_client_new(&client, &opt) < 0 ? FORGE_EXIT_USAGE : 0;

@@ -119,9 +119,11 @@ static char *extra_help(void)
 /*
  * The model keys as llm_choose() resolves them (a key in the environment
  * chooses the provider, the provider its default model, the model the fast
- * model), so that forge config shows what forge run and forge doctor use.
- * Each {path, value, why} where the resolution differs from the layers'
- * value (none for a key it cannot resolve).  A new array.
+ * model; a base URL goes only to the provider named with it), so that
+ * forge config shows what forge run and forge doctor use.  Each {path,
+ * value, why} where the resolution differs from the layers' value (none
+ * for a key it cannot resolve; llm.base_url null, why says why).  A new
+ * array.
  */
 static jv resolved_models(const struct config *cfg)
 {
@@ -134,6 +136,12 @@ static jv resolved_models(const struct config *cfg)
 		{ "llm.model", ch.model, ch.model_why },
 		{ "llm.fast_model", ch.fast_model, ch.fast_why },
 	};
+
+	/* a base URL set for another provider than the one in effect: null */
+	if (!ch.base_url && config_get_str(cfg, "llm.base_url") && *config_get_str(cfg, "llm.base_url")) {
+		jv e = json_set(json_set(jv_object(), "path", jv_string("llm.base_url")), "value", jv_null());
+		out = jv_array_append(out, json_set(e, "why", jv_string(ch.base_url_why)));
+	}
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
 		const char *now = config_get_str(cfg, keys[i].path);
 
@@ -386,7 +394,8 @@ static char *starter_config(const char *root)
 		"    \"Keys starting with $ are notes like this one.  API keys never go here: they stay in the environment.\"],\n"
 		"  \"llm\": {\n"
 		"    \"$comment\": [\"The model.  ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment picks the provider and its default model.\",\n"
-		"      \"Another model: \\\"provider\\\": \\\"openai\\\", \\\"model\\\": \\\"gpt-4.1\\\"; a local OpenAI-compatible server (Ollama): also \\\"base_url\\\": \\\"http://localhost:11434/v1\\\".\"]\n"
+		"      \"Another model: \\\"provider\\\": \\\"openai\\\", \\\"model\\\": \\\"gpt-4.1\\\".\",\n"
+		"      \"A local OpenAI-compatible server (Ollama): \\\"provider\\\": \\\"openai\\\" and its model here; its address goes in your own file, since this one may not say where your key is sent: forge config set --global llm.base_url http://localhost:11434/v1\"]\n"
 		"  },\n"
 		"  \"tools\": {\n");
 	if (quoted)

@@ -545,7 +545,7 @@ static jv check_provider(struct ctx *c)
 	}
 	{
 		const char *prov = client ? llm_client_provider(client) : cfg_provider;
-		const char *url = opt.base_url ? opt.base_url : getenv("FORGE_BASE_URL");
+		const char *url = opt.base_url;
 
 		if ((!url || !*url) && prov && !strcmp(prov, "anthropic"))
 			url = getenv("ANTHROPIC_BASE_URL");
@@ -553,6 +553,11 @@ static jv check_provider(struct ctx *c)
 			url = getenv("OPENAI_BASE_URL");
 		p = json_set(p, "base_url", url && *url ? jv_string(url)
 			     : jv_string("(the provider's default)"));
+		/* where it comes from; a configured one that is not used, why */
+		if (c->cfg)
+			p = json_set(p, "base_url_why", jv_string(ch.base_url_why));
+		if (ch.base_url_unused)
+			problem(c, jv_string(ch.base_url_why));
 	}
 	{
 		const char *cas = opt.cassette ? opt.cassette : getenv("FORGE_CASSETTE");
@@ -939,6 +944,8 @@ static void text_provider(struct buf *b, jv p)
 	kv(b, "model", str_or(p, "model", "(provider default)"));
 	kv(b, "fast model", str_or(p, "fast_model", "(the model)"));
 	kv(b, "base URL", str_or(p, "base_url", "-"));
+	if (json_has(p, "base_url_why"))
+		kv(b, "base URL from", str_or(p, "base_url_why", "-"));
 	kv(b, "cassette", str_or(p, "cassette", "(none)"));
 	jv_object_foreach(keys, k, v) {
 		buf_addf(b, "  %s: %s\n", jv_string_value(k), jv_string_value(v));

@@ -59,7 +59,8 @@ static const struct cli_spec spec = {
 		      "                      provider is picked by the key present\n"
 		      "  FORGE_MODEL         the model (llm.model)\n"
 		      "  FORGE_BASE_URL      the base URL (llm.base_url); OpenAI-compatible servers\n"
-		      "                      end in /v1 (Ollama: http://localhost:11434/v1)\n"
+		      "                      end in /v1 (Ollama: http://localhost:11434/v1); one in\n"
+		      "                      your config file only with a named provider\n"
 		      "  FORGE_CASSETTE      the cassette to replay (llm.cassette)\n"
 		      "  FORGE_CASSETTE_MODE strict or sequential\n"
 		      "  FORGE_RECORD        like --record\n"
@@ -257,6 +258,7 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "%s", forge_last_error());
 	if (prompt.len == 0)
 		cli_usage_error(&spec, "no prompt: give it as arguments or on standard input");
+	cli_say_base_url_unused(ses.cfg, NULL, common.verbosity < 0);
 	llm_options_init(&opt);
 	llm_options_from_config(&opt, ses.cfg);
 	opt.record = a.record;

@@ -171,6 +171,22 @@ event() {
 	[[ "$stderr" == *"is not in a git repository"* ]]
 }
 
+@test "forge config init's notes suggest nothing a repository's file may not set: the base URL goes in the user file (hunt67 #6)" {
+	run -0 --separate-stderr forge config init
+	# (before: 'also "base_url": …' in this file, which ignores it with a warning)
+	run -0 jq -r '.llm."$comment"[]' .forge/config.json
+	assert_output --partial 'forge config set --global llm.base_url http://localhost:11434/v1'
+	refute_output --partial '"base_url"'
+	# the note followed: the provider here, the address in the user file, no warning
+	cmd=$(jq -r '.llm."$comment"[]' .forge/config.json | grep -o 'forge config set --global llm.base_url [^ ]*')
+	run -0 --separate-stderr $cmd
+	run -0 --separate-stderr forge config set llm.provider openai
+	[[ "$stderr" != *warning* ]]
+	run -0 --separate-stderr env OPENAI_API_KEY=k forge config get llm.base_url
+	assert_output http://localhost:11434/v1
+	[ -z "$stderr" ]
+}
+
 @test "forge config set writes through a symbolic link (a dotfiles repository's file) and keeps the file's mode" {
 	# (before: the link was replaced by a new file of mode 644, and the
 	# dotfiles file never got the change)

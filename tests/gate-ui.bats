@@ -267,7 +267,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
 	mock_reset
 	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"我们先阅读计算器的源代码然后为它增加一个乘法运算并且补充相应的测试用例和文档说明","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
-	ANTHROPIC_API_KEY=sk-test run -0 on_tty --cols 60 -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
+	ANTHROPIC_API_KEY=sk-test run -0 on_tty --cols 60 -- sh -c "forge-plan --provider anthropic --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
 	grep -qF '我们先阅读' "$SHOWN"
 	"$TEST_PYTHON3" - "$SHOWN" <<'PY'
 import re, sys, unicodedata
@@ -285,7 +285,7 @@ PY
 	FIN=$(jq -c 'select(.phase == "plan") | .response.tool_calls[]? | select(.name == "finish") | .input' "$FORGE_ROOT/tests/fixtures/cassettes/run-highrisk.jsonl")
 	mock_reset
 	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"Reading the calculator.\nThe plan adds \u001b[2J\u009b2Jcalc_mul.","dribble":200,"tool_calls":[{"name":"finish","input":$f}]}]')"
-	ANTHROPIC_API_KEY=sk-test run -0 on_tty -- sh -c "forge-plan --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
+	ANTHROPIC_API_KEY=sk-test run -0 on_tty -- sh -c "forge-plan --provider anthropic --base-url $MOCK_URL --task 'add a mul operation' >plan.jsonl"
 	run -0 plain
 	grep -qE 'forge-plan: model · [0-9.]+ s · ~[0-9]+ tokens · The plan adds  \[2J  2Jcalc_mul\.' <<<"$output"
 	! grep -qF $'\e[2J' "$SHOWN" || false	# the model's control characters never reach the terminal
@@ -299,7 +299,7 @@ PY
 	mock_steps "$(jq -nc --argjson f "$FIN" '[{"provider":"anthropic","text":"ok","tool_calls":[{"name":"finish","input":$f}]}]')"
 	echo '{"agent": {"live_text": false}}' >"$BATS_TEST_TMPDIR/nolive.json"
 	ANTHROPIC_API_KEY=sk-test run -0 --separate-stderr forge-plan --config "$BATS_TEST_TMPDIR/nolive.json" \
-		--base-url "$MOCK_URL" --task 'add a mul operation'
+		--provider anthropic --base-url "$MOCK_URL" --task 'add a mul operation'
 	run -0 mock_streamed
 	[ "$output" = '[null]' ]
 }

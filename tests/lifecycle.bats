@@ -747,6 +747,24 @@ plan_cut() {
 	assert_line --regexp "^  why +first fix what the provider refused "
 }
 
+@test "a server that wants a key when none was sent says so, not that a key was rejected (hunt67 #3)" {
+	use_mock
+	mkdir -p .forge
+	script "$PLAN"
+	# a compatible server off the official endpoint needs no key to be sent
+	# to; this one (the mock) answers 401 to a request without one
+	unset ANTHROPIC_API_KEY OPENAI_API_KEY
+	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" FORGE_MODEL=gpt-4o-mini
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"the provider refused the request: openai: the server at $MOCK_URL/v1 wants an API key, and none was sent (OPENAI_API_KEY is not set)"*"; set OPENAI_API_KEY (or put the key in a file named by FORGE_OPENAI_KEY_FILE)"* ]]
+	[[ "$stderr" != *"rejected"* && "$stderr" != *"check the key"* ]]
+	assert_line "  next      forge resume $T"
+	assert_line "  why       first give the server the API key it wants (the reason above says how)"
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].auth'"
+	assert_output absent
+}
+
 @test "an account out of quota or credit: forge run says so, not 'could not be reached', exit 5, and the next step is to add credit" {
 	use_mock
 	mkdir -p .forge

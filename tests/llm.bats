@@ -511,11 +511,57 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	run --separate-stderr env OPENAI_API_KEY=$CANARY FORGE_PROVIDER=openai FORGE_MODEL=gpt-env \
 		FORGE_BASE_URL="$MOCK_URL/v1" forge-llm --model gpt-flag hi
 	assert_success
-	# Defaults left alone: the key present picks the provider and its default model.
-	run --separate-stderr env -u ANTHROPIC_API_KEY OPENAI_API_KEY=$CANARY FORGE_BASE_URL="$MOCK_URL/v1" forge-llm hi
+	# Defaults left alone: the key present picks the provider and its default model
+	# (and the provider's own variable its base URL: FORGE_BASE_URL goes only to a
+	# named provider, below).
+	run --separate-stderr env -u ANTHROPIC_API_KEY OPENAI_API_KEY=$CANARY OPENAI_BASE_URL="$MOCK_URL/v1" forge-llm hi
 	assert_success
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[] | [.path, .body.model]]'"
 	assert_output '[["/v1/chat/completions","gpt-env"],["/v1/chat/completions","gpt-flag"],["/v1/chat/completions","gpt-4o-mini"]]'
+}
+
+@test "a base URL in the user's file never gets the key of a provider only inferred from the environment; one given for the call does (hunt67 #1)" {
+	mock_steps '[{"text":"local"},{"text":"env"},{"text":"flag"}]'
+	local user_cfg="$XDG_CONFIG_HOME/forge/config.json"
+	mkdir -p "${user_cfg%/*}"
+	# README: the server's address in the user file; ANTHROPIC_API_KEY in the profile
+	echo "{\"llm\":{\"base_url\":\"$MOCK_URL/v1\"}}" >"$user_cfg"
+	# anthropic (inferred from its key) goes to its own endpoint -- here its own variable
+	run -5 --separate-stderr env FORGE_LLM_MAX_RETRIES=0 ANTHROPIC_BASE_URL=http://127.0.0.1:9 forge-llm hi
+	[ "$(grep -c warning <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *"forge-llm: warning: llm.base_url (user: $user_cfg) is not used: a base URL gets a key only from a provider named with it (llm.provider), and none is; anthropic is used at its own endpoint because ANTHROPIC_API_KEY is set; to use the URL, name its provider: forge config set --global llm.provider openai"* ]]
+	[[ $stderr == *"cannot reach http://127.0.0.1:9"* ]]
+	# forge config and forge doctor say which base URL applies
+	run -0 --separate-stderr forge-config get llm.base_url
+	assert_output null
+	run -0 --separate-stderr forge-config --explain
+	assert_line --partial "llm.base_url = null  (resolved: llm.base_url (user: $user_cfg) is not used"
+	run -0 --separate-stderr forge-doctor --json --only provider
+	jq -e '.provider.provider == "anthropic" and .provider.base_url == "(the provider'"'"'s default)"
+		and (.provider.base_url_why | test("is not used"))
+		and any(.problems[]; test("llm.base_url .* is not used"))' <<<"$output"
+	run -0 requests
+	[ "$(jq length <<<"$output")" = 0 ]
+	# bound as the warning says: the server gets the request, with the openai key
+	run -0 --separate-stderr forge-config set --global llm.provider openai
+	run -0 --separate-stderr env OPENAI_API_KEY=$CANARY forge-llm --model qwen2.5-coder hi
+	assert_output local
+	[[ $stderr != *"not used"* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[] | [.path, .auth, .headers[\"x-api-key\"]]]'"
+	assert_output '[["/v1/chat/completions","present",null]]'
+	run -0 --separate-stderr forge-doctor --json --only provider
+	jq -e --arg u "$MOCK_URL/v1" '.provider.base_url == $u and (.provider.base_url_why | test("^llm.base_url \\(user: "))' <<<"$output"
+	# a URL given for this call (FORGE_BASE_URL, --base-url) is the user's word
+	# beside the key: used with the inferred provider, no warning
+	rm -f "$user_cfg"
+	run -0 --separate-stderr env FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=$CANARY forge-llm hi
+	assert_output env
+	[[ $stderr != *warning* ]]
+	run -0 --separate-stderr env ANTHROPIC_API_KEY=$CANARY forge-llm --base-url "$MOCK_URL" hi
+	assert_output flag
+	[[ $stderr != *warning* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[] | .path]'"
+	assert_output '["/v1/chat/completions","/v1/messages","/v1/messages"]'
 }
 
 @test "config: a config file sets model, max_tokens, temperature and prices" {

@@ -112,13 +112,20 @@ static void setup_http(struct llm_client *c, const struct llm_options *opt)
 	h->retry.payload = opt->test_payload;
 }
 
+/* The variable naming a file with provider's key. */
+static const char *key_file_var(const char *provider)
+{
+	return !strcmp(provider, "anthropic") ? "FORGE_ANTHROPIC_KEY_FILE" : "FORGE_OPENAI_KEY_FILE";
+}
+
 static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 {
 	const char *url;
 
 	c->p = !strcmp(c->provider, "anthropic") ? &llm_anthropic : &llm_openai;
-	url = first(opt->base_url, first(env("FORGE_BASE_URL"), first(env(c->p->base_url_env),
-		    c->p->default_base_url)));
+	/* (FORGE_BASE_URL is llm.base_url, which llm_choose() gives only to
+	 * the provider named with it) */
+	url = first(opt->base_url, first(env(c->p->base_url_env), c->p->default_base_url));
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
 		return forge_error("base URL '%s' must start with http:// or https://", url);
 	c->base_url = xstrdup(url);
@@ -133,8 +140,7 @@ static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 	/* a compatible server elsewhere (Ollama, llama.cpp) may need no key */
 	if (!c->key && (!strcmp(c->provider, "anthropic") || !strcmp(url, c->p->default_base_url)))
 		return forge_error("%s is not set (or put the key in a file named by %s)",
-				   c->p->key_env, !strcmp(c->provider, "anthropic") ?
-				   "FORGE_ANTHROPIC_KEY_FILE" : "FORGE_OPENAI_KEY_FILE");
+				   c->p->key_env, key_file_var(c->provider));
 	if (http_client_init(&c->http) < 0)
 		return -1;
 	setup_http(c, opt);
@@ -385,13 +391,23 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 {
 	struct buf b = BUF_INIT;
 	const char *tip = NULL;
+	char give_key[160];
+	/* (a server that wants a key when none was sent -- a compatible one
+	 * on loopback -- rejected none: it needs one given) */
+	bool keyless = kind == LLM_ERR_AUTH && !c->key && c->p;
 
 	c->last = kind;
+	if (keyless)
+		snprintf(give_key, sizeof give_key, "set %s (or put the key in a file named by %s)",
+			 c->p->key_env, key_file_var(c->provider));
 	buf_addf(&b, "%s: ", c->provider);
 	if (say_refusal(&b, &tip, c, kind, r, f)) {
 		/* (a 403, a 413: said) */
 	} else if (kind == LLM_ERR_INTERRUPTED)
 		buf_adds(&b, "interrupted");
+	else if (keyless)
+		buf_addf(&b, "the server at %s wants an API key, and none was sent (%s is not set)",
+			 c->shown_url, c->p->key_env);
 	else if (kind == LLM_ERR_AUTH)
 		buf_addf(&b, "the API key was rejected (%s)", c->p->key_env);
 	else if (kind == LLM_ERR_MODEL)
@@ -428,6 +444,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
 	else if (tip)
 		buf_addf(&b, "; %s", tip);
+	else if (keyless)
+		buf_addf(&b, "; %s", give_key);
 	else if (hint(kind))
 		buf_addf(&b, "; %s", hint(kind));
 	else if (setting_hint(kind, f))

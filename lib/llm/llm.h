@@ -266,7 +266,8 @@ struct llm_options {
 	                                  ANTHROPIC_API_KEY, "openai" with OPENAI_API_KEY
 	                                  or OPENAI_BASE_URL, else an error */
 	const char *model;             /* NULL: $FORGE_MODEL, else the provider default */
-	const char *base_url;          /* NULL: $FORGE_BASE_URL, ANTHROPIC_BASE_URL / OPENAI_BASE_URL, default */
+	const char *base_url;          /* NULL: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, default
+	                                  (FORGE_BASE_URL is llm.base_url: llm_choose) */
 	const char *cassette;          /* replay: the file; NULL: $FORGE_CASSETTE */
 	const char *cassette_mode;     /* "strict" or "sequential"; NULL: the file's, else sequential */
 	const char *record;            /* append exchanges here; NULL: $FORGE_RECORD */
@@ -331,14 +332,23 @@ struct config;
  *             with claude-haiku.
  * base_url    llm.phases.PHASE.base_url; else llm.base_url unless the phase
  *             switched provider (NULL: the provider's variable or default).
+ *             A base URL goes only to the provider named with it: it is
+ *             not used (NULL) when the provider was only inferred from
+ *             which key is set (no layer names llm.provider; a phase's
+ *             own base URL goes with the phase's own provider) --
+ *             base_url_unused, which the programs that call a model say
+ *             once -- nor when the layer that sets it names another
+ *             llm.provider than the one in effect.
  * *_why       where each came from, for people ("OPENAI_API_KEY is set",
- *             "llm.model (flags: command line)").
+ *             "llm.model (flags: command line)"); base_url_why also why a
+ *             configured one is not used, and how to name its provider.
  * phase may be NULL (no per-phase overrides).  Strings are borrowed from
  * cfg or static.
  */
 struct llm_choice {
 	const char *provider, *model, *fast_model, *base_url, *cassette;
-	char provider_why[160], model_why[160], fast_why[160];
+	char provider_why[160], model_why[160], fast_why[160], base_url_why[480];
+	bool base_url_unused;          /* set, not used: the provider was only inferred */
 };
 void llm_choose(struct llm_choice *out, const struct config *cfg, const char *phase);
 

@@ -53,8 +53,10 @@ static const char *env_or_null(const char *name)
 }
 
 /* The provider without a phase: a setting, else what the environment
- * offers, as llm_client_new() would pick it. */
-static const char *global_provider(char *why, size_t size, const struct config *cfg)
+ * offers, as llm_client_new() would pick it.  *by_key: the variable that
+ * chose it when only which one is set did (NULL when a layer names it, a
+ * cassette chooses replay, or there is none). */
+static const char *global_provider(char *why, size_t size, const struct config *cfg, const char **by_key)
 {
 	static const struct { const char *var, *provider; } keys[] = {
 		{ "ANTHROPIC_API_KEY", "anthropic" }, { "FORGE_ANTHROPIC_KEY_FILE", "anthropic" },
@@ -62,6 +64,7 @@ static const char *global_provider(char *why, size_t size, const struct config *
 		{ "OPENAI_BASE_URL", "openai" },
 	};
 
+	*by_key = NULL;
 	if (set_at(why, size, cfg, "llm.provider") > 0 && str_or_null(cfg, "llm.provider"))
 		return str_or_null(cfg, "llm.provider");
 	/* The defaults name anthropic; a cassette or a key for another
@@ -73,6 +76,7 @@ static const char *global_provider(char *why, size_t size, const struct config *
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
 		if (env_or_null(keys[i].var)) {
 			snprintf(why, size, "%s is set", keys[i].var);
+			*by_key = keys[i].var;
 			return keys[i].provider;
 		}
 	}
@@ -85,10 +89,82 @@ static bool is(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
+/* Whether the layer named `layer` (config.h) sets llm.provider to
+ * something other than provider. */
+static bool layer_names_another(const struct config *cfg, const char *layer, const char *provider)
+{
+	jv v = config_layer_value(cfg, layer), p = json_get_path(v, "llm.provider");
+	bool another = jv_get_kind(p) == JV_KIND_STRING && !is(jv_string_value(p), provider);
+
+	jv_free(p);
+	jv_free(v);
+	return another;
+}
+
+/* How to name the provider beside a base URL set in layer (the guess:
+ * openai for a URL ending in /v1, as compatible servers' do). */
+static void bind_hint(char *out, size_t size, const char *layer, const char *source, const char *url)
+{
+	size_t n = strlen(url);
+	const char *p;
+
+	while (n && url[n - 1] == '/')
+		n--;
+	p = n >= 3 && !strncmp(url + n - 3, "/v1", 3) ? "openai" : "anthropic";
+	if (is(layer, "user"))
+		snprintf(out, size, "forge config set --global llm.provider %s", p);
+	else
+		snprintf(out, size, "forge config set llm.provider %s (in %s)", p, source);
+}
+
+/*
+ * The base URL at path (llm.base_url, llm.phases.PHASE.base_url) for the
+ * provider in effect (llm.h: llm_choose): NULL when none is set; when a
+ * configuration file that stays (the user's, the repository's) sets it and
+ * the provider was only inferred from a key in the environment (by_key);
+ * or, unless the phase named its provider (phase_named), when the layer
+ * that sets the URL names another llm.provider -- a key goes only to a
+ * server set for its provider.  A URL given for this invocation
+ * (--base-url, FORGE_BASE_URL, --config FILE) is the user's word beside
+ * the key they set, and is used (DESIGN.md §5: every program takes it).
+ */
+static void choose_base_url(struct llm_choice *out, const struct config *cfg, const char *path,
+			    const char *by_key, bool phase_named)
+{
+	const char *url = str_or_null(cfg, path), *layer = "?", *source = "?";
+	char hint[200];
+
+	if (!url) {
+		snprintf(out->base_url_why, sizeof out->base_url_why, "none set: the provider's own "
+			 "(its *_BASE_URL variable, else its official endpoint)");
+		return;
+	}
+	config_leaf_layer(cfg, path, &layer, &source);
+	if (by_key && (is(layer, "user") || is(layer, "project"))) {
+		bind_hint(hint, sizeof hint, layer, source, url);
+		snprintf(out->base_url_why, sizeof out->base_url_why,
+			 "%s (%s: %s) is not used: a base URL gets a key only from a provider named "
+			 "with it (llm.provider), and none is; %s is used at its own endpoint because %s "
+			 "is set; to use the URL, name its provider: %s",
+			 path, layer, source, out->provider, by_key, hint);
+		out->base_url_unused = true;
+		return;
+	}
+	if (!phase_named && layer_names_another(cfg, layer, out->provider)) {
+		snprintf(out->base_url_why, sizeof out->base_url_why,
+			 "%s (%s: %s) is for the provider set beside it, not %s (%s): its own endpoint",
+			 path, layer, source, out->provider, out->provider_why);
+		return;
+	}
+	out->base_url = url;
+	snprintf(out->base_url_why, sizeof out->base_url_why, "%s (%s: %s)", path, layer, source);
+}
+
 void llm_choose(struct llm_choice *out, const struct config *cfg, const char *phase)
 {
 	char key[96], gwhy[sizeof out->provider_why];
-	const char *global = global_provider(gwhy, sizeof gwhy, cfg);
+	const char *by_key;
+	const char *global = global_provider(gwhy, sizeof gwhy, cfg, &by_key);
 	const char *phase_provider = NULL, *phase_model = NULL, *phase_url = NULL;
 	int model_rank = set_at(NULL, 0, cfg, "llm.model");
 	int fast_rank = set_at(NULL, 0, cfg, "llm.fast_model");
@@ -146,7 +222,16 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 		snprintf(out->fast_why, sizeof out->fast_why, "the same as the model (no fast model configured for it)");
 	}
 
-	out->base_url = phase_url ? phase_url : switched ? NULL : str_or_null(cfg, "llm.base_url");
+	if (phase_url) {
+		/* (a phase that names its provider names it beside its URL) */
+		snprintf(key, sizeof key, "llm.phases.%s.base_url", phase);
+		choose_base_url(out, cfg, key, phase_provider ? NULL : by_key, phase_provider != NULL);
+	} else if (switched) {
+		snprintf(out->base_url_why, sizeof out->base_url_why, "the default of %s "
+			 "(llm.base_url goes with the other provider)", out->provider);
+	} else {
+		choose_base_url(out, cfg, "llm.base_url", by_key, false);
+	}
 	out->cassette = str_or_null(cfg, "llm.cassette");
 }
 

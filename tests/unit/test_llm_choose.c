@@ -9,8 +9,10 @@
 #include "llm/llm.h"
 #include "unit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const env_names[] = {
 	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "FORGE_ANTHROPIC_KEY_FILE",
@@ -129,7 +131,7 @@ static void test_per_phase_overrides(void)
 
 	clean_env();
 	setenv("ANTHROPIC_API_KEY", "k", 1);
-	cfg = load("{\"llm\":{\"base_url\":\"http://127.0.0.1:1\",\"phases\":{"
+	cfg = load("{\"llm\":{\"provider\":\"anthropic\",\"base_url\":\"http://127.0.0.1:1\",\"phases\":{"
 		   "\"review\":{\"model\":\"reviewer\"},"
 		   "\"test\":{\"provider\":\"openai\",\"base_url\":\"http://127.0.0.1:2/v1\"},"
 		   "\"plan\":{\"provider\":\"openai\"}}}}");
@@ -156,6 +158,123 @@ static void test_per_phase_overrides(void)
 	llm_choose(&ch, cfg, NULL);
 	CHECK_STR(ch.provider, "anthropic");
 	config_free(cfg);
+}
+
+/* A configuration whose user file (~/.config/forge/config.json) is text,
+ * with flags (JSON text, or NULL) on top. */
+static struct config *load_user(const char *text, const char *flags)
+{
+	static char dir[] = "/tmp/forge-llm-choose-XXXXXX";
+	char path[256];
+	FILE *f;
+
+	if (!strchr(dir, 'X') || mkdtemp(dir)) {
+		snprintf(path, sizeof path, "%s/forge", dir);
+		mkdir(path, 0700);
+		snprintf(path, sizeof path, "%s/forge/config.json", dir);
+		if ((f = fopen(path, "w"))) {
+			fputs(text, f);
+			fclose(f);
+		}
+	}
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	return load(flags);
+}
+
+/* hunt67 #1: a base URL in a configuration file that stays (the user's)
+ * goes only to the provider named with it, never to one only inferred
+ * from which key is set; one given for this invocation is used. */
+static void test_a_base_url_needs_a_named_provider(void)
+{
+	struct llm_choice ch;
+	struct llm_options opt;
+	struct config *cfg;
+
+	clean_env();
+	setenv("ANTHROPIC_API_KEY", "k", 1);
+	cfg = load_user("{\"llm\":{\"base_url\":\"http://127.0.0.1:11434/v1\"}}", NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK(ch.base_url == NULL);
+	CHECK(ch.base_url_unused);
+	CHECK(strstr(ch.base_url_why, "llm.base_url (user: ") != NULL);
+	CHECK(strstr(ch.base_url_why, "is not used") != NULL);
+	CHECK(strstr(ch.base_url_why, "ANTHROPIC_API_KEY is set") != NULL);
+	CHECK(strstr(ch.base_url_why, "forge config set --global llm.provider openai") != NULL);
+	/* every phase, and the options a client is made from */
+	llm_choose(&ch, cfg, "plan");
+	CHECK(ch.base_url == NULL && ch.base_url_unused);
+	llm_options_init(&opt);
+	llm_options_for(&opt, cfg, "implement", false);
+	CHECK(opt.base_url == NULL);
+	jv_free(opt.pricing);
+	config_free(cfg);
+
+	/* named in another place (here the command line): used */
+	cfg = load_user("{\"llm\":{\"base_url\":\"http://127.0.0.1:11434/v1\"}}", "{\"llm\":{\"provider\":\"openai\"}}");
+	llm_choose(&ch, cfg, "review");
+	CHECK_STR(ch.provider, "openai");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:11434/v1");
+	CHECK(!ch.base_url_unused);
+	CHECK(strncmp(ch.base_url_why, "llm.base_url (user: ", 20) == 0);
+	config_free(cfg);
+	clean_env();
+	setenv("ANTHROPIC_API_KEY", "k", 1);
+
+	/* given for this invocation (FORGE_BASE_URL, --base-url): the user's
+	 * word beside the key, used with the inferred provider */
+	setenv("FORGE_BASE_URL", "http://127.0.0.1:9999", 1);
+	cfg = load(NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:9999");
+	CHECK(!ch.base_url_unused);
+	CHECK_STR(ch.base_url_why, "llm.base_url (env: FORGE_BASE_URL)");
+	config_free(cfg);
+	unsetenv("FORGE_BASE_URL");
+	cfg = load("{\"llm\":{\"base_url\":\"http://127.0.0.1:8080\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.base_url, "http://127.0.0.1:8080");
+	CHECK(!ch.base_url_unused);
+	config_free(cfg);
+
+	/* the place that sets the URL names openai, a higher one anthropic:
+	 * anthropic's own endpoint, and no warning (the provider is named) */
+	setenv("FORGE_BASE_URL", "http://127.0.0.1:11434/v1", 1);
+	setenv("FORGE_PROVIDER", "openai", 1);
+	cfg = load("{\"llm\":{\"provider\":\"anthropic\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	CHECK(ch.base_url == NULL);
+	CHECK(!ch.base_url_unused);
+	CHECK(strstr(ch.base_url_why, "is for the provider set beside it, not anthropic") != NULL);
+	config_free(cfg);
+	unsetenv("FORGE_PROVIDER");
+	unsetenv("FORGE_BASE_URL");
+
+	/* a phase that names its provider takes its own URL; one in the user
+	 * file that does not follows the rule */
+	cfg = load_user("{\"llm\":{\"phases\":{\"test\":{\"provider\":\"openai\",\"base_url\":\"http://127.0.0.1:2/v1\"},"
+			"\"review\":{\"base_url\":\"http://127.0.0.1:3\"}}}}", NULL);
+	llm_choose(&ch, cfg, "test");
+	CHECK_STR(ch.base_url, "http://127.0.0.1:2/v1");
+	CHECK(!ch.base_url_unused);
+	llm_choose(&ch, cfg, "review");
+	CHECK(ch.base_url == NULL && ch.base_url_unused);
+	CHECK(strstr(ch.base_url_why, "llm.phases.review.base_url") != NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK(ch.base_url == NULL && !ch.base_url_unused);
+	config_free(cfg);
+
+	/* no key and no provider: nothing is sent anyway; the URL stands */
+	clean_env();
+	cfg = load_user("{\"llm\":{\"base_url\":\"http://127.0.0.1:11434/v1\"}}", NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK(ch.provider == NULL);
+	CHECK_STR(ch.base_url, "http://127.0.0.1:11434/v1");
+	CHECK(!ch.base_url_unused);
+	config_free(cfg);
+	clean_env();
 }
 
 static void test_options_for_a_phase(void)
@@ -195,6 +314,7 @@ int main(void)
 	RUN(test_a_compatible_server_model_is_its_own_fast_model);
 	RUN(test_another_model_of_the_default_provider);
 	RUN(test_per_phase_overrides);
+	RUN(test_a_base_url_needs_a_named_provider);
 	RUN(test_options_for_a_phase);
 	return unit_done();
 }
