@@ -80,6 +80,16 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 	      int (*on_option)(int id, const char *arg, void *payload), void *payload);
 
 /*
+ * Whether argv[i] is a common or a model option (above), for a program
+ * that hands them on to another (forge COMMON COMMAND): how many of
+ * argv[i..] it takes -- 1, or 2 with its argument apart ("--repo DIR") --,
+ * 0 when it is neither (--help, -h and --version included: the caller's),
+ * -1 when its argument is missing.  Exact names only (no abbreviations);
+ * short options bundled ("-qv") count as one.
+ */
+int cli_common_option(int argc, char **argv, int i);
+
+/*
  * The model options given on the command line as the "llm" part of a
  * config flags layer: {"provider":…,"model":…,"base_url":…,"cassette":…},
  * only the keys that were given.  A new reference.

@@ -1,9 +1,10 @@
 /*
  * cli_help.c - the shared command line's words: --help, the manual page,
  * the completion words, usage errors, finishing stdout, where the programs
- * are; see cli.h.  Apart from cli.c (parsing, sessions) so that a program
- * that only prints help or dispatches (forge) links none of the library
- * behind sessions: the `forge` dispatcher needs only libc.
+ * are, which arguments are common options (cli_common_option); see cli.h.
+ * Apart from cli.c (parsing, sessions) so that a program that only prints
+ * help or dispatches (forge) links none of the library behind sessions:
+ * the `forge` dispatcher needs only libc.
  */
 #include "app/cli.h"
 #include "app/cli_tables.h"
@@ -44,6 +45,40 @@ const struct cli_option cli_hidden_options[] = {
 	{ "help-words", 0, NULL, "the words shell completion offers", OPT_HELP_WORDS },
 	{ NULL, 0, NULL, NULL, 0 }
 };
+
+/* cli_common_option for the long option argv[i], from table tab. */
+static int long_option_in(const struct cli_option *tab, int argc, char **argv, int i)
+{
+	const char *a = argv[i] + 2;
+
+	for (const struct cli_option *o = tab; o->name; o++) {
+		size_t n = strlen(o->name);
+
+		if (strncmp(a, o->name, n) != 0 || (a[n] && a[n] != '='))
+			continue;
+		if (o->id == 'h' || o->id == OPT_VERSION)
+			return 0;
+		if (!o->arg)
+			return a[n] ? 0 : 1;    /* (--quiet=X: not one) */
+		if (a[n] == '=')
+			return 1;
+		return i + 1 < argc ? 2 : -1;
+	}
+	return 0;
+}
+
+int cli_common_option(int argc, char **argv, int i)
+{
+	const char *a = argv[i];
+	int n;
+
+	if (a[0] != '-' || !a[1])
+		return 0;
+	if (a[1] != '-')       /* -q, -v, -vv, -qv */
+		return strspn(a + 1, "qv") == strlen(a + 1) ? 1 : 0;
+	n = long_option_in(cli_common_options, argc, argv, i);
+	return n ? n : long_option_in(cli_model_options, argc, argv, i);
+}
 
 size_t cli_count_options(const struct cli_option *o)
 {

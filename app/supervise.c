@@ -324,7 +324,12 @@ void sup_checkpoint(struct sup *s, const char *phase)
 
 		ev = json_set(json_set(ev, "set", json_get(patch, "set")), "unset", json_get(patch, "unset"));
 		jv_free(patch);
-		sup_emit(s, "state.updated", ev);
+		/* (the event's phase is the checkpoint's, as its payload says;
+		 * null for the run's first one, "init", as for the run's events) */
+		ev = stream_event_new(&s->out, "state.updated", ev);
+		if (strcmp(phase, "init") != 0)
+			ev = json_set(ev, "phase", jv_string(phase));
+		sup_emit_event(s, ev);
 		jv_free(s->saved);
 		s->saved = jv_copy(s->state);
 		/* kept once committed (outside a batch that could not begin: now) */

@@ -1219,6 +1219,8 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 	if (j->rc == 0) {
 		jv ev = stream_event_new(&s->out, "phase.exited", json_set(json_set(json_set(jv_object(),
 			"phase", jv_string(label(nd))), "node", jv_string(nd->id)), "exit_code", jv_number(j->exit_code)));
+		/* (about the node's phase: its phase too, as its own events) */
+		ev = json_set(ev, "phase", jv_string(label(nd)));
 		sup_emit_event(s, json_set(ev, "duration_ms", jv_number((double)j->ms)));
 	}
 	if (jv_get_kind(j->returned) == JV_KIND_OBJECT) {

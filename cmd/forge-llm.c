@@ -9,12 +9,15 @@
  * llm.provider, model, base_url, cassette, max_tokens, temperature,
  * timeout_s, stall_timeout_s, max_retries, retry_max_delay_s, pricing), so
  * FORGE_PROVIDER etc. work as its environment layer and the flags override
- * them.  While llm.provider and llm.model are still the built-in defaults,
- * the provider is chosen by the keys present (llm.h) and the model is that
- * provider's default.  Exit 0 on an answer (one cut at max_tokens or by the
- * context window too, said on stderr), 1 when the model refused, 2 on
- * a usage error (an unknown provider, a bad config), 5 when the provider
- * failed after its retries (the message says what failed and what to do).
+ * them.  --stream streams (with --json too: the response is printed at its
+ * end), bounded as a whole by llm.timeout_s, since a stream kept alive by
+ * pings never stalls.  While llm.provider and llm.model are still the
+ * built-in defaults, the provider is chosen by the keys present (llm.h) and
+ * the model is that provider's default.  Exit 0 on an answer (one cut at
+ * max_tokens or by the context window too, said on stderr), 1 when the
+ * model refused, 2 on a usage error (an unknown provider, a bad config), 5
+ * when the provider failed after its retries (the message says what failed
+ * and what to do).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 #include "app/cli.h"
 #include "data/config.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "core/json.h"
 #include "llm/llm.h"
 #include "store/store.h"
@@ -35,7 +39,7 @@ enum { OPT_SYSTEM = 256, OPT_JSON, OPT_RECORD, OPT_STREAM, OPT_MAX_TOKENS, OPT_T
 static const struct cli_option options[] = {
 	{ "system", 's', "TEXT", "system prompt", OPT_SYSTEM },
 	{ "json", 0, NULL, "print the normalised response as one JSON line", OPT_JSON },
-	{ "stream", 0, NULL, "stream the answer as it is generated", OPT_STREAM },
+	{ "stream", 0, NULL, "stream the answer as it comes (--json: printed at its end)", OPT_STREAM },
 	{ "record", 0, "FILE", "append every exchange to a cassette FILE", OPT_RECORD },
 	{ "max-tokens", 0, "N", "longest answer in tokens (llm.max_tokens, default 8192)", OPT_MAX_TOKENS },
 	{ "temperature", 0, "T", "sampling temperature 0-2, or none (llm.temperature, default 0)", OPT_TEMPERATURE },
@@ -54,6 +58,8 @@ static const struct cli_spec spec = {
 		      "environment, the options above.  Keys llm.provider, llm.model, llm.base_url,\n"
 		      "llm.cassette, llm.max_tokens, llm.temperature, llm.timeout_s,\n"
 		      "llm.stall_timeout_s, llm.max_retries, llm.retry_max_delay_s, llm.pricing.\n"
+		      "llm.timeout_s bounds a call not streamed, and a streamed one as a whole\n"
+		      "(its retries included), however long the server keeps it alive.\n"
 		      "\nEnvironment:\n"
 		      "  FORGE_PROVIDER      anthropic, openai or replay (llm.provider); unset, the\n"
 		      "                      provider is picked by the key present\n"
@@ -172,19 +178,32 @@ static int ask(struct llm_client *c, const struct args *a, const struct config *
 	struct llm_request req;
 	struct llm_response r;
 	int status = FORGE_EXIT_OK;
+	double timeout_s = config_get_num(cfg, "llm.timeout_s");
 
 	llm_request_init(&req);
 	req.system = a->system;
 	req.messages = jv_array_append(jv_array(), llm_msg_user(prompt));
 	req.max_tokens = (int)config_get_num(cfg, "llm.max_tokens");
 	req.temperature = llm_temperature(cfg, NULL);
-	req.stream = a->stream && !a->json;
-	req.on_text = on_text;
+	/* --json --stream streams too (progress, the stall watch): the
+	 * normalised response is printed at its end, never the text as it
+	 * comes.  A stream goes on while bytes keep coming, so llm.timeout_s
+	 * bounds it as a whole (retries and their waits included): a server
+	 * that only sends keep-alive pings does not hold it open. */
+	req.stream = a->stream;
+	req.on_text = a->json ? NULL : on_text;
+	if (timeout_s <= 0)
+		timeout_s = 600;   /* (the client's default) */
+	if (a->stream)
+		req.deadline_ms = monotonic_ms() + (long long)(timeout_s * 1000.0 + 0.5);
 	int rc = llm_call(&r, c, &req);
 
 	cli_leave_if_interrupted();     /* a Ctrl-C cut it off: it is recorded */
 	if (rc < 0) {
 		fprintf(stderr, "forge-llm: %s\n", forge_last_error());
+		if (req.deadline_ms > 0 && r.error == LLM_ERR_TIMEOUT && monotonic_ms() >= req.deadline_ms)
+			fprintf(stderr, "forge-llm: a streamed call may take llm.timeout_s (%g s) in all; "
+				"raise it for a longer answer\n", timeout_s);
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
 		print_answer(&r, a);

@@ -63,7 +63,11 @@ static const struct cli_spec spec = {
 	.synopsis = "[--help] [--version] [COMMON OPTIONS] COMMAND [ARGS]",
 	.description = "Forge carries a software task through plan, implement, review, test and\n"
 		       "deploy with LLM agents, inside a git repository.  Each command is its own\n"
-		       "program; `forge COMMAND --help` shows its options.",
+		       "program; `forge COMMAND --help` shows its options.  The options below,\n"
+		       "given before COMMAND, go to it (a command that calls no model refuses\n"
+		       "the model options).",
+	/* (the common and model options before the command go to it) */
+	.flags = CLI_MODEL_OPTIONS,
 };
 
 static const char *const *search_dirs(void)
@@ -228,42 +232,29 @@ static int hidden(const char *opt)
 
 /*
  * The common options given before the command ("forge --repo X status",
- * "forge -v run …"): how many of argv[from..] they take, 0 at the command.
- * They go to the command, which takes them as its own.  An option that is
- * not common is a usage error; --help and --version are handled by main().
+ * "forge -v run …", "forge --provider openai llm hi"): how many of
+ * argv[from..] they take, 0 at the command.  They go to the command, which
+ * takes them as its own: the options every program takes and the model
+ * options (cli.h), which a command that calls no model refuses itself.  An
+ * option that is neither is a usage error; --help and --version are
+ * handled by main().
  */
 static int common_before(int argc, char **argv, int from)
 {
-	static const char *const with_arg[] = { "--repo", "--db", "--config" };
 	int i = from;
 
 	while (i < argc && argv[i][0] == '-' && argv[i][1]) {
 		const char *a = argv[i];
-		bool known = false;
+		int n;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--version"))
 			break;
-
-		if (!strcmp(a, "--quiet") || !strcmp(a, "--verbose") ||
-		    (a[1] != '-' && strspn(a + 1, "qv") == strlen(a + 1))) {
-			i++;
-			continue;
-		}
-		for (size_t k = 0; k < sizeof with_arg / sizeof *with_arg && !known; k++) {
-			size_t n = strlen(with_arg[k]);
-
-			if (!strncmp(a, with_arg[k], n) && a[n] == '=') {
-				known = true;
-				i++;
-			} else if (!strcmp(a, with_arg[k])) {
-				if (i + 1 >= argc)
-					cli_usage_error(&spec, "option '%s' needs an argument", a);
-				known = true;
-				i += 2;
-			}
-		}
-		if (!known)
+		n = cli_common_option(argc, argv, i);
+		if (n < 0)
+			cli_usage_error(&spec, "option '%s' needs an argument", a);
+		if (!n)
 			return -(i + 1);
+		i += n;
 	}
 	return i - from;
 }

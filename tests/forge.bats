@@ -164,6 +164,31 @@ setup() {
 	[[ "$stderr" == *"'--repo' needs an argument"* ]]
 }
 
+@test "the model options before the command go to it too: forge --provider P --model M --base-url URL --cassette FILE CMD (hunt64 #2)" {
+	cd "$BATS_TEST_TMPDIR"
+	unset FORGE_PROVIDER FORGE_MODEL FORGE_BASE_URL FORGE_CASSETTE ANTHROPIC_API_KEY OPENAI_API_KEY
+	echo '{"response":{"text":"from the cassette"}}' >answers.jsonl
+	# (before: "forge: unknown option '--cassette'", exit 2, for each of them)
+	run -0 --separate-stderr forge --cassette answers.jsonl llm hi
+	assert_output "from the cassette"
+	run -0 --separate-stderr forge --provider replay --model some-model --cassette=answers.jsonl llm --json hi
+	jq -e '.text == "from the cassette"' <<<"$output"
+	# --provider, --model and --base-url reach the call: its error names them
+	echo '{"llm":{"max_retries":0}}' >cfg.json
+	run -5 --separate-stderr env OPENAI_API_KEY=sk-test forge --provider openai --model gpt-4o-mini \
+		--base-url http://127.0.0.1:9/v1 --config cfg.json llm hi
+	[[ $stderr == "forge-llm: openai: "*"http://127.0.0.1:9/v1"* ]]
+	run -2 --separate-stderr forge --provider nosuch llm hi
+	[[ $stderr == *"unknown provider 'nosuch'"* ]]
+	# a command that calls no model refuses them itself
+	run -2 --separate-stderr forge --model m events list
+	[[ $stderr == "forge-events: unknown option '--model'"* ]]
+	run -2 --separate-stderr forge --base-url
+	[[ $stderr == *"'--base-url' needs an argument"* ]]
+	run -2 --separate-stderr forge --models m llm hi
+	[[ $stderr == "forge: unknown option '--models'"* ]]
+}
+
 @test "forge run, status, …: their own usage and messages as 'forge CMD'" {
 	run -0 --separate-stderr forge status --help
 	[[ "${lines[0]}" == "usage: forge status [TRACE] [--json]" ]]

@@ -48,6 +48,25 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_success
 	run jq -c '[.stop_reason, .tool_calls[0].name, .tool_calls[0].input]' <<<"$output"
 	assert_output '["tool_use","read_file",{"path":"README","n":2}]'
+	# --json --stream streams (before, it sent stream:false: chunk and dribble did nothing)
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[] | [.stream, .body.stream, .headers.accept]]'"
+	assert_output '[[true,true,"text/event-stream"]]'
+}
+
+@test "--json --stream: a recorded SSE stream gives the normalised response, printed once at its end" {
+	# (before: "the Anthropic response is not a JSON object", exit 5)
+	mock_steps "$(jq -n --rawfile b "$BATS_TEST_DIRNAME/fixtures/llm/anth_tool_use.sse" \
+		'[{"fault":"raw","status":200,"headers":{"content-type":"text/event-stream"},"body":$b}]')"
+	run -0 --separate-stderr anth --json --stream hi
+	[ "${#lines[@]}" -eq 1 ]
+	run -0 jq -c '[.stop_reason, (.tool_calls | length), (.tool_calls[0].name | type)]' <<<"$output"
+	assert_output '["tool_use",1,"string"]'
+	mock_steps '[{"text":"one two three","dribble":3}]'
+	run -0 --separate-stderr oai --json --stream hi
+	run -0 jq -c '[.text, .stop_reason]' <<<"$output"
+	assert_output '["one two three","end_turn"]'
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[-1] | [.stream, .body.stream_options.include_usage]'"
+	assert_output '[true,true]'
 }
 
 @test "openai streaming: text shows as it arrives; index-keyed tool deltas" {
@@ -61,6 +80,9 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output '["tool_use",["a","b"],"é"]'
 	run bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body | [.stream, .stream_options.include_usage, .max_tokens]'"
 	assert_output '[true,true,8192]'
+	# the --json --stream call streamed its tool deltas too
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].stream]'"
+	assert_output '[true,true]'
 }
 
 @test "retries: 429 with retry-after-ms, then 529, then an answer (3 requests)" {
@@ -735,12 +757,24 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr != *S3cretProxyPass* ]]
 }
 
-@test "a stream that keeps coming is not cut at llm.timeout_s, only a stall ends it (hunt4 #5, hunt29)" {
-	# a byte every 2 ms for well over a second: far past timeout_s, never a stall
-	mock_steps '[{"text":"a streamed answer that takes longer than the whole-request timeout to arrive","dribble":1}]'
-	run --separate-stderr oai --stream --config <(echo '{"llm":{"timeout_s":0.3,"stall_timeout_s":30,"max_retries":0}}') hi
-	assert_success
-	assert_output "a streamed answer that takes longer than the whole-request timeout to arrive"
+@test "forge llm --stream is bounded by llm.timeout_s as a whole: keep-alive pings do not hold it open (hunt64 #4)" {
+	# part of an answer, then a ping every 200 ms and never the rest: the stall
+	# watch never fires (before: it hung until killed; a phase's streamed call
+	# is bounded by safety.time_s instead, and not by llm.timeout_s: plan.bats)
+	mock_steps "$(jq -nc --arg f "$BATS_TEST_TMPDIR/never" \
+		'[{text: "one two three four", pause_after: 3, pause_file: $f, ping_ms: 200, times: "always"}]')"
+	run -5 --separate-stderr timeout 20 forge-llm --provider anthropic --base-url "$MOCK_URL" --model claude-haiku-4-5 \
+		--config <(echo '{"llm":{"timeout_s":1,"stall_timeout_s":30,"max_retries":2}}') --stream hi
+	[[ $stderr == *"forge-llm: anthropic: the answer from $MOCK_URL was cut off by the time limit left to the call"* ]]
+	[[ $stderr == *"forge-llm: a streamed call may take llm.timeout_s (1 s) in all; raise it for a longer answer"* ]]
+	# not asked again: the time was up
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].stream]'"
+	assert_output '[true]'
+	# --json --stream too
+	run -5 --separate-stderr timeout 20 forge-llm --provider anthropic --base-url "$MOCK_URL" --model claude-haiku-4-5 \
+		--config <(echo '{"llm":{"timeout_s":1,"stall_timeout_s":30,"max_retries":0}}') --json --stream hi
+	[[ $stderr == *"cut off by the time limit left to the call"* ]]
+	assert_output ""
 }
 
 @test "FORGE_LLM_MAX_RETRIES is llm.max_retries from the environment (hunt29)" {

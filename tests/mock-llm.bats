@@ -358,6 +358,30 @@ shape() {
 	run -52 anth -d "$ABODY"
 }
 
+@test "fault: stream_error on an answer shorter than error_after still ends with the error, never after [DONE] / message_stop (hunt64 M)" {
+	# (before: OpenAI sent data: [DONE] and then the error, which a client never reads)
+	cat <<-'EOF' | mock_load
+	[{"fault":"stream_error"},{"fault":"stream_error"},{"fault":"stream_error","error_after":99},
+	 {"fault":"stream_error","no_done":true}]
+	EOF
+	run -0 oai -d "$OSTREAM"
+	run -0 bash -c "grep '^data: ' '$B' | tail -n 1 | cut -c7- | jq -c '.error.type'"
+	assert_output '"server_error"'
+	! grep -q 'DONE' "$B" || false
+	run -0 anth -d "$ASTREAM"
+	tail -n 3 "$B" | grep -qx 'event: error'
+	! grep -q message_stop "$B" || false
+	run -0 oai -d "$(jq -c 'del(.stream_options)' <<<"$OSTREAM")"
+	run -0 bash -c "grep '^data: ' '$B' | tail -n 1 | cut -c7- | jq -c '.error.type'"
+	assert_output '"server_error"'
+	! grep -q 'DONE' "$B" || false
+	run -0 oai -d "$OSTREAM"
+	run -0 bash -c "grep '^data: ' '$B' | tail -n 1 | cut -c7- | jq -c '.error.type'"
+	assert_output '"server_error"'
+	# what is sent before the error is the answer's start
+	grep -q '"role":"assistant"' "$B"
+}
+
 @test "script exhausted: 500 in the provider's shape, says so, x-should-retry false" {
 	echo '[]' | mock_load
 	run -0 anth -d "$ABODY"

@@ -454,3 +454,19 @@ cache_marks() {
 	run -0 jq -sc '[.[] | select(.type == "llm.called") | .payload | [.usage_estimated, .input_tokens, (.cache_write_tokens > 1000)]]' <<<"$output"
 	assert_output '[[true,0,true]]'
 }
+
+@test "a phase's streamed answer that keeps coming is not cut at llm.timeout_s, only a stall or the phase's time limit ends it (hunt4 #5, hunt29)" {
+	# (forge llm --stream, one call, is bounded by llm.timeout_s as a whole:
+	# llm.bats; a phase keeps its streams open past it, as here: pings for a
+	# second, far past timeout_s, then the plan)
+	mock "$(jq -nc --argjson p "$(good_plan)" --arg f "$BATS_TEST_TMPDIR/go" \
+		'[{text: "Planning.", tool_calls: [{name: "finish", input: $p}], pause_after: 3, pause_file: $f, ping_ms: 100}]')"
+	(sleep 1; touch "$BATS_TEST_TMPDIR/go") &
+	local toucher=$!
+	run -0 --separate-stderr forge-plan --config <(echo '{"llm":{"timeout_s":0.3,"stall_timeout_s":30,"max_retries":0}}') \
+		--task "add a mul operation"
+	wait "$toucher"
+	last_state | jq -e '.status == "ok" and .plan.version == 1'
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '[.[].stream]'"
+	assert_output '[true]'
+}

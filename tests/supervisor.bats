@@ -128,6 +128,16 @@ branch_log() {
 	printf '%s\n' "$output" | jq -se 'map(select(.type == "state.updated") | .payload)
 	  | map(.phase) == ["init", "plan", "implement", "review", "test", "deploy"]
 	  and (.[1].set | has("plan")) and (.[5].set | keys) == ["deployment", "node_runs", "nodes", "phase"] and all(.[]; .unset == [])'
+	# the supervisor's events about a phase carry it as their phase, as the
+	# phase's own do (before: null); the run's own events and "init", none
+	# (hunt64 #6)
+	run -0 jq -sc 'map(select(.source == "forge-supervisor" and (.type == "state.updated" or .type == "phase.exited"))
+		| [.type, .phase, .payload.phase])' <<<"$output"
+	assert_output '[["state.updated",null,"init"],["phase.exited","plan","plan"],["state.updated","plan","plan"],["phase.exited","implement","implement"],["state.updated","implement","implement"],["phase.exited","review","review"],["state.updated","review","review"],["phase.exited","test","test"],["state.updated","test","test"],["phase.exited","deploy","deploy"],["state.updated","deploy","deploy"]]'
+	run -0 forge events replay "$T"
+	printf '%s\n' "$output" | jq -se 'map(select(.source == "forge-supervisor" and (.type | test("^(run|pipeline)[.]"))))
+	  | length > 0 and all(.[]; .phase == null)'
+	printf '%s\n' "$output" | jq -se 'map(select(.phase == "review")) | map(.source) | unique == ["forge-review", "forge-supervisor"]'
 	first=$(printf '%s\n' "$output" | jq -r 'select(.type == "state.updated") | .payload.checkpoint' | head -n 1)
 	# from the newest snapshot
 	run -0 --separate-stderr forge events replay "$T" --state -v

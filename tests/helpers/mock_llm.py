@@ -151,7 +151,8 @@ SCRIPT FORMAT
     "error"           any "status" with given "type", "message", "code", "param"
     "malformed"       200 with a body that is not valid JSON (or, streaming,
                       one data: line that is not valid JSON); "body" overrides
-    "stream_error"    200 stream, "error_after" events (default 4), then a
+    "stream_error"    200 stream, "error_after" events (default 4; never the
+                      last, message_stop / [DONE], however short the answer), then a
                       mid-stream error event (Anthropic "event: error"
                       overloaded_error; OpenAI data: {"error":...} server_error;
                       "type", "message", "code", "param" override them); answer
@@ -1245,7 +1246,8 @@ class Handler(BaseHTTPRequestHandler):
             if stream:
                 events = ["event: %s\ndata: %s\n\n" % e for e in ans.anth_events()]
                 if tail_error is not None:
-                    events = events[:tail_error] + ["event: error\ndata: %s\n\n" % jdump({
+                    events = events[:self.error_point(tail_error, events)]
+                    events += ["event: error\ndata: %s\n\n" % jdump({
                         "type": "error", "error": {"type": step.get("type") or "overloaded_error",
                                                    "message": step.get("message") or "Overloaded"}})]
                 return self.send_sse(h, events, step, self.cut_point(cut_after, len(events)))
@@ -1257,7 +1259,8 @@ class Handler(BaseHTTPRequestHandler):
                 if not step.get("no_done"):
                     events.append("data: [DONE]\n\n")
                 if tail_error is not None:
-                    events = events[:tail_error] + ["data: %s\n\n" % jdump({"error": {
+                    events = events[:self.error_point(tail_error, events)]
+                    events += ["data: %s\n\n" % jdump({"error": {
                         "message": step.get("message") or
                         "The server had an error while processing your request. Sorry about that!",
                         "type": step.get("type") or "server_error", "param": step.get("param"),
@@ -1270,6 +1273,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data[:len(data) // 2])
             return self.abort_connection()
         self.send_bytes(200, h, data)
+
+    @staticmethod
+    def error_point(error_after, events):
+        """How many events go before a stream_error's error event: error_after,
+        but never the last one (message_stop, [DONE], or with no_done the last
+        chunk), so that a short answer's stream still ends with the error."""
+        return max(0, min(int(error_after), len(events) - 1))
 
     @staticmethod
     def cut_point(cut_after, n):
