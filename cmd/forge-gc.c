@@ -303,37 +303,62 @@ static char *repo_shown(const char *common)
 	return xstrndup(common, n);
 }
 
-static void say_tmpdir(const char *path, void *payload)
+static int tmp_left;   /* of those, how many could not be removed */
+static jv tmp_sub = JSON_NULL; /* [worktree, repository] of the one being removed, or null */
+
+/* (called before the removal, then with how it went: core/tmpdir.h) */
+static void say_tmpdir(const char *path, int err, void *payload)
 {
-	char *wt = delegate_worktree_in(path), *common = NULL;
+	bool dry_run = *(bool *)payload;
 
-	printf("temporary directory %s: %s (its process was killed)\n", path,
-	       *(bool *)payload ? "would remove" : "removed");
-	/* a write-mode sub-agent's: its worktree is registered in the
-	 * repository it worked on (forget_worktrees) */
-	if (delegate_worktree_path(wt) && forge_git_worktree_common(&common, wt) == 1) {
-		char *repo = repo_shown(common);
+	if (err == TMPDIR_FOUND) {
+		/* a write-mode sub-agent's: its worktree is registered in
+		 * the repository it worked on (forget_worktrees); read while
+		 * its .git file is there */
+		char *wt = delegate_worktree_in(path), *common = NULL;
 
-		if (jv_get_kind(sub_worktrees) != JV_KIND_ARRAY)
-			sub_worktrees = jv_array();
-		sub_worktrees = jv_array_append(sub_worktrees, jv_array_append(jv_array_append(jv_array(),
-						jv_string(wt)), jv_string(repo)));
-		free(repo);
+		jv_free(tmp_sub);
+		tmp_sub = jv_null();
+		if (delegate_worktree_path(wt) && forge_git_worktree_common(&common, wt) == 1) {
+			char *repo = repo_shown(common);
+
+			tmp_sub = jv_array_append(jv_array_append(jv_array(), jv_string(wt)), jv_string(repo));
+			free(repo);
+		}
+		free(common);
+		free(wt);
+		if (!dry_run)
+			return;
 	}
-	free(common);
-	free(wt);
+	if (err > 0) {
+		/* (before: "removed", the directory still there) */
+		fprintf(stderr, "forge-gc: temporary directory %s: cannot remove it (its process was killed): %s\n",
+			path, strerror(err));
+		tmp_left++;
+	} else {
+		printf("temporary directory %s: %s (its process was killed)\n", path,
+		       dry_run ? "would remove" : "removed");
+		if (jv_get_kind(tmp_sub) == JV_KIND_ARRAY) {
+			if (jv_get_kind(sub_worktrees) != JV_KIND_ARRAY)
+				sub_worktrees = jv_array();
+			sub_worktrees = jv_array_append(sub_worktrees, jv_copy(tmp_sub));
+		}
+	}
+	jv_free(tmp_sub);
+	tmp_sub = jv_null();
 }
 
 /* What processes killed with SIGKILL left in TMPDIR (core/tmpdir.h). */
 static int sweep_tmpdirs(bool dry_run)
 {
+	tmp_left = 0;
 	dead_tmp = tmpdir_sweep(dry_run, say_tmpdir, &dry_run);
 	if (dead_tmp < 0) {
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
 		dead_tmp = 0;
 		return -1;
 	}
-	return 0;
+	return tmp_left ? -1 : 0;
 }
 
 static int forgot;   /* registrations of sub-agents' worktrees forgotten (or that would be) */

@@ -371,6 +371,48 @@ EOF
 	[[ "$text" == *ran* ]]
 }
 
+# socket_families MODE: a network namespace covers the inet families only;
+# with the network cut (namespaces or not) a command makes no socket of
+# another family -- vsock (a VM's host and its agents, one address space
+# for the machine), AF_PACKET -- and gets EAFNOSUPPORT, while inet, inet6,
+# netlink and socketpair still work in its own namespace.
+socket_families() {
+	as "$1"
+	local probe='python3 -c "import socket
+for name, fam, typ in ((\"vsock\", 40, socket.SOCK_STREAM), (\"packet\", 17, socket.SOCK_DGRAM), (\"inet\", 2, socket.SOCK_STREAM), (\"inet6\", 10, socket.SOCK_DGRAM), (\"netlink\", 16, socket.SOCK_RAW)):
+    try:
+        socket.socket(fam, typ).close()
+        print(name + \": made\")
+    except OSError as e:
+        print(name + \": errno\", e.errno)
+a, b = socket.socketpair()
+print(\"socketpair: made\")"'
+	for sb in '{}' '{"namespaces":"off"}' '{"network":"deny"}'; do
+		tool --sandbox "$sb" "$probe"
+		# (before: vsock made, its bind "Address already in use" when the host held the port)
+		[[ "$text" == *"vsock: errno 97"* ]]
+		[[ "$text" == *"packet: errno 97"* ]]
+		[[ "$text" == *"inet: made"* ]]
+		[[ "$text" == *"inet6: made"* ]]
+		[[ "$text" == *"netlink: made"* ]]
+		[[ "$text" == *"socketpair: made"* ]]
+	done
+	# the network allowed, the filter leaves the families alone
+	tool --sandbox '{"network":"allow"}' "$probe"
+	if python3 -c 'import socket; socket.socket(40, socket.SOCK_STREAM)' 2>/dev/null; then
+		[[ "$text" == *"vsock: made"* ]]
+	fi
+	[[ "$text" == *"inet: made"* ]]
+}
+
+@test "root: with the network cut a command makes no vsock or packet socket; inet works in its namespace" {
+	socket_families root
+}
+
+@test "unprivileged: with the network cut a command makes no vsock or packet socket; inet works in its namespace" {
+	socket_families user
+}
+
 # ---------------------------------------------------------------- processes
 
 nothing_outlives() {

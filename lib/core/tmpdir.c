@@ -76,28 +76,59 @@ static bool rmdir_ino(int dir, ino_t ino, char *buf, size_t size)
 }
 
 /*
+ * Open the directory name in dir for the walk, never following a symbolic
+ * link; when its mode keeps this user out (EACCES: a command's chmod 000)
+ * and it is on dev, it is made u+rwx first (fchmodat without following a
+ * link).  Then u+rwx too when it is not (a chmod 500 directory keeps what
+ * it holds).  -1 with errno.
+ */
+static int open_walk_dir(int dir, const char *name, dev_t dev)
+{
+	struct stat st;
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 && errno == EACCES) {
+		if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != dev ||
+		    fchmodat(dir, name, (st.st_mode & 07777) | S_IRWXU, AT_SYMLINK_NOFOLLOW) < 0) {
+			errno = EACCES;
+			return -1;
+		}
+		fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && (st.st_mode & S_IRWXU) != S_IRWXU)
+		(void)fchmod(fd, (st.st_mode & 07777) | S_IRWXU);	/* (not this user's: it stays) */
+	return fd;
+}
+
+/*
  * Remove name (in dirfd) and, when it is a directory, what it holds, to
  * any depth.  Not recursive, and in a fixed stack: it runs in a signal
  * handler too, and a command may well make a tree thousands deep (before,
  * 32 levels were removed and the rest, and so the temp dir, left).  The
  * walk goes down with openat(O_NOFOLLOW), never following a symbolic link
  * nor crossing into another file system, and back up by "..", checking
- * that it comes back to the directory it started from.  True when it is
- * gone.
+ * that it comes back to the directory it started from.  A directory this
+ * user cannot read, search or write is made so on the way (before, a
+ * command's chmod 000 kept the temp dir).  0 when it is gone, else -1 with
+ * errno.
  */
-static bool remove_at(int dirfd, const char *name)
+int tmpdir_rmtree_at(int dirfd, const char *name)
 {
 	char buf[2048];
 	struct rm_stuck stuck[RM_STUCK_MAX];
 	size_t nstuck = 0, depth = 0;
 	struct stat top, st, here;
-	int cur, fd;
+	int cur, fd, err = 0;
 
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-		return true;
-	cur = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	if (fstatat(dirfd, name, &top, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -1;
+	cur = open_walk_dir(dirfd, name, top.st_dev);
 	if (cur < 0)
-		return false;
+		return -1;
 	if (fstat(cur, &top) < 0)
 		goto fail;
 	for (;;) {
@@ -124,7 +155,7 @@ static bool remove_at(int dirfd, const char *name)
 				if ((d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) ||
 				    is_stuck(stuck, nstuck, d->d_ino, depth + 1))
 					continue;
-				fd = openat(cur, d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				fd = open_walk_dir(cur, d->d_name, top.st_dev);
 				if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == top.st_dev) {
 					close(cur);
 					cur = fd;
@@ -136,8 +167,10 @@ static bool remove_at(int dirfd, const char *name)
 					close(fd);
 				else if (errno == ENOTDIR || errno == ELOOP)
 					continue; /* a file that stays: not a directory to skip */
-				if (nstuck == RM_STUCK_MAX)
+				if (nstuck == RM_STUCK_MAX) {
+					errno = ENOTEMPTY;
 					goto fail;
+				}
 				stuck[nstuck++] = (struct rm_stuck){ d->d_ino, depth + 1 };
 			}
 		}
@@ -149,34 +182,45 @@ static bool remove_at(int dirfd, const char *name)
 		if (fstat(cur, &st) < 0)
 			goto fail;
 		fd = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		err = errno;
 		close(cur);
 		cur = fd;
-		if (cur < 0)
-			return false;
+		if (cur < 0) {
+			errno = err;
+			return -1;
+		}
 		depth--;
 		/* (a directory moved meanwhile: stop rather than remove
 		 * whatever "..", now somewhere else, holds) */
-		if (fstat(cur, &here) < 0 || here.st_dev != top.st_dev || (depth == 0 && here.st_ino != top.st_ino))
+		if (fstat(cur, &here) < 0)
 			goto fail;
+		if (here.st_dev != top.st_dev || (depth == 0 && here.st_ino != top.st_ino)) {
+			errno = ESTALE;
+			goto fail;
+		}
 		while (nstuck && stuck[nstuck - 1].depth > depth + 1)
 			nstuck--;
 		if (!rmdir_ino(cur, st.st_ino, buf, sizeof buf)) {
-			if (nstuck == RM_STUCK_MAX)
+			if (nstuck == RM_STUCK_MAX) {
+				errno = ENOTEMPTY;
 				goto fail;
+			}
 			stuck[nstuck++] = (struct rm_stuck){ st.st_ino, depth + 1 };
 		}
 	}
 	close(cur);
-	return unlinkat(dirfd, name, AT_REMOVEDIR) == 0;
+	return unlinkat(dirfd, name, AT_REMOVEDIR);
 fail:
+	err = errno;
 	close(cur);
-	return false;
+	errno = err;
+	return -1;
 }
 
 static void remove_tree(const char *path)
 {
-	/* (a chmod 0 directory inside may refuse its contents: best effort) */
-	remove_at(AT_FDCWD, path);
+	/* (best effort: a mount point inside, another user's directory) */
+	(void)tmpdir_rmtree_at(AT_FDCWD, path);
 }
 
 void tmpdir_remove_all_signal_safe(void)
@@ -284,6 +328,21 @@ static bool made_name(const char *name)
 	return n > 7 && name[n - 7] == '-' && known_prefix(name, n - 7);
 }
 
+/* The directory name in dir, opened for tmpdir_sweep(); one this user
+ * cannot read (a command's chmod 000 on its HOME), when it is this user's
+ * and old enough to be swept, made u+rwx first.  -1 when it cannot. */
+static int sweep_open(int dir, const char *name, time_t now)
+{
+	struct stat st;
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 && errno == EACCES && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == geteuid() && st.st_mtime <= now - TMPDIR_SWEEP_AGE_S &&
+	    fchmodat(dir, name, (st.st_mode & 07777) | S_IRWXU, AT_SYMLINK_NOFOLLOW) == 0)
+		fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd;
+}
+
 int tmpdir_sweep(bool dry_run, tmpdir_found_fn found, void *payload)
 {
 	const char *parent = tmp_parent();
@@ -300,7 +359,7 @@ int tmpdir_sweep(bool dry_run, tmpdir_found_fn found, void *payload)
 
 		if (!made_name(e->d_name))
 			continue;
-		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = sweep_open(dirfd(d), e->d_name, now);
 		if (fd < 0)
 			continue;
 		/* another user's, a young one (made, not yet locked), or held
@@ -311,11 +370,17 @@ int tmpdir_sweep(bool dry_run, tmpdir_found_fn found, void *payload)
 			continue;
 		}
 		char path[PATH_MAX];
+		int err = 0;
+
 		snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
 		if (found)
-			found(path, payload);
-		if (!dry_run)
-			remove_at(dirfd(d), e->d_name);
+			found(path, TMPDIR_FOUND, payload);
+		if (!dry_run) {
+			if (tmpdir_rmtree_at(dirfd(d), e->d_name) < 0)
+				err = errno ? errno : EIO;
+			if (found)
+				found(path, err, payload);
+		}
 		close(fd);
 		n++;
 	}

@@ -43,14 +43,32 @@ void tmpdir_remove(char *path);
 /* Remove every listed tree; for signal handlers (see above). */
 void tmpdir_remove_all_signal_safe(void);
 
-typedef void (*tmpdir_found_fn)(const char *path, void *payload);
+/*
+ * Remove name (relative to dirfd; AT_FDCWD and a path will do) and, when it
+ * is a directory, everything in it, to any depth: iterative in a fixed
+ * stack (no PATH_MAX on the depth), fd-relative, never following a
+ * symbolic link nor crossing into another file system.  A directory of
+ * the tree this user cannot read, search or write (a command's chmod 000
+ * or 500) is made u+rwx on the way, as far as this user may (fchmodat
+ * without following a link).  Async-signal-safe, no allocation.  0 when it
+ * is gone (or was not there), else -1 with errno (ENOTEMPTY: something in
+ * it stayed).
+ */
+int tmpdir_rmtree_at(int dirfd, const char *name);
+
+/* A directory tmpdir_sweep() found: called with err TMPDIR_FOUND before
+ * it is removed (a dry run: only then), and after with 0 when it is gone
+ * or the errno its removal failed with (it stays). */
+#define TMPDIR_FOUND (-1)
+typedef void (*tmpdir_found_fn)(const char *path, int err, void *payload);
 
 /*
  * The directories tmpdir_make() made in $TMPDIR (else /tmp) whose process
  * is gone: named PREFIX-XXXXXX (TMPDIR_PREFIXES), this user's, no lock on them and
  * not changed for TMPDIR_SWEEP_AGE_S.  Each is passed to found (may be
- * NULL), then removed unless dry_run.  Returns how many, or -1 with a
- * message when the temporary directory cannot be read.
+ * NULL), then removed unless dry_run, and passed to found again with how
+ * that went.  Returns how many were found, or -1 with a message when the
+ * temporary directory cannot be read.
  */
 int tmpdir_sweep(bool dry_run, tmpdir_found_fn found, void *payload);
 

@@ -6,10 +6,10 @@
 #include "core/owner.h"
 #include "core/forgedir.h"
 #include "core/json.h"
+#include "core/tmpdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -856,47 +856,11 @@ out:
 	return rc;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
-}
-
-static int unreadable_dirs;
-
-/* A directory of the tree this user cannot read or search made so (u+rwx:
- * the model's `chmod 000` must not keep a worktree on disk for ever). */
-static int open_dir(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)ftw;
-	if (type == FTW_DNR || (type == FTW_D && (sb->st_mode & S_IRWXU) != S_IRWXU)) {
-		if (chmod(path, (sb->st_mode & 07777) | S_IRWXU) == 0 && type == FTW_DNR)
-			unreadable_dirs++;
-	}
-	return 0;
-}
-
-/* Every directory of path readable, searchable and writable by its owner,
- * as far as this user may make it so (a pass goes one unreadable level
- * deeper).  Not thread-safe (nftw's callback has no payload). */
-static void open_tree(const char *path)
-{
-	for (int pass = 0; pass < 64; pass++) {
-		unreadable_dirs = 0;
-		if (nftw(path, open_dir, 16, FTW_PHYS) < 0 || unreadable_dirs == 0)
-			return;
-	}
-}
-
+/* Remove the tree at path, to any depth, its chmod 000 directories too
+ * (core/tmpdir.h); 0 when it is gone, -1 with a message. */
 static int remove_tree(const char *path)
 {
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return 0;
-	open_tree(path);
-	if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+	if (tmpdir_rmtree_at(AT_FDCWD, path) < 0)
 		return forge_error("cannot remove '%s': %s", path, strerror(errno));
 	return 0;
 }
@@ -1013,18 +977,24 @@ int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned f
 		}
 		po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE |
 			   (force ? GIT_WORKTREE_PRUNE_LOCKED : 0);
-		int lock_fd = lock_worktrees(g);   /* a half-removed one is half-made too */
-		if (lock_fd < 0)
-			goto out;
-		/* (libgit2 drops the metadata before it fails on a directory it
-		 * cannot read: the tree then stayed, known to nothing) */
-		open_tree(path);
-		e = git_worktree_prune(w, &po);
-		close(lock_fd);
-		if (e < 0) {
+		if (!git_worktree_is_prunable(w, &po)) {
 			forge_git_fail("cannot remove worktree '%s'", path);
 			goto out;
 		}
+		int lock_fd = lock_worktrees(g);   /* a half-removed one is half-made too */
+		if (lock_fd < 0)
+			goto out;
+		/* The directory first, the registration after: libgit2 drops
+		 * the metadata before it removes the tree, and when that failed
+		 * (a tree deeper than it walks, a directory it cannot read) the
+		 * tree stayed, known to nothing, for ever; now a failure leaves
+		 * the worktree registered, and the next removal tries again. */
+		e = remove_tree(path);
+		if (e == 0 && (e = git_worktree_prune(w, &po)) < 0)
+			forge_git_fail("cannot forget worktree '%s'", path);
+		close(lock_fd);
+		if (e < 0)
+			goto out;
 		removed = true;
 	} else if (e != GIT_ENOTFOUND) {
 		forge_git_fail("cannot look up worktree '%s'", n.name);

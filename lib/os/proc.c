@@ -286,7 +286,7 @@ static void lines_flush(struct lines *s, void *payload)
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
 enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
-       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
+       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_SECCOMP_NET, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
 	int kind, stage, err;
@@ -341,13 +341,21 @@ static void wait_go(const struct child_plan *p)
 		_exit(127);
 }
 
-/* The command's seccomp filter (o->deny_keys); a failure is a warning. */
+/* The command's seccomp filter (o->deny_keys, deny_net, deny_unix); a
+ * failure is a warning. */
 static void apply_seccomp(const struct child_plan *p)
 {
 	int r;
 
-	if (p->o->deny_keys && (r = seccomp_deny_child(p->o->deny_unix)) < 0)
-		child_report(p->rep_fd, REC_WARN, p->o->deny_unix ? ST_SECCOMP_UNIX : ST_SECCOMP, -r);
+	enum seccomp_net net = SECCOMP_NET_OPEN;
+	int stage = ST_SECCOMP;
+
+	if (p->o->deny_net) {
+		net = p->o->deny_unix ? SECCOMP_NET_CUT_NO_UNIX : SECCOMP_NET_CUT;
+		stage = p->o->deny_unix ? ST_SECCOMP_UNIX : ST_SECCOMP_NET;
+	}
+	if (p->o->deny_keys && (r = seccomp_deny_child(net)) < 0)
+		child_report(p->rep_fd, REC_WARN, stage, -r);
 }
 
 /*
@@ -698,7 +706,9 @@ static const char *stage_name(int stage)
 	case ST_CAPS: return "drop capabilities";
 	case ST_SECCOMP: return "seccomp (the keyring system calls are not refused)";
 	case ST_SECCOMP_UNIX:
-		return "seccomp (the keyring system calls are not refused, and the host's unix sockets can be reached)";
+		return "seccomp (the keyring system calls are not refused, and the host's unix sockets and vsock can be reached)";
+	case ST_SECCOMP_NET:
+		return "seccomp (the keyring system calls are not refused, and vsock and other socket families the network namespace does not cover can be reached)";
 	case ST_LOOPBACK: return "loopback (127.0.0.1 and ::1 unreachable)";
 	case ST_REAPER: return "reaper (what the command starts may outlive it)";
 	}

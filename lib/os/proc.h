@@ -156,7 +156,9 @@ struct proc_opts {
 	bool contain;                 /* nothing the command starts outlives it, also
 					 without namespaces (a reaper: os/reaper.h) */
 	bool deny_keys;               /* os/seccomp.h's filter: no keyring system calls */
-	bool deny_unix;               /* with deny_keys: no socket(AF_UNIX) either (os/seccomp.h) */
+	bool deny_net;                /* with deny_keys: sockets of the families a cut network
+					 allows only (os/seccomp.h) */
+	bool deny_unix;               /* with deny_net: no socket(AF_UNIX) either */
 	/* Streaming: a complete line of stdout / stderr (NULL = capture). */
 	void (*on_stdout)(void *payload, const char *line, size_t len, int cut);
 	void (*on_stderr)(void *payload, const char *line, size_t len, int cut);

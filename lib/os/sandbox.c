@@ -1994,6 +1994,12 @@ again:
 	o.direct_envp = direct.envp;
 	o.contain = true;	/* with or without a PID namespace */
 	o.deny_keys = true;	/* os/seccomp.h */
+	/* A network namespace does not cover vsock (a VM's host and its
+	 * agents), AF_PACKET and the like: with the network cut, sockets of
+	 * unix, inet, inet6 and netlink only. */
+	o.deny_net = p->network != SANDBOX_OFF;
+	if (o.deny_net && !seccomp_known())
+		notes = jv_array_append(notes, jv_string("socket families: vsock and the others a network namespace does not cover can be used: no seccomp filter on this architecture"));
 	/* Without the mount view the host's pathname unix sockets are there,
 	 * and neither Landlock nor a network namespace keeps a command from
 	 * connecting to one (the D-Bus session bus, ssh-agent, docker.sock):

@@ -274,8 +274,10 @@ void sandbox_set_identity_source(sandbox_identity_fn fn);
  * - Landlock (sandbox.landlock): writes only beneath root, tmp and
  *   p->writable; reads only beneath those and the read allow-list (unless
  *   sandbox.read_anywhere); abstract sockets and signals scoped (ABI 6);
- * - a network namespace (sandbox.network); without the mount view the
- *   seccomp filter then refuses socket(AF_UNIX), so the host's pathname
+ * - a network namespace (sandbox.network), and the seccomp filter makes
+ *   sockets of unix, inet, inet6 and netlink only (not vsock, which the
+ *   namespace does not cover, nor AF_PACKET ...); without the mount view
+ *   it then also refuses socket(AF_UNIX), so the host's pathname
  *   sockets (D-Bus, ssh-agent) cannot be reached either, and variables
  *   naming them (SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS ...) are not passed;
  * - a pids cgroup with limits.processes when one is writable (proc.h).

@@ -56,22 +56,26 @@ static const uint32_t compat_nr[] = { REFUSED(COMPAT_NR) };
 #endif
 
 /*
- * With unix_sockets: a call refused when its first argument is a value.
- * socket(AF_UNIX, ...) -- connect's address is behind a pointer a filter
- * cannot read, but a socket to connect with must be made first; a
- * socketpair is connected already and stays allowed.  i386 also makes
- * sockets through socketcall(SYS_SOCKET, args), whose domain is behind a
- * pointer: every socket made that way is refused (its glibc calls
- * socket(2) directly since Linux 4.3).  0, 0 ends a list.
+ * With the network cut, the calls that make a socket, by number (0: the
+ * ABI has none).  socket() and socketpair() carry the family in their
+ * first argument; i386 also makes sockets through socketcall(call, args),
+ * whose family is behind a pointer a filter cannot read: with the network
+ * cut its SYS_SOCKET and SYS_SOCKETPAIR are refused whatever the family.
  */
-struct arg_rule {
-	uint32_t nr, arg0;
+struct socket_nrs {
+	uint32_t socket, socketpair, socketcall;
 };
-static const struct arg_rule native_unix[] = { { SYS_socket, AF_UNIX }, { 0, 0 } };
+static const struct socket_nrs native_sockets = { SYS_socket, SYS_socketpair, 0 };
 #ifdef COMPAT_ARCH
-static const struct arg_rule compat_unix[] = { { 359, AF_UNIX }, { 102, 1 /* SYS_SOCKET */ }, { 0, 0 } };
+static const struct socket_nrs compat_sockets = { 359, 360, 102 };
 #endif
-#define MAX_ARG_RULES 2
+#define SOCKETCALL_SOCKET 1
+#define SOCKETCALL_SOCKETPAIR 8
+
+/* The families a command makes sockets of with the network cut (see
+ * seccomp.h); socket(AF_UNIX) refused under SECCOMP_NET_CUT_NO_UNIX. */
+static const uint32_t allowed_families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
+#define NFAMILIES (sizeof allowed_families / sizeof *allowed_families)
 #endif
 
 const char *const *seccomp_refused(void)
@@ -91,75 +95,161 @@ bool seccomp_known(void)
 #ifdef NATIVE_ARCH
 #define LOAD_ARCH BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch))
 #define LOAD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
-#define DENY BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
+#define RET_ERRNO(e) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
 #define ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 /* The low 32 bits of the first argument (an int; little-endian ABIs). */
 #define LOAD_ARG0 BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]))
-/* LOAD_ARCH, then per ABI: a test of the arch, LOAD_NR, AND, a test per
- * call, three per argument rule, ALLOW, DENY; then ALLOW for an ABI not
- * known */
-#define MAX_INSNS (2 + 2 * (4 + NREFUSED + 3 * MAX_ARG_RULES + 2))
+/* Two ABI blocks of at most 3 + NREFUSED + 3 + 1 + 4 + 7 + 6 + 3, the
+ * first LOAD_ARCH and the last ALLOW, with room to spare. */
+#define MAX_INSNS (2 + 2 * (NREFUSED + 40))
+
+/* Where a jump of an ABI's block goes: the next instruction, past the
+ * block, or one of the returns at its end. */
+enum target { T_NEXT, T_END, T_ALLOW, T_EPERM, T_SOCKET, T_PAIR, T_SOCKETCALL, NTARGETS };
+
+/* A block being written: jumps name targets, resolved by block_end(). */
+struct block {
+	struct sock_filter *f;
+	size_t n, max;
+	uint8_t jt[MAX_INSNS], jf[MAX_INSNS]; /* enum target of each jump */
+	size_t at[NTARGETS];
+	bool overflow;
+};
+
+static void emit(struct block *b, struct sock_filter insn, enum target jt, enum target jf)
+{
+	if (b->n >= b->max) {
+		b->overflow = true;
+		return;
+	}
+	b->jt[b->n] = (uint8_t)jt;
+	b->jf[b->n] = (uint8_t)jf;
+	b->f[b->n++] = insn;
+}
+
+static void stmt(struct block *b, struct sock_filter insn)
+{
+	emit(b, insn, T_NEXT, T_NEXT);
+}
+
+/* if A == k go to jt, else to jf */
+static void jeq(struct block *b, uint32_t k, enum target jt, enum target jf)
+{
+	emit(b, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 0), jt, jf);
+}
+
+static void label(struct block *b, enum target t)
+{
+	b->at[t] = b->n;
+}
+
+/* Every jump's offset from its target; false when one does not fit. */
+static bool block_end(struct block *b)
+{
+	b->at[T_END] = b->n;
+	if (b->overflow)
+		return false;
+	for (size_t i = 0; i < b->n; i++) {
+		if (BPF_CLASS(b->f[i].code) != BPF_JMP)
+			continue;
+		uint8_t *off[2] = { &b->f[i].jt, &b->f[i].jf };
+		uint8_t to[2] = { b->jt[i], b->jf[i] };
+
+		for (int j = 0; j < 2; j++) {
+			size_t d = to[j] == T_NEXT ? 0 : b->at[to[j]] - (i + 1);
+
+			if (to[j] != T_NEXT && (b->at[to[j]] <= i || d > 255))
+				return false;
+			*off[j] = (uint8_t)d;
+		}
+	}
+	return true;
+}
+
+/* With A holding a socket's family: ALLOW when it is one of the allowed
+ * (AF_UNIX refused with EPERM when no_unix), else EAFNOSUPPORT. */
+static void family_test(struct block *b, bool no_unix)
+{
+	stmt(b, (struct sock_filter)LOAD_ARG0);
+	if (no_unix)
+		jeq(b, AF_UNIX, T_EPERM, T_NEXT);
+	for (size_t i = 0; i < NFAMILIES; i++)
+		jeq(b, allowed_families[i], T_ALLOW, T_NEXT);
+	stmt(b, (struct sock_filter)RET_ERRNO(EAFNOSUPPORT));
+}
 
 /*
- * One ABI's block at f (with A holding the arch): when the arch is not
- * `arch`, on past the block; else the call's number (masked) against each
- * of nr (0s skipped), EPERM on a match, then against each rule of args
- * (may be NULL): EPERM when its first argument is the rule's.  The
- * instructions written.
+ * One ABI's block at f (at most max instructions; A holding the arch):
+ * when the arch is not `arch`, on past the block; else the call's number
+ * (masked) against each of nr (0s skipped), EPERM on a match; with the
+ * network cut (sk not NULL) the calls that make a socket are let through
+ * only for the allowed families.  The instructions written, 0 when they
+ * do not fit.
  */
-static size_t abi_block(struct sock_filter *f, uint32_t arch, const uint32_t *nr, uint32_t mask,
-			const struct arg_rule *args)
+static size_t abi_block(struct sock_filter *f, size_t max, uint32_t arch, const uint32_t *nr, uint32_t mask,
+			const struct socket_nrs *sk, bool no_unix)
 {
-	size_t k = 0, tests = 0, rules = 0;
+	struct block b = { .f = f, .max = max < MAX_INSNS ? max : MAX_INSNS };
 
+	jeq(&b, arch, T_NEXT, T_END);
+	stmt(&b, (struct sock_filter)LOAD_NR);
+	stmt(&b, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, mask));
 	for (size_t i = 0; i < NREFUSED; i++)
-		tests += nr[i] != 0;
-	while (args && args[rules].nr)
-		rules++;
-	/* the block after this jump: LOAD_NR, AND, the tests, the rules, ALLOW, DENY */
-	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0,
-					      (uint8_t)(tests + 3 * rules + 4));
-	f[k++] = (struct sock_filter)LOAD_NR;
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, mask);
-	for (size_t i = 0, left = tests; i < NREFUSED; i++) {
-		if (!nr[i])
-			continue;
-		left--;
-		/* past the tests left, the rules and the ALLOW, to the DENY */
-		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr[i],
-						      (uint8_t)(left + 3 * rules + 1), 0);
+		if (nr[i])
+			jeq(&b, nr[i], T_EPERM, T_NEXT);
+	if (sk) {
+		jeq(&b, sk->socket, T_SOCKET, T_NEXT);
+		jeq(&b, sk->socketpair, T_PAIR, T_NEXT);
+		if (sk->socketcall)
+			jeq(&b, sk->socketcall, T_SOCKETCALL, T_NEXT);
 	}
-	for (size_t i = 0; i < rules; i++) {
-		uint8_t after = (uint8_t)(3 * (rules - i - 1));
-
-		/* not this call: on to the next rule; this call: its argument
-		 * decides (A no longer holds the number: no rule after) */
-		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, args[i].nr, 0, 2);
-		f[k++] = (struct sock_filter)LOAD_ARG0;
-		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, args[i].arg0,
-						      (uint8_t)(after + 1), (uint8_t)after);
+	stmt(&b, (struct sock_filter)ALLOW);
+	if (sk) {
+		if (sk->socketcall) {
+			label(&b, T_SOCKETCALL);
+			stmt(&b, (struct sock_filter)LOAD_ARG0);
+			jeq(&b, SOCKETCALL_SOCKET, T_EPERM, T_NEXT);
+			jeq(&b, SOCKETCALL_SOCKETPAIR, T_EPERM, T_NEXT);
+			stmt(&b, (struct sock_filter)ALLOW);
+		}
+		label(&b, T_SOCKET);
+		family_test(&b, no_unix);
+		/* a socketpair is connected already: AF_UNIX's too */
+		label(&b, T_PAIR);
+		family_test(&b, false);
 	}
-	f[k++] = (struct sock_filter)ALLOW;
-	f[k++] = (struct sock_filter)DENY;
-	return k;
+	label(&b, T_ALLOW);
+	stmt(&b, (struct sock_filter)ALLOW);
+	label(&b, T_EPERM);
+	stmt(&b, (struct sock_filter)RET_ERRNO(EPERM));
+	return block_end(&b) ? b.n : 0;
 }
 #endif
 
-int seccomp_deny_child(bool unix_sockets)
+int seccomp_deny_child(enum seccomp_net net)
 {
 #ifdef NATIVE_ARCH
 	struct sock_filter filter[MAX_INSNS];
-	size_t n = 0;
+	size_t n = 0, k;
+	bool no_unix = net == SECCOMP_NET_CUT_NO_UNIX;
+	uint32_t native_mask = 0xffffffffu;
 
 	filter[n++] = (struct sock_filter)LOAD_ARCH;
 #ifdef X32_BIT
 	/* x32's numbers are x86-64's with X32_BIT set */
-	n += abi_block(filter + n, NATIVE_ARCH, native_nr, ~X32_BIT, unix_sockets ? native_unix : NULL);
-#else
-	n += abi_block(filter + n, NATIVE_ARCH, native_nr, 0xffffffffu, unix_sockets ? native_unix : NULL);
+	native_mask = ~X32_BIT;
 #endif
+	k = abi_block(filter + n, MAX_INSNS - 1 - n, NATIVE_ARCH, native_nr, native_mask,
+		      net != SECCOMP_NET_OPEN ? &native_sockets : NULL, no_unix);
+	if (!k)
+		return -E2BIG;
+	n += k;
 #ifdef COMPAT_ARCH
-	n += abi_block(filter + n, COMPAT_ARCH, compat_nr, 0xffffffffu, unix_sockets ? compat_unix : NULL);
+	k = abi_block(filter + n, MAX_INSNS - 1 - n, COMPAT_ARCH, compat_nr, 0xffffffffu,
+		      net != SECCOMP_NET_OPEN ? &compat_sockets : NULL, no_unix);
+	if (!k)
+		return -E2BIG;
+	n += k;
 #endif
 	filter[n++] = (struct sock_filter)ALLOW;
 	struct sock_fprog prog = { .len = (unsigned short)n, .filter = filter };
@@ -171,7 +261,7 @@ int seccomp_deny_child(bool unix_sockets)
 		return -errno;
 	return 0;
 #else
-	(void)unix_sockets;
+	(void)net;
 	return -ENOSYS;
 #endif
 }

@@ -1193,6 +1193,36 @@ static void test_list_and_remove(void)
 	forge_git_free(g);
 }
 
+/* A worktree holding a tree deeper than libgit2 walks (a model's
+ * run_command: mkdir dd && cd dd, 200 times) and a chmod 000 directory is
+ * removed, and forgotten only once it is gone (before: the removal failed
+ * after libgit2 had dropped the registration, and the directory stayed,
+ * known to nothing, for ever). */
+static void test_remove_deep(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *a = NULL;
+	jv list = jv_invalid();
+	char *pa = NULL;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&a, g, "D1", NULL));
+	pa = xstrdup(forge_git_worktree_path(a));
+	forge_git_worktree_free(a);
+	CHECK(sh("cd '%s' && for i in $(seq 200); do mkdir dd && cd dd || exit 1; done && touch f", pa) == 0);
+	CHECK(sh("cd '%s' && mkdir -p shut/in && touch shut/in/f && chmod 000 shut", pa) == 0);
+	CHECK_MSG(forge_git_worktree_remove(g, "D1", FORGE_GIT_REMOVE_FORCE) == 0, "%s", forge_last_error());
+	CHECK(sh("test -e '%s'", pa) != 0);
+	CHECK_OK(forge_git_worktree_list(&list, g, NULL));
+	CHECK_INT(jv_array_length(jv_copy(list)), 0);
+	jv_free(list);
+	CHECK(sh("git -C '%s' worktree list | grep -qF '[forge/D1]'", repo) != 0);
+	free(pa);
+	forge_git_free(g);
+}
+
 /* The merge lock: an flock other processes wait for, held until the last
  * of nested holds is released (and by no one after forge_git_free). */
 static void test_merge_lock(void)
@@ -1553,6 +1583,7 @@ int main(void)
 	RUN(test_base_check);
 	RUN(test_forge_dir_file);
 	RUN(test_list_and_remove);
+	RUN(test_remove_deep);
 	RUN(test_merge_ff);
 	RUN(test_merge_lock);
 	RUN(test_merge_commit_shallow);
