@@ -6,7 +6,9 @@
 # sockets cannot be reached, nothing outlives the call, a fork bomb stops at
 # the process limit, writes land only in the worktree and the temp dir
 # (.forge read-only), and a normal build still works in a linked worktree.
-# The last test makes the same attacks through the agent with the mock.
+# The last tests make the same attacks through the agent with the mock, and
+# check that a link a command leaves in the worktree is not written through
+# when Forge resets the worktree, unconfined.
 
 bats_require_minimum_version 1.5.0
 
@@ -873,4 +875,39 @@ echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?
 	run -1 pgrep -f "^sleep 77715.$$"
 	run -0 git -C "$UD/calc" show forge/W1:.forge/config.json
 	assert_output '{}'
+}
+
+@test "a command that makes a tracked directory a link to one outside: forge resume writes nothing through it" {
+	# (hunt66 #1: the recovery's hard reset, run by Forge outside the
+	# sandbox, wrote tests/check.sh into the link's target)
+	namespaces_or_skip
+	calc_repo "$UD/calc"
+	mkdir -p "$UD/calc/.forge" "$UD/victim"
+	echo '{"safety":{"iterations":{"implement":2}}}' >"$UD/calc/.forge/config.json"
+	git -C "$UD/calc" add -A
+	git -C "$UD/calc" commit -q -m "forge config"
+	cd "$UD/calc"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=sk-ant-test-000000000000
+	refl='{"forced_tool":"record_learnings","times":"always","tool_calls":[{"name":"record_learnings","input":{"learnings":[]}}]}'
+	plan=$(sed -n 3p "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl" |
+		jq -c '{tool_calls:[{name:"finish",input:.response.tool_calls[0].input}]}')
+	evil=$(jq -cn --arg c "rm -rf tests && ln -s '$UD/victim' tests && echo linked" \
+		'{tool_calls:[{name:"run_command",input:{command:$c}}]}')
+	busy='{"tool_calls":[{"name":"run_command","input":{"command":"echo busy"}}]}'
+	mock_script "[$refl,$plan,$evil,$busy,$busy,$busy]"
+	run -3 --separate-stderr forge run "add mul" --phases plan,implement --auto-approve </dev/null
+	[[ $output =~ next\ +forge\ resume ]]
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	W=$(ls -d "$UD"/calc/.forge/worktrees/*)
+	[ -L "$W/tests" ]
+	mock_script "[$refl,{\"tool_calls\":[{\"name\":\"finish\",\"input\":{\"summary\":\"done\"}}]}]"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[[ $stderr == *"kept on refs/forge/"*"/saved/1"* ]]
+	# nothing was written outside; the directory is back; the link is kept on the saved ref
+	run -0 ls -A "$UD/victim"
+	assert_output ""
+	[ ! -L "$W/tests" ] && [ -d "$W/tests" ] && [ -f "$W/tests/check.sh" ]
+	ref=$(git -C "$UD/calc" for-each-ref --format='%(refname)' 'refs/forge/*/saved/1')
+	run -0 git -C "$UD/calc" ls-tree "$ref" tests
+	[[ $output == "120000 "* ]]
 }

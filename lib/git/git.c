@@ -1837,6 +1837,124 @@ static void say_in_the_way(const struct in_the_way *w, const char *what, const c
 	buf_release(&m);
 }
 
+/* forge_git_dirs_clear()'s walk. */
+struct dirs_clear {
+	int top;                /* the working files' directory */
+	bool remove;
+	git_tree *keep;         /* borrowed, may be NULL: see forge_git_dirs_clear() */
+	const char *what;
+	const char *checkout;
+	struct buf at;          /* the directory last opened, at_fd (-1: at_errno) */
+	int at_fd, at_errno;
+	int rc;
+};
+
+/* The directory rel (a path of the working files, "" or ending in '/')
+ * opened beneath top without following a symbolic link at any step: an
+ * fd, or -1 (errno set). */
+static int open_beneath(int top, const char *rel)
+{
+	struct buf part = BUF_INIT;
+	int fd = fcntl(top, F_DUPFD_CLOEXEC, 0);
+
+	while (fd >= 0 && *rel) {
+		size_t n = strcspn(rel, "/");
+		int sub;
+
+		buf_reset(&part);
+		buf_add(&part, rel, n);
+		sub = openat(fd, part.buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = sub;
+		rel += n + (rel[n] == '/');
+	}
+	buf_release(&part);
+	return fd;
+}
+
+static int dir_in_place(const char *root, const git_tree_entry *entry, void *payload)
+{
+	struct dirs_clear *w = payload;
+	const char *name = git_tree_entry_name(entry);
+	bool dir = git_tree_entry_type(entry) == GIT_OBJECT_TREE;
+	git_tree_entry *kept = NULL;
+	struct buf rel = BUF_INIT;
+	struct stat st;
+	int fd, rc = 1;         /* (a directory's: 1 skips what is below it) */
+
+	/* (a link is made with symlink(2), which follows nothing; a submodule
+	 * is left as it is) */
+	if (!dir && (git_tree_entry_type(entry) != GIT_OBJECT_BLOB ||
+		     git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK))
+		return 0;
+	buf_addf(&rel, "%s%s", root, name);
+	/* (a parent is a directory: walked before, from the top; the entries
+	 * of one directory come one after the other) */
+	if (w->at_fd < 0 || strcmp(w->at.buf, root) != 0) {
+		if (w->at_fd >= 0)
+			close(w->at_fd);
+		buf_reset(&w->at);
+		buf_adds(&w->at, root);
+		w->at_fd = open_beneath(w->top, root);
+		w->at_errno = errno;
+	}
+	if ((fd = w->at_fd) < 0 || fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = fd < 0 ? w->at_errno : errno;
+
+		if (e != ENOENT) {
+			w->rc = forge_error("%s: cannot read '%s' in '%s': %s", w->what, rel.buf, w->checkout,
+					    strerror(e));
+			rc = -1;
+		}
+		goto out;       /* (absent: the checkout makes it, and all below) */
+	}
+	/* a directory where a file goes the checkout removes, never following
+	 * a link in it */
+	if (S_ISDIR(st.st_mode) || (!dir && S_ISREG(st.st_mode))) {
+		rc = 0;
+		goto out;
+	}
+	/* a file or link the checkout itself replaces (the checkout's HEAD has
+	 * it: git checks whether it was changed) */
+	if (w->keep && git_tree_entry_bypath(&kept, w->keep, rel.buf) == 0 &&
+	    git_tree_entry_type(kept) == GIT_OBJECT_BLOB)
+		goto out;
+	if (!w->remove) {
+		forge_error("%s: '%s' in '%s' is %s where the change has a %s; git would not write through "
+			    "it: move or remove it, then try again (nothing was changed)", w->what, rel.buf,
+			    w->checkout, S_ISLNK(st.st_mode) ? "a symbolic link" : dir ? "not a directory" :
+			    "not a regular file", dir ? "directory" : "file");
+		w->rc = FORGE_GIT_BLOCKED;
+		rc = -1;
+	} else if (unlinkat(fd, name, 0) < 0) {
+		w->rc = forge_error("%s: cannot remove '%s' from '%s': %s", w->what, rel.buf, w->checkout,
+				    strerror(errno));
+		rc = -1;
+	}
+out:
+	git_tree_entry_free(kept);
+	buf_release(&rel);
+	return rc < 0 ? -1 : dir ? rc : 0;
+}
+
+int forge_git_dirs_clear(git_repository *repo, git_tree *tree, git_tree *keep, bool remove, const char *what)
+{
+	struct dirs_clear w = { .remove = remove, .keep = keep, .what = what, .checkout = git_repository_workdir(repo),
+				.at = BUF_INIT, .at_fd = -1 };
+
+	if (!w.checkout)
+		return 0;
+	if ((w.top = open(w.checkout, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return forge_error("%s: cannot open '%s': %s", what, w.checkout, strerror(errno));
+	if (git_tree_walk(tree, GIT_TREEWALK_PRE, dir_in_place, &w) < 0 && w.rc == 0)
+		w.rc = forge_git_fail("%s: cannot read the tree to check out in '%s'", what, w.checkout);
+	if (w.at_fd >= 0)
+		close(w.at_fd);
+	close(w.top);
+	buf_release(&w.at);
+	return w.rc;
+}
+
 /* The files and index of the main checkout made commit's, with `force`
  * (GIT_CHECKOUT_FORCE) or safely; see forge_git_checkout_commit(). */
 static int checkout_as(struct forge_git *g, git_commit *commit, const char *what, bool force)
@@ -1844,6 +1962,8 @@ static int checkout_as(struct forge_git *g, git_commit *commit, const char *what
 	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
 	struct in_the_way w = { .paths = BUF_INIT, .tracked = BUF_INIT, .words = BUF_INIT };
 	struct buf dirs = BUF_INIT, marked = BUF_INIT, marked_words = BUF_INIT;
+	git_object *head = NULL;
+	git_tree *to = NULL;
 	int rc = 0, ndirs = 0, nmarked;
 
 	if (git_repository_index(&w.idx, g->repo) < 0) {
@@ -1888,6 +2008,19 @@ static int checkout_as(struct forge_git *g, git_commit *commit, const char *what
 		goto out;
 	}
 
+	/* A link (or FIFO) the person has where the change has a directory
+	 * or a file: refused, as git refuses, before libgit2 can write
+	 * through it (hunt66 #1: it did in a run's worktree; here libgit2's
+	 * own refusal of untracked files in the way catches them too, and
+	 * this wall does not depend on it). */
+	if ((git_repository_head_unborn(g->repo) != 1 && git_revparse_single(&head, g->repo, "HEAD^{tree}") < 0) ||
+	    git_commit_tree(&to, commit) < 0) {
+		rc = forge_git_fail("%s: cannot read the change to '%s'", what, forge_git_checkout(g));
+		goto out;
+	}
+	if ((rc = forge_git_dirs_clear(g->repo, to, (git_tree *)head, false, what)) != 0)
+		goto out;
+
 	/* An ignored file is the person's too (.env, local settings), and
 	 * not in git: the change does not overwrite it (git merge would). */
 	copts.checkout_strategy = (force ? GIT_CHECKOUT_FORCE : GIT_CHECKOUT_SAFE) | GIT_CHECKOUT_DONT_OVERWRITE_IGNORED;
@@ -1903,6 +2036,8 @@ static int checkout_as(struct forge_git *g, git_commit *commit, const char *what
 		}
 	}
 out:
+	git_tree_free(to);
+	git_object_free(head);
 	git_index_free(w.idx);
 	buf_release(&w.paths);
 	buf_release(&w.tracked);
@@ -2079,6 +2214,7 @@ int forge_git_put_back(struct forge_git *g, const git_oid *old, const git_oid *w
 	git_commit *from = NULL;
 	git_tree *to = NULL, *baseline = NULL;
 	git_oid empty;
+	char what[300];
 	int rc = -1;
 
 	/* the branch was unborn: its checkout goes back to no file */
@@ -2100,6 +2236,10 @@ int forge_git_put_back(struct forge_git *g, const git_oid *old, const git_oid *w
 	 * whoever moved the branch) is theirs and stays. */
 	copts.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_DONT_OVERWRITE_IGNORED;
 	copts.baseline = baseline;
+	snprintf(what, sizeof what, "'%.100s' moved while '%.100s' was updated for it, and its files cannot be "
+		 "put back", branch, forge_git_checkout(g));
+	if (forge_git_dirs_clear(g->repo, to, baseline, false, what) != 0)
+		goto out;
 	if (git_checkout_tree(g->repo, (const git_object *)to, &copts) < 0) {
 		forge_git_fail("'%s' moved while '%s' was updated for it, and its files could not all be put "
 			       "back (git status shows what is left)", branch, forge_git_checkout(g));

@@ -590,7 +590,7 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
 {
 	git_index *index = NULL;
 	git_commit *head = NULL, *target = NULL;
-	git_tree *tree = NULL;
+	git_tree *tree = NULL, *target_tree = NULL;
 	git_signature *sig = NULL;
 	git_checkout_options copts = GIT_CHECKOUT_OPTIONS_INIT;
 	struct buf msg = BUF_INIT;
@@ -645,7 +645,16 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
 	}
 	if (write_saved_ref(out, wt->repo, wt->name, &saved) < 0)
 		goto out;
-	/* Saved: now the hard reset, then away with untracked files. */
+	/* Saved (links as links): away with what sandboxed code put where the
+	 * target has a directory, which libgit2 would write through (a link
+	 * to a directory outside: hunt66 #1), then the hard reset, then away
+	 * with untracked files. */
+	if (git_commit_tree(&target_tree, target) < 0) {
+		forge_git_fail("cannot read commit '%s'", commit ? commit : "HEAD");
+		goto out;
+	}
+	if (forge_git_dirs_clear(wt->repo, target_tree, NULL, true, "cannot reset the run's worktree") != 0)
+		goto out;
 	if (git_reset(wt->repo, (const git_object *)target, GIT_RESET_HARD, NULL) < 0) {
 		forge_git_fail("cannot reset worktree '%s' (its changes are saved on '%s')",
 			       wt->path, *out);
@@ -667,6 +676,7 @@ out:
 		*out = NULL;
 	}
 	git_signature_free(sig);
+	git_tree_free(target_tree);
 	git_tree_free(tree);
 	git_commit_free(target);
 	git_commit_free(head);

@@ -81,6 +81,25 @@ int forge_git_fail_status(const char *workdir);
 int forge_git_descendant_of(git_repository *repo, const git_oid *commit, const git_oid *ancestor);
 
 /*
+ * Before libgit2 writes tree into repo's working files: what stands there
+ * where tree has a directory but is not one, or where tree has a file
+ * (not a link) but is neither a file nor a directory -- a symbolic link
+ * (made by sandboxed code in a run's worktree, to a directory or a file
+ * outside), a FIFO.  libgit2 1.5's checkout writes through such a link,
+ * outside the working files (hunt66 #1); git refuses ("beyond a symbolic
+ * link") or replaces the link.  The tree is walked from the top with
+ * openat(O_NOFOLLOW), no link ever followed, nothing read below a
+ * non-directory.  One that keep (may be NULL: the checkout's HEAD tree)
+ * has as a file or link at that path is left to the checkout, which
+ * replaces it or refuses.  Any other: with `remove` unlinked (never
+ * followed; the checkout then writes the directory or file anew), else
+ * refused: FORGE_GIT_BLOCKED with a message after `what` naming it,
+ * nothing changed.  0 when none is left; -1 with a message when one cannot
+ * be read or removed.  Borrows its arguments.
+ */
+int forge_git_dirs_clear(git_repository *repo, git_tree *tree, git_tree *keep, bool remove, const char *what);
+
+/*
  * Bring the main checkout's files and index to `commit` safely
  * (GIT_CHECKOUT_SAFE).  When files there that git does not track would be
  * overwritten, nothing changes and FORGE_GIT_BLOCKED is returned, with a

@@ -1015,6 +1015,60 @@ static void test_save_and_reset(void)
 	forge_git_free(g);
 }
 
+/*
+ * Sandboxed code (a command of the model's) replaced tracked directories of
+ * the run's worktree by a symbolic link to a directory outside (at the top
+ * and deeper) and by a file: the recovery, run unconfined, writes nothing
+ * through them (hunt66 #1), makes them directories again, and keeps the
+ * link on the saved ref.
+ */
+static void test_save_and_reset_symlinked_dir(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *c1 = NULL, *ref = NULL, *outside = NULL, *outside2 = NULL;
+	const char *w;
+
+	CHECK(repo);
+	outside = xstrdup(fresh("outside"));
+	outside2 = xstrdup(fresh("outside"));
+	CHECK(sh("mkdir '%s' '%s'", outside, outside2) == 0);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "Z7", NULL));
+	w = forge_git_worktree_path(wt);
+	write_file(w, "tests/check.sh", "#!/bin/sh\necho model\n");
+	write_file(w, "lib/sub/deep.txt", "deep\n");
+	write_file(w, "doc/a/b.txt", "b\n");
+	CHECK(sh("chmod +x '%s/tests/check.sh'", w) == 0);
+	CHECK_OK(forge_git_commit_all(&c1, wt, "attempt 1"));
+	CHECK(sh("cd '%s' && rm -rf tests lib/sub doc README && ln -s '%s' tests && ln -s '%s' lib/sub && "
+		 "echo file >doc && echo theirs >'%s/README' && ln -s '%s/README' README", w, outside, outside2,
+		 outside2, outside2) == 0);
+	CHECK_OK(forge_git_save_and_reset(&ref, wt, c1));
+	/* nothing written outside (a tracked file that became a link: not through it either) */
+	CHECK_STR(out("ls -A '%s' '%s'", outside, outside2), out("printf '%%s:\\n\\n%%s:\\nREADME' '%s' '%s'",
+								outside, outside2));
+	CHECK_STR(out("cat '%s/README'", outside2), "theirs");
+	CHECK_STR(out("cd '%s' && find README -printf '%%y' && cat README", w), "fhello");
+	/* the directories are back, as directories */
+	CHECK_STR(out("cd '%s' && find tests lib doc -printf '%%y %%p\\n' | sort", w),
+		  "d doc\nd doc/a\nd lib\nd lib/sub\nd tests\nf doc/a/b.txt\nf lib/sub/deep.txt\nf tests/check.sh");
+	CHECK_STR(out("cat '%s/tests/check.sh'", w), "#!/bin/sh\necho model");
+	CHECK_STR(out("git -C '%s' status --porcelain --untracked-files=all", w), "");
+	/* the link is kept on the saved ref, as a link */
+	CHECK_STR(out("git -C '%s' ls-tree %s tests | cut -f1 | cut -d' ' -f1", repo, ref), "120000");
+	CHECK_STR(out("git -C '%s' show %s:tests", repo, ref), outside);
+	CHECK_STR(out("git -C '%s' show %s:doc", repo, ref), "file");
+	CHECK_STR(out("git -C '%s' ls-tree %s README | cut -d' ' -f1", repo, ref), "120000");
+	free(c1);
+	free(ref);
+	free(outside);
+	free(outside2);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 static void test_empty_repository(void)
 {
 	const char *repo = fresh("empty");
@@ -1225,6 +1279,58 @@ static void test_remove_deep(void)
 
 /* The merge lock: an flock other processes wait for, held until the last
  * of nested holds is released (and by no one after forge_git_free). */
+/*
+ * Links in the user's checkout where a run's change has a directory or a
+ * file: a tracked one the change replaces is replaced, not written through;
+ * an untracked one refuses the merge, nothing changed.
+ */
+static void test_merge_ff_through_links(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *sha = NULL, *merged = NULL, *outside = NULL, *base = NULL;
+	const char *w;
+
+	CHECK(repo);
+	outside = xstrdup(fresh("outside"));
+	CHECK(sh("mkdir '%s' && echo theirs >'%s/cfg' && cd '%s' && ln -s '%s' tests && ln -s '%s/cfg' cfg && "
+		 "git add tests cfg && git commit -qm links", outside, outside, repo, outside, outside) == 0);
+	base = xstrdup(out("git -C '%s' rev-parse HEAD", repo));
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "L7", NULL));
+	w = forge_git_worktree_path(wt);
+	CHECK(sh("cd '%s' && rm tests cfg && mkdir tests && echo model >tests/x.sh && echo model >cfg", w) == 0);
+	CHECK_OK(forge_git_commit_all(&sha, wt, "links made a directory and a file"));
+	CHECK_OK(forge_git_merge_ff(&merged, g, "main", "forge/L7"));
+	CHECK_STR(merged, sha);
+	CHECK_STR(out("ls -A '%s'", outside), "cfg");
+	CHECK_STR(out("cat '%s/cfg'", outside), "theirs");
+	CHECK_STR(out("cd '%s' && find tests cfg -printf '%%y %%p\\n' | sort", repo), "d tests\nf cfg\nf tests/x.sh");
+	CHECK_STR(out("git -C '%s' status --porcelain", repo), "");
+	/* an untracked link (ignored too) where the change has a directory: refused */
+	free(sha);
+	free(merged);
+	sha = merged = NULL;
+	CHECK(sh("cd '%s' && echo /gen >.gitignore && git add .gitignore && git commit -qm ignore && "
+		 "ln -s '%s' gen", repo, outside) == 0);
+	free(base);
+	base = xstrdup(out("git -C '%s' rev-parse HEAD", repo));
+	CHECK(sh("cd '%s' && git reset -q --hard %s && mkdir gen && echo model >gen/x && "
+		 "git add -f gen/x && git commit -qm gen", w, base) == 0);
+	CHECK_INT(forge_git_merge_ff(&merged, g, "main", "forge/L7"), FORGE_GIT_BLOCKED);
+	CHECK_MSG(contains(forge_last_error(), "is a symbolic link where the change has a directory"), "%s",
+		  forge_last_error());
+	CHECK_STR(out("ls -A '%s'", outside), "cfg");
+	CHECK_STR(out("git -C '%s' rev-parse HEAD", repo), base);
+	free(sha);
+	free(merged);
+	free(outside);
+	free(base);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 static void test_merge_lock(void)
 {
 	const char *repo = make_repo();
@@ -1577,6 +1683,7 @@ int main(void)
 	RUN(test_commit_branch_gone);
 	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);
+	RUN(test_save_and_reset_symlinked_dir);
 	RUN(test_read_blob);
 	RUN(test_tracked_files);
 	RUN(test_empty_repository);
@@ -1585,6 +1692,7 @@ int main(void)
 	RUN(test_list_and_remove);
 	RUN(test_remove_deep);
 	RUN(test_merge_ff);
+	RUN(test_merge_ff_through_links);
 	RUN(test_merge_lock);
 	RUN(test_merge_commit_shallow);
 	RUN(test_merge_commit_identity);
