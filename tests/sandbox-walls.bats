@@ -547,6 +547,26 @@ limits_bind_the_command() {
 	fork_bomb_stopped user
 }
 
+# With cgroup v1 the command's first process moves itself into the pids
+# cgroup (its tasks file, "0"): a pid written into cgroup.procs by Forge
+# waits for an RCU grace period (7-20 ms a command).  The preloaded library
+# kills tool-run if it writes into a cgroup.procs of Forge's.
+@test "root, cgroup v1: a command moves itself into the pids cgroup; Forge writes no pid into cgroup.procs" {
+	[ "${FORGE_SUITE:-default}" = default ] || skip "a preloaded library cannot come before the sanitizers' runtime"
+	as root
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .cgroup_pids.available <<<"$output")" = true ] ||
+		skip "root and no writable pids cgroup: $(jq -r .cgroup_pids.reason <<<"$output")"
+	grep -Eq '^[0-9]+:([^:]*,)?pids(,[^:]*)?:' /proc/self/cgroup || skip "cgroup v2: Forge moves the command"
+	cc -shared -fPIC -o "$UD/kill.so" "$FORGE_ROOT/tests/fixtures/preload/kill-at-cgroup-write.c" -ldl
+	local sb
+	for sb in '{}' '{"namespaces":"off"}'; do
+		LD_PRELOAD="$UD/kill.so" tool --sandbox "$sb" 'grep -E "^[0-9]+:([^:]*,)?pids(,[^:]*)?:" /proc/self/cgroup'
+		[ "$status" -eq 0 ]
+		[[ "$text" == *"/forge-"* ]]
+	done
+}
+
 # ---------------------------------------------------------------- writes
 
 writes_confined() {

@@ -63,6 +63,9 @@ mock() {
 @test "forge-test killed between starting its test command and letting it go: the command does not stay behind" {
 	[ "${FORGE_SUITE:-default}" = default ] || skip "a preloaded library cannot come before the sanitizers' runtime"
 	[ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/pids ] || skip "the go pipe exists with the pids cgroup, as root"
+	# (with cgroup v1 the command moves itself into the cgroup: no go pipe;
+	# sandbox-walls.bats has that Forge then writes into no cgroup.procs)
+	! grep -Eq '^[0-9]+:([^:]*,)?pids(,[^:]*)?:' /proc/self/cgroup || skip "cgroup v1: no go pipe"
 	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/kill.so" "$FORGE_ROOT/tests/fixtures/preload/kill-at-cgroup-write.c" -ldl
 	bats_repo '@test "one" { true; }'
 	run -137 bash -c "cd '$REPO' && LD_PRELOAD='$BATS_TEST_TMPDIR/kill.so' exec forge-test --no-input --repo '$REPO' </dev/null >'$BATS_TEST_TMPDIR/out' 2>&1"

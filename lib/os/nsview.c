@@ -529,6 +529,9 @@ static bool own_cgroup(char *out, size_t size, const char *key)
 	return found;
 }
 
+/* the base cgroup_pids_base() found is in a cgroup v1 hierarchy */
+static bool base_v1;
+
 const char *cgroup_pids_base(const char **why)
 {
 	static int cached = -1;
@@ -541,6 +544,7 @@ const char *cgroup_pids_base(const char **why)
 		snprintf(reason, sizeof(reason), "no pids cgroup controller is mounted");
 		if (own_cgroup(rel, sizeof(rel), "pids")) {
 			snprintf(base, sizeof(base), "/sys/fs/cgroup/pids%s", strcmp(rel, "/") ? rel : "");
+			base_v1 = true;
 			if (access(base, W_OK) == 0)
 				cached = 1;
 			else
@@ -664,6 +668,7 @@ int cgroup_pids_new(struct cgroup_pids *cg, unsigned long max, const char **why)
 	char file[700], num[32];
 
 	cg->procs_fd = -1;
+	cg->self = false;
 	cg->path[0] = '\0';
 	if (!base)
 		return -1;
@@ -689,14 +694,22 @@ int cgroup_pids_new(struct cgroup_pids *cg, unsigned long max, const char **why)
 		}
 		own_max = max;
 	}
-	snprintf(file, sizeof(file), "%s/cgroup.procs", own_group);
+	/* v1: the child moves itself in through the tasks file (nsview.h) */
+	snprintf(file, sizeof(file), "%s/%s", own_group, base_v1 ? "tasks" : "cgroup.procs");
 	if ((cg->procs_fd = open(file, O_WRONLY | O_CLOEXEC)) < 0) {
 		snprintf(reason, sizeof(reason), "cannot open '%s': %s", file, strerror(errno));
 		*why = reason;
 		return -1;
 	}
+	cg->self = base_v1;
 	snprintf(cg->path, sizeof(cg->path), "%s", own_group);
 	return 0;
+}
+
+int cgroup_pids_join_child(int fd)
+{
+	/* "0": the calling thread, which needs no lock on every thread group */
+	return write(fd, "0\n", 2) < 0 ? -errno : 0;
 }
 
 void cgroup_pids_free(struct cgroup_pids *cg)
@@ -706,5 +719,6 @@ void cgroup_pids_free(struct cgroup_pids *cg)
 	if (cg->procs_fd >= 0)
 		close(cg->procs_fd);
 	cg->procs_fd = -1;
+	cg->self = false;
 	cg->path[0] = '\0';
 }

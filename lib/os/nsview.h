@@ -122,16 +122,29 @@ bool nsview_likely(const char **why);
  * are removed then), pids.max set to max, removed at exit (making and
  * removing a cgroup per command costs ~10 ms; commands this process runs
  * at the same time share the limit).  cgroup_pids_new() sets cg->procs_fd to an
- * O_WRONLY|O_CLOEXEC fd of its cgroup.procs (write a pid to it to move
- * that process in) and returns 0, or -1 when there is no such
- * cgroup (*why gets a static reason).  cgroup_pids_free() closes the fd.
+ * O_WRONLY|O_CLOEXEC fd and returns 0, or -1 when there is no such cgroup
+ * (*why gets a static reason).  With cg->self set (cgroup v1) it is the
+ * group's tasks file, and the child moves itself in before it forks or
+ * execs: cgroup_pids_join_child(), between clone and exec.  Else (v2) it is
+ * the group's cgroup.procs: the parent writes the child's pid to it.  A
+ * pid written to cgroup.procs write-locks the kernel's threadgroup rwsem,
+ * which waits for an RCU grace period (7-20 ms a command on Linux 6.18, in
+ * forge-implement's run_command); the calling thread moving itself ("0")
+ * through v1's tasks file does not take that lock (0.05 ms there; a kernel
+ * that still takes it waits as before, in the child).  cgroup_pids_free()
+ * closes the fd.
  */
 struct cgroup_pids {
 	int procs_fd;
+	bool self;
 	char path[600];
 };
 int cgroup_pids_new(struct cgroup_pids *cg, unsigned long max, const char **why);
 void cgroup_pids_free(struct cgroup_pids *cg);
+/* Between clone and exec: move the calling process (its one thread) into
+ * the group whose tasks file fd is (cg->procs_fd with cg->self); 0, or
+ * -errno. */
+int cgroup_pids_join_child(int fd);
 /* Where pids cgroups can be made ("/sys/fs/cgroup/pids/..."), or NULL with *why. */
 const char *cgroup_pids_base(const char **why);
 

@@ -286,7 +286,7 @@ static void lines_flush(struct lines *s, void *payload)
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
 enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
-       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_SECCOMP_NET, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
+       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_SECCOMP_NET, ST_CGROUP, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 struct child_rec {
 	int kind, stage, err;
@@ -304,6 +304,7 @@ struct child_plan {
 	bool ns;                 /* this attempt makes namespaces */
 	const struct nsview *view; /* NULL: the host's files, a fresh /proc */
 	int go_fd;               /* the parent has put the child in its cgroup: one byte, or -1 */
+	int join_fd;             /* the child moves itself into its cgroup: its tasks file, or -1 */
 	int parent_fds[2];       /* the parent's ends of the go and report pipes, or -1 */
 	int status_fd;           /* PID 1 writes the command's wait status here */
 };
@@ -321,15 +322,18 @@ static __attribute__((noreturn)) void child_fail(int fd, int stage, int err)
 	_exit(127);
 }
 
-/* Wait until the parent has moved this process into its pids cgroup (it
- * does so while we build the namespaces: a cgroup move may wait for an RCU
- * grace period); nothing may fork or exec before. */
+/* Enter the pids cgroup: move this process in (cgroup v1, at once), or
+ * wait until the parent has (v2: it does so while we build the namespaces,
+ * as a move by pid waits for an RCU grace period); nothing may fork or
+ * exec before. */
 static void wait_go(const struct child_plan *p)
 {
 	char c;
-
 	ssize_t n;
+	int r;
 
+	if (p->join_fd >= 0 && (r = cgroup_pids_join_child(p->join_fd)) < 0)
+		child_report(p->rep_fd, REC_WARN, ST_CGROUP, -r);
 	if (p->go_fd < 0)
 		return;
 	while ((n = read(p->go_fd, &c, 1)) < 0 && errno == EINTR)
@@ -346,7 +350,6 @@ static void wait_go(const struct child_plan *p)
 static void apply_seccomp(const struct child_plan *p)
 {
 	int r;
-
 	enum seccomp_net net = SECCOMP_NET_OPEN;
 	int stage = ST_SECCOMP;
 
@@ -711,6 +714,7 @@ static const char *stage_name(int stage)
 		return "seccomp (the keyring system calls are not refused, and vsock and other socket families the network namespace does not cover can be reached)";
 	case ST_LOOPBACK: return "loopback (127.0.0.1 and ::1 unreachable)";
 	case ST_REAPER: return "reaper (what the command starts may outlive it)";
+	case ST_CGROUP: return "processes: cannot join the pids cgroup";
 	}
 	if (stage > ST_NS)
 		return nsview_stage_name(stage - ST_NS);
@@ -855,6 +859,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.gid = getgid();
 	plan.envp = o->envp ? o->envp : environ;
 	plan.go_fd = -1;
+	plan.join_fd = -1;
 	plan.parent_fds[0] = plan.parent_fds[1] = -1;
 	plan.status_fd = status_pipe[1];
 	add_limit(&plan, RLIMIT_CPU, o->limits.cpu_s, true);
@@ -866,6 +871,8 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 		const char *why = NULL;
 		if (cgroup_pids_new(&cg, o->limits.nproc, &why) < 0 && geteuid() == 0)
 			note_text(r, "processes: not limited for root (no pids cgroup: %s)", why);
+		else if (cg.self)
+			plan.join_fd = cg.procs_fd;
 	}
 	if (o->new_ns && o->view) {
 		nsview_prepare(&view, o->view, o->nview);
@@ -874,7 +881,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.ns = o->new_ns;
 
 attempt:
-	if (pipe2(rep_pipe, O_CLOEXEC) < 0 || (cg.procs_fd >= 0 && pipe2(go_pipe, O_CLOEXEC) < 0)) {
+	if (pipe2(rep_pipe, O_CLOEXEC) < 0 || (cg.procs_fd >= 0 && !cg.self && pipe2(go_pipe, O_CLOEXEC) < 0)) {
 		forge_error("proc: pipe: %s", strerror(errno));
 		goto out;
 	}
