@@ -100,6 +100,10 @@ void supervise_interrupt(int sig)
  */
 /* The reason of a run that stopped before its first checkpoint was kept. */
 #define SUP_UNKEPT "the database could not be written before the run's first checkpoint"
+/* ... and of one whose process stopped before it (resume_unkept): killed
+ * (kill -9, the machine down), or a stop_unkept that could not mark it. */
+#define SUP_UNKEPT_GONE "the run's process stopped before its first checkpoint was kept (killed, or the " \
+	"database could not be written)"
 
 /* A write of the run's record failed (forge_last_error() says why): the
  * first one is kept, and the run stops before its next step (a disk that
@@ -2361,14 +2365,41 @@ out:
 	return rc;
 }
 
-/* After a crash, bring the worktree back to the checkpoint's commit. */
-static void recover_worktree(struct sup *s)
+/* A failed save of the worktree (recover_worktree): what failed, and what
+ * to do -- a stale lock of a saved ref (one older than this resume's
+ * lease, leased_ms) is named.  Nothing ran, so the run stays resumable. */
+static int recover_failed(struct sup *s, struct forge_git *g, int64_t leased_ms)
+{
+	char *lock = NULL;
+	char *why = xstrdup(forge_last_error());
+
+	if (g && forge_git_saved_lock(&lock, g, s->trace, leased_ms) < 0)
+		lock = NULL;
+	fprintf(stderr, "forge: cannot save the run's worktree before its phase runs again: %s; the worktree was "
+			"left as it is and nothing was resumed\n", why);
+	if (lock)
+		fprintf(stderr, "forge: '%s' is a stale lock (older than this resume, which holds the run): a process "
+				"stopped while it saved left it; remove it, then `forge resume %s`\n", lock, s->trace);
+	else
+		fprintf(stderr, "forge: fix that (free some space if the disk is full), then `forge resume %s`\n",
+			s->trace);
+	free(lock);
+	free(why);
+	return FORGE_EXIT_DEPENDENCY;
+}
+
+/* After a crash, bring the worktree back to the checkpoint's commit.  0,
+ * or FORGE_EXIT_DEPENDENCY with a message when the worktree's changes
+ * could not be read or saved: the phase must not run again on them (they
+ * would be committed into the run). */
+static int recover_worktree(struct sup *s, int64_t leased_ms)
 {
 	jv task = json_get(s->state, "task"), changes = json_get(s->state, "changes");
 	const char *commit = json_get_str(changes, "commit");
 	struct forge_git *g = NULL;
 	struct forge_git_worktree *wt = NULL;
 	char *saved = NULL;
+	int code = 0;
 
 	if (!commit)
 		commit = json_get_str(task, "base_commit");
@@ -2396,18 +2427,27 @@ static void recover_worktree(struct sup *s)
 	    forge_git_worktree_open(&wt, g, s->trace, json_get_str(task, "base_ref")) == 0) {
 		char *head = NULL;
 		jv status = jv_null();
+
 		forge_git_worktree_head(&head, wt);
-		forge_git_status(&status, wt);
-		bool dirty = jv_get_kind(status) == JV_KIND_ARRAY && jv_array_length(jv_copy(status)) > 0;
-		if ((dirty || (head && strcmp(head, commit) != 0)) &&
-		    forge_git_save_and_reset(&saved, wt, commit) == 0) {
-			sup_emit(s, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref", json_str_or_null(saved)),
-							       "reset_to", jv_string(commit)));
-			/* a person's edit or commit there is not lost: say where it is */
-			if (!s->o->quiet && saved)
-				fprintf(stderr, "forge: the run's worktree had changes its last checkpoint does not "
-						"have: kept on %s; the run goes on from %.12s (git diff %.12s %s shows "
-						"them)\n", saved, commit, commit, saved);
+		/* (a status that cannot be read is not a clean worktree, and a
+		 * save that failed is not one to go on from: before, the phase
+		 * ran again on whatever was there and committed it) */
+		if (forge_git_status(&status, wt) < 0) {
+			code = recover_failed(s, g, leased_ms);
+		} else if (jv_array_length(jv_copy(status)) > 0 || (head && strcmp(head, commit) != 0)) {
+			int r = forge_git_save_and_reset(&saved, wt, commit);
+
+			if (r < 0) {
+				code = recover_failed(s, g, leased_ms);
+			} else if (r == 0) {
+				sup_emit(s, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref",
+					 json_str_or_null(saved)), "reset_to", jv_string(commit)));
+				/* a person's edit or commit there is not lost: say where it is */
+				if (!s->o->quiet && saved)
+					fprintf(stderr, "forge: the run's worktree had changes its last checkpoint does "
+							"not have: kept on %s; the run goes on from %.12s (git diff %.12s "
+							"%s shows them)\n", saved, commit, commit, saved);
+			}
 		}
 		free(head);
 		jv_free(status);
@@ -2417,6 +2457,7 @@ static void recover_worktree(struct sup *s)
 	forge_git_free(g);
 	jv_free(task);
 	jv_free(changes);
+	return code;
 }
 
 void sup_add_spend(struct sup *s, double usd, double tokens)
@@ -2710,14 +2751,23 @@ static int resume_unkept(const struct supervise_opts *o, const char *trace)
 		const char *status = json_get_str(run, "status"), *error = json_get_str(run, "error");
 		bool ended = run_status_terminal(run_status_of(status));
 
-		if (!ended && store_run_update(o->store, trace, "failed", NULL, SUP_UNKEPT) < 0) {
+		/* (a run not ended was not stopped by stop_unkept, which marks
+		 * it, unless that mark failed too: its process was killed, most
+		 * often -- before, "the database could not be written" was
+		 * recorded and shown whatever happened) */
+		if (!ended && store_run_update(o->store, trace, "failed", NULL, SUP_UNKEPT_GONE) < 0) {
 			fprintf(stderr, "forge: %s\n", forge_last_error());
+			code = FORGE_EXIT_DEPENDENCY;
+		} else if (!ended) {
+			fprintf(stderr, "forge: run %s has no checkpoint to resume from: %s, so there is nothing to "
+					"resume; start the task again with `forge run` (it is marked failed: `forge gc` "
+					"removes what it left)\n", trace, SUP_UNKEPT_GONE);
 			code = FORGE_EXIT_DEPENDENCY;
 		} else {
 			fprintf(stderr, "forge: run %s has no checkpoint to resume from: it stopped before its first "
 					"one was kept (%s), so none of its work was; start the task again with `forge run`"
 					" (it is marked failed: `forge gc` removes what it left)\n", trace,
-				ended && error && *error ? error : SUP_UNKEPT);
+				error && *error ? error : SUP_UNKEPT);
 			code = FORGE_EXIT_DEPENDENCY;
 		}
 	}
@@ -3104,6 +3154,7 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	s.pl = PL_PAUSED;
 	/* Before the worktree is touched: another process may be working in it. */
 	code = take_lease(&s);
+	int64_t leased_ms = now_ms();
 	if (code) {
 		sup_release(&s);
 		graph_free(graph);
@@ -3151,7 +3202,11 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 		graph_free(graph);
 		return code;
 	}
-	recover_worktree(&s);
+	if ((code = recover_worktree(&s, leased_ms)) != 0) {
+		sup_release(&s);
+		graph_free(graph);
+		return code;
+	}
 	const char *phase = json_get_str(s.state, "phase");
 	const char *st = json_get_str(s.state, "status");
 	sup_progress(&s, "forge: resuming run %s after %s (%s), automation level %d (%s)", trace, phase, st, s.level,

@@ -254,6 +254,18 @@ static int fail(struct gx *x, size_t i, const char *what, int code)
 	return sup_end_run(x->s, "failed", why, code);
 }
 
+/* A node failed on a dependency (git, a full disk, TMPDIR, the provider):
+ * the run ends failed, and a resume runs the node again once the cause is
+ * fixed -- said on stderr, as for an interrupted node (before: "✗ failed",
+ * exit 5, and no word that the run could go on).  Returns code. */
+static int said_resumable(struct gx *x, size_t i, int code)
+{
+	if (code == FORGE_EXIT_DEPENDENCY)
+		fprintf(stderr, "forge: node '%s' failed; once what failed is fixed, `forge resume %s` runs it again\n",
+			x->g->nodes[i].id, x->s->trace);
+	return code;
+}
+
 /* ---- deciding after a node ---------------------------------------------- */
 
 /* Retried when its policy covers `flag` and retries are left. */
@@ -530,7 +542,7 @@ static int decide_phase(struct gx *x, size_t i, const char *outcome)
 		break;
 	case PL_ACT_FAILED:
 		if (!retry(x, i, GRAPH_RETRY_FAILED, outcome))
-			code = sup_end_run(x->s, "failed", d.reason, FORGE_EXIT_DEPENDENCY);
+			code = said_resumable(x, i, sup_end_run(x->s, "failed", d.reason, FORGE_EXIT_DEPENDENCY));
 		break;
 	}
 	jv_free(d.bounce);
@@ -553,7 +565,8 @@ static int decide_program(struct gx *x, size_t i, const char *outcome)
 	if (strcmp(outcome, "tripped") == 0)
 		return fail(x, i, "tripped a breaker", FORGE_EXIT_TRIPPED);
 	if (strcmp(outcome, "rejected") != 0)
-		return retry(x, i, GRAPH_RETRY_FAILED, outcome) ? -1 : fail(x, i, "failed", FORGE_EXIT_DEPENDENCY);
+		return retry(x, i, GRAPH_RETRY_FAILED, outcome) ? -1
+								  : said_resumable(x, i, fail(x, i, "failed", FORGE_EXIT_DEPENDENCY));
 	return decide_rejected(x, i, outcome);
 }
 
@@ -1333,8 +1346,9 @@ static int job_done(struct gx *x, struct job *j, int code)
 
 		snprintf(why, sizeof why, "node '%s' was %s; resume runs it again", x->g->nodes[i].id,
 			 stopped ? "interrupted" : "killed by a signal");
-		if (stopped)
-			fprintf(stderr, "forge: %s (forge resume %s)\n", why, s->trace);
+		/* (killed too -- the OOM killer's SIGKILL: the run is paused
+		 * and resumable as well; before, only "✗ crashed" was said) */
+		fprintf(stderr, "forge: %s (forge resume %s)\n", why, s->trace);
 		return sup_end_run(s, "paused", why, stopped ? FORGE_EXIT_INTERRUPTED : FORGE_EXIT_DEPENDENCY);
 	}
 	/* A node a bounce sent back is pending again: nothing to decide. */

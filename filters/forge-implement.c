@@ -1327,19 +1327,25 @@ static void share_branch(struct impl *im)
  * this state was interrupted or killed mid-edit.  What it left is kept on
  * refs/forge/TRACE/saved/N and the worktree reset, as `forge resume`
  * does, so that this run starts from the state and not from half an edit.
- * task: borrowed.
+ * task: borrowed.  0, or -1 with a message when that save failed: the
+ * phase must not go on from what was left (it would commit it).
  */
-static void recover_worktree(struct impl *im, jv task)
+static int recover_worktree(struct impl *im, jv task)
 {
 	jv changes = json_get(im->ph->state, "changes");
 	const char *commit = json_get_str(changes, "commit");
 	char *saved = NULL;
+	int rc;
 
 	if (!commit)
 		commit = json_get_str(task, "base_commit");
 	if (!commit)
 		commit = forge_git_worktree_base(im->wt);
-	if (forge_git_save_and_reset(&saved, im->wt, commit) == 0 && saved) {
+	rc = forge_git_save_and_reset(&saved, im->wt, commit);
+	if (rc < 0)
+		forge_error_prefix("cannot save the run's worktree before the phase starts again (the worktree "
+				   "was left as it is)");
+	if (rc == 0 && saved) {
 		phase_emit(im->ph, "worktree.recovered", json_set(json_set(jv_object(), "saved_ref", jv_string(saved)),
 								   "reset_to", jv_string(commit)));
 		if (im->ph->common.verbosity >= 0)
@@ -1349,6 +1355,7 @@ static void recover_worktree(struct impl *im, jv task)
 	}
 	free(saved);
 	jv_free(changes);
+	return rc < 0 ? -1 : 0;
 }
 
 /* What the worktree made here lacks (submodules, filter drivers: git.h,
@@ -1414,10 +1421,12 @@ static int open_worktree(struct impl *im, const char *root)
 	ev = json_set(ev, "base_commit", jv_string(forge_git_worktree_base(im->wt)));
 	ev = json_set(ev, "reopened", jv_bool(forge_git_worktree_reopened(im->wt)));
 	phase_emit(ph, "worktree.opened", ev);
-	if (forge_git_worktree_reopened(im->wt))
-		recover_worktree(im, task);
-	else
+	if (forge_git_worktree_reopened(im->wt)) {
+		if ((rc = recover_worktree(im, task)) < 0)
+			goto out;
+	} else {
 		warn_limits(im);
+	}
 	rc = 0;
 out:
 	jv_free(task);

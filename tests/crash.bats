@@ -805,6 +805,9 @@ summary_says() {
 	# (before: "Run T failed" over a paused run)
 	summary_says paused "paused (resumable): node 'implement' was killed by a signal; resume runs it again"
 	grep -qx "  next      forge resume $T" "$BATS_TEST_TMPDIR/run.out"
+	# stderr says it too, as for an interrupted phase (before: "✗ crashed" alone)
+	grep -qxF "forge: node 'implement' was killed by a signal; resume runs it again (forge resume $T)" \
+		"$BATS_TEST_TMPDIR/run.err"
 }
 
 @test "SIGTERM to forge run: its summary says the run is paused (interrupted) and resumable" {

@@ -89,6 +89,22 @@ checkout_untouched() {
 	assert_output ""
 }
 
+@test "forge-implement on a worktree left mid-edit whose save fails (a stale lock of the saved ref): it stops, the edit is not committed" {
+	replay plan-calc.jsonl implement-calc.jsonl implement-calc.jsonl
+	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl" 2>/dev/null
+	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	trace=$(jq -r .trace_id <<<"$(last_state)")
+	wt="$REPO/.forge/worktrees/$trace"
+	head=$(git rev-parse "forge/$trace")
+	echo "int half_done;" >>"$wt/calc.c"
+	mkdir -p "$REPO/.git/refs/forge/$trace/saved" && touch "$REPO/.git/refs/forge/$trace/saved/1.lock"
+	# (before: the failed save went unsaid, and the edit was committed with the new change)
+	run -5 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
+	[[ $stderr == *"cannot save the run's worktree before the phase starts again (the worktree was left as it is): "*"saved/1.lock"* ]]
+	[ "$(git rev-parse "forge/$trace")" = "$head" ]
+	grep -q "int half_done;" "$wt/calc.c"
+}
+
 @test "forge-plan | forge-implement: the change is committed on forge/TRACE and make check passes there" {
 	replay plan-calc.jsonl implement-calc.jsonl
 	run -0 --separate-stderr bash -c 'forge-plan --task "add a mul operation" | forge-implement'

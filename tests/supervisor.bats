@@ -511,6 +511,17 @@ branch_log() {
 	[ "$(git -C "$REPO" rev-parse main)" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
 }
 
+@test "a phase failed on a missing TMPDIR: stderr says the run can be resumed, and a resume with TMPDIR back completes it" {
+	replay run-clean.jsonl
+	# (before: "✗ failed", exit 5, and no word of forge resume)
+	run -5 --separate-stderr env TMPDIR="$BATS_TEST_TMPDIR/no/such/dir" forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ $stderr == *"cannot make a temporary directory '$BATS_TEST_TMPDIR/no/such/dir/forge-implement-"* ]]
+	[[ $stderr == *$'\n'"forge: node 'implement' failed; once what failed is fixed, \`forge resume $T\` runs it again" ]]
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
 @test "a resume given another --config still deploys as the run was started, and says so; a rolled-back deploy resumed says what happened and what to do" {
 	replay run-clean.jsonl
 	echo '{"deploy":{"environment":"production","strategy":"command"},"tools":{"deploy_command":"exit 3","rollback_command":"true"}}' \
@@ -914,6 +925,32 @@ branch_log() {
 	[ "$(git show "refs/forge/$T/saved/1:NOTE")" = "my note" ]
 }
 
+@test "a resume that cannot save the worktree's changes (a stale lock of the saved ref) stops before any phase: nothing committed, the worktree as it was" {
+	replay run-highrisk.jsonl
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	wt="$REPO/.forge/worktrees/$T"
+	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
+	head=$(git rev-parse "forge/$T")
+	echo "my note" >"$wt/NOTE"
+	# (what a resume killed while it saved leaves)
+	lock="$REPO/.git/refs/forge/$T/saved/1.lock"
+	mkdir -p "${lock%/*}" && touch -d '1 hour ago' "$lock"
+	# (before: the failed save went unsaid, and NOTE was committed into the run)
+	run -5 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	[[ $stderr == *"forge: cannot save the run's worktree before its phase runs again: "*"; the worktree was left as it is and nothing was resumed"* ]]
+	[[ $stderr == *"forge: '$lock' is a stale lock (older than this resume, which holds the run): a process stopped while it saved left it; remove it, then \`forge resume $T\`"* ]]
+	[[ $stderr != *"▶ implement"* ]]
+	[ "$(git rev-parse "forge/$T")" = "$head" ]
+	[ "$(cat "$wt/NOTE")" = "my note" ]
+	# the run stays resumable: once the lock is gone, the note is kept on a ref
+	rm "$lock"
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	[[ $stderr == *"kept on refs/forge/$T/saved/1"* ]]
+	[ "$(git show "refs/forge/$T/saved/1:NOTE")" = "my note" ]
+	run -128 git cat-file -e "forge/$T:NOTE"
+}
+
 @test "--phases implement,review,test: a run without a plan starts at implement" {
 	# the task becomes a one-task plan of unassessed (medium) risk, so the AI
 	# review runs: run-clean's answers plus a clean fast review
@@ -1004,9 +1041,20 @@ no_first_checkpoint() {
 	run -5 --separate-stderr forge resume "$T" </dev/null
 	[[ $stderr == "forge: run $T has no checkpoint to resume from: "*"(it is marked failed: \`forge gc\` removes what it left)" ]]
 	[ "$(forge history --json -n 1 | jq -r .status)" = failed ]
-	[ "$(forge history --json -n 1 | jq -r .error)" = "the database could not be written before the run's first checkpoint" ]
+	[ "$(forge history --json -n 1 | jq -r .error)" = "the run's process stopped before its first checkpoint was kept (killed, or the database could not be written)" ]
 	run -0 forge gc
 	assert_output --partial "removed worktree"
+}
+
+@test "a run killed before its first checkpoint: forge resume says so, not that the database could not be written" {
+	# (what kill -9 of forge run leaves right after it made the run's row)
+	forge-db migrate >/dev/null
+	T=01ARZ3NDEKTSV4RRFFQ69G5FAV
+	db_q "INSERT INTO runs (id, task, status, started_at, updated_at) VALUES ('$T', 'add a mul operation',
+		'pending', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')" >/dev/null
+	run -5 --separate-stderr forge resume "$T" </dev/null
+	[ "$stderr" = "forge: run $T has no checkpoint to resume from: the run's process stopped before its first checkpoint was kept (killed, or the database could not be written), so there is nothing to resume; start the task again with \`forge run\` (it is marked failed: \`forge gc\` removes what it left)" ]
+	[ "$(db_q "SELECT status || ' / ' || error FROM runs WHERE id = '$T'")" = "failed / the run's process stopped before its first checkpoint was kept (killed, or the database could not be written)" ]
 }
 
 @test "forge cancel: a paused run is cancelled, its gate rejected, and it does not resume" {

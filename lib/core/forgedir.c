@@ -45,25 +45,12 @@ static const char *const old_gitignores[] = {
 	GITIGNORE_HEAD GITIGNORE_TAIL,
 };
 
-static int write_all(int fd, const char *path)
-{
-	size_t len = sizeof forge_dir_gitignore - 1, off = 0;
-
-	while (off < len) {
-		ssize_t n = write(fd, forge_dir_gitignore + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return forge_error("cannot write '%s': %s", path,
-					   n < 0 ? strerror(errno) : "short write");
-		off += (size_t)n;
-	}
-	return 0;
-}
-
-/* Is the file at path exactly one of old_gitignores?  false when unreadable. */
-static bool is_old(const char *path)
+/* Is the file at path one Forge wrote and may replace: exactly one of
+ * old_gitignores, or the start of forge_dir_gitignore (empty too) that a
+ * crash or a full disk left while it was first written (before, it was
+ * never repaired, and `git add -A` took in the database)?  false when
+ * unreadable. */
+static bool is_forges(const char *path)
 {
 	char text[1024];
 	size_t len = 0;
@@ -76,19 +63,26 @@ static bool is_old(const char *path)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n < 0) {
+			close(fd);
+			return false;
+		}
+		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
 	close(fd);
+	if (len < sizeof forge_dir_gitignore - 1 && memcmp(text, forge_dir_gitignore, len) == 0)
+		return true;
 	for (size_t i = 0; i < sizeof old_gitignores / sizeof *old_gitignores; i++)
 		if (len == strlen(old_gitignores[i]) && memcmp(text, old_gitignores[i], len) == 0)
 			return true;
 	return false;
 }
 
-/* Replace path with forge_dir_gitignore. */
-static int upgrade(const char *path)
+/* Replace (or make) path with forge_dir_gitignore: a temporary file,
+ * synced, renamed over it (buf_replace_file), so no crash leaves a part. */
+static int write_ignore(const char *path)
 {
 	return buf_replace_file(path, forge_dir_gitignore, sizeof forge_dir_gitignore - 1);
 }
@@ -96,19 +90,19 @@ static int upgrade(const char *path)
 int forge_dir_ignore(const char *dir)
 {
 	struct buf path = BUF_INIT;
-	int fd, rc = 0;
+	struct stat st;
+	int rc = 0;
 
 	buf_addf(&path, "%s/.gitignore", dir);
-	fd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		owner_follow(fd, path.buf);
-		rc = write_all(fd, path.buf);
-		if (close(fd) < 0 && rc == 0)
-			rc = forge_error("cannot write '%s': %s", path.buf, strerror(errno));
-	} else if (errno != EEXIST) {
-		rc = forge_error("cannot create '%s': %s", path.buf, strerror(errno));
-	} else if (is_old(path.buf)) {
-		rc = upgrade(path.buf);
+	if (lstat(path.buf, &st) < 0) {
+		/* (processes starting at once write the same bytes: the last
+		 * rename wins, and each reader sees a whole file) */
+		if (errno != ENOENT)
+			rc = forge_error("cannot create '%s': %s", path.buf, strerror(errno));
+		else if ((rc = write_ignore(path.buf)) == 0)
+			owner_follow(-1, path.buf);
+	} else if (is_forges(path.buf)) {
+		rc = write_ignore(path.buf);
 	}
 	buf_release(&path);
 	return rc;

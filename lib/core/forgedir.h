@@ -17,12 +17,14 @@ extern const char forge_dir_gitignore[];
 
 /*
  * Make <dir>/.gitignore (dir is a .forge/ directory, which exists) ignore
- * what Forge makes and nothing else.  Written when absent (O_EXCL, so
- * processes starting at once do not race); an existing file whose content is
- * exactly what an older Forge wrote ("*\n", which hid config.json and skills
- * from git) is replaced, atomically; any other existing file - edited or
- * written by the user - is left alone.  0, or -1 with a message naming the
- * file.
+ * what Forge makes and nothing else.  Written when absent, atomically (a
+ * temporary file, synced, then renamed: a crash or a full disk leaves no
+ * part of it; processes starting at once write the same bytes); an existing
+ * file whose content is exactly what an older Forge wrote ("*\n", which hid
+ * config.json and skills from git), or empty or the start of what Forge
+ * writes (an older Forge's first write cut short), is replaced, atomically;
+ * any other existing file - edited or written by the user - is left alone.
+ * 0, or -1 with a message naming the file.
  */
 int forge_dir_ignore(const char *dir);
 

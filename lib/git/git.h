@@ -45,6 +45,7 @@
 
 #include <jv.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Returned (instead of 0) when there was nothing to do; not an error. */
 #define FORGE_GIT_NOTHING 1
@@ -531,6 +532,15 @@ int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const ch
  * removed, or -1.
  */
 int forge_git_clear_run_locks(struct forge_git *g, const char *trace);
+/*
+ * A lock file of one of run `trace`'s saved refs
+ * (<commondir>/refs/forge/NAME/saved/N.lock, forge_git_save_and_reset())
+ * last changed before `before_ms` (ms since the epoch): a process killed
+ * while it saved left it, and the save fails on it until it is removed.
+ * *out gets its path (the caller frees it), NULL when there is none.
+ * 0, or -1 with a message when the directory cannot be read.
+ */
+int forge_git_saved_lock(char **out, struct forge_git *g, const char *trace, int64_t before_ms);
 int forge_git_merge_commit(char **out, struct forge_git *g, const char *base_branch, const char *rev,
 			   const char *message);
 /*

@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/tmpdir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -1063,4 +1064,47 @@ int forge_git_clear_run_locks(struct forge_git *g, const char *trace)
 	}
 	buf_release(&path);
 	return removed;
+}
+
+int forge_git_saved_lock(char **out, struct forge_git *g, const char *trace, int64_t before_ms)
+{
+	const char *common = git_repository_commondir(g->repo);
+	char name[FORGE_GIT_RUN_NAME_SIZE];
+	struct buf dir = BUF_INIT, path = BUF_INIT;
+	struct dirent *e;
+	DIR *d = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!common || forge_git_run_name(name, trace) < 0)
+		return 0;
+	buf_adds(&dir, common);
+	if (dir.len && dir.buf[dir.len - 1] != '/')
+		buf_addch(&dir, '/');
+	buf_addf(&dir, "refs/forge/%s/saved/", name);
+	if (!(d = opendir(dir.buf))) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			rc = forge_error("cannot read '%s': %s", dir.buf, strerror(errno));
+		goto out;
+	}
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		struct stat st;
+
+		if (n <= 5 || strcmp(e->d_name + n - 5, ".lock") != 0)
+			continue;
+		buf_reset(&path);
+		buf_addf(&path, "%s%s", dir.buf, e->d_name);
+		if (lstat(path.buf, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 < before_ms) {
+			*out = buf_detach(&path, NULL);
+			break;
+		}
+	}
+out:
+	if (d)
+		closedir(d);
+	buf_release(&dir);
+	buf_release(&path);
+	return rc;
 }

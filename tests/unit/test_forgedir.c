@@ -122,7 +122,9 @@ static void test_old_upgraded(void)
 static void test_user_file_left_alone(void)
 {
 	static const char *const mine[] = {
-		"*\n!config.json\n", "*", "* \n", "forge.db\n", "",
+		"*\n!config.json\n", "*", "* \n", "forge.db\n",
+		/* (what Forge writes with a line of the person's added) */
+		"# written by forge: what forge makes as it runs stays out of git;\nmine\n",
 	};
 
 	for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
@@ -135,6 +137,31 @@ static void test_user_file_left_alone(void)
 		write_file(path, mine[i]);
 		CHECK_INT(forge_dir_ignore(dir), 0);
 		CHECK_STR(read_file(path), mine[i]);
+	}
+}
+
+/* A first write cut short (a full disk, a kill between the create and
+ * the write) left an empty file or the start of the list: the next open
+ * writes the whole list (before, it stayed, and .forge/ showed in git
+ * status). */
+static void test_cut_repaired(void)
+{
+	size_t full = strlen(forge_dir_gitignore);
+	size_t cuts[] = { 0, 1, 10, full / 2, full - 1 };
+
+	for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+		char name[32], path[600], part[1024];
+		const char *dir;
+
+		snprintf(name, sizeof name, "cut%zu", i);
+		dir = fresh_dir(name);
+		snprintf(path, sizeof path, "%s/.gitignore", dir);
+		snprintf(part, sizeof part, "%.*s", (int)cuts[i], forge_dir_gitignore);
+		write_file(path, part);
+		CHECK_INT(forge_dir_ignore(dir), 0);
+		CHECK_STR(read_file(path), forge_dir_gitignore);
+		snprintf(path, sizeof path, "ls -A '%s'", dir);
+		CHECK_STR(out(path), ".gitignore");
 	}
 }
 
@@ -227,6 +254,7 @@ int main(void)
 	RUN(test_check);
 	RUN(test_old_upgraded);
 	RUN(test_user_file_left_alone);
+	RUN(test_cut_repaired);
 	RUN(test_error_names_the_file);
 	RUN(test_replace_file);
 	RUN(test_git_sees_the_project_files);
