@@ -306,6 +306,23 @@ setup() {
 	assert_line --regexp "^$T1 +merged "
 }
 
+@test "forge merge with a stale .git/index.lock: refused before a file is written, the lock named (hunt65 #5)" {
+	git update-index -q --refresh || true   # (the copied checkout's stat data)
+	: >.git/index.lock
+	for no_ff in "" --no-ff; do
+		run -5 --separate-stderr forge merge $no_ff "$T1"
+		[[ $stderr == *".git/index.lock exists: a git command is at work in '"*"', or one was killed there; when none runs, remove that file and try again (nothing was changed)" ]]
+		[ "$(git rev-parse main)" = "$BASE" ]
+		rm .git/index.lock
+		[ -z "$(git status --porcelain --untracked-files=no)" ]   # (before: the run's files written)
+		: >.git/index.lock
+	done
+	rm .git/index.lock
+	run -0 --separate-stderr forge merge "$T1"
+	assert_output --regexp "^merged forge/$T1 into main \\(fast-forward\\) at [0-9a-f]{12}$"
+	[ -z "$(git status --porcelain --untracked-files=no)" ]
+}
+
 @test "forge merge again after one killed between the checkout and the branch: it finishes the fast-forward, not 'stash them'" {
 	# what the killed merge left: the checkout's index and files are the
 	# run's (a fast-forward's two-tree read-tree), main not moved

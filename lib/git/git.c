@@ -1955,6 +1955,29 @@ int forge_git_dirs_clear(git_repository *repo, git_tree *tree, git_tree *keep, b
 	return w.rc;
 }
 
+/* 0 when no <gitdir>/index.lock is in the way of the index's write; else
+ * -1 with a message after `what` naming it.  Looked at before a file is
+ * written: libgit2 writes the files first and the index last, so a lock
+ * found only then left the checkout's files rewritten, its index and
+ * branch not (hunt65 #5). */
+static int index_unlocked(struct forge_git *g, const char *what)
+{
+	struct buf lock = BUF_INIT;
+	struct stat st;
+	int rc = 0;
+
+	buf_addf(&lock, "%sindex.lock", git_repository_path(g->repo));   /* (the path ends in '/') */
+	if (lstat(lock.buf, &st) == 0)
+		rc = forge_error("%s: %s exists: a git command is at work in '%s', or one was killed there; "
+				 "when none runs, remove that file and try again (nothing was changed)", what,
+				 lock.buf, forge_git_checkout(g));
+	else if (errno != ENOENT)
+		rc = forge_error("%s: cannot look for '%s': %s (nothing was changed)", what, lock.buf,
+				 strerror(errno));
+	buf_release(&lock);
+	return rc;
+}
+
 /* The files and index of the main checkout made commit's, with `force`
  * (GIT_CHECKOUT_FORCE) or safely; see forge_git_checkout_commit(). */
 static int checkout_as(struct forge_git *g, git_commit *commit, const char *what, bool force)
@@ -2019,6 +2042,8 @@ static int checkout_as(struct forge_git *g, git_commit *commit, const char *what
 		goto out;
 	}
 	if ((rc = forge_git_dirs_clear(g->repo, to, (git_tree *)head, false, what)) != 0)
+		goto out;
+	if ((rc = index_unlocked(g, what)) != 0)
 		goto out;
 
 	/* An ignored file is the person's too (.env, local settings), and

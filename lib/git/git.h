@@ -432,7 +432,8 @@ void forge_git_merge_unlock(struct forge_git *g);
  * in the way, an ignored one too, or one in a directory rev makes a file,
  * stops it before anything moves: FORGE_GIT_BLOCKED, the message naming
  * the files; so do files marked skip-worktree, and tracked ones marked
- * assume-unchanged that differ, each named as such).  An unborn base branch
+ * assume-unchanged that differ, each named as such; an index.lock of the
+ * checkout stops it too, -1 naming it).  An unborn base branch
  * (empty repository) is created at `rev`.  Returns FORGE_GIT_NOTHING when
  * the branch is already at `rev`, FORGE_GIT_MOVED (nothing changed: the
  * checkout updated is put back) when the branch no longer fast-forwards to

@@ -104,7 +104,8 @@ int forge_git_dirs_clear(git_repository *repo, git_tree *tree, git_tree *keep, b
  * (GIT_CHECKOUT_SAFE).  When files there that git does not track would be
  * overwritten, nothing changes and FORGE_GIT_BLOCKED is returned, with a
  * message naming them (up to 5) after `what` ("cannot fast-forward
- * 'main'"); -1 on another failure.
+ * 'main'"); -1 on another failure, and (nothing written) when the
+ * checkout's index.lock exists, the message naming it.
  */
 int forge_git_checkout_commit(struct forge_git *g, git_commit *commit, const char *what);
 
