@@ -407,6 +407,33 @@ print("{\"type\":\"semantic\",\"content\":\"the needle zyzzyva is here\"}")
 	wait "$holder"
 }
 
+@test "a write lock held past the busy timeout: said what holds it and what to do, with SQLite's code (hunt65 #6)" {
+	skip_on_postgres "holds SQLite's write lock"
+	forge memory add "a memory about caching" >/dev/null
+	test_python3
+	# another process holds the write lock until told to let go
+	"$TEST_PYTHON3" - "$FORGE_DB" "$BATS_TEST_TMPDIR/locked" "$BATS_TEST_TMPDIR/done" <<-'EOF' 3>&- &
+		import os, sqlite3, sys, time
+		c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+		c.execute("BEGIN IMMEDIATE")
+		open(sys.argv[2], "w").close()
+		for _ in range(1200):
+		    if os.path.exists(sys.argv[3]):
+		        break
+		    time.sleep(0.05)
+		c.execute("COMMIT")
+	EOF
+	holder=$!
+	for _ in $(seq 200); do [ -e "$BATS_TEST_TMPDIR/locked" ] && break; sleep 0.05; done
+	run -5 --separate-stderr forge memory add "a memory never stored"
+	touch "$BATS_TEST_TMPDIR/done"
+	wait "$holder"
+	# (before: "...: database is locked (sqlite code 5)" alone)
+	[[ $stderr == "forge-memory: database '$FORGE_DB': "*": another process holds the database's write lock (another forge command, or a sqlite3 shell in a transaction) and did not let it go within 10 s: wait for it to finish and try again (fuser '$FORGE_DB' names the processes that have it open) (database is locked, sqlite code 5)" ]]
+	run -0 forge memory list
+	[[ $output != *"a memory never stored"* ]]
+}
+
 @test "consolidate promotes 3 similar episodes with one model call (cassette)" {
 	for i in 1 2 3; do
 		add --type episodic --context "review phase: fix parser" \

@@ -70,12 +70,15 @@ ro() {
 	[ -e "$FORGE_DB-wal" ] && [ ! -s "$FORGE_DB-wal" ] || false
 	run -5 --separate-stderr ro forge memory add --type semantic "a lesson never stored"
 	[[ "$stderr" == *"forge.db"*"readonly"* ]]
+	# what is in the way and what to do (hunt65 #6; before: SQLite's words alone)
+	[[ "$stderr" == *"attempt to write a readonly database (sqlite code 8); '$FORGE_DB' is on a read-only file system: no chown or chmod lets it be written; keep the database where it can be written: --db PATH or FORGE_DB=PATH" ]]
 	run -0 --separate-stderr forge memory list
 	[[ "$output" != *"a lesson never stored"* ]]
 	# as an older Forge (or a copy) leaves it: no -wal and -shm beside it
 	rm "$FORGE_DB-wal" "$FORGE_DB-shm"
 	run -5 --separate-stderr ro forge cancel "$T"
 	[[ "$stderr" == *"forge.db"* ]]
+	[[ "$stderr" == *"cannot set WAL journal mode: unable to open database file (sqlite code 14); '$FORGE_DB' is on a read-only file system: no chown or chmod lets it be written; keep the database where it can be written: --db PATH or FORGE_DB=PATH" ]]
 	run -0 --separate-stderr forge status --json "$T"
 	[ "$(jq -r .run.status <<<"$output")" != cancelled ]
 }

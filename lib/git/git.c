@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -254,6 +255,33 @@ static void explain_denied(struct buf *b, const char *msg)
 	free(path);
 }
 
+/* Whether libgit2's last error is the process's (EMFILE) or the system's
+ * (ENFILE) table of open files being full: its words ("could not open
+ * '.git/config': Too many open files") read as no repository there. */
+static bool out_of_files(void)
+{
+	const git_error *e = git_error_last();
+
+	return e && e->message && (strstr(e->message, strerror(EMFILE)) || strstr(e->message, strerror(ENFILE)));
+}
+
+/* When out_of_files(), appends to b what is full and what to do. */
+static void explain_out_of_files(struct buf *b)
+{
+	const git_error *e = git_error_last();
+	struct rlimit nofile;
+
+	if (!out_of_files())
+		return;
+	if (strstr(e->message, strerror(ENFILE)))
+		buf_adds(b, "; the system's table of open files is full: close some programs and try again");
+	else if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+		buf_addf(b, "; too many open files: this process may have %llu open at once (ulimit -n, "
+			 "RLIMIT_NOFILE): raise the limit and try again", (unsigned long long)nofile.rlim_cur);
+	else
+		buf_adds(b, "; too many open files for this process (ulimit -n): raise the limit and try again");
+}
+
 int forge_git_fail(const char *fmt, ...)
 {
 	const git_error *e = git_error_last();   /* may be NULL in 1.5 */
@@ -271,6 +299,7 @@ int forge_git_fail(const char *fmt, ...)
 		buf_adds(&b, ": ");
 		buf_add(&b, e->message, n);
 		explain_denied(&b, e->message);
+		explain_out_of_files(&b);
 	}
 	forge_error("%s", b.buf);
 	buf_release(&b);
@@ -1041,6 +1070,8 @@ int forge_git_open(struct forge_git **out, const char *path)
 	if ((e = forge_git_repo_open(&found, resolved, 0)) != 0) {
 		if (e != -1)
 			rc = e;         /* another user's, a format libgit2 refuses: said */
+		else if (out_of_files())        /* (hunt65 #6: not "is not in a git repository") */
+			forge_git_fail("cannot open the git repository of '%s'", shown);
 		else
 			forge_git_fail("'%s' is not in a git repository", shown);
 		goto out;

@@ -170,7 +170,9 @@ struct forge_git_worktree;   /* one run's worktree */
  * from and a merge goes into -- are that worktree's when it is a linked
  * worktree of the person's (`git worktree add`), and the root's from a
  * run's own worktree (.forge/worktrees/TRACE) or the root.  Fails with a
- * clear message (-1) for a path that is not in a repository and for a bare
+ * clear message (-1) for a path that is not in a repository (or whose
+ * repository cannot be opened for want of file descriptors: "too many
+ * open files", the limit named) and for a bare
  * repository; FORGE_GIT_NOT_OWNED for another user's, FORGE_GIT_SETUP for
  * one in a format libgit2 cannot open (forge_git_repo_open).
  */

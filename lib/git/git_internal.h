@@ -65,7 +65,8 @@ int forge_git_run_refs_clear(git_repository *repo, const char *name);
 int forge_git_shallow_merge_base(git_oid *out, git_repository *repo, const git_oid *a, const git_oid *b);
 
 /* forge_error() with ": <libgit2's last message>" appended when there is
- * one; returns -1. */
+ * one (and, when it is a full table of open files, EMFILE or ENFILE, which
+ * limit and what to do); returns -1. */
 int forge_git_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* forge_git_fail("cannot read the status of worktree 'workdir'") after a

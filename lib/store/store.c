@@ -229,13 +229,49 @@ static void io_error_why(struct buf *b, struct store *st, int code)
 		buf_addf(b, "%s (sqlite code %d)", sqlite3_errmsg(st->db), code);
 }
 
+/* Appends to b, after "; ", which file or directory of the database at
+ * path this user may not write (the database, or its -wal or -shm beside
+ * it, which SQLite makes and writes too: a directory made read-only, a
+ * read-only mount), and where else to keep it; false, b unchanged, when
+ * none stands out. */
+static bool explain_unwritable(struct buf *b, const char *path)
+{
+	static const char *const sides[] = { "", "-wal", "-shm" };
+	struct buf p = BUF_INIT;
+	size_t at = b->len;
+	bool found = false;
+
+	buf_adds(b, "; ");
+	for (size_t i = 0; i < sizeof sides / sizeof sides[0] && !found; i++) {
+		buf_reset(&p);
+		buf_addf(&p, "%s%s", path, sides[i]);
+		found = owner_explain(b, p.buf, true);
+	}
+	buf_release(&p);
+	if (found)
+		buf_adds(b, "; " STORE_ELSEWHERE_HINT);
+	else
+		buf_truncate(b, at);
+	return found;
+}
+
 /* Why SQLite's last call failed, in words that say what to do, and its
  * extended code; err is sqlite3_exec's message (NULL: the connection's). */
 static void sqlite_why(struct buf *b, struct store *st, const char *err)
 {
 	int code = sqlite3_extended_errcode(st->db);
 
-	if (temp_dir_trouble(b, st->path, code))
+	/* (hunt65 #6: SQLite's words alone said neither what nor what to do) */
+	if ((code & 0xff) == SQLITE_BUSY)
+		buf_addf(b, "another process holds the database's write lock (another forge command, or a "
+			 "sqlite3 shell in a transaction) and did not let it go within %d s: wait for it to "
+			 "finish and try again (fuser '%s' names the processes that have it open) (%s, sqlite "
+			 "code %d)", STORE_BUSY_TIMEOUT_MS / 1000, st->path, sqlite3_errstr(code), code);
+	else if (((code & 0xff) == SQLITE_READONLY || (code & 0xff) == SQLITE_CANTOPEN) &&
+		 strcmp(st->path, ":memory:") != 0) {
+		buf_addf(b, "%s (sqlite code %d)", err ? err : sqlite3_errmsg(st->db), code);
+		explain_unwritable(b, st->path);
+	} else if (temp_dir_trouble(b, st->path, code))
 		buf_addf(b, " (sqlite code %d)", code);
 	else if ((code & 0xff) == SQLITE_FULL)
 		buf_addf(b, "the disk is full (or the database reached its size limit): free some "
@@ -281,12 +317,6 @@ static int explain_denied(int rc, const char *path, bool write)
 	}
 	buf_release(&b);
 	return rc;
-}
-
-static int store_fail_denied(struct store *st, const char *what)
-{
-	/* (SQLite's CANTOPEN keeps no errno: owner_explain looks itself) */
-	return explain_denied(store_fail(st, "%s", what), st->path, !st->readonly);
 }
 
 /* ---- statements ---------------------------------------------------- */
@@ -835,8 +865,7 @@ static int set_journal_mode(struct store *st)
 		return forge_error("cannot open database '%s': file is not a database (not SQLite, "
 				   "or damaged); move it away or use another --db", st->path);
 	if (sqlrc != SQLITE_ROW)
-		return forge_error("database '%s': cannot set WAL journal mode: %s (sqlite code %d)",
-				   st->path, sqlite3_errstr(sqlrc), sqlrc);
+		return store_fail(st, "cannot set WAL journal mode");
 	return 0;
 }
 
@@ -1000,7 +1029,7 @@ int store_open(struct store **out, const char *path)
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		if (st->db)
-			store_fail_denied(st, "cannot open");
+			store_fail(st, "cannot open");  /* (CANTOPEN: sqlite_why says what is in the way) */
 		else
 			forge_error("cannot open database '%s': out of memory", path);
 		goto out;

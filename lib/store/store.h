@@ -173,7 +173,11 @@ int store_exec(struct store *st, const char *sql);
  * and use store_db()'s handle.
  *
  * store_fail: record "database 'PATH': WHAT: SQLITE MESSAGE (sqlite code
- * N)" (or that the disk is full) and return -1.  Call it right after the
+ * N)" (or that the disk is full; for SQLITE_BUSY that another process
+ * holds the write lock and what to do; for SQLITE_READONLY and
+ * SQLITE_CANTOPEN, after the message, which file or directory of the
+ * database may not be written, and STORE_ELSEWHERE_HINT, when one stands
+ * out) and return -1.  Call it right after the
  * failing sqlite3 call: the next call overwrites sqlite3_errmsg().
  * store_prepare: sqlite3_prepare_v2 of sql on st's handle; on failure *out
  * is NULL and the message quotes the start of sql.  The caller finalizes.

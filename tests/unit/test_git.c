@@ -6,11 +6,14 @@
 #include "core/json.h"
 #include "unit.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -172,6 +175,39 @@ static void test_open_errors(void)
 	CHECK(contains(forge_last_error(), "/nonexistent/forge/path"));
 	forge_git_free(NULL);
 	forge_git_worktree_free(NULL);
+}
+
+/* A repository opened with the process's table of open files full
+ * (ulimit -n): said so, not "is not in a git repository" (hunt65 #6). */
+static void test_open_out_of_files(void)
+{
+	struct forge_git *g = NULL;
+	const char *dir = make_repo();
+	struct rlimit was, low;
+	int fds[64], n = 0;
+
+	CHECK(dir != NULL);
+	CHECK(getrlimit(RLIMIT_NOFILE, &was) == 0);
+	low = was;
+	low.rlim_cur = 64;
+	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	while (n < 64 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	CHECK(n < 64 && errno == EMFILE);
+	int rc = forge_git_open(&g, dir);
+	char *msg = xstrdup(forge_last_error());
+
+	while (n > 0)
+		close(fds[--n]);
+	CHECK(setrlimit(RLIMIT_NOFILE, &was) == 0);
+	CHECK_INT(rc, -1);
+	CHECK(g == NULL);
+	CHECK_MSG(contains(msg, "cannot open the git repository of '") &&
+		  contains(msg, "; too many open files: this process may have 64 open at once (ulimit -n, "
+			   "RLIMIT_NOFILE): raise the limit and try again") &&
+		  !contains(msg, "is not in a git repository"), "%s", msg);
+	free(msg);
+	forge_git_free(g);
 }
 
 /* read_blob: git show REV:PATH without a process. */
@@ -1668,6 +1704,7 @@ int main(void)
 	setenv("LC_ALL", "C", 1);
 
 	RUN(test_open_errors);
+	RUN(test_open_out_of_files);
 	RUN(test_open_from_anywhere);
 	RUN(test_find_root);
 	RUN(test_open_without_main_tree);
