@@ -17,6 +17,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 #include "llm/llm.h"
+#include "os/heap.h"
 #include "store/store.h"
 #include "store/db.h"
 
@@ -93,6 +94,12 @@ static int quick_session(struct session *s, const struct cli_common *common, uns
  */
 #define MEMORY_CLI_MMAP (256LL << 20)
 
+/* The heap a memory program fills (os/heap.h), made resident in one call:
+ * a search at 460 memories peaks near 290 KiB (schema, FTS5 doclists,
+ * candidates), ~70 page faults of its ~240, each ~12 us on a paravirtualised
+ * machine, against ~1 us a page populated at once. */
+#define MEMORY_CLI_HEAP_WARM (512u << 10)
+
 static int cli_open(int *status, struct memory_cli *c, const struct cli_common *common,
 		    unsigned open_flags)
 {
@@ -100,6 +107,7 @@ static int cli_open(int *status, struct memory_cli *c, const struct cli_common *
 	struct session ses;
 
 	memset(c, 0, sizeof *c);
+	heap_warm(MEMORY_CLI_HEAP_WARM);
 	*status = quick_session(&ses, common, open_flags);
 	if (*status == 1)
 		*status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE | open_flags, jv_null());
