@@ -144,6 +144,20 @@ ifeq ($(origin FUSE_LD),undefined)
 FUSE_LD  := $(shell $(CC) -fuse-ld=gold -Wl,--version 2>/dev/null | grep -q '^GNU gold' && echo -fuse-ld=gold)
 endif
 LDFLAGS  += $(FUSE_LD)
+# Each function and object in a section of its own, and the sections no
+# program reaches left out of it (GC_SECTIONS= keeps them): a program links
+# the whole libforge-common and the static archives, and what it never
+# calls (forge-mcp: libgit2's and SQLite's tables behind code only other
+# programs run) was loaded and relocated at every start.  --help: page
+# faults -1..-18 a program (forge-skills 95 -> 77, forge-mcp 98 -> 87, at
+# ~50-100 us each on this paravirtualised VM), instructions -1..-25%, the
+# relative relocations of forge-mcp 5083 -> 3562 (pages written 23 -> 18),
+# forge-mcp 7.9 -> 6.2 MB.  The hardening stays as it was (PIE, RELRO).
+GC_SECTIONS ?= 1
+ifneq ($(GC_SECTIONS),)
+CFLAGS   += -ffunction-sections -fdata-sections
+LDFLAGS  += -Wl,--gc-sections
+endif
 # Only the shared libraries a program uses are loaded at its start (gcc's
 # default on Debian, said here for compilers that do not default to it).
 ifndef SANITIZE

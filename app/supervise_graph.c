@@ -102,6 +102,7 @@ static void count_call(struct job *j, const char *type, size_t type_len, bool ha
 {
 	if (type_len != 10 || memcmp(type, "llm.called", 10) != 0)
 		return;
+	sup_today_spent(j->x->s);
 	if (has_usd && isfinite(usd))
 		j->spent_usd += usd;
 	if (has_tokens)

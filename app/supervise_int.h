@@ -59,6 +59,8 @@ struct sup {
 	const struct graph *graph;  /* the pipeline the run follows (borrowed) */
 	int64_t run_deadline_ms;    /* wall-clock ms when safety.time_s.total runs out, as
 	                               sup_breaker last saw it (time paused aside); 0: unknown */
+	double today_usd;           /* today's model calls, as sup_breaker last summed them, */
+	int64_t today_at_ms;        /* at this monotonic_ms() (0: none to reuse; see sup_money_left) */
 	pthread_mutex_t lock;       /* held around everything above while nodes run at once */
 };
 
@@ -100,8 +102,13 @@ const char *sup_breaker(struct sup *s, char *why, size_t n);
 /* What the run's money limits leave (at least 0): the budget's remaining
  * USD, safety.cost.per_run less the run's cost, safety.cost.per_day less
  * today's; the nodes that start get shares of it (PHASE_RUN_MONEY_ENV).
- * A per_day that cannot be read leaves nothing (fails closed). */
+ * A per_day that cannot be read leaves nothing (fails closed).  Today's
+ * sum is the one sup_breaker() read just before (within a second, no model
+ * call recorded since), else read again. */
 double sup_money_left(struct sup *s);
+/* A model call was recorded (a phase's llm.called, a reflection's): today's
+ * sum sup_breaker() read is out of date. */
+void sup_today_spent(struct sup *s);
 /* When a write of the run's record failed (s->store_error): the run
  * paused there, exit 5 (what went unrecorded must not look done); else -1.
  * One that failed before any checkpoint was kept (!s->kept) has nothing to
