@@ -657,13 +657,10 @@ static jv written_paths(jv data /* borrowed */)
  * or the work is dropped without a word ("nothing to commit") while the
  * run reports success.
  */
-static void note_ignored(struct tool_result *out, const char *root)
+static void note_ignored(struct tool_result *out, jv ignored)
 {
-	jv paths = written_paths(out->data), ignored;
 	struct buf text = BUF_INIT;
 
-	forge_git_ignored_paths(&ignored, root, paths);
-	jv_free(paths);
 	if (jv_array_length(jv_copy(ignored)) == 0) {
 		jv_free(ignored);
 		return;
@@ -687,13 +684,10 @@ static void note_ignored(struct tool_result *out, const char *root)
  * repository, whose directory is empty in the run's worktree): the
  * commit never takes it.  Say so in the result.
  */
-static void note_submodules(struct tool_result *out, const char *root)
+static void note_submodules(struct tool_result *out, jv inside)
 {
-	jv paths = written_paths(out->data), inside;
 	struct buf text = BUF_INIT;
 
-	forge_git_submodule_paths(&inside, root, paths);
-	jv_free(paths);
 	if (jv_array_length(jv_copy(inside)) == 0) {
 		jv_free(inside);
 		return;
@@ -747,8 +741,13 @@ void tool_execute(struct tool_result *out, const struct tool *t, const struct to
 	t->run(out, ctx, root, input);
 	if (out->ok && (!strcmp(t->name, "write_file") || !strcmp(t->name, "edit_file") ||
 			!strcmp(t->name, "apply_patch"))) {
-		note_ignored(out, ctx->root);
-		note_submodules(out, ctx->root);
+		jv paths = written_paths(out->data), ignored, inside;
+
+		/* (one opening of the repository for both notes) */
+		forge_git_written_paths(&ignored, &inside, ctx->root, paths);
+		jv_free(paths);
+		note_ignored(out, ignored);
+		note_submodules(out, inside);
 	}
 	sandbox_root_free(root);
 }

@@ -15,16 +15,35 @@ static int64_t last_ms = -1;
 static uint8_t last_rand[10];
 static pid_t last_pid;
 
-static void fill_random(uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t got = getrandom(p, n, 0);
+/* Random bytes fetched ahead, a few ids' worth at a time (one getrandom()
+ * for 25 ids, not one each: a phase makes an id for every event); the
+ * process that fetched them, so that a forked child takes none of its
+ * parent's (pid: the caller's, from getpid()). */
+static uint8_t pool[250];
+static size_t pool_left;
+static pid_t pool_pid;
 
-		if (got <= 0)
-			continue;	/* EINTR; getrandom never fails otherwise once seeded */
-		p += got;
-		n -= (size_t)got;
+static void fill_random(uint8_t *p, size_t n, pid_t pid)
+{
+	if (pid != pool_pid || pool_left < n) {
+		uint8_t *q = pool;
+		size_t want = sizeof pool;
+
+		while (want > 0) {
+			ssize_t got = getrandom(q, want, 0);
+
+			if (got <= 0)
+				continue;	/* EINTR; getrandom never fails otherwise once seeded */
+			q += got;
+			want -= (size_t)got;
+		}
+		pool_left = sizeof pool;
+		pool_pid = pid;
 	}
+	memcpy(p, pool + sizeof pool - pool_left, n);
+	/* (taken bytes are not kept: no id can share them with another) */
+	memset(pool + sizeof pool - pool_left, 0, n);
+	pool_left -= n;
 }
 
 /* Add one to the 80-bit big-endian random part; false on overflow. */
@@ -46,16 +65,16 @@ void ulid_new(char out[ULID_LEN + 1])
 		last_pid = pid;
 		if (ms <= last_ms)
 			ms = last_ms + 1;   /* keep above the parent's ids */
-		fill_random(last_rand, sizeof last_rand);
+		fill_random(last_rand, sizeof last_rand, pid);
 	} else if (ms <= last_ms) {
 		/* Same (or an earlier, after a clock step) millisecond: stay monotonic. */
 		ms = last_ms;
 		if (!increment_random(last_rand)) {
 			ms = ++last_ms;
-			fill_random(last_rand, sizeof last_rand);
+			fill_random(last_rand, sizeof last_rand, pid);
 		}
 	} else {
-		fill_random(last_rand, sizeof last_rand);
+		fill_random(last_rand, sizeof last_rand, pid);
 	}
 	last_ms = ms;
 

@@ -2757,14 +2757,9 @@ out:
 	return rc;
 }
 
-void forge_git_ignored_paths(jv *out, const char *dir, jv paths)
+/* Of paths, those git ignores and does not track in repo (appended to *out). */
+static void ignored_in(jv *out, git_repository *repo, jv paths)
 {
-	git_repository *repo = NULL;
-
-	*out = jv_array();
-	forge_git_init();
-	if (jv_get_kind(paths) != JV_KIND_ARRAY || forge_git_repo_open(&repo, dir, 0) != 0)
-		return;
 	jv_array_foreach(paths, i, p) {
 		unsigned int flags = 0;
 
@@ -2775,19 +2770,15 @@ void forge_git_ignored_paths(jv *out, const char *dir, jv paths)
 			*out = jv_array_append(*out, jv_copy(p));
 		jv_free(p);
 	}
-	git_repository_free(repo);
 }
 
-void forge_git_submodule_paths(jv *out, const char *dir, jv paths)
+/* Of paths, those below a gitlink of repo's index (appended to *out). */
+static void submodules_in(jv *out, git_repository *repo, jv paths)
 {
-	git_repository *repo = NULL;
 	git_index *idx = NULL;
 	jv links = jv_array();
 
-	*out = jv_array();
-	forge_git_init();
-	if (jv_get_kind(paths) != JV_KIND_ARRAY || forge_git_repo_open(&repo, dir, 0) != 0 ||
-	    git_repository_index(&idx, repo) < 0)
+	if (git_repository_index(&idx, repo) < 0)
 		goto out;
 	for (size_t i = 0; i < git_index_entrycount(idx); i++) {
 		const git_index_entry *e = git_index_get_byindex(idx, i);
@@ -2820,7 +2811,37 @@ out:
 	git_error_clear();
 	jv_free(links);
 	git_index_free(idx);
+}
+
+void forge_git_written_paths(jv *ignored, jv *inside, const char *dir, jv paths)
+{
+	git_repository *repo = NULL;
+
+	if (ignored)
+		*ignored = jv_array();
+	if (inside)
+		*inside = jv_array();
+	forge_git_init();
+	if (jv_get_kind(paths) != JV_KIND_ARRAY || forge_git_repo_open(&repo, dir, 0) != 0) {
+		if (inside)
+			git_error_clear();
+		return;
+	}
+	if (ignored)
+		ignored_in(ignored, repo, paths);
+	if (inside)
+		submodules_in(inside, repo, paths);
 	git_repository_free(repo);
+}
+
+void forge_git_ignored_paths(jv *out, const char *dir, jv paths)
+{
+	forge_git_written_paths(out, NULL, dir, paths);
+}
+
+void forge_git_submodule_paths(jv *out, const char *dir, jv paths)
+{
+	forge_git_written_paths(NULL, out, dir, paths);
 }
 
 char *forge_git_library_version(void)

@@ -649,6 +649,13 @@ void forge_git_ignored_paths(jv *out, const char *dir, jv paths);
  */
 void forge_git_submodule_paths(jv *out, const char *dir, jv paths);
 
+/*
+ * Both of the above from one opening of the repository at `dir` (a tool
+ * that wrote files asks both): *ignored as forge_git_ignored_paths() says,
+ * *inside as forge_git_submodule_paths(); either may be NULL (not asked).
+ */
+void forge_git_written_paths(jv *ignored, jv *inside, const char *dir, jv paths);
+
 /* libgit2's version ("1.5.1"), malloc'd; NULL when libgit2 cannot tell. */
 char *forge_git_library_version(void);
 

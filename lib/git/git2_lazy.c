@@ -271,6 +271,12 @@ const git_diff_delta * git_diff_get_delta(const git_diff *diff, size_t idx)
 	return p_git_diff_get_delta(diff, idx);
 }
 
+int git_diff_index_to_workdir(git_diff **diff, git_repository *repo, git_index *index, const git_diff_options *opts)
+{
+	LAZY(git_diff_index_to_workdir)
+	return p_git_diff_index_to_workdir(diff, repo, index, opts);
+}
+
 size_t git_diff_num_deltas(const git_diff *diff)
 {
 	LAZY(git_diff_num_deltas)
@@ -331,6 +337,12 @@ int git_index_add_all(git_index *index, const git_strarray *pathspec, unsigned i
 	return p_git_index_add_all(index, pathspec, flags, callback, payload);
 }
 
+int git_index_add_bypath(git_index *index, const char *path)
+{
+	LAZY(git_index_add_bypath)
+	return p_git_index_add_bypath(index, path);
+}
+
 void git_index_conflict_iterator_free(git_index_conflict_iterator *iterator)
 {
 	LAZY(git_index_conflict_iterator_free)
@@ -389,6 +401,12 @@ int git_index_read(git_index *index, int force)
 {
 	LAZY(git_index_read)
 	return p_git_index_read(index, force);
+}
+
+int git_index_remove_bypath(git_index *index, const char *path)
+{
+	LAZY(git_index_remove_bypath)
+	return p_git_index_remove_bypath(index, path);
 }
 
 int git_index_write(git_index *index)
@@ -911,6 +929,12 @@ int git_worktree_is_locked(git_buf *reason, const git_worktree *wt)
 {
 	LAZY(git_worktree_is_locked)
 	return p_git_worktree_is_locked(reason, wt);
+}
+
+int git_worktree_is_prunable(git_worktree *wt, git_worktree_prune_options *opts)
+{
+	LAZY(git_worktree_is_prunable)
+	return p_git_worktree_is_prunable(wt, opts);
 }
 
 int git_worktree_list(git_strarray *out, git_repository *repo)

@@ -322,7 +322,7 @@ out:
 	return rc;
 }
 
-/* git_index_add_all()'s callback: an untracked directory it is offered
+/* stage_all()'s filter: an untracked directory it is offered
  * whole is a repository of its own (made by a command in the worktree: a
  * test fixture, a scaffold), which has no content to stage here -- `git
  * add` warns and records a gitlink, which a clone could not check out; it
@@ -426,17 +426,37 @@ out:
 /*
  * Stage every change (new, modified, deleted; not ignored; not nested
  * repositories) in the index (in memory only) and write its tree.  One
- * pass: git_index_add_all() diffs the index against the worktree, deleted
- * files included, and removes from the index what the worktree no longer
- * has; git_index_update_all() after it walked the worktree again (with
- * every file's attributes) to find nothing more to do.
+ * pass: the index diffed against the worktree, deleted files included,
+ * and each file that differs added to the index again or removed from it
+ * -- what git_index_add_all() does (its diff's flags, its callback's
+ * choices), without the patch it generates for every changed file before
+ * calling its callback: a content diff nobody reads, and a second
+ * attribute lookup and filtered read of the file (its realpath() walk:
+ * ~16 readlink()s a file).  git_index_update_all() after it walked the
+ * worktree again (with every file's attributes) to find nothing more to do.
  */
 static int stage_all(git_oid *out_tree, git_index *index, struct forge_git_worktree *wt)
 {
+	git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+	git_diff *diff = NULL;
+	int e = 0;
+
 	if (safecrlf_off(wt) < 0)
 		return -1;
-	if (git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, skip_nested_repo, NULL) < 0 ||
-	    git_index_write_tree(out_tree, index) < 0)
+	opts.flags = GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS;
+	if (git_diff_index_to_workdir(&diff, wt->repo, index, &opts) < 0)
+		e = -1;
+	for (size_t i = 0, n = e ? 0 : git_diff_num_deltas(diff); i < n && e == 0; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+
+		if (skip_nested_repo(d->old_file.path, NULL, NULL))
+			continue;
+		/* (a file the worktree no longer has leaves the index) */
+		e = d->new_file.flags & GIT_DIFF_FLAG_EXISTS ? git_index_add_bypath(index, d->new_file.path)
+							     : git_index_remove_bypath(index, d->old_file.path);
+	}
+	git_diff_free(diff);
+	if (e < 0 || git_index_write_tree(out_tree, index) < 0)
 		return forge_git_fail("cannot stage the changes of worktree '%s'", wt->path);
 	return 0;
 }

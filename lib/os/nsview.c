@@ -108,7 +108,8 @@ void nsview_prepare(struct nsview *v, const struct nsview_bind *binds, size_t n)
 			v->n++;
 			continue;
 		}
-		if (stat(binds[i].src, &st) < 0)
+		/* (what it links to; anything else lstat() said already) */
+		if (S_ISLNK(st.st_mode) && stat(binds[i].src, &st) < 0)
 			continue;
 		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
 			continue;

@@ -8,6 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 static void test_get_helpers(void)
 {
@@ -189,6 +192,53 @@ static void test_ulid_monotonic(void)
 	}
 	CHECK(!ulid_valid("not-a-ulid"));
 	CHECK(!ulid_valid("01JDB3ZZZZZZZZZZZZZZZZZZZI"));   /* I is not Crockford */
+}
+
+/* The random part of ids made in new milliseconds (each a fresh draw):
+ * none the same, and a forked child draws none of its parent's (the
+ * random bytes are fetched ahead for several ids). */
+static void next_ms(void)
+{
+	int64_t ms = now_ms();
+
+	while (now_ms() == ms) {
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void test_ulid_random_fresh(void)
+{
+	enum { N = 40 };
+	char mine[N][ULID_LEN + 1], theirs[N][ULID_LEN + 1];
+	int fds[2];
+	pid_t pid;
+
+	ulid_new(mine[0]);	/* the parent has bytes fetched ahead */
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	if (pid == 0) {
+		for (int i = 0; i < N; i++) {
+			next_ms();
+			ulid_new(theirs[i]);
+		}
+		_exit(write(fds[1], theirs, sizeof theirs) == (ssize_t)sizeof theirs ? 0 : 1);
+	}
+	CHECK(pid > 0);
+	for (int i = 0; i < N; i++) {
+		next_ms();
+		ulid_new(mine[i]);
+	}
+	CHECK(read(fds[0], theirs, sizeof theirs) == (ssize_t)sizeof theirs);
+	close(fds[0]);
+	close(fds[1]);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < N; j++) {
+			CHECK_MSG(memcmp(mine[i] + 10, theirs[j] + 10, 16) != 0, "%s and %s", mine[i], theirs[j]);
+			CHECK_MSG(i == j || memcmp(mine[i] + 10, mine[j] + 10, 16) != 0, "%s and %s", mine[i],
+				  mine[j]);
+		}
 }
 
 static void test_timestamp(void)
@@ -466,6 +516,7 @@ int main(void)
 	RUN(test_buf_limit);
 	RUN(test_path_quoted);
 	RUN(test_ulid_monotonic);
+	RUN(test_ulid_random_fresh);
 	RUN(test_timestamp);
 	RUN(test_parse_long);
 	RUN(test_path_parent);
