@@ -103,6 +103,7 @@ struct tst {
 	bool warned_unconfined;
 	bool warned_unread;             /* report_unread said (once: the rerun reads them again) */
 	const char *not_run;            /* NOT_RUN, NONE_RAN or NULL: why nothing was tested */
+	char *analysis_error;           /* why the analysis call failed (the phase fails), or NULL */
 };
 
 /* ---- where and what ---------------------------------------------------------- */
@@ -617,6 +618,34 @@ static char *analysis_prompt(struct phase *ph, struct tst *t)
 	return buf_detach(&b, NULL);
 }
 
+/* Why the analysis call failed (forge_last_error()'s message), in the
+ * words the agent loop uses for the other phases' model calls: whose it
+ * is to mend.  Malloc'd. */
+static char *analysis_failed(struct llm_client *llm)
+{
+	struct buf b = BUF_INIT;
+
+	switch (llm_client_error(llm)) {
+	case LLM_ERR_AUTH: case LLM_ERR_MODEL: case LLM_ERR_CONFIG: case LLM_ERR_CONTEXT:
+	case LLM_ERR_BAD_REQUEST:
+		buf_addf(&b, "the provider refused the request: %s", forge_last_error());
+		break;
+	case LLM_ERR_QUOTA:
+		buf_addf(&b, "the provider's account cannot pay for the request: %s", forge_last_error());
+		break;
+	case LLM_ERR_PROTOCOL:
+		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
+		break;
+	case LLM_ERR_REPLAY:
+		buf_addf(&b, "the cassette does not match this run's requests: %s", forge_last_error());
+		break;
+	default:
+		buf_addf(&b, "the model could not be reached: %s", forge_last_error());
+		break;
+	}
+	return buf_detach(&b, NULL);
+}
+
 static void analyse(struct phase *ph, struct tst *t)
 {
 	size_t real = 0;
@@ -658,6 +687,12 @@ static void analyse(struct phase *ph, struct tst *t)
 		phase_llm_called(ph, llm, &resp);
 	}
 	if (rc < 0) {
+		/* A dependency's failure, as in every other phase: the phase
+		 * fails (exit 5) and a resume runs it again.  (Before: the
+		 * failures kept confidence 0, read as "none fixable", a gate
+		 * that --auto-approve passed, and a run "completed" with its
+		 * failing tests deployed, hunt68 #1.) */
+		t->analysis_error = analysis_failed(llm);
 		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		goto out;
 	}
@@ -1084,7 +1119,17 @@ static const char *run_phase(struct phase *ph)
 	if (jv_get_kind(coverage) == JV_KIND_OBJECT)
 		phase_emit(ph, "test.coverage", jv_copy(coverage));
 	proc_result_release(&res);
-	return finish(ph, t, coverage);
+	const char *status = finish(ph, t, coverage);
+	if (t->analysis_error) {
+		/* the tests ran (the state says how), the analysis that decides
+		 * what a bounce can fix did not: failed, to resume */
+		char counts[sizeof ph->reason];
+		snprintf(counts, sizeof counts, "%s", ph->reason);
+		phase_reason(ph, "the analysis of the failing tests failed: %s; %s, none known to be unfixable: "
+			     "run the phase again once the model answers", t->analysis_error, counts);
+		return "failed";
+	}
+	return status;
 }
 
 static int on_option(struct phase *ph, int id, const char *arg)
@@ -1131,7 +1176,8 @@ int main(int argc, char **argv)
 			"ran no test, it says that nothing was tested.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
 			      "did not hold,\n2 bad input, 4 another process holds the run (its lease), 5 the tests "
-			      "could not be run\n(the sandbox, git, the database), 130 interrupted.\n",
+			      "could not be run\n(the sandbox, git, the database) or the model failed to "
+			      "analyse their failures\n(the provider, after retries), 130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,
 		.model_options = true,
@@ -1149,6 +1195,7 @@ int main(int argc, char **argv)
 		free(t.an[i].fix);
 	}
 	free(t.an);
+	free(t.analysis_error);
 	testrun_release(&t.run);
 	jv_free(t.rerun);
 	jv_free(t.reports);

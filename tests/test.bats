@@ -126,6 +126,22 @@ mock() {
 		"$(jq -cS 'del(."$schema", ."$id", .title, .description, ."$comment")' "$FORGE_ROOT/schemas/tools/report_failure_analysis.json")"
 }
 
+@test "the analysis call fails after its retries (provider outage): the phase fails (exit 5), the failures not taken for unfixable" {
+	# (before: test.analysis_failed alone, the failures at confidence 0,
+	# status rejected: a run read that as "no fixable failure", a gate
+	# --auto-approve passed, and the failing change was deployed, hunt68 #1)
+	bats_repo '@test "broken" { false; }' '@test "fine" { true; }'
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"forced_tool":"report_failure_analysis","fault":"server_error","times":"always"}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	echo '{"llm":{"max_retries":0}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -5 --separate-stderr bash -c "cd '$REPO' && ft --no-input --config '$BATS_TEST_TMPDIR/c.json' </dev/null"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.status, .tests.summary.failed, .tests.failures[0].confidence]')" '["failed",1,0]'
+	assert_equal "$(events_of 'select(.type == "test.analysis_failed") | .payload.error | test("500")')" true
+	[[ "$stderr" == *"forge-test: failed: the analysis of the failing tests failed: the model could not be reached: "*"500"*"1 of 2 tests failed (1 real, 0 environment), none known to be unfixable: run the phase again once the model answers"* ]]
+	assert_equal "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" 1
+}
+
 @test "nothing left to spend (safety.cost.per_phase.test 0): the analysis is skipped with an event, no model call" {
 	bats_repo '@test "broken" { false; }'
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
