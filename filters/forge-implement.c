@@ -660,85 +660,16 @@ static int commit(struct impl *im, const char *what)
 
 /* ---- validation ----------------------------------------------------------- */
 
-/* The worktree's untracked (not ignored) files, as an object whose keys
- * are their paths; null when the status cannot be read. */
-static jv untracked_files(struct impl *im)
-{
-	jv status, set = jv_object();
-
-	if (forge_git_status(&status, im->wt) < 0) {
-		jv_free(set);
-		return jv_null();
-	}
-	jv_array_foreach(status, i, e) {
-		const char *word = json_get_str(e, "status"), *path = json_get_str(e, "path");
-		if (word && path && strcmp(word, "untracked") == 0)
-			set = json_set(set, path, jv_true());
-		jv_free(e);
-	}
-	jv_free(status);
-	return set;
-}
-
-/* Remove rel (a file of the worktree) and then its parent directories
- * that this leaves empty.  False when rel was not removed (a directory: a
- * nested repository, which is never committed anyway). */
-static bool remove_left(struct impl *im, const char *rel)
-{
-	struct buf path = BUF_INIT;
-	char *name = buf_path_unquoted(rel);   /* (git status's name: json_path()) */
-	size_t root;
-	bool gone;
-
-	buf_adds(&path, forge_git_worktree_path(im->wt));
-	buf_addch(&path, '/');
-	root = path.len;
-	buf_adds(&path, name);
-	free(name);
-	gone = unlink(path.buf) == 0;
-	if (gone)
-		while (path.len > root) {
-			char *slash = strrchr(path.buf + root, '/');
-			if (!slash)
-				break;
-			buf_truncate(&path, (size_t)(slash - path.buf));
-			if (rmdir(path.buf) < 0)
-				break;
-		}
-	buf_release(&path);
-	return gone;
-}
-
-/*
- * What a command Forge ran left behind is not the model's work: untracked
- * files that were not there before (`before`, consumed: untracked_files())
- * -- __pycache__, a built binary -- are removed, so the next commit takes
- * only what the model's tools made.  The model's own runs of the same
- * command are its work and are committed as git would add them; a file it
- * makes again after this is its own too.  The paths removed, an array.
- */
-static jv clean_step(struct impl *im, jv before)
-{
-	jv after = jv_get_kind(before) == JV_KIND_OBJECT ? untracked_files(im) : jv_null();
-	jv removed = jv_array();
-
-	if (jv_get_kind(after) == JV_KIND_OBJECT)
-		jv_object_foreach(after, path, v) {
-			if (!json_has(before, jv_string_value(path)) && remove_left(im, jv_string_value(path)))
-				removed = jv_array_append(removed, jv_copy(path));
-			jv_free(path);
-			jv_free(v);
-		}
-	jv_free(after);
-	jv_free(before);
-	return removed;
-}
-
 /* Run one command in the worktree under the sandbox; *out_step gets
  * {name, command, exit_status, timed_out, duration_ms, output, and
- * removed: the untracked files it made, which are removed (clean_step()),
- * when there were any}.  Returns its exit status (-1 when it could not
- * start). */
+ * removed: the untracked files it made, when there were any}.  Returns its
+ * exit status (-1 when it could not start).
+ * What a command Forge ran left behind is not the model's work: untracked
+ * files that were not there before -- __pycache__, a built binary -- are
+ * removed (forge_git_clean_new()), so the next commit takes only what the
+ * model's tools made.  The model's own runs of the same command are its
+ * work and are committed as git would add them; a file it makes again
+ * after this is its own too. */
 static int run_step(jv *out_step, struct impl *im, const char *name, const char *command)
 {
 	struct proc_result r;
@@ -750,7 +681,10 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 	};
 	jv step = json_set(json_set(jv_object(), "name", jv_string(name)), "command", jv_string(command));
 	int status;
-	jv before = untracked_files(im);
+	jv before, removed;
+
+	if (forge_git_untracked(&before, forge_git_worktree_path(im->wt)) < 0)
+		before = jv_null();     /* (nothing is removed then) */
 
 	phase_progress(im->ph, "validating: %s", command);
 	if (sandbox_run(&r, NULL, im->policy, &cmd) < 0) {
@@ -765,7 +699,7 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 		step = json_set(step, "output", tail_text(r.out.buf, r.out.len, OUTPUT_MAX));
 	}
 	proc_result_release(&r);
-	jv removed = clean_step(im, before);
+	forge_git_clean_new(&removed, forge_git_worktree_path(im->wt), before);
 	if (jv_array_length(jv_copy(removed)) > 0) {
 		phase_emit(im->ph, "validation.cleaned", json_set(json_set(jv_object(), "command",
 			   jv_string(command)), "removed", jv_copy(removed)));

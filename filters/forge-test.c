@@ -25,6 +25,7 @@
  */
 #include "core/buf.h"
 #include "data/config.h"
+#include "git/git.h"
 #include "engine/pipeline.h"
 #include "core/forge.h"
 #include "core/ids.h"
@@ -104,6 +105,8 @@ struct tst {
 	bool warned_unread;             /* report_unread said (once: the rerun reads them again) */
 	const char *not_run;            /* NOT_RUN, NONE_RAN or NULL: why nothing was tested */
 	char *analysis_error;           /* why the analysis call failed (the phase fails), or NULL */
+	bool in_run;                    /* dir is the state's task.worktree: a run's */
+	jv untracked;                   /* its untracked files before the test command (cleaned) */
 };
 
 /* ---- where and what ---------------------------------------------------------- */
@@ -138,7 +141,7 @@ static char *worktree_top(const char *start)
 	return p;
 }
 
-static char *work_dir(struct phase *ph)
+static char *work_dir(struct phase *ph, bool *in_run)
 {
 	jv task = json_get(ph->state, "task");
 	const char *wt = json_get_str(task, "worktree");
@@ -146,6 +149,7 @@ static char *work_dir(struct phase *ph)
 
 	if (wt && is_dir(wt))
 		dir = realpath(wt, NULL);
+	*in_run = dir != NULL;
 	jv_free(task);
 	if (!dir)
 		dir = worktree_top(ph->common.repo ? ph->common.repo : ".");
@@ -946,13 +950,40 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 	return tested_base(ph, "ok");
 }
 
+/*
+ * What the test command and its reruns left untracked in the run's
+ * worktree (__pycache__, a built binary, the reports, once read) is
+ * removed, as implement's validation removes what its commands make
+ * (forge_git_clean_new()): the branch's tests do not change the branch,
+ * and a later forge-implement (a bounce, a resume) does not take the
+ * files for work a stopped phase left (before: "the run's worktree had
+ * changes its state does not have", and a saved ref of .pyc files,
+ * hunt68 #2).  A file there before the tests ran -- the model's, which
+ * forge-implement committed -- stays.  Not in a checkout of the person's
+ * (forge-test run alone there), where the tests leave what they leave.
+ */
+static void clean_run(struct phase *ph, struct tst *t)
+{
+	jv removed;
+
+	if (jv_get_kind(t->untracked) != JV_KIND_OBJECT)
+		return;
+	if (forge_git_clean_new(&removed, t->dir, t->untracked) < 0)
+		phase_say(ph, "warning: what the tests left in the worktree was not removed: %s", forge_last_error());
+	t->untracked = jv_null();
+	if (jv_array_length(jv_copy(removed)) > 0)
+		phase_emit(ph, "test.cleaned", json_set(jv_object(), "removed", removed));
+	else
+		jv_free(removed);
+}
+
 static const char *run_phase(struct phase *ph)
 {
 	struct tst *t = ph->payload;
 	struct proc_result res;
 	jv coverage = jv_null();
 
-	t->dir = work_dir(ph);
+	t->dir = work_dir(ph, &t->in_run);
 	if (!t->dir) {
 		phase_reason(ph, "cannot find the directory to test: %s", strerror(errno));
 		return "failed";
@@ -1004,6 +1035,8 @@ static const char *run_phase(struct phase *ph)
 		return "failed";
 	}
 	jv before = testrun_junit_snapshot(t->dir, config_get_str(ph->cfg, "tools.test_report"));
+	if (t->in_run && forge_git_untracked(&t->untracked, t->dir) < 0)
+		t->untracked = jv_null();       /* (nothing is cleaned then) */
 	if (run(ph, &res, t->command, t->dir, t->timeout_ms) < 0) {
 		phase_reason(ph, "cannot run the test command: %s", forge_last_error());
 		proc_result_release(&res);
@@ -1119,6 +1152,7 @@ static const char *run_phase(struct phase *ph)
 	if (jv_get_kind(coverage) == JV_KIND_OBJECT)
 		phase_emit(ph, "test.coverage", jv_copy(coverage));
 	proc_result_release(&res);
+	clean_run(ph, t);
 	const char *status = finish(ph, t, coverage);
 	if (t->analysis_error) {
 		/* the tests ran (the state says how), the analysis that decides
@@ -1187,7 +1221,7 @@ int main(int argc, char **argv)
 		.pins_commit = true,
 		.run = run_phase,
 	};
-	struct tst t = { .rerun = JSON_NULL, .reports = JSON_NULL };
+	struct tst t = { .rerun = JSON_NULL, .reports = JSON_NULL, .untracked = JSON_NULL };
 
 	int status = phase_main(&spec, argc, argv, &t);
 	for (size_t i = 0; t.an && i < t.run.ncases; i++) {
@@ -1196,6 +1230,7 @@ int main(int argc, char **argv)
 	}
 	free(t.an);
 	free(t.analysis_error);
+	jv_free(t.untracked);
 	testrun_release(&t.run);
 	jv_free(t.rerun);
 	jv_free(t.reports);

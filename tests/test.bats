@@ -627,6 +627,31 @@ exit 1'
 	done
 }
 
+@test "what the tests leave untracked in a run's worktree is removed after them; files there before stay; not in a checkout" {
+	# (before: a bounce's or resume's forge-implement took them for a
+	# stopped phase's work: "the run's worktree had changes its state does
+	# not have", a saved ref of .pyc files, hunt68 #2)
+	bats_repo '@test "makes files" { d="$BATS_TEST_DIRNAME/.."; mkdir -p "$d/build/__pycache__"; echo x >"$d/build/__pycache__/m.pyc"; echo b >"$d/out.bin"; echo i >"$d/made.log"; }'
+	printf '*.log\n' >"$REPO/.gitignore" && git -C "$REPO" add .gitignore && git -C "$REPO" commit -qm ignore
+	WT="$BATS_TEST_TMPDIR/wt"
+	git -C "$REPO" worktree add -q "$WT" -b forge/t1
+	# the model's own file, not committed (forge-implement commits it: it stays either way)
+	mkdir -p "$WT/build" && echo mine >"$WT/build/mine.txt"
+	state=$(jq -nc --arg wt "$WT" '{kind: "state", v: 1, trace_id: "t1", phase: "review", status: "ok",
+		task: {description: "x", worktree: $wt}}')
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$state'"
+	assert_equal "$(events_of 'select(.type == "test.cleaned") | .payload.removed')" '["build/__pycache__/m.pyc","out.bin"]'
+	[ ! -e "$WT/out.bin" ] && [ ! -e "$WT/build/__pycache__" ]
+	[ "$(cat "$WT/build/mine.txt")" = mine ]
+	[ -e "$WT/made.log" ]   # (ignored: no commit takes it)
+	run -0 git -C "$WT" status --porcelain
+	assert_output '?? build/'
+	# run alone in a checkout, the tests leave what they leave there
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	[ -e "$REPO/out.bin" ] && [ -e "$REPO/build/__pycache__/m.pyc" ]
+	refute_output --partial test.cleaned
+}
+
 @test "a FIFO the tests left where a failure is located is not opened: the analysis goes on without it" {
 	make_repo "$REPO"
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
