@@ -395,6 +395,25 @@ forge: add a mul operation (attempt 1)"
 	checkout_untouched
 }
 
+@test "a finish whose input does not match implement's result schema goes back to the model, which finishes again" {
+	# (before: {"summary": 42} ended the phase ok, taken as it was, hunt68 #4)
+	echo '{"implement":{"validate":false},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T15 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"finish","input":{"summary":42,"files":7,"tests":["ok"]}}]},
+	       {"tool_calls":[{"name":"finish","input":{"summary":"nothing to change after all","files":[]}}]}]'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	assert_equal "$(events_of implement.summary | jq -c '[.summary, .files]')" '["nothing to change after all",[]]'
+	run -0 jq -r 'select(.type == "agent.finish_rejected") | .payload.error' <<<"$output"
+	assert_output '.summary: expected string, got number; .files: expected array, got number'
+	# what the model saw: its finish refused with the schema's words, as a tool error
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages | last | .content[0] |
+		[.type, .is_error, (.content | tostring | test(\"does not match the implement schema: .summary: expected string\"))]'"
+	assert_output '["tool_result",true,true]'
+	# the schema the model is shown is the one the input is checked against
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[] | select(.name == \"finish\") | .input_schema.properties | keys'"
+	assert_output '["files","summary","tests"]'
+}
+
 @test "files Forge's own validation makes are removed, not committed; the model's own command's are its work" {
 	echo '{"tools":{"build_command":"mkdir -p out && echo bin >out/made","test_command":"test -e fixed"},"implement":{"fix_rounds":1},"memory":{"reflect":false}}' \
 		>"$BATS_TEST_TMPDIR/c.json"
