@@ -414,6 +414,24 @@ forge: add a mul operation (attempt 1)"
 	assert_output '["files","summary","tests"]'
 }
 
+@test "git mv in run_command fails on the read-only .git: the result says why and what to do instead, as the prompt does" {
+	# (before: git's bare "Unable to create '…/index.lock': Read-only file system", hunt68 #5)
+	echo '{"implement":{"validate":false},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T16 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"git mv calc.c calc2.c"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"mv calc.c calc2.c"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	events_of tool.failed | jq -e '.tool == "run_command" and .data.git_read_only == true'
+	# what the model is answered
+	curl -sS "$MOCK_URL/_mock/requests" | jq -e '.[1].body.messages | last | .content[0] | .is_error == true and
+		(.content | tostring | test("(Read-only file system|Permission denied)\n\\[exit status [0-9]+\\]\n\\[the repository.s .git is read-only in the sandbox: .*Use plain mv and rm .*Forge stages the worktree.s changes itself\\]$"))'
+	# the plain mv is the model's change (no hint on a command that did not touch .git)
+	last_state | jq -e '[.changes.files[] | [.path, .action]] == [["calc.c", "delete"], ["calc2.c", "create"]]'
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.system | tostring'"
+	assert_output --partial 'is read-only here: git commands'
+}
+
 @test "files Forge's own validation makes are removed, not committed; the model's own command's are its work" {
 	echo '{"tools":{"build_command":"mkdir -p out && echo bin >out/made","test_command":"test -e fixed"},"implement":{"fix_rounds":1},"memory":{"reflect":false}}' \
 		>"$BATS_TEST_TMPDIR/c.json"
