@@ -681,6 +681,23 @@ static int commit(struct impl *im, const char *what)
 
 /* ---- validation ----------------------------------------------------------- */
 
+/* The time limit of a validation step: implement.validation_timeout_s,
+ * and the test command's also forge-test's -- tools.test_timeout_s, else
+ * safety.time_s.test -- when that is shorter (before: a test command that
+ * hangs ran 900 s here though forge-test stops it at tools.test_timeout_s,
+ * hunt68). */
+static double step_timeout_s(struct impl *im, const char *name)
+{
+	double limit = config_get_num(im->ph->cfg, "implement.validation_timeout_s");
+	double test = config_get_num(im->ph->cfg, "tools.test_timeout_s");
+
+	if (strcmp(name, "test") != 0)
+		return limit;
+	if (test <= 0)
+		test = config_get_num(im->ph->cfg, "safety.time_s.test");
+	return test > 0 && test < limit ? test : limit;
+}
+
 /* Run one command in the worktree under the sandbox; *out_step gets
  * {name, command, exit_status, timed_out, duration_ms, output, and
  * removed: the untracked files it made, when there were any}.  Returns its
@@ -698,7 +715,7 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 		.command = command,
 		.root = forge_git_worktree_path(im->wt),
 		.tmp = im->tmp,
-		.timeout_ms = (long)(config_get_num(im->ph->cfg, "implement.validation_timeout_s") * 1000),
+		.timeout_ms = (long)(step_timeout_s(im, name) * 1000),
 	};
 	jv step = json_set(json_set(jv_object(), "name", jv_string(name)), "command", jv_string(command));
 	int status;

@@ -432,6 +432,18 @@ forge: add a mul operation (attempt 1)"
 	assert_output --partial 'is read-only here: git commands'
 }
 
+@test "implement's validation runs the test command under tools.test_timeout_s, as forge-test does; the build is not held to it" {
+	# (before: implement.validation_timeout_s alone, 900 s, for a test
+	# command forge-test stops at tools.test_timeout_s, hunt68 #8)
+	echo '{"tools":{"build_command":"sleep 2","test_command":"sleep 20","test_timeout_s":1},
+	       "implement":{"fix_rounds":0},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T17 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]}, '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.changes.validated == false and
+		([.changes.validation.steps[] | [.name, .exit_status == 0, .timed_out]] == [["build", true, false], ["test", false, true]])'
+}
+
 @test "files Forge's own validation makes are removed, not committed; the model's own command's are its work" {
 	echo '{"tools":{"build_command":"mkdir -p out && echo bin >out/made","test_command":"test -e fixed"},"implement":{"fix_rounds":1},"memory":{"reflect":false}}' \
 		>"$BATS_TEST_TMPDIR/c.json"
