@@ -38,10 +38,12 @@
  */
 #include "core/buf.h"
 #include "data/config.h"
+#include "data/schema.h"
 #include "core/forge.h"
 #include "git/diff.h"
 #include "git/git.h"
 #include "core/json.h"
+#include "core/resource.h"
 #include "app/phase.h"
 #include "app/runshare.h"
 #include "app/term.h"
@@ -561,6 +563,24 @@ static int exec_edit(struct agent_tool_outcome *out, const char *name, jv input,
 	return 0;
 }
 
+/* The finish tool's input schema as the model is shown it: state.schema.json's
+ * $defs/implement_result, which the agent checks the input against. */
+static jv result_schema(void)
+{
+	const struct resource *r = resource_find("state.schema.json");
+	jv doc = r ? json_parse(r->data, r->len) : jv_null();
+
+	if (jv_get_kind(doc) != JV_KIND_OBJECT) {
+		jv_free(doc);
+		return jv_null();
+	}
+	jv defs = json_get(doc, "$defs");
+	jv out = schema_inline(json_get(defs, "implement_result"), defs);
+	jv_free(defs);
+	jv_free(doc);
+	return out;
+}
+
 /* One agent run from `lead` (may be NULL) followed by the context. */
 static const char *run_agent(struct impl *im, const char *lead)
 {
@@ -573,11 +593,12 @@ static const char *run_agent(struct impl *im, const char *lead)
 	buf_adds(&prompt, im->context);
 	cfg.system_prompt = im->system;
 	cfg.tools = tool_specs(edit_tools);
-	static const char schema[] = "{\"type\":\"object\",\"properties\":{"
-		"\"summary\":{\"type\":\"string\",\"description\":\"what changed and why\"},"
-		"\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-		"\"tests\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
-	cfg.result_schema = json_parse(schema, sizeof schema - 1);
+	/* the finish input is checked against it: one that does not match
+	 * ({"summary": 42}) goes back to the model, which calls finish again
+	 * (before: taken as it was, hunt68 #4) */
+	cfg.result_schema = result_schema();
+	cfg.result_schema_name = "state.schema.json";
+	cfg.result_schema_def = "implement_result";
 	const char *status = phase_run_agent(&res, im->ph, &cfg, prompt.buf, exec_edit, im);
 	/* what the agent says it did: the run's memories say what fixed a bounce */
 	if (res.outcome == AGENT_DONE && json_get_str(res.result, "summary")) {
@@ -660,85 +681,33 @@ static int commit(struct impl *im, const char *what)
 
 /* ---- validation ----------------------------------------------------------- */
 
-/* The worktree's untracked (not ignored) files, as an object whose keys
- * are their paths; null when the status cannot be read. */
-static jv untracked_files(struct impl *im)
+/* The time limit of a validation step: implement.validation_timeout_s,
+ * and the test command's also forge-test's -- tools.test_timeout_s, else
+ * safety.time_s.test -- when that is shorter (before: a test command that
+ * hangs ran 900 s here though forge-test stops it at tools.test_timeout_s,
+ * hunt68). */
+static double step_timeout_s(struct impl *im, const char *name)
 {
-	jv status, set = jv_object();
+	double limit = config_get_num(im->ph->cfg, "implement.validation_timeout_s");
+	double test = config_get_num(im->ph->cfg, "tools.test_timeout_s");
 
-	if (forge_git_status(&status, im->wt) < 0) {
-		jv_free(set);
-		return jv_null();
-	}
-	jv_array_foreach(status, i, e) {
-		const char *word = json_get_str(e, "status"), *path = json_get_str(e, "path");
-		if (word && path && strcmp(word, "untracked") == 0)
-			set = json_set(set, path, jv_true());
-		jv_free(e);
-	}
-	jv_free(status);
-	return set;
-}
-
-/* Remove rel (a file of the worktree) and then its parent directories
- * that this leaves empty.  False when rel was not removed (a directory: a
- * nested repository, which is never committed anyway). */
-static bool remove_left(struct impl *im, const char *rel)
-{
-	struct buf path = BUF_INIT;
-	char *name = buf_path_unquoted(rel);   /* (git status's name: json_path()) */
-	size_t root;
-	bool gone;
-
-	buf_adds(&path, forge_git_worktree_path(im->wt));
-	buf_addch(&path, '/');
-	root = path.len;
-	buf_adds(&path, name);
-	free(name);
-	gone = unlink(path.buf) == 0;
-	if (gone)
-		while (path.len > root) {
-			char *slash = strrchr(path.buf + root, '/');
-			if (!slash)
-				break;
-			buf_truncate(&path, (size_t)(slash - path.buf));
-			if (rmdir(path.buf) < 0)
-				break;
-		}
-	buf_release(&path);
-	return gone;
-}
-
-/*
- * What a command Forge ran left behind is not the model's work: untracked
- * files that were not there before (`before`, consumed: untracked_files())
- * -- __pycache__, a built binary -- are removed, so the next commit takes
- * only what the model's tools made.  The model's own runs of the same
- * command are its work and are committed as git would add them; a file it
- * makes again after this is its own too.  The paths removed, an array.
- */
-static jv clean_step(struct impl *im, jv before)
-{
-	jv after = jv_get_kind(before) == JV_KIND_OBJECT ? untracked_files(im) : jv_null();
-	jv removed = jv_array();
-
-	if (jv_get_kind(after) == JV_KIND_OBJECT)
-		jv_object_foreach(after, path, v) {
-			if (!json_has(before, jv_string_value(path)) && remove_left(im, jv_string_value(path)))
-				removed = jv_array_append(removed, jv_copy(path));
-			jv_free(path);
-			jv_free(v);
-		}
-	jv_free(after);
-	jv_free(before);
-	return removed;
+	if (strcmp(name, "test") != 0)
+		return limit;
+	if (test <= 0)
+		test = config_get_num(im->ph->cfg, "safety.time_s.test");
+	return test > 0 && test < limit ? test : limit;
 }
 
 /* Run one command in the worktree under the sandbox; *out_step gets
  * {name, command, exit_status, timed_out, duration_ms, output, and
- * removed: the untracked files it made, which are removed (clean_step()),
- * when there were any}.  Returns its exit status (-1 when it could not
- * start). */
+ * removed: the untracked files it made, when there were any}.  Returns its
+ * exit status (-1 when it could not start).
+ * What a command Forge ran left behind is not the model's work: untracked
+ * files that were not there before -- __pycache__, a built binary -- are
+ * removed (forge_git_clean_new()), so the next commit takes only what the
+ * model's tools made.  The model's own runs of the same command are its
+ * work and are committed as git would add them; a file it makes again
+ * after this is its own too. */
 static int run_step(jv *out_step, struct impl *im, const char *name, const char *command)
 {
 	struct proc_result r;
@@ -746,11 +715,14 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 		.command = command,
 		.root = forge_git_worktree_path(im->wt),
 		.tmp = im->tmp,
-		.timeout_ms = (long)(config_get_num(im->ph->cfg, "implement.validation_timeout_s") * 1000),
+		.timeout_ms = (long)(step_timeout_s(im, name) * 1000),
 	};
 	jv step = json_set(json_set(jv_object(), "name", jv_string(name)), "command", jv_string(command));
 	int status;
-	jv before = untracked_files(im);
+	jv before, removed;
+
+	if (forge_git_untracked(&before, forge_git_worktree_path(im->wt)) < 0)
+		before = jv_null();     /* (nothing is removed then) */
 
 	phase_progress(im->ph, "validating: %s", command);
 	if (sandbox_run(&r, NULL, im->policy, &cmd) < 0) {
@@ -765,7 +737,7 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 		step = json_set(step, "output", tail_text(r.out.buf, r.out.len, OUTPUT_MAX));
 	}
 	proc_result_release(&r);
-	jv removed = clean_step(im, before);
+	forge_git_clean_new(&removed, forge_git_worktree_path(im->wt), before);
 	if (jv_array_length(jv_copy(removed)) > 0) {
 		phase_emit(im->ph, "validation.cleaned", json_set(json_set(jv_object(), "command",
 			   jv_string(command)), "removed", jv_copy(removed)));

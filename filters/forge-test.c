@@ -25,6 +25,7 @@
  */
 #include "core/buf.h"
 #include "data/config.h"
+#include "git/git.h"
 #include "engine/pipeline.h"
 #include "core/forge.h"
 #include "core/ids.h"
@@ -103,6 +104,9 @@ struct tst {
 	bool warned_unconfined;
 	bool warned_unread;             /* report_unread said (once: the rerun reads them again) */
 	const char *not_run;            /* NOT_RUN, NONE_RAN or NULL: why nothing was tested */
+	char *analysis_error;           /* why the analysis call failed (the phase fails), or NULL */
+	bool in_run;                    /* dir is the state's task.worktree: a run's */
+	jv untracked;                   /* its untracked files before the test command (cleaned) */
 };
 
 /* ---- where and what ---------------------------------------------------------- */
@@ -137,7 +141,7 @@ static char *worktree_top(const char *start)
 	return p;
 }
 
-static char *work_dir(struct phase *ph)
+static char *work_dir(struct phase *ph, bool *in_run)
 {
 	jv task = json_get(ph->state, "task");
 	const char *wt = json_get_str(task, "worktree");
@@ -145,6 +149,7 @@ static char *work_dir(struct phase *ph)
 
 	if (wt && is_dir(wt))
 		dir = realpath(wt, NULL);
+	*in_run = dir != NULL;
 	jv_free(task);
 	if (!dir)
 		dir = worktree_top(ph->common.repo ? ph->common.repo : ".");
@@ -617,6 +622,34 @@ static char *analysis_prompt(struct phase *ph, struct tst *t)
 	return buf_detach(&b, NULL);
 }
 
+/* Why the analysis call failed (forge_last_error()'s message), in the
+ * words the agent loop uses for the other phases' model calls: whose it
+ * is to mend.  Malloc'd. */
+static char *analysis_failed(struct llm_client *llm)
+{
+	struct buf b = BUF_INIT;
+
+	switch (llm_client_error(llm)) {
+	case LLM_ERR_AUTH: case LLM_ERR_MODEL: case LLM_ERR_CONFIG: case LLM_ERR_CONTEXT:
+	case LLM_ERR_BAD_REQUEST:
+		buf_addf(&b, "the provider refused the request: %s", forge_last_error());
+		break;
+	case LLM_ERR_QUOTA:
+		buf_addf(&b, "the provider's account cannot pay for the request: %s", forge_last_error());
+		break;
+	case LLM_ERR_PROTOCOL:
+		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
+		break;
+	case LLM_ERR_REPLAY:
+		buf_addf(&b, "the cassette does not match this run's requests: %s", forge_last_error());
+		break;
+	default:
+		buf_addf(&b, "the model could not be reached: %s", forge_last_error());
+		break;
+	}
+	return buf_detach(&b, NULL);
+}
+
 static void analyse(struct phase *ph, struct tst *t)
 {
 	size_t real = 0;
@@ -658,6 +691,12 @@ static void analyse(struct phase *ph, struct tst *t)
 		phase_llm_called(ph, llm, &resp);
 	}
 	if (rc < 0) {
+		/* A dependency's failure, as in every other phase: the phase
+		 * fails (exit 5) and a resume runs it again.  (Before: the
+		 * failures kept confidence 0, read as "none fixable", a gate
+		 * that --auto-approve passed, and a run "completed" with its
+		 * failing tests deployed, hunt68 #1.) */
+		t->analysis_error = analysis_failed(llm);
 		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		goto out;
 	}
@@ -911,13 +950,40 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 	return tested_base(ph, "ok");
 }
 
+/*
+ * What the test command and its reruns left untracked in the run's
+ * worktree (__pycache__, a built binary, the reports, once read) is
+ * removed, as implement's validation removes what its commands make
+ * (forge_git_clean_new()): the branch's tests do not change the branch,
+ * and a later forge-implement (a bounce, a resume) does not take the
+ * files for work a stopped phase left (before: "the run's worktree had
+ * changes its state does not have", and a saved ref of .pyc files,
+ * hunt68 #2).  A file there before the tests ran -- the model's, which
+ * forge-implement committed -- stays.  Not in a checkout of the person's
+ * (forge-test run alone there), where the tests leave what they leave.
+ */
+static void clean_run(struct phase *ph, struct tst *t)
+{
+	jv removed;
+
+	if (jv_get_kind(t->untracked) != JV_KIND_OBJECT)
+		return;
+	if (forge_git_clean_new(&removed, t->dir, t->untracked) < 0)
+		phase_say(ph, "warning: what the tests left in the worktree was not removed: %s", forge_last_error());
+	t->untracked = jv_null();
+	if (jv_array_length(jv_copy(removed)) > 0)
+		phase_emit(ph, "test.cleaned", json_set(jv_object(), "removed", removed));
+	else
+		jv_free(removed);
+}
+
 static const char *run_phase(struct phase *ph)
 {
 	struct tst *t = ph->payload;
 	struct proc_result res;
 	jv coverage = jv_null();
 
-	t->dir = work_dir(ph);
+	t->dir = work_dir(ph, &t->in_run);
 	if (!t->dir) {
 		phase_reason(ph, "cannot find the directory to test: %s", strerror(errno));
 		return "failed";
@@ -969,6 +1035,8 @@ static const char *run_phase(struct phase *ph)
 		return "failed";
 	}
 	jv before = testrun_junit_snapshot(t->dir, config_get_str(ph->cfg, "tools.test_report"));
+	if (t->in_run && forge_git_untracked(&t->untracked, t->dir) < 0)
+		t->untracked = jv_null();       /* (nothing is cleaned then) */
 	if (run(ph, &res, t->command, t->dir, t->timeout_ms) < 0) {
 		phase_reason(ph, "cannot run the test command: %s", forge_last_error());
 		proc_result_release(&res);
@@ -1084,7 +1152,18 @@ static const char *run_phase(struct phase *ph)
 	if (jv_get_kind(coverage) == JV_KIND_OBJECT)
 		phase_emit(ph, "test.coverage", jv_copy(coverage));
 	proc_result_release(&res);
-	return finish(ph, t, coverage);
+	clean_run(ph, t);
+	const char *status = finish(ph, t, coverage);
+	if (t->analysis_error) {
+		/* the tests ran (the state says how), the analysis that decides
+		 * what a bounce can fix did not: failed, to resume */
+		char counts[sizeof ph->reason];
+		snprintf(counts, sizeof counts, "%s", ph->reason);
+		phase_reason(ph, "the analysis of the failing tests failed: %s; %s, none known to be unfixable: "
+			     "run the phase again once the model answers", t->analysis_error, counts);
+		return "failed";
+	}
+	return status;
 }
 
 static int on_option(struct phase *ph, int id, const char *arg)
@@ -1131,7 +1210,8 @@ int main(int argc, char **argv)
 			"ran no test, it says that nothing was tested.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
 			      "did not hold,\n2 bad input, 4 another process holds the run (its lease), 5 the tests "
-			      "could not be run\n(the sandbox, git, the database), 130 interrupted.\n",
+			      "could not be run\n(the sandbox, git, the database) or the model failed to "
+			      "analyse their failures\n(the provider, after retries), 130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,
 		.model_options = true,
@@ -1141,7 +1221,7 @@ int main(int argc, char **argv)
 		.pins_commit = true,
 		.run = run_phase,
 	};
-	struct tst t = { .rerun = JSON_NULL, .reports = JSON_NULL };
+	struct tst t = { .rerun = JSON_NULL, .reports = JSON_NULL, .untracked = JSON_NULL };
 
 	int status = phase_main(&spec, argc, argv, &t);
 	for (size_t i = 0; t.an && i < t.run.ncases; i++) {
@@ -1149,6 +1229,8 @@ int main(int argc, char **argv)
 		free(t.an[i].fix);
 	}
 	free(t.an);
+	free(t.analysis_error);
+	jv_free(t.untracked);
 	testrun_release(&t.run);
 	jv_free(t.rerun);
 	jv_free(t.reports);

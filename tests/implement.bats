@@ -395,6 +395,55 @@ forge: add a mul operation (attempt 1)"
 	checkout_untouched
 }
 
+@test "a finish whose input does not match implement's result schema goes back to the model, which finishes again" {
+	# (before: {"summary": 42} ended the phase ok, taken as it was, hunt68 #4)
+	echo '{"implement":{"validate":false},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T15 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"finish","input":{"summary":42,"files":7,"tests":["ok"]}}]},
+	       {"tool_calls":[{"name":"finish","input":{"summary":"nothing to change after all","files":[]}}]}]'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	assert_equal "$(events_of implement.summary | jq -c '[.summary, .files]')" '["nothing to change after all",[]]'
+	run -0 jq -r 'select(.type == "agent.finish_rejected") | .payload.error' <<<"$output"
+	assert_output '.summary: expected string, got number; .files: expected array, got number'
+	# what the model saw: its finish refused with the schema's words, as a tool error
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[1].body.messages | last | .content[0] |
+		[.type, .is_error, (.content | tostring | test(\"does not match the implement schema: .summary: expected string\"))]'"
+	assert_output '["tool_result",true,true]'
+	# the schema the model is shown is the one the input is checked against
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -c '.[0].body.tools[] | select(.name == \"finish\") | .input_schema.properties | keys'"
+	assert_output '["files","summary","tests"]'
+}
+
+@test "git mv in run_command fails on the read-only .git: the result says why and what to do instead, as the prompt does" {
+	# (before: git's bare "Unable to create '…/index.lock': Read-only file system", hunt68 #5)
+	echo '{"implement":{"validate":false},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T16 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"run_command","input":{"command":"git mv calc.c calc2.c"}}]},
+	       {"tool_calls":[{"name":"run_command","input":{"command":"mv calc.c calc2.c"}}]},
+	       '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	events_of tool.failed | jq -e '.tool == "run_command" and .data.git_read_only == true'
+	# what the model is answered
+	curl -sS "$MOCK_URL/_mock/requests" | jq -e '.[1].body.messages | last | .content[0] | .is_error == true and
+		(.content | tostring | test("(Read-only file system|Permission denied)\n\\[exit status [0-9]+\\]\n\\[the repository.s .git is read-only in the sandbox: .*Use plain mv and rm .*Forge stages the worktree.s changes itself\\]$"))'
+	# the plain mv is the model's change (no hint on a command that did not touch .git)
+	last_state | jq -e '[.changes.files[] | [.path, .action]] == [["calc.c", "delete"], ["calc2.c", "create"]]'
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.system | tostring'"
+	assert_output --partial 'is read-only here: git commands'
+}
+
+@test "implement's validation runs the test command under tools.test_timeout_s, as forge-test does; the build is not held to it" {
+	# (before: implement.validation_timeout_s alone, 900 s, for a test
+	# command forge-test stops at tools.test_timeout_s, hunt68 #8)
+	echo '{"tools":{"build_command":"sleep 2","test_command":"sleep 20","test_timeout_s":1},
+	       "implement":{"fix_rounds":0},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T17 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]}, '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '.changes.validated == false and
+		([.changes.validation.steps[] | [.name, .exit_status == 0, .timed_out]] == [["build", true, false], ["test", false, true]])'
+}
+
 @test "files Forge's own validation makes are removed, not committed; the model's own command's are its work" {
 	echo '{"tools":{"build_command":"mkdir -p out && echo bin >out/made","test_command":"test -e fixed"},"implement":{"fix_rounds":1},"memory":{"reflect":false}}' \
 		>"$BATS_TEST_TMPDIR/c.json"

@@ -158,6 +158,69 @@ last_seq() {
 	[[ "$stderr" == *"already completed"* ]]
 }
 
+# analysis_steps FAULT: the mock's steps for "tidy calc_add": implement breaks
+# calc_add on its first attempt (make check fails) and puts it back on the
+# next; the test analysis answers with a confident fix, or with FAULT
+# (server_error) every time when given.
+analysis_steps() {
+	python3 - "$FORGE_ROOT/tests/fixtures/repos/calc/calc.c" "${1:-}" <<'PY'
+import json, sys
+src, fault = open(sys.argv[1]).read(), sys.argv[2]
+bad = src.replace("return a + b;", "return a - b;", 1)
+plan = {"summary": "Tidy calc_add.", "architecture": {"components": ["calc.c"], "interfaces": [], "decisions": ["small"]},
+        "tasks": [{"id": "t1", "title": "tidy", "description": "tidy calc_add", "files": ["calc.c"], "depends_on": [],
+                   "acceptance": ["make check passes"]}],
+        "risk": {"level": "low", "score": 0.1, "reasons": ["small"]}, "estimates": {"complexity": "low", "effort": "10m"}}
+def impl(content, summary):
+    return {"tool_calls": [{"name": "write_file", "input": {"path": "calc.c", "content": content}},
+                           {"name": "finish", "input": {"summary": summary, "files": ["calc.c"]}}]}
+analysis = {"forced_tool": "report_failure_analysis", "times": "always"}
+if fault:
+    analysis["fault"] = fault
+else:
+    analysis["tool_calls"] = [{"name": "report_failure_analysis", "input": {"analyses": [
+        {"test": "calc add 2 3: expected '5', got '-1'", "root_cause": "calc_add subtracts",
+         "suggested_fix": "make calc_add return a + b", "confidence": 0.95}]}}]
+steps = [
+    {"when_prompt_contains": "Call report_findings once", "times": "always",
+     "then": {"tool_calls": [{"name": "report_findings", "input": {"findings": []}}]}},
+    analysis,
+    {"when_prompt_contains": "You are the planner", "times": "always",
+     "then": {"tool_calls": [{"name": "finish", "input": plan}]}},
+    {"when_prompt_contains": "You are the implementer", "then": impl(bad, "Tidied calc_add.")},
+    {"when_prompt_contains": "You are the implementer", "times": "always", "then": impl(src + "/* v2 */\n", "calc_add adds again.")},
+]
+print(json.dumps({"steps": steps}))
+PY
+}
+
+@test "the test analysis fails on its provider under --auto-approve: the run fails (exit 5), nothing is deployed; resume analyses and bounces" {
+	# (before: the failures stayed at confidence 0, "no fixable failure",
+	# a gate --auto-approve passed: the run completed, its failing tests
+	# deployed, hunt68 #1)
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" ANTHROPIC_API_KEY=test-key
+	mock_reset
+	mock_steps "$(analysis_steps server_error)"
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}, "implement": {"validate": false}}' >.forge/config.json
+	run -5 --separate-stderr forge run --auto-approve "tidy calc_add" </dev/null
+	[[ "$stderr" == *"the analysis of the failing tests failed: the model could not be reached"* ]]
+	[[ "$stderr" == *"forge: node 'test' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
+	[[ "$stderr" != *"approved (--auto-approve)"* ]]
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.phase == "test" and .state.status == "failed"
+		and (.state | has("deployment") | not)' <<<"$output"
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from gates where trace_id = '$T' and gate like 'escalation_test%'"
+	assert_output 0
+	# the provider is back: the analysis runs again, the fix bounces to implement, the run completes
+	mock_steps "$(analysis_steps)"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.status == "healthy" and .state.bounces[0].from == "test"
+		and .state.tests.summary.failed == 0' <<<"$output"
+}
+
 # fail_implement: a run whose implement fails on the provider (exit 5); its trace in $T.
 fail_implement() {
 	use_mock

@@ -126,6 +126,22 @@ mock() {
 		"$(jq -cS 'del(."$schema", ."$id", .title, .description, ."$comment")' "$FORGE_ROOT/schemas/tools/report_failure_analysis.json")"
 }
 
+@test "the analysis call fails after its retries (provider outage): the phase fails (exit 5), the failures not taken for unfixable" {
+	# (before: test.analysis_failed alone, the failures at confidence 0,
+	# status rejected: a run read that as "no fixable failure", a gate
+	# --auto-approve passed, and the failing change was deployed, hunt68 #1)
+	bats_repo '@test "broken" { false; }' '@test "fine" { true; }'
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"forced_tool":"report_failure_analysis","fault":"server_error","times":"always"}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	echo '{"llm":{"max_retries":0}}' >"$BATS_TEST_TMPDIR/c.json"
+	run -5 --separate-stderr bash -c "cd '$REPO' && ft --no-input --config '$BATS_TEST_TMPDIR/c.json' </dev/null"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.status, .tests.summary.failed, .tests.failures[0].confidence]')" '["failed",1,0]'
+	assert_equal "$(events_of 'select(.type == "test.analysis_failed") | .payload.error | test("500")')" true
+	[[ "$stderr" == *"forge-test: failed: the analysis of the failing tests failed: the model could not be reached: "*"500"*"1 of 2 tests failed (1 real, 0 environment), none known to be unfixable: run the phase again once the model answers"* ]]
+	assert_equal "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" 1
+}
+
 @test "nothing left to spend (safety.cost.per_phase.test 0): the analysis is skipped with an event, no model call" {
 	bats_repo '@test "broken" { false; }'
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
@@ -609,6 +625,31 @@ exit 1'
 		assert_equal "$lc: $(tests_of '.failures[0].output')" \
 			"$lc: \"ls: cannot access '/no-such-file-forge': No such file or directory\\n1.234.567\\n\""
 	done
+}
+
+@test "what the tests leave untracked in a run's worktree is removed after them; files there before stay; not in a checkout" {
+	# (before: a bounce's or resume's forge-implement took them for a
+	# stopped phase's work: "the run's worktree had changes its state does
+	# not have", a saved ref of .pyc files, hunt68 #2)
+	bats_repo '@test "makes files" { d="$BATS_TEST_DIRNAME/.."; mkdir -p "$d/build/__pycache__"; echo x >"$d/build/__pycache__/m.pyc"; echo b >"$d/out.bin"; echo i >"$d/made.log"; }'
+	printf '*.log\n' >"$REPO/.gitignore" && git -C "$REPO" add .gitignore && git -C "$REPO" commit -qm ignore
+	WT="$BATS_TEST_TMPDIR/wt"
+	git -C "$REPO" worktree add -q "$WT" -b forge/t1
+	# the model's own file, not committed (forge-implement commits it: it stays either way)
+	mkdir -p "$WT/build" && echo mine >"$WT/build/mine.txt"
+	state=$(jq -nc --arg wt "$WT" '{kind: "state", v: 1, trace_id: "t1", phase: "review", status: "ok",
+		task: {description: "x", worktree: $wt}}')
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$state'"
+	assert_equal "$(events_of 'select(.type == "test.cleaned") | .payload.removed')" '["build/__pycache__/m.pyc","out.bin"]'
+	[ ! -e "$WT/out.bin" ] && [ ! -e "$WT/build/__pycache__" ]
+	[ "$(cat "$WT/build/mine.txt")" = mine ]
+	[ -e "$WT/made.log" ]   # (ignored: no commit takes it)
+	run -0 git -C "$WT" status --porcelain
+	assert_output '?? build/'
+	# run alone in a checkout, the tests leave what they leave there
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	[ -e "$REPO/out.bin" ] && [ -e "$REPO/build/__pycache__/m.pyc" ]
+	refute_output --partial test.cleaned
 }
 
 @test "a FIFO the tests left where a failure is located is not opened: the analysis goes on without it" {

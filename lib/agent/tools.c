@@ -234,6 +234,34 @@ static const struct sandbox_policy *default_policy(void)
 	return p;
 }
 
+/*
+ * Whether a command's output says it failed writing in the repository's
+ * git directory, which the sandbox keeps read-only (the index, objects,
+ * refs: git mv, git rm, git add, git commit, git stash): a line naming a
+ * path in a .git directory with "Read-only file system" (EROFS, under a
+ * mount view) or "Permission denied" (EACCES, Landlock alone).  Before,
+ * the model got git's bare "Unable to create '…/.git/worktrees/T/
+ * index.lock': Read-only file system" and nothing said what to do
+ * instead (hunt68 #5).
+ */
+static bool git_dir_refused(const char *text)
+{
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		const char *git = memmem(line, n, ".git/", 5);
+
+		if (git && (memmem(line, n, "Read-only file system", 21) || memmem(line, n, "Permission denied", 17)))
+			return true;
+		line = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+#define GIT_DIR_HINT "[the repository's .git is read-only in the sandbox: git commands that write to it " \
+	"(git mv, git rm, git add, git commit, git stash, git checkout) cannot run here. Use plain mv and " \
+	"rm (or apply_patch's *** Delete File and *** Move to:); Forge stages the worktree's changes itself]"
+
 static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx,
 			     const struct sandbox_root *root, jv input)
 {
@@ -346,10 +374,15 @@ static void tool_run_command(struct tool_result *out, const struct tool_ctx *ctx
 	d = json_set(d, "truncated", jv_bool(r.out_bytes > r.out.len));
 	if (jv_get_kind(unconfined) == JV_KIND_ARRAY)
 		d = json_set(d, "unconfined", jv_copy(unconfined));
-	if (r.exit_code == 0 && !r.timed_out)
+	if (r.exit_code == 0 && !r.timed_out) {
 		tool_ok(out, buf_detach(&text, NULL), d);
-	else
+	} else {
+		if (!r.timed_out && git_dir_refused(text.buf)) {
+			buf_addf(&text, "\n%s", GIT_DIR_HINT);
+			d = json_set(d, "git_read_only", jv_true());
+		}
 		tool_fail(out, TOOL_ERR_FAILED, d, "%s", text.buf);
+	}
 out:
 	(void)ran;
 	tmpdir_remove(own_tmp);

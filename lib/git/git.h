@@ -309,6 +309,37 @@ int forge_git_worktree_tree(char **out, struct forge_git_worktree *wt);
 int forge_git_status(jv *out, struct forge_git_worktree *wt);
 
 /*
+ * What a command Forge itself runs in a working tree -- implement's
+ * validation, forge-test's test command -- leaves there (__pycache__, a
+ * built binary, a report) is not the change: take the untracked files
+ * before it with forge_git_untracked() and remove the new ones after it
+ * with forge_git_clean_new(), so that a commit, or a later
+ * forge-implement's check for work its state does not have
+ * (forge_git_save_and_reset), takes only what the model made.  A file
+ * there before (the model's own, committed or not) is never removed.
+ */
+
+/*
+ * The untracked files of the working tree at dir (its top: no search
+ * upwards), ignored ones left out, one by one as forge_git_status() lists
+ * them: *out is an object whose keys are their paths (json_path() names;
+ * a nested repository is one key ending in '/').  0, or -1 with a message
+ * and *out jv_null().
+ */
+int forge_git_untracked(jv *out, const char *dir);
+
+/*
+ * Remove the untracked files of dir that are not keys of `before`
+ * (consumed: forge_git_untracked()'s; not an object -- its listing failed
+ * -- removes nothing), and the directories this leaves empty.  Each is
+ * removed through directories opened without following a symbolic link,
+ * never outside dir; a nested repository (a directory) stays.  *removed
+ * gets the paths removed, a new array (empty when none).  0, or -1 with a
+ * message when the status cannot be read (nothing removed).
+ */
+int forge_git_clean_new(jv *removed, const char *dir, jv before);
+
+/*
  * What the worktree changed since `base` (NULL: the run's base commit):
  * the base commit's tree against the working files, staged or not, with
  * new untracked files and deletions.  *out_patch gets the unified patch as
