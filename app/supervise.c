@@ -1291,6 +1291,47 @@ static void summary(struct sup *s, int code)
 	jv_free(shown);
 }
 
+/*
+ * A run a breaker stopped (exit 3): one line on stderr, in every mode (-q
+ * and --json too), as a failed node and a gate that waits have theirs --
+ * the run, which breaker (of which phase) and why, and the command that
+ * continues it with what it means, the summary's next and why lines
+ * (runview_next).  Before: with -q nothing at all was said, with --json
+ * only the phase's own "tripped" line, and neither named the way on.  The
+ * breaker is the run's newest breaker.tripped event when the run's reason
+ * is its reason (a node that tripped without one: the run's reason alone).
+ */
+static void said_tripped(struct sup *s)
+{
+	jv run = jv_null(), trip = jv_null(), p;
+	struct buf line = BUF_INIT, next = BUF_INIT, why = BUF_INIT;
+
+	store_run_get_brief(&run, s->o->store, s->trace);
+	store_event_last(&trip, s->o->store, s->trace, "breaker.tripped");
+	p = json_get(trip, "payload");
+	const char *error = json_get_str(run, "error"), *reason = json_get_str(p, "reason");
+	const char *breaker = json_get_str(p, "breaker"), *phase = json_get_str(trip, "phase");
+
+	buf_addf(&line, "forge: run %s stopped: ", s->trace);
+	if (breaker && reason && *reason && (!error || strstr(error, reason)))
+		buf_addf(&line, "breaker %s tripped%s%s: %s", breaker, phase ? " in " : "", phase ? phase : "", reason);
+	else
+		buf_addf(&line, "a breaker tripped: %s", error && *error ? error : "no reason recorded");
+	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
+	if (next.len)
+		buf_addf(&line, "; `%s` continues it", next.buf);
+	if (why.len)
+		buf_addf(&line, " (%s)", why.buf);
+	term_clean_line(line.buf, line.len);
+	fprintf(stderr, "%s\n", line.buf);
+	buf_release(&line);
+	buf_release(&next);
+	buf_release(&why);
+	jv_free(p);
+	jv_free(trip);
+	jv_free(run);
+}
+
 /* ---- run and resume ------------------------------------------------------ */
 
 static void sup_init(struct sup *s, const struct supervise_opts *o, const char *trace)
@@ -1870,6 +1911,8 @@ static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 		if (sup_interrupted())
 			code = FORGE_EXIT_INTERRUPTED;     /* (its reflection was cut short) */
 	}
+	if (code == FORGE_EXIT_TRIPPED)
+		said_tripped(s);
 	if (s->o->dry_run && o->json) {
 		if (jv_get_kind(plan) == JV_KIND_OBJECT)
 			json_write_line(stdout, jv_copy(plan), false);

@@ -672,6 +672,38 @@ hang_implement() {
 	jq -se 'any(.reason | contains("safety.time_s.total"))' <<<"$output"
 }
 
+@test "a breaker that stops the run says so on stderr with -q and --json too: the run, the breaker, the command that continues it (hunt68 #3)" {
+	# (before: -q printed nothing at all, exit 3; --json only the phase's
+	# own "tripped" line, no run id and no way on)
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	run -3 --separate-stderr forge run -q --budget 0.03 "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ -z "$output" ]
+	next="\`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)"
+	assert_equal "$stderr" "forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0103 (what the run's budget (--budget) leaves); $next"
+	# a run-level breaker (the resume as it is: the budget is spent), the same way
+	run -3 --separate-stderr forge resume -q "$T" </dev/null
+	[ -z "$output" ]
+	assert_equal "$stderr" "forge: run $T stopped: breaker budget tripped: the run has cost \$0.0341, its budget is \$0.03 (forge resume --budget USD gives it more); $next"
+	# --json: the same line on stderr; stdout says it as a failed run's
+	# does: the breaker's event, the run's end with its reason, and last
+	# the state, tripped (DESIGN.md section 2)
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	run -3 --separate-stderr forge run --json --budget 0.03 "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *$'\n'"forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0103 (what the run's budget (--budget) leaves); \`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)" ]]
+	jq -se --arg t "$T" '(last | .kind == "state" and .status == "tripped" and .trace_id == $t) and
+		([.[] | select(.type == "breaker.tripped") | .payload.breaker] == ["cost"]) and
+		([.[] | select(.type == "run.completed") | .payload.reason] ==
+		 ["a circuit breaker tripped in implement: cost $0.0144 reached the limit of $0.0103 (what the run'"'"'s budget (--budget) leaves)"])' <<<"$output"
+	# the command it names continues the run
+	script "$IMPL"
+	run -0 --separate-stderr forge resume -q --budget 1 "$T" </dev/null
+	[ -z "$stderr" ]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
 # plan_cut STEP: forge-plan's first call, answered by STEP, stalls forever
 # after its pause_after events (the pause_file is never made): only the
 # phase's time limit (safety.time_s.plan, 2 s) ends it.
