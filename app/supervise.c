@@ -440,34 +440,12 @@ static double error_rate(struct sup *s, long *calls)
 	return *calls ? (double)failed / (double)*calls : 0;
 }
 
-/*
- * Today, the local day (the one `forge history` shows), as the UTC
- * timestamps of its first millisecond and of the next day's: what
- * safety.cost.per_day limits.  (Before: the UTC date of the runs' start,
- * hunt19 #8.)  mktime takes a day of 23 or 25 hours in its stride.
- */
-static void local_today(char from[TIMESTAMP_LEN + 1], char to[TIMESTAMP_LEN + 1])
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	localtime_r(&now, &tm);
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_isdst = -1;
-	timestamp_format(from, (int64_t)mktime(&tm) * 1000);
-	tm.tm_mday++;
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_isdst = -1;
-	timestamp_format(to, (int64_t)mktime(&tm) * 1000);
-}
-
 /* See supervise_int.h. */
 double sup_money_left(struct sup *s)
 {
 	jv cost = json_get(s->state, "cost"), budget = json_get(s->state, "budget");
 	double usd = json_get_num(cost, "usd", 0);
 	double left = config_get_num(s->o->cfg, "safety.cost.per_run") - usd;
-	char from[TIMESTAMP_LEN + 1], to[TIMESTAMP_LEN + 1];
 	double today;
 
 	if (json_has(budget, "remaining_usd"))
@@ -476,8 +454,7 @@ double sup_money_left(struct sup *s)
 		left = fmin(left, json_get_num(budget, "usd", 0) - usd);
 	jv_free(cost);
 	jv_free(budget);
-	local_today(from, to);
-	if (store_cost_between(&today, s->o->store, from, to) < 0)
+	if (store_cost_today(&today, s->o->store) < 0)
 		return 0;
 	left = fmin(left, config_get_num(s->o->cfg, "safety.cost.per_day") - today);
 	return fmax(0, left);
@@ -511,10 +488,8 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 	/* A breaker that cannot read what it guards trips (fails closed).
 	 * (this run's calls are in the log: its events are stored as they
 	 * come, in this connection's transaction) */
-	char from[TIMESTAMP_LEN + 1], to[TIMESTAMP_LEN + 1];
 	double today;
-	local_today(from, to);
-	if (store_cost_between(&today, s->o->store, from, to) < 0) {
+	if (store_cost_today(&today, s->o->store) < 0) {
 		snprintf(why, n, "cannot read today's cost: %s", forge_last_error());
 		return "cost_per_day";
 	}
