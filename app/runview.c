@@ -865,6 +865,14 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		} else {	/* (a dry run: no worktree or branch) */
 			buf_addf(out, "forge show %s", trace);
 		}
+	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
+		   !strncmp(json_get_str(run, "error"), RUNVIEW_WORK_GONE, strlen(RUNVIEW_WORK_GONE))) {
+		/* a resume found its checkpoint's commit pruned (supervise.c
+		 * work_gone): nothing is left to go on from */
+		buf_adds(out, "forge run ");
+		buf_add_shell_quoted(out, task ? task : "TASK");
+		buf_adds(why, "the run's work is gone (its branch was removed, then pruned by git), so it cannot be "
+			 "resumed: run the task again (forge gc removes what is left of this one)");
 	} else if (s == RUN_FAILED && jv_get_kind(rejected) == JV_KIND_OBJECT) {
 		/* a rejected gate ends its run for good: resume would only say
 		 * so again */
@@ -957,6 +965,28 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	jv_free(cp);
 	jv_free(merged);
 	jv_free(gates);
+}
+
+bool runview_resumable(struct buf *command, struct store *st, const char *trace)
+{
+	struct buf next = BUF_INIT, why = BUF_INIT;
+	jv run = jv_null(), cp = jv_null();
+	bool yes = false;
+
+	/* (a run that stopped before its first checkpoint has nothing to go
+	 * on from: supervise.c resume_unkept) */
+	if (store_run_get_brief(&run, st, trace) == 0 && run_status_of(json_get_str(run, "status")) == RUN_FAILED &&
+	    store_checkpoint_latest(&cp, st, trace) == 0 && jv_get_kind(cp) == JV_KIND_OBJECT) {
+		runview_next(&next, &why, st, NULL, NULL, trace);
+		yes = strstr(next.buf, "forge resume ") != NULL;
+	}
+	if (yes && command)
+		buf_add(command, next.buf, next.len);
+	buf_release(&next);
+	buf_release(&why);
+	jv_free(run);
+	jv_free(cp);
+	return yes;
 }
 
 jv runview_config_layer(struct store *st, const char *trace)

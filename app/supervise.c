@@ -2406,6 +2406,32 @@ static int recover_failed(struct sup *s, struct forge_git *g, int64_t leased_ms)
 	return FORGE_EXIT_DEPENDENCY;
 }
 
+/*
+ * The commit of the run's last checkpoint is not in the repository: its
+ * branch and refs were removed (forge gc --resumable, git branch -D, git
+ * update-ref -d) and git pruned what they held since (git gc).  Nothing can
+ * bring the run back, so it is marked failed with a reason saying so (its
+ * next line then says to run the task again, and forge gc removes what is
+ * left of it), and stderr says so.  FORGE_EXIT_DEPENDENCY.  (Before: a
+ * restore of the branch that could not be made, then "cannot resolve" from
+ * the worktree's save and "free some space if the disk is full", at every
+ * resume.)
+ */
+static int work_gone(struct sup *s, const char *commit)
+{
+	char why[300];
+
+	snprintf(why, sizeof why, RUNVIEW_WORK_GONE ": the commit %.12s of its last checkpoint is no longer in the "
+		 "repository (its branch was removed, then pruned by git)", commit);
+	if (store_run_update(s->o->store, s->trace, "failed", NULL, why) < 0)
+		fprintf(stderr, "forge: warning: %s\n", forge_last_error());
+	fprintf(stderr, "forge: run %s cannot be resumed: the commit %.12s of its last checkpoint is no longer in "
+			"the repository: the run's branch and refs were removed (forge gc --resumable, git branch "
+			"-D) and git has pruned what they held since, so the run's work is gone; start the task "
+			"again with `forge run` (forge gc removes what is left of this one)\n", s->trace, commit);
+	return FORGE_EXIT_DEPENDENCY;
+}
+
 /* After a crash, bring the worktree back to the checkpoint's commit.  0,
  * or FORGE_EXIT_DEPENDENCY with a message when the worktree's changes
  * could not be read or saved: the phase must not run again on them (they
@@ -2422,6 +2448,15 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 	if (!commit)
 		commit = json_get_str(task, "base_commit");
 	if (commit && json_get_str(task, "worktree") && forge_git_open(&g, s->o->repo) == 0) {
+		/* its work pruned: nothing to go on from (the checkpoint's
+		 * commit is read first, before anything of the run is made again) */
+		if (forge_git_has_object(g, commit) == 0) {
+			code = work_gone(s, commit);   /* (commit: borrowed from changes or task) */
+			forge_git_free(g);
+			jv_free(task);
+			jv_free(changes);
+			return code;
+		}
 		/* a process killed while it committed left git's locks: every
 		 * later commit failed on them, after the model was paid again */
 		int n = forge_git_clear_run_locks(g, s->trace);

@@ -435,6 +435,52 @@ no_change_run() {
 	assert_output "nothing to remove"
 }
 
+@test "forge gc keeps a failed run that forge resume continues unless --resumable; a resume whose commits git pruned says its work is gone (hunt68 #3c)" {
+	# review fails on the provider after implement committed: exit 5, "forge resume T runs it again"
+	use_mock
+	mkdir -p .forge "$BATS_TEST_TMPDIR/gc-tmp"
+	echo '{"llm": {"max_retries": 0}, "review": {"ai_min_risk": "low"}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i + [{fault: "server_error", times: "always"}]')"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"\`forge resume $T\` runs it again"* ]]
+	wt="$REPO/.forge/worktrees/$T"
+	commit=$(git -C "$REPO" rev-parse "forge/$T")
+	[ "$commit" != "$BASE" ]
+	# (before: gc removed its worktree, branch and refs without a word)
+	kept="run $T (failed): kept: it can be resumed (forge resume $T); forge gc --resumable removes it, and its work with it"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc --dry-run
+	assert_output "$kept"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_output "$kept"
+	[ -d "$wt" ]
+	[ "$(git -C "$REPO" rev-parse "forge/$T")" = "$commit" ]
+	run -0 forge gc --help
+	assert_output --partial "--resumable"
+	# asked for: it goes, as any failed run does
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc --resumable
+	assert_output "$(printf '%s\n' "run $T (failed):" "removed worktree $wt" \
+		"deleted refs/heads/forge/$T" "deleted refs/forge/$T/base" "removed 3 things of 1 run")"
+	# git prunes the commits nothing refers to any more
+	git -C "$REPO" reflog expire --expire=now --all
+	git -C "$REPO" gc -q --prune=now
+	run ! git -C "$REPO" cat-file -e "$commit"
+	# the resume says the work is gone (before: "cannot resolve", "free
+	# some space if the disk is full", at every resume), and the run ends
+	script '[]'
+	AFTER=$(last_seq)
+	run -5 --separate-stderr forge resume -q "$T" </dev/null
+	assert_equal "$stderr" "forge: run $T cannot be resumed: the commit ${commit:0:12} of its last checkpoint is no longer in the repository: the run's branch and refs were removed (forge gc --resumable, git branch -D) and git has pruned what they held since, so the run's work is gone; start the task again with \`forge run\` (forge gc removes what is left of this one)"
+	[[ "$stderr" != *"disk"* ]]
+	[ "$(last_seq)" -eq "$AFTER" ]	# (no phase ran)
+	run -0 forge show "$T"
+	assert_line "next      forge run 'add a mul operation'"
+	assert_line "why       the run's work is gone (its branch was removed, then pruned by git), so it cannot be resumed: run the task again (forge gc removes what is left of this one)"
+	# no longer resumable: not kept (nothing of it is left here)
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_output "nothing to remove"
+}
+
 @test "forge show of a dry run says it made no worktree or branch, and that its base was not resolved (not 'base HEAD (?)')" {
 	use_mock
 	script "$PLAN"
