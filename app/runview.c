@@ -583,15 +583,18 @@ static double round_up_2sig(double x)
 /*
  * The limit whose breaker ended the run: its configuration key into key
  * (n bytes) and what the breaker measured against it into *spent (money or
- * seconds; 0 when not said); false when the run did not end at a limit a
+ * seconds; 0 when not said; for safety.cost.per_day what the model calls of
+ * every run cost today, read from st now); false when the run did not end at a limit a
  * higher value lets go on (no breaker, the run's own --budget, the error
  * rate: a resume starts its window afresh).  trip is the run's newest
  * breaker.tripped event, cp its checkpoint, cfg the configuration (NULL:
  * unknown; all borrowed); the event counts only when the run's reason is
  * its reason (a breaker a resume got past says nothing now).
  */
-static bool tripped_limit(char *key, size_t n, double *spent, jv run, jv trip, jv cp, const struct config *cfg)
+static bool tripped_limit(char *key, size_t n, double *spent, struct store *st, jv run, jv trip, jv cp,
+			  const struct config *cfg)
 {
+	double today;
 	jv p = json_get(trip, "payload");
 	const char *error = json_get_str(run, "error"), *reason = json_get_str(p, "reason");
 	const char *breaker = json_get_str(p, "breaker"), *phase = json_get_str(trip, "phase");
@@ -607,6 +610,11 @@ static bool tripped_limit(char *key, size_t n, double *spent, jv run, jv trip, j
 		if (k) {
 			snprintf(key, n, "%s", k);
 			*spent = json_get_num(run, "total_cost_usd", 0);
+			/* per_day is what every run's calls cost today, as the
+			 * breaker reads it now (before: this run's alone, and the
+			 * limit so raised tripped at once again, hunt68 #3b) */
+			if (!strcmp(k, "safety.cost.per_day") && store_cost_today(&today, st) == 0)
+				*spent = fmax(*spent, today);
 			found = true;
 		}
 		goto out;
@@ -628,6 +636,15 @@ static bool tripped_limit(char *key, size_t n, double *spent, jv run, jv trip, j
 			snprintf(key, n, "safety.cost.per_run");
 			*spent = json_get_num(run, "total_cost_usd", 0);
 			found = true;
+			/* of the run's and the day's limits, the one with less
+			 * left (before: per_run always, whose raise left the
+			 * day's limit where it was: the same trip again) */
+			if (cfg && strstr(reason, "safety.cost.per_day") && store_cost_today(&today, st) == 0 &&
+			    config_get_num(cfg, "safety.cost.per_day") - today <
+				    config_get_num(cfg, "safety.cost.per_run") - *spent) {
+				snprintf(key, n, "safety.cost.per_day");
+				*spent = today;
+			}
 		}
 	} else if (!strcmp(breaker, "time")) {
 		if (strstr(reason, "safety.time_s.total"))
@@ -695,9 +712,10 @@ static void raise_limit(struct buf *cmd, struct buf *why, const struct config *c
 		buf_addf(cmd, "forge config set %s%s %s && forge resume %s", project ? "" : "--global ", key, value,
 			 trace);
 	}
-	buf_addf(why, "the limit %s (%g%s) stopped the run: a resume as it is stops there again; raise it "
-		 "(to %s here, or what you choose) first", key, limit, by_run ? ", from the run's --config" : "",
-		 value);
+	buf_addf(why, "the limit %s (%g%s) stopped the run", key, limit, by_run ? ", from the run's --config" : "");
+	if (!strcmp(key, "safety.cost.per_day"))
+		buf_addf(why, " (the model calls of every run have cost $%.4f today)", spent);
+	buf_addf(why, ": a resume as it is stops there again; raise it (to %s here, or what you choose) first", value);
 }
 
 /* Whether something of the run is left for forge gc: a worktree or a
@@ -847,6 +865,14 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		} else {	/* (a dry run: no worktree or branch) */
 			buf_addf(out, "forge show %s", trace);
 		}
+	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
+		   !strncmp(json_get_str(run, "error"), RUNVIEW_WORK_GONE, strlen(RUNVIEW_WORK_GONE))) {
+		/* a resume found its checkpoint's commit pruned (supervise.c
+		 * work_gone): nothing is left to go on from */
+		buf_adds(out, "forge run ");
+		buf_add_shell_quoted(out, task ? task : "TASK");
+		buf_adds(why, "the run's work is gone (its branch was removed, then pruned by git), so it cannot be "
+			 "resumed: run the task again (forge gc removes what is left of this one)");
 	} else if (s == RUN_FAILED && jv_get_kind(rejected) == JV_KIND_OBJECT) {
 		/* a rejected gate ends its run for good: resume would only say
 		 * so again */
@@ -918,7 +944,7 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		/* a resume trips the budget breaker at once */
 		buf_addf(out, "forge resume --budget USD %s", trace);
 		buf_adds(why, "the run's budget is spent: USD is its new budget");
-	} else if (s == RUN_FAILED && tripped_limit(key, sizeof key, &spent, run, trip, cp, cfg)) {
+	} else if (s == RUN_FAILED && tripped_limit(key, sizeof key, &spent, st, run, trip, cp, cfg)) {
 		/* a resume as it is trips the same limit again, a phase's
 		 * paid from its start again (before: forge resume, a loop) */
 		jv recorded = runview_config_layer(st, trace);
@@ -939,6 +965,28 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 	jv_free(cp);
 	jv_free(merged);
 	jv_free(gates);
+}
+
+bool runview_resumable(struct buf *command, struct store *st, const char *trace)
+{
+	struct buf next = BUF_INIT, why = BUF_INIT;
+	jv run = jv_null(), cp = jv_null();
+	bool yes = false;
+
+	/* (a run that stopped before its first checkpoint has nothing to go
+	 * on from: supervise.c resume_unkept) */
+	if (store_run_get_brief(&run, st, trace) == 0 && run_status_of(json_get_str(run, "status")) == RUN_FAILED &&
+	    store_checkpoint_latest(&cp, st, trace) == 0 && jv_get_kind(cp) == JV_KIND_OBJECT) {
+		runview_next(&next, &why, st, NULL, NULL, trace);
+		yes = strstr(next.buf, "forge resume ") != NULL;
+	}
+	if (yes && command)
+		buf_add(command, next.buf, next.len);
+	buf_release(&next);
+	buf_release(&why);
+	jv_free(run);
+	jv_free(cp);
+	return yes;
 }
 
 jv runview_config_layer(struct store *st, const char *trace)

@@ -112,6 +112,17 @@ void runview_subagent_tree(struct buf *out, jv list);
 bool runview_mergeable(struct store *st, const char *trace);
 
 /*
+ * Whether run `trace` is a failed run that `forge resume` continues: it has
+ * a checkpoint, and the command runview_next names for it is a resume (a
+ * provider that failed, a breaker, a refused key ...), not `forge run` again
+ * (a rejected gate, a deploy that ended, a condition that does not
+ * evaluate, its work gone).  What forge gc keeps unless told otherwise
+ * (--resumable).  When so, that command is appended to command (NULL: not
+ * wanted).  False on a database error.
+ */
+bool runview_resumable(struct buf *command, struct store *st, const char *trace);
+
+/*
  * The configuration the person gave the run, as a JSON object layer: the
  * config_layer its last resume recorded (run.resumed: the run's layer with
  * that resume's --config and flags over it), else run.started's (its
@@ -172,6 +183,12 @@ jv runview_removed(struct forge_git *g, jv task);
  */
 struct buf;
 struct config;
+
+/* The start of the reason a run is marked failed with when a resume finds
+ * the commit of its last checkpoint gone from the repository (its branch
+ * removed, then pruned by git): its work is lost, and runview_next says to
+ * run the task again, not to resume it (app/supervise.c work_gone). */
+#define RUNVIEW_WORK_GONE "the run's work is gone"
 
 /* When a lease of another host that is alive (store_lease_get's, borrowed)
  * lets its run go for forge gc unless renewed: STORE_LEASE_TTL_S after this

@@ -440,27 +440,6 @@ static double error_rate(struct sup *s, long *calls)
 	return *calls ? (double)failed / (double)*calls : 0;
 }
 
-/*
- * Today, the local day (the one `forge history` shows), as the UTC
- * timestamps of its first millisecond and of the next day's: what
- * safety.cost.per_day limits.  (Before: the UTC date of the runs' start,
- * hunt19 #8.)  mktime takes a day of 23 or 25 hours in its stride.
- */
-static void local_today(char from[TIMESTAMP_LEN + 1], char to[TIMESTAMP_LEN + 1])
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	localtime_r(&now, &tm);
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_isdst = -1;
-	timestamp_format(from, (int64_t)mktime(&tm) * 1000);
-	tm.tm_mday++;
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_isdst = -1;
-	timestamp_format(to, (int64_t)mktime(&tm) * 1000);
-}
-
 /* How long the breaker check's sum of today's calls stands for the money
  * the phases it lets start may spend (a gate that asks a person waits
  * longer: the sum is read again then). */
@@ -478,7 +457,6 @@ double sup_money_left(struct sup *s)
 	jv cost = json_get(s->state, "cost"), budget = json_get(s->state, "budget");
 	double usd = json_get_num(cost, "usd", 0);
 	double left = config_get_num(s->o->cfg, "safety.cost.per_run") - usd;
-	char from[TIMESTAMP_LEN + 1], to[TIMESTAMP_LEN + 1];
 	double today;
 
 	if (json_has(budget, "remaining_usd"))
@@ -487,7 +465,6 @@ double sup_money_left(struct sup *s)
 		left = fmin(left, json_get_num(budget, "usd", 0) - usd);
 	jv_free(cost);
 	jv_free(budget);
-	local_today(from, to);
 	/* The day's sum the breaker check just read (start_ready() checks the
 	 * breakers, then start_nodes() shares the money): not read again,
 	 * ~10K instructions a call of the day, every run's (1.6M a resume on
@@ -495,7 +472,7 @@ double sup_money_left(struct sup *s)
 	 * after a model call this run recorded since (sup_today_spent()). */
 	if (s->today_at_ms && monotonic_ms() - s->today_at_ms <= TODAY_REUSE_MS)
 		today = s->today_usd;
-	else if (store_cost_between(&today, s->o->store, from, to) < 0)
+	else if (store_cost_today(&today, s->o->store) < 0)
 		return 0;
 	s->today_at_ms = 0;
 	left = fmin(left, config_get_num(s->o->cfg, "safety.cost.per_day") - today);
@@ -530,11 +507,9 @@ const char *sup_breaker(struct sup *s, char *why, size_t n)
 	/* A breaker that cannot read what it guards trips (fails closed).
 	 * (this run's calls are in the log: its events are stored as they
 	 * come, in this connection's transaction) */
-	char from[TIMESTAMP_LEN + 1], to[TIMESTAMP_LEN + 1];
 	double today;
-	local_today(from, to);
 	s->today_at_ms = 0;
-	if (store_cost_between(&today, s->o->store, from, to) < 0) {
+	if (store_cost_today(&today, s->o->store) < 0) {
 		snprintf(why, n, "cannot read today's cost: %s", forge_last_error());
 		return "cost_per_day";
 	}
@@ -1314,6 +1289,47 @@ static void summary(struct sup *s, int code)
 	jv_free(shown);
 }
 
+/*
+ * A run a breaker stopped (exit 3): one line on stderr, in every mode (-q
+ * and --json too), as a failed node and a gate that waits have theirs --
+ * the run, which breaker (of which phase) and why, and the command that
+ * continues it with what it means, the summary's next and why lines
+ * (runview_next).  Before: with -q nothing at all was said, with --json
+ * only the phase's own "tripped" line, and neither named the way on.  The
+ * breaker is the run's newest breaker.tripped event when the run's reason
+ * is its reason (a node that tripped without one: the run's reason alone).
+ */
+static void said_tripped(struct sup *s)
+{
+	jv run = jv_null(), trip = jv_null(), p;
+	struct buf line = BUF_INIT, next = BUF_INIT, why = BUF_INIT;
+
+	store_run_get_brief(&run, s->o->store, s->trace);
+	store_event_last(&trip, s->o->store, s->trace, "breaker.tripped");
+	p = json_get(trip, "payload");
+	const char *error = json_get_str(run, "error"), *reason = json_get_str(p, "reason");
+	const char *breaker = json_get_str(p, "breaker"), *phase = json_get_str(trip, "phase");
+
+	buf_addf(&line, "forge: run %s stopped: ", s->trace);
+	if (breaker && reason && *reason && (!error || strstr(error, reason)))
+		buf_addf(&line, "breaker %s tripped%s%s: %s", breaker, phase ? " in " : "", phase ? phase : "", reason);
+	else
+		buf_addf(&line, "a breaker tripped: %s", error && *error ? error : "no reason recorded");
+	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
+	if (next.len)
+		buf_addf(&line, "; `%s` continues it", next.buf);
+	if (why.len)
+		buf_addf(&line, " (%s)", why.buf);
+	term_clean_line(line.buf, line.len);
+	fprintf(stderr, "%s\n", line.buf);
+	buf_release(&line);
+	buf_release(&next);
+	buf_release(&why);
+	jv_free(p);
+	jv_free(trip);
+	jv_free(run);
+}
+
 /* ---- run and resume ------------------------------------------------------ */
 
 static void sup_init(struct sup *s, const struct supervise_opts *o, const char *trace)
@@ -1893,6 +1909,8 @@ static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 		if (sup_interrupted())
 			code = FORGE_EXIT_INTERRUPTED;     /* (its reflection was cut short) */
 	}
+	if (code == FORGE_EXIT_TRIPPED)
+		said_tripped(s);
 	if (s->o->dry_run && o->json) {
 		if (jv_get_kind(plan) == JV_KIND_OBJECT)
 			json_write_line(stdout, jv_copy(plan), false);
@@ -2411,6 +2429,32 @@ static int recover_failed(struct sup *s, struct forge_git *g, int64_t leased_ms)
 	return FORGE_EXIT_DEPENDENCY;
 }
 
+/*
+ * The commit of the run's last checkpoint is not in the repository: its
+ * branch and refs were removed (forge gc --resumable, git branch -D, git
+ * update-ref -d) and git pruned what they held since (git gc).  Nothing can
+ * bring the run back, so it is marked failed with a reason saying so (its
+ * next line then says to run the task again, and forge gc removes what is
+ * left of it), and stderr says so.  FORGE_EXIT_DEPENDENCY.  (Before: a
+ * restore of the branch that could not be made, then "cannot resolve" from
+ * the worktree's save and "free some space if the disk is full", at every
+ * resume.)
+ */
+static int work_gone(struct sup *s, const char *commit)
+{
+	char why[300];
+
+	snprintf(why, sizeof why, RUNVIEW_WORK_GONE ": the commit %.12s of its last checkpoint is no longer in the "
+		 "repository (its branch was removed, then pruned by git)", commit);
+	if (store_run_update(s->o->store, s->trace, "failed", NULL, why) < 0)
+		fprintf(stderr, "forge: warning: %s\n", forge_last_error());
+	fprintf(stderr, "forge: run %s cannot be resumed: the commit %.12s of its last checkpoint is no longer in "
+			"the repository: the run's branch and refs were removed (forge gc --resumable, git branch "
+			"-D) and git has pruned what they held since, so the run's work is gone; start the task "
+			"again with `forge run` (forge gc removes what is left of this one)\n", s->trace, commit);
+	return FORGE_EXIT_DEPENDENCY;
+}
+
 /* After a crash, bring the worktree back to the checkpoint's commit.  0,
  * or FORGE_EXIT_DEPENDENCY with a message when the worktree's changes
  * could not be read or saved: the phase must not run again on them (they
@@ -2427,6 +2471,15 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 	if (!commit)
 		commit = json_get_str(task, "base_commit");
 	if (commit && json_get_str(task, "worktree") && forge_git_open(&g, s->o->repo) == 0) {
+		/* its work pruned: nothing to go on from (the checkpoint's
+		 * commit is read first, before anything of the run is made again) */
+		if (forge_git_has_object(g, commit) == 0) {
+			code = work_gone(s, commit);   /* (commit: borrowed from changes or task) */
+			forge_git_free(g);
+			jv_free(task);
+			jv_free(changes);
+			return code;
+		}
 		/* a process killed while it committed left git's locks: every
 		 * later commit failed on them, after the model was paid again */
 		int n = forge_git_clear_run_locks(g, s->trace);

@@ -1538,7 +1538,7 @@ static int start_ready(struct gx *x, bool *started)
 							 "reason", jv_string(why)));
 		x->dirty = true;
 		flush(x);
-		fprintf(stderr, "forge: breaker %s tripped: %s\n", tripped, why);
+		/* (stderr says so as the run ends, with the way on: sup_finish) */
 		return sup_end_run(s, "failed", why, FORGE_EXIT_TRIPPED);
 	}
 	for (size_t k = 0; k < take; k++) {

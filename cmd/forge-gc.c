@@ -1,9 +1,11 @@
 /*
  * forge-gc - remove the worktrees, branches and refs of runs that are over
  * and will not be merged or resumed: cancelled, failed and merged ones, and
- * completed ones that made no change (nothing to merge).
+ * completed ones that made no change (nothing to merge).  A failed run that
+ * `forge resume` continues (runview_resumable) is kept, saying so, unless
+ * --resumable.
  *
- *   forge gc [--dry-run]        (also `forge clean`)
+ *   forge gc [--dry-run] [--resumable]        (also `forge clean`)
  */
 #include "app/cli.h"
 #include "app/delegate.h"
@@ -23,22 +25,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_DRY_RUN = 256 };
+enum { OPT_DRY_RUN = 256, OPT_RESUMABLE };
 
 static const struct cli_option options[] = {
 	{ "dry-run", 'n', NULL, "only say what would be removed", OPT_DRY_RUN },
+	{ "resumable", 0, NULL, "also remove failed runs that forge resume would continue (their work goes)",
+	  OPT_RESUMABLE },
 	{ NULL, 0, NULL, NULL, 0 }
+};
+
+struct gc_opts {
+	bool dry_run;
+	bool resumable;		/* --resumable */
 };
 
 static const struct cli_spec spec = {
 	.name = "forge-gc",
-	.synopsis = "[--dry-run]",
+	.synopsis = "[--dry-run] [--resumable]",
 	.description = "Remove what cancelled, failed and merged runs, and completed runs that made no\n"
 		       "change, left in the repository: their worktrees under .forge/worktrees\n"
 		       "(uncommitted changes too; a no-change run with some is kept), their branches\n"
 		       "forge/TRACE and their refs under refs/forge/TRACE/.  Runs that are running,\n"
 		       "paused, interrupted or completed with a change not merged (`forge merge`) are left alone,\n"
-		       "and so is anything of a trace the database does not know.  Each thing removed is\n"
+		       "and so is anything of a trace the database does not know.  A failed run that\n"
+		       "`forge resume` continues (its provider failed, a breaker tripped: what its next\n"
+		       "line says) is kept with a line saying so, unless --resumable: once its branch is\n"
+		       "gone and git has pruned its commits, it cannot be resumed.  Each thing removed is\n"
 		       "printed.  The runs' records, events and checkpoints stay in the database.\n"
 		       "Also removes the reviews' kept linter and scanner runs (review.tool_cache)\n"
 		       "that were not used for 30 days, and the live text (forge tui) of model calls\n"
@@ -426,8 +438,27 @@ static void forget_worktrees(const char *root, bool dry_run)
 	sub_worktrees = jv_null();
 }
 
-static int gc(struct store *st, struct forge_git *g, bool dry_run)
+/* 1 (said on stdout) when a failed run would go but `forge resume`
+ * continues it (runview_resumable): kept unless --resumable -- once its
+ * branch is gone and git has pruned its commits, its work cannot come back
+ * (before: gc removed it without a word, hunt68 #3c); 0 when not. */
+static int resumable_kept(struct store *st, const char *trace, const char *why, const struct gc_opts *o)
 {
+	struct buf next = BUF_INIT;
+	int kept = 0;
+
+	if (!o->resumable && strcmp(why, "failed") == 0 && runview_resumable(&next, st, trace)) {
+		printf("run %s (failed): kept: it can be resumed (%s); forge gc --resumable removes it, and its "
+		       "work with it\n", trace, next.buf);
+		kept = 1;
+	}
+	buf_release(&next);
+	return kept;
+}
+
+static int gc(struct store *st, struct forge_git *g, const struct gc_opts *o)
+{
+	bool dry_run = o->dry_run;
 	jv traces;
 	int runs = 0, things = 0, kept = 0, rc = FORGE_EXIT_OK;
 
@@ -463,6 +494,8 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 		} else if (why && rc == FORGE_EXIT_OK && strcmp(why, "merged") == 0 && merged_since(st, g, trace)) {
 			kept++;
 		} else if (why && rc == FORGE_EXIT_OK && strcmp(why, "no change") == 0 && changed_since(st, g, trace)) {
+			kept++;
+		} else if (why && rc == FORGE_EXIT_OK && resumable_kept(st, trace, why, o)) {
 			kept++;
 		} else if (why && rc == FORGE_EXIT_OK) {
 			printf("run %s (%s):\n", trace, why);
@@ -500,9 +533,15 @@ static int gc(struct store *st, struct forge_git *g, bool dry_run)
 
 static int on_option(int id, const char *arg, void *payload)
 {
+	struct gc_opts *o = payload;
+
 	(void)arg;
 	if (id == OPT_DRY_RUN) {
-		*(bool *)payload = true;
+		o->dry_run = true;
+		return 0;
+	}
+	if (id == OPT_RESUMABLE) {
+		o->resumable = true;
 		return 0;
 	}
 	return forge_error("unhandled option");
@@ -511,8 +550,8 @@ static int on_option(int id, const char *arg, void *payload)
 int main(int argc, char **argv)
 {
 	struct cli_common common;
-	bool dry_run = false;
-	int first = cli_parse(&common, &spec, argc, argv, on_option, &dry_run);
+	struct gc_opts o = { 0 };
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &o);
 	struct session ses;
 	struct forge_git *g = NULL;
 	int status;
@@ -531,7 +570,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "forge-gc: %s\n", forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
-		status = gc(ses.store, g, dry_run);
+		status = gc(ses.store, g, &o);
 	}
 	forge_git_free(g);
 	session_close(&ses);

@@ -31,7 +31,7 @@ static const struct {
 	{ "show", NULL, "a run: summary, plan, diff stat, findings, tests, cost, timeline" },
 	{ "diff", NULL, "a run's changes as a unified diff" },
 	{ "merge", NULL, "merge a completed run's branch into the branch it started from" },
-	{ "gc", NULL, "remove worktrees and branches of cancelled, failed, merged and no-change runs" },
+	{ "gc", NULL, "remove worktrees and branches of cancelled, failed (not resumable), merged and no-change runs" },
 	{ "report", NULL, "a run as one self-contained HTML page" },
 	{ "compile", NULL, "the product compiler: an idea becomes a product through typed documents" },
 	{ "stage", NULL, "one stage of forge compile as a filter (interview, flows, contracts, rules, …)" },

@@ -57,6 +57,41 @@ next_of() { sed -n 's/^  next      //p' <<<"$output"; }
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
+@test "the day's limit (safety.cost.per_day) stopped the run: the next line raises it past what every run's calls cost today, and pasting each goes on until it completes (hunt68 #3b)" {
+	# (before: past this run's spend alone, \$0 here: per_day 0.02, which
+	# tripped at once again on today's \$0.60, then 0.04, 0.08, ...)
+	# a zone where it is now about noon: local midnight is hours away
+	local h off
+	h=$(date -u +%-H)
+	off=$(((12 - h + 24) % 24))
+	[ "$off" -le 14 ] || off=$((off - 24))
+	export TZ="XYZ$((-off))"
+	# another run's model calls today: $0.60
+	printf '{"kind":"event","id":"01JDB3DAYAAAAAAAAAAAAAAAA2","trace_id":"01JDB2OTHERRUNAAAAAAAAAAAA","ts":"%s","source":"test","phase":"plan","type":"llm.called","payload":{},"cost":{"usd":0.6,"tokens":1}}\n' \
+		"$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" | forge-events store >/dev/null
+	mkdir -p .forge
+	echo '{"safety":{"cost":{"per_day":0.01}}}' >.forge/config.json
+	run -3 forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	assert_line "  next      forge config set safety.cost.per_day 0.62 && forge resume $T"
+	assert_line "  why       the limit safety.cost.per_day (0.01) stopped the run (the model calls of every run have cost \$0.6000 today): a resume as it is stops there again; raise it (to 0.62 here, or what you choose) first"
+	# each paste goes on from where the last stopped, a phase's trip on
+	# the day's limit raising that limit (not per_run), until it completes
+	seen=""
+	for i in 1 2 3 4 5; do
+		next=$(next_of)
+		[[ $next == "forge config set safety.cost.per_day "* ]] || { echo "not the day's limit: $next"; false; }
+		[[ $seen != *"|$next|"* ]] || { echo "the same advice again: $next"; false; }
+		seen="$seen|$next|"
+		run bash -c "$next" </dev/null
+		[ "$status" -eq 0 ] && break
+		[ "$status" -eq 3 ]
+		[[ $output != *"today's model calls have cost"* ]] || { echo "tripped at once again: $output"; false; }
+	done
+	[ "$status" -eq 0 ]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+}
+
 @test "a limit set in the user's own file: the next line raises it there (--global), where a repository's may not" {
 	mkdir -p "$XDG_CONFIG_HOME/forge"
 	echo '{"safety":{"cost":{"per_phase":{"implement":0.02}}}}' >"$XDG_CONFIG_HOME/forge/config.json"

@@ -498,6 +498,52 @@ no_change_run() {
 	assert_output "nothing to remove"
 }
 
+@test "forge gc keeps a failed run that forge resume continues unless --resumable; a resume whose commits git pruned says its work is gone (hunt68 #3c)" {
+	# review fails on the provider after implement committed: exit 5, "forge resume T runs it again"
+	use_mock
+	mkdir -p .forge "$BATS_TEST_TMPDIR/gc-tmp"
+	echo '{"llm": {"max_retries": 0}, "review": {"ai_min_risk": "low"}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i + [{fault: "server_error", times: "always"}]')"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *"\`forge resume $T\` runs it again"* ]]
+	wt="$REPO/.forge/worktrees/$T"
+	commit=$(git -C "$REPO" rev-parse "forge/$T")
+	[ "$commit" != "$BASE" ]
+	# (before: gc removed its worktree, branch and refs without a word)
+	kept="run $T (failed): kept: it can be resumed (forge resume $T); forge gc --resumable removes it, and its work with it"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc --dry-run
+	assert_output "$kept"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_output "$kept"
+	[ -d "$wt" ]
+	[ "$(git -C "$REPO" rev-parse "forge/$T")" = "$commit" ]
+	run -0 forge gc --help
+	assert_output --partial "--resumable"
+	# asked for: it goes, as any failed run does
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc --resumable
+	assert_output "$(printf '%s\n' "run $T (failed):" "removed worktree $wt" \
+		"deleted refs/heads/forge/$T" "deleted refs/forge/$T/base" "removed 3 things of 1 run")"
+	# git prunes the commits nothing refers to any more
+	git -C "$REPO" reflog expire --expire=now --all
+	git -C "$REPO" gc -q --prune=now
+	run ! git -C "$REPO" cat-file -e "$commit"
+	# the resume says the work is gone (before: "cannot resolve", "free
+	# some space if the disk is full", at every resume), and the run ends
+	script '[]'
+	AFTER=$(last_seq)
+	run -5 --separate-stderr forge resume -q "$T" </dev/null
+	assert_equal "$stderr" "forge: run $T cannot be resumed: the commit ${commit:0:12} of its last checkpoint is no longer in the repository: the run's branch and refs were removed (forge gc --resumable, git branch -D) and git has pruned what they held since, so the run's work is gone; start the task again with \`forge run\` (forge gc removes what is left of this one)"
+	[[ "$stderr" != *"disk"* ]]
+	[ "$(last_seq)" -eq "$AFTER" ]	# (no phase ran)
+	run -0 forge show "$T"
+	assert_line "next      forge run 'add a mul operation'"
+	assert_line "why       the run's work is gone (its branch was removed, then pruned by git), so it cannot be resumed: run the task again (forge gc removes what is left of this one)"
+	# no longer resumable: not kept (nothing of it is left here)
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_output "nothing to remove"
+}
+
 @test "forge show of a dry run says it made no worktree or branch, and that its base was not resolved (not 'base HEAD (?)')" {
 	use_mock
 	script "$PLAN"
@@ -733,6 +779,38 @@ hang_implement() {
 	run -0 events_of "$T" breaker.tripped
 	jq -se 'length >= 1 and all(.breaker == "time")' <<<"$output"
 	jq -se 'any(.reason | contains("safety.time_s.total"))' <<<"$output"
+}
+
+@test "a breaker that stops the run says so on stderr with -q and --json too: the run, the breaker, the command that continues it (hunt68 #3)" {
+	# (before: -q printed nothing at all, exit 3; --json only the phase's
+	# own "tripped" line, no run id and no way on)
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	run -3 --separate-stderr forge run -q --budget 0.03 "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ -z "$output" ]
+	next="\`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)"
+	assert_equal "$stderr" "forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0103 (what the run's budget (--budget) leaves); $next"
+	# a run-level breaker (the resume as it is: the budget is spent), the same way
+	run -3 --separate-stderr forge resume -q "$T" </dev/null
+	[ -z "$output" ]
+	assert_equal "$stderr" "forge: run $T stopped: breaker budget tripped: the run has cost \$0.0341, its budget is \$0.03 (forge resume --budget USD gives it more); $next"
+	# --json: the same line on stderr; stdout says it as a failed run's
+	# does: the breaker's event, the run's end with its reason, and last
+	# the state, tripped (DESIGN.md section 2)
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	run -3 --separate-stderr forge run --json --budget 0.03 "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ "$stderr" == *$'\n'"forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0103 (what the run's budget (--budget) leaves); \`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)" ]]
+	jq -se --arg t "$T" '(last | .kind == "state" and .status == "tripped" and .trace_id == $t) and
+		([.[] | select(.type == "breaker.tripped") | .payload.breaker] == ["cost"]) and
+		([.[] | select(.type == "run.completed") | .payload.reason] ==
+		 ["a circuit breaker tripped in implement: cost $0.0144 reached the limit of $0.0103 (what the run'"'"'s budget (--budget) leaves)"])' <<<"$output"
+	# the command it names continues the run
+	script "$IMPL"
+	run -0 --separate-stderr forge resume -q --budget 1 "$T" </dev/null
+	[ -z "$stderr" ]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
 # plan_cut STEP: forge-plan's first call, answered by STEP, stalls forever

@@ -712,7 +712,11 @@ setup() {
 	assert_output "nothing to remove"
 	[ -d "$wt2" ]
 	sqlite3 "$FORGE_DB" "delete from leases where trace_id = '$T2'"
+	# one that forge resume continues stays unless --resumable (hunt68 #3c)
 	run -0 forge gc
+	assert_output --regexp "^run $T2 \(failed\): kept: it can be resumed \(forge gate approve [0-9A-Z]+ && forge resume $T2\); forge gc --resumable removes it, and its work with it\$"
+	[ -d "$wt2" ]
+	run -0 forge gc --resumable
 	assert_line "run $T2 (failed):"
 	[ ! -e "$wt2" ]
 	run -2 --separate-stderr forge gc extra
@@ -724,7 +728,7 @@ setup() {
 	git worktree remove --force "$REPO/.forge/worktrees/$T1"
 	git switch -q "forge/$T1"	# the person looks at the run's branch
 	sqlite3 "$FORGE_DB" "update runs set status = 'failed' where id = '$T2'"
-	run -0 --separate-stderr forge gc
+	run -0 --separate-stderr forge gc --resumable
 	assert_output "$(printf '%s\n' "run $T1 (merged):" \
 		"kept branch forge/$T1: it is checked out in $REPO (switch that checkout to another branch, then forge gc)" \
 		"run $T2 (failed):" "removed worktree $REPO/.forge/worktrees/$T2" "deleted refs/heads/forge/$T2" \

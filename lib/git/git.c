@@ -1181,6 +1181,21 @@ int forge_git_resolve(char **out, struct forge_git *g, const char *rev)
 	return 0;
 }
 
+int forge_git_has_object(struct forge_git *g, const char *sha)
+{
+	git_odb *odb = NULL;
+	git_oid id;
+	int rc;
+
+	if (!sha || strlen(sha) != GIT_OID_HEXSZ || git_oid_fromstr(&id, sha) < 0)
+		return forge_error("'%s' is not an object id", sha ? sha : "(null)");
+	if (git_repository_odb(&odb, g->repo) < 0)
+		return forge_git_fail("cannot open the object database");
+	rc = git_odb_exists(odb, &id) ? 1 : 0;
+	git_odb_free(odb);
+	return rc;
+}
+
 int forge_git_init_repo(const char *dir, const char *message)
 {
 	git_repository *repo = NULL;

@@ -204,6 +204,14 @@ const char *forge_git_checkout(const struct forge_git *g);
 int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
 
 /*
+ * Whether the object `sha` (40 hex digits) is in the repository: 1 when it
+ * is, 0 when it is not (never made here, or pruned once nothing referred to
+ * it: git gc, git prune), -1 with a message when sha is not an object id or
+ * the object database cannot be read.
+ */
+int forge_git_has_object(struct forge_git *g, const char *sha);
+
+/*
  * The bytes of `path` (relative to the repository's root, '/'-separated) in
  * the commit `rev` names, appended to *out: git show REV:PATH without a
  * process.  -1 with a message when rev does not resolve, or path is not a

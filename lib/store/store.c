@@ -2315,6 +2315,24 @@ int store_cost_between(double *usd, struct store *st, const char *from, const ch
 	return step == DB_DONE ? 0 : -1;
 }
 
+int store_cost_today(double *usd, struct store *st)
+{
+	char from[TIMESTAMP_LEN + 1], to[TIMESTAMP_LEN + 1];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	/* (before: the UTC date of the runs' start, hunt19 #8) */
+	localtime_r(&now, &tm);
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_isdst = -1;
+	timestamp_format(from, (int64_t)mktime(&tm) * 1000);
+	tm.tm_mday++;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_isdst = -1;
+	timestamp_format(to, (int64_t)mktime(&tm) * 1000);
+	return store_cost_between(usd, st, from, to);
+}
+
 int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since)
 {
 	struct db_stmt *s;

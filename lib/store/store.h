@@ -339,6 +339,14 @@ int store_checkpoint_list(jv *out, struct store *st, const char *trace_id);
  * timestamp `since` (*calls) and how many of them failed.
  */
 int store_cost_between(double *usd, struct store *st, const char *from, const char *to);
+/*
+ * cost_between over today, the local day (the one `forge history` shows:
+ * from its first millisecond up to the next day's, a day of 23 or 25
+ * hours taken in its stride): what safety.cost.per_day limits, and what
+ * the advice that raises it reads (one figure for both).  0, or -1 with a
+ * message.
+ */
+int store_cost_today(double *usd, struct store *st);
 int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since);
 
 /*

@@ -273,6 +273,33 @@ static void test_open_from_anywhere(void)
 	buf_release(&sub);
 }
 
+/* forge_git_has_object: a commit there; one that nothing refers to once
+ * git has pruned it (what a resume of a run forge gc removed then finds,
+ * hunt68 #3c); not an object id. */
+static void test_has_object(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	char *gone = NULL;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_INT(forge_git_has_object(g, out("git -C '%s' rev-parse v1^{commit}", repo)), 1);
+	CHECK(sh("git -C '%s' commit -q --allow-empty -m lost && git -C '%s' reset -q --hard HEAD~1", repo,
+		 repo) == 0);
+	gone = xstrdup(out("git -C '%s' rev-parse HEAD@{1}", repo));
+	CHECK_INT(forge_git_has_object(g, gone), 1);
+	CHECK(sh("git -C '%s' reflog expire --expire=now --all && git -C '%s' gc -q --prune=now", repo, repo) == 0);
+	forge_git_free(g);
+	g = NULL;
+	CHECK_OK(forge_git_open(&g, repo));     /* (libgit2 caches the packs it read) */
+	CHECK_INT(forge_git_has_object(g, gone), 0);
+	CHECK_INT(forge_git_has_object(g, "HEAD"), -1);
+	CHECK(contains(forge_last_error(), "'HEAD' is not an object id"));
+	free(gone);
+	forge_git_free(g);
+}
+
 /* A repository whose main working tree git does not know -- a bare one with
  * linked worktrees, a --separate-git-dir one's linked worktree -- has the
  * checkout as its root: .forge and the runs' worktrees are there, and a
@@ -1706,6 +1733,7 @@ int main(void)
 	RUN(test_open_errors);
 	RUN(test_open_out_of_files);
 	RUN(test_open_from_anywhere);
+	RUN(test_has_object);
 	RUN(test_find_root);
 	RUN(test_open_without_main_tree);
 	RUN(test_open_other_owner);
