@@ -1137,6 +1137,9 @@ no_first_checkpoint() {
 	mkdir -p "$OUT"
 	# the key, reversed, in a file of the repository (what the sandbox can read)
 	mkdir -p "$REPO/notes" && rev <<<"$KEY" >"$REPO/notes/k.rev"
+	# what the recipe writes in the tree, tracked: forge-test removes the
+	# untracked files its tests leave in a run's worktree (test.cleaned)
+	: >"$REPO/attack-ran" && : >"$REPO/stolen-env"
 	git -C "$REPO" add -A && git -C "$REPO" commit -q -m notes
 	# a loopback listener: one line per connection, until END
 	python3 - "$BATS_TEST_TMPDIR/port" "$BATS_TEST_TMPDIR/conns" 3>&- <<-'PY' &
