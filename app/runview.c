@@ -12,6 +12,7 @@
 #include "data/config.h"
 #include "engine/gates.h"
 #include "git/git.h"
+#include "llm/llm.h"
 #include "store/store.h"
 
 #include <math.h>
@@ -923,7 +924,7 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		jv_free(p);
 		jv_free(started);
 	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
-		   strstr(json_get_str(run, "error"), "the provider refused the request")) {
+		   strstr(json_get_str(run, "error"), LLM_SAYS_REFUSED)) {
 		/* a key, a model, a prompt the provider refuses: a resume as
 		 * it is would be refused the same way (agent.c); a server that
 		 * wants a key when none was sent (llm.c) was refused none */
@@ -934,7 +935,7 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 			buf_adds(why, "first fix what the provider refused (the reason above: the key, the model "
 				 "or the request)");
 	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
-		   strstr(json_get_str(run, "error"), "the provider's account cannot pay for the request")) {
+		   strstr(json_get_str(run, "error"), LLM_SAYS_UNPAID)) {
 		/* out of quota or credit (agent.c): every request is refused
 		 * until the account is topped up */
 		buf_addf(out, "forge resume %s", trace);

@@ -622,34 +622,6 @@ static char *analysis_prompt(struct phase *ph, struct tst *t)
 	return buf_detach(&b, NULL);
 }
 
-/* Why the analysis call failed (forge_last_error()'s message), in the
- * words the agent loop uses for the other phases' model calls: whose it
- * is to mend.  Malloc'd. */
-static char *analysis_failed(struct llm_client *llm)
-{
-	struct buf b = BUF_INIT;
-
-	switch (llm_client_error(llm)) {
-	case LLM_ERR_AUTH: case LLM_ERR_MODEL: case LLM_ERR_CONFIG: case LLM_ERR_CONTEXT:
-	case LLM_ERR_BAD_REQUEST:
-		buf_addf(&b, "the provider refused the request: %s", forge_last_error());
-		break;
-	case LLM_ERR_QUOTA:
-		buf_addf(&b, "the provider's account cannot pay for the request: %s", forge_last_error());
-		break;
-	case LLM_ERR_PROTOCOL:
-		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
-		break;
-	case LLM_ERR_REPLAY:
-		buf_addf(&b, "the cassette does not match this run's requests: %s", forge_last_error());
-		break;
-	default:
-		buf_addf(&b, "the model could not be reached: %s", forge_last_error());
-		break;
-	}
-	return buf_detach(&b, NULL);
-}
-
 static void analyse(struct phase *ph, struct tst *t)
 {
 	size_t real = 0;
@@ -696,7 +668,7 @@ static void analyse(struct phase *ph, struct tst *t)
 		 * failures kept confidence 0, read as "none fixable", a gate
 		 * that --auto-approve passed, and a run "completed" with its
 		 * failing tests deployed, hunt68 #1.) */
-		t->analysis_error = analysis_failed(llm);
+		t->analysis_error = llm_client_failure(llm);
 		phase_emit(ph, "test.analysis_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
 		goto out;
 	}

@@ -631,41 +631,6 @@ static void nudge(struct agent *a, const struct llm_response *resp)
 /* ---- the loop ----------------------------------------------------------- */
 
 /*
- * Why the model call failed, in words that say whose it is to mend
- * (a->model_error): a provider that answered and refused the request (a
- * key, a model, a prompt it will never take) is not one that could not be
- * reached (before: "could not be reached" for a rejected key too), nor is
- * a cassette that has no answer for this run's request.
- * Returns it, malloc'd.
- */
-static char *model_failed(struct agent *a)
-{
-	struct buf b = BUF_INIT;
-
-	switch (llm_client_error(a->env->llm)) {
-	case LLM_ERR_AUTH: case LLM_ERR_MODEL: case LLM_ERR_CONFIG: case LLM_ERR_CONTEXT:
-	case LLM_ERR_BAD_REQUEST:
-		buf_addf(&b, "the provider refused the request: %s (fix that first: the same request "
-			 "would be refused again)", forge_last_error());
-		break;
-	case LLM_ERR_QUOTA:     /* (before: a spend cap's 429 "could not be reached") */
-		buf_addf(&b, "the provider's account cannot pay for the request: %s", forge_last_error());
-		break;
-	case LLM_ERR_PROTOCOL:
-		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
-		break;
-	case LLM_ERR_REPLAY:   /* no provider was asked: the cassette is what did not fit */
-		buf_addf(&b, "the cassette does not match this run's requests: %s (record it again "
-			 "for the run as it is now)", forge_last_error());
-		break;
-	default:
-		buf_addf(&b, "the model could not be reached: %s", forge_last_error());
-		break;
-	}
-	return buf_detach(&b, NULL);
-}
-
-/*
  * An answer cut where the model's context window ended (the request and
  * the answer filled it): it is left out, and the step asked again with the
  * working memory compressed, as after a context-length error.  When there
@@ -732,7 +697,7 @@ static void loop(struct agent *a)
 			break;
 		}
 		if (rc < 0) {
-			char *why = model_failed(a);
+			char *why = llm_client_failure(a->env->llm);
 			/* what it was billed before it broke counts, as any call's */
 			if (resp.usage_seen) {
 				agent_account(a, &resp);

@@ -270,6 +270,33 @@ enum llm_error llm_client_error(const struct llm_client *c)
 	return c->last;
 }
 
+char *llm_client_failure(const struct llm_client *c)
+{
+	struct buf b = BUF_INIT;
+
+	switch (llm_client_error(c)) {
+	case LLM_ERR_AUTH: case LLM_ERR_MODEL: case LLM_ERR_CONFIG: case LLM_ERR_CONTEXT:
+	case LLM_ERR_BAD_REQUEST:
+		buf_addf(&b, LLM_SAYS_REFUSED ": %s (fix that first: the same request would be refused "
+			 "again)", forge_last_error());
+		break;
+	case LLM_ERR_QUOTA:     /* (before: a spend cap's 429 "could not be reached") */
+		buf_addf(&b, LLM_SAYS_UNPAID ": %s", forge_last_error());
+		break;
+	case LLM_ERR_PROTOCOL:
+		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
+		break;
+	case LLM_ERR_REPLAY:   /* no provider was asked: the cassette is what did not fit */
+		buf_addf(&b, "the cassette does not match this run's requests: %s (record it again "
+			 "for the run as it is now)", forge_last_error());
+		break;
+	default:
+		buf_addf(&b, "the model could not be reached: %s", forge_last_error());
+		break;
+	}
+	return buf_detach(&b, NULL);
+}
+
 /* model calls whose provider_call() runs (threads may call at once); a
  * lock-free atomic is async-signal-safe to read */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the count of calls must be lock-free");

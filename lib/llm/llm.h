@@ -395,6 +395,22 @@ int llm_client_require_price(const struct llm_client *c);
 /* The classification of the last failed call (LLM_OK after a success). */
 enum llm_error llm_client_error(const struct llm_client *c);
 
+/* How llm_client_failure() begins for the failures a retry cannot mend:
+ * a program that reads a run's stored error back (forge status's next
+ * step) tells them apart by these words. */
+#define LLM_SAYS_REFUSED  "the provider refused the request"
+#define LLM_SAYS_UNPAID   "the provider's account cannot pay for the request"
+
+/*
+ * Why c's last call failed, in words that say whose it is to mend: a
+ * provider that answered and refused the request (a key, a model, a prompt
+ * it will never take) is not one that could not be reached, nor is an
+ * unpaid account, nor a cassette with no answer for this run's request.
+ * Ends with forge_last_error(), the call's own message.  Returns it,
+ * malloc'd (the caller frees it).
+ */
+char *llm_client_failure(const struct llm_client *c);
+
 /*
  * One model call.  *out is initialised here and owned by the caller
  * (llm_response_release) also on failure.  Borrows req.  Retries transient
