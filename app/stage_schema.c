@@ -5,7 +5,6 @@
 #include "app/stage.h"
 #include "core/forge.h"
 #include "core/json.h"
-#include "core/resource.h"
 #include "data/config.h"
 #include "data/schema.h"
 
@@ -34,19 +33,10 @@ int stage_doc_schema(jv *out, struct phase *ph, const char *kind, const char *de
 
 	*out = jv_null();
 	snprintf(name, sizeof name, "compile/%s.schema.json", kind);
-	const struct resource *r = resource_find(name);
-	if (!r)
-		return forge_error("no schema %s", name);
-	jv doc = json_parse(r->data, r->len);
-	if (!jv_is_valid(doc)) {
-		jv_free(doc);
-		return forge_error("schema %s does not parse", name);
-	}
-	jv defs = json_get(doc, "$defs");
-	jv node = def ? json_get(defs, def) : jv_copy(doc);
-	*out = schema_inline(node, defs);
-	jv_free(defs);
-	jv_free(doc);
+	*out = schema_for_model(name, def);
+	if (jv_get_kind(*out) != JV_KIND_OBJECT)
+		return forge_error("no schema %s%s%s, or it does not parse", name, def ? " #/$defs/" : "",
+				   def ? def : "");
 	static const char *const drop[] = { "title", "$comment", NULL };
 	for (size_t i = 0; drop[i] && jv_get_kind(*out) == JV_KIND_OBJECT; i++)
 		if (json_has(*out, drop[i]))

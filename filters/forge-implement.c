@@ -43,7 +43,6 @@
 #include "git/diff.h"
 #include "git/git.h"
 #include "core/json.h"
-#include "core/resource.h"
 #include "app/phase.h"
 #include "app/runshare.h"
 #include "app/term.h"
@@ -563,24 +562,6 @@ static int exec_edit(struct agent_tool_outcome *out, const char *name, jv input,
 	return 0;
 }
 
-/* The finish tool's input schema as the model is shown it: state.schema.json's
- * $defs/implement_result, which the agent checks the input against. */
-static jv result_schema(void)
-{
-	const struct resource *r = resource_find("state.schema.json");
-	jv doc = r ? json_parse(r->data, r->len) : jv_null();
-
-	if (jv_get_kind(doc) != JV_KIND_OBJECT) {
-		jv_free(doc);
-		return jv_null();
-	}
-	jv defs = json_get(doc, "$defs");
-	jv out = schema_inline(json_get(defs, "implement_result"), defs);
-	jv_free(defs);
-	jv_free(doc);
-	return out;
-}
-
 /* One agent run from `lead` (may be NULL) followed by the context. */
 static const char *run_agent(struct impl *im, const char *lead)
 {
@@ -596,7 +577,7 @@ static const char *run_agent(struct impl *im, const char *lead)
 	/* the finish input is checked against it: one that does not match
 	 * ({"summary": 42}) goes back to the model, which calls finish again
 	 * (before: taken as it was, hunt68 #4) */
-	cfg.result_schema = result_schema();
+	cfg.result_schema = schema_for_model("state.schema.json", "implement_result");
 	cfg.result_schema_name = "state.schema.json";
 	cfg.result_schema_def = "implement_result";
 	const char *status = phase_run_agent(&res, im->ph, &cfg, prompt.buf, exec_edit, im);

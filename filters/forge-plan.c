@@ -23,7 +23,6 @@
 #include "app/runshare.h"
 #include "store/plans.h"
 #include "data/project.h"
-#include "core/resource.h"
 #include "os/sandbox.h"
 #include "store/store.h"
 #include "agent/tools.h"
@@ -45,18 +44,8 @@ static const char *const plan_tools[] = { "read_file", "list_files", "grep", NUL
 /* state.schema.json $defs/plan as one schema without $refs (or jv_null()). */
 static jv plan_schema(void)
 {
-	const struct resource *r = resource_find("state.schema.json");
-	if (!r)
-		return jv_null();
-	jv doc = json_parse(r->data, r->len);
-	if (!jv_is_valid(doc)) {
-		jv_free(doc);
-		return jv_null();
-	}
-	jv defs = json_get(doc, "$defs");
-	jv plan = schema_inline(json_get(defs, "plan"), defs);
-	jv_free(defs);
-	jv_free(doc);
+	jv plan = schema_for_model("state.schema.json", "plan");
+
 	/* the version is Forge's to set, not the model's */
 	jv props = json_get(plan, "properties");
 	if (jv_get_kind(props) == JV_KIND_OBJECT)

@@ -147,6 +147,15 @@ void schema_free(struct schema *s);
  */
 jv schema_inline(jv node, jv defs);
 
+/*
+ * The embedded schema NAME ("state.schema.json", "compile/intent.schema.json")
+ * as a model is shown it: its definition #/$defs/DEF, or the whole document
+ * when def is NULL, through schema_inline().  A new reference; jv_null()
+ * when there is no such schema, its text does not parse or it has no such
+ * definition.
+ */
+jv schema_for_model(const char *name, const char *def);
+
 /* PCRE2's version ("10.42 2022-12-11"), the engine of "pattern": a new
  * jv string, or jv_null() when PCRE2 cannot tell. */
 jv schema_regex_version(void);

@@ -1,6 +1,7 @@
 /* schema_inline.c - a schema made self-contained for a model; see schema.h. */
 #include "data/schema.h"
 #include "core/json.h"
+#include "core/resource.h"
 
 #include <string.h>
 
@@ -47,4 +48,24 @@ static jv inline_at(jv node, jv defs, int depth)
 jv schema_inline(jv node, jv defs)
 {
 	return inline_at(node, defs, 0);
+}
+
+jv schema_for_model(const char *name, const char *def)
+{
+	const struct resource *r = resource_find(name);
+	jv doc = r ? json_parse(r->data, r->len) : jv_null();
+	jv out = jv_null();
+
+	if (jv_get_kind(doc) != JV_KIND_OBJECT)
+		goto out;
+	jv defs = json_get(doc, "$defs");
+	jv node = def ? json_get(defs, def) : jv_copy(doc);
+	if (jv_get_kind(node) == JV_KIND_OBJECT)
+		out = schema_inline(node, defs);
+	else
+		jv_free(node);
+	jv_free(defs);
+out:
+	jv_free(doc);
+	return out;
 }

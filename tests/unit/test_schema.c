@@ -646,6 +646,30 @@ static void test_validate_def(void)
 	CHECK_INT(schema_validate_def("nope.json", "plan", jv_null()), -1);
 }
 
+/* A definition as a model is shown it: self-contained (no $ref left, no
+ * $defs), and it still accepts what the stored schema accepts. */
+static void test_schema_for_model(void)
+{
+	jv plan = schema_for_model("state.schema.json", "plan");
+	char *text = json_dumps(jv_copy(plan), false);
+
+	CHECK(jv_get_kind(plan) == JV_KIND_OBJECT);
+	CHECK(strstr(text, "\"tasks\"") != NULL);
+	CHECK(strstr(text, "$ref") == NULL && strstr(text, "$defs") == NULL);
+	free(text);
+	struct schema *s = NULL;
+	jv ok = parse("{\"summary\":\"s\",\"tasks\":[],\"risk\":{\"level\":\"high\"}}");
+	CHECK_INT(schema_compile(&s, plan), 0);
+	CHECK(s && schema_is_valid(s, ok));
+	schema_free(s);
+	jv_free(ok);
+	CHECK(jv_get_kind(schema_for_model("state.schema.json", "nope")) == JV_KIND_NULL);
+	CHECK(jv_get_kind(schema_for_model("nope.json", NULL)) == JV_KIND_NULL);
+	jv whole = schema_for_model("state.schema.json", NULL);
+	CHECK(jv_get_kind(whole) == JV_KIND_OBJECT && !json_has(whole, "$defs"));
+	jv_free(whole);
+}
+
 /* text (a literal: it outlives the schema) compiled lazily; NULL when refused. */
 static struct schema *lazy(const char *text)
 {
@@ -1019,6 +1043,7 @@ int main(void)
 	RUN(test_event_schema);
 	RUN(test_state_schema);
 	RUN(test_validate_def);
+	RUN(test_schema_for_model);
 	RUN(test_lazy_unreached_bad_part);
 	RUN(test_lazy_refs);
 	RUN(test_lazy_refuses);
