@@ -165,10 +165,13 @@ static void test_per_phase_overrides(void)
 static struct config *load_user(const char *text, const char *flags)
 {
 	static char dir[] = "/tmp/forge-llm-choose-XXXXXX";
+	static bool made;       /* (not "no X left in dir": mkdtemp's letters may be X) */
 	char path[256];
 	FILE *f;
 
-	if (!strchr(dir, 'X') || mkdtemp(dir)) {
+	if (!made)
+		made = mkdtemp(dir) != NULL;
+	if (made) {
 		snprintf(path, sizeof path, "%s/forge", dir);
 		mkdir(path, 0700);
 		snprintf(path, sizeof path, "%s/forge/config.json", dir);
