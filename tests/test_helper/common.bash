@@ -35,7 +35,21 @@ forge_load_libraries() {
 	done
 }
 
+# forge_setup: what every test starts with.  It runs without bats's DEBUG
+# trap (restored after): bats traces each command a test runs, ~0.2 ms a
+# command, so that a failure names its line; the setup is the same for
+# every test, and untraced it costs ~25 ms of CPU a test less (of ~90, the
+# harness's own, 2026-12-02).  A failure in it still fails the test.
 forge_setup() {
+	local debug_trap rc=0
+	debug_trap=$(trap -p DEBUG)
+	trap - DEBUG
+	forge_setup_untraced || rc=$?
+	eval "${debug_trap:-trap - DEBUG}"
+	return $rc
+}
+
+forge_setup_untraced() {
 	forge_load_libraries
 	export LC_ALL=C
 	FORGE_ROOT=${BATS_TEST_DIRNAME%/*}
