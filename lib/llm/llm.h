@@ -406,8 +406,8 @@ enum llm_error llm_client_error(const struct llm_client *c);
  * provider that answered and refused the request (a key, a model, a prompt
  * it will never take) is not one that could not be reached, nor is an
  * unpaid account, nor a cassette with no answer for this run's request.
- * Ends with forge_last_error(), the call's own message.  Returns it,
- * malloc'd (the caller frees it).
+ * Holds forge_last_error(), the call's own message, after those words
+ * (LLM_SAYS_*).  Returns it, malloc'd (the caller frees it).
  */
 char *llm_client_failure(const struct llm_client *c);
 
