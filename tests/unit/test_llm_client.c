@@ -341,6 +341,11 @@ static void test_replay_across_processes(void)
 	CHECK_INT(ask(&r, c, NULL, "x"), -1);
 	CHECK_INT(llm_client_error(c), LLM_ERR_REPLAY);
 	CHECK(strstr(forge_last_error(), "no answer for call 3 of phase implement attempt 1") != NULL);
+	/* whose it is to mend, in the words every phase uses: the cassette's */
+	char *why = llm_client_failure(c);
+	CHECK(strncmp(why, "the cassette does not match this run's requests: replay: ", 57) == 0);
+	CHECK(strstr(why, "no answer for call 3 of phase implement attempt 1") != NULL);
+	free(why);
 	llm_response_release(&r);
 	llm_client_free(c);
 
@@ -365,6 +370,9 @@ static void test_replay_across_processes(void)
 	CHECK_INT(ask(&r, c, NULL, "x"), -1);
 	CHECK_INT(llm_client_error(c), LLM_ERR_RATE_LIMIT);
 	CHECK(strstr(forge_last_error(), "recorded rate limit") != NULL);
+	why = llm_client_failure(c);     /* (a retry may mend it: not "refused") */
+	CHECK(strncmp(why, "the model could not be reached: ", 32) == 0);
+	free(why);
 	llm_response_release(&r);
 	llm_client_free(c);
 	CHECK_INT(w, 0);
