@@ -142,8 +142,10 @@ else
 # string, memory and I/O functions (a length the compiler knows is held to
 # the object; the sanitizers check those themselves), stack canaries, and
 # the relocations made read-only before main.  Forge runs what a model
-# wrote beside its own memory.
-CPPFLAGS += -D_FORTIFY_SOURCE=2
+# wrote beside its own memory.  (FORTIFY only when optimising, which it
+# needs: older glibc warns without, and CI's -Werror would stop at
+# `make CFLAGS='-O0 -g'`.)
+CPPFLAGS += $(if $(filter -O -O1 -O2 -O3 -Os -Og -Oz -Ofast,$(CFLAGS)),-D_FORTIFY_SOURCE=2)
 CFLAGS   += -fstack-protector-strong
 endif
 LDFLAGS  += -Wl,-z,relro,-z,now
