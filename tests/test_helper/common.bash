@@ -38,7 +38,7 @@ forge_load_libraries() {
 # forge_setup: what every test starts with.  It runs without bats's DEBUG
 # trap (restored after): bats traces each command a test runs, ~0.2 ms a
 # command, so that a failure names its line; the setup is the same for
-# every test, and untraced it costs ~25 ms of CPU a test less (of ~90, the
+# every test, and untraced it costs 18-33 ms of CPU a test less (of ~90, the
 # harness's own, 2026-12-02).  A failure in it still fails the test.
 forge_setup() {
 	local debug_trap rc=0

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const env_names[] = {
 	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "FORGE_ANTHROPIC_KEY_FILE",
@@ -162,16 +163,18 @@ static void test_per_phase_overrides(void)
 
 /* A configuration whose user file (~/.config/forge/config.json) is text,
  * with flags (JSON text, or NULL) on top. */
+static char user_dir[] = "/tmp/forge-llm-choose-XXXXXX";
+static bool user_dir_made;      /* (not "no X left": mkdtemp's letters may be X) */
+
 static struct config *load_user(const char *text, const char *flags)
 {
-	static char dir[] = "/tmp/forge-llm-choose-XXXXXX";
-	static bool made;       /* (not "no X left in dir": mkdtemp's letters may be X) */
+	char *dir = user_dir;
 	char path[256];
 	FILE *f;
 
-	if (!made)
-		made = mkdtemp(dir) != NULL;
-	if (made) {
+	if (!user_dir_made)
+		user_dir_made = mkdtemp(dir) != NULL;
+	if (user_dir_made) {
 		snprintf(path, sizeof path, "%s/forge", dir);
 		mkdir(path, 0700);
 		snprintf(path, sizeof path, "%s/forge/config.json", dir);
@@ -182,6 +185,20 @@ static struct config *load_user(const char *text, const char *flags)
 	}
 	setenv("XDG_CONFIG_HOME", dir, 1);
 	return load(flags);
+}
+
+/* load_user's directory, once the tests are done with it. */
+static void remove_user_dir(void)
+{
+	char path[256];
+
+	if (!user_dir_made)
+		return;
+	snprintf(path, sizeof path, "%s/forge/config.json", user_dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/forge", user_dir);
+	rmdir(path);
+	rmdir(user_dir);
 }
 
 /* hunt67 #1: a base URL in a configuration file that stays (the user's)
@@ -319,5 +336,6 @@ int main(void)
 	RUN(test_per_phase_overrides);
 	RUN(test_a_base_url_needs_a_named_provider);
 	RUN(test_options_for_a_phase);
+	remove_user_dir();
 	return unit_done();
 }
