@@ -190,6 +190,7 @@ PROG_SRC    := $(sort $(wildcard cmd/*.c) $(wildcard filters/*.c))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 HELPER_SRC  := $(sort $(wildcard tests/helpers/*.c))
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+INIT_SRC    := cmd/libexec/forge-sandbox-init.c
 RESOURCES   := $(sort $(wildcard schemas/*.json schemas/*/*.json schemas/sql/*.sql schemas/pg/*.sql schemas/prompts/*.md pipelines/*.json))
 SHARE       := share/forge/concepts.tsv
 
@@ -199,11 +200,18 @@ LIB         := $(O)/libforge-common.a
 PROGS       := $(foreach s,$(PROG_SRC),$(BINDIR)/$(basename $(notdir $(s))))
 UNITS       := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 HELPERS     := $(HELPER_SRC:tests/helpers/%.c=$(O)/tests/%)
+# PID 1 of a sandboxed command (lib/os/proc.c's fast path), where a program
+# looks for it: ../libexec/forge/ from its own directory, as installed
+# ($(PREFIX)/bin, $(PREFIX)/libexec/forge).  The test programs of $(O)/tests
+# find it through the link in $(O)/libexec/forge when BINDIR is not $(O)/bin.
+LIBEXEC_DIR := $(patsubst ./%,%,$(dir $(BINDIR))libexec/forge)
+SANDBOX_INIT := $(LIBEXEC_DIR)/forge-sandbox-init
+SANDBOX_INIT_LINK := $(filter-out $(SANDBOX_INIT),$(O)/libexec/forge/forge-sandbox-init)
 FUZZ_NAMES  := $(FUZZ_SRC:tests/fuzz/%.c=%)
 FUZZ_REPLAY := $(FUZZ_NAMES:%=$(O)/fuzz-replay/%)
 SRC_OBJ     := $(LIB_SRC:%.c=$(O)/obj/%.o) $(PROG_SRC:%.c=$(O)/obj/%.o) \
                $(UNIT_SRC:%.c=$(O)/obj/%.o) $(HELPER_SRC:%.c=$(O)/obj/%.o) \
-               $(FUZZ_SRC:%.c=$(O)/obj/%.o) $(O)/obj/tests/fuzz/replay.o
+               $(FUZZ_SRC:%.c=$(O)/obj/%.o) $(O)/obj/tests/fuzz/replay.o $(INIT_SRC:%.c=$(O)/obj/%.o)
 
 ifeq ($(V),1)
 Q :=
@@ -211,7 +219,7 @@ else
 Q := @
 endif
 
-all: $(PROGS) $(LIB)
+all: $(PROGS) $(LIB) $(SANDBOX_INIT) $(SANDBOX_INIT_LINK)
 
 # Install missing build dependencies once per build tree (apt-get; see the script).
 $(DEPS_STAMP): scripts/install-deps
@@ -268,6 +276,18 @@ $(BINDIR)/forge: $(O)/obj/cmd/forge.o $(LIB)
 	@echo "  LD      $@"
 	$(Q)$(if $(DISPATCH_STATIC),$(CC) -static-pie -o $@ $^,$(CC) $(LDFLAGS) -o $@ $^)
 
+# Static where libc.a is installed, as forge: nothing for the dynamic
+# loader to do at its exec, and nothing it needs to find inside the view of
+# the files the command has (it starts after the pivot into it).
+$(SANDBOX_INIT): $(O)/obj/cmd/libexec/forge-sandbox-init.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(if $(DISPATCH_STATIC),$(CC) -static-pie -o $@ $^,$(CC) $(LDFLAGS) -o $@ $^)
+
+$(SANDBOX_INIT_LINK): $(SANDBOX_INIT)
+	@mkdir -p $(@D)
+	$(Q)ln -sf "$(CURDIR)/$(SANDBOX_INIT)" $@
+
 $(UNITS): $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
@@ -290,7 +310,7 @@ $(O)/.resources: FORCE
 	@echo '$(RESOURCES) $(SHARE)' | cmp -s - $@ || echo '$(RESOURCES) $(SHARE)' > $@
 
 # The suite against one build tree: unit tests, then the bats suites.
-check-suite: $(PROGS) $(UNITS) $(HELPERS)
+check-suite: $(PROGS) $(UNITS) $(HELPERS) $(SANDBOX_INIT) $(SANDBOX_INIT_LINK)
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" \
 	    FORGE_SUITE="$(SUITE_NAME)" scripts/check
 
@@ -321,7 +341,7 @@ check-default: check-suite
 # ~140 CPU-s, measured with PG_CPU_LOG, README "Both backends").
 PG_FILES       := supervisor crash lease
 PG_CHECK_FILES := lease
-check-pg: $(PROGS) $(UNITS) $(HELPERS)
+check-pg: $(PROGS) $(UNITS) $(HELPERS) $(SANDBOX_INIT) $(SANDBOX_INIT_LINK)
 	$(Q)FORGE_BINDIR="$(CURDIR)/$(BINDIR)" FORGE_TESTBIN="$(CURDIR)/$(O)/tests" FORGE_SUITE=postgres \
 	    FORGE_TEST_BACKEND=postgres FORGE_CHECK_FILES="$(PG_FILES)" scripts/check
 
@@ -333,7 +353,7 @@ asan-build: | $(DEPS_STAMP)
 	$(Q)nice -n 10 $(MAKE) $(ASAN_ARGS) check-build
 
 # Everything a check of this tree runs.
-check-build: $(PROGS) $(UNITS) $(HELPERS) $(FUZZ_REPLAY)
+check-build: $(PROGS) $(UNITS) $(HELPERS) $(FUZZ_REPLAY) $(SANDBOX_INIT) $(SANDBOX_INIT_LINK)
 
 check-asan-suite: asan-build | check-default
 	$(Q)$(MAKE) $(ASAN_ARGS) SUITE_NAME=asan+ubsan check-suite
@@ -379,6 +399,7 @@ lint: | $(DEPS_STAMP)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/schemas/sql $(DESTDIR)$(DATADIR)/schemas/pg
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -D -m 755 $(SANDBOX_INIT) $(DESTDIR)$(PREFIX)/libexec/forge/forge-sandbox-init
 	for f in $(RESOURCES); do \
 	    install -D -m 644 $$f $(DESTDIR)$(DATADIR)/$$f; done
 	install -m 644 forge.mk $(DESTDIR)$(DATADIR)/forge.mk
@@ -394,7 +415,8 @@ INSTALLED_PROGS := $(PROGS:$(BINDIR)/%=$(DESTDIR)$(PREFIX)/bin/%)
 uninstall:
 	for m in $$(scripts/gen-man --list $(INSTALLED_PROGS) 2>/dev/null); do \
 	    rm -f $(DESTDIR)$(MANDIR)/man1/$$m; done
-	rm -f $(INSTALLED_PROGS)
+	rm -f $(INSTALLED_PROGS) $(DESTDIR)$(PREFIX)/libexec/forge/forge-sandbox-init
+	rmdir $(DESTDIR)$(PREFIX)/libexec/forge 2>/dev/null || true
 	rm -f $(RESOURCES:%=$(DESTDIR)$(DATADIR)/%) $(DESTDIR)$(DATADIR)/forge.mk \
 	    $(addprefix $(DESTDIR)$(DATADIR)/,$(notdir $(SHARE)))
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/forge $(DESTDIR)$(ZSHCOMPDIR)/_forge
@@ -417,7 +439,7 @@ github-openapi:
 .PHONY: github-openapi
 
 clean:
-	rm -rf build build-asan build-clang build-fuzz $(PROGS)
+	rm -rf build build-asan build-clang build-fuzz $(PROGS) $(SANDBOX_INIT)
 
 # Fuzzing: one libFuzzer target per parser in tests/fuzz/fuzz_*.c, seeded
 # from tests/fuzz/corpus/TARGET/ (the tests' fixtures, and every input that

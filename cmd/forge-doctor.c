@@ -993,6 +993,18 @@ static void text_sandbox(struct buf *b, jv f)
 			buf_addf(&s, "unavailable (%s)", str_or(nsj, "reason", "unknown"));
 		buf_addf(&s, "; sandbox.namespaces: %s", str_or(nsj, "mode", "?"));
 		kv(b, "namespaces", s.buf);
+		{
+			jv pid1 = json_get(f, "pid1");
+			const char *prog = json_get_str(pid1, "program");
+
+			buf_reset(&s);
+			if (prog)
+				buf_addf(&s, "forge-sandbox-init (%s)", prog);
+			else
+				buf_addf(&s, "a copy of the program (%s)", str_or(pid1, "reason", "unknown"));
+			kv(b, "a command's PID 1", s.buf);
+			jv_free(pid1);
+		}
 		buf_reset(&s);
 		buf_addf(&s, "reads %s, writes %s, scope %s",
 			 json_get_bool(ll, "reads", false) ? "yes" : "no",

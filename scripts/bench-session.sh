@@ -106,6 +106,9 @@ session() {
 		"$url/_mock/script?replace=1" >/dev/null
 	FORGE_DB="$tmp/$1-$3.db" measure "$1" -C "$d" -i "$tmp/in.json" -o "$tmp/out.jsonl" \
 		forge-implement -q --config "$2"
+	# the mock's own time on the session's model calls (GET /_mock/stats):
+	# as if the model had answered at once
+	curl -sS -f "$url/_mock/stats" | jq -r '.api_seconds * 1000' >>"$tmp/$1.mock"
 	tail -n 1 "$tmp/out.jsonl" | jq -e '.status == "ok" and .changes.commit != .changes.base_commit' >/dev/null ||
 		{ echo "bench-session: the $1 session did not end ok" >&2; tail -n 3 "$tmp/out.jsonl" >&2; exit 1; }
 	tail -n 1 "$tmp/out.jsonl" | jq -r '.changes.validation | if . == null then "not run (implement.validate false)"
@@ -146,6 +149,14 @@ row "session, default (validation on)" "$(med default 1)" "$(med default 2)" "$(
 row "session, implement.validate false" "$(med off 1)" "$(med off 2)" "$(mib "$(med off 3)")"
 row "Forge's own cost: default - baseline" "$(diff_med default base 1)" "$(diff_med default base 2)" "-"
 row "Forge's own cost: off - baseline" "$(diff_med off base 1)" "$(diff_med off base 2)" "-"
+# wall without the mock: each session's wall minus the mock's time on its
+# model calls (from its request line to its answer's last byte), then minus
+# the baseline of the same round
+paste -d ' ' "$tmp/default" "$tmp/default.mock" | awk '{ printf "%.3f %s %s\n", $1 - $4, $2, $3 }' >"$tmp/default-nomock"
+row "Forge's own cost, default, the mock's time out" "$(diff_med default-nomock base 1)" "$(diff_med default base 2)" "-"
+printf '  the mock (python, loopback) spent %.1f ms on the 5 model calls of a default session (median): in the wall\n' \
+	"$(median $(cat "$tmp/default.mock"))"
+echo "  times above, not Forge's; the CPU column counts Forge's processes only"
 echo "  validation in the default session: $(cat "$tmp/default.validation")"
 # Instructions do not depend on how loaded the machine is: with valgrind
 # installed, one more default session under callgrind counts forge-implement's

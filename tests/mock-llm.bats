@@ -78,6 +78,22 @@ shape() {
 	assert_output '400'
 }
 
+@test "mock: /_mock/stats counts the API requests and the time they took, not the control ones" {
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/stats' | jq -c ."
+	assert_output '{"api_requests":0,"api_seconds":0}'
+	echo '[{"text":"a"},{"text":"b"}]' | mock_load
+	run -0 anth -d "$ABODY"
+	assert_output 200
+	run -0 oai -d "$OSTREAM"
+	assert_output 200
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/stats' | jq -c '[.api_requests, .api_seconds > 0, .api_seconds < 10]'"
+	assert_output '[2,true,true]'
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/stats' | jq -c .api_requests"
+	assert_output '0'
+}
+
 @test "anthropic: JSON answer, headers as the real API sends them" {
 	echo '[{"text":"Hello! How can I assist you today?","usage":{"input_tokens":12,"output_tokens":8}}]' | mock_load
 	run -0 anth -d "$ABODY"

@@ -21,7 +21,11 @@ setup() {
 	# Everything lives in a world-readable directory so that nobody can use it.
 	UD=$(mktemp -d /tmp/forge-walls.XXXXXX)
 	chmod 755 "$UD"
-	cp "$FORGE_TESTBIN/tool-run" "$UD/tool-run"
+	# tool-run and forge-sandbox-init laid out as installed (bin/,
+	# libexec/forge/): the commands' PID 1 is the program, as for Forge's
+	mkdir -p "$UD/bin" "$UD/libexec/forge"
+	cp "$FORGE_TESTBIN/tool-run" "$UD/bin/tool-run"
+	cp "$FORGE_TESTBIN/../libexec/forge/forge-sandbox-init" "$UD/libexec/forge/"
 	make_repo "$UD/main"
 	git -C "$UD/main" worktree add -q -b walls "$UD/wt"
 	mkdir -p "$UD/wt/.forge" "$UD/tmp" "$UD/home/.ssh" "$UD/outside"
@@ -64,10 +68,10 @@ tool() {
 	input="{\"command\":$REPLY}"
 	if [ "$MODE" = user ]; then
 		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} setpriv --reuid=65534 --regid=65534 --clear-groups \
-			env HOME=/nonexistent "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
+			env HOME=/nonexistent "$UD/bin/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
 			run_command "$input"
 	else
-		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} "$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
+		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} "$UD/bin/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
 			run_command "$input"
 	fi
 	text=$(jq -r '.output // .error' <<<"$output")
@@ -103,6 +107,55 @@ key_not_visible() {
 
 @test "unprivileged: no Forge process and no key is visible in /proc" {
 	key_not_visible user
+}
+
+# ---------------------------------------------------------------- PID 1
+
+# PID 1 of the command's namespaces is forge-sandbox-init (the fast path):
+# not dumpable (its environment and memory unreadable), no capabilities
+# left to it or the command, and the command runs as ever.
+pid1_confined() {
+	as "$1"
+	namespaces_or_skip
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r '.pid1.program | type' <<<"$output")" = string ] ||
+		skip "a command's PID 1 is a copy of the program in this build: $(jq -r .pid1.reason <<<"$output")"
+	tool 'cat /proc/1/comm; cat /proc/1/environ && echo ENVIRON-READ; head -c 16 /proc/1/mem && echo MEM-READ; grep -E "^Cap(Prm|Eff|Bnd)" /proc/1/status /proc/self/status; echo done'
+	[ "$(jq -r .data.exit_code <<<"$output")" = 0 ]
+	[[ "$text" == forge-sandbox-i* ]]
+	[[ "$text" != *ENVIRON-READ* ]]
+	[[ "$text" != *MEM-READ* ]]
+	[ "$(grep -c ':Cap\(Prm\|Eff\|Bnd\):.0000000000000000$' <<<"$text")" = 6 ]
+	[[ "$text" == *done* ]]
+}
+
+@test "root: PID 1 is forge-sandbox-init, unreadable, without capabilities" {
+	pid1_confined root
+}
+
+@test "unprivileged: PID 1 is forge-sandbox-init, unreadable, without capabilities" {
+	pid1_confined user
+}
+
+@test "without forge-sandbox-init beside the program, a command runs as before (PID 1 a copy of it)" {
+	as root
+	namespaces_or_skip
+	rm "$UD/libexec/forge/forge-sandbox-init"
+	tool 'cat /proc/1/comm; cat /proc/1/environ && echo ENVIRON-READ; echo done'
+	[ "$(jq -r .data.exit_code <<<"$output")" = 0 ]
+	[[ "$text" == tool-run* ]]
+	[[ "$text" != *ENVIRON-READ* ]]
+	[[ "$text" == *done* ]]
+}
+
+@test "a forge-sandbox-init that cannot be run: the command runs once, as without it" {
+	as root
+	namespaces_or_skip
+	printf 'not a program\n' >"$UD/libexec/forge/forge-sandbox-init"
+	tool 'echo ran >>ran.txt; cat /proc/1/comm'
+	[ "$(jq -r .data.exit_code <<<"$output")" = 0 ]
+	[[ "$text" == tool-run* ]]
+	[ "$(cat "$UD/wt/ran.txt")" = ran ]
 }
 
 # ---------------------------------------------------------------- reads
@@ -433,7 +486,7 @@ nothing_outlives() {
 	as root
 	namespaces_or_skip
 	local d=77716.$$
-	"$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" run_command \
+	"$UD/bin/tool-run" -C "$UD/wt" --tmp "$UD/tmp" run_command \
 		'{"command":"(setsid sleep '"$d"' &); touch \"$TMPDIR/ready\"; exec sleep '"$d"'"}' \
 		>/dev/null 3>&- &
 	local forge=$!
@@ -482,7 +535,7 @@ if os.fork() == 0:
     if os.fork() == 0:
         os.execvp(\"sleep\", [\"sleep\", \"$d\"])'; sleep 600"
 	input="{\"command\":$REPLY}"
-	"$UD/tool-run" -C "$UD/wt" --tmp "$UD/tmp" --sandbox '{"namespaces":"off"}' run_command "$input" \
+	"$UD/bin/tool-run" -C "$UD/wt" --tmp "$UD/tmp" --sandbox '{"namespaces":"off"}' run_command "$input" \
 		>/dev/null 2>&1 3>&- &
 	local forge=$! i
 	for i in $(seq 600); do pgrep -f "^sleep $d" >/dev/null && break; sleep 0.05; done
@@ -736,10 +789,10 @@ except OSError as e:
 	for sb in '{}' '{"namespaces":"off"}'; do
 		if [ "$MODE" = user ]; then
 			run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$UD/shown" -- setpriv \
-				--reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "$UD/tool-run" \
+				--reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "$UD/bin/tool-run" \
 				-C "$UD/wt" --tmp "$UD/tmp" --sandbox "$sb" run_command "$input"
 		else
-			run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$UD/shown" -- "$UD/tool-run" \
+			run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$UD/shown" -- "$UD/bin/tool-run" \
 				-C "$UD/wt" --tmp "$UD/tmp" --sandbox "$sb" run_command "$input"
 		fi
 		run -0 jq -r .output < <(tr -d '\r' <"$UD/shown")

@@ -22,6 +22,11 @@
 
 pid_t clone_shared(int (*fn)(void *), void *arg)
 {
+	return clone_shared_flags(fn, arg, 0);
+}
+
+pid_t clone_shared_flags(int (*fn)(void *), void *arg, unsigned long flags)
+{
 #if CLONE_SHARED
 	/* reserved address space: the child touches a few pages of it */
 	const size_t size = 256 * 1024;
@@ -31,7 +36,7 @@ pid_t clone_shared(int (*fn)(void *), void *arg)
 
 	if (stack == MAP_FAILED)
 		return -1;
-	pid = clone(fn, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+	pid = clone(fn, stack + size, (int)(CLONE_VM | CLONE_VFORK | SIGCHLD | flags), arg);
 	e = errno;
 	munmap(stack, size);
 	errno = e;
@@ -39,7 +44,13 @@ pid_t clone_shared(int (*fn)(void *), void *arg)
 #else
 	(void)fn;
 	(void)arg;
+	(void)flags;
 	errno = ENOSYS;
 	return -1;
 #endif
+}
+
+bool clone_shared_supported(void)
+{
+	return CLONE_SHARED;
 }

@@ -17,6 +17,7 @@
 #ifndef FORGE_OS_CLONEVM_H
 #define FORGE_OS_CLONEVM_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /*
@@ -38,5 +39,16 @@
  * calls do not know its stack.  The caller forks then.
  */
 pid_t clone_shared(int (*fn)(void *), void *arg);
+
+/*
+ * clone_shared() with more of clone(2)'s flags: new namespaces
+ * (CLONE_NEWUSER and the others; the kernel takes them with CLONE_VM).
+ * The same rules; and a child in a user namespace of its own that changes
+ * what belongs to the memory (PR_SET_DUMPABLE) changes it for the caller.
+ */
+pid_t clone_shared_flags(int (*fn)(void *), void *arg, unsigned long flags);
+
+/* Whether clone_shared() can succeed in this build (not under ASan). */
+bool clone_shared_supported(void);
 
 #endif

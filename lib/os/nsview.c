@@ -423,8 +423,12 @@ int nsview_drop_caps_child(void)
 	struct cap_header h = { 0x20080522, 0 };	/* _LINUX_CAPABILITY_VERSION_3 */
 	struct cap_data d[2];
 
+	/* (one already out of the bounding set is not dropped again: that
+	 * needs CAP_SETPCAP, which a process whose set is empty lacks --
+	 * forge-sandbox-init's command, os/proc_child.h) */
 	for (int c = 0; c < 64; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
 			return -errno;
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	memset(d, 0, sizeof(d));

@@ -8,11 +8,15 @@
 #include "os/clonevm.h"
 #include "os/landlock.h"
 #include "os/nsview.h"
+#include "os/proc_child.h"
 #include "os/reaper.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +27,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -284,97 +289,19 @@ static void lines_flush(struct lines *s, void *payload)
 
 /* ---- the child ---- */
 
-enum { REC_WARN = 0, REC_FATAL = 1 };
-enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
-       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_SECCOMP_NET, ST_CGROUP, ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
-
-struct child_rec {
-	int kind, stage, err;
-};
-
 struct child_plan {
 	const struct proc_opts *o;
-	int in_fd, out_fd, err_fd, rep_fd;
+	struct cmd_tail t;       /* the command's last steps (os/proc_child.h) */
+	int in_fd, out_fd, err_fd;
 	bool priv;
 	uid_t uid;
 	gid_t gid;
-	struct { int res; struct rlimit rl; } rl[5];
-	int nrl;
-	char *const *envp;
 	bool ns;                 /* this attempt makes namespaces */
 	const struct nsview *view; /* NULL: the host's files, a fresh /proc */
-	int go_fd;               /* the parent has put the child in its cgroup: one byte, or -1 */
-	int join_fd;             /* the child moves itself into its cgroup: its tasks file, or -1 */
 	int parent_fds[2];       /* the parent's ends of the go and report pipes, or -1 */
-	int status_fd;           /* PID 1 writes the command's wait status here */
+	int init_fd;             /* forge-sandbox-init, to become PID 1 (the fast path), or -1 */
+	char **init_argv;        /* its arguments (cmd_tail_encode) */
 };
-
-static void child_report(int fd, int kind, int stage, int err)
-{
-	struct child_rec r = { kind, stage, err };
-	ssize_t w = write(fd, &r, sizeof(r));
-	(void)w;
-}
-
-static __attribute__((noreturn)) void child_fail(int fd, int stage, int err)
-{
-	child_report(fd, REC_FATAL, stage, err);
-	_exit(127);
-}
-
-/* Enter the pids cgroup: move this process in (cgroup v1, at once), or
- * wait until the parent has (v2: it does so while we build the namespaces,
- * as a move by pid waits for an RCU grace period); nothing may fork or
- * exec before. */
-static void wait_go(const struct child_plan *p)
-{
-	char c;
-	ssize_t n;
-	int r;
-
-	if (p->join_fd >= 0 && (r = cgroup_pids_join_child(p->join_fd)) < 0)
-		child_report(p->rep_fd, REC_WARN, ST_CGROUP, -r);
-	if (p->go_fd < 0)
-		return;
-	while ((n = read(p->go_fd, &c, 1)) < 0 && errno == EINTR)
-		;
-	/* end of file: the parent died before it let us go; nobody would
-	 * wait for the command, so it does not run (an orphan blocked here
-	 * for ever was seen when a test killed forge-test at that moment) */
-	if (n != 1)
-		_exit(127);
-}
-
-/* The command's seccomp filter (o->deny_keys, deny_net, deny_unix); a
- * failure is a warning. */
-static void apply_seccomp(const struct child_plan *p)
-{
-	int r;
-	enum seccomp_net net = SECCOMP_NET_OPEN;
-	int stage = ST_SECCOMP;
-
-	if (p->o->deny_net) {
-		net = p->o->deny_unix ? SECCOMP_NET_CUT_NO_UNIX : SECCOMP_NET_CUT;
-		stage = p->o->deny_unix ? ST_SECCOMP_UNIX : ST_SECCOMP_NET;
-	}
-	if (p->o->deny_keys && (r = seccomp_deny_child(net)) < 0)
-		child_report(p->rep_fd, REC_WARN, stage, -r);
-}
-
-/*
- * The command's resource limits, set last, just before its execve: with
- * the address-space limit set, this process can map no more memory -- a
- * stack that must grow faults -- and one built with a sanitizer, whose
- * mappings exceed any such limit, had its children die of SIGSEGV at the
- * next deeper call (seen as a linter "exiting 139" under load).  Until the
- * execve only system calls follow.
- */
-static void apply_limits(const struct child_plan *p)
-{
-	for (int i = 0; i < p->nrl; i++)
-		if (setrlimit(p->rl[i].res, &p->rl[i].rl) < 0)
-			child_report(p->rep_fd, REC_WARN, ST_RLIMIT, errno);
-}
 
 /*
  * No capabilities for the command without a user namespace (root's, or a
@@ -398,95 +325,65 @@ static void drop_caps(const struct child_plan *p)
 	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	memset(d, 0, sizeof d);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_capset, &h, d) < 0)
-		child_fail(p->rep_fd, ST_CAPS, errno);
+		child_fail(p->t.rep_fd, ST_CAPS, errno);
 }
 
-static int apply_landlock(const struct child_plan *p)
+/* The command, started by PID 1 below with clone_shared() on PID 1's
+ * memory, or in a fork of it. */
+static int init_command(void *plan)
 {
-	const struct proc_opts *o = p->o;
-
-	if (o->landlock_fd >= 0) {
-		int r = landlock_enforce_child(o->landlock_fd);
-		if (r < 0) {
-			if (o->landlock_required)
-				child_fail(p->rep_fd, ST_LANDLOCK, -r);
-			child_report(p->rep_fd, REC_WARN, ST_LANDLOCK, -r);
-		}
-	}
-	return 0;
+	cmd_tail_run(&((const struct child_plan *)plan)->t);
 }
 
-/* Hand the command's wait status to the parent and exit with it. */
-/* exec the command: the direct program first when there is one (a failed
- * try changes nothing: argv, the shell, then runs as ever and says what
- * went wrong).  Returns only when both failed, with errno of the last. */
-static void exec_command(const struct child_plan *p)
-{
-	const struct proc_opts *o = p->o;
-
-	if (o->direct_path && o->direct_argv)
-		execve(o->direct_path, (char *const *)o->direct_argv,
-		       o->direct_envp ? o->direct_envp : p->envp);
-	execve(o->argv[0], (char *const *)o->argv, p->envp);
-}
-
-static __attribute__((noreturn)) void pass_status(const struct child_plan *p, int st)
-{
-	if (write(p->status_fd, &st, sizeof(st)) < 0) {
-		/* the parent then sees the exit status below */
-	}
-	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-}
-
-/* PID 1 of the namespace forwards these to every process in it. */
-static void init_forward(int sig)
-{
-	kill(-1, sig);
-}
-
-static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-
-/* PID 1 of the namespace: start the command, reap everything, exit with
- * the command's status (which takes the rest of the namespace along). */
+/* PID 1 of the namespace as a copy of Forge's process: start the command,
+ * reap everything, exit with the command's status (which takes the rest of
+ * the namespace along).  The command starts on PID 1's memory (a fork
+ * would copy its page tables, and PID 1's pages written after would fault
+ * again: ~0.3 ms a command). */
 static __attribute__((noreturn)) void init_main(const struct child_plan *p)
 {
-	const struct proc_opts *o = p->o;
-	struct sigaction sa;
+	sigset_t all, none;
 	pid_t cmd;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = init_forward;
-	sigfillset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		sigaction(forwarded[i], &sa, NULL);
-	wait_go(p);
-	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	init_forward_signals();
+	cmd_tail_wait_go(&p->t);
+	sigfillset(&all);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	cmd = clone_shared(init_command, (void *)p);
 	if (cmd < 0)
-		child_fail(p->rep_fd, ST_EXEC, errno);
-	if (cmd == 0) {
-		struct sigaction dfl;
-		int r;
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-			sigaction(forwarded[i], &dfl, NULL);
-		if (o->cwd && chdir(o->cwd) < 0)
-			child_fail(p->rep_fd, ST_CHDIR, errno);
-		/* no controlling terminal (reaper_main's command says why) */
-		(void)setsid();
-		apply_landlock(p);
-		if ((r = nsview_drop_caps_child()) < 0)
-			child_fail(p->rep_fd, ST_CAPS, -r);
-		apply_seccomp(p);
-		apply_limits(p);
-		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-		exec_command(p);
-		child_fail(p->rep_fd, ST_EXEC, errno);
-	}
-	close(p->rep_fd);
-	for (int fd = 0; fd < 3; fd++)
-		close(fd);
-	pass_status(p, reaper_wait_for(cmd));
+		cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (cmd == 0)
+		cmd_tail_run(&p->t);
+	if (cmd < 0)
+		child_fail(p->t.rep_fd, ST_EXEC, errno);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	init_finish(&p->t, cmd);
+}
+
+/*
+ * The fast path: PID 1, still on the caller's memory (clone_shared_flags),
+ * becomes forge-sandbox-init, which starts the command and stays as its
+ * PID 1 (cmd/libexec/forge-sandbox-init.c) -- no copy of the caller's
+ * page tables, and none of its pages to fault again.  The descriptors it
+ * needs stay open across this exec.  Returns only when the exec failed:
+ * nothing has run, and the caller tries again without it.
+ */
+static void init_exec(const struct child_plan *p)
+{
+	const int keep[] = { p->t.rep_fd, p->t.status_fd, p->t.go_fd, p->t.join_fd, p->t.landlock_fd };
+	int r;
+
+	/* Every capability goes now, the bounding set's too: the exec would
+	 * take them from a user's PID 1 (not root in the namespace), before
+	 * it could drop the bounding set, and leave them to root's */
+	if ((r = nsview_drop_caps_child()) < 0)
+		child_fail(p->t.rep_fd, ST_CAPS, -r);
+	for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+		if (keep[i] >= 0)
+			(void)fcntl(keep[i], F_SETFD, 0);
+	syscall(SYS_execveat, p->init_fd, "", p->init_argv, p->t.envp, AT_EMPTY_PATH);
+	child_fail(p->t.rep_fd, ST_INIT, errno);
 }
 
 /* The reaper's command (its own process group) and the seconds it gets
@@ -527,7 +424,7 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 	int st, r;
 
 	if ((r = reaper_become()) < 0)
-		child_report(p->rep_fd, REC_WARN, ST_REAPER, -r);
+		child_report(p->t.rep_fd, REC_WARN, ST_REAPER, -r);
 	reaper_grace_s = o->kill_grace_ms > 0 ? (unsigned)((o->kill_grace_ms + 999) / 1000) : 1;
 	sigfillset(&all);
 	sigemptyset(&none);
@@ -535,18 +432,21 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = reaper_pass_on;
 	sigfillset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		sigaction(forwarded[i], &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGALRM, &sa, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
 	if (cmd < 0)
-		child_fail(p->rep_fd, ST_EXEC, errno);
+		child_fail(p->t.rep_fd, ST_EXEC, errno);
 	if (cmd == 0) {
+		init_default_signals();
 		memset(&dfl, 0, sizeof(dfl));
 		dfl.sa_handler = SIG_DFL;
-		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-			sigaction(forwarded[i], &dfl, NULL);
 		sigaction(SIGALRM, &dfl, NULL);
 		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
 		/* A session of its own: no controlling terminal, so the command
@@ -559,50 +459,25 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 		if (!p->ns)
 			(void)unshare(CLONE_NEWIPC);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		apply_landlock(p);
-		apply_seccomp(p);
-		apply_limits(p);
+		cmd_tail_landlock(&p->t);
+		cmd_tail_seccomp(&p->t);
+		cmd_tail_limits(&p->t);
 		drop_caps(p);
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-		exec_command(p);
-		child_fail(p->rep_fd, ST_EXEC, errno);
+		cmd_tail_exec(&p->t);
+		child_fail(p->t.rep_fd, ST_EXEC, errno);
 	}
 	/* (not setpgid(cmd, cmd) here: a group leader could not setsid(),
 	 * and the command would keep the terminal) */
 	reaper_cmd = cmd;
-	close(p->rep_fd);
+	close(p->t.rep_fd);
 	for (int fd = 0; fd < 3; fd++)
 		close(fd);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	st = reaper_wait_for(cmd);
 	reaper_cmd = 0;
 	reaper_end_children();
-	pass_status(p, st);
-}
-
-/* /proc/self/oom_score_adj to adj (1..1000), before any namespace: raising
- * it needs no privilege; best effort (open and write: async-signal-safe). */
-static void raise_oom_score(int adj)
-{
-	char num[16];
-	int n = 0, fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	if (adj > 1000)
-		adj = 1000;
-	/* (the digits by hand: snprintf is not async-signal-safe) */
-	char rev[8];
-	int r = 0;
-	do {
-		rev[r++] = (char)('0' + adj % 10);
-		adj /= 10;
-	} while (adj && r < (int)sizeof rev);
-	while (r)
-		num[n++] = rev[--r];
-	num[n++] = '\n';
-	(void)!write(fd, num, (size_t)n);
-	close(fd);
+	child_pass_status(&p->t, st);
 }
 
 /* Runs between fork and exec: async-signal-safe calls only. */
@@ -615,7 +490,7 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	if (!o->keep_pgrp)
 		setpgid(0, 0);
 	/* the parent's ends: with them open here, the go pipe never reads
-	 * end of file when the parent dies (wait_go) */
+	 * end of file when the parent dies (cmd_tail_wait_go) */
 	for (int i = 0; i < 2; i++)
 		if (p->parent_fds[i] >= 0)
 			close(p->parent_fds[i]);
@@ -628,26 +503,28 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
-		child_fail(p->rep_fd, ST_DUP, errno);
-	if (o->limits.oom_score_adj > 0)
-		raise_oom_score(o->limits.oom_score_adj);
+		child_fail(p->t.rep_fd, ST_DUP, errno);
+	/* (on the fast path too: a vfork child's score is its own, os/clonevm.h) */
+	child_raise_oom_score(o->limits.oom_score_adj);
 	if (p->ns) {
-		int r, stage = NSV_MAPS;
+		int r, stage = NSV_MAPS, was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 		/* The id maps can be written only while /proc/self is ours (the
 		 * parent may be non-dumpable).  Then PID 1, a copy of this
 		 * process with its environment, becomes non-dumpable: the
-		 * command must not read its /proc/1/environ or memory. */
+		 * command must not read its /proc/1/environ or memory.  On the
+		 * fast path the memory is the caller's: as it was, and
+		 * forge-sandbox-init makes itself non-dumpable. */
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 		r = nsview_maps_child(p->uid, p->gid);
-		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		prctl(PR_SET_DUMPABLE, p->init_fd >= 0 ? was : 0, 0, 0, 0);
 		/* Should Forge die, the namespace dies with it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		if (r < 0)
-			child_fail(p->rep_fd, ST_NS + NSV_MAPS, -r);
+			child_fail(p->t.rep_fd, ST_NS + NSV_MAPS, -r);
 		/* the clone made the network namespace with the user namespace,
 		 * whose root this process is */
 		if (o->new_netns && (r = netns_loopback_up_child()) < 0)
-			child_report(p->rep_fd, REC_WARN, ST_LOOPBACK, -r);
+			child_report(p->t.rep_fd, REC_WARN, ST_LOOPBACK, -r);
 		if (p->view) {
 			r = nsview_enter_child(p->view, &stage);
 		} else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
@@ -658,35 +535,37 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 			stage = NSV_PROC;
 		}
 		if (r < 0)
-			child_fail(p->rep_fd, ST_NS + stage, -r);
+			child_fail(p->t.rep_fd, ST_NS + stage, -r);
 		if (o->landlock_fd >= 0 && o->landlock_reads) {
 			landlock_allow_child(o->landlock_fd, "/proc", false);
 			if (p->view)
 				landlock_allow_child(o->landlock_fd, "/", true);
 		}
+		if (p->init_fd >= 0)
+			init_exec(p);
 		init_main(p);
 	}
 	if (o->cwd && chdir(o->cwd) < 0)
-		child_fail(p->rep_fd, ST_CHDIR, errno);
+		child_fail(p->t.rep_fd, ST_CHDIR, errno);
 	if (o->new_netns) {
 		int r = netns_enter_child(p->priv, p->uid, p->gid);
 		if (r < 0) {
 			if (o->netns_required)
-				child_fail(p->rep_fd, ST_NETNS, -r);
-			child_report(p->rep_fd, REC_WARN, ST_NETNS, -r);
+				child_fail(p->t.rep_fd, ST_NETNS, -r);
+			child_report(p->t.rep_fd, REC_WARN, ST_NETNS, -r);
 		} else if ((r = netns_loopback_up_child()) < 0) {
-			child_report(p->rep_fd, REC_WARN, ST_LOOPBACK, -r);
+			child_report(p->t.rep_fd, REC_WARN, ST_LOOPBACK, -r);
 		}
 	}
-	wait_go(p);
+	cmd_tail_wait_go(&p->t);
 	if (o->contain)
 		reaper_main(p);
-	apply_landlock(p);
-	apply_limits(p);
+	cmd_tail_landlock(&p->t);
+	cmd_tail_limits(&p->t);
 	/* Everything above fd 2 closes at exec (the report pipe included). */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-	exec_command(p);
-	child_fail(p->rep_fd, ST_EXEC, errno);
+	cmd_tail_exec(&p->t);
+	child_fail(p->t.rep_fd, ST_EXEC, errno);
 }
 
 /* child_main for clone_shared() (os/clonevm.h): it makes system calls
@@ -715,6 +594,7 @@ static const char *stage_name(int stage)
 	case ST_LOOPBACK: return "loopback (127.0.0.1 and ::1 unreachable)";
 	case ST_REAPER: return "reaper (what the command starts may outlive it)";
 	case ST_CGROUP: return "processes: cannot join the pids cgroup";
+	case ST_INIT: return "PID 1 (forge-sandbox-init)";
 	}
 	if (stage > ST_NS)
 		return nsview_stage_name(stage - ST_NS);
@@ -722,6 +602,81 @@ static const char *stage_name(int stage)
 }
 
 /* ---- the parent ---- */
+
+/* forge-sandbox-init: an O_PATH descriptor kept for the process, or -1
+ * when there is none or it failed once (init_program_broken). */
+static int init_program_fd = -1;
+static char init_program_path[PATH_MAX];
+static const char *init_program_why = "not looked for";
+static bool init_program_broken;
+static pthread_once_t init_program_once = PTHREAD_ONCE_INIT;
+
+/* ../libexec/forge/forge-sandbox-init from this program's directory: the
+ * layout of an installation and of the build tree (bin/, libexec/). */
+static void init_program_find(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char *slash;
+	struct stat st;
+	int fd;
+
+	init_program_why = "this program's path is unknown (/proc/self/exe)";
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if (!(slash = strrchr(exe, '/')))
+		return;
+	*slash = '\0';
+	init_program_why = "its path is too long";
+	if (snprintf(path, sizeof path, "%s/../libexec/forge/forge-sandbox-init", exe) >= (int)sizeof path)
+		return;
+	init_program_why = "no ../libexec/forge/forge-sandbox-init beside this program";
+	if ((fd = open(path, O_PATH | O_CLOEXEC)) < 0)
+		return;
+	/* a regular file this user may run, that nobody else may change */
+	init_program_why = "../libexec/forge/forge-sandbox-init is not an executable file that only "
+			   "root or this user may change";
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != 0 && st.st_uid != geteuid())) {
+		close(fd);
+		return;
+	}
+	snprintf(init_program_path, sizeof init_program_path, "%s", path);
+	init_program_why = NULL;
+	init_program_fd = fd;
+}
+
+static int init_program(void)
+{
+	pthread_once(&init_program_once, init_program_find);
+	return __atomic_load_n(&init_program_broken, __ATOMIC_RELAXED) ? -1 : init_program_fd;
+}
+
+const char *proc_sandbox_init(const char **why)
+{
+	const char *dummy;
+
+	why = why ? why : &dummy;
+	if (!clone_shared_supported()) {
+		*why = "this build forks its children (a sanitizer's)";
+		return NULL;
+	}
+	if (init_program() < 0) {
+		*why = init_program_broken ? "it could not be run (its exec failed)" : init_program_why;
+		return NULL;
+	}
+	*why = NULL;
+	return init_program_path;
+}
+
+/* the fast path's child (clone_shared_flags): child_main, which resets
+ * every signal's disposition before it unblocks any */
+static int init_child(void *plan)
+{
+	child_main(plan);
+}
+
 
 static long now_ms(void)
 {
@@ -746,9 +701,10 @@ static void add_limit(struct child_plan *p, int res, unsigned long long want, bo
 		if (cur.rlim_max != RLIM_INFINITY && rl.rlim_max > cur.rlim_max)
 			rl.rlim_max = cur.rlim_max;
 	}
-	p->rl[p->nrl].res = res;
-	p->rl[p->nrl].rl = rl;
-	p->nrl++;
+	assert(p->t.nrl < CMD_TAIL_LIMITS);
+	p->t.rl[p->t.nrl].res = res;
+	p->t.rl[p->t.nrl].rl = rl;
+	p->t.nrl++;
 }
 
 static void close_fd(int *fd)
@@ -857,11 +813,22 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.priv = netns_privileged();
 	plan.uid = getuid();
 	plan.gid = getgid();
-	plan.envp = o->envp ? o->envp : environ;
-	plan.go_fd = -1;
-	plan.join_fd = -1;
+	plan.t.envp = o->envp ? o->envp : environ;
+	plan.t.go_fd = -1;
+	plan.t.join_fd = -1;
 	plan.parent_fds[0] = plan.parent_fds[1] = -1;
-	plan.status_fd = status_pipe[1];
+	plan.t.status_fd = status_pipe[1];
+	plan.t.cwd = o->cwd;
+	plan.t.landlock_fd = o->landlock_fd;
+	plan.t.landlock_required = o->landlock_required;
+	plan.t.deny_keys = o->deny_keys;
+	plan.t.deny_net = o->deny_net;
+	plan.t.deny_unix = o->deny_unix;
+	plan.t.direct_path = o->direct_path;
+	plan.t.direct_argv = (char *const *)o->direct_argv;
+	plan.t.direct_envp = o->direct_envp;
+	plan.t.argv = (char *const *)o->argv;
+	plan.init_fd = -1;
 	add_limit(&plan, RLIMIT_CPU, o->limits.cpu_s, true);
 	add_limit(&plan, RLIMIT_AS, o->limits.as_bytes, false);
 	add_limit(&plan, RLIMIT_FSIZE, o->limits.fsize_bytes, false);
@@ -872,7 +839,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 		if (cgroup_pids_new(&cg, o->limits.nproc, &why) < 0 && geteuid() == 0)
 			note_text(r, "processes: not limited for root (no pids cgroup: %s)", why);
 		else if (cg.self)
-			plan.join_fd = cg.procs_fd;
+			plan.t.join_fd = cg.procs_fd;
 	}
 	if (o->new_ns && o->view) {
 		nsview_prepare(&view, o->view, o->nview);
@@ -885,14 +852,27 @@ attempt:
 		forge_error("proc: pipe: %s", strerror(errno));
 		goto out;
 	}
-	plan.rep_fd = rep_pipe[1];
-	plan.go_fd = go_pipe[0];
+	plan.t.rep_fd = rep_pipe[1];
+	plan.t.go_fd = go_pipe[0];
 	plan.parent_fds[0] = rep_pipe[0];
 	plan.parent_fds[1] = go_pipe[1];
 	fflush(NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (plan.ns) {
+	cmd_tail_encoded_free(plan.init_argv);
+	plan.init_argv = NULL;
+	plan.init_fd = plan.ns ? init_program() : -1;
+	if (plan.init_fd >= 0) {
+		unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+				      (o->new_netns ? CLONE_NEWNET : 0);
+		plan.init_argv = cmd_tail_encode(&plan.t);
+		/* (ENOSYS under ASan: below as without it) */
+		if ((pid = clone_shared_flags(init_child, &plan, flags)) < 0)
+			plan.init_fd = -1;
+	}
+	if (plan.init_fd >= 0) {
+		/* forge-sandbox-init is PID 1 */
+	} else if (plan.ns) {
 		unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 				      (o->new_netns ? CLONE_NEWNET : 0) | SIGCHLD;
 		pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
@@ -907,7 +887,7 @@ attempt:
 			plan.ns = false;
 			pid = fork();
 		}
-	} else if (o->new_netns || o->contain || plan.go_fd >= 0 ||
+	} else if (o->new_netns || o->contain || plan.t.go_fd >= 0 ||
 		   (pid = clone_shared(shared_child, &plan)) < 0) {
 		/* a network namespace may be a user namespace too; the go pipe
 		 * would have the child wait for a parent asleep until it execs;
@@ -957,6 +937,11 @@ attempt:
 			close_fd(&rep_pipe[0]);
 			close_fd(&go_pipe[0]);
 			close_fd(&go_pipe[1]);
+			if (rec.stage == ST_INIT) {
+				/* nothing ran: again as without it, from now on */
+				__atomic_store_n(&init_program_broken, true, __ATOMIC_RELAXED);
+				goto attempt;
+			}
 			if (plan.ns && rec.stage > ST_NS && !o->ns_required) {
 				/* Run it as without namespaces, and say so. */
 				note_unconfined(r, rec.stage, rec.err);
@@ -1168,6 +1153,7 @@ out:
 	close_fd(&status_pipe[1]);
 	close_fd(&go_pipe[0]);
 	close_fd(&go_pipe[1]);
+	cmd_tail_encoded_free(plan.init_argv);
 	cgroup_pids_free(&cg);
 	nsview_release(&view);
 	r->out_bytes = cap_out.total;

@@ -203,6 +203,15 @@ void proc_result_release(struct proc_result *r);
  */
 void proc_kill_running(int sig);
 
+/*
+ * What a sandboxed command's PID 1 is: the path of forge-sandbox-init
+ * (../libexec/forge/ from this program's directory), when proc_run() uses
+ * it, or NULL when PID 1 is a copy of this process -- the program is not
+ * there (*why says so), its exec failed once, or this build forks its
+ * children (ASan).  Static storage.
+ */
+const char *proc_sandbox_init(const char **why);
+
 /* How many children proc_kill_running() would signal now.  A child is
  * counted from just after it was started: a test waits for it before it
  * signals, as a command may have begun its work a moment before that. */

@@ -10,6 +10,7 @@
 #include "os/landlock.h"
 #include "core/secret.h"
 #include "os/nsview.h"
+#include "os/proc.h"
 #include "os/seccomp.h"
 #include "core/resource.h"
 
@@ -1371,6 +1372,15 @@ int sandbox_features(jv *out, const struct sandbox_policy *p)
 	f = json_set(f, "namespaces", nsj);
 	f = json_set(f, "cgroup_pids", cg);
 	f = json_set(f, "seccomp", sc);
+	{
+		/* a command's PID 1: forge-sandbox-init, or a copy of this process */
+		const char *init_why = NULL, *init = proc_sandbox_init(&init_why);
+		jv pid1 = json_set(jv_object(), "program", init ? jv_string(init) : jv_null());
+
+		if (!init)
+			pid1 = json_set(pid1, "reason", jv_string(init_why ? init_why : "unknown"));
+		f = json_set(f, "pid1", pid1);
+	}
 	{
 		struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
 		long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));

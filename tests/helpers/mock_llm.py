@@ -194,6 +194,9 @@ CONTROL ENDPOINTS (not logged)
   GET  /_mock/health              200 "ok"
   GET  /_mock/requests            the request log as a JSON array
   GET  /_mock/script              {"remaining": N, "steps": [...]}
+  GET  /_mock/stats               {"api_requests": N, "api_seconds": S}: the API requests
+                                  served since the start or the last reset, and the time
+                                  from each one's request line to its answer's last byte
   POST /_mock/script[?replace=1]  append (or replace with) steps: same format
                                   as the script file; returns {"remaining": N}
   POST /_mock/reset               forget steps, models and the in-memory request log
@@ -257,6 +260,8 @@ class State:
         self.steps = []  # [index, step dict, uses left (int) or None = always]
         self.loaded = 0
         self.requests = []
+        self.api_requests = 0        # API (not /_mock/) requests served, and the time
+        self.api_seconds = 0.0       # spent on them: GET /_mock/stats
         self.seq = 0
         self.log_path = log_path
         self.log_file = open(log_path, "a", encoding="utf-8") if log_path else None
@@ -341,6 +346,8 @@ class State:
         with self.lock:
             self.steps = []
             self.requests = []
+            self.api_requests = 0
+            self.api_seconds = 0.0
             self.models = {}
             if self.log_file:
                 self.log_file.truncate(0)
@@ -1041,6 +1048,10 @@ class Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 reqs = list(self.state.requests)
             return self.send_json(200, {}, reqs)
+        if url.path == "/_mock/stats":
+            with self.state.lock:
+                stats = {"api_requests": self.state.api_requests, "api_seconds": self.state.api_seconds}
+            return self.send_json(200, {}, stats)
         if url.path == "/_mock/script":
             with self.state.lock:
                 steps = [s for _, s, _ in self.state.steps]
@@ -1369,11 +1380,28 @@ class Handler(BaseHTTPRequestHandler):
         self.send_error_json(provider, status, atype, otype, code, step.get("param"), msg,
                              extra, should_retry)
 
+    def parse_request(self):
+        # (after the request line has come: a connection kept alive waits
+        # for the next one before, and that is not the mock's time)
+        self.parse_start = time.perf_counter()
+        return super().parse_request()
+
     def handle_one_request(self):
+        # The time from the request line to the answer's last byte, for
+        # API requests: what the client waits on the mock (a benchmark
+        # takes it out of the client's time, as if the model answered at
+        # once).
+        self.path = ""
+        self.parse_start = None
         try:
             super().handle_one_request()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True
+        if self.parse_start is not None and self.path and not self.path.startswith("/_mock/"):
+            spent = time.perf_counter() - self.parse_start
+            with self.state.lock:
+                self.state.api_requests += 1
+                self.state.api_seconds += spent
 
 
 class Server(ThreadingHTTPServer):
