@@ -54,6 +54,7 @@ struct llm_client {
 	bool window_asked;                 /* llm_context_window() asked the server */
 	long server_window;                /* what it said; 0 = nothing */
 	size_t sent_bytes;                 /* the last request body's size */
+	struct llm_parts parts;            /* the body's parts sent every turn, serialised */
 };
 
 void llm_options_init(struct llm_options *opt)
@@ -210,6 +211,7 @@ void llm_client_free(struct llm_client *c)
 	free(c->trace_id);
 	jv_free(c->pricing);
 	buf_release(&c->warned);
+	llm_parts_release(&c->parts);
 	free(c);
 }
 
@@ -830,7 +832,7 @@ static int provider_call(struct llm_response *out, struct llm_client *c, struct 
 	st.p = c->p;
 	c->restartable = false;
 again:
-	c->p->build(&w, c->base_url, c->key, c->model, req, c->flags);
+	c->p->build(&w, &c->parts, c->base_url, c->key, c->model, req, c->flags);
 	c->sent_bytes = w.body_len;
 	free(c->shown_call_url);
 	c->shown_call_url = secret_url_shown(w.url);

@@ -526,7 +526,7 @@ static void test_anth_nonstream_tool_loop(void)
 	req.messages = jv_array_append(req.messages, llm_msg_tool_result(r0.calls[0].id,
 				       "RuntimeError('Unexpected error, try again')", true));
 	req.max_tokens = 1024;
-	llm_anthropic.build(&w, "http://127.0.0.1:1/", "sk-ant-secret", "claude-haiku-4-5", &req, 0);
+	llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "sk-ant-secret", "claude-haiku-4-5", &req, 0);
 	jv got = json_parse(w.body, w.body_len);
 	jv want = at(c, 1, "request.body");
 	jv gm = json_get(got, "messages"), wm = json_get(want, "messages");
@@ -574,7 +574,7 @@ static void test_anth_empty_answer_left_out(void)
 		req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
 		req.messages = jv_array_append(req.messages, llm_msg_user("use the tools"));
 		req.max_tokens = 1024;
-		llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
+		llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
 		jv got = json_parse(w.body, w.body_len);
 		jv roles = jv_array(), msgs = json_get(got, "messages");
 		jv_array_foreach(msgs, i, m) {
@@ -643,7 +643,7 @@ static char *built_breakpoints(const struct llm_request *req, unsigned flags, in
 	struct llm_wire w;
 	char *where;
 
-	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", req, flags);
+	llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", req, flags);
 	jv body = json_parse(w.body, w.body_len);
 	where = breakpoints(body, n);
 	jv_free(body);
@@ -736,7 +736,7 @@ static void test_anth_cache_breakpoints(void)
 	free(where);
 	req.cache_prefix = true;
 	struct llm_wire w;
-	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
+	llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
 	CHECK(!strstr(w.body, "cache_control"));
 	CHECK(strstr(w.body, "\"system\":\"You are the planner\"") != NULL);
 	llm_wire_release(&w);
@@ -949,7 +949,7 @@ static void test_oai_build(void)
 	req.tool_choice = LLM_TOOL_FORCED;
 	req.tool_name = "finish";
 	req.stream = true;
-	llm_openai.build(&w, "http://127.0.0.1:1/v1", "sk-test", "m", &req, 0);
+	llm_openai.build(&w, NULL, "http://127.0.0.1:1/v1", "sk-test", "m", &req, 0);
 	jv b = json_parse(w.body, w.body_len);
 	CHECK_STR(w.url, "http://127.0.0.1:1/v1/chat/completions");
 	jv m = json_get(b, "messages");
@@ -969,7 +969,7 @@ static void test_oai_build(void)
 	ok = ok && !strcmp(json_get_str(choice, "name") ?: "", "finish");
 	jv_free(choice); jv_free(t); jv_free(fn); jv_free(tc0); jv_free(a); jv_free(m); jv_free(b);
 	llm_wire_release(&w);
-	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, LLM_OPENAI_MAX_TOKENS);
+	llm_openai.build(&w, NULL, "http://127.0.0.1:1/v1", NULL, "m", &req, LLM_OPENAI_MAX_TOKENS);
 	b = json_parse(w.body, w.body_len);
 	ok = ok && json_has(b, "max_tokens") && !json_has(b, "max_completion_tokens");
 	jv_free(b);
@@ -1009,7 +1009,7 @@ static const char *sent_reasoning(const struct llm_response *r, jv *keep)
 	llm_request_init(&req);
 	req.messages = jv_array_append(jv_array(), llm_msg_user("hi"));
 	req.messages = jv_array_append(req.messages, llm_msg_assistant(r));
-	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, 0);
+	llm_openai.build(&w, NULL, "http://127.0.0.1:1/v1", NULL, "m", &req, 0);
 	jv b = json_parse(w.body, w.body_len);
 	jv m = json_get(b, "messages");
 	jv a = jv_array_get(m, 1);
