@@ -55,6 +55,7 @@ struct llm_client {
 	long server_window;                /* what it said; 0 = nothing */
 	size_t sent_bytes;                 /* the last request body's size */
 	struct llm_parts parts;            /* the body's parts sent every turn, serialised */
+	struct llm_log_memo log_memo;      /* what the log kept of the last request */
 };
 
 void llm_options_init(struct llm_options *opt)
@@ -212,6 +213,7 @@ void llm_client_free(struct llm_client *c)
 	jv_free(c->pricing);
 	buf_release(&c->warned);
 	llm_parts_release(&c->parts);
+	llm_log_memo_release(&c->log_memo);
 	free(c);
 }
 
@@ -975,6 +977,7 @@ static void log_call(struct llm_client *c, jv reqj, const struct llm_response *o
 	rec.duration_ms = out->duration_ms;
 	rec.retries = out->retries;
 	rec.error = err;
+	rec.memo = &c->log_memo;
 	if (llm_log_call(c->store, &rec) < 0 && c->warn)
 		c->warn(c->warn_payload, forge_last_error());
 	if (err)

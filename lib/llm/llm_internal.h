@@ -106,6 +106,26 @@ void llm_part_add(struct buf *b, struct llm_part *p, jv src, unsigned variant, c
 /* Append obj's members to b as llm_part_add() does.  Consumes obj. */
 void llm_members_add(struct buf *b, jv obj);
 
+/*
+ * What llm_log_call() keeps of the last request a client logged, to write
+ * the next one's row: an agent's next request is the same conversation
+ * (the same jv messages) and a few messages more, with the same system
+ * prompt, and dumping them whole every turn cost the log as much as the
+ * wire.  The memo holds the messages' array, so a message identical
+ * (jv_identical) to one of them is the very one, unchanged.  A zeroed memo
+ * is empty.  Only the client's thread uses it.
+ */
+struct llm_log_memo {
+	bool held;                     /* msgs is set (owned) */
+	jv msgs;
+	size_t kept, cap;
+	size_t *ends;                  /* message i's text ends at text.buf + ends[i] */
+	struct buf text;               /* the messages' texts, comma-joined, unscrubbed */
+	jv system;                     /* owned while system_text is set */
+	char *system_text;
+};
+void llm_log_memo_release(struct llm_log_memo *m);   /* NULL-safe; m reusable, empty */
+
 struct llm_provider {
 	const char *name;
 	const char *default_model;
