@@ -54,6 +54,8 @@ struct llm_client {
 	bool window_asked;                 /* llm_context_window() asked the server */
 	long server_window;                /* what it said; 0 = nothing */
 	size_t sent_bytes;                 /* the last request body's size */
+	struct llm_parts parts;            /* the body's parts sent every turn, serialised */
+	struct llm_log_memo log_memo;      /* what the log kept of the last request */
 };
 
 void llm_options_init(struct llm_options *opt)
@@ -210,6 +212,8 @@ void llm_client_free(struct llm_client *c)
 	free(c->trace_id);
 	jv_free(c->pricing);
 	buf_release(&c->warned);
+	llm_parts_release(&c->parts);
+	llm_log_memo_release(&c->log_memo);
 	free(c);
 }
 
@@ -830,7 +834,7 @@ static int provider_call(struct llm_response *out, struct llm_client *c, struct 
 	st.p = c->p;
 	c->restartable = false;
 again:
-	c->p->build(&w, c->base_url, c->key, c->model, req, c->flags);
+	c->p->build(&w, &c->parts, c->base_url, c->key, c->model, req, c->flags);
 	c->sent_bytes = w.body_len;
 	free(c->shown_call_url);
 	c->shown_call_url = secret_url_shown(w.url);
@@ -973,6 +977,7 @@ static void log_call(struct llm_client *c, jv reqj, const struct llm_response *o
 	rec.duration_ms = out->duration_ms;
 	rec.retries = out->retries;
 	rec.error = err;
+	rec.memo = &c->log_memo;
 	if (llm_log_call(c->store, &rec) < 0 && c->warn)
 		c->warn(c->warn_payload, forge_last_error());
 	if (err)

@@ -504,6 +504,10 @@ struct llm_call_log {
 	double cost_usd, duration_ms;
 	int retries;
 	const char *error;             /* NULL on success */
+	/* The texts of the request the caller logged last, reused for the
+	 * parts of this one that are the same (llm_internal.h; a client's
+	 * own); NULL: none. */
+	struct llm_log_memo *memo;
 };
 int llm_log_call(struct store *st, const struct llm_call_log *rec);
 

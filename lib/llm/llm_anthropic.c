@@ -219,65 +219,120 @@ static jv mark_turn(jv turn, int *marks)
 	return json_set(turn, "content", mark_last(content, marks));
 }
 
-/* body's tools, system and messages (set) with their breakpoints; the
- * count in *marks.  Consumes body. */
-static jv mark_prefix(jv body, int *marks)
+/* msgs (Anthropic turns) with the breakpoints of the conversation: on its
+ * last turn and on the user turn before the last answer (where the
+ * previous request put its own), counted in *marks.  Consumes msgs. */
+static jv mark_messages(jv msgs, int *marks)
 {
-	jv msgs = json_get(body, "messages");
 	int n = jv_get_kind(msgs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(msgs)) : 0;
+	int prev = n - 2;
 
-	*marks = 0;
-	if (json_has(body, "tools"))
-		body = json_set(body, "tools", mark_last(json_get(body, "tools"), marks));
-	if (json_has(body, "system")) {
-		jv block = json_set(json_set(jv_object(), "type", jv_string("text")), "text",
-				    json_get(body, "system"));
-		body = json_set(body, "system", mark_last(jv_array_append(jv_array(), block), marks));
+	if (n == 0)
+		return msgs;
+	while (prev >= 0) {
+		jv m = jv_array_get(jv_copy(msgs), prev);
+		bool user = json_get_str(m, "role") && !strcmp(json_get_str(m, "role"), "user");
+		jv_free(m);
+		if (user)
+			break;
+		prev--;
 	}
-	if (n > 0) {
-		/* the user turn before the last answer (the previous request's end) */
-		int prev = n - 2;
-		while (prev >= 0) {
-			jv m = jv_array_get(jv_copy(msgs), prev);
-			bool user = json_get_str(m, "role") && !strcmp(json_get_str(m, "role"), "user");
-			jv_free(m);
-			if (user)
-				break;
-			prev--;
-		}
-		msgs = jv_array_set(msgs, n - 1, mark_turn(jv_array_get(jv_copy(msgs), n - 1), marks));
-		if (prev >= 0)
-			msgs = jv_array_set(msgs, prev, mark_turn(jv_array_get(jv_copy(msgs), prev), marks));
-	}
-	return json_set(body, "messages", msgs);
+	msgs = jv_array_set(msgs, n - 1, mark_turn(jv_array_get(jv_copy(msgs), n - 1), marks));
+	if (prev >= 0)
+		msgs = jv_array_set(msgs, prev, mark_turn(jv_array_get(jv_copy(msgs), prev), marks));
+	return msgs;
 }
 
-static int build(struct llm_wire *out, const char *base_url, const char *key, const char *model,
-		 const struct llm_request *req, unsigned flags)
+/* The variants of the constant parts (llm_part): whether they carry the
+ * prompt cache's breakpoint, and the tool choice. */
+#define PART_MARKED 1u
+#define PART_CHOICE_SHIFT 1
+
+/* {"system": S}, S a marked text block array when PART_MARKED.  The
+ * system prompt is str; src is null. */
+static jv system_part(jv src, const char *str, unsigned variant)
 {
-	jv body = json_set(jv_object(), "model", jv_string(model));
-	size_t h = 0;
+	jv text = jv_string(str);
 	int marks = 0;
 
-	memset(out, 0, sizeof(*out));
-	body = json_set(body, "max_tokens", jv_number(req->max_tokens > 0 ? req->max_tokens : 4096));
-	if (req->system && *req->system)
-		body = json_set(body, "system", jv_string(req->system));
-	body = json_set(body, "messages", convert_messages(jv_copy(req->messages)));
-	if (jv_get_kind(req->tools) == JV_KIND_ARRAY && jv_array_length(jv_copy(req->tools)) > 0) {
-		body = json_set(body, "tools", convert_tools(jv_copy(req->tools)));
-		body = json_set(body, "tool_choice", tool_choice(req));
-	}
-	if (req->cache_prefix && (flags & LLM_PROMPT_CACHE))
-		body = mark_prefix(body, &marks);
+	jv_free(src);
+	if (variant & PART_MARKED)
+		text = mark_last(jv_array_append(jv_array(), json_set(json_set(jv_object(), "type",
+			jv_string("text")), "text", text)), &marks);
+	return json_set(jv_object(), "system", text);
+}
+
+/* {"tools": …, "tool_choice": …} for the tools src (a non-empty array);
+ * str: the forced tool's name. */
+static jv tools_part(jv src, const char *str, unsigned variant)
+{
+	struct llm_request req = { .tool_choice = (enum llm_tool_choice)(variant >> PART_CHOICE_SHIFT),
+				   .tool_name = str };
+	jv tools = convert_tools(src);
+	int marks = 0;
+
+	if (variant & PART_MARKED)
+		tools = mark_last(tools, &marks);
+	return json_set(json_set(jv_object(), "tools", tools), "tool_choice", tool_choice(&req));
+}
+
+/* The members after the conversation and the tools. */
+static jv tail_members(const struct llm_request *req)
+{
+	jv tail = jv_object();
+
 	if (req->temperature >= 0)
-		body = json_set(body, "temperature", jv_number(req->temperature));
+		tail = json_set(tail, "temperature", jv_number(req->temperature));
 	if (jv_get_kind(req->stop) == JV_KIND_ARRAY)
-		body = json_set(body, "stop_sequences", jv_copy(req->stop));
+		tail = json_set(tail, "stop_sequences", jv_copy(req->stop));
 	if (req->stream)
-		body = json_set(body, "stream", jv_true());
-	out->body = json_dumps(body, false);
-	out->body_len = strlen(out->body);
+		tail = json_set(tail, "stream", jv_true());
+	return tail;
+}
+
+/*
+ * The body's members in the order the API has always been sent them:
+ * model, max_tokens, system, messages, tools, tool_choice, temperature,
+ * stop_sequences, stream.  The system prompt and the tools come from
+ * parts (kept serialised across turns).  With the prompt cache the tools'
+ * breakpoint comes first, then the system's, then the conversation's
+ * (the API takes LLM_CACHE_BREAKPOINTS_MAX: these make 4 at most).
+ */
+static char *body_text(size_t *len, struct llm_parts *parts, const char *model,
+		       const struct llm_request *req, unsigned flags)
+{
+	struct buf b = BUF_INIT;
+	bool marked = req->cache_prefix && (flags & LLM_PROMPT_CACHE);
+	bool tools = jv_get_kind(req->tools) == JV_KIND_ARRAY && jv_array_length(jv_copy(req->tools)) > 0;
+	bool system = req->system && *req->system;
+	unsigned variant = marked ? PART_MARKED : 0;
+	int marks = (tools ? 1 : 0) + (system ? 1 : 0);
+	jv msgs = convert_messages(jv_copy(req->messages));
+
+	buf_addch(&b, '{');
+	llm_members_add(&b, json_set(json_set(jv_object(), "model", jv_string(model)), "max_tokens",
+				     jv_number(req->max_tokens > 0 ? req->max_tokens : 4096)));
+	if (system)
+		llm_part_add(&b, parts ? &parts->system : NULL, jv_null(), variant, req->system, system_part);
+	if (marked)
+		msgs = mark_messages(msgs, &marks);
+	llm_members_add(&b, json_set(jv_object(), "messages", msgs));
+	if (tools)
+		llm_part_add(&b, parts ? &parts->tools : NULL, req->tools,
+			     variant | (unsigned)req->tool_choice << PART_CHOICE_SHIFT,
+			     req->tool_choice == LLM_TOOL_FORCED ? req->tool_name : NULL, tools_part);
+	llm_members_add(&b, tail_members(req));
+	buf_addch(&b, '}');
+	return buf_detach(&b, len);
+}
+
+static int build(struct llm_wire *out, struct llm_parts *parts, const char *base_url, const char *key,
+		 const char *model, const struct llm_request *req, unsigned flags)
+{
+	size_t h = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->body = body_text(&out->body_len, parts, model, req, flags);
 	out->url = llm_url(base_url, "/v1/messages");
 	out->headers[h++] = xstrdup("content-type: application/json");
 	out->headers[h++] = xstrdup("anthropic-version: " LLM_ANTHROPIC_VERSION);

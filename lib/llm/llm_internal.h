@@ -71,15 +71,72 @@ struct llm_stream_block *llm_stream_block_add(struct llm_stream *s, long index);
 /* Move the text and tool calls into resp (parsing each tool's JSON). */
 int llm_stream_finish(struct llm_stream *s);
 
+/*
+ * A part of a request body a conversation sends again every turn (the
+ * tools with their JSON schemas, the system prompt), kept serialised: an
+ * agent's ~12 KB of tool schemas were dumped anew with every call (the
+ * five calls of a forge-implement session: 2.9M of its 33.4M
+ * instructions in build()).  The text is reused while the part is made
+ * from the same jv (jv_identical: the part holds a reference, so a jv
+ * changed since is a new one, never one at the same address) with the
+ * same variant and str (what else shapes it: the tool choice, the prompt
+ * cache marks, the system prompt's text); else made again.  A zeroed
+ * part is empty.
+ */
+struct llm_part {
+	jv src;                        /* owned while text is set */
+	unsigned variant;
+	char *str;                     /* may be NULL */
+	char *text;                    /* members of an object, without braces */
+	size_t len;
+};
+/* The parts a client keeps for its provider's build(). */
+struct llm_parts {
+	struct llm_part system, tools;
+};
+void llm_parts_release(struct llm_parts *ps);   /* NULL-safe; ps reusable, empty */
+/* make(src, str, variant): the object whose members are the part.
+ * Consumes src. */
+typedef jv (*llm_part_fn)(jv src, const char *str, unsigned variant);
+/* Append p's members to b (an object's text being written: a comma first
+ * unless b ends with '{'), made by make() when src (borrowed), variant or
+ * str differ from what p holds.  p NULL: made, not kept. */
+void llm_part_add(struct buf *b, struct llm_part *p, jv src, unsigned variant, const char *str,
+		  llm_part_fn make);
+/* Append obj's members to b as llm_part_add() does.  Consumes obj. */
+void llm_members_add(struct buf *b, jv obj);
+
+/*
+ * What llm_log_call() keeps of the last request a client logged, to write
+ * the next one's row: an agent's next request is the same conversation
+ * (the same jv messages) and a few messages more, with the same system
+ * prompt, and dumping them whole every turn cost the log as much as the
+ * wire.  The memo holds the messages' array, so a message identical
+ * (jv_identical) to one of them is the very one, unchanged.  A zeroed memo
+ * is empty.  Only the client's thread uses it.
+ */
+struct llm_log_memo {
+	bool held;                     /* msgs is set (owned) */
+	jv msgs;
+	size_t kept, cap;
+	size_t *ends;                  /* message i's text ends at text.buf + ends[i] */
+	struct buf text;               /* the messages' texts, comma-joined, unscrubbed */
+	jv system;                     /* owned while system_text is set */
+	char *system_text;
+};
+void llm_log_memo_release(struct llm_log_memo *m);   /* NULL-safe; m reusable, empty */
+
 struct llm_provider {
 	const char *name;
 	const char *default_model;
 	const char *default_base_url;
 	const char *key_env;
 	const char *base_url_env;
-	/* Build the wire request for req.  opts: provider flags (below). */
-	int (*build)(struct llm_wire *out, const char *base_url, const char *key,
-		     const char *model, const struct llm_request *req, unsigned flags);
+	/* Build the wire request for req.  flags: provider flags (below).
+	 * parts: the client's, reused from its last build (NULL: none). */
+	int (*build)(struct llm_wire *out, struct llm_parts *parts, const char *base_url,
+		     const char *key, const char *model, const struct llm_request *req,
+		     unsigned flags);
 	/* Parse a complete 2xx body. */
 	int (*parse)(struct llm_response *out, const char *body, size_t len);
 	/* One SSE event; 0 to continue, -1 on an unparseable event. */

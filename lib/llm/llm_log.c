@@ -5,9 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
-#include "llm/llm.h"
+#include "llm/llm_internal.h"
 #include "store/store.h"
 #include "store/db.h"
 #include "core/ids.h"
@@ -62,6 +63,123 @@ static jv request_to_log(const struct store *st, const struct llm_call_log *rec)
 	return req;
 }
 
+void llm_log_memo_release(struct llm_log_memo *m)
+{
+	if (!m)
+		return;
+	if (m->held)
+		jv_free(m->msgs);
+	if (m->system_text)
+		jv_free(m->system);
+	free(m->ends);
+	buf_release(&m->text);
+	free(m->system_text);
+	memset(m, 0, sizeof(*m));
+}
+
+/* How many leading messages of msgs (borrowed) are those m holds. */
+static size_t msgs_same(const struct llm_log_memo *m, jv msgs, size_t n)
+{
+	size_t k = 0;
+
+	if (!m->held)
+		return 0;
+	while (k < n && k < m->kept &&
+	       jv_identical(jv_array_get(jv_copy(msgs), (int)k), jv_array_get(jv_copy(m->msgs), (int)k)))
+		k++;
+	return k;
+}
+
+/* Append msgs (an array, consumed) to b as json_dumps() writes it, from
+ * the texts m kept of the messages logged last; m keeps msgs' now. */
+static void add_messages(struct buf *b, struct llm_log_memo *m, jv msgs)
+{
+	size_t n = (size_t)jv_array_length(jv_copy(msgs)), k = msgs_same(m, msgs, n);
+
+	if (m->text.buf)
+		buf_truncate(&m->text, k ? m->ends[k - 1] : 0);
+	if (n > m->cap) {
+		m->cap = n * 2;
+		m->ends = xrealloc(m->ends, m->cap * sizeof(*m->ends));
+	}
+	for (; k < n; k++) {
+		char *text = json_dumps(jv_array_get(jv_copy(msgs), (int)k), false);
+
+		if (k)
+			buf_addch(&m->text, ',');
+		buf_adds(&m->text, text);
+		m->ends[k] = m->text.len;
+		free(text);
+	}
+	if (m->held)
+		jv_free(m->msgs);
+	m->msgs = msgs;
+	m->held = true;
+	m->kept = n;
+	buf_addch(b, '[');
+	buf_add(b, m->text.buf ? m->text.buf : "", m->text.len);
+	buf_addch(b, ']');
+}
+
+/* Append sys (a string, consumed) to b as json_dumps() writes it; m keeps
+ * its text. */
+static void add_system(struct buf *b, struct llm_log_memo *m, jv sys)
+{
+	if (!m->system_text || !json_equal(sys, m->system)) {
+		if (m->system_text)
+			jv_free(m->system);
+		free(m->system_text);
+		m->system = jv_copy(sys);
+		m->system_text = json_dumps(jv_copy(sys), false);
+	}
+	buf_adds(b, m->system_text);
+	jv_free(sys);
+}
+
+/* v (consumed), the value of member key of a request, appended to b as
+ * json_dumps() writes it; the messages and the system prompt from m. */
+static void add_member(struct buf *b, struct llm_log_memo *m, const char *key, jv v)
+{
+	char *text;
+
+	if (!strcmp(key, "messages") && jv_get_kind(v) == JV_KIND_ARRAY) {
+		add_messages(b, m, v);
+	} else if (!strcmp(key, "system") && jv_get_kind(v) == JV_KIND_STRING) {
+		add_system(b, m, v);
+	} else {
+		text = json_dumps(v, false);
+		buf_adds(b, text);
+		free(text);
+	}
+}
+
+/* req (an object, borrowed) as json_dumps() writes it, its messages and
+ * system prompt from m (NULL: a memo of this call only), secrets
+ * scrubbed.  malloc'd. */
+static char *request_text(struct llm_log_memo *m, jv req)
+{
+	struct llm_log_memo once = { 0 };
+	struct buf b = BUF_INIT;
+
+	if (!m)
+		m = &once;
+	buf_addch(&b, '{');
+	jv_object_foreach(req, k, v) {
+		char *key = json_dumps(jv_copy(k), false);
+
+		if (b.len > 1)
+			buf_addch(&b, ',');
+		buf_adds(&b, key);
+		buf_addch(&b, ':');
+		free(key);
+		add_member(&b, m, jv_string_value(k), v);
+		jv_free(k);
+	}
+	buf_addch(&b, '}');
+	llm_log_memo_release(&once);
+	return llm_redact(buf_detach(&b, NULL));
+}
+
 int llm_log_call(struct store *st, const struct llm_call_log *rec)
 {
 	static const char sql[] =
@@ -80,7 +198,7 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		goto out;
 	timestamp_now(ts);
 	jv logged = request_to_log(st, rec);
-	req = scrubbed(logged);
+	req = jv_get_kind(logged) == JV_KIND_OBJECT ? request_text(rec->memo, logged) : scrubbed(logged);
 	jv_free(logged);
 	resp = scrubbed(rec->response);
 	err = rec->error ? llm_redact(xstrdup(rec->error)) : NULL;

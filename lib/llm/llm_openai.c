@@ -118,31 +118,60 @@ static jv tool_choice(const struct llm_request *req)
 	}
 }
 
-static int build(struct llm_wire *out, const char *base_url, const char *key, const char *model,
-		 const struct llm_request *req, unsigned flags)
+/* {"tools": …, "tool_choice": …} for the tools src (a non-empty array):
+ * the part kept across turns (llm_part); variant is the tool choice, str
+ * the forced tool's name. */
+static jv tools_part(jv src, const char *str, unsigned variant)
 {
-	jv body = json_set(jv_object(), "model", jv_string(model));
+	struct llm_request req = { .tool_choice = (enum llm_tool_choice)variant, .tool_name = str };
+
+	return json_set(json_set(jv_object(), "tools", convert_tools(src)), "tool_choice", tool_choice(&req));
+}
+
+/* The members after the tools. */
+static jv tail_members(const struct llm_request *req, unsigned flags)
+{
+	jv tail = json_set(jv_object(), flags & LLM_OPENAI_MAX_TOKENS ? "max_tokens" : "max_completion_tokens",
+			   jv_number(req->max_tokens > 0 ? req->max_tokens : 4096));
+
+	if (req->temperature >= 0)
+		tail = json_set(tail, "temperature", jv_number(req->temperature));
+	if (jv_get_kind(req->stop) == JV_KIND_ARRAY)
+		tail = json_set(tail, "stop", jv_copy(req->stop));
+	if (req->stream) {
+		tail = json_set(tail, "stream", jv_true());
+		tail = json_set(tail, "stream_options", json_set(jv_object(), "include_usage", jv_true()));
+	}
+	return tail;
+}
+
+/* The body's members in the order they have always been sent: model,
+ * messages (the system prompt first), tools, tool_choice, the output
+ * limit, temperature, stop, stream, stream_options; the tools from
+ * parts. */
+static char *body_text(size_t *len, struct llm_parts *parts, const char *model,
+		       const struct llm_request *req, unsigned flags)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addch(&b, '{');
+	llm_members_add(&b, json_set(json_set(jv_object(), "model", jv_string(model)), "messages",
+				     convert_messages(req->system, jv_copy(req->messages))));
+	if (jv_get_kind(req->tools) == JV_KIND_ARRAY && jv_array_length(jv_copy(req->tools)) > 0)
+		llm_part_add(&b, parts ? &parts->tools : NULL, req->tools, (unsigned)req->tool_choice,
+			     req->tool_choice == LLM_TOOL_FORCED ? req->tool_name : NULL, tools_part);
+	llm_members_add(&b, tail_members(req, flags));
+	buf_addch(&b, '}');
+	return buf_detach(&b, len);
+}
+
+static int build(struct llm_wire *out, struct llm_parts *parts, const char *base_url, const char *key,
+		 const char *model, const struct llm_request *req, unsigned flags)
+{
 	size_t h = 0;
-	int max = req->max_tokens > 0 ? req->max_tokens : 4096;
 
 	memset(out, 0, sizeof(*out));
-	body = json_set(body, "messages", convert_messages(req->system, jv_copy(req->messages)));
-	if (jv_get_kind(req->tools) == JV_KIND_ARRAY && jv_array_length(jv_copy(req->tools)) > 0) {
-		body = json_set(body, "tools", convert_tools(jv_copy(req->tools)));
-		body = json_set(body, "tool_choice", tool_choice(req));
-	}
-	body = json_set(body, flags & LLM_OPENAI_MAX_TOKENS ? "max_tokens" : "max_completion_tokens",
-			jv_number(max));
-	if (req->temperature >= 0)
-		body = json_set(body, "temperature", jv_number(req->temperature));
-	if (jv_get_kind(req->stop) == JV_KIND_ARRAY)
-		body = json_set(body, "stop", jv_copy(req->stop));
-	if (req->stream) {
-		body = json_set(body, "stream", jv_true());
-		body = json_set(body, "stream_options", json_set(jv_object(), "include_usage", jv_true()));
-	}
-	out->body = json_dumps(body, false);
-	out->body_len = strlen(out->body);
+	out->body = body_text(&out->body_len, parts, model, req, flags);
 	out->url = llm_url(base_url, "/chat/completions");
 	out->headers[h++] = xstrdup("content-type: application/json");
 	out->headers[h++] = xstrdup(req->stream ? "accept: text/event-stream" : "accept: application/json");

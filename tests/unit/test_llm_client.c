@@ -510,6 +510,85 @@ static void test_record_then_replay_and_log(void)
 	rmdir(dir);
 }
 
+/* The request column of the newest llm_calls row (malloc'd). */
+static char *logged_request(struct store *st)
+{
+	sqlite3_stmt *s;
+	char *text = NULL;
+
+	if (sqlite3_prepare_v2(store_db(st), "SELECT request FROM llm_calls ORDER BY id DESC LIMIT 1",
+			       -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		text = xstrdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return text;
+}
+
+/* Log req (consumed) and say whether its row holds it as it always has:
+ * json_dumps() of it, secrets scrubbed. */
+static bool logs_as_dumped(struct store *st, struct llm_log_memo *memo, jv req)
+{
+	struct llm_call_log rec = { .trace_id = "T", .phase = "p", .provider = "replay", .model = "m",
+				    .attempt = 1, .call = 1, .memo = memo };
+	char *want = llm_redact(json_dumps(jv_copy(req), false)), *got;
+	bool same;
+
+	rec.request = req;
+	rec.response = jv_null();
+	same = llm_log_call(st, &rec) == 0 && (got = logged_request(st)) && !strcmp(got, want) &&
+	       !strstr(got, "sk-test-LOGGED-KEY");
+	if (same)
+		free(got);
+	free(want);
+	jv_free(req);
+	return same;
+}
+
+static jv with_messages(jv msgs)
+{
+	return json_set(json_set(json_set(jv_object(), "system", jv_string("sys")), "messages", msgs),
+			"max_tokens", jv_number(4096));
+}
+
+/* The log keeps the text of the messages a client logged last and writes only
+ * the new ones (an agent's next request is the same conversation and a
+ * few more), and the system prompt's: the row is what dumping the
+ * request whole gave, with a key in a message or the prompt scrubbed, as
+ * the conversation grows, is cut, or changes in place, and as the prompt
+ * changes. */
+static void test_log_keeps_messages_text(void)
+{
+	struct store *st = NULL;
+	struct llm_log_memo memo = { 0 };
+	jv msgs = jv_array_append(jv_array(), llm_msg_user("key sk-test-LOGGED-KEY here"));
+
+	llm_secret_add("sk-test-LOGGED-KEY");
+	CHECK_INT(store_open(&st, ":memory:"), 0);
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	msgs = jv_array_append(msgs, llm_msg_tool_result("c1", "out \"q\" \xc3\xa9", false));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	msgs = jv_array_set(msgs, 0, llm_msg_user("changed"));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	msgs = jv_array_append(msgs, llm_msg_user("third"));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	msgs = jv_array_set(msgs, 1, llm_msg_user("second, changed"));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array_append(jv_array(), llm_msg_user("short")))));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array())));
+	CHECK(logs_as_dumped(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("other \"sys\""))));
+	CHECK(logs_as_dumped(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("sk-test-LOGGED-KEY"))));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as_dumped(st, &memo, json_set(jv_object(), "messages", jv_string("not an array"))));
+	CHECK(logs_as_dumped(st, NULL, with_messages(jv_copy(msgs))));
+	jv_free(msgs);
+	llm_log_memo_release(&memo);
+	llm_log_memo_release(&memo);
+	llm_log_memo_release(NULL);
+	store_free(st);
+}
+
 static void test_json_diff(void)
 {
 	jv a = json_parse("{\"a\":[1,{\"b\":2}],\"c\":1}", 23);
@@ -539,6 +618,7 @@ int main(void)
 	RUN(test_replay_identity);
 	RUN(test_replay_strict);
 	RUN(test_record_then_replay_and_log);
+	RUN(test_log_keeps_messages_text);
 	RUN(test_json_diff);
 	return unit_done();
 }

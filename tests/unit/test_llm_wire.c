@@ -526,7 +526,7 @@ static void test_anth_nonstream_tool_loop(void)
 	req.messages = jv_array_append(req.messages, llm_msg_tool_result(r0.calls[0].id,
 				       "RuntimeError('Unexpected error, try again')", true));
 	req.max_tokens = 1024;
-	llm_anthropic.build(&w, "http://127.0.0.1:1/", "sk-ant-secret", "claude-haiku-4-5", &req, 0);
+	llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "sk-ant-secret", "claude-haiku-4-5", &req, 0);
 	jv got = json_parse(w.body, w.body_len);
 	jv want = at(c, 1, "request.body");
 	jv gm = json_get(got, "messages"), wm = json_get(want, "messages");
@@ -574,7 +574,7 @@ static void test_anth_empty_answer_left_out(void)
 		req.messages = jv_array_append(req.messages, llm_msg_assistant(&r));
 		req.messages = jv_array_append(req.messages, llm_msg_user("use the tools"));
 		req.max_tokens = 1024;
-		llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
+		llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
 		jv got = json_parse(w.body, w.body_len);
 		jv roles = jv_array(), msgs = json_get(got, "messages");
 		jv_array_foreach(msgs, i, m) {
@@ -643,7 +643,7 @@ static char *built_breakpoints(const struct llm_request *req, unsigned flags, in
 	struct llm_wire w;
 	char *where;
 
-	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", req, flags);
+	llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", req, flags);
 	jv body = json_parse(w.body, w.body_len);
 	where = breakpoints(body, n);
 	jv_free(body);
@@ -736,7 +736,7 @@ static void test_anth_cache_breakpoints(void)
 	free(where);
 	req.cache_prefix = true;
 	struct llm_wire w;
-	llm_anthropic.build(&w, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
+	llm_anthropic.build(&w, NULL, "http://127.0.0.1:1/", "k", "claude-haiku-4-5", &req, 0);
 	CHECK(!strstr(w.body, "cache_control"));
 	CHECK(strstr(w.body, "\"system\":\"You are the planner\"") != NULL);
 	llm_wire_release(&w);
@@ -949,7 +949,7 @@ static void test_oai_build(void)
 	req.tool_choice = LLM_TOOL_FORCED;
 	req.tool_name = "finish";
 	req.stream = true;
-	llm_openai.build(&w, "http://127.0.0.1:1/v1", "sk-test", "m", &req, 0);
+	llm_openai.build(&w, NULL, "http://127.0.0.1:1/v1", "sk-test", "m", &req, 0);
 	jv b = json_parse(w.body, w.body_len);
 	CHECK_STR(w.url, "http://127.0.0.1:1/v1/chat/completions");
 	jv m = json_get(b, "messages");
@@ -969,7 +969,7 @@ static void test_oai_build(void)
 	ok = ok && !strcmp(json_get_str(choice, "name") ?: "", "finish");
 	jv_free(choice); jv_free(t); jv_free(fn); jv_free(tc0); jv_free(a); jv_free(m); jv_free(b);
 	llm_wire_release(&w);
-	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, LLM_OPENAI_MAX_TOKENS);
+	llm_openai.build(&w, NULL, "http://127.0.0.1:1/v1", NULL, "m", &req, LLM_OPENAI_MAX_TOKENS);
 	b = json_parse(w.body, w.body_len);
 	ok = ok && json_has(b, "max_tokens") && !json_has(b, "max_completion_tokens");
 	jv_free(b);
@@ -977,6 +977,100 @@ static void test_oai_build(void)
 	llm_request_release(&req);
 	llm_response_release(&r);
 	CHECK(ok);
+}
+
+/* p's body for req with the parts kept in parts (malloc'd); *same: it is
+ * the body built without them, byte for byte. */
+static char *built_with(bool *same, const struct llm_provider *p, struct llm_parts *parts,
+			const struct llm_request *req, unsigned flags)
+{
+	struct llm_wire w, fresh;
+	char *body;
+
+	p->build(&w, parts, "http://127.0.0.1:1/", "k", "m", req, flags);
+	p->build(&fresh, NULL, "http://127.0.0.1:1/", "k", "m", req, flags);
+	*same = w.body_len == strlen(w.body) && w.body_len == fresh.body_len &&
+		!memcmp(w.body, fresh.body, w.body_len);
+	body = w.body;
+	w.body = NULL;
+	llm_wire_release(&w);
+	llm_wire_release(&fresh);
+	return body;
+}
+
+static jv tool_named(const char *name)
+{
+	return json_set(json_set(jv_object(), "name", jv_string(name)), "input_schema",
+			json_set(jv_object(), "type", jv_string("object")));
+}
+
+/* The tools and the system prompt an agent sends every turn are
+ * serialised once per client (llm_parts), and made again when anything
+ * that shapes them changes: the tools (a new jv, or the same one changed
+ * since: the part holds a reference, so a change copies it), the tool
+ * choice, the forced tool, the prompt cache's mark, the system prompt's
+ * text (also in the same buffer). */
+static void test_parts_kept_and_renewed(void)
+{
+	const struct llm_provider *ps[] = { &llm_anthropic, &llm_openai };
+
+	for (size_t i = 0; i < 2; i++) {
+		const struct llm_provider *p = ps[i];
+		struct llm_parts parts = { 0 };
+		struct llm_request req;
+		char system[] = "be brief", *body;
+		const char *kept;
+		bool same;
+
+#define BUILT(flags) do { \
+		free(body); \
+		body = built_with(&same, p, &parts, &req, (flags)); \
+		CHECK_MSG(same, "%s: %s", p->name, body); \
+	} while (0)
+		body = NULL;
+		llm_request_init(&req);
+		req.system = system;
+		req.messages = jv_array_append(jv_array(), llm_msg_user("hi"));
+		req.tools = jv_array_append(jv_array(), tool_named("read_file"));
+		req.cache_prefix = true;
+		BUILT(LLM_PROMPT_CACHE);
+		kept = parts.tools.text;
+		CHECK(kept != NULL);
+		/* the next turn: the same tools, reused */
+		req.messages = jv_array_append(req.messages, llm_msg_user("again"));
+		BUILT(LLM_PROMPT_CACHE);
+		CHECK(parts.tools.text == kept);
+		/* the same jv, one tool more: made again */
+		req.tools = jv_array_append(req.tools, tool_named("write_file"));
+		BUILT(LLM_PROMPT_CACHE);
+		CHECK(strstr(body, "write_file") != NULL);
+		/* the choice, the forced name, the mark */
+		req.tool_choice = LLM_TOOL_FORCED;
+		req.tool_name = "read_file";
+		BUILT(LLM_PROMPT_CACHE);
+		req.tool_name = "write_file";
+		BUILT(LLM_PROMPT_CACHE);
+		CHECK(strstr(body, "\"name\":\"write_file\"}") != NULL);   /* the choice */
+		BUILT(0);
+		req.cache_prefix = false;
+		BUILT(LLM_PROMPT_CACHE);
+		/* a new jv of other tools */
+		jv_free(req.tools);
+		req.tools = jv_array_append(jv_array(), tool_named("finish"));
+		req.tool_name = "finish";
+		BUILT(0);
+		CHECK(strstr(body, "finish") != NULL && !strstr(body, "read_file"));
+		/* the system prompt changed in place */
+		system[0] = 'B';
+		BUILT(0);
+		CHECK(strstr(body, "Be brief") != NULL);
+#undef BUILT
+		free(body);
+		llm_parts_release(&parts);
+		llm_parts_release(&parts);
+		llm_parts_release(NULL);
+		llm_request_release(&req);
+	}
 }
 
 /* The output limit's field by base URL: max_completion_tokens for
@@ -1009,7 +1103,7 @@ static const char *sent_reasoning(const struct llm_response *r, jv *keep)
 	llm_request_init(&req);
 	req.messages = jv_array_append(jv_array(), llm_msg_user("hi"));
 	req.messages = jv_array_append(req.messages, llm_msg_assistant(r));
-	llm_openai.build(&w, "http://127.0.0.1:1/v1", NULL, "m", &req, 0);
+	llm_openai.build(&w, NULL, "http://127.0.0.1:1/v1", NULL, "m", &req, 0);
 	jv b = json_parse(w.body, w.body_len);
 	jv m = json_get(b, "messages");
 	jv a = jv_array_get(m, 1);
@@ -1191,6 +1285,7 @@ int main(void)
 	RUN(test_oai_nonstream_and_errors);
 	RUN(test_oai_build);
 	RUN(test_oai_max_field_by_url);
+	RUN(test_parts_kept_and_renewed);
 	RUN(test_response_json_roundtrip);
 	RUN(test_event_stream_type);
 	RUN(test_stream_cap);
