@@ -742,6 +742,37 @@ static void test_schema_for_model_reference(void)
 	CHECK(n > 20);
 }
 
+/* schema_tool_input of every tool schema is the whole document parsed
+ * with its notes deleted, byte for byte, and its description. */
+static void test_tool_input_reference(void)
+{
+	static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
+	int n = 0;
+
+	for (const struct resource *r = resource_all(); r->name; r++) {
+		if (strncmp(r->name, "tools/", 6) != 0)
+			continue;
+		jv want = json_parse(r->data, r->len), desc;
+		jv want_desc = json_get(want, "description");
+		for (size_t i = 0; drop[i]; i++)
+			if (json_has(want, drop[i]))
+				want = jv_object_delete(want, jv_string(drop[i]));
+		char *got_text = json_dumps(schema_tool_input(&desc, r->name), false);
+		char *want_text = json_dumps(want, false);
+		CHECK_STR(got_text, want_text);
+		CHECK_MSG(json_equal(desc, want_desc), "%s", r->name);
+		free(got_text);
+		free(want_text);
+		jv_free(desc);
+		jv_free(want_desc);
+		n++;
+	}
+	CHECK(n >= 11);
+	jv desc, none = schema_tool_input(&desc, "tools/no_such.json");
+	CHECK(!jv_is_valid(none) && jv_get_kind(desc) == JV_KIND_NULL);
+	jv_free(none);
+}
+
 /* text (a literal: it outlives the schema) compiled lazily; NULL when refused. */
 static struct schema *lazy(const char *text)
 {
@@ -1124,5 +1155,6 @@ int main(void)
 	RUN(test_ref_chain_limit);
 	RUN(test_embedded_schemas_whole);
 	RUN(test_tool_spec_from_file);
+	RUN(test_tool_input_reference);
 	return unit_done();
 }
