@@ -12,7 +12,6 @@
 #include "core/json.h"
 #include "llm/llm.h"
 #include "agent/patch.h"
-#include "core/resource.h"
 #include "os/sandbox.h"
 #include "data/schema.h"
 #include "core/tmpdir.h"

@@ -1020,13 +1020,12 @@ static jv tool_input_parsed(jv *description, const struct resource *r)
 jv schema_tool_input(jv *description, const char *name)
 {
 	const struct resource *r = resource_find(name);
-	struct tool_text t = { jv_object(), jv_null(), false };
+	struct tool_text t = { JSON_NULL, JSON_NULL, false };
 
 	*description = jv_null();
-	if (!r) {
-		jv_free(t.input);
+	if (!r)
 		return jv_invalid();
-	}
+	t.input = jv_object();
 	if (json_skim_members(r->data, r->len, tool_member, &t) < 0 || t.failed) {
 		jv_free(t.input);
 		jv_free(t.description);
