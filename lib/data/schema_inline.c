@@ -173,32 +173,27 @@ static jv def_for_model(const struct resource *r, const char *def)
 	const char *end = r->data + r->len;
 	struct members top, members;
 	const struct member *d;
-	jv out = jv_invalid();
+	jv defs, node, out = jv_null();
 
 	if (members_read(&top, r->data, end) < 0)
-		return out;
+		return jv_invalid();
 	if (!(d = member_find(&top, "$defs"))) {
-		out = jv_null();
-		goto out;
+		defs = jv_null();       /* json_get(null, def): null, as with no such def */
+	} else if (members_read(&members, d->value, end) < 0) {
+		defs = jv_invalid();
+	} else {
+		defs = needed_defs(&members, def);
+		free(members.v);
 	}
-	if (members_read(&members, d->value, end) < 0)
-		goto out;
-	jv defs = needed_defs(&members, def);
-	free(members.v);
-	if (jv_is_valid(defs)) {
-		jv node = json_get(defs, def);
-
-		jv_free(out);
-		if (jv_get_kind(node) == JV_KIND_OBJECT)
-			out = schema_inline(node, defs);
-		else {
-			jv_free(node);
-			out = jv_null();
-		}
-	}
-	jv_free(defs);
-out:
 	free(top.v);
+	if (!jv_is_valid(defs))
+		return defs;
+	node = json_get(defs, def);
+	if (jv_get_kind(node) == JV_KIND_OBJECT)
+		out = schema_inline(node, defs);
+	else
+		jv_free(node);
+	jv_free(defs);
 	return out;
 }
 
