@@ -12,7 +12,6 @@
 #include "core/json.h"
 #include "llm/llm.h"
 #include "agent/patch.h"
-#include "core/resource.h"
 #include "os/sandbox.h"
 #include "data/schema.h"
 #include "core/tmpdir.h"
@@ -609,22 +608,25 @@ const struct tool *tools_all(size_t *n)
 
 jv tool_spec(const struct tool *t, jv schema_override)
 {
-	const struct resource *res = resource_find(t->schema);
-	jv s = res ? json_parse(res->data, res->len) : jv_object();
-	jv spec = json_set(jv_object(), "name", jv_string(t->name));
-	const char *desc = json_get_str(s, "description");
+	jv desc, s = schema_tool_input(&desc, t->schema);
 
-	spec = json_set(spec, "description", jv_string(desc ? desc : t->name));
+	if (!jv_is_valid(s)) {
+		jv_free(s);
+		s = jv_object();
+	}
+	if (jv_get_kind(desc) != JV_KIND_STRING) {
+		jv_free(desc);
+		desc = jv_string(t->name);
+	}
 	if (jv_get_kind(schema_override) != JV_KIND_NULL) {
 		jv_free(s);
 		s = schema_override;
 	} else {
 		jv_free(schema_override);
-		static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
-		for (size_t i = 0; drop[i]; i++)
-			if (json_has(s, drop[i]))
-				s = jv_object_delete(s, jv_string(drop[i]));
 	}
+	jv spec = json_set(jv_object(), "name", jv_string(t->name));
+
+	spec = json_set(spec, "description", desc);
 	return json_set(spec, "input_schema", s);
 }
 

@@ -102,6 +102,19 @@ const struct schema *schema_get(const char *name);
 jv schema_tool_spec(const char *name);
 
 /*
+ * The input schema of a tool, from the embedded resource name
+ * ("tools/read_file.json"), as schema_tool_spec() and tool_spec() send it:
+ * the document without its top-level $schema, $id, title, description and
+ * $comment, and *description (a new reference: the document's description,
+ * or jv_null() when it has none).  The resource's text is skimmed member by
+ * member and the dropped ones are not parsed: about half of a tool's text
+ * is its description and notes.  An invalid jv, *description null, when
+ * there is no such resource; what json_parse() makes of one that does not
+ * parse.
+ */
+jv schema_tool_input(jv *description, const char *name);
+
+/*
  * Validate instance against s.  Borrows instance.  Returns 0 when valid, or
  * -1 with a message naming the JSON path of the first error and what was
  * wrong: ".plan.tasks[2].id: expected string, got number".

@@ -18,6 +18,7 @@
 #include "data/schema_internal.h"
 #include "core/forge.h"
 #include "core/json.h"
+#include "core/jsonscan.h"
 #include "core/resource.h"
 
 #include <math.h>
@@ -966,26 +967,94 @@ out:
 	return s;
 }
 
-jv schema_tool_spec(const char *name)
+/* A member a tool's schema has for its author, not for the model. */
+static bool tool_note(const char *key, size_t len)
+{
+	static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment" };
+
+	for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+		if (strlen(drop[i]) == len && !memcmp(drop[i], key, len))
+			return true;
+	return false;
+}
+
+struct tool_text {
+	jv input, description;
+	bool failed;            /* a key with an escape, a value that does not parse */
+};
+
+static void tool_member(const char *key, size_t key_len, const char *value, size_t value_len, void *payload)
+{
+	struct tool_text *t = payload;
+	bool description = key_len == 11 && !memcmp(key, "description", 11);
+	jv v;
+
+	t->failed = t->failed || memchr(key, '\\', key_len);
+	if (t->failed || (!description && tool_note(key, key_len)))
+		return;
+	v = json_parse(value, value_len);
+	if (!jv_is_valid(v)) {
+		jv_free(v);
+		t->failed = true;
+	} else if (description) {
+		jv_free(t->description);
+		t->description = v;
+	} else {        /* a key met again keeps its place, as libjq's parser does */
+		t->input = jv_object_set(t->input, jv_string_sized(key, (int)key_len), v);
+	}
+}
+
+/* The whole document parsed, then the notes deleted. */
+static jv tool_input_parsed(jv *description, const struct resource *r)
 {
 	static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
-	char path[256];
+	jv s = json_parse(r->data, r->len);
 
-	snprintf(path, sizeof path, "tools/%s.json", name);
-	const struct resource *r = resource_find(path);
-	jv s = r ? json_parse(r->data, r->len) : jv_invalid();
-
-	if (jv_get_kind(s) != JV_KIND_OBJECT) {
-		jv_free(s);
-		s = json_set(jv_object(), "type", jv_string("object"));
-	}
-	const char *desc = json_get_str(s, "description");
-	jv spec = json_set(jv_object(), "name", jv_string(name));
-
-	spec = json_set(spec, "description", jv_string(desc ? desc : name));
+	*description = json_get(s, "description");
 	for (size_t i = 0; drop[i]; i++)
 		if (json_has(s, drop[i]))
 			s = jv_object_delete(s, jv_string(drop[i]));
+	return s;
+}
+
+jv schema_tool_input(jv *description, const char *name)
+{
+	const struct resource *r = resource_find(name);
+	struct tool_text t = { JSON_NULL, JSON_NULL, false };
+
+	*description = jv_null();
+	if (!r)
+		return jv_invalid();
+	t.input = jv_object();
+	if (json_skim_members(r->data, r->len, tool_member, &t) < 0 || t.failed) {
+		jv_free(t.input);
+		jv_free(t.description);
+		return tool_input_parsed(description, r);
+	}
+	*description = t.description;
+	return t.input;
+}
+
+jv schema_tool_spec(const char *name)
+{
+	char path[256];
+	jv desc;
+
+	snprintf(path, sizeof path, "tools/%s.json", name);
+	jv s = schema_tool_input(&desc, path);
+	if (jv_get_kind(s) != JV_KIND_OBJECT) {
+		jv_free(s);
+		jv_free(desc);
+		desc = jv_null();
+		s = json_set(jv_object(), "type", jv_string("object"));
+	}
+	if (jv_get_kind(desc) != JV_KIND_STRING) {
+		jv_free(desc);
+		desc = jv_string(name);
+	}
+	jv spec = json_set(jv_object(), "name", jv_string(name));
+
+	spec = json_set(spec, "description", desc);
 	return json_set(spec, "input_schema", s);
 }
 

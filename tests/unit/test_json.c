@@ -3,6 +3,8 @@
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/resource.h"
+#include "core/tokens.h"
 #include "unit.h"
 
 #include <math.h>
@@ -500,9 +502,167 @@ static void test_json_null_constant(void)
 	jv_free(b);
 }
 
+/* The estimator as it was written before its byte classes became tables. */
+enum ref_tclass { R_NONE, R_ALPHA, R_DIGIT, R_PUNCT, R_SPACE, R_NEWLINE, R_CTRL, R_UTF8 };
+
+static enum ref_tclass ref_classify(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		return R_ALPHA;
+	if (c >= '0' && c <= '9')
+		return R_DIGIT;
+	if (c == ' ' || c == '\t')
+		return R_SPACE;
+	if (c == '\n' || c == '\r')
+		return R_NEWLINE;
+	if (c < 0x20 || c == 0x7f)
+		return R_CTRL;
+	if (c < 0x80)
+		return R_PUNCT;
+	return R_UTF8;
+}
+
+static size_t ref_run_cost(enum ref_tclass k, size_t n)
+{
+	switch (k) {
+	case R_ALPHA:
+		return (n + 3) / 4;
+	case R_DIGIT:
+		return (n + 2) / 3;
+	case R_PUNCT:
+	case R_NEWLINE:
+		return (n + 1) / 2;
+	case R_SPACE:
+		return n ? (n + 2) / 4 : 0;    /* ceil((n - 1) / 4) */
+	default:
+		return 0;
+	}
+}
+
+/* Cost of one non-ASCII byte: counted at the lead byte of a sequence, so a
+ * prefix cut anywhere costs no more than the whole. */
+static size_t ref_utf8_byte_cost(unsigned char c)
+{
+	if (c >= 0x80 && c < 0xc0)
+		return 0;       /* continuation (a stray one is counted at its lead) */
+	if (c < 0xe0)
+		return 1;
+	return 2;
+}
+
+static size_t ref_estimate(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t total = 0, run = 0;
+	enum ref_tclass cur = R_NONE;
+
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		enum ref_tclass k = ref_classify(p[i]);
+
+		if (k == R_CTRL) {
+			total += ref_run_cost(cur, run) + 1;
+			cur = R_NONE;
+			run = 0;
+			continue;
+		}
+		if (k == R_UTF8) {
+			total += ref_run_cost(cur, run) + ref_utf8_byte_cost(p[i]);
+			cur = R_NONE;
+			run = 0;
+			continue;
+		}
+		if (k != cur) {
+			total += ref_run_cost(cur, run);
+			cur = k;
+			run = 0;
+		}
+		run++;
+	}
+	return total + ref_run_cost(cur, run);
+}
+
+
+/* tokens_estimate gives what the byte-by-byte estimator gave: on every
+ * pair of bytes, and on every embedded resource's text. */
+static void test_tokens_estimate_unchanged(void)
+{
+	char two[2];
+	bool same = true;
+
+	for (int a = 0; a < 256; a++)
+		for (int b = 0; b < 256; b++) {
+			two[0] = (char)a;
+			two[1] = (char)b;
+			same = same && tokens_estimate(two, 1) == ref_estimate(two, 1) &&
+			       tokens_estimate(two, 2) == ref_estimate(two, 2);
+		}
+	CHECK(same);
+	for (const struct resource *r = resource_all(); r->name; r++)
+		CHECK_MSG(tokens_estimate(r->data, r->len) == ref_estimate(r->data, r->len), "%s", r->name);
+}
+
+/* tokens_estimate_jv(v) is the estimate of json_dumps(v)'s text.  Borrows v. */
+static bool estimate_as_dumped(jv v)
+{
+	char *text = json_dumps(jv_copy(v), false);
+	size_t want = tokens_estimate(text, strlen(text)), got = tokens_estimate_jv(v);
+
+	if (got != want)
+		printf("#   tokens_estimate_jv %zu, of the text %zu: %.200s\n", got, want, text);
+	free(text);
+	return got == want;
+}
+
+/* tokens_estimate_jv walks the value instead of writing its text: the
+ * same number for every embedded JSON document, every escape, every kind
+ * of number and the runs that cross from one value to the next. */
+static void test_tokens_estimate_jv(void)
+{
+	static const char *const texts[] = {
+		"null", "true", "false", "0", "-0", "1e300", "0.1", "123456789012345678", "1.5e-7",
+		"\"\"", "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\\u0080é€😀\"",
+		"[]", "{}", "[1,2,[3,[]],{}]", "{\"a\":{\"b\":[\"  x  \",\"\\n\\n\"]},\"c\":12}",
+		"[\"abc\",\"def\",123,\"456\",\"\\t\\t\",\"\\u0000\"]",
+	};
+	struct buf all = BUF_INIT;
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		jv v = json_parse(texts[i], strlen(texts[i]));
+
+		CHECK_MSG(jv_is_valid(v), "%s", texts[i]);
+		CHECK(estimate_as_dumped(v));
+		jv_free(v);
+	}
+	/* every byte from 1 to 127 in a string, and in a key */
+	for (int c = 1; c < 128; c++)
+		buf_addch(&all, (char)c);
+	jv s = jv_string_sized(all.buf, (int)all.len);
+	jv o = json_set(jv_object(), all.buf, jv_copy(s));
+	CHECK(estimate_as_dumped(s) && estimate_as_dumped(o));
+	jv_free(s);
+	jv_free(o);
+	buf_release(&all);
+	for (const struct resource *r = resource_all(); r->name; r++) {
+		size_t len = strlen(r->name);
+
+		if (len < 5 || strcmp(r->name + len - 5, ".json") != 0)
+			continue;
+		jv v = json_parse(r->data, r->len);
+		CHECK_MSG(estimate_as_dumped(v), "%s", r->name);
+		jv_free(v);
+		n++;
+	}
+	CHECK(n > 20);
+}
+
 int main(void)
 {
 	RUN(test_json_null_constant);
+	RUN(test_tokens_estimate_unchanged);
+	RUN(test_tokens_estimate_jv);
 	RUN(test_parse_as_jq);
 	RUN(test_parse_without_notes);
 	RUN(test_dumps_as_jq);

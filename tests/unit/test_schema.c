@@ -670,6 +670,109 @@ static void test_schema_for_model(void)
 	jv_free(whole);
 }
 
+/* schema_for_model(name, def) as it was made before it read only the
+ * definitions it needs: the whole resource parsed, then schema_inline(). */
+static jv for_model_reference(const char *name, const char *def)
+{
+	const struct resource *r = resource_find(name);
+	jv doc = r ? json_parse(r->data, r->len) : jv_null(), out = jv_null();
+
+	if (jv_get_kind(doc) == JV_KIND_OBJECT) {
+		jv defs = json_get(doc, "$defs");
+		jv node = def ? json_get(defs, def) : jv_copy(doc);
+
+		if (jv_get_kind(node) == JV_KIND_OBJECT)
+			out = schema_inline(node, defs);
+		else
+			jv_free(node);
+		jv_free(defs);
+	}
+	jv_free(doc);
+	return out;
+}
+
+/* schema_for_model equals the full-parse reference, byte for byte (key
+ * order too, as a model is sent it). */
+static bool for_model_same(const char *name, const char *def)
+{
+	char *got = json_dumps(schema_for_model(name, def), false);
+	char *want = json_dumps(for_model_reference(name, def), false);
+	bool same = strcmp(got, want) == 0;
+
+	if (!same)
+		printf("#   schema_for_model(%s, %s) differs:\n#   got  %.300s\n#   want %.300s\n", name,
+		       def ? def : "NULL", got, want);
+	free(got);
+	free(want);
+	return same;
+}
+
+/* The ones the programs use, then every definition of every embedded
+ * schema, and definitions that are missing or not objects. */
+static void test_schema_for_model_reference(void)
+{
+	static const char *const used[][2] = {
+		{ "state.schema.json", "implement_result" }, { "state.schema.json", "plan" },
+		{ "compile/compile_review.schema.json", "finish" },
+		{ "compile/implementation.schema.json", "finish" },
+		{ "state.schema.json", "nope" }, { "nope.json", "plan" }, { "nope.json", NULL },
+	};
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+		CHECK(for_model_same(used[i][0], used[i][1]));
+	for (const struct resource *r = resource_all(); r->name; r++) {
+		size_t len = strlen(r->name);
+
+		if (len < 5 || strcmp(r->name + len - 5, ".json") != 0)
+			continue;
+		CHECK(for_model_same(r->name, NULL));
+		jv doc = json_parse(r->data, r->len);
+		jv defs = json_get(doc, "$defs");
+		if (jv_get_kind(defs) == JV_KIND_OBJECT)
+			jv_object_foreach(defs, key, value) {
+				CHECK(for_model_same(r->name, jv_string_value(key)));
+				n++;
+				jv_free(key);
+				jv_free(value);
+			}
+		jv_free(defs);
+		jv_free(doc);
+	}
+	CHECK(n > 20);
+}
+
+/* schema_tool_input of every tool schema is the whole document parsed
+ * with its notes deleted, byte for byte, and its description. */
+static void test_tool_input_reference(void)
+{
+	static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
+	int n = 0;
+
+	for (const struct resource *r = resource_all(); r->name; r++) {
+		if (strncmp(r->name, "tools/", 6) != 0)
+			continue;
+		jv want = json_parse(r->data, r->len), desc;
+		jv want_desc = json_get(want, "description");
+		for (size_t i = 0; drop[i]; i++)
+			if (json_has(want, drop[i]))
+				want = jv_object_delete(want, jv_string(drop[i]));
+		char *got_text = json_dumps(schema_tool_input(&desc, r->name), false);
+		char *want_text = json_dumps(want, false);
+		CHECK_STR(got_text, want_text);
+		CHECK_MSG(json_equal(desc, want_desc), "%s", r->name);
+		free(got_text);
+		free(want_text);
+		jv_free(desc);
+		jv_free(want_desc);
+		n++;
+	}
+	CHECK(n >= 11);
+	jv desc, none = schema_tool_input(&desc, "tools/no_such.json");
+	CHECK(!jv_is_valid(none) && jv_get_kind(desc) == JV_KIND_NULL);
+	jv_free(none);
+}
+
 /* text (a literal: it outlives the schema) compiled lazily; NULL when refused. */
 static struct schema *lazy(const char *text)
 {
@@ -1044,6 +1147,7 @@ int main(void)
 	RUN(test_state_schema);
 	RUN(test_validate_def);
 	RUN(test_schema_for_model);
+	RUN(test_schema_for_model_reference);
 	RUN(test_lazy_unreached_bad_part);
 	RUN(test_lazy_refs);
 	RUN(test_lazy_refuses);
@@ -1051,5 +1155,6 @@ int main(void)
 	RUN(test_ref_chain_limit);
 	RUN(test_embedded_schemas_whole);
 	RUN(test_tool_spec_from_file);
+	RUN(test_tool_input_reference);
 	return unit_done();
 }

@@ -4,6 +4,7 @@
 #include "core/forge.h"
 #include "git/git.h"
 #include "core/json.h"
+#include "core/resource.h"
 #include "llm/llm.h"
 #include "os/sandbox.h"
 #include "data/schema.h"
@@ -94,6 +95,42 @@ static void test_registry_and_schemas(void)
 		CHECK(!jv_is_valid(all));
 		jv_free(all);
 	}
+}
+
+/* tool_spec(t, null) as it was made before it skimmed the resource: the
+ * whole schema parsed, then its notes deleted. */
+static jv tool_spec_reference(const struct tool *t)
+{
+	static const char *const drop[] = { "$schema", "$id", "title", "description", "$comment", NULL };
+	const struct resource *res = resource_find(t->schema);
+	jv s = res ? json_parse(res->data, res->len) : jv_object();
+	jv spec = json_set(jv_object(), "name", jv_string(t->name));
+	const char *desc = json_get_str(s, "description");
+
+	spec = json_set(spec, "description", jv_string(desc ? desc : t->name));
+	for (size_t i = 0; drop[i]; i++)
+		if (json_has(s, drop[i]))
+			s = jv_object_delete(s, jv_string(drop[i]));
+	return json_set(spec, "input_schema", s);
+}
+
+/* Every tool's spec is the reference's, byte for byte (key order too). */
+static void test_tool_spec_reference(void)
+{
+	size_t n;
+	const struct tool *all = tools_all(&n);
+
+	for (size_t i = 0; i < n; i++) {
+		char *got = json_dumps(tool_spec(&all[i], jv_null()), false);
+		char *want = json_dumps(tool_spec_reference(&all[i]), false);
+
+		CHECK_STR(got, want);
+		free(got);
+		free(want);
+	}
+	char *got = json_dumps(tool_spec(&(struct tool){ "x", "tools/no_such.json", false, NULL }, jv_null()), false);
+	CHECK_STR(got, "{\"name\":\"x\",\"description\":\"x\",\"input_schema\":{}}");
+	free(got);
 }
 
 static void test_validation_errors(void)
@@ -851,6 +888,7 @@ int main(void)
 
 	setup();
 	RUN(test_registry_and_schemas);
+	RUN(test_tool_spec_reference);
 	RUN(test_validation_errors);
 	RUN(test_read_file);
 	RUN(test_list_files_respects_gitignore);
