@@ -282,7 +282,7 @@ $(BINDIR)/forge: $(O)/obj/cmd/forge.o $(LIB)
 $(SANDBOX_INIT): $(O)/obj/cmd/libexec/forge-sandbox-init.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	$(Q)$(if $(DISPATCH_STATIC),$(CC) -static-pie -o $@ $^,$(CC) $(LDFLAGS) -o $@ $^)
+	$(Q)$(if $(DISPATCH_STATIC),$(CC) -static-pie -Wl$(comma)--gc-sections -Wl$(comma)-z$(comma)relro$(comma)-z$(comma)now -o $@ $^,$(CC) $(LDFLAGS) -o $@ $^)
 
 $(SANDBOX_INIT_LINK): $(SANDBOX_INIT)
 	@mkdir -p $(@D)

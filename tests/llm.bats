@@ -898,3 +898,32 @@ data: [DONE]
 	[[ $stderr == *"anthropic: the response body from $MOCK_URL is larger than 67108864 bytes"* ]]
 	[[ $stderr != *"cannot reach"* ]]
 }
+
+# One session's model calls ride one connection, for both providers: a
+# stream complete at message_stop / [DONE] is read to the response's end,
+# so that libcurl keeps the connection (before: the transfer was cut there,
+# and every turn paid a new TCP -- and on a real API, TLS -- handshake).
+connection_kept() {
+	calc_repo "$BATS_TEST_TMPDIR/calc"
+	cd "$BATS_TEST_TMPDIR/calc"
+	mock_steps '[{"tool_calls":[{"name":"read_file","input":{"path":"calc.c"}}]},
+		{"tool_calls":[{"name":"list_files","input":{"path":"."}}]},
+		{"tool_calls":[{"name":"finish","input":{"summary":"nothing to change"}}]}]'
+	sed -n 3p "$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl" | jq -c --arg r "$PWD" \
+		'{kind:"state", v:1, trace_id:"K1", phase:"plan", status:"ok",
+		  task:{description:"add a mul operation", repo:$r, base_ref:"main"},
+		  plan:.response.tool_calls[0].input, bounces:[], cost:{tokens:0, usd:0}}' >"$BATS_TEST_TMPDIR/plan.json"
+	run --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/cfg.json" <"$BATS_TEST_TMPDIR/plan.json"
+	run -0 bash -c "curl -sS -f '$MOCK_URL/_mock/stats' | jq -c '[.api_requests, .connections]'"
+	assert_output '[3,1]'
+}
+
+@test "anthropic: the model calls of one session use one connection" {
+	echo '{"llm":{"provider":"anthropic","max_retries":0},"implement":{"validate":false}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	FORGE_BASE_URL=$MOCK_URL connection_kept
+}
+
+@test "openai: the model calls of one session use one connection" {
+	echo '{"llm":{"provider":"openai","model":"gpt-4o-mini","max_retries":0},"implement":{"validate":false}}' >"$BATS_TEST_TMPDIR/cfg.json"
+	OPENAI_API_KEY=$CANARY FORGE_BASE_URL=$MOCK_URL/v1 connection_kept
+}

@@ -81,14 +81,14 @@ shape() {
 @test "mock: /_mock/stats counts the API requests and the time they took, not the control ones" {
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/stats' | jq -c ."
-	assert_output '{"api_requests":0,"api_seconds":0}'
+	assert_output '{"api_requests":0,"api_seconds":0,"connections":0}'
 	echo '[{"text":"a"},{"text":"b"}]' | mock_load
 	run -0 anth -d "$ABODY"
 	assert_output 200
 	run -0 oai -d "$OSTREAM"
 	assert_output 200
-	run -0 bash -c "curl -sS '$MOCK_URL/_mock/stats' | jq -c '[.api_requests, .api_seconds > 0, .api_seconds < 10]'"
-	assert_output '[2,true,true]'
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/stats' | jq -c '[.api_requests, .api_seconds > 0, .api_seconds < 10, .connections]'"
+	assert_output '[2,true,true,2]'
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/stats' | jq -c .api_requests"
 	assert_output '0'

@@ -165,6 +165,10 @@ void http_client_release(struct http_client *c)
 
 /* ---- one attempt ------------------------------------------------------- */
 
+/* How long a stream may go on after its sink said it is complete before it
+ * is cut (libcurl asks on_progress about once a second when nothing comes). */
+#define HTTP_DONE_GRACE_MS 200
+
 struct transfer {
 	struct http_response *resp;
 	const struct http_request *req;
@@ -172,6 +176,8 @@ struct transfer {
 	size_t max;
 	int sink_failed;
 	bool sink_done;               /* the sink said the body is complete */
+	double done_ms;               /* when it did */
+	bool done_cut;                /* ended by on_progress after sink_done */
 	bool answered;                /* a status line came */
 	long stall_ms;                /* give up after this long without a byte */
 	curl_off_t seen;              /* bytes moved so far (both ways) */
@@ -197,6 +203,18 @@ static int on_progress(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl
 	if (interrupt_flag) {
 		t->interrupted = true;
 		return 1;
+	}
+	/* The body is complete (the sink said so): the end of the response
+	 * (HTTP/1.1's last chunk, HTTP/2's end of stream) follows at once from
+	 * a server that keeps the connection for the next request, which
+	 * libcurl then reuses -- no new TCP and TLS handshake a turn.  One that
+	 * keeps the stream open instead is cut here, within a second. */
+	if (t->sink_done) {
+		if (now - t->done_ms >= HTTP_DONE_GRACE_MS) {
+			t->done_cut = true;
+			return 1;
+		}
+		return 0;
 	}
 	/* (the caller's deadline bounds a stream too: bytes that keep
 	 * coming, a proxy's keep-alive pings, never end it otherwise) */
@@ -262,10 +280,16 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *payload)
 	curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &status);
 	if (t->req->sink && status >= 200 && status < 300) {
 		t->resp->streamed = true;
+		if (t->sink_done)
+			return n;       /* (after the end the sink saw: not its) */
 		int rc = t->req->sink(t->req->sink_payload, data, n);
-		if (rc == HTTP_SINK_DONE)
+		if (rc == HTTP_SINK_DONE) {
+			/* read on to the response's end (on_progress) */
 			t->sink_done = true;
-		else if (rc != 0)
+			t->done_ms = now_ms();
+			return n;
+		}
+		if (rc != 0)
 			t->sink_failed = 1;
 		return rc == 0 ? n : 0;
 	}
@@ -383,8 +407,9 @@ static void setup(struct http_client *c, const struct http_request *req, struct 
 /* One attempt: fills r (status 0 on a transport failure). */
 static void attempt(struct http_response *r, struct http_client *c, const struct http_request *req)
 {
-	struct transfer t = { r, req, c->curl, req->max_body ? req->max_body : HTTP_MAX_BODY, 0, false, false,
-			      c->stall_ms > 0 ? c->stall_ms : 60000, 0, 0, false };
+	struct transfer t = { .resp = r, .req = req, .h = c->curl,
+			      .max = req->max_body ? req->max_body : HTTP_MAX_BODY,
+			      .stall_ms = c->stall_ms > 0 ? c->stall_ms : 60000 };
 	struct curl_slist *hdrs = make_headers(req);
 	CURLcode rc;
 
@@ -406,7 +431,7 @@ static void attempt(struct http_response *r, struct http_client *c, const struct
 	bool attempted = !t.interrupted && !t.past_deadline;
 	rc = !attempted ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(c->curl);
 	curl_slist_free_all(hdrs);
-	if (t.sink_done && rc == CURLE_WRITE_ERROR)
+	if (t.sink_done && t.done_cut && rc == CURLE_ABORTED_BY_CALLBACK)
 		rc = CURLE_OK;   /* ended by us: the body was complete */
 	r->transport_error = (int)rc;
 	if (rc == CURLE_OK) {

@@ -88,7 +88,9 @@ struct http_request {
 	/* When set, the body of a 2xx response goes here as it arrives instead
 	 * of into r->body; a negative return aborts the transfer (a failure),
 	 * HTTP_SINK_DONE ends it as a success: the body is complete, and what
-	 * the server sends after it is not read.  Such a request is watched
+	 * the server sends after it is not given to the sink (it is read to
+	 * the response's end, so that the connection serves the next request,
+	 * or cut within a second when the server keeps it open).  Such a request is watched
 	 * for stalls (stall_ms without a byte) from the start, and by nothing
 	 * else (no timeout_ms: a long answer that keeps coming is whole); one without a
 	 * sink only once its response began: a response that is not streamed

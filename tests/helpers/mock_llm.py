@@ -194,9 +194,10 @@ CONTROL ENDPOINTS (not logged)
   GET  /_mock/health              200 "ok"
   GET  /_mock/requests            the request log as a JSON array
   GET  /_mock/script              {"remaining": N, "steps": [...]}
-  GET  /_mock/stats               {"api_requests": N, "api_seconds": S}: the API requests
-                                  served since the start or the last reset, and the time
-                                  from each one's request line to its answer's last byte
+  GET  /_mock/stats               {"api_requests": N, "api_seconds": S, "connections": C}:
+                                  the API requests served since the start or the last
+                                  reset, the time from each one's request line to its
+                                  answer's last byte, and the connections they came on
   POST /_mock/script[?replace=1]  append (or replace with) steps: same format
                                   as the script file; returns {"remaining": N}
   POST /_mock/reset               forget steps, models and the in-memory request log
@@ -262,6 +263,7 @@ class State:
         self.requests = []
         self.api_requests = 0        # API (not /_mock/) requests served, and the time
         self.api_seconds = 0.0       # spent on them: GET /_mock/stats
+        self.connections = 0         # connections that carried API requests (kept alive: 1)
         self.seq = 0
         self.log_path = log_path
         self.log_file = open(log_path, "a", encoding="utf-8") if log_path else None
@@ -348,6 +350,7 @@ class State:
             self.requests = []
             self.api_requests = 0
             self.api_seconds = 0.0
+            self.connections = 0
             self.models = {}
             if self.log_file:
                 self.log_file.truncate(0)
@@ -1050,7 +1053,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {}, reqs)
         if url.path == "/_mock/stats":
             with self.state.lock:
-                stats = {"api_requests": self.state.api_requests, "api_seconds": self.state.api_seconds}
+                stats = {"api_requests": self.state.api_requests, "api_seconds": self.state.api_seconds,
+                         "connections": self.state.connections}
             return self.send_json(200, {}, stats)
         if url.path == "/_mock/script":
             with self.state.lock:
@@ -1402,6 +1406,9 @@ class Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 self.state.api_requests += 1
                 self.state.api_seconds += spent
+                if not getattr(self, "api_connection", False):
+                    self.state.connections += 1
+            self.api_connection = True
 
 
 class Server(ThreadingHTTPServer):
