@@ -655,9 +655,9 @@ static int init_program(void)
 
 const char *proc_sandbox_init(const char **why)
 {
-	const char *dummy;
+	const char *unused = NULL;
 
-	why = why ? why : &dummy;
+	why = why ? why : &unused;
 	if (!clone_shared_supported()) {
 		*why = "this build forks its children (a sanitizer's)";
 		return NULL;
