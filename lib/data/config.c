@@ -117,6 +117,18 @@ struct config {
 				 * configuration's key in the validation cache */
 	jv ignored;             /* what the project layer may not set and did
 				 * (config_ignored()) */
+	struct memo *memo;      /* lookup()'s answers by path (CONFIG_MEMO_SLOTS), or NULL */
+};
+
+/* lookup()'s answers kept: a phase asks the same ~60 paths 240 times
+ * (tools.permissions.* at each tool's offer and call), each a walk of jv
+ * objects (~3K instructions).  The configuration does not change once
+ * loaded.  Slot by hash; a collision replaces. */
+#define CONFIG_MEMO_SLOTS 128
+
+struct memo {
+	char *path;             /* NULL: empty */
+	jv value;               /* the answer (a reference held); invalid: absent */
 };
 
 const struct config_env_var *config_env_vars(void)
@@ -1613,6 +1625,11 @@ void config_free(struct config *cfg)
 	jv_free(cfg->ignored);
 	jv_free(cfg->effective);
 	buf_release(&cfg->inputs);
+	for (size_t i = 0; cfg->memo && i < CONFIG_MEMO_SLOTS; i++) {
+		free(cfg->memo[i].path);
+		jv_free(cfg->memo[i].value);
+	}
+	free(cfg->memo);
 	free(cfg);
 }
 
@@ -1635,10 +1652,8 @@ static jv lookup_quoted(const struct config *cfg, const char *path)
 /* The value at a dotted path (new reference), or an invalid jv when
  * absent: its first segment is a section (section()), the rest steps into
  * it; "" is the whole. */
-static jv lookup(const struct config *cfg, const char *path)
+static jv lookup_walk(const struct config *cfg, const char *path)
 {
-	if (!*path)
-		return whole(cfg);
 	if (strchr(path, '"'))
 		return lookup_quoted(cfg, path);
 	size_t n = strcspn(path, ".");
@@ -1651,6 +1666,39 @@ static jv lookup(const struct config *cfg, const char *path)
 		p += n;
 	}
 	return cur;
+}
+
+static jv lookup(const struct config *ccfg, const char *path)
+{
+	struct config *cfg = (struct config *)ccfg;
+	uint32_t h = 2166136261u;
+	struct memo *m;
+	jv v;
+
+	if (!*path)
+		return whole(cfg);
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	if (!cfg->memo)
+		cfg->memo = xcalloc(CONFIG_MEMO_SLOTS, sizeof *cfg->memo);
+	m = &cfg->memo[h % CONFIG_MEMO_SLOTS];
+	if (m->path && strcmp(m->path, path) == 0)
+		return jv_is_valid(m->value) ? jv_copy(m->value) : jv_invalid();
+	v = lookup_walk(cfg, path);
+	/* (not an invalid path's message: that one is said again) */
+	if (!jv_is_valid(v)) {
+		jv msg = jv_invalid_get_msg(jv_copy(v));
+		bool said = jv_get_kind(msg) != JV_KIND_NULL;
+
+		jv_free(msg);
+		if (said)
+			return v;
+	}
+	free(m->path);
+	jv_free(m->value);
+	m->path = xstrdup(path);
+	m->value = jv_copy(v);
+	return v;
 }
 
 jv config_get(const struct config *cfg, const char *path)

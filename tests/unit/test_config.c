@@ -123,6 +123,37 @@ static void test_defaults(void)
 	config_free(cfg);
 }
 
+/* Answers asked again come from lookup()'s memo: the same values, absent
+ * stays absent, a bad path is refused each time, and slots shared by many
+ * paths (a collision replaces) still answer each path with its own value. */
+static void test_lookup_memo(void)
+{
+	struct config *cfg = NULL;
+	char path[64];
+
+	fresh();
+	CHECK_MSG(load(&cfg, NULL, NULL, jv_null()) == 0, "%s", forge_last_error());
+	for (int round = 0; round < 3; round++) {
+		CHECK_STR(config_get_str(cfg, "llm.provider"), "anthropic");
+		CHECK_INT(config_get_num(cfg, "bounces.review_max"), 3);
+		CHECK(!config_has(cfg, "llm.api_key"));
+		CHECK(config_has(cfg, "llm.base_url"));
+		jv bad = config_get(cfg, "llm.\"unterminated");
+		CHECK(jv_get_kind(bad) == JV_KIND_NULL);
+		jv_free(bad);
+		for (int i = 0; i < 300; i++) {
+			snprintf(path, sizeof path, "gates.%d.id", i % 7);
+			jv v = config_get(cfg, path);
+			CHECK(jv_equal(v, config_get(cfg, path)));
+			snprintf(path, sizeof path, "nothing.%d", i);
+			CHECK(!config_has(cfg, path));
+		}
+		CHECK_STR(config_get_str(cfg, "gates.0.id"), "architecture_approval");
+		CHECK_STR(config_get_str(cfg, "gates.3.phase"), "*");
+	}
+	config_free(cfg);
+}
+
 /* config_load does not validate the built-in defaults alone (only as part
  * of the effective configuration): here they are, notes and all. */
 static void test_defaults_valid_alone(void)
@@ -1394,6 +1425,7 @@ static void test_project_guard_pricing(void)
 int main(void)
 {
 	RUN(test_defaults);
+	RUN(test_lookup_memo);
 	RUN(test_defaults_valid_alone);
 	RUN(test_validation_cache);
 	RUN(test_validation_cache_inputs);
