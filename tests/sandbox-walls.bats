@@ -58,7 +58,8 @@ as() {
 }
 
 # tool [TOOL-RUN OPTIONS] COMMAND: run_command in the worktree as MODE; the
-# tool's text (output or error) in $text, its JSON in $output.  With
+# tool's text (output or error) in $text, its JSON in $output (tool-run's
+# stderr, e.g. --repeat's mean time, in $stderr).  With
 # TOOL_LIMIT set, a tool-run still there after that many seconds is killed
 # (a bound on a hang, not a wait).
 tool() {
@@ -67,11 +68,11 @@ tool() {
 	json_quote "$cmd"
 	input="{\"command\":$REPLY}"
 	if [ "$MODE" = user ]; then
-		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} setpriv --reuid=65534 --regid=65534 --clear-groups \
+		run --separate-stderr ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} setpriv --reuid=65534 --regid=65534 --clear-groups \
 			env HOME=/nonexistent "$UD/bin/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
 			run_command "$input"
 	else
-		run ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} "$UD/bin/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
+		run --separate-stderr ${TOOL_LIMIT:+timeout -s KILL "$TOOL_LIMIT"} "$UD/bin/tool-run" -C "$UD/wt" --tmp "$UD/tmp" "${opts[@]}" \
 			run_command "$input"
 	fi
 	text=$(jq -r '.output // .error' <<<"$output")
@@ -415,6 +416,61 @@ EOF
 
 @test "without namespaces (the network cut alone): loopback answers inside; the host's does not" {
 	loopback_only root --sandbox '{"namespaces":"off"}'
+}
+
+@test "root: loopback answers in the next command too (its network namespace kept); the host's does not" {
+	loopback_only root --repeat 2
+}
+
+@test "unprivileged: loopback answers in the next command too (its network namespace kept); the host's does not" {
+	loopback_only user --repeat 2
+}
+
+# kept_namespaces MODE: the commands of one process share a user and a
+# network namespace (the fast path keeps the first command's), and nothing
+# of one reaches the next: a server the first leaves running (setsid, in
+# the background) ends with it, so the second finds its port closed.
+kept_namespaces() {
+	as "$1"
+	namespaces_or_skip
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	local shared
+	shared=$(jq -r '.pid1.program | type == "string"' <<<"$output")
+	cat >"$UD/wt/leave.py" <<'EOF'
+import os, socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+with open("port.tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename("port.tmp", "port.txt")
+time.sleep(60)
+EOF
+	cat >"$UD/wt/reach.py" <<'EOF'
+import socket
+try:
+    socket.create_connection(("127.0.0.1", int(open("port.txt").read())), timeout=5)
+    print("reached the first command's server")
+except OSError as e:
+    print("second: %s" % e.strerror)
+EOF
+	[ "$MODE" = user ] && chown 65534:65534 "$UD/wt/leave.py" "$UD/wt/reach.py"
+	TOOL_LIMIT=60 tool --repeat 2 'readlink /proc/self/ns/net /proc/self/ns/user >>ns.txt
+if [ -f port.txt ]; then /usr/bin/python3 reach.py; else (setsid /usr/bin/python3 leave.py &); while [ ! -f port.txt ]; do sleep 0.05; done; fi'
+	[[ "$text" == *"second: Connection refused"* ]]
+	[ "$(wc -l <"$UD/wt/ns.txt")" = 4 ]
+	if [ "$shared" = true ]; then
+		[ "$(sed -n 1p "$UD/wt/ns.txt")" = "$(sed -n 3p "$UD/wt/ns.txt")" ]
+		[ "$(sed -n 2p "$UD/wt/ns.txt")" = "$(sed -n 4p "$UD/wt/ns.txt")" ]
+	fi
+}
+
+@test "root: commands of one process share their network namespace, and nothing of one reaches the next" {
+	kept_namespaces root
+}
+
+@test "unprivileged: commands of one process share their network namespace, and nothing of one reaches the next" {
+	kept_namespaces user
 }
 
 # (as a user, Forge's own probe of network namespaces failed -- a

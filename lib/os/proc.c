@@ -301,6 +301,8 @@ struct child_plan {
 	int parent_fds[2];       /* the parent's ends of the go and report pipes, or -1 */
 	int init_fd;             /* forge-sandbox-init, to become PID 1 (the fast path), or -1 */
 	char **init_argv;        /* its arguments (cmd_tail_encode) */
+	int join_user, join_net; /* the kept user and network namespaces to enter, or -1 */
+	pid_t joined;            /* PID 1 made in them (join_child), or -1 */
 };
 
 /*
@@ -507,23 +509,25 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	/* (on the fast path too: a vfork child's score is its own, os/clonevm.h) */
 	child_raise_oom_score(o->limits.oom_score_adj);
 	if (p->ns) {
-		int r, stage = NSV_MAPS, was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+		int r = 0, stage = NSV_MAPS, was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 		/* The id maps can be written only while /proc/self is ours (the
 		 * parent may be non-dumpable).  Then PID 1, a copy of this
 		 * process with its environment, becomes non-dumpable: the
 		 * command must not read its /proc/1/environ or memory.  On the
 		 * fast path the memory is the caller's: as it was, and
 		 * forge-sandbox-init makes itself non-dumpable. */
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-		r = nsview_maps_child(p->uid, p->gid);
-		prctl(PR_SET_DUMPABLE, p->init_fd >= 0 ? was : 0, 0, 0, 0);
+		if (p->join_user < 0) {
+			prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+			r = nsview_maps_child(p->uid, p->gid);
+			prctl(PR_SET_DUMPABLE, p->init_fd >= 0 ? was : 0, 0, 0, 0);
+			if (r < 0)
+				child_fail(p->t.rep_fd, ST_NS + NSV_MAPS, -r);
+		}
 		/* Should Forge die, the namespace dies with it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		if (r < 0)
-			child_fail(p->t.rep_fd, ST_NS + NSV_MAPS, -r);
 		/* the clone made the network namespace with the user namespace,
-		 * whose root this process is */
-		if (o->new_netns && (r = netns_loopback_up_child()) < 0)
+		 * whose root this process is (a kept one has its loopback up) */
+		if (o->new_netns && p->join_net < 0 && (r = netns_loopback_up_child()) < 0)
 			child_report(p->t.rep_fd, REC_WARN, ST_LOOPBACK, -r);
 		if (p->view) {
 			r = nsview_enter_child(p->view, &stage);
@@ -595,6 +599,7 @@ static const char *stage_name(int stage)
 	case ST_REAPER: return "reaper (what the command starts may outlive it)";
 	case ST_CGROUP: return "processes: cannot join the pids cgroup";
 	case ST_INIT: return "PID 1 (forge-sandbox-init)";
+	case ST_JOIN: return "the kept namespaces";
 	}
 	if (stage > ST_NS)
 		return nsview_stage_name(stage - ST_NS);
@@ -675,6 +680,91 @@ const char *proc_sandbox_init(const char **why)
 static int init_child(void *plan)
 {
 	child_main(plan);
+}
+
+/*
+ * The user and network namespaces of this process's first command on the
+ * fast path, kept (descriptors) for the next ones with the network cut: a
+ * new network namespace costs ~0.4 ms of the caller's CPU at its clone
+ * (every pernet subsystem's init; its teardown more in a kernel worker),
+ * the user namespace its id maps.  What one command could leave in them
+ * for the next it cannot: its processes end with its PID namespace (their
+ * sockets with them), and without capabilities it changes no setting of
+ * either; mount, PID and IPC namespaces are each command's own.
+ */
+static int kept_user = -1, kept_net = -1;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Keep the namespaces of pid (a PID 1 just made with them), when none are. */
+static void ns_keep(pid_t pid)
+{
+	char path[64];
+	int u, n;
+
+	pthread_mutex_lock(&kept_lock);
+	if (kept_user < 0) {
+		snprintf(path, sizeof path, "/proc/%ld/ns/user", (long)pid);
+		u = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof path, "/proc/%ld/ns/net", (long)pid);
+		n = u >= 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		if (u >= 0 && n >= 0) {
+			kept_user = u;
+			kept_net = n;
+		} else if (u >= 0) {
+			close(u);
+		}
+	}
+	pthread_mutex_unlock(&kept_lock);
+}
+
+/* The kept namespaces (dup'd for this command), or false. */
+static bool ns_kept(int *user, int *net)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&kept_lock);
+	if (kept_user >= 0) {
+		*user = fcntl(kept_user, F_DUPFD_CLOEXEC, 3);
+		*net = *user >= 0 ? fcntl(kept_net, F_DUPFD_CLOEXEC, 3) : -1;
+		ok = *user >= 0 && *net >= 0;
+		if (!ok && *user >= 0)
+			close(*user);
+	}
+	pthread_mutex_unlock(&kept_lock);
+	return ok;
+}
+
+/* Entering them failed: make new ones from now on, and keep those. */
+static void ns_forget(void)
+{
+	pthread_mutex_lock(&kept_lock);
+	if (kept_user >= 0)
+		close(kept_user);
+	if (kept_net >= 0)
+		close(kept_net);
+	kept_user = kept_net = -1;
+	pthread_mutex_unlock(&kept_lock);
+}
+
+/*
+ * On the caller's memory (clone_shared): enter the kept user and network
+ * namespaces, then make PID 1 in new mount, PID and IPC namespaces -- the
+ * caller's child (CLONE_PARENT), which becomes forge-sandbox-init -- and
+ * say its pid in the plan.  A failure is reported as ST_JOIN: nothing has
+ * run, and the caller makes new namespaces instead.
+ */
+static int join_child(void *plan)
+{
+	struct child_plan *p = plan;
+	pid_t pid;
+
+	if (setns(p->join_user, CLONE_NEWUSER) < 0 || setns(p->join_net, CLONE_NEWNET) < 0)
+		child_fail(p->t.rep_fd, ST_JOIN, errno);
+	pid = clone_shared_flags(init_child, p, CLONE_PARENT | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC);
+	if (pid < 0)
+		child_fail(p->t.rep_fd, ST_JOIN, errno);
+	p->joined = pid;
+	_exit(0);
 }
 
 
@@ -829,6 +919,8 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	plan.t.direct_envp = o->direct_envp;
 	plan.t.argv = (char *const *)o->argv;
 	plan.init_fd = -1;
+	plan.join_user = plan.join_net = -1;
+	plan.joined = -1;
 	add_limit(&plan, RLIMIT_CPU, o->limits.cpu_s, true);
 	add_limit(&plan, RLIMIT_AS, o->limits.as_bytes, false);
 	add_limit(&plan, RLIMIT_FSIZE, o->limits.fsize_bytes, false);
@@ -862,13 +954,45 @@ attempt:
 	cmd_tail_encoded_free(plan.init_argv);
 	plan.init_argv = NULL;
 	plan.init_fd = plan.ns ? init_program() : -1;
-	if (plan.init_fd >= 0) {
+	close_fd(&plan.join_user);
+	close_fd(&plan.join_net);
+	plan.joined = -1;
+	if (plan.init_fd >= 0 && o->new_netns && ns_kept(&plan.join_user, &plan.join_net)) {
+		pid_t a;
+		int ast;
+
+		plan.init_argv = cmd_tail_encode(&plan.t);
+		if ((a = clone_shared(join_child, &plan)) > 0)
+			while (waitpid(a, &ast, 0) < 0 && errno == EINTR)
+				;
+		if (plan.joined > 0) {
+			pid = plan.joined;
+		} else {
+			/* new namespaces below; its report (ST_JOIN) is not theirs */
+			struct child_rec junk;
+			int fl = fcntl(rep_pipe[0], F_GETFL);
+
+			fcntl(rep_pipe[0], F_SETFL, fl | O_NONBLOCK);
+			while (read(rep_pipe[0], &junk, sizeof junk) > 0)
+				;
+			fcntl(rep_pipe[0], F_SETFL, fl);
+			ns_forget();
+			close_fd(&plan.join_user);
+			close_fd(&plan.join_net);
+			cmd_tail_encoded_free(plan.init_argv);
+			plan.init_argv = NULL;
+		}
+	}
+	if (plan.init_fd >= 0 && plan.joined <= 0) {
 		unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 				      (o->new_netns ? CLONE_NEWNET : 0);
-		plan.init_argv = cmd_tail_encode(&plan.t);
+		if (!plan.init_argv)
+			plan.init_argv = cmd_tail_encode(&plan.t);
 		/* (ENOSYS under ASan: below as without it) */
 		if ((pid = clone_shared_flags(init_child, &plan, flags)) < 0)
 			plan.init_fd = -1;
+		else if (o->new_netns)
+			ns_keep(pid);
 	}
 	if (plan.init_fd >= 0) {
 		/* forge-sandbox-init is PID 1 */
@@ -1154,6 +1278,8 @@ out:
 	close_fd(&go_pipe[0]);
 	close_fd(&go_pipe[1]);
 	cmd_tail_encoded_free(plan.init_argv);
+	close_fd(&plan.join_user);
+	close_fd(&plan.join_net);
 	cgroup_pids_free(&cg);
 	nsview_release(&view);
 	r->out_bytes = cap_out.total;

@@ -19,7 +19,7 @@
 
 enum { REC_WARN = 0, REC_FATAL = 1 };
 enum { ST_NETNS = 1, ST_LANDLOCK, ST_CHDIR, ST_EXEC, ST_DUP, ST_RLIMIT, ST_CAPS, ST_LOOPBACK,
-       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_SECCOMP_NET, ST_CGROUP, ST_INIT,
+       ST_REAPER, ST_SECCOMP, ST_SECCOMP_UNIX, ST_SECCOMP_NET, ST_CGROUP, ST_INIT, ST_JOIN,
        ST_NS = 100 /* + an NSV_* stage of nsview.h */ };
 
 /* One report on the report pipe. */
