@@ -631,12 +631,12 @@ static int commit(struct impl *im, const char *what)
 	buf_addf(&msg, "forge: %s (attempt %d%s%s)\n", im->summary, im->attempt, what ? ", " : "",
 		 what ? what : "");
 	jv redacted;
-	if (forge_git_redact_secrets(&redacted, im->wt) == 0 && jv_array_length(jv_copy(redacted)) > 0)
+	note_nested_repos(im);
+	int rc = forge_git_commit_all_redacted(&sha, &redacted, im->wt, msg.buf);
+	if (jv_array_length(jv_copy(redacted)) > 0)
 		phase_emit(im->ph, "secret.redacted", json_set(jv_object(), "files", redacted));
 	else
 		jv_free(redacted);
-	note_nested_repos(im);
-	int rc = forge_git_commit_all(&sha, im->wt, msg.buf);
 	if (rc < 0) {
 		phase_reason(im->ph, "cannot commit on %s: %s", forge_git_worktree_branch(im->wt),
 			     forge_last_error());
@@ -794,7 +794,9 @@ static bool tests_passed(struct impl *im)
 
 	if (!im->tested_tree)
 		return false;
-	same = forge_git_worktree_tree(&now, im->wt) == 0 && strcmp(now, im->tested_tree) == 0;
+	/* (called right after commit(): HEAD's tree is the worktree's, and
+	 * staging it all again to learn so cost a session ~0.4M instructions) */
+	same = forge_git_worktree_head_tree(&now, im->wt) == 0 && strcmp(now, im->tested_tree) == 0;
 	if (!same) {
 		phase_emit(im->ph, "validation.rerun", json_set(json_set(jv_object(), "reason",
 			   jv_string(now ? "the worktree changed after the agent's last test run"

@@ -297,6 +297,11 @@ void forge_git_worktree_limits(jv *out, struct forge_git_worktree *wt);
 /* The SHA of the worktree's HEAD (the tip of forge/TRACE). */
 int forge_git_worktree_head(char **out, struct forge_git_worktree *wt);
 
+/* The SHA of the tree of the worktree's HEAD commit: right after
+ * forge_git_commit_all() (committed, or nothing to commit), the tree
+ * forge_git_worktree_tree() would stage -- without staging again. */
+int forge_git_worktree_head_tree(char **out, struct forge_git_worktree *wt);
+
 /*
  * The SHA of the tree the worktree's files would commit as now: everything
  * staged as forge_git_commit_all() stages it (new, changed and deleted
@@ -367,6 +372,12 @@ int forge_git_diff(char **out_patch, jv *out_files, struct forge_git_worktree *w
  * the same as HEAD's ("nothing to commit").
  */
 int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *message);
+
+/* forge_git_commit_all(), and *redacted (always set: an array, empty when
+ * none, the caller frees it) gets the paths forge_git_redact_secrets()
+ * rewrote before staging -- one scan of the worktree for keys, not two. */
+int forge_git_commit_all_redacted(char **out, jv *redacted, struct forge_git_worktree *wt,
+				  const char *message);
 
 /*
  * Keys never reach a commit (llm.h: the keys Forge knows).  Every changed

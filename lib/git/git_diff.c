@@ -478,6 +478,12 @@ static int head_commit(git_commit **out, git_repository *repo, const char *path)
 
 int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *message)
 {
+	return forge_git_commit_all_redacted(out, NULL, wt, message);
+}
+
+int forge_git_commit_all_redacted(char **out, jv *redacted, struct forge_git_worktree *wt,
+				  const char *message)
+{
 	git_index *index = NULL;
 	git_commit *parent = NULL;
 	git_tree *tree = NULL;
@@ -487,6 +493,8 @@ int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *
 	int rc = -1;
 
 	*out = NULL;
+	if (redacted)
+		*redacted = jv_array();
 	if (!message || !*message) {
 		forge_error("a commit needs a message");
 		goto out;
@@ -496,8 +504,15 @@ int forge_git_commit_all(char **out, struct forge_git_worktree *wt, const char *
 		buf_addch(&msg, '\n');
 	llm_redact(msg.buf);
 	msg.len = strlen(msg.buf);
-	if (forge_git_redact_secrets(NULL, wt) < 0)
+	if (redacted)
+		jv_free(*redacted);
+	if (forge_git_redact_secrets(redacted, wt) < 0) {
+		if (redacted) {
+			jv_free(*redacted);
+			*redacted = jv_array();
+		}
 		goto out;
+	}
 	if (git_repository_index(&index, wt->repo) < 0) {
 		forge_git_fail("cannot read the index of worktree '%s'", wt->path);
 		goto out;

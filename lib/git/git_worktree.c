@@ -756,6 +756,21 @@ int forge_git_worktree_head(char **out, struct forge_git_worktree *wt)
 	return 0;
 }
 
+int forge_git_worktree_head_tree(char **out, struct forge_git_worktree *wt)
+{
+	git_commit *head = NULL;
+	git_oid id;
+	int rc = 0;
+
+	*out = NULL;
+	if (git_reference_name_to_id(&id, wt->repo, "HEAD") < 0 || git_commit_lookup(&head, wt->repo, &id) < 0)
+		rc = forge_git_fail("cannot read HEAD of worktree '%s'", wt->path);
+	else
+		*out = forge_git_hex(git_commit_tree_id(head));
+	git_commit_free(head);
+	return rc;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);

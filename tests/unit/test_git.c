@@ -879,6 +879,17 @@ static void test_commit(void)
 	CHECK_STR(out("git -C '%s' ls-tree -r --name-only HEAD | tr '\\n' ' '", w),
 		  "README a.txt dir/new.txt ");
 	CHECK_STR(out("git -C '%s' status --porcelain", w), "");
+	/* right after a commit HEAD's tree is the one staging would make */
+	{
+		char *head_tree = NULL, *staged = NULL;
+
+		CHECK_OK(forge_git_worktree_head_tree(&head_tree, wt));
+		CHECK_OK(forge_git_worktree_tree(&staged, wt));
+		CHECK_STR(head_tree, staged);
+		CHECK_STR(head_tree, out("git -C '%s' rev-parse 'HEAD^{tree}'", w));
+		free(head_tree);
+		free(staged);
+	}
 	CHECK_INT(forge_git_commit_all(&again, wt, "again"), FORGE_GIT_NOTHING);
 	CHECK(again == NULL);
 	CHECK_INT(forge_git_commit_all(&again, wt, ""), -1);

@@ -258,6 +258,22 @@ static void test_commit(void)
 	snprintf(file, sizeof file, "%s/log.txt", tmp);
 	CHECK(!file_has(file, KEY));
 	CHECK(file_has(file, "add [REDACTED]"));
+	/* forge_git_commit_all_redacted says which files it redacted */
+	free(sha);
+	sha = NULL;
+	snprintf(file, sizeof file, "%s/more.c", forge_git_worktree_path(wt));
+	f = fopen(file, "w");
+	fputs("char *m = \"" KEY "\";\n", f);
+	fclose(f);
+	CHECK_MSG(forge_git_commit_all_redacted(&sha, &red, wt, "more") == 0, "%s", forge_last_error());
+	s = json_dumps(red, false);     /* (consumes red) */
+	CHECK_STR(s, "[\"more.c\"]");
+	free(s);
+	CHECK(!file_has(file, KEY));
+	free(sha);
+	sha = NULL;
+	CHECK_INT(forge_git_commit_all_redacted(&sha, &red, wt, "nothing"), FORGE_GIT_NOTHING);
+	CHECK_INT(jv_array_length(red), 0);     /* (consumes red) */
 out:
 	free(sha);
 	forge_git_worktree_free(wt);
