@@ -174,6 +174,12 @@ reads_confined() {
 	[[ "$text" != *SECRET-* ]]
 	[[ "$text" != *root:* ]]
 	[ "$(grep -c '^rc=1$' <<<"$text")" -ge 3 ]
+	# the next command of one process too (what the view covers of /etc
+	# is worked out again only when /etc changes)
+	tool --repeat 2 "cat $UD/home/.s?h/id_rsa; echo rc=\$?; cat $UD/outside/sec?et; echo rc=\$?; head -1 /etc/sh?dow; echo rc=\$?; ls /etc/ssh | grep -c _key\$; echo keys=\$?$extra"
+	[[ "$text" != *SECRET-* ]]
+	[[ "$text" != *root:* ]]
+	[ "$(grep -c '^rc=1$' <<<"$text")" -ge 3 ]
 	# Landlock alone (no namespaces) refuses them too
 	run -0 "$FORGE_TESTBIN/tool-run" --features
 	if [ "$(jq -r .landlock.available <<<"$output")" = true ]; then

@@ -163,6 +163,88 @@ static void add_dir_except(struct list *readable, struct list *hidden, const cha
 	closedir(d);
 }
 
+/*
+ * /etc as the view covers it: its secrets (hidden) and the files its links
+ * point to out of the system paths (readable).  Worked out again only when
+ * /etc or a directory of it that holds a secret (etc_mixed) changed: their
+ * device, inode, modification and change times (an entry added, removed or
+ * renamed changes them).  A command cannot change them (/etc is read-only
+ * to it); reading /etc entry by entry, each name matched against the
+ * secrets, and resolving its links cost ~0.5M instructions and ~150 system
+ * calls a command.  What a link's target became later is decided at the
+ * mount, as ever (a target gone is left out of the view).
+ */
+#define ETC_MIXED (sizeof etc_mixed / sizeof *etc_mixed - 1)
+
+struct etc_stamp {
+	bool present;
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime, ctime;
+};
+
+static struct {
+	bool valid;
+	struct etc_stamp stamp[ETC_MIXED];
+	struct list hidden, links;
+} etc_memo;
+static pthread_mutex_t etc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void etc_stamps(struct etc_stamp *out)
+{
+	struct stat st;
+
+	memset(out, 0, ETC_MIXED * sizeof *out);
+	for (size_t i = 0; i < ETC_MIXED; i++)
+		if (lstat(etc_mixed[i], &st) == 0)
+			out[i] = (struct etc_stamp){ true, st.st_dev, st.st_ino, st.st_mtim, st.st_ctim };
+}
+
+static bool same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static bool same_stamps(const struct etc_stamp *a, const struct etc_stamp *b)
+{
+	for (size_t i = 0; i < ETC_MIXED; i++)
+		if (a[i].present != b[i].present || a[i].dev != b[i].dev || a[i].ino != b[i].ino ||
+		    !same_time(a[i].mtime, b[i].mtime) || !same_time(a[i].ctime, b[i].ctime))
+			return false;
+	return true;
+}
+
+static void list_release(struct list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+static void add_etc_view(struct list *readable, struct list *hidden)
+{
+	struct etc_stamp now[ETC_MIXED];
+
+	/* (stamped before the reading: a change during it reads again next time) */
+	etc_stamps(now);
+	pthread_mutex_lock(&etc_lock);
+	if (!etc_memo.valid || !same_stamps(now, etc_memo.stamp)) {
+		list_release(&etc_memo.hidden);
+		list_release(&etc_memo.links);
+		add_dir_except(NULL, &etc_memo.hidden, "/etc");
+		add_link_targets(&etc_memo.links);
+		memcpy(etc_memo.stamp, now, sizeof now);
+		etc_memo.valid = true;
+	}
+	for (size_t i = 0; i < etc_memo.hidden.n; i++)
+		list_add(hidden, etc_memo.hidden.v[i]);
+	list_add(readable, "/etc");
+	for (size_t i = 0; i < etc_memo.links.n; i++)
+		list_add(readable, etc_memo.links.v[i]);
+	pthread_mutex_unlock(&etc_lock);
+}
+
 /* The first line of path (a small file, not followed through a symlink),
  * without its newline, into line; false when there is none. */
 static bool first_line(char *line, size_t size, const char *path)
@@ -745,9 +827,7 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 	if (view) {
 		/* The view covers the secrets: one Landlock rule for /etc (a
 		 * rule per entry costs ~2 ms a command). */
-		add_dir_except(NULL, &hidden, "/etc");
-		list_add(&readable, "/etc");
-		add_link_targets(&readable);
+		add_etc_view(&readable, &hidden);
 	} else {
 		add_dir_except(&readable, &hidden, "/etc");
 	}
