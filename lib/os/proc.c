@@ -695,7 +695,8 @@ static int init_child(void *plan)
 static int kept_user = -1, kept_net = -1;
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Keep the namespaces of pid (a PID 1 just made with them), when none are. */
+/* Keep the namespaces of pid (a PID 1 made with them whose command runs:
+ * its report pipe closed without a word), when none are kept. */
 static void ns_keep(pid_t pid)
 {
 	char path[64];
@@ -867,6 +868,7 @@ int proc_run(struct proc_result *r, const struct proc_opts *o)
 	pid_t pid = -1, target = -1; /* target: what kill() signals, the group or the child */
 	unsigned kills_seen = 0;     /* kill_requests when the child was put in the table */
 	int rc = -1, st = 0;
+	bool keep = false;       /* keep this PID 1's user and network namespaces (ns_keep) */
 
 	memset(r, 0, sizeof(*r));
 	buf_init(&lines_out.line, 0);
@@ -957,6 +959,7 @@ attempt:
 	close_fd(&plan.join_user);
 	close_fd(&plan.join_net);
 	plan.joined = -1;
+	keep = false;
 	if (plan.init_fd >= 0 && o->new_netns && ns_kept(&plan.join_user, &plan.join_net)) {
 		pid_t a;
 		int ast;
@@ -991,8 +994,8 @@ attempt:
 		/* (ENOSYS under ASan: below as without it) */
 		if ((pid = clone_shared_flags(init_child, &plan, flags)) < 0)
 			plan.init_fd = -1;
-		else if (o->new_netns)
-			ns_keep(pid);
+		else
+			keep = o->new_netns;
 	}
 	if (plan.init_fd >= 0) {
 		/* forge-sandbox-init is PID 1 */
@@ -1088,7 +1091,12 @@ attempt:
 			goto out;
 		}
 		note_unconfined(r, rec.stage, rec.err);
+		keep = false;   /* (a loopback not up: the next command makes its own) */
 	}
+	/* Kept once the command runs with them whole: a PID 1 that failed to
+	 * write its id maps left a user namespace no later command could use. */
+	if (keep)
+		ns_keep(pid);
 	close_fd(&in_pipe[0]);
 	close_fd(&null_fd);
 	close_fd(&out_pipe[1]);
