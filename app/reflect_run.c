@@ -426,13 +426,16 @@ static int collect(const char *line, size_t len, void *payload)
 	return 0;
 }
 
+/* The forced tool: its input schema from the file, as every tool's goes
+ * (schema_tool_input: no $schema, $id, title, $comment, nor the
+ * description, which is the agents' record_learnings'). */
 static jv record_tool(void)
 {
-	const struct resource *r = resource_find("tools/record_learnings.json");
-	jv schema = r ? json_parse(r->data, r->len) : jv_invalid();
+	jv desc, schema = schema_tool_input(&desc, "tools/record_learnings.json");
 	jv tool = json_set(jv_object(), "name", jv_string(TOOL_NAME));
 
-	if (!jv_is_valid(schema)) {
+	jv_free(desc);
+	if (jv_get_kind(schema) != JV_KIND_OBJECT) {
 		jv_free(schema);
 		schema = json_set(jv_object(), "type", jv_string("object"));
 	}

@@ -272,6 +272,28 @@ tool_results_of() {
 	done
 }
 
+@test "every tool schema sent is a plain JSON Schema, in both wire formats: no \$schema, \$id, \$comment, title or description at its top" {
+	# (before: ask_human's went with its file's "$schema", "$id", "title" and
+	# description, the reflection's record_learnings' with its "$comment":
+	# every other tool's input schema is its file without them)
+	echo '{"implement": {"validate": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	for p in anthropic openai; do
+		plan_state "S$p" >"$BATS_TEST_TMPDIR/plan.json"
+		mock_script '[{"forced_tool": "record_learnings", "times": "always", "tool_calls": [{"name": "record_learnings", "input": {"learnings": []}}]},
+			{"tool_calls":[{"name":"ask_human","input":{"question":"mul or times?"}}]}]'
+		provider $p
+		run -4 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+		events_of agent.escalated | jq -e '.question == "mul or times?"'
+		run -0 bash -c "curl -sS -f '$MOCK_URL/_mock/requests' | jq -c '[.[].body.tools[] | {name: (.name // .function.name),
+			schema: (.input_schema // .function.parameters)}]'"
+		# the agent's tools, ask_human and finish among them, and the reflection's
+		jq -e 'map(.name) | index("ask_human") and index("finish") and index("record_learnings") and index("read_file")' <<<"$output"
+		jq -e 'all(.[].schema; type == "object" and .type == "object" and
+			(keys - ["$schema", "$id", "$comment", "title", "description"] == keys) and
+			([.. | objects | keys[] | select(. == "$schema" or . == "$id")] == []))' <<<"$output"
+	done
+}
+
 @test "a review bounce puts the findings first in the prompt: file, line, message, suggested fix" {
 	plan_state T2 | jq -c '.changes = {"files":[]} | .review = {"decision":"request_changes","findings":[
 		{"severity":"warning","category":"style","message":"usage line lists no mul","file":"calc.c","line":31},

@@ -80,6 +80,10 @@ last_state() {
 	# exactly one reflection call, on the fast model, after the second review
 	run -0 requests "$REFLECTION"
 	jq -e 'length == 1 and .[0].body.model == "claude-haiku-4-5" and .[0].step != null' <<<"$output"
+	# its tool's input schema is tools/record_learnings.json as every tool's
+	# goes: without the file's $comment and description (before: whole)
+	jq -e '.[0].body.tools[0].input_schema | .type == "object" and .properties.learnings and
+		(keys - ["$schema", "$id", "$comment", "title", "description"] == keys)' <<<"$output"
 	reflection_seq=$(jq '.[0].seq' <<<"$output")
 	# its digest names the trigger and the finding that came back
 	run -0 jq -r '.[0].body.messages[0].content | if type == "string" then . else map(.text // "") | join("\n") end' <<<"$output"

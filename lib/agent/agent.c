@@ -76,30 +76,33 @@ static void finish_with(struct agent *a, enum agent_outcome o, const char *break
 
 /* ---- tools sent to the model ------------------------------------------ */
 
+/*
+ * The tool of resource_name ("tools/ask_human.json") as the other tools go
+ * (tool_spec): its input schema the file without the members that are for
+ * its author ($schema, $id, title, $comment) and its description, which is
+ * the tool's; input_schema (consumed) in its place unless it is null.
+ */
 static jv tool_definition(const char *resource_name, jv input_schema)
 {
-	const struct resource *r = resource_find(resource_name);
-	jv doc = r ? json_parse(r->data, r->len) : jv_invalid();
-	jv def = jv_object();
-
-	if (!jv_is_valid(doc)) {
-		jv_free(doc);
-		doc = jv_object();
-	}
+	jv desc, doc = schema_tool_input(&desc, resource_name);
 	const char *name = strrchr(resource_name, '/');
 	char tool[64];
+
 	snprintf(tool, sizeof tool, "%s", name ? name + 1 : resource_name);
 	char *dot = strrchr(tool, '.');
 	if (dot)
 		*dot = '\0';
-	def = json_set(def, "name", jv_string(tool));
-	const char *desc = json_get_str(doc, "description");
-	def = json_set(def, "description", jv_string(desc ? desc : tool));
+	if (jv_get_kind(desc) != JV_KIND_STRING) {
+		jv_free(desc);
+		desc = jv_string(tool);
+	}
 	if (jv_get_kind(input_schema) == JV_KIND_NULL) {
 		jv_free(input_schema);
-		input_schema = jv_copy(doc);
+		input_schema = jv_get_kind(doc) == JV_KIND_OBJECT ? jv_copy(doc) : jv_object();
 	}
 	jv_free(doc);
+	jv def = json_set(jv_object(), "name", jv_string(tool));
+	def = json_set(def, "description", desc);
 	return json_set(def, "input_schema", input_schema);
 }
 

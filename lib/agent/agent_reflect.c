@@ -8,7 +8,6 @@
 #include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
-#include "core/resource.h"
 #include "data/schema.h"
 #include "data/stream.h"
 
@@ -26,18 +25,22 @@ static void emit(struct agent *a, const char *type, jv payload)
 		jv_free(payload);
 }
 
+/* The forced tool: its input schema and description from the file, as
+ * every tool's go (schema_tool_input: no $schema, $id, title, $comment). */
 static jv record_tool(void)
 {
-	const struct resource *r = resource_find("tools/record_learnings.json");
-	jv schema = r ? json_parse(r->data, r->len) : jv_invalid();
-	jv tool = jv_object();
+	jv desc, schema = schema_tool_input(&desc, "tools/record_learnings.json");
+	jv tool = json_set(jv_object(), "name", jv_string("record_learnings"));
 
-	if (!jv_is_valid(schema)) {
+	if (jv_get_kind(schema) != JV_KIND_OBJECT) {
 		jv_free(schema);
 		schema = json_set(jv_object(), "type", jv_string("object"));
 	}
-	tool = json_set(tool, "name", jv_string("record_learnings"));
-	tool = json_set(tool, "description", jv_string("Record what is worth remembering from this run."));
+	if (jv_get_kind(desc) != JV_KIND_STRING) {
+		jv_free(desc);
+		desc = jv_string("Record what is worth remembering from this run.");
+	}
+	tool = json_set(tool, "description", desc);
 	return json_set(tool, "input_schema", schema);
 }
 
