@@ -505,8 +505,9 @@ struct llm_call_log {
 	int retries;
 	const char *error;             /* NULL on success */
 	/* The texts of the request the caller logged last, reused for the
-	 * parts of this one that are the same (llm_internal.h; a client's
-	 * own); NULL: none. */
+	 * parts of this one that are the same, and the tools it logged last,
+	 * named rather than written again (llm_internal.h; a client's own,
+	 * used by its thread only); NULL: none, every part written whole. */
 	struct llm_log_memo *memo;
 };
 int llm_log_call(struct store *st, const struct llm_call_log *rec);

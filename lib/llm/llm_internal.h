@@ -113,7 +113,13 @@ void llm_members_add(struct buf *b, jv obj);
  * prompt, and dumping them whole every turn cost the log as much as the
  * wire.  The memo holds the messages' array, so a message identical
  * (jv_identical) to one of them is the very one, unchanged.  A zeroed memo
- * is empty.  Only the client's thread uses it.
+ * is empty.  Only the client's thread uses it: libjq's reference counts
+ * are not atomic, so no jv of it is shared with another client's.
+ *
+ * It keeps the tools too: an agent sends the same tools (the same jv) with
+ * every call, about 12 KB of schemas that were 80% of each row, and a
+ * request whose tools are that very object is logged with {"as_in":
+ * {trace_id, phase, attempt, call}} in their place, the row that has them.
  */
 struct llm_log_memo {
 	bool held;                     /* msgs is set (owned) */
@@ -123,6 +129,10 @@ struct llm_log_memo {
 	struct buf text;               /* the messages' texts, comma-joined, unscrubbed */
 	jv system;                     /* owned while system_text is set */
 	char *system_text;
+	bool tools_held;               /* tools and tools_where are set (owned) */
+	jv tools;                      /* the tools of the last row logged with them */
+	jv tools_where;                /* that row: {trace_id, phase, attempt, call} */
+	const struct store *tools_store;   /* the database it is in */
 };
 void llm_log_memo_release(struct llm_log_memo *m);   /* NULL-safe; m reusable, empty */
 

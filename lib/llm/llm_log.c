@@ -13,8 +13,6 @@
 #include "store/db.h"
 #include "core/ids.h"
 
-#include <pthread.h>
-
 /* Compact JSON with secrets scrubbed, or NULL for null.  Borrows v. */
 static char *scrubbed(jv v)
 {
@@ -23,44 +21,47 @@ static char *scrubbed(jv v)
 	return llm_redact(json_dumps(jv_copy(v), false));
 }
 
-/*
- * The tools of the last request this process logged with them, and where:
- * an agent sends the same tools (the same jv) with every call, about 12 KB
- * of schemas that were 80% of each row.  A request whose tools are that
- * very object is logged with {"as_in": {trace_id, phase, attempt, call}}
- * instead: the row that has them.  Calls may come from several threads.
- */
-static pthread_mutex_t tools_lock = PTHREAD_MUTEX_INITIALIZER;
-static const struct store *tools_store;
-static jv tools_logged;
-static jv tools_where;
+/* Whether rec's tools (borrowed) are those m holds, logged in st. */
+static bool tools_logged(const struct llm_log_memo *m, const struct store *st, jv tools)
+{
+	return m && m->tools_held && m->tools_store == st && jv_identical(jv_copy(tools), jv_copy(m->tools));
+}
 
 /* rec's request, its tools replaced by where they were logged when they are
- * the same object as last time (else remembered as the new last).  New jv. */
-static jv request_to_log(const struct store *st, const struct llm_call_log *rec)
+ * the very object m holds (m NULL: none).  *fresh: it has tools m could
+ * keep once its row is written (tools_keep).  New jv. */
+static jv request_to_log(bool *fresh, const struct store *st, const struct llm_call_log *rec)
 {
 	jv tools = json_get(rec->request, "tools");
 	jv req = jv_copy(rec->request);
 
+	*fresh = false;
 	if (jv_get_kind(tools) != JV_KIND_ARRAY || jv_array_length(jv_copy(tools)) == 0) {
 		jv_free(tools);
 		return req;
 	}
-	pthread_mutex_lock(&tools_lock);
-	if (tools_store == st && jv_is_valid(tools_where) && jv_identical(jv_copy(tools), jv_copy(tools_logged))) {
-		req = json_set(req, "tools", json_set(jv_object(), "as_in", jv_copy(tools_where)));
-	} else if (rec->trace_id && rec->phase) {
-		if (tools_store)
-			jv_free(tools_logged), jv_free(tools_where);
-		tools_store = st;
-		tools_logged = jv_copy(tools);
-		tools_where = json_set(json_set(json_set(json_set(jv_object(), "trace_id",
-			jv_string(rec->trace_id)), "phase", jv_string(rec->phase)),
-			"attempt", jv_number(rec->attempt)), "call", jv_number(rec->call));
-	}
-	pthread_mutex_unlock(&tools_lock);
+	if (tools_logged(rec->memo, st, tools))
+		req = json_set(req, "tools", json_set(jv_object(), "as_in", jv_copy(rec->memo->tools_where)));
+	else
+		*fresh = rec->memo && rec->trace_id && rec->phase;
 	jv_free(tools);
 	return req;
+}
+
+/* rec's row, just written to st, is where its tools are, for the memo's
+ * later requests: only once it is there, or they would name no row. */
+static void tools_keep(const struct store *st, const struct llm_call_log *rec)
+{
+	struct llm_log_memo *m = rec->memo;
+
+	if (m->tools_held)
+		jv_free(m->tools), jv_free(m->tools_where);
+	m->tools = json_get(rec->request, "tools");
+	m->tools_where = json_set(json_set(json_set(json_set(jv_object(), "trace_id",
+		jv_string(rec->trace_id)), "phase", jv_string(rec->phase)),
+		"attempt", jv_number(rec->attempt)), "call", jv_number(rec->call));
+	m->tools_store = st;
+	m->tools_held = true;
 }
 
 void llm_log_memo_release(struct llm_log_memo *m)
@@ -74,6 +75,8 @@ void llm_log_memo_release(struct llm_log_memo *m)
 	free(m->ends);
 	buf_release(&m->text);
 	free(m->system_text);
+	if (m->tools_held)
+		jv_free(m->tools), jv_free(m->tools_where);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -191,13 +194,14 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 	char ts[TIMESTAMP_LEN + 1], *req = NULL, *resp = NULL, *err = NULL;
 	const struct llm_usage zero = { 0 }, *u = rec->usage ? rec->usage : &zero;
 	int rc = -1;
+	bool fresh = false;
 
 	if (!st)
 		return 0;
 	if (db_prepare(&s, st, sql) < 0)
 		goto out;
 	timestamp_now(ts);
-	jv logged = request_to_log(st, rec);
+	jv logged = request_to_log(&fresh, st, rec);
 	req = jv_get_kind(logged) == JV_KIND_OBJECT ? request_text(rec->memo, logged) : scrubbed(logged);
 	jv_free(logged);
 	resp = scrubbed(rec->response);
@@ -224,6 +228,8 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 	db_bind_text(s, 17, err);
 	rc = db_step_done(st, s, "cannot log the model call");
 	s = NULL;
+	if (rc == 0 && fresh)
+		tools_keep(st, rec);
 out:
 	db_finalize(s);
 	free(req);

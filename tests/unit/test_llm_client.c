@@ -589,6 +589,89 @@ static void test_log_keeps_messages_text(void)
 	store_free(st);
 }
 
+/* Log a request with tools (consumed) for memo as call `call` of phase on
+ * trace T; whether that went and its row is the request with want_tools
+ * (consumed) in their place, as json_dumps() writes it. */
+static bool logs_tools_as(struct store *st, struct llm_log_memo *memo, const char *phase, int call,
+			  jv tools, jv want_tools)
+{
+	struct llm_call_log rec = { .trace_id = "T", .phase = phase, .provider = "replay", .model = "m",
+				    .attempt = 1, .call = call, .memo = memo };
+	jv req = json_set(json_set(jv_object(), "messages", jv_array_append(jv_array(), llm_msg_user("hi"))),
+			  "tools", tools);
+	char *want = json_dumps(json_set(jv_copy(req), "tools", want_tools), false), *got = NULL;
+	bool same;
+
+	rec.request = req;
+	rec.response = jv_null();
+	same = llm_log_call(st, &rec) == 0 && (got = logged_request(st)) && !strcmp(got, want);
+	free(got);
+	free(want);
+	jv_free(req);
+	return same;
+}
+
+static jv parsed(const char *text)
+{
+	return json_parse(text, strlen(text));
+}
+
+#define READ_FILE "[{\"name\":\"read_file\",\"input_schema\":{\"type\":\"object\"}}]"
+
+/* {"as_in": where phase's call `call` of trace T logged its tools}. */
+static jv as_in(const char *phase, int call)
+{
+	return json_set(jv_object(), "as_in", json_set(json_set(json_set(json_set(jv_object(),
+		"trace_id", jv_string("T")), "phase", jv_string(phase)), "attempt", jv_number(1)),
+		"call", jv_number(call)));
+}
+
+/*
+ * Each client's tools are written with its first call and named by its
+ * later ones, whatever another client logs in between (before: one cache
+ * for the process, holding a jv of whichever client logged last -- a jv
+ * another thread's client shares, libjq's counts not being atomic -- so
+ * two clients alternating wrote their tools whole every time); tools that
+ * are another object, or a row in another database, are written whole;
+ * and a row that could not be written is never named.
+ */
+static void test_log_tools_per_client(void)
+{
+	struct store *st = NULL, *other = NULL;
+	struct llm_log_memo a = { 0 }, b = { 0 };
+	jv ta = parsed(READ_FILE);
+	jv tb = parsed("[{\"name\":\"grep\",\"input_schema\":{\"type\":\"object\"}}]");
+	jv tc = parsed(READ_FILE);
+
+	CHECK_INT(store_open(&st, ":memory:"), 0);
+	CHECK_INT(store_open(&other, ":memory:"), 0);
+	CHECK(logs_tools_as(st, &a, "a", 1, jv_copy(ta), jv_copy(ta)));
+	CHECK(logs_tools_as(st, &b, "b", 1, jv_copy(tb), jv_copy(tb)));
+	CHECK(logs_tools_as(st, &a, "a", 2, jv_copy(ta), as_in("a", 1)));
+	CHECK(logs_tools_as(st, &b, "b", 2, jv_copy(tb), as_in("b", 1)));
+	CHECK(logs_tools_as(st, &a, "a", 3, jv_copy(ta), as_in("a", 1)));
+	/* the same tools, another object: written, then named */
+	CHECK(logs_tools_as(st, &a, "a", 4, jv_copy(tc), jv_copy(tc)));
+	CHECK(logs_tools_as(st, &a, "a", 5, jv_copy(tc), as_in("a", 4)));
+	/* another database; no memo */
+	CHECK(logs_tools_as(other, &a, "a", 6, jv_copy(tc), jv_copy(tc)));
+	CHECK(logs_tools_as(st, NULL, "a", 7, jv_copy(ta), jv_copy(ta)));
+	CHECK(logs_tools_as(st, NULL, "a", 8, jv_copy(ta), jv_copy(ta)));
+	/* a row refused: the next names none of it */
+	CHECK(sqlite3_exec(store_db(st), "CREATE TRIGGER no9 BEFORE INSERT ON llm_calls WHEN NEW.call = 9"
+			   " BEGIN SELECT RAISE(ABORT, 'refused'); END", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(!logs_tools_as(st, &b, "b", 9, jv_copy(ta), jv_copy(ta)));
+	CHECK(logs_tools_as(st, &b, "b", 10, jv_copy(ta), jv_copy(ta)));
+	CHECK(logs_tools_as(st, &b, "b", 11, jv_copy(ta), as_in("b", 10)));
+	jv_free(ta);
+	jv_free(tb);
+	jv_free(tc);
+	llm_log_memo_release(&a);
+	llm_log_memo_release(&b);
+	store_free(st);
+	store_free(other);
+}
+
 static void test_json_diff(void)
 {
 	jv a = json_parse("{\"a\":[1,{\"b\":2}],\"c\":1}", 23);
@@ -619,6 +702,7 @@ int main(void)
 	RUN(test_replay_strict);
 	RUN(test_record_then_replay_and_log);
 	RUN(test_log_keeps_messages_text);
+	RUN(test_log_tools_per_client);
 	RUN(test_json_diff);
 	return unit_done();
 }
