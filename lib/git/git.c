@@ -171,8 +171,11 @@ int CA_PARSE_FILE(struct mbedtls_x509_crt *chain, const char *path)
 	return real(chain, path);
 }
 
+static void kept_drop(void);
+
 static void git_done(void)
 {
+	kept_drop();    /* (the kept handle: forge_git_identity()) */
 	git_libgit2_shutdown();
 	free(ca_deferred);
 	ca_deferred = NULL;
@@ -1224,6 +1227,79 @@ out:
 	return rc;
 }
 
+/*
+ * The handle of the repository at a directory kept for the process, shared
+ * by the calls that only read it a few things at a time and used to open it
+ * each time (forge_git_identity(), forge_git_written_paths(): a write tool
+ * of the agent, each command the sandbox runs): an opening costs ~65 system
+ * calls (its config files read, its refdb and object database set up), and
+ * the objects read through it are kept in its cache.  Opened as
+ * forge_git_repo_open(dir, 0) does, and opened again when the directory
+ * asked is another, or its git directory is no longer the one it was
+ * (removed, made again: its device and inode).  What it reads is what a new
+ * handle would read: libgit2 checks the config files, refs and ignore files
+ * against the disk at each read, and the index is read again when its file
+ * changed (keep_index()).  One user at a time (kept_lock: the agent's tools
+ * and the sandbox's commands may run on other threads); freed at exit
+ * before libgit2 is shut down (git_done()).
+ */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char *dir;
+	git_repository *repo;
+	dev_t dev;
+	ino_t ino;
+} kept_handle;
+
+static void kept_drop(void)
+{
+	git_repository_free(kept_handle.repo);
+	free(kept_handle.dir);
+	memset(&kept_handle, 0, sizeof kept_handle);
+}
+
+/* Whether the kept handle is dir's, its git directory still the same. */
+static bool kept_valid(const char *dir)
+{
+	struct stat st;
+
+	return kept_handle.repo && strcmp(kept_handle.dir, dir) == 0 &&
+	       stat(git_repository_path(kept_handle.repo), &st) == 0 &&
+	       st.st_dev == kept_handle.dev && st.st_ino == kept_handle.ino;
+}
+
+/* Lock kept_lock and point *out at dir's kept handle (opened now when
+ * there is none).  Returns forge_git_repo_open()'s code; kept_release()
+ * after, whatever it returned. */
+static int kept_repo(git_repository **out, const char *dir)
+{
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	forge_git_init();
+	pthread_mutex_lock(&kept_lock);
+	if (kept_valid(dir)) {
+		*out = kept_handle.repo;
+		return 0;
+	}
+	kept_drop();
+	if ((rc = forge_git_repo_open(&kept_handle.repo, dir, 0)) != 0)
+		return rc;
+	if (stat(git_repository_path(kept_handle.repo), &st) == 0) {
+		kept_handle.dev = st.st_dev;
+		kept_handle.ino = st.st_ino;
+	}
+	kept_handle.dir = xstrdup(dir);
+	*out = kept_handle.repo;
+	return 0;
+}
+
+static void kept_release(void)
+{
+	pthread_mutex_unlock(&kept_lock);
+}
+
 int forge_git_identity(char **name, char **email, const char *dir)
 {
 	git_repository *repo = NULL;
@@ -1231,14 +1307,13 @@ int forge_git_identity(char **name, char **email, const char *dir)
 	int rc = -1;
 
 	*name = *email = NULL;
-	forge_git_init();
-	if (forge_git_repo_open(&repo, dir, 0) == 0 && git_signature_default(&sig, repo) == 0) {
+	if (kept_repo(&repo, dir) == 0 && git_signature_default(&sig, repo) == 0) {
 		*name = xstrdup(sig->name);
 		*email = xstrdup(sig->email);
 		rc = 0;
 	}
+	kept_release();
 	git_signature_free(sig);
-	git_repository_free(repo);
 	return rc;
 }
 
@@ -2793,7 +2868,9 @@ static void submodules_in(jv *out, git_repository *repo, jv paths)
 	git_index *idx = NULL;
 	jv links = jv_array();
 
-	if (git_repository_index(&idx, repo) < 0)
+	/* (the handle is kept: the index as it is on disk now, read again
+	 * when its file changed since) */
+	if (git_repository_index(&idx, repo) < 0 || git_index_read(idx, 0) < 0)
 		goto out;
 	for (size_t i = 0; i < git_index_entrycount(idx); i++) {
 		const git_index_entry *e = git_index_get_byindex(idx, i);
@@ -2836,17 +2913,19 @@ void forge_git_written_paths(jv *ignored, jv *inside, const char *dir, jv paths)
 		*ignored = jv_array();
 	if (inside)
 		*inside = jv_array();
-	forge_git_init();
-	if (jv_get_kind(paths) != JV_KIND_ARRAY || forge_git_repo_open(&repo, dir, 0) != 0) {
+	if (jv_get_kind(paths) != JV_KIND_ARRAY)
+		return;
+	if (kept_repo(&repo, dir) != 0) {
 		if (inside)
 			git_error_clear();
+		kept_release();
 		return;
 	}
 	if (ignored)
 		ignored_in(ignored, repo, paths);
 	if (inside)
 		submodules_in(inside, repo, paths);
-	git_repository_free(repo);
+	kept_release();
 }
 
 void forge_git_ignored_paths(jv *out, const char *dir, jv paths)

@@ -191,7 +191,8 @@ int forge_git_init_repo(const char *dir, const char *message);
  * (user.name and user.email from its configuration: the repository's, the
  * user's, the system's).  *name and *email are the caller's to free.
  * 0, or -1 (no repository, or no identity configured) without an error
- * message.
+ * message.  Shares forge_git_written_paths()'s kept handle of dir's
+ * repository (its config read again when its files changed).
  */
 int forge_git_identity(char **name, char **email, const char *dir);
 
@@ -703,6 +704,11 @@ void forge_git_submodule_paths(jv *out, const char *dir, jv paths);
  * Both of the above from one opening of the repository at `dir` (a tool
  * that wrote files asks both): *ignored as forge_git_ignored_paths() says,
  * *inside as forge_git_submodule_paths(); either may be NULL (not asked).
+ * The handle of dir's repository is kept for the process and shared with
+ * forge_git_identity() (an opening is ~65 system calls; each write tool of
+ * a session asks): what it says is still what is on disk at the call
+ * (config, ignore files, index and refs are checked against their files).
+ * Thread-safe (one caller at a time on the handle).
  */
 void forge_git_written_paths(jv *ignored, jv *inside, const char *dir, jv paths);
 

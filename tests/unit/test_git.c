@@ -1722,6 +1722,52 @@ static void test_static_lazy_parts(void)
 }
 #endif
 
+/* forge_git_identity() and forge_git_written_paths() share one handle of a
+ * directory's repository for the process: what they say is still what is
+ * on disk now -- the config as another process changed it, the index as
+ * `git update-index` wrote it, the repository removed and made again. */
+static void test_kept_handle_reads_fresh(void)
+{
+	const char *repo = make_repo();
+	char *name = NULL, *email = NULL;
+	jv ignored, inside, paths;
+
+	CHECK(repo);
+	CHECK(sh("git -C '%s' config user.name Ann && git -C '%s' config user.email ann@example.com", repo, repo) == 0);
+	CHECK_OK(forge_git_identity(&name, &email, repo));
+	CHECK_STR(name, "Ann");
+	free(name);
+	free(email);
+	CHECK(sh("git -C '%s' config user.name 'Bob Bobson'", repo) == 0);
+	CHECK_OK(forge_git_identity(&name, &email, repo));
+	CHECK_STR(name, "Bob Bobson");
+	free(name);
+	free(email);
+
+	write_file(repo, ".gitignore", "ign.txt\n");
+	write_file(repo, "ign.txt", "x\n");
+	paths = jv_parse("[\"ign.txt\", \"sub/x\"]");
+	forge_git_written_paths(&ignored, &inside, repo, paths);
+	CHECK_INT(jv_array_length(jv_copy(ignored)), 1);
+	CHECK_INT(jv_array_length(jv_copy(inside)), 0);
+	jv_free(ignored);
+	jv_free(inside);
+	CHECK(sh("cd '%s' && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),sub", repo) == 0);
+	forge_git_submodule_paths(&inside, repo, paths);     /* (no status first: the index as it is) */
+	CHECK_INT(jv_array_length(jv_copy(inside)), 1);
+	CHECK_STR(str_of(inside, "sub/x", "submodule"), "sub");
+	jv_free(inside);
+	jv_free(paths);
+
+	/* another repository at the same place */
+	CHECK(sh("rm -rf '%s' && git init -q '%s' && git -C '%s' config user.name Cy && "
+		 "git -C '%s' config user.email cy@example.com", repo, repo, repo, repo) == 0);
+	CHECK_OK(forge_git_identity(&name, &email, repo));
+	CHECK_STR(name, "Cy");
+	free(name);
+	free(email);
+}
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -1772,6 +1818,7 @@ int main(void)
 	RUN(test_merge_lock);
 	RUN(test_merge_commit_shallow);
 	RUN(test_merge_commit_identity);
+	RUN(test_kept_handle_reads_fresh);
 	RUN(test_push);
 	RUN(test_push_local_hooks);
 #ifdef FORGE_GIT2_STATIC
