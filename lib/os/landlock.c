@@ -87,10 +87,28 @@ struct ruleset_attr6 {
 	uint64_t scoped;
 };
 
-/* Add a path-beneath rule; a missing path is skipped (returns 0). */
-static int add_path(int rs_fd, const char *path, uint64_t rights, bool must_be_dir)
+/* The rights a rule on a file may have (the others are a directory's). */
+#define FILE_RIGHTS (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | \
+		     LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE)
+
+static int add_rule(int rs_fd, int fd, uint64_t rights)
 {
 	struct landlock_path_beneath_attr pb = { 0 };
+
+	pb.allowed_access = rights;
+	pb.parent_fd = fd;
+	return (int)syscall(SYS_landlock_add_rule, rs_fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+}
+
+/*
+ * Add a path-beneath rule; a missing path is skipped (returns 0).  A rule
+ * with a directory's rights is tried first without looking at the path:
+ * the kernel refuses those rights on anything but a directory (EINVAL),
+ * so it is added only where the fstat would have found one (most paths;
+ * one system call fewer each, ~30 a command).
+ */
+static int add_path(int rs_fd, const char *path, uint64_t rights, bool must_be_dir)
+{
 	struct stat st;
 	int fd, rc = 0;
 
@@ -100,6 +118,8 @@ static int add_path(int rs_fd, const char *path, uint64_t rights, bool must_be_d
 			return 0;
 		return forge_error("landlock: cannot open '%s': %s", path, strerror(errno));
 	}
+	if ((rights & ~(uint64_t)FILE_RIGHTS) && add_rule(rs_fd, fd, rights) == 0)
+		goto out;
 	if (fstat(fd, &st) < 0) {
 		rc = forge_error("landlock: cannot stat '%s': %s", path, strerror(errno));
 		goto out;
@@ -109,12 +129,9 @@ static int add_path(int rs_fd, const char *path, uint64_t rights, bool must_be_d
 			rc = forge_error("landlock: '%s' is not a directory", path);
 			goto out;
 		}
-		rights &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
-			  LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
+		rights &= FILE_RIGHTS;
 	}
-	pb.allowed_access = rights;
-	pb.parent_fd = fd;
-	if (syscall(SYS_landlock_add_rule, rs_fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+	if (add_rule(rs_fd, fd, rights) < 0)
 		rc = forge_error("landlock: cannot add a rule for '%s': %s", path, strerror(errno));
 out:
 	close(fd);

@@ -3,6 +3,7 @@
  * per-command pids cgroup.  See nsview.h.
  */
 #include "os/nsview.h"
+#include "os/procself.h"
 #include "core/buf.h"
 #include "core/forge.h"
 
@@ -197,7 +198,7 @@ int nsview_maps_child(uid_t uid, gid_t gid)
 	 * "namespaces unavailable" where the kernel offered them.) */
 	int was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), fd, rc;
 
-	if (was == 0)
+	if (was != 1)
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -209,22 +210,98 @@ int nsview_maps_child(uid_t uid, gid_t gid)
 	rc = write_map("/proc/self/uid_map", uid);
 	if (rc == 0)
 		rc = write_map("/proc/self/gid_map", gid);
-	if (was == 0)
-		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* (2, root's only, cannot be set back: it stays 1, as it did when
+	 * proc.c's child toggled it around this call) */
+	if (was != 1)
+		prctl(PR_SET_DUMPABLE, was, 0, 0, 0);
 	return rc;
 }
 
-/* mkdir -p, async-signal-safe. */
-static int mkdirs(const char *path)
-{
-	char b[PATH_MAX];
-	size_t n = strlen(path);
+/*
+ * The directories known to be there: each entry's path and its ancestors,
+ * which a mkdir would find (EEXIST) -- made or found by mkdirs() since the
+ * last mount above them.  On the child's stack: the view is a fresh tmpfs
+ * a command, and each bind's parents were made from / again (~45 mkdir
+ * calls a command that found them there).  Only a mount changes what lies
+ * beneath a path here (the mounts are private): made_cover() forgets it.
+ * The paths are in pool; when it is full, everything is forgotten (more
+ * mkdir calls, the same view).
+ */
+#define MADE_MAX 32
+struct made {
+	char pool[PATH_MAX];
+	size_t used, n;
+	struct { size_t off, len; } e[MADE_MAX];
+};
 
-	if (n >= sizeof(b))
+/* How much of path[0..n) entry i says is there: a length that ends a
+ * directory of both (0: none). */
+static size_t made_common(const struct made *m, size_t i, const char *path, size_t n)
+{
+	const char *dir = m->pool + m->e[i].off;
+	size_t len = m->e[i].len, j = 0;
+
+	while (j < len && j < n && dir[j] == path[j])
+		j++;
+	if ((j == len || dir[j] == '/') && (j == n || path[j] == '/'))
+		return j;
+	while (j > 0 && dir[--j] != '/')
+		;
+	return j;
+}
+
+static size_t made_known(const struct made *m, const char *path, size_t n)
+{
+	size_t k = 0, c;
+
+	for (size_t i = 0; i < m->n; i++)
+		if ((c = made_common(m, i, path, n)) > k)
+			k = c;
+	return k;
+}
+
+/* What is beneath dst changed (a mount on it): forget it. */
+static void made_cover(struct made *m, const char *dst)
+{
+	size_t n = strlen(dst);
+
+	for (size_t i = 0; i < m->n; i++)
+		if (m->e[i].len > n && memcmp(m->pool + m->e[i].off, dst, n) == 0 &&
+		    m->pool[m->e[i].off + n] == '/')
+			m->e[i].len = n;
+}
+
+/* Where a path of n bytes goes in the pool (everything is forgotten when
+ * it is full); made_keep() keeps it there. */
+static char *made_slot(struct made *m, size_t n)
+{
+	if (m->n == MADE_MAX || m->used + n + 1 > sizeof(m->pool))
+		m->n = m->used = 0;
+	return m->pool + m->used;
+}
+
+static void made_keep(struct made *m, size_t n)
+{
+	m->e[m->n].off = m->used;
+	m->e[m->n++].len = n;
+	m->used += n + 1;
+}
+
+/* mkdir -p of path[0..n), async-signal-safe; from the first directory not
+ * known to be there. */
+static int mkdirs_n(struct made *m, const char *path, size_t n)
+{
+	size_t k;
+	char *b;
+
+	if (n >= sizeof(m->pool))
 		return -ENAMETOOLONG;
-	memcpy(b, path, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (b[i] != '/' && b[i] != '\0')
+	if ((k = made_known(m, path, n)) == n)
+		return 0;
+	b = made_slot(m, n);
+	memcpy(b, path, n);
+	for (size_t i = k + 1; i <= n; i++) {
+		if (i < n && b[i] != '/')
 			continue;
 		b[i] = '\0';
 		if (mkdir(b, 0755) < 0 && errno != EEXIST)
@@ -232,29 +309,36 @@ static int mkdirs(const char *path)
 		if (i < n)
 			b[i] = '/';
 	}
+	made_keep(m, n);
 	return 0;
 }
 
-/* An empty file at path (parents made), unless something is there already. */
-static int touch(const char *path)
+static int mkdirs(struct made *m, const char *path)
 {
-	char b[PATH_MAX];
+	return mkdirs_n(m, path, strlen(path));
+}
+
+/* The length of path's parent ("/a/b": 2), 0 for one at the root. */
+static size_t parent_len(const char *path)
+{
 	size_t n = strlen(path);
+
+	while (n > 0 && path[n - 1] != '/')
+		n--;
+	return n > 1 ? n - 1 : 0;
+}
+
+/* An empty file at path (parents made), unless something is there already. */
+static int touch(struct made *m, const char *path)
+{
+	size_t pn = parent_len(path);
 	struct stat st;
 	int fd, rc;
 
 	if (stat(path, &st) == 0)
 		return 0;
-	if (n >= sizeof(b))
-		return -ENAMETOOLONG;
-	memcpy(b, path, n + 1);
-	while (n > 1 && b[n - 1] != '/')
-		n--;
-	if (n > 1) {
-		b[n - 1] = '\0';
-		if ((rc = mkdirs(b)) < 0)
-			return rc;
-	}
+	if (pn && (rc = mkdirs_n(m, path, pn)) < 0)
+		return rc;
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -300,50 +384,90 @@ static int write_data(const struct nsview_op *op)
 	return rc;
 }
 
-/* Carry out one op of the view (a bind, a hidden path or a symbolic link). */
-static int apply_op(const struct nsview_op *op, int *stage)
+/*
+ * Cover op->dst, when it is in the view: a directory with an empty tmpfs
+ * (paths may be bound beneath it later), a file with an empty one nobody
+ * may read, in a private tmpfs.  The mount is tried without looking
+ * first (most hidden paths are there; a stat each before); when it fails,
+ * a dst that is not there was not in the view anyway.
+ */
+static int hide(struct made *m, const struct nsview_op *op, int *stage)
 {
-	const char *src = op->src;
+	struct stat st;
+	int e;
 
-	if (op->kind == NSVIEW_LINK) {
-		char parent[PATH_MAX];
-		size_t n = strlen(op->dst);
-		if (n >= sizeof(parent))
+	if (op->is_dir ? mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+		       : mount("/empty-file", op->dst, NULL, MS_BIND, NULL)) {
+		e = errno;
+		if (stat(op->dst, &st) < 0)
 			return 0;
-		memcpy(parent, op->dst, n + 1);
-		while (n > 1 && parent[n - 1] != '/')
-			n--;
-		parent[n - 1] = '\0';
-		CHECK_RC(NSV_BIND, mkdirs(parent));
+		*stage = NSV_BIND;
+		return -e;
+	}
+	made_cover(m, op->dst);
+	return 0;
+}
+
+/* Carry out one op of the view (a bind, a hidden path or a symbolic link). */
+static int apply_op(struct made *m, const struct nsview_op *op, int *stage)
+{
+	if (op->kind == NSVIEW_LINK) {
+		size_t pn = parent_len(op->dst);
+		if (strlen(op->dst) >= PATH_MAX)
+			return 0;
+		if (pn)
+			CHECK_RC(NSV_BIND, mkdirs_n(m, op->dst, pn));
 		if (symlink(op->src, op->dst) < 0 && errno != EEXIST)
 			FAIL(NSV_BIND);
 		return 0;
 	}
-	if (op->kind == NSVIEW_HIDE) {
-		struct stat st;
-		if (stat(op->dst, &st) < 0)
-			return 0;	/* not in the view anyway */
-		/* A directory is covered with an empty tmpfs (paths may be
-		 * bound beneath it later), a file with an empty file. */
-		if (op->is_dir) {
-			if (mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV,
-				  "mode=0755,size=1m") < 0)
-				FAIL(NSV_BIND);
-			return 0;
-		}
-		src = "/empty-file";
-	} else if (op->kind == NSVIEW_DATA) {
+	if (op->kind == NSVIEW_HIDE)
+		return hide(m, op, stage);
+	if (op->kind == NSVIEW_DATA) {
 		CHECK_RC(NSV_BIND, write_data(op));
-		CHECK_RC(NSV_BIND, touch(op->dst));
+		CHECK_RC(NSV_BIND, touch(m, op->dst));
 	} else {
-		CHECK_RC(NSV_BIND, op->is_dir ? mkdirs(op->dst) : touch(op->dst));
+		CHECK_RC(NSV_BIND, op->is_dir ? mkdirs(m, op->dst) : touch(m, op->dst));
 	}
-	if (mount(src, op->dst, NULL, MS_BIND | (op->kind == NSVIEW_HIDE ? 0 : MS_REC), NULL) < 0)
+	if (mount(op->src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 		FAIL(NSV_BIND);
-	/* A hidden file is an empty one nobody may read, in a private tmpfs. */
+	made_cover(m, op->dst);
 	if (op->kind == NSVIEW_RO || op->kind == NSVIEW_DATA)
 		CHECK_RC(NSV_BIND, bind_ro(op->dst, op->flags));
 	return 0;
+}
+
+/*
+ * The host's device node /dev/name at /newroot/dev/name, read-only, where
+ * the host has it.  The view's /dev is a tmpfs just mounted, with nothing
+ * in it yet: the file to bind on is made without looking first, and the
+ * host's node is looked for only when the bind failed (two system calls a
+ * node fewer).
+ */
+static int bind_dev(const char *name, unsigned long locked)
+{
+	char src[32] = "/oldroot/dev/", dst[32] = "/newroot/dev/";
+	size_t ls = strlen(src), ld = strlen(dst), ln = strlen(name);
+	struct stat st;
+	int fd, e;
+
+	memcpy(src + ls, name, ln + 1);
+	memcpy(dst + ld, name, ln + 1);
+	if ((fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		return -errno;
+	close(fd);
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0) {
+		e = errno;
+		/* not on the host: not in the view either */
+		if (stat(src, &st) < 0)
+			return unlink(dst) < 0 ? -errno : 0;
+		return -e;
+	}
+	/* Read-only: the node is the host's, and root's command owns it
+	 * (uid 0 maps to the host's root) -- a chmod 000 of /dev/null would
+	 * break the machine.  Reading and writing the device itself is not
+	 * a write to the file system: unchanged. */
+	return bind_ro(dst, locked);
 }
 
 int nsview_enter_child(const struct nsview *v, int *stage)
@@ -353,6 +477,7 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 		{ "/proc/self/fd", "/newroot/dev/fd" }, { "/proc/self/fd/0", "/newroot/dev/stdin" },
 		{ "/proc/self/fd/1", "/newroot/dev/stdout" }, { "/proc/self/fd/2", "/newroot/dev/stderr" },
 	};
+	struct made made;
 	int fd, rc;
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -368,42 +493,32 @@ int nsview_enter_child(const struct nsview *v, int *stage)
 		FAIL(NSV_TMPFS);
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
 		FAIL(NSV_PIVOT);
+	/* (made above: a directory of the tmpfs, now the root) */
+	made.n = made.used = 0;
+	memcpy(made_slot(&made, 8), "/newroot", 8);
+	made_keep(&made, 8);
 
 	/* The binds in order, parents first; those beneath /dev after the
 	 * view's own /dev is mounted, or its tmpfs would cover them (a
 	 * worktree in /dev/shm). */
 	for (size_t i = 0; i < v->n; i++)
-		if (!under_dev(v->ops[i].dst) && (rc = apply_op(&v->ops[i], stage)) < 0)
+		if (!under_dev(v->ops[i].dst) && (rc = apply_op(&made, &v->ops[i], stage)) < 0)
 			return rc;
 
-	CHECK_RC(NSV_DEV, mkdirs("/newroot/dev"));
+	CHECK_RC(NSV_DEV, mkdirs(&made, "/newroot/dev"));
 	if (mount("tmpfs", "/newroot/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") < 0)
 		FAIL(NSV_DEV);
-	for (size_t i = 0; devs[i]; i++) {
-		char src[32] = "/oldroot/dev/", dst[32] = "/newroot/dev/";
-		size_t ls = strlen(src), ld = strlen(dst), ln = strlen(devs[i]);
-		struct stat st;
-		memcpy(src + ls, devs[i], ln + 1);
-		memcpy(dst + ld, devs[i], ln + 1);
-		if (stat(src, &st) < 0)
-			continue;
-		CHECK_RC(NSV_DEV, touch(dst));
-		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
-			FAIL(NSV_DEV);
-		/* Read-only: the node is the host's, and root's command owns
-		 * it (uid 0 maps to the host's root) -- a chmod 000 of
-		 * /dev/null would break the machine.  Reading and writing the
-		 * device itself is not a write to the file system: unchanged. */
-		CHECK_RC(NSV_DEV, bind_ro(dst, v->dev_flags));
-	}
+	made_cover(&made, "/newroot/dev");
+	for (size_t i = 0; devs[i]; i++)
+		CHECK_RC(NSV_DEV, bind_dev(devs[i], v->dev_flags));
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i][0], links[i][1]) < 0 && errno != EEXIST)
 			FAIL(NSV_DEV);
 	for (size_t i = 0; i < v->n; i++)
-		if (under_dev(v->ops[i].dst) && (rc = apply_op(&v->ops[i], stage)) < 0)
+		if (under_dev(v->ops[i].dst) && (rc = apply_op(&made, &v->ops[i], stage)) < 0)
 			return rc;
 
-	CHECK_RC(NSV_PROC, mkdirs("/newroot/proc"));
+	CHECK_RC(NSV_PROC, mkdirs(&made, "/newroot/proc"));
 	if (mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		FAIL(NSV_PROC);
 
@@ -422,14 +537,25 @@ int nsview_drop_caps_child(void)
 {
 	struct cap_header h = { 0x20080522, 0 };	/* _LINUX_CAPABILITY_VERSION_3 */
 	struct cap_data d[2];
+	struct procself ps;
 
 	/* (one already out of the bounding set is not dropped again: that
 	 * needs CAP_SETPCAP, which a process whose set is empty lacks --
-	 * forge-sandbox-init's command, os/proc_child.h) */
-	for (int c = 0; c < 64; c++)
-		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
-		    errno != EINVAL)
-			return -errno;
+	 * forge-sandbox-init's command, os/proc_child.h).  The set comes
+	 * from one read of /proc/self/status: asking for each capability
+	 * took 64 system calls, and the command's set is empty already. */
+	if (procself_read_child(&ps, PROCSELF_CAP_BND) == 0) {
+		for (int c = 0; c < 64; c++)
+			if ((ps.cap_bnd >> c & 1) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+			    errno != EINVAL)
+				return -errno;
+	} else {
+		/* the kernel numbers its capabilities densely: the first it
+		 * does not know (EINVAL) ends them */
+		for (int c = 0, r; c < 64 && (r = prctl(PR_CAPBSET_READ, c, 0, 0, 0)) >= 0; c++)
+			if (r == 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+				return -errno;
+	}
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	memset(d, 0, sizeof(d));
 	if (syscall(SYS_capset, &h, d) < 0)

@@ -94,7 +94,8 @@
  *   such a cgroup is noted in r.unconfined.
  * - Between fork and exec the child calls only async-signal-safe functions
  *   and raw system calls (setpgid, sigaction, sigprocmask, setrlimit,
- *   unshare, clone, open/write of /proc/self maps and the cgroup, prctl,
+ *   unshare, clone, open/write of /proc/self maps and the cgroup, open/read
+ *   of /proc/self/status (os/procself.h), prctl,
  *   capset, mkdir, symlink, mount, umount2, pivot_root, landlock syscalls,
  *   dup2, chdir, waitpid, kill, execve, write, _exit); everything it needs
  *   (paths, the view, the ruleset, the cgroup fd) is prepared before fork.

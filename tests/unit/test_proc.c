@@ -51,6 +51,46 @@ static void test_exit_and_signal(void)
 	proc_result_release(&r);
 }
 
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/* The command starts with every signal at SIG_DFL, whatever the caller
+ * ignores or catches (real-time signals, above bit 32, included), with
+ * namespaces (PID 1 a copy of this process or forge-sandbox-init) and
+ * without: a signal ignored here would stay ignored across its exec. */
+static void test_signals_default(void)
+{
+	const int ign = SIGRTMIN + 4, cgt = SIGRTMAX - 1;
+	struct sigaction sa, old_ign, old_cgt, old_usr, old_pipe;
+	struct proc_opts o = PROC_OPTS_INIT;
+	struct proc_result r;
+	const char *why;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_IGN;
+	sigaction(ign, &sa, &old_ign);
+	sigaction(SIGUSR1, &sa, &old_usr);
+	sigaction(SIGPIPE, &sa, &old_pipe);
+	sa.sa_handler = on_signal;
+	sigaction(cgt, &sa, &old_cgt);
+	for (int ns = 0; ns < 2; ns++) {
+		if (ns && !nsview_available(&why))
+			break;
+		o.new_ns = o.ns_required = ns;
+		/* (cat: grep catches SIGSEGV itself) */
+		CHECK(sh(&r, &o, "exec cat /proc/self/status") == 0);
+		CHECK_MSG(strstr(r.out.buf, "\nSigIgn:\t0000000000000000\nSigCgt:\t0000000000000000\n"),
+			  "namespaces %d: %s", ns, r.out.buf);
+		proc_result_release(&r);
+	}
+	sigaction(ign, &old_ign, NULL);
+	sigaction(SIGUSR1, &old_usr, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(cgt, &old_cgt, NULL);
+}
+
 static void test_stdin_and_env(void)
 {
 	struct proc_opts o = PROC_OPTS_INIT;
@@ -331,6 +371,15 @@ static void test_landlock_confines_writes(void)
 	landlock_ruleset_free(rs);
 	snprintf(cmd, sizeof(cmd), "%s/out", outside);
 	CHECK(access(cmd, F_OK) != 0);
+
+	/* a writable path must be a directory (the kernel is asked first:
+	 * it refuses a directory's rights on a file) */
+	{
+		const char *file[] = { "/etc/hostname", NULL };
+		CHECK(landlock_ruleset_new(&rs, file) < 0 && rs == NULL);
+		CHECK_MSG(strstr(forge_last_error(), "'/etc/hostname' is not a directory"), "%s",
+			  forge_last_error());
+	}
 
 	/* reads confined too: only beneath readable and writable paths */
 	{
@@ -966,6 +1015,7 @@ int main(void)
 
 	snprintf(tmp, sizeof(tmp), "%s", mkdtemp(t));
 	RUN(test_exit_and_signal);
+	RUN(test_signals_default);
 	RUN(test_stdin_and_env);
 	RUN(test_timeout_kills_group);
 	RUN(test_leftovers_killed_on_exit);
