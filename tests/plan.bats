@@ -67,6 +67,27 @@ event_types() {
 	last_state | jq -e '.task.description == "add mul" and (.plan.tasks | length) == 2'
 }
 
+@test "a task whose text starts with [ or { is plain text; a record cut short is still malformed JSON (hunt69 #3)" {
+	for t in "[bug] parser crashes on empty input" "{fix} the parser braces" "[UI] button misaligned"; do
+		mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+		# (before: exit 2, "line 1: malformed JSON: Invalid numeric literal at line 1, column 5")
+		run -0 --separate-stderr bash -c 'printf "%s\n" "$1" | forge-plan' _ "$t"
+		last_state | jq -e --arg t "$t" '.task.description == $t and .status == "ok"'
+	done
+	# a truncated state line, and an array cut short: exit 2, the line named, with the hint
+	mock '[]'
+	run -2 --separate-stderr bash -c 'printf "{\"kind\":\"state\",\"v\":1,\"trace_id\":\"01JDB\n" | forge-plan'
+	[[ $stderr == "forge-plan: line 1: malformed JSON: "*"(plain text starting with [ or { is read as JSON: use --task TEXT or {\"task\": …})" ]]
+	jq -e -s 'map(select(.type == "input.rejected")) | length == 1 and .[0].payload.line == 1' <<<"$output"
+	jq -e -s 'map(select(.kind == "state")) | length == 0' <<<"$output"
+	run -2 --separate-stderr bash -c 'printf "[1, 2\n" | forge-plan'
+	[[ $stderr == "forge-plan: line 1: malformed JSON: "*"use --task TEXT"* ]]
+	# only the first line decides: a later line that is not JSON is an error
+	run -2 --separate-stderr bash -c 'printf "{\"task\":\"x\"}\n[bug] crash\n" | forge-plan'
+	[[ $stderr == "forge-plan: line 2: malformed JSON: "* && $stderr != *"use --task"* ]]
+	assert_equal "$(requests)" "[]"
+}
+
 @test "a plan that fails its schema goes back to the model with the error and is corrected" {
 	replay plan-schema-fix.jsonl
 	run -0 --separate-stderr forge-plan --task "add a mul operation"
