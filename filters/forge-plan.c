@@ -605,6 +605,7 @@ static const struct phase_spec spec = {
 	.extra_help = "Exit status: 0 planned, 2 bad input, 3 breaker, 4 human needed, 5 model or "
 		      "database failed.\n\nExample:\n  forge-plan --task 'add a mul operation' | forge-implement\n",
 	.needs_input = true,
+	.needs_repo = true,      /* plans from the repository's files */
 	.model_options = true,
 	.run = plan_run,
 };

@@ -355,6 +355,29 @@ tool_result() {
 	[[ $stderr == *"mul of what?"* ]]
 }
 
+@test "outside a git repository forge-plan refuses before any model call: exit 2, saying what to do (hunt69 #2)" {
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	mkdir "$BATS_TEST_TMPDIR/plain"
+	cd "$BATS_TEST_TMPDIR/plain"
+	# (before: the agent ran, every read tool failing "no worktree to work in", exit 0)
+	run -2 --separate-stderr forge-plan --task "do x"
+	assert_equal "$stderr" "forge-plan: '.' is not in a git repository ($BATS_TEST_TMPDIR/plain): forge-plan works on one; run it inside one, or pass --repo DIR"
+	jq -e -s 'map(select(.kind == "state")) | length == 0' <<<"$output"
+	jq -e -s 'any(.[]; .type == "input.rejected")' <<<"$output"
+	run -2 --separate-stderr bash -c 'echo "do x" | forge-plan'
+	assert_equal "$(requests)" "[]"
+	# --repo names one: planned
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan --repo "$REPO" --task "do x"
+	last_state | jq -e --arg r "$REPO" '.status == "ok" and .task.repo == $r'
+	# a state whose repository is here: planned from it, wherever it is run
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr bash -c 'jq -cn --arg r "$1" "{task: \"x\"} | .task = {description: \"x\", repo: \$r}" | forge-plan' _ "$REPO"
+	# a state whose repository is gone, outside one: refused, naming it
+	run -2 --separate-stderr bash -c 'echo "{\"task\":{\"description\":\"x\",\"repo\":\"/nonexistent/r\"}}" | forge-plan'
+	[[ $stderr == "forge-plan: the input state's repository '/nonexistent/r' is not here, and '.' is not in a git repository"*"--repo DIR" ]]
+}
+
 @test "a model that never calls a tool, or whose answers are all cut, escalates saying so; a content filter's stop is named" {
 	mock '[{"text":"Here is the plan: add calc_mul.","stop_reason":"end_turn","times":"always"}]'
 	run -4 --separate-stderr forge-plan --task "add a mul operation"
