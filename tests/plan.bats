@@ -345,6 +345,25 @@ tool_result() {
 	run -2 --separate-stderr forge-plan --no-such-option
 }
 
+@test "a plan's risk score outside its level's band is moved into it, and said; the prompt gives the bands (hunt69 #1)" {
+	plan=$(good_plan | jq -c '.risk = {level: "medium", score: 0.5, reasons: ["public api"]}')
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$plan}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	# (before: {medium, 0.5} kept as it was, a high score under a medium level)
+	last_state | jq -ce '.plan.risk == {level: "medium", score: 0.49, reasons: ["public api"]}'
+	jq -e -s 'map(select(.type == "plan.risk_normalised")) | length == 1 and
+		.[0].payload == {level: "medium", score_given: 0.5, score: 0.49}' <<<"$output"
+	run -0 sqlite3 "$FORGE_DB" "select json_extract(content, '$.risk.score') from plan_versions"
+	assert_output 0.49
+	requests | jq -e '.[0].body.system | tostring | test("medium \\(0.25–0.49\\)") and test("high \\(0.5–0.74\\)")'
+	# a score in its band is left as it is, and nothing said
+	plan=$(good_plan | jq -c '.risk = {level: "high", score: 0.6, reasons: []}')
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$plan}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	last_state | jq -e '.plan.risk.score == 0.6 and .plan.risk.level == "high"'
+	jq -e -s 'map(select(.type == "plan.risk_normalised")) | length == 0' <<<"$output"
+}
+
 @test "a model that cannot be reached is exit 5; ask_human is exit 4" {
 	mock '[{"fault":"auth"}]'
 	run -5 --separate-stderr forge-plan --task "add a mul operation"
