@@ -1269,6 +1269,40 @@ static int take_input(struct phase *ph)
 	return 0;
 }
 
+/*
+ * A phase that needs a repository and has none to work on (phase_spec
+ * needs_repo): the exit status of its refusal, or 0.  None is: no --repo,
+ * no repository containing the current directory, and no task.repo of the
+ * input that is here (a state from a repository since moved or deleted).
+ * Said as `forge run` says it, with the directory and what to do.
+ */
+static int no_repo(struct phase *ph)
+{
+	char cwd[PATH_MAX];
+
+	if (!ph->spec->needs_repo || jv_get_kind(ph->in.raw) == JV_KIND_STRING || ph->repo)
+		return 0;
+	jv task = json_get(ph->state, "task");
+	const char *task_repo = json_get_str(task, "repo");
+	struct buf b = BUF_INIT;
+	int rc = 0;
+
+	if (!getcwd(cwd, sizeof cwd))
+		snprintf(cwd, sizeof cwd, ".");
+	if (!task_repo)
+		buf_addf(&b, "'.' is not in a git repository (%s): %s works on one; run it inside one, or "
+			 "pass --repo DIR", cwd, ph->spec->program);
+	else if (!runshare_is_dir(task_repo))
+		buf_addf(&b, "the input state's repository '%s' is not here, and '.' is not in a git "
+			 "repository (%s): run %s inside a clone of it, or pass --repo DIR", task_repo, cwd,
+			 ph->spec->program);
+	if (b.len)
+		rc = cli_reject(&ph->out, NULL, b.buf);
+	buf_release(&b);
+	jv_free(task);
+	return rc;
+}
+
 static int exit_code(const char *status)
 {
 	switch (state_status_of(status)) {
@@ -1664,7 +1698,9 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 							  ? "%s of the diff on stdin" : "%s on the repository",
 							  spec->program)));
 	stream_out_set_trace(&ph.out, json_get_str(ph.state, "trace_id"));
-	status = take_lease(&ph);
+	status = no_repo(&ph);
+	if (!status)
+		status = take_lease(&ph);
 	if (status)
 		goto out;
 	ph.start_ms = monotonic_ms();

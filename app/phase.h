@@ -75,6 +75,15 @@ struct phase_spec {
 	 * whose earlier phase wrote nothing must not act on the repository.
 	 */
 	bool runs_alone;
+	/*
+	 * Works on a repository: with none to work on - no --repo, no git
+	 * repository containing the current directory, and no task.repo of
+	 * the input that is here - it refuses, exit 2 with "'.' is not in a
+	 * git repository …" and an input.rejected event, before any work (a
+	 * model call paid for blind).  Input raw_hook took (a diff on stdin)
+	 * is worked on without one.
+	 */
+	bool needs_repo;
 	bool model_options;             /* uses --provider/--model/--base-url/--cassette; a phase
 					 * without accepts and ignores them (a supervisor passes
 					 * them to every phase) */

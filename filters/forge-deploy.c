@@ -506,14 +506,8 @@ static const char *run(struct phase *ph)
 	const char *risk = a->risk ? a->risk : deploy_risk_of(ph->state);
 
 	/* What: the run's branch, or the checkout's when run on the repository alone. */
+	/* (never NULL: without a repository the phase was refused, needs_repo) */
 	ctx.repo = json_get_str(task, "repo") ? json_get_str(task, "repo") : ph->repo;
-	if (!ctx.repo) {
-		/* nothing to deploy from: a usage error (exit 2), as --repo DIR
-		 * naming a directory that is no repository is */
-		phase_reason(ph, "'.' is not in a git repository: run it in one, or use --repo DIR");
-		status = "bad_input";
-		goto out;
-	}
 	ctx.branch = json_get_str(task, "branch");
 	bool unborn = false;
 	if (phase_alone(ph) && deploy_head_branch(&head, &unborn, ctx.repo) == 0)
@@ -679,6 +673,7 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.needs_input = false,
 		.runs_alone = true,
+		.needs_repo = true,
 		.guard = guard,
 	.lease = true,
 		.run = run,

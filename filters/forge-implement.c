@@ -1505,6 +1505,7 @@ static const struct phase_spec spec = {
 	.options = options,
 	.on_option = on_option,
 	.needs_input = true,
+	.needs_repo = true,
 	.model_options = true,
 	.guard = guard,
 	.lease = true,

@@ -23,6 +23,7 @@
 #include "app/runshare.h"
 #include "store/plans.h"
 #include "data/project.h"
+#include "data/risk.h"
 #include "os/sandbox.h"
 #include "store/store.h"
 #include "agent/tools.h"
@@ -457,6 +458,29 @@ static int exec_read_only(struct agent_tool_outcome *out, const char *name, jv i
 /* ---- the phase ------------------------------------------------------------ */
 
 /*
+ * The plan (consumed) with its risk's score in its level's band
+ * (data/risk.h), and a plan.risk_normalised event when it was not: the
+ * level the model stated stands, and the state, the stored version and
+ * every reader of plan.risk (the review's depth, the gates, the canary
+ * ladder) see a score that agrees with it.
+ */
+static jv normalise_risk(struct phase *ph, jv plan)
+{
+	jv risk = json_get(plan, "risk");
+	double given = json_get_num(risk, "score", -1);
+	bool moved;
+
+	risk = risk_plan_normalise(risk, &moved);
+	if (moved) {
+		jv ev = json_set(jv_object(), "level", jv_string(json_get_str(risk, "level")));
+		ev = json_set(ev, "score_given", jv_number(given));
+		ev = json_set(ev, "score", jv_number(json_get_num(risk, "score", 0)));
+		phase_emit(ph, "plan.risk_normalised", ev);
+	}
+	return json_set(plan, "risk", risk);
+}
+
+/*
  * The plan this one replaces: the trace's latest stored version, else the
  * input state's plan; jv_null() when this is the first.  *out_version is
  * its number (0 when none).
@@ -563,7 +587,7 @@ static const char *plan_run(struct phase *ph)
 	if (state_status_of(status) != STATE_OK)
 		goto out;
 
-	jv plan = jv_copy(res.result);
+	jv plan = normalise_risk(ph, jv_copy(res.result));
 	status = version_plan(ph, st, &plan, previous);
 	if (state_status_of(status) != STATE_OK) {
 		jv_free(plan);
@@ -605,6 +629,7 @@ static const struct phase_spec spec = {
 	.extra_help = "Exit status: 0 planned, 2 bad input, 3 breaker, 4 human needed, 5 model or "
 		      "database failed.\n\nExample:\n  forge-plan --task 'add a mul operation' | forge-implement\n",
 	.needs_input = true,
+	.needs_repo = true,      /* plans from the repository's files */
 	.model_options = true,
 	.run = plan_run,
 };

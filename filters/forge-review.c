@@ -1421,6 +1421,7 @@ int main(int argc, char **argv)
 		.tty_input = "no input: pipe a unified diff or a state (git diff main | forge-review), "
 			     "or use --base REF / --commit SHA",
 		.runs_alone = true,	/* with --base or --commit */
+		.needs_repo = true,	/* but not for a diff on stdin */
 		.model_options = true,
 		.guard = guard,
 		.state_text = true,	/* the state's diff, its files said unlinted */

@@ -1188,6 +1188,7 @@ int main(int argc, char **argv)
 		.on_option = on_option,
 		.model_options = true,
 		.runs_alone = true,
+		.needs_repo = true,
 		.guard = guard,
 		.lease = true,
 		.pins_commit = true,

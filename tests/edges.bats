@@ -388,6 +388,30 @@ Try 'forge-plan --help' for more information." ]
 	done
 }
 
+@test "outside a git repository every phase that works on one refuses (exit 2, input.rejected, no state); forge-review of a piped diff still works (hunt69 #2)" {
+	mkdir "$BATS_TEST_TMPDIR/plain"
+	cd "$BATS_TEST_TMPDIR/plain"
+	plain="'.' is not in a git repository ($BATS_TEST_TMPDIR/plain)"
+	export FORGE_PROVIDER=anthropic FORGE_BASE_URL=http://127.0.0.1:9 ANTHROPIC_API_KEY=test-key
+	plan='{"kind":"state","v":1,"trace_id":"01JDB2AAAAAAAAAAAAAAAAAAAA","phase":"plan","status":"ok","task":{"description":"x"},"plan":{"summary":"s","tasks":[{"id":"t1","title":"t","description":"d"}],"risk":{"level":"low"}},"bounces":[]}'
+	# (before: forge-test --no-input exit 0, "nothing was tested"; forge-plan and
+	# forge-implement called the model with no files to read)
+	for cmd in "forge-plan" "forge-implement" "forge-test --no-input" "forge-test" "forge-review" \
+		   "forge-review --no-input --base HEAD" "forge-deploy --no-input" "forge-deploy"; do
+		run -2 --separate-stderr $cmd <<<"$plan"
+		[[ $stderr == "${cmd%% *}: $plain: ${cmd%% *} works on one; run it inside one, or pass --repo DIR" ]] ||
+			{ echo "$cmd: $stderr"; false; }
+		jq -e -s 'map(select(.kind == "state")) | length == 0' <<<"$output"
+		jq -e -s 'any(.[]; .type == "input.rejected")' <<<"$output"
+	done
+	# a state whose repository is gone: refused, naming it
+	run -2 --separate-stderr forge-implement <<<"$(jq -c '.task.repo = "/nonexistent/r"' <<<"$plan")"
+	[[ $stderr == "forge-implement: the input state's repository '/nonexistent/r' is not here, and $plain: run forge-implement inside a clone of it, or pass --repo DIR" ]]
+	# a diff on stdin needs no repository
+	run -0 --separate-stderr forge-review <<<$'--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-a\n+b'
+	tail -n 1 <<<"$output" | jq -e '.status == "ok" and .review.decision == "approve"'
+}
+
 @test "a file-size limit (ulimit -f): a write past it is reported, exit 5, not a death by SIGXFSZ (153) without a word" {
 	calc_replay
 	# (before: killed as the database was made, exit 153, nothing on stderr)

@@ -67,6 +67,27 @@ event_types() {
 	last_state | jq -e '.task.description == "add mul" and (.plan.tasks | length) == 2'
 }
 
+@test "a task whose text starts with [ or { is plain text; a record cut short is still malformed JSON (hunt69 #3)" {
+	for t in "[bug] parser crashes on empty input" "{fix} the parser braces" "[UI] button misaligned"; do
+		mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+		# (before: exit 2, "line 1: malformed JSON: Invalid numeric literal at line 1, column 5")
+		run -0 --separate-stderr bash -c 'printf "%s\n" "$1" | forge-plan' _ "$t"
+		last_state | jq -e --arg t "$t" '.task.description == $t and .status == "ok"'
+	done
+	# a truncated state line, and an array cut short: exit 2, the line named, with the hint
+	mock '[]'
+	run -2 --separate-stderr bash -c 'printf "{\"kind\":\"state\",\"v\":1,\"trace_id\":\"01JDB\n" | forge-plan'
+	[[ $stderr == "forge-plan: line 1: malformed JSON: "*"(plain text starting with [ or { is read as JSON: use --task TEXT or {\"task\": …})" ]]
+	jq -e -s 'map(select(.type == "input.rejected")) | length == 1 and .[0].payload.line == 1' <<<"$output"
+	jq -e -s 'map(select(.kind == "state")) | length == 0' <<<"$output"
+	run -2 --separate-stderr bash -c 'printf "[1, 2\n" | forge-plan'
+	[[ $stderr == "forge-plan: line 1: malformed JSON: "*"use --task TEXT"* ]]
+	# only the first line decides: a later line that is not JSON is an error
+	run -2 --separate-stderr bash -c 'printf "{\"task\":\"x\"}\n[bug] crash\n" | forge-plan'
+	[[ $stderr == "forge-plan: line 2: malformed JSON: "* && $stderr != *"use --task"* ]]
+	assert_equal "$(requests)" "[]"
+}
+
 @test "a plan that fails its schema goes back to the model with the error and is corrected" {
 	replay plan-schema-fix.jsonl
 	run -0 --separate-stderr forge-plan --task "add a mul operation"
@@ -324,6 +345,25 @@ tool_result() {
 	run -2 --separate-stderr forge-plan --no-such-option
 }
 
+@test "a plan's risk score outside its level's band is moved into it, and said; the prompt gives the bands (hunt69 #1)" {
+	plan=$(good_plan | jq -c '.risk = {level: "medium", score: 0.5, reasons: ["public api"]}')
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$plan}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	# (before: {medium, 0.5} kept as it was, a high score under a medium level)
+	last_state | jq -ce '.plan.risk == {level: "medium", score: 0.49, reasons: ["public api"]}'
+	jq -e -s 'map(select(.type == "plan.risk_normalised")) | length == 1 and
+		.[0].payload == {level: "medium", score_given: 0.5, score: 0.49}' <<<"$output"
+	run -0 sqlite3 "$FORGE_DB" "select json_extract(content, '$.risk.score') from plan_versions"
+	assert_output 0.49
+	requests | jq -e '.[0].body.system | tostring | test("medium \\(0.25–0.49\\)") and test("high \\(0.5–0.74\\)")'
+	# a score in its band is left as it is, and nothing said
+	plan=$(good_plan | jq -c '.risk = {level: "high", score: 0.6, reasons: []}')
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$plan}]}]"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	last_state | jq -e '.plan.risk.score == 0.6 and .plan.risk.level == "high"'
+	jq -e -s 'map(select(.type == "plan.risk_normalised")) | length == 0' <<<"$output"
+}
+
 @test "a model that cannot be reached is exit 5; ask_human is exit 4" {
 	mock '[{"fault":"auth"}]'
 	run -5 --separate-stderr forge-plan --task "add a mul operation"
@@ -332,6 +372,29 @@ tool_result() {
 	run -4 --separate-stderr forge-plan --task "add a mul operation"
 	last_state | jq -e '.status == "escalated"'
 	[[ $stderr == *"mul of what?"* ]]
+}
+
+@test "outside a git repository forge-plan refuses before any model call: exit 2, saying what to do (hunt69 #2)" {
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	mkdir "$BATS_TEST_TMPDIR/plain"
+	cd "$BATS_TEST_TMPDIR/plain"
+	# (before: the agent ran, every read tool failing "no worktree to work in", exit 0)
+	run -2 --separate-stderr forge-plan --task "do x"
+	assert_equal "$stderr" "forge-plan: '.' is not in a git repository ($BATS_TEST_TMPDIR/plain): forge-plan works on one; run it inside one, or pass --repo DIR"
+	jq -e -s 'map(select(.kind == "state")) | length == 0' <<<"$output"
+	jq -e -s 'any(.[]; .type == "input.rejected")' <<<"$output"
+	run -2 --separate-stderr bash -c 'echo "do x" | forge-plan'
+	assert_equal "$(requests)" "[]"
+	# --repo names one: planned
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr forge-plan --repo "$REPO" --task "do x"
+	last_state | jq -e --arg r "$REPO" '.status == "ok" and .task.repo == $r'
+	# a state whose repository is here: planned from it, wherever it is run
+	mock "[{\"tool_calls\":[{\"name\":\"finish\",\"input\":$(good_plan)}]}]"
+	run -0 --separate-stderr bash -c 'jq -cn --arg r "$1" "{task: \"x\"} | .task = {description: \"x\", repo: \$r}" | forge-plan' _ "$REPO"
+	# a state whose repository is gone, outside one: refused, naming it
+	run -2 --separate-stderr bash -c 'echo "{\"task\":{\"description\":\"x\",\"repo\":\"/nonexistent/r\"}}" | forge-plan'
+	[[ $stderr == "forge-plan: the input state's repository '/nonexistent/r' is not here, and '.' is not in a git repository"*"--repo DIR" ]]
 }
 
 @test "a model that never calls a tool, or whose answers are all cut, escalates saying so; a content filter's stop is named" {

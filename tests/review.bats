@@ -590,6 +590,28 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	assert_output "high require_human"
 }
 
+@test "the plan's risk is one unit: its level, its score in that level's band, the reason naming the level applied (hunt69 #1)" {
+	# a 4-line change: no risk of its own
+	printf 'a\nb\n' >>README
+	printf 'c\nd\n' >>README
+	diff=$(git diff)
+	echo '{"review": {"human_min_risk": "high"}}' >"$BATS_TEST_TMPDIR/c.json"
+	for r in "medium 0.5 medium 0.49 0" "low 0.3 low 0.24 0" "high 0.2 high 0.5 4"; do
+		set -- $r
+		jq -cn --arg d "$diff" --arg l "$1" --argjson s "$2" '{kind:"state",v:1,trace_id:"T2",phase:"implement",
+			status:"ok",task:{description:"x"},plan:{summary:"s",tasks:[],risk:{level:$l,score:$s,reasons:[]}},
+			changes:{files:[],diff:$d},bounces:[]}' >"$BATS_TEST_TMPDIR/s.json"
+		mock_steps '[{"tool_calls":[{"name":"report_findings","input":{"findings":[]}}]}]'
+		# (before: {medium, 0.5} was {"score":0.5,"level":"high","reasons":["the plan's risk
+		# is medium"]}, require_human, exit 4; {low, 0.3} medium with no reason)
+		run -"$5" --separate-stderr with_mock forge-review --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/s.json"
+		OUT=$output
+		state | jq -e --arg l "$3" --argjson s "$4" '.review.risk.level == $l and .review.risk.score == $s and
+			(.review.risk.reasons | length == 1 and (.[0] | startswith("the plan'"'"'s risk is \($l) (score ")))'
+		[ "$5" = 4 ] || state | jq -e '.review.decision == "approve"'
+	done
+}
+
 @test "a budget spent (an overspent state, or safety.cost.per_phase.review 0): the AI layer is skipped, no model call" {
 	echo "more" >>README
 	diff=$(git diff)

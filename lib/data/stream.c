@@ -7,6 +7,7 @@
 #include "core/resource.h"
 #include "data/schema.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -497,8 +498,51 @@ static bool take_scanned_event(int *rc, struct stream_input *in, const char *lin
 	return true;
 }
 
-/* One JSON line: forward it, keep it, or fail. */
-static int take_record(struct stream_input *in, const char *line, size_t len,
+/* White space JSON allows between tokens (a line holds no '\n'). */
+static size_t skip_ws(const char *s, size_t i, size_t len)
+{
+	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* Whether s[i..len) starts with the literal word w: not followed by a
+ * letter, digit or '_' ("[null]" is JSON, "[nullable] …" is not). */
+static bool word_at(const char *s, size_t i, size_t len, const char *w)
+{
+	size_t n = strlen(w);
+
+	if (len - i < n || memcmp(s + i, w, n) != 0)
+		return false;
+	return i + n == len || !(isalnum((unsigned char)s[i + n]) || s[i + n] == '_');
+}
+
+bool stream_looks_like_json(const char *line, size_t len)
+{
+	size_t i = skip_ws(line, 0, len);
+
+	if (i == len || (line[i] != '{' && line[i] != '['))
+		return false;
+	char open = line[i];
+	i = skip_ws(line, i + 1, len);
+	/* "{" or "[" alone: a record over several lines (`jq .`), said so */
+	if (i == len)
+		return true;
+	if (open == '{')
+		return line[i] == '"' || line[i] == '}';
+	return (line[i] && strchr("\"{[]-", line[i])) || isdigit((unsigned char)line[i]) ||
+	       word_at(line, i, len, "true") || word_at(line, i, len, "false") ||
+	       word_at(line, i, len, "null");
+}
+
+/* Said with a malformed first line that starts with '[' or '{': a task
+ * description may be one that only looks like JSON enough to be read so. */
+#define TEXT_AS_JSON_HINT " (plain text starting with [ or { is read as JSON: use --task TEXT or {\"task\": …})"
+
+/* One JSON line: forward it, keep it, or fail.  first: the input's first
+ * line with content (a malformed one gets TEXT_AS_JSON_HINT, unless it
+ * ends open: a record printed over several lines, said so). */
+static int take_record(struct stream_input *in, const char *line, size_t len, bool first,
 		       struct stream_out *fwd, const struct stream_options *opt)
 {
 	int rc;
@@ -517,7 +561,8 @@ static int take_record(struct stream_input *in, const char *line, size_t len,
 		 * over several lines */
 		bool open = end > 0 && strchr("{[,:", line[end - 1]);
 		rc = forge_error("malformed JSON: %s%s", m,
-				 open ? " (each record must be on one line: pretty-printed JSON? use jq -c)" : "");
+				 open ? " (each record must be on one line: pretty-printed JSON? use jq -c)"
+				 : first ? TEXT_AS_JSON_HINT : "");
 		free(m);
 		return rc;
 	}
@@ -761,12 +806,13 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		}
 		if (is_blank(line.buf, line.len))
 			continue;
-		if (!seen_content) {
+		bool first = !seen_content;
+		if (first) {
 			seen_content = true;
-			size_t i = 0;
-			while (i < line.len && (line.buf[i] == ' ' || line.buf[i] == '\t'))
-				i++;
-			if (line.buf[i] != '{' && line.buf[i] != '[') {
+			/* The first line decides, once: JSON lines, or text (a task, a
+			 * diff) - "[bug] parser crashes" is a task, '{"kind":"st' a
+			 * record cut short.  (A later line is a record or bad input.) */
+			if (!stream_looks_like_json(line.buf, line.len)) {
 				/* Raw text keeps its newlines: put this one back. */
 				if (st == LINE_OK)
 					buf_addch(&line, '\n');
@@ -780,7 +826,7 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 					 (size_t)(nul - line.buf) + 1);
 			break;
 		}
-		rc = take_record(in, line.buf, line.len, fwd, opt);
+		rc = take_record(in, line.buf, line.len, first, fwd, opt);
 		if (rc == -1 && st == LINE_LAST_NO_NEWLINE)
 			rc = forge_error_prefix("truncated last line (no newline at the end of the input)");
 		if (rc != 0)

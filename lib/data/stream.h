@@ -7,11 +7,13 @@
  * read, and the last state record is kept as the program's input.  A bare
  * {"task": …} object, or input that is not JSON lines at all (plain text),
  * becomes the task; a program may claim non-JSON input first with a raw
- * hook (forge-review takes a unified diff).  The first non-blank character
- * decides: '{' or '[' means JSON lines, anything else raw text - but text
- * with stream records (JSON objects with a "kind") on later lines is bad
- * input: something wrote into a stream, and taking it all as one task
- * would lose the records.
+ * hook (forge-review takes a unified diff).  The first line with content
+ * decides (stream_looks_like_json): JSON lines when it looks like JSON
+ * text, anything else raw text ("[bug] parser crashes" is a task) - but
+ * text with stream records (JSON objects with a "kind") on later lines is
+ * bad input: something wrote into a stream, and taking it all as one task
+ * would lose the records.  A first line that looks like JSON and is not is
+ * malformed JSON, its message hinting at --task for a text read so.
  *
  * Bad input - malformed JSON, a truncated last line, a line over the size
  * limit (a line of a text too), a text for raw_hook over STREAM_RAW_MAX, invalid UTF-8, a record that fails its schema, a state of a newer
@@ -55,6 +57,17 @@
  * ("the task is empty", …).
  */
 int stream_task_check(const char *text, size_t len);
+
+/*
+ * Whether line (len bytes, no newline) looks like the start of JSON text,
+ * so that an input beginning with it is read as JSON lines: after white
+ * space, '{' followed (after white space) by '"' or '}', or '[' followed by
+ * the start of a JSON value ('"', '{', '[', ']', '-', a digit, or true,
+ * false or null as whole words); also '{' or '[' alone (a record printed
+ * over several lines).  Anything else - "[bug] …", "{fix} …", "fix it" - is
+ * plain text.  The one test every program reading a stream uses.
+ */
+bool stream_looks_like_json(const char *line, size_t len);
 
 struct stream_options {
 	size_t max_line;        /* bytes; 0 = STREAM_MAX_LINE_DEFAULT */

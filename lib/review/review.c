@@ -7,6 +7,7 @@
 #include "core/json.h"
 #include "os/proc.h"
 #include "core/tmpdir.h"
+#include "data/risk.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -314,22 +315,20 @@ void review_tool_missing(struct review_ctx *ctx, const char *tool, const char *l
 
 /* ---- levels, fingerprints --------------------------------------------- */
 
-static const char *const level_names[] = { "low", "medium", "high", "critical" };
-
+/* The levels and their bands are data/risk.h's: review_level is risk_level. */
 const char *review_level_name(enum review_level l)
 {
-	return level_names[l];
+	return risk_level_name((enum risk_level)l);
 }
 
 int review_level_parse(enum review_level *out, const char *name)
 {
-	for (int i = 0; i < 4; i++) {
-		if (name && strcmp(name, level_names[i]) == 0) {
-			*out = (enum review_level)i;
-			return 0;
-		}
-	}
-	return -1;
+	enum risk_level l;
+
+	if (risk_level_parse(&l, name) < 0)
+		return -1;
+	*out = (enum review_level)l;
+	return 0;
 }
 
 static unsigned long long fnv(unsigned long long h, const char *s)
@@ -469,15 +468,30 @@ static const char *sensitive(const char *path)
 	return NULL;
 }
 
-static enum review_level level_of(double score)
+/*
+ * The plan's risk (state.plan.risk; borrowed) taken into *score as one
+ * unit (data/risk.h): its stated level, its score in that level's band.
+ * When it raises the score - and so, maybe, the level - a reason says so
+ * with the level and score applied, and the score the plan gave when that
+ * was outside its level's band.
+ */
+static void plan_raise(double *score, jv *reasons, jv plan_risk)
 {
-	if (score >= 0.75)
-		return REVIEW_CRITICAL;
-	if (score >= 0.5)
-		return REVIEW_HIGH;
-	if (score >= 0.25)
-		return REVIEW_MEDIUM;
-	return REVIEW_LOW;
+	enum risk_level level;
+	double ps, stated, lo, hi;
+
+	if (risk_of_plan(&level, &ps, &stated, plan_risk) < 0 || ps <= *score)
+		return;
+	*score = ps;
+	struct buf b = BUF_INIT;
+	buf_addf(&b, "the plan's risk is %s (score %.2f", risk_level_name(level), ps);
+	risk_band(&lo, &hi, level);
+	if (stated >= 0 && stated != ps)
+		buf_addf(&b, "; the plan gave %g, outside %s's band %.2f-%.2f", stated,
+			 risk_level_name(level), lo, hi);
+	buf_addch(&b, ')');
+	*reasons = jv_array_append(*reasons, jv_string(b.buf));
+	buf_release(&b);
 }
 
 void review_risk(struct review_risk *out, const struct diff *d, jv findings, jv plan_risk)
@@ -533,23 +547,11 @@ void review_risk(struct review_risk *out, const struct diff *d, jv findings, jv 
 	}
 	if (score > 1)
 		score = 1;
-	out->level = level_of(score);
-	if (jv_get_kind(plan_risk) == JV_KIND_OBJECT) {
-		enum review_level pl;
-		double ps = json_get_num(plan_risk, "score", -1);
-
-		if (ps > score)
-			score = ps;
-		if (review_level_parse(&pl, json_get_str(plan_risk, "level")) == 0 && pl > out->level) {
-			out->level = pl;
-			buf_reset(&b);
-			buf_addf(&b, "the plan's risk is %s", review_level_name(pl));
-			out->reasons = jv_array_append(out->reasons, jv_string(b.buf));
-		}
-		if (level_of(score) > out->level)
-			out->level = level_of(score);
-	}
+	plan_raise(&score, &out->reasons, plan_risk);
 	out->score = (double)(long)(score * 1000 + 0.5) / 1000;
+	/* one band table for the shown score and level: neither contradicts
+	 * the other (the plan's level is its score's: plan_raise) */
+	out->level = (enum review_level)risk_level_of(out->score);
 	buf_release(&b);
 }
 

@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "data/risk.h"
+
 struct config;
 struct diff;
 struct llm_client;
@@ -251,7 +253,11 @@ int review_ai(jv *out, struct review_ai_result *res, struct llm_client *llm,
 
 /* ---- synthesis (review.c) -------------------------------------------------- */
 
-enum review_level { REVIEW_LOW, REVIEW_MEDIUM, REVIEW_HIGH, REVIEW_CRITICAL };
+/* data/risk.h's levels (its bands decide a score's level). */
+enum review_level {
+	REVIEW_LOW = RISK_LOW, REVIEW_MEDIUM = RISK_MEDIUM, REVIEW_HIGH = RISK_HIGH,
+	REVIEW_CRITICAL = RISK_CRITICAL
+};
 
 const char *review_level_name(enum review_level l);
 /* -1 when name is not a level. */
@@ -275,7 +281,10 @@ struct review_risk {
 
 /* Score the change: size, sensitive paths (auth, crypto, secrets, CI
  * workflows, Makefiles, Dockerfiles, migrations, …), findings by severity,
- * and the plan's risk (state.plan.risk; jv_null() when none).  Borrows
+ * and the plan's risk (state.plan.risk; jv_null() when none), read as one
+ * unit (risk_of_plan: its level, its score in that level's band) and
+ * raising the score to it with a reason naming the level applied.  The
+ * level is the score's (risk_level_of), never apart from it.  Borrows
  * findings and plan_risk. */
 void review_risk(struct review_risk *out, const struct diff *d, jv findings, jv plan_risk);
 

@@ -359,6 +359,68 @@ static void test_risk_and_decision(void)
 	jv_free(crit);
 }
 
+/* The plan's risk (state.plan.risk) in the review's: its level with its
+ * score in that level's band, and a reason naming the level applied
+ * (hunt69 #1: {medium, 0.5} made a 4-line change "high", require_human,
+ * with the reason "the plan's risk is medium"). */
+static void test_risk_follows_the_plans_level(void)
+{
+	static const struct {
+		const char *level;
+		double score;
+		enum review_level want;
+		double want_score;
+		const char *reason;
+	} at[] = {
+		{ "medium", 0.5, REVIEW_MEDIUM, 0.49,
+		  "the plan's risk is medium (score 0.49; the plan gave 0.5, outside medium's band 0.25-0.49)" },
+		{ "medium", 0.3, REVIEW_MEDIUM, 0.3, "the plan's risk is medium (score 0.30)" },
+		{ "low", 0.3, REVIEW_LOW, 0.24,
+		  "the plan's risk is low (score 0.24; the plan gave 0.3, outside low's band 0.00-0.24)" },
+		{ "high", 0.2, REVIEW_HIGH, 0.5,
+		  "the plan's risk is high (score 0.50; the plan gave 0.2, outside high's band 0.50-0.74)" },
+	};
+	struct diff *d = NULL;
+	struct review_risk r;
+	const char *why;
+	jv none = jv_array();   /* no findings (borrowed by review_risk) */
+
+	CHECK(diff_parse(&d, two_files, strlen(two_files)) == 0);   /* 4 lines: nothing of its own */
+	for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+		jv plan = json_set(json_set(jv_object(), "level", jv_string(at[i].level)), "score",
+				   jv_number(at[i].score));
+
+		review_risk(&r, d, none, plan);
+		CHECK_MSG(r.level == at[i].want && r.score == at[i].want_score, "{%s, %g}: %s %g",
+			  at[i].level, at[i].score, review_level_name(r.level), r.score);
+		CHECK_INT(jv_array_length(jv_copy(r.reasons)), 1);
+		jv reason = jv_array_get(jv_copy(r.reasons), 0);
+		CHECK_STR(jv_string_value(reason), at[i].reason);
+		jv_free(reason);
+		jv_free(r.reasons);
+		jv_free(plan);
+	}
+	/* {medium, 0.5}: no human needed under human_min_risk high */
+	jv plan = json_set(json_set(jv_object(), "level", jv_string("medium")), "score", jv_number(0.5));
+	review_risk(&r, d, none, plan);
+	CHECK_STR(review_decide(&why, none, r.level, REVIEW_HIGH), "approve");
+	jv_free(r.reasons);
+	jv_free(plan);
+	diff_free(d);
+
+	/* a change riskier than the plan: the plan raises nothing, says nothing */
+	const char *ci = "--- a/.github/workflows/ci.yml\n+++ b/.github/workflows/ci.yml\n@@ -1 +1 @@\n-a\n+b\n";
+	CHECK(diff_parse(&d, ci, strlen(ci)) == 0);
+	plan = json_set(json_set(jv_object(), "level", jv_string("low")), "score", jv_number(0.1));
+	review_risk(&r, d, none, plan);
+	CHECK(r.level == REVIEW_MEDIUM && r.score == 0.25);
+	CHECK_INT(jv_array_length(jv_copy(r.reasons)), 1);
+	jv_free(r.reasons);
+	jv_free(plan);
+	diff_free(d);
+	jv_free(none);
+}
+
 /* The SARIF 2.1.0 schema (SchemaStore's rtm.5, JSON Schema draft-04): its
  * root "id" is draft-04's name for "$id"; every other keyword it uses is
  * one lib/schema supports. */
@@ -590,6 +652,7 @@ int main(void)
 	RUN(test_fingerprint);
 	RUN(test_synthesize);
 	RUN(test_risk_and_decision);
+	RUN(test_risk_follows_the_plans_level);
 	RUN(test_sarif_validates);
 	RUN(test_ai_render);
 	RUN(test_ai_no_code_no_call);

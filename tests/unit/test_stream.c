@@ -232,6 +232,77 @@ static void test_truncated_last_line(void)
 	done(&r);
 }
 
+/* Plain text or JSON: what the first line of an input looks like decides
+ * (hunt69 #3: "[bug] parser crashes" was malformed JSON, exit 2). */
+static void test_looks_like_json(void)
+{
+	static const char *const json[] = {
+		"{\"kind\":\"state\"", "  { \"task\": \"x\"}", "{}", "{ }", "{", "[", "  [  ",
+		"[1, 2", "[-1]", "[\"a\"]", "[{\"a\":1}]", "[[]]", "[]", "[ ]", "[true]", "[false, 1]",
+		"[null", "\t{\"a\"", "{\r", "[ 0.5 ]",
+	};
+	static const char *const text[] = {
+		"[bug] parser crashes on empty input", "[UI] button misaligned", "{fix} the parser braces",
+		"{ fix }", "[WIP] x", "[nullable] fields", "[truest] x", "[falsey]", "[_] x", "[ bug ]",
+		"{a: 1}", "{'a': 1}", "fix it", "\"fix the parser\"", "42", "true", "", "   ", "[+1] x",
+	};
+
+	for (size_t i = 0; i < sizeof json / sizeof *json; i++)
+		CHECK_MSG(stream_looks_like_json(json[i], strlen(json[i])), "JSON: '%s'", json[i]);
+	for (size_t i = 0; i < sizeof text / sizeof *text; i++)
+		CHECK_MSG(!stream_looks_like_json(text[i], strlen(text[i])), "text: '%s'", text[i]);
+	/* the line's length bounds it: "[tru" of "[true]" is no literal */
+	CHECK(!stream_looks_like_json("[true]", 4));
+	CHECK(stream_looks_like_json("[true]", 5));
+}
+
+static void test_text_starting_with_brackets(void)
+{
+	static const char *const tasks[] = {
+		"[bug] parser crashes on empty input", "{fix} the parser braces", "[UI] button misaligned",
+	};
+	struct run r;
+	char in[256];
+
+	for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) {
+		snprintf(in, sizeof in, "%s\n", tasks[i]);
+		run_text(&r, in);
+		CHECK_MSG(r.rc == 0, "%s: %s", tasks[i], r.err);
+		CHECK_STR(json_get_str(r.in.task, "description"), tasks[i]);
+		CHECK_INT(r.in.text_line, 1);
+		done(&r);
+	}
+	/* a text over lines, the first deciding */
+	run_text(&r, "\n[bug] crash\n{\"a\": 1} is the input\n");
+	CHECK_MSG(r.rc == 0, "%s", r.err);
+	CHECK_STR(json_get_str(r.in.task, "description"), "[bug] crash\n{\"a\": 1} is the input");
+	done(&r);
+
+	/* a record cut short stays malformed JSON, with the hint */
+	run_text(&r, "{\"kind\":\"state\",\"v\":1,\"tra\n");
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 1);
+	CHECK_MSG(strstr(r.err, "malformed JSON") && strstr(r.err, "use --task TEXT"), "%s", r.err);
+	done(&r);
+	run_text(&r, "[1, 2\n");
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "malformed JSON") && strstr(r.err, "plain text starting with [ or {"), "%s",
+		  r.err);
+	done(&r);
+	/* only the first line decides: a later malformed line is an error,
+	 * without the hint about text (the stream is JSON) */
+	run_text(&r, EV("01JDB3AAAAAAAAAAAAAAAAAAAF") "\n[bug] crash\n");
+	CHECK(r.rc == -1);
+	CHECK_INT(r.in.error_line, 2);
+	CHECK_MSG(strstr(r.err, "malformed JSON") && !strstr(r.err, "use --task"), "%s", r.err);
+	done(&r);
+	/* "{" alone: said to be pretty-printed JSON, not text */
+	run_text(&r, "{\n  \"task\": \"x\"\n}\n");
+	CHECK(r.rc == -1);
+	CHECK_MSG(strstr(r.err, "use jq -c") && !strstr(r.err, "use --task"), "%s", r.err);
+	done(&r);
+}
+
 static void test_oversized_line(void)
 {
 	struct run r;
@@ -507,6 +578,8 @@ int main(void)
 	RUN(test_empty_input);
 	RUN(test_malformed_line_names_line);
 	RUN(test_truncated_last_line);
+	RUN(test_looks_like_json);
+	RUN(test_text_starting_with_brackets);
 	RUN(test_oversized_line);
 	RUN(test_invalid_utf8);
 	RUN(test_newer_protocol_refused);
