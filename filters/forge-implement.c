@@ -1453,6 +1453,7 @@ static int open_worktree(struct impl *im, const char *root)
 	task = json_set(task, "worktree", jv_string(forge_git_worktree_path(im->wt)));
 	task = json_set(task, "branch", jv_string(forge_git_worktree_branch(im->wt)));
 	phase_set(ph, "task", jv_copy(task));
+	phase_note_left(ph);	/* (run by hand, a Ctrl-C names them: no run holds them) */
 	jv ev = jv_object();
 	ev = json_set(ev, "path", jv_string(forge_git_worktree_path(im->wt)));
 	ev = json_set(ev, "branch", jv_string(forge_git_worktree_branch(im->wt)));
