@@ -5,6 +5,8 @@
 #include "core/buf.h"
 #include "core/json.h"
 
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,23 +142,102 @@ void human_decision(FILE *f, const char *prog, const char *decision, const char 
 	fputc('\n', f);
 }
 
-/*
- * The first non-blank lines of text, indented, until *left lines have been
- * shown; a line equal to `skip` (the message already shown) is left out.
- */
-static void first_lines(FILE *f, const char *text, const char *skip, size_t skip_len, int *left)
+/* s[0..n) without its leading and trailing blanks. */
+static void trim_blanks(const char **s, size_t *n)
 {
-	for (const char *p = text; p && *p && *left > 0;) {
-		size_t n = strcspn(p, "\n");
-		size_t a = 0, b = n;
+	while (*n && (**s == ' ' || **s == '\t' || **s == '\r'))
+		(*s)++, (*n)--;
+	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\r'))
+		(*n)--;
+}
 
-		while (a < b && (p[a] == ' ' || p[a] == '\t' || p[a] == '\r'))
-			a++;
-		while (b > a && (p[b - 1] == ' ' || p[b - 1] == '\t' || p[b - 1] == '\r'))
-			b--;
-		if (b > a && !(skip && b - a == skip_len && memcmp(p + a, skip, skip_len) == 0)) {
+/* Whether text has a line that, without its blanks, is s[0..n). */
+static bool has_line(const char *text, const char *s, size_t n)
+{
+	for (const char *p = text; p && *p;) {
+		size_t len = strcspn(p, "\n");
+		const char *l = p;
+
+		trim_blanks(&l, &len);
+		if (len == n && memcmp(l, s, n) == 0)
+			return true;
+		p += strcspn(p, "\n");
+		p += *p == '\n';
+	}
+	return false;
+}
+
+/* The keys of a TAP YAML diagnostic block (node --test's, tape's) that
+ * tell a person nothing the failure's line does not: how long, where (the
+ * location line says it), the kind of failure, the error's text again
+ * (the message), its code and class, the stack. */
+static const char *const yaml_noise[] = {
+	"duration_ms", "location", "failureType", "error", "message", "code", "name", "stack", "at",
+	"severity", "type", "datetime", NULL
+};
+
+/* The key of a line "KEY: …" at column 0 (letters, digits, '_'), its length
+ * in *klen; false when the line is not one. */
+static bool yaml_key_line(const char *p, size_t n, size_t *klen)
+{
+	size_t k = 0;
+
+	while (k < n && (isalnum((unsigned char)p[k]) || p[k] == '_'))
+		k++;
+	*klen = k;
+	return k > 0 && k < n && p[k] == ':' && (k + 1 == n || p[k + 1] == ' ');
+}
+
+/* Whether line p[0..n) is a yaml_noise key's; *block: its value is a
+ * block (|, |-, >) or on the lines below, which go with it. */
+static bool yaml_noise_line(const char *p, size_t n, bool *block)
+{
+	size_t k;
+
+	if (!yaml_key_line(p, n, &k))
+		return false;
+	for (size_t i = 0; yaml_noise[i]; i++) {
+		if (strlen(yaml_noise[i]) == k && memcmp(p, yaml_noise[i], k) == 0) {
+			const char *v = p + k + 1;
+			size_t vn = n - k - 1;
+
+			trim_blanks(&v, &vn);
+			*block = vn == 0 || v[0] == '|' || v[0] == '>';
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The non-blank lines of text, indented, until *left lines have been
+ * shown.  A line of `shown` (the message, already shown) is left out, and
+ * when text is a TAP YAML diagnostic block (its first line "KEY: …") the
+ * lines of yaml_noise keys with theirs below them: what is left is what a
+ * person reads (expected, actual, operator; before: duration_ms, location,
+ * failureType and "error: |-" filled the lines, hunt69 #2).
+ */
+static void show_lines(FILE *f, const char *text, const char *shown, int *left)
+{
+	size_t k0, first = text ? strcspn(text, "\n") : 0;
+	bool yaml = text && yaml_key_line(text, first, &k0), in_block = false;
+
+	for (const char *p = text; p && *p && *left > 0;) {
+		size_t n = strcspn(p, "\n"), len = n;
+		const char *l = p;
+		bool block;
+
+		if (in_block && n > 0 && (p[0] == ' ' || p[0] == '\t')) {
+			p += n + (p[n] == '\n');
+			continue;	/* (a block of a noise key) */
+		}
+		in_block = false;
+		trim_blanks(&l, &len);
+		if (yaml && yaml_noise_line(p, n, &block)) {
+			in_block = block;
+		} else if (len > 0 && !(shown && has_line(shown, l, len))) {
 			fputs("    ", f);
-			put_clean(f, p + a, b - a, LINE_MAX_BYTES);
+			put_clean(f, l, len, LINE_MAX_BYTES);
 			fputc('\n', f);
 			(*left)--;
 		}
@@ -182,18 +263,14 @@ static void test_line(FILE *f, const char *prog, jv t, bool colour)
 	}
 	fprintf(f, " (%s)\n", class ? class : "real");
 
-	/* the message's first line, then the output's first lines */
+	/* the message's lines (before: its first only: node's "Expected
+	 * values to be strictly equal:" without the values), then the
+	 * output's that are not the message's */
 	const char *msg = json_get_str(t, "message"), *out = json_get_str(t, "output");
 	int left = HUMAN_TEST_LINES;
-	size_t mlen = msg ? strcspn(msg, "\n") : 0;
-	while (msg && mlen > 0 && (msg[mlen - 1] == ' ' || msg[mlen - 1] == '\r'))
-		mlen--;
-	if (msg && mlen > 0) {
-		int one = 1;
-		first_lines(f, msg, NULL, 0, &one);
-		left--;
-	}
-	first_lines(f, out, msg, mlen, &left);
+
+	show_lines(f, msg, NULL, &left);
+	show_lines(f, out, msg, &left);
 }
 
 void human_tests(FILE *f, const char *prog, jv tests, bool colour)

@@ -46,9 +46,16 @@ static const char *program_name = "forge";
 /* the heartbeat of the lease this phase took (take_lease), for leave */
 static struct heartbeat *volatile signal_beat;
 
+/* What leave() says after the program's name: made beforehand
+ * (phase_note_left; a signal handler formats nothing), in one buffer while
+ * the other is read, the pointer moved once it is whole. */
+#define LEFT_NOTE_SIZE 2048
+static char left_notes[2][LEFT_NOTE_SIZE];
+static const char *volatile left_note = ": interrupted; the last checkpoint stands\n";
+
 static void leave(int sig)
 {
-	static const char msg[] = ": interrupted; the last checkpoint stands\n";
+	const char *msg = left_note;
 
 	/* Only async-signal-safe calls here: stop the commands a tool or the
 	 * phase started (their process groups) and its MCP servers (theirs,
@@ -61,10 +68,61 @@ static void leave(int sig)
 	heartbeat_release_signal_safe(signal_beat, LEASE_RELEASE_WAIT_MS);
 	tmpdir_remove_all_signal_safe();
 	if (write(STDERR_FILENO, program_name, strlen(program_name)) < 0 ||
-	    write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+	    write(STDERR_FILENO, msg, strlen(msg)) < 0) {
 		/* nothing more to do */
 	}
 	_exit(FORGE_EXIT_INTERRUPTED);
+}
+
+static pid_t supervisor_of(void);
+
+/* Whether the state's trace is a run the database knows (forge run's): a
+ * phase filter run by hand on a state of its own (a shell pipeline) has
+ * none.  Only a database already open is asked (take_lease opened it for a
+ * state): one is never made for this. */
+static bool state_is_run(struct phase *ph)
+{
+	const char *trace = json_get_str(ph->state, "trace_id");
+	jv run = jv_null();
+	bool yes = ph->store && trace && store_run_get_brief(&run, ph->store, trace) == 0 &&
+		   jv_get_kind(run) == JV_KIND_OBJECT;
+
+	jv_free(run);
+	return yes;
+}
+
+void phase_note_left(struct phase *ph)
+{
+	static int next;
+	jv task = json_get(ph->state, "task");
+	const char *wt = json_get_str(task, "worktree"), *branch = json_get_str(task, "branch");
+	struct buf b = BUF_INIT;
+
+	/* a run's: its supervisor, or forge resume, goes on from its last
+	 * checkpoint (the words a supervisor's phases have always said) */
+	if (supervisor_of() || state_is_run(ph)) {
+		jv_free(task);
+		left_note = ": interrupted; the last checkpoint stands\n";
+		return;
+	}
+	buf_adds(&b, ": interrupted (no state written; phases run by hand are no run: no checkpoint, nothing "
+		 "for forge resume)");
+	if (wt && branch && !strncmp(branch, "forge/", 6)) {
+		/* what forge-implement made, and the README's way to remove it
+		 * (forge gc leaves a trace of phases run by hand alone) */
+		buf_addf(&b, ". Left: the worktree %s and the branch %s; remove them with `git worktree remove "
+			 "--force ", wt, branch);
+		buf_add_shell_quoted(&b, wt);
+		buf_addf(&b, " && git branch -D %s && git update-ref -d refs/forge/%s/base`", branch, branch + 6);
+	}
+	buf_addch(&b, '\n');
+	if (b.len < LEFT_NOTE_SIZE) {
+		memcpy(left_notes[next], b.buf, b.len + 1);
+		left_note = left_notes[next];
+		next ^= 1;
+	}
+	buf_release(&b);
+	jv_free(task);
 }
 
 void phase_leave_if_interrupted(void)
@@ -1672,6 +1730,10 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 				"TEXT, or pipe a state, {\"task\": …} or a task description on stdin%s",
 				argv[first], spec->program,
 				spec->runs_alone ? ", or pass --no-input to work on the repository alone" : "");
+	/* (until its input is read: a filter waiting for it alone has written
+	 * nothing, and left nothing) */
+	if (!supervisor_of())
+		left_note = ": interrupted (no state written)\n";
 	catch_signals();
 	stream_out_init(&ph.out, stdout, spec->program, spec->name);
 	stream_input_init(&ph.in);
@@ -1703,6 +1765,7 @@ int phase_main(const struct phase_spec *spec, int argc, char **argv, void *paylo
 		status = take_lease(&ph);
 	if (status)
 		goto out;
+	phase_note_left(&ph);
 	ph.start_ms = monotonic_ms();
 	jv task = json_get(ph.state, "task");
 	const char *desc = json_get_str(task, "description");

@@ -186,6 +186,18 @@ void phase_set(struct phase *ph, const char *key, jv v);
 /* The phase's reason line (shown in phase.completed and the exit message). */
 void phase_reason(struct phase *ph, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * What a signal that stops the phase (Ctrl-C, SIGTERM) has it say, made
+ * now from the state (a signal handler formats nothing): under a
+ * supervisor, or on a run's state, "interrupted; the last checkpoint
+ * stands"; run by hand (a shell pipeline: no run, no checkpoint) that no
+ * state was written and, once the state names the worktree and branch
+ * forge-implement made, those two and the git command that removes them.
+ * Called when the input is read; a phase that makes the worktree calls it
+ * again then.
+ */
+void phase_note_left(struct phase *ph);
+
 /* The database, opened on first use (--db, $FORGE_DB, <repo>/.forge/forge.db);
  * NULL with a message when it cannot be opened.  Borrowed. */
 struct store *phase_store(struct phase *ph);

@@ -59,6 +59,52 @@ void runview_refs(char **branch, char **base, struct store *st, const char *trac
 	jv_free(cp);
 }
 
+jv runview_saved(struct store *st, struct forge_git *g, const char *trace)
+{
+	char *branch = NULL, *base = NULL, *tip = NULL;
+	struct buf ref = BUF_INIT;
+	jv list = jv_invalid();
+
+	if (g) {
+		runview_refs(&branch, &base, st, trace);
+		buf_addf(&ref, "refs/heads/%s", branch);
+		if (forge_git_resolve(&tip, g, ref.buf) < 0 && base)
+			tip = xstrdup(base);
+		if (tip && forge_git_run_saved(&list, g, trace, tip) < 0)
+			list = jv_invalid();
+	}
+	free(tip);
+	free(branch);
+	free(base);
+	buf_release(&ref);
+	return jv_is_valid(list) ? list : (jv_free(list), jv_array());
+}
+
+void runview_saved_text(struct buf *out, jv saved)
+{
+	jv files = json_get(saved, "files");
+	long add = 0, del = 0;
+	int n = jv_get_kind(files) == JV_KIND_ARRAY ? jv_array_length(jv_copy(files)) : 0;
+	struct buf names = BUF_INIT;
+
+	for (int i = 0; i < n; i++) {
+		jv f = jv_array_get(jv_copy(files), i);
+
+		add += (long)json_get_num(f, "additions", 0);
+		del += (long)json_get_num(f, "deletions", 0);
+		if (i < 3) {
+			buf_adds(&names, i ? ", " : "");
+			json_path_add_shown(&names, json_get_str(f, "path"));
+		}
+		jv_free(f);
+	}
+	buf_addf(out, "%s (%d file%s, +%ld -%ld: %s%s): git diff %.12s %s shows it", json_get_str(saved, "ref"), n,
+		 n == 1 ? "" : "s", add, del, names.buf, n > 3 ? ", …" : "", json_get_str(saved, "from"),
+		 json_get_str(saved, "ref"));
+	buf_release(&names);
+	jv_free(files);
+}
+
 bool runview_mergeable(struct store *st, const char *trace)
 {
 	jv run = jv_null(), cp = jv_null(), d;
@@ -532,6 +578,7 @@ int runview_load(jv *out, struct store *st, struct forge_git *g, const char *tra
 	v = json_set(v, "diff", diff_of(st, g, trace, cp, with_patch));
 	jv task = json_get(v, "task"), started = jv_null();
 	v = json_set(v, "removed", runview_removed(g, task));
+	v = json_set(v, "saved", runview_saved(st, g, trace));
 	jv_free(task);
 	store_event_last(&started, st, trace, "run.started");
 	jv dry = json_get_path(started, "payload.dry_run");
@@ -733,6 +780,32 @@ static bool left_to_remove(struct forge_git *g, const char *trace)
 	return left;
 }
 
+/* runview_next() of a no-change run whose saved refs hold work its branch
+ * lacks (runview_saved): the first one's diff, and why; false when none. */
+static bool saved_next(struct buf *out, struct buf *why, struct store *st, struct forge_git *g,
+		       const char *trace)
+{
+	jv saved = runview_saved(st, g, trace);
+	int n = jv_array_length(jv_copy(saved));
+
+	if (n > 0) {
+		jv first = jv_array_get(jv_copy(saved), 0);
+
+		buf_addf(out, "git diff %.12s %s", json_get_str(first, "from"), json_get_str(first, "ref"));
+		buf_adds(why, "the run made no change, but work saved from an interrupted attempt is kept on ");
+		jv_array_foreach(saved, i, e) {
+			buf_adds(why, i ? "; " : "");
+			runview_saved_text(why, e);
+			jv_free(e);
+		}
+		buf_addf(why, ". forge gc keeps the run while %s there (git update-ref -d REF lets it go)",
+			 n == 1 ? "it is" : "they are");
+		jv_free(first);
+	}
+	jv_free(saved);
+	return n > 0;
+}
+
 bool runview_lease_until(char *out, size_t n, jv lease)
 {
 	const char *at = json_get_str(lease, "seen_at");
@@ -855,8 +928,13 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 			buf_addf(out, "forge diff %s && forge merge %s", trace, trace);
 		} else if (jv_get_kind(commit) == JV_KIND_STRING) {
 			/* no change: nothing to merge, and gc removes its
-			 * worktree and branch (before: nothing ever did) */
-			if (left_to_remove(g, trace)) {
+			 * worktree and branch (before: nothing ever did) --
+			 * unless an interrupted attempt's work is kept on a saved
+			 * ref, which gc keeps (before: "no change", and gc
+			 * deleted it without a word) */
+			if (saved_next(out, why, st, g, trace)) {
+				;
+			} else if (left_to_remove(g, trace)) {
 				buf_adds(out, "forge gc");
 				buf_adds(why, "the run made no change: nothing to merge; forge gc removes its worktree "
 					 "and branch");

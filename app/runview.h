@@ -71,6 +71,8 @@ jv runview_shown(struct store *st, jv run);
  *     "checkpoint" (the state's changes, when the branch is gone or g is
  *     NULL) -- or null when neither has one; patch only when with_patch,
  *   removed {"branch","worktree"} (runview_removed(): what of them is gone),
+ *   saved (runview_saved(): work kept on its saved refs that its branch lacks;
+ *     [] when g is NULL),
  *   dry_run (its run.started says --dry-run: no worktree or branch made),
  *   phase_cost [{"phase","usd","tokens","calls"}] summed from the events,
  *   timeline [{"ts","phase","type","text"}]: run start and end, phase
@@ -155,6 +157,24 @@ jv runview_pipeline_place(struct forge_git *g, const char *trace);
  * checkpoint's task, else forge/TRACE and refs/forge/TRACE/base): malloc'd
  * strings; *base may be NULL when unknown. */
 void runview_refs(char **branch, char **base, struct store *st, const char *trace);
+
+/*
+ * The work kept on run `trace`'s refs/forge/NAME/saved/N (what a resume,
+ * a cancel or an implement that started again reset away: an interrupted
+ * attempt's edits, a person's) that its branch does not hold -- measured
+ * against its branch, or its base commit when the branch is gone:
+ * forge_git_run_saved()'s list.  [] when g is NULL or git cannot tell
+ * (what show and gc say is then said without it).  New reference.
+ */
+jv runview_saved(struct store *st, struct forge_git *g, const char *trace);
+
+/*
+ * One saved ref of that list (borrowed) as a person reads it, appended to
+ * out: "refs/forge/T/saved/1 (2 files, +5 -1: a.py, b.py): git diff
+ * 1a2b3c4d5e6f refs/forge/T/saved/1 shows it".
+ */
+struct buf;
+void runview_saved_text(struct buf *out, jv saved);
 
 /*
  * What of the run's branch and worktree (those task names; borrowed) is gone

@@ -1195,6 +1195,27 @@ static void summary_outcome(char *out, size_t n, struct sup *s, int code)
 	jv_free(run);
 }
 
+/* The summary's line for each saved ref whose work the run's branch lacks
+ * (runview_saved: an interrupted attempt's, reset away by a resume): the
+ * next attempt may not have done it again, and a "no change" run would
+ * hide it (before: one stderr line of the resume said it). */
+static void summary_saved(struct sup *s, struct forge_git *g)
+{
+	jv saved = runview_saved(s->o->store, g, s->trace);
+
+	jv_array_foreach(saved, i, e) {
+		struct buf line = BUF_INIT;
+
+		runview_saved_text(&line, e);
+		term_clean_line(line.buf, line.len);
+		printf("  saved     work saved from an interrupted attempt, not on the branch: %s\n", line.buf);
+		buf_release(&line);
+		jv_free(e);
+		(void)i;
+	}
+	jv_free(saved);
+}
+
 static void summary(struct sup *s, int code)
 {
 	/* (the task, the files' names and the test command may hold escape
@@ -1205,6 +1226,7 @@ static void summary(struct sup *s, int code)
 	   rv = json_get(shown, "review"), ts = json_get(shown, "tests"),
 	   dp = json_get(shown, "deployment"), cost = json_get(shown, "cost");
 	char outcome[600];
+	struct forge_git *g = NULL;
 
 	summary_outcome(outcome, sizeof outcome, s, code);
 	/* a run whose branch holds no change (changes.empty): nothing to
@@ -1233,6 +1255,11 @@ static void summary(struct sup *s, int code)
 		buf_release(&names);
 	}
 	jv_free(files);
+	if (!s->o->dry_run && forge_git_open(&g, s->o->repo) < 0) {
+		forge_git_free(g);      /* (the summary goes on without git) */
+		g = NULL;
+	}
+	summary_saved(s, g);
 	if (json_get_str(task, "branch"))
 		printf("  branch    %s%s%.12s\n", json_get_str(task, "branch"),
 		       json_get_str(ch, "commit") ? " at " : "", json_get_str(ch, "commit") ? json_get_str(ch, "commit") : "");
@@ -1273,13 +1300,14 @@ static void summary(struct sup *s, int code)
 	buf_release(&per);
 	printf("  events    forge events replay %s\n", s->trace);
 	struct buf next = BUF_INIT, why = BUF_INIT;      /* what the person does now (runview.h) */
-	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
+	runview_next(&next, &why, s->o->store, g, s->o->cfg, s->trace);
 	if (next.len)
 		printf("  next      %s\n", next.buf);
 	if (why.len)    /* (not on the next line: that one is pasted) */
 		printf("  why       %s\n", why.buf);
 	buf_release(&next);
 	buf_release(&why);
+	forge_git_free(g);
 	jv_free(task);
 	jv_free(ch);
 	jv_free(rv);

@@ -44,7 +44,8 @@ static const struct cli_spec spec = {
 	.synopsis = "[--dry-run] [--resumable]",
 	.description = "Remove what cancelled, failed and merged runs, and completed runs that made no\n"
 		       "change, left in the repository: their worktrees under .forge/worktrees\n"
-		       "(uncommitted changes too; a no-change run with some is kept), their branches\n"
+		       "(uncommitted changes too; a no-change run with some, or with an interrupted\n"
+		       "attempt's work on refs/forge/TRACE/saved/N its branch lacks, is kept), their branches\n"
 		       "forge/TRACE and their refs under refs/forge/TRACE/.  Runs that are running,\n"
 		       "paused, interrupted or completed with a change not merged (`forge merge`) are left alone,\n"
 		       "and so is anything of a trace the database does not know.  A failed run that\n"
@@ -226,12 +227,40 @@ static int merged_since(struct store *st, struct forge_git *g, const char *trace
 	return rc;
 }
 
+/* Whether a no-change run's saved refs hold work its branch lacks
+ * (runview_saved: an interrupted attempt's edits a resume reset away; the
+ * attempt after it may not have done them again), said on stdout: gc
+ * keeps the run, as it keeps uncommitted changes, until the person lets
+ * the refs go (before: "no change", and the refs went without a word). */
+static bool saved_kept(struct store *st, struct forge_git *g, const char *trace)
+{
+	jv saved = runview_saved(st, g, trace);
+	int n = jv_array_length(jv_copy(saved));
+
+	if (n > 0) {
+		printf("run %s (completed): kept: work saved from an interrupted attempt is not on its branch: ", trace);
+		jv_array_foreach(saved, i, e) {
+			struct buf line = BUF_INIT;
+
+			runview_saved_text(&line, e);
+			printf("%s%s", i ? "; " : "", line.buf);
+			buf_release(&line);
+			jv_free(e);
+		}
+		printf("; once you have what you need of it, let it go (git update-ref -d REF) and forge gc "
+		       "removes the run\n");
+	}
+	jv_free(saved);
+	return n > 0;
+}
+
 /*
  * 1 (said on stdout) when a completed run recorded as having made no change
  * has one in git now -- its branch changes a file against its base (a
  * commit made on forge/TRACE since), or its worktree holds uncommitted
- * changes -- so it stays: it has something to merge or look at, and gc
- * never drops a change; 0 when it holds none.
+ * changes, or its saved refs work its branch lacks (saved_kept) -- so it
+ * stays: it has something to merge or look at, and gc never drops a
+ * change; 0 when it holds none.
  */
 static int changed_since(struct store *st, struct forge_git *g, const char *trace)
 {
@@ -258,6 +287,8 @@ static int changed_since(struct store *st, struct forge_git *g, const char *trac
 	if (what)
 		printf("run %s (completed): kept: %s (forge diff %s, git -C .forge/worktrees/%s status)\n",
 		       trace, what, trace, forge_git_run_name(name, trace) == 0 ? name : trace);
+	else
+		what = saved_kept(st, g, trace) ? "saved" : NULL;
 	forge_git_worktree_free(wt);
 	jv_free(status);
 	jv_free(wts);

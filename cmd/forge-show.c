@@ -78,6 +78,28 @@ static bool no_change(jv v)
 	return none;
 }
 
+/* A line for each saved ref whose work the branch lacks (view.saved,
+ * runview_saved): an interrupted attempt's edits a resume reset away, which
+ * the run's own diff does not show. */
+static void print_saved(jv v)
+{
+	jv saved = json_get(v, "saved");
+
+	if (jv_get_kind(saved) == JV_KIND_ARRAY) {
+		jv_array_foreach(saved, i, e) {
+			struct buf line = BUF_INIT;
+
+			runview_saved_text(&line, e);
+			term_clean_line(line.buf, line.len);
+			printf("%-9s work saved from an interrupted attempt, not on the branch: %s\n", "saved", line.buf);
+			buf_release(&line);
+			jv_free(e);
+			(void)i;
+		}
+	}
+	jv_free(saved);
+}
+
 static void print_summary(jv v)
 {
 	jv task = json_get(v, "task"), run = json_get(v, "run"), merged = json_get(v, "merged");
@@ -113,6 +135,7 @@ static void print_summary(jv v)
 		place("branch", json_get_str(task, "branch"), view_flag(v, "removed.branch"));
 		place("worktree", json_get_str(task, "worktree"), view_flag(v, "removed.worktree"));
 	}
+	print_saved(v);
 	if (json_get_str(task, "base_ref") && json_get_str(task, "base_commit"))
 		printf("%-9s %s (%.12s)\n", "base", json_get_str(task, "base_ref"), json_get_str(task, "base_commit"));
 	else if (json_get_str(task, "base_ref"))	/* (a dry run resolves it to no commit) */

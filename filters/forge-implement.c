@@ -383,6 +383,88 @@ static void strings_list(struct buf *b, const char *label, jv list)
 		buf_addch(b, '\n');
 }
 
+/* How much of the saved work's diff the prompt shows (~2K tokens, all refs
+ * together): enough for an edit or two to be done again; past it the
+ * files are named and the agent reads them. */
+#define SAVED_DIFF_MAX 8000
+
+/* The patch of one saved ref (forge_git_run_saved()'s entry, borrowed),
+ * cut at a line within *left bytes, for the prompt. */
+static void saved_patch(struct buf *b, struct impl *im, jv e, size_t *left)
+{
+	char *patch = NULL;
+
+	if (forge_git_diff_revs(&patch, NULL, im->g, json_get_str(e, "from"), json_get_str(e, "ref")) < 0) {
+		buf_addf(b, "(its diff cannot be read: %s)\n", forge_last_error());
+		return;
+	}
+	size_t n = strlen(patch), keep = n;
+
+	if (n > *left) {
+		keep = *left;
+		while (keep > 0 && patch[keep - 1] != '\n')
+			keep--;
+	}
+	buf_adds(b, "```diff\n");
+	buf_add(b, patch, keep);
+	buf_adds(b, "```\n");
+	if (keep < n)
+		buf_addf(b, "(cut here: %zu more bytes of the diff are not shown; read the files named above and "
+			    "do again what the task needs)\n", n - keep);
+	*left -= keep;
+	free(patch);
+}
+
+/* What an interrupted attempt had changed, kept on a saved ref when its
+ * run was resumed (or this phase started again on a worktree with changes
+ * its state lacked) and reset away: its ref, files, diffstat and diff, so
+ * that the agent can do it again rather than start from nothing (before:
+ * the prompt never said, the agent finished with "no change" and gc
+ * deleted the ref).  Only what the worktree's HEAD does not hold
+ * (forge_git_run_saved). */
+static void saved_text(struct buf *b, struct impl *im)
+{
+	char *head = NULL;
+	jv saved = jv_invalid(), ev = jv_array();
+	size_t left = SAVED_DIFF_MAX;
+
+	if (forge_git_worktree_head(&head, im->wt) < 0 || !head ||
+	    forge_git_run_saved(&saved, im->g, forge_git_worktree_trace(im->wt), head) < 0 ||
+	    jv_array_length(jv_copy(saved)) == 0)
+		goto out;
+	buf_adds(b, "# Work saved from an interrupted attempt\n\n"
+		    "An earlier attempt of this phase was interrupted before it finished (its provider "
+		    "failed, it was stopped or killed), or the worktree held changes this run's state did "
+		    "not have. What it had changed was kept on a git ref and the worktree was reset, so "
+		    "none of it is in your worktree now. It may be partial or wrong: re-apply what the task "
+		    "still needs of it (with the file tools), and leave out the rest.\n\n");
+	jv_array_foreach(saved, i, e) {
+		jv files = json_get(e, "files");
+
+		buf_addf(b, "## %s\n\nFiles (from commit %.12s):\n", json_get_str(e, "ref"), json_get_str(e, "from"));
+		jv_array_foreach(files, k, f) {
+			buf_adds(b, "- ");
+			json_path_add_shown(b, json_get_str(f, "path"));
+			buf_addf(b, " (%s, +%.0f -%.0f)\n", json_get_str(f, "action"), json_get_num(f, "additions", 0),
+				 json_get_num(f, "deletions", 0));
+			jv_free(f);
+			(void)k;
+		}
+		buf_addch(b, '\n');
+		saved_patch(b, im, e, &left);
+		buf_addch(b, '\n');
+		ev = jv_array_append(ev, json_set(json_set(jv_object(), "ref", json_get(e, "ref")), "files",
+						  jv_number(jv_array_length(files))));
+		jv_free(e);
+		(void)i;
+	}
+	phase_emit(im->ph, "implement.saved_work", json_set(jv_object(), "saved", jv_copy(ev)));
+out:
+	jv_free(ev);
+	jv_free(saved);
+	free(head);
+}
+
 /* The plan as markdown for the prompt. */
 static char *plan_text(jv plan)
 {
@@ -441,6 +523,7 @@ static void build_context(struct impl *im, const char *build_cmd, const char *te
 	jv files = jv_null();
 
 	bounce_text(&b, im);
+	saved_text(&b, im);
 	reflection_text(&b, ph);
 	env = json_set(env, "plan", jv_string(ptext));
 	buf_addf(&w, "You work in the run's git worktree on branch %s (base commit %.12s); this is "
@@ -1370,6 +1453,7 @@ static int open_worktree(struct impl *im, const char *root)
 	task = json_set(task, "worktree", jv_string(forge_git_worktree_path(im->wt)));
 	task = json_set(task, "branch", jv_string(forge_git_worktree_branch(im->wt)));
 	phase_set(ph, "task", jv_copy(task));
+	phase_note_left(ph);	/* (run by hand, a Ctrl-C names them: no run holds them) */
 	jv ev = jv_object();
 	ev = json_set(ev, "path", jv_string(forge_git_worktree_path(im->wt)));
 	ev = json_set(ev, "branch", jv_string(forge_git_worktree_branch(im->wt)));

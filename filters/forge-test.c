@@ -279,6 +279,7 @@ static int read_results(struct testrun *out, char **report_out, jv *reports_out,
 	}
 	if (n > unread && junit_parse(out, xml.buf, xml.len) == 1) {
 		jv first = jv_array_get(jv_copy(reports), 0);
+		testrun_relative_files(out, t->dir);
 		*report_out = xstrdup(jv_string_value(first));
 		jv_free(first);
 		if (reports_out)
@@ -304,6 +305,10 @@ static int read_results(struct testrun *out, char **report_out, jv *reports_out,
 	 * lost, and a producer that exits 0 passed, hunt26) */
 	if (rc == 1)
 		tap_cut_failures(out, res->out_cut_counted);
+	/* (node --test's TAP says where a test failed by its absolute path:
+	 * the repository's name for it, as pytest's and the README's) */
+	if (rc == 1)
+		testrun_relative_files(out, t->dir);
 	return rc;
 }
 

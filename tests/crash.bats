@@ -572,8 +572,9 @@ ctrl_c_once_shown() {
 	rc=0; wait "$SUP" || rc=$?
 	touch "$BATS_TEST_TMPDIR/go"
 	[ "$rc" -eq 130 ]
-	grep -q "forge-implement: interrupted; the last checkpoint stands" "$BATS_TEST_TMPDIR/impl.err"
-	# no state: the last checkpoint stands; the call is the last record
+	# (run by hand: no run, no checkpoint; what it made is named, hunt69 #3)
+	grep -q "forge-implement: interrupted (no state written; phases run by hand are no run" "$BATS_TEST_TMPDIR/impl.err"
+	# no state: the call is the last record
 	run -0 jq -sc '[.[] | select(.kind == "state")] | length' "$BATS_TEST_TMPDIR/impl.out"
 	assert_output 0
 	run -0 jq -sc 'last | [.type, .payload.input_tokens, .payload.error, .payload.usage_estimated, .cost.usd > 0.08]' \
@@ -581,6 +582,46 @@ ctrl_c_once_shown() {
 	assert_output '["llm.called",30000,"interrupted",true,true]'
 	run -0 db_q "select count(*) from llm_calls where phase = 'implement' and error like '%interrupted' and cost_usd > 0.08"
 	assert_output 1
+}
+
+@test "Ctrl-C to a hand-made pipeline: each filter says no state was written and no run holds it; implement names its worktree and branch and the git command that removes them (hunt69 #3)" {
+	new_repo hp
+	# plan answers; implement's first call is held until the signal
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 60000}]')"
+	setsid bash -c 'forge-plan -q --task "add a mul operation" </dev/null | forge-implement -q | forge-review -q \
+		>"$0/pipe.out"; echo "${PIPESTATUS[*]}" >"$0/pipe.rc"' "$BATS_TEST_TMPDIR" \
+		2>"$BATS_TEST_TMPDIR/pipe.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true implementer_called
+	kill -INT -- "-$SUP"
+	wait "$SUP" || true
+	[ "$(cat "$BATS_TEST_TMPDIR/pipe.rc")" = "0 130 130" ]
+	T=$(git -C "$REPO" for-each-ref --format='%(refname:lstrip=3)' refs/heads/forge/)
+	[ -n "$T" ]
+	wt="$REPO/.forge/worktrees/$T"
+	[ -d "$wt" ]
+	# (before: "interrupted; the last checkpoint stands" from both, of a run that is not)
+	run -0 cat "$BATS_TEST_TMPDIR/pipe.err"
+	assert_line "forge-review: interrupted (no state written)"
+	assert_line "forge-implement: interrupted (no state written; phases run by hand are no run: no checkpoint, nothing for forge resume). Left: the worktree $wt and the branch forge/$T; remove them with \`git worktree remove --force '$wt' && git branch -D forge/$T && git update-ref -d refs/forge/$T/base\`"
+	refute_output --partial "checkpoint stands"
+	# the command it names removes them
+	cmd=$(sed -n 's/.*remove them with `\(.*\)`$/\1/p' "$BATS_TEST_TMPDIR/pipe.err")
+	(cd "$REPO" && eval "$cmd")
+	[ ! -e "$wt" ]
+	[ -z "$(git -C "$REPO" for-each-ref "refs/forge/$T" "refs/heads/forge/$T")" ]
+}
+
+@test "Ctrl-C to a phase forge run runs: it still says the last checkpoint stands (a run, resumable)" {
+	new_repo sv
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 60000}]')"
+	start_run_shown
+	until_true implementer_called
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 130 ]
+	grep -q "forge-implement: interrupted; the last checkpoint stands" "$BATS_TEST_TMPDIR/run.err"
 }
 
 @test "a call cut off before its answer began (Ctrl-C, the phase's time limit): its llm.called says stop_reason error, not end_turn" {

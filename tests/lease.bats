@@ -371,7 +371,7 @@ until_true() {
 	kill -TERM "$R1"
 	rc=0; wait "$R1" || rc=$?
 	[ "$rc" -eq 130 ] || { cat "$BATS_TEST_TMPDIR/r1.err"; false; }
-	grep -q "forge-implement: interrupted; the last checkpoint stands" "$BATS_TEST_TMPDIR/r1.err"
+	grep -q "forge-implement: interrupted (no state written; phases run by hand are no run" "$BATS_TEST_TMPDIR/r1.err"
 	[ "$(db_q "select count(*) from leases where trace_id = '$T'")" -eq 0 ]
 	script "$IMPL"
 	run -0 --separate-stderr forge-implement -q <"$BATS_TEST_TMPDIR/plan.jsonl"

@@ -582,6 +582,78 @@ no_change_run() {
 	assert_line "worktree $wt1"
 }
 
+@test "an edit saved when a failed implement is resumed reaches the resumed prompt; a no-change run says it is kept, and forge gc keeps it (hunt69 #1)" {
+	# implement edits calc.c, then the provider fails: exit 5, the edit left in the worktree
+	use_mock
+	mkdir -p .forge "$BATS_TEST_TMPDIR/gc-tmp"
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "write_file",
+		input: {path: "NOTES.md", content: "mul: a * b\nsaved-line\n"}}]}, {fault: "overloaded", times: "always"}]')"
+	run -5 --separate-stderr forge run -q --auto-approve "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ -f "$REPO/.forge/worktrees/$T/NOTES.md" ]
+	# the resume saves it on refs/forge/T/saved/1; the implementer finishes without doing it again
+	script '[{"tool_calls": [{"name": "finish", "input": {"summary": "nothing to change"}}]}]'
+	AFTER=$(last_seq)
+	run -0 --separate-stderr forge resume --auto-approve "$T" </dev/null
+	saved="refs/forge/$T/saved/1"
+	[ "$(git -C "$REPO" show "$saved:NOTES.md" | tail -1)" = saved-line ]
+	from=$(git -C "$REPO" rev-parse --short=12 "forge/$T")
+	# (before: the prompt said nothing of it)
+	prompt=$(curl -sS -f "$MOCK_URL/_mock/requests" | jq -r --argjson a "$AFTER" \
+		'[.[] | select(.seq > $a and (.body.system | tostring | test("You are the implementer")))][0].body.messages[0].content
+		 | if type == "array" then .[0].text else . end')
+	[[ "$prompt" == *"# Work saved from an interrupted attempt"* ]]
+	[[ "$prompt" == *"## $saved"* ]]
+	[[ "$prompt" == *"- NOTES.md (create, +2 -0)"* ]]
+	[[ "$prompt" == *"+saved-line"* ]]
+	[ "$(events_of "$T" implement.saved_work | jq -c .saved)" = "[{\"ref\":\"$saved\",\"files\":1}]" ]
+	# the summary, show and next name it (before: "no change: forge gc removes its worktree and branch")
+	text="$saved (1 file, +2 -0: NOTES.md): git diff $from $saved shows it"
+	assert_line "Run $T completed (no change)"
+	assert_line "  saved     work saved from an interrupted attempt, not on the branch: $text"
+	assert_line "  next      git diff $from $saved"
+	assert_line "  why       the run made no change, but work saved from an interrupted attempt is kept on $text. forge gc keeps the run while it is there (git update-ref -d REF lets it go)"
+	run -0 forge show "$T"
+	assert_line "saved     work saved from an interrupted attempt, not on the branch: $text"
+	assert_line "next      git diff $from $saved"
+	run -0 forge show --json "$T"
+	jq -e --arg r "$saved" '.saved | length == 1 and .[0].ref == $r and .[0].files[0].path == "NOTES.md"' <<<"$output"
+	# gc keeps it, --dry-run too (before: "would delete refs/forge/T/saved/1")
+	kept="run $T (completed): kept: work saved from an interrupted attempt is not on its branch: $text; once you have what you need of it, let it go (git update-ref -d REF) and forge gc removes the run"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc --dry-run
+	assert_output "$kept"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_output "$kept"
+	git -C "$REPO" rev-parse -q --verify "$saved" >/dev/null
+	# let go: the run is an ordinary no-change run again
+	git -C "$REPO" update-ref -d "$saved"
+	run -0 forge show "$T"
+	refute_line --partial "saved "
+	assert_line "next      forge gc"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_line "run $T (no change):"
+	[ ! -e "$REPO/.forge/worktrees/$T" ]
+}
+
+@test "a saved ref whose work the branch holds (done again by the resumed attempt) is not named, and gc goes on as before" {
+	use_mock
+	mkdir -p .forge "$BATS_TEST_TMPDIR/gc-tmp"
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "write_file",
+		input: {path: "NOTES.md", content: "mul\n"}}]}, {fault: "overloaded", times: "always"}]')"
+	run -5 --separate-stderr forge run -q --auto-approve "add a mul operation" </dev/null
+	T=$(last_trace)
+	script '[{"tool_calls": [{"name": "write_file", "input": {"path": "NOTES.md", "content": "mul\n"}}]},
+		{"tool_calls": [{"name": "finish", "input": {"summary": "notes"}}]}]'
+	run -0 --separate-stderr forge resume --auto-approve "$T" </dev/null
+	git -C "$REPO" rev-parse -q --verify "refs/forge/$T/saved/1" >/dev/null
+	refute_line --partial "  saved "
+	assert_line "  next      forge diff $T && forge merge $T"
+	run -0 forge show --json "$T"
+	jq -e '.saved == []' <<<"$output"
+}
+
 @test "a merge deploy of a run that changed nothing is skipped, not 'healthy' and recorded as merged" {
 	echo '{"deploy": {"strategy": "merge"}}' >"$BATS_TEST_TMPDIR/merge.json"
 	no_change_run --config "$BATS_TEST_TMPDIR/merge.json"

@@ -89,6 +89,39 @@ mock() {
 	[ -e "$REPO/ran" ]
 }
 
+@test "a node --test failure: stderr shows the message's lines and the values, not the TAP YAML's keys; its file is the repository's name (hunt69 #2)" {
+	make_repo "$REPO"
+	mkdir -p "$REPO/.forge" "$REPO/test"
+	# what node --test prints for a failing strictEqual, its location under the directory it ran in
+	cat >"$REPO/tap.sh" <<-'EOF'
+		printf 'TAP version 13\n# Subtest: shout\nnot ok 1 - shout\n  ---\n  duration_ms: 12.46\n'
+		printf "  location: '%s/test/shout.test.js:4:1'\n" "$(pwd -P)"
+		printf "  failureType: 'testCodeFailure'\n  error: |-\n    Expected values to be strictly equal:\n    \n"
+		printf "    'HI?' !== 'HI!'\n    \n  code: 'ERR_ASSERTION'\n  name: 'AssertionError'\n"
+		printf "  expected: 'HI!'\n  actual: 'HI?'\n  operator: 'strictEqual'\n  stack: |-\n"
+		printf '    TestContext.<anonymous> (%s/test/shout.test.js:4:30)\n  ...\n1..1\n' "$(pwd -P)"
+		printf '# tests 1\n# suites 0\n# pass 0\n# fail 1\n'
+		exit 1
+	EOF
+	echo '{"tools":{"test_command":"sh tap.sh"}}' >"$REPO/.forge/config.json"
+	printf 'x\n' >"$REPO/test/shout.test.js"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"tool_calls":[{"name":"report_failure_analysis","input":{"analyses":[{"test":"shout","root_cause":"? for !","suggested_fix":"use !","confidence":0.9}]}}],"usage":{"input_tokens":900,"output_tokens":60}}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	# (before: /…/repo/test/shout.test.js:4, the message's first line, then
+	# duration_ms, location, failureType and "error: |-")
+	assert_equal "$(tests_of '.failures[0] | [.test, .file, .line]')" '["shout","test/shout.test.js",4]'
+	assert_equal "$(head -n 6 <<<"$stderr")" "test/shout.test.js:4: FAIL shout (real)
+    Expected values to be strictly equal:
+    'HI?' !== 'HI!'
+    expected: 'HI!'
+    actual: 'HI?'
+    operator: 'strictEqual'"
+	[[ "$(sed -n 7p <<<"$stderr")" == "forge-test: 0 passed, 1 failed, 0 skipped, 0 flaky (sh tap.sh)" ]]
+}
+
 @test "a real failure: rerun by name, then one structured call to the model for its analysis" {
 	make_repo "$REPO"
 	mkdir -p "$REPO/tests"

@@ -575,6 +575,19 @@ int forge_git_diff_revs(char **out_patch, jv *out_files, struct forge_git *g, co
  * (*out malloc'd; a patch holds no NUL). */
 int forge_git_patch_revs(char **out, struct forge_git *g, const char *from, const char *to);
 int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace);
+/*
+ * The work kept on run `trace`'s saved refs (refs/forge/NAME/saved/N:
+ * forge_git_save_and_reset(), what a resume, a cancel or an implement that
+ * started again reset away) that `tip` (a revision: the run's branch, or
+ * its base when the branch is gone) does not hold, by N:
+ * [{"ref", "from" (the SHA the saved change is measured from: the merge
+ * base of the ref and tip, where it left the branch's history), "files"
+ * (forge_git_diff()'s list, of from..ref)}].  A ref whose change tip holds
+ * -- every file it changes has there the content it has on the ref (the
+ * work was done again, or merged) -- or that changes nothing is left out.
+ * 0 ([] when none), or -1 with a message.
+ */
+int forge_git_run_saved(jv *out, struct forge_git *g, const char *trace, const char *tip);
 int forge_git_ref_delete(struct forge_git *g, const char *name);
 int forge_git_head_branch(char **out, struct forge_git *g);
 int forge_git_contains(bool *out, struct forge_git *g, const char *rev, const char *ancestor);

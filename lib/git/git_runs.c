@@ -9,6 +9,7 @@
 #include "core/forge.h"
 #include "core/json.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,5 +582,143 @@ out:
 	buf_release(&name);
 	free(head);
 	free(by_git);
+	return rc;
+}
+
+/* The N of each of run `name`'s saved refs, ascending, into *out (n of
+ * them; malloc'd, NULL when none). */
+static int saved_numbers(unsigned **out, size_t *n, git_repository *repo, const char *name)
+{
+	git_reference_iterator *it = NULL;
+	struct buf glob = BUF_INIT;
+	const char *ref;
+	size_t cap = 0;
+	int e;
+
+	*out = NULL;
+	*n = 0;
+	buf_addf(&glob, "refs/forge/%s/saved/*", name);
+	e = git_reference_iterator_glob_new(&it, repo, glob.buf);
+	while (e == 0 && (e = git_reference_next_name(&ref, it)) == 0) {
+		const char *num = ref + glob.len - 1;
+		char *end;
+		unsigned long v = strtoul(num, &end, 10);
+
+		if (end == num || *end || v == 0 || v > UINT_MAX)
+			continue;	/* not one forge_git_save_and_reset() writes */
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 4;
+			*out = xrealloc(*out, cap * sizeof **out);
+		}
+		(*out)[(*n)++] = (unsigned)v;
+	}
+	git_reference_iterator_free(it);
+	buf_release(&glob);
+	if (e != GIT_ITEROVER) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return forge_git_fail("cannot list the saved refs of run '%s'", name);
+	}
+	for (size_t i = 1; i < *n; i++)	/* (a handful: insertion) */
+		for (size_t k = i; k > 0 && (*out)[k - 1] > (*out)[k]; k--) {
+			unsigned t = (*out)[k];
+			(*out)[k] = (*out)[k - 1];
+			(*out)[k - 1] = t;
+		}
+	return 0;
+}
+
+/* Whether tree `at` holds every file of diff as the diff's new side has
+ * it (a deleted file: absent). */
+static bool diff_held(git_diff *diff, git_tree *at)
+{
+	size_t n = git_diff_num_deltas(diff);
+
+	for (size_t i = 0; i < n; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		git_tree_entry *e = NULL;
+		bool deleted = d->status == GIT_DELTA_DELETED;
+		int r = git_tree_entry_bypath(&e, at, deleted ? d->old_file.path : d->new_file.path);
+		bool held = deleted ? r == GIT_ENOTFOUND
+				    : r == 0 && git_oid_equal(git_tree_entry_id(e), &d->new_file.id);
+
+		git_tree_entry_free(e);
+		if (!held)
+			return false;
+	}
+	return true;
+}
+
+/* One saved ref's entry for forge_git_run_saved(), or null when tip
+ * holds its change (or it changes nothing). */
+static int saved_entry(jv *out, struct forge_git *g, const char *ref, const char *tip)
+{
+	git_tree *from_tree = NULL, *ref_tree = NULL, *tip_tree = NULL;
+	git_diff *diff = NULL;
+	char *from = NULL;
+	jv files = jv_invalid();
+	int rc = -1;
+
+	*out = jv_null();
+	/* measured from where it left the branch's history (the commit it
+	 * was saved on, for uncommitted changes), not from tip: the branch
+	 * may have moved on since, and that is not the saved work */
+	if (forge_git_merge_base(&from, g, ref, tip) < 0) {
+		from = xstrdup(tip);	/* (no common history: all of it) */
+	}
+	if (rev_tree(&from_tree, g->repo, from) < 0 || rev_tree(&ref_tree, g->repo, ref) < 0 ||
+	    rev_tree(&tip_tree, g->repo, tip) < 0)
+		goto out;
+	if (git_diff_tree_to_tree(&diff, g->repo, from_tree, ref_tree, NULL) < 0) {
+		forge_git_fail("cannot diff '%s' with '%s'", from, ref);
+		goto out;
+	}
+	rc = 0;
+	if (git_diff_num_deltas(diff) == 0 || diff_held(diff, tip_tree))
+		goto out;
+	if ((rc = forge_git_diff_output(NULL, &files, diff)) == 0)
+		*out = json_set(json_set(json_set(jv_object(), "ref", jv_string(ref)), "from", jv_string(from)),
+				"files", jv_copy(files));
+out:
+	jv_free(files);
+	git_diff_free(diff);
+	git_tree_free(from_tree);
+	git_tree_free(ref_tree);
+	git_tree_free(tip_tree);
+	free(from);
+	return rc;
+}
+
+int forge_git_run_saved(jv *out, struct forge_git *g, const char *trace, const char *tip)
+{
+	char name[FORGE_GIT_RUN_NAME_SIZE];
+	struct buf ref = BUF_INIT;
+	unsigned *nums = NULL;
+	size_t n = 0;
+	jv list = jv_array();
+	int rc = -1;
+
+	*out = jv_invalid();
+	if (forge_git_run_name(name, trace) < 0 || saved_numbers(&nums, &n, g->repo, name) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		jv e;
+
+		buf_reset(&ref);
+		buf_addf(&ref, "refs/forge/%s/saved/%u", name, nums[i]);
+		if (saved_entry(&e, g, ref.buf, tip) < 0)
+			goto out;
+		if (jv_get_kind(e) == JV_KIND_OBJECT)
+			list = jv_array_append(list, e);
+		else
+			jv_free(e);
+	}
+	*out = jv_copy(list);
+	rc = 0;
+out:
+	jv_free(list);
+	buf_release(&ref);
+	free(nums);
 	return rc;
 }

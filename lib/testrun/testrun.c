@@ -188,6 +188,24 @@ void testrun_count(struct testrun *r)
 	r->total += r->dropped[TC_PASS] + r->dropped[TC_FAIL] + r->dropped[TC_SKIP];
 }
 
+void testrun_relative_files(struct testrun *r, const char *root)
+{
+	size_t n = root ? strlen(root) : 0;
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 0 || root[0] != '/')
+		return;
+	for (size_t i = 0; i < r->ncases; i++) {
+		char *f = r->cases[i].file;
+
+		/* (root itself, or a name that only starts as root does --
+		 * /repo-old/x for /repo -- is not inside it) */
+		if (f && strncmp(f, root, n) == 0 && f[n] == '/' && f[n + 1])
+			memmove(f, f + n + 1, strlen(f + n + 1) + 1);
+	}
+}
+
 struct testcase *testrun_find(const struct testrun *r, const char *name)
 {
 	for (size_t i = 0; i < r->ncases; i++)

@@ -96,6 +96,11 @@ void testcase_append(char **field, const char *s, size_t len);
  * failures count as failed) and r->dropped. */
 void testrun_count(struct testrun *r);
 
+/* Make each case's file relative to root (an absolute directory: the
+ * repository the tests ran in) when it is an absolute path inside it, as
+ * pytest, bats and go name them (node --test's TAP location, a JUnit
+ * file attribute are absolute); a path outside root stays as it is. */
+void testrun_relative_files(struct testrun *r, const char *root);
 /* The first case named name, or NULL.  Borrowed. */
 struct testcase *testrun_find(const struct testrun *r, const char *name);
 

@@ -1089,6 +1089,90 @@ static void test_save_and_reset(void)
 	forge_git_free(g);
 }
 
+/* The refs list of forge_git_run_saved() as "REF:FILE,FILE REF:…". */
+static char *saved_list(struct forge_git *g, const char *trace, const char *tip)
+{
+	struct buf b = BUF_INIT;
+	jv list = jv_null();
+
+	if (forge_git_run_saved(&list, g, trace, tip) < 0) {
+		jv_free(list);
+		return xstrdup("error");
+	}
+	jv_array_foreach(list, i, e) {
+		jv files = json_get(e, "files");
+
+		buf_addf(&b, "%s%s:", i ? " " : "", json_get_str(e, "ref"));
+		jv_array_foreach(files, k, f) {
+			buf_addf(&b, "%s%s", k ? "," : "", json_get_str(f, "path"));
+			jv_free(f);
+		}
+		jv_free(files);
+		jv_free(e);
+	}
+	jv_free(list);
+	return buf_detach(&b, NULL);
+}
+
+/* A run's saved refs whose change its branch lacks (hunt69 #1): measured
+ * from where they left the branch's history; one whose every file the
+ * branch has as the ref has it (done again) is left out, also once the
+ * branch moved on; listed by N as a number; none: []. */
+static void test_run_saved(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *ref = NULL, *sha = NULL, *list = NULL;
+	const char *w;
+	jv e = jv_null();
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "Z2", NULL));
+	w = forge_git_worktree_path(wt);
+	CHECK_STR((list = saved_list(g, "Z2", "refs/heads/forge/Z2")), "");
+	free(list);
+	write_file(w, "a.txt", "one\n");
+	CHECK_OK(forge_git_save_and_reset(&ref, wt, NULL));
+	CHECK_STR(ref, "refs/forge/Z2/saved/1");
+	CHECK_STR((list = saved_list(g, "Z2", "refs/heads/forge/Z2")), "refs/forge/Z2/saved/1:a.txt");
+	free(list);
+	jv l = jv_null();
+	CHECK_OK(forge_git_run_saved(&l, g, "Z2", "refs/heads/forge/Z2"));
+	e = jv_array_get(l, 0);
+	CHECK_STR(json_get_str(e, "from"), forge_git_worktree_base(wt));
+	jv_free(e);
+	/* done again and committed: held, also after the branch moved on */
+	write_file(w, "a.txt", "one\n");
+	CHECK_OK(forge_git_commit_all(&sha, wt, "attempt 2"));
+	free(sha);
+	CHECK_STR((list = saved_list(g, "Z2", "refs/heads/forge/Z2")), "");
+	free(list);
+	write_file(w, "b.txt", "more\n");
+	CHECK_OK(forge_git_commit_all(&sha, wt, "attempt 3"));
+	free(sha);
+	CHECK_STR((list = saved_list(g, "Z2", "refs/heads/forge/Z2")), "");
+	free(list);
+	/* the branch has other content there: not held */
+	write_file(w, "a.txt", "two\n");
+	CHECK_OK(forge_git_commit_all(&sha, wt, "attempt 4"));
+	free(sha);
+	CHECK_STR((list = saved_list(g, "Z2", "refs/heads/forge/Z2")), "refs/forge/Z2/saved/1:a.txt");
+	free(list);
+	/* by N as a number; a ref that is no N of Forge's is not one */
+	CHECK(sh("git -C '%s' update-ref refs/forge/Z2/saved/10 %s && git -C '%s' update-ref refs/forge/Z2/saved/2 %s"
+		 " && git -C '%s' update-ref refs/forge/Z2/saved/x %s", repo, ref, repo, ref, repo, ref) == 0);
+	CHECK_STR((list = saved_list(g, "Z2", "refs/heads/forge/Z2")),
+		  "refs/forge/Z2/saved/1:a.txt refs/forge/Z2/saved/2:a.txt refs/forge/Z2/saved/10:a.txt");
+	free(list);
+	CHECK_STR((list = saved_list(g, "Z2", "nope")), "error");
+	free(list);
+	free(ref);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 /*
  * Sandboxed code (a command of the model's) replaced tracked directories of
  * the run's worktree by a symbolic link to a directory outside (at the top
@@ -1805,6 +1889,7 @@ int main(void)
 	RUN(test_commit_branch_gone);
 	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);
+	RUN(test_run_saved);
 	RUN(test_save_and_reset_symlinked_dir);
 	RUN(test_read_blob);
 	RUN(test_tracked_files);

@@ -223,6 +223,21 @@ static void test_node(void)
 	CHECK_STR(c->message, "child broke");
 	CHECK(testrun_find(&r, "parent") == NULL);	/* counted through its subtests */
 	CHECK(testrun_find(&r, "todo one")->status == TC_SKIP);
+
+	/* inside the repository it ran in: named as the repository names it,
+	 * as pytest's are (hunt69 #2); outside it, and a name that only
+	 * starts as the root does, as they were */
+	testrun_relative_files(&r, "/tmp/tstrec/node/");
+	CHECK_STR(testrun_find(&r, "fails")->file, "test/a.test.js");
+	testrun_relative_files(&r, "/tmp/tstrec/node");
+	CHECK_STR(testrun_find(&r, "fails")->file, "test/a.test.js");
+	testrun_release(&r);
+	CHECK(parse_fixture(&r, "node_tap.txt") == 0);
+	testrun_relative_files(&r, "/tmp/tstrec/no");
+	CHECK_STR(testrun_find(&r, "fails")->file, "/tmp/tstrec/node/test/a.test.js");
+	testrun_relative_files(&r, "relative/dir");
+	testrun_relative_files(&r, NULL);
+	CHECK_STR(testrun_find(&r, "fails")->file, "/tmp/tstrec/node/test/a.test.js");
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "npm_test.txt") == 0);
