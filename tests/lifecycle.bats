@@ -862,22 +862,22 @@ hang_implement() {
 	T=$(last_trace)
 	[ -z "$output" ]
 	next="\`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)"
-	assert_equal "$stderr" "forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0103 (what the run's budget (--budget) leaves); $next"
+	assert_equal "$stderr" "forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0104 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave); $next"
 	# a run-level breaker (the resume as it is: the budget is spent), the same way
 	run -3 --separate-stderr forge resume -q "$T" </dev/null
 	[ -z "$output" ]
-	assert_equal "$stderr" "forge: run $T stopped: breaker budget tripped: the run has cost \$0.0341, its budget is \$0.03 (forge resume --budget USD gives it more); $next"
+	assert_equal "$stderr" "forge: run $T stopped: breaker budget tripped: the run has cost \$0.0340, its budget is \$0.03 (forge resume --budget USD gives it more); $next"
 	# --json: the same line on stderr; stdout says it as a failed run's
 	# does: the breaker's event, the run's end with its reason, and last
 	# the state, tripped (DESIGN.md section 2)
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 	run -3 --separate-stderr forge run --json --budget 0.03 "add a mul operation" </dev/null
 	T=$(last_trace)
-	[[ "$stderr" == *$'\n'"forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0103 (what the run's budget (--budget) leaves); \`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)" ]]
+	[[ "$stderr" == *$'\n'"forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0104 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave); \`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)" ]]
 	jq -se --arg t "$T" '(last | .kind == "state" and .status == "tripped" and .trace_id == $t) and
 		([.[] | select(.type == "breaker.tripped") | .payload.breaker] == ["cost"]) and
 		([.[] | select(.type == "run.completed") | .payload.reason] ==
-		 ["a circuit breaker tripped in implement: cost $0.0144 reached the limit of $0.0103 (what the run'"'"'s budget (--budget) leaves)"])' <<<"$output"
+		 ["a circuit breaker tripped in implement: cost $0.0144 reached the limit of $0.0104 (this phase'"'"'s share of what the run'"'"'s budget, safety.cost.per_run and safety.cost.per_day leave)"])' <<<"$output"
 	# the command it names continues the run
 	script "$IMPL"
 	run -0 --separate-stderr forge resume -q --budget 1 "$T" </dev/null
