@@ -508,6 +508,7 @@ static void default_signals(void)
 	for (int s = 1; s < NSIG && s <= 64; s++)
 		if (s != SIGKILL && s != SIGSTOP && (set >> (s - 1) & 1))
 			sigaction(s, &dfl, NULL);
+	child_default_reserved_signals();
 }
 
 /* Runs between fork and exec: async-signal-safe calls only. */

@@ -181,6 +181,17 @@ void init_default_signals(void)
 	set_forwarded(SIG_DFL);
 }
 
+void child_default_reserved_signals(void)
+{
+	/* SIG_DFL is 0, and so is every other field of the kernel's struct
+	 * sigaction (handler, flags, restorer where there is one, mask) in
+	 * each architecture's layout: zeros whatever the layout */
+	unsigned long zero[8] = { 0 };
+
+	for (int s = 32; s < SIGRTMIN; s++)
+		(void)syscall(SYS_rt_sigaction, s, zero, NULL, (size_t)8);
+}
+
 void child_pass_status(const struct cmd_tail *t, int st)
 {
 	/* (should the write fail, the caller has the exit status below) */

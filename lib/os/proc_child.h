@@ -80,6 +80,11 @@ void init_forward_signals(void);
 /* In the command's process: the dispositions init_forward_signals() set
  * back to SIG_DFL. */
 void init_default_signals(void);
+/* Between fork and exec: glibc's own signals (32 up to SIGRTMIN:
+ * SIGCANCEL, SIGSETXID) back to SIG_DFL, with the system call itself.
+ * glibc's sigaction() refuses them, yet a disposition inherited as SIG_IGN
+ * would pass on across exec to the command.  Async-signal-safe. */
+void child_default_reserved_signals(void);
 /* Write wait status st to status_fd (when there is one) and exit with it. */
 __attribute__((noreturn)) void child_pass_status(const struct cmd_tail *t, int st);
 /* PID 1 once the command runs: reap everything until cmd exits, write its

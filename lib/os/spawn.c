@@ -5,6 +5,7 @@
 #include "core/ids.h"
 #include "os/clonevm.h"
 #include "os/nsview.h"
+#include "os/proc_child.h"
 #include "os/reaper.h"
 
 #include <errno.h>
@@ -259,6 +260,7 @@ static void default_signals(void)
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			sigaction(sig, &dfl, NULL);
+	child_default_reserved_signals();
 }
 
 /* Unblock every signal and exec the command; on failure report to ex. */
