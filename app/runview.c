@@ -59,25 +59,37 @@ void runview_refs(char **branch, char **base, struct store *st, const char *trac
 	jv_free(cp);
 }
 
-jv runview_saved(struct store *st, struct forge_git *g, const char *trace)
+int runview_saved_list(jv *out, struct store *st, struct forge_git *g, const char *trace)
 {
 	char *branch = NULL, *base = NULL, *tip = NULL;
 	struct buf ref = BUF_INIT;
-	jv list = jv_invalid();
+	int rc = 0;
 
+	*out = jv_array();
 	if (g) {
 		runview_refs(&branch, &base, st, trace);
 		buf_addf(&ref, "refs/heads/%s", branch);
 		if (forge_git_resolve(&tip, g, ref.buf) < 0 && base)
 			tip = xstrdup(base);
-		if (tip && forge_git_run_saved(&list, g, trace, tip) < 0)
-			list = jv_invalid();
+		if (tip) {
+			jv_free(*out);
+			if ((rc = forge_git_run_saved(out, g, trace, tip)) < 0)
+				*out = jv_array();
+		}
 	}
 	free(tip);
 	free(branch);
 	free(base);
 	buf_release(&ref);
-	return jv_is_valid(list) ? list : (jv_free(list), jv_array());
+	return rc;
+}
+
+jv runview_saved(struct store *st, struct forge_git *g, const char *trace)
+{
+	jv list;
+
+	runview_saved_list(&list, st, g, trace);
+	return list;
 }
 
 void runview_saved_text(struct buf *out, jv saved)

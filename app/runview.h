@@ -164,9 +164,17 @@ void runview_refs(char **branch, char **base, struct store *st, const char *trac
  * attempt's edits, a person's) that its branch does not hold -- measured
  * against its branch, or its base commit when the branch is gone:
  * forge_git_run_saved()'s list.  [] when g is NULL or git cannot tell
- * (what show and gc say is then said without it).  New reference.
+ * (what show says is then said without it).  New reference.
  */
 jv runview_saved(struct store *st, struct forge_git *g, const char *trace);
+
+/*
+ * runview_saved() for whoever must not take "cannot tell" for "none"
+ * (forge gc, which would drop the refs): the list into *out (the
+ * caller's; [] on failure), 0, or -1 with forge_error() when git could
+ * not read a saved ref or its trees.
+ */
+int runview_saved_list(jv *out, struct store *st, struct forge_git *g, const char *trace);
 
 /*
  * One saved ref of that list (borrowed) as a person reads it, appended to

@@ -234,9 +234,22 @@ static int merged_since(struct store *st, struct forge_git *g, const char *trace
  * the refs go (before: "no change", and the refs went without a word). */
 static bool saved_kept(struct store *st, struct forge_git *g, const char *trace)
 {
-	jv saved = runview_saved(st, g, trace);
-	int n = jv_array_length(jv_copy(saved));
+	jv saved;
+	int n;
 
+	/* (git that cannot read a saved ref is no proof it holds nothing:
+	 * kept, as changed_since() keeps a run whose diff fails) */
+	if (runview_saved_list(&saved, st, g, trace) < 0) {
+		char *why = xstrdup(forge_last_error()), name[FORGE_GIT_RUN_NAME_SIZE];
+
+		printf("run %s (completed): kept: cannot tell whether its saved refs (refs/forge/%s/saved/) "
+		       "hold work its branch lacks: %s\n", trace, forge_git_run_name(name, trace) == 0 ? name : trace,
+		       why);
+		free(why);
+		jv_free(saved);
+		return true;
+	}
+	n = jv_array_length(jv_copy(saved));
 	if (n > 0) {
 		printf("run %s (completed): kept: work saved from an interrupted attempt is not on its branch: ", trace);
 		jv_array_foreach(saved, i, e) {

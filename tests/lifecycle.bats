@@ -636,6 +636,25 @@ no_change_run() {
 	[ ! -e "$REPO/.forge/worktrees/$T" ]
 }
 
+@test "forge gc keeps a no-change run whose saved ref git cannot read (a missing object): it says why, the ref stays" {
+	no_change_run
+	mkdir -p "$BATS_TEST_TMPDIR/gc-tmp"
+	# a saved ref naming an object the repository lacks (a damaged or
+	# partial clone): git cannot tell what work it holds
+	saved="refs/forge/$T/saved/1"
+	mkdir -p "$REPO/.git/refs/forge/$T/saved"
+	echo 0123456789abcdef0123456789abcdef01234567 >"$REPO/.git/$saved"
+	# (before: taken for "nothing saved": "run T (no change):" and the ref deleted)
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_line --regexp "^run $T \(completed\): kept: cannot tell whether its saved refs \(refs/forge/$T/saved/\) hold work its branch lacks: .+"
+	refute_line "run $T (no change):"
+	[ -f "$REPO/.git/$saved" ]
+	[ -d "$REPO/.forge/worktrees/$T" ]
+	# show still shows the run, without the saved part
+	run -0 forge show --json "$T"
+	jq -e '.saved == []' <<<"$output"
+}
+
 @test "a saved ref whose work the branch holds (done again by the resumed attempt) is not named, and gc goes on as before" {
 	use_mock
 	mkdir -p .forge "$BATS_TEST_TMPDIR/gc-tmp"
