@@ -9,7 +9,6 @@
 #include "os/landlock.h"
 #include "os/nsview.h"
 #include "os/proc_child.h"
-#include "os/procself.h"
 #include "os/reaper.h"
 
 #include <assert.h>
@@ -485,32 +484,6 @@ static __attribute__((noreturn)) void reaper_main(const struct child_plan *p)
 	child_pass_status(&p->t, st);
 }
 
-/*
- * Every disposition back to SIG_DFL, with every signal blocked: a handler
- * of the caller's must not run here, on its memory (os/clonevm.h), and an
- * ignored signal would stay ignored across the exec.  The others are at
- * SIG_DFL already: only the signals /proc/self/status says this process
- * ignores or catches (a copy of the caller's table, made by the clone: no
- * thread of the caller changes it), and SIGCHLD, whose SA_NOCLDWAIT would
- * hold without a handler.  Without /proc, every signal as before (~62
- * system calls, against ~8).
- */
-static void default_signals(void)
-{
-	struct procself ps;
-	struct sigaction dfl;
-	uint64_t set = ~(uint64_t)0;
-
-	if (procself_read_child(&ps, PROCSELF_SIG_IGN | PROCSELF_SIG_CGT) == 0)
-		set = ps.sig_ign | ps.sig_cgt | (uint64_t)1 << (SIGCHLD - 1);
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG && s <= 64; s++)
-		if (s != SIGKILL && s != SIGSTOP && (set >> (s - 1) & 1))
-			sigaction(s, &dfl, NULL);
-	child_default_reserved_signals();
-}
-
 /* Runs between fork and exec: async-signal-safe calls only. */
 static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 {
@@ -524,7 +497,7 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *p)
 	for (int i = 0; i < 2; i++)
 		if (p->parent_fds[i] >= 0)
 			close(p->parent_fds[i]);
-	default_signals();
+	child_default_signals();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 

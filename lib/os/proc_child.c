@@ -6,6 +6,7 @@
 #include "core/forge.h"
 #include "os/landlock.h"
 #include "os/nsview.h"
+#include "os/procself.h"
 #include "os/reaper.h"
 #include "os/seccomp.h"
 
@@ -179,6 +180,23 @@ void init_forward_signals(void)
 void init_default_signals(void)
 {
 	set_forwarded(SIG_DFL);
+}
+
+void child_default_signals(void)
+{
+	struct procself ps;
+	struct sigaction dfl;
+	uint64_t set = ~(uint64_t)0;
+
+	/* (SIGCHLD always: its SA_NOCLDWAIT would hold without a handler) */
+	if (procself_read_child(&ps, PROCSELF_SIG_IGN | PROCSELF_SIG_CGT) == 0)
+		set = ps.sig_ign | ps.sig_cgt | (uint64_t)1 << (SIGCHLD - 1);
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG && s <= 64; s++)
+		if (s != SIGKILL && s != SIGSTOP && (set >> (s - 1) & 1))
+			sigaction(s, &dfl, NULL);
+	child_default_reserved_signals();
 }
 
 void child_default_reserved_signals(void)

@@ -250,19 +250,6 @@ static void report(int fd, int stage, int err)
 	}
 }
 
-/* Every disposition back to SIG_DFL (the mask is left alone). */
-static void default_signals(void)
-{
-	struct sigaction dfl;
-
-	memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
-	child_default_reserved_signals();
-}
-
 /* Unblock every signal and exec the command; on failure report to ex. */
 static __attribute__((noreturn)) void exec_command(const struct child_plan *c, int ex)
 {
@@ -286,7 +273,7 @@ static int child(void *arg)
 	const struct child_plan *c = arg;
 	const struct spawn_opts *o = c->o;
 
-	default_signals();
+	child_default_signals();
 	/* SIGKILL, not SIGTERM: a caller killed by SIGKILL stops nothing, so
 	 * this is all that ends a server that ignores SIGTERM (getppid: the
 	 * caller may have died before the prctl) */
@@ -365,7 +352,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *c)
 	pid_t cmd, self;
 	int r, st;
 
-	default_signals();
+	child_default_signals();
 	if (c->mode == NS_USER && (r = nsview_maps_child(c->uid, c->gid)) < 0) {
 		report(c->ex, REP_NS, -r);
 		_exit(127);
@@ -417,7 +404,7 @@ static __attribute__((noreturn)) void init_main(const struct child_plan *c)
 		_exit(127);
 	}
 	if (cmd == 0) {
-		default_signals();
+		child_default_signals();
 		/* (without a namespace: should the init be killed) */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != self)
