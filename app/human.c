@@ -245,7 +245,71 @@ static void show_lines(FILE *f, const char *text, const char *shown, int *left)
 	}
 }
 
-static void test_line(FILE *f, const char *prog, jv t, bool colour)
+/* The next line of *p to show: not blank, not one of `shown`'s; its text
+ * without blanks in *l, *len.  False at the end. */
+static bool next_shown(const char **p, const char *shown, const char **l, size_t *len)
+{
+	while (*p && **p) {
+		size_t n = strcspn(*p, "\n");
+
+		*l = *p;
+		*len = n;
+		*p += n + ((*p)[n] == '\n');
+		trim_blanks(l, len);
+		if (*len > 0 && !(shown && has_line(shown, *l, *len)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The last *left lines of text that next_shown() gives, indented, after a
+ * line saying how many came before them: the end of a whole command's
+ * output is where it says what went wrong (the assertion, make's "***
+ * [check] Error 2", after the compiler's lines).
+ */
+static void show_last_lines(FILE *f, const char *text, const char *shown, int *left)
+{
+	const char *p = text, *l;
+	size_t len;
+	long lines = 0, skip;
+
+	while (next_shown(&p, shown, &l, &len))
+		lines++;
+	skip = lines > *left ? lines - *left : 0;
+	if (skip > 0)
+		fprintf(f, "    [… %ld line%s before]\n", skip, skip == 1 ? "" : "s");
+	for (p = text; *left > 0 && next_shown(&p, shown, &l, &len);) {
+		if (skip > 0) {
+			skip--;
+			continue;
+		}
+		fputs("    ", f);
+		put_clean(f, l, len, LINE_MAX_BYTES);
+		fputc('\n', f);
+		(*left)--;
+	}
+}
+
+/* Whether failure t stands for the whole test command (forge-test's own:
+ * its exit status, its timeout, failures the output counted but did not
+ * name), so that its output is the command's, not one test's. */
+static bool whole_command(jv t, const char *command)
+{
+	static const char *const names[] = { "exit status", "timeout", "unnamed failures" };
+	const char *name = json_get_str(t, "test");
+
+	if (!name || json_get_str(t, "file"))
+		return false;
+	if (command && strcmp(name, command) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+static void test_line(FILE *f, const char *prog, jv t, const char *command, bool colour)
 {
 	const char *name = json_get_str(t, "test"), *class = json_get_str(t, "classification");
 	bool flaky = class && !strcmp(class, "flaky");
@@ -270,7 +334,10 @@ static void test_line(FILE *f, const char *prog, jv t, bool colour)
 	int left = HUMAN_TEST_LINES;
 
 	show_lines(f, msg, NULL, &left);
-	show_lines(f, out, msg, &left);
+	if (whole_command(t, command))
+		show_last_lines(f, out, msg, &left);
+	else
+		show_lines(f, out, msg, &left);
 }
 
 void human_tests(FILE *f, const char *prog, jv tests, bool colour)
@@ -285,7 +352,7 @@ void human_tests(FILE *f, const char *prog, jv tests, bool colour)
 		jv_array_foreach(failures, i, t) {
 			(void)i;
 			if (jv_get_kind(t) == JV_KIND_OBJECT)
-				test_line(f, prog, t, colour);
+				test_line(f, prog, t, json_get_str(tests, "command"), colour);
 			jv_free(t);
 		}
 	}

@@ -35,7 +35,9 @@ void human_decision(FILE *f, const char *prog, const char *decision, const char 
 
 /*
  * The tests part of a state: each failing test (and flaky one, without its
- * output) with up to HUMAN_TEST_LINES first lines of its message and output,
+ * output) with up to HUMAN_TEST_LINES first lines of its message and output
+ * (of the output's last lines, after a "[… N lines before]" line, for a
+ * failure of the whole command: its exit status, timeout, unnamed failures),
  * then the counts: `prog: 3 passed, 1 failed, 0 skipped, 0 flaky (command)`.
  * Nothing when tests is not an object or records that nothing ran (not_run).
  */

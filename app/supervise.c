@@ -2281,6 +2281,54 @@ static jv run_layer(const struct config *cfg)
 	return secret_url_passwords_hidden_jv(layer);
 }
 
+/*
+ * A merge deploy fast-forwards the branch the run starts from (the
+ * checkout's, recorded as task.base_branch): a run started without --base
+ * on a detached HEAD has none, and its deploy failed at the end, every
+ * phase before it paid for (hunt70 #3).  Checked before anything is made,
+ * as check_base, when a deploy node merges by the configuration (one that
+ * names its own --strategy decides for itself); the checkout is the one
+ * make_worktree() records the branch of.  0, or exit 2 saying what to do.
+ */
+static int check_merge_branch(const struct supervise_opts *o, const char *base)
+{
+	const char *strategy = config_get_str(o->cfg, "deploy.strategy");
+	struct forge_git *g = NULL;
+	char *branch = NULL;
+	bool merges = false;
+	int rc = 0;
+
+	if (o->dry_run || strcmp(base, "HEAD") != 0 || !strategy || strcmp(strategy, "merge") != 0)
+		return 0;
+	for (size_t i = 0; i < o->graph->n; i++) {
+		const struct graph_node *nd = &o->graph->nodes[i];
+		bool own = false;
+
+		if (!nd->phase || strcmp(nd->phase, "deploy") != 0)
+			continue;
+		for (size_t a = 0; a < nd->nargs; a++)
+			own = own || strncmp(nd->args[a], "--strategy", 10) == 0;
+		merges = merges || !own;
+	}
+	if (!merges)
+		return 0;
+	if (forge_git_open(&g, o->checkout) < 0 || strcmp(forge_git_root(g), o->repo) != 0) {
+		forge_git_free(g);
+		g = NULL;
+		if (forge_git_open(&g, o->repo) < 0)
+			return 0;	/* (make_worktree's to report) */
+	}
+	if (forge_git_head_branch(&branch, g) < 0) {
+		fprintf(stderr, "forge: deploy.strategy is merge, which fast-forwards the branch the run starts "
+				"from, but %s; switch to that branch (git switch BRANCH) or name it with --base "
+				"BRANCH; nothing was started\n", forge_last_error());
+		rc = FORGE_EXIT_USAGE;
+	}
+	free(branch);
+	forge_git_free(g);
+	return rc;
+}
+
 /* A new run of o->graph (caller: the options as given, for sup_finish). */
 static int start_run(const struct supervise_opts *o, const struct supervise_opts *caller, const char *task_text)
 {
@@ -2295,6 +2343,8 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	ulid_new(trace);
 	if (!code)
 		code = check_base(o, base, trace);
+	if (!code)
+		code = check_merge_branch(o, base);
 	if (code)
 		return code;
 	sup_init(&s, o, trace);

@@ -244,6 +244,10 @@ static void print_tests(jv tests, jv dp)
 
 	if (json_get_str(tests, "not_run"))
 		printf("\ntests     none run: %s\n", json_get_str(tests, "not_run"));
+	else if (jv_get_kind(sum) == JV_KIND_OBJECT && json_get_num(sum, "flaky", 0) > 0)
+		printf("\ntests     %.0f passed, %.0f failed, %.0f skipped, %.0f flaky (%s)\n",
+		       json_get_num(sum, "passed", 0), json_get_num(sum, "failed", 0), json_get_num(sum, "skipped", 0),
+		       json_get_num(sum, "flaky", 0), json_get_str(tests, "command") ? json_get_str(tests, "command") : "?");
 	else if (jv_get_kind(sum) == JV_KIND_OBJECT)
 		printf("\ntests     %.0f passed, %.0f failed, %.0f skipped (%s)\n", json_get_num(sum, "passed", 0),
 		       json_get_num(sum, "failed", 0), json_get_num(sum, "skipped", 0),
@@ -252,10 +256,24 @@ static void print_tests(jv tests, jv dp)
 		printf("\ntests     none run%s%s\n", json_get_str(tests, "note") ? ": " : "",
 		       json_get_str(tests, "note") ? json_get_str(tests, "note") : "");
 	if (jv_get_kind(failures) == JV_KIND_ARRAY) {
+		/* a flaky test passed on its rerun: it is listed, not failed
+		 * (before: "FAIL name" in a completed run's view) */
 		jv_array_foreach(failures, i, f) {
-			const char *m = json_get_str(f, "message");
-			printf("  FAIL %s%s%.*s\n", json_get_str(f, "test") ? json_get_str(f, "test") : "?", m ? ": " : "",
-			       m ? (int)strcspn(m, "\n") : 0, m ? m : "");
+			const char *m = json_get_str(f, "message"), *class = json_get_str(f, "classification");
+			const char *name = json_get_str(f, "test") ? json_get_str(f, "test") : "?";
+
+			if (class && strcmp(class, "flaky") == 0)
+				printf("  flaky %s (failed, then passed on rerun)\n", name);
+			else
+				printf("  FAIL %s (%s)%s%.*s\n", name, class ? class : "real", m && *m ? ": " : "",
+				       m ? (int)strcspn(m, "\n") : 0, m ? m : "");
+			/* the analysis a gate's human decides on (escalation_test) */
+			const char *cause = json_get_str(f, "root_cause"), *fix = json_get_str(f, "suggested_fix");
+			if (cause && *cause)
+				printf("       cause: %.*s\n", (int)strcspn(cause, "\n"), cause);
+			if (fix && *fix)
+				printf("       fix (confidence %.2f): %.*s\n", json_get_num(f, "confidence", 0),
+				       (int)strcspn(fix, "\n"), fix);
 			jv_free(f);
 		}
 	}

@@ -167,6 +167,35 @@ forge-test: rejected: 1 of 3 tests failed (1 real, 0 environment)"
 	assert_equal "$(record_types <<<"$output")" "$loud"
 }
 
+@test "forge-test alone: a failure of the whole command shows the last lines of its output, where make says what failed" {
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	REPO="$BATS_TEST_TMPDIR/repo"
+	# a C project's make check: the compiler's lines, then the assertion
+	# (before: the first four compiler lines, and not a word of what failed)
+	cmd="printf 'cc -c a.c\ncc -c b.c\ncc -c c.c\ncc -c d.c\ncc -o t t.o a.o\n./t\nt: t.c:3: main: Assertion failed.\n'; echo 'make: *** [Makefile:4: check] Aborted'; exit 2"
+	run -1 --separate-stderr ft --no-input --command "$cmd" </dev/null
+	assert_equal "$stderr" "forge-test: FAIL $cmd (real)
+    the test command exited with status 2
+    [… 4 lines before]
+    cc -o t t.o a.o
+    ./t
+    t: t.c:3: main: Assertion failed.
+    make: *** [Makefile:4: check] Aborted
+forge-test: 0 passed, 1 failed, 0 skipped, 0 flaky ($cmd)
+forge-test: rejected: 1 of 1 test failed (1 real, 0 environment)"
+	# every test passed, the command failed after them: its end says why
+	cmd="printf '1..2\nok 1 - a\nok 2 - b\nvalgrind: 1 leak\n'; echo 'make: *** [Makefile:8: test] Error 1'; exit 2"
+	run -1 --separate-stderr ft --no-input --command "$cmd" </dev/null
+	assert_equal "$(head -n 8 <<<"$stderr")" "forge-test: FAIL exit status (real)
+    the test command exited with status 2 though no test failed
+    [… 1 line before]
+    ok 1 - a
+    ok 2 - b
+    valgrind: 1 leak
+    make: *** [Makefile:8: test] Error 1
+forge-test: 2 passed, 1 failed, 0 skipped, 0 flaky ($cmd)"
+}
+
 @test "forge-test alone: a passing suite prints its counts only" {
 	bats_repo '@test "one" { true; }' '@test "two" { true; }'
 	run -0 --separate-stderr ft --no-input </dev/null

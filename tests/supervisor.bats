@@ -814,6 +814,24 @@ branch_log() {
 	jq -s -e '[.[] | select(.type == "run.worktree_limits") | .payload.notes[]] | length == 1' <<<"$output"
 }
 
+@test "deploy.strategy merge on a detached HEAD: refused before anything is made (exit 2, saying what to do); with --base the run merges there" {
+	replay run-clean.jsonl
+	echo '{"deploy":{"strategy":"merge"}}' >"$BATS_TEST_TMPDIR/merge.json"
+	git checkout -q --detach
+	# (before: every phase ran, paid for, and the deploy failed: "HEAD of …
+	# is not on a branch: name the base branch (task.base_ref)", exit 5)
+	run -2 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/merge.json" "add a mul operation" </dev/null
+	assert_equal "$stderr" "forge: deploy.strategy is merge, which fast-forwards the branch the run starts from, but '$REPO' is not on a branch (detached HEAD); switch to that branch (git switch BRANCH) or name it with --base BRANCH; nothing was started"
+	assert_equal "$(forge history --json)" ""
+	assert_equal "$(git branch --list 'forge/*')" ""
+	# a dry run deploys nothing: it is not refused
+	run -0 --separate-stderr forge run --dry-run --config "$BATS_TEST_TMPDIR/merge.json" "add a mul operation" </dev/null
+	# the branch named: the run merges into it
+	run -0 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/merge.json" --base main "add a mul operation" </dev/null
+	T=$(last_trace)
+	assert_equal "$(git rev-parse main)" "$(git rev-parse "forge/$T")"
+}
+
 @test "in a linked worktree of the person's (git worktree add): the run starts from its HEAD, merges into its branch" {
 	replay run-clean.jsonl
 	git worktree add -q -b feature "$BATS_TEST_TMPDIR/feat"

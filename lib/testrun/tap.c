@@ -219,6 +219,36 @@ static void read_yaml(struct testcase *c, const char *yaml, size_t len)
 	buf_release(&v);
 }
 
+/*
+ * Test::More's location, as C's libtap and Perl print it after a failing
+ * point: "at FILE line N." ("Failed test at FILE line N." without a name).
+ * FILE has no blank and a '.' or '/' ("at the end of line 3" is none).
+ */
+static bool at_file_line(const char *s, size_t n, const char **file, size_t *flen, long *line)
+{
+	for (size_t i = 0; i + 3 <= n; i++) {
+		if (memcmp(s + i, "at ", 3) != 0 || (i > 0 && s[i - 1] != ' ' && s[i - 1] != '\t'))
+			continue;
+		const char *f = s + i + 3, *e = s + n;
+		const char *sp = memchr(f, ' ', (size_t)(e - f));
+		if (!sp || sp == f || (size_t)(e - sp) < 7 || memcmp(sp, " line ", 6) != 0)
+			continue;
+		const char *p = sp + 6;
+		size_t left = (size_t)(e - p);
+		long ln;
+		if (!tr_number(&p, &left, &ln) || (left && !(left == 1 && *p == '.')))
+			continue;
+		if (memchr(f, '\t', (size_t)(sp - f)) ||
+		    (!memchr(f, '.', (size_t)(sp - f)) && !memchr(f, '/', (size_t)(sp - f))))
+			continue;
+		*file = f;
+		*flen = (size_t)(sp - f);
+		*line = ln;
+		return true;
+	}
+	return false;
+}
+
 /* A "#" diagnostic line after a failing test point. */
 static void read_comment(struct testcase *c, const char *s, size_t n)
 {
@@ -242,7 +272,7 @@ static void read_comment(struct testcase *c, const char *s, size_t n)
 		}
 		return;
 	}
-	if (!c->file && tr_file_line(s, n, &file, &flen, &line)) {
+	if (!c->file && (tr_file_line(s, n, &file, &flen, &line) || at_file_line(s, n, &file, &flen, &line))) {
 		testcase_set(&c->file, file, flen);
 		c->line = line;
 	}

@@ -7,7 +7,8 @@
  * and TODO directives (case-insensitive, "\#" escapes), YAML diagnostic
  * blocks ("---" … "..." indented under a test point: message/error,
  * location/at/file/line are read), "#" diagnostics after a test point
- * (bats' "(in test file F, line N)"), "Bail out!", subtests (TAP 14: a
+ * (bats' "(in test file F, line N)", Test::More's and C libtap's "at F line N."),
+ * "Bail out!", subtests (TAP 14: a
  * nested document indented four spaces per level, "# Subtest: NAME"), and
  * several documents one after another (a make check running several TAP
  * programs), and plan-less TAP whose test points carry a number or " - "

@@ -144,6 +144,41 @@ static void test_yaml_and_subtests(void)
 	testrun_release(&r);
 }
 
+/* Test::More's location after a failing point, as C's libtap prints it
+ * (before: file and line null, the location only in the output). */
+static void test_at_file_line(void)
+{
+	struct testrun r;
+	const char *doc =
+		"1..4\n"
+		"not ok 1 - trims trailing spaces\n"
+		"#   Failed test 'trims trailing spaces'\n"
+		"#   at test_str.c line 12.\n"
+		"#          got: '3'\n"
+		"#     expected: '2'\n"
+		"not ok 2\n"
+		"#   Failed test at t/basic.t line 7.\n"
+		"not ok 3 - prose\n"
+		"#   stopped at the end of line 3.\n"
+		"ok 4\n"
+		"# Looks like you failed 3 tests of 4.\n";
+
+	CHECK(parse(&r, doc) == 1);
+	CHECK_INT(r.failed, 3);
+	struct testcase *c = testrun_find(&r, "trims trailing spaces");
+	CHECK(c);
+	CHECK_STR(c->file, "test_str.c");
+	CHECK_INT(c->line, 12);
+	CHECK_STR(c->message, "Failed test 'trims trailing spaces'");
+	CHECK(strstr(c->output, "expected: '2'"));
+	c = &r.cases[1];
+	CHECK_STR(c->file, "t/basic.t");
+	CHECK_INT(c->line, 7);
+	c = testrun_find(&r, "prose");
+	CHECK(c && c->file == NULL && c->line == 0);
+	testrun_release(&r);
+}
+
 static void test_hostile(void)
 {
 	struct testrun r;
@@ -309,6 +344,7 @@ int main(void)
 	RUN(test_cap);
 	RUN(test_directives);
 	RUN(test_yaml_and_subtests);
+	RUN(test_at_file_line);
 	RUN(test_hostile);
 	RUN(test_nul_bytes);
 	return unit_done();
