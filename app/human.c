@@ -212,24 +212,26 @@ static bool yaml_noise_line(const char *p, size_t n, bool *block)
 /*
  * The non-blank lines of text, indented, until *left lines have been
  * shown.  A line of `shown` (the message, already shown) is left out, and
- * when text is a TAP YAML diagnostic block (its first line "KEY: …") the
- * lines of yaml_noise keys with theirs below them: what is left is what a
- * person reads (expected, actual, operator; before: duration_ms, location,
- * failureType and "error: |-" filled the lines, hunt69 #2).
+ * when text is a TAP YAML diagnostic block (diag: a TAP runner's output,
+ * and its first line "KEY: …") the lines of yaml_noise keys with theirs
+ * below them: what is left is what a person reads (expected, actual,
+ * operator; before: duration_ms, location, failureType and "error: |-"
+ * filled the lines, hunt69 #2).  Only then: "error: could not find
+ * `Cargo.toml`" is a reason, the only one a failed command may give.
  */
-static void show_lines(FILE *f, const char *text, const char *shown, int *left)
+static void show_lines(FILE *f, const char *text, const char *shown, bool diag, int *left)
 {
 	size_t k0, first = text ? strcspn(text, "\n") : 0;
-	bool yaml = text && yaml_key_line(text, first, &k0), in_block = false;
+	bool yaml = diag && text && yaml_key_line(text, first, &k0), in_block = false;
 
 	for (const char *p = text; p && *p && *left > 0;) {
 		size_t n = strcspn(p, "\n"), len = n;
 		const char *l = p;
 		bool block;
 
-		if (in_block && n > 0 && (p[0] == ' ' || p[0] == '\t')) {
+		if (in_block && (n == 0 || p[0] == ' ' || p[0] == '\t')) {
 			p += n + (p[n] == '\n');
-			continue;	/* (a block of a noise key) */
+			continue;	/* (a block of a noise key, its blank lines too) */
 		}
 		in_block = false;
 		trim_blanks(&l, &len);
@@ -309,7 +311,14 @@ static bool whole_command(jv t, const char *command)
 	return false;
 }
 
-static void test_line(FILE *f, const char *prog, jv t, const char *command, bool colour)
+/* Whether a runner of this format (the state's tests.format) writes TAP
+ * YAML diagnostic blocks into a failure's output. */
+static bool yaml_diagnostics(const char *format)
+{
+	return format && (strcmp(format, "tap") == 0 || strcmp(format, "node") == 0);
+}
+
+static void test_line(FILE *f, const char *prog, jv t, const char *command, const char *format, bool colour)
 {
 	const char *name = json_get_str(t, "test"), *class = json_get_str(t, "classification");
 	bool flaky = class && !strcmp(class, "flaky");
@@ -333,11 +342,11 @@ static void test_line(FILE *f, const char *prog, jv t, const char *command, bool
 	const char *msg = json_get_str(t, "message"), *out = json_get_str(t, "output");
 	int left = HUMAN_TEST_LINES;
 
-	show_lines(f, msg, NULL, &left);
+	show_lines(f, msg, NULL, false, &left);
 	if (whole_command(t, command))
 		show_last_lines(f, out, msg, &left);
 	else
-		show_lines(f, out, msg, &left);
+		show_lines(f, out, msg, yaml_diagnostics(format), &left);
 }
 
 void human_tests(FILE *f, const char *prog, jv tests, bool colour)
@@ -352,7 +361,8 @@ void human_tests(FILE *f, const char *prog, jv tests, bool colour)
 		jv_array_foreach(failures, i, t) {
 			(void)i;
 			if (jv_get_kind(t) == JV_KIND_OBJECT)
-				test_line(f, prog, t, json_get_str(tests, "command"), colour);
+				test_line(f, prog, t, json_get_str(tests, "command"), json_get_str(tests, "format"),
+					  colour);
 			jv_free(t);
 		}
 	}

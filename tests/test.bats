@@ -122,6 +122,29 @@ mock() {
 	[[ "$(sed -n 7p <<<"$stderr")" == "forge-test: 0 passed, 1 failed, 0 skipped, 0 flaky (sh tap.sh)" ]]
 }
 
+@test "a failure message that reads like a YAML key ('error: …') is shown, not taken for TAP's noise (review of hunt69 #2)" {
+	make_repo "$REPO"
+	mkdir -p "$REPO/.forge"
+	cat >"$REPO/tap.sh" <<-'EOF'
+		printf 'TAP version 13\nnot ok 1 - status\n  ---\n  message: "error: expected 200, got 500"\n'
+		printf '  duration_ms: 3\n  expected: 200\n  actual: 500\n  ...\n1..1\n'
+		exit 1
+	EOF
+	echo '{"tools":{"test_command":"sh tap.sh"}}' >"$REPO/.forge/config.json"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm tests
+	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null
+	mock '[{"tool_calls":[{"name":"report_failure_analysis","input":{"analyses":[{"test":"status","root_cause":"500","suggested_fix":"fix","confidence":0.9}]}}],"usage":{"input_tokens":900,"output_tokens":60}}]'
+	export ANTHROPIC_API_KEY=sk-ant-test-key-0000000000 FORGE_BASE_URL="$MOCK_URL" FORGE_PROVIDER=anthropic
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	assert_equal "$(tests_of '.failures[0] | [.test, .message]')" '["status","error: expected 200, got 500"]'
+	# (before: the message's one line was dropped as the YAML key "error",
+	# so only the values were shown)
+	assert_equal "$(head -n 4 <<<"$stderr")" "forge-test: FAIL status (real)
+    error: expected 200, got 500
+    expected: 200
+    actual: 500"
+}
+
 @test "a real failure: rerun by name, then one structured call to the model for its analysis" {
 	make_repo "$REPO"
 	mkdir -p "$REPO/tests"

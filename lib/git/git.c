@@ -173,9 +173,18 @@ int CA_PARSE_FILE(struct mbedtls_x509_crt *chain, const char *path)
 
 static void kept_drop(void);
 
+static pthread_mutex_t kept_lock;
+
 static void git_done(void)
 {
-	kept_drop();    /* (the kept handle: forge_git_identity()) */
+	/* (the kept handle: forge_git_identity()).  Another thread using it
+	 * as the process exits (an agent tool's forge_git_written_paths())
+	 * keeps it, and libgit2 too: freed under that thread, they would be
+	 * read after their free; the exit takes them all the same */
+	if (pthread_mutex_trylock(&kept_lock) != 0)
+		return;
+	kept_drop();
+	pthread_mutex_unlock(&kept_lock);
 	git_libgit2_shutdown();
 	free(ca_deferred);
 	ca_deferred = NULL;
@@ -2869,8 +2878,10 @@ static void submodules_in(jv *out, git_repository *repo, jv paths)
 	jv links = jv_array();
 
 	/* (the handle is kept: the index as it is on disk now, read again
-	 * when its file changed since) */
-	if (git_repository_index(&idx, repo) < 0 || git_index_read(idx, 0) < 0)
+	 * when its file changed since; forced when the file is gone, which
+	 * alone empties it: libgit2 keeps the old entries otherwise) */
+	if (git_repository_index(&idx, repo) < 0 ||
+	    git_index_read(idx, git_index_path(idx) && access(git_index_path(idx), F_OK) != 0) < 0)
 		goto out;
 	for (size_t i = 0; i < git_index_entrycount(idx); i++) {
 		const git_index_entry *e = git_index_get_byindex(idx, i);

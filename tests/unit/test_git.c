@@ -1841,6 +1841,12 @@ static void test_kept_handle_reads_fresh(void)
 	CHECK_INT(jv_array_length(jv_copy(inside)), 1);
 	CHECK_STR(str_of(inside, "sub/x", "submodule"), "sub");
 	jv_free(inside);
+	/* the index file gone: no gitlink is left (before: the kept handle's
+	 * old entries, as libgit2 keeps them unless forced) */
+	CHECK(sh("rm '%s/.git/index'", repo) == 0);
+	forge_git_submodule_paths(&inside, repo, paths);
+	CHECK_INT(jv_array_length(jv_copy(inside)), 0);
+	jv_free(inside);
 	jv_free(paths);
 
 	/* another repository at the same place */
