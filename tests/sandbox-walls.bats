@@ -928,14 +928,26 @@ git_config_stays_covered() {
 
 # no_terminal MODE: run from a terminal (pty_run.py), a command has no
 # controlling terminal: it cannot open /dev/tty to type into the person's
-# shell (TIOCSTI) or write to their screen -- with namespaces or without.
+# shell (TIOCSTI) or write to their screen -- with namespaces or without;
+# nor open the terminal by its name in /dev/pts (without namespaces, where
+# the host's /dev is there: it wrote to the screen and could read what the
+# person typed).
 no_terminal() {
 	as "$1"
 	local probe='python3 -c "import os
 try:
     os.open(\"/dev/tty\", os.O_RDWR); print(\"TTY-OPENED\")
 except OSError as e:
-    print(\"no tty:\", e.strerror)"'
+    print(\"no tty:\", e.strerror)
+try:
+    pts = [p for p in os.listdir(\"/dev/pts\") if p.isdigit()]
+except OSError:
+    pts = []
+for p in pts:
+    try:
+        os.open(\"/dev/pts/\" + p, os.O_RDWR); print(\"PTS-OPENED\")
+    except OSError as e:
+        print(\"no pts:\", e.strerror)"'
 	local input
 	json_quote "$probe"
 	input="{\"command\":$REPLY}"
@@ -950,6 +962,7 @@ except OSError as e:
 		fi
 		run -0 jq -r .output < <(tr -d '\r' <"$UD/shown")
 		[[ "$output" != *TTY-OPENED* ]]
+		[[ "$output" != *PTS-OPENED* ]]
 		[[ "$output" == *"no tty:"* ]]
 	done
 }
