@@ -308,6 +308,8 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 		heap_warm(SESSION_HEAP_WARM);
 	/* commands commit as git would here (asked only when one runs) */
 	sandbox_set_identity_source(forge_git_identity);
+	/* and what they make in a submodule's directory is removed after them */
+	sandbox_set_gitlinks_source(forge_git_gitlinks);
 	int found = cli_repo_root(&s->repo, common->repo);
 
 	if (found < 0) {

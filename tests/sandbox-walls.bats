@@ -5,7 +5,8 @@
 # is visible, secrets outside the read allow-list cannot be read, host unix
 # sockets cannot be reached, nothing outlives the call, a fork bomb stops at
 # the process limit, writes land only in the worktree and the temp dir
-# (.forge read-only), and a normal build still works in a linked worktree.
+# (.forge read-only), a .git made in a submodule's directory is removed
+# after the command, and a normal build still works in a linked worktree.
 # The last tests make the same attacks through the agent with the mock, and
 # check that a link a command leaves in the worktree is not written through
 # when Forge resets the worktree, unconfined.
@@ -813,6 +814,53 @@ git_link_kept() {
 	[ "$(jq -r .ok <<<"$output")" = true ]
 }
 
+# gitlink_git_removed MODE: a git directory a command makes in a
+# submodule's directory (not checked out in a run's worktree) is removed
+# after it: git looks into a gitlink's directory that has a .git whenever
+# it looks at the worktree, with that repository's configuration (here
+# core.fsmonitor), outside any sandbox -- a person's `git status` in the
+# worktree ran what the model wrote.  A .git that was there before (a
+# checked-out submodule) is left.
+gitlink_git_removed() {
+	local head
+	head=$(git -C "$UD/wt" rev-parse HEAD)
+	git -C "$UD/wt" update-index --add --cacheinfo "160000,$head,lib/dep" --cacheinfo "160000,$head,kept"
+	mkdir -p "$UD/wt/lib/dep" "$UD/wt/kept"
+	echo "gitdir: ../nowhere" >"$UD/wt/kept/.git"
+	as "$1"
+	local plant='cd lib/dep && git init -q && git -c user.name=m -c user.email=m@x commit -q --allow-empty -m x &&
+git config core.fsmonitor "echo RAN >'"$UD"'/outside/fsmonitor-ran; false"'
+	# (and with the modes on the way taken away: chmod 000, 500)
+	local keep='chmod 500 .git .git/objects && chmod 500 . && chmod 000 ../../lib'
+	for step in "{}|$plant && $keep" '{"namespaces":"off"}'"|$plant && $keep" "{}|$plant" \
+		    '{"namespaces":"off"}'"|$plant"; do
+		tool --sandbox "${step%%|*}" "${step#*|} && echo planted"
+		[[ "$text" == *planted* ]]
+		[[ "$(jq -r '.data.unconfined | join(" ")' <<<"$output")" == *"the command made $UD/wt/lib/dep/.git, a git directory in a submodule's directory"*"it is removed"* ]]
+		[ ! -e "$UD/wt/lib/dep/.git" ] && [ ! -L "$UD/wt/lib/dep/.git" ]
+		[ -d "$UD/wt/lib/dep" ]
+		[ "$(cat "$UD/wt/kept/.git")" = "gitdir: ../nowhere" ]
+		chmod 755 "$UD/wt/lib" "$UD/wt/lib/dep"   # (for the next; root's Forge needs none)
+	done
+	# git in the worktree, unconfined, runs nothing of the model's
+	if [ "$MODE" = user ]; then
+		run -0 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent \
+			git -C "$UD/wt" status --short lib
+	else
+		run -0 --separate-stderr git -C "$UD/wt" status --short lib
+	fi
+	[ ! -e "$UD/outside/fsmonitor-ran" ]
+	[ "$output" = "A  lib/dep" ]   # (added, nothing in it)
+}
+
+@test "root: a git directory a command makes in a submodule's directory is removed after it" {
+	gitlink_git_removed root
+}
+
+@test "unprivileged: a git directory a command makes in a submodule's directory is removed after it" {
+	gitlink_git_removed user
+}
+
 # git_config_covered MODE: the repository's credentials (a CI checkout's
 # token in http.*.extraheader, a token in a remote's URL) are not in the
 # config a command reads; git works on the rest.
@@ -880,14 +928,26 @@ git_config_stays_covered() {
 
 # no_terminal MODE: run from a terminal (pty_run.py), a command has no
 # controlling terminal: it cannot open /dev/tty to type into the person's
-# shell (TIOCSTI) or write to their screen -- with namespaces or without.
+# shell (TIOCSTI) or write to their screen -- with namespaces or without;
+# nor open the terminal by its name in /dev/pts (without namespaces, where
+# the host's /dev is there: it wrote to the screen and could read what the
+# person typed).
 no_terminal() {
 	as "$1"
 	local probe='python3 -c "import os
 try:
     os.open(\"/dev/tty\", os.O_RDWR); print(\"TTY-OPENED\")
 except OSError as e:
-    print(\"no tty:\", e.strerror)"'
+    print(\"no tty:\", e.strerror)
+try:
+    pts = [p for p in os.listdir(\"/dev/pts\") if p.isdigit()]
+except OSError:
+    pts = []
+for p in pts:
+    try:
+        os.open(\"/dev/pts/\" + p, os.O_RDWR); print(\"PTS-OPENED\")
+    except OSError as e:
+        print(\"no pts:\", e.strerror)"'
 	local input
 	json_quote "$probe"
 	input="{\"command\":$REPLY}"
@@ -902,6 +962,7 @@ except OSError as e:
 		fi
 		run -0 jq -r .output < <(tr -d '\r' <"$UD/shown")
 		[[ "$output" != *TTY-OPENED* ]]
+		[[ "$output" != *PTS-OPENED* ]]
 		[[ "$output" == *"no tty:"* ]]
 	done
 }

@@ -1326,6 +1326,44 @@ int forge_git_identity(char **name, char **email, const char *dir)
 	return rc;
 }
 
+int forge_git_gitlinks(char ***out, const char *dir)
+{
+	git_repository *repo = NULL;
+	git_index *idx = NULL;
+	char *want = realpath(dir, NULL), *have = NULL;
+	char **v = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	*out = NULL;
+	if (kept_repo(&repo, dir) != 0)
+		goto out;
+	rc = 0;
+	/* (paths in the index are the working tree root's) */
+	if (!want || !git_repository_workdir(repo) || !(have = realpath(git_repository_workdir(repo), NULL)) ||
+	    strcmp(want, have) != 0)
+		goto out;
+	if (git_repository_index(&idx, repo) < 0 || git_index_read(idx, 0) < 0)
+		goto out;
+	for (size_t i = 0; i < git_index_entrycount(idx); i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+
+		if (!e || e->mode != GIT_FILEMODE_COMMIT || GIT_INDEX_ENTRY_STAGE(e) != 0)
+			continue;
+		v = xrealloc(v, (n + 2) * sizeof *v);
+		v[n++] = xstrdup(e->path);
+		v[n] = NULL;
+	}
+out:
+	git_error_clear();
+	git_index_free(idx);
+	kept_release();
+	free(want);
+	free(have);
+	*out = v;
+	return rc;
+}
+
 int forge_git_read_blob(struct buf *out, struct forge_git *g, const char *rev, const char *path)
 {
 	git_oid id;

@@ -725,6 +725,17 @@ void forge_git_submodule_paths(jv *out, const char *dir, jv paths);
  */
 void forge_git_written_paths(jv *ignored, jv *inside, const char *dir, jv paths);
 
+/*
+ * The gitlinks (mode 160000: submodules) of the index of the repository
+ * whose working tree is dir, as paths relative to dir: *out a
+ * NULL-terminated vector (it and each path malloc'd, the caller's to
+ * free), NULL when there is
+ * none or dir is not the root of a working tree.  0, or -1 without a
+ * message (no repository).  Shares forge_git_identity()'s kept handle.
+ * A sandbox_gitlinks_fn (os/sandbox.h).
+ */
+int forge_git_gitlinks(char ***out, const char *dir);
+
 /* libgit2's version ("1.5.1"), malloc'd; NULL when libgit2 cannot tell. */
 char *forge_git_library_version(void);
 

@@ -147,8 +147,11 @@ int landlock_ruleset_new(struct landlock_ruleset **out, const char *const *writa
 
 int landlock_ruleset_build(struct landlock_ruleset **out, const struct landlock_spec *spec)
 {
+	/* Not /dev/pts: its terminals are the person's (without the mount
+	 * view, the host's /dev), written to and read by name; a pty the
+	 * command makes through /dev/ptmx is reached by TIOCGPTPEER. */
 	static const char *const devices[] = {
-		"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", NULL,
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", NULL,
 	};
 	static const char *const readable_devices[] = { "/dev/random", "/dev/urandom", NULL };
 	struct ruleset_attr6 attr = { 0 };
@@ -183,8 +186,7 @@ int landlock_ruleset_build(struct landlock_ruleset **out, const struct landlock_
 		if (add_path(rs->fd, spec->readable[i], FS_READ, false) < 0)
 			goto fail;
 	for (size_t i = 0; devices[i]; i++)
-		if (add_path(rs->fd, devices[i], file_rights(abi, spec->reads) |
-			     (spec->reads && !strcmp(devices[i], "/dev/pts") ? FS_READ : 0), false) < 0)
+		if (add_path(rs->fd, devices[i], file_rights(abi, spec->reads), false) < 0)
 			goto fail;
 	for (size_t i = 0; spec->reads && readable_devices[i]; i++)
 		if (add_path(rs->fd, readable_devices[i], LANDLOCK_ACCESS_FS_READ_FILE, false) < 0)

@@ -13,7 +13,9 @@
  * and writable paths); create, write, truncate, rename, link or remove
  * files only beneath the
  * directories given to landlock_ruleset_new() (plus the character devices
- * /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx and /dev/pts);
+ * /dev/null, /dev/zero, /dev/full, /dev/tty and /dev/ptmx -- not /dev/pts,
+ * whose terminals are the person's; a pty made through /dev/ptmx is
+ * reached by TIOCGPTPEER, as openpty(3) does);
  * everything else fails with EACCES.  Rules survive exec and are inherited by
  * every descendant; no_new_privs is set, so setuid programs lose their power.
  */

@@ -13,6 +13,7 @@
 #include "os/proc.h"
 #include "os/seccomp.h"
 #include "core/resource.h"
+#include "core/tmpdir.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1692,6 +1693,119 @@ static bool git_link_restore(const struct git_link *g)
 	return true;
 }
 
+/*
+ * The gitlinks of a command's root (sandbox_set_gitlinks_source) and
+ * whether each directory held a .git before the command.
+ */
+static sandbox_gitlinks_fn gitlinks_source;
+
+void sandbox_set_gitlinks_source(sandbox_gitlinks_fn fn)
+{
+	gitlinks_source = fn;
+}
+
+struct gitlinks {
+	char **rel;               /* NULL-terminated; NULL: none */
+	signed char *had;         /* rel[i]/.git before the command: 1 there,
+				     0 not, -1 unknown (not reached) */
+};
+
+/*
+ * The directory rel below root, each step opened without following a
+ * symbolic link (git follows none in a tracked path either); -1 when
+ * there is none.  With force, a directory on the way this user cannot
+ * open (a command's chmod 000) is made u+rwx first, and so is the last
+ * (chmod 500: nothing in it could be removed).
+ */
+static int gitlink_dir(const char *root, const char *rel, bool force)
+{
+	char *path = xstrdup(rel), *name = path, *slash;
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	while (fd >= 0 && name) {
+		int next = -1;
+
+		slash = strchr(name, '/');
+		if (slash)
+			*slash = '\0';
+		if (*name && strcmp(name, ".") && strcmp(name, "..")) {
+			next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0 && errno == EACCES && force &&
+			    fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+			    fchmodat(fd, name, (st.st_mode & 07777) | S_IRWXU, 0) == 0)
+				next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		close(fd);
+		fd = next;
+		name = slash ? slash + 1 : NULL;
+	}
+	free(path);
+	if (fd >= 0 && force && fstat(fd, &st) == 0 && (st.st_mode & S_IRWXU) != S_IRWXU)
+		(void)fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+	return fd;
+}
+
+static void gitlinks_save(struct gitlinks *gl, const char *root)
+{
+	size_t n = 0;
+
+	memset(gl, 0, sizeof *gl);
+	if (!gitlinks_source || gitlinks_source(&gl->rel, root) < 0 || !gl->rel) {
+		strv_free(gl->rel);
+		gl->rel = NULL;
+		return;
+	}
+	while (gl->rel[n])
+		n++;
+	gl->had = xcalloc(n + 1, sizeof *gl->had);
+	for (size_t i = 0; i < n; i++) {
+		int fd = gitlink_dir(root, gl->rel[i], false);
+		struct stat st;
+
+		gl->had[i] = fd < 0 ? -1 : fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1 : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+/* Remove the .git the command made in a gitlink's directory (whatever it
+ * did to the modes on the way); a note for each appended to *notes. */
+static void gitlinks_restore(struct gitlinks *gl, const char *root, jv *notes)
+{
+	for (size_t i = 0; gl->rel && gl->rel[i]; i++) {
+		struct buf b = BUF_INIT;
+		struct stat st;
+		int fd;
+
+		if (gl->had[i] != 0 || (fd = gitlink_dir(root, gl->rel[i], true)) < 0)
+			continue;
+		if (fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			close(fd);
+			continue;
+		}
+		/* (fd-relative, following no link: the command is over) */
+		if (tmpdir_rmtree_at(fd, ".git") == 0)
+			buf_addf(&b, "the command made %s/%s/.git, a git directory in a submodule's "
+				 "directory (git would run what its configuration says whenever it looks at "
+				 "the worktree): it is removed", root, gl->rel[i]);
+		else
+			buf_addf(&b, "the command made %s/%s/.git, a git directory in a submodule's "
+				 "directory, and it cannot be removed (%s): git run in the worktree would "
+				 "run what its configuration says", root, gl->rel[i], strerror(errno));
+		*notes = jv_array_append(*notes, jv_string(b.buf));
+		buf_release(&b);
+		close(fd);
+	}
+}
+
+static void gitlinks_release(struct gitlinks *gl)
+{
+	strv_free(gl->rel);
+	free(gl->had);
+	memset(gl, 0, sizeof *gl);
+}
+
 /* Namespaces that failed at run time (a mount refused: /proc masked in a
  * container) are not tried again by this process. */
 static bool ns_broken;
@@ -1893,6 +2007,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	struct sandbox_walls walls;
 	struct sandbox_cmd abs;
 	struct git_link git_link = { .len = -1 };
+	struct gitlinks gitlinks = { 0 };
 	struct direct_cmd direct = { 0 };
 	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
@@ -1915,6 +2030,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
 	write_identity(cmd->tmp, cmd->root);
 	git_link_save(&git_link, cmd->root);
+	gitlinks_save(&gitlinks, cmd->root);
 	(void)direct_cmd_build(&direct, cmd->command, env, cmd->cwd ? cmd->cwd : cmd->root);
 again:
 	o = (struct proc_opts)PROC_OPTS_INIT;
@@ -2052,6 +2168,7 @@ again:
 		notes = jv_array_append(notes, jv_string(b.buf));
 		buf_release(&b);
 	}
+	gitlinks_restore(&gitlinks, cmd->root, &notes);
 out:
 	if (unconfined && jv_array_length(jv_copy(notes)) > 0) {
 		*unconfined = notes;
@@ -2059,6 +2176,7 @@ out:
 	}
 	jv_free(notes);
 	direct_cmd_release(&direct);
+	gitlinks_release(&gitlinks);
 	sandbox_env_free(env);
 	landlock_ruleset_free(rs);
 	sandbox_walls_release(&walls);

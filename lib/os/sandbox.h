@@ -264,6 +264,23 @@ typedef int (*sandbox_identity_fn)(char **name, char **email, const char *root);
 void sandbox_set_identity_source(sandbox_identity_fn fn);
 
 /*
+ * Where the gitlinks (submodules' directories) of a command's root come
+ * from: fn sets a NULL-terminated vector of paths relative to root (each
+ * and the vector malloc'd, the callee's answer freed here; NULL: none) and
+ * returns 0, or -1.  Git looks into the directory of a gitlink that holds
+ * a .git -- runs `git status` there, with that repository's configuration:
+ * its core.fsmonitor, hooks, filter drivers -- whenever it looks at the
+ * work tree (git status, git diff, git commit -a), run by a person in the
+ * worktree or by Forge, outside any sandbox.  A run's worktree has its
+ * submodules not checked out: a .git a command makes in a gitlink's
+ * directory is removed after it (one that was there before is left).
+ * The program sets fn (it may use libgit2; this layer does not); NULL:
+ * none.
+ */
+typedef int (*sandbox_gitlinks_fn)(char ***paths, const char *root);
+void sandbox_set_gitlinks_source(sandbox_gitlinks_fn fn);
+
+/*
  * Run a command under the policy's confinement: its own process group,
  * timeout, rlimits, output cap, a clean environment, and the kernel walls:
  * - namespaces (sandbox.namespaces): own user, PID, mount and IPC

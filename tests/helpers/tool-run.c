@@ -68,6 +68,7 @@ int main(int argc, char **argv)
 		}
 	}
 	sandbox_set_identity_source(forge_git_identity);   /* as session_open() does */
+	sandbox_set_gitlinks_source(forge_git_gitlinks);
 	rc = sandbox_policy_new(&policy, sec);
 	jv_free(sec);
 	if (rc < 0) {

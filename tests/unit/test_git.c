@@ -1858,6 +1858,36 @@ static void test_kept_handle_reads_fresh(void)
 	free(email);
 }
 
+/* forge_git_gitlinks(): the index's gitlinks, relative to the working
+ * tree's root; none below it or where there is none; -1 outside any
+ * repository. */
+static void test_gitlinks(void)
+{
+	const char *repo = make_repo();
+	char **links = (char **)1;
+	char sub[600];
+
+	CHECK(repo);
+	CHECK_OK(forge_git_gitlinks(&links, repo));
+	CHECK(links == NULL);
+	CHECK(sh("cd '%s' && mkdir -p lib && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),lib/dep "
+		 "--cacheinfo 160000,$(git rev-parse HEAD),top", repo) == 0);
+	CHECK_OK(forge_git_gitlinks(&links, repo));
+	CHECK(links && links[0] && links[1] && !links[2]);
+	if (links && links[0] && links[1]) {
+		CHECK_STR(links[0], "lib/dep");
+		CHECK_STR(links[1], "top");
+	}
+	for (size_t i = 0; links && links[i]; i++)
+		free(links[i]);
+	free(links);
+	snprintf(sub, sizeof sub, "%s/lib", repo);
+	CHECK_OK(forge_git_gitlinks(&links, sub));
+	CHECK(links == NULL);
+	CHECK_INT(forge_git_gitlinks(&links, "/"), -1);
+	CHECK(links == NULL);
+}
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -1910,6 +1940,7 @@ int main(void)
 	RUN(test_merge_commit_shallow);
 	RUN(test_merge_commit_identity);
 	RUN(test_kept_handle_reads_fresh);
+	RUN(test_gitlinks);
 	RUN(test_push);
 	RUN(test_push_local_hooks);
 #ifdef FORGE_GIT2_STATIC
