@@ -78,16 +78,30 @@ static pid_t supervisor_of(void);
 
 /* Whether the state's trace is a run the database knows (forge run's): a
  * phase filter run by hand on a state of its own (a shell pipeline) has
- * none.  Only a database already open is asked (take_lease opened it for a
- * state): one is never made for this. */
-static bool state_is_run(struct phase *ph)
+ * none.  1 yes, 0 no, -1 cannot tell.  The phase's database when it is
+ * open (take_lease opened it for a state), else, when may_open, the file
+ * read-only (one is never made for this); else 0. */
+static int state_is_run(struct phase *ph, bool may_open)
 {
 	const char *trace = json_get_str(ph->state, "trace_id");
+	struct store *st = ph->store, *mine = NULL;
+	char *path = NULL;
 	jv run = jv_null();
-	bool yes = ph->store && trace && store_run_get_brief(&run, ph->store, trace) == 0 &&
-		   jv_get_kind(run) == JV_KIND_OBJECT;
+	int yes;
 
+	if (!trace || (!st && !may_open))
+		return 0;
+	if (!st) {
+		if (store_resolve_path(&path, ph->common.db, ph->repo) < 0 || store_open_readonly(&mine, path) < 0) {
+			free(path);
+			return -1;
+		}
+		free(path);
+		st = mine;
+	}
+	yes = store_run_get_brief(&run, st, trace) < 0 ? -1 : jv_get_kind(run) == JV_KIND_OBJECT;
 	jv_free(run);
+	store_free(mine);
 	return yes;
 }
 
@@ -100,14 +114,20 @@ void phase_note_left(struct phase *ph)
 
 	/* a run's: its supervisor, or forge resume, goes on from its last
 	 * checkpoint (the words a supervisor's phases have always said) */
-	if (supervisor_of() || state_is_run(ph)) {
+	bool made = wt && branch && !strncmp(branch, "forge/", 6);
+	/* (the file is opened only to decide whether to offer the removal) */
+	int run = supervisor_of() ? 1 : state_is_run(ph, made);
+
+	if (run == 1) {
 		jv_free(task);
 		left_note = ": interrupted; the last checkpoint stands\n";
 		return;
 	}
 	buf_adds(&b, ": interrupted (no state written; phases run by hand are no run: no checkpoint, nothing "
 		 "for forge resume)");
-	if (wt && branch && !strncmp(branch, "forge/", 6)) {
+	/* (a run the database could not be asked about may be one forge
+	 * resume goes on with: no command that removes its work is offered) */
+	if (run == 0 && made) {
 		/* what forge-implement made, and the README's way to remove it
 		 * (forge gc leaves a trace of phases run by hand alone) */
 		buf_addf(&b, ". Left: the worktree %s and the branch %s; remove them with `git worktree remove "

@@ -615,6 +615,36 @@ ctrl_c_once_shown() {
 	[ -z "$(git -C "$REPO" for-each-ref "refs/forge/$T" "refs/heads/forge/$T")" ]
 }
 
+@test "Ctrl-C to forge-review run by hand on a run's state: the run stays resumable, so no command that removes its worktree is offered (review of hunt69 #3)" {
+	new_repo rh
+	mkdir -p .forge
+	# (the AI review runs whatever the risk)
+	echo '{"llm": {"max_retries": 0}, "review": {"ai_min_risk": "low"}}' >.forge/config.json
+	# a run that fails in review: plan and implement done, worktree and branch made
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i + [{fault: "overloaded", times: "always"}]')"
+	run -5 --separate-stderr forge run -q --auto-approve "add a mul operation" </dev/null
+	T=$(trace_of_run)
+	forge status --json "$T" | jq -c '.state + {kind: "state"}' >"$BATS_TEST_TMPDIR/state.json"
+	jq -e '.task.worktree and (.task.branch | startswith("forge/"))' "$BATS_TEST_TMPDIR/state.json"
+	# the person runs its review by hand; the model's answer is held
+	AFTER=$(last_seq)
+	script '[{"text": "looking", "delay_ms": 60000}]'
+	setsid forge-review -q <"$BATS_TEST_TMPDIR/state.json" >"$BATS_TEST_TMPDIR/rv.out" \
+		2>"$BATS_TEST_TMPDIR/rv.err" 3>&- &
+	SUP=$!
+	echo "$SUP" >"$BATS_TEST_TMPDIR/sup.pid"
+	until_true mock_logged "AI layer of Forge's code review" "$AFTER"
+	kill -INT -- "-$SUP"
+	rc=0; wait "$SUP" || rc=$?
+	[ "$rc" -eq 130 ]
+	# (before: "no checkpoint, nothing for forge resume ... remove them with
+	# `git worktree remove --force ...`": a resumable run's work, removed)
+	run -0 cat "$BATS_TEST_TMPDIR/rv.err"
+	assert_output "forge-review: interrupted; the last checkpoint stands"
+	[ -d "$REPO/.forge/worktrees/$T" ]
+	[ "$(forge status --json "$T" | jq -r .run.status)" != completed ]
+}
+
 @test "Ctrl-C to a phase forge run runs: it still says the last checkpoint stands (a run, resumable)" {
 	new_repo sv
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + [$i[0] + {delay_ms: 60000}]')"
