@@ -133,7 +133,19 @@ void phase_note_left(struct phase *ph)
 		buf_addf(&b, ". Left: the worktree %s and the branch %s; remove them with `git worktree remove "
 			 "--force ", wt, branch);
 		buf_add_shell_quoted(&b, wt);
-		buf_addf(&b, " && git branch -D %s && git update-ref -d refs/forge/%s/base`", branch, branch + 6);
+		/* (quoted when it holds more than a ref's plain characters: a
+		 * hand-made state's branch may hold what a shell reads) */
+		bool plain = strspn(branch, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-") ==
+			     strlen(branch);
+		struct buf ref = BUF_INIT;
+
+		buf_addf(&ref, "refs/forge/%s/base", branch + 6);
+		buf_adds(&b, " && git branch -D ");
+		plain ? buf_adds(&b, branch) : buf_add_shell_quoted(&b, branch);
+		buf_adds(&b, " && git update-ref -d ");
+		plain ? buf_adds(&b, ref.buf) : buf_add_shell_quoted(&b, ref.buf);
+		buf_addch(&b, '`');
+		buf_release(&ref);
 	}
 	buf_addch(&b, '\n');
 	if (b.len < LEFT_NOTE_SIZE) {
