@@ -842,6 +842,15 @@ git config core.fsmonitor "echo RAN >'"$UD"'/outside/fsmonitor-ran; false"'
 		[ "$(cat "$UD/wt/kept/.git")" = "gitdir: ../nowhere" ]
 		chmod 755 "$UD/wt/lib" "$UD/wt/lib/dep"   # (for the next; root's Forge needs none)
 	done
+	# in two commands: one removes the directory, the next makes it again
+	# with the repository (before: a directory not there before the
+	# command was "unknown", and its .git was left)
+	tool 'rm -rf lib/dep && echo gone'
+	[[ "$text" == *gone* ]]
+	tool "mkdir lib/dep && $plant && echo planted"
+	[[ "$text" == *planted* ]]
+	[[ "$(jq -r '.data.unconfined | join(" ")' <<<"$output")" == *"the command made $UD/wt/lib/dep/.git, a git directory in a submodule's directory"*"it is removed"* ]]
+	[ ! -e "$UD/wt/lib/dep/.git" ]
 	# git in the worktree, unconfined, runs nothing of the model's
 	if [ "$MODE" = user ]; then
 		run -0 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent \

@@ -1707,7 +1707,9 @@ void sandbox_set_gitlinks_source(sandbox_gitlinks_fn fn)
 struct gitlinks {
 	char **rel;               /* NULL-terminated; NULL: none */
 	signed char *had;         /* rel[i]/.git before the command: 1 there,
-				     0 not, -1 unknown (not reached) */
+				     0 not (the directory too: an earlier
+				     command removed it), -1 unknown (a
+				     directory on the way could not be opened) */
 };
 
 /*
@@ -1715,10 +1717,11 @@ struct gitlinks {
  * symbolic link (git follows none in a tracked path either); -1 when
  * there is none.  With force, a directory on the way this user cannot
  * open (a command's chmod 000) is made u+rwx first, and so is the last
- * (chmod 500: nothing in it could be removed).
+ * (chmod 500: nothing in it could be removed).  errno says why on -1.
  */
 static int gitlink_dir(const char *root, const char *rel, bool force)
 {
+	int e = 0;
 	char *path = xstrdup(rel), *name = path, *slash;
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
@@ -1735,6 +1738,8 @@ static int gitlink_dir(const char *root, const char *rel, bool force)
 			    fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
 			    fchmodat(fd, name, (st.st_mode & 07777) | S_IRWXU, 0) == 0)
 				next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0)
+				e = errno;
 		}
 		close(fd);
 		fd = next;
@@ -1743,6 +1748,8 @@ static int gitlink_dir(const char *root, const char *rel, bool force)
 	free(path);
 	if (fd >= 0 && force && fstat(fd, &st) == 0 && (st.st_mode & S_IRWXU) != S_IRWXU)
 		(void)fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+	if (fd < 0 && e)
+		errno = e;
 	return fd;
 }
 
@@ -1763,7 +1770,12 @@ static void gitlinks_save(struct gitlinks *gl, const char *root)
 		int fd = gitlink_dir(root, gl->rel[i], false);
 		struct stat st;
 
-		gl->had[i] = fd < 0 ? -1 : fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1 : 0;
+		/* (a directory that is not there holds no .git: one the command
+		 * makes there with its directory is its own -- before, left) */
+		if (fd < 0)
+			gl->had[i] = errno == ENOENT ? 0 : -1;
+		else
+			gl->had[i] = fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0;
 		if (fd >= 0)
 			close(fd);
 	}
