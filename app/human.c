@@ -393,6 +393,42 @@ void human_tests(FILE *f, const char *prog, jv tests, bool colour)
 	jv_free(sum);
 }
 
+void human_validation(FILE *f, const char *prog, jv validation, bool colour)
+{
+	const char *cmd = json_get_str(validation, "command"), *out = json_get_str(validation, "output");
+	jv steps, last, status;
+	int left = HUMAN_TEST_LINES, n;
+
+	if (jv_get_kind(validation) != JV_KIND_OBJECT)
+		return;
+	fprintf(f, "%s: ", prog);
+	sgr(f, colour, "\033[1;31m");
+	fputs("not validated", f);
+	sgr(f, colour, SGR_RESET);
+	if (!cmd) {	/* (nothing to validate with: the output says so) */
+		fputs(": ", f);
+		put_one_line(f, out ? out : "no build or test command");
+		fputc('\n', f);
+		return;
+	}
+	steps = json_get(validation, "steps");
+	n = jv_get_kind(steps) == JV_KIND_ARRAY ? jv_array_length(jv_copy(steps)) : 0;
+	last = n > 0 ? jv_array_get(jv_copy(steps), n - 1) : jv_null();	/* the step that decided */
+	status = json_get(validation, "exit_status");
+	fputs(": `", f);
+	put_one_line(f, cmd);
+	if (json_get_bool(last, "timed_out", false))
+		fputs("` timed out\n", f);
+	else if (jv_get_kind(status) == JV_KIND_NUMBER)
+		fprintf(f, "` exited with status %.0f\n", jv_number_value(status));
+	else
+		fputs("` could not run\n", f);
+	show_last_lines(f, out ? out : "", NULL, &left);
+	jv_free(status);
+	jv_free(last);
+	jv_free(steps);
+}
+
 /* ---- a plan ------------------------------------------------------------- */
 
 static void label(FILE *f, const char *name, bool colour)

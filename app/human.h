@@ -44,6 +44,16 @@ void human_decision(FILE *f, const char *prog, const char *decision, const char 
 #define HUMAN_TEST_LINES 5
 void human_tests(FILE *f, const char *prog, jv tests, bool colour);
 
+/*
+ * A validation that did not pass (forge-implement's changes.validation:
+ * {command, exit_status, output, steps}): `prog: not validated: `CMD`
+ * exited with status N` (timed out, could not run; or the output's
+ * reason when there was no command), then up to HUMAN_TEST_LINES last
+ * lines of its output, as human_tests() shows a whole command's failure.
+ * Nothing when validation is not an object.
+ */
+void human_validation(FILE *f, const char *prog, jv validation, bool colour);
+
 /* A plan (the state's "plan"): summary, risk with its score and reasons,
  * estimate, and the tasks with their files and dependencies.  Lines start
  * with a 10-column label ("plan      …"), like the run's summary. */

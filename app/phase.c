@@ -1322,7 +1322,7 @@ static int take_input(struct phase *ph)
 	if (ph->no_input) {
 		if (!ph->spec->needs_input)
 			return 0;
-		return cli_reject(&ph->out, NULL,
+		return cli_reject(&ph->out, NULL, ph->spec->no_input ? ph->spec->no_input :
 				     "--no-input: there is nothing to work on without an input here (see --help)");
 	}
 	if (isatty(STDIN_FILENO)) {

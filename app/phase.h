@@ -68,6 +68,8 @@ struct phase_spec {
 					 * instead (NULL: expected a state or a task) */
 	const char *tty_input;          /* the same when stdin is a terminal and the phase
 					 * cannot work alone (NULL: pipe a state or a task) */
+	const char *no_input;           /* the same for --no-input when the phase cannot work
+					 * alone as its options stand (NULL: nothing to work on) */
 	/*
 	 * The phase can work on the repository alone: it takes --no-input (do
 	 * not read stdin), and runs alone when stdin is a terminal.  An empty

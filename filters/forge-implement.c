@@ -43,6 +43,7 @@
 #include "git/diff.h"
 #include "git/git.h"
 #include "core/json.h"
+#include "app/human.h"
 #include "app/phase.h"
 #include "app/runshare.h"
 #include "app/term.h"
@@ -1531,6 +1532,10 @@ static const char *implement_run(struct phase *ph)
 		size_t n = strlen(ph->reason);
 		snprintf(ph->reason + n, sizeof ph->reason - n, " (%s%s%s)", cmd ? "`" : "",
 			 cmd ? cmd : "no build or test command", cmd ? "` failed" : "");
+		/* run by hand: which command, its status, its output's end
+		 * (before: nothing on stderr; the state alone said it) */
+		if (ph->report)
+			human_validation(stderr, ph->spec->program, im.validation, human_colour(stderr));
 	}
 	if (im.commits == 0 && !empty && state_status_of(status) == STATE_OK) {
 		size_t n = strlen(ph->reason);

@@ -1420,6 +1420,11 @@ int main(int argc, char **argv)
 		 * review (forge-review --task is skipped), so it is not offered */
 		.tty_input = "no input: pipe a unified diff or a state (git diff main | forge-review), "
 			     "or use --base REF / --commit SHA",
+		/* --no-input without --base, --commit or --pr */
+		.no_input = "--no-input without --base, --commit or --pr: nothing to review; with --no-input, "
+			    "name the change with --base REF (the working tree against REF), --commit SHA "
+			    "(one commit) or --pr N (a GitHub pull request), or drop --no-input and pipe a "
+			    "unified diff or a state (git diff main | forge-review)",
 		.runs_alone = true,	/* with --base or --commit */
 		.needs_repo = true,	/* but not for a diff on stdin */
 		.model_options = true,

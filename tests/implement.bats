@@ -417,6 +417,31 @@ forge: add a mul operation (attempt 1)"
 	checkout_untouched
 }
 
+@test "forge-implement run by hand whose validation fails says on stderr which command, its status and its output's end; exit 0, the state as before" {
+	# (before: nothing on stderr; only the state's changes.validation said it)
+	echo '{"tools":{"build_command":"true","test_command":"seq 1 8; echo mul is wrong; exit 3"},
+	       "implement":{"fix_rounds":0},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"
+	plan_state T18 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]}, '"$FINISH"']'
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	assert_equal "$stderr" "forge-implement: not validated: \`seq 1 8; echo mul is wrong; exit 3\` exited with status 3
+    [… 4 lines before]
+    5
+    6
+    7
+    8
+    mul is wrong"
+	last_state | jq -e '.status == "ok" and .changes.validated == false and
+		(.changes.validation | keys) == ["command","exit_status","output","steps"] and
+		.changes.validation.exit_status == 3'
+	events_of phase.completed | jq -e '.reason | endswith("not validated (`seq 1 8; echo mul is wrong; exit 3` failed)")'
+	# -q: nothing said
+	plan_state T19 >"$BATS_TEST_TMPDIR/plan.json"
+	mock '[{"tool_calls":[{"name":"write_file","input":{"path":"NOTES","content":"mul next\n"}}]}, '"$FINISH"']'
+	run -0 --separate-stderr forge-implement -q --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	assert_equal "$stderr" ""
+}
+
 @test "a finish whose input does not match implement's result schema goes back to the model, which finishes again" {
 	# (before: {"summary": 42} ended the phase ok, taken as it was, hunt68 #4)
 	echo '{"implement":{"validate":false},"memory":{"reflect":false}}' >"$BATS_TEST_TMPDIR/c.json"

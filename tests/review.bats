@@ -728,7 +728,10 @@ jsonschema.Draft4Validator(s).validate(l)' "$FORGE_ROOT/tests/fixtures/sarif/sar
 	[ "$stderr" = "forge-review: empty input: expected a state on stdin; to work on the repository alone, pass --no-input" ]
 	[ "$(jq -r .type <<<"$output")" = input.rejected ]
 	run -2 --separate-stderr forge-review --no-input
-	[[ "$stderr" == *"--no-input: there is nothing to work on without an input here"* ]]
+	# what was wrong, and the ways to give it a change (before: "there is
+	# nothing to work on without an input here (see --help)")
+	[ "$stderr" = "forge-review: --no-input without --base, --commit or --pr: nothing to review; with --no-input, name the change with --base REF (the working tree against REF), --commit SHA (one commit) or --pr N (a GitHub pull request), or drop --no-input and pipe a unified diff or a state (git diff main | forge-review)" ]
+	[ "$(jq -r 'select(.type == "input.rejected") | .payload.reason' <<<"$output")" = "${stderr#forge-review: }" ]
 	run -0 --separate-stderr forge-review --no-input --base HEAD </dev/null
 	OUT=$output
 	run jq -r 'select(.type == "review.empty") | .type' <<<"$OUT"

@@ -585,7 +585,8 @@ int forge_git_run_refs(jv *out, struct forge_git *g, const char *trace);
  * (forge_git_diff()'s list, of from..ref)}].  A ref whose change tip holds
  * -- every file it changes has there the content it has on the ref (the
  * work was done again, or merged) -- or that changes nothing is left out.
- * 0 ([] when none), or -1 with a message.
+ * 0 ([] when none), or -1 with a message: also when a saved ref names an
+ * object the repository does not have (git cannot tell what it holds).
  */
 int forge_git_run_saved(jv *out, struct forge_git *g, const char *trace, const char *tip);
 int forge_git_ref_delete(struct forge_git *g, const char *name);

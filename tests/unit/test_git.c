@@ -1168,6 +1168,16 @@ static void test_run_saved(void)
 	free(list);
 	CHECK_STR((list = saved_list(g, "Z2", "nope")), "error");
 	free(list);
+	/* a saved ref to an object the repository lacks (a damaged or partial
+	 * clone): an error naming it, and nothing leaked on the way (before:
+	 * libgit2 1.5's git_revparse_single leaked resolving it, and
+	 * LeakSanitizer failed the program) */
+	CHECK(sh("mkdir -p '%s/.git/refs/forge/Z2/saved' && echo 0123456789abcdef0123456789abcdef01234567 "
+		 ">'%s/.git/refs/forge/Z2/saved/3'", repo, repo) == 0);
+	CHECK_STR((list = saved_list(g, "Z2", "refs/heads/forge/Z2")), "error");
+	CHECK_STR(forge_last_error(), "cannot resolve 'refs/forge/Z2/saved/3': it names "
+		  "0123456789abcdef0123456789abcdef01234567, an object the repository does not have");
+	free(list);
 	free(ref);
 	forge_git_worktree_free(wt);
 	forge_git_free(g);
