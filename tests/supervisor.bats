@@ -1214,9 +1214,11 @@ no_first_checkpoint() {
 	run -0 db_dump
 	refute_output --partial "$KEY"
 	assert_output --partial "[REDACTED]"
-	# the tool result the model got back (the next request, as logged)
+	# the tool result the model got back (the next request, as logged: the
+	# messages new to it, after call 1's)
 	run -0 db_q "select request from llm_calls where phase = 'implement' and call = 2"
-	jq -e '[.messages[] | select(.role == "tool") | .content] | any(startswith("[REDACTED]\n"))' <<<"$output"
+	jq -e '.messages.as_in.call == 1 and
+		([.messages.then[] | select(.role == "tool") | .content] | any(startswith("[REDACTED]\n")))' <<<"$output"
 	run -0 git -C "$REPO" log -p "$BASE..forge/$T"
 	refute_output --partial "$KEY"
 	run -0 git -C "$REPO" show "forge/$T:leak.txt"
