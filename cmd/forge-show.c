@@ -3,6 +3,7 @@
  * tests, deployment, cost per phase, sub-agents, timeline, and what to do next.
  *
  *   forge show TRACE [--json]
+ *   forge show TRACE --call N      the run's N-th model call, its request whole
  */
 #include "app/cli.h"
 #include "app/runview.h"
@@ -12,22 +13,29 @@
 #include "core/json.h"
 #include "core/money.h"
 #include "git/git.h"
+#include "llm/llm.h"
 #include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_JSON = 256 };
+enum { OPT_JSON = 256, OPT_CALL };
 
 static const struct cli_option options[] = {
 	{ "json", 0, NULL, "the whole view as one JSON object (with the patch)", OPT_JSON },
+	{ "call", 0, "N", "the run's N-th model call as JSON, its request whole", OPT_CALL },
 	{ NULL, 0, NULL, NULL, 0 }
+};
+
+struct show_opts {
+	bool json;
+	long call;      /* 0: none */
 };
 
 static const struct cli_spec spec = {
 	.name = "forge-show",
-	.synopsis = "TRACE [--json]",
+	.synopsis = "TRACE [--json]\nTRACE --call N",
 	.description = "Show a run: its task, status, branch, worktree and base; the plan (tasks, risk,\n"
 		       "estimate); the diff stat of its branch against the commit it started from; the\n"
 		       "review's findings; the tests (failing ones by name); the deployment; the cost of\n"
@@ -39,7 +47,12 @@ static const struct cli_spec spec = {
 		      "its events stored) is no run: it is shown with the branch and worktree git has of\n"
 		      "it, and what to do with them (forge diff, git merge; git worktree remove and git\n"
 		      "branch -D remove them: forge gc does not).\n"
-		      "Exit status: 0 shown, 2 no run or several match TRACE, 5 the database failed.",
+		      "--call N prints the run's N-th model call as its llm_calls row has it (in the order\n"
+		      "they were logged: phase, attempt, call, model, tokens, cost, response), with the\n"
+		      "request whole: the messages and tools a row names (as_in) rather than holds are\n"
+		      "read back from the rows that have them.\n"
+		      "Exit status: 0 shown, 2 no run or several match TRACE (or no call N), 5 the database\n"
+		      "failed (or a row a call's request names is not in it).",
 };
 
 static void kv(const char *key, const char *val)
@@ -370,24 +383,69 @@ static void print_view(struct store *st, struct forge_git *g, const struct confi
 
 static int on_option(int id, const char *arg, void *payload)
 {
-	(void)arg;
+	struct show_opts *o = payload;
+
 	if (id == OPT_JSON) {
-		*(bool *)payload = true;
+		o->json = true;
 		return 0;
 	}
+	if (id == OPT_CALL)
+		return forge_parse_long(&o->call, arg, 1, 1000000000) < 0 ?
+		       forge_error("--call wants a number from 1 (the run's first model call), not '%s'", arg) : 0;
 	return forge_error("unhandled option");
+}
+
+/* forge show TRACE --call N: the call as llm_log_call_get() has it. */
+static int show_call(const struct cli_common *common, const char *typed, long n)
+{
+	struct session ses;
+	char *trace = NULL;
+	jv call = jv_null();
+	long count = 0;
+	int status = session_open(&ses, common, SESSION_CONFIG | SESSION_STORE | SESSION_READONLY, jv_null());
+
+	if (status) {
+		fprintf(stderr, "forge-show: %s\n", forge_last_error());
+		return status;
+	}
+	status = runview_resolve(&trace, ses.store, "forge-show", typed);
+	if (status)
+		goto out;
+	switch (llm_log_call_get(&call, &count, ses.store, trace, n)) {
+	case 0:
+		json_write_line(stdout, call, false);
+		call = jv_null();
+		break;
+	case 1:
+		fprintf(stderr, "forge-show: run %s has %ld model call%s logged, no call %ld\n", trace, count,
+			count == 1 ? "" : "s", n);
+		status = FORGE_EXIT_USAGE;
+		break;
+	default:
+		fprintf(stderr, "forge-show: %s\n", forge_last_error());
+		status = FORGE_EXIT_DEPENDENCY;
+		break;
+	}
+out:
+	jv_free(call);
+	free(trace);
+	session_close(&ses);
+	return status;
 }
 
 int main(int argc, char **argv)
 {
 	struct cli_common common;
-	bool json = false;
-	int first = cli_parse(&common, &spec, argc, argv, on_option, &json);
+	struct show_opts o = { 0 };
+	int first = cli_parse(&common, &spec, argc, argv, on_option, &o);
+	bool json = o.json;
 	struct runview_open v;
 	int status;
 
 	if (argc - first != 1)
 		cli_usage_error(&spec, "one trace id is needed");
+	if (o.call)	/* (JSON, --json or not) */
+		return cli_finish("forge-show", show_call(&common, argv[first], o.call));
 	status = runview_open(&v, &common, "forge-show", argv[first], json);
 	if (status == 0 && json)
 		json_write_line(stdout, jv_copy(v.view), false);

@@ -107,6 +107,46 @@ branch_log() {
 	[ "$(db_q "select count(*) from events where trace_id = '$T' and type = 'invalid_transition'")" -eq 0 ]
 }
 
+@test "the model-call log writes a conversation once: each later call names the call before it (as_in) and holds what is new; forge show --call N reads every request back as it was sent" {
+	replay run-clean.jsonl
+	# (what was sent: the replay provider records each request whole)
+	export FORGE_RECORD="$BATS_TEST_TMPDIR/sent.jsonl"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 db_q "select request from llm_calls where trace_id = '$T' and phase = 'implement' order by id"
+	ROWS=$output
+	# implement's first call holds its messages whole; each later one (6 of
+	# them) names the one before it and holds only the turn that followed
+	# it: the assistant's answer and the tool's result (before: the whole
+	# conversation again in every row)
+	jq -e -s --arg t "$T" '(.[0].messages | type == "array" and length == 1) and length == 7 and
+		([.[1:] | to_entries[] | .value.messages.as_in == {trace_id: $t, phase: "implement", attempt: 1, call: (.key + 1)}]
+		 | all) and ([.[1:][] | .messages.then | map(.role)] | all(. == ["assistant", "tool"]))' <<<"$ROWS"
+	# so the log of the session grows with its turns, not with their square:
+	# the last row is a small part of the request it stands for
+	SENT=$(jq -sc '[.[] | select(.phase == "implement") | .request]' "$FORGE_RECORD")
+	[ "$(tail -n 1 <<<"$ROWS" | wc -c)" -lt "$(jq -c '.[-1]' <<<"$SENT" | wc -c)" ]
+	[ "$(tail -n 1 <<<"$ROWS" | jq '.messages.then | tostring | length')" -lt \
+	  "$(jq '.[-1].messages | tostring | length / 4 | floor' <<<"$SENT")" ]
+	# every call of the run, read back whole, is the request the model got
+	N=$(db_q "select count(*) from llm_calls where trace_id = '$T'")
+	[ "$N" -eq "$(wc -l <"$FORGE_RECORD")" ] && [ "$N" -ge 10 ]
+	# (not $i: bats's run sets it)
+	for ((nth = 1; nth <= N; nth++)); do
+		run -0 --separate-stderr forge show "${T:0:12}" --call "$nth"
+		jq -e --argjson n "$nth" --slurpfile sent "$FORGE_RECORD" \
+			'$sent[$n - 1] as $s | .request == $s.request and .phase == $s.phase and .call == $s.call' <<<"$output"
+	done
+	run -2 --separate-stderr forge show "$T" --call $((N + 1))
+	[ "$stderr" = "forge-show: run $T has $N model calls logged, no call $((N + 1))" ]
+	# a row the chain goes through, removed: said, not a request short of it
+	db_q "delete from llm_calls where trace_id = '$T' and phase = 'implement' and call = 3"
+	LAST=$(db_q "select count(*) from llm_calls where trace_id = '$T' and id <= (select id from llm_calls
+		where trace_id = '$T' and phase = 'implement' and call = 7)")
+	run -5 --separate-stderr forge show "$T" --call "$LAST"
+	[[ "$stderr" == "forge-show: cannot rebuild the request of model call "*": its messages are as in trace $T's implement call 3 (attempt 1), which is not in llm_calls (removed?)" ]]
+}
+
 @test "--json: every event and the final state on stdout, each line a record" {
 	replay run-clean.jsonl
 	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
@@ -1214,9 +1254,11 @@ no_first_checkpoint() {
 	run -0 db_dump
 	refute_output --partial "$KEY"
 	assert_output --partial "[REDACTED]"
-	# the tool result the model got back (the next request, as logged)
+	# the tool result the model got back (the next request, as logged: the
+	# messages new to it, after call 1's)
 	run -0 db_q "select request from llm_calls where phase = 'implement' and call = 2"
-	jq -e '[.messages[] | select(.role == "tool") | .content] | any(startswith("[REDACTED]\n"))' <<<"$output"
+	jq -e '.messages.as_in.call == 1 and
+		([.messages.then[] | select(.role == "tool") | .content] | any(startswith("[REDACTED]\n")))' <<<"$output"
 	run -0 git -C "$REPO" log -p "$BASE..forge/$T"
 	refute_output --partial "$KEY"
 	run -0 git -C "$REPO" show "forge/$T:leak.txt"

@@ -93,6 +93,7 @@
 #include <jv.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/secret.h"
 
@@ -511,6 +512,42 @@ struct llm_call_log {
 	struct llm_log_memo *memo;
 };
 int llm_log_call(struct store *st, const struct llm_call_log *rec);
+
+/*
+ * A row's request.tools or request.messages may name another row instead
+ * of holding its value: {"as_in": {trace_id, phase, attempt, call}} (the
+ * tools that row has; for messages, with "then": [the messages that
+ * followed], its messages and those).  The row named is the newest with
+ * those four values logged before the one naming it.  A chain of such rows
+ * is at most LLM_LOG_CHAIN_MAX long: llm_log_call() writes the messages
+ * whole again when it would be longer.
+ */
+enum { LLM_LOG_CHAIN_MAX = 1000 };
+
+/*
+ * The request of llm_calls row `id` whole, as the call sent it: its tools
+ * and messages that name another row (as_in, above) replaced by what that
+ * row has, itself rebuilt, through at most LLM_LOG_CHAIN_MAX rows.
+ * Secrets stay "[REDACTED]" as they were written.  *out is the caller's
+ * (jv_null() unless 0).  0; 1 (no message) when no row has that id or it
+ * has no request; -1 with forge_error() when a row it names is not there
+ * (removed from the database: "… names trace T's PHASE call C (attempt A),
+ * which is not in llm_calls"), the chain is longer, a request is not JSON,
+ * or the database failed.
+ */
+int llm_log_request(jv *out, struct store *st, int64_t id);
+
+/*
+ * Trace's n-th logged model call (1 = its first, in the order they were
+ * logged), its request whole (llm_log_request()): {"id", "ts", "phase",
+ * "attempt", "call", "provider", "model", "request", "response",
+ * "input_tokens", "output_tokens", "cache_read_tokens",
+ * "cache_write_tokens", "cost_usd", "duration_ms", "retries", "error"}.
+ * *out is the caller's (jv_null() unless 0).  0; 1 (no message) when the
+ * trace has fewer than n calls, *count then how many it has; -1 with
+ * forge_error() as llm_log_request().
+ */
+int llm_log_call_get(jv *out, long *count, struct store *st, const char *trace_id, long n);
 
 /*
  * The model's replies in trace's llm_calls rows, the newest `limit` (<= 0:

@@ -120,6 +120,12 @@ void llm_members_add(struct buf *b, jv obj);
  * every call, about 12 KB of schemas that were 80% of each row, and a
  * request whose tools are that very object is logged with {"as_in":
  * {trace_id, phase, attempt, call}} in their place, the row that has them.
+ *
+ * And the row whose messages (rebuilt: llm_log_request()) are those msgs
+ * holds: a request whose messages begin with all of them is logged with
+ * {"as_in": that row, "then": [the messages after them]}, so a session of
+ * N turns writes O(N) bytes of messages, not O(N^2).  Set only once the
+ * row is written; a row refused, or one no trace names, clears it.
  */
 struct llm_log_memo {
 	bool held;                     /* msgs is set (owned) */
@@ -133,6 +139,10 @@ struct llm_log_memo {
 	jv tools;                      /* the tools of the last row logged with them */
 	jv tools_where;                /* that row: {trace_id, phase, attempt, call} */
 	const struct store *tools_store;   /* the database it is in */
+	bool msgs_where_held;          /* msgs_where is set (owned) */
+	jv msgs_where;                 /* the row whose messages are msgs: {trace_id, phase, attempt, call} */
+	const struct store *msgs_store;    /* the database it is in */
+	int msgs_depth;                /* as_in rows from it to one with its messages whole */
 };
 void llm_log_memo_release(struct llm_log_memo *m);   /* NULL-safe; m reusable, empty */
 

@@ -48,6 +48,15 @@ static jv request_to_log(bool *fresh, const struct store *st, const struct llm_c
 	return req;
 }
 
+/* {trace_id, phase, attempt, call} of rec's row (rec has a trace and a
+ * phase).  New jv. */
+static jv row_where(const struct llm_call_log *rec)
+{
+	return json_set(json_set(json_set(json_set(jv_object(), "trace_id",
+		jv_string(rec->trace_id)), "phase", jv_string(rec->phase)),
+		"attempt", jv_number(rec->attempt)), "call", jv_number(rec->call));
+}
+
 /* rec's row, just written to st, is where its tools are, for the memo's
  * later requests: only once it is there, or they would name no row. */
 static void tools_keep(const struct store *st, const struct llm_call_log *rec)
@@ -57,11 +66,25 @@ static void tools_keep(const struct store *st, const struct llm_call_log *rec)
 	if (m->tools_held)
 		jv_free(m->tools), jv_free(m->tools_where);
 	m->tools = json_get(rec->request, "tools");
-	m->tools_where = json_set(json_set(json_set(json_set(jv_object(), "trace_id",
-		jv_string(rec->trace_id)), "phase", jv_string(rec->phase)),
-		"attempt", jv_number(rec->attempt)), "call", jv_number(rec->call));
+	m->tools_where = row_where(rec);
 	m->tools_store = st;
 	m->tools_held = true;
+}
+
+/* After rec's row was logged (written: ok) with messages (chained: as_in
+ * the row m names): that row is where the messages m now holds are, when
+ * it was written and a trace names it; else no row is. */
+static void msgs_keep(const struct store *st, const struct llm_call_log *rec, bool ok, bool chained)
+{
+	struct llm_log_memo *m = rec->memo;
+	int depth = chained ? m->msgs_depth + 1 : 0;
+
+	if (m->msgs_where_held)
+		jv_free(m->msgs_where);
+	m->msgs_where_held = ok && rec->trace_id && rec->phase;
+	m->msgs_where = m->msgs_where_held ? row_where(rec) : jv_null();
+	m->msgs_store = st;
+	m->msgs_depth = depth;
 }
 
 void llm_log_memo_release(struct llm_log_memo *m)
@@ -77,6 +100,8 @@ void llm_log_memo_release(struct llm_log_memo *m)
 	free(m->system_text);
 	if (m->tools_held)
 		jv_free(m->tools), jv_free(m->tools_where);
+	if (m->msgs_where_held)
+		jv_free(m->msgs_where);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -93,11 +118,35 @@ static size_t msgs_same(const struct llm_log_memo *m, jv msgs, size_t n)
 	return k;
 }
 
-/* Append msgs (an array, consumed) to b as json_dumps() writes it, from
- * the texts m kept of the messages logged last; m keeps msgs' now. */
-static void add_messages(struct buf *b, struct llm_log_memo *m, jv msgs)
+/*
+ * Whether rec's messages msgs (borrowed) may be logged as the messages of
+ * the row rec's memo names and those after them: the memo's messages lead
+ * msgs, all of them, that row is in st and of rec's trace, and its chain of
+ * as_in rows stays within LLM_LOG_CHAIN_MAX.
+ */
+static bool msgs_chain(const struct store *st, const struct llm_call_log *rec, jv msgs)
 {
-	size_t n = (size_t)jv_array_length(jv_copy(msgs)), k = msgs_same(m, msgs, n);
+	const struct llm_log_memo *m = rec->memo;
+	const char *trace;
+	size_t n;
+
+	if (!m || !m->held || !m->msgs_where_held || m->msgs_store != st || m->kept == 0 ||
+	    m->msgs_depth >= LLM_LOG_CHAIN_MAX || jv_get_kind(msgs) != JV_KIND_ARRAY)
+		return false;
+	trace = json_get_str(m->msgs_where, "trace_id");
+	if (!rec->trace_id || !rec->phase || !trace || strcmp(trace, rec->trace_id) != 0)
+		return false;
+	n = (size_t)jv_array_length(jv_copy(msgs));
+	return n >= m->kept && msgs_same(m, msgs, n) == m->kept;
+}
+
+/* Append msgs (an array, consumed) to b as json_dumps() writes it, from
+ * the texts m kept of the messages logged last; m keeps msgs' now.  where
+ * (borrowed) an object: {"as_in": where, "then": [the messages after those
+ * m held]} instead (msgs_chain() said so). */
+static void add_messages(struct buf *b, struct llm_log_memo *m, jv msgs, jv where)
+{
+	size_t n = (size_t)jv_array_length(jv_copy(msgs)), k = msgs_same(m, msgs, n), from = m->kept;
 
 	if (m->text.buf)
 		buf_truncate(&m->text, k ? m->ends[k - 1] : 0);
@@ -119,6 +168,19 @@ static void add_messages(struct buf *b, struct llm_log_memo *m, jv msgs)
 	m->msgs = msgs;
 	m->held = true;
 	m->kept = n;
+	if (jv_get_kind(where) == JV_KIND_OBJECT) {
+		/* (message `from` begins after the comma that ends message from - 1) */
+		size_t start = n > from ? m->ends[from - 1] + 1 : m->text.len;
+		char *w = json_dumps(jv_copy(where), false);
+
+		buf_adds(b, "{\"as_in\":");
+		buf_adds(b, w);
+		buf_adds(b, ",\"then\":[");
+		buf_add(b, m->text.buf + start, m->text.len - start);
+		buf_adds(b, "]}");
+		free(w);
+		return;
+	}
 	buf_addch(b, '[');
 	buf_add(b, m->text.buf ? m->text.buf : "", m->text.len);
 	buf_addch(b, ']');
@@ -140,13 +202,14 @@ static void add_system(struct buf *b, struct llm_log_memo *m, jv sys)
 }
 
 /* v (consumed), the value of member key of a request, appended to b as
- * json_dumps() writes it; the messages and the system prompt from m. */
-static void add_member(struct buf *b, struct llm_log_memo *m, const char *key, jv v)
+ * json_dumps() writes it; the messages and the system prompt from m, the
+ * messages as_in where (borrowed) when it is an object (add_messages()). */
+static void add_member(struct buf *b, struct llm_log_memo *m, const char *key, jv v, jv where)
 {
 	char *text;
 
 	if (!strcmp(key, "messages") && jv_get_kind(v) == JV_KIND_ARRAY) {
-		add_messages(b, m, v);
+		add_messages(b, m, v, where);
 	} else if (!strcmp(key, "system") && jv_get_kind(v) == JV_KIND_STRING) {
 		add_system(b, m, v);
 	} else {
@@ -157,9 +220,10 @@ static void add_member(struct buf *b, struct llm_log_memo *m, const char *key, j
 }
 
 /* req (an object, borrowed) as json_dumps() writes it, its messages and
- * system prompt from m (NULL: a memo of this call only), secrets
- * scrubbed.  malloc'd. */
-static char *request_text(struct llm_log_memo *m, jv req)
+ * system prompt from m (NULL: a memo of this call only), its messages
+ * as_in where (borrowed) when that is an object, secrets scrubbed.
+ * malloc'd. */
+static char *request_text(struct llm_log_memo *m, jv req, jv where)
 {
 	struct llm_log_memo once = { 0 };
 	struct buf b = BUF_INIT;
@@ -175,7 +239,7 @@ static char *request_text(struct llm_log_memo *m, jv req)
 		buf_adds(&b, key);
 		buf_addch(&b, ':');
 		free(key);
-		add_member(&b, m, jv_string_value(k), v);
+		add_member(&b, m, jv_string_value(k), v, where);
 		jv_free(k);
 	}
 	buf_addch(&b, '}');
@@ -194,7 +258,7 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 	char ts[TIMESTAMP_LEN + 1], *req = NULL, *resp = NULL, *err = NULL;
 	const struct llm_usage zero = { 0 }, *u = rec->usage ? rec->usage : &zero;
 	int rc = -1;
-	bool fresh = false;
+	bool fresh = false, with_msgs = false, chained = false;
 
 	if (!st)
 		return 0;
@@ -202,7 +266,16 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		goto out;
 	timestamp_now(ts);
 	jv logged = request_to_log(&fresh, st, rec);
-	req = jv_get_kind(logged) == JV_KIND_OBJECT ? request_text(rec->memo, logged) : scrubbed(logged);
+	if (jv_get_kind(logged) == JV_KIND_OBJECT) {
+		jv msgs = json_get(logged, "messages");
+
+		with_msgs = rec->memo && jv_get_kind(msgs) == JV_KIND_ARRAY;
+		chained = msgs_chain(st, rec, msgs);
+		jv_free(msgs);
+		req = request_text(rec->memo, logged, chained ? rec->memo->msgs_where : jv_null());
+	} else {
+		req = scrubbed(logged);
+	}
 	jv_free(logged);
 	resp = scrubbed(rec->response);
 	err = rec->error ? llm_redact(xstrdup(rec->error)) : NULL;
@@ -230,6 +303,8 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 	s = NULL;
 	if (rc == 0 && fresh)
 		tools_keep(st, rec);
+	if (with_msgs)
+		msgs_keep(st, rec, rc == 0, chained);
 out:
 	db_finalize(s);
 	free(req);
@@ -275,4 +350,235 @@ int llm_log_replies(jv *out, struct store *st, const char *trace_id, int limit)
 	db_finalize(s);
 	*out = list;
 	return 0;
+}
+
+/* ---- a request read back whole ----------------------------------------- */
+
+/* Column i of s (a request) parsed into *req, null when SQL NULL.  0, or
+ * -1 with forge_error() when it is not JSON (row id's). */
+static int request_col(jv *req, struct db_stmt *s, int i, int64_t id)
+{
+	const char *text = db_col_text(s, i);
+
+	*req = text ? json_parse(text, db_col_bytes(s, i)) : jv_null();
+	if (jv_is_valid(*req))
+		return 0;
+	jv_free(*req);
+	*req = jv_null();
+	return forge_error("the request of model call %lld (llm_calls row) is not JSON", (long long)id);
+}
+
+/* The row id's request (null: it has none).  0; 1 no such row; -1 with
+ * forge_error(). */
+static int row_request(jv *req, struct store *st, int64_t id)
+{
+	struct db_stmt *s = NULL;
+	int step, rc = -1;
+
+	*req = jv_null();
+	if (db_prepare(&s, st, "SELECT request FROM llm_calls WHERE id = ?1") < 0)
+		return -1;
+	db_bind_int64(s, 1, id);
+	step = db_step(s);
+	if (step == DB_ROW)
+		rc = request_col(req, s, 0, id);
+	else if (step == DB_DONE)
+		rc = 1;
+	else
+		store_fail(st, "cannot read model call %lld", (long long)id);
+	db_finalize(s);
+	return rc;
+}
+
+/* The newest row before row `before` that where (borrowed: {trace_id,
+ * phase, attempt, call}) names: *id and *req its.  0; 1 none; -1 with
+ * forge_error(). */
+static int row_named(int64_t *id, jv *req, struct store *st, jv where, int64_t before)
+{
+	static const char sql[] = "SELECT id, request FROM llm_calls WHERE trace_id = ?1 AND phase = ?2"
+				  " AND attempt = ?3 AND call = ?4 AND id < ?5 ORDER BY id DESC LIMIT 1";
+	struct db_stmt *s = NULL;
+	int step, rc = -1;
+
+	*req = jv_null();
+	if (db_prepare(&s, st, sql) < 0)
+		return -1;
+	db_bind_text(s, 1, json_get_str(where, "trace_id"));
+	db_bind_text(s, 2, json_get_str(where, "phase"));
+	db_bind_int64(s, 3, (int64_t)json_get_num(where, "attempt", -1));
+	db_bind_int64(s, 4, (int64_t)json_get_num(where, "call", -1));
+	db_bind_int64(s, 5, before);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		*id = db_col_int64(s, 0);
+		rc = request_col(req, s, 1, *id);
+	} else if (step == DB_DONE) {
+		rc = 1;
+	} else {
+		store_fail(st, "cannot read the model call that model call %lld names", (long long)before);
+	}
+	db_finalize(s);
+	return rc;
+}
+
+/* Whether member key of req (borrowed) names another row's (as_in). */
+static bool names_row(jv req, const char *key)
+{
+	jv v = json_get(req, key), where = json_get(v, "as_in");
+	bool yes = jv_get_kind(where) == JV_KIND_OBJECT;
+
+	jv_free(v);
+	jv_free(where);
+	return yes;
+}
+
+/*
+ * Member key of the request req (borrowed) of row id, whole: what the rows
+ * its as_in chain names have, each one's "then" after it.  *out new jv.
+ * 0, or -1 with forge_error() (asked: the row the caller asked for).
+ */
+static int member_whole(jv *out, struct store *st, int64_t asked, int64_t id, jv req, const char *key)
+{
+	jv v = json_get(req, key), thens = jv_array(), named;
+	int hops = 0, rc = -1;
+
+	*out = jv_null();
+	while (jv_get_kind(v) == JV_KIND_OBJECT && json_has(v, "as_in")) {
+		jv where = json_get(v, "as_in");
+		int got;
+
+		if (jv_get_kind(where) != JV_KIND_OBJECT || ++hops > LLM_LOG_CHAIN_MAX) {
+			if (hops > LLM_LOG_CHAIN_MAX)
+				forge_error("cannot rebuild the request of model call %lld: its %s name a chain of"
+					    " more than %d rows", (long long)asked, key, LLM_LOG_CHAIN_MAX);
+			else
+				forge_error("cannot rebuild the request of model call %lld: its %s name no row"
+					    " (model call %lld's as_in is no object)", (long long)asked, key, (long long)id);
+			jv_free(where);
+			goto out;
+		}
+		thens = jv_array_append(thens, json_get(v, "then"));
+		got = row_named(&id, &named, st, where, id);
+		if (got > 0)
+			forge_error("cannot rebuild the request of model call %lld: its %s are as in trace %s's %s call %.0f"
+				    " (attempt %.0f), which is not in llm_calls (removed?)", (long long)asked, key,
+				    json_get_str(where, "trace_id") ? json_get_str(where, "trace_id") : "?",
+				    json_get_str(where, "phase") ? json_get_str(where, "phase") : "?",
+				    json_get_num(where, "call", -1), json_get_num(where, "attempt", -1));
+		jv_free(where);
+		if (got != 0)
+			goto out;
+		jv_free(v);
+		v = json_get(named, key);
+		jv_free(named);
+	}
+	for (int i = jv_array_length(jv_copy(thens)) - 1; i >= 0; i--) {
+		jv then = jv_array_get(jv_copy(thens), i);
+
+		if (jv_get_kind(then) == JV_KIND_ARRAY && jv_get_kind(v) == JV_KIND_ARRAY) {
+			v = jv_array_concat(v, then);
+		} else if (jv_get_kind(then) != JV_KIND_NULL || jv_get_kind(v) != JV_KIND_ARRAY) {
+			jv_free(then);
+			forge_error("cannot rebuild the request of model call %lld: the %s of a row it names "
+				    "are no array (model call %lld's)", (long long)asked, key, (long long)id);
+			goto out;
+		}
+	}
+	*out = v;
+	v = jv_null();
+	rc = 0;
+out:
+	jv_free(v);
+	jv_free(thens);
+	return rc;
+}
+
+int llm_log_request(jv *out, struct store *st, int64_t id)
+{
+	static const char *const keys[] = { "tools", "messages" };
+	jv req;
+	int rc = row_request(&req, st, id);
+
+	*out = jv_null();
+	if (rc == 0 && jv_get_kind(req) == JV_KIND_NULL)
+		rc = 1;
+	for (size_t i = 0; rc == 0 && i < sizeof(keys) / sizeof(*keys); i++) {
+		jv whole;
+
+		if (!names_row(req, keys[i]))
+			continue;
+		rc = member_whole(&whole, st, id, id, req, keys[i]);
+		if (rc == 0)
+			req = json_set(req, keys[i], whole);
+	}
+	if (rc == 0)
+		*out = req;
+	else
+		jv_free(req);
+	return rc;
+}
+
+int llm_log_call_get(jv *out, long *count, struct store *st, const char *trace_id, long n)
+{
+	static const char sql[] =
+		"SELECT id, ts, phase, attempt, call, provider, model, response, input_tokens, output_tokens,"
+		" cache_read_tokens, cache_write_tokens, cost_usd, duration_ms, retries, error FROM llm_calls"
+		" WHERE trace_id = ?1 ORDER BY id LIMIT 1 OFFSET ?2";
+	static const char *const cols[] = { "id", "ts", "phase", "attempt", "call", "provider", "model",
+		"response", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+		"cost_usd", "duration_ms", "retries", "error" };
+	struct db_stmt *s = NULL;
+	jv row = jv_object(), req;
+	int64_t id = 0;
+	int step, rc = -1;
+
+	*out = jv_null();
+	*count = 0;
+	if (n < 1)
+		goto count;
+	if (db_prepare(&s, st, sql) < 0)
+		goto out;
+	db_bind_text(s, 1, trace_id);
+	db_bind_int64(s, 2, n - 1);
+	step = db_step(s);
+	if (step == DB_ROW) {
+		id = db_col_int64(s, 0);
+		for (int i = 0; i < (int)(sizeof(cols) / sizeof(*cols)); i++) {
+			/* (ts, phase, provider, model, error: text; response: JSON) */
+			bool text = i == 1 || i == 2 || i == 5 || i == 6 || i == 15;
+
+			if (i == 7)	/* the request first, in its place */
+				row = json_set(row, "request", jv_null());
+			row = json_set(row, cols[i], i == 7 ? db_col_json(s, i) : text ? db_col_str(s, i) : db_col_num(s, i));
+		}
+	}
+	db_finalize(s);
+	s = NULL;
+	if (step == DB_ROW) {
+		rc = llm_log_request(&req, st, id);
+		if (rc >= 0) {
+			*out = json_set(row, "request", rc == 0 ? req : jv_null());
+			row = jv_null();
+			rc = 0;
+		}
+		goto out;
+	}
+	if (step != DB_DONE) {
+		store_fail(st, "cannot read the model calls of trace '%s'", trace_id);
+		goto out;
+	}
+count:
+	if (db_prepare(&s, st, "SELECT count(*) FROM llm_calls WHERE trace_id = ?1") < 0)
+		goto out;
+	db_bind_text(s, 1, trace_id);
+	if (db_step(s) == DB_ROW) {
+		*count = (long)db_col_int64(s, 0);
+		rc = 1;
+	} else {
+		store_fail(st, "cannot count the model calls of trace '%s'", trace_id);
+	}
+out:
+	db_finalize(s);
+	jv_free(row);
+	return rc;
 }

@@ -525,24 +525,73 @@ static char *logged_request(struct store *st)
 	return text;
 }
 
-/* Log req (consumed) and say whether its row holds it as it always has:
- * json_dumps() of it, secrets scrubbed. */
-static bool logs_as_dumped(struct store *st, struct llm_log_memo *memo, jv req)
+/* The id of the newest llm_calls row (0: none). */
+static int64_t logged_id(struct store *st)
+{
+	sqlite3_stmt *s;
+	int64_t id = 0;
+
+	if (sqlite3_prepare_v2(store_db(st), "SELECT max(id) FROM llm_calls", -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
+/* Whether the newest row's request, read back whole (llm_log_request()),
+ * is want (a request's text, borrowed). */
+static bool reads_back(struct store *st, const char *want)
+{
+	jv got, w = json_parse(want, strlen(want));
+	bool same = llm_log_request(&got, st, logged_id(st)) == 0 && jv_equal(got, jv_copy(w));
+
+	jv_free(w);
+	return same;
+}
+
+/* Whether text (a request's) holds its messages as {"as_in": call 1 of p on
+ * trace T, "then": [n messages]}. */
+static bool messages_as_in(const char *text, int n)
+{
+	jv req = json_parse(text, strlen(text)), msgs = json_get(req, "messages");
+	jv where = json_get(msgs, "as_in"), then = json_get(msgs, "then");
+	bool yes = jv_get_kind(then) == JV_KIND_ARRAY && jv_array_length(jv_copy(then)) == n &&
+		   jv_object_length(jv_copy(msgs)) == 2 && json_get_str(where, "trace_id") &&
+		   !strcmp(json_get_str(where, "trace_id"), "T") && !strcmp(json_get_str(where, "phase"), "p") &&
+		   json_get_num(where, "attempt", 0) == 1 && json_get_num(where, "call", 0) == 1;
+
+	jv_free(req);
+	jv_free(msgs);
+	jv_free(where);
+	jv_free(then);
+	return yes;
+}
+
+/* Log req (consumed) as call 1 of phase p on trace T; whether its row holds
+ * it as it always has -- json_dumps() of it, secrets scrubbed -- or, with
+ * then >= 0, its messages as those of the row before and `then` new ones,
+ * the row read back whole being that text. */
+static bool logs_as(struct store *st, struct llm_log_memo *memo, jv req, int then)
 {
 	struct llm_call_log rec = { .trace_id = "T", .phase = "p", .provider = "replay", .model = "m",
 				    .attempt = 1, .call = 1, .memo = memo };
-	char *want = llm_redact(json_dumps(jv_copy(req), false)), *got;
+	char *want = llm_redact(json_dumps(jv_copy(req), false)), *got = NULL;
 	bool same;
 
 	rec.request = req;
 	rec.response = jv_null();
-	same = llm_log_call(st, &rec) == 0 && (got = logged_request(st)) && !strcmp(got, want) &&
-	       !strstr(got, "sk-test-LOGGED-KEY");
-	if (same)
-		free(got);
+	same = llm_log_call(st, &rec) == 0 && (got = logged_request(st)) && !strstr(got, "sk-test-LOGGED-KEY") &&
+	       (then < 0 ? !strcmp(got, want) : messages_as_in(got, then)) && reads_back(st, want);
+	free(got);
 	free(want);
 	jv_free(req);
 	return same;
+}
+
+static bool logs_as_dumped(struct store *st, struct llm_log_memo *memo, jv req)
+{
+	return logs_as(st, memo, req, -1);
 }
 
 static jv with_messages(jv msgs)
@@ -567,21 +616,25 @@ static void test_log_keeps_messages_text(void)
 	CHECK_INT(store_open(&st, ":memory:"), 0);
 	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
 	msgs = jv_array_append(msgs, llm_msg_tool_result("c1", "out \"q\" \xc3\xa9", false));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 0));
+	/* the first message changed (a compressed working memory): whole */
 	msgs = jv_array_set(msgs, 0, llm_msg_user("changed"));
 	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
 	msgs = jv_array_append(msgs, llm_msg_user("third"));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1));
 	msgs = jv_array_set(msgs, 1, llm_msg_user("second, changed"));
 	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
 	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array_append(jv_array(), llm_msg_user("short")))));
 	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array())));
 	CHECK(logs_as_dumped(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("other \"sys\""))));
-	CHECK(logs_as_dumped(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("sk-test-LOGGED-KEY"))));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("sk-test-LOGGED-KEY")), 0));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 0));
 	CHECK(logs_as_dumped(st, &memo, json_set(jv_object(), "messages", jv_string("not an array"))));
 	CHECK(logs_as_dumped(st, NULL, with_messages(jv_copy(msgs))));
+	/* a key in a new message: scrubbed in "then" too */
+	msgs = jv_array_append(msgs, llm_msg_user("fourth sk-test-LOGGED-KEY"));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1));
 	jv_free(msgs);
 	llm_log_memo_release(&memo);
 	llm_log_memo_release(&memo);
@@ -672,6 +725,112 @@ static void test_log_tools_per_client(void)
 	store_free(other);
 }
 
+/* Log msgs (consumed) as call `call` of phase p on trace (NULL: none) for
+ * memo; 0, or -1 when the row was refused. */
+static int log_msgs(struct store *st, struct llm_log_memo *memo, const char *trace, int call, jv msgs)
+{
+	struct llm_call_log rec = { .trace_id = trace, .phase = "p", .provider = "replay", .model = "m",
+				    .attempt = 1, .call = call, .memo = memo };
+	int rc;
+
+	rec.request = with_messages(msgs);
+	rec.response = jv_null();
+	rc = llm_log_call(st, &rec);
+	jv_free(rec.request);
+	return rc;
+}
+
+/* The newest row's request.messages.as_in.call: 0 when its messages are
+ * whole. */
+static int named_call(struct store *st)
+{
+	char *text = logged_request(st);
+	jv req = text ? json_parse(text, strlen(text)) : jv_null(), where = json_get_path(req, "messages.as_in");
+	int call = (int)json_get_num(where, "call", 0);
+
+	free(text);
+	jv_free(req);
+	jv_free(where);
+	return call;
+}
+
+/*
+ * A conversation's later calls name the row before (as_in) and hold the new
+ * messages (before: the whole conversation in every row, O(N^2) bytes for N
+ * turns); the row named is one written -- not a refused one, not one of
+ * another database, not one without a trace -- and a chain is never longer
+ * than LLM_LOG_CHAIN_MAX; read back, a request is what was sent, and a
+ * chain with a row removed says which.
+ */
+static void test_log_messages_as_in(void)
+{
+	struct store *st = NULL, *other = NULL;
+	struct llm_log_memo memo = { 0 };
+	jv msgs = jv_array_append(jv_array(), llm_msg_user("task")), got;
+	int call = 0;
+
+	CHECK_INT(store_open(&st, ":memory:"), 0);
+	CHECK_INT(store_open(&other, ":memory:"), 0);
+	CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), 0);
+	CHECK_INT(named_call(st), 0);
+	for (int i = 0; i < 5; i++) {
+		msgs = jv_array_append(msgs, llm_msg_tool_result("c", "a result", false));
+		CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), 0);
+		CHECK_INT(named_call(st), call - 1);
+	}
+	CHECK_INT(llm_log_request(&got, st, logged_id(st)), 0);
+	CHECK(jv_equal(json_get(got, "messages"), jv_copy(msgs)));
+	jv_free(got);
+	/* a row refused: the next names none, it holds the messages whole */
+	CHECK(sqlite3_exec(store_db(st), "CREATE TRIGGER no7 BEFORE INSERT ON llm_calls WHEN NEW.call = 7"
+			   " BEGIN SELECT RAISE(ABORT, 'refused'); END", NULL, NULL, NULL) == SQLITE_OK);
+	msgs = jv_array_append(msgs, llm_msg_user("more"));
+	CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), -1);
+	msgs = jv_array_append(msgs, llm_msg_user("more"));
+	CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), 0);
+	CHECK_INT(named_call(st), 0);
+	/* another database: whole there, and whole back here */
+	msgs = jv_array_append(msgs, llm_msg_user("more"));
+	CHECK_INT(log_msgs(other, &memo, "T", ++call, jv_copy(msgs)), 0);
+	CHECK_INT(named_call(other), 0);
+	msgs = jv_array_append(msgs, llm_msg_user("more"));
+	CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), 0);
+	CHECK_INT(named_call(st), 0);
+	/* no trace: a row nothing names; the next is whole */
+	msgs = jv_array_append(msgs, llm_msg_user("more"));
+	CHECK_INT(log_msgs(st, &memo, NULL, ++call, jv_copy(msgs)), 0);
+	CHECK_INT(named_call(st), 0);
+	msgs = jv_array_append(msgs, llm_msg_user("more"));
+	CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), 0);
+	CHECK_INT(named_call(st), 0);
+	/* the chain ends at LLM_LOG_CHAIN_MAX rows: the next is whole again */
+	int start = call;
+	for (int i = 0; i < LLM_LOG_CHAIN_MAX; i++) {
+		msgs = jv_array_append(msgs, llm_msg_user("turn"));
+		CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), 0);
+	}
+	CHECK_INT(named_call(st), call - 1);
+	CHECK_INT(llm_log_request(&got, st, logged_id(st)), 0);
+	CHECK(jv_equal(json_get(got, "messages"), jv_copy(msgs)));
+	jv_free(got);
+	msgs = jv_array_append(msgs, llm_msg_user("turn"));
+	CHECK_INT(log_msgs(st, &memo, "T", ++call, jv_copy(msgs)), 0);
+	CHECK_INT(named_call(st), 0);
+	/* a row of the chain removed: said, nothing read back */
+	char sql[160];
+	snprintf(sql, sizeof sql, "DELETE FROM llm_calls WHERE call = %d", start + 3);
+	CHECK(sqlite3_exec(store_db(st), sql, NULL, NULL, NULL) == SQLITE_OK);
+	CHECK_INT(llm_log_request(&got, st, logged_id(st) - 1), -1);
+	CHECK(jv_get_kind(got) == JV_KIND_NULL);
+	CHECK(strstr(forge_last_error(), "its messages are as in trace T's p call ") &&
+	      strstr(forge_last_error(), "which is not in llm_calls (removed?)"));
+	CHECK_INT(llm_log_request(&got, st, 999999), 1);
+	jv_free(msgs);
+	llm_log_memo_release(&memo);
+	store_free(st);
+	store_free(other);
+}
+
 static void test_json_diff(void)
 {
 	jv a = json_parse("{\"a\":[1,{\"b\":2}],\"c\":1}", 23);
@@ -703,6 +862,7 @@ int main(void)
 	RUN(test_record_then_replay_and_log);
 	RUN(test_log_keeps_messages_text);
 	RUN(test_log_tools_per_client);
+	RUN(test_log_messages_as_in);
 	RUN(test_json_diff);
 	return unit_done();
 }
