@@ -157,6 +157,16 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 			buf_release(&shorts);
 			cli_usage_error(spec, "%s", msg);
 		}
+		/* An empty --db or --cassette (--db "$DB" with DB unset) is a
+		 * usage error (before: taken as not given -- the repository's
+		 * database, $FORGE_CASSETTE -- without a word). */
+		if ((opt == OPT_DB || opt == OPT_CASSETTE) && optarg && !*optarg) {
+			free(lo);
+			buf_release(&shorts);
+			cli_usage_error(spec, "option '--%s' needs %s, and was given an empty one (leave the option "
+					"out for the default)", opt == OPT_DB ? "db" : "cassette",
+					opt == OPT_DB ? "a database's path" : "a cassette file");
+		}
 		/* A program option's short form comes back as its letter: use its id. */
 		for (const struct cli_option *o = spec->options; o && o->name; o++)
 			if (o->short_name && opt == o->short_name)

@@ -159,6 +159,24 @@ setup() {
 	[[ "$output" == "forge-review (forge) "* ]]
 }
 
+@test "an empty --db or --cassette is a usage error (exit 2), not the default database or \$FORGE_CASSETTE without a word" {
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$REPO"
+	unset FORGE_DB
+	local said="option '--db' needs a database's path, and was given an empty one (leave the option out for the default)"
+	run -2 --separate-stderr forge history --db ''
+	[ "${stderr_lines[0]}" = "forge history: $said" ]
+	run -2 --separate-stderr forge --db= memory add "a lesson"
+	[ "${stderr_lines[0]}" = "forge-memory: $said" ]
+	run -2 --separate-stderr forge-plan --db '' --task "add a flag"
+	[ "${stderr_lines[0]}" = "forge-plan: $said" ]
+	[ -z "$output" ]
+	[ ! -e .forge/forge.db ]
+	run -2 --separate-stderr env FORGE_PROVIDER=replay FORGE_CASSETTE=/nonexistent forge-plan --cassette= --task "add a flag"
+	[ "${stderr_lines[0]}" = "forge-plan: option '--cassette' needs a cassette file, and was given an empty one (leave the option out for the default)" ]
+}
+
 @test "common options before the command go to the command: forge --repo DIR status, forge -v run" {
 	REPO="$BATS_TEST_TMPDIR/repo"
 	make_repo "$REPO"
