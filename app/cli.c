@@ -43,6 +43,45 @@ static void add_long(struct option *lo, size_t *n, struct buf *shorts, const str
 	}
 }
 
+/*
+ * What is wrong with the long option arg ("--NAME" or "--NAME=VALUE", as
+ * typed) that getopt_long refused, into msg: an option that takes no
+ * argument given one (before: "unknown option '-q'" for --quiet=1, a short
+ * option not typed, or "unknown option '--json=1'" for one that exists), a
+ * prefix of several options (before: "unknown option '--b'" where --base
+ * and --base-url both begin so), or an option there is none of.
+ */
+static void long_option_error(char *msg, size_t size, const struct option *lo, const char *arg)
+{
+	const char *name = arg + 2;
+	size_t len = strcspn(name, "=");
+	const struct option *hit = NULL;
+	struct buf all = BUF_INIT;
+	int n = 0;
+
+	for (const struct option *o = lo; o->name && !hit; o++)
+		if (strncmp(o->name, name, len) == 0 && o->name[len] == '\0')
+			hit = o;
+	for (const struct option *o = lo; o->name && !hit && len > 0; o++) {
+		if (strncmp(o->name, name, len) != 0)
+			continue;
+		buf_addf(&all, "%s--%s", n ? ", " : "", o->name);
+		n++;
+	}
+	if (!hit && n == 1) {
+		for (const struct option *o = lo; o->name && !hit; o++)
+			if (strncmp(o->name, name, len) == 0)
+				hit = o;
+	}
+	if (hit && name[len] == '=' && hit->has_arg == no_argument)
+		snprintf(msg, size, "option '--%s' takes no argument", hit->name);
+	else if (!hit && n > 1)
+		snprintf(msg, size, "option '--%.*s' is ambiguous; possibilities: %s", (int)len, name, all.buf);
+	else
+		snprintf(msg, size, "unknown option '%s'", arg);
+	buf_release(&all);
+}
+
 /* Returns 1 when opt was a common option and has been handled. */
 static int handle_common(struct cli_common *c, const struct cli_spec *spec, int opt, const char *arg)
 {
@@ -104,13 +143,29 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 	while ((opt = getopt_long(argc, argv, shorts.buf, lo, NULL)) != -1) {
 		if (opt == '?' || opt == ':') {
 			const char *bad = argv[optind - 1];
+			char msg[1024];
+
+			if (opt == ':')
+				snprintf(msg, sizeof msg, "option '%s' needs an argument", bad);
+			else if (strncmp(bad, "--", 2) == 0)
+				long_option_error(msg, sizeof msg, lo, bad);
+			else if (optopt && optopt < 256)
+				snprintf(msg, sizeof msg, "unknown option '-%c'", optopt);
+			else
+				snprintf(msg, sizeof msg, "unknown option '%s'", bad);
 			free(lo);
 			buf_release(&shorts);
-			if (opt == ':')
-				cli_usage_error(spec, "option '%s' needs an argument", bad);
-			if (optopt && optopt < 256)
-				cli_usage_error(spec, "unknown option '-%c'", optopt);
-			cli_usage_error(spec, "unknown option '%s'", bad);
+			cli_usage_error(spec, "%s", msg);
+		}
+		/* An empty --db or --cassette (--db "$DB" with DB unset) is a
+		 * usage error (before: taken as not given -- the repository's
+		 * database, $FORGE_CASSETTE -- without a word). */
+		if ((opt == OPT_DB || opt == OPT_CASSETTE) && optarg && !*optarg) {
+			free(lo);
+			buf_release(&shorts);
+			cli_usage_error(spec, "option '--%s' needs %s, and was given an empty one (leave the option "
+					"out for the default)", opt == OPT_DB ? "db" : "cassette",
+					opt == OPT_DB ? "a database's path" : "a cassette file");
 		}
 		/* A program option's short form comes back as its letter: use its id. */
 		for (const struct cli_option *o = spec->options; o && o->name; o++)

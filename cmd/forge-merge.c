@@ -184,6 +184,51 @@ static void conflicted(struct store *st, const char *trace, const struct target 
 		fprintf(stderr, "forge-merge: the conflict was not recorded: %s\n", forge_last_error());
 }
 
+/*
+ * Why run `trace` has no branch in g when forge gc did not remove it, said
+ * on stderr with what to do: a dry run makes none (before: "has no branch
+ * ... (removed by forge gc?)"); a run made in another repository -- a
+ * database several share, --db or FORGE_DB -- has its branch there.  True
+ * when one of them was said.  Borrows task.
+ */
+static bool no_branch_why(struct store *st, struct forge_git *g, const char *trace, jv task)
+{
+	jv started = jv_null();
+	const char *repo = json_get_str(task, "repo");
+	char *theirs = NULL, *ours = NULL;
+	struct buf cmd = BUF_INIT;
+	bool said = false;
+
+	store_event_last(&started, st, trace, "run.started");
+	jv dry = json_get_path(started, "payload.dry_run");
+	if (jv_get_kind(dry) == JV_KIND_TRUE) {
+		fprintf(stderr, "forge-merge: run %s was a dry run (forge run --dry-run): it planned only, and made "
+				"no branch or change to merge; forge run without --dry-run makes them\n", trace);
+		said = true;
+		goto out;
+	}
+	if (!repo || *repo != '/')
+		goto out;
+	theirs = realpath(repo, NULL);
+	ours = realpath(forge_git_root(g), NULL);
+	if (!ours || strcmp(theirs ? theirs : repo, ours) == 0)
+		goto out;
+	buf_adds(&cmd, "forge merge --repo ");
+	buf_add_shell_quoted(&cmd, theirs ? theirs : repo);
+	buf_addf(&cmd, " %s", trace);
+	fprintf(stderr, "forge-merge: run %s was made in the repository '%s'%s, not in this one ('%s'): its branch "
+			"is there; merge it there: %s\n", trace, theirs ? theirs : repo,
+		theirs ? "" : " (not found now)", ours, cmd.buf);
+	said = true;
+out:
+	buf_release(&cmd);
+	jv_free(dry);
+	jv_free(started);
+	free(theirs);
+	free(ours);
+	return said;
+}
+
 static int merge(struct store *st, struct forge_git *g, const char *trace, bool no_ff)
 {
 	jv run = jv_null(), cp = jv_null(), merged = jv_null(), task;
@@ -226,7 +271,9 @@ static int merge(struct store *st, struct forge_git *g, const char *trace, bool 
 	}
 	runview_refs(&t.run_branch, &t.base_commit, st, trace);
 	if (forge_git_resolve(&commit, g, t.run_branch) < 0) {
-		fprintf(stderr, "forge-merge: run %s has no branch %s (removed by forge gc?)\n", trace, t.run_branch);
+		if (!no_branch_why(st, g, trace, task))
+			fprintf(stderr, "forge-merge: run %s has no branch %s (removed by forge gc?)\n", trace,
+				t.run_branch);
 		goto out;
 	}
 	/* A run whose branch holds no change against its base (the agent

@@ -608,6 +608,35 @@ trusted_as_git_says() {
 	[[ "$output" == *"a lesson about foo"* ]]
 }
 
+@test "a database path that names a directory, a device or a named pipe: refused (exit 5) saying what it is and what to give, never waited on" {
+	skip_on_postgres "the SQLite file's path"
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	cd "$BATS_TEST_TMPDIR/repo"
+	mkdir "$BATS_TEST_TMPDIR/dbdir"
+	mkfifo "$BATS_TEST_TMPDIR/pipe"
+	local dir="cannot open database '$BATS_TEST_TMPDIR/dbdir': it is a directory; give --db (or FORGE_DB) the path of a file, such as '$BATS_TEST_TMPDIR/dbdir/forge.db'"
+	local cmd
+	# (before: "disk I/O error (sqlite code 10)"; /dev/null's "'COMMIT'
+	# failed ... its schema is older than this forge's"; a named pipe was
+	# opened and waited on for ever: the timeout only bounds a regression)
+	for cmd in "history" "memory list" "memory add x" "db status" "db migrate" "findings list"; do
+		# shellcheck disable=SC2086
+		run -5 --separate-stderr timeout 60 forge $cmd --db "$BATS_TEST_TMPDIR/dbdir"
+		[[ "$stderr" == *"$dir" ]] || { echo "$cmd: $stderr"; false; }
+		# shellcheck disable=SC2086
+		run -5 --separate-stderr timeout 60 forge $cmd --db /dev/null
+		[[ "$stderr" == *"cannot open database '/dev/null': it is not a regular file (a character device); give --db (or FORGE_DB) the path of a file" ]] ||
+			{ echo "$cmd: $stderr"; false; }
+		# shellcheck disable=SC2086
+		run -5 --separate-stderr timeout 60 forge $cmd --db "$BATS_TEST_TMPDIR/pipe"
+		[[ "$stderr" == *"it is not a regular file (a named pipe)"* ]] || { echo "$cmd: $stderr"; false; }
+	done
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/dbdir")" ]
+	# a phase that stores what it found says so too, its events forwarded
+	run -5 --separate-stderr env FORGE_DB="$BATS_TEST_TMPDIR/dbdir" forge-review --base HEAD --no-input
+	[[ "$stderr" == *"$dir"* ]]
+}
+
 @test "--task is instead of stdin: what is waiting there is not read, and a warning says so" {
 	make_repo "$BATS_TEST_TMPDIR/repo"
 	cd "$BATS_TEST_TMPDIR/repo"

@@ -133,6 +133,50 @@ setup() {
 	[[ "$stderr" == *"'--db' needs an argument"* ]]
 }
 
+@test "an option that takes no argument given one, or a prefix of several options, is told so (exit 2), not called unknown" {
+	# (before: "unknown option '-q'" for --quiet=1, a short option not typed;
+	# "unknown option '--no-input=1'"; "unknown option '--b'")
+	run -2 --separate-stderr forge-review --quiet=1
+	[ "${stderr_lines[0]}" = "forge-review: option '--quiet' takes no argument" ]
+	[ -z "$output" ]
+	run -2 --separate-stderr forge-review --help=x
+	[ "${stderr_lines[0]}" = "forge-review: option '--help' takes no argument" ]
+	[ -z "$output" ]
+	run -2 --separate-stderr forge-review --no-input=1
+	[ "${stderr_lines[0]}" = "forge-review: option '--no-input' takes no argument" ]
+	run -2 --separate-stderr forge history --json=1
+	[ "${stderr_lines[0]}" = "forge history: option '--json' takes no argument" ]
+	run -2 --separate-stderr forge-memory list --arch=yes
+	[ "${stderr_lines[0]}" = "forge-memory: option '--archived' takes no argument" ]
+	run -2 --separate-stderr forge-review --ba main
+	[ "${stderr_lines[0]}" = "forge-review: option '--ba' is ambiguous; possibilities: --base, --base-url" ]
+	# a unique prefix still works, and what is unknown is still called so
+	run -2 --separate-stderr forge-review --bogus=1
+	[ "${stderr_lines[0]}" = "forge-review: unknown option '--bogus=1'" ]
+	run -2 --separate-stderr forge-review -Z
+	[ "${stderr_lines[0]}" = "forge-review: unknown option '-Z'" ]
+	run -0 --separate-stderr forge-review --vers
+	[[ "$output" == "forge-review (forge) "* ]]
+}
+
+@test "an empty --db or --cassette is a usage error (exit 2), not the default database or \$FORGE_CASSETTE without a word" {
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$REPO"
+	unset FORGE_DB
+	local said="option '--db' needs a database's path, and was given an empty one (leave the option out for the default)"
+	run -2 --separate-stderr forge history --db ''
+	[ "${stderr_lines[0]}" = "forge history: $said" ]
+	run -2 --separate-stderr forge --db= memory add "a lesson"
+	[ "${stderr_lines[0]}" = "forge-memory: $said" ]
+	run -2 --separate-stderr forge-plan --db '' --task "add a flag"
+	[ "${stderr_lines[0]}" = "forge-plan: $said" ]
+	[ -z "$output" ]
+	[ ! -e .forge/forge.db ]
+	run -2 --separate-stderr env FORGE_PROVIDER=replay FORGE_CASSETTE=/nonexistent forge-plan --cassette= --task "add a flag"
+	[ "${stderr_lines[0]}" = "forge-plan: option '--cassette' needs a cassette file, and was given an empty one (leave the option out for the default)" ]
+}
+
 @test "common options before the command go to the command: forge --repo DIR status, forge -v run" {
 	REPO="$BATS_TEST_TMPDIR/repo"
 	make_repo "$REPO"

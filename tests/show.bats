@@ -328,6 +328,27 @@ setup() {
 	assert_output "run $T1 is merged already"
 }
 
+@test "forge merge of a dry run, or in another repository than the run's (a shared database): exit 2 saying so and what works, not 'removed by forge gc?'" {
+	# a repository sharing the database ($FORGE_DB): the run's branch is
+	# where it ran ($SHARED/calc, which $REPO is a copy of)
+	make_repo "$BATS_TEST_TMPDIR/other repo"
+	cd "$BATS_TEST_TMPDIR/other repo"
+	run -2 --separate-stderr forge merge "$T1"
+	[ "$stderr" = "forge-merge: run $T1 was made in the repository '$SHARED/calc', not in this one ('$BATS_TEST_TMPDIR/other repo'): its branch is there; merge it there: forge merge --repo '$SHARED/calc' $T1" ]
+	[ "$(git log --oneline | wc -l)" = 1 ]
+	# --repo as it says (here: the copy)
+	run -0 --separate-stderr forge merge --repo "$REPO" "$T1"
+	assert_output --regexp "^merged forge/$T1 into main \\(fast-forward\\) at [0-9a-f]{12}$"
+	# a dry run makes no branch (before: "has no branch forge/TRACE (removed by forge gc?)")
+	cd "$REPO"
+	FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/plan-calc.jsonl" \
+		run -0 forge run --dry-run --json "add a mul operation"
+	local dry
+	dry=$(forge history --json -n 1 | jq -r .trace_id)
+	run -2 --separate-stderr forge merge "$dry"
+	[ "$stderr" = "forge-merge: run $dry was a dry run (forge run --dry-run): it planned only, and made no branch or change to merge; forge run without --dry-run makes them" ]
+}
+
 @test "forge merge of a run merged by hand (git merge), with commits since: recorded as merged, not refused as 'moved'" {
 	git merge -q --no-edit "forge/$T1"
 	echo "extra" >NOTES

@@ -82,6 +82,21 @@ expect_rejected() {
 	[ "${lines[0]}" = "$ev1" ]
 }
 
+@test "bad input: a whole record without its final newline is refused for its own reason, not as a truncated line" {
+	# printf '%s', an editor's file without a final newline: the record is
+	# complete (before: "truncated last line (no newline at the end of the
+	# input): state does not match its schema: ...")
+	run -2 --separate-stderr "$filter" < <(printf '%s\n%s' "$ev1" '{"kind":"state","v":1,"trace_id":"t","phase":"plan","status":"fine","task":{"description":"x"}}')
+	expect_rejected 2 "state does not match its schema: .status"
+	[[ "$stderr" != *truncated* ]]
+	[ "${lines[0]}" = "$ev1" ]
+	run -2 --separate-stderr "$filter" < <(printf '%s' '[1,2]')
+	expect_rejected 1 "expected a JSON object, got array"
+	[[ "$stderr" != *truncated* ]]
+	run -2 --separate-stderr "$filter" < <(printf '%s' '{"task":""}')
+	[ "$stderr" = "stream-filter: line 1: 'task' must be a non-empty string or an object with a 'description'" ]
+}
+
 @test "bad input: an oversized line" {
 	big=$(head -c 5000 /dev/zero | tr '\0' a)
 	run -2 --separate-stderr "$filter" --max-line 1024 < <(printf '%s\n{"task":"%s"}\n' "$ev1" "$big")

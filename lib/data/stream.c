@@ -766,6 +766,16 @@ static int take_raw(struct stream_input *in, struct line_reader *r, struct buf *
 	return 0;
 }
 
+/* Whether line[0..len) is one whole JSON value. */
+static bool line_is_json(const char *line, size_t len)
+{
+	jv v = json_parse(line, len);
+	bool yes = jv_is_valid(v);
+
+	jv_free(v);
+	return yes;
+}
+
 int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 		const struct stream_options *opt)
 {
@@ -827,7 +837,12 @@ int stream_read(struct stream_input *in, FILE *from, struct stream_out *fwd,
 			break;
 		}
 		rc = take_record(in, line.buf, line.len, first, fwd, opt);
-		if (rc == -1 && st == LINE_LAST_NO_NEWLINE)
+		/* A last line without its newline is cut short only when it is
+		 * not whole JSON: a complete record refused for what it holds
+		 * (printf '%s', an editor's file without a final newline) is
+		 * told its own reason alone (before: "truncated last line" in
+		 * front of a schema error, a wrong kind, an empty task). */
+		if (rc == -1 && st == LINE_LAST_NO_NEWLINE && !line_is_json(line.buf, line.len))
 			rc = forge_error_prefix("truncated last line (no newline at the end of the input)");
 		if (rc != 0)
 			break;

@@ -518,6 +518,30 @@ out:
 	return rc;
 }
 
+/*
+ * A path that names something other than a file -- a directory (a --db
+ * given the directory it means the database to be in), a device (/dev/null
+ * for "no database") -- refused with what it is and what to give instead
+ * (before: "disk I/O error (sqlite code 10)", or, for /dev/null, "'COMMIT'
+ * failed: disk I/O error ... its schema is older than this forge's").  A
+ * path that does not exist, or cannot be looked at, is left to the open.
+ */
+static int not_a_file(const char *path)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode))
+		return 0;
+	if (S_ISDIR(sb.st_mode))
+		return forge_error("cannot open database '%s': it is a directory; give --db (or FORGE_DB) the path "
+				   "of a file, such as '%s%sforge.db'", path, path,
+				   path[strlen(path) - 1] == '/' ? "" : "/");
+	return forge_error("cannot open database '%s': it is not a regular file (a %s); give --db (or FORGE_DB) "
+			   "the path of a file", path,
+			   S_ISCHR(sb.st_mode) ? "character device" : S_ISBLK(sb.st_mode) ? "block device" :
+			   S_ISFIFO(sb.st_mode) ? "named pipe" : S_ISSOCK(sb.st_mode) ? "socket" : "special file");
+}
+
 /* Create the file 0600 before sqlite does (it would use 0644 & ~umask);
  * its -wal and -shm files copy the mode, and, when SQLite runs as root,
  * the owner: under sudo, the user's (core/owner.h). */
@@ -1023,7 +1047,7 @@ int store_open(struct store **out, const char *path)
 		forge_error("database path is empty");
 		goto out;
 	}
-	if (!memory && (make_parent_dirs(path) < 0 || create_private(path) < 0))
+	if (!memory && (not_a_file(path) < 0 || make_parent_dirs(path) < 0 || create_private(path) < 0))
 		goto out;
 	sqlite_once();
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
@@ -1151,6 +1175,8 @@ int store_open_readonly(struct store **out, const char *path)
 	}
 	if (strcmp(path, ":memory:") == 0 || !*path || access(path, F_OK) != 0)
 		return store_open(out, path);
+	if (not_a_file(path) < 0)
+		return -1;
 	st = xcalloc(1, sizeof *st);
 	st->path = xstrdup(path);
 	st->readonly = true;
@@ -3028,6 +3054,8 @@ static int sqlite_file_version(int *v, const char *path)
 	*v = 0;
 	if (strcmp(path, ":memory:") == 0 || access(path, F_OK) != 0)
 		return 0;
+	if (not_a_file(path) < 0)
+		return -1;
 	if (sqlite3_open_v2(path, &st.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		rc = store_fail(&st, "cannot open");
 	} else {
