@@ -107,7 +107,7 @@ branch_log() {
 	[ "$(db_q "select count(*) from events where trace_id = '$T' and type = 'invalid_transition'")" -eq 0 ]
 }
 
-@test "the model-call log writes a conversation once: each later call names the call before it (as_in) and holds what is new; forge show --call N reads every request back as it was sent" {
+@test "the model-call log writes a conversation once: each later call names the call before it (as_in) and holds what is new, and the system prompt once; forge show --call N reads every request back as it was sent" {
 	replay run-clean.jsonl
 	# (what was sent: the replay provider records each request whole)
 	export FORGE_RECORD="$BATS_TEST_TMPDIR/sent.jsonl"
@@ -122,6 +122,10 @@ branch_log() {
 	jq -e -s --arg t "$T" '(.[0].messages | type == "array" and length == 1) and length == 7 and
 		([.[1:] | to_entries[] | .value.messages.as_in == {trace_id: $t, phase: "implement", attempt: 1, call: (.key + 1)}]
 		 | all) and ([.[1:][] | .messages.then | map(.role)] | all(. == ["assistant", "tool"]))' <<<"$ROWS"
+	# and its system prompt (~3 KB, the same every call) once: each later
+	# call names the first (before: the prompt whole in every row)
+	jq -e -s --arg t "$T" '(.[0].system | type == "string" and length > 1000) and
+		([.[1:][] | .system == {as_in: {trace_id: $t, phase: "implement", attempt: 1, call: 1}}] | all)' <<<"$ROWS"
 	# so the log of the session grows with its turns, not with their square:
 	# the last row is a small part of the request it stands for
 	SENT=$(jq -sc '[.[] | select(.phase == "implement") | .request]' "$FORGE_RECORD")

@@ -514,10 +514,10 @@ struct llm_call_log {
 int llm_log_call(struct store *st, const struct llm_call_log *rec);
 
 /*
- * A row's request.tools or request.messages may name another row instead
- * of holding its value: {"as_in": {trace_id, phase, attempt, call}} (the
- * tools that row has; for messages, with "then": [the messages that
- * followed], its messages and those).  The row named is the newest with
+ * A row's request.system, request.tools or request.messages may name
+ * another row instead of holding its value: {"as_in": {trace_id, phase,
+ * attempt, call}} (the system prompt or tools that row has; for messages,
+ * with "then": [the messages that followed], its messages and those).  The row named is the newest with
  * those four values logged before the one naming it.  A chain of such rows
  * is at most LLM_LOG_CHAIN_MAX long: llm_log_call() writes the messages
  * whole again when it would be longer.
@@ -525,8 +525,8 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec);
 enum { LLM_LOG_CHAIN_MAX = 1000 };
 
 /*
- * The request of llm_calls row `id` whole, as the call sent it: its tools
- * and messages that name another row (as_in, above) replaced by what that
+ * The request of llm_calls row `id` whole, as the call sent it: its system
+ * prompt, tools and messages that name another row (as_in, above) replaced by what that
  * row has, itself rebuilt, through at most LLM_LOG_CHAIN_MAX rows.
  * Secrets stay "[REDACTED]" as they were written.  *out is the caller's
  * (jv_null() unless 0).  0; 1 (no message) when no row has that id or it

@@ -126,6 +126,11 @@ void llm_members_add(struct buf *b, jv obj);
  * {"as_in": that row, "then": [the messages after them]}, so a session of
  * N turns writes O(N) bytes of messages, not O(N^2).  Set only once the
  * row is written; a row refused, or one no trace names, clears it.
+ *
+ * And the row that has the system prompt system holds whole (about 3 KB,
+ * the same every call): a request whose system prompt equals it is logged
+ * with {"as_in": that row} in its place.  Likewise set only once that row
+ * is written.
  */
 struct llm_log_memo {
 	bool held;                     /* msgs is set (owned) */
@@ -143,6 +148,9 @@ struct llm_log_memo {
 	jv msgs_where;                 /* the row whose messages are msgs: {trace_id, phase, attempt, call} */
 	const struct store *msgs_store;    /* the database it is in */
 	int msgs_depth;                /* as_in rows from it to one with its messages whole */
+	bool system_where_held;        /* system_where is set (owned) */
+	jv system_where;               /* the row with system whole: {trace_id, phase, attempt, call} */
+	const struct store *system_store;  /* the database it is in */
 };
 void llm_log_memo_release(struct llm_log_memo *m);   /* NULL-safe; m reusable, empty */
 

@@ -27,15 +27,31 @@ static bool tools_logged(const struct llm_log_memo *m, const struct store *st, j
 	return m && m->tools_held && m->tools_store == st && jv_identical(jv_copy(tools), jv_copy(m->tools));
 }
 
-/* rec's request, its tools replaced by where they were logged when they are
- * the very object m holds (m NULL: none).  *fresh: it has tools m could
- * keep once its row is written (tools_keep).  New jv. */
-static jv request_to_log(bool *fresh, const struct store *st, const struct llm_call_log *rec)
+/* Whether sys (borrowed) is the system prompt m holds, logged whole in
+ * st by the row m->system_where names. */
+static bool system_logged(const struct llm_log_memo *m, const struct store *st, jv sys)
 {
-	jv tools = json_get(rec->request, "tools");
+	return m && m->system_where_held && m->system_store == st && m->system_text &&
+	       jv_get_kind(sys) == JV_KIND_STRING && json_equal(sys, m->system);
+}
+
+/* rec's request, its tools replaced by where they were logged when they are
+ * the very object m holds (m NULL: none), its system prompt likewise when
+ * it is the one m holds.  *fresh: it has tools m could keep once its row
+ * is written (tools_keep).  *sys_whole: its system prompt (a string) is
+ * written whole, for m to keep where (system_keep).  New jv. */
+static jv request_to_log(bool *fresh, bool *sys_whole, const struct store *st, const struct llm_call_log *rec)
+{
+	jv tools = json_get(rec->request, "tools"), sys = json_get(rec->request, "system");
 	jv req = jv_copy(rec->request);
 
 	*fresh = false;
+	*sys_whole = false;
+	if (system_logged(rec->memo, st, sys))
+		req = json_set(req, "system", json_set(jv_object(), "as_in", jv_copy(rec->memo->system_where)));
+	else
+		*sys_whole = rec->memo && jv_get_kind(sys) == JV_KIND_STRING;
+	jv_free(sys);
 	if (jv_get_kind(tools) != JV_KIND_ARRAY || jv_array_length(jv_copy(tools)) == 0) {
 		jv_free(tools);
 		return req;
@@ -71,6 +87,20 @@ static void tools_keep(const struct store *st, const struct llm_call_log *rec)
 	m->tools_held = true;
 }
 
+/* After rec's row was logged (written: ok) with its system prompt whole
+ * (add_system() made it the one m holds): that row is where it is, when
+ * it was written and a trace names it; else no row is. */
+static void system_keep(const struct store *st, const struct llm_call_log *rec, bool ok)
+{
+	struct llm_log_memo *m = rec->memo;
+
+	if (m->system_where_held)
+		jv_free(m->system_where);
+	m->system_where_held = ok && rec->trace_id && rec->phase;
+	m->system_where = m->system_where_held ? row_where(rec) : jv_null();
+	m->system_store = st;
+}
+
 /* After rec's row was logged (written: ok) with messages (chained: as_in
  * the row m names): that row is where the messages m now holds are, when
  * it was written and a trace names it; else no row is. */
@@ -102,6 +132,8 @@ void llm_log_memo_release(struct llm_log_memo *m)
 		jv_free(m->tools), jv_free(m->tools_where);
 	if (m->msgs_where_held)
 		jv_free(m->msgs_where);
+	if (m->system_where_held)
+		jv_free(m->system_where);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -119,34 +151,40 @@ static size_t msgs_same(const struct llm_log_memo *m, jv msgs, size_t n)
 }
 
 /*
- * Whether rec's messages msgs (borrowed) may be logged as the messages of
- * the row rec's memo names and those after them: the memo's messages lead
- * msgs, all of them, that row is in st and of rec's trace, and its chain of
- * as_in rows stays within LLM_LOG_CHAIN_MAX.
+ * Whether rec's messages may be logged as the messages of the row rec's
+ * memo names and those after them: the first `same` of them are the
+ * memo's (msgs_same()), all of the memo's, that row is in st and of rec's
+ * trace, and its chain of as_in rows stays within LLM_LOG_CHAIN_MAX.
  */
-static bool msgs_chain(const struct store *st, const struct llm_call_log *rec, jv msgs)
+static bool msgs_chain(const struct store *st, const struct llm_call_log *rec, size_t same)
 {
 	const struct llm_log_memo *m = rec->memo;
 	const char *trace;
-	size_t n;
 
 	if (!m || !m->held || !m->msgs_where_held || m->msgs_store != st || m->kept == 0 ||
-	    m->msgs_depth >= LLM_LOG_CHAIN_MAX || jv_get_kind(msgs) != JV_KIND_ARRAY)
+	    m->msgs_depth >= LLM_LOG_CHAIN_MAX || same != m->kept)
 		return false;
 	trace = json_get_str(m->msgs_where, "trace_id");
-	if (!rec->trace_id || !rec->phase || !trace || strcmp(trace, rec->trace_id) != 0)
-		return false;
-	n = (size_t)jv_array_length(jv_copy(msgs));
-	return n >= m->kept && msgs_same(m, msgs, n) == m->kept;
+	return rec->trace_id && rec->phase && trace && strcmp(trace, rec->trace_id) == 0;
 }
 
+/* How a request is written: the memo (never NULL here), where its messages
+ * are as_in (an object; else written whole), and how many of its leading
+ * messages are the memo's (msgs_same(), for messages that are an array). */
+struct req_log {
+	struct llm_log_memo *m;
+	jv where;                      /* borrowed */
+	size_t same;
+};
+
 /* Append msgs (an array, consumed) to b as json_dumps() writes it, from
- * the texts m kept of the messages logged last; m keeps msgs' now.  where
- * (borrowed) an object: {"as_in": where, "then": [the messages after those
- * m held]} instead (msgs_chain() said so). */
-static void add_messages(struct buf *b, struct llm_log_memo *m, jv msgs, jv where)
+ * the texts m kept of the messages logged last (the first `same` of msgs
+ * are those: msgs_same()); m keeps msgs' now.  where (borrowed) an
+ * object: {"as_in": where, "then": [the messages after those m held]}
+ * instead (msgs_chain() said so). */
+static void add_messages(struct buf *b, struct llm_log_memo *m, jv msgs, size_t same, jv where)
 {
-	size_t n = (size_t)jv_array_length(jv_copy(msgs)), k = msgs_same(m, msgs, n), from = m->kept;
+	size_t n = (size_t)jv_array_length(jv_copy(msgs)), k = same, from = m->kept;
 
 	if (m->text.buf)
 		buf_truncate(&m->text, k ? m->ends[k - 1] : 0);
@@ -202,16 +240,16 @@ static void add_system(struct buf *b, struct llm_log_memo *m, jv sys)
 }
 
 /* v (consumed), the value of member key of a request, appended to b as
- * json_dumps() writes it; the messages and the system prompt from m, the
- * messages as_in where (borrowed) when it is an object (add_messages()). */
-static void add_member(struct buf *b, struct llm_log_memo *m, const char *key, jv v, jv where)
+ * json_dumps() writes it; the messages and the system prompt from r->m,
+ * the messages as_in r->where when it is an object (add_messages()). */
+static void add_member(struct buf *b, const struct req_log *r, const char *key, jv v)
 {
 	char *text;
 
 	if (!strcmp(key, "messages") && jv_get_kind(v) == JV_KIND_ARRAY) {
-		add_messages(b, m, v, where);
+		add_messages(b, r->m, v, r->same, r->where);
 	} else if (!strcmp(key, "system") && jv_get_kind(v) == JV_KIND_STRING) {
-		add_system(b, m, v);
+		add_system(b, r->m, v);
 	} else {
 		text = json_dumps(v, false);
 		buf_adds(b, text);
@@ -220,16 +258,16 @@ static void add_member(struct buf *b, struct llm_log_memo *m, const char *key, j
 }
 
 /* req (an object, borrowed) as json_dumps() writes it, its messages and
- * system prompt from m (NULL: a memo of this call only), its messages
- * as_in where (borrowed) when that is an object, secrets scrubbed.
- * malloc'd. */
-static char *request_text(struct llm_log_memo *m, jv req, jv where)
+ * system prompt from r->m (NULL: a memo of this call only), its messages
+ * as_in r->where when that is an object, secrets scrubbed.  malloc'd. */
+static char *request_text(const struct req_log *r, jv req)
 {
 	struct llm_log_memo once = { 0 };
+	struct req_log own = { .m = &once, .where = jv_null(), .same = 0 };
 	struct buf b = BUF_INIT;
 
-	if (!m)
-		m = &once;
+	if (!r->m)
+		r = &own;
 	buf_addch(&b, '{');
 	jv_object_foreach(req, k, v) {
 		char *key = json_dumps(jv_copy(k), false);
@@ -239,7 +277,7 @@ static char *request_text(struct llm_log_memo *m, jv req, jv where)
 		buf_adds(&b, key);
 		buf_addch(&b, ':');
 		free(key);
-		add_member(&b, m, jv_string_value(k), v, where);
+		add_member(&b, r, jv_string_value(k), v);
 		jv_free(k);
 	}
 	buf_addch(&b, '}');
@@ -258,22 +296,29 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 	char ts[TIMESTAMP_LEN + 1], *req = NULL, *resp = NULL, *err = NULL;
 	const struct llm_usage zero = { 0 }, *u = rec->usage ? rec->usage : &zero;
 	int rc = -1;
-	bool fresh = false, with_msgs = false, chained = false;
+	bool fresh = false, sys_whole = false, with_msgs = false, chained = false;
 
 	if (!st)
 		return 0;
 	if (db_prepare(&s, st, sql) < 0)
 		goto out;
 	timestamp_now(ts);
-	jv logged = request_to_log(&fresh, st, rec);
+	jv logged = request_to_log(&fresh, &sys_whole, st, rec);
 	if (jv_get_kind(logged) == JV_KIND_OBJECT) {
 		jv msgs = json_get(logged, "messages");
+		struct req_log r = { .m = rec->memo, .where = jv_null(), .same = 0 };
 
 		with_msgs = rec->memo && jv_get_kind(msgs) == JV_KIND_ARRAY;
-		chained = msgs_chain(st, rec, msgs);
+		if (with_msgs) {
+			r.same = msgs_same(rec->memo, msgs, (size_t)jv_array_length(jv_copy(msgs)));
+			chained = msgs_chain(st, rec, r.same);
+			if (chained)
+				r.where = rec->memo->msgs_where;
+		}
 		jv_free(msgs);
-		req = request_text(rec->memo, logged, chained ? rec->memo->msgs_where : jv_null());
+		req = request_text(&r, logged);
 	} else {
+		sys_whole = false;   /* (not written through the memo) */
 		req = scrubbed(logged);
 	}
 	jv_free(logged);
@@ -305,6 +350,8 @@ int llm_log_call(struct store *st, const struct llm_call_log *rec)
 		tools_keep(st, rec);
 	if (with_msgs)
 		msgs_keep(st, rec, rc == 0, chained);
+	if (sys_whole)
+		system_keep(st, rec, rc == 0);
 out:
 	db_finalize(s);
 	free(req);
@@ -434,13 +481,17 @@ static bool names_row(jv req, const char *key)
 
 /*
  * Member key of the request req (borrowed) of row id, whole: what the rows
- * its as_in chain names have, each one's "then" after it.  *out new jv.
+ * its as_in chain names have, each one's "then" after it; of kind `kind`
+ * (an array, or with no "then" in the chain a string too).  *out new jv.
  * 0, or -1 with forge_error() (asked: the row the caller asked for).
  */
-static int member_whole(jv *out, struct store *st, int64_t asked, int64_t id, jv req, const char *key)
+static int member_whole(jv *out, struct store *st, int64_t asked, int64_t id, jv req, const char *key,
+			jv_kind kind)
 {
 	jv v = json_get(req, key), thens = jv_array(), named;
 	int hops = 0, rc = -1;
+	bool one = kind == JV_KIND_STRING;   /* "its system prompt is", "its tools are" */
+	const char *what = one ? "system prompt" : key;
 
 	*out = jv_null();
 	while (jv_get_kind(v) == JV_KIND_OBJECT && json_has(v, "as_in")) {
@@ -449,19 +500,21 @@ static int member_whole(jv *out, struct store *st, int64_t asked, int64_t id, jv
 
 		if (jv_get_kind(where) != JV_KIND_OBJECT || ++hops > LLM_LOG_CHAIN_MAX) {
 			if (hops > LLM_LOG_CHAIN_MAX)
-				forge_error("cannot rebuild the request of model call %lld: its %s name a chain of"
-					    " more than %d rows", (long long)asked, key, LLM_LOG_CHAIN_MAX);
+				forge_error("cannot rebuild the request of model call %lld: its %s name%s a chain of"
+					    " more than %d rows", (long long)asked, what, one ? "s" : "", LLM_LOG_CHAIN_MAX);
 			else
-				forge_error("cannot rebuild the request of model call %lld: its %s name no row"
-					    " (model call %lld's as_in is no object)", (long long)asked, key, (long long)id);
+				forge_error("cannot rebuild the request of model call %lld: its %s name%s no row"
+					    " (model call %lld's as_in is no object)", (long long)asked, what, one ? "s" : "",
+					    (long long)id);
 			jv_free(where);
 			goto out;
 		}
 		thens = jv_array_append(thens, json_get(v, "then"));
 		got = row_named(&id, &named, st, where, id);
 		if (got > 0)
-			forge_error("cannot rebuild the request of model call %lld: its %s are as in trace %s's %s call %.0f"
-				    " (attempt %.0f), which is not in llm_calls (removed?)", (long long)asked, key,
+			forge_error("cannot rebuild the request of model call %lld: its %s %s as in trace %s's %s call %.0f"
+				    " (attempt %.0f), which is not in llm_calls (removed?)", (long long)asked, what,
+				    one ? "is" : "are",
 				    json_get_str(where, "trace_id") ? json_get_str(where, "trace_id") : "?",
 				    json_get_str(where, "phase") ? json_get_str(where, "phase") : "?",
 				    json_get_num(where, "call", -1), json_get_num(where, "attempt", -1));
@@ -477,11 +530,14 @@ static int member_whole(jv *out, struct store *st, int64_t asked, int64_t id, jv
 
 		if (jv_get_kind(then) == JV_KIND_ARRAY && jv_get_kind(v) == JV_KIND_ARRAY) {
 			v = jv_array_concat(v, then);
-		} else if (jv_get_kind(then) != JV_KIND_NULL || jv_get_kind(v) != JV_KIND_ARRAY) {
+		} else if (jv_get_kind(then) != JV_KIND_NULL || jv_get_kind(v) != kind) {
 			jv_free(then);
 			forge_error("cannot rebuild the request of model call %lld: the %s of a row it names "
-				    "are no array (model call %lld's)", (long long)asked, key, (long long)id);
+				    "%s (model call %lld's)", (long long)asked, what,
+				    one ? "is no string" : "are no array", (long long)id);
 			goto out;
+		} else {
+			jv_free(then);
 		}
 	}
 	*out = v;
@@ -495,7 +551,10 @@ out:
 
 int llm_log_request(jv *out, struct store *st, int64_t id)
 {
-	static const char *const keys[] = { "tools", "messages" };
+	static const struct {
+		const char *key;
+		jv_kind kind;
+	} keys[] = { { "system", JV_KIND_STRING }, { "tools", JV_KIND_ARRAY }, { "messages", JV_KIND_ARRAY } };
 	jv req;
 	int rc = row_request(&req, st, id);
 
@@ -505,11 +564,11 @@ int llm_log_request(jv *out, struct store *st, int64_t id)
 	for (size_t i = 0; rc == 0 && i < sizeof(keys) / sizeof(*keys); i++) {
 		jv whole;
 
-		if (!names_row(req, keys[i]))
+		if (!names_row(req, keys[i].key))
 			continue;
-		rc = member_whole(&whole, st, id, id, req, keys[i]);
+		rc = member_whole(&whole, st, id, id, req, keys[i].key, keys[i].kind);
 		if (rc == 0)
-			req = json_set(req, keys[i], whole);
+			req = json_set(req, keys[i].key, whole);
 	}
 	if (rc == 0)
 		*out = req;

@@ -568,30 +568,59 @@ static bool messages_as_in(const char *text, int n)
 	return yes;
 }
 
+/* {"as_in": where phase's call `call` of trace T logged its tools}. */
+static jv as_in(const char *phase, int call)
+{
+	return json_set(jv_object(), "as_in", json_set(json_set(json_set(json_set(jv_object(),
+		"trace_id", jv_string("T")), "phase", jv_string(phase)), "attempt", jv_number(1)),
+		"call", jv_number(call)));
+}
+
+/* Whether member key of the requests' texts a and b is the same. */
+static bool same_member(const char *a, const char *b, const char *key)
+{
+	jv ra = json_parse(a, strlen(a)), rb = json_parse(b, strlen(b));
+	bool same = jv_equal(json_get(ra, key), json_get(rb, key));
+
+	jv_free(ra);
+	jv_free(rb);
+	return same;
+}
+
+/* How logs_as() wants a request's system prompt: whole, or named (as in
+ * the row before: call 1 of phase p on trace T). */
+enum { SYS_WHOLE, SYS_NAMED };
+
 /* Log req (consumed) as call 1 of phase p on trace T; whether its row holds
- * it as it always has -- json_dumps() of it, secrets scrubbed -- or, with
- * then >= 0, its messages as those of the row before and `then` new ones,
- * the row read back whole being that text. */
-static bool logs_as(struct store *st, struct llm_log_memo *memo, jv req, int then)
+ * it as it always has -- json_dumps() of it, secrets scrubbed, its system
+ * prompt as_in the row before when sys is SYS_NAMED -- or, with then >= 0,
+ * its messages as those of the row before and `then` new ones, the row
+ * read back whole being the request whole. */
+static bool logs_as(struct store *st, struct llm_log_memo *memo, jv req, int then, int sys)
 {
 	struct llm_call_log rec = { .trace_id = "T", .phase = "p", .provider = "replay", .model = "m",
 				    .attempt = 1, .call = 1, .memo = memo };
 	char *want = llm_redact(json_dumps(jv_copy(req), false)), *got = NULL;
+	char *want_row = sys == SYS_NAMED ? json_dumps(json_set(jv_copy(req), "system", as_in("p", 1)), false) :
+		xstrdup(want);
 	bool same;
 
+	want_row = llm_redact(want_row);
 	rec.request = req;
 	rec.response = jv_null();
 	same = llm_log_call(st, &rec) == 0 && (got = logged_request(st)) && !strstr(got, "sk-test-LOGGED-KEY") &&
-	       (then < 0 ? !strcmp(got, want) : messages_as_in(got, then)) && reads_back(st, want);
+	       (then < 0 ? !strcmp(got, want_row) : messages_as_in(got, then) && same_member(got, want_row, "system")) &&
+	       reads_back(st, want);
 	free(got);
 	free(want);
+	free(want_row);
 	jv_free(req);
 	return same;
 }
 
-static bool logs_as_dumped(struct store *st, struct llm_log_memo *memo, jv req)
+static bool logs_as_dumped(struct store *st, struct llm_log_memo *memo, jv req, int sys)
 {
-	return logs_as(st, memo, req, -1);
+	return logs_as(st, memo, req, -1, sys);
 }
 
 static jv with_messages(jv msgs)
@@ -600,12 +629,31 @@ static jv with_messages(jv msgs)
 			"max_tokens", jv_number(4096));
 }
 
+static int log_msgs(struct store *st, struct llm_log_memo *memo, const char *trace, int call, jv msgs);
+
+/* The newest row's request.system.as_in.call: 0 when its system prompt is
+ * whole (a string), -1 when it is neither. */
+static int system_named(struct store *st)
+{
+	char *text = logged_request(st);
+	jv req = text ? json_parse(text, strlen(text)) : jv_null(), sys = json_get(req, "system");
+	jv where = json_get(sys, "as_in");
+	int call = jv_get_kind(sys) == JV_KIND_STRING ? 0 : (int)json_get_num(where, "call", -1);
+
+	free(text);
+	jv_free(req);
+	jv_free(sys);
+	jv_free(where);
+	return call;
+}
+
 /* The log keeps the text of the messages a client logged last and writes only
  * the new ones (an agent's next request is the same conversation and a
- * few more), and the system prompt's: the row is what dumping the
- * request whole gave, with a key in a message or the prompt scrubbed, as
- * the conversation grows, is cut, or changes in place, and as the prompt
- * changes. */
+ * few more), and names the row with the system prompt when it is the one
+ * logged last (before: ~3 KB of it again in every row): the row is what
+ * dumping the request whole gave, with a key in a message or the prompt
+ * scrubbed, as the conversation grows, is cut, or changes in place, and as
+ * the prompt changes; read back, every request is the one sent. */
 static void test_log_keeps_messages_text(void)
 {
 	struct store *st = NULL;
@@ -614,27 +662,57 @@ static void test_log_keeps_messages_text(void)
 
 	llm_secret_add("sk-test-LOGGED-KEY");
 	CHECK_INT(store_open(&st, ":memory:"), 0);
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs)), SYS_WHOLE));
 	msgs = jv_array_append(msgs, llm_msg_tool_result("c1", "out \"q\" \xc3\xa9", false));
-	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1));
-	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 0));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1, SYS_NAMED));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 0, SYS_NAMED));
 	/* the first message changed (a compressed working memory): whole */
 	msgs = jv_array_set(msgs, 0, llm_msg_user("changed"));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs)), SYS_NAMED));
 	msgs = jv_array_append(msgs, llm_msg_user("third"));
-	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1, SYS_NAMED));
 	msgs = jv_array_set(msgs, 1, llm_msg_user("second, changed"));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs))));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array_append(jv_array(), llm_msg_user("short")))));
-	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array())));
-	CHECK(logs_as_dumped(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("other \"sys\""))));
-	CHECK(logs_as(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("sk-test-LOGGED-KEY")), 0));
-	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 0));
-	CHECK(logs_as_dumped(st, &memo, json_set(jv_object(), "messages", jv_string("not an array"))));
-	CHECK(logs_as_dumped(st, NULL, with_messages(jv_copy(msgs))));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_copy(msgs)), SYS_NAMED));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array_append(jv_array(), llm_msg_user("short"))), SYS_NAMED));
+	CHECK(logs_as_dumped(st, &memo, with_messages(jv_array()), SYS_NAMED));
+	/* another prompt: whole, then named; a key in it scrubbed */
+	CHECK(logs_as_dumped(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("other \"sys\"")),
+			     SYS_WHOLE));
+	CHECK(logs_as(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("other \"sys\"")), 0,
+		      SYS_NAMED));
+	CHECK(logs_as(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("sk-test-LOGGED-KEY")), 0,
+		      SYS_WHOLE));
+	CHECK(logs_as(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_string("sk-test-LOGGED-KEY")), 0,
+		      SYS_NAMED));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 0, SYS_WHOLE));
+	/* a prompt that is no string is written whole; a request without one changes nothing */
+	CHECK(logs_as(st, &memo, json_set(with_messages(jv_copy(msgs)), "system", jv_array()), 0, SYS_WHOLE));
+	CHECK(logs_as_dumped(st, &memo, json_set(jv_object(), "messages", jv_string("not an array")), SYS_WHOLE));
+	CHECK(logs_as_dumped(st, NULL, with_messages(jv_copy(msgs)), SYS_WHOLE));
 	/* a key in a new message: scrubbed in "then" too */
 	msgs = jv_array_append(msgs, llm_msg_user("fourth sk-test-LOGGED-KEY"));
-	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1));
+	CHECK(logs_as(st, &memo, with_messages(jv_copy(msgs)), 1, SYS_NAMED));
+	/* a row refused: the prompt it would have had whole is named by none
+	 * (calls 100 on: each row its own call, as a client's are) */
+	CHECK(sqlite3_exec(store_db(st), "CREATE TRIGGER no100 BEFORE INSERT ON llm_calls WHEN NEW.call = 100"
+			   " BEGIN SELECT RAISE(ABORT, 'refused'); END", NULL, NULL, NULL) == SQLITE_OK);
+	struct llm_call_log rec = { .trace_id = "T", .phase = "p", .provider = "replay", .model = "m",
+				    .attempt = 1, .call = 100, .memo = &memo };
+	rec.request = json_set(with_messages(jv_copy(msgs)), "system", jv_string("new"));
+	rec.response = jv_null();
+	CHECK_INT(llm_log_call(st, &rec), -1);
+	jv_free(rec.request);
+	CHECK_INT(log_msgs(st, &memo, "T", 101, jv_copy(msgs)), 0);
+	CHECK(system_named(st) == 0);
+	CHECK_INT(log_msgs(st, &memo, "T", 102, jv_copy(msgs)), 0);
+	CHECK(system_named(st) == 101);
+	/* a row named that is gone: said, not a request without its prompt */
+	CHECK(sqlite3_exec(store_db(st), "DELETE FROM llm_calls WHERE call = 101", NULL, NULL, NULL) == SQLITE_OK);
+	jv got;
+	CHECK_INT(llm_log_request(&got, st, logged_id(st)), -1);
+	CHECK(jv_get_kind(got) == JV_KIND_NULL);
+	CHECK(strstr(forge_last_error(), "its system prompt is as in trace T's p call 101 (attempt 1), which is not"
+		     " in llm_calls (removed?)") != NULL);
 	jv_free(msgs);
 	llm_log_memo_release(&memo);
 	llm_log_memo_release(&memo);
@@ -670,14 +748,6 @@ static jv parsed(const char *text)
 }
 
 #define READ_FILE "[{\"name\":\"read_file\",\"input_schema\":{\"type\":\"object\"}}]"
-
-/* {"as_in": where phase's call `call` of trace T logged its tools}. */
-static jv as_in(const char *phase, int call)
-{
-	return json_set(jv_object(), "as_in", json_set(json_set(json_set(json_set(jv_object(),
-		"trace_id", jv_string("T")), "phase", jv_string(phase)), "attempt", jv_number(1)),
-		"call", jv_number(call)));
-}
 
 /*
  * Each client's tools are written with its first call and named by its
